@@ -1,0 +1,1 @@
+"""Launch script -> LaunchConfig -> EffectiveConfig (what megatron-core's schedules will see)."""

@@ -1,0 +1,82 @@
+"""Loads framework knowledge from `rules/<framework>.toml`.
+
+Rules are data so that supporting a new release is a rules change. Any table entry may carry
+`versions = "<PEP 440 specifier>"`; `load(name, version)` keeps only the entries whose range
+admits `version` (all of them when the version is unknown and the entry says `unknown = true`,
+otherwise entries with a range are dropped for an unknown version).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from auditor.errors import InputError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+def rules_dir() -> Path:
+    """The shipped rules: `auditor/rules` in a wheel, `rules/` beside the package in a checkout."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "rules", here.parent / "rules"):
+        if candidate.is_dir():
+            return candidate
+    raise InputError("rules", f"no rules directory next to {here}")
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    """One framework's rules, filtered to one version."""
+
+    framework: str
+    version: str | None
+    data: dict[str, Any] = field(repr=False)
+    digest: str = ""
+
+    def table(self, name: str) -> list[dict[str, Any]]:
+        """Entries of an array-of-tables, those whose `versions` admit this version."""
+        return [e for e in self.data.get(name, []) if _admits(e, self.version)]
+
+    def section(self, name: str) -> dict[str, Any]:
+        return self.data.get(name, {})
+
+
+def _admits(entry: dict[str, Any], version: str | None) -> bool:
+    spec = entry.get("versions")
+    if not spec or spec == "*":
+        return True
+    if version is None:
+        return bool(entry.get("unknown", False))
+    try:
+        return Version(version) in SpecifierSet(spec, prereleases=True)
+    except (InvalidSpecifier, InvalidVersion):
+        return False
+
+
+def load(framework: str, version: str | None = None, directory: Path | None = None) -> RuleSet:
+    path = (directory or rules_dir()) / f"{framework}.toml"
+    if not path.is_file():
+        raise InputError(str(path), f"no rules for framework {framework!r}")
+    raw = path.read_bytes()
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(str(path), f"invalid rules file: {exc}") from None
+    return RuleSet(framework, version, data, hashlib.sha256(raw).hexdigest()[:16])
+
+
+def version_in(version: str | None, spec: str) -> bool | None:
+    """Three-valued: None when the version is unknown."""
+    if version is None:
+        return None
+    return _admits({"versions": spec}, version)
