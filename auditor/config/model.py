@@ -1,15 +1,11 @@
-"""The data passed between the config stages: what a launch script says, and what it means.
+"""What a launch script says: the data `launch.py` produces and `effective.py` consumes.
 
-`launch.py` produces a LaunchConfig; `effective.py` turns it, with the rules of each framework
-version, into an EffectiveConfig. Unresolved shell values stay symbolic (`Symbolic`), never
-guessed.
+Unresolved shell values stay symbolic (`Symbolic`), never guessed.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
-
 from auditor.findings import Finding
 
 
@@ -59,34 +55,3 @@ class LaunchConfig:
         if isinstance(self.nproc_per_node, int) and isinstance(self.nnodes, int):
             return self.nproc_per_node * self.nnodes
         return None
-
-
-@dataclass
-class Value:
-    value: Any  # None means unknown
-    provenance: str  # human sentence: "swift: overlap_p2p_comm forced False: no virtual pipeline"
-    source: str  # "flag", "env", "override", "default:<framework>", "derived:<framework>"
-
-
-@dataclass
-class EffectiveConfig:
-    values: dict[str, Value] = field(default_factory=dict)
-    versions: dict[str, str | None] = field(default_factory=dict)  # framework -> version
-    env: dict[str, str] = field(default_factory=dict)
-    findings: list[Finding] = field(default_factory=list)
-
-    def get(self, name: str, default: Any = None) -> Any:
-        v = self.values.get(name)
-        return default if v is None or v.value is None else v.value
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "effective": {k: _jsonable(v.value) for k, v in sorted(self.values.items())},
-            "provenance": {k: v.provenance for k, v in sorted(self.values.items())},
-            "versions": dict(self.versions),
-            "env": dict(self.env),
-        }
-
-
-def _jsonable(value: Any) -> Any:
-    return str(value) if isinstance(value, Symbolic) else value
