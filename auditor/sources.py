@@ -233,14 +233,16 @@ def _archives(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.suffix == ".whl" or p.name.endswith(".tar.gz"))
 
 
-NO_NETWORK = ("NewConnectionError", "Network is unreachable", "Temporary failure in name resolution",
-              "Name or service not known", "Connection refused", "ConnectTimeout", "ProxyError")
+# pip says why an index could not be read only at -vv; these mark a network failure.
+NO_NETWORK = ("Could not fetch URL", "NewConnectionError", "Network is unreachable",
+              "Temporary failure in name resolution", "Name or service not known", "ConnectTimeout",
+              "ProxyError")
 
 
 def _pip_download(name: str, version: str, folder: Path, origin: str) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="p2paudit-dl-"))
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-           "--python-version", "3.12", "--disable-pip-version-check", "-q", "-d", str(tmp),
+           "--python-version", "3.12", "--disable-pip-version-check", "-vv", "-d", str(tmp),
            f"{name}=={version}"]
     print(f"p2paudit: downloading {name}=={version} (once, into {folder})", file=sys.stderr)
     try:
@@ -250,8 +252,8 @@ def _pip_download(name: str, version: str, folder: Path, origin: str) -> None:
         raise InputError(origin, "pip download timed out after 600 s") from None
     if proc.returncode != 0:
         shutil.rmtree(tmp, ignore_errors=True)
-        err = proc.stderr
-        if any(s in err for s in NO_NETWORK):
+        err = proc.stdout + proc.stderr
+        if "(from versions: none)" in err and any(s in err for s in NO_NETWORK):
             cause = "no network: pip could not reach the package index"
         elif "No matching distribution" in err or "Could not find a version" in err:
             cause = f"no such release on the package index (pip: {_last_error_line(err)})"
@@ -265,5 +267,5 @@ def _pip_download(name: str, version: str, folder: Path, origin: str) -> None:
 
 
 def _last_error_line(stderr: str) -> str:
-    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip() and "WARNING" not in ln]
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip().startswith("ERROR")]
     return lines[-1] if lines else "no output"

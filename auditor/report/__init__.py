@@ -1,0 +1,1 @@
+"""Formatters: each turns a scan document (the JSON contract) into one output format."""

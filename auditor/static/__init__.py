@@ -1,0 +1,1 @@
+"""Static stages: source files -> P2P call sites -> call graph -> reachability."""

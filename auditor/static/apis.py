@@ -1,0 +1,51 @@
+"""The P2P API table of `rules/torch.toml`, indexed for matching qualified names."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from auditor import rules
+
+
+@dataclass
+class ApiTable:
+    by_qualname: dict[str, dict[str, Any]] = field(default_factory=dict)
+    coalescing: set[str] = field(default_factory=set)
+    pg_methods: dict[str, dict[str, Any]] = field(default_factory=dict)
+    pg_types: set[str] = field(default_factory=set)
+    pg_factories: set[str] = field(default_factory=set)
+    digest: str = ""
+
+    @property
+    def short_names(self) -> set[str]:
+        """Last components of every API, coalescing block and method name."""
+        names = {q.rsplit(".", 1)[-1] for q in self.by_qualname}
+        names |= {q.rsplit(".", 1)[-1] for q in self.coalescing}
+        return names | set(self.pg_methods)
+
+    def prefilter(self) -> tuple[re.Pattern[str], re.Pattern[str]]:
+        """Two patterns a file must both match to hold a site: it names an API, and it mentions
+        torch.distributed or a process group somewhere (an import, an annotation, a factory)."""
+        context = {q.split(".")[1] for q in self.by_qualname if q.count(".") >= 2}
+        context |= {t.rsplit(".", 1)[-1] for t in self.pg_types}
+        api = "|".join(sorted(map(re.escape, self.short_names)))
+        ctx = "|".join(sorted(map(re.escape, context)))
+        return re.compile(rf"\b(?:{api})\b"), re.compile(ctx)
+
+
+def load_table(version: str | None = None) -> ApiTable:
+    rs = rules.load("torch", version)
+    table = ApiTable(digest=rs.digest)
+    for entry in rs.table("p2p_api"):
+        for q in entry["qualnames"]:
+            table.by_qualname[q] = entry
+    for entry in rs.table("coalescing_context"):
+        table.coalescing.update(entry["qualnames"])
+    for entry in rs.table("pg_method"):
+        table.pg_methods[entry["name"]] = entry
+    pg = rs.section("process_group")
+    table.pg_types = set(pg.get("types", []))
+    table.pg_factories = set(pg.get("factories", []))
+    return table

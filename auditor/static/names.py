@@ -1,0 +1,112 @@
+"""Scope-aware resolution of names to dotted qualified names through imports and aliases.
+
+A light replacement for libcst's QualifiedNameProvider, which costs about 2 s on one 4,000-line
+megatron file: we only need what imports and simple aliases (`snd = dist.isend`) bind, walked
+once in source order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+
+@dataclass
+class _Frame:
+    kind: str  # "module" | "class" | "function"
+    names: dict[str, str | None] = field(default_factory=dict)  # None: a local shadows it
+
+
+def dotted(node: cst.BaseExpression) -> str | None:
+    """`a.b.c` as text when the expression is a plain Name/Attribute chain."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        head = dotted(node.value)
+        return f"{head}.{node.attr.value}" if head else None
+    return None
+
+
+def import_target(module: str, is_package: bool, node: cst.ImportFrom) -> str | None:
+    """The absolute module a `from X import ...` names, resolving relative dots."""
+    level = len(node.relative)
+    mod = dotted(node.module) if node.module is not None else ""
+    if level == 0:
+        return mod
+    parts = module.split(".") if module else []
+    if not is_package:
+        parts = parts[:-1]
+    if level - 1 > len(parts):
+        return None
+    base = parts[: len(parts) - (level - 1)]
+    return ".".join([*base, mod] if mod else base) or None
+
+
+class Scopes:
+    """The binding frames of the walk; visitors push/pop around classes and functions."""
+
+    def __init__(self, module: str, is_package: bool) -> None:
+        self.module = module
+        self.is_package = is_package
+        self.frames: list[_Frame] = [_Frame("module")]
+
+    def push(self, kind: str) -> None:
+        self.frames.append(_Frame(kind))
+
+    def pop(self) -> None:
+        self.frames.pop()
+
+    def bind(self, name: str, target: str | None) -> None:
+        self.frames[-1].names[name] = target
+
+    def frame_of(self, name: str) -> _Frame | None:
+        """The frame whose binding of `name` is visible here."""
+        innermost = True
+        for frame in reversed(self.frames):
+            # Class bodies are not enclosing scopes for the methods inside them.
+            if frame.kind == "class" and not innermost:
+                continue
+            if name in frame.names:
+                return frame
+            innermost = False
+        return None
+
+    def lookup(self, name: str) -> str | None:
+        frame = self.frame_of(name)
+        return frame.names[name] if frame is not None else None
+
+    def resolve(self, node: cst.BaseExpression) -> str | None:
+        """Qualified name of a Name/Attribute chain whose head is bound by an import/alias."""
+        text = dotted(node)
+        if text is None:
+            return None
+        head, _, rest = text.partition(".")
+        target = self.lookup(head)
+        if target is None:
+            return None
+        return f"{target}.{rest}" if rest else target
+
+    def bind_import(self, node: cst.Import | cst.ImportFrom) -> None:
+        if isinstance(node, cst.Import):
+            for alias in node.names:
+                full = dotted(alias.name)
+                if full is None:
+                    continue
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    self.bind(alias.asname.name.value, full)
+                else:
+                    head = full.split(".")[0]
+                    self.bind(head, head)
+            return
+        base = import_target(self.module, self.is_package, node)
+        if base is None or isinstance(node.names, cst.ImportStar):
+            return
+        for alias in node.names:
+            name = dotted(alias.name)
+            if name is None:
+                continue
+            local = name
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local = alias.asname.name.value
+            self.bind(local, f"{base}.{name}")
