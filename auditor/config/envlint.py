@@ -1,0 +1,80 @@
+"""Lint the environment a launch script sets, by variable name and value.
+
+The knowledge (which variables nothing reads, which are deprecated aliases, which only work
+together with another) is the `[[env_var]]` table of `rules/torch.toml`, keyed by torch version.
+Findings that depend on derived values (a timeout too large to ever end a hang, DETAIL on a torch
+whose debug wrapper unbatches P2P, lazy NCCL init with nothing bounding it) are `[[check]]`
+entries evaluated by `auditor.config.effective.derive`, with `detail.category == "env"`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from auditor import rules as rules_mod
+from auditor.config.model import EnvVar, LaunchConfig, Symbolic
+from auditor.errors import InputError
+from auditor.findings import Finding
+
+STATUSES = ("unread", "deprecated", "requires", "value")
+
+
+def lint(launch: LaunchConfig, torch_version: str | None,
+         rules_directory: Path | None = None) -> list[Finding]:
+    """One finding per variable the script sets that does not do what its name suggests."""
+    table = {e["name"]: e for e in rules_mod.load("torch", torch_version, rules_directory)
+             .table("env_var")}
+    findings = []
+    for var in sorted(launch.env.values(), key=lambda v: v.line):
+        entry = table.get(var.name)
+        if entry is not None:
+            finding = _check(var, entry, launch)
+            if finding is not None:
+                findings.append(finding)
+    return findings
+
+
+def _check(var: EnvVar, entry: dict[str, Any], launch: LaunchConfig) -> Finding | None:
+    status = entry.get("status")
+    if status not in STATUSES:
+        raise InputError("rules/torch.toml", f"[[env_var]] {var.name}: status {status!r} "
+                                             f"is not one of {', '.join(STATUSES)}")
+    where = f"{launch.path}:{var.line}"
+    shown = f"{var.name}={var.value}"
+    detail = {"variable": var.name, "source": entry.get("source", ""), "category": "env"}
+    severity = entry.get("severity", "warning")
+    if status == "unread":
+        return Finding("env-unread", severity, f"{shown}: {entry['message']}",
+                       entry.get("fix", f"remove {var.name}"), where=where, detail=detail)
+    if status == "deprecated":
+        new = entry["replacement"]
+        if new in launch.env:
+            message = f"{shown} is a deprecated alias of {new}, which the script also sets"
+        else:
+            message = f"{shown} is a deprecated alias of {new}: still read, with a warning"
+        return Finding("env-deprecated", severity, message, f"rename it to {new}",
+                       where=where, detail=detail)
+    if status == "requires":
+        missing = [f"{name}={value}" for name, value in entry["requires"].items()
+                   if _value(launch.env.get(name)) not in (value, _UNKNOWN)]
+        if not missing:
+            return None
+        return Finding("env-ineffective", severity,
+                       f"{shown}: {entry['message']} (the script does not set {', '.join(missing)})",
+                       entry.get("fix", f"also set {', '.join(missing)}"), where=where,
+                       detail=detail)
+    value = _value(var)
+    if value is _UNKNOWN or value in entry["allowed"]:
+        return None
+    return Finding("env-bad-value", severity, f"{shown}: {entry['message']}",
+                   entry.get("fix", ""), where=where, detail=detail)
+
+
+_UNKNOWN = object()
+
+
+def _value(var: EnvVar | None) -> Any:
+    if var is None:
+        return None
+    return _UNKNOWN if isinstance(var.value, Symbolic) else var.value
