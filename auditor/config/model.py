@@ -6,6 +6,7 @@ Unresolved shell values stay symbolic (`Symbolic`), never guessed.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
 from auditor.findings import Finding
 
 
@@ -24,10 +25,13 @@ Scalar = str | bool | int | float | Symbolic | None
 
 @dataclass
 class Flag:
-    name: str  # normalised: dashes to underscores, no leading dashes
-    value: Scalar  # raw text as the shell would pass it; True for a bare boolean flag
+    name: str  # normalised: dashes to underscores, no leading dashes; Megatron-LM spellings
+    # resolved through rules/megatron-lm.toml (`--no-overlap-p2p-communication` -> overlap_p2p_comm)
+    value: Scalar  # raw text as the shell would pass it; True for a bare boolean flag, False for
+    # a Megatron-LM store_false spelling; several value tokens joined by one space
     line: int  # 1-based line in the launch script
     spelling: str  # as written, e.g. "--pipeline-model-parallel-size"
+    values: tuple[Scalar, ...] = ()  # each value token as passed (`--dataset a b` -> ("a", "b"))
 
 
 @dataclass
@@ -35,7 +39,9 @@ class EnvVar:
     name: str
     value: Scalar
     line: int
-    how: str  # "export", "inline" (VAR=x cmd), "assign" (VAR=x on its own line)
+    # "export", "inline" (VAR=x cmd), "assign" (VAR=x on its own line, never exported and never
+    # used by the script: the command sees it only if the calling environment already exports it)
+    how: str
 
 
 @dataclass
@@ -43,12 +49,21 @@ class LaunchConfig:
     path: str
     launcher: str  # e.g. "megatron sft", "swift sft", "torchrun pretrain_gpt.py"
     command_line: int  # line where the training command starts
-    flags: dict[str, Flag] = field(default_factory=dict)
-    env: dict[str, EnvVar] = field(default_factory=dict)
+    flags: dict[str, Flag] = field(default_factory=dict)  # the training script's flags, by name
+    env: dict[str, EnvVar] = field(default_factory=dict)  # what the training command's environment gets from the script
     nproc_per_node: int | Symbolic | None = None
     nnodes: int | Symbolic | None = None
     torch_pin: str | None = None  # from a `torch==X` comment in the script
     diagnostics: list[Finding] = field(default_factory=list)
+    # Whose argument parser reads `flags`: "ms-swift" (dataclass field names) or "megatron-lm".
+    style: str = ""
+    end_line: int = 0  # last line of the training command
+    script: Scalar = None  # what torchrun runs (`pretrain_gpt.py`, a module with -m); None otherwise
+    launcher_flags: dict[str, Flag] = field(default_factory=dict)  # torchrun's own options
+    wrapper: list[Scalar] = field(default_factory=list)  # words before the launcher: srun, env, ...
+    positionals: list[Scalar] = field(default_factory=list)  # training arguments that are no flag
+    # Where nproc_per_node / nnodes came from, for provenance: "NPROC_PER_NODE=8 (run.sh:3)".
+    world_source: dict[str, str] = field(default_factory=dict)
 
     @property
     def world_size(self) -> int | None:
