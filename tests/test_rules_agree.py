@@ -205,7 +205,8 @@ def test_drifted_release_fails(tmp_path, monkeypatch):
                         .replace("variable_seq_lengths: bool = True",
                                  "variable_seq_lengths: bool = False"))
     monkeypatch.setattr(sys.modules[__name__], "release_root", lambda fw, v: tmp_path)
-    entry = next(e for t, e in entries("mcore-bridge") if e.get("id") == "bridge.default.variable_seq_lengths")
+    entry = next(e for _, e in entries("mcore-bridge")
+                 if e.get("id") == "bridge.default.variable_seq_lengths")
     with pytest.raises(AssertionError):
         test_entry_matches_release("mcore-bridge", "1.4.1", "rule", entry)
 
@@ -245,7 +246,8 @@ def test_torch_entry_in_installed_torch(entry):
 def test_wrapper_forwarding_matches_the_library():
     """The rules say _ProcessGroupWrapper forwards supportsCoalescing from 2.11 on; the symbol must
     be in this torch's libtorch_cpu exactly when the rules admit this version to that variant."""
-    forwards = any(e.get("id") == "torch.backend-supports-coalescing" and "torch_debug_wrapper" not in e["value"]
+    forwards = any(e.get("id") == "torch.backend-supports-coalescing"
+                   and "torch_debug_wrapper" not in e["value"]
                    for e in rules.load("torch", TORCH_VERSION).table("rule"))
     lib = next((torch_dir() / "lib").glob("libtorch_cpu.*"))
     assert (b"ProcessGroupWrapper18supportsCoalescingEv" in lib.read_bytes()) is forwards

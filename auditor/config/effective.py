@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from auditor import rules as rules_mod
-from auditor.config.model import EnvVar, Flag, LaunchConfig, Symbolic
+from auditor.config.model import EnvVar, LaunchConfig, Symbolic
 from auditor.errors import InputError
 from auditor.findings import Finding
 
@@ -526,7 +526,7 @@ class _Deriver:
                 continue
             self._note_unverified(stage.framework)
             for entry in self.book.entries.get(stage.name, []):
-                self._apply(entry, stage)
+                self._apply(entry)
             self._uncovered(stage)
 
     def _mark_unknown(self, stage: Stage, why: str) -> None:
@@ -562,7 +562,7 @@ class _Deriver:
             else:
                 self.put(raws[0]["key"], UNKNOWN, why, stage.framework)
 
-    def _apply(self, entry: Entry, stage: Stage) -> None:
+    def _apply(self, entry: Entry) -> None:
         try:
             if entry.table == "arg":
                 self._apply_arg(entry)
