@@ -105,6 +105,19 @@ def test_seed_report_verbatim_is_read_as_one_command_with_a_diagnostic() -> None
     assert resolved.world_size == 128
 
 
+@pytest.mark.parametrize("text, stop, why", [
+    ("NPROC_PER_NODE=1 megatron sft \\\n --a 1 \\\n --b 2\n --c 3 \\\n --d 4\n", 3, ""),
+    ("NPROC_PER_NODE=1 megatron sft \\\n --a 1 \\ \n --c 3\n", 2, "escapes the space"),
+    ("NPROC_PER_NODE=1 megatron sft \\\n --a 1  # note \\\n --c 3\n", 2, "inside a comment"),
+])
+def test_a_continuation_broken_mid_command(text: str, stop: int, why: str) -> None:
+    config = parse_launch(text, "run.sh")
+    broken = [d for d in config.diagnostics if d.kind == "launch.broken-continuation"]
+    assert len(broken) == 1 and broken[0].where == f"run.sh:{stop}" and why in broken[0].message
+    assert "`--c: command not found`" in broken[0].message
+    assert config.flags["a"].values[0] == "1" and config.flags["c"].value == "3"
+
+
 # --- more shapes ---------------------------------------------------------------------------------
 
 
@@ -408,7 +421,7 @@ def test_fuzz_no_input_crashes_the_reader(text: str) -> None:
         if err.cause.startswith("no training command"):
             assert err.line is None
         else:
-            assert err.line is not None and 1 <= err.line <= text.count("\n") + text.count("\r") + 1, err
+            assert err.line is not None and 1 <= err.line <= text.count("\n") + 1, err
         return
     assert config.launcher and config.command_line >= 1
     for finding in config.diagnostics:

@@ -89,20 +89,20 @@ def parse_launch(
     release the training script comes from, to check Megatron-LM flag spellings against it.
     """
     diagnostics: list[Finding] = []
-    if "\r" in text:
-        line = text[: text.index("\r")].count("\n") + 1
+    if "\r\n" in text:
+        line = text[: text.index("\r\n")].count("\n") + 1
         diagnostics.append(Finding(
             "launch.crlf", "warning",
             "the script has Windows (CRLF) line endings: bash reads the `\\r` as part of each line, "
             "so `\\` at a line end does not continue the command and values end in `\\r`; "
             "read here as if the line endings were LF",
             fix=f"dos2unix {path}", where=f"{path}:{line}"))
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
+        text = text.replace("\r\n", "\n")
     spelling = _Spelling.load(megatron_version)
     lexer = _Lexer(text, path)
     tokens = lexer.tokens()
     nodes = _Parser(tokens, path, diagnostics).parse()
-    shell = _Shell(path, spelling, dict(environ or {}), diagnostics)
+    shell = _Shell(path, spelling, dict(environ or {}), diagnostics, text.split("\n"))
     shell.run(nodes)
     config = _build(shell, spelling, path)
     if lexer.torch_pins:
@@ -230,7 +230,7 @@ class _Lexer:
                 end = s.find("\n", i)
                 end = n if end < 0 else end
                 for pin in _TORCH_PIN.finditer(s, i, end):
-                    self.torch_pins.append((pin.group(1), self.line(i)))
+                    self.torch_pins.append((pin.group(1).rstrip("."), self.line(i)))
                 i = end
             else:
                 fd = re.match(r"[0-9]+(?=[<>])", s[i:i + 12])
@@ -281,6 +281,12 @@ class _Lexer:
                 parts.append(_Part("lit", "".join(buf), q, self.line(buf_start)))
                 buf.clear()
 
+        def keep(text: str, at: int) -> None:
+            nonlocal buf_start
+            if not buf:
+                buf_start = at
+            buf.append(text)
+
         while i < n:
             c = s[i]
             if quoted and c == '"':
@@ -297,10 +303,10 @@ class _Lexer:
                 if nxt == "\n":
                     i += 2
                 elif quoted and nxt not in '$`"\\':
-                    buf.append("\\")
+                    keep("\\", i)
                     i += 1
                 else:
-                    buf.append(nxt or "\\")
+                    keep(nxt or "\\", i)
                     i += 2 if nxt else 1
             elif c == "'" and not quoted:
                 end = s.find("'", i + 1)
@@ -336,9 +342,7 @@ class _Lexer:
                 part, i = self._dollar(i, quoted)
                 parts.append(part)
             else:
-                if not buf:
-                    buf_start = i
-                buf.append(c)
+                keep(c, i)
                 i += 1
         flush()
         return parts, i
@@ -789,8 +793,9 @@ class _Shell:
     """Walks the parsed script in order, keeping variables, and collects training commands."""
 
     def __init__(self, path: str, spelling: _Spelling, environ: dict[str, str],
-                 diagnostics: list[Finding]) -> None:
+                 diagnostics: list[Finding], lines: list[str]) -> None:
         self.path = path
+        self.lines = lines  # the script's text, to say why a line ends a command
         self.spelling = spelling
         self.environ = environ
         self.diagnostics = diagnostics
@@ -1203,18 +1208,25 @@ class _Shell:
                     candidate.inline.setdefault(name, EnvVar(name, value, w.line, "inline"))
             prefix_lines.append(nodes[q].line)
             q, expected = q - 1, nodes[q].line - 1
-        first_flag = nodes[k + 1].words[0].raw
-        command_text = " ".join(w.raw for w in command.words)
+        end, following = command.end_line, nodes[k + 1]
+        span = f"line {end}" if command.line == end else f"lines {command.line}-{end}"
+        text = self.lines[end - 1] if 0 < end <= len(self.lines) else ""
+        why = ""
+        if re.search(r"\\[ \t]+$", text):
+            why = f" (line {end} ends in `\\` and a space: the `\\` escapes the space, not the line end)"
+        elif re.search(r"#.*\\\s*$", text):
+            why = f" (the `\\` at the end of line {end} is inside a comment)"
         prefix = (f"; the assignments on lines {min(prefix_lines)}-{max(prefix_lines)} are read as that "
                   "command's environment (as written they are unexported shell variables)") if prefix_lines else ""
         self.diagnostics.append(Finding(
             "launch.broken-continuation", "error",
-            f"line {command.line} `{command_text}` does not end in `\\`: as written, bash runs it with no "
-            f"flags and then fails on line {nodes[k + 1].line} with `{first_flag}: command not found`; "
-            f"lines {nodes[k + 1].line}-{candidate.end_line} are read here as its continuation{prefix}",
-            fix="end every line of the command except the last with ` \\`",
-            where=f"{self.path}:{command.line}",
-            detail={"command_line": command.line, "continuation_lines": [nodes[k + 1].line, candidate.end_line]}))
+            f"the `{candidate.invoked}` command stops at line {end}, which does not end in `\\`{why}: as written, "
+            f"bash runs {span} as the whole command, then fails on line {following.line} with "
+            f"`{following.words[0].raw}: command not found`; lines {following.line}-{candidate.end_line} are "
+            f"read here as its continuation{prefix}",
+            fix="end every line of the command except the last with ` \\` (nothing after it)",
+            where=f"{self.path}:{end}",
+            detail={"command_lines": [command.line, end], "continuation_lines": [following.line, candidate.end_line]}))
         return j - 1
 
 
@@ -1317,7 +1329,7 @@ def _build(shell: _Shell, spelling: _Spelling, path: str) -> LaunchConfig:
     if chosen.conditional:
         config.diagnostics.append(Finding(
             "launch.conditional-command", "info",
-            f"the training command at line {chosen.line} is inside an if/case/loop or after `&&`/`||`: "
+            f"the training command at line {chosen.line} is inside an if/case/loop: "
             "variables set differently on other branches are read as symbolic",
             where=f"{path}:{chosen.line}"))
     _report_unexported(config, launcher, path)
@@ -1449,7 +1461,7 @@ def _read_flags(config: LaunchConfig, args: list[_Field], spelling: _Spelling, p
             same = previous.value == value
             config.diagnostics.append(Finding(
                 "launch.repeated-flag", "info" if same else "warning",
-                f"`{name}` is given twice (lines {previous.line} and {f.line}): the last value, "
+                f"`{name}` is given twice (line {previous.line}, then line {f.line}): the last value, "
                 f"`{value}`, wins" + ("" if same else f" over `{previous.value}`"),
                 fix="keep one", where=f"{path}:{f.line}"))
         config.flags[name] = Flag(name, value, f.line, written, tuple(values))

@@ -40,7 +40,8 @@ class EnvVar:
     value: Scalar
     line: int
     # "export", "inline" (VAR=x cmd), "assign" (VAR=x on its own line, never exported and never
-    # used by the script: the command sees it only if the calling environment already exports it)
+    # used by the script: the command sees it only if the calling environment already exports it),
+    # "environ" (the inherited environment the caller gave the reader; line 0)
     how: str
 
 
