@@ -1,0 +1,569 @@
+"""Wait-for analysis: would these per-rank op sequences hang under NCCL, and what waits on what.
+
+A hang in pipeline P2P is a cycle of waits that no single rank's view shows, so this replays the
+ranks' op sequences against a small model of NCCL under torch and reports the cycle in words
+(and per rank, op by op, for the HTML report). The model, from FINDINGS.md sections 1 and 4:
+
+- Communicator selection: a coalesced batch runs on its group's communicator; an unbatched P2P op
+  under lazy init runs on a 2-rank communicator of its pair (`group:low-high`); under eager init
+  (`init_process_group(device_id=...)`) on the group's communicator, serialised with all else on
+  it; a collective runs on its group's communicator.
+- Lazy creation is a blocking rendezvous: a rank that first uses a communicator stays inside its
+  creation until every member has reached the creation of that same communicator.
+- Stream order: each (rank, communicator) has one stream; an op starts only when everything
+  issued before it on that stream has completed. A coalesced batch is one entry whose parts run
+  together.
+- Buffering: a send of at most `buffer_bytes` completes once it starts; a larger one completes
+  only while its matching receive runs too. A receive completes once its matching send started.
+  Sends and receives match in order per (communicator, source, destination); NCCL has no tags.
+- CPU: ops are asynchronous; a rank stops issuing only inside a communicator creation, or where
+  its program waits for earlier ops (`Op.after`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+MiB = 1 << 20
+
+# What a send can leave behind without its receive running, by transport.
+TRANSPORT_BUFFER: dict[str, int] = {
+    # NCCL_BUFFSIZE's default, 4 MiB (NCCL docs, env.html#nccl-buffsize): the staging buffer of a
+    # connection. FINDINGS 4: send-before-receive of 4 MiB completes with NCCL_P2P_DISABLE=1
+    # NCCL_SHM_DISABLE=1 (the network transport); 32 MiB hangs.
+    "net": 4 * MiB,
+    # A measured lower bound, not a documented size: FINDINGS 4, a 32 MiB send-before-receive
+    # exchange completes over NVLink (2 x H200, NCCL 2.28.9). Larger sends are assumed to block
+    # (unverified; reports/glm5.1-pp-hang/gpu/run.sh sweeps larger sizes).
+    "nvlink": 32 * MiB,
+    # gloo buffers nothing: a send completes only once its receive is posted, at any size
+    # (measured with torch 2.13 on CPU, 4 B to 32 MiB: tests/test_repro.py).
+    "gloo": 0,
+}
+
+SEND_APIS = frozenset({"send", "isend"})
+RECV_APIS = frozenset({"recv", "irecv"})
+DTYPE_BYTES = {
+    "float64": 8, "double": 8, "int64": 8, "long": 8, "complex64": 8,
+    "float32": 4, "float": 4, "int32": 4, "int": 4,
+    "bfloat16": 2, "float16": 2, "half": 2, "int16": 2,
+    "int8": 1, "uint8": 1, "bool": 1, "float8_e4m3fn": 1, "float8_e5m2": 1,
+}
+
+
+@dataclass(frozen=True)
+class Group:
+    ranks: tuple[int, ...]  # global ranks, ascending (torch sorts them in new_group)
+    desc: str = ""
+
+    @property
+    def label(self) -> str:
+        return self.desc or "group[" + ",".join(map(str, self.ranks)) + "]"
+
+
+@dataclass(frozen=True)
+class Op:
+    """One op as a rank issues it. `index` is its position in the rank's program."""
+
+    rank: int
+    index: int
+    api: str  # isend, irecv, send, recv, or a collective's name
+    group: Group
+    peer: int | None = None  # global rank, for P2P
+    nbytes: int = 0
+    batch: int | str | None = None  # ops handed to one batch_isend_irecv call share an id
+    coalesced: bool | None = None  # as recorded: did a coalescing group really run around it
+    after: tuple[int, ...] = ()  # this rank's ops that completed before this one was issued
+    call: str = ""  # the caller, e.g. "P2PCommunicator.send_forward_recv_backward"
+
+    @property
+    def kind(self) -> str:
+        if self.api in SEND_APIS:
+            return "send"
+        if self.api in RECV_APIS:
+            return "recv"
+        return "collective"
+
+    def words(self) -> str:
+        if self.kind == "send":
+            return f"{self.api.upper()} to {self.peer} ({size_words(self.nbytes)})"
+        if self.kind == "recv":
+            return f"{self.api.upper()} from {self.peer} ({size_words(self.nbytes)})"
+        return self.api.upper()
+
+
+@dataclass(frozen=True)
+class Conditions:
+    """The run-time facts the op sequence alone does not fix."""
+
+    init: str = "lazy"  # "lazy" or "eager" (device_id given to init_process_group)
+    # Does batch_isend_irecv coalesce here (torch version, backend, debug level: `p2paudit
+    # doctor` says)? None: as each op was recorded (`Op.coalesced`), and yes where not recorded.
+    coalesce: bool | None = None
+    buffer_bytes: int = TRANSPORT_BUFFER["net"]
+    transport: str = "net"
+
+    @classmethod
+    def for_transport(cls, transport: str, init: str = "lazy",
+                      coalesce: bool | None = None) -> Conditions:
+        if transport not in TRANSPORT_BUFFER:
+            raise ValueError(f"unknown transport {transport!r}; one of {sorted(TRANSPORT_BUFFER)}")
+        if init not in ("lazy", "eager"):
+            raise ValueError(f"init must be 'lazy' or 'eager', not {init!r}")
+        return cls(init, coalesce, TRANSPORT_BUFFER[transport], transport)
+
+    def words(self) -> str:
+        batch = {True: "coalesces", False: "runs op by op", None: "as recorded"}[self.coalesce]
+        return (f"{self.init} init, batch_isend_irecv {batch}, {self.transport} transport "
+                f"(sends up to {size_words(self.buffer_bytes)} complete unmatched)")
+
+
+@dataclass(frozen=True)
+class Communicator:
+    name: str
+    members: tuple[int, ...]
+    root: int  # creates the ncclUniqueId and publishes it through the store
+
+
+def communicator_for(op: Op, conditions: Conditions, coalesced: bool) -> Communicator:
+    """The NCCL communicator `op` runs on (FINDINGS 1: lazy pair communicators, eager serialisation)."""
+    group = op.group
+    if op.kind == "collective" or coalesced or conditions.init == "eager":
+        return Communicator(group.label, group.ranks, min(group.ranks))
+    low, high = sorted((op.rank, op.peer))
+    return Communicator(f"{group.label}:{low}-{high}", (low, high), low)
+
+
+Key = tuple[int, int]  # (rank, index)
+Node = tuple  # ("cpu", rank) | ("op", rank, index)
+
+
+@dataclass
+class OpState:
+    op: Op
+    communicator: str
+    coalesced: bool
+    state: str  # done | blocked | queued | not_issued
+    blocked_on: dict[str, Any] | None = None  # {"rank", "index" (None: the rank itself), "reason"}
+
+    def to_json(self) -> dict[str, Any]:
+        op = self.op
+        return {"index": op.index, "api": op.api, "peer": op.peer, "bytes": op.nbytes,
+                "group": {"ranks": list(op.group.ranks), "desc": op.group.desc},
+                "batch": op.batch, "coalesced": self.coalesced, "call": op.call,
+                "communicator": self.communicator, "state": self.state,
+                "blocked_on": self.blocked_on}
+
+
+@dataclass
+class RankState:
+    rank: int
+    cpu: str  # finished | creating | waiting
+    words: str  # where this rank is, in one clause
+    ops: list[OpState] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rank": self.rank, "cpu": self.cpu, "words": self.words,
+                "ops": [o.to_json() for o in self.ops]}
+
+
+@dataclass
+class Analysis:
+    hang: bool
+    conditions: Conditions
+    ranks: dict[int, RankState]
+    cycle: str  # the wait-for cycle in words; "" when none
+    blocked: list[str]  # one sentence per blocked rank
+
+    def summary(self) -> str:
+        if not self.hang:
+            return f"no hang: every op completes ({self.conditions.words()})"
+        head = f"HANG ({self.conditions.words()})"
+        body = "\n".join(f"  {line}" for line in self.blocked)
+        tail = f"\n  wait-for cycle: {self.cycle}" if self.cycle else \
+            "\n  no cycle: a rank waits for an op nobody issues"
+        return f"{head}\n{body}{tail}"
+
+    def to_json(self) -> dict[str, Any]:
+        c = self.conditions
+        return {"hang": self.hang,
+                "conditions": {"init": c.init, "coalesce": c.coalesce,
+                               "buffer_bytes": c.buffer_bytes, "transport": c.transport},
+                "cycle": self.cycle, "blocked": self.blocked,
+                "ranks": [r.to_json() for r in self.ranks.values()]}
+
+
+def analyze(programs: Mapping[int, Sequence[Op]], conditions: Conditions) -> Analysis:
+    """Replay every rank's ops under `conditions` until nothing moves; explain what is left."""
+    return _Replay(programs, conditions).run()
+
+
+class _Replay:
+    def __init__(self, programs: Mapping[int, Sequence[Op]], conditions: Conditions) -> None:
+        self.cond = conditions
+        self.ops: dict[Key, Op] = {}
+        self.entries: dict[int, list[tuple[Key, ...]]] = {}
+        self.comm: dict[Key, Communicator] = {}
+        self.coalesced: dict[Key, bool] = {}
+        for rank in sorted(programs):
+            self._load(rank, programs[rank])
+        self.match = self._match()
+        self.pc = {rank: 0 for rank in self.entries}
+        self.arrived: dict[str, set[int]] = {}
+        self.created: set[str] = set()
+        if conditions.init == "eager":  # only group communicators, all created at init
+            self.created = {c.name for c in self.comm.values()}
+        self.streams: dict[tuple[int, str], list[tuple[Key, ...]]] = {}
+        self.head: dict[tuple[int, str], int] = {}
+        self.where: dict[Key, tuple[tuple[int, str], int]] = {}  # op -> (stream, entry position)
+        self.done: set[Key] = set()
+
+    def _load(self, rank: int, program: Sequence[Op]) -> None:
+        entries: list[tuple[Key, ...]] = []
+        for position, op in enumerate(program):
+            if op.rank != rank or op.index != position:
+                raise ValueError(f"rank {rank}'s op {position} says rank {op.rank} index {op.index}")
+            if rank not in op.group.ranks:
+                raise ValueError(f"rank {rank}'s op {position} is on a group without it: {op.group}")
+            if op.kind != "collective" and op.peer not in op.group.ranks:
+                raise ValueError(f"rank {rank}'s op {position}: peer {op.peer} not in {op.group}")
+            key = (rank, position)
+            self.ops[key] = op
+            coalesce = self.cond.coalesce
+            if coalesce is None:
+                coalesce = op.coalesced is not False
+            coalesced = coalesce and op.batch is not None and op.kind != "collective"
+            self.coalesced[key] = coalesced
+            self.comm[key] = communicator_for(op, self.cond, coalesced)
+            previous = self.ops.get((rank, position - 1))
+            if coalesced and previous is not None and previous.batch == op.batch \
+                    and self.coalesced[(rank, position - 1)]:
+                entries[-1] = entries[-1] + (key,)
+            else:
+                entries.append((key,))
+        self.entries[rank] = entries
+
+    def _match(self) -> dict[Key, tuple[Key, ...] | None]:
+        """Each op's partners: the matching send/receive, or the same collective on every member."""
+        lanes: dict[tuple, list[Key]] = {}
+        for key, op in self.ops.items():
+            comm = self.comm[key].name
+            if op.kind == "send":
+                lanes.setdefault(("p2p", comm, op.rank, op.peer, "send"), []).append(key)
+            elif op.kind == "recv":
+                lanes.setdefault(("p2p", comm, op.peer, op.rank, "recv"), []).append(key)
+            else:
+                lanes.setdefault(("coll", comm, op.rank), []).append(key)
+        match: dict[Key, tuple[Key, ...] | None] = {key: None for key in self.ops}
+        for lane, keys in lanes.items():
+            if lane[0] == "p2p" and lane[4] == "send":
+                recvs = lanes.get(lane[:4] + ("recv",), [])
+                for send, recv in zip(sorted(keys), sorted(recvs)):
+                    match[send], match[recv] = (recv,), (send,)
+            elif lane[0] == "coll":
+                members = self.comm[keys[0]].members
+                mine = sorted(keys)
+                for k, key in enumerate(mine):
+                    partners = [sorted(lanes.get(("coll", lane[1], m), [])) for m in members]
+                    if all(len(p) > k for p in partners):
+                        match[key] = tuple(p[k] for p in partners if p[k] != key)
+        return match
+
+    # --- replay --------------------------------------------------------------------------------
+    def run(self) -> Analysis:
+        moved = True
+        while moved:
+            moved = False
+            for rank in self.entries:
+                moved |= self._issue(rank)
+            for stream in list(self.streams):
+                moved |= self._progress(stream)
+        return self._explain()
+
+    def _issue(self, rank: int) -> bool:
+        moved = False
+        entries = self.entries[rank]
+        while self.pc[rank] < len(entries):
+            entry = entries[self.pc[rank]]
+            if any((rank, i) not in self.done for key in entry for i in self.ops[key].after):
+                return moved
+            comm = self.comm[entry[0]]
+            if comm.name not in self.created:
+                arrived = self.arrived.setdefault(comm.name, set())
+                if rank not in arrived:
+                    arrived.add(rank)
+                    moved = True
+                if not set(comm.members) <= arrived:
+                    return moved
+                self.created.add(comm.name)
+            stream = (rank, comm.name)
+            queue = self.streams.setdefault(stream, [])
+            self.head.setdefault(stream, 0)
+            for key in entry:
+                self.where[key] = (stream, len(queue))
+            queue.append(entry)
+            self.pc[rank] += 1
+            moved = True
+        return moved
+
+    def _active(self, key: Key) -> bool:
+        place = self.where.get(key)
+        return place is not None and self.head[place[0]] == place[1]
+
+    def _completes(self, key: Key) -> bool:
+        op, partners = self.ops[key], self.match[key]
+        if op.kind == "send" and op.nbytes <= self.cond.buffer_bytes:
+            return True
+        # A large send needs its receive running; a receive, its send started; a collective, all.
+        return partners is not None and all(p in self.done or self._active(p) for p in partners)
+
+    def _progress(self, stream: tuple[int, str]) -> bool:
+        moved = False
+        queue = self.streams[stream]
+        while self.head[stream] < len(queue):
+            entry = queue[self.head[stream]]
+            for key in entry:
+                if key not in self.done and self._completes(key):
+                    self.done.add(key)
+                    moved = True
+            if not all(key in self.done for key in entry):
+                return moved
+            self.head[stream] += 1
+            moved = True
+        return moved
+
+    # --- explanation ---------------------------------------------------------------------------
+    def _explain(self) -> Analysis:
+        edges: dict[Node, list[tuple[Node | None, str]]] = {}
+        for rank, entries in self.entries.items():
+            if self.pc[rank] < len(entries):
+                edges[("cpu", rank)] = self._cpu_edges(rank)
+        for key in self.ops:
+            if key in self.where and key not in self.done:
+                edges[("op",) + key] = [self._op_edge(key)]
+        hang = bool(edges)
+        cycle = _find_cycle(edges) if hang else []
+        ranks = {rank: self._rank_state(rank, edges) for rank in self.entries}
+        blocked = [f"rank {r}: {s.words}" for r, s in ranks.items() if s.cpu != "finished"
+                   or any(o.state != "done" for o in s.ops)]
+        return Analysis(hang, self.cond, ranks, self._cycle_words(cycle, edges), blocked)
+
+    def _creating(self, rank: int) -> Communicator | None:
+        entries = self.entries[rank]
+        if self.pc[rank] >= len(entries):
+            return None
+        entry = entries[self.pc[rank]]
+        if any((rank, i) not in self.done for key in entry for i in self.ops[key].after):
+            return None
+        return self.comm[entry[0]]
+
+    def _cpu_edges(self, rank: int) -> list[tuple[Node | None, str]]:
+        entry = self.entries[rank][self.pc[rank]]
+        waiting = sorted({i for key in entry for i in self.ops[key].after if (rank, i) not in self.done})
+        if waiting:
+            return [(("op", rank, waiting[0]), "waits for")]
+        comm = self._creating(rank)
+        assert comm is not None
+        out: list[tuple[Node | None, str]] = []
+        for member in comm.members:
+            if member in self.arrived.get(comm.name, set()):
+                continue
+            if self.pc.get(member, 0) < len(self.entries.get(member, [])):
+                out.append((("cpu", member), "join"))
+            else:
+                out.append((None, f"rank {member} never uses communicator {comm.name}"))
+        return out
+
+    def _op_edge(self, key: Key) -> tuple[Node | None, str]:
+        stream, position = self.where[key]
+        if self.head[stream] != position:
+            head = self.streams[stream][self.head[stream]]
+            first = next(k for k in head if k not in self.done)
+            return ("op",) + first, "queued"
+        op, partners = self.ops[key], self.match[key]
+        if partners is None:
+            wanted = {"send": "RECV", "recv": "SEND"}.get(op.kind, op.api.upper())
+            return None, f"no matching {wanted} was ever issued on communicator {self.comm[key].name}"
+        for partner in partners:
+            if partner in self.done or self._active(partner):
+                continue
+            if partner not in self.where:
+                return ("cpu", partner[0]), "not issued"
+            return ("op",) + partner, "match"
+        raise AssertionError(f"{key} is active with all partners running but did not complete")
+
+    def _rank_state(self, rank: int, edges: dict[Node, list]) -> RankState:
+        ops = []
+        for entry in self.entries[rank]:
+            for key in entry:
+                node = ("op",) + key
+                if key in self.done:
+                    state = "done"
+                elif key not in self.where:
+                    state = "not_issued"
+                else:
+                    state = "blocked" if self._active(key) else "queued"
+                blocked_on = None
+                if node in edges:
+                    target, reason = edges[node][0]
+                    blocked_on = {"rank": target[1] if target else None,
+                                  "index": target[2] if target and target[0] == "op" else None,
+                                  "reason": reason}
+                ops.append(OpState(self.ops[key], self.comm[key].name, self.coalesced[key],
+                                   state, blocked_on))
+        words = []
+        blocked = [o for o in ops if o.state == "blocked"]
+        if blocked:
+            words.append("blocked in " + "; ".join(self._desc((rank, o.op.index)) for o in blocked))
+            queued = [o for o in ops if o.state == "queued"]
+            if queued:
+                words.append("queued behind: " + ", ".join(
+                    f"{o.op.words()} on {o.communicator}" for o in queued))
+        comm = self._creating(rank)
+        if comm is not None:
+            words.append(self._creation_words(rank, comm))
+            cpu = "creating"
+        elif ("cpu", rank) in edges:
+            cpu = "waiting"
+        else:
+            cpu = "finished"
+        return RankState(rank, cpu, "; ".join(words) or "finished: every op completed", ops)
+
+    def _creation_words(self, rank: int, comm: Communicator) -> str:
+        entry = self.entries[rank][self.pc[rank]]
+        missing = [m for m in comm.members if m not in self.arrived.get(comm.name, set())]
+        if rank == comm.root or comm.root in self.arrived.get(comm.name, set()):
+            how = ("in ncclCommInitRank, which no NCCL or store timeout bounds "
+                   "(only TORCH_NCCL_USE_COMM_NONBLOCKING=1 does)")
+        else:
+            how = (f"waiting in the store for the ncclUniqueId rank {comm.root} publishes "
+                   f"(bounded by the store timeout)")
+        return (f"inside the creation of communicator {comm.name} for its "
+                f"{self._desc(entry[0], where=False)}, {how}; needs rank(s) "
+                f"{', '.join(map(str, missing))}")
+
+    def _desc(self, key: Key, where: bool = True) -> str:
+        op = self.ops[key]
+        text = op.words() + (f" on {self.comm[key].name}" if where else "")
+        return text + (f" in {op.call}" if op.call else "")
+
+    def _node_words(self, node: Node) -> str:
+        if node[0] == "op":
+            op = self.ops[node[1:]]
+            return f"rank {node[1]}'s {op.words()} on {self.comm[node[1:]].name}"
+        comm = self._creating(node[1])
+        if comm is not None:
+            return f"rank {node[1]} (inside the creation of communicator {comm.name})"
+        return f"rank {node[1]} (waiting for its own earlier ops)"
+
+    def _cycle_words(self, cycle: list[Node], edges: dict[Node, list]) -> str:
+        clauses = []
+        for node, nxt in zip(cycle, cycle[1:] + cycle[:1]):
+            reason = next(r for target, r in edges[node] if target == nxt)
+            here = self._node_words(node)
+            if reason == "queued":
+                clauses.append(f"{here} is queued behind {self._node_words(nxt)}")
+            elif reason == "match":
+                op = self.ops[node[1:]]
+                other = self.ops[nxt[1:]]
+                why = ""
+                if op.kind == "send":
+                    why = (f" ({size_words(op.nbytes)} > the {size_words(self.cond.buffer_bytes)} "
+                           f"the {self.cond.transport} transport buffers)")
+                clauses.append(f"{here} waits for rank {nxt[1]}'s matching {other.api.upper()}{why}")
+            elif reason == "not issued":
+                clauses.append(f"{here} waits for rank {nxt[1]} to issue the matching op")
+            elif reason == "join":
+                clauses.append(f"{here} waits for rank {nxt[1]} to join it")
+            else:
+                clauses.append(f"{here} waits for its own {self._node_words(nxt)}")
+        return "; ".join(clauses) + ": a cycle" if clauses else ""
+
+
+def _find_cycle(edges: dict[Node, list[tuple[Node | None, str]]]) -> list[Node]:
+    """The first cycle found walking from each blocked node in order (iterative DFS)."""
+    state: dict[Node, int] = {}  # 1 on the current path, 2 finished
+    for start in sorted(edges, key=lambda n: (n[1], n[0] != "cpu", n[2:] if len(n) > 2 else ())):
+        if state.get(start):
+            continue
+        path: list[Node] = [start]
+        todo: list[list[Node]] = [[t for t, _ in edges[start] if t is not None]]
+        state[start] = 1
+        while path:
+            if not todo[-1]:
+                state[path.pop()] = 2
+                todo.pop()
+                continue
+            nxt = todo[-1].pop(0)
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):]
+            if state.get(nxt) == 2 or nxt not in edges:
+                continue
+            state[nxt] = 1
+            path.append(nxt)
+            todo.append([t for t, _ in edges[nxt] if t is not None])
+    return []
+
+
+def size_words(nbytes: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", MiB), ("KiB", 1 << 10)):
+        if nbytes >= scale:
+            return f"{round(nbytes / scale, 2):g} {unit}"
+    return f"{nbytes} B"
+
+
+# --- from recorded traces -----------------------------------------------------------------------
+def programs_from_events(events_by_rank: Mapping[int, Sequence[Mapping[str, Any]]]) -> dict[int, list[Op]]:
+    """Per-rank programs from trace events (DESIGN.md section 3 lines, as the trace reader returns).
+
+    A start event of kind p2p or collective is an op. An end event seen before a later start
+    means the rank had learned of that op's completion before issuing the later one, so the
+    later op waits for it. `batch` names the batch_isend_irecv call an op came from and
+    `batched` whether a coalescing group really ran around it (`Op.coalesced`); consecutive
+    batched ops without a batch id count as one batch.
+    """
+    programs: dict[int, list[Op]] = {}
+    world = sorted({r for r in events_by_rank})
+    for rank, events in events_by_rank.items():
+        ops: list[Op] = []
+        by_seq: dict[Any, int] = {}
+        ended: list[int] = []
+        unnamed = 0  # synthetic ids for batched runs recorded without one
+        for event in events:
+            phase = event.get("phase")
+            if phase == "end" or event.get("batched") is not True:
+                unnamed += 1
+            if phase == "end":
+                index = by_seq.get(event.get("of"))
+                if index is not None and event.get("how") != "dropped":
+                    ended.append(index)
+                continue
+            if phase != "start" or event.get("kind", "p2p") not in ("p2p", "collective"):
+                continue
+            group = event.get("group") or {}
+            ranks = tuple(sorted(group.get("ranks") or world))
+            site = event.get("site") or {}
+            batch = event.get("batch")
+            if batch is None and event.get("batched"):
+                batch = f"unnamed-{unnamed}"
+            op = Op(rank=rank, index=len(ops), api=str(event.get("api")),
+                    group=Group(ranks, str(group.get("desc") or "")),
+                    peer=event.get("peer"), nbytes=_event_bytes(event), batch=batch,
+                    coalesced=bool(event.get("batched")), after=tuple(sorted(set(ended))),
+                    call=str(site.get("function") or ""))
+            ended = []
+            by_seq[event.get("seq")] = op.index
+            ops.append(op)
+        programs[rank] = ops
+    return programs
+
+
+def _event_bytes(event: Mapping[str, Any]) -> int:
+    if isinstance(event.get("bytes"), int):
+        return event["bytes"]
+    shape = event.get("shape") or []
+    dtype = str(event.get("dtype") or "float32").removeprefix("torch.")
+    return math.prod(int(d) for d in shape) * DTYPE_BYTES.get(dtype, 4)
