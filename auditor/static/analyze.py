@@ -66,34 +66,65 @@ def _task_error(exc: BaseException, text: str) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _run_one(task: Task, relpath: str, text: str, module: str, package: str) -> tuple[str, Any, str | None]:
+def run_one(task: Task, relpath: str, text: str, module: str, package: str) -> tuple[str, Any, str | None]:
     try:
         return relpath, task(text, relpath, module, package), None
     except Exception as exc:  # one unreadable file must not end the scan
         return relpath, None, _task_error(exc, text)
 
 
-def _cache_path(src: SourceSet, task_key: str) -> str:
-    ident = f"{src.root}|{src.name}|{src.version}|{task_key}"
-    digest = hashlib.sha1(ident.encode()).hexdigest()[:20]
-    return os.path.join(cache_dir(), "analysis", f"{digest}.pickle")
+class FileCache:
+    """Results of one task over one source tree, keyed by each file's path and SHA-1."""
+
+    def __init__(self, src: SourceSet, task_key: str) -> None:
+        self.src = src
+        ident = f"{src.root}|{src.name}|{src.version}|{task_key}"
+        digest = hashlib.sha1(ident.encode()).hexdigest()[:20]
+        self.path = os.path.join(cache_dir(), "analysis", f"{digest}.pickle")
+        self.entries: dict[str, tuple[str, Any]] = self._load()
+        self.dirty = False
+
+    def _load(self) -> dict[str, tuple[str, Any]]:
+        try:
+            with open(self.path, "rb") as f:
+                data = pickle.load(f)
+            return data if isinstance(data, dict) else {}
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+            return {}
+
+    def lookup(self, rel: str, digest: str) -> tuple[bool, Any]:
+        hit = self.entries.get(rel)
+        if hit is not None and hit[0] == digest:
+            return True, hit[1]
+        return False, None
+
+    def put(self, rel: str, digest: str, result: Any) -> None:
+        self.entries[rel] = (digest, result)
+        self.dirty = True
+
+    def save(self) -> None:
+        if not self.dirty:
+            return
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        tmp = f"{self.path}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as f:
+            pickle.dump(self.entries, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, self.path)
+        self.dirty = False
 
 
-def _load_cache(path: str) -> dict[str, tuple[str, Any]]:
+def read_source(src: SourceSet, rel: str) -> tuple[str | None, str, str | None]:
+    """(text, digest, error) of one file; text is None when it cannot be read as UTF-8."""
     try:
-        with open(path, "rb") as f:
-            data = pickle.load(f)
-        return data if isinstance(data, dict) else {}
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
-        return {}
-
-
-def _save_cache(path: str, data: dict[str, tuple[str, Any]]) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "wb") as f:
-        pickle.dump(data, f, protocol=pickle.HIGHEST_PROTOCOL)
-    os.replace(tmp, path)
+        raw = (src.root / rel).read_bytes()
+    except OSError as exc:
+        return None, "", f"unreadable: {exc.strerror or exc}"
+    digest = hashlib.sha1(raw).hexdigest()
+    try:
+        return raw.decode("utf-8"), digest, None
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        return None, digest, f"not UTF-8 at line {line}: {exc.reason}"
 
 
 def analyze(
@@ -112,31 +143,22 @@ def analyze(
     """
     started = time.perf_counter()
     out = Analysis()
-    cache_file = _cache_path(src, task_key)
-    cache = _load_cache(cache_file)
+    cache = FileCache(src, task_key)
     todo: list[tuple[str, str, str]] = []  # relpath, text, digest
     for rel in files if files is not None else src.files:
         out.files_total += 1
-        try:
-            raw = (src.root / rel).read_bytes()
-        except OSError as exc:
-            out.errors.append(FileError(rel, f"unreadable: {exc.strerror or exc}"))
-            continue
-        digest = hashlib.sha1(raw).hexdigest()
-        hit = cache.get(rel)
-        if hit is not None and hit[0] == digest:
+        text, digest, error = read_source(src, rel)
+        hit, result = cache.lookup(rel, digest)
+        if hit:
             out.cache_hits += 1
-            if hit[1] is not None:
-                out.results[rel] = hit[1]
+            if result is not None:
+                out.results[rel] = result
             continue
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            line = raw[: exc.start].count(b"\n") + 1
-            out.errors.append(FileError(rel, f"not UTF-8 at line {line}: {exc.reason}"))
+        if text is None:
+            out.errors.append(FileError(rel, error or "unreadable"))
             continue
         if wanted is not None and not wanted(text):
-            cache[rel] = (digest, None)
+            cache.put(rel, digest, None)
             continue
         todo.append((rel, text, digest))
     digests = {rel: d for rel, _, d in todo}
@@ -149,9 +171,8 @@ def analyze(
             out.errors.append(FileError(rel, error))
             continue
         out.results[rel] = result
-        cache[rel] = (digests[rel], result)
-    if todo:
-        _save_cache(cache_file, cache)
+        cache.put(rel, digests[rel], result)
+    cache.save()
     out.seconds = time.perf_counter() - started
     return out
 
@@ -162,7 +183,7 @@ def _run_all(src: SourceSet, task: Task, todo: list[tuple[str, str, str]], jobs:
     args.sort(key=lambda a: -len(a[2]))
     workers = min(jobs or os.cpu_count() or 1, len(args))
     if workers <= 1 or sum(len(a[2]) for a in args) < 200_000:
-        yield from (_run_one(*a) for a in args)
+        yield from (run_one(*a) for a in args)
         return
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        yield from pool.map(_run_one, *zip(*args), chunksize=1)
+        yield from pool.map(run_one, *zip(*args), chunksize=1)

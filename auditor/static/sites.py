@@ -10,15 +10,13 @@ a factory such as `dist.new_group`). Which names are APIs is data: `rules/torch.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import libcst as cst
 
 from auditor.sources import SourceSet
-from auditor.static import apis, names, positions
-from auditor.static.analyze import Analysis, analyze, code_digest
+from auditor.static.analyze import Analysis, analyze
 from auditor.static.apis import ApiTable, load_table
 from auditor.static.names import Scopes
 from auditor.static.positions import Span, locate
@@ -422,6 +420,13 @@ def find_sites(
 ) -> list[Site]:
     """All sites of one module, in source order, with stable ids. Raises cst.ParserSyntaxError."""
     tree = cst.parse_module(text)
+    return [site for site, _ in sites_with_nodes(text, tree, relpath, module, package, table)]
+
+
+def sites_with_nodes(
+    text: str, tree: cst.Module, relpath: str, module: str, package: str, table: ApiTable
+) -> list[tuple[Site, cst.CSTNode]]:
+    """Each site with the CST node it was found at (the call, or the referenced name)."""
     finder = _Finder(tree, module, relpath.endswith("__init__.py"), table)
     tree.visit(finder)
     pending = list(finder.found)
@@ -429,13 +434,13 @@ def find_sites(
     pending.sort(key=lambda p: p.rank)
     spans = locate(text, tree, [(p.kind, p.function, p.node) for p in pending], finder.seen)
     _fill_batch_groups(pending)
-    sites: list[Site] = []
+    sites: list[tuple[Site, cst.CSTNode]] = []
     ordinals: dict[tuple[str, str], int] = {}
     for p, span in sorted(zip(pending, spans), key=lambda ps: (ps[1].line, ps[1].col)):
         key = (p.function, p.fields["api"])
         ordinal = ordinals.get(key, 0)
         ordinals[key] = ordinal + 1
-        sites.append(_site(p, span, relpath, module, package, ordinal, tree))
+        sites.append((_site(p, span, relpath, module, package, ordinal, tree), p.node))
     return sites
 
 
@@ -474,14 +479,11 @@ def _fill_batch_groups(pending: list[_Pending]) -> None:
 _TABLES: dict[str | None, ApiTable] = {}
 
 
-def _table(version: str | None) -> ApiTable:
+def table(version: str | None = None) -> ApiTable:
+    """The API table, loaded once per process (workers included)."""
     if version not in _TABLES:
         _TABLES[version] = load_table(version)
     return _TABLES[version]
-
-
-def _sites_task(text: str, relpath: str, module: str, package: str) -> list[dict[str, Any]]:
-    return [s.to_json() for s in find_sites(text, relpath, module, package, _table(None))]
 
 
 @dataclass
@@ -492,16 +494,18 @@ class Inventory:
 
 
 def inventory(src: SourceSet, jobs: int | None = None, progress: bool = False) -> Inventory:
-    """Every site in one target; files that cannot hold one are skipped unparsed."""
-    table = _table(None)
-    api, context = table.prefilter()
+    """Every site in one target. Files that cannot hold one are skipped unparsed; the others are
+    parsed once, for their sites and the IR the call graph reads later."""
+    from auditor.static import parsed  # parsed imports this module
+
+    api, context = table().prefilter()
     result = analyze(
         src,
-        _sites_task,
-        f"sites:{table.digest}:{code_digest(sys.modules[__name__], names, positions, apis)}",
+        parsed.module_task,
+        parsed.task_key(),
         wanted=lambda text: api.search(text) is not None and context.search(text) is not None,
         jobs=jobs,
         progress=progress,
     )
-    sites = [Site(**d) for rel in sorted(result.results) for d in result.results[rel]]
+    sites = [Site(**d) for rel in sorted(result.results) for d in result.results[rel]["sites"]]
     return Inventory(sites, result, src)

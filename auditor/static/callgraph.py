@@ -1,0 +1,995 @@
+"""The call graph, built by abstract interpretation from the entry points under a configuration.
+
+Starting from entry code (rules data, or `--entry`), the interpreter walks the IR of the modules
+it reaches: it binds imports lazily, follows calls into functions, methods (through `self`,
+attributes set in `__init__`, class hierarchies), functions held in variables and returned by
+functions, `functools.partial`, and executes attribute assignments to modules and classes as the
+monkeypatches they are. Branch tests are evaluated three-valued under the effective config
+(`values.py`); a branch that cannot be taken is not walked, and what it would have called is
+recorded as blocked by that guard. The result is a graph of (function, calling context) nodes,
+edges with the guards on the way, the P2P sites hit in each node, and the patches installed.
+"""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass, field
+from typing import Any
+
+from auditor.static.program import Program
+from auditor.static.values import (
+    NO, UNK, YES, Api, Cfg, ConfigObject, Const, Cond, Data, DictV, External, Func, Group,
+    Klass, Module, Obj, and3, concrete, describe, or3, truth_of,
+)
+
+# In entry code, `P2PAUDIT_INSTANCE(Cls)` is an instance of Cls whose __init__ never ran.
+INSTANCE = "P2PAUDIT_INSTANCE"
+MAX_VALUES = 6
+MAX_DEPTH = 40
+MAX_NODES = 6000
+
+
+@dataclass(frozen=True)
+class Guard:
+    text: str
+    value: str  # can the guard be true here: yes / no / unknown
+    config: bool = False  # the test reads a configuration value (else: run-time data only)
+
+
+@dataclass(frozen=True)
+class Lazy:
+    """A name bound by `from module import attr`, resolved on first use."""
+
+    module: str
+    attr: str
+
+
+@dataclass
+class Edge:
+    caller: int
+    callee: int
+    status: str
+    guards: tuple[Guard, ...]
+
+
+@dataclass
+class Hit:
+    node: int
+    site: str
+    status: str
+    guards: tuple[Guard, ...]
+    groups: tuple[str, ...] = ()
+
+
+@dataclass
+class Blocked:
+    node: int
+    guards: tuple[Guard, ...]  # the path to the branch, ending with the guard that is false
+    functions: frozenset[str]
+    sites: frozenset[str]
+
+
+@dataclass
+class Patch:
+    target: str  # "module.attr" or "module.Class.attr"
+    replacement: str
+    node: int
+    status: str
+
+
+@dataclass
+class Rules:
+    """Framework knowledge the interpreter needs (rules/*.toml, merged)."""
+
+    api_params: dict[str, dict[str, Any]] = field(default_factory=dict)  # api name -> entry
+    api_qualnames: dict[str, str] = field(default_factory=dict)  # qualname -> api name
+    symbols: dict[str, dict[str, Any]] = field(default_factory=dict)  # function qualname -> symbol
+    group_names: dict[str, str] = field(default_factory=dict)  # variable/attr name -> dim
+    group_sizes: dict[str, str] = field(default_factory=dict)  # dim -> config key
+    config_names: frozenset[str] = frozenset()  # expressions that hold the config object
+    world_groups: frozenset[str] = frozenset()  # qualnames of the default/WORLD group
+
+
+@dataclass
+class State:
+    env: dict[str, frozenset]
+    guards: tuple[Guard, ...] = ()
+    status: str = YES
+    done: bool = False
+    raised: bool = False
+
+    def fork(self, guard: Guard, status: str) -> State:
+        return State(dict(self.env), (*self.guards, guard), and3(self.status, status))
+
+
+@dataclass
+class Frame:
+    node: int
+    module: str
+    closure: int  # id of the environment this frame's function was defined in (0: module)
+    cls: str | None  # qualified class name for methods and class bodies
+    kind: str = "function"  # "module" | "class" | "function"
+    returns: set = field(default_factory=set)
+    self_values: frozenset = frozenset()
+
+
+@dataclass
+class Node:
+    id: int
+    module: str
+    qualname: str
+    context: str
+
+    @property
+    def function(self) -> str:
+        return f"{self.module}.{self.qualname}"
+
+    @property
+    def short(self) -> str:
+        """Module tail and qualname, as paths are shown: `schedules.forward_backward_...`."""
+        return f"{self.module.rsplit('.', 1)[-1]}.{self.qualname}"
+
+
+class Interpreter:
+    def __init__(self, program: Program, config: dict[str, Any], rules: Rules) -> None:
+        self.program = program
+        self.config = config  # key -> value; missing key = unknown
+        self.rules = rules
+        self.globals: dict[str, dict[str, frozenset]] = {}
+        self.closures: dict[int, tuple[dict[str, frozenset], int]] = {}
+        self.class_attrs: dict[str, dict[str, frozenset]] = {}
+        self.nodes: list[Node] = []
+        self.node_index: dict[tuple, int] = {}
+        self.memo: dict[tuple, frozenset] = {}
+        self.active: set[tuple] = set()
+        self.edges: list[Edge] = []
+        self.hits: list[Hit] = []
+        self.blocked: list[Blocked] = []
+        self.patches: list[Patch] = []
+        self.unresolved: dict[str, int] = {}
+        self.mros: dict[Klass, list[Klass]] = {}
+        self.config_reads = 0
+        self.version = 0
+        self.depth = 0
+        self.exhausted = False
+
+    # --- nodes ---------------------------------------------------------------------------------
+
+    def node(self, module: str, qualname: str, context: Any) -> int:
+        key = (module, qualname, context)
+        if key not in self.node_index:
+            self.node_index[key] = len(self.nodes)
+            self.nodes.append(Node(len(self.nodes), module, qualname, str(context)[:80]))
+        return self.node_index[key]
+
+    # --- modules -------------------------------------------------------------------------------
+
+    def module_globals(self, name: str) -> dict[str, frozenset] | None:
+        """Executes a module's top level on first use, parents first, as an import would."""
+        if name in self.globals:
+            return self.globals[name]
+        if not self.program.has_module(name):
+            return None
+        parent = name.rpartition(".")[0]
+        if parent and self.program.has_module(parent):
+            self.module_globals(parent)
+        env: dict[str, frozenset] = {}
+        self.globals[name] = env
+        mod_ir = self.program.module(name)
+        if mod_ir is None:
+            return env
+        node = self.node(name, "<module>", "import")
+        self.exec_namespace(mod_ir["body"], env, Frame(node, name, 0, None, "module"))
+        return env
+
+    def run_module_ir(self, name: str, mod_ir: dict[str, Any]) -> int:
+        """Runs entry code (a snippet from the rules or --entry) as a module of its own."""
+        self.program.loaded[name] = mod_ir
+        self.program.where.pop(name, None)
+        env: dict[str, frozenset] = {}
+        self.globals[name] = env
+        node = self.node(name, "<module>", "entry")
+        self.exec_namespace(mod_ir["body"], env, Frame(node, name, 0, None, "module"))
+        return node
+
+    def function_ir(self, func: Func) -> dict[str, Any] | None:
+        mod = self.program.module(func.module)
+        return mod["functions"].get(func.qualname) if mod else None
+
+    def class_ir(self, k: Klass) -> dict[str, Any] | None:
+        mod = self.program.module(k.module)
+        return mod["classes"].get(k.qualname) if mod else None
+
+    # --- statements ----------------------------------------------------------------------------
+
+    def exec_block(self, stmts: list, state: State, frame: Frame) -> State:
+        for stmt in stmts:
+            if state.done:
+                break
+            state = self.exec_stmt(stmt, state, frame)
+        return state
+
+    def exec_namespace(self, stmts: list, env: dict[str, frozenset], frame: Frame) -> None:
+        """Runs a module or class body. Its namespace stays the same dict across branches,
+        since functions look their globals up in it."""
+        for stmt in stmts:
+            state = self.exec_stmt(stmt, State(env), frame)
+            if state.env is not env:
+                env.update(state.env)
+            if state.done:
+                break
+
+    def exec_stmt(self, stmt: tuple, state: State, frame: Frame) -> State:
+        kind = stmt[0]
+        if kind == "expr":
+            self.eval(stmt[1], state, frame)
+        elif kind == "assign":
+            value = self.eval(stmt[2], state, frame)
+            for target in stmt[1]:
+                self.assign(target, value, state, frame)
+        elif kind == "if":
+            return self.exec_if(stmt, state, frame)
+        elif kind == "return":
+            if stmt[1] is not None:
+                frame.returns.update(self.eval(stmt[1], state, frame))
+            else:
+                frame.returns.add(Const(None))
+            state.done = True
+        elif kind == "raise":
+            state.done = state.raised = True
+        elif kind == "loop":
+            return self.exec_loop(stmt, state, frame)
+        elif kind == "with":
+            for item, target in stmt[1]:
+                self.eval(item, state, frame)
+                if target is not None:
+                    self.assign(target, frozenset({Data("with")}), state, frame)
+            return self.exec_block(stmt[2], state, frame)
+        elif kind == "try":
+            start = State(dict(state.env), state.guards, state.status)
+            body_end = self.exec_block(stmt[1], state, frame)
+            outs = [] if body_end.done else [self.exec_block(stmt[3], body_end, frame)]
+            for handler in stmt[2]:
+                h = State(_join_env(start.env, body_end.env), start.guards, start.status)
+                outs.append(self.exec_block(handler, h, frame))
+            live = [s for s in outs if not s.done]
+            merged = _join(live) if live else State(start.env, start.guards, start.status, True)
+            if stmt[4]:
+                final = self.exec_block(stmt[4], State(dict(merged.env), merged.guards, merged.status), frame)
+                merged.env = final.env
+                merged.done = merged.done or final.done
+            return merged
+        elif kind == "def":
+            state.env[stmt[1]] = frozenset({Func(stmt[2], frame.module, self._closure(state, frame))})
+        elif kind == "class":
+            state.env[stmt[1]] = frozenset({Klass(stmt[2], frame.module)})
+        elif kind == "import":
+            for local, target, is_module in stmt[1]:
+                state.env[local] = frozenset({self.import_value(local, target, is_module)})
+        return state
+
+    def _closure(self, state: State, frame: Frame) -> int:
+        """What a function defined here closes over: this frame's locals, if it has any."""
+        if frame.kind != "function":
+            return frame.closure
+        self.closures[id(state.env)] = (state.env, frame.closure)
+        return id(state.env)
+
+    def import_value(self, local: str, target: str, is_module: bool) -> Any:
+        if is_module:
+            head = target if local != target.split(".")[0] else target.split(".")[0]
+            self.program.prefetch(head)
+            return Module(head) if self.program.has_module(head) else External(head)
+        module, _, attr = target.rpartition(".")
+        self.program.prefetch(module)
+        if self.program.has_module(target):
+            self.program.prefetch(target)
+            return Module(target)
+        if self.program.has_module(module):
+            return Lazy(module, attr)
+        return External(target)
+
+    def exec_if(self, stmt: tuple, state: State, frame: Frame) -> State:
+        _, test, text, body, orelse = stmt
+        reads = self.config_reads
+        can_true, can_false = truth_of(self.eval(test, state, frame))
+        config = self.config_reads != reads
+        outs: list[State] = []
+        for branch, status, guard_text in ((body, can_true, text), (orelse, can_false, f"not ({text})")):
+            guard = Guard(guard_text, status, config)
+            if status == NO:
+                if branch:
+                    self.block(branch, (*state.guards, guard), state, frame)
+                continue
+            outs.append(self.exec_block(branch, state.fork(guard, status), frame))
+        live = [s for s in outs if not s.done]
+        if not live:
+            return State(state.env, state.guards, state.status, True, all(s.raised for s in outs))
+        if len(live) == 1 and len(outs) == 2 and any(s.raised for s in outs):
+            # The other branch is a validation error (`raise`): runs that get past it are the
+            # ones analysed, so an unknown validation guard does not make what follows unknown.
+            live[0].status = state.status
+        if len(live) == 1:
+            # The other branch cannot be taken, or returned: what follows runs under this
+            # branch's guard.
+            return live[0]
+        joined = _join(live)
+        joined.status = state.status  # one of the two branches runs, and both go on
+        return joined
+
+    def exec_loop(self, stmt: tuple, state: State, frame: Frame) -> State:
+        _, test, text, target, iterable, body, orelse = stmt
+        if test is not None:
+            can_true, _ = truth_of(self.eval(test, state, frame))
+        else:
+            self.eval(iterable, state, frame)
+            can_true = YES
+            self.assign(target, frozenset({Data("loop item")}), state, frame)
+        if can_true == NO:
+            return self.exec_block(orelse, state, frame)
+        start_env = dict(state.env)
+        inner = self.exec_block(body, State(dict(state.env), state.guards, state.status), frame)
+        after = State(_join_env(start_env, inner.env), state.guards, state.status)
+        return self.exec_block(orelse, after, frame)
+
+    def block(self, stmts: list, guards: tuple[Guard, ...], state: State, frame: Frame) -> None:
+        """Records what a branch that cannot be taken would have called."""
+        funcs: set[str] = set()
+        sites: set[str] = set()
+        defs: set[str] = set()
+        for name in _names_in(stmts, sites, defs):
+            for v in self.lookup_quiet(name, state, frame):
+                if isinstance(v, Func):
+                    funcs.add(f"{v.module}.{v.qualname}")
+        funcs |= {f"{frame.module}.{qualname}" for qualname in defs}
+        if funcs or sites:
+            self.blocked.append(Blocked(frame.node, guards, frozenset(funcs), frozenset(sites)))
+
+    # --- assignment ----------------------------------------------------------------------------
+
+    def assign(self, target: tuple, value: frozenset, state: State, frame: Frame) -> None:
+        kind = target[0]
+        if kind == "site":
+            target = target[2]
+            kind = target[0]
+        if kind == "name":
+            state.env[target[1]] = value
+        elif kind == "seq":
+            for t in target[1]:
+                self.assign(t, frozenset({Data("unpacked")}), state, frame)
+        elif kind == "attr":
+            self.assign_attr(target, value, state, frame)
+        elif kind == "sub":
+            for base in self.eval(target[1], state, frame):
+                if isinstance(base, DictV) and target[2] is not None:
+                    for key in self.eval(target[2], state, frame):
+                        if isinstance(key, Const) and isinstance(key.value, str):
+                            base.items[key.value] = value
+
+    def assign_attr(self, target: tuple, value: frozenset, state: State, frame: Frame) -> None:
+        _, base_ir, attr = target
+        for base in self.eval(base_ir, state, frame):
+            if isinstance(base, Obj):
+                base.attrs[attr] = _cap(base.attrs.get(attr, frozenset()) | value)
+            elif isinstance(base, Module):
+                env = self.module_globals(base.name)
+                if env is not None:
+                    env[attr] = value
+                    self.version += 1
+                    self._patched(f"{base.name}.{attr}", base.name, value, state, frame)
+            elif isinstance(base, Klass):
+                self.class_attrs.setdefault(base.qualname, {})[attr] = value
+                self.version += 1
+                self._patched(f"{base.module}.{base.qualname}.{attr}", base.module, value, state, frame)
+
+    def _patched(self, target: str, owner: str, value: frozenset, state: State, frame: Frame) -> None:
+        """A monkeypatch: code of one module replacing a function or class of another."""
+        if owner == frame.module:
+            return
+        for v in value:
+            if isinstance(v, (Func, Klass)):
+                p = Patch(target, f"{v.module}.{v.qualname}", frame.node, state.status)
+                if p not in self.patches:
+                    self.patches.append(p)
+
+    # --- expressions ---------------------------------------------------------------------------
+
+    def eval(self, e: tuple | None, state: State, frame: Frame) -> frozenset:
+        if e is None:
+            return frozenset({Const(None)})
+        kind = e[0]
+        if kind == "const":
+            try:
+                return frozenset({Const(e[1])})
+            except TypeError:
+                return frozenset({Data("const")})
+        if kind == "name":
+            return self.lookup(e[1], state, frame)
+        if kind == "attr":
+            return self.eval_attr(e, state, frame)
+        if kind == "call":
+            return self.eval_call(e, state, frame)
+        if kind == "site":
+            if e[2][0] != "call":
+                self.hits.append(Hit(frame.node, e[1], state.status, state.guards))
+                return self.eval(e[2], state, frame)
+            result, args, kwargs, receivers = self._call(e[2], state, frame)
+            groups = self._hit_groups(e[1], args, kwargs, receivers)
+            self.hits.append(Hit(frame.node, e[1], state.status, state.guards, groups))
+            return result
+        if kind == "cmp":
+            return frozenset({self.eval_compare(e, state, frame)})
+        if kind == "bool":
+            return frozenset({self.eval_bool(e, state, frame)})
+        if kind == "not":
+            t, f = truth_of(self.eval(e[1], state, frame))
+            return frozenset({_cond(f, t)})
+        if kind == "ifexp":
+            t, f = truth_of(self.eval(e[1], state, frame))
+            out: frozenset = frozenset()
+            if t != NO:
+                out |= self.eval(e[2], state, frame)
+            if f != NO:
+                out |= self.eval(e[3], state, frame)
+            return _cap(out)
+        if kind == "func":
+            return frozenset({Func(e[1], frame.module, self._closure(state, frame))})
+        if kind == "dict":
+            d = DictV()
+            for key, value in e[1]:
+                v = self.eval(value, state, frame)
+                if key is not None:
+                    for k in self.eval(key, state, frame):
+                        if isinstance(k, Const) and isinstance(k.value, str):
+                            d.items[k.value] = v
+            return frozenset({d})
+        if kind == "binop":
+            left, right = self.eval(e[2], state, frame), self.eval(e[3], state, frame)
+            if any(isinstance(v, Cfg) and not v.known for v in left | right):
+                return frozenset({Cfg("(derived)", False)})
+            return frozenset({Data("arith")})
+        if kind == "sub":
+            base = self.eval(e[1], state, frame)
+            index = self.eval(e[2], state, frame) if e[2] is not None else frozenset()
+            out = frozenset()
+            for b in base:
+                if isinstance(b, DictV):
+                    for k in index:
+                        if isinstance(k, Const) and k.value in b.items:
+                            out |= b.items[k.value]
+            return out or frozenset({Data("item")})
+        if kind == "seq":
+            for item in e[1]:
+                self.eval(item, state, frame)
+            return frozenset({Data("sequence")})
+        if kind == "opaque":
+            for sub in e[1]:
+                self.eval(sub, state, frame)
+            return frozenset({Data("expression")})
+        return frozenset({Data(kind)})
+
+    def eval_compare(self, e: tuple, state: State, frame: Frame) -> Any:
+        left = self.eval(e[1], state, frame)
+        result = Cond(YES, NO)
+        for op, right_ir in e[2]:
+            right = self.eval(right_ir, state, frame)
+            t = f = NO
+            for lv in left:
+                for rv in right:
+                    ct, cf = _compare(lv, op, rv)
+                    t, f = or3(t, ct), or3(f, cf)
+            result = Cond(and3(result.can_true, t), or3(result.can_false, f))
+            left = right
+        return result
+
+    def eval_bool(self, e: tuple, state: State, frame: Frame) -> Any:
+        op, values = e[1], e[2]
+        t, f = (YES, NO) if op == "and" else (NO, YES)
+        for v in values:
+            vt, vf = truth_of(self.eval(v, state, frame))
+            if op == "and":
+                t, f = and3(t, vt), or3(f, vf)
+            else:
+                t, f = or3(t, vt), and3(f, vf)
+        return _cond(t, f)
+
+    def lookup(self, name: str, state: State, frame: Frame) -> frozenset:
+        return self._force(self.lookup_quiet(name, state, frame))
+
+    def lookup_quiet(self, name: str, state: State, frame: Frame) -> frozenset:
+        if name in state.env:
+            return state.env[name]
+        closure = frame.closure
+        while closure:
+            env, parent = self.closures[closure]
+            if name in env:
+                return env[name]
+            closure = parent
+        env = self.globals.get(frame.module)
+        if env is None:
+            env = self.module_globals(frame.module) or {}
+        if name in env:
+            return env[name]
+        if name == INSTANCE:
+            return frozenset({External(INSTANCE)})
+        if name == "super" and frame.cls is not None:
+            return frozenset({External("builtins.super")})
+        if name in self.rules.config_names:
+            return frozenset({ConfigObject()})
+        if name in self.rules.group_names:
+            return frozenset({Group(self.rules.group_names[name])})
+        if hasattr(builtins, name):
+            return frozenset({External(f"builtins.{name}")})
+        return frozenset({Data(f"unbound {name}")})
+
+    def _force(self, values: frozenset) -> frozenset:
+        if not any(isinstance(v, Lazy) for v in values):
+            return values
+        out: set = set()
+        for v in values:
+            if not isinstance(v, Lazy):
+                out.add(v)
+                continue
+            env = self.module_globals(v.module)
+            if env is not None and v.attr in env:
+                out |= self._force(env[v.attr])
+            elif self.program.has_module(f"{v.module}.{v.attr}"):
+                out.add(Module(f"{v.module}.{v.attr}"))
+            else:
+                out.add(Data(f"{v.module}.{v.attr}"))
+        return _cap(frozenset(out))
+
+    def eval_attr(self, e: tuple, state: State, frame: Frame) -> frozenset:
+        _, base_ir, attr = e
+        text = _dotted(e)
+        if text in self.rules.config_names:
+            return frozenset({ConfigObject()})
+        bases = self.eval(base_ir, state, frame)
+        out: set = set()
+        for b in bases:
+            out |= self.attr_of(b, attr, _dotted(base_ir))
+        return _cap(frozenset(out))
+
+    def attr_of(self, b: Any, attr: str, base_text: str | None) -> frozenset:
+        if isinstance(b, Module):
+            env = self.module_globals(b.name)
+            if env is not None and attr in env:
+                return self._force(env[attr])
+            if self.program.has_module(f"{b.name}.{attr}"):
+                return frozenset({Module(f"{b.name}.{attr}")})
+            return frozenset({Data(f"{b.name}.{attr}")})
+        if isinstance(b, External):
+            q = f"{b.qualname}.{attr}"
+            if q in self.rules.world_groups:
+                return frozenset({Group("world")})
+            return frozenset({Api(self.rules.api_qualnames[q])} if q in self.rules.api_qualnames
+                             else {External(q)})
+        if isinstance(b, ConfigObject) or (base_text in self.rules.config_names):
+            return frozenset({self.config_value(attr)})
+        if isinstance(b, Obj):
+            if attr in b.attrs:
+                return b.attrs[attr]
+            found = self.class_lookup(b.cls, attr)
+            if found is not None:
+                owner, values = found
+                return self._bind(values, b, owner)
+            if attr in self.rules.group_names:
+                return frozenset({Group(self.rules.group_names[attr])})
+            return frozenset({Data(f"{b.cls.qualname}.{attr}")})
+        if isinstance(b, Klass):
+            found = self.class_lookup(b, attr)
+            return found[1] if found is not None else frozenset({Data(f"{b.qualname}.{attr}")})
+        if isinstance(b, _Super):
+            out: set = set()
+            for cls in self.mro(Klass(b.cls, b.module))[1:]:
+                cenv = {**self.class_env(cls), **self.class_attrs.get(cls.qualname, {})}
+                if attr in cenv:
+                    for obj in b.self_values:
+                        out |= self._bind(cenv[attr], obj, cls) if isinstance(obj, Obj) else cenv[attr]
+                    break
+            return frozenset(out) or frozenset({Data(f"super().{attr}")})
+        if attr in self.rules.group_names:
+            return frozenset({Group(self.rules.group_names[attr])})
+        return frozenset({Data(f".{attr}")})
+
+    def config_value(self, key: str) -> Cfg:
+        self.config_reads += 1
+        if key in self.config:
+            return Cfg(key, True, self.config[key])
+        return Cfg(key, False)
+
+    def _bind(self, values: frozenset, obj: Obj, owner: Klass) -> frozenset:
+        out: set = set()
+        for v in values:
+            if isinstance(v, Func):
+                fir = self.function_ir(v)
+                decos = _decorator_names(fir)
+                if "staticmethod" in decos:
+                    out.add(v)
+                elif "property" in decos or "cached_property" in decos:
+                    out |= self.call_function(Func(v.qualname, v.module, v.closure, obj), [], {}, None)
+                else:
+                    out.add(Func(v.qualname, v.module, v.closure, obj))
+            else:
+                out.add(v)
+        return _cap(frozenset(out))
+
+    def mro(self, k: Klass) -> list[Klass]:
+        """Depth-first, left to right: close to C3 for the hierarchies met in practice."""
+        cached = self.mros.get(k)
+        if cached is not None:
+            return cached
+        seen: list[Klass] = []
+        stack = [k]
+        while stack:
+            cur = stack.pop(0)
+            if cur in seen:
+                continue
+            seen.append(cur)
+            cir = self.class_ir(cur)
+            if cir is None:
+                continue
+            env = self.module_globals(cur.module) or {}
+            frame = Frame(self.node(cur.module, "<module>", "import"), cur.module, 0, None, "module")
+            for base_ir in cir["bases"]:
+                for b in self.eval(base_ir, State(env), frame):
+                    if isinstance(b, Klass):
+                        stack.append(b)
+        self.mros[k] = seen
+        return seen
+
+    def class_lookup(self, k: Klass, attr: str) -> tuple[Klass, frozenset] | None:
+        for cls in self.mro(k):
+            patched = self.class_attrs.get(cls.qualname, {})
+            if attr in patched:
+                return cls, patched[attr]
+            cenv = self.class_env(cls)
+            if attr in cenv:
+                return cls, cenv[attr]
+        return None
+
+    def class_env(self, k: Klass) -> dict[str, frozenset]:
+        key = f"class:{k.module}.{k.qualname}"
+        if key in self.globals:
+            return self.globals[key]
+        env: dict[str, frozenset] = {}
+        self.globals[key] = env
+        cir = self.class_ir(k)
+        if cir is not None:
+            frame = Frame(self.node(k.module, "<module>", "import"), k.module, 0, k.qualname, "class")
+            self.exec_namespace(cir["body"], env, frame)
+        return env
+
+    # --- calls ---------------------------------------------------------------------------------
+
+    def eval_call(self, e: tuple, state: State, frame: Frame) -> frozenset:
+        return self._call(e, state, frame)[0]
+
+    def _call(self, e: tuple, state: State, frame: Frame) -> tuple[frozenset, list, dict, frozenset]:
+        """(result, evaluated positional args, keyword args, receiver values of a method call)"""
+        _, func_ir, args_ir, kwargs_ir, star_ir, dstar_ir, text = e
+        args = [self.eval(a, state, frame) for a in args_ir]
+        kwargs = {k: self.eval(v, state, frame) for k, v in kwargs_ir.items()}
+        if star_ir is not None:
+            self.eval(star_ir, state, frame)
+            args.append(frozenset({Data("*args")}))
+        if dstar_ir is not None:
+            for d in self.eval(dstar_ir, state, frame):
+                if isinstance(d, DictV):
+                    for k, v in d.items.items():
+                        kwargs.setdefault(k, frozenset())
+                        kwargs[k] = _cap(kwargs[k] | v)
+        bases: frozenset = frozenset()
+        if func_ir[0] == "attr":
+            bases = self.eval(func_ir[1], state, frame)
+            if any(isinstance(b, Group) for b in bases):
+                return self._group_method(bases, func_ir[2]), args, kwargs, bases
+            callees: set = set()
+            for b in bases:
+                callees |= self.attr_of(b, func_ir[2], _dotted(func_ir[1]))
+            callees_fs = _cap(frozenset(callees))
+        else:
+            callees_fs = self.eval(func_ir, state, frame)
+        out: set = set()
+        for callee in callees_fs:
+            out |= self.call_value(callee, args, kwargs, state, frame, text)
+        result = _cap(frozenset(out)) if out else frozenset({Data("call")})
+        return result, args, kwargs, bases
+
+    def _group_method(self, bases: frozenset, method: str) -> frozenset:
+        out: set = set()
+        for b in bases:
+            if isinstance(b, Group) and method == "size":
+                key = self.rules.group_sizes.get(b.dim)
+                out.add(self.config_value(key) if key else Data("size"))
+            else:
+                out.add(Data(method))
+        return frozenset(out)
+
+    def call_value(self, callee: Any, args: list, kwargs: dict, state: State, frame: Frame,
+                   text: str) -> frozenset:
+        if isinstance(callee, Func):
+            symbol = self.rules.symbols.get(f"{callee.module}.{callee.qualname}")
+            if symbol is not None:
+                return self.symbol_value(symbol)
+            return self.call_function(callee, args, kwargs, (state, frame))
+        if isinstance(callee, Klass):
+            return self.construct(callee, args, kwargs, state, frame, text)
+        if isinstance(callee, External):
+            symbol = self.rules.symbols.get(callee.qualname)
+            if symbol is not None:
+                return self.symbol_value(symbol)
+            if callee.qualname == "functools.partial" and args:
+                return frozenset(
+                    Func(f.qualname, f.module, f.closure, f.bound, (tuple(args[1:]), tuple(sorted(kwargs.items(), key=lambda kv: kv[0]))))
+                    for f in args[0] if isinstance(f, Func)
+                ) or frozenset({Data("partial")})
+            if callee.qualname == INSTANCE and args:
+                return frozenset(Obj(k, "entry") for k in args[0] if isinstance(k, Klass))
+            if callee.qualname == "builtins.super" and frame.cls is not None:
+                return frozenset({_Super(frame.cls, frame.module, frame.self_values)})
+            return frozenset({Data(callee.qualname)})
+        if isinstance(callee, _Super):
+            return frozenset({callee})
+        if isinstance(callee, (Api, Group, ConfigObject, Cfg, Const)):
+            return frozenset({Data("result")})
+        self.unresolved[text] = self.unresolved.get(text, 0) + 1
+        return frozenset({Data(f"call {text}")})
+
+    def symbol_value(self, symbol: dict[str, Any]) -> frozenset:
+        if "config" in symbol:
+            return frozenset({self.config_value(symbol["config"])})
+        if "group" in symbol:
+            return frozenset({Group(symbol["group"])})
+        if symbol.get("returns") == "config":
+            return frozenset({ConfigObject()})
+        return frozenset({Data(symbol.get("returns", "symbol"))})
+
+    def construct(self, k: Klass, args: list, kwargs: dict, state: State, frame: Frame,
+                  text: str) -> frozenset:
+        obj = Obj(k, f"{self.nodes[frame.node].function}:{text}")
+        key = ("alloc", frame.node, text, k)
+        if key in self.memo:
+            return self.memo[key]
+        self.memo[key] = frozenset({obj})
+        found = self.class_lookup(k, "__init__")
+        if found is not None:
+            owner, inits = found
+            for init in inits:
+                if isinstance(init, Func):
+                    self.call_function(Func(init.qualname, init.module, init.closure, obj),
+                                       args, kwargs, (state, frame))
+        return frozenset({obj})
+
+    def call_function(self, func: Func, args: list, kwargs: dict,
+                      caller: tuple[State, Frame] | None) -> frozenset:
+        return self._invoke(func, args, kwargs, caller)[0]
+
+    def probe(self, module: str, qualname: str) -> int | None:
+        """Interprets one function on its own, with unknown arguments (methods get an instance
+        whose attributes are unknown): what its own guards allow, whoever calls it."""
+        mod = self.program.module(module)
+        fir = mod["functions"].get(qualname) if mod else None
+        if fir is None:
+            return None
+        bound = None
+        if fir["method"]:
+            bound = Obj(Klass(qualname.rsplit(".", 1)[0], module), "probe")
+        return self._invoke(Func(qualname, module, 0, bound), [], {}, None)[1]
+
+    def _invoke(self, func: Func, args: list, kwargs: dict,
+                caller: tuple[State, Frame] | None) -> tuple[frozenset, int | None]:
+        fir = self.function_ir(func)
+        if fir is None:
+            return frozenset({Data(func.qualname)}), None
+        if func.partial:
+            pargs, pkwargs = func.partial
+            args = [*pargs, *args]
+            kwargs = {**dict(pkwargs), **kwargs}
+        env = self.bind(fir, func, args, kwargs)
+        context = (func.closure, id(func.bound) if func.bound is not None else 0,
+                   tuple(sorted((k, _key(v)) for k, v in env.items())), self.version)
+        memo_key = (func.module, func.qualname, context)
+        node = self.node(func.module, func.qualname, hash(context) & 0xFFFFFF)
+        if caller is not None:
+            cstate, cframe = caller
+            self.edges.append(Edge(cframe.node, node, cstate.status, cstate.guards))
+        if memo_key in self.memo:
+            return self.memo[memo_key], node
+        if memo_key in self.active or self.depth >= MAX_DEPTH or len(self.nodes) > MAX_NODES:
+            self.exhausted = self.exhausted or memo_key not in self.active
+            return frozenset({Data("recursion")}), node
+        self.active.add(memo_key)
+        self.depth += 1
+        cls = func.qualname.rsplit(".", 1)[0] if fir["method"] else None
+        frame = Frame(node, func.module, func.closure, cls)
+        if cls is not None and fir["params"]:
+            frame.self_values = env.get(fir["params"][0][0], frozenset())
+        state = State(env)
+        self.exec_block(fir["body"], state, frame)
+        self.depth -= 1
+        self.active.discard(memo_key)
+        result = _cap(frozenset(frame.returns)) if frame.returns else frozenset({Const(None)})
+        self.memo[memo_key] = result
+        return result, node
+
+    def bind(self, fir: dict[str, Any], func: Func, args: list, kwargs: dict) -> dict[str, frozenset]:
+        env: dict[str, frozenset] = {}
+        params = list(fir["params"])
+        positional = list(args)
+        decos = _decorator_names(fir)
+        if fir["method"] and "staticmethod" not in decos and params:
+            first = params.pop(0)[0]
+            if func.bound is not None:
+                env[first] = frozenset({func.bound})
+            elif positional:
+                env[first] = positional.pop(0)
+            else:
+                env[first] = frozenset({Data("self")})
+        extra_kwargs = dict(kwargs)
+        for name, default, kind in params:
+            if kind == "pos" and positional:
+                env[name] = positional.pop(0)
+                extra_kwargs.pop(name, None)
+            elif kind in ("pos", "kwonly") and name in kwargs:
+                env[name] = extra_kwargs.pop(name)
+            elif kind == "star":
+                env[name] = frozenset({Data("*args")})
+            elif kind == "dstar":
+                env[name] = frozenset({DictV(dict(extra_kwargs))})
+            elif default is not None:
+                gframe = Frame(0, func.module, 0, None, "module")
+                env[name] = self.eval(default, State(self.module_globals(func.module) or {}), gframe)
+            elif name in self.rules.group_names:
+                env[name] = frozenset({Group(self.rules.group_names[name])})
+            else:
+                env[name] = frozenset({Data(f"param {name}")})
+        return env
+
+    def _hit_groups(self, site_id: str, args: list, kwargs: dict, receivers: frozenset) -> tuple[str, ...]:
+        """The process group(s) the op will use, as far as known here."""
+        api = site_id.rsplit(":", 2)[-2]
+        entry = self.rules.api_params.get(api)
+        if entry is None:  # a ProcessGroup method: the receiver is the group
+            return tuple(sorted({describe(v) for v in receivers}))
+        group_param = entry.get("group")
+        if group_param is None:
+            return ()
+        params = entry.get("params", [])
+        if group_param in kwargs:
+            values = kwargs[group_param]
+        elif group_param in params and params.index(group_param) < len(args):
+            values = args[params.index(group_param)]
+        else:
+            values = frozenset({Const(None)})
+        return tuple(sorted({describe(v) for v in values}))
+
+
+@dataclass(frozen=True)
+class _Super:
+    cls: str
+    module: str
+    self_values: frozenset
+
+
+def _compare(lv: Any, op: str, rv: Any) -> tuple[str, str]:
+    lk, lval = concrete(lv)
+    rk, rval = concrete(rv)
+    if op in ("is", "is not"):
+        if lk and rk:
+            res = lval is rval if (lval is None or rval is None) else lval == rval
+        elif isinstance(lv, Cfg) or isinstance(rv, Cfg):
+            return UNK, UNK
+        elif (rk and rval is None and not isinstance(lv, (Data, External))) or (
+            lk and lval is None and not isinstance(rv, (Data, External))
+        ):
+            res = False  # an object, function or group is not None
+        else:
+            return YES, YES
+        res = res if op == "is" else not res
+        return (YES, NO) if res else (NO, YES)
+    if lk and rk:
+        try:
+            res = {
+                "==": lambda: lval == rval, "!=": lambda: lval != rval, "<": lambda: lval < rval,
+                ">": lambda: lval > rval, "<=": lambda: lval <= rval, ">=": lambda: lval >= rval,
+                "in": lambda: lval in rval, "not in": lambda: lval not in rval,
+            }[op]()
+        except (TypeError, KeyError):
+            return YES, YES
+        return (YES, NO) if res else (NO, YES)
+    if (isinstance(lv, Cfg) and not lv.known) or (isinstance(rv, Cfg) and not rv.known):
+        return UNK, UNK
+    return YES, YES
+
+
+def _cond(can_true: str, can_false: str) -> Any:
+    if (can_true, can_false) == (YES, NO):
+        return Const(True)
+    if (can_true, can_false) == (NO, YES):
+        return Const(False)
+    return Cond(can_true, can_false)
+
+
+def _cap(values: frozenset) -> frozenset:
+    return values if len(values) <= MAX_VALUES else frozenset({Data("many values")})
+
+
+def _key(values: frozenset) -> tuple:
+    out = []
+    for v in values:
+        if isinstance(v, DictV):
+            out.append(("dict", tuple(sorted((k, _key(x)) for k, x in v.items.items()))))
+        elif isinstance(v, Obj):
+            out.append(("obj", id(v)))
+        elif isinstance(v, Data):
+            out.append(("data",))
+        else:
+            out.append(v)
+    return tuple(sorted(out, key=repr))
+
+
+def _join_env(a: dict[str, frozenset], b: dict[str, frozenset]) -> dict[str, frozenset]:
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = _cap(out[k] | v) if k in out else v
+    return out
+
+
+def _join(states: list[State]) -> State:
+    env = states[0].env
+    for s in states[1:]:
+        env = _join_env(env, s.env)
+    guards = states[0].guards
+    for s in states[1:]:
+        n = 0
+        while n < min(len(guards), len(s.guards)) and guards[n] == s.guards[n]:
+            n += 1
+        guards = guards[:n]
+    status = NO
+    for s in states:
+        status = or3(status, s.status)
+    return State(env, guards, status)
+
+
+def _dotted(e: tuple) -> str | None:
+    if e[0] == "name":
+        return e[1]
+    if e[0] == "attr":
+        head = _dotted(e[1])
+        return f"{head}.{e[2]}" if head else None
+    return None
+
+
+def _decorator_names(fir: dict[str, Any] | None) -> set[str]:
+    if not fir:
+        return set()
+    names = set()
+    for d in fir["decorators"]:
+        text = _dotted(d) or (_dotted(d[1]) if d[0] == "call" else None)
+        if text:
+            names.add(text.rsplit(".", 1)[-1])
+    return names
+
+
+def _names_in(stmts: list, sites: set[str], defs: set[str]) -> set[str]:
+    """Names read anywhere in some statements; site ids met on the way go into `sites`, and
+    the qualnames of functions defined there into `defs`."""
+    found: set[str] = set()
+    stack: list[Any] = list(stmts)
+    while stack:
+        cur = stack.pop()
+        if isinstance(cur, tuple) and cur:
+            if cur[0] == "name" and len(cur) == 2 and isinstance(cur[1], str):
+                found.add(cur[1])
+                continue
+            if cur[0] == "site" and len(cur) == 3:
+                sites.add(cur[1])
+            if cur[0] == "def" and len(cur) == 3:
+                defs.add(cur[2])
+            stack.extend(x for x in cur[1:] if isinstance(x, (tuple, list, dict)))
+        elif isinstance(cur, list):
+            stack.extend(cur)
+        elif isinstance(cur, dict):
+            stack.extend(cur.values())
+    return found

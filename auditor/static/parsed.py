@@ -1,0 +1,31 @@
+"""One libcst parse of a module gives both its P2P sites and its IR; this task does the parse,
+and every stage reads its result from the same per-file cache."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import libcst as cst
+
+from auditor.static import analyze, apis, ir, names, positions, sites
+
+
+def module_task(text: str, relpath: str, module: str, package: str) -> dict[str, Any]:
+    tree = cst.parse_module(text)
+    table = sites.table()
+    api, context = table.prefilter()
+    pairs = []
+    if api.search(text) and context.search(text):  # a file that cannot hold a site is not walked
+        pairs = sites.sites_with_nodes(text, tree, relpath, module, package, table)
+    site_ids = {id(node): site.id for site, node in pairs}
+    return {
+        "ir": ir.build(tree, module, relpath.endswith("__init__.py"), site_ids),
+        "sites": [site.to_json() for site, _ in pairs],
+    }
+
+
+def task_key() -> str:
+    """What the cached results depend on: the API rules and this analyzer's own code."""
+    code = analyze.code_digest(sys.modules[__name__], ir, sites, names, positions, apis, analyze)
+    return f"module:{sites.table().digest}:{code}"

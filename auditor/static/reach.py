@@ -1,0 +1,160 @@
+"""Reachability of each site from the entry points, with the guards and call paths that explain it.
+
+Along a path statuses combine with AND (every guard on the way must be able to hold); across
+paths with OR. A site no path reaches is "no" when a branch that is false under the config blocks
+its function (that guard is shown), or when the function's own guards rule it out whoever calls
+it; otherwise "unknown": it may still be reached through a call the analysis could not resolve
+(a model's forward, a callback).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from auditor.static.callgraph import Edge, Guard, Interpreter
+from auditor.static.values import NO, UNK, YES, and3
+
+_RANK = {NO: 0, UNK: 1, YES: 2}
+MAX_PATHS = 3
+
+
+@dataclass
+class SiteReach:
+    reachable: str
+    guards: list[str] = field(default_factory=list)  # tests that read the configuration
+    conditions: list[str] = field(default_factory=list)  # tests on run-time data on the way
+    paths: list[list[str]] = field(default_factory=list)
+    groups: list[str] = field(default_factory=list)
+    reason: str = ""
+
+
+class Reachability:
+    """Best status of every node from a set of start nodes, with one best parent edge each."""
+
+    def __init__(self, interp: Interpreter, starts: list[int]) -> None:
+        self.interp = interp
+        self.best: dict[int, str] = {s: YES for s in starts}
+        self.parent: dict[int, Edge | None] = {s: None for s in starts}
+        out: dict[int, list[Edge]] = {}
+        for e in interp.edges:
+            out.setdefault(e.caller, []).append(e)
+        work = list(starts)
+        while work:
+            u = work.pop()
+            for e in out.get(u, []):
+                cand = and3(self.best[u], e.status)
+                if _RANK[cand] > _RANK[self.best.get(e.callee, NO)]:
+                    self.best[e.callee] = cand
+                    self.parent[e.callee] = e
+                    work.append(e.callee)
+
+    def status(self, node: int) -> str:
+        return self.best.get(node, NO)
+
+    def chain(self, node: int) -> tuple[list[str], list[Guard]]:
+        """Short function names from a start node to `node` (module-level code left out), and
+        the guards of the edges on the way."""
+        names: list[str] = []
+        guards: list[Guard] = []
+        seen: set[int] = set()
+        cur: int | None = node
+        while cur is not None and cur not in seen:
+            seen.add(cur)
+            n = self.interp.nodes[cur]
+            if n.qualname != "<module>":
+                names.append(n.short)
+            edge = self.parent.get(cur)
+            if edge is None:
+                break
+            guards[:0] = list(edge.guards)
+            cur = edge.caller
+        return list(reversed(names)), guards
+
+
+def site_reach(
+    interp: Interpreter,
+    reach: Reachability,
+    site_ids_by_function: dict[str, list[str]],
+    probes: dict[str, int | None],
+) -> dict[str, SiteReach]:
+    """Reachability of every site; `probes` maps a function to its stand-alone probe node."""
+    hits_by_site: dict[str, list] = {}
+    for h in interp.hits:
+        hits_by_site.setdefault(h.site, []).append(h)
+    out: dict[str, SiteReach] = {}
+    for function, site_ids in site_ids_by_function.items():
+        for sid in site_ids:
+            out[sid] = _one(interp, reach, sid, function, hits_by_site.get(sid, []), probes)
+    return out
+
+
+def _one(interp, reach, sid, function, hits, probes) -> SiteReach:
+    best = NO
+    best_hit = None
+    groups: set[str] = set()
+    paths: list[list[str]] = []
+    for h in hits:
+        status = and3(reach.status(h.node), h.status)
+        if status == NO:
+            continue
+        groups.update(h.groups)
+        if _RANK[status] > _RANK[best] or best_hit is None:
+            best, best_hit = status, h
+        names, _ = reach.chain(h.node)
+        path = _dedupe(names)
+        if path and path not in paths and len(paths) < MAX_PATHS:
+            paths.append(path)
+    if best_hit is not None:
+        _, edge_guards = reach.chain(best_hit.node)
+        return SiteReach(best, *_split([*edge_guards, *best_hit.guards]), paths, sorted(groups))
+    for b in interp.blocked:
+        if (sid in b.sites or function in b.functions) and reach.status(b.node) != NO:
+            names, edge_guards = reach.chain(b.node)
+            path = _dedupe(names)
+            return SiteReach(
+                NO, *_split([*edge_guards, *b.guards]), [path] if path else [],
+                reason=f"blocked in {interp.nodes[b.node].short} by `{b.guards[-1].text}`",
+            )
+    probe = probes.get(function)
+    if probe is not None:
+        local = Reachability(interp, [probe])
+        local_best = NO
+        local_hit = None
+        for h in hits:
+            status = and3(local.status(h.node), h.status)
+            if _RANK[status] > _RANK[local_best]:
+                local_best, local_hit = status, h
+        if local_hit is None:
+            dead = [b for b in interp.blocked if sid in b.sites and local.status(b.node) != NO]
+            guards, conditions = _split(list(dead[0].guards)) if dead else ([], [])
+            return SiteReach(NO, guards, conditions,
+                             reason="its own function's guards rule it out under this config")
+        return SiteReach(
+            UNK, *_split(list(local_hit.guards)), [], sorted(set(local_hit.groups)),
+            reason="no call path from the entry points was found (it may be reached through a call the analysis could not resolve)",
+        )
+    return SiteReach(UNK, reason="no call path from the entry points was found")
+
+
+def _fmt(g: Guard) -> str:
+    return g.text if g.value == YES else f"{g.text}  [{g.value}]"
+
+
+def _split(guards: list[Guard]) -> tuple[list[str], list[str]]:
+    """(configuration guards, run-time conditions), each in path order, without repeats."""
+    config: list[str] = []
+    data: list[str] = []
+    for g in guards:
+        into = config if g.config else data
+        text = _fmt(g)
+        if text not in into:
+            into.append(text)
+    return config, data
+
+
+def _dedupe(names: list[str]) -> list[str]:
+    out: list[str] = []
+    for n in names:
+        if not out or out[-1] != n:
+            out.append(n)
+    return out
