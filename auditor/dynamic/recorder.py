@@ -1,0 +1,521 @@
+"""One process's recording: turns intercepted calls into trace lines and knows what is pending.
+
+Each op's start line is written (one `os.write` on an O_APPEND file: nothing buffered, so a
+SIGKILL loses at most the line in flight) BEFORE the op is handed to torch, so a rank blocked
+inside torch (a lazily created communicator, a peer that never comes) still shows the op it is
+blocked in. Completion is learnt only where it costs nothing extra: the call returned, or its Work
+was waited on, polled complete, or freed. `batched` is what happened, not what was asked for: an
+op is batched when a coalescing window (`ProcessGroup._start_coalescing` .. `_end_coalescing`) was
+open on its group when it was issued. Any internal error turns recording off with one line on
+stderr; the program's own calls go on untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import threading
+import time
+import weakref
+from collections import deque
+from pathlib import Path
+from typing import Any, Callable
+
+from auditor import __version__
+from auditor.dynamic import callsite, trace
+
+
+_COMPACT = (",", ":")
+
+
+class _ThreadState(threading.local):
+    depth = 0  # > 0 inside a hooked call: nested hooked calls (recv -> irecv) are not ops
+    batch: "_Batch | None" = None  # the batch_isend_irecv call this thread is inside
+
+
+class Group:
+    """What a trace line says about a process group, computed once per group object."""
+
+    __slots__ = ("name", "ranks", "my_rank", "index", "eager", "json", "__weakref__")
+
+    def __init__(self, pg: Any, c10d: Any) -> None:
+        self.ranks: list[int] = list(c10d.get_process_group_ranks(pg))
+        self.index = {g: i for i, g in enumerate(self.ranks)}
+        self.my_rank: int = pg.rank()
+        self.name = str(pg.group_name)
+        # NCCL creates a group's communicators at init when the group is bound to a device
+        # (`init_process_group(device_id=...)`): eager. Otherwise at first use: lazy.
+        self.eager = getattr(pg, "bound_device_id", None) is not None
+        self.json = json.dumps({
+            "ranks": self.ranks, "size": len(self.ranks), "desc": getattr(pg, "group_desc", None),
+            "name": self.name, "backend": str(c10d.get_backend(pg)), "eager": self.eager,
+        }, separators=_COMPACT)
+
+
+class Op:
+    __slots__ = ("seq", "t", "api", "group", "line", "work", "in_window", "thread")
+
+    def __init__(self, api: str, group: Group | None) -> None:
+        self.thread = threading.get_ident()
+        self.api = api
+        self.group = group
+        self.seq = 0
+        self.t = 0.0
+        self.line = ""
+        self.work: weakref.ref | None = None
+        self.in_window = False
+
+
+class _Batch:
+    """One batch_isend_irecv call: pairs each op torch issues with the P2POp it came from."""
+
+    __slots__ = ("ops", "cursor", "id")
+
+    def __init__(self, ops: list[Any], batch_id: int) -> None:
+        self.ops = ops
+        self.cursor = 0
+        self.id = batch_id
+
+    def take(self, tensor: Any) -> Any:
+        ops = self.ops
+        if self.cursor < len(ops) and getattr(ops[self.cursor], "tensor", None) is tensor:
+            self.cursor += 1
+            return ops[self.cursor - 1]
+        return next((op for op in ops if getattr(op, "tensor", None) is tensor), None)
+
+
+class _Window:
+    __slots__ = ("ops", "batch")
+
+    def __init__(self, batch: int) -> None:
+        self.ops: list[Op] = []
+        self.batch = batch
+
+
+class Recorder:
+    def __init__(self, directory: Path, hang_after: float) -> None:
+        self.directory = directory
+        self.hang_after = hang_after
+        self.on = True
+        self.lock = threading.RLock()
+        self.tls = _ThreadState()
+        self.c10d: Any = None  # torch.distributed.distributed_c10d, set by hooks.install
+        # The placeholder Work a coalescing manager returns for a queued collective: not a Work
+        # anyone can wait on (set by hooks.install where torch has it).
+        self.queued_work: type | tuple[()] = ()
+        self.rank: int | None = None
+        self.path: Path | None = None
+        self.fd: int | None = None
+        self.mono0 = time.monotonic()
+        self.wall0 = time.time()
+        self.seq = 0
+        self.batches = 0
+        self.held: list[str] = []  # lines written before the rank (hence the file) is known
+        self.pending: dict[int, Op] = {}  # seq -> op, in seq order
+        self.works: dict[int, tuple[weakref.ref, list[Op]]] = {}  # id(Work) -> (ref, ops)
+        self.windows: dict[Any, _Window] = {}  # process group -> its open coalescing window
+        self.groups: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self.comms: set[tuple[Any, ...]] = set()
+        self.last_done: dict[str, str] = {}  # group name -> start line of its last completed op
+        self.waited: deque[tuple[weakref.ref, str]] = deque(maxlen=64)
+        self.p2pop_sites: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self.on_init: list[Callable[[int], None]] = []
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=self._forked)
+
+    # --- writing -------------------------------------------------------------------------------
+
+    def _emit(self, body: str, op: Op | None = None) -> int:
+        t = time.monotonic() - self.mono0
+        with self.lock:
+            self.seq += 1
+            seq = self.seq
+            rank = "null" if self.rank is None else self.rank
+            line = f'{{"seq":{seq},"t":{t:.6f},"rank":{rank},{body}}}\n'
+            if op is not None:
+                op.seq, op.t, op.line = seq, t, line
+                self.pending[seq] = op
+            if self.fd is None:
+                self.held.append(line)
+            else:
+                os.write(self.fd, line.encode())
+        return seq
+
+    def open(self, rank: int) -> None:
+        """Create this rank's file; write the meta line and anything held back."""
+        with self.lock:
+            if self.fd is not None:
+                return
+            self.rank = rank
+            self.fd, self.path = trace.rank_file(self.directory, rank, os.getpid())
+            torch = sys.modules.get("torch")
+            meta = {
+                "seq": 0, "t": 0.0, "rank": rank, "api": "process", "phase": "meta",
+                "pid": os.getpid(), "host": socket.gethostname(), "argv": list(sys.argv),
+                "python": sys.version.split()[0], "torch": getattr(torch, "__version__", None),
+                "recorder": f"p2paudit {__version__}", "hang_after": self.hang_after,
+                "mono0": self.mono0, "wall0": self.wall0,
+                "world_size": _env_int("WORLD_SIZE"),
+            }
+            os.write(self.fd, (json.dumps(meta, separators=_COMPACT) + "\n").encode())
+            for line in self.held:
+                os.write(self.fd, line.replace('"rank":null,', f'"rank":{rank},', 1).encode())
+            self.held.clear()
+
+    def fail(self, exc: BaseException) -> None:
+        """Internal error: stop recording in this process, say so once, leave the program be."""
+        if not self.on:
+            return
+        self.on = False
+        where = f" (rank {self.rank})" if self.rank is not None else ""
+        print(f"p2paudit record: internal error{where}, recording stopped in this process: "
+              f"{type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        try:
+            error = json.dumps(f"{type(exc).__name__}: {exc}")
+            self._emit(f'"api":"recorder","phase":"off","error":{error}')
+        except Exception:
+            pass
+
+    def _forked(self) -> None:
+        # A forked child (a DataLoader worker) is not the rank; it must not write the rank's file.
+        self.on = False
+        self.lock = threading.RLock()
+        self.fd = None
+
+    # --- process groups ------------------------------------------------------------------------
+
+    def group(self, pg: Any) -> Group | None:
+        if pg is None:
+            pg = self.c10d.GroupMember.WORLD
+            if pg is None:
+                return None
+        try:
+            g = self.groups.get(pg)
+            if g is None:
+                g = self.groups[pg] = Group(pg, self.c10d)
+        except (TypeError, ValueError, RuntimeError, KeyError, AttributeError):
+            return None  # not a process group (a non-member sentinel): torch will say so
+        return g
+
+    def _comm_mark(self, g: Group | None, whole_group: bool, peer: int | None) -> str:
+        """`,"comm_init":...` on the op that would create a communicator under lazy init: the
+        first batched or collective use of a group (its own communicator), the first unbatched
+        P2P between two of its ranks (a 2-rank communicator keyed `low:high` in group ranks)."""
+        if g is None or g.eager:
+            return ""
+        if whole_group:
+            key: tuple[Any, ...] = (g.name,)
+            mark = '{"kind":"group","key":"all"}'
+        else:
+            other = g.index.get(peer) if peer is not None else None
+            if other is None:
+                return ""
+            low, high = sorted((g.my_rank, other))
+            key = (g.name, low, high)
+            mark = f'{{"kind":"pair","key":"{low}:{high}"}}'
+        if key in self.comms:
+            return ""
+        self.comms.add(key)
+        return f',"comm_init":{mark}'
+
+    # --- ops -----------------------------------------------------------------------------------
+
+    def begin_p2p(self, api: str, tensor: Any, peer: Any, group_peer: Any, pg: Any) -> Op | None:
+        try:
+            g = self.group(pg)
+            if pg is None and g is not None:
+                pg = self.c10d.GroupMember.WORLD
+            if peer is None and group_peer is not None and g is not None:
+                peer = g.ranks[group_peer] if 0 <= group_peer < len(g.ranks) else None
+            window = self.windows.get(pg) if pg is not None else None
+            extra = self._comm_mark(g, window is not None, peer)
+            batch = self.tls.batch
+            if batch is not None:
+                extra += f',"via":"batch_isend_irecv","batch":{batch.id}'
+                p2p_op = batch.take(tensor)
+                op_site = self.p2pop_sites.get(p2p_op) if p2p_op is not None else None
+                if op_site:
+                    extra += f',"op_site":{op_site}'
+            elif window is not None:
+                extra += f',"batch":{window.batch}'
+            op = Op(api, g)
+            body = (f'"api":"{api}","phase":"start","kind":"p2p",'
+                    f'"batched":{"true" if window is not None else "false"},'
+                    f'"peer":{_int(peer)},"group":{g.json if g else "null"},'
+                    f'"site":{callsite.caller_site(2)},{_tensor(tensor)}{extra}')
+            self._emit(body, op)
+            if window is not None:
+                op.in_window = True
+                window.ops.append(op)
+            return op
+        except Exception as exc:
+            self.fail(exc)
+            return None
+
+    def begin_group_op(self, api: str, kind: str, tensor: Any, pg: Any) -> Op | None:
+        """A collective, or a fused P2P op on a whole group (ring_exchange in custom builds)."""
+        try:
+            g = self.group(pg)
+            if pg is None and g is not None:
+                pg = self.c10d.GroupMember.WORLD
+            window = self.windows.get(pg) if pg is not None else None
+            # The collectives' own fast path: queued in the coalescing manager, issued at its exit.
+            queued = pg is not None and pg in self.c10d._world.pg_coalesce_state
+            batched = window is not None or queued
+            extra = self._comm_mark(g, True, None)
+            if window is not None:
+                extra += f',"batch":{window.batch}'
+            op = Op(api, g)
+            body = (f'"api":"{api}","phase":"start","kind":"{kind}",'
+                    f'"batched":{"true" if batched else "false"},"peer":null,'
+                    f'"group":{g.json if g else "null"},"site":{callsite.caller_site(2)},'
+                    f'{_tensor(tensor)}{extra}')
+            self._emit(body, op)
+            if window is not None:
+                op.in_window = True
+                window.ops.append(op)
+            return op
+        except Exception as exc:
+            self.fail(exc)
+            return None
+
+    def begin_setup(self, api: str, details: dict[str, Any]) -> Op | None:
+        """init_process_group / new_group: not ops on a group, but a rank can block in them."""
+        try:
+            op = Op(api, None)
+            self._emit(f'"api":"{api}","phase":"start","kind":"setup",'
+                       f'"site":{callsite.caller_site(2)}{_fields(details)}', op)
+            return op
+        except Exception as exc:
+            self.fail(exc)
+            return None
+
+    def finish(self, op: Op | None, result: Any) -> None:
+        """The call returned: a Work means completion comes later (its wait), else it is done."""
+        if op is None or not self.on:
+            return
+        try:
+            if op.in_window:
+                return  # completes with the window's Work (see close_window)
+            if isinstance(result, self.c10d.Work) and not isinstance(result, self.queued_work):
+                self._track(op, result)
+            else:
+                self.end(op, "return")
+        except Exception as exc:
+            self.fail(exc)
+
+    def expect_rank(self, rank: Any) -> None:
+        """Before init_process_group: open the file now if the rank is already known (argument or
+        launcher's RANK), so a rank stuck in the rendezvous leaves a trace."""
+        try:
+            if not isinstance(rank, int) or rank < 0:
+                rank = _env_int("RANK")
+            if rank is not None and rank >= 0:
+                self.open(rank)
+        except Exception as exc:
+            self.fail(exc)
+
+    def initialised(self, op: Op | None) -> None:
+        """After init_process_group returned: this process is a rank from now on."""
+        if not self.on:
+            return
+        try:
+            rank = self.c10d.get_rank()
+            if self.fd is None:
+                self.open(rank)
+            world = self.group(None)
+            if op is not None:
+                self.end(op, "return", {
+                    "world_size": self.c10d.get_world_size(),
+                    "group": json.loads(world.json) if world else None,
+                })
+            for callback in self.on_init:
+                callback(rank)
+        except Exception as exc:
+            self.fail(exc)
+
+    def group_created(self, op: Op | None, pg: Any) -> None:
+        if op is None or not self.on:
+            return
+        try:
+            g = self.group(pg) if pg is not None else None
+            self.end(op, "return", {"group": json.loads(g.json) if g else None})
+        except Exception as exc:
+            self.fail(exc)
+
+    def raised(self, op: Op | None, exc: BaseException) -> None:
+        if op is None or not self.on:
+            return
+        try:
+            self.end(op, "raise", {"error": f"{type(exc).__name__}: {exc}"[:500]})
+        except Exception as err:
+            self.fail(err)
+
+    def end(self, op: Op, how: str, details: dict[str, Any] | None = None) -> None:
+        extra = _fields(details) if details else ""
+        with self.lock:
+            if self.pending.pop(op.seq, None) is None:
+                return
+            self._emit(f'"api":"{op.api}","phase":"end","of":{op.seq},"how":"{how}"{extra}')
+            if op.group is not None:
+                self.last_done[op.group.name] = op.line
+
+    # --- completion through Work objects -------------------------------------------------------
+
+    def _track(self, op: Op, work: Any) -> None:
+        key = id(work)
+        with self.lock:
+            entry = self.works.get(key)
+            if entry is not None and entry[0]() is work:
+                entry[1].append(op)
+                op.work = entry[0]
+                return
+            ref = weakref.ref(work, lambda r, key=key: self._work_freed(key, r))
+            self.works[key] = (ref, [op])
+            op.work = ref
+
+    def work_waited(self, work: Any, exc: BaseException | None) -> None:
+        """From the patched `Work.wait`, after torch's wait returned or raised."""
+        try:
+            with self.lock:
+                entry = self.works.get(id(work))
+                if entry is None or entry[0]() is not work:
+                    return
+                del self.works[id(work)]
+                for op in entry[1]:
+                    if exc is None:
+                        self.end(op, "wait")
+                        self.waited.append((entry[0], op.line))
+                    else:
+                        self.end(op, "raise", {"error": f"{type(exc).__name__}: {exc}"[:500]})
+        except Exception as err:
+            self.fail(err)
+
+    def _work_freed(self, key: int, ref: weakref.ref) -> None:
+        if not self.on:
+            return
+        try:
+            with self.lock:
+                entry = self.works.get(key)
+                if entry is None or entry[0] is not ref:
+                    return
+                del self.works[key]
+                for op in entry[1]:
+                    self.end(op, "dropped")
+        except Exception as err:
+            self.fail(err)
+
+    def poll(self) -> None:
+        """Ask each pending op's Work whether it completed (`is_completed` never blocks)."""
+        with self.lock:
+            entries = [(key, ref) for key, (ref, _) in self.works.items()]
+        for key, ref in entries:
+            work = ref()
+            try:
+                done = work is not None and work.is_completed()
+            except Exception:
+                continue  # a failed Work: its wait will raise; leave it pending
+            if done:
+                with self.lock:
+                    entry = self.works.get(key)
+                    if entry is not None and entry[0] is ref:
+                        del self.works[key]
+                        for op in entry[1]:
+                            self.end(op, "polled")
+
+    # --- coalescing windows --------------------------------------------------------------------
+
+    def open_window(self, pg: Any) -> None:
+        try:
+            batch = self.tls.batch
+            if batch is None:
+                self.batches += 1
+            self.windows[pg] = _Window(batch.id if batch is not None else self.batches)
+        except Exception as exc:
+            self.fail(exc)
+
+    def close_window(self, pg: Any, work: Any, exc: BaseException | None) -> None:
+        try:
+            window = self.windows.pop(pg, None)
+            if window is None or not self.on:
+                return
+            for op in window.ops:
+                op.in_window = False
+                if exc is not None:
+                    self.raised(op, exc)
+                elif isinstance(work, self.c10d.Work):
+                    self._track(op, work)
+                else:
+                    self.end(op, "return")
+        except Exception as err:
+            self.fail(err)
+
+    def begin_batch(self, p2p_op_list: Any) -> _Batch | None:
+        if not isinstance(p2p_op_list, list):
+            return None  # torch rejects it with its own error right after
+        self.batches += 1
+        return _Batch(p2p_op_list, self.batches)
+
+    def note_p2pop(self, p2p_op: Any) -> None:
+        try:
+            self.p2pop_sites[p2p_op] = callsite.caller_site(2)
+        except Exception as exc:
+            self.fail(exc)
+
+    # --- state for hang reports ----------------------------------------------------------------
+
+    def snapshot(self) -> tuple[list[tuple[Op, Any]], dict[str, str], list[str]]:
+        """(pending ops with their Work if any, last completed per group, waited-on ops whose
+        Work is not complete: for NCCL, wait() only orders the stream, the GPU may still be
+        stuck in them)."""
+        with self.lock:
+            pending = [(op, op.work() if op.work is not None else None)
+                       for op in self.pending.values()]
+            last = dict(self.last_done)
+            waited = list(self.waited)
+        unfinished = []
+        for ref, line in waited:
+            work = ref()
+            try:
+                if work is not None and not work.is_completed():
+                    unfinished.append(line)
+            except Exception:
+                unfinished.append(line)
+        return pending, last, unfinished
+
+
+def _fields(details: dict[str, Any]) -> str:
+    return "".join(f',"{k}":{json.dumps(v, default=str, separators=_COMPACT)}'
+                   for k, v in details.items())
+
+
+def _int(value: Any) -> str:
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else "null"
+
+
+_DTYPES: dict[Any, str] = {}
+
+
+def _tensor(value: Any) -> str:
+    """`"shape":[..],"dtype":".."` of a tensor, or of the first tensor in a list of them."""
+    if isinstance(value, (list, tuple)):
+        value = value[0] if value else None
+        if isinstance(value, (list, tuple)):
+            value = value[0] if value else None
+    shape = getattr(value, "shape", None)
+    dtype = getattr(value, "dtype", None)
+    if shape is None or dtype is None:
+        return '"shape":null,"dtype":null'
+    name = _DTYPES.get(dtype)
+    if name is None:
+        name = _DTYPES[dtype] = json.dumps(str(dtype).replace("torch.", ""))
+    return f'"shape":[{",".join(map(str, shape))}],"dtype":{name}'
+
+
+def _env_int(name: str) -> int | None:
+    try:
+        return int(os.environ[name])
+    except (KeyError, ValueError):
+        return None
