@@ -10,6 +10,7 @@
 # Versions of the report: ms-swift 4.3.0.dev0, megatron-core 0.17.0, mcore-bridge 1.4.1,
 # transformer-engine 2.15.0, CUDA 13.1, PyTorch 2.10.0:
 # torch==2.10.0
+# megatron-core==0.17.0 ms-swift==4.3.0 mcore-bridge==1.4.1  (4.3.0: the release of the report's 4.3.0.dev0)
 #
 # Run on every node with NODE_RANK (here ARNOLD_ID) set; MASTER_ADDR/MASTER_PORT come from the
 # cluster's environment, as in the report.

@@ -42,7 +42,8 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?(\+?)=")
 _PARAM = re.compile(r"(#?)([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])(?:\[([^\]]*)\])?(.*)", re.DOTALL)
 _PARAM_OP = re.compile(r"(:?[-=+?])(.*)", re.DOTALL)
-_TORCH_PIN = re.compile(r"\btorch\s*==\s*([0-9][0-9A-Za-z.+_-]*)")
+# `# torch==2.10.0`, `# megatron-core==0.17.0`: the versions a script was written for.
+_PIN = re.compile(r"(?<![\w.-])([A-Za-z][A-Za-z0-9_.-]*)\s*==\s*([0-9][0-9A-Za-z.+_-]*)")
 _NUMBER = re.compile(r"-\.?[0-9]")
 _KEYWORDS = {"if", "then", "elif", "else", "fi", "for", "select", "while", "until", "do", "done",
              "case", "esac", "in", "{", "}", "function", "[[", "!"}
@@ -105,15 +106,18 @@ def parse_launch(
     shell = _Shell(path, spelling, dict(environ or {}), diagnostics, text.split("\n"))
     shell.run(nodes)
     config = _build(shell, spelling, path)
-    if lexer.torch_pins:
-        config.torch_pin = lexer.torch_pins[0][0]
-        if len({pin for pin, _ in lexer.torch_pins}) > 1:
+    for name, version, _ in lexer.pins:
+        config.pins.setdefault(name, version)
+    torch_pins = [(v, ln) for name, v, ln in lexer.pins if name == "torch"]
+    if torch_pins:
+        config.torch_pin = torch_pins[0][0]
+        if len({pin for pin, _ in torch_pins}) > 1:
             config.diagnostics.append(Finding(
                 "launch.torch-pin", "warning",
                 "several torch pins in comments: "
-                + ", ".join(f"torch=={p} (line {ln})" for p, ln in lexer.torch_pins)
+                + ", ".join(f"torch=={p} (line {ln})" for p, ln in torch_pins)
                 + f"; using torch=={config.torch_pin}",
-                fix="keep one `# torch==X.Y.Z` comment", where=f"{path}:{lexer.torch_pins[1][1]}"))
+                fix="keep one `# torch==X.Y.Z` comment", where=f"{path}:{torch_pins[1][1]}"))
     return config
 
 
@@ -201,7 +205,7 @@ class _Lexer:
         self.path = path
         self.line_base = line_base
         self._newlines = [i for i, c in enumerate(text) if c == "\n"]
-        self.torch_pins: list[tuple[str, int]] = []
+        self.pins: list[tuple[str, str, int]] = []  # (distribution, version, line) from comments
 
     def line(self, i: int) -> int:
         return bisect.bisect_left(self._newlines, i) + 1 + self.line_base
@@ -229,8 +233,9 @@ class _Lexer:
             elif c == "#":
                 end = s.find("\n", i)
                 end = n if end < 0 else end
-                for pin in _TORCH_PIN.finditer(s, i, end):
-                    self.torch_pins.append((pin.group(1).rstrip("."), self.line(i)))
+                for pin in _PIN.finditer(s, i, end):
+                    name = pin.group(1).lower().replace("_", "-")
+                    self.pins.append((name, pin.group(2).rstrip("."), self.line(i)))
                 i = end
             else:
                 fd = re.match(r"[0-9]+(?=[<>])", s[i:i + 12])

@@ -16,6 +16,7 @@ import builtins
 from dataclasses import dataclass, field
 from typing import Any
 
+from auditor.static.graphrules import Rules
 from auditor.static.program import Program
 from auditor.static.values import (
     NO, UNK, YES, Api, Cfg, ConfigObject, Const, Cond, Data, DictV, External, Func, Group,
@@ -72,22 +73,10 @@ class Blocked:
 @dataclass
 class Patch:
     target: str  # "module.attr" or "module.Class.attr"
-    replacement: str
+    replacement: str  # module.qualname of the function or class put there
+    short: str  # module tail and qualname, as call paths show it
     node: int
     status: str
-
-
-@dataclass
-class Rules:
-    """Framework knowledge the interpreter needs (rules/*.toml, merged)."""
-
-    api_params: dict[str, dict[str, Any]] = field(default_factory=dict)  # api name -> entry
-    api_qualnames: dict[str, str] = field(default_factory=dict)  # qualname -> api name
-    symbols: dict[str, dict[str, Any]] = field(default_factory=dict)  # function qualname -> symbol
-    group_names: dict[str, str] = field(default_factory=dict)  # variable/attr name -> dim
-    group_sizes: dict[str, str] = field(default_factory=dict)  # dim -> config key
-    config_names: frozenset[str] = frozenset()  # expressions that hold the config object
-    world_groups: frozenset[str] = frozenset()  # qualnames of the default/WORLD group
 
 
 @dataclass
@@ -97,6 +86,8 @@ class State:
     status: str = YES
     done: bool = False
     raised: bool = False
+    # Why what follows cannot run, when a branch that would have gone on is false here.
+    stop: Guard | None = None
 
     def fork(self, guard: Guard, status: str) -> State:
         return State(dict(self.env), (*self.guards, guard), and3(self.status, status))
@@ -203,10 +194,12 @@ class Interpreter:
     # --- statements ----------------------------------------------------------------------------
 
     def exec_block(self, stmts: list, state: State, frame: Frame) -> State:
-        for stmt in stmts:
-            if state.done:
-                break
+        for i, stmt in enumerate(stmts):
             state = self.exec_stmt(stmt, state, frame)
+            if state.done:
+                if state.stop is not None and i + 1 < len(stmts):
+                    self.block(stmts[i + 1:], (*state.guards, state.stop), state, frame)
+                break
         return state
 
     def exec_namespace(self, stmts: list, env: dict[str, frozenset], frame: Frame) -> None:
@@ -304,11 +297,15 @@ class Interpreter:
             outs.append(self.exec_block(branch, state.fork(guard, status), frame))
         live = [s for s in outs if not s.done]
         if not live:
-            return State(state.env, state.guards, state.status, True, all(s.raised for s in outs))
+            stop = None
+            if len(outs) == 1:  # the branch that would go on is false: say so for what follows
+                stop = Guard(f"not ({text})", can_false, config) if can_true != NO else Guard(text, can_true, config)
+            return State(state.env, state.guards, state.status, True, all(s.raised for s in outs), stop)
         if len(live) == 1 and len(outs) == 2 and any(s.raised for s in outs):
             # The other branch is a validation error (`raise`): runs that get past it are the
-            # ones analysed, so an unknown validation guard does not make what follows unknown.
+            # ones analysed, so its guard neither makes what follows unknown nor explains it.
             live[0].status = state.status
+            live[0].guards = state.guards
         if len(live) == 1:
             # The other branch cannot be taken, or returned: what follows runs under this
             # branch's guard.
@@ -337,10 +334,17 @@ class Interpreter:
         funcs: set[str] = set()
         sites: set[str] = set()
         defs: set[str] = set()
-        for name in _names_in(stmts, sites, defs):
-            for v in self.lookup_quiet(name, state, frame):
-                if isinstance(v, Func):
-                    funcs.add(f"{v.module}.{v.qualname}")
+        attrs: set[tuple[str, str]] = set()
+        values: set = set()
+        for name in _names_in(stmts, sites, defs, attrs):
+            values |= self.lookup_quiet(name, state, frame)
+        for name, attr in attrs:  # `self._communicate_shapes(...)`, `module.f(...)`
+            for base in self.lookup_quiet(name, state, frame):
+                if isinstance(base, (Obj, Module, Klass)):
+                    values |= self.attr_of(base, attr, name)
+        for v in values:
+            if isinstance(v, Func):
+                funcs.add(f"{v.module}.{v.qualname}")
         funcs |= {f"{frame.module}.{qualname}" for qualname in defs}
         if funcs or sites:
             self.blocked.append(Blocked(frame.node, guards, frozenset(funcs), frozenset(sites)))
@@ -388,7 +392,8 @@ class Interpreter:
             return
         for v in value:
             if isinstance(v, (Func, Klass)):
-                p = Patch(target, f"{v.module}.{v.qualname}", frame.node, state.status)
+                p = Patch(target, f"{v.module}.{v.qualname}",
+                          f"{v.module.rsplit('.', 1)[-1]}.{v.qualname}", frame.node, state.status)
                 if p not in self.patches:
                     self.patches.append(p)
 
@@ -775,10 +780,10 @@ class Interpreter:
         bound = None
         if fir["method"]:
             bound = Obj(Klass(qualname.rsplit(".", 1)[0], module), "probe")
-        return self._invoke(Func(qualname, module, 0, bound), [], {}, None)[1]
+        return self._invoke(Func(qualname, module, 0, bound), [], {}, None, unknown_args=True)[1]
 
-    def _invoke(self, func: Func, args: list, kwargs: dict,
-                caller: tuple[State, Frame] | None) -> tuple[frozenset, int | None]:
+    def _invoke(self, func: Func, args: list, kwargs: dict, caller: tuple[State, Frame] | None,
+                unknown_args: bool = False) -> tuple[frozenset, int | None]:
         fir = self.function_ir(func)
         if fir is None:
             return frozenset({Data(func.qualname)}), None
@@ -786,7 +791,7 @@ class Interpreter:
             pargs, pkwargs = func.partial
             args = [*pargs, *args]
             kwargs = {**dict(pkwargs), **kwargs}
-        env = self.bind(fir, func, args, kwargs)
+        env = self.bind(fir, func, args, kwargs, unknown_args)
         context = (func.closure, id(func.bound) if func.bound is not None else 0,
                    tuple(sorted((k, _key(v)) for k, v in env.items())), self.version)
         memo_key = (func.module, func.qualname, context)
@@ -813,7 +818,10 @@ class Interpreter:
         self.memo[memo_key] = result
         return result, node
 
-    def bind(self, fir: dict[str, Any], func: Func, args: list, kwargs: dict) -> dict[str, frozenset]:
+    def bind(self, fir: dict[str, Any], func: Func, args: list, kwargs: dict,
+             unknown_args: bool = False) -> dict[str, frozenset]:
+        """Parameters from the call's arguments, else their defaults; with `unknown_args` (a
+        probe: nobody's call) every parameter is unknown, whatever its default."""
         env: dict[str, frozenset] = {}
         params = list(fir["params"])
         positional = list(args)
@@ -837,7 +845,7 @@ class Interpreter:
                 env[name] = frozenset({Data("*args")})
             elif kind == "dstar":
                 env[name] = frozenset({DictV(dict(extra_kwargs))})
-            elif default is not None:
+            elif default is not None and not unknown_args:
                 gframe = Frame(0, func.module, 0, None, "module")
                 env[name] = self.eval(default, State(self.module_globals(func.module) or {}), gframe)
             elif name in self.rules.group_names:
@@ -972,9 +980,9 @@ def _decorator_names(fir: dict[str, Any] | None) -> set[str]:
     return names
 
 
-def _names_in(stmts: list, sites: set[str], defs: set[str]) -> set[str]:
-    """Names read anywhere in some statements; site ids met on the way go into `sites`, and
-    the qualnames of functions defined there into `defs`."""
+def _names_in(stmts: list, sites: set[str], defs: set[str], attrs: set[tuple[str, str]]) -> set[str]:
+    """Names read anywhere in some statements; site ids met on the way go into `sites`, the
+    qualnames of functions defined there into `defs`, and `name.attr` reads into `attrs`."""
     found: set[str] = set()
     stack: list[Any] = list(stmts)
     while stack:
@@ -987,6 +995,8 @@ def _names_in(stmts: list, sites: set[str], defs: set[str]) -> set[str]:
                 sites.add(cur[1])
             if cur[0] == "def" and len(cur) == 3:
                 defs.add(cur[2])
+            if cur[0] == "attr" and len(cur) == 3 and cur[1][0] == "name":
+                attrs.add((cur[1][1], cur[2]))
             stack.extend(x for x in cur[1:] if isinstance(x, (tuple, list, dict)))
         elif isinstance(cur, list):
             stack.extend(cur)

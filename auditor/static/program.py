@@ -45,7 +45,7 @@ class Program:
             return
         src, rel = loc
         text, digest, _ = read_source(src, rel)
-        if text is None or self.caches[src.name].lookup(rel, digest)[0]:
+        if text is None or self.caches[src.name].lookup(rel, digest)[1] is not None:
             return
         self.pending[module] = self.pool.submit(run_one, module_task, rel, text, module, src.name)
 
@@ -61,7 +61,7 @@ class Program:
         cache = self.caches[src.name]
         text, digest, error = read_source(src, rel)
         hit, result = cache.lookup(rel, digest)
-        if hit:
+        if hit and result is not None:  # None: the inventory skipped it unparsed
             self.cached += 1
         elif text is None:
             self.errors.append((src.name, FileError(rel, error or "unreadable")))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from auditor.static.callgraph import Edge, Guard, Interpreter
+from auditor.static.callgraph import Blocked, Edge, Guard, Interpreter
 from auditor.static.values import NO, UNK, YES, and3
 
 _RANK = {NO: 0, UNK: 1, YES: 2}
@@ -71,11 +71,22 @@ class Reachability:
         return list(reversed(names)), guards
 
 
+@dataclass
+class BlockedCallee:
+    """A function a false guard keeps from being called, walked on its own (a probe): what it
+    reaches is reached only through it."""
+
+    function: str
+    blocked: Blocked
+    reach: Reachability
+
+
 def site_reach(
     interp: Interpreter,
     reach: Reachability,
     site_ids_by_function: dict[str, list[str]],
     probes: dict[str, int | None],
+    blocked_callees: list[BlockedCallee] = (),
 ) -> dict[str, SiteReach]:
     """Reachability of every site; `probes` maps a function to its stand-alone probe node."""
     hits_by_site: dict[str, list] = {}
@@ -84,11 +95,12 @@ def site_reach(
     out: dict[str, SiteReach] = {}
     for function, site_ids in site_ids_by_function.items():
         for sid in site_ids:
-            out[sid] = _one(interp, reach, sid, function, hits_by_site.get(sid, []), probes)
+            out[sid] = _one(interp, reach, sid, function, hits_by_site.get(sid, []), probes,
+                            blocked_callees)
     return out
 
 
-def _one(interp, reach, sid, function, hits, probes) -> SiteReach:
+def _one(interp, reach, sid, function, hits, probes, blocked_callees) -> SiteReach:
     best = NO
     best_hit = None
     groups: set[str] = set()
@@ -115,6 +127,16 @@ def _one(interp, reach, sid, function, hits, probes) -> SiteReach:
                 NO, *_split([*edge_guards, *b.guards]), [path] if path else [],
                 reason=f"blocked in {interp.nodes[b.node].short} by `{b.guards[-1].text}`",
             )
+    for bc in blocked_callees:
+        inner = [b for b in interp.blocked if sid in b.sites or function in b.functions]
+        if any(bc.reach.status(x.node) != NO for x in [*hits, *inner]):
+            names, edge_guards = reach.chain(bc.blocked.node)
+            return SiteReach(
+                NO, *_split([*edge_guards, *bc.blocked.guards]), [_dedupe(names)] if names else [],
+                reason=f"reached only through {bc.function.rsplit('.', 1)[-1]}, which "
+                       f"{interp.nodes[bc.blocked.node].short} never calls: "
+                       f"`{bc.blocked.guards[-1].text}` is false",
+            )
     probe = probes.get(function)
     if probe is not None:
         local = Reachability(interp, [probe])
@@ -127,8 +149,9 @@ def _one(interp, reach, sid, function, hits, probes) -> SiteReach:
         if local_hit is None:
             dead = [b for b in interp.blocked if sid in b.sites and local.status(b.node) != NO]
             guards, conditions = _split(list(dead[0].guards)) if dead else ([], [])
+            why = f" (`{dead[0].guards[-1].text}` is false)" if dead else ""
             return SiteReach(NO, guards, conditions,
-                             reason="its own function's guards rule it out under this config")
+                             reason=f"its own function's guards rule it out under this config{why}")
         return SiteReach(
             UNK, *_split(list(local_hit.guards)), [], sorted(set(local_hit.groups)),
             reason="no call path from the entry points was found (it may be reached through a call the analysis could not resolve)",

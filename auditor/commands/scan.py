@@ -1,0 +1,63 @@
+"""`p2paudit scan --config run.sh`: which P2P sites can fire in this run, and which contradict
+its config."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from auditor.commands.output import emit
+from auditor.config.effective import overrides_from
+from auditor.errors import EXIT_FINDINGS, EXIT_OK, InputError
+from auditor.report import text
+from auditor.scan import ScanInputs, run_scan
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", required=True, metavar="RUN.SH", help="the launch script")
+    parser.add_argument(
+        "--target", action="append", metavar="TARGET",
+        help="framework sources (NAME==VERSION, wheel, sdist, directory, installed name); "
+             "default: the `name==X` comments of the script, else the installed distributions",
+    )
+    parser.add_argument("--torch", metavar="VERSION",
+                        help="the cluster's torch version (default: installed torch, else the script's torch==X comment)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override an effective config value (repeatable)")
+    parser.add_argument("--matrix", metavar="KEY=V1,V2,...",
+                        help="scan once per value and print what changes across them")
+    parser.add_argument("--entry", action="append", metavar="MODULE[:QUALNAME]",
+                        help="entry point(s) instead of the framework's (in order: init first)")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    parser.add_argument("--jobs", type=int, default=None, help="parser processes (default: cores)")
+
+
+def run(args: argparse.Namespace) -> int:
+    overrides = overrides_from(args.set)
+    base = ScanInputs(args.config, args.target, overrides, args.torch, args.entry, args.jobs,
+                      progress=sys.stderr.isatty())
+    if args.matrix:
+        key, _, values = args.matrix.partition("=")
+        if not key or not values:
+            raise InputError(args.matrix, "--matrix wants KEY=V1,V2,...")
+        docs = {}
+        for value in values.split(","):
+            inputs = ScanInputs(**{**base.__dict__, "overrides": {**overrides, key: value}})
+            docs[value] = run_scan(inputs)
+        if args.format == "json":
+            emit(json.dumps({"matrix": key, "scans": docs}, indent=2, default=str) + "\n", args.output)
+        else:
+            emit(text.matrix_table(key, docs), args.output)
+        return EXIT_FINDINGS if any(_contradicts(d) for d in docs.values()) else EXIT_OK
+    doc = run_scan(base)
+    if args.format == "json":
+        emit(json.dumps(doc, indent=2, default=str) + "\n", args.output)
+    else:
+        emit(text.scan_report(doc), args.output)
+    return EXIT_FINDINGS if _contradicts(doc) else EXIT_OK
+
+
+def _contradicts(doc: dict) -> bool:
+    return any(s["verdict"] == "contradiction" for s in doc["sites"])

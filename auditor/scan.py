@@ -1,0 +1,270 @@
+"""The static pipeline for one launch script: launch -> effective config -> sites -> call graph
+-> reachability -> verdicts and findings, as one scan document (the output contract)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import libcst as cst
+
+from auditor.config.effective import UNKNOWN, EffectiveConfig, derive
+from auditor.config.envlint import lint
+from auditor.config.launch import read_launch
+from auditor.config.model import LaunchConfig
+from auditor.errors import InputError
+from auditor.findings import Finding
+from auditor.report import document
+from auditor.sources import SourceSet, resolve
+from auditor.static import graphrules, ir
+from auditor.static.callgraph import Interpreter
+from auditor.static.program import Program
+from auditor.static.reach import BlockedCallee, Reachability, SiteReach, site_reach
+from auditor.static.sites import Inventory, Site, inventory
+
+# Which frameworks a launcher runs, outermost first.
+STACKS = {
+    "megatron": ["ms-swift", "mcore-bridge", "megatron-core"],
+    "swift": ["ms-swift", "mcore-bridge", "megatron-core"],
+}
+DEFAULT_STACK = ["megatron-core"]
+
+
+@dataclass
+class ScanInputs:
+    config_path: str
+    targets: list[str] | None = None
+    overrides: dict[str, str] | None = None
+    torch_version: str | None = None
+    entries: list[str] | None = None  # MODULE[:QUALNAME], in order
+    jobs: int | None = None
+    progress: bool = False
+
+
+def stack_for(launch: LaunchConfig) -> list[str]:
+    return STACKS.get(launch.launcher.split(" ")[0], DEFAULT_STACK)
+
+
+def resolve_targets(launch: LaunchConfig, targets: list[str] | None) -> list[SourceSet]:
+    """--target as given; else `name==X` comments in the script; else installed distributions."""
+    if targets:
+        return [resolve(t) for t in targets]
+    out = []
+    for name in stack_for(launch):
+        pin = launch.pins.get(name)
+        try:
+            out.append(resolve(f"{name}=={pin}" if pin else name))
+        except InputError as exc:
+            if pin:
+                raise
+            raise InputError(
+                launch.path,
+                f"which {name} does this run use? {exc.cause}; pass --target {name}==VERSION "
+                f"or write `# {name}==VERSION` in the script",
+            ) from None
+    return out
+
+
+def interpreter_config(effective: EffectiveConfig) -> dict[str, Any]:
+    return {k: v.value for k, v in effective.values.items() if v.value is not UNKNOWN}
+
+
+def entry_code(spec: str) -> str:
+    """`--entry MODULE[:QUALNAME]` as entry code: import the module, call the function (an
+    instance whose __init__ never ran for a method), arguments unknown."""
+    module, _, qualname = spec.partition(":")
+    if not module or not all(p.isidentifier() for p in module.split(".")):
+        raise InputError(spec, "--entry wants MODULE or MODULE:QUALNAME, e.g. mytrain:Trainer.step")
+    lines = [f"import {module} as _m"]
+    if qualname:
+        parts = qualname.split(".")
+        if not all(p.isidentifier() for p in parts):
+            raise InputError(spec, "--entry wants MODULE:QUALNAME with a dotted Python name")
+        if len(parts) == 1:
+            lines.append(f"_m.{parts[0]}()")
+        else:
+            owner = ".".join(parts[:-1])
+            lines.append(f"P2PAUDIT_INSTANCE(_m.{owner}).{parts[-1]}()")
+    return "\n".join(lines) + "\n"
+
+
+def run_scan(inputs: ScanInputs) -> dict[str, Any]:
+    started = time.perf_counter()
+    launch = read_launch(inputs.config_path)
+    srcs = resolve_targets(launch, inputs.targets)
+    versions = {s.name: s.version for s in srcs}
+    effective = derive(launch, versions, inputs.overrides, inputs.torch_version)
+    invs = [inventory(s, jobs=inputs.jobs, progress=inputs.progress) for s in srcs]
+    sites = [site for inv in invs for site in inv.sites]
+    rules, _, _ = graphrules.load(versions)
+    if inputs.entries:
+        entry_specs = [(spec, entry_code(spec)) for spec in inputs.entries]
+    else:
+        entry_specs = [(e.name, e.code) for e in graphrules.entries_for(launch.launcher, versions)]
+    program = Program(srcs, jobs=inputs.jobs)
+    try:
+        interp = Interpreter(program, interpreter_config(effective), rules)
+        starts = []
+        for i, (name, code) in enumerate(entry_specs):
+            module = f"<entry {i}>"
+            try:
+                tree = cst.parse_module(code)
+            except cst.ParserSyntaxError as exc:
+                raise InputError(name, f"entry code does not parse: {exc.message}") from None
+            starts.append(interp.run_module_ir(module, ir.build(tree, module, False, {})))
+        # Code a module runs on import ran too: its module-level node is a start of its own.
+        starts += [n.id for n in interp.nodes if n.qualname == "<module>" and n.context == "import"]
+        reach = Reachability(interp, starts)
+        results = _reach_all(interp, reach, program, sites)
+    finally:
+        program.close()
+    site_docs = [_site_doc(s, results[s.id], effective) for s in sites]
+    findings = [*launch.diagnostics, *effective.findings, *lint(launch, effective.value("torch_version"))]
+    findings += _site_findings(site_docs, effective, interp)
+    analyses = [inv.analysis for inv in invs]
+    doc = document.build(srcs, site_docs, analyses, findings, config=effective.to_json())
+    doc["launch"] = {"path": launch.path, "launcher": launch.launcher, "line": launch.command_line,
+                     "world_size": launch.world_size}
+    doc["entries"] = [name for name, _ in entry_specs]
+    doc["patches"] = [
+        {"target": p.target, "replacement": p.replacement, "status": p.status,
+         "installed_in": interp.nodes[p.node].short}
+        for p in interp.patches if reach.status(p.node) != "no"
+    ]
+    doc["analysis"] = {
+        "functions_interpreted": len(interp.nodes), "modules_parsed": program.parsed,
+        "modules_cached": program.cached, "budget_exhausted": interp.exhausted,
+        "unresolved_calls": sum(interp.unresolved.values()),
+        "errors": [{"package": pkg, "path": e.path, "cause": e.cause} for pkg, e in program.errors],
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+    return doc
+
+
+def _reach_all(interp: Interpreter, reach: Reachability, program: Program,
+               sites: list[Site]) -> dict[str, SiteReach]:
+    by_function: dict[str, list[str]] = {}
+    module_of: dict[str, tuple[str, str]] = {}
+    for s in sites:
+        key = f"{s.module}.{s.function}"
+        by_function.setdefault(key, []).append(s.id)
+        module_of[key] = (s.module, s.function)
+    first = site_reach(interp, reach, by_function, {})
+    if all(r.reachable != "unknown" for r in first.values()):
+        return first
+    # Functions a false guard keeps from being called, walked on their own: what only they
+    # reach is unreachable too.
+    blocked_callees = []
+    seen: set[str] = set()
+    for b in interp.blocked:
+        if reach.status(b.node) == "no":
+            continue
+        for function in sorted(b.functions - seen):
+            seen.add(function)
+            where = _split_function(program, function)
+            node = interp.probe(*where) if where else None
+            if node is not None:
+                blocked_callees.append(BlockedCallee(function, b, Reachability(interp, [node])))
+    # Functions whose sites nothing reached and nothing blocked: probe them on their own.
+    probes = {}
+    for key, ids in by_function.items():
+        if all(first[i].reachable == "unknown" for i in ids):
+            probes[key] = interp.probe(*module_of[key])
+    return site_reach(interp, reach, by_function, probes, blocked_callees)
+
+
+def _split_function(program: Program, function: str) -> tuple[str, str] | None:
+    """`a.b.mod.Class.method` -> (`a.b.mod`, `Class.method`), by the longest known module."""
+    parts = function.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        module = ".".join(parts[:i])
+        if program.has_module(module) or program.loaded.get(module):
+            return module, ".".join(parts[i:])
+    return None
+
+
+def effectively_batched(site: Site, effective: EffectiveConfig) -> tuple[bool, str]:
+    """Whether the op runs inside a coalesced group at run time, and why not when it does not."""
+    if not site.batched:
+        return False, "issued on its own (not in batch_isend_irecv or a coalescing block)"
+    if site.issues in ("descriptor", "batch") and effective.value("torch_batch_coalesces") is False:
+        v = effective.get("torch_batch_coalesces")
+        return False, f"torch will run this batch op by op: {v.provenance if v else ''}"
+    return True, ""
+
+
+def _site_doc(site: Site, r: SiteReach, effective: EffectiveConfig) -> dict[str, Any]:
+    d = site.to_json()
+    batched, why = effectively_batched(site, effective)
+    batch_cfg = effective.value("batch_p2p_comm")
+    if r.reachable == "no":
+        verdict = "unreachable"
+    elif r.reachable == "unknown":
+        verdict = "unknown"
+    elif not batched and batch_cfg is True:
+        verdict = "contradiction"
+    else:
+        verdict = "ok"
+    d.update(
+        reachable=r.reachable, guards=r.guards, conditions=r.conditions, paths=r.paths,
+        groups=r.groups, verdict=verdict, reason=r.reason, runs_batched=batched,
+        unbatched_reason=why,
+    )
+    return d
+
+
+def _site_findings(site_docs: list[dict[str, Any]], effective: EffectiveConfig,
+                   interp: Interpreter) -> list[Finding]:
+    findings: list[Finding] = []
+    contradictions = [d for d in site_docs if d["verdict"] == "contradiction"]
+    by_reason: dict[str, list[dict[str, Any]]] = {}
+    for d in contradictions:
+        by_reason.setdefault(d["unbatched_reason"], []).append(d)
+    for why, docs in by_reason.items():
+        first = docs[0]
+        path = " -> ".join(first["paths"][0]) if first["paths"] else first["function"]
+        groups = sorted({g for d in docs for g in d["groups"]})
+        short_why = why.split(":", 1)[0]
+        findings.append(Finding(
+            "unbatched-contradiction", "error",
+            f"{len(docs)} reachable P2P site(s) will run unbatched although batch_p2p_comm=True "
+            f"({short_why}); e.g. {first['path']}:{first['line']} {first['api']} via {path}, "
+            f"group: {', '.join(groups) or 'unknown'}. Under lazy NCCL init each unbatched op "
+            "creates a 2-rank communicator for its pair, and ranks that reach different "
+            "communicator creations first wait on each other forever (no timeout covers it).",
+            fix=_fix_for(why, effective),
+            site_ids=[d["id"] for d in docs],
+            where=f"{first['path']}:{first['line']}",
+        ))
+    groups_by_site = {d["id"]: set(d["groups"]) - {"unknown"} for d in site_docs
+                      if d["reachable"] == "yes" and d["paths"]}
+    distinct = sorted(set().union(*groups_by_site.values())) if groups_by_site else []
+    if len(distinct) > 1:
+        users = {g: sorted(sid for sid, gs in groups_by_site.items() if g in gs) for g in distinct}
+        on_paths = {name for d in site_docs if d["id"] in groups_by_site for path in d["paths"] for name in path}
+        patches = [p for p in interp.patches if p.short in on_paths]
+        findings.append(Finding(
+            "split-communicators", "warning",
+            "pipeline neighbours talk over more than one process group: "
+            + "; ".join(f"{g}: {len(ids)} site(s)" for g, ids in users.items())
+            + ". Each group has its own NCCL communicator, created lazily at its first use, so "
+            "the same pair of ranks depends on two rendezvous"
+            + (f" (installed by {', '.join(sorted({p.replacement for p in patches}))})" if patches else ""),
+            fix="make every pipeline op use one group (e.g. drop the patch that overrides the "
+                "group), or initialise eagerly with init_process_group(device_id=...)",
+            site_ids=sorted({sid for ids in users.values() for sid in ids}),
+            detail={"groups": users},
+        ))
+    return findings
+
+
+def _fix_for(why: str, effective: EffectiveConfig) -> str:
+    if why.startswith("torch will run"):
+        return ("unset TORCH_DISTRIBUTED_DEBUG (or use INFO), or upgrade to torch >= 2.11, where the "
+                "debug wrapper forwards supportsCoalescing (pytorch PR #173599); "
+                "`p2paudit repro fallback-1f1b` shows the failure and each fix")
+    return ("route this op through batch_isend_irecv (megatron: batch_p2p_comm=True covers the "
+            "pipeline path), or initialise NCCL eagerly (init_process_group(device_id=...)) so "
+            "no per-pair communicator is created lazily")
+

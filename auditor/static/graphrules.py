@@ -1,0 +1,70 @@
+"""What the call-graph interpreter knows about the frameworks, read from `rules/*.toml`.
+
+Entry points are code snippets (a training step as a framework's own loop would run it),
+interpreted like any module. Symbols are functions that answer with a configuration value, a
+process group or the config object; group names say which parallel dimension a variable holds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from auditor import rules
+
+FRAMEWORKS = ("torch", "megatron-core", "mcore-bridge", "ms-swift")
+
+
+@dataclass
+class Rules:
+    api_params: dict[str, dict[str, Any]] = field(default_factory=dict)  # api name -> entry
+    api_qualnames: dict[str, str] = field(default_factory=dict)  # qualname -> api name
+    symbols: dict[str, dict[str, Any]] = field(default_factory=dict)  # function -> symbol
+    group_names: dict[str, str] = field(default_factory=dict)  # variable/attribute -> dim
+    group_sizes: dict[str, str] = field(default_factory=dict)  # dim -> config key
+    config_names: frozenset[str] = frozenset()  # expressions that hold the config object
+    world_groups: frozenset[str] = frozenset()  # qualnames of the default/WORLD group
+
+
+@dataclass
+class EntryPoint:
+    name: str
+    framework: str
+    code: str
+    about: str = ""
+    launchers: list[str] = field(default_factory=list)  # empty: any launcher
+
+
+def load(versions: dict[str, str | None]) -> tuple[Rules, list[EntryPoint], list[EntryPoint]]:
+    """(interpreter rules, entry points bound to launchers, generic entry points)."""
+    r = Rules()
+    config_names: set[str] = set()
+    bound: list[EntryPoint] = []
+    generic: list[EntryPoint] = []
+    for fw in FRAMEWORKS:
+        rs = rules.load(fw, versions.get(fw))
+        for e in rs.table("p2p_api"):
+            r.api_params[e["name"]] = e
+            for q in e["qualnames"]:
+                r.api_qualnames[q] = e["name"]
+        r.world_groups |= frozenset(rs.section("world_group").get("qualnames", []))
+        for s in rs.table("symbol"):
+            r.symbols[s["function"]] = s
+        for g in rs.table("group"):
+            r.group_sizes[g["dim"]] = g["size"]
+            for n in g["names"]:
+                r.group_names[n] = g["dim"]
+        config_names |= set(rs.section("config_objects").get("names", []))
+        for e in rs.table("entry_point"):
+            ep = EntryPoint(e["name"], fw, e["code"], e.get("about", ""), e.get("launchers", []))
+            (bound if ep.launchers else generic).append(ep)
+    r.config_names = frozenset(config_names)
+    return r, bound, generic
+
+
+def entries_for(launcher: str, versions: dict[str, str | None]) -> list[EntryPoint]:
+    """The entry points of the framework that launches this run; megatron-core's generic
+    schedule entry when none claims the launcher (torchrun pretrain_gpt.py, a user's loop)."""
+    _, bound, generic = load(versions)
+    mine = [e for e in bound if any(launcher.startswith(name) for name in e.launchers)]
+    return mine or generic
