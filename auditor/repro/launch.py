@@ -72,7 +72,7 @@ def _run(spec: Spec, plan: Plan, run_dir: Path, spec_path: Path) -> Outcome:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
     env.setdefault("OMP_NUM_THREADS", "1")
     command = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={spec.nproc}",
-               "--master_addr=127.0.0.1", f"--master_port={_free_port()}",
+               "--master_addr=127.0.0.1", f"--master_port={free_port()}",
                "-m", "auditor.repro.rank"]
     launched = time.time()
     killed_at = None
@@ -112,7 +112,7 @@ def _kill(proc: subprocess.Popen, states: dict, everyone: bool) -> None:
     proc.wait()
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]

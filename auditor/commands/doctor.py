@@ -1,0 +1,118 @@
+"""`p2paudit doctor`: what this cluster's torch/NCCL will really do with pipeline P2P.
+
+Run it where the job runs, with the job's environment: `torchrun --nproc_per_node 8 --nnodes 16
+... -m auditor doctor --pp 4` (every rank checks, rank 0 prints; ranks exit 0 once the checks
+ran). Outside torchrun it starts `--nproc` local ranks itself and exits 1 when a group will not
+coalesce batches or ranks disagree, 0 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from auditor.errors import EXIT_FINDINGS, EXIT_OK, InputError
+
+RESULT_ENV = "P2PAUDIT_DOCTOR_RESULT"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--nproc", type=int,
+                        help="outside torchrun: local ranks to start (default: one per GPU, "
+                             "else 2)")
+    parser.add_argument("--backend", choices=("nccl", "gloo"),
+                        help="default: nccl where CUDA is available, else gloo")
+    parser.add_argument("--pp", type=int, default=2,
+                        help="pipeline-parallel size of the PP groups doctor creates (default 2)")
+    parser.add_argument("--eager", action="store_true",
+                        help="init_process_group(device_id=...): check eager NCCL init instead "
+                             "of the lazy init megatron-style launchers get")
+    parser.add_argument("--batch-timeout", type=float, default=60.0,
+                        help="give up on a group's test batch after this many seconds (NCCL)")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.pp < 1:
+        raise InputError("--pp", f"must be at least 1, not {args.pp}")
+    if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
+        return _in_rank(args)
+    return _launch(args)
+
+
+def _in_rank(args: argparse.Namespace) -> int:
+    import torch
+    import torch.distributed as dist
+
+    from auditor import doctor
+
+    backend = args.backend or ("nccl" if torch.cuda.is_available() else "gloo")
+    world = int(os.environ["WORLD_SIZE"])
+    if world % args.pp:
+        raise InputError("--pp", f"{args.pp} does not divide the world size {world}")
+    device = torch.device("cpu")
+    kwargs = {"backend": backend}
+    if backend == "nccl":
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
+        torch.cuda.set_device(device)
+        if args.eager:
+            kwargs["device_id"] = device
+    dist.init_process_group(**kwargs)
+    groups = doctor.pipeline_groups(args.pp)
+    gather = dist.new_group(backend="gloo")  # for the reports: creates no NCCL communicator
+    mine = doctor.collect(groups, device, args.batch_timeout).to_json()
+    reports: list = [None] * dist.get_world_size()
+    dist.all_gather_object(reports, mine, group=gather)
+    if dist.get_rank() == 0:
+        findings = bool(doctor.not_coalescing(reports) or doctor.disagreements(reports))
+        if args.format == "json":
+            json.dump({"ranks": reports, "not_coalescing": doctor.not_coalescing(reports),
+                       "disagreements": doctor.disagreements(reports)}, sys.stdout, indent=1)
+            print()
+        else:
+            print(doctor.render(reports), flush=True)
+        if os.environ.get(RESULT_ENV):
+            Path(os.environ[RESULT_ENV]).write_text(str(EXIT_FINDINGS if findings else EXIT_OK))
+    else:
+        for line in doctor.disagreements([reports[0], mine]):
+            print(f"p2paudit doctor: {line}", file=sys.stderr, flush=True)
+    dist.destroy_process_group()
+    return EXIT_OK
+
+
+def _launch(args: argparse.Namespace) -> int:
+    import torch
+
+    from auditor.repro.launch import free_port
+
+    backend = args.backend or ("nccl" if torch.cuda.is_available() else "gloo")
+    nproc = args.nproc or (torch.cuda.device_count() if backend == "nccl" else 2)
+    if nproc < 1:
+        raise InputError("--nproc", f"must be at least 1, not {nproc}")
+    if backend == "nccl" and nproc > torch.cuda.device_count():
+        raise InputError("--nproc", f"{nproc} NCCL ranks need {nproc} GPUs; this machine has "
+                         f"{torch.cuda.device_count()}")
+    if nproc % args.pp:
+        raise InputError("--pp", f"{args.pp} does not divide --nproc {nproc}")
+    forwarded = ["doctor", "--backend", backend, "--pp", str(args.pp), "--batch-timeout",
+                 str(args.batch_timeout), "--format", args.format] + (["--eager"] if args.eager else [])
+    with tempfile.TemporaryDirectory(prefix="p2paudit-doctor-") as tmp:
+        result = Path(tmp) / "result"
+        env = dict(os.environ, **{RESULT_ENV: str(result)})
+        package_root = str(Path(__file__).resolve().parent.parent.parent)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+        env.setdefault("OMP_NUM_THREADS", "1")
+        command = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}",
+                   "--master_addr=127.0.0.1", f"--master_port={free_port()}", "-m", "auditor",
+                   *forwarded]
+        done = subprocess.run(command, env=env)
+        if done.returncode != 0 or not result.exists():
+            print(f"p2paudit doctor: the ranks failed (torchrun exit {done.returncode})",
+                  file=sys.stderr)
+            return EXIT_FINDINGS
+        return int(result.read_text())
