@@ -74,14 +74,27 @@ def run_one(task: Task, relpath: str, text: str, module: str, package: str) -> t
 
 
 class FileCache:
-    """Results of one task over one source tree, keyed by each file's path and SHA-1."""
+    """Results of one task over one source tree, keyed by each file's path and SHA-1.
 
-    def __init__(self, src: SourceSet, task_key: str) -> None:
+    `FileCache.open` shares one instance per file within a process: the inventory and the call
+    graph read the same results, and the file is loaded once."""
+
+    _open: dict[str, FileCache] = {}
+
+    @classmethod
+    def open(cls, src: SourceSet, task_key: str) -> FileCache:
+        cache = cls(src, task_key, load=False)
+        if cache.path not in cls._open:
+            cache.entries = cache._load()
+            cls._open[cache.path] = cache
+        return cls._open[cache.path]
+
+    def __init__(self, src: SourceSet, task_key: str, load: bool = True) -> None:
         self.src = src
         ident = f"{src.root}|{src.name}|{src.version}|{task_key}"
         digest = hashlib.sha1(ident.encode()).hexdigest()[:20]
         self.path = os.path.join(cache_dir(), "analysis", f"{digest}.pickle")
-        self.entries: dict[str, tuple[str, Any]] = self._load()
+        self.entries: dict[str, tuple[str, Any]] = self._load() if load else {}
         self.dirty = False
 
     def _load(self) -> dict[str, tuple[str, Any]]:
@@ -143,7 +156,7 @@ def analyze(
     """
     started = time.perf_counter()
     out = Analysis()
-    cache = FileCache(src, task_key)
+    cache = FileCache.open(src, task_key)
     todo: list[tuple[str, str, str]] = []  # relpath, text, digest
     for rel in files if files is not None else src.files:
         out.files_total += 1

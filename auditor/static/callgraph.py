@@ -139,6 +139,7 @@ class Interpreter:
         self.patches: list[Patch] = []
         self.unresolved: dict[str, int] = {}
         self.mros: dict[Klass, list[Klass]] = {}
+        self.reads: dict[tuple[int, int], tuple] = {}  # what a blocked branch reads, by IR list
         self.config_reads = 0
         self.version = 0
         self.depth = 0
@@ -198,7 +199,7 @@ class Interpreter:
             state = self.exec_stmt(stmt, state, frame)
             if state.done:
                 if state.stop is not None and i + 1 < len(stmts):
-                    self.block(stmts[i + 1:], (*state.guards, state.stop), state, frame)
+                    self.block(stmts, i + 1, (*state.guards, state.stop), state, frame)
                 break
         return state
 
@@ -292,7 +293,7 @@ class Interpreter:
             guard = Guard(guard_text, status, config)
             if status == NO:
                 if branch:
-                    self.block(branch, (*state.guards, guard), state, frame)
+                    self.block(branch, 0, (*state.guards, guard), state, frame)
                 continue
             outs.append(self.exec_block(branch, state.fork(guard, status), frame))
         live = [s for s in outs if not s.done]
@@ -329,14 +330,20 @@ class Interpreter:
         after = State(_join_env(start_env, inner.env), state.guards, state.status)
         return self.exec_block(orelse, after, frame)
 
-    def block(self, stmts: list, guards: tuple[Guard, ...], state: State, frame: Frame) -> None:
-        """Records what a branch that cannot be taken would have called."""
+    def block(self, stmts: list, start: int, guards: tuple[Guard, ...], state: State,
+              frame: Frame) -> None:
+        """Records what `stmts[start:]`, a branch that cannot be taken, would have called."""
+        key = (id(stmts), start)
+        if key not in self.reads:  # the IR lists live as long as the program: ids are stable
+            sites: set[str] = set()
+            defs: set[str] = set()
+            attrs: set[tuple[str, str]] = set()
+            names = _names_in(stmts[start:], sites, defs, attrs)
+            self.reads[key] = (stmts, names, sites, defs, attrs)
+        _, names, sites, defs, attrs = self.reads[key]
         funcs: set[str] = set()
-        sites: set[str] = set()
-        defs: set[str] = set()
-        attrs: set[tuple[str, str]] = set()
         values: set = set()
-        for name in _names_in(stmts, sites, defs, attrs):
+        for name in names:
             values |= self.lookup_quiet(name, state, frame)
         for name, attr in attrs:  # `self._communicate_shapes(...)`, `module.f(...)`
             for base in self.lookup_quiet(name, state, frame):

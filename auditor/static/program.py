@@ -20,7 +20,7 @@ class Program:
     def __init__(self, srcs: list[SourceSet], jobs: int | None = None) -> None:
         self.srcs = srcs
         key = task_key()
-        self.caches = {s.name: FileCache(s, key) for s in srcs}
+        self.caches = {s.name: FileCache.open(s, key) for s in srcs}
         self.where: dict[str, tuple[SourceSet, str]] = {}
         for s in srcs:
             for rel in s.files:
@@ -29,8 +29,8 @@ class Program:
         self.errors: list[tuple[str, FileError]] = []
         self.parsed = 0
         self.cached = 0
-        workers = jobs if jobs is not None else max(1, (os.cpu_count() or 1) - 1)
-        self.pool = ProcessPoolExecutor(max_workers=workers) if workers > 0 else None
+        self.workers = jobs if jobs is not None else max(1, (os.cpu_count() or 1) - 1)
+        self.pool: ProcessPoolExecutor | None = None  # started by the first file to parse
         self.pending: dict[str, Future] = {}
 
     def has_module(self, module: str) -> bool:
@@ -38,7 +38,7 @@ class Program:
 
     def prefetch(self, module: str) -> None:
         """Start parsing a module that an import names, unless it is cached or under way."""
-        if self.pool is None or module in self.loaded or module in self.pending:
+        if self.workers <= 0 or module in self.loaded or module in self.pending:
             return
         loc = self.where.get(module)
         if loc is None:
@@ -47,6 +47,8 @@ class Program:
         text, digest, _ = read_source(src, rel)
         if text is None or self.caches[src.name].lookup(rel, digest)[1] is not None:
             return
+        if self.pool is None:
+            self.pool = ProcessPoolExecutor(max_workers=self.workers)
         self.pending[module] = self.pool.submit(run_one, module_task, rel, text, module, src.name)
 
     def module(self, module: str) -> dict[str, Any] | None:

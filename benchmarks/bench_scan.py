@@ -1,0 +1,49 @@
+"""Benchmark: `p2paudit scan` of the shipped GLM-5.1 script, cold and warm, against `ast.parse`
+of the three wheels' files measured in the same run. Prints medians and ratios; asserts nothing.
+
+"Cold": an empty cache (wheels unpacked before, timed apart); "warm": the same scan again.
+
+    python benchmarks/bench_scan.py [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+from pathlib import Path
+
+from common import ast_baseline, fresh_cache, report, timed, wheels
+
+from auditor import sources
+from auditor.scan import ScanInputs, run_scan
+
+SEED = Path(__file__).resolve().parent.parent / "examples" / "glm5_1_lora_pp4.sh"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    archives = wheels()
+    baseline, files, lines = ast_baseline(args.repeat)
+    print(f"{files} files, {lines} lines, {os.cpu_count()} cores; {SEED.name}, torch 2.10.0")
+    inputs = ScanInputs(str(SEED), targets=[str(w) for w in archives], torch_version="2.10.0")
+    cold, warm = [], []
+    for _ in range(args.repeat):
+        with fresh_cache():
+            for w in archives:
+                sources.resolve(str(w))
+            cold.append(timed(lambda: run_scan(inputs)))
+            warm.append(timed(lambda: run_scan(inputs)))
+    doc = run_scan(inputs)
+    a = doc["analysis"]
+    print(f"ast.parse baseline   {baseline:7.3f} s  (median of {args.repeat})")
+    report("scan, cold", statistics.median(cold), baseline, "<= 3x")
+    report("scan, warm", statistics.median(warm), baseline, "<= 0.5x")
+    print(f"(one scan: {a['functions_interpreted']} function contexts, "
+          f"{a['modules_parsed'] + a['modules_cached']} modules of the call graph)")
+
+
+if __name__ == "__main__":
+    main()
