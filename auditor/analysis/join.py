@@ -1,0 +1,480 @@
+"""Join a scan document with a recorded run: which predicted sites fired on which ranks, what the
+run did that the scan did not predict, and what the recorded op order means under NCCL.
+
+The scan says what can happen; a trace says what did. Where they disagree one of them is wrong,
+and the user has to know which before trusting either: a site that fired but was not predicted
+(a static miss) is listed first. Events are matched to sites by file, function, API and line
+range; when the trace came from another release (lines moved), by stable id, either exactly
+through that release's own site inventory (`trace_sites`) or by the order of lines within a
+function when that order leaves no doubt.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from auditor.analysis import waitfor
+from auditor.dynamic.trace import Trace, read_trace_dir
+from auditor.findings import Finding
+
+# Ops per rank drawn in the timeline, and ranks drawn: enough for the first exchanges of a
+# pipeline schedule (where lazy-init deadlocks happen), small enough for a 1,024-rank report.
+TIMELINE_OPS = 16
+TIMELINE_RANKS = 48
+# The wait-for replay of the whole run is cut to this many ops in total (a prefix per rank). A
+# cycle found in a prefix is a cycle of the whole run: later ops cannot unblock earlier ones.
+REPLAY_OPS = 200_000
+EXAMPLES = 8  # ranks or pairs named in a finding's message
+
+# (path, line, end_line, function, api, op): one line of code as the trace names it.
+Key = tuple[str, int, int, str, str, "str | None"]
+
+
+@dataclass
+class _Use:
+    """What one line of code did in the run."""
+
+    fired: Counter = field(default_factory=Counter)  # rank -> calls
+    unbatched: dict[str, Counter] = field(default_factory=dict)  # group label -> rank -> ops
+    groups: dict[str, dict[str, Any]] = field(default_factory=dict)  # label -> recorded group
+    via_batch: bool = False  # its ops came from batch_isend_irecv
+
+
+def join(
+    doc: dict[str, Any],
+    traces: Trace | str | os.PathLike[str],
+    trace_sites: list[dict[str, Any]] | None = None,
+    conditions: waitfor.Conditions | None = None,
+) -> dict[str, Any]:
+    """A new document: `doc` with `fired` on every site, a `run` section and the run's findings.
+
+    `trace_sites`: the site inventory (SITE dicts) of the sources the trace was recorded with,
+    when they are not the scanned ones. `conditions`: the NCCL model the recorded order is
+    replayed under; by default what the trace says (lazy or eager groups; nccl: network
+    transport, the pipeline neighbours of a multi-node job)."""
+    trace = traces if isinstance(traces, Trace) else read_trace_dir(traces)
+    out = dict(doc)
+    sites = [dict(s) for s in doc["sites"]]
+    out["sites"] = sites
+    uses = _uses(trace)
+    index = _SiteIndex(sites)
+    mapped, how = index.map(uses, trace_sites)
+    fired: dict[str, Counter] = {}
+    for key, sid in mapped.items():
+        fired.setdefault(sid, Counter()).update(uses[key].fired)
+    for s in sites:
+        s["fired"] = {str(r): n for r, n in sorted(fired.get(s["id"], Counter()).items())}
+
+    if conditions is None:
+        conditions = _conditions(trace)
+    programs = waitfor.programs_from_events({r: t.events for r, t in trace.ranks.items()})
+    model, replayed = _replay(programs, conditions)
+    by_id = {s["id"]: s for s in sites}
+    misses = _misses(uses, mapped, by_id, sites)
+    run = {
+        "trace": _trace_summary(trace),
+        "matched": dict(Counter(how.values())),
+        "misses": misses,
+        "unfired": _unfired(sites, trace),
+        "unresolved": _unresolved(sites),
+        "pairs": _pairs(programs, conditions),
+        "waitfor": {**{k: v for k, v in model.to_json().items() if k != "ranks"},
+                    "replayed_ops": replayed,
+                    "complete": replayed == sum(len(p) for p in programs.values())},
+        "timeline": _timeline(trace, model),
+    }
+    out["run"] = run
+    findings = list(doc.get("findings", []))
+    effective = doc.get("config", {}).get("effective", {})
+    findings += [f.to_json() for f in _findings(uses, mapped, by_id, run, effective, trace)]
+    out["findings"] = findings
+    return out
+
+
+# --- what the run did ---------------------------------------------------------------------------
+def _uses(trace: Trace) -> dict[Key, _Use]:
+    """Per line of code: calls per rank, and the unbatched ops per group. An op from
+    batch_isend_irecv counts for its P2POp line (`op_site`) and, once per batch, for the
+    batch_isend_irecv line (`site`)."""
+    uses: dict[Key, _Use] = {}
+
+    def use(site: dict[str, Any] | None, api: str, op: str | None) -> _Use:
+        site = site or {}
+        line = int(site.get("line") or 0)
+        key = (str(site.get("path") or "?"), line, int(site.get("end_line") or line),
+               str(site.get("function") or "?"), api, op)
+        u = uses.get(key)
+        if u is None:
+            u = uses[key] = _Use()
+        return u
+
+    for rank, rt in trace.ranks.items():
+        batches: set[Any] = set()
+        for e in rt.events:
+            if e.get("phase") != "start" or e.get("kind", "p2p") != "p2p":
+                continue
+            api = str(e.get("api"))
+            group = e.get("group") or {}
+            label = group_label(group)
+            if e.get("via") == "batch_isend_irecv":
+                use(e.get("op_site"), "P2POp", api).fired[rank] += 1
+                call = use(e.get("site"), "batch_isend_irecv", None)
+                call.via_batch = True
+                if e.get("batch") not in batches:
+                    batches.add(e.get("batch"))
+                    call.fired[rank] += 1
+            else:
+                call = use(e.get("site"), api, None)
+                call.fired[rank] += 1
+            call.groups.setdefault(label, group)
+            if e.get("batched") is False:
+                call.unbatched.setdefault(label, Counter())[rank] += 1
+    return uses
+
+
+def group_label(group: dict[str, Any]) -> str:
+    desc = group.get("desc")
+    if desc:
+        return str(desc)
+    ranks = group.get("ranks")
+    return "group[" + ",".join(map(str, ranks)) + "]" if ranks else "unknown group"
+
+
+# --- matching ----------------------------------------------------------------------------------
+def _api_key(site: dict[str, Any]) -> tuple[str, str | None]:
+    return (site["api"], site.get("op")) if site["api"] == "P2POp" else (site["api"], None)
+
+
+def _ordinal(site_id: str) -> int:
+    tail = site_id.rsplit(":", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
+
+
+class _SiteIndex:
+    def __init__(self, sites: list[dict[str, Any]]) -> None:
+        self.by_line: dict[tuple[str, int], list[dict[str, Any]]] = {}
+        self.by_function: dict[tuple[str, str, str, str | None], list[dict[str, Any]]] = {}
+        self.by_id = {s["id"]: s for s in sites}
+        for s in sites:
+            for line in range(s["line"], (s.get("end_line") or s["line"]) + 1):
+                self.by_line.setdefault((s["path"], line), []).append(s)
+            self.by_function.setdefault((s["path"], s["function"], *_api_key(s)), []).append(s)
+        for group in self.by_function.values():
+            group.sort(key=lambda s: _ordinal(s["id"]))
+
+    def at_line(self, key: Key, sites: dict[tuple[str, int], list[dict[str, Any]]]) -> dict | None:
+        path, line, end, function, api, op = key
+        for ln in range(line, end + 1):
+            for s in sites.get((path, ln), ()):
+                if s["function"] == function and _api_key(s) == (api, op):
+                    return s
+        return None
+
+    def map(self, uses: dict[Key, _Use], trace_sites: list[dict[str, Any]] | None
+            ) -> tuple[dict[Key, str], dict[Key, str]]:
+        """Key -> site id, and how each was matched ("line", "id", "order")."""
+        mapped: dict[Key, str] = {}
+        how: dict[Key, str] = {}
+        rest = []
+        for key in uses:
+            site = self.at_line(key, self.by_line)
+            if site is not None:
+                mapped[key], how[key] = site["id"], "line"
+            else:
+                rest.append(key)
+        if trace_sites is not None:
+            theirs = _SiteIndex(trace_sites)
+            for key in list(rest):
+                site = self.at_line(key, theirs.by_line)
+                if site is not None and site["id"] in self.by_id:
+                    mapped[key], how[key] = site["id"], "id"
+                    rest.remove(key)
+        # Lines moved and no inventory of the trace's sources: the i-th distinct fired line of
+        # a function and API is its i-th site, when every one of them fired or there is one.
+        lines: dict[tuple, list[Key]] = {}
+        for key in rest:
+            path, _, _, function, api, op = key
+            lines.setdefault((path, function, api, op if api == "P2POp" else None), []).append(key)
+        for fkey, keys in lines.items():
+            candidates = self.by_function.get(fkey, [])
+            if not candidates or len(keys) != len(candidates):
+                continue
+            for key, site in zip(sorted(keys, key=lambda k: k[1]), candidates):
+                mapped[key], how[key] = site["id"], "order"
+        return mapped, how
+
+
+# --- the sections of `run` ----------------------------------------------------------------------
+def _misses(uses: dict[Key, _Use], mapped: dict[Key, str], by_id: dict[str, dict[str, Any]],
+            sites: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Fired but not predicted: code the scan has no site for, and sites it ruled unreachable."""
+    roots = {s["path"].split("/", 1)[0] for s in sites}
+    out = []
+    for key, u in uses.items():
+        path, line, _, function, api, op = key
+        sid = mapped.get(key)
+        entry = {"path": path, "line": line, "function": function,
+                 "api": f"{api}({op})" if op else api, "fired": _per_rank(u.fired),
+                 "calls": sum(u.fired.values())}
+        if sid is None:
+            inside = path.split("/", 1)[0] in roots
+            entry.update(site_id=None, in_targets=inside, why=(
+                "no P2P site of the scanned sources is at this line: the static inventory "
+                "missed it" if inside else
+                "outside the scanned sources: scan this code too (add it as a --target)"))
+            out.append(entry)
+        elif by_id[sid].get("reachable") == "no":
+            site = by_id[sid]
+            entry.update(site_id=sid, in_targets=True, why=(
+                f"the scan ruled it unreachable ({site.get('reason') or 'a guard is false'}"
+                + (f"; guard {site['guards'][-1]}" if site.get("guards") else "") + ")"))
+            out.append(entry)
+    out.sort(key=lambda m: (not m["in_targets"], -m["calls"], m["path"], m["line"]))
+    return out
+
+
+def _unfired(sites: list[dict[str, Any]], trace: Trace) -> list[dict[str, Any]]:
+    """Predicted reachable but never fired, with the tests on the way that can explain it."""
+    stopped = any(rt.pending() for rt in trace.ranks.values()) or bool(trace.missing)
+    out = []
+    for s in sites:
+        if s.get("reachable") != "yes" or s["fired"]:
+            continue
+        if s.get("conditions"):
+            why = "depends on run-time data on the way: " + "; ".join(s["conditions"])
+        elif s.get("guards"):
+            why = "its guards held under the config, yet it did not fire: " + "; ".join(s["guards"])
+        else:
+            why = "nothing on the way tests anything, yet it did not fire"
+        if stopped:
+            why += " (the run stopped early: ops were still pending or ranks left no trace)"
+        out.append({"site_id": s["id"], "path": s["path"], "line": s["line"],
+                    "function": s["function"], "why": why})
+    return out
+
+
+def _unresolved(sites: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Sites the scan could not place on or off a path: the run decides those it reached."""
+    return [{"site_id": s["id"], "path": s["path"], "line": s["line"], "function": s["function"],
+             "fired": bool(s["fired"]), "reason": s.get("reason", "")}
+            for s in sites if s.get("reachable") == "unknown"]
+
+
+def _per_rank(counter: Counter) -> dict[str, int]:
+    return {str(r): n for r, n in sorted(counter.items())}
+
+
+def _trace_summary(trace: Trace) -> dict[str, Any]:
+    metas = [rt.meta for rt in trace.ranks.values()]
+    backends = sorted({str(e["group"].get("backend")) for rt in trace.ranks.values()
+                       for e in rt.events if isinstance(e.get("group"), dict)
+                       and e["group"].get("backend")})
+    return {
+        "root": str(trace.root), "ranks": len(trace.ranks), "world_size": trace.world_size,
+        "missing": trace.missing, "skipped": trace.skipped,
+        "torch": sorted({str(m["torch"]) for m in metas if m.get("torch")}),
+        "backends": backends,
+        "pending": {str(r): len(rt.pending()) for r, rt in trace.ranks.items() if rt.pending()},
+        "hang_files": sorted(r for r, rt in trace.ranks.items() if rt.hang is not None),
+        "events": sum(len(rt.events) for rt in trace.ranks.values()),
+    }
+
+
+def _conditions(trace: Trace) -> waitfor.Conditions:
+    groups = [e["group"] for rt in trace.ranks.values() for e in rt.events[:64]
+              if isinstance(e.get("group"), dict)]
+    eager = any(g.get("eager") for g in groups)
+    nccl = any(g.get("backend") == "nccl" for g in groups)
+    return waitfor.Conditions.for_transport("net" if nccl or not groups else "gloo",
+                                            init="eager" if eager else "lazy")
+
+
+def _replay(programs: dict[int, list[waitfor.Op]], conditions: waitfor.Conditions
+            ) -> tuple[waitfor.Analysis, int]:
+    total = sum(len(p) for p in programs.values())
+    if total > REPLAY_OPS:
+        per_rank = max(1, REPLAY_OPS // max(1, len(programs)))
+        programs = {r: p[:per_rank] for r, p in programs.items()}
+    return waitfor.analyze(programs, conditions), sum(len(p) for p in programs.values())
+
+
+def _pairs(programs: dict[int, list[waitfor.Op]], conditions: waitfor.Conditions
+           ) -> list[dict[str, Any]]:
+    """Rank pairs whose P2P ops run on more than one communicator under `conditions`."""
+    comms: dict[tuple[int, int], dict[str, set[str]]] = {}
+    for ops in programs.values():
+        for op in ops:
+            if op.kind == "collective" or op.peer is None:
+                continue
+            coalesced = bool(op.coalesced) and op.batch is not None
+            comm = waitfor.communicator_for(op, conditions, coalesced)
+            pair = (min(op.rank, op.peer), max(op.rank, op.peer))
+            how = "coalesced batch" if coalesced else "unbatched op"
+            comms.setdefault(pair, {}).setdefault(comm.name, set()).add(
+                f"{how} on {op.group.label}")
+    return [{"ranks": list(pair), "communicators": {c: sorted(h) for c, h in sorted(by.items())}}
+            for pair, by in sorted(comms.items()) if len(by) > 1]
+
+
+def _timeline(trace: Trace, model: waitfor.Analysis) -> dict[str, Any]:
+    """The first ops of each rank in issue order (setup calls included), with what the trace
+    and the wait-for model say about each: the picture of which rank waits where."""
+    states = {r: {o.op.index: o for o in rs.ops} for r, rs in model.ranks.items()}
+    lanes = []
+    for rank, rt in trace.ranks.items():
+        events, index = [], -1
+        for e in rt.events:
+            if e.get("phase") != "start":
+                continue
+            kind = e.get("kind", "p2p")
+            if kind in ("p2p", "collective"):
+                index += 1
+                if index >= TIMELINE_OPS:
+                    break
+            site = e.get("site") or {}
+            end = e.get("end")
+            item = {
+                "kind": kind, "api": e.get("api"), "peer": e.get("peer"), "t": e.get("t"),
+                "group": group_label(e.get("group") or {}) if e.get("group") else e.get("desc"),
+                "batched": e.get("batched"), "batch": e.get("batch"),
+                "comm_init": e.get("comm_init"),
+                "where": f"{site.get('path')}:{site.get('line')} {site.get('function')}",
+                "recorded": "pending" if end is None else
+                            ("error" if end.get("how") == "raise" else "done"),
+            }
+            op = states.get(rank, {}).get(index) if kind != "setup" else None
+            if op is not None:
+                item.update(index=index, bytes=op.op.nbytes, communicator=op.communicator,
+                            model=op.state, blocked_on=op.blocked_on)
+            events.append(item)
+        lanes.append({"rank": rank, "events": events,
+                      "stuck": any(ev["recorded"] != "done" for ev in events)
+                      or any(ev.get("model") in ("blocked", "queued") for ev in events)})
+    lanes.sort(key=lambda ln: (not ln["stuck"], ln["rank"]))
+    shown = sorted(lanes[:TIMELINE_RANKS], key=lambda ln: ln["rank"])
+    return {"ops_per_rank": TIMELINE_OPS, "ranks": shown, "not_shown": len(lanes) - len(shown)}
+
+
+# --- findings ----------------------------------------------------------------------------------
+def _ranks_words(ranks: list[int]) -> str:
+    """`0-3, 8, 10-11`: rank lists as a person writes them."""
+    ranks = sorted(set(ranks))
+    parts, start = [], None
+    for i, r in enumerate(ranks):
+        if start is None:
+            start = r
+        if i + 1 == len(ranks) or ranks[i + 1] != r + 1:
+            parts.append(str(start) if start == r else f"{start}-{r}")
+            start = None
+    return ", ".join(parts)
+
+
+def _findings(uses: dict[Key, _Use], mapped: dict[Key, str], by_id: dict[str, dict[str, Any]],
+              run: dict[str, Any], effective: dict[str, Any], trace: Trace) -> list[Finding]:
+    out: list[Finding] = []
+    inside = [m for m in run["misses"] if m["in_targets"]]
+    outside = [m for m in run["misses"] if not m["in_targets"]]
+    if inside:
+        first = inside[0]
+        out.append(Finding(
+            "static-miss", "error",
+            f"{len(inside)} line(s) of the scanned sources issued P2P ops the scan did not predict; "
+            f"e.g. {first['path']}:{first['line']} {first['api']} in {first['function']}, "
+            f"{first['calls']} call(s): {first['why']}. Do not trust the scan's 'unreachable' here.",
+            fix="report it with this file attached (p2paudit report --format json); meanwhile "
+                "treat every site of that function as reachable",
+            site_ids=[m["site_id"] for m in inside if m["site_id"]],
+            where=f"{first['path']}:{first['line']}",
+            detail={"misses": inside[:50]}))
+    if outside:
+        first = outside[0]
+        out.append(Finding(
+            "unscanned-p2p", "warning",
+            f"{len(outside)} line(s) outside the scanned sources issued P2P ops; e.g. "
+            f"{first['path']}:{first['line']} {first['api']} in {first['function']}",
+            fix="add the package or script they are in as a --target of the scan",
+            where=f"{first['path']}:{first['line']}", detail={"misses": outside[:50]}))
+
+    if effective.get("batch_p2p_comm") is True:
+        for key, u in uses.items():
+            for label, per_rank in u.unbatched.items():
+                out.append(_unbatched_finding(key, u, label, per_rank, mapped, by_id, effective))
+
+    if run["pairs"]:
+        first = run["pairs"][0]
+        comms = "; ".join(f"{c} ({', '.join(h)})" for c, h in first["communicators"].items())
+        examples = ", ".join(f"{a}-{b}" for a, b in (p["ranks"] for p in run["pairs"][:EXAMPLES]))
+        out.append(Finding(
+            "pair-on-two-communicators", "error",
+            f"{len(run['pairs'])} pipeline neighbour pair(s) talk over two or more NCCL "
+            f"communicators ({run['waitfor']['conditions']['init']} init): ranks "
+            f"{first['ranks'][0]} and {first['ranks'][1]} use {comms}. Each communicator is "
+            "created at its first use by a rendezvous of all its members; ranks that reach the "
+            f"creations in different orders wait on each other. Pairs: {examples}"
+            + (" ..." if len(run["pairs"]) > EXAMPLES else ""),
+            fix="send every P2P op between two pipeline stages over one group and one path "
+                "(all batched on the pipeline group), or create the communicators eagerly "
+                "(init_process_group(device_id=...))",
+            detail={"pairs": run["pairs"][:50]}))
+
+    wf = run["waitfor"]
+    if wf["cycle"]:
+        out.append(Finding(
+            "wait-for-cycle", "error",
+            f"the recorded op order deadlocks under NCCL ({_conditions_words(wf['conditions'])}): "
+            f"{wf['cycle']}",
+            fix="make both sides of each exchange reach the same communicator and the same "
+                "op order: batch the exchange (batch_isend_irecv that coalesces) or order "
+                "sends and receives even/odd",
+            detail={"blocked": wf["blocked"][:EXAMPLES]}))
+    pending = run["trace"]["pending"]
+    if pending:
+        stuck = sorted(int(r) for r in pending)
+        out.append(Finding(
+            "run-stopped-in-op", "error",
+            f"{len(stuck)} rank(s) stopped inside a P2P or collective op that never completed "
+            f"(ranks {_ranks_words(stuck)}); the timeline shows where each one was",
+            fix="read the wait-for cycle and the timeline: the first op that differs between "
+                "neighbours is the one to change",
+            detail={"pending": pending}))
+    return out
+
+
+def _conditions_words(c: dict[str, Any]) -> str:
+    return (f"{c['init']} init, {c['transport']} transport, sends up to "
+            f"{waitfor.size_words(c['buffer_bytes'])} complete unmatched")
+
+
+def _unbatched_finding(key: Key, u: _Use, label: str, per_rank: Counter, mapped: dict[Key, str],
+                       by_id: dict[str, dict[str, Any]], effective: dict[str, Any]) -> Finding:
+    path, line, _, function, api, _ = key
+    group = u.groups.get(label, {})
+    size = group.get("size") or len(group.get("ranks") or [])
+    sid = mapped.get(key)
+    site = by_id.get(sid) if sid else None
+    chain = " -> ".join(site["paths"][0]) if site and site.get("paths") else function
+    ranks = sorted(per_rank)
+    if u.via_batch:
+        what = (f"batch_isend_irecv at {path}:{line} ({function}) issued its ops one by one, "
+                f"{sum(per_rank.values())} unbatched op(s)")
+        why = effective.get("torch_batch_coalesces")
+        fix = ("make this run's batch_isend_irecv coalesce; `p2paudit doctor` on the cluster says "
+               "whether its torch, backend and TORCH_DISTRIBUTED_DEBUG level do")
+        if why is False:
+            fix += " (the scan's config already says they do not: see torch_batch_coalesces)"
+    else:
+        what = f"{sum(per_rank.values())} unbatched {api} op(s) from {path}:{line} ({function})"
+        fix = ("route this op through batch_isend_irecv on the pipeline group, or create the "
+               "communicators eagerly (init_process_group(device_id=...)) so no 2-rank "
+               "communicator is created lazily")
+    return Finding(
+        "unbatched-run", "error",
+        f"{what} on {label} (size {size}) on {len(ranks)} rank(s) ({_ranks_words(ranks[:256])}) "
+        f"although batch_p2p_comm=True; path: {chain}",
+        fix=fix, site_ids=[sid] if sid else [], where=f"{path}:{line}",
+        detail={"group": {"label": label, "size": size, "ranks": group.get("ranks")},
+                "path": site["paths"][0] if site and site.get("paths") else [function],
+                "ops": sum(per_rank.values()), "ranks": ranks})

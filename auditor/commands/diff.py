@@ -1,0 +1,26 @@
+"""`p2paudit diff A.json B.json`: what changed from scan A to scan B (targets, config, sites,
+findings). Exit status 0 whatever changed (the gate is what fails CI), 2 on bad input."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from auditor.analysis.diff import diff, diff_text
+from auditor.commands.output import emit
+from auditor.commands.report import load_document
+from auditor.errors import EXIT_OK
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("before", metavar="A.json", help="the earlier scan (or sites) document")
+    parser.add_argument("after", metavar="B.json", help="the later one")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+
+
+def run(args: argparse.Namespace) -> int:
+    d = diff(load_document(args.before), load_document(args.after))
+    emit(json.dumps(d, indent=2, default=str) + "\n" if args.format == "json" else diff_text(d),
+         args.output)
+    return EXIT_OK

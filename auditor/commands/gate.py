@@ -1,0 +1,114 @@
+"""`p2paudit gate --config run.sh --baseline FILE --target megatron-core==NEW [...]`
+
+Scans the launch script against the new release and fails (exit 1) when it adds a reachable
+unbatched P2P site or a contradiction that the baseline scan does not have; 0 otherwise, 2 on bad
+input. Targets not named on the command line, and the torch version, default to the baseline's,
+so only what you change is compared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from auditor import sources
+from auditor.analysis.diff import diff_text, finding_key
+from auditor.analysis.gate import GateResult, check_scan, gate
+from auditor.commands.output import emit
+from auditor.commands.report import load_document, render
+from auditor.config.effective import overrides_from
+from auditor.scan import ScanInputs, run_scan
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", required=True, metavar="RUN.SH", help="the launch script")
+    parser.add_argument("--baseline", required=True, metavar="FILE",
+                        help="scan document of the same script at a known-good release "
+                             "(p2paudit scan --format json)")
+    parser.add_argument("--target", action="append", default=[], metavar="TARGET",
+                        help="the release(s) to check, e.g. megatron-core==0.19.2; packages not "
+                             "named here keep the baseline's")
+    parser.add_argument("--torch", metavar="VERSION",
+                        help="the cluster's torch version (default: the baseline's)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override an effective config value (repeatable)")
+    parser.add_argument("--entry", action="append", metavar="MODULE[:QUALNAME]",
+                        help="entry point(s) instead of the framework's")
+    parser.add_argument("--format", choices=("text", "json", "sarif", "html"), default="text")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    parser.add_argument("--jobs", type=int, default=None, help="parser processes (default: cores)")
+
+
+def merged_targets(given: list[str], baseline: dict[str, Any]) -> list[str]:
+    """The given targets, plus the baseline's for every package not given."""
+    by_name = {sources.resolve(t).name: t for t in given}
+    out = [by_name.pop(t["name"], t.get("origin")) for t in baseline["targets"]]
+    return [t for t in out if t] + list(by_name.values())
+
+
+def baseline_torch(baseline: dict[str, Any]) -> str | None:
+    config = baseline.get("config", {})
+    return config.get("versions", {}).get("torch") or config.get("effective", {}).get("torch_version")
+
+
+def run(args: argparse.Namespace) -> int:
+    baseline = load_document(args.baseline)
+    check_scan(baseline, args.baseline)
+    inputs = ScanInputs(args.config, merged_targets(args.target, baseline), overrides_from(args.set),
+                        args.torch or baseline_torch(baseline), args.entry, args.jobs,
+                        progress=sys.stderr.isatty())
+    new = run_scan(inputs)
+    result = gate(baseline, new)
+    doc = gated_document(new, baseline, args.baseline, result)
+    if args.format == "text":
+        emit(gate_text(doc, result), args.output)
+    else:
+        emit(render(doc, args.format), args.output)
+        print(summary(doc, result), file=sys.stderr)
+    return result.exit_code
+
+
+def gated_document(new: dict[str, Any], baseline: dict[str, Any], path: str,
+                   result: GateResult) -> dict[str, Any]:
+    """The new scan with the gate's verdict: its findings first, each finding marked new or
+    unchanged against the baseline (SARIF's baselineState)."""
+    known = {finding_key(f) for f in baseline.get("findings", [])}
+    findings = []
+    for state, group in (("new", result.new), ("absent", result.fixed), ("new", result.notes)):
+        for f in group:
+            j = f.to_json()
+            j["detail"] = {**j["detail"], "baseline": state}
+            findings.append(j)
+    for f in new.get("findings", []):
+        findings.append({**f, "detail": {**f.get("detail", {}),
+                                         "baseline": "unchanged" if finding_key(f) in known else "new"}})
+    return {**new, "findings": findings,
+            "gate": {**result.to_json(), "baseline": {"path": path, "targets": baseline["targets"]}}}
+
+
+def summary(doc: dict[str, Any], result: GateResult) -> str:
+    label = ", ".join(f"{t['name']} {t.get('version')}" for t in doc["targets"])
+    if result.new:
+        return (f"FAIL: {len(result.new)} new reachable unbatched site(s) or contradiction(s) in "
+                f"{label} relative to the baseline")
+    return (f"PASS: {label} adds no reachable unbatched site and no contradiction "
+            f"({result.known} problem site(s) known from the baseline are still there)")
+
+
+def gate_text(doc: dict[str, Any], result: GateResult) -> str:
+    base = doc["gate"]["baseline"]
+    torch = doc.get("config", {}).get("effective", {}).get("torch_version")
+    lines = [
+        f"p2paudit gate: {doc.get('launch', {}).get('path')} (torch {torch})",
+        f"baseline: {base['path']} ("
+        + ", ".join(f"{t['name']} {t.get('version')}" for t in base["targets"]) + ")",
+        "", summary(doc, result),
+    ]
+    for f in result.new:
+        lines += [f"  ERROR {f.kind}: {f.message}", f"        fix: {f.fix}"]
+    for f in result.fixed + result.notes:
+        lines.append(f"  {f.severity.upper()} {f.kind}: {f.message}")
+    lines += ["", "What changed:", diff_text(result.diff)]
+    return "\n".join(lines)

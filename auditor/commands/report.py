@@ -1,0 +1,89 @@
+"""`p2paudit report --scan scan.json --trace DIR [-o report.html]`: the scan joined with a
+recorded run, as one self-contained HTML file (or the joined document as JSON or SARIF).
+
+Exit status: 1 when the report holds an error (a contradiction, a static miss, a deadlocking op
+order, an unbatched op under batch_p2p_comm=True), 0 otherwise, 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from auditor import sources
+from auditor.analysis import waitfor
+from auditor.analysis.join import join
+from auditor.commands.output import emit
+from auditor.errors import EXIT_FINDINGS, EXIT_OK, InputError
+from auditor.report.html import render_html, verdict_sentence
+from auditor.report.sarif import to_sarif
+from auditor.static.sites import inventory
+
+FORMATS = ("html", "json", "sarif")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--scan", required=True, metavar="SCAN.JSON",
+                        help="a scan document (p2paudit scan --format json; a sites inventory works too)")
+    parser.add_argument("--trace", metavar="DIR", help="trace directory written by p2paudit record")
+    parser.add_argument("--trace-target", action="append", default=[], metavar="TARGET",
+                        help="the sources the trace was recorded with, when they are another "
+                             "release than the scan's: events are matched by stable id")
+    parser.add_argument("--transport", choices=sorted(waitfor.TRANSPORT_BUFFER),
+                        help="NCCL transport the recorded op order is replayed under "
+                             "(default: net for an NCCL trace, gloo for a gloo one)")
+    parser.add_argument("--init", choices=("lazy", "eager"),
+                        help="communicator creation the replay assumes (default: as recorded)")
+    parser.add_argument("--format", choices=FORMATS, default="html")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+
+
+def load_document(path: str) -> dict[str, Any]:
+    """A scan or sites document from a file, or InputError naming the file and what is wrong."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(path, f"not JSON: {exc.msg} (column {exc.colno})", line=exc.lineno) from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("sites"), list) \
+            or not isinstance(doc.get("targets"), list):
+        raise InputError(path, "not a p2paudit scan or sites document (no 'sites' and 'targets')")
+    return doc
+
+
+def render(doc: dict[str, Any], fmt: str) -> str:
+    if fmt == "html":
+        return render_html(doc)
+    if fmt == "sarif":
+        return json.dumps(to_sarif(doc), indent=2) + "\n"
+    return json.dumps(doc, indent=2, default=str) + "\n"
+
+
+def failed(doc: dict[str, Any]) -> bool:
+    return any(f["severity"] == "error" for f in doc.get("findings", [])) or \
+        any(s.get("verdict") == "contradiction" for s in doc["sites"])
+
+
+def run(args: argparse.Namespace) -> int:
+    doc = load_document(args.scan)
+    if args.trace:
+        trace_sites = None
+        if args.trace_target:
+            trace_sites = [site.to_json() for t in args.trace_target
+                           for site in inventory(sources.resolve(t)).sites]
+        conditions = None
+        if args.transport or args.init:
+            conditions = waitfor.Conditions.for_transport(args.transport or "net",
+                                                          init=args.init or "lazy")
+        doc = join(doc, args.trace, trace_sites=trace_sites, conditions=conditions)
+    elif args.trace_target or args.transport or args.init:
+        raise InputError("--trace", "--trace-target, --transport and --init need --trace DIR")
+    emit(render(doc, args.format), args.output)
+    print(f"p2paudit report: {verdict_sentence(doc)}", file=sys.stderr)
+    return EXIT_FINDINGS if failed(doc) else EXIT_OK

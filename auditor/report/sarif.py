@@ -1,0 +1,94 @@
+"""SARIF 2.1.0: findings as results that code-scanning UIs (GitHub, VS Code) show on the lines.
+
+Site paths are relative to their package's root, so each location names its package as the
+`uriBaseId`; a finding about the launch script points at the script relative to the checkout
+(`SRCROOT`). Paths from the entry point become a code flow, so the UI shows how a site is reached.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+MAX_LOCATIONS = 10
+WHERE = re.compile(r"^(?P<path>.+?):(?P<line>\d+)$")
+
+
+def to_sarif(doc: dict[str, Any]) -> dict[str, Any]:
+    sites = {s["id"]: s for s in doc["sites"]}
+    findings = doc.get("findings", [])
+    kinds: dict[str, dict[str, Any]] = {}
+    for f in findings:
+        kinds.setdefault(f["kind"], f)
+    rule_index = {kind: i for i, kind in enumerate(kinds)}
+    rules = [{
+        "id": kind,
+        "name": "".join(w.capitalize() for w in re.split(r"[-_]", kind)),
+        "shortDescription": {"text": kind.replace("-", " ")},
+        "fullDescription": {"text": first["message"]},
+        "help": {"text": first.get("fix") or first["message"]},
+        "defaultConfiguration": {"level": LEVEL[first["severity"]]},
+    } for kind, first in kinds.items()]
+    results = [_result(f, rule_index[f["kind"]], sites, "gate" in doc) for f in findings]
+    bases: dict[str, Any] = {"SRCROOT": {"description": {"text": "the directory p2paudit ran in"}}}
+    for t in doc.get("targets", []):
+        bases[t["name"]] = {"description": {
+            "text": f"root of {t['name']} {t.get('version') or ''} ({t.get('source')}: "
+                    f"{t.get('origin')})"}}
+    tool = doc.get("tool", {})
+    return {
+        "$schema": SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": tool.get("name", "p2paudit"),
+                                "version": str(tool.get("version", "")), "rules": rules}},
+            "originalUriBaseIds": bases,
+            "results": results,
+            "columnKind": "unicodeCodePoints",
+            "properties": {
+                "targets": doc.get("targets", []),
+                "effective_config": doc.get("config", {}).get("effective", {}),
+            },
+        }],
+    }
+
+
+def _result(f: dict[str, Any], index: int, sites: dict[str, dict[str, Any]],
+            compared: bool) -> dict[str, Any]:
+    located = [sites[i] for i in f.get("site_ids", []) if i in sites]
+    locations = [_site_location(s) for s in located[:MAX_LOCATIONS]]
+    if not locations and f.get("where"):
+        match = WHERE.match(f["where"])
+        if match:
+            locations = [{"physicalLocation": {
+                "artifactLocation": {"uri": match["path"], "uriBaseId": "SRCROOT"},
+                "region": {"startLine": int(match["line"])}}}]
+    text = f["message"] + (f"\nFix: {f['fix']}" if f.get("fix") else "")
+    result: dict[str, Any] = {
+        "ruleId": f["kind"], "ruleIndex": index, "level": LEVEL[f["severity"]],
+        "message": {"text": text},
+        "locations": locations,
+        "partialFingerprints": {"p2paudit/v1": f"{f['kind']}|" + "|".join(
+            sorted(f.get("site_ids", [])) or [f.get("where", "")])},
+    }
+    if len(located) > MAX_LOCATIONS:
+        result["relatedLocations"] = [dict(_site_location(s), id=k)
+                                      for k, s in enumerate(located[MAX_LOCATIONS:])]
+    flows = [path for s in located[:1] for path in s.get("paths", [])]
+    if flows:
+        result["codeFlows"] = [{"threadFlows": [{"locations": [
+            {"location": {"message": {"text": step}}} for step in path]}]} for path in flows]
+    if compared:
+        result["baselineState"] = (f.get("detail") or {}).get("baseline", "unchanged")
+    return result
+
+
+def _site_location(s: dict[str, Any]) -> dict[str, Any]:
+    region = {"startLine": s["line"]}
+    if s.get("end_line") and s["end_line"] != s["line"]:
+        region["endLine"] = s["end_line"]
+    return {"physicalLocation": {
+        "artifactLocation": {"uri": s["path"], "uriBaseId": s["package"]}, "region": region},
+        "message": {"text": f"{s['api']} in {s['function']} ({s['package']})"}}
