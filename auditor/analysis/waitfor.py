@@ -164,10 +164,11 @@ class RankState:
     cpu: str  # finished | creating | waiting
     words: str  # where this rank is, in one clause
     ops: list[OpState] = field(default_factory=list)
+    blocked_on: list[dict[str, Any]] = field(default_factory=list)  # what its CPU waits for
 
     def to_json(self) -> dict[str, Any]:
         return {"rank": self.rank, "cpu": self.cpu, "words": self.words,
-                "ops": [o.to_json() for o in self.ops]}
+                "blocked_on": self.blocked_on, "ops": [o.to_json() for o in self.ops]}
 
 
 @dataclass
@@ -338,18 +339,28 @@ class _Replay:
     # --- explanation ---------------------------------------------------------------------------
     def _explain(self) -> Analysis:
         edges: dict[Node, list[tuple[Node | None, str]]] = {}
-        for rank, entries in self.entries.items():
-            if self.pc[rank] < len(entries):
+        for rank in self.entries:
+            if self._stuck(rank):
                 edges[("cpu", rank)] = self._cpu_edges(rank)
         for key in self.ops:
             if key in self.where and key not in self.done:
                 edges[("op",) + key] = [self._op_edge(key)]
         hang = bool(edges)
         cycle = _find_cycle(edges) if hang else []
+        ops_first = [i for i, node in enumerate(cycle) if node[0] == "op"]
+        if ops_first:  # read from an op: "rank 0's SEND ... waits for ..."
+            cycle = cycle[ops_first[0]:] + cycle[:ops_first[0]]
         ranks = {rank: self._rank_state(rank, edges) for rank in self.entries}
         blocked = [f"rank {r}: {s.words}" for r, s in ranks.items() if s.cpu != "finished"
                    or any(o.state != "done" for o in s.ops)]
         return Analysis(hang, self.cond, ranks, self._cycle_words(cycle, edges), blocked)
+
+    def _stuck(self, rank: int) -> bool:
+        """Not done: still issuing, or issued everything and some op never completed (a program
+        that ends there waits for it, as does a trace cut where its rank blocked)."""
+        if self.pc[rank] < len(self.entries[rank]):
+            return True
+        return any(k not in self.done for entry in self.entries[rank] for k in entry)
 
     def _creating(self, rank: int) -> Communicator | None:
         entries = self.entries[rank]
@@ -361,8 +372,12 @@ class _Replay:
         return self.comm[entry[0]]
 
     def _cpu_edges(self, rank: int) -> list[tuple[Node | None, str]]:
+        if self.pc[rank] == len(self.entries[rank]):
+            pending = min(k for entry in self.entries[rank] for k in entry if k not in self.done)
+            return [(("op",) + pending, "waits for")]
         entry = self.entries[rank][self.pc[rank]]
-        waiting = sorted({i for key in entry for i in self.ops[key].after if (rank, i) not in self.done})
+        waiting = sorted({i for key in entry for i in self.ops[key].after
+                          if (rank, i) not in self.done})
         if waiting:
             return [(("op", rank, waiting[0]), "waits for")]
         comm = self._creating(rank)
@@ -371,7 +386,7 @@ class _Replay:
         for member in comm.members:
             if member in self.arrived.get(comm.name, set()):
                 continue
-            if self.pc.get(member, 0) < len(self.entries.get(member, [])):
+            if member in self.entries and self.pc[member] < len(self.entries[member]):
                 out.append((("cpu", member), "join"))
             else:
                 out.append((None, f"rank {member} never uses communicator {comm.name}"))
@@ -385,6 +400,8 @@ class _Replay:
             return ("op",) + first, "queued"
         op, partners = self.ops[key], self.match[key]
         if partners is None:
+            if op.peer in self.entries and self._stuck(op.peer):
+                return ("cpu", op.peer), "not issued"
             wanted = {"send": "RECV", "recv": "SEND"}.get(op.kind, op.api.upper())
             return None, f"no matching {wanted} was ever issued on communicator {self.comm[key].name}"
         for partner in partners:
@@ -430,11 +447,16 @@ class _Replay:
             cpu = "waiting"
         else:
             cpu = "finished"
-        return RankState(rank, cpu, "; ".join(words) or "finished: every op completed", ops)
+        waits = [{"rank": target[1] if target else None,
+                  "index": target[2] if target and target[0] == "op" else None, "reason": reason}
+                 for target, reason in edges.get(("cpu", rank), [])]
+        return RankState(rank, cpu, "; ".join(words) or "finished: every op completed", ops, waits)
 
     def _creation_words(self, rank: int, comm: Communicator) -> str:
         entry = self.entries[rank][self.pc[rank]]
-        missing = [m for m in comm.members if m not in self.arrived.get(comm.name, set())]
+        missing = [f"{m}" if m in self.entries and self.pc[m] < len(self.entries[m])
+                   else f"{m} (which never uses it)"
+                   for m in comm.members if m not in self.arrived.get(comm.name, set())]
         if rank == comm.root or comm.root in self.arrived.get(comm.name, set()):
             how = ("in ncclCommInitRank, which no NCCL or store timeout bounds "
                    "(only TORCH_NCCL_USE_COMM_NONBLOCKING=1 does)")
@@ -457,7 +479,9 @@ class _Replay:
         comm = self._creating(node[1])
         if comm is not None:
             return f"rank {node[1]} (inside the creation of communicator {comm.name})"
-        return f"rank {node[1]} (waiting for its own earlier ops)"
+        if self.pc[node[1]] == len(self.entries[node[1]]):
+            return f"rank {node[1]} (waiting at the end of its ops)"
+        return f"rank {node[1]} (waiting for an earlier op)"
 
     def _cycle_words(self, cycle: list[Node], edges: dict[Node, list]) -> str:
         clauses = []
@@ -479,7 +503,9 @@ class _Replay:
             elif reason == "join":
                 clauses.append(f"{here} waits for rank {nxt[1]} to join it")
             else:
-                clauses.append(f"{here} waits for its own {self._node_words(nxt)}")
+                target = self.ops[nxt[1:]]
+                clauses.append(f"{here} waits for its {target.words()} on "
+                               f"{self.comm[nxt[1:]].name}")
         return "; ".join(clauses) + ": a cycle" if clauses else ""
 
 
@@ -567,3 +593,15 @@ def _event_bytes(event: Mapping[str, Any]) -> int:
     shape = event.get("shape") or []
     dtype = str(event.get("dtype") or "float32").removeprefix("torch.")
     return math.prod(int(d) for d in shape) * DTYPE_BYTES.get(dtype, 4)
+
+
+def programs_from_trace(trace: Any) -> tuple[dict[int, list[Op]], str | None]:
+    """Programs from a trace directory as `auditor.dynamic.trace.read_trace_dir` returns it, and
+    the init mode its groups were recorded with ("eager" where device_id bound them; None when
+    the trace does not say or ranks differ)."""
+    events = {rank: rank_trace.events for rank, rank_trace in trace.ranks.items()}
+    eager = {e["group"]["eager"] for evs in events.values() for e in evs
+             if e.get("phase") == "start" and isinstance(e.get("group"), dict)
+             and isinstance(e["group"].get("eager"), bool)}
+    init = ("eager" if eager.pop() else "lazy") if len(eager) == 1 else None
+    return programs_from_events(events), init

@@ -64,14 +64,7 @@ def run(args: argparse.Namespace) -> int:
     if args.fix is not None and args.fix not in case.FIXES:
         raise InputError("--fix", f"{args.case} has no fix {args.fix!r}; it has: "
                          + ", ".join(case.FIXES))
-    backend = args.backend or _default_backend()
-    spec = Spec(case=args.case, nproc=args.nproc, backend=backend, transport=args.transport,
-                size=args.size, fix=args.fix, timeout=args.timeout, pg_timeout=args.pg_timeout,
-                microbatches=args.microbatches,
-                variable_seq_lengths=None if args.variable_seq_lengths is None
-                else args.variable_seq_lengths == "true")
-    if args.timeout <= 0 or args.pg_timeout <= 0:
-        raise InputError("--timeout/--pg-timeout", "must be positive")
+    spec = spec_from_args(args)
     plan = case.plan(spec)
     if args.predict:
         return _predict(plan, args.format)
@@ -85,6 +78,16 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(outcome.line, flush=True)
     return outcome.exit_code
+
+
+def spec_from_args(args: argparse.Namespace) -> Spec:
+    if args.timeout <= 0 or args.pg_timeout <= 0:
+        raise InputError("--timeout/--pg-timeout", "must be positive")
+    return Spec(case=args.case, nproc=args.nproc, backend=args.backend or _default_backend(),
+                transport=args.transport, size=args.size, fix=args.fix, timeout=args.timeout,
+                pg_timeout=args.pg_timeout, microbatches=args.microbatches,
+                variable_seq_lengths=None if args.variable_seq_lengths is None
+                else args.variable_seq_lengths == "true")
 
 
 def _predict(plan, fmt: str) -> int:

@@ -3,8 +3,8 @@
 Started by `auditor.repro.launch` as `python -m torch.distributed.run ... -m auditor.repro.rank`;
 the run's Spec is the JSON file named by P2PAUDIT_REPRO_SPEC, next to which progress is written.
 Each op goes through torch.distributed exactly as the code being reproduced calls it: single ops
-through isend/irecv (send/recv: the same plus `wait()`, as torch's own send/recv do), batches
-through the real batch_isend_irecv, whose coalescing is observed, not assumed.
+through send/recv/isend/irecv, batches through the real batch_isend_irecv, whose coalescing is
+observed, not assumed.
 """
 
 from __future__ import annotations
@@ -49,6 +49,21 @@ def observe_coalescing() -> Iterator[list[bool]]:
         yield seen
     finally:
         distributed_c10d._coalescing_manager = real
+
+
+class _StreamMark:
+    """Completion of a blocking NCCL send/recv, which returns no Work: torch's wait() made the
+    current stream wait for it, so an event recorded there completes with it."""
+
+    def __init__(self) -> None:
+        self.event = torch.cuda.Event()
+        self.event.record()
+
+    def is_completed(self) -> bool:
+        return self.event.query()
+
+    def wait(self) -> None:
+        self.event.synchronize()
 
 
 class Runner:
@@ -119,16 +134,17 @@ class Runner:
         else:
             (i,) = entry
             op = self.ops[i]
-            issue = dist.isend if op.kind == "send" else dist.irecv
             key = "dst" if op.kind == "send" else "src"
+            issue = {"send": dist.send, "recv": dist.recv, "isend": dist.isend,
+                     "irecv": dist.irecv}[op.api]
             work = issue(self._tensor(i), **{key: op.peer})
-            self.works[i] = [work]
             if op.api in ("send", "recv"):
-                work.wait()  # what torch.distributed.send/recv do after issuing
-                if not self.pollable:  # gloo: completed; a second wait() would block
+                if not self.pollable:  # gloo's send/recv return once complete
                     self.done.add(i)
                     self.progress.op(i, DONE)
                     return
+                work = _StreamMark()
+            self.works[i] = [work]
         for i in entry:
             self.progress.op(i, PENDING)
         if self.pollable:
