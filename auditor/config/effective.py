@@ -4,7 +4,8 @@ A launch script says little directly: `batch_p2p_comm` is decided by ms-swift's 
 handling, then overwritten by mcore-bridge's `ModelConfig.__post_init__`, then read by
 megatron-core, whose run-time behaviour in turn depends on torch's own rules. Each of those steps
 is data in `rules/<framework>.toml`, keyed by version ranges and read from the real code of those
-versions; this module only evaluates them, in stage order, over a small expression language.
+versions; this module only evaluates them, in stage order, over the expression language of
+auditor.config.expr, as auditor.config.rulebook selects them for the versions in use.
 
 Rule tables (in any framework file):
 - `[[stage]]`  name, order, optional `launchers` (fnmatch patterns of `LaunchConfig.launcher`;
@@ -24,172 +25,28 @@ never a guess.
 
 from __future__ import annotations
 
-import ast
-import fnmatch
 import importlib.metadata
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
-from auditor import rules as rules_mod
+from auditor.config.expr import (
+    UNKNOWN,
+    Expr,
+    RuleError,
+    and3,
+    compile_expr,
+    evaluate,
+    interpolate,
+    show,
+)
 from auditor.config.model import EnvVar, LaunchConfig, Symbolic
+from auditor.config.rulebook import FRAMEWORKS, Entry, RuleBook, Stage, load_rulebook
 from auditor.errors import InputError
 from auditor.findings import Finding
-
-FRAMEWORKS = ("torch", "ms-swift", "mcore-bridge", "megatron-core")
-
-
-class _Unknown:
-    """The third truth value. Using it as a plain bool is a bug, so that raises."""
-
-    _instance: "_Unknown | None" = None
-
-    def __new__(cls) -> "_Unknown":
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "unknown"
-
-    def __bool__(self) -> bool:
-        raise TypeError("unknown has no truth value; test `is UNKNOWN` first")
-
-
-UNKNOWN: Any = _Unknown()
-
-
-class RuleError(InputError):
-    """A rules entry that cannot be evaluated: exit 2 naming the file, entry and cause."""
-
-    def __init__(self, cause: str, subject: str = "rules") -> None:
-        super().__init__(subject, cause)
-
-
-# --- the expression language -------------------------------------------------------------------
-# Python syntax, parsed with `ast` and evaluated by walking a whitelist of node types: names are
-# config keys, `env.NAME` is the launch script's environment, `unknown` is the third value.
-
-_ALLOWED = (
-    ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.USub, ast.BinOp,
-    ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.Compare, ast.Eq, ast.NotEq, ast.Lt,
-    ast.LtE, ast.Gt, ast.GtE, ast.Is, ast.IsNot, ast.In, ast.NotIn, ast.Name, ast.Load,
-    ast.Constant, ast.IfExp, ast.Tuple, ast.Attribute,
-)
-
-
-@dataclass(frozen=True)
-class Expr:
-    text: str
-    tree: ast.Expression = field(repr=False, compare=False)
-
-    def names(self) -> list[str]:
-        """Config keys the expression reads, in order of appearance."""
-        seen: list[str] = []
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.Name) and node.id not in ("unknown", "env") and node.id not in seen:
-                seen.append(node.id)
-        return seen
-
-    def env_names(self) -> list[str]:
-        return [n.attr for n in ast.walk(self.tree)
-                if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)]
-
-
-def compile_expr(text: str) -> Expr:
-    try:
-        tree = ast.parse(text.strip(), mode="eval")
-    except SyntaxError as exc:
-        raise RuleError(f"expression {text!r}: {exc.msg}") from None
-    for node in ast.walk(tree):
-        if not isinstance(node, _ALLOWED):
-            raise RuleError(f"expression {text!r}: {type(node).__name__} is not allowed")
-        if isinstance(node, ast.Attribute) and not (
-            isinstance(node.value, ast.Name) and node.value.id == "env"
-        ):
-            raise RuleError(f"expression {text!r}: only env.NAME attributes are allowed")
-    return Expr(text.strip(), tree)
-
-
-def evaluate(expr: Expr, lookup: Callable[[str], Any], env: Callable[[str], Any]) -> Any:
-    """Kleene logic over config values; any unknown operand of an operator gives unknown."""
-    return _eval(expr.tree.body, lookup, env)
-
-
-def _eval(node: ast.AST, lookup: Callable[[str], Any], env: Callable[[str], Any]) -> Any:
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, ast.Name):
-        return UNKNOWN if node.id == "unknown" else lookup(node.id)
-    if isinstance(node, ast.Attribute):
-        return env(node.attr)
-    if isinstance(node, ast.Tuple):
-        items = tuple(_eval(e, lookup, env) for e in node.elts)
-        return UNKNOWN if any(i is UNKNOWN for i in items) else items
-    if isinstance(node, ast.BoolOp):
-        return _bool_op(node, lookup, env)
-    if isinstance(node, ast.UnaryOp):
-        v = _eval(node.operand, lookup, env)
-        if v is UNKNOWN:
-            return UNKNOWN
-        return (not v) if isinstance(node.op, ast.Not) else -v
-    if isinstance(node, ast.BinOp):
-        a, b = _eval(node.left, lookup, env), _eval(node.right, lookup, env)
-        if a is UNKNOWN or b is UNKNOWN or a is None or b is None:
-            return UNKNOWN
-        try:
-            return _BINOPS[type(node.op)](a, b)
-        except (ZeroDivisionError, TypeError):
-            return UNKNOWN
-    if isinstance(node, ast.Compare):
-        left = _eval(node.left, lookup, env)
-        for op, right_node in zip(node.ops, node.comparators):
-            right = _eval(right_node, lookup, env)
-            if left is UNKNOWN or right is UNKNOWN:
-                return UNKNOWN
-            try:
-                ok = _COMPARE[type(op)](left, right)
-            except TypeError:
-                return UNKNOWN
-            if not ok:
-                return False
-            left = right
-        return True
-    if isinstance(node, ast.IfExp):
-        test = _eval(node.test, lookup, env)
-        if test is UNKNOWN:
-            a, b = _eval(node.body, lookup, env), _eval(node.orelse, lookup, env)
-            return a if (a is not UNKNOWN and b is not UNKNOWN and a == b) else UNKNOWN
-        return _eval(node.body if test else node.orelse, lookup, env)
-    raise RuleError(f"cannot evaluate {type(node).__name__}")  # unreachable after compile_expr
-
-
-def _bool_op(node: ast.BoolOp, lookup, env) -> Any:
-    is_and = isinstance(node.op, ast.And)
-    saw_unknown = False
-    last: Any = None
-    for operand in node.values:
-        last = _eval(operand, lookup, env)
-        if last is UNKNOWN:
-            saw_unknown = True
-        elif bool(last) is not is_and:  # a known False under `and`, a known True under `or`
-            return last
-    return UNKNOWN if saw_unknown else last
-
-
-_BINOPS: dict[type, Callable[[Any, Any], Any]] = {
-    ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-    ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b,
-}
-_COMPARE: dict[type, Callable[[Any, Any], bool]] = {
-    ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: lambda a, b: a < b,
-    ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b,
-    ast.Is: lambda a, b: a is b, ast.IsNot: lambda a, b: a is not b,
-    ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
-}
-
 
 # --- values ------------------------------------------------------------------------------------
 
@@ -258,107 +115,6 @@ def _env_value(env: dict[str, EnvVar], name: str) -> Any:
     if var is None:
         return None
     return UNKNOWN if isinstance(var.value, Symbolic) or var.how == "assign" else var.value
-
-
-# --- rules ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Stage:
-    name: str
-    order: int
-    framework: str
-    launchers: tuple[str, ...] | None
-    flags: bool
-    about: str
-
-    def runs_for(self, launcher: str) -> bool:
-        return self.launchers is None or any(fnmatch.fnmatch(launcher, p) for p in self.launchers)
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One [[arg]], [[rule]] or [[check]] entry, resolved for the framework version in use."""
-
-    table: str
-    id: str
-    framework: str
-    stage: str
-    data: dict[str, Any] = field(repr=False)
-    version: str | None
-    read: str
-
-    @property
-    def key(self) -> str:
-        return self.data.get("key", "")
-
-    def source_ref(self) -> str:
-        src = self.data.get("source", "")
-        if not src or not self.read or not re.search(r":\d+$", src):
-            return f"{self.framework}: {src}" if src else self.framework
-        if self.version and self.version != self.read:
-            path, _, line = src.rpartition(":")
-            return f"{self.framework} {self.version}: {path} (line {line} as read in {self.read})"
-        return f"{self.framework} {self.read}: {src}"
-
-
-@dataclass
-class RuleBook:
-    """All frameworks' rules for the versions in use: stages in order and their entries."""
-
-    stages: list[Stage]
-    entries: dict[str, list[Entry]]  # stage name -> entries in file order
-    # Entry ids that exist for some version but admit none of the versions in use:
-    # id -> (table, its variants).
-    uncovered: dict[str, tuple[str, list[dict[str, Any]]]]
-    models: list[tuple[str, dict[str, Any]]]  # (framework, [[model]] entry)
-    verified: dict[str, list[str]]
-
-
-def load_rulebook(versions: dict[str, str | None], directory: Path | None = None) -> RuleBook:
-    stages: list[Stage] = []
-    entries: dict[str, list[Entry]] = {}
-    uncovered: dict[str, tuple[str, list[dict[str, Any]]]] = {}
-    models: list[tuple[str, dict[str, Any]]] = []
-    verified: dict[str, list[str]] = {}
-    for fw in FRAMEWORKS:
-        rs = rules_mod.load(fw, versions.get(fw), directory)
-        meta = rs.section("framework")
-        read = str(meta.get("read", ""))
-        verified[fw] = [str(v) for v in meta.get("verified", [])]
-        for s in rs.data.get("stage", []):
-            launchers = s.get("launchers")
-            stages.append(Stage(s["name"], int(s["order"]), fw,
-                                tuple(launchers) if launchers is not None else None,
-                                bool(s.get("flags", False)), s.get("about", "")))
-        for table in ("arg", "rule", "check"):
-            admitted = rs.table(table)
-            for raw in rs.data.get(table, []):
-                ident = _entry_id(table, raw)
-                if any(e is raw for e in admitted):
-                    entry = Entry(table, ident, fw, raw["stage"], raw, versions.get(fw),
-                                  str(raw.get("read", read)))
-                    entries.setdefault(raw["stage"], []).append(entry)
-                else:
-                    uncovered.setdefault(ident, (table, []))[1].append(raw)
-        models.extend((fw, m) for m in rs.table("model"))
-    # An id is uncovered only when none of its variants was admitted.
-    admitted_ids = {e.id for es in entries.values() for e in es}
-    uncovered = {k: v for k, v in uncovered.items() if k not in admitted_ids}
-    stages.sort(key=lambda s: s.order)
-    known_stages = {s.name for s in stages}
-    for name in list(entries) + [raws[0]["stage"] for _, raws in uncovered.values()]:
-        if name not in known_stages:
-            raise RuleError(f"an entry refers to the undeclared stage {name!r}")
-    return RuleBook(stages, entries, uncovered, models, verified)
-
-
-def _entry_id(table: str, raw: dict[str, Any]) -> str:
-    if "id" in raw:
-        return str(raw["id"])
-    if table == "arg":
-        return f"arg:{raw['stage']}:{raw['key']}"
-    raise RuleError(f"[[{table}]] entry without id: {raw}")
 
 
 # --- deriving ------------------------------------------------------------------------------------
@@ -577,7 +333,7 @@ class _Deriver:
         key, data = entry.key, entry.data
         default = data.get("default")
         self.put(key, default,
-                 f"{entry.framework} default {key}={_show(default)}", entry.source_ref())
+                 f"{entry.framework} default {key}={show(default)}", entry.source_ref())
         names = [key] + list(data.get("aliases", []))
         flag = next((self.launch.flags[n] for n in names if n in self.launch.flags), None)
         if flag is None:
@@ -600,12 +356,12 @@ class _Deriver:
         holds = True if when is None else self.eval(when)
         if action == "default" and key in self.values:
             current = self.values[key].value
-            holds = _and3(holds, UNKNOWN if current is UNKNOWN else current is None)
+            holds = and3(holds, UNKNOWN if current is UNKNOWN else current is None)
         if holds is False:
             return
         new = self.eval(value_expr) if value_expr is not None else data.get("value")
         lines = self.lines_of(when, value_expr)
-        sentence = _interpolate(data.get("provenance", f"{key} = {data.get('value')}"),
+        sentence = interpolate(data.get("provenance", f"{key} = {data.get('value')}"),
                                 lambda name: new if name == key else self.lookup(name), self.env)
         if holds is UNKNOWN:
             if new is not UNKNOWN and new == self.lookup(key):
@@ -651,13 +407,13 @@ class _Deriver:
                     lines = v.lines + lines
                     break
         where = f"{self.launch.path}:{lines[0] if lines else self.launch.command_line}"
-        message = _interpolate(data["message"], self.lookup, self.env)
+        message = interpolate(data["message"], self.lookup, self.env)
         effect = data.get("effect")
         if effect:
             message = f"{message} ({entry.framework}: {effect})"
         self.findings.append(Finding(
             kind=data["kind"], severity=data.get("severity", "error"), message=message,
-            fix=_interpolate(data.get("fix", ""), self.lookup, self.env), where=where,
+            fix=interpolate(data.get("fix", ""), self.lookup, self.env), where=where,
             detail={"rule": entry.id, "source": entry.source_ref(),
                     "category": data.get("category", "config")},
         ))
@@ -670,29 +426,6 @@ class _Deriver:
 def _lines_in(text: str) -> list[int]:
     """Line numbers cited as `(path:LINE)` in a launch reader's provenance string."""
     return [int(n) for n in re.findall(r":(\d+)\)", text)]
-
-
-def _and3(a: Any, b: Any) -> Any:
-    if a is False or b is False:
-        return False
-    if a is UNKNOWN or b is UNKNOWN:
-        return UNKNOWN
-    return bool(a) and bool(b)
-
-
-def _show(value: Any) -> str:
-    return "unknown" if value is UNKNOWN else repr(value) if isinstance(value, str) else str(value)
-
-
-_BRACES = re.compile(r"\{([^{}]+)\}")
-
-
-def _interpolate(text: str, lookup, env) -> str:
-    """`{expr}` in a message or provenance sentence, evaluated over the config."""
-    def one(m: re.Match[str]) -> str:
-        value = evaluate(compile_expr(m.group(1)), lookup, env)
-        return value if isinstance(value, str) else _show(value)
-    return _BRACES.sub(one, text)
 
 
 _TRUE = {"true", "1", "yes", "on"}

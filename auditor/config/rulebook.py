@@ -1,0 +1,117 @@
+"""The rules of every framework, filtered to the versions in use and grouped into stages.
+
+Which [[arg]]/[[rule]]/[[check]] entries apply depends on each framework's version; an entry
+that exists for some version but admits none in use is kept as `uncovered`, so that what it
+would decide is reported unknown instead of silently skipped.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from auditor import rules as rules_mod
+from auditor.config.expr import RuleError
+
+FRAMEWORKS = ("torch", "ms-swift", "mcore-bridge", "megatron-core")
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    order: int
+    framework: str
+    launchers: tuple[str, ...] | None
+    flags: bool
+    about: str
+
+    def runs_for(self, launcher: str) -> bool:
+        return self.launchers is None or any(fnmatch.fnmatch(launcher, p) for p in self.launchers)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One [[arg]], [[rule]] or [[check]] entry, resolved for the framework version in use."""
+
+    table: str
+    id: str
+    framework: str
+    stage: str
+    data: dict[str, Any] = field(repr=False)
+    version: str | None
+    read: str
+
+    @property
+    def key(self) -> str:
+        return self.data.get("key", "")
+
+    def source_ref(self) -> str:
+        src = self.data.get("source", "")
+        if not src or not self.read or not re.search(r":\d+$", src):
+            return f"{self.framework}: {src}" if src else self.framework
+        if self.version and self.version != self.read:
+            path, _, line = src.rpartition(":")
+            return f"{self.framework} {self.version}: {path} (line {line} as read in {self.read})"
+        return f"{self.framework} {self.read}: {src}"
+
+
+@dataclass
+class RuleBook:
+    """All frameworks' rules for the versions in use: stages in order and their entries."""
+
+    stages: list[Stage]
+    entries: dict[str, list[Entry]]  # stage name -> entries in file order
+    # Entry ids that exist for some version but admit none of the versions in use:
+    # id -> (table, its variants).
+    uncovered: dict[str, tuple[str, list[dict[str, Any]]]]
+    models: list[tuple[str, dict[str, Any]]]  # (framework, [[model]] entry)
+    verified: dict[str, list[str]]
+
+
+def load_rulebook(versions: dict[str, str | None], directory: Path | None = None) -> RuleBook:
+    stages: list[Stage] = []
+    entries: dict[str, list[Entry]] = {}
+    uncovered: dict[str, tuple[str, list[dict[str, Any]]]] = {}
+    models: list[tuple[str, dict[str, Any]]] = []
+    verified: dict[str, list[str]] = {}
+    for fw in FRAMEWORKS:
+        rs = rules_mod.load(fw, versions.get(fw), directory)
+        meta = rs.section("framework")
+        read = str(meta.get("read", ""))
+        verified[fw] = [str(v) for v in meta.get("verified", [])]
+        for s in rs.data.get("stage", []):
+            launchers = s.get("launchers")
+            stages.append(Stage(s["name"], int(s["order"]), fw,
+                                tuple(launchers) if launchers is not None else None,
+                                bool(s.get("flags", False)), s.get("about", "")))
+        for table in ("arg", "rule", "check"):
+            admitted = rs.table(table)
+            for raw in rs.data.get(table, []):
+                ident = _entry_id(table, raw)
+                if any(e is raw for e in admitted):
+                    entry = Entry(table, ident, fw, raw["stage"], raw, versions.get(fw),
+                                  str(raw.get("read", read)))
+                    entries.setdefault(raw["stage"], []).append(entry)
+                else:
+                    uncovered.setdefault(ident, (table, []))[1].append(raw)
+        models.extend((fw, m) for m in rs.table("model"))
+    # An id is uncovered only when none of its variants was admitted.
+    admitted_ids = {e.id for es in entries.values() for e in es}
+    uncovered = {k: v for k, v in uncovered.items() if k not in admitted_ids}
+    stages.sort(key=lambda s: s.order)
+    known_stages = {s.name for s in stages}
+    for name in list(entries) + [raws[0]["stage"] for _, raws in uncovered.values()]:
+        if name not in known_stages:
+            raise RuleError(f"an entry refers to the undeclared stage {name!r}")
+    return RuleBook(stages, entries, uncovered, models, verified)
+
+
+def _entry_id(table: str, raw: dict[str, Any]) -> str:
+    if "id" in raw:
+        return str(raw["id"])
+    if table == "arg":
+        return f"arg:{raw['stage']}:{raw['key']}"
+    raise RuleError(f"[[{table}]] entry without id: {raw}")
