@@ -20,7 +20,7 @@ from auditor.static.graphrules import Rules
 from auditor.static.program import Program
 from auditor.static.values import (
     NO, UNK, YES, Api, Cfg, ConfigObject, Const, Cond, Data, DictV, External, Func, Group,
-    Klass, Module, Obj, and3, concrete, describe, or3, truth_of,
+    Guarded, Klass, Module, Obj, and3, bare, concrete, describe, or3, truth_of,
 )
 
 # In entry code, `P2PAUDIT_INSTANCE(Cls)` is an instance of Cls whose __init__ never ran.
@@ -311,6 +311,9 @@ class Interpreter:
             # The other branch cannot be taken, or returned: what follows runs under this
             # branch's guard.
             return live[0]
+        for branch in live:  # what only an uncertain branch assigned holds only if it ran
+            if branch.status != state.status:
+                _guard_new_values(branch, state.env)
         joined = _join(live)
         joined.status = state.status  # one of the two branches runs, and both go on
         return joined
@@ -379,7 +382,7 @@ class Interpreter:
 
     def assign_attr(self, target: tuple, value: frozenset, state: State, frame: Frame) -> None:
         _, base_ir, attr = target
-        for base in self.eval(base_ir, state, frame):
+        for base in map(bare, self.eval(base_ir, state, frame)):
             if isinstance(base, Obj):
                 base.attrs[attr] = _cap(base.attrs.get(attr, frozenset()) | value)
             elif isinstance(base, Module):
@@ -563,6 +566,8 @@ class Interpreter:
         return _cap(frozenset(out))
 
     def attr_of(self, b: Any, attr: str, base_text: str | None) -> frozenset:
+        if isinstance(b, Guarded):
+            return frozenset(Guarded(bare(v), b.status) for v in self.attr_of(b.value, attr, base_text))
         if isinstance(b, Module):
             env = self.module_globals(b.name)
             if env is not None and attr in env:
@@ -580,7 +585,7 @@ class Interpreter:
             return frozenset({self.config_value(attr)})
         if isinstance(b, Obj):
             if attr in b.attrs:
-                return b.attrs[attr]
+                return self._named_group(attr, b.attrs[attr])
             found = self.class_lookup(b.cls, attr)
             if found is not None:
                 owner, values = found
@@ -603,6 +608,13 @@ class Interpreter:
         if attr in self.rules.group_names:
             return frozenset({Group(self.rules.group_names[attr])})
         return frozenset({Data(f".{attr}")})
+
+    def _named_group(self, name: str, values: frozenset) -> frozenset:
+        """An unknown value held under a name like `pp_group` is taken for that group."""
+        dim = self.rules.group_names.get(name)
+        if dim is not None and values and all(isinstance(bare(v), Data) for v in values):
+            return frozenset({Group(dim)})
+        return values
 
     def config_value(self, key: str) -> Cfg:
         self.config_reads += 1
@@ -694,7 +706,7 @@ class Interpreter:
         bases: frozenset = frozenset()
         if func_ir[0] == "attr":
             bases = self.eval(func_ir[1], state, frame)
-            if any(isinstance(b, Group) for b in bases):
+            if any(isinstance(bare(b), Group) for b in bases):
                 return self._group_method(bases, func_ir[2]), args, kwargs, bases
             callees: set = set()
             for b in bases:
@@ -710,7 +722,7 @@ class Interpreter:
 
     def _group_method(self, bases: frozenset, method: str) -> frozenset:
         out: set = set()
-        for b in bases:
+        for b in map(bare, bases):
             if isinstance(b, Group) and method == "size":
                 key = self.rules.group_sizes.get(b.dim)
                 out.add(self.config_value(key) if key else Data("size"))
@@ -720,6 +732,10 @@ class Interpreter:
 
     def call_value(self, callee: Any, args: list, kwargs: dict, state: State, frame: Frame,
                    text: str) -> frozenset:
+        if isinstance(callee, Guarded):
+            weaker = State(state.env, state.guards, and3(state.status, callee.status))
+            return frozenset(Guarded(bare(v), callee.status) for v in
+                             self.call_value(callee.value, args, kwargs, weaker, frame, text))
         if isinstance(callee, Func):
             symbol = self.rules.symbols.get(f"{callee.module}.{callee.qualname}")
             if symbol is not None:
@@ -844,10 +860,10 @@ class Interpreter:
         extra_kwargs = dict(kwargs)
         for name, default, kind in params:
             if kind == "pos" and positional:
-                env[name] = positional.pop(0)
+                env[name] = self._named_group(name, positional.pop(0))
                 extra_kwargs.pop(name, None)
             elif kind in ("pos", "kwonly") and name in kwargs:
-                env[name] = extra_kwargs.pop(name)
+                env[name] = self._named_group(name, extra_kwargs.pop(name))
             elif kind == "star":
                 env[name] = frozenset({Data("*args")})
             elif kind == "dstar":
@@ -888,6 +904,7 @@ class _Super:
 
 
 def _compare(lv: Any, op: str, rv: Any) -> tuple[str, str]:
+    lv, rv = bare(lv), bare(rv)
     lk, lval = concrete(lv)
     rk, rval = concrete(rv)
     if op in ("is", "is not"):
@@ -942,6 +959,15 @@ def _key(values: frozenset) -> tuple:
         else:
             out.append(v)
     return tuple(sorted(out, key=repr))
+
+
+def _guard_new_values(branch: State, before: dict[str, frozenset]) -> None:
+    for name, values in branch.env.items():
+        old = before.get(name, frozenset())
+        if values is not old:
+            branch.env[name] = frozenset(
+                v if v in old or isinstance(v, Guarded) else Guarded(v, branch.status) for v in values
+            )
 
 
 def _join_env(a: dict[str, frozenset], b: dict[str, frozenset]) -> dict[str, frozenset]:

@@ -121,11 +121,22 @@ class DictV:
     items: dict[str, frozenset] = field(default_factory=dict)
 
 
-UNKNOWN_VALUE = Data("unknown")
+@dataclass(frozen=True)
+class Guarded:
+    """A value a variable holds only if a branch with an unknown guard ran: calls through it,
+    and what is read from it, are reached with that branch's status at best."""
+
+    value: Any
+    status: str
+
+
+def bare(v: Any) -> Any:
+    return v.value if isinstance(v, Guarded) else v
 
 
 def truth(v: Any) -> tuple[str, str]:
     """(can be true, can be false) of one value."""
+    v = bare(v)
     if isinstance(v, Const):
         return (YES, NO) if v.value else (NO, YES)
     if isinstance(v, Cfg):
@@ -151,6 +162,7 @@ def truth_of(values: frozenset) -> tuple[str, str]:
 
 def concrete(v: Any) -> tuple[bool, Any]:
     """(is the value known, the value) for constants and known configuration values."""
+    v = bare(v)
     if isinstance(v, Const):
         return True, v.value
     if isinstance(v, Cfg) and v.known:
@@ -159,6 +171,7 @@ def concrete(v: Any) -> tuple[bool, Any]:
 
 
 def describe(v: Any) -> str:
+    v = bare(v)
     if isinstance(v, Const):
         return "default group" if v.value is None else repr(v.value)
     if isinstance(v, Group):

@@ -1,0 +1,189 @@
+"""The call-graph interpreter on small programs, one language feature each: what it resolves,
+which guards it evaluates, which patches it executes. The real-release behaviour is in
+test_scan.py; these pin down the semantics."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from textwrap import dedent
+
+import libcst as cst
+import pytest
+
+from auditor import sources
+from auditor.static import graphrules, ir
+from auditor.static.callgraph import Interpreter
+from auditor.static.program import Program
+from auditor.static.reach import Reachability, site_reach
+from auditor.static.sites import inventory
+
+COMM = '''
+import torch.distributed as dist
+
+def batched(*, tensor, peer, group):
+    op = dist.P2POp(dist.isend, tensor, peer, group)
+    return dist.batch_isend_irecv([op])
+
+def unbatched(*, tensor, peer, group):
+    return dist.isend(tensor, peer, group=group)
+'''
+
+
+def analyse(tmp_path: Path, files: dict[str, str], entry: str, config: dict) -> dict[str, dict]:
+    """Interpret `entry` over a package `pkg` made of `files`; per site function: the site
+    results, keyed by `function:api`."""
+    root = tmp_path / "proj"
+    for name, text in {"pkg/__init__.py": "", **files}.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(dedent(text))
+    src = sources.resolve(str(root))
+    sites = inventory(src, jobs=1).sites
+    rules, _, _ = graphrules.load({"megatron-core": "0.17.0"})
+    program = Program([src], jobs=0)
+    try:
+        interp = Interpreter(program, config, rules)
+        start = interp.run_module_ir("<entry>", ir.build(cst.parse_module(dedent(entry)), "<entry>", False, {}))
+        reach = Reachability(interp, [start])
+        by_function: dict[str, list[str]] = {}
+        for s in sites:
+            by_function.setdefault(f"{s.module}.{s.function}", []).append(s.id)
+        probes = {f"{s.module}.{s.function}": interp.probe(s.module, s.function) for s in sites}
+        results = site_reach(interp, reach, by_function, probes)
+        out = {f"{s.function}:{s.api}": results[s.id] for s in sites}
+        out["<patches>"] = [(p.target, p.replacement) for p in interp.patches]  # type: ignore[assignment]
+        return out
+    finally:
+        program.close()
+
+
+def test_function_held_in_a_variable_chosen_by_a_config_guard(tmp_path):
+    files = {"pkg/comm.py": COMM, "pkg/step.py": '''
+        from pkg import comm
+        def communicate(config, t):
+            if config.batch_p2p_comm:
+                p2p_func = comm.batched
+            else:
+                p2p_func = comm.unbatched
+            return p2p_func(tensor=t, peer=1, group=None)
+    '''}
+    entry = "from pkg.step import communicate\ncommunicate(DATA, DATA)\n"
+    out = analyse(tmp_path, files, entry, {"batch_p2p_comm": True})
+    assert out["batched:batch_isend_irecv"].reachable == "yes"
+    assert out["batched:batch_isend_irecv"].paths == [["step.communicate", "comm.batched"]]
+    assert out["unbatched:isend"].reachable == "no"
+    assert out["unbatched:isend"].guards == ["not (config.batch_p2p_comm)  [no]"]
+    out = analyse(tmp_path, files, entry, {"batch_p2p_comm": False})
+    assert (out["batched:P2POp"].reachable, out["unbatched:isend"].reachable) == ("no", "yes")
+    out = analyse(tmp_path, files, entry, {})
+    assert (out["batched:P2POp"].reachable, out["unbatched:isend"].reachable) == ("unknown", "unknown")
+
+
+def test_function_returned_by_a_function(tmp_path):
+    files = {"pkg/comm.py": COMM, "pkg/pick.py": '''
+        from pkg import comm
+        def get_func(size=None):
+            if size is None:
+                size = get_size()
+            if size > 1:
+                f = comm.batched
+            else:
+                f = comm.unbatched
+            return f
+        def get_size():
+            return 0
+    '''}
+    rules_free = "from pkg.pick import get_func\nget_func(4)(tensor=DATA, peer=1, group=DATA)\n"
+    out = analyse(tmp_path, files, rules_free, {})
+    assert (out["batched:P2POp"].reachable, out["unbatched:isend"].reachable) == ("yes", "no")
+    assert out["unbatched:isend"].reason == "blocked in pick.get_func by `not (size > 1)`"
+
+
+def test_monkeypatch_with_a_closure_changes_the_group(tmp_path):
+    files = {"pkg/comm.py": COMM, "pkg/patch.py": '''
+        def install():
+            from pkg import comm
+            original = comm.batched
+            def on_default_group(**kwargs):
+                kwargs['group'] = None
+                return original(**kwargs)
+            comm.batched = on_default_group
+    ''', "pkg/step.py": '''
+        from pkg import comm
+        from torch.distributed import new_group
+        def step(t):
+            comm.batched(tensor=t, peer=1, group=new_group([0, 1]))
+    '''}
+    entry = "from pkg.patch import install\nfrom pkg.step import step\nstep(DATA)\ninstall()\nstep(DATA)\n"
+    out = analyse(tmp_path, files, entry, {})
+    assert out["<patches>"] == [("pkg.comm.batched", "pkg.patch.install.<locals>.on_default_group")]
+    # Before the patch the group is the one passed; after it, the default group.
+    assert out["batched:P2POp"].groups == ["default group", "unknown"]
+    assert out["batched:P2POp"].paths == [
+        ["step.step", "comm.batched"], ["step.step", "patch.install.<locals>.on_default_group", "comm.batched"]]
+
+
+def test_methods_through_self_attributes_super_and_properties(tmp_path):
+    files = {"pkg/comm.py": COMM, "pkg/model.py": '''
+        from pkg import comm
+        class Base:
+            def __init__(self, config):
+                self.config = config
+        class Communicator(Base):
+            def __init__(self, config, pp_group):
+                super().__init__(config)
+                self.pp_group = pp_group
+            @property
+            def first_stage(self):
+                return self.pp_group.rank() == 0
+            def send(self, t):
+                if not self.first_stage:
+                    self._send(t)
+            def _send(self, t):
+                comm.unbatched(tensor=t, peer=0, group=self.pp_group)
+        class Schedule:
+            def __init__(self, config, group):
+                self.communicator = Communicator(config, group)
+            def run(self, t):
+                self.communicator.send(t)
+    '''}
+    entry = "from pkg.model import Schedule\nSchedule(DATA, DATA).run(DATA)\n"
+    out = analyse(tmp_path, files, entry, {})
+    site = out["unbatched:isend"]
+    assert site.reachable == "yes"
+    assert site.paths == [["model.Schedule.run", "model.Communicator.send", "model.Communicator._send", "comm.unbatched"]]
+    assert site.conditions == ["not self.first_stage"]
+    assert site.groups == ["pp group"]  # `pp_group` names the pipeline group (rules/megatron-core.toml)
+
+
+def test_validation_raise_keeps_the_status_and_early_return_rules_out_the_rest(tmp_path):
+    files = {"pkg/comm.py": COMM, "pkg/step.py": '''
+        from pkg import comm
+        def step(config, t, cp_group):
+            if config.pipeline_dtype is None:
+                raise ValueError("pipeline_dtype must be set")
+            comm.batched(tensor=t, peer=1, group=None)
+            if cp_group.size() == 1:
+                return t
+            comm.unbatched(tensor=t, peer=1, group=cp_group)
+    '''}
+    entry = "from pkg.step import step\nstep(DATA, DATA, DATA)\n"
+    out = analyse(tmp_path, files, entry, {"context_parallel_size": 1})
+    assert out["batched:P2POp"].reachable == "yes"  # pipeline_dtype is unknown: assumed valid
+    assert out["batched:P2POp"].guards == []
+    unbatched = out["unbatched:isend"]
+    assert unbatched.reachable == "no"
+    assert unbatched.guards == ["not (cp_group.size() == 1)  [no]"]
+    out = analyse(tmp_path, files, entry, {"context_parallel_size": 2})
+    assert out["unbatched:isend"].reachable == "yes"
+
+
+@pytest.mark.parametrize("config,expected", [({"flag": True}, "yes"), ({"flag": False}, "no"), ({}, "unknown")])
+def test_three_valued_guards_on_nested_conditions(tmp_path, config, expected):
+    files = {"pkg/comm.py": COMM, "pkg/step.py": '''
+        from pkg import comm
+        def step(args, t):
+            if args.flag and (t is not None or args.other):
+                comm.unbatched(tensor=t, peer=1, group=None)
+    '''}
+    out = analyse(tmp_path, files, "from pkg.step import step\nstep(DATA, DATA)\n", {**config, "other": False})
+    assert out["unbatched:isend"].reachable == expected
