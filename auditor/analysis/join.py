@@ -120,7 +120,8 @@ def _uses(trace: Trace) -> dict[Key, _Use]:
             group = e.get("group") or {}
             label = group_label(group)
             if e.get("via") == "batch_isend_irecv":
-                use(e.get("op_site"), "P2POp", api).fired[rank] += 1
+                if e.get("op_site"):  # where its P2POp was made, when the recorder saw it
+                    use(e["op_site"], "P2POp", api).fired[rank] += 1
                 call = use(e.get("site"), "batch_isend_irecv", None)
                 call.via_batch = True
                 if e.get("batch") not in batches:
@@ -155,43 +156,43 @@ def _ordinal(site_id: str) -> int:
 
 class _SiteIndex:
     def __init__(self, sites: list[dict[str, Any]]) -> None:
+        # By the first line of the call expression: the recorder names the same line (the
+        # call's own positions), and a line inside another release's multi-line call is not it.
         self.by_line: dict[tuple[str, int], list[dict[str, Any]]] = {}
         self.by_function: dict[tuple[str, str, str, str | None], list[dict[str, Any]]] = {}
         self.by_id = {s["id"]: s for s in sites}
         for s in sites:
-            for line in range(s["line"], (s.get("end_line") or s["line"]) + 1):
-                self.by_line.setdefault((s["path"], line), []).append(s)
+            self.by_line.setdefault((s["path"], s["line"]), []).append(s)
             self.by_function.setdefault((s["path"], s["function"], *_api_key(s)), []).append(s)
         for group in self.by_function.values():
             group.sort(key=lambda s: _ordinal(s["id"]))
 
-    def at_line(self, key: Key, sites: dict[tuple[str, int], list[dict[str, Any]]]) -> dict | None:
-        path, line, end, function, api, op = key
-        for ln in range(line, end + 1):
-            for s in sites.get((path, ln), ()):
-                if s["function"] == function and _api_key(s) == (api, op):
-                    return s
+    def at_line(self, key: Key) -> dict[str, Any] | None:
+        path, line, _, function, api, op = key
+        for s in self.by_line.get((path, line), ()):
+            if s["function"] == function and _api_key(s) == (api, op):
+                return s
         return None
 
     def map(self, uses: dict[Key, _Use], trace_sites: list[dict[str, Any]] | None
             ) -> tuple[dict[Key, str], dict[Key, str]]:
-        """Key -> site id, and how each was matched ("line", "id", "order")."""
+        """Key -> site id, and how each was matched: "id" through the inventory of the trace's
+        own sources when given, else "line", and "order" for what neither placed."""
         mapped: dict[Key, str] = {}
         how: dict[Key, str] = {}
+        theirs = _SiteIndex(trace_sites) if trace_sites is not None else None
         rest = []
         for key in uses:
-            site = self.at_line(key, self.by_line)
+            if theirs is not None:
+                site = theirs.at_line(key)
+                if site is not None and site["id"] in self.by_id:
+                    mapped[key], how[key] = site["id"], "id"
+                    continue
+            site = self.at_line(key)
             if site is not None:
                 mapped[key], how[key] = site["id"], "line"
             else:
                 rest.append(key)
-        if trace_sites is not None:
-            theirs = _SiteIndex(trace_sites)
-            for key in list(rest):
-                site = self.at_line(key, theirs.by_line)
-                if site is not None and site["id"] in self.by_id:
-                    mapped[key], how[key] = site["id"], "id"
-                    rest.remove(key)
         # Lines moved and no inventory of the trace's sources: the i-th distinct fired line of
         # a function and API is its i-th site, when every one of them fired or there is one.
         lines: dict[tuple, list[Key]] = {}
@@ -323,6 +324,7 @@ def _timeline(trace: Trace, model: waitfor.Analysis) -> dict[str, Any]:
     """The first ops of each rank in issue order (setup calls included), with what the trace
     and the wait-for model say about each: the picture of which rank waits where."""
     states = {r: {o.op.index: o for o in rs.ops} for r, rs in model.ranks.items()}
+    creating = _creations(model)
     lanes = []
     for rank, rt in trace.ranks.items():
         events, index = [], -1
@@ -349,6 +351,8 @@ def _timeline(trace: Trace, model: waitfor.Analysis) -> dict[str, Any]:
             if op is not None:
                 item.update(index=index, bytes=op.op.nbytes, communicator=op.communicator,
                             model=op.state, blocked_on=op.blocked_on)
+                if creating.get(rank, (None,))[0] == index:
+                    item.update(model="creating", blocked_on=creating[rank][1])
             events.append(item)
         lanes.append({"rank": rank, "events": events,
                       "stuck": any(ev["recorded"] != "done" for ev in events)
@@ -356,6 +360,34 @@ def _timeline(trace: Trace, model: waitfor.Analysis) -> dict[str, Any]:
     lanes.sort(key=lambda ln: (not ln["stuck"], ln["rank"]))
     shown = sorted(lanes[:TIMELINE_RANKS], key=lambda ln: ln["rank"])
     return {"ops_per_rank": TIMELINE_OPS, "ranks": shown, "not_shown": len(lanes) - len(shown)}
+
+
+def _creations(model: waitfor.Analysis) -> dict[int, tuple[int, dict[str, Any]]]:
+    """Ranks stuck inside a communicator creation: (the op creating it, the member it waits for,
+    at the op that member is stuck in). These are the edges of a lazy-init deadlock."""
+    at: dict[int, tuple[int, str]] = {}
+    members: dict[int, tuple[int, ...]] = {}
+    for rank, rs in model.ranks.items():
+        if rs.cpu != "creating":
+            continue
+        first = next((o for o in rs.ops if o.state == "not_issued"), None)
+        if first is None:
+            continue
+        op = first.op
+        at[rank] = (op.index, first.communicator)
+        pair = tuple(sorted((op.rank, op.peer))) if op.peer is not None else op.group.ranks
+        members[rank] = op.group.ranks if first.communicator == op.group.label else pair
+    out = {}
+    for rank, (index, comm) in at.items():
+        for m in members[rank]:
+            if m != rank and at.get(m, (None, comm))[1] != comm:
+                where = at.get(m)
+                out[rank] = (index, {
+                    "rank": m, "index": where[0] if where else None,
+                    "reason": f"inside the creation of {comm}, which needs rank {m}"
+                              + (f", itself creating {where[1]}" if where else "")})
+                break
+    return out
 
 
 # --- findings ----------------------------------------------------------------------------------
@@ -472,7 +504,7 @@ def _unbatched_finding(key: Key, u: _Use, label: str, per_rank: Counter, mapped:
                "communicator is created lazily")
     return Finding(
         "unbatched-run", "error",
-        f"{what} on {label} (size {size}) on {len(ranks)} rank(s) ({_ranks_words(ranks[:256])}) "
+        f"{what} on {label} (size {size}) on {len(ranks)} rank(s) (ranks {_ranks_words(ranks)}) "
         f"although batch_p2p_comm=True; path: {chain}",
         fix=fix, site_ids=[sid] if sid else [], where=f"{path}:{line}",
         detail={"group": {"label": label, "size": size, "ranks": group.get("ranks")},

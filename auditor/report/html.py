@@ -221,15 +221,20 @@ def timeline_layout(timeline: dict[str, Any]) -> dict[str, Any]:
             target = ev.get("blocked_on") or {}
             start = where.get((lane["rank"], ev.get("index")))
             end = where.get((target.get("rank"), target.get("index")))
-            other = lane_of.get(target.get("rank"))
+            # "no matching SEND was ever issued": the peer's lane is where it is missing.
+            other = lane_of.get(target.get("rank") if target.get("rank") is not None
+                                else ev.get("peer") if target else None)
             if start and end is None and target.get("index") is None and other is not None:
                 # Waits for an op the other rank never issued: a ghost after its last op.
                 end = (LEFT + len(lanes[other]["events"]) * COL_W, TOP + other * LANE_H)
                 if end not in ghosts:
                     ghosts.append(end)
             if start and end and start != end:
-                arrows.append({"x1": start[0] + BOX_W / 2, "y1": start[1] + BOX_H / 2,
-                               "x2": end[0] + BOX_W / 2, "y2": end[1] + BOX_H / 2,
+                x1, y1 = start[0] + BOX_W / 2, start[1] + BOX_H / 2
+                x2, y2 = end[0] + BOX_W / 2, end[1] + BOX_H / 2
+                # Bent to the right going down, to the left going up: A->B and B->A both show.
+                bend = 36 if y2 >= y1 else -36
+                arrows.append({"d": f"M{x1},{y1} Q{(x1 + x2) / 2 + bend},{(y1 + y2) / 2} {x2},{y2}",
                                "title": target.get("reason", "")})
     columns = max((len(lane["events"]) for lane in lanes), default=0) + (1 if ghosts else 0)
     legend_y = TOP + len(lanes) * LANE_H + 8
