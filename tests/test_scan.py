@@ -169,7 +169,8 @@ def test_user_entry_points_in_order_find_their_patch(real_sources, tmp_path):
     doc = scan(script, targets=[str(project), "megatron-core==0.17.0"], torch_version="2.11.0",
                entries=["mytrain:init", "mytrain:step"],
                overrides={"batch_p2p_comm": "true", "variable_seq_lengths": "false",
-                          "mtp_standalone": "false"})
+                          "mtp_standalone": "false", "pipeline_model_parallel_size": "2",
+                          "virtual_pipeline_model_parallel_size": "none"})
     assert doc["entries"] == ["mytrain:init", "mytrain:step"]
     assert [p["target"] for p in doc["patches"]] == [
         "megatron.core.pipeline_parallel.p2p_communication._batched_p2p_ops"]
