@@ -55,6 +55,8 @@ def install(rec: Recorder, c10d: Any) -> None:
     patches: list[tuple[Any, str, Any]] = []
     rec.c10d = c10d
     rec.queued_work = getattr(c10d, "_IllegalWork", ())
+    rec.work_type = c10d.Work
+    rec.coalescing_queues = c10d._world.pg_coalesce_state
     p2p_names: set[str] = set()
     for entry in rules.load("torch", _release(version)).table("p2p_api"):
         name = entry["name"]

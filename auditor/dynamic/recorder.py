@@ -19,6 +19,7 @@ import sys
 import threading
 import time
 import weakref
+from time import monotonic as _monotonic
 from collections import deque
 from pathlib import Path
 from typing import Any, Callable
@@ -38,7 +39,7 @@ class _ThreadState(threading.local):
 class Group:
     """What a trace line says about a process group, computed once per group object."""
 
-    __slots__ = ("name", "ranks", "my_rank", "index", "eager", "json", "__weakref__")
+    __slots__ = ("name", "ranks", "my_rank", "index", "eager", "json", "whole", "paired")
 
     def __init__(self, pg: Any, c10d: Any) -> None:
         self.ranks: list[int] = list(c10d.get_process_group_ranks(pg))
@@ -48,6 +49,10 @@ class Group:
         # NCCL creates a group's communicators at init when the group is bound to a device
         # (`init_process_group(device_id=...)`): eager. Otherwise at first use: lazy.
         self.eager = getattr(pg, "bound_device_id", None) is not None
+        # Communicators this rank has made on this group so far, under lazy init: the group's own
+        # (`whole`), and one per peer it did unbatched P2P with (`paired`, global ranks).
+        self.whole = False
+        self.paired: set[int] = set()
         self.json = json.dumps({
             "ranks": self.ranks, "size": len(self.ranks), "desc": getattr(pg, "group_desc", None),
             "name": self.name, "backend": str(c10d.get_backend(pg)), "eager": self.eager,
@@ -105,7 +110,11 @@ class Recorder:
         # The placeholder Work a coalescing manager returns for a queued collective: not a Work
         # anyone can wait on (set by hooks.install where torch has it).
         self.queued_work: type | tuple[()] = ()
+        self.work_type: type | tuple[()] = ()  # torch's Work
+        # torch's per-group queues of collectives inside a coalescing manager (set by install).
+        self.coalescing_queues: dict[Any, Any] = {}
         self.rank: int | None = None
+        self.rank_json = "null"
         self.path: Path | None = None
         self.fd: int | None = None
         self.mono0 = time.monotonic()
@@ -115,9 +124,10 @@ class Recorder:
         self.held: list[str] = []  # lines written before the rank (hence the file) is known
         self.pending: dict[int, Op] = {}  # seq -> op, in seq order
         self.works: dict[int, tuple[weakref.ref, list[Op]]] = {}  # id(Work) -> (ref, ops)
+        self.freed: deque[tuple[int, weakref.ref]] = deque()  # Works freed unwaited, to reap
         self.windows: dict[Any, _Window] = {}  # process group -> its open coalescing window
-        self.groups: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-        self.comms: set[tuple[Any, ...]] = set()
+        self.groups: dict[int, tuple[weakref.ref, Group]] = {}  # id(process group) -> ...
+        self.world: Any = None  # the default process group, once known
         self.last_done: dict[str, str] = {}  # group name -> start line of its last completed op
         self.waited: deque[tuple[weakref.ref, str]] = deque(maxlen=64)
         self.p2pop_sites: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -127,13 +137,11 @@ class Recorder:
 
     # --- writing -------------------------------------------------------------------------------
 
-    def _emit(self, body: str, op: Op | None = None) -> int:
-        t = time.monotonic() - self.mono0
+    def _emit(self, body: str, op: Op | None = None) -> None:
+        t = _monotonic() - self.mono0
         with self.lock:
-            self.seq += 1
-            seq = self.seq
-            rank = "null" if self.rank is None else self.rank
-            line = f'{{"seq":{seq},"t":{t:.6f},"rank":{rank},{body}}}\n'
+            seq = self.seq = self.seq + 1
+            line = f'{{"seq":{seq},"t":{t:.6f},"rank":{self.rank_json},{body}}}\n'
             if op is not None:
                 op.seq, op.t, op.line = seq, t, line
                 self.pending[seq] = op
@@ -141,7 +149,6 @@ class Recorder:
                 self.held.append(line)
             else:
                 os.write(self.fd, line.encode())
-        return seq
 
     def open(self, rank: int) -> None:
         """Create this rank's file; write the meta line and anything held back."""
@@ -149,6 +156,7 @@ class Recorder:
             if self.fd is not None:
                 return
             self.rank = rank
+            self.rank_json = str(rank)
             self.fd, self.path = trace.rank_file(self.directory, rank, os.getpid())
             torch = sys.modules.get("torch")
             meta = {
@@ -186,51 +194,54 @@ class Recorder:
 
     # --- process groups ------------------------------------------------------------------------
 
-    def group(self, pg: Any) -> Group | None:
+    def group(self, pg: Any) -> tuple[Any, Group | None]:
+        """(the process group an op runs on, what to say about it); None means the default."""
         if pg is None:
-            pg = self.c10d.GroupMember.WORLD
+            pg = self.world
             if pg is None:
-                return None
+                pg = self.world = self.c10d.GroupMember.WORLD
+                if pg is None:
+                    return None, None
+        entry = self.groups.get(id(pg))
+        if entry is not None and entry[0]() is pg:
+            return pg, entry[1]
         try:
-            g = self.groups.get(pg)
-            if g is None:
-                g = self.groups[pg] = Group(pg, self.c10d)
+            g = Group(pg, self.c10d)
+            self.groups[id(pg)] = (weakref.ref(pg), g)
         except (TypeError, ValueError, RuntimeError, KeyError, AttributeError):
-            return None  # not a process group (a non-member sentinel): torch will say so
-        return g
+            return pg, None  # not a process group (a non-member sentinel): torch will say so
+        return pg, g
 
-    def _comm_mark(self, g: Group | None, whole_group: bool, peer: int | None) -> str:
+    @staticmethod
+    def _comm_mark(g: Group, whole_group: bool, peer: int | None) -> str:
         """`,"comm_init":...` on the op that would create a communicator under lazy init: the
         first batched or collective use of a group (its own communicator), the first unbatched
-        P2P between two of its ranks (a 2-rank communicator keyed `low:high` in group ranks)."""
-        if g is None or g.eager:
-            return ""
+        P2P between two of its ranks (a 2-rank communicator keyed `low:high` in group ranks).
+        Callers skip it when `Group.whole` / `Group.paired` already say so (the hot path)."""
         if whole_group:
-            key: tuple[Any, ...] = (g.name,)
-            mark = '{"kind":"group","key":"all"}'
-        else:
-            other = g.index.get(peer) if peer is not None else None
-            if other is None:
-                return ""
-            low, high = sorted((g.my_rank, other))
-            key = (g.name, low, high)
-            mark = f'{{"kind":"pair","key":"{low}:{high}"}}'
-        if key in self.comms:
+            g.whole = True
+            return ',"comm_init":{"kind":"group","key":"all"}'
+        other = g.index.get(peer) if peer is not None else None
+        if other is None:
             return ""
-        self.comms.add(key)
-        return f',"comm_init":{mark}'
+        g.paired.add(peer)
+        low, high = min(g.my_rank, other), max(g.my_rank, other)
+        return f',"comm_init":{{"kind":"pair","key":"{low}:{high}"}}'
 
     # --- ops -----------------------------------------------------------------------------------
 
     def begin_p2p(self, api: str, tensor: Any, peer: Any, group_peer: Any, pg: Any) -> Op | None:
         try:
-            g = self.group(pg)
-            if pg is None and g is not None:
-                pg = self.c10d.GroupMember.WORLD
-            if peer is None and group_peer is not None and g is not None:
-                peer = g.ranks[group_peer] if 0 <= group_peer < len(g.ranks) else None
-            window = self.windows.get(pg) if pg is not None else None
-            extra = self._comm_mark(g, window is not None, peer)
+            if self.freed:
+                self._reap()
+            pg, g = self.group(pg)
+            window = self.windows.get(pg) if self.windows else None
+            extra = ""
+            if g is not None:
+                if peer is None and group_peer is not None:
+                    peer = g.ranks[group_peer] if 0 <= group_peer < len(g.ranks) else None
+                if not (g.eager or (g.whole if window is not None else peer in g.paired)):
+                    extra = self._comm_mark(g, window is not None, peer)
             batch = self.tls.batch
             if batch is not None:
                 extra += f',"via":"batch_isend_irecv","batch":{batch.id}'
@@ -242,8 +253,9 @@ class Recorder:
                 extra += f',"batch":{window.batch}'
             op = Op(api, g)
             body = (f'"api":"{api}","phase":"start","kind":"p2p",'
-                    f'"batched":{"true" if window is not None else "false"},'
-                    f'"peer":{_int(peer)},"group":{g.json if g else "null"},'
+                    f'"batched":{"false" if window is None else "true"},'
+                    f'"peer":{peer if type(peer) is int else "null"},'
+                    f'"group":{g.json if g is not None else "null"},'
                     f'"site":{callsite.caller_site(2)},{_tensor(tensor)}{extra}')
             self._emit(body, op)
             if window is not None:
@@ -257,20 +269,21 @@ class Recorder:
     def begin_group_op(self, api: str, kind: str, tensor: Any, pg: Any) -> Op | None:
         """A collective, or a fused P2P op on a whole group (ring_exchange in custom builds)."""
         try:
-            g = self.group(pg)
-            if pg is None and g is not None:
-                pg = self.c10d.GroupMember.WORLD
-            window = self.windows.get(pg) if pg is not None else None
+            if self.freed:
+                self._reap()
+            pg, g = self.group(pg)
+            window = self.windows.get(pg) if self.windows else None
             # The collectives' own fast path: queued in the coalescing manager, issued at its exit.
-            queued = pg is not None and pg in self.c10d._world.pg_coalesce_state
+            queued = bool(self.coalescing_queues) and pg in self.coalescing_queues
             batched = window is not None or queued
-            extra = self._comm_mark(g, True, None)
+            extra = "" if g is None or g.eager or g.whole else self._comm_mark(g, True, None)
             if window is not None:
                 extra += f',"batch":{window.batch}'
             op = Op(api, g)
             body = (f'"api":"{api}","phase":"start","kind":"{kind}",'
                     f'"batched":{"true" if batched else "false"},"peer":null,'
-                    f'"group":{g.json if g else "null"},"site":{callsite.caller_site(2)},'
+                    f'"group":{g.json if g is not None else "null"},'
+                    f'"site":{callsite.caller_site(2)},'
                     f'{_tensor(tensor)}{extra}')
             self._emit(body, op)
             if window is not None:
@@ -299,7 +312,7 @@ class Recorder:
         try:
             if op.in_window:
                 return  # completes with the window's Work (see close_window)
-            if isinstance(result, self.c10d.Work) and not isinstance(result, self.queued_work):
+            if isinstance(result, self.work_type) and not isinstance(result, self.queued_work):
                 self._track(op, result)
             else:
                 self.end(op, "return")
@@ -325,7 +338,8 @@ class Recorder:
             rank = self.c10d.get_rank()
             if self.fd is None:
                 self.open(rank)
-            world = self.group(None)
+            self.world = None  # a new default group (init after destroy): look it up again
+            _, world = self.group(None)
             if op is not None:
                 self.end(op, "return", {
                     "world_size": self.c10d.get_world_size(),
@@ -340,7 +354,7 @@ class Recorder:
         if op is None or not self.on:
             return
         try:
-            g = self.group(pg) if pg is not None else None
+            g = self.group(pg)[1] if pg is not None else None
             self.end(op, "return", {"group": json.loads(g.json) if g else None})
         except Exception as exc:
             self.fail(exc)
@@ -372,7 +386,10 @@ class Recorder:
                 entry[1].append(op)
                 op.work = entry[0]
                 return
-            ref = weakref.ref(work, lambda r, key=key: self._work_freed(key, r))
+            # The callback runs wherever the Work dies (even inside a garbage collection in the
+            # middle of our own code): it only queues the ref; `_reap` writes the end lines.
+            freed = self.freed
+            ref = weakref.ref(work, lambda r, key=key: freed.append((key, r)))
             self.works[key] = (ref, [op])
             op.work = ref
 
@@ -393,22 +410,21 @@ class Recorder:
         except Exception as err:
             self.fail(err)
 
-    def _work_freed(self, key: int, ref: weakref.ref) -> None:
-        if not self.on:
-            return
-        try:
+    def _reap(self) -> None:
+        """End the ops of Works freed without a wait: completion unknown ("dropped")."""
+        while self.freed:
+            key, ref = self.freed.popleft()
             with self.lock:
                 entry = self.works.get(key)
                 if entry is None or entry[0] is not ref:
-                    return
+                    continue
                 del self.works[key]
                 for op in entry[1]:
                     self.end(op, "dropped")
-        except Exception as err:
-            self.fail(err)
 
     def poll(self) -> None:
         """Ask each pending op's Work whether it completed (`is_completed` never blocks)."""
+        self._reap()
         with self.lock:
             entries = [(key, ref) for key, (ref, _) in self.works.items()]
         for key, ref in entries:
@@ -445,7 +461,7 @@ class Recorder:
                 op.in_window = False
                 if exc is not None:
                     self.raised(op, exc)
-                elif isinstance(work, self.c10d.Work):
+                elif isinstance(work, self.work_type):
                     self._track(op, work)
                 else:
                     self.end(op, "return")
@@ -470,6 +486,7 @@ class Recorder:
         """(pending ops with their Work if any, last completed per group, waited-on ops whose
         Work is not complete: for NCCL, wait() only orders the stream, the GPU may still be
         stuck in them)."""
+        self._reap()
         with self.lock:
             pending = [(op, op.work() if op.work is not None else None)
                        for op in self.pending.values()]
@@ -491,27 +508,24 @@ def _fields(details: dict[str, Any]) -> str:
                    for k, v in details.items())
 
 
-def _int(value: Any) -> str:
-    return str(value) if isinstance(value, int) and not isinstance(value, bool) else "null"
-
-
-_DTYPES: dict[Any, str] = {}
+_TENSORS: dict[tuple[Any, Any], str] = {}  # (shape, dtype) -> its trace fragment
 
 
 def _tensor(value: Any) -> str:
     """`"shape":[..],"dtype":".."` of a tensor, or of the first tensor in a list of them."""
-    if isinstance(value, (list, tuple)):
-        value = value[0] if value else None
-        if isinstance(value, (list, tuple)):
-            value = value[0] if value else None
-    shape = getattr(value, "shape", None)
-    dtype = getattr(value, "dtype", None)
-    if shape is None or dtype is None:
+    try:
+        key = (value.shape, value.dtype)
+    except AttributeError:
+        if isinstance(value, (list, tuple)) and value:
+            return _tensor(value[0])
         return '"shape":null,"dtype":null'
-    name = _DTYPES.get(dtype)
-    if name is None:
-        name = _DTYPES[dtype] = json.dumps(str(dtype).replace("torch.", ""))
-    return f'"shape":[{",".join(map(str, shape))}],"dtype":{name}'
+    text = _TENSORS.get(key)
+    if text is None:
+        dtype = json.dumps(str(key[1]).replace("torch.", ""))
+        text = f'"shape":[{",".join(map(str, key[0]))}],"dtype":{dtype}'
+        if len(_TENSORS) < 4096:
+            _TENSORS[key] = text
+    return text
 
 
 def _env_int(name: str) -> int | None:

@@ -1,0 +1,241 @@
+"""The recorder inside one process: site naming, the trace reader, and the hooks' promise to
+change nothing (same results, same exceptions, one event per call, off on internal failure),
+against this process's real torch.distributed on a 1-rank gloo group."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.distributed.distributed_c10d as c10d
+
+from auditor.cli import main as cli_main
+from auditor.dynamic import callsite, hooks, trace
+from auditor.dynamic.recorder import Recorder
+
+FIXTURES = Path(__file__).resolve().parent / "record_fixtures"
+
+
+# --- call sites ---------------------------------------------------------------------------------
+
+def _site() -> dict:
+    return json.loads(callsite.caller_site(2))
+
+
+class Holder:
+    def method(self) -> tuple[dict, dict]:
+        def inner() -> dict:
+            return _site(
+            )
+        return inner(), [_site() for _ in range(1)][0]
+
+
+def test_site_is_package_relative_with_qualname_and_call_span() -> None:
+    nested, comprehension = Holder().method()
+    assert nested["path"] == "test_record_unit.py"
+    assert nested["function"] == "Holder.method.<locals>.inner"
+    assert nested["end_line"] == nested["line"] + 1  # the call spans two lines
+    # a comprehension's own frame (Python 3.11) is reported as the function that holds it
+    assert comprehension["function"] == "Holder.method"
+
+
+@pytest.mark.parametrize("module, filename, path", [
+    ("megatron.core.pipeline_parallel.p2p_communication",
+     "/x/site-packages/megatron/core/pipeline_parallel/p2p_communication.py",
+     "megatron/core/pipeline_parallel/p2p_communication.py"),
+    ("megatron.core", "/x/megatron/core/__init__.py", "megatron/core/__init__.py"),
+    ("", "/home/u/train.py", "train.py"),
+    ("renamed", "/home/u/train.py", "train.py"),
+    ("", "<string>", "<string>"),
+])
+def test_package_path(module: str, filename: str, path: str) -> None:
+    assert callsite.package_path(module, filename) == path
+
+
+# --- the reader ---------------------------------------------------------------------------------
+
+def test_reader_truncated_line_missing_rank_restart_and_bad_hang(tmp_path: Path) -> None:
+    shutil.copytree(FIXTURES / "pipeline", tmp_path / "t")
+    d = tmp_path / "t"
+    (d / "rank-3.jsonl").unlink()
+    lines = (d / "rank-2.jsonl").read_text().splitlines(keepends=True)
+    (d / "rank-2.jsonl").write_text("".join(lines[:5]) + "{not json}\n" + "".join(lines[5:-1])
+                                    + lines[-1][:17])
+    restarted = json.loads(lines[0])
+    restarted.update(pid=1, wall0=restarted["wall0"] + 100)
+    (d / "rank-0.1.jsonl").write_text(json.dumps(restarted) + "\n")
+    (d / "hang-rank-1.json").write_text("{")
+    t = trace.read_trace_dir(d)
+    assert sorted(t.ranks) == [0, 1, 2] and t.missing == [3] and t.world_size == 4
+    assert t.ranks[0].path.name == "rank-0.1.jsonl" and t.ranks[0].events == []
+    assert [rt.path.name for rt in t.earlier[0]] == ["rank-0.jsonl"]
+    assert len(t.ranks[2].events) == len(lines) - 2  # all but the meta line and the cut line
+    assert t.ranks[1].hang is None
+    notes = "\n".join(t.skipped)
+    assert "rank-2.jsonl:6: unparsable line" in notes
+    assert f"rank-2.jsonl:{len(lines) + 1}: truncated last line" in notes
+    assert "hang-rank-1.json: unreadable hang file" in notes
+    assert "rank 3: no trace file" in notes and "rank 0: earlier process" in notes
+
+
+def test_reader_rejects_a_directory_without_trace(tmp_path: Path) -> None:
+    with pytest.raises(Exception, match="no rank-N.jsonl trace files"):
+        trace.read_trace_dir(tmp_path)
+
+
+# --- hooks on the real torch.distributed --------------------------------------------------------
+
+@pytest.fixture
+def recorded(tmp_path: Path):
+    """This process's torch.distributed hooked into a fresh recorder, as one 1-rank gloo world."""
+    assert not dist.is_initialized()
+    originals = (dist.isend, c10d.all_reduce, c10d.Work.wait)
+    rec = Recorder(tmp_path / "trace", hang_after=0)
+    hooks.install(rec, c10d)
+    try:
+        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+        yield rec
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+        hooks.uninstall()
+    assert (dist.isend, c10d.all_reduce, c10d.Work.wait) == originals
+
+
+def ops(rec: Recorder) -> list[dict]:
+    return trace.read_trace_dir(rec.directory).ranks[0].starts()
+
+
+def outcome(call) -> tuple:
+    try:
+        return ("returned", call())
+    except Exception as exc:  # gloo's message names an ephemeral port: not part of the behaviour
+        return ("raised", type(exc), re.sub(r"\]:\d+", "]:PORT", str(exc)))
+
+
+def test_wrappers_are_the_same_object_everywhere_and_keep_signatures(recorded) -> None:
+    assert dist.isend is c10d.isend and dist.batch_isend_irecv is c10d.batch_isend_irecv
+    assert dist.isend.__wrapped__ is not None
+    assert list(__import__("inspect").signature(dist.isend).parameters)[:2] == ["tensor", "dst"]
+    # P2POp checks its op against the module's globals: a hooked isend must still pass
+    op = dist.P2POp(dist.isend, torch.ones(1), 0)
+    assert op.op is c10d.isend
+
+
+def test_same_results_and_exceptions_as_unhooked(tmp_path: Path) -> None:
+    calls = {
+        "self isend": lambda: dist.isend(torch.ones(2), dst=0).wait(),
+        "send to self": lambda: dist.send(torch.ones(2), dst=0),
+        "all_reduce": lambda: (lambda t: (dist.all_reduce(t), t.tolist()))(torch.ones(3)),
+        "async": lambda: (lambda w: (type(w).__name__, w.wait()))(
+            dist.all_reduce(torch.ones(1), async_op=True)),
+        "bad batch": lambda: dist.batch_isend_irecv(["not an op"]),
+    }
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        plain = {name: outcome(call) for name, call in calls.items()}
+    finally:
+        dist.destroy_process_group()
+    rec = Recorder(tmp_path / "trace", hang_after=0)
+    hooks.install(rec, c10d)
+    try:
+        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+        hooked = {name: outcome(call) for name, call in calls.items()}
+    finally:
+        dist.destroy_process_group()
+        hooks.uninstall()
+    assert hooked == plain
+    assert plain["self isend"][0] == plain["send to self"][0] == "raised"
+    started = ops(rec)
+    assert [e["api"] for e in started if e["kind"] != "setup"] == [
+        "isend", "send", "all_reduce", "all_reduce"]
+    assert [e["end"]["how"] for e in started if e["kind"] != "setup"] == [
+        "raise", "raise", "return", "wait"]
+
+
+def test_nested_call_is_one_event(recorded) -> None:
+    with pytest.raises(RuntimeError):
+        dist.recv(torch.ones(2), src=0)  # recv -> irecv inside torch: one op
+    (op,) = [e for e in ops(recorded) if e["kind"] == "p2p"]
+    assert (op["api"], op["peer"], op["end"]["how"]) == ("recv", 0, "raise")
+    assert op["site"]["function"] == "test_nested_call_is_one_event"
+
+
+def test_queued_collectives_are_batched_and_works_complete(recorded) -> None:
+    a, b = torch.ones(2), torch.ones(3)
+    with c10d._coalescing_manager(async_ops=False):
+        dist.all_reduce(a)
+        dist.all_reduce(b)
+    dist.all_reduce(a)
+    waited = dist.all_reduce(b, async_op=True)
+    waited.wait()
+    dropped = dist.broadcast(a, src=0, async_op=True)
+    del dropped
+    polled = dist.barrier(async_op=True)
+    recorded.poll()
+    coll = [e for e in ops(recorded) if e["kind"] == "collective"]
+    assert [(e["api"], e["batched"], e["shape"]) for e in coll] == [
+        ("all_reduce", True, [2]), ("all_reduce", True, [3]), ("all_reduce", False, [2]),
+        ("all_reduce", False, [3]), ("broadcast", False, [2]), ("barrier", False, None)]
+    assert [e["end"]["how"] for e in coll] == ["return", "return", "return", "wait", "dropped",
+                                               "polled"]
+    assert coll[0]["comm_init"] == {"kind": "group", "key": "all"}
+    assert all(e["comm_init"] is None for e in coll[1:])
+    assert polled.is_completed()
+
+
+def test_threads_get_consecutive_seqs_and_every_op_ends(recorded) -> None:
+    def work() -> None:
+        for _ in range(25):
+            dist.all_reduce(torch.ones(1))
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    rt = trace.read_trace_dir(recorded.directory).ranks[0]
+    assert [e["seq"] for e in rt.events] == list(range(1, len(rt.events) + 1))
+    coll = rt.starts("collective")
+    assert len(coll) == 100 and all(e["end"]["how"] == "return" for e in coll)
+
+
+def test_internal_failure_turns_recording_off_once(recorded, monkeypatch, capsys) -> None:
+    def broken(skip: int = 2) -> str:
+        raise RuntimeError("simulated recorder bug")
+
+    monkeypatch.setattr(callsite, "caller_site", broken)
+    t = torch.ones(2)
+    dist.all_reduce(t)
+    dist.all_reduce(t)
+    assert t.tolist() == [1.0, 1.0]
+    assert not recorded.on
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "recording stopped in this process" in err[0]
+    rt = trace.read_trace_dir(recorded.directory).ranks[0]
+    assert rt.events[-1]["phase"] == "off" and "simulated recorder bug" in rt.events[-1]["error"]
+    assert rt.starts("collective") == []
+
+
+# --- the command --------------------------------------------------------------------------------
+
+def test_record_refuses_bad_input(tmp_path: Path, capsys) -> None:
+    shutil.copytree(FIXTURES / "pipeline", tmp_path / "old")
+    assert cli_main(["record", "--out", str(tmp_path / "old"), "--", "true"]) == 2
+    assert cli_main(["record", "--out", str(tmp_path / "new")]) == 2
+    assert cli_main(["record", "--out", str(tmp_path / "new"), "--", "/no/such/cmd"]) == 2
+    assert cli_main(["record", "--coverage", "torch.distributed", "--", "true"]) == 2
+    err = capsys.readouterr().err
+    assert "already holds a trace (rank-0.jsonl" in err
+    assert "no command to run" in err and "/no/such/cmd: cannot run" in err
+    assert "cannot measure torch itself" in err
+
+
+def test_record_returns_the_command_status(tmp_path: Path) -> None:
+    assert cli_main(["record", "--out", str(tmp_path / "t"), "--", "sh", "-c", "exit 3"]) == 3
