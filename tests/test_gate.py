@@ -5,7 +5,9 @@ and a copy of 0.17.0 with batched sites rewritten as unbatched fails, one findin
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -198,3 +200,14 @@ def test_bad_baselines_exit_2(capsys, tmp_path, real_sources):
     capsys.readouterr()
     assert cli.main(["gate", "--config", str(SEED), "--baseline", str(inventory)]) == EXIT_INPUT
     assert "a site inventory, not a scan" in capsys.readouterr().err
+
+
+def test_ci_script_gates_a_release_and_writes_every_format(real_sources, tmp_path):
+    out = tmp_path / "gate"
+    proc = subprocess.run(["bash", str(ROOT / "ci" / "gate.sh"), "0.17.0"], capture_output=True,
+                          text=True, env=dict(os.environ, P2PAUDIT_GATE_OUT=str(out)), timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("megatron-core 0.17.0: exit 0: PASS: ")
+    for ext in ("json", "sarif", "html", "txt"):
+        assert (out / f"megatron-core-0.17.0.{ext}").stat().st_size > 0, ext
+    assert json.loads((out / "megatron-core-0.17.0.json").read_text())["gate"]["passed"] is True
