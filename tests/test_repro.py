@@ -4,6 +4,7 @@ fallback-1f1b case issues are megatron-core 0.17.0's own, read from the real whe
 from __future__ import annotations
 
 import ast
+import re
 import json
 
 import pytest
@@ -34,7 +35,7 @@ def test_gloo_buffers_nothing_so_send_first_hangs_even_at_4_bytes(capsys, tmp_pa
     code, line = repro(capsys, "fallback-1f1b", "--backend", "gloo", "--size", "4",
                        "--variable-seq-lengths", "false", "--timeout", "3", "--keep", str(tmp_path))
     assert code == 1, line
-    assert line.count("HUNG after 3 s") == 1
+    assert re.search(r": HUNG after \d+ s: ", line)
     assert "rank 0 blocked in isend to 1 (4 B) in send_forward_recv_backward" in line
     assert "rank 1 blocked in isend to 0 (4 B) in send_backward_recv_forward" in line
     assert "wait-for model (gloo, 0 B buffered): hang, agrees" in line

@@ -153,3 +153,18 @@ def test_conditions_refuse_unknown_values():
         Conditions.for_transport("infiniband")
     with pytest.raises(ValueError, match="init must be"):
         Conditions.for_transport("net", "sometimes")
+
+
+def test_groups_sharing_a_description_are_different_communicators():
+    """Megatron names every PP group "pp": [0, 2] meeting does not create [1, 3]'s communicator."""
+    even, odd = Group((0, 2), "pp"), Group((1, 3), "pp")
+    programs = {0: [op(0, 0, "isend", 2, batch=0, group=even)],
+                2: [op(2, 0, "irecv", 0, batch=0, group=even)],
+                1: [op(1, 0, "isend", 3, batch=0, group=odd)],
+                3: []}
+    analysis = analyze(programs, Conditions.for_transport("nvlink", "lazy", True))
+    assert analysis.hang
+    assert [r for r, s in analysis.ranks.items() if s.cpu == "creating"] == [1]
+    assert analysis.ranks[1].words.startswith("inside the creation of communicator pp[1,3] ")
+    assert "needs rank(s) 3 (which never uses it)" in analysis.ranks[1].words
+    assert analysis.ranks[0].ops[0].communicator == "pp[0,2]"

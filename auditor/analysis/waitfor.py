@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 MiB = 1 << 20
@@ -126,15 +126,16 @@ class Communicator:
     name: str
     members: tuple[int, ...]
     root: int  # creates the ncclUniqueId and publishes it through the store
+    group: tuple[int, ...] = ()  # its process group's ranks: groups may share a description
 
 
 def communicator_for(op: Op, conditions: Conditions, coalesced: bool) -> Communicator:
     """The NCCL communicator `op` runs on (FINDINGS 1: lazy pair communicators, eager serialisation)."""
     group = op.group
     if op.kind == "collective" or coalesced or conditions.init == "eager":
-        return Communicator(group.label, group.ranks, min(group.ranks))
+        return Communicator(group.label, group.ranks, min(group.ranks), group.ranks)
     low, high = sorted((op.rank, op.peer))
-    return Communicator(f"{group.label}:{low}-{high}", (low, high), low)
+    return Communicator(f"{group.label}:{low}-{high}", (low, high), low, group.ranks)
 
 
 Key = tuple[int, int]  # (rank, index)
@@ -147,7 +148,7 @@ class OpState:
     communicator: str
     coalesced: bool
     state: str  # done | blocked | queued | not_issued
-    blocked_on: dict[str, Any] | None = None  # {"rank", "index" (None: the rank itself), "reason"}
+    blocked_on: dict[str, Any] | None = None  # a wait-for edge (_edge_json)
 
     def to_json(self) -> dict[str, Any]:
         op = self.op
@@ -211,16 +212,28 @@ class _Replay:
         self.coalesced: dict[Key, bool] = {}
         for rank in sorted(programs):
             self._load(rank, programs[rank])
+        self._name_shared_descriptions()
         self.match = self._match()
         self.pc = {rank: 0 for rank in self.entries}
-        self.arrived: dict[str, set[int]] = {}
-        self.created: set[str] = set()
+        self.arrived: dict[Communicator, set[int]] = {}
+        self.created: set[Communicator] = set()
         if conditions.init == "eager":  # only group communicators, all created at init
-            self.created = {c.name for c in self.comm.values()}
-        self.streams: dict[tuple[int, str], list[tuple[Key, ...]]] = {}
-        self.head: dict[tuple[int, str], int] = {}
-        self.where: dict[Key, tuple[tuple[int, str], int]] = {}  # op -> (stream, entry position)
+            self.created = set(self.comm.values())
+        self.streams: dict[tuple[int, Communicator], list[tuple[Key, ...]]] = {}
+        self.head: dict[tuple[int, Communicator], int] = {}
+        self.where: dict[Key, tuple[tuple[int, Communicator], int]] = {}  # op -> (stream, place)
         self.done: set[Key] = set()
+
+    def _name_shared_descriptions(self) -> None:
+        """Megatron gives every PP group the same description: name those by their ranks too."""
+        ranks_by_desc: dict[str, set[tuple[int, ...]]] = {}
+        for op in self.ops.values():
+            ranks_by_desc.setdefault(op.group.label, set()).add(op.group.ranks)
+        for key, comm in self.comm.items():
+            label = self.ops[key].group.label
+            if len(ranks_by_desc[label]) > 1:
+                shown = label + "[" + ",".join(map(str, comm.group)) + "]"
+                self.comm[key] = replace(comm, name=shown + comm.name[len(label):])
 
     def _load(self, rank: int, program: Sequence[Op]) -> None:
         entries: list[tuple[Key, ...]] = []
@@ -251,7 +264,7 @@ class _Replay:
         """Each op's partners: the matching send/receive, or the same collective on every member."""
         lanes: dict[tuple, list[Key]] = {}
         for key, op in self.ops.items():
-            comm = self.comm[key].name
+            comm = self.comm[key]
             if op.kind == "send":
                 lanes.setdefault(("p2p", comm, op.rank, op.peer, "send"), []).append(key)
             elif op.kind == "recv":
@@ -292,15 +305,15 @@ class _Replay:
             if any((rank, i) not in self.done for key in entry for i in self.ops[key].after):
                 return moved
             comm = self.comm[entry[0]]
-            if comm.name not in self.created:
-                arrived = self.arrived.setdefault(comm.name, set())
+            if comm not in self.created:
+                arrived = self.arrived.setdefault(comm, set())
                 if rank not in arrived:
                     arrived.add(rank)
                     moved = True
                 if not set(comm.members) <= arrived:
                     return moved
-                self.created.add(comm.name)
-            stream = (rank, comm.name)
+                self.created.add(comm)
+            stream = (rank, comm)
             queue = self.streams.setdefault(stream, [])
             self.head.setdefault(stream, 0)
             for key in entry:
@@ -321,7 +334,7 @@ class _Replay:
         # A large send needs its receive running; a receive, its send started; a collective, all.
         return partners is not None and all(p in self.done or self._active(p) for p in partners)
 
-    def _progress(self, stream: tuple[int, str]) -> bool:
+    def _progress(self, stream: tuple[int, Communicator]) -> bool:
         moved = False
         queue = self.streams[stream]
         while self.head[stream] < len(queue):
@@ -351,8 +364,7 @@ class _Replay:
         if ops_first:  # read from an op: "rank 0's SEND ... waits for ..."
             cycle = cycle[ops_first[0]:] + cycle[:ops_first[0]]
         ranks = {rank: self._rank_state(rank, edges) for rank in self.entries}
-        blocked = [f"rank {r}: {s.words}" for r, s in ranks.items() if s.cpu != "finished"
-                   or any(o.state != "done" for o in s.ops)]
+        blocked = [f"rank {r}: {s.words}" for r, s in ranks.items() if s.cpu != "finished"]
         return Analysis(hang, self.cond, ranks, self._cycle_words(cycle, edges), blocked)
 
     def _stuck(self, rank: int) -> bool:
@@ -384,7 +396,7 @@ class _Replay:
         assert comm is not None
         out: list[tuple[Node | None, str]] = []
         for member in comm.members:
-            if member in self.arrived.get(comm.name, set()):
+            if member in self.arrived.get(comm, set()):
                 continue
             if member in self.entries and self.pc[member] < len(self.entries[member]):
                 out.append((("cpu", member), "join"))
@@ -423,12 +435,7 @@ class _Replay:
                     state = "not_issued"
                 else:
                     state = "blocked" if self._active(key) else "queued"
-                blocked_on = None
-                if node in edges:
-                    target, reason = edges[node][0]
-                    blocked_on = {"rank": target[1] if target else None,
-                                  "index": target[2] if target and target[0] == "op" else None,
-                                  "reason": reason}
+                blocked_on = _edge_json(*edges[node][0]) if node in edges else None
                 ops.append(OpState(self.ops[key], self.comm[key].name, self.coalesced[key],
                                    state, blocked_on))
         words = []
@@ -447,17 +454,15 @@ class _Replay:
             cpu = "waiting"
         else:
             cpu = "finished"
-        waits = [{"rank": target[1] if target else None,
-                  "index": target[2] if target and target[0] == "op" else None, "reason": reason}
-                 for target, reason in edges.get(("cpu", rank), [])]
+        waits = [_edge_json(*edge) for edge in edges.get(("cpu", rank), [])]
         return RankState(rank, cpu, "; ".join(words) or "finished: every op completed", ops, waits)
 
     def _creation_words(self, rank: int, comm: Communicator) -> str:
         entry = self.entries[rank][self.pc[rank]]
         missing = [f"{m}" if m in self.entries and self.pc[m] < len(self.entries[m])
                    else f"{m} (which never uses it)"
-                   for m in comm.members if m not in self.arrived.get(comm.name, set())]
-        if rank == comm.root or comm.root in self.arrived.get(comm.name, set()):
+                   for m in comm.members if m not in self.arrived.get(comm, set())]
+        if rank == comm.root or comm.root in self.arrived.get(comm, set()):
             how = ("in ncclCommInitRank, which no NCCL or store timeout bounds "
                    "(only TORCH_NCCL_USE_COMM_NONBLOCKING=1 does)")
         else:
@@ -507,6 +512,12 @@ class _Replay:
                 clauses.append(f"{here} waits for its {target.words()} on "
                                f"{self.comm[nxt[1:]].name}")
         return "; ".join(clauses) + ": a cycle" if clauses else ""
+
+
+def _edge_json(target: Node | None, reason: str) -> dict[str, Any]:
+    """A wait-for edge for the report: the rank and op waited on (index None: the rank's CPU)."""
+    return {"rank": target[1] if target else None,
+            "index": target[2] if target and target[0] == "op" else None, "reason": reason}
 
 
 def _find_cycle(edges: dict[Node, list[tuple[Node | None, str]]]) -> list[Node]:

@@ -56,6 +56,9 @@ def launch(spec: Spec, plan: Plan, keep: Path | None = None) -> Outcome:
         if keep is not None:
             (run_dir / "verdict.json").write_text(json.dumps(outcome.to_json(), indent=1),
                                                   encoding="utf-8")
+        elif outcome.status == "failed":  # the log goes with the run directory: show its end
+            tail = (run_dir / "torchrun.log").read_text(errors="replace").splitlines()[-20:]
+            print("\n".join(["torchrun's last lines:", *tail]), file=sys.stderr)
         return outcome
     finally:
         if keep is None:

@@ -60,7 +60,7 @@ def judge(plan: Plan, states: dict[int, dict[str, Any] | None], killed_at: float
                      + " (observed)")
     if model is not None:
         verdict = "hang" if model.hang else "no hang"
-        if status == "completed" or (status == "hung"):
+        if status in ("completed", "hung"):
             agrees = model.hang == (status == "hung")
             parts.append(f"wait-for model ({conditions.transport}, "
                          f"{size_words(conditions.buffer_bytes)} buffered): {verdict}, "
