@@ -24,9 +24,10 @@ from auditor.findings import Finding
 # pipeline schedule (where lazy-init deadlocks happen), small enough for a 1,024-rank report.
 TIMELINE_OPS = 16
 TIMELINE_RANKS = 48
-# The wait-for replay of the whole run is cut to this many ops in total (a prefix per rank). A
-# cycle found in a prefix is a cycle of the whole run: later ops cannot unblock earlier ones.
-REPLAY_OPS = 200_000
+# The wait-for replay is cut to this many ops in total (a prefix per rank: 32 each on 1,024
+# ranks, about 2 s here). Lazy-init deadlocks happen in the first exchanges, and a cycle found in
+# a prefix is a cycle of the whole run: later ops cannot unblock earlier ones.
+REPLAY_OPS = 32_768
 EXAMPLES = 8  # ranks or pairs named in a finding's message
 
 # (path, line, end_line, function, api, op): one line of code as the trace names it.
@@ -81,8 +82,8 @@ def join(
         "unfired": _unfired(sites, trace),
         "unresolved": _unresolved(sites),
         "pairs": _pairs(programs, conditions),
-        "waitfor": {**{k: v for k, v in model.to_json().items() if k != "ranks"},
-                    "replayed_ops": replayed,
+        "waitfor": {"hang": model.hang, "conditions": _conditions_json(model.conditions),
+                    "cycle": model.cycle, "blocked": model.blocked, "replayed_ops": replayed,
                     "complete": replayed == sum(len(p) for p in programs.values())},
         "timeline": _timeline(trace, model),
     }
@@ -291,6 +292,11 @@ def _conditions(trace: Trace) -> waitfor.Conditions:
     nccl = any(g.get("backend") == "nccl" for g in groups)
     return waitfor.Conditions.for_transport("net" if nccl or not groups else "gloo",
                                             init="eager" if eager else "lazy")
+
+
+def _conditions_json(c: waitfor.Conditions) -> dict[str, Any]:
+    return {"init": c.init, "coalesce": c.coalesce, "buffer_bytes": c.buffer_bytes,
+            "transport": c.transport}
 
 
 def _replay(programs: dict[int, list[waitfor.Op]], conditions: waitfor.Conditions
