@@ -9,7 +9,6 @@ so only what you change is compared.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
