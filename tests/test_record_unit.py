@@ -5,9 +5,13 @@ against this process's real torch.distributed on a 1-rank gloo group."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -16,7 +20,7 @@ import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
 from auditor.cli import main as cli_main
-from auditor.dynamic import callsite, hooks, trace
+from auditor.dynamic import callsite, hooks, record, trace
 from auditor.dynamic.recorder import Recorder
 
 FIXTURES = Path(__file__).resolve().parent / "record_fixtures"
@@ -178,6 +182,8 @@ def test_queued_collectives_are_batched_and_works_complete(recorded) -> None:
     dropped = dist.broadcast(a, src=0, async_op=True)
     del dropped
     polled = dist.barrier(async_op=True)
+    while not polled.is_completed():  # gloo finishes it on its own thread
+        time.sleep(0.01)
     recorded.poll()
     coll = [e for e in ops(recorded) if e["kind"] == "collective"]
     assert [(e["api"], e["batched"], e["shape"]) for e in coll] == [
@@ -187,7 +193,6 @@ def test_queued_collectives_are_batched_and_works_complete(recorded) -> None:
                                                "polled"]
     assert coll[0]["comm_init"] == {"kind": "group", "key": "all"}
     assert all(e["comm_init"] is None for e in coll[1:])
-    assert polled.is_completed()
 
 
 def test_threads_get_consecutive_seqs_and_every_op_ends(recorded) -> None:
@@ -239,3 +244,21 @@ def test_record_refuses_bad_input(tmp_path: Path, capsys) -> None:
 
 def test_record_returns_the_command_status(tmp_path: Path) -> None:
     assert cli_main(["record", "--out", str(tmp_path / "t"), "--", "sh", "-c", "exit 3"]) == 3
+
+
+def test_bootstrap_arms_the_process_and_chains_the_sitecustomize_it_shadows(tmp_path: Path) -> None:
+    other = tmp_path / "site"
+    other.mkdir()
+    (other / "sitecustomize.py").write_text("import os\nos.environ['CHAINED'] = 'yes'\n")
+    env = record.environment(tmp_path / "trace", 300, None,
+                             base={"PATH": os.environ["PATH"], "PYTHONPATH": str(other)})
+    probe = ("import os, sys\n"
+             "from auditor.dynamic import session\n"
+             "print(os.environ.get('CHAINED'), session._recorder is not None,\n"
+             "      any(p.endswith('bootstrap') for p in sys.path), 'torch' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    # chained; armed; the bootstrap directory is off sys.path again; torch not imported for it
+    assert out.stdout.split() == ["yes", "True", "False", "False"]
+    assert not (tmp_path / "trace").exists()  # nothing written by a process that is not a rank

@@ -90,13 +90,17 @@ def install(rec: Recorder, c10d: Any) -> None:
         patches.append((work_type, "wait", _work_wait(rec, work_type.__dict__["wait"])))
 
     public = sys.modules.get("torch.distributed")
-    for owner, name, wrapper in patches:
-        original = owner.__dict__.get(name, getattr(owner, name))
-        setattr(owner, name, wrapper)
-        _installed.append((owner, name, original))
-        if owner is c10d and public is not None and getattr(public, name, None) is original:
-            setattr(public, name, wrapper)
-            _installed.append((public, name, original))
+    try:
+        for owner, name, wrapper in patches:
+            original = owner.__dict__.get(name, getattr(owner, name))
+            setattr(owner, name, wrapper)
+            _installed.append((owner, name, original))
+            if owner is c10d and public is not None and getattr(public, name, None) is original:
+                setattr(public, name, wrapper)
+                _installed.append((public, name, original))
+    except BaseException:
+        uninstall()
+        raise
 
 
 def uninstall() -> None:
@@ -150,7 +154,6 @@ class _OnImport(importlib.abc.MetaPathFinder):
             try:
                 install(rec, module)
             except Exception as exc:
-                uninstall()
                 rec.fail(exc)
 
         loader.exec_module = exec_then_install  # this loader instance serves this module only

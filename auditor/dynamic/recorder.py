@@ -19,9 +19,9 @@ import sys
 import threading
 import time
 import weakref
-from time import monotonic as _monotonic
 from collections import deque
 from pathlib import Path
+from time import monotonic as _monotonic
 from typing import Any, Callable
 
 from auditor import __version__
@@ -100,6 +100,8 @@ class _Window:
 
 
 class Recorder:
+    """The state of one process's recording; `hooks` calls it, `hang` reads it."""
+
     def __init__(self, directory: Path, hang_after: float) -> None:
         self.directory = directory
         self.hang_after = hang_after

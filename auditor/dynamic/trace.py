@@ -5,10 +5,16 @@ traces of jobs that died: a SIGKILL can cut a rank's last line, a rank may never
 restarted rank may have written twice. It reads what is there and says what it skipped.
 
 Lines (DESIGN.md section 3), one JSON object each, written and flushed one at a time:
-- the first line of a file: `phase: "meta"` (pid, host, versions, clocks, argv);
+- the first line of a file: `phase: "meta"` (pid, host, versions, argv, and the clocks: `t` of
+  every line is seconds since `mono0`, this process's time.monotonic() when recording started,
+  which was `wall0` in time.time());
 - `phase: "start"`: an op, written before it is handed to torch. `kind` is "p2p", "collective" or
-  "setup" (init_process_group, new_group). Optional keys, absent when empty, are filled with None
-  by the reader: `via`, `batch`, `op_site`, `comm_init`, `error`;
+  "setup" (init_process_group, new_group: no peer, group, shape). Keys a line leaves out are
+  filled with None by the reader: `batched`, `peer`, `group`, `shape`, `dtype`, and the optional
+  `via` ("batch_isend_irecv"), `batch` (ordinal of the batch or coalescing window in this
+  process), `op_site` (where the P2POp was built), `comm_init` (`{"kind": "pair", "key": "0:1"}`
+  or `{"kind": "group", "key": "all"}`: the op that creates a communicator under NCCL's lazy
+  init), `error`;
 - `phase: "end"`: `of` is the start's seq; `how` is "return" (the call returned), "wait" (its Work
   was waited on), "polled" (its Work reported completion), "dropped" (its Work was freed unwaited)
   or "raise" (`error` names the exception).
@@ -27,7 +33,8 @@ from auditor.errors import InputError
 
 RANK_FILE = re.compile(r"^rank-(\d+)(?:\.(\d+))?\.jsonl$")
 HANG_FILE = re.compile(r"^hang-rank-(\d+)\.json$")
-OPTIONAL = ("via", "batch", "op_site", "comm_init", "error")
+OPTIONAL = ("batched", "peer", "group", "shape", "dtype", "via", "batch", "op_site",
+            "comm_init", "error")
 
 
 def rank_file(directory: Path, rank: int, pid: int) -> tuple[int, Path]:
