@@ -147,6 +147,13 @@ SPELLINGS = [
         ],
     ),
     Spelling(
+        "a call on the result of a P2P call",
+        valid=[(
+            "import torch.distributed as dist\ndist.irecv(t, 0).wait()\ndist.new_group([0, 1]).send([t], 1, 0).wait()\n",
+            [("irecv", None, False, "default", "call"), ("send", None, False, "dist.new_group([0, 1])", "method")],
+        )],
+    ),
+    Spelling(
         "local functions that share a P2P name",
         invalid=[
             "def send(x):\n    pass\nsend(1)\n",

@@ -19,4 +19,7 @@ def emit(text: str, path: str | None) -> None:
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".p2paudit-")
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(text)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # as open() would have made it, not mkstemp's 0600
     os.replace(tmp, path)

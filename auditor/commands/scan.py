@@ -7,7 +7,9 @@ import argparse
 import json
 import sys
 
+from auditor.analysis.join import join
 from auditor.commands.output import emit
+from auditor.commands.report import failed, render
 from auditor.config.effective import overrides_from
 from auditor.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from auditor.report import text
@@ -29,7 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="scan once per value and print what changes across them")
     parser.add_argument("--entry", action="append", metavar="MODULE[:QUALNAME]",
                         help="entry point(s) instead of the framework's (in order: init first)")
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--trace", metavar="DIR",
+                        help="join with a run recorded by `p2paudit record` (what fired, per rank)")
+    parser.add_argument("--format", choices=("text", "json", "html", "sarif"), default="text")
     parser.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     parser.add_argument("--jobs", type=int, default=None, help="parser processes (default: cores)")
 
@@ -39,6 +43,8 @@ def run(args: argparse.Namespace) -> int:
     base = ScanInputs(args.config, args.target, overrides, args.torch, args.entry, args.jobs,
                       progress=sys.stderr.isatty())
     if args.matrix:
+        if args.trace or args.format in ("html", "sarif"):
+            raise InputError("--matrix", "prints a text or JSON comparison; --trace and html/sarif take one scan")
         key, _, values = args.matrix.partition("=")
         if not key or not values:
             raise InputError(args.matrix, "--matrix wants KEY=V1,V2,...")
@@ -52,11 +58,13 @@ def run(args: argparse.Namespace) -> int:
             emit(text.matrix_table(key, docs), args.output)
         return EXIT_FINDINGS if any(_contradicts(d) for d in docs.values()) else EXIT_OK
     doc = run_scan(base)
-    if args.format == "json":
-        emit(json.dumps(doc, indent=2, default=str) + "\n", args.output)
-    else:
+    if args.trace:
+        doc = join(doc, args.trace)
+    if args.format == "text":
         emit(text.scan_report(doc), args.output)
-    return EXIT_FINDINGS if _contradicts(doc) else EXIT_OK
+    else:
+        emit(render(doc, args.format), args.output)
+    return EXIT_FINDINGS if _contradicts(doc) or (args.trace and failed(doc)) else EXIT_OK
 
 
 def _contradicts(doc: dict) -> bool:

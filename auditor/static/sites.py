@@ -206,9 +206,12 @@ class _Finder(cst.CSTVisitor):
                 self.found.append(self._method_site(node, method))
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
-        # `attr` is a Name in the CST but not an expression: only the value is visited.
-        if not self._reference(node):
-            node.value.visit(self)
+        # `attr` is a Name in the CST but not an expression: only the value is visited, unless
+        # the node is itself a site (then its value is just the module, `dist` in `dist.irecv`).
+        if id(node) in self.consumed or not self._reference(node):
+            if id(node) in self.consumed:
+                self.seen.append(("Attribute", self.function_name(), node))
+            node.value.visit(self)  # `dist.irecv(...).wait()`: the call inside is a site
         return False
 
     def visit_Name(self, node: cst.Name) -> None:
