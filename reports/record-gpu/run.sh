@@ -34,10 +34,12 @@ TRAIN=(python3 -m torch.distributed.run --standalone --nproc_per_node 2 reports/
 LONG=(--warmup 5 --steps 25)
 SHORT=(--warmup 2 --steps 4)
 
+# Five runs of well under a minute each; a run that hangs is stopped after 140 s (SIGTERM, which
+# `p2paudit record` passes on: every rank then writes its hang file) so the rest still runs.
 run() {  # run NAME COMMAND...: log to $OUT/log-NAME.txt, keep going on failure
   local name=$1; shift
   echo "== $name: $*" | tee "$OUT/log-$name.txt"
-  timeout 420 "$@" >> "$OUT/log-$name.txt" 2>&1
+  timeout -k 20 140 "$@" >> "$OUT/log-$name.txt" 2>&1
   local status=$?
   echo "== $name: exit $status" | tee -a "$OUT/log-$name.txt"
   [ "$status" -eq 0 ] || echo "$name exit $status" >> "$OUT/failures.txt"
@@ -45,7 +47,7 @@ run() {  # run NAME COMMAND...: log to $OUT/log-NAME.txt, keep going on failure
 
 record() {  # record VARIANT RUN-NAME STEP-ARGS...
   local variant=$1 name=$2; shift 2
-  run "$name" python3 -m auditor record --out "$OUT/trace-$variant" --hang-after 120 -- \
+  run "$name" python3 -m auditor record --out "$OUT/trace-$variant" --hang-after 60 -- \
     "${TRAIN[@]}" --variant "$variant" --metrics "$OUT/metrics/$name" "$@"
 }
 

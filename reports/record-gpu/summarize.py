@@ -16,6 +16,7 @@ from collections import Counter
 from pathlib import Path
 
 from auditor.dynamic import trace
+from auditor.errors import InputError
 
 VARIANTS = ("stock", "swift", "unbatched")
 P2P_FILE = "megatron/core/pipeline_parallel/p2p_communication.py"
@@ -76,9 +77,18 @@ def step_medians(out: Path, run: str) -> dict[int, float]:
     return medians
 
 
+def total_steps(out: Path, run: str) -> int:
+    """Steps a run took in all (warm-up included): what its trace holds ops of."""
+    for file in sorted((out / "metrics" / run).glob("rank-*.json")):
+        data = json.loads(file.read_text())
+        return data.get("warmup", 0) + len(data.get("step_s", []))
+    return 0
+
+
 def main() -> None:
     out = Path(sys.argv[1])
     summary: dict = {"variants": {}, "overhead": {}}
+    traces: dict[str, trace.Trace] = {}
     md = ["# p2paudit record on megatron-core 0.17.0, PP=2, 2 GPUs", ""]
     env = out / "env.txt"
     if env.is_file():
@@ -89,8 +99,14 @@ def main() -> None:
         if not trace_dir.is_dir():
             md += [f"no trace directory {trace_dir.name}", ""]
             continue
-        t = trace.read_trace_dir(trace_dir)
         log = out / f"log-{variant}.txt"
+        try:
+            t = trace.read_trace_dir(trace_dir)
+        except InputError as exc:
+            md += [f"no trace: {exc} (see {log.name})", ""]
+            summary["variants"][variant] = {"error": str(exc)}
+            continue
+        traces[variant] = t
         warnings = log.read_text(errors="replace").count(LAZY_WARNING) if log.is_file() else None
         result = {"checks": [], "ranks": {}, "skipped": t.skipped, "lazy_init_warnings": warnings}
         for name, ok in checks(variant, t):
@@ -110,16 +126,26 @@ def main() -> None:
         md.append("")
     plain, recorded = step_medians(out, "stock-plain"), step_medians(out, "stock-recorded")
     again = step_medians(out, "stock-plain-again")
+    steps = total_steps(out, "stock-recorded")
+    stock = traces.get("stock")
     md += ["## step-time overhead (stock, median of the timed steps, per rank)", "",
-           "| rank | unrecorded s | recorded s | unrecorded again s | recorded / unrecorded |",
-           "|---|---|---|---|---|"]
+           "| rank | unrecorded s | recorded s | unrecorded again s | recorded / unrecorded "
+           "| added ms per step | ops per step | added us per op |",
+           "|---|---|---|---|---|---|---|---|"]
     for rank in sorted(set(plain) & set(recorded)):
         base = statistics.mean([plain[rank]] + ([again[rank]] if rank in again else []))
-        ratio = recorded[rank] / base
-        summary["overhead"][rank] = {"unrecorded_s": plain[rank], "recorded_s": recorded[rank],
-                                     "unrecorded_again_s": again.get(rank), "ratio": ratio}
+        added = recorded[rank] - base
+        ops = (len(stock.ranks[rank].starts("p2p")) + len(stock.ranks[rank].starts("collective"))
+               if stock and rank in stock.ranks and steps else 0)
+        per_step = ops / steps if steps else float("nan")
+        summary["overhead"][rank] = {
+            "unrecorded_s": plain[rank], "recorded_s": recorded[rank],
+            "unrecorded_again_s": again.get(rank), "ratio": recorded[rank] / base,
+            "added_s_per_step": added, "ops_per_step": per_step}
         md.append(f"| {rank} | {plain[rank]:.5f} | {recorded[rank]:.5f} | "
-                  f"{again.get(rank, float('nan')):.5f} | {ratio:.4f} |")
+                  f"{again.get(rank, float('nan')):.5f} | {recorded[rank] / base:.4f} | "
+                  f"{added * 1e3:.3f} | {per_step:.1f} | "
+                  f"{added * 1e6 / per_step if per_step else float('nan'):.1f} |")
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
     (out / "summary.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))

@@ -138,7 +138,8 @@ def train(args: argparse.Namespace) -> dict:
         "recorded": bool(os.environ.get("P2PAUDIT_TRACE")), "swift_patch": patched,
         "batch_p2p_comm": config.batch_p2p_comm,
         "variable_seq_lengths": config.variable_seq_lengths,
-        "step_s": step_s, "median_step_s": statistics.median(step_s) if step_s else None,
+        "warmup": args.warmup, "step_s": step_s,
+        "median_step_s": statistics.median(step_s) if step_s else None,
         "losses": losses, "torch": torch.__version__,
         "nccl": ".".join(map(str, torch.cuda.nccl.version())),
         "gpu": torch.cuda.get_device_name(local),
@@ -172,7 +173,7 @@ def main() -> None:
     parser.add_argument("--metrics", type=Path, required=True, help="directory for rank-N.json")
     parser.add_argument("--micro-batches", type=int, default=8)
     parser.add_argument("--micro-batch-size", type=int, default=1)
-    parser.add_argument("--seq", type=int, default=2048)
+    parser.add_argument("--seq", type=int, default=4096)
     parser.add_argument("--hidden", type=int, default=2048)
     parser.add_argument("--heads", type=int, default=16)
     parser.add_argument("--layers", type=int, default=8)
