@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from megatron_lm_parser import megatron_cli
 
 from auditor import rules, sources
 from auditor.config.launch import parse_launch, read_launch
@@ -474,99 +475,11 @@ def test_rule_invalid_examples(entry: dict, example: str) -> None:
     assert kinds(config, "warning", "error")
 
 
-def _megatron_cli(root: Path) -> dict[str, tuple[str, str]]:
-    """spelling -> (dest, action) of Megatron-LM's parser, read statically from its source.
-
-    Explicit `add_argument` calls in megatron/training/arguments.py, plus the flags that
-    ArgumentGroupFactory generates from config dataclasses (argument_utils.py): `--name` for a
-    store_true bool, `--no-name` and `--disable-name` for a default-True bool, argparse_meta's
-    arg_names overriding both.
-    """
-    texts = {p: p.read_text(encoding="utf-8", errors="replace") for p in (root / "megatron").rglob("*.py")}
-
-    def find_class(name: str) -> ast.ClassDef | None:
-        for text in texts.values():
-            if f"class {name}(" in text or f"class {name}:" in text:
-                for node in ast.parse(text).body:
-                    if isinstance(node, ast.ClassDef) and node.name == name:
-                        return node
-        return None
-
-    def strings(nodes: list[ast.expr]) -> list[str]:
-        return [n.value for n in nodes if isinstance(n, ast.Constant) and isinstance(n.value, str)]
-
-    def keyword(call: ast.Call, name: str) -> ast.expr | None:
-        return next((k.value for k in call.keywords if k.arg == name), None)
-
-    def fields(name: str) -> list[tuple[str, str, ast.expr | None]]:
-        cls = find_class(name)
-        assert cls is not None, name
-        base = cls.bases[0] if cls.bases else None
-        base_name = base.id if isinstance(base, ast.Name) else getattr(base, "attr", None)
-        out = fields(base_name) if base_name and find_class(base_name) else []
-        for st_ in cls.body:
-            if isinstance(st_, ast.AnnAssign) and isinstance(st_.target, ast.Name):
-                out = [f for f in out if f[0] != st_.target.id]
-                if not ast.unparse(st_.annotation).startswith("ClassVar"):
-                    out.append((st_.target.id, ast.unparse(st_.annotation), st_.value))
-        return out
-
-    table: dict[str, tuple[str, str]] = {}
-    tree = ast.parse(texts[root / "megatron/training/arguments.py"])
-    for func in ast.walk(tree):
-        if not isinstance(func, ast.FunctionDef):
-            continue
-        lists = {n.targets[0].id: strings(n.value.elts) for n in ast.walk(func) if isinstance(n, ast.Assign)
-                 and isinstance(n.targets[0], ast.Name) and isinstance(n.value, ast.List)}
-        for call in ast.walk(func):
-            if not isinstance(call, ast.Call):
-                continue
-            called = getattr(call.func, "attr", getattr(call.func, "id", None))
-            if called == "add_argument":
-                names = [s for s in strings(call.args) if s.startswith("-")]
-                if not names:
-                    continue
-                dest, action = keyword(call, "dest"), keyword(call, "action")
-                dest = dest.value if isinstance(dest, ast.Constant) else next(
-                    (s for s in names if s.startswith("--")), names[0]).lstrip("-").replace("-", "_")
-                action = action.value if isinstance(action, ast.Constant) else "store"
-                table.update({s: (dest, action) for s in names})
-            elif called == "ArgumentGroupFactory":
-                exclude = keyword(call, "exclude")
-                excluded = set(lists.get(exclude.id, [])) if isinstance(exclude, ast.Name) else (
-                    set(strings(exclude.elts)) if isinstance(exclude, ast.List) else set())
-                cls_name = call.args[0].id if isinstance(call.args[0], ast.Name) else call.args[0].attr
-                for name, annotation, value in fields(cls_name):
-                    default, meta, init = value, None, None
-                    if isinstance(value, ast.Call) and getattr(value.func, "id", "") == "field":
-                        default, init = keyword(value, "default"), keyword(value, "init")
-                        metadata = keyword(value, "metadata")
-                        if isinstance(metadata, ast.Dict):
-                            meta = next((v for k, v in zip(metadata.keys, metadata.values)
-                                         if isinstance(k, ast.Constant) and k.value == "argparse_meta"), None)
-                    if name in excluded or (isinstance(init, ast.Constant) and init.value is False):
-                        continue
-                    dash = name.replace("_", "-")
-                    action, names = "store", [f"--{dash}"]
-                    if annotation in ("bool", "Optional[bool]", "bool | None"):
-                        default_false = isinstance(default, ast.Constant) and default.value is False
-                        action = "store_true" if default_false else "store_false"
-                        names = [f"--{dash}"] if default_false else [f"--no-{dash}", f"--disable-{dash}"]
-                    if isinstance(meta, ast.Dict):
-                        for k, v in zip(meta.keys, meta.values):
-                            if isinstance(k, ast.Constant) and k.value == "arg_names" and isinstance(v, ast.List):
-                                names = strings(v.elts)
-                            if isinstance(k, ast.Constant) and k.value == "action" and isinstance(v, ast.Constant):
-                                action = v.value
-                    table.update({s: (name, action) for s in names})
-    return table
-
-
 @pytest.mark.wheels
 @pytest.mark.parametrize("version", ["0.17.0", "0.19.0"])
 def test_rules_agree_with_megatron_lm_parser(version: str) -> None:
     root = sources.resolve(f"megatron-core=={version}").root
-    cli = _megatron_cli(root)
+    cli = {spelling: (o.dest, o.action) for spelling, o in megatron_cli(root).items()}
     assert len(cli) > 300  # the extraction found the parser, not a fragment of it
     ruleset = rules.load("megatron-lm", version)
     admitted = {e["spelling"]: e for e in ruleset.table("flag")}

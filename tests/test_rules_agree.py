@@ -1,6 +1,7 @@
 """The rules agree with the real code of every version they claim.
 
-For ms-swift, mcore-bridge and megatron-core, each `[[arg]]`, `[[rule]]` and `[[check]]` entry is
+For ms-swift, mcore-bridge, megatron-core and Megatron-LM's front end (megatron/training, shipped
+in the megatron-core wheels), each `[[arg]]`, `[[rule]]` and `[[check]]` entry is
 checked in every release its `[framework] verified` list names (wheels fetched once with pip into
 the p2paudit cache, unpacked, never imported): its `code` is in its `source` file, at its line in
 the release it was `read` in; a dataclass default (`class`) has the stated value; a derivation
@@ -29,7 +30,7 @@ from auditor import rules, sources
 from auditor.config.effective import derive, installed_torch_version
 from auditor.config.launch import parse_launch
 
-FRAMEWORKS = ("ms-swift", "mcore-bridge", "megatron-core")
+FRAMEWORKS = ("ms-swift", "mcore-bridge", "megatron-core", "megatron-lm")
 PREFIXES = ("self", "config", "args")
 
 
@@ -58,7 +59,8 @@ def cases() -> list:
 
 @lru_cache(maxsize=None)
 def release_root(framework: str, version: str) -> Path:
-    return sources.resolve(f"{framework}=={version}").root
+    distribution = rules.load(framework).section("framework")["distribution"]
+    return sources.resolve(f"{distribution}=={version}").root
 
 
 @lru_cache(maxsize=None)
@@ -76,12 +78,29 @@ def squash(text: str) -> str:
 
 
 class _Strip(ast.NodeTransformer):
-    """`self.x`, `config.x`, `args.x` -> `x`: the rules' flat names."""
+    """`self.x`, `config.x`, `args.x` -> `x`: the rules' flat names; `not a < b` -> `a >= b`, so
+    an else-branch or a failed assert reads as a rule would write it."""
+
+    INVERSE = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.GtE, ast.GtE: ast.Lt,
+               ast.Gt: ast.LtE, ast.LtE: ast.Gt, ast.Is: ast.IsNot, ast.IsNot: ast.Is,
+               ast.In: ast.NotIn, ast.NotIn: ast.In}
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         if isinstance(node.value, ast.Name) and node.value.id in PREFIXES:
             return ast.copy_location(ast.Name(node.attr, ast.Load()), node)
         return self.generic_visit(node)
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
+        node = self.generic_visit(node)
+        operand = node.operand
+        if isinstance(node.op, ast.Not) and isinstance(operand, ast.Compare) and len(operand.ops) == 1:
+            inverse = self.INVERSE[type(operand.ops[0])]()
+            return ast.copy_location(ast.Compare(operand.left, [inverse], operand.comparators), node)
+        return node
+
+
+def negated(test: ast.expr) -> str:
+    return canon(ast.UnaryOp(ast.Not(), test))
 
 
 def canon(node_or_text) -> str:
@@ -107,34 +126,52 @@ def find_function(module: ast.Module, qualname: str) -> ast.AST:
     return scope
 
 
-def find_statement(function: ast.AST, code: str) -> tuple[ast.stmt, list[str]]:
-    """The statement written as `code` and the conditions it runs under (else-branches negated)."""
+def find_statements(function: ast.AST, code: str) -> list[tuple[ast.stmt, list[str]]]:
+    """Each statement written as `code`, in source order, with the conditions it runs under
+    (else-branches negated). `if TEST:` and `assert TEST, \\` (its message left out) match on
+    the test alone."""
     if code.startswith("if "):
         want = ast.dump(ast.parse(code[3:].rstrip().rstrip(":"), mode="eval").body)
         match = lambda s: isinstance(s, ast.If) and ast.dump(s.test) == want  # noqa: E731
+    elif code.startswith("assert "):
+        want = ast.dump(ast.parse(code[7:].rstrip(" ,(\\"), mode="eval").body)
+        match = lambda s: isinstance(s, ast.Assert) and ast.dump(s.test) == want  # noqa: E731
     else:
         want = ast.dump(ast.parse(code).body[0])
         match = lambda s: ast.dump(s) == want  # noqa: E731
 
-    def walk(body: list[ast.stmt], conds: list[str]):
+    found: list[tuple[ast.stmt, list[str]]] = []
+
+    def walk(body: list[ast.stmt], conds: list[str]) -> None:
         for stmt in body:
             if match(stmt):
-                return stmt, conds
-            if isinstance(stmt, ast.If):
-                found = walk(stmt.body, conds + conjuncts(stmt.test)) or \
-                    walk(stmt.orelse, conds + [f"not ({canon(stmt.test)})"])
+                found.append((stmt, conds))
+            elif isinstance(stmt, ast.If):
+                walk(stmt.body, conds + conjuncts(stmt.test))
+                walk(stmt.orelse, conds + [negated(stmt.test)])
             elif isinstance(stmt, (ast.For, ast.While, ast.With, ast.Try)):
-                found = walk(getattr(stmt, "body", []) + getattr(stmt, "orelse", [])
-                             + getattr(stmt, "finalbody", []), conds)
-            else:
-                found = None
-            if found:
-                return found
-        return None
+                walk(getattr(stmt, "body", []) + getattr(stmt, "orelse", [])
+                     + getattr(stmt, "finalbody", []), conds)
 
-    found = walk(function.body, [])
-    assert found is not None, f"no statement `{code}` in {getattr(function, 'name', '?')}"
+    walk(function.body, [])
+    assert found, f"no statement `{code}` in {getattr(function, 'name', '?')}"
     return found
+
+
+def find_statement(framework: str, version: str, entry: dict) -> tuple[ast.stmt, list[str]]:
+    """The entry's statement in `version`. Where the function writes the same statement more
+    than once, the one meant is the one at the entry's line in the release it was read in, and
+    in other releases the one in the same position."""
+    path_text, _, line = entry["source"].rpartition(":")
+    read = entry.get("read", rules.load(framework).section("framework")["read"])
+
+    def statements(release: str) -> list[tuple[ast.stmt, list[str]]]:
+        module = parse(release_root(framework, release) / path_text)
+        return find_statements(find_function(module, entry["function"]), entry["code"])
+
+    at_line = [n for n, (stmt, _) in enumerate(statements(read)) if stmt.lineno == int(line)]
+    assert at_line, f"`{entry['code']}` is not a statement of {entry['function']} at line {line} in {read}"
+    return statements(version)[at_line[0]]
 
 
 def class_default(module: ast.Module, cls: str, key: str):
@@ -169,9 +206,10 @@ def test_entry_matches_release(framework, version, table, entry):
             stated = ast.literal_eval(stated)
         assert class_default(module, entry["class"], entry["key"]) == stated
     if "function" in entry and entry.get("guard", True):
-        stmt, conds = find_statement(find_function(module, entry["function"]), entry["code"])
+        stmt, conds = find_statement(framework, version, entry)
         if table == "check":
-            conds = conds + conjuncts(stmt.test)
+            # An `if` raises under its test; an `assert` under the negation of its test.
+            conds = conds + (conjuncts(stmt.test) if isinstance(stmt, ast.If) else [negated(stmt.test)])
         stated = set(conjuncts(ast.parse(entry["when"], mode="eval").body)) if "when" in entry else set()
         if entry.get("action") == "default":
             guard = f"{entry['key']} is None"
@@ -209,6 +247,24 @@ def test_drifted_release_fails(tmp_path, monkeypatch):
                  if e.get("id") == "bridge.default.variable_seq_lengths")
     with pytest.raises(AssertionError):
         test_entry_matches_release("mcore-bridge", "1.4.1", "rule", entry)
+
+
+@pytest.mark.wheels
+def test_drifted_guard_fails(tmp_path, monkeypatch):
+    """A rule whose statement is still there, under another condition, no longer agrees."""
+    root = release_root("megatron-lm", "0.17.0")
+    doctored = tmp_path / "megatron" / "training" / "arguments.py"
+    doctored.parent.mkdir(parents=True)
+    text = read_text(root / "megatron/training/arguments.py")
+    guard = "    if args.virtual_pipeline_model_parallel_size is not None:\n        if args.overlap_p2p_comm:"
+    assert text.count(guard) == 1
+    doctored.write_text(text.replace(guard, guard.replace("virtual_pipeline_model_parallel_size is not None",
+                                                          "pipeline_model_parallel_size > 1")))
+    entry = next(e for _, e in entries("megatron-lm") if e.get("id") == "mlm.no-vpp-no-overlap")
+    test_entry_matches_release("megatron-lm", "0.17.0", "rule", entry)  # the real release agrees
+    monkeypatch.setattr(sys.modules[__name__], "release_root", lambda fw, v: tmp_path)
+    with pytest.raises(AssertionError, match="code runs under"):
+        test_entry_matches_release("megatron-lm", "0.17.0", "rule", entry)
 
 
 # --- torch: the installed release's files and library ---------------------------------------------

@@ -1,10 +1,11 @@
 """The effective config: the values megatron-core's pipeline schedules will see, each with why.
 
-A launch script says little directly: `batch_p2p_comm` is decided by ms-swift's argument
-handling, then overwritten by mcore-bridge's `ModelConfig.__post_init__`, then read by
-megatron-core, whose run-time behaviour in turn depends on torch's own rules. Each of those steps
-is data in `rules/<framework>.toml`, keyed by version ranges and read from the real code of those
-versions; this module only evaluates them, in stage order, over the expression language of
+A launch script says little directly: `batch_p2p_comm` is decided by the front end's argument
+handling (ms-swift's, then overwritten by mcore-bridge's `ModelConfig.__post_init__`; or
+Megatron-LM's validate_args and core_transformer_config_from_args), then read by megatron-core,
+whose run-time behaviour in turn depends on torch's own rules. Each of those steps is data in
+`rules/<framework>.toml`, keyed by version ranges and read from the real code of those versions;
+this module only evaluates them, in stage order, over the expression language of
 auditor.config.expr, as auditor.config.rulebook selects them for the versions in use.
 
 Rule tables (in any framework file):
@@ -13,7 +14,9 @@ Rule tables (in any framework file):
 - `[[arg]]`    an argument of a `flags` stage: key, type, default, aliases (other flag names).
 - `[[rule]]`   action `set` (when `when` holds, key = value) or `default` (only while the key is
   unset or None), `value` an expression (a TOML non-string is a literal).
-- `[[check]]`  `when` is the illegal condition; holding, it becomes a Finding.
+- `[[check]]`  `when` is the illegal condition; holding, it becomes a Finding. `supersedes`:
+  ids of later checks that see the same illegal setting after this one already stopped the run;
+  they are not reported again.
 - `[[model]]`  sizes a launch script does not state, keyed by the `--model` value.
 Every entry carries `versions`, `source` (path:line, read at `read`, default `[framework].read`)
 and for the agreement tests `code` (the line as written) and `function`/`class`.
@@ -44,7 +47,7 @@ from auditor.config.expr import (
     show,
 )
 from auditor.config.model import EnvVar, LaunchConfig, Symbolic
-from auditor.config.rulebook import FRAMEWORKS, Entry, RuleBook, Stage, load_rulebook
+from auditor.config.rulebook import Entry, RuleBook, Stage, load_rulebook
 from auditor.errors import InputError
 from auditor.findings import Finding
 
@@ -155,10 +158,8 @@ def derive(
     resolved with `resolve_torch_version` when None.
     """
     tv, tv_origin = resolve_torch_version(torch_version, launch)
-    all_versions = {fw: versions.get(fw) for fw in FRAMEWORKS if fw != "torch"}
-    all_versions["torch"] = tv
-    book = load_rulebook(all_versions, rules_directory)
-    deriver = _Deriver(launch, all_versions, book)
+    book = load_rulebook({**versions, "torch": tv}, rules_directory)
+    deriver = _Deriver(launch, book)
     deriver.put("torch_version", tv, f"torch {tv or 'unknown'} ({tv_origin})", "torch version")
     deriver.put("launcher", launch.launcher, f"{launch.path}:{launch.command_line}: {launch.launcher}",
                 f"{launch.path}:{launch.command_line}", (launch.command_line,))
@@ -170,18 +171,27 @@ def derive(
 
 
 class _Deriver:
-    def __init__(self, launch: LaunchConfig, versions: dict[str, str | None], book: RuleBook) -> None:
+    def __init__(self, launch: LaunchConfig, book: RuleBook) -> None:
         self.launch = launch
-        self.versions = versions
+        self.versions = book.versions
         self.book = book
         self.values: dict[str, Value] = {}
         self.pinned: set[str] = set()
         self.findings: list[Finding] = []
         self.undecided: list[str] = []
         self.notes: list[str] = []
+        # Checks not reported because an earlier check that stops the run fired (`supersedes`).
+        self.superseded: set[str] = set()
+        running = {s.name for s in book.stages if s.runs_for(launch.launcher)}
+        args = [e for es in book.entries.values() for e in es if e.table == "arg"]
+        # The arguments of this launcher's front end, also those no rule admits for its version.
+        self.frontend_args = {e.key for e in args if e.stage in running} | {
+            raws[0]["key"] for table, raws in book.uncovered.values()
+            if table == "arg" and raws[0]["stage"] in running}
+        # --set values are typed as this launcher's front end types them.
         self.arg_types: dict[str, str] = {
             e.key: e.data.get("type", "str")
-            for es in book.entries.values() for e in es if e.table == "arg"
+            for e in sorted(args, key=lambda e: e.stage in running)
         }
 
     # -- bookkeeping --
@@ -242,8 +252,11 @@ class _Deriver:
         """[[model]] entries keyed by the --model value (hub id or a path ending in the name).
 
         Without a match every size key a [[model]] entry can give is unknown: the real value
-        comes from the checkpoint's config.json, which p2paudit does not read.
+        comes from the checkpoint's config.json, which p2paudit does not read. A front end
+        without a `model` argument (Megatron-LM: --num-layers ...) states the sizes as flags.
         """
+        if self.frontend_args and "model" not in self.frontend_args:
+            return
         flag = self.launch.flags.get("model")
         if flag is not None and isinstance(flag.value, str):
             wanted = flag.value.rstrip("/").rsplit("/", 1)[-1].lower()
@@ -274,22 +287,32 @@ class _Deriver:
             if not stage.runs_for(launcher):
                 if not frontend:
                     self._mark_unknown(stage, f"launcher {launcher!r} has no rules for "
-                                              f"{stage.framework}'s {stage.name}")
+                                              f"{stage.framework}'s {stage.name}", other_frontend=True)
                 continue
             if self.versions.get(stage.framework) is None and stage.framework != "torch":
                 self._mark_unknown(stage, f"{stage.framework} version unknown: its "
                                           f"{stage.name} rules were not applied")
                 continue
-            self._note_unverified(stage.framework)
+            if self.book.entries.get(stage.name):
+                self._note_unverified(stage.framework)
             for entry in self.book.entries.get(stage.name, []):
                 self._apply(entry)
             self._uncovered(stage)
 
-    def _mark_unknown(self, stage: Stage, why: str) -> None:
+    def _mark_unknown(self, stage: Stage, why: str, other_frontend: bool = False) -> None:
+        """What the stage would decide is unknown. `other_frontend`: the stage belongs to a front
+        end the launcher is not; whatever front end it has derives unknown values too, and reads
+        the flags it was given in an unknown way, but a flag it was not given leaves
+        megatron-core's own default in place."""
+        def decided(table: str, raw: dict[str, Any]) -> bool:
+            if table != "arg" or not other_frontend:
+                return table != "check"
+            return any(n in self.launch.flags for n in [raw["key"], *raw.get("aliases", [])])
+
         entries = self.book.entries.get(stage.name, [])
-        keys = [e.key for e in entries if e.table != "check"]
+        keys = [e.key for e in entries if decided(e.table, e.data)]
         keys += [raws[0].get("key", "") for table, raws in self.book.uncovered.values()
-                 if raws[0]["stage"] == stage.name and table != "check"]
+                 if raws[0]["stage"] == stage.name and decided(table, raws[0])]
         for key in dict.fromkeys(k for k in keys if k):
             self.put(key, UNKNOWN, why, stage.framework)
         self.undecided.extend(f"{e.id}: {why}" for e in entries if e.table == "check")
@@ -360,6 +383,8 @@ class _Deriver:
         if holds is False:
             return
         new = self.eval(value_expr) if value_expr is not None else data.get("value")
+        if action == "default" and holds is True and key in self.values and new == self.lookup(key):
+            return  # a default that leaves the value as it was does not claim it
         lines = self.lines_of(when, value_expr)
         sentence = interpolate(data.get("provenance", f"{key} = {data.get('value')}"),
                                 lambda name: new if name == key else self.lookup(name), self.env)
@@ -389,6 +414,8 @@ class _Deriver:
                      entry.source_ref(), lines)
 
     def _apply_check(self, entry: Entry) -> None:
+        if entry.id in self.superseded:
+            return
         data = entry.data
         when = compile_expr(data["when"])
         holds = self.eval(when)
@@ -411,11 +438,14 @@ class _Deriver:
         effect = data.get("effect")
         if effect:
             message = f"{message} ({entry.framework}: {effect})"
+        supersedes = list(data.get("supersedes", []))
+        self.superseded.update(supersedes)
         self.findings.append(Finding(
             kind=data["kind"], severity=data.get("severity", "error"), message=message,
             fix=interpolate(data.get("fix", ""), self.lookup, self.env), where=where,
             detail={"rule": entry.id, "source": entry.source_ref(),
-                    "category": data.get("category", "config")},
+                    "category": data.get("category", "config"),
+                    **({"supersedes": supersedes} if supersedes else {})},
         ))
 
     def result(self) -> EffectiveConfig:

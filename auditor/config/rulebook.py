@@ -7,6 +7,7 @@ would decide is reported unknown instead of silently skipped.
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import re
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from typing import Any
 from auditor import rules as rules_mod
 from auditor.config.expr import RuleError
 
-FRAMEWORKS = ("torch", "ms-swift", "mcore-bridge", "megatron-core")
+FRAMEWORKS = ("torch", "ms-swift", "mcore-bridge", "megatron-core", "megatron-lm")
 
 
 @dataclass(frozen=True)
@@ -69,17 +70,23 @@ class RuleBook:
     uncovered: dict[str, tuple[str, list[dict[str, Any]]]]
     models: list[tuple[str, dict[str, Any]]]  # (framework, [[model]] entry)
     verified: dict[str, list[str]]
+    versions: dict[str, str | None]  # framework -> the version its rules were selected for
 
 
 def load_rulebook(versions: dict[str, str | None], directory: Path | None = None) -> RuleBook:
+    """`versions`: distribution name -> version. A framework's rules follow the distribution its
+    `[framework]` table names: Megatron-LM's front end ships inside megatron-core."""
     stages: list[Stage] = []
     entries: dict[str, list[Entry]] = {}
     uncovered: dict[str, tuple[str, list[dict[str, Any]]]] = {}
     models: list[tuple[str, dict[str, Any]]] = []
     verified: dict[str, list[str]] = {}
+    framework_versions: dict[str, str | None] = {}
     for fw in FRAMEWORKS:
-        rs = rules_mod.load(fw, versions.get(fw), directory)
+        rs = rules_mod.load(fw, None, directory)
         meta = rs.section("framework")
+        version = framework_versions[fw] = versions.get(str(meta.get("distribution", fw)))
+        rs = dataclasses.replace(rs, version=version)
         read = str(meta.get("read", ""))
         verified[fw] = [str(v) for v in meta.get("verified", [])]
         for s in rs.data.get("stage", []):
@@ -92,7 +99,7 @@ def load_rulebook(versions: dict[str, str | None], directory: Path | None = None
             for raw in rs.data.get(table, []):
                 ident = _entry_id(table, raw)
                 if any(e is raw for e in admitted):
-                    entry = Entry(table, ident, fw, raw["stage"], raw, versions.get(fw),
+                    entry = Entry(table, ident, fw, raw["stage"], raw, version,
                                   str(raw.get("read", read)))
                     entries.setdefault(raw["stage"], []).append(entry)
                 else:
@@ -106,7 +113,7 @@ def load_rulebook(versions: dict[str, str | None], directory: Path | None = None
     for name in list(entries) + [raws[0]["stage"] for _, raws in uncovered.values()]:
         if name not in known_stages:
             raise RuleError(f"an entry refers to the undeclared stage {name!r}")
-    return RuleBook(stages, entries, uncovered, models, verified)
+    return RuleBook(stages, entries, uncovered, models, verified, framework_versions)
 
 
 def _entry_id(table: str, raw: dict[str, Any]) -> str:
