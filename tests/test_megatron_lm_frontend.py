@@ -24,7 +24,7 @@ import pytest
 from megatron_lm_parser import megatron_cli
 
 from auditor import rules, sources
-from auditor.config.effective import derive, overrides_from
+from auditor.config.effective import UNKNOWN, derive, overrides_from
 from auditor.config.launch import parse_launch, read_launch
 from auditor.config.model import LaunchConfig, Symbolic
 from auditor.scan import ScanInputs, run_scan
@@ -131,6 +131,17 @@ def test_virtual_pipeline_from_layers_per_stage_unbatches():
     assert config.value("overlap_p2p_comm") is True  # the store_false default, kept with a VPP
     assert config.value("batch_p2p_comm") is False
     assert config.value("pipeline_schedule") == "interleaved"
+
+
+@pytest.mark.parametrize("extra,standalone", [
+    ("--pipeline-model-parallel-layout 'Et*12|t*12L'", False),  # no MTP layer to stand alone
+    ("--pipeline-model-parallel-layout 'Et*12|t*12,m|L' --mtp-num-layers 1", UNKNOWN),
+])
+def test_layout_leaves_unknown_what_it_does_not_parse(extra, standalone):
+    _, config = derive_text(f"{BASE} {extra}\n")
+    assert config.value("virtual_pipeline_model_parallel_size") is UNKNOWN
+    assert config.value("mtp_standalone") is standalone
+    assert "--set mtp_standalone" in config.get("mtp_standalone").provenance
 
 
 def test_user_script_is_not_megatron_lm():
