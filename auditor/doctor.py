@@ -169,10 +169,15 @@ def disagreements(reports: list[dict[str, Any]]) -> list[str]:
                              f"rank 0 has {base[key]!r}")
         for mine, theirs in zip(base["groups"], other["groups"]):
             for key in GROUP_SHARED:
-                if mine[key] != theirs[key]:
+                if _comparable(key, mine[key]) != _comparable(key, theirs[key]):
                     lines.append(f"rank {other['rank']} ({other['host']}): group {theirs['name']} "
                                  f"{key} {theirs[key]!r}, rank 0's {mine['name']} has {mine[key]!r}")
     return lines
+
+
+def _comparable(key: str, value: Any) -> Any:
+    """Each rank binds its own GPU: `eager (cuda:1)` on rank 1 agrees with `eager (cuda:0)`."""
+    return value.split(" (", 1)[0] if key == "init" and isinstance(value, str) else value
 
 
 def not_coalescing(reports: list[dict[str, Any]]) -> list[str]:

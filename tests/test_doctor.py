@@ -86,3 +86,18 @@ def test_pp_that_does_not_divide_the_ranks_is_bad_input():
     done = doctor("--nproc", "4", "--backend", "gloo", "--pp", "3")
     assert done.returncode == EXIT_INPUT
     assert "--pp: 3 does not divide --nproc 4" in done.stderr
+
+
+def test_eager_init_on_each_ranks_own_gpu_is_agreement():
+    """Found on 2 x H200: each rank binds cuda:<local rank>; that is not a disagreement."""
+    from auditor.doctor import disagreements
+
+    def report(rank: int, init: str) -> dict:
+        group = {"name": "default", "backend_type": "ProcessGroupNCCL", "supports_coalescing": True,
+                 "init": init, "timeout_s": 600, "coalesced": True}
+        return {"rank": rank, "host": "h", "torch": "2.11", "nccl": "2.28", "cuda": "13.0",
+                "debug_level": "OFF", "env": {}, "groups": [group]}
+
+    assert disagreements([report(0, "eager (cuda:0)"), report(1, "eager (cuda:1)")]) == []
+    assert disagreements([report(0, "eager (cuda:0)"), report(1, "lazy")]) == [
+        "rank 1 (h): group default init 'lazy', rank 0's default has 'eager (cuda:0)'"]
