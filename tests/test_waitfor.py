@@ -87,10 +87,11 @@ def op(rank, index, api, peer, nbytes=16, **kw):
 
 
 def test_send_within_the_buffer_completes_without_its_receive_running():
-    programs = {0: [op(0, 0, "isend", 1, 4 * MiB), op(0, 1, "irecv", 1, 4 * MiB)],
-                1: [op(1, 0, "isend", 0, 4 * MiB), op(1, 1, "irecv", 0, 4 * MiB)]}
+    # 8 MiB: the largest send-before-receive measured to complete over the network transport.
+    programs = {0: [op(0, 0, "isend", 1, 8 * MiB), op(0, 1, "irecv", 1, 8 * MiB)],
+                1: [op(1, 0, "isend", 0, 8 * MiB), op(1, 1, "irecv", 0, 8 * MiB)]}
     assert not analyze(programs, Conditions.for_transport("net")).hang
-    bigger = {r: [o.__class__(**{**o.__dict__, "nbytes": 4 * MiB + 1}) for o in p]
+    bigger = {r: [o.__class__(**{**o.__dict__, "nbytes": 8 * MiB + 1}) for o in p]
               for r, p in programs.items()}
     assert analyze(bigger, Conditions.for_transport("net")).hang
 

@@ -31,10 +31,12 @@ MiB = 1 << 20
 
 # What a send can leave behind without its receive running, by transport.
 TRANSPORT_BUFFER: dict[str, int] = {
-    # NCCL_BUFFSIZE's default, 4 MiB (NCCL docs, env.html#nccl-buffsize): the staging buffer of a
-    # connection. FINDINGS 4: send-before-receive of 4 MiB completes with NCCL_P2P_DISABLE=1
-    # NCCL_SHM_DISABLE=1 (the network transport); 32 MiB hangs.
-    "net": 4 * MiB,
+    # Measured, not documented (NCCL_BUFFSIZE's default is 4 MiB, but a connection stages more):
+    # send-before-receive over the network transport (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1,
+    # 2 x H200, NCCL 2.28.9) completes at 4 MiB (FINDINGS 4) and 8 MiB, hangs at 24 MiB and
+    # 32 MiB (reports/glm5.1-pp-hang/gpu/results/, results-resolutions/). The largest size seen
+    # to complete is the model's bound.
+    "net": 8 * MiB,
     # A measured lower bound, not a documented size: FINDINGS 4, a 32 MiB send-before-receive
     # exchange completes over NVLink (2 x H200, NCCL 2.28.9). Larger sends are assumed to block
     # (unverified; reports/glm5.1-pp-hang/gpu/run.sh sweeps larger sizes).
