@@ -121,6 +121,21 @@ def _with_own_wait(base: type) -> list[type]:
     return found
 
 
+def _call_inside(rec: Recorder, op: Any, orig: Callable[..., Any], args: tuple,
+                 kwargs: dict[str, Any]) -> Any:
+    """Calls torch with this thread marked as inside a recorded op, so a nested call (`recv`
+    calling `irecv`) is not a second event; an exception is recorded and re-raised untouched."""
+    tls = rec.tls
+    tls.depth += 1
+    try:
+        return orig(*args, **kwargs)
+    except BaseException as exc:
+        rec.raised(op, exc)
+        raise
+    finally:
+        tls.depth -= 1
+
+
 def _release(version: str | None) -> str | None:
     return version.split("+")[0] if version else None
 
@@ -190,14 +205,7 @@ def _p2p_wrapper(rec: Recorder, orig: Callable[..., Any], entry: dict[str, Any])
             args[gp_i] if n > gp_i else kwargs.get(group_peer_name),
             args[g_i] if n > g_i else kwargs.get(g_name),
         )
-        tls.depth += 1
-        try:
-            result = orig(*args, **kwargs)
-        except BaseException as exc:
-            tls.depth -= 1
-            rec.raised(op, exc)
-            raise
-        tls.depth -= 1
+        result = _call_inside(rec, op, orig, args, kwargs)
         rec.finish(op, result)
         return result
 
@@ -218,14 +226,7 @@ def _group_op_wrapper(rec: Recorder, orig: Callable[..., Any], api: str, kind: s
         first = args[0] if args else next(iter(kwargs.values()), None)
         op = rec.begin_group_op(api, kind, first,
                                 args[g_i] if len(args) > g_i else kwargs.get(g_name))
-        tls.depth += 1
-        try:
-            result = orig(*args, **kwargs)
-        except BaseException as exc:
-            tls.depth -= 1
-            rec.raised(op, exc)
-            raise
-        tls.depth -= 1
+        result = _call_inside(rec, op, orig, args, kwargs)
         rec.finish(op, result)
         return result
 
@@ -271,14 +272,7 @@ def _setup_wrapper(rec: Recorder, orig: Callable[..., Any], api: str) -> Callabl
         if tls.depth or not rec.on:
             return orig(*args, **kwargs)
         op = rec.begin_setup(api, _setup_details(rec, api, signature, args, kwargs))
-        tls.depth += 1
-        try:
-            result = orig(*args, **kwargs)
-        except BaseException as exc:
-            tls.depth -= 1
-            rec.raised(op, exc)
-            raise
-        tls.depth -= 1
+        result = _call_inside(rec, op, orig, args, kwargs)
         if api == "init_process_group":
             rec.initialised(op)
         else:
