@@ -259,11 +259,7 @@ class Recorder:
                     f'"peer":{peer if type(peer) is int else "null"},'
                     f'"group":{g.json if g is not None else "null"},'
                     f'"site":{callsite.caller_site(2)},{_tensor(tensor)}{extra}')
-            self._emit(body, op)
-            if window is not None:
-                op.in_window = True
-                window.ops.append(op)
-            return op
+            return self._started(op, body, window)
         except Exception as exc:
             self.fail(exc)
             return None
@@ -287,14 +283,18 @@ class Recorder:
                     f'"group":{g.json if g is not None else "null"},'
                     f'"site":{callsite.caller_site(2)},'
                     f'{_tensor(tensor)}{extra}')
-            self._emit(body, op)
-            if window is not None:
-                op.in_window = True
-                window.ops.append(op)
-            return op
+            return self._started(op, body, window)
         except Exception as exc:
             self.fail(exc)
             return None
+
+    def _started(self, op: Op, body: str, window: Any) -> Op:
+        """Writes the op's start line, and joins it to the coalescing window it runs in."""
+        self._emit(body, op)
+        if window is not None:
+            op.in_window = True
+            window.ops.append(op)
+        return op
 
     def begin_setup(self, api: str, details: dict[str, Any]) -> Op | None:
         """init_process_group / new_group: not ops on a group, but a rank can block in them."""
