@@ -21,7 +21,7 @@ from auditor.static import graphrules, ir
 from auditor.static.callgraph import Interpreter
 from auditor.static.program import Program
 from auditor.static.reach import BlockedCallee, Reachability, SiteReach, site_reach
-from auditor.static.sites import Inventory, Site, inventory
+from auditor.static.sites import Site, inventory
 
 # Which frameworks a launcher runs, outermost first.
 STACKS = {

@@ -25,7 +25,7 @@ from typing import Any
 
 import libcst as cst
 
-from auditor.static.names import dotted, import_target
+from auditor.static.names import dotted, import_bindings, qualname
 
 Expr = tuple
 Stmt = tuple
@@ -51,12 +51,7 @@ class _Builder:
     # --- naming --------------------------------------------------------------------------------
 
     def qualname(self, name: str) -> str:
-        parts: list[str] = []
-        for kind, n in self.scope:
-            parts.append(n)
-            if kind == "function":
-                parts.append("<locals>")
-        return ".".join([*parts, name])
+        return qualname([*self.scope, ("", name)])
 
     def text(self, node: cst.CSTNode) -> str:
         code = " ".join(self.tree.code_for_node(node).split())
@@ -135,32 +130,9 @@ class _Builder:
             return [("raise",)]
         if isinstance(node, cst.Assert):
             return [("expr", self.expr(node.test))]
-        if isinstance(node, cst.Import):
-            out = []
-            for alias in node.names:
-                full = dotted(alias.name)
-                if full is None:
-                    continue
-                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                    out.append((alias.asname.name.value, full, True))
-                else:
-                    # `import a.b` binds `a`, and imports `a.b` as a side effect.
-                    out.append((full.split(".")[0], full, True))
-            return [("import", out)]
-        if isinstance(node, cst.ImportFrom):
-            base = import_target(self.module, self.is_package, node)
-            if base is None or isinstance(node.names, cst.ImportStar):
-                return []
-            out = []
-            for alias in node.names:
-                name = dotted(alias.name)
-                if name is None:
-                    continue
-                local = name
-                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                    local = alias.asname.name.value
-                out.append((local, f"{base}.{name}", False))
-            return [("import", out)]
+        if isinstance(node, (cst.Import, cst.ImportFrom)):
+            bindings = import_bindings(node, self.module, self.is_package)
+            return [("import", bindings)] if bindings else []
         if isinstance(node, (cst.Global, cst.Nonlocal)):
             return [("global", [n.name.value for n in node.names])]
         return []

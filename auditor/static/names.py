@@ -28,6 +28,48 @@ def dotted(node: cst.BaseExpression) -> str | None:
     return None
 
 
+def qualname(stack: list[tuple[str, str]]) -> str:
+    """Python's `__qualname__` for a stack of ("class" | "function", name) scopes, the way the
+    runtime's `co_qualname` spells it (so static sites and recorded frames meet)."""
+    if not stack:
+        return "<module>"
+    parts: list[str] = []
+    for i, (kind, name) in enumerate(stack):
+        parts.append(name)
+        if kind == "function" and i < len(stack) - 1:
+            parts.append("<locals>")
+    return ".".join(parts)
+
+
+def import_bindings(node: cst.Import | cst.ImportFrom, module: str,
+                    is_package: bool) -> list[tuple[str, str, bool]]:
+    """(local name, qualified target, is a module import) for each name an import binds.
+    `import a.b` binds `a` (target `a.b`: importing it is a side effect)."""
+    out: list[tuple[str, str, bool]] = []
+    if isinstance(node, cst.Import):
+        for alias in node.names:
+            full = dotted(alias.name)
+            if full is None:
+                continue
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                out.append((alias.asname.name.value, full, True))
+            else:
+                out.append((full.split(".")[0], full, True))
+        return out
+    base = import_target(module, is_package, node)
+    if base is None or isinstance(node.names, cst.ImportStar):
+        return out
+    for alias in node.names:
+        name = dotted(alias.name)
+        if name is None:
+            continue
+        local = name
+        if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+            local = alias.asname.name.value
+        out.append((local, f"{base}.{name}", False))
+    return out
+
+
 def import_target(module: str, is_package: bool, node: cst.ImportFrom) -> str | None:
     """The absolute module a `from X import ...` names, resolving relative dots."""
     level = len(node.relative)
@@ -88,25 +130,6 @@ class Scopes:
         return f"{target}.{rest}" if rest else target
 
     def bind_import(self, node: cst.Import | cst.ImportFrom) -> None:
-        if isinstance(node, cst.Import):
-            for alias in node.names:
-                full = dotted(alias.name)
-                if full is None:
-                    continue
-                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                    self.bind(alias.asname.name.value, full)
-                else:
-                    head = full.split(".")[0]
-                    self.bind(head, head)
-            return
-        base = import_target(self.module, self.is_package, node)
-        if base is None or isinstance(node.names, cst.ImportStar):
-            return
-        for alias in node.names:
-            name = dotted(alias.name)
-            if name is None:
-                continue
-            local = name
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                local = alias.asname.name.value
-            self.bind(local, f"{base}.{name}")
+        for local, target, is_module in import_bindings(node, self.module, self.is_package):
+            head = target.split(".")[0]
+            self.bind(local, head if is_module and local == head else target)

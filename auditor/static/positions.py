@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from auditor.static.names import qualname
+
 
 @dataclass(frozen=True)
 class Span:
@@ -40,19 +42,7 @@ class _Index(ast.NodeVisitor):
         self.spans: dict[tuple[str, str, str], list[Span]] = {}
 
     def _function(self) -> str:
-        if not self.stack:
-            return "<module>"
-        parts: list[str] = []
-        for i, (kind, name) in enumerate(self.stack):
-            parts.append(name)
-            if kind == "function" and i < len(self.stack) - 1:
-                parts.append("<locals>")
-        return ".".join(parts)
-
-    def _scoped(self, kind: str, name: str, node: ast.AST) -> None:
-        self.stack.append((kind, name))
-        self.generic_visit(node)
-        self.stack.pop()
+        return qualname(self.stack)
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         for child in (*node.decorator_list, *node.bases, *node.keywords):

@@ -18,7 +18,7 @@ import libcst as cst
 from auditor.sources import SourceSet
 from auditor.static.analyze import Analysis, analyze
 from auditor.static.apis import ApiTable, load_table
-from auditor.static.names import Scopes
+from auditor.static.names import Scopes, qualname
 from auditor.static.positions import Span, locate
 
 PARTIAL = {"functools.partial"}
@@ -78,14 +78,7 @@ class _Finder(cst.CSTVisitor):
     # --- scopes --------------------------------------------------------------------------------
 
     def function_name(self) -> str:
-        if not self.qualname:
-            return "<module>"
-        parts: list[str] = []
-        for i, (kind, name) in enumerate(self.qualname):
-            parts.append(name)
-            if kind == "function" and i < len(self.qualname) - 1:
-                parts.append("<locals>")
-        return ".".join(parts)
+        return qualname(self.qualname)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
         for child in (*node.decorators, *node.bases, *node.keywords):
