@@ -29,9 +29,9 @@ class Program:
         self.errors: list[tuple[str, FileError]] = []
         self.parsed = 0
         self.cached = 0
-        self.workers = jobs if jobs is not None else max(1, (os.cpu_count() or 1) - 1)
+        self.workers = jobs if jobs is not None else (os.cpu_count() or 1)
         self.pool: ProcessPoolExecutor | None = None  # started by the first file to parse
-        self.pending: dict[str, Future] = {}
+        self.pending: dict[str, tuple[Future, str]] = {}  # module -> (parse, file digest)
 
     def has_module(self, module: str) -> bool:
         return module in self.where
@@ -49,7 +49,8 @@ class Program:
             return
         if self.pool is None:
             self.pool = ProcessPoolExecutor(max_workers=self.workers)
-        self.pending[module] = self.pool.submit(run_one, module_task, rel, text, module, src.name)
+        future = self.pool.submit(run_one, module_task, rel, text, module, src.name)
+        self.pending[module] = (future, digest)
 
     def module(self, module: str) -> dict[str, Any] | None:
         """The IR of a module, or None when it is not part of the analysed sources."""
@@ -68,7 +69,7 @@ class Program:
         elif text is None:
             self.errors.append((src.name, FileError(rel, error or "unreadable")))
         else:
-            future = self.pending.pop(module, None)
+            future = self.pending.pop(module, (None, ""))[0]
             _, result, err = future.result() if future else run_one(module_task, rel, text, module, src.name)
             self.parsed += 1
             if err is not None:
@@ -79,10 +80,18 @@ class Program:
         return self.loaded[module]
 
     def close(self) -> None:
+        """Stops parsing; what was parsed ahead and never asked for is cached all the same, so a
+        later run does not parse it again."""
         if self.pool is not None:
-            for f in self.pending.values():
-                f.cancel()
+            for future, _ in self.pending.values():
+                future.cancel()
             self.pool.shutdown(wait=True, cancel_futures=True)
             self.pool = None
+        for module, (future, digest) in self.pending.items():
+            if future.done() and not future.cancelled():
+                rel, result, err = future.result()
+                if err is None:
+                    self.caches[self.where[module][0].name].put(rel, digest, result)
+        self.pending.clear()
         for cache in self.caches.values():
             cache.save()
