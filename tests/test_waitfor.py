@@ -87,11 +87,11 @@ def op(rank, index, api, peer, nbytes=16, **kw):
 
 
 def test_send_within_the_buffer_completes_without_its_receive_running():
-    # 8 MiB: the largest send-before-receive measured to complete over the network transport.
-    programs = {0: [op(0, 0, "isend", 1, 8 * MiB), op(0, 1, "irecv", 1, 8 * MiB)],
-                1: [op(1, 0, "isend", 0, 8 * MiB), op(1, 1, "irecv", 0, 8 * MiB)]}
+    # 12 MiB: the largest send-before-receive measured to complete over the network transport.
+    programs = {0: [op(0, 0, "isend", 1, 12 * MiB), op(0, 1, "irecv", 1, 12 * MiB)],
+                1: [op(1, 0, "isend", 0, 12 * MiB), op(1, 1, "irecv", 0, 12 * MiB)]}
     assert not analyze(programs, Conditions.for_transport("net")).hang
-    bigger = {r: [o.__class__(**{**o.__dict__, "nbytes": 8 * MiB + 1}) for o in p]
+    bigger = {r: [o.__class__(**{**o.__dict__, "nbytes": 12 * MiB + 1}) for o in p]
               for r, p in programs.items()}
     assert analyze(bigger, Conditions.for_transport("net")).hang
 
