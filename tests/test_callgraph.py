@@ -187,3 +187,41 @@ def test_three_valued_guards_on_nested_conditions(tmp_path, config, expected):
     '''}
     out = analyse(tmp_path, files, "from pkg.step import step\nstep(DATA, DATA)\n", {**config, "other": False})
     assert out["unbatched:isend"].reachable == expected
+
+
+def test_a_name_defined_twice_keeps_both_bodies(tmp_path):
+    files = {"pkg/comm.py": COMM, "pkg/step.py": '''
+        import os
+        from pkg import comm
+        if os.environ.get("UNBATCHED"):
+            def send(t):
+                comm.unbatched(tensor=t, peer=1, group=None)
+        else:
+            def send(t):
+                comm.batched(tensor=t, peer=1, group=None)
+    '''}
+    out = analyse(tmp_path, files, "from pkg.step import send\nsend(DATA)\n", {})
+    assert (out["batched:P2POp"].reachable, out["unbatched:isend"].reachable) == ("yes", "yes")
+
+
+def test_patching_a_class_leaves_its_namesake_in_another_module_alone(tmp_path):
+    files = {"pkg/comm.py": COMM, "pkg/a.py": '''
+        from pkg import comm
+        class Worker:
+            def step(self, t):
+                comm.unbatched(tensor=t, peer=1, group=None)
+    ''', "pkg/b.py": '''
+        from pkg import comm
+        class Worker:
+            def step(self, t):
+                comm.batched(tensor=t, peer=1, group=None)
+    ''', "pkg/patch.py": '''
+        from pkg import a
+        def quiet(self, t):
+            return t
+        a.Worker.step = quiet
+    '''}
+    entry = "import pkg.patch as p\nfrom pkg.b import Worker\nWorker().step(DATA)\n"
+    out = analyse(tmp_path, files, entry, {})
+    assert out["<patches>"] == [("pkg.a.Worker.step", "pkg.patch.quiet")]
+    assert out["batched:P2POp"].reachable == "yes"

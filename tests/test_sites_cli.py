@@ -135,3 +135,18 @@ def test_wheel_is_never_imported(tmp_path):
     doc = json.loads(proc.stdout)
     assert [(s["package"], s["path"], s["api"]) for s in doc["sites"]] == [("boom", "boom/__init__.py", "isend")]
     assert doc["targets"][0]["version"] == "1.0"
+
+
+def test_a_syntax_error_is_reported_again_on_the_next_run(tree, tmp_path, monkeypatch):
+    """Found in review: a file that failed to parse must not be cached as 'nothing here'."""
+    from auditor.sources import resolve
+    from auditor.static.program import Program
+    from auditor.static.sites import inventory
+
+    monkeypatch.setenv("P2PAUDIT_CACHE", str(tmp_path / "cache"))
+    src = resolve(str(tree))
+    program = Program([src], jobs=0)
+    assert program.module("pkg.broken") is None  # the call graph meets it first
+    program.close()
+    for _ in range(2):
+        assert "pkg/broken.py" in [e.path for e in inventory(src, jobs=1).analysis.errors]

@@ -25,6 +25,7 @@ from auditor.static.values import (
 
 # In entry code, `P2PAUDIT_INSTANCE(Cls)` is an instance of Cls whose __init__ never ran.
 INSTANCE = "P2PAUDIT_INSTANCE"
+ENTRY_PREFIX = "<entry"  # entry code runs as a module named `<entry N>`
 MAX_VALUES = 6
 MAX_DEPTH = 40
 MAX_NODES = 6000
@@ -128,7 +129,7 @@ class Interpreter:
         self.rules = rules
         self.globals: dict[str, dict[str, frozenset]] = {}
         self.closures: dict[int, tuple[dict[str, frozenset], int]] = {}
-        self.class_attrs: dict[str, dict[str, frozenset]] = {}
+        self.class_attrs: dict[Klass, dict[str, frozenset]] = {}  # patched class attributes
         self.nodes: list[Node] = []
         self.node_index: dict[tuple, int] = {}
         self.memo: dict[tuple, frozenset] = {}
@@ -260,6 +261,11 @@ class Interpreter:
         elif kind == "import":
             for local, target, is_module in stmt[1]:
                 state.env[local] = frozenset({self.import_value(local, target, is_module)})
+                if frame.kind == "function" or frame.module.startswith(ENTRY_PREFIX):
+                    # An import that runs (in entry code or a function) runs the module, whose
+                    # top level may install patches (`import pkg.patches`). Module-level imports
+                    # stay lazy: their module runs when something of it is used.
+                    self.module_globals(target if is_module else target.rpartition(".")[0])
         return state
 
     def _closure(self, state: State, frame: Frame) -> int:
@@ -354,8 +360,8 @@ class Interpreter:
                     values |= self.attr_of(base, attr, name)
         for v in values:
             if isinstance(v, Func):
-                funcs.add(f"{v.module}.{v.qualname}")
-        funcs |= {f"{frame.module}.{qualname}" for qualname in defs}
+                funcs.add(f"{v.module}.{_python_qualname(v.qualname)}")
+        funcs |= {f"{frame.module}.{_python_qualname(qualname)}" for qualname in defs}
         if funcs or sites:
             self.blocked.append(Blocked(frame.node, guards, frozenset(funcs), frozenset(sites)))
 
@@ -392,7 +398,7 @@ class Interpreter:
                     self.version += 1
                     self._patched(f"{base.name}.{attr}", base.name, value, state, frame)
             elif isinstance(base, Klass):
-                self.class_attrs.setdefault(base.qualname, {})[attr] = value
+                self.class_attrs.setdefault(base, {})[attr] = value
                 self.version += 1
                 self._patched(f"{base.module}.{base.qualname}.{attr}", base.module, value, state, frame)
 
@@ -402,8 +408,9 @@ class Interpreter:
             return
         for v in value:
             if isinstance(v, (Func, Klass)):
-                p = Patch(target, f"{v.module}.{v.qualname}",
-                          f"{v.module.rsplit('.', 1)[-1]}.{v.qualname}", frame.node, state.status)
+                q = _python_qualname(v.qualname)
+                p = Patch(target, f"{v.module}.{q}", f"{v.module.rsplit('.', 1)[-1]}.{q}",
+                          frame.node, state.status)
                 if p not in self.patches:
                     self.patches.append(p)
 
@@ -599,7 +606,7 @@ class Interpreter:
         if isinstance(b, _Super):
             out: set = set()
             for cls in self.mro(Klass(b.cls, b.module))[1:]:
-                cenv = {**self.class_env(cls), **self.class_attrs.get(cls.qualname, {})}
+                cenv = {**self.class_env(cls), **self.class_attrs.get(cls, {})}
                 if attr in cenv:
                     for obj in b.self_values:
                         out |= self._bind(cenv[attr], obj, cls) if isinstance(obj, Obj) else cenv[attr]
@@ -664,7 +671,7 @@ class Interpreter:
 
     def class_lookup(self, k: Klass, attr: str) -> tuple[Klass, frozenset] | None:
         for cls in self.mro(k):
-            patched = self.class_attrs.get(cls.qualname, {})
+            patched = self.class_attrs.get(cls, {})
             if attr in patched:
                 return cls, patched[attr]
             cenv = self.class_env(cls)
@@ -818,7 +825,7 @@ class Interpreter:
         context = (func.closure, id(func.bound) if func.bound is not None else 0,
                    tuple(sorted((k, _key(v)) for k, v in env.items())), self.version)
         memo_key = (func.module, func.qualname, context)
-        node = self.node(func.module, func.qualname, hash(context) & 0xFFFFFF)
+        node = self.node(func.module, fir["qualname"], hash(context) & 0xFFFFFF)
         if caller is not None:
             cstate, cframe = caller
             self.edges.append(Edge(cframe.node, node, cstate.status, cstate.guards))
@@ -991,6 +998,11 @@ def _join(states: list[State]) -> State:
     for s in states:
         status = or3(status, s.status)
     return State(env, guards, status)
+
+
+def _python_qualname(key: str) -> str:
+    """The IR stores a second definition of a name as `name#2`; Python calls both `name`."""
+    return key.split("#", 1)[0]
 
 
 def _dotted(e: tuple) -> str | None:

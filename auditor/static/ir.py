@@ -169,12 +169,19 @@ class _Builder:
         self.scope.pop()
         if isinstance(body, cst.BaseExpression):
             body_ir = [("return", body_ir)]
-        self.functions[qn] = {
+        # A name defined twice (`if X: def send(): ... else: def send(): ...`, two lambdas in
+        # one scope) keeps both bodies: the second is stored under `qualname#2`.
+        key = qn
+        n = 1
+        while key in self.functions:
+            n += 1
+            key = f"{qn}#{n}"
+        self.functions[key] = {
             "qualname": qn, "name": name, "params": plist, "body": body_ir,
             "decorators": decos, "method": in_class,
             "nested": any(k == "function" for k, _ in self.scope),
         }
-        return qn
+        return key
 
     def klass(self, node: cst.ClassDef) -> str:
         qn = self.qualname(node.name.value)
@@ -270,7 +277,7 @@ def _call_children(node: cst.CSTNode) -> list[cst.BaseExpression]:
     stack = list(node.children)
     while stack:
         cur = stack.pop()
-        if isinstance(cur, (cst.Call, cst.Attribute, cst.Name)) and not isinstance(cur, cst.Name):
+        if isinstance(cur, (cst.Call, cst.Attribute)):
             found.append(cur)
             continue
         if isinstance(cur, cst.Lambda):

@@ -72,10 +72,11 @@ class Program:
             future = self.pending.pop(module, (None, ""))[0]
             _, result, err = future.result() if future else run_one(module_task, rel, text, module, src.name)
             self.parsed += 1
-            if err is not None:
+            if err is not None:  # not cached: the next run must report it again
                 self.errors.append((src.name, FileError(rel, err)))
                 result = None
-            cache.put(rel, digest, result)
+            else:
+                cache.put(rel, digest, result)
         self.loaded[module] = result["ir"] if result else None
         return self.loaded[module]
 
