@@ -8,6 +8,7 @@ otherwise entries with a range are dropped for an unknown version).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import sys
 from dataclasses import dataclass, field
@@ -67,12 +68,20 @@ def load(framework: str, version: str | None = None, directory: Path | None = No
     path = (directory or rules_dir()) / f"{framework}.toml"
     if not path.is_file():
         raise InputError(str(path), f"no rules for framework {framework!r}")
-    raw = path.read_bytes()
+    stat = path.stat()
+    data, digest = _parse(str(path), stat.st_mtime_ns, stat.st_size)
+    return RuleSet(framework, version, data, digest)
+
+
+@functools.lru_cache(maxsize=64)
+def _parse(path: str, mtime_ns: int, size: int) -> tuple[dict[str, Any], str]:
+    """A rules file parsed once per process (per content on disk); callers only read it."""
+    raw = Path(path).read_bytes()
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(str(path), f"invalid rules file: {exc}") from None
-    return RuleSet(framework, version, data, hashlib.sha256(raw).hexdigest()[:16])
+        raise InputError(path, f"invalid rules file: {exc}") from None
+    return data, hashlib.sha256(raw).hexdigest()[:16]
 
 
 def version_in(version: str | None, spec: str) -> bool | None:

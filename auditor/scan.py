@@ -97,11 +97,11 @@ def run_scan(inputs: ScanInputs) -> dict[str, Any]:
     effective = derive(launch, versions, inputs.overrides, inputs.torch_version)
     invs = [inventory(s, jobs=inputs.jobs, progress=inputs.progress) for s in srcs]
     sites = [site for inv in invs for site in inv.sites]
-    rules, _, _ = graphrules.load(versions)
+    rules, bound, generic = graphrules.load(versions)
     if inputs.entries:
         entry_specs = [(spec, entry_code(spec)) for spec in inputs.entries]
     else:
-        entry_specs = [(e.name, e.code) for e in graphrules.entries_for(launch.launcher, versions)]
+        entry_specs = [(e.name, e.code) for e in graphrules.entries_for(launch.launcher, bound, generic)]
     program = Program(srcs, jobs=inputs.jobs)
     try:
         interp = Interpreter(program, interpreter_config(effective), rules)
@@ -119,9 +119,10 @@ def run_scan(inputs: ScanInputs) -> dict[str, Any]:
         results = _reach_all(interp, reach, program, sites)
     finally:
         program.close()
-    site_docs = [_site_doc(s, results[s.id], effective) for s in sites]
+    unbatched = {s.id: effectively_batched(s, effective) for s in sites}
+    site_docs = [_site_doc(s, results[s.id], effective, unbatched[s.id]) for s in sites]
     findings = [*launch.diagnostics, *effective.findings, *lint(launch, effective.value("torch_version"))]
-    findings += _site_findings(site_docs, effective, interp)
+    findings += _site_findings(site_docs, unbatched, interp)
     analyses = [inv.analysis for inv in invs]
     doc = document.build(srcs, site_docs, analyses, findings, config=effective.to_json())
     doc["launch"] = {"path": launch.path, "launcher": launch.launcher, "line": launch.command_line,
@@ -184,19 +185,45 @@ def _split_function(program: Program, function: str) -> tuple[str, str] | None:
     return None
 
 
-def effectively_batched(site: Site, effective: EffectiveConfig) -> tuple[bool, str]:
-    """Whether the op runs inside a coalesced group at run time, and why not when it does not."""
+@dataclass(frozen=True)
+class Unbatched:
+    """Why an op runs outside any coalesced group at run time, and what to do about it."""
+
+    cause: str
+    fix: str
+    detail: str = ""
+
+    @property
+    def words(self) -> str:
+        return f"{self.cause}: {self.detail}" if self.detail else self.cause
+
+
+ON_ITS_OWN = Unbatched(
+    "issued on its own (not in batch_isend_irecv or a coalescing block)",
+    "route this op through batch_isend_irecv (megatron: batch_p2p_comm=True covers the pipeline "
+    "path), or initialise NCCL eagerly (init_process_group(device_id=...)) so no per-pair "
+    "communicator is created lazily")
+TORCH_OP_BY_OP = Unbatched(
+    "torch will run this batch op by op",
+    "unset TORCH_DISTRIBUTED_DEBUG (or use INFO), or upgrade to torch >= 2.11, where the debug "
+    "wrapper forwards supportsCoalescing (pytorch PR #173599); `p2paudit repro fallback-1f1b` "
+    "shows the failure and each fix")
+
+
+def effectively_batched(site: Site, effective: EffectiveConfig) -> Unbatched | None:
+    """None when the op runs inside a coalesced group at run time, else why it does not."""
     if not site.batched:
-        return False, "issued on its own (not in batch_isend_irecv or a coalescing block)"
+        return ON_ITS_OWN
     if site.issues in ("descriptor", "batch") and effective.value("torch_batch_coalesces") is False:
         v = effective.get("torch_batch_coalesces")
-        return False, f"torch will run this batch op by op: {v.provenance if v else ''}"
-    return True, ""
+        return Unbatched(TORCH_OP_BY_OP.cause, TORCH_OP_BY_OP.fix, v.provenance if v else "")
+    return None
 
 
-def _site_doc(site: Site, r: SiteReach, effective: EffectiveConfig) -> dict[str, Any]:
+def _site_doc(site: Site, r: SiteReach, effective: EffectiveConfig,
+              unbatched: Unbatched | None) -> dict[str, Any]:
     d = site.to_json()
-    batched, why = effectively_batched(site, effective)
+    batched = unbatched is None
     batch_cfg = effective.value("batch_p2p_comm")
     if r.reachable == "no":
         verdict = "unreachable"
@@ -209,31 +236,31 @@ def _site_doc(site: Site, r: SiteReach, effective: EffectiveConfig) -> dict[str,
     d.update(
         reachable=r.reachable, guards=r.guards, conditions=r.conditions, paths=r.paths,
         groups=r.groups, verdict=verdict, reason=r.reason, runs_batched=batched,
-        unbatched_reason=why,
+        unbatched_reason=unbatched.words if unbatched else "",
     )
     return d
 
 
-def _site_findings(site_docs: list[dict[str, Any]], effective: EffectiveConfig,
+def _site_findings(site_docs: list[dict[str, Any]], unbatched: dict[str, Unbatched | None],
                    interp: Interpreter) -> list[Finding]:
     findings: list[Finding] = []
-    contradictions = [d for d in site_docs if d["verdict"] == "contradiction"]
-    by_reason: dict[str, list[dict[str, Any]]] = {}
-    for d in contradictions:
-        by_reason.setdefault(d["unbatched_reason"], []).append(d)
-    for why, docs in by_reason.items():
+    by_cause: dict[Unbatched, list[dict[str, Any]]] = {}
+    for d in site_docs:
+        why = unbatched[d["id"]]
+        if d["verdict"] == "contradiction" and why is not None:
+            by_cause.setdefault(why, []).append(d)
+    for why, docs in by_cause.items():
         first = docs[0]
         path = " -> ".join(first["paths"][0]) if first["paths"] else first["function"]
         groups = sorted({g for d in docs for g in d["groups"]})
-        short_why = why.split(":", 1)[0]
         findings.append(Finding(
             "unbatched-contradiction", "error",
             f"{len(docs)} reachable P2P site(s) will run unbatched although batch_p2p_comm=True "
-            f"({short_why}); e.g. {first['path']}:{first['line']} {first['api']} via {path}, "
+            f"({why.cause}); e.g. {first['path']}:{first['line']} {first['api']} via {path}, "
             f"group: {', '.join(groups) or 'unknown'}. Under lazy NCCL init each unbatched op "
             "creates a 2-rank communicator for its pair, and ranks that reach different "
             "communicator creations first wait on each other forever (no timeout covers it).",
-            fix=_fix_for(why, effective),
+            fix=why.fix,
             site_ids=[d["id"] for d in docs],
             where=f"{first['path']}:{first['line']}",
         ))
@@ -257,14 +284,3 @@ def _site_findings(site_docs: list[dict[str, Any]], effective: EffectiveConfig,
             detail={"groups": users},
         ))
     return findings
-
-
-def _fix_for(why: str, effective: EffectiveConfig) -> str:
-    if why.startswith("torch will run"):
-        return ("unset TORCH_DISTRIBUTED_DEBUG (or use INFO), or upgrade to torch >= 2.11, where the "
-                "debug wrapper forwards supportsCoalescing (pytorch PR #173599); "
-                "`p2paudit repro fallback-1f1b` shows the failure and each fix")
-    return ("route this op through batch_isend_irecv (megatron: batch_p2p_comm=True covers the "
-            "pipeline path), or initialise NCCL eagerly (init_process_group(device_id=...)) so "
-            "no per-pair communicator is created lazily")
-

@@ -80,10 +80,6 @@ def resolve(target: str) -> SourceSet:
     return _from_installed(target)
 
 
-def resolve_all(targets: list[str]) -> list[SourceSet]:
-    return [resolve(t) for t in targets]
-
-
 # --- kinds -------------------------------------------------------------------------------------
 
 

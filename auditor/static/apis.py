@@ -17,6 +17,7 @@ class ApiTable:
     pg_types: set[str] = field(default_factory=set)
     pg_factories: set[str] = field(default_factory=set)
     digest: str = ""
+    _patterns: tuple[re.Pattern[str], re.Pattern[str]] | None = field(default=None, repr=False)
 
     @property
     def short_names(self) -> set[str]:
@@ -25,7 +26,14 @@ class ApiTable:
         names |= {q.rsplit(".", 1)[-1] for q in self.coalescing}
         return names | set(self.pg_methods)
 
-    def prefilter(self) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    def may_hold_site(self, text: str) -> bool:
+        """The cheap test that lets most files skip parsing."""
+        if self._patterns is None:
+            self._patterns = self._prefilter()
+        api, context = self._patterns
+        return api.search(text) is not None and context.search(text) is not None
+
+    def _prefilter(self) -> tuple[re.Pattern[str], re.Pattern[str]]:
         """Two patterns a file must both match to hold a site: it names an API, and it mentions
         torch.distributed or a process group somewhere (an import, an annotation, a factory)."""
         context = {q.split(".")[1] for q in self.by_qualname if q.count(".") >= 2}

@@ -62,9 +62,9 @@ def load(versions: dict[str, str | None]) -> tuple[Rules, list[EntryPoint], list
     return r, bound, generic
 
 
-def entries_for(launcher: str, versions: dict[str, str | None]) -> list[EntryPoint]:
-    """The entry points of the framework that launches this run; megatron-core's generic
-    schedule entry when none claims the launcher (torchrun pretrain_gpt.py, a user's loop)."""
-    _, bound, generic = load(versions)
+def entries_for(launcher: str, bound: list[EntryPoint], generic: list[EntryPoint]) -> list[EntryPoint]:
+    """The entry points of the framework that launches this run (`load`'s bound ones); the
+    generic ones, megatron-core's schedule, when none claims the launcher (torchrun
+    pretrain_gpt.py, a user's loop)."""
     mine = [e for e in bound if any(launcher.startswith(name) for name in e.launchers)]
     return mine or generic

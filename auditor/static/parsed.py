@@ -14,9 +14,8 @@ from auditor.static import analyze, apis, ir, names, positions, sites
 def module_task(text: str, relpath: str, module: str, package: str) -> dict[str, Any]:
     tree = cst.parse_module(text)
     table = sites.table()
-    api, context = table.prefilter()
     pairs = []
-    if api.search(text) and context.search(text):  # a file that cannot hold a site is not walked
+    if table.may_hold_site(text):  # a file that cannot hold a site is not walked
         pairs = sites.sites_with_nodes(text, tree, relpath, module, package, table)
     site_ids = {id(node): site.id for site, node in pairs}
     return {

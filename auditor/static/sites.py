@@ -443,7 +443,6 @@ def sites_with_nodes(
 def _site(p: _Pending, span: Span, relpath: str, module: str, package: str, ordinal: int,
           tree: cst.Module) -> Site:
     fields = dict(p.fields)
-    fields.pop("partial", None)
     first = tree.code_for_node(p.node).strip().splitlines()[0]
     return Site(
         id=f"{package}:{module}.{p.function}:{fields['api']}:{ordinal}",
@@ -494,12 +493,11 @@ def inventory(src: SourceSet, jobs: int | None = None, progress: bool = False) -
     parsed once, for their sites and the IR the call graph reads later."""
     from auditor.static import parsed  # parsed imports this module
 
-    api, context = table().prefilter()
     result = analyze(
         src,
         parsed.module_task,
         parsed.task_key(),
-        wanted=lambda text: api.search(text) is not None and context.search(text) is not None,
+        wanted=table().may_hold_site,
         jobs=jobs,
         progress=progress,
     )
