@@ -262,3 +262,15 @@ def test_bootstrap_arms_the_process_and_chains_the_sitecustomize_it_shadows(tmp_
     # chained; armed; the bootstrap directory is off sys.path again; torch not imported for it
     assert out.stdout.split() == ["yes", "True", "False", "False"]
     assert not (tmp_path / "trace").exists()  # nothing written by a process that is not a rank
+
+
+def test_meta_lines_name_the_writers_without_reading_events():
+    """The SIGUSR1 forwarder needs each rank's host and pid only (found in review: it used to
+    parse every event of every rank at the moment a job hangs)."""
+    from pathlib import Path
+
+    from auditor.dynamic.trace import read_meta_lines
+
+    metas = read_meta_lines(Path(__file__).parent / "record_fixtures" / "pipeline")
+    assert sorted(m["rank"] for m in metas) == [0, 1, 2, 3]
+    assert all(isinstance(m["pid"], int) and m["host"] for m in metas)

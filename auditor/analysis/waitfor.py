@@ -281,9 +281,8 @@ class _Replay:
                     match[send], match[recv] = (recv,), (send,)
             elif lane[0] == "coll":
                 members = self.comm[keys[0]].members
-                mine = sorted(keys)
-                for k, key in enumerate(mine):
-                    partners = [sorted(lanes.get(("coll", lane[1], m), [])) for m in members]
+                partners = [sorted(lanes.get(("coll", lane[1], m), [])) for m in members]
+                for k, key in enumerate(sorted(keys)):
                     if all(len(p) > k for p in partners):
                         match[key] = tuple(p[k] for p in partners if p[k] != key)
         return match

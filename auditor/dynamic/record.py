@@ -116,9 +116,5 @@ def summary(out: Path) -> str:
 
 def _local_rank_pids(out: Path) -> list[int]:
     host = socket.gethostname()
-    try:
-        t = trace.read_trace_dir(out)
-    except InputError:
-        return []
-    return [rt.meta["pid"] for rt in t.ranks.values()
-            if rt.meta.get("host") == host and isinstance(rt.meta.get("pid"), int)]
+    return [m["pid"] for m in trace.read_meta_lines(out)
+            if m.get("host") == host and isinstance(m.get("pid"), int)]

@@ -133,6 +133,23 @@ def read_trace_dir(path: str | os.PathLike[str]) -> Trace:
     return Trace(root, dict(sorted(ranks.items())), world_size, missing, earlier, skipped)
 
 
+def read_meta_lines(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The first (meta) line of every rank file: who wrote it (host, pid), without reading the
+    events. The launcher's SIGUSR1 handler needs only this, at the moment a rank is stuck."""
+    metas = []
+    for file in sorted(Path(path).glob("rank-*.jsonl")):
+        if not RANK_FILE.match(file.name):
+            continue
+        try:
+            with file.open("rb") as f:
+                meta = json.loads(f.readline())
+        except (OSError, ValueError):
+            continue
+        if isinstance(meta, dict) and meta.get("phase") == "meta":
+            metas.append(meta)
+    return metas
+
+
 def _read_rank_file(file: Path, rank: int, skipped: list[str]) -> RankTrace | None:
     try:
         raw = file.read_bytes()
