@@ -300,3 +300,16 @@ def test_mixed_batched_and_unbatched_first_ops_deadlock(seed_scan, tmp_path):
     assert lanes[1]["events"][0]["communicator"] == "pp:0-1"
     outside = next(f for f in joined["findings"] if f["kind"] == "unscanned-p2p")
     assert "train.py:7" in outside["message"]
+
+
+def test_init_override_keeps_the_recorded_transport(tmp_path):
+    """Found in review: `--init lazy` on a gloo trace used to replay it as NCCL's network
+    transport. Only what is given changes."""
+    from auditor.dynamic.trace import read_trace_dir
+
+    trace = read_trace_dir(FIXTURES / "pipeline")
+    doc = {"sites": [], "targets": [], "findings": [], "config": {}}
+    recorded = join(doc, trace)["run"]["waitfor"]["conditions"]
+    assert recorded["transport"] == "gloo"
+    overridden = join(doc, trace, init="eager")["run"]["waitfor"]["conditions"]
+    assert (overridden["transport"], overridden["init"]) == ("gloo", "eager")

@@ -48,14 +48,15 @@ def join(
     doc: dict[str, Any],
     traces: Trace | str | os.PathLike[str],
     trace_sites: list[dict[str, Any]] | None = None,
-    conditions: waitfor.Conditions | None = None,
+    transport: str | None = None,
+    init: str | None = None,
 ) -> dict[str, Any]:
     """A new document: `doc` with `fired` on every site, a `run` section and the run's findings.
 
     `trace_sites`: the site inventory (SITE dicts) of the sources the trace was recorded with,
-    when they are not the scanned ones. `conditions`: the NCCL model the recorded order is
-    replayed under; by default what the trace says (lazy or eager groups; nccl: network
-    transport, the pipeline neighbours of a multi-node job)."""
+    when they are not the scanned ones. The recorded order is replayed under what the trace
+    says (lazy or eager groups; nccl: network transport, the pipeline neighbours of a multi-node
+    job); `transport` and `init` replace just that part of it."""
     trace = traces if isinstance(traces, Trace) else read_trace_dir(traces)
     out = dict(doc)
     sites = [dict(s) for s in doc["sites"]]
@@ -69,8 +70,10 @@ def join(
     for s in sites:
         s["fired"] = {str(r): n for r, n in sorted(fired.get(s["id"], Counter()).items())}
 
-    if conditions is None:
-        conditions = _conditions(trace)
+    conditions = _conditions(trace)
+    if transport is not None or init is not None:
+        conditions = waitfor.Conditions.for_transport(
+            transport or conditions.transport, init or conditions.init, conditions.coalesce)
     programs = waitfor.programs_from_events({r: t.events for r, t in trace.ranks.items()})
     model, replayed = _replay(programs, conditions)
     by_id = {s["id"]: s for s in sites}

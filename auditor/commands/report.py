@@ -77,11 +77,8 @@ def run(args: argparse.Namespace) -> int:
         if args.trace_target:
             trace_sites = [site.to_json() for t in args.trace_target
                            for site in inventory(sources.resolve(t)).sites]
-        conditions = None
-        if args.transport or args.init:
-            conditions = waitfor.Conditions.for_transport(args.transport or "net",
-                                                          init=args.init or "lazy")
-        doc = join(doc, args.trace, trace_sites=trace_sites, conditions=conditions)
+        doc = join(doc, args.trace, trace_sites=trace_sites, transport=args.transport,
+                   init=args.init)
     elif args.trace_target or args.transport or args.init:
         raise InputError("--trace", "--trace-target, --transport and --init need --trace DIR")
     emit(render(doc, args.format), args.output)
