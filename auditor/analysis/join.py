@@ -382,10 +382,8 @@ def _creations(model: waitfor.Analysis) -> dict[int, tuple[int, dict[str, Any]]]
         first = next((o for o in rs.ops if o.state == "not_issued"), None)
         if first is None:
             continue
-        op = first.op
-        at[rank] = (op.index, first.communicator)
-        pair = tuple(sorted((op.rank, op.peer))) if op.peer is not None else op.group.ranks
-        members[rank] = op.group.ranks if first.communicator == op.group.label else pair
+        at[rank] = (first.op.index, first.communicator)
+        members[rank] = first.members
     out = {}
     for rank, (index, comm) in at.items():
         for m in members[rank]:

@@ -151,6 +151,7 @@ class OpState:
     coalesced: bool
     state: str  # done | blocked | queued | not_issued
     blocked_on: dict[str, Any] | None = None  # a wait-for edge (_edge_json)
+    members: tuple[int, ...] = ()  # the ranks of the communicator the op runs on
 
     def to_json(self) -> dict[str, Any]:
         op = self.op
@@ -437,8 +438,9 @@ class _Replay:
                 else:
                     state = "blocked" if self._active(key) else "queued"
                 blocked_on = _edge_json(*edges[node][0]) if node in edges else None
-                ops.append(OpState(self.ops[key], self.comm[key].name, self.coalesced[key],
-                                   state, blocked_on))
+                comm = self.comm[key]
+                ops.append(OpState(self.ops[key], comm.name, self.coalesced[key], state,
+                                   blocked_on, tuple(comm.members)))
         words = []
         blocked = [o for o in ops if o.state == "blocked"]
         if blocked:
