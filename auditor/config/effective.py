@@ -79,7 +79,6 @@ class EffectiveConfig:
 
     values: dict[str, Value]
     versions: dict[str, str | None]
-    launch_path: str
     env: dict[str, EnvVar] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
     # Checks that could not be decided (an input was unknown): "id: what was unknown".
@@ -449,7 +448,7 @@ class _Deriver:
         ))
 
     def result(self) -> EffectiveConfig:
-        return EffectiveConfig(self.values, dict(self.versions), self.launch.path,
+        return EffectiveConfig(self.values, dict(self.versions),
                                dict(self.launch.env), self.findings, self.undecided, self.notes)
 
 
