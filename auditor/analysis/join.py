@@ -85,7 +85,7 @@ def join(
         "unfired": _unfired(sites, trace),
         "unresolved": _unresolved(sites),
         "pairs": _pairs(programs, conditions),
-        "waitfor": {"hang": model.hang, "conditions": _conditions_json(model.conditions),
+        "waitfor": {"hang": model.hang, "conditions": model.conditions.to_json(),
                     "cycle": model.cycle, "blocked": model.blocked, "replayed_ops": replayed,
                     "complete": replayed == sum(len(p) for p in programs.values())},
         "timeline": _timeline(trace, model),
@@ -295,11 +295,6 @@ def _conditions(trace: Trace) -> waitfor.Conditions:
     nccl = any(g.get("backend") == "nccl" for g in groups)
     return waitfor.Conditions.for_transport("net" if nccl or not groups else "gloo",
                                             init="eager" if eager else "lazy")
-
-
-def _conditions_json(c: waitfor.Conditions) -> dict[str, Any]:
-    return {"init": c.init, "coalesce": c.coalesce, "buffer_bytes": c.buffer_bytes,
-            "transport": c.transport}
 
 
 def _replay(programs: dict[int, list[waitfor.Op]], conditions: waitfor.Conditions

@@ -117,6 +117,10 @@ class Conditions:
             raise ValueError(f"init must be 'lazy' or 'eager', not {init!r}")
         return cls(init, coalesce, TRANSPORT_BUFFER[transport], transport)
 
+    def to_json(self) -> dict[str, Any]:
+        return {"init": self.init, "coalesce": self.coalesce, "buffer_bytes": self.buffer_bytes,
+                "transport": self.transport}
+
     def words(self) -> str:
         batch = {True: "coalesces", False: "runs op by op", None: "as recorded"}[self.coalesce]
         return (f"{self.init} init, batch_isend_irecv {batch}, {self.transport} transport "
@@ -193,10 +197,7 @@ class Analysis:
         return f"{head}\n{body}{tail}"
 
     def to_json(self) -> dict[str, Any]:
-        c = self.conditions
-        return {"hang": self.hang,
-                "conditions": {"init": c.init, "coalesce": c.coalesce,
-                               "buffer_bytes": c.buffer_bytes, "transport": c.transport},
+        return {"hang": self.hang, "conditions": self.conditions.to_json(),
                 "cycle": self.cycle, "blocked": self.blocked,
                 "ranks": [r.to_json() for r in self.ranks.values()]}
 

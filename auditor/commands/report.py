@@ -18,6 +18,7 @@ from auditor.analysis import waitfor
 from auditor.analysis.join import join
 from auditor.commands.output import emit
 from auditor.errors import EXIT_FINDINGS, EXIT_OK, InputError
+from auditor.report.document import has_errors
 from auditor.report.html import render_html, verdict_sentence
 from auditor.report.sarif import to_sarif
 from auditor.static.sites import inventory
@@ -65,11 +66,6 @@ def render(doc: dict[str, Any], fmt: str) -> str:
     return json.dumps(doc, indent=2, default=str) + "\n"
 
 
-def failed(doc: dict[str, Any]) -> bool:
-    return any(f["severity"] == "error" for f in doc.get("findings", [])) or \
-        any(s.get("verdict") == "contradiction" for s in doc["sites"])
-
-
 def run(args: argparse.Namespace) -> int:
     doc = load_document(args.scan)
     if args.trace:
@@ -83,4 +79,4 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--trace", "--trace-target, --transport and --init need --trace DIR")
     emit(render(doc, args.format), args.output)
     print(f"p2paudit report: {verdict_sentence(doc)}", file=sys.stderr)
-    return EXIT_FINDINGS if failed(doc) else EXIT_OK
+    return EXIT_FINDINGS if has_errors(doc) else EXIT_OK

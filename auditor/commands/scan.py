@@ -9,10 +9,11 @@ import sys
 
 from auditor.analysis.join import join
 from auditor.commands.output import emit
-from auditor.commands.report import failed, render
+from auditor.commands.report import render
 from auditor.config.effective import overrides_from
 from auditor.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from auditor.report import text
+from auditor.report.document import has_errors
 from auditor.scan import ScanInputs, run_scan
 
 
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         emit(text.scan_report(doc), args.output)
     else:
         emit(render(doc, args.format), args.output)
-    return EXIT_FINDINGS if _contradicts(doc) or (args.trace and failed(doc)) else EXIT_OK
+    return EXIT_FINDINGS if _contradicts(doc) or (args.trace and has_errors(doc)) else EXIT_OK
 
 
 def _contradicts(doc: dict) -> bool:

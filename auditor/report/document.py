@@ -34,3 +34,9 @@ def build(
             ],
         },
     }
+
+
+def has_errors(doc: dict[str, Any]) -> bool:
+    """An error finding or a contradicting site: what fails CI and colours the report red."""
+    return any(f["severity"] == "error" for f in doc.get("findings", [])) or \
+        any(s.get("verdict") == "contradiction" for s in doc["sites"])

@@ -19,6 +19,7 @@ from auditor import sources
 from auditor.analysis.join import join
 from auditor.dynamic.trace import Trace
 from auditor.errors import InputError
+from auditor.report.document import has_errors
 from auditor.report.text import KEY_VALUES
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -104,8 +105,7 @@ def verdict_sentence(doc: dict[str, Any]) -> str:
 
 
 def _verdict_class(doc: dict[str, Any]) -> str:
-    if any(f["severity"] == "error" for f in doc.get("findings", [])) or \
-            any(s.get("verdict") == "contradiction" for s in doc["sites"]):
+    if has_errors(doc):
         return "bad"
     if any(f["severity"] == "warning" for f in doc.get("findings", [])):
         return "warn"
