@@ -28,6 +28,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="p2paudit", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"p2paudit {__version__}")
+    parser.add_argument("--debug", action="store_true",
+                        help="on an internal error, print the traceback instead of one line")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
@@ -54,3 +56,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"p2paudit {args.command}: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # noqa: BLE001 - a crash is exit 2 with one line, never findings
+        if args.debug:
+            raise
+        text = str(exc).splitlines()[0] if str(exc) else ""
+        print(f"p2paudit {args.command}: internal error: {type(exc).__name__}"
+              f"{': ' + text if text else ''} (rerun with `p2paudit --debug {args.command} ...` "
+              "for the traceback, and report it)", file=sys.stderr)
+        return EXIT_INPUT

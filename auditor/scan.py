@@ -14,6 +14,7 @@ from auditor.config.envlint import lint
 from auditor.config.launch import read_launch
 from auditor.config.model import LaunchConfig
 from auditor.errors import InputError
+from auditor.analysis import verdict
 from auditor.findings import Finding
 from auditor.report import document
 from auditor.sources import SourceSet, resolve
@@ -107,12 +108,17 @@ def run_scan(inputs: ScanInputs) -> dict[str, Any]:
         interp = Interpreter(program, interpreter_config(effective), rules)
         starts = []
         for i, (name, code) in enumerate(entry_specs):
+            if inputs.entries:
+                _check_entry_module(name, program, srcs)
             module = f"<entry {i}>"
             try:
                 tree = cst.parse_module(code)
             except cst.ParserSyntaxError as exc:
                 raise InputError(name, f"entry code does not parse: {exc.message}") from None
+            unresolved = dict(interp.unresolved)
             starts.append(interp.run_module_ir(module, ir.build(tree, module, False, {})))
+            if inputs.entries:
+                _check_entry_resolved(name, interp.unresolved, unresolved)
         # Code a module runs on import ran too: its module-level node is a start of its own.
         starts += [n.id for n in interp.nodes if n.qualname == "<module>" and n.context == "import"]
         reach = Reachability(interp, starts)
@@ -140,7 +146,29 @@ def run_scan(inputs: ScanInputs) -> dict[str, Any]:
         "errors": [{"package": pkg, "path": e.path, "cause": e.cause} for pkg, e in program.errors],
         "seconds": round(time.perf_counter() - started, 3),
     }
+    verdict.finish(doc)
     return doc
+
+
+def _check_entry_module(spec: str, program: Program, srcs: list[SourceSet]) -> None:
+    module = spec.partition(":")[0]
+    if not program.has_module(module):
+        shown = ", ".join(f"{s.name} {s.version or ''}".strip() for s in srcs)
+        raise InputError(spec, f"--entry: module {module!r} is in none of the targets ({shown}); "
+                               "add the package that holds it with --target")
+
+
+def _check_entry_resolved(spec: str, now: dict[str, int], before: dict[str, int]) -> None:
+    """The entry's own call (`_m.f()`, `P2PAUDIT_INSTANCE(_m.C).m()`) must reach a function."""
+    qualname = spec.partition(":")[2]
+    if not qualname:
+        return
+    last = qualname.rsplit(".", 1)[-1]
+    calls = [t for t, n in now.items() if n > before.get(t, 0) and t.startswith(("_m.", "P2PAUDIT_INSTANCE(_m."))
+             and t.endswith(f".{last}")]
+    if calls:
+        raise InputError(spec, f"--entry: {qualname!r} is not defined in module "
+                               f"{spec.partition(':')[0]!r} (nor inherited by it); check the spelling")
 
 
 def _reach_all(interp: Interpreter, reach: Reachability, program: Program,
@@ -211,7 +239,8 @@ TORCH_OP_BY_OP = Unbatched(
 
 
 def effectively_batched(site: Site, effective: EffectiveConfig) -> Unbatched | None:
-    """None when the op runs inside a coalesced group at run time, else why it does not."""
+    """None when the op runs inside a coalesced group at run time (or that is undecided, see
+    `coalescing_undecided`), else why it does not."""
     if not site.batched:
         return ON_ITS_OWN
     if site.issues in ("descriptor", "batch") and effective.value("torch_batch_coalesces") is False:
@@ -220,25 +249,38 @@ def effectively_batched(site: Site, effective: EffectiveConfig) -> Unbatched | N
     return None
 
 
+def coalescing_undecided(site: Site, effective: EffectiveConfig) -> str:
+    """Why it is unknown whether this batched op runs coalesced ("" when it is known)."""
+    if not site.batched or site.issues not in ("descriptor", "batch"):
+        return ""
+    if effective.value("torch_batch_coalesces") is not UNKNOWN:
+        return ""
+    v = effective.get("torch_batch_coalesces")
+    return ("whether torch runs this batch_isend_irecv coalesced is undecided: "
+            + (v.provenance if v else "torch_batch_coalesces was never derived"))
+
+
 def _site_doc(site: Site, r: SiteReach, effective: EffectiveConfig,
               unbatched: Unbatched | None) -> dict[str, Any]:
     d = site.to_json()
-    batched = unbatched is None
+    undecided = coalescing_undecided(site, effective) if unbatched is None and r.reachable == "yes" else ""
+    runs_batched = None if undecided else unbatched is None
     batch_cfg = effective.value("batch_p2p_comm")
-    if r.reachable == "no":
-        verdict = "unreachable"
-    elif r.reachable == "unknown":
-        verdict = "unknown"
-    elif not batched and batch_cfg is True:
-        verdict = "contradiction"
-    else:
-        verdict = "ok"
+    v = verdict.site_verdict(r.reachable, runs_batched, batch_cfg)
+    if v == "unknown" and r.reachable == "yes" and not undecided:
+        undecided = f"batch_p2p_comm is undecided ({_provenance(effective, 'batch_p2p_comm')})"
     d.update(
         reachable=r.reachable, guards=r.guards, conditions=r.conditions, paths=r.paths,
-        groups=r.groups, verdict=verdict, reason=r.reason, runs_batched=batched,
+        groups=r.groups, verdict=v, reason=r.reason, runs_batched=runs_batched,
         unbatched_reason=unbatched.words if unbatched else "",
+        undecided=undecided if v == "unknown" else "",
     )
     return d
+
+
+def _provenance(effective: EffectiveConfig, key: str) -> str:
+    v = effective.get(key)
+    return v.provenance if v else "never derived"
 
 
 def _site_findings(site_docs: list[dict[str, Any]], unbatched: dict[str, Unbatched | None],

@@ -179,8 +179,9 @@ def test_count_aware_matching_on_documents():
         return {"id": f"pkg:mod.f:isend:{ordinal}", "package": "pkg", "path": "mod.py",
                 "line": line, "function": "f", "api": "isend", "batched": False,
                 "reachable": "yes", "verdict": "contradiction", "paths": [["mod.f"]]}
-    base = {"targets": [{"name": "pkg", "version": "1"}], "sites": [site(0, 10)]}
-    new = {"targets": [{"name": "pkg", "version": "2"}],
+    config = {"effective": {"pipeline_model_parallel_size": 2, "batch_p2p_comm": True}}
+    base = {"targets": [{"name": "pkg", "version": "1"}], "sites": [site(0, 10)], "config": config}
+    new = {"targets": [{"name": "pkg", "version": "2"}], "config": config,
            "sites": [site(0, 8), site(1, 9), site(2, 10), site(3, 11)]}
     result = gate(base, new)
     assert result.exit_code == EXIT_FINDINGS and len(result.new) == 3 and result.known == 1

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.analysis.diff import diff, family
+from auditor.analysis.verdict import judge
 from auditor.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from auditor.findings import Finding
 
@@ -45,13 +46,22 @@ class GateResult:
                 "diff": self.diff}
 
 
+SITE_KEYS = ("id", "path", "line", "api", "function", "batched", "reachable", "verdict")
+
+
 def check_scan(doc: Any, name: str) -> None:
     """InputError unless `doc` is a scan document (sites with reachability and verdicts)."""
     if not isinstance(doc, dict) or not isinstance(doc.get("sites"), list):
         raise InputError(name, "not a p2paudit scan document (no 'sites' list)")
-    if any("reachable" not in s or "verdict" not in s for s in doc["sites"]):
+    if any(isinstance(s, dict) and ("reachable" not in s or "verdict" not in s) and "id" in s
+           for s in doc["sites"]):
         raise InputError(name, "a site inventory, not a scan: its sites have no 'reachable' or "
                                "'verdict'; write it with `p2paudit scan --config ... --format json`")
+    for i, s in enumerate(doc["sites"]):
+        missing = [k for k in SITE_KEYS if not isinstance(s, dict) or k not in s]
+        if missing:
+            raise InputError(name, f"site #{i} has no {', '.join(missing)}: not a scan document "
+                                   "p2paudit wrote (regenerate it with `p2paudit scan --format json`)")
 
 
 def gate(baseline: dict[str, Any], new: dict[str, Any]) -> GateResult:
@@ -65,6 +75,14 @@ def gate(baseline: dict[str, Any], new: dict[str, Any]) -> GateResult:
             after.setdefault(family(s["id"]), []).append(s)
     label = ", ".join(f"{t['name']} {t.get('version')}" for t in new.get("targets", []))
     result = GateResult([], diff=diff(baseline, new))
+    decided = judge(new)
+    if decided.status == "inconclusive" or decided.undecided:
+        result.new.append(Finding(
+            "gate-inconclusive", "error",
+            f"the scan of {label} is inconclusive, so the gate cannot pass: {decided.headline}",
+            fix="; ".join(dict.fromkeys(u.decide for u in decided.undecided)),
+            detail={"undecided": [{"what": u.what, "decide": u.decide} for u in decided.undecided]}))
+    result.new += _lost(baseline, new, label)
     for fam in sorted(before.keys() | after.keys()):
         old, now = before.get(fam, []), after.get(fam, [])
         result.known += min(len(old), len(now))
@@ -74,12 +92,8 @@ def gate(baseline: dict[str, Any], new: dict[str, Any]) -> GateResult:
             for s in fresh[: len(now) - len(old)]:
                 result.new.append(_new_finding(s, len(old), len(now), label))
         elif len(old) > len(now):
-            first = old[0]
-            result.fixed.append(Finding(
-                "gate-fixed", "info",
-                f"{len(old) - len(now)} fewer problem site(s) in {fam} than in the baseline "
-                f"({len(old)} -> {len(now)})",
-                site_ids=[s["id"] for s in old], where=f"{first['path']}:{first['line']}"))
+            result_list, finding = _fewer(fam, old, now, baseline, new, bool(decided.undecided))
+            getattr(result, result_list).append(finding)
     baseline_ids = {s["id"] for s in baseline["sites"]}
     for s in new["sites"]:
         if s["id"] not in baseline_ids and not problems(s) and s.get("reachable") == "unknown":
@@ -91,6 +105,58 @@ def gate(baseline: dict[str, Any], new: dict[str, Any]) -> GateResult:
                 "record a run",
                 site_ids=[s["id"]], where=f"{s['path']}:{s['line']}"))
     return result
+
+
+def _lost(baseline: dict[str, Any], new: dict[str, Any], label: str) -> list[Finding]:
+    """Baseline families with a reachable site whose every site in the new scan is `unknown`:
+    the analysis lost them (an entry that no longer resolves, a call it cannot follow), which
+    says nothing about whether they still run."""
+    reached = {family(s["id"]) for s in baseline["sites"] if s.get("reachable") == "yes"}
+    now: dict[str, list[dict[str, Any]]] = {}
+    for s in new["sites"]:
+        now.setdefault(family(s["id"]), []).append(s)
+    out = []
+    for fam in sorted(reached):
+        sites = now.get(fam)
+        if sites and all(s.get("reachable") == "unknown" for s in sites):
+            first = sites[0]
+            out.append(Finding(
+                "gate-lost-site", "error",
+                f"{fam} is reachable in the baseline, but in {label} the analysis found no call "
+                f"path to it ({first.get('reason') or 'reachability unknown'}): the gate cannot "
+                "say whether it still runs, or how",
+                fix="pass --entry for the training step of this release, or record a run",
+                site_ids=[s["id"] for s in sites], where=f"{first['path']}:{first['line']}"))
+    return out
+
+
+def _fewer(fam: str, old: list[dict[str, Any]], now: list[dict[str, Any]],
+           baseline: dict[str, Any], new: dict[str, Any], undecided: bool) -> tuple[str, Finding]:
+    """("fixed", ...) only when the scan decided everything and the code explains the drop."""
+    first = old[0]
+    where, ids = f"{first['path']}:{first['line']}", [s["id"] for s in old]
+    counts = f"{len(old) - len(now)} fewer problem site(s) in {fam} than in the baseline " \
+             f"({len(old)} -> {len(now)})"
+    why = "" if undecided else _explained(fam, baseline, new)
+    if why:
+        return "fixed", Finding("gate-fixed", "info", f"{counts}: {why}", site_ids=ids, where=where)
+    return "notes", Finding(
+        "gate-unexplained", "info",
+        f"{counts}, but neither a removed site, a guard nor batching explains it, or the scan is "
+        "inconclusive: not counted as fixed", site_ids=ids, where=where)
+
+
+def _explained(fam: str, baseline: dict[str, Any], new: dict[str, Any]) -> str:
+    """Why problem sites are gone: removed from the code, ruled out by a guard, or batched now;
+    "" when nothing the scan knows explains it."""
+    sites = [s for s in new["sites"] if family(s["id"]) == fam]
+    had = sum(1 for s in baseline["sites"] if family(s["id"]) == fam)
+    if len(sites) < had:
+        return f"{had - len(sites)} site(s) of it removed from the code"
+    reasons = sorted({s.get("reason") or "" for s in sites if s.get("reachable") == "no"} - {""})
+    if reasons:
+        return f"unreachable: {reasons[0]}"
+    return "they run batched now" if all(s.get("verdict") == "ok" for s in sites) else ""
 
 
 def _new_finding(s: dict[str, Any], before: int, now: int, label: str) -> Finding:

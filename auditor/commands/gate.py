@@ -15,6 +15,7 @@ from typing import Any
 from auditor import sources
 from auditor.analysis.diff import diff_text, finding_key
 from auditor.analysis.gate import GateResult, check_scan, gate
+from auditor.analysis.verdict import gate_verdict
 from auditor.commands.output import emit
 from auditor.commands.report import load_document, render
 from auditor.config.effective import overrides_from
@@ -61,12 +62,14 @@ def run(args: argparse.Namespace) -> int:
     new = run_scan(inputs)
     result = gate(baseline, new)
     doc = gated_document(new, baseline, args.baseline, result)
+    decided = gate_verdict(result.new, result.known, _label(doc))
+    doc["verdict"] = decided.to_json()
     if args.format == "text":
         emit(gate_text(doc, result), args.output)
     else:
         emit(render(doc, args.format), args.output)
-        print(summary(doc, result), file=sys.stderr)
-    return result.exit_code
+        print(decided.headline, file=sys.stderr)
+    return decided.exit_code
 
 
 def gated_document(new: dict[str, Any], baseline: dict[str, Any], path: str,
@@ -87,13 +90,8 @@ def gated_document(new: dict[str, Any], baseline: dict[str, Any], path: str,
             "gate": {**result.to_json(), "baseline": {"path": path, "targets": baseline["targets"]}}}
 
 
-def summary(doc: dict[str, Any], result: GateResult) -> str:
-    label = ", ".join(f"{t['name']} {t.get('version')}" for t in doc["targets"])
-    if result.new:
-        return (f"FAIL: {len(result.new)} new reachable unbatched site(s) or contradiction(s) in "
-                f"{label} relative to the baseline")
-    return (f"PASS: {label} adds no reachable unbatched site and no contradiction "
-            f"({result.known} problem site(s) known from the baseline are still there)")
+def _label(doc: dict[str, Any]) -> str:
+    return ", ".join(f"{t['name']} {t.get('version') or '(version unknown)'}" for t in doc["targets"])
 
 
 def gate_text(doc: dict[str, Any], result: GateResult) -> str:
@@ -103,7 +101,7 @@ def gate_text(doc: dict[str, Any], result: GateResult) -> str:
         f"p2paudit gate: {doc.get('launch', {}).get('path')} (torch {torch})",
         f"baseline: {base['path']} ("
         + ", ".join(f"{t['name']} {t.get('version')}" for t in base["targets"]) + ")",
-        "", summary(doc, result),
+        "", doc["verdict"]["headline"],
     ]
     for f in result.new:
         lines += [f"  ERROR {f.kind}: {f.message}", f"        fix: {f.fix}"]

@@ -17,9 +17,9 @@ from auditor import sources
 from auditor.analysis import waitfor
 from auditor.analysis.join import join
 from auditor.commands.output import emit
-from auditor.errors import EXIT_FINDINGS, EXIT_OK, InputError
-from auditor.report.document import has_errors
-from auditor.report.html import render_html, verdict_sentence
+from auditor.analysis import verdict
+from auditor.errors import InputError
+from auditor.report.html import render_html
 from auditor.report.sarif import to_sarif
 from auditor.static.sites import inventory
 
@@ -77,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
                    init=args.init)
     elif args.trace_target or args.transport or args.init:
         raise InputError("--trace", "--trace-target, --transport and --init need --trace DIR")
+    result = verdict.finish(doc)
     emit(render(doc, args.format), args.output)
-    print(f"p2paudit report: {verdict_sentence(doc)}", file=sys.stderr)
-    return EXIT_FINDINGS if has_errors(doc) else EXIT_OK
+    print(f"p2paudit report: {result.headline}", file=sys.stderr)
+    return result.exit_code

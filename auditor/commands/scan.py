@@ -11,9 +11,9 @@ from auditor.analysis.join import join
 from auditor.commands.output import emit
 from auditor.commands.report import render
 from auditor.config.effective import overrides_from
+from auditor.analysis import verdict
 from auditor.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from auditor.report import text
-from auditor.report.document import has_errors
 from auditor.scan import ScanInputs, run_scan
 
 
@@ -57,16 +57,16 @@ def run(args: argparse.Namespace) -> int:
             emit(json.dumps({"matrix": key, "scans": docs}, indent=2, default=str) + "\n", args.output)
         else:
             emit(text.matrix_table(key, docs), args.output)
-        return EXIT_FINDINGS if any(_contradicts(d) for d in docs.values()) else EXIT_OK
+        return EXIT_OK if all(d["verdict"]["exit_code"] == EXIT_OK for d in docs.values()) \
+            else EXIT_FINDINGS
     doc = run_scan(base)
     if args.trace:
         doc = join(doc, args.trace)
+    result = verdict.finish(doc)
     if args.format == "text":
         emit(text.scan_report(doc), args.output)
     else:
         emit(render(doc, args.format), args.output)
-    return EXIT_FINDINGS if _contradicts(doc) or (args.trace and has_errors(doc)) else EXIT_OK
-
-
-def _contradicts(doc: dict) -> bool:
-    return any(s["verdict"] == "contradiction" for s in doc["sites"])
+    if args.output or args.format != "text":
+        print(f"p2paudit scan: {result.headline}", file=sys.stderr)
+    return result.exit_code

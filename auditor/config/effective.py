@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from auditor.config.envread import consumer_value, readers
 from auditor.config.expr import (
     UNKNOWN,
     Expr,
@@ -48,6 +49,7 @@ from auditor.config.expr import (
 )
 from auditor.config.model import EnvVar, LaunchConfig, Symbolic
 from auditor.config.rulebook import Entry, RuleBook, Stage, load_rulebook
+from auditor.config.versions import Reading, read_release
 from auditor.errors import InputError
 from auditor.findings import Finding
 
@@ -95,7 +97,9 @@ class EffectiveConfig:
 
     def evaluate(self, text: str) -> Any:
         """Evaluate a condition over this config, e.g. `variable_seq_lengths or mtp_standalone`."""
-        return evaluate(compile_expr(text), self.value, lambda n: _env_value(self.env, n))
+        env_readers = readers(self.versions.get("torch"))
+        return evaluate(compile_expr(text), self.value,
+                        lambda n: _env_value(self.env, n, env_readers))
 
     def to_json(self) -> dict[str, Any]:
         keys = sorted(self.values)
@@ -110,13 +114,16 @@ class EffectiveConfig:
         }
 
 
-def _env_value(env: dict[str, EnvVar], name: str) -> Any:
-    """What the training command sees: unset is None; a plain (unexported) assignment reaches it
-    only if the calling environment exports the name, so its value there is unknown."""
+def _env_value(env: dict[str, EnvVar], name: str, env_readers: dict[str, str]) -> Any:
+    """What the training command's consumer of `name` sees: unset is None; a plain (unexported)
+    assignment reaches it only if the calling environment exports the name, so its value there
+    is unknown; text goes through the variable's reader (auditor.config.envread)."""
     var = env.get(name)
     if var is None:
         return None
-    return UNKNOWN if isinstance(var.value, Symbolic) or var.how == "assign" else var.value
+    if isinstance(var.value, Symbolic) or var.how == "assign":
+        return UNKNOWN
+    return consumer_value(var.value, env_readers.get(name, "exact"))
 
 
 # --- deriving ------------------------------------------------------------------------------------
@@ -157,22 +164,57 @@ def derive(
     resolved with `resolve_torch_version` when None.
     """
     tv, tv_origin = resolve_torch_version(torch_version, launch)
-    book = load_rulebook({**versions, "torch": tv}, rules_directory)
-    deriver = _Deriver(launch, book)
-    deriver.put("torch_version", tv, f"torch {tv or 'unknown'} ({tv_origin})", "torch version")
-    deriver.put("launcher", launch.launcher, f"{launch.path}:{launch.command_line}: {launch.launcher}",
-                f"{launch.path}:{launch.command_line}", (launch.command_line,))
-    deriver.pin_overrides(overrides or {})
-    deriver.launch_inputs()
-    deriver.model_sizes()
-    deriver.run()
-    return deriver.result()
+    reading = read_release(tv, f"torch version ({tv_origin})") if tv else None
+    results = []
+    for release in reading.releases if reading else (None,):
+        book = load_rulebook({**versions, "torch": release}, rules_directory)
+        deriver = _Deriver(launch, book)
+        deriver.put("torch_version", tv, f"torch {tv or 'unknown'} ({tv_origin})"
+                    + (f"; {reading.note}" if reading and reading.note else ""), "torch version")
+        deriver.put("launcher", launch.launcher,
+                    f"{launch.path}:{launch.command_line}: {launch.launcher}",
+                    f"{launch.path}:{launch.command_line}", (launch.command_line,))
+        deriver.pin_overrides(overrides or {})
+        deriver.launch_inputs()
+        deriver.model_sizes()
+        deriver.run()
+        results.append(deriver.result())
+    if len(results) == 1:
+        return results[0]
+    return _disagreement(results, reading)
+
+
+def _disagreement(results: list[EffectiveConfig], reading: Reading) -> EffectiveConfig:
+    """One config from the readings of a pre-release: what they agree on, the rest unknown."""
+    first, second = results
+    before, release = reading.releases
+    shown = before.replace(".99", ".x")
+    values = dict(first.values)
+    for key, a in first.values.items():
+        b = second.values.get(key)
+        if key != "torch_version" and (b is None or b.value != a.value):
+            values[key] = Value(
+                UNKNOWN, f"torch {reading.text}: as {shown} {key}={show(a.value)}, as {release} "
+                f"{key}={show(b.value) if b else 'underived'}; pass --torch with the release this "
+                "build matches", "torch version", a.history, a.lines)
+    keys = lambda f: (f.kind, f.where)  # noqa: E731 - the identity of a finding across readings
+    in_second = {keys(f) for f in second.findings}
+    in_first = {keys(f) for f in first.findings}
+    findings = [f for f in first.findings if keys(f) in in_second]
+    undecided = list(dict.fromkeys(first.undecided + second.undecided))
+    undecided += [f"{f.detail.get('rule', f.kind)}: raised for torch {shown if f in first.findings else release} "
+                  f"only ({reading.text} is a pre-release)"
+                  for f in [*first.findings, *second.findings]
+                  if (keys(f) in in_first) != (keys(f) in in_second)]
+    notes = list(dict.fromkeys(first.notes + second.notes + [reading.note]))
+    return EffectiveConfig(values, first.versions, first.env, findings, undecided, notes)
 
 
 class _Deriver:
     def __init__(self, launch: LaunchConfig, book: RuleBook) -> None:
         self.launch = launch
         self.versions = book.versions
+        self.env_readers = readers(book.versions.get("torch"))
         self.book = book
         self.values: dict[str, Value] = {}
         self.pinned: set[str] = set()
@@ -208,7 +250,7 @@ class _Deriver:
         return UNKNOWN if v is None else v.value
 
     def env(self, name: str) -> Any:
-        return _env_value(self.launch.env, name)
+        return _env_value(self.launch.env, name, self.env_readers)
 
     def eval(self, expr: Expr) -> Any:
         return evaluate(expr, self.lookup, self.env)
@@ -448,8 +490,27 @@ class _Deriver:
         ))
 
     def result(self) -> EffectiveConfig:
+        self._check_sizes()
         return EffectiveConfig(self.values, dict(self.versions),
                                dict(self.launch.env), self.findings, self.undecided, self.notes)
+
+
+    def _check_sizes(self) -> None:
+        """A parallel size or process count below 1 is bad input, whatever a rule derives from
+        it (PP=-1 would otherwise give DP=-32): name the value the user gave first."""
+        keys = [k for k in SIZE_INPUTS if k in self.values]
+        keys += sorted(k for k in self.values if k.endswith("_size") and k not in SIZE_INPUTS)
+        for key in keys:
+            v = self.values[key]
+            if isinstance(v.value, int) and not isinstance(v.value, bool) and v.value < 1:
+                raise InputError(v.source, f"{key}={v.value} ({v.provenance}): a parallel size or "
+                                           "process count is at least 1")
+
+
+# Sizes the user states (flags, --set, the launcher), checked before those derived from them.
+SIZE_INPUTS = ("pipeline_model_parallel_size", "tensor_model_parallel_size",
+               "context_parallel_size", "expert_model_parallel_size",
+               "virtual_pipeline_model_parallel_size", "nproc_per_node", "nnodes")
 
 
 def _lines_in(text: str) -> list[int]:

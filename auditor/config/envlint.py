@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor import rules as rules_mod
+from auditor.config.envread import consumer_value, readers
 from auditor.config.model import EnvVar, LaunchConfig, Symbolic
 from auditor.errors import InputError
 from auditor.findings import Finding
@@ -25,17 +26,19 @@ def lint(launch: LaunchConfig, torch_version: str | None,
     """One finding per variable the script sets that does not do what its name suggests."""
     table = {e["name"]: e for e in rules_mod.load("torch", torch_version, rules_directory)
              .table("env_var")}
+    env_readers = readers(torch_version, rules_directory)
     findings = []
     for var in sorted(launch.env.values(), key=lambda v: v.line):
         entry = table.get(var.name)
         if entry is not None:
-            finding = _check(var, entry, launch)
+            finding = _check(var, entry, launch, env_readers)
             if finding is not None:
                 findings.append(finding)
     return findings
 
 
-def _check(var: EnvVar, entry: dict[str, Any], launch: LaunchConfig) -> Finding | None:
+def _check(var: EnvVar, entry: dict[str, Any], launch: LaunchConfig,
+           env_readers: dict[str, str]) -> Finding | None:
     status = entry.get("status")
     if status not in STATUSES:
         raise InputError("rules/torch.toml", f"[[env_var]] {var.name}: status {status!r} "
@@ -57,14 +60,14 @@ def _check(var: EnvVar, entry: dict[str, Any], launch: LaunchConfig) -> Finding 
                        where=where, detail=detail)
     if status == "requires":
         missing = [f"{name}={value}" for name, value in entry["requires"].items()
-                   if _value(launch.env.get(name)) not in (value, _UNKNOWN)]
+                   if _value(launch.env.get(name), env_readers) not in (value, _UNKNOWN)]
         if not missing:
             return None
         return Finding("env-ineffective", severity,
                        f"{shown}: {entry['message']} (the script does not set {', '.join(missing)})",
                        entry.get("fix", f"also set {', '.join(missing)}"), where=where,
                        detail=detail)
-    value = _value(var)
+    value = _value(var, env_readers)
     if value is _UNKNOWN or value in entry["allowed"]:
         return None
     return Finding("env-bad-value", severity, f"{shown}: {entry['message']}",
@@ -74,7 +77,10 @@ def _check(var: EnvVar, entry: dict[str, Any], launch: LaunchConfig) -> Finding 
 _UNKNOWN = object()
 
 
-def _value(var: EnvVar | None) -> Any:
+def _value(var: EnvVar | None, env_readers: dict[str, str]) -> Any:
+    """The value as the variable's consumer reads it (auditor.config.envread)."""
     if var is None:
         return None
-    return _UNKNOWN if isinstance(var.value, Symbolic) else var.value
+    if isinstance(var.value, Symbolic):
+        return _UNKNOWN
+    return consumer_value(var.value, env_readers.get(var.name, "exact"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from auditor import __version__
+from auditor.analysis.verdict import judge
 from auditor.findings import Finding
 from auditor.sources import SourceSet
 from auditor.static.analyze import Analysis
@@ -38,5 +39,4 @@ def build(
 
 def has_errors(doc: dict[str, Any]) -> bool:
     """An error finding or a contradicting site: what fails CI and colours the report red."""
-    return any(f["severity"] == "error" for f in doc.get("findings", [])) or \
-        any(s.get("verdict") == "contradiction" for s in doc["sites"])
+    return judge(doc).status == "findings"

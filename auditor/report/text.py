@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from auditor.analysis.verdict import judge
+
 
 def _api(site: dict[str, Any]) -> str:
     return f"{site['api']}({site['op']})" if site.get("op") else site["api"]
@@ -60,14 +62,13 @@ _ORDER = {"contradiction": 0, "ok": 1, "unknown": 2, "unreachable": 3}
 
 
 def verdict_line(doc: dict[str, Any]) -> str:
-    sites = doc["sites"]
-    bad = [s for s in sites if s["verdict"] == "contradiction"]
-    ok = [s for s in sites if s["verdict"] == "ok"]
-    if bad:
-        return (f"VERDICT: {len(bad)} reachable P2P site(s) will run unbatched although "
-                f"batch_p2p_comm=True: this run can create lazy 2-rank NCCL communicators and hang.")
-    return (f"VERDICT: no contradiction: {len(ok)} reachable P2P site(s), all run as the config "
-            f"says.")
+    """The run's headline as the one verdict module decided it, with what stays undecided."""
+    v = doc.get("verdict") or judge(doc).to_json()
+    lines = [v["headline"]]
+    if len(v.get("undecided", [])) > 1 or (v["status"] == "findings" and v.get("undecided")):
+        lines += ["Not decided:"] + [f"  - {u['what']}\n    decide with: {u['decide']}"
+                                     for u in v["undecided"]]
+    return "\n".join(lines)
 
 
 def scan_report(doc: dict[str, Any]) -> str:

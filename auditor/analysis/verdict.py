@@ -1,0 +1,215 @@
+"""The one place that decides verdicts: each site's, and the run's.
+
+A site is `contradiction` (reachable, runs unbatched, while the config says batched), `ok`,
+`unreachable`, or `unknown` (its reachability, or whether it runs batched, was not decided).
+The run is `findings` (a contradiction or an ERROR finding), `inconclusive` (nothing wrong was
+found, but something the contradiction rule needs was not decided) or `clean` (the analysis
+covered what it needed and found nothing). Every command's exit code and every format's
+headline come from `judge`, so text, HTML, JSON and the exit status cannot disagree.
+
+Fail closed: "clean" is said only when nothing the rule needs is unknown; every undecided input
+is listed with what would decide it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from auditor.errors import EXIT_FINDINGS, EXIT_OK
+
+SITE_VERDICTS = ("contradiction", "ok", "unknown", "unreachable")
+RUN_VERDICTS = ("findings", "inconclusive", "clean", "inventory")
+
+# Config keys the contradiction rule and the schedule choice read: unknown, nothing is decided.
+NEEDED_KEYS = {
+    "pipeline_model_parallel_size": "--set pipeline_model_parallel_size=N, or the flag in the script",
+    "batch_p2p_comm": "--target NAME==VERSION for a release the rules cover, or --set batch_p2p_comm=true|false",
+}
+
+
+def site_verdict(reachable: str, runs_batched: bool | None, batch_p2p_comm: Any) -> str:
+    """`runs_batched` None: whether this op runs inside a coalesced group is undecided."""
+    if reachable == "no":
+        return "unreachable"
+    if reachable != "yes":
+        return "unknown"
+    if runs_batched is True:
+        return "ok"
+    if runs_batched is None:
+        return "unknown" if batch_p2p_comm is not False else "ok"
+    if batch_p2p_comm is True:
+        return "contradiction"
+    return "ok" if batch_p2p_comm is False else "unknown"
+
+
+@dataclass(frozen=True)
+class Undecided:
+    """Something the contradiction rule needed and did not get, and what would decide it."""
+
+    what: str
+    decide: str
+
+
+@dataclass
+class RunVerdict:
+    status: str
+    headline: str
+    undecided: list[Undecided] = field(default_factory=list)
+    contradictions: int = 0
+    errors: int = 0
+    # Sites the analysis did not reach (no call path found): outside what "clean" speaks for.
+    not_analysed: int = 0
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_OK if self.status in ("clean", "inventory") else EXIT_FINDINGS
+
+    def to_json(self) -> dict[str, Any]:
+        return {"status": self.status, "headline": self.headline, "exit_code": self.exit_code,
+                "contradictions": self.contradictions, "errors": self.errors,
+                "not_analysed": self.not_analysed,
+                "undecided": [asdict(u) for u in self.undecided]}
+
+
+def finish(doc: dict[str, Any]) -> RunVerdict:
+    """Judge a finished document and store the verdict in it (`doc["verdict"]`)."""
+    verdict = judge(doc)
+    doc["verdict"] = verdict.to_json()
+    return verdict
+
+
+def judge(doc: dict[str, Any]) -> RunVerdict:
+    sites = doc.get("sites", [])
+    if not any("reachable" in s for s in sites):
+        return _inventory(doc)
+    bad = [s for s in sites if s.get("verdict") == "contradiction"]
+    errors = [f for f in doc.get("findings", []) if f.get("severity") == "error"]
+    undecided = undecided_inputs(doc)
+    quiet = [s for s in sites if s.get("verdict") == "unknown" and not s.get("paths")
+             and not s.get("undecided")]
+    if bad or errors:
+        status, head = "findings", _findings_headline(doc, bad, errors)
+        if undecided:
+            head += f" Also not decided: {_undecided_words(undecided)}."
+    elif undecided:
+        status = "inconclusive"
+        head = (f"INCONCLUSIVE: no contradiction found, but not decided: "
+                f"{_undecided_words(undecided)}.")
+    else:
+        status = "clean"
+        ok = sum(1 for s in sites if s.get("verdict") == "ok")
+        head = f"CLEAN: {ok} reachable P2P site(s), all run as the config says."
+    if status != "findings" and quiet:
+        unbatched = sum(1 for s in quiet if s.get("runs_batched") is False)
+        head += (f" Not analysed: {len(quiet)} site(s) no call path from the entry points reaches"
+                 + (f" ({unbatched} of them unbatched)" if unbatched else "") + ".")
+    return RunVerdict(status, head, undecided, len(bad), len(errors), len(quiet))
+
+
+def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
+    """What the contradiction rule needed for this run and the analysis did not decide."""
+    out: list[Undecided] = []
+    config = doc.get("config", {})
+    effective = config.get("effective", {})
+    provenance = config.get("provenance", {})
+    outside: dict[str, list[str]] = {}
+    for key, why in provenance.items():
+        head, sep, _ = why.partition(": rule ")
+        if sep and " covers only " in why and effective.get(key) == "unknown":
+            outside.setdefault(head, []).append(key)
+    for release, keys in outside.items():
+        framework = release.split(" ")[0]
+        out.append(Undecided(
+            f"{release} is outside the releases the rules cover ({len(keys)} setting(s) unknown, "
+            f"e.g. {', '.join(sorted(keys)[:3])})",
+            f"--target {framework}==VERSION for a covered release, or add {release} to "
+            f"rules/{framework}.toml (tests check it against the real release)"))
+    for key, decide in NEEDED_KEYS.items():
+        if effective.get(key, "unknown") == "unknown":
+            out.append(Undecided(f"{key} ({provenance.get(key) or 'never derived'})", decide))
+    for why in config.get("undecided", []):
+        framework = why.split(".", 1)[0]
+        out.append(Undecided(f"check {why}", "--torch X.Y.Z (the cluster's torch release)"
+                             if framework == "torch" else
+                             f"--target {framework}==VERSION for a release the rules cover, or "
+                             "add the release to rules/"))
+    by_reason: dict[str, list[dict[str, Any]]] = {}
+    for s in doc.get("sites", []):
+        if s.get("verdict") == "unknown" and (s.get("paths") or s.get("undecided")):
+            by_reason.setdefault(s.get("undecided") or s.get("reason") or "reached under an "
+                                 "undecided guard", []).append(s)
+    for why, group in by_reason.items():
+        first = group[0]
+        out.append(Undecided(
+            f"{len(group)} reached site(s), e.g. {first['path']}:{first['line']} {first['api']} "
+            f"in {first['function']}: {why}",
+            _decide_for(why, effective)))
+    analysis = doc.get("analysis", {})
+    if analysis.get("budget_exhausted"):
+        cut = analysis.get("budget_cut") or []
+        where = f" (first cut: {cut[0]})" if cut and isinstance(cut[0], str) else ""
+        out.append(Undecided(
+            f"what lies behind the call-graph interpreter's budget{where}: sites there were not "
+            "analysed", "--entry MODULE:QUALNAME nearer the pipeline schedule"))
+    pp = effective.get("pipeline_model_parallel_size")
+    reached = [s for s in doc.get("sites", []) if s.get("reachable") in ("yes",) or s.get("paths")]
+    if isinstance(pp, int) and pp > 1 and not reached:
+        out.append(Undecided(
+            f"the pipeline schedule: pipeline_model_parallel_size={pp}, but the entry points "
+            f"({'; '.join(doc.get('entries') or []) or 'none'}) reach no P2P site (the analysis "
+            "lost the schedule)",
+            "--entry MODULE:QUALNAME of the training step, or --target the release that has it"))
+    return out
+
+
+def _decide_for(why: str, effective: dict[str, Any]) -> str:
+    if "coalesce" in why:
+        return "--torch X.Y.Z (the cluster's torch release)"
+    if effective.get("batch_p2p_comm", "unknown") == "unknown":
+        return NEEDED_KEYS["batch_p2p_comm"]
+    return "--set KEY=VALUE for the config value the guard reads, or --target a release the rules cover"
+
+
+def _undecided_words(undecided: list[Undecided]) -> str:
+    first = undecided[0]
+    more = f" (+{len(undecided) - 1} more, listed below)" if len(undecided) > 1 else ""
+    return f"{first.what}; decide it with {first.decide}{more}"
+
+
+def _findings_headline(doc: dict[str, Any], bad: list[dict[str, Any]],
+                       errors: list[dict[str, Any]]) -> str:
+    run = doc.get("run") or {}
+    pending = (run.get("trace") or {}).get("pending")
+    cycle = [f for f in errors if f["kind"] == "wait-for-cycle"]
+    if pending:
+        return (f"HANG: the recorded run stopped with {len(pending)} rank(s) inside an op that "
+                f"never completed; {len(errors)} error(s) in all, the timeline shows where.")
+    if cycle:
+        return f"DEADLOCK: {cycle[0]['message'].split('. ')[0]}."
+    if bad:
+        extra = len([f for f in errors if f["kind"] != "unbatched-contradiction"])
+        return (f"FINDINGS: {len(bad)} reachable P2P site(s) will run unbatched although "
+                f"batch_p2p_comm=True: this run can create lazy 2-rank NCCL communicators and "
+                f"hang" + (f"; {extra} other error(s)" if extra else "") + ".")
+    first = errors[0]
+    return (f"FINDINGS: {len(errors)} error(s); first: {first['kind']}: "
+            f"{first['message'].split('. ')[0]}.")
+
+
+def gate_verdict(failures: list[Any], known: int, label: str) -> RunVerdict:
+    """A gate run: FAIL on any new problem (a failing gate finding), else PASS, whatever the
+    baseline already had (`known` problem sites still there)."""
+    if failures:
+        kinds = sorted({f.kind for f in failures})
+        return RunVerdict("findings", f"FAIL: {len(failures)} gate failure(s) in {label} relative "
+                                      f"to the baseline ({', '.join(kinds)})", errors=len(failures))
+    return RunVerdict("clean", f"PASS: {label} adds no reachable unbatched site and no "
+                               f"contradiction, and the scan decided everything it needed "
+                               f"({known} problem site(s) known from the baseline are still there)")
+
+
+def _inventory(doc: dict[str, Any]) -> RunVerdict:
+    n = len(doc.get("sites", []))
+    return RunVerdict("inventory", f"{n} P2P call site(s) (an inventory: run `p2paudit scan "
+                               "--config` to know which can fire).")

@@ -1,0 +1,39 @@
+"""Environment values as the code that consumes them reads them.
+
+A launch script's `TORCH_DISTRIBUTED_DEBUG=detail` is DETAIL to c10d, which upper-cases the value;
+`TORCH_NCCL_USE_COMM_NONBLOCKING=true` is *unset* to torch, whose `c10::utils::check_env` accepts
+only "0" and "1" and ignores anything else with a warning. Which reader a variable goes through
+is data: the `reader` of its `[[env_var]]` entry in `rules/torch.toml` (default `exact`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from auditor import rules as rules_mod
+from auditor.errors import InputError
+
+# reader -> what the consumer makes of the text it got (None: as if the variable were unset).
+READERS = {
+    "exact": lambda raw: raw,
+    "upper": lambda raw: raw.upper(),
+    "check_env": lambda raw: raw if raw in ("0", "1") else None,
+}
+
+
+def readers(torch_version: str | None, rules_directory: Path | None = None) -> dict[str, str]:
+    """Variable name -> reader, for the torch release in use."""
+    out = {}
+    for entry in rules_mod.load("torch", torch_version, rules_directory).table("env_var"):
+        reader = entry.get("reader", "exact")
+        if reader not in READERS:
+            raise InputError("rules/torch.toml", f"[[env_var]] {entry['name']}: reader {reader!r} "
+                                                 f"is not one of {', '.join(READERS)}")
+        out[entry["name"]] = reader
+    return out
+
+
+def consumer_value(raw: Any, reader: str) -> Any:
+    """The value the consumer sees; non-text (unknown, None) passes through."""
+    return READERS[reader](raw) if isinstance(raw, str) else raw
