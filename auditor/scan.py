@@ -95,6 +95,9 @@ def run_scan(inputs: ScanInputs) -> dict[str, Any]:
     launch = read_launch(inputs.config_path)
     srcs = resolve_targets(launch, inputs.targets)
     versions = {s.name: s.version for s in srcs}
+    if versions.get("megatron-core"):
+        # Megatron-LM's flags are checked against the parser of the release the run uses.
+        launch = read_launch(inputs.config_path, megatron_version=versions["megatron-core"])
     effective = derive(launch, versions, inputs.overrides, inputs.torch_version)
     invs = [inventory(s, jobs=inputs.jobs, progress=inputs.progress) for s in srcs]
     sites = [site for inv in invs for site in inv.sites]

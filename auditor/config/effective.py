@@ -496,18 +496,16 @@ class _Deriver:
 
 
     def _check_sizes(self) -> None:
-        """A parallel size or process count below 1 is bad input, whatever a rule derives from
-        it (PP=-1 would otherwise give DP=-32): name the value the user gave first."""
-        keys = [k for k in SIZE_INPUTS if k in self.values]
-        keys += sorted(k for k in self.values if k.endswith("_size") and k not in SIZE_INPUTS)
-        for key in keys:
+        """A parallel size or process count below 1 that the user gave is bad input, whatever a
+        rule would derive from it (PP=-1 would otherwise give DP=-32)."""
+        for key in (k for k in SIZE_INPUTS if k in self.values):
             v = self.values[key]
             if isinstance(v.value, int) and not isinstance(v.value, bool) and v.value < 1:
                 raise InputError(v.source, f"{key}={v.value} ({v.provenance}): a parallel size or "
                                            "process count is at least 1")
 
 
-# Sizes the user states (flags, --set, the launcher), checked before those derived from them.
+# Sizes the user states (flags, --set, the launcher).
 SIZE_INPUTS = ("pipeline_model_parallel_size", "tensor_model_parallel_size",
                "context_parallel_size", "expert_model_parallel_size",
                "virtual_pipeline_model_parallel_size", "nproc_per_node", "nnodes")
