@@ -103,7 +103,8 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
     if status != "findings" and quiet:
         unbatched = sum(1 for s in quiet if s.get("runs_batched") is False)
         head += (f" Not analysed: {len(quiet)} site(s) no call path from the entry points reaches"
-                 + (f" ({unbatched} of them unbatched)" if unbatched else "") + ".")
+                 + (f" ({unbatched} of them unbatched)" if unbatched else "")
+                 + "; `p2paudit record` of a run, or an --entry that reaches them, decides them.")
     return RunVerdict(status, head, undecided, len(bad), len(errors), len(quiet))
 
 
