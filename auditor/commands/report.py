@@ -16,11 +16,12 @@ from typing import Any
 from auditor import sources
 from auditor.analysis import waitfor
 from auditor.analysis.join import join
-from auditor.commands.output import emit
+from auditor.commands.output import emit_report
 from auditor.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from auditor.report.document import has_errors
-from auditor.report.html import render_html, verdict_sentence
+from auditor.report.html import render_html
 from auditor.report.sarif import to_sarif
+from auditor.report.text import verdict_sentence
 from auditor.static.sites import inventory
 
 FORMATS = ("html", "json", "sarif")
@@ -39,7 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--init", choices=("lazy", "eager"),
                         help="communicator creation the replay assumes (default: as recorded)")
     parser.add_argument("--format", choices=FORMATS, default="html")
-    parser.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    parser.add_argument("-o", "--output", metavar="FILE",
+                        help="write here instead of stdout (html on a terminal: report.html)")
 
 
 def load_document(path: str) -> dict[str, Any]:
@@ -77,6 +79,6 @@ def run(args: argparse.Namespace) -> int:
                    init=args.init)
     elif args.trace_target or args.transport or args.init:
         raise InputError("--trace", "--trace-target, --transport and --init need --trace DIR")
-    emit(render(doc, args.format), args.output)
+    emit_report(render(doc, args.format), args.output, args.format, "report")
     print(f"p2paudit report: {verdict_sentence(doc)}", file=sys.stderr)
     return EXIT_FINDINGS if has_errors(doc) else EXIT_OK

@@ -20,7 +20,7 @@ from auditor.analysis.join import join
 from auditor.dynamic.trace import Trace
 from auditor.errors import InputError
 from auditor.report.document import has_errors
-from auditor.report.text import KEY_VALUES
+from auditor.report.text import KEY_VALUES, target_words, value_words, verdict_sentence
 from auditor.report.timeline import site_counts, timeline_layout
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -53,12 +53,13 @@ def _context(doc: dict[str, Any]) -> dict[str, Any]:
     return {
         "doc": doc,
         "title": _title(doc),
+        "targets": [target_words(t) for t in doc["targets"]],
         "verdict": verdict_sentence(doc),
         "verdict_class": _verdict_class(doc),
         "findings": sorted(doc.get("findings", []),
                            key=lambda f: (SEVERITY_ORDER.get(f["severity"], 3),
                                           f["kind"] not in ("static-miss", "unscanned-p2p"))),
-        "config_rows": [{"key": k, "value": effective[k], "provenance": provenance.get(k, ""),
+        "config_rows": [{"key": k, "value": value_words(effective[k]), "provenance": provenance.get(k, ""),
                          "main": k in KEY_VALUES} for k in keys],
         "sites": [_site_row(s, excerpts.get(s["id"])) for s in sites],
         "verdict_counts": Counter(s.get("verdict", "-") for s in doc["sites"]),
@@ -71,39 +72,8 @@ def _context(doc: dict[str, Any]) -> dict[str, Any]:
 
 def _title(doc: dict[str, Any]) -> str:
     launch = doc.get("launch") or {}
-    targets = ", ".join(f"{t['name']} {t.get('version') or ''}".strip() for t in doc["targets"])
+    targets = ", ".join(target_words(t) for t in doc["targets"])
     return f"p2paudit: {launch.get('path') or targets}"
-
-
-def verdict_sentence(doc: dict[str, Any]) -> str:
-    """The one sentence at the top: the worst thing known, with what to look at."""
-    run = doc.get("run") or {}
-    wf = run.get("waitfor") or {}
-    misses = [m for m in run.get("misses", []) if m["in_targets"]]
-    bad = [s for s in doc["sites"] if s.get("verdict") == "contradiction"]
-    errors = [f for f in doc.get("findings", []) if f["severity"] == "error"]
-    if wf.get("cycle"):
-        head = wf["cycle"].split(";")[0]
-        return (f"Deadlock: the recorded op order hangs under NCCL ({wf['conditions']['init']} "
-                f"init): {head}; ... (the timeline below shows every rank's first ops).")
-    if misses:
-        return (f"The run fired {len(misses)} P2P line(s) in the scanned sources that the scan did "
-                f"not predict (first: {misses[0]['path']}:{misses[0]['line']}): the static verdicts "
-                f"below are incomplete.")
-    if run.get("trace", {}).get("pending"):
-        n = len(run["trace"]["pending"])
-        return (f"The run stopped with {n} rank(s) inside an op that never completed; the timeline "
-                f"shows where each one was.")
-    if bad:
-        return (f"{len(bad)} reachable P2P site(s) run unbatched although batch_p2p_comm=True: "
-                f"this run can create lazy 2-rank NCCL communicators and hang.")
-    if errors:
-        return f"{len(errors)} error(s): {errors[0]['message'].split('. ')[0]}."
-    if not any("reachable" in s for s in doc["sites"]):
-        return (f"{len(doc['sites'])} P2P call sites (an inventory: run `p2paudit scan --config` "
-                f"to know which can fire).")
-    ok = sum(1 for s in doc["sites"] if s.get("verdict") == "ok")
-    return f"No contradiction: {ok} reachable P2P site(s), all run as the config says."
 
 
 def _verdict_class(doc: dict[str, Any]) -> str:

@@ -55,6 +55,15 @@ def cycle_edges(lanes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return []
 
 
+def _site(ev: dict[str, Any]) -> str:
+    """`path:line function` as the join writes it, without the `None`s of an op recorded
+    without its call site."""
+    where = str(ev.get("where") or "")
+    if not where or where.startswith("None:"):
+        return "an unrecorded site"
+    return where.removesuffix(" None")
+
+
 def _op_words(ev: dict[str, Any]) -> str:
     size = f" {size_words(ev['bytes'])}" if ev.get("bytes") is not None else ""
     return f"{str(ev.get('api')).upper()}{size}"
@@ -67,7 +76,7 @@ def edge_words(edge: dict[str, Any], cycle: list[dict[str, Any]]) -> str:
     comm = ev.get("communicator") or ev.get("group") or "the default group"
     reason = (ev.get("blocked_on") or {}).get("reason", "")
     text = (f"rank {edge['rank']} \u2192 rank {edge['to_rank']}: {_op_words(ev)} on {comm}, "
-            f"at {ev.get('where')}, waits for rank {edge['to_rank']}'s {_op_words(to)}")
+            f"at {_site(ev)}, waits for rank {edge['to_rank']}'s {_op_words(to)}")
     if reason not in ("match", "queued"):
         text += f" ({reason})"
     behind = [e for e in cycle if (e["rank"], e["index"]) == (edge["to_rank"], edge["to_index"])]
@@ -106,7 +115,7 @@ def _cells(lane: dict[str, Any], keep: set[int], truncated: bool) -> list[dict[s
         if p not in keep:
             gap["ops"] += 1
             gap["setup"] += len(setup)
-            gap["sites"][ev.get("where")] += 1
+            gap["sites"][_site(ev)] += 1
             setup = []
             continue
         if gap["ops"]:
@@ -284,7 +293,7 @@ def _tooltip(rank: int, ev: dict[str, Any]) -> str:
     size = f" ({size_words(ev['bytes'])})" if ev.get("bytes") is not None else ""
     lines = [f"rank {rank}, op {ev.get('index')}: {_label(ev)}{size} on "
              f"{ev.get('group') or 'the default group'}",
-             f"at {ev['where']}", f"recorded: {ev['recorded']}"
+             f"at {_site(ev)}", f"recorded: {ev['recorded']}"
              + (" (batched)" if ev.get("batched") else " (unbatched)" if ev["kind"] == "p2p" else "")]
     if ev.get("comm_init"):
         ci = ev["comm_init"]
