@@ -38,12 +38,18 @@ def sites_table(doc: dict[str, Any]) -> str:
 
 
 def target_words(t: dict[str, Any]) -> str:
-    """`megatron-core 0.17.0`; a directory or archive also says where it was read from."""
-    name = f"{t.get('name') or '(unnamed)'} {t.get('version') or '(version unknown)'}"
+    """`megatron-core 0.17.0`; `mytrain (dir /src/mytrain, version unknown)`: a directory or
+    archive also says where it was read from."""
+    name = t.get("name") or "(unnamed)"
+    notes = []
     origin = t.get("origin")
     if t.get("source") in ("dir", "sdist", "wheel") and origin and "==" not in str(origin):
-        name += f" ({t['source']} {origin})"
-    return name
+        notes.append(f"{t['source']} {origin}")
+    if t.get("version"):
+        name += f" {t['version']}"
+    else:
+        notes.append("version unknown")
+    return name + (f" ({', '.join(notes)})" if notes else "")
 
 
 def summary_line(doc: dict[str, Any]) -> str:
@@ -116,8 +122,10 @@ def scan_report(doc: dict[str, Any], verbose: bool = False) -> str:
         f"p2paudit scan {launch.get('path') or '(no launch script)'}  ({how})",
         f"targets: {targets}; torch {eff.get('torch_version') or 'unknown'}",
     ]
-    if doc.get("entries"):
-        lines.append(f"entry points: {'; '.join(doc['entries'])}")
+    if "entries" in doc:
+        lines.append("entry points: " + ("; ".join(doc["entries"]) or
+                                         "none (the rules name none for these targets: "
+                                         "pass --entry MODULE:QUALNAME)"))
     lines += [
         "",
         f"VERDICT: {verdict_sentence(doc)}",
