@@ -208,3 +208,17 @@ def test_chromium_first_screen_shows_the_cycle(chromium, hang, tmp_path):  # noq
     if keep:
         (Path(keep) / "report-megatron-pp4-hang.png").write_bytes(shot)
     shutil.rmtree(tmp_path / "profile", ignore_errors=True)
+
+
+def test_a_recorded_hang_draws_every_pending_op_and_what_it_waits_for(seed_scan):  # noqa: F811
+    """tests/record_fixtures/hang: ranks 1-3 of a real gloo run blocked in recv while rank 0
+    slept; each waits for a send its predecessor never issued."""
+    joined = join(seed_scan, FIXTURE.parent / "hang")
+    layout = timeline_layout(joined["run"])
+    pending = {(lane["rank"], ev["index"]) for lane in joined["run"]["timeline"]["ranks"]
+               for ev in lane["events"] if ev["recorded"] == "pending"}
+    assert {r for r, _ in pending} == {1, 2, 3}
+    drawn = {(b["rank"], b["index"]) for b in layout["boxes"] if b["pending"]}
+    assert drawn == pending
+    assert sorted((a["from_rank"], a["to_rank"]) for a in layout["arrows"]) == [(1, 0), (2, 1), (3, 2)]
+    assert len(layout["ghosts"]) == 3

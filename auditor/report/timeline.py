@@ -22,6 +22,7 @@ PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9
 SEND = {"send", "isend"}
 RECV = {"recv", "irecv"}
 FIRST_OPS = 2  # the first exchange: a shape exchange and its tensor, or a send and a receive
+CALM_OPS = 6  # a lane where nothing waits shows its first few exchanges
 BEFORE, AFTER = 2, 1  # ops kept around each waiting op
 MAX_LANES = 16  # lanes drawn; ranks in the cycle and ranks left waiting come first
 WAITING = ("blocked", "queued", "creating")
@@ -92,8 +93,9 @@ def _keep(lane: dict[str, Any], wanted: set[int]) -> set[int]:
     ops = [p for p, ev in enumerate(events) if ev["kind"] != "setup"]
     keep: set[int] = set()
     if ops:
+        calm = not any(is_waiting(events[p]) or events[p].get("index") in wanted for p in ops)
         first = events[ops[0]].get("batch")
-        keep.update(ops[:FIRST_OPS])
+        keep.update(ops[:CALM_OPS if calm else FIRST_OPS])
         keep.update(p for p in ops if first is not None and events[p].get("batch") == first)
     for k, p in enumerate(ops):
         ev = events[p]
@@ -135,12 +137,28 @@ def _cells(lane: dict[str, Any], keep: set[int], truncated: bool) -> list[dict[s
 
 
 def _lanes_shown(lanes: list[dict[str, Any]], cycle_ranks: set[int]) -> list[dict[str, Any]]:
+    """All lanes, or MAX_LANES of them that tell one story: the cycle's ranks, the ranks left
+    waiting, then the ranks they exchange with (a pipeline column rather than one stage's
+    data-parallel replicas), then the lowest ranks."""
     if len(lanes) <= MAX_LANES:
         return lanes
-    order = sorted(lanes, key=lambda ln: (ln["rank"] not in cycle_ranks,
-                                          not any(is_waiting(ev) for ev in ln["events"]),
-                                          ln["rank"]))
-    return sorted(order[:MAX_LANES], key=lambda ln: ln["rank"])
+    by_rank = {lane["rank"]: lane for lane in lanes}
+    order = sorted(cycle_ranks) + [lane["rank"] for lane in lanes
+                                   if any(is_waiting(ev) for ev in lane["events"])]
+    order += [min(by_rank)]
+    chosen: dict[int, None] = {}
+    queue = list(order)
+    while queue and len(chosen) < MAX_LANES:
+        rank = queue.pop(0)
+        if rank in chosen or rank not in by_rank:
+            continue
+        chosen[rank] = None
+        queue += [ev["peer"] for ev in by_rank[rank]["events"] if ev.get("peer") is not None]
+    for rank in sorted(by_rank):
+        if len(chosen) >= MAX_LANES:
+            break
+        chosen.setdefault(rank, None)
+    return [by_rank[r] for r in sorted(chosen)]
 
 
 def timeline_layout(run: dict[str, Any]) -> dict[str, Any]:
@@ -230,7 +248,8 @@ def _arrows(lanes: list[dict[str, Any]], where: dict, ends: dict, cycle: list[di
             if not start or not target:
                 continue
             end = where.get((target.get("rank"), target.get("index")))
-            other = target.get("rank")
+            # "no matching SEND was ever issued": the peer's lane is where it is missing.
+            other = target["rank"] if target.get("rank") is not None else ev.get("peer")
             if end is None and target.get("index") is None and other in ends:
                 end = ends[other]
                 if not any(g["x"] == end[0] and g["y"] == end[1] for g in ghosts):
