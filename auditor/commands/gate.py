@@ -18,6 +18,7 @@ from auditor.analysis.gate import GateResult, check_scan, gate
 from auditor.commands.output import emit
 from auditor.commands.report import load_document, render
 from auditor.config.effective import overrides_from
+from auditor.report.text import target_words
 from auditor.scan import ScanInputs, run_scan
 
 
@@ -88,7 +89,7 @@ def gated_document(new: dict[str, Any], baseline: dict[str, Any], path: str,
 
 
 def summary(doc: dict[str, Any], result: GateResult) -> str:
-    label = ", ".join(f"{t['name']} {t.get('version')}" for t in doc["targets"])
+    label = ", ".join(target_words(t) for t in doc["targets"])
     if result.new:
         return (f"FAIL: {len(result.new)} new reachable unbatched site(s) or contradiction(s) in "
                 f"{label} relative to the baseline")
@@ -98,11 +99,12 @@ def summary(doc: dict[str, Any], result: GateResult) -> str:
 
 def gate_text(doc: dict[str, Any], result: GateResult) -> str:
     base = doc["gate"]["baseline"]
-    torch = doc.get("config", {}).get("effective", {}).get("torch_version")
+    torch = doc.get("config", {}).get("effective", {}).get("torch_version") or "unknown"
     lines = [
-        f"p2paudit gate: {doc.get('launch', {}).get('path')} (torch {torch})",
+        f"p2paudit gate: {(doc.get('launch') or {}).get('path') or '(no launch script)'} "
+        f"(torch {torch})",
         f"baseline: {base['path']} ("
-        + ", ".join(f"{t['name']} {t.get('version')}" for t in base["targets"]) + ")",
+        + ", ".join(target_words(t) for t in base["targets"]) + ")",
         "", summary(doc, result),
     ]
     for f in result.new:

@@ -275,7 +275,7 @@ def matrix_table(key: str, docs: dict[str, dict[str, Any]]) -> str:
     width = max(12, *(len(v) for v in values))
     lines = [f"{key:<40}" + "".join(f"{v:>{width}}" for v in values)]
     for k in KEY_VALUES:
-        row = [str(docs[v]["config"].get("effective", {}).get(k, "")) for v in values]
+        row = [value_words(docs[v]["config"].get("effective", {}).get(k)) for v in values]
         if len(set(row)) > 1:
             lines.append(f"  {k:<38}" + "".join(f"{c:>{width}}" for c in row))
     for verdict in _ORDER:
