@@ -222,3 +222,19 @@ def test_a_recorded_hang_draws_every_pending_op_and_what_it_waits_for(seed_scan)
     assert drawn == pending
     assert sorted((a["from_rank"], a["to_rank"]) for a in layout["arrows"]) == [(1, 0), (2, 1), (3, 2)]
     assert len(layout["ghosts"]) == 3
+
+
+def test_a_lane_cut_into_windows_counts_the_ops_between_them(hang):
+    """A join that keeps only windows of a long run (first ops, the ops around the cycle) leaves
+    index jumps in a lane: the picture counts the missing ops in a gap, the windows stay whole."""
+    joined, *_ = hang
+    run = json.loads(json.dumps(joined["run"]))
+    lane = next(ln for ln in run["timeline"]["ranks"] if ln["rank"] == 3)
+    kept = [ev for ev in lane["events"] if ev.get("index") not in (1, 2)]
+    lane["events"] = kept
+    layout = timeline_layout(run)
+    y = next(ln["y"] for ln in layout["lanes"] if ln["rank"] == 3)
+    gaps = [g for g in layout["gaps"] if abs(g["y"] - y) < 20]
+    assert any(g["label"] == "\u22ef 2" for g in gaps)
+    drawn = {b["index"] for b in layout["boxes"] if b["rank"] == 3}
+    assert {0, 3, 4, 5} <= drawn and not drawn & {1, 2}

@@ -106,14 +106,20 @@ def _keep(lane: dict[str, Any], wanted: set[int]) -> set[int]:
 
 def _cells(lane: dict[str, Any], keep: set[int], truncated: bool) -> list[dict[str, Any]]:
     """The lane as drawn: ops kept in full, set-up calls folded into one item where they lead
-    to a kept op, and gaps that count what is not drawn."""
+    to a kept op, and gaps that count what is not drawn (ops of the lane outside `keep`, and
+    ops the lane itself leaves out between its windows)."""
     cells: list[dict[str, Any]] = []
     setup: list[dict[str, Any]] = []
     gap = {"kind": "gap", "ops": 0, "setup": 0, "sites": Counter()}  # not drawn since the last kept op
+    last = -1  # the op index seen last: a lane cut into windows skips the ops between them
     for p, ev in enumerate(lane["events"]):
         if ev["kind"] == "setup":
             setup.append(ev)
             continue
+        index = ev.get("index")
+        if index is not None:
+            gap["ops"] += max(0, index - last - 1)
+            last = index
         if p not in keep:
             gap["ops"] += 1
             gap["setup"] += len(setup)
