@@ -7,6 +7,8 @@ kept under `cache_dir()` keyed by content, so a second run does no I/O beyond re
 
 from __future__ import annotations
 
+import functools
+
 import email.parser
 import hashlib
 import importlib.metadata
@@ -53,7 +55,15 @@ class SourceSet:
         parts = relpath[:-3].split("/") if relpath.endswith(".py") else relpath.split("/")
         if parts and parts[-1] == "__init__":
             parts.pop()
+        if self.is_package_dir:
+            parts.insert(0, self.root.name)
         return ".".join(parts)
+
+    @functools.cached_property
+    def is_package_dir(self) -> bool:
+        """A directory target that is itself a package (`mytrain/__init__.py`): its modules are
+        `mytrain.*`, as `import mytrain` in the user's code names them."""
+        return self.kind == "dir" and "__init__.py" in self.files
 
     def to_json(self) -> dict[str, str | None]:
         return {"name": self.name, "version": self.version, "source": self.kind, "origin": self.origin}

@@ -59,6 +59,7 @@ def join(
     job); `transport` and `init` replace just that part of it."""
     trace = traces if isinstance(traces, Trace) else read_trace_dir(traces)
     out = dict(doc)
+    out.pop("verdict", None)  # the scan's verdict does not speak for the run: judge it again
     sites = [dict(s) for s in doc["sites"]]
     out["sites"] = sites
     uses = _uses(trace)

@@ -19,6 +19,7 @@ from auditor.analysis.verdict import gate_verdict
 from auditor.commands.output import emit
 from auditor.commands.report import load_document, render
 from auditor.config.effective import overrides_from
+from auditor.report.text import target_words
 from auditor.scan import ScanInputs, run_scan
 
 
@@ -91,16 +92,17 @@ def gated_document(new: dict[str, Any], baseline: dict[str, Any], path: str,
 
 
 def _label(doc: dict[str, Any]) -> str:
-    return ", ".join(f"{t['name']} {t.get('version') or '(version unknown)'}" for t in doc["targets"])
+    return ", ".join(target_words(t) for t in doc["targets"])
 
 
 def gate_text(doc: dict[str, Any], result: GateResult) -> str:
     base = doc["gate"]["baseline"]
-    torch = doc.get("config", {}).get("effective", {}).get("torch_version")
+    torch = doc.get("config", {}).get("effective", {}).get("torch_version") or "unknown"
     lines = [
-        f"p2paudit gate: {doc.get('launch', {}).get('path')} (torch {torch})",
+        f"p2paudit gate: {(doc.get('launch') or {}).get('path') or '(no launch script)'} "
+        f"(torch {torch})",
         f"baseline: {base['path']} ("
-        + ", ".join(f"{t['name']} {t.get('version')}" for t in base["targets"]) + ")",
+        + ", ".join(target_words(t) for t in base["targets"]) + ")",
         "", doc["verdict"]["headline"],
     ]
     for f in result.new:

@@ -16,8 +16,8 @@ from typing import Any
 from auditor import sources
 from auditor.analysis import waitfor
 from auditor.analysis.join import join
-from auditor.commands.output import emit
 from auditor.analysis import verdict
+from auditor.commands.output import emit_report
 from auditor.errors import InputError
 from auditor.report.html import render_html
 from auditor.report.sarif import to_sarif
@@ -39,7 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--init", choices=("lazy", "eager"),
                         help="communicator creation the replay assumes (default: as recorded)")
     parser.add_argument("--format", choices=FORMATS, default="html")
-    parser.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    parser.add_argument("-o", "--output", metavar="FILE",
+                        help="write here instead of stdout (html on a terminal: report.html)")
 
 
 def load_document(path: str) -> dict[str, Any]:
@@ -78,6 +79,6 @@ def run(args: argparse.Namespace) -> int:
     elif args.trace_target or args.transport or args.init:
         raise InputError("--trace", "--trace-target, --transport and --init need --trace DIR")
     result = verdict.finish(doc)
-    emit(render(doc, args.format), args.output)
+    emit_report(render(doc, args.format), args.output, args.format, "report")
     print(f"p2paudit report: {result.headline}", file=sys.stderr)
     return result.exit_code

@@ -8,7 +8,7 @@ import json
 import sys
 
 from auditor.analysis.join import join
-from auditor.commands.output import emit
+from auditor.commands.output import emit, emit_report
 from auditor.commands.report import render
 from auditor.config.effective import overrides_from
 from auditor.analysis import verdict
@@ -37,6 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=("text", "json", "html", "sarif"), default="text")
     parser.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     parser.add_argument("--jobs", type=int, default=None, help="parser processes (default: cores)")
+    parser.add_argument("--verbose", action="store_true",
+                        help="text: one block per site (default: sites that share an explanation "
+                             "are one block)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -64,9 +67,9 @@ def run(args: argparse.Namespace) -> int:
         doc = join(doc, args.trace)
     result = verdict.finish(doc)
     if args.format == "text":
-        emit(text.scan_report(doc), args.output)
+        emit(text.scan_report(doc, verbose=args.verbose), args.output)
     else:
-        emit(render(doc, args.format), args.output)
+        emit_report(render(doc, args.format), args.output, args.format, "scan")
     if args.output or args.format != "text":
         print(f"p2paudit scan: {result.headline}", file=sys.stderr)
     return result.exit_code

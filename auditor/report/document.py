@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from auditor import __version__
-from auditor.analysis.verdict import judge
 from auditor.findings import Finding
 from auditor.sources import SourceSet
 from auditor.static.analyze import Analysis
@@ -35,8 +34,3 @@ def build(
             ],
         },
     }
-
-
-def has_errors(doc: dict[str, Any]) -> bool:
-    """An error finding or a contradicting site: what fails CI and colours the report red."""
-    return judge(doc).status == "findings"

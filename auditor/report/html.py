@@ -19,8 +19,9 @@ from auditor import sources
 from auditor.analysis.join import join
 from auditor.dynamic.trace import Trace
 from auditor.errors import InputError
-from auditor.report.document import has_errors
-from auditor.report.text import KEY_VALUES
+from auditor.analysis.verdict import judge
+from auditor.report.text import KEY_VALUES, target_words, value_words, verdict_sentence
+from auditor.report.timeline import site_counts, timeline_layout
 
 TEMPLATES = Path(__file__).with_name("templates")
 EXCERPT_LINES = 3  # lines of source shown above and below a site
@@ -52,62 +53,34 @@ def _context(doc: dict[str, Any]) -> dict[str, Any]:
     return {
         "doc": doc,
         "title": _title(doc),
+        "targets": [target_words(t) for t in doc["targets"]],
         "verdict": verdict_sentence(doc),
         "verdict_class": _verdict_class(doc),
         "findings": sorted(doc.get("findings", []),
                            key=lambda f: (SEVERITY_ORDER.get(f["severity"], 3),
                                           f["kind"] not in ("static-miss", "unscanned-p2p"))),
-        "config_rows": [{"key": k, "value": effective[k], "provenance": provenance.get(k, ""),
+        "config_rows": [{"key": k, "value": value_words(effective[k]), "provenance": provenance.get(k, ""),
                          "main": k in KEY_VALUES} for k in keys],
         "sites": [_site_row(s, excerpts.get(s["id"])) for s in sites],
         "verdict_counts": Counter(s.get("verdict", "-") for s in doc["sites"]),
         "run": run,
-        "timeline": timeline_layout(run["timeline"]) if run and run["timeline"]["ranks"] else None,
+        "timeline": timeline_layout(run) if run and run["timeline"]["ranks"] else None,
+        "site_counts": _site_counts(doc) if run else None,
         "scanned": any("reachable" in s for s in doc["sites"]),
     }
 
 
 def _title(doc: dict[str, Any]) -> str:
     launch = doc.get("launch") or {}
-    targets = ", ".join(f"{t['name']} {t.get('version') or ''}".strip() for t in doc["targets"])
+    targets = ", ".join(target_words(t) for t in doc["targets"])
     return f"p2paudit: {launch.get('path') or targets}"
 
 
-def verdict_sentence(doc: dict[str, Any]) -> str:
-    """The one sentence at the top: the worst thing known, with what to look at."""
-    run = doc.get("run") or {}
-    wf = run.get("waitfor") or {}
-    misses = [m for m in run.get("misses", []) if m["in_targets"]]
-    bad = [s for s in doc["sites"] if s.get("verdict") == "contradiction"]
-    errors = [f for f in doc.get("findings", []) if f["severity"] == "error"]
-    if wf.get("cycle"):
-        head = wf["cycle"].split(";")[0]
-        return (f"Deadlock: the recorded op order hangs under NCCL ({wf['conditions']['init']} "
-                f"init): {head}; ... (the timeline below shows every rank's first ops).")
-    if misses:
-        return (f"The run fired {len(misses)} P2P line(s) in the scanned sources that the scan did "
-                f"not predict (first: {misses[0]['path']}:{misses[0]['line']}): the static verdicts "
-                f"below are incomplete.")
-    if run.get("trace", {}).get("pending"):
-        n = len(run["trace"]["pending"])
-        return (f"The run stopped with {n} rank(s) inside an op that never completed; the timeline "
-                f"shows where each one was.")
-    if bad:
-        return (f"{len(bad)} reachable P2P site(s) run unbatched although batch_p2p_comm=True: "
-                f"this run can create lazy 2-rank NCCL communicators and hang.")
-    if errors:
-        return f"{len(errors)} error(s): {errors[0]['message'].split('. ')[0]}."
-    if not any("reachable" in s for s in doc["sites"]):
-        return (f"{len(doc['sites'])} P2P call sites (an inventory: run `p2paudit scan --config` "
-                f"to know which can fire).")
-    ok = sum(1 for s in doc["sites"] if s.get("verdict") == "ok")
-    return f"No contradiction: {ok} reachable P2P site(s), all run as the config says."
-
-
 def _verdict_class(doc: dict[str, Any]) -> str:
-    if has_errors(doc):
+    status = (doc.get("verdict") or judge(doc).to_json())["status"]
+    if status == "findings":
         return "bad"
-    if any(f["severity"] == "warning" for f in doc.get("findings", [])):
+    if status == "inconclusive" or any(f["severity"] == "warning" for f in doc.get("findings", [])):
         return "warn"
     return "good"
 
@@ -123,6 +96,21 @@ def _site_row(s: dict[str, Any], excerpt: list[tuple[int, str]] | None) -> dict[
                                             s.get("group"), *s.get("groups", []),
                                             s.get("verdict", ""))).lower(),
     }
+
+
+COUNT_COLUMNS = 16  # ranks shown one column each in the per-site counts; more: runs of ranks
+
+
+def _site_counts(doc: dict[str, Any]) -> dict[str, Any]:
+    """The whole run per site: calls on each rank as columns, or as runs of ranks when many."""
+    ranks = sorted({int(r) for s in doc["sites"] for r in (s.get("fired") or {})}
+                   | {int(r) for m in doc["run"].get("misses", []) for r in m["fired"]})
+    rows = site_counts(doc, ranks)
+    if len(ranks) > COUNT_COLUMNS:
+        for row in rows:
+            row["words"] = fires_words({r: n for r, n in zip(ranks, row["counts"]) if n})
+        ranks = []
+    return {"ranks": ranks, "rows": rows}
 
 
 def fires_words(fired: dict[int, int]) -> list[str]:
@@ -170,114 +158,3 @@ def _excerpts(doc: dict[str, Any]) -> dict[str, list[tuple[int, str]]]:
             last = min(len(lines), (s.get("end_line") or s["line"]) + EXCERPT_LINES)
             out[s["id"]] = [(n, lines[n - 1]) for n in range(first, last + 1)]
     return out
-
-
-# --- the timeline picture -----------------------------------------------------------------------
-COL_W, BOX_W, BOX_H, LANE_H, LEFT, TOP = 104, 96, 24, 40, 70, 24
-PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f",
-           "#ff9da7", "#bab0ac", "#86bcb6", "#d37295", "#a0cbe8")
-SEND = {"send", "isend"}
-RECV = {"recv", "irecv"}
-
-
-def timeline_layout(timeline: dict[str, Any]) -> dict[str, Any]:
-    """Coordinates for the SVG (templates/timeline.svg.j2): one lane per rank, one box per op in
-    issue order, coloured by the communicator the op runs on under the NCCL model, a diamond
-    where an op creates a communicator, red where the run or the model leaves it waiting, and
-    an arrow from each waiting op to what it waits for."""
-    lanes = timeline["ranks"]
-    colors: dict[str, str] = {}
-    boxes, brackets, where = [], [], {}
-    for i, lane in enumerate(lanes):
-        y = TOP + i * LANE_H
-        run_start = None
-        for j, ev in enumerate(lane["events"]):
-            x = LEFT + j * COL_W
-            comm = ev.get("communicator")
-            if comm and comm not in colors:
-                colors[comm] = PALETTE[len(colors) % len(PALETTE)] if len(colors) < len(PALETTE) \
-                    else "#cccccc"
-            waiting = ev.get("model") in ("blocked", "queued") or ev["recorded"] != "done"
-            boxes.append({
-                "x": x, "y": y, "label": _label(ev), "title": _tooltip(lane["rank"], ev),
-                "fill": colors.get(comm, "#e8e8e8") if ev["kind"] != "setup" else "#f4f4f4",
-                "waiting": waiting, "pending": ev["recorded"] == "pending",
-                "creates": bool(ev.get("comm_init")),
-            })
-            if "index" in ev:
-                where[(lane["rank"], ev["index"])] = (x, y)
-            same = run_start is not None and ev.get("batch") is not None and \
-                lane["events"][j - 1].get("batch") == ev.get("batch")
-            if not same:
-                if run_start is not None and j - 1 > run_start:
-                    brackets.append(_bracket(run_start, j - 1, y))
-                run_start = j if ev.get("batch") is not None else None
-        if run_start is not None and len(lane["events"]) - 1 > run_start:
-            brackets.append(_bracket(run_start, len(lane["events"]) - 1, y))
-    arrows, ghosts = [], []
-    lane_of = {lane["rank"]: i for i, lane in enumerate(lanes)}
-    for lane in lanes:
-        for ev in lane["events"]:
-            target = ev.get("blocked_on") or {}
-            start = where.get((lane["rank"], ev.get("index")))
-            end = where.get((target.get("rank"), target.get("index")))
-            # "no matching SEND was ever issued": the peer's lane is where it is missing.
-            other = lane_of.get(target.get("rank") if target.get("rank") is not None
-                                else ev.get("peer") if target else None)
-            if start and end is None and target.get("index") is None and other is not None:
-                # Waits for an op the other rank never issued: a ghost after its last op.
-                end = (LEFT + len(lanes[other]["events"]) * COL_W, TOP + other * LANE_H)
-                if end not in ghosts:
-                    ghosts.append(end)
-            if start and end and start != end:
-                x1, y1 = start[0] + BOX_W / 2, start[1] + BOX_H / 2
-                x2, y2 = end[0] + BOX_W / 2, end[1] + BOX_H / 2
-                # Bent to the right going down, to the left going up: A->B and B->A both show.
-                bend = 36 if y2 >= y1 else -36
-                arrows.append({"d": f"M{x1},{y1} Q{(x1 + x2) / 2 + bend},{(y1 + y2) / 2} {x2},{y2}",
-                               "title": target.get("reason", "")})
-    columns = max((len(lane["events"]) for lane in lanes), default=0) + (1 if ghosts else 0)
-    legend_y = TOP + len(lanes) * LANE_H + 8
-    legend = [{"x": LEFT + (k % 4) * 260, "y": legend_y + (k // 4) * 18, "name": name,
-               "color": color} for k, (name, color) in enumerate(colors.items())]
-    rows = (len(colors) + 3) // 4
-    return {
-        "width": max(LEFT + columns * COL_W + 16, LEFT + 4 * 260), "height": legend_y + rows * 18 + 30,
-        "lanes": [{"rank": lane["rank"], "y": TOP + i * LANE_H + BOX_H / 2 + 4}
-                  for i, lane in enumerate(lanes)],
-        "boxes": boxes, "arrows": arrows, "ghosts": [{"x": x, "y": y} for x, y in ghosts], "brackets": brackets, "legend": legend,
-        "legend_y": legend_y + rows * 18 + 14, "box_w": BOX_W, "box_h": BOX_H,
-        "not_shown": timeline["not_shown"], "ops_per_rank": timeline["ops_per_rank"],
-    }
-
-
-def _bracket(first: int, last: int, y: float) -> dict[str, float]:
-    return {"x1": LEFT + first * COL_W + 4, "x2": LEFT + last * COL_W + BOX_W - 4,
-            "y": y + BOX_H + 4}
-
-
-def _label(ev: dict[str, Any]) -> str:
-    api = str(ev.get("api"))
-    if ev["kind"] == "setup":
-        return f"{api} {ev['group']}" if ev.get("group") else api
-    if api in SEND:
-        return f"{api}\u2192{ev.get('peer')}"
-    if api in RECV:
-        return f"{api}\u2190{ev.get('peer')}"
-    return api
-
-
-def _tooltip(rank: int, ev: dict[str, Any]) -> str:
-    lines = [f"rank {rank}: {_label(ev)} on {ev.get('group') or 'the default group'}",
-             f"at {ev['where']}", f"recorded: {ev['recorded']}"
-             + (" (batched)" if ev.get("batched") else " (unbatched)" if ev["kind"] == "p2p" else "")]
-    if ev.get("comm_init"):
-        ci = ev["comm_init"]
-        lines.append(f"creates a communicator under lazy init ({ci.get('kind')} {ci.get('key')})")
-    if ev.get("communicator"):
-        lines.append(f"NCCL model: on {ev['communicator']}, {ev.get('model')}")
-    target = ev.get("blocked_on")
-    if target:
-        who = f"rank {target['rank']}" if target.get("rank") is not None else "nobody"
-        lines.append(f"waits for {who}: {target.get('reason')}")
-    return "\n".join(lines)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from typing import Any
 
@@ -28,7 +29,7 @@ def sites_table(doc: dict[str, Any]) -> str:
             flag = "batched  " if s["batched"] else "UNBATCHED"
             extra = f"  [{s['form']}]" if s.get("form", "call") != "call" else ""
             lines.append(
-                f"  {s['line']:>5}  {_api(s):<{width}}  {flag}  group={s['group']:<24} "
+                f"  {s['line']:>5}  {_api(s):<{width}}  {flag}  group={s.get('group') or 'unknown':<24} "
                 f"{s['function']}{extra}"
             )
         lines.append("")
@@ -38,11 +39,26 @@ def sites_table(doc: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def target_words(t: dict[str, Any]) -> str:
+    """`megatron-core 0.17.0`; `mytrain (dir /src/mytrain, version unknown)`: a directory or
+    archive also says where it was read from."""
+    name = t.get("name") or "(unnamed)"
+    notes = []
+    origin = t.get("origin")
+    if t.get("source") in ("dir", "sdist", "wheel") and origin and "==" not in str(origin):
+        notes.append(f"{t['source']} {origin}")
+    if t.get("version"):
+        name += f" {t['version']}"
+    else:
+        notes.append("version unknown")
+    return name + (f" ({', '.join(notes)})" if notes else "")
+
+
 def summary_line(doc: dict[str, Any]) -> str:
     sites = doc["sites"]
     unbatched = sum(1 for s in sites if not s["batched"])
     files = doc.get("files", {})
-    targets = ", ".join(f"{t['name']} {t['version'] or '(version unknown)'}" for t in doc["targets"])
+    targets = ", ".join(target_words(t) for t in doc["targets"])
     return (
         f"{len(sites)} P2P sites ({len(sites) - unbatched} batched, {unbatched} unbatched) "
         f"in {targets}; {files.get('total', 0)} files, {files.get('parsed', 0)} parsed, "
@@ -61,8 +77,14 @@ KEY_VALUES = (
 _ORDER = {"contradiction": 0, "ok": 1, "unknown": 2, "unreachable": 3}
 
 
+def verdict_sentence(doc: dict[str, Any]) -> str:
+    """The one headline of a document, as the verdict module decided it (auditor.analysis.verdict:
+    the exit status comes from the same decision)."""
+    return (doc.get("verdict") or judge(doc).to_json())["headline"]
+
+
 def verdict_line(doc: dict[str, Any]) -> str:
-    """The run's headline as the one verdict module decided it, with what stays undecided."""
+    """The headline, then what stays undecided, each with what would decide it."""
     v = doc.get("verdict") or judge(doc).to_json()
     lines = [v["headline"]]
     if len(v.get("undecided", [])) > 1 or (v["status"] == "findings" and v.get("undecided")):
@@ -71,16 +93,24 @@ def verdict_line(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def scan_report(doc: dict[str, Any]) -> str:
-    launch = doc.get("launch", {})
+def scan_report(doc: dict[str, Any], verbose: bool = False) -> str:
+    """The scan (or joined scan) for a terminal. Sites that share an explanation are one block
+    with their lines under it; `verbose` gives every site its own block."""
+    launch = doc.get("launch") or {}
     eff = doc["config"].get("effective", {})
     prov = doc["config"].get("provenance", {})
-    targets = ", ".join(f"{t['name']} {t['version']}" for t in doc["targets"])
+    targets = ", ".join(target_words(t) for t in doc["targets"]) or "none"
+    ranks = launch.get("world_size") or "?"
+    how = ", ".join(str(x) for x in (launch.get("launcher"), f"{ranks} ranks") if x)
     lines = [
-        f"p2paudit scan {launch.get('path')}  ({launch.get('launcher')}, "
-        f"{launch.get('world_size') or '?'} ranks)",
-        f"targets: {targets}; torch {eff.get('torch_version', 'unknown')}",
-        f"entry points: {'; '.join(doc.get('entries', []))}",
+        f"p2paudit scan {launch.get('path') or '(no launch script)'}  ({how})",
+        f"targets: {targets}; torch {eff.get('torch_version') or 'unknown'}",
+    ]
+    if "entries" in doc:
+        lines.append("entry points: " + ("; ".join(doc["entries"]) or
+                                         "none (the rules name none for these targets: "
+                                         "pass --entry MODULE:QUALNAME)"))
+    lines += [
         "",
         verdict_line(doc),
         "",
@@ -88,7 +118,7 @@ def scan_report(doc: dict[str, Any]) -> str:
     ]
     for key in KEY_VALUES:
         if key in eff:
-            lines.append(f"  {key:<38} {str(eff[key]):<8} {prov.get(key, '')}")
+            lines.append(f"  {key:<38} {value_words(eff[key]):<8} {prov.get(key, '')}")
     findings = sorted(doc["findings"], key=lambda f: ("error", "warning", "info").index(f["severity"]))
     if findings:
         lines += ["", "Findings:"]
@@ -105,24 +135,16 @@ def scan_report(doc: dict[str, Any]) -> str:
     lines += ["", "Sites:"]
     quiet = []
     unreachable: dict[tuple[str, str, str], list[int]] = {}
+    shown = []
     for s in sorted(doc["sites"], key=lambda s: (_ORDER[s["verdict"]], s["package"], s["path"], s["line"])):
         where = f"{s['path']}:{s['line']}"
         if s["verdict"] == "unknown" and not s["paths"]:
             quiet.append(where)
-            continue
-        if s["verdict"] == "unreachable":
+        elif s["verdict"] == "unreachable":
             unreachable.setdefault((s["path"], s["function"], s["reason"]), []).append(s["line"])
-            continue
-        lines.append(f"  {s['verdict'].upper():<13} {where}  {_api(s)}  in {s['function']}"
-                     + (f"  groups: {', '.join(s['groups'])}" if s.get("groups") else ""))
-        if s["verdict"] == "contradiction" and s.get("unbatched_reason"):
-            lines.append(f"      why: {s['unbatched_reason']}")
-        if s["paths"]:
-            lines.append(f"      path: {' -> '.join(s['paths'][0])}")
-        if s["guards"]:
-            lines.append(f"      guards: {'; '.join(s['guards'])}")
-        if s.get("reason"):
-            lines.append(f"      {s['reason']}")
+        else:
+            shown.append(s)
+    lines += _site_blocks(shown) if verbose else _grouped_blocks(shown)
     for (path, function, reason), at in unreachable.items():
         lines.append(f"  UNREACHABLE   {path}:{','.join(map(str, at))}  in {function}: {reason}")
     if quiet:
@@ -137,12 +159,107 @@ def scan_report(doc: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def value_words(value: Any) -> str:
+    """A config value as printed: None is `unset`."""
+    return "unset" if value is None else str(value)
+
+
+def _why(s: dict[str, Any]) -> str:
+    return s.get("unbatched_reason") or "" if s["verdict"] == "contradiction" else ""
+
+
+def _site_blocks(sites: list[dict[str, Any]]) -> list[str]:
+    """One block per site: its verdict, why, path, guards and reason in full."""
+    lines = []
+    for s in sites:
+        lines.append(f"  {s['verdict'].upper():<13} {s['path']}:{s['line']}  {_api(s)}  in {s['function']}"
+                     + (f"  groups: {', '.join(s['groups'])}" if s.get("groups") else ""))
+        if _why(s):
+            lines.append(f"      why: {_why(s)}")
+        if s["paths"]:
+            lines.append(f"      path: {' -> '.join(s['paths'][0])}")
+        if s["guards"]:
+            lines.append(f"      guards: {'; '.join(s['guards'])}")
+        if s.get("reason"):
+            lines.append(f"      {s['reason']}")
+    return lines
+
+
+def _grouped_blocks(sites: list[dict[str, Any]]) -> list[str]:
+    """One block per verdict and function: what its sites share is said once (a `why` shared by
+    every site of the verdict once above them all), their lines listed under it, and only what
+    differs said per line."""
+    lines: list[str] = []
+    by_verdict: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for s in sites:
+        by_verdict[s["verdict"]].append(s)
+    for verdict, group in by_verdict.items():
+        functions: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+        for s in group:
+            functions[(s["package"], s["path"], s["function"])].append(s)
+        whys = {_why(s) for s in group}
+        common_why = whys.pop() if len(whys) == 1 else ""
+        lines.append(f"  {verdict.upper():<13} {len(group)} site(s) in {len(functions)} function(s)")
+        if common_why:
+            lines.append(f"      why: {common_why}")
+        for (_, path, function), members in functions.items():
+            groups = _shared(members, lambda s: ", ".join(s.get("groups") or []))
+            lines.append(f"    {function}  {path}" + (f"  groups: {groups}" if groups else ""))
+            lines.append("      lines: " + ", ".join(f"{s['line']} {_api(s)}" for s in members))
+            fields = [("why", lambda s: "" if common_why else _why(s)),
+                      ("path", lambda s: " -> ".join(s["paths"][0]) if s["paths"] else ""),
+                      ("guards", lambda s: "; ".join(s["guards"])),
+                      ("", lambda s: s.get("reason") or "")]
+            if groups is None:
+                fields.insert(0, ("groups", lambda s: ", ".join(s.get("groups") or [])))
+            for label, get in fields:
+                value = _shared(members, get)
+                prefix = f"{label}: " if label else ""
+                if value:
+                    lines.append(f"      {prefix}{value}")
+                elif value is None and label == "path":
+                    lines.append(f"      path: {_merged_path([s['paths'][0] for s in members if s['paths']])}")
+                elif value is None:  # each value once, with the lines that have it
+                    by_value: dict[str, list[int]] = defaultdict(list)
+                    for s in members:
+                        if get(s):
+                            by_value[get(s)].append(s["line"])
+                    for v, at in by_value.items():
+                        lines.append(f"      {prefix}{v}  (line{'s' if len(at) > 1 else ''} "
+                                     f"{', '.join(map(str, at))})")
+    return lines
+
+
+def _shared(members: list[dict[str, Any]], get) -> str | None:
+    """The value every member has ("" for none), or None where they differ."""
+    values = {get(s) for s in members}
+    return values.pop() if len(values) == 1 else None
+
+
+def _merged_path(paths: list[list[str]]) -> str:
+    """Call paths of one function's sites as one line: the steps they share, and `{a | b}`
+    where they differ (paths of different lengths: each distinct one, `|` between)."""
+    distinct = list(dict.fromkeys(tuple(p) for p in paths))
+    if len({len(p) for p in distinct}) != 1:
+        return " | ".join(" -> ".join(p) for p in distinct)
+    steps = []
+    for options in zip(*distinct):
+        unique = list(dict.fromkeys(options))
+        if len(unique) == 1:
+            steps.append(unique[0])
+            continue
+        stem = os.path.commonprefix(unique)
+        stem = stem[:stem.rfind(".") + 1]  # a common module or class, not half a name
+        steps.append(stem + "{" + " | ".join(u[len(stem):] for u in unique) + "}")
+    return " -> ".join(steps)
+
+
 def matrix_table(key: str, docs: dict[str, dict[str, Any]]) -> str:
     values = list(docs)
     width = max(12, *(len(v) for v in values))
     lines = [f"{key:<40}" + "".join(f"{v:>{width}}" for v in values)]
     for k in KEY_VALUES:
-        row = [str(docs[v]["config"].get("effective", {}).get(k, "")) for v in values]
+        row = [value_words(docs[v]["config"].get("effective", {}).get(k)) for v in values]
         if len(set(row)) > 1:
             lines.append(f"  {k:<38}" + "".join(f"{c:>{width}}" for c in row))
     for verdict in _ORDER:

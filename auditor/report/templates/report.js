@@ -74,5 +74,14 @@
       rows.forEach(function (row) { if (!row.hidden) { row.nextElementSibling.hidden = false; } });
     }
   }
+  var setupList = document.getElementById("setup-calls");
+  if (setupList) {
+    Array.prototype.forEach.call(document.querySelectorAll("#timeline g.setup"), function (g) {
+      g.addEventListener("click", function () {
+        setupList.open = true;
+        setupList.scrollIntoView({block: "nearest"});
+      });
+    });
+  }
   document.body.setAttribute("data-ready", "1");
 })();
