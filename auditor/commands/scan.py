@@ -7,9 +7,8 @@ import argparse
 import json
 import sys
 
-from auditor.analysis.join import join
 from auditor.commands.output import emit
-from auditor.commands.report import render
+from auditor.commands.report import FORMATS, add_flight_recorder_argument, join_run, read_run, render
 from auditor.config.effective import overrides_from
 from auditor.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from auditor.report import text
@@ -34,7 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="entry point(s) instead of the framework's (in order: init first)")
     parser.add_argument("--trace", metavar="DIR",
                         help="join with a run recorded by `p2paudit record` (what fired, per rank)")
-    parser.add_argument("--format", choices=("text", "json", "html", "sarif"), default="text")
+    add_flight_recorder_argument(parser)
+    parser.add_argument("--format", choices=("text",) + FORMATS, default="text")
     parser.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     parser.add_argument("--jobs", type=int, default=None, help="parser processes (default: cores)")
 
@@ -44,8 +44,9 @@ def run(args: argparse.Namespace) -> int:
     base = ScanInputs(args.config, args.target, overrides, args.torch, args.entry, args.jobs,
                       progress=sys.stderr.isatty())
     if args.matrix:
-        if args.trace or args.format in ("html", "sarif"):
-            raise InputError("--matrix", "prints a text or JSON comparison; --trace and html/sarif take one scan")
+        if args.trace or args.flight_recorder or args.format not in ("text", "json"):
+            raise InputError("--matrix", "prints a text or JSON comparison; --trace, "
+                                         "--flight-recorder and the other formats take one scan")
         key, _, values = args.matrix.partition("=")
         if not key or not values:
             raise InputError(args.matrix, "--matrix wants KEY=V1,V2,...")
@@ -59,13 +60,14 @@ def run(args: argparse.Namespace) -> int:
             emit(text.matrix_table(key, docs), args.output)
         return EXIT_FINDINGS if any(_contradicts(d) for d in docs.values()) else EXIT_OK
     doc = run_scan(base)
-    if args.trace:
-        doc = join(doc, args.trace)
+    trace = read_run(args, doc)
+    if trace is not None:
+        doc = join_run(doc, trace)
     if args.format == "text":
         emit(text.scan_report(doc), args.output)
     else:
-        emit(render(doc, args.format), args.output)
-    return EXIT_FINDINGS if _contradicts(doc) or (args.trace and has_errors(doc)) else EXIT_OK
+        emit(render(doc, args.format, trace), args.output)
+    return EXIT_FINDINGS if _contradicts(doc) or (trace is not None and has_errors(doc)) else EXIT_OK
 
 
 def _contradicts(doc: dict) -> bool:
