@@ -15,6 +15,7 @@ from auditor.config.launch import read_launch
 from auditor.config.model import LaunchConfig
 from auditor.errors import InputError
 from auditor.findings import Finding
+from auditor.progress import Progress
 from auditor.report import document
 from auditor.sources import SourceSet, resolve
 from auditor.static import graphrules, ir
@@ -105,18 +106,20 @@ def run_scan(inputs: ScanInputs) -> dict[str, Any]:
     program = Program(srcs, jobs=inputs.jobs)
     try:
         interp = Interpreter(program, interpreter_config(effective), rules)
-        starts = []
-        for i, (name, code) in enumerate(entry_specs):
-            module = f"<entry {i}>"
-            try:
-                tree = cst.parse_module(code)
-            except cst.ParserSyntaxError as exc:
-                raise InputError(name, f"entry code does not parse: {exc.message}") from None
-            starts.append(interp.run_module_ir(module, ir.build(tree, module, False, {})))
-        # Code a module runs on import ran too: its module-level node is a start of its own.
-        starts += [n.id for n in interp.nodes if n.qualname == "<module>" and n.context == "import"]
-        reach = Reachability(interp, starts)
-        results = _reach_all(interp, reach, program, sites)
+        with Progress("call graph from the entry points",
+                      how_far=lambda: f"{len(interp.nodes)} functions reached"):
+            starts = []
+            for i, (name, code) in enumerate(entry_specs):
+                module = f"<entry {i}>"
+                try:
+                    tree = cst.parse_module(code)
+                except cst.ParserSyntaxError as exc:
+                    raise InputError(name, f"entry code does not parse: {exc.message}") from None
+                starts.append(interp.run_module_ir(module, ir.build(tree, module, False, {})))
+            # Code a module runs on import ran too: its module-level node is a start of its own.
+            starts += [n.id for n in interp.nodes if n.qualname == "<module>" and n.context == "import"]
+            reach = Reachability(interp, starts)
+            results = _reach_all(interp, reach, program, sites)
     finally:
         program.close()
     unbatched = {s.id: effectively_batched(s, effective) for s in sites}
