@@ -128,3 +128,19 @@ def test_perfetto_trace_processor_loads_it(tmp_path):
         tp.close()
     expected = Counter(f"rank {e['pid']}" for e in doc["traceEvents"] if e["ph"] in ("X", "B"))
     assert rows == dict(expected)
+
+
+def test_a_document_alone_draws_its_timeline(tmp_path):
+    """A simulation (or a saved report) has the joined `run` section but no trace at hand: the
+    document's timeline is drawn, with the same pending ops and arrows."""
+    from auditor.report.perfetto import trace_events
+    scan, joined = tmp_path / "sites.json", tmp_path / "joined.json"
+    main(["sites", str(ROOT / "record_fixtures" / "toy_pipeline.py"), "--format", "json", "-o", str(scan)])
+    main(["report", "--scan", str(scan), "--trace", str(HANG), "--format", "json", "-o", str(joined)])
+    doc = trace_events(json.loads(joined.read_text()))
+    slices = check_trace_event_format(doc)
+    full = check_trace_event_format(perfetto_json(tmp_path, ["--trace", str(HANG)],
+                                                  ROOT / "record_fixtures" / "toy_pipeline.py"))
+    pending = {p: [s["name"] for s in ss if s["ph"] == "B"] for p, ss in slices.items()}
+    assert pending == {p: [s["name"] for s in ss if s["ph"] == "B"] for p, ss in full.items()}
+    assert [e["pid"] for e in doc["traceEvents"] if e["ph"] in "sf"] == [2, 1, 3, 2]

@@ -151,16 +151,19 @@ def read_dumps(path: str | os.PathLike[str]) -> tuple[list[Dump], list[str]]:
     """Every rank's dump in a directory (the rank is the number that ends the file name, as
     torch's own reader takes it), and notes on the files skipped."""
     root = Path(path)
+    if root.is_file():
+        raise InputError(str(root), "a file: give the directory that holds the dumps (one per rank)")
     if not root.is_dir():
         raise InputError(str(root), "no such Flight Recorder dump directory")
     dumps: dict[int, Dump] = {}
     notes: list[str] = []
-    for file in sorted(root.iterdir()):
-        if file.name.startswith(".") or not file.is_file():
+    for file in sorted(root.rglob("*")):  # torch's reader walks subdirectories too
+        name = file.relative_to(root).as_posix()
+        if any(part.startswith(".") for part in file.relative_to(root).parts) or not file.is_file():
             continue
         rank = _rank_of(file.name)
         if rank is None:
-            notes.append(f"{file.name}: no rank number at the end of its name, not read as a dump")
+            notes.append(f"{name}: no rank number at the end of its name, not read as a dump")
             continue
         data = load_dump_file(file)
         if not isinstance(data, dict) or not isinstance(data.get("entries"), list) \
@@ -168,7 +171,7 @@ def read_dumps(path: str | os.PathLike[str]) -> tuple[list[Dump], list[str]]:
             raise InputError(str(file), "not a Flight Recorder dump (no 'version' and 'entries')")
         if rank in dumps:
             raise InputError(str(file), f"a second dump for rank {rank} (also "
-                                        f"{dumps[rank].path.name}): keep one per rank")
+                                        f"{dumps[rank].path.relative_to(root)}): keep one per rank")
         version = str(data["version"])
         _check_version(version, file)
         entries = [e for e in data["entries"] if isinstance(e, dict)]
