@@ -102,13 +102,14 @@ def real_entry(name: str) -> dict[str, Any]:
 
 
 def p2p_entry(record: int, op: str, rank: int, peer: int, seq: int, frame: dict[str, Any],
-              state: str) -> dict[str, Any]:
+              state: str, shape: list[int] | None = None, dtype: str = "BFloat16") -> dict[str, Any]:
     """One unbatched P2P entry (batch_isend_irecv running op by op: no closing entry)."""
     e = real_entry("nccl:send 0->0" if op == "send" else "nccl:recv 0<-0")
     arrow = "->" if op == "send" else "<-"
+    sizes = [shape or [8192, 1, 1536]]
     e.update(record_id=record, op_id=seq, p2p_seq_id=seq, profiling_name=f"nccl:{op} {rank}{arrow}{peer}",
-             process_group=("1", "pp"), input_sizes=[[8192, 1, 1536]], output_sizes=[[8192, 1, 1536]],
-             input_dtypes=["BFloat16"], output_dtypes=["BFloat16"], state=state, retired=False,
+             process_group=("1", "pp"), input_sizes=sizes, output_sizes=sizes, input_dtypes=[dtype],
+             output_dtypes=[dtype], state=state, retired=state == "completed",
              time_discovered_completed_ns=None, time_created_ns=e["time_created_ns"] + record * 1000)
     torch_frames = [f for f in e["frames"] if f["name"] in ("isend", "irecv", "batch_isend_irecv")]
     e["frames"] = torch_frames + [frame]
@@ -132,16 +133,34 @@ def seed_scan(real_sources) -> dict[str, Any]:
     return run_scan(ScanInputs(str(SEED), torch_version="2.10.0"))
 
 
-def test_two_rank_nccl_dumps_deadlock_like_the_glm_run(seed_scan, tmp_path):
-    """Both pipeline neighbours ISEND 24 MiB first, op by op (batch_isend_irecv not coalescing):
-    the dumps map to megatron-core's _batched_p2p_ops site, the join flags the unbatched ops and
-    the wait-for replay finds the cycle."""
+def megatron_frame(site: dict[str, Any], name: str) -> dict[str, Any]:
+    """The frame torch records for a call at a scanned site: the code object's own name, the file
+    under the site-packages it was imported from."""
+    return {"name": name, "line": site["line"], "filename": "/usr/lib/python3/site-packages/" + site["path"]}
+
+
+@pytest.fixture(scope="module")
+def glm_dumps(seed_scan, tmp_path_factory) -> Path:
+    """Two pipeline neighbours, batch_isend_irecv running op by op (torch 2.10 with DETAIL): the
+    shapes exchange (P2PCommunicator._communicate_shapes) completes, then both ISEND their 24 MiB
+    activation first (_batched_p2p_ops) and wait."""
+    root = tmp_path_factory.mktemp("glm-dumps")
+    shapes = site_of(seed_scan["sites"], "P2PCommunicator._communicate_shapes", "batch_isend_irecv", 0)
     call = site_of(seed_scan["sites"], "_batched_p2p_ops", "batch_isend_irecv", 0)
-    frame = {"name": "_batched_p2p_ops", "line": call["line"],
-             "filename": "/usr/lib/python3/site-packages/" + call["path"]}
-    write_dumps(tmp_path, {r: [p2p_entry(0, "send", r, 1 - r, 1, frame, "started"),
-                               p2p_entry(1, "recv", r, 1 - r, 2, frame, "scheduled")] for r in (0, 1)})
-    details, _ = read_dir(argparse.Namespace(trace_dir=str(tmp_path), prefix=None))
+    small = megatron_frame(shapes, "_communicate_shapes")
+    big = megatron_frame(call, "_batched_p2p_ops")
+    write_dumps(root, {r: [
+        p2p_entry(0, "send", r, 1 - r, 1, small, "completed", [3], "Long"),
+        p2p_entry(1, "recv", r, 1 - r, 2, small, "completed", [3], "Long"),
+        p2p_entry(2, "send", r, 1 - r, 3, big, "started"),
+        p2p_entry(3, "recv", r, 1 - r, 4, big, "scheduled")] for r in (0, 1)})
+    return root
+
+
+def test_two_rank_nccl_dumps_deadlock_like_the_glm_run(seed_scan, glm_dumps, tmp_path):
+    """The dumps map to megatron-core's sites (a method named by its code name too), the join
+    flags the unbatched ops and the wait-for replay finds the cycle."""
+    details, _ = read_dir(argparse.Namespace(trace_dir=str(glm_dumps), prefix=None))
     _, _, _, members, guids = build_groups_memberships(
         {d["rank"]: d["pg_config"] for d in details.values()})
     for d in details.values():  # torch parses every entry, peers as we place them
@@ -151,13 +170,27 @@ def test_two_rank_nccl_dumps_deadlock_like_the_glm_run(seed_scan, tmp_path):
     scan = tmp_path / "scan.json"
     scan.write_text(json.dumps(seed_scan))
     out = tmp_path / "report.json"
-    assert main(["report", "--scan", str(scan), "--flight-recorder", str(tmp_path),
+    assert main(["report", "--scan", str(scan), "--flight-recorder", str(glm_dumps),
                  "--format", "json", "-o", str(out)]) == 1
     doc = json.loads(out.read_text())
-    assert next(s for s in doc["sites"] if s["id"] == call["id"])["fired"] == {"0": 1, "1": 1}
+    fired = {s["id"]: s["fired"] for s in doc["sites"]}
+    for function in ("_batched_p2p_ops", "P2PCommunicator._communicate_shapes"):
+        site = site_of(seed_scan["sites"], function, "batch_isend_irecv", 0)
+        assert fired[site["id"]] == {"0": 1, "1": 1}, function
     kinds = {f["kind"] for f in doc["findings"]}
     assert {"wait-for-cycle", "unbatched-run", "run-stopped-in-op"} <= kinds
     assert "flight-recorder-unmatched" not in kinds  # every pending op has its match in a dump
+    notes = "\n".join(doc["run"]["trace"]["skipped"])
+    assert "rank 1, group pp: last completed IRECV from 0 (record 1, completed); then 2 pending: " \
+           "ISEND to 0 (record 2, started), IRECV from 0 (record 3, scheduled)" in notes
+
+
+def test_scan_with_flight_recorder_dumps_is_one_report(glm_dumps, tmp_path):
+    out = tmp_path / "scan.html"
+    assert main(["scan", "--config", str(SEED), "--torch", "2.10.0", "--flight-recorder",
+                 str(glm_dumps), "--format", "html", "-o", str(out)]) == 1
+    html = out.read_text()
+    assert "wait-for cycle" in html and "flight recorder: a dump does not say" in html
 
 
 def test_two_rank_nccl_dump_that_ends_early_names_that_rank(tmp_path):

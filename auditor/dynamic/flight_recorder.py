@@ -372,6 +372,7 @@ def _rank_events(d: Dump, groups: dict[tuple[int, str], _Group], t0: int,
     starts: list[dict[str, Any]] = []
     ends: list[dict[str, Any]] = []
     unplaced = Counter()
+    calls = _BatchCalls()
     for i, e in enumerate(entries):
         backend, op, meta = _kind(e)
         if op in CLOSERS:
@@ -403,7 +404,8 @@ def _rank_events(d: Dump, groups: dict[tuple[int, str], _Group], t0: int,
             "site": _site(e.get("frames")), "peer": peer, "group": group.to_json(backend),
             "shape": shape, "dtype": dtype, "bytes": nbytes,
             "batched": True if closer is not None and p2p else (False if p2p else None),
-            "batch": (closer or {}).get("record_id") if closer is not None else None,
+            "batch": (closer or {}).get("record_id") if closer is not None else
+                     calls.batch(e, api, peer) if "batch_isend_irecv" in torch_calls else None,
             "via": "batch_isend_irecv" if "batch_isend_irecv" in torch_calls else None,
             "op_site": None, "comm_init": None, "error": None,
             "fr": {"record_id": e.get("record_id"), "profiling_name": e.get("profiling_name"),
@@ -426,6 +428,52 @@ def _rank_events(d: Dump, groups: dict[tuple[int, str], _Group], t0: int,
     # next op: end events follow every start, so the replay infers no such waits.
     ends.sort(key=lambda e: e["t"] if e["t"] is not None else math.inf)
     return starts + ends
+
+
+def _where_each_group_stopped(rank: int, rt: RankTrace) -> list[str]:
+    """Per group with pending ops: its last completed op and the ones after it, with their states:
+    what a hang analysis of Flight Recorder dumps starts from."""
+    by_group: dict[str, list[dict[str, Any]]] = {}
+    for e in rt.starts():
+        by_group.setdefault(e["group"]["desc"] or e["group"]["name"], []).append(e)
+    out = []
+    for label, ops in sorted(by_group.items()):
+        pending = [e for e in ops if e["end"] is None]
+        if not pending:
+            continue
+        done = [e for e in ops if e["end"] is not None]
+        last = (f"last completed {_op_words(done[-1])}" if done else "nothing completed")
+        out.append(f"rank {rank}, group {label}: {last}; then {len(pending)} pending: "
+                   + ", ".join(_op_words(e) for e in pending[:4]) + (" ..." if len(pending) > 4 else ""))
+    return out
+
+
+def _op_words(e: dict[str, Any]) -> str:
+    peer = f" {'to' if 'send' in e['api'] else 'from'} {e['peer']}" if e["peer"] is not None else ""
+    fr = e["fr"]
+    retired = ", retired" if fr["retired"] and fr["state"] != "completed" else ""
+    return f"{e['api'].upper()}{peer} (record {fr['record_id']}, {fr['state']}{retired})"
+
+
+class _BatchCalls:
+    """Which batch_isend_irecv call an op that ran outside a coalescing window came from (torch
+    2.10 with DETAIL runs the batch op by op and records no window): consecutive ops with the same
+    stack, a new call where an op to the same peer in the same direction comes again (a batch
+    holds at most one per peer and direction)."""
+
+    def __init__(self) -> None:
+        self.frames: Any = None
+        self.seen: set[tuple[str, Any]] = set()
+        self.id: str | None = None
+
+    def batch(self, entry: dict[str, Any], api: str, peer: Any) -> str:
+        frames = entry.get("frames") or []
+        names = [f.get("name") if isinstance(f, dict) else None for f in frames]
+        frames = frames[names.index("batch_isend_irecv"):]  # the call's stack, without isend/irecv
+        if frames != self.frames or (api, peer) in self.seen or self.id is None:
+            self.frames, self.seen, self.id = frames, set(), f"call@{entry.get('record_id')}"
+        self.seen.add((api, peer))
+        return self.id
 
 
 def _gaps(d: Dump) -> list[str]:
@@ -466,7 +514,10 @@ def read_flight_recorder(path: str | os.PathLike[str]) -> Trace:
              if _ns(e.get("time_created_ns"))]
     t0 = min(times) if times else 0
     backends = sorted({_kind(e)[0] for d in dumps for e in d.entries if _kind(e)[0]})
-    limits = [NO_ENTRY_BEFORE_COMM]
+    limits = [NO_ENTRY_BEFORE_COMM,
+              "a dump does not say whether communicators were created eagerly "
+              "(init_process_group(device_id=...)): the replay assumes lazy creation "
+              "(`report --init eager` replays the other)"]
     if "gloo" in backends:
         limits.append("gloo entries: gloo (torch 2.13) records collectives only and never "
                       "updates 'state'; an entry counts as completed once retired, and a work "
@@ -493,6 +544,8 @@ def read_flight_recorder(path: str | os.PathLike[str]) -> Trace:
                 "fr_version": d.version, "comm_lib_version": d.comm_lib_version,
                 "pg_status": d.pg_status, "world_size": world, "wall0": t0 / 1e9}
         ranks[d.rank] = RankTrace(d.rank, d.path, meta, _rank_events(d, groups, t0, notes))
+    for rank, rt in ranks.items():
+        notes += _where_each_group_stopped(rank, rt)
     missing = sorted(set(range(world)) - set(ranks))
     for r in missing:
         notes.append(f"rank {r}: no dump (its process never dumped, or its file is elsewhere)")
