@@ -6,7 +6,8 @@ request: a pickle by default, JSON on request. This reads a directory of them in
 `Trace` as `p2paudit record` writes (one start event per op, an end event for each op the dump
 says completed), so the join, the wait-for replay and every report read them unchanged.
 
-The format (FlightRecorder.hpp, version "2.10" in torch 2.11-2.13; earlier 2.x add fewer keys):
+The format (FlightRecorder.hpp, version "2.10" in torch 2.11-2.13; earlier 2.x have fewer keys,
+and a key this reader needs but a dump lacks reads as unknown):
 `{version, entries, pg_config, pg_status, comm_lib_version}`; each entry has `profiling_name`
 (`nccl:send 0->1`, `nccl:recv 1<-0` in group-local ranks, `nccl:all_reduce`), `process_group`
 (name, desc), `collective_seq_id`, `p2p_seq_id`, `op_id`, `record_id`, `input_sizes` /
@@ -189,7 +190,7 @@ def _check_version(version: str, file: Path) -> None:
     major, _, minor = version.partition(".")
     if major != KNOWN_MAJOR or not minor.isdigit():
         raise InputError(str(file), f"Flight Recorder dump version {version!r}: this reader "
-                                    f"knows 2.x (torch 2.4-2.13 write 2.0-2.10)")
+                                    f"knows 2.x (torch 2.11-2.13 write 2.10)")
 
 
 # --- groups -------------------------------------------------------------------------------------
@@ -277,7 +278,7 @@ def _kind(entry: dict[str, Any]) -> tuple[str, str, str]:
 def _seq(entry: dict[str, Any], p2p: bool) -> Any:
     if p2p:
         return entry.get("p2p_seq_id")
-    return entry.get("collective_seq_id", entry.get("seq_id"))
+    return entry.get("collective_seq_id")
 
 
 def _is_p2p(entry: dict[str, Any]) -> bool:
