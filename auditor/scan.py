@@ -16,6 +16,7 @@ from auditor.config.model import LaunchConfig
 from auditor.errors import InputError
 from auditor.analysis import verdict
 from auditor.findings import Finding
+from auditor.progress import Progress
 from auditor.report import document
 from auditor.sources import SourceSet, resolve
 from auditor.static import graphrules, ir
@@ -109,23 +110,11 @@ def run_scan(inputs: ScanInputs) -> dict[str, Any]:
     program = Program(srcs, jobs=inputs.jobs)
     try:
         interp = Interpreter(program, interpreter_config(effective), rules)
-        starts = []
-        for i, (name, code) in enumerate(entry_specs):
-            if inputs.entries:
-                _check_entry_module(name, program, srcs)
-            module = f"<entry {i}>"
-            try:
-                tree = cst.parse_module(code)
-            except cst.ParserSyntaxError as exc:
-                raise InputError(name, f"entry code does not parse: {exc.message}") from None
-            unresolved = dict(interp.unresolved)
-            starts.append(interp.run_module_ir(module, ir.build(tree, module, False, {})))
-            if inputs.entries:
-                _check_entry_resolved(name, interp.unresolved, unresolved)
-        # Code a module runs on import ran too: its module-level node is a start of its own.
-        starts += [n.id for n in interp.nodes if n.qualname == "<module>" and n.context == "import"]
-        reach = Reachability(interp, starts)
-        results = _reach_all(interp, reach, program, sites)
+        with Progress("call graph from the entry points",
+                      how_far=lambda: f"{len(interp.nodes)} functions reached"):
+            starts = _run_entries(interp, program, srcs, entry_specs, bool(inputs.entries))
+            reach = Reachability(interp, starts)
+            results = _reach_all(interp, reach, program, sites)
     finally:
         program.close()
     unbatched = {s.id: effectively_batched(s, effective) for s in sites}
@@ -151,6 +140,28 @@ def run_scan(inputs: ScanInputs) -> dict[str, Any]:
     }
     verdict.finish(doc)
     return doc
+
+
+def _run_entries(interp: Interpreter, program: Program, srcs: list[SourceSet],
+                 entry_specs: list[tuple[str, str]], user_given: bool) -> list[int]:
+    """Interpret each entry's code in order; the start nodes of reachability. A user's --entry
+    must name a module of the targets and a function that resolves."""
+    starts = []
+    for i, (name, code) in enumerate(entry_specs):
+        if user_given:
+            _check_entry_module(name, program, srcs)
+        module = f"<entry {i}>"
+        try:
+            tree = cst.parse_module(code)
+        except cst.ParserSyntaxError as exc:
+            raise InputError(name, f"entry code does not parse: {exc.message}") from None
+        unresolved = dict(interp.unresolved)
+        starts.append(interp.run_module_ir(module, ir.build(tree, module, False, {})))
+        if user_given:
+            _check_entry_resolved(name, interp.unresolved, unresolved)
+    # Code a module runs on import ran too: its module-level node is a start of its own.
+    starts += [n.id for n in interp.nodes if n.qualname == "<module>" and n.context == "import"]
+    return starts
 
 
 def _check_entry_module(spec: str, program: Program, srcs: list[SourceSet]) -> None:

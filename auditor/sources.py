@@ -26,6 +26,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from auditor.errors import InputError
+from auditor.progress import Progress
 
 SKIP_DIRS = {"__pycache__", ".git", ".hg", ".tox", ".venv", "venv", "node_modules", "build", "dist"}
 PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.+!_-]+)$")
@@ -252,7 +253,8 @@ def _pip_download(name: str, version: str, folder: Path, origin: str) -> None:
            f"{name}=={version}"]
     print(f"p2paudit: downloading {name}=={version} (once, into {folder})", file=sys.stderr)
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        with Progress(f"downloading {name}=={version}"):
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     except subprocess.TimeoutExpired:
         shutil.rmtree(tmp, ignore_errors=True)
         raise InputError(origin, "pip download timed out after 600 s") from None

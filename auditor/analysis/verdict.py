@@ -81,7 +81,8 @@ def finish(doc: dict[str, Any]) -> RunVerdict:
 
 def judge(doc: dict[str, Any]) -> RunVerdict:
     sites = doc.get("sites", [])
-    if not any("reachable" in s for s in sites):
+    scanned = any("reachable" in s for s in sites)
+    if not scanned and not doc.get("run"):
         return _inventory(doc)
     bad = [s for s in sites if s.get("verdict") == "contradiction"]
     errors = [f for f in doc.get("findings", []) if f.get("severity") == "error"]
@@ -96,10 +97,14 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
         status = "inconclusive"
         head = (f"INCONCLUSIVE: no contradiction found, but not decided: "
                 f"{_undecided_words(undecided)}.")
-    else:
+    elif scanned:
         status = "clean"
         ok = sum(1 for s in sites if s.get("verdict") == "ok")
         head = f"CLEAN: {ok} reachable P2P site(s), all run as the config says."
+    else:
+        status = "clean"
+        head = ("CLEAN: the recorded run shows no error; its sources were inventoried, not "
+                "scanned (`p2paudit scan --config` says which sites can fire).")
     if status != "findings" and quiet:
         unbatched = sum(1 for s in quiet if s.get("runs_batched") is False)
         head += (f" Not analysed: {len(quiet)} site(s) no call path from the entry points reaches"

@@ -1,5 +1,6 @@
 """`p2paudit report --scan scan.json --trace DIR [-o report.html]`: the scan joined with a
-recorded run, as one self-contained HTML file (or the joined document as JSON or SARIF).
+recorded run (or with PyTorch Flight Recorder dumps: `--flight-recorder DIR`), as one
+self-contained HTML file, or the joined document as JSON or SARIF, or a Perfetto trace.
 
 Exit status: 1 when the report holds an error (a contradiction, a static miss, a deadlocking op
 order, an unbatched op under batch_p2p_comm=True), 0 otherwise, 2 on bad input.
@@ -18,18 +19,22 @@ from auditor.analysis import waitfor
 from auditor.analysis.join import join
 from auditor.analysis import verdict
 from auditor.commands.output import emit_report
+from auditor.dynamic import flight_recorder
+from auditor.dynamic.trace import Trace, read_trace_dir
 from auditor.errors import InputError
 from auditor.report.html import render_html
+from auditor.report.perfetto import trace_events
 from auditor.report.sarif import to_sarif
 from auditor.static.sites import inventory
 
-FORMATS = ("html", "json", "sarif")
+FORMATS = ("html", "json", "sarif", "perfetto")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scan", required=True, metavar="SCAN.JSON",
                         help="a scan document (p2paudit scan --format json; a sites inventory works too)")
     parser.add_argument("--trace", metavar="DIR", help="trace directory written by p2paudit record")
+    add_flight_recorder_argument(parser)
     parser.add_argument("--trace-target", action="append", default=[], metavar="TARGET",
                         help="the sources the trace was recorded with, when they are another "
                              "release than the scan's: events are matched by stable id")
@@ -41,6 +46,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=FORMATS, default="html")
     parser.add_argument("-o", "--output", metavar="FILE",
                         help="write here instead of stdout (html on a terminal: report.html)")
+
+
+def add_flight_recorder_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--flight-recorder", metavar="DIR",
+                        help="PyTorch Flight Recorder dumps, one file per rank (JSON or pickle), "
+                             "instead of a recorded trace")
+
+
+def read_run(args: argparse.Namespace, doc: dict[str, Any]) -> Trace | None:
+    """The run to join: a `record` trace or Flight Recorder dumps (never both), or None."""
+    if args.trace and args.flight_recorder:
+        raise InputError("--flight-recorder", "give --trace DIR or --flight-recorder DIR, not both")
+    if args.flight_recorder:
+        trace = flight_recorder.read_flight_recorder(args.flight_recorder)
+        flight_recorder.name_functions(trace, doc["sites"])
+        return trace
+    return read_trace_dir(args.trace) if args.trace else None
+
+
+def join_run(doc: dict[str, Any], trace: Trace, **options: Any) -> dict[str, Any]:
+    """`join`, plus what Flight Recorder dumps alone can say (the rank whose dump ends first)."""
+    joined = join(doc, trace, **options)
+    if any(rt.meta.get("source") == "flight-recorder" for rt in trace.ranks.values()):
+        joined["findings"] += [f.to_json() for f in flight_recorder.findings(trace)]
+    return joined
 
 
 def load_document(path: str) -> dict[str, Any]:
@@ -59,7 +89,9 @@ def load_document(path: str) -> dict[str, Any]:
     return doc
 
 
-def render(doc: dict[str, Any], fmt: str) -> str:
+def render(doc: dict[str, Any], fmt: str, trace: Trace | None = None) -> str:
+    if fmt == "perfetto":
+        return json.dumps(trace_events(doc, trace), default=str) + "\n"
     if fmt == "html":
         return render_html(doc)
     if fmt == "sarif":
@@ -69,16 +101,17 @@ def render(doc: dict[str, Any], fmt: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     doc = load_document(args.scan)
-    if args.trace:
+    trace = read_run(args, doc)
+    if trace is not None:
         trace_sites = None
         if args.trace_target:
             trace_sites = [site.to_json() for t in args.trace_target
                            for site in inventory(sources.resolve(t)).sites]
-        doc = join(doc, args.trace, trace_sites=trace_sites, transport=args.transport,
-                   init=args.init)
+        doc = join_run(doc, trace, trace_sites=trace_sites, transport=args.transport,
+                       init=args.init)
     elif args.trace_target or args.transport or args.init:
         raise InputError("--trace", "--trace-target, --transport and --init need --trace DIR")
     result = verdict.finish(doc)
-    emit_report(render(doc, args.format), args.output, args.format, "report")
+    emit_report(render(doc, args.format, trace), args.output, args.format, "report")
     print(f"p2paudit report: {result.headline}", file=sys.stderr)
     return result.exit_code

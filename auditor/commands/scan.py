@@ -7,9 +7,8 @@ import argparse
 import json
 import sys
 
-from auditor.analysis.join import join
 from auditor.commands.output import emit, emit_report
-from auditor.commands.report import render
+from auditor.commands.report import FORMATS, add_flight_recorder_argument, join_run, read_run, render
 from auditor.config.effective import overrides_from
 from auditor.analysis import verdict
 from auditor.errors import EXIT_FINDINGS, EXIT_OK, InputError
@@ -34,7 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="entry point(s) instead of the framework's (in order: init first)")
     parser.add_argument("--trace", metavar="DIR",
                         help="join with a run recorded by `p2paudit record` (what fired, per rank)")
-    parser.add_argument("--format", choices=("text", "json", "html", "sarif"), default="text")
+    add_flight_recorder_argument(parser)
+    parser.add_argument("--format", choices=("text",) + FORMATS, default="text")
     parser.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     parser.add_argument("--jobs", type=int, default=None, help="parser processes (default: cores)")
     parser.add_argument("--verbose", action="store_true",
@@ -47,8 +47,9 @@ def run(args: argparse.Namespace) -> int:
     base = ScanInputs(args.config, args.target, overrides, args.torch, args.entry, args.jobs,
                       progress=sys.stderr.isatty())
     if args.matrix:
-        if args.trace or args.format in ("html", "sarif"):
-            raise InputError("--matrix", "prints a text or JSON comparison; --trace and html/sarif take one scan")
+        if args.trace or args.flight_recorder or args.format not in ("text", "json"):
+            raise InputError("--matrix", "prints a text or JSON comparison; --trace, "
+                                         "--flight-recorder and the other formats take one scan")
         key, _, values = args.matrix.partition("=")
         if not key or not values:
             raise InputError(args.matrix, "--matrix wants KEY=V1,V2,...")
@@ -63,13 +64,14 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK if all(d["verdict"]["exit_code"] == EXIT_OK for d in docs.values()) \
             else EXIT_FINDINGS
     doc = run_scan(base)
-    if args.trace:
-        doc = join(doc, args.trace)
+    trace = read_run(args, doc)
+    if trace is not None:
+        doc = join_run(doc, trace)
     result = verdict.finish(doc)
     if args.format == "text":
         emit(text.scan_report(doc, verbose=args.verbose), args.output)
     else:
-        emit_report(render(doc, args.format), args.output, args.format, "scan")
+        emit_report(render(doc, args.format, trace), args.output, args.format, "scan")
     if args.output or args.format != "text":
         print(f"p2paudit scan: {result.headline}", file=sys.stderr)
     return result.exit_code

@@ -22,6 +22,7 @@ from typing import Any
 
 import libcst as cst
 
+from auditor.progress import Progress
 from auditor.sources import SourceSet, cache_dir
 
 # A task analyses one file: (text, relpath, module, package) -> JSON-able result.
@@ -178,13 +179,15 @@ def analyze(
     if progress and todo:
         print(f"p2paudit: parsing {len(todo)} of {out.files_total} files of {src.name}",
               file=sys.stderr)
-    for rel, result, error in _run_all(src, task, todo, jobs):
-        out.files_analyzed += 1
-        if error is not None:
-            out.errors.append(FileError(rel, error))
-            continue
-        out.results[rel] = result
-        cache.put(rel, digests[rel], result)
+    with Progress(f"parsing {src.name}", total=len(todo), unit="files") as bar:
+        for rel, result, error in _run_all(src, task, todo, jobs):
+            bar.advance()
+            out.files_analyzed += 1
+            if error is not None:
+                out.errors.append(FileError(rel, error))
+                continue
+            out.results[rel] = result
+            cache.put(rel, digests[rel], result)
     cache.save()
     out.seconds = time.perf_counter() - started
     return out
