@@ -59,7 +59,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument("--timeout", type=int, default=300, help="seconds per command (default 300)")
     args = parser.parse_args(argv)
-    cases = load_cases()
+    try:
+        cases = load_cases()
+    except ValueError as e:
+        print(e, file=sys.stderr)
+        return 2
     unknown = sorted(set(args.case or []) - set(cases))
     if unknown:
         print(f"ppbugs: no case {', '.join(unknown)} in {CASES} (known: {', '.join(cases)})", file=sys.stderr)
@@ -79,7 +83,32 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def load_cases() -> dict[str, dict]:
-    return {p.parent.name: tomllib.loads(p.read_text(encoding="utf-8")) for p in sorted(CASES.glob("*/case.toml"))}
+    cases = {}
+    for path in sorted(CASES.glob("*/case.toml")):
+        try:
+            case = tomllib.loads(path.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as e:
+            raise ValueError(f"ppbugs: {path}: {e}") from None
+        for side in case.get("side", []):
+            problem = side_problem(side)
+            if problem:
+                raise ValueError(f"ppbugs: {path}: side {side.get('name', '?')!r}: {problem}")
+        cases[path.parent.name] = case
+    return cases
+
+
+def side_problem(side: dict) -> str | None:
+    """What makes a side unrunnable as written, or None."""
+    missing = [k for k in ("name", "runner", "expected") if k not in side]
+    if missing:
+        return f"missing {', '.join(missing)}"
+    if side["expected"] not in BUGS | {"clean"}:
+        return f"expected must be hang, mismatch or clean, not {side['expected']!r}"
+    needs = {"scan": ("script",), "simulate": ("script",), "record": ("command", "transport")}.get(side["runner"])
+    if needs is None:
+        return f"runner must be scan, simulate or record, not {side['runner']!r}"
+    missing = [k for k in needs if k not in side]
+    return f"a {side['runner']} side needs {', '.join(missing)}" if missing else None
 
 
 class Runner:
