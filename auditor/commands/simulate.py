@@ -48,6 +48,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.microbatches is not None and args.microbatches < 1:
+        raise InputError("--microbatches", f"must be >= 1, not {args.microbatches}")
+    if args.trace_dir is not None and (args.trace_dir.exists() and (
+            not args.trace_dir.is_dir() or any(args.trace_dir.iterdir()))):
+        raise InputError(str(args.trace_dir), "--trace-dir must be an empty directory or not "
+                                              "exist yet")
     inputs = ScanInputs(args.config, args.target, overrides_from(args.set), args.torch)
     doc = run_scan(inputs)
     launch = read_launch(args.config)
@@ -55,8 +61,6 @@ def run(args: argparse.Namespace) -> int:
     if p.unknown:
         return _inconclusive(doc, p, args)
     if args.trace_dir is not None:
-        if args.trace_dir.exists() and any(args.trace_dir.iterdir()):
-            raise InputError(str(args.trace_dir), "--trace-dir must be empty or not exist yet")
         args.trace_dir.mkdir(parents=True, exist_ok=True)
         return _simulate(doc, p, args, args.trace_dir)
     with tempfile.TemporaryDirectory(prefix="p2paudit-simulate-") as workdir:

@@ -150,8 +150,6 @@ def _defaults(values: dict[str, Value]) -> None:
 def _microbatches(values: dict[str, Value], eff: dict[str, Any], prov: dict[str, str],
                   override: int | None) -> None:
     if override is not None:
-        if override < 1:
-            raise InputError("--microbatches", f"must be >= 1, not {override}")
         values["microbatches"] = Value("microbatches", override, f"--microbatches {override}")
         return
     n = eff.get("num_microbatches")

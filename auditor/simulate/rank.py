@@ -51,9 +51,11 @@ class Stage(torch.nn.Module):
     """A pipeline stage of the real activation shape: output = input * weight (first stage: the
     weight broadcast), so the backward pass sends a gradient of the same shape back."""
 
-    def __init__(self, config: Any, shape: tuple[int, ...], dtype: torch.dtype) -> None:
+    def __init__(self, config: Any, model_type: Any, shape: tuple[int, ...],
+                 dtype: torch.dtype) -> None:
         super().__init__()
         self.config = config
+        self.model_type = model_type  # the interleaved schedule reads it
         self.shape = shape
         self.weight = torch.nn.Parameter(torch.ones((), dtype=dtype))
         self.input_tensor: torch.Tensor | None = None
@@ -95,7 +97,8 @@ def apply_patch(path: str, module: str, function: str) -> str:
 
 def run_rank(spec: dict[str, Any], rank: int) -> None:
     from megatron.core import parallel_state
-    from megatron.core.model_parallel_config import ModelParallelConfig
+    from megatron.core.enums import ModelType
+    from megatron.core.transformer.transformer_config import TransformerConfig
     from megatron.core.pipeline_parallel import get_forward_backward_func
 
     pp, vpp = spec["pipeline_size"], spec["virtual_stages"]
@@ -110,14 +113,18 @@ def run_rank(spec: dict[str, Any], rank: int) -> None:
     for patch in spec["patches"]:
         apply_patch(patch["path"], patch["module"], patch["function"])
     dtype = DTYPES[spec["dtype"]]
-    config = ModelParallelConfig(
+    shape = tuple(spec["shape"])
+    # The schedules read TransformerConfig fields (hidden_size, ...): one layer per stage; its
+    # default MoE dispatcher refuses variable lengths, though the stand-in has no MoE.
+    config = TransformerConfig(
+        num_layers=pp * (vpp or 1), hidden_size=shape[2], num_attention_heads=1,
+        moe_token_dispatcher_type="alltoall",
         pipeline_model_parallel_size=pp, virtual_pipeline_model_parallel_size=vpp,
         pipeline_dtype=dtype, variable_seq_lengths=spec["variable_seq_lengths"],
         batch_p2p_comm=spec["batch_p2p_comm"], batch_p2p_sync=spec["batch_p2p_sync"],
         overlap_p2p_comm=spec["overlap_p2p_comm"],
         deallocate_pipeline_outputs=spec["deallocate_pipeline_outputs"])
-    shape = tuple(spec["shape"])
-    chunks = [Stage(config, shape, dtype) for _ in range(vpp or 1)]
+    chunks = [Stage(config, ModelType.encoder_or_decoder, shape, dtype) for _ in range(vpp or 1)]
     schedule = get_forward_backward_func()
     microbatches = spec["microbatches"]
     with CudaOnCpu():
