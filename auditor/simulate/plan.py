@@ -59,7 +59,7 @@ class Patch:
 class Plan:
     values: dict[str, Value]
     patches: list[Patch]
-    megatron_root: Path | None
+    megatron_root: Path
     unknown: list[str] = field(default_factory=list)  # sizes: "what: how to decide it"
     startup_errors: list[str] = field(default_factory=list)  # the real run stops before the schedule
     candidates: dict[str, list[Any]] = field(default_factory=dict)  # condition -> values to replay
@@ -92,6 +92,10 @@ class Plan:
 def plan(doc: dict[str, Any], launch: LaunchConfig, srcs: list[SourceSet],
          microbatches: int | None = None) -> Plan:
     """The simulation plan for a scan document of `launch` over the sources `srcs`."""
+    mcore = next((s for s in srcs if s.name == "megatron-core"), None)
+    if mcore is None:
+        raise InputError("--target", "simulate runs megatron-core's own schedule: add its "
+                                     "release (e.g. --target megatron-core==0.17.0)")
     eff = doc["config"]["effective"]
     prov = doc["config"]["provenance"]
     values: dict[str, Value] = {}
@@ -134,8 +138,7 @@ def plan(doc: dict[str, Any], launch: LaunchConfig, srcs: list[SourceSet],
     layout = _layout(values, eff, pp, candidates)
     startup = [f["message"] for f in doc.get("findings", [])
                if f.get("severity") == "error" and (f.get("detail") or {}).get("category") == "config"]
-    mcore = next((s for s in srcs if s.name == "megatron-core"), None)
-    return Plan(values, _patches(doc, srcs), mcore.root if mcore else None, unknown, startup,
+    return Plan(values, _patches(doc, srcs), mcore.root, unknown, startup,
                 candidates, layout)
 
 
@@ -177,6 +180,11 @@ def _message(values: dict[str, Value], eff: dict[str, Any], prov: dict[str, str]
         for key in keys:
             value = eff.get(key)
             if value not in (None, "unknown"):
+                if isinstance(value, str) and value.isdigit():
+                    value = int(value)
+                if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                    raise InputError(key, f"must be a positive whole number, not {value!r} "
+                                          f"({prov.get(key, key)})")
                 values[name] = Value(name, value, prov.get(key, key))
                 return value
             flag = launch.flags.get(key)
@@ -225,9 +233,15 @@ def _message(values: dict[str, Value], eff: dict[str, Any], prov: dict[str, str]
 
 def _dtype(eff: dict[str, Any], prov: dict[str, str], launch: LaunchConfig) -> Value:
     for key in ("pipeline_dtype", "params_dtype", "torch_dtype"):
-        name = DTYPE_NAMES.get(str(eff.get(key)).lower())
-        if name:
-            return Value("dtype", name, prov.get(key, key))
+        given = eff.get(key)
+        if given in (None, "unknown"):
+            continue
+        name = DTYPE_NAMES.get(str(given).lower())
+        if name is None:
+            raise InputError(key, f"{given!r} is not an activation dtype "
+                                  f"({', '.join(sorted(set(DTYPE_NAMES.values())))})")
+        return Value("dtype", name, prov.get(key, key))
+    for key in ("pipeline_dtype", "params_dtype", "torch_dtype"):
         flag = launch.flags.get(key)
         if flag is not None and DTYPE_NAMES.get(str(flag.value).lower()):
             return Value("dtype", DTYPE_NAMES[str(flag.value).lower()],

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from auditor.dynamic import record
-from auditor.errors import InputError
 from auditor.simulate.plan import Plan
 
 # A rank that waits this long in one op writes its hang file (gloo completes every order a
@@ -32,9 +31,6 @@ class Recorded:
 
 def run(p: Plan, workdir: Path) -> Recorded:
     """Run the schedule of `p` in `workdir` (which must be empty); returns the trace directory."""
-    if p.megatron_root is None:
-        raise InputError("--target", "simulate runs megatron-core's schedule: scan a "
-                                     "megatron-core release (e.g. --target megatron-core==0.17.0)")
     trace = workdir / "trace"
     env = record.environment(trace, HANG_AFTER_S, None, base={})
     spec = {
