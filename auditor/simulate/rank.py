@@ -1,10 +1,9 @@
 """The simulated pipeline ranks: megatron-core's own schedule on gloo, with a stand-in stage.
 
-Run as `python -m auditor.simulate.rank SPEC.json` by `auditor.simulate.run`, under the recorder's
-so every op the schedule issues lands in the trace like a real run's. The process imports
-megatron-core once, unrecorded, and forks one child per rank; each child arms the recorder
-itself (`auditor.dynamic.session`, as a recorded process does at start-up), so a 4-rank run pays
-for one import, not four.
+Run as `python -m auditor.simulate.rank SPEC.json` by `auditor.simulate.run`. The process imports
+megatron-core once, unrecorded, and forks one child per rank; each child arms the recorder itself
+(`auditor.dynamic.session`, as a recorded process does at start-up), so every op the schedule
+issues lands in the trace like a real run's, and a 4-rank run pays for one import, not four.
 The schedule, its P2P layer and the framework's patches of that layer run unchanged; only what
 needs a GPU is redirected: `torch.cuda.current_device`/`synchronize`, and tensors megatron
 allocates on "cuda" (schedules.py allocates its token counter there) are made on the CPU. The
@@ -15,8 +14,10 @@ returns a tensor of the real activation shape, so the messages have the real siz
 from __future__ import annotations
 
 import ast
+import importlib
 import json
 import os
+import signal
 import sys
 import traceback
 from pathlib import Path
@@ -80,10 +81,11 @@ def _forward_step(data_iterator: Any, model: Stage) -> tuple[torch.Tensor, Any]:
     return output, loss_func
 
 
-def apply_patch(path: str, module: str, function: str) -> str:
+def apply_patch(path: str, module: str, function: str, target: str) -> str:
     """Run a framework's patch installer (a module-level function without arguments) from its
     source file, without importing the rest of its package: ms-swift's `_patch__batched_p2p_ops`
-    needs megatron-core only, its package needs far more."""
+    needs megatron-core only, its package needs far more. Checks that `target` (module.attr)
+    is now code from that file."""
     tree = ast.parse(Path(path).read_text(encoding="utf-8"), path)
     found = [node for node in tree.body
              if isinstance(node, ast.FunctionDef) and node.name == function]
@@ -92,6 +94,10 @@ def apply_patch(path: str, module: str, function: str) -> str:
     namespace: dict[str, Any] = {"__name__": module, "__file__": path}
     exec(compile(ast.Module(body=found, type_ignores=[]), path, "exec"), namespace)
     namespace[function]()
+    owner, _, attr = target.rpartition(".")
+    patched = getattr(importlib.import_module(owner), attr)
+    if getattr(getattr(patched, "__code__", None), "co_filename", None) != path:
+        raise SystemExit(f"p2paudit simulate: {module}.{function} did not replace {target}")
     return f"{path}:{found[0].lineno}"
 
 
@@ -110,8 +116,8 @@ def run_rank(spec: dict[str, Any], rank: int) -> None:
     # all-reduces its start time on it: megatron/training/training.py), so its communicator
     # exists when the schedule starts, also under lazy init.
     dist.barrier()
-    for patch in spec["patches"]:
-        apply_patch(patch["path"], patch["module"], patch["function"])
+    patched = [apply_patch(x["path"], x["module"], x["function"], x["target"])
+               for x in spec["patches"]]
     dtype = DTYPES[spec["dtype"]]
     shape = tuple(spec["shape"])
     # The schedules read TransformerConfig fields (hidden_size, ...): one layer per stage; its
@@ -133,14 +139,15 @@ def run_rank(spec: dict[str, Any], rank: int) -> None:
                  iter(range(microbatches)),
                  model=chunks if vpp else chunks[0], num_microbatches=microbatches,
                  seq_length=shape[0], micro_batch_size=shape[1], forward_only=False)
-    result = {"rank": rank, "schedule": schedule.__name__}
+    result = {"rank": rank, "schedule": schedule.__name__, "patched": patched}
     Path(spec["out"], f"result-{rank}.json").write_text(json.dumps(result) + "\n", encoding="utf-8")
     parallel_state.destroy_model_parallel()
     dist.destroy_process_group()
 
 
 def main(spec_path: str) -> int:
-    """Fork one process per rank; the exit status is the first failing rank's, else 0."""
+    """Fork one process per rank; the exit status is the first failing rank's (the others are
+    stopped then: they would wait for it in gloo), else 0."""
     spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
     sys.path[:0] = spec["paths"]
     _cuda_to_cpu()
@@ -162,8 +169,16 @@ def main(spec_path: str) -> int:
             sys.stderr.flush()
             os._exit(status)
         children.append(pid)
-    statuses = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children]
-    return next((s for s in statuses if s != 0), 0)
+    running = set(children)
+    while running:
+        pid, status = os.wait()
+        running.discard(pid)
+        code = os.waitstatus_to_exitcode(status)
+        if code != 0:
+            for other in running:
+                os.kill(other, signal.SIGKILL)
+            return code
+    return 0
 
 
 if __name__ == "__main__":
