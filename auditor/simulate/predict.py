@@ -122,7 +122,14 @@ def _cycle_words(r: Replay) -> str:
     ranks = r.cycle_ranks
     if not ranks:
         return "a rank waits for an op no rank issues"
-    return f"stages {' and '.join(map(str, ranks))} wait on each other ({r.analysis.cycle})"
+    stages = " and ".join(map(str, ranks))
+    blocked = [o for rank in ranks for o in r.analysis.ranks[rank].ops if o.state == "blocked"]
+    sends = {(o.op.api, o.op.nbytes, o.communicator) for o in blocked if o.op.kind == "send"}
+    if len(blocked) == len(ranks) and len(sends) == 1:
+        api, nbytes, comm = sends.pop()
+        return (f"stages {stages} both {api.upper()} {waitfor.size_words(nbytes)} first on "
+                f"communicator {comm} ({r.analysis.cycle})")
+    return f"stages {stages} wait on each other ({r.analysis.cycle})"
 
 
 def _cycle_ranks(a: waitfor.Analysis) -> list[int]:
