@@ -178,11 +178,31 @@ def test_unknown_hidden_size_is_inconclusive_without_running(tmp_path, real_sour
     assert "INCONCLUSIVE" in err and "--set hidden_size=N" in err
 
 
+def test_unknown_pipeline_size_is_inconclusive_without_running(tmp_path, real_sources):
+    script = tmp_path / "pp_var.sh"
+    script.write_text(MLM.read_text().replace("--pipeline-model-parallel-size 2",
+                                              "--pipeline-model-parallel-size ${PP}"))
+    rc, out, err = simulate("--config", str(script))
+    assert rc == 1 and "INCONCLUSIVE" in err
+    assert "--set pipeline_model_parallel_size=N" in err
+
+
+def test_megatron_lm_without_bf16_exchanges_float32(tmp_path, real_sources):
+    script = tmp_path / "fp32.sh"
+    script.write_text(MLM.read_text().replace("    --bf16\n", ""))
+    doc = run_scan(ScanInputs(str(script)))
+    launch = read_launch(str(script))
+    p = plan(doc, launch, resolve_targets(launch, None))
+    assert p.get("dtype") == "float32" and "--bf16" in p.values["dtype"].provenance
+    assert p.message_bytes == 1024 * 2048 * 4
+    assert p.get("microbatches") == 128  # --global-batch-size 256 // (1 x DP 2)
+
+
 @pytest.mark.parametrize("args, subject", [
     (["--config", str(EXAMPLES / "glm5_1_lora_pp1.sh")], "pipeline_model_parallel_size is 1"),
     (["--config", str(EXAMPLES / "seed_report_verbatim.sh")], "which ms-swift"),
     (["--config", str(GLM4), "--microbatches", "0"], "--microbatches: must be >= 1"),
-    (["--config", str(GLM4), "--trace-dir", str(ROOT / "examples")], "must be empty"),
+    (["--config", str(GLM4), "--trace-dir", str(ROOT / "examples")], "must be an empty directory"),
 ])
 def test_bad_input_is_exit_2_with_one_line(args, subject, real_sources):
     rc, out, err = simulate(*args)

@@ -112,16 +112,16 @@ def plan(doc: dict[str, Any], launch: LaunchConfig, srcs: list[SourceSet],
         return values[name]
 
     pp = take("pipeline_size", "pipeline_model_parallel_size").value
-    if pp is None:
-        raise InputError(launch.path, "the pipeline size is unknown: give it with "
-                                      "--set pipeline_model_parallel_size=N")
-    if not isinstance(pp, int) or pp < 2:
+    unknown = [] if pp is not None else [
+        "pipeline size: give it with --set pipeline_model_parallel_size=N"]
+    if pp is not None and (not isinstance(pp, int) or pp < 2):
         raise InputError(launch.path, f"pipeline_model_parallel_size is {pp}: the schedule has "
                                       f"no pipeline P2P to simulate (it needs 2 or more stages)")
     vpp = eff.get("virtual_pipeline_model_parallel_size")
     if vpp == "unknown":
-        raise InputError(launch.path, "the virtual pipeline size is unknown: give it with "
-                                      "--set virtual_pipeline_model_parallel_size=N (or None)")
+        vpp = None
+        unknown.append("virtual pipeline size: give it with --set "
+                       "virtual_pipeline_model_parallel_size=N (or None)")
     values["virtual_stages"] = Value("virtual_stages", vpp, prov.get(
         "virtual_pipeline_model_parallel_size", "no virtual pipeline"))
     take("schedule", "pipeline_schedule")
@@ -129,13 +129,13 @@ def plan(doc: dict[str, Any], launch: LaunchConfig, srcs: list[SourceSet],
                 "deallocate_pipeline_outputs"):
         take(key)
     _defaults(values)
-    _microbatches(values, eff, prov, microbatches)
-    unknown = _message(values, eff, prov, launch)
+    unknown += _microbatches(values, eff, prov, microbatches)
+    unknown += _message(values, eff, prov, launch)
     for key in ("variable_seq_lengths", "batch_p2p_comm", "overlap_p2p_comm"):
         if values[key].value is None:
             unknown.append(f"{key}: give it with --set {key}=true|false")
     candidates = _conditions(values, eff, prov)
-    layout = _layout(values, eff, pp, candidates)
+    layout = _layout(values, eff, pp, candidates) if pp is not None else []
     startup = [f["message"] for f in doc.get("findings", [])
                if f.get("severity") == "error" and (f.get("detail") or {}).get("category") == "config"]
     return Plan(values, _patches(doc, srcs), mcore.root, unknown, startup,
@@ -151,23 +151,23 @@ def _defaults(values: dict[str, Value]) -> None:
 
 
 def _microbatches(values: dict[str, Value], eff: dict[str, Any], prov: dict[str, str],
-                  override: int | None) -> None:
+                  override: int | None) -> list[str]:
     if override is not None:
         values["microbatches"] = Value("microbatches", override, f"--microbatches {override}")
-        return
+        return []
     n = eff.get("num_microbatches")
     if isinstance(n, int):
         values["microbatches"] = Value("microbatches", n, prov.get("num_microbatches", ""))
-        return
+        return []
     gbs, mbs, dp = (eff.get(k) for k in ("global_batch_size", "micro_batch_size",
                                          "data_parallel_size"))
     if all(isinstance(x, int) and x > 0 for x in (gbs, mbs, dp)):
         values["microbatches"] = Value("microbatches", gbs // (mbs * dp),
                                        f"global_batch_size // (micro_batch_size * DP) = "
                                        f"{gbs} // ({mbs}*{dp})")
-        return
-    raise InputError("--microbatches", "the number of micro-batches is unknown (global batch, "
-                                       "micro batch or DP size): pass --microbatches N")
+        return []
+    values["microbatches"] = Value("microbatches", None, "unknown")
+    return ["micro-batches (global batch, micro batch or DP size unknown): pass --microbatches N"]
 
 
 def _message(values: dict[str, Value], eff: dict[str, Any], prov: dict[str, str],
@@ -252,6 +252,10 @@ def _dtype(eff: dict[str, Any], prov: dict[str, str], launch: LaunchConfig) -> V
         if on:
             where = prov.get(key) or f"{launch.path}:{flag.line}: {flag.spelling}"
             return Value("dtype", DTYPE_NAMES[key], where)
+    if launch.style == "megatron-lm":
+        return Value("dtype", "float32", "Megatron-LM: neither --bf16 nor --fp16, so params_dtype "
+                                         "= torch.float (megatron/training/arguments.py "
+                                         "validate_args)")
     model = launch.flags.get("model")
     if model is not None and isinstance(model.value, str):
         wanted = model.value.rstrip("/").rsplit("/", 1)[-1].lower()
