@@ -207,3 +207,14 @@ def test_megatron_lm_without_bf16_exchanges_float32(tmp_path, real_sources):
 def test_bad_input_is_exit_2_with_one_line(args, subject, real_sources):
     rc, out, err = simulate(*args)
     assert rc == 2 and subject in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_html_is_the_record_report_of_the_simulated_run(glm4):
+    from auditor.report.html import render_html
+
+    doc = run_scan(ScanInputs(str(GLM4), torch_version="2.10.0"))
+    launch = read_launch(str(GLM4))
+    p = plan(doc, launch, resolve_targets(launch, None))
+    recorded = read_trace_dir(glm4[3])
+    html = render_html(predict.joined(doc, recorded, predict.pick(predict.replays(recorded, p))))
+    assert "default_pg:2-3" in html and "wait-for-cycle" in html

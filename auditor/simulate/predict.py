@@ -142,16 +142,19 @@ def _cycle_ranks(a: waitfor.Analysis) -> list[int]:
         targets.discard(rank)
         if targets:
             edges[rank] = targets
-    for start in sorted(edges):
-        path, seen = [start], {start}
-        node = start
-        while True:
-            nxt = min(edges.get(node, ()), default=None)
-            if nxt is None:
-                break
-            if nxt in seen:
+    finished: set[int] = set()
+    for start in sorted(edges):  # depth-first, in rank order: the first cycle found
+        path, todo = [start], [sorted(edges[start])]
+        while path:
+            if not todo[-1]:
+                finished.add(path.pop())
+                todo.pop()
+                continue
+            nxt = todo[-1].pop(0)
+            if nxt in path:
                 return sorted(path[path.index(nxt):])
+            if nxt in finished:
+                continue
             path.append(nxt)
-            seen.add(nxt)
-            node = nxt
+            todo.append(sorted(edges.get(nxt, ())))
     return []
