@@ -17,6 +17,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sites": ("auditor.commands.sites", "list every P2P call site in the given targets"),
     "scan": ("auditor.commands.scan", "which P2P sites can fire under a launch script's config"),
     "record": ("auditor.commands.record", "run a command with every rank recording its P2P ops"),
+    "simulate": ("auditor.commands.simulate",
+                 "run the real pipeline schedule on CPU and predict whether its order hangs"),
     "report": ("auditor.commands.report", "join a scan with recorded traces into a report"),
     "gate": ("auditor.commands.gate", "CI gate: fail when a target adds a contradiction"),
     "diff": ("auditor.commands.diff", "what changed between two scan documents"),

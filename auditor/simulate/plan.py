@@ -1,0 +1,346 @@
+"""What to simulate, from a scan document: the pipeline column, the message size and the
+conditions the recorded order is replayed under, each value with where it came from.
+
+Only the pipeline column is run (PP x VPP stages): tensor, data, context and expert parallelism
+change the message size and which ranks form the groups, not the order of the pipeline's P2P ops.
+A value the script, the rules and `--set` leave open stays open: a size that is unknown makes
+the simulation inconclusive; a condition that is unknown (the torch build, the node layout) is
+replayed both ways, and is inconclusive only where the two ways disagree.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from auditor import rules
+from auditor.analysis.waitfor import DTYPE_BYTES, size_words
+from auditor.config.model import LaunchConfig
+from auditor.errors import InputError
+from auditor.sources import SourceSet
+
+DTYPE_NAMES = {"bf16": "bfloat16", "bfloat16": "bfloat16", "torch.bfloat16": "bfloat16",
+               "fp16": "float16", "float16": "float16", "half": "float16",
+               "torch.float16": "float16", "fp32": "float32", "float32": "float32",
+               "float": "float32", "torch.float32": "float32"}
+# Patches of this package change the schedule's P2P path; they are applied in the simulation.
+P2P_PACKAGE = "megatron.core.pipeline_parallel."
+# megatron-core's default rank order (parallel_state.initialize_model_parallel, order=
+# "tp-cp-ep-dp-pp"): the pipeline is the outermost dimension, so stage s of the first pipeline
+# column is global rank s * world_size // PP.
+RANK_ORDER_SOURCE = "megatron/core/parallel_state.py initialize_model_parallel(order='tp-cp-ep-dp-pp')"
+
+
+@dataclass(frozen=True)
+class Value:
+    name: str
+    value: Any  # None: unknown
+    provenance: str
+
+
+@dataclass(frozen=True)
+class Patch:
+    """A framework function that installs a patch of megatron's P2P path, run from its source."""
+
+    target: str
+    installer: str  # module.function
+    path: str  # the installer's source file
+    applied: bool
+    why: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"target": self.target, "installer": self.installer, "path": self.path,
+                "applied": self.applied, "why": self.why}
+
+
+@dataclass
+class Plan:
+    values: dict[str, Value]
+    patches: list[Patch]
+    megatron_root: Path
+    unknown: list[str] = field(default_factory=list)  # sizes: "what: how to decide it"
+    startup_errors: list[str] = field(default_factory=list)  # the real run stops before the schedule
+    candidates: dict[str, list[Any]] = field(default_factory=dict)  # condition -> values to replay
+    layout: list[dict[str, Any]] = field(default_factory=list)  # per stage: global rank, node
+
+    def get(self, name: str) -> Any:
+        return self.values[name].value
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return (self.get("message_seq_length"), self.get("micro_batch_size"), self.get("hidden_size"))
+
+    @property
+    def message_bytes(self) -> int | None:
+        if self.unknown:
+            return None
+        return math.prod(self.shape) * DTYPE_BYTES[self.get("dtype")]
+
+    def size_words(self) -> str:
+        if self.message_bytes is None:
+            return "unknown (" + "; ".join(self.unknown) + ")"
+        seq, mbs, hidden = self.shape
+        return (f"{size_words(self.message_bytes)} = {seq} x {mbs} x {hidden} x "
+                f"{DTYPE_BYTES[self.get('dtype')]} B ({self.get('dtype')})")
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: {"value": v.value, "provenance": v.provenance} for k, v in self.values.items()}
+
+
+def plan(doc: dict[str, Any], launch: LaunchConfig, srcs: list[SourceSet],
+         microbatches: int | None = None) -> Plan:
+    """The simulation plan for a scan document of `launch` over the sources `srcs`."""
+    mcore = next((s for s in srcs if s.name == "megatron-core"), None)
+    if mcore is None:
+        raise InputError("--target", "simulate runs megatron-core's own schedule: add its "
+                                     "release (e.g. --target megatron-core==0.17.0)")
+    eff = doc["config"]["effective"]
+    prov = doc["config"]["provenance"]
+    values: dict[str, Value] = {}
+
+    def known(key: str) -> Any:
+        v = eff.get(key)
+        return None if v in (None, "unknown") else v
+
+    def take(name: str, key: str | None = None) -> Value:
+        key = key or name
+        value = known(key)
+        values[name] = Value(name, value, prov.get(key, "") if value is not None else
+                             f"unknown ({prov.get(key) or 'not derived'})")
+        return values[name]
+
+    pp = take("pipeline_size", "pipeline_model_parallel_size").value
+    unknown = [] if pp is not None else [
+        "pipeline size: give it with --set pipeline_model_parallel_size=N"]
+    if pp is not None and (not isinstance(pp, int) or pp < 2):
+        raise InputError(launch.path, f"pipeline_model_parallel_size is {pp}: the schedule has "
+                                      f"no pipeline P2P to simulate (it needs 2 or more stages)")
+    vpp = eff.get("virtual_pipeline_model_parallel_size")
+    if vpp == "unknown":
+        vpp = None
+        unknown.append("virtual pipeline size: give it with --set "
+                       "virtual_pipeline_model_parallel_size=N (or None)")
+    values["virtual_stages"] = Value("virtual_stages", vpp, prov.get(
+        "virtual_pipeline_model_parallel_size", "no virtual pipeline"))
+    take("schedule", "pipeline_schedule")
+    for key in ("variable_seq_lengths", "batch_p2p_comm", "batch_p2p_sync", "overlap_p2p_comm",
+                "deallocate_pipeline_outputs"):
+        take(key)
+    _defaults(values)
+    unknown += _microbatches(values, eff, prov, microbatches)
+    unknown += _message(values, eff, prov, launch)
+    for key in ("variable_seq_lengths", "batch_p2p_comm", "overlap_p2p_comm"):
+        if values[key].value is None:
+            unknown.append(f"{key}: give it with --set {key}=true|false")
+    candidates = _conditions(values, eff, prov)
+    layout = _layout(values, eff, pp, candidates) if pp is not None else []
+    startup = [f["message"] for f in doc.get("findings", [])
+               if f.get("severity") == "error" and (f.get("detail") or {}).get("category") == "config"]
+    return Plan(values, _patches(doc, srcs), mcore.root, unknown, startup,
+                candidates, layout)
+
+
+def _defaults(values: dict[str, Value]) -> None:
+    """megatron-core's own defaults where no front-end rule said anything."""
+    for key, default in (("batch_p2p_sync", True), ("deallocate_pipeline_outputs", False)):
+        if values[key].value is None:
+            values[key] = Value(key, default, f"megatron-core: ModelParallelConfig default "
+                                              f"{key}={default}")
+
+
+def _microbatches(values: dict[str, Value], eff: dict[str, Any], prov: dict[str, str],
+                  override: int | None) -> list[str]:
+    if override is not None:
+        values["microbatches"] = Value("microbatches", override, f"--microbatches {override}")
+        return []
+    n = eff.get("num_microbatches")
+    if isinstance(n, int):
+        values["microbatches"] = Value("microbatches", n, prov.get("num_microbatches", ""))
+        return []
+    gbs, mbs, dp = (eff.get(k) for k in ("global_batch_size", "micro_batch_size",
+                                         "data_parallel_size"))
+    if all(isinstance(x, int) and x > 0 for x in (gbs, mbs, dp)):
+        values["microbatches"] = Value("microbatches", gbs // (mbs * dp),
+                                       f"global_batch_size // (micro_batch_size * DP) = "
+                                       f"{gbs} // ({mbs}*{dp})")
+        return []
+    values["microbatches"] = Value("microbatches", None, "unknown")
+    return ["micro-batches (global batch, micro batch or DP size unknown): pass --microbatches N"]
+
+
+def _message(values: dict[str, Value], eff: dict[str, Any], prov: dict[str, str],
+             launch: LaunchConfig) -> list[str]:
+    """The activation every stage sends: (sequence, micro-batch, hidden) in the pipeline dtype.
+    Returns what is unknown about it, each with how to give it."""
+    unknown = []
+
+    def first(name: str, keys: tuple[str, ...]) -> Any:
+        for key in keys:
+            value = eff.get(key)
+            if value not in (None, "unknown"):
+                if isinstance(value, str) and value.isdigit():
+                    value = int(value)
+                if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                    raise InputError(key, f"must be a positive whole number, not {value!r} "
+                                          f"({prov.get(key, key)})")
+                values[name] = Value(name, value, prov.get(key, key))
+                return value
+            flag = launch.flags.get(key)
+            if flag is not None and flag.value is not None and not isinstance(flag.value, bool):
+                try:
+                    number = int(str(flag.value))
+                except ValueError:
+                    continue
+                values[name] = Value(name, number, f"{launch.path}:{flag.line}: {flag.spelling} "
+                                                   f"{flag.value}")
+                return number
+        values[name] = Value(name, None, "unknown")
+        return None
+
+    seq = first("seq_length", ("seq_length", "max_length"))
+    if seq is None:
+        unknown.append("sequence length: give it with --set seq_length=N")
+    hidden = first("hidden_size", ("hidden_size",))
+    if hidden is None:
+        unknown.append("hidden size: give it with --set hidden_size=N, or add the model to "
+                       "the front end's [[model]] rules")
+    mbs = eff.get("micro_batch_size")
+    values["micro_batch_size"] = Value("micro_batch_size", mbs if isinstance(mbs, int) else None,
+                                       prov.get("micro_batch_size", "unknown"))
+    if not isinstance(mbs, int):
+        unknown.append("micro batch size: give it with --set micro_batch_size=N")
+    tp = eff.get("tensor_model_parallel_size")
+    sp = eff.get("sequence_parallel")
+    if seq is not None:
+        if sp is True and isinstance(tp, int) and tp > 1:
+            values["message_seq_length"] = Value(
+                "message_seq_length", seq // tp,
+                f"sequence parallel: seq_length // TP = {seq} // {tp} per message")
+        elif sp in (True, False) and isinstance(tp, int):
+            values["message_seq_length"] = Value("message_seq_length", seq,
+                                                 "no sequence parallelism: the whole sequence")
+        else:
+            values["message_seq_length"] = Value("message_seq_length", None, "unknown")
+            unknown.append("sequence parallelism or TP size: give them with --set "
+                           "sequence_parallel=true|false --set tensor_model_parallel_size=N")
+    values["dtype"] = _dtype(eff, prov, launch)
+    if values["dtype"].value is None:
+        unknown.append("activation dtype: give it with --set torch_dtype=bfloat16|float16|float32")
+    return unknown
+
+
+def _dtype(eff: dict[str, Any], prov: dict[str, str], launch: LaunchConfig) -> Value:
+    for key in ("pipeline_dtype", "params_dtype", "torch_dtype"):
+        given = eff.get(key)
+        if given in (None, "unknown"):
+            continue
+        name = DTYPE_NAMES.get(str(given).lower())
+        if name is None:
+            raise InputError(key, f"{given!r} is not an activation dtype "
+                                  f"({', '.join(sorted(set(DTYPE_NAMES.values())))})")
+        return Value("dtype", name, prov.get(key, key))
+    for key in ("pipeline_dtype", "params_dtype", "torch_dtype"):
+        flag = launch.flags.get(key)
+        if flag is not None and DTYPE_NAMES.get(str(flag.value).lower()):
+            return Value("dtype", DTYPE_NAMES[str(flag.value).lower()],
+                         f"{launch.path}:{flag.line}: {flag.spelling} {flag.value}")
+    for key in ("bf16", "fp16"):
+        flag = launch.flags.get(key)
+        on = eff.get(key) is True or (flag is not None and str(flag.value).lower() in ("true", "1"))
+        if on:
+            where = prov.get(key) or f"{launch.path}:{flag.line}: {flag.spelling}"
+            return Value("dtype", DTYPE_NAMES[key], where)
+    if launch.style == "megatron-lm":
+        return Value("dtype", "float32", "Megatron-LM: neither --bf16 nor --fp16, so params_dtype "
+                                         "= torch.float (megatron/training/arguments.py "
+                                         "validate_args)")
+    model = launch.flags.get("model")
+    if model is not None and isinstance(model.value, str):
+        wanted = model.value.rstrip("/").rsplit("/", 1)[-1].lower()
+        for entry in rules.load("models").table("model"):
+            if wanted in (n.rsplit("/", 1)[-1].lower() for n in entry["names"]):
+                return Value("dtype", entry["torch_dtype"],
+                             f"{entry['names'][0]} config.json torch_dtype (rules/models.toml: "
+                             f"{entry['source']})")
+    return Value("dtype", None, "unknown")
+
+
+def _conditions(values: dict[str, Value], eff: dict[str, Any], prov: dict[str, str]
+                ) -> dict[str, list[Any]]:
+    """Each replay condition's possible values: one where the config decides it, both where not."""
+    out: dict[str, list[Any]] = {}
+    coalesces = eff.get("torch_batch_coalesces")
+    if coalesces in (True, False):
+        out["coalesce"] = [coalesces]
+        values["coalesce"] = Value("coalesce", coalesces, prov.get("torch_batch_coalesces", ""))
+    else:
+        out["coalesce"] = [False, True]
+        values["coalesce"] = Value("coalesce", None, "unknown: " + prov.get(
+            "torch_batch_coalesces", "the torch version is unknown") + "; pass --torch X.Y.Z")
+    eager = eff.get("torch_eager_init")
+    if eager in (True, False):
+        out["init"] = ["eager" if eager else "lazy"]
+        values["init"] = Value("init", out["init"][0], prov.get("torch_eager_init", ""))
+    else:
+        out["init"] = ["lazy", "eager"]
+        values["init"] = Value("init", None, "unknown: " + prov.get("torch_eager_init", "")
+                               + "; pass --set init_device_id_given=true|false")
+    return out
+
+
+def _layout(values: dict[str, Value], eff: dict[str, Any], pp: int,
+            candidates: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    """Where the first pipeline column's stages run, and so the transport between neighbours:
+    NVLink within a node, the network transport between nodes. The wait-for model takes one
+    transport for the whole run: the network's as soon as one neighbour pair crosses nodes."""
+    world, per_node = eff.get("world_size"), eff.get("nproc_per_node")
+    if not (isinstance(world, int) and isinstance(per_node, int) and per_node > 0
+            and world % pp == 0):
+        candidates["transport"] = ["net", "nvlink"]
+        values["transport"] = Value("transport", None, "unknown: the world size or the GPUs "
+                                    "per node are unknown; set NNODES and NPROC_PER_NODE")
+        return []
+    stride = world // pp
+    layout = [{"stage": s, "global_rank": s * stride, "node": s * stride // per_node}
+              for s in range(pp)]
+    crossing = [(a["stage"], b["stage"]) for a, b in zip(layout, layout[1:])
+                if a["node"] != b["node"]]
+    transport = "net" if crossing else "nvlink"
+    candidates["transport"] = [transport]
+    pairs = ", ".join(f"{a}-{b}" for a, b in crossing)
+    why = (f"stage s is global rank s x {stride} ({RANK_ORDER_SOURCE}), {per_node} GPUs per node: "
+           + (f"stage pairs {pairs} cross nodes (network transport)" if crossing else
+              "every neighbour pair is on one node (NVLink)"))
+    if crossing and len(crossing) < pp - 1:
+        why += "; the others are on one node, but the model takes one transport: the network's"
+    values["transport"] = Value("transport", transport, why)
+    return layout
+
+
+def _patches(doc: dict[str, Any], srcs: list[SourceSet]) -> list[Patch]:
+    """The scan's monkeypatches of megatron's P2P path, with the installer's source file: each
+    is a module-level function without arguments (as ms-swift's `_patch__batched_p2p_ops`)."""
+    out = []
+    for p in doc.get("patches", []):
+        if p.get("status") == "no" or not p["target"].startswith(P2P_PACKAGE):
+            continue
+        installer = p["replacement"].split(".<locals>.", 1)[0]
+        module, _, function = installer.rpartition(".")
+        path = _module_file(module, srcs)
+        if path is None or ".<locals>." not in p["replacement"]:
+            out.append(Patch(p["target"], installer, "", False,
+                             "its installer is not a module-level function of the scanned sources"))
+            continue
+        out.append(Patch(p["target"], installer, str(path), True, f"{module}.{function}"))
+    return out
+
+
+def _module_file(module: str, srcs: list[SourceSet]) -> Path | None:
+    rel = module.replace(".", "/")
+    for s in srcs:
+        for candidate in (f"{rel}.py", f"{rel}/__init__.py"):
+            if candidate in s.files:
+                return s.root / candidate
+    return None

@@ -1,0 +1,160 @@
+"""What the simulated run means for the real one: its recorded op order replayed by the wait-for
+model under the script's conditions, and joined with the scan (which sites fired).
+
+The run itself happened on gloo, where every order completes; what it contributes is the order.
+The verdict is a hypothesis about the cluster: "under these conditions this order would hang".
+Conditions the config leaves open are replayed each way; where the ways disagree, the verdict
+is inconclusive and says which input decides it.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, replace
+from typing import Any
+
+from auditor.analysis import waitfor
+from auditor.analysis.join import join
+from auditor.dynamic.trace import RankTrace, Trace
+from auditor.simulate.plan import Plan
+
+
+@dataclass
+class Replay:
+    conditions: waitfor.Conditions
+    analysis: waitfor.Analysis
+
+    @property
+    def cycle_ranks(self) -> list[int]:
+        return _cycle_ranks(self.analysis)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"conditions": self.conditions.to_json(), "words": self.conditions.words(),
+                "hang": self.analysis.hang, "cycle_ranks": self.cycle_ranks,
+                "cycle": self.analysis.cycle}
+
+
+def as_issued(trace: Trace, coalesce: bool) -> Trace:
+    """The recorded events as the cluster's torch would run them: gloo ran every
+    batch_isend_irecv op by op; `coalesce` says whether the script's torch, backend and debug
+    level make it one coalesced batch."""
+    ranks = {}
+    for rank, rt in trace.ranks.items():
+        events = [dict(e, batched=coalesce) if e.get("via") == "batch_isend_irecv" else e
+                  for e in rt.events]
+        ranks[rank] = RankTrace(rt.rank, rt.path, rt.meta, events, rt.hang)
+    return replace(trace, ranks=ranks)
+
+
+def replays(trace: Trace, p: Plan) -> list[Replay]:
+    """The recorded order under every combination of the plan's possible conditions."""
+    out = []
+    c = p.candidates
+    for coalesce, init, transport in itertools.product(c["coalesce"], c["init"], c["transport"]):
+        issued = as_issued(trace, coalesce)
+        programs = waitfor.programs_from_events({r: t.events for r, t in issued.ranks.items()})
+        conditions = waitfor.Conditions.for_transport(transport, init, coalesce)
+        out.append(Replay(conditions, waitfor.analyze(programs, conditions)))
+    return out
+
+
+def joined(doc: dict[str, Any], trace: Trace, shown: Replay) -> dict[str, Any]:
+    """The scan joined with the run as issued under `shown`'s conditions (timeline, findings)."""
+    c = shown.conditions
+    return join(doc, as_issued(trace, bool(c.coalesce)), transport=c.transport, init=c.init)
+
+
+def simulation(doc: dict[str, Any], p: Plan, results: list[Replay], schedule: str,
+               seconds: float) -> dict[str, Any]:
+    """The `simulation` object of the JSON output (`doc` is the joined document)."""
+    hangs = {r.analysis.hang for r in results}
+    shown = pick(results)
+    run = doc["run"]
+    unpredicted = [m["site_id"] or f"{m['path']}:{m['line']}" for m in run["misses"]]
+    fired = sorted(s["id"] for s in doc["sites"] if s.get("fired"))
+    verdict = "inconclusive" if len(hangs) > 1 else ("hang" if True in hangs else "completes")
+    return {
+        "verdict": verdict,
+        "hypothetical": statement(p, shown, verdict),
+        "ranks": [{"rank": s, **({k: v for k, v in p.layout[s].items() if k != "stage"}
+                                 if p.layout else {})} for s in range(p.get("pipeline_size"))],
+        "schedule": schedule,
+        "virtual_stages": p.get("virtual_stages"),
+        "microbatches": p.get("microbatches"),
+        "message_bytes": p.message_bytes,
+        "message": p.size_words(),
+        "inputs": p.to_json(),
+        "conditions": {**shown.conditions.to_json(), "words": shown.conditions.words()},
+        "replays": [r.to_json() for r in results],
+        "hang": None if verdict == "inconclusive" else verdict == "hang",
+        "cycle_ranks": shown.cycle_ranks,
+        "cycle": shown.analysis.cycle,
+        "blocked": {str(r): s.words for r, s in shown.analysis.ranks.items()
+                    if s.cpu != "finished"},
+        "fired": fired,
+        "unpredicted": unpredicted,
+        "unfired": [{"site_id": u["site_id"], "why": u["why"]} for u in run["unfired"]],
+        "patches": [x.to_json() for x in p.patches],
+        "startup_errors": p.startup_errors,
+        "seconds": round(seconds, 1),
+    }
+
+
+def pick(results: list[Replay]) -> Replay:
+    """The replay to show: the first that hangs (the risk), else the first."""
+    return next((r for r in results if r.analysis.hang), results[0])
+
+
+def statement(p: Plan, shown: Replay, verdict: str) -> str:
+    """The verdict in one sentence, hypothetical where it is a prediction."""
+    where = f"under {shown.conditions.words()}"
+    if verdict == "completes":
+        return f"{where} this op order completes"
+    if verdict == "hang":
+        return f"{where} this op order would hang: {_cycle_words(shown)}"
+    open_ = [v for k, v in p.values.items() if k in p.candidates and v.value is None]
+    decide = "; ".join(v.provenance for v in open_) or "the conditions above"
+    return (f"it hangs under some of the open conditions and completes under others "
+            f"(e.g. {where} it would hang: {_cycle_words(shown)}); what decides it: {decide}")
+
+
+def _cycle_words(r: Replay) -> str:
+    ranks = r.cycle_ranks
+    if not ranks:
+        return "a rank waits for an op no rank issues"
+    stages = " and ".join(map(str, ranks))
+    blocked = [o for rank in ranks for o in r.analysis.ranks[rank].ops if o.state == "blocked"]
+    sends = {(o.op.api, o.op.nbytes, o.communicator) for o in blocked if o.op.kind == "send"}
+    if len(blocked) == len(ranks) and len(sends) == 1:
+        api, nbytes, comm = sends.pop()
+        return (f"stages {stages} both {api.upper()} {waitfor.size_words(nbytes)} first on "
+                f"communicator {comm} ({r.analysis.cycle})")
+    return f"stages {stages} wait on each other ({r.analysis.cycle})"
+
+
+def _cycle_ranks(a: waitfor.Analysis) -> list[int]:
+    """The ranks on a wait-for cycle, from each stuck op's and CPU's edge to another rank."""
+    edges: dict[int, set[int]] = {}
+    for rank, state in a.ranks.items():
+        targets = {e["rank"] for e in state.blocked_on if e.get("rank") is not None}
+        targets |= {o.blocked_on["rank"] for o in state.ops
+                    if o.blocked_on and o.blocked_on.get("rank") is not None}
+        targets.discard(rank)
+        if targets:
+            edges[rank] = targets
+    finished: set[int] = set()
+    for start in sorted(edges):  # depth-first, in rank order: the first cycle found
+        path, todo = [start], [sorted(edges[start])]
+        while path:
+            if not todo[-1]:
+                finished.add(path.pop())
+                todo.pop()
+                continue
+            nxt = todo[-1].pop(0)
+            if nxt in path:
+                return sorted(path[path.index(nxt):])
+            if nxt in finished:
+                continue
+            path.append(nxt)
+            todo.append(sorted(edges.get(nxt, ())))
+    return []

@@ -1,0 +1,72 @@
+"""Run the plan's pipeline column on CPU, recorded: one `auditor.simulate.rank` process that forks
+a gloo rank per stage, each writing `trace/rank-N.jsonl` through the recorder."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from auditor.dynamic import record
+from auditor.simulate.plan import Plan
+
+# A rank that waits this long in one op writes its hang file (gloo completes every order a
+# schedule issues, so this only fires on a real fault); the whole run is stopped after TIMEOUT.
+HANG_AFTER_S = 60.0
+TIMEOUT_S = 600.0
+
+
+@dataclass
+class Recorded:
+    trace: Path
+    status: int  # the rank process's exit status
+    output: str  # its stderr, for a failure's message
+    seconds: float
+
+
+def run(p: Plan, workdir: Path) -> Recorded:
+    """Run the schedule of `p` in `workdir` (which must be empty); returns the trace directory."""
+    trace = workdir / "trace"
+    env = record.environment(trace, HANG_AFTER_S, None, base={})
+    spec = {
+        "paths": [str(p.megatron_root)],
+        "record_env": {k: v for k, v in env.items() if k.startswith("P2PAUDIT_")},
+        "store": f"file://{workdir / 'store'}",
+        "out": str(workdir),
+        "pipeline_size": p.get("pipeline_size"),
+        "virtual_stages": p.get("virtual_stages"),
+        "microbatches": p.get("microbatches"),
+        "shape": list(p.shape),
+        "dtype": p.get("dtype"),
+        "patches": [{"path": x.path, "target": x.target,
+                     "module": x.installer.rpartition(".")[0],
+                     "function": x.installer.rpartition(".")[2]} for x in p.patches if x.applied],
+        **{k: bool(p.get(k)) for k in ("variable_seq_lengths", "batch_p2p_comm",
+                                       "batch_p2p_sync", "overlap_p2p_comm",
+                                       "deallocate_pipeline_outputs")},
+    }
+    trace.mkdir(parents=True)
+    spec_path = workdir / "spec.json"
+    spec_path.write_text(json.dumps(spec, indent=1) + "\n", encoding="utf-8")
+    child_env = {k: v for k, v in os.environ.items() if not k.startswith("P2PAUDIT_")}
+    child_env["PYTHONPATH"] = os.pathsep.join(
+        [str(Path(__file__).resolve().parents[2])]
+        + [x for x in child_env.get("PYTHONPATH", "").split(os.pathsep) if x])
+    child_env.setdefault("PYTHONWARNINGS", "ignore")
+    started = time.perf_counter()
+    # Its own session, so that a run past TIMEOUT_S is stopped with every rank it forked.
+    child = subprocess.Popen([sys.executable, "-m", "auditor.simulate.rank", str(spec_path)],
+                             env=child_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             text=True, start_new_session=True)
+    try:
+        _, err = child.communicate(timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        _, err = child.communicate()
+        return Recorded(trace, 124, err + f"\nstopped after {TIMEOUT_S:g} s", TIMEOUT_S)
+    return Recorded(trace, child.returncode, err, time.perf_counter() - started)

@@ -1,0 +1,71 @@
+"""Benchmark: `p2paudit simulate` of the shipped GLM-5.1 script (PP=4 x 4 micro-batches, 24 MiB
+activations) on this machine, against the cost of importing megatron-core 0.17.0 once in a fresh
+interpreter (the fixed cost the forking rank program pays once for all ranks), measured in the
+same run. Prints medians of the schedule run (the forked, recorded gloo ranks), the whole
+command, and the ratio to the import; asserts nothing. Target: <= 60 s for the command.
+
+    python benchmarks/bench_simulate.py [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from auditor import sources
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "examples" / "glm5_1_lora_pp4.sh"
+
+
+def import_seconds() -> float:
+    root = sources.resolve("megatron-core==0.17.0").root
+    env = {**os.environ, "PYTHONPATH": str(root), "PYTHONWARNINGS": "ignore"}
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import megatron.core.pipeline_parallel"], env=env,
+                   check=True, capture_output=True)
+    return time.perf_counter() - start
+
+
+def simulate_seconds() -> tuple[float, float]:
+    """(the whole command, the schedule run it reports) in seconds."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "sim.json"
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "auditor", "simulate", "--config", str(SCRIPT),
+                        "--torch", "2.10.0", "--format", "json", "-o", str(out)], env=env,
+                       capture_output=True)
+        total = time.perf_counter() - start
+        return total, json.loads(out.read_text())["simulation"]["seconds"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    imports, totals, runs = [], [], []
+    for _ in range(args.rounds):  # alternating, so load on a shared machine hits both alike
+        imports.append(import_seconds())
+        total, run = simulate_seconds()
+        totals.append(total)
+        runs.append(run)
+    base = statistics.median(imports)
+    for name, values in (("import megatron-core", imports), ("schedule run (4 ranks)", runs),
+                         ("simulate command", totals)):
+        median = statistics.median(values)
+        print(f"{name:<24} {median:7.1f} s  {median / base:5.2f}x import  "
+              f"(rounds: {', '.join(f'{v:.1f}' for v in values)})")
+    print(f"cores: {os.cpu_count()}, load average: {os.getloadavg()[0]:.1f}; target: the command "
+          f"<= 60 s")
+
+
+if __name__ == "__main__":
+    main()

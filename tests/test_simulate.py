@@ -1,0 +1,220 @@
+"""`p2paudit simulate`: megatron-core 0.17.0's real schedule run on CPU (gloo) at the shipped
+scripts' pipeline sizes, with ms-swift 4.3.0's patch where the scan finds it, and the recorded
+order replayed under each script's conditions.
+
+Each schedule run takes 15-30 s on two cores, so every script runs once; the conditions that do
+not change the order (another torch, DETAIL off, an unknown torch) are replayed from the kept
+trace of the PP=4 run through the same plan and replay code the command uses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from auditor.config.launch import read_launch
+from auditor.dynamic.trace import read_trace_dir
+from auditor.scan import ScanInputs, resolve_targets, run_scan
+from auditor.simulate import predict
+from auditor.simulate.plan import plan
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+GLM4 = EXAMPLES / "glm5_1_lora_pp4.sh"
+MLM = EXAMPLES / "megatron_lm_gpt_pp2.sh"
+MiB = 1 << 20
+
+pytestmark = pytest.mark.wheels
+
+
+def simulate(*args: str, cwd: Path = ROOT) -> tuple[int, str, str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "auditor", "simulate", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=900)
+    return done.returncode, done.stdout, done.stderr
+
+
+def simulate_json(*args: str) -> tuple[int, dict, str]:
+    rc, out, err = simulate(*args, "--format", "json")
+    assert out, err
+    return rc, json.loads(out), err
+
+
+@pytest.fixture(scope="module")
+def glm4(tmp_path_factory, real_sources) -> tuple[int, dict, str, Path]:
+    trace = tmp_path_factory.mktemp("glm4") / "run"
+    rc, doc, err = simulate_json("--config", str(GLM4), "--torch", "2.10.0", "--trace-dir",
+                                 str(trace))
+    return rc, doc, err, trace / "trace"
+
+
+def replay_kept(config: Path, trace: Path, torch: str) -> dict:
+    """The kept PP=4 order under another script's or torch's conditions, as the command does."""
+    doc = run_scan(ScanInputs(str(config), torch_version=torch))
+    launch = read_launch(str(config))
+    p = plan(doc, launch, resolve_targets(launch, None))
+    recorded = read_trace_dir(trace)
+    results = predict.replays(recorded, p)
+    joined = predict.joined(doc, recorded, predict.pick(results))
+    return predict.simulation(joined, p, results, "replayed", 0.0)
+
+
+def test_glm_pp4_torch_210_detail_hangs_between_neighbouring_stages(glm4):
+    rc, doc, err, _ = glm4
+    sim = doc["simulation"]
+    assert rc == 1, err
+    assert sim["verdict"] == "hang" and sim["hang"] is True
+    assert sim["schedule"] == "forward_backward_pipelining_without_interleaving"
+    assert [r["rank"] for r in sim["ranks"]] == [0, 1, 2, 3]
+    assert [r["global_rank"] for r in sim["ranks"]] == [0, 32, 64, 96]
+    assert sim["microbatches"] == 4 and sim["message_bytes"] == 24 * MiB
+    assert sim["conditions"] | {"words": ""} == {
+        "init": "lazy", "coalesce": False, "buffer_bytes": 12 * MiB, "transport": "net",
+        "words": ""}
+    a, b = sim["cycle_ranks"]
+    assert b == a + 1, sim["cycle_ranks"]  # two neighbouring stages
+    assert "ISEND" in sim["blocked"][str(a)] and "ISEND" in sim["blocked"][str(b)]
+    assert sim["hypothetical"].startswith("under lazy init, batch_isend_irecv runs op by op")
+    assert "HANG predicted" in err
+
+
+def test_glm_pp4_applies_swift_patch_and_every_fired_site_was_predicted(glm4):
+    _, doc, _, _ = glm4
+    sim = doc["simulation"]
+    (patch,) = sim["patches"]
+    assert patch["installer"] == "swift.megatron.init._patch__batched_p2p_ops"
+    assert patch["applied"] and patch["path"].endswith("swift/megatron/init.py")
+    assert sim["unpredicted"] == []
+    fired = set(sim["fired"])
+    p2p = "megatron-core:megatron.core.pipeline_parallel.p2p_communication."
+    assert f"{p2p}_batched_p2p_ops:batch_isend_irecv:0" in fired
+    assert f"{p2p}P2PCommunicator._communicate_shapes:batch_isend_irecv:0" in fired
+    # The patch sends the activations on the default group: ranks 2 and 3 use its pair
+    # communicator, as the report's cycle says.
+    assert "default_pg:2-3" in sim["cycle"]
+
+
+def test_glm_pp4_torch_211_completes(glm4):
+    sim = replay_kept(GLM4, glm4[3], "2.11.0")
+    assert sim["verdict"] == "completes" and sim["hang"] is False
+    assert sim["conditions"]["coalesce"] is True and sim["cycle_ranks"] == []
+
+
+def test_glm_pp4_without_detail_completes(glm4, tmp_path):
+    script = tmp_path / "no_detail.sh"
+    script.write_text(GLM4.read_text().replace("export TORCH_DISTRIBUTED_DEBUG=DETAIL\n", ""))
+    sim = replay_kept(script, glm4[3], "2.10.0")
+    assert sim["verdict"] == "completes" and sim["conditions"]["coalesce"] is True
+
+
+def test_unknown_torch_is_inconclusive_and_names_what_decides_it(glm4):
+    sim = replay_kept(GLM4, glm4[3], "2.3.0")  # no torch rule covers 2.3
+    assert sim["verdict"] == "inconclusive" and sim["hang"] is None
+    assert {r["hang"] for r in sim["replays"]} == {True, False}
+    assert "--torch" in sim["hypothetical"]
+
+
+def test_one_node_layout_is_nvlink_and_completes_op_by_op(glm4, tmp_path):
+    script = tmp_path / "one_node.sh"
+    script.write_text(GLM4.read_text().replace("NNODES=${NNODES:-16}", "NNODES=${NNODES:-1}")
+                      .replace("NPROC_PER_NODE=${NPROC_PER_NODE:-8}", "NPROC_PER_NODE=16"))
+    sim = replay_kept(script, glm4[3], "2.10.0")
+    assert [r["node"] for r in sim["ranks"]] == [0, 0, 0, 0]
+    assert sim["conditions"]["transport"] == "nvlink"
+    assert sim["verdict"] == "completes"  # 24 MiB sends fit what NVLink buffers
+
+
+def test_two_nodes_one_crossing_pair_is_replayed_on_the_network_transport(glm4, tmp_path):
+    script = tmp_path / "two_nodes.sh"
+    script.write_text(GLM4.read_text().replace("NNODES=${NNODES:-16}", "NNODES=${NNODES:-2}"))
+    sim = replay_kept(script, glm4[3], "2.10.0")
+    assert [r["node"] for r in sim["ranks"]] == [0, 0, 1, 1]
+    assert sim["conditions"]["transport"] == "net"
+    assert "stage pairs 1-2 cross nodes" in sim["inputs"]["transport"]["provenance"]
+
+
+def test_megatron_lm_interleaved_fires_p2p_ops_and_completes(real_sources):
+    rc, doc, err = simulate_json("--config", str(MLM), "--set",
+                                 "virtual_pipeline_model_parallel_size=2", "--microbatches", "4")
+    sim = doc["simulation"]
+    assert rc == 0, err
+    assert sim["schedule"] == "forward_backward_pipelining_with_interleaving"
+    assert sim["virtual_stages"] == 2 and sim["verdict"] == "completes"
+    assert sim["message_bytes"] == 1024 * 2048 * 2  # --seq-length 2048 / TP 2, hidden 2048, bf16
+    assert any(".p2p_communication._p2p_ops:isend:" in s for s in sim["fired"])
+    assert not any("_batched_p2p_ops" in s for s in sim["fired"])
+    assert sim["unpredicted"] == [] and sim["patches"] == []
+
+
+def test_glm_pp2_runs_and_hangs_between_its_two_stages(real_sources):
+    rc, doc, err = simulate_json("--config", str(EXAMPLES / "glm5_1_lora_pp2.sh"), "--torch",
+                                 "2.10.0")
+    sim = doc["simulation"]
+    assert rc == 1 and sim["verdict"] == "hang" and sim["cycle_ranks"] == [0, 1]
+    assert sim["unpredicted"] == [] and sim["startup_errors"] == []
+
+
+def test_glm_pp8_runs_but_says_the_real_run_never_starts(real_sources):
+    rc, doc, err = simulate_json("--config", str(EXAMPLES / "glm5_1_lora_pp8.sh"), "--torch",
+                                 "2.11.0")
+    sim = doc["simulation"]
+    assert len(sim["ranks"]) == 8 and sim["microbatches"] == 8
+    assert sim["verdict"] == "completes" and sim["unpredicted"] == []
+    (error,) = sim["startup_errors"]
+    assert "78 layers with PP=8" in error
+    assert rc == 1 and "DOES NOT START" in err
+
+
+def test_unknown_hidden_size_is_inconclusive_without_running(tmp_path, real_sources):
+    script = tmp_path / "no_hidden.sh"
+    script.write_text(MLM.read_text().replace("    --hidden-size 2048\n", ""))
+    rc, out, err = simulate("--config", str(script))
+    assert rc == 1
+    assert "INCONCLUSIVE" in err and "--set hidden_size=N" in err
+
+
+def test_unknown_pipeline_size_is_inconclusive_without_running(tmp_path, real_sources):
+    script = tmp_path / "pp_var.sh"
+    script.write_text(MLM.read_text().replace("--pipeline-model-parallel-size 2",
+                                              "--pipeline-model-parallel-size ${PP}"))
+    rc, out, err = simulate("--config", str(script))
+    assert rc == 1 and "INCONCLUSIVE" in err
+    assert "--set pipeline_model_parallel_size=N" in err
+
+
+def test_megatron_lm_without_bf16_exchanges_float32(tmp_path, real_sources):
+    script = tmp_path / "fp32.sh"
+    script.write_text(MLM.read_text().replace("    --bf16\n", ""))
+    doc = run_scan(ScanInputs(str(script)))
+    launch = read_launch(str(script))
+    p = plan(doc, launch, resolve_targets(launch, None))
+    assert p.get("dtype") == "float32" and "--bf16" in p.values["dtype"].provenance
+    assert p.message_bytes == 1024 * 2048 * 4
+    assert p.get("microbatches") == 128  # --global-batch-size 256 // (1 x DP 2)
+
+
+@pytest.mark.parametrize("args, subject", [
+    (["--config", str(EXAMPLES / "glm5_1_lora_pp1.sh")], "pipeline_model_parallel_size is 1"),
+    (["--config", str(EXAMPLES / "seed_report_verbatim.sh")], "which ms-swift"),
+    (["--config", str(GLM4), "--microbatches", "0"], "--microbatches: must be >= 1"),
+    (["--config", str(GLM4), "--trace-dir", str(ROOT / "examples")], "must be an empty directory"),
+])
+def test_bad_input_is_exit_2_with_one_line(args, subject, real_sources):
+    rc, out, err = simulate(*args)
+    assert rc == 2 and subject in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_html_is_the_record_report_of_the_simulated_run(glm4):
+    from auditor.report.html import render_html
+
+    doc = run_scan(ScanInputs(str(GLM4), torch_version="2.10.0"))
+    launch = read_launch(str(GLM4))
+    p = plan(doc, launch, resolve_targets(launch, None))
+    recorded = read_trace_dir(glm4[3])
+    html = render_html(predict.joined(doc, recorded, predict.pick(predict.replays(recorded, p))))
+    assert "default_pg:2-3" in html and "wait-for-cycle" in html
