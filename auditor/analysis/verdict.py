@@ -215,6 +215,36 @@ def gate_verdict(failures: list[Any], known: int, label: str) -> RunVerdict:
                                f"({known} problem site(s) known from the baseline are still there)")
 
 
+def simulation_verdict(sim: dict[str, Any]) -> RunVerdict:
+    """`p2paudit simulate`: the real schedule's recorded order, replayed. A predicted hang, a
+    start-up error or a fired site the scan did not predict is a finding; open conditions the
+    replays disagree on, or an unknown size, are inconclusive."""
+    if sim["verdict"] == "inconclusive" and sim.get("unknown"):
+        return RunVerdict("inconclusive", "INCONCLUSIVE: not simulated; unknown "
+                          + "; ".join(sim["unknown"]),
+                          [Undecided(u, "--set KEY=VALUE for the size it names") for u in sim["unknown"]])
+    problems = []
+    if sim["startup_errors"]:
+        problems.append("DOES NOT START (the real run stops before the schedule); simulated anyway")
+    if sim["unpredicted"]:
+        problems.append(f"{len(sim['unpredicted'])} fired site(s) the scan did not predict")
+    if sim["verdict"] == "hang":
+        head = f"HANG PREDICTED: {sim['hypothetical']}"
+    elif sim["verdict"] == "completes":
+        head = f"{'FINDINGS' if problems else 'CLEAN'}: completes: {sim['hypothetical']}"
+    else:
+        head = f"INCONCLUSIVE: {sim['hypothetical']}"
+    if problems:
+        head += "; " + "; ".join(problems)
+    if sim["verdict"] == "hang" or problems:
+        return RunVerdict("findings", head, errors=len(problems) + (sim["verdict"] == "hang"))
+    if sim["verdict"] == "inconclusive":
+        return RunVerdict("inconclusive", head, [Undecided(
+            "the open conditions replay differently", "state them in the script (NNODES, "
+            "NPROC_PER_NODE, TORCH_DISTRIBUTED_DEBUG) or pass --torch")])
+    return RunVerdict("clean", head)
+
+
 def _inventory(doc: dict[str, Any]) -> RunVerdict:
     n = len(doc.get("sites", []))
     return RunVerdict("inventory", f"{n} P2P call site(s) (an inventory: run `p2paudit scan "

@@ -22,7 +22,8 @@ from auditor.commands.report import render
 from auditor.config.effective import overrides_from
 from auditor.config.launch import read_launch
 from auditor.dynamic.trace import read_trace_dir
-from auditor.errors import EXIT_FINDINGS, EXIT_OK, InputError
+from auditor.analysis.verdict import simulation_verdict
+from auditor.errors import EXIT_FINDINGS, InputError
 from auditor.scan import ScanInputs, resolve_targets, run_scan
 from auditor.simulate import predict
 from auditor.simulate.plan import Plan, plan
@@ -81,13 +82,14 @@ def _simulate(doc: dict[str, Any], p: Plan, args: argparse.Namespace, workdir: P
     out = predict.joined(doc, trace, predict.pick(results))
     sim = predict.simulation(out, p, results, ", ".join(schedules), recorded.seconds)
     out["simulation"] = sim
+    decided = simulation_verdict(sim)
+    out["verdict"] = decided.to_json()
     if args.format == "text":
-        emit(text_report(sim, args.config), args.output)
+        emit(text_report(sim, args.config, decided.headline), args.output)
     else:
         emit(render(out, args.format), args.output)
-    print(f"p2paudit simulate: {headline(sim)}", file=sys.stderr)
-    failed = sim["verdict"] != "completes" or sim["unpredicted"] or sim["startup_errors"]
-    return EXIT_FINDINGS if failed else EXIT_OK
+    print(f"p2paudit simulate: {decided.headline}", file=sys.stderr)
+    return decided.exit_code
 
 
 def _inconclusive(doc: dict[str, Any], p: Plan, args: argparse.Namespace) -> int:
@@ -97,28 +99,17 @@ def _inconclusive(doc: dict[str, Any], p: Plan, args: argparse.Namespace) -> int
            "ranks": [], "schedule": None, "microbatches": p.get("microbatches"),
            "conditions": None, "cycle_ranks": [], "blocked": {}, "fired": [],
            "unpredicted": [], "unfired": [], "startup_errors": p.startup_errors}
+    decided = simulation_verdict(sim)
     if args.format == "text":
-        emit(text_report(sim, args.config), args.output)
+        emit(text_report(sim, args.config, decided.headline), args.output)
     else:
-        emit(render({**doc, "simulation": sim}, args.format), args.output)
-    print(f"p2paudit simulate: {headline(sim)}", file=sys.stderr)
-    return EXIT_FINDINGS
+        emit(render({**doc, "simulation": sim, "verdict": decided.to_json()}, args.format),
+             args.output)
+    print(f"p2paudit simulate: {decided.headline}", file=sys.stderr)
+    return decided.exit_code
 
 
-def headline(sim: dict[str, Any]) -> str:
-    if sim["verdict"] == "inconclusive" and sim.get("unknown"):
-        return "INCONCLUSIVE: not simulated; unknown " + "; ".join(sim["unknown"])
-    words = {"hang": "HANG predicted", "completes": "completes",
-             "inconclusive": "INCONCLUSIVE"}[sim["verdict"]]
-    line = f"{words}: {sim['hypothetical']}"
-    if sim["startup_errors"]:
-        line = "DOES NOT START (the real run stops before the schedule); simulated anyway: " + line
-    if sim["unpredicted"]:
-        line += f"; {len(sim['unpredicted'])} fired site(s) the scan did not predict"
-    return line
-
-
-def text_report(sim: dict[str, Any], config: str) -> str:
+def text_report(sim: dict[str, Any], config: str, headline: str) -> str:
     lines = [f"p2paudit simulate {config}: megatron-core's own schedule on CPU (gloo), "
              f"recorded, replayed by the wait-for model"]
     if sim["ranks"]:
@@ -141,7 +132,7 @@ def text_report(sim: dict[str, Any], config: str) -> str:
     for error in sim["startup_errors"]:
         lines.append(f"ERROR the real run stops at start-up: {error}")
     lines.append("")
-    lines.append(f"VERDICT: {headline(sim)}")
+    lines.append(headline)
     for rank, words in sim["blocked"].items():
         lines.append(f"  rank {rank}: {words}")
     if sim["ranks"]:
