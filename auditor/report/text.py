@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from auditor.sources import target_label
+
 
 def _api(site: dict[str, Any]) -> str:
     return f"{site['api']}({site['op']})" if site.get("op") else site["api"]
@@ -40,7 +42,7 @@ def summary_line(doc: dict[str, Any]) -> str:
     sites = doc["sites"]
     unbatched = sum(1 for s in sites if not s["batched"])
     files = doc.get("files", {})
-    targets = ", ".join(f"{t['name']} {t['version'] or '(version unknown)'}" for t in doc["targets"])
+    targets = ", ".join(target_label(t) for t in doc["targets"])
     return (
         f"{len(sites)} P2P sites ({len(sites) - unbatched} batched, {unbatched} unbatched) "
         f"in {targets}; {files.get('total', 0)} files, {files.get('parsed', 0)} parsed, "
@@ -74,7 +76,7 @@ def scan_report(doc: dict[str, Any]) -> str:
     launch = doc.get("launch", {})
     eff = doc["config"].get("effective", {})
     prov = doc["config"].get("provenance", {})
-    targets = ", ".join(f"{t['name']} {t['version']}" for t in doc["targets"])
+    targets = ", ".join(target_label(t) for t in doc["targets"])
     lines = [
         f"p2paudit scan {launch.get('path')}  ({launch.get('launcher')}, "
         f"{launch.get('world_size') or '?'} ranks)",

@@ -11,6 +11,7 @@ import ast
 import hashlib
 import os
 import pickle
+import stat
 import sys
 import time
 from collections.abc import Callable
@@ -127,10 +128,21 @@ class FileCache:
 
 
 def read_source(src: SourceSet, rel: str) -> tuple[str | None, str, str | None]:
-    """(text, digest, error) of one file; text is None when it cannot be read as UTF-8."""
+    """(text, digest, error) of one file; text is None when it cannot be read as UTF-8, or when
+    it is not one of the target's regular files (a FIFO would block the read, a device or a link
+    out of the tree would read what is not the target): those are skipped, never opened."""
+    path = src.root / rel
     try:
-        raw = (src.root / rel).read_bytes()
-    except OSError as exc:
+        mode = os.lstat(path).st_mode
+        if stat.S_ISLNK(mode):
+            real = path.resolve()
+            if not real.is_relative_to(src.root.resolve()):
+                return None, "", f"skipped: a symbolic link that leaves the target (to {real})"
+            mode = os.stat(real).st_mode
+        if not stat.S_ISREG(mode):
+            return None, "", "skipped: not a regular file (a FIFO, socket or device), not read"
+        raw = path.read_bytes()
+    except (OSError, RuntimeError) as exc:
         return None, "", f"unreadable: {exc.strerror or exc}"
     digest = hashlib.sha1(raw).hexdigest()
     try:
