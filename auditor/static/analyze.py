@@ -25,8 +25,11 @@ import libcst as cst
 
 from auditor.sources import SourceSet, cache_dir
 
-# A task analyses one file: (text, relpath, module, package) -> JSON-able result.
-Task = Callable[[str, str, str, str], Any]
+# A task analyses one file: (text, relpath, module, package, context) -> JSON-able result; the
+# context is what the file gets from the rest of its package (None: nothing).
+Task = Callable[..., Any]
+# What each file gets from its package, computed from all texts before any file is analysed.
+Context = Callable[[SourceSet, dict[str, str]], dict[str, Any]]
 
 
 
@@ -67,9 +70,10 @@ def _task_error(exc: BaseException, text: str) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def run_one(task: Task, relpath: str, text: str, module: str, package: str) -> tuple[str, Any, str | None]:
+def run_one(task: Task, relpath: str, text: str, module: str, package: str,
+            context: Any = None) -> tuple[str, Any, str | None]:
     try:
-        return relpath, task(text, relpath, module, package), None
+        return relpath, task(text, relpath, module, package, context), None
     except Exception as exc:  # one unreadable file must not end the scan
         return relpath, None, _task_error(exc, text)
 
@@ -156,23 +160,28 @@ def analyze(
     src: SourceSet,
     task: Task,
     task_key: str,
-    wanted: Callable[[str], bool] | None = None,
+    wanted: Callable[[str, bool], bool] | None = None,
     files: list[str] | None = None,
     jobs: int | None = None,
     progress: bool = False,
+    context: Context | None = None,
 ) -> Analysis:
-    """Run `task` on the files of `src` (or `files`) whose text `wanted` accepts.
+    """Run `task` on the files of `src` (or `files`) whose text `wanted` accepts (its second
+    argument: whether the file gets something from its package).
 
     `task_key` names the task and everything its output depends on (the rules digest, the
-    `code_digest` of the task's modules).
+    `code_digest` of the task's modules); a file's result is also keyed by its `context`.
     """
     started = time.perf_counter()
     out = Analysis()
     cache = FileCache.open(src, task_key)
+    read = {rel: read_source(src, rel) for rel in (files if files is not None else src.files)}
+    contexts = context(src, {r: t for r, (t, _, _) in read.items() if t is not None}) if context else {}
     todo: list[tuple[str, str, str]] = []  # relpath, text, digest
-    for rel in files if files is not None else src.files:
+    for rel, (text, digest, error) in read.items():
         out.files_total += 1
-        text, digest, error = read_source(src, rel)
+        if rel in contexts:
+            digest = f"{digest}:{contexts[rel].digest()}"
         hit, result = cache.lookup(rel, digest)
         if hit:
             out.cache_hits += 1
@@ -182,7 +191,7 @@ def analyze(
         if text is None:
             out.errors.append(FileError(rel, error or "unreadable"))
             continue
-        if wanted is not None and not wanted(text):
+        if wanted is not None and not wanted(text, rel in contexts):
             cache.put(rel, digest, None)
             continue
         todo.append((rel, text, digest))
@@ -190,7 +199,7 @@ def analyze(
     if progress and todo:
         print(f"p2paudit: parsing {len(todo)} of {out.files_total} files of {src.name}",
               file=sys.stderr)
-    for rel, result, error in _run_all(src, task, todo, jobs):
+    for rel, result, error in _run_all(src, task, todo, jobs, contexts):
         out.files_analyzed += 1
         if error is not None:
             out.errors.append(FileError(rel, error))
@@ -202,8 +211,10 @@ def analyze(
     return out
 
 
-def _run_all(src: SourceSet, task: Task, todo: list[tuple[str, str, str]], jobs: int | None):
-    args = [(task, rel, text, src.module_name(rel), src.name) for rel, text, _ in todo]
+def _run_all(src: SourceSet, task: Task, todo: list[tuple[str, str, str]], jobs: int | None,
+             contexts: dict[str, Any]):
+    args = [(task, rel, text, src.module_name(rel), src.name, contexts.get(rel))
+            for rel, text, _ in todo]
     # Largest files first so one big file does not finish last on its own.
     args.sort(key=lambda a: -len(a[2]))
     workers = min(jobs or os.cpu_count() or 1, len(args))

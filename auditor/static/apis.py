@@ -26,12 +26,13 @@ class ApiTable:
         names |= {q.rsplit(".", 1)[-1] for q in self.coalescing}
         return names | set(self.pg_methods)
 
-    def may_hold_site(self, text: str) -> bool:
-        """The cheap test that lets most files skip parsing."""
+    def may_hold_site(self, text: str, receives_torch: bool = False) -> bool:
+        """The cheap test that lets most files skip parsing; a file that gets torch from its
+        package (`exports.routes`) needs no torch context of its own."""
         if self._patterns is None:
             self._patterns = self._prefilter()
         api, context = self._patterns
-        return api.search(text) is not None and context.search(text) is not None
+        return api.search(text) is not None and (receives_torch or context.search(text) is not None)
 
     def _prefilter(self) -> tuple[re.Pattern[str], re.Pattern[str]]:
         """Two patterns a file must both match to hold a site: it names an API, and it mentions

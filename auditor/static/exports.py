@@ -1,0 +1,159 @@
+"""Which names each module of a target receives from torch through the package's own imports.
+
+A module can call `torch.distributed.send` without importing torch itself: DeepSpeed's
+`deepspeed/comm/torch.py` gets `torch` from `from .comm import *`, and `from pkg.aliases import
+dist` hands on another module's `import torch.distributed as dist`. The per-file parse cannot see
+that, so this pass reads the package's import graph first (with regular expressions over the
+texts, no parse: it runs on every file and must cost little next to `ast.parse`) and gives each
+module its `Routes`: the names star imports bind in it, and the package attributes that are torch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+
+from auditor.sources import SourceSet
+
+# Module-level statements only (column 0): an import inside a function binds nothing to export.
+TORCH_IMPORT = re.compile(r"^import[ \t]+(torch(?:\.[\w.]+)?)(?:[ \t]+as[ \t]+(\w+))?[ \t]*(?:#.*)?$", re.M)
+TORCH_FROM = re.compile(r"^from[ \t]+(torch(?:\.[\w.]+)?)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.M)
+FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\*|\([^)]*\)|[^\n#;]*)", re.M)
+ALIAS = re.compile(
+    r"^(\w+)[ \t]*=[ \t]*(?:([\w.]+)|getattr\([ \t]*([\w.]+)[ \t]*,[ \t]*['\"](\w+)['\"][ \t]*\))[ \t]*(?:#.*)?$",
+    re.M,
+)
+ALL = re.compile(r"^__all__[ \t]*=[ \t]*[\[(]([^\])]*)[\])]", re.M)
+STRING = re.compile(r"['\"](\w+)['\"]")
+
+
+@dataclass
+class Routes:
+    """What one module receives: `names` its star imports bind (name -> torch qualname), and
+    `attributes` of package modules that are torch (`pkg.aliases.dist` -> `torch.distributed`)."""
+
+    names: dict[str, str] = field(default_factory=dict)
+    attributes: dict[str, str] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.names or self.attributes)
+
+    def digest(self) -> str:
+        data = json.dumps([self.names, self.attributes], sort_keys=True)
+        return hashlib.sha1(data.encode()).hexdigest()[:16]
+
+
+@dataclass
+class _Module:
+    own: dict[str, str]  # module-level names bound to torch by its own imports and aliases
+    imports: list[tuple[str, list[tuple[str, str]] | None]]  # (module, [(name, as)] | None: *)
+    all: set[str] | None  # a literal __all__
+
+
+def routes(src: SourceSet, texts: dict[str, str]) -> dict[str, Routes]:
+    """Routes of every file (by relpath) that receives torch through the package."""
+    modules = {src.module_name(rel): (rel, _summary(src, rel, text)) for rel, text in texts.items()}
+    exported = _exports({m: s for m, (_, s) in modules.items()})
+    out: dict[str, Routes] = {}
+    for module, (rel, summary) in modules.items():
+        r = Routes()
+        for source, names in summary.imports:
+            theirs = exported.get(source, {})
+            if names is None:
+                visible = modules[source][1].all if source in modules else None
+                r.names.update(
+                    (n, q) for n, q in theirs.items()
+                    if (n in visible if visible is not None else not n.startswith("_"))
+                )
+            else:
+                r.attributes.update((f"{source}.{n}", theirs[n]) for n, _ in names if n in theirs)
+        for name in summary.own:  # the module's own bindings come after its star imports
+            r.names.pop(name, None)
+        if r:
+            out[rel] = r
+    return out
+
+
+def _exports(summaries: dict[str, _Module]) -> dict[str, dict[str, str]]:
+    """Module -> its globals that are torch, through chains of star imports and re-exports."""
+    exported = {m: dict(s.own) for m, s in summaries.items()}
+    changed = True
+    while changed:
+        changed = False
+        for module, s in summaries.items():
+            mine = exported[module]
+            for source, names in s.imports:
+                theirs = exported.get(source)
+                if not theirs:
+                    continue
+                if names is None:
+                    visible = summaries[source].all
+                    pairs = [(n, n, q) for n, q in theirs.items()
+                             if (n in visible if visible is not None else not n.startswith("_"))]
+                else:
+                    pairs = [(n, alias, theirs[n]) for n, alias in names if n in theirs]
+                for _, local, q in pairs:
+                    if local not in s.own and mine.get(local) != q:
+                        mine[local] = q
+                        changed = True
+    return exported
+
+
+def _summary(src: SourceSet, rel: str, text: str) -> _Module:
+    own: dict[str, str] = {}
+    if "torch" in text:
+        for m in TORCH_IMPORT.finditer(text):
+            target, alias = m.group(1), m.group(2)
+            if alias:
+                own[alias] = target
+            else:
+                own.setdefault("torch", "torch")
+        for m in TORCH_FROM.finditer(text):
+            for name, alias in _names(m.group(2)) or []:
+                own[alias] = f"{m.group(1)}.{name}"
+        for m in ALIAS.finditer(text):
+            local, value = m.group(1), m.group(2) or f"{m.group(3)}.{m.group(4)}"
+            head, _, rest = value.partition(".")
+            if head in own:
+                own[local] = f"{own[head]}.{rest}" if rest else own[head]
+    imports: list[tuple[str, list[tuple[str, str]] | None]] = []
+    if "import" in text:
+        module = src.module_name(rel)
+        is_package = rel.endswith("__init__.py")
+        for m in FROM_IMPORT.finditer(text):
+            base = _absolute(m.group(1), module, is_package)
+            if base is not None and not base.startswith("torch"):
+                imports.append((base, _names(m.group(2))))
+    declared = ALL.search(text)
+    return _Module(own, imports, set(STRING.findall(declared.group(1))) if declared else None)
+
+
+def _names(spec: str) -> list[tuple[str, str]] | None:
+    """`a, b as c` (or the parenthesised form) as [(name, local)]; None for `*`."""
+    spec = spec.strip()
+    if spec == "*":
+        return None
+    out = []
+    for part in spec.strip("()").replace("\\\n", " ").split(","):
+        words = part.split("#", 1)[0].split()
+        if len(words) == 1 and words[0].isidentifier():
+            out.append((words[0], words[0]))
+        elif len(words) == 3 and words[1] == "as":
+            out.append((words[0], words[2]))
+    return out
+
+
+def _absolute(spec: str, module: str, is_package: bool) -> str | None:
+    level = len(spec) - len(spec.lstrip("."))
+    name = spec[level:]
+    if level == 0:
+        return name
+    parts = module.split(".") if module else []
+    if not is_package:
+        parts = parts[:-1]
+    if level - 1 > len(parts):
+        return None
+    base = parts[: len(parts) - (level - 1)]
+    return ".".join([*base, name] if name else base) or None
