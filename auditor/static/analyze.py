@@ -28,8 +28,9 @@ from auditor.sources import SourceSet, cache_dir
 # A task analyses one file: (text, relpath, module, package, context) -> JSON-able result; the
 # context is what the file gets from the rest of its package (None: nothing).
 Task = Callable[..., Any]
-# What each file gets from its package, computed from all texts before any file is analysed.
-Context = Callable[[SourceSet, dict[str, str]], dict[str, Any]]
+# What each file gets from its package, computed from all (text, digest) before any file is
+# analysed.
+Context = Callable[[SourceSet, dict[str, tuple[str, str]]], dict[str, Any]]
 
 
 
@@ -160,14 +161,14 @@ def analyze(
     src: SourceSet,
     task: Task,
     task_key: str,
-    wanted: Callable[[str, bool], bool] | None = None,
+    wanted: Callable[[str, Any], bool] | None = None,
     files: list[str] | None = None,
     jobs: int | None = None,
     progress: bool = False,
     context: Context | None = None,
 ) -> Analysis:
     """Run `task` on the files of `src` (or `files`) whose text `wanted` accepts (its second
-    argument: whether the file gets something from its package).
+    argument: the file's context, None when it gets nothing from its package).
 
     `task_key` names the task and everything its output depends on (the rules digest, the
     `code_digest` of the task's modules); a file's result is also keyed by its `context`.
@@ -176,7 +177,8 @@ def analyze(
     out = Analysis()
     cache = FileCache.open(src, task_key)
     read = {rel: read_source(src, rel) for rel in (files if files is not None else src.files)}
-    contexts = context(src, {r: t for r, (t, _, _) in read.items() if t is not None}) if context else {}
+    contexts = context(src, {r: (t, d) for r, (t, d, _) in read.items() if t is not None}) \
+        if context else {}
     todo: list[tuple[str, str, str]] = []  # relpath, text, digest
     for rel, (text, digest, error) in read.items():
         out.files_total += 1
@@ -191,7 +193,7 @@ def analyze(
         if text is None:
             out.errors.append(FileError(rel, error or "unreadable"))
             continue
-        if wanted is not None and not wanted(text, rel in contexts):
+        if wanted is not None and not wanted(text, contexts.get(rel)):
             cache.put(rel, digest, None)
             continue
         todo.append((rel, text, digest))

@@ -16,7 +16,7 @@ def module_task(text: str, relpath: str, module: str, package: str,
     tree = cst.parse_module(text)
     table = sites.table()
     pairs = []
-    if table.may_hold_site(text, bool(received)):  # a file that cannot hold a site is not walked
+    if table.may_hold_site(text, received):  # a file that cannot hold a site is not walked
         pairs = sites.sites_with_nodes(text, tree, relpath, module, package, table, received)
     site_ids = {id(node): site.id for site, node in pairs}
     return {
