@@ -3,8 +3,8 @@
 The resolver is written apart from auditor/static (plain `ast`, no scopes, no data flow): a call
 is a P2P call when its function, read through the module's imports, its package's star imports
 and re-exports, and (in torch itself) the module's own defs, names a torch.distributed P2P API.
-It sees calls only, so the comparison is on calls (`form` call or method... of the inventory: call
-and partial); references and ProcessGroup methods are counted apart.
+It sees calls only, so the comparison is on the inventory's calls (`form` call and partial);
+references and ProcessGroup methods are counted apart. `torch` is the installed torch.
 
     python benchmarks/recall_table.py [TARGET ...]     # prints the markdown table
 """
@@ -18,9 +18,9 @@ from auditor import sources
 from auditor.static.sites import inventory
 
 TARGETS = ["megatron-core==0.9.0", "megatron-core==0.13.0", "megatron-core==0.17.0", "megatron-core==0.19.2",
-           "ms-swift==4.3.0", "mcore-bridge==1.4.1", "deepspeed==0.16.0", "colossalai==0.4.9"]
+           "ms-swift==4.3.0", "mcore-bridge==1.4.1", "deepspeed==0.16.0", "colossalai==0.4.9", "torch"]
 APIS = {"send", "recv", "isend", "irecv", "send_object_list", "recv_object_list", "P2POp",
-        "batch_isend_irecv"}
+        "batch_isend_irecv", "ring_exchange"}
 TORCH_MODULES = {"torch.distributed", "torch.distributed.distributed_c10d"}
 
 

@@ -61,6 +61,17 @@ SPELLINGS = [
             ("import torch.distributed as dist\nsnd = dist.isend\nregister(snd)\n", [("isend", None, False, "unknown", "reference")]),
             # Never used: the assignment is the site.
             ("import torch.distributed as dist\nsnd = dist.isend\n", [("isend", None, False, "unknown", "reference")]),
+            # Assigned in two branches: each keeps its own API (Megatron-LM's bridge_communicator).
+            (
+                "import torch.distributed as dist\nif sending:\n    p2p_op = dist.isend\nelse:\n"
+                "    p2p_op = dist.irecv\np2p_op(t, peer)\n",
+                [("isend", None, False, "default", "call"), ("irecv", None, False, "default", "call")],
+            ),
+            (
+                "import torch.distributed as dist\nif sending:\n    p2p_op = dist.isend\nelse:\n"
+                "    p2p_op = dist.irecv\nregister(p2p_op)\n",
+                [("isend", None, False, "unknown", "reference"), ("irecv", None, False, "unknown", "reference")],
+            ),
         ],
         invalid=["import torch.distributed as dist\ndist = FakeDist()\ndist.isend(t, 1)\n"],
     ),
@@ -192,6 +203,20 @@ SPELLINGS = [
             "import mylib\ngetattr(mylib, 'isend')(t, 1)\n",
             "import torch.distributed as dist\ndef getattr(a, b):\n    pass\ngetattr(dist, 'isend')(t, 1)\n",
         ],
+    ),
+    Spelling(
+        "ops kept in a table and called through it",
+        valid=[
+            ("import torch.distributed as dist\nOPS = {'send': dist.isend, 'recv': dist.irecv}\nOPS['recv'](t, 0)\n",
+             [("irecv", None, False, "default", "call")]),
+            ("import torch.distributed as dist\nOPS = [dist.isend, dist.irecv]\ndef f(i):\n    OPS[i](t, 0)\n",
+             [("isend", None, False, "default", "call"), ("irecv", None, False, "default", "call")]),
+            # Never called through: the table holds references.
+            ("import torch.distributed as dist\nOPS = {'send': dist.isend}\n",
+             [("isend", None, False, "unknown", "reference")]),
+        ],
+        invalid=["import torch.distributed as dist\nOPS = {'send': mylib.isend}\nOPS['send'](t, 0)\n",
+                 "OPS = {}\nOPS['send'](t, 0)\n"],
     ),
     Spelling(
         "comparisons and type tests are not sites",

@@ -88,8 +88,11 @@ class _Finder(cst.CSTVisitor):
         self.descriptors: list[_Pending] = []
         self.references: list[_Pending] = []
         self.consumed: set[int] = set()
-        # `snd = dist.isend`: (id(frame), "snd") -> [the reference, called at least once?]
-        self.aliases: dict[tuple[int, str], list[Any]] = {}
+        # `snd = dist.isend`: (id(frame), "snd") -> [[a reference, called at least once?], ...],
+        # one per assignment (`op = dist.isend` in one branch, `op = dist.irecv` in the other)
+        self.aliases: dict[tuple[int, str], list[list[Any]]] = {}
+        # `OPS = {"send": dist.isend}`: (id(frame), "OPS") -> [references, called?, key -> API]
+        self.tables: dict[tuple[int, str], list[Any]] = {}
         self.found: list[_Pending] = []
         self.ranks = 0
         # Every expression node visited, so `positions` can rank a site among its look-alikes.
@@ -198,9 +201,46 @@ class _Finder(cst.CSTVisitor):
             # An alias is reported where it is used; at the assignment only if it never is.
             pending = self._pending(node.value, entry, form="reference")
             self.consumed.add(id(node.value))
-            self.aliases[(id(self.scopes.frames[-1]), target)] = [pending, False]
+            key = (id(self.scopes.frames[-1]), target)
+            self.aliases.setdefault(key, []).append([pending, False, entry])
+        elif isinstance(node.value, (cst.Dict, cst.List, cst.Tuple)):
+            self._table(target, node.value)
         elif self._is_pg_expr(node.value):
             self.pg_names[-1].add(target)
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
+        # A name being bound is not a use of what it held (`p2p_op = dist.irecv` after
+        # `p2p_op = dist.isend` is no isend site).
+        return not isinstance(node.target, cst.Name)
+
+    def _table(self, name: str, literal: cst.Dict | cst.List | cst.Tuple) -> None:
+        """`OPS = {"send": dist.isend, ...}`: ops kept in a table are sites where the table is
+        called (`OPS[k](...)`), and at the table only if it never is."""
+        members: dict[Any, dict[str, Any]] = {}
+        pendings = []
+        for key, value in _members(literal):
+            entry = self.table.by_qualname.get(self.resolve(value) or "")
+            if entry is not None:
+                members[key] = entry
+                pendings.append(self._pending(value, entry, form="reference"))
+                self.consumed.add(id(value))
+        if members:
+            self.tables[(id(self.scopes.frames[-1]), name)] = [pendings, False, members]
+
+    def _table_calls(self, node: cst.Call) -> list[dict[str, Any]]:
+        """The APIs a call through a table can be: the member its constant key names, else any."""
+        func = node.func
+        if not (isinstance(func, cst.Subscript) and isinstance(func.value, cst.Name)):
+            return []
+        table = self.tables.get((id(self.scopes.frame_of(func.value.value)), func.value.value))
+        if table is None:
+            return []
+        table[1] = True
+        key = _constant(func.slice[0].slice.value) if len(func.slice) == 1 and \
+            isinstance(func.slice[0].slice, cst.Index) else None
+        if key in table[2]:
+            return [table[2][key]]
+        return list({e["name"]: e for e in table[2].values()}.values())
 
     def leave_Assign(self, original_node: cst.Assign) -> None:
         tgt = original_node.targets[0].target if len(original_node.targets) == 1 else None
@@ -373,12 +413,14 @@ class _Finder(cst.CSTVisitor):
             self.comparing += 1
             self.type_tests.add(id(node))
         if entry is not None:
-            via = self._alias_use(node.func)
-            fields: dict[str, Any] = {"via": via}
-            if entry["issues"] == "descriptor":
-                fields["op"] = self._descriptor_op(node, entry)
-            self.found.append(self._pending(node, entry, form="call", **fields))
+            for each in self._alias_entries(node.func, entry):
+                fields: dict[str, Any] = {"via": self._alias_use(node.func)}
+                if each["issues"] == "descriptor":
+                    fields["op"] = self._descriptor_op(node, each)
+                self.found.append(self._pending(node, each, form="call", **fields))
             return
+        for member in self._table_calls(node):
+            self.found.append(self._pending(node, member, form="call", via=dotted(node.func.value)))  # type: ignore[attr-defined]
         if qn in PARTIAL and node.args:
             inner = node.args[0].value
             inner_entry = self.table.by_qualname.get(self.resolve(inner) or "")
@@ -424,8 +466,8 @@ class _Finder(cst.CSTVisitor):
             return False
         if self.comparing:
             return True
-        via = self._alias_use(node)
-        self.found.append(self._pending(node, entry, form="reference", via=via))
+        for each in self._alias_entries(node, entry):
+            self.found.append(self._pending(node, each, form="reference", via=self._alias_use(node)))
         return True
 
     def _alias_use(self, func: cst.BaseExpression) -> str | None:
@@ -435,8 +477,17 @@ class _Finder(cst.CSTVisitor):
         alias = self.aliases.get((id(frame), func.value))
         if alias is None:
             return None
-        alias[1] = True
+        for assignment in alias:
+            assignment[1] = True
         return func.value
+
+    def _alias_entries(self, func: cst.BaseExpression, entry: dict[str, Any]) -> list[dict[str, Any]]:
+        """Every API an alias was assigned (each assignment's own), else `entry`."""
+        if isinstance(func, cst.Name):
+            alias = self.aliases.get((id(self.scopes.frame_of(func.value)), func.value))
+            if alias:
+                return list({e["name"]: e for _, _, e in alias}.values())
+        return [entry]
 
     def _descriptor_op(self, node: cst.Call, entry: dict[str, Any]) -> str | None:
         arg = _argument(node, entry.get("params", []), entry.get("op", "op"))
@@ -491,7 +542,10 @@ class _Finder(cst.CSTVisitor):
         described = {id(p.node) for p in self.references
                      if self.flows.reaches(("ref", id(p.node)), OP_SLOT)}
         pending = [p for p in self.found if id(p.node) not in described]
-        pending += [p for p, called in self.aliases.values() if not called and id(p.node) not in described]
+        pending += [p for assignments in self.aliases.values() for p, called, _ in assignments
+                    if not called and id(p.node) not in described]
+        pending += [p for refs, called, _ in self.tables.values() if not called for p in refs
+                    if id(p.node) not in described]
         return sorted(pending, key=lambda p: p.rank)
 
     def _method_site(self, node: cst.Call, method: dict[str, Any]) -> _Pending:
@@ -589,6 +643,21 @@ class _Finder(cst.CSTVisitor):
 
         node.visit(Collect())
         return attrs, aliases
+
+
+def _members(literal: cst.Dict | cst.List | cst.Tuple) -> list[tuple[Any, cst.BaseExpression]]:
+    """(key, value) of a dict display, (index, value) of a list or tuple display."""
+    if isinstance(literal, cst.Dict):
+        return [(_constant(e.key), e.value) for e in literal.elements if isinstance(e, cst.DictElement)]
+    return [(i, e.value) for i, e in enumerate(literal.elements) if isinstance(e, cst.Element)]
+
+
+def _constant(expr: cst.BaseExpression) -> Any:
+    if isinstance(expr, cst.SimpleString):
+        return expr.evaluated_value
+    if isinstance(expr, cst.Integer):
+        return int(expr.value)
+    return None
 
 
 def _self_attr(expr: cst.BaseExpression) -> str | None:
