@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from auditor.sources import SourceSet
 from auditor.static.analyze import FileCache, code_digest
+from auditor.static.names import absolute_module
 
 # Patterns start with a literal (the regex engine then skips ahead fast; a leading `^` would make
 # it try every position); `_line_start` checks the column. Module-level statements only (column
@@ -148,7 +149,9 @@ def _summary(src: SourceSet, rel: str, text: str) -> _Module:
         for m in FROM_IMPORT.finditer(text):
             if not _line_start(text, m.start(), indented=True):
                 continue
-            base = _absolute(m.group(1), module, is_package)
+            spec = m.group(1)
+            level = len(spec) - len(spec.lstrip("."))
+            base = absolute_module(level, spec[level:], module, is_package)
             if base is not None and not base.startswith("torch"):
                 imports.append((base, _names(m.group(2))))
     declared = next((m for m in ALL.finditer(text) if _line_start(text, m.start(), indented=False)),
@@ -175,17 +178,3 @@ def _names(spec: str) -> list[tuple[str, str]] | None:
         elif len(words) == 3 and words[1] == "as":
             out.append((words[0], words[2]))
     return out
-
-
-def _absolute(spec: str, module: str, is_package: bool) -> str | None:
-    level = len(spec) - len(spec.lstrip("."))
-    name = spec[level:]
-    if level == 0:
-        return name
-    parts = module.split(".") if module else []
-    if not is_package:
-        parts = parts[:-1]
-    if level - 1 > len(parts):
-        return None
-    base = parts[: len(parts) - (level - 1)]
-    return ".".join([*base, name] if name else base) or None

@@ -72,8 +72,12 @@ def import_bindings(node: cst.Import | cst.ImportFrom, module: str,
 
 def import_target(module: str, is_package: bool, node: cst.ImportFrom) -> str | None:
     """The absolute module a `from X import ...` names, resolving relative dots."""
-    level = len(node.relative)
     mod = dotted(node.module) if node.module is not None else ""
+    return absolute_module(len(node.relative), mod or "", module, is_package)
+
+
+def absolute_module(level: int, mod: str, module: str, is_package: bool) -> str | None:
+    """`from <level dots><mod> import ...` written in `module`, as an absolute module name."""
     if level == 0:
         return mod
     parts = module.split(".") if module else []
