@@ -84,7 +84,6 @@ def resolver_calls(src: sources.SourceSet) -> set[tuple[str, int]]:
                 for _ in range(3):  # re-exports: pkg.aliases.dist -> torch.distributed
                     if q is None or q.startswith("torch"):
                         break
-                    head, _, rest = q.partition(".")
                     mod, _, name = q.rpartition(".")
                     q = visible(mod).get(name) if mod in maps else None
                 if q and q.rsplit(".", 1)[0] in TORCH_MODULES and q.rsplit(".", 1)[1] in APIS:

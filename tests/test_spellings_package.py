@@ -96,3 +96,19 @@ def test_a_changed_exporter_changes_the_importer_result(tmp_path):
     assert len(inventory(src).sites) == 1
     (tmp_path / "pkg" / "comm.py").write_text("torch = None\n")
     assert inventory(sources.resolve(str(tmp_path))).sites == []
+
+
+def test_the_call_graph_and_the_inventory_share_the_cache(tmp_path):
+    """The call graph parses a module without knowing its package routes; the inventory then
+    redoes that file with them (and the call graph reads the inventory's result afterwards)."""
+    from auditor.static.program import Program
+
+    src = _package(tmp_path, {"comm.py": "import torch\n", "user.py": "from .comm import *\ntorch.distributed.send(t, 1)\n"})
+    program = Program([src], jobs=0)
+    assert program.module("pkg.user") is not None
+    program.close()
+    assert [(s.path, s.api) for s in inventory(src).sites] == [("pkg/user.py", "send")]
+    again = Program([src], jobs=0)
+    again.module("pkg.user")
+    assert (again.parsed, again.cached) == (0, 1)
+    assert [(s.path, s.api) for s in inventory(src).sites] == [("pkg/user.py", "send")]

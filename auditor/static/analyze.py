@@ -26,7 +26,8 @@ import libcst as cst
 from auditor.sources import SourceSet, cache_dir
 
 # A task analyses one file: (text, relpath, module, package, context) -> JSON-able result; the
-# context is what the file gets from the rest of its package (None: nothing).
+# context is what the file gets from the rest of its package (None: nothing), and a task's dict
+# result names the digest of the context it was made with under "context".
 Task = Callable[..., Any]
 # What each file gets from its package, computed from all (text, digest) before any file is
 # analysed.
@@ -161,17 +162,19 @@ def analyze(
     src: SourceSet,
     task: Task,
     task_key: str,
-    wanted: Callable[[str, Any], bool] | None = None,
+    wanted: Callable[[str], bool] | None = None,
     files: list[str] | None = None,
     jobs: int | None = None,
     progress: bool = False,
     context: Context | None = None,
 ) -> Analysis:
-    """Run `task` on the files of `src` (or `files`) whose text `wanted` accepts (its second
-    argument: the file's context, None when it gets nothing from its package).
+    """Run `task` on the files of `src` (or `files`) whose text `wanted` accepts, and on every
+    file that gets something from its package (`context`: the text alone cannot tell).
 
     `task_key` names the task and everything its output depends on (the rules digest, the
-    `code_digest` of the task's modules); a file's result is also keyed by its `context`.
+    `code_digest` of the task's modules). A cached result made under another context is stale;
+    results stay keyed by the file's own digest, so that a reader of the same cache that knows
+    no context (the call graph's `Program`) finds them.
     """
     started = time.perf_counter()
     out = Analysis()
@@ -182,10 +185,11 @@ def analyze(
     todo: list[tuple[str, str, str]] = []  # relpath, text, digest
     for rel, (text, digest, error) in read.items():
         out.files_total += 1
-        if rel in contexts:
-            digest = f"{digest}:{contexts[rel].digest()}"
+        received = contexts.get(rel)
         hit, result = cache.lookup(rel, digest)
-        if hit:
+        made_under = result.get("context", "") if isinstance(result, dict) else ""
+        if hit and made_under == (received.digest() if received else "") and \
+                (result is not None or received is None):
             out.cache_hits += 1
             if result is not None:
                 out.results[rel] = result
@@ -193,7 +197,7 @@ def analyze(
         if text is None:
             out.errors.append(FileError(rel, error or "unreadable"))
             continue
-        if wanted is not None and not wanted(text, contexts.get(rel)):
+        if received is None and wanted is not None and not wanted(text):
             cache.put(rel, digest, None)
             continue
         todo.append((rel, text, digest))

@@ -22,6 +22,7 @@ def module_task(text: str, relpath: str, module: str, package: str,
     return {
         "ir": ir.build(tree, module, relpath.endswith("__init__.py"), site_ids),
         "sites": [site.to_json() for site, _ in pairs],
+        "context": received.digest() if received else "",
     }
 
 

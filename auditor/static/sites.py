@@ -1,11 +1,16 @@
 """Finds every P2P call site in one module, however the API is spelled.
 
 Spellings covered: `torch.distributed.X`, `import torch.distributed as dist`, `from torch import
-distributed`, `from torch.distributed import isend as snd`, `distributed_c10d.X`, simple aliases
-(`snd = dist.isend`), `functools.partial(dist.isend, ...)`, ops passed as values
-(`P2POp(dist.isend, ...)`, `ops.append(dist.irecv)`), ops in a coalescing-manager block, and
-`ProcessGroup.send/recv` where the receiver is known to be a process group (annotated, or made by
-a factory such as `dist.new_group`). Which names are APIs is data: `rules/torch.toml`.
+distributed`, `from torch.distributed import isend as snd`, `distributed_c10d.X`, names the
+package hands on (star imports, re-exports: `exports.py`), simple aliases (`snd = dist.isend`,
+`backend = dist`, in several branches), `self.d = torch.distributed`, `getattr(dist, "isend")`,
+ops kept in a table (`OPS["send"](...)`), a module's own defs (torch's `send` in torch itself),
+`functools.partial(dist.isend, ...)`, ops passed as values (`ops.append(dist.irecv)`), ops in a
+coalescing-manager block, and `ProcessGroup.send/recv` where the receiver is known to be a process
+group (annotated, or made by a factory such as `dist.new_group`). An op that becomes a `P2POp`
+(`P2POp(dist.isend, ...)`, or through a helper's parameter) is part of that descriptor, and a
+descriptor is batched where data flow takes it into a batch (`flows.py`); names in comparisons and
+type tests are not sites. Which names are APIs is data: `rules/torch.toml`.
 """
 
 from __future__ import annotations
