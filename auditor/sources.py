@@ -1,14 +1,15 @@
 """Turns a TARGET into a SourceSet: the Python files of one distribution, never imported.
 
-TARGET is an installed distribution name, a wheel or sdist path, a source directory or file, or
-`NAME==VERSION` (downloaded once with pip into the cache). Unpacked archives and downloads are
-kept under `cache_dir()` keyed by content, so a second run does no I/O beyond reading files.
+TARGET is an installed distribution name, a wheel or sdist path, a source directory or file,
+`NAME==VERSION` (downloaded once with pip into the cache), or `NAME=PATH` (a path that is that
+distribution, e.g. a git checkout). Unpacked archives and downloads are kept under `cache_dir()`
+keyed by content, so a second run does no I/O beyond reading files.
 """
 
 from __future__ import annotations
 
+import ast
 import functools
-
 import email.parser
 import hashlib
 import importlib.metadata
@@ -19,17 +20,36 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import urllib.error
+import urllib.request
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from packaging.utils import canonicalize_name
+from packaging.utils import (InvalidSdistFilename, InvalidWheelFilename, canonicalize_name,
+                             parse_sdist_filename, parse_wheel_filename)
+from packaging.version import InvalidVersion, Version
 
 from auditor.errors import InputError
 from auditor.progress import Progress
 
 SKIP_DIRS = {"__pycache__", ".git", ".hg", ".tox", ".venv", "venv", "node_modules", "build", "dist"}
 PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.+!_-]+)$")
+NAMED_PATH = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)=([^=].*)$")
+
+# Where a source tree (a git checkout has no dist-info) states which release it is: the file and
+# the distribution it identifies. Megatron-LM's checkout is megatron-core at its package_info.
+VERSION_FILES = {
+    "megatron/core/package_info.py": "megatron-core",
+    "swift/version.py": "ms-swift",
+    "mcore_bridge/version.py": "mcore-bridge",
+    "torch/version.py": "torch",
+    "deepspeed/git_version_info.py": "deepspeed",
+    "colossalai/version.py": "colossalai",
+}
+# A checkout's top-level version.txt (DeepSpeed, ColossalAI), named by the package beside it.
+VERSION_TXT = {"deepspeed": "deepspeed", "colossalai": "colossalai"}
 
 
 def cache_dir() -> Path:
@@ -43,11 +63,12 @@ def cache_dir() -> Path:
 @dataclass
 class SourceSet:
     name: str  # distribution name as published, e.g. "megatron-core"
-    version: str | None
+    version: str | None  # None: the target does not say which release it is
     kind: str  # "wheel" | "sdist" | "dir" | "installed"
     root: Path  # paths below are relative to this
     origin: str  # the TARGET as given
     files: list[str] = field(default_factory=list)  # .py files, posix, sorted
+    recognised: bool = True  # False: a directory whose name and version nothing states
 
     def __post_init__(self) -> None:
         self.name = canonicalize_name(self.name)
@@ -66,12 +87,31 @@ class SourceSet:
         `mytrain.*`, as `import mytrain` in the user's code names them."""
         return self.kind == "dir" and "__init__.py" in self.files
 
+    @property
+    def label(self) -> str:
+        """How reports name the target: never a bare None; a directory also shows its path."""
+        release = f"{self.name} {self.version}" if self.version else f"{self.name} (version unknown)"
+        if self.kind != "dir":
+            return release
+        if self.recognised:
+            return f"{release} at {self.root}"
+        return f"{self.root} (not recognised: no dist-info, PKG-INFO, pyproject or version file)"
+
     def to_json(self) -> dict[str, str | None]:
-        return {"name": self.name, "version": self.version, "source": self.kind, "origin": self.origin}
+        return {"name": self.name, "version": self.version, "source": self.kind, "origin": self.origin,
+                "label": self.label}
+
+
+def target_label(target: dict[str, Any]) -> str:
+    """A document's target as reports name it (documents written before labels existed too)."""
+    return target.get("label") or f"{target['name']} {target.get('version') or '(version unknown)'}"
 
 
 def resolve(target: str) -> SourceSet:
     """Resolve one TARGET; raises InputError naming it and the cause."""
+    named = NAMED_PATH.match(target)
+    if named and not Path(target).exists():
+        return _named(named.group(1), named.group(2), target)
     path = Path(target)
     if path.exists():
         if path.is_dir():
@@ -94,14 +134,28 @@ def resolve(target: str) -> SourceSet:
 # --- kinds -------------------------------------------------------------------------------------
 
 
+def _named(name: str, where: str, origin: str) -> SourceSet:
+    """`NAME=PATH`: the path is that distribution, whatever its files say it is."""
+    if not Path(where).exists():
+        raise InputError(origin, f"no such file or directory: {where}")
+    src = resolve(where)
+    wanted = canonicalize_name(name)
+    if src.name != wanted:
+        src.version = _version_file(src.root, wanted) if src.kind == "dir" else None
+        src.name = wanted
+    src.recognised = True
+    src.origin = origin
+    return src
+
+
 def _from_dir(path: Path, origin: str) -> SourceSet:
     root = path.resolve()
-    name, version = _dir_metadata(root)
+    name, version, recognised = _dir_metadata(root)
     files = sorted(
         p.relative_to(root).as_posix()
         for p in _walk_py(root)
     )
-    return SourceSet(name, version, "dir", root, origin, files)
+    return SourceSet(name, version, "dir", root, origin, files, recognised)
 
 
 def _walk_py(root: Path):
@@ -112,21 +166,63 @@ def _walk_py(root: Path):
                 yield Path(dirpath) / f
 
 
-def _dir_metadata(root: Path) -> tuple[str, str | None]:
-    """Name and version from an unpacked wheel's dist-info, an sdist's PKG-INFO, or pyproject."""
+def _dir_metadata(root: Path) -> tuple[str, str | None, bool]:
+    """(name, version, recognised) from an unpacked wheel's dist-info, an sdist's PKG-INFO, a
+    checkout's version file, or pyproject; else the directory's own name, unrecognised."""
     for info in sorted(root.glob("*.dist-info/METADATA")) + [root / "PKG-INFO"]:
         if info.is_file():
             meta = email.parser.Parser().parsestr(info.read_text(encoding="utf-8", errors="replace"))
             if meta.get("Name"):
-                return meta["Name"], meta.get("Version")
+                return meta["Name"], meta.get("Version"), True
+    for name in dict.fromkeys(VERSION_FILES.values()):
+        version = _version_file(root, name)
+        if version is not None:
+            return name, version, True
     pyproject = root / "pyproject.toml"
     if pyproject.is_file():
         text = pyproject.read_text(encoding="utf-8", errors="replace")
         name = re.search(r'(?m)^name\s*=\s*"([^"]+)"', text)
         version = re.search(r'(?m)^version\s*=\s*"([^"]+)"', text)
         if name:
-            return name.group(1), version.group(1) if version else None
-    return root.name, None
+            return name.group(1), version.group(1) if version else None, True
+    return root.name, None, False
+
+
+def _version_file(root: Path, name: str) -> str | None:
+    """The release a checkout of `name` states in its version file, read without importing."""
+    for rel, owner in VERSION_FILES.items():
+        if owner == name and (root / rel).is_file():
+            version = _module_version(root / rel)
+            if version is not None:
+                return version
+    for folder, owner in VERSION_TXT.items():
+        txt = root / "version.txt"
+        if owner == name and (root / folder).is_dir() and txt.is_file():
+            return txt.read_text(encoding="utf-8", errors="replace").strip() or None
+    return None
+
+
+def _module_version(path: Path) -> str | None:
+    """`__version__` of a module made of literal assignments, or megatron's MAJOR/MINOR/PATCH."""
+    try:
+        tree = ast.parse(path.read_bytes())
+    except (SyntaxError, ValueError, OSError):
+        return None
+    consts: dict[str, object] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            try:
+                consts[stmt.targets[0].id] = ast.literal_eval(stmt.value)
+            except (ValueError, TypeError, SyntaxError, RecursionError):
+                continue
+    if isinstance(consts.get("__version__"), str):
+        return consts["__version__"]  # type: ignore[return-value]
+    if isinstance(consts.get("version"), str):
+        return consts["version"]  # type: ignore[return-value]
+    parts = [consts.get(k) for k in ("MAJOR", "MINOR", "PATCH")]
+    if all(isinstance(p, int) for p in parts):
+        return ".".join(map(str, parts)) + str(consts.get("PRE_RELEASE") or "")
+    return None
 
 
 def _digest(path: Path) -> str:
@@ -176,7 +272,7 @@ def _from_wheel(path: Path, origin: str) -> SourceSet:
     if not zipfile.is_zipfile(path):
         raise InputError(origin, "corrupt wheel: not a zip archive")
     root = _unpack_once(path, origin, extract)
-    name, version = _dir_metadata(root)
+    name, version, _ = _dir_metadata(root)
     if not any(root.glob("*.dist-info")):
         raise InputError(origin, "corrupt wheel: no .dist-info directory")
     files = sorted(p.relative_to(root).as_posix() for p in _walk_py(root))
@@ -197,7 +293,7 @@ def _from_sdist(path: Path, origin: str) -> SourceSet:
     unpacked = _unpack_once(path, origin, extract)
     tops = [p for p in unpacked.iterdir() if p.is_dir()]
     top = tops[0] if len(tops) == 1 else unpacked
-    name, version = _dir_metadata(top)
+    name, version, _ = _dir_metadata(top)
     root = top / "src" if (top / "src").is_dir() else top
     files = sorted(p.relative_to(root).as_posix() for p in _walk_py(root))
     return SourceSet(name, version, "sdist", root, origin, files)
@@ -241,37 +337,96 @@ def _archives(folder: Path) -> list[Path]:
 
 
 # pip says why an index could not be read only at -vv; these mark a network failure.
-NO_NETWORK = ("Could not fetch URL", "NewConnectionError", "Network is unreachable",
-              "Temporary failure in name resolution", "Name or service not known", "ConnectTimeout",
-              "ProxyError")
+NO_NETWORK = ("NewConnectionError", "Network is unreachable", "Temporary failure in name resolution",
+              "Name or service not known", "ConnectTimeout", "ProxyError", "ConnectionError",
+              "SSLError", "ReadTimeout")
+# pip -vv names every file of the project it saw and why it skipped it (another wheel tag, an sdist
+# under --only-binary): the fallbacks when no cp312 wheel exists.
+SKIPPED_LINK = re.compile(r"Skipping link: .*?: (\S+) \(from \S+\)")
+NOT_FOUND = re.compile(r"Could not fetch URL \S+: 404 ")
 
 
 def _pip_download(name: str, version: str, folder: Path, origin: str) -> None:
+    """The cp312 wheel with pip; else the release's best other file pip's index lists (a wheel of
+    another CPython, then an sdist), fetched as is: nothing of the package is built or run."""
     tmp = Path(tempfile.mkdtemp(prefix="p2paudit-dl-"))
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
            "--python-version", "3.12", "--disable-pip-version-check", "-vv", "-d", str(tmp),
            f"{name}=={version}"]
     print(f"p2paudit: downloading {name}=={version} (once, into {folder})", file=sys.stderr)
     try:
-        with Progress(f"downloading {name}=={version}"):
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    except subprocess.TimeoutExpired:
+        try:
+            with Progress(f"downloading {name}=={version}"):
+                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        except subprocess.TimeoutExpired:
+            raise InputError(origin, "pip download timed out after 600 s") from None
+        if proc.returncode != 0:
+            err = proc.stdout + proc.stderr
+            fallback = _fallback_link(err, name, version)
+            if fallback is None:
+                raise InputError(origin, _download_failure(err))
+            _fetch(fallback, tmp, origin)
+        folder.mkdir(parents=True, exist_ok=True)
+        for p in tmp.iterdir():
+            shutil.move(str(p), folder / p.name)
+    finally:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise InputError(origin, "pip download timed out after 600 s") from None
-    if proc.returncode != 0:
-        shutil.rmtree(tmp, ignore_errors=True)
-        err = proc.stdout + proc.stderr
-        if "(from versions: none)" in err and any(s in err for s in NO_NETWORK):
-            cause = "no network: pip could not reach the package index"
-        elif "No matching distribution" in err or "Could not find a version" in err:
-            cause = f"no such release on the package index (pip: {_last_error_line(err)})"
+
+
+def _download_failure(err: str) -> str:
+    if any(s in err for s in NO_NETWORK) or (
+        "Could not fetch URL" in err and not NOT_FOUND.search(err)
+    ):
+        return "no network: pip could not reach the package index"
+    if NOT_FOUND.search(err) and "(from versions: none)" in err:
+        return "no such project on the package index"
+    if "No matching distribution" in err or "Could not find a version" in err:
+        return f"no such release on the package index (pip: {_last_error_line(err)})"
+    return f"pip download failed: {_last_error_line(err)}"
+
+
+def _fallback_link(pip_log: str, name: str, version: str) -> str | None:
+    """The URL of the release's preferred non-cp312 file among the links pip skipped."""
+    wanted = canonicalize_name(name)
+    ranked: list[tuple[tuple[int, int], str]] = []
+    for url in SKIPPED_LINK.findall(pip_log):
+        filename = url.rsplit("/", 1)[-1].split("#", 1)[0]
+        rank = _file_rank(filename, wanted, version)
+        if rank is not None:
+            ranked.append((rank, url))
+    return min(ranked)[1] if ranked else None
+
+
+def _file_rank(filename: str, name: str, version: str) -> tuple[int, int] | None:
+    """Lower is preferred: Linux then other wheels, newest CPython first, then sdists."""
+    try:
+        if filename.endswith(".whl"):
+            fname, fversion, _, tags = parse_wheel_filename(filename)
+            pythons = [t.interpreter for t in tags]
+            newest = max((int(p[3:]) for p in pythons if p.startswith("cp3") and p[3:].isdigit()),
+                         default=0)
+            linux = any("linux" in t.platform or t.platform == "any" for t in tags)
+            rank = (0 if linux else 1, -newest)
+        elif filename.endswith((".tar.gz", ".zip")):
+            fname, fversion = parse_sdist_filename(filename)
+            rank = (2, 0)
         else:
-            cause = f"pip download failed: {_last_error_line(err)}"
-        raise InputError(origin, cause)
-    folder.mkdir(parents=True, exist_ok=True)
-    for p in tmp.iterdir():
-        shutil.move(str(p), folder / p.name)
-    shutil.rmtree(tmp, ignore_errors=True)
+            return None
+        if fname != name or fversion != Version(version):
+            return None
+    except (InvalidWheelFilename, InvalidSdistFilename, InvalidVersion):
+        return None
+    return rank
+
+
+def _fetch(url: str, dest: Path, origin: str) -> None:
+    filename = urllib.request.url2pathname(url.rsplit("/", 1)[-1].split("#", 1)[0])
+    print(f"p2paudit: no cp312 wheel; fetching {filename}", file=sys.stderr)
+    try:
+        with urllib.request.urlopen(url, timeout=600) as resp, (dest / filename).open("wb") as out:
+            shutil.copyfileobj(resp, out)
+    except (urllib.error.URLError, OSError) as exc:
+        raise InputError(origin, f"could not fetch {url}: {exc}") from None
 
 
 def _last_error_line(stderr: str) -> str:

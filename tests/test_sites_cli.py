@@ -52,7 +52,10 @@ def test_json_follows_the_contract(tree, tmp_path):
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(out_file.read_text())
     assert doc["tool"]["name"] == "p2paudit"
-    assert doc["targets"] == [{"name": "proj", "version": None, "source": "dir", "origin": str(tree)}]
+    assert doc["targets"] == [{
+        "name": "proj", "version": None, "source": "dir", "origin": str(tree),
+        "label": f"{tree} (not recognised: no dist-info, PKG-INFO, pyproject or version file)",
+    }]
     assert len(doc["sites"]) == 3
     for site in doc["sites"]:
         assert CONTRACT_SITE_FIELDS <= set(site)

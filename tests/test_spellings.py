@@ -61,6 +61,17 @@ SPELLINGS = [
             ("import torch.distributed as dist\nsnd = dist.isend\nregister(snd)\n", [("isend", None, False, "unknown", "reference")]),
             # Never used: the assignment is the site.
             ("import torch.distributed as dist\nsnd = dist.isend\n", [("isend", None, False, "unknown", "reference")]),
+            # Assigned in two branches: each keeps its own API (Megatron-LM's bridge_communicator).
+            (
+                "import torch.distributed as dist\nif sending:\n    p2p_op = dist.isend\nelse:\n"
+                "    p2p_op = dist.irecv\np2p_op(t, peer)\n",
+                [("isend", None, False, "default", "call"), ("irecv", None, False, "default", "call")],
+            ),
+            (
+                "import torch.distributed as dist\nif sending:\n    p2p_op = dist.isend\nelse:\n"
+                "    p2p_op = dist.irecv\nregister(p2p_op)\n",
+                [("isend", None, False, "unknown", "reference"), ("irecv", None, False, "unknown", "reference")],
+            ),
         ],
         invalid=["import torch.distributed as dist\ndist = FakeDist()\ndist.isend(t, 1)\n"],
     ),
@@ -88,8 +99,9 @@ SPELLINGS = [
             """),
             [("P2POp", "isend", True, "pp", "call"), ("batch_isend_irecv", None, True, "pp", "call")],
         ), (
+            # Never handed to a batch: it describes an op nothing issues.
             "import torch.distributed as dist\nop = dist.P2POp(op=dist.irecv, tensor=t, peer=0)\n",
-            [("P2POp", "irecv", True, "default", "call")],
+            [("P2POp", "irecv", False, "default", "call")],
         )],
         invalid=["class P2POp: pass\nP2POp(print, 1)\n"],
     ),
@@ -154,6 +166,115 @@ SPELLINGS = [
         )],
     ),
     Spelling(
+        "module-level alias of the module",
+        valid=[("import torch.distributed as dist\nbackend = dist\nbackend.isend(t, 1)\n",
+                [("isend", None, False, "default", "call")])],
+        invalid=["import torch.distributed as dist\nbackend = dist\nbackend = Other()\nbackend.isend(t, 1)\n"],
+    ),
+    Spelling(
+        "instance attribute alias",
+        valid=[(
+            dedent("""\
+                import torch
+                class Comm:
+                    def __init__(self):
+                        self.d = torch.distributed
+                    def step(self, t):
+                        self.d.send(t, 1)
+                        self.d.isend(t, 2)
+            """),
+            [("send", None, False, "default", "call"), ("isend", None, False, "default", "call")],
+        )],
+        invalid=[
+            "import torch\nclass C:\n    def __init__(self):\n        self.d = mylib\n    def f(self, t):\n        self.d.send(t, 1)\n",
+            "import torch\nclass C:\n    def f(self, t):\n        self.d.send(t, 1)  # never set to torch\n",
+        ],
+    ),
+    Spelling(
+        "getattr with a constant name",
+        valid=[
+            ("import torch.distributed as dist\ngetattr(dist, 'isend')(t, 1)\n",
+             [("isend", None, False, "default", "call")]),
+            ("import torch.distributed as dist\nf = getattr(dist, 'irecv')\nf(t, 0)\n",
+             [("irecv", None, False, "default", "call")]),
+        ],
+        invalid=[
+            "import torch.distributed as dist\ngetattr(dist, name)(t, 1)\n",
+            "import mylib\ngetattr(mylib, 'isend')(t, 1)\n",
+            "import torch.distributed as dist\ndef getattr(a, b):\n    pass\ngetattr(dist, 'isend')(t, 1)\n",
+        ],
+    ),
+    Spelling(
+        "ops kept in a table and called through it",
+        valid=[
+            ("import torch.distributed as dist\nOPS = {'send': dist.isend, 'recv': dist.irecv}\nOPS['recv'](t, 0)\n",
+             [("irecv", None, False, "default", "call")]),
+            ("import torch.distributed as dist\nOPS = [dist.isend, dist.irecv]\ndef f(i):\n    OPS[i](t, 0)\n",
+             [("isend", None, False, "default", "call"), ("irecv", None, False, "default", "call")]),
+            # Never called through: the table holds references.
+            ("import torch.distributed as dist\nOPS = {'send': dist.isend}\n",
+             [("isend", None, False, "unknown", "reference")]),
+        ],
+        invalid=["import torch.distributed as dist\nOPS = {'send': mylib.isend}\nOPS['send'](t, 0)\n",
+                 "OPS = {}\nOPS['send'](t, 0)\n"],
+    ),
+    Spelling(
+        "comparisons and type tests are not sites",
+        invalid=[
+            "import torch.distributed as dist\nif op_types == {dist.isend}:\n    pass\n",
+            "import torch.distributed as dist\nsame = op.op is dist.irecv\n",
+            "import torch.distributed as dist\nok = isinstance(op, dist.P2POp)\n",
+        ],
+    ),
+    Spelling(
+        "P2POp batched only where a batch takes it",
+        valid=[
+            (  # through a list and its append
+                dedent("""\
+                    import torch.distributed as dist
+                    def f(t):
+                        ops = []
+                        op = dist.P2POp(dist.isend, t, 1)
+                        ops.append(op)
+                        dist.batch_isend_irecv(ops)
+                """),
+                [("P2POp", "isend", True, "default", "call"), ("batch_isend_irecv", None, True, "default", "call")],
+            ),
+            (  # an op passed as a value into a helper that makes the P2POp (ColossalAI's queue filler)
+                dedent("""\
+                    import torch.distributed as dist
+                    def fill(t, comm_op, peer, queue, group):
+                        queue.append(dist.P2POp(comm_op, t, peer, group))
+                    def step(t):
+                        ops = []
+                        fill(t, dist.isend, 1, ops, None)
+                        fill(t, dist.irecv, 0, ops, None)
+                        return dist.batch_isend_irecv(ops)
+                """),
+                [("P2POp", "comm_op", True, "group", "call"), ("batch_isend_irecv", None, True, "from ops", "call")],
+            ),
+            (  # through a return value into the caller's batch
+                dedent("""\
+                    import torch.distributed as dist
+                    def make(t):
+                        return [dist.P2POp(dist.irecv, t, 0)]
+                    def step(t):
+                        dist.batch_isend_irecv(make(t))
+                """),
+                [("P2POp", "irecv", True, "default", "call"), ("batch_isend_irecv", None, True, "from ops", "call")],
+            ),
+            (  # confined to a function and never batched: it describes an op nothing issues
+                dedent("""\
+                    import torch.distributed as dist
+                    def f(t):
+                        ops = [dist.P2POp(dist.isend, t, 1)]
+                        del ops
+                """),
+                [("P2POp", "isend", False, "default", "call")],
+            ),
+        ],
+    ),
+    Spelling(
         "local functions that share a P2P name",
         invalid=[
             "def send(x):\n    pass\nsend(1)\n",
@@ -203,6 +324,25 @@ def test_lines_are_exact_in_multiline_calls_and_look_alikes():
     """)
     got = [(s.api, s.form, s.line, s.end_line) for s in sites_of(code)]
     assert got == [("irecv", "call", 3, 3), ("irecv", "reference", 5, 5), ("isend", "call", 7, 10)]
+
+
+@pytest.mark.parametrize("module,expect", [
+    ("torch.distributed.distributed_c10d", [("send", "call"), ("batch_isend_irecv", "call"), ("P2POp", "call")]),
+    ("mylib.comm", []),
+])
+def test_names_defined_in_the_module_when_the_target_is_torch(module, expect):
+    """torch's own `send_object_list` calls its module's `send` and `P2POp(isend, ...)` bare."""
+    code = dedent("""\
+        def send(tensor, dst): ...
+        def isend(tensor, dst): ...
+        class P2POp: ...
+        def batch_isend_irecv(ops): ...
+        def send_object_list(t, dst):
+            send(t, dst)
+            batch_isend_irecv([P2POp(isend, t, dst)])
+    """)
+    got = [(s.api, s.form) for s in find_sites(code, "x.py", module, "torch", load_table())]
+    assert got == expect
 
 
 def test_site_ids_are_stable_across_line_shifts():

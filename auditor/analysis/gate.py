@@ -15,6 +15,7 @@ from auditor.analysis.diff import diff, family
 from auditor.analysis.verdict import judge
 from auditor.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from auditor.findings import Finding
+from auditor.sources import target_label
 
 
 def problems(site: dict[str, Any]) -> list[str]:
@@ -73,7 +74,7 @@ def gate(baseline: dict[str, Any], new: dict[str, Any]) -> GateResult:
     for s in new["sites"]:
         if problems(s):
             after.setdefault(family(s["id"]), []).append(s)
-    label = ", ".join(f"{t['name']} {t.get('version')}" for t in new.get("targets", []))
+    label = ", ".join(target_label(t) for t in new.get("targets", []))
     result = GateResult([], diff=diff(baseline, new))
     decided = judge(new)
     if decided.status == "inconclusive" or decided.undecided:

@@ -20,7 +20,8 @@ from auditor.analysis.join import join
 from auditor.dynamic.trace import Trace
 from auditor.errors import InputError
 from auditor.analysis.verdict import judge
-from auditor.report.text import KEY_VALUES, target_words, value_words, verdict_sentence
+from auditor.report.text import KEY_VALUES, value_words, verdict_sentence
+from auditor.sources import target_label
 from auditor.report.timeline import site_counts, timeline_layout
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -53,7 +54,7 @@ def _context(doc: dict[str, Any]) -> dict[str, Any]:
     return {
         "doc": doc,
         "title": _title(doc),
-        "targets": [target_words(t) for t in doc["targets"]],
+        "targets": [target_label(t) for t in doc["targets"]],
         "verdict": verdict_sentence(doc),
         "verdict_class": _verdict_class(doc),
         "findings": sorted(doc.get("findings", []),
@@ -72,7 +73,7 @@ def _context(doc: dict[str, Any]) -> dict[str, Any]:
 
 def _title(doc: dict[str, Any]) -> str:
     launch = doc.get("launch") or {}
-    targets = ", ".join(target_words(t) for t in doc["targets"])
+    targets = ", ".join(target_label(t) for t in doc["targets"])
     return f"p2paudit: {launch.get('path') or targets}"
 
 

@@ -7,6 +7,7 @@ from collections import defaultdict
 from typing import Any
 
 from auditor.analysis.verdict import judge
+from auditor.sources import target_label
 
 
 def _api(site: dict[str, Any]) -> str:
@@ -39,26 +40,11 @@ def sites_table(doc: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def target_words(t: dict[str, Any]) -> str:
-    """`megatron-core 0.17.0`; `mytrain (dir /src/mytrain, version unknown)`: a directory or
-    archive also says where it was read from."""
-    name = t.get("name") or "(unnamed)"
-    notes = []
-    origin = t.get("origin")
-    if t.get("source") in ("dir", "sdist", "wheel") and origin and "==" not in str(origin):
-        notes.append(f"{t['source']} {origin}")
-    if t.get("version"):
-        name += f" {t['version']}"
-    else:
-        notes.append("version unknown")
-    return name + (f" ({', '.join(notes)})" if notes else "")
-
-
 def summary_line(doc: dict[str, Any]) -> str:
     sites = doc["sites"]
     unbatched = sum(1 for s in sites if not s["batched"])
     files = doc.get("files", {})
-    targets = ", ".join(target_words(t) for t in doc["targets"])
+    targets = ", ".join(target_label(t) for t in doc["targets"])
     return (
         f"{len(sites)} P2P sites ({len(sites) - unbatched} batched, {unbatched} unbatched) "
         f"in {targets}; {files.get('total', 0)} files, {files.get('parsed', 0)} parsed, "
@@ -99,7 +85,7 @@ def scan_report(doc: dict[str, Any], verbose: bool = False) -> str:
     launch = doc.get("launch") or {}
     eff = doc["config"].get("effective", {})
     prov = doc["config"].get("provenance", {})
-    targets = ", ".join(target_words(t) for t in doc["targets"]) or "none"
+    targets = ", ".join(target_label(t) for t in doc["targets"]) or "none"
     ranks = launch.get("world_size") or "?"
     how = ", ".join(str(x) for x in (launch.get("launcher"), f"{ranks} ranks") if x)
     lines = [

@@ -11,6 +11,7 @@ import ast
 import hashlib
 import os
 import pickle
+import stat
 import sys
 import time
 from collections.abc import Callable
@@ -25,8 +26,13 @@ import libcst as cst
 from auditor.progress import Progress
 from auditor.sources import SourceSet, cache_dir
 
-# A task analyses one file: (text, relpath, module, package) -> JSON-able result.
-Task = Callable[[str, str, str, str], Any]
+# A task analyses one file: (text, relpath, module, package, context) -> JSON-able result; the
+# context is what the file gets from the rest of its package (None: nothing), and a task's dict
+# result names the digest of the context it was made with under "context".
+Task = Callable[..., Any]
+# What each file gets from its package, computed from all (text, digest) before any file is
+# analysed.
+Context = Callable[[SourceSet, dict[str, tuple[str, str]]], dict[str, Any]]
 
 
 
@@ -67,9 +73,10 @@ def _task_error(exc: BaseException, text: str) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def run_one(task: Task, relpath: str, text: str, module: str, package: str) -> tuple[str, Any, str | None]:
+def run_one(task: Task, relpath: str, text: str, module: str, package: str,
+            context: Any = None) -> tuple[str, Any, str | None]:
     try:
-        return relpath, task(text, relpath, module, package), None
+        return relpath, task(text, relpath, module, package, context), None
     except Exception as exc:  # one unreadable file must not end the scan
         return relpath, None, _task_error(exc, text)
 
@@ -128,10 +135,21 @@ class FileCache:
 
 
 def read_source(src: SourceSet, rel: str) -> tuple[str | None, str, str | None]:
-    """(text, digest, error) of one file; text is None when it cannot be read as UTF-8."""
+    """(text, digest, error) of one file; text is None when it cannot be read as UTF-8, or when
+    it is not one of the target's regular files (a FIFO would block the read, a device or a link
+    out of the tree would read what is not the target): those are skipped, never opened."""
+    path = src.root / rel
     try:
-        raw = (src.root / rel).read_bytes()
-    except OSError as exc:
+        mode = os.lstat(path).st_mode
+        if stat.S_ISLNK(mode):
+            real = path.resolve()
+            if not real.is_relative_to(src.root.resolve()):
+                return None, "", f"skipped: a symbolic link that leaves the target (to {real})"
+            mode = os.stat(real).st_mode
+        if not stat.S_ISREG(mode):
+            return None, "", "skipped: not a regular file (a FIFO, socket or device), not read"
+        raw = path.read_bytes()
+    except (OSError, RuntimeError) as exc:
         return None, "", f"unreadable: {exc.strerror or exc}"
     digest = hashlib.sha1(raw).hexdigest()
     try:
@@ -149,21 +167,30 @@ def analyze(
     files: list[str] | None = None,
     jobs: int | None = None,
     progress: bool = False,
+    context: Context | None = None,
 ) -> Analysis:
-    """Run `task` on the files of `src` (or `files`) whose text `wanted` accepts.
+    """Run `task` on the files of `src` (or `files`) whose text `wanted` accepts, and on every
+    file that gets something from its package (`context`: the text alone cannot tell).
 
     `task_key` names the task and everything its output depends on (the rules digest, the
-    `code_digest` of the task's modules).
+    `code_digest` of the task's modules). A cached result made under another context is stale;
+    results stay keyed by the file's own digest, so that a reader of the same cache that knows
+    no context (the call graph's `Program`) finds them.
     """
     started = time.perf_counter()
     out = Analysis()
     cache = FileCache.open(src, task_key)
+    read = {rel: read_source(src, rel) for rel in (files if files is not None else src.files)}
+    contexts = context(src, {r: (t, d) for r, (t, d, _) in read.items() if t is not None}) \
+        if context else {}
     todo: list[tuple[str, str, str]] = []  # relpath, text, digest
-    for rel in files if files is not None else src.files:
+    for rel, (text, digest, error) in read.items():
         out.files_total += 1
-        text, digest, error = read_source(src, rel)
+        received = contexts.get(rel)
         hit, result = cache.lookup(rel, digest)
-        if hit:
+        made_under = result.get("context", "") if isinstance(result, dict) else ""
+        if hit and made_under == (received.digest() if received else "") and \
+                (result is not None or received is None):
             out.cache_hits += 1
             if result is not None:
                 out.results[rel] = result
@@ -171,7 +198,7 @@ def analyze(
         if text is None:
             out.errors.append(FileError(rel, error or "unreadable"))
             continue
-        if wanted is not None and not wanted(text):
+        if received is None and wanted is not None and not wanted(text):
             cache.put(rel, digest, None)
             continue
         todo.append((rel, text, digest))
@@ -180,7 +207,7 @@ def analyze(
         print(f"p2paudit: parsing {len(todo)} of {out.files_total} files of {src.name}",
               file=sys.stderr)
     with Progress(f"parsing {src.name}", total=len(todo), unit="files") as bar:
-        for rel, result, error in _run_all(src, task, todo, jobs):
+        for rel, result, error in _run_all(src, task, todo, jobs, contexts):
             bar.advance()
             out.files_analyzed += 1
             if error is not None:
@@ -193,8 +220,10 @@ def analyze(
     return out
 
 
-def _run_all(src: SourceSet, task: Task, todo: list[tuple[str, str, str]], jobs: int | None):
-    args = [(task, rel, text, src.module_name(rel), src.name) for rel, text, _ in todo]
+def _run_all(src: SourceSet, task: Task, todo: list[tuple[str, str, str]], jobs: int | None,
+             contexts: dict[str, Any]):
+    args = [(task, rel, text, src.module_name(rel), src.name, contexts.get(rel))
+            for rel, text, _ in todo]
     # Largest files first so one big file does not finish last on its own.
     args.sort(key=lambda a: -len(a[2]))
     workers = min(jobs or os.cpu_count() or 1, len(args))

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from auditor import rules
+from auditor.static.exports import Routes
 
 
 @dataclass
@@ -26,12 +27,16 @@ class ApiTable:
         names |= {q.rsplit(".", 1)[-1] for q in self.coalescing}
         return names | set(self.pg_methods)
 
-    def may_hold_site(self, text: str) -> bool:
-        """The cheap test that lets most files skip parsing."""
+    def may_hold_site(self, text: str, received: Routes | None = None) -> bool:
+        """The cheap test that lets most files skip parsing. A file that gets torch from its
+        package (`exports.routes`) needs no torch context of its own, and one that gets an API
+        under another name (`from .aliases import snd`) need not name the API either."""
+        if received and any(q in self.by_qualname for q in received.qualnames()):
+            return True
         if self._patterns is None:
             self._patterns = self._prefilter()
         api, context = self._patterns
-        return api.search(text) is not None and context.search(text) is not None
+        return api.search(text) is not None and (bool(received) or context.search(text) is not None)
 
     def _prefilter(self) -> tuple[re.Pattern[str], re.Pattern[str]]:
         """Two patterns a file must both match to hold a site: it names an API, and it mentions

@@ -72,8 +72,12 @@ def import_bindings(node: cst.Import | cst.ImportFrom, module: str,
 
 def import_target(module: str, is_package: bool, node: cst.ImportFrom) -> str | None:
     """The absolute module a `from X import ...` names, resolving relative dots."""
-    level = len(node.relative)
     mod = dotted(node.module) if node.module is not None else ""
+    return absolute_module(len(node.relative), mod or "", module, is_package)
+
+
+def absolute_module(level: int, mod: str, module: str, is_package: bool) -> str | None:
+    """`from <level dots><mod> import ...` written in `module`, as an absolute module name."""
     if level == 0:
         return mod
     parts = module.split(".") if module else []
@@ -85,13 +89,32 @@ def import_target(module: str, is_package: bool, node: cst.ImportFrom) -> str | 
     return ".".join([*base, mod] if mod else base) or None
 
 
-class Scopes:
-    """The binding frames of the walk; visitors push/pop around classes and functions."""
+def getattr_constant(node: cst.CSTNode) -> tuple[cst.BaseExpression, str] | None:
+    """(object, attribute) of `getattr(object, "attribute")` (a default value allowed)."""
+    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "getattr"):
+        return None
+    if len(node.args) not in (2, 3) or any(a.keyword is not None or a.star for a in node.args):
+        return None
+    name = node.args[1].value
+    if isinstance(name, cst.SimpleString) and isinstance(name.evaluated_value, str):
+        if name.evaluated_value.isidentifier():
+            return node.args[0].value, name.evaluated_value
+    return None
 
-    def __init__(self, module: str, is_package: bool) -> None:
+
+class Scopes:
+    """The binding frames of the walk; visitors push/pop around classes and functions.
+
+    `received` are the names the module's star imports bind before its first line, `attributes`
+    package attributes that are really torch (`pkg.aliases.dist` -> `torch.distributed`): both
+    come from the package's import graph (`exports.routes`)."""
+
+    def __init__(self, module: str, is_package: bool, received: dict[str, str] | None = None,
+                 attributes: dict[str, str] | None = None) -> None:
         self.module = module
         self.is_package = is_package
-        self.frames: list[_Frame] = [_Frame("module")]
+        self.frames: list[_Frame] = [_Frame("module", dict(received or {}))]
+        self.attributes = attributes or {}
 
     def push(self, kind: str) -> None:
         self.frames.append(_Frame(kind))
@@ -119,15 +142,34 @@ class Scopes:
         return frame.names[name] if frame is not None else None
 
     def resolve(self, node: cst.BaseExpression) -> str | None:
-        """Qualified name of a Name/Attribute chain whose head is bound by an import/alias."""
+        """Qualified name of a Name/Attribute chain whose head is bound by an import/alias;
+        `getattr(x, "name")` is `x.name`."""
         text = dotted(node)
-        if text is None:
-            return None
-        head, _, rest = text.partition(".")
-        target = self.lookup(head)
-        if target is None:
-            return None
-        return f"{target}.{rest}" if rest else target
+        if text is not None:
+            head, _, rest = text.partition(".")
+            target = self.lookup(head)
+            if target is None:
+                return None
+            return self._rewrite(f"{target}.{rest}" if rest else target)
+        if isinstance(node, cst.Attribute):
+            base = self.resolve(node.value)
+            return self._rewrite(f"{base}.{node.attr.value}") if base else None
+        attr = getattr_constant(node)
+        if attr is not None and self.frame_of("getattr") is None:  # the builtin
+            base = self.resolve(attr[0])
+            return self._rewrite(f"{base}.{attr[1]}") if base else None
+        return None
+
+    def _rewrite(self, qualname: str) -> str:
+        """A package attribute that is torch, by its torch name."""
+        if not self.attributes:
+            return qualname
+        parts = qualname.split(".")
+        for i in range(len(parts), 1, -1):
+            hit = self.attributes.get(".".join(parts[:i]))
+            if hit is not None:
+                return ".".join([hit, *parts[i:]])
+        return qualname
 
     def bind_import(self, node: cst.Import | cst.ImportFrom) -> None:
         for local, target, is_module in import_bindings(node, self.module, self.is_package):

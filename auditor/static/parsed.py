@@ -8,23 +8,26 @@ from typing import Any
 
 import libcst as cst
 
-from auditor.static import analyze, apis, ir, names, positions, sites
+from auditor.static import analyze, apis, exports, flows, ir, names, positions, sites
 
 
-def module_task(text: str, relpath: str, module: str, package: str) -> dict[str, Any]:
+def module_task(text: str, relpath: str, module: str, package: str,
+                received: exports.Routes | None = None) -> dict[str, Any]:
     tree = cst.parse_module(text)
     table = sites.table()
     pairs = []
-    if table.may_hold_site(text):  # a file that cannot hold a site is not walked
-        pairs = sites.sites_with_nodes(text, tree, relpath, module, package, table)
+    if table.may_hold_site(text, received):  # a file that cannot hold a site is not walked
+        pairs = sites.sites_with_nodes(text, tree, relpath, module, package, table, received)
     site_ids = {id(node): site.id for site, node in pairs}
     return {
         "ir": ir.build(tree, module, relpath.endswith("__init__.py"), site_ids),
         "sites": [site.to_json() for site, _ in pairs],
+        "context": received.digest() if received else "",
     }
 
 
 def task_key() -> str:
     """What the cached results depend on: the API rules and this analyzer's own code."""
-    code = analyze.code_digest(sys.modules[__name__], ir, sites, names, positions, apis, analyze)
+    code = analyze.code_digest(sys.modules[__name__], ir, sites, names, positions, apis, analyze,
+                               exports, flows)
     return f"module:{sites.table().digest}:{code}"
