@@ -22,6 +22,7 @@ import torch.distributed.distributed_c10d as c10d
 from auditor.cli import main as cli_main
 from auditor.dynamic import callsite, hooks, record, trace
 from auditor.dynamic.recorder import Recorder
+from auditor.errors import InputError
 
 FIXTURES = Path(__file__).resolve().parent / "record_fixtures"
 
@@ -69,23 +70,91 @@ def test_reader_truncated_line_missing_rank_restart_and_bad_hang(tmp_path: Path)
     d = tmp_path / "t"
     (d / "rank-3.jsonl").unlink()
     lines = (d / "rank-2.jsonl").read_text().splitlines(keepends=True)
-    (d / "rank-2.jsonl").write_text("".join(lines[:5]) + "{not json}\n" + "".join(lines[5:-1])
-                                    + lines[-1][:17])
+    (d / "rank-2.jsonl").write_text("".join(lines[:-1]) + lines[-1][:17])
     restarted = json.loads(lines[0])
-    restarted.update(pid=1, wall0=restarted["wall0"] + 100)
+    restarted.update(rank=0, pid=1, wall0=restarted["wall0"] + 100)
     (d / "rank-0.1.jsonl").write_text(json.dumps(restarted) + "\n")
     (d / "hang-rank-1.json").write_text("{")
     t = trace.read_trace_dir(d)
     assert sorted(t.ranks) == [0, 1, 2] and t.missing == [3] and t.world_size == 4
-    assert t.ranks[0].path.name == "rank-0.1.jsonl" and t.ranks[0].events == []
+    assert t.ranks[0].path.name == "rank-0.1.jsonl" and t.ranks[0].head == []
     assert [rt.path.name for rt in t.earlier[0]] == ["rank-0.jsonl"]
-    assert len(t.ranks[2].events) == len(lines) - 2  # all but the meta line and the cut line
+    assert len(t.ranks[2].head) == len(lines) - 2  # all but the meta line and the cut line
+    assert t.ranks[2].complete
     assert t.ranks[1].hang is None
     notes = "\n".join(t.skipped)
-    assert "rank-2.jsonl:6: unparsable line" in notes
-    assert f"rank-2.jsonl:{len(lines) + 1}: truncated last line" in notes
+    assert f"rank-2.jsonl:{len(lines)}: truncated last line" in notes
     assert "hang-rank-1.json: unreadable hang file" in notes
     assert "rank 3: no trace file" in notes and "rank 0: earlier process" in notes
+
+
+def _report_of(trace_dir: Path, tmp_path: Path) -> subprocess.CompletedProcess:
+    scan = tmp_path / "scan.json"
+    scan.write_text(json.dumps({"sites": [], "targets": [], "findings": [], "config": {}}))
+    return subprocess.run([sys.executable, "-m", "auditor", "report", "--scan", str(scan),
+                           "--trace", str(trace_dir), "--format", "json"],
+                          capture_output=True, text=True, timeout=120)
+
+
+def _edit_line(file: Path, number: int, change) -> None:
+    lines = file.read_text().splitlines(keepends=True)
+    event = json.loads(lines[number - 1])
+    change(event)
+    lines[number - 1] = json.dumps(event) + "\n"
+    file.write_text("".join(lines))
+
+
+def _first_p2p_line(file: Path) -> int:
+    return next(n for n, text in enumerate(file.read_text().splitlines(), 1)
+                if '"phase":"start","kind":"p2p"' in text)
+
+
+@pytest.mark.parametrize("case", ["peer 99", "peer 99 without group", "seq text", "group 5",
+                                  "not JSON", "two runs", "rank 0 in rank-1.jsonl", "rank field"])
+def test_inconsistent_trace_is_bad_input_naming_the_file(tmp_path: Path, case: str) -> None:
+    """Never a traceback, never an analysis of it: exit 2 and one line naming file and cause."""
+    d = tmp_path / "t"
+    shutil.copytree(FIXTURES / "pipeline", d)
+    rank0 = d / "rank-0.jsonl"
+    n = _first_p2p_line(rank0)
+    where, cause = f"{rank0}:{n}", None
+    if case == "peer 99":
+        _edit_line(rank0, n, lambda e: e.update(peer=99))
+        cause = "peer 99 is not in its group"
+    elif case == "peer 99 without group":
+        _edit_line(rank0, n, lambda e: e.update(peer=99, group=None))
+        cause = "rank 99 (a peer or group member) is outside the world of 4 ranks"
+    elif case == "seq text":
+        _edit_line(rank0, n, lambda e: e.update(seq="x"))
+        cause = "not a trace line (seq 'x')"
+    elif case == "group 5":
+        _edit_line(rank0, n, lambda e: e.update(group=5))
+        cause = "not a trace line"
+    elif case == "not JSON":
+        lines = rank0.read_text().splitlines(keepends=True)
+        lines[n - 1] = lines[n - 1][: len(lines[n - 1]) // 2] + "\n"  # cut, then more lines
+        rank0.write_text("".join(lines))
+        cause = "not a JSON line"
+    elif case == "two runs":  # ranks 0-1 of a 2-rank run next to ranks 2-3 of a 4-rank one
+        for rank in (0, 1):
+            shutil.copy(Path(__file__).parent / "waitfor_cases" / "lazy-init-2" /
+                        f"rank-{rank}.jsonl", d / f"rank-{rank}.jsonl")
+        where = str(d)
+        cause = ("rank files of different runs: rank-0.jsonl, rank-1.jsonl world size 2; "
+                 "rank-2.jsonl, rank-3.jsonl world size 4")
+    elif case == "rank 0 in rank-1.jsonl":
+        shutil.copy(rank0, d / "rank-1.jsonl")
+        where, cause = f"{d / 'rank-1.jsonl'}:1", "it holds the trace of rank 0"
+    else:
+        _edit_line(rank0, n, lambda e: e.update(rank=2))
+        cause = "a line of rank 2 in the file of rank 0"
+    with pytest.raises(InputError) as err:
+        trace.read_trace_dir(d)
+    assert str(err.value).startswith(f"{where}: the trace is inconsistent: ") and \
+        cause in str(err.value), str(err.value)
+    done = _report_of(d, tmp_path)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip().splitlines() == [f"p2paudit report: error: {err.value}"]
 
 
 def test_reader_rejects_a_directory_without_trace(tmp_path: Path) -> None:
@@ -206,7 +275,7 @@ def test_threads_get_consecutive_seqs_and_every_op_ends(recorded) -> None:
     for t in threads:
         t.join()
     rt = trace.read_trace_dir(recorded.directory).ranks[0]
-    assert [e["seq"] for e in rt.events] == list(range(1, len(rt.events) + 1))
+    assert [e["seq"] for e in rt.head] == list(range(1, len(rt.head) + 1))
     coll = rt.starts("collective")
     assert len(coll) == 100 and all(e["end"]["how"] == "return" for e in coll)
 
@@ -224,7 +293,7 @@ def test_internal_failure_turns_recording_off_once(recorded, monkeypatch, capsys
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "recording stopped in this process" in err[0]
     rt = trace.read_trace_dir(recorded.directory).ranks[0]
-    assert rt.events[-1]["phase"] == "off" and "simulated recorder bug" in rt.events[-1]["error"]
+    assert rt.head[-1]["phase"] == "off" and "simulated recorder bug" in rt.head[-1]["error"]
     assert rt.starts("collective") == []
 
 

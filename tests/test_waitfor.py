@@ -64,7 +64,8 @@ def test_json_form_for_the_report():
     result = analyze(programs, Conditions.for_transport("net", "lazy", False)).to_json()
     assert result["hang"] is True
     assert result["conditions"] == {"init": "lazy", "coalesce": False,
-                                    "buffer_bytes": TRANSPORT_BUFFER["net"], "transport": "net"}
+                                    "buffer_bytes": TRANSPORT_BUFFER["net"], "transport": "net",
+                                    "backend": "nccl"}
     rank0 = result["ranks"][0]
     states = [op["state"] for op in rank0["ops"]]
     blocked = states.index("blocked")
