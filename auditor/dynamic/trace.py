@@ -13,10 +13,14 @@ and the windows that matter, never every event: the op counts per (what, where, 
 (`usage`), the file's first lines (`head`: what the timeline and the wait-for replay read), and
 the ops that never ended (`open_ops`). Groups are interned once per file (`groups`).
 
-Lines (DESIGN.md section 3), one JSON object each, written and flushed one at a time:
+Lines (DESIGN.md section 3), one JSON object each, written one at a time into a shared memory
+map of the file (a killed process leaves zeros after its last line, which the reader skips):
 - the first line of a file: `phase: "meta"` (pid, host, versions, argv, and the clocks: `t` of
   every line is seconds since `mono0`, this process's time.monotonic() when recording started,
   which was `wall0` in time.time());
+- `phase: "group"`: a process group, once per process before its first op (`group`: ranks, size,
+  desc, name, backend, eager); op lines then give the group's name as their `group` (traces of
+  earlier recorders repeat the whole group in every op line: read the same way);
 - `phase: "start"`: an op, written before it is handed to torch. `kind` is "p2p", "collective" or
   "setup" (init_process_group, new_group: no peer, group, shape). Keys a line leaves out are
   filled with None by the reader: `batched`, `peer`, `group`, `shape`, `dtype`, and the optional
@@ -37,8 +41,9 @@ import os
 import re
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from multiprocessing import get_context
+from multiprocessing import get_all_start_methods, get_context
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -76,9 +81,10 @@ class Use(NamedTuple):
 
 def rank_file(directory: Path, rank: int, pid: int) -> tuple[int, Path]:
     """Create this process's trace file: `rank-N.jsonl`, or `rank-N.PID.jsonl` if a previous
-    process of the same rank (a restart) already wrote one. Returns an O_APPEND descriptor."""
+    process of the same rank (a restart) already wrote one. Returns a read-write descriptor (the
+    recorder maps it)."""
     directory.mkdir(parents=True, exist_ok=True)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL
     for name in (f"rank-{rank}.jsonl", f"rank-{rank}.{pid}.jsonl"):
         path = directory / name
         try:
@@ -233,12 +239,18 @@ def _read_all(files: list[tuple[Path, int]], keep: int, jobs: int | None) -> lis
     if workers < 2 or (jobs is None and size < PARALLEL_BYTES):
         return [_read_rank_file(file, rank, keep) for file, rank in files]
     out = []
-    with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
-        chunk = max(1, len(files) // (workers * 8))
-        for result in pool.map(_read_in_worker, files, [keep] * len(files), chunksize=chunk):
-            if isinstance(result, tuple):  # an InputError, sent back as its parts
-                raise InputError(*result)
-            out.append(result)
+    # fork: the workers need nothing of the parent but this module, and spawn would re-run the
+    # caller's __main__ (impossible for `python -` or a notebook).
+    context = get_context("fork" if "fork" in get_all_start_methods() else "spawn")
+    try:
+        with ProcessPoolExecutor(workers, mp_context=context) as pool:
+            chunk = max(1, len(files) // (workers * 8))
+            for result in pool.map(_read_in_worker, files, [keep] * len(files), chunksize=chunk):
+                if isinstance(result, tuple):  # an InputError, sent back as its parts
+                    raise InputError(*result)
+                out.append(result)
+    except BrokenProcessPool:  # a worker died (out of memory?): read here, one file at a time
+        return [_read_rank_file(file, rank, keep) for file, rank in files]
     return out
 
 
@@ -265,10 +277,16 @@ class _Groups:
         self.rank = rank
         self.table = table
         self.ids: dict[tuple, int] = {}
+        self.named: dict[str, int] = {}  # from `phase: "group"` lines
         self.members: list[frozenset[int]] = []
         self.highest = -1
 
     def intern(self, group: Any) -> int:
+        if type(group) is str:
+            gid = self.named.get(group)
+            if gid is None:
+                raise LookupError(f"group {group!r} is named before any line describes it")
+            return gid
         ranks = group["ranks"]
         key = (group.get("name"), group.get("desc"), len(ranks), ranks[0] if ranks else None,
                ranks[-1] if ranks else None)
@@ -286,6 +304,9 @@ class _Groups:
             self.highest = max(self.highest, max(ranks))
         return gid
 
+    def declare(self, group: Any) -> None:
+        self.named[str(group["name"])] = self.intern(group)
+
 
 def _read_rank_file(file: Path, rank: int, keep: int) -> RankTrace:
     trace = RankTrace(rank, file, {})
@@ -302,7 +323,7 @@ def _read_rank_file(file: Path, rank: int, keep: int) -> RankTrace:
     batches: set[Any] = set()
     ops = 0
     highest, highest_line = -1, 0
-    loads = json.loads
+    decode = json.JSONDecoder().decode  # json.loads without its per-line encoding sniffing
     number = 0
     meta_seen = False
     with handle:
@@ -310,9 +331,13 @@ def _read_rank_file(file: Path, rank: int, keep: int) -> RankTrace:
             number += 1
             if not raw.strip():
                 continue
+            if raw[:1] == b"\x00":  # the zeros after a killed recorder's last line
+                trace.notes.append(f"{file.name}:{number}: the recorder never closed this file "
+                                   f"(its process was killed, or still runs)")
+                break
             try:
-                event = loads(raw)
-            except ValueError:
+                event = decode(raw.decode())
+            except ValueError:  # UnicodeDecodeError is one
                 if not raw.endswith(b"\n"):  # only a file's last line can lack its newline
                     trace.notes.append(f"{file.name}:{number}: truncated last line (cut by a "
                                        f"kill?), skipped")
@@ -384,6 +409,10 @@ def _read_rank_file(file: Path, rank: int, keep: int) -> RankTrace:
                             trace.world_sizes.add(size)
                     if of in in_head:
                         in_head.pop(of)["end"] = event
+                    if ops <= keep:
+                        head.append(event)
+                elif phase == "group":
+                    groups.declare(event["group"])
                     if ops <= keep:
                         head.append(event)
                 elif phase == "off":
