@@ -309,12 +309,15 @@ class Recorder:
             elif window is not None:
                 extra += f',"batch":{window.batch}'
             op = Op(api, g)
-            body = (f'"api":"{api}","phase":"start","kind":"p2p",'
-                    f'"batched":{"false" if window is None else "true"},'
-                    f'"peer":{peer if type(peer) is int else "null"},'
-                    f'"group":{g.ref if g is not None else "null"},'
-                    f'"site":{callsite.caller_site(2)},{_tensor(tensor)}{extra}')
-            return self._started(op, body, window)
+            self._emit(f'"api":"{api}","phase":"start","kind":"p2p",'
+                       f'"batched":{"false" if window is None else "true"},'
+                       f'"peer":{peer if type(peer) is int else "null"},'
+                       f'"group":{g.ref if g is not None else "null"},'
+                       f'"site":{callsite.caller_site(2)},{_tensor(tensor)}{extra}', op)
+            if window is not None:
+                op.in_window = True
+                window.ops.append(op)
+            return op
         except Exception as exc:
             self.fail(exc)
             return None
@@ -333,23 +336,18 @@ class Recorder:
             if window is not None:
                 extra += f',"batch":{window.batch}'
             op = Op(api, g)
-            body = (f'"api":"{api}","phase":"start","kind":"{kind}",'
-                    f'"batched":{"true" if batched else "false"},"peer":null,'
-                    f'"group":{g.ref if g is not None else "null"},'
-                    f'"site":{callsite.caller_site(2)},'
-                    f'{_tensor(tensor)}{extra}')
-            return self._started(op, body, window)
+            self._emit(f'"api":"{api}","phase":"start","kind":"{kind}",'
+                       f'"batched":{"true" if batched else "false"},"peer":null,'
+                       f'"group":{g.ref if g is not None else "null"},'
+                       f'"site":{callsite.caller_site(2)},'
+                       f'{_tensor(tensor)}{extra}', op)
+            if window is not None:
+                op.in_window = True
+                window.ops.append(op)
+            return op
         except Exception as exc:
             self.fail(exc)
             return None
-
-    def _started(self, op: Op, body: str, window: Any) -> Op:
-        """Writes the op's start line, and joins it to the coalescing window it runs in."""
-        self._emit(body, op)
-        if window is not None:
-            op.in_window = True
-            window.ops.append(op)
-        return op
 
     def begin_setup(self, api: str, details: dict[str, Any]) -> Op | None:
         """init_process_group / new_group: not ops on a group, but a rank can block in them."""
@@ -425,11 +423,11 @@ class Recorder:
             self.fail(err)
 
     def end(self, op: Op, how: str, details: dict[str, Any] | None = None) -> None:
-        extra = _fields(details) if details else ""
         with self.lock:
             if self.pending.pop(op.seq, None) is None:
                 return
-            self._emit(f'"api":"{op.api}","phase":"end","of":{op.seq},"how":"{how}"{extra}')
+            self._emit(f'"api":"{op.api}","phase":"end","of":{op.seq},"how":"{how}"'
+                       + (_fields(details) if details else ""))
             if op.group is not None:
                 self.last_done[op.group.name] = op.line
 
