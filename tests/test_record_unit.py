@@ -343,3 +343,40 @@ def test_meta_lines_name_the_writers_without_reading_events():
     metas = read_meta_lines(Path(__file__).parent / "record_fixtures" / "pipeline")
     assert sorted(m["rank"] for m in metas) == [0, 1, 2, 3]
     assert all(isinstance(m["pid"], int) and m["host"] for m in metas)
+
+
+def test_parallel_reading_is_the_same_reading(tmp_path: Path) -> None:
+    """Large traces are read by worker processes: same aggregates and windows, same errors."""
+    alone = trace.read_trace_dir(FIXTURES / "pipeline", jobs=1)
+    together = trace.read_trace_dir(FIXTURES / "pipeline", jobs=2)
+    for rank, rt in alone.ranks.items():
+        other = together.ranks[rank]
+        assert (rt.usage, rt.batch_calls, rt.head, rt.groups, rt.lines) == \
+            (other.usage, other.batch_calls, other.head, other.groups, other.lines)
+    d = tmp_path / "t"
+    shutil.copytree(FIXTURES / "pipeline", d)
+    shutil.copy(d / "rank-0.jsonl", d / "rank-3.jsonl")
+    with pytest.raises(InputError, match="rank-3.jsonl:1: the trace is inconsistent: it holds "
+                                         "the trace of rank 0"):
+        trace.read_trace_dir(d, jobs=2)
+
+
+def test_head_keeps_the_first_ops_and_counts_the_rest(tmp_path: Path) -> None:
+    """A window of the first ops per rank (what the timeline and the replay read); the counts
+    and the pending ops cover the whole file."""
+    from test_join import group, write_trace
+
+    pair = group([0, 1], "pp", "1")
+    site = {"path": "train.py", "line": 7, "end_line": 7, "function": "step"}
+    n = 3 * trace.HEAD_PER_RANK
+    programs = {r: [{"api": "send" if (k + r) % 2 == 0 else "recv", "kind": "p2p",
+                     "batched": False, "peer": 1 - r, "group": pair, "shape": [4],
+                     "dtype": "float32", "site": site} for k in range(n)] for r in (0, 1)}
+    write_trace(tmp_path, programs, world=2, pending={1: n - 1})
+    t = trace.read_trace_dir(tmp_path, head_ops=4)  # at least HEAD_PER_RANK per rank
+    for rank, rt in t.ranks.items():
+        assert not rt.complete and rt.ops == n and rt.lines == 1 + 2 * n - rank
+        assert len(rt.starts()) == trace.HEAD_PER_RANK
+        assert sum(rt.usage.values()) == n and rt.usage[next(iter(rt.usage))] in (n // 2, n - n // 2)
+    assert [e["seq"] for e in t.ranks[1].pending()] == [2 * n]
+    assert t.ranks[0].pending() == []

@@ -309,15 +309,12 @@ class Recorder:
             elif window is not None:
                 extra += f',"batch":{window.batch}'
             op = Op(api, g)
-            self._emit(f'"api":"{api}","phase":"start","kind":"p2p",'
-                       f'"batched":{"false" if window is None else "true"},'
-                       f'"peer":{peer if type(peer) is int else "null"},'
-                       f'"group":{g.ref if g is not None else "null"},'
-                       f'"site":{callsite.caller_site(2)},{_tensor(tensor)}{extra}', op)
-            if window is not None:
-                op.in_window = True
-                window.ops.append(op)
-            return op
+            body = (f'"api":"{api}","phase":"start","kind":"p2p",'
+                    f'"batched":{"false" if window is None else "true"},'
+                    f'"peer":{peer if type(peer) is int else "null"},'
+                    f'"group":{g.ref if g is not None else "null"},'
+                    f'"site":{callsite.caller_site(2)},{_tensor(tensor)}{extra}')
+            return self._started(op, body, window)
         except Exception as exc:
             self.fail(exc)
             return None
@@ -336,18 +333,23 @@ class Recorder:
             if window is not None:
                 extra += f',"batch":{window.batch}'
             op = Op(api, g)
-            self._emit(f'"api":"{api}","phase":"start","kind":"{kind}",'
-                       f'"batched":{"true" if batched else "false"},"peer":null,'
-                       f'"group":{g.ref if g is not None else "null"},'
-                       f'"site":{callsite.caller_site(2)},'
-                       f'{_tensor(tensor)}{extra}', op)
-            if window is not None:
-                op.in_window = True
-                window.ops.append(op)
-            return op
+            body = (f'"api":"{api}","phase":"start","kind":"{kind}",'
+                    f'"batched":{"true" if batched else "false"},"peer":null,'
+                    f'"group":{g.ref if g is not None else "null"},'
+                    f'"site":{callsite.caller_site(2)},'
+                    f'{_tensor(tensor)}{extra}')
+            return self._started(op, body, window)
         except Exception as exc:
             self.fail(exc)
             return None
+
+    def _started(self, op: Op, body: str, window: Any) -> Op:
+        """Writes the op's start line, and joins it to the coalescing window it runs in."""
+        self._emit(body, op)
+        if window is not None:
+            op.in_window = True
+            window.ops.append(op)
+        return op
 
     def begin_setup(self, api: str, details: dict[str, Any]) -> Op | None:
         """init_process_group / new_group: not ops on a group, but a rank can block in them."""
