@@ -69,6 +69,9 @@ class Group:
     ranks: tuple[int, ...]  # global ranks, ascending (torch sorts them in new_group)
     desc: str = ""
 
+    def __hash__(self) -> int:  # hashed for every op of a replay: a 1,024-rank tuple once
+        return _cached_hash(self, (self.ranks, self.desc))
+
     @property
     def label(self) -> str:
         return self.desc or "group[" + ",".join(map(str, self.ranks)) + "]"
@@ -150,6 +153,17 @@ class Communicator:
     members: tuple[int, ...]
     root: int  # creates the ncclUniqueId and publishes it through the store
     group: tuple[int, ...] = ()  # its process group's ranks: groups may share a description
+
+    def __hash__(self) -> int:
+        return _cached_hash(self, (self.name, self.members, self.root, self.group))
+
+
+def _cached_hash(obj: Any, fields: tuple) -> int:
+    value = obj.__dict__.get("_hash")
+    if value is None:
+        value = hash(fields)
+        object.__setattr__(obj, "_hash", value)
+    return value
 
 
 def communicator_for(op: Op, conditions: Conditions, coalesced: bool) -> Communicator:
@@ -584,7 +598,12 @@ def closed_prefixes(programs: Mapping[int, Sequence[Op]], conditions: Conditions
     totals = totals or {r: len(p) for r, p in programs.items()}
     n = {r: min(len(p), per_rank) for r, p in programs.items()}
     lazy = conditions.init == "lazy" and conditions.backend != "gloo"
-    comms: dict[Key, Communicator] = {}
+    # Per op, once: its lane, its partners' (rank, lane) and its communicator, as small ints.
+    ids: dict[Any, int] = {}
+    lane_of: dict[Key, int] = {}
+    partners_of: dict[Key, list[tuple[int, int]]] = {}
+    comm_of: dict[Key, int] = {}
+    members: dict[int, tuple[int, ...]] = {}
     for rank, program in programs.items():
         for op in program[:n[rank]]:
             coalesce = conditions.coalesce
@@ -593,35 +612,41 @@ def closed_prefixes(programs: Mapping[int, Sequence[Op]], conditions: Conditions
             elif coalesce is None:
                 coalesce = op.coalesced is not False
             coalesced = coalesce and op.batch is not None and op.kind != "collective"
-            comms[(rank, op.index)] = communicator_for(op, conditions, coalesced)
+            comm = communicator_for(op, conditions, coalesced)
+            key = (rank, op.index)
+            cid = comm_of[key] = ids.setdefault(comm, len(ids))
+            members[cid] = comm.members
+            lane_of[key] = ids.setdefault(_lane(op, cid), len(ids))
+            if op.kind == "collective":
+                partners_of[key] = [(m, ids.setdefault(("coll", cid, m), len(ids)))
+                                    for m in comm.members if m != rank]
+            else:
+                partners_of[key] = [(op.peer, ids.setdefault(_lane(op, cid, partner=True),
+                                                             len(ids)))]
     while True:
         cut = {r for r in n if n[r] < totals.get(r, n[r])}
         if not cut:
             break
         lanes: Counter = Counter()
-        used: dict[Communicator, set[int]] = {}
+        used: dict[int, set[int]] = {}
         for rank, program in programs.items():
             for op in program[:n[rank]]:
-                comm = comms[(rank, op.index)]
-                lanes[_lane(op, comm)] += 1
-                used.setdefault(comm, set()).add(rank)
+                key = (rank, op.index)
+                lanes[lane_of[key]] += 1
+                used.setdefault(comm_of[key], set()).add(rank)
         shrunk = False
         for rank, program in programs.items():
             seen: Counter = Counter()
-            mine: set[Communicator] = set()
+            mine: set[int] = set()
             for op in program[:n[rank]]:
-                comm = comms[(rank, op.index)]
-                lane = _lane(op, comm)
-                k = seen[lane]
-                seen[lane] += 1
-                if op.kind == "collective":
-                    partners = [(m, ("coll", comm, m)) for m in comm.members if m != rank]
-                else:
-                    partners = [(op.peer, _lane(op, comm, partner=True))]
-                short = any(lanes[other] <= k and m in cut for m, other in partners)
-                if not short and lazy and comm not in mine:  # created here: all must come
-                    short = any(m in cut and m not in used[comm] for m in comm.members)
-                mine.add(comm)
+                key = (rank, op.index)
+                k = seen[lane_of[key]]
+                seen[lane_of[key]] += 1
+                short = any(lanes[lane] <= k and m in cut for m, lane in partners_of[key])
+                cid = comm_of[key]
+                if not short and lazy and cid not in mine:  # created here: all must come
+                    short = any(m in cut and m not in used[cid] for m in members[cid])
+                mine.add(cid)
                 if short:
                     n[rank] = op.index
                     shrunk = True
@@ -631,7 +656,7 @@ def closed_prefixes(programs: Mapping[int, Sequence[Op]], conditions: Conditions
     return {r: list(p[:n[r]]) for r, p in programs.items()}
 
 
-def _lane(op: Op, comm: Communicator, partner: bool = False) -> tuple:
+def _lane(op: Op, comm: int, partner: bool = False) -> tuple:
     """Where `op` is matched in order: (comm, source, destination, send|recv) for P2P, (comm,
     rank) for collectives; `partner`: the lane its matching op is on."""
     if op.kind == "collective":
@@ -660,6 +685,7 @@ def programs_from_events(events_by_rank: Mapping[int, Sequence[Mapping[str, Any]
     """
     programs: dict[int, list[Op]] = {}
     world = sorted({r for r in events_by_rank})
+    groups: dict[int, tuple[Any, Group]] = {}  # id(group dict) -> (it, its Group): made once
     for rank, events in events_by_rank.items():
         ops: list[Op] = []
         by_seq: dict[Any, int] = {}
@@ -677,15 +703,19 @@ def programs_from_events(events_by_rank: Mapping[int, Sequence[Mapping[str, Any]
             if phase != "start" or event.get("kind", "p2p") not in ("p2p", "collective"):
                 continue
             group = event.get("group") or {}
-            ranks = tuple(sorted(group.get("ranks") or world))
+            known = groups.get(id(group))
+            if known is None or known[0] is not group:
+                known = groups[id(group)] = (group, Group(tuple(sorted(group.get("ranks") or world)),
+                                                          str(group.get("desc") or "")))
             site = event.get("site") or {}
             batch = event.get("batch")
             if batch is None and event.get("batched"):
                 batch = f"unnamed-{unnamed}"
             op = Op(rank=rank, index=len(ops), api=str(event.get("api")),
-                    group=Group(ranks, str(group.get("desc") or "")),
+                    group=known[1],
                     peer=event.get("peer"), nbytes=_event_bytes(event), batch=batch,
-                    coalesced=bool(event.get("batched")), after=tuple(sorted(set(ended))),
+                    coalesced=bool(event.get("batched")),
+                    after=tuple(sorted(set(ended))) if ended else (),
                     call=str(site.get("function") or ""))
             ended = []
             by_seq[event.get("seq")] = op.index
