@@ -133,14 +133,15 @@ def write_trace(root: Path, programs: dict[int, Iterable[dict[str, Any]]], world
                   "torch": "2.10.0", "recorder": "p2paudit test", "world_size": world}]
         declared: set[str] = set()
         for k, op in enumerate(ops):
-            name = op["group"]["name"]
-            if name not in declared:
-                declared.add(name)
-                lines.append({"seq": len(lines), "t": 1.0 + k, "rank": rank, "api": "group",
-                              "phase": "group", "group": op["group"]})
+            start = {"t": 1.0 + k, "rank": rank, "phase": "start", **op}
+            if isinstance(op.get("group"), dict):  # setup calls have none
+                name = start["group"] = op["group"]["name"]
+                if name not in declared:
+                    declared.add(name)
+                    lines.append({"seq": len(lines), "t": 1.0 + k, "rank": rank, "api": "group",
+                                  "phase": "group", "group": op["group"]})
             seq = len(lines)
-            lines.append({"seq": seq, "t": 1.0 + k, "rank": rank, "phase": "start",
-                          **op, "group": name})
+            lines.append({"seq": seq, **start})
             if pending is None or pending.get(rank) != k:
                 lines.append({"seq": seq + 1, "t": 1.5 + k, "rank": rank, "api": op["api"],
                               "phase": "end", "of": seq, "how": "wait"})
