@@ -109,8 +109,9 @@ def _first_p2p_line(file: Path) -> int:
                 if '"phase":"start","kind":"p2p"' in text)
 
 
-@pytest.mark.parametrize("case", ["peer 99", "peer 99 without group", "seq text", "group 5",
-                                  "not JSON", "two runs", "rank 0 in rank-1.jsonl", "rank field"])
+@pytest.mark.parametrize("case", ["peer 99", "peer 99 named group", "peer 99 without group",
+                                  "seq text", "group 5", "not JSON", "two runs",
+                                  "rank 0 in rank-1.jsonl", "rank field"])
 def test_inconsistent_trace_is_bad_input_naming_the_file(tmp_path: Path, case: str) -> None:
     """Never a traceback, never an analysis of it: exit 2 and one line naming file and cause."""
     d = tmp_path / "t"
@@ -121,6 +122,14 @@ def test_inconsistent_trace_is_bad_input_naming_the_file(tmp_path: Path, case: s
     if case == "peer 99":
         _edit_line(rank0, n, lambda e: e.update(peer=99))
         cause = "peer 99 is not in its group"
+    elif case == "peer 99 named group":  # today's recorder: a group line, then its name
+        lines = rank0.read_text().splitlines(keepends=True)
+        event = json.loads(lines[n - 1])
+        declaration = {"seq": event["seq"], "rank": 0, "phase": "group", "group": event["group"]}
+        event.update(peer=99, group=event["group"]["name"])
+        lines[n - 1:n] = [json.dumps(declaration) + "\n", json.dumps(event) + "\n"]
+        rank0.write_text("".join(lines))
+        where, cause = f"{rank0}:{n + 1}", "peer 99 is not in its group [0, 1, 2, 3]"
     elif case == "peer 99 without group":
         _edit_line(rank0, n, lambda e: e.update(peer=99, group=None))
         cause = "rank 99 (a peer or group member) is outside the world of 4 ranks"
@@ -380,3 +389,29 @@ def test_head_keeps_the_first_ops_and_counts_the_rest(tmp_path: Path) -> None:
         assert sum(rt.usage.values()) == n and rt.usage[next(iter(rt.usage))] in (n // 2, n - n // 2)
     assert [e["seq"] for e in t.ranks[1].pending()] == [2 * n]
     assert t.ranks[0].pending() == []
+
+
+def test_mapped_file_grows_closes_exact_and_writes_through_where_mapping_fails(
+        tmp_path: Path, monkeypatch) -> None:
+    from auditor.dynamic import recorder
+
+    line = b'{"seq":1}' + b" " * 500 + b"\n"
+    fd, path = trace.rank_file(tmp_path, 0, 1)
+    mapped = recorder._MappedFile(fd)
+    for _ in range(3 * recorder._MappedFile.CHUNK // len(line)):  # three chunks: two remaps
+        mapped.write(line)
+    assert path.stat().st_size > mapped.pos  # zeros ahead until closed
+    mapped.close()
+    assert path.read_bytes() == line * (3 * recorder._MappedFile.CHUNK // len(line))
+
+    def no_mapping(*args, **kwargs):
+        raise OSError(19, "No such device")  # what mmap says on a filesystem that cannot
+
+    monkeypatch.setattr(recorder.mmap, "mmap", no_mapping)
+    fd, path = trace.rank_file(tmp_path, 1, 1)
+    through = recorder._MappedFile(fd)
+    through.write(line)
+    through.write(line)
+    assert path.read_bytes() == line * 2  # on disk at once, nothing ahead
+    through.close()
+    assert path.read_bytes() == line * 2

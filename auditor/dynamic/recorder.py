@@ -83,17 +83,31 @@ class _MappedFile:
         end = self.pos + len(data)
         if end > self.end:
             self._grow(end)
+            if self.map is None:
+                self._write_through(data)
+                return
         self.map[self.pos - self.base:end - self.base] = data
         self.pos = end
 
     def _grow(self, end: int) -> None:
         size = (end // self.CHUNK + 1) * self.CHUNK
-        os.ftruncate(self.fd, size)
         base = self.pos - self.pos % mmap.ALLOCATIONGRANULARITY
         if self.map is not None:
             self.map.close()
-        self.map = mmap.mmap(self.fd, size - base, offset=base)
+            self.map = None
+        try:
+            os.ftruncate(self.fd, size)
+            self.map = mmap.mmap(self.fd, size - base, offset=base)
+        except OSError:  # a filesystem that cannot map files: one write per line instead
+            os.ftruncate(self.fd, self.pos)
+            self.write = self._write_through  # type: ignore[method-assign]
+            self.end = -1
+            return
         self.base, self.end = base, size
+
+    def _write_through(self, data: bytes) -> None:
+        os.pwrite(self.fd, data, self.pos)
+        self.pos += len(data)
 
     def close(self) -> None:
         if self.map is not None:

@@ -374,7 +374,7 @@ def _read_rank_file(file: Path, rank: int, keep: int) -> RankTrace:
                                 raise ValueError(f"peer {peer!r}")
                             if gid >= 0 and peer not in groups.members[gid]:
                                 raise LookupError(f"peer {peer} is not in its group "
-                                                  f"{group['ranks'][:16]}")
+                                                  f"{groups.table[gid]['ranks'][:16]}")
                             if peer > highest:
                                 highest, highest_line = peer, number
                         via = event.get("via")
