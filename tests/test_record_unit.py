@@ -109,7 +109,7 @@ def _first_p2p_line(file: Path) -> int:
                 if '"phase":"start","kind":"p2p"' in text)
 
 
-@pytest.mark.parametrize("case", ["peer 99", "peer 99 named group", "peer 99 without group",
+@pytest.mark.parametrize("case", ["peer 99", "peer 99 inline group", "peer 99 without group",
                                   "seq text", "group 5", "not JSON", "two runs",
                                   "rank 0 in rank-1.jsonl", "rank field"])
 def test_inconsistent_trace_is_bad_input_naming_the_file(tmp_path: Path, case: str) -> None:
@@ -119,17 +119,14 @@ def test_inconsistent_trace_is_bad_input_naming_the_file(tmp_path: Path, case: s
     rank0 = d / "rank-0.jsonl"
     n = _first_p2p_line(rank0)
     where, cause = f"{rank0}:{n}", None
-    if case == "peer 99":
+    if case == "peer 99":  # the group named, as today's recorder writes it
         _edit_line(rank0, n, lambda e: e.update(peer=99))
-        cause = "peer 99 is not in its group"
-    elif case == "peer 99 named group":  # today's recorder: a group line, then its name
-        lines = rank0.read_text().splitlines(keepends=True)
-        event = json.loads(lines[n - 1])
-        declaration = {"seq": event["seq"], "rank": 0, "phase": "group", "group": event["group"]}
-        event.update(peer=99, group=event["group"]["name"])
-        lines[n - 1:n] = [json.dumps(declaration) + "\n", json.dumps(event) + "\n"]
-        rank0.write_text("".join(lines))
-        where, cause = f"{rank0}:{n + 1}", "peer 99 is not in its group [0, 1, 2, 3]"
+        cause = "peer 99 is not in its group [0, 1, 2, 3]"
+    elif case == "peer 99 inline group":  # earlier recorders repeated the group in each line
+        declared = next(json.loads(x)["group"] for x in rank0.read_text().splitlines()
+                        if '"phase":"group"' in x)
+        _edit_line(rank0, n, lambda e: e.update(peer=99, group=declared))
+        cause = "peer 99 is not in its group [0, 1, 2, 3]"
     elif case == "peer 99 without group":
         _edit_line(rank0, n, lambda e: e.update(peer=99, group=None))
         cause = "rank 99 (a peer or group member) is outside the world of 4 ranks"

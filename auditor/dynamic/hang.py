@@ -134,8 +134,9 @@ class Watchdog:
             self._die(signum, main)
 
     def _die(self, signum: int, main: bool) -> None:
-        """Terminate by the default action, as the program would have without us."""
-        for callback in self.before_death:
+        """Terminate by the default action, as the program would have without us (no exit
+        handler runs then: the trace file is cut to its lines here)."""
+        for callback in (*self.before_death, self.rec.close):
             try:
                 callback()
             except Exception:

@@ -70,7 +70,7 @@ class _MappedFile:
     file grows by CHUNK (zeros until written; the reader skips them); `close` cuts it to what
     was written."""
 
-    CHUNK = 1 << 20
+    CHUNK = 1 << 16  # a remap per ~150 lines; what a killed process leaves as zeros at most
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
