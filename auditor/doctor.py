@@ -10,6 +10,7 @@ Every rank checks; rank 0 prints for all, and a rank that differs from rank 0 sa
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import socket
@@ -156,6 +157,22 @@ def collect(groups: dict[str, dist.ProcessGroup], device: torch.device,
     for group_report, group in zip(report.groups, groups.values()):
         try_batch(group_report, group, device, batch_limit_s)
     return report
+
+
+def gather_json(value: dict[str, Any], group: dist.ProcessGroup) -> list[dict[str, Any]]:
+    """Every rank's `value`, in rank order: all_gather_object's job, without its numpy (torch's
+    object collectives turn tensors into bytes through numpy, which a torch install need not
+    have) and without pickle. `group` must take CPU tensors (gloo)."""
+    data = json.dumps(value).encode()
+    world = dist.get_world_size(group)
+    sizes = [torch.zeros(1, dtype=torch.int64) for _ in range(world)]
+    dist.all_gather(sizes, torch.tensor([len(data)], dtype=torch.int64), group=group)
+    lengths = [int(s.item()) for s in sizes]
+    mine = torch.zeros(max(lengths), dtype=torch.uint8)
+    mine[:len(data)] = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+    everyone = [torch.empty(max(lengths), dtype=torch.uint8) for _ in range(world)]
+    dist.all_gather(everyone, mine, group=group)
+    return [json.loads(bytes(t[:n].tolist())) for t, n in zip(everyone, lengths)]
 
 
 def disagreements(reports: list[dict[str, Any]]) -> list[str]:

@@ -6,7 +6,8 @@ installed, then removed, then installed again...), so drift hits both alike. Two
   nearly all Python, so the difference is the recorder's own cost per call;
 - "gloo": two real processes exchanging small tensors over gloo: the cost against a real op.
 Each recorded call writes its trace lines to a real file. Prints medians (ns per call), the
-difference and the ratio; asserts nothing. Target: <= 5 us added per call.
+difference and the ratio; asserts nothing. Target: <= 5 us added per call. First, a process that
+records isends and SIGKILLs itself: what its file reads back (every op, up to the last).
 
     python benchmarks/bench_record.py [--calls 2000] [--rounds 10]
 """
@@ -15,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -108,14 +111,47 @@ def gloo_worker(rank: int, calls: int, rounds: int, out: str, init: str) -> None
     dist.destroy_process_group()
 
 
+def killed_worker(out: str, calls: int) -> None:
+    """Records `calls` isends on the fake backend, says how many, and SIGKILLs itself: no exit
+    handler runs, the file is left as the memory map had it."""
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+
+    dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=2)
+    rec = Recorder(Path(out), hang_after=0)
+    hooks.install(rec, c10d)
+    rec.open(0)
+    t = torch.ones(4)
+    works = [dist.isend(t, dst=1) for _ in range(calls)]
+    print(f"{len(works)} isends issued, last seq {rec.seq}", flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def killed(out: Path, calls: int) -> None:
+    """A rank killed right after its last op: its file must still read back to that op."""
+    from auditor.dynamic.trace import read_trace_dir
+
+    proc = subprocess.run([sys.executable, __file__, "--killed", str(out), str(calls)],
+                          capture_output=True, text=True)
+    t = read_trace_dir(out)
+    last = t.ranks[0].head[-1] if t.ranks[0].complete else None
+    print(f"SIGKILL after {calls} isends (exit {proc.returncode}): {proc.stdout.strip()}; the "
+          f"file reads back {t.ranks[0].ops} op(s), {len(t.ranks[0].pending())} pending, last "
+          f"line seq {last and last['seq']}; notes: {'; '.join(t.skipped) or 'none'}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=2000, help="calls per block")
     parser.add_argument("--rounds", type=int, default=10, help="blocks of each kind")
+    parser.add_argument("--killed", nargs=2, metavar=("OUT", "CALLS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.killed:
+        killed_worker(args.killed[0], int(args.killed[1]))
+        return
     print(f"torch {torch.__version__}, Python {sys.version.split()[0]}, {os.cpu_count()} cores, "
           f"{args.rounds} x {args.calls} calls per case and mode")
     with tempfile.TemporaryDirectory() as tmp:
+        killed(Path(tmp) / "killed", args.calls)
         fake(args.calls, args.rounds, Path(tmp) / "fake")
         init = f"file://{tmp}/rendezvous"
         mp.spawn(gloo_worker, args=(args.calls, args.rounds, f"{tmp}/gloo", init), nprocs=2)

@@ -1,21 +1,25 @@
-"""Benchmark: join + HTML report for a large synthetic trace, against reading the same trace.
+"""Benchmark: `p2paudit report` (read + join + wait-for + HTML) of a large synthetic trace,
+against a plain `json.loads` of every line of the same files.
 
 The trace is tests/test_join.py's synthetic megatron-core pipeline (shapes and activations in
 batch_isend_irecv calls at the real sites of megatron-core 0.17.0, each batch run op by op, a
-start and an end line per op) over --ranks ranks; --microbatches sets its length. The scan is the
-seed script's (examples/glm5_1_lora_pp4.sh at torch 2.10.0). The baseline is
-`auditor.dynamic.trace.read_trace_dir` of the same directory, measured in the same run: the join
-reads the trace with it, so the ratio is what the join and the HTML add. Each measurement runs in
-a fresh process (its peak RSS is that process's, interpreter and imports included). Prints
-medians; asserts nothing. Targets (issue 5): <= 10 s, <= 1 GiB, HTML <= 5 MB.
+start and an end line per op) over --ranks ranks; --events-per-rank sets its length (on average
+over the stages: the first and last stage issue half as many ops). The scan is the seed
+script's (examples/glm5_1_lora_pp4.sh at torch 2.10.0). The baseline, measured in the same run,
+is one process doing `json.loads` of every line of every rank file and keeping nothing. Each
+measurement runs in a fresh process (its peak RSS is that process's, interpreter and imports
+included). Prints medians; asserts nothing. Targets (issue 12): 128 ranks x 10k events <= 2x the
+plain parse and <= 1 GiB; 1,024 ranks x 20k events <= 1 GiB; HTML <= 5 MB.
 
-    python benchmarks/bench_report.py [--ranks 1024] [--microbatches 2] [--repeat 3]
+    python benchmarks/bench_report.py [--ranks 128] [--events-per-rank 10000] [--repeat 3]
+                                      [--keep DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -31,66 +35,107 @@ SEED = ROOT / "examples" / "glm5_1_lora_pp4.sh"
 def measure(what: str, trace: str, scan: str, html: str) -> None:
     """In a child process: time one operation, print seconds and peak RSS as JSON."""
     from auditor.analysis.join import join
-    from auditor.dynamic.trace import read_trace_dir
     from auditor.report.html import render_html
 
     doc = json.loads(Path(scan).read_text())
     start = time.perf_counter()
-    if what == "read":
-        read_trace_dir(trace)
+    if what == "json.loads":
+        for file in sorted(Path(trace).iterdir()):
+            with file.open("rb") as f:
+                for line in f:
+                    json.loads(line)
     else:
         text = render_html(join(doc, trace))
         Path(html).write_text(text, encoding="utf-8")
     seconds = time.perf_counter() - start
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    print(json.dumps({"seconds": seconds, "rss": rss}))
+    # The reader's worker processes (large traces): the largest one's peak, times the workers.
+    worker = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+    workers = min(os.cpu_count() or 1, len(list(Path(trace).glob("rank-*.jsonl"))))
+    print(json.dumps({"seconds": seconds, "rss": rss + worker * workers if worker else rss}))
 
 
-def child(what: str, trace: Path, scan: Path, html: Path) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--measure", what, str(trace), str(scan),
-                          str(html)], capture_output=True, text=True, check=True)
+def child(*argv: str) -> dict:
+    """A fresh process from this lean one (a child's peak RSS starts from its parent's image)."""
+    out = subprocess.run([sys.executable, __file__, *argv], capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(out.stderr)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--ranks", type=int, default=1024)
-    parser.add_argument("--microbatches", type=int, default=2)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--measure", nargs=4, metavar=("WHAT", "TRACE", "SCAN", "HTML"))
-    args = parser.parse_args()
-    if args.measure:
-        measure(*args.measure)
-        return
+def prepare(work: str, ranks: int, events_per_rank: int) -> None:
+    """In a child process: the seed scan, and the trace written rank by rank."""
     sys.path.insert(0, str(ROOT / "tests"))
     from test_join import megatron_programs, write_trace
 
     from auditor.scan import ScanInputs, run_scan
 
-    work = Path(tempfile.mkdtemp(prefix="p2paudit-bench-report-"))
+    root = Path(work)
     scan = run_scan(ScanInputs(str(SEED), torch_version="2.10.0"))
-    (work / "scan.json").write_text(json.dumps(scan))
+    (root / "scan.json").write_text(json.dumps(scan))
     start = time.perf_counter()
-    programs = megatron_programs(scan["sites"], world=args.ranks, pp=4,
-                                 microbatches=args.microbatches)
-    write_trace(work / "trace", programs, world=args.ranks)
-    made = time.perf_counter() - start
-    events = 2 * sum(len(p) for p in programs.values())
-    size = sum(f.stat().st_size for f in (work / "trace").iterdir())
-    print(f"{args.ranks} ranks, {events} events ({events / args.ranks:.0f} per rank), "
-          f"{size / 2**20:.1f} MiB of trace; written in {made:.1f} s")
-    runs = {"read": [], "join+html": []}
+    # One micro-batch's ops (forward, then backward), repeated: per micro-batch the four stages
+    # write 8, 16, 16 and 8 lines (a start and an end per op), 12 per rank on average.
+    microbatches = max(1, -(-events_per_rank // 12))
+    once = megatron_programs(scan["sites"], world=ranks, pp=4, microbatches=1)
+    write_trace(root / "trace", {r: _repeat(ops, microbatches) for r, ops in once.items()},
+                world=ranks)
+    events = 2 * microbatches * sum(len(ops) for ops in once.values())
+    print(json.dumps({"seconds": time.perf_counter() - start, "events": events}))
+
+
+def _repeat(ops: list[dict], times: int):
+    """`ops` `times` over, each batch_isend_irecv call with its own batch id; the communicator
+    creations only the first time."""
+    batches = max(op["batch"] for op in ops)
+    for k in range(times):
+        for op in ops:
+            op = dict(op, batch=op["batch"] + k * batches)
+            if k:
+                op.pop("comm_init", None)
+            yield op
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--ranks", type=int, default=128)
+    parser.add_argument("--events-per-rank", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--keep", metavar="DIR", help="write the trace here (and keep it); "
+                        "reuse it when it already holds one")
+    parser.add_argument("--measure", nargs=4, metavar=("WHAT", "TRACE", "SCAN", "HTML"))
+    parser.add_argument("--prepare", nargs=3, metavar=("WORK", "RANKS", "EVENTS"))
+    args = parser.parse_args()
+    if args.measure:
+        measure(*args.measure)
+        return
+    if args.prepare:
+        prepare(args.prepare[0], int(args.prepare[1]), int(args.prepare[2]))
+        return
+    work = Path(args.keep or tempfile.mkdtemp(prefix="p2paudit-bench-report-"))
+    work.mkdir(parents=True, exist_ok=True)
+    if not (work / "trace").is_dir():
+        made = child("--prepare", str(work), str(args.ranks), str(args.events_per_rank))
+        print(f"trace written in {made['seconds']:.1f} s")
+    files = list((work / "trace").iterdir())
+    lines = sum(f.read_bytes().count(b"\n") for f in files)
+    size = sum(f.stat().st_size for f in files)
+    print(f"{len(files)} ranks, {lines} lines ({lines / len(files):.0f} per rank), "
+          f"{size / 2**20:.1f} MiB of trace")
+    runs: dict[str, list[dict]] = {"json.loads": [], "report": []}
     for _ in range(args.repeat):
         for what in runs:
-            runs[what].append(child(what, work / "trace", work / "scan.json", work / "report.html"))
-    base = statistics.median(r["seconds"] for r in runs["read"])
+            runs[what].append(child("--measure", what, str(work / "trace"),
+                                    str(work / "scan.json"), str(work / "report.html")))
+    base = statistics.median(r["seconds"] for r in runs["json.loads"])
     for what, results in runs.items():
         seconds = statistics.median(r["seconds"] for r in results)
         rss = statistics.median(r["rss"] for r in results)
-        print(f"{what:<10} {seconds:7.3f} s  {seconds / base:5.2f}x read_trace_dir  "
+        print(f"{what:<10} {seconds:7.3f} s  {seconds / base:5.2f}x json.loads  "
               f"peak RSS {rss / 2**20:7.1f} MiB  (median of {args.repeat})")
     html = (work / "report.html").stat().st_size
-    print(f"HTML       {html / 2**20:7.2f} MB   (targets: join+html <= 10 s, <= 1 GiB, HTML <= 5 MB)")
+    print(f"HTML       {html / 2**20:7.2f} MB   (targets: report <= 2x json.loads at 128 x 10k, "
+          f"<= 1 GiB, HTML <= 5 MB)")
     print(f"files kept in {work}")
 
 

@@ -101,3 +101,20 @@ def test_eager_init_on_each_ranks_own_gpu_is_agreement():
     assert disagreements([report(0, "eager (cuda:0)"), report(1, "eager (cuda:1)")]) == []
     assert disagreements([report(0, "eager (cuda:0)"), report(1, "lazy")]) == [
         "rank 1 (h): group default init 'lazy', rank 0's default has 'eager (cuda:0)'"]
+
+
+def test_runs_where_torch_has_no_numpy(tmp_path):
+    """torch installs without numpy (torch's object collectives need it; doctor does not): here a
+    `numpy` that fails to import shadows the installed one, as in an environment without it."""
+    shadow = tmp_path / "numpy"
+    shadow.mkdir()
+    (shadow / "__init__.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'numpy'\", name='numpy')\n")
+    path = os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])
+    check = subprocess.run([sys.executable, "-c", "import numpy"], env=dict(os.environ, PYTHONPATH=path),
+                           capture_output=True, text=True)
+    assert "No module named 'numpy'" in check.stderr  # the premise
+    done = doctor("--nproc", "2", "--backend", "gloo", env={"PYTHONPATH": path})
+    assert done.returncode == EXIT_FINDINGS, done.stderr  # ran to its verdict (gloo: no coalescing)
+    assert "Failed to initialize NumPy" in done.stderr  # torch itself ran without numpy
+    assert "all 2 ranks agree with rank 0" in done.stdout

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
 import pytest
@@ -121,17 +122,26 @@ def site_of(sites: list[dict[str, Any]], function: str, api: str, ordinal: int) 
                 and s["id"].endswith(f":{api}:{ordinal}"))
 
 
-def write_trace(root: Path, programs: dict[int, list[dict[str, Any]]], world: int,
+def write_trace(root: Path, programs: dict[int, Iterable[dict[str, Any]]], world: int,
                 pending: dict[int, int] | None = None) -> None:
-    """Rank files as the recorder writes them: a meta line, then per op a start line and, unless
-    the op is the rank's `pending` index, an end line right after it."""
+    """Rank files as the recorder writes them: a meta line, then per op (a group line before the
+    first op on each group, which later lines name) a start line and, unless the op is the
+    rank's `pending` index, an end line right after it. One rank's lines in memory at a time."""
     root.mkdir(parents=True, exist_ok=True)
     for rank, ops in programs.items():
         lines = [{"seq": 0, "t": 0.0, "rank": rank, "api": "process", "phase": "meta",
                   "torch": "2.10.0", "recorder": "p2paudit test", "world_size": world}]
+        declared: set[str] = set()
         for k, op in enumerate(ops):
+            start = {"t": 1.0 + k, "rank": rank, "phase": "start", **op}
+            if isinstance(op.get("group"), dict):  # setup calls have none
+                name = start["group"] = op["group"]["name"]
+                if name not in declared:
+                    declared.add(name)
+                    lines.append({"seq": len(lines), "t": 1.0 + k, "rank": rank, "api": "group",
+                                  "phase": "group", "group": op["group"]})
             seq = len(lines)
-            lines.append({"seq": seq, "t": 1.0 + k, "rank": rank, "phase": "start", **op})
+            lines.append({"seq": seq, **start})
             if pending is None or pending.get(rank) != k:
                 lines.append({"seq": seq + 1, "t": 1.5 + k, "rank": rank, "api": op["api"],
                               "phase": "end", "of": seq, "how": "wait"})

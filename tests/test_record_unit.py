@@ -22,6 +22,7 @@ import torch.distributed.distributed_c10d as c10d
 from auditor.cli import main as cli_main
 from auditor.dynamic import callsite, hooks, record, trace
 from auditor.dynamic.recorder import Recorder
+from auditor.errors import InputError
 
 FIXTURES = Path(__file__).resolve().parent / "record_fixtures"
 
@@ -69,23 +70,97 @@ def test_reader_truncated_line_missing_rank_restart_and_bad_hang(tmp_path: Path)
     d = tmp_path / "t"
     (d / "rank-3.jsonl").unlink()
     lines = (d / "rank-2.jsonl").read_text().splitlines(keepends=True)
-    (d / "rank-2.jsonl").write_text("".join(lines[:5]) + "{not json}\n" + "".join(lines[5:-1])
-                                    + lines[-1][:17])
+    (d / "rank-2.jsonl").write_text("".join(lines[:-1]) + lines[-1][:17])
     restarted = json.loads(lines[0])
-    restarted.update(pid=1, wall0=restarted["wall0"] + 100)
+    restarted.update(rank=0, pid=1, wall0=restarted["wall0"] + 100)
     (d / "rank-0.1.jsonl").write_text(json.dumps(restarted) + "\n")
     (d / "hang-rank-1.json").write_text("{")
     t = trace.read_trace_dir(d)
     assert sorted(t.ranks) == [0, 1, 2] and t.missing == [3] and t.world_size == 4
-    assert t.ranks[0].path.name == "rank-0.1.jsonl" and t.ranks[0].events == []
+    assert t.ranks[0].path.name == "rank-0.1.jsonl" and t.ranks[0].head == []
     assert [rt.path.name for rt in t.earlier[0]] == ["rank-0.jsonl"]
-    assert len(t.ranks[2].events) == len(lines) - 2  # all but the meta line and the cut line
+    assert len(t.ranks[2].head) == len(lines) - 2  # all but the meta line and the cut line
+    assert t.ranks[2].complete
     assert t.ranks[1].hang is None
     notes = "\n".join(t.skipped)
-    assert "rank-2.jsonl:6: unparsable line" in notes
-    assert f"rank-2.jsonl:{len(lines) + 1}: truncated last line" in notes
+    assert f"rank-2.jsonl:{len(lines)}: truncated last line" in notes
     assert "hang-rank-1.json: unreadable hang file" in notes
     assert "rank 3: no trace file" in notes and "rank 0: earlier process" in notes
+
+
+def _report_of(trace_dir: Path, tmp_path: Path) -> subprocess.CompletedProcess:
+    scan = tmp_path / "scan.json"
+    scan.write_text(json.dumps({"sites": [], "targets": [], "findings": [], "config": {}}))
+    return subprocess.run([sys.executable, "-m", "auditor", "report", "--scan", str(scan),
+                           "--trace", str(trace_dir), "--format", "json"],
+                          capture_output=True, text=True, timeout=120)
+
+
+def _edit_line(file: Path, number: int, change) -> None:
+    lines = file.read_text().splitlines(keepends=True)
+    event = json.loads(lines[number - 1])
+    change(event)
+    lines[number - 1] = json.dumps(event) + "\n"
+    file.write_text("".join(lines))
+
+
+def _first_p2p_line(file: Path) -> int:
+    return next(n for n, text in enumerate(file.read_text().splitlines(), 1)
+                if '"phase":"start","kind":"p2p"' in text)
+
+
+@pytest.mark.parametrize("case", ["peer 99", "peer 99 inline group", "peer 99 without group",
+                                  "seq text", "group 5", "not JSON", "two runs",
+                                  "rank 0 in rank-1.jsonl", "rank field"])
+def test_inconsistent_trace_is_bad_input_naming_the_file(tmp_path: Path, case: str) -> None:
+    """Never a traceback, never an analysis of it: exit 2 and one line naming file and cause."""
+    d = tmp_path / "t"
+    shutil.copytree(FIXTURES / "pipeline", d)
+    rank0 = d / "rank-0.jsonl"
+    n = _first_p2p_line(rank0)
+    where, cause = f"{rank0}:{n}", None
+    if case == "peer 99":  # the group named, as today's recorder writes it
+        _edit_line(rank0, n, lambda e: e.update(peer=99))
+        cause = "peer 99 is not in its group [0, 1, 2, 3]"
+    elif case == "peer 99 inline group":  # earlier recorders repeated the group in each line
+        declared = next(json.loads(x)["group"] for x in rank0.read_text().splitlines()
+                        if '"phase":"group"' in x)
+        _edit_line(rank0, n, lambda e: e.update(peer=99, group=declared))
+        cause = "peer 99 is not in its group [0, 1, 2, 3]"
+    elif case == "peer 99 without group":
+        _edit_line(rank0, n, lambda e: e.update(peer=99, group=None))
+        cause = "rank 99 (a peer or group member) is outside the world of 4 ranks"
+    elif case == "seq text":
+        _edit_line(rank0, n, lambda e: e.update(seq="x"))
+        cause = "not a trace line (seq 'x')"
+    elif case == "group 5":
+        _edit_line(rank0, n, lambda e: e.update(group=5))
+        cause = "not a trace line"
+    elif case == "not JSON":
+        lines = rank0.read_text().splitlines(keepends=True)
+        lines[n - 1] = lines[n - 1][: len(lines[n - 1]) // 2] + "\n"  # cut, then more lines
+        rank0.write_text("".join(lines))
+        cause = "not a JSON line"
+    elif case == "two runs":  # ranks 0-1 of a 2-rank run next to ranks 2-3 of a 4-rank one
+        for rank in (0, 1):
+            shutil.copy(Path(__file__).parent / "waitfor_cases" / "lazy-init-2" /
+                        f"rank-{rank}.jsonl", d / f"rank-{rank}.jsonl")
+        where = str(d)
+        cause = ("rank files of different runs: rank-0.jsonl, rank-1.jsonl world size 2; "
+                 "rank-2.jsonl, rank-3.jsonl world size 4")
+    elif case == "rank 0 in rank-1.jsonl":
+        shutil.copy(rank0, d / "rank-1.jsonl")
+        where, cause = f"{d / 'rank-1.jsonl'}:1", "it holds the trace of rank 0"
+    else:
+        _edit_line(rank0, n, lambda e: e.update(rank=2))
+        cause = "a line of rank 2 in the file of rank 0"
+    with pytest.raises(InputError) as err:
+        trace.read_trace_dir(d)
+    assert str(err.value).startswith(f"{where}: the trace is inconsistent: ") and \
+        cause in str(err.value), str(err.value)
+    done = _report_of(d, tmp_path)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip().splitlines() == [f"p2paudit report: error: {err.value}"]
 
 
 def test_reader_rejects_a_directory_without_trace(tmp_path: Path) -> None:
@@ -206,7 +281,7 @@ def test_threads_get_consecutive_seqs_and_every_op_ends(recorded) -> None:
     for t in threads:
         t.join()
     rt = trace.read_trace_dir(recorded.directory).ranks[0]
-    assert [e["seq"] for e in rt.events] == list(range(1, len(rt.events) + 1))
+    assert [e["seq"] for e in rt.head] == list(range(1, len(rt.head) + 1))
     coll = rt.starts("collective")
     assert len(coll) == 100 and all(e["end"]["how"] == "return" for e in coll)
 
@@ -224,7 +299,7 @@ def test_internal_failure_turns_recording_off_once(recorded, monkeypatch, capsys
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "recording stopped in this process" in err[0]
     rt = trace.read_trace_dir(recorded.directory).ranks[0]
-    assert rt.events[-1]["phase"] == "off" and "simulated recorder bug" in rt.events[-1]["error"]
+    assert rt.head[-1]["phase"] == "off" and "simulated recorder bug" in rt.head[-1]["error"]
     assert rt.starts("collective") == []
 
 
@@ -274,3 +349,66 @@ def test_meta_lines_name_the_writers_without_reading_events():
     metas = read_meta_lines(Path(__file__).parent / "record_fixtures" / "pipeline")
     assert sorted(m["rank"] for m in metas) == [0, 1, 2, 3]
     assert all(isinstance(m["pid"], int) and m["host"] for m in metas)
+
+
+def test_parallel_reading_is_the_same_reading(tmp_path: Path) -> None:
+    """Large traces are read by worker processes: same aggregates and windows, same errors."""
+    alone = trace.read_trace_dir(FIXTURES / "pipeline", jobs=1)
+    together = trace.read_trace_dir(FIXTURES / "pipeline", jobs=2)
+    for rank, rt in alone.ranks.items():
+        other = together.ranks[rank]
+        assert (rt.usage, rt.batch_calls, rt.head, rt.groups, rt.lines) == \
+            (other.usage, other.batch_calls, other.head, other.groups, other.lines)
+    d = tmp_path / "t"
+    shutil.copytree(FIXTURES / "pipeline", d)
+    shutil.copy(d / "rank-0.jsonl", d / "rank-3.jsonl")
+    with pytest.raises(InputError, match="rank-3.jsonl:1: the trace is inconsistent: it holds "
+                                         "the trace of rank 0"):
+        trace.read_trace_dir(d, jobs=2)
+
+
+def test_head_keeps_the_first_ops_and_counts_the_rest(tmp_path: Path) -> None:
+    """A window of the first ops per rank (what the timeline and the replay read); the counts
+    and the pending ops cover the whole file."""
+    from test_join import group, write_trace
+
+    pair = group([0, 1], "pp", "1")
+    site = {"path": "train.py", "line": 7, "end_line": 7, "function": "step"}
+    n = 3 * trace.HEAD_PER_RANK
+    programs = {r: [{"api": "send" if (k + r) % 2 == 0 else "recv", "kind": "p2p",
+                     "batched": False, "peer": 1 - r, "group": pair, "shape": [4],
+                     "dtype": "float32", "site": site} for k in range(n)] for r in (0, 1)}
+    write_trace(tmp_path, programs, world=2, pending={1: n - 1})
+    t = trace.read_trace_dir(tmp_path, head_ops=4)  # at least HEAD_PER_RANK per rank
+    for rank, rt in t.ranks.items():
+        assert not rt.complete and rt.ops == n and rt.lines == 1 + 2 * n - rank
+        assert len(rt.starts()) == trace.HEAD_PER_RANK
+        assert sum(rt.usage.values()) == n and rt.usage[next(iter(rt.usage))] in (n // 2, n - n // 2)
+    assert [e["seq"] for e in t.ranks[1].pending()] == [2 * n]
+    assert t.ranks[0].pending() == []
+
+
+def test_mapped_file_grows_closes_exact_and_writes_through_where_mapping_fails(
+        tmp_path: Path, monkeypatch) -> None:
+    from auditor.dynamic import recorder
+
+    line = b'{"seq":1}' + b" " * 500 + b"\n"
+    fd, path = trace.rank_file(tmp_path, 0, 1)
+    mapped = recorder._MappedFile(fd)
+    for _ in range(3 * recorder._MappedFile.CHUNK // len(line)):  # three chunks: two remaps
+        mapped.write(line)
+    assert path.stat().st_size > mapped.pos  # zeros ahead until closed
+    mapped.close()
+    assert path.read_bytes() == line * (3 * recorder._MappedFile.CHUNK // len(line))
+
+    def no_mapping(*args, **kwargs):
+        raise OSError(19, "No such device")  # what mmap says on a filesystem that cannot
+
+    monkeypatch.setattr(recorder.mmap, "mmap", no_mapping)
+    fd, path = trace.rank_file(tmp_path, 1, 1)
+    through = recorder._MappedFile(fd)
+    through.write(line)
+    through.write(line)
+    assert path.read_bytes() == line * 2  # on disk at once, nothing ahead
+    through.close()
+    assert path.read_bytes() == line * 2

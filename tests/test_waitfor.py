@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from auditor.analysis.waitfor import (TRANSPORT_BUFFER, Conditions, Group, Op, analyze,
+                                      closed_prefixes,
                                       programs_from_events, programs_from_trace)
 from auditor.cli import build_parser
 from auditor.commands.repro import spec_from_args
@@ -64,7 +65,8 @@ def test_json_form_for_the_report():
     result = analyze(programs, Conditions.for_transport("net", "lazy", False)).to_json()
     assert result["hang"] is True
     assert result["conditions"] == {"init": "lazy", "coalesce": False,
-                                    "buffer_bytes": TRANSPORT_BUFFER["net"], "transport": "net"}
+                                    "buffer_bytes": TRANSPORT_BUFFER["net"], "transport": "net",
+                                    "backend": "nccl"}
     rank0 = result["ranks"][0]
     states = [op["state"] for op in rank0["ops"]]
     blocked = states.index("blocked")
@@ -169,3 +171,46 @@ def test_groups_sharing_a_description_are_different_communicators():
     assert analysis.ranks[1].words.startswith("inside the creation of communicator pp[1,3] ")
     assert "needs rank(s) 3 (which never uses it)" in analysis.ranks[1].words
     assert analysis.ranks[0].ops[0].communicator == "pp[0,2]"
+
+
+def test_gloo_model_runs_a_batch_op_by_op_without_streams():
+    """What gloo did (tests/test_record_runs.py records it): both ranks isend then irecv, op by
+    op, unbuffered, and it completes, since gloo has no stream to queue the irecv behind the
+    isend. NCCL with the same zero buffer (the repro's stream emulation on gloo) deadlocks."""
+    programs = {0: [op(0, 0, "isend", 1, batch=1), op(0, 1, "irecv", 1, batch=1),
+                    op(0, 2, "send", 1, after=(0, 1))],
+                1: [op(1, 0, "isend", 0, batch=1), op(1, 1, "irecv", 0, batch=1),
+                    op(1, 2, "recv", 0, after=(0, 1))]}
+    gloo = analyze(programs, Conditions.gloo())
+    assert not gloo.hang and all(s.cpu == "finished" for s in gloo.ranks.values())
+    assert {o.communicator for s in gloo.ranks.values() for o in s.ops} == {"pp"}
+    streams = analyze(programs, Conditions("lazy", False, 0, "gloo"))
+    assert streams.hang and "a cycle" in streams.cycle
+    # A receive nobody sends still waits under gloo.
+    alone = analyze({0: [op(0, 0, "recv", 1)], 1: []}, Conditions.gloo())
+    assert alone.hang and "no matching SEND" in alone.ranks[0].ops[0].blocked_on["reason"]
+
+
+def test_the_recorded_gloo_hang_still_hangs_under_gloos_model():
+    programs, _ = programs_from_trace(read_trace_dir(CASES_DIR / "fallback-2-4b-hung"))
+    analysis = analyze(programs, Conditions.gloo())
+    assert analysis.hang and "ISEND to 1 (4 B) on default_pg waits for rank 1" in analysis.cycle
+
+
+def test_closed_prefixes_cut_no_exchange_in_half():
+    """A completed 2-rank ping-pong cut at 3 ops per rank: rank 0's third op (a send) is matched
+    by rank 1's fourth op; cut blindly, the send looks blocked. The closed cut drops it."""
+    ping = {0: [], 1: []}
+    for k in range(4):
+        ping[0].append(op(0, k, "send" if k % 2 == 0 else "recv", 1, 64 * MiB))
+        ping[1].append(op(1, k, "recv" if k % 2 == 0 else "send", 0, 64 * MiB))
+    ping[1].insert(0, op(1, 0, "all_reduce", None, group=Group((1,), "self")))
+    ping[1] = [Op(**{**o.__dict__, "index": i}) for i, o in enumerate(ping[1])]
+    cond = Conditions.for_transport("net", "eager")
+    blind = {r: p[:3] for r, p in ping.items()}
+    assert analyze(blind, cond).hang
+    closed = closed_prefixes(ping, cond, 3)
+    assert [len(closed[0]), len(closed[1])] == [2, 3] and not analyze(closed, cond).hang
+    # A rank whose whole program is in the cut is not cut: what it lacks is really missing.
+    short = {0: ping[0][:3], 1: ping[1][:3]}
+    assert analyze(closed_prefixes(short, cond, 3), cond).hang

@@ -7,6 +7,13 @@ and the user has to know which before trusting either: a site that fired but was
 range; when the trace came from another release (lines moved), by stable id, either exactly
 through that release's own site inventory (`trace_sites`) or by the order of lines within a
 function when that order leaves no doubt.
+
+Everything here is built from the trace reader's aggregates (op counts per site, group and peer)
+and windows (each rank's first ops, the ops that never ended), never from every event, so a
+1,024-rank trace of 20k events per rank fits in memory. The replay's meaning depends on whether
+the run completed (every op has an end line, none raised): a completed run did not deadlock, so
+a hang the model finds in its order is a conditional warning ("under NCCL over the network
+transport this order would hang"); a run that stopped in an op gets the cycle as an error.
 """
 
 from __future__ import annotations
@@ -71,12 +78,21 @@ def join(
     for s in sites:
         s["fired"] = {str(r): n for r, n in sorted(fired.get(s["id"], Counter()).items())}
 
-    conditions = _conditions(trace)
+    recorded = _conditions(trace)
+    conditions = recorded
     if transport is not None or init is not None:
-        conditions = waitfor.Conditions.for_transport(
-            transport or conditions.transport, init or conditions.init, conditions.coalesce)
-    programs = waitfor.programs_from_events({r: t.events for r, t in trace.ranks.items()})
-    model, replayed = _replay(programs, conditions)
+        conditions = _override(recorded, transport, init)
+    programs = waitfor.programs_from_events({r: t.head for r, t in trace.ranks.items()})
+    totals = {r: rt.ops for r, rt in trace.ranks.items()}
+    model, replayed = _replay(programs, conditions, totals)
+    completed = _completed(trace)
+    # On a CPU (gloo) recording, the NCCL questions are asked of what NCCL would do with it.
+    nccl_like = conditions
+    what_if = None
+    if conditions.backend == "gloo":
+        nccl_like = waitfor.Conditions.for_transport("net", conditions.init)
+        if completed:  # would the same order hang on GPUs, over the network transport?
+            what_if = _replay(programs, nccl_like, totals)[0]
     by_id = {s["id"]: s for s in sites}
     misses = _misses(uses, mapped, by_id, sites)
     run = {
@@ -85,59 +101,59 @@ def join(
         "misses": misses,
         "unfired": _unfired(sites, trace),
         "unresolved": _unresolved(sites),
-        "pairs": _pairs(programs, conditions),
+        "pairs": _pairs(trace, nccl_like),
         "waitfor": {"hang": model.hang, "conditions": model.conditions.to_json(),
                     "cycle": model.cycle, "blocked": model.blocked, "replayed_ops": replayed,
-                    "complete": replayed == sum(len(p) for p in programs.values())},
+                    "complete": replayed == sum(rt.ops for rt in trace.ranks.values()),
+                    "run_completed": completed},
         "timeline": _timeline(trace, model),
     }
     out["run"] = run
     findings = list(doc.get("findings", []))
     effective = doc.get("config", {}).get("effective", {})
     findings += [f.to_json() for f in _findings(uses, mapped, by_id, run, effective, trace)]
+    findings += [f.to_json() for f in _replay_findings(run["waitfor"], what_if)]
     out["findings"] = findings
     return out
 
 
 # --- what the run did ---------------------------------------------------------------------------
 def _uses(trace: Trace) -> dict[Key, _Use]:
-    """Per line of code: calls per rank, and the unbatched ops per group. An op from
-    batch_isend_irecv counts for its P2POp line (`op_site`) and, once per batch, for the
-    batch_isend_irecv line (`site`)."""
+    """Per line of code: calls per rank, and the unbatched ops per group, from the reader's op
+    counts. An op from batch_isend_irecv counts for its P2POp line (`op_site`) and, once per
+    batch, for the batch_isend_irecv line (`site`)."""
     uses: dict[Key, _Use] = {}
 
-    def use(site: dict[str, Any] | None, api: str, op: str | None) -> _Use:
-        site = site or {}
-        line = int(site.get("line") or 0)
-        key = (str(site.get("path") or "?"), line, int(site.get("end_line") or line),
-               str(site.get("function") or "?"), api, op)
+    def use(site: tuple | None, api: str, op: str | None) -> _Use:
+        path, line, end_line, function = site or ("?", 0, 0, "?")
+        key = (path, line, end_line, function, api, op)
         u = uses.get(key)
         if u is None:
             u = uses[key] = _Use()
         return u
 
     for rank, rt in trace.ranks.items():
-        batches: set[Any] = set()
-        for e in rt.events:
-            if e.get("phase") != "start" or e.get("kind", "p2p") != "p2p":
+        for u, n in rt.usage.items():
+            if u.kind != "p2p":
                 continue
-            api = str(e.get("api"))
-            group = e.get("group") or {}
+            group = rt.groups[u.group] if u.group >= 0 else {}
             label = group_label(group)
-            if e.get("via") == "batch_isend_irecv":
-                if e.get("op_site"):  # where its P2POp was made, when the recorder saw it
-                    use(e["op_site"], "P2POp", api).fired[rank] += 1
-                call = use(e.get("site"), "batch_isend_irecv", None)
+            if u.via == "batch_isend_irecv":
+                if u.op_site:  # where its P2POp was made, when the recorder saw it
+                    use(u.op_site, "P2POp", u.api).fired[rank] += n
+                call = use(u.site, "batch_isend_irecv", None)
                 call.via_batch = True
-                if e.get("batch") not in batches:
-                    batches.add(e.get("batch"))
-                    call.fired[rank] += 1
+                call.fired[rank] += 0  # counted once per batch below
             else:
-                call = use(e.get("site"), api, None)
-                call.fired[rank] += 1
+                call = use(u.site, u.api, None)
+                call.fired[rank] += n
             call.groups.setdefault(label, group)
-            if e.get("batched") is False:
-                call.unbatched.setdefault(label, Counter())[rank] += 1
+            if u.batched is False:
+                call.unbatched.setdefault(label, Counter())[rank] += n
+        for site, calls in rt.batch_calls.items():
+            use(site, "batch_isend_irecv", None).fired[rank] += calls
+    for u in uses.values():
+        u.fired = +u.fired  # drop the zero counts
     return uses
 
 
@@ -244,7 +260,7 @@ def _misses(uses: dict[Key, _Use], mapped: dict[Key, str], by_id: dict[str, dict
 
 def _unfired(sites: list[dict[str, Any]], trace: Trace) -> list[dict[str, Any]]:
     """Predicted reachable but never fired, with the tests on the way that can explain it."""
-    stopped = any(rt.pending() for rt in trace.ranks.values()) or bool(trace.missing)
+    stopped = not _completed(trace) or bool(trace.missing)
     out = []
     for s in sites:
         if s.get("reachable") != "yes" or s["fired"]:
@@ -275,52 +291,73 @@ def _per_rank(counter: Counter) -> dict[str, int]:
 
 def _trace_summary(trace: Trace) -> dict[str, Any]:
     metas = [rt.meta for rt in trace.ranks.values()]
-    backends = sorted({str(e["group"].get("backend")) for rt in trace.ranks.values()
-                       for e in rt.events if isinstance(e.get("group"), dict)
-                       and e["group"].get("backend")})
+    backends = sorted({str(g["backend"]) for rt in trace.ranks.values() for g in rt.groups
+                       if g.get("backend")})
     return {
         "root": str(trace.root), "ranks": len(trace.ranks), "world_size": trace.world_size,
         "missing": trace.missing, "skipped": trace.skipped,
         "torch": sorted({str(m["torch"]) for m in metas if m.get("torch")}),
         "backends": backends,
         "pending": {str(r): len(rt.pending()) for r, rt in trace.ranks.items() if rt.pending()},
+        "raised": {str(r): len(rt.raised) for r, rt in trace.ranks.items() if rt.raised},
         "hang_files": sorted(r for r, rt in trace.ranks.items() if rt.hang is not None),
-        "events": sum(len(rt.events) for rt in trace.ranks.values()),
+        "events": sum(rt.lines for rt in trace.ranks.values()),
     }
 
 
+def _completed(trace: Trace) -> bool:
+    """Every recorded op has an end line and none raised: whatever the model says of its order,
+    this run did not deadlock."""
+    return not any(rt.pending() or rt.raised for rt in trace.ranks.values())
+
+
 def _conditions(trace: Trace) -> waitfor.Conditions:
-    groups = [e["group"] for rt in trace.ranks.values() for e in rt.events[:64]
-              if isinstance(e.get("group"), dict)]
+    """What the run ran on: gloo's own model for a gloo trace; for NCCL, the network transport
+    (the transport is not recorded, and it buffers least) and the init mode the groups had."""
+    groups = [g for rt in trace.ranks.values() for g in rt.groups]
     eager = any(g.get("eager") for g in groups)
-    nccl = any(g.get("backend") == "nccl" for g in groups)
-    return waitfor.Conditions.for_transport("net" if nccl or not groups else "gloo",
-                                            init="eager" if eager else "lazy")
+    init = "eager" if eager else "lazy"
+    if groups and not any(g.get("backend") == "nccl" for g in groups):
+        return waitfor.Conditions.gloo(init)
+    return waitfor.Conditions.for_transport("net", init=init)
 
 
-def _replay(programs: dict[int, list[waitfor.Op]], conditions: waitfor.Conditions
-            ) -> tuple[waitfor.Analysis, int]:
-    total = sum(len(p) for p in programs.values())
-    if total > REPLAY_OPS:
-        per_rank = max(1, REPLAY_OPS // max(1, len(programs)))
-        programs = {r: p[:per_rank] for r, p in programs.items()}
+def _override(recorded: waitfor.Conditions, transport: str | None, init: str | None
+              ) -> waitfor.Conditions:
+    """`--transport` / `--init` replace just what they name; `--transport gloo` is gloo's model."""
+    transport = transport or recorded.transport
+    init = init or recorded.init
+    if transport == "gloo":
+        return waitfor.Conditions.gloo(init)
+    return waitfor.Conditions.for_transport(transport, init, recorded.coalesce)
+
+
+def _replay(programs: dict[int, list[waitfor.Op]], conditions: waitfor.Conditions,
+            totals: dict[int, int]) -> tuple[waitfor.Analysis, int]:
+    """The replay of each rank's first ops (REPLAY_OPS in all), cut where no op is left waiting
+    for a partner beyond another rank's cut (`waitfor.closed_prefixes`)."""
+    per_rank = max(1, REPLAY_OPS // max(1, len(programs)))
+    programs = waitfor.closed_prefixes(programs, conditions, per_rank, totals)
     return waitfor.analyze(programs, conditions), sum(len(p) for p in programs.values())
 
 
-def _pairs(programs: dict[int, list[waitfor.Op]], conditions: waitfor.Conditions
-           ) -> list[dict[str, Any]]:
+def _pairs(trace: Trace, conditions: waitfor.Conditions) -> list[dict[str, Any]]:
     """Rank pairs whose P2P ops run on more than one communicator under `conditions`."""
     comms: dict[tuple[int, int], dict[str, set[str]]] = {}
-    for ops in programs.values():
-        for op in ops:
-            if op.kind == "collective" or op.peer is None:
+    for rank, rt in trace.ranks.items():
+        groups = [waitfor.Group(tuple(sorted(g["ranks"])), str(g.get("desc") or ""))
+                  for g in rt.groups]
+        for u in rt.usage:
+            if u.kind != "p2p" or u.peer is None or u.group < 0:
                 continue
-            coalesced = bool(op.coalesced) and op.batch is not None
+            coalesced = bool(u.batched)  # a batched op without a batch id: its window's batch
+            op = waitfor.Op(rank, 0, u.api, groups[u.group], u.peer, coalesced=u.batched,
+                            batch=0 if coalesced or u.in_batch else None)
             comm = waitfor.communicator_for(op, conditions, coalesced)
-            pair = (min(op.rank, op.peer), max(op.rank, op.peer))
+            pair = (min(rank, u.peer), max(rank, u.peer))
             how = "coalesced batch" if coalesced else "unbatched op"
             comms.setdefault(pair, {}).setdefault(comm.name, set()).add(
-                f"{how} on {op.group.label}")
+                f"{how} on {groups[u.group].label}")
     return [{"ranks": list(pair), "communicators": {c: sorted(h) for c, h in sorted(by.items())}}
             for pair, by in sorted(comms.items()) if len(by) > 1]
 
@@ -333,7 +370,7 @@ def _timeline(trace: Trace, model: waitfor.Analysis) -> dict[str, Any]:
     lanes = []
     for rank, rt in trace.ranks.items():
         events, index = [], -1
-        for e in rt.events:
+        for e in rt.head:
             if e.get("phase") != "start":
                 continue
             kind = e.get("kind", "p2p")
@@ -442,9 +479,11 @@ def _findings(uses: dict[Key, _Use], mapped: dict[Key, str], by_id: dict[str, di
         first = run["pairs"][0]
         comms = "; ".join(f"{c} ({', '.join(h)})" for c, h in first["communicators"].items())
         examples = ", ".join(f"{a}-{b}" for a, b in (p["ranks"] for p in run["pairs"][:EXAMPLES]))
+        on_gloo = run["waitfor"]["conditions"]["backend"] == "gloo"
         out.append(Finding(
-            "pair-on-two-communicators", "error",
-            f"{len(run['pairs'])} pipeline neighbour pair(s) talk over two or more NCCL "
+            "pair-on-two-communicators", "warning" if on_gloo else "error",
+            f"{len(run['pairs'])} pipeline neighbour pair(s) "
+            f"{'would talk under NCCL' if on_gloo else 'talk'} over two or more NCCL "
             f"communicators ({run['waitfor']['conditions']['init']} init): ranks "
             f"{first['ranks'][0]} and {first['ranks'][1]} use {comms}. Each communicator is "
             "created at its first use by a rendezvous of all its members; ranks that reach the "
@@ -455,16 +494,6 @@ def _findings(uses: dict[Key, _Use], mapped: dict[Key, str], by_id: dict[str, di
                 "(init_process_group(device_id=...))",
             detail={"pairs": run["pairs"][:50]}))
 
-    wf = run["waitfor"]
-    if wf["cycle"]:
-        out.append(Finding(
-            "wait-for-cycle", "error",
-            f"the recorded op order deadlocks under NCCL ({_conditions_words(wf['conditions'])}): "
-            f"{wf['cycle']}",
-            fix="make both sides of each exchange reach the same communicator and the same "
-                "op order: batch the exchange (batch_isend_irecv that coalesces) or order "
-                "sends and receives even/odd",
-            detail={"blocked": wf["blocked"][:EXAMPLES]}))
     pending = run["trace"]["pending"]
     if pending:
         stuck = sorted(int(r) for r in pending)
@@ -478,9 +507,59 @@ def _findings(uses: dict[Key, _Use], mapped: dict[Key, str], by_id: dict[str, di
     return out
 
 
+def _replay_findings(wf: dict[str, Any], what_if: waitfor.Analysis | None) -> list[Finding]:
+    """What the wait-for replay adds, by what the run did.
+
+    - `wait-for-cycle` (error): the run stopped in an op (or an op raised) and the replay finds
+      the cycle of waits: the deadlock, explained.
+    - `replay-would-hang` (warning): every op completed, yet under the replay's conditions (NCCL
+      over the network transport, the order as recorded) the same order hangs: a hang waiting
+      for that setting, not one that happened.
+    - `replay-disagrees-with-run` (warning): every op of a gloo run completed, yet the gloo model
+      says it hangs: the model is wrong about this run; nothing is concluded from it.
+    """
+    fix = ("make both sides of each exchange reach the same communicator and the same op order: "
+           "batch the exchange (batch_isend_irecv that coalesces) or order sends and receives "
+           "even/odd")
+    out: list[Finding] = []
+    if not wf["run_completed"]:
+        if wf["cycle"]:
+            out.append(Finding(
+                "wait-for-cycle", "error",
+                f"the run stopped, and its recorded op order deadlocks under "
+                f"{_conditions_words(wf['conditions'])}: {wf['cycle']}",
+                fix=fix, detail={"blocked": wf["blocked"][:EXAMPLES]}))
+        return out
+    if wf["hang"] and wf["conditions"]["backend"] == "gloo":
+        out.append(Finding(
+            "replay-disagrees-with-run", "warning",
+            f"every recorded op completed, yet the gloo model of the wait-for replay says this "
+            f"order hangs ({wf['cycle'] or wf['blocked'][0]}): the model is wrong about this run, "
+            "so its other answers are not to be trusted here",
+            fix="report it with the trace attached", detail={"blocked": wf["blocked"][:EXAMPLES]}))
+    elif wf["hang"]:
+        out.append(_would_hang(wf["conditions"], wf["cycle"], wf["blocked"], fix))
+    if what_if is not None and what_if.hang:
+        out.append(_would_hang(what_if.conditions.to_json(), what_if.cycle, what_if.blocked, fix))
+    return out
+
+
+def _would_hang(conditions: dict[str, Any], cycle: str, blocked: list[str], fix: str) -> Finding:
+    where = "over the network transport" if conditions["transport"] == "net" else \
+        f"over the {conditions['transport']} transport"
+    return Finding(
+        "replay-would-hang", "warning",
+        f"every recorded op completed; under NCCL {where} this order would hang "
+        f"({_conditions_words(conditions)}): {cycle or blocked[0]}",
+        fix=fix, detail={"conditions": conditions, "cycle": cycle, "blocked": blocked[:EXAMPLES]})
+
+
 def _conditions_words(c: dict[str, Any]) -> str:
-    return (f"{c['init']} init, {c['transport']} transport, sends up to "
-            f"{waitfor.size_words(c['buffer_bytes'])} complete unmatched")
+    if c.get("backend") == "gloo":
+        return "gloo (no coalescing, no stream order, a send completes once its receive is issued)"
+    batch = {True: "coalesces", False: "runs op by op", None: "as recorded"}[c["coalesce"]]
+    return (f"NCCL, {c['init']} init, batch_isend_irecv {batch}, {c['transport']} transport, "
+            f"sends up to {waitfor.size_words(c['buffer_bytes'])} complete unmatched")
 
 
 def _unbatched_finding(key: Key, u: _Use, label: str, per_rank: Counter, mapped: dict[Key, str],

@@ -18,11 +18,19 @@ ranks' op sequences against a small model of NCCL under torch and reports the cy
   Sends and receives match in order per (communicator, source, destination); NCCL has no tags.
 - CPU: ops are asynchronous; a rank stops issuing only inside a communicator creation, or where
   its program waits for earlier ops (`Op.after`).
+
+gloo (`Conditions.gloo()`, what a CPU recording ran on) is another model, as measured on gloo
+(`p2paudit doctor --backend gloo`, tests/test_repro.py, tests/test_join.py): no coalescing (a
+batch runs op by op), no communicator to create (gloo connects a group's ranks when the group is
+made), no stream order (each op runs on its own as soon as it is issued), no buffering (a send
+completes once its receive is issued, a receive once its send is). Matching is in order per
+(group, source, destination).
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -60,6 +68,9 @@ DTYPE_BYTES = {
 class Group:
     ranks: tuple[int, ...]  # global ranks, ascending (torch sorts them in new_group)
     desc: str = ""
+
+    def __hash__(self) -> int:  # hashed for every op of a replay: a 1,024-rank tuple once
+        return _cached_hash(self, (self.ranks, self.desc))
 
     @property
     def label(self) -> str:
@@ -107,6 +118,12 @@ class Conditions:
     coalesce: bool | None = None
     buffer_bytes: int = TRANSPORT_BUFFER["net"]
     transport: str = "net"
+    backend: str = "nccl"  # "gloo": the gloo model of the module docstring
+
+    @classmethod
+    def gloo(cls, init: str = "lazy") -> Conditions:
+        """What gloo itself does (`init` is kept for the report: gloo has no lazy creation)."""
+        return cls(init, False, TRANSPORT_BUFFER["gloo"], "gloo", "gloo")
 
     @classmethod
     def for_transport(cls, transport: str, init: str = "lazy",
@@ -119,9 +136,12 @@ class Conditions:
 
     def to_json(self) -> dict[str, Any]:
         return {"init": self.init, "coalesce": self.coalesce, "buffer_bytes": self.buffer_bytes,
-                "transport": self.transport}
+                "transport": self.transport, "backend": self.backend}
 
     def words(self) -> str:
+        if self.backend == "gloo":
+            return ("gloo (batch_isend_irecv runs op by op, no communicator creation, no stream "
+                    "order, a send completes once its receive is issued)")
         batch = {True: "coalesces", False: "runs op by op", None: "as recorded"}[self.coalesce]
         return (f"{self.init} init, batch_isend_irecv {batch}, {self.transport} transport "
                 f"(sends up to {size_words(self.buffer_bytes)} complete unmatched)")
@@ -134,11 +154,23 @@ class Communicator:
     root: int  # creates the ncclUniqueId and publishes it through the store
     group: tuple[int, ...] = ()  # its process group's ranks: groups may share a description
 
+    def __hash__(self) -> int:
+        return _cached_hash(self, (self.name, self.members, self.root, self.group))
+
+
+def _cached_hash(obj: Any, fields: tuple) -> int:
+    value = obj.__dict__.get("_hash")
+    if value is None:
+        value = hash(fields)
+        object.__setattr__(obj, "_hash", value)
+    return value
+
 
 def communicator_for(op: Op, conditions: Conditions, coalesced: bool) -> Communicator:
     """The NCCL communicator `op` runs on (FINDINGS 1: lazy pair communicators, eager serialisation)."""
     group = op.group
-    if op.kind == "collective" or coalesced or conditions.init == "eager":
+    if op.kind == "collective" or coalesced or conditions.init == "eager" \
+            or conditions.backend == "gloo":
         return Communicator(group.label, group.ranks, min(group.ranks), group.ranks)
     low, high = sorted((op.rank, op.peer))
     return Communicator(f"{group.label}:{low}-{high}", (low, high), low, group.ranks)
@@ -146,6 +178,7 @@ def communicator_for(op: Op, conditions: Conditions, coalesced: bool) -> Communi
 
 Key = tuple[int, int]  # (rank, index)
 Node = tuple  # ("cpu", rank) | ("op", rank, index)
+Stream = tuple  # (rank, communicator); gloo: (rank, communicator, the op's key)
 
 
 @dataclass
@@ -221,11 +254,12 @@ class _Replay:
         self.pc = {rank: 0 for rank in self.entries}
         self.arrived: dict[Communicator, set[int]] = {}
         self.created: set[Communicator] = set()
-        if conditions.init == "eager":  # only group communicators, all created at init
-            self.created = set(self.comm.values())
-        self.streams: dict[tuple[int, Communicator], list[tuple[Key, ...]]] = {}
-        self.head: dict[tuple[int, Communicator], int] = {}
-        self.where: dict[Key, tuple[tuple[int, Communicator], int]] = {}  # op -> (stream, place)
+        if conditions.init == "eager" or conditions.backend == "gloo":
+            self.created = set(self.comm.values())  # group communicators, made with the group
+        self.streams_per_op = conditions.backend == "gloo"  # gloo runs each op on its own
+        self.streams: dict[Stream, list[tuple[Key, ...]]] = {}
+        self.head: dict[Stream, int] = {}
+        self.where: dict[Key, tuple[Stream, int]] = {}  # op -> (stream, place)
         self.done: set[Key] = set()
 
     def _name_shared_descriptions(self) -> None:
@@ -251,7 +285,9 @@ class _Replay:
             key = (rank, position)
             self.ops[key] = op
             coalesce = self.cond.coalesce
-            if coalesce is None:
+            if self.cond.backend == "gloo":
+                coalesce = False
+            elif coalesce is None:
                 coalesce = op.coalesced is not False
             coalesced = coalesce and op.batch is not None and op.kind != "collective"
             self.coalesced[key] = coalesced
@@ -316,7 +352,7 @@ class _Replay:
                 if not set(comm.members) <= arrived:
                     return moved
                 self.created.add(comm)
-            stream = (rank, comm)
+            stream = (rank, comm, entry[0]) if self.streams_per_op else (rank, comm)
             queue = self.streams.setdefault(stream, [])
             self.head.setdefault(stream, 0)
             for key in entry:
@@ -337,7 +373,7 @@ class _Replay:
         # A large send needs its receive running; a receive, its send started; a collective, all.
         return partners is not None and all(p in self.done or self._active(p) for p in partners)
 
-    def _progress(self, stream: tuple[int, Communicator]) -> bool:
+    def _progress(self, stream: Stream) -> bool:
         moved = False
         queue = self.streams[stream]
         while self.head[stream] < len(queue):
@@ -549,6 +585,87 @@ def _find_cycle(edges: dict[Node, list[tuple[Node | None, str]]]) -> list[Node]:
     return []
 
 
+def closed_prefixes(programs: Mapping[int, Sequence[Op]], conditions: Conditions,
+                    per_rank: int, totals: Mapping[int, int] | None = None
+                    ) -> dict[int, list[Op]]:
+    """Each rank's first ops (at most `per_rank`), cut further until the cut is closed: every op
+    in it has its matching ops in it, and every communicator created in it has all its members
+    using it in it. A hang replayed on such prefixes is a hang of the whole run (later ops
+    cannot unblock earlier ones); on prefixes cut blindly, an op whose partner lies beyond its
+    peer's cut would look blocked. `totals`: each rank's op count when `programs` hold only a
+    head of the run; a rank whose prefix is all of its ops is not cut, and what it lacks is
+    really missing."""
+    totals = totals or {r: len(p) for r, p in programs.items()}
+    n = {r: min(len(p), per_rank) for r, p in programs.items()}
+    lazy = conditions.init == "lazy" and conditions.backend != "gloo"
+    # Per op, once: its lane, its partners' (rank, lane) and its communicator, as small ints.
+    ids: dict[Any, int] = {}
+    lane_of: dict[Key, int] = {}
+    partners_of: dict[Key, list[tuple[int, int]]] = {}
+    comm_of: dict[Key, int] = {}
+    members: dict[int, tuple[int, ...]] = {}
+    for rank, program in programs.items():
+        for op in program[:n[rank]]:
+            coalesce = conditions.coalesce
+            if conditions.backend == "gloo":
+                coalesce = False
+            elif coalesce is None:
+                coalesce = op.coalesced is not False
+            coalesced = coalesce and op.batch is not None and op.kind != "collective"
+            comm = communicator_for(op, conditions, coalesced)
+            key = (rank, op.index)
+            cid = comm_of[key] = ids.setdefault(comm, len(ids))
+            members[cid] = comm.members
+            lane_of[key] = ids.setdefault(_lane(op, cid), len(ids))
+            if op.kind == "collective":
+                partners_of[key] = [(m, ids.setdefault(("coll", cid, m), len(ids)))
+                                    for m in comm.members if m != rank]
+            else:
+                partners_of[key] = [(op.peer, ids.setdefault(_lane(op, cid, partner=True),
+                                                             len(ids)))]
+    while True:
+        cut = {r for r in n if n[r] < totals.get(r, n[r])}
+        if not cut:
+            break
+        lanes: Counter = Counter()
+        used: dict[int, set[int]] = {}
+        for rank, program in programs.items():
+            for op in program[:n[rank]]:
+                key = (rank, op.index)
+                lanes[lane_of[key]] += 1
+                used.setdefault(comm_of[key], set()).add(rank)
+        shrunk = False
+        for rank, program in programs.items():
+            seen: Counter = Counter()
+            mine: set[int] = set()
+            for op in program[:n[rank]]:
+                key = (rank, op.index)
+                k = seen[lane_of[key]]
+                seen[lane_of[key]] += 1
+                short = any(lanes[lane] <= k and m in cut for m, lane in partners_of[key])
+                cid = comm_of[key]
+                if not short and lazy and cid not in mine:  # created here: all must come
+                    short = any(m in cut and m not in used[cid] for m in members[cid])
+                mine.add(cid)
+                if short:
+                    n[rank] = op.index
+                    shrunk = True
+                    break
+        if not shrunk:
+            break
+    return {r: list(p[:n[r]]) for r, p in programs.items()}
+
+
+def _lane(op: Op, comm: int, partner: bool = False) -> tuple:
+    """Where `op` is matched in order: (comm, source, destination, send|recv) for P2P, (comm,
+    rank) for collectives; `partner`: the lane its matching op is on."""
+    if op.kind == "collective":
+        return ("coll", comm, op.rank)
+    send = (op.kind == "send") != partner
+    src, dst = (op.rank, op.peer) if op.kind == "send" else (op.peer, op.rank)
+    return ("p2p", comm, src, dst, "send" if send else "recv")
+
+
 def size_words(nbytes: int) -> str:
     for unit, scale in (("GiB", 1 << 30), ("MiB", MiB), ("KiB", 1 << 10)):
         if nbytes >= scale:
@@ -568,6 +685,7 @@ def programs_from_events(events_by_rank: Mapping[int, Sequence[Mapping[str, Any]
     """
     programs: dict[int, list[Op]] = {}
     world = sorted({r for r in events_by_rank})
+    groups: dict[int, tuple[Any, Group]] = {}  # id(group dict) -> (it, its Group): made once
     for rank, events in events_by_rank.items():
         ops: list[Op] = []
         by_seq: dict[Any, int] = {}
@@ -585,15 +703,19 @@ def programs_from_events(events_by_rank: Mapping[int, Sequence[Mapping[str, Any]
             if phase != "start" or event.get("kind", "p2p") not in ("p2p", "collective"):
                 continue
             group = event.get("group") or {}
-            ranks = tuple(sorted(group.get("ranks") or world))
+            known = groups.get(id(group))
+            if known is None or known[0] is not group:
+                known = groups[id(group)] = (group, Group(tuple(sorted(group.get("ranks") or world)),
+                                                          str(group.get("desc") or "")))
             site = event.get("site") or {}
             batch = event.get("batch")
             if batch is None and event.get("batched"):
                 batch = f"unnamed-{unnamed}"
             op = Op(rank=rank, index=len(ops), api=str(event.get("api")),
-                    group=Group(ranks, str(group.get("desc") or "")),
+                    group=known[1],
                     peer=event.get("peer"), nbytes=_event_bytes(event), batch=batch,
-                    coalesced=bool(event.get("batched")), after=tuple(sorted(set(ended))),
+                    coalesced=bool(event.get("batched")),
+                    after=tuple(sorted(set(ended))) if ended else (),
                     call=str(site.get("function") or ""))
             ended = []
             by_seq[event.get("seq")] = op.index
@@ -614,7 +736,7 @@ def programs_from_trace(trace: Any) -> tuple[dict[int, list[Op]], str | None]:
     """Programs from a trace directory as `auditor.dynamic.trace.read_trace_dir` returns it, and
     the init mode its groups were recorded with ("eager" where device_id bound them; None when
     the trace does not say or ranks differ)."""
-    events = {rank: rank_trace.events for rank, rank_trace in trace.ranks.items()}
+    events = {rank: rank_trace.head for rank, rank_trace in trace.ranks.items()}
     eager = {e["group"]["eager"] for evs in events.values() for e in evs
              if e.get("phase") == "start" and isinstance(e.get("group"), dict)
              and isinstance(e["group"].get("eager"), bool)}

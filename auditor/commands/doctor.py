@@ -66,8 +66,7 @@ def _in_rank(args: argparse.Namespace) -> int:
     groups = doctor.pipeline_groups(args.pp)
     gather = dist.new_group(backend="gloo")  # for the reports: creates no NCCL communicator
     mine = doctor.collect(groups, device, args.batch_timeout).to_json()
-    reports: list = [None] * dist.get_world_size()
-    dist.all_gather_object(reports, mine, group=gather)
+    reports = doctor.gather_json(mine, gather)
     if dist.get_rank() == 0:
         findings = bool(doctor.not_coalescing(reports) or doctor.disagreements(reports))
         if args.format == "json":

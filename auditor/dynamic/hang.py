@@ -134,8 +134,9 @@ class Watchdog:
             self._die(signum, main)
 
     def _die(self, signum: int, main: bool) -> None:
-        """Terminate by the default action, as the program would have without us."""
-        for callback in self.before_death:
+        """Terminate by the default action, as the program would have without us (no exit
+        handler runs then: the trace file is cut to its lines here)."""
+        for callback in (*self.before_death, self.rec.close):
             try:
                 callback()
             except Exception:
@@ -179,9 +180,19 @@ def build_report(rec: Recorder, reason: str) -> dict[str, Any]:
     pending, last, unfinished = rec.snapshot()
     now = time.monotonic() - rec.mono0
     names = {t.ident: t.name for t in threading.enumerate()}
+    with rec.lock:
+        groups = {g.name: g.json for _, g in rec.groups.values()}
+
+    def read(line: str) -> dict[str, Any]:
+        """A trace line with its group's ranks, not just its name."""
+        entry = json.loads(line)
+        if isinstance(entry.get("group"), str) and entry["group"] in groups:
+            entry["group"] = json.loads(groups[entry["group"]])
+        return entry
+
     ops = []
     for op, work in pending:
-        entry = json.loads(op.line)
+        entry = read(op.line)
         entry["age_s"] = round(now - op.t, 3)
         entry["thread"] = names.get(op.thread, op.thread)
         if work is None:
@@ -197,8 +208,8 @@ def build_report(rec: Recorder, reason: str) -> dict[str, Any]:
         "rank": rec.rank, "pid": os.getpid(), "host": socket.gethostname(), "reason": reason,
         "t": round(now, 6), "wall": time.time(),
         "pending": ops,
-        "last_completed": {name: json.loads(line) for name, line in last.items()},
-        "unfinished_after_wait": [json.loads(line) for line in unfinished],
+        "last_completed": {name: read(line) for name, line in last.items()},
+        "unfinished_after_wait": [read(line) for line in unfinished],
         "threads": thread_stacks(names),
     }
 

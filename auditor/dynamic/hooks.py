@@ -205,7 +205,14 @@ def _p2p_wrapper(rec: Recorder, orig: Callable[..., Any], entry: dict[str, Any])
             args[gp_i] if n > gp_i else kwargs.get(group_peer_name),
             args[g_i] if n > g_i else kwargs.get(g_name),
         )
-        result = _call_inside(rec, op, orig, args, kwargs)
+        tls.depth += 1  # _call_inside, inlined on the hottest path
+        try:
+            result = orig(*args, **kwargs)
+        except BaseException as exc:
+            rec.raised(op, exc)
+            raise
+        finally:
+            tls.depth -= 1
         rec.finish(op, result)
         return result
 

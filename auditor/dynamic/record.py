@@ -101,11 +101,10 @@ def summary(out: Path) -> str:
     lines = [f"p2paudit record: {len(t.ranks)} rank(s) traced in {out}"
              + (f" (world size {t.world_size})" if t.world_size else "")]
     for rank, rt in t.ranks.items():
-        ops = rt.starts("p2p") + rt.starts("collective")
-        p2p = len(rt.starts("p2p"))
-        unbatched = sum(1 for e in rt.starts("p2p") if not e.get("batched"))
+        p2p = sum(n for u, n in rt.usage.items() if u.kind == "p2p")
+        unbatched = sum(n for u, n in rt.usage.items() if u.kind == "p2p" and not u.batched)
         pending = rt.pending()
-        line = (f"  rank {rank}: {len(ops)} ops ({p2p} P2P, {unbatched} of them unbatched), "
+        line = (f"  rank {rank}: {rt.ops} ops ({p2p} P2P, {unbatched} of them unbatched), "
                 f"{len(pending)} pending at the end")
         if rt.hang is not None:
             line += f"; hang file: {rt.hang.get('reason')}"

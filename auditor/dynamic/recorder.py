@@ -1,9 +1,11 @@
 """One process's recording: turns intercepted calls into trace lines and knows what is pending.
 
-Each op's start line is written (one `os.write` on an O_APPEND file: nothing buffered, so a
-SIGKILL loses at most the line in flight) BEFORE the op is handed to torch, so a rank blocked
-inside torch (a lazily created communicator, a peer that never comes) still shows the op it is
-blocked in. Completion is learnt only where it costs nothing extra: the call returned, or its Work
+Each op's start line is written BEFORE the op is handed to torch, so a rank blocked inside torch
+(a lazily created communicator, a peer that never comes) still shows the op it is blocked in.
+Lines are copied into a shared memory map of the rank file (`_MappedFile`): once copied, a line
+is in the kernel's page cache, which outlives this process, so a SIGKILL loses at most the line
+being copied, and the hot path makes no system call per line. A group's ranks are written once,
+in a `phase: "group"` line before its first op; op lines name the group. Completion is learnt only where it costs nothing extra: the call returned, or its Work
 was waited on, polled complete, or freed. `batched` is what happened, not what was asked for: an
 op is batched when a coalescing window (`ProcessGroup._start_coalescing` .. `_end_coalescing`) was
 open on its group when it was issued. Any internal error turns recording off with one line on
@@ -12,7 +14,9 @@ stderr; the program's own calls go on untouched.
 
 from __future__ import annotations
 
+import atexit
 import json
+import mmap
 import os
 import socket
 import sys
@@ -39,7 +43,7 @@ class _ThreadState(threading.local):
 class Group:
     """What a trace line says about a process group, computed once per group object."""
 
-    __slots__ = ("name", "ranks", "my_rank", "index", "eager", "json", "whole", "paired")
+    __slots__ = ("name", "ranks", "my_rank", "index", "eager", "json", "ref", "whole", "paired")
 
     def __init__(self, pg: Any, c10d: Any) -> None:
         self.ranks: list[int] = list(c10d.get_process_group_ranks(pg))
@@ -57,6 +61,60 @@ class Group:
             "ranks": self.ranks, "size": len(self.ranks), "desc": getattr(pg, "group_desc", None),
             "name": self.name, "backend": str(c10d.get_backend(pg)), "eager": self.eager,
         }, separators=_COMPACT)
+        self.ref = json.dumps(self.name)  # what op lines say once the group line is written
+
+
+class _MappedFile:
+    """A rank file written through a shared memory map: a write is a copy into the page cache
+    (no system call), and what was copied reaches the file even if the process is killed. The
+    file grows by CHUNK (zeros until written; the reader skips them); `close` cuts it to what
+    was written."""
+
+    CHUNK = 1 << 16  # a remap per ~150 lines; what a killed process leaves as zeros at most
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.pos = os.fstat(fd).st_size
+        self.map: mmap.mmap | None = None
+        self.base = 0  # file offset of the map's first byte
+        self.end = self.pos  # file offset past the map's last byte
+
+    def write(self, data: bytes) -> None:
+        end = self.pos + len(data)
+        if end > self.end:
+            self._grow(end)
+            if self.map is None:
+                self._write_through(data)
+                return
+        self.map[self.pos - self.base:end - self.base] = data
+        self.pos = end
+
+    def _grow(self, end: int) -> None:
+        size = (end // self.CHUNK + 1) * self.CHUNK
+        base = self.pos - self.pos % mmap.ALLOCATIONGRANULARITY
+        if self.map is not None:
+            self.map.close()
+            self.map = None
+        try:
+            os.ftruncate(self.fd, size)
+            self.map = mmap.mmap(self.fd, size - base, offset=base)
+        except OSError:  # a filesystem that cannot map files: one write per line instead
+            os.ftruncate(self.fd, self.pos)
+            self.write = self._write_through  # type: ignore[method-assign]
+            self.end = -1
+            return
+        self.base, self.end = base, size
+
+    def _write_through(self, data: bytes) -> None:
+        os.pwrite(self.fd, data, self.pos)
+        self.pos += len(data)
+
+    def close(self) -> None:
+        if self.map is not None:
+            self.map.close()
+            self.map = None
+        os.ftruncate(self.fd, self.pos)
+        os.close(self.fd)
 
 
 class Op:
@@ -118,7 +176,8 @@ class Recorder:
         self.rank: int | None = None
         self.rank_json = "null"
         self.path: Path | None = None
-        self.fd: int | None = None
+        self.file: _MappedFile | None = None
+        self.pid = os.getpid()
         self.mono0 = time.monotonic()
         self.wall0 = time.time()
         self.seq = 0
@@ -147,19 +206,21 @@ class Recorder:
             if op is not None:
                 op.seq, op.t, op.line = seq, t, line
                 self.pending[seq] = op
-            if self.fd is None:
+            if self.file is None:
                 self.held.append(line)
             else:
-                os.write(self.fd, line.encode())
+                self.file.write(line.encode())
 
     def open(self, rank: int) -> None:
         """Create this rank's file; write the meta line and anything held back."""
         with self.lock:
-            if self.fd is not None:
+            if self.file is not None:
                 return
             self.rank = rank
             self.rank_json = str(rank)
-            self.fd, self.path = trace.rank_file(self.directory, rank, os.getpid())
+            fd, self.path = trace.rank_file(self.directory, rank, os.getpid())
+            self.file = _MappedFile(fd)
+            atexit.register(self.close)
             torch = sys.modules.get("torch")
             meta = {
                 "seq": 0, "t": 0.0, "rank": rank, "api": "process", "phase": "meta",
@@ -169,10 +230,17 @@ class Recorder:
                 "mono0": self.mono0, "wall0": self.wall0,
                 "world_size": _env_int("WORLD_SIZE"),
             }
-            os.write(self.fd, (json.dumps(meta, separators=_COMPACT) + "\n").encode())
+            self.file.write((json.dumps(meta, separators=_COMPACT) + "\n").encode())
             for line in self.held:
-                os.write(self.fd, line.replace('"rank":null,', f'"rank":{rank},', 1).encode())
+                self.file.write(line.replace('"rank":null,', f'"rank":{rank},', 1).encode())
             self.held.clear()
+
+    def close(self) -> None:
+        """At exit: the file cut to its lines. Not in a forked child: the file is the parent's."""
+        with self.lock:
+            if self.file is not None and os.getpid() == self.pid:
+                self.file.close()
+            self.file = None
 
     def fail(self, exc: BaseException) -> None:
         """Internal error: stop recording in this process, say so once, leave the program be."""
@@ -192,7 +260,7 @@ class Recorder:
         # A forked child (a DataLoader worker) is not the rank; it must not write the rank's file.
         self.on = False
         self.lock = threading.RLock()
-        self.fd = None
+        self.file = None
 
     # --- process groups ------------------------------------------------------------------------
 
@@ -212,6 +280,7 @@ class Recorder:
             self.groups[id(pg)] = (weakref.ref(pg), g)
         except (TypeError, ValueError, RuntimeError, KeyError, AttributeError):
             return pg, None  # not a process group (a non-member sentinel): torch will say so
+        self._emit(f'"api":"group","phase":"group","group":{g.json}')
         return pg, g
 
     @staticmethod
@@ -257,7 +326,7 @@ class Recorder:
             body = (f'"api":"{api}","phase":"start","kind":"p2p",'
                     f'"batched":{"false" if window is None else "true"},'
                     f'"peer":{peer if type(peer) is int else "null"},'
-                    f'"group":{g.json if g is not None else "null"},'
+                    f'"group":{g.ref if g is not None else "null"},'
                     f'"site":{callsite.caller_site(2)},{_tensor(tensor)}{extra}')
             return self._started(op, body, window)
         except Exception as exc:
@@ -280,7 +349,7 @@ class Recorder:
             op = Op(api, g)
             body = (f'"api":"{api}","phase":"start","kind":"{kind}",'
                     f'"batched":{"true" if batched else "false"},"peer":null,'
-                    f'"group":{g.json if g is not None else "null"},'
+                    f'"group":{g.ref if g is not None else "null"},'
                     f'"site":{callsite.caller_site(2)},'
                     f'{_tensor(tensor)}{extra}')
             return self._started(op, body, window)
@@ -338,7 +407,7 @@ class Recorder:
             return
         try:
             rank = self.c10d.get_rank()
-            if self.fd is None:
+            if self.file is None:
                 self.open(rank)
             self.world = None  # a new default group (init after destroy): look it up again
             _, world = self.group(None)
@@ -370,11 +439,11 @@ class Recorder:
             self.fail(err)
 
     def end(self, op: Op, how: str, details: dict[str, Any] | None = None) -> None:
-        extra = _fields(details) if details else ""
         with self.lock:
             if self.pending.pop(op.seq, None) is None:
                 return
-            self._emit(f'"api":"{op.api}","phase":"end","of":{op.seq},"how":"{how}"{extra}')
+            self._emit(f'"api":"{op.api}","phase":"end","of":{op.seq},"how":"{how}"'
+                       + (_fields(details) if details else ""))
             if op.group is not None:
                 self.last_done[op.group.name] = op.line
 

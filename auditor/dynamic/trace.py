@@ -2,12 +2,25 @@
 
 This is the one reader the rest of p2paudit uses (the join, the wait-for analysis). It is built for
 traces of jobs that died: a SIGKILL can cut a rank's last line, a rank may never have written, a
-restarted rank may have written twice. It reads what is there and says what it skipped.
+restarted rank may have written twice. It reads what is there and says what it skipped. A trace
+that contradicts itself (a peer outside the world, files of two runs, a file holding another
+rank, a line that is not a trace line) is refused with the file and line: an analysis of it
+would be a fake answer.
 
-Lines (DESIGN.md section 3), one JSON object each, written and flushed one at a time:
+It is also built for cluster traces (1,024 ranks x 20k events): each rank file is streamed once,
+by parallel worker processes when the trace is large, into a `RankTrace` that keeps aggregates
+and the windows that matter, never every event: the op counts per (what, where, group, peer)
+(`usage`), the file's first lines (`head`: what the timeline and the wait-for replay read), and
+the ops that never ended (`open_ops`). Groups are interned once per file (`groups`).
+
+Lines (DESIGN.md section 3), one JSON object each, written one at a time into a shared memory
+map of the file (a killed process leaves zeros after its last line, which the reader skips):
 - the first line of a file: `phase: "meta"` (pid, host, versions, argv, and the clocks: `t` of
   every line is seconds since `mono0`, this process's time.monotonic() when recording started,
   which was `wall0` in time.time());
+- `phase: "group"`: a process group, once per process before its first op (`group`: ranks, size,
+  desc, name, backend, eager); op lines then give the group's name as their `group` (traces of
+  earlier recorders repeat the whole group in every op line: read the same way);
 - `phase: "start"`: an op, written before it is handed to torch. `kind` is "p2p", "collective" or
   "setup" (init_process_group, new_group: no peer, group, shape). Keys a line leaves out are
   filled with None by the reader: `batched`, `peer`, `group`, `shape`, `dtype`, and the optional
@@ -17,7 +30,8 @@ Lines (DESIGN.md section 3), one JSON object each, written and flushed one at a 
   init), `error`;
 - `phase: "end"`: `of` is the start's seq; `how` is "return" (the call returned), "wait" (its Work
   was waited on), "polled" (its Work reported completion), "dropped" (its Work was freed unwaited)
-  or "raise" (`error` names the exception).
+  or "raise" (`error` names the exception);
+- `phase: "off"`: the recorder hit an internal error and stopped recording in this process.
 """
 
 from __future__ import annotations
@@ -25,9 +39,13 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
+from multiprocessing import get_all_start_methods, get_context
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from auditor.errors import InputError
 
@@ -35,13 +53,38 @@ RANK_FILE = re.compile(r"^rank-(\d+)(?:\.(\d+))?\.jsonl$")
 HANG_FILE = re.compile(r"^hang-rank-(\d+)\.json$")
 OPTIONAL = ("batched", "peer", "group", "shape", "dtype", "via", "batch", "op_site",
             "comm_init", "error")
+OP_KINDS = ("p2p", "collective")
+KINDS = ("p2p", "collective", "setup")
+# Ops kept in full per trace (`head`), spread over the ranks, and at least this many per rank:
+# the timeline draws 16 per rank, the wait-for replay reads up to 32,768 in all.
+HEAD_OPS = 32_768
+HEAD_PER_RANK = 32
+# A trace this large (bytes of rank files) is read by worker processes, one file at a time each.
+PARALLEL_BYTES = 32 << 20
+
+Site = tuple  # (path, line, end_line, function), as the recorder names a line of code
+
+
+class Use(NamedTuple):
+    """What a run of ops had in common; `RankTrace.usage` counts ops per Use."""
+
+    kind: str  # p2p | collective
+    api: str
+    site: Site | None
+    op_site: Site | None  # where the P2POp of a batched op was built
+    group: int  # index into RankTrace.groups; -1: none recorded
+    batched: bool | None  # a coalescing window ran around it
+    via: str | None  # "batch_isend_irecv" for ops a batch issued
+    peer: int | None
+    in_batch: bool  # it carries a batch id (batch_isend_irecv call or coalescing window)
 
 
 def rank_file(directory: Path, rank: int, pid: int) -> tuple[int, Path]:
     """Create this process's trace file: `rank-N.jsonl`, or `rank-N.PID.jsonl` if a previous
-    process of the same rank (a restart) already wrote one. Returns an O_APPEND descriptor."""
+    process of the same rank (a restart) already wrote one. Returns a read-write descriptor (the
+    recorder maps it)."""
     directory.mkdir(parents=True, exist_ok=True)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL
     for name in (f"rank-{rank}.jsonl", f"rank-{rank}.{pid}.jsonl"):
         path = directory / name
         try:
@@ -57,23 +100,42 @@ def hang_file(directory: Path, rank: int) -> Path:
 
 @dataclass
 class RankTrace:
-    """One process's trace. `events` holds every line after the meta line, in file order; each
-    start event carries `end`: its end event, or None while it was pending when the file ends."""
+    """One process's trace, as aggregates and windows.
+
+    `head`: the lines after the meta line in file order, up to the `keep`-th op (all of them when
+    `complete`); each start event in it carries `end`: its end event, or None while it was pending
+    when the file ends. `open_ops`: every start event (of any kind) without an end line.
+    """
 
     rank: int
     path: Path
     meta: dict[str, Any]
-    events: list[dict[str, Any]] = field(default_factory=list)
+    head: list[dict[str, Any]] = field(default_factory=list)
+    complete: bool = True
+    open_ops: list[dict[str, Any]] = field(default_factory=list)
+    groups: list[dict[str, Any]] = field(default_factory=list)
+    usage: Counter = field(default_factory=Counter)  # Use -> ops
+    batch_calls: Counter = field(default_factory=Counter)  # site -> batch_isend_irecv calls
+    lines: int = 0  # lines after the meta line
+    raised: list[dict[str, Any]] = field(default_factory=list)  # end lines with how "raise"
+    world_sizes: set[int] = field(default_factory=set)  # what the meta and init lines say
+    highest: tuple[int, int] = (-1, 0)  # (largest rank a peer or group names, its line)
+    notes: list[str] = field(default_factory=list)
     hang: dict[str, Any] | None = None
 
+    @property
+    def ops(self) -> int:
+        """P2P ops and collectives, all of them (not only the head's)."""
+        return sum(self.usage.values())
+
     def starts(self, kind: str | None = None) -> list[dict[str, Any]]:
-        """Start events, optionally of one kind ("p2p", "collective", "setup")."""
-        return [e for e in self.events
+        """Start events of the head, optionally of one kind ("p2p", "collective", "setup")."""
+        return [e for e in self.head
                 if e.get("phase") == "start" and (kind is None or e.get("kind") == kind)]
 
     def pending(self) -> list[dict[str, Any]]:
         """Ops that never ended in this file: in flight when the process stopped writing."""
-        return [e for e in self.starts() if e["end"] is None]
+        return self.open_ops
 
 
 @dataclass
@@ -86,21 +148,28 @@ class Trace:
     skipped: list[str]  # "rank-3.jsonl:57: truncated last line (cut by a kill?)", ...
 
 
-def read_trace_dir(path: str | os.PathLike[str]) -> Trace:
-    """Read every rank file and hang file under `path`; InputError when there is no trace."""
+def read_trace_dir(path: str | os.PathLike[str], head_ops: int = HEAD_OPS,
+                   jobs: int | None = None) -> Trace:
+    """Read every rank file and hang file under `path`. InputError when there is no trace, or
+    when it contradicts itself. `jobs`: worker processes (default: the cores, for large traces)."""
     root = Path(path)
     if not root.is_dir():
         raise InputError(str(root), "no such trace directory")
+    files = [(f, int(m.group(1))) for f in sorted(root.iterdir())
+             if (m := RANK_FILE.match(f.name)) and f.is_file()]
+    if not files:
+        raise InputError(str(root), "no rank-N.jsonl trace files (was the run recorded?)")
+    keep = max(HEAD_PER_RANK, head_ops // len(files))
     skipped: list[str] = []
     by_rank: dict[int, list[RankTrace]] = {}
-    for file in sorted(root.iterdir()):
-        match = RANK_FILE.match(file.name)
-        if match:
-            rank_trace = _read_rank_file(file, int(match.group(1)), skipped)
-            if rank_trace is not None:
-                by_rank.setdefault(rank_trace.rank, []).append(rank_trace)
+    for rank_trace in _read_all(files, keep, jobs):
+        skipped += rank_trace.notes
+        if rank_trace.meta or rank_trace.lines:
+            by_rank.setdefault(rank_trace.rank, []).append(rank_trace)
+        else:
+            skipped.append(f"{rank_trace.path.name}: empty trace file")
     if not by_rank:
-        raise InputError(str(root), "no rank-N.jsonl trace files (was the run recorded?)")
+        raise InputError(str(root), "no rank-N.jsonl trace file holds a trace line")
     ranks: dict[int, RankTrace] = {}
     earlier: dict[int, list[RankTrace]] = {}
     for rank, traces in by_rank.items():
@@ -117,6 +186,8 @@ def read_trace_dir(path: str | os.PathLike[str]) -> Trace:
             continue
         try:
             report = json.loads(file.read_text(encoding="utf-8"))
+            if not isinstance(report, dict):
+                raise ValueError("not a JSON object")
         except (OSError, ValueError) as exc:
             skipped.append(f"{file.name}: unreadable hang file ({exc})")
             continue
@@ -125,7 +196,7 @@ def read_trace_dir(path: str | os.PathLike[str]) -> Trace:
             ranks[rank].hang = report
         else:
             skipped.append(f"{file.name}: hang file of rank {rank}, which has no trace file")
-    world_size = _world_size(ranks.values())
+    world_size = _world_size(root, ranks)
     missing = sorted(set(range(world_size)) - set(ranks)) if world_size else []
     for rank in missing:
         skipped.append(f"rank {rank}: no trace file (the process never initialised, or "
@@ -150,55 +221,264 @@ def read_meta_lines(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     return metas
 
 
-def _read_rank_file(file: Path, rank: int, skipped: list[str]) -> RankTrace | None:
-    try:
-        raw = file.read_bytes()
-    except OSError as exc:
-        skipped.append(f"{file.name}: unreadable ({exc})")
-        return None
-    lines = raw.split(b"\n")
-    cut = lines[-1] != b""  # a complete file ends with a newline
-    trace: RankTrace | None = None
-    starts: dict[int, dict[str, Any]] = {}
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
+def inconsistent(subject: Path, cause: str, line: int | None = None) -> InputError:
+    """Exit 2, naming the file (and line) and what contradicts what."""
+    return InputError(str(subject), f"the trace is inconsistent: {cause}", line)
+
+
+# --- reading one file ---------------------------------------------------------------------------
+
+def _read_all(files: list[tuple[Path, int]], keep: int, jobs: int | None) -> list[RankTrace]:
+    size = 0
+    for file, _ in files:
         try:
-            event = json.loads(line)
-            if not isinstance(event, dict):
-                raise ValueError("not an object")
-        except ValueError:
-            last = number == len(lines) and cut
-            why = "truncated last line (cut by a kill?)" if last else "unparsable line"
-            skipped.append(f"{file.name}:{number}: {why}, skipped")
-            continue
-        if trace is None:
-            if event.get("phase") != "meta":
-                skipped.append(f"{file.name}:{number}: no meta line before the first event")
-                trace = RankTrace(rank, file, {})
-            else:
-                trace = RankTrace(rank, file, event)
+            size += file.stat().st_size
+        except OSError:
+            pass
+    workers = min(jobs or os.cpu_count() or 1, len(files))
+    if workers < 2 or (jobs is None and size < PARALLEL_BYTES):
+        return [_read_rank_file(file, rank, keep) for file, rank in files]
+    out = []
+    # fork: the workers need nothing of the parent but this module, and spawn would re-run the
+    # caller's __main__ (impossible for `python -` or a notebook).
+    context = get_context("fork" if "fork" in get_all_start_methods() else "spawn")
+    try:
+        with ProcessPoolExecutor(workers, mp_context=context) as pool:
+            chunk = max(1, len(files) // (workers * 8))
+            for result in pool.map(_read_in_worker, files, [keep] * len(files), chunksize=chunk):
+                if isinstance(result, tuple):  # an InputError, sent back as its parts
+                    raise InputError(*result)
+                out.append(result)
+    except BrokenProcessPool:  # a worker died (out of memory?): read here, one file at a time
+        return [_read_rank_file(file, rank, keep) for file, rank in files]
+    return out
+
+
+def _read_in_worker(entry: tuple[Path, int], keep: int) -> RankTrace | tuple:
+    try:
+        return _read_rank_file(entry[0], entry[1], keep)
+    except InputError as exc:
+        return (exc.subject, exc.cause, exc.line)
+
+
+def _site(value: Any) -> Site | None:
+    if value is None:
+        return None
+    line = int(value.get("line") or 0)
+    return (str(value.get("path") or "?"), line, int(value.get("end_line") or line),
+            str(value.get("function") or "?"))
+
+
+class _Groups:
+    """Interns the groups of one file: the recorder writes a group's JSON the same way each time,
+    and torch names every group of a process differently."""
+
+    def __init__(self, rank: int, table: list[dict[str, Any]]) -> None:
+        self.rank = rank
+        self.table = table
+        self.ids: dict[tuple, int] = {}
+        self.named: dict[str, int] = {}  # from `phase: "group"` lines
+        self.members: list[frozenset[int]] = []
+        self.highest = -1
+
+    def intern(self, group: Any) -> int:
+        if type(group) is str:
+            gid = self.named.get(group)
+            if gid is None:
+                raise LookupError(f"group {group!r} is named before any line describes it")
+            return gid
+        ranks = group["ranks"]
+        key = (group.get("name"), group.get("desc"), len(ranks), ranks[0] if ranks else None,
+               ranks[-1] if ranks else None)
+        gid = self.ids.get(key)
+        if gid is None:
+            if not isinstance(ranks, list) or not ranks or \
+                    not all(type(r) is int and r >= 0 for r in ranks):
+                raise ValueError(f"group ranks {str(ranks)[:80]} are not a list of ranks")
+            if self.rank not in ranks:
+                raise LookupError(f"an op of rank {self.rank} on group {ranks[:16]}"
+                                  f"{'...' if len(ranks) > 16 else ''}, which does not hold it")
+            gid = self.ids[key] = len(self.table)
+            self.table.append(group)
+            self.members.append(frozenset(ranks))
+            self.highest = max(self.highest, max(ranks))
+        return gid
+
+    def declare(self, group: Any) -> None:
+        self.named[str(group["name"])] = self.intern(group)
+
+
+def _read_rank_file(file: Path, rank: int, keep: int) -> RankTrace:
+    trace = RankTrace(rank, file, {})
+    try:
+        handle = file.open("rb")
+    except OSError as exc:
+        trace.notes.append(f"{file.name}: unreadable ({exc})")
+        return trace
+    groups = _Groups(rank, trace.groups)
+    usage: Counter = Counter()
+    batch_calls = trace.batch_calls
+    head, open_ops = trace.head, {}
+    in_head: dict[int, dict[str, Any]] = {}  # seq -> start event of the head
+    batches: set[Any] = set()
+    ops = 0
+    highest, highest_line = -1, 0
+    decode = json.JSONDecoder().decode  # json.loads without its per-line encoding sniffing
+    number = 0
+    meta_seen = False
+    with handle:
+        for raw in handle:
+            number += 1
+            if not raw.strip():
                 continue
-        if event.get("phase") == "start":
+            if raw[:1] == b"\x00":  # the zeros after a killed recorder's last line
+                trace.notes.append(f"{file.name}:{number}: the recorder never closed this file "
+                                   f"(its process was killed, or still runs)")
+                break
+            try:
+                event = decode(raw.decode())
+            except ValueError:  # UnicodeDecodeError is one
+                if not raw.endswith(b"\n"):  # only a file's last line can lack its newline
+                    trace.notes.append(f"{file.name}:{number}: truncated last line (cut by a "
+                                       f"kill?), skipped")
+                    break
+                raise inconsistent(file, "not a JSON line", number) from None
+            if type(event) is not dict:
+                raise inconsistent(file, "not a JSON object", number)
+            phase = event.get("phase")
+            if not meta_seen:
+                meta_seen = True
+                if phase == "meta":
+                    _check_meta(event, file, rank, trace)
+                    continue
+                trace.notes.append(f"{file.name}:{number}: no meta line before the first event")
+            line_rank = event.get("rank")
+            if line_rank != rank and line_rank is not None:
+                raise inconsistent(file, f"a line of rank {line_rank!r} in the file of rank {rank}",
+                                   number)
+            trace.lines += 1
+            try:
+                if phase == "start":
+                    kind = event.get("kind", "p2p")
+                    if kind not in KINDS or type(event.get("api")) is not str:
+                        raise ValueError(f"kind {kind!r}, api {event.get('api')!r}")
+                    seq = event["seq"]
+                    if type(seq) is not int:
+                        raise ValueError(f"seq {seq!r}")
+                    group = event.get("group")
+                    if kind != "setup":
+                        gid = groups.intern(group) if group is not None else -1
+                        peer = event.get("peer")
+                        if peer is not None:
+                            if type(peer) is not int or peer < 0:
+                                raise ValueError(f"peer {peer!r}")
+                            if gid >= 0 and peer not in groups.members[gid]:
+                                raise LookupError(f"peer {peer} is not in its group "
+                                                  f"{groups.table[gid]['ranks'][:16]}")
+                            if peer > highest:
+                                highest, highest_line = peer, number
+                        via = event.get("via")
+                        batch = event.get("batch")
+                        site = _site(event.get("site"))
+                        usage[(kind, event["api"], site, _site(event.get("op_site")), gid,
+                               event.get("batched"), via, peer, batch is not None)] += 1
+                        if via == "batch_isend_irecv" and batch not in batches:
+                            batches.add(batch)
+                            batch_calls[site] += 1
+                        ops += 1
+                    open_ops[seq] = event
+                    if ops <= keep:
+                        for key in OPTIONAL:
+                            event.setdefault(key, None)
+                        event["end"] = None
+                        if kind != "setup" and group is not None:
+                            event["group"] = groups.table[gid]  # one object per group
+                        in_head[seq] = event
+                        head.append(event)
+                    else:
+                        trace.complete = False
+                elif phase == "end":
+                    of = event.get("of")
+                    start = open_ops.pop(of, None)
+                    event.setdefault("error", None)
+                    if event.get("how") == "raise" and start is not None:
+                        trace.raised.append(start)
+                    if event.get("api") == "init_process_group":
+                        size = event.get("world_size")
+                        if type(size) is int and size > 0:
+                            trace.world_sizes.add(size)
+                    if of in in_head:
+                        in_head.pop(of)["end"] = event
+                    if ops <= keep:
+                        head.append(event)
+                elif phase == "group":
+                    groups.declare(event["group"])
+                    if ops <= keep:
+                        head.append(event)
+                elif phase == "off":
+                    trace.notes.append(f"{file.name}:{number}: the recorder stopped in this "
+                                       f"process ({event.get('error')}): later ops are not in "
+                                       f"the trace")
+                    if ops <= keep:
+                        head.append(event)
+                else:
+                    raise ValueError(f"phase {phase!r}")
+            except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+                raise inconsistent(file, f"not a trace line ({exc})", number) from None
+            except LookupError as exc:
+                raise inconsistent(file, str(exc), number) from None
+    trace.usage = Counter({Use(*key): n for key, n in usage.items()})
+    trace.open_ops = [open_ops[seq] for seq in sorted(open_ops)]
+    for event in trace.open_ops:
+        if "end" not in event:
             for key in OPTIONAL:
                 event.setdefault(key, None)
             event["end"] = None
-            if isinstance(event.get("seq"), int):
-                starts[event["seq"]] = event
-        elif event.get("phase") == "end":
-            event.setdefault("error", None)
-            start = starts.get(event.get("of"))
-            if start is not None:
-                start["end"] = event
-        trace.events.append(event)
-    if trace is None:
-        skipped.append(f"{file.name}: empty trace file")
+    if groups.highest > highest:
+        highest, highest_line = groups.highest, 0
+    trace.highest = (highest, highest_line)
+    if trace.raised:
+        first = trace.raised[0]
+        trace.notes.append(f"{file.name}: {len(trace.raised)} op(s) ended in an exception, first "
+                           f"{first.get('api')} (seq {first.get('seq')})")
     return trace
 
 
-def _world_size(traces) -> int | None:
-    sizes = [e.get("world_size") for t in traces for e in t.events
-             if e.get("api") == "init_process_group" and e.get("phase") == "end"]
-    sizes += [t.meta.get("world_size") for t in traces]
-    sizes = [s for s in sizes if isinstance(s, int) and s > 0]
-    return max(sizes) if sizes else None
+def _check_meta(meta: dict[str, Any], file: Path, rank: int, trace: RankTrace) -> None:
+    said = meta.get("rank")
+    if said is not None and said != rank:
+        raise inconsistent(file, f"it holds the trace of rank {said!r} (its meta line says so), "
+                                 f"not of rank {rank}", 1)
+    size = meta.get("world_size")
+    if type(size) is int and size > 0:
+        trace.world_sizes.add(size)
+    trace.meta = meta
+
+
+def _world_size(root: Path, ranks: dict[int, RankTrace]) -> int | None:
+    """The one world size the files agree on; InputError naming the files where they differ,
+    or where a rank, a peer or a group member lies outside it."""
+    by_size: dict[int, list[str]] = {}
+    for rt in ranks.values():
+        for size in rt.world_sizes:
+            by_size.setdefault(size, []).append(rt.path.name)
+    if len(by_size) > 1:
+        parts = "; ".join(f"{_names(names)} world size {size}"
+                          for size, names in sorted(by_size.items()))
+        raise inconsistent(root, f"rank files of different runs: {parts}")
+    if not by_size:
+        return None
+    (size,) = by_size
+    for rank, rt in ranks.items():
+        if rank >= size:
+            raise inconsistent(rt.path, f"rank {rank} is outside the world of {size} ranks")
+        value, line = rt.highest
+        if value >= size:
+            raise inconsistent(rt.path, f"rank {value} (a peer or group member) is outside the "
+                                        f"world of {size} ranks", line or None)
+    return size
+
+
+def _names(names: list[str]) -> str:
+    names = sorted(names, key=lambda n: (len(n), n))
+    return ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
