@@ -136,6 +136,7 @@ def run_scan(inputs: ScanInputs) -> dict[str, Any]:
     doc["analysis"] = {
         "functions_interpreted": len(interp.nodes), "modules_parsed": program.parsed,
         "modules_cached": program.cached, "budget_exhausted": interp.exhausted,
+        "budget_cuts": [c.to_json(interp.nodes) for c in interp.cuts],
         "unresolved_calls": sum(interp.unresolved.values()),
         "errors": [{"package": pkg, "path": e.path, "cause": e.cause} for pkg, e in program.errors],
         "seconds": round(time.perf_counter() - started, 3),

@@ -12,7 +12,7 @@ import pytest
 
 from auditor import sources
 from auditor.static import graphrules, ir
-from auditor.static.callgraph import Interpreter
+from auditor.static.callgraph import MAX_DEPTH, MAX_NODES, Interpreter
 from auditor.static.program import Program
 from auditor.static.reach import Reachability, site_reach
 from auditor.static.sites import inventory
@@ -51,6 +51,7 @@ def analyse(tmp_path: Path, files: dict[str, str], entry: str, config: dict) -> 
         results = site_reach(interp, reach, by_function, probes)
         out = {f"{s.function}:{s.api}": results[s.id] for s in sites}
         out["<patches>"] = [(p.target, p.replacement) for p in interp.patches]  # type: ignore[assignment]
+        out["<cuts>"] = [c.to_json(interp.nodes) for c in interp.cuts]  # type: ignore[assignment]
         return out
     finally:
         program.close()
@@ -225,3 +226,41 @@ def test_patching_a_class_leaves_its_namesake_in_another_module_alone(tmp_path):
     out = analyse(tmp_path, files, entry, {})
     assert out["<patches>"] == [("pkg.a.Worker.step", "pkg.patch.quiet")]
     assert out["batched:P2POp"].reachable == "yes"
+
+
+def test_a_site_beyond_the_node_budget_is_unknown_and_the_cut_is_named(tmp_path):
+    files = {"pkg/comm.py": COMM, "pkg/step.py": '''
+        from pkg import comm
+        def ident(x):
+            return x
+        def step(t):
+            comm.unbatched(tensor=t, peer=1, group=None)
+    '''}
+    # Each ident(i) is a calling context of its own: the budget is spent before step runs.
+    calls = "".join(f"ident({i})\n" for i in range(MAX_NODES + 1))
+    entry = f"from pkg.step import ident, step\n{calls}step(DATA)\n"
+    out = analyse(tmp_path, files, entry, {})
+    site = out["unbatched:isend"]
+    assert site.reachable == "unknown"
+    assert site.reason.startswith(f"not analysed: the MAX_NODES budget ({MAX_NODES}) stopped the call graph at ")
+    assert {"function": "pkg.step.step", "budget": "MAX_NODES", "limit": MAX_NODES,
+            "called_from": "<entry>.<module>"} in out["<cuts>"]
+
+
+def test_a_call_chain_deeper_than_the_depth_budget_is_cut_where_it_ran_out(tmp_path):
+    depth = MAX_DEPTH + 5
+    chain = "".join(f"def f{i}(t):\n    return f{i + 1}(t)\n" for i in range(depth))
+    chain += f"def f{depth}(t):\n    if t is None:\n        return comm.unbatched(tensor=t, peer=1, group=None)\n"
+    files = {"pkg/comm.py": COMM, "pkg/chain.py": "from pkg import comm\n" + chain}
+    out = analyse(tmp_path, files, "from pkg.chain import f0\nf0(None)\n", {})
+    assert out["unbatched:isend"].reachable == "unknown"
+    assert out["<cuts>"] == [{"function": f"pkg.chain.f{MAX_DEPTH}", "budget": "MAX_DEPTH",
+                              "limit": MAX_DEPTH, "called_from": f"pkg.chain.f{MAX_DEPTH - 1}"}]
+
+
+def test_a_package_importing_a_name_from_itself_resolves_to_nothing(tmp_path):
+    files = {"pkg/__init__.py": "from pkg import missing\n", "pkg/comm.py": COMM}
+    entry = "from pkg import missing\nmissing()\nfrom pkg.comm import batched\nbatched(tensor=DATA, peer=1, group=None)\n"
+    out = analyse(tmp_path, files, entry, {})
+    assert out["batched:P2POp"].reachable == "yes"
+    assert out["<cuts>"] == []

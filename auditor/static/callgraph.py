@@ -13,6 +13,8 @@ edges with the guards on the way, the P2P sites hit in each node, and the patche
 from __future__ import annotations
 
 import builtins
+import sys
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,8 +29,14 @@ from auditor.static.values import (
 INSTANCE = "P2PAUDIT_INSTANCE"
 ENTRY_PREFIX = "<entry"  # entry code runs as a module named `<entry N>`
 MAX_VALUES = 6
-MAX_DEPTH = 40
-MAX_NODES = 6000
+MAX_DEPTH = 40  # nested calls being interpreted
+MAX_IMPORT_DEPTH = 60  # nested module top levels being executed (an import chain)
+MAX_NODES = 6000  # function contexts interpreted
+# The interpreter recurses in Python once per call, import and nested statement; it runs on a
+# thread of its own whose stack and recursion limit hold the budgets above with room to spare.
+# Deeper still (pathological nesting) is a budget cut, never a crash.
+PYTHON_DEPTH = 20_000
+STACK_BYTES = 512 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -36,6 +44,22 @@ class Guard:
     text: str
     value: str  # can the guard be true here: yes / no / unknown
     config: bool = False  # the test reads a configuration value (else: run-time data only)
+
+
+@dataclass(frozen=True)
+class Cut:
+    """A function (or module top level) the interpreter did not walk because a budget ran out:
+    nothing it would have called is known."""
+
+    function: str
+    budget: str  # MAX_NODES | MAX_DEPTH | MAX_IMPORT_DEPTH | PYTHON_DEPTH
+    limit: int
+    node: int  # the node left unwalked; reachable from wherever it was called
+    caller: int | None = None  # the node that called it (None: an import)
+
+    def to_json(self, nodes: list[Node]) -> dict[str, Any]:
+        return {"function": self.function, "budget": self.budget, "limit": self.limit,
+                "called_from": nodes[self.caller].function if self.caller is not None else None}
 
 
 @dataclass(frozen=True)
@@ -144,7 +168,21 @@ class Interpreter:
         self.config_reads = 0
         self.version = 0
         self.depth = 0
-        self.exhausted = False
+        self.import_depth = 0
+        self.cuts: list[Cut] = []  # in the order met; one per (function, budget)
+        self._cut_keys: set[tuple[str, str]] = set()
+
+    @property
+    def exhausted(self) -> bool:
+        """Did a budget leave something unwalked (then "not reached" proves nothing)."""
+        return bool(self.cuts)
+
+    def cut(self, module: str, qualname: str, budget: str, limit: int, node: int,
+            caller: tuple[State, Frame] | None = None) -> None:
+        function = f"{module}.{_python_qualname(qualname)}"
+        if (function, budget) not in self._cut_keys:
+            self._cut_keys.add((function, budget))
+            self.cuts.append(Cut(function, budget, limit, node, caller[1].node if caller else None))
 
     # --- nodes ---------------------------------------------------------------------------------
 
@@ -163,6 +201,11 @@ class Interpreter:
             return self.globals[name]
         if not self.program.has_module(name):
             return None
+        node = self.node(name, "<module>", "import")
+        if self.import_depth >= MAX_IMPORT_DEPTH:
+            # Not registered: a shallower import of the same module runs it in full later.
+            self.cut(name, "<module>", "MAX_IMPORT_DEPTH", MAX_IMPORT_DEPTH, node)
+            return {}
         parent = name.rpartition(".")[0]
         if parent and self.program.has_module(parent):
             self.module_globals(parent)
@@ -171,12 +214,20 @@ class Interpreter:
         mod_ir = self.program.module(name)
         if mod_ir is None:
             return env
-        node = self.node(name, "<module>", "import")
-        self.exec_namespace(mod_ir["body"], env, Frame(node, name, 0, None, "module"))
+        self.import_depth += 1
+        try:
+            self.exec_namespace(mod_ir["body"], env, Frame(node, name, 0, None, "module"))
+        except RecursionError:
+            self.cut(name, "<module>", "PYTHON_DEPTH", PYTHON_DEPTH, node)
+        finally:
+            self.import_depth -= 1
         return env
 
     def run_module_ir(self, name: str, mod_ir: dict[str, Any]) -> int:
         """Runs entry code (a snippet from the rules or --entry) as a module of its own."""
+        return _on_deep_stack(self._run_module_ir, name, mod_ir)
+
+    def _run_module_ir(self, name: str, mod_ir: dict[str, Any]) -> int:
         self.program.loaded[name] = mod_ir
         self.program.where.pop(name, None)
         env: dict[str, frozenset] = {}
@@ -545,21 +596,29 @@ class Interpreter:
         return frozenset({Data(f"unbound {name}")})
 
     def _force(self, values: frozenset) -> frozenset:
+        """Resolves `from m import x` bindings, following chains of them iteratively (a package
+        re-exporting a name it imports from itself makes a cycle, which resolves to nothing)."""
         if not any(isinstance(v, Lazy) for v in values):
             return values
         out: set = set()
-        for v in values:
+        seen: set[Lazy] = set()
+        todo = list(values)
+        while todo:
+            v = todo.pop()
             if not isinstance(v, Lazy):
                 out.add(v)
                 continue
+            if v in seen:
+                continue
+            seen.add(v)
             env = self.module_globals(v.module)
             if env is not None and v.attr in env:
-                out |= self._force(env[v.attr])
+                todo.extend(env[v.attr])
             elif self.program.has_module(f"{v.module}.{v.attr}"):
                 out.add(Module(f"{v.module}.{v.attr}"))
             else:
                 out.add(Data(f"{v.module}.{v.attr}"))
-        return _cap(frozenset(out))
+        return _cap(frozenset(out)) if out else frozenset({Data("import cycle")})
 
     def eval_attr(self, e: tuple, state: State, frame: Frame) -> frozenset:
         _, base_ir, attr = e
@@ -810,7 +869,8 @@ class Interpreter:
         bound = None
         if fir["method"]:
             bound = Obj(Klass(qualname.rsplit(".", 1)[0], module), "probe")
-        return self._invoke(Func(qualname, module, 0, bound), [], {}, None, unknown_args=True)[1]
+        func = Func(qualname, module, 0, bound)
+        return _on_deep_stack(self._invoke, func, [], {}, None, True)[1]
 
     def _invoke(self, func: Func, args: list, kwargs: dict, caller: tuple[State, Frame] | None,
                 unknown_args: bool = False) -> tuple[frozenset, int | None]:
@@ -831,9 +891,12 @@ class Interpreter:
             self.edges.append(Edge(cframe.node, node, cstate.status, cstate.guards))
         if memo_key in self.memo:
             return self.memo[memo_key], node
-        if memo_key in self.active or self.depth >= MAX_DEPTH or len(self.nodes) > MAX_NODES:
-            self.exhausted = self.exhausted or memo_key not in self.active
+        if memo_key in self.active:  # recursion: the outer call walks this body
             return frozenset({Data("recursion")}), node
+        if self.depth >= MAX_DEPTH or len(self.nodes) > MAX_NODES:
+            budget, limit = ("MAX_DEPTH", MAX_DEPTH) if self.depth >= MAX_DEPTH else ("MAX_NODES", MAX_NODES)
+            self.cut(func.module, func.qualname, budget, limit, node, caller)
+            return frozenset({Data("not analysed")}), node
         self.active.add(memo_key)
         self.depth += 1
         cls = func.qualname.rsplit(".", 1)[0] if fir["method"] else None
@@ -841,9 +904,14 @@ class Interpreter:
         if cls is not None and fir["params"]:
             frame.self_values = env.get(fir["params"][0][0], frozenset())
         state = State(env)
-        self.exec_block(fir["body"], state, frame)
-        self.depth -= 1
-        self.active.discard(memo_key)
+        try:
+            self.exec_block(fir["body"], state, frame)
+        except RecursionError:
+            self.cut(func.module, func.qualname, "PYTHON_DEPTH", PYTHON_DEPTH, node, caller)
+            return frozenset({Data("not analysed")}), node
+        finally:
+            self.depth -= 1
+            self.active.discard(memo_key)
         result = _cap(frozenset(frame.returns)) if frame.returns else frozenset({Const(None)})
         self.memo[memo_key] = result
         return result, node
@@ -901,6 +969,33 @@ class Interpreter:
         else:
             values = frozenset({Const(None)})
         return tuple(sorted({describe(v) for v in values}))
+
+
+def _on_deep_stack(fn: Any, *args: Any) -> Any:
+    """Runs `fn(*args)` on a thread whose stack holds PYTHON_DEPTH frames, the recursion limit
+    raised to that for the call; the caller waits. Exceptions come back as raised."""
+    out: list = []
+
+    def run() -> None:
+        try:
+            out.append((True, fn(*args)))
+        except BaseException as exc:  # handed to the caller, which re-raises it
+            out.append((False, exc))
+
+    limit = sys.getrecursionlimit()
+    size = threading.stack_size(STACK_BYTES)
+    try:
+        sys.setrecursionlimit(max(limit, PYTHON_DEPTH))
+        worker = threading.Thread(target=run, name="p2paudit-interpreter")
+        worker.start()
+        worker.join()
+    finally:
+        threading.stack_size(size)
+        sys.setrecursionlimit(limit)
+    ok, value = out[0]
+    if not ok:
+        raise value
+    return value
 
 
 @dataclass(frozen=True)
