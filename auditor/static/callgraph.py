@@ -1127,15 +1127,16 @@ def _names_in(stmts: list, sites: set[str], defs: set[str], attrs: set[tuple[str
     stack: list[Any] = list(stmts)
     while stack:
         cur = stack.pop()
-        if isinstance(cur, tuple) and cur:
+        if isinstance(cur, (tuple, list)) and cur and isinstance(cur[0], str):  # an IR node
             if cur[0] == "name" and len(cur) == 2 and isinstance(cur[1], str):
                 found.add(cur[1])
                 continue
-            if cur[0] == "site" and len(cur) == 3:
+            if cur[0] == "site" and len(cur) == 3 and isinstance(cur[1], str):
                 sites.add(cur[1])
-            if cur[0] == "def" and len(cur) == 3:
+            if cur[0] == "def" and len(cur) == 3 and isinstance(cur[2], str):
                 defs.add(cur[2])
-            if cur[0] == "attr" and len(cur) == 3 and cur[1][0] == "name":
+            if cur[0] == "attr" and len(cur) == 3 and isinstance(cur[1], (tuple, list)) \
+                    and cur[1] and cur[1][0] == "name":
                 attrs.add((cur[1][1], cur[2]))
             stack.extend(x for x in cur[1:] if isinstance(x, (tuple, list, dict)))
         elif isinstance(cur, list):
