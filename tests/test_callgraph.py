@@ -264,3 +264,57 @@ def test_a_package_importing_a_name_from_itself_resolves_to_nothing(tmp_path):
     out = analyse(tmp_path, files, entry, {})
     assert out["batched:P2POp"].reachable == "yes"
     assert out["<cuts>"] == []
+
+
+def test_a_site_reached_under_a_condition_on_one_path_and_its_negation_on_another_is_reached(tmp_path):
+    files = {"pkg/comm.py": COMM, "pkg/step.py": '''
+        from pkg import comm
+        def send(t):
+            comm.unbatched(tensor=t, peer=1, group=None)
+        def step(args, t):
+            if args.overlap_p2p_comm:
+                send(t)
+            if args.pipeline_model_parallel_size != 2:
+                comm.batched(tensor=t, peer=1, group=None)
+        def other(args, t):
+            if not args.overlap_p2p_comm:
+                send(t)
+            if 2 == args.pipeline_model_parallel_size:
+                comm.batched(tensor=t, peer=1, group=None)
+    '''}
+    both = "from pkg.step import step, other\nstep(DATA, DATA)\nother(DATA, DATA)\n"
+    out = analyse(tmp_path, files, both, {})
+    assert out["unbatched:isend"].reachable == "yes"  # overlap_p2p_comm or not overlap_p2p_comm
+    assert out["batched:P2POp"].reachable == "yes"  # x != 2 or 2 == x
+    one = analyse(tmp_path, files, "from pkg.step import step\nstep(DATA, DATA)\n", {})
+    assert one["unbatched:isend"].reachable == "unknown"
+    assert one["unbatched:isend"].decided_by == ["overlap_p2p_comm"]
+    assert one["batched:P2POp"].decided_by == ["pipeline_model_parallel_size == 2"]
+
+
+def test_contradictory_guards_on_one_path_rule_the_site_out(tmp_path):
+    files = {"pkg/comm.py": COMM, "pkg/step.py": '''
+        from pkg import comm
+        def step(args, t):
+            if args.virtual_pipeline_model_parallel_size is None:
+                if args.virtual_pipeline_model_parallel_size is not None:
+                    comm.unbatched(tensor=t, peer=1, group=None)
+                comm.batched(tensor=t, peer=1, group=None)
+    '''}
+    out = analyse(tmp_path, files, "from pkg.step import step\nstep(DATA, DATA)\n", {})
+    assert out["unbatched:isend"].reachable == "no"
+    assert out["batched:P2POp"].reachable == "unknown"
+
+
+def test_values_derived_from_unknown_config_are_never_taken_for_one_another(tmp_path):
+    files = {"pkg/comm.py": COMM, "pkg/step.py": '''
+        from pkg import comm
+        def step(args, t):
+            if args.num_layers * 2 > 8:
+                comm.unbatched(tensor=t, peer=1, group=None)
+            if not (args.hidden_size * 2 > 8):
+                comm.unbatched(tensor=t, peer=1, group=None)
+    '''}
+    out = analyse(tmp_path, files, "from pkg.step import step\nstep(DATA, DATA)\n", {})
+    assert out["unbatched:isend"].reachable == "unknown"
+    assert out["unbatched:isend"].decided_by == []  # nothing the config could name

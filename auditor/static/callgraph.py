@@ -4,9 +4,10 @@ Starting from entry code (rules data, or `--entry`), the interpreter walks the I
 it reaches: it binds imports lazily, follows calls into functions, methods (through `self`,
 attributes set in `__init__`, class hierarchies), functions held in variables and returned by
 functions, `functools.partial`, and executes attribute assignments to modules and classes as the
-monkeypatches they are. Branch tests are evaluated three-valued under the effective config
-(`values.py`); a branch that cannot be taken is not walked, and what it would have called is
-recorded as blocked by that guard. The result is a graph of (function, calling context) nodes,
+monkeypatches they are. Branch tests are evaluated under the effective config to formulas over
+the configuration values it leaves unknown (`values.py`, `formula.py`); a branch that cannot be
+taken is not walked, and what it would have called is recorded as blocked by that guard. Every
+edge, site hit and patch carries the formula of the path to it. The result is a graph of (function, calling context) nodes,
 edges with the guards on the way, the P2P sites hit in each node, and the patches installed.
 """
 
@@ -20,9 +21,10 @@ from typing import Any
 
 from auditor.static.graphrules import Rules
 from auditor.static.program import Program
+from auditor.static.formula import FALSE, TRUE, atom, conj, disj, fresh, level, neg
 from auditor.static.values import (
-    NO, UNK, YES, Api, Cfg, ConfigObject, Const, Cond, Data, DictV, External, Func, Group,
-    Guarded, Klass, Module, Obj, and3, bare, concrete, describe, or3, truth_of,
+    DERIVED, Api, Cfg, ConfigObject, Const, Cond, Data, DictV, External, Func, Group, Guarded,
+    Klass, Module, Obj, bare, concrete, describe, truth_of,
 )
 
 # In entry code, `P2PAUDIT_INSTANCE(Cls)` is an instance of Cls whose __init__ never ran.
@@ -44,6 +46,10 @@ class Guard:
     text: str
     value: str  # can the guard be true here: yes / no / unknown
     config: bool = False  # the test reads a configuration value (else: run-time data only)
+
+    @classmethod
+    def of(cls, text: str, can_hold: int, config: bool) -> Guard:
+        return cls(text, level(can_hold), config)
 
 
 @dataclass(frozen=True)
@@ -74,7 +80,7 @@ class Lazy:
 class Edge:
     caller: int
     callee: int
-    status: str
+    status: int  # formula: under which configurations the caller makes this call
     guards: tuple[Guard, ...]
 
 
@@ -82,7 +88,7 @@ class Edge:
 class Hit:
     node: int
     site: str
-    status: str
+    status: int  # formula: under which configurations the node reaches the site
     guards: tuple[Guard, ...]
     groups: tuple[str, ...] = ()
 
@@ -101,21 +107,21 @@ class Patch:
     replacement: str  # module.qualname of the function or class put there
     short: str  # module tail and qualname, as call paths show it
     node: int
-    status: str
+    status: str  # yes / no / unknown: does the installing code run
 
 
 @dataclass
 class State:
     env: dict[str, frozenset]
     guards: tuple[Guard, ...] = ()
-    status: str = YES
+    status: int = TRUE  # formula: under which configurations this point runs
     done: bool = False
     raised: bool = False
     # Why what follows cannot run, when a branch that would have gone on is false here.
     stop: Guard | None = None
 
-    def fork(self, guard: Guard, status: str) -> State:
-        return State(dict(self.env), (*self.guards, guard), and3(self.status, status))
+    def fork(self, guard: Guard, status: int) -> State:
+        return State(dict(self.env), (*self.guards, guard), conj(self.status, status))
 
 
 @dataclass
@@ -346,18 +352,21 @@ class Interpreter:
         can_true, can_false = truth_of(self.eval(test, state, frame))
         config = self.config_reads != reads
         outs: list[State] = []
+        stop = None
         for branch, status, guard_text in ((body, can_true, text), (orelse, can_false, f"not ({text})")):
-            guard = Guard(guard_text, status, config)
-            if status == NO:
-                if branch:
-                    self.block(branch, 0, (*state.guards, guard), state, frame)
+            # A branch whose guard contradicts the path to it (`if c:` inside `if not c:`)
+            # cannot be taken here either.
+            if status != FALSE and (state.status == FALSE or conj(state.status, status) != FALSE):
+                guard = Guard.of(guard_text, status, config)
+                outs.append(self.exec_block(branch, state.fork(guard, status), frame))
                 continue
-            outs.append(self.exec_block(branch, state.fork(guard, status), frame))
+            stop = Guard.of(guard_text, FALSE, config)
+            if branch:
+                self.block(branch, 0, (*state.guards, stop), state, frame)
         live = [s for s in outs if not s.done]
         if not live:
-            stop = None
-            if len(outs) == 1:  # the branch that would go on is false: say so for what follows
-                stop = Guard(f"not ({text})", can_false, config) if can_true != NO else Guard(text, can_true, config)
+            if len(outs) != 1:  # else the branch that would go on is false: say so for what follows
+                stop = None
             return State(state.env, state.guards, state.status, True, all(s.raised for s in outs), stop)
         if len(live) == 1 and len(outs) == 2 and any(s.raised for s in outs):
             # The other branch is a validation error (`raise`): runs that get past it are the
@@ -381,9 +390,9 @@ class Interpreter:
             can_true, _ = truth_of(self.eval(test, state, frame))
         else:
             self.eval(iterable, state, frame)
-            can_true = YES
+            can_true = TRUE
             self.assign(target, frozenset({Data("loop item")}), state, frame)
-        if can_true == NO:
+        if can_true == FALSE:
             return self.exec_block(orelse, state, frame)
         start_env = dict(state.env)
         inner = self.exec_block(body, State(dict(state.env), state.guards, state.status), frame)
@@ -461,7 +470,7 @@ class Interpreter:
             if isinstance(v, (Func, Klass)):
                 q = _python_qualname(v.qualname)
                 p = Patch(target, f"{v.module}.{q}", f"{v.module.rsplit('.', 1)[-1]}.{q}",
-                          frame.node, state.status)
+                          frame.node, level(state.status))
                 if p not in self.patches:
                     self.patches.append(p)
 
@@ -500,9 +509,9 @@ class Interpreter:
         if kind == "ifexp":
             t, f = truth_of(self.eval(e[1], state, frame))
             out: frozenset = frozenset()
-            if t != NO:
+            if t != FALSE:
                 out |= self.eval(e[2], state, frame)
-            if f != NO:
+            if f != FALSE:
                 out |= self.eval(e[3], state, frame)
             return _cap(out)
         if kind == "func":
@@ -519,7 +528,7 @@ class Interpreter:
         if kind == "binop":
             left, right = self.eval(e[2], state, frame), self.eval(e[3], state, frame)
             if any(isinstance(v, Cfg) and not v.known for v in left | right):
-                return frozenset({Cfg("(derived)", False)})
+                return frozenset({Cfg(DERIVED, False)})
             return frozenset({Data("arith")})
         if kind == "sub":
             base = self.eval(e[1], state, frame)
@@ -543,27 +552,27 @@ class Interpreter:
 
     def eval_compare(self, e: tuple, state: State, frame: Frame) -> Any:
         left = self.eval(e[1], state, frame)
-        result = Cond(YES, NO)
+        result = Cond(TRUE, FALSE)
         for op, right_ir in e[2]:
             right = self.eval(right_ir, state, frame)
-            t = f = NO
+            t = f = FALSE
             for lv in left:
                 for rv in right:
                     ct, cf = _compare(lv, op, rv)
-                    t, f = or3(t, ct), or3(f, cf)
-            result = Cond(and3(result.can_true, t), or3(result.can_false, f))
+                    t, f = disj(t, ct), disj(f, cf)
+            result = Cond(conj(result.can_true, t), disj(result.can_false, f))
             left = right
         return result
 
     def eval_bool(self, e: tuple, state: State, frame: Frame) -> Any:
         op, values = e[1], e[2]
-        t, f = (YES, NO) if op == "and" else (NO, YES)
+        t, f = (TRUE, FALSE) if op == "and" else (FALSE, TRUE)
         for v in values:
             vt, vf = truth_of(self.eval(v, state, frame))
             if op == "and":
-                t, f = and3(t, vt), or3(f, vf)
+                t, f = conj(t, vt), disj(f, vf)
             else:
-                t, f = or3(t, vt), and3(f, vf)
+                t, f = disj(t, vt), conj(f, vf)
         return _cond(t, f)
 
     def lookup(self, name: str, state: State, frame: Frame) -> frozenset:
@@ -799,7 +808,7 @@ class Interpreter:
     def call_value(self, callee: Any, args: list, kwargs: dict, state: State, frame: Frame,
                    text: str) -> frozenset:
         if isinstance(callee, Guarded):
-            weaker = State(state.env, state.guards, and3(state.status, callee.status))
+            weaker = State(state.env, state.guards, conj(state.status, callee.status))
             return frozenset(Guarded(bare(v), callee.status) for v in
                              self.call_value(callee.value, args, kwargs, weaker, frame, text))
         if isinstance(callee, Func):
@@ -1005,7 +1014,13 @@ class _Super:
     self_values: frozenset
 
 
-def _compare(lv: Any, op: str, rv: Any) -> tuple[str, str]:
+_NEGATED = {"!=": "==", "is not": "is", "not in": "in", ">=": "<", "<=": ">"}
+_MIRRORED = {"==": "==", "!=": "!=", "is": "is", "is not": "is not", "<": ">", ">": "<",
+             "<=": ">=", ">=": "<="}
+
+
+def _compare(lv: Any, op: str, rv: Any) -> tuple[int, int]:
+    """(can be true, can be false) of `lv op rv`."""
     lv, rv = bare(lv), bare(rv)
     lk, lval = concrete(lv)
     rk, rval = concrete(rv)
@@ -1013,15 +1028,15 @@ def _compare(lv: Any, op: str, rv: Any) -> tuple[str, str]:
         if lk and rk:
             res = lval is rval if (lval is None or rval is None) else lval == rval
         elif isinstance(lv, Cfg) or isinstance(rv, Cfg):
-            return UNK, UNK
+            return _config_test(lv, op, rv)
         elif (rk and rval is None and not isinstance(lv, (Data, External))) or (
             lk and lval is None and not isinstance(rv, (Data, External))
         ):
             res = False  # an object, function or group is not None
         else:
-            return YES, YES
+            return TRUE, TRUE
         res = res if op == "is" else not res
-        return (YES, NO) if res else (NO, YES)
+        return (TRUE, FALSE) if res else (FALSE, TRUE)
     if lk and rk:
         try:
             res = {
@@ -1030,17 +1045,32 @@ def _compare(lv: Any, op: str, rv: Any) -> tuple[str, str]:
                 "in": lambda: lval in rval, "not in": lambda: lval not in rval,
             }[op]()
         except (TypeError, KeyError):
-            return YES, YES
-        return (YES, NO) if res else (NO, YES)
+            return TRUE, TRUE
+        return (TRUE, FALSE) if res else (FALSE, TRUE)
     if (isinstance(lv, Cfg) and not lv.known) or (isinstance(rv, Cfg) and not rv.known):
-        return UNK, UNK
-    return YES, YES
+        return _config_test(lv, op, rv)
+    return TRUE, TRUE
 
 
-def _cond(can_true: str, can_false: str) -> Any:
-    if (can_true, can_false) == (YES, NO):
+def _config_test(lv: Any, op: str, rv: Any) -> tuple[int, int]:
+    """A comparison that depends on an unknown configuration value. `key op constant` is a named
+    atom (`x != 1` is `not (x == 1)`, `1 < x` is `x > 1`), so the same test met twice is the
+    same atom; anything else is a fresh atom, equal to no other test."""
+    if isinstance(rv, Cfg) and not rv.known and concrete(lv)[0] and op in _MIRRORED:
+        lv, rv, op = rv, lv, _MIRRORED[op]
+    known, value = concrete(rv)
+    if isinstance(lv, Cfg) and not lv.known and lv.key != DERIVED and known:
+        positive = _NEGATED.get(op, op)
+        a = atom(f"{lv.key} {positive} {value!r}")
+        return (neg(a), a) if op in _NEGATED else (a, neg(a))
+    a = fresh(f"{describe(lv)} {op} {describe(rv)}")
+    return a, neg(a)
+
+
+def _cond(can_true: int, can_false: int) -> Any:
+    if (can_true, can_false) == (TRUE, FALSE):
         return Const(True)
-    if (can_true, can_false) == (NO, YES):
+    if (can_true, can_false) == (FALSE, TRUE):
         return Const(False)
     return Cond(can_true, can_false)
 
@@ -1089,9 +1119,9 @@ def _join(states: list[State]) -> State:
         while n < min(len(guards), len(s.guards)) and guards[n] == s.guards[n]:
             n += 1
         guards = guards[:n]
-    status = NO
+    status = FALSE
     for s in states:
-        status = or3(status, s.status)
+        status = disj(status, s.status)
     return State(env, guards, status)
 
 
