@@ -72,7 +72,7 @@ def interpreter_config(effective: EffectiveConfig) -> dict[str, Any]:
 
 def entry_code(spec: str) -> str:
     """`--entry MODULE[:QUALNAME]` as entry code: import the module, call the function (an
-    instance whose __init__ never ran for a method), arguments unknown."""
+    instance whose __init__ never ran for a method), every argument unknown."""
     module, _, qualname = spec.partition(":")
     if not module or not all(p.isidentifier() for p in module.split(".")):
         raise InputError(spec, "--entry wants MODULE or MODULE:QUALNAME, e.g. mytrain:Trainer.step")
@@ -82,10 +82,10 @@ def entry_code(spec: str) -> str:
         if not all(p.isidentifier() for p in parts):
             raise InputError(spec, "--entry wants MODULE:QUALNAME with a dotted Python name")
         if len(parts) == 1:
-            lines.append(f"_m.{parts[0]}()")
+            lines.append(f"P2PAUDIT_CALL(_m.{parts[0]})")
         else:
             owner = ".".join(parts[:-1])
-            lines.append(f"P2PAUDIT_INSTANCE(_m.{owner}).{parts[-1]}()")
+            lines.append(f"P2PAUDIT_CALL(P2PAUDIT_INSTANCE(_m.{owner}).{parts[-1]})")
     return "\n".join(lines) + "\n"
 
 

@@ -318,3 +318,64 @@ def test_values_derived_from_unknown_config_are_never_taken_for_one_another(tmp_
     out = analyse(tmp_path, files, "from pkg.step import step\nstep(DATA, DATA)\n", {})
     assert out["unbatched:isend"].reachable == "unknown"
     assert out["unbatched:isend"].decided_by == []  # nothing the config could name
+
+
+def test_a_user_entry_explores_both_branches_of_its_unknown_parameters(tmp_path):
+    from auditor.scan import entry_code
+
+    files = {"pkg/comm.py": COMM, "pkg/sched.py": '''
+        from pkg import comm
+        class Schedule:
+            def step(self, *args, target=None):
+                if target is not None:
+                    comm.batched(tensor=target, peer=1, group=None)
+                else:
+                    comm.unbatched(tensor=None, peer=1, group=None)
+        def step(target=None):
+            if target is None:
+                comm.unbatched(tensor=None, peer=1, group=None)
+    '''}
+    for spec in ("pkg.sched:Schedule.step", "pkg.sched:step"):
+        out = analyse(tmp_path, files, entry_code(spec), {})
+        assert out["unbatched:isend"].reachable == "yes"
+        expected = "yes" if spec.endswith("Schedule.step") else "unknown"  # no call path: probed
+        assert out["batched:P2POp"].reachable == expected
+
+
+def test_a_patch_installed_in_a_loop_body_applies_to_the_next_iteration(tmp_path):
+    files = {"pkg/comm.py": COMM, "pkg/mine.py": '''
+        from pkg import comm
+        def mysend(tensor, peer, group):
+            return comm.unbatched(tensor=tensor, peer=peer, group=group)
+        def install():
+            comm.batched = mysend
+    ''', "pkg/step.py": '''
+        from pkg import comm, mine
+        def step(t, n):
+            for i in range(n):
+                comm.batched(tensor=t, peer=1, group=None)
+                mine.install()
+    '''}
+    out = analyse(tmp_path, files, "from pkg.step import step\nstep(DATA, DATA)\n", {})
+    assert out["batched:P2POp"].reachable == "yes"  # the first iteration
+    assert out["unbatched:isend"].paths == [["step.step", "mine.mysend", "comm.unbatched"]]
+    assert out["<patches>"] == [("pkg.comm.batched", "pkg.mine.mysend")]
+
+
+def test_a_patch_installed_by_the_entry_applies_in_callees_and_their_loops(tmp_path):
+    files = {"pkg/comm.py": COMM, "pkg/mine.py": '''
+        from pkg import comm
+        def mysend(tensor, peer, group):
+            return comm.unbatched(tensor=tensor, peer=peer, group=group)
+    ''', "pkg/step.py": '''
+        from pkg import comm
+        def inner(t):
+            comm.batched(tensor=t, peer=1, group=None)
+        def step(t, n):
+            while n:
+                inner(t)
+    '''}
+    entry = "from pkg import comm, mine\nfrom pkg.step import step, inner\ninner(DATA)\ncomm.batched = mine.mysend\nstep(DATA, DATA)\n"
+    out = analyse(tmp_path, files, entry, {})
+    assert out["batched:P2POp"].paths == [["step.inner", "comm.batched"]]  # before the patch only
+    assert out["unbatched:isend"].paths == [["step.step", "step.inner", "mine.mysend", "comm.unbatched"]]

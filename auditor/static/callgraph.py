@@ -27,10 +27,13 @@ from auditor.static.values import (
     Klass, Module, Obj, bare, concrete, describe, truth_of,
 )
 
-# In entry code, `P2PAUDIT_INSTANCE(Cls)` is an instance of Cls whose __init__ never ran.
+# In entry code, `P2PAUDIT_INSTANCE(Cls)` is an instance of Cls whose __init__ never ran, and
+# `P2PAUDIT_CALL(f)` calls f with every parameter unknown (defaults too: a caller may pass them).
 INSTANCE = "P2PAUDIT_INSTANCE"
+CALL_UNKNOWN = "P2PAUDIT_CALL"
 ENTRY_PREFIX = "<entry"  # entry code runs as a module named `<entry N>`
 MAX_VALUES = 6
+MAX_LOOP_PASSES = 3  # walks of one loop body, while each installs patches the next would see
 MAX_DEPTH = 40  # nested calls being interpreted
 MAX_IMPORT_DEPTH = 60  # nested module top levels being executed (an import chain)
 MAX_NODES = 6000  # function contexts interpreted
@@ -168,6 +171,7 @@ class Interpreter:
         self.hits: list[Hit] = []
         self.blocked: list[Blocked] = []
         self.patches: list[Patch] = []
+        self._patch_keys: set[tuple[str, str, str, str]] = set()
         self.unresolved: dict[str, int] = {}
         self.mros: dict[Klass, list[Klass]] = {}
         self.reads: dict[tuple[int, int], tuple] = {}  # what a blocked branch reads, by IR list
@@ -394,10 +398,16 @@ class Interpreter:
             self.assign(target, frozenset({Data("loop item")}), state, frame)
         if can_true == FALSE:
             return self.exec_block(orelse, state, frame)
-        start_env = dict(state.env)
-        inner = self.exec_block(body, State(dict(state.env), state.guards, state.status), frame)
-        after = State(_join_env(start_env, inner.env), state.guards, state.status)
-        return self.exec_block(orelse, after, frame)
+        env = dict(state.env)
+        for _ in range(MAX_LOOP_PASSES):
+            # A patch installed during one pass (in the body or what it calls) applies to the
+            # calls of the next iteration: walk the body again while passes install new ones.
+            version = self.version
+            inner = self.exec_block(body, State(dict(env), state.guards, state.status), frame)
+            env = _join_env(env, inner.env)
+            if self.version == version:
+                break
+        return self.exec_block(orelse, State(env, state.guards, state.status), frame)
 
     def block(self, stmts: list, start: int, guards: tuple[Guard, ...], state: State,
               frame: Frame) -> None:
@@ -454,12 +464,15 @@ class Interpreter:
             elif isinstance(base, Module):
                 env = self.module_globals(base.name)
                 if env is not None:
-                    env[attr] = value
-                    self.version += 1
+                    if env.get(attr) != value:  # what ran before may now run differently
+                        env[attr] = value
+                        self.version += 1
                     self._patched(f"{base.name}.{attr}", base.name, value, state, frame)
             elif isinstance(base, Klass):
-                self.class_attrs.setdefault(base, {})[attr] = value
-                self.version += 1
+                attrs = self.class_attrs.setdefault(base, {})
+                if attrs.get(attr) != value:
+                    attrs[attr] = value
+                    self.version += 1
                 self._patched(f"{base.module}.{base.qualname}.{attr}", base.module, value, state, frame)
 
     def _patched(self, target: str, owner: str, value: frozenset, state: State, frame: Frame) -> None:
@@ -471,7 +484,9 @@ class Interpreter:
                 q = _python_qualname(v.qualname)
                 p = Patch(target, f"{v.module}.{q}", f"{v.module.rsplit('.', 1)[-1]}.{q}",
                           frame.node, level(state.status))
-                if p not in self.patches:
+                key = (p.target, p.replacement, self.nodes[p.node].function, p.status)
+                if key not in self._patch_keys:  # the same patch, installed again by a later pass
+                    self._patch_keys.add(key)
                     self.patches.append(p)
 
     # --- expressions ---------------------------------------------------------------------------
@@ -592,8 +607,8 @@ class Interpreter:
             env = self.module_globals(frame.module) or {}
         if name in env:
             return env[name]
-        if name == INSTANCE:
-            return frozenset({External(INSTANCE)})
+        if name in (INSTANCE, CALL_UNKNOWN):
+            return frozenset({External(name)})
         if name == "super" and frame.cls is not None:
             return frozenset({External("builtins.super")})
         if name in self.rules.config_names:
@@ -829,6 +844,14 @@ class Interpreter:
                 ) or frozenset({Data("partial")})
             if callee.qualname == INSTANCE and args:
                 return frozenset(Obj(k, "entry") for k in args[0] if isinstance(k, Klass))
+            if callee.qualname == CALL_UNKNOWN and args:
+                out: set = set()
+                for f in map(bare, args[0]):
+                    if isinstance(f, Func):
+                        out |= self._invoke(f, [], {}, (state, frame), unknown_args=True)[0]
+                    else:
+                        out |= self.call_value(f, [], {}, state, frame, text)
+                return _cap(frozenset(out)) if out else frozenset({Data("call")})
             if callee.qualname == "builtins.super" and frame.cls is not None:
                 return frozenset({_Super(frame.cls, frame.module, frame.self_values)})
             return frozenset({Data(callee.qualname)})
