@@ -214,11 +214,19 @@ def analyze(
     return out
 
 
+def usable_cpus() -> int:
+    """The cores this process may run on (a CI runner's or taskset's share, not the host's)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 def _run_all(src: SourceSet, task: Task, todo: list[tuple[str, str, str]], jobs: int | None):
     args = [(task, rel, text, src.module_name(rel), src.name) for rel, text, _ in todo]
     # Largest files first so one big file does not finish last on its own.
     args.sort(key=lambda a: -len(a[2]))
-    workers = min(jobs or os.cpu_count() or 1, len(args))
+    workers = min(jobs or usable_cpus(), len(args))
     if workers <= 1 or sum(len(a[2]) for a in args) < 200_000:
         yield from (run_one(*a) for a in args)
         return

@@ -52,7 +52,8 @@ def fresh(what: str) -> int:
     return f
 
 
-def _op(op: str, a: int, b: int) -> int:
+def _known(op: str, a: int, b: int) -> int | None:
+    """The result of `a op b` without recursing, when a constant, an equality or a memo says it."""
     if op == "and":
         if a == FALSE or b == FALSE:
             return FALSE
@@ -60,27 +61,44 @@ def _op(op: str, a: int, b: int) -> int:
             return b
         if b == TRUE or a == b:
             return a
-    else:
+    elif op == "or":
         if a == TRUE or b == TRUE:
             return TRUE
         if a == FALSE:
             return b
         if b == FALSE or a == b:
             return a
-    if a > b:
-        a, b = b, a
-    key = (op, a, b)
-    hit = _apply.get(key)
-    if hit is not None:
-        return hit
-    va, la, ha = _nodes[a]
-    vb, lb, hb = _nodes[b]
-    var = min(v for v in (va, vb) if v >= 0)
-    a0, a1 = (la, ha) if va == var else (a, a)
-    b0, b1 = (lb, hb) if vb == var else (b, b)
-    out = _mk(var, _op(op, a0, b0), _op(op, a1, b1))
-    _apply[key] = out
-    return out
+    elif a in (FALSE, TRUE):  # "not": b is a
+        return TRUE - a
+    return _apply.get((op, min(a, b), max(a, b)))
+
+
+def _op(op: str, a: int, b: int) -> int:
+    """Shannon expansion on the lowest atom of the two, iteratively (a formula may have more
+    atoms than Python has stack frames), memoised for the life of the process."""
+    done = _known(op, a, b)
+    if done is not None:
+        return done
+    stack = [(a, b)]
+    while stack:
+        x, y = stack[-1]
+        if _known(op, x, y) is not None:
+            stack.pop()
+            continue
+        vx, lx, hx = _nodes[x]
+        vy, ly, hy = _nodes[y]
+        var = min(v for v in (vx, vy) if v >= 0)
+        x0, x1 = (lx, hx) if vx == var else (x, x)
+        y0, y1 = (ly, hy) if vy == var else (y, y)
+        if op == "not":
+            y0, y1 = x0, x1
+        low, high = _known(op, x0, y0), _known(op, x1, y1)
+        if low is None or high is None:
+            stack += [pair for pair, r in (((x0, y0), low), ((x1, y1), high)) if r is None]
+            continue
+        stack.pop()
+        _apply[(op, min(x, y), max(x, y))] = _mk(var, low, high)
+    return _known(op, a, b)  # type: ignore[return-value]
 
 
 def conj(a: int, b: int) -> int:
@@ -92,14 +110,7 @@ def disj(a: int, b: int) -> int:
 
 
 def neg(a: int) -> int:
-    if a in (FALSE, TRUE):
-        return TRUE - a
-    key = ("not", a, a)
-    hit = _apply.get(key)
-    if hit is None:
-        var, low, high = _nodes[a]
-        hit = _apply[key] = _mk(var, neg(low), neg(high))
-    return hit
+    return _op("not", a, a)
 
 
 def level(f: int) -> str:
