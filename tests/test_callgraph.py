@@ -379,3 +379,19 @@ def test_a_patch_installed_by_the_entry_applies_in_callees_and_their_loops(tmp_p
     out = analyse(tmp_path, files, entry, {})
     assert out["batched:P2POp"].paths == [["step.inner", "comm.batched"]]  # before the patch only
     assert out["unbatched:isend"].paths == [["step.step", "step.inner", "mine.mysend", "comm.unbatched"]]
+
+
+def test_code_nested_deeper_than_the_python_stack_is_a_budget_cut_not_a_crash(tmp_path):
+    # Each function nests 90 `if`s around 150 nested calls: some 900 interpreter frames per
+    # call level, so the chain passes PYTHON_DEPTH long before MAX_DEPTH.
+    def function(i: int, last: int) -> str:
+        head = f"def f{i}(t):\n" + "".join("    " * (k + 1) + "if t is not None:\n" for k in range(90))
+        call = f"f{i + 1}(t)" if i < last else "comm.unbatched(tensor=t, peer=1, group=None)"
+        return head + "    " * 91 + "str(" * 150 + call + ")" * 150 + "\n"
+
+    chain = "".join(function(i, 29) for i in range(30))
+    files = {"pkg/comm.py": COMM, "pkg/deep.py": "from pkg import comm\n" + chain}
+    out = analyse(tmp_path, files, "from pkg.deep import f0\nf0(DATA)\n", {})
+    assert out["unbatched:isend"].reachable == "unknown"
+    assert [c["budget"] for c in out["<cuts>"]] == ["PYTHON_DEPTH"]
+    assert "PYTHON_DEPTH budget" in out["unbatched:isend"].reason

@@ -137,9 +137,10 @@ class FileCache:
         tmp = f"{self.path}.{os.getpid()}.tmp"
         try:
             os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            # json.dumps, not json.dump: only the one-shot encoder is the C one (~10x faster).
+            text = json.dumps({"format": self.FORMAT, "entries": self.entries}, separators=(",", ":"))
             with open(tmp, "w", encoding="utf-8") as f:
-                json.dump({"format": self.FORMAT, "entries": self.entries}, f,
-                          separators=(",", ":"), allow_nan=True)
+                f.write(text)
             os.replace(tmp, self.path)
         except OSError as exc:
             with contextlib.suppress(OSError):

@@ -168,6 +168,8 @@ class Interpreter:
         self.memo: dict[tuple, frozenset] = {}
         self.active: set[tuple] = set()
         self.edges: list[Edge] = []
+        self._by_caller: dict[int, list[Edge]] = {}
+        self._indexed = 0  # edges[:_indexed] are in _by_caller
         self.hits: list[Hit] = []
         self.blocked: list[Blocked] = []
         self.patches: list[Patch] = []
@@ -193,6 +195,14 @@ class Interpreter:
         if (function, budget) not in self._cut_keys:
             self._cut_keys.add((function, budget))
             self.cuts.append(Cut(function, budget, limit, node, caller[1].node if caller else None))
+
+    def calls_from(self) -> dict[int, list[Edge]]:
+        """The edges by caller, brought up to date with the edges added since the last call
+        (probes add some): every reachability reads it, so it is built once."""
+        for e in self.edges[self._indexed:]:
+            self._by_caller.setdefault(e.caller, []).append(e)
+        self._indexed = len(self.edges)
+        return self._by_caller
 
     # --- nodes ---------------------------------------------------------------------------------
 
@@ -1018,7 +1028,7 @@ def _on_deep_stack(fn: Any, *args: Any) -> Any:
     size = threading.stack_size(STACK_BYTES)
     try:
         sys.setrecursionlimit(max(limit, PYTHON_DEPTH))
-        worker = threading.Thread(target=run, name="p2paudit-interpreter")
+        worker = threading.Thread(target=run, name="p2paudit-interpreter", daemon=True)
         worker.start()
         worker.join()
     finally:

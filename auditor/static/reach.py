@@ -40,9 +40,7 @@ class Reachability:
         self.interp = interp
         self.reached: dict[int, int] = {s: TRUE for s in starts}
         self.parent: dict[int, Edge | None] = {s: None for s in starts}
-        out: dict[int, list[Edge]] = {}
-        for e in interp.edges:
-            out.setdefault(e.caller, []).append(e)
+        out = interp.calls_from()
         work = list(starts)
         while work:  # a fixpoint: formulas only grow, over finitely many atoms
             u = work.pop()
