@@ -93,19 +93,11 @@ def test_cli_with_a_cache_that_is_not_a_directory_exits_2_with_one_line(cache):
 
 
 def test_the_interpreter_reads_the_ir_back_from_json_with_the_same_results(tmp_path, monkeypatch):
-    from test_callgraph import COMM as CALLGRAPH_COMM, analyse
+    from test_callgraph import COMM as CALLGRAPH_COMM, PATCH_TO_DEFAULT_GROUP, analyse
 
     monkeypatch.setenv("P2PAUDIT_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(FileCache, "_open", {})
-    files = {"pkg/comm.py": CALLGRAPH_COMM, "pkg/patch.py": '''
-        def install():
-            from pkg import comm
-            original = comm.batched
-            def on_default_group(**kwargs):
-                kwargs['group'] = None
-                return original(**kwargs)
-            comm.batched = on_default_group
-    ''', "pkg/step.py": '''
+    files = {"pkg/comm.py": CALLGRAPH_COMM, "pkg/patch.py": PATCH_TO_DEFAULT_GROUP, "pkg/step.py": '''
         from pkg import comm
         def step(config, t):
             for _ in range(2):

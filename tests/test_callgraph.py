@@ -99,16 +99,20 @@ def test_function_returned_by_a_function(tmp_path):
     assert out["unbatched:isend"].reason == "blocked in pick.get_func by `not (size > 1)`"
 
 
+# Installs a closure over the original `comm.batched` that sends on the default group.
+PATCH_TO_DEFAULT_GROUP = '''
+def install():
+    from pkg import comm
+    original = comm.batched
+    def on_default_group(**kwargs):
+        kwargs['group'] = None
+        return original(**kwargs)
+    comm.batched = on_default_group
+'''
+
+
 def test_monkeypatch_with_a_closure_changes_the_group(tmp_path):
-    files = {"pkg/comm.py": COMM, "pkg/patch.py": '''
-        def install():
-            from pkg import comm
-            original = comm.batched
-            def on_default_group(**kwargs):
-                kwargs['group'] = None
-                return original(**kwargs)
-            comm.batched = on_default_group
-    ''', "pkg/step.py": '''
+    files = {"pkg/comm.py": COMM, "pkg/patch.py": PATCH_TO_DEFAULT_GROUP, "pkg/step.py": '''
         from pkg import comm
         from torch.distributed import new_group
         def step(t):
