@@ -33,7 +33,7 @@ INSTANCE = "P2PAUDIT_INSTANCE"
 CALL_UNKNOWN = "P2PAUDIT_CALL"
 ENTRY_PREFIX = "<entry"  # entry code runs as a module named `<entry N>`
 MAX_VALUES = 6
-MAX_LOOP_PASSES = 3  # walks of one loop body, while each installs patches the next would see
+MAX_LOOP_PASSES = 3  # walks of one loop body, while each installs new patches the next would see
 MAX_DEPTH = 40  # nested calls being interpreted
 MAX_IMPORT_DEPTH = 60  # nested module top levels being executed (an import chain)
 MAX_NODES = 6000  # function contexts interpreted
@@ -412,10 +412,10 @@ class Interpreter:
         for _ in range(MAX_LOOP_PASSES):
             # A patch installed during one pass (in the body or what it calls) applies to the
             # calls of the next iteration: walk the body again while passes install new ones.
-            version = self.version
+            patches = len(self.patches)
             inner = self.exec_block(body, State(dict(env), state.guards, state.status), frame)
             env = _join_env(env, inner.env)
-            if self.version == version:
+            if len(self.patches) == patches:
                 break
         return self.exec_block(orelse, State(env, state.guards, state.status), frame)
 
