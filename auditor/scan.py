@@ -74,7 +74,7 @@ def interpreter_config(effective: EffectiveConfig) -> dict[str, Any]:
 
 def entry_code(spec: str) -> str:
     """`--entry MODULE[:QUALNAME]` as entry code: import the module, call the function (an
-    instance whose __init__ never ran for a method), arguments unknown."""
+    instance whose __init__ never ran for a method), every argument unknown."""
     module, _, qualname = spec.partition(":")
     if not module or not all(p.isidentifier() for p in module.split(".")):
         raise InputError(spec, "--entry wants MODULE or MODULE:QUALNAME, e.g. mytrain:Trainer.step")
@@ -84,10 +84,10 @@ def entry_code(spec: str) -> str:
         if not all(p.isidentifier() for p in parts):
             raise InputError(spec, "--entry wants MODULE:QUALNAME with a dotted Python name")
         if len(parts) == 1:
-            lines.append(f"_m.{parts[0]}()")
+            lines.append(f"P2PAUDIT_CALL(_m.{parts[0]})")
         else:
             owner = ".".join(parts[:-1])
-            lines.append(f"P2PAUDIT_INSTANCE(_m.{owner}).{parts[-1]}()")
+            lines.append(f"P2PAUDIT_CALL(P2PAUDIT_INSTANCE(_m.{owner}).{parts[-1]})")
     return "\n".join(lines) + "\n"
 
 
@@ -134,6 +134,7 @@ def run_scan(inputs: ScanInputs) -> dict[str, Any]:
     doc["analysis"] = {
         "functions_interpreted": len(interp.nodes), "modules_parsed": program.parsed,
         "modules_cached": program.cached, "budget_exhausted": interp.exhausted,
+        "budget_cuts": [c.to_json(interp.nodes) for c in interp.cuts],
         "unresolved_calls": sum(interp.unresolved.values()),
         "errors": [{"package": pkg, "path": e.path, "cause": e.cause} for pkg, e in program.errors],
         "seconds": round(time.perf_counter() - started, 3),
@@ -155,10 +156,9 @@ def _run_entries(interp: Interpreter, program: Program, srcs: list[SourceSet],
             tree = cst.parse_module(code)
         except cst.ParserSyntaxError as exc:
             raise InputError(name, f"entry code does not parse: {exc.message}") from None
-        unresolved = dict(interp.unresolved)
         starts.append(interp.run_module_ir(module, ir.build(tree, module, False, {})))
         if user_given:
-            _check_entry_resolved(name, interp.unresolved, unresolved)
+            _check_entry_resolved(name, interp)
     # Code a module runs on import ran too: its module-level node is a start of its own.
     starts += [n.id for n in interp.nodes if n.qualname == "<module>" and n.context == "import"]
     return starts
@@ -172,15 +172,13 @@ def _check_entry_module(spec: str, program: Program, srcs: list[SourceSet]) -> N
                                "add the package that holds it with --target")
 
 
-def _check_entry_resolved(spec: str, now: dict[str, int], before: dict[str, int]) -> None:
-    """The entry's own call (`_m.f()`, `P2PAUDIT_INSTANCE(_m.C).m()`) must reach a function."""
+def _check_entry_resolved(spec: str, interp: Interpreter) -> None:
+    """The entry's function must have been interpreted: a misspelt name reaches nothing."""
     qualname = spec.partition(":")[2]
     if not qualname:
         return
     last = qualname.rsplit(".", 1)[-1]
-    calls = [t for t, n in now.items() if n > before.get(t, 0) and t.startswith(("_m.", "P2PAUDIT_INSTANCE(_m."))
-             and t.endswith(f".{last}")]
-    if calls:
+    if not any(n.qualname == qualname or n.qualname.endswith(f".{last}") for n in interp.nodes):
         raise InputError(spec, f"--entry: {qualname!r} is not defined in module "
                                f"{spec.partition(':')[0]!r} (nor inherited by it); check the spelling")
 

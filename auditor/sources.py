@@ -53,11 +53,18 @@ VERSION_TXT = {"deepspeed": "deepspeed", "colossalai": "colossalai"}
 
 
 def cache_dir() -> Path:
+    """$P2PAUDIT_CACHE, else the user cache dir; bad input when it cannot be a writable dir."""
     explicit = os.environ.get("P2PAUDIT_CACHE")
-    if explicit:
-        return Path(explicit)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "p2paudit"
+    path = Path(explicit) if explicit else Path(base) / "p2paudit"
+    existing = next((p for p in (path, *path.parents) if p.exists()), path)
+    if not existing.is_dir():
+        raise InputError(str(path), f"cannot use as the p2paudit cache ($P2PAUDIT_CACHE): "
+                                    f"{existing} is not a directory")
+    if not os.access(existing, os.W_OK):
+        raise InputError(str(path), f"cannot use as the p2paudit cache ($P2PAUDIT_CACHE): "
+                                    f"{existing} is not writable")
+    return path
 
 
 @dataclass

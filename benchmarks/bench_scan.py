@@ -2,6 +2,7 @@
 of the three wheels' files measured in the same run. Prints medians and ratios; asserts nothing.
 
 "Cold": an empty cache (wheels unpacked before, timed apart); "warm": the same scan again.
+The load average is printed before and after: on a shared machine the ratio moves with it.
 
     python benchmarks/bench_scan.py [--repeat 5]
 """
@@ -17,6 +18,7 @@ from common import ast_baseline, fresh_cache, report, timed, wheels
 
 from auditor import sources
 from auditor.scan import ScanInputs, run_scan
+from auditor.static.analyze import usable_cpus
 
 SEED = Path(__file__).resolve().parent.parent / "examples" / "glm5_1_lora_pp4.sh"
 
@@ -27,7 +29,8 @@ def main() -> None:
     args = parser.parse_args()
     archives = wheels()
     baseline, files, lines = ast_baseline(args.repeat)
-    print(f"{files} files, {lines} lines, {os.cpu_count()} cores; {SEED.name}, torch 2.10.0")
+    print(f"{files} files, {lines} lines, {usable_cpus()} usable cores, load {_load()}; "
+          f"{SEED.name}, torch 2.10.0")
     inputs = ScanInputs(str(SEED), targets=[str(w) for w in archives], torch_version="2.10.0")
     cold, warm = [], []
     for _ in range(args.repeat):
@@ -42,7 +45,12 @@ def main() -> None:
     report("scan, cold", statistics.median(cold), baseline, "<= 3x")
     report("scan, warm", statistics.median(warm), baseline, "<= 0.5x")
     print(f"(one scan: {a['functions_interpreted']} function contexts, "
-          f"{a['modules_parsed'] + a['modules_cached']} modules of the call graph)")
+          f"{a['modules_parsed'] + a['modules_cached']} modules of the call graph; "
+          f"cold runs {', '.join(f'{c:.2f}' for c in cold)} s; load {_load()})")
+
+
+def _load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 if __name__ == "__main__":

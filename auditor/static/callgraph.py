@@ -4,31 +4,44 @@ Starting from entry code (rules data, or `--entry`), the interpreter walks the I
 it reaches: it binds imports lazily, follows calls into functions, methods (through `self`,
 attributes set in `__init__`, class hierarchies), functions held in variables and returned by
 functions, `functools.partial`, and executes attribute assignments to modules and classes as the
-monkeypatches they are. Branch tests are evaluated three-valued under the effective config
-(`values.py`); a branch that cannot be taken is not walked, and what it would have called is
-recorded as blocked by that guard. The result is a graph of (function, calling context) nodes,
+monkeypatches they are. Branch tests are evaluated under the effective config to formulas over
+the configuration values it leaves unknown (`values.py`, `formula.py`); a branch that cannot be
+taken is not walked, and what it would have called is recorded as blocked by that guard. Every
+edge, site hit and patch carries the formula of the path to it. The result is a graph of (function, calling context) nodes,
 edges with the guards on the way, the P2P sites hit in each node, and the patches installed.
 """
 
 from __future__ import annotations
 
 import builtins
+import sys
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.static.graphrules import Rules
 from auditor.static.program import Program
+from auditor.static.formula import FALSE, TRUE, atom, conj, disj, fresh, level, neg
 from auditor.static.values import (
-    NO, UNK, YES, Api, Cfg, ConfigObject, Const, Cond, Data, DictV, External, Func, Group,
-    Guarded, Klass, Module, Obj, and3, bare, concrete, describe, or3, truth_of,
+    DERIVED, Api, Cfg, ConfigObject, Const, Cond, Data, DictV, External, Func, Group, Guarded,
+    Klass, Module, Obj, bare, concrete, describe, truth_of,
 )
 
-# In entry code, `P2PAUDIT_INSTANCE(Cls)` is an instance of Cls whose __init__ never ran.
+# In entry code, `P2PAUDIT_INSTANCE(Cls)` is an instance of Cls whose __init__ never ran, and
+# `P2PAUDIT_CALL(f)` calls f with every parameter unknown (defaults too: a caller may pass them).
 INSTANCE = "P2PAUDIT_INSTANCE"
+CALL_UNKNOWN = "P2PAUDIT_CALL"
 ENTRY_PREFIX = "<entry"  # entry code runs as a module named `<entry N>`
 MAX_VALUES = 6
-MAX_DEPTH = 40
-MAX_NODES = 6000
+MAX_LOOP_PASSES = 3  # walks of one loop body, while each installs new patches the next would see
+MAX_DEPTH = 40  # nested calls being interpreted
+MAX_IMPORT_DEPTH = 60  # nested module top levels being executed (an import chain)
+MAX_NODES = 6000  # function contexts interpreted
+# The interpreter recurses in Python once per call, import and nested statement; it runs on a
+# thread of its own whose stack and recursion limit hold the budgets above with room to spare.
+# Deeper still (pathological nesting) is a budget cut, never a crash.
+PYTHON_DEPTH = 20_000
+STACK_BYTES = 512 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -36,6 +49,26 @@ class Guard:
     text: str
     value: str  # can the guard be true here: yes / no / unknown
     config: bool = False  # the test reads a configuration value (else: run-time data only)
+
+    @classmethod
+    def of(cls, text: str, can_hold: int, config: bool) -> Guard:
+        return cls(text, level(can_hold), config)
+
+
+@dataclass(frozen=True)
+class Cut:
+    """A function (or module top level) the interpreter did not walk because a budget ran out:
+    nothing it would have called is known."""
+
+    function: str
+    budget: str  # MAX_NODES | MAX_DEPTH | MAX_IMPORT_DEPTH | PYTHON_DEPTH
+    limit: int
+    node: int  # the node left unwalked; reachable from wherever it was called
+    caller: int | None = None  # the node that called it (None: an import)
+
+    def to_json(self, nodes: list[Node]) -> dict[str, Any]:
+        return {"function": self.function, "budget": self.budget, "limit": self.limit,
+                "called_from": nodes[self.caller].function if self.caller is not None else None}
 
 
 @dataclass(frozen=True)
@@ -50,7 +83,7 @@ class Lazy:
 class Edge:
     caller: int
     callee: int
-    status: str
+    status: int  # formula: under which configurations the caller makes this call
     guards: tuple[Guard, ...]
 
 
@@ -58,7 +91,7 @@ class Edge:
 class Hit:
     node: int
     site: str
-    status: str
+    status: int  # formula: under which configurations the node reaches the site
     guards: tuple[Guard, ...]
     groups: tuple[str, ...] = ()
 
@@ -77,21 +110,21 @@ class Patch:
     replacement: str  # module.qualname of the function or class put there
     short: str  # module tail and qualname, as call paths show it
     node: int
-    status: str
+    status: str  # yes / no / unknown: does the installing code run
 
 
 @dataclass
 class State:
     env: dict[str, frozenset]
     guards: tuple[Guard, ...] = ()
-    status: str = YES
+    status: int = TRUE  # formula: under which configurations this point runs
     done: bool = False
     raised: bool = False
     # Why what follows cannot run, when a branch that would have gone on is false here.
     stop: Guard | None = None
 
-    def fork(self, guard: Guard, status: str) -> State:
-        return State(dict(self.env), (*self.guards, guard), and3(self.status, status))
+    def fork(self, guard: Guard, status: int) -> State:
+        return State(dict(self.env), (*self.guards, guard), conj(self.status, status))
 
 
 @dataclass
@@ -135,16 +168,41 @@ class Interpreter:
         self.memo: dict[tuple, frozenset] = {}
         self.active: set[tuple] = set()
         self.edges: list[Edge] = []
+        self._by_caller: dict[int, list[Edge]] = {}
+        self._indexed = 0  # edges[:_indexed] are in _by_caller
         self.hits: list[Hit] = []
         self.blocked: list[Blocked] = []
         self.patches: list[Patch] = []
+        self._patch_keys: set[tuple[str, str, str, str]] = set()
         self.unresolved: dict[str, int] = {}
         self.mros: dict[Klass, list[Klass]] = {}
         self.reads: dict[tuple[int, int], tuple] = {}  # what a blocked branch reads, by IR list
         self.config_reads = 0
         self.version = 0
         self.depth = 0
-        self.exhausted = False
+        self.import_depth = 0
+        self.cuts: list[Cut] = []  # in the order met; one per (function, budget)
+        self._cut_keys: set[tuple[str, str]] = set()
+
+    @property
+    def exhausted(self) -> bool:
+        """Did a budget leave something unwalked (then "not reached" proves nothing)."""
+        return bool(self.cuts)
+
+    def cut(self, module: str, qualname: str, budget: str, limit: int, node: int,
+            caller: tuple[State, Frame] | None = None) -> None:
+        function = f"{module}.{_python_qualname(qualname)}"
+        if (function, budget) not in self._cut_keys:
+            self._cut_keys.add((function, budget))
+            self.cuts.append(Cut(function, budget, limit, node, caller[1].node if caller else None))
+
+    def calls_from(self) -> dict[int, list[Edge]]:
+        """The edges by caller, brought up to date with the edges added since the last call
+        (probes add some): every reachability reads it, so it is built once."""
+        for e in self.edges[self._indexed:]:
+            self._by_caller.setdefault(e.caller, []).append(e)
+        self._indexed = len(self.edges)
+        return self._by_caller
 
     # --- nodes ---------------------------------------------------------------------------------
 
@@ -163,6 +221,11 @@ class Interpreter:
             return self.globals[name]
         if not self.program.has_module(name):
             return None
+        node = self.node(name, "<module>", "import")
+        if self.import_depth >= MAX_IMPORT_DEPTH:
+            # Not registered: a shallower import of the same module runs it in full later.
+            self.cut(name, "<module>", "MAX_IMPORT_DEPTH", MAX_IMPORT_DEPTH, node)
+            return {}
         parent = name.rpartition(".")[0]
         if parent and self.program.has_module(parent):
             self.module_globals(parent)
@@ -171,12 +234,20 @@ class Interpreter:
         mod_ir = self.program.module(name)
         if mod_ir is None:
             return env
-        node = self.node(name, "<module>", "import")
-        self.exec_namespace(mod_ir["body"], env, Frame(node, name, 0, None, "module"))
+        self.import_depth += 1
+        try:
+            self.exec_namespace(mod_ir["body"], env, Frame(node, name, 0, None, "module"))
+        except RecursionError:
+            self.cut(name, "<module>", "PYTHON_DEPTH", PYTHON_DEPTH, node)
+        finally:
+            self.import_depth -= 1
         return env
 
     def run_module_ir(self, name: str, mod_ir: dict[str, Any]) -> int:
         """Runs entry code (a snippet from the rules or --entry) as a module of its own."""
+        return _on_deep_stack(self._run_module_ir, name, mod_ir)
+
+    def _run_module_ir(self, name: str, mod_ir: dict[str, Any]) -> int:
         self.program.loaded[name] = mod_ir
         self.program.where.pop(name, None)
         env: dict[str, frozenset] = {}
@@ -295,18 +366,21 @@ class Interpreter:
         can_true, can_false = truth_of(self.eval(test, state, frame))
         config = self.config_reads != reads
         outs: list[State] = []
+        stop = None
         for branch, status, guard_text in ((body, can_true, text), (orelse, can_false, f"not ({text})")):
-            guard = Guard(guard_text, status, config)
-            if status == NO:
-                if branch:
-                    self.block(branch, 0, (*state.guards, guard), state, frame)
+            # A branch whose guard contradicts the path to it (`if c:` inside `if not c:`)
+            # cannot be taken here either.
+            if status != FALSE and (state.status == FALSE or conj(state.status, status) != FALSE):
+                guard = Guard.of(guard_text, status, config)
+                outs.append(self.exec_block(branch, state.fork(guard, status), frame))
                 continue
-            outs.append(self.exec_block(branch, state.fork(guard, status), frame))
+            stop = Guard.of(guard_text, FALSE, config)
+            if branch:
+                self.block(branch, 0, (*state.guards, stop), state, frame)
         live = [s for s in outs if not s.done]
         if not live:
-            stop = None
-            if len(outs) == 1:  # the branch that would go on is false: say so for what follows
-                stop = Guard(f"not ({text})", can_false, config) if can_true != NO else Guard(text, can_true, config)
+            if len(outs) != 1:  # else the branch that would go on is false: say so for what follows
+                stop = None
             return State(state.env, state.guards, state.status, True, all(s.raised for s in outs), stop)
         if len(live) == 1 and len(outs) == 2 and any(s.raised for s in outs):
             # The other branch is a validation error (`raise`): runs that get past it are the
@@ -330,14 +404,20 @@ class Interpreter:
             can_true, _ = truth_of(self.eval(test, state, frame))
         else:
             self.eval(iterable, state, frame)
-            can_true = YES
+            can_true = TRUE
             self.assign(target, frozenset({Data("loop item")}), state, frame)
-        if can_true == NO:
+        if can_true == FALSE:
             return self.exec_block(orelse, state, frame)
-        start_env = dict(state.env)
-        inner = self.exec_block(body, State(dict(state.env), state.guards, state.status), frame)
-        after = State(_join_env(start_env, inner.env), state.guards, state.status)
-        return self.exec_block(orelse, after, frame)
+        env = dict(state.env)
+        for _ in range(MAX_LOOP_PASSES):
+            # A patch installed during one pass (in the body or what it calls) applies to the
+            # calls of the next iteration: walk the body again while passes install new ones.
+            patches = len(self.patches)
+            inner = self.exec_block(body, State(dict(env), state.guards, state.status), frame)
+            env = _join_env(env, inner.env)
+            if len(self.patches) == patches:
+                break
+        return self.exec_block(orelse, State(env, state.guards, state.status), frame)
 
     def block(self, stmts: list, start: int, guards: tuple[Guard, ...], state: State,
               frame: Frame) -> None:
@@ -394,12 +474,15 @@ class Interpreter:
             elif isinstance(base, Module):
                 env = self.module_globals(base.name)
                 if env is not None:
-                    env[attr] = value
-                    self.version += 1
+                    if env.get(attr) != value:  # what ran before may now run differently
+                        env[attr] = value
+                        self.version += 1
                     self._patched(f"{base.name}.{attr}", base.name, value, state, frame)
             elif isinstance(base, Klass):
-                self.class_attrs.setdefault(base, {})[attr] = value
-                self.version += 1
+                attrs = self.class_attrs.setdefault(base, {})
+                if attrs.get(attr) != value:
+                    attrs[attr] = value
+                    self.version += 1
                 self._patched(f"{base.module}.{base.qualname}.{attr}", base.module, value, state, frame)
 
     def _patched(self, target: str, owner: str, value: frozenset, state: State, frame: Frame) -> None:
@@ -410,8 +493,10 @@ class Interpreter:
             if isinstance(v, (Func, Klass)):
                 q = _python_qualname(v.qualname)
                 p = Patch(target, f"{v.module}.{q}", f"{v.module.rsplit('.', 1)[-1]}.{q}",
-                          frame.node, state.status)
-                if p not in self.patches:
+                          frame.node, level(state.status))
+                key = (p.target, p.replacement, self.nodes[p.node].function, p.status)
+                if key not in self._patch_keys:  # the same patch, installed again by a later pass
+                    self._patch_keys.add(key)
                     self.patches.append(p)
 
     # --- expressions ---------------------------------------------------------------------------
@@ -449,9 +534,9 @@ class Interpreter:
         if kind == "ifexp":
             t, f = truth_of(self.eval(e[1], state, frame))
             out: frozenset = frozenset()
-            if t != NO:
+            if t != FALSE:
                 out |= self.eval(e[2], state, frame)
-            if f != NO:
+            if f != FALSE:
                 out |= self.eval(e[3], state, frame)
             return _cap(out)
         if kind == "func":
@@ -468,7 +553,7 @@ class Interpreter:
         if kind == "binop":
             left, right = self.eval(e[2], state, frame), self.eval(e[3], state, frame)
             if any(isinstance(v, Cfg) and not v.known for v in left | right):
-                return frozenset({Cfg("(derived)", False)})
+                return frozenset({Cfg(DERIVED, False)})
             return frozenset({Data("arith")})
         if kind == "sub":
             base = self.eval(e[1], state, frame)
@@ -492,27 +577,27 @@ class Interpreter:
 
     def eval_compare(self, e: tuple, state: State, frame: Frame) -> Any:
         left = self.eval(e[1], state, frame)
-        result = Cond(YES, NO)
+        result = Cond(TRUE, FALSE)
         for op, right_ir in e[2]:
             right = self.eval(right_ir, state, frame)
-            t = f = NO
+            t = f = FALSE
             for lv in left:
                 for rv in right:
                     ct, cf = _compare(lv, op, rv)
-                    t, f = or3(t, ct), or3(f, cf)
-            result = Cond(and3(result.can_true, t), or3(result.can_false, f))
+                    t, f = disj(t, ct), disj(f, cf)
+            result = Cond(conj(result.can_true, t), disj(result.can_false, f))
             left = right
         return result
 
     def eval_bool(self, e: tuple, state: State, frame: Frame) -> Any:
         op, values = e[1], e[2]
-        t, f = (YES, NO) if op == "and" else (NO, YES)
+        t, f = (TRUE, FALSE) if op == "and" else (FALSE, TRUE)
         for v in values:
             vt, vf = truth_of(self.eval(v, state, frame))
             if op == "and":
-                t, f = and3(t, vt), or3(f, vf)
+                t, f = conj(t, vt), disj(f, vf)
             else:
-                t, f = or3(t, vt), and3(f, vf)
+                t, f = disj(t, vt), conj(f, vf)
         return _cond(t, f)
 
     def lookup(self, name: str, state: State, frame: Frame) -> frozenset:
@@ -532,8 +617,8 @@ class Interpreter:
             env = self.module_globals(frame.module) or {}
         if name in env:
             return env[name]
-        if name == INSTANCE:
-            return frozenset({External(INSTANCE)})
+        if name in (INSTANCE, CALL_UNKNOWN):
+            return frozenset({External(name)})
         if name == "super" and frame.cls is not None:
             return frozenset({External("builtins.super")})
         if name in self.rules.config_names:
@@ -545,21 +630,29 @@ class Interpreter:
         return frozenset({Data(f"unbound {name}")})
 
     def _force(self, values: frozenset) -> frozenset:
+        """Resolves `from m import x` bindings, following chains of them iteratively (a package
+        re-exporting a name it imports from itself makes a cycle, which resolves to nothing)."""
         if not any(isinstance(v, Lazy) for v in values):
             return values
         out: set = set()
-        for v in values:
+        seen: set[Lazy] = set()
+        todo = list(values)
+        while todo:
+            v = todo.pop()
             if not isinstance(v, Lazy):
                 out.add(v)
                 continue
+            if v in seen:
+                continue
+            seen.add(v)
             env = self.module_globals(v.module)
             if env is not None and v.attr in env:
-                out |= self._force(env[v.attr])
+                todo.extend(env[v.attr])
             elif self.program.has_module(f"{v.module}.{v.attr}"):
                 out.add(Module(f"{v.module}.{v.attr}"))
             else:
                 out.add(Data(f"{v.module}.{v.attr}"))
-        return _cap(frozenset(out))
+        return _cap(frozenset(out)) if out else frozenset({Data("import cycle")})
 
     def eval_attr(self, e: tuple, state: State, frame: Frame) -> frozenset:
         _, base_ir, attr = e
@@ -740,7 +833,7 @@ class Interpreter:
     def call_value(self, callee: Any, args: list, kwargs: dict, state: State, frame: Frame,
                    text: str) -> frozenset:
         if isinstance(callee, Guarded):
-            weaker = State(state.env, state.guards, and3(state.status, callee.status))
+            weaker = State(state.env, state.guards, conj(state.status, callee.status))
             return frozenset(Guarded(bare(v), callee.status) for v in
                              self.call_value(callee.value, args, kwargs, weaker, frame, text))
         if isinstance(callee, Func):
@@ -761,6 +854,14 @@ class Interpreter:
                 ) or frozenset({Data("partial")})
             if callee.qualname == INSTANCE and args:
                 return frozenset(Obj(k, "entry") for k in args[0] if isinstance(k, Klass))
+            if callee.qualname == CALL_UNKNOWN and args:
+                out: set = set()
+                for f in map(bare, args[0]):
+                    if isinstance(f, Func):
+                        out |= self._invoke(f, [], {}, (state, frame), unknown_args=True)[0]
+                    else:
+                        out |= self.call_value(f, [], {}, state, frame, text)
+                return _cap(frozenset(out)) if out else frozenset({Data("call")})
             if callee.qualname == "builtins.super" and frame.cls is not None:
                 return frozenset({_Super(frame.cls, frame.module, frame.self_values)})
             return frozenset({Data(callee.qualname)})
@@ -810,7 +911,8 @@ class Interpreter:
         bound = None
         if fir["method"]:
             bound = Obj(Klass(qualname.rsplit(".", 1)[0], module), "probe")
-        return self._invoke(Func(qualname, module, 0, bound), [], {}, None, unknown_args=True)[1]
+        func = Func(qualname, module, 0, bound)
+        return _on_deep_stack(self._invoke, func, [], {}, None, True)[1]
 
     def _invoke(self, func: Func, args: list, kwargs: dict, caller: tuple[State, Frame] | None,
                 unknown_args: bool = False) -> tuple[frozenset, int | None]:
@@ -831,9 +933,12 @@ class Interpreter:
             self.edges.append(Edge(cframe.node, node, cstate.status, cstate.guards))
         if memo_key in self.memo:
             return self.memo[memo_key], node
-        if memo_key in self.active or self.depth >= MAX_DEPTH or len(self.nodes) > MAX_NODES:
-            self.exhausted = self.exhausted or memo_key not in self.active
+        if memo_key in self.active:  # recursion: the outer call walks this body
             return frozenset({Data("recursion")}), node
+        if self.depth >= MAX_DEPTH or len(self.nodes) > MAX_NODES:
+            budget, limit = ("MAX_DEPTH", MAX_DEPTH) if self.depth >= MAX_DEPTH else ("MAX_NODES", MAX_NODES)
+            self.cut(func.module, func.qualname, budget, limit, node, caller)
+            return frozenset({Data("not analysed")}), node
         self.active.add(memo_key)
         self.depth += 1
         cls = func.qualname.rsplit(".", 1)[0] if fir["method"] else None
@@ -841,9 +946,14 @@ class Interpreter:
         if cls is not None and fir["params"]:
             frame.self_values = env.get(fir["params"][0][0], frozenset())
         state = State(env)
-        self.exec_block(fir["body"], state, frame)
-        self.depth -= 1
-        self.active.discard(memo_key)
+        try:
+            self.exec_block(fir["body"], state, frame)
+        except RecursionError:
+            self.cut(func.module, func.qualname, "PYTHON_DEPTH", PYTHON_DEPTH, node, caller)
+            return frozenset({Data("not analysed")}), node
+        finally:
+            self.depth -= 1
+            self.active.discard(memo_key)
         result = _cap(frozenset(frame.returns)) if frame.returns else frozenset({Const(None)})
         self.memo[memo_key] = result
         return result, node
@@ -903,6 +1013,33 @@ class Interpreter:
         return tuple(sorted({describe(v) for v in values}))
 
 
+def _on_deep_stack(fn: Any, *args: Any) -> Any:
+    """Runs `fn(*args)` on a thread whose stack holds PYTHON_DEPTH frames, the recursion limit
+    raised to that for the call; the caller waits. Exceptions come back as raised."""
+    out: list = []
+
+    def run() -> None:
+        try:
+            out.append((True, fn(*args)))
+        except BaseException as exc:  # handed to the caller, which re-raises it
+            out.append((False, exc))
+
+    limit = sys.getrecursionlimit()
+    size = threading.stack_size(STACK_BYTES)
+    try:
+        sys.setrecursionlimit(max(limit, PYTHON_DEPTH))
+        worker = threading.Thread(target=run, name="p2paudit-interpreter", daemon=True)
+        worker.start()
+        worker.join()
+    finally:
+        threading.stack_size(size)
+        sys.setrecursionlimit(limit)
+    ok, value = out[0]
+    if not ok:
+        raise value
+    return value
+
+
 @dataclass(frozen=True)
 class _Super:
     cls: str
@@ -910,7 +1047,13 @@ class _Super:
     self_values: frozenset
 
 
-def _compare(lv: Any, op: str, rv: Any) -> tuple[str, str]:
+_NEGATED = {"!=": "==", "is not": "is", "not in": "in", ">=": "<", "<=": ">"}
+_MIRRORED = {"==": "==", "!=": "!=", "is": "is", "is not": "is not", "<": ">", ">": "<",
+             "<=": ">=", ">=": "<="}
+
+
+def _compare(lv: Any, op: str, rv: Any) -> tuple[int, int]:
+    """(can be true, can be false) of `lv op rv`."""
     lv, rv = bare(lv), bare(rv)
     lk, lval = concrete(lv)
     rk, rval = concrete(rv)
@@ -918,15 +1061,15 @@ def _compare(lv: Any, op: str, rv: Any) -> tuple[str, str]:
         if lk and rk:
             res = lval is rval if (lval is None or rval is None) else lval == rval
         elif isinstance(lv, Cfg) or isinstance(rv, Cfg):
-            return UNK, UNK
+            return _config_test(lv, op, rv)
         elif (rk and rval is None and not isinstance(lv, (Data, External))) or (
             lk and lval is None and not isinstance(rv, (Data, External))
         ):
             res = False  # an object, function or group is not None
         else:
-            return YES, YES
+            return TRUE, TRUE
         res = res if op == "is" else not res
-        return (YES, NO) if res else (NO, YES)
+        return (TRUE, FALSE) if res else (FALSE, TRUE)
     if lk and rk:
         try:
             res = {
@@ -935,17 +1078,32 @@ def _compare(lv: Any, op: str, rv: Any) -> tuple[str, str]:
                 "in": lambda: lval in rval, "not in": lambda: lval not in rval,
             }[op]()
         except (TypeError, KeyError):
-            return YES, YES
-        return (YES, NO) if res else (NO, YES)
+            return TRUE, TRUE
+        return (TRUE, FALSE) if res else (FALSE, TRUE)
     if (isinstance(lv, Cfg) and not lv.known) or (isinstance(rv, Cfg) and not rv.known):
-        return UNK, UNK
-    return YES, YES
+        return _config_test(lv, op, rv)
+    return TRUE, TRUE
 
 
-def _cond(can_true: str, can_false: str) -> Any:
-    if (can_true, can_false) == (YES, NO):
+def _config_test(lv: Any, op: str, rv: Any) -> tuple[int, int]:
+    """A comparison that depends on an unknown configuration value. `key op constant` is a named
+    atom (`x != 1` is `not (x == 1)`, `1 < x` is `x > 1`), so the same test met twice is the
+    same atom; anything else is a fresh atom, equal to no other test."""
+    if isinstance(rv, Cfg) and not rv.known and concrete(lv)[0] and op in _MIRRORED:
+        lv, rv, op = rv, lv, _MIRRORED[op]
+    known, value = concrete(rv)
+    if isinstance(lv, Cfg) and not lv.known and lv.key != DERIVED and known:
+        positive = _NEGATED.get(op, op)
+        a = atom(f"{lv.key} {positive} {value!r}")
+        return (neg(a), a) if op in _NEGATED else (a, neg(a))
+    a = fresh(f"{describe(lv)} {op} {describe(rv)}")
+    return a, neg(a)
+
+
+def _cond(can_true: int, can_false: int) -> Any:
+    if (can_true, can_false) == (TRUE, FALSE):
         return Const(True)
-    if (can_true, can_false) == (NO, YES):
+    if (can_true, can_false) == (FALSE, TRUE):
         return Const(False)
     return Cond(can_true, can_false)
 
@@ -994,9 +1152,9 @@ def _join(states: list[State]) -> State:
         while n < min(len(guards), len(s.guards)) and guards[n] == s.guards[n]:
             n += 1
         guards = guards[:n]
-    status = NO
+    status = FALSE
     for s in states:
-        status = or3(status, s.status)
+        status = disj(status, s.status)
     return State(env, guards, status)
 
 
@@ -1032,15 +1190,16 @@ def _names_in(stmts: list, sites: set[str], defs: set[str], attrs: set[tuple[str
     stack: list[Any] = list(stmts)
     while stack:
         cur = stack.pop()
-        if isinstance(cur, tuple) and cur:
+        if isinstance(cur, (tuple, list)) and cur and isinstance(cur[0], str):  # an IR node
             if cur[0] == "name" and len(cur) == 2 and isinstance(cur[1], str):
                 found.add(cur[1])
                 continue
-            if cur[0] == "site" and len(cur) == 3:
+            if cur[0] == "site" and len(cur) == 3 and isinstance(cur[1], str):
                 sites.add(cur[1])
-            if cur[0] == "def" and len(cur) == 3:
+            if cur[0] == "def" and len(cur) == 3 and isinstance(cur[2], str):
                 defs.add(cur[2])
-            if cur[0] == "attr" and len(cur) == 3 and cur[1][0] == "name":
+            if cur[0] == "attr" and len(cur) == 3 and isinstance(cur[1], (tuple, list)) \
+                    and cur[1] and cur[1][0] == "name":
                 attrs.add((cur[1][1], cur[2]))
             stack.extend(x for x in cur[1:] if isinstance(x, (tuple, list, dict)))
         elif isinstance(cur, list):

@@ -1,9 +1,11 @@
-"""A module's code as a small, picklable IR for the call-graph interpreter, built with libcst.
+"""A module's code as a small IR of plain data for the call-graph interpreter, built with libcst.
 
 Only what decides which calls run is kept: bindings, calls (with arguments), branch tests (with
 their source text, shown as guards), returns, attribute assignments (monkeypatches) and the P2P
 sites found in the same tree. Everything else becomes an opaque value. The IR is cached per file
-content like the site inventory, so the parse happens once.
+content like the site inventory, so the parse happens once; the cache is JSON, so the IR holds
+only JSON values (a tuple read back from the cache is a list: the interpreter indexes nodes and
+never tells the two apart).
 
 Expressions are tuples headed by a kind:
   ("name", id) ("attr", base, attr) ("const", value) ("seq", [e]) ("dict", [(key|None, e)])
@@ -227,7 +229,8 @@ class _Builder:
             except ValueError:
                 return ("const", float(node.value.replace("_", "")))
         if isinstance(node, cst.SimpleString):
-            return ("const", node.evaluated_value)
+            value = node.evaluated_value
+            return ("const", value) if isinstance(value, str) else ("opaque", [])  # bytes
         if isinstance(node, cst.Comparison):
             return ("cmp", self.expr(node.left),
                     [(_CMP.get(type(c.operator), "?"), self.expr(c.comparator)) for c in node.comparisons])

@@ -1,18 +1,21 @@
 """The analysed program: which module lives in which target, and its IR, loaded on demand.
 
 Only modules the interpreter actually reaches are parsed; their IR (with the sites found in the
-same parse) is cached per file content. Files are parsed in the background as soon as an import
-names them, so that on a cold cache parsing overlaps interpretation.
+same parse) is cached per file content. On a cold cache, modules that imports name are parsed
+ahead in worker processes while the interpreter runs, a few at a time and the most recently named
+first (the interpreter goes depth first, so those are the ones it asks for next); a module asked
+for before a worker started on it is parsed right away in this process, never queued behind
+guesses. Most named modules are never used, so guessing more only takes cores from the parses
+that are waited for.
 """
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
 from auditor.sources import SourceSet
-from auditor.static.analyze import FileCache, FileError, read_source, run_one
+from auditor.static.analyze import FileCache, FileError, read_source, run_one, usable_cpus
 from auditor.static.parsed import module_task, task_key
 
 
@@ -29,28 +32,37 @@ class Program:
         self.errors: list[tuple[str, FileError]] = []
         self.parsed = 0
         self.cached = 0
-        self.workers = jobs if jobs is not None else (os.cpu_count() or 1)
+        self.workers = jobs if jobs is not None else usable_cpus()
         self.pool: ProcessPoolExecutor | None = None  # started by the first file to parse
         self.pending: dict[str, tuple[Future, str]] = {}  # module -> (parse, file digest)
+        self.wanted: dict[str, None] = {}  # named by an import, not started: newest last
 
     def has_module(self, module: str) -> bool:
         return module in self.where
 
     def prefetch(self, module: str) -> None:
-        """Start parsing a module that an import names, unless it is cached or under way."""
-        if self.workers <= 0 or module in self.loaded or module in self.pending:
+        """Note a module an import names, to parse ahead unless it is cached or under way."""
+        if self.workers <= 0 or module in self.loaded or module in self.pending or module not in self.where:
             return
-        loc = self.where.get(module)
-        if loc is None:
-            return
-        src, rel = loc
-        text, digest, _ = read_source(src, rel)
-        if text is None or self.caches[src.name].lookup(rel, digest)[1] is not None:
-            return
-        if self.pool is None:
-            self.pool = ProcessPoolExecutor(max_workers=self.workers)
-        future = self.pool.submit(run_one, module_task, rel, text, module, src.name)
-        self.pending[module] = (future, digest)
+        self.wanted.pop(module, None)
+        self.wanted[module] = None
+        self._start()
+
+    def _start(self) -> None:
+        """Keeps `workers` parses running, the most recently named module first."""
+        running = sum(1 for future, _ in self.pending.values() if not future.done())
+        while running < self.workers and self.wanted:
+            module = next(reversed(self.wanted))
+            del self.wanted[module]
+            src, rel = self.where[module]
+            text, digest, _ = read_source(src, rel)
+            if text is None or self.caches[src.name].lookup(rel, digest)[1] is not None:
+                continue
+            if self.pool is None:
+                self.pool = ProcessPoolExecutor(max_workers=self.workers)
+            future = self.pool.submit(run_one, module_task, rel, text, module, src.name)
+            self.pending[module] = (future, digest)
+            running += 1
 
     def module(self, module: str) -> dict[str, Any] | None:
         """The IR of a module, or None when it is not part of the analysed sources."""
@@ -69,8 +81,12 @@ class Program:
         elif text is None:
             self.errors.append((src.name, FileError(rel, error or "unreadable")))
         else:
+            self.wanted.pop(module, None)
             future = self.pending.pop(module, (None, ""))[0]
+            if future is not None and future.cancel():  # queued, not started: no wait behind it
+                future = None
             _, result, err = future.result() if future else run_one(module_task, rel, text, module, src.name)
+            self._start()
             self.parsed += 1
             if err is not None:  # not cached: the next run must report it again
                 self.errors.append((src.name, FileError(rel, err)))
@@ -83,6 +99,7 @@ class Program:
     def close(self) -> None:
         """Stops parsing; what was parsed ahead and never asked for is cached all the same, so a
         later run does not parse it again."""
+        self.wanted.clear()
         if self.pool is not None:
             for future, _ in self.pending.values():
                 future.cancel()

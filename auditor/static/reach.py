@@ -1,18 +1,20 @@
 """Reachability of each site from the entry points, with the guards and call paths that explain it.
 
-Along a path statuses combine with AND (every guard on the way must be able to hold); across
-paths with OR. A site no path reaches is "no" when a branch that is false under the config blocks
+A node is reached under a formula over configuration atoms: along a path the guards combine
+with AND, across paths with OR, simplified as they go (`c or not c` is true), so a site reached
+under `c` on one path and under `not c` on another is reached. A site no path reaches is "no" when a branch that is false under the config blocks
 its function (that guard is shown), or when the function's own guards rule it out whoever calls
 it; otherwise "unknown": it may still be reached through a call the analysis could not resolve
-(a model's forward, a callback).
+(a model's forward, a callback). When a budget left a reachable function unwalked, "no" proves
+nothing: such a site is "unknown", and the reason names the cut.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from auditor.static.callgraph import Blocked, Edge, Guard, Interpreter
-from auditor.static.values import NO, UNK, YES, and3
+from auditor.static.callgraph import Blocked, Cut, Edge, Guard, Interpreter
+from auditor.static.formula import FALSE, NO, TRUE, UNK, YES, atoms_of, conj, disj, level
 
 _RANK = {NO: 0, UNK: 1, YES: 2}
 MAX_PATHS = 3
@@ -26,30 +28,38 @@ class SiteReach:
     paths: list[list[str]] = field(default_factory=list)
     groups: list[str] = field(default_factory=list)
     reason: str = ""
+    decided_by: list[str] = field(default_factory=list)  # the unknown config tests it rests on
 
 
 class Reachability:
-    """Best status of every node from a set of start nodes, with one best parent edge each."""
+    """The formula under which each node is reached from a set of start nodes (the OR over its
+    paths), and one parent edge each for the call path shown: the first edge that raised the
+    node's three-valued reading."""
 
     def __init__(self, interp: Interpreter, starts: list[int]) -> None:
         self.interp = interp
-        self.best: dict[int, str] = {s: YES for s in starts}
+        self.reached: dict[int, int] = {s: TRUE for s in starts}
         self.parent: dict[int, Edge | None] = {s: None for s in starts}
-        out: dict[int, list[Edge]] = {}
-        for e in interp.edges:
-            out.setdefault(e.caller, []).append(e)
+        out = interp.calls_from()
         work = list(starts)
-        while work:
+        while work:  # a fixpoint: formulas only grow, over finitely many atoms
             u = work.pop()
             for e in out.get(u, []):
-                cand = and3(self.best[u], e.status)
-                if _RANK[cand] > _RANK[self.best.get(e.callee, NO)]:
-                    self.best[e.callee] = cand
+                cand = conj(self.reached[u], e.status)
+                old = self.reached.get(e.callee, FALSE)
+                new = disj(old, cand)
+                if new == old:
+                    continue
+                if _RANK[level(new)] > _RANK[level(old)]:
                     self.parent[e.callee] = e
-                    work.append(e.callee)
+                self.reached[e.callee] = new
+                work.append(e.callee)
+
+    def formula(self, node: int) -> int:
+        return self.reached.get(node, FALSE)
 
     def status(self, node: int) -> str:
-        return self.best.get(node, NO)
+        return level(self.formula(node))
 
     def chain(self, node: int) -> tuple[list[str], list[Guard]]:
         """Short function names from a start node to `node` (module-level code left out), and
@@ -92,23 +102,50 @@ def site_reach(
     hits_by_site: dict[str, list] = {}
     for h in interp.hits:
         hits_by_site.setdefault(h.site, []).append(h)
+    cuts = reachable_cuts(interp, reach)
     out: dict[str, SiteReach] = {}
     for function, site_ids in site_ids_by_function.items():
         for sid in site_ids:
-            out[sid] = _one(interp, reach, sid, function, hits_by_site.get(sid, []), probes,
-                            blocked_callees)
+            r, probe_cuts = _one(interp, reach, sid, function, hits_by_site.get(sid, []), probes,
+                                 blocked_callees)
+            out[sid] = _not_ruled_out(r, cuts or probe_cuts)
     return out
 
 
-def _one(interp, reach, sid, function, hits, probes, blocked_callees) -> SiteReach:
+def reachable_cuts(interp: Interpreter, reach: Reachability) -> list[Cut]:
+    """The budget cuts on some path from `reach`'s start nodes."""
+    return [c for c in interp.cuts if reach.status(c.node) != NO]
+
+
+def _not_ruled_out(r: SiteReach, cuts: list[Cut]) -> SiteReach:
+    """A site not reached while a budget left reachable code unwalked is unknown, and says so."""
+    if r.reachable == YES or not cuts:
+        return r
+    first = cuts[0]
+    more = f" and {len(cuts) - 1} more" if len(cuts) > 1 else ""
+    cut = (f"the {first.budget} budget ({first.limit}) stopped the call graph at "
+           f"{first.function}{more}, which may reach it")
+    if r.reachable == UNK:
+        return SiteReach(UNK, r.guards, r.conditions, r.paths, r.groups,
+                         f"{r.reason}; {cut}" if r.reason else cut)
+    why = f"; without the cut: {r.reason}" if r.reason else ""
+    return SiteReach(UNK, r.guards, r.conditions, r.paths, r.groups,
+                     reason=f"not analysed: {cut}{why}")
+
+
+def _one(interp, reach, sid, function, hits, probes, blocked_callees) -> tuple[SiteReach, list[Cut]]:
+    """The site's reachability, and the cuts met by its function's probe, if it needed one."""
+    reached = FALSE
     best = NO
     best_hit = None
     groups: set[str] = set()
     paths: list[list[str]] = []
     for h in hits:
-        status = and3(reach.status(h.node), h.status)
-        if status == NO:
+        f = conj(reach.formula(h.node), h.status)
+        if f == FALSE:
             continue
+        reached = disj(reached, f)
+        status = level(f)
         groups.update(h.groups)
         if _RANK[status] > _RANK[best] or best_hit is None:
             best, best_hit = status, h
@@ -118,7 +155,8 @@ def _one(interp, reach, sid, function, hits, probes, blocked_callees) -> SiteRea
             paths.append(path)
     if best_hit is not None:
         _, edge_guards = reach.chain(best_hit.node)
-        return SiteReach(best, *_split([*edge_guards, *best_hit.guards]), paths, sorted(groups))
+        return SiteReach(level(reached), *_split([*edge_guards, *best_hit.guards]), paths,
+                         sorted(groups), decided_by=_decided_by(reached)), []
     for b in interp.blocked:
         if (sid in b.sites or function in b.functions) and reach.status(b.node) != NO:
             names, edge_guards = reach.chain(b.node)
@@ -126,7 +164,7 @@ def _one(interp, reach, sid, function, hits, probes, blocked_callees) -> SiteRea
             return SiteReach(
                 NO, *_split([*edge_guards, *b.guards]), [path] if path else [],
                 reason=f"blocked in {interp.nodes[b.node].short} by `{b.guards[-1].text}`",
-            )
+            ), []
     for bc in blocked_callees:
         inner = [b for b in interp.blocked if sid in b.sites or function in b.functions]
         if any(bc.reach.status(x.node) != NO for x in [*hits, *inner]):
@@ -136,27 +174,33 @@ def _one(interp, reach, sid, function, hits, probes, blocked_callees) -> SiteRea
                 reason=f"reached only through {bc.function.rsplit('.', 1)[-1]}, which "
                        f"{interp.nodes[bc.blocked.node].short} never calls: "
                        f"`{bc.blocked.guards[-1].text}` is false",
-            )
+            ), []
     probe = probes.get(function)
     if probe is not None:
         local = Reachability(interp, [probe])
         local_best = NO
         local_hit = None
         for h in hits:
-            status = and3(local.status(h.node), h.status)
+            status = level(conj(local.formula(h.node), h.status))
             if _RANK[status] > _RANK[local_best]:
                 local_best, local_hit = status, h
         if local_hit is None:
             dead = [b for b in interp.blocked if sid in b.sites and local.status(b.node) != NO]
             guards, conditions = _split(list(dead[0].guards)) if dead else ([], [])
             why = f" (`{dead[0].guards[-1].text}` is false)" if dead else ""
-            return SiteReach(NO, guards, conditions,
-                             reason=f"its own function's guards rule it out under this config{why}")
+            ruled_out = SiteReach(NO, guards, conditions,
+                                  reason=f"its own function's guards rule it out under this config{why}")
+            return ruled_out, reachable_cuts(interp, local)
         return SiteReach(
             UNK, *_split(list(local_hit.guards)), [], sorted(set(local_hit.groups)),
             reason="no call path from the entry points was found (it may be reached through a call the analysis could not resolve)",
-        )
-    return SiteReach(UNK, reason="no call path from the entry points was found")
+        ), []
+    return SiteReach(UNK, reason="no call path from the entry points was found"), []
+
+
+def _decided_by(f: int) -> list[str]:
+    """The named configuration tests an unknown reading rests on."""
+    return atoms_of(f)
 
 
 def _fmt(g: Guard) -> str:

@@ -1,8 +1,9 @@
-"""Abstract values for the call-graph interpreter, and three-valued truth.
+"""Abstract values for the call-graph interpreter, and their truth as formulas.
 
 A variable holds a set of these. Truth is asked as two questions, "can this be true?" and "can
-this be false?", each answered yes / no / unknown. "unknown" means: it depends on a configuration
-value nobody told us; run-time data (a tensor being None, a rank being even) is "yes" to both.
+this be false?", each answered by a formula over configuration atoms (`formula.py`): TRUE, FALSE,
+or a condition on configuration values nobody told us. Run-time data (a tensor being None, a rank
+being even) is TRUE to both: either way at run time, whatever the configuration.
 """
 
 from __future__ import annotations
@@ -10,19 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-YES, NO, UNK = "yes", "no", "unknown"
+from auditor.static.formula import FALSE, TRUE, atom, disj, fresh, neg
 
-
-def and3(a: str, b: str) -> str:
-    if NO in (a, b):
-        return NO
-    return UNK if UNK in (a, b) else YES
-
-
-def or3(a: str, b: str) -> str:
-    if YES in (a, b):
-        return YES
-    return UNK if UNK in (a, b) else NO
+DERIVED = "(derived)"  # the key of a configuration value computed from unknown ones
 
 
 @dataclass(frozen=True)
@@ -48,10 +39,10 @@ class Data:
 
 @dataclass(frozen=True)
 class Cond:
-    """The result of a test: can it be true, can it be false."""
+    """The result of a test: under which configurations it can be true, can be false."""
 
-    can_true: str
-    can_false: str
+    can_true: int
+    can_false: int
 
 
 @dataclass(frozen=True)
@@ -127,36 +118,37 @@ class Guarded:
     and what is read from it, are reached with that branch's status at best."""
 
     value: Any
-    status: str
+    status: int  # the formula under which the branch that assigned it ran
 
 
 def bare(v: Any) -> Any:
     return v.value if isinstance(v, Guarded) else v
 
 
-def truth(v: Any) -> tuple[str, str]:
+def truth(v: Any) -> tuple[int, int]:
     """(can be true, can be false) of one value."""
     v = bare(v)
     if isinstance(v, Const):
-        return (YES, NO) if v.value else (NO, YES)
+        return (TRUE, FALSE) if v.value else (FALSE, TRUE)
     if isinstance(v, Cfg):
         if not v.known:
-            return UNK, UNK
-        return (YES, NO) if v.value else (NO, YES)
+            a = fresh(DERIVED) if v.key == DERIVED else atom(v.key)
+            return a, neg(a)
+        return (TRUE, FALSE) if v.value else (FALSE, TRUE)
     if isinstance(v, Cond):
         return v.can_true, v.can_false
     if isinstance(v, (Data, External)):
-        return YES, YES
-    return YES, NO  # modules, functions, objects, groups are truthy
+        return TRUE, TRUE
+    return TRUE, FALSE  # modules, functions, objects, groups are truthy
 
 
-def truth_of(values: frozenset) -> tuple[str, str]:
+def truth_of(values: frozenset) -> tuple[int, int]:
     if not values:
-        return YES, YES
-    can_true = can_false = NO
+        return TRUE, TRUE
+    can_true = can_false = FALSE
     for v in values:
         t, f = truth(v)
-        can_true, can_false = or3(can_true, t), or3(can_false, f)
+        can_true, can_false = disj(can_true, t), disj(can_false, f)
     return can_true, can_false
 
 
