@@ -285,7 +285,7 @@ def _site_doc(site: Site, r: SiteReach, effective: EffectiveConfig,
         reachable=r.reachable, guards=r.guards, conditions=r.conditions, paths=r.paths,
         groups=r.groups, verdict=v, reason=r.reason, runs_batched=runs_batched,
         unbatched_reason=unbatched.words if unbatched else "",
-        undecided=undecided if v == "unknown" else "",
+        undecided=undecided if v == "unknown" else "", decided_by=r.decided_by,
     )
     return d
 

@@ -147,10 +147,12 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
                                  "undecided guard", []).append(s)
     for why, group in by_reason.items():
         first = group[0]
+        tests = sorted({t for s in group for t in s.get("decided_by") or []})
         out.append(Undecided(
             f"{len(group)} reached site(s), e.g. {first['path']}:{first['line']} {first['api']} "
             f"in {first['function']}: {why}",
-            _decide_for(why, effective)))
+            f"--set the config value of {', '.join(tests)}" if tests and "coalesce" not in why
+            else _decide_for(why, effective)))
     analysis = doc.get("analysis", {})
     if analysis.get("budget_exhausted"):
         cuts = analysis.get("budget_cuts") or []
