@@ -104,6 +104,7 @@ def join(
         "pairs": _pairs(trace, nccl_like),
         "waitfor": {"hang": model.hang, "conditions": model.conditions.to_json(),
                     "cycle": model.cycle, "blocked": model.blocked, "replayed_ops": replayed,
+                    "mismatched_pairs": model.mismatched_pairs,
                     "complete": replayed == sum(rt.ops for rt in trace.ranks.values()),
                     "run_completed": completed},
         "timeline": _timeline(trace, model),
@@ -517,11 +518,14 @@ def _replay_findings(wf: dict[str, Any], what_if: waitfor.Analysis | None) -> li
       for that setting, not one that happened.
     - `replay-disagrees-with-run` (warning): every op of a gloo run completed, yet the gloo model
       says it hangs: the model is wrong about this run; nothing is concluded from it.
+    - `p2p-mismatch` (error): a send and the receive it pairs with differ in size or dtype.
     """
     fix = ("make both sides of each exchange reach the same communicator and the same op order: "
            "batch the exchange (batch_isend_irecv that coalesces) or order sends and receives "
            "even/odd")
     out: list[Finding] = []
+    if wf.get("mismatched_pairs"):
+        out.append(_mismatch_finding(wf["mismatched_pairs"]))
     if not wf["run_completed"]:
         if wf["cycle"]:
             out.append(Finding(
@@ -542,6 +546,26 @@ def _replay_findings(wf: dict[str, Any], what_if: waitfor.Analysis | None) -> li
     if what_if is not None and what_if.hang:
         out.append(_would_hang(what_if.conditions.to_json(), what_if.cycle, what_if.blocked, fix))
     return out
+
+
+def _mismatch_finding(pairs: list[dict[str, Any]]) -> Finding:
+    """Sends and receives paired in FIFO order per communicator whose sizes or dtypes differ."""
+    first = pairs[0]
+    a, b = first["send"], first["recv"]
+
+    def side(x: dict[str, Any]) -> str:
+        return (f"rank {x['rank']}'s {x['api']} of {waitfor.size_words(x['bytes'])}"
+                f"{' ' + x['dtype'] if x['dtype'] else ''}"
+                f"{' at ' + x['site'] if x['site'] else ''}")
+    return Finding(
+        "p2p-mismatch", "error",
+        f"{len(pairs)} send/receive pair(s) disagree in {first['what']}: {side(a)} is received by "
+        f"{side(b)} on {first['communicator']} (sends and receives between two ranks pair up in "
+        "the order they are issued on a communicator: the receiver gets other bytes than were "
+        "sent, silently, or the pair never completes)",
+        fix="give both sides the same shape and dtype (a receive buffer reused across steps keeps "
+            "its old dtype); where the sizes vary, exchange them first",
+        where=a["site"] or "", detail={"pairs": pairs[:EXAMPLES]})
 
 
 def _would_hang(conditions: dict[str, Any], cycle: str, blocked: list[str], fix: str) -> Finding:

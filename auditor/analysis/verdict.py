@@ -131,8 +131,9 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
             f"e.g. {', '.join(sorted(keys)[:3])})",
             f"--target {framework}==VERSION for a covered release, or add {release} to "
             f"rules/{framework}.toml (tests check it against the real release)"))
+    scanned = any("reachable" in s for s in doc.get("sites", []))
     for key, decide in NEEDED_KEYS.items():
-        if effective.get(key, "unknown") == "unknown":
+        if scanned and effective.get(key, "unknown") == "unknown":
             out.append(Undecided(f"{key} ({provenance.get(key) or 'never derived'})", decide))
     for why in config.get("undecided", []):
         framework = why.split(".", 1)[0]

@@ -91,6 +91,8 @@ class Op:
     coalesced: bool | None = None  # as recorded: did a coalescing group really run around it
     after: tuple[int, ...] = ()  # this rank's ops that completed before this one was issued
     call: str = ""  # the caller, e.g. "P2PCommunicator.send_forward_recv_backward"
+    dtype: str = ""  # as recorded ("" when the trace does not say)
+    where: str = ""  # path:line of the call that issued it
 
     @property
     def kind(self) -> str:
@@ -219,6 +221,9 @@ class Analysis:
     ranks: dict[int, RankState]
     cycle: str  # the wait-for cycle in words; "" when none
     blocked: list[str]  # one sentence per blocked rank
+    # Send/receive pairs (as FIFO order per communicator pairs them) whose sizes or dtypes differ:
+    # the receiver gets other bytes than were sent, silently or as a hang.
+    mismatched_pairs: list[dict[str, Any]] = field(default_factory=list)
 
     def summary(self) -> str:
         if not self.hang:
@@ -232,6 +237,7 @@ class Analysis:
     def to_json(self) -> dict[str, Any]:
         return {"hang": self.hang, "conditions": self.conditions.to_json(),
                 "cycle": self.cycle, "blocked": self.blocked,
+                "mismatched_pairs": self.mismatched_pairs,
                 "ranks": [r.to_json() for r in self.ranks.values()]}
 
 
@@ -250,6 +256,7 @@ class _Replay:
         for rank in sorted(programs):
             self._load(rank, programs[rank])
         self._name_shared_descriptions()
+        self.mismatched: list[dict[str, Any]] = []
         self.match = self._match()
         self.pc = {rank: 0 for rank in self.entries}
         self.arrived: dict[Communicator, set[int]] = {}
@@ -317,6 +324,7 @@ class _Replay:
                 recvs = lanes.get(lane[:4] + ("recv",), [])
                 for send, recv in zip(sorted(keys), sorted(recvs)):
                     match[send], match[recv] = (recv,), (send,)
+                    self._check_pair(send, recv)
             elif lane[0] == "coll":
                 members = self.comm[keys[0]].members
                 partners = [sorted(lanes.get(("coll", lane[1], m), [])) for m in members]
@@ -324,6 +332,16 @@ class _Replay:
                     if all(len(p) > k for p in partners):
                         match[key] = tuple(p[k] for p in partners if p[k] != key)
         return match
+
+    def _check_pair(self, send: Key, recv: Key) -> None:
+        a, b = self.ops[send], self.ops[recv]
+        sizes = a.nbytes != b.nbytes and a.nbytes > 0 and b.nbytes > 0
+        dtypes = a.dtype != b.dtype and a.dtype and b.dtype
+        if sizes or dtypes:
+            self.mismatched.append({
+                "communicator": self.comm[send].name,
+                "what": " and ".join(w for w, bad in (("size", sizes), ("dtype", dtypes)) if bad),
+                "send": _pair_side(a), "recv": _pair_side(b)})
 
     # --- replay --------------------------------------------------------------------------------
     def run(self) -> Analysis:
@@ -404,7 +422,8 @@ class _Replay:
             cycle = cycle[ops_first[0]:] + cycle[:ops_first[0]]
         ranks = {rank: self._rank_state(rank, edges) for rank in self.entries}
         blocked = [f"rank {r}: {s.words}" for r, s in ranks.items() if s.cpu != "finished"]
-        return Analysis(hang, self.cond, ranks, self._cycle_words(cycle, edges), blocked)
+        return Analysis(hang, self.cond, ranks, self._cycle_words(cycle, edges), blocked,
+                        self.mismatched)
 
     def _stuck(self, rank: int) -> bool:
         """Not done: still issuing, or issued everything and some op never completed (a program
@@ -552,6 +571,12 @@ class _Replay:
                 clauses.append(f"{here} waits for its {target.words()} on "
                                f"{self.comm[nxt[1:]].name}")
         return "; ".join(clauses) + ": a cycle" if clauses else ""
+
+
+def _pair_side(op: Op) -> dict[str, Any]:
+    return {"rank": op.rank, "index": op.index, "api": op.api, "peer": op.peer,
+            "bytes": op.nbytes, "dtype": op.dtype or None, "site": op.where or None,
+            "call": op.call or None}
 
 
 def _edge_json(target: Node | None, reason: str) -> dict[str, Any]:
@@ -716,7 +741,9 @@ def programs_from_events(events_by_rank: Mapping[int, Sequence[Mapping[str, Any]
                     peer=event.get("peer"), nbytes=_event_bytes(event), batch=batch,
                     coalesced=bool(event.get("batched")),
                     after=tuple(sorted(set(ended))) if ended else (),
-                    call=str(site.get("function") or ""))
+                    call=str(site.get("function") or ""),
+                    dtype=str(event.get("dtype") or "").removeprefix("torch."),
+                    where=f"{site['path']}:{site['line']}" if site.get("path") else "")
             ended = []
             by_seq[event.get("seq")] = op.index
             ops.append(op)
