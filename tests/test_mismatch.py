@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from auditor import rules
 from auditor.analysis import waitfor
+from auditor.analysis.join import p2p_roles
 
 ROOT = Path(__file__).resolve().parent.parent
 DRIVER = ROOT / "benchmarks" / "ppbugs" / "cases" / "pytorch-113376" / "driver.py"
@@ -65,3 +67,45 @@ def test_the_issue_reproducer_is_a_mismatch_and_equal_sizes_are_not(tmp_path):
     assert pair["recv"]["site"] == f"driver.py:{recv_line}"
     code, doc = run(tmp_path, 3)
     assert code == 0 and not [f for f in doc["findings"] if f["kind"] == "p2p-mismatch"]
+
+
+# --- roles: a send to `next` is received as from `prev` (Megatron-LM #1450) -----------------------
+
+def test_roles_pair_send_next_with_recv_prev():
+    def role_op(rank: int, index: int, api: str, peer: int, role: str) -> waitfor.Op:
+        return waitfor.Op(rank, index, api, PAIR, peer, 24, dtype="int64", role=role)
+    # #1450 at PP=2: each rank's one batch sends to prev and next, which are the same rank.
+    buggy = {r: [role_op(r, 0, "isend", 1 - r, "prev"), role_op(r, 1, "irecv", 1 - r, "prev"),
+                 role_op(r, 2, "isend", 1 - r, "next"), role_op(r, 3, "irecv", 1 - r, "next")]
+             for r in (0, 1)}
+    pairs = waitfor.analyze(buggy, waitfor.Conditions.gloo()).mismatched_pairs
+    assert len(pairs) == 4 and {p["what"] for p in pairs} == {"role"}
+    # The order of the proposed fix: the receives that pair come first on the other side.
+    fixed = {0: [role_op(0, 0, "isend", 1, "next"), role_op(0, 1, "irecv", 1, "next")],
+             1: [role_op(1, 0, "irecv", 0, "prev"), role_op(1, 1, "isend", 0, "prev")]}
+    assert waitfor.analyze(fixed, waitfor.Conditions.gloo()).mismatched_pairs == []
+
+
+RULE = rules.load("megatron-core").section("p2p_roles")
+
+
+@pytest.mark.parametrize("peer", RULE["valid"])
+def test_role_pattern_valid(peer):
+    assert p2p_roles([{"api": "P2POp", "peer": peer, "path": "p.py", "line": 1}]) == \
+        {("p.py", 1): "next" if "next" in peer else "prev"}
+
+
+@pytest.mark.parametrize("peer", RULE["invalid"])
+def test_role_pattern_invalid(peer):
+    assert p2p_roles([{"api": "P2POp", "peer": peer, "path": "p.py", "line": 1}]) == {}
+
+
+@pytest.mark.wheels
+def test_every_pipeline_p2pop_of_the_release_has_a_role(real_sources):
+    from auditor.static.sites import inventory
+    sites = [s.to_json() for s in inventory(real_sources["megatron-core"]).sites]
+    roles = p2p_roles(sites)
+    pipeline = [s for s in sites if s["api"] == "P2POp"
+                and s["path"] == "megatron/core/pipeline_parallel/p2p_communication.py"]
+    assert len(pipeline) == 8 and all((s["path"], s["line"]) in roles for s in pipeline)
+    assert sorted(roles[(s["path"], s["line"])] for s in pipeline) == ["next"] * 4 + ["prev"] * 4

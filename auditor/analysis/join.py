@@ -19,10 +19,12 @@ transport this order would hang"); a run that stopped in an op gets the cycle as
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from auditor import rules as rules_mod
 from auditor.analysis import waitfor
 from auditor.dynamic.trace import Trace, read_trace_dir
 from auditor.findings import Finding
@@ -82,7 +84,8 @@ def join(
     conditions = recorded
     if transport is not None or init is not None:
         conditions = _override(recorded, transport, init)
-    programs = waitfor.programs_from_events({r: t.head for r, t in trace.ranks.items()})
+    programs = waitfor.programs_from_events({r: t.head for r, t in trace.ranks.items()},
+                                            p2p_roles(doc["sites"]))
     totals = {r: rt.ops for r, rt in trace.ranks.items()}
     model, replayed = _replay(programs, conditions, totals)
     completed = _completed(trace)
@@ -333,6 +336,19 @@ def _override(recorded: waitfor.Conditions, transport: str | None, init: str | N
     return waitfor.Conditions.for_transport(transport, init, recorded.coalesce)
 
 
+def p2p_roles(sites: list[dict[str, Any]]) -> dict[tuple[str, int], str]:
+    """(path, line) of each P2POp site -> the neighbour it addresses, as its peer expression
+    names it (rules/megatron-core.toml [p2p_roles])."""
+    pattern = re.compile(rules_mod.load("megatron-core").section("p2p_roles")["peer_pattern"])
+    out = {}
+    for s in sites:
+        if s.get("api") == "P2POp":
+            m = pattern.search(s.get("peer") or "")
+            if m:
+                out[(s["path"], s["line"])] = m.group(1)
+    return out
+
+
 def _replay(programs: dict[int, list[waitfor.Op]], conditions: waitfor.Conditions,
             totals: dict[int, int]) -> tuple[waitfor.Analysis, int]:
     """The replay of each rank's first ops (REPLAY_OPS in all), cut where no op is left waiting
@@ -554,7 +570,9 @@ def _mismatch_finding(pairs: list[dict[str, Any]]) -> Finding:
     a, b = first["send"], first["recv"]
 
     def side(x: dict[str, Any]) -> str:
-        return (f"rank {x['rank']}'s {x['api']} of {waitfor.size_words(x['bytes'])}"
+        role = f" {'to' if x['api'] in waitfor.SEND_APIS else 'from'} its {x['role']}" \
+            if x.get("role") else ""
+        return (f"rank {x['rank']}'s {x['api']}{role} of {waitfor.size_words(x['bytes'])}"
                 f"{' ' + x['dtype'] if x['dtype'] else ''}"
                 f"{' at ' + x['site'] if x['site'] else ''}")
     return Finding(
@@ -564,7 +582,9 @@ def _mismatch_finding(pairs: list[dict[str, Any]]) -> Finding:
         "the order they are issued on a communicator: the receiver gets other bytes than were "
         "sent, silently, or the pair never completes)",
         fix="give both sides the same shape and dtype (a receive buffer reused across steps keeps "
-            "its old dtype); where the sizes vary, exchange them first",
+            "its old dtype); where one batch sends to the same peer twice (PP=2 with a virtual "
+            "pipeline), order each side's ops so they pair (send_prev with recv_next), or use "
+            "overlap_p2p_comm=True",
         where=a["site"] or "", detail={"pairs": pairs[:EXAMPLES]})
 
 

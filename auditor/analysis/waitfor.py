@@ -92,7 +92,8 @@ class Op:
     after: tuple[int, ...] = ()  # this rank's ops that completed before this one was issued
     call: str = ""  # the caller, e.g. "P2PCommunicator.send_forward_recv_backward"
     dtype: str = ""  # as recorded ("" when the trace does not say)
-    where: str = ""  # path:line of the call that issued it
+    where: str = ""  # path:line of the code that built it (its P2POp), else of the call
+    role: str = ""  # the neighbour it is meant for ("prev"/"next"), where the code says
 
     @property
     def kind(self) -> str:
@@ -334,13 +335,17 @@ class _Replay:
         return match
 
     def _check_pair(self, send: Key, recv: Key) -> None:
+        """A pair disagrees in size, dtype, or role: a send meant for the next stage must be
+        received as from the previous one (`Op.role`), or the tensors silently swap."""
         a, b = self.ops[send], self.ops[recv]
         sizes = a.nbytes != b.nbytes and a.nbytes > 0 and b.nbytes > 0
         dtypes = a.dtype != b.dtype and a.dtype and b.dtype
-        if sizes or dtypes:
+        roles = a.role and b.role and a.role == b.role
+        if sizes or dtypes or roles:
             self.mismatched.append({
                 "communicator": self.comm[send].name,
-                "what": " and ".join(w for w, bad in (("size", sizes), ("dtype", dtypes)) if bad),
+                "what": " and ".join(w for w, bad in (("size", sizes), ("dtype", dtypes),
+                                                      ("role", roles)) if bad),
                 "send": _pair_side(a), "recv": _pair_side(b)})
 
     # --- replay --------------------------------------------------------------------------------
@@ -576,7 +581,7 @@ class _Replay:
 def _pair_side(op: Op) -> dict[str, Any]:
     return {"rank": op.rank, "index": op.index, "api": op.api, "peer": op.peer,
             "bytes": op.nbytes, "dtype": op.dtype or None, "site": op.where or None,
-            "call": op.call or None}
+            "role": op.role or None, "call": op.call or None}
 
 
 def _edge_json(target: Node | None, reason: str) -> dict[str, Any]:
@@ -699,14 +704,16 @@ def size_words(nbytes: int) -> str:
 
 
 # --- from recorded traces -----------------------------------------------------------------------
-def programs_from_events(events_by_rank: Mapping[int, Sequence[Mapping[str, Any]]]) -> dict[int, list[Op]]:
+def programs_from_events(events_by_rank: Mapping[int, Sequence[Mapping[str, Any]]],
+                         roles: Mapping[tuple[str, int], str] | None = None) -> dict[int, list[Op]]:
     """Per-rank programs from trace events (DESIGN.md section 3 lines, as the trace reader returns).
 
     A start event of kind p2p or collective is an op. An end event seen before a later start
     means the rank had learned of that op's completion before issuing the later one, so the
     later op waits for it. `batch` names the batch_isend_irecv call an op came from and
     `batched` whether a coalescing group really ran around it (`Op.coalesced`); consecutive
-    batched ops without a batch id count as one batch.
+    batched ops without a batch id count as one batch. `roles`: (path, line) of the P2POp that
+    built an op -> the neighbour it is meant for (`join.p2p_roles`).
     """
     programs: dict[int, list[Op]] = {}
     world = sorted({r for r in events_by_rank})
@@ -743,12 +750,22 @@ def programs_from_events(events_by_rank: Mapping[int, Sequence[Mapping[str, Any]
                     after=tuple(sorted(set(ended))) if ended else (),
                     call=str(site.get("function") or ""),
                     dtype=str(event.get("dtype") or "").removeprefix("torch."),
-                    where=f"{site['path']}:{site['line']}" if site.get("path") else "")
+                    where=_where(event.get("op_site") or site), role=_role(event, roles))
             ended = []
             by_seq[event.get("seq")] = op.index
             ops.append(op)
         programs[rank] = ops
     return programs
+
+
+def _where(site: Mapping[str, Any]) -> str:
+    """path:line of the code that built the op (the P2POp) or, without one, that issued it."""
+    return f"{site['path']}:{site['line']}" if site.get("path") else ""
+
+
+def _role(event: Mapping[str, Any], roles: Mapping[tuple[str, int], str] | None) -> str:
+    built = event.get("op_site") or {}
+    return roles.get((built.get("path"), built.get("line")), "") if roles and built else ""
 
 
 def _event_bytes(event: Mapping[str, Any]) -> int:
