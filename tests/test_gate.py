@@ -212,3 +212,18 @@ def test_ci_script_gates_a_release_and_writes_every_format(real_sources, tmp_pat
     for ext in ("json", "sarif", "html", "txt"):
         assert (out / f"megatron-core-0.17.0.{ext}").stat().st_size > 0, ext
     assert json.loads((out / "megatron-core-0.17.0.json").read_text())["gate"]["passed"] is True
+
+
+def test_a_megatron_lm_checkout_is_megatron_core_at_its_version(baseline, capsys, tmp_path):
+    """A directory with `megatron/core/package_info.py` and no package metadata (a Megatron-LM
+    git checkout) is megatron-core at that version: the rules apply, the entry points reach
+    it, and a batched site rewritten unbatched fails the gate (it used to pass as `None`)."""
+    checkout = tmp_path / "Megatron-LM"
+    shutil.copytree(sources.resolve("megatron-core==0.17.0").root / "megatron", checkout / "megatron")
+    f = checkout / P2P
+    f.write_text(f.read_text().replace(REWRITE_BATCHED, UNBATCHED))
+    code, doc = gate_cli(capsys, baseline, "--target", str(checkout))
+    target = next(t for t in doc["targets"] if t["source"] == "dir")
+    assert (target["name"], target["version"]) == ("megatron-core", "0.17.0")
+    assert code == EXIT_FINDINGS and not doc["gate"]["passed"]
+    assert {x["kind"] for x in doc["gate"]["new"]} == {"gate-new-contradiction"}
