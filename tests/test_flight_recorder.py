@@ -19,6 +19,7 @@ from torch.distributed.flight_recorder.components.types import Op
 
 from auditor.cli import main
 from auditor.dynamic.flight_recorder import findings, read_flight_recorder
+from auditor.dynamic.trace import read_trace_dir
 from auditor.errors import InputError
 from tests.test_join import site_of
 
@@ -200,6 +201,40 @@ def test_two_rank_nccl_dump_that_ends_early_names_that_rank(tmp_path):
     (found,) = findings(read_flight_recorder(tmp_path))
     assert found.detail == {"rank": 0, "peer": 1, "fr": found.detail["fr"]}
     assert "rank 1's dump ends after 0 such op(s)" in found.message and found.where == "train.py:7"
+
+
+def long_dumps(root: Path) -> None:
+    """40 exchanges of two ranks complete, then rank 0 sends once more (81 ops on rank 0)."""
+    frame = {"name": "step", "line": 7, "filename": "/job/train.py"}
+    entries = {r: [p2p_entry(i, ("send", "recv")[(i + r) % 2], r, 1 - r, i + 1, frame, "completed")
+                   for i in range(80)] for r in (0, 1)}
+    entries[0].append(p2p_entry(80, "send", 0, 1, 81, frame, "started"))
+    write_dumps(root, entries)
+
+
+def test_dumps_longer_than_the_head_window_read_as_a_recorded_trace(tmp_path):
+    """With the head cut at 32 ops per rank, the op counts, the pending op and the unmatched
+    finding are those of the whole dump, and the events fold into the trace exactly as the same
+    lines in a recorded rank file do."""
+    long_dumps(tmp_path / "dumps")
+    whole = read_flight_recorder(tmp_path / "dumps")
+    cut = read_flight_recorder(tmp_path / "dumps", head_ops=64)
+    assert whole.ranks[0].complete and not cut.ranks[0].complete
+    assert len(cut.ranks[0].starts()) == 32 and cut.ranks[0].ops == whole.ranks[0].ops == 81
+    assert cut.ranks[0].usage == whole.ranks[0].usage
+    assert [e["fr"]["record_id"] for e in cut.ranks[0].open_ops] == [80]
+    assert [f.message for f in findings(cut)] == [f.message for f in findings(whole)]
+    assert "SEND to 1 #41" in findings(cut)[0].message
+    recorded = tmp_path / "trace"
+    recorded.mkdir()
+    for rank, rt in read_flight_recorder(tmp_path / "dumps").ranks.items():
+        lines = [rt.meta] + [{k: v for k, v in e.items() if k != "end"} for e in rt.head]
+        (recorded / f"rank-{rank}.jsonl").write_text("".join(json.dumps(e) + "\n" for e in lines))
+    for rank, rt in read_trace_dir(recorded).ranks.items():
+        fr = whole.ranks[rank]
+        assert (rt.usage, rt.batch_calls, rt.lines, rt.groups, rt.world_sizes, rt.highest[0]) == \
+               (fr.usage, fr.batch_calls, fr.lines, fr.groups, fr.world_sizes, fr.highest[0])
+        assert rt.head == fr.head and rt.open_ops == fr.open_ops
 
 
 # --- refused input ------------------------------------------------------------------------------------

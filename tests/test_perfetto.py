@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from auditor.cli import main
-from tests.test_flight_recorder import p2p_entry, write_dumps
+from tests.test_flight_recorder import long_dumps, p2p_entry, write_dumps
 
 ROOT = Path(__file__).parent
 HANG = ROOT / "record_fixtures" / "hang"
@@ -144,3 +144,23 @@ def test_a_document_alone_draws_its_timeline(tmp_path):
     pending = {p: [s["name"] for s in ss if s["ph"] == "B"] for p, ss in slices.items()}
     assert pending == {p: [s["name"] for s in ss if s["ph"] == "B"] for p, ss in full.items()}
     assert [e["pid"] for e in doc["traceEvents"] if e["ph"] in "sf"] == [2, 1, 3, 2]
+
+
+def test_a_cut_head_window_is_said_and_its_pending_op_still_drawn(tmp_path):
+    """Dumps longer than the head window: the first 32 ops per rank are drawn, the trace says the
+    rest are not, and rank 0's last SEND (pending, beyond the window) is still a PENDING slice."""
+    from auditor.analysis.join import join
+    from auditor.dynamic.flight_recorder import read_flight_recorder
+    from auditor.report.perfetto import trace_events
+    long_dumps(tmp_path / "dumps")
+    scan = tmp_path / "sites.json"
+    main(["sites", str(ROOT / "fr_dumps" / "make_dumps.py"), "--format", "json", "-o", str(scan)])
+    trace = read_flight_recorder(tmp_path / "dumps", head_ops=64)
+    doc = trace_events(join(json.loads(scan.read_text()), trace), trace)
+    slices = check_trace_event_format(doc)
+    assert [len([s for s in slices[r] if s["ph"] in "XB"]) for r in (0, 1)] == [33, 32]
+    (pending,) = [s for s in slices[0] if s["ph"] == "B"]
+    assert pending["name"] == "PENDING isend to 1" and pending["args"]["flight_recorder"]["record_id"] == 80
+    cut = doc["otherData"]["cut"]
+    assert [c.split(":")[0] for c in cut] == ["rank 0", "rank 1"]
+    assert "first 32 of its 81 P2P ops" in cut[0] and "not drawn" in cut[0]

@@ -321,7 +321,10 @@ def test_completed_gloo_exchange_is_no_deadlock(tmp_path: Path, floats: int) -> 
     kinds = {f["kind"]: f for f in joined["findings"]}
     assert not {"wait-for-cycle", "replay-disagrees-with-run"} & set(kinds)
     assert all(f["severity"] != "error" for f in joined["findings"]), joined["findings"]
-    assert status == 0 and "Deadlock" not in stderr
+    # An inventory joined with a completed run: clean about the run, and says the sources were
+    # not scanned.
+    assert joined["verdict"]["status"] == "clean" and status == 0
+    assert "Deadlock" not in stderr and "not scanned" in joined["verdict"]["headline"]
     # 16 MiB sends, both ranks sending first, op by op: over NCCL's network transport (12 MiB
     # buffered) this order would hang; the run did not, so it is a conditional warning.
     would = kinds.get("replay-would-hang")
@@ -337,3 +340,4 @@ def test_completed_gloo_exchange_is_no_deadlock(tmp_path: Path, floats: int) -> 
     assert joined["run"]["waitfor"]["hang"] is (floats > 4)
     assert all(f["severity"] != "error" for f in joined["findings"]) and status == 0
     assert ("replay-would-hang" in {f["kind"] for f in joined["findings"]}) is (floats > 4)
+    assert ("this order would hang" in joined["verdict"]["headline"]) is (floats > 4)

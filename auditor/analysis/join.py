@@ -87,7 +87,7 @@ def join(
     programs = waitfor.programs_from_events({r: t.head for r, t in trace.ranks.items()},
                                             p2p_roles(doc["sites"]))
     totals = {r: rt.ops for r, rt in trace.ranks.items()}
-    model, replayed = _replay(programs, conditions, totals)
+    model, replayed = replay(programs, conditions, totals)
     completed = _completed(trace)
     # On a CPU (gloo) recording, the NCCL questions are asked of what NCCL would do with it.
     nccl_like = conditions
@@ -95,7 +95,7 @@ def join(
     if conditions.backend == "gloo":
         nccl_like = waitfor.Conditions.for_transport("net", conditions.init)
         if completed:  # would the same order hang on GPUs, over the network transport?
-            what_if = _replay(programs, nccl_like, totals)[0]
+            what_if = replay(programs, nccl_like, totals)[0]
     by_id = {s["id"]: s for s in sites}
     misses = _misses(uses, mapped, by_id, sites)
     run = {
@@ -349,7 +349,7 @@ def p2p_roles(sites: list[dict[str, Any]]) -> dict[tuple[str, int], str]:
     return out
 
 
-def _replay(programs: dict[int, list[waitfor.Op]], conditions: waitfor.Conditions,
+def replay(programs: dict[int, list[waitfor.Op]], conditions: waitfor.Conditions,
             totals: dict[int, int]) -> tuple[waitfor.Analysis, int]:
     """The replay of each rank's first ops (REPLAY_OPS in all), cut where no op is left waiting
     for a partner beyond another rank's cut (`waitfor.closed_prefixes`)."""

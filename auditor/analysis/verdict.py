@@ -105,6 +105,9 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
         status = "clean"
         head = ("CLEAN: the recorded run shows no error; its sources were inventoried, not "
                 "scanned (`p2paudit scan --config` says which sites can fire).")
+    would = [f for f in doc.get("findings", []) if f.get("kind") == "replay-would-hang"]
+    if status == "clean" and would:
+        head += f" But: {would[0]['message'].split(': ')[0]}."
     if status != "findings" and quiet:
         unbatched = sum(1 for s in quiet if s.get("runs_batched") is False)
         head += (f" Not analysed: {len(quiet)} site(s) no call path from the entry points reaches"

@@ -59,9 +59,7 @@ def read_run(args: argparse.Namespace, doc: dict[str, Any]) -> Trace | None:
     if args.trace and args.flight_recorder:
         raise InputError("--flight-recorder", "give --trace DIR or --flight-recorder DIR, not both")
     if args.flight_recorder:
-        trace = flight_recorder.read_flight_recorder(args.flight_recorder)
-        flight_recorder.name_functions(trace, doc["sites"])
-        return trace
+        return flight_recorder.read_flight_recorder(args.flight_recorder, doc["sites"])
     return read_trace_dir(args.trace) if args.trace else None
 
 

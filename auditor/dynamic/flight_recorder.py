@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from auditor.dynamic.trace import RankTrace, Trace
+from auditor.dynamic.trace import HEAD_OPS, RankTrace, Trace, keep_per_rank, rank_trace
 from auditor.errors import InputError
 from auditor.findings import Finding
 
@@ -366,7 +366,10 @@ def _ns(value: Any) -> int | None:
 
 
 def _rank_events(d: Dump, groups: dict[tuple[int, str], _Group], t0: int,
-                 notes: list[str]) -> list[dict[str, Any]]:
+                 notes: list[str], functions: dict[tuple[str, int], list[str]]
+                 ) -> list[dict[str, Any]]:
+    """The dump's entries as trace lines: a start per op (its place on its lane in `fr`), then an
+    end per op the dump says completed."""
     entries = sorted(d.entries, key=lambda e: e.get("record_id", 0) if isinstance(
         e.get("record_id"), int) else 0)
     owner = _windows(entries)
@@ -374,6 +377,7 @@ def _rank_events(d: Dump, groups: dict[tuple[int, str], _Group], t0: int,
     ends: list[dict[str, Any]] = []
     unplaced = Counter()
     calls = _BatchCalls()
+    on_lane: Counter = Counter()
     for i, e in enumerate(entries):
         backend, op, meta = _kind(e)
         if op in CLOSERS:
@@ -399,10 +403,14 @@ def _rank_events(d: Dump, groups: dict[tuple[int, str], _Group], t0: int,
         shape, dtype, nbytes = _tensor(e, output=(op == "recv"))
         created = _ns(e.get("time_created_ns"))
         seq = len(starts) + 1
+        lane = _lane(d.rank, name, api, peer) if p2p else (name, d.rank)
+        site = _site(e.get("frames"))
+        if site is not None:
+            site["function"] = _scanned_name(site, functions)
         start: dict[str, Any] = {
             "seq": seq, "t": (created - t0) / 1e9 if created else None, "rank": d.rank,
             "api": api, "phase": "start", "kind": "p2p" if p2p else "collective",
-            "site": _site(e.get("frames")), "peer": peer, "group": group.to_json(backend),
+            "site": site, "peer": peer, "group": group.to_json(backend),
             "shape": shape, "dtype": dtype, "bytes": nbytes,
             "batched": True if closer is not None and p2p else (False if p2p else None),
             "batch": (closer or {}).get("record_id") if closer is not None else
@@ -412,16 +420,15 @@ def _rank_events(d: Dump, groups: dict[tuple[int, str], _Group], t0: int,
             "fr": {"record_id": e.get("record_id"), "profiling_name": e.get("profiling_name"),
                    "collective_seq_id": e.get("collective_seq_id"), "p2p_seq_id": e.get("p2p_seq_id"),
                    "op_id": e.get("op_id"), "state": (closer or e).get("state"),
-                   "retired": (closer or e).get("retired")},
-            "end": None,
+                   "retired": (closer or e).get("retired"), "lane_index": on_lane[lane]},
         }
+        on_lane[lane] += 1
         starts.append(start)
         if status != "pending":
             done = _ns((closer or e).get("time_discovered_completed_ns"))
             end = {"phase": "end", "of": seq, "rank": d.rank, "api": api,
                    "t": (done - t0) / 1e9 if done else None,
                    "how": "raise" if status == "error" else "polled", "error": error}
-            start["end"] = end
             ends.append(end)
     for name, n in sorted(unplaced.items()):
         notes.append(f"{d.path.name}: {n} entr(y/ies) on group {name}, which no pg_config places")
@@ -431,18 +438,36 @@ def _rank_events(d: Dump, groups: dict[tuple[int, str], _Group], t0: int,
     return starts + ends
 
 
-def _where_each_group_stopped(rank: int, rt: RankTrace) -> list[str]:
+def _lane(rank: int, group: str | None, api: str, peer: int | None) -> tuple:
+    """Where a P2P op is matched in order: (group, source, destination, is a send)."""
+    send = "send" in api
+    return (group, rank, peer, send) if send else (group, peer, rank, send)
+
+
+def _scanned_name(site: dict[str, Any], functions: dict[tuple[str, int], list[str]]) -> str:
+    """Frames name a function by its code name (`_communicate`); the scan by its qualified name
+    (`P2PCommunicator._communicate`). Where a scanned site sits at the frame's line, its name,
+    so the join matches the entry to that site."""
+    for function in functions.get((site["path"], site["line"]), ()):
+        if function == site["function"] or function.endswith("." + site["function"]):
+            return function
+    return site["function"]
+
+
+def _where_each_group_stopped(rank: int, events: list[dict[str, Any]]) -> list[str]:
     """Per group with pending ops: its last completed op and the ones after it, with their states:
     what a hang analysis of Flight Recorder dumps starts from."""
+    ended = {e["of"] for e in events if e["phase"] == "end"}
     by_group: dict[str, list[dict[str, Any]]] = {}
-    for e in rt.starts():
-        by_group.setdefault(e["group"]["desc"] or e["group"]["name"], []).append(e)
+    for e in events:
+        if e["phase"] == "start":
+            by_group.setdefault(e["group"]["desc"] or e["group"]["name"], []).append(e)
     out = []
     for label, ops in sorted(by_group.items()):
-        pending = [e for e in ops if e["end"] is None]
+        pending = [e for e in ops if e["seq"] not in ended]
         if not pending:
             continue
-        done = [e for e in ops if e["end"] is not None]
+        done = [e for e in ops if e["seq"] in ended]
         last = (f"last completed {_op_words(done[-1])}" if done else "nothing completed")
         out.append(f"rank {rank}, group {label}: {last}; then {len(pending)} pending: "
                    + ", ".join(_op_words(e) for e in pending[:4]) + (" ..." if len(pending) > 4 else ""))
@@ -506,10 +531,16 @@ def _span_words(ids: list[int]) -> str:
     return ", ".join(parts)
 
 
-def read_flight_recorder(path: str | os.PathLike[str]) -> Trace:
-    """A directory of Flight Recorder dumps as a `Trace`; what the dumps cannot say is in its
-    `skipped` notes, each starting with "flight recorder:"."""
+def read_flight_recorder(path: str | os.PathLike[str], sites: list[dict[str, Any]] | None = None,
+                         head_ops: int = HEAD_OPS) -> Trace:
+    """A directory of Flight Recorder dumps as a `Trace`, each rank's events read by the trace
+    reader's `rank_trace` as a recorded file's are; what the dumps cannot say is in its `skipped`
+    notes, each starting with "flight recorder:". `sites`: the scan's, whose qualified function
+    names replace the frames' code names at their lines. `head_ops`: as `read_trace_dir`'s."""
     dumps, notes = read_dumps(path)
+    functions: dict[tuple[str, int], list[str]] = {}
+    for s in sites or ():
+        functions.setdefault((s["path"], s["line"]), []).append(s["function"])
     groups = _groups(dumps, notes)
     times = [e["time_created_ns"] for d in dumps for e in d.entries
              if _ns(e.get("time_created_ns"))]
@@ -540,13 +571,17 @@ def read_flight_recorder(path: str | os.PathLike[str]) -> Trace:
     world = max([len(g.ranks) for g in groups.values() if g.known and g.desc == "default_pg"]
                 + [max(d.rank for d in dumps) + 1])
     ranks: dict[int, RankTrace] = {}
+    keep = keep_per_rank(len(dumps), head_ops)
+    stopped: list[str] = []
     for d in dumps:
-        meta = {"phase": "meta", "source": "flight-recorder", "dump": d.path.name,
+        meta = {"phase": "meta", "source": "flight-recorder", "dump": d.path.name, "rank": d.rank,
                 "fr_version": d.version, "comm_lib_version": d.comm_lib_version,
                 "pg_status": d.pg_status, "world_size": world, "wall0": t0 / 1e9}
-        ranks[d.rank] = RankTrace(d.rank, d.path, meta, _rank_events(d, groups, t0, notes))
-    for rank, rt in ranks.items():
-        notes += _where_each_group_stopped(rank, rt)
+        events = _rank_events(d, groups, t0, notes, functions)
+        stopped += _where_each_group_stopped(d.rank, events)
+        rt = ranks[d.rank] = rank_trace(d.rank, d.path, ((None, e) for e in [meta, *events]), keep)
+        stopped += rt.notes
+    notes += stopped
     missing = sorted(set(range(world)) - set(ranks))
     for r in missing:
         notes.append(f"rank {r}: no dump (its process never dumped, or its file is elsewhere)")
@@ -555,63 +590,44 @@ def read_flight_recorder(path: str | os.PathLike[str]) -> Trace:
                  [f"flight recorder: {n}" for n in notes])
 
 
-def name_functions(trace: Trace, sites: list[dict[str, Any]]) -> None:
-    """Frames name a function by its code name (`_communicate`); the scan by its qualified name
-    (`P2PCommunicator._communicate`). Where a scanned site sits at the frame's line, take its name,
-    so the join matches the entry to that site."""
-    at_line: dict[tuple[str, int], list[str]] = {}
-    for s in sites:
-        at_line.setdefault((s["path"], s["line"]), []).append(s["function"])
-    for rt in trace.ranks.values():
-        for e in rt.events:
-            site = e.get("site") if e.get("phase") == "start" else None
-            if not site:
-                continue
-            for function in at_line.get((site["path"], site["line"]), ()):
-                if function == site["function"] or function.endswith("." + site["function"]):
-                    site["function"] = function
-                    break
-
-
 # --- what the dumps say about a hang --------------------------------------------------------------
 def findings(trace: Trace) -> list[Finding]:
     """For every op still pending in a dump, the peer (or group member) whose dump ends before the
-    op that would match it: the rank to look at first."""
-    lanes: dict[tuple, list[dict[str, Any]]] = {}  # (group name, src, dst, direction) -> ops
-    colls: dict[tuple[str, int], list[dict[str, Any]]] = {}  # (group, rank) -> collectives
+    op that would match it: the rank to look at first. From each rank's op counts and pending
+    ops, so it holds for dumps longer than the trace's head window."""
+    lanes: Counter = Counter()  # (group name, src, dst, is a send) -> ops
+    colls: Counter = Counter()  # (group name, rank) -> collectives
     for rank, rt in trace.ranks.items():
-        for e in rt.starts():
-            group = e.get("group") or {}
+        for use, n in rt.usage.items():
+            name = rt.groups[use.group].get("name") if use.group >= 0 else None
+            if use.kind == "p2p" and use.peer is not None:
+                lanes[_lane(rank, name, use.api, use.peer)] += n
+            elif use.kind == "collective":
+                colls[(name, rank)] += n
+    p2p: dict[tuple, Finding] = {}
+    coll: dict[tuple, Finding | None] = {}
+    for rank, rt in trace.ranks.items():
+        for e in rt.open_ops:  # in issue order
+            name = (e.get("group") or {}).get("name")
+            k = e["fr"]["lane_index"]
             if e["kind"] == "p2p" and e.get("peer") is not None:
-                send = e["fr"]["profiling_name"].split(":", 1)[-1].startswith("send")
-                src, dst = (rank, e["peer"]) if send else (e["peer"], rank)
-                lanes.setdefault((group.get("name"), src, dst, send), []).append(e)
-            elif e["kind"] == "collective":
-                colls.setdefault((group.get("name"), rank), []).append(e)
-    out: list[Finding] = []
-    for (name, src, dst, send), ops in sorted(lanes.items(), key=lambda kv: str(kv[0])):
-        other = dst if send else src
-        theirs = lanes.get((name, src, dst, not send), [])
-        for k, e in enumerate(ops):
-            if e["end"] is not None or k < len(theirs):
-                continue
-            me = src if send else dst
-            out.append(_gap_finding(trace, me, other, e, f"{'SEND to' if send else 'RECV from'} "
-                                    f"{other} #{k + 1} on group {name}",
-                                    "RECV" if send else "SEND", len(theirs)))
-            break
-    for (name, rank), ops in sorted(colls.items(), key=lambda kv: str(kv[0])):
-        for k, e in enumerate(ops):
-            if e["end"] is not None:
-                continue
-            for member in e["group"]["ranks"]:
-                if member != rank and len(colls.get((name, member), [])) <= k:
-                    out.append(_gap_finding(trace, rank, member, e,
-                                            f"{e['api'].upper()} #{k + 1} on group {name}",
-                                            e["api"].upper(), len(colls.get((name, member), []))))
-                    break
-            break
-    return out
+                lane = _lane(rank, name, e["api"], e["peer"])
+                name, src, dst, send = lane
+                theirs = lanes[(name, src, dst, not send)]
+                if lane in p2p or k < theirs:
+                    continue
+                other = dst if send else src
+                p2p[lane] = _gap_finding(trace, rank, other, e, f"{'SEND to' if send else 'RECV from'} "
+                                         f"{other} #{k + 1} on group {name}",
+                                         "RECV" if send else "SEND", theirs)
+            elif e["kind"] == "collective" and (name, rank) not in coll:
+                coll[(name, rank)] = next(
+                    (_gap_finding(trace, rank, member, e, f"{e['api'].upper()} #{k + 1} on group {name}",
+                                  e["api"].upper(), colls[(name, member)])
+                     for member in e["group"]["ranks"]
+                     if member != rank and colls[(name, member)] <= k), None)
+    return ([f for _, f in sorted(p2p.items(), key=lambda kv: str(kv[0]))]
+            + [f for _, f in sorted(coll.items(), key=lambda kv: str(kv[0])) if f is not None])
 
 
 def _gap_finding(trace: Trace, rank: int, other: int, e: dict[str, Any], what: str,

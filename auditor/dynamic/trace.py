@@ -40,6 +40,7 @@ import json
 import os
 import re
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -159,7 +160,7 @@ def read_trace_dir(path: str | os.PathLike[str], head_ops: int = HEAD_OPS,
              if (m := RANK_FILE.match(f.name)) and f.is_file()]
     if not files:
         raise InputError(str(root), "no rank-N.jsonl trace files (was the run recorded?)")
-    keep = max(HEAD_PER_RANK, head_ops // len(files))
+    keep = keep_per_rank(len(files), head_ops)
     skipped: list[str] = []
     by_rank: dict[int, list[RankTrace]] = {}
     for rank_trace in _read_all(files, keep, jobs):
@@ -309,12 +310,55 @@ class _Groups:
 
 
 def _read_rank_file(file: Path, rank: int, keep: int) -> RankTrace:
-    trace = RankTrace(rank, file, {})
+    notes: list[str] = []
+    return rank_trace(rank, file, _json_lines(file, notes), keep, notes)
+
+
+def _json_lines(file: Path, notes: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) of every line of a rank file; stops, with a note, at the zeros a
+    killed recorder leaves or at a last line cut short."""
     try:
         handle = file.open("rb")
     except OSError as exc:
-        trace.notes.append(f"{file.name}: unreadable ({exc})")
-        return trace
+        notes.append(f"{file.name}: unreadable ({exc})")
+        return
+    decode = json.JSONDecoder().decode  # json.loads without its per-line encoding sniffing
+    number = 0
+    with handle:
+        for raw in handle:
+            number += 1
+            if not raw.strip():
+                continue
+            if raw[:1] == b"\x00":  # the zeros after a killed recorder's last line
+                notes.append(f"{file.name}:{number}: the recorder never closed this file "
+                             f"(its process was killed, or still runs)")
+                return
+            try:
+                event = decode(raw.decode())
+            except ValueError:  # UnicodeDecodeError is one
+                if not raw.endswith(b"\n"):  # only a file's last line can lack its newline
+                    notes.append(f"{file.name}:{number}: truncated last line (cut by a kill?), "
+                                 f"skipped")
+                    return
+                raise inconsistent(file, "not a JSON line", number) from None
+            if type(event) is not dict:
+                raise inconsistent(file, "not a JSON object", number)
+            yield number, event
+
+
+def keep_per_rank(ranks: int, head_ops: int = HEAD_OPS) -> int:
+    """How many ops of each of `ranks` processes `head` keeps."""
+    return max(HEAD_PER_RANK, head_ops // max(1, ranks))
+
+
+def rank_trace(rank: int, path: Path, lines: Iterable[tuple[int | None, dict[str, Any]]],
+               keep: int, notes: list[str] | None = None) -> RankTrace:
+    """One process's lines (its line number, None where there is none, and the object; the meta
+    line first), in file order, as a `RankTrace` keeping the first `keep` ops in `head`. The one
+    place events become a trace: recorded files and Flight Recorder dumps alike. `notes`: the
+    trace's notes, which `lines` may still be adding to. InputError where a line contradicts
+    the file it is in."""
+    trace = RankTrace(rank, path, {}, notes=notes if notes is not None else [])
     groups = _Groups(rank, trace.groups)
     usage: Counter = Counter()
     batch_calls = trace.batch_calls
@@ -323,125 +367,110 @@ def _read_rank_file(file: Path, rank: int, keep: int) -> RankTrace:
     batches: set[Any] = set()
     ops = 0
     highest, highest_line = -1, 0
-    decode = json.JSONDecoder().decode  # json.loads without its per-line encoding sniffing
-    number = 0
     meta_seen = False
-    with handle:
-        for raw in handle:
-            number += 1
-            if not raw.strip():
+    for number, event in lines:
+        phase = event.get("phase")
+        if not meta_seen:
+            meta_seen = True
+            if phase == "meta":
+                _check_meta(event, path, rank, trace)
                 continue
-            if raw[:1] == b"\x00":  # the zeros after a killed recorder's last line
-                trace.notes.append(f"{file.name}:{number}: the recorder never closed this file "
-                                   f"(its process was killed, or still runs)")
-                break
-            try:
-                event = decode(raw.decode())
-            except ValueError:  # UnicodeDecodeError is one
-                if not raw.endswith(b"\n"):  # only a file's last line can lack its newline
-                    trace.notes.append(f"{file.name}:{number}: truncated last line (cut by a "
-                                       f"kill?), skipped")
-                    break
-                raise inconsistent(file, "not a JSON line", number) from None
-            if type(event) is not dict:
-                raise inconsistent(file, "not a JSON object", number)
-            phase = event.get("phase")
-            if not meta_seen:
-                meta_seen = True
-                if phase == "meta":
-                    _check_meta(event, file, rank, trace)
-                    continue
-                trace.notes.append(f"{file.name}:{number}: no meta line before the first event")
-            line_rank = event.get("rank")
-            if line_rank != rank and line_rank is not None:
-                raise inconsistent(file, f"a line of rank {line_rank!r} in the file of rank {rank}",
-                                   number)
-            trace.lines += 1
-            try:
-                if phase == "start":
-                    kind = event.get("kind", "p2p")
-                    if kind not in KINDS or type(event.get("api")) is not str:
-                        raise ValueError(f"kind {kind!r}, api {event.get('api')!r}")
-                    seq = event["seq"]
-                    if type(seq) is not int:
-                        raise ValueError(f"seq {seq!r}")
-                    group = event.get("group")
-                    if kind != "setup":
-                        gid = groups.intern(group) if group is not None else -1
-                        peer = event.get("peer")
-                        if peer is not None:
-                            if type(peer) is not int or peer < 0:
-                                raise ValueError(f"peer {peer!r}")
-                            if gid >= 0 and peer not in groups.members[gid]:
-                                raise LookupError(f"peer {peer} is not in its group "
-                                                  f"{groups.table[gid]['ranks'][:16]}")
-                            if peer > highest:
-                                highest, highest_line = peer, number
-                        via = event.get("via")
-                        batch = event.get("batch")
-                        site = _site(event.get("site"))
-                        usage[(kind, event["api"], site, _site(event.get("op_site")), gid,
-                               event.get("batched"), via, peer, batch is not None)] += 1
-                        if via == "batch_isend_irecv" and batch not in batches:
-                            batches.add(batch)
-                            batch_calls[site] += 1
-                        ops += 1
-                    open_ops[seq] = event
-                    if ops <= keep:
-                        for key in OPTIONAL:
-                            event.setdefault(key, None)
-                        event["end"] = None
-                        if kind != "setup" and group is not None:
-                            event["group"] = groups.table[gid]  # one object per group
-                        in_head[seq] = event
-                        head.append(event)
-                    else:
-                        trace.complete = False
-                elif phase == "end":
-                    of = event.get("of")
-                    start = open_ops.pop(of, None)
-                    event.setdefault("error", None)
-                    if event.get("how") == "raise" and start is not None:
-                        trace.raised.append(start)
-                    if event.get("api") == "init_process_group":
-                        size = event.get("world_size")
-                        if type(size) is int and size > 0:
-                            trace.world_sizes.add(size)
-                    if of in in_head:
-                        in_head.pop(of)["end"] = event
-                    if ops <= keep:
-                        head.append(event)
-                elif phase == "group":
-                    groups.declare(event["group"])
-                    if ops <= keep:
-                        head.append(event)
-                elif phase == "off":
-                    trace.notes.append(f"{file.name}:{number}: the recorder stopped in this "
-                                       f"process ({event.get('error')}): later ops are not in "
-                                       f"the trace")
-                    if ops <= keep:
-                        head.append(event)
+            trace.notes.append(f"{_at(path, number)}: no meta line before the first event")
+        line_rank = event.get("rank")
+        if line_rank != rank and line_rank is not None:
+            raise inconsistent(path, f"a line of rank {line_rank!r} in the file of rank {rank}",
+                               number)
+        trace.lines += 1
+        try:
+            if phase == "start":
+                kind = event.get("kind", "p2p")
+                if kind not in KINDS or type(event.get("api")) is not str:
+                    raise ValueError(f"kind {kind!r}, api {event.get('api')!r}")
+                seq = event["seq"]
+                if type(seq) is not int:
+                    raise ValueError(f"seq {seq!r}")
+                group = event.get("group")
+                if kind != "setup":
+                    gid = groups.intern(group) if group is not None else -1
+                    peer = event.get("peer")
+                    if peer is not None:
+                        if type(peer) is not int or peer < 0:
+                            raise ValueError(f"peer {peer!r}")
+                        if gid >= 0 and peer not in groups.members[gid]:
+                            raise LookupError(f"peer {peer} is not in its group "
+                                              f"{groups.table[gid]['ranks'][:16]}")
+                        if peer > highest:
+                            highest, highest_line = peer, number or 0
+                    via = event.get("via")
+                    batch = event.get("batch")
+                    site = _site(event.get("site"))
+                    usage[(kind, event["api"], site, _site(event.get("op_site")), gid,
+                           event.get("batched"), via, peer, batch is not None)] += 1
+                    if via == "batch_isend_irecv" and batch not in batches:
+                        batches.add(batch)
+                        batch_calls[site] += 1
+                    ops += 1
+                open_ops[seq] = event
+                if ops <= keep:
+                    for key in OPTIONAL:
+                        event.setdefault(key, None)
+                    event["end"] = None
+                    if kind != "setup" and group is not None:
+                        event["group"] = groups.table[gid]  # one object per group
+                    in_head[seq] = event
+                    head.append(event)
                 else:
-                    raise ValueError(f"phase {phase!r}")
-            except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-                raise inconsistent(file, f"not a trace line ({exc})", number) from None
-            except LookupError as exc:
-                raise inconsistent(file, str(exc), number) from None
+                    trace.complete = False
+            elif phase == "end":
+                of = event.get("of")
+                start = open_ops.pop(of, None)
+                event.setdefault("error", None)
+                if event.get("how") == "raise" and start is not None:
+                    trace.raised.append(start)
+                if event.get("api") == "init_process_group":
+                    size = event.get("world_size")
+                    if type(size) is int and size > 0:
+                        trace.world_sizes.add(size)
+                if of in in_head:
+                    in_head.pop(of)["end"] = event
+                if ops <= keep:
+                    head.append(event)
+            elif phase == "group":
+                groups.declare(event["group"])
+                if ops <= keep:
+                    head.append(event)
+            elif phase == "off":
+                trace.notes.append(f"{_at(path, number)}: the recorder stopped in this process "
+                                   f"({event.get('error')}): later ops are not in the trace")
+                if ops <= keep:
+                    head.append(event)
+            else:
+                raise ValueError(f"phase {phase!r}")
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            raise inconsistent(path, f"not a trace line ({exc})", number) from None
+        except LookupError as exc:
+            raise inconsistent(path, str(exc), number) from None
     trace.usage = Counter({Use(*key): n for key, n in usage.items()})
     trace.open_ops = [open_ops[seq] for seq in sorted(open_ops)]
     for event in trace.open_ops:
-        if "end" not in event:
+        if "end" not in event:  # beyond the head: made like the head's starts
             for key in OPTIONAL:
                 event.setdefault(key, None)
             event["end"] = None
+            if type(event["group"]) is str and event.get("kind") != "setup":
+                event["group"] = groups.table[groups.named[event["group"]]]
     if groups.highest > highest:
         highest, highest_line = groups.highest, 0
     trace.highest = (highest, highest_line)
     if trace.raised:
         first = trace.raised[0]
-        trace.notes.append(f"{file.name}: {len(trace.raised)} op(s) ended in an exception, first "
+        trace.notes.append(f"{path.name}: {len(trace.raised)} op(s) ended in an exception, first "
                            f"{first.get('api')} (seq {first.get('seq')})")
     return trace
+
+
+def _at(path: Path, number: int | None) -> str:
+    return f"{path.name}:{number}" if number else path.name
 
 
 def _check_meta(meta: dict[str, Any], file: Path, rank: int, trace: RankTrace) -> None:

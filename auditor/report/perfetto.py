@@ -10,7 +10,9 @@ to further lanes of that rank's track, since a trace-event track nests slices an
 
 Works on a joined document (`report --trace`, `--flight-recorder`, or any document with the
 join's `run` section, as a simulation writes), with the trace it was joined from when there is one
-(all ops with their times) or from the document's timeline alone (its first ops per rank).
+(the ops of its head window with their times, and every op still pending) or from the document's
+timeline alone (its first ops per rank). Where a rank's head window is cut, the trace says so in
+`otherData.cut`, and the wait-for states are those of the join's closed prefixes.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from auditor.analysis import waitfor
-from auditor.analysis.join import REPLAY_OPS, group_label
+from auditor.analysis.join import group_label, replay
 from auditor.dynamic.trace import Trace
 from auditor.errors import InputError
 
@@ -33,22 +35,31 @@ def trace_events(doc: dict[str, Any], trace: Trace | None = None) -> dict[str, A
         raise InputError("--format perfetto", "draws a run: give --trace DIR or --flight-recorder DIR")
     ops = _ops_from_trace(trace) if trace is not None else _ops_from_timeline(run)
     model = _model(trace, run) if trace is not None else _model_from_timeline(run)
-    return _Builder(ops, model, run).build()
+    cut = [f"rank {r}: the trace's head window holds the first "
+           f"{len(rt.starts('p2p')) + len(rt.starts('collective'))} of its {rt.ops} P2P ops and "
+           f"collectives; later ones are not drawn, except those still pending (after a gap, "
+           f"with no wait-for state)"
+           for r, rt in (trace.ranks.items() if trace is not None else ()) if not rt.complete]
+    return _Builder(ops, model, run, cut).build()
 
 
 def _ops_from_trace(trace: Trace) -> dict[int, list[dict[str, Any]]]:
-    """Per rank, every op in issue order: (index among P2P/collective ops, or None for setup)."""
+    """Per rank, the head's ops in issue order (index among P2P/collective ops, or None for setup),
+    then the pending ops beyond the head (index None: their place in the run is not kept)."""
     out: dict[int, list[dict[str, Any]]] = {}
     for rank, rt in trace.ranks.items():
         ops, index = [], -1
-        for e in rt.starts():
+        head = rt.starts()
+        in_head = {id(e) for e in head}
+        for e in head + [e for e in rt.open_ops if id(e) not in in_head]:
             kind = e.get("kind", "p2p")
-            if kind in ("p2p", "collective"):
+            if kind in ("p2p", "collective") and id(e) in in_head:
                 index += 1
             end = e.get("end")
             site = e.get("site") or {}
             ops.append({
-                "index": index if kind != "setup" else None, "kind": kind, "api": e.get("api"),
+                "index": index if kind != "setup" and id(e) in in_head else None, "kind": kind,
+                "api": e.get("api"),
                 "peer": e.get("peer"), "t": e.get("t"),
                 "t_end": end.get("t") if end else None, "ended": end is not None,
                 "error": (end or {}).get("error"),
@@ -70,14 +81,12 @@ def _ops_from_timeline(run: dict[str, Any]) -> dict[int, list[dict[str, Any]]]:
 
 
 def _model(trace: Trace, run: dict[str, Any]) -> dict[tuple[int, int], dict[str, Any]]:
-    """The wait-for state of every op, replayed under the document's conditions."""
-    programs = waitfor.programs_from_events({r: t.events for r, t in trace.ranks.items()})
-    if sum(len(p) for p in programs.values()) > REPLAY_OPS:
-        per_rank = max(1, REPLAY_OPS // max(1, len(programs)))
-        programs = {r: p[:per_rank] for r, p in programs.items()}
+    """The wait-for state of every replayed op, under the document's conditions, on the prefixes
+    the join replays."""
+    programs = waitfor.programs_from_events({r: t.head for r, t in trace.ranks.items()})
     c = run["waitfor"]["conditions"]
     conditions = waitfor.Conditions(c["init"], c["coalesce"], c["buffer_bytes"], c["transport"])
-    analysis = waitfor.analyze(programs, conditions)
+    analysis, _ = replay(programs, conditions, {r: rt.ops for r, rt in trace.ranks.items()})
     return {(r, o.op.index): {"model": o.state, "communicator": o.communicator,
                               "blocked_on": o.blocked_on, "bytes": o.op.nbytes}
             for r, rs in analysis.ranks.items() for o in rs.ops}
@@ -100,8 +109,9 @@ def _name(op: dict[str, Any]) -> str:
 
 class _Builder:
     def __init__(self, ops: dict[int, list[dict[str, Any]]],
-                 model: dict[tuple[int, int], dict[str, Any]], run: dict[str, Any]) -> None:
-        self.ops, self.model, self.run = ops, model, run
+                 model: dict[tuple[int, int], dict[str, Any]], run: dict[str, Any],
+                 cut: list[str]) -> None:
+        self.ops, self.model, self.run, self.cut = ops, model, run, cut
         self.events: list[dict[str, Any]] = []
         self.slices: dict[tuple[int, int], tuple[int, float]] = {}  # (rank, index) -> (lane, ts)
         self.last: dict[int, tuple[int, float]] = {}  # rank -> its last slice
@@ -117,7 +127,7 @@ class _Builder:
         wf = self.run["waitfor"]
         return {"traceEvents": self.events, "displayTimeUnit": "ms", "otherData": {
             "tool": "p2paudit", "hang": wf.get("hang"), "cycle": wf.get("cycle") or "",
-            "conditions": wf.get("conditions"),
+            "conditions": wf.get("conditions"), "cut": self.cut,
             "notes": "PENDING slices never completed before the trace or dump ended; arrows are "
                      "the wait-for model's edges (waiting op -> what it waits for)"}}
 

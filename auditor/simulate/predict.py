@@ -10,12 +10,13 @@ is inconclusive and says which input decides it.
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Any
 
 from auditor.analysis import waitfor
-from auditor.analysis.join import join
-from auditor.dynamic.trace import RankTrace, Trace
+from auditor.analysis.join import join, replay
+from auditor.dynamic.trace import Trace
 from auditor.simulate.plan import Plan
 
 
@@ -35,15 +36,25 @@ class Replay:
 
 
 def as_issued(trace: Trace, coalesce: bool) -> Trace:
-    """The recorded events as the cluster's torch would run them: gloo ran every
+    """The recorded ops as the cluster's torch would run them: gloo ran every
     batch_isend_irecv op by op; `coalesce` says whether the script's torch, backend and debug
-    level make it one coalesced batch."""
+    level make it one coalesced batch (in the head, the pending ops and the op counts alike)."""
     ranks = {}
     for rank, rt in trace.ranks.items():
-        events = [dict(e, batched=coalesce) if e.get("via") == "batch_isend_irecv" else e
-                  for e in rt.events]
-        ranks[rank] = RankTrace(rt.rank, rt.path, rt.meta, events, rt.hang)
+        issued: dict[int, dict[str, Any]] = {}  # id(recorded start) -> it as issued: one copy
+        usage: Counter = Counter()
+        for use, n in rt.usage.items():
+            usage[use._replace(batched=coalesce) if use.via == "batch_isend_irecv" else use] += n
+        ranks[rank] = replace(rt, head=[_as_run(e, coalesce, issued) for e in rt.head],
+                              open_ops=[_as_run(e, coalesce, issued) for e in rt.open_ops],
+                              usage=usage)
     return replace(trace, ranks=ranks)
+
+
+def _as_run(e: dict[str, Any], coalesce: bool, issued: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    if e.get("via") != "batch_isend_irecv":
+        return e
+    return issued.setdefault(id(e), dict(e, batched=coalesce))
 
 
 def replays(trace: Trace, p: Plan) -> list[Replay]:
@@ -52,9 +63,10 @@ def replays(trace: Trace, p: Plan) -> list[Replay]:
     c = p.candidates
     for coalesce, init, transport in itertools.product(c["coalesce"], c["init"], c["transport"]):
         issued = as_issued(trace, coalesce)
-        programs = waitfor.programs_from_events({r: t.events for r, t in issued.ranks.items()})
+        programs = waitfor.programs_from_events({r: t.head for r, t in issued.ranks.items()})
         conditions = waitfor.Conditions.for_transport(transport, init, coalesce)
-        out.append(Replay(conditions, waitfor.analyze(programs, conditions)))
+        totals = {r: t.ops for r, t in issued.ranks.items()}
+        out.append(Replay(conditions, replay(programs, conditions, totals)[0]))
     return out
 
 
