@@ -219,3 +219,23 @@ def test_html_is_the_record_report_of_the_simulated_run(glm4):
     html = render_html(predict.joined(doc, recorded, predict.pick(predict.replays(recorded, p))))
     # Every op of the simulated (gloo) run completed: the cycle is what NCCL would do with it.
     assert "default_pg:2-3" in html and "replay-would-hang" in html and "wait-for-cycle" not in html
+
+
+def test_megatron_lm_1450_prev_and_next_swap_at_pp2_with_a_virtual_pipeline(real_sources):
+    """Megatron-LM #1450 (benchmarks/ppbugs): PP=2, VPP=2, overlap off, batched, variable
+    lengths: one batch sends to prev and next (the same rank), and issue order pairs send_prev
+    with the peer's recv_prev. Byte counts agree; only the roles say the tensors swap. With
+    overlap on (Megatron-LM's default under a virtual pipeline) the pairs agree."""
+    case = ROOT / "benchmarks" / "ppbugs" / "cases" / "megatron-lm-1450" / "launch_pp2_vpp2.sh"
+    rc, doc, err = simulate_json("--config", str(case), "--torch", "2.11.0", "--set",
+                                 "overlap_p2p_comm=false", "--set", "batch_p2p_comm=true",
+                                 "--set", "variable_seq_lengths=true")
+    pairs = doc["simulation"]["mismatched_pairs"]
+    assert rc == 1 and pairs and {p["what"] for p in pairs} == {"role"}, err
+    first = pairs[0]
+    assert (first["send"]["role"], first["recv"]["role"]) == ("prev", "prev")
+    assert first["send"]["bytes"] == first["recv"]["bytes"]
+    assert "MISMATCH" in doc["verdict"]["headline"]
+    rc, doc, err = simulate_json("--config", str(case), "--torch", "2.11.0", "--set",
+                                 "variable_seq_lengths=true")
+    assert rc == 0 and doc["simulation"]["mismatched_pairs"] == [], err

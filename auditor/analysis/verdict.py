@@ -235,6 +235,13 @@ def simulation_verdict(sim: dict[str, Any]) -> RunVerdict:
         problems.append("DOES NOT START (the real run stops before the schedule); simulated anyway")
     if sim["unpredicted"]:
         problems.append(f"{len(sim['unpredicted'])} fired site(s) the scan did not predict")
+    if sim.get("mismatched_pairs"):
+        first = sim["mismatched_pairs"][0]
+        problems.append(f"MISMATCH: {len(sim['mismatched_pairs'])} send/receive pair(s) disagree "
+                        f"in {first['what']} (first: rank {first['send']['rank']}'s "
+                        f"{first['send']['api']} at {first['send']['site']} meets rank "
+                        f"{first['recv']['rank']}'s {first['recv']['api']} at "
+                        f"{first['recv']['site']})")
     if sim["verdict"] == "hang":
         head = f"HANG PREDICTED: {sim['hypothetical']}"
     elif sim["verdict"] == "completes":

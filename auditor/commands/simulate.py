@@ -98,7 +98,8 @@ def _inconclusive(doc: dict[str, Any], p: Plan, args: argparse.Namespace) -> int
            "hypothetical": "not run: the message size decides the hang and is unknown",
            "ranks": [], "schedule": None, "microbatches": p.get("microbatches"),
            "conditions": None, "cycle_ranks": [], "blocked": {}, "fired": [],
-           "unpredicted": [], "unfired": [], "startup_errors": p.startup_errors}
+           "unpredicted": [], "unfired": [], "mismatched_pairs": [],
+           "startup_errors": p.startup_errors}
     decided = simulation_verdict(sim)
     if args.format == "text":
         emit(text_report(sim, args.config, decided.headline), args.output)

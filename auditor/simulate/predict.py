@@ -106,6 +106,8 @@ def simulation(doc: dict[str, Any], p: Plan, results: list[Replay], schedule: st
         "fired": fired,
         "unpredicted": unpredicted,
         "unfired": [{"site_id": u["site_id"], "why": u["why"]} for u in run["unfired"]],
+        # Sends and receives that pair up but disagree in size, dtype or role (prev/next).
+        "mismatched_pairs": run["waitfor"].get("mismatched_pairs", []),
         "patches": [x.to_json() for x in p.patches],
         "startup_errors": p.startup_errors,
         "seconds": round(seconds, 1),
