@@ -5,13 +5,14 @@
 Each case's `case.toml` lists sides (the buggy release and the fixed one, or a control), each with the
 p2paudit command that judges it:
 - `scan`: `p2paudit scan --config SCRIPT ARGS`;
-- `simulate`: `p2paudit simulate --config SCRIPT ARGS`. Until that command exists, the side is
-  reported as "not run (needs simulate)", never as a pass;
+- `simulate`: `p2paudit simulate --config SCRIPT ARGS` (where the command is missing, the side is
+  reported as "not run (needs simulate)", never as a pass);
 - `record`: the case's driver under `p2paudit record`, then `p2paudit report` of the trace against
   the case folder's site inventory, with the side's `--transport`.
 
 A side whose expected verdict is `hang` or `mismatch` is a bug. p2paudit *flags* a side when it
-exits 1. Recall counts the bugs flagged, over every bug side, so a side not run counts as missed.
+exits 1, or, for a `record` side (a CPU run that completed), when the replay says its order would
+hang over the side's transport (`replay-would-hang`). Recall counts the bugs flagged, over every bug side, so a side not run counts as missed.
 Precision counts the flagged sides that are bugs, over the flagged sides. The `got` column gives
 p2paudit's verdict: `hang`, `mismatch`, or the first error finding's kind. Where that verdict is
 not the expected one, the score still counts the side as flagged, and the table shows the
@@ -188,6 +189,11 @@ def judge(case_id: str, side: dict, rc: int, out: Path, shown: str) -> Outcome:
     if rc not in (0, 1) or not out.is_file():
         return Outcome(case_id, name, expected, f"error (exit {rc})", None, "", shown)
     doc = json.loads(out.read_text(encoding="utf-8"))
+    # A side recorded on CPU asks what NCCL would do over its transport: the replay's answer
+    # ("would hang", a warning, since the CPU run itself completed) is p2paudit's verdict there.
+    would = [f for f in doc.get("findings", []) if f.get("kind") == "replay-would-hang"]
+    if rc == 0 and side.get("runner") == "record" and would:
+        return Outcome(case_id, name, expected, "hang", True, source_line(doc, would), shown)
     if rc == 0:
         return Outcome(case_id, name, expected, "clean", False, "", shown)
     errors = [f for f in doc.get("findings", []) if f.get("severity") == "error"]

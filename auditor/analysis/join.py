@@ -496,7 +496,9 @@ def _findings(uses: dict[Key, _Use], mapped: dict[Key, str], by_id: dict[str, di
         first = run["pairs"][0]
         comms = "; ".join(f"{c} ({', '.join(h)})" for c, h in first["communicators"].items())
         examples = ", ".join(f"{a}-{b}" for a, b in (p["ranks"] for p in run["pairs"][:EXAMPLES]))
-        on_gloo = run["waitfor"]["conditions"]["backend"] == "gloo"
+        # What the recorded run used decides: a gloo recording replayed with --transport still
+        # only says what NCCL *would* do.
+        on_gloo = "nccl" not in (run["trace"].get("backends") or [])
         out.append(Finding(
             "pair-on-two-communicators", "warning" if on_gloo else "error",
             f"{len(run['pairs'])} pipeline neighbour pair(s) "
