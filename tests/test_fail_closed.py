@@ -177,6 +177,9 @@ def test_gate_against_a_release_the_rules_do_not_cover_fails(capsys, real_source
     kinds = {f["kind"] for f in doc["gate"]["new"]}
     assert "gate-inconclusive" in kinds
     assert not doc["gate"]["fixed"], "nothing is fixed in a release the rules do not cover"
+    (inconclusive,) = [f for f in doc["gate"]["new"] if f["kind"] == "gate-inconclusive"]
+    assert "megatron-core 0.14.0 is outside the releases the rules cover" in \
+        inconclusive["detail"]["undecided"][0]["what"]
     assert doc["verdict"]["headline"].startswith("FAIL")
 
 

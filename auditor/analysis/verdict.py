@@ -122,12 +122,10 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
     config = doc.get("config", {})
     effective = config.get("effective", {})
     provenance = config.get("provenance", {})
-    outside: dict[str, list[str]] = {}
-    for key, why in provenance.items():
-        head, sep, _ = why.partition(": rule ")
-        if sep and " covers only " in why and effective.get(key) == "unknown":
-            outside.setdefault(head, []).append(key)
-    for release, keys in outside.items():
+    for release, all_keys in config.get("outside_rules", {}).items():
+        keys = list(dict.fromkeys(k for k in all_keys if effective.get(k) == "unknown"))
+        if not keys:
+            continue
         framework = release.split(" ")[0]
         out.append(Undecided(
             f"{release} is outside the releases the rules cover ({len(keys)} setting(s) unknown, "

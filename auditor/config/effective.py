@@ -86,6 +86,8 @@ class EffectiveConfig:
     # Checks that could not be decided (an input was unknown): "id: what was unknown".
     undecided: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # "framework version" -> the keys rules exist for, but not for that release.
+    outside_rules: dict[str, list[str]] = field(default_factory=dict)
 
     def get(self, key: str) -> Value | None:
         return self.values.get(key)
@@ -110,6 +112,7 @@ class EffectiveConfig:
             "history": {k: list(self.values[k].history) for k in keys},
             "versions": dict(self.versions),
             "undecided": list(self.undecided),
+            "outside_rules": {k: list(v) for k, v in self.outside_rules.items()},
             "notes": list(self.notes),
         }
 
@@ -207,7 +210,8 @@ def _disagreement(results: list[EffectiveConfig], reading: Reading) -> Effective
                   for f in [*first.findings, *second.findings]
                   if (keys(f) in in_first) != (keys(f) in in_second)]
     notes = list(dict.fromkeys(first.notes + second.notes + [reading.note]))
-    return EffectiveConfig(values, first.versions, first.env, findings, undecided, notes)
+    return EffectiveConfig(values, first.versions, first.env, findings, undecided, notes,
+                           {**second.outside_rules, **first.outside_rules})
 
 
 class _Deriver:
@@ -221,6 +225,7 @@ class _Deriver:
         self.findings: list[Finding] = []
         self.undecided: list[str] = []
         self.notes: list[str] = []
+        self.outside_rules: dict[str, list[str]] = {}
         # Checks not reported because an earlier check that stops the run fired (`supersedes`).
         self.superseded: set[str] = set()
         running = {s.name for s in book.stages if s.runs_for(launch.launcher)}
@@ -381,6 +386,9 @@ class _Deriver:
                     self.undecided.append(why)
             else:
                 self.put(raws[0]["key"], UNKNOWN, why, stage.framework)
+                if version is not None:
+                    self.outside_rules.setdefault(f"{stage.framework} {version}", []).append(
+                        raws[0]["key"])
 
     def _apply(self, entry: Entry) -> None:
         try:
@@ -492,7 +500,8 @@ class _Deriver:
     def result(self) -> EffectiveConfig:
         self._check_sizes()
         return EffectiveConfig(self.values, dict(self.versions),
-                               dict(self.launch.env), self.findings, self.undecided, self.notes)
+                               dict(self.launch.env), self.findings, self.undecided, self.notes,
+                               self.outside_rules)
 
 
     def _check_sizes(self) -> None:
