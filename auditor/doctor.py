@@ -1,7 +1,7 @@
 """`p2paudit doctor`'s checks, run inside every rank of a torchrun job on the user's cluster.
 
 Whether `batch_isend_irecv` coalesces depends on the torch build, the backend, the debug level and
-the group object's type (FINDINGS 4), so doctor does not work it out from versions: it runs a
+the group object's type (docs/findings.md §4), so doctor does not work it out from versions: it runs a
 2-op batch on each real process group and watches whether torch's coalescing manager ran. The
 rest is what a bug report needs next to it: versions, debug level, backend types, lazy or eager
 init, timeouts, and the NCCL/torch variables set (judged by `auditor.config.envlint`'s rules).

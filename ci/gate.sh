@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The P2P gate for megatron-core upgrades: scan the seed launch script (the GLM-5.1 run of
-# /work/shared/seed-report.md, examples/glm5_1_lora_pp4.sh) against each release and fail when one
+# ms-swift #9451, https://github.com/modelscope/ms-swift/issues/9451, examples/glm5_1_lora_pp4.sh) against each release and fail when one
 # adds a reachable unbatched P2P site or a contradiction that the committed baseline (0.17.0, the
 # report's release, with the report's torch 2.10.0) does not have.
 #

@@ -1,7 +1,7 @@
 #!/bin/bash
 # GLM-5.1 (glm_moe_dsa: 78 layers, 256 experts, DSA attention) Megatron LoRA SFT with ms-swift on
 # 16 nodes x 8 GPUs = 128 GPUs, PP=1 TP=4 EP=8 (DP=32 in the report), global batch 32.
-# From /work/shared/seed-report.md: its "How to Reproduce" command with the `\` continuations the
+# From ms-swift #9451, https://github.com/modelscope/ms-swift/issues/9451: its "How to Reproduce" command with the `\` continuations the
 # published copy lost, the variables of its "Debug Environment Variables" section exported, and
 # the row PP=1 of its "Configurations Tried" table. Reported result: OOM during LoRA adapter injection (single card ~95GB full).
 # No --decoder_last_pipeline_num_layers: ms-swift refuses it unless PP > 1, and the report's

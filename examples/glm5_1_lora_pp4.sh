@@ -1,7 +1,7 @@
 #!/bin/bash
 # GLM-5.1 (glm_moe_dsa: 78 layers, 256 experts, DSA attention) Megatron LoRA SFT with ms-swift on
 # 16 nodes x 8 GPUs = 128 GPUs, PP=4 TP=4 EP=8 (DP=8 in the report), global batch 32.
-# From /work/shared/seed-report.md: its "How to Reproduce" command with the `\` continuations the
+# From ms-swift #9451, https://github.com/modelscope/ms-swift/issues/9451: its "How to Reproduce" command with the `\` continuations the
 # published copy lost, the variables of its "Debug Environment Variables" section exported, and
 # the row PP=4 of its "Configurations Tried" table. Reported result: hang at the first step (9+ hours, no timeout).
 #

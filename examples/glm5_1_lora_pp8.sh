@@ -1,7 +1,7 @@
 #!/bin/bash
 # GLM-5.1 (glm_moe_dsa: 78 layers, 256 experts, DSA attention) Megatron LoRA SFT with ms-swift on
 # 16 nodes x 8 GPUs = 128 GPUs, PP=8 TP=4 EP=8 (DP=4 in the report), global batch 32.
-# From /work/shared/seed-report.md: its "How to Reproduce" command with the `\` continuations the
+# From ms-swift #9451, https://github.com/modelscope/ms-swift/issues/9451: its "How to Reproduce" command with the `\` continuations the
 # published copy lost, the variables of its "Debug Environment Variables" section exported, and
 # the row PP=8 of its "Configurations Tried" table. Reported result: hang at the first step (testing).
 # Keeps the PP=4 command's --decoder_last_pipeline_num_layers 18: 78 - 18 = 60 layers

@@ -1,4 +1,4 @@
-# The "How to Reproduce" block of the GLM-5.1 hang report (/work/shared/seed-report.md), as published:
+# The "How to Reproduce" block of the GLM-5.1 hang report (ms-swift #9451, https://github.com/modelscope/ms-swift/issues/9451), as published:
 # the `\` line continuations are missing, so bash would run `megatron sft` with no flags
 # and then fail on `--model ...` as a command. Kept verbatim as a test input.
 NPROC_PER_NODE=${n_gpus_per_node}

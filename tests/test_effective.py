@@ -1,6 +1,6 @@
 """The effective config of real launch scripts, through the shipped rules.
 
-The oracles are the acceptance values of issue 3 and shared/FINDINGS.md sections 2 and 4; the
+The oracles are the acceptance values of issue 3 and docs/findings.md sections 2 and 4; the
 rules themselves are checked against the frameworks' code in test_rules_agree.py.
 """
 

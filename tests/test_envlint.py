@@ -1,7 +1,7 @@
 """Environment lint: every [[env_var]] rule by its own VALID/INVALID examples, and the seed script.
 
 The facts behind the rules (NCCL_TIMEOUT read by nobody, NCCL_* aliases deprecated in c10d) are
-from shared/FINDINGS.md section 4 and the sources cited in rules/torch.toml; the deprecated
+from docs/findings.md section 4 and the sources cited in rules/torch.toml; the deprecated
 aliases' declarations are checked against the installed torch in test_rules_agree.py.
 """
 

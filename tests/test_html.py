@@ -1,7 +1,7 @@
 """The HTML report: one self-contained file, loaded in a real headless Chromium (Debian
 `chromium`): no console errors, the key elements present, the table's filter and sort working,
 and a screenshot. Inputs: the real scan of the seed script joined with a trace of the
-communicator-creation deadlock of FINDINGS 1 placed at the wheel's real sites."""
+communicator-creation deadlock of docs/findings.md §1 placed at the wheel's real sites."""
 
 from __future__ import annotations
 
@@ -192,7 +192,7 @@ def test_chromium_filter_and_sort_from_the_fragment(chromium, report, tmp_path):
     joined, _, path = report
     wanted = [s for s in joined["sites"]
               if s["verdict"] == "contradiction" and s["function"] == "_batched_p2p_ops"]
-    assert len(wanted) == 5  # four P2POps and their batch_isend_irecv (FINDINGS 2)
+    assert len(wanted) == 5  # four P2POps and their batch_isend_irecv (docs/findings.md §2)
     dom, console = browse(chromium, path, tmp_path, "--dump-dom",
                           fragment="#q=_batched_p2p_ops&verdict=contradiction&sort=line&dir=desc")
     assert console == [] and "data-js-errors" not in re.search(r"<body[^>]*>", dom).group(0)

@@ -283,7 +283,7 @@ def test_trace_from_another_release_matches_by_stable_id(seed_scan, tmp_path):
 
 
 def test_mixed_batched_and_unbatched_first_ops_deadlock(seed_scan, tmp_path):
-    """FINDINGS 1 on three ranks: rank 0's first op is a coalesced batch on the PP group (its
+    """docs/findings.md §1 on three ranks: rank 0's first op is a coalesced batch on the PP group (its
     communicator), ranks 1 and 2 start with unbatched ops (pair communicators): a cycle of
     communicator creations that no timeout breaks."""
     sites = seed_scan["sites"]

@@ -1,4 +1,4 @@
-"""The inventory on the real releases: every site FINDINGS.md section 2 names, exactly.
+"""The inventory on the real releases: every site docs/findings.md section 2 names, exactly.
 
 Counts are asserted per file, so a missed site or a duplicate fails.
 """

@@ -1,4 +1,4 @@
-"""The wait-for analysis: FINDINGS 1 and 4 (and 4-stage / 4-rank cases) on recorded traces, and the
+"""The wait-for analysis: docs/findings.md §1 and 4 (and 4-stage / 4-rank cases) on recorded traces, and the
 model's rules one at a time on small programs."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 A hang in pipeline P2P is a cycle of waits that no single rank's view shows, so this replays the
 ranks' op sequences against a small model of NCCL under torch and reports the cycle in words
-(and per rank, op by op, for the HTML report). The model, from FINDINGS.md sections 1 and 4:
+(and per rank, op by op, for the HTML report). The model, from docs/findings.md sections 1 and 4:
 
 - Communicator selection: a coalesced batch runs on its group's communicator; an unbatched P2P op
   under lazy init runs on a 2-rank communicator of its pair (`group:low-high`); under eager init
@@ -41,11 +41,11 @@ MiB = 1 << 20
 TRANSPORT_BUFFER: dict[str, int] = {
     # Measured, not documented (NCCL_BUFFSIZE's default is 4 MiB, but a connection stages more):
     # send-before-receive over the network transport (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1,
-    # 2 x H200, NCCL 2.28.9) completes at 4 MiB (FINDINGS 4), 8 and 12 MiB, hangs at 16, 20, 24
+    # 2 x H200, NCCL 2.28.9) completes at 4 MiB (docs/findings.md §4), 8 and 12 MiB, hangs at 16, 20, 24
     # and 32 MiB (reports/glm5.1-pp-hang/gpu/results*/, results-resolutions/). The largest size
     # seen to complete is the model's bound.
     "net": 12 * MiB,
-    # A measured lower bound, not a documented size: FINDINGS 4, a 32 MiB send-before-receive
+    # A measured lower bound, not a documented size: docs/findings.md §4, a 32 MiB send-before-receive
     # exchange completes over NVLink (2 x H200, NCCL 2.28.9). Larger sends are assumed to block
     # (unverified; reports/glm5.1-pp-hang/gpu/run.sh sweeps larger sizes).
     "nvlink": 32 * MiB,
@@ -170,7 +170,7 @@ def _cached_hash(obj: Any, fields: tuple) -> int:
 
 
 def communicator_for(op: Op, conditions: Conditions, coalesced: bool) -> Communicator:
-    """The NCCL communicator `op` runs on (FINDINGS 1: lazy pair communicators, eager serialisation)."""
+    """The NCCL communicator `op` runs on (docs/findings.md §1: lazy pair communicators, eager serialisation)."""
     group = op.group
     if op.kind == "collective" or coalesced or conditions.init == "eager" \
             or conditions.backend == "gloo":
@@ -706,7 +706,7 @@ def size_words(nbytes: int) -> str:
 # --- from recorded traces -----------------------------------------------------------------------
 def programs_from_events(events_by_rank: Mapping[int, Sequence[Mapping[str, Any]]],
                          roles: Mapping[tuple[str, int], str] | None = None) -> dict[int, list[Op]]:
-    """Per-rank programs from trace events (DESIGN.md section 3 lines, as the trace reader returns).
+    """Per-rank programs from trace events (trace lines as auditor/dynamic/trace.py reads them).
 
     A start event of kind p2p or collective is an op. An end event seen before a later start
     means the rank had learned of that op's completion before issuing the later one, so the

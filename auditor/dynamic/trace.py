@@ -13,7 +13,7 @@ and the windows that matter, never every event: the op counts per (what, where, 
 (`usage`), the file's first lines (`head`: what the timeline and the wait-for replay read), and
 the ops that never ended (`open_ops`). Groups are interned once per file (`groups`).
 
-Lines (DESIGN.md section 3), one JSON object each, written one at a time into a shared memory
+Lines, one JSON object each, written one at a time into a shared memory
 map of the file (a killed process leaves zeros after its last line, which the reader skips):
 - the first line of a file: `phase: "meta"` (pid, host, versions, argv, and the clocks: `t` of
   every line is seconds since `mono0`, this process's time.monotonic() when recording started,

@@ -1,4 +1,5 @@
-"""The scan document of the output contract (DESIGN.md section 3): what every formatter reads."""
+"""The scan document of the output contract (docs/schema/scan-document.schema.json): what every
+formatter reads."""
 
 from __future__ import annotations
 

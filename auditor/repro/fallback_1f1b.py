@@ -1,4 +1,4 @@
-"""fallback-1f1b: megatron-core 0.17's 1F1B step with every batch issued op by op (FINDINGS 4).
+"""fallback-1f1b: megatron-core 0.17's 1F1B step with every batch issued op by op (docs/findings.md §4).
 
 torch 2.10 under TORCH_DISTRIBUTED_DEBUG=DETAIL wraps the backend in `_ProcessGroupWrapper`, which
 does not report `supports_coalescing`, so `batch_isend_irecv` issues its ops one at a time in list
@@ -11,7 +11,7 @@ buffers blocks until the peer's receive runs, which is queued behind the peer's 
 
 Fixes: `coalesced` (the real batch_isend_irecv, DETAIL still set: coalesces on torch >= 2.11),
 `detail-off` (the same without DETAIL), `evenodd` (megatron's `_p2p_ops` order, what
-batch_p2p_comm=False uses), `eager` (device_id; expected NOT to help: FINDINGS 4).
+batch_p2p_comm=False uses), `eager` (device_id; expected NOT to help: docs/findings.md §4).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from auditor.repro.plan import ISSUE_BATCH, ISSUE_ONE_BY_ONE, NET_ENV, Plan, Spe
 
 NAME = "fallback-1f1b"
 FIXES = ("coalesced", "detail-off", "evenodd", "eager")
-DEFAULT_SIZE = 32 * MiB  # FINDINGS 4: 4096 x 1 x 2048 fp32 activations
+DEFAULT_SIZE = 32 * MiB  # docs/findings.md §4: 4096 x 1 x 2048 fp32 activations
 SHAPE_BYTES = 24  # _communicate_shapes sends a 3-element int64 tensor
 
 # Op list orders in megatron-core 0.17.0's megatron/core/pipeline_parallel/p2p_communication.py

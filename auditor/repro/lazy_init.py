@@ -1,4 +1,4 @@
-"""lazy-init: each rank's first P2P op mixes batched and unbatched under lazy NCCL init (FINDINGS 1).
+"""lazy-init: each rank's first P2P op mixes batched and unbatched under lazy NCCL init (docs/findings.md §1).
 
 Rank 0 hands `isend(x, 1)` to batch_isend_irecv, which coalesces and so needs the whole group's
 communicator; every other rank r first calls `recv(x, r-1)`, unbatched, which under lazy init
@@ -21,7 +21,7 @@ from auditor.repro.plan import ISSUE_BATCH, Plan, Spec
 
 NAME = "lazy-init"
 FIXES = ("coalesced", "unbatched", "eager")
-TENSOR_BYTES = 16  # FINDINGS 1: one 4-element float32 tensor
+TENSOR_BYTES = 16  # docs/findings.md §1: one 4-element float32 tensor
 
 
 def plan(spec: Spec) -> Plan:

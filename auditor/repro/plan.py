@@ -16,7 +16,7 @@ from auditor.analysis.waitfor import TRANSPORT_BUFFER, Conditions, Op
 ISSUE_BATCH = "batch"  # hand each batch to the real batch_isend_irecv (torch decides coalescing)
 ISSUE_ONE_BY_ONE = "one-by-one"  # each op alone in list order: torch 2.10's fallback under DETAIL
 
-# NCCL's network transport, as between pipeline neighbours on different nodes (FINDINGS 4).
+# NCCL's network transport, as between pipeline neighbours on different nodes (docs/findings.md §4).
 NET_ENV = {"NCCL_P2P_DISABLE": "1", "NCCL_SHM_DISABLE": "1"}
 
 

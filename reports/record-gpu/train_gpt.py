@@ -60,7 +60,7 @@ def apply_swift_patch() -> str:
 
 def build(args: argparse.Namespace, device: torch.device) -> tuple[GPTModel, TransformerConfig]:
     # fp32 throughout: bf16 would need megatron's Float16Module wrapper around the model, which
-    # this P2P check does not need (FINDINGS' PP=2 runs used fp32 activations too).
+    # this P2P check does not need (the PP=2 runs of docs/findings.md used fp32 activations too).
     dtype = torch.float32
     config = TransformerConfig(
         num_layers=args.layers, hidden_size=args.hidden, num_attention_heads=args.heads,

@@ -5,7 +5,7 @@
 Each directory is one recorded run of a reproducer's op sequence on gloo (CPU). The runs that
 complete record the whole sequence, waits included; `cases.toml` then asks the wait-for model
 what the same sequence does under NCCL conditions (transport, coalescing, init) and holds the
-answer FINDINGS.md measured on GPUs. `fallback-2-4b-hung` is a run that really hung (gloo buffers
+answer docs/findings.md measured on GPUs. `fallback-2-4b-hung` is a run that really hung (gloo buffers
 nothing, so send-before-receive blocks at 4 bytes): its trace stops where the ranks blocked.
 """
 

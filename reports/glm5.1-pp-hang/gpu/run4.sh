@@ -5,7 +5,7 @@
 #     OUT=/some/dir bash reports/glm5.1-pp-hang/gpu/run4.sh
 #     bash reports/glm5.1-pp-hang/gpu/run4.sh --cpu
 #
-# lazy-init with 3 and 4 ranks (FINDINGS 1's "every rank inside a different communicator's
+# lazy-init with 3 and 4 ranks (docs/findings.md §1's "every rank inside a different communicator's
 # creation"; with --pg-timeout, which ranks the store timeout reaches: the model says all but
 # rank 0, the group communicator's root in ncclCommInitRank), and the 4-stage 1F1B step.
 source "$(dirname "$0")/common.sh"
