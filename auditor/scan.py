@@ -9,12 +9,12 @@ from typing import Any
 
 import libcst as cst
 
+from auditor.analysis import verdict
 from auditor.config.effective import UNKNOWN, EffectiveConfig, derive
 from auditor.config.envlint import lint
 from auditor.config.launch import read_launch
 from auditor.config.model import LaunchConfig
 from auditor.errors import InputError
-from auditor.analysis import verdict
 from auditor.findings import Finding
 from auditor.progress import Progress
 from auditor.report import document
@@ -167,7 +167,7 @@ def _run_entries(interp: Interpreter, program: Program, srcs: list[SourceSet],
 def _check_entry_module(spec: str, program: Program, srcs: list[SourceSet]) -> None:
     module = spec.partition(":")[0]
     if not program.has_module(module):
-        shown = ", ".join(f"{s.name} {s.version or ''}".strip() for s in srcs)
+        shown = ", ".join(s.label for s in srcs)
         raise InputError(spec, f"--entry: module {module!r} is in none of the targets ({shown}); "
                                "add the package that holds it with --target")
 
@@ -250,26 +250,29 @@ TORCH_OP_BY_OP = Unbatched(
     "shows the failure and each fix")
 
 
+# How a batched site's op reaches torch: as a P2POp descriptor or as the batch call itself; both
+# run coalesced only where torch coalesces batch_isend_irecv.
+BATCH_ISSUED = ("descriptor", "batch")
+
+
 def effectively_batched(site: Site, effective: EffectiveConfig) -> Unbatched | None:
     """None when the op runs inside a coalesced group at run time (or that is undecided, see
     `coalescing_undecided`), else why it does not."""
     if not site.batched:
         return ON_ITS_OWN
-    if site.issues in ("descriptor", "batch") and effective.value("torch_batch_coalesces") is False:
-        v = effective.get("torch_batch_coalesces")
-        return Unbatched(TORCH_OP_BY_OP.cause, TORCH_OP_BY_OP.fix, v.provenance if v else "")
+    if site.issues in BATCH_ISSUED and effective.value("torch_batch_coalesces") is False:
+        return Unbatched(TORCH_OP_BY_OP.cause, TORCH_OP_BY_OP.fix,
+                         _provenance(effective, "torch_batch_coalesces"))
     return None
 
 
 def coalescing_undecided(site: Site, effective: EffectiveConfig) -> str:
     """Why it is unknown whether this batched op runs coalesced ("" when it is known)."""
-    if not site.batched or site.issues not in ("descriptor", "batch"):
+    if not site.batched or site.issues not in BATCH_ISSUED \
+            or effective.value("torch_batch_coalesces") is not UNKNOWN:
         return ""
-    if effective.value("torch_batch_coalesces") is not UNKNOWN:
-        return ""
-    v = effective.get("torch_batch_coalesces")
     return ("whether torch runs this batch_isend_irecv coalesced is undecided: "
-            + (v.provenance if v else "torch_batch_coalesces was never derived"))
+            + _provenance(effective, "torch_batch_coalesces"))
 
 
 def _site_doc(site: Site, r: SiteReach, effective: EffectiveConfig,
@@ -292,7 +295,7 @@ def _site_doc(site: Site, r: SiteReach, effective: EffectiveConfig,
 
 def _provenance(effective: EffectiveConfig, key: str) -> str:
     v = effective.get(key)
-    return v.provenance if v else "never derived"
+    return v.provenance if v else f"{key} was never derived"
 
 
 def _site_findings(site_docs: list[dict[str, Any]], unbatched: dict[str, Unbatched | None],

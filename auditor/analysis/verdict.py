@@ -149,12 +149,9 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
                                  "undecided guard", []).append(s)
     for why, group in by_reason.items():
         first = group[0]
-        tests = sorted({t for s in group for t in s.get("decided_by") or []})
         out.append(Undecided(
             f"{len(group)} reached site(s), e.g. {first['path']}:{first['line']} {first['api']} "
-            f"in {first['function']}: {why}",
-            f"--set the config value of {', '.join(tests)}" if tests and "coalesce" not in why
-            else _decide_for(why, effective)))
+            f"in {first['function']}: {why}", _decide_for(group, effective)))
     analysis = doc.get("analysis", {})
     if analysis.get("budget_exhausted"):
         cuts = analysis.get("budget_cuts") or []
@@ -164,7 +161,7 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
             f"what lies behind the call-graph interpreter's budget{first}: sites there were not "
             "analysed", "--entry MODULE:QUALNAME nearer the pipeline schedule"))
     pp = effective.get("pipeline_model_parallel_size")
-    reached = [s for s in doc.get("sites", []) if s.get("reachable") in ("yes",) or s.get("paths")]
+    reached = [s for s in doc.get("sites", []) if s.get("reachable") == "yes" or s.get("paths")]
     if isinstance(pp, int) and pp > 1 and not reached:
         out.append(Undecided(
             f"the pipeline schedule: pipeline_model_parallel_size={pp}, but the entry points "
@@ -174,9 +171,14 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
     return out
 
 
-def _decide_for(why: str, effective: dict[str, Any]) -> str:
-    if "coalesce" in why:
+def _decide_for(group: list[dict[str, Any]], effective: dict[str, Any]) -> str:
+    """What decides sites that share a reason: the torch release where coalescing is undecided
+    (`runs_batched` None), else the config tests their reachability rests on."""
+    if group[0].get("runs_batched") is None:
         return "--torch X.Y.Z (the cluster's torch release)"
+    tests = sorted({t for s in group for t in s.get("decided_by") or []})
+    if tests:
+        return f"--set the config value of {', '.join(tests)}"
     if effective.get("batch_p2p_comm", "unknown") == "unknown":
         return NEEDED_KEYS["batch_p2p_comm"]
     return "--set KEY=VALUE for the config value the guard reads, or --target a release the rules cover"

@@ -19,7 +19,6 @@ from auditor.analysis.verdict import gate_verdict
 from auditor.commands.output import emit
 from auditor.commands.report import load_document, render
 from auditor.config.effective import overrides_from
-from auditor.sources import target_label
 from auditor.scan import ScanInputs, run_scan
 
 
@@ -92,7 +91,7 @@ def gated_document(new: dict[str, Any], baseline: dict[str, Any], path: str,
 
 
 def _label(doc: dict[str, Any]) -> str:
-    return ", ".join(target_label(t) for t in doc["targets"])
+    return ", ".join(sources.target_label(t) for t in doc["targets"])
 
 
 def gate_text(doc: dict[str, Any], result: GateResult) -> str:
@@ -102,7 +101,7 @@ def gate_text(doc: dict[str, Any], result: GateResult) -> str:
         f"p2paudit gate: {(doc.get('launch') or {}).get('path') or '(no launch script)'} "
         f"(torch {torch})",
         f"baseline: {base['path']} ("
-        + ", ".join(target_label(t) for t in base["targets"]) + ")",
+        + ", ".join(sources.target_label(t) for t in base["targets"]) + ")",
         "", doc["verdict"]["headline"],
     ]
     for f in result.new:

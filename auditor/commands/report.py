@@ -2,8 +2,9 @@
 recorded run (or with PyTorch Flight Recorder dumps: `--flight-recorder DIR`), as one
 self-contained HTML file, or the joined document as JSON or SARIF, or a Perfetto trace.
 
-Exit status: 1 when the report holds an error (a contradiction, a static miss, a deadlocking op
-order, an unbatched op under batch_p2p_comm=True), 0 otherwise, 2 on bad input.
+Exit status, as auditor.analysis.verdict decides it: 1 when the report holds an error (a
+contradiction, a static miss, a deadlocking op order, an unbatched op under batch_p2p_comm=True)
+or something the contradiction rule needs is undecided, 0 otherwise, 2 on bad input.
 """
 
 from __future__ import annotations
@@ -15,9 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from auditor import sources
-from auditor.analysis import waitfor
+from auditor.analysis import verdict, waitfor
 from auditor.analysis.join import join
-from auditor.analysis import verdict
 from auditor.commands.output import emit_report
 from auditor.dynamic import flight_recorder
 from auditor.dynamic.trace import Trace, read_trace_dir

@@ -7,10 +7,10 @@ import argparse
 import json
 import sys
 
+from auditor.analysis import verdict
 from auditor.commands.output import emit, emit_report
 from auditor.commands.report import FORMATS, add_flight_recorder_argument, join_run, read_run, render
 from auditor.config.effective import overrides_from
-from auditor.analysis import verdict
 from auditor.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from auditor.report import text
 from auditor.scan import ScanInputs, run_scan

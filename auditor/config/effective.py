@@ -50,6 +50,7 @@ from auditor.config.expr import (
 from auditor.config.model import EnvVar, LaunchConfig, Symbolic
 from auditor.config.rulebook import Entry, RuleBook, Stage, load_rulebook
 from auditor.config.versions import Reading, read_release
+from auditor.config.versions import shown as shown_release
 from auditor.errors import InputError
 from auditor.findings import Finding
 
@@ -88,6 +89,8 @@ class EffectiveConfig:
     notes: list[str] = field(default_factory=list)
     # "framework version" -> the keys rules exist for, but not for that release.
     outside_rules: dict[str, list[str]] = field(default_factory=dict)
+    # variable name -> how its consumer reads it (auditor.config.envread), for this torch
+    env_readers: dict[str, str] = field(default_factory=dict)
 
     def get(self, key: str) -> Value | None:
         return self.values.get(key)
@@ -99,9 +102,8 @@ class EffectiveConfig:
 
     def evaluate(self, text: str) -> Any:
         """Evaluate a condition over this config, e.g. `variable_seq_lengths or mtp_standalone`."""
-        env_readers = readers(self.versions.get("torch"))
         return evaluate(compile_expr(text), self.value,
-                        lambda n: _env_value(self.env, n, env_readers))
+                        lambda n: _env_value(self.env, n, self.env_readers))
 
     def to_json(self) -> dict[str, Any]:
         keys = sorted(self.values)
@@ -191,7 +193,7 @@ def _disagreement(results: list[EffectiveConfig], reading: Reading) -> Effective
     """One config from the readings of a pre-release: what they agree on, the rest unknown."""
     first, second = results
     before, release = reading.releases
-    shown = before.replace(".99", ".x")
+    shown = shown_release(before)
     values = dict(first.values)
     for key, a in first.values.items():
         b = second.values.get(key)
@@ -211,7 +213,7 @@ def _disagreement(results: list[EffectiveConfig], reading: Reading) -> Effective
                   if (keys(f) in in_first) != (keys(f) in in_second)]
     notes = list(dict.fromkeys(first.notes + second.notes + [reading.note]))
     return EffectiveConfig(values, first.versions, first.env, findings, undecided, notes,
-                           {**second.outside_rules, **first.outside_rules})
+                           {**second.outside_rules, **first.outside_rules}, first.env_readers)
 
 
 class _Deriver:
@@ -501,7 +503,7 @@ class _Deriver:
         self._check_sizes()
         return EffectiveConfig(self.values, dict(self.versions),
                                dict(self.launch.env), self.findings, self.undecided, self.notes,
-                               self.outside_rules)
+                               self.outside_rules, self.env_readers)
 
 
     def _check_sizes(self) -> None:

@@ -44,14 +44,18 @@ def read_release(text: str, subject: str) -> Reading:
         return Reading(text, (release,), f"{text} read as release {release} (a local or post "
                                          "build carries its release's code)")
     before = _release_before(v)
-    shown = before.replace(".99", ".x") if before else ""
     if before is None:
         return Reading(text, (release,), f"{text} is a pre-release of {release}; no earlier "
                                          f"release line to compare with, read as {release}")
     return Reading(text, (before, release),
                    f"{text} is a pre-release or dev build of {release}, made before {release} was "
-                   f"cut: read as both {shown} and {release}; what they disagree on is unknown "
+                   f"cut: read as both {shown(before)} and {release}; what they disagree on is unknown "
                    f"(pass --torch with the release this build matches to decide it)")
+
+
+def shown(release: str) -> str:
+    """A release as the output names it: the X.Y-1 line read as X.Y-1.99 is shown as X.Y-1.x."""
+    return release.replace(".99", ".x") if release.endswith(".99") else release
 
 
 def _release_before(v: Version) -> str | None:
