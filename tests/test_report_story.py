@@ -2,8 +2,7 @@
 schedule on 4 gloo CPU ranks (PP=4, ms-swift's `_batched_p2p_ops` patch, 24 MiB activations;
 tests/record_fixtures/megatron_pp4, recorded by `p2paudit simulate --config
 examples/glm5_1_lora_pp4.sh --torch 2.10.0 --microbatches 4 --trace-dir DIR`, DIR/trace) joined
-with the shipped
-GLM-5.1 scan and replayed under the network transport, where stages 2 and 3 both ISEND first on
+with the shipped GLM-5.1 scan and replayed under the network transport, where stages 2 and 3 both ISEND first on
 their pair communicator. The first screen must show that cycle, not the set-up calls."""
 
 from __future__ import annotations
