@@ -6,14 +6,27 @@ builds it (train.py). On the middle stage the grad receive re-allocates pooled s
 the next activation receive reuses it for the int64 tensor. Run under torchrun:
     torchrun --nproc_per_node 3 driver.py {buggy,fixed}
 `fixed` applies diffusion-pipe's own patch (PR #544, commit 528aa45): reallocate when the dtype
-differs. Needs deepspeed==0.18.4 importable (pip install deepspeed==0.18.4, or its unpacked sdist and
-its pure-Python requirements on PYTHONPATH); DS_ACCELERATOR=cpu selects gloo.
+differs. Needs deepspeed==0.18.4 importable (p2paudit's `ppbugs` extra; its sdist builds no ops by
+default, so it installs on a CPU machine with torch 2.13); DS_ACCELERATOR=cpu selects gloo.
+
+Each rank ends itself with SIGTERM after LIMIT_S seconds, so a receive that never completes cannot
+hold a CI machine: p2paudit's recorder writes the rank's hang file on that signal, and long before
+it on its own `--hang-after`.
 """
 
 import os
+import signal
 import sys
+import threading
 from functools import reduce
 from operator import mul
+
+# A whole run takes about 30 s on 2 cores, most of it importing DeepSpeed; the PP-BugBench runner
+# allows a side 120 s. The limit counts from here, before DeepSpeed is imported.
+LIMIT_S = 90
+_watchdog = threading.Timer(LIMIT_S, os.kill, (os.getpid(), signal.SIGTERM))
+_watchdog.daemon = True
+_watchdog.start()
 
 os.environ.setdefault("DS_ACCELERATOR", "cpu")
 
@@ -51,7 +64,12 @@ class Tail(Head):
 
 
 def allocate_or_extend_buffers_checking_dtype(self, idx, shape, dtype):
-    """diffusion-pipe's utils/patches.py after PR #544: DeepSpeed's method plus the dtype test."""
+    """diffusion-pipe's utils/patches.py after PR #544 (commit 528aa45), quoted without its comment.
+
+    It is DeepSpeed 0.18.4's own method (Apache-2.0) with one clause added by the PR,
+    `or self._grad_layer_buf[idx].dtype != dtype`; diffusion-pipe is GPL-3.0, and this clause is
+    quoted to reproduce its fix (tests/test_ppbugs_diffusion_pipe.py checks that nothing else differs).
+    """
     numel = reduce(mul, shape) if len(shape) > 0 else 1
     if (len(self._grad_layer_buf) <= idx or self._grad_layer_buf[idx].numel() < numel
             or self._grad_layer_buf[idx].dtype != dtype):
@@ -61,7 +79,8 @@ def allocate_or_extend_buffers_checking_dtype(self, idx, shape, dtype):
         else:
             self._grad_layer_buf[idx] = new_buf
         return self._grad_layer_buf[idx]
-    return self._grad_layer_buf[idx].flatten()[:numel].view(shape)
+    else:
+        return self._grad_layer_buf[idx].flatten()[:numel].view(shape)
 
 
 def main() -> None:
