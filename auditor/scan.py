@@ -19,18 +19,13 @@ from auditor.findings import Finding
 from auditor.progress import Progress
 from auditor.report import document
 from auditor.sources import SourceSet, resolve
-from auditor.static import graphrules, ir
+from auditor.rulebook import interpreter
+from auditor.rulebook.frameworks import stack_for
+from auditor.static import ir
 from auditor.static.callgraph import Interpreter
 from auditor.static.program import Program
 from auditor.static.reach import BlockedCallee, Reachability, SiteReach, site_reach
 from auditor.static.sites import Site, inventory
-
-# Which frameworks a launcher runs, outermost first.
-STACKS = {
-    "megatron": ["ms-swift", "mcore-bridge", "megatron-core"],
-    "swift": ["ms-swift", "mcore-bridge", "megatron-core"],
-}
-DEFAULT_STACK = ["megatron-core"]
 
 
 @dataclass
@@ -44,16 +39,12 @@ class ScanInputs:
     progress: bool = False
 
 
-def stack_for(launch: LaunchConfig) -> list[str]:
-    return STACKS.get(launch.launcher.split(" ")[0], DEFAULT_STACK)
-
-
 def resolve_targets(launch: LaunchConfig, targets: list[str] | None) -> list[SourceSet]:
     """--target as given; else `name==X` comments in the script; else installed distributions."""
     if targets:
         return [resolve(t) for t in targets]
     out = []
-    for name in stack_for(launch):
+    for name in stack_for(launch.launcher):
         pin = launch.pins.get(name)
         try:
             out.append(resolve(f"{name}=={pin}" if pin else name))
@@ -102,11 +93,11 @@ def run_scan(inputs: ScanInputs) -> dict[str, Any]:
     effective = derive(launch, versions, inputs.overrides, inputs.torch_version)
     invs = [inventory(s, jobs=inputs.jobs, progress=inputs.progress) for s in srcs]
     sites = [site for inv in invs for site in inv.sites]
-    rules, bound, generic = graphrules.load(versions)
+    rules, bound, generic = interpreter.load(versions)
     if inputs.entries:
         entry_specs = [(spec, entry_code(spec)) for spec in inputs.entries]
     else:
-        entry_specs = [(e.name, e.code) for e in graphrules.entries_for(launch.launcher, bound, generic)]
+        entry_specs = [(e.name, e.code) for e in interpreter.entries_for(launch.launcher, bound, generic)]
     program = Program(srcs, jobs=inputs.jobs)
     try:
         interp = Interpreter(program, interpreter_config(effective), rules)

@@ -11,7 +11,8 @@ import libcst as cst
 import pytest
 
 from auditor import sources
-from auditor.static import graphrules, ir
+from auditor.rulebook import interpreter
+from auditor.static import ir
 from auditor.static.callgraph import MAX_DEPTH, MAX_NODES, Interpreter
 from auditor.static.program import Program
 from auditor.static.reach import Reachability, site_reach
@@ -38,7 +39,7 @@ def analyse(tmp_path: Path, files: dict[str, str], entry: str, config: dict) -> 
         (root / name).write_text(dedent(text))
     src = sources.resolve(str(root))
     sites = inventory(src, jobs=1).sites
-    rules, _, _ = graphrules.load({"megatron-core": "0.17.0"})
+    rules, _, _ = interpreter.load({"megatron-core": "0.17.0"})
     program = Program([src], jobs=0)
     try:
         interp = Interpreter(program, config, rules)

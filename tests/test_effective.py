@@ -335,16 +335,27 @@ EXAMPLE_BASE = ("NPROC_PER_NODE=8 NNODES=16 megatron sft --model ZhipuAI/GLM-5.1
                 "--sequence_parallel true --global_batch_size 32")
 
 
+def example_checks():
+    """(framework, [[check]]) of every stage a `megatron sft` run goes through: the checks whose
+    examples extend EXAMPLE_BASE."""
+    from auditor import rulebook
+    from auditor.rulebook.frameworks import versioned
+    from auditor.rulebook.stages import load_rulebook
+    stages = {s.name for s in load_rulebook({}).stages if s.runs_for("megatron sft")}
+    for fw in versioned():
+        for entry in rulebook.load(fw.name).data.get("check", []):
+            if entry["stage"] in stages:
+                yield fw.name, entry
+
+
 def check_cases() -> list:
-    from auditor import rules
     out = []
-    for fw in ("ms-swift", "mcore-bridge", "megatron-core", "torch"):
-        for entry in rules.load(fw).data.get("check", []):
-            torch = entry.get("read") if fw == "torch" else None
-            for kind in ("valid", "invalid"):
-                for n, example in enumerate(entry.get(kind, [])):
-                    out.append(pytest.param(entry["id"], example, kind == "invalid",
-                                            torch or "2.11.0", id=f"{entry['id']}:{kind}{n}"))
+    for fw, entry in example_checks():
+        torch = entry.get("read") if fw == "torch" else None
+        for kind in ("valid", "invalid"):
+            for n, example in enumerate(entry.get(kind, [])):
+                out.append(pytest.param(entry["id"], example, kind == "invalid",
+                                        torch or "2.11.0", id=f"{entry['id']}:{kind}{n}"))
     return out
 
 
@@ -366,7 +377,8 @@ def test_check_examples(rule_id, example, fires, torch):
 
 
 def test_every_check_has_examples():
-    from auditor import rules
-    for fw in ("ms-swift", "mcore-bridge", "megatron-core", "torch"):
-        for entry in rules.load(fw).data.get("check", []):
+    from auditor import rulebook
+    from auditor.rulebook.frameworks import versioned
+    for fw in versioned():
+        for entry in rulebook.load(fw.name).data.get("check", []):
             assert entry.get("valid") and entry.get("invalid"), entry["id"]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from auditor import rules
+from auditor import rulebook
 from auditor.config.envlint import lint
 from auditor.config.launch import parse_launch, read_launch
 from auditor.errors import InputError
@@ -22,7 +22,7 @@ COMMAND = "NPROC_PER_NODE=8 NNODES=16 megatron sft --model ZhipuAI/GLM-5.1 --pip
 
 def env_cases() -> list:
     out = []
-    for entry in rules.load("torch").data.get("env_var", []):
+    for entry in rulebook.load("torch").data.get("env_var", []):
         for kind in ("valid", "invalid"):
             for n, example in enumerate(entry.get(kind, [])):
                 out.append(pytest.param(entry["name"], example, kind == "invalid",
@@ -42,7 +42,7 @@ def test_env_var_examples(name, example, fires):
 
 
 def test_every_env_rule_has_examples():
-    for entry in rules.load("torch").data.get("env_var", []):
+    for entry in rulebook.load("torch").data.get("env_var", []):
         assert entry.get("valid") and entry.get("invalid"), entry["name"]
 
 
@@ -68,9 +68,8 @@ def test_symbolic_value_is_not_judged():
 
 
 def test_bad_rules_status_is_an_input_error(tmp_path):
-    for name in ("ms-swift", "mcore-bridge", "megatron-core"):
-        (tmp_path / f"{name}.toml").write_text("")
-    (tmp_path / "torch.toml").write_text('[[env_var]]\nname = "X"\nstatus = "maybe"\n')
+    (tmp_path / "torch.toml").write_text('[framework]\nname = "torch"\n\n'
+                                         '[[env_var]]\nname = "X"\nstatus = "maybe"\n')
     launch = parse_launch("export X=1\n" + COMMAND, "run.sh")
     with pytest.raises(InputError, match="status 'maybe'"):
         lint(launch, "2.10.0", tmp_path)

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from megatron_lm_parser import megatron_cli
 
-from auditor import rules, sources
+from auditor import rulebook, sources
 from auditor.config.launch import parse_launch, read_launch
 from auditor.config.model import LaunchConfig, Symbolic
 from auditor.errors import InputError
@@ -449,7 +449,7 @@ def test_nesting_is_bounded() -> None:
 
 # --- rules: fixit examples and agreement with Megatron-LM's parser ---------------------------------
 
-RULES = rules.load("megatron-lm")
+RULES = rulebook.load("megatron-lm")
 
 
 def _rule_examples(kind: str) -> list[tuple[dict, str]]:
@@ -481,7 +481,7 @@ def test_rules_agree_with_megatron_lm_parser(version: str) -> None:
     root = sources.resolve(f"megatron-core=={version}").root
     cli = {spelling: (o.dest, o.action) for spelling, o in megatron_cli(root).items()}
     assert len(cli) > 300  # the extraction found the parser, not a fragment of it
-    ruleset = rules.load("megatron-lm", version)
+    ruleset = rulebook.load("megatron-lm", version)
     admitted = {e["spelling"]: e for e in ruleset.table("flag")}
     for entry in RULES.data["flag"]:
         if entry["spelling"] in admitted:

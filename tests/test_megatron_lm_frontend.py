@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from megatron_lm_parser import megatron_cli
 
-from auditor import rules, sources
+from auditor import rulebook, sources
 from auditor.config.effective import UNKNOWN, derive, overrides_from
 from auditor.config.launch import parse_launch, read_launch
 from auditor.config.model import LaunchConfig, Symbolic
@@ -32,7 +32,7 @@ from auditor.scan import ScanInputs, run_scan
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "megatron_lm_gpt_pp2.sh"
 MCORE = "0.17.0"
-VERIFIED = rules.load("megatron-lm").section("framework")["verified"]
+VERIFIED = rulebook.load("megatron-lm").section("framework")["verified"]
 
 # The command every check example is appended to: a 24-layer GPT on 8 GPUs, TP 2 x PP 2.
 BASE = ("export CUDA_DEVICE_MAX_CONNECTIONS=1\n"
@@ -68,7 +68,7 @@ def derive_text(text: str, sets: list[str] = (), version: str = MCORE):
 
 
 def frontend_checks() -> list[dict]:
-    return rules.load("megatron-lm").data.get("check", [])
+    return rulebook.load("megatron-lm").data.get("check", [])
 
 
 # --- the shipped example -------------------------------------------------------------------------
@@ -162,7 +162,7 @@ def test_superseded_check_is_reported_once():
     finding = rules_fired["mlm.world-divisible"]
     assert finding.detail["supersedes"] == ["mcore.world-divisible"]
     assert "AssertionError in validate_args" in finding.message
-    mcore = next(e for e in rules.load("megatron-core").data["check"]
+    mcore = next(e for e in rulebook.load("megatron-core").data["check"]
                  if e["id"] == "mcore.world-divisible")
     assert config.evaluate(mcore["when"]) is True  # it holds, and is not reported twice
 
@@ -337,7 +337,7 @@ def test_arg_defaults_are_the_parsers(version):
     defaults: dict[str, object] = {}
     for option in cli.values():
         defaults.setdefault(option.dest, option.default)
-    for entry in rules.load("megatron-lm", version).table("arg"):
+    for entry in rulebook.load("megatron-lm", version).table("arg"):
         assert entry["key"] in defaults, f"no flag sets {entry['key']} in {version}"
         assert defaults[entry["key"]] == entry.get("default"), (entry["key"], version)
 

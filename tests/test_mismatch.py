@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from auditor import rules
+from auditor import rulebook
 from auditor.analysis import waitfor
 from auditor.analysis.join import p2p_roles
 
@@ -86,7 +86,7 @@ def test_roles_pair_send_next_with_recv_prev():
     assert waitfor.analyze(fixed, waitfor.Conditions.gloo()).mismatched_pairs == []
 
 
-RULE = rules.load("megatron-core").section("p2p_roles")
+RULE = rulebook.load("megatron-core").section("p2p_roles")
 
 
 @pytest.mark.parametrize("peer", RULE["valid"])

@@ -26,16 +26,18 @@ from pathlib import Path
 
 import pytest
 
-from auditor import rules, sources
+from auditor import rulebook, sources
+from auditor.rulebook.frameworks import frameworks
 from auditor.config.effective import derive, installed_torch_version
 from auditor.config.launch import parse_launch
 
-FRAMEWORKS = ("ms-swift", "mcore-bridge", "megatron-core", "megatron-lm")
+# The frameworks whose rules were read from releases: every one that lists them.
+FRAMEWORKS = tuple(f.name for f in frameworks() if f.verified)
 PREFIXES = ("self", "config", "args")
 
 
 def entries(framework: str) -> list[tuple[str, dict]]:
-    data = rules.load(framework).data
+    data = rulebook.load(framework).data
     return [(table, e) for table in ("arg", "rule", "check") for e in data.get(table, [])]
 
 
@@ -46,12 +48,12 @@ def entry_name(framework: str, table: str, e: dict) -> str:
 def cases() -> list:
     out = []
     for fw in FRAMEWORKS:
-        meta = rules.load(fw).section("framework")
+        meta = rulebook.load(fw).section("framework")
         for table, e in entries(fw):
             if "code" not in e:
                 continue
             for version in meta["verified"]:
-                if rules.version_in(version, e.get("versions", "*")):
+                if rulebook.version_in(version, e.get("versions", "*")):
                     out.append(pytest.param(fw, version, table, e,
                                             id=f"{entry_name(fw, table, e)}@{version}"))
     return out
@@ -59,7 +61,7 @@ def cases() -> list:
 
 @lru_cache(maxsize=None)
 def release_root(framework: str, version: str) -> Path:
-    distribution = rules.load(framework).section("framework")["distribution"]
+    distribution = rulebook.load(framework).section("framework")["distribution"]
     return sources.resolve(f"{distribution}=={version}").root
 
 
@@ -163,7 +165,7 @@ def find_statement(framework: str, version: str, entry: dict) -> tuple[ast.stmt,
     than once, the one meant is the one at the entry's line in the release it was read in, and
     in other releases the one in the same position."""
     path_text, _, line = entry["source"].rpartition(":")
-    read = entry.get("read", rules.load(framework).section("framework")["read"])
+    read = entry.get("read", rulebook.load(framework).section("framework")["read"])
 
     def statements(release: str) -> list[tuple[ast.stmt, list[str]]]:
         module = parse(release_root(framework, release) / path_text)
@@ -195,7 +197,7 @@ def test_entry_matches_release(framework, version, table, entry):
     text = read_text(path)
     code = squash(entry["code"])
     assert code in squash(text), f"`{entry['code']}` not in {path_text} of {framework} {version}"
-    read = entry.get("read", rules.load(framework).section("framework")["read"])
+    read = entry.get("read", rulebook.load(framework).section("framework")["read"])
     if version == read:
         tail = squash("\n".join(text.splitlines()[int(line_text) - 1:]))
         assert tail.startswith(code), f"{path_text}:{line_text} in {version} is not `{entry['code']}`"
@@ -223,10 +225,10 @@ def test_entry_matches_release(framework, version, table, entry):
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_every_entry_covers_a_verified_release(framework):
-    meta = rules.load(framework).section("framework")
+    meta = rulebook.load(framework).section("framework")
     assert meta["read"] in meta["verified"]
     for table, e in entries(framework):
-        assert any(rules.version_in(v, e.get("versions", "*")) for v in meta["verified"]), \
+        assert any(rulebook.version_in(v, e.get("versions", "*")) for v in meta["verified"]), \
             entry_name(framework, table, e)
         assert e.get("read", meta["read"]) in meta["verified"], entry_name(framework, table, e)
 
@@ -279,13 +281,13 @@ def torch_dir() -> Path:
 
 
 def torch_cases() -> list:
-    data = rules.load("torch").data
+    data = rulebook.load("torch").data
     out = []
     for table in ("rule", "check", "env_var"):
         for e in data.get(table, []):
             src = e.get("source", "")
             if "code" in e and src.startswith("torch/") and \
-                    rules.version_in(TORCH_VERSION, e.get("versions", "*")):
+                    rulebook.version_in(TORCH_VERSION, e.get("versions", "*")):
                 out.append(pytest.param(e, id=e.get("id") or e["name"]))
     return out
 
@@ -304,7 +306,7 @@ def test_wrapper_forwarding_matches_the_library():
     be in this torch's libtorch_cpu exactly when the rules admit this version to that variant."""
     forwards = any(e.get("id") == "torch.backend-supports-coalescing"
                    and "torch_debug_wrapper" not in e["value"]
-                   for e in rules.load("torch", TORCH_VERSION).table("rule"))
+                   for e in rulebook.load("torch", TORCH_VERSION).table("rule"))
     lib = next((torch_dir() / "lib").glob("libtorch_cpu.*"))
     assert (b"ProcessGroupWrapper18supportsCoalescingEv" in lib.read_bytes()) is forwards
 
@@ -361,5 +363,5 @@ def test_torch_rules_match_real_gloo(detail):
     assert config.value("torch_debug_wrapper") is observed["wrapper"]
     # Megatron's tensors are CUDA tensors; this probe's are CPU tensors: compare the backend
     # rule, which decides batch_isend_irecv on torch >= 2.7.
-    if rules.version_in(TORCH_VERSION, ">=2.7"):
+    if rulebook.version_in(TORCH_VERSION, ">=2.7"):
         assert config.value("torch_batch_coalesces") is observed["coalesced"]

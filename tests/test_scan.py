@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from auditor import rules
+from auditor import rulebook
 from auditor.scan import ScanInputs, run_scan
-from auditor.static import graphrules
+from auditor.rulebook import interpreter
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = ROOT / "examples" / "glm5_1_lora_pp4.sh"
@@ -225,7 +225,7 @@ def test_graph_rules_name_real_code(real_sources):
     versions = {n: s.version for n, s in real_sources.items()}
     program = Program(list(real_sources.values()), jobs=0)
     try:
-        r, bound, generic = graphrules.load(versions)
+        r, bound, generic = interpreter.load(versions)
         for function in r.symbols:
             module, _, name = function.rpartition(".")
             assert name in program.module(module)["functions"], function
@@ -233,6 +233,6 @@ def test_graph_rules_name_real_code(real_sources):
             for line in entry.code.splitlines():
                 if line.startswith(("import ", "from ")):
                     assert program.has_module(line.split()[1]), (entry.name, line)
-        assert rules.load("ms-swift", "4.3.0").table("entry_point")
+        assert rulebook.load("ms-swift", "4.3.0").table("entry_point")
     finally:
         program.close()

@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from auditor.static.apis import load_table
+from auditor.rulebook.apis import load_table
 from auditor.static.sites import find_sites, inventory
 
 EXPECTED_FILES = {

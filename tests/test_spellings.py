@@ -8,7 +8,7 @@ from textwrap import dedent
 
 import pytest
 
-from auditor.static.apis import load_table
+from auditor.rulebook.apis import load_table
 from auditor.static.sites import find_sites
 
 # (api, op, batched, group, form) per site, in source order.

@@ -25,7 +25,7 @@ def wheel(tmp_path_factory) -> Path:
 
 
 def test_wheel_carries_rules_templates_and_the_autostart_pth(wheel):
-    from auditor.rules import rules_dir
+    from auditor.rulebook import rules_dir
     assert rules_dir() == ROOT / "rules"  # in a checkout, the rules beside the package
     names = set(zipfile.ZipFile(wheel).namelist())
     rules = {p.name for p in (ROOT / "rules").glob("*.toml")}
@@ -47,7 +47,7 @@ def test_readme_first_command_runs_from_the_installed_wheel(wheel, tmp_path):
                     "--disable-pip-version-check", str(wheel)], check=True, capture_output=True)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "P2PAUDIT_TRACE")}
     where = subprocess.run(
-        [str(python), "-c", "import auditor, auditor.rules as r; print(auditor.__file__); "
+        [str(python), "-c", "import auditor, auditor.rulebook as r; print(auditor.__file__); "
                             "print(r.rules_dir())"],
         cwd=tmp_path, env=env, check=True, capture_output=True, text=True).stdout.split()
     site = str(venv / "lib")

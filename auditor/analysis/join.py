@@ -24,7 +24,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from auditor import rules as rules_mod
+from auditor import rulebook
 from auditor.analysis import waitfor
 from auditor.dynamic.trace import Trace, read_trace_dir
 from auditor.findings import Finding
@@ -339,7 +339,7 @@ def _override(recorded: waitfor.Conditions, transport: str | None, init: str | N
 def p2p_roles(sites: list[dict[str, Any]]) -> dict[tuple[str, int], str]:
     """(path, line) of each P2POp site -> the neighbour it addresses, as its peer expression
     names it (rules/megatron-core.toml [p2p_roles])."""
-    pattern = re.compile(rules_mod.load("megatron-core").section("p2p_roles")["peer_pattern"])
+    pattern = re.compile(rulebook.load("megatron-core").section("p2p_roles")["peer_pattern"])
     out = {}
     for s in sites:
         if s.get("api") == "P2POp":

@@ -15,9 +15,10 @@ import shlex
 from pathlib import Path
 
 from auditor.dynamic import record
+from auditor.rulebook.frameworks import audited_packages
 
-# The packages p2paudit audits, measured by a bare --coverage.
-DEFAULT_COVERAGE = "megatron,swift,mcore_bridge"
+# The packages p2paudit audits ([framework] packages of the rules), measured by a bare --coverage.
+DEFAULT_COVERAGE = ",".join(audited_packages())
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

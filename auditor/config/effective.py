@@ -6,7 +6,7 @@ Megatron-LM's validate_args and core_transformer_config_from_args), then read by
 whose run-time behaviour in turn depends on torch's own rules. Each of those steps is data in
 `rules/<framework>.toml`, keyed by version ranges and read from the real code of those versions;
 this module only evaluates them, in stage order, over the expression language of
-auditor.config.expr, as auditor.config.rulebook selects them for the versions in use.
+auditor.config.expr, as auditor.rulebook.stages selects them for the versions in use.
 
 Rule tables (in any framework file):
 - `[[stage]]`  name, order, optional `launchers` (fnmatch patterns of `LaunchConfig.launcher`;
@@ -48,7 +48,7 @@ from auditor.config.expr import (
     show,
 )
 from auditor.config.model import EnvVar, LaunchConfig, Symbolic
-from auditor.config.rulebook import Entry, RuleBook, Stage, load_rulebook
+from auditor.rulebook.stages import Entry, RuleBook, Stage, load_rulebook
 from auditor.config.versions import Reading, read_release
 from auditor.config.versions import shown as shown_release
 from auditor.errors import InputError

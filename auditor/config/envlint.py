@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from auditor import rules as rules_mod
+from auditor import rulebook
 from auditor.config.envread import consumer_value, readers
 from auditor.config.model import EnvVar, LaunchConfig, Symbolic
 from auditor.errors import InputError
@@ -24,7 +24,7 @@ STATUSES = ("unread", "deprecated", "requires", "value")
 def lint(launch: LaunchConfig, torch_version: str | None,
          rules_directory: Path | None = None) -> list[Finding]:
     """One finding per variable the script sets that does not do what its name suggests."""
-    table = {e["name"]: e for e in rules_mod.load("torch", torch_version, rules_directory)
+    table = {e["name"]: e for e in rulebook.load("torch", torch_version, rules_directory)
              .table("env_var")}
     env_readers = readers(torch_version, rules_directory)
     findings = []

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from auditor import rules as rules_mod
+from auditor import rulebook
 from auditor.errors import InputError
 
 # reader -> what the consumer makes of the text it got (None: as if the variable were unset).
@@ -25,7 +25,7 @@ READERS = {
 def readers(torch_version: str | None, rules_directory: Path | None = None) -> dict[str, str]:
     """Variable name -> reader, for the torch release in use."""
     out = {}
-    for entry in rules_mod.load("torch", torch_version, rules_directory).table("env_var"):
+    for entry in rulebook.load("torch", torch_version, rules_directory).table("env_var"):
         reader = entry.get("reader", "exact")
         if reader not in READERS:
             raise InputError("rules/torch.toml", f"[[env_var]] {entry['name']}: reader {reader!r} "

@@ -12,14 +12,12 @@ framework knowledge kept in rules/megatron-lm.toml. Only unreadable input raises
 from __future__ import annotations
 
 import fnmatch
-import functools
 import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from auditor import rules
 from auditor.config.model import EnvVar, Flag, LaunchConfig, Scalar, Symbolic
 from auditor.config.shell import (
     ASSIGN,
@@ -36,6 +34,7 @@ from auditor.config.shell import (
 )
 from auditor.errors import InputError
 from auditor.findings import Finding
+from auditor.rulebook.launchers import Spelling
 
 # `# torch==2.10.0`, `# megatron-core==0.17.0`: the versions a script was written for.
 _PIN = re.compile(r"(?<![\w.-])([A-Za-z][A-Za-z0-9_.-]*)\s*==\s*([0-9][0-9A-Za-z.+_-]*)")
@@ -92,7 +91,7 @@ def parse_launch(
             "read here as if the line endings were LF",
             fix=f"dos2unix {path}", where=f"{path}:{line}"))
         text = text.replace("\r\n", "\n")
-    spelling = _Spelling.load(megatron_version)
+    spelling = Spelling.load(megatron_version)
     lexer = Lexer(text, path)
     tokens = lexer.tokens()
     nodes = Parser(tokens, path, diagnostics).parse()
@@ -121,52 +120,6 @@ def _pins(comments: list[tuple[int, str]]) -> list[tuple[str, str, int]]:
             for line, text in comments for pin in _PIN.finditer(text)]
 
 
-# --- rules ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Spelling:
-    """rules/megatron-lm.toml, indexed for the reader."""
-
-    version: str | None
-    latest: str | None
-    flags: dict[str, dict]
-    no_flags: dict[str, dict]
-    launchers: tuple[dict, ...]
-    swift_scripts: tuple[dict, ...]
-    wrappers: frozenset[str]
-    shells: frozenset[str]
-
-    @staticmethod
-    @functools.lru_cache(maxsize=8)
-    def load(version: str | None) -> _Spelling:
-        rs = rules.load("megatron-lm", version)
-        wrappers = rs.section("wrappers")
-        return _Spelling(
-            version=version,
-            latest=rs.section("framework").get("latest_read"),
-            flags={e["spelling"]: e for e in rs.table("flag")},
-            no_flags={s: e for e in rs.table("no_flag") for s in e["spellings"]},
-            launchers=tuple(rs.table("launcher")),
-            swift_scripts=tuple(rs.table("swift_script")),
-            wrappers=frozenset(wrappers.get("programs", ())),
-            shells=frozenset(wrappers.get("shells", ())),
-        )
-
-    def outdated(self, entry: dict) -> bool:
-        """A spelling current releases no longer accept (checked against the newest tag read)."""
-        return bool(self.latest) and rules.version_in(self.latest, entry.get("versions", "*")) is False
-
-    def looked_for(self) -> str:
-        names = []
-        for launcher in self.launchers:
-            if launcher.get("program"):
-                names.append(f"`{launcher['program']} {'|'.join(launcher['subcommands'])}`")
-            names += [f"`{p} SCRIPT`" for p in launcher.get("programs", ())]
-            names += [f"`python -m {m} SCRIPT`" for m in launcher.get("python_modules", ())]
-        return ", ".join(names)
-
-
 # --- training commands among those the script runs -----------------------------------------------
 
 
@@ -187,7 +140,7 @@ class _Candidate:
 class _LaunchShell(Shell):
     """The script's walk, collecting every command that starts training, in order."""
 
-    def __init__(self, path: str, spelling: _Spelling, environ: dict[str, str],
+    def __init__(self, path: str, spelling: Spelling, environ: dict[str, str],
                  diagnostics: list[Finding], lines: list[str]) -> None:
         super().__init__(path, environ, diagnostics)
         self.lines = lines  # the script's text, to say why a line ends a command
@@ -329,7 +282,7 @@ class _LaunchShell(Shell):
 # --- from the training command to a LaunchConfig -------------------------------------------------
 
 
-def _build(shell: Shell, spelling: _Spelling, path: str) -> LaunchConfig:
+def _build(shell: Shell, spelling: Spelling, path: str) -> LaunchConfig:
     if not shell.candidates:
         unknown = "".join(f"; line {f.line} runs `{f.value}`, which is not known statically"
                           for f in shell.unresolved_commands[:3])
@@ -432,7 +385,7 @@ def _unresolved(config: LaunchConfig, f: Field, path: str, where: str) -> None:
         fix="set the variable in the script, or pass its value to the audit", where=f"{path}:{f.line}"))
 
 
-def _read_flags(config: LaunchConfig, args: list[Field], spelling: _Spelling, path: str) -> None:
+def _read_flags(config: LaunchConfig, args: list[Field], spelling: Spelling, path: str) -> None:
     megatron = config.style == "megatron-lm"
     single: str | None = None  # the last Megatron-LM flag that took its one value, as written
     k = 0
@@ -509,7 +462,7 @@ def _read_flags(config: LaunchConfig, args: list[Field], spelling: _Spelling, pa
             where=f"{path}:{config.command_line}"))
 
 
-def _check_megatron_spelling(config: LaunchConfig, spelling: _Spelling, written: str,
+def _check_megatron_spelling(config: LaunchConfig, spelling: Spelling, written: str,
                              entry: dict | None, f: Field, path: str) -> None:
     where = f"{path}:{f.line}"
     if entry is None and "_" in written and written.replace("_", "-") in spelling.flags:
@@ -529,14 +482,14 @@ def _check_megatron_spelling(config: LaunchConfig, spelling: _Spelling, written:
             "launch.megatron-spelling", "info",
             f"`{written}` exists only in Megatron-LM versions {entry['versions']}; later releases reject it",
             where=where))
-    elif entry is None and spelling.version is not None and written in _Spelling.load(None).flags:
+    elif entry is None and spelling.version is not None and written in Spelling.load(None).flags:
         config.diagnostics.append(Finding(
             "launch.megatron-spelling", "error",
             f"`{written}` does not exist in megatron-core {spelling.version}: argparse rejects it",
             where=where))
 
 
-def _world_size(config: LaunchConfig, launcher: dict, chosen: _Candidate, spelling: _Spelling, path: str) -> None:
+def _world_size(config: LaunchConfig, launcher: dict, chosen: _Candidate, spelling: Spelling, path: str) -> None:
     env = {name: var for name, var in config.env.items() if var.how != "assign"}
     if launcher.get("program"):
         nproc_var, nnodes_var = env.get(launcher["env_nproc"]), env.get(launcher["env_nnodes"])

@@ -45,7 +45,7 @@ def install_on_import(rec: Recorder) -> None:
 def install(rec: Recorder, c10d: Any) -> None:
     """Wrap everything listed above; all or nothing."""
     # Imported here, not at start-up: a .pth runs before the rest of sys.path is in place.
-    from auditor import rules
+    from auditor import rulebook
 
     if _installed:
         return
@@ -58,7 +58,7 @@ def install(rec: Recorder, c10d: Any) -> None:
     rec.work_type = c10d.Work
     rec.coalescing_queues = c10d._world.pg_coalesce_state
     p2p_names: set[str] = set()
-    for entry in rules.load("torch", _release(version)).table("p2p_api"):
+    for entry in rulebook.load("torch", _release(version)).table("p2p_api"):
         name = entry["name"]
         p2p_names.add(name)
         orig = getattr(c10d, name, None)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from auditor import rules
+from auditor import rulebook
 from auditor.analysis.waitfor import DTYPE_BYTES, size_words
 from auditor.config.model import LaunchConfig
 from auditor.errors import InputError
@@ -259,7 +259,7 @@ def _dtype(eff: dict[str, Any], prov: dict[str, str], launch: LaunchConfig) -> V
     model = launch.flags.get("model")
     if model is not None and isinstance(model.value, str):
         wanted = model.value.rstrip("/").rsplit("/", 1)[-1].lower()
-        for entry in rules.load("models").table("model"):
+        for entry in rulebook.load("models").table("model"):
             if wanted in (n.rsplit("/", 1)[-1].lower() for n in entry["names"]):
                 return Value("dtype", entry["torch_dtype"],
                              f"{entry['names'][0]} config.json torch_dtype (rules/models.toml: "

@@ -19,7 +19,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from auditor.static.graphrules import Rules
+from auditor.rulebook.interpreter import Rules
 from auditor.static.program import Program
 from auditor.static.formula import FALSE, TRUE, atom, conj, disj, fresh, level, neg
 from auditor.static.values import (

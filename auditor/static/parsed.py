@@ -8,7 +8,8 @@ from typing import Any
 
 import libcst as cst
 
-from auditor.static import analyze, apis, exports, flows, ir, names, positions, sites
+from auditor.rulebook import apis
+from auditor.static import analyze, exports, flows, ir, names, positions, sites
 
 
 def module_task(text: str, relpath: str, module: str, package: str,

@@ -22,7 +22,7 @@ import libcst as cst
 
 from auditor.sources import SourceSet
 from auditor.static.analyze import Analysis, analyze
-from auditor.static.apis import ApiTable, load_table
+from auditor.rulebook.apis import ApiTable, load_table
 from auditor.static.exports import Routes, routes
 from auditor.static.flows import ESCAPE, OP_SLOT, SINK, Flows
 from auditor.static.names import Scopes, dotted, qualname

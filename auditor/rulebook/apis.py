@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from auditor import rules
-from auditor.static.exports import Routes
+from auditor.rulebook import files
+
+
+class Received(Protocol):
+    """What a module gets from its package's re-exports (auditor.static.exports.Routes)."""
+
+    def __bool__(self) -> bool: ...
+
+    def qualnames(self) -> set[str]: ...
 
 
 @dataclass
@@ -27,7 +34,7 @@ class ApiTable:
         names |= {q.rsplit(".", 1)[-1] for q in self.coalescing}
         return names | set(self.pg_methods)
 
-    def may_hold_site(self, text: str, received: Routes | None = None) -> bool:
+    def may_hold_site(self, text: str, received: Received | None = None) -> bool:
         """The cheap test that lets most files skip parsing. A file that gets torch from its
         package (`exports.routes`) needs no torch context of its own, and one that gets an API
         under another name (`from .aliases import snd`) need not name the API either."""
@@ -49,7 +56,8 @@ class ApiTable:
 
 
 def load_table(version: str | None = None) -> ApiTable:
-    rs = rules.load("torch", version)
+    """torch's P2P API for this torch release."""
+    rs = files.load("torch", version)
     table = ApiTable(digest=rs.digest)
     for entry in rs.table("p2p_api"):
         for q in entry["qualnames"]:

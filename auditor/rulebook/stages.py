@@ -7,17 +7,15 @@ would decide is reported unknown instead of silently skipped.
 
 from __future__ import annotations
 
-import dataclasses
 import fnmatch
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from auditor import rules as rules_mod
-from auditor.config.expr import RuleError
-
-FRAMEWORKS = ("torch", "ms-swift", "mcore-bridge", "megatron-core", "megatron-lm")
+from auditor.errors import InputError
+from auditor.rulebook import files
+from auditor.rulebook.frameworks import versioned
 
 
 @dataclass(frozen=True)
@@ -82,13 +80,11 @@ def load_rulebook(versions: dict[str, str | None], directory: Path | None = None
     models: list[tuple[str, dict[str, Any]]] = []
     verified: dict[str, list[str]] = {}
     framework_versions: dict[str, str | None] = {}
-    for fw in FRAMEWORKS:
-        rs = rules_mod.load(fw, None, directory)
-        meta = rs.section("framework")
-        version = framework_versions[fw] = versions.get(str(meta.get("distribution", fw)))
-        rs = dataclasses.replace(rs, version=version)
-        read = str(meta.get("read", ""))
-        verified[fw] = [str(v) for v in meta.get("verified", [])]
+    for framework in versioned(directory):
+        fw = framework.name
+        version = framework_versions[fw] = versions.get(str(framework.distribution))
+        rs = files.load(fw, version, directory)
+        verified[fw] = list(framework.verified)
         for s in rs.data.get("stage", []):
             launchers = s.get("launchers")
             stages.append(Stage(s["name"], int(s["order"]), fw,
@@ -100,7 +96,7 @@ def load_rulebook(versions: dict[str, str | None], directory: Path | None = None
                 ident = _entry_id(table, raw)
                 if any(e is raw for e in admitted):
                     entry = Entry(table, ident, fw, raw["stage"], raw, version,
-                                  str(raw.get("read", read)))
+                                  str(raw.get("read", framework.read)))
                     entries.setdefault(raw["stage"], []).append(entry)
                 else:
                     uncovered.setdefault(ident, (table, []))[1].append(raw)
@@ -112,13 +108,10 @@ def load_rulebook(versions: dict[str, str | None], directory: Path | None = None
     known_stages = {s.name for s in stages}
     for name in list(entries) + [raws[0]["stage"] for _, raws in uncovered.values()]:
         if name not in known_stages:
-            raise RuleError(f"an entry refers to the undeclared stage {name!r}")
+            raise InputError("rules", f"an entry refers to the undeclared stage {name!r}")
     return RuleBook(stages, entries, uncovered, models, verified, framework_versions)
 
 
 def _entry_id(table: str, raw: dict[str, Any]) -> str:
-    if "id" in raw:
-        return str(raw["id"])
-    if table == "arg":
-        return f"arg:{raw['stage']}:{raw['key']}"
-    raise RuleError(f"[[{table}]] entry without id: {raw}")
+    """A [[rule]] or [[check]] has an id (rulebook.schema); an [[arg]] is named by its stage and key."""
+    return str(raw["id"]) if table != "arg" else f"arg:{raw['stage']}:{raw['key']}"

@@ -1,9 +1,10 @@
-"""Loads framework knowledge from `rules/<framework>.toml`.
+"""Reads `rules/<framework>.toml`: the one reader of the rules files.
 
 Rules are data so that supporting a new release is a rules change. Any table entry may carry
 `versions = "<PEP 440 specifier>"`; `load(name, version)` keeps only the entries whose range
 admits `version` (all of them when the version is unknown and the entry says `unknown = true`,
-otherwise entries with a range are dropped for an unknown version).
+otherwise entries with a range are dropped for an unknown version). A file whose tables or keys
+rulebook.schema does not allow is refused, so that a typo cannot widen an entry.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from auditor.errors import InputError
+from auditor.rulebook.schema import problem
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -28,7 +30,7 @@ else:  # pragma: no cover
 
 def rules_dir() -> Path:
     """The shipped rules: `auditor/rules` in a wheel, `rules/` beside the package in a checkout."""
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parent.parent
     for candidate in (here / "rules", here.parent / "rules"):
         if candidate.is_dir():
             return candidate
@@ -64,7 +66,13 @@ def _admits(entry: dict[str, Any], version: str | None) -> bool:
         return False
 
 
+def names(directory: Path | None = None) -> list[str]:
+    """The framework of every rules file in `directory` (the shipped rules by default)."""
+    return sorted(p.stem for p in (directory or rules_dir()).glob("*.toml"))
+
+
 def load(framework: str, version: str | None = None, directory: Path | None = None) -> RuleSet:
+    """`framework`'s rules file, its entries filtered to `version`."""
     path = (directory or rules_dir()) / f"{framework}.toml"
     if not path.is_file():
         raise InputError(str(path), f"no rules for framework {framework!r}")
@@ -81,6 +89,11 @@ def _parse(path: str, mtime_ns: int, size: int) -> tuple[dict[str, Any], str]:
         data = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise InputError(path, f"invalid rules file: {exc}") from None
+    wrong = problem(data)
+    if wrong is None and data["framework"]["name"] != Path(path).stem:
+        wrong = f"[framework] name {data['framework']['name']!r} is not the file's name"
+    if wrong:
+        raise InputError(path, f"invalid rules file: {wrong}")
     return data, hashlib.sha256(raw).hexdigest()[:16]
 
 

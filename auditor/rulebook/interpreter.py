@@ -10,9 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from auditor import rules
-
-FRAMEWORKS = ("torch", "megatron-core", "mcore-bridge", "ms-swift")
+from auditor.rulebook import files
+from auditor.rulebook.frameworks import versioned
 
 
 @dataclass
@@ -36,13 +35,16 @@ class EntryPoint:
 
 
 def load(versions: dict[str, str | None]) -> tuple[Rules, list[EntryPoint], list[EntryPoint]]:
-    """(interpreter rules, entry points bound to launchers, generic entry points)."""
+    """(interpreter rules, entry points bound to launchers, generic entry points). `versions`:
+    distribution name -> release. Inner frameworks are read first, so that an outer one (a front
+    end patching the one it runs on) has the last word on a name both describe."""
     r = Rules()
     config_names: set[str] = set()
     bound: list[EntryPoint] = []
     generic: list[EntryPoint] = []
-    for fw in FRAMEWORKS:
-        rs = rules.load(fw, versions.get(fw))
+    for framework in reversed(versioned()):
+        fw = framework.name
+        rs = files.load(fw, versions.get(str(framework.distribution)))
         for e in rs.table("p2p_api"):
             r.api_params[e["name"]] = e
             for q in e["qualnames"]:

@@ -1,0 +1,99 @@
+"""The frameworks the rules know, read from each rules file's `[framework]` table.
+
+Every list of frameworks derives from these tables, so supporting a framework is adding its
+rules file. Keys of `[framework]`:
+  name          the file's name (`rules/<name>.toml`)
+  distribution  the PyPI distribution whose release selects the file's entries; absent for a file
+                of facts that no release selects (models, nccl)
+  position      where it sits in a training stack, outermost first; lists follow this order
+  launchers     fnmatch patterns over the launch command as read (`megatron sft`,
+                `torchrun pretrain_gpt.py`) of the runs this framework is the front end of
+  runs_on       the framework its runs go on into (ms-swift -> mcore-bridge -> megatron-core)
+  packages      the import packages of its code, which `record --coverage` measures by default
+  read, verified, latest_read  the release whose line numbers the entries cite, the releases
+                checked against them, the newest release read (rules/megatron-lm.toml)
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+from auditor.errors import InputError
+from auditor.rulebook import files
+
+
+@dataclass(frozen=True)
+class Framework:
+    name: str
+    distribution: str | None
+    position: int | None
+    launchers: tuple[str, ...]
+    runs_on: str | None
+    packages: tuple[str, ...]
+    read: str
+    verified: tuple[str, ...]
+    latest_read: str | None
+
+    def fronts(self, launcher: str) -> bool:
+        """This framework's front end reads a run started as `launcher`."""
+        return any(fnmatch.fnmatch(launcher, p) for p in self.launchers)
+
+
+def frameworks(directory: Path | None = None) -> list[Framework]:
+    """Every rules file's framework, in stack order (outermost first; files of facts last)."""
+    return list(_frameworks(directory or files.rules_dir()))
+
+
+@functools.lru_cache(maxsize=8)
+def _frameworks(directory: Path) -> tuple[Framework, ...]:
+    out = []
+    for name in files.names(directory):
+        meta = files.load(name, None, directory).section("framework")
+        out.append(Framework(
+            name=name,
+            distribution=meta.get("distribution"),
+            position=meta.get("position"),
+            launchers=tuple(meta.get("launchers", ())),
+            runs_on=meta.get("runs_on"),
+            packages=tuple(meta.get("packages", ())),
+            read=str(meta.get("read", "")),
+            verified=tuple(str(v) for v in meta.get("verified", ())),
+            latest_read=meta.get("latest_read"),
+        ))
+    return tuple(sorted(out, key=lambda f: (f.position is None, f.position or 0, f.name)))
+
+
+def versioned(directory: Path | None = None) -> list[Framework]:
+    """The frameworks whose entries a release selects: those with rules for the pipeline."""
+    return [f for f in frameworks(directory) if f.distribution]
+
+
+def stack_for(launcher: str, directory: Path | None = None) -> list[str]:
+    """The distributions a run started as `launcher` uses, outermost first: the framework whose
+    `launchers` claim it and those it `runs_on`. No claimant, or two, is a rules error."""
+    known = {f.name: f for f in frameworks(directory)}
+    claimants = [f for f in known.values() if f.fronts(launcher)]
+    if len(claimants) != 1:
+        whose = ", ".join(f.name for f in claimants) or "no rules file"
+        raise InputError(launcher, f"which frameworks does this launcher run? [framework] launchers "
+                                   f"of {whose} claim it; exactly one must")
+    stack: list[str] = []
+    seen: set[str] = set()
+    framework: Framework | None = claimants[0]
+    while framework is not None and framework.name not in seen:
+        seen.add(framework.name)
+        if framework.distribution and framework.distribution not in stack:
+            stack.append(framework.distribution)
+        if framework.runs_on and framework.runs_on not in known:
+            raise InputError(f"rules/{framework.name}.toml", f"runs_on names {framework.runs_on!r}, "
+                                                             "which has no rules file")
+        framework = known.get(framework.runs_on or "")
+    return stack
+
+
+def audited_packages(directory: Path | None = None) -> list[str]:
+    """The import packages of every framework's own code, in stack order."""
+    return list(dict.fromkeys(p for f in frameworks(directory) for p in f.packages))

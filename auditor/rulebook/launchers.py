@@ -1,0 +1,59 @@
+"""How a launch script is spelled: the launchers that start training, the programs that wrap
+them (srun, env, nohup, ...) and Megatron-LM's flag spellings, indexed for auditor/config/launch.py.
+
+Launchers, scripts and wrappers are read from every rules file, so that a framework's file can add
+its own launcher; flags are Megatron-LM's (rules/megatron-lm.toml), filtered to the megatron-core
+release that ships its argument parser.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from auditor.rulebook import files
+from auditor.rulebook.frameworks import frameworks
+
+FLAGS = "megatron-lm"  # the rules file of the `--flag-name` spellings (style "megatron-lm")
+
+
+@dataclass(frozen=True)
+class Spelling:
+    version: str | None  # the megatron-core release the flags were selected for
+    latest: str | None
+    flags: dict[str, dict]
+    no_flags: dict[str, dict]
+    launchers: tuple[dict, ...]
+    swift_scripts: tuple[dict, ...]
+    wrappers: frozenset[str]
+    shells: frozenset[str]
+
+    @staticmethod
+    @functools.lru_cache(maxsize=8)
+    def load(version: str | None) -> Spelling:
+        flags = files.load(FLAGS, version)
+        same = flags.section("framework").get("distribution")
+        every = [files.load(f.name, version if f.distribution == same else None) for f in frameworks()]
+        return Spelling(
+            version=version,
+            latest=flags.section("framework").get("latest_read"),
+            flags={e["spelling"]: e for e in flags.table("flag")},
+            no_flags={s: e for e in flags.table("no_flag") for s in e["spellings"]},
+            launchers=tuple(e for rs in every for e in rs.table("launcher")),
+            swift_scripts=tuple(e for rs in every for e in rs.table("swift_script")),
+            wrappers=frozenset(p for rs in every for p in rs.section("wrappers").get("programs", ())),
+            shells=frozenset(p for rs in every for p in rs.section("wrappers").get("shells", ())),
+        )
+
+    def outdated(self, entry: dict) -> bool:
+        """A spelling current releases no longer accept (checked against the newest tag read)."""
+        return bool(self.latest) and files.version_in(self.latest, entry.get("versions", "*")) is False
+
+    def looked_for(self) -> str:
+        names = []
+        for launcher in self.launchers:
+            if launcher.get("program"):
+                names.append(f"`{launcher['program']} {'|'.join(launcher['subcommands'])}`")
+            names += [f"`{p} SCRIPT`" for p in launcher.get("programs", ())]
+            names += [f"`python -m {m} SCRIPT`" for m in launcher.get("python_modules", ())]
+        return ", ".join(names)

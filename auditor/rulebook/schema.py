@@ -1,0 +1,119 @@
+"""The keys every table of a rules file may hold, listed once.
+
+A rules file is data that decides verdicts, so a mistyped key must not pass as an absent one:
+`vesions = "<0.16"` would otherwise make an entry apply to every release. `check` names the
+first key or table the list below does not allow; the loader refuses such a file (exit 2).
+Values inside a key (a `values` or `p2p_chunk_bytes` table) are the entry's own data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+
+@dataclass(frozen=True)
+class Table:
+    """`many`: an array of tables ([[name]]), else one table ([name])."""
+
+    many: bool
+    required: frozenset[str]
+    optional: frozenset[str]
+
+    @property
+    def allowed(self) -> frozenset[str]:
+        return self.required | self.optional
+
+
+def _table(many: bool, required: str, optional: str = "") -> Table:
+    return Table(many, frozenset(required.split()), frozenset(optional.split()))
+
+
+# Keys that select an entry by release (rulebook.files) or say where it was read.
+_SELECT = "versions unknown read source code function"
+
+TABLES: dict[str, Table] = {
+    # What the file is about; rulebook.frameworks documents each key.
+    "framework": _table(False, "name", "distribution position launchers runs_on packages read "
+                                       "verified latest_read"),
+    # The config pipeline (rulebook.stages, evaluated by auditor/config/effective.py).
+    "stage": _table(True, "name order", "launchers flags about"),
+    "arg": _table(True, "stage key type", f"default class aliases {_SELECT}"),
+    "rule": _table(True, "id stage", f"key action value when guard provenance class {_SELECT}"),
+    "check": _table(True, "id stage when kind severity message",
+                    f"effect fix blame guard supersedes category valid invalid {_SELECT}"),
+    "model": _table(True, "names", "values torch_dtype versions source"),
+    # The call-graph interpreter (rulebook.interpreter).
+    "entry_point": _table(True, "name code", "about launchers versions unknown"),
+    "symbol": _table(True, "function", "config group returns versions unknown source"),
+    "group": _table(True, "dim size names", "versions unknown source"),
+    "config_objects": _table(False, "names", "about"),
+    "world_group": _table(False, "qualnames", "about"),
+    # torch's P2P API (rulebook.apis, auditor/dynamic/hooks.py).
+    "p2p_api": _table(True, "name qualnames params issues", f"peer group op {_SELECT}"),
+    "coalescing_context": _table(True, "qualnames", f"group_param {_SELECT}"),
+    "pg_method": _table(True, "name issues", _SELECT),
+    "process_group": _table(False, "", "types factories"),
+    "env_var": _table(True, "name status", "severity message fix replacement requires reader allowed "
+                                           f"valid invalid {_SELECT}"),
+    "p2p_roles": _table(False, "peer_pattern", "valid invalid source"),
+    # How a launch script is spelled (rulebook.launchers).
+    "flag": _table(True, "spelling dest action", f"nargs valid invalid {_SELECT}"),
+    "no_flag": _table(True, "spellings dest", f"why valid invalid {_SELECT}"),
+    "launcher": _table(True, "name style",
+                       "program programs subcommands python_modules torchrun_subcommands env_nproc "
+                       "env_nnodes nproc_flags nnodes_flags nproc_default nnodes_default env_prefix "
+                       f"device_count_values boolean_options module_options {_SELECT}"),
+    "swift_script": _table(True, "pattern style", _SELECT),
+    "wrappers": _table(False, "", "programs shells"),
+    # NCCL's transports (rules/nccl.toml; docs/transport-semantics.md).
+    "nccl": _table(False, "", "versions steps p2p_chunk_bytes max_channels"),
+    "transport": _table(True, "name model_name bound completes_bytes",
+                        "hangs_bytes per_channel per_channel_no_recv_enqueued evidence"),
+}
+
+
+# The types of the keys code reads without looking (a string where a list belongs would be read
+# as its characters).
+TYPES: dict[str, dict[str, type]] = {
+    "framework": {"name": str, "distribution": str, "position": int, "launchers": list,
+                  "runs_on": str, "packages": list, "read": str, "verified": list,
+                  "latest_read": str},
+}
+_SPOKEN = {str: "a string", int: "an integer", list: "a list"}
+
+
+def problem(data: dict[str, Any]) -> str | None:
+    """What is wrong with a parsed rules file, or None: an unknown table or key, a missing
+    required key, a key of the wrong type, a `versions` that is no PEP 440 specifier."""
+    if "framework" not in data:
+        return "no [framework] table"
+    for name, value in data.items():
+        table = TABLES.get(name)
+        if table is None:
+            return f"unknown table [{name}] (known: {', '.join(sorted(TABLES))})"
+        entries = value if table.many else [value]
+        if not isinstance(value, list if table.many else dict):
+            return f"[{name}] must be written {'[[' + name + ']]' if table.many else '[' + name + ']'}"
+        for n, entry in enumerate(entries):
+            where = f"[[{name}]] #{n + 1}" if table.many else f"[{name}]"
+            if not isinstance(entry, dict):
+                return f"{where} must be a table"
+            unknown = sorted(set(entry) - table.allowed)
+            if unknown:
+                return f"{where}: unknown key {unknown[0]!r} (allowed: {', '.join(sorted(table.allowed))})"
+            missing = sorted(table.required - set(entry))
+            if missing:
+                return f"{where}: missing key {missing[0]!r}"
+            for key, kind in TYPES.get(name, {}).items():
+                if key in entry and not isinstance(entry[key], kind):
+                    return f"{where}: {key} must be {_SPOKEN[kind]}"
+            spec = entry.get("versions") if table.many else None
+            if spec is not None and spec != "*":
+                try:
+                    SpecifierSet(spec if isinstance(spec, str) else "!", prereleases=True)
+                except InvalidSpecifier:
+                    return f"{where}: versions {spec!r} is not a PEP 440 specifier such as \">=0.16,<0.18\""
+    return None

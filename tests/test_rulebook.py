@@ -1,0 +1,125 @@
+"""The rules files as data: every shipped file passes the schema, a mistyped key or table is
+refused, and every list of frameworks (stages, stacks, coverage) follows the `[framework]` tables,
+so that a framework is added by adding its rules file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from auditor import rulebook
+from auditor.errors import InputError
+from auditor.rulebook import files
+from auditor.rulebook.frameworks import audited_packages, frameworks, stack_for, versioned
+from auditor.rulebook.launchers import Spelling
+from auditor.rulebook.stages import load_rulebook
+
+FRAMEWORK = '[framework]\nname = "demo"\ndistribution = "demo"\n'
+
+# Files that load: (text of rules/demo.toml).
+VALID = [
+    FRAMEWORK,
+    FRAMEWORK + '\n[[stage]]\nname = "demo-args"\norder = 50\n',
+    FRAMEWORK + '\n[[stage]]\nname = "s"\norder = 1\n\n[[rule]]\nid = "r"\nstage = "s"\nkey = "k"\n'
+                'value = 1\nversions = ">=1.0,<2"\n',
+    FRAMEWORK + '\n[[rule]]\nid = "r"\nstage = "s"\nversions = "*"\n',
+    '[framework]\nname = "demo"\n\n[[model]]\nnames = ["org/model"]\nvalues = { anything = 1 }\n',
+]
+
+# Files that are refused: (text, what the one-line error names).
+INVALID = [
+    (FRAMEWORK + '\n[[rule]]\nid = "r"\nstage = "s"\nvesions = "<2"\n', "unknown key 'vesions'"),
+    (FRAMEWORK + '\n[[rules]]\nid = "r"\nstage = "s"\n', "unknown table [rules]"),
+    (FRAMEWORK.replace("distribution", "distrbution"), "unknown key 'distrbution'"),
+    (FRAMEWORK + '\n[[rule]]\nstage = "s"\n', "missing key 'id'"),
+    (FRAMEWORK + '\n[[rule]]\nid = "r"\nstage = "s"\nversions = "0.16+"\n', "not a PEP 440 specifier"),
+    (FRAMEWORK + '\n[stage]\nname = "s"\norder = 1\n', "[stage] must be written [[stage]]"),
+    ('[[stage]]\nname = "s"\norder = 1\n', "no [framework] table"),
+    (FRAMEWORK.replace('name = "demo"', 'name = "other"'), "is not the file's name"),
+    ('[framework\nname = "demo"\n', "invalid rules file"),
+    (FRAMEWORK + 'launchers = "megatron *"\n', "launchers must be a list"),
+    (FRAMEWORK + 'position = "100"\n', "position must be an integer"),
+    ('stage = [1, 2]\n' + FRAMEWORK, "[[stage]] #1 must be a table"),
+]
+
+
+@pytest.mark.parametrize("text", VALID)
+def test_valid_rules_file_loads(tmp_path: Path, text: str) -> None:
+    (tmp_path / "demo.toml").write_text(text)
+    assert files.load("demo", None, tmp_path).section("framework")["name"] == "demo"
+
+
+@pytest.mark.parametrize("text,error", INVALID)
+def test_invalid_rules_file_is_refused(tmp_path: Path, text: str, error: str) -> None:
+    (tmp_path / "demo.toml").write_text(text)
+    with pytest.raises(InputError, match="demo.toml") as exc:
+        files.load("demo", None, tmp_path)
+    assert error in str(exc.value)
+
+
+@pytest.mark.parametrize("name", files.names())
+def test_shipped_rules_file_passes_the_schema(name: str) -> None:
+    assert rulebook.load(name).section("framework")["name"] == name
+
+
+def test_framework_tables_name_known_frameworks_and_real_launchers() -> None:
+    """`runs_on` names a rules file; every launcher the launch reader knows, spelled as it reports
+    it, is the front end of exactly one framework (stack_for raises otherwise)."""
+    known = {f.name for f in frameworks()}
+    assert all(f.runs_on in known for f in frameworks() if f.runs_on)
+    assert all(f.distribution for f in frameworks() if f.launchers or f.runs_on or f.packages)
+    spelled = []
+    for launcher in Spelling.load(None).launchers:
+        spelled += [f"{launcher['program']} {sub}" for sub in launcher.get("subcommands", ())]
+        spelled += [f"{p} pretrain_gpt.py" for p in launcher.get("programs", ())]
+        spelled += [f"python -m {m} pretrain_gpt.py" for m in launcher.get("python_modules", ())]
+    assert spelled
+    for launch in spelled:
+        stack = stack_for(launch)
+        assert stack and set(stack) <= {f.distribution for f in versioned()}, launch
+
+
+def test_stacks_follow_runs_on() -> None:
+    assert stack_for("megatron sft") == ["ms-swift", "mcore-bridge", "megatron-core"]
+    assert stack_for("torchrun pretrain_gpt.py") == ["megatron-core"]
+    assert audited_packages()[:3] == ["megatron", "swift", "mcore_bridge"]
+    with pytest.raises(InputError, match="no rules file"):
+        stack_for("deepspeed train.py")
+
+
+def _copy_shipped(directory: Path) -> None:
+    for name in files.names():
+        (directory / f"{name}.toml").write_bytes((files.rules_dir() / f"{name}.toml").read_bytes())
+
+
+def test_a_new_rules_file_is_a_new_framework(tmp_path: Path) -> None:
+    """Adding rules/demo.toml adds its stack, its stages and its packages; no code names it."""
+    _copy_shipped(tmp_path)
+    (tmp_path / "demo.toml").write_text(
+        '[framework]\nname = "demo"\ndistribution = "demo-dist"\nposition = 100\n'
+        'launchers = ["demo *"]\nruns_on = "torch"\npackages = ["demo"]\n\n'
+        '[[stage]]\nname = "demo-args"\norder = 60\nlaunchers = ["demo *"]\nflags = true\n\n'
+        '[[arg]]\nstage = "demo-args"\nkey = "pipeline_model_parallel_size"\ntype = "int"\n'
+        'versions = ">=1"\n')
+    assert stack_for("demo run", tmp_path) == ["demo-dist", "torch"]
+    assert stack_for("megatron sft", tmp_path) == ["ms-swift", "mcore-bridge", "megatron-core"]
+    assert "demo" in audited_packages(tmp_path)
+    book = load_rulebook({"demo-dist": "1.2"}, tmp_path)
+    assert [s.framework for s in book.stages if s.name == "demo-args"] == ["demo"]
+    assert [e.id for e in book.entries["demo-args"]] == ["arg:demo-args:pipeline_model_parallel_size"]
+    assert "arg:demo-args:pipeline_model_parallel_size" in load_rulebook({"demo-dist": "0.9"}, tmp_path).uncovered
+
+
+def test_runs_on_an_unknown_framework_fails_closed(tmp_path: Path) -> None:
+    _copy_shipped(tmp_path)
+    (tmp_path / "demo.toml").write_text(FRAMEWORK + 'launchers = ["demo *"]\nruns_on = "tourch"\n')
+    with pytest.raises(InputError, match="runs_on names 'tourch'"):
+        stack_for("demo run", tmp_path)
+
+
+def test_two_claims_on_one_launcher_fail_closed(tmp_path: Path) -> None:
+    _copy_shipped(tmp_path)
+    (tmp_path / "demo.toml").write_text(FRAMEWORK + 'launchers = ["megatron *"]\n')
+    with pytest.raises(InputError, match="ms-swift, demo"):
+        stack_for("megatron sft", tmp_path)
