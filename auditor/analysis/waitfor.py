@@ -111,6 +111,8 @@ def nccl_version(torch_version: str | None) -> str | None:
 # What a send can leave behind without its receive running, per --transport name: the largest size
 # one of its candidate transports is known to complete. This is the single replay's bound; the two
 # deadlock verdicts (`deadlock`) read each candidate's whole range.
+# The replay of MUST's zero-buffer contract: every send waits for its receive.
+ZERO_BUFFER = "zero-buffer"
 TRANSPORT_BUFFER: dict[str, int] = {
     name: max(t.completes_bytes for t in candidates(name)) for name in transport_names()}
 
@@ -336,6 +338,7 @@ class Deadlock:
     transports: list[TransportVerdict]
     cycle: str  # the zero-buffer replay's cycle in words ("" when it completes)
     nccl: str  # the NCCL release the bounds are read against
+    cycle_here: str = ""  # where `will`: the cycle with the first hanging transport's bound
 
     def decide(self) -> str:
         """What decides an undecided `will`."""
@@ -356,7 +359,7 @@ class Deadlock:
 
     def to_json(self) -> dict[str, Any]:
         return {"can_deadlock": self.can, "will_deadlock": self.will, "transport": self.asked,
-                "cycle": self.cycle, "nccl": self.nccl,
+                "cycle": self.cycle, "cycle_here": self.cycle_here, "nccl": self.nccl,
                 "decide": self.decide() if self.will is None else None,
                 "transports": [v.to_json() for v in self.transports]}
 
@@ -377,8 +380,9 @@ def deadlock(replay: Callable[[Conditions], Analysis], conditions: Conditions,
             runs[buffer] = replay(replace(conditions, buffer_bytes=buffer, transport=transport))
         return runs[buffer]
 
-    zero = hangs(0, "zero-buffer")
+    zero = hangs(0, ZERO_BUFFER)
     verdicts = []
+    here = ""
     for t in candidates(asked):
         if not zero.hang:
             verdicts.append(TransportVerdict(t, False, "completes with no send buffered"))
@@ -391,6 +395,7 @@ def deadlock(replay: Callable[[Conditions], Analysis], conditions: Conditions,
             continue
         high = hangs(t.hangs_bytes - 1 if t.hangs_bytes else 1 << 62, t.model_name)
         if high.hang:
+            here = here or low.cycle
             verdicts.append(TransportVerdict(t, True, (
                 f"hangs even if every send below {size_words(t.hangs_bytes)} completed "
                 f"unmatched ({t.bound})" if t.hangs_bytes else
@@ -416,7 +421,7 @@ def deadlock(replay: Callable[[Conditions], Analysis], conditions: Conditions,
     nccl = (f"{known} (torch {torch_version}'s pin)" if known else
             "read against NCCL " + ", ".join(_nccl_rules()["nccl"]["versions"])
             + (f"; torch {torch_version}'s NCCL is not in rules/nccl.toml" if torch_version else ""))
-    return Deadlock(zero.hang, will, asked, verdicts, zero.cycle, nccl)
+    return Deadlock(zero.hang, will, asked, verdicts, zero.cycle, nccl, here if will else "")
 
 
 class _Replay:
@@ -735,7 +740,9 @@ class _Replay:
                 op = self.ops[node[1:]]
                 other = self.ops[nxt[1:]]
                 why = ""
-                if op.kind == "send":
+                if op.kind == "send" and self.cond.transport == ZERO_BUFFER:
+                    why = " (no send completes before its receive)"
+                elif op.kind == "send":
                     why = (f" ({size_words(op.nbytes)} > the {size_words(self.cond.buffer_bytes)} "
                            f"the {self.cond.transport} transport buffers)")
                 clauses.append(f"{here} waits for rank {nxt[1]}'s matching {other.api.upper()}{why}")
