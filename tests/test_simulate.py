@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from auditor.config.launch import read_launch
@@ -92,6 +93,8 @@ def test_glm_pp4_torch_210_detail_can_deadlock_and_over_the_network_it_depends_o
     assert "ISEND" in sim["blocked"][str(a)] and "ISEND" in sim["blocked"][str(b)]
     assert sim["hypothetical"].startswith("this op order can deadlock (with no send buffered")
     assert "INCONCLUSIVE" in err and "can deadlock: yes" in doc_text(doc)
+    schema = json.loads((ROOT / "docs" / "schema" / "scan-document.schema.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(doc)
 
 
 def doc_text(doc: dict) -> str:

@@ -576,7 +576,7 @@ def _replay_findings(wf: dict[str, Any], deadlock: waitfor.Deadlock) -> list[Fin
             f"({deadlock.cycle}), and whether NCCL over {deadlock.asked} buffers these sizes "
             f"is not known: " + "; ".join(f"{v.transport.name}: {v.why}"
                                          for v in deadlock.transports),
-            fix=fix + f". What decides it: {deadlock.decide()}",
+            fix=fix + f". What decides it: {deadlock.decide()}", where=deadlock.where,
             detail={"deadlock": deadlock.to_json()}))
     return out
 
@@ -612,7 +612,7 @@ def _would_hang(conditions: dict[str, Any], deadlock: waitfor.Deadlock, fix: str
         f"every recorded op completed; under NCCL over {where} this order would hang "
         f"({_conditions_words(conditions)}): {deadlock.cycle_here}; "
         + "; ".join(f"{v.transport.name}: {v.why}" for v in deadlock.transports),
-        fix=fix, detail={"conditions": conditions, "deadlock": deadlock.to_json()})
+        fix=fix, where=deadlock.where, detail={"conditions": conditions, "deadlock": deadlock.to_json()})
 
 
 def _conditions_words(c: dict[str, Any]) -> str:

@@ -339,6 +339,7 @@ class Deadlock:
     cycle: str  # the zero-buffer replay's cycle in words ("" when it completes)
     nccl: str  # the NCCL release the bounds are read against
     cycle_here: str = ""  # where `will`: the cycle with the first hanging transport's bound
+    where: str = ""  # path:line of the first send left waiting (the cycle_here replay, else zero's)
 
     def decide(self) -> str:
         """What decides an undecided `will`."""
@@ -359,7 +360,8 @@ class Deadlock:
 
     def to_json(self) -> dict[str, Any]:
         return {"can_deadlock": self.can, "will_deadlock": self.will, "transport": self.asked,
-                "cycle": self.cycle, "cycle_here": self.cycle_here, "nccl": self.nccl,
+                "cycle": self.cycle, "cycle_here": self.cycle_here, "where": self.where,
+                "nccl": self.nccl,
                 "decide": self.decide() if self.will is None else None,
                 "transports": [v.to_json() for v in self.transports]}
 
@@ -382,7 +384,7 @@ def deadlock(replay: Callable[[Conditions], Analysis], conditions: Conditions,
 
     zero = hangs(0, ZERO_BUFFER)
     verdicts = []
-    here = ""
+    here: Analysis | None = None
     for t in candidates(asked):
         if not zero.hang:
             verdicts.append(TransportVerdict(t, False, "completes with no send buffered"))
@@ -395,7 +397,7 @@ def deadlock(replay: Callable[[Conditions], Analysis], conditions: Conditions,
             continue
         high = hangs(t.hangs_bytes - 1 if t.hangs_bytes else 1 << 62, t.model_name)
         if high.hang:
-            here = here or low.cycle
+            here = here or low
             verdicts.append(TransportVerdict(t, True, (
                 f"hangs even if every send below {size_words(t.hangs_bytes)} completed "
                 f"unmatched ({t.bound})" if t.hangs_bytes else
@@ -421,7 +423,14 @@ def deadlock(replay: Callable[[Conditions], Analysis], conditions: Conditions,
     nccl = (f"{known} (torch {torch_version}'s pin)" if known else
             "read against NCCL " + ", ".join(_nccl_rules()["nccl"]["versions"])
             + (f"; torch {torch_version}'s NCCL is not in rules/nccl.toml" if torch_version else ""))
-    return Deadlock(zero.hang, will, asked, verdicts, zero.cycle, nccl, here if will else "")
+    shown = here if will and here else zero
+    return Deadlock(zero.hang, will, asked, verdicts, zero.cycle, nccl,
+                    here.cycle if will and here else "", _first_blocked_send(shown))
+
+
+def _first_blocked_send(a: Analysis) -> str:
+    return next((o.op.where for r in a.ranks.values() for o in r.ops
+                 if o.state == "blocked" and o.op.kind == "send" and o.op.where), "")
 
 
 class _Replay:
