@@ -147,12 +147,12 @@ def pick(results: list[Replay]) -> Replay:
 
 
 def statement(p: Plan, results: list[Replay], shown: Replay, verdict: str) -> str:
-    """The verdict in one sentence, hypothetical where it is a prediction."""
+    """The verdict in one sentence, hypothetical where it is a prediction (the zero-buffer cycle
+    is the `can deadlock` line under it)."""
     where = f"under {shown.conditions.words()}"
     d = shown.deadlock
     if verdict == "completes":
-        can = (f"; but it can deadlock where no send is buffered ({_zero_words(shown)})"
-               if d.can else "")
+        can = "; but it can deadlock where sends are not buffered" if d.can else ""
         return f"{where} this op order completes{can}"
     if verdict == "hang":
         return f"{where} this op order would hang: {_cycle_words(shown)}"
@@ -160,15 +160,9 @@ def statement(p: Plan, results: list[Replay], shown: Replay, verdict: str) -> st
         open_ = [v for k, v in p.values.items() if k in p.candidates and v.value is None]
         decide = "; ".join(v.provenance for v in open_) or "the conditions above"
         return (f"it hangs under some of the open conditions and completes under others "
-                f"(e.g. {where}: {_zero_words(shown)}); what decides it: {decide}")
+                f"(e.g. {where} it can deadlock); what decides it: {decide}")
     each = "; ".join(f"{v.transport.name}: {v.why}" for v in d.transports)
-    return (f"this op order can deadlock ({_zero_words(shown)}); whether it will {where} is "
-            f"undecided: {each}")
-
-
-def _zero_words(r: Replay) -> str:
-    return f"with no send buffered, {r.deadlock.cycle}" if r.deadlock.cycle else \
-        "with no send buffered, a rank waits for an op no rank issues"
+    return f"this op order can deadlock; whether it will {where} is undecided: {each}"
 
 
 def _cycle_words(r: Replay) -> str:
