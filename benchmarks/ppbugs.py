@@ -11,8 +11,9 @@ p2paudit command that judges it:
   the case folder's site inventory, with the side's `--transport`.
 
 A side whose expected verdict is `hang` or `mismatch` is a bug. p2paudit *flags* a side when it
-exits 1, or, for a `record` side (a CPU run that completed), when the replay says its order would
-hang over the side's transport (`replay-would-hang`). Recall counts the bugs flagged, over every bug side, so a side not run counts as missed.
+exits 1, or, for a `record` side (a CPU run that completed), when the replay says its order will
+deadlock over the side's transport (`replay-would-hang`), or can deadlock and the transport's bound
+leaves open whether it will (`replay-can-hang`; `got` is then `may hang`). Recall counts the bugs flagged, over every bug side, so a side not run counts as missed.
 Precision counts the flagged sides that are bugs, over the flagged sides. The `got` column gives
 p2paudit's verdict: `hang`, `mismatch`, or the first error finding's kind. Where that verdict is
 not the expected one, the score still counts the side as flagged, and the table shows the
@@ -191,9 +192,10 @@ def judge(case_id: str, side: dict, rc: int, out: Path, shown: str) -> Outcome:
     doc = json.loads(out.read_text(encoding="utf-8"))
     # A side recorded on CPU asks what NCCL would do over its transport: the replay's answer
     # ("would hang", a warning, since the CPU run itself completed) is p2paudit's verdict there.
-    would = [f for f in doc.get("findings", []) if f.get("kind") == "replay-would-hang"]
-    if rc == 0 and side.get("runner") == "record" and would:
-        return Outcome(case_id, name, expected, "hang", True, source_line(doc, would), shown)
+    for kind, got in (("replay-would-hang", "hang"), ("replay-can-hang", "may hang")):
+        would = [f for f in doc.get("findings", []) if f.get("kind") == kind]
+        if rc == 0 and side.get("runner") == "record" and would:
+            return Outcome(case_id, name, expected, got, True, source_line(doc, would), shown)
     if rc == 0:
         return Outcome(case_id, name, expected, "clean", False, "", shown)
     errors = [f for f in doc.get("findings", []) if f.get("severity") == "error"]
@@ -203,6 +205,8 @@ def judge(case_id: str, side: dict, rc: int, out: Path, shown: str) -> Outcome:
         got = "mismatch"
     elif waitfor.get("hang") or simulation.get("hang") or any(f["kind"] in HANG_KINDS for f in errors):
         got = "hang"
+    elif (simulation.get("deadlock") or {}).get("can_deadlock"):
+        got = "may hang"  # can deadlock; the transport's bound leaves open whether it will
     else:
         got = errors[0]["kind"] if errors else "flagged"
     return Outcome(case_id, name, expected, got, True, source_line(doc, errors), shown)

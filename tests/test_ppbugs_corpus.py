@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from auditor import sources
+from auditor.analysis.waitfor import transport_names
 from auditor.errors import InputError
 
 pytestmark = pytest.mark.wheels
@@ -130,7 +131,7 @@ def test_case_is_complete(case_id):
         if side["runner"] == "record":
             driver = next(arg for arg in side["command"] if arg.endswith(".py"))
             assert (folder / driver).is_file(), f"{case_id}: no {driver}"
-            assert side["transport"] in {"net", "nvlink", "gloo"}
+            assert side["transport"] in transport_names()
         else:
             assert (ROOT / side["script"]).is_file()
 
@@ -180,9 +181,16 @@ def test_naive_deferral_reaches_the_stuck_state_of_the_thread():
 
 def test_rank_parity_order_keeps_a_send_send_pair():
     """torch 2.13.0's fix (defer_pp_recv=True): rank 0 sends 2F1 before receiving 2B0 while rank 1
-    sends 3B0 before receiving 3F1. The replay calls it a cycle above the transport's buffering
-    (the case's README); the fix's PR claims none."""
+    sends 3B0 before receiving 3F1: a send-first pair, so the order can deadlock (the case's
+    README); the fix's PR claims none. Rank 0's send-first is already in the ASAP order, where
+    rank 1 received 3F1 first; the deferral moves rank 1's receive behind its send, and the
+    parity rule (flush *deferred* receives before sending to a higher peer) has nothing to flush
+    on rank 0."""
     order = interleaved_order("parity")
     rank0, rank1 = p2p(order[0]), p2p(order[1])
     assert rank0.index("2SEND_F1") < rank0.index("2RECV_B0")
     assert rank1.index("3SEND_B0") < rank1.index("3RECV_F1")
+    asap = interleaved_order("asap")
+    asap0, asap1 = p2p(asap[0]), p2p(asap[1])
+    assert asap0.index("2SEND_F1") < asap0.index("2RECV_B0")
+    assert asap1.index("3RECV_F1") < asap1.index("3SEND_B0")

@@ -325,19 +325,30 @@ def test_completed_gloo_exchange_is_no_deadlock(tmp_path: Path, floats: int) -> 
     # not scanned.
     assert joined["verdict"]["status"] == "clean" and status == 0
     assert "Deadlock" not in stderr and "not scanned" in joined["verdict"]["headline"]
-    # 16 MiB sends, both ranks sending first, op by op: over NCCL's network transport (12 MiB
-    # buffered) this order would hang; the run did not, so it is a conditional warning.
-    would = kinds.get("replay-would-hang")
+    # Both ranks send first, op by op: under the zero-buffer contract this order can deadlock at
+    # any size. 16 B completes over either network transport; 16 MiB over NCCL's network
+    # (NET/Socket: measured to hang; NET/IB: between its derived bounds) is open. The run did not
+    # hang: a conditional warning.
+    dl = joined["run"]["waitfor"]["deadlock"]
+    assert dl["can_deadlock"] is True and dl["transport"] == "net"
+    assert dl["will_deadlock"] is (None if floats > 4 else False)
+    assert joined["verdict"]["deadlock"] == dl
+    can = kinds.get("replay-can-hang")
     if floats > 4:
-        assert would and would["severity"] == "warning", joined["findings"]
-        assert "every recorded op completed; under NCCL over the network transport this order " \
-               "would hang" in would["message"]
-        assert "ISEND to 1 (16 MiB)" in would["message"]
+        assert can and can["severity"] == "warning", joined["findings"]
+        assert "every recorded op completed; this order deadlocks when no send is buffered" \
+               in can["message"]
+        assert "ISEND to 1 (16 MiB)" in can["message"] and "NET/IB" in can["message"]
     else:
-        assert would is None
-    # Asked outright for the network transport: the same answer, never an error.
-    status, joined, stderr = report(tmp_path, tmp_path / "trace", "--transport", "net")
+        assert can is None
+    assert "replay-would-hang" not in kinds
+    # Asked outright for the socket transport: it will hang there, still never an error.
+    status, joined, stderr = report(tmp_path, tmp_path / "trace", "--transport", "net-socket")
     assert joined["run"]["waitfor"]["hang"] is (floats > 4)
     assert all(f["severity"] != "error" for f in joined["findings"]) and status == 0
-    assert ("replay-would-hang" in {f["kind"] for f in joined["findings"]}) is (floats > 4)
+    would = {f["kind"]: f for f in joined["findings"]}.get("replay-would-hang")
+    assert (would is not None) is (floats > 4)
+    if would:
+        assert "under NCCL over NET/Socket this order would hang" in would["message"]
+        assert "16 MiB > the 12 MiB the net-socket transport buffers" in would["message"]
     assert ("this order would hang" in joined["verdict"]["headline"]) is (floats > 4)

@@ -54,6 +54,38 @@ def test_a_joined_report_document_is_valid(capsys, tmp_path):
     doc = json.loads(capsys.readouterr().out)
     VALIDATOR.validate(doc)
     assert doc["verdict"]["exit_code"] == code
+    assert doc["verdict"]["deadlock"] == doc["run"]["waitfor"]["deadlock"]
+
+
+def _deadlock_doc() -> dict:
+    """A real deadlock verdict: a 24 MiB send-first exchange asked of the network's transports."""
+    from auditor.analysis import waitfor
+
+    pair = waitfor.Group((0, 1), "pp")
+    programs = {r: [waitfor.Op(r, 0, "isend", pair, 1 - r, 24 << 20),
+                    waitfor.Op(r, 1, "irecv", pair, 1 - r, 24 << 20)] for r in (0, 1)}
+    d = waitfor.deadlock(lambda c: waitfor.analyze(programs, c),
+                         waitfor.Conditions.for_transport("net"), "net", "2.10.0")
+    doc = copy.deepcopy(json.loads(BASELINE.read_text()))
+    doc["verdict"] = {"status": "inconclusive", "headline": "INCONCLUSIVE: x", "exit_code": 1,
+                      "undecided": [{"what": "will it deadlock", "decide": d.decide()}],
+                      "deadlock": d.to_json()}
+    return doc
+
+
+@pytest.mark.parametrize("breakage", [
+    lambda d: d["verdict"]["deadlock"].update(decide=None),
+    lambda d: d["verdict"]["deadlock"].update(can_deadlock=False),
+    lambda d: d["verdict"]["deadlock"]["transports"][1].update(decide=""),
+    lambda d: d["verdict"]["deadlock"]["transports"][0]["transport"].update(bound="guessed"),
+    lambda d: d["verdict"]["deadlock"].update(transports=[]),
+])
+def test_the_schema_holds_the_two_deadlock_verdicts(breakage):
+    doc = _deadlock_doc()
+    VALIDATOR.validate(doc)
+    breakage(doc)
+    with pytest.raises(jsonschema.ValidationError):
+        VALIDATOR.validate(doc)
 
 
 @pytest.mark.parametrize("breakage", [

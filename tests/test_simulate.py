@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from auditor.config.launch import read_launch
@@ -53,22 +54,33 @@ def glm4(tmp_path_factory, real_sources) -> tuple[int, dict, str, Path]:
     return rc, doc, err, trace / "trace"
 
 
-def replay_kept(config: Path, trace: Path, torch: str) -> dict:
+def replay_kept(config: Path, trace: Path, torch: str, transport: str | None = None) -> dict:
     """The kept PP=4 order under another script's or torch's conditions, as the command does."""
     doc = run_scan(ScanInputs(str(config), torch_version=torch))
     launch = read_launch(str(config))
-    p = plan(doc, launch, resolve_targets(launch, None))
+    p = predict.with_transport(plan(doc, launch, resolve_targets(launch, None)), transport)
     recorded = read_trace_dir(trace)
-    results = predict.replays(recorded, p)
+    results = predict.replays(recorded, p, torch)
     joined = predict.joined(doc, recorded, predict.pick(results))
     return predict.simulation(joined, p, results, "replayed", 0.0)
 
 
-def test_glm_pp4_torch_210_detail_hangs_between_neighbouring_stages(glm4):
+def test_glm_pp4_torch_210_detail_can_deadlock_and_over_the_network_it_depends_on_ib(glm4):
+    """16 nodes: the network, NET/Socket or NET/IB. 24 MiB sends, both neighbours sending first:
+    can deadlock; NET/Socket hangs at 16 MiB (measured); NET/IB's derived bound (2 MiB per
+    channel) leaves it to the channels per peer: "will deadlock here" is undecided, exit 1."""
     rc, doc, err, _ = glm4
     sim = doc["simulation"]
     assert rc == 1, err
-    assert sim["verdict"] == "hang" and sim["hang"] is True
+    assert sim["verdict"] == "inconclusive" and sim["hang"] is None
+    d = sim["deadlock"]
+    assert d["can_deadlock"] is True and d["will_deadlock"] is None and d["transport"] == "net"
+    assert [(t["transport"]["name"], t["will_deadlock"]) for t in d["transports"]] == [
+        ("NET/Socket", True), ("NET/IB", None)]
+    assert "--transport net-socket or net-ib" in d["decide"]
+    assert d["nccl"].startswith("2.27.5")  # torch 2.10.0's pin
+    assert doc["verdict"]["status"] == "inconclusive" and doc["verdict"]["deadlock"] == d
+    assert doc["verdict"]["undecided"][0]["decide"] == d["decide"]
     assert sim["schedule"] == "forward_backward_pipelining_without_interleaving"
     assert [r["rank"] for r in sim["ranks"]] == [0, 1, 2, 3]
     assert [r["global_rank"] for r in sim["ranks"]] == [0, 32, 64, 96]
@@ -79,8 +91,26 @@ def test_glm_pp4_torch_210_detail_hangs_between_neighbouring_stages(glm4):
     a, b = sim["cycle_ranks"]
     assert b == a + 1, sim["cycle_ranks"]  # two neighbouring stages
     assert "ISEND" in sim["blocked"][str(a)] and "ISEND" in sim["blocked"][str(b)]
-    assert sim["hypothetical"].startswith("under lazy init, batch_isend_irecv runs op by op")
-    assert "HANG PREDICTED" in err
+    assert sim["hypothetical"].startswith("this op order can deadlock; whether it will under lazy")
+    assert "INCONCLUSIVE" in err and "can deadlock: yes" in doc_text(doc)
+    schema = json.loads((ROOT / "docs" / "schema" / "scan-document.schema.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(doc)
+
+
+def doc_text(doc: dict) -> str:
+    from auditor.report.text import verdict_line
+    return verdict_line(doc)
+
+
+def test_glm_pp4_torch_210_detail_hangs_over_sockets(glm4):
+    sim = replay_kept(GLM4, glm4[3], "2.10.0", "net-socket")
+    assert sim["verdict"] == "hang" and sim["hang"] is True
+    assert sim["deadlock"]["will_deadlock"] is True
+    a, b = sim["cycle_ranks"]
+    assert b == a + 1 and "ISEND" in sim["blocked"][str(a)]
+    assert sim["hypothetical"].startswith("under lazy init, batch_isend_irecv runs op by op, "
+                                          "net-socket transport")
+    assert "24 MiB > the 12 MiB the net-socket transport buffers" in sim["cycle"]
 
 
 def test_glm_pp4_applies_swift_patch_and_every_fired_site_was_predicted(glm4):
@@ -115,7 +145,8 @@ def test_glm_pp4_without_detail_completes(glm4, tmp_path):
 def test_unknown_torch_is_inconclusive_and_names_what_decides_it(glm4):
     sim = replay_kept(GLM4, glm4[3], "2.3.0")  # no torch rule covers 2.3
     assert sim["verdict"] == "inconclusive" and sim["hang"] is None
-    assert {r["hang"] for r in sim["replays"]} == {True, False}
+    assert {r["can_deadlock"] for r in sim["replays"]} == {True, False}  # coalesced: it cannot
+    assert sim["deadlock"]["open_conditions"] is True
     assert "--torch" in sim["hypothetical"]
 
 
@@ -151,11 +182,13 @@ def test_megatron_lm_interleaved_fires_p2p_ops_and_completes(real_sources):
     assert sim["unpredicted"] == [] and sim["patches"] == []
 
 
-def test_glm_pp2_runs_and_hangs_between_its_two_stages(real_sources):
+def test_glm_pp2_runs_and_hangs_between_its_two_stages_over_sockets(real_sources):
     rc, doc, err = simulate_json("--config", str(EXAMPLES / "glm5_1_lora_pp2.sh"), "--torch",
-                                 "2.10.0")
+                                 "2.10.0", "--transport", "net-socket")
     sim = doc["simulation"]
     assert rc == 1 and sim["verdict"] == "hang" and sim["cycle_ranks"] == [0, 1]
+    assert sim["inputs"]["transport"] == {"value": "net-socket", "provenance": "--transport net-socket"}
+    assert [t["transport"]["name"] for t in sim["deadlock"]["transports"]] == ["NET/Socket"]
     assert sim["unpredicted"] == [] and sim["startup_errors"] == []
 
 
@@ -218,7 +251,10 @@ def test_html_is_the_record_report_of_the_simulated_run(glm4):
     recorded = read_trace_dir(glm4[3])
     html = render_html(predict.joined(doc, recorded, predict.pick(predict.replays(recorded, p))))
     # Every op of the simulated (gloo) run completed: the cycle is what NCCL would do with it.
-    assert "default_pg:2-3" in html and "replay-would-hang" in html and "wait-for-cycle" not in html
+    # Over the network: NET/Socket would hang, NET/IB's bound leaves it open: it *can* hang.
+    assert "default_pg:2-3" in html and "replay-can-hang" in html and "wait-for-cycle" not in html
+    assert '<ul id="deadlock"' in html and "can deadlock: yes" in html
+    assert "will deadlock here: undecided (over net" in html
 
 
 def test_megatron_lm_1450_prev_and_next_swap_at_pp2_with_a_virtual_pipeline(real_sources):

@@ -91,11 +91,12 @@ def join(
     completed = _completed(trace)
     # On a CPU (gloo) recording, the NCCL questions are asked of what NCCL would do with it.
     nccl_like = conditions
-    what_if = None
     if conditions.backend == "gloo":
         nccl_like = waitfor.Conditions.for_transport("net", conditions.init)
-        if completed:  # would the same order hang on GPUs, over the network transport?
-            what_if = replay(programs, nccl_like, totals)[0]
+    # Can this order deadlock (zero buffering), and will it over the transport asked (--transport,
+    # else the network's candidates) with the recorded sizes?
+    deadlock = waitfor.deadlock(lambda c: replay(programs, c, totals)[0], nccl_like,
+                                torch_version=_torch_version(doc))
     by_id = {s["id"]: s for s in sites}
     misses = _misses(uses, mapped, by_id, sites)
     run = {
@@ -109,14 +110,14 @@ def join(
                     "cycle": model.cycle, "blocked": model.blocked, "replayed_ops": replayed,
                     "mismatched_pairs": model.mismatched_pairs,
                     "complete": replayed == sum(rt.ops for rt in trace.ranks.values()),
-                    "run_completed": completed},
+                    "run_completed": completed, "deadlock": deadlock.to_json()},
         "timeline": _timeline(trace, model),
     }
     out["run"] = run
     findings = list(doc.get("findings", []))
     effective = doc.get("config", {}).get("effective", {})
     findings += [f.to_json() for f in _findings(uses, mapped, by_id, run, effective, trace)]
-    findings += [f.to_json() for f in _replay_findings(run["waitfor"], what_if)]
+    findings += [f.to_json() for f in _replay_findings(run["waitfor"], deadlock)]
     out["findings"] = findings
     return out
 
@@ -307,6 +308,11 @@ def _trace_summary(trace: Trace) -> dict[str, Any]:
         "hang_files": sorted(r for r, rt in trace.ranks.items() if rt.hang is not None),
         "events": sum(rt.lines for rt in trace.ranks.values()),
     }
+
+
+def _torch_version(doc: dict[str, Any]) -> str | None:
+    version = doc.get("config", {}).get("effective", {}).get("torch_version")
+    return version if isinstance(version, str) else None
 
 
 def _completed(trace: Trace) -> bool:
@@ -526,14 +532,16 @@ def _findings(uses: dict[Key, _Use], mapped: dict[Key, str], by_id: dict[str, di
     return out
 
 
-def _replay_findings(wf: dict[str, Any], what_if: waitfor.Analysis | None) -> list[Finding]:
+def _replay_findings(wf: dict[str, Any], deadlock: waitfor.Deadlock) -> list[Finding]:
     """What the wait-for replay adds, by what the run did.
 
     - `wait-for-cycle` (error): the run stopped in an op (or an op raised) and the replay finds
       the cycle of waits: the deadlock, explained.
-    - `replay-would-hang` (warning): every op completed, yet under the replay's conditions (NCCL
-      over the network transport, the order as recorded) the same order hangs: a hang waiting
-      for that setting, not one that happened.
+    - `replay-would-hang` (warning): every op completed, yet under NCCL over the transport asked
+      the same order hangs with these sizes (*will deadlock there*): a hang waiting for that
+      setting, not one that happened.
+    - `replay-can-hang` (warning): every op completed; the order deadlocks when no send is
+      buffered (*can deadlock*), and whether the transport asked buffers these sizes is not known.
     - `replay-disagrees-with-run` (warning): every op of a gloo run completed, yet the gloo model
       says it hangs: the model is wrong about this run; nothing is concluded from it.
     - `p2p-mismatch` (error): a send and the receive it pairs with differ in size or dtype.
@@ -559,10 +567,17 @@ def _replay_findings(wf: dict[str, Any], what_if: waitfor.Analysis | None) -> li
             f"order hangs ({wf['cycle'] or wf['blocked'][0]}): the model is wrong about this run, "
             "so its other answers are not to be trusted here",
             fix="report it with the trace attached", detail={"blocked": wf["blocked"][:EXAMPLES]}))
-    elif wf["hang"]:
-        out.append(_would_hang(wf["conditions"], wf["cycle"], wf["blocked"], fix))
-    if what_if is not None and what_if.hang:
-        out.append(_would_hang(what_if.conditions.to_json(), what_if.cycle, what_if.blocked, fix))
+    if deadlock.will:
+        out.append(_would_hang(wf["conditions"], deadlock, fix))
+    elif deadlock.will is None and deadlock.can:
+        out.append(Finding(
+            "replay-can-hang", "warning",
+            f"every recorded op completed; this order deadlocks when no send is buffered "
+            f"({deadlock.cycle}), and whether NCCL over {deadlock.asked} buffers these sizes "
+            f"is not known: " + "; ".join(f"{v.transport.name}: {v.why}"
+                                         for v in deadlock.transports),
+            fix=fix + f". What decides it: {deadlock.decide()}", where=deadlock.where,
+            detail={"deadlock": deadlock.to_json()}))
     return out
 
 
@@ -590,14 +605,14 @@ def _mismatch_finding(pairs: list[dict[str, Any]]) -> Finding:
         where=a["site"] or "", detail={"pairs": pairs[:EXAMPLES]})
 
 
-def _would_hang(conditions: dict[str, Any], cycle: str, blocked: list[str], fix: str) -> Finding:
-    where = "over the network transport" if conditions["transport"] == "net" else \
-        f"over the {conditions['transport']} transport"
+def _would_hang(conditions: dict[str, Any], deadlock: waitfor.Deadlock, fix: str) -> Finding:
+    where = " or ".join(v.transport.name for v in deadlock.transports)
     return Finding(
         "replay-would-hang", "warning",
-        f"every recorded op completed; under NCCL {where} this order would hang "
-        f"({_conditions_words(conditions)}): {cycle or blocked[0]}",
-        fix=fix, detail={"conditions": conditions, "cycle": cycle, "blocked": blocked[:EXAMPLES]})
+        f"every recorded op completed; under NCCL over {where} this order would hang "
+        f"({_conditions_words(conditions)}): {deadlock.cycle_here}; "
+        + "; ".join(f"{v.transport.name}: {v.why}" for v in deadlock.transports),
+        fix=fix, where=deadlock.where, detail={"conditions": conditions, "deadlock": deadlock.to_json()})
 
 
 def _conditions_words(c: dict[str, Any]) -> str:

@@ -60,6 +60,8 @@ class RunVerdict:
     errors: int = 0
     # Sites the analysis did not reach (no call path found): outside what "clean" speaks for.
     not_analysed: int = 0
+    # MUST's two verdicts on the op order, where one was replayed (waitfor.Deadlock.to_json).
+    deadlock: dict[str, Any] | None = None
 
     @property
     def exit_code(self) -> int:
@@ -69,7 +71,8 @@ class RunVerdict:
         return {"status": self.status, "headline": self.headline, "exit_code": self.exit_code,
                 "contradictions": self.contradictions, "errors": self.errors,
                 "not_analysed": self.not_analysed,
-                "undecided": [asdict(u) for u in self.undecided]}
+                "undecided": [asdict(u) for u in self.undecided],
+                **({"deadlock": self.deadlock} if self.deadlock else {})}
 
 
 def finish(doc: dict[str, Any]) -> RunVerdict:
@@ -105,7 +108,8 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
         status = "clean"
         head = ("CLEAN: the recorded run shows no error; its sources were inventoried, not "
                 "scanned (`p2paudit scan --config` says which sites can fire).")
-    would = [f for f in doc.get("findings", []) if f.get("kind") == "replay-would-hang"]
+    would = [f for f in doc.get("findings", []) if f.get("kind") in ("replay-would-hang",
+                                                                      "replay-can-hang")]
     if status == "clean" and would:
         head += f" But: {would[0]['message'].split(': ')[0]}."
     if status != "findings" and quiet:
@@ -113,7 +117,8 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
         head += (f" Not analysed: {len(quiet)} site(s) no call path from the entry points reaches"
                  + (f" ({unbatched} of them unbatched)" if unbatched else "")
                  + "; `p2paudit record` of a run, or an --entry that reaches them, decides them.")
-    return RunVerdict(status, head, undecided, len(bad), len(errors), len(quiet))
+    deadlock = ((doc.get("run") or {}).get("waitfor") or {}).get("deadlock")
+    return RunVerdict(status, head, undecided, len(bad), len(errors), len(quiet), deadlock)
 
 
 def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
@@ -223,13 +228,17 @@ def gate_verdict(failures: list[Any], known: int, label: str) -> RunVerdict:
 
 
 def simulation_verdict(sim: dict[str, Any]) -> RunVerdict:
-    """`p2paudit simulate`: the real schedule's recorded order, replayed. A predicted hang, a
-    start-up error or a fired site the scan did not predict is a finding; open conditions the
-    replays disagree on, or an unknown size, are inconclusive."""
+    """`p2paudit simulate`: the real schedule's recorded order, replayed. It *will deadlock here*
+    (every replay hangs with its transport's bound and the planned sizes), a start-up error, a
+    mismatched pair or a fired site the scan did not predict is a finding; open conditions the
+    replays disagree on, an unknown size, or a size between a transport's bounds leave "will
+    deadlock here" undecided: inconclusive, never clean. An order that *can deadlock* (under the
+    zero-buffer contract) but completes here is clean, with that said in the headline."""
     if sim["verdict"] == "inconclusive" and sim.get("unknown"):
         return RunVerdict("inconclusive", "INCONCLUSIVE: not simulated; unknown "
                           + "; ".join(sim["unknown"]),
                           [Undecided(u, "--set KEY=VALUE for the size it names") for u in sim["unknown"]])
+    deadlock = sim.get("deadlock")
     problems = []
     if sim["startup_errors"]:
         problems.append("DOES NOT START (the real run stops before the schedule); simulated anyway")
@@ -251,12 +260,19 @@ def simulation_verdict(sim: dict[str, Any]) -> RunVerdict:
     if problems:
         head += "; " + "; ".join(problems)
     if sim["verdict"] == "hang" or problems:
-        return RunVerdict("findings", head, errors=len(problems) + (sim["verdict"] == "hang"))
+        return RunVerdict("findings", head, errors=len(problems) + (sim["verdict"] == "hang"),
+                          deadlock=deadlock)
     if sim["verdict"] == "inconclusive":
-        return RunVerdict("inconclusive", head, [Undecided(
-            "the open conditions replay differently", "state them in the script (NNODES, "
-            "NPROC_PER_NODE, TORCH_DISTRIBUTED_DEBUG) or pass --torch")])
-    return RunVerdict("clean", head)
+        if deadlock is None or deadlock.get("open_conditions"):
+            why = Undecided("the open conditions replay differently", "state them in the script "
+                            "(NNODES, NPROC_PER_NODE, TORCH_DISTRIBUTED_DEBUG) or pass --torch "
+                            "and --transport")
+        else:
+            why = Undecided(f"will this order deadlock over {deadlock['transport']}: the planned "
+                            "sizes lie between what its transport(s) complete and hang",
+                            deadlock["decide"])
+        return RunVerdict("inconclusive", head, [why], deadlock=deadlock)
+    return RunVerdict("clean", head, deadlock=deadlock)
 
 
 def _inventory(doc: dict[str, Any]) -> RunVerdict:

@@ -29,30 +29,93 @@ completes once its receive is issued, a receive once its send is). Matching is i
 
 from __future__ import annotations
 
+import functools
 import math
+import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Callable
+
+from auditor.rules import rules_dir
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 MiB = 1 << 20
 
-# What a send can leave behind without its receive running, by transport.
+
+
+@dataclass(frozen=True)
+class Transport:
+    """One transport's bound (rules/nccl.toml): a send of at most `completes_bytes` completes with
+    its receive not running; one of at least `hangs_bytes` waits for it; between the two (or above
+    `completes_bytes` where nothing was seen to hang) nobody knows, and the verdict says so."""
+
+    name: str  # as NCCL_DEBUG=INFO names it: "NET/IB"
+    model_name: str  # as --transport names it: "net-ib"
+    bound: str  # "measured" or "derived" (read from NCCL's sources, never measured here)
+    completes_bytes: int
+    hangs_bytes: int | None
+    per_channel: int | None
+    evidence: str
+
+    def words(self) -> str:
+        hangs = f", {size_words(self.hangs_bytes)} hangs" if self.hangs_bytes else \
+            ", nothing larger measured"
+        channel = f", {size_words(self.per_channel)} per channel" if self.per_channel else ""
+        return f"{self.name} ({self.bound}: {size_words(self.completes_bytes)} completes{hangs}{channel})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "model_name": self.model_name, "bound": self.bound,
+                "completes_bytes": self.completes_bytes, "hangs_bytes": self.hangs_bytes,
+                "per_channel": self.per_channel, "evidence": self.evidence}
+
+
+@functools.cache
+def _nccl_rules() -> dict[str, Any]:
+    with open(rules_dir() / "nccl.toml", "rb") as f:
+        return tomllib.load(f)
+
+
+def transports() -> dict[str, Transport]:
+    """Every transport of rules/nccl.toml, by the name --transport gives it."""
+    return {t["model_name"]: Transport(t["name"], t["model_name"], t["bound"],
+                                       t["completes_bytes"], t.get("hangs_bytes"),
+                                       t.get("per_channel"), t["evidence"])
+            for t in _nccl_rules()["transport"]}
+
+
+def transport_names() -> list[str]:
+    """What --transport accepts: a transport, or a topology (`node`, `net`) naming several."""
+    return sorted({*transports(), *_nccl_rules()["topology"]})
+
+
+def candidates(transport: str) -> tuple[Transport, ...]:
+    """The transports `transport` leaves possible: itself, or those of a topology."""
+    known = transports()
+    names = _nccl_rules()["topology"].get(transport, [transport])
+    if any(n not in known for n in names):
+        raise ValueError(f"unknown transport {transport!r}; one of {transport_names()}")
+    return tuple(known[n] for n in names)
+
+
+def nccl_version(torch_version: str | None) -> str | None:
+    """The NCCL torch's Linux wheel pins, where rules/nccl.toml knows it."""
+    release = (torch_version or "").split("+")[0]
+    return _nccl_rules()["nccl"]["torch"].get(release)
+
+
+# What a send can leave behind without its receive running, per --transport name: the largest size
+# one of its candidate transports is known to complete. This is the single replay's bound; the two
+# deadlock verdicts (`deadlock`) read each candidate's whole range.
+# The replay of MUST's zero-buffer contract: every send waits for its receive.
+ZERO_BUFFER = "zero-buffer"
 TRANSPORT_BUFFER: dict[str, int] = {
-    # Measured, not documented (NCCL_BUFFSIZE's default is 4 MiB, but a connection stages more):
-    # send-before-receive over the network transport (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1,
-    # 2 x H200, NCCL 2.28.9) completes at 4 MiB (docs/findings.md §4), 8 and 12 MiB, hangs at 16, 20, 24
-    # and 32 MiB (reports/glm5.1-pp-hang/gpu/results*/, results-resolutions/). The largest size
-    # seen to complete is the model's bound.
-    "net": 12 * MiB,
-    # A measured lower bound, not a documented size: docs/findings.md §4, a 32 MiB send-before-receive
-    # exchange completes over NVLink (2 x H200, NCCL 2.28.9). Larger sends are assumed to block
-    # (unverified; reports/glm5.1-pp-hang/gpu/run.sh sweeps larger sizes).
-    "nvlink": 32 * MiB,
-    # gloo buffers nothing: a send completes only once its receive is posted, at any size
-    # (measured with torch 2.13 on CPU, 4 B to 32 MiB: tests/test_repro.py).
-    "gloo": 0,
-}
+    name: max(t.completes_bytes for t in candidates(name)) for name in transport_names()}
+
 
 SEND_APIS = frozenset({"send", "isend"})
 RECV_APIS = frozenset({"recv", "irecv"})
@@ -245,6 +308,129 @@ class Analysis:
 def analyze(programs: Mapping[int, Sequence[Op]], conditions: Conditions) -> Analysis:
     """Replay every rank's ops under `conditions` until nothing moves; explain what is left."""
     return _Replay(programs, conditions).run()
+
+
+@dataclass
+class TransportVerdict:
+    """Will this order deadlock over one transport: True, False, or None where the sizes that
+    decide it lie between what the transport is known to complete and what it is known to hang."""
+
+    transport: Transport
+    will: bool | None
+    why: str
+    decide: str = ""  # what would decide it, where `will` is None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"transport": self.transport.to_json(), "will_deadlock": self.will,
+                "why": self.why, "decide": self.decide or None}
+
+
+@dataclass
+class Deadlock:
+    """MUST's two verdicts on one op order. `can`: it deadlocks under the zero-buffer contract
+    (every send waits for its receive), so some transport and size hangs it. `will`: it
+    deadlocks here, with the bound of each transport the run may use (`asked`: --transport or
+    the topology) and the recorded sizes; None: undecided, each transport's `decide` says by what."""
+
+    can: bool
+    will: bool | None
+    asked: str
+    transports: list[TransportVerdict]
+    cycle: str  # the zero-buffer replay's cycle in words ("" when it completes)
+    nccl: str  # the NCCL release the bounds are read against
+    cycle_here: str = ""  # where `will`: the cycle with the first hanging transport's bound
+    where: str = ""  # path:line of the first send left waiting (the cycle_here replay, else zero's)
+
+    def decide(self) -> str:
+        """What decides an undecided `will`."""
+        if len({v.will for v in self.transports}) > 1:
+            which = " or ".join(v.transport.model_name for v in self.transports)
+            return (f"--transport {which} (which one the cluster uses: NCCL_DEBUG=INFO prints "
+                    f"'via ...' per channel)")
+        return "; ".join(f"{v.transport.name}: {v.decide}" for v in self.transports if v.decide)
+
+    def words(self) -> str:
+        can = ("can deadlock: yes, under the zero-buffer contract (every send waits for its "
+               f"receive): {self.cycle}" if self.can else
+               "can deadlock: no, every op completes even if no send is buffered")
+        will = {True: "yes", False: "no", None: "undecided"}[self.will]
+        each = "; ".join(f"{v.transport.name}: {({True: 'yes', False: 'no', None: 'undecided'})[v.will]}"
+                         f" ({v.why})" for v in self.transports)
+        return f"{can}\nwill deadlock here ({self.asked}): {will}: {each}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"can_deadlock": self.can, "will_deadlock": self.will, "transport": self.asked,
+                "cycle": self.cycle, "cycle_here": self.cycle_here, "where": self.where,
+                "nccl": self.nccl,
+                "decide": self.decide() if self.will is None else None,
+                "transports": [v.to_json() for v in self.transports]}
+
+
+def deadlock(replay: Callable[[Conditions], Analysis], conditions: Conditions,
+             asked: str | None = None, torch_version: str | None = None) -> Deadlock:
+    """The two verdicts on the order `replay` replays (under `conditions`' init and coalescing).
+
+    Per transport, two replays bracket the truth: one where only sends up to `completes_bytes`
+    complete unmatched (if it completes, the order completes), one where every send below
+    `hangs_bytes` does (if it hangs, the order hangs); a larger buffer never adds a hang.
+    """
+    asked = asked or conditions.transport
+    runs: dict[int, Analysis] = {}
+
+    def hangs(buffer: int, transport: str) -> Analysis:
+        if buffer not in runs:
+            runs[buffer] = replay(replace(conditions, buffer_bytes=buffer, transport=transport))
+        return runs[buffer]
+
+    zero = hangs(0, ZERO_BUFFER)
+    verdicts = []
+    here: Analysis | None = None
+    for t in candidates(asked):
+        if not zero.hang:
+            verdicts.append(TransportVerdict(t, False, "completes with no send buffered"))
+            continue
+        low = hangs(t.completes_bytes, t.model_name)
+        if not low.hang:
+            verdicts.append(TransportVerdict(
+                t, False, f"completes: no send that must wait exceeds the "
+                          f"{size_words(t.completes_bytes)} it completes unmatched"))
+            continue
+        high = hangs(t.hangs_bytes - 1 if t.hangs_bytes else 1 << 62, t.model_name)
+        if high.hang:
+            here = here or low
+            verdicts.append(TransportVerdict(t, True, (
+                f"hangs even if every send below {size_words(t.hangs_bytes)} completed "
+                f"unmatched ({t.bound})" if t.hangs_bytes else
+                "hangs whatever the transport buffers")))
+            continue
+        waiting = sorted({o.op.nbytes for r in low.ranks.values() for o in r.ops
+                          if o.state == "blocked" and o.op.kind == "send"})
+        between = ", ".join(size_words(n) for n in waiting) or "the sends left waiting"
+        if t.hangs_bytes is None:
+            why = (f"{between} > the {size_words(t.completes_bytes)} seen to complete; nothing "
+                   "larger was measured")
+            decide = "a measurement of larger sends (reports/glm5.1-pp-hang/gpu/run.sh)"
+        else:
+            why = (f"{between} between the {size_words(t.completes_bytes)} that completes and "
+                   f"the {size_words(t.hangs_bytes)} that hangs ({t.bound})")
+            decide = (f"the channels that serve each peer ({size_words(t.per_channel)} each; "
+                      "NCCL_DEBUG=INFO's 'Channel xx/yy ... via' lines)" if t.per_channel else
+                      "a measurement on the cluster (p2paudit repro fallback-1f1b --size)")
+        verdicts.append(TransportVerdict(t, None, why, decide))
+    outcomes = {v.will for v in verdicts}
+    will = outcomes.pop() if len(outcomes) == 1 else None
+    known = nccl_version(torch_version)
+    nccl = (f"{known} (torch {torch_version}'s pin)" if known else
+            "read against NCCL " + ", ".join(_nccl_rules()["nccl"]["versions"])
+            + (f"; torch {torch_version}'s NCCL is not in rules/nccl.toml" if torch_version else ""))
+    shown = here if will and here else zero
+    return Deadlock(zero.hang, will, asked, verdicts, zero.cycle, nccl,
+                    here.cycle if will and here else "", _first_blocked_send(shown))
+
+
+def _first_blocked_send(a: Analysis) -> str:
+    return next((o.op.where for r in a.ranks.values() for o in r.ops
+                 if o.state == "blocked" and o.op.kind == "send" and o.op.where), "")
 
 
 class _Replay:
@@ -563,7 +749,9 @@ class _Replay:
                 op = self.ops[node[1:]]
                 other = self.ops[nxt[1:]]
                 why = ""
-                if op.kind == "send":
+                if op.kind == "send" and self.cond.transport == ZERO_BUFFER:
+                    why = " (no send completes before its receive)"
+                elif op.kind == "send":
                     why = (f" ({size_words(op.nbytes)} > the {size_words(self.cond.buffer_bytes)} "
                            f"the {self.cond.transport} transport buffers)")
                 clauses.append(f"{here} waits for rank {nxt[1]}'s matching {other.api.upper()}{why}")

@@ -38,9 +38,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trace-target", action="append", default=[], metavar="TARGET",
                         help="the sources the trace was recorded with, when they are another "
                              "release than the scan's: events are matched by stable id")
-    parser.add_argument("--transport", choices=sorted(waitfor.TRANSPORT_BUFFER),
-                        help="NCCL transport the recorded op order is replayed under "
-                             "(default: net for an NCCL trace, gloo for a gloo one)")
+    parser.add_argument("--transport", choices=waitfor.transport_names(),
+                        help="NCCL transport the recorded op order is replayed under: one "
+                             "transport, or a topology (node = P2P or SHM, net = NET/Socket or "
+                             "NET/IB) whose transports must agree for 'will deadlock' (default: "
+                             "net for an NCCL trace, gloo for a gloo one)")
     parser.add_argument("--init", choices=("lazy", "eager"),
                         help="communicator creation the replay assumes (default: as recorded)")
     parser.add_argument("--format", choices=FORMATS, default="html")

@@ -19,9 +19,11 @@ from typing import Any
 
 from auditor.commands.output import emit
 from auditor.commands.report import render
+from auditor.report.text import deadlock_lines, yes_no
 from auditor.config.effective import overrides_from
 from auditor.config.launch import read_launch
 from auditor.dynamic.trace import read_trace_dir
+from auditor.analysis import waitfor
 from auditor.analysis.verdict import simulation_verdict
 from auditor.errors import EXIT_FINDINGS, InputError
 from auditor.scan import ScanInputs, resolve_targets, run_scan
@@ -42,6 +44,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="override an effective config value (repeatable), e.g. hidden_size=N")
     parser.add_argument("--microbatches", type=int, metavar="N",
                         help="micro-batches to run (default: the config's global / (micro x DP))")
+    parser.add_argument("--transport", choices=waitfor.transport_names(),
+                        help="the NCCL transport between neighbouring stages (default: by the "
+                             "script's nodes: node = P2P or SHM, net = NET/Socket or NET/IB); "
+                             "its bound in rules/nccl.toml decides 'will deadlock here'")
     parser.add_argument("--trace-dir", type=Path, metavar="DIR",
                         help="keep the recorded trace here (an empty or new directory)")
     parser.add_argument("--format", choices=("text", "json", "html"), default="text")
@@ -58,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
     inputs = ScanInputs(args.config, args.target, overrides_from(args.set), args.torch)
     doc = run_scan(inputs)
     launch = read_launch(args.config)
-    p = plan(doc, launch, resolve_targets(launch, args.target), args.microbatches)
+    p = predict.with_transport(plan(doc, launch, resolve_targets(launch, args.target),
+                                    args.microbatches), args.transport)
     if p.unknown:
         return _inconclusive(doc, p, args)
     if args.trace_dir is not None:
@@ -78,7 +85,8 @@ def _simulate(doc: dict[str, Any], p: Plan, args: argparse.Namespace, workdir: P
     trace = read_trace_dir(recorded.trace)
     schedules = sorted({json.loads(f.read_text())["schedule"]
                         for f in workdir.glob("result-*.json")})
-    results = predict.replays(trace, p)
+    results = predict.replays(
+        trace, p, doc.get("config", {}).get("effective", {}).get("torch_version"))
     out = predict.joined(doc, trace, predict.pick(results))
     sim = predict.simulation(out, p, results, ", ".join(schedules), recorded.seconds)
     out["simulation"] = sim
@@ -128,12 +136,14 @@ def text_report(sim: dict[str, Any], config: str, headline: str) -> str:
         lines.append(f"patch {patch['installer']} of {patch['target']}: {state}")
     if sim.get("replays") and len(sim["replays"]) > 1:
         lines.append("replayed under each open condition:")
-        lines += [f"  {r['words']}: {'HANG' if r['hang'] else 'completes'}"
-                  for r in sim["replays"]]
+        lines += [f"  {r['words']}: will deadlock: {yes_no(r['hang'])}, can deadlock: "
+                  f"{yes_no(r['can_deadlock'])}" for r in sim["replays"]]
     for error in sim["startup_errors"]:
         lines.append(f"ERROR the real run stops at start-up: {error}")
     lines.append("")
     lines.append(headline)
+    if sim.get("deadlock"):
+        lines += deadlock_lines(sim["deadlock"])
     for rank, words in sim["blocked"].items():
         lines.append(f"  rank {rank}: {words}")
     if sim["ranks"]:

@@ -20,7 +20,7 @@ from auditor.analysis.join import join
 from auditor.dynamic.trace import Trace
 from auditor.errors import InputError
 from auditor.analysis.verdict import judge
-from auditor.report.text import KEY_VALUES, value_words, verdict_sentence
+from auditor.report.text import KEY_VALUES, deadlock_lines, value_words, verdict_sentence
 from auditor.sources import target_label
 from auditor.report.timeline import site_counts, timeline_layout
 
@@ -56,6 +56,7 @@ def _context(doc: dict[str, Any]) -> dict[str, Any]:
         "title": _title(doc),
         "targets": [target_label(t) for t in doc["targets"]],
         "verdict": verdict_sentence(doc),
+        "deadlock": _deadlock(doc),
         "verdict_class": _verdict_class(doc),
         "findings": sorted(doc.get("findings", []),
                            key=lambda f: (SEVERITY_ORDER.get(f["severity"], 3),
@@ -75,6 +76,12 @@ def _title(doc: dict[str, Any]) -> str:
     launch = doc.get("launch") or {}
     targets = ", ".join(target_label(t) for t in doc["targets"])
     return f"p2paudit: {launch.get('path') or targets}"
+
+
+def _deadlock(doc: dict[str, Any]) -> list[str]:
+    """MUST's two verdicts under the headline, where the op order was replayed."""
+    d = (doc.get("verdict") or judge(doc).to_json()).get("deadlock")
+    return deadlock_lines(d) if d else []
 
 
 def _verdict_class(doc: dict[str, Any]) -> str:

@@ -7,6 +7,7 @@ from collections import defaultdict
 from typing import Any
 
 from auditor.analysis.verdict import judge
+from auditor.analysis.waitfor import size_words
 from auditor.sources import target_label
 
 
@@ -73,10 +74,33 @@ def verdict_line(doc: dict[str, Any]) -> str:
     """The headline, then what stays undecided, each with what would decide it."""
     v = doc.get("verdict") or judge(doc).to_json()
     lines = [v["headline"]]
+    if v.get("deadlock"):
+        lines += deadlock_lines(v["deadlock"])
     if len(v.get("undecided", [])) > 1 or (v["status"] == "findings" and v.get("undecided")):
         lines += ["Not decided:"] + [f"  - {u['what']}\n    decide with: {u['decide']}"
                                      for u in v["undecided"]]
     return "\n".join(lines)
+
+
+def yes_no(value: bool | None) -> str:
+    return {True: "yes", False: "no", None: "undecided"}[value]
+
+
+def deadlock_lines(d: dict[str, Any]) -> list[str]:
+    """MUST's two verdicts (waitfor.Deadlock.to_json), one line each, then each transport's
+    bound and what it says."""
+    lines = [f"can deadlock: {yes_no(d['can_deadlock'])} (zero-buffer contract: every send waits "
+             f"for its receive)" + (f": {d['cycle']}" if d["can_deadlock"] and d["cycle"] else ""),
+             f"will deadlock here: {yes_no(d['will_deadlock'])} (over {d['transport']}, with the "
+             f"recorded sizes; bounds from rules/nccl.toml, NCCL {d['nccl']})"]
+    for t in d["transports"]:
+        bound = t["transport"]
+        hangs = f", {size_words(bound['hangs_bytes'])} hangs" if bound["hangs_bytes"] else ""
+        lines.append(f"  {bound['name']}: {yes_no(t['will_deadlock'])}: {t['why']} "
+                     f"[{bound['bound']}: {size_words(bound['completes_bytes'])} completes{hangs}]")
+    if d["will_deadlock"] is None and d.get("decide"):
+        lines.append(f"  decide with: {d['decide']}")
+    return lines
 
 
 def scan_report(doc: dict[str, Any], verbose: bool = False) -> str:

@@ -17,13 +17,14 @@ from typing import Any
 from auditor.analysis import waitfor
 from auditor.analysis.join import join, replay
 from auditor.dynamic.trace import Trace
-from auditor.simulate.plan import Plan
+from auditor.simulate.plan import Plan, Value
 
 
 @dataclass
 class Replay:
     conditions: waitfor.Conditions
     analysis: waitfor.Analysis
+    deadlock: waitfor.Deadlock  # the two verdicts under these conditions
 
     @property
     def cycle_ranks(self) -> list[int]:
@@ -31,8 +32,9 @@ class Replay:
 
     def to_json(self) -> dict[str, Any]:
         return {"conditions": self.conditions.to_json(), "words": self.conditions.words(),
-                "hang": self.analysis.hang, "cycle_ranks": self.cycle_ranks,
-                "cycle": self.analysis.cycle}
+                "hang": self.deadlock.will, "can_deadlock": self.deadlock.can,
+                "cycle_ranks": self.cycle_ranks, "cycle": self.analysis.cycle,
+                "deadlock": self.deadlock.to_json()}
 
 
 def as_issued(trace: Trace, coalesce: bool) -> Trace:
@@ -57,8 +59,18 @@ def _as_run(e: dict[str, Any], coalesce: bool, issued: dict[int, dict[str, Any]]
     return issued.setdefault(id(e), dict(e, batched=coalesce))
 
 
-def replays(trace: Trace, p: Plan) -> list[Replay]:
-    """The recorded order under every combination of the plan's possible conditions."""
+def with_transport(p: Plan, transport: str | None) -> Plan:
+    """`p` with the transport the user named (`--transport`) instead of the one its layout gives."""
+    if transport is None:
+        return p
+    values = dict(p.values)
+    values["transport"] = Value("transport", transport, "--transport " + transport)
+    return replace(p, values=values, candidates={**p.candidates, "transport": [transport]})
+
+
+def replays(trace: Trace, p: Plan, torch_version: str | None = None) -> list[Replay]:
+    """The recorded order under every combination of the plan's possible conditions, each with
+    its two deadlock verdicts (the transport's candidates, the recorded sizes)."""
     out = []
     c = p.candidates
     for coalesce, init, transport in itertools.product(c["coalesce"], c["init"], c["transport"]):
@@ -66,7 +78,11 @@ def replays(trace: Trace, p: Plan) -> list[Replay]:
         programs = waitfor.programs_from_events({r: t.head for r, t in issued.ranks.items()})
         conditions = waitfor.Conditions.for_transport(transport, init, coalesce)
         totals = {r: t.ops for r, t in issued.ranks.items()}
-        out.append(Replay(conditions, replay(programs, conditions, totals)[0]))
+
+        def run(cond: waitfor.Conditions, programs=programs, totals=totals) -> waitfor.Analysis:
+            return replay(programs, cond, totals)[0]
+        out.append(Replay(conditions, run(conditions),
+                          waitfor.deadlock(run, conditions, transport, torch_version)))
     return out
 
 
@@ -79,15 +95,15 @@ def joined(doc: dict[str, Any], trace: Trace, shown: Replay) -> dict[str, Any]:
 def simulation(doc: dict[str, Any], p: Plan, results: list[Replay], schedule: str,
                seconds: float) -> dict[str, Any]:
     """The `simulation` object of the JSON output (`doc` is the joined document)."""
-    hangs = {r.analysis.hang for r in results}
+    can, will = agreed(r.deadlock.can for r in results), agreed(r.deadlock.will for r in results)
     shown = pick(results)
     run = doc["run"]
     unpredicted = [m["site_id"] or f"{m['path']}:{m['line']}" for m in run["misses"]]
     fired = sorted(s["id"] for s in doc["sites"] if s.get("fired"))
-    verdict = "inconclusive" if len(hangs) > 1 else ("hang" if True in hangs else "completes")
+    verdict = {True: "hang", False: "completes", None: "inconclusive"}[will]
     return {
         "verdict": verdict,
-        "hypothetical": statement(p, shown, verdict),
+        "hypothetical": statement(p, results, shown, verdict),
         "ranks": [{"rank": s, **({k: v for k, v in p.layout[s].items() if k != "stage"}
                                  if p.layout else {})} for s in range(p.get("pipeline_size"))],
         "schedule": schedule,
@@ -98,7 +114,11 @@ def simulation(doc: dict[str, Any], p: Plan, results: list[Replay], schedule: st
         "inputs": p.to_json(),
         "conditions": {**shown.conditions.to_json(), "words": shown.conditions.words()},
         "replays": [r.to_json() for r in results],
-        "hang": None if verdict == "inconclusive" else verdict == "hang",
+        "hang": will,
+        # MUST's two verdicts: the shown replay's, with can/will as every replay agrees (None:
+        # they differ, or a size lies between a transport's bounds).
+        "deadlock": {**shown.deadlock.to_json(), "can_deadlock": can, "will_deadlock": will,
+                     "open_conditions": len({r.deadlock.will for r in results}) > 1},
         "cycle_ranks": shown.cycle_ranks,
         "cycle": shown.analysis.cycle,
         "blocked": {str(r): s.words for r, s in shown.analysis.ranks.items()
@@ -114,22 +134,35 @@ def simulation(doc: dict[str, Any], p: Plan, results: list[Replay], schedule: st
     }
 
 
+def agreed(values: Any) -> bool | None:
+    """True or False where every replay says so; None where they differ or one is undecided."""
+    seen = set(values)
+    return seen.pop() if len(seen) == 1 else None
+
+
 def pick(results: list[Replay]) -> Replay:
-    """The replay to show: the first that hangs (the risk), else the first."""
-    return next((r for r in results if r.analysis.hang), results[0])
+    """The replay to show: the first that will hang (the risk), else one that may, else the first."""
+    return next((r for r in results if r.deadlock.will), None) \
+        or next((r for r in results if r.deadlock.will is None), results[0])
 
 
-def statement(p: Plan, shown: Replay, verdict: str) -> str:
-    """The verdict in one sentence, hypothetical where it is a prediction."""
+def statement(p: Plan, results: list[Replay], shown: Replay, verdict: str) -> str:
+    """The verdict in one sentence, hypothetical where it is a prediction (the zero-buffer cycle
+    is the `can deadlock` line under it)."""
     where = f"under {shown.conditions.words()}"
+    d = shown.deadlock
     if verdict == "completes":
-        return f"{where} this op order completes"
+        can = "; but it can deadlock where sends are not buffered" if d.can else ""
+        return f"{where} this op order completes{can}"
     if verdict == "hang":
         return f"{where} this op order would hang: {_cycle_words(shown)}"
-    open_ = [v for k, v in p.values.items() if k in p.candidates and v.value is None]
-    decide = "; ".join(v.provenance for v in open_) or "the conditions above"
-    return (f"it hangs under some of the open conditions and completes under others "
-            f"(e.g. {where} it would hang: {_cycle_words(shown)}); what decides it: {decide}")
+    if len({r.deadlock.will for r in results}) > 1:
+        open_ = [v for k, v in p.values.items() if k in p.candidates and v.value is None]
+        decide = "; ".join(v.provenance for v in open_) or "the conditions above"
+        return (f"it hangs under some of the open conditions and completes under others "
+                f"(e.g. {where} it can deadlock); what decides it: {decide}")
+    each = "; ".join(f"{v.transport.name}: {v.why}" for v in d.transports)
+    return f"this op order can deadlock; whether it will {where} is undecided: {each}"
 
 
 def _cycle_words(r: Replay) -> str:

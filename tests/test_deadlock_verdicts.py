@@ -1,0 +1,101 @@
+"""MUST's two verdicts on a send-first exchange: *can deadlock* (zero-buffer contract) and *will
+deadlock here* (the transport's bound from rules/nccl.toml, the exchange's sizes). VALID: the
+transport completes the exchange; INVALID: it hangs; UNDECIDED: the size lies between the bounds.
+The bounds are the rules' own numbers (docs/transport-semantics.md), read through the loader."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from auditor.analysis import waitfor
+from auditor.analysis.waitfor import Conditions, Group, Op, analyze, deadlock
+
+RULES = tomllib.loads((Path(__file__).resolve().parent.parent / "rules" / "nccl.toml").read_text())
+PAIR = Group((0, 1), "pp")
+KiB, MiB = 1 << 10, 1 << 20
+
+
+def send_first(nbytes: int) -> dict[int, list[Op]]:
+    """Both ranks ISEND then IRECV, op by op, on one pair communicator (the GLM-5.1 exchange)."""
+    return {r: [Op(r, 0, "isend", PAIR, 1 - r, nbytes), Op(r, 1, "irecv", PAIR, 1 - r, nbytes)]
+            for r in (0, 1)}
+
+
+def verdicts(nbytes: int, transport: str, torch: str | None = None) -> waitfor.Deadlock:
+    programs = send_first(nbytes)
+    return deadlock(lambda c: analyze(programs, c), Conditions.for_transport(transport, "eager"),
+                    transport, torch)
+
+
+EXAMPLES = [
+    # (size, transport, will deadlock here), can deadlock is True for every send-first exchange
+    pytest.param(24, "net-ib", False, id="VALID-24B-shapes-NET/IB"),
+    pytest.param(24, "net-socket", False, id="VALID-24B-shapes-NET/Socket"),
+    pytest.param(24, "nvlink", False, id="VALID-24B-shapes-P2P"),
+    pytest.param(12 * MiB, "net-socket", False, id="VALID-12MiB-NET/Socket-measured"),
+    pytest.param(32 * MiB, "nvlink", False, id="VALID-32MiB-P2P-measured"),
+    pytest.param(2 * MiB, "net-ib", False, id="VALID-2MiB-NET/IB-one-channel"),
+    pytest.param(16 * MiB, "net-socket", True, id="INVALID-16MiB-NET/Socket-measured"),
+    pytest.param(24 * MiB, "net-socket", True, id="INVALID-24MiB-NET/Socket"),
+    pytest.param(128 * MiB, "net-ib", True, id="INVALID-128MiB-NET/IB-every-channel"),
+    pytest.param(64 * MiB, "shm", True, id="INVALID-64MiB-SHM-every-channel"),
+    pytest.param(24 * MiB, "net-ib", None, id="UNDECIDED-24MiB-NET/IB-channels"),
+    pytest.param(14 * MiB, "net-socket", None, id="UNDECIDED-14MiB-NET/Socket-between-12-and-16"),
+    pytest.param(64 * MiB, "nvlink", None, id="UNDECIDED-64MiB-P2P-above-the-measured-32"),
+    pytest.param(4, "gloo", True, id="INVALID-4B-gloo-buffers-nothing"),
+]
+
+
+@pytest.mark.parametrize("nbytes, transport, will", EXAMPLES)
+def test_send_first_exchange(nbytes, transport, will):
+    d = verdicts(nbytes, transport)
+    assert d.can is True, d.words()
+    assert d.will is will, d.words()
+    (only,) = d.transports
+    assert (only.decide != "") == (will is None), d.words()
+
+
+def test_an_order_that_receives_first_on_one_side_cannot_deadlock():
+    programs = send_first(64 * MiB)
+    programs[1] = [Op(1, 0, "irecv", PAIR, 0, 64 * MiB), Op(1, 1, "isend", PAIR, 0, 64 * MiB)]
+    d = deadlock(lambda c: analyze(programs, c), Conditions.for_transport("net", "eager"))
+    assert (d.can, d.will) == (False, False)
+    assert [v.will for v in d.transports] == [False, False]
+
+
+def test_a_topology_decides_only_where_its_transports_agree():
+    # Across nodes: NET/Socket hangs 24 MiB (measured), NET/IB leaves it to the channels per peer.
+    d = verdicts(24 * MiB, "net")
+    assert [(v.transport.name, v.will) for v in d.transports] == [("NET/Socket", True), ("NET/IB", None)]
+    assert d.will is None and "--transport net-socket or net-ib" in d.decide()
+    # 24 B completes on both: decided.
+    assert verdicts(24, "net").will is False
+    # Inside a node: P2P completes 16 MiB (measured 32), SHM's derived 1..64 MiB leaves it open.
+    d = verdicts(16 * MiB, "node")
+    assert [v.transport.model_name for v in d.transports] == ["nvlink", "shm"]
+    assert [v.will for v in d.transports] == [False, None] and d.will is None
+
+
+def test_the_bounds_are_the_rules_data_and_say_how_they_are_known():
+    rules = {t["model_name"]: t for t in RULES["transport"]}
+    assert set(waitfor.transports()) == set(rules)
+    for name, t in waitfor.transports().items():
+        assert t.completes_bytes == rules[name]["completes_bytes"]
+        assert t.bound in ("measured", "derived")
+        assert t.hangs_bytes is None or t.hangs_bytes > t.completes_bytes
+    assert waitfor.TRANSPORT_BUFFER["net"] == 12 * MiB  # the largest sure bound of its candidates
+    d = verdicts(24 * MiB, "net-ib", "2.11.0+cu130")
+    j = d.to_json()
+    assert j["transports"][0]["transport"]["bound"] == "derived"
+    assert j["nccl"].startswith("2.28.9") and j["decide"].startswith("NET/IB: the channels")
+    assert "not in rules/nccl.toml" in verdicts(24, "net-ib", "2.13.0").nccl
+
+
+def test_an_unknown_transport_is_refused_by_name():
+    with pytest.raises(ValueError, match="unknown transport 'net-IB'"):
+        waitfor.candidates("net-IB")
+    with pytest.raises(ValueError, match="unknown transport 'infiniband'"):
+        Conditions.for_transport("infiniband")
