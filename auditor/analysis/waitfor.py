@@ -29,20 +29,13 @@ completes once its receive is issued, a receive once its send is). Matching is i
 
 from __future__ import annotations
 
-import functools
 import math
-import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
-from auditor.rules import rules_dir
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from auditor import rulebook
 
 MiB = 1 << 20
 
@@ -74,10 +67,8 @@ class Transport:
                 "per_channel": self.per_channel, "evidence": self.evidence}
 
 
-@functools.cache
 def _nccl_rules() -> dict[str, Any]:
-    with open(rules_dir() / "nccl.toml", "rb") as f:
-        return tomllib.load(f)
+    return rulebook.load("nccl").data
 
 
 def transports() -> dict[str, Transport]:

@@ -69,7 +69,8 @@ TABLES: dict[str, Table] = {
     "swift_script": _table(True, "pattern style", _SELECT),
     "wrappers": _table(False, "", "programs shells"),
     # NCCL's transports (rules/nccl.toml; docs/transport-semantics.md).
-    "nccl": _table(False, "", "versions steps p2p_chunk_bytes max_channels"),
+    "nccl": _table(False, "", "versions torch steps p2p_chunk_bytes max_channels"),
+    "topology": _table(False, "", "node net"),
     "transport": _table(True, "name model_name bound completes_bytes",
                         "hangs_bytes per_channel per_channel_no_recv_enqueued evidence"),
 }
