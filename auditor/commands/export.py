@@ -1,0 +1,241 @@
+"""`p2paudit export TRACE_DIR --format parquet -o OUT/`: a recorded trace as two Parquet tables,
+for an engine (DuckDB, Spark SQL, pandas) where one machine cannot run `report` on it.
+
+`OUT/ops.parquet`: one row per op (a start line, with its end line's fields when it has one):
+  rank, file (the rank file: a restarted rank has several), host, pid, wall0 (time.time() when
+  the process started recording: `wall0 + t` aligns ranks), seq, t (seconds), api, kind (p2p,
+  collective, setup), batched, peer (global rank), group (its name: a row of groups.parquet with
+  the same file and name), site_path, site_line, site_end_line, site_function (the call), the
+  same four op_site_* (where a batched op's P2POp was built), via, batch, shape, dtype,
+  comm_init_kind, comm_init_key (the op that creates a communicator under lazy init),
+  end_seq, end_t, how (return, wait, polled, dropped, raise; null: the op never ended),
+  end_error, extra (any other fields of the start line, as JSON; setup calls' arguments).
+`OUT/groups.parquet`: one row per process group a process declared: rank, file, name, desc,
+  backend, eager, size, ranks.
+
+Lines are read as `report` reads them (auditor.dynamic.trace): a killed rank's file up to its
+last whole line, with a note on stderr; a line that contradicts its file is exit 2. Files are
+converted by worker processes, written by one (pyarrow: it measured faster than DuckDB's
+read_ndjson on this trace layout, see benchmarks/bench_export.py). Needs the `parquet` extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_all_start_methods, get_context
+from pathlib import Path
+from typing import Any
+
+from auditor.dynamic.trace import KINDS, RANK_FILE, inconsistent
+from auditor.dynamic.trace import _json_lines as json_lines  # the reader's own line reading
+from auditor.errors import EXIT_OK, InputError
+
+FORMATS = ("parquet",)
+SITE = ("path", "line", "end_line", "function")
+# Start-line keys that have columns of their own; any other key goes to `extra`.
+COLUMNS = {"seq", "t", "rank", "api", "phase", "kind", "batched", "peer", "group", "site",
+           "op_site", "via", "batch", "shape", "dtype", "comm_init"}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("trace", metavar="TRACE_DIR", help="trace directory written by p2paudit record")
+    parser.add_argument("--format", choices=FORMATS, default="parquet")
+    parser.add_argument("-o", "--output", required=True, metavar="DIR",
+                        help="directory for ops.parquet and groups.parquet (created; files there "
+                             "of the same names are replaced)")
+    parser.add_argument("--jobs", type=int, metavar="N",
+                        help="worker processes converting rank files (default: the cores)")
+
+
+def run(args: argparse.Namespace) -> int:
+    pa, pq = _pyarrow()
+    root = Path(args.trace)
+    if not root.is_dir():
+        raise InputError(str(root), "no such trace directory")
+    files = sorted((f for f in root.iterdir() if RANK_FILE.match(f.name) and f.is_file()),
+                   key=lambda f: (int(RANK_FILE.match(f.name).group(1)), f.name))
+    if not files:
+        raise InputError(str(root), "no rank-N.jsonl trace files (was the run recorded?)")
+    if args.jobs is not None and args.jobs < 1:
+        raise InputError("--jobs", f"must be at least 1, not {args.jobs}")
+    out = Path(args.output)
+    if out.exists() and not out.is_dir():
+        raise InputError(str(out), "exists and is not a directory")
+    out.mkdir(parents=True, exist_ok=True)
+    ops_writer = groups_writer = None
+    ops = 0
+    try:
+        for opened, tables in _converted(files, args.jobs):
+            if not opened:
+                raise InputError(*tables)
+            op_table, group_table, notes = tables
+            for note in notes:
+                print(f"p2paudit export: {note}", file=sys.stderr)
+            if ops_writer is None:
+                ops_writer = pq.ParquetWriter(out / "ops.parquet", op_table.schema,
+                                              compression="zstd")
+                groups_writer = pq.ParquetWriter(out / "groups.parquet", group_table.schema,
+                                                 compression="zstd")
+            ops_writer.write_table(op_table)
+            groups_writer.write_table(group_table)
+            ops += op_table.num_rows
+    finally:
+        for writer in (ops_writer, groups_writer):
+            if writer is not None:
+                writer.close()
+    print(f"p2paudit export: {ops} ops of {len(files)} rank file(s) -> {out / 'ops.parquet'}, "
+          f"{out / 'groups.parquet'}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _pyarrow() -> tuple[Any, Any]:
+    try:
+        import pyarrow
+        import pyarrow.parquet
+    except ImportError:
+        raise InputError("--format parquet", "needs pyarrow: pip install 'p2paudit[parquet]'") \
+            from None
+    return pyarrow, pyarrow.parquet
+
+
+def _converted(files: list[Path], jobs: int | None):
+    """(True, (ops, groups, notes)) per file in order, or (False, InputError's parts)."""
+    workers = min(jobs or os.cpu_count() or 1, len(files))
+    if workers < 2:
+        yield from map(_convert_in_worker, files)
+        return
+    # fork: the workers need this module only, and spawn would re-run the caller's __main__.
+    context = get_context("fork" if "fork" in get_all_start_methods() else "spawn")
+    with ProcessPoolExecutor(workers, mp_context=context) as pool:
+        yield from pool.map(_convert_in_worker, files)
+
+
+def _convert_in_worker(file: Path) -> tuple[bool, tuple]:
+    try:
+        return True, convert_rank_file(file)
+    except InputError as exc:
+        return False, (exc.subject, exc.cause, exc.line)
+
+
+def convert_rank_file(file: Path) -> tuple[Any, Any, list[str]]:
+    """One rank file as (ops table, groups table, notes). InputError where a line contradicts
+    the file (another rank's line, a line that is not a trace line, an unknown group)."""
+    pa, _ = _pyarrow()
+    rank = int(RANK_FILE.match(file.name).group(1))
+    notes: list[str] = []
+    op_schema, group_schema = ops_schema(pa), groups_schema(pa)
+    ops: dict[str, list[Any]] = {name: [] for name in op_schema.names}
+    groups: dict[str, list[Any]] = {name: [] for name in group_schema.names}
+    index: dict[int, int] = {}  # seq of a start -> its row
+    named: set[str] = set()
+    meta: dict[str, Any] = {}
+    first = True
+    for number, event in json_lines(file, notes):
+        phase = event.get("phase")
+        if first:
+            first = False
+            if phase == "meta":
+                meta = event
+                if meta.get("rank") not in (None, rank):
+                    raise inconsistent(file, f"it holds the trace of rank {meta.get('rank')!r} "
+                                             f"(its meta line says so), not of rank {rank}", 1)
+                continue
+            notes.append(f"{file.name}:{number}: no meta line before the first event")
+        if event.get("rank") not in (None, rank):
+            raise inconsistent(file, f"a line of rank {event.get('rank')!r} in the file of rank "
+                                     f"{rank}", number)
+        try:
+            if phase == "start":
+                _start(ops, event, named)
+                index[event["seq"]] = len(ops["seq"]) - 1
+            elif phase == "end":
+                row = index.pop(event["of"], None)
+                if row is not None:
+                    ops["end_seq"][row] = event["seq"]
+                    ops["end_t"][row] = float(event["t"])
+                    ops["how"][row] = event.get("how")
+                    ops["end_error"][row] = event.get("error")
+            elif phase == "group":
+                group = event["group"]
+                named.add(str(group["name"]))
+                for key in group_schema.names[2:]:
+                    groups[key].append(group.get(key))
+                groups["rank"].append(rank)
+            elif phase == "off":
+                notes.append(f"{file.name}:{number}: the recorder stopped in this process "
+                             f"({event.get('error')}): later ops are not in the trace")
+            else:
+                raise ValueError(f"phase {phase!r}")
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise inconsistent(file, f"not a trace line ({exc})", number) from None
+        except LookupError as exc:
+            raise inconsistent(file, str(exc), number) from None
+    rows = len(ops["seq"])
+    ops["rank"] = [rank] * rows
+    ops["file"] = [file.name] * rows
+    ops["host"] = [meta.get("host")] * rows
+    ops["pid"] = [meta.get("pid")] * rows
+    ops["wall0"] = [meta.get("wall0")] * rows
+    groups["file"] = [file.name] * len(groups["rank"])
+    try:
+        return pa.table(ops, schema=op_schema), pa.table(groups, schema=group_schema), notes
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+        raise inconsistent(file, f"a field of the wrong type ({exc})") from None
+
+
+def _start(ops: dict[str, list[Any]], event: dict[str, Any], named: set[str]) -> None:
+    kind = event.get("kind", "p2p")
+    if kind not in KINDS or type(event.get("api")) is not str or type(event["seq"]) is not int:
+        raise ValueError(f"kind {kind!r}, api {event.get('api')!r}, seq {event['seq']!r}")
+    group = event.get("group")
+    if type(group) is dict:  # traces of earlier recorders: the whole group in every op line
+        group = str(group["name"])
+    elif group is not None and group not in named:
+        raise LookupError(f"group {group!r} is named before any line describes it")
+    ops["seq"].append(event["seq"])
+    ops["t"].append(float(event["t"]))
+    ops["api"].append(event["api"])
+    ops["kind"].append(kind)
+    ops["batched"].append(event.get("batched"))
+    ops["peer"].append(event.get("peer"))
+    ops["group"].append(group)
+    for prefix in ("site", "op_site"):
+        site = event.get(prefix) or {}
+        for key in SITE:
+            ops[f"{prefix}_{key}"].append(site.get(key))
+    ops["via"].append(event.get("via"))
+    ops["batch"].append(event.get("batch"))
+    ops["shape"].append(event.get("shape"))
+    ops["dtype"].append(event.get("dtype"))
+    comm = event.get("comm_init") or {}
+    ops["comm_init_kind"].append(comm.get("kind"))
+    ops["comm_init_key"].append(comm.get("key"))
+    for key in ("end_seq", "end_t", "how", "end_error"):
+        ops[key].append(None)
+    rest = {k: v for k, v in event.items() if k not in COLUMNS}
+    ops["extra"].append(json.dumps(rest, separators=(",", ":")) if rest else None)
+
+
+def ops_schema(pa: Any) -> Any:
+    """The columns of ops.parquet (the module docstring says what each holds)."""
+    string, i64, i32 = pa.string(), pa.int64(), pa.int32()
+    sites = [(f"{prefix}_{k}", string if k in ("path", "function") else i32)
+             for prefix in ("site", "op_site") for k in SITE]
+    return pa.schema(
+        [("rank", i32), ("file", string), ("host", string), ("pid", i64),
+         ("wall0", pa.float64()), ("seq", i64), ("t", pa.float64()), ("api", string),
+         ("kind", string), ("batched", pa.bool_()), ("peer", i32), ("group", string)]
+        + sites
+        + [("via", string), ("batch", i64), ("shape", pa.list_(i64)), ("dtype", string),
+           ("comm_init_kind", string), ("comm_init_key", string), ("end_seq", i64),
+           ("end_t", pa.float64()), ("how", string), ("end_error", string), ("extra", string)])
+
+
+def groups_schema(pa: Any) -> Any:
+    return pa.schema([("rank", pa.int32()), ("file", pa.string()), ("name", pa.string()),
+                      ("desc", pa.string()), ("backend", pa.string()), ("eager", pa.bool_()),
+                      ("size", pa.int32()), ("ranks", pa.list_(pa.int32()))])
