@@ -127,10 +127,9 @@ def convert_rank_file(file: Path) -> tuple[Any, Any, list[str]]:
     pa, _ = _pyarrow()
     rank = int(RANK_FILE.match(file.name).group(1))
     notes: list[str] = []
-    op_schema, group_schema = ops_schema(pa), groups_schema(pa)
-    ops: dict[str, list[Any]] = {name: [] for name in op_schema.names}
-    groups: dict[str, list[Any]] = {name: [] for name in group_schema.names}
-    index: dict[int, int] = {}  # seq of a start -> its row
+    rows: list[list[Any]] = []  # one per op, in START_COLUMNS + END_COLUMNS order
+    by_seq: dict[int, list[Any]] = {}  # seq of a start not yet ended -> its row
+    groups: list[list[Any]] = []  # GROUP_FIELDS of each group line
     named: set[str] = set()
     meta: dict[str, Any] = {}
     first = True
@@ -150,21 +149,18 @@ def convert_rank_file(file: Path) -> tuple[Any, Any, list[str]]:
                                      f"{rank}", number)
         try:
             if phase == "start":
-                _start(ops, event, named)
-                index[event["seq"]] = len(ops["seq"]) - 1
+                row = _start_row(event, named)
+                rows.append(row)
+                by_seq[row[0]] = row
             elif phase == "end":
-                row = index.pop(event["of"], None)
+                row = by_seq.pop(event["of"], None)
                 if row is not None:
-                    ops["end_seq"][row] = event["seq"]
-                    ops["end_t"][row] = float(event["t"])
-                    ops["how"][row] = event.get("how")
-                    ops["end_error"][row] = event.get("error")
+                    row[-4:] = event["seq"], float(event["t"]), event.get("how"), \
+                        event.get("error")
             elif phase == "group":
                 group = event["group"]
                 named.add(str(group["name"]))
-                for key in group_schema.names[2:]:
-                    groups[key].append(group.get(key))
-                groups["rank"].append(rank)
+                groups.append([group.get(key) for key in GROUP_FIELDS])
             elif phase == "off":
                 notes.append(f"{file.name}:{number}: the recorder stopped in this process "
                              f"({event.get('error')}): later ops are not in the trace")
@@ -174,50 +170,56 @@ def convert_rank_file(file: Path) -> tuple[Any, Any, list[str]]:
             raise inconsistent(file, f"not a trace line ({exc})", number) from None
         except LookupError as exc:
             raise inconsistent(file, str(exc), number) from None
-    rows = len(ops["seq"])
-    ops["rank"] = [rank] * rows
-    ops["file"] = [file.name] * rows
-    ops["host"] = [meta.get("host")] * rows
-    ops["pid"] = [meta.get("pid")] * rows
-    ops["wall0"] = [meta.get("wall0")] * rows
-    groups["file"] = [file.name] * len(groups["rank"])
+    process = {"rank": rank, "file": file.name, "host": meta.get("host"), "pid": meta.get("pid"),
+               "wall0": meta.get("wall0")}
+    op_columns = dict(zip(START_COLUMNS + END_COLUMNS, zip(*rows))) if rows else {}
+    group_columns = dict(zip(GROUP_FIELDS, zip(*groups))) if groups else {}
     try:
-        return pa.table(ops, schema=op_schema), pa.table(groups, schema=group_schema), notes
+        return (_table(pa, ops_schema(pa), op_columns, process, len(rows)),
+                _table(pa, groups_schema(pa), group_columns, process, len(groups)), notes)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
         raise inconsistent(file, f"a field of the wrong type ({exc})") from None
 
 
-def _start(ops: dict[str, list[Any]], event: dict[str, Any], named: set[str]) -> None:
+def _table(pa: Any, schema: Any, columns: dict[str, Any], process: dict[str, Any],
+           rows: int) -> Any:
+    """The columns as a table of `schema`; a column of the process (rank, file...) repeated."""
+    arrays = [pa.array(columns[f.name], f.type) if f.name in columns
+              else pa.array([process.get(f.name)] * rows, f.type) for f in schema]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+# The columns read from a start line, then those from its end line (ops_schema has them all).
+START_COLUMNS = ("seq", "t", "api", "kind", "batched", "peer", "group",
+                 *(f"{prefix}_{k}" for prefix in ("site", "op_site") for k in SITE),
+                 "via", "batch", "shape", "dtype", "comm_init_kind", "comm_init_key", "extra")
+END_COLUMNS = ("end_seq", "end_t", "how", "end_error")
+GROUP_FIELDS = ("name", "desc", "backend", "eager", "size", "ranks")
+_NO_SITE = dict.fromkeys(SITE)
+_NO_COMM: dict[str, Any] = {}
+
+
+def _start_row(event: dict[str, Any], named: set[str]) -> list[Any]:
     kind = event.get("kind", "p2p")
-    if kind not in KINDS or type(event.get("api")) is not str or type(event["seq"]) is not int:
-        raise ValueError(f"kind {kind!r}, api {event.get('api')!r}, seq {event['seq']!r}")
+    seq = event["seq"]
+    api = event.get("api")
+    if kind not in KINDS or type(api) is not str or type(seq) is not int:
+        raise ValueError(f"kind {kind!r}, api {api!r}, seq {seq!r}")
     group = event.get("group")
     if type(group) is dict:  # traces of earlier recorders: the whole group in every op line
         group = str(group["name"])
     elif group is not None and group not in named:
         raise LookupError(f"group {group!r} is named before any line describes it")
-    ops["seq"].append(event["seq"])
-    ops["t"].append(float(event["t"]))
-    ops["api"].append(event["api"])
-    ops["kind"].append(kind)
-    ops["batched"].append(event.get("batched"))
-    ops["peer"].append(event.get("peer"))
-    ops["group"].append(group)
-    for prefix in ("site", "op_site"):
-        site = event.get(prefix) or {}
-        for key in SITE:
-            ops[f"{prefix}_{key}"].append(site.get(key))
-    ops["via"].append(event.get("via"))
-    ops["batch"].append(event.get("batch"))
-    ops["shape"].append(event.get("shape"))
-    ops["dtype"].append(event.get("dtype"))
-    comm = event.get("comm_init") or {}
-    ops["comm_init_kind"].append(comm.get("kind"))
-    ops["comm_init_key"].append(comm.get("key"))
-    for key in ("end_seq", "end_t", "how", "end_error"):
-        ops[key].append(None)
+    site = event.get("site") or _NO_SITE
+    op_site = event.get("op_site") or _NO_SITE
+    comm = event.get("comm_init") or _NO_COMM
     rest = {k: v for k, v in event.items() if k not in COLUMNS}
-    ops["extra"].append(json.dumps(rest, separators=(",", ":")) if rest else None)
+    return [seq, float(event["t"]), api, kind, event.get("batched"), event.get("peer"), group,
+            site.get("path"), site.get("line"), site.get("end_line"), site.get("function"),
+            op_site.get("path"), op_site.get("line"), op_site.get("end_line"),
+            op_site.get("function"), event.get("via"), event.get("batch"), event.get("shape"),
+            event.get("dtype"), comm.get("kind"), comm.get("key"),
+            json.dumps(rest, separators=(",", ":")) if rest else None, None, None, None, None]
 
 
 def ops_schema(pa: Any) -> Any:
