@@ -52,13 +52,14 @@ COPY (SELECT rank, filename AS file, "group"->>'name' AS name, "group"->>'desc' 
 
 def measure(what: str, trace: str, out: str) -> None:
     """In a child process: one conversion (or the plain parse), seconds as JSON."""
+    if what == "json.loads":  # bench_report's baseline, the same measurement
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        import bench_report
+
+        bench_report.measure(what, trace, str(Path(trace).parent / "scan.json"), "")
+        return
     start = time.perf_counter()
-    if what == "json.loads":
-        for file in sorted(Path(trace).iterdir()):
-            with file.open("rb") as f:
-                for line in f:
-                    json.loads(line)
-    elif what == "export (pyarrow)":
+    if what == "export (pyarrow)":
         from auditor.cli import main as cli_main
 
         if cli_main(["export", trace, "--format", "parquet", "-o", out]):
@@ -70,20 +71,12 @@ def measure(what: str, trace: str, out: str) -> None:
     print(json.dumps({"seconds": time.perf_counter() - start}))
 
 
-def child(*argv: str) -> dict:
-    out = subprocess.run([sys.executable, __file__, *argv], capture_output=True, text=True)
-    if out.returncode:
-        raise SystemExit(out.stderr)
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--ranks", type=int, default=128)
-    parser.add_argument("--events-per-rank", type=int, default=10_000)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--keep", metavar="DIR", help="write the trace here (and keep it); "
-                        "reuse it when it already holds one")
+    for flag, default in (("--ranks", 128), ("--events-per-rank", 10_000), ("--repeat", 3)):
+        parser.add_argument(flag, type=int, default=default)
+    parser.add_argument("--keep", metavar="DIR", help="the trace directory's parent, kept; a "
+                        "trace already there is reused")
     parser.add_argument("--measure", nargs=3, metavar=("WHAT", "TRACE", "OUT"))
     args = parser.parse_args()
     if args.measure:
@@ -106,7 +99,12 @@ def main() -> None:
             out = work / what.split()[0]
             shutil.rmtree(out, ignore_errors=True)
             out.mkdir()
-            runs[what].append(child("--measure", what, str(trace), str(out))["seconds"])
+            # a fresh process per measurement
+            done = subprocess.run([sys.executable, __file__, "--measure", what, str(trace),
+                                   str(out)], capture_output=True, text=True)
+            if done.returncode:
+                raise SystemExit(done.stderr)
+            runs[what].append(json.loads(done.stdout.strip().splitlines()[-1])["seconds"])
     base = statistics.median(runs["json.loads"])
     for what, seconds in runs.items():
         out = work / what.split()[0]

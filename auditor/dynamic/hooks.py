@@ -205,7 +205,7 @@ def _p2p_wrapper(rec: Recorder, orig: Callable[..., Any], entry: dict[str, Any])
             args[p_i] if n > p_i else kwargs.get(peer_name),
             args[gp_i] if n > gp_i else kwargs.get(group_peer_name),
             args[g_i] if n > g_i else kwargs.get(g_name),
-            state.batch,
+            state,
         )
         state.depth += 1  # _call_inside, inlined on the hottest path
         try:
@@ -230,11 +230,12 @@ def _group_op_wrapper(rec: Recorder, orig: Callable[..., Any], api: str, kind: s
 
     @functools.wraps(orig)
     def hooked(*args: Any, **kwargs: Any) -> Any:
-        if tls.state.depth or not rec.on:
+        state = tls.state
+        if state.depth or not rec.on:
             return orig(*args, **kwargs)
         first = args[0] if args else next(iter(kwargs.values()), None)
         op = rec.begin_group_op(api, kind, first,
-                                args[g_i] if len(args) > g_i else kwargs.get(g_name))
+                                args[g_i] if len(args) > g_i else kwargs.get(g_name), state)
         result = _call_inside(rec, op, orig, args, kwargs)
         rec.finish(op, result)
         return result

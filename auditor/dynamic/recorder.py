@@ -43,11 +43,12 @@ class _ThreadState:
     """Per thread: read through `Recorder.tls.state` once per call (an attribute of a
     threading.local costs several times a plain slot's)."""
 
-    __slots__ = ("depth", "batch")
+    __slots__ = ("depth", "batch", "ident")
 
     def __init__(self) -> None:
         self.depth = 0  # > 0 inside a hooked call: nested hooked calls (recv -> irecv) are not ops
         self.batch: _Batch | None = None  # the batch_isend_irecv call this thread is inside
+        self.ident = threading.get_ident()
 
 
 class _PerThread(threading.local):
@@ -137,9 +138,9 @@ class _MappedFile:
 class Op:
     __slots__ = ("seq", "t", "api", "group", "line", "work", "in_window", "thread")
 
-    def __init__(self, api: str, group: Group | None) -> None:
+    def __init__(self, api: str, group: Group | None, thread: int) -> None:
         # seq, t and line are set by the start line's `_emit_locked`, before anyone reads them.
-        self.thread = threading.get_ident()
+        self.thread = thread
         self.api = api
         self.group = group
         self.work: weakref.ref | None = None
@@ -216,7 +217,7 @@ class Recorder:
 
     # --- writing -------------------------------------------------------------------------------
 
-    # The hot path takes `lock` once per intercepted call, with acquire/release rather than a
+    # The hot path takes `lock` once per line it writes, with acquire/release rather than a
     # `with` block (half the cost): methods named `_..._locked` expect it held.
 
     def _emit(self, body: str, op: Op | None = None) -> None:
@@ -236,10 +237,17 @@ class Recorder:
         if op is not None:
             op.seq, op.t, op.line = seq, us * 1e-6, line
             self.pending[seq] = op
-        if self.file is None:
+        file = self.file
+        if file is None:
             self.held.append(line)
+            return
+        data = line.encode()
+        end = file.pos + len(data)
+        if end <= file.end:  # _MappedFile.write's common case, without the call
+            file.map[file.pos - file.base:end - file.base] = data
+            file.pos = end
         else:
-            self.file.write(line.encode())
+            file.write(data)
 
     def open(self, rank: int) -> None:
         """Create this rank's file; write the meta line and anything held back."""
@@ -313,6 +321,14 @@ class Recorder:
         self._emit(f'"api":"group","phase":"group","group":{g.json}')
         return pg, g
 
+    def _known_group(self, pg: Any) -> tuple[Any, Group | None]:
+        """`group`, with its common case (a group seen before) inlined for the hot path."""
+        known = pg if pg is not None else self.world
+        entry = self.groups.get(id(known)) if known is not None else None
+        if entry is not None and entry[0]() is known:
+            return known, entry[1]
+        return self.group(pg)
+
     @staticmethod
     def _comm_mark(g: Group, whole_group: bool, peer: int | None) -> str:
         """`,"comm_init":...` on the op that would create a communicator under lazy init: the
@@ -332,13 +348,14 @@ class Recorder:
     # --- ops -----------------------------------------------------------------------------------
 
     def begin_p2p(self, api: str, tensor: Any, peer: Any, group_peer: Any, pg: Any,
-                  batch: _Batch | None) -> Op | None:
+                  state: _ThreadState) -> Op | None:
         lock = self.lock
         lock.acquire()
         try:
             if self.freed:
                 self._reap_locked()
-            pg, g = self.group(pg)
+            pg, g = self._known_group(pg)
+            batch = state.batch
             window = self.windows.get(pg) if self.windows else None
             extra = ""
             if g is not None:
@@ -355,7 +372,7 @@ class Recorder:
                     extra += f',"op_site":{op_site}'
             elif window is not None:
                 extra += f',"batch":{window.batch}'
-            op = Op(api, g)
+            op = Op(api, g, state.ident)
             body = (f'"api":"{api}","phase":"start","kind":"p2p",'
                     f'"batched":{"false" if window is None else "true"},'
                     f'"peer":{peer if type(peer) is int else "null"},'
@@ -368,14 +385,15 @@ class Recorder:
         finally:
             lock.release()
 
-    def begin_group_op(self, api: str, kind: str, tensor: Any, pg: Any) -> Op | None:
+    def begin_group_op(self, api: str, kind: str, tensor: Any, pg: Any,
+                       state: _ThreadState) -> Op | None:
         """A collective, or a fused P2P op on a whole group (ring_exchange in custom builds)."""
         lock = self.lock
         lock.acquire()
         try:
             if self.freed:
                 self._reap_locked()
-            pg, g = self.group(pg)
+            pg, g = self._known_group(pg)
             window = self.windows.get(pg) if self.windows else None
             # The collectives' own fast path: queued in the coalescing manager, issued at its exit.
             queued = bool(self.coalescing_queues) and pg in self.coalescing_queues
@@ -383,7 +401,7 @@ class Recorder:
             extra = "" if g is None or g.eager or g.whole else self._comm_mark(g, True, None)
             if window is not None:
                 extra += f',"batch":{window.batch}'
-            op = Op(api, g)
+            op = Op(api, g, state.ident)
             body = (f'"api":"{api}","phase":"start","kind":"{kind}",'
                     f'"batched":{"true" if batched else "false"},"peer":null,'
                     f'"group":{g.ref if g is not None else "null"},'
@@ -407,7 +425,7 @@ class Recorder:
     def begin_setup(self, api: str, details: dict[str, Any]) -> Op | None:
         """init_process_group / new_group: not ops on a group, but a rank can block in them."""
         try:
-            op = Op(api, None)
+            op = Op(api, None, threading.get_ident())
             self._emit(f'"api":"{api}","phase":"start","kind":"setup",'
                        f'"site":{callsite.caller_site(2)}{_fields(details)}', op)
             return op
@@ -422,15 +440,10 @@ class Recorder:
         try:
             if op.in_window:
                 return  # completes with the window's Work (see close_window)
-            lock = self.lock
-            lock.acquire()
-            try:
-                if isinstance(result, self.work_type) and not isinstance(result, self.queued_work):
-                    self._track_locked(op, result)
-                else:
-                    self._end_locked(op, "return")
-            finally:
-                lock.release()
+            if isinstance(result, self.work_type) and not isinstance(result, self.queued_work):
+                self._track(op, result)
+            else:
+                self.end(op, "return")
         except Exception as exc:
             self.fail(exc)
 
@@ -500,7 +513,11 @@ class Recorder:
 
     # --- completion through Work objects -------------------------------------------------------
 
-    def _track_locked(self, op: Op, work: Any) -> None:
+    def _track(self, op: Op, work: Any) -> None:
+        """Without the lock: each step is one dict operation, atomic on its own, on a key no
+        other thread touches (a Work just returned to this thread; an id is reused only after
+        its Work died, and `_reap_locked` checks the ref before it deletes). Readers of `works`
+        copy it in one step (`poll`)."""
         key = id(work)
         entry = self.works.get(key)
         if entry is not None and entry[0]() is work:
@@ -555,9 +572,8 @@ class Recorder:
     def poll(self) -> None:
         """Ask each pending op's Work whether it completed (`is_completed` never blocks)."""
         self._reap()
-        with self.lock:
-            entries = [(key, ref) for key, (ref, _) in self.works.items()]
-        for key, ref in entries:
+        entries = list(self.works.items())  # one C-level copy: `_track` adds without the lock
+        for key, (ref, _) in entries:
             work = ref()
             try:
                 done = work is not None and work.is_completed()
@@ -592,8 +608,7 @@ class Recorder:
                 if exc is not None:
                     self.raised(op, exc)
                 elif isinstance(work, self.work_type):
-                    with self.lock:
-                        self._track_locked(op, work)
+                    self._track(op, work)
                 else:
                     self.end(op, "return")
         except Exception as err:
