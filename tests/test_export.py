@@ -103,9 +103,10 @@ def test_a_trace_that_contradicts_itself_is_exit_2(damage, says, tmp_path: Path,
     text = path.read_text()
     assert damage(text) != text
     path.write_text(damage(text))
-    assert cli_main(["export", str(trace), "-o", str(tmp_path / "out")]) == 2
+    assert cli_main(["export", str(trace), "-o", str(tmp_path / "out"), "--jobs", "1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "rank-2.jsonl" in err[0] and says in err[0], err
+    assert list((tmp_path / "out").iterdir()) == []  # ranks 0 and 1 were written, then removed
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys) -> None:

@@ -66,27 +66,34 @@ def run(args: argparse.Namespace) -> int:
     if out.exists() and not out.is_dir():
         raise InputError(str(out), "exists and is not a directory")
     out.mkdir(parents=True, exist_ok=True)
-    ops_writer = groups_writer = None
+    # Written under temporary names, renamed once whole: a failed export leaves no table that
+    # looks complete.
+    partial = {name: out / f".{name}.partial" for name in ("ops.parquet", "groups.parquet")}
+    writers: list[Any] = []
     ops = 0
     try:
         for opened, tables in _converted(files, args.jobs):
             if not opened:
                 raise InputError(*tables)
-            op_table, group_table, notes = tables
+            *pair, notes = tables
             for note in notes:
                 print(f"p2paudit export: {note}", file=sys.stderr)
-            if ops_writer is None:
-                ops_writer = pq.ParquetWriter(out / "ops.parquet", op_table.schema,
-                                              compression="zstd")
-                groups_writer = pq.ParquetWriter(out / "groups.parquet", group_table.schema,
-                                                 compression="zstd")
-            ops_writer.write_table(op_table)
-            groups_writer.write_table(group_table)
-            ops += op_table.num_rows
-    finally:
-        for writer in (ops_writer, groups_writer):
-            if writer is not None:
-                writer.close()
+            if not writers:
+                writers = [pq.ParquetWriter(path, table.schema, compression="zstd")
+                           for path, table in zip(partial.values(), pair)]
+            for writer, table in zip(writers, pair):
+                writer.write_table(table)
+            ops += pair[0].num_rows
+    except BaseException:
+        for writer in writers:
+            writer.close()
+        for path in partial.values():
+            path.unlink(missing_ok=True)
+        raise
+    for writer in writers:
+        writer.close()
+    for name, path in partial.items():
+        os.replace(path, out / name)
     print(f"p2paudit export: {ops} ops of {len(files)} rank file(s) -> {out / 'ops.parquet'}, "
           f"{out / 'groups.parquet'}", file=sys.stderr)
     return EXIT_OK
