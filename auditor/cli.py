@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "simulate": ("auditor.commands.simulate",
                  "run the real pipeline schedule on CPU and predict whether its order hangs"),
     "report": ("auditor.commands.report", "join a scan with recorded traces into a report"),
+    "export": ("auditor.commands.export", "convert a recorded trace to Parquet tables (ops, groups)"),
     "gate": ("auditor.commands.gate", "CI gate: fail when a target adds a contradiction"),
     "diff": ("auditor.commands.diff", "what changed between two scan documents"),
     "repro": ("auditor.commands.repro", "minimal torchrun reproducers of P2P failure modes"),

@@ -4,7 +4,9 @@ A site is (`path` relative to the package root, `line`..`end_line` of the call e
 `function` = the code object's qualified name). The walk starts at the caller of a hook and skips
 torch itself, this recorder, and the helpers torch wraps its API in, so `batch_isend_irecv`'s own
 loop is never a site: its caller is. Results are cached per code object and per instruction, so a
-hot call costs a few dictionary look-ups.
+hot call costs a few dictionary look-ups. The cache is keyed by `id(code)`, not by the code object:
+hashing a code object hashes its bytecode and constants, the largest cost of a look-up; each entry
+holds its code object, so the id cannot be reused while the entry exists.
 """
 
 from __future__ import annotations
@@ -21,8 +23,22 @@ SKIPPED = ("torch", "auditor.dynamic", "typing_extensions", "warnings", "context
 _INLINE = (".<locals>.<listcomp>", ".<locals>.<dictcomp>", ".<locals>.<setcomp>",
            ".<locals>.<genexpr>")
 
-_code: dict[CodeType, tuple[bool, str, str]] = {}  # code -> (skipped?, path, function)
-_sites: dict[tuple[CodeType, int], str] = {}  # (code, instruction offset) -> site JSON
+
+
+class _Code:
+    """What a code object says about the sites in it."""
+
+    __slots__ = ("code", "skipped", "path", "function", "sites")
+
+    def __init__(self, code: CodeType, skipped: bool, path: str, function: str) -> None:
+        self.code = code  # held: its id stays this entry's key
+        self.skipped = skipped
+        self.path = path
+        self.function = function
+        self.sites: dict[int, str] = {}  # instruction offset -> site JSON
+
+
+_code: dict[int, _Code] = {}  # id(code) -> what it says
 
 NO_SITE = "null"
 
@@ -31,15 +47,14 @@ def caller_site(skip: int = 2) -> str:
     """JSON of the first frame outside torch above `skip` frames (2: the hook's caller)."""
     frame: FrameType | None = sys._getframe(skip)
     while frame is not None:
-        code = frame.f_code
-        info = _code.get(code)
+        info = _code.get(id(frame.f_code))
         if info is None:
-            info = _code[code] = _describe(frame)
-        if not info[0]:
-            key = (code, frame.f_lasti)
-            site = _sites.get(key)
+            info = _described(frame)
+        if not info.skipped:
+            lasti = frame.f_lasti
+            site = info.sites.get(lasti)
             if site is None:
-                site = _sites[key] = _site_json(frame, info)
+                site = info.sites[lasti] = _site_json(frame, info)
             return site
         frame = frame.f_back
     return NO_SITE
@@ -47,16 +62,15 @@ def caller_site(skip: int = 2) -> str:
 
 def frame_site(frame: FrameType) -> dict[str, object]:
     """The same identity for any frame (thread stacks in hang files), as a dict."""
-    code = frame.f_code
-    info = _code.get(code) or _describe(frame)
+    info = _code.get(id(frame.f_code)) or _described(frame)
     line, end_line = _span(frame)
-    return {"path": info[1], "line": line, "end_line": end_line, "function": info[2]}
+    return {"path": info.path, "line": line, "end_line": end_line, "function": info.function}
 
 
-def _site_json(frame: FrameType, info: tuple[bool, str, str]) -> str:
+def _site_json(frame: FrameType, info: _Code) -> str:
     line, end_line = _span(frame)
-    return json.dumps({"path": info[1], "line": line, "end_line": end_line, "function": info[2]},
-                      separators=(",", ":"))
+    return json.dumps({"path": info.path, "line": line, "end_line": end_line,
+                       "function": info.function}, separators=(",", ":"))
 
 
 def _span(frame: FrameType) -> tuple[int, int]:
@@ -72,7 +86,8 @@ def _span(frame: FrameType) -> tuple[int, int]:
     return line, line
 
 
-def _describe(frame: FrameType) -> tuple[bool, str, str]:
+def _described(frame: FrameType) -> _Code:
+    """The frame's code described, and cached."""
     glb = frame.f_globals
     module = glb.get("__name__") or ""
     skipped = any(module == m or module.startswith(m + ".") for m in SKIPPED)
@@ -86,7 +101,8 @@ def _describe(frame: FrameType) -> tuple[bool, str, str]:
     if module == "__main__":
         spec = glb.get("__spec__")
         module = getattr(spec, "name", None) or ""
-    return skipped, package_path(module, code.co_filename), function
+    info = _code[id(code)] = _Code(code, skipped, package_path(module, code.co_filename), function)
+    return info
 
 
 def package_path(module: str, filename: str) -> str:

@@ -125,15 +125,15 @@ def _call_inside(rec: Recorder, op: Any, orig: Callable[..., Any], args: tuple,
                  kwargs: dict[str, Any]) -> Any:
     """Calls torch with this thread marked as inside a recorded op, so a nested call (`recv`
     calling `irecv`) is not a second event; an exception is recorded and re-raised untouched."""
-    tls = rec.tls
-    tls.depth += 1
+    state = rec.tls.state
+    state.depth += 1
     try:
         return orig(*args, **kwargs)
     except BaseException as exc:
         rec.raised(op, exc)
         raise
     finally:
-        tls.depth -= 1
+        state.depth -= 1
 
 
 def _release(version: str | None) -> str | None:
@@ -195,7 +195,8 @@ def _p2p_wrapper(rec: Recorder, orig: Callable[..., Any], entry: dict[str, Any])
 
     @functools.wraps(orig)
     def hooked(*args: Any, **kwargs: Any) -> Any:
-        if tls.depth or not rec.on:
+        state = tls.state
+        if state.depth or not rec.on:
             return orig(*args, **kwargs)
         n = len(args)
         op = rec.begin_p2p(
@@ -204,15 +205,16 @@ def _p2p_wrapper(rec: Recorder, orig: Callable[..., Any], entry: dict[str, Any])
             args[p_i] if n > p_i else kwargs.get(peer_name),
             args[gp_i] if n > gp_i else kwargs.get(group_peer_name),
             args[g_i] if n > g_i else kwargs.get(g_name),
+            state,
         )
-        tls.depth += 1  # _call_inside, inlined on the hottest path
+        state.depth += 1  # _call_inside, inlined on the hottest path
         try:
             result = orig(*args, **kwargs)
         except BaseException as exc:
             rec.raised(op, exc)
             raise
         finally:
-            tls.depth -= 1
+            state.depth -= 1
         rec.finish(op, result)
         return result
 
@@ -228,11 +230,12 @@ def _group_op_wrapper(rec: Recorder, orig: Callable[..., Any], api: str, kind: s
 
     @functools.wraps(orig)
     def hooked(*args: Any, **kwargs: Any) -> Any:
-        if tls.depth or not rec.on:
+        state = tls.state
+        if state.depth or not rec.on:
             return orig(*args, **kwargs)
         first = args[0] if args else next(iter(kwargs.values()), None)
         op = rec.begin_group_op(api, kind, first,
-                                args[g_i] if len(args) > g_i else kwargs.get(g_name))
+                                args[g_i] if len(args) > g_i else kwargs.get(g_name), state)
         result = _call_inside(rec, op, orig, args, kwargs)
         rec.finish(op, result)
         return result
@@ -246,14 +249,15 @@ def _batch_wrapper(rec: Recorder, orig: Callable[..., Any]) -> Callable:
 
     @functools.wraps(orig)
     def hooked(p2p_op_list: Any, *args: Any, **kwargs: Any) -> Any:
-        if tls.depth or not rec.on:
+        state = tls.state
+        if state.depth or not rec.on:
             return orig(p2p_op_list, *args, **kwargs)
-        outer = tls.batch
-        tls.batch = rec.begin_batch(p2p_op_list)
+        outer = state.batch
+        state.batch = rec.begin_batch(p2p_op_list)
         try:
             return orig(p2p_op_list, *args, **kwargs)
         finally:
-            tls.batch = outer
+            state.batch = outer
 
     return hooked
 
@@ -264,7 +268,7 @@ def _descriptor_init(rec: Recorder, orig: Callable[..., Any]) -> Callable:
     @functools.wraps(orig)
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         orig(self, *args, **kwargs)
-        if rec.on and not tls.depth:
+        if rec.on and not tls.state.depth:
             rec.note_p2pop(self)
 
     return __init__
@@ -276,7 +280,7 @@ def _setup_wrapper(rec: Recorder, orig: Callable[..., Any], api: str) -> Callabl
 
     @functools.wraps(orig)
     def hooked(*args: Any, **kwargs: Any) -> Any:
-        if tls.depth or not rec.on:
+        if tls.state.depth or not rec.on:
             return orig(*args, **kwargs)
         op = rec.begin_setup(api, _setup_details(rec, api, signature, args, kwargs))
         result = _call_inside(rec, op, orig, args, kwargs)

@@ -4,7 +4,10 @@ Each op's start line is written BEFORE the op is handed to torch, so a rank bloc
 (a lazily created communicator, a peer that never comes) still shows the op it is blocked in.
 Lines are copied into a shared memory map of the rank file (`_MappedFile`): once copied, a line
 is in the kernel's page cache, which outlives this process, so a SIGKILL loses at most the line
-being copied, and the hot path makes no system call per line. A group's ranks are written once,
+being copied, and the hot path makes no system call per line (one per 1 MiB: the map grows).
+The hot path is measured by benchmarks/bench_record.py: one lock acquisition per intercepted call,
+per-thread state read once, call sites cached by code id, `t` formatted from integer
+microseconds. A group's ranks are written once,
 in a `phase: "group"` line before its first op; op lines name the group. Completion is learnt only where it costs nothing extra: the call returned, or its Work
 was waited on, polled complete, or freed. `batched` is what happened, not what was asked for: an
 op is batched when a coalescing window (`ProcessGroup._start_coalescing` .. `_end_coalescing`) was
@@ -25,7 +28,7 @@ import time
 import weakref
 from collections import deque
 from pathlib import Path
-from time import monotonic as _monotonic
+from time import monotonic_ns as _monotonic_ns
 from typing import Any, Callable
 
 from auditor import __version__
@@ -33,11 +36,24 @@ from auditor.dynamic import callsite, trace
 
 
 _COMPACT = (",", ":")
+SITE_ATTR = "_p2paudit_site"  # set on each P2POp: where it was built
 
 
-class _ThreadState(threading.local):
-    depth = 0  # > 0 inside a hooked call: nested hooked calls (recv -> irecv) are not ops
-    batch: "_Batch | None" = None  # the batch_isend_irecv call this thread is inside
+class _ThreadState:
+    """Per thread: read through `Recorder.tls.state` once per call (an attribute of a
+    threading.local costs several times a plain slot's)."""
+
+    __slots__ = ("depth", "batch", "ident")
+
+    def __init__(self) -> None:
+        self.depth = 0  # > 0 inside a hooked call: nested hooked calls (recv -> irecv) are not ops
+        self.batch: _Batch | None = None  # the batch_isend_irecv call this thread is inside
+        self.ident = threading.get_ident()
+
+
+class _PerThread(threading.local):
+    def __init__(self) -> None:
+        self.state = _ThreadState()
 
 
 class Group:
@@ -70,7 +86,9 @@ class _MappedFile:
     file grows by CHUNK (zeros until written; the reader skips them); `close` cuts it to what
     was written."""
 
-    CHUNK = 1 << 16  # a remap per ~150 lines; what a killed process leaves as zeros at most
+    # A remap per ~5,000 lines (each costs a munmap, an ftruncate and an mmap); what a killed
+    # process leaves as zeros at most (a hole: no disk blocks).
+    CHUNK = 1 << 20
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
@@ -120,13 +138,11 @@ class _MappedFile:
 class Op:
     __slots__ = ("seq", "t", "api", "group", "line", "work", "in_window", "thread")
 
-    def __init__(self, api: str, group: Group | None) -> None:
-        self.thread = threading.get_ident()
+    def __init__(self, api: str, group: Group | None, thread: int) -> None:
+        # seq, t and line are set by the start line's `_emit_locked`, before anyone reads them.
+        self.thread = thread
         self.api = api
         self.group = group
-        self.seq = 0
-        self.t = 0.0
-        self.line = ""
         self.work: weakref.ref | None = None
         self.in_window = False
 
@@ -165,7 +181,7 @@ class Recorder:
         self.hang_after = hang_after
         self.on = True
         self.lock = threading.RLock()
-        self.tls = _ThreadState()
+        self.tls = _PerThread()
         self.c10d: Any = None  # torch.distributed.distributed_c10d, set by hooks.install
         # The placeholder Work a coalescing manager returns for a queued collective: not a Work
         # anyone can wait on (set by hooks.install where torch has it).
@@ -178,7 +194,8 @@ class Recorder:
         self.path: Path | None = None
         self.file: _MappedFile | None = None
         self.pid = os.getpid()
-        self.mono0 = time.monotonic()
+        self.mono0_ns = time.monotonic_ns()
+        self.mono0 = self.mono0_ns / 1e9  # the same clock as time.monotonic()
         self.wall0 = time.time()
         self.seq = 0
         self.batches = 0
@@ -191,6 +208,8 @@ class Recorder:
         self.world: Any = None  # the default process group, once known
         self.last_done: dict[str, str] = {}  # group name -> start line of its last completed op
         self.waited: deque[tuple[weakref.ref, str]] = deque(maxlen=64)
+        # Where each P2POp was built: an attribute of the P2POp (`SITE_ATTR`) where it takes one,
+        # here otherwise (a WeakKeyDictionary costs a weakref and Python-level code per op).
         self.p2pop_sites: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self.on_init: list[Callable[[int], None]] = []
         if hasattr(os, "register_at_fork"):
@@ -198,18 +217,37 @@ class Recorder:
 
     # --- writing -------------------------------------------------------------------------------
 
+    # The hot path takes `lock` once per line it writes, with acquire/release rather than a
+    # `with` block (half the cost): methods named `_..._locked` expect it held.
+
     def _emit(self, body: str, op: Op | None = None) -> None:
-        t = _monotonic() - self.mono0
-        with self.lock:
-            seq = self.seq = self.seq + 1
-            line = f'{{"seq":{seq},"t":{t:.6f},"rank":{self.rank_json},{body}}}\n'
-            if op is not None:
-                op.seq, op.t, op.line = seq, t, line
-                self.pending[seq] = op
-            if self.file is None:
-                self.held.append(line)
-            else:
-                self.file.write(line.encode())
+        lock = self.lock
+        lock.acquire()
+        try:
+            self._emit_locked(body, op)
+        finally:
+            lock.release()
+
+    def _emit_locked(self, body: str, op: Op | None = None) -> None:
+        # `t` is written as integer microseconds with an exponent (`1234567e-6`: the same JSON
+        # number as 1.234567): formatting an int costs half of formatting a float.
+        us = (_monotonic_ns() - self.mono0_ns) // 1000
+        seq = self.seq = self.seq + 1
+        line = f'{{"seq":{seq},"t":{us}e-6,"rank":{self.rank_json},{body}}}\n'
+        if op is not None:
+            op.seq, op.t, op.line = seq, us * 1e-6, line
+            self.pending[seq] = op
+        file = self.file
+        if file is None:
+            self.held.append(line)
+            return
+        data = line.encode()
+        end = file.pos + len(data)
+        if end <= file.end:  # _MappedFile.write's common case, without the call
+            file.map[file.pos - file.base:end - file.base] = data
+            file.pos = end
+        else:
+            file.write(data)
 
     def open(self, rank: int) -> None:
         """Create this rank's file; write the meta line and anything held back."""
@@ -283,6 +321,14 @@ class Recorder:
         self._emit(f'"api":"group","phase":"group","group":{g.json}')
         return pg, g
 
+    def _known_group(self, pg: Any) -> tuple[Any, Group | None]:
+        """`group`, with its common case (a group seen before) inlined for the hot path."""
+        known = pg if pg is not None else self.world
+        entry = self.groups.get(id(known)) if known is not None else None
+        if entry is not None and entry[0]() is known:
+            return known, entry[1]
+        return self.group(pg)
+
     @staticmethod
     def _comm_mark(g: Group, whole_group: bool, peer: int | None) -> str:
         """`,"comm_init":...` on the op that would create a communicator under lazy init: the
@@ -301,11 +347,15 @@ class Recorder:
 
     # --- ops -----------------------------------------------------------------------------------
 
-    def begin_p2p(self, api: str, tensor: Any, peer: Any, group_peer: Any, pg: Any) -> Op | None:
+    def begin_p2p(self, api: str, tensor: Any, peer: Any, group_peer: Any, pg: Any,
+                  state: _ThreadState) -> Op | None:
+        lock = self.lock
+        lock.acquire()
         try:
             if self.freed:
-                self._reap()
-            pg, g = self.group(pg)
+                self._reap_locked()
+            pg, g = self._known_group(pg)
+            batch = state.batch
             window = self.windows.get(pg) if self.windows else None
             extra = ""
             if g is not None:
@@ -313,32 +363,37 @@ class Recorder:
                     peer = g.ranks[group_peer] if 0 <= group_peer < len(g.ranks) else None
                 if not (g.eager or (g.whole if window is not None else peer in g.paired)):
                     extra = self._comm_mark(g, window is not None, peer)
-            batch = self.tls.batch
             if batch is not None:
                 extra += f',"via":"batch_isend_irecv","batch":{batch.id}'
                 p2p_op = batch.take(tensor)
-                op_site = self.p2pop_sites.get(p2p_op) if p2p_op is not None else None
+                op_site = None if p2p_op is None else getattr(
+                    p2p_op, SITE_ATTR, None) or self.p2pop_sites.get(p2p_op)
                 if op_site:
                     extra += f',"op_site":{op_site}'
             elif window is not None:
                 extra += f',"batch":{window.batch}'
-            op = Op(api, g)
+            op = Op(api, g, state.ident)
             body = (f'"api":"{api}","phase":"start","kind":"p2p",'
                     f'"batched":{"false" if window is None else "true"},'
                     f'"peer":{peer if type(peer) is int else "null"},'
                     f'"group":{g.ref if g is not None else "null"},'
                     f'"site":{callsite.caller_site(2)},{_tensor(tensor)}{extra}')
-            return self._started(op, body, window)
+            return self._started_locked(op, body, window)
         except Exception as exc:
             self.fail(exc)
             return None
+        finally:
+            lock.release()
 
-    def begin_group_op(self, api: str, kind: str, tensor: Any, pg: Any) -> Op | None:
+    def begin_group_op(self, api: str, kind: str, tensor: Any, pg: Any,
+                       state: _ThreadState) -> Op | None:
         """A collective, or a fused P2P op on a whole group (ring_exchange in custom builds)."""
+        lock = self.lock
+        lock.acquire()
         try:
             if self.freed:
-                self._reap()
-            pg, g = self.group(pg)
+                self._reap_locked()
+            pg, g = self._known_group(pg)
             window = self.windows.get(pg) if self.windows else None
             # The collectives' own fast path: queued in the coalescing manager, issued at its exit.
             queued = bool(self.coalescing_queues) and pg in self.coalescing_queues
@@ -346,20 +401,22 @@ class Recorder:
             extra = "" if g is None or g.eager or g.whole else self._comm_mark(g, True, None)
             if window is not None:
                 extra += f',"batch":{window.batch}'
-            op = Op(api, g)
+            op = Op(api, g, state.ident)
             body = (f'"api":"{api}","phase":"start","kind":"{kind}",'
                     f'"batched":{"true" if batched else "false"},"peer":null,'
                     f'"group":{g.ref if g is not None else "null"},'
                     f'"site":{callsite.caller_site(2)},'
                     f'{_tensor(tensor)}{extra}')
-            return self._started(op, body, window)
+            return self._started_locked(op, body, window)
         except Exception as exc:
             self.fail(exc)
             return None
+        finally:
+            lock.release()
 
-    def _started(self, op: Op, body: str, window: Any) -> Op:
+    def _started_locked(self, op: Op, body: str, window: Any) -> Op:
         """Writes the op's start line, and joins it to the coalescing window it runs in."""
-        self._emit(body, op)
+        self._emit_locked(body, op)
         if window is not None:
             op.in_window = True
             window.ops.append(op)
@@ -368,7 +425,7 @@ class Recorder:
     def begin_setup(self, api: str, details: dict[str, Any]) -> Op | None:
         """init_process_group / new_group: not ops on a group, but a rank can block in them."""
         try:
-            op = Op(api, None)
+            op = Op(api, None, threading.get_ident())
             self._emit(f'"api":"{api}","phase":"start","kind":"setup",'
                        f'"site":{callsite.caller_site(2)}{_fields(details)}', op)
             return op
@@ -439,66 +496,84 @@ class Recorder:
             self.fail(err)
 
     def end(self, op: Op, how: str, details: dict[str, Any] | None = None) -> None:
-        with self.lock:
-            if self.pending.pop(op.seq, None) is None:
-                return
-            self._emit(f'"api":"{op.api}","phase":"end","of":{op.seq},"how":"{how}"'
-                       + (_fields(details) if details else ""))
-            if op.group is not None:
-                self.last_done[op.group.name] = op.line
+        lock = self.lock
+        lock.acquire()
+        try:
+            self._end_locked(op, how, details)
+        finally:
+            lock.release()
+
+    def _end_locked(self, op: Op, how: str, details: dict[str, Any] | None = None) -> None:
+        if self.pending.pop(op.seq, None) is None:
+            return
+        self._emit_locked(f'"api":"{op.api}","phase":"end","of":{op.seq},"how":"{how}"'
+                          + (_fields(details) if details else ""))
+        if op.group is not None:
+            self.last_done[op.group.name] = op.line
 
     # --- completion through Work objects -------------------------------------------------------
 
     def _track(self, op: Op, work: Any) -> None:
+        """Without the lock: each step is one dict operation, atomic on its own, on a key no
+        other thread touches (a Work just returned to this thread; an id is reused only after
+        its Work died, and `_reap_locked` checks the ref before it deletes). Readers of `works`
+        copy it in one step (`poll`)."""
         key = id(work)
-        with self.lock:
-            entry = self.works.get(key)
-            if entry is not None and entry[0]() is work:
-                entry[1].append(op)
-                op.work = entry[0]
-                return
-            # The callback runs wherever the Work dies (even inside a garbage collection in the
-            # middle of our own code): it only queues the ref; `_reap` writes the end lines.
-            freed = self.freed
-            ref = weakref.ref(work, lambda r, key=key: freed.append((key, r)))
-            self.works[key] = (ref, [op])
-            op.work = ref
+        entry = self.works.get(key)
+        if entry is not None and entry[0]() is work:
+            entry[1].append(op)
+            op.work = entry[0]
+            return
+        # The callback runs wherever the Work dies (even inside a garbage collection in the
+        # middle of our own code): it only queues the ref; `_reap_locked` writes the end lines.
+        freed = self.freed
+        ref = weakref.ref(work, lambda r, key=key: freed.append((key, r)))
+        self.works[key] = (ref, [op])
+        op.work = ref
 
     def work_waited(self, work: Any, exc: BaseException | None) -> None:
         """From the patched `Work.wait`, after torch's wait returned or raised."""
+        lock = self.lock
         try:
-            with self.lock:
+            lock.acquire()
+            try:
                 entry = self.works.get(id(work))
                 if entry is None or entry[0]() is not work:
                     return
                 del self.works[id(work)]
                 for op in entry[1]:
                     if exc is None:
-                        self.end(op, "wait")
+                        self._end_locked(op, "wait")
                         self.waited.append((entry[0], op.line))
                     else:
-                        self.end(op, "raise", {"error": f"{type(exc).__name__}: {exc}"[:500]})
+                        self._end_locked(op, "raise",
+                                         {"error": f"{type(exc).__name__}: {exc}"[:500]})
+            finally:
+                lock.release()
         except Exception as err:
             self.fail(err)
 
     def _reap(self) -> None:
+        with self.lock:
+            self._reap_locked()
+
+    def _reap_locked(self) -> None:
         """End the ops of Works freed without a wait: completion unknown ("dropped")."""
-        while self.freed:
-            key, ref = self.freed.popleft()
-            with self.lock:
-                entry = self.works.get(key)
-                if entry is None or entry[0] is not ref:
-                    continue
-                del self.works[key]
-                for op in entry[1]:
-                    self.end(op, "dropped")
+        freed, works = self.freed, self.works
+        while freed:
+            key, ref = freed.popleft()
+            entry = works.get(key)
+            if entry is None or entry[0] is not ref:
+                continue
+            del works[key]
+            for op in entry[1]:
+                self._end_locked(op, "dropped")
 
     def poll(self) -> None:
         """Ask each pending op's Work whether it completed (`is_completed` never blocks)."""
         self._reap()
-        with self.lock:
-            entries = [(key, ref) for key, (ref, _) in self.works.items()]
-        for key, ref in entries:
+        entries = list(self.works.items())  # one C-level copy: `_track` adds without the lock
+        for key, (ref, _) in entries:
             work = ref()
             try:
                 done = work is not None and work.is_completed()
@@ -516,7 +591,7 @@ class Recorder:
 
     def open_window(self, pg: Any) -> None:
         try:
-            batch = self.tls.batch
+            batch = self.tls.state.batch
             if batch is None:
                 self.batches += 1
             self.windows[pg] = _Window(batch.id if batch is not None else self.batches)
@@ -547,7 +622,11 @@ class Recorder:
 
     def note_p2pop(self, p2p_op: Any) -> None:
         try:
-            self.p2pop_sites[p2p_op] = callsite.caller_site(2)
+            site = callsite.caller_site(2)
+            try:
+                setattr(p2p_op, SITE_ATTR, site)
+            except (AttributeError, TypeError):  # a P2POp with __slots__
+                self.p2pop_sites[p2p_op] = site
         except Exception as exc:
             self.fail(exc)
 
@@ -579,23 +658,26 @@ def _fields(details: dict[str, Any]) -> str:
                    for k, v in details.items())
 
 
-_TENSORS: dict[tuple[Any, Any], str] = {}  # (shape, dtype) -> its trace fragment
+_TENSORS: dict[Any, dict[Any, str]] = {}  # dtype -> shape -> its trace fragment
 
 
 def _tensor(value: Any) -> str:
     """`"shape":[..],"dtype":".."` of a tensor, or of the first tensor in a list of them."""
     try:
-        key = (value.shape, value.dtype)
+        shape, dtype = value.shape, value.dtype
     except AttributeError:
         if isinstance(value, (list, tuple)) and value:
             return _tensor(value[0])
         return '"shape":null,"dtype":null'
-    text = _TENSORS.get(key)
+    shapes = _TENSORS.get(dtype)
+    if shapes is None:
+        shapes = _TENSORS[dtype] = {}
+    text = shapes.get(shape)
     if text is None:
-        dtype = json.dumps(str(key[1]).replace("torch.", ""))
-        text = f'"shape":[{",".join(map(str, key[0]))}],"dtype":{dtype}'
-        if len(_TENSORS) < 4096:
-            _TENSORS[key] = text
+        name = json.dumps(str(dtype).replace("torch.", ""))
+        text = f'"shape":[{",".join(map(str, shape))}],"dtype":{name}'
+        if len(shapes) < 4096:
+            shapes[shape] = text
     return text
 
 
