@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor.dynamic.trace import KINDS, RANK_FILE, inconsistent
-from auditor.dynamic.trace import _json_lines as json_lines  # the reader's own line reading
+from auditor.dynamic.trace import json_lines  # the reader's own line reading
 from auditor.errors import EXIT_OK, InputError
 
 FORMATS = ("parquet",)

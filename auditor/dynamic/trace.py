@@ -311,10 +311,10 @@ class _Groups:
 
 def _read_rank_file(file: Path, rank: int, keep: int) -> RankTrace:
     notes: list[str] = []
-    return rank_trace(rank, file, _json_lines(file, notes), keep, notes)
+    return rank_trace(rank, file, json_lines(file, notes), keep, notes)
 
 
-def _json_lines(file: Path, notes: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+def json_lines(file: Path, notes: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) of every line of a rank file; stops, with a note, at the zeros a
     killed recorder leaves or at a last line cut short."""
     try:
