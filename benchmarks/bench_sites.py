@@ -16,7 +16,7 @@ import statistics
 from common import ast_baseline, fresh_cache, report, timed, wheels
 
 from auditor import sources
-from auditor.static.sites import inventory
+from auditor.static.inventory import inventory
 
 
 def main() -> None:

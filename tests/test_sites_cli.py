@@ -144,7 +144,7 @@ def test_a_syntax_error_is_reported_again_on_the_next_run(tree, tmp_path, monkey
     """Found in review: a file that failed to parse must not be cached as 'nothing here'."""
     from auditor.sources import resolve
     from auditor.static.program import Program
-    from auditor.static.sites import inventory
+    from auditor.static.inventory import inventory
 
     monkeypatch.setenv("P2PAUDIT_CACHE", str(tmp_path / "cache"))
     src = resolve(str(tree))

@@ -10,7 +10,7 @@ from auditor import sources
 from auditor.commands.output import emit
 from auditor.errors import EXIT_OK
 from auditor.report import document, text
-from auditor.static.sites import inventory
+from auditor.static.inventory import inventory
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,13 +1,13 @@
 """Runs a per-file analysis over a SourceSet: prefiltered, in parallel, cached by content hash.
 
-Parsing with libcst costs ~10x `ast.parse`, so the three levers are: skip files that cannot
-matter (a cheap text test), spread the rest over the cores, and never parse the same bytes twice
-(results are kept per source tree, keyed by each file's SHA-1; a warm run only reads and hashes).
+A task parses and walks a file (several times the cost of `ast.parse` alone), so the three levers
+are: skip files that cannot matter (a cheap text test), spread the rest over the cores, and never
+parse the same bytes twice (results are kept per source tree, keyed by each file's SHA-1; a warm
+run only reads and hashes).
 """
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import hashlib
 import json
@@ -21,8 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
-
-import libcst as cst
 
 from auditor.errors import InputError
 from auditor.progress import Progress
@@ -64,14 +62,11 @@ class Analysis:
     seconds: float = 0.0
 
 
-def _task_error(exc: BaseException, text: str) -> str:
-    if isinstance(exc, cst.ParserSyntaxError):
-        # CPython's parser names the line a reader expects; libcst's may be a later one.
-        try:
-            ast.parse(text)
-        except SyntaxError as err:
-            return f"syntax error at line {err.lineno}: {err.msg}"
-        return f"syntax error at line {exc.raw_line}: {exc.message}"
+def _task_error(exc: BaseException) -> str:
+    if isinstance(exc, SyntaxError):
+        # Syntax newer than the running Python reads as an error too: it names the line.
+        return f"syntax error at line {exc.lineno}: {exc.msg} (as Python {sys.version_info[0]}." \
+               f"{sys.version_info[1]} reads it)"
     return f"{type(exc).__name__}: {exc}"
 
 
@@ -80,7 +75,7 @@ def run_one(task: Task, relpath: str, text: str, module: str, package: str,
     try:
         return relpath, task(text, relpath, module, package, context), None
     except Exception as exc:  # one unreadable file must not end the scan
-        return relpath, None, _task_error(exc, text)
+        return relpath, None, _task_error(exc)
 
 
 class FileCache:
