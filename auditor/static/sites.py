@@ -99,23 +99,26 @@ class _Finder:
         self.tables: dict[tuple[int, str], list[Any]] = {}
         self.found: list[_Pending] = []
         self.ranks = 0
-        self._handlers: dict[type, tuple[Any, Any]] = {}
 
     # --- the walk ------------------------------------------------------------------------------
 
+    # Per node type, the (visit, leave) functions of the class: kept on the class, so that a
+    # finder holds no bound methods of itself and is freed without the cycle collector.
+    _handlers: dict[type, tuple[Any, Any]] = {}
+
     def visit(self, node: ast.AST) -> None:
         kind = type(node)
-        handlers = self._handlers.get(kind)
+        handlers = _Finder._handlers.get(kind)
         if handlers is None:
-            handlers = (getattr(self, f"visit_{kind.__name__}", None),
-                        getattr(self, f"leave_{kind.__name__}", None))
-            self._handlers[kind] = handlers
+            handlers = (getattr(_Finder, f"visit_{kind.__name__}", None),
+                        getattr(_Finder, f"leave_{kind.__name__}", None))
+            _Finder._handlers[kind] = handlers
         enter, leave = handlers
-        if enter is None or enter(node) is not False:
+        if enter is None or enter(self, node) is not False:
             for child in ast.iter_child_nodes(node):
                 self.visit(child)
         if leave is not None:
-            leave(node)
+            leave(self, node)
 
     def visit_all(self, nodes: list[Any]) -> None:
         for node in nodes:
