@@ -66,7 +66,8 @@ class Analysis:
 def _task_error(exc: BaseException) -> str:
     if isinstance(exc, SyntaxError):
         # Syntax newer than the running Python reads as an error too: it names the line.
-        return f"syntax error at line {exc.lineno}: {exc.msg} (as Python {sys.version_info[0]}." \
+        where = f" at line {exc.lineno}" if exc.lineno else ""
+        return f"syntax error{where}: {exc.msg} (as Python {sys.version_info[0]}." \
                f"{sys.version_info[1]} reads it)"
     return f"{type(exc).__name__}: {exc}"
 
@@ -189,7 +190,7 @@ def read_source(src: SourceSet, rel: str) -> tuple[str | None, str, str | None]:
         return None, "", f"unreadable: {exc.strerror or exc}"
     digest = hashlib.sha1(raw).hexdigest()
     try:
-        return raw.decode("utf-8"), digest, None
+        return raw.decode("utf-8-sig"), digest, None  # a byte-order mark is no code
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         return None, digest, f"not UTF-8 at line {line}: {exc.reason}"

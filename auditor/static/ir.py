@@ -37,6 +37,13 @@ _CMP = {
     ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.Gt: ">", ast.LtE: "<=", ast.GtE: ">=",
     ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in",
 }
+# Operators by the names the IR has always used (libcst's), so that the IR keeps its shape.
+_BINOP = {
+    ast.Add: "Add", ast.Sub: "Subtract", ast.Mult: "Multiply", ast.Div: "Divide",
+    ast.FloorDiv: "FloorDivide", ast.Mod: "Modulo", ast.Pow: "Power", ast.LShift: "LeftShift",
+    ast.RShift: "RightShift", ast.BitOr: "BitOr", ast.BitAnd: "BitAnd", ast.BitXor: "BitXor",
+    ast.MatMult: "MatrixMultiply",
+}
 _TEXT_LIMIT = 160
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -56,8 +63,11 @@ class _Builder:
     def qualname(self, name: str) -> str:
         return qualname([*self.scope, ("", name)])
 
-    def text(self, node: ast.AST) -> str:
-        code = " ".join(self.source.segment(node).split())
+    def text(self, node: ast.AST, after: int | None = None) -> str:
+        """The code of a node in one line, shortened; with `after`, with the parentheses around
+        it (`Source.grouped`)."""
+        code = self.source.segment(node) if after is None else self.source.grouped(node, after)
+        code = " ".join(code.split())
         return code if len(code) <= _TEXT_LIMIT else code[: _TEXT_LIMIT - 3] + "..."
 
     # --- statements ----------------------------------------------------------------------------
@@ -69,15 +79,18 @@ class _Builder:
         return out
 
     def stmt(self, node: ast.stmt) -> list[Stmt]:
+        start = self.source.offsets(node)[0]
         if isinstance(node, ast.If):
-            return [("if", self.expr(node.test), self.text(node.test), self.block(node.body),
-                     self.block(node.orelse))]
+            orelse = self.block(node.orelse)  # first: a def in both branches is `#2` in the body
+            return [("if", self.expr(node.test), self.text(node.test, start), self.block(node.body),
+                     orelse)]
         if isinstance(node, (ast.For, ast.AsyncFor)):
-            return [("loop", None, "for " + self.text(node.target) + " in " + self.text(node.iter),
-                     self.target(node.target), self.expr(node.iter), self.block(node.body),
-                     self.block(node.orelse))]
+            target_end = self.source.offsets(node.target)[1]
+            return [("loop", None, "for " + self.text(node.target, start) + " in " +
+                     self.text(node.iter, target_end), self.target(node.target),
+                     self.expr(node.iter), self.block(node.body), self.block(node.orelse))]
         if isinstance(node, ast.While):
-            return [("loop", self.expr(node.test), "while " + self.text(node.test), None, None,
+            return [("loop", self.expr(node.test), "while " + self.text(node.test, start), None, None,
                      self.block(node.body), self.block(node.orelse))]
         if isinstance(node, (ast.With, ast.AsyncWith)):
             items = [(self.expr(i.context_expr),
@@ -225,14 +238,12 @@ class _Builder:
                 return ("not", self.expr(node.operand))
             return ("binop", "neg", ("const", 0), self.expr(node.operand))
         if isinstance(node, ast.BinOp):
-            return ("binop", type(node.op).__name__, self.expr(node.left), self.expr(node.right))
+            return ("binop", _BINOP[type(node.op)], self.expr(node.left), self.expr(node.right))
         if isinstance(node, ast.IfExp):
             return ("ifexp", self.expr(node.test), self.expr(node.body), self.expr(node.orelse))
         if isinstance(node, ast.Subscript):
-            index = None
-            if not isinstance(node.slice, (ast.Slice, ast.Tuple)) or self.source.wrapped(node.slice):
-                index = self.expr(node.slice)
-            return ("sub", self.expr(node.value), index)
+            index = self.source.index(node)
+            return ("sub", self.expr(node.value), self.expr(index) if index is not None else None)
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
             return ("seq", [self.expr(e.value if isinstance(e, ast.Starred) else e) for e in node.elts])
         if isinstance(node, ast.Dict):

@@ -264,10 +264,8 @@ class _Finder:
         if table is None:
             return []
         table[1] = True
-        index = func.slice
-        key = None if isinstance(index, ast.Slice) or \
-            (isinstance(index, ast.Tuple) and not self.source.wrapped(index)) else \
-            _constant(index, self.source)
+        index = self.source.index(func)
+        key = _constant(index, self.source) if index is not None else None
         if key in table[2]:
             return [table[2][key]]
         return list({e["name"]: e for e in table[2].values()}.values())
