@@ -3,11 +3,10 @@
 
 from __future__ import annotations
 
+import ast
 import time
 from dataclasses import dataclass
 from typing import Any
-
-import libcst as cst
 
 from auditor.analysis import verdict
 from auditor.config.effective import UNKNOWN, EffectiveConfig, derive
@@ -23,9 +22,11 @@ from auditor.rulebook import interpreter
 from auditor.rulebook.frameworks import stack_for
 from auditor.static import ir
 from auditor.static.callgraph import Interpreter
+from auditor.static.inventory import inventory
 from auditor.static.program import Program
 from auditor.static.reach import BlockedCallee, Reachability, SiteReach, site_reach
-from auditor.static.sites import Site, inventory
+from auditor.static.sites import Site
+from auditor.static.source import Source
 
 
 @dataclass
@@ -144,10 +145,10 @@ def _run_entries(interp: Interpreter, program: Program, srcs: list[SourceSet],
             _check_entry_module(name, program, srcs)
         module = f"<entry {i}>"
         try:
-            tree = cst.parse_module(code)
-        except cst.ParserSyntaxError as exc:
-            raise InputError(name, f"entry code does not parse: {exc.message}") from None
-        starts.append(interp.run_module_ir(module, ir.build(tree, module, False, {})))
+            tree = ast.parse(code)
+        except SyntaxError as exc:
+            raise InputError(name, f"entry code does not parse: {exc.msg}") from None
+        starts.append(interp.run_module_ir(module, ir.build(tree, Source(code), module, False, {})))
         if user_given:
             _check_entry_resolved(name, interp)
     # Code a module runs on import ran too: its module-level node is a start of its own.

@@ -1,5 +1,8 @@
 """What the static benchmarks share: the real wheels, the `ast.parse` baseline measured in the
-same run, and a fresh cache directory per cold run."""
+same run, and a fresh cache directory per cold run.
+
+Every measure is a pair: wall seconds, and CPU seconds of this process and its reaped worker
+processes. On a shared machine the wall ratio moves with the load; the CPU ratio much less."""
 
 from __future__ import annotations
 
@@ -18,10 +21,26 @@ from auditor import sources
 TARGETS = ["megatron-core==0.17.0", "ms-swift==4.3.0", "mcore-bridge==1.4.1"]
 
 
-def timed(fn: Callable[[], object]) -> float:
-    start = time.perf_counter()
+Measure = tuple[float, float]  # (wall seconds, CPU seconds)
+
+
+def timed(fn: Callable[[], object]) -> Measure:
+    cpu, wall = _cpu(), time.perf_counter()
     fn()
-    return time.perf_counter() - start
+    return time.perf_counter() - wall, _cpu() - cpu
+
+
+def _cpu() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def median(measures: list[Measure]) -> Measure:
+    return statistics.median(m[0] for m in measures), statistics.median(m[1] for m in measures)
+
+
+def load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def wheels() -> list[Path]:
@@ -32,8 +51,8 @@ def wheels() -> list[Path]:
             for t in TARGETS]
 
 
-def ast_baseline(repeat: int) -> tuple[float, int, int]:
-    """Median seconds to `ast.parse` every file of the three wheels; files; lines."""
+def ast_baseline(repeat: int) -> tuple[Measure, int, int]:
+    """Median time to `ast.parse` every file of the three wheels; files; lines."""
     files = [s.root / f for s in (sources.resolve(t) for t in TARGETS) for f in s.files]
     lines = sum(p.read_bytes().count(b"\n") for p in files)
 
@@ -41,7 +60,7 @@ def ast_baseline(repeat: int) -> tuple[float, int, int]:
         for p in files:
             ast.parse(p.read_bytes())
 
-    return statistics.median(timed(parse_all) for _ in range(repeat)), len(files), lines
+    return median([timed(parse_all) for _ in range(repeat)]), len(files), lines
 
 
 @contextlib.contextmanager
@@ -60,5 +79,8 @@ def fresh_cache() -> Iterator[Path]:
             os.environ["P2PAUDIT_CACHE"] = saved
 
 
-def report(name: str, seconds: float, baseline: float, target: str) -> None:
-    print(f"{name:<20} {seconds:7.3f} s  {seconds / baseline:5.2f}x ast.parse  (target {target})")
+def report(name: str, measures: list[Measure], baseline: Measure, target: str) -> None:
+    """Median wall and CPU time against the baseline's, with the target for the wall ratio."""
+    wall, cpu = median(measures)
+    print(f"{name:<20} {wall:7.3f} s  {wall / baseline[0]:5.2f}x ast.parse  (target {target}); "
+          f"CPU {cpu:6.3f} s  {cpu / baseline[1]:5.2f}x")

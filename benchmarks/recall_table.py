@@ -15,7 +15,7 @@ import ast
 import sys
 
 from auditor import sources
-from auditor.static.sites import inventory
+from auditor.static.inventory import inventory
 
 TARGETS = ["megatron-core==0.9.0", "megatron-core==0.13.0", "megatron-core==0.17.0", "megatron-core==0.19.2",
            "ms-swift==4.3.0", "mcore-bridge==1.4.1", "deepspeed==0.16.0", "colossalai==0.4.9", "torch"]

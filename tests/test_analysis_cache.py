@@ -17,7 +17,7 @@ from auditor import sources
 from auditor.errors import InputError
 from auditor.static.analyze import FileCache
 from auditor.static.parsed import task_key
-from auditor.static.sites import inventory
+from auditor.static.inventory import inventory
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = ROOT / "examples" / "glm5_1_lora_pp4.sh"

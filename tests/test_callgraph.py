@@ -4,19 +4,20 @@ test_scan.py; these pin down the semantics."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 from textwrap import dedent
 
-import libcst as cst
 import pytest
 
 from auditor import sources
 from auditor.rulebook import interpreter
 from auditor.static import ir
 from auditor.static.callgraph import MAX_DEPTH, MAX_NODES, Interpreter
+from auditor.static.inventory import inventory
 from auditor.static.program import Program
 from auditor.static.reach import Reachability, site_reach
-from auditor.static.sites import inventory
+from auditor.static.source import Source
 
 COMM = '''
 import torch.distributed as dist
@@ -43,7 +44,8 @@ def analyse(tmp_path: Path, files: dict[str, str], entry: str, config: dict) -> 
     program = Program([src], jobs=0)
     try:
         interp = Interpreter(program, config, rules)
-        start = interp.run_module_ir("<entry>", ir.build(cst.parse_module(dedent(entry)), "<entry>", False, {}))
+        code = dedent(entry)
+        start = interp.run_module_ir("<entry>", ir.build(ast.parse(code), Source(code), "<entry>", False, {}))
         reach = Reachability(interp, [start])
         by_function: dict[str, list[str]] = {}
         for s in sites:

@@ -16,7 +16,7 @@ from auditor import sources
 from auditor.analysis.join import join
 from auditor.report import document
 from auditor.scan import ScanInputs, run_scan
-from auditor.static.sites import inventory
+from auditor.static.inventory import inventory
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "record_fixtures"

@@ -102,7 +102,7 @@ def test_role_pattern_invalid(peer):
 
 @pytest.mark.wheels
 def test_every_pipeline_p2pop_of_the_release_has_a_role(real_sources):
-    from auditor.static.sites import inventory
+    from auditor.static.inventory import inventory
     sites = [s.to_json() for s in inventory(real_sources["megatron-core"]).sites]
     roles = p2p_roles(sites)
     pipeline = [s for s in sites if s["api"] == "P2POp"

@@ -144,7 +144,7 @@ def test_a_syntax_error_is_reported_again_on_the_next_run(tree, tmp_path, monkey
     """Found in review: a file that failed to parse must not be cached as 'nothing here'."""
     from auditor.sources import resolve
     from auditor.static.program import Program
-    from auditor.static.sites import inventory
+    from auditor.static.inventory import inventory
 
     monkeypatch.setenv("P2PAUDIT_CACHE", str(tmp_path / "cache"))
     src = resolve(str(tree))
@@ -153,3 +153,22 @@ def test_a_syntax_error_is_reported_again_on_the_next_run(tree, tmp_path, monkey
     program.close()
     for _ in range(2):
         assert "pkg/broken.py" in [e.path for e in inventory(src, jobs=1).analysis.errors]
+
+
+def test_a_byte_order_mark_is_read_and_newer_syntax_is_named(tmp_path):
+    """A BOM is valid source; syntax the running Python cannot parse is not analysed, with the
+    Python that read it (the parse is the interpreter's own `ast`)."""
+    pkg = tmp_path / "proj" / "pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "bom.py").write_bytes(b"\xef\xbb\xbfimport torch.distributed as dist; dist.send(t, 1)\n")
+    (pkg / "generic.py").write_text("import torch.distributed as dist\ntype Peer = int\n"
+                                    "def f(t):\n    dist.send(t, 1)\n")
+    proc = p2paudit("sites", str(tmp_path / "proj"))
+    assert proc.returncode == 0, proc.stderr
+    assert "pkg/bom.py  (1 sites: 0 batched, 1 unbatched)" in proc.stdout
+    if sys.version_info >= (3, 12):
+        assert "pkg/generic.py  (1 sites" in proc.stdout
+    else:
+        assert (f"not analysed: proj pkg/generic.py: syntax error at line 2: invalid syntax "
+                f"(as Python 3.{sys.version_info[1]} reads it)") in proc.stdout

@@ -10,7 +10,8 @@ from collections import Counter
 import pytest
 
 from auditor.rulebook.apis import load_table
-from auditor.static.sites import find_sites, inventory
+from auditor.static.inventory import inventory
+from auditor.static.sites import find_sites
 
 EXPECTED_FILES = {
     "megatron-core": {

@@ -12,7 +12,7 @@ import pytest
 
 from auditor import sources
 from auditor.sources import SourceSet
-from auditor.static.sites import inventory
+from auditor.static.inventory import inventory
 
 
 def test_deepspeed_gets_torch_through_a_star_import():

@@ -10,7 +10,7 @@ import pytest
 
 from auditor import sources
 from auditor.errors import InputError
-from auditor.static.sites import inventory
+from auditor.static.inventory import inventory
 
 
 def test_release_without_a_cp312_wheel_falls_back_to_another_wheel_tag():

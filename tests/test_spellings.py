@@ -350,3 +350,12 @@ def test_site_ids_are_stable_across_line_shifts():
     before = [s.id for s in sites_of(code)]
     after = [s.id for s in sites_of("# a new comment\n\n" + code)]
     assert before == after == ["pkg:m.f:isend:0", "pkg:m.f:isend:1"]
+
+
+def test_lines_and_texts_as_written_with_crlf_and_non_ascii():
+    """Columns are UTF-8 bytes in `ast`; the texts must still be the code as written."""
+    code = ('import torch.distributed as dist\r\ndef f(t):\r\n    x = "é"; dist.isend(t, 1)\r\n'
+            '    return dist.irecv(\r\n        t, src=0, group=(pp))\r\n')
+    got = [(s.api, s.line, s.end_line, s.text, s.group) for s in sites_of(code)]
+    assert got == [("isend", 3, 3, "dist.isend(t, 1)", "default"),
+                   ("irecv", 4, 5, "dist.irecv(", "pp")]

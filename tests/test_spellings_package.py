@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from auditor import sources
-from auditor.static.sites import inventory
+from auditor.static.inventory import inventory
 
 # files (pkg/<name>: text); user.py's expected (api, form), in source order.
 VALID = {

@@ -38,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="entry point(s) instead of the framework's")
     parser.add_argument("--format", choices=("text", "json", "sarif", "html"), default="text")
     parser.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
-    parser.add_argument("--jobs", type=int, default=None, help="parser processes (default: cores)")
+    parser.add_argument("--jobs", type=int, default=None, help="parser processes (default: the idle cores)")
 
 
 def merged_targets(given: list[str], baseline: dict[str, Any]) -> list[str]:

@@ -25,7 +25,7 @@ from auditor.errors import InputError
 from auditor.report.html import render_html
 from auditor.report.perfetto import trace_events
 from auditor.report.sarif import to_sarif
-from auditor.static.sites import inventory
+from auditor.static.inventory import inventory
 
 FORMATS = ("html", "json", "sarif", "perfetto")
 

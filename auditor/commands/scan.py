@@ -36,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_flight_recorder_argument(parser)
     parser.add_argument("--format", choices=("text",) + FORMATS, default="text")
     parser.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
-    parser.add_argument("--jobs", type=int, default=None, help="parser processes (default: cores)")
+    parser.add_argument("--jobs", type=int, default=None, help="parser processes (default: the idle cores)")
     parser.add_argument("--verbose", action="store_true",
                         help="text: one block per site (default: sites that share an explanation "
                              "are one block)")

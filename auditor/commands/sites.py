@@ -10,7 +10,7 @@ from auditor import sources
 from auditor.commands.output import emit
 from auditor.errors import EXIT_OK
 from auditor.report import document, text
-from auditor.static.sites import inventory
+from auditor.static.inventory import inventory
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
-    parser.add_argument("--jobs", type=int, default=None, help="parser processes (default: cores)")
+    parser.add_argument("--jobs", type=int, default=None, help="parser processes (default: the idle cores)")
 
 
 def run(args: argparse.Namespace) -> int:

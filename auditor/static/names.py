@@ -2,14 +2,14 @@
 
 A light replacement for libcst's QualifiedNameProvider, which costs about 2 s on one 4,000-line
 megatron file: we only need what imports and simple aliases (`snd = dist.isend`) bind, walked
-once in source order.
+once in source order over the stdlib `ast` tree.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import libcst as cst
+import ast
 
 
 @dataclass
@@ -18,13 +18,13 @@ class _Frame:
     names: dict[str, str | None] = field(default_factory=dict)  # None: a local shadows it
 
 
-def dotted(node: cst.BaseExpression) -> str | None:
+def dotted(node: ast.AST) -> str | None:
     """`a.b.c` as text when the expression is a plain Name/Attribute chain."""
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
         head = dotted(node.value)
-        return f"{head}.{node.attr.value}" if head else None
+        return f"{head}.{node.attr}" if head else None
     return None
 
 
@@ -41,39 +41,22 @@ def qualname(stack: list[tuple[str, str]]) -> str:
     return ".".join(parts)
 
 
-def import_bindings(node: cst.Import | cst.ImportFrom, module: str,
+def import_bindings(node: ast.Import | ast.ImportFrom, module: str,
                     is_package: bool) -> list[tuple[str, str, bool]]:
     """(local name, qualified target, is a module import) for each name an import binds.
     `import a.b` binds `a` (target `a.b`: importing it is a side effect)."""
-    out: list[tuple[str, str, bool]] = []
-    if isinstance(node, cst.Import):
-        for alias in node.names:
-            full = dotted(alias.name)
-            if full is None:
-                continue
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                out.append((alias.asname.name.value, full, True))
-            else:
-                out.append((full.split(".")[0], full, True))
-        return out
+    if isinstance(node, ast.Import):
+        return [(alias.asname, alias.name, True) if alias.asname else
+                (alias.name.split(".")[0], alias.name, True) for alias in node.names]
     base = import_target(module, is_package, node)
-    if base is None or isinstance(node.names, cst.ImportStar):
-        return out
-    for alias in node.names:
-        name = dotted(alias.name)
-        if name is None:
-            continue
-        local = name
-        if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-            local = alias.asname.name.value
-        out.append((local, f"{base}.{name}", False))
-    return out
+    if base is None or node.names[0].name == "*":
+        return []
+    return [(alias.asname or alias.name, f"{base}.{alias.name}", False) for alias in node.names]
 
 
-def import_target(module: str, is_package: bool, node: cst.ImportFrom) -> str | None:
+def import_target(module: str, is_package: bool, node: ast.ImportFrom) -> str | None:
     """The absolute module a `from X import ...` names, resolving relative dots."""
-    mod = dotted(node.module) if node.module is not None else ""
-    return absolute_module(len(node.relative), mod or "", module, is_package)
+    return absolute_module(node.level, node.module or "", module, is_package)
 
 
 def absolute_module(level: int, mod: str, module: str, is_package: bool) -> str | None:
@@ -89,16 +72,15 @@ def absolute_module(level: int, mod: str, module: str, is_package: bool) -> str 
     return ".".join([*base, mod] if mod else base) or None
 
 
-def getattr_constant(node: cst.CSTNode) -> tuple[cst.BaseExpression, str] | None:
+def getattr_constant(node: ast.AST) -> tuple[ast.expr, str] | None:
     """(object, attribute) of `getattr(object, "attribute")` (a default value allowed)."""
-    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "getattr"):
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"):
         return None
-    if len(node.args) not in (2, 3) or any(a.keyword is not None or a.star for a in node.args):
+    if len(node.args) not in (2, 3) or node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
         return None
-    name = node.args[1].value
-    if isinstance(name, cst.SimpleString) and isinstance(name.evaluated_value, str):
-        if name.evaluated_value.isidentifier():
-            return node.args[0].value, name.evaluated_value
+    name = node.args[1]
+    if isinstance(name, ast.Constant) and isinstance(name.value, str) and name.value.isidentifier():
+        return node.args[0], name.value
     return None
 
 
@@ -141,7 +123,7 @@ class Scopes:
         frame = self.frame_of(name)
         return frame.names[name] if frame is not None else None
 
-    def resolve(self, node: cst.BaseExpression) -> str | None:
+    def resolve(self, node: ast.AST) -> str | None:
         """Qualified name of a Name/Attribute chain whose head is bound by an import/alias;
         `getattr(x, "name")` is `x.name`."""
         text = dotted(node)
@@ -151,9 +133,9 @@ class Scopes:
             if target is None:
                 return None
             return self._rewrite(f"{target}.{rest}" if rest else target)
-        if isinstance(node, cst.Attribute):
+        if isinstance(node, ast.Attribute):
             base = self.resolve(node.value)
-            return self._rewrite(f"{base}.{node.attr.value}") if base else None
+            return self._rewrite(f"{base}.{node.attr}") if base else None
         attr = getattr_constant(node)
         if attr is not None and self.frame_of("getattr") is None:  # the builtin
             base = self.resolve(attr[0])
@@ -171,7 +153,7 @@ class Scopes:
                 return ".".join([hit, *parts[i:]])
         return qualname
 
-    def bind_import(self, node: cst.Import | cst.ImportFrom) -> None:
+    def bind_import(self, node: ast.Import | ast.ImportFrom) -> None:
         for local, target, is_module in import_bindings(node, self.module, self.is_package):
             head = target.split(".")[0]
             self.bind(local, head if is_module and local == head else target)

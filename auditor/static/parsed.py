@@ -1,27 +1,27 @@
-"""One libcst parse of a module gives both its P2P sites and its IR; this task does the parse,
+"""One `ast` parse of a module gives both its P2P sites and its IR; this task does the parse,
 and every stage reads its result from the same per-file cache."""
 
 from __future__ import annotations
 
+import ast
 import sys
 from typing import Any
 
-import libcst as cst
-
 from auditor.rulebook import apis
-from auditor.static import analyze, exports, flows, ir, names, positions, sites
+from auditor.static import analyze, exports, flows, ir, names, sites, source
 
 
 def module_task(text: str, relpath: str, module: str, package: str,
                 received: exports.Routes | None = None) -> dict[str, Any]:
-    tree = cst.parse_module(text)
+    tree = ast.parse(text)
+    code = source.Source(text)
     table = sites.table()
     pairs = []
     if table.may_hold_site(text, received):  # a file that cannot hold a site is not walked
-        pairs = sites.sites_with_nodes(text, tree, relpath, module, package, table, received)
+        pairs = sites.sites_with_nodes(code, tree, relpath, module, package, table, received)
     site_ids = {id(node): site.id for site, node in pairs}
     return {
-        "ir": ir.build(tree, module, relpath.endswith("__init__.py"), site_ids),
+        "ir": ir.build(tree, code, module, relpath.endswith("__init__.py"), site_ids),
         "sites": [site.to_json() for site, _ in pairs],
         "context": received.digest() if received else "",
     }
@@ -29,6 +29,6 @@ def module_task(text: str, relpath: str, module: str, package: str,
 
 def task_key() -> str:
     """What the cached results depend on: the API rules and this analyzer's own code."""
-    code = analyze.code_digest(sys.modules[__name__], ir, sites, names, positions, apis, analyze,
+    code = analyze.code_digest(sys.modules[__name__], ir, sites, names, source, apis, analyze,
                                exports, flows)
     return f"module:{sites.table().digest}:{code}"

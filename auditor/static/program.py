@@ -15,7 +15,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
 from auditor.sources import SourceSet
-from auditor.static.analyze import FileCache, FileError, read_source, run_one, usable_cpus
+from auditor.static.analyze import FileCache, FileError, idle_cpus, read_source, run_one
 from auditor.static.parsed import module_task, task_key
 
 
@@ -32,7 +32,8 @@ class Program:
         self.errors: list[tuple[str, FileError]] = []
         self.parsed = 0
         self.cached = 0
-        self.workers = jobs if jobs is not None else usable_cpus()
+        # By default the interpreter keeps one of the idle cores busy; parses ahead take the rest.
+        self.workers = jobs if jobs is not None else idle_cpus() - 1
         self.pool: ProcessPoolExecutor | None = None  # started by the first file to parse
         self.pending: dict[str, tuple[Future, str]] = {}  # module -> (parse, file digest)
         self.wanted: dict[str, None] = {}  # named by an import, not started: newest last

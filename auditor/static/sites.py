@@ -15,18 +15,15 @@ type tests are not sites. Which names are APIs is data: `rules/torch.toml`.
 
 from __future__ import annotations
 
+import ast
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import libcst as cst
-
-from auditor.sources import SourceSet
-from auditor.static.analyze import Analysis, analyze
 from auditor.rulebook.apis import ApiTable, load_table
-from auditor.static.exports import Routes, routes
+from auditor.static.exports import Routes
 from auditor.static.flows import ESCAPE, OP_SLOT, SINK, Flows
 from auditor.static.names import Scopes, dotted, qualname
-from auditor.static.positions import Span, locate
+from auditor.static.source import Source
 
 PARTIAL = {"functools.partial"}
 # Calls that store their (last) argument into the object they are called on.
@@ -64,19 +61,21 @@ class Site:
 
 @dataclass
 class _Pending:
-    """A site found in the CST, waiting for its line numbers and ordinal."""
+    """A site found in the tree, waiting for its ordinal."""
 
-    node: cst.CSTNode
-    kind: str  # "Call" | "Attribute" | "Name": the node type `positions` pairs it with
+    node: ast.expr
     function: str
     rank: int  # order of discovery: CST pre-order, i.e. source order
     fields: dict[str, Any] = field(default_factory=dict)
 
 
-class _Finder(cst.CSTVisitor):
-    def __init__(self, module: cst.Module, name: str, is_package: bool, table: ApiTable,
+class _Finder:
+    """One walk of a module's `ast` tree. Like a libcst visitor, `visit_X` runs before the
+    node's children and may walk them itself (returning False), `leave_X` after them."""
+
+    def __init__(self, source: Source, name: str, is_package: bool, table: ApiTable,
                  received: Routes | None = None) -> None:
-        self.cst_module = module
+        self.source = source
         self.table = table
         self.module = name
         received = received or Routes()
@@ -100,24 +99,45 @@ class _Finder(cst.CSTVisitor):
         self.tables: dict[tuple[int, str], list[Any]] = {}
         self.found: list[_Pending] = []
         self.ranks = 0
-        # Every expression node visited, so `positions` can rank a site among its look-alikes.
-        self.seen: list[tuple[str, str, cst.CSTNode]] = []
+
+    # --- the walk ------------------------------------------------------------------------------
+
+    # Per node type, the (visit, leave) functions of the class: kept on the class, so that a
+    # finder holds no bound methods of itself and is freed without the cycle collector.
+    _handlers: dict[type, tuple[Any, Any]] = {}
+
+    def visit(self, node: ast.AST) -> None:
+        kind = type(node)
+        handlers = _Finder._handlers.get(kind)
+        if handlers is None:
+            handlers = (getattr(_Finder, f"visit_{kind.__name__}", None),
+                        getattr(_Finder, f"leave_{kind.__name__}", None))
+            _Finder._handlers[kind] = handlers
+        enter, leave = handlers
+        if enter is None or enter(self, node) is not False:
+            for child in ast.iter_child_nodes(node):
+                self.visit(child)
+        if leave is not None:
+            leave(self, node)
+
+    def visit_all(self, nodes: list[Any]) -> None:
+        for node in nodes:
+            self.visit(node)
 
     # --- scopes --------------------------------------------------------------------------------
 
     def function_name(self) -> str:
         return qualname(self.qualname)
 
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        for child in (*node.decorators, *node.bases, *node.keywords):
-            child.visit(self)
-        self._bind_definition(node.name.value)
-        self.qualname.append(("class", node.name.value))
+    def visit_ClassDef(self, node: ast.ClassDef) -> bool:
+        self.visit_all([*node.decorator_list, *node.bases, *(k.value for k in node.keywords)])
+        self._bind_definition(node.name)
+        self.qualname.append(("class", node.name))
         self._push("class")
         pg_attrs, aliases = self._class_attrs(node)
         self.pg_attrs.append(pg_attrs)
         self.self_aliases.append(aliases)
-        node.body.visit(self)
+        self.visit_all(node.body)
         self.qualname.pop()
         self._pop()
         self.pg_attrs.pop()
@@ -137,7 +157,7 @@ class _Finder(cst.CSTVisitor):
         self.scopes.pop()
         self.frame_names.pop()
 
-    def resolve(self, node: cst.BaseExpression) -> str | None:
+    def resolve(self, node: ast.AST) -> str | None:
         """`scopes.resolve`, and attributes of `self` its class set to torch."""
         qn = self.scopes.resolve(node)
         if qn is None and self.self_aliases and self.scopes.frame_of("self") is not None:
@@ -149,32 +169,33 @@ class _Finder(cst.CSTVisitor):
                     return ".".join([alias, *rest])
         return qn
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        for deco in node.decorators:
-            deco.visit(self)
-        self._bind_definition(node.name.value)
-        self.qualname.append(("function", node.name.value))
-        self._enter_function(node.params)
-        node.body.visit(self)
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        self.visit_all(node.decorator_list)
+        self._bind_definition(node.name)
+        self.qualname.append(("function", node.name))
+        self._enter_function(node.args)
+        self.visit_all(node.body)
         self._leave_function()
         return False
 
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Lambda(self, node: ast.Lambda) -> bool:
         self.qualname.append(("function", "<lambda>"))
-        self._enter_function(node.params)
-        node.body.visit(self)
+        self._enter_function(node.args)
+        self.visit(node.body)
         self._leave_function()
         return False
 
-    def _enter_function(self, params: cst.Parameters) -> None:
+    def _enter_function(self, params: ast.arguments) -> None:
         self._push("function")
         self.coalescing.append(0)
-        self.flows.params[self.function_name()] = [p.name.value for p in _all_params(params)]
+        self.flows.params[self.function_name()] = [p.arg for p in _all_params(params)]
         pgs: set[str] = set()
         for p in _all_params(params):
-            self.scopes.bind(p.name.value, None)
-            if p.annotation is not None and self._is_pg_annotation(p.annotation.annotation):
-                pgs.add(p.name.value)
+            self.scopes.bind(p.arg, None)
+            if p.annotation is not None and self._is_pg_annotation(p.annotation):
+                pgs.add(p.arg)
         self.pg_names.append(pgs)
 
     def _leave_function(self) -> None:
@@ -183,47 +204,49 @@ class _Finder(cst.CSTVisitor):
         self.coalescing.pop()
         self.pg_names.pop()
 
-    def visit_Import(self, node: cst.Import) -> bool:
+    def visit_Import(self, node: ast.Import | ast.ImportFrom) -> bool:
         self.scopes.bind_import(node)
         return False
 
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-        self.scopes.bind_import(node)
-        return False
+    visit_ImportFrom = visit_Import
 
     # --- bindings ------------------------------------------------------------------------------
 
-    def visit_Assign(self, node: cst.Assign) -> None:
+    def visit_Assign(self, node: ast.Assign) -> bool:
         values = self._holders(node.value)
         for t in node.targets:
-            for holder in self._stores(t.target):
+            for holder in self._stores(t):
                 self.flows.join(holder, values)
-        if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name):
-            return
-        target = node.targets[0].target.value
-        entry = self.table.by_qualname.get(self.resolve(node.value) or "")
-        if entry is not None:
-            # An alias is reported where it is used; at the assignment only if it never is.
-            pending = self._pending(node.value, entry, form="reference")
-            self.consumed.add(id(node.value))
-            key = (id(self.scopes.frames[-1]), target)
-            self.aliases.setdefault(key, []).append([pending, False, entry])
-        elif isinstance(node.value, (cst.Dict, cst.List, cst.Tuple)):
-            self._table(target, node.value)
-        elif self._is_pg_expr(node.value):
-            self.pg_names[-1].add(target)
-
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
+        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            self._assign_name(node.targets[0].id, node.value)
         # A name being bound is not a use of what it held (`p2p_op = dist.irecv` after
         # `p2p_op = dist.isend` is no isend site).
-        return not isinstance(node.target, cst.Name)
+        self.visit_all([t for t in node.targets if not isinstance(t, ast.Name)])
+        self.visit(node.value)
+        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            # `c10d = torch.distributed.distributed_c10d` aliases; anything else shadows.
+            self.scopes.bind(node.targets[0].id, self.resolve(node.value))
+        return False
 
-    def _table(self, name: str, literal: cst.Dict | cst.List | cst.Tuple) -> None:
+    def _assign_name(self, target: str, value: ast.expr) -> None:
+        entry = self.table.by_qualname.get(self.resolve(value) or "")
+        if entry is not None:
+            # An alias is reported where it is used; at the assignment only if it never is.
+            pending = self._pending(value, entry, form="reference")
+            self.consumed.add(id(value))
+            key = (id(self.scopes.frames[-1]), target)
+            self.aliases.setdefault(key, []).append([pending, False, entry])
+        elif isinstance(value, (ast.Dict, ast.List, ast.Tuple)):
+            self._table(target, value)
+        elif self._is_pg_expr(value):
+            self.pg_names[-1].add(target)
+
+    def _table(self, name: str, literal: ast.Dict | ast.List | ast.Tuple) -> None:
         """`OPS = {"send": dist.isend, ...}`: ops kept in a table are sites where the table is
         called (`OPS[k](...)`), and at the table only if it never is."""
         members: dict[Any, dict[str, Any]] = {}
         pendings = []
-        for key, value in _members(literal):
+        for key, value in _members(literal, self.source):
             entry = self.table.by_qualname.get(self.resolve(value) or "")
             if entry is not None:
                 members[key] = entry
@@ -232,99 +255,103 @@ class _Finder(cst.CSTVisitor):
         if members:
             self.tables[(id(self.scopes.frames[-1]), name)] = [pendings, False, members]
 
-    def _table_calls(self, node: cst.Call) -> list[dict[str, Any]]:
+    def _table_calls(self, node: ast.Call) -> list[dict[str, Any]]:
         """The APIs a call through a table can be: the member its constant key names, else any."""
         func = node.func
-        if not (isinstance(func, cst.Subscript) and isinstance(func.value, cst.Name)):
+        if not (isinstance(func, ast.Subscript) and isinstance(func.value, ast.Name)):
             return []
-        table = self.tables.get((id(self.scopes.frame_of(func.value.value)), func.value.value))
+        table = self.tables.get((id(self.scopes.frame_of(func.value.id)), func.value.id))
         if table is None:
             return []
         table[1] = True
-        key = _constant(func.slice[0].slice.value) if len(func.slice) == 1 and \
-            isinstance(func.slice[0].slice, cst.Index) else None
+        index = self.source.index(func)
+        key = _constant(index, self.source) if index is not None else None
         if key in table[2]:
             return [table[2][key]]
         return list({e["name"]: e for e in table[2].values()}.values())
 
-    def leave_Assign(self, original_node: cst.Assign) -> None:
-        tgt = original_node.targets[0].target if len(original_node.targets) == 1 else None
-        if isinstance(tgt, cst.Name):
-            # `c10d = torch.distributed.distributed_c10d` aliases; anything else shadows.
-            self.scopes.bind(tgt.value, self.resolve(original_node.value))
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
         values = self._holders(node.value)
         for holder in self._stores(node.target):
             self.flows.join(holder, values)
 
-    def visit_Return(self, node: cst.Return) -> None:
+    def visit_Return(self, node: ast.Return) -> None:
         if node.value is not None:
             self.flows.join(("ret", self.function_name()), self._holders(node.value))
 
-    def visit_Yield(self, node: cst.Yield) -> None:
-        if isinstance(node.value, cst.BaseExpression):
+    def visit_Yield(self, node: ast.Yield) -> None:
+        if node.value is not None:
             self.flows.join(("ret", self.function_name()), self._holders(node.value))
 
-    def visit_For(self, node: cst.For) -> None:
+    def visit_For(self, node: ast.For | ast.AsyncFor) -> None:
         values = self._holders(node.iter)
         for holder in self._stores(node.target):
             self.flows.join(holder, values)
 
-    def visit_Comparison(self, node: cst.Comparison) -> None:
+    visit_AsyncFor = visit_For
+
+    def visit_Compare(self, node: ast.Compare) -> None:
         self.comparing += 1  # `op_types == {dist.isend}` names ops, it issues none
 
-    def leave_Comparison(self, original_node: cst.Comparison) -> None:
+    def leave_Compare(self, node: ast.Compare) -> None:
         self.comparing -= 1
 
     # --- data flow (flows.py) ------------------------------------------------------------------
 
-    def _holders(self, expr: cst.BaseExpression) -> list[Any]:
+    def _holders(self, expr: ast.expr) -> list[Any]:
         """Where the values of `expr` live, as flows.py holders."""
-        if isinstance(expr, cst.Name):
+        if isinstance(expr, ast.Starred):
+            expr = expr.value
+        if isinstance(expr, ast.Name):
             if self.table.by_qualname.get(self.resolve(expr) or "") is None:
-                return [self._var(expr.value)]
-            if (id(self.scopes.frame_of(expr.value)), expr.value) in self.aliases:
-                return [self._var(expr.value), ("ref", id(expr))]  # `snd` of `snd = dist.isend`
+                return [self._var(expr.id)]
+            if (id(self.scopes.frame_of(expr.id)), expr.id) in self.aliases:
+                return [self._var(expr.id), ("ref", id(expr))]  # `snd` of `snd = dist.isend`
             return [("ref", id(expr))]
-        if isinstance(expr, cst.Attribute):
+        if isinstance(expr, ast.Attribute):
             if self.table.by_qualname.get(self.resolve(expr) or "") is not None:
                 return [("ref", id(expr))]
-            if isinstance(expr.value, cst.Name) and expr.value.value == "self":
-                return [("attr", self._class_name(), expr.attr.value)]
+            if isinstance(expr.value, ast.Name) and expr.value.id == "self":
+                return [("attr", self._class_name(), expr.attr)]
             return []
-        if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
-            return [h for e in expr.elements for h in self._holders(e.value)]
-        if isinstance(expr, cst.Dict):
-            return [h for e in expr.elements if isinstance(e, cst.DictElement)
-                    for h in self._holders(e.value)]
-        if isinstance(expr, cst.IfExp):
+        if isinstance(expr, (ast.List, ast.Tuple, ast.Set)):
+            return [h for e in expr.elts for h in self._holders(e)]
+        if isinstance(expr, ast.Dict):
+            return [h for k, v in zip(expr.keys, expr.values) if k is not None
+                    for h in self._holders(v)]
+        if isinstance(expr, ast.IfExp):
             return self._holders(expr.body) + self._holders(expr.orelse)
-        if isinstance(expr, (cst.BinaryOperation, cst.BooleanOperation)):
+        if isinstance(expr, ast.BinOp):
             return self._holders(expr.left) + self._holders(expr.right)
-        if isinstance(expr, cst.Subscript):
+        if isinstance(expr, ast.BoolOp):
+            return [h for v in expr.values for h in self._holders(v)]
+        if isinstance(expr, ast.Subscript):
             return self._holders(expr.value)
-        if isinstance(expr, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
-            return self._holders(expr.elt) + self._holders(expr.for_in.iter)
-        if isinstance(expr, cst.Call):
+        if isinstance(expr, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
+            return self._holders(expr.elt) + self._holders(expr.generators[0].iter)
+        if isinstance(expr, ast.Call):
             entry = self.table.by_qualname.get(self.resolve(expr.func) or "")
             if entry is not None and entry["issues"] == "descriptor":
                 return [("obj", id(expr))]
             callee = self._own_function(expr.func)
             if callee is not None:
                 return [("ret", callee[0])]
-            if isinstance(expr.func, cst.Name) and expr.func.value in PASS_THROUGH and expr.args:
-                return self._holders(expr.args[0].value)
+            if isinstance(expr.func, ast.Name) and expr.func.id in PASS_THROUGH:
+                args = _arguments(expr)
+                if args:
+                    return self._holders(args[0][1])
         return []
 
-    def _stores(self, target: cst.BaseExpression) -> list[Any]:
+    def _stores(self, target: ast.expr) -> list[Any]:
         """Holders an assignment target stores into: a plain name is local to the scope."""
-        if isinstance(target, cst.Name):
-            frame = self.scopes.frame_of(target.value)
+        if isinstance(target, ast.Starred):
+            target = target.value
+        if isinstance(target, ast.Name):
+            frame = self.scopes.frame_of(target.id)
             if frame is None or frame is self.scopes.frames[-1]:
-                return [("var", self.frame_names[-1], target.value)]
-        if isinstance(target, (cst.Tuple, cst.List)):
-            return [h for e in target.elements for h in self._stores(e.value)]
+                return [("var", self.frame_names[-1], target.id)]
+        if isinstance(target, (ast.Tuple, ast.List)):
+            return [h for e in target.elts for h in self._stores(e)]
         return self._holders(target)
 
     def _var(self, name: str) -> tuple[str, str, str]:
@@ -338,42 +365,44 @@ class _Finder(cst.CSTVisitor):
         classes = [i for i, (kind, _) in enumerate(self.qualname) if kind == "class"]
         return qualname(self.qualname[: classes[-1] + 1]) if classes else "<module>"
 
-    def _own_function(self, func: cst.BaseExpression) -> tuple[str, int] | None:
+    def _own_function(self, func: ast.expr) -> tuple[str, int] | None:
         """(qualname, parameters to skip) of a function of this module that `func` calls."""
-        if isinstance(func, cst.Name):
-            if self.resolve(func) == f"{self.module}.{func.value}":
-                return func.value, 0
-        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and \
-                func.value.value == "self" and self.self_aliases:
-            return f"{self._class_name()}.{func.attr.value}", 1
+        if isinstance(func, ast.Name):
+            if self.resolve(func) == f"{self.module}.{func.id}":
+                return func.id, 0
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and \
+                func.value.id == "self" and self.self_aliases:
+            return f"{self._class_name()}.{func.attr}", 1
         return None
 
-    def _flow_call(self, node: cst.Call, entry: dict[str, Any] | None) -> None:
+    def _flow_call(self, node: ast.Call, entry: dict[str, Any] | None) -> None:
         """What a call stores, passes on, or batches."""
-        if isinstance(node.func, cst.Attribute) and node.func.attr.value in STORES and node.args:
-            values = self._holders(node.args[-1].value)
-            stores = self._holders(node.func.value)
+        func = node.func
+        args = _arguments(node) if node.args or node.keywords else []
+        if isinstance(func, ast.Attribute) and func.attr in STORES and args:
+            values = self._holders(args[-1][1])
+            stores = self._holders(func.value)
             for holder in stores:
                 self.flows.join(holder, values)
             if not stores:  # `self.queue.ops.append(op)`: kept where this module cannot follow
                 self.flows.mark(ESCAPE, values)
-        callee = self._own_function(node.func)
-        builtin = node.func.value if isinstance(node.func, cst.Name) and \
-            self.scopes.frame_of(node.func.value) is None else None
+        callee = self._own_function(func)
+        builtin = func.id if isinstance(func, ast.Name) and \
+            self.scopes.frame_of(func.id) is None else None
         if callee is None and entry is None and builtin not in INSPECT | PASS_THROUGH and not (
-                isinstance(node.func, cst.Attribute) and node.func.attr.value in STORES):
-            for arg in node.args:  # another module's function may batch what it is given
-                self.flows.mark(ESCAPE, self._holders(arg.value))
+                isinstance(func, ast.Attribute) and func.attr in STORES):
+            for _, value in args:  # another module's function may batch what it is given
+                self.flows.mark(ESCAPE, self._holders(value))
         if callee is not None:
             name, skip = callee
             position = skip
-            for arg in node.args:
-                if arg.star:
+            for keyword, value in args:
+                if keyword == "*":
                     continue
-                if arg.keyword is not None:
-                    self.flows.argument(name, arg.keyword.value, self._holders(arg.value))
+                if keyword is not None:
+                    self.flows.argument(name, keyword, self._holders(value))
                 else:
-                    self.flows.argument(name, position, self._holders(arg.value))
+                    self.flows.argument(name, position, self._holders(value))
                     position += 1
         if entry is None:
             return
@@ -388,33 +417,38 @@ class _Finder(cst.CSTVisitor):
             if self.coalescing[-1] > 0:
                 self.flows.mark(SINK, [("obj", id(node))])
 
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if isinstance(node.target, cst.Name) and self._is_pg_annotation(node.annotation.annotation):
-            self.pg_names[-1].add(node.target.value)
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> bool:
+        if isinstance(node.target, ast.Name) and self._is_pg_annotation(node.annotation):
+            self.pg_names[-1].add(node.target.id)
+        self.visit(node.target)  # `ops: list[dist.P2POp]` names a type, it issues nothing
+        if node.value is not None:
+            self.visit(node.value)
+        return False
 
     # --- coalescing blocks ---------------------------------------------------------------------
 
-    def visit_With(self, node: cst.With) -> None:
-        if any(self._is_coalescing(item.item) for item in node.items):
+    def visit_With(self, node: ast.With | ast.AsyncWith) -> None:
+        if any(self._is_coalescing(item.context_expr) for item in node.items):
             self.coalescing[-1] += 1
 
-    def leave_With(self, original_node: cst.With) -> None:
-        if any(self._is_coalescing(item.item) for item in original_node.items):
+    def leave_With(self, node: ast.With | ast.AsyncWith) -> None:
+        if any(self._is_coalescing(item.context_expr) for item in node.items):
             self.coalescing[-1] -= 1
 
-    def _is_coalescing(self, expr: cst.BaseExpression) -> bool:
-        return isinstance(expr, cst.Call) and self.resolve(expr.func) in self.table.coalescing
+    visit_AsyncWith, leave_AsyncWith = visit_With, leave_With
+
+    def _is_coalescing(self, expr: ast.expr) -> bool:
+        return isinstance(expr, ast.Call) and self.resolve(expr.func) in self.table.coalescing
 
     # --- sites ---------------------------------------------------------------------------------
 
-    def visit_Call(self, node: cst.Call) -> None:
-        self.seen.append(("Call", self.function_name(), node))
+    def visit_Call(self, node: ast.Call) -> None:
         self.consumed.add(id(node.func))
         qn = self.resolve(node.func)
         entry = self.table.by_qualname.get(qn or "")
         self._flow_call(node, entry)
-        if isinstance(node.func, cst.Name) and node.func.value in TYPE_TESTS and \
-                self.scopes.frame_of(node.func.value) is None:
+        if isinstance(node.func, ast.Name) and node.func.id in TYPE_TESTS and \
+                self.scopes.frame_of(node.func.id) is None:
             self.comparing += 1
             self.type_tests.add(id(node))
         if entry is not None:
@@ -426,44 +460,34 @@ class _Finder(cst.CSTVisitor):
             return
         for member in self._table_calls(node):
             self.found.append(self._pending(node, member, form="call", via=dotted(node.func.value)))  # type: ignore[attr-defined]
-        if qn in PARTIAL and node.args:
-            inner = node.args[0].value
+        if qn in PARTIAL and (node.args or node.keywords):
+            inner = _arguments(node)[0][1]
             inner_entry = self.table.by_qualname.get(self.resolve(inner) or "")
             if inner_entry is not None:
                 self.consumed.add(id(inner))
                 self.found.append(self._pending(node, inner_entry, form="partial", offset=1))
             return
-        if isinstance(node.func, cst.Attribute):
-            method = self.table.pg_methods.get(node.func.attr.value)
+        if isinstance(node.func, ast.Attribute):
+            method = self.table.pg_methods.get(node.func.attr)
             if method is not None and self._is_pg_expr(node.func.value):
                 self.found.append(self._method_site(node, method))
 
-    def leave_Call(self, original_node: cst.Call) -> None:
-        if id(original_node) in self.type_tests:
+    def leave_Call(self, node: ast.Call) -> None:
+        if id(node) in self.type_tests:
             self.comparing -= 1
 
-    def visit_Attribute(self, node: cst.Attribute) -> bool:
-        # `attr` is a Name in the CST but not an expression: only the value is visited, unless
-        # the node is itself a site (then its value is just the module, `dist` in `dist.irecv`).
+    def visit_Attribute(self, node: ast.Attribute) -> bool:
+        # Only the value is walked, unless the node is itself a site (then its value is just the
+        # module, `dist` in `dist.irecv`).
         if id(node) in self.consumed or not self._reference(node):
-            if id(node) in self.consumed:
-                self.seen.append(("Attribute", self.function_name(), node))
-            node.value.visit(self)  # `dist.irecv(...).wait()`: the call inside is a site
+            self.visit(node.value)  # `dist.irecv(...).wait()`: the call inside is a site
         return False
 
-    def visit_Name(self, node: cst.Name) -> None:
+    def visit_Name(self, node: ast.Name) -> None:
         self._reference(node)
 
-    def visit_Annotation(self, node: cst.Annotation) -> bool:
-        return False  # `ops: list[dist.P2POp]` names a type, it issues nothing
-
-    def visit_Arg(self, node: cst.Arg) -> bool:
-        node.value.visit(self)  # not the keyword's Name
-        return False
-
-    def _reference(self, node: cst.Name | cst.Attribute) -> bool:
+    def _reference(self, node: ast.Name | ast.Attribute) -> bool:
         """Records a reference site; True when the node was one (or is consumed by one)."""
-        self.seen.append((type(node).__name__, self.function_name(), node))
         if id(node) in self.consumed:
             return True
         entry = self.table.by_qualname.get(self.resolve(node) or "")
@@ -475,26 +499,26 @@ class _Finder(cst.CSTVisitor):
             self.found.append(self._pending(node, each, form="reference", via=self._alias_use(node)))
         return True
 
-    def _alias_use(self, func: cst.BaseExpression) -> str | None:
-        if not isinstance(func, cst.Name):
+    def _alias_use(self, func: ast.expr) -> str | None:
+        if not isinstance(func, ast.Name):
             return None
-        frame = self.scopes.frame_of(func.value)
-        alias = self.aliases.get((id(frame), func.value))
+        frame = self.scopes.frame_of(func.id)
+        alias = self.aliases.get((id(frame), func.id))
         if alias is None:
             return None
         for assignment in alias:
             assignment[1] = True
-        return func.value
+        return func.id
 
-    def _alias_entries(self, func: cst.BaseExpression, entry: dict[str, Any]) -> list[dict[str, Any]]:
+    def _alias_entries(self, func: ast.expr, entry: dict[str, Any]) -> list[dict[str, Any]]:
         """Every API an alias was assigned (each assignment's own), else `entry`."""
-        if isinstance(func, cst.Name):
-            alias = self.aliases.get((id(self.scopes.frame_of(func.value)), func.value))
+        if isinstance(func, ast.Name):
+            alias = self.aliases.get((id(self.scopes.frame_of(func.id)), func.id))
             if alias:
                 return list({e["name"]: e for _, _, e in alias}.values())
         return [entry]
 
-    def _descriptor_op(self, node: cst.Call, entry: dict[str, Any]) -> str | None:
+    def _descriptor_op(self, node: ast.Call, entry: dict[str, Any]) -> str | None:
         arg = _argument(node, entry.get("params", []), entry.get("op", "op"))
         if arg is None:
             return None
@@ -505,7 +529,7 @@ class _Finder(cst.CSTVisitor):
             return op_entry["name"]
         return self._code(arg)
 
-    def _pending(self, node: cst.CSTNode, entry: dict[str, Any], form: str, offset: int = 0,
+    def _pending(self, node: ast.expr, entry: dict[str, Any], form: str, offset: int = 0,
                  **extra: Any) -> _Pending:
         """A site of `entry`; `offset` skips leading arguments (the function of a partial)."""
         issues = entry["issues"]
@@ -513,7 +537,7 @@ class _Finder(cst.CSTVisitor):
         batched = issues in ("batch", "fused") or self.coalescing[-1] > 0
         group: str | None = "unknown"  # a reference: the group is chosen where it is called
         peer = None
-        if isinstance(node, cst.Call):
+        if isinstance(node, ast.Call):
             params = entry.get("params", [])
             group = self._arg_text(node, params, entry.get("group"), offset) or "default"
             for name in entry.get("peer", []):
@@ -529,7 +553,7 @@ class _Finder(cst.CSTVisitor):
             "issues": issues,
             **extra,
         }
-        pending = _Pending(node, type(node).__name__, self.function_name(), self._rank(), fields)
+        pending = _Pending(node, self.function_name(), self._rank(), fields)
         if issues == "descriptor" and form == "call":
             self.descriptors.append(pending)
         elif form == "reference":
@@ -553,159 +577,176 @@ class _Finder(cst.CSTVisitor):
                     if id(p.node) not in described]
         return sorted(pending, key=lambda p: p.rank)
 
-    def _method_site(self, node: cst.Call, method: dict[str, Any]) -> _Pending:
+    def _method_site(self, node: ast.Call, method: dict[str, Any]) -> _Pending:
+        args = _arguments(node)
         fields = {
             "api": method["name"],
             "batched": self.coalescing[-1] > 0,
             "group": self._code(node.func.value),  # type: ignore[attr-defined]
-            "peer": self._code(node.args[1].value) if len(node.args) > 1 else None,
+            "peer": self._code(args[1][1]) if len(args) > 1 else None,
             "form": "method",
             "issues": method["issues"],
         }
-        return _Pending(node, "Call", self.function_name(), self._rank(), fields)
+        return _Pending(node, self.function_name(), self._rank(), fields)
 
     def _rank(self) -> int:
         self.ranks += 1
         return self.ranks
 
-    def _code(self, node: cst.CSTNode) -> str:
-        return self.cst_module.code_for_node(node).strip()
+    def _code(self, node: ast.AST) -> str:
+        return self.source.segment(node).strip()
 
-    def _arg_text(self, call: cst.Call, params: list[str], name: str | None, offset: int) -> str | None:
+    def _arg_text(self, call: ast.Call, params: list[str], name: str | None, offset: int) -> str | None:
         arg = _argument(call, params, name, offset)
         return self._code(arg) if arg is not None else None
 
     # --- process groups ------------------------------------------------------------------------
 
-    def _is_pg_annotation(self, ann: cst.BaseExpression) -> bool:
+    def _is_pg_annotation(self, ann: ast.expr) -> bool:
         for sub in _expressions(ann):
-            if self.resolve(sub) in self.table.pg_types:
-                return True
-            if isinstance(sub, cst.SimpleString):
-                text = sub.evaluated_value
-                if isinstance(text, str) and text.rsplit(".", 1)[-1] == "ProcessGroup":
+            if isinstance(sub, ast.Constant):
+                if isinstance(sub.value, str) and not self.source.concatenated(sub) and \
+                        sub.value.rsplit(".", 1)[-1] == "ProcessGroup":
                     return True
+            elif self.resolve(sub) in self.table.pg_types:
+                return True
         return False
 
-    def _is_pg_expr(self, expr: cst.BaseExpression) -> bool:
-        if isinstance(expr, cst.Call):
+    def _is_pg_expr(self, expr: ast.expr) -> bool:
+        if isinstance(expr, ast.Call):
             return self.resolve(expr.func) in self.table.pg_factories
         if self.resolve(expr) in self.table.pg_factories:
             return True
-        if isinstance(expr, cst.Name):
-            return any(expr.value in names for names in self.pg_names)
+        if isinstance(expr, ast.Name):
+            return any(expr.id in names for names in self.pg_names)
         if (
-            isinstance(expr, cst.Attribute)
-            and isinstance(expr.value, cst.Name)
-            and expr.value.value == "self"
+            isinstance(expr, ast.Attribute)
+            and isinstance(expr.value, ast.Name)
+            and expr.value.id == "self"
             and self.pg_attrs
         ):
-            return expr.attr.value in self.pg_attrs[-1]
+            return expr.attr in self.pg_attrs[-1]
         return False
 
-    def _class_attrs(self, node: cst.ClassDef) -> tuple[set[str], dict[str, str]]:
+    def _class_attrs(self, node: ast.ClassDef) -> tuple[set[str], dict[str, str]]:
         """Attributes of `self` that hold a process group, and those set to torch (a module or
-        an API: `self.d = torch.distributed`), from any method of the class."""
+        an API: `self.d = torch.distributed`), from any method of the class (statements only:
+        no expression binds an attribute; nested classes are their own)."""
         attrs: set[str] = set()
         aliases: dict[str, str] = {}
-        finder = self
-
-        class Collect(cst.CSTVisitor):
-            def __init__(self) -> None:
-                self.pg_params: set[str] = set()
-
-            def visit_ClassDef(self, inner: cst.ClassDef) -> bool:
-                return inner is node
-
-            def visit_FunctionDef(self, fn: cst.FunctionDef) -> None:
-                self.pg_params = {
-                    p.name.value
-                    for p in _all_params(fn.params)
-                    if p.annotation is not None
-                    and finder._is_pg_annotation(p.annotation.annotation)
-                }
-
-            def visit_AnnAssign(self, a: cst.AnnAssign) -> None:
-                name = _self_attr(a.target) or (
-                    a.target.value if isinstance(a.target, cst.Name) else None
-                )
-                if name and finder._is_pg_annotation(a.annotation.annotation):
+        pg_params: set[str] = set()
+        stack: list[ast.stmt] = list(reversed(node.body))
+        while stack:
+            stmt = stack.pop()
+            if isinstance(stmt, ast.ClassDef):
+                continue
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                pg_params = {p.arg for p in _all_params(stmt.args)
+                             if p.annotation is not None and self._is_pg_annotation(p.annotation)}
+            elif isinstance(stmt, ast.AnnAssign):
+                name = _self_attr(stmt.target) or (
+                    stmt.target.id if isinstance(stmt.target, ast.Name) else None)
+                if name and self._is_pg_annotation(stmt.annotation):
                     attrs.add(name)
-
-            def visit_Assign(self, a: cst.Assign) -> None:
-                for t in a.targets:
-                    name = _self_attr(t.target)
+            elif isinstance(stmt, ast.Assign):
+                for t in stmt.targets:
+                    name = _self_attr(t)
                     if name is None:
                         continue
-                    v = a.value
-                    if (isinstance(v, cst.Name) and v.value in self.pg_params) or (
-                        finder._is_pg_expr(v)
-                    ):
+                    v = stmt.value
+                    if (isinstance(v, ast.Name) and v.id in pg_params) or self._is_pg_expr(v):
                         attrs.add(name)
-                    target = finder.scopes.resolve(v)
+                    target = self.scopes.resolve(v)
                     if target is not None and target.split(".")[0] == "torch":
                         aliases[name] = target
-
-        node.visit(Collect())
+            stack.extend(reversed(_inner_statements(stmt)))
         return attrs, aliases
 
 
-def _members(literal: cst.Dict | cst.List | cst.Tuple) -> list[tuple[Any, cst.BaseExpression]]:
+def _inner_statements(stmt: ast.stmt) -> list[ast.stmt]:
+    """The statements directly inside a compound statement, in source order."""
+    out: list[ast.stmt] = []
+    for name in ("body", "orelse", "finalbody"):
+        block = getattr(stmt, name, None)
+        if isinstance(block, list):
+            out.extend(block)
+        if name == "body":  # a try's handlers come between its body and its else
+            for handler in getattr(stmt, "handlers", ()):
+                out.extend(handler.body)
+    if isinstance(stmt, ast.Match):
+        for case in stmt.cases:
+            out.extend(case.body)
+    return out
+
+
+def _members(literal: ast.Dict | ast.List | ast.Tuple, source: Source) -> list[tuple[Any, ast.expr]]:
     """(key, value) of a dict display, (index, value) of a list or tuple display."""
-    if isinstance(literal, cst.Dict):
-        return [(_constant(e.key), e.value) for e in literal.elements if isinstance(e, cst.DictElement)]
-    return [(i, e.value) for i, e in enumerate(literal.elements) if isinstance(e, cst.Element)]
+    if isinstance(literal, ast.Dict):
+        return [(_constant(k, source), v) for k, v in zip(literal.keys, literal.values) if k is not None]
+    return [(i, e) for i, e in enumerate(literal.elts) if not isinstance(e, ast.Starred)]
 
 
-def _constant(expr: cst.BaseExpression) -> Any:
-    if isinstance(expr, cst.SimpleString):
-        return expr.evaluated_value
-    if isinstance(expr, cst.Integer):
-        return int(expr.value)
+def _constant(expr: ast.expr, source: Source) -> Any:
+    """A key written as one string literal or an integer."""
+    if isinstance(expr, ast.Constant):
+        if isinstance(expr.value, (str, bytes)):
+            return None if source.concatenated(expr) else expr.value
+        if type(expr.value) is int:
+            return expr.value
     return None
 
 
-def _self_attr(expr: cst.BaseExpression) -> str | None:
-    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
-        if expr.value.value == "self":
-            return expr.attr.value
+def _self_attr(expr: ast.expr) -> str | None:
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
+        if expr.value.id == "self":
+            return expr.attr
     return None
 
 
-def _all_params(params: cst.Parameters) -> list[cst.Param]:
-    out = [*params.posonly_params, *params.params, *params.kwonly_params]
-    for star in (params.star_arg, params.star_kwarg):
-        if isinstance(star, cst.Param):
+def _all_params(params: ast.arguments) -> list[ast.arg]:
+    out = [*params.posonlyargs, *params.args, *params.kwonlyargs]
+    for star in (params.vararg, params.kwarg):
+        if star is not None:
             out.append(star)
     return out
 
 
-def _expressions(node: cst.CSTNode):
-    """The node and every Name/Attribute/String inside it (for annotations like Optional[X])."""
-    stack = [node]
+def _expressions(node: ast.expr):
+    """The node and every Name/Attribute/string inside it (for annotations like Optional[X])."""
+    stack: list[ast.AST] = [node]
     while stack:
         cur = stack.pop()
-        if isinstance(cur, (cst.Name, cst.Attribute, cst.SimpleString)):
+        if isinstance(cur, (ast.Name, ast.Attribute)) or \
+                (isinstance(cur, ast.Constant) and isinstance(cur.value, str)):
             yield cur
-            if isinstance(cur, cst.Attribute):
+            if isinstance(cur, ast.Attribute):
                 continue
-        stack.extend(cur.children)
+        stack.extend(ast.iter_child_nodes(cur))
 
 
-def _argument(
-    call: cst.Call, params: list[str], name: str | None, offset: int = 0
-) -> cst.BaseExpression | None:
+def _arguments(call: ast.Call) -> list[tuple[str | None, ast.expr]]:
+    """(keyword, value) of each argument in source order: None for a positional one, "*" for
+    `*args` and `**kwargs` (their values are the starred expressions)."""
+    out: list[tuple[str | None, ast.expr]] = [
+        ("*", a.value) if isinstance(a, ast.Starred) else (None, a) for a in call.args]
+    if call.keywords:
+        out += [(k.arg if k.arg is not None else "*", k.value) for k in call.keywords]
+        out.sort(key=lambda kv: (kv[1].lineno, kv[1].col_offset))
+    return out
+
+
+def _argument(call: ast.Call, params: list[str], name: str | None, offset: int = 0) -> ast.expr | None:
     """The argument bound to parameter `name`, by keyword or by position."""
     if name is None:
         return None
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg.value
+    for k in call.keywords:
+        if k.arg == name:
+            return k.value
     if name in params:
         index = params.index(name) + offset
-        positional = [a for a in call.args if a.keyword is None and not a.star]
+        positional = [a for a in call.args if not isinstance(a, ast.Starred)]
         if index < len(positional):
-            return positional[index].value
+            return positional[index]
     return None
 
 
@@ -713,42 +754,42 @@ def find_sites(
     text: str, relpath: str, module: str, package: str, table: ApiTable,
     received: Routes | None = None,
 ) -> list[Site]:
-    """All sites of one module, in source order, with stable ids. Raises cst.ParserSyntaxError."""
-    tree = cst.parse_module(text)
-    return [site for site, _ in sites_with_nodes(text, tree, relpath, module, package, table, received)]
+    """All sites of one module, in source order, with stable ids. Raises SyntaxError."""
+    tree = ast.parse(text)
+    return [site for site, _ in sites_with_nodes(Source(text), tree, relpath, module, package,
+                                                 table, received)]
 
 
 def sites_with_nodes(
-    text: str, tree: cst.Module, relpath: str, module: str, package: str, table: ApiTable,
+    source: Source, tree: ast.Module, relpath: str, module: str, package: str, table: ApiTable,
     received: Routes | None = None,
-) -> list[tuple[Site, cst.CSTNode]]:
-    """Each site with the CST node it was found at (the call, or the referenced name);
+) -> list[tuple[Site, ast.expr]]:
+    """Each site with the node it was found at (the call, or the referenced name);
     `received`: what the module gets from torch through its package (`exports.routes`)."""
-    finder = _Finder(tree, module, relpath.endswith("__init__.py"), table, received)
-    tree.visit(finder)
+    finder = _Finder(source, module, relpath.endswith("__init__.py"), table, received)
+    finder.visit_all(tree.body)
     pending = finder.finish()
-    spans = locate(text, tree, [(p.kind, p.function, p.node) for p in pending], finder.seen)
     _fill_batch_groups(pending)
-    sites: list[tuple[Site, cst.CSTNode]] = []
+    sites: list[tuple[Site, ast.expr]] = []
     ordinals: dict[tuple[str, str], int] = {}
-    for p, span in sorted(zip(pending, spans), key=lambda ps: (ps[1].line, ps[1].col)):
+    for p in sorted(pending, key=lambda p: (p.node.lineno, p.node.col_offset)):
         key = (p.function, p.fields["api"])
         ordinal = ordinals.get(key, 0)
         ordinals[key] = ordinal + 1
-        sites.append((_site(p, span, relpath, module, package, ordinal, tree), p.node))
+        sites.append((_site(p, relpath, module, package, ordinal, source), p.node))
     return sites
 
 
-def _site(p: _Pending, span: Span, relpath: str, module: str, package: str, ordinal: int,
-          tree: cst.Module) -> Site:
+def _site(p: _Pending, relpath: str, module: str, package: str, ordinal: int,
+          source: Source) -> Site:
     fields = dict(p.fields)
-    first = tree.code_for_node(p.node).strip().splitlines()[0]
+    first = source.segment(p.node).strip().splitlines()[0]
     return Site(
         id=f"{package}:{module}.{p.function}:{fields['api']}:{ordinal}",
         package=package,
         path=relpath,
-        line=span.line,
-        end_line=span.end_line,
+        line=p.node.lineno,
+        end_line=p.node.end_lineno or p.node.lineno,
         function=p.function,
         module=module,
         text=first,
@@ -768,8 +809,6 @@ def _fill_batch_groups(pending: list[_Pending]) -> None:
             p.fields["group"] = found.pop() if len(found) == 1 else "from ops"
 
 
-# --- over a whole source tree ------------------------------------------------------------------
-
 _TABLES: dict[str | None, ApiTable] = {}
 
 
@@ -778,28 +817,3 @@ def table(version: str | None = None) -> ApiTable:
     if version not in _TABLES:
         _TABLES[version] = load_table(version)
     return _TABLES[version]
-
-
-@dataclass
-class Inventory:
-    sites: list[Site]
-    analysis: Analysis
-    source: SourceSet
-
-
-def inventory(src: SourceSet, jobs: int | None = None, progress: bool = False) -> Inventory:
-    """Every site in one target. Files that cannot hold one are skipped unparsed; the others are
-    parsed once, for their sites and the IR the call graph reads later."""
-    from auditor.static import parsed  # parsed imports this module
-
-    result = analyze(
-        src,
-        parsed.module_task,
-        parsed.task_key(),
-        wanted=table().may_hold_site,
-        jobs=jobs,
-        progress=progress,
-        context=routes,
-    )
-    sites = [Site(**d) for rel in sorted(result.results) for d in result.results[rel]["sites"]]
-    return Inventory(sites, result, src)
