@@ -14,6 +14,7 @@ import argparse
 import shlex
 from pathlib import Path
 
+from auditor.commands import options
 from auditor.dynamic import record
 
 # The packages p2paudit audits, measured by a bare --coverage.
@@ -21,8 +22,8 @@ DEFAULT_COVERAGE = "megatron,swift,mcore_bridge"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", type=Path, default=Path("p2paudit-trace"), metavar="DIR",
-                        help="trace directory (default: ./p2paudit-trace); must hold no trace yet")
+    options.add_trace(parser, "trace directory (default: ./p2paudit-trace); must hold no trace yet",
+                      "--out", "-o", dest="out", type=Path, default=Path("p2paudit-trace"))
     parser.add_argument("--coverage", nargs="?", const=DEFAULT_COVERAGE, default=None,
                         metavar="PKG,...",
                         help=f"also record line coverage of these packages per rank "

@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from auditor.commands import options
 from auditor.commands.output import emit
 from auditor.commands.report import render
 from auditor.config.effective import overrides_from
@@ -42,8 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="override an effective config value (repeatable), e.g. hidden_size=N")
     parser.add_argument("--microbatches", type=int, metavar="N",
                         help="micro-batches to run (default: the config's global / (micro x DP))")
-    parser.add_argument("--trace-dir", type=Path, metavar="DIR",
-                        help="keep the recorded trace here (an empty or new directory)")
+    options.add_trace(parser, "keep the recorded trace here (an empty or new directory)", "--trace-dir",
+                      dest="trace_dir", type=Path)
     parser.add_argument("--format", choices=("text", "json", "html"), default="text")
     parser.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
 
