@@ -22,7 +22,8 @@ def add_config(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, metavar="RUN.SH", help="the launch script")
 
 
-def add_targets(parser: argparse.ArgumentParser, help: str = TARGET_HELP, default: list | None = None) -> None:
+def add_targets(parser: argparse.ArgumentParser, help: str = TARGET_HELP,
+                default: list[str] | None = None) -> None:
     parser.add_argument("--target", action="append", default=default, metavar="TARGET", help=help)
 
 
