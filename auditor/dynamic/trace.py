@@ -148,6 +148,14 @@ class Trace:
     earlier: dict[int, list[RankTrace]]  # older processes of a rank (restarts), oldest first
     skipped: list[str]  # "rank-3.jsonl:57: truncated last line (cut by a kill?)", ...
 
+    def init_mode(self) -> str | None:
+        """How the run created its communicators, as its groups recorded it: "eager" where
+        init_process_group bound a device (device_id), "lazy" where none did; None where no group
+        says, or the groups disagree. The one reader of it (the join, the wait-for replay)."""
+        modes = {g["eager"] for rt in self.ranks.values() for g in rt.groups
+                 if isinstance(g.get("eager"), bool)}
+        return ("eager" if modes.pop() else "lazy") if len(modes) == 1 else None
+
 
 def read_trace_dir(path: str | os.PathLike[str], head_ops: int = HEAD_OPS,
                    jobs: int | None = None) -> Trace:
