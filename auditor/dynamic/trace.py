@@ -32,6 +32,7 @@ map of the file (a killed process leaves zeros after its last line, which the re
   was waited on), "polled" (its Work reported completion), "dropped" (its Work was freed unwaited)
   or "raise" (`error` names the exception);
 - `phase: "off"`: the recorder hit an internal error and stopped recording in this process.
+The line's contract: docs/schema/trace-line.schema.json (docs/design.md).
 """
 
 from __future__ import annotations
