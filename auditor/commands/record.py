@@ -1,4 +1,4 @@
-"""`p2paudit record [--out DIR] [--coverage[=PKGS]] [--hang-after S] -- COMMAND ...`
+"""`p2paudit record [--trace DIR] [--coverage[=PKGS]] [--hang-after S] -- COMMAND ...`
 
 Runs COMMAND with every rank it starts writing `DIR/rank-N.jsonl` (each P2P op and collective,
 before torch gets it) and, when an op stays pending longer than --hang-after or on SIGUSR1/SIGTERM,
