@@ -1,7 +1,7 @@
 """One reader of a trace's recorded init mode (`Trace.init_mode`), and the join and the wait-for
-programs read it the same way: on the recorded gloo traces as they are, and on the same traces
-with their groups' `eager` changed the way an eager (device_id) run, a mixed one or a recorder
-that does not write it would."""
+programs read it the same way: on recorded gloo runs (lazy), a recorded NCCL run with device_id
+(eager), and recorded traces with their groups' `eager` changed the way a mixed run or a
+recorder that does not write it would."""
 
 from __future__ import annotations
 
@@ -49,9 +49,9 @@ def test_recorded_lazy_runs_read_lazy_everywhere(directory):
     assert programs_from_trace(trace)[1] == joined_init(trace) == "lazy"
 
 
-def test_an_eager_run_reads_eager_everywhere(tmp_path):
-    trace = read_trace_dir(edit_groups(RECORDED[0], tmp_path / "eager",
-                                             lambda rank, g: g.update(eager=True)))
+def test_a_recorded_eager_run_reads_eager_everywhere():
+    """A real NCCL run with init_process_group(device_id=...) (record_fixtures/eager_nccl)."""
+    trace = read_trace_dir(TESTS / "record_fixtures" / "eager_nccl")
     assert trace.init_mode() == "eager"
     assert programs_from_trace(trace)[1] == joined_init(trace) == "eager"
 

@@ -1,5 +1,5 @@
 """The trace line is a contract (docs/schema/trace-line.schema.json): every line `p2paudit record`
-writes is valid, on real runs (a fresh gloo recording, the committed gloo fixtures, the NCCL
+writes is valid, on real runs (a fresh gloo recording, the committed fixtures, the NCCL
 recordings under reports/), and the schema rejects what breaks the contract."""
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def test_the_schema_is_a_valid_schema():
 
 
 @pytest.mark.parametrize("directory", COMMITTED, ids=lambda p: p.name)
-def test_committed_gloo_traces_are_valid(directory):
+def test_committed_traces_are_valid(directory):
     assert assert_valid(directory) > 0
 
 
