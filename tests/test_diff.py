@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from auditor import cli, sources
+from auditor import cli
 from auditor.analysis.diff import diff, family
 
 SNIFF = "megatron/training/gpu_sniff_test.py"
@@ -16,7 +16,8 @@ BRIDGE = "megatron/core/pipeline_parallel/bridge_communicator.py"
 
 
 @pytest.fixture(scope="module")
-def inventories(tmp_path_factory) -> dict[str, Path]:
+def inventories(tmp_path_factory, release) -> dict[str, Path]:
+    """The CLI's inventories of two releases (it downloads them as `release` does)."""
     root = tmp_path_factory.mktemp("sites")
     out = {}
     for version in ("0.17.0", "0.19.2"):
@@ -26,11 +27,11 @@ def inventories(tmp_path_factory) -> dict[str, Path]:
     return out
 
 
-def test_text_diff_of_two_releases(inventories, capsys):
+def test_text_diff_of_two_releases(inventories, release, capsys):
     assert cli.main(["diff", str(inventories["0.17.0"]), str(inventories["0.19.2"])]) == 0
     text = capsys.readouterr().out
     assert "megatron-core: 0.17.0 -> 0.19.2" in text
-    new = sources.resolve("megatron-core==0.19.2").root / SNIFF
+    new = release("megatron-core==0.19.2").root / SNIFF
     lines = [n for n, t in enumerate(new.read_text().splitlines(), 1)
              if "dist.P2POp(" in t or "dist.batch_isend_irecv(" in t]
     assert len(lines) == 3
@@ -38,8 +39,8 @@ def test_text_diff_of_two_releases(inventories, capsys):
         assert f"  + {SNIFF}:{n}  " in text
     assert "Sites removed" not in text
     # BridgeCommunicator's plain send/recv gained group=self.bridge_pg (read in both wheels).
-    old = (sources.resolve("megatron-core==0.17.0").root / BRIDGE).read_text()
-    now = (sources.resolve("megatron-core==0.19.2").root / BRIDGE).read_text()
+    old = (release("megatron-core==0.17.0").root / BRIDGE).read_text()
+    now = (release("megatron-core==0.19.2").root / BRIDGE).read_text()
     assert "group=self.bridge_pg" not in old and now.count("group=self.bridge_pg") >= 4
     assert "BridgeCommunicator.send_forward:send:0: group: default -> self.bridge_pg" in text
     assert "gpu_sniff_test.bench_sendrecv.<locals>._run:P2POp: 0 -> 2" in text

@@ -93,7 +93,7 @@ def test_truncated_wheel(tmp_path, real_sources):
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
-def test_unknown_release(tmp_path):
+def test_unknown_release(tmp_path, release):  # asks the package index, as `release` does
     proc = p2paudit("sites", "megatron-core==0.0.999", env={"P2PAUDIT_CACHE": str(tmp_path)})
     assert proc.returncode == 2
     assert "megatron-core==0.0.999: no such release on the package index" in proc.stderr

@@ -10,14 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from auditor import sources
 from auditor.sources import SourceSet
 from auditor.static.inventory import inventory
 
 
-def test_deepspeed_gets_torch_through_a_star_import():
+def test_deepspeed_gets_torch_through_a_star_import(release):
     """deepspeed/comm/torch.py imports torch only via `from .comm import *`."""
-    inv = inventory(sources.resolve("deepspeed==0.16.0"))
+    inv = inventory(release("deepspeed==0.16.0"))
     assert inv.source.kind == "sdist"
     got = [(s.path, s.line, s.api, s.batched, s.function) for s in inv.sites]
     assert got == [
@@ -28,10 +27,10 @@ def test_deepspeed_gets_torch_through_a_star_import():
     ]
 
 
-def test_colossalai_queue_filler_ops_are_batched_descriptors():
+def test_colossalai_queue_filler_ops_are_batched_descriptors(release):
     """`_filling_ops_queue(t, dist.isend, ...)` hands the op to the P2POp of line 210, which goes
     into `batch_isend_irecv`: line 210 is batched, the 12 call lines are no sites of their own."""
-    inv = inventory(sources.resolve("colossalai==0.4.9"))
+    inv = inventory(release("colossalai==0.4.9"))
     p2p = [s for s in inv.sites if s.path == "colossalai/pipeline/p2p.py"]
     (filler,) = [s for s in p2p if s.line == 210]
     assert (filler.api, filler.batched, filler.function) == ("P2POp", True, "_filling_ops_queue")
@@ -78,8 +77,8 @@ SWEEP = {
 
 
 @pytest.mark.parametrize("version", sorted(SWEEP))
-def test_megatron_core_sweep(version):
-    inv = inventory(sources.resolve(f"megatron-core=={version}"))
+def test_megatron_core_sweep(version, release):
+    inv = inventory(release(f"megatron-core=={version}"))
     assert inv.analysis.errors == []
     batched = sum(1 for s in inv.sites if s.batched)
     assert (len(inv.sites), batched) == SWEEP[version]

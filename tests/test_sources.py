@@ -13,35 +13,35 @@ from auditor.errors import InputError
 from auditor.static.inventory import inventory
 
 
-def test_release_without_a_cp312_wheel_falls_back_to_another_wheel_tag():
-    src = sources.resolve("megatron-core==0.9.0")
+def test_release_without_a_cp312_wheel_falls_back_to_another_wheel_tag(release):
+    src = release("megatron-core==0.9.0")
     assert (src.kind, src.name, src.version) == ("wheel", "megatron-core", "0.9.0")
 
 
-def test_release_with_only_an_sdist_falls_back_to_it():
-    src = sources.resolve("colossalai==0.4.9")
+def test_release_with_only_an_sdist_falls_back_to_it(release):
+    src = release("colossalai==0.4.9")
     assert (src.kind, src.name, src.version) == ("sdist", "colossalai", "0.4.9")
 
 
-def test_unknown_project_says_so():
+def test_unknown_project_says_so(release):
     with pytest.raises(InputError) as exc:
-        sources.resolve("p2paudit-no-such-project-zz9==1.0")
+        release("p2paudit-no-such-project-zz9==1.0")
     assert exc.value.cause == "no such project on the package index"
 
 
-def test_unknown_release_of_a_known_project_says_so():
+def test_unknown_release_of_a_known_project_says_so(release):
     with pytest.raises(InputError) as exc:
-        sources.resolve("deepspeed==0.16.99")
+        release("deepspeed==0.16.99")
     assert exc.value.cause.startswith("no such release on the package index")
 
 
 @pytest.fixture
-def checkout(tmp_path):
+def checkout(tmp_path, release):
     """A Megatron-LM checkout: the megatron/ tree of the 0.17.0 release, no dist-info."""
-    release = sources.resolve("megatron-core==0.17.0").root / "megatron"
+    tree = release("megatron-core==0.17.0").root / "megatron"
     root = tmp_path / "Megatron-LM"
-    shutil.copytree(release / "core" / "pipeline_parallel", root / "megatron/core/pipeline_parallel")
-    shutil.copy(release / "core" / "package_info.py", root / "megatron/core/package_info.py")
+    shutil.copytree(tree / "core" / "pipeline_parallel", root / "megatron/core/pipeline_parallel")
+    shutil.copy(tree / "core" / "package_info.py", root / "megatron/core/package_info.py")
     return root
 
 

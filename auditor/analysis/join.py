@@ -323,10 +323,11 @@ def _completed(trace: Trace) -> bool:
 
 def _conditions(trace: Trace) -> waitfor.Conditions:
     """What the run ran on: gloo's own model for a gloo trace; for NCCL, the network transport
-    (the transport is not recorded, and it buffers least) and the init mode the groups had."""
+    (the transport is not recorded, and it buffers least) and the init mode the groups had: lazy
+    where the trace does not say or its groups disagree, the mode under which creating a
+    communicator can block (`--init eager` replays the other)."""
     groups = [g for rt in trace.ranks.values() for g in rt.groups]
-    eager = any(g.get("eager") for g in groups)
-    init = "eager" if eager else "lazy"
+    init = trace.init_mode() or "lazy"
     if groups and not any(g.get("backend") == "nccl" for g in groups):
         return waitfor.Conditions.gloo(init)
     return waitfor.Conditions.for_transport("net", init=init)

@@ -960,8 +960,4 @@ def programs_from_trace(trace: Any) -> tuple[dict[int, list[Op]], str | None]:
     the init mode its groups were recorded with ("eager" where device_id bound them; None when
     the trace does not say or ranks differ)."""
     events = {rank: rank_trace.head for rank, rank_trace in trace.ranks.items()}
-    eager = {e["group"]["eager"] for evs in events.values() for e in evs
-             if e.get("phase") == "start" and isinstance(e.get("group"), dict)
-             and isinstance(e["group"].get("eager"), bool)}
-    init = ("eager" if eager.pop() else "lazy") if len(eager) == 1 else None
-    return programs_from_events(events), init
+    return programs_from_events(events), trace.init_mode()

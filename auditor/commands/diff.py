@@ -7,6 +7,7 @@ import argparse
 import json
 
 from auditor.analysis.diff import diff, diff_text
+from auditor.commands import options
 from auditor.commands.output import emit
 from auditor.commands.report import load_document
 from auditor.errors import EXIT_OK
@@ -15,8 +16,8 @@ from auditor.errors import EXIT_OK
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("before", metavar="A.json", help="the earlier scan (or sites) document")
     parser.add_argument("after", metavar="B.json", help="the later one")
-    parser.add_argument("--format", choices=("text", "json"), default="text")
-    parser.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    options.add_format(parser, ("text", "json"), "text")
+    options.add_output(parser)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -16,6 +16,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from auditor.commands import options
+from auditor.commands.output import emit
 from auditor.errors import EXIT_FINDINGS, EXIT_OK, InputError
 
 RESULT_ENV = "P2PAUDIT_DOCTOR_RESULT"
@@ -29,12 +31,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="default: nccl where CUDA is available, else gloo")
     parser.add_argument("--pp", type=int, default=2,
                         help="pipeline-parallel size of the PP groups doctor creates (default 2)")
-    parser.add_argument("--eager", action="store_true",
-                        help="init_process_group(device_id=...): check eager NCCL init instead "
-                             "of the lazy init megatron-style launchers get")
+    options.add_init(parser, "eager: init_process_group(device_id=...), check eager NCCL init "
+                             "instead of the lazy init megatron-style launchers get (default lazy)",
+                     as_flag="eager")
     parser.add_argument("--batch-timeout", type=float, default=60.0,
                         help="give up on a group's test batch after this many seconds (NCCL)")
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    options.add_format(parser, ("text", "json"), "text")
+    options.add_output(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -70,11 +73,12 @@ def _in_rank(args: argparse.Namespace) -> int:
     if dist.get_rank() == 0:
         findings = bool(doctor.not_coalescing(reports) or doctor.disagreements(reports))
         if args.format == "json":
-            json.dump({"ranks": reports, "not_coalescing": doctor.not_coalescing(reports),
-                       "disagreements": doctor.disagreements(reports)}, sys.stdout, indent=1)
-            print()
+            emit(json.dumps({"ranks": reports, "not_coalescing": doctor.not_coalescing(reports),
+                             "disagreements": doctor.disagreements(reports)}, indent=1) + "\n",
+                 args.output)
         else:
-            print(doctor.render(reports), flush=True)
+            emit(doctor.render(reports) + "\n", args.output)
+            sys.stdout.flush()
         if os.environ.get(RESULT_ENV):
             Path(os.environ[RESULT_ENV]).write_text(str(EXIT_FINDINGS if findings else EXIT_OK))
     else:
@@ -99,7 +103,8 @@ def _launch(args: argparse.Namespace) -> int:
     if nproc % args.pp:
         raise InputError("--pp", f"{args.pp} does not divide --nproc {nproc}")
     forwarded = ["doctor", "--backend", backend, "--pp", str(args.pp), "--batch-timeout",
-                 str(args.batch_timeout), "--format", args.format] + (["--eager"] if args.eager else [])
+                 str(args.batch_timeout), "--format", args.format] + (["--eager"] if args.eager else []) \
+        + (["-o", args.output] if args.output else [])
     with tempfile.TemporaryDirectory(prefix="p2paudit-doctor-") as tmp:
         result = Path(tmp) / "result"
         env = dict(os.environ, **{RESULT_ENV: str(result)})

@@ -16,6 +16,7 @@ from auditor import sources
 from auditor.analysis.diff import diff_text, finding_key
 from auditor.analysis.gate import GateResult, check_scan, gate
 from auditor.analysis.verdict import gate_verdict
+from auditor.commands import options
 from auditor.commands.output import emit
 from auditor.commands.report import load_document, render
 from auditor.config.effective import overrides_from
@@ -23,22 +24,18 @@ from auditor.scan import ScanInputs, run_scan
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", required=True, metavar="RUN.SH", help="the launch script")
+    options.add_config(parser)
     parser.add_argument("--baseline", required=True, metavar="FILE",
                         help="scan document of the same script at a known-good release "
                              "(p2paudit scan --format json)")
-    parser.add_argument("--target", action="append", default=[], metavar="TARGET",
-                        help="the release(s) to check, e.g. megatron-core==0.19.2; packages not "
-                             "named here keep the baseline's")
-    parser.add_argument("--torch", metavar="VERSION",
-                        help="the cluster's torch version (default: the baseline's)")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="override an effective config value (repeatable)")
-    parser.add_argument("--entry", action="append", metavar="MODULE[:QUALNAME]",
-                        help="entry point(s) instead of the framework's")
-    parser.add_argument("--format", choices=("text", "json", "sarif", "html"), default="text")
-    parser.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
-    parser.add_argument("--jobs", type=int, default=None, help="parser processes (default: the idle cores)")
+    options.add_targets(parser, "the release(s) to check, e.g. megatron-core==0.19.2; packages not "
+                                "named here keep the baseline's", default=[])
+    options.add_torch(parser, "the cluster's torch version (default: the baseline's)")
+    options.add_set(parser)
+    options.add_entry(parser, "entry point(s) instead of the framework's")
+    options.add_format(parser, ("text", "json", "sarif", "html"), "text")
+    options.add_output(parser)
+    options.add_jobs(parser)
 
 
 def merged_targets(given: list[str], baseline: dict[str, Any]) -> list[str]:

@@ -1,4 +1,4 @@
-"""`p2paudit record [--out DIR] [--coverage[=PKGS]] [--hang-after S] -- COMMAND ...`
+"""`p2paudit record [--trace DIR] [--coverage[=PKGS]] [--hang-after S] -- COMMAND ...`
 
 Runs COMMAND with every rank it starts writing `DIR/rank-N.jsonl` (each P2P op and collective,
 before torch gets it) and, when an op stays pending longer than --hang-after or on SIGUSR1/SIGTERM,
@@ -14,6 +14,7 @@ import argparse
 import shlex
 from pathlib import Path
 
+from auditor.commands import options
 from auditor.dynamic import record
 from auditor.rulebook.frameworks import audited_packages
 
@@ -22,8 +23,8 @@ DEFAULT_COVERAGE = ",".join(audited_packages())
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", type=Path, default=Path("p2paudit-trace"), metavar="DIR",
-                        help="trace directory (default: ./p2paudit-trace); must hold no trace yet")
+    options.add_trace(parser, "trace directory (default: ./p2paudit-trace); must hold no trace yet",
+                      "--out", "-o", dest="out", type=Path, default=Path("p2paudit-trace"))
     parser.add_argument("--coverage", nargs="?", const=DEFAULT_COVERAGE, default=None,
                         metavar="PKG,...",
                         help=f"also record line coverage of these packages per rank "

@@ -18,6 +18,7 @@ from typing import Any
 from auditor import sources
 from auditor.analysis import verdict, waitfor
 from auditor.analysis.join import join
+from auditor.commands import options
 from auditor.commands.output import emit_report
 from auditor.dynamic import flight_recorder
 from auditor.dynamic.trace import Trace, read_trace_dir
@@ -33,7 +34,7 @@ FORMATS = ("html", "json", "sarif", "perfetto")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scan", required=True, metavar="SCAN.JSON",
                         help="a scan document (p2paudit scan --format json; a sites inventory works too)")
-    parser.add_argument("--trace", metavar="DIR", help="trace directory written by p2paudit record")
+    options.add_trace(parser, "trace directory written by p2paudit record")
     add_flight_recorder_argument(parser)
     parser.add_argument("--trace-target", action="append", default=[], metavar="TARGET",
                         help="the sources the trace was recorded with, when they are another "
@@ -43,11 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "transport, or a topology (node = P2P or SHM, net = NET/Socket or "
                              "NET/IB) whose transports must agree for 'will deadlock' (default: "
                              "net for an NCCL trace, gloo for a gloo one)")
-    parser.add_argument("--init", choices=("lazy", "eager"),
-                        help="communicator creation the replay assumes (default: as recorded)")
-    parser.add_argument("--format", choices=FORMATS, default="html")
-    parser.add_argument("-o", "--output", metavar="FILE",
-                        help="write here instead of stdout (html on a terminal: report.html)")
+    options.add_init(parser, "communicator creation the replay assumes (default: as recorded)")
+    options.add_format(parser, FORMATS, "html")
+    options.add_output(parser, "write here instead of stdout (html on a terminal: report.html)")
 
 
 def add_flight_recorder_argument(parser: argparse.ArgumentParser) -> None:

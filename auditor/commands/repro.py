@@ -9,9 +9,10 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 from pathlib import Path
 
+from auditor.commands import options
+from auditor.commands.output import emit
 from auditor.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from auditor.repro import CASES, load_case
 from auditor.repro.plan import Spec
@@ -56,7 +57,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="keep the run here: spec, per-rank state, torchrun log, verdict.json")
     parser.add_argument("--predict", action="store_true",
                         help="run nothing; print the wait-for model's answer for this case")
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    options.add_format(parser, ("text", "json"), "text")
+    options.add_output(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -67,16 +69,15 @@ def run(args: argparse.Namespace) -> int:
     spec = spec_from_args(args)
     plan = case.plan(spec)
     if args.predict:
-        return _predict(plan, args.format)
+        return _predict(plan, args.format, args.output)
     from auditor.repro.launch import check_machine, launch
 
     check_machine(spec)
     outcome = launch(spec, plan, args.keep)
     if args.format == "json":
-        json.dump(outcome.to_json(), sys.stdout, indent=1)
-        print()
+        emit(json.dumps(outcome.to_json(), indent=1) + "\n", args.output)
     else:
-        print(outcome.line, flush=True)
+        emit(outcome.line + "\n", args.output)
     return outcome.exit_code
 
 
@@ -90,7 +91,7 @@ def spec_from_args(args: argparse.Namespace) -> Spec:
                 else args.variable_seq_lengths == "true")
 
 
-def _predict(plan, fmt: str) -> int:
+def _predict(plan, fmt: str, output: str | None) -> int:
     from auditor.analysis.waitfor import analyze
 
     conditions = plan.conditions()
@@ -99,10 +100,9 @@ def _predict(plan, fmt: str) -> int:
                          f"this run ({plan.title})")
     analysis = analyze(plan.programs, conditions)
     if fmt == "json":
-        json.dump({"case": plan.title, **analysis.to_json()}, sys.stdout, indent=1)
-        print()
+        emit(json.dumps({"case": plan.title, **analysis.to_json()}, indent=1) + "\n", output)
     else:
-        print(f"{plan.title}: {analysis.summary()}")
+        emit(f"{plan.title}: {analysis.summary()}\n", output)
     return EXIT_FINDINGS if analysis.hang else EXIT_OK
 
 

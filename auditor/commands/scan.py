@@ -8,6 +8,7 @@ import json
 import sys
 
 from auditor.analysis import verdict
+from auditor.commands import options
 from auditor.commands.output import emit, emit_report
 from auditor.commands.report import FORMATS, add_flight_recorder_argument, join_run, read_run, render
 from auditor.config.effective import overrides_from
@@ -17,26 +18,18 @@ from auditor.scan import ScanInputs, run_scan
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", required=True, metavar="RUN.SH", help="the launch script")
-    parser.add_argument(
-        "--target", action="append", metavar="TARGET",
-        help="framework sources (NAME==VERSION, wheel, sdist, directory, installed name); "
-             "default: the `name==X` comments of the script, else the installed distributions",
-    )
-    parser.add_argument("--torch", metavar="VERSION",
-                        help="the cluster's torch version (default: installed torch, else the script's torch==X comment)")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="override an effective config value (repeatable)")
+    options.add_config(parser)
+    options.add_targets(parser)
+    options.add_torch(parser)
+    options.add_set(parser)
     parser.add_argument("--matrix", metavar="KEY=V1,V2,...",
                         help="scan once per value and print what changes across them")
-    parser.add_argument("--entry", action="append", metavar="MODULE[:QUALNAME]",
-                        help="entry point(s) instead of the framework's (in order: init first)")
-    parser.add_argument("--trace", metavar="DIR",
-                        help="join with a run recorded by `p2paudit record` (what fired, per rank)")
+    options.add_entry(parser, "entry point(s) instead of the framework's (in order: init first)")
+    options.add_trace(parser, "join with a run recorded by `p2paudit record` (what fired, per rank)")
     add_flight_recorder_argument(parser)
-    parser.add_argument("--format", choices=("text",) + FORMATS, default="text")
-    parser.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
-    parser.add_argument("--jobs", type=int, default=None, help="parser processes (default: the idle cores)")
+    options.add_format(parser, ("text",) + FORMATS, "text")
+    options.add_output(parser)
+    options.add_jobs(parser)
     parser.add_argument("--verbose", action="store_true",
                         help="text: one block per site (default: sites that share an explanation "
                              "are one block)")

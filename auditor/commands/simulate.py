@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from auditor.commands import options
 from auditor.commands.output import emit
 from auditor.commands.report import render
 from auditor.report.text import deadlock_lines, yes_no
@@ -48,8 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the NCCL transport between neighbouring stages (default: by the "
                              "script's nodes: node = P2P or SHM, net = NET/Socket or NET/IB); "
                              "its bound in rules/nccl.toml decides 'will deadlock here'")
-    parser.add_argument("--trace-dir", type=Path, metavar="DIR",
-                        help="keep the recorded trace here (an empty or new directory)")
+    options.add_trace(parser, "keep the recorded trace here (an empty or new directory)", "--trace-dir",
+                      dest="trace_dir", type=Path)
     parser.add_argument("--format", choices=("text", "json", "html"), default="text")
     parser.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
 

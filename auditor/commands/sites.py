@@ -7,23 +7,24 @@ import json
 import sys
 
 from auditor import sources
+from auditor.commands import options
 from auditor.commands.output import emit
-from auditor.errors import EXIT_OK
+from auditor.errors import EXIT_OK, InputError
 from auditor.report import document, text
 from auditor.static.inventory import inventory
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "targets", nargs="+", metavar="TARGET",
-        help="installed distribution name, wheel or sdist path, source directory, or NAME==VERSION",
-    )
-    parser.add_argument("--format", choices=("text", "json"), default="text")
-    parser.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
-    parser.add_argument("--jobs", type=int, default=None, help="parser processes (default: the idle cores)")
+    options.add_target_list(
+        parser, "installed distribution name, wheel or sdist path, source directory, or NAME==VERSION")
+    options.add_format(parser, ("text", "json"), "text")
+    options.add_output(parser)
+    options.add_jobs(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.targets:
+        raise InputError("TARGET", "name at least one target (`sites NAME==VERSION` or `--target`)")
     srcs = [sources.resolve(t) for t in args.targets]
     invs = [inventory(s, jobs=args.jobs, progress=sys.stderr.isatty()) for s in srcs]
     doc = document.build(

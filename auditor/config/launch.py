@@ -1,6 +1,6 @@
 """Reads a bash launch script into a LaunchConfig without running anything.
 
-The script is read as bash reads it (auditor.config.shell); this module picks out the training
+The script is read as bash reads it (auditor.bash); this module picks out the training
 command among the commands it runs (also behind srun/env/nohup and inside `bash -c`) and reads
 its flags, the environment it gets and the world size its launcher gives it.
 
@@ -18,20 +18,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer
+from auditor.bash.parser import Cmd, Node, Parser
+from auditor.bash.values import Field, Var, join
+from auditor.bash.walk import Shell
 from auditor.config.model import EnvVar, Flag, LaunchConfig, Scalar, Symbolic
-from auditor.config.shell import (
-    ASSIGN,
-    MAX_NESTING,
-    NAME,
-    Cmd,
-    Field,
-    Lexer,
-    Node,
-    Parser,
-    Shell,
-    Var,
-    join,
-)
 from auditor.errors import InputError
 from auditor.findings import Finding
 from auditor.rulebook.launchers import Spelling

@@ -32,6 +32,7 @@ map of the file (a killed process leaves zeros after its last line, which the re
   was waited on), "polled" (its Work reported completion), "dropped" (its Work was freed unwaited)
   or "raise" (`error` names the exception);
 - `phase: "off"`: the recorder hit an internal error and stopped recording in this process.
+The line's contract: docs/schema/trace-line.schema.json (docs/design.md).
 """
 
 from __future__ import annotations
@@ -147,6 +148,14 @@ class Trace:
     missing: list[int]  # ranks below world_size with no trace file
     earlier: dict[int, list[RankTrace]]  # older processes of a rank (restarts), oldest first
     skipped: list[str]  # "rank-3.jsonl:57: truncated last line (cut by a kill?)", ...
+
+    def init_mode(self) -> str | None:
+        """How the run created its communicators, as its groups recorded it: "eager" where
+        init_process_group bound a device (device_id), "lazy" where none did; None where no group
+        says, or the groups disagree. The one reader of it (the join, the wait-for replay)."""
+        modes = {g["eager"] for rt in self.ranks.values() for g in rt.groups
+                 if isinstance(g.get("eager"), bool)}
+        return ("eager" if modes.pop() else "lazy") if len(modes) == 1 else None
 
 
 def read_trace_dir(path: str | os.PathLike[str], head_ops: int = HEAD_OPS,

@@ -1,0 +1,191 @@
+"""Word expansion as bash does it: parameters with their `${...}` operators, arrays, arithmetic,
+command substitutions (kept symbolic), assignments; over the variables a walk keeps."""
+
+from __future__ import annotations
+
+import re
+
+from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Part, Word
+from auditor.bash.values import Field, FieldBuilder, Var, integer_arithmetic, join
+from auditor.config.model import Scalar, Symbolic
+
+_PARAM = re.compile(r"(#?)([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])(?:\[([^\]]*)\])?(.*)", re.DOTALL)
+_PARAM_OP = re.compile(r"(:?[-=+?])(.*)", re.DOTALL)
+
+
+class Expander:
+    """The variables of a script (assigned, inherited through `environ`, read) and the expansion
+    of words against them."""
+
+    def __init__(self, path: str, environ: dict[str, str]) -> None:
+        self.path = path
+        self.environ = environ  # what the script inherits from its caller
+        self.vars: dict[str, Var] = {}
+        self.referenced: set[str] = set()  # variables the script reads
+        self.depth = 0
+        self._lexer = Lexer("", path)
+
+    def assignment_value(self, word: Word) -> tuple[str, str | Symbolic | list[tuple[Scalar, int]]]:
+        m = ASSIGN.match(word.raw)
+        name, index, append = m.group(1), m.group(2), m.group(3)
+        first = word.parts[0]
+        rest = [Part("lit", first.text[len(m.group(0)):], first.quoted, first.line)] + word.parts[1:]
+        if any(p.kind == "array" for p in rest):
+            elements = [(f.value, f.line) for p in rest if p.kind == "array"
+                        for w in p.elements for f in self.expand(w)]
+            current = self.vars.get(name)
+            if append and current is not None and isinstance(current.value, list):
+                elements = current.value + elements
+            return name, elements
+        value = self._join_parts(rest, word.line)
+        current = self.vars.get(name)
+        if index is not None:
+            return name, Symbolic(word.raw) if current is None else current.value
+        if append and current is not None:
+            if isinstance(current.value, list):
+                return name, current.value + [(value, word.line)]
+            if isinstance(current.value, str) and isinstance(value, str):
+                return name, current.value + value
+            return name, Symbolic(f"{current.value}{value}")
+        return name, value
+
+    def assign(self, word: Word, exported: bool) -> None:
+        name, value = self.assignment_value(word)
+        current = self.vars.get(name)
+        inherited = current.exported if current else name in self.environ
+        self.vars[name] = Var(value, word.line, exported or inherited)
+
+    # -- expansion
+
+    def expand(self, word: Word) -> list[Field]:
+        builder = FieldBuilder()
+        self._expand_parts(word.parts, builder, word.line)
+        builder.end()
+        return builder.fields
+
+    def _join_parts(self, parts: list[Part], line: int) -> str | Symbolic:
+        """Expansion without word splitting, as in an assignment's value."""
+        builder = FieldBuilder()
+        quoted = [Part(p.kind, p.text, True, p.line, p.src, p.elements) for p in parts]
+        builder.text("", line)
+        self._expand_parts(quoted, builder, line)
+        builder.end()
+        values = [f.value for f in builder.fields]
+        return join(values) if len(values) != 1 else values[0]
+
+    def _expand_parts(self, parts: list[Part], out: FieldBuilder, line: int) -> None:
+        for part in parts:
+            if part.kind == "lit":
+                out.text(part.text, part.line)
+            elif part.kind == "cmd":
+                out.symbolic(part.src, part.line, unsplit=not part.quoted)
+            elif part.kind == "arith":
+                value = self._arith(part)
+                if isinstance(value, str):
+                    out.text(value, part.line)
+                else:
+                    out.symbolic(part.src, part.line, unsplit=False)
+            elif part.kind == "array":  # `A=(...)` outside an assignment: bash refuses it
+                out.text(f"({' '.join(w.raw for w in part.elements)})", part.line)
+            else:
+                self._expand_param(part, out)
+
+    def _expand_param(self, part: Part, out: FieldBuilder) -> None:
+        value, line = self._param(part)
+        if isinstance(value, list):
+            at = part.quoted and "[*]" not in part.src
+            for k, (element, element_line) in enumerate(value):
+                if k and (at or not part.quoted):
+                    out.end()
+                elif k:
+                    out.text(" ", element_line)
+                self._emit(element, element_line, part.quoted, out)
+            return
+        self._emit(value, line, part.quoted, out)
+
+    @staticmethod
+    def _emit(value: Scalar, line: int, quoted: bool, out: FieldBuilder) -> None:
+        if isinstance(value, Symbolic):
+            out.symbolic(value.text, line, unsplit=not quoted)
+        elif quoted:
+            out.text(str(value), line)
+        else:
+            out.split(str(value), line)
+
+    def _param(self, part: Part) -> tuple[Scalar | list[tuple[Scalar, int]], int]:
+        """The value of one `$NAME` / `${...}` expansion and the line it was assigned on."""
+        unknown = Symbolic(part.src), part.line
+        m = _PARAM.fullmatch(part.text)
+        if not m or not (NAME.fullmatch(m.group(2)) or m.group(2).isdigit()) or self.depth >= MAX_NESTING:
+            return unknown
+        length, name, index, rest = m.groups()
+        self.referenced.add(name)
+        var = self.vars.get(name)
+        if var is None and name in self.environ:
+            var = Var(self.environ[name], 0, True)
+        value: Scalar | list[tuple[Scalar, int]] | None = None
+        line = var.line if var else part.line
+        if var is not None:
+            value = var.value
+            if isinstance(value, list):
+                if index in ("@", "*"):
+                    if length:
+                        return str(len(value)), line
+                    return (value, line) if not rest else unknown
+                position = int(index) if index and index.isdigit() else 0 if index is None else None
+                if position is None:
+                    return unknown
+                value, line = value[position] if position < len(value) else ("", line)
+            elif index not in (None, "0", "@", "*"):
+                value = ""
+        if length:
+            return (str(len(value)), line) if isinstance(value, str) else unknown
+        if not rest:
+            return (value, line) if value is not None else unknown
+        op_match = _PARAM_OP.fullmatch(rest)
+        if not op_match or isinstance(value, Symbolic):
+            return unknown
+        op, argument = op_match.groups()
+        is_set = value is not None and (value != "" or not op.startswith(":"))
+        if op.endswith(("-", "=")):
+            if is_set:
+                return value, line
+            fallback = self._fallback(argument, part)
+            if op.endswith("="):
+                self.vars[name] = Var(fallback, part.line, name in self.environ)
+            return fallback, part.line
+        if op.endswith("+"):
+            if value is None:
+                return unknown
+            return (self._fallback(argument, part), part.line) if is_set else ("", part.line)
+        return (value, line) if is_set else unknown
+
+    def _fallback(self, text: str, part: Part) -> str | Symbolic:
+        self.depth += 1
+        try:
+            parts = self._lexer.fragment(text, part.line)
+            return self._join_parts(parts, part.line)
+        finally:
+            self.depth -= 1
+
+    def _arith(self, part: Part) -> str | None:
+        expression = self._fallback(part.text, part)
+        if isinstance(expression, Symbolic) or len(expression) > 200:
+            return None
+        unresolved = False
+
+        def lookup(m: re.Match[str]) -> str:
+            nonlocal unresolved
+            var = self.vars.get(m.group(0))
+            self.referenced.add(m.group(0))
+            value = var.value if var else self.environ.get(m.group(0))
+            if isinstance(value, str) and re.fullmatch(r"\s*-?[0-9]+\s*", value):
+                return f"({value.strip()})"
+            unresolved = True
+            return "0"
+
+        expression = re.sub(r"[A-Za-z_][A-Za-z0-9_]*", lookup, expression)
+        if unresolved:
+            return None
+        result = integer_arithmetic(expression)
+        return None if result is None else str(result)

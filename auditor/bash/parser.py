@@ -1,0 +1,295 @@
+"""Bash grammar over the lexer's tokens: simple commands and the compound commands around them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from auditor.bash.lexer import MAX_NESTING, NAME, REDIRECTS, Op, Token, Word
+from auditor.errors import InputError
+from auditor.findings import Finding
+
+_KEYWORDS = {"if", "then", "elif", "else", "fi", "for", "select", "while", "until", "do", "done",
+             "case", "esac", "in", "{", "}", "function", "[[", "!"}
+
+
+@dataclass
+class Cmd:
+    words: list[Word]
+    line: int
+    end_line: int
+
+
+@dataclass
+class Branches:
+    """if/elif/else, case: exactly one branch runs (`exhaustive` when one surely does)."""
+
+    line: int
+    conditions: list[list[Node]]
+    bodies: list[list[Node]]
+    exhaustive: bool
+
+
+@dataclass
+class Loop:
+    line: int
+    var: str | None
+    condition: list[Node]
+    body: list[Node]
+
+
+@dataclass
+class Group:
+    body: list[Node]
+    subshell: bool
+
+
+@dataclass
+class AndOr:
+    first: Node
+    rest: list[tuple[str, Node]]
+
+
+@dataclass
+class Pipeline:
+    commands: list[Node]
+
+
+@dataclass
+class Function:
+    name: str
+    body: Node
+
+
+Node = Cmd | Branches | Loop | Group | AndOr | Pipeline | Function
+
+
+class Parser:
+    """Bash grammar, best effort: a syntax error becomes a diagnostic and parsing goes on."""
+
+    def __init__(self, tokens: list[Token], path: str, diagnostics: list[Finding]) -> None:
+        self.t = tokens
+        self.p = 0
+        self.path = path
+        self.diagnostics = diagnostics
+        self.depth = 0
+
+    def parse(self) -> list[Node]:
+        return self._list(frozenset())
+
+    def _peek(self, k: int = 0) -> Token | None:
+        return self.t[self.p + k] if self.p + k < len(self.t) else None
+
+    def _is_kw(self, tok: Token | None, words: frozenset[str] | set[str]) -> bool:
+        return isinstance(tok, Word) and tok.raw in words and tok.raw in _KEYWORDS
+
+    def _syntax(self, line: int, what: str) -> None:
+        self.diagnostics.append(Finding(
+            "launch.syntax", "warning", f"bash syntax error: {what}; bash stops here, read on as best as possible",
+            fix="run `bash -n` on the script", where=f"{self.path}:{line}"))
+
+    def _expect(self, word: str, line: int) -> None:
+        if self._is_kw(self._peek(), {word}):
+            self.p += 1
+        else:
+            self._syntax(line, f"`{word}` expected")
+
+    def _skip_newlines(self) -> None:
+        while isinstance(self._peek(), Op) and self._peek().text in ("\n", ";"):
+            self.p += 1
+
+    def _list(self, terms: frozenset[str]) -> list[Node]:
+        items: list[Node] = []
+        while (tok := self._peek()) is not None:
+            if isinstance(tok, Op):
+                if tok.text in ("\n", ";", "&"):
+                    self.p += 1
+                elif tok.text in terms:
+                    break
+                elif tok.text == "(":
+                    items.append(self._and_or())
+                else:
+                    self._syntax(tok.line, f"unexpected `{tok.text}`")
+                    self.p += 1
+            elif self._is_kw(tok, terms):
+                break
+            else:
+                items.append(self._and_or())
+        return items
+
+    def _and_or(self) -> Node:
+        first = self._pipeline()
+        rest: list[tuple[str, Node]] = []
+        while isinstance(op := self._peek(), Op) and op.text in ("&&", "||"):
+            self.p += 1
+            while isinstance(self._peek(), Op) and self._peek().text == "\n":
+                self.p += 1
+            rest.append((op.text, self._pipeline()))
+        return AndOr(first, rest) if rest else first
+
+    def _pipeline(self) -> Node:
+        if self._is_kw(self._peek(), {"!"}):
+            self.p += 1
+        commands = [self._command()]
+        while isinstance(op := self._peek(), Op) and op.text in ("|", "|&"):
+            self.p += 1
+            while isinstance(self._peek(), Op) and self._peek().text == "\n":
+                self.p += 1
+            commands.append(self._command())
+        return Pipeline(commands) if len(commands) > 1 else commands[0]
+
+    def _command(self) -> Node:
+        tok = self._peek()
+        compound = (isinstance(tok, Op) and tok.text == "(") or self._is_kw(
+            tok, {"if", "for", "select", "while", "until", "case", "{", "function"})
+        if not compound:
+            if (isinstance(tok, Word) and isinstance(self._peek(1), Op) and self._peek(1).text == "("
+                    and isinstance(self._peek(2), Op) and self._peek(2).text == ")"):
+                self.p += 3
+                self._skip_newlines()
+                return self._nested(lambda: Function(tok.raw, self._command()), tok.line)
+            return self._simple()
+        node = self._nested(lambda: self._compound(tok), tok.line)
+        self._redirects()
+        return node
+
+    def _nested(self, build: Callable[[], Node], line: int) -> Node:
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise InputError(self.path, f"commands nested more than {MAX_NESTING} levels deep", line)
+        try:
+            return build()
+        finally:
+            self.depth -= 1
+
+    def _compound(self, tok: Token) -> Node:
+        line = tok.line
+        if isinstance(tok, Op):  # ( subshell ) or (( arithmetic ))
+            if isinstance(self._peek(1), Op) and self._peek(1).text == "(":
+                self._skip_arithmetic()
+                return Cmd([], line, line)
+            self.p += 1
+            body = self._list(frozenset({")"}))
+            if isinstance(self._peek(), Op) and self._peek().text == ")":
+                self.p += 1
+            else:
+                self._syntax(line, "`)` expected")
+            return Group(body, subshell=True)
+        word = tok.raw
+        self.p += 1
+        if word == "if":
+            conditions, bodies = [], []
+            while True:
+                conditions.append(self._list(frozenset({"then"})))
+                self._expect("then", line)
+                bodies.append(self._list(frozenset({"elif", "else", "fi"})))
+                if self._is_kw(self._peek(), {"elif"}):
+                    self.p += 1
+                    continue
+                break
+            exhaustive = self._is_kw(self._peek(), {"else"})
+            if exhaustive:
+                self.p += 1
+                conditions.append([])
+                bodies.append(self._list(frozenset({"fi"})))
+            self._expect("fi", line)
+            return Branches(line, conditions, bodies, exhaustive)
+        if word in ("for", "select"):
+            var = None
+            if isinstance(self._peek(), Op) and self._peek().text == "(":
+                self._skip_arithmetic()
+            elif isinstance(self._peek(), Word):
+                var = self._peek().raw
+                self.p += 1
+            self._skip_newlines()
+            if self._is_kw(self._peek(), {"in"}):
+                self.p += 1
+                while isinstance(self._peek(), Word):
+                    self.p += 1
+            return self._loop_body(line, var, [])
+        if word in ("while", "until"):
+            return self._loop_body(line, None, self._list(frozenset({"do"})))
+        if word == "case":
+            if isinstance(self._peek(), Word):
+                self.p += 1
+            self._skip_newlines()
+            self._expect("in", line)
+            bodies = []
+            catch_all = False
+            while True:
+                self._skip_newlines()
+                tok = self._peek()
+                if tok is None:
+                    self._syntax(line, "`esac` expected")
+                    break
+                if self._is_kw(tok, {"esac"}):
+                    self.p += 1
+                    break
+                while (tok := self._peek()) is not None and not (isinstance(tok, Op) and tok.text == ")"):
+                    self.p += 1
+                    catch_all |= isinstance(tok, Word) and tok.raw == "*"
+                    if isinstance(tok, Op) and tok.text not in ("(", "|"):
+                        break
+                else:
+                    if tok is not None:
+                        self.p += 1
+                bodies.append(self._list(frozenset({";;", ";&", ";;&", "esac"})))
+                if isinstance(self._peek(), Op) and self._peek().text in (";;", ";&", ";;&"):
+                    self.p += 1
+            return Branches(line, [[] for _ in bodies], bodies, exhaustive=catch_all)
+        if word == "{":
+            body = self._list(frozenset({"}"}))
+            self._expect("}", line)
+            return Group(body, subshell=False)
+        # function NAME [()] BODY
+        name = self._peek().raw if isinstance(self._peek(), Word) else ""
+        self.p += 1 if name else 0
+        if isinstance(self._peek(), Op) and self._peek().text == "(":
+            self.p += 2 if isinstance(self._peek(1), Op) and self._peek(1).text == ")" else 1
+        self._skip_newlines()
+        return Function(name, self._command())
+
+    def _loop_body(self, line: int, var: str | None, condition: list[Node]) -> Loop:
+        self._skip_newlines()
+        self._expect("do", line)
+        body = self._list(frozenset({"done"}))
+        self._expect("done", line)
+        return Loop(line, var, condition, body)
+
+    def _skip_arithmetic(self) -> None:
+        depth = 0
+        while (tok := self._peek()) is not None:
+            self.p += 1
+            if isinstance(tok, Op) and tok.text == "(":
+                depth += 1
+            elif isinstance(tok, Op) and tok.text == ")":
+                depth -= 1
+                if depth <= 0:
+                    if isinstance(self._peek(), Op) and self._peek().text == ")":
+                        self.p += 1
+                    return
+
+    def _redirects(self) -> None:
+        while isinstance(op := self._peek(), Op) and op.text in REDIRECTS:
+            self.p += 1
+            if isinstance(self._peek(), Word):
+                self.p += 1
+
+    def _simple(self) -> Cmd:
+        tok = self._peek()
+        words: list[Word] = []
+        test = isinstance(tok, Word) and tok.raw == "[["
+        while (tok := self._peek()) is not None:
+            if isinstance(tok, Word):
+                words.append(tok)
+                self.p += 1
+                if test and tok.raw == "]]":
+                    test = False
+            elif isinstance(tok, Op) and tok.text in REDIRECTS and not test:
+                self._redirects()
+            elif test and tok.text != "\n":
+                self.p += 1
+            else:
+                break
+        line = words[0].line if words else (tok.line if tok else 0)
+        return Cmd(words, line, max((w.end_line for w in words), default=line))

@@ -1,0 +1,180 @@
+"""Walks a parsed script in order as bash runs it: builtins, assignments, functions and the
+branches of if/case/loops (a variable the branches disagree on becomes symbolic)."""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+
+from auditor.bash.expand import Expander
+from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Word
+from auditor.bash.parser import AndOr, Branches, Cmd, Function, Group, Loop, Node, Pipeline
+from auditor.bash.values import Field, Var, join
+from auditor.config.model import EnvVar, Symbolic
+from auditor.findings import Finding
+
+
+class Shell(Expander, ABC):
+    """Walks a parsed script in order, keeping variables as bash would; builtins, assignments and
+    functions are run here, every other command goes to `external`."""
+
+    def __init__(self, path: str, environ: dict[str, str], diagnostics: list[Finding]) -> None:
+        super().__init__(path, environ)
+        self.diagnostics = diagnostics
+        self.functions: dict[str, Node] = {}
+        self.conditional = 0  # how many if/case/loop bodies the walk is inside
+
+    @abstractmethod
+    def external(self, fields: list[Field], inline: dict[str, EnvVar], cmd: Cmd,
+                 siblings: list[Node], at: int) -> int:
+        """A program the script runs (`fields` expanded, `inline` its `VAR=x` prefix); it leaves
+        the shell's variables alone. `cmd` is `siblings[at]`; returns how many of the commands
+        after it the reader takes as part of it (0 for a command inside a pipeline or `&&`)."""
+
+    # -- walking
+
+    def run(self, nodes: list[Node]) -> None:
+        k = 0
+        while k < len(nodes):
+            node = nodes[k]
+            if isinstance(node, Cmd):
+                k += self._command(node, nodes, k)
+            else:
+                self._node(node)
+            k += 1
+
+    def _node(self, node: Node) -> None:
+        if isinstance(node, Cmd):
+            self._command(node, [node], 0)
+        elif isinstance(node, AndOr):
+            self._node(node.first)
+            for op, right in node.rest:
+                default_for = _tested_empty(node.first) if op == "&&" else _tested_set(node.first)
+                self._branches([[right]], exhaustive=False, default_for=default_for, block=False)
+        elif isinstance(node, Pipeline):
+            for command in node.commands:
+                saved = dict(self.vars)
+                self._node(command)
+                self.vars = saved
+        elif isinstance(node, Branches):
+            bodies = [cond + body for cond, body in zip(node.conditions, node.bodies)]
+            self._branches(bodies, node.exhaustive)
+        elif isinstance(node, Loop):
+            if node.var:
+                self.vars[node.var] = Var(Symbolic(f"${node.var}"), node.line, False)
+            self.run(node.condition)
+            self._branches([node.body], exhaustive=False)
+        elif isinstance(node, Group):
+            saved = dict(self.vars)
+            self.run(node.body)
+            if node.subshell:
+                self.vars = saved
+        elif isinstance(node, Function):
+            self.functions[node.name] = node.body
+
+    def _branches(self, bodies: list[list[Node]], exhaustive: bool, default_for: str | None = None,
+                  block: bool = True) -> None:
+        """Run each branch from the same state; a variable the branches disagree on becomes symbolic.
+
+        `block`: an if/case/loop body (counted in `conditional`), not the right side of
+        `cd dir && torchrun ...`.
+        """
+        before = dict(self.vars)
+        ends = []
+        self.conditional += block
+        try:
+            for body in bodies:
+                self.vars = dict(before)
+                self.run(body)
+                ends.append(self.vars)
+        finally:
+            self.conditional -= block
+        if not exhaustive:
+            ends.append(before)
+        merged: dict[str, Var] = {}
+        for name in set().union(*ends):
+            seen = [end.get(name) for end in ends]
+            if name == default_for and before.get(name) is None:
+                seen = [v for v in seen if v is not None]
+            first = seen[0]
+            if all(v is not None and first is not None and v.value == first.value for v in seen):
+                merged[name] = Var(first.value, max(v.line for v in seen), any(v.exported for v in seen))
+            else:
+                known = [v for v in seen if v is not None]
+                merged[name] = Var(Symbolic(f"${{{name}}}"), max(v.line for v in known),
+                                    any(v.exported for v in known))
+        self.vars = merged
+
+    def _command(self, cmd: Cmd, siblings: list[Node], at: int) -> int:
+        """Run one simple command; how many following siblings it took (see `external`)."""
+        words = cmd.words
+        if not words or words[0].raw == "[[":
+            return 0
+        k = 0
+        while k < len(words) and ASSIGN.match(words[k].raw) and words[k].parts[0].kind == "lit":
+            k += 1
+        fields = [f for w in words[k:] for f in self.expand(w)]
+        if not fields:
+            for w in words[:k]:
+                self.assign(w, exported=False)
+            return 0
+        inline = {}
+        for w in words[:k]:
+            name, value = self.assignment_value(w)
+            inline[name] = EnvVar(name, value if not isinstance(value, list) else join(value), w.line, "inline")
+        head = fields[0].value
+        if head in ("export", "declare", "typeset", "local", "readonly"):
+            self._declare(head, words[k + 1:])
+            return 0
+        if head == "unset":
+            for f in fields[1:]:
+                self.vars.pop(str(f.value), None)
+            return 0
+        if head in ("source", ".") and len(fields) > 1:
+            self.diagnostics.append(Finding(
+                "launch.unread-file", "info",
+                f"`{head} {fields[1].value}` is not followed: variables it sets are unknown here",
+                where=f"{self.path}:{cmd.line}"))
+            return 0
+        if isinstance(head, str) and head in self.functions and self.depth < MAX_NESTING:
+            self.depth += 1
+            try:
+                self._node(self.functions[head])
+            finally:
+                self.depth -= 1
+            return 0
+        return self.external(fields, inline, cmd, siblings, at)
+
+    def _declare(self, builtin: str, words: list[Word]) -> None:
+        options = "".join(w.raw[1:] for w in words if w.raw.startswith("-"))
+        exported = builtin == "export" or "x" in options
+        for w in words:
+            if w.raw.startswith("-"):
+                continue
+            if ASSIGN.match(w.raw) and w.parts[0].kind == "lit":
+                self.assign(w, exported=exported)
+            elif NAME.fullmatch(w.raw) and exported:
+                current = self.vars.get(w.raw)
+                if current is not None:
+                    self.vars[w.raw] = Var(current.value, current.line, True)
+                elif w.raw in self.environ:
+                    self.vars[w.raw] = Var(self.environ[w.raw], w.line, True)
+
+
+def _tested_empty(node: Node) -> str | None:
+    """NAME when node is `[ -z "$NAME" ]` (or test / [[ ]]): `... && NAME=x` gives a default."""
+    return _test_operand(node, "-z")
+
+
+def _tested_set(node: Node) -> str | None:
+    return _test_operand(node, "-n")
+
+
+def _test_operand(node: Node, flag: str) -> str | None:
+    if not isinstance(node, Cmd) or len(node.words) < 3:
+        return None
+    raws = [w.raw for w in node.words]
+    if raws[0] not in ("[", "[[", "test") or raws[1] != flag:
+        return None
+    m = re.fullmatch(r'"?\$\{?([A-Za-z_][A-Za-z0-9_]*)(:-)?\}?"?', raws[2])
+    return m.group(1) if m else None

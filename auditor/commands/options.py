@@ -1,0 +1,94 @@
+"""The options several commands share, written once so that one idea has one spelling everywhere:
+`--config`, `--target`, `--torch`, `--set`, `--entry`, `--format`, `-o/--output`, `--jobs`, the
+trace directory `--trace` and the communicator init mode `--init {lazy,eager}`.
+
+Older spellings stay accepted as aliases (`record --out`, `simulate --trace-dir`, `doctor --eager`,
+`sites TARGET ...`); each helper keeps the `dest` its command reads.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from typing import Any
+
+TARGET_HELP = ("framework sources (NAME==VERSION, wheel, sdist, directory, installed name); "
+               "default: the `name==X` comments of the script, else the installed distributions")
+TORCH_HELP = "the cluster's torch version (default: installed torch, else the script's torch==X comment)"
+INIT_MODES = ("lazy", "eager")
+
+
+def add_config(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", required=True, metavar="RUN.SH", help="the launch script")
+
+
+def add_targets(parser: argparse.ArgumentParser, help: str = TARGET_HELP,
+                default: list[str] | None = None) -> None:
+    parser.add_argument("--target", action="append", default=default, metavar="TARGET", help=help)
+
+
+def add_torch(parser: argparse.ArgumentParser, help: str = TORCH_HELP) -> None:
+    parser.add_argument("--torch", metavar="VERSION", help=help)
+
+
+def add_set(parser: argparse.ArgumentParser,
+            help: str = "override an effective config value (repeatable)") -> None:
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help=help)
+
+
+def add_entry(parser: argparse.ArgumentParser, help: str) -> None:
+    parser.add_argument("--entry", action="append", metavar="MODULE[:QUALNAME]", help=help)
+
+
+def add_format(parser: argparse.ArgumentParser, choices: Sequence[str], default: str) -> None:
+    parser.add_argument("--format", choices=tuple(choices), default=default)
+
+
+def add_output(parser: argparse.ArgumentParser, help: str = "write here instead of stdout") -> None:
+    parser.add_argument("-o", "--output", metavar="FILE", help=help)
+
+
+def add_jobs(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--jobs", type=int, default=None, help="parser processes (default: the idle cores)")
+
+
+def add_trace(parser: argparse.ArgumentParser, help: str, *aliases: str, dest: str = "trace",
+              **kwargs: Any) -> None:
+    """The trace directory: `--trace DIR` in every command, plus the command's older spelling."""
+    parser.add_argument("--trace", *aliases, dest=dest, metavar="DIR", help=help, **kwargs)
+
+
+def add_init(parser: argparse.ArgumentParser, help: str, *, as_flag: str | None = None) -> None:
+    """Communicator creation, `--init {lazy,eager}`. `as_flag`: the dest of a command that reads
+    the mode as a boolean `eager` (doctor), whose old spelling `--eager` stays an alias."""
+    if as_flag is None:
+        parser.add_argument("--init", choices=INIT_MODES, help=help)
+        return
+    parser.add_argument("--init", choices=INIT_MODES, dest=as_flag, action=_EagerMode, default=False,
+                        help=help)
+    parser.add_argument("--eager", dest=as_flag, action="store_true", help="the same as --init eager")
+
+
+class _EagerMode(argparse.Action):
+    """`--init lazy|eager` stored as the boolean `eager`."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values == "eager")
+
+
+class _ExtendTargets(argparse.Action):
+    """`sites`'s targets, positional (its old spelling) and `--target` (every other command's),
+    gathered into one list."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        given = values if isinstance(values, list) else [values]
+        setattr(namespace, self.dest, (getattr(namespace, self.dest) or []) + given)
+
+
+def add_target_list(parser: argparse.ArgumentParser, help: str) -> None:
+    """Targets as `sites` takes them: `sites A B` or `sites --target A --target B` (or both)."""
+    parser.add_argument("targets", nargs="*", action=_ExtendTargets, metavar="TARGET", help=help)
+    parser.add_argument("--target", dest="targets", action=_ExtendTargets, metavar="TARGET",
+                        help="the same as a positional TARGET (repeatable)")

@@ -1,0 +1,141 @@
+"""The package's imports follow the pipeline: sources -> config -> static -> dynamic -> analysis ->
+report -> the pipelines commands run -> commands/cli. No module imports a later layer and no
+import circle exists, deferred imports (inside a function) included, since a deferred import
+only hides a circle."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "auditor"
+
+# In pipeline order; a module belongs to the layer of its longest matching prefix.
+LAYERS: list[tuple[str, ...]] = [
+    ("auditor", "auditor.errors", "auditor.findings", "auditor.progress"),  # shared by every layer
+    ("auditor.sources", "auditor.rulebook"),  # the rules are read below every stage
+    ("auditor.bash", "auditor.config"),  # bash is how config reads a launch script
+    ("auditor.static",),
+    ("auditor.dynamic",),
+    ("auditor.analysis",),
+    ("auditor.report",),
+    ("auditor.scan", "auditor.simulate", "auditor.repro", "auditor.doctor"),
+    ("auditor.commands", "auditor.cli", "auditor.__main__"),
+]
+
+
+
+def module_names(package: Path) -> dict[str, Path]:
+    names = {}
+    for path in package.rglob("*.py"):
+        parts = list(path.relative_to(package.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        names[".".join(parts)] = path
+    return names
+
+
+def imports(modules: Mapping[str, Path]) -> dict[str, set[str]]:
+    """Each module's imports of the package's own modules (`from a.b import c` is `a.b.c` when
+    that is a module, else `a.b`)."""
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                raise AssertionError(f"{path}: relative import; write the absolute name")
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "auditor":
+                found |= {f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules
+                          else node.module for a in node.names}
+            elif isinstance(node, ast.Import):
+                found |= {a.name for a in node.names if a.name.split(".")[0] == "auditor"}
+        graph[name] = found
+    return graph
+
+
+def layer(module: str) -> int:
+    matches = [(len(prefix), i) for i, group in enumerate(LAYERS) for prefix in group
+               if module == prefix or module.startswith(prefix + ".")]
+    if not matches:
+        raise AssertionError(f"{module} is in no layer: add it to LAYERS")
+    return max(matches)[1]
+
+
+def upward(graph: Mapping[str, set[str]]) -> list[str]:
+    return sorted(f"{a} -> {b}" for a, targets in graph.items() for b in targets if layer(b) > layer(a))
+
+
+def circles(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(found)
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    return imports(module_names(PACKAGE))
+
+
+def test_every_module_has_a_layer(graph):
+    for module in graph:
+        layer(module)
+
+
+def test_no_import_runs_up_the_layers(graph):
+    assert upward(graph) == []
+
+
+def test_no_import_circle(graph):
+    found = circles(graph)
+    assert found == [], f"import circle(s): {found}"
+
+
+# The checker on small graphs: VALID (down the layers, no circle) and INVALID ones.
+def test_checker_valid():
+    g = {"auditor.commands.scan": {"auditor.scan"}, "auditor.scan": {"auditor.static.sites"},
+         "auditor.static.sites": {"auditor.sources", "auditor.errors"},
+         "auditor.bash.walk": {"auditor.config.model"}, "auditor.config.launch": {"auditor.bash.walk"}}
+    assert upward(g) == [] and circles(g) == []
+
+
+@pytest.mark.parametrize("g, up, circle", [
+    ({"auditor.static.sites": {"auditor.report.text"}}, ["auditor.static.sites -> auditor.report.text"], []),
+    ({"auditor.sources": {"auditor.config.model"}}, ["auditor.sources -> auditor.config.model"], []),
+    ({"auditor.report.html": {"auditor.commands.output"}},
+     ["auditor.report.html -> auditor.commands.output"], []),
+    ({"auditor.static.a": {"auditor.static.b"}, "auditor.static.b": {"auditor.static.c"},
+      "auditor.static.c": {"auditor.static.a"}},
+     [], [["auditor.static.a", "auditor.static.b", "auditor.static.c"]]),
+])
+def test_checker_invalid(g, up, circle):
+    assert upward(g) == up
+    assert circles(g) == circle
