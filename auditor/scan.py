@@ -29,6 +29,7 @@ from auditor.static.sites import Site, inventory
 STACKS = {
     "megatron": ["ms-swift", "mcore-bridge", "megatron-core"],
     "swift": ["ms-swift", "mcore-bridge", "megatron-core"],
+    "deepspeed": ["deepspeed"],
 }
 DEFAULT_STACK = ["megatron-core"]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from auditor.dynamic import record
 
 # The packages p2paudit audits, measured by a bare --coverage.
-DEFAULT_COVERAGE = "megatron,swift,mcore_bridge"
+DEFAULT_COVERAGE = "megatron,swift,mcore_bridge,deepspeed"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

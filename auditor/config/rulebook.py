@@ -17,7 +17,7 @@ from typing import Any
 from auditor import rules as rules_mod
 from auditor.config.expr import RuleError
 
-FRAMEWORKS = ("torch", "ms-swift", "mcore-bridge", "megatron-core", "megatron-lm")
+FRAMEWORKS = ("torch", "ms-swift", "mcore-bridge", "megatron-core", "megatron-lm", "deepspeed")
 
 
 @dataclass(frozen=True)

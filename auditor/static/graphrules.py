@@ -12,7 +12,7 @@ from typing import Any
 
 from auditor import rules
 
-FRAMEWORKS = ("torch", "megatron-core", "mcore-bridge", "ms-swift")
+FRAMEWORKS = ("torch", "megatron-core", "mcore-bridge", "ms-swift", "deepspeed")
 
 
 @dataclass
