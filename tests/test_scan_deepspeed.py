@@ -211,3 +211,15 @@ def test_a_private_name_is_not_star_imported(tmp_path):
     with_all = {**FILES, "pkg/comm/core.py": "__all__ = ['recv']\n" + CORE}
     out = analyse(tmp_path, with_all, "import pkg.comm as c\nc.send(1, 2)\nc.recv(1, 2)\n", {})
     assert out["Backend.send:send"].reachable != "yes" and out["Backend.recv:recv"].reachable == "yes"
+
+
+def test_a_release_outside_the_rules_is_inconclusive_never_clean():
+    """deepspeed 0.13.5 predates the releases rules/deepspeed.toml covers: no entry point is
+    taken for it and what its rules decide is unknown, so the scan says so (exit 1)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "auditor", "scan", "--config", str(SCRIPT), "--target", "deepspeed==0.13.5",
+         "--torch", "2.13.0"],
+        capture_output=True, text=True, timeout=600, cwd=ROOT, env=dict(os.environ))
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert "INCONCLUSIVE" in proc.stdout
+    assert "deepspeed 0.13.5 is outside the releases the rules cover" in proc.stdout
