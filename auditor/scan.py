@@ -9,6 +9,7 @@ from typing import Any
 
 import libcst as cst
 
+from auditor import rules as rules_mod
 from auditor.analysis import verdict
 from auditor.config.effective import UNKNOWN, EffectiveConfig, derive
 from auditor.config.envlint import lint
@@ -118,8 +119,9 @@ def run_scan(inputs: ScanInputs) -> dict[str, Any]:
             results = _reach_all(interp, reach, program, sites)
     finally:
         program.close()
-    unbatched = {s.id: effectively_batched(s, effective) for s in sites}
-    site_docs = [_site_doc(s, results[s.id], effective, unbatched[s.id]) for s in sites]
+    wrappers = batch_wrappers()
+    unbatched = {s.id: effectively_batched(s, effective, wrappers) for s in sites}
+    site_docs = [_site_doc(s, results[s.id], effective, unbatched[s.id], wrappers) for s in sites]
     findings = [*launch.diagnostics, *effective.findings, *lint(launch, effective.value("torch_version"))]
     findings += _site_findings(site_docs, unbatched, interp)
     analyses = [inv.analysis for inv in invs]
@@ -251,35 +253,68 @@ TORCH_OP_BY_OP = Unbatched(
     "shows the failure and each fix")
 
 
+WRAPPER_OP_BY_OP = Unbatched(
+    "its batch runs op by op",
+    "on this torch every all-send or all-recv batch of the schedule runs unbatched: initialise "
+    "NCCL eagerly (init_process_group(device_id=...)) so that no per-pair communicator is "
+    "created lazily, or use a torch whose pipelining coalesces every batch")
+
 # How a batched site's op reaches torch: as a P2POp descriptor or as the batch call itself; both
 # run coalesced only where torch coalesces batch_isend_irecv.
 BATCH_ISSUED = ("descriptor", "batch")
 
 
-def effectively_batched(site: Site, effective: EffectiveConfig) -> Unbatched | None:
+@dataclass(frozen=True)
+class BatchWrapper:
+    """A torch function that issues the batches of the descriptors `modules` make, and the
+    config key saying whether it coalesces them (rules/torch.toml [[batch_wrapper]])."""
+
+    function: str
+    modules: tuple[str, ...]
+    key: str
+
+
+def batch_wrappers() -> list[BatchWrapper]:
+    return [BatchWrapper(w["function"], tuple(w["modules"]), w["key"])
+            for w in rules_mod.load("torch").table("batch_wrapper")]
+
+
+def _coalesces_key(site: Site, wrappers: list[BatchWrapper]) -> str:
+    """The config key that says whether this site's batch runs coalesced: a descriptor made
+    where a wrapper issues the batches follows the wrapper; a batch call follows torch's."""
+    for w in wrappers if site.issues == "descriptor" else ():
+        if any(site.module == m or site.module.startswith(f"{m}.") for m in w.modules):
+            return w.key
+    return "torch_batch_coalesces"
+
+
+def effectively_batched(site: Site, effective: EffectiveConfig,
+                        wrappers: list[BatchWrapper]) -> Unbatched | None:
     """None when the op runs inside a coalesced group at run time (or that is undecided, see
     `coalescing_undecided`), else why it does not."""
     if not site.batched:
         return ON_ITS_OWN
-    if site.issues in BATCH_ISSUED and effective.value("torch_batch_coalesces") is False:
-        return Unbatched(TORCH_OP_BY_OP.cause, TORCH_OP_BY_OP.fix,
-                         _provenance(effective, "torch_batch_coalesces"))
+    key = _coalesces_key(site, wrappers)
+    if site.issues in BATCH_ISSUED and effective.value(key) is False:
+        how = TORCH_OP_BY_OP if key == "torch_batch_coalesces" else WRAPPER_OP_BY_OP
+        return Unbatched(how.cause, how.fix, _provenance(effective, key))
     return None
 
 
-def coalescing_undecided(site: Site, effective: EffectiveConfig) -> str:
+def coalescing_undecided(site: Site, effective: EffectiveConfig, wrappers: list[BatchWrapper]) -> str:
     """Why it is unknown whether this batched op runs coalesced ("" when it is known)."""
-    if not site.batched or site.issues not in BATCH_ISSUED \
-            or effective.value("torch_batch_coalesces") is not UNKNOWN:
+    key = _coalesces_key(site, wrappers)
+    if not site.batched or site.issues not in BATCH_ISSUED or effective.value(key) is not UNKNOWN:
         return ""
-    return ("whether torch runs this batch_isend_irecv coalesced is undecided: "
-            + _provenance(effective, "torch_batch_coalesces"))
+    batch = "batch_isend_irecv" if key == "torch_batch_coalesces" else "batch"
+    return f"whether torch runs this {batch} coalesced is undecided: " + _provenance(effective, key)
 
 
-def _site_doc(site: Site, r: SiteReach, effective: EffectiveConfig,
-              unbatched: Unbatched | None) -> dict[str, Any]:
+def _site_doc(site: Site, r: SiteReach, effective: EffectiveConfig, unbatched: Unbatched | None,
+              wrappers: list[BatchWrapper]) -> dict[str, Any]:
     d = site.to_json()
-    undecided = coalescing_undecided(site, effective) if unbatched is None and r.reachable == "yes" else ""
+    undecided = coalescing_undecided(site, effective, wrappers) \
+        if unbatched is None and r.reachable == "yes" else ""
     runs_batched = None if undecided else unbatched is None
     batch_cfg = effective.value("batch_p2p_comm")
     v = verdict.site_verdict(r.reachable, runs_batched, batch_cfg)
