@@ -586,7 +586,8 @@ def _torchrun_default(torchrun: dict, what: str, env: dict[str, EnvVar]) -> tupl
     if var is not None:
         return var.value, f"{var.name}={var.value} (line {var.line})"
     default = torchrun.get(f"{what}_default", "1")
-    return default, f"torchrun's default --{dest.replace('_', '-')} {default}"
+    flag = torchrun[f"{what}_flags"][0] if torchrun.get(f"{what}_flags") else f"--{dest.replace('_', '-')}"
+    return default, f"{torchrun.get('name', 'torchrun')}'s default {flag} {default}"
 
 
 def _nproc(given: tuple[Scalar, str], device_values: list[str], env: dict[str, EnvVar],
