@@ -19,7 +19,8 @@ from auditor.progress import Progress
 from auditor.report import document
 from auditor.sources import SourceSet, resolve
 from auditor.rulebook import interpreter
-from auditor.rulebook.frameworks import stack_for
+from auditor.rulebook.apis import BatchWrapper, batch_wrappers
+from auditor.rulebook.frameworks import needs_for, stack_for
 from auditor.static import ir
 from auditor.static.callgraph import Interpreter
 from auditor.static.inventory import inventory
@@ -109,12 +110,16 @@ def run_scan(inputs: ScanInputs) -> dict[str, Any]:
             results = _reach_all(interp, reach, program, sites)
     finally:
         program.close()
-    unbatched = {s.id: effectively_batched(s, effective) for s in sites}
-    site_docs = [_site_doc(s, results[s.id], effective, unbatched[s.id]) for s in sites]
+    wrappers = batch_wrappers()
+    unbatched = {s.id: effectively_batched(s, effective, wrappers) for s in sites}
+    needs = needs_for(launch.launcher)
+    site_docs = [_site_doc(s, results[s.id], effective, unbatched[s.id], wrappers, needs)
+                 for s in sites]
     findings = [*launch.diagnostics, *effective.findings, *lint(launch, effective.value("torch_version"))]
     findings += _site_findings(site_docs, unbatched, interp)
     analyses = [inv.analysis for inv in invs]
-    doc = document.build(srcs, site_docs, analyses, findings, config=effective.to_json())
+    doc = document.build(srcs, site_docs, analyses, findings,
+                         config={**effective.to_json(), "needs": needs})
     doc["launch"] = {"path": launch.path, "launcher": launch.launcher, "line": launch.command_line,
                      "world_size": launch.world_size}
     doc["entries"] = [name for name, _ in entry_specs]
@@ -242,40 +247,64 @@ TORCH_OP_BY_OP = Unbatched(
     "shows the failure and each fix")
 
 
+WRAPPER_OP_BY_OP = Unbatched(
+    "its batch runs op by op",
+    "on this torch every all-send or all-recv batch of the schedule runs unbatched: initialise "
+    "NCCL eagerly (init_process_group(device_id=...)) so that no per-pair communicator is "
+    "created lazily, or use a torch whose pipelining coalesces every batch")
+
 # How a batched site's op reaches torch: as a P2POp descriptor or as the batch call itself; both
 # run coalesced only where torch coalesces batch_isend_irecv.
 BATCH_ISSUED = ("descriptor", "batch")
 
 
-def effectively_batched(site: Site, effective: EffectiveConfig) -> Unbatched | None:
+def _coalesces_key(site: Site, wrappers: list[BatchWrapper]) -> str:
+    """The config key that says whether this site's batch runs coalesced: a descriptor made
+    where a wrapper issues the batches follows the wrapper; a batch call follows torch's."""
+    for w in wrappers if site.issues == "descriptor" else ():
+        if any(site.module == m or site.module.startswith(f"{m}.") for m in w.modules):
+            return w.key
+    return "torch_batch_coalesces"
+
+
+def effectively_batched(site: Site, effective: EffectiveConfig,
+                        wrappers: list[BatchWrapper]) -> Unbatched | None:
     """None when the op runs inside a coalesced group at run time (or that is undecided, see
     `coalescing_undecided`), else why it does not."""
     if not site.batched:
         return ON_ITS_OWN
-    if site.issues in BATCH_ISSUED and effective.value("torch_batch_coalesces") is False:
-        return Unbatched(TORCH_OP_BY_OP.cause, TORCH_OP_BY_OP.fix,
-                         _provenance(effective, "torch_batch_coalesces"))
+    key = _coalesces_key(site, wrappers)
+    if site.issues in BATCH_ISSUED and effective.value(key) is False:
+        how = TORCH_OP_BY_OP if key == "torch_batch_coalesces" else WRAPPER_OP_BY_OP
+        return Unbatched(how.cause, how.fix, _provenance(effective, key))
     return None
 
 
-def coalescing_undecided(site: Site, effective: EffectiveConfig) -> str:
+def coalescing_undecided(site: Site, effective: EffectiveConfig, wrappers: list[BatchWrapper]) -> str:
     """Why it is unknown whether this batched op runs coalesced ("" when it is known)."""
-    if not site.batched or site.issues not in BATCH_ISSUED \
-            or effective.value("torch_batch_coalesces") is not UNKNOWN:
+    key = _coalesces_key(site, wrappers)
+    if not site.batched or site.issues not in BATCH_ISSUED or effective.value(key) is not UNKNOWN:
         return ""
-    return ("whether torch runs this batch_isend_irecv coalesced is undecided: "
-            + _provenance(effective, "torch_batch_coalesces"))
+    batch = "batch_isend_irecv" if key == "torch_batch_coalesces" else "batch"
+    return f"whether torch runs this {batch} coalesced is undecided: " + _provenance(effective, key)
 
 
-def _site_doc(site: Site, r: SiteReach, effective: EffectiveConfig,
-              unbatched: Unbatched | None) -> dict[str, Any]:
+def _site_doc(site: Site, r: SiteReach, effective: EffectiveConfig, unbatched: Unbatched | None,
+              wrappers: list[BatchWrapper], needs: list[str]) -> dict[str, Any]:
+    """`needs`: the settings the batching rule reads for this run's stack; without
+    batch_p2p_comm among them the stack has no batching setting, and an op issued on its own is
+    neither a contradiction nor ok: its order decides, which scan does not replay."""
     d = site.to_json()
-    undecided = coalescing_undecided(site, effective) if unbatched is None and r.reachable == "yes" else ""
+    undecided = coalescing_undecided(site, effective, wrappers) \
+        if unbatched is None and r.reachable == "yes" else ""
     runs_batched = None if undecided else unbatched is None
-    batch_cfg = effective.value("batch_p2p_comm")
+    batch_cfg = effective.value("batch_p2p_comm") if "batch_p2p_comm" in needs else UNKNOWN
     v = verdict.site_verdict(r.reachable, runs_batched, batch_cfg)
     if v == "unknown" and r.reachable == "yes" and not undecided:
-        undecided = f"batch_p2p_comm is undecided ({_provenance(effective, 'batch_p2p_comm')})"
+        undecided = (f"batch_p2p_comm is undecided ({_provenance(effective, 'batch_p2p_comm')})"
+                     if "batch_p2p_comm" in needs else
+                     "issued on its own (this stack has no batching setting); whether the order of "
+                     "such ops hangs is not replayed by scan")
     d.update(
         reachable=r.reachable, guards=r.guards, conditions=r.conditions, paths=r.paths,
         groups=r.groups, verdict=v, reason=r.reason, runs_batched=runs_batched,

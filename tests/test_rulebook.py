@@ -11,7 +11,7 @@ import pytest
 from auditor import rulebook
 from auditor.errors import InputError
 from auditor.rulebook import files
-from auditor.rulebook.frameworks import audited_packages, frameworks, stack_for, versioned
+from auditor.rulebook.frameworks import audited_packages, frameworks, needs_for, stack_for, versioned
 from auditor.rulebook.launchers import Spelling
 from auditor.rulebook.stages import load_rulebook
 
@@ -83,9 +83,19 @@ def test_framework_tables_name_known_frameworks_and_real_launchers() -> None:
 def test_stacks_follow_runs_on() -> None:
     assert stack_for("megatron sft") == ["ms-swift", "mcore-bridge", "megatron-core"]
     assert stack_for("torchrun pretrain_gpt.py") == ["megatron-core"]
-    assert audited_packages()[:3] == ["megatron", "swift", "mcore_bridge"]
+    assert stack_for("deepspeed train.py") == ["deepspeed"]
+    assert audited_packages() == ["deepspeed", "megatron", "swift", "mcore_bridge"]
     with pytest.raises(InputError, match="no rules file"):
-        stack_for("deepspeed train.py")
+        stack_for("mpirun train.py")
+
+
+def test_needs_follow_the_stack():
+    """The batching rule's settings come from the frameworks a run goes through: Megatron's for
+    every stack that ends in megatron-core, none for DeepSpeed (it has no batching setting)."""
+    megatron = ["pipeline_model_parallel_size", "batch_p2p_comm"]
+    assert needs_for("megatron sft") == megatron
+    assert needs_for("torchrun pretrain_gpt.py") == megatron
+    assert needs_for("deepspeed train.py") == []
 
 
 def _copy_shipped(directory: Path) -> None:

@@ -1,7 +1,7 @@
 """The rules agree with the real code of every version they claim.
 
-For ms-swift, mcore-bridge, megatron-core and Megatron-LM's front end (megatron/training, shipped
-in the megatron-core wheels), each `[[arg]]`, `[[rule]]` and `[[check]]` entry is
+For ms-swift, mcore-bridge, megatron-core, Megatron-LM's front end (megatron/training, shipped
+in the megatron-core wheels) and DeepSpeed (sdists), each `[[arg]]`, `[[rule]]` and `[[check]]` entry is
 checked in every release its `[framework] verified` list names (wheels fetched once with pip into
 the p2paudit cache, unpacked, never imported): its `code` is in its `source` file, at its line in
 the release it was `read` in; a dataclass default (`class`) has the stated value; a derivation

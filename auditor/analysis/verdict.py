@@ -138,8 +138,9 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
             f"--target {framework}==VERSION for a covered release, or add {release} to "
             f"rules/{framework}.toml (tests check it against the real release)"))
     scanned = any("reachable" in s for s in doc.get("sites", []))
+    needs = config.get("needs", list(NEEDED_KEYS))  # documents from before `needs`: Megatron's
     for key, decide in NEEDED_KEYS.items():
-        if scanned and effective.get(key, "unknown") == "unknown":
+        if scanned and key in needs and effective.get(key, "unknown") == "unknown":
             out.append(Undecided(f"{key} ({provenance.get(key) or 'never derived'})", decide))
     for why in config.get("undecided", []):
         framework = why.split(".", 1)[0]
@@ -156,7 +157,7 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
         first = group[0]
         out.append(Undecided(
             f"{len(group)} reached site(s), e.g. {first['path']}:{first['line']} {first['api']} "
-            f"in {first['function']}: {why}", _decide_for(group, effective)))
+            f"in {first['function']}: {why}", _decide_for(group, config)))
     analysis = doc.get("analysis", {})
     if analysis.get("budget_exhausted"):
         cuts = analysis.get("budget_cuts") or []
@@ -176,14 +177,18 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
     return out
 
 
-def _decide_for(group: list[dict[str, Any]], effective: dict[str, Any]) -> str:
+def _decide_for(group: list[dict[str, Any]], config: dict[str, Any]) -> str:
     """What decides sites that share a reason: the torch release where coalescing is undecided
-    (`runs_batched` None), else the config tests their reachability rests on."""
+    (`runs_batched` None), else the config tests their reachability rests on; in a stack with no
+    batching setting, a recorded run's replay of their order."""
+    effective = config.get("effective", {})
     if group[0].get("runs_batched") is None:
         return "--torch X.Y.Z (the cluster's torch release)"
     tests = sorted({t for s in group for t in s.get("decided_by") or []})
     if tests:
         return f"--set the config value of {', '.join(tests)}"
+    if "batch_p2p_comm" not in config.get("needs", list(NEEDED_KEYS)):
+        return "`p2paudit record` of a run, then `p2paudit report` (its replay decides the order)"
     if effective.get("batch_p2p_comm", "unknown") == "unknown":
         return NEEDED_KEYS["batch_p2p_comm"]
     return "--set KEY=VALUE for the config value the guard reads, or --target a release the rules cover"

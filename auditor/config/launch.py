@@ -525,11 +525,13 @@ def _launcher_flag(config: LaunchConfig, spellings: list[str], path: str) -> tup
 
 def _torchrun_default(torchrun: dict, what: str, env: dict[str, EnvVar]) -> tuple[Scalar, str]:
     dest = "nproc_per_node" if what == "nproc" else "nnodes"
-    var = env.get(f"{torchrun.get('env_prefix', 'PET_')}{dest.upper()}")
+    prefix = torchrun.get("env_prefix")  # torchrun's PET_*; other launchers read none
+    var = env.get(f"{prefix}{dest.upper()}") if prefix else None
     if var is not None:
         return var.value, f"{var.name}={var.value} (line {var.line})"
     default = torchrun.get(f"{what}_default", "1")
-    return default, f"torchrun's default --{dest.replace('_', '-')} {default}"
+    flag = torchrun[f"{what}_flags"][0] if torchrun.get(f"{what}_flags") else f"--{dest.replace('_', '-')}"
+    return default, f"{torchrun.get('name', 'torchrun')}'s default {flag} {default}"
 
 
 def _nproc(given: tuple[Scalar, str], device_values: list[str], env: dict[str, EnvVar],

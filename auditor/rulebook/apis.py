@@ -70,3 +70,18 @@ def load_table(version: str | None = None) -> ApiTable:
     table.pg_types = set(pg.get("types", []))
     table.pg_factories = set(pg.get("factories", []))
     return table
+
+
+@dataclass(frozen=True)
+class BatchWrapper:
+    """A torch function that issues the batches of the descriptors `modules` make, and the
+    config key saying whether it coalesces them (rules/torch.toml [[batch_wrapper]])."""
+
+    function: str
+    modules: tuple[str, ...]
+    key: str
+
+
+def batch_wrappers() -> list[BatchWrapper]:
+    return [BatchWrapper(w["function"], tuple(w["modules"]), w["key"])
+            for w in files.load("torch").table("batch_wrapper")]

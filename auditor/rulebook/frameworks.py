@@ -10,6 +10,9 @@ rules file. Keys of `[framework]`:
                 `torchrun pretrain_gpt.py`) of the runs this framework is the front end of
   runs_on       the framework its runs go on into (ms-swift -> mcore-bridge -> megatron-core)
   packages      the import packages of its code, which `record --coverage` measures by default
+  needs         the settings the batching rule reads for this framework's runs (megatron-core:
+                batch_p2p_comm, pipeline_model_parallel_size); a stack that needs none has no
+                batching setting, so scan cannot decide its sites' order (analysis/verdict.py)
   read, verified, latest_read  the release whose line numbers the entries cite, the releases
                 checked against them, the newest release read (rules/megatron-lm.toml)
 """
@@ -36,6 +39,7 @@ class Framework:
     read: str
     verified: tuple[str, ...]
     latest_read: str | None
+    needs: tuple[str, ...] = ()
 
     def fronts(self, launcher: str) -> bool:
         """This framework's front end reads a run started as `launcher`."""
@@ -62,6 +66,7 @@ def _frameworks(directory: Path) -> tuple[Framework, ...]:
             read=str(meta.get("read", "")),
             verified=tuple(str(v) for v in meta.get("verified", ())),
             latest_read=meta.get("latest_read"),
+            needs=tuple(meta.get("needs", ())),
         ))
     return tuple(sorted(out, key=lambda f: (f.position is None, f.position or 0, f.name)))
 
@@ -71,27 +76,35 @@ def versioned(directory: Path | None = None) -> list[Framework]:
     return [f for f in frameworks(directory) if f.distribution]
 
 
-def stack_for(launcher: str, directory: Path | None = None) -> list[str]:
-    """The distributions a run started as `launcher` uses, outermost first: the framework whose
-    `launchers` claim it and those it `runs_on`. No claimant, or two, is a rules error."""
+def _chain(launcher: str, directory: Path | None) -> list[Framework]:
+    """The framework whose `launchers` claim `launcher`, then those it `runs_on`."""
     known = {f.name: f for f in frameworks(directory)}
     claimants = [f for f in known.values() if f.fronts(launcher)]
     if len(claimants) != 1:
         whose = ", ".join(f.name for f in claimants) or "no rules file"
         raise InputError(launcher, f"which frameworks does this launcher run? [framework] launchers "
                                    f"of {whose} claim it; exactly one must")
-    stack: list[str] = []
-    seen: set[str] = set()
+    chain: list[Framework] = []
     framework: Framework | None = claimants[0]
-    while framework is not None and framework.name not in seen:
-        seen.add(framework.name)
-        if framework.distribution and framework.distribution not in stack:
-            stack.append(framework.distribution)
+    while framework is not None and framework not in chain:
+        chain.append(framework)
         if framework.runs_on and framework.runs_on not in known:
             raise InputError(f"rules/{framework.name}.toml", f"runs_on names {framework.runs_on!r}, "
                                                              "which has no rules file")
         framework = known.get(framework.runs_on or "")
-    return stack
+    return chain
+
+
+def stack_for(launcher: str, directory: Path | None = None) -> list[str]:
+    """The distributions a run started as `launcher` uses, outermost first: the framework whose
+    `launchers` claim it and those it `runs_on`. No claimant, or two, is a rules error."""
+    return list(dict.fromkeys(f.distribution for f in _chain(launcher, directory) if f.distribution))
+
+
+def needs_for(launcher: str, directory: Path | None = None) -> list[str]:
+    """The settings the batching rule reads for a run started as `launcher` (`[framework] needs`
+    along its stack); empty for a stack with no batching setting."""
+    return list(dict.fromkeys(k for f in _chain(launcher, directory) for k in f.needs))
 
 
 def audited_packages(directory: Path | None = None) -> list[str]:

@@ -37,16 +37,16 @@ _SELECT = "versions unknown read source code function"
 TABLES: dict[str, Table] = {
     # What the file is about; rulebook.frameworks documents each key.
     "framework": _table(False, "name", "distribution position launchers runs_on packages read "
-                                       "verified latest_read"),
+                                       "verified latest_read needs"),
     # The config pipeline (rulebook.stages, evaluated by auditor/config/effective.py).
     "stage": _table(True, "name order", "launchers flags about"),
     "arg": _table(True, "stage key type", f"default class aliases {_SELECT}"),
-    "rule": _table(True, "id stage", f"key action value when guard provenance class {_SELECT}"),
+    "rule": _table(True, "id stage", f"key action value when guard provenance class valid invalid {_SELECT}"),
     "check": _table(True, "id stage when kind severity message",
                     f"effect fix blame guard supersedes category valid invalid {_SELECT}"),
     "model": _table(True, "names", "values torch_dtype versions source"),
     # The call-graph interpreter (rulebook.interpreter).
-    "entry_point": _table(True, "name code", "about launchers versions unknown"),
+    "entry_point": _table(True, "name code", "about launchers source versions unknown"),
     "symbol": _table(True, "function", "config group returns versions unknown source"),
     "group": _table(True, "dim size names", "versions unknown source"),
     "config_objects": _table(False, "names", "about"),
@@ -59,6 +59,7 @@ TABLES: dict[str, Table] = {
     "env_var": _table(True, "name status", "severity message fix replacement requires reader allowed "
                                            f"valid invalid {_SELECT}"),
     "p2p_roles": _table(False, "peer_pattern", "valid invalid source"),
+    "batch_wrapper": _table(True, "function modules key", _SELECT),
     # How a launch script is spelled (rulebook.launchers).
     "flag": _table(True, "spelling dest action", f"nargs valid invalid {_SELECT}"),
     "no_flag": _table(True, "spellings dest", f"why valid invalid {_SELECT}"),
@@ -80,7 +81,7 @@ TABLES: dict[str, Table] = {
 # as its characters).
 TYPES: dict[str, dict[str, type]] = {
     "framework": {"name": str, "distribution": str, "position": int, "launchers": list,
-                  "runs_on": str, "packages": list, "read": str, "verified": list,
+                  "runs_on": str, "packages": list, "needs": list, "read": str, "verified": list,
                   "latest_read": str},
 }
 _SPOKEN = {str: "a string", int: "an integer", list: "a list"}

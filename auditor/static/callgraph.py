@@ -33,6 +33,9 @@ INSTANCE = "P2PAUDIT_INSTANCE"
 CALL_UNKNOWN = "P2PAUDIT_CALL"
 ENTRY_PREFIX = "<entry"  # entry code runs as a module named `<entry N>`
 MAX_VALUES = 6
+# A set of functions or classes is kept up to this size: a dispatch table (`_INSTRUCTION_MAP`
+# of DeepSpeed's pipeline engine has 10 entries) read with an unknown key may call any of them.
+MAX_CALLABLES = 32
 MAX_LOOP_PASSES = 3  # walks of one loop body, while each installs new patches the next would see
 MAX_DEPTH = 40  # nested calls being interpreted
 MAX_IMPORT_DEPTH = 60  # nested module top levels being executed (an import chain)
@@ -136,6 +139,7 @@ class Frame:
     kind: str = "function"  # "module" | "class" | "function"
     returns: set = field(default_factory=set)
     self_values: frozenset = frozenset()
+    global_names: set[str] = field(default_factory=set)  # declared `global` in this function
 
 
 @dataclass
@@ -176,6 +180,8 @@ class Interpreter:
         self._patch_keys: set[tuple[str, str, str, str]] = set()
         self.unresolved: dict[str, int] = {}
         self.mros: dict[Klass, list[Klass]] = {}
+        # module -> (the modules it star-imports, in order; its literal __all__ or None)
+        self.stars: dict[str, tuple[list[str], list[str] | None]] = {}
         self.reads: dict[tuple[int, int], tuple] = {}  # what a blocked branch reads, by IR list
         self.config_reads = 0
         self.version = 0
@@ -237,11 +243,70 @@ class Interpreter:
         self.import_depth += 1
         try:
             self.exec_namespace(mod_ir["body"], env, Frame(node, name, 0, None, "module"))
+            self._function_globals(name, mod_ir)
         except RecursionError:
             self.cut(name, "<module>", "PYTHON_DEPTH", PYTHON_DEPTH, node)
         finally:
             self.import_depth -= 1
         return env
+
+    def _function_globals(self, module: str, mod_ir: dict[str, Any]) -> None:
+        """Module globals that functions assign under `global NAME` (DeepSpeed's backend object
+        `cdb = TorchBackend(...)` in `deepspeed.comm.init_distributed`) may hold those values
+        wherever they are read, whether or not the analysis walked the assigning function: each
+        such assignment's value is added to the module's binding, computed with the function's
+        own locals unknown, in a context of its own that no entry point reaches."""
+        for qualname, fir in mod_ir["functions"].items():
+            assigned = _global_assignments(fir["body"])
+            if not assigned:
+                continue
+            frame = Frame(self.node(module, qualname, "global assignment"), module, 0, None)
+            frame.global_names = {name for name, _ in assigned}
+            for name, value_ir in assigned:
+                self._assign_global(module, name, self.eval(value_ir, State({}), frame))
+
+    def _assign_global(self, module: str, name: str, value: frozenset) -> None:
+        """`global NAME; NAME = value` in a function: the module's binding may hold either."""
+        env = self.module_globals(module)
+        if env is None:
+            return
+        old = env.get(name, frozenset())
+        # One object per class: each call of a function that allocates a new object (a
+        # singleton getter re-run in another context) would otherwise change the binding again.
+        held = {bare(v).cls for v in old if isinstance(bare(v), Obj)}
+        added = {v for v in value if not (isinstance(bare(v), Obj) and bare(v).cls in held)} - old
+        if added and MANY not in old:  # a binding already too wide to list stays so
+            env[name] = _cap(old | added)
+            self.version += 1  # what read the old binding may now run differently
+
+    def star_lookup(self, module: str, name: str) -> frozenset | None:
+        """A name `module` gets from its `from X import *` (the IR keeps no star import: their
+        sources are read from the module's text, as the site inventory reads them), the last
+        star import first, through chains of them; None when none binds it."""
+        seen: set[str] = set()
+        todo = [module]
+        while todo:
+            current = todo.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            for source in reversed(self._star_sources(current)):
+                env = self.module_globals(source)
+                if env is None or not _exported(name, self._star_all(source)):
+                    continue
+                if name in env:
+                    return self._force(env[name])
+                todo.append(source)
+        return None
+
+    def _star_sources(self, module: str) -> list[str]:
+        if module not in self.stars:
+            self.stars[module] = self.program.star_imports(module)
+        return self.stars[module][0]
+
+    def _star_all(self, module: str) -> list[str] | None:
+        self._star_sources(module)
+        return self.stars[module][1]
 
     def run_module_ir(self, name: str, mod_ir: dict[str, Any]) -> int:
         """Runs entry code (a snippet from the rules or --entry) as a module of its own."""
@@ -329,6 +394,8 @@ class Interpreter:
             state.env[stmt[1]] = frozenset({Func(stmt[2], frame.module, self._closure(state, frame))})
         elif kind == "class":
             state.env[stmt[1]] = frozenset({Klass(stmt[2], frame.module)})
+        elif kind == "global" and frame.kind == "function":
+            frame.global_names.update(stmt[1])
         elif kind == "import":
             for local, target, is_module in stmt[1]:
                 state.env[local] = frozenset({self.import_value(local, target, is_module)})
@@ -453,7 +520,10 @@ class Interpreter:
             target = target[2]
             kind = target[0]
         if kind == "name":
-            state.env[target[1]] = value
+            if target[1] in frame.global_names:
+                self._assign_global(frame.module, target[1], value)
+            else:
+                state.env[target[1]] = value
         elif kind == "seq":
             for t in target[1]:
                 self.assign(t, frozenset({Data("unpacked")}), state, frame)
@@ -463,8 +533,7 @@ class Interpreter:
             for base in self.eval(target[1], state, frame):
                 if isinstance(base, DictV) and target[2] is not None:
                     for key in self.eval(target[2], state, frame):
-                        if isinstance(key, Const) and isinstance(key.value, str):
-                            base.items[key.value] = value
+                        _put(base, key, value)
 
     def assign_attr(self, target: tuple, value: frozenset, state: State, frame: Frame) -> None:
         _, base_ir, attr = target
@@ -547,8 +616,7 @@ class Interpreter:
                 v = self.eval(value, state, frame)
                 if key is not None:
                     for k in self.eval(key, state, frame):
-                        if isinstance(k, Const) and isinstance(k.value, str):
-                            d.items[k.value] = v
+                        _put(d, k, v)
             return frozenset({d})
         if kind == "binop":
             left, right = self.eval(e[2], state, frame), self.eval(e[3], state, frame)
@@ -562,9 +630,8 @@ class Interpreter:
             for b in base:
                 if isinstance(b, DictV):
                     for k in index:
-                        if isinstance(k, Const) and k.value in b.items:
-                            out |= b.items[k.value]
-            return out or frozenset({Data("item")})
+                        out |= _get(b, k)
+            return _cap(out) or frozenset({Data("item")})
         if kind == "seq":
             for item in e[1]:
                 self.eval(item, state, frame)
@@ -617,6 +684,9 @@ class Interpreter:
             env = self.module_globals(frame.module) or {}
         if name in env:
             return env[name]
+        starred = self.star_lookup(frame.module, name)
+        if starred is not None:
+            return starred
         if name in (INSTANCE, CALL_UNKNOWN):
             return frozenset({External(name)})
         if name == "super" and frame.cls is not None:
@@ -674,7 +744,8 @@ class Interpreter:
                 return self._force(env[attr])
             if self.program.has_module(f"{b.name}.{attr}"):
                 return frozenset({Module(f"{b.name}.{attr}")})
-            return frozenset({Data(f"{b.name}.{attr}")})
+            starred = self.star_lookup(b.name, attr) if env is not None else None
+            return starred if starred is not None else frozenset({Data(f"{b.name}.{attr}")})
         if isinstance(b, External):
             q = f"{b.qualname}.{attr}"
             if q in self.rules.world_groups:
@@ -852,6 +923,13 @@ class Interpreter:
                     Func(f.qualname, f.module, f.closure, f.bound, (tuple(args[1:]), tuple(sorted(kwargs.items(), key=lambda kv: kv[0]))))
                     for f in args[0] if isinstance(f, Func)
                 ) or frozenset({Data("partial")})
+            if callee.qualname == "types.MethodType" and len(args) >= 2:
+                # `MethodType(self._INSTRUCTION_MAP[type(cmd)], self)`: the functions, bound.
+                return frozenset(
+                    Func(f.qualname, f.module, f.closure, obj, f.partial)
+                    for f in map(bare, args[0]) if isinstance(f, Func)
+                    for obj in map(bare, args[1]) if isinstance(obj, Obj)
+                ) or frozenset({Data("method")})
             if callee.qualname == INSTANCE and args:
                 return frozenset(Obj(k, "entry") for k in args[0] if isinstance(k, Klass))
             if callee.qualname == CALL_UNKNOWN and args:
@@ -1108,15 +1186,73 @@ def _cond(can_true: int, can_false: int) -> Any:
     return Cond(can_true, can_false)
 
 
+MANY = Data("many values")
+
+
 def _cap(values: frozenset) -> frozenset:
-    return values if len(values) <= MAX_VALUES else frozenset({Data("many values")})
+    if len(values) <= MAX_VALUES:
+        return values
+    if len(values) <= MAX_CALLABLES and all(isinstance(bare(v), (Func, Klass)) for v in values):
+        return values
+    return frozenset({MANY})
+
+
+def _put(d: DictV, key: Any, value: frozenset) -> None:
+    """`d[key] = value` for a key known here: a string, or a class, function or constant."""
+    k = bare(key)
+    if isinstance(k, Const) and isinstance(k.value, str):
+        d.items[k.value] = value
+    elif isinstance(k, (Const, Klass, Func, External)):
+        d.keyed[k] = value
+
+
+def _get(d: DictV, key: Any) -> frozenset:
+    """`d[key]`: the entry of a known key; for a key unknown here (`type(cmd)`), any function
+    or class the table holds, since a dispatch table read so may call each of them."""
+    k = bare(key)
+    if isinstance(k, Const) and isinstance(k.value, str):
+        return d.items.get(k.value, frozenset())
+    if isinstance(k, (Const, Klass, Func, External)):
+        return d.keyed.get(k, frozenset())
+    return frozenset(v for values in (*d.items.values(), *d.keyed.values()) for v in values
+                     if isinstance(bare(v), (Func, Klass)))
+
+
+def _exported(name: str, declared: list[str] | None) -> bool:
+    """Does `from m import *` bind `name`: listed in m's `__all__`, else not private."""
+    return name in declared if declared is not None else not name.startswith("_")
+
+
+def _global_assignments(body: list) -> list[tuple[str, Any]]:
+    """(name, value IR) of each `NAME = value` a function body makes to a name it declares
+    `global` (nested blocks included; nested functions are functions of their own)."""
+    declared: set[str] = set()
+    assigns: list[tuple[str, Any]] = []
+    stack: list[Any] = list(body)
+    while stack:
+        stmt = stack.pop()
+        kind = stmt[0]
+        if kind == "global":
+            declared.update(stmt[1])
+        elif kind == "assign":
+            assigns.extend((t[1], stmt[2]) for t in stmt[1] if t[0] == "name")
+        elif kind == "if":
+            stack.extend([*stmt[3], *stmt[4]])
+        elif kind == "loop":
+            stack.extend([*stmt[5], *stmt[6]])
+        elif kind == "with":
+            stack.extend(stmt[2])
+        elif kind == "try":
+            stack.extend([*stmt[1], *(s for h in stmt[2] for s in h), *stmt[3], *stmt[4]])
+    return [(name, value) for name, value in assigns if name in declared]
 
 
 def _key(values: frozenset) -> tuple:
     out = []
     for v in values:
         if isinstance(v, DictV):
-            out.append(("dict", tuple(sorted((k, _key(x)) for k, x in v.items.items()))))
+            out.append(("dict", tuple(sorted((k, _key(x)) for k, x in v.items.items())),
+                        tuple(sorted((repr(k), _key(x)) for k, x in v.keyed.items()))))
         elif isinstance(v, Obj):
             out.append(("obj", id(v)))
         elif isinstance(v, Data):

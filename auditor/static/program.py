@@ -16,6 +16,7 @@ from typing import Any
 
 from auditor.sources import SourceSet
 from auditor.static.analyze import FileCache, FileError, idle_cpus, read_source, run_one
+from auditor.static.exports import star_imports
 from auditor.static.parsed import module_task, task_key
 
 
@@ -64,6 +65,14 @@ class Program:
             future = self.pool.submit(run_one, module_task, rel, text, module, src.name)
             self.pending[module] = (future, digest)
             running += 1
+
+    def star_imports(self, module: str) -> tuple[list[str], list[str] | None]:
+        """(the modules `module` star-imports, in order; its literal `__all__` or None)."""
+        loc = self.where.get(module)
+        if loc is None:
+            return [], None
+        text = read_source(*loc)[0]
+        return star_imports(loc[0], loc[1], text) if text is not None else ([], None)
 
     def module(self, module: str) -> dict[str, Any] | None:
         """The IR of a module, or None when it is not part of the analysed sources."""

@@ -107,9 +107,12 @@ class Obj:
 
 @dataclass(eq=False)
 class DictV:
-    """A dict with known string keys (what `**kwargs` carries)."""
+    """A dict with known string keys (what `**kwargs` carries); entries keyed by other known
+    values (a dispatch table keyed by class: `{SendActivation: _exec_send_activations}`) are in
+    `keyed`, so that `**d` never sees them."""
 
     items: dict[str, frozenset] = field(default_factory=dict)
+    keyed: dict[Any, frozenset] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
