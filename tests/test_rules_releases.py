@@ -160,3 +160,13 @@ def test_front_ends_outside_the_rules_leave_batching_unknown(outside):
     (name, version), = outside.items()
     assert "batch_p2p_comm" in config.outside_rules[f"{name} {version}"]
     assert config.value("batch_p2p_comm") is UNKNOWN
+
+
+def test_megatron_lm_front_end_before_0_17_stays_outside():
+    """megatron/training ships in the megatron-core wheels from 0.17.0 on: older runs of
+    Megatron-LM's own scripts are not covered, although megatron-core's rules are."""
+    script = ROOT / "examples" / "megatron_lm_gpt_pp2.sh"
+    launch = parse_launch(script.read_text(), str(script))
+    old = derive(launch, {"megatron-core": "0.16.1"}, torch_version="2.10.0")
+    assert old.outside_rules.get("megatron-lm 0.16.1") and "megatron-core 0.16.1" not in old.outside_rules
+    assert not derive(launch, {"megatron-core": "0.17.1"}, torch_version="2.10.0").outside_rules
