@@ -64,6 +64,12 @@ ORACLE = textwrap.dedent("""
             out.append(None)
         except Exception as exc:
             out.append(type(exc).__name__)
+    try:  # does the release know the keyword at all
+        TransformerConfig(num_layers=78, hidden_size=64, num_attention_heads=4,
+                          pipeline_model_parallel_layout=None)
+        out.append(None)
+    except TypeError:
+        out.append("TypeError")
     print(json.dumps(out))
 """)
 
@@ -110,6 +116,15 @@ def test_layer_split_checks_match_the_release(version):
             assert not effects, (version, split, effects)
         else:
             assert effects and all(e.startswith(raised) for e in effects), (version, split, raised, effects)
+
+
+@pytest.mark.wheels
+@pytest.mark.parametrize("version", IMPORTED)
+def test_layout_check_exactly_where_the_release_has_no_layout(version):
+    refused = real_outcomes(version)[len(SPLITS)] == "TypeError"
+    admitted = [e for e in rules.load("megatron-core", version).table("check")
+                if e["id"] == "mcore.layout-needs-0.13"]
+    assert bool(admitted) is refused, version
 
 
 @pytest.mark.wheels
