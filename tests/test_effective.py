@@ -349,29 +349,33 @@ def example_checks():
 
 
 def check_cases() -> list:
+    """A variant read in another release than its framework's runs its examples on that release."""
     out = []
     for fw, entry in example_checks():
         torch = entry.get("read") if fw == "torch" else None
+        versions = {**REPORT, fw: entry["read"]} if "read" in entry and fw != "torch" else REPORT
+        shown = f"@{entry['read']}" if versions is not REPORT else ""
         for kind in ("valid", "invalid"):
             for n, example in enumerate(entry.get(kind, [])):
                 out.append(pytest.param(entry["id"], example, kind == "invalid",
-                                        torch or "2.11.0", id=f"{entry['id']}:{kind}{n}"))
+                                        torch or "2.11.0", versions,
+                                        id=f"{entry['id']}{shown}:{kind}{n}"))
     return out
 
 
-def run_example(example: str, torch: str):
+def run_example(example: str, torch: str, versions=None):
     import shlex
     exports = [ln for ln in example.splitlines() if ln.startswith("export ")]
     words = shlex.split(" ".join(ln for ln in example.splitlines() if not ln.startswith("export ")))
     sets = [w[1:] for w in words if w.startswith("@")]
     flags = shlex.join(w for w in words if not w.startswith("@"))
     text = "\n".join(exports + [f"{EXAMPLE_BASE} {flags}"]) + "\n"
-    return derive_text(text, torch=torch, sets=sets)[1]
+    return derive_text(text, torch=torch, versions=versions, sets=sets)[1]
 
 
-@pytest.mark.parametrize("rule_id,example,fires,torch", check_cases())
-def test_check_examples(rule_id, example, fires, torch):
-    config = run_example(example, torch)
+@pytest.mark.parametrize("rule_id,example,fires,torch,versions", check_cases())
+def test_check_examples(rule_id, example, fires, torch, versions):
+    config = run_example(example, torch, versions)
     fired = [f for f in config.findings if f.detail["rule"] == rule_id]
     assert bool(fired) is fires, (example, [f.message for f in config.findings], config.undecided)
 

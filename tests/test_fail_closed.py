@@ -171,14 +171,14 @@ def test_a_megatron_lm_flag_the_pinned_parser_rejects_is_an_error(capsys, tmp_pa
 
 def test_gate_against_a_release_the_rules_do_not_cover_fails(capsys, real_sources):
     code = cli.main(["gate", "--config", str(SEED), "--baseline", str(BASELINE),
-                     "--target", "megatron-core==0.14.0", "--format", "json"])
+                     "--target", "megatron-core==0.11.0", "--format", "json"])
     doc = json.loads(capsys.readouterr().out)
     assert code == EXIT_FINDINGS and doc["gate"]["passed"] is False
     kinds = {f["kind"] for f in doc["gate"]["new"]}
     assert "gate-inconclusive" in kinds
     assert not doc["gate"]["fixed"], "nothing is fixed in a release the rules do not cover"
     (inconclusive,) = [f for f in doc["gate"]["new"] if f["kind"] == "gate-inconclusive"]
-    assert "megatron-core 0.14.0 is outside the releases the rules cover" in \
+    assert "megatron-core 0.11.0 is outside the releases the rules cover" in \
         inconclusive["detail"]["undecided"][0]["what"]
     assert doc["verdict"]["headline"].startswith("FAIL")
 

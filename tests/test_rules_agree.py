@@ -4,7 +4,8 @@ For ms-swift, mcore-bridge, megatron-core, Megatron-LM's front end (megatron/tra
 in the megatron-core wheels) and DeepSpeed (sdists), each `[[arg]]`, `[[rule]]` and `[[check]]` entry is
 checked in every release its `[framework] verified` list names (wheels fetched once with pip into
 the p2paudit cache, unpacked, never imported): its `code` is in its `source` file, at its line in
-the release it was `read` in; a dataclass default (`class`) has the stated value; a derivation
+the release it was `read` in; a dataclass default (`class`) has the stated value, or, for an
+`absent = "FIELD"` variant, no class of the source file declares that field; a derivation
 or check (`function`, unless `guard = false`) sits under exactly the conditions its `when` states
 and assigns the stated value. torch's entries are checked against the installed torch's own
 files and library, and its run-time rules against real torch.distributed (gloo on CPU).
@@ -176,6 +177,12 @@ def find_statement(framework: str, version: str, entry: dict) -> tuple[ast.stmt,
     return statements(version)[at_line[0]]
 
 
+def declared_fields(module: ast.Module) -> set[str]:
+    """Every field a class of the module declares (its dataclass mixins included)."""
+    return {stmt.target.id for cls in ast.walk(module) if isinstance(cls, ast.ClassDef)
+            for stmt in cls.body if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)}
+
+
 def class_default(module: ast.Module, cls: str, key: str):
     node = find_function(module, cls)
     for stmt in node.body:
@@ -202,7 +209,10 @@ def test_entry_matches_release(framework, version, table, entry):
         tail = squash("\n".join(text.splitlines()[int(line_text) - 1:]))
         assert tail.startswith(code), f"{path_text}:{line_text} in {version} is not `{entry['code']}`"
     module = parse(path)
-    if "class" in entry:
+    if "absent" in entry:
+        assert entry["absent"] not in declared_fields(module), \
+            f"{path_text} declares {entry['absent']} in {framework} {version}"
+    elif "class" in entry:
         stated = entry.get("default") if table == "arg" else entry["value"]
         if isinstance(stated, str) and table == "rule":
             stated = ast.literal_eval(stated)

@@ -386,6 +386,9 @@ class _Deriver:
                 # A check whose ranges exclude a known version does not exist in that version.
                 if version is None:
                     self.undecided.append(why)
+            elif "key" not in raws[0]:
+                # A merge (e.g. --megatron_extra_kwargs) names no key: what it could set is unknown.
+                self.notes.append(f"{why}: any value it could set is taken as if it were not given")
             else:
                 self.put(raws[0]["key"], UNKNOWN, why, stage.framework)
                 if version is not None:

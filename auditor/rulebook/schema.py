@@ -31,8 +31,9 @@ def _table(many: bool, required: str, optional: str = "") -> Table:
     return Table(many, frozenset(required.split()), frozenset(optional.split()))
 
 
-# Keys that select an entry by release (rulebook.files) or say where it was read.
-_SELECT = "versions unknown read source code function"
+# Keys that select an entry by release (rulebook.files) or say where it was read (`class`,
+# `absent`: the class, or the field a release lacks, tests/test_rules_agree.py checks).
+_SELECT = "versions unknown read source code function class absent"
 
 TABLES: dict[str, Table] = {
     # What the file is about; rulebook.frameworks documents each key.
