@@ -5,10 +5,13 @@ The bounds are the rules' own numbers (docs/transport-semantics.md), read throug
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 
 import pytest
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
 
 from auditor.analysis import waitfor
 from auditor.analysis.waitfor import Conditions, Group, Op, analyze, deadlock
@@ -91,7 +94,46 @@ def test_the_bounds_are_the_rules_data_and_say_how_they_are_known():
     j = d.to_json()
     assert j["transports"][0]["transport"]["bound"] == "derived"
     assert j["nccl"].startswith("2.28.9") and j["decide"].startswith("NET/IB: the channels")
-    assert "not in rules/nccl.toml" in verdicts(24, "net-ib", "2.13.0").nccl
+    assert "not in rules/nccl.toml" in verdicts(24, "net-ib", "2.6.0").nccl
+
+
+NCCL = RULES["nccl"]
+
+
+@pytest.mark.parametrize("torch", sorted(NCCL["torch"]))
+def test_every_pinned_torch_maps_to_an_nccl_whose_sources_were_read_or_is_flagged(torch):
+    pin = NCCL["torch"][torch]
+    name, _, version = pin["wheel"].partition("==")
+    assert re.fullmatch(r"nvidia-nccl-cu1[0-9]", name) and version == pin["nccl"], pin
+    shown = verdicts(24 * MiB, "net-ib", torch).nccl
+    if pin["nccl"] in NCCL["versions"]:
+        assert waitfor.nccl_version(torch) == pin["nccl"]
+        assert shown == f"{pin['nccl']} (torch {torch}'s pin)"
+    else:  # pinned but not read: the bounds are another release's, and say so
+        assert waitfor.nccl_version(torch) is None and shown.startswith("read against NCCL "), shown
+
+
+@pytest.mark.parametrize("spelling, nccl", [
+    pytest.param("2.13.0+cu130", "2.29.7", id="VALID-local-version"),
+    pytest.param("2.12.0", "2.29.7", id="VALID-cu13-pin"),
+    pytest.param("2.7.1+cu126", "2.26.2", id="VALID-oldest-pin"),
+    pytest.param("2.13", None, id="INVALID-no-patch-release"),
+    pytest.param("2.7.0", None, id="INVALID-release-not-pinned-here"),
+    pytest.param("v2.13.0", None, id="INVALID-tag-spelling"),
+    pytest.param("", None, id="INVALID-empty"),
+])
+def test_torch_spellings_map_to_a_read_nccl_or_to_none(spelling, nccl):
+    assert waitfor.nccl_version(spelling) == nccl
+
+
+def test_every_read_release_is_one_torch_pins_and_the_ranges_are_specifiers():
+    assert sorted(NCCL["versions"], key=Version) == NCCL["versions"]
+    assert set(NCCL["versions"]) == {p["nccl"] for p in NCCL["torch"].values()}
+    for entry in NCCL["p2p_chunk_bytes"]["by_range"]:
+        spec = SpecifierSet(entry["nccl"])
+        # A range names a difference between read releases: some of them fall inside, some not.
+        assert 0 < len(list(spec.filter(NCCL["versions"]))) < len(NCCL["versions"]), entry
+        assert entry["net"] != NCCL["p2p_chunk_bytes"]["net"] and entry["host"], entry
 
 
 def test_an_unknown_transport_is_refused_by_name():

@@ -94,9 +94,11 @@ def candidates(transport: str) -> tuple[Transport, ...]:
 
 
 def nccl_version(torch_version: str | None) -> str | None:
-    """The NCCL torch's Linux wheel pins, where rules/nccl.toml knows it."""
-    release = (torch_version or "").split("+")[0]
-    return _nccl_rules()["nccl"]["torch"].get(release)
+    """The NCCL torch's Linux wheel pins, where rules/nccl.toml knows it and its sources were read;
+    None otherwise, so that an unread release is shown as read against others, never as itself."""
+    nccl = _nccl_rules()["nccl"]
+    pin = nccl["torch"].get((torch_version or "").split("+")[0], {}).get("nccl")
+    return pin if pin in nccl["versions"] else None
 
 
 # What a send can leave behind without its receive running, per --transport name: the largest size
