@@ -43,8 +43,11 @@ EXAMPLES = [
     pytest.param(2 * MiB, "net-ib", False, id="VALID-2MiB-NET/IB-one-channel"),
     pytest.param(16 * MiB, "net-socket", True, id="INVALID-16MiB-NET/Socket-measured"),
     pytest.param(24 * MiB, "net-socket", True, id="INVALID-24MiB-NET/Socket"),
-    pytest.param(128 * MiB, "net-ib", True, id="INVALID-128MiB-NET/IB-every-channel"),
-    pytest.param(64 * MiB, "shm", True, id="INVALID-64MiB-SHM-every-channel"),
+    pytest.param(256 * MiB, "net-ib", True, id="INVALID-256MiB-NET/IB-every-channel-any-host"),
+    pytest.param(128 * MiB, "shm", True, id="INVALID-128MiB-SHM-every-channel-any-host"),
+    # x86_64 hangs here, a 2.29.2+ Grace-Blackwell host buffers twice as much: no host is read.
+    pytest.param(128 * MiB, "net-ib", None, id="UNDECIDED-128MiB-NET/IB-host-unknown"),
+    pytest.param(64 * MiB, "shm", None, id="UNDECIDED-64MiB-SHM-host-unknown"),
     pytest.param(24 * MiB, "net-ib", None, id="UNDECIDED-24MiB-NET/IB-channels"),
     pytest.param(14 * MiB, "net-socket", None, id="UNDECIDED-14MiB-NET/Socket-between-12-and-16"),
     pytest.param(64 * MiB, "nvlink", None, id="UNDECIDED-64MiB-P2P-above-the-measured-32"),
@@ -76,7 +79,7 @@ def test_a_topology_decides_only_where_its_transports_agree():
     assert d.will is None and "--transport net-socket or net-ib" in d.decide()
     # 24 B completes on both: decided.
     assert verdicts(24, "net").will is False
-    # Inside a node: P2P completes 16 MiB (measured 32), SHM's derived 1..64 MiB leaves it open.
+    # Inside a node: P2P completes 16 MiB (measured 32), SHM's derived 1..128 MiB leaves it open.
     d = verdicts(16 * MiB, "node")
     assert [v.transport.model_name for v in d.transports] == ["nvlink", "shm"]
     assert [v.will for v in d.transports] == [False, None] and d.will is None
