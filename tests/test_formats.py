@@ -19,7 +19,8 @@ from auditor.report import formats
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "glm5_1_lora_pp2.sh"
 HANG = ROOT / "tests" / "record_fixtures" / "hang"
-COMMANDS = {"scan": "scan", "report": "run", "gate": "gate", "simulate": "simulate"}
+COMMANDS = {"scan": "scan", "report": "run", "gate": "gate", "simulate": "simulate",
+            "sites": "sites", "diff": "diff"}
 
 
 def _json(tmp: Path, name: str, argv: list[str]) -> dict[str, Any]:
@@ -42,6 +43,8 @@ def documents(real_sources, tmp_path_factory) -> dict[str, dict[str, Any]]:
         "gate": _json(tmp, "gate", ["gate", "--config", str(EXAMPLE), "--baseline",
                                     str(tmp / "scan.json"), "--torch", "2.11.0"]),
         "simulate": _json(tmp, "simulate", ["simulate", "--config", str(EXAMPLE), "--torch", "2.10.0"]),
+        "sites": json.loads((tmp / "sites.json").read_text()),
+        "diff": _json(tmp, "diff", ["diff", str(tmp / "scan.json"), str(tmp / "gate.json")]),
     }
 
 
@@ -68,6 +71,10 @@ def test_every_reporter_renders_each_kind_it_claims(documents, name, kind):
         assert json.loads(out)["traceEvents"]
     elif name == "html":
         assert out.lstrip().lower().startswith("<!doctype html") and doc["verdict"]["headline"] in out
+    elif kind == "sites":
+        assert all(s["path"] in out for s in doc["sites"])
+    elif kind == "diff":
+        assert out.startswith(f"p2paudit diff: {doc['before']}")
     else:
         assert doc["verdict"]["headline"] in out
 

@@ -28,7 +28,7 @@ def emit(text: str, path: str | None) -> None:
 
 
 HTML_ON_TERMINAL = "report.html"
-COMMANDS = {"run": "report", "scan": "scan", "gate": "gate", "simulate": "simulate"}  # kind -> writer
+COMMANDS = {"run": "report"}  # a kind written by a command of another name
 
 
 def destination(path: str | None, for_terminal: bool) -> str | None:
@@ -49,5 +49,5 @@ def emit_report(doc: dict[str, Any], kind: str, fmt: str, path: str | None,
     target = destination(path, reporter.for_terminal)
     emit(text, target)
     if target != path:
-        print(f"p2paudit {COMMANDS[kind]}: wrote {os.path.abspath(target)} (HTML is not for a terminal; "
+        print(f"p2paudit {COMMANDS.get(kind, kind)}: wrote {os.path.abspath(target)} (HTML is not for a terminal; "
               f"-o - prints it)", file=sys.stderr)

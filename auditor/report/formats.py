@@ -3,8 +3,10 @@ choices and default come from this table, and every format renders a finished do
 
 A document is one of four kinds, named by the command that writes it: a `scan` (joined with a run
 when given --trace), a `run` (`report`: a scan or sites document joined with a recorded run), a
-`gate` (a scan with the gate's verdict) or a `simulate` result. A reporter says which kinds it
-renders; a command says which kind it writes and picks the reporter the user named.
+`gate` (a scan with the gate's verdict) or a `simulate` result; and two that are not reports: a
+`sites` inventory and a `diff` of two documents. A reporter says which kinds it renders; a command
+says which kind it writes and picks the reporter the user named. (`doctor` and `repro` write
+their own small records, not documents, and list their formats themselves.)
 """
 
 from __future__ import annotations
@@ -14,13 +16,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from auditor.analysis.diff import diff_text
 from auditor.analysis.headops import HeadOps
 from auditor.report import text
 from auditor.report.html import render_html
 from auditor.report.perfetto import trace_events
 from auditor.report.sarif import to_sarif
 
-KINDS = ("scan", "run", "gate", "simulate")
+KINDS = ("scan", "run", "gate", "simulate", "sites", "diff")
+REPORTS = KINDS[:4]  # the documents with sites, verdicts and findings
 
 
 @dataclass(frozen=True)
@@ -68,14 +72,17 @@ def _perfetto(doc: dict[str, Any], context: Context) -> str:
 REPORTERS: tuple[Reporter, ...] = (
     Reporter("text", {"scan": lambda d, c: text.scan_report(d, verbose=c.verbose),
                       "gate": lambda d, c: text.gate_report(d),
-                      "simulate": lambda d, c: text.simulation_report(d, c.config)}),
-    Reporter("html", dict.fromkeys(KINDS, _html), for_terminal=False),
+                      "simulate": lambda d, c: text.simulation_report(d, c.config),
+                      "sites": lambda d, c: text.sites_table(d),
+                      "diff": lambda d, c: diff_text(d)}),
+    Reporter("html", dict.fromkeys(REPORTS, _html), for_terminal=False),
     Reporter("json", dict.fromkeys(KINDS, _json)),
     Reporter("sarif", dict.fromkeys(("scan", "run", "gate"), _sarif)),
     Reporter("perfetto", dict.fromkeys(("scan", "run"), _perfetto), wants_head=True),
 )
 BY_NAME = {r.name: r for r in REPORTERS}
-DEFAULTS = {"scan": "text", "run": "html", "gate": "text", "simulate": "text"}  # kind -> format
+DEFAULTS = {"scan": "text", "run": "html", "gate": "text", "simulate": "text", "sites": "text",
+            "diff": "text"}  # kind -> format
 
 
 def choices(kind: str) -> tuple[str, ...]:
