@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from auditor.analysis import waitfor
-from auditor.analysis.join import group_label, replay
+from auditor.analysis.join import replay
+from auditor.analysis.uses import group_label
 from auditor.dynamic.trace import Trace
 
 
