@@ -151,12 +151,14 @@ def test_a_cut_head_window_is_said_and_its_pending_op_still_drawn(tmp_path):
     rest are not, and rank 0's last SEND (pending, beyond the window) is still a PENDING slice."""
     from auditor.analysis.join import join
     from auditor.dynamic.flight_recorder import read_flight_recorder
+    from auditor.analysis.headops import head_ops
     from auditor.report.perfetto import trace_events
     long_dumps(tmp_path / "dumps")
     scan = tmp_path / "sites.json"
     main(["sites", str(ROOT / "fr_dumps" / "make_dumps.py"), "--format", "json", "-o", str(scan)])
     trace = read_flight_recorder(tmp_path / "dumps", head_ops=64)
-    doc = trace_events(join(json.loads(scan.read_text()), trace), trace)
+    joined = join(json.loads(scan.read_text()), trace)
+    doc = trace_events(joined, head_ops(trace, joined["run"]))
     slices = check_trace_event_format(doc)
     assert [len([s for s in slices[r] if s["ph"] in "XB"]) for r in (0, 1)] == [33, 32]
     (pending,) = [s for s in slices[0] if s["ph"] == "B"]

@@ -4,11 +4,10 @@ findings). Exit status 0 whatever changed (the gate is what fails CI), 2 on bad 
 from __future__ import annotations
 
 import argparse
-import json
 
-from auditor.analysis.diff import diff, diff_text
+from auditor.analysis.diff import diff
 from auditor.commands import options
-from auditor.commands.output import emit
+from auditor.commands.output import emit_report
 from auditor.commands.report import load_document
 from auditor.errors import EXIT_OK
 
@@ -16,12 +15,11 @@ from auditor.errors import EXIT_OK
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("before", metavar="A.json", help="the earlier scan (or sites) document")
     parser.add_argument("after", metavar="B.json", help="the later one")
-    options.add_format(parser, ("text", "json"), "text")
+    options.add_format(parser, *options.report_format("diff"))
     options.add_output(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     d = diff(load_document(args.before), load_document(args.after))
-    emit(json.dumps(d, indent=2, default=str) + "\n" if args.format == "json" else diff_text(d),
-         args.output)
+    emit_report(d, "diff", args.format, args.output)
     return EXIT_OK

@@ -13,12 +13,12 @@ import sys
 from typing import Any
 
 from auditor import sources
-from auditor.analysis.diff import diff_text, finding_key
+from auditor.analysis.diff import finding_key
 from auditor.analysis.gate import GateResult, check_scan, gate
 from auditor.analysis.verdict import gate_verdict
 from auditor.commands import options
-from auditor.commands.output import emit
-from auditor.commands.report import load_document, render
+from auditor.commands.output import emit_report
+from auditor.commands.report import load_document
 from auditor.config.effective import overrides_from
 from auditor.scan import ScanInputs, run_scan
 
@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     options.add_torch(parser, "the cluster's torch version (default: the baseline's)")
     options.add_set(parser)
     options.add_entry(parser, "entry point(s) instead of the framework's")
-    options.add_format(parser, ("text", "json", "sarif", "html"), "text")
+    options.add_format(parser, *options.report_format("gate"))
     options.add_output(parser)
     options.add_jobs(parser)
 
@@ -61,10 +61,8 @@ def run(args: argparse.Namespace) -> int:
     doc = gated_document(new, baseline, args.baseline, result)
     decided = gate_verdict(result.new, result.known, _label(doc))
     doc["verdict"] = decided.to_json()
-    if args.format == "text":
-        emit(gate_text(doc, result), args.output)
-    else:
-        emit(render(doc, args.format), args.output)
+    emit_report(doc, "gate", args.format, args.output)
+    if args.format != "text":
         print(decided.headline, file=sys.stderr)
     return decided.exit_code
 
@@ -89,21 +87,3 @@ def gated_document(new: dict[str, Any], baseline: dict[str, Any], path: str,
 
 def _label(doc: dict[str, Any]) -> str:
     return ", ".join(sources.target_label(t) for t in doc["targets"])
-
-
-def gate_text(doc: dict[str, Any], result: GateResult) -> str:
-    base = doc["gate"]["baseline"]
-    torch = doc.get("config", {}).get("effective", {}).get("torch_version") or "unknown"
-    lines = [
-        f"p2paudit gate: {(doc.get('launch') or {}).get('path') or '(no launch script)'} "
-        f"(torch {torch})",
-        f"baseline: {base['path']} ("
-        + ", ".join(sources.target_label(t) for t in base["targets"]) + ")",
-        "", doc["verdict"]["headline"],
-    ]
-    for f in result.new:
-        lines += [f"  ERROR {f.kind}: {f.message}", f"        fix: {f.fix}"]
-    for f in result.fixed + result.notes:
-        lines.append(f"  {f.severity.upper()} {f.kind}: {f.message}")
-    lines += ["", "What changed:", diff_text(result.diff)]
-    return "\n".join(lines)

@@ -12,6 +12,8 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
+from auditor.report import formats
+
 TARGET_HELP = ("framework sources (NAME==VERSION, wheel, sdist, directory, installed name); "
                "default: the `name==X` comments of the script, else the installed distributions")
 TORCH_HELP = "the cluster's torch version (default: installed torch, else the script's torch==X comment)"
@@ -41,7 +43,13 @@ def add_entry(parser: argparse.ArgumentParser, help: str) -> None:
 
 
 def add_format(parser: argparse.ArgumentParser, choices: Sequence[str], default: str) -> None:
+    """`--format`; a command that writes a report document passes `report_format(kind)`."""
     parser.add_argument("--format", choices=tuple(choices), default=default)
+
+
+def report_format(kind: str) -> tuple[tuple[str, ...], str]:
+    """The choices and default of a command writing a `kind` document, from the one table."""
+    return formats.choices(kind), formats.DEFAULTS[kind]
 
 
 def add_output(parser: argparse.ArgumentParser, help: str = "write here instead of stdout") -> None:

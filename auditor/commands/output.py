@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from typing import Any
 
 from auditor.errors import InputError
+from auditor.report import formats
 
 
 def emit(text: str, path: str | None) -> None:
@@ -26,20 +28,26 @@ def emit(text: str, path: str | None) -> None:
 
 
 HTML_ON_TERMINAL = "report.html"
+COMMANDS = {"run": "report"}  # a kind written by a command of another name
 
 
-def destination(path: str | None, fmt: str) -> str | None:
-    """Where to write: `path` as given; but HTML asked for on a terminal goes to report.html
-    (a thousand lines of markup help nobody there). Piped output is left as it is."""
-    if path is None and fmt == "html" and sys.stdout.isatty():
+def destination(path: str | None, for_terminal: bool) -> str | None:
+    """Where to write: `path` as given; but a format not for a terminal (HTML) asked for on one
+    goes to report.html (a thousand lines of markup help nobody there). Piped output is left as
+    it is."""
+    if path is None and not for_terminal and sys.stdout.isatty():
         return HTML_ON_TERMINAL
     return path
 
 
-def emit_report(text: str, path: str | None, fmt: str, command: str) -> None:
-    """`emit` to `destination(path, fmt)`, saying where the file went when it chose one."""
-    target = destination(path, fmt)
+def emit_report(doc: dict[str, Any], kind: str, fmt: str, path: str | None,
+                context: formats.Context = formats.Context()) -> None:
+    """`doc` rendered by the `fmt` reporter, emitted to `destination(path, ...)`, saying where
+    the file went when it chose one."""
+    reporter = formats.reporter(fmt)
+    text = reporter.render(doc, kind, context)
+    target = destination(path, reporter.for_terminal)
     emit(text, target)
     if target != path:
-        print(f"p2paudit {command}: wrote {os.path.abspath(target)} (HTML is not for a terminal; "
+        print(f"p2paudit {COMMANDS.get(kind, kind)}: wrote {os.path.abspath(target)} (HTML is not for a terminal; "
               f"-o - prints it)", file=sys.stderr)

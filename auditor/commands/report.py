@@ -17,18 +17,15 @@ from typing import Any
 
 from auditor import sources
 from auditor.analysis import verdict, waitfor
+from auditor.analysis.headops import head_ops
 from auditor.analysis.join import join
 from auditor.commands import options
 from auditor.commands.output import emit_report
 from auditor.dynamic import flight_recorder
 from auditor.dynamic.trace import Trace, read_trace_dir
 from auditor.errors import InputError
-from auditor.report.html import render_html
-from auditor.report.perfetto import trace_events
-from auditor.report.sarif import to_sarif
+from auditor.report import formats
 from auditor.static.inventory import inventory
-
-FORMATS = ("html", "json", "sarif", "perfetto")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "NET/IB) whose transports must agree for 'will deadlock' (default: "
                              "net for an NCCL trace, gloo for a gloo one)")
     options.add_init(parser, "communicator creation the replay assumes (default: as recorded)")
-    options.add_format(parser, FORMATS, "html")
+    options.add_format(parser, *options.report_format("run"))
     options.add_output(parser, "write here instead of stdout (html on a terminal: report.html)")
 
 
@@ -88,14 +85,12 @@ def load_document(path: str) -> dict[str, Any]:
     return doc
 
 
-def render(doc: dict[str, Any], fmt: str, trace: Trace | None = None) -> str:
-    if fmt == "perfetto":
-        return json.dumps(trace_events(doc, trace), default=str) + "\n"
-    if fmt == "html":
-        return render_html(doc)
-    if fmt == "sarif":
-        return json.dumps(to_sarif(doc), indent=2) + "\n"
-    return json.dumps(doc, indent=2, default=str) + "\n"
+def context(fmt: str, doc: dict[str, Any], trace: Trace | None, **given: Any) -> formats.Context:
+    """What the `fmt` reporter shows besides the document: the trace's ops with their wait-for
+    states when it draws them (read here, so that the format runs no analysis)."""
+    head = head_ops(trace, doc["run"]) if trace is not None and formats.reporter(fmt).wants_head \
+        else None
+    return formats.Context(head=head, **given)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -111,6 +106,6 @@ def run(args: argparse.Namespace) -> int:
     elif args.trace_target or args.transport or args.init:
         raise InputError("--trace", "--trace-target, --transport and --init need --trace DIR")
     result = verdict.finish(doc)
-    emit_report(render(doc, args.format, trace), args.output, args.format, "report")
+    emit_report(doc, "run", args.format, args.output, context(args.format, doc, trace))
     print(f"p2paudit report: {result.headline}", file=sys.stderr)
     return result.exit_code

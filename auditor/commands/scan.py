@@ -10,7 +10,7 @@ import sys
 from auditor.analysis import verdict
 from auditor.commands import options
 from auditor.commands.output import emit, emit_report
-from auditor.commands.report import FORMATS, add_flight_recorder_argument, join_run, read_run, render
+from auditor.commands.report import add_flight_recorder_argument, context, join_run, read_run
 from auditor.config.effective import overrides_from
 from auditor.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from auditor.report import text
@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     options.add_entry(parser, "entry point(s) instead of the framework's (in order: init first)")
     options.add_trace(parser, "join with a run recorded by `p2paudit record` (what fired, per rank)")
     add_flight_recorder_argument(parser)
-    options.add_format(parser, ("text",) + FORMATS, "text")
+    options.add_format(parser, *options.report_format("scan"))
     options.add_output(parser)
     options.add_jobs(parser)
     parser.add_argument("--verbose", action="store_true",
@@ -61,10 +61,8 @@ def run(args: argparse.Namespace) -> int:
     if trace is not None:
         doc = join_run(doc, trace)
     result = verdict.finish(doc)
-    if args.format == "text":
-        emit(text.scan_report(doc, verbose=args.verbose), args.output)
-    else:
-        emit_report(render(doc, args.format, trace), args.output, args.format, "scan")
+    emit_report(doc, "scan", args.format, args.output,
+                context(args.format, doc, trace, verbose=args.verbose))
     if args.output or args.format != "text":
         print(f"p2paudit scan: {result.headline}", file=sys.stderr)
     return result.exit_code

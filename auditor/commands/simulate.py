@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from auditor.commands import options
-from auditor.commands.output import emit
-from auditor.commands.report import render
-from auditor.report.text import deadlock_lines, yes_no
+from auditor.commands.output import emit_report
+from auditor.report import formats
 from auditor.config.effective import overrides_from
 from auditor.config.launch import read_launch
 from auditor.dynamic.trace import read_trace_dir
@@ -51,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "its bound in rules/nccl.toml decides 'will deadlock here'")
     options.add_trace(parser, "keep the recorded trace here (an empty or new directory)", "--trace-dir",
                       dest="trace_dir", type=Path)
-    parser.add_argument("--format", choices=("text", "json", "html"), default="text")
+    options.add_format(parser, *options.report_format("simulate"))
     parser.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
 
 
@@ -93,10 +92,7 @@ def _simulate(doc: dict[str, Any], p: Plan, args: argparse.Namespace, workdir: P
     out["simulation"] = sim
     decided = simulation_verdict(sim)
     out["verdict"] = decided.to_json()
-    if args.format == "text":
-        emit(text_report(sim, args.config, decided.headline), args.output)
-    else:
-        emit(render(out, args.format), args.output)
+    emit_report(out, "simulate", args.format, args.output, formats.Context(config=args.config))
     print(f"p2paudit simulate: {decided.headline}", file=sys.stderr)
     return decided.exit_code
 
@@ -110,47 +106,7 @@ def _inconclusive(doc: dict[str, Any], p: Plan, args: argparse.Namespace) -> int
            "unpredicted": [], "unfired": [], "mismatched_pairs": [],
            "startup_errors": p.startup_errors}
     decided = simulation_verdict(sim)
-    if args.format == "text":
-        emit(text_report(sim, args.config, decided.headline), args.output)
-    else:
-        emit(render({**doc, "simulation": sim, "verdict": decided.to_json()}, args.format),
-             args.output)
+    emit_report({**doc, "simulation": sim, "verdict": decided.to_json()}, "simulate", args.format,
+                args.output, formats.Context(config=args.config))
     print(f"p2paudit simulate: {decided.headline}", file=sys.stderr)
     return decided.exit_code
-
-
-def text_report(sim: dict[str, Any], config: str, headline: str) -> str:
-    lines = [f"p2paudit simulate {config}: megatron-core's own schedule on CPU (gloo), "
-             f"recorded, replayed by the wait-for model"]
-    if sim["ranks"]:
-        lines.append(f"schedule: {sim['schedule']}, {len(sim['ranks'])} pipeline ranks"
-                     + (f" x {sim['virtual_stages']} virtual stages" if sim.get("virtual_stages")
-                        else "")
-                     + f", {sim['microbatches']} micro-batches, ran in {sim['seconds']} s")
-    lines.append(f"message: {sim['message']}")
-    for name, v in sim["inputs"].items():
-        shown = "none" if name == "virtual_stages" and v["value"] is None else \
-            "unknown" if v["value"] is None else v["value"]
-        lines.append(f"  {name} = {shown}: {v['provenance']}")
-    for patch in sim.get("patches", []):
-        state = "applied" if patch["applied"] else f"NOT applied ({patch['why']})"
-        lines.append(f"patch {patch['installer']} of {patch['target']}: {state}")
-    if sim.get("replays") and len(sim["replays"]) > 1:
-        lines.append("replayed under each open condition:")
-        lines += [f"  {r['words']}: will deadlock: {yes_no(r['hang'])}, can deadlock: "
-                  f"{yes_no(r['can_deadlock'])}" for r in sim["replays"]]
-    for error in sim["startup_errors"]:
-        lines.append(f"ERROR the real run stops at start-up: {error}")
-    lines.append("")
-    lines.append(headline)
-    if sim.get("deadlock"):
-        lines += deadlock_lines(sim["deadlock"])
-    for rank, words in sim["blocked"].items():
-        lines.append(f"  rank {rank}: {words}")
-    if sim["ranks"]:
-        lines.append(f"sites: {len(sim['fired'])} fired, {len(sim['unpredicted'])} fired but "
-                     f"not predicted, {len(sim['unfired'])} predicted but not fired")
-        lines += [f"  fired: {sid}" for sid in sim["fired"]]
-        lines += [f"  UNPREDICTED: {sid}" for sid in sim["unpredicted"]]
-        lines += [f"  unfired: {u['site_id']}: {u['why']}" for u in sim["unfired"]]
-    return "\n".join(lines) + "\n"

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from auditor import sources
 from auditor.commands import options
-from auditor.commands.output import emit
+from auditor.commands.output import emit_report
 from auditor.errors import EXIT_OK, InputError
 from auditor.report import document, text
 from auditor.static.inventory import inventory
@@ -17,7 +16,7 @@ from auditor.static.inventory import inventory
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     options.add_target_list(
         parser, "installed distribution name, wheel or sdist path, source directory, or NAME==VERSION")
-    options.add_format(parser, ("text", "json"), "text")
+    options.add_format(parser, *options.report_format("sites"))
     options.add_output(parser)
     options.add_jobs(parser)
 
@@ -30,10 +29,7 @@ def run(args: argparse.Namespace) -> int:
     doc = document.build(
         srcs, [site.to_json() for inv in invs for site in inv.sites], [i.analysis for i in invs]
     )
-    if args.format == "json":
-        emit(json.dumps(doc, indent=2) + "\n", args.output)
-    else:
-        emit(text.sites_table(doc), args.output)
-        if args.output:
-            print(text.summary_line(doc), file=sys.stderr)
+    emit_report(doc, "sites", args.format, args.output)
+    if args.format == "text" and args.output:
+        print(text.summary_line(doc), file=sys.stderr)
     return EXIT_OK

@@ -19,29 +19,24 @@ handed to the backend, after its communicator exists, so an op blocked in lazy c
 creation has none; gloo (torch 2.13) records collectives only, never updates `state` (its
 `retired` is the completion) and fills no `pg_config`; the ring buffer keeps only the last ops.
 Each of these is said in the trace's notes, and `findings` names the rank whose dump ends before
-its peers' matching op.
+its peers' matching op. The files themselves are read (safely) in `frdump`.
 """
 
 from __future__ import annotations
 
 import ast
-import io
-import json
 import math
 import os
-import pickle
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from auditor.dynamic.frdump import Dump, read_dumps
 from auditor.dynamic.trace import HEAD_OPS, RankTrace, Trace, keep_per_rank, rank_trace
-from auditor.errors import InputError
 from auditor.findings import Finding
 
-SUFFIXES = (".json", ".pkl", ".pickle")
-RANK_AT_END = re.compile(r"(\d+)$")
 # Entries that close a coalescing window: the window's ops precede them with the same seq id
 # (torch/distributed/flight_recorder/components/utils.py, find_coalesced_group*).
 CLOSERS = frozenset({"coalesced", "ALLGATHER_coalesced", "REDUCE_SCATTER_coalesced"})
@@ -57,140 +52,11 @@ DTYPES = {
 }
 # Frames that are never a site: torch itself and the wrappers around its API.
 NOT_A_SITE = re.compile(r"(^|/)(torch/|contextlib\.py$|typing_extensions\.py$|warnings\.py$)")
-KNOWN_MAJOR = "2"
 NEWEST_KNOWN = (2, 10)
 NO_ENTRY_BEFORE_COMM = (
     "a Flight Recorder entry is written when the op reaches the backend, after its communicator "
     "exists: an op blocked inside lazy communicator creation (NCCL's first use of a group or a "
     "rank pair) has no entry, so a rank stuck there looks like a rank whose dump just ends")
-
-
-@dataclass
-class Dump:
-    """One rank's file, as read."""
-
-    rank: int
-    path: Path
-    version: str
-    entries: list[dict[str, Any]]
-    pg_config: dict[str, Any] = field(default_factory=dict)
-    pg_status: dict[str, Any] = field(default_factory=dict)
-    comm_lib_version: str = ""
-
-
-# --- reading files ------------------------------------------------------------------------------
-class _Refused(pickle.UnpicklingError):
-    pass
-
-
-class _PlainData(pickle.Unpickler):
-    """Admits only what the pickle opcodes build themselves (dicts, lists, tuples, str, bytes,
-    numbers, bool, None): dumps come from other machines, and a pickle naming any class or
-    function could run code on this one."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        raise _Refused(f"it names {module}.{name}")
-
-    def persistent_load(self, pid: Any) -> Any:
-        raise _Refused("it holds a persistent id")
-
-
-PLAIN = (dict, list, tuple, str, bytes, int, float, bool, type(None))
-
-
-def _check_plain(value: Any, path: Path) -> None:
-    todo = [value]
-    while todo:
-        item = todo.pop()
-        if not isinstance(item, PLAIN):
-            raise InputError(str(path), f"pickle holds a {type(item).__name__}, not plain data: refused")
-        if isinstance(item, dict):
-            todo.extend(item.keys())
-            todo.extend(item.values())
-        elif isinstance(item, (list, tuple)):
-            todo.extend(item)
-
-
-def load_dump_file(path: Path) -> Any:
-    """The file's data: JSON, or a pickle read through `_PlainData`; InputError for anything else."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from None
-    head = raw.lstrip()[:1]
-    if head == b"{":
-        try:
-            return json.loads(raw)
-        except ValueError as exc:
-            raise InputError(str(path), f"not a JSON Flight Recorder dump: {exc}") from None
-    if head == b"\x80":
-        try:
-            data = _PlainData(io.BytesIO(raw)).load()
-        except _Refused as exc:
-            raise InputError(str(path), f"pickle refused: {exc} (a Flight Recorder dump holds "
-                                        "only plain data)") from None
-        except (pickle.UnpicklingError, EOFError, ValueError, IndexError, TypeError,
-                AttributeError, MemoryError) as exc:
-            raise InputError(str(path), f"unreadable pickle ({type(exc).__name__}: {exc}); "
-                                        "cut short?") from None
-        _check_plain(data, path)
-        return data
-    raise InputError(str(path), "neither JSON nor a pickle: not a Flight Recorder dump")
-
-
-def _rank_of(name: str) -> int | None:
-    stem = name
-    for suffix in SUFFIXES:
-        if stem.endswith(suffix):
-            stem = stem[: -len(suffix)]
-            break
-    match = RANK_AT_END.search(stem)
-    return int(match.group(1)) if match else None
-
-
-def read_dumps(path: str | os.PathLike[str]) -> tuple[list[Dump], list[str]]:
-    """Every rank's dump in a directory (the rank is the number that ends the file name, as
-    torch's own reader takes it), and notes on the files skipped."""
-    root = Path(path)
-    if root.is_file():
-        raise InputError(str(root), "a file: give the directory that holds the dumps (one per rank)")
-    if not root.is_dir():
-        raise InputError(str(root), "no such Flight Recorder dump directory")
-    dumps: dict[int, Dump] = {}
-    notes: list[str] = []
-    for file in sorted(root.rglob("*")):  # torch's reader walks subdirectories too
-        name = file.relative_to(root).as_posix()
-        if any(part.startswith(".") for part in file.relative_to(root).parts) or not file.is_file():
-            continue
-        rank = _rank_of(file.name)
-        if rank is None:
-            notes.append(f"{name}: no rank number at the end of its name, not read as a dump")
-            continue
-        data = load_dump_file(file)
-        if not isinstance(data, dict) or not isinstance(data.get("entries"), list) \
-                or "version" not in data:
-            raise InputError(str(file), "not a Flight Recorder dump (no 'version' and 'entries')")
-        if rank in dumps:
-            raise InputError(str(file), f"a second dump for rank {rank} (also "
-                                        f"{dumps[rank].path.relative_to(root)}): keep one per rank")
-        version = str(data["version"])
-        _check_version(version, file)
-        entries = [e for e in data["entries"] if isinstance(e, dict)]
-        dumps[rank] = Dump(rank, file, version, entries,
-                           data.get("pg_config") if isinstance(data.get("pg_config"), dict) else {},
-                           data.get("pg_status") if isinstance(data.get("pg_status"), dict) else {},
-                           str(data.get("comm_lib_version") or ""))
-    if not dumps:
-        raise InputError(str(root), "no Flight Recorder dumps (files named <prefix><rank>, "
-                                    "JSON or pickle)")
-    return [dumps[r] for r in sorted(dumps)], notes
-
-
-def _check_version(version: str, file: Path) -> None:
-    major, _, minor = version.partition(".")
-    if major != KNOWN_MAJOR or not minor.isdigit():
-        raise InputError(str(file), f"Flight Recorder dump version {version!r}: this reader "
-                                    f"knows 2.x (torch 2.11-2.13 write 2.10)")
 
 
 # --- groups -------------------------------------------------------------------------------------

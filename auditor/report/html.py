@@ -8,7 +8,6 @@ rank in the order they were issued, which is where a lazy-init deadlock shows it
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -16,8 +15,6 @@ from typing import Any
 import jinja2
 
 from auditor import sources
-from auditor.analysis.join import join
-from auditor.dynamic.trace import Trace
 from auditor.errors import InputError
 from auditor.analysis.verdict import judge
 from auditor.report.text import KEY_VALUES, deadlock_lines, value_words, verdict_sentence
@@ -30,10 +27,8 @@ SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 VERDICT_ORDER = {"contradiction": 0, "ok": 1, "unknown": 2, "unreachable": 3}
 
 
-def render_html(doc: dict[str, Any], traces: Trace | str | os.PathLike[str] | None = None) -> str:
-    """The report of a scan document, joined first with `traces` (a trace directory) if given."""
-    if traces is not None:
-        doc = join(doc, traces)
+def render_html(doc: dict[str, Any]) -> str:
+    """The report of a finished document: a scan, a joined run, a gate or a simulation."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
         undefined=jinja2.ChainableUndefined, trim_blocks=True, lstrip_blocks=True,

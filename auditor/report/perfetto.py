@@ -9,9 +9,9 @@ arrows. Ops of one rank that overlap in time (an isend still running when the ne
 to further lanes of that rank's track, since a trace-event track nests slices and these do not nest.
 
 Works on a joined document (`report --trace`, `--flight-recorder`, or any document with the
-join's `run` section, as a simulation writes), with the trace it was joined from when there is one
-(the ops of its head window with their times, and every op still pending) or from the document's
-timeline alone (its first ops per rank). Where a rank's head window is cut, the trace says so in
+join's `run` section, as a simulation writes), with the ops of the trace it was joined from when
+there is one (`analysis.headops`: its head window with times and states, and every op still
+pending) or from the document's timeline alone (its first ops per rank). Where a rank's head window is cut, the trace says so in
 `otherData.cut`, and the wait-for states are those of the join's closed prefixes.
 """
 
@@ -19,57 +19,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from auditor.analysis import waitfor
-from auditor.analysis.join import group_label, replay
-from auditor.dynamic.trace import Trace
+from auditor.analysis.headops import HeadOps
 from auditor.errors import InputError
 
 US = 1e6  # trace-event timestamps are microseconds
 TAIL_US = 1000.0  # pending slices stay open this far past the last event
 
 
-def trace_events(doc: dict[str, Any], trace: Trace | None = None) -> dict[str, Any]:
-    """The trace-event JSON object for a joined document (and the trace it was joined from)."""
+def trace_events(doc: dict[str, Any], head: HeadOps | None = None) -> dict[str, Any]:
+    """The trace-event JSON object for a joined document (and the ops of the trace it was joined
+    from, with their wait-for states, as `analysis.headops` reads them)."""
     run = doc.get("run")
     if not isinstance(run, dict) or "waitfor" not in run:
         raise InputError("--format perfetto", "draws a run: give --trace DIR or --flight-recorder DIR")
-    ops = _ops_from_trace(trace) if trace is not None else _ops_from_timeline(run)
-    model = _model(trace, run) if trace is not None else _model_from_timeline(run)
-    cut = [f"rank {r}: the trace's head window holds the first "
-           f"{len(rt.starts('p2p')) + len(rt.starts('collective'))} of its {rt.ops} P2P ops and "
-           f"collectives; later ones are not drawn, except those still pending (after a gap, "
-           f"with no wait-for state)"
-           for r, rt in (trace.ranks.items() if trace is not None else ()) if not rt.complete]
-    return _Builder(ops, model, run, cut).build()
-
-
-def _ops_from_trace(trace: Trace) -> dict[int, list[dict[str, Any]]]:
-    """Per rank, the head's ops in issue order (index among P2P/collective ops, or None for setup),
-    then the pending ops beyond the head (index None: their place in the run is not kept)."""
-    out: dict[int, list[dict[str, Any]]] = {}
-    for rank, rt in trace.ranks.items():
-        ops, index = [], -1
-        head = rt.starts()
-        in_head = {id(e) for e in head}
-        for e in head + [e for e in rt.open_ops if id(e) not in in_head]:
-            kind = e.get("kind", "p2p")
-            if kind in ("p2p", "collective") and id(e) in in_head:
-                index += 1
-            end = e.get("end")
-            site = e.get("site") or {}
-            ops.append({
-                "index": index if kind != "setup" and id(e) in in_head else None, "kind": kind,
-                "api": e.get("api"),
-                "peer": e.get("peer"), "t": e.get("t"),
-                "t_end": end.get("t") if end else None, "ended": end is not None,
-                "error": (end or {}).get("error"),
-                "group": group_label(e["group"]) if isinstance(e.get("group"), dict) else e.get("desc"),
-                "bytes": e.get("bytes") if isinstance(e.get("bytes"), int) else None,
-                "batch": e.get("batch"), "batched": e.get("batched"),
-                "where": f"{site.get('path')}:{site.get('line')} {site.get('function')}" if site else None,
-                "fr": e.get("fr")})
-        out[rank] = ops
-    return out
+    if head is None:
+        return _Builder(_ops_from_timeline(run), _model_from_timeline(run), run, []).build()
+    return _Builder(head.ops, head.model, run, head.cut).build()
 
 
 def _ops_from_timeline(run: dict[str, Any]) -> dict[int, list[dict[str, Any]]]:
@@ -78,18 +43,6 @@ def _ops_from_timeline(run: dict[str, Any]) -> dict[int, list[dict[str, Any]]]:
         out[lane["rank"]] = [{**ev, "t_end": None, "ended": ev.get("recorded") != "pending",
                               "error": None, "index": ev.get("index")} for ev in lane["events"]]
     return out
-
-
-def _model(trace: Trace, run: dict[str, Any]) -> dict[tuple[int, int], dict[str, Any]]:
-    """The wait-for state of every replayed op, under the document's conditions, on the prefixes
-    the join replays."""
-    programs = waitfor.programs_from_events({r: t.head for r, t in trace.ranks.items()})
-    c = run["waitfor"]["conditions"]
-    conditions = waitfor.Conditions(c["init"], c["coalesce"], c["buffer_bytes"], c["transport"])
-    analysis, _ = replay(programs, conditions, {r: rt.ops for r, rt in trace.ranks.items()})
-    return {(r, o.op.index): {"model": o.state, "communicator": o.communicator,
-                              "blocked_on": o.blocked_on, "bytes": o.op.nbytes}
-            for r, rs in analysis.ranks.items() for o in rs.ops}
 
 
 def _model_from_timeline(run: dict[str, Any]) -> dict[tuple[int, int], dict[str, Any]]:

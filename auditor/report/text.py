@@ -1,4 +1,5 @@
-"""Terminal tables: sites grouped by file, with batched/unbatched counts per file."""
+"""Text for a terminal: the scan report (sites grouped by file, with batched/unbatched counts per
+file), the matrix table, and the gate's and the simulation's reports."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import os
 from collections import defaultdict
 from typing import Any
 
+from auditor.analysis.diff import diff_text
 from auditor.analysis.verdict import judge
 from auditor.analysis.waitfor import size_words
 from auditor.sources import target_label
@@ -288,4 +290,63 @@ def matrix_table(key: str, docs: dict[str, dict[str, Any]]) -> str:
     findings = {v: sorted({f["kind"] for f in docs[v]["findings"] if f["severity"] == "error"}) for v in values}
     for v in values:
         lines.append(f"  errors at {key}={v}: {', '.join(findings[v]) or 'none'}")
+    return "\n".join(lines) + "\n"
+
+
+def gate_report(doc: dict[str, Any]) -> str:
+    """`gate`'s text: the script, the baseline, the verdict, what fails it and what changed."""
+    result = doc["gate"]
+    base = result["baseline"]
+    torch = doc.get("config", {}).get("effective", {}).get("torch_version") or "unknown"
+    lines = [
+        f"p2paudit gate: {(doc.get('launch') or {}).get('path') or '(no launch script)'} "
+        f"(torch {torch})",
+        f"baseline: {base['path']} ("
+        + ", ".join(target_label(t) for t in base["targets"]) + ")",
+        "", doc["verdict"]["headline"],
+    ]
+    for f in result["new"]:
+        lines += [f"  ERROR {f['kind']}: {f['message']}", f"        fix: {f['fix']}"]
+    for f in result["fixed"] + result["notes"]:
+        lines.append(f"  {f['severity'].upper()} {f['kind']}: {f['message']}")
+    lines += ["", "What changed:", diff_text(result["diff"])]
+    return "\n".join(lines)
+
+
+def simulation_report(doc: dict[str, Any], config: str) -> str:
+    """`simulate`'s text: its inputs and where each came from, the replays, the verdict, the sites."""
+    sim, headline = doc["simulation"], doc["verdict"]["headline"]
+    lines = [f"p2paudit simulate {config}: megatron-core's own schedule on CPU (gloo), "
+             f"recorded, replayed by the wait-for model"]
+    if sim["ranks"]:
+        lines.append(f"schedule: {sim['schedule']}, {len(sim['ranks'])} pipeline ranks"
+                     + (f" x {sim['virtual_stages']} virtual stages" if sim.get("virtual_stages")
+                        else "")
+                     + f", {sim['microbatches']} micro-batches, ran in {sim['seconds']} s")
+    lines.append(f"message: {sim['message']}")
+    for name, v in sim["inputs"].items():
+        shown = "none" if name == "virtual_stages" and v["value"] is None else \
+            "unknown" if v["value"] is None else v["value"]
+        lines.append(f"  {name} = {shown}: {v['provenance']}")
+    for patch in sim.get("patches", []):
+        state = "applied" if patch["applied"] else f"NOT applied ({patch['why']})"
+        lines.append(f"patch {patch['installer']} of {patch['target']}: {state}")
+    if sim.get("replays") and len(sim["replays"]) > 1:
+        lines.append("replayed under each open condition:")
+        lines += [f"  {r['words']}: will deadlock: {yes_no(r['hang'])}, can deadlock: "
+                  f"{yes_no(r['can_deadlock'])}" for r in sim["replays"]]
+    for error in sim["startup_errors"]:
+        lines.append(f"ERROR the real run stops at start-up: {error}")
+    lines.append("")
+    lines.append(headline)
+    if sim.get("deadlock"):
+        lines += deadlock_lines(sim["deadlock"])
+    for rank, words in sim["blocked"].items():
+        lines.append(f"  rank {rank}: {words}")
+    if sim["ranks"]:
+        lines.append(f"sites: {len(sim['fired'])} fired, {len(sim['unpredicted'])} fired but "
+                     f"not predicted, {len(sim['unfired'])} predicted but not fired")
+        lines += [f"  fired: {sid}" for sid in sim["fired"]]
+        lines += [f"  UNPREDICTED: {sid}" for sid in sim["unpredicted"]]
+        lines += [f"  unfired: {u['site_id']}: {u['why']}" for u in sim["unfired"]]
     return "\n".join(lines) + "\n"
