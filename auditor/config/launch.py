@@ -497,7 +497,9 @@ def _world_size(config: LaunchConfig, launcher: dict, chosen: _Candidate, spelli
                 fix=f"export {launcher['env_nproc']} and {launcher['env_nnodes']}, or put them before "
                     f"`{config.launcher}` on the same line", where=f"{path}:{chosen.line}"))
             return
-        torchrun = next((entry for entry in spelling.launchers if entry.get("nproc_flags")), {})
+        # ms-swift's `megatron`/`swift` start torchrun themselves: its defaults, by name (another
+        # launcher, e.g. deepspeed, also has size flags).
+        torchrun = next((entry for entry in spelling.launchers if entry.get("name") == "torchrun"), {})
         nproc = _sourced(nproc_var, path) or _torchrun_default(torchrun, "nproc", env)
         nnodes = _sourced(nnodes_var, path) or _torchrun_default(torchrun, "nnodes", env)
     else:
