@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from textwrap import dedent
 
@@ -75,7 +76,7 @@ def _kinds(value: object) -> object:
         return (type(value).__name__, *map(_kinds, value))
     if isinstance(value, (list, tuple)):
         return [_kinds(v) for v in value]
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):  # a module's functions read back one by one
         return {k: _kinds(v) for k, v in value.items()}
     return value
 

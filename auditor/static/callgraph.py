@@ -180,10 +180,7 @@ class Interpreter:
         wherever they are read, whether or not the analysis walked the assigning function: each
         such assignment's value is added to the module's binding, computed with the function's
         own locals unknown, in a context of its own that no entry point reaches."""
-        for qualname, fir in mod_ir.functions.items():
-            assigned = _global_assignments(fir.body)
-            if not assigned:
-                continue
+        for qualname, assigned in mod_ir.global_assignments.items():
             frame = Frame(self.node(module, qualname, "global assignment"), module, 0, None)
             frame.global_names = {name for name, _ in assigned}
             for name, value_ir in assigned:
@@ -1147,29 +1144,6 @@ def _get(d: DictV, key: Any) -> frozenset:
 def _exported(name: str, declared: list[str] | None) -> bool:
     """Does `from m import *` bind `name`: listed in m's `__all__`, else not private."""
     return name in declared if declared is not None else not name.startswith("_")
-
-
-def _global_assignments(body: list[ir.Stmt]) -> list[tuple[str, ir.Expr]]:
-    """(name, value IR) of each `NAME = value` a function body makes to a name it declares
-    `global` (nested blocks included; nested functions are functions of their own)."""
-    declared: set[str] = set()
-    assigns: list[tuple[str, ir.Expr]] = []
-    stack: list[ir.Stmt] = list(body)
-    while stack:
-        match stack.pop():
-            case ir.Global(names):
-                declared.update(names)
-            case ir.Assign(targets, value):
-                assigns.extend((t.id, value) for t in targets if isinstance(t, ir.Name))
-            case ir.If(_, _, then, orelse):
-                stack.extend([*then, *orelse])
-            case ir.Loop(_, _, _, _, loop_body, orelse):
-                stack.extend([*loop_body, *orelse])
-            case ir.With(_, with_body):
-                stack.extend(with_body)
-            case ir.Try(try_body, handlers, orelse, final):
-                stack.extend([*try_body, *(s for h in handlers for s in h), *orelse, *final])
-    return [(name, value) for name, value in assigns if name in declared]
 
 
 def _key(values: frozenset) -> tuple:

@@ -8,13 +8,14 @@ NamedTuple, so the interpreter matches them by kind and field (`case Call(func, 
 
 The IR is cached per file content like the site inventory, so the parse happens once. The cache
 is JSON (data only): `encode` writes each record as its kind followed by its fields, and `decode`
-reads it back into records once, when a module is loaded, guided by each kind's field types (a
-list headed by a kind's name is not taken for a node where the kind says a name is held).
+reads it back into records once, when a module is loaded, each kind knowing which of its fields
+are nodes (a list headed by a kind's name is never taken for a node where a name is held).
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple, Union
 
 from auditor.static.names import dotted, import_bindings, qualname
@@ -204,8 +205,11 @@ class ModuleIR(NamedTuple):
     module: str
     package: bool
     body: list[Stmt]
-    functions: dict[str, FunctionIR]  # by qualname; a second definition as `qualname#2`
+    functions: Mapping[str, FunctionIR]  # by qualname; a second definition as `qualname#2`
     classes: dict[str, ClassIR]
+    # (name, value) of each `NAME = value` a function makes to a name it declares `global`, by
+    # the function's qualname: module bindings that may hold those values, walked or not.
+    global_assignments: dict[str, list[tuple[str, Expr]]]
 
 
 _CMP = {
@@ -231,6 +235,7 @@ class _Builder:
         self.site_ids = site_ids
         self.functions: dict[str, FunctionIR] = {}
         self.classes: dict[str, ClassIR] = {}
+        self.global_assignments: dict[str, list[tuple[str, Expr]]] = {}
         self.scope: list[tuple[str, str]] = []  # (kind, name) for qualnames
 
     # --- naming --------------------------------------------------------------------------------
@@ -349,6 +354,9 @@ class _Builder:
             key = f"{qn}#{n}"
         self.functions[key] = FunctionIR(qn, name, plist, body_ir, decos, in_class,
                                          any(k == "function" for k, _ in self.scope))
+        assigned = _global_assignments(body_ir)
+        if assigned:
+            self.global_assignments[key] = assigned
         return key
 
     def klass(self, node: ast.ClassDef) -> str:
@@ -461,25 +469,109 @@ def build(tree: ast.Module, source: Source, module: str, is_package: bool,
     """The IR of one module: its top-level body, and every function and class in it by qualname.
     `site_ids`: the site found at each node (by `id`) of the same tree."""
     b = _Builder(source, module, is_package, site_ids)
-    return ModuleIR(module, is_package, b.block(tree.body), b.functions, b.classes)
+    body = b.block(tree.body)
+    return ModuleIR(module, is_package, body, b.functions, b.classes, b.global_assignments)
+
+
+def _global_assignments(body: list[Stmt]) -> list[tuple[str, Expr]]:
+    """(name, value) of each `NAME = value` in a function body to a name it declares `global`
+    (nested blocks included; nested functions are functions of their own)."""
+    declared: set[str] = set()
+    assigns: list[tuple[str, Expr]] = []
+    stack: list[Stmt] = list(body)
+    while stack:
+        match stack.pop():
+            case Global(names):
+                declared.update(names)
+            case Assign(targets, value):
+                assigns.extend((t.id, value) for t in targets if isinstance(t, Name))
+            case If(_, _, then, orelse):
+                stack.extend([*then, *orelse])
+            case Loop(_, _, _, _, loop_body, orelse):
+                stack.extend([*loop_body, *orelse])
+            case With(_, with_body):
+                stack.extend(with_body)
+            case Try(try_body, handlers, orelse, final):
+                stack.extend([*try_body, *(s for h in handlers for s in h), *orelse, *final])
+    return [(name, value) for name, value in assigns if name in declared]
+
+
+class _Functions(Mapping[str, FunctionIR]):
+    """A module's functions, each read back from its cache form when first asked for: most
+    functions of a loaded module are never called."""
+
+    def __init__(self, data: dict[str, list]) -> None:
+        self._data = data
+        self._read: dict[str, FunctionIR] = {}
+
+    def __getitem__(self, qualname: str) -> FunctionIR:
+        fir = self._read.get(qualname)
+        if fir is None:
+            fir = self._read[qualname] = _e(self._data[qualname])
+        return fir
+
+    def __contains__(self, qualname: object) -> bool:
+        return qualname in self._data
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
 
 
 # --- the cache's form: each record as [kind, *fields] --------------------------------------------
 
-# Each kind's record and the type of each of its fields, in order: v a plain value (a string, a
-# flag, a constant), e a node or None, E a list of nodes, H a list of lists of nodes, K a mapping
-# from names to nodes, P a list of pairs whose second item is a node (`Cmp.ops`), D a list of
-# pairs of nodes or None (`Dict.items`, `With.items`), T a list of tuples of plain values.
-_KINDS: dict[str, tuple[type, str]] = {
-    "name": (Name, "v"), "attr": (Attr, "ev"), "const": (Const, "v"), "seq": (Seq, "E"),
-    "dict": (Dict, "D"), "call": (Call, "eEKeev"), "cmp": (Cmp, "eP"), "bool": (Bool, "vE"),
-    "not": (Not, "e"), "ifexp": (IfExp, "eee"), "binop": (BinOp, "vee"), "sub": (Sub, "ee"),
-    "func": (FuncRef, "v"), "site": (Site, "ve"), "opaque": (Opaque, "E"),
-    "assign": (Assign, "Ee"), "expr": (ExprStmt, "e"), "return": (Return, "e"), "raise": (Raise, ""),
-    "if": (If, "evEE"), "loop": (Loop, "eveeEE"), "with": (With, "DE"), "try": (Try, "EHEE"),
-    "def": (Def, "vv"), "class": (Class, "vv"), "import": (Import, "T"), "global": (Global, "v"),
-    "param": (Param, "vev"), "function": (FunctionIR, "vvEEEvv"), "classdef": (ClassIR, "vvEE"),
-    "module": (ModuleIR, "vvEKK"),
+_new = tuple.__new__  # a record from its fields, without NamedTuple's argument handling
+
+
+def _e(d: list | None) -> Any:
+    return None if d is None else _KINDS[d[0]][1](d)
+
+
+def _es(d: list) -> list:
+    return [_KINDS[x[0]][1](x) for x in d]
+
+
+# Each kind's record and how it reads back from [kind, *fields]: the kind says which fields are
+# nodes, so a name or string that spells a kind (`global call`) is never taken for one.
+_KINDS: dict[str, tuple[type, Callable[[list], Any]]] = {
+    "name": (Name, lambda d: _new(Name, (d[1],))),
+    "attr": (Attr, lambda d: _new(Attr, (_e(d[1]), d[2]))),
+    "const": (Const, lambda d: _new(Const, (d[1],))),
+    "seq": (Seq, lambda d: _new(Seq, (_es(d[1]),))),
+    "dict": (Dict, lambda d: _new(Dict, ([(_e(k), _e(v)) for k, v in d[1]],))),
+    "call": (Call, lambda d: _new(Call, (_e(d[1]), _es(d[2]), {k: _e(v) for k, v in d[3].items()},
+                                         _e(d[4]), _e(d[5]), d[6]))),
+    "cmp": (Cmp, lambda d: _new(Cmp, (_e(d[1]), [(op, _e(v)) for op, v in d[2]]))),
+    "bool": (Bool, lambda d: _new(Bool, (d[1], _es(d[2])))),
+    "not": (Not, lambda d: _new(Not, (_e(d[1]),))),
+    "ifexp": (IfExp, lambda d: _new(IfExp, (_e(d[1]), _e(d[2]), _e(d[3])))),
+    "binop": (BinOp, lambda d: _new(BinOp, (d[1], _e(d[2]), _e(d[3])))),
+    "sub": (Sub, lambda d: _new(Sub, (_e(d[1]), _e(d[2])))),
+    "func": (FuncRef, lambda d: _new(FuncRef, (d[1],))),
+    "site": (Site, lambda d: _new(Site, (d[1], _e(d[2])))),
+    "opaque": (Opaque, lambda d: _new(Opaque, (_es(d[1]),))),
+    "assign": (Assign, lambda d: _new(Assign, (_es(d[1]), _e(d[2])))),
+    "expr": (ExprStmt, lambda d: _new(ExprStmt, (_e(d[1]),))),
+    "return": (Return, lambda d: _new(Return, (_e(d[1]),))),
+    "raise": (Raise, lambda d: _new(Raise, ())),
+    "if": (If, lambda d: _new(If, (_e(d[1]), d[2], _es(d[3]), _es(d[4])))),
+    "loop": (Loop, lambda d: _new(Loop, (_e(d[1]), d[2], _e(d[3]), _e(d[4]), _es(d[5]), _es(d[6])))),
+    "with": (With, lambda d: _new(With, ([(_e(c), _e(t)) for c, t in d[1]], _es(d[2])))),
+    "try": (Try, lambda d: _new(Try, (_es(d[1]), [_es(h) for h in d[2]], _es(d[3]), _es(d[4])))),
+    "def": (Def, lambda d: _new(Def, (d[1], d[2]))),
+    "class": (Class, lambda d: _new(Class, (d[1], d[2]))),
+    "import": (Import, lambda d: _new(Import, ([tuple(b) for b in d[1]],))),
+    "global": (Global, lambda d: _new(Global, (d[1],))),
+    "param": (Param, lambda d: _new(Param, (d[1], _e(d[2]), d[3]))),
+    "function": (FunctionIR, lambda d: _new(FunctionIR, (d[1], d[2], _es(d[3]), _es(d[4]), _es(d[5]),
+                                                          d[6], d[7]))),
+    "classdef": (ClassIR, lambda d: _new(ClassIR, (d[1], d[2], _es(d[3]), _es(d[4])))),
+    "module": (ModuleIR, lambda d: _new(ModuleIR, (d[1], d[2], _es(d[3]), _Functions(d[4]),
+                                                    {k: _e(v) for k, v in d[5].items()},
+                                                    {k: [(n, _e(v)) for n, v in pairs]
+                                                     for k, pairs in d[6].items()}))),
 }
 _KIND_OF = {cls: kind for kind, (cls, _) in _KINDS.items()}
 
@@ -499,27 +591,4 @@ def encode(value: Any) -> Any:
 
 def decode(data: list) -> ModuleIR:
     """The records back from `encode`'s data (as read from the cache)."""
-    return _node(data)
-
-
-def _node(data: list | None) -> Any:
-    if data is None:
-        return None
-    cls, fields = _KINDS[data[0]]
-    return cls(*[_FIELD[t](v) for t, v in zip(fields, data[1:])])
-
-
-def _nodes(data: list) -> list:
-    return [_node(v) for v in data]
-
-
-_FIELD = {
-    "v": lambda v: v,
-    "e": _node,
-    "E": _nodes,
-    "H": lambda v: [_nodes(block) for block in v],
-    "K": lambda v: {k: _node(x) for k, x in v.items()},
-    "P": lambda v: [(op, _node(x)) for op, x in v],
-    "D": lambda v: [(_node(a), _node(b)) for a, b in v],
-    "T": lambda v: [tuple(t) for t in v],
-}
+    return _e(data)

@@ -15,7 +15,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 
 from auditor.sources import SourceSet
 from auditor.static import ir
-from auditor.static.analyze import FileCache, FileError, idle_cpus, read_source, run_one
+from auditor.static.analyze import FileCache, FileError, collector_paused, idle_cpus, read_source, run_one
 from auditor.static.exports import star_imports
 from auditor.static.parsed import module_task, task_key
 
@@ -103,7 +103,8 @@ class Program:
                 result = None
             else:
                 cache.put(rel, digest, result)
-        self.loaded[module] = ir.decode(result["ir"]) if result else None
+        with collector_paused():
+            self.loaded[module] = ir.decode(result["ir"]) if result else None
         return self.loaded[module]
 
     def close(self) -> None:
