@@ -578,15 +578,15 @@ _KIND_OF = {cls: kind for kind, (cls, _) in _KINDS.items()}
 
 def encode(value: Any) -> Any:
     """JSON data for a record (a ModuleIR as built), every record as [kind, *fields]."""
-    if isinstance(value, tuple):
-        kind = _KIND_OF.get(type(value))
-        items = [encode(v) for v in value]
-        return [kind, *items] if kind is not None else items
-    if isinstance(value, list):
+    t = type(value)
+    kind = _KIND_OF.get(t)
+    if kind is not None:
+        return [kind, *[encode(v) for v in value]]
+    if t is list or t is tuple:
         return [encode(v) for v in value]
-    if isinstance(value, dict):
+    if t is dict:
         return {k: encode(v) for k, v in value.items()}
-    return value
+    return value  # a name, a text, a constant, a flag, None
 
 
 def decode(data: list) -> ModuleIR:
