@@ -21,6 +21,7 @@ from typing import Any
 
 from auditor.rulebook.interpreter import Rules
 from auditor.static import ir
+from auditor.static.analyze import collector_paused
 from auditor.static.graph import Blocked, Cut, Edge, Guard, Hit, Node, Patch
 from auditor.static.program import Program
 from auditor.static.formula import FALSE, TRUE, atom, conj, disj, fresh, level, neg
@@ -1030,8 +1031,12 @@ def _on_deep_stack(fn: Any, *args: Any) -> Any:
     try:
         sys.setrecursionlimit(max(limit, PYTHON_DEPTH))
         worker = threading.Thread(target=run, name="p2paudit-interpreter", daemon=True)
-        worker.start()
-        worker.join()
+        # The walk allocates many objects that outlive it (the IR read back, states, the graph)
+        # while the analysis cache's data fills the heap: each full collection it would start
+        # walks all of that (~1/3 of a warm scan). What cycles it leaves are collected after.
+        with collector_paused():
+            worker.start()
+            worker.join()
     finally:
         threading.stack_size(size)
         sys.setrecursionlimit(limit)
