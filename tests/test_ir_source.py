@@ -5,6 +5,9 @@ read as an expression. VALID pairs (code, the IR part it must give)."""
 from __future__ import annotations
 
 import ast
+import json
+from collections.abc import Mapping
+from pathlib import Path
 from textwrap import dedent
 
 import pytest
@@ -15,7 +18,7 @@ from auditor.static.source import Source
 
 def body(code: str) -> list:
     code = dedent(code)
-    return ir.build(ast.parse(code), Source(code), "m", False, {})["body"]
+    return ir.build(ast.parse(code), Source(code), "m", False, {}).body
 
 
 @pytest.mark.parametrize("code,text", [
@@ -28,39 +31,71 @@ def body(code: str) -> list:
 ])
 def test_guard_texts_as_written(code, text):
     stmt = body(code)[-1]
-    guard = stmt[4][0][2] if "elif" in code else stmt[2]
+    guard = stmt.orelse[0].text if "elif" in code else stmt.text
     assert guard == text
 
 
 def test_loop_texts_as_written():
-    assert body("for (i, j) in (pairs):\n    pass\n")[0][2] == "for (i, j) in (pairs)"
-    assert body("while (n > 0):  # (count down)\n    pass\n")[0][2] == "while (n > 0)"
+    assert body("for (i, j) in (pairs):\n    pass\n")[0].text == "for (i, j) in (pairs)"
+    assert body("while (n > 0):  # (count down)\n    pass\n")[0].text == "while (n > 0)"
 
 
 @pytest.mark.parametrize("code,index", [
-    ("x[a]", ("name", "a")),
-    ("x[a,]", ("name", "a")),
-    ("x[(a, b)]", ("seq", [("name", "a"), ("name", "b")])),
+    ("x[a]", ir.Name("a")),
+    ("x[a,]", ir.Name("a")),
+    ("x[(a, b)]", ir.Seq([ir.Name("a"), ir.Name("b")])),
     ("x[a, b]", None),
     ("x[1:2]", None),
 ])
 def test_subscript_index(code, index):
-    assert body(code)[0][1][2] == index
+    assert ir.encode(body(code)[0].value.index) == ir.encode(index)  # kinds compared too
 
 
 @pytest.mark.parametrize("code,value", [
-    ('"ab"', ("const", "ab")),
-    ("'a\\'' ", ("const", "a'")),
-    ('"""a"b"""', ("const", 'a"b')),
-    ('"a" "b"', ("opaque", [])),
-    ('("a"\n "b")', ("opaque", [])),
-    ('b"a"', ("opaque", [])),
+    ('"ab"', ir.Const("ab")),
+    ("'a\\'' ", ir.Const("a'")),
+    ('"""a"b"""', ir.Const('a"b')),
+    ('"a" "b"', ir.Opaque([])),
+    ('("a"\n "b")', ir.Opaque([])),
+    ('b"a"', ir.Opaque([])),
 ])
 def test_string_constants(code, value):
-    assert body(code)[0][1] == value
+    assert ir.encode(body(code)[0].value) == ir.encode(value)
 
 
 def test_a_def_in_both_branches_is_numbered_from_the_else():
     functions = ir.build(ast.parse(c := "if x:\n    def f(): pass\nelse:\n    def f(): return 1\n"),
-                         Source(c), "m", False, {})["functions"]
-    assert functions["f"]["body"] == [("return", ("const", 1))] and functions["f#2"]["body"] == []
+                         Source(c), "m", False, {}).functions
+    assert ir.encode(functions["f"].body) == ir.encode([ir.Return(ir.Const(1))])
+    assert functions["f#2"].body == []
+
+
+def _kinds(value: object) -> object:
+    """A record as (kind, fields...), all the way down: equal records of other kinds differ."""
+    if isinstance(value, tuple) and type(value) is not tuple:
+        return (type(value).__name__, *map(_kinds, value))
+    if isinstance(value, (list, tuple)):
+        return [_kinds(v) for v in value]
+    if isinstance(value, Mapping):  # a module's functions read back one by one
+        return {k: _kinds(v) for k, v in value.items()}
+    return value
+
+
+@pytest.mark.parametrize("code", [
+    # Names and strings that spell a kind, where the kind says a plain value is held.
+    "def f(name, call=('call', 1), *seq, **opaque):\n    global name\n    return {'name': name}\n",
+    "from a import name as call, b\nimport c.d as site\nwith x as (name, y):\n    raise\n",
+    "match x:\n    case 1:\n        y = lambda q=1: q\n    case _:\n        pass\nwhile not x or y < 2 < z: pass\n",
+])
+def test_records_come_back_from_the_cache_form(code):
+    """VALID: what the analysis cache stores (JSON) reads back into the same records."""
+    built = ir.build(ast.parse(code), Source(code), "m", False, {})
+    back = ir.decode(json.loads(json.dumps(ir.encode(built))))
+    assert _kinds(back) == _kinds(built)
+
+
+def test_the_interpreter_reads_back_its_own_code():
+    code = (Path(ir.__file__).parent / "callgraph.py").read_text()
+    built = ir.build(ast.parse(code), Source(code), "auditor.static.callgraph", False, {})
+    back = ir.decode(json.loads(json.dumps(ir.encode(built))))
+    assert _kinds(back) == _kinds(built) and len(back.functions) > 50

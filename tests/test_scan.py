@@ -228,7 +228,7 @@ def test_graph_rules_name_real_code(real_sources):
         r, bound, generic = interpreter.load(versions)
         for function in r.symbols:
             module, _, name = function.rpartition(".")
-            assert name in program.module(module)["functions"], function
+            assert name in program.module(module).functions, function
         for entry in [*bound, *generic]:
             for line in entry.code.splitlines():
                 if line.startswith(("import ", "from ")):

@@ -75,17 +75,18 @@ def _task_error(exc: BaseException) -> str:
 def run_one(task: Task, relpath: str, text: str, module: str, package: str,
             context: Any = None) -> tuple[str, Any, str | None]:
     try:
-        with _collector_paused():
+        with collector_paused():
             return relpath, task(text, relpath, module, package, context), None
     except Exception as exc:  # one unreadable file must not end the scan
         return relpath, None, _task_error(exc)
 
 
 @contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """One file's task allocates some 10^5 objects (ast nodes, the IR) and leaves no cycles;
-    with the cycle collector on, those allocations start collections that also walk every result
-    kept so far (~25% of a cold scan). Garbage is freed by reference counting all the same."""
+def collector_paused() -> Iterator[None]:
+    """One file's task allocates some 10^5 objects (ast nodes, the IR) and leaves no cycles, and
+    so does reading a file's IR back into records; with the cycle collector on, those allocations
+    start collections that also walk every result kept so far (~25% of a cold scan). Garbage is
+    freed by reference counting all the same."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -106,7 +107,7 @@ class FileCache:
     `FileCache.open` shares one instance per file within a process: the inventory and the call
     graph read the same results, and the file is loaded once."""
 
-    FORMAT = "p2paudit-analysis-1"
+    FORMAT = "p2paudit-analysis-2"  # 2: the IR as [kind, *fields] records
     _open: dict[str, FileCache] = {}
 
     @classmethod

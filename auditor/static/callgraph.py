@@ -20,6 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.rulebook.interpreter import Rules
+from auditor.static import ir
+from auditor.static.analyze import collector_paused
+from auditor.static.graph import Blocked, Cut, Edge, Guard, Hit, Node, Patch
 from auditor.static.program import Program
 from auditor.static.formula import FALSE, TRUE, atom, conj, disj, fresh, level, neg
 from auditor.static.values import (
@@ -48,72 +51,11 @@ STACK_BYTES = 512 * 1024 * 1024
 
 
 @dataclass(frozen=True)
-class Guard:
-    text: str
-    value: str  # can the guard be true here: yes / no / unknown
-    config: bool = False  # the test reads a configuration value (else: run-time data only)
-
-    @classmethod
-    def of(cls, text: str, can_hold: int, config: bool) -> Guard:
-        return cls(text, level(can_hold), config)
-
-
-@dataclass(frozen=True)
-class Cut:
-    """A function (or module top level) the interpreter did not walk because a budget ran out:
-    nothing it would have called is known."""
-
-    function: str
-    budget: str  # MAX_NODES | MAX_DEPTH | MAX_IMPORT_DEPTH | PYTHON_DEPTH
-    limit: int
-    node: int  # the node left unwalked; reachable from wherever it was called
-    caller: int | None = None  # the node that called it (None: an import)
-
-    def to_json(self, nodes: list[Node]) -> dict[str, Any]:
-        return {"function": self.function, "budget": self.budget, "limit": self.limit,
-                "called_from": nodes[self.caller].function if self.caller is not None else None}
-
-
-@dataclass(frozen=True)
 class Lazy:
     """A name bound by `from module import attr`, resolved on first use."""
 
     module: str
     attr: str
-
-
-@dataclass
-class Edge:
-    caller: int
-    callee: int
-    status: int  # formula: under which configurations the caller makes this call
-    guards: tuple[Guard, ...]
-
-
-@dataclass
-class Hit:
-    node: int
-    site: str
-    status: int  # formula: under which configurations the node reaches the site
-    guards: tuple[Guard, ...]
-    groups: tuple[str, ...] = ()
-
-
-@dataclass
-class Blocked:
-    node: int
-    guards: tuple[Guard, ...]  # the path to the branch, ending with the guard that is false
-    functions: frozenset[str]
-    sites: frozenset[str]
-
-
-@dataclass
-class Patch:
-    target: str  # "module.attr" or "module.Class.attr"
-    replacement: str  # module.qualname of the function or class put there
-    short: str  # module tail and qualname, as call paths show it
-    node: int
-    status: str  # yes / no / unknown: does the installing code run
 
 
 @dataclass
@@ -140,23 +82,6 @@ class Frame:
     returns: set = field(default_factory=set)
     self_values: frozenset = frozenset()
     global_names: set[str] = field(default_factory=set)  # declared `global` in this function
-
-
-@dataclass
-class Node:
-    id: int
-    module: str
-    qualname: str
-    context: str
-
-    @property
-    def function(self) -> str:
-        return f"{self.module}.{self.qualname}"
-
-    @property
-    def short(self) -> str:
-        """Module tail and qualname, as paths are shown: `schedules.forward_backward_...`."""
-        return f"{self.module.rsplit('.', 1)[-1]}.{self.qualname}"
 
 
 class Interpreter:
@@ -242,7 +167,7 @@ class Interpreter:
             return env
         self.import_depth += 1
         try:
-            self.exec_namespace(mod_ir["body"], env, Frame(node, name, 0, None, "module"))
+            self.exec_namespace(mod_ir.body, env, Frame(node, name, 0, None, "module"))
             self._function_globals(name, mod_ir)
         except RecursionError:
             self.cut(name, "<module>", "PYTHON_DEPTH", PYTHON_DEPTH, node)
@@ -250,16 +175,13 @@ class Interpreter:
             self.import_depth -= 1
         return env
 
-    def _function_globals(self, module: str, mod_ir: dict[str, Any]) -> None:
+    def _function_globals(self, module: str, mod_ir: ir.ModuleIR) -> None:
         """Module globals that functions assign under `global NAME` (DeepSpeed's backend object
         `cdb = TorchBackend(...)` in `deepspeed.comm.init_distributed`) may hold those values
         wherever they are read, whether or not the analysis walked the assigning function: each
         such assignment's value is added to the module's binding, computed with the function's
         own locals unknown, in a context of its own that no entry point reaches."""
-        for qualname, fir in mod_ir["functions"].items():
-            assigned = _global_assignments(fir["body"])
-            if not assigned:
-                continue
+        for qualname, assigned in mod_ir.global_assignments.items():
             frame = Frame(self.node(module, qualname, "global assignment"), module, 0, None)
             frame.global_names = {name for name, _ in assigned}
             for name, value_ir in assigned:
@@ -308,30 +230,30 @@ class Interpreter:
         self._star_sources(module)
         return self.stars[module][1]
 
-    def run_module_ir(self, name: str, mod_ir: dict[str, Any]) -> int:
+    def run_module_ir(self, name: str, mod_ir: ir.ModuleIR) -> int:
         """Runs entry code (a snippet from the rules or --entry) as a module of its own."""
         return _on_deep_stack(self._run_module_ir, name, mod_ir)
 
-    def _run_module_ir(self, name: str, mod_ir: dict[str, Any]) -> int:
+    def _run_module_ir(self, name: str, mod_ir: ir.ModuleIR) -> int:
         self.program.loaded[name] = mod_ir
         self.program.where.pop(name, None)
         env: dict[str, frozenset] = {}
         self.globals[name] = env
         node = self.node(name, "<module>", "entry")
-        self.exec_namespace(mod_ir["body"], env, Frame(node, name, 0, None, "module"))
+        self.exec_namespace(mod_ir.body, env, Frame(node, name, 0, None, "module"))
         return node
 
-    def function_ir(self, func: Func) -> dict[str, Any] | None:
+    def function_ir(self, func: Func) -> ir.FunctionIR | None:
         mod = self.program.module(func.module)
-        return mod["functions"].get(func.qualname) if mod else None
+        return mod.functions.get(func.qualname) if mod else None
 
-    def class_ir(self, k: Klass) -> dict[str, Any] | None:
+    def class_ir(self, k: Klass) -> ir.ClassIR | None:
         mod = self.program.module(k.module)
-        return mod["classes"].get(k.qualname) if mod else None
+        return mod.classes.get(k.qualname) if mod else None
 
     # --- statements ----------------------------------------------------------------------------
 
-    def exec_block(self, stmts: list, state: State, frame: Frame) -> State:
+    def exec_block(self, stmts: list[ir.Stmt], state: State, frame: Frame) -> State:
         for i, stmt in enumerate(stmts):
             state = self.exec_stmt(stmt, state, frame)
             if state.done:
@@ -340,7 +262,7 @@ class Interpreter:
                 break
         return state
 
-    def exec_namespace(self, stmts: list, env: dict[str, frozenset], frame: Frame) -> None:
+    def exec_namespace(self, stmts: list[ir.Stmt], env: dict[str, frozenset], frame: Frame) -> None:
         """Runs a module or class body. Its namespace stays the same dict across branches,
         since functions look their globals up in it."""
         for stmt in stmts:
@@ -350,61 +272,67 @@ class Interpreter:
             if state.done:
                 break
 
-    def exec_stmt(self, stmt: tuple, state: State, frame: Frame) -> State:
-        kind = stmt[0]
-        if kind == "expr":
-            self.eval(stmt[1], state, frame)
-        elif kind == "assign":
-            value = self.eval(stmt[2], state, frame)
-            for target in stmt[1]:
-                self.assign(target, value, state, frame)
-        elif kind == "if":
-            return self.exec_if(stmt, state, frame)
-        elif kind == "return":
-            if stmt[1] is not None:
-                frame.returns.update(self.eval(stmt[1], state, frame))
-            else:
-                frame.returns.add(Const(None))
-            state.done = True
-        elif kind == "raise":
-            state.done = state.raised = True
-        elif kind == "loop":
-            return self.exec_loop(stmt, state, frame)
-        elif kind == "with":
-            for item, target in stmt[1]:
-                self.eval(item, state, frame)
-                if target is not None:
-                    self.assign(target, frozenset({Data("with")}), state, frame)
-            return self.exec_block(stmt[2], state, frame)
-        elif kind == "try":
-            start = State(dict(state.env), state.guards, state.status)
-            body_end = self.exec_block(stmt[1], state, frame)
-            outs = [] if body_end.done else [self.exec_block(stmt[3], body_end, frame)]
-            for handler in stmt[2]:
-                h = State(_join_env(start.env, body_end.env), start.guards, start.status)
-                outs.append(self.exec_block(handler, h, frame))
-            live = [s for s in outs if not s.done]
-            merged = _join(live) if live else State(start.env, start.guards, start.status, True)
-            if stmt[4]:
-                final = self.exec_block(stmt[4], State(dict(merged.env), merged.guards, merged.status), frame)
-                merged.env = final.env
-                merged.done = merged.done or final.done
-            return merged
-        elif kind == "def":
-            state.env[stmt[1]] = frozenset({Func(stmt[2], frame.module, self._closure(state, frame))})
-        elif kind == "class":
-            state.env[stmt[1]] = frozenset({Klass(stmt[2], frame.module)})
-        elif kind == "global" and frame.kind == "function":
-            frame.global_names.update(stmt[1])
-        elif kind == "import":
-            for local, target, is_module in stmt[1]:
-                state.env[local] = frozenset({self.import_value(local, target, is_module)})
-                if frame.kind == "function" or frame.module.startswith(ENTRY_PREFIX):
-                    # An import that runs (in entry code or a function) runs the module, whose
-                    # top level may install patches (`import pkg.patches`). Module-level imports
-                    # stay lazy: their module runs when something of it is used.
-                    self.module_globals(target if is_module else target.rpartition(".")[0])
+    def exec_stmt(self, stmt: ir.Stmt, state: State, frame: Frame) -> State:
+        match stmt:
+            case ir.ExprStmt(value):
+                self.eval(value, state, frame)
+            case ir.Assign(targets, value_ir):
+                value = self.eval(value_ir, state, frame)
+                for target in targets:
+                    self.assign(target, value, state, frame)
+            case ir.If():
+                return self.exec_if(stmt, state, frame)
+            case ir.Return(value):
+                if value is not None:
+                    frame.returns.update(self.eval(value, state, frame))
+                else:
+                    frame.returns.add(Const(None))
+                state.done = True
+            case ir.Raise():
+                state.done = state.raised = True
+            case ir.Loop():
+                return self.exec_loop(stmt, state, frame)
+            case ir.With(items, body):
+                for item, target in items:
+                    self.eval(item, state, frame)
+                    if target is not None:
+                        self.assign(target, frozenset({Data("with")}), state, frame)
+                return self.exec_block(body, state, frame)
+            case ir.Try():
+                return self.exec_try(stmt, state, frame)
+            case ir.Def(name, qualname):
+                state.env[name] = frozenset({Func(qualname, frame.module, self._closure(state, frame))})
+            case ir.Class(name, qualname):
+                state.env[name] = frozenset({Klass(qualname, frame.module)})
+            case ir.Global(names) if frame.kind == "function":
+                frame.global_names.update(names)
+            case ir.Import(bindings):
+                self.exec_import(bindings, state, frame)
         return state
+
+    def exec_try(self, stmt: ir.Try, state: State, frame: Frame) -> State:
+        start = State(dict(state.env), state.guards, state.status)
+        body_end = self.exec_block(stmt.body, state, frame)
+        outs = [] if body_end.done else [self.exec_block(stmt.orelse, body_end, frame)]
+        for handler in stmt.handlers:
+            h = State(_join_env(start.env, body_end.env), start.guards, start.status)
+            outs.append(self.exec_block(handler, h, frame))
+        live = [s for s in outs if not s.done]
+        merged = _join(live) if live else State(start.env, start.guards, start.status, True)
+        if stmt.final:
+            final = self.exec_block(stmt.final, State(dict(merged.env), merged.guards, merged.status), frame)
+            merged.env = final.env
+            merged.done = merged.done or final.done
+        return merged
+
+    def exec_import(self, bindings: list[tuple[str, str, bool]], state: State, frame: Frame) -> None:
+        for local, target, is_module in bindings:
+            state.env[local] = frozenset({self.import_value(local, target, is_module)})
+            if frame.kind == "function" or frame.module.startswith(ENTRY_PREFIX):
+                # An import that runs (in entry code or a function) runs the module, whose
+                # top level may install patches (`import pkg.patches`). Module-level imports
+                # stay lazy: their module runs when something of it is used.
+                self.module_globals(target if is_module else target.rpartition(".")[0])
 
     def _closure(self, state: State, frame: Frame) -> int:
         """What a function defined here closes over: this frame's locals, if it has any."""
@@ -427,8 +355,8 @@ class Interpreter:
             return Lazy(module, attr)
         return External(target)
 
-    def exec_if(self, stmt: tuple, state: State, frame: Frame) -> State:
-        _, test, text, body, orelse = stmt
+    def exec_if(self, stmt: ir.If, state: State, frame: Frame) -> State:
+        test, text, body, orelse = stmt
         reads = self.config_reads
         can_true, can_false = truth_of(self.eval(test, state, frame))
         config = self.config_reads != reads
@@ -465,8 +393,8 @@ class Interpreter:
         joined.status = state.status  # one of the two branches runs, and both go on
         return joined
 
-    def exec_loop(self, stmt: tuple, state: State, frame: Frame) -> State:
-        _, test, text, target, iterable, body, orelse = stmt
+    def exec_loop(self, stmt: ir.Loop, state: State, frame: Frame) -> State:
+        test, _, target, iterable, body, orelse = stmt
         if test is not None:
             can_true, _ = truth_of(self.eval(test, state, frame))
         else:
@@ -486,7 +414,7 @@ class Interpreter:
                 break
         return self.exec_block(orelse, State(env, state.guards, state.status), frame)
 
-    def block(self, stmts: list, start: int, guards: tuple[Guard, ...], state: State,
+    def block(self, stmts: list[ir.Stmt], start: int, guards: tuple[Guard, ...], state: State,
               frame: Frame) -> None:
         """Records what `stmts[start:]`, a branch that cannot be taken, would have called."""
         key = (id(stmts), start)
@@ -514,29 +442,28 @@ class Interpreter:
 
     # --- assignment ----------------------------------------------------------------------------
 
-    def assign(self, target: tuple, value: frozenset, state: State, frame: Frame) -> None:
-        kind = target[0]
-        if kind == "site":
-            target = target[2]
-            kind = target[0]
-        if kind == "name":
-            if target[1] in frame.global_names:
-                self._assign_global(frame.module, target[1], value)
-            else:
-                state.env[target[1]] = value
-        elif kind == "seq":
-            for t in target[1]:
-                self.assign(t, frozenset({Data("unpacked")}), state, frame)
-        elif kind == "attr":
-            self.assign_attr(target, value, state, frame)
-        elif kind == "sub":
-            for base in self.eval(target[1], state, frame):
-                if isinstance(base, DictV) and target[2] is not None:
-                    for key in self.eval(target[2], state, frame):
-                        _put(base, key, value)
+    def assign(self, target: ir.Expr, value: frozenset, state: State, frame: Frame) -> None:
+        if isinstance(target, ir.Site):
+            target = target.expr
+        match target:
+            case ir.Name(name):
+                if name in frame.global_names:
+                    self._assign_global(frame.module, name, value)
+                else:
+                    state.env[name] = value
+            case ir.Seq(items):
+                for t in items:
+                    self.assign(t, frozenset({Data("unpacked")}), state, frame)
+            case ir.Attr():
+                self.assign_attr(target, value, state, frame)
+            case ir.Sub(base_ir, index_ir):
+                for base in self.eval(base_ir, state, frame):
+                    if isinstance(base, DictV) and index_ir is not None:
+                        for key in self.eval(index_ir, state, frame):
+                            _put(base, key, value)
 
-    def assign_attr(self, target: tuple, value: frozenset, state: State, frame: Frame) -> None:
-        _, base_ir, attr = target
+    def assign_attr(self, target: ir.Attr, value: frozenset, state: State, frame: Frame) -> None:
+        base_ir, attr = target
         for base in map(bare, self.eval(base_ir, state, frame)):
             if isinstance(base, Obj):
                 base.attrs[attr] = _cap(base.attrs.get(attr, frozenset()) | value)
@@ -570,82 +497,79 @@ class Interpreter:
 
     # --- expressions ---------------------------------------------------------------------------
 
-    def eval(self, e: tuple | None, state: State, frame: Frame) -> frozenset:
-        if e is None:
-            return frozenset({Const(None)})
-        kind = e[0]
-        if kind == "const":
-            try:
-                return frozenset({Const(e[1])})
-            except TypeError:
-                return frozenset({Data("const")})
-        if kind == "name":
-            return self.lookup(e[1], state, frame)
-        if kind == "attr":
-            return self.eval_attr(e, state, frame)
-        if kind == "call":
-            return self.eval_call(e, state, frame)
-        if kind == "site":
-            if e[2][0] != "call":
-                self.hits.append(Hit(frame.node, e[1], state.status, state.guards))
-                return self.eval(e[2], state, frame)
-            result, args, kwargs, receivers = self._call(e[2], state, frame)
-            groups = self._hit_groups(e[1], args, kwargs, receivers)
-            self.hits.append(Hit(frame.node, e[1], state.status, state.guards, groups))
-            return result
-        if kind == "cmp":
-            return frozenset({self.eval_compare(e, state, frame)})
-        if kind == "bool":
-            return frozenset({self.eval_bool(e, state, frame)})
-        if kind == "not":
-            t, f = truth_of(self.eval(e[1], state, frame))
-            return frozenset({_cond(f, t)})
-        if kind == "ifexp":
-            t, f = truth_of(self.eval(e[1], state, frame))
-            out: frozenset = frozenset()
-            if t != FALSE:
-                out |= self.eval(e[2], state, frame)
-            if f != FALSE:
-                out |= self.eval(e[3], state, frame)
-            return _cap(out)
-        if kind == "func":
-            return frozenset({Func(e[1], frame.module, self._closure(state, frame))})
-        if kind == "dict":
-            d = DictV()
-            for key, value in e[1]:
-                v = self.eval(value, state, frame)
-                if key is not None:
-                    for k in self.eval(key, state, frame):
-                        _put(d, k, v)
-            return frozenset({d})
-        if kind == "binop":
-            left, right = self.eval(e[2], state, frame), self.eval(e[3], state, frame)
-            if any(isinstance(v, Cfg) and not v.known for v in left | right):
-                return frozenset({Cfg(DERIVED, False)})
-            return frozenset({Data("arith")})
-        if kind == "sub":
-            base = self.eval(e[1], state, frame)
-            index = self.eval(e[2], state, frame) if e[2] is not None else frozenset()
-            out = frozenset()
-            for b in base:
-                if isinstance(b, DictV):
-                    for k in index:
-                        out |= _get(b, k)
-            return _cap(out) or frozenset({Data("item")})
-        if kind == "seq":
-            for item in e[1]:
-                self.eval(item, state, frame)
-            return frozenset({Data("sequence")})
-        if kind == "opaque":
-            for sub in e[1]:
-                self.eval(sub, state, frame)
-            return frozenset({Data("expression")})
-        return frozenset({Data(kind)})
+    def eval(self, e: ir.Expr | None, state: State, frame: Frame) -> frozenset:
+        match e:
+            case None:
+                return frozenset({Const(None)})
+            case ir.Const(value):
+                return frozenset({Const(value)})
+            case ir.Name(name):
+                return self.lookup(name, state, frame)
+            case ir.Attr():
+                return self.eval_attr(e, state, frame)
+            case ir.Call():
+                return self.eval_call(e, state, frame)
+            case ir.Site(site, inner):
+                if not isinstance(inner, ir.Call):
+                    self.hits.append(Hit(frame.node, site, state.status, state.guards))
+                    return self.eval(inner, state, frame)
+                result, args, kwargs, receivers = self._call(inner, state, frame)
+                groups = self._hit_groups(site, args, kwargs, receivers)
+                self.hits.append(Hit(frame.node, site, state.status, state.guards, groups))
+                return result
+            case ir.Cmp():
+                return frozenset({self.eval_compare(e, state, frame)})
+            case ir.Bool():
+                return frozenset({self.eval_bool(e, state, frame)})
+            case ir.Not(operand):
+                t, f = truth_of(self.eval(operand, state, frame))
+                return frozenset({_cond(f, t)})
+            case ir.IfExp(test, body, orelse):
+                t, f = truth_of(self.eval(test, state, frame))
+                out: frozenset = frozenset()
+                if t != FALSE:
+                    out |= self.eval(body, state, frame)
+                if f != FALSE:
+                    out |= self.eval(orelse, state, frame)
+                return _cap(out)
+            case ir.FuncRef(qualname):
+                return frozenset({Func(qualname, frame.module, self._closure(state, frame))})
+            case ir.Dict(items):
+                d = DictV()
+                for key, value in items:
+                    v = self.eval(value, state, frame)
+                    if key is not None:
+                        for k in self.eval(key, state, frame):
+                            _put(d, k, v)
+                return frozenset({d})
+            case ir.BinOp(_, left_ir, right_ir):
+                left, right = self.eval(left_ir, state, frame), self.eval(right_ir, state, frame)
+                if any(isinstance(v, Cfg) and not v.known for v in left | right):
+                    return frozenset({Cfg(DERIVED, False)})
+                return frozenset({Data("arith")})
+            case ir.Sub(base_ir, index_ir):
+                base = self.eval(base_ir, state, frame)
+                index = self.eval(index_ir, state, frame) if index_ir is not None else frozenset()
+                out = frozenset()
+                for b in base:
+                    if isinstance(b, DictV):
+                        for k in index:
+                            out |= _get(b, k)
+                return _cap(out) or frozenset({Data("item")})
+            case ir.Seq(items):
+                for item in items:
+                    self.eval(item, state, frame)
+                return frozenset({Data("sequence")})
+            case ir.Opaque(parts):
+                for sub in parts:
+                    self.eval(sub, state, frame)
+                return frozenset({Data("expression")})
+        raise TypeError(f"not an IR expression: {e!r}")
 
-    def eval_compare(self, e: tuple, state: State, frame: Frame) -> Any:
-        left = self.eval(e[1], state, frame)
+    def eval_compare(self, e: ir.Cmp, state: State, frame: Frame) -> Any:
+        left = self.eval(e.left, state, frame)
         result = Cond(TRUE, FALSE)
-        for op, right_ir in e[2]:
+        for op, right_ir in e.ops:
             right = self.eval(right_ir, state, frame)
             t = f = FALSE
             for lv in left:
@@ -656,8 +580,8 @@ class Interpreter:
             left = right
         return result
 
-    def eval_bool(self, e: tuple, state: State, frame: Frame) -> Any:
-        op, values = e[1], e[2]
+    def eval_bool(self, e: ir.Bool, state: State, frame: Frame) -> Any:
+        op, values = e
         t, f = (TRUE, FALSE) if op == "and" else (FALSE, TRUE)
         for v in values:
             vt, vf = truth_of(self.eval(v, state, frame))
@@ -724,8 +648,8 @@ class Interpreter:
                 out.add(Data(f"{v.module}.{v.attr}"))
         return _cap(frozenset(out)) if out else frozenset({Data("import cycle")})
 
-    def eval_attr(self, e: tuple, state: State, frame: Frame) -> frozenset:
-        _, base_ir, attr = e
+    def eval_attr(self, e: ir.Attr, state: State, frame: Frame) -> frozenset:
+        base_ir, attr = e
         text = _dotted(e)
         if text in self.rules.config_names:
             return frozenset({ConfigObject()})
@@ -826,7 +750,7 @@ class Interpreter:
                 continue
             env = self.module_globals(cur.module) or {}
             frame = Frame(self.node(cur.module, "<module>", "import"), cur.module, 0, None, "module")
-            for base_ir in cir["bases"]:
+            for base_ir in cir.bases:
                 for b in self.eval(base_ir, State(env), frame):
                     if isinstance(b, Klass):
                         stack.append(b)
@@ -852,17 +776,17 @@ class Interpreter:
         cir = self.class_ir(k)
         if cir is not None:
             frame = Frame(self.node(k.module, "<module>", "import"), k.module, 0, k.qualname, "class")
-            self.exec_namespace(cir["body"], env, frame)
+            self.exec_namespace(cir.body, env, frame)
         return env
 
     # --- calls ---------------------------------------------------------------------------------
 
-    def eval_call(self, e: tuple, state: State, frame: Frame) -> frozenset:
+    def eval_call(self, e: ir.Call, state: State, frame: Frame) -> frozenset:
         return self._call(e, state, frame)[0]
 
-    def _call(self, e: tuple, state: State, frame: Frame) -> tuple[frozenset, list, dict, frozenset]:
+    def _call(self, e: ir.Call, state: State, frame: Frame) -> tuple[frozenset, list, dict, frozenset]:
         """(result, evaluated positional args, keyword args, receiver values of a method call)"""
-        _, func_ir, args_ir, kwargs_ir, star_ir, dstar_ir, text = e
+        func_ir, args_ir, kwargs_ir, star_ir, dstar_ir, text = e
         args = [self.eval(a, state, frame) for a in args_ir]
         kwargs = {k: self.eval(v, state, frame) for k, v in kwargs_ir.items()}
         if star_ir is not None:
@@ -875,13 +799,13 @@ class Interpreter:
                         kwargs.setdefault(k, frozenset())
                         kwargs[k] = _cap(kwargs[k] | v)
         bases: frozenset = frozenset()
-        if func_ir[0] == "attr":
-            bases = self.eval(func_ir[1], state, frame)
+        if isinstance(func_ir, ir.Attr):
+            bases = self.eval(func_ir.base, state, frame)
             if any(isinstance(bare(b), Group) for b in bases):
-                return self._group_method(bases, func_ir[2]), args, kwargs, bases
+                return self._group_method(bases, func_ir.attr), args, kwargs, bases
             callees: set = set()
             for b in bases:
-                callees |= self.attr_of(b, func_ir[2], _dotted(func_ir[1]))
+                callees |= self.attr_of(b, func_ir.attr, _dotted(func_ir.base))
             callees_fs = _cap(frozenset(callees))
         else:
             callees_fs = self.eval(func_ir, state, frame)
@@ -983,11 +907,11 @@ class Interpreter:
         """Interprets one function on its own, with unknown arguments (methods get an instance
         whose attributes are unknown): what its own guards allow, whoever calls it."""
         mod = self.program.module(module)
-        fir = mod["functions"].get(qualname) if mod else None
+        fir = mod.functions.get(qualname) if mod else None
         if fir is None:
             return None
         bound = None
-        if fir["method"]:
+        if fir.method:
             bound = Obj(Klass(qualname.rsplit(".", 1)[0], module), "probe")
         func = Func(qualname, module, 0, bound)
         return _on_deep_stack(self._invoke, func, [], {}, None, True)[1]
@@ -1005,7 +929,7 @@ class Interpreter:
         context = (func.closure, id(func.bound) if func.bound is not None else 0,
                    tuple(sorted((k, _key(v)) for k, v in env.items())), self.version)
         memo_key = (func.module, func.qualname, context)
-        node = self.node(func.module, fir["qualname"], hash(context) & 0xFFFFFF)
+        node = self.node(func.module, fir.qualname, hash(context) & 0xFFFFFF)
         if caller is not None:
             cstate, cframe = caller
             self.edges.append(Edge(cframe.node, node, cstate.status, cstate.guards))
@@ -1019,13 +943,13 @@ class Interpreter:
             return frozenset({Data("not analysed")}), node
         self.active.add(memo_key)
         self.depth += 1
-        cls = func.qualname.rsplit(".", 1)[0] if fir["method"] else None
+        cls = func.qualname.rsplit(".", 1)[0] if fir.method else None
         frame = Frame(node, func.module, func.closure, cls)
-        if cls is not None and fir["params"]:
-            frame.self_values = env.get(fir["params"][0][0], frozenset())
+        if cls is not None and fir.params:
+            frame.self_values = env.get(fir.params[0].name, frozenset())
         state = State(env)
         try:
-            self.exec_block(fir["body"], state, frame)
+            self.exec_block(fir.body, state, frame)
         except RecursionError:
             self.cut(func.module, func.qualname, "PYTHON_DEPTH", PYTHON_DEPTH, node, caller)
             return frozenset({Data("not analysed")}), node
@@ -1036,16 +960,16 @@ class Interpreter:
         self.memo[memo_key] = result
         return result, node
 
-    def bind(self, fir: dict[str, Any], func: Func, args: list, kwargs: dict,
+    def bind(self, fir: ir.FunctionIR, func: Func, args: list, kwargs: dict,
              unknown_args: bool = False) -> dict[str, frozenset]:
         """Parameters from the call's arguments, else their defaults; with `unknown_args` (a
         probe: nobody's call) every parameter is unknown, whatever its default."""
         env: dict[str, frozenset] = {}
-        params = list(fir["params"])
+        params = list(fir.params)
         positional = list(args)
         decos = _decorator_names(fir)
-        if fir["method"] and "staticmethod" not in decos and params:
-            first = params.pop(0)[0]
+        if fir.method and "staticmethod" not in decos and params:
+            first = params.pop(0).name
             if func.bound is not None:
                 env[first] = frozenset({func.bound})
             elif positional:
@@ -1107,8 +1031,12 @@ def _on_deep_stack(fn: Any, *args: Any) -> Any:
     try:
         sys.setrecursionlimit(max(limit, PYTHON_DEPTH))
         worker = threading.Thread(target=run, name="p2paudit-interpreter", daemon=True)
-        worker.start()
-        worker.join()
+        # The walk allocates many objects that outlive it (the IR read back, states, the graph)
+        # while the analysis cache's data fills the heap: each full collection it would start
+        # walks all of that (~1/3 of a warm scan). What cycles it leaves are collected after.
+        with collector_paused():
+            worker.start()
+            worker.join()
     finally:
         threading.stack_size(size)
         sys.setrecursionlimit(limit)
@@ -1223,30 +1151,6 @@ def _exported(name: str, declared: list[str] | None) -> bool:
     return name in declared if declared is not None else not name.startswith("_")
 
 
-def _global_assignments(body: list) -> list[tuple[str, Any]]:
-    """(name, value IR) of each `NAME = value` a function body makes to a name it declares
-    `global` (nested blocks included; nested functions are functions of their own)."""
-    declared: set[str] = set()
-    assigns: list[tuple[str, Any]] = []
-    stack: list[Any] = list(body)
-    while stack:
-        stmt = stack.pop()
-        kind = stmt[0]
-        if kind == "global":
-            declared.update(stmt[1])
-        elif kind == "assign":
-            assigns.extend((t[1], stmt[2]) for t in stmt[1] if t[0] == "name")
-        elif kind == "if":
-            stack.extend([*stmt[3], *stmt[4]])
-        elif kind == "loop":
-            stack.extend([*stmt[5], *stmt[6]])
-        elif kind == "with":
-            stack.extend(stmt[2])
-        elif kind == "try":
-            stack.extend([*stmt[1], *(s for h in stmt[2] for s in h), *stmt[3], *stmt[4]])
-    return [(name, value) for name, value in assigns if name in declared]
-
-
 def _key(values: frozenset) -> tuple:
     out = []
     for v in values:
@@ -1299,47 +1203,47 @@ def _python_qualname(key: str) -> str:
     return key.split("#", 1)[0]
 
 
-def _dotted(e: tuple) -> str | None:
-    if e[0] == "name":
-        return e[1]
-    if e[0] == "attr":
-        head = _dotted(e[1])
-        return f"{head}.{e[2]}" if head else None
+def _dotted(e: ir.Expr) -> str | None:
+    match e:
+        case ir.Name(name):
+            return name
+        case ir.Attr(base, attr):
+            head = _dotted(base)
+            return f"{head}.{attr}" if head else None
     return None
 
 
-def _decorator_names(fir: dict[str, Any] | None) -> set[str]:
+def _decorator_names(fir: ir.FunctionIR | None) -> set[str]:
     if not fir:
         return set()
     names = set()
-    for d in fir["decorators"]:
-        text = _dotted(d) or (_dotted(d[1]) if d[0] == "call" else None)
+    for d in fir.decorators:
+        text = _dotted(d) or (_dotted(d.func) if isinstance(d, ir.Call) else None)
         if text:
             names.add(text.rsplit(".", 1)[-1])
     return names
 
 
-def _names_in(stmts: list, sites: set[str], defs: set[str], attrs: set[tuple[str, str]]) -> set[str]:
+def _names_in(stmts: list[ir.Stmt], sites: set[str], defs: set[str],
+              attrs: set[tuple[str, str]]) -> set[str]:
     """Names read anywhere in some statements; site ids met on the way go into `sites`, the
     qualnames of functions defined there into `defs`, and `name.attr` reads into `attrs`."""
     found: set[str] = set()
     stack: list[Any] = list(stmts)
     while stack:
         cur = stack.pop()
-        if isinstance(cur, (tuple, list)) and cur and isinstance(cur[0], str):  # an IR node
-            if cur[0] == "name" and len(cur) == 2 and isinstance(cur[1], str):
-                found.add(cur[1])
+        match cur:
+            case ir.Name(name):
+                found.add(name)
                 continue
-            if cur[0] == "site" and len(cur) == 3 and isinstance(cur[1], str):
-                sites.add(cur[1])
-            if cur[0] == "def" and len(cur) == 3 and isinstance(cur[2], str):
-                defs.add(cur[2])
-            if cur[0] == "attr" and len(cur) == 3 and isinstance(cur[1], (tuple, list)) \
-                    and cur[1] and cur[1][0] == "name":
-                attrs.add((cur[1][1], cur[2]))
-            stack.extend(x for x in cur[1:] if isinstance(x, (tuple, list, dict)))
-        elif isinstance(cur, list):
-            stack.extend(cur)
+            case ir.Site(site, _):
+                sites.add(site)
+            case ir.Def(_, qualname):
+                defs.add(qualname)
+            case ir.Attr(ir.Name(name), attr):
+                attrs.add((name, attr))
+        if isinstance(cur, (tuple, list)):  # a record, a list of them, a pair in one
+            stack.extend(x for x in cur if isinstance(x, (tuple, list, dict)))
         elif isinstance(cur, dict):
             stack.extend(cur.values())
     return found

@@ -21,7 +21,7 @@ def module_task(text: str, relpath: str, module: str, package: str,
         pairs = sites.sites_with_nodes(code, tree, relpath, module, package, table, received)
     site_ids = {id(node): site.id for site, node in pairs}
     return {
-        "ir": ir.build(tree, code, module, relpath.endswith("__init__.py"), site_ids),
+        "ir": ir.encode(ir.build(tree, code, module, relpath.endswith("__init__.py"), site_ids)),
         "sites": [site.to_json() for site, _ in pairs],
         "context": received.digest() if received else "",
     }

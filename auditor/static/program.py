@@ -12,10 +12,10 @@ that are waited for.
 from __future__ import annotations
 
 from concurrent.futures import Future, ProcessPoolExecutor
-from typing import Any
 
 from auditor.sources import SourceSet
-from auditor.static.analyze import FileCache, FileError, idle_cpus, read_source, run_one
+from auditor.static import ir
+from auditor.static.analyze import FileCache, FileError, collector_paused, idle_cpus, read_source, run_one
 from auditor.static.exports import star_imports
 from auditor.static.parsed import module_task, task_key
 
@@ -29,7 +29,7 @@ class Program:
         for s in srcs:
             for rel in s.files:
                 self.where.setdefault(s.module_name(rel), (s, rel))
-        self.loaded: dict[str, dict[str, Any] | None] = {}
+        self.loaded: dict[str, ir.ModuleIR | None] = {}
         self.errors: list[tuple[str, FileError]] = []
         self.parsed = 0
         self.cached = 0
@@ -74,7 +74,7 @@ class Program:
         text = read_source(*loc)[0]
         return star_imports(loc[0], loc[1], text) if text is not None else ([], None)
 
-    def module(self, module: str) -> dict[str, Any] | None:
+    def module(self, module: str) -> ir.ModuleIR | None:
         """The IR of a module, or None when it is not part of the analysed sources."""
         if module in self.loaded:
             return self.loaded[module]
@@ -103,7 +103,8 @@ class Program:
                 result = None
             else:
                 cache.put(rel, digest, result)
-        self.loaded[module] = result["ir"] if result else None
+        with collector_paused():
+            self.loaded[module] = ir.decode(result["ir"]) if result else None
         return self.loaded[module]
 
     def close(self) -> None:

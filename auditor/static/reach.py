@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from auditor.static.callgraph import Blocked, Cut, Edge, Guard, Interpreter
+from auditor.static.callgraph import Interpreter
+from auditor.static.graph import Blocked, Cut, Edge, Guard
 from auditor.static.formula import FALSE, NO, TRUE, UNK, YES, atoms_of, conj, disj, level
 
 _RANK = {NO: 0, UNK: 1, YES: 2}
