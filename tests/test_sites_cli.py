@@ -172,3 +172,18 @@ def test_a_byte_order_mark_is_read_and_newer_syntax_is_named(tmp_path):
     else:
         assert (f"not analysed: proj pkg/generic.py: syntax error at line 2: invalid syntax "
                 f"(as Python 3.{sys.version_info[1]} reads it)") in proc.stdout
+
+
+def test_the_targets_compile_warnings_are_not_printed(tmp_path):
+    """A target's invalid escape sequence (`"\\."` in ColossalAI 0.4.9, for one) is its own
+    warning: the code is read, never run, and nothing of it reaches the user's stderr."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "comm.py").write_text('import torch.distributed as dist\nPATTERN = "a\\.b"\n'
+                                 "def go(t):\n    dist.send(t, 1)\n")
+    proc = p2paudit("sites", str(pkg), env={"P2PAUDIT_CACHE": str(tmp_path / "cache"),
+                                             "PYTHONWARNINGS": "default"})
+    assert proc.returncode == 0, proc.stderr
+    assert "comm.py" in proc.stdout and "send" in proc.stdout
+    assert "Warning" not in proc.stderr, proc.stderr

@@ -3,7 +3,6 @@ and every stage reads its result from the same per-file cache."""
 
 from __future__ import annotations
 
-import ast
 import sys
 from typing import Any
 
@@ -13,7 +12,7 @@ from auditor.static import analyze, exports, flows, ir, names, sites, source
 
 def module_task(text: str, relpath: str, module: str, package: str,
                 received: exports.Routes | None = None) -> dict[str, Any]:
-    tree = ast.parse(text)
+    tree = source.parse(text)
     code = source.Source(text)
     table = sites.table()
     pairs = []

@@ -23,7 +23,7 @@ from auditor.rulebook.apis import ApiTable, load_table
 from auditor.static.exports import Routes
 from auditor.static.flows import ESCAPE, OP_SLOT, SINK, Flows
 from auditor.static.names import Scopes, dotted, qualname
-from auditor.static.source import Source
+from auditor.static.source import Source, parse
 
 PARTIAL = {"functools.partial"}
 # Calls that store their (last) argument into the object they are called on.
@@ -755,7 +755,7 @@ def find_sites(
     received: Routes | None = None,
 ) -> list[Site]:
     """All sites of one module, in source order, with stable ids. Raises SyntaxError."""
-    tree = ast.parse(text)
+    tree = parse(text)
     return [site for site, _ in sites_with_nodes(Source(text), tree, relpath, module, package,
                                                  table, received)]
 
