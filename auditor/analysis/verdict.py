@@ -142,12 +142,18 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
     for key, decide in NEEDED_KEYS.items():
         if scanned and key in needs and effective.get(key, "unknown") == "unknown":
             out.append(Undecided(f"{key} ({provenance.get(key) or 'never derived'})", decide))
+    torch_known = effective.get("torch_version", "unknown") != "unknown"
     for why in config.get("undecided", []):
         framework = why.split(".", 1)[0]
-        out.append(Undecided(f"check {why}", "--torch X.Y.Z (the cluster's torch release)"
-                             if framework == "torch" else
-                             f"--target {framework}==VERSION for a release the rules cover, or "
-                             "add the release to rules/"))
+        _, unknown_keys = why.partition(": unknown ")[::2]  # a check's `when` (config.effective)
+        if framework == "torch" and not torch_known:
+            decide = "--torch X.Y.Z (the cluster's torch release)"
+        elif unknown_keys:
+            decide = f"--set KEY=VALUE for {unknown_keys}"
+        else:
+            decide = (f"--target {framework}==VERSION for a release the rules cover, or "
+                      "add the release to rules/")
+        out.append(Undecided(f"check {why}", decide))
     by_reason: dict[str, list[dict[str, Any]]] = {}
     for s in doc.get("sites", []):
         if s.get("verdict") == "unknown" and (s.get("paths") or s.get("undecided")):
