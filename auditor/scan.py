@@ -153,9 +153,10 @@ def _run_entries(interp: Interpreter, program: Program, srcs: list[SourceSet],
             tree = ast.parse(code)
         except SyntaxError as exc:
             raise InputError(name, f"entry code does not parse: {exc.msg}") from None
+        before = len(interp.nodes)
         starts.append(interp.run_module_ir(module, ir.build(tree, Source(code), module, False, {})))
         if user_given:
-            _check_entry_resolved(name, interp)
+            _check_entry_resolved(name, interp, before)
     # Code a module runs on import ran too: its module-level node is a start of its own.
     starts += [n.id for n in interp.nodes if n.qualname == "<module>" and n.context == "import"]
     return starts
@@ -169,13 +170,16 @@ def _check_entry_module(spec: str, program: Program, srcs: list[SourceSet]) -> N
                                "add the package that holds it with --target")
 
 
-def _check_entry_resolved(spec: str, interp: Interpreter) -> None:
-    """The entry's function must have been interpreted: a misspelt name reaches nothing."""
-    qualname = spec.partition(":")[2]
+def _check_entry_resolved(spec: str, interp: Interpreter, before: int) -> None:
+    """The entry's function must have been interpreted: a misspelt name reaches nothing. It is
+    the entry module's own function, or (inherited) a method of that name this entry reached
+    first (`interp.nodes[before:]`): another module's function of that name does not count."""
+    module, _, qualname = spec.partition(":")
     if not qualname:
         return
     last = qualname.rsplit(".", 1)[-1]
-    if not any(n.qualname == qualname or n.qualname.endswith(f".{last}") for n in interp.nodes):
+    if not any(n.module == module and n.qualname == qualname for n in interp.nodes) and \
+            not any(n.qualname.endswith(f".{last}") for n in interp.nodes[before:]):
         raise InputError(spec, f"--entry: {qualname!r} is not defined in module "
                                f"{spec.partition(':')[0]!r} (nor inherited by it); check the spelling")
 

@@ -83,6 +83,18 @@ def test_a_misspelt_entry_is_bad_input():
     assert proc.stderr.count("\n") == 1 and "train_bach" in proc.stderr
 
 
+def test_a_misspelt_class_is_bad_input_even_when_another_entry_reached_the_method():
+    """The first entry interprets PipelineEngine.train_batch; the second misspells the class. A
+    method of that name reached by another entry does not make the second one resolve."""
+    misspelt = ENTRY.replace("PipelineEngine", "PipelineEngin")
+    proc = subprocess.run(
+        [sys.executable, "-m", "auditor", "scan", "--config", str(SCRIPT), "--target", "deepspeed==0.16.0",
+         "--entry", ENTRY, "--entry", misspelt],
+        capture_output=True, text=True, timeout=600, cwd=ROOT, env=dict(os.environ))
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "PipelineEngin.train_batch" in proc.stderr
+
+
 # --- rules/deepspeed.toml against the real releases ------------------------------------------
 
 
@@ -230,5 +242,8 @@ def test_a_deepspeed_run_needs_no_megatron_setting_and_names_what_decides_its_or
     assert "batch_p2p_comm" not in words and "pipeline_model_parallel_size (" not in words
     assert v.status == "inconclusive"
     assert "p2paudit record" in words and "no batching setting" in words
+    # torch's release is given (2.13.0): a torch check undecided by config keys names the keys
+    assert "--torch X.Y.Z" not in words
+    assert "--set KEY=VALUE for pipeline_model_parallel_size" in words
     send = backend_sites(doc)["send"]
     assert send["verdict"] == "unknown" and "no batching setting" in send["undecided"]
