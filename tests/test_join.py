@@ -116,6 +116,18 @@ def test_recorded_hang_shows_where_each_rank_stopped(toy_doc):
         assert last["model"] == "blocked" and last["peer"] == rank - 1 and last["blocked_on"]
 
 
+def test_a_missing_rank_file_is_no_completed_run(toy_doc, tmp_path):
+    """The recorded toy pipeline completed on every rank; without rank 3's file the run cannot
+    be called completed (the missing rank may be the one stuck), so a replay's cycle is an error,
+    not a warning on a finished run."""
+    import shutil
+
+    assert join(toy_doc, FIXTURES / "pipeline")["run"]["waitfor"]["run_completed"] is True
+    shutil.copytree(FIXTURES / "pipeline", tmp_path / "trace")
+    (tmp_path / "trace" / "rank-3.jsonl").unlink()
+    assert join(toy_doc, tmp_path / "trace")["run"]["waitfor"]["run_completed"] is False
+
+
 # --- synthetic megatron-core pipeline traces -----------------------------------------------------
 def site_of(sites: list[dict[str, Any]], function: str, api: str, ordinal: int) -> dict[str, Any]:
     return next(s for s in sites if s["path"] == P2P and s["function"] == function

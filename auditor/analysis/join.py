@@ -204,7 +204,7 @@ def _misses(uses: dict[Key, Use], mapped: dict[Key, str], by_id: dict[str, dict[
 
 def _unfired(sites: list[dict[str, Any]], trace: Trace) -> list[dict[str, Any]]:
     """Predicted reachable but never fired, with the tests on the way that can explain it."""
-    stopped = not _completed(trace) or bool(trace.missing)
+    stopped = not _completed(trace)
     out = []
     for s in sites:
         if s.get("reachable") != "yes" or s["fired"]:
@@ -255,9 +255,9 @@ def _torch_version(doc: dict[str, Any]) -> str | None:
 
 
 def _completed(trace: Trace) -> bool:
-    """Every recorded op has an end line and none raised: whatever the model says of its order,
-    this run did not deadlock."""
-    return not any(rt.pending() or rt.raised for rt in trace.ranks.values())
+    """Every rank's file is there, every recorded op has an end line and none raised: whatever
+    the model says of its order, this run did not deadlock. A missing rank may be the one stuck."""
+    return not trace.missing and not any(rt.pending() or rt.raised for rt in trace.ranks.values())
 
 
 def _conditions(trace: Trace) -> waitfor.Conditions:
