@@ -67,7 +67,7 @@ def _model(trace: Trace, run: dict[str, Any]) -> dict[tuple[int, int], dict[str,
     the join replays."""
     programs = waitfor.programs_from_events({r: t.head for r, t in trace.ranks.items()})
     c = run["waitfor"]["conditions"]
-    conditions = waitfor.Conditions(c["init"], c["coalesce"], c["buffer_bytes"], c["transport"])
+    conditions = waitfor.Conditions(**c)  # every field, the backend too (as Conditions.to_json wrote it)
     analysis, _ = replay(programs, conditions, {r: rt.ops for r, rt in trace.ranks.items()})
     return {(r, o.op.index): {"model": o.state, "communicator": o.communicator,
                               "blocked_on": o.blocked_on, "bytes": o.op.nbytes}
