@@ -340,7 +340,7 @@ def _from_pin(name: str, version: str, origin: str) -> SourceSet:
 def _archives(folder: Path) -> list[Path]:
     if not folder.is_dir():
         return []
-    return sorted(p for p in folder.iterdir() if p.suffix == ".whl" or p.name.endswith(".tar.gz"))
+    return sorted(p for p in folder.iterdir() if p.name.endswith((".whl", ".tar.gz", ".zip")))
 
 
 # pip says why an index could not be read only at -vv; these mark a network failure.
