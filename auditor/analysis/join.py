@@ -103,7 +103,7 @@ def join(
     out["run"] = run
     findings = list(doc.get("findings", []))
     effective = doc.get("config", {}).get("effective", {})
-    findings += [f.to_json() for f in run_findings(uses, mapped, by_id, run, effective, trace)]
+    findings += [f.to_json() for f in run_findings(uses, mapped, by_id, run, effective)]
     findings += [f.to_json() for f in replay_findings(run["waitfor"], deadlock)]
     out["findings"] = findings
     return out

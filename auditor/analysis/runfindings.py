@@ -9,7 +9,6 @@ from typing import Any
 
 from auditor.analysis import waitfor
 from auditor.analysis.uses import Key, Use
-from auditor.dynamic.trace import Trace
 from auditor.findings import Finding
 
 EXAMPLES = 8  # ranks or pairs named in a finding's message
@@ -29,7 +28,7 @@ def _ranks_words(ranks: list[int]) -> str:
 
 
 def run_findings(uses: dict[Key, Use], mapped: dict[Key, str], by_id: dict[str, dict[str, Any]],
-              run: dict[str, Any], effective: dict[str, Any], trace: Trace) -> list[Finding]:
+              run: dict[str, Any], effective: dict[str, Any]) -> list[Finding]:
     out: list[Finding] = []
     inside = [m for m in run["misses"] if m["in_targets"]]
     outside = [m for m in run["misses"] if not m["in_targets"]]

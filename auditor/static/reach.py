@@ -157,7 +157,7 @@ def _one(interp, reach, sid, function, hits, probes, blocked_callees) -> tuple[S
     if best_hit is not None:
         _, edge_guards = reach.chain(best_hit.node)
         return SiteReach(level(reached), *_split([*edge_guards, *best_hit.guards]), paths,
-                         sorted(groups), decided_by=_decided_by(reached)), []
+                         sorted(groups), decided_by=atoms_of(reached)), []
     for b in interp.blocked:
         if (sid in b.sites or function in b.functions) and reach.status(b.node) != NO:
             names, edge_guards = reach.chain(b.node)
@@ -197,11 +197,6 @@ def _one(interp, reach, sid, function, hits, probes, blocked_callees) -> tuple[S
             reason="no call path from the entry points was found (it may be reached through a call the analysis could not resolve)",
         ), []
     return SiteReach(UNK, reason="no call path from the entry points was found"), []
-
-
-def _decided_by(f: int) -> list[str]:
-    """The named configuration tests an unknown reading rests on."""
-    return atoms_of(f)
 
 
 def _fmt(g: Guard) -> str:
