@@ -10,7 +10,7 @@ import pytest
 
 from auditor import rulebook
 from auditor.errors import InputError
-from auditor.rulebook import files
+from auditor.rulebook import files, interpreter
 from auditor.rulebook.frameworks import audited_packages, frameworks, needs_for, stack_for, versioned
 from auditor.rulebook.launchers import Spelling
 from auditor.rulebook.stages import load_rulebook
@@ -133,3 +133,46 @@ def test_two_claims_on_one_launcher_fail_closed(tmp_path: Path) -> None:
     (tmp_path / "demo.toml").write_text(FRAMEWORK + 'launchers = ["megatron *"]\n')
     with pytest.raises(InputError, match="ms-swift, demo"):
         stack_for("megatron sft", tmp_path)
+
+
+# Launchers as the launch reader reports them, and the entry points of the shipped rules each
+# one takes (`[[entry_point]] launchers`, matched like `[framework]` and `[[stage]]` launchers).
+SHIPPED_VERSIONS = {"ms-swift": "4.3.0", "mcore-bridge": "1.4.1", "megatron-core": "0.17.0",
+                    "deepspeed": "0.16.0", "torch": "2.13.0"}
+ENTRY_VALID = [
+    ("megatron sft", "ms-swift Megatron trainer"),
+    ("megatron rlhf", "ms-swift Megatron trainer"),
+    ("deepspeed train.py", "deepspeed pipeline engine"),
+    ("deepspeed", "deepspeed pipeline engine"),
+    ("torchrun pretrain_gpt.py", "megatron-core pipeline schedule"),
+]
+# Launchers no bound entry point claims: they get the generic one (megatron-core's schedule).
+ENTRY_INVALID = [
+    "deepspeedx train.py",  # a prefix is not a pattern match
+    "Megatron sft",  # the command line is case-sensitive
+    "megatron export",  # ms-swift's front end, but no training step
+]
+
+
+@pytest.mark.parametrize("launcher,entry", ENTRY_VALID)
+def test_a_launcher_takes_its_frameworks_entry_point(launcher: str, entry: str) -> None:
+    rules, bound, generic = interpreter.load(SHIPPED_VERSIONS)
+    assert [e.name for e in interpreter.entries_for(launcher, bound, generic)] == [entry]
+
+
+@pytest.mark.parametrize("launcher", ENTRY_INVALID)
+def test_an_unclaimed_launcher_takes_the_generic_entry_point(launcher: str) -> None:
+    rules, bound, generic = interpreter.load(SHIPPED_VERSIONS)
+    assert interpreter.entries_for(launcher, bound, generic) == generic
+
+
+@pytest.mark.parametrize("launcher", [launcher for launcher, _ in ENTRY_VALID])
+def test_entry_points_stages_and_stacks_match_launchers_alike(launcher: str) -> None:
+    """One matcher: the framework of a bound entry point a launcher takes is on the stack its
+    `[framework]` launchers give, and the front end's stages run for it."""
+    rules, bound, generic = interpreter.load(SHIPPED_VERSIONS)
+    taken = {e.framework for e in interpreter.entries_for(launcher, bound, generic) if e in bound}
+    stack = {f.name for f in frameworks() if f.distribution in stack_for(launcher)}
+    assert taken <= stack
+    book = load_rulebook(SHIPPED_VERSIONS)
+    assert {s.framework for s in book.stages if s.launchers and s.runs_for(launcher)} <= stack

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,7 +44,14 @@ class Framework:
 
     def fronts(self, launcher: str) -> bool:
         """This framework's front end reads a run started as `launcher`."""
-        return any(fnmatch.fnmatch(launcher, p) for p in self.launchers)
+        return launched_by(launcher, self.launchers)
+
+
+def launched_by(launcher: str, patterns: Iterable[str]) -> bool:
+    """`launcher` (the launch command as read) matches one of a rules file's `launchers`
+    patterns: the one matcher of `[framework]`, `[[stage]]` and `[[entry_point]]` launchers.
+    fnmatch, case-sensitive as the command line is (`Megatron sft` is not `megatron sft`)."""
+    return any(fnmatch.fnmatchcase(launcher, p) for p in patterns)
 
 
 def frameworks(directory: Path | None = None) -> list[Framework]:
