@@ -11,6 +11,7 @@ import pytest
 from auditor import rulebook
 from auditor.errors import InputError
 from auditor.rulebook import files, interpreter
+from auditor.rulebook.apis import batch_wrappers
 from auditor.rulebook.frameworks import audited_packages, frameworks, needs_for, stack_for, versioned
 from auditor.rulebook.launchers import Spelling
 from auditor.rulebook.stages import load_rulebook
@@ -24,7 +25,7 @@ VALID = [
     FRAMEWORK + '\n[[stage]]\nname = "s"\norder = 1\n\n[[rule]]\nid = "r"\nstage = "s"\nkey = "k"\n'
                 'value = 1\nversions = ">=1.0,<2"\n',
     FRAMEWORK + '\n[[rule]]\nid = "r"\nstage = "s"\nversions = "*"\n',
-    '[framework]\nname = "demo"\n\n[[model]]\nnames = ["org/model"]\nvalues = { anything = 1 }\n',
+    '[framework]\nname = "demo"\n\n[[model]]\nnames = ["org/model"]\nvalues = { anything = 1 }\n',    FRAMEWORK + '\n[[batch_wrapper]]\nmodules = ["m"]\nkey = "k"\nversions = ">=2.4"\n',
 ]
 
 # Files that are refused: (text, what the one-line error names).
@@ -40,7 +41,9 @@ INVALID = [
     ('[framework\nname = "demo"\n', "invalid rules file"),
     (FRAMEWORK + 'launchers = "megatron *"\n', "launchers must be a list"),
     (FRAMEWORK + 'position = "100"\n', "position must be an integer"),
-    ('stage = [1, 2]\n' + FRAMEWORK, "[[stage]] #1 must be a table"),
+    ('stage = [1, 2]\n' + FRAMEWORK, "[[stage]] #1 must be a table"),    # nothing reads a wrapper's function: the file must not suggest something checks it
+    (FRAMEWORK + '\n[[batch_wrapper]]\nfunction = "f"\nmodules = ["m"]\nkey = "k"\n',
+     "unknown key 'function'"),
 ]
 
 
@@ -176,3 +179,12 @@ def test_entry_points_stages_and_stacks_match_launchers_alike(launcher: str) -> 
     assert taken <= stack
     book = load_rulebook(SHIPPED_VERSIONS)
     assert {s.framework for s in book.stages if s.launchers and s.runs_for(launcher)} <= stack
+
+
+@pytest.mark.parametrize("torch,wrapped", [("2.13.0", True), ("2.4.0", True), ("2.3.1", False),
+                                           (None, True)])
+def test_batch_wrappers_follow_the_torch_release(torch: str | None, wrapped: bool) -> None:
+    """torch.distributed.pipelining (2.4+) issues its stages' batches in `_batch_p2p`; before
+    2.4 there is no such wrapper. An unknown release keeps it: its key is then unknown too."""
+    modules = [w.modules for w in batch_wrappers(torch)]
+    assert modules == ([("torch.distributed.pipelining",)] if wrapped else [])

@@ -60,7 +60,7 @@ TABLES: dict[str, Table] = {
     "env_var": _table(True, "name status", "severity message fix replacement requires reader allowed "
                                            f"valid invalid {_SELECT}"),
     "p2p_roles": _table(False, "peer_pattern", "valid invalid source"),
-    "batch_wrapper": _table(True, "function modules key", _SELECT),
+    "batch_wrapper": _table(True, "modules key", "versions unknown source"),
     # How a launch script is spelled (rulebook.launchers).
     "flag": _table(True, "spelling dest action", f"nargs valid invalid {_SELECT}"),
     "no_flag": _table(True, "spellings dest", f"why valid invalid {_SELECT}"),
