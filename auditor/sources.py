@@ -169,8 +169,8 @@ def _walk(root: Path) -> tuple[list[str], list[str]]:
     which `_dir_metadata` reads the release from, so that no directory is listed twice."""
     files: list[str] = []
     top: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        if not top and Path(dirpath) == root:
+    for n, (dirpath, dirnames, filenames) in enumerate(os.walk(root)):
+        if n == 0:
             top = sorted(dirnames + filenames)
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
         rel = Path(dirpath).relative_to(root)

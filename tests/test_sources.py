@@ -158,3 +158,19 @@ def test_a_directory_is_listed_once(tmp_path, monkeypatch):
     src = sources.resolve(str(root))
     assert (src.name, src.version, src.files) == ("proj", "1.2", ["pkg/__init__.py", "pkg/sub/mod.py"])
     assert sorted(listed) == sorted({*listed}) and str(root) in listed
+
+
+def test_offline_a_recorded_release_is_read_and_an_unrecorded_one_is_bad_input(own_cache):
+    """Without network (a proxy nobody listens on): a file checked once is checked against its
+    record; a file never checked cannot be, and is refused in one line naming the index."""
+    offline = {**os.environ, "https_proxy": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9"}
+
+    def sites() -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "auditor", "sites", SMALL], capture_output=True,
+                              text=True, timeout=300, env=offline)
+
+    proc = sites()
+    assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0
+    assert f"cannot check {own_cache.name} against the sha256 {sources.INDEX}" in proc.stderr
+    sources.resolve(SMALL)
+    assert sites().returncode == 0
