@@ -12,7 +12,8 @@ from auditor import rulebook
 from auditor.errors import InputError
 from auditor.rulebook import files, interpreter
 from auditor.rulebook.apis import batch_wrappers
-from auditor.rulebook.frameworks import audited_packages, frameworks, needs_for, stack_for, versioned
+from auditor.rulebook.frameworks import (audited_packages, foreign_settings, frameworks, needs_for, stack_for,
+                                         versioned)
 from auditor.rulebook.launchers import Spelling
 from auditor.rulebook.stages import load_rulebook
 
@@ -99,6 +100,18 @@ def test_needs_follow_the_stack():
     assert needs_for("megatron sft") == megatron
     assert needs_for("torchrun pretrain_gpt.py") == megatron
     assert needs_for("deepspeed train.py") == []
+
+
+
+@pytest.mark.parametrize("launcher,foreign", [
+    ("deepspeed train.py", {"pipeline_model_parallel_size": ["megatron-core"],
+                            "batch_p2p_comm": ["megatron-core"]}),
+    ("megatron sft", {}),
+    ("torchrun pretrain_gpt.py", {}),
+    ("mpirun train.py", {}),  # no stack: which settings it has is unknown, none is foreign
+])
+def test_foreign_settings_are_another_stacks_needs(launcher: str, foreign: dict) -> None:
+    assert foreign_settings(launcher) == foreign
 
 
 def _copy_shipped(directory: Path) -> None:
