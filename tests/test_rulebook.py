@@ -42,6 +42,11 @@ INVALID = [
     ('[framework\nname = "demo"\n', "invalid rules file"),
     (FRAMEWORK + 'launchers = "megatron *"\n', "launchers must be a list"),
     (FRAMEWORK + 'position = "100"\n', "position must be an integer"),
+    (FRAMEWORK + '\n[[entry_point]]\nname = "e"\ncode = ""\nlaunchers = "deepspeed *"\n',
+     "launchers must be a list"),
+    (FRAMEWORK + '\n[[stage]]\nname = "s"\norder = 1\nlaunchers = "demo *"\n', "launchers must be a list"),
+    (FRAMEWORK + '\n[[batch_wrapper]]\nmodules = "torch.distributed.pipelining"\nkey = "k"\n',
+     "modules must be a list"),
     ('stage = [1, 2]\n' + FRAMEWORK, "[[stage]] #1 must be a table"),    # nothing reads a wrapper's function: the file must not suggest something checks it
     (FRAMEWORK + '\n[[batch_wrapper]]\nfunction = "f"\nmodules = ["m"]\nkey = "k"\n',
      "unknown key 'function'"),

@@ -84,6 +84,10 @@ TYPES: dict[str, dict[str, type]] = {
     "framework": {"name": str, "distribution": str, "position": int, "launchers": list,
                   "runs_on": str, "packages": list, "needs": list, "read": str, "verified": list,
                   "latest_read": str},
+    # launcher patterns (rulebook.frameworks.launched_by) and a wrapper's module prefixes
+    "stage": {"launchers": list},
+    "entry_point": {"launchers": list},
+    "batch_wrapper": {"modules": list, "key": str},
 }
 _SPOKEN = {str: "a string", int: "an integer", list: "a list"}
 
