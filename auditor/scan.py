@@ -110,7 +110,7 @@ def run_scan(inputs: ScanInputs) -> dict[str, Any]:
             results = _reach_all(interp, reach, program, sites)
     finally:
         program.close()
-    wrappers = batch_wrappers()
+    wrappers = batch_wrappers(effective.versions.get("torch"))
     unbatched = {s.id: effectively_batched(s, effective, wrappers) for s in sites}
     needs = needs_for(launch.launcher)
     site_docs = [_site_doc(s, results[s.id], effective, unbatched[s.id], wrappers, needs)

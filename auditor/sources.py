@@ -9,10 +9,11 @@ keyed by content, so a second run does no I/O beyond reading files.
 from __future__ import annotations
 
 import ast
-import functools
 import email.parser
+import functools
 import hashlib
 import importlib.metadata
+import json
 import os
 import re
 import shutil
@@ -23,6 +24,7 @@ import tempfile
 import urllib.error
 import urllib.request
 import zipfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -157,26 +159,31 @@ def _named(name: str, where: str, origin: str) -> SourceSet:
 
 def _from_dir(path: Path, origin: str) -> SourceSet:
     root = path.resolve()
-    name, version, recognised = _dir_metadata(root)
-    files = sorted(
-        p.relative_to(root).as_posix()
-        for p in _walk_py(root)
-    )
+    files, top = _walk(root)
+    name, version, recognised = _dir_metadata(root, top)
     return SourceSet(name, version, "dir", root, origin, files, recognised)
 
 
-def _walk_py(root: Path):
-    for dirpath, dirnames, filenames in os.walk(root):
+def _walk(root: Path) -> tuple[list[str], list[str]]:
+    """One walk of `root`: its .py files (posix, relative, sorted) and the names at its top,
+    which `_dir_metadata` reads the release from, so that no directory is listed twice."""
+    files: list[str] = []
+    top: list[str] = []
+    for n, (dirpath, dirnames, filenames) in enumerate(os.walk(root)):
+        if n == 0:
+            top = sorted(dirnames + filenames)
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
-        for f in filenames:
-            if f.endswith(".py"):
-                yield Path(dirpath) / f
+        rel = Path(dirpath).relative_to(root)
+        files += [(rel / f).as_posix() for f in filenames if f.endswith(".py")]
+    return sorted(files), top
 
 
-def _dir_metadata(root: Path) -> tuple[str, str | None, bool]:
+def _dir_metadata(root: Path, top: Iterable[str]) -> tuple[str, str | None, bool]:
     """(name, version, recognised) from an unpacked wheel's dist-info, an sdist's PKG-INFO, a
-    checkout's version file, or pyproject; else the directory's own name, unrecognised."""
-    for info in sorted(root.glob("*.dist-info/METADATA")) + [root / "PKG-INFO"]:
+    checkout's version file, or pyproject; else the directory's own name, unrecognised. `top`:
+    the names at the top of `root`, as `_walk` listed them."""
+    infos = [root / n / "METADATA" for n in top if n.endswith(".dist-info")]
+    for info in infos + [root / "PKG-INFO"]:
         if info.is_file():
             meta = email.parser.Parser().parsestr(info.read_text(encoding="utf-8", errors="replace"))
             if meta.get("Name"):
@@ -232,17 +239,17 @@ def _module_version(path: Path) -> str | None:
     return None
 
 
-def _digest(path: Path) -> str:
+def _sha256(path: Path) -> str:
     h = hashlib.sha256()
     with path.open("rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
-    return h.hexdigest()[:20]
+    return h.hexdigest()
 
 
 def _unpack_once(archive: Path, origin: str, extract) -> Path:
     """Extract into the cache under the archive's digest; concurrent runs race safely."""
-    dest = cache_dir() / "unpacked" / _digest(archive)
+    dest = cache_dir() / "unpacked" / _sha256(archive)[:20]
     if (dest / ".complete").exists():
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -279,10 +286,10 @@ def _from_wheel(path: Path, origin: str) -> SourceSet:
     if not zipfile.is_zipfile(path):
         raise InputError(origin, "corrupt wheel: not a zip archive")
     root = _unpack_once(path, origin, extract)
-    name, version, _ = _dir_metadata(root)
-    if not any(root.glob("*.dist-info")):
+    files, top = _walk(root)
+    if not any(n.endswith(".dist-info") for n in top):
         raise InputError(origin, "corrupt wheel: no .dist-info directory")
-    files = sorted(p.relative_to(root).as_posix() for p in _walk_py(root))
+    name, version, _ = _dir_metadata(root, top)
     return SourceSet(name, version, "wheel", root, origin, files)
 
 
@@ -300,9 +307,9 @@ def _from_sdist(path: Path, origin: str) -> SourceSet:
     unpacked = _unpack_once(path, origin, extract)
     tops = [p for p in unpacked.iterdir() if p.is_dir()]
     top = tops[0] if len(tops) == 1 else unpacked
-    name, version, _ = _dir_metadata(top)
     root = top / "src" if (top / "src").is_dir() else top
-    files = sorted(p.relative_to(root).as_posix() for p in _walk_py(root))
+    files, names = _walk(root)
+    name, version, _ = _dir_metadata(top, names if root == top else os.listdir(top))
     return SourceSet(name, version, "sdist", root, origin, files)
 
 
@@ -333,14 +340,51 @@ def _from_pin(name: str, version: str, origin: str) -> SourceSet:
     if not archives:
         raise InputError(origin, f"pip downloaded nothing into {folder}")
     archive = archives[0]
-    src = _from_wheel(archive, origin) if archive.suffix == ".whl" else _from_sdist(archive, origin)
-    return src
+    _check_published(archive, name, origin)
+    return _from_wheel(archive, origin) if archive.suffix == ".whl" else _from_sdist(archive, origin)
 
 
 def _archives(folder: Path) -> list[Path]:
     if not folder.is_dir():
         return []
     return sorted(p for p in folder.iterdir() if p.name.endswith((".whl", ".tar.gz", ".zip")))
+
+
+# The package index's JSON listing of a project (PEP 691): every file with its sha256.
+INDEX = "https://pypi.org/simple/"
+
+
+def _check_published(archive: Path, name: str, origin: str) -> None:
+    """The archive is the file the index publishes under its name: its sha256 against the
+    index's (PEP 691 `hashes.sha256`), which the first check records beside it (`FILE.sha256`)
+    so that later runs need no network. A truncated or replaced file in the cache is bad input,
+    never read as the release."""
+    record = archive.with_name(archive.name + ".sha256")
+    expected = record.read_text().strip() if record.is_file() else _published_sha256(name, archive.name, origin)
+    actual = _sha256(archive)
+    if actual != expected:
+        raise InputError(str(archive), f"sha256 {actual} is not the {expected} the package index "
+                                       "publishes for this file (truncated or replaced?); delete it "
+                                       "to download it again")
+    if not record.is_file():
+        tmp = record.with_name(f".{record.name}.{os.getpid()}")
+        tmp.write_text(expected + "\n")
+        tmp.replace(record)
+
+
+def _published_sha256(name: str, filename: str, origin: str) -> str:
+    url = f"{INDEX}{canonicalize_name(name)}/"
+    request = urllib.request.Request(url, headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as resp:
+            listing = json.load(resp)
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise InputError(origin, f"cannot check {filename} against the sha256 {url} publishes: "
+                                 f"{exc}") from None
+    for entry in listing.get("files", []):
+        if entry.get("filename") == filename and entry.get("hashes", {}).get("sha256"):
+            return str(entry["hashes"]["sha256"])
+    raise InputError(origin, f"{url} publishes no sha256 for {filename}: it cannot be checked")
 
 
 # pip says why an index could not be read only at -vv; these mark a network failure.

@@ -10,8 +10,10 @@ import pytest
 
 from auditor import rulebook
 from auditor.errors import InputError
-from auditor.rulebook import files
-from auditor.rulebook.frameworks import audited_packages, frameworks, needs_for, stack_for, versioned
+from auditor.rulebook import files, interpreter
+from auditor.rulebook.apis import batch_wrappers
+from auditor.rulebook.frameworks import (audited_packages, foreign_settings, frameworks, needs_for, stack_for,
+                                         versioned)
 from auditor.rulebook.launchers import Spelling
 from auditor.rulebook.stages import load_rulebook
 
@@ -24,7 +26,7 @@ VALID = [
     FRAMEWORK + '\n[[stage]]\nname = "s"\norder = 1\n\n[[rule]]\nid = "r"\nstage = "s"\nkey = "k"\n'
                 'value = 1\nversions = ">=1.0,<2"\n',
     FRAMEWORK + '\n[[rule]]\nid = "r"\nstage = "s"\nversions = "*"\n',
-    '[framework]\nname = "demo"\n\n[[model]]\nnames = ["org/model"]\nvalues = { anything = 1 }\n',
+    '[framework]\nname = "demo"\n\n[[model]]\nnames = ["org/model"]\nvalues = { anything = 1 }\n',    FRAMEWORK + '\n[[batch_wrapper]]\nmodules = ["m"]\nkey = "k"\nversions = ">=2.4"\n',
 ]
 
 # Files that are refused: (text, what the one-line error names).
@@ -40,7 +42,14 @@ INVALID = [
     ('[framework\nname = "demo"\n', "invalid rules file"),
     (FRAMEWORK + 'launchers = "megatron *"\n', "launchers must be a list"),
     (FRAMEWORK + 'position = "100"\n', "position must be an integer"),
-    ('stage = [1, 2]\n' + FRAMEWORK, "[[stage]] #1 must be a table"),
+    (FRAMEWORK + '\n[[entry_point]]\nname = "e"\ncode = ""\nlaunchers = "deepspeed *"\n',
+     "launchers must be a list"),
+    (FRAMEWORK + '\n[[stage]]\nname = "s"\norder = 1\nlaunchers = "demo *"\n', "launchers must be a list"),
+    (FRAMEWORK + '\n[[batch_wrapper]]\nmodules = "torch.distributed.pipelining"\nkey = "k"\n',
+     "modules must be a list"),
+    ('stage = [1, 2]\n' + FRAMEWORK, "[[stage]] #1 must be a table"),    # nothing reads a wrapper's function: the file must not suggest something checks it
+    (FRAMEWORK + '\n[[batch_wrapper]]\nfunction = "f"\nmodules = ["m"]\nkey = "k"\n',
+     "unknown key 'function'"),
 ]
 
 
@@ -98,6 +107,18 @@ def test_needs_follow_the_stack():
     assert needs_for("deepspeed train.py") == []
 
 
+
+@pytest.mark.parametrize("launcher,foreign", [
+    ("deepspeed train.py", {"pipeline_model_parallel_size": ["megatron-core"],
+                            "batch_p2p_comm": ["megatron-core"]}),
+    ("megatron sft", {}),
+    ("torchrun pretrain_gpt.py", {}),
+    ("mpirun train.py", {}),  # no stack: which settings it has is unknown, none is foreign
+])
+def test_foreign_settings_are_another_stacks_needs(launcher: str, foreign: dict) -> None:
+    assert foreign_settings(launcher) == foreign
+
+
 def _copy_shipped(directory: Path) -> None:
     for name in files.names():
         (directory / f"{name}.toml").write_bytes((files.rules_dir() / f"{name}.toml").read_bytes())
@@ -133,3 +154,55 @@ def test_two_claims_on_one_launcher_fail_closed(tmp_path: Path) -> None:
     (tmp_path / "demo.toml").write_text(FRAMEWORK + 'launchers = ["megatron *"]\n')
     with pytest.raises(InputError, match="ms-swift, demo"):
         stack_for("megatron sft", tmp_path)
+
+
+# Launchers as the launch reader reports them, and the entry points of the shipped rules each
+# one takes (`[[entry_point]] launchers`, matched like `[framework]` and `[[stage]]` launchers).
+SHIPPED_VERSIONS = {"ms-swift": "4.3.0", "mcore-bridge": "1.4.1", "megatron-core": "0.17.0",
+                    "deepspeed": "0.16.0", "torch": "2.13.0"}
+ENTRY_VALID = [
+    ("megatron sft", "ms-swift Megatron trainer"),
+    ("megatron rlhf", "ms-swift Megatron trainer"),
+    ("deepspeed train.py", "deepspeed pipeline engine"),
+    ("deepspeed", "deepspeed pipeline engine"),
+    ("torchrun pretrain_gpt.py", "megatron-core pipeline schedule"),
+]
+# Launchers no bound entry point claims: they get the generic one (megatron-core's schedule).
+ENTRY_INVALID = [
+    "deepspeedx train.py",  # a prefix is not a pattern match
+    "Megatron sft",  # the command line is case-sensitive
+    "megatron export",  # ms-swift's front end, but no training step
+]
+
+
+@pytest.mark.parametrize("launcher,entry", ENTRY_VALID)
+def test_a_launcher_takes_its_frameworks_entry_point(launcher: str, entry: str) -> None:
+    rules, bound, generic = interpreter.load(SHIPPED_VERSIONS)
+    assert [e.name for e in interpreter.entries_for(launcher, bound, generic)] == [entry]
+
+
+@pytest.mark.parametrize("launcher", ENTRY_INVALID)
+def test_an_unclaimed_launcher_takes_the_generic_entry_point(launcher: str) -> None:
+    rules, bound, generic = interpreter.load(SHIPPED_VERSIONS)
+    assert interpreter.entries_for(launcher, bound, generic) == generic
+
+
+@pytest.mark.parametrize("launcher", [launcher for launcher, _ in ENTRY_VALID])
+def test_entry_points_stages_and_stacks_match_launchers_alike(launcher: str) -> None:
+    """One matcher: the framework of a bound entry point a launcher takes is on the stack its
+    `[framework]` launchers give, and the front end's stages run for it."""
+    rules, bound, generic = interpreter.load(SHIPPED_VERSIONS)
+    taken = {e.framework for e in interpreter.entries_for(launcher, bound, generic) if e in bound}
+    stack = {f.name for f in frameworks() if f.distribution in stack_for(launcher)}
+    assert taken <= stack
+    book = load_rulebook(SHIPPED_VERSIONS)
+    assert {s.framework for s in book.stages if s.launchers and s.runs_for(launcher)} <= stack
+
+
+@pytest.mark.parametrize("torch,wrapped", [("2.13.0", True), ("2.4.0", True), ("2.3.1", False),
+                                           (None, True)])
+def test_batch_wrappers_follow_the_torch_release(torch: str | None, wrapped: bool) -> None:
+    """torch.distributed.pipelining (2.4+) issues its stages' batches in `_batch_p2p`; before
+    2.4 there is no such wrapper. An unknown release keeps it: its key is then unknown too."""
+    modules = [w.modules for w in batch_wrappers(torch)]
+    assert modules == ([("torch.distributed.pipelining",)] if wrapped else [])

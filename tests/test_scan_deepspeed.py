@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from auditor import rulebook as rules, sources
+from auditor.config.effective import derive
+from auditor.config.launch import read_launch
 from auditor.scan import ScanInputs, run_scan
 from test_callgraph import analyse
 
@@ -242,8 +244,65 @@ def test_a_deepspeed_run_needs_no_megatron_setting_and_names_what_decides_its_or
     assert "batch_p2p_comm" not in words and "pipeline_model_parallel_size (" not in words
     assert v.status == "inconclusive"
     assert "p2paudit record" in words and "no batching setting" in words
-    # torch's release is given (2.13.0): a torch check undecided by config keys names the keys
+    # torch's release is given (2.13.0): a torch check undecided by config keys names the keys,
+    # those of this stack only: Megatron's pipeline size is no input of a DeepSpeed run
     assert "--torch X.Y.Z" not in words
-    assert "--set KEY=VALUE for pipeline_model_parallel_size" in words
+    assert "--set KEY=VALUE for distributed_backend, torch_eager_init" in words
+    assert "--set KEY=VALUE for pipeline_model_parallel_size" not in words
     send = backend_sites(doc)["send"]
     assert send["verdict"] == "unknown" and "no batching setting" in send["undecided"]
+
+
+def lazy_init(overrides: dict[str, str]) -> tuple[bool, list[str]]:
+    """Whether torch.lazy-init-unbounded is raised on the DeepSpeed example, and how it is undecided."""
+    config = derive(read_launch(str(SCRIPT)), {"deepspeed": "0.16.0"}, overrides, "2.13.0")
+    raised = any(f.kind == "lazy-init-unbounded" for f in config.findings)
+    return raised, [u for u in config.undecided if u.startswith("torch.lazy-init-unbounded")]
+
+
+# (--set pairs, raised, how it is undecided) on the DeepSpeed example, whose stack has no
+# pipeline_model_parallel_size: the check is never judged by that Megatron setting.
+LAZY_INIT = [
+    # VALID: its own inputs rule it out
+    ({"torch_nccl_comm_nonblocking": "true"}, False, None),
+    ({"distributed_backend": "gloo"}, False, None),
+    # INVALID: undecided, whatever the Megatron setting says
+    ({}, False, "only its other inputs can rule it out: unknown distributed_backend, torch_eager_init"),
+    ({"pipeline_model_parallel_size": "2", "distributed_backend": "nccl", "torch_eager_init": "false"},
+     False, "no input of this run decides it"),
+    ({"pipeline_model_parallel_size": "1"}, False, "only its other inputs can rule it out"),
+]
+
+
+@pytest.mark.parametrize("overrides,raised,undecided", LAZY_INIT)
+def test_lazy_init_is_judged_by_the_stacks_own_settings(overrides, raised, undecided):
+    got_raised, got_undecided = lazy_init(overrides)
+    assert got_raised is raised
+    if undecided is None:
+        assert got_undecided == []
+    else:
+        (why,) = got_undecided
+        assert "megatron-core's pipeline_model_parallel_size, a setting this run's stack does not have" in why
+        assert undecided in why
+
+
+def test_a_megatron_run_still_judges_lazy_init_by_its_pipeline_size():
+    """The same check on a Megatron stack reads pipeline_model_parallel_size as before."""
+    seed = ROOT / "examples" / "glm5_1_lora_pp4.sh"
+    versions = {"megatron-core": "0.17.0", "ms-swift": "4.3.0", "mcore-bridge": "1.4.1"}
+    config = derive(read_launch(str(seed)), versions, None, "2.13.0")
+    assert "lazy-init-unbounded" in {f.kind for f in config.findings}
+    one = derive(read_launch(str(seed)), versions, {"pipeline_model_parallel_size": "1"}, "2.13.0")
+    assert "lazy-init-unbounded" not in {f.kind for f in one.findings}
+
+
+def test_a_check_only_another_stacks_setting_leaves_open_is_decided_by_a_recorded_run():
+    """Every input of its own given, lazy-init-unbounded is still open on DeepSpeed: the verdict
+    names what decides it, never `--set` of the Megatron setting nor a torch release."""
+    from auditor.analysis import verdict
+
+    overrides = {"distributed_backend": "nccl", "torch_eager_init": "false"}
+    config = derive(read_launch(str(SCRIPT)), {"deepspeed": "0.16.0"}, overrides, "2.13.0")
+    doc = {"config": {**config.to_json(), "needs": []}, "sites": [{"reachable": "yes"}]}
+    (lazy,) = [u for u in verdict.undecided_inputs(doc) if "lazy-init-unbounded" in u.what]
+    assert lazy.decide.startswith("`p2paudit record` of a run") and "--set" not in lazy.decide

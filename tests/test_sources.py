@@ -3,8 +3,13 @@ checkouts (no dist-info), `NAME=PATH`, and trees holding FIFOs or links out of t
 
 from __future__ import annotations
 
+import hashlib
+import io
 import os
 import shutil
+import subprocess
+import sys
+import zipfile
 
 import pytest
 
@@ -80,3 +85,92 @@ def test_fifos_devices_and_links_out_of_the_tree_are_skipped_unread(tmp_path):
     assert skipped["fifo.py"] == "skipped: not a regular file (a FIFO, socket or device), not read"
     assert skipped["leak.py"].startswith("skipped: a symbolic link that leaves the target")
     assert skipped["null.py"].startswith("skipped: a symbolic link that leaves the target")
+
+
+SMALL = "mcore-bridge==1.0.0"  # a 107 kB wheel
+
+
+@pytest.fixture
+def own_cache(tmp_path, release, monkeypatch):
+    """A cache of its own holding the real wheel of SMALL, as a download leaves it (no record)."""
+    release(SMALL)
+    wheel = next((sources.cache_dir() / "downloads" / "mcore-bridge-1.0.0").glob("*.whl"))
+    folder = tmp_path / "cache" / "downloads" / "mcore-bridge-1.0.0"
+    folder.mkdir(parents=True)
+    shutil.copy(wheel, folder / wheel.name)
+    monkeypatch.setenv("P2PAUDIT_CACHE", str(tmp_path / "cache"))
+    return folder / wheel.name
+
+
+def test_a_cached_release_is_checked_against_the_index_and_recorded(own_cache):
+    """VALID: the file the index publishes; its sha256 is recorded for the runs after."""
+    src = sources.resolve(SMALL)
+    assert (src.name, src.version) == ("mcore-bridge", "1.0.0")
+    record = own_cache.with_name(own_cache.name + ".sha256")
+    assert record.read_text().strip() == hashlib.sha256(own_cache.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("damage", ["truncated", "replaced"])
+@pytest.mark.parametrize("recorded", [False, True])
+def test_a_truncated_or_replaced_cached_release_is_bad_input(own_cache, damage, recorded):
+    """INVALID: a cut-off download or another file under the release's name is refused with one
+    line naming the file, whether its sha256 was recorded yet or comes from the index now."""
+    if recorded:
+        sources.resolve(SMALL)
+    data = own_cache.read_bytes()
+    if damage == "truncated":
+        own_cache.write_bytes(data[: len(data) // 2])
+    else:  # a valid wheel, but not the published one: the same files, zipped again
+        with zipfile.ZipFile(own_cache.with_suffix(".tmp"), "w") as out, zipfile.ZipFile(io.BytesIO(data)) as whl:
+            for item in whl.infolist():
+                out.writestr(item.filename, whl.read(item))
+        own_cache.with_suffix(".tmp").replace(own_cache)
+    with pytest.raises(InputError) as exc:
+        sources.resolve(SMALL)
+    assert exc.value.subject == str(own_cache)
+    assert "is not the" in exc.value.cause and "publishes for this file" in exc.value.cause
+
+
+def test_the_cli_names_a_damaged_cached_file_in_one_line(own_cache):
+    own_cache.write_bytes(own_cache.read_bytes()[:-100])
+    proc = subprocess.run([sys.executable, "-m", "auditor", "sites", SMALL], capture_output=True, text=True,
+                          timeout=300, env=dict(os.environ))
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0 and str(own_cache) in proc.stderr
+
+
+def test_a_directory_is_listed_once(tmp_path, monkeypatch):
+    """Its files and the metadata naming its release come from one walk: no directory is
+    listed twice (a wheel unpacked in the cache is read the same way)."""
+    root = tmp_path / "proj"
+    (root / "pkg" / "sub").mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "sub" / "mod.py").write_text("")
+    (root / "pyproject.toml").write_text('[project]\nname = "proj"\nversion = "1.2"\n')
+    listed: list[str] = []
+    real = os.scandir
+
+    def scandir(path="."):
+        listed.append(os.fspath(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    src = sources.resolve(str(root))
+    assert (src.name, src.version, src.files) == ("proj", "1.2", ["pkg/__init__.py", "pkg/sub/mod.py"])
+    assert sorted(listed) == sorted({*listed}) and str(root) in listed
+
+
+def test_offline_a_recorded_release_is_read_and_an_unrecorded_one_is_bad_input(own_cache):
+    """Without network (a proxy nobody listens on): a file checked once is checked against its
+    record; a file never checked cannot be, and is refused in one line naming the index."""
+    offline = {**os.environ, "https_proxy": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9"}
+
+    def sites() -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "auditor", "sites", SMALL], capture_output=True,
+                              text=True, timeout=300, env=offline)
+
+    proc = sites()
+    assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0
+    assert f"cannot check {own_cache.name} against the sha256 {sources.INDEX}" in proc.stderr
+    sources.resolve(SMALL)
+    assert sites().returncode == 0

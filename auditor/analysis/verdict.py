@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from auditor.errors import EXIT_FINDINGS, EXIT_OK
+from auditor.rulebook.frameworks import NOT_THIS_STACK
 
 SITE_VERDICTS = ("contradiction", "ok", "unknown", "unreachable")
 RUN_VERDICTS = ("findings", "inconclusive", "clean", "inventory")
@@ -150,6 +151,9 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
             decide = "--torch X.Y.Z (the cluster's torch release)"
         elif unknown_keys:
             decide = f"--set KEY=VALUE for {unknown_keys}"
+        elif NOT_THIS_STACK in why:
+            decide = ("`p2paudit record` of a run, then `p2paudit report`; or a rule of this stack's "
+                      "rules file that derives the setting")
         else:
             decide = (f"--target {framework}==VERSION for a release the rules cover, or "
                       "add the release to rules/")
@@ -174,7 +178,7 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
             "analysed", "--entry MODULE:QUALNAME nearer the pipeline schedule"))
     pp = effective.get("pipeline_model_parallel_size")
     reached = [s for s in doc.get("sites", []) if s.get("reachable") == "yes" or s.get("paths")]
-    if isinstance(pp, int) and pp > 1 and not reached:
+    if isinstance(pp, int) and pp > 1 and not reached and "pipeline_model_parallel_size" in needs:
         out.append(Undecided(
             f"the pipeline schedule: pipeline_model_parallel_size={pp}, but the entry points "
             f"({'; '.join(doc.get('entries') or []) or 'none'}) reach no P2P site (the analysis "

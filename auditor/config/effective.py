@@ -48,6 +48,7 @@ from auditor.config.expr import (
     show,
 )
 from auditor.config.model import EnvVar, LaunchConfig, Symbolic
+from auditor.rulebook.frameworks import NOT_THIS_STACK, foreign_settings
 from auditor.rulebook.stages import Entry, RuleBook, Stage, load_rulebook
 from auditor.config.versions import Reading, read_release
 from auditor.config.versions import shown as shown_release
@@ -171,9 +172,10 @@ def derive(
     tv, tv_origin = resolve_torch_version(torch_version, launch)
     reading = read_release(tv, f"torch version ({tv_origin})") if tv else None
     results = []
+    foreign = foreign_settings(launch.launcher, rules_directory)
     for release in reading.releases if reading else (None,):
         book = load_rulebook({**versions, "torch": release}, rules_directory)
-        deriver = _Deriver(launch, book)
+        deriver = _Deriver(launch, book, foreign)
         deriver.put("torch_version", tv, f"torch {tv or 'unknown'} ({tv_origin})"
                     + (f"; {reading.note}" if reading and reading.note else ""), "torch version")
         deriver.put("launcher", launch.launcher,
@@ -217,8 +219,10 @@ def _disagreement(results: list[EffectiveConfig], reading: Reading) -> Effective
 
 
 class _Deriver:
-    def __init__(self, launch: LaunchConfig, book: RuleBook) -> None:
+    def __init__(self, launch: LaunchConfig, book: RuleBook, foreign: dict[str, list[str]]) -> None:
         self.launch = launch
+        # Settings of another stack (rulebook.frameworks.foreign_settings): no check is judged by them.
+        self.foreign = foreign
         self.versions = book.versions
         self.env_readers = readers(book.versions.get("torch"))
         self.book = book
@@ -472,10 +476,18 @@ class _Deriver:
             return
         data = entry.data
         when = compile_expr(data["when"])
-        holds = self.eval(when)
+        holds = evaluate(when, lambda n: UNKNOWN if n in self.foreign else self.lookup(n), self.env)
         if holds is UNKNOWN:
-            unknown = [n for n in when.names() if self.lookup(n) is UNKNOWN]
-            self.undecided.append(f"{entry.id}: unknown {', '.join(unknown) or 'input'}")
+            foreign = [n for n in when.names() if n in self.foreign]
+            unknown = [n for n in when.names() if n not in self.foreign and self.lookup(n) is UNKNOWN]
+            if foreign:
+                owners = " and ".join(dict.fromkeys(o for n in foreign for o in self.foreign[n]))
+                rest = (f"only its other inputs can rule it out: unknown {', '.join(unknown)}" if unknown
+                        else "no input of this run decides it")
+                self.undecided.append(f"{entry.id}: reads {owners}'s {', '.join(foreign)}, "
+                                      f"{NOT_THIS_STACK} ({self.launch.launcher}); {rest}")
+            else:
+                self.undecided.append(f"{entry.id}: unknown {', '.join(unknown) or 'input'}")
             return
         if not holds:
             return

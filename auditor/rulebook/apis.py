@@ -74,14 +74,14 @@ def load_table(version: str | None = None) -> ApiTable:
 
 @dataclass(frozen=True)
 class BatchWrapper:
-    """A torch function that issues the batches of the descriptors `modules` make, and the
-    config key saying whether it coalesces them (rules/torch.toml [[batch_wrapper]])."""
+    """Where torch issues the batches of the descriptors `modules` make, and the config key
+    saying whether it coalesces them (rules/torch.toml [[batch_wrapper]])."""
 
-    function: str
     modules: tuple[str, ...]
     key: str
 
 
-def batch_wrappers() -> list[BatchWrapper]:
-    return [BatchWrapper(w["function"], tuple(w["modules"]), w["key"])
-            for w in files.load("torch").table("batch_wrapper")]
+def batch_wrappers(version: str | None) -> list[BatchWrapper]:
+    """The batch wrappers of this torch release, selected by `versions` like every table."""
+    return [BatchWrapper(tuple(w["modules"]), w["key"])
+            for w in files.load("torch", version).table("batch_wrapper")]

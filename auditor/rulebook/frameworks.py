@@ -10,9 +10,10 @@ rules file. Keys of `[framework]`:
                 `torchrun pretrain_gpt.py`) of the runs this framework is the front end of
   runs_on       the framework its runs go on into (ms-swift -> mcore-bridge -> megatron-core)
   packages      the import packages of its code, which `record --coverage` measures by default
-  needs         the settings the batching rule reads for this framework's runs (megatron-core:
+  needs         the settings of its own the rules read for its runs (megatron-core:
                 batch_p2p_comm, pipeline_model_parallel_size); a stack that needs none has no
-                batching setting, so scan cannot decide its sites' order (analysis/verdict.py)
+                batching setting, so scan cannot decide its sites' order (analysis/verdict.py),
+                and a check reading another stack's setting is not judged by it (`foreign_settings`)
   read, verified, latest_read  the release whose line numbers the entries cite, the releases
                 checked against them, the newest release read (rules/megatron-lm.toml)
 """
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,7 +45,14 @@ class Framework:
 
     def fronts(self, launcher: str) -> bool:
         """This framework's front end reads a run started as `launcher`."""
-        return any(fnmatch.fnmatch(launcher, p) for p in self.launchers)
+        return launched_by(launcher, self.launchers)
+
+
+def launched_by(launcher: str, patterns: Iterable[str]) -> bool:
+    """`launcher` (the launch command as read) matches one of a rules file's `launchers`
+    patterns: the one matcher of `[framework]`, `[[stage]]` and `[[entry_point]]` launchers.
+    fnmatch, case-sensitive as the command line is (`Megatron sft` is not `megatron sft`)."""
+    return any(fnmatch.fnmatchcase(launcher, p) for p in patterns)
 
 
 def frameworks(directory: Path | None = None) -> list[Framework]:
@@ -76,10 +85,14 @@ def versioned(directory: Path | None = None) -> list[Framework]:
     return [f for f in frameworks(directory) if f.distribution]
 
 
+def _claimants(launcher: str, directory: Path | None) -> list[Framework]:
+    return [f for f in frameworks(directory) if f.fronts(launcher)]
+
+
 def _chain(launcher: str, directory: Path | None) -> list[Framework]:
     """The framework whose `launchers` claim `launcher`, then those it `runs_on`."""
     known = {f.name: f for f in frameworks(directory)}
-    claimants = [f for f in known.values() if f.fronts(launcher)]
+    claimants = _claimants(launcher, directory)
     if len(claimants) != 1:
         whose = ", ".join(f.name for f in claimants) or "no rules file"
         raise InputError(launcher, f"which frameworks does this launcher run? [framework] launchers "
@@ -105,6 +118,27 @@ def needs_for(launcher: str, directory: Path | None = None) -> list[str]:
     """The settings the batching rule reads for a run started as `launcher` (`[framework] needs`
     along its stack); empty for a stack with no batching setting."""
     return list(dict.fromkeys(k for f in _chain(launcher, directory) for k in f.needs))
+
+
+# How an undecided check names a setting `foreign_settings` gives (analysis/verdict.py reads it).
+NOT_THIS_STACK = "a setting this run's stack does not have"
+
+
+def foreign_settings(launcher: str, directory: Path | None = None) -> dict[str, list[str]]:
+    """The settings frameworks off this launcher's stack `need` and none on it does (a DeepSpeed
+    run has no pipeline_model_parallel_size): setting -> the frameworks it belongs to. A check
+    reading one is not judged by it for this run. Empty when no rules file, or more than one,
+    claims the launcher: its stack, and with it which settings it has, is unknown."""
+    if len(_claimants(launcher, directory)) != 1:
+        return {}
+    chain = _chain(launcher, directory)
+    own = {k for f in chain for k in f.needs}
+    out: dict[str, list[str]] = {}
+    for f in frameworks(directory):
+        for key in f.needs:
+            if key not in own:
+                out.setdefault(key, []).append(f.name)
+    return out
 
 
 def audited_packages(directory: Path | None = None) -> list[str]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.rulebook import files
-from auditor.rulebook.frameworks import versioned
+from auditor.rulebook.frameworks import launched_by, versioned
 
 
 @dataclass
@@ -31,7 +31,7 @@ class EntryPoint:
     framework: str
     code: str
     about: str = ""
-    launchers: list[str] = field(default_factory=list)  # empty: any launcher
+    launchers: list[str] = field(default_factory=list)  # fnmatch patterns; empty: any launcher
 
 
 def load(versions: dict[str, str | None]) -> tuple[Rules, list[EntryPoint], list[EntryPoint]]:
@@ -68,5 +68,5 @@ def entries_for(launcher: str, bound: list[EntryPoint], generic: list[EntryPoint
     """The entry points of the framework that launches this run (`load`'s bound ones); the
     generic ones, megatron-core's schedule, when none claims the launcher (torchrun
     pretrain_gpt.py, a user's loop)."""
-    mine = [e for e in bound if any(launcher.startswith(name) for name in e.launchers)]
+    mine = [e for e in bound if launched_by(launcher, e.launchers)]
     return mine or generic

@@ -60,7 +60,7 @@ TABLES: dict[str, Table] = {
     "env_var": _table(True, "name status", "severity message fix replacement requires reader allowed "
                                            f"valid invalid {_SELECT}"),
     "p2p_roles": _table(False, "peer_pattern", "valid invalid source"),
-    "batch_wrapper": _table(True, "function modules key", _SELECT),
+    "batch_wrapper": _table(True, "modules key", "versions unknown source"),
     # How a launch script is spelled (rulebook.launchers).
     "flag": _table(True, "spelling dest action", f"nargs valid invalid {_SELECT}"),
     "no_flag": _table(True, "spellings dest", f"why valid invalid {_SELECT}"),
@@ -84,6 +84,10 @@ TYPES: dict[str, dict[str, type]] = {
     "framework": {"name": str, "distribution": str, "position": int, "launchers": list,
                   "runs_on": str, "packages": list, "needs": list, "read": str, "verified": list,
                   "latest_read": str},
+    # launcher patterns (rulebook.frameworks.launched_by) and a wrapper's module prefixes
+    "stage": {"launchers": list},
+    "entry_point": {"launchers": list},
+    "batch_wrapper": {"modules": list, "key": str},
 }
 _SPOKEN = {str: "a string", int: "an integer", list: "a list"}
 

@@ -7,7 +7,6 @@ would decide is reported unknown instead of silently skipped.
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +14,7 @@ from typing import Any
 
 from auditor.errors import InputError
 from auditor.rulebook import files
-from auditor.rulebook.frameworks import versioned
+from auditor.rulebook.frameworks import launched_by, versioned
 
 
 @dataclass(frozen=True)
@@ -28,7 +27,7 @@ class Stage:
     about: str
 
     def runs_for(self, launcher: str) -> bool:
-        return self.launchers is None or any(fnmatch.fnmatch(launcher, p) for p in self.launchers)
+        return self.launchers is None or launched_by(launcher, self.launchers)
 
 
 @dataclass(frozen=True)
