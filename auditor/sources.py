@@ -351,14 +351,15 @@ def _archives(folder: Path) -> list[Path]:
 
 
 # The package index's JSON listing of a project (PEP 691): every file with its sha256.
-INDEX = "https://pypi.org/simple/"
+INDEX = os.environ.get("PIP_INDEX_URL", "https://pypi.org/simple").rstrip("/") + "/"
 
 
 def _check_published(archive: Path, name: str, origin: str) -> None:
-    """The archive is the file the index publishes under its name: its sha256 against the
-    index's (PEP 691 `hashes.sha256`), which the first check records beside it (`FILE.sha256`)
-    so that later runs need no network. A truncated or replaced file in the cache is bad input,
-    never read as the release."""
+    """The archive is the file the index publishes under its name: its sha256 against the one
+    recorded beside it (`FILE.sha256`) when it was downloaded (pip checked it against its index's
+    hash then), or, for a file cached before records were kept, against the index's (PEP 691
+    `hashes.sha256`: PIP_INDEX_URL's index, else PyPI), recorded then. A truncated or replaced
+    file in the cache is bad input, never read as the release."""
     record = archive.with_name(archive.name + ".sha256")
     expected = record.read_text().strip() if record.is_file() else _published_sha256(name, archive.name, origin)
     actual = _sha256(archive)
@@ -367,9 +368,14 @@ def _check_published(archive: Path, name: str, origin: str) -> None:
                                        "publishes for this file (truncated or replaced?); delete it "
                                        "to download it again")
     if not record.is_file():
-        tmp = record.with_name(f".{record.name}.{os.getpid()}")
-        tmp.write_text(expected + "\n")
-        tmp.replace(record)
+        _record_sha256(archive, expected)
+
+
+def _record_sha256(archive: Path, digest: str) -> None:
+    record = archive.with_name(archive.name + ".sha256")
+    tmp = record.with_name(f".{record.name}.{os.getpid()}")
+    tmp.write_text(digest + "\n")
+    tmp.replace(record)
 
 
 def _published_sha256(name: str, filename: str, origin: str) -> str:
@@ -419,7 +425,9 @@ def _pip_download(name: str, version: str, folder: Path, origin: str) -> None:
             _fetch(fallback, tmp, origin)
         folder.mkdir(parents=True, exist_ok=True)
         for p in tmp.iterdir():
+            _record_sha256(p, _sha256(p))  # what pip (or _fetch) checked, before it is moved
             shutil.move(str(p), folder / p.name)
+            shutil.move(str(p.with_name(p.name + ".sha256")), folder / (p.name + ".sha256"))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -478,6 +486,10 @@ def _fetch(url: str, dest: Path, origin: str) -> None:
             shutil.copyfileobj(resp, out)
     except (urllib.error.URLError, OSError) as exc:
         raise InputError(origin, f"could not fetch {url}: {exc}") from None
+    # pip's link carries the index's hash (`#sha256=...`): a fetched file is checked like pip's.
+    published = re.search(r"#sha256=([0-9a-f]{64})", url)
+    if published and _sha256(dest / filename) != published.group(1):
+        raise InputError(origin, f"{url}: the fetched file's sha256 is not the index's (truncated?)")
 
 
 def _last_error_line(stderr: str) -> str:

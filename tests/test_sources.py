@@ -174,3 +174,34 @@ def test_offline_a_recorded_release_is_read_and_an_unrecorded_one_is_bad_input(o
     assert f"cannot check {own_cache.name} against the sha256 {sources.INDEX}" in proc.stderr
     sources.resolve(SMALL)
     assert sites().returncode == 0
+
+
+def test_a_download_records_what_pip_checked_so_later_runs_need_no_index(release, tmp_path, monkeypatch):
+    """A release downloaded into an empty cache gets its record at download time (pip checked
+    the file against its index's hash): read again offline, it is checked, not refused."""
+    monkeypatch.setenv("P2PAUDIT_CACHE", str(tmp_path / "cache"))
+    sources.resolve(SMALL)
+    wheel = next((tmp_path / "cache" / "downloads" / "mcore-bridge-1.0.0").glob("*.whl"))
+    record = wheel.with_name(wheel.name + ".sha256")
+    assert record.read_text().strip() == hashlib.sha256(wheel.read_bytes()).hexdigest()
+    offline = {**os.environ, "https_proxy": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9"}
+    proc = subprocess.run([sys.executable, "-m", "auditor", "sites", SMALL], capture_output=True,
+                          text=True, timeout=300, env=offline)
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("fragment, ok", [("", True), ("#sha256={good}", True), ("#sha256=" + "0" * 64, False)])
+def test_a_fetched_file_is_checked_against_the_hash_its_link_carries(tmp_path, fragment, ok):
+    """VALID: no hash in the link, or the right one; INVALID: another file's hash."""
+    src = tmp_path / "src" / "pkg-1.0.tar.gz"
+    src.parent.mkdir()
+    src.write_bytes(b"not really an sdist")
+    url = src.as_uri() + fragment.format(good=hashlib.sha256(src.read_bytes()).hexdigest())
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    if ok:
+        sources._fetch(url, dest, "pkg==1.0")
+        assert (dest / src.name).read_bytes() == src.read_bytes()
+    else:
+        with pytest.raises(InputError, match="sha256 is not the index's"):
+            sources._fetch(url, dest, "pkg==1.0")
