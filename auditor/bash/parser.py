@@ -106,7 +106,7 @@ class Parser:
                     self.p += 1
                 elif tok.text in terms:
                     break
-                elif tok.text == "(":
+                elif tok.text == "(" or tok.text in REDIRECTS:  # `>log 2>&1 cmd`: redirects may lead
                     items.append(self._and_or())
                 else:
                     self._syntax(tok.line, f"unexpected `{tok.text}`")
