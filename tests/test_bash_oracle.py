@@ -33,6 +33,7 @@ SNIPPETS = {
     "heredoc skipped": "cat >/dev/null <<EOF\nrec not-run\nEOF\nrec after\n",
     "arithmetic": "P=4\nrec $((P * 2)) $(( (P + 1) % 3 ))\n",
     "appending": 'S=a\nS+=b\nrec "$S"\n',
+    "newlines inside [[ ]]": '[[\n  rec = a ]] || rec b\n[[ -n x &&\n   -n y ]] && rec c\nrec d\n',
 }
 
 
@@ -75,6 +76,12 @@ def test_walk_agrees_with_bash(name: str, tmp_path: Path) -> None:
     calls, diagnostics = _walk(SNIPPETS[name])
     assert calls == expected
     assert diagnostics == []
+
+
+def test_an_unclosed_test_is_a_syntax_error() -> None:
+    """bash reads to the end of the file looking for `]]` and runs nothing of it."""
+    calls, diagnostics = _walk("[[ -n x\nrec a\n")
+    assert calls == [] and [d.kind for d in diagnostics] == ["launch.syntax"]
 
 
 def test_a_leading_redirect_is_not_a_command_word() -> None:
