@@ -10,7 +10,8 @@ the spike converts tree-sitter's concrete syntax tree into the same nodes. Three
    launch reading (`parse_launch`: flags, environment, world size, diagnostics) compared;
 2. speed: the median time to parse all of them with each front end, and the ratio;
 3. `--tests`: tests/test_launch.py (the differential tests against real bash, the fuzz tests,
-   the fail-closed ones) run with the tree-sitter front end in place of ours.
+   the fail-closed ones) and tests/test_bash_oracle.py (the walk against real bash) run with the
+   tree-sitter front end in place of ours.
 
 The decision and the numbers are in docs/findings.md ("tree-sitter-bash as the bash front end").
 Needs `pip install tree-sitter tree-sitter-bash`; without them it says so and stops.
@@ -42,6 +43,7 @@ except ImportError:  # the spike is optional: say what is missing, measure nothi
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT_DIRS = ["examples", "tests/launch_scripts", "benchmarks/ppbugs", "reports", "ci"]
+TESTS = ["test_launch.py", "test_bash_oracle.py"]  # run with tree-sitter by `--tests`
 
 Comments = list[tuple[int, str]]
 
@@ -452,12 +454,14 @@ def launch_reading(text: str, path: str) -> object:
 
 
 class _Swapped:
-    """auditor.config.launch with the tree-sitter front end in place of Lexer + Parser."""
+    """The tree-sitter front end in place of `Lexer` + `Parser` in `modules` (by default
+    auditor.config.launch: the launch reading)."""
 
-    def __init__(self, front_end: TreeSitterFrontEnd) -> None:
+    def __init__(self, front_end: TreeSitterFrontEnd, modules: list | None = None) -> None:
         import auditor.config.launch as launch
-        self.launch, self.front_end = launch, front_end
-        self.saved = (launch.Lexer, launch.Parser)
+        self.front_end = front_end
+        self.saved = [(module, name, getattr(module, name)) for module in modules or [launch]
+                      for name in ("Lexer", "Parser") if hasattr(module, name)]
 
     def __enter__(self) -> None:
         front_end = self.front_end
@@ -479,10 +483,13 @@ class _Swapped:
                 nodes, self.lexer.comments[:] = front_end(text, path, self.diagnostics, base)
                 return nodes
 
-        self.launch.Lexer, self.launch.Parser = SwappedLexer, SwappedParser
+        swapped = {"Lexer": SwappedLexer, "Parser": SwappedParser}
+        for module, name, _ in self.saved:
+            setattr(module, name, swapped[name])
 
     def __exit__(self, *exc: object) -> None:
-        self.launch.Lexer, self.launch.Parser = self.saved
+        for module, name, original in self.saved:
+            setattr(module, name, original)
 
 
 def agreement(front_end: TreeSitterFrontEnd) -> int:
@@ -584,9 +591,12 @@ def timing(parsers: dict[str, object], texts: list[tuple[str, str]], repeat: int
     return {name: statistics.median(r) for name, r in runs.items()}
 
 
-def pytest_configure(config) -> None:
-    """As a pytest plugin (`--tests`): every launch reading in the session uses tree-sitter."""
-    _Swapped(TreeSitterFrontEnd()).__enter__()
+def pytest_collection_finish(session) -> None:
+    """As a pytest plugin (`--tests`): the launch reading, and the test modules that call Lexer
+    and Parser themselves, use tree-sitter for the whole session."""
+    import auditor.config.launch
+    tests = {item.module for item in session.items if hasattr(getattr(item, "module", None), "Lexer")}
+    _Swapped(TreeSitterFrontEnd(), [auditor.config.launch, *tests]).__enter__()
 
 
 def main() -> int:
@@ -595,7 +605,7 @@ def main() -> int:
     parser.add_argument("--fuzz", type=int, default=0, metavar="N",
                         help="compare the launch reading of both on N inputs of test_launch's fuzz strategy")
     parser.add_argument("--tests", action="store_true",
-                        help="also run tests/test_launch.py with the tree-sitter front end")
+                        help="also run tests/test_launch.py and tests/test_bash_oracle.py with the tree-sitter front end")
     args = parser.parse_args()
     if tree_sitter is None:
         print("tree-sitter and tree-sitter-bash are not installed (pip install tree-sitter tree-sitter-bash); "
@@ -626,7 +636,7 @@ def main() -> int:
         import pytest
         sys.path.insert(0, str(Path(__file__).parent))
         return pytest.main(["-q", "-p", "no:cacheprovider", "-p", "bench_bash_frontend", "--tb=line", "-rf",
-                            str(REPO / "tests" / "test_launch.py")])
+                            *(str(REPO / "tests" / name) for name in TESTS)])
     return 0
 
 
