@@ -32,6 +32,7 @@ from pathlib import Path
 
 from auditor.bash.lexer import MAX_NESTING, Lexer, Part, Word
 from auditor.bash.parser import AndOr, Branches, Cmd, Function, Group, Loop, Node, Parser, Pipeline
+from auditor.config import launch
 from auditor.errors import InputError
 from auditor.findings import Finding
 
@@ -442,9 +443,8 @@ def first_difference(a: object, b: object, where: str = "") -> str | None:
 
 
 def launch_reading(text: str, path: str) -> object:
-    from auditor.config.launch import parse_launch
     try:
-        config = parse_launch(text, path)
+        config = launch.parse_launch(text, path)
     except InputError as err:
         return ("InputError", str(err))
     return (config.launcher, {k: f.values for k, f in config.flags.items()},
@@ -458,7 +458,6 @@ class _Swapped:
     auditor.config.launch: the launch reading)."""
 
     def __init__(self, front_end: TreeSitterFrontEnd, modules: list | None = None) -> None:
-        import auditor.config.launch as launch
         self.front_end = front_end
         self.saved = [(module, name, getattr(module, name)) for module in modules or [launch]
                       for name in ("Lexer", "Parser") if hasattr(module, name)]
@@ -594,9 +593,8 @@ def timing(parsers: dict[str, object], texts: list[tuple[str, str]], repeat: int
 def pytest_collection_finish(session) -> None:
     """As a pytest plugin (`--tests`): the launch reading, and the test modules that call Lexer
     and Parser themselves, use tree-sitter for the whole session."""
-    import auditor.config.launch
     tests = {item.module for item in session.items if hasattr(getattr(item, "module", None), "Lexer")}
-    _Swapped(TreeSitterFrontEnd(), [auditor.config.launch, *tests]).__enter__()
+    _Swapped(TreeSitterFrontEnd(), [launch, *tests]).__enter__()
 
 
 def main() -> int:
