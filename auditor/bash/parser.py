@@ -106,7 +106,7 @@ class Parser:
                     self.p += 1
                 elif tok.text in terms:
                     break
-                elif tok.text == "(":
+                elif tok.text == "(" or tok.text in REDIRECTS:  # `>log 2>&1 cmd`: redirects may lead
                     items.append(self._and_or())
                 else:
                     self._syntax(tok.line, f"unexpected `{tok.text}`")
@@ -287,9 +287,11 @@ class Parser:
                     test = False
             elif isinstance(tok, Op) and tok.text in REDIRECTS and not test:
                 self._redirects()
-            elif test and tok.text != "\n":
+            elif test:  # inside `[[ ]]` operators and newlines are part of the test
                 self.p += 1
             else:
                 break
         line = words[0].line if words else (tok.line if tok else 0)
+        if test:
+            self._syntax(line, "`]]` expected")
         return Cmd(words, line, max((w.end_line for w in words), default=line))
