@@ -9,8 +9,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from auditor.analysis import verdict
-from auditor.config.effective import UNKNOWN, EffectiveConfig, derive
+from auditor.config.derive import derive
+from auditor.config.effective import EffectiveConfig
 from auditor.config.envlint import lint
+from auditor.config.expr import UNKNOWN
 from auditor.config.launch import read_launch
 from auditor.config.model import LaunchConfig
 from auditor.errors import InputError

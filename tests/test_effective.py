@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from auditor.config.effective import (
-    UNKNOWN, RuleError, compile_expr, derive, evaluate, installed_torch_version, overrides_from,
-    resolve_torch_version,
-)
+from auditor.config.coerce import overrides_from
+from auditor.config.derive import derive
+from auditor.config.expr import UNKNOWN, RuleError, compile_expr, evaluate
+from auditor.config.torch_version import installed_torch_version, resolve_torch_version
 from auditor.config.launch import parse_launch, read_launch
 from auditor.errors import InputError
 

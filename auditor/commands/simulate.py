@@ -20,7 +20,7 @@ from typing import Any
 from auditor.commands import options
 from auditor.commands.output import emit_report
 from auditor.report import formats
-from auditor.config.effective import overrides_from
+from auditor.config.coerce import overrides_from
 from auditor.config.launch import read_launch
 from auditor.dynamic.trace import read_trace_dir
 from auditor.analysis import waitfor
