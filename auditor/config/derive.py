@@ -28,6 +28,7 @@ never a guess.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,7 @@ from auditor.config.coerce import coerce
 from auditor.config.effective import EffectiveConfig, Value, env_value
 from auditor.config.envread import readers
 from auditor.config.expr import UNKNOWN, Expr, RuleError, and3, compile_expr, evaluate, interpolate, show
-from auditor.config.model import LaunchConfig, Symbolic
+from auditor.config.model import Flag, LaunchConfig, Symbolic
 from auditor.config.torch_version import resolve_torch_version
 from auditor.config.versions import Reading, read_release
 from auditor.config.versions import shown as shown_release
@@ -255,6 +256,11 @@ class _Deriver:
         for key in dict.fromkeys(k for k in keys if k):
             self.put(key, UNKNOWN, why, stage.framework)
         self.undecided.extend(f"{e.id}: {why}" for e in entries if e.table == "check")
+        merges = [(e.id, e.data) for e in entries if e.table == "rule" and not e.key]
+        merges += [(ident, raws[0]) for ident, (table, raws) in self.book.uncovered.items()
+                   if table == "rule" and raws[0]["stage"] == stage.name and "key" not in raws[0]]
+        for ident, raw in merges:
+            self._merge_not_applied(ident, raw, why, stage.framework)
 
     def _note_unverified(self, framework: str) -> None:
         version = self.versions.get(framework)
@@ -278,13 +284,48 @@ class _Deriver:
                 if version is None:
                     self.undecided.append(why)
             elif "key" not in raws[0]:
-                # A merge (e.g. --megatron_extra_kwargs) names no key: what it could set is unknown.
-                self.notes.append(f"{why}: any value it could set is taken as if it were not given")
+                self._merge_not_applied(ident, raws[0], why, stage.framework)
             else:
                 self.put(raws[0]["key"], UNKNOWN, why, stage.framework)
                 if version is not None:
                     self.outside_rules.setdefault(f"{stage.framework} {version}", []).append(
                         raws[0]["key"])
+
+    def _merge_not_applied(self, ident: str, raw: dict[str, Any], why: str, framework: str) -> None:
+        """A merge rule (e.g. --megatron_extra_kwargs) that does not run for this release (or the
+        release is unknown). Its option not given sets nothing. Given, the settings it names are
+        unknown; where they cannot be read (a value not known statically), anything it sets is
+        undecided, and so is the run."""
+        flag = self._merge_option(raw)
+        if flag is None:
+            return
+        decide = f"--target {framework}==VERSION of a release the rule covers"
+        keys = _object_keys(flag.value)
+        if keys is None:
+            self._merge_undecided(ident, flag, f"{why}; {decide} also decides them")
+            return
+        for key in keys:
+            self.put(key, UNKNOWN, f"{why}: whether {flag.spelling} at {self.launch.path}:"
+                                   f"{flag.line} sets {key} is unknown; --set {key}=VALUE or "
+                                   f"{decide} decides it", framework, (flag.line,))
+
+    def _merge_undecided(self, ident: str, flag: Flag, why: str) -> None:
+        """Whatever the merge option sets is unknown: undecided, decided by `--set` of each
+        setting it gives (analysis.verdict reads `: unknown ` as the inputs to --set)."""
+        self.undecided.append(f"{ident}: unknown the settings {flag.spelling} at "
+                              f"{self.launch.path}:{flag.line} gives ({why})")
+
+    def _merge_option(self, raw: dict[str, Any]) -> Flag | None:
+        """The launch flag that gives a merge rule's dict-valued setting, if the launch gives it."""
+        for name in compile_expr(raw["value"]).names():
+            aliases = [a for es in self.book.entries.values() for e in es
+                       if e.table == "arg" and e.key == name for a in e.data.get("aliases", [])]
+            aliases += [a for table, raws in self.book.uncovered.values() if table == "arg"
+                        and raws[0]["key"] == name for r in raws for a in r.get("aliases", [])]
+            flag = next((self.launch.flags[n] for n in [name, *aliases] if n in self.launch.flags), None)
+            if flag is not None:
+                return flag
+        return None
 
     def _apply(self, entry: Entry) -> None:
         try:
@@ -350,9 +391,14 @@ class _Deriver:
         lines = self.lines_of(value_expr)
         if extra is None:
             return
-        if extra is UNKNOWN or not isinstance(extra, dict):
-            self.notes.append(f"{value_expr.text} is unknown or not a JSON object: any value it "
-                              "could set is taken as if it were not given")
+        if extra is UNKNOWN:
+            flag = self._merge_option(entry.data)
+            if flag is not None:
+                self._merge_undecided(entry.id, flag, f"its value {flag.value} is not known statically")
+            return
+        if not isinstance(extra, dict):
+            self.notes.append(f"{value_expr.text} is not a JSON object: any value it could set is "
+                              "taken as if it were not given")
             return
         for key, value in extra.items():
             self.put(key, value, f"{entry.data.get('provenance', entry.id)}: {key}={value!r}",
@@ -414,6 +460,17 @@ class _Deriver:
 SIZE_INPUTS = ("pipeline_model_parallel_size", "tensor_model_parallel_size",
                "context_parallel_size", "expert_model_parallel_size",
                "virtual_pipeline_model_parallel_size", "nproc_per_node", "nnodes")
+
+
+def _object_keys(raw: Any) -> list[str] | None:
+    """The keys of a flag's JSON-object text; None where its value is not known statically."""
+    if not isinstance(raw, str):
+        return None
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        return None
+    return list(value) if isinstance(value, dict) else None
 
 
 def _lines_in(text: str) -> list[int]:
