@@ -364,6 +364,11 @@ def test_merge_option_outside_the_rule_leaves_what_it_names_unknown():
                for h in overlap.history)
     _, pinned = derive_text(seed_text(EXTRA), versions=SWIFT_4_0, sets=["overlap_p2p_comm=false"])
     assert pinned.value("overlap_p2p_comm") is False
+    # the same setting given by --set instead of the flag
+    _, by_set = derive_text(seed_text(), versions=SWIFT_4_0,
+                            sets=['megatron_extra_kwargs={"overlap_p2p_comm": true}'])
+    assert any("whether --set megatron_extra_kwargs sets overlap_p2p_comm is unknown" in h
+               for h in by_set.get("overlap_p2p_comm").history)
 
 
 # --- bad input ---------------------------------------------------------------------------------------

@@ -37,7 +37,7 @@ from auditor.config.coerce import coerce
 from auditor.config.effective import EffectiveConfig, Value, env_value
 from auditor.config.envread import readers
 from auditor.config.expr import UNKNOWN, Expr, RuleError, and3, compile_expr, evaluate, interpolate, show
-from auditor.config.model import Flag, LaunchConfig, Symbolic
+from auditor.config.model import LaunchConfig, Symbolic
 from auditor.config.torch_version import resolve_torch_version
 from auditor.config.versions import Reading, read_release
 from auditor.config.versions import shown as shown_release
@@ -296,35 +296,37 @@ class _Deriver:
         release is unknown). Its option not given sets nothing. Given, the settings it names are
         unknown; where they cannot be read (a value not known statically), anything it sets is
         undecided, and so is the run."""
-        flag = self._merge_option(raw)
-        if flag is None:
+        given = self._merge_option(raw)
+        if given is None:
             return
+        by, value, lines = given
         decide = f"--target {framework}==VERSION of a release the rule covers"
-        keys = _object_keys(flag.value)
+        keys = _object_keys(value)
         if keys is None:
-            self._merge_undecided(ident, flag, f"{why}; {decide} also decides them")
+            self._merge_undecided(ident, by, f"{why}; {decide} also decides them")
             return
         for key in keys:
-            self.put(key, UNKNOWN, f"{why}: whether {flag.spelling} at {self.launch.path}:"
-                                   f"{flag.line} sets {key} is unknown; --set {key}=VALUE or "
-                                   f"{decide} decides it", framework, (flag.line,))
+            self.put(key, UNKNOWN, f"{why}: whether {by} sets {key} is unknown; --set {key}=VALUE "
+                                   f"or {decide} decides it", framework, lines)
 
-    def _merge_undecided(self, ident: str, flag: Flag, why: str) -> None:
+    def _merge_undecided(self, ident: str, by: str, why: str) -> None:
         """Whatever the merge option sets is unknown: undecided, decided by `--set` of each
         setting it gives (analysis.verdict reads `: unknown ` as the inputs to --set)."""
-        self.undecided.append(f"{ident}: unknown the settings {flag.spelling} at "
-                              f"{self.launch.path}:{flag.line} gives ({why})")
+        self.undecided.append(f"{ident}: unknown the settings {by} gives ({why})")
 
-    def _merge_option(self, raw: dict[str, Any]) -> Flag | None:
-        """The launch flag that gives a merge rule's dict-valued setting, if the launch gives it."""
+    def _merge_option(self, raw: dict[str, Any]) -> tuple[str, Any, tuple[int, ...]] | None:
+        """Where the run gives a merge rule's dict-valued setting (a flag, or --set), its value and
+        its lines; None where nothing gives it."""
         for name in compile_expr(raw["value"]).names():
+            if name in self.pinned and self.values[name].value is not None:
+                return f"--set {name}", self.values[name].value, ()
             aliases = [a for es in self.book.entries.values() for e in es
                        if e.table == "arg" and e.key == name for a in e.data.get("aliases", [])]
             aliases += [a for table, raws in self.book.uncovered.values() if table == "arg"
                         and raws[0]["key"] == name for r in raws for a in r.get("aliases", [])]
             flag = next((self.launch.flags[n] for n in [name, *aliases] if n in self.launch.flags), None)
             if flag is not None:
-                return flag
+                return f"{flag.spelling} at {self.launch.path}:{flag.line}", flag.value, (flag.line,)
         return None
 
     def _apply(self, entry: Entry) -> None:
@@ -392,9 +394,9 @@ class _Deriver:
         if extra is None:
             return
         if extra is UNKNOWN:
-            flag = self._merge_option(entry.data)
-            if flag is not None:
-                self._merge_undecided(entry.id, flag, f"its value {flag.value} is not known statically")
+            given = self._merge_option(entry.data)
+            if given is not None:
+                self._merge_undecided(entry.id, given[0], f"its value {given[1]} is not known statically")
             return
         if not isinstance(extra, dict):
             self.notes.append(f"{value_expr.text} is not a JSON object: any value it could set is "
@@ -463,11 +465,9 @@ SIZE_INPUTS = ("pipeline_model_parallel_size", "tensor_model_parallel_size",
 
 
 def _object_keys(raw: Any) -> list[str] | None:
-    """The keys of a flag's JSON-object text; None where its value is not known statically."""
-    if not isinstance(raw, str):
-        return None
+    """The keys of a JSON object (as given, or as its text); None where they cannot be read."""
     try:
-        value = json.loads(raw)
+        value = json.loads(raw) if isinstance(raw, str) else raw
     except json.JSONDecodeError:
         return None
     return list(value) if isinstance(value, dict) else None
