@@ -18,11 +18,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from auditor.config.launch import read_launch
 from auditor.dynamic.trace import read_trace_dir
-from auditor.scan import ScanInputs, resolve_targets, run_scan
+from auditor.scan import ScanInputs, read_config, run_scan
 from auditor.simulate import predict
-from auditor.simulate.plan import plan
+from auditor.simulate.plan import Plan, plan
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -54,11 +53,17 @@ def glm4(tmp_path_factory, real_sources) -> tuple[int, dict, str, Path]:
     return rc, doc, err, trace / "trace"
 
 
+def scan_and_plan(config: Path, torch: str | None = None) -> tuple[dict, Plan]:
+    """The scan document and the simulation plan of `config`, as the command makes them."""
+    launch, srcs = read_config(str(config), None)
+    doc = run_scan(ScanInputs(str(config), torch_version=torch), (launch, srcs))
+    return doc, plan(doc, launch, srcs)
+
+
 def replay_kept(config: Path, trace: Path, torch: str, transport: str | None = None) -> dict:
     """The kept PP=4 order under another script's or torch's conditions, as the command does."""
-    doc = run_scan(ScanInputs(str(config), torch_version=torch))
-    launch = read_launch(str(config))
-    p = predict.with_transport(plan(doc, launch, resolve_targets(launch, None)), transport)
+    doc, p = scan_and_plan(config, torch)
+    p = predict.with_transport(p, transport)
     recorded = read_trace_dir(trace)
     results = predict.replays(recorded, p, torch)
     joined = predict.joined(doc, recorded, predict.pick(results))
@@ -223,9 +228,7 @@ def test_unknown_pipeline_size_is_inconclusive_without_running(tmp_path, real_so
 def test_megatron_lm_without_bf16_exchanges_float32(tmp_path, real_sources):
     script = tmp_path / "fp32.sh"
     script.write_text(MLM.read_text().replace("    --bf16\n", ""))
-    doc = run_scan(ScanInputs(str(script)))
-    launch = read_launch(str(script))
-    p = plan(doc, launch, resolve_targets(launch, None))
+    _, p = scan_and_plan(script)
     assert p.get("dtype") == "float32" and "--bf16" in p.values["dtype"].provenance
     assert p.message_bytes == 1024 * 2048 * 4
     assert p.get("microbatches") == 128  # --global-batch-size 256 // (1 x DP 2)
@@ -245,9 +248,7 @@ def test_bad_input_is_exit_2_with_one_line(args, subject, real_sources):
 def test_html_is_the_record_report_of_the_simulated_run(glm4):
     from auditor.report.html import render_html
 
-    doc = run_scan(ScanInputs(str(GLM4), torch_version="2.10.0"))
-    launch = read_launch(str(GLM4))
-    p = plan(doc, launch, resolve_targets(launch, None))
+    doc, p = scan_and_plan(GLM4, "2.10.0")
     recorded = read_trace_dir(glm4[3])
     html = render_html(predict.joined(doc, recorded, predict.pick(predict.replays(recorded, p))))
     # Every op of the simulated (gloo) run completed: the cycle is what NCCL would do with it.
