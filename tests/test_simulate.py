@@ -18,6 +18,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from auditor.analysis import waitfor
 from auditor.dynamic.trace import read_trace_dir
 from auditor.scan import ScanInputs, read_config, run_scan
 from auditor.simulate import predict
@@ -155,14 +156,34 @@ def test_unknown_torch_is_inconclusive_and_names_what_decides_it(glm4):
     assert "--torch" in sim["hypothetical"]
 
 
-def test_one_node_layout_is_nvlink_and_completes_op_by_op(glm4, tmp_path):
+def test_one_node_layout_brackets_p2p_and_shm(glm4, tmp_path):
+    """Inside a node NCCL takes P2P (NVLink) or SHM: 24 MiB sends fit what NVLink buffers
+    (32 MiB measured) but lie between SHM's derived bounds (1 MiB completes, 128 MiB hangs), so
+    whether the order hangs there is the transport's to decide, not NVLink's alone."""
     script = tmp_path / "one_node.sh"
     script.write_text(GLM4.read_text().replace("NNODES=${NNODES:-16}", "NNODES=${NNODES:-1}")
                       .replace("NPROC_PER_NODE=${NPROC_PER_NODE:-8}", "NPROC_PER_NODE=16"))
     sim = replay_kept(script, glm4[3], "2.10.0")
     assert [r["node"] for r in sim["ranks"]] == [0, 0, 0, 0]
-    assert sim["conditions"]["transport"] == "nvlink"
-    assert sim["verdict"] == "completes"  # 24 MiB sends fit what NVLink buffers
+    assert sim["conditions"]["transport"] == "node"
+    assert "one node (P2P over NVLink or PCIe, or SHM)" in sim["inputs"]["transport"]["provenance"]
+    verdicts = {v["transport"]["model_name"]: v["will_deadlock"]
+                for v in sim["deadlock"]["transports"]}
+    assert verdicts == {"nvlink": False, "shm": None}
+    assert sim["verdict"] == "inconclusive" and sim["deadlock"]["can_deadlock"] is True
+    assert "--transport nvlink or shm" in sim["deadlock"]["decide"]
+    # Where the cluster says NVLink (--transport nvlink), the order completes op by op.
+    assert replay_kept(script, glm4[3], "2.10.0", "nvlink")["verdict"] == "completes"
+
+
+def test_unknown_layout_replays_both_topologies(glm4, tmp_path):
+    """Nodes unknown: both topologies of rules/nccl.toml are replayed, each with its transports."""
+    script = tmp_path / "nodes_unknown.sh"
+    script.write_text(GLM4.read_text().replace("NNODES=${NNODES:-16}", "NNODES=${SLURM_NNODES}"))
+    sim = replay_kept(script, glm4[3], "2.10.0")
+    assert {r["conditions"]["transport"] for r in sim["replays"]} == {"net", "node"}
+    assert sim["inputs"]["transport"]["value"] is None
+    assert {"net", "node"} <= set(waitfor.transport_names())
 
 
 def test_two_nodes_one_crossing_pair_is_replayed_on_the_network_transport(glm4, tmp_path):
