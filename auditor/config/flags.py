@@ -15,15 +15,18 @@ _NUMBER = re.compile(r"-\.?[0-9]")
 
 
 def normalise(spelling: str) -> str:
+    """`--pipeline-model-parallel-size` -> `pipeline_model_parallel_size`: one name per flag."""
     return spelling.lstrip("-").replace("-", "_")
 
 
 def is_option(value: Scalar) -> bool:
+    """A flag rather than a value (`-1` and `-.5` are values)."""
     return (isinstance(value, str) and value.startswith("-") and value not in ("-", "--")
             and not _NUMBER.match(value))
 
 
 def unresolved(config: LaunchConfig, f: Field, path: str, where: str) -> None:
+    """A value not known statically may hide further arguments: say so, with its line."""
     config.diagnostics.append(Finding(
         "launch.unresolved-args", "warning",
         f"`{f.value}` is not known statically and may add {where} that this audit cannot see",
@@ -31,6 +34,8 @@ def unresolved(config: LaunchConfig, f: Field, path: str, where: str) -> None:
 
 
 def read_flags(config: LaunchConfig, args: list[Field], spelling: Spelling, path: str) -> None:
+    """The training command's arguments into `config.flags` and `config.positionals`, with a
+    diagnostic for each the front end's parser would reject or read otherwise than written."""
     megatron = config.style == "megatron-lm"
     single: str | None = None  # the last Megatron-LM flag that took its one value, as written
     k = 0

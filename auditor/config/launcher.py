@@ -13,7 +13,7 @@ from auditor.rulebook.launchers import Spelling
 
 
 def torchrun_options(config: LaunchConfig, launcher: dict, args: list[Field],
-                      path: str) -> tuple[list[Field], Scalar]:
+                     path: str) -> tuple[list[Field], Scalar]:
     """torchrun's own options up to the training script; returns the script's arguments and the script."""
     k = 0
     while k < len(args):
@@ -44,8 +44,8 @@ def torchrun_options(config: LaunchConfig, launcher: dict, args: list[Field],
     return [], None
 
 
-
 def world_size(config: LaunchConfig, launcher: dict, chosen: Candidate, spelling: Spelling, path: str) -> None:
+    """Sets `config.nproc_per_node` and `config.nnodes`, each with where it came from."""
     env = {name: var for name, var in config.env.items() if var.how != "assign"}
     if launcher.get("program"):
         nproc_var, nnodes_var = env.get(launcher["env_nproc"]), env.get(launcher["env_nnodes"])

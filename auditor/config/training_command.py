@@ -21,6 +21,9 @@ from auditor.rulebook.launchers import Spelling
 
 @dataclass
 class Candidate:
+    """A command that starts training, as the walk met it: the launcher rule it matched, its
+    arguments, wrappers and environment, and where it is."""
+
     launcher: dict
     invoked: str  # "megatron sft", "torchrun", "python -m torch.distributed.run"
     subcommand: str
