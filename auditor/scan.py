@@ -9,8 +9,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from auditor.analysis import verdict
-from auditor.config.effective import UNKNOWN, EffectiveConfig, derive
+from auditor.config.derive import derive
+from auditor.config.effective import EffectiveConfig
 from auditor.config.envlint import lint
+from auditor.config.expr import UNKNOWN
 from auditor.config.launch import read_launch
 from auditor.config.model import LaunchConfig
 from auditor.errors import InputError
@@ -84,14 +86,23 @@ def entry_code(spec: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_scan(inputs: ScanInputs) -> dict[str, Any]:
-    started = time.perf_counter()
-    launch = read_launch(inputs.config_path)
-    srcs = resolve_targets(launch, inputs.targets)
+def read_config(config_path: str, targets: list[str] | None) -> tuple[LaunchConfig, list[SourceSet]]:
+    """The launch script and the framework sources its run uses."""
+    launch = read_launch(config_path)
+    srcs = resolve_targets(launch, targets)
     versions = {s.name: s.version for s in srcs}
     if versions.get("megatron-core"):
         # Megatron-LM's flags are checked against the parser of the release the run uses.
-        launch = read_launch(inputs.config_path, megatron_version=versions["megatron-core"])
+        launch = read_launch(config_path, megatron_version=versions["megatron-core"])
+    return launch, srcs
+
+
+def run_scan(inputs: ScanInputs,
+             read: tuple[LaunchConfig, list[SourceSet]] | None = None) -> dict[str, Any]:
+    """`read`: what `read_config` gave for these inputs, where the caller needs it too."""
+    started = time.perf_counter()
+    launch, srcs = read or read_config(inputs.config_path, inputs.targets)
+    versions = {s.name: s.version for s in srcs}
     effective = derive(launch, versions, inputs.overrides, inputs.torch_version)
     invs = [inventory(s, jobs=inputs.jobs, progress=inputs.progress) for s in srcs]
     sites = [site for inv in invs for site in inv.sites]

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from auditor.config.effective import (
-    UNKNOWN, RuleError, compile_expr, derive, evaluate, installed_torch_version, overrides_from,
-    resolve_torch_version,
-)
+from auditor.analysis import verdict
+from auditor.config.coerce import overrides_from
+from auditor.config.derive import derive
+from auditor.config.expr import UNKNOWN, RuleError, compile_expr, evaluate
+from auditor.config.torch_version import installed_torch_version, resolve_torch_version
 from auditor.config.launch import parse_launch, read_launch
 from auditor.errors import InputError
 
@@ -308,6 +309,66 @@ def test_unknown_launcher_decides_nothing():
     config = derive(launch, REPORT, torch_version="2.11.0")
     assert config.value("batch_p2p_comm") is UNKNOWN
     assert any("matches no rules frontend" in n for n in config.notes)
+
+
+# --- a merge option (--megatron_extra_kwargs) whose rule does not run: fixit-style -----------------
+
+SWIFT_4_0 = {**REPORT, "ms-swift": "4.0.0"}  # before every range of rule swift.extra-kwargs
+SWIFT_UNKNOWN = {**REPORT, "ms-swift": None}
+EXTRA = "--megatron_extra_kwargs '{\"overlap_p2p_comm\": true}'"
+EXTRA_UNREAD = '--megatron_extra_kwargs "$EXTRA_KWARGS"'  # not known statically
+
+# Nothing to decide: the option is not given, or its rule runs on a value it can read.
+MERGE_VALID = [("", SWIFT_4_0), ("", SWIFT_UNKNOWN), (EXTRA, REPORT)]
+# What it sets is undecided, naming the rule, the flag's line and what decides it.
+MERGE_INVALID = [(EXTRA_UNREAD, SWIFT_4_0, "ms-swift 4.0.0: rule swift.extra-kwargs covers only"),
+                 (EXTRA_UNREAD, SWIFT_UNKNOWN, "ms-swift version unknown"),
+                 (EXTRA_UNREAD, REPORT, "its value $EXTRA_KWARGS is not known statically")]
+
+
+def merge_undecided(config) -> list[str]:
+    return [u for u in config.undecided if u.startswith("swift.extra-kwargs")]
+
+
+@pytest.mark.parametrize("flags,versions", MERGE_VALID)
+def test_merge_option_valid(flags, versions):
+    _, config = derive_text(seed_text(flags), versions=versions)
+    assert merge_undecided(config) == []
+    assert not any("extra-kwargs" in n or "extra_kwargs" in n for n in config.notes)
+    if flags:  # the rule ran: ModelConfig gets what the option gives, mcore-bridge has the last word
+        assert any("overlap_p2p_comm=True" in h for h in config.get("overlap_p2p_comm").history)
+
+
+@pytest.mark.parametrize("flags,versions,why", MERGE_INVALID)
+def test_merge_option_invalid(flags, versions, why):
+    _, config = derive_text(seed_text(flags), versions=versions)
+    (undecided,) = merge_undecided(config)
+    line = seed_line("megatron sft")
+    assert f"--megatron_extra_kwargs at run.sh:{line}" in undecided and why in undecided
+    if versions is not REPORT:
+        assert "--target ms-swift==VERSION" in undecided
+    # analysis.verdict's path for undecided config: inconclusive, decided by --set
+    found = [u for u in verdict.undecided_inputs({"config": config.to_json()})
+             if "swift.extra-kwargs" in u.what]
+    assert len(found) == 1 and found[0].decide.startswith("--set KEY=VALUE for the settings")
+
+
+def test_merge_option_outside_the_rule_leaves_what_it_names_unknown():
+    """The settings a readable value names are unknown (each decided by --set), not undecided
+    wholesale: a later rule that overwrites one decides it again."""
+    _, config = derive_text(seed_text(EXTRA), versions=SWIFT_4_0)
+    assert merge_undecided(config) == []
+    overlap = config.get("overlap_p2p_comm")
+    assert overlap.value is UNKNOWN
+    assert any("swift.extra-kwargs" in h and "--set overlap_p2p_comm=VALUE" in h
+               for h in overlap.history)
+    _, pinned = derive_text(seed_text(EXTRA), versions=SWIFT_4_0, sets=["overlap_p2p_comm=false"])
+    assert pinned.value("overlap_p2p_comm") is False
+    # the same setting given by --set instead of the flag
+    _, by_set = derive_text(seed_text(), versions=SWIFT_4_0,
+                            sets=['megatron_extra_kwargs={"overlap_p2p_comm": true}'])
+    assert any("whether --set megatron_extra_kwargs sets overlap_p2p_comm is unknown" in h
+               for h in by_set.get("overlap_p2p_comm").history)
 
 
 # --- bad input ---------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import pytest
 
 from auditor import cli
 from auditor.analysis.verdict import site_verdict
-from auditor.config.effective import derive
+from auditor.config.derive import derive
 from auditor.config.launch import parse_launch
 from auditor.config.versions import read_release
 from auditor.errors import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, InputError

@@ -24,7 +24,9 @@ import pytest
 from megatron_lm_parser import megatron_cli
 
 from auditor import rulebook, sources
-from auditor.config.effective import UNKNOWN, derive, overrides_from
+from auditor.config.coerce import overrides_from
+from auditor.config.derive import derive
+from auditor.config.expr import UNKNOWN
 from auditor.config.launch import parse_launch, read_launch
 from auditor.config.model import LaunchConfig, Symbolic
 from auditor.scan import ScanInputs, run_scan

@@ -29,7 +29,8 @@ import pytest
 
 from auditor import rulebook, sources
 from auditor.rulebook.frameworks import frameworks
-from auditor.config.effective import derive, installed_torch_version
+from auditor.config.derive import derive
+from auditor.config.torch_version import installed_torch_version
 from auditor.config.launch import parse_launch
 
 # The frameworks whose rules were read from releases: every one that lists them.

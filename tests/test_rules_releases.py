@@ -23,7 +23,8 @@ import pytest
 
 from auditor import rulebook as rules, sources
 from auditor.analysis.verdict import judge
-from auditor.config.effective import UNKNOWN, derive
+from auditor.config.derive import derive
+from auditor.config.expr import UNKNOWN
 from auditor.config.launch import parse_launch
 from auditor.scan import ScanInputs, run_scan
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from auditor import rulebook as rules, sources
-from auditor.config.effective import derive
+from auditor.config.derive import derive
 from auditor.config.launch import read_launch
 from auditor.scan import ScanInputs, run_scan
 from test_callgraph import analyse

@@ -18,11 +18,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from auditor.config.launch import read_launch
+from auditor.analysis import waitfor
 from auditor.dynamic.trace import read_trace_dir
-from auditor.scan import ScanInputs, resolve_targets, run_scan
+from auditor.scan import ScanInputs, read_config, run_scan
 from auditor.simulate import predict
-from auditor.simulate.plan import plan
+from auditor.simulate.plan import Plan, plan
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -54,11 +54,17 @@ def glm4(tmp_path_factory, real_sources) -> tuple[int, dict, str, Path]:
     return rc, doc, err, trace / "trace"
 
 
+def scan_and_plan(config: Path, torch: str | None = None) -> tuple[dict, Plan]:
+    """The scan document and the simulation plan of `config`, as the command makes them."""
+    launch, srcs = read_config(str(config), None)
+    doc = run_scan(ScanInputs(str(config), torch_version=torch), (launch, srcs))
+    return doc, plan(doc, launch, srcs)
+
+
 def replay_kept(config: Path, trace: Path, torch: str, transport: str | None = None) -> dict:
     """The kept PP=4 order under another script's or torch's conditions, as the command does."""
-    doc = run_scan(ScanInputs(str(config), torch_version=torch))
-    launch = read_launch(str(config))
-    p = predict.with_transport(plan(doc, launch, resolve_targets(launch, None)), transport)
+    doc, p = scan_and_plan(config, torch)
+    p = predict.with_transport(p, transport)
     recorded = read_trace_dir(trace)
     results = predict.replays(recorded, p, torch)
     joined = predict.joined(doc, recorded, predict.pick(results))
@@ -150,14 +156,34 @@ def test_unknown_torch_is_inconclusive_and_names_what_decides_it(glm4):
     assert "--torch" in sim["hypothetical"]
 
 
-def test_one_node_layout_is_nvlink_and_completes_op_by_op(glm4, tmp_path):
+def test_one_node_layout_brackets_p2p_and_shm(glm4, tmp_path):
+    """Inside a node NCCL takes P2P (NVLink) or SHM: 24 MiB sends fit what NVLink buffers
+    (32 MiB measured) but lie between SHM's derived bounds (1 MiB completes, 128 MiB hangs), so
+    whether the order hangs there is the transport's to decide, not NVLink's alone."""
     script = tmp_path / "one_node.sh"
     script.write_text(GLM4.read_text().replace("NNODES=${NNODES:-16}", "NNODES=${NNODES:-1}")
                       .replace("NPROC_PER_NODE=${NPROC_PER_NODE:-8}", "NPROC_PER_NODE=16"))
     sim = replay_kept(script, glm4[3], "2.10.0")
     assert [r["node"] for r in sim["ranks"]] == [0, 0, 0, 0]
-    assert sim["conditions"]["transport"] == "nvlink"
-    assert sim["verdict"] == "completes"  # 24 MiB sends fit what NVLink buffers
+    assert sim["conditions"]["transport"] == "node"
+    assert "one node (P2P over NVLink or PCIe, or SHM)" in sim["inputs"]["transport"]["provenance"]
+    verdicts = {v["transport"]["model_name"]: v["will_deadlock"]
+                for v in sim["deadlock"]["transports"]}
+    assert verdicts == {"nvlink": False, "shm": None}
+    assert sim["verdict"] == "inconclusive" and sim["deadlock"]["can_deadlock"] is True
+    assert "--transport nvlink or shm" in sim["deadlock"]["decide"]
+    # Where the cluster says NVLink (--transport nvlink), the order completes op by op.
+    assert replay_kept(script, glm4[3], "2.10.0", "nvlink")["verdict"] == "completes"
+
+
+def test_unknown_layout_replays_both_topologies(glm4, tmp_path):
+    """Nodes unknown: both topologies of rules/nccl.toml are replayed, each with its transports."""
+    script = tmp_path / "nodes_unknown.sh"
+    script.write_text(GLM4.read_text().replace("NNODES=${NNODES:-16}", "NNODES=${SLURM_NNODES}"))
+    sim = replay_kept(script, glm4[3], "2.10.0")
+    assert {r["conditions"]["transport"] for r in sim["replays"]} == {"net", "node"}
+    assert sim["inputs"]["transport"]["value"] is None
+    assert {"net", "node"} <= set(waitfor.transport_names())
 
 
 def test_two_nodes_one_crossing_pair_is_replayed_on_the_network_transport(glm4, tmp_path):
@@ -223,9 +249,7 @@ def test_unknown_pipeline_size_is_inconclusive_without_running(tmp_path, real_so
 def test_megatron_lm_without_bf16_exchanges_float32(tmp_path, real_sources):
     script = tmp_path / "fp32.sh"
     script.write_text(MLM.read_text().replace("    --bf16\n", ""))
-    doc = run_scan(ScanInputs(str(script)))
-    launch = read_launch(str(script))
-    p = plan(doc, launch, resolve_targets(launch, None))
+    _, p = scan_and_plan(script)
     assert p.get("dtype") == "float32" and "--bf16" in p.values["dtype"].provenance
     assert p.message_bytes == 1024 * 2048 * 4
     assert p.get("microbatches") == 128  # --global-batch-size 256 // (1 x DP 2)
@@ -245,9 +269,7 @@ def test_bad_input_is_exit_2_with_one_line(args, subject, real_sources):
 def test_html_is_the_record_report_of_the_simulated_run(glm4):
     from auditor.report.html import render_html
 
-    doc = run_scan(ScanInputs(str(GLM4), torch_version="2.10.0"))
-    launch = read_launch(str(GLM4))
-    p = plan(doc, launch, resolve_targets(launch, None))
+    doc, p = scan_and_plan(GLM4, "2.10.0")
     recorded = read_trace_dir(glm4[3])
     html = render_html(predict.joined(doc, recorded, predict.pick(predict.replays(recorded, p))))
     # Every op of the simulated (gloo) run completed: the cycle is what NCCL would do with it.

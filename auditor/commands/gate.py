@@ -19,7 +19,7 @@ from auditor.analysis.verdict import gate_verdict
 from auditor.commands import options
 from auditor.commands.output import emit_report
 from auditor.commands.report import load_document
-from auditor.config.effective import overrides_from
+from auditor.config.coerce import overrides_from
 from auditor.scan import ScanInputs, run_scan
 
 

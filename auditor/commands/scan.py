@@ -11,7 +11,7 @@ from auditor.analysis import verdict
 from auditor.commands import options
 from auditor.commands.output import emit, emit_report
 from auditor.commands.report import add_flight_recorder_argument, context, join_run, read_run
-from auditor.config.effective import overrides_from
+from auditor.config.coerce import overrides_from
 from auditor.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from auditor.report import text
 from auditor.scan import ScanInputs, run_scan

@@ -20,28 +20,23 @@ from typing import Any
 from auditor.commands import options
 from auditor.commands.output import emit_report
 from auditor.report import formats
-from auditor.config.effective import overrides_from
-from auditor.config.launch import read_launch
+from auditor.config.coerce import overrides_from
 from auditor.dynamic.trace import read_trace_dir
 from auditor.analysis import waitfor
 from auditor.analysis.verdict import simulation_verdict
 from auditor.errors import EXIT_FINDINGS, InputError
-from auditor.scan import ScanInputs, resolve_targets, run_scan
+from auditor.scan import ScanInputs, read_config, run_scan
 from auditor.simulate import predict
 from auditor.simulate.plan import Plan, plan
 from auditor.simulate.run import run as run_schedule
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", required=True, metavar="RUN.SH", help="the launch script")
-    parser.add_argument("--target", action="append", metavar="TARGET",
-                        help="framework sources, as for scan (default: the script's "
-                             "`name==X` comments); megatron-core's is the schedule that runs")
-    parser.add_argument("--torch", metavar="VERSION",
-                        help="the cluster's torch version (default: installed torch, else the "
-                             "script's torch==X comment)")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="override an effective config value (repeatable), e.g. hidden_size=N")
+    options.add_config(parser)
+    options.add_targets(parser, "framework sources, as for scan (default: the script's `name==X` "
+                                "comments); megatron-core's is the schedule that runs")
+    options.add_torch(parser)
+    options.add_set(parser, "override an effective config value (repeatable), e.g. hidden_size=N")
     parser.add_argument("--microbatches", type=int, metavar="N",
                         help="micro-batches to run (default: the config's global / (micro x DP))")
     parser.add_argument("--transport", choices=waitfor.transport_names(),
@@ -51,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     options.add_trace(parser, "keep the recorded trace here (an empty or new directory)", "--trace-dir",
                       dest="trace_dir", type=Path)
     options.add_format(parser, *options.report_format("simulate"))
-    parser.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    options.add_output(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -62,10 +57,9 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(str(args.trace_dir), "--trace-dir must be an empty directory or not "
                                               "exist yet")
     inputs = ScanInputs(args.config, args.target, overrides_from(args.set), args.torch)
-    doc = run_scan(inputs)
-    launch = read_launch(args.config)
-    p = predict.with_transport(plan(doc, launch, resolve_targets(launch, args.target),
-                                    args.microbatches), args.transport)
+    launch, srcs = read_config(args.config, args.target)
+    doc = run_scan(inputs, (launch, srcs))
+    p = predict.with_transport(plan(doc, launch, srcs, args.microbatches), args.transport)
     if p.unknown:
         return _inconclusive(doc, p, args)
     if args.trace_dir is not None:

@@ -4,7 +4,7 @@ The knowledge (which variables nothing reads, which are deprecated aliases, whic
 together with another) is the `[[env_var]]` table of `rules/torch.toml`, keyed by torch version.
 Findings that depend on derived values (a timeout too large to ever end a hang, DETAIL on a torch
 whose debug wrapper unbatches P2P, lazy NCCL init with nothing bounding it) are `[[check]]`
-entries evaluated by `auditor.config.effective.derive`, with `detail.category == "env"`.
+entries evaluated by `auditor.config.derive.derive`, with `detail.category == "env"`.
 """
 
 from __future__ import annotations

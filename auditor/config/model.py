@@ -1,4 +1,4 @@
-"""What a launch script says: the data `launch.py` produces and `effective.py` consumes.
+"""What a launch script says: the data `launch.py` produces and `derive.py` consumes.
 
 Unresolved shell values stay symbolic (`Symbolic`), never guessed.
 """

@@ -39,7 +39,7 @@ TABLES: dict[str, Table] = {
     # What the file is about; rulebook.frameworks documents each key.
     "framework": _table(False, "name", "distribution position launchers runs_on packages read "
                                        "verified latest_read needs"),
-    # The config pipeline (rulebook.stages, evaluated by auditor/config/effective.py).
+    # The config pipeline (rulebook.stages, evaluated by auditor/config/derive.py).
     "stage": _table(True, "name order", "launchers flags about"),
     "arg": _table(True, "stage key type", f"default class aliases {_SELECT}"),
     "rule": _table(True, "id stage", f"key action value when guard provenance class valid invalid {_SELECT}"),

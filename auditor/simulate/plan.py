@@ -31,6 +31,8 @@ P2P_PACKAGE = "megatron.core.pipeline_parallel."
 # "tp-cp-ep-dp-pp"): the pipeline is the outermost dimension, so stage s of the first pipeline
 # column is global rank s * world_size // PP.
 RANK_ORDER_SOURCE = "megatron/core/parallel_state.py initialize_model_parallel(order='tp-cp-ep-dp-pp')"
+# rules/nccl.toml's [topology] names: the transports NCCL may take inside one node, and between nodes.
+ONE_NODE, NETWORK = "node", "net"
 
 
 @dataclass(frozen=True)
@@ -292,13 +294,15 @@ def _conditions(values: dict[str, Value], eff: dict[str, Any], prov: dict[str, s
 
 def _layout(values: dict[str, Value], eff: dict[str, Any], pp: int,
             candidates: dict[str, list[Any]]) -> list[dict[str, Any]]:
-    """Where the first pipeline column's stages run, and so the transport between neighbours:
-    NVLink within a node, the network transport between nodes. The wait-for model takes one
-    transport for the whole run: the network's as soon as one neighbour pair crosses nodes."""
+    """Where the first pipeline column's stages run, and so the transports between neighbours,
+    named as rules/nccl.toml's [topology] names them: `node` inside a node (NCCL takes P2P over
+    NVLink or PCIe, or SHM), `net` between nodes (NET/Socket or NET/IB). The wait-for model
+    takes one topology for the whole run: the network's as soon as one neighbour pair crosses
+    nodes; its verdict holds only where every transport of that topology agrees."""
     world, per_node = eff.get("world_size"), eff.get("nproc_per_node")
     if not (isinstance(world, int) and isinstance(per_node, int) and per_node > 0
             and world % pp == 0):
-        candidates["transport"] = ["net", "nvlink"]
+        candidates["transport"] = [NETWORK, ONE_NODE]
         values["transport"] = Value("transport", None, "unknown: the world size or the GPUs "
                                     "per node are unknown; set NNODES and NPROC_PER_NODE")
         return []
@@ -307,12 +311,12 @@ def _layout(values: dict[str, Value], eff: dict[str, Any], pp: int,
               for s in range(pp)]
     crossing = [(a["stage"], b["stage"]) for a, b in zip(layout, layout[1:])
                 if a["node"] != b["node"]]
-    transport = "net" if crossing else "nvlink"
+    transport = NETWORK if crossing else ONE_NODE
     candidates["transport"] = [transport]
     pairs = ", ".join(f"{a}-{b}" for a, b in crossing)
     why = (f"stage s is global rank s x {stride} ({RANK_ORDER_SOURCE}), {per_node} GPUs per node: "
            + (f"stage pairs {pairs} cross nodes (network transport)" if crossing else
-              "every neighbour pair is on one node (NVLink)"))
+              "every neighbour pair is on one node (P2P over NVLink or PCIe, or SHM)"))
     if crossing and len(crossing) < pp - 1:
         why += "; the others are on one node, but the model takes one transport: the network's"
     values["transport"] = Value("transport", transport, why)

@@ -1,0 +1,490 @@
+"""Deriving the effective config: the values megatron-core's pipeline schedules will see, each with why.
+
+A launch script says little directly: `batch_p2p_comm` is decided by the front end's argument
+handling (ms-swift's, then overwritten by mcore-bridge's `ModelConfig.__post_init__`; or
+Megatron-LM's validate_args and core_transformer_config_from_args), then read by megatron-core,
+whose run-time behaviour in turn depends on torch's own rules. Each of those steps is data in
+`rules/<framework>.toml`, keyed by version ranges and read from the real code of those versions;
+this module only evaluates them, in stage order, over the expression language of
+auditor.config.expr, as auditor.rulebook.stages selects them for the versions in use.
+
+Rule tables (in any framework file):
+- `[[stage]]`  name, order, optional `launchers` (fnmatch patterns of `LaunchConfig.launcher`;
+  a stage with launchers runs only for those), `flags = true` where the command line is parsed.
+- `[[arg]]`    an argument of a `flags` stage: key, type, default, aliases (other flag names).
+- `[[rule]]`   action `set` (when `when` holds, key = value) or `default` (only while the key is
+  unset or None), `value` an expression (a TOML non-string is a literal).
+- `[[check]]`  `when` is the illegal condition; holding, it becomes a Finding. `supersedes`:
+  ids of later checks that see the same illegal setting after this one already stopped the run;
+  they are not reported again.
+- `[[model]]`  sizes a launch script does not state, keyed by the `--model` value.
+Every entry carries `versions`, `source` (path:line, read at `read`, default `[framework].read`)
+and for the agreement tests `code` (the line as written) and `function`/`class`.
+
+Three-valued throughout: an input that is unknown (a `${VAR}` the shell reader could not resolve,
+a framework version no rule admits, a model size nobody stated) makes what depends on it unknown,
+never a guess.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from auditor.config.coerce import coerce
+from auditor.config.effective import EffectiveConfig, Value, env_value
+from auditor.config.envread import readers
+from auditor.config.expr import UNKNOWN, Expr, RuleError, and3, compile_expr, evaluate, interpolate, show
+from auditor.config.model import LaunchConfig, Symbolic
+from auditor.config.torch_version import resolve_torch_version
+from auditor.config.versions import Reading, read_release
+from auditor.config.versions import shown as shown_release
+from auditor.errors import InputError
+from auditor.findings import Finding
+from auditor.rulebook.frameworks import NOT_THIS_STACK, foreign_settings
+from auditor.rulebook.stages import Entry, RuleBook, Stage, load_rulebook
+
+
+def derive(
+    launch: LaunchConfig,
+    versions: dict[str, str | None],
+    overrides: dict[str, str] | None = None,
+    torch_version: str | None = None,
+    rules_directory: Path | None = None,
+) -> EffectiveConfig:
+    """Evaluate every stage's rules for this launch script and these framework versions.
+
+    `versions` maps distribution names ("megatron-core", "ms-swift", "mcore-bridge") to versions;
+    a missing or None version leaves what that framework decides unknown. `overrides` are
+    `--set KEY=VALUE` pairs: they pin the key, so no later rule changes it. `torch_version` is
+    resolved with `resolve_torch_version` when None.
+    """
+    tv, tv_origin = resolve_torch_version(torch_version, launch)
+    reading = read_release(tv, f"torch version ({tv_origin})") if tv else None
+    results = []
+    foreign = foreign_settings(launch.launcher, rules_directory)
+    for release in reading.releases if reading else (None,):
+        book = load_rulebook({**versions, "torch": release}, rules_directory)
+        deriver = _Deriver(launch, book, foreign)
+        deriver.put("torch_version", tv, f"torch {tv or 'unknown'} ({tv_origin})"
+                    + (f"; {reading.note}" if reading and reading.note else ""), "torch version")
+        deriver.put("launcher", launch.launcher,
+                    f"{launch.path}:{launch.command_line}: {launch.launcher}",
+                    f"{launch.path}:{launch.command_line}", (launch.command_line,))
+        deriver.pin_overrides(overrides or {})
+        deriver.launch_inputs()
+        deriver.model_sizes()
+        deriver.run()
+        results.append(deriver.result())
+    if len(results) == 1:
+        return results[0]
+    return _disagreement(results, reading)
+
+
+def _disagreement(results: list[EffectiveConfig], reading: Reading) -> EffectiveConfig:
+    """One config from the readings of a pre-release: what they agree on, the rest unknown."""
+    first, second = results
+    before, release = reading.releases
+    shown = shown_release(before)
+    values = dict(first.values)
+    for key, a in first.values.items():
+        b = second.values.get(key)
+        if key != "torch_version" and (b is None or b.value != a.value):
+            values[key] = Value(
+                UNKNOWN, f"torch {reading.text}: as {shown} {key}={show(a.value)}, as {release} "
+                f"{key}={show(b.value) if b else 'underived'}; pass --torch with the release this "
+                "build matches", "torch version", a.history, a.lines)
+    keys = lambda f: (f.kind, f.where)  # noqa: E731 - the identity of a finding across readings
+    in_second = {keys(f) for f in second.findings}
+    in_first = {keys(f) for f in first.findings}
+    findings = [f for f in first.findings if keys(f) in in_second]
+    undecided = list(dict.fromkeys(first.undecided + second.undecided))
+    undecided += [f"{f.detail.get('rule', f.kind)}: raised for torch {shown if f in first.findings else release} "
+                  f"only ({reading.text} is a pre-release)"
+                  for f in [*first.findings, *second.findings]
+                  if (keys(f) in in_first) != (keys(f) in in_second)]
+    notes = list(dict.fromkeys(first.notes + second.notes + [reading.note]))
+    return EffectiveConfig(values, first.versions, first.env, findings, undecided, notes,
+                           {**second.outside_rules, **first.outside_rules}, first.env_readers)
+
+
+class _Deriver:
+    def __init__(self, launch: LaunchConfig, book: RuleBook, foreign: dict[str, list[str]]) -> None:
+        self.launch = launch
+        # Settings of another stack (rulebook.frameworks.foreign_settings): no check is judged by them.
+        self.foreign = foreign
+        self.versions = book.versions
+        self.env_readers = readers(book.versions.get("torch"))
+        self.book = book
+        self.values: dict[str, Value] = {}
+        self.pinned: set[str] = set()
+        self.findings: list[Finding] = []
+        self.undecided: list[str] = []
+        self.notes: list[str] = []
+        self.outside_rules: dict[str, list[str]] = {}
+        # Checks not reported because an earlier check that stops the run fired (`supersedes`).
+        self.superseded: set[str] = set()
+        running = {s.name for s in book.stages if s.runs_for(launch.launcher)}
+        args = [e for es in book.entries.values() for e in es if e.table == "arg"]
+        # The arguments of this launcher's front end, also those no rule admits for its version.
+        self.frontend_args = {e.key for e in args if e.stage in running} | {
+            raws[0]["key"] for table, raws in book.uncovered.values()
+            if table == "arg" and raws[0]["stage"] in running}
+        # --set values are typed as this launcher's front end types them.
+        self.arg_types: dict[str, str] = {
+            e.key: e.data.get("type", "str")
+            for e in sorted(args, key=lambda e: e.stage in running)
+        }
+
+    # -- bookkeeping --
+
+    def put(self, key: str, value: Any, provenance: str, source: str,
+            lines: tuple[int, ...] = ()) -> None:
+        if key in self.pinned:
+            return
+        old = self.values.get(key)
+        history = (old.history if old else ()) + (provenance,)
+        self.values[key] = Value(value, provenance, source, history, lines)
+
+    def lookup(self, key: str) -> Any:
+        v = self.values.get(key)
+        return UNKNOWN if v is None else v.value
+
+    def env(self, name: str) -> Any:
+        return env_value(self.launch.env, name, self.env_readers)
+
+    def eval(self, expr: Expr) -> Any:
+        return evaluate(expr, self.lookup, self.env)
+
+    def lines_of(self, *exprs: Expr | None) -> tuple[int, ...]:
+        lines: list[int] = []
+        for expr in exprs:
+            if expr is None:
+                continue
+            for name in expr.names():
+                v = self.values.get(name)
+                lines.extend(v.lines if v else ())
+            for name in expr.env_names():
+                var = self.launch.env.get(name)
+                if var is not None:
+                    lines.append(var.line)
+        return tuple(dict.fromkeys(lines))
+
+    # -- inputs --
+
+    def pin_overrides(self, overrides: dict[str, str]) -> None:
+        for key, text in overrides.items():
+            value = coerce(text, self.arg_types.get(key, "auto"), f"--set {key}", None)
+            self.values[key] = Value(value, f"--set {key}={text}", "--set", (f"--set {key}={text}",))
+            self.pinned.add(key)
+
+    def launch_inputs(self) -> None:
+        path = self.launch.path
+        for key in ("nproc_per_node", "nnodes"):
+            raw = getattr(self.launch, key)
+            if raw is None:
+                self.put(key, UNKNOWN, f"{key}: the launch script does not set it", path)
+            elif isinstance(raw, Symbolic):
+                self.put(key, UNKNOWN, f"{key}: {raw.text} is not resolved in the script", path)
+            else:
+                origin = self.launch.world_source.get(key, f"{key}={raw} from the launch script")
+                self.put(key, raw, origin, path, tuple(_lines_in(origin)))
+
+    def model_sizes(self) -> None:
+        """[[model]] entries keyed by the --model value (hub id or a path ending in the name).
+
+        Without a match every size key a [[model]] entry can give is unknown: the real value
+        comes from the checkpoint's config.json, which p2paudit does not read. A front end
+        without a `model` argument (Megatron-LM: --num-layers ...) states the sizes as flags.
+        """
+        if self.frontend_args and "model" not in self.frontend_args:
+            return
+        flag = self.launch.flags.get("model")
+        if flag is not None and isinstance(flag.value, str):
+            wanted = flag.value.rstrip("/").rsplit("/", 1)[-1].lower()
+            for fw, model in self.book.models:
+                if wanted in (n.rsplit("/", 1)[-1].lower() for n in model.get("names", [])):
+                    for key, value in model.get("values", {}).items():
+                        self.put(key, value, f"{model['names'][0]} config.json: {key}={value}",
+                                 model.get("source", fw), (flag.line,))
+                    return
+        shown = f"--model {flag.value}" if flag else "no --model"
+        why = f"{shown}: no [[model]] entry gives its sizes; give them with --set KEY=N"
+        for key in dict.fromkeys(k for _, m in self.book.models for k in m.get("values", {})):
+            if key not in self.pinned:
+                self.put(key, UNKNOWN, why, "model config.json")
+        self.notes.append(why)
+
+    # -- stages --
+
+    def run(self) -> None:
+        launcher = self.launch.launcher
+        frontend = any(s.flags and s.launchers is not None and s.runs_for(launcher)
+                       for s in self.book.stages)
+        if not frontend:
+            known = sorted({p for s in self.book.stages if s.flags for p in (s.launchers or ())})
+            self.notes.append(f"launcher {launcher!r} matches no rules frontend ({', '.join(known)}): "
+                              "what its argument handling decides is unknown")
+        for stage in self.book.stages:
+            if not stage.runs_for(launcher):
+                if not frontend:
+                    self._mark_unknown(stage, f"launcher {launcher!r} has no rules for "
+                                              f"{stage.framework}'s {stage.name}", other_frontend=True)
+                continue
+            if self.versions.get(stage.framework) is None and stage.framework != "torch":
+                self._mark_unknown(stage, f"{stage.framework} version unknown: its "
+                                          f"{stage.name} rules were not applied")
+                continue
+            if self.book.entries.get(stage.name):
+                self._note_unverified(stage.framework)
+            for entry in self.book.entries.get(stage.name, []):
+                self._apply(entry)
+            self._uncovered(stage)
+
+    def _mark_unknown(self, stage: Stage, why: str, other_frontend: bool = False) -> None:
+        """What the stage would decide is unknown. `other_frontend`: the stage belongs to a front
+        end the launcher is not; whatever front end it has derives unknown values too, and reads
+        the flags it was given in an unknown way, but a flag it was not given leaves
+        megatron-core's own default in place."""
+        def decided(table: str, raw: dict[str, Any]) -> bool:
+            if table != "arg" or not other_frontend:
+                return table != "check"
+            return any(n in self.launch.flags for n in [raw["key"], *raw.get("aliases", [])])
+
+        entries = self.book.entries.get(stage.name, [])
+        keys = [e.key for e in entries if decided(e.table, e.data)]
+        keys += [raws[0].get("key", "") for table, raws in self.book.uncovered.values()
+                 if raws[0]["stage"] == stage.name and decided(table, raws[0])]
+        for key in dict.fromkeys(k for k in keys if k):
+            self.put(key, UNKNOWN, why, stage.framework)
+        self.undecided.extend(f"{e.id}: {why}" for e in entries if e.table == "check")
+        merges = [(e.id, e.data) for e in entries if e.table == "rule" and not e.key]
+        merges += [(ident, raws[0]) for ident, (table, raws) in self.book.uncovered.items()
+                   if table == "rule" and raws[0]["stage"] == stage.name and "key" not in raws[0]]
+        for ident, raw in merges:
+            self._merge_not_applied(ident, raw, why, stage.framework)
+
+    def _note_unverified(self, framework: str) -> None:
+        version = self.versions.get(framework)
+        verified = self.book.verified.get(framework) or []
+        if not version or not verified or version in verified:
+            return
+        note = (f"{framework} {version}: its rules were read from {', '.join(verified)}; "
+                f"{version} itself was not read")
+        if note not in self.notes:
+            self.notes.append(note)
+
+    def _uncovered(self, stage: Stage) -> None:
+        version = self.versions.get(stage.framework)
+        for ident, (table, raws) in self.book.uncovered.items():
+            if raws[0]["stage"] != stage.name:
+                continue
+            spans = ", ".join(str(r.get("versions", "*")) for r in raws)
+            why = (f"{stage.framework} {version or 'unknown'}: rule {ident} covers only {spans}")
+            if table == "check":
+                # A check whose ranges exclude a known version does not exist in that version.
+                if version is None:
+                    self.undecided.append(why)
+            elif "key" not in raws[0]:
+                self._merge_not_applied(ident, raws[0], why, stage.framework)
+            else:
+                self.put(raws[0]["key"], UNKNOWN, why, stage.framework)
+                if version is not None:
+                    self.outside_rules.setdefault(f"{stage.framework} {version}", []).append(
+                        raws[0]["key"])
+
+    def _merge_not_applied(self, ident: str, raw: dict[str, Any], why: str, framework: str) -> None:
+        """A merge rule (e.g. --megatron_extra_kwargs) that does not run for this release (or the
+        release is unknown). Its option not given sets nothing. Given, the settings it names are
+        unknown; where they cannot be read (a value not known statically), anything it sets is
+        undecided, and so is the run."""
+        given = self._merge_option(raw)
+        if given is None:
+            return
+        by, value, lines = given
+        decide = f"--target {framework}==VERSION of a release the rule covers"
+        keys = _object_keys(value)
+        if keys is None:
+            self._merge_undecided(ident, by, f"{why}; {decide} also decides them")
+            return
+        for key in keys:
+            self.put(key, UNKNOWN, f"{why}: whether {by} sets {key} is unknown; --set {key}=VALUE "
+                                   f"or {decide} decides it", framework, lines)
+
+    def _merge_undecided(self, ident: str, by: str, why: str) -> None:
+        """Whatever the merge option sets is unknown: undecided, decided by `--set` of each
+        setting it gives (analysis.verdict reads `: unknown ` as the inputs to --set)."""
+        self.undecided.append(f"{ident}: unknown the settings {by} gives ({why})")
+
+    def _merge_option(self, raw: dict[str, Any]) -> tuple[str, Any, tuple[int, ...]] | None:
+        """Where the run gives a merge rule's dict-valued setting (a flag, or --set), its value and
+        its lines; None where nothing gives it."""
+        for name in compile_expr(raw["value"]).names():
+            if name in self.pinned and self.values[name].value is not None:
+                return f"--set {name}", self.values[name].value, ()
+            aliases = [a for es in self.book.entries.values() for e in es
+                       if e.table == "arg" and e.key == name for a in e.data.get("aliases", [])]
+            aliases += [a for table, raws in self.book.uncovered.values() if table == "arg"
+                        and raws[0]["key"] == name for r in raws for a in r.get("aliases", [])]
+            flag = next((self.launch.flags[n] for n in [name, *aliases] if n in self.launch.flags), None)
+            if flag is not None:
+                return f"{flag.spelling} at {self.launch.path}:{flag.line}", flag.value, (flag.line,)
+        return None
+
+    def _apply(self, entry: Entry) -> None:
+        try:
+            if entry.table == "arg":
+                self._apply_arg(entry)
+            elif entry.table == "rule":
+                self._apply_rule(entry)
+            else:
+                self._apply_check(entry)
+        except RuleError as exc:
+            raise RuleError(f"rules/{entry.framework}.toml [[{entry.table}]] {entry.id}: {exc}") from None
+
+    def _apply_arg(self, entry: Entry) -> None:
+        key, data = entry.key, entry.data
+        default = data.get("default")
+        self.put(key, default,
+                 f"{entry.framework} default {key}={show(default)}", entry.source_ref())
+        names = [key] + list(data.get("aliases", []))
+        flag = next((self.launch.flags[n] for n in names if n in self.launch.flags), None)
+        if flag is None:
+            return
+        value = coerce(flag.value, data.get("type", "str"), flag.spelling, flag.line, self.launch.path)
+        shown = "" if flag.value is True else f" {flag.value}"
+        self.put(key, value, f"{self.launch.path}:{flag.line}: {flag.spelling}{shown}",
+                 f"{self.launch.path}:{flag.line}", (flag.line,))
+
+    def _apply_rule(self, entry: Entry) -> None:
+        key, data = entry.key, entry.data
+        when = compile_expr(data["when"]) if "when" in data else None
+        value_expr = compile_expr(data["value"]) if isinstance(data.get("value"), str) else None
+        action = data.get("action", "set")
+        if action == "merge":
+            self._merge(entry, value_expr)
+            return
+        if action not in ("set", "default"):
+            raise RuleError(f"action must be set, default or merge, not {action!r}")
+        holds = True if when is None else self.eval(when)
+        if action == "default" and key in self.values:
+            current = self.values[key].value
+            holds = and3(holds, UNKNOWN if current is UNKNOWN else current is None)
+        if holds is False:
+            return
+        new = self.eval(value_expr) if value_expr is not None else data.get("value")
+        if action == "default" and holds is True and key in self.values and new == self.lookup(key):
+            return  # a default that leaves the value as it was does not claim it
+        lines = self.lines_of(when, value_expr)
+        sentence = interpolate(data.get("provenance", f"{key} = {data.get('value')}"),
+                                lambda name: new if name == key else self.lookup(name), self.env)
+        if holds is UNKNOWN:
+            if new is not UNKNOWN and new == self.lookup(key):
+                return
+            cond = when.text if when is not None else f"{key} is None"
+            self.put(key, UNKNOWN, f"{sentence}: applies only if {cond}, which is unknown",
+                     entry.source_ref(), lines)
+            return
+        self.put(key, new, sentence, entry.source_ref(), lines)
+
+    def _merge(self, entry: Entry, value_expr: Expr | None) -> None:
+        """Every key of a dict-valued setting (e.g. --megatron_extra_kwargs) set as given."""
+        if value_expr is None:
+            raise RuleError("merge needs a value expression naming a dict-valued key")
+        extra = self.eval(value_expr)
+        lines = self.lines_of(value_expr)
+        if extra is None:
+            return
+        if extra is UNKNOWN:
+            given = self._merge_option(entry.data)
+            if given is not None:
+                self._merge_undecided(entry.id, given[0], f"its value {given[1]} is not known statically")
+            return
+        if not isinstance(extra, dict):
+            self.notes.append(f"{value_expr.text} is not a JSON object: any value it could set is "
+                              "taken as if it were not given")
+            return
+        for key, value in extra.items():
+            self.put(key, value, f"{entry.data.get('provenance', entry.id)}: {key}={value!r}",
+                     entry.source_ref(), lines)
+
+    def _apply_check(self, entry: Entry) -> None:
+        if entry.id in self.superseded:
+            return
+        data = entry.data
+        when = compile_expr(data["when"])
+        holds = evaluate(when, lambda n: UNKNOWN if n in self.foreign else self.lookup(n), self.env)
+        if holds is UNKNOWN:
+            foreign = [n for n in when.names() if n in self.foreign]
+            unknown = [n for n in when.names() if n not in self.foreign and self.lookup(n) is UNKNOWN]
+            if foreign:
+                owners = " and ".join(dict.fromkeys(o for n in foreign for o in self.foreign[n]))
+                rest = (f"only its other inputs can rule it out: unknown {', '.join(unknown)}" if unknown
+                        else "no input of this run decides it")
+                self.undecided.append(f"{entry.id}: reads {owners}'s {', '.join(foreign)}, "
+                                      f"{NOT_THIS_STACK} ({self.launch.launcher}); {rest}")
+            else:
+                self.undecided.append(f"{entry.id}: unknown {', '.join(unknown) or 'input'}")
+            return
+        if not holds:
+            return
+        lines = self.lines_of(when)
+        blame = data.get("blame")
+        if blame:
+            for name in blame:
+                v = self.values.get(name)
+                if v and v.lines:
+                    lines = v.lines + lines
+                    break
+        where = f"{self.launch.path}:{lines[0] if lines else self.launch.command_line}"
+        message = interpolate(data["message"], self.lookup, self.env)
+        effect = data.get("effect")
+        if effect:
+            message = f"{message} ({entry.framework}: {effect})"
+        supersedes = list(data.get("supersedes", []))
+        self.superseded.update(supersedes)
+        self.findings.append(Finding(
+            kind=data["kind"], severity=data.get("severity", "error"), message=message,
+            fix=interpolate(data.get("fix", ""), self.lookup, self.env), where=where,
+            detail={"rule": entry.id, "source": entry.source_ref(),
+                    "category": data.get("category", "config"),
+                    **({"supersedes": supersedes} if supersedes else {})},
+        ))
+
+    def result(self) -> EffectiveConfig:
+        self._check_sizes()
+        return EffectiveConfig(self.values, dict(self.versions),
+                               dict(self.launch.env), self.findings, self.undecided, self.notes,
+                               self.outside_rules, self.env_readers)
+
+
+    def _check_sizes(self) -> None:
+        """A parallel size or process count below 1 that the user gave is bad input, whatever a
+        rule would derive from it (PP=-1 would otherwise give DP=-32)."""
+        for key in (k for k in SIZE_INPUTS if k in self.values):
+            v = self.values[key]
+            if isinstance(v.value, int) and not isinstance(v.value, bool) and v.value < 1:
+                raise InputError(v.source, f"{key}={v.value} ({v.provenance}): a parallel size or "
+                                           "process count is at least 1")
+
+
+# Sizes the user states (flags, --set, the launcher).
+SIZE_INPUTS = ("pipeline_model_parallel_size", "tensor_model_parallel_size",
+               "context_parallel_size", "expert_model_parallel_size",
+               "virtual_pipeline_model_parallel_size", "nproc_per_node", "nnodes")
+
+
+def _object_keys(raw: Any) -> list[str] | None:
+    """The keys of a JSON object (as given, or as its text); None where they cannot be read."""
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else raw
+    except json.JSONDecodeError:
+        return None
+    return list(value) if isinstance(value, dict) else None
+
+
+def _lines_in(text: str) -> list[int]:
+    """Line numbers cited as `(path:LINE)` in a launch reader's provenance string."""
+    return [int(n) for n in re.findall(r":(\d+)\)", text)]

@@ -1,0 +1,140 @@
+"""The training command's flags as its front end's parser reads them, and Megatron-LM's
+spelling checks: a flag its argparse parser (allow_abbrev=False) rejects is an error with the
+line, read against the flags of the megatron-core release in use (rules/megatron-lm.toml)."""
+
+from __future__ import annotations
+
+import re
+
+from auditor.bash.values import Field, join
+from auditor.config.model import Flag, LaunchConfig, Scalar, Symbolic
+from auditor.findings import Finding
+from auditor.rulebook.launchers import Spelling
+
+_NUMBER = re.compile(r"-\.?[0-9]")
+
+
+def normalise(spelling: str) -> str:
+    """`--pipeline-model-parallel-size` -> `pipeline_model_parallel_size`: one name per flag."""
+    return spelling.lstrip("-").replace("-", "_")
+
+
+def is_option(value: Scalar) -> bool:
+    """A flag rather than a value (`-1` and `-.5` are values)."""
+    return (isinstance(value, str) and value.startswith("-") and value not in ("-", "--")
+            and not _NUMBER.match(value))
+
+
+def unresolved(config: LaunchConfig, f: Field, path: str, where: str) -> None:
+    """A value not known statically may hide further arguments: say so, with its line."""
+    config.diagnostics.append(Finding(
+        "launch.unresolved-args", "warning",
+        f"`{f.value}` is not known statically and may add {where} that this audit cannot see",
+        fix="set the variable in the script, or pass its value to the audit", where=f"{path}:{f.line}"))
+
+
+def read_flags(config: LaunchConfig, args: list[Field], spelling: Spelling, path: str) -> None:
+    """The training command's arguments into `config.flags` and `config.positionals`, with a
+    diagnostic for each the front end's parser would reject or read otherwise than written."""
+    megatron = config.style == "megatron-lm"
+    single: str | None = None  # the last Megatron-LM flag that took its one value, as written
+    k = 0
+    while k < len(args):
+        f = args[k]
+        k += 1
+        if isinstance(f.value, Symbolic):
+            unresolved(config, f, path, "flags")
+            config.positionals.append(f.value)
+            single = None
+            continue
+        if f.value == "--":
+            config.positionals.extend(a.value for a in args[k:])
+            break
+        if not is_option(f.value):
+            config.positionals.append(f.value)
+            if single is not None:
+                config.diagnostics.append(Finding(
+                    "launch.extra-argument", "error",
+                    f"`{f.value}` follows `{single}`, which takes one value: Megatron-LM's parser rejects "
+                    "it as an unrecognized argument", where=f"{path}:{f.line}"))
+            single = None
+            continue
+        written, eq, inline_value = f.value.partition("=") if f.value.startswith("--") else (f.value, "", "")
+        entry = spelling.flags.get(written) if megatron else None
+        if megatron:
+            _check_megatron_spelling(config, spelling, written, entry, f, path)
+        values: list[Scalar] = [inline_value] if eq else []
+        takes_value = entry is None or entry["action"] == "store"
+        if not eq and takes_value:
+            while k < len(args) and not is_option(args[k].value):
+                if isinstance(args[k].value, Symbolic) and args[k].unsplit and values:
+                    break
+                values.append(args[k].value)
+                k += 1
+                if entry is not None and "nargs" not in entry:
+                    break
+        name = entry["dest"] if entry else normalise(written)
+        if entry is not None and entry["action"] != "store":
+            value: Scalar = entry["action"] == "store_true"
+            if eq or (k < len(args) and not is_option(args[k].value) and not isinstance(args[k].value, Symbolic)):
+                given = inline_value if eq else args[k].value
+                config.diagnostics.append(Finding(
+                    "launch.flag-takes-no-value", "error",
+                    f"Megatron-LM's `{written}` takes no value: argparse rejects `{given}`"
+                    + (" as an explicit argument" if eq else " as an unrecognized argument"),
+                    fix=f"write `{written}` alone" + (" (or drop it to keep the default)" if str(given).lower()
+                                                       in ("false", "0") else ""),
+                    where=f"{path}:{f.line}"))
+        elif not values:
+            value = True
+            if entry is not None:
+                config.diagnostics.append(Finding(
+                    "launch.flag-needs-value", "error",
+                    f"Megatron-LM's `{written}` expects a value and none follows", where=f"{path}:{f.line}"))
+        else:
+            value = values[0] if len(values) == 1 else join(values)
+        previous = config.flags.get(name)
+        if previous is not None:
+            same = previous.value == value
+            config.diagnostics.append(Finding(
+                "launch.repeated-flag", "info" if same else "warning",
+                f"`{name}` is given twice (line {previous.line}, then line {f.line}): the last value, "
+                f"`{value}`, wins" + ("" if same else f" over `{previous.value}`"),
+                fix="keep one", where=f"{path}:{f.line}"))
+        config.flags[name] = Flag(name, value, f.line, written, tuple(values))
+        single = (f"{written} {values[0]}" if entry is not None and entry["action"] == "store" and not eq
+                  and "nargs" not in entry and values else None)
+    if config.style == "ms-swift" and config.positionals and str(config.positionals[0]).endswith(
+            (".yaml", ".yml", ".json")):
+        config.diagnostics.append(Finding(
+            "launch.unread-file", "info",
+            f"ms-swift reads further flags from `{config.positionals[0]}`; they are not read here",
+            where=f"{path}:{config.command_line}"))
+
+
+def _check_megatron_spelling(config: LaunchConfig, spelling: Spelling, written: str,
+                             entry: dict | None, f: Field, path: str) -> None:
+    where = f"{path}:{f.line}"
+    if entry is None and "_" in written and written.replace("_", "-") in spelling.flags:
+        config.diagnostics.append(Finding(
+            "launch.megatron-spelling", "error",
+            f"Megatron-LM spells it `{written.replace('_', '-')}`; its parser (allow_abbrev=False) "
+            f"rejects `{written}` as an unrecognized argument",
+            fix=f"write `{written.replace('_', '-')}`", where=where))
+    elif entry is None and written in spelling.no_flags:
+        missing = spelling.no_flags[written]
+        config.diagnostics.append(Finding(
+            "launch.megatron-spelling", "error",
+            f"Megatron-LM has no `{written}` flag: argparse rejects it ({missing['why']})",
+            fix=f"drop `{written}`", where=where, detail={"dest": missing["dest"]}))
+    elif entry is not None and spelling.version is None and spelling.outdated(entry):
+        config.diagnostics.append(Finding(
+            "launch.megatron-spelling", "info",
+            f"`{written}` exists only in Megatron-LM versions {entry['versions']}; later releases reject it",
+            where=where))
+    elif entry is None and spelling.version is not None and written in Spelling.load(None).flags:
+        config.diagnostics.append(Finding(
+            "launch.megatron-spelling", "error",
+            f"`{written}` does not exist in megatron-core {spelling.version}: argparse rejects it",
+            where=where))
+

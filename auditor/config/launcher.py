@@ -1,0 +1,129 @@
+"""What the launcher takes for itself: torchrun's own options before the training script, and
+the world size it gives (processes per node, nodes) from its flags, its environment variables
+(ms-swift's `megatron`/`swift` read NPROC_PER_NODE and NNODES) or its defaults."""
+
+from __future__ import annotations
+
+from auditor.bash.values import Field
+from auditor.config.flags import normalise, unresolved
+from auditor.config.model import EnvVar, Flag, LaunchConfig, Scalar, Symbolic
+from auditor.config.training_command import Candidate
+from auditor.findings import Finding
+from auditor.rulebook.launchers import Spelling
+
+
+def torchrun_options(config: LaunchConfig, launcher: dict, args: list[Field],
+                     path: str) -> tuple[list[Field], Scalar]:
+    """torchrun's own options up to the training script; returns the script's arguments and the script."""
+    k = 0
+    while k < len(args):
+        value = args[k].value
+        if isinstance(value, Symbolic):
+            if k + 1 < len(args) and str(args[k + 1].value).endswith(".py"):
+                unresolved(config, args[k], path, "torchrun's options")
+                k += 1
+                continue
+            return args[k + 1:], value
+        if not value.startswith("-") or value == "-":
+            return args[k + 1:], value
+        option, eq, inline_value = value.partition("=")
+        if option in launcher.get("boolean_options", ()):
+            config.launcher_flags[normalise(option)] = Flag(normalise(option), True, args[k].line, option)
+            k += 1
+            continue
+        if eq:
+            config.launcher_flags[normalise(option)] = Flag(
+                normalise(option), inline_value, args[k].line, option, (inline_value,))
+            k += 1
+        elif k + 1 < len(args):
+            given = args[k + 1].value
+            config.launcher_flags[normalise(option)] = Flag(normalise(option), given, args[k].line, option, (given,))
+            k += 2
+        else:
+            k += 1
+    return [], None
+
+
+def world_size(config: LaunchConfig, launcher: dict, chosen: Candidate, spelling: Spelling, path: str) -> None:
+    """Sets `config.nproc_per_node` and `config.nnodes`, each with where it came from."""
+    env = {name: var for name, var in config.env.items() if var.how != "assign"}
+    if launcher.get("program"):
+        nproc_var, nnodes_var = env.get(launcher["env_nproc"]), env.get(launcher["env_nnodes"])
+        if chosen.subcommand not in launcher["torchrun_subcommands"] or (nproc_var is None and nnodes_var is None):
+            config.nproc_per_node, config.nnodes = 1, 1
+            config.world_source = {"nproc_per_node": f"{launcher['env_nproc']} and {launcher['env_nnodes']} unset",
+                                   "nnodes": f"{launcher['env_nproc']} and {launcher['env_nnodes']} unset"}
+            unexported = [config.env[n] for n in (launcher["env_nproc"], launcher["env_nnodes"]) if n in config.env]
+            config.diagnostics.append(Finding(
+                "launch.single-process", "warning",
+                f"neither {launcher['env_nproc']} nor {launcher['env_nnodes']} reaches `{config.launcher}`: "
+                "it runs one process, not torchrun"
+                + "".join(f"; {v.name} is assigned at line {v.line} but not exported" for v in unexported),
+                fix=f"export {launcher['env_nproc']} and {launcher['env_nnodes']}, or put them before "
+                    f"`{config.launcher}` on the same line", where=f"{path}:{chosen.line}"))
+            return
+        # ms-swift's `megatron`/`swift` start torchrun themselves: its defaults, by name (another
+        # launcher, e.g. deepspeed, also has size flags).
+        torchrun = next((entry for entry in spelling.launchers if entry.get("name") == "torchrun"), {})
+        nproc = _sourced(nproc_var, path) or _torchrun_default(torchrun, "nproc", env)
+        nnodes = _sourced(nnodes_var, path) or _torchrun_default(torchrun, "nnodes", env)
+    else:
+        nproc = _launcher_flag(config, launcher["nproc_flags"], path) or _torchrun_default(launcher, "nproc", env)
+        nnodes = _launcher_flag(config, launcher["nnodes_flags"], path) or _torchrun_default(launcher, "nnodes", env)
+    device_values = next((e["device_count_values"] for e in spelling.launchers if e.get("device_count_values")), [])
+    config.nproc_per_node, config.world_source["nproc_per_node"] = _nproc(nproc, device_values, env, path)
+    config.nnodes, config.world_source["nnodes"] = _nnodes(config, nnodes, path)
+
+
+def _sourced(var: EnvVar | None, path: str) -> tuple[Scalar, str] | None:
+    if var is None:
+        return None
+    where = "the caller's environment" if var.how == "environ" else f"{path}:{var.line}"
+    return var.value, f"{var.name}={var.value} ({where})"
+
+
+def _launcher_flag(config: LaunchConfig, spellings: list[str], path: str) -> tuple[Scalar, str] | None:
+    for spelling in spellings:
+        flag = config.launcher_flags.get(normalise(spelling))
+        if flag is not None:
+            return flag.value, f"{flag.spelling} {flag.value} ({path}:{flag.line})"
+    return None
+
+
+def _torchrun_default(torchrun: dict, what: str, env: dict[str, EnvVar]) -> tuple[Scalar, str]:
+    dest = "nproc_per_node" if what == "nproc" else "nnodes"
+    prefix = torchrun.get("env_prefix")  # torchrun's PET_*; other launchers read none
+    var = env.get(f"{prefix}{dest.upper()}") if prefix else None
+    if var is not None:
+        return var.value, f"{var.name}={var.value} (line {var.line})"
+    default = torchrun.get(f"{what}_default", "1")
+    flag = torchrun[f"{what}_flags"][0] if torchrun.get(f"{what}_flags") else f"--{dest.replace('_', '-')}"
+    return default, f"{torchrun.get('name', 'torchrun')}'s default {flag} {default}"
+
+
+def _nproc(given: tuple[Scalar, str], device_values: list[str], env: dict[str, EnvVar],
+           path: str) -> tuple[int | Symbolic, str]:
+    value, source = given
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value), source
+    if value in device_values:
+        visible = env.get("CUDA_VISIBLE_DEVICES")
+        if visible is not None and isinstance(visible.value, str):
+            count = len([d for d in visible.value.split(",") if d.strip()])
+            return count, f"{source}: {count} devices in CUDA_VISIBLE_DEVICES ({path}:{visible.line})"
+        return Symbolic(f"{value} (the visible GPU count)"), source
+    return Symbolic(str(value)), source
+
+
+def _nnodes(config: LaunchConfig, given: tuple[Scalar, str], path: str) -> tuple[int | Symbolic, str]:
+    value, source = given
+    if isinstance(value, str):
+        low, _, high = value.strip().partition(":")
+        if low.isdigit() and (not high or high == low):
+            return int(low), source
+        if low.isdigit() and high.isdigit():
+            config.diagnostics.append(Finding(
+                "launch.elastic-nnodes", "info",
+                f"elastic node range {value}: the world size is decided at rendezvous", where=f"{path}:{config.command_line}"))
+    return Symbolic(str(value)), source
+

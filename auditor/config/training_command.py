@@ -1,0 +1,179 @@
+"""The training command among the commands a launch script runs: the launcher rules of
+rules/megatron-lm.toml matched against each command the script's walk (auditor.bash.walk) runs,
+also behind wrappers (srun, env, nohup, ...) and inside `bash -c`, and the seed report's flags on
+the lines after a command that lost its `\\`."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer
+from auditor.bash.parser import Cmd, Node, Parser
+from auditor.bash.values import Field, Var
+from auditor.bash.walk import Shell
+from auditor.config.model import EnvVar
+from auditor.errors import InputError
+from auditor.findings import Finding
+from auditor.rulebook.launchers import Spelling
+
+
+@dataclass
+class Candidate:
+    """A command that starts training, as the walk met it: the launcher rule it matched, its
+    arguments, wrappers and environment, and where it is."""
+
+    launcher: dict
+    invoked: str  # "megatron sft", "torchrun", "python -m torch.distributed.run"
+    subcommand: str
+    args: list[Field]
+    wrapper: list[Field]
+    inline: dict[str, EnvVar]
+    env: dict[str, Var]
+    line: int
+    end_line: int
+    conditional: bool
+
+
+class LaunchShell(Shell):
+    """The script's walk, collecting every command that starts training, in order."""
+
+    def __init__(self, path: str, spelling: Spelling, environ: dict[str, str],
+                 diagnostics: list[Finding], lines: list[str]) -> None:
+        super().__init__(path, environ, diagnostics)
+        self.lines = lines  # the script's text, to say why a line ends a command
+        self.spelling = spelling
+        self.candidates: list[Candidate] = []
+        self.unresolved_commands: list[Field] = []  # commands whose name is itself unknown
+
+    def external(self, fields: list[Field], inline: dict[str, EnvVar], cmd: Cmd,
+                 siblings: list[Node], at: int) -> int:
+        candidate = self._launch(fields, inline, cmd)
+        if candidate is None:
+            return 0
+        return self._join_broken_continuation(siblings, at, candidate) - at
+
+    def _launch(self, fields: list[Field], inline: dict[str, EnvVar], cmd: Cmd) -> Candidate | None:
+        """The training command in `fields`, possibly behind wrappers (srun, env, nohup, ...)."""
+        wrapped = isinstance(fields[0].value, str) and os.path.basename(fields[0].value) in self.spelling.wrappers
+        for k, f in enumerate(fields):
+            if not isinstance(f.value, str):
+                if k == 0:
+                    self.unresolved_commands.append(f)
+                if wrapped:
+                    continue
+                return None
+            base = os.path.basename(f.value)
+            if base in self.spelling.shells:
+                return self._shell_c(fields[:k + 1], fields[k + 1:], cmd)
+            launcher, invoked, sub, start = self._match_launcher(fields, k)
+            if launcher is not None:
+                wrapper = fields[:k]
+                if wrapper and os.path.basename(str(wrapper[0].value)) == "env":
+                    for w in wrapper[1:]:
+                        name, eq, value = str(w.value).partition("=")
+                        if eq and NAME.fullmatch(name):
+                            inline[name] = EnvVar(name, value, w.line, "inline")
+                candidate = Candidate(
+                    launcher, invoked, sub, fields[start:], wrapper, inline, dict(self.vars),
+                    cmd.line, cmd.end_line, self.conditional > 0)
+                self.candidates.append(candidate)
+                return candidate
+            if not wrapped:
+                return None
+        return None
+
+    def _match_launcher(self, fields: list[Field], k: int) -> tuple[dict | None, str, str, int]:
+        """(launcher rule, how it was invoked, subcommand, index of its first argument)."""
+        base = os.path.basename(str(fields[k].value))
+        after = fields[k + 1].value if k + 1 < len(fields) else None
+        module, j = None, k + 1
+        if re.fullmatch(r"python[0-9.]*", base):
+            while j < len(fields) and isinstance(fields[j].value, str) and fields[j].value.startswith("-"):
+                if fields[j].value == "-m" and j + 1 < len(fields):
+                    module, j = fields[j + 1].value, j + 2
+                    break
+                j += 2 if fields[j].value in ("-X", "-W") else 1
+        for launcher in self.spelling.launchers:
+            if launcher.get("program") == base and isinstance(after, str) and after in launcher["subcommands"]:
+                return launcher, f"{base} {after}", after, k + 2
+            if base in launcher.get("programs", ()):
+                return launcher, base, "", k + 1
+            if module is not None and module in launcher.get("python_modules", ()):
+                return launcher, f"python -m {module}", "", j
+        return None, "", "", k
+
+    def _shell_c(self, prefix: list[Field], fields: list[Field], cmd: Cmd) -> Candidate | None:
+        """`bash -c "torchrun ..."`: read the string as a script of its own, in this shell."""
+        scripts = [f for f in fields if isinstance(f.value, str) and f.value.endswith(".sh")]
+        if scripts and not any(f.value == "-c" for f in fields):
+            self.diagnostics.append(Finding(
+                "launch.unread-file", "info",
+                f"`{scripts[0].value}` runs as a separate script and is not read here; audit it directly "
+                "if it holds the training command", where=f"{self.path}:{cmd.line}"))
+        for k, f in enumerate(fields[:-1]):
+            if f.value == "-c":
+                if self.depth >= MAX_NESTING:
+                    raise InputError(self.path, f"`bash -c` nested more than {MAX_NESTING} deep", cmd.line)
+                # A symbolic string keeps its unknown parts as written (`$SLURM_NNODES`), so reading
+                # it again leaves exactly those parts symbolic.
+                text = str(fields[k + 1].value)
+                before = len(self.candidates)
+                self.depth += 1
+                try:
+                    tokens = Lexer(text, self.path, fields[k + 1].line - 1).tokens()
+                    self.run(Parser(tokens, self.path, self.diagnostics).parse())
+                except InputError as exc:  # the inner shell fails at run time; the script itself is fine
+                    self.diagnostics.append(Finding(
+                        "launch.syntax", "warning", f"the `{f.value}` string cannot be read: {exc.cause}",
+                        where=f"{self.path}:{exc.line or cmd.line}"))
+                finally:
+                    self.depth -= 1
+                for candidate in self.candidates[before:]:
+                    candidate.wrapper = prefix + fields[:k + 1] + candidate.wrapper
+                return None
+        return None
+
+    def _join_broken_continuation(self, nodes: list[Node], k: int, candidate: Candidate) -> int:
+        """The seed report's shape: flags on the lines after `megatron sft`, without `\\`."""
+        j = k + 1
+        while (j < len(nodes) and isinstance(nodes[j], Cmd) and nodes[j].words
+               and nodes[j].words[0].raw.startswith("--")):
+            j += 1
+        if j == k + 1:
+            return k
+        command = nodes[k]
+        for node in nodes[k + 1:j]:
+            candidate.args.extend(f for w in node.words for f in self.expand(w))
+        candidate.end_line = nodes[j - 1].end_line
+        prefix_lines = []
+        q, expected = k - 1, command.line - 1
+        while (q >= 0 and isinstance(nodes[q], Cmd) and nodes[q].words and nodes[q].end_line == expected
+               and all(ASSIGN.match(w.raw) for w in nodes[q].words)):
+            for w in nodes[q].words:
+                name, value = self.assignment_value(w)
+                if not isinstance(value, list):
+                    candidate.inline.setdefault(name, EnvVar(name, value, w.line, "inline"))
+            prefix_lines.append(nodes[q].line)
+            q, expected = q - 1, nodes[q].line - 1
+        end, following = command.end_line, nodes[k + 1]
+        span = f"line {end}" if command.line == end else f"lines {command.line}-{end}"
+        text = self.lines[end - 1] if 0 < end <= len(self.lines) else ""
+        why = ""
+        if re.search(r"\\[ \t]+$", text):
+            why = f" (line {end} ends in `\\` and a space: the `\\` escapes the space, not the line end)"
+        elif re.search(r"#.*\\\s*$", text):
+            why = f" (the `\\` at the end of line {end} is inside a comment)"
+        prefix = (f"; the assignments on lines {min(prefix_lines)}-{max(prefix_lines)} are read as that "
+                  "command's environment (as written they are unexported shell variables)") if prefix_lines else ""
+        self.diagnostics.append(Finding(
+            "launch.broken-continuation", "error",
+            f"the `{candidate.invoked}` command stops at line {end}, which does not end in `\\`{why}: as written, "
+            f"bash runs {span} as the whole command, then fails on line {following.line} with "
+            f"`{following.words[0].raw}: command not found`; lines {following.line}-{candidate.end_line} are "
+            f"read here as its continuation{prefix}",
+            fix="end every line of the command except the last with ` \\` (nothing after it)",
+            where=f"{self.path}:{end}",
+            detail={"command_lines": [command.line, end], "continuation_lines": [following.line, candidate.end_line]}))
+        return j - 1
