@@ -394,6 +394,16 @@ def test_no_training_command_says_what_was_looked_for() -> None:
     assert "line 2 runs `$LAUNCHER`" in err.value.cause
 
 
+@pytest.mark.parametrize("text, syntax", [
+    ('[[ -n "$X"\ntorchrun pretrain_gpt.py --num-layers 2\n', True),  # the unclosed test swallows it
+    ("echo hello\n", False),  # no error to blame: none named
+])
+def test_no_training_command_names_the_syntax_error_that_swallowed_it(text: str, syntax: bool) -> None:
+    with pytest.raises(InputError) as err:
+        parse_launch(text, "run.sh")
+    assert ("run.sh:2: bash syntax error: `]]` expected" in err.value.cause) is syntax
+
+
 FRAGMENTS = [
     "megatron sft", "swift pt", "torchrun", "python -m torch.distributed.run", "pretrain_gpt.py", " ", "\n",
     "\\\n", "\r\n", "\t", "--pipeline_model_parallel_size", "--no-overlap-p2p-communication", "--nnodes=2:4",

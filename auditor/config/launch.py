@@ -118,8 +118,11 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str) -> LaunchConfig:
     if not shell.candidates:
         unknown = "".join(f"; line {f.line} runs `{f.value}`, which is not known statically"
                           for f in shell.unresolved_commands[:3])
+        # A syntax error can swallow the command (an unclosed `[[`): say so, it is the likely cause.
+        syntax = "".join(f"; {d.where}: {d.message.split(';')[0]}"
+                         for d in shell.diagnostics if d.kind == "launch.syntax")
         raise InputError(path, f"no training command found: looked for {spelling.looked_for()}, "
-                               f"also behind srun/env/nohup and inside `bash -c`{unknown}")
+                               f"also behind srun/env/nohup and inside `bash -c`{unknown}{syntax}")
     chosen = shell.candidates[0]
     launcher = chosen.launcher
     config = LaunchConfig(path=path, launcher="", command_line=chosen.line, end_line=chosen.end_line,
