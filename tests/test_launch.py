@@ -401,7 +401,7 @@ def test_no_training_command_says_what_was_looked_for() -> None:
 def test_no_training_command_names_the_syntax_error_that_swallowed_it(text: str, syntax: bool) -> None:
     with pytest.raises(InputError) as err:
         parse_launch(text, "run.sh")
-    assert ("run.sh:2: bash syntax error: `]]` expected" in err.value.cause) is syntax
+    assert ("run.sh:1: bash syntax error: `]]` expected" in err.value.cause) is syntax
 
 
 FRAGMENTS = [
