@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from auditor.analysis.join import join
-from auditor.analysis.waitfor import programs_from_trace
+from auditor.analysis.waitfor.programs import programs_from_trace
 from auditor.dynamic.trace import read_trace_dir
 
 TESTS = Path(__file__).resolve().parent

@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from auditor.analysis.waitfor import (TRANSPORT_BUFFER, Conditions, Group, Op, analyze,
-                                      closed_prefixes,
-                                      programs_from_events, programs_from_trace)
+from auditor.analysis.waitfor.model import Conditions, Group, Op
+from auditor.analysis.waitfor.prefixes import closed_prefixes
+from auditor.analysis.waitfor.programs import programs_from_events, programs_from_trace
+from auditor.analysis.waitfor.replay import analyze
+from auditor.analysis.waitfor.transports import TRANSPORT_BUFFER
 from auditor.cli import build_parser
 from auditor.commands.repro import spec_from_args
 from auditor.dynamic.trace import read_trace_dir

@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from auditor.analysis import waitfor
 from auditor.analysis.join import replay
 from auditor.analysis.uses import group_label
+from auditor.analysis.waitfor.model import Conditions
+from auditor.analysis.waitfor.programs import programs_from_events
 from auditor.dynamic.trace import Trace
 
 
@@ -65,9 +66,9 @@ def _ops_from_trace(trace: Trace) -> dict[int, list[dict[str, Any]]]:
 def _model(trace: Trace, run: dict[str, Any]) -> dict[tuple[int, int], dict[str, Any]]:
     """The wait-for state of every replayed op, under the document's conditions, on the prefixes
     the join replays."""
-    programs = waitfor.programs_from_events({r: t.head for r, t in trace.ranks.items()})
+    programs = programs_from_events({r: t.head for r, t in trace.ranks.items()})
     c = run["waitfor"]["conditions"]
-    conditions = waitfor.Conditions(**c)  # every field, the backend too (as Conditions.to_json wrote it)
+    conditions = Conditions(**c)  # every field, the backend too (as Conditions.to_json wrote it)
     analysis, _ = replay(programs, conditions, {r: rt.ops for r, rt in trace.ranks.items()})
     return {(r, o.op.index): {"model": o.state, "communicator": o.communicator,
                               "blocked_on": o.blocked_on, "bytes": o.op.nbytes}

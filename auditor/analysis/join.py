@@ -26,9 +26,13 @@ from collections import Counter
 from typing import Any
 
 from auditor import rulebook
-from auditor.analysis import waitfor
 from auditor.analysis.runfindings import replay_findings, run_findings
 from auditor.analysis.uses import Key, Use, group_label, read_uses
+from auditor.analysis.waitfor import deadlock as verdicts
+from auditor.analysis.waitfor.model import Conditions, Group, Op, communicator_for
+from auditor.analysis.waitfor.prefixes import closed_prefixes
+from auditor.analysis.waitfor.programs import programs_from_events
+from auditor.analysis.waitfor.replay import Analysis, analyze
 from auditor.dynamic.trace import Trace, read_trace_dir
 
 # Ops per rank drawn in the timeline, and ranks drawn: enough for the first exchanges of a
@@ -71,7 +75,7 @@ def join(
     conditions = recorded
     if transport is not None or init is not None:
         conditions = _override(recorded, transport, init)
-    programs = waitfor.programs_from_events({r: t.head for r, t in trace.ranks.items()},
+    programs = programs_from_events({r: t.head for r, t in trace.ranks.items()},
                                             p2p_roles(doc["sites"]))
     totals = {r: rt.ops for r, rt in trace.ranks.items()}
     model, replayed = replay(programs, conditions, totals)
@@ -79,10 +83,10 @@ def join(
     # On a CPU (gloo) recording, the NCCL questions are asked of what NCCL would do with it.
     nccl_like = conditions
     if conditions.backend == "gloo":
-        nccl_like = waitfor.Conditions.for_transport("net", conditions.init)
+        nccl_like = Conditions.for_transport("net", conditions.init)
     # Can this order deadlock (zero buffering), and will it over the transport asked (--transport,
     # else the network's candidates) with the recorded sizes?
-    deadlock = waitfor.deadlock(lambda c: replay(programs, c, totals)[0], nccl_like,
+    deadlock = verdicts.deadlock(lambda c: replay(programs, c, totals)[0], nccl_like,
                                 torch_version=_torch_version(doc))
     by_id = {s["id"]: s for s in sites}
     misses = _misses(uses, mapped, by_id, sites)
@@ -260,7 +264,7 @@ def _completed(trace: Trace) -> bool:
     return not trace.missing and not any(rt.pending() or rt.raised for rt in trace.ranks.values())
 
 
-def _conditions(trace: Trace) -> waitfor.Conditions:
+def _conditions(trace: Trace) -> Conditions:
     """What the run ran on: gloo's own model for a gloo trace; for NCCL, the network transport
     (the transport is not recorded, and it buffers least) and the init mode the groups had: lazy
     where the trace does not say or its groups disagree, the mode under which creating a
@@ -268,18 +272,18 @@ def _conditions(trace: Trace) -> waitfor.Conditions:
     groups = [g for rt in trace.ranks.values() for g in rt.groups]
     init = trace.init_mode() or "lazy"
     if groups and not any(g.get("backend") == "nccl" for g in groups):
-        return waitfor.Conditions.gloo(init)
-    return waitfor.Conditions.for_transport("net", init=init)
+        return Conditions.gloo(init)
+    return Conditions.for_transport("net", init=init)
 
 
-def _override(recorded: waitfor.Conditions, transport: str | None, init: str | None
-              ) -> waitfor.Conditions:
+def _override(recorded: Conditions, transport: str | None, init: str | None
+              ) -> Conditions:
     """`--transport` / `--init` replace just what they name; `--transport gloo` is gloo's model."""
     transport = transport or recorded.transport
     init = init or recorded.init
     if transport == "gloo":
-        return waitfor.Conditions.gloo(init)
-    return waitfor.Conditions.for_transport(transport, init, recorded.coalesce)
+        return Conditions.gloo(init)
+    return Conditions.for_transport(transport, init, recorded.coalesce)
 
 
 def p2p_roles(sites: list[dict[str, Any]]) -> dict[tuple[str, int], str]:
@@ -295,28 +299,28 @@ def p2p_roles(sites: list[dict[str, Any]]) -> dict[tuple[str, int], str]:
     return out
 
 
-def replay(programs: dict[int, list[waitfor.Op]], conditions: waitfor.Conditions,
-            totals: dict[int, int]) -> tuple[waitfor.Analysis, int]:
+def replay(programs: dict[int, list[Op]], conditions: Conditions,
+            totals: dict[int, int]) -> tuple[Analysis, int]:
     """The replay of each rank's first ops (REPLAY_OPS in all), cut where no op is left waiting
-    for a partner beyond another rank's cut (`waitfor.closed_prefixes`)."""
+    for a partner beyond another rank's cut (`closed_prefixes`)."""
     per_rank = max(1, REPLAY_OPS // max(1, len(programs)))
-    programs = waitfor.closed_prefixes(programs, conditions, per_rank, totals)
-    return waitfor.analyze(programs, conditions), sum(len(p) for p in programs.values())
+    programs = closed_prefixes(programs, conditions, per_rank, totals)
+    return analyze(programs, conditions), sum(len(p) for p in programs.values())
 
 
-def _pairs(trace: Trace, conditions: waitfor.Conditions) -> list[dict[str, Any]]:
+def _pairs(trace: Trace, conditions: Conditions) -> list[dict[str, Any]]:
     """Rank pairs whose P2P ops run on more than one communicator under `conditions`."""
     comms: dict[tuple[int, int], dict[str, set[str]]] = {}
     for rank, rt in trace.ranks.items():
-        groups = [waitfor.Group(tuple(sorted(g["ranks"])), str(g.get("desc") or ""))
+        groups = [Group(tuple(sorted(g["ranks"])), str(g.get("desc") or ""))
                   for g in rt.groups]
         for u in rt.usage:
             if u.kind != "p2p" or u.peer is None or u.group < 0:
                 continue
             coalesced = bool(u.batched)  # a batched op without a batch id: its window's batch
-            op = waitfor.Op(rank, 0, u.api, groups[u.group], u.peer, coalesced=u.batched,
+            op = Op(rank, 0, u.api, groups[u.group], u.peer, coalesced=u.batched,
                             batch=0 if coalesced or u.in_batch else None)
-            comm = waitfor.communicator_for(op, conditions, coalesced)
+            comm = communicator_for(op, conditions, coalesced)
             pair = (min(rank, u.peer), max(rank, u.peer))
             how = "coalesced batch" if coalesced else "unbatched op"
             comms.setdefault(pair, {}).setdefault(comm.name, set()).add(
@@ -325,7 +329,7 @@ def _pairs(trace: Trace, conditions: waitfor.Conditions) -> list[dict[str, Any]]
             for pair, by in sorted(comms.items()) if len(by) > 1]
 
 
-def _timeline(trace: Trace, model: waitfor.Analysis) -> dict[str, Any]:
+def _timeline(trace: Trace, model: Analysis) -> dict[str, Any]:
     """The first ops of each rank in issue order (setup calls included), with what the trace
     and the wait-for model say about each: the picture of which rank waits where."""
     states = {r: {o.op.index: o for o in rs.ops} for r, rs in model.ranks.items()}
@@ -367,7 +371,7 @@ def _timeline(trace: Trace, model: waitfor.Analysis) -> dict[str, Any]:
     return {"ops_per_rank": TIMELINE_OPS, "ranks": shown, "not_shown": len(lanes) - len(shown)}
 
 
-def _creations(model: waitfor.Analysis) -> dict[int, tuple[int, dict[str, Any]]]:
+def _creations(model: Analysis) -> dict[int, tuple[int, dict[str, Any]]]:
     """Ranks stuck inside a communicator creation: (the op creating it, the member it waits for,
     at the op that member is stuck in). These are the edges of a lazy-init deadlock."""
     at: dict[int, tuple[int, str]] = {}

@@ -92,7 +92,7 @@ def spec_from_args(args: argparse.Namespace) -> Spec:
 
 
 def _predict(plan, fmt: str, output: str | None) -> int:
-    from auditor.analysis.waitfor import analyze
+    from auditor.analysis.waitfor.replay import analyze
 
     conditions = plan.conditions()
     if conditions is None:

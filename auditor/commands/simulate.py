@@ -23,8 +23,8 @@ from auditor.report import formats
 from auditor.config.effective import overrides_from
 from auditor.config.launch import read_launch
 from auditor.dynamic.trace import read_trace_dir
-from auditor.analysis import waitfor
 from auditor.analysis.verdict import simulation_verdict
+from auditor.analysis.waitfor.transports import transport_names
 from auditor.errors import EXIT_FINDINGS, InputError
 from auditor.scan import ScanInputs, resolve_targets, run_scan
 from auditor.simulate import predict
@@ -44,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="override an effective config value (repeatable), e.g. hidden_size=N")
     parser.add_argument("--microbatches", type=int, metavar="N",
                         help="micro-batches to run (default: the config's global / (micro x DP))")
-    parser.add_argument("--transport", choices=waitfor.transport_names(),
+    parser.add_argument("--transport", choices=transport_names(),
                         help="the NCCL transport between neighbouring stages (default: by the "
                              "script's nodes: node = P2P or SHM, net = NET/Socket or NET/IB); "
                              "its bound in rules/nccl.toml decides 'will deadlock here'")

@@ -16,7 +16,8 @@ batch_p2p_comm=False uses), `eager` (device_id; expected NOT to help: docs/findi
 
 from __future__ import annotations
 
-from auditor.analysis.waitfor import MiB, Group, Op, size_words
+from auditor.analysis.waitfor.model import Group, Op
+from auditor.analysis.waitfor.sizes import MiB, size_words
 from auditor.errors import InputError
 from auditor.repro.plan import ISSUE_BATCH, ISSUE_ONE_BY_ONE, NET_ENV, Plan, Spec
 

@@ -14,17 +14,21 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Any
 
-from auditor.analysis import waitfor
 from auditor.analysis.join import join, replay
+from auditor.analysis.waitfor.deadlock import Deadlock, deadlock
+from auditor.analysis.waitfor.model import Conditions
+from auditor.analysis.waitfor.programs import programs_from_events
+from auditor.analysis.waitfor.replay import Analysis
+from auditor.analysis.waitfor.sizes import size_words
 from auditor.dynamic.trace import Trace
 from auditor.simulate.plan import Plan, Value
 
 
 @dataclass
 class Replay:
-    conditions: waitfor.Conditions
-    analysis: waitfor.Analysis
-    deadlock: waitfor.Deadlock  # the two verdicts under these conditions
+    conditions: Conditions
+    analysis: Analysis
+    deadlock: Deadlock  # the two verdicts under these conditions
 
     @property
     def cycle_ranks(self) -> list[int]:
@@ -75,14 +79,14 @@ def replays(trace: Trace, p: Plan, torch_version: str | None = None) -> list[Rep
     c = p.candidates
     for coalesce, init, transport in itertools.product(c["coalesce"], c["init"], c["transport"]):
         issued = as_issued(trace, coalesce)
-        programs = waitfor.programs_from_events({r: t.head for r, t in issued.ranks.items()})
-        conditions = waitfor.Conditions.for_transport(transport, init, coalesce)
+        programs = programs_from_events({r: t.head for r, t in issued.ranks.items()})
+        conditions = Conditions.for_transport(transport, init, coalesce)
         totals = {r: t.ops for r, t in issued.ranks.items()}
 
-        def run(cond: waitfor.Conditions, programs=programs, totals=totals) -> waitfor.Analysis:
+        def run(cond: Conditions, programs=programs, totals=totals) -> Analysis:
             return replay(programs, cond, totals)[0]
         out.append(Replay(conditions, run(conditions),
-                          waitfor.deadlock(run, conditions, transport, torch_version)))
+                          deadlock(run, conditions, transport, torch_version)))
     return out
 
 
@@ -174,12 +178,12 @@ def _cycle_words(r: Replay) -> str:
     sends = {(o.op.api, o.op.nbytes, o.communicator) for o in blocked if o.op.kind == "send"}
     if len(blocked) == len(ranks) and len(sends) == 1:
         api, nbytes, comm = sends.pop()
-        return (f"stages {stages} both {api.upper()} {waitfor.size_words(nbytes)} first on "
+        return (f"stages {stages} both {api.upper()} {size_words(nbytes)} first on "
                 f"communicator {comm} ({r.analysis.cycle})")
     return f"stages {stages} wait on each other ({r.analysis.cycle})"
 
 
-def _cycle_ranks(a: waitfor.Analysis) -> list[int]:
+def _cycle_ranks(a: Analysis) -> list[int]:
     """The ranks on a wait-for cycle, from each stuck op's and CPU's edge to another rank."""
     edges: dict[int, set[int]] = {}
     for rank, state in a.ranks.items():
