@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from auditor import rulebook
-from auditor.analysis.join import p2p_roles
+from auditor.analysis.runreplay import p2p_roles
 from auditor.analysis.waitfor.model import Conditions, Group, Op
 from auditor.analysis.waitfor.replay import analyze
 

@@ -60,7 +60,7 @@ def replay_kept(config: Path, trace: Path, torch: str, transport: str | None = N
     launch = read_launch(str(config))
     p = predict.with_transport(plan(doc, launch, resolve_targets(launch, None)), transport)
     recorded = read_trace_dir(trace)
-    results = predict.replays(recorded, p, torch)
+    results = predict.replays(doc, recorded, p)
     joined = predict.joined(doc, recorded, predict.pick(results))
     return predict.simulation(joined, p, results, "replayed", 0.0)
 
@@ -249,7 +249,7 @@ def test_html_is_the_record_report_of_the_simulated_run(glm4):
     launch = read_launch(str(GLM4))
     p = plan(doc, launch, resolve_targets(launch, None))
     recorded = read_trace_dir(glm4[3])
-    html = render_html(predict.joined(doc, recorded, predict.pick(predict.replays(recorded, p))))
+    html = render_html(predict.joined(doc, recorded, predict.pick(predict.replays(doc, recorded, p))))
     # Every op of the simulated (gloo) run completed: the cycle is what NCCL would do with it.
     # Over the network: NET/Socket would hang, NET/IB's bound leaves it open: it *can* hang.
     assert "default_pg:2-3" in html and "replay-can-hang" in html and "wait-for-cycle" not in html

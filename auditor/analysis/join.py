@@ -21,28 +21,20 @@ What each line of code did is read in `uses`; the findings the join adds are wor
 from __future__ import annotations
 
 import os
-import re
 from collections import Counter
 from typing import Any
 
-from auditor import rulebook
 from auditor.analysis.runfindings import replay_findings, run_findings
+from auditor.analysis.runreplay import recorded_order
 from auditor.analysis.uses import Key, Use, group_label, read_uses
-from auditor.analysis.waitfor import deadlock as verdicts
 from auditor.analysis.waitfor.model import Conditions, Group, Op, communicator_for
-from auditor.analysis.waitfor.prefixes import closed_prefixes
-from auditor.analysis.waitfor.programs import programs_from_events
-from auditor.analysis.waitfor.replay import Analysis, analyze
+from auditor.analysis.waitfor.replay import Analysis
 from auditor.dynamic.trace import Trace, read_trace_dir
 
 # Ops per rank drawn in the timeline, and ranks drawn: enough for the first exchanges of a
 # pipeline schedule (where lazy-init deadlocks happen), small enough for a 1,024-rank report.
 TIMELINE_OPS = 16
 TIMELINE_RANKS = 48
-# The wait-for replay is cut to this many ops in total (a prefix per rank: 32 each on 1,024
-# ranks, about 2 s here). Lazy-init deadlocks happen in the first exchanges, and a cycle found in
-# a prefix is a cycle of the whole run: later ops cannot unblock earlier ones.
-REPLAY_OPS = 32_768
 
 def join(
     doc: dict[str, Any],
@@ -50,13 +42,15 @@ def join(
     trace_sites: list[dict[str, Any]] | None = None,
     transport: str | None = None,
     init: str | None = None,
+    conditions: Conditions | None = None,
 ) -> dict[str, Any]:
     """A new document: `doc` with `fired` on every site, a `run` section and the run's findings.
 
     `trace_sites`: the site inventory (SITE dicts) of the sources the trace was recorded with,
     when they are not the scanned ones. The recorded order is replayed under what the trace
     says (lazy or eager groups; nccl: network transport, the pipeline neighbours of a multi-node
-    job); `transport` and `init` replace just that part of it."""
+    job); `transport` and `init` replace just that part of it, `conditions` all of it (simulate:
+    the conditions its prediction replayed, so that the report judges the same replay)."""
     trace = traces if isinstance(traces, Trace) else read_trace_dir(traces)
     out = dict(doc)
     out.pop("verdict", None)  # the scan's verdict does not speak for the run: judge it again
@@ -71,14 +65,12 @@ def join(
     for s in sites:
         s["fired"] = {str(r): n for r, n in sorted(fired.get(s["id"], Counter()).items())}
 
-    recorded = _conditions(trace)
-    conditions = recorded
-    if transport is not None or init is not None:
-        conditions = _override(recorded, transport, init)
-    programs = programs_from_events({r: t.head for r, t in trace.ranks.items()},
-                                            p2p_roles(doc["sites"]))
-    totals = {r: rt.ops for r, rt in trace.ranks.items()}
-    model, replayed = replay(programs, conditions, totals)
+    if conditions is None:
+        conditions = _conditions(trace)
+        if transport is not None or init is not None:
+            conditions = _override(conditions, transport, init)
+    order = recorded_order(trace, doc)
+    model, replayed = order.replay(conditions)
     completed = _completed(trace)
     # On a CPU (gloo) recording, the NCCL questions are asked of what NCCL would do with it.
     nccl_like = conditions
@@ -86,8 +78,7 @@ def join(
         nccl_like = Conditions.for_transport("net", conditions.init)
     # Can this order deadlock (zero buffering), and will it over the transport asked (--transport,
     # else the network's candidates) with the recorded sizes?
-    deadlock = verdicts.deadlock(lambda c: replay(programs, c, totals)[0], nccl_like,
-                                torch_version=_torch_version(doc))
+    deadlock = order.deadlock(nccl_like)
     by_id = {s["id"]: s for s in sites}
     misses = _misses(uses, mapped, by_id, sites)
     run = {
@@ -253,11 +244,6 @@ def _trace_summary(trace: Trace) -> dict[str, Any]:
     }
 
 
-def _torch_version(doc: dict[str, Any]) -> str | None:
-    version = doc.get("config", {}).get("effective", {}).get("torch_version")
-    return version if isinstance(version, str) else None
-
-
 def _completed(trace: Trace) -> bool:
     """Every rank's file is there, every recorded op has an end line and none raised: whatever
     the model says of its order, this run did not deadlock. A missing rank may be the one stuck."""
@@ -284,28 +270,6 @@ def _override(recorded: Conditions, transport: str | None, init: str | None
     if transport == "gloo":
         return Conditions.gloo(init)
     return Conditions.for_transport(transport, init, recorded.coalesce)
-
-
-def p2p_roles(sites: list[dict[str, Any]]) -> dict[tuple[str, int], str]:
-    """(path, line) of each P2POp site -> the neighbour it addresses, as its peer expression
-    names it (rules/megatron-core.toml [p2p_roles])."""
-    pattern = re.compile(rulebook.load("megatron-core").section("p2p_roles")["peer_pattern"])
-    out = {}
-    for s in sites:
-        if s.get("api") == "P2POp":
-            m = pattern.search(s.get("peer") or "")
-            if m:
-                out[(s["path"], s["line"])] = m.group(1)
-    return out
-
-
-def replay(programs: dict[int, list[Op]], conditions: Conditions,
-            totals: dict[int, int]) -> tuple[Analysis, int]:
-    """The replay of each rank's first ops (REPLAY_OPS in all), cut where no op is left waiting
-    for a partner beyond another rank's cut (`closed_prefixes`)."""
-    per_rank = max(1, REPLAY_OPS // max(1, len(programs)))
-    programs = closed_prefixes(programs, conditions, per_rank, totals)
-    return analyze(programs, conditions), sum(len(p) for p in programs.values())
 
 
 def _pairs(trace: Trace, conditions: Conditions) -> list[dict[str, Any]]:

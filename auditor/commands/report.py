@@ -89,7 +89,7 @@ def load_document(path: str) -> dict[str, Any]:
 def context(fmt: str, doc: dict[str, Any], trace: Trace | None, **given: Any) -> formats.Context:
     """What the `fmt` reporter shows besides the document: the trace's ops with their wait-for
     states when it draws them (read here, so that the format runs no analysis)."""
-    head = head_ops(trace, doc["run"]) if trace is not None and formats.reporter(fmt).wants_head \
+    head = head_ops(trace, doc) if trace is not None and formats.reporter(fmt).wants_head \
         else None
     return formats.Context(head=head, **given)
 

@@ -85,8 +85,7 @@ def _simulate(doc: dict[str, Any], p: Plan, args: argparse.Namespace, workdir: P
     trace = read_trace_dir(recorded.trace)
     schedules = sorted({json.loads(f.read_text())["schedule"]
                         for f in workdir.glob("result-*.json")})
-    results = predict.replays(
-        trace, p, doc.get("config", {}).get("effective", {}).get("torch_version"))
+    results = predict.replays(doc, trace, p)
     out = predict.joined(doc, trace, predict.pick(results))
     sim = predict.simulation(out, p, results, ", ".join(schedules), recorded.seconds)
     out["simulation"] = sim

@@ -80,11 +80,3 @@ def _event_bytes(event: Mapping[str, Any]) -> int:
     shape = event.get("shape") or []
     dtype = str(event.get("dtype") or "float32").removeprefix("torch.")
     return math.prod(int(d) for d in shape) * DTYPE_BYTES.get(dtype, 4)
-
-
-def programs_from_trace(trace: Any) -> tuple[dict[int, list[Op]], str | None]:
-    """Programs from a trace directory as `auditor.dynamic.trace.read_trace_dir` returns it, and
-    the init mode its groups were recorded with ("eager" where device_id bound them; None when
-    the trace does not say or ranks differ)."""
-    events = {rank: rank_trace.head for rank, rank_trace in trace.ranks.items()}
-    return programs_from_events(events), trace.init_mode()
