@@ -13,6 +13,7 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from auditor.analysis.runfindings import replay_findings
 from auditor.analysis.waitfor import transports
 from auditor.analysis.waitfor.deadlock import Deadlock, deadlock
 from auditor.analysis.waitfor.model import Conditions, Group, Op
@@ -147,3 +148,20 @@ def test_an_unknown_transport_is_refused_by_name():
     with pytest.raises(ValueError, match="unknown transport 'infiniband'"):
         Conditions.for_transport("infiniband")
 
+
+def test_the_findings_word_the_conditions_as_the_replay_does():
+    """Found in review: the run's findings worded the replayed conditions their own way
+    ("NCCL, lazy init, ... sends up to 12 MiB complete unmatched") beside the replay's
+    (`Conditions.words`, what simulate and the summary print): one wording now."""
+    programs = send_first(24 * MiB)
+    conditions = Conditions.for_transport("net-socket", "lazy", False)
+    replayed = analyze(programs, conditions)
+    wf = {"run_completed": True, "hang": replayed.hang, "cycle": replayed.cycle,
+          "blocked": replayed.blocked, "conditions": conditions.to_json(), "mismatched_pairs": []}
+    d = deadlock(lambda c: analyze(programs, c), conditions)
+    (would,) = replay_findings(wf, d)
+    assert would.kind == "replay-would-hang"
+    assert f"this order would hang ({conditions.words()}): " in would.message
+    (cycle,) = replay_findings(dict(wf, run_completed=False), d)
+    assert cycle.kind == "wait-for-cycle"
+    assert f"deadlocks under {conditions.words()}: {replayed.cycle}" in cycle.message

@@ -9,7 +9,7 @@ from typing import Any
 
 from auditor.analysis.uses import Key, Use
 from auditor.analysis.waitfor.deadlock import Deadlock
-from auditor.analysis.waitfor.model import SEND_APIS
+from auditor.analysis.waitfor.model import SEND_APIS, Conditions
 from auditor.analysis.waitfor.sizes import size_words
 from auditor.findings import Finding
 
@@ -119,7 +119,7 @@ def replay_findings(wf: dict[str, Any], deadlock: Deadlock) -> list[Finding]:
             out.append(Finding(
                 "wait-for-cycle", "error",
                 f"the run stopped, and its recorded op order deadlocks under "
-                f"{_conditions_words(wf['conditions'])}: {wf['cycle']}",
+                f"{Conditions(**wf['conditions']).words()}: {wf['cycle']}",
                 fix=fix, detail={"blocked": wf["blocked"][:EXAMPLES]}))
         return out
     if wf["hang"] and wf["conditions"]["backend"] == "gloo":
@@ -172,17 +172,9 @@ def _would_hang(conditions: dict[str, Any], deadlock: Deadlock, fix: str) -> Fin
     return Finding(
         "replay-would-hang", "warning",
         f"every recorded op completed; under NCCL over {where} this order would hang "
-        f"({_conditions_words(conditions)}): {deadlock.cycle_here}; "
+        f"({Conditions(**conditions).words()}): {deadlock.cycle_here}; "
         + "; ".join(f"{v.transport.name}: {v.why}" for v in deadlock.transports),
         fix=fix, where=deadlock.where, detail={"conditions": conditions, "deadlock": deadlock.to_json()})
-
-
-def _conditions_words(c: dict[str, Any]) -> str:
-    if c.get("backend") == "gloo":
-        return "gloo (no coalescing, no stream order, a send completes once its receive is issued)"
-    batch = {True: "coalesces", False: "runs op by op", None: "as recorded"}[c["coalesce"]]
-    return (f"NCCL, {c['init']} init, batch_isend_irecv {batch}, {c['transport']} transport, "
-            f"sends up to {size_words(c['buffer_bytes'])} complete unmatched")
 
 
 def _unbatched_finding(key: Key, u: Use, label: str, per_rank: Counter, mapped: dict[Key, str],
