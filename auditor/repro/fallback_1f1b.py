@@ -112,7 +112,7 @@ def plan(spec: Spec) -> Plan:
     init = "eager" if spec.fix == "eager" else "lazy"
     transport = spec.transport or "nvlink"
     env = {} if spec.fix == "detail-off" else {"TORCH_DISTRIBUTED_DEBUG": "DETAIL"}
-    if spec.backend == "nccl" and transport == "net":
+    if spec.backend == "nccl" and transport.startswith("net"):
         env.update(NET_ENV)
     how = {None: "batches issued op by op (torch 2.10 + DETAIL)",
            "coalesced": "batches to batch_isend_irecv under DETAIL",
