@@ -9,6 +9,7 @@ from typing import Any
 from auditor.analysis.waitfor.sizes import size_words
 from auditor.analysis.waitfor.transports import TRANSPORT_BUFFER
 
+Key = tuple[int, int]  # an op as (rank, its index in the rank's program)
 SEND_APIS = frozenset({"send", "isend"})
 RECV_APIS = frozenset({"recv", "irecv"})
 

@@ -7,8 +7,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from auditor.analysis.waitfor.model import Conditions, Op, communicator_for
-from auditor.analysis.waitfor.replay import Key
+from auditor.analysis.waitfor.model import Conditions, Key, Op, communicator_for
 
 
 def closed_prefixes(programs: Mapping[int, Sequence[Op]], conditions: Conditions,

@@ -7,12 +7,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from auditor.analysis.waitfor.model import Communicator, Conditions, Op, communicator_for
+from auditor.analysis.waitfor.model import Communicator, Conditions, Key, Op, communicator_for
 from auditor.analysis.waitfor.sizes import size_words
 from auditor.analysis.waitfor.transports import ZERO_BUFFER
 
 
-Key = tuple[int, int]  # (rank, index)
 Node = tuple  # ("cpu", rank) | ("op", rank, index)
 Stream = tuple  # (rank, communicator); gloo: (rank, communicator, the op's key)
 
