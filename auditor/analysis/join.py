@@ -262,8 +262,7 @@ def _conditions(trace: Trace) -> Conditions:
     return Conditions.for_transport("net", init=init)
 
 
-def _override(recorded: Conditions, transport: str | None, init: str | None
-              ) -> Conditions:
+def _override(recorded: Conditions, transport: str | None, init: str | None) -> Conditions:
     """`--transport` / `--init` replace just what they name; `--transport gloo` is gloo's model."""
     transport = transport or recorded.transport
     init = init or recorded.init
@@ -283,7 +282,7 @@ def _pairs(trace: Trace, conditions: Conditions) -> list[dict[str, Any]]:
                 continue
             coalesced = bool(u.batched)  # a batched op without a batch id: its window's batch
             op = Op(rank, 0, u.api, groups[u.group], u.peer, coalesced=u.batched,
-                            batch=0 if coalesced or u.in_batch else None)
+                    batch=0 if coalesced or u.in_batch else None)
             comm = communicator_for(op, conditions, coalesced)
             pair = (min(rank, u.peer), max(rank, u.peer))
             how = "coalesced batch" if coalesced else "unbatched op"
