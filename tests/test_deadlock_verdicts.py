@@ -13,8 +13,11 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from auditor.analysis import waitfor
-from auditor.analysis.waitfor import Conditions, Group, Op, analyze, deadlock
+from auditor.analysis.runfindings import replay_findings
+from auditor.analysis.waitfor import transports
+from auditor.analysis.waitfor.deadlock import Deadlock, deadlock
+from auditor.analysis.waitfor.model import Conditions, Group, Op
+from auditor.analysis.waitfor.replay import analyze
 
 RULES = tomllib.loads((Path(__file__).resolve().parent.parent / "rules" / "nccl.toml").read_text())
 PAIR = Group((0, 1), "pp")
@@ -27,7 +30,7 @@ def send_first(nbytes: int) -> dict[int, list[Op]]:
             for r in (0, 1)}
 
 
-def verdicts(nbytes: int, transport: str, torch: str | None = None) -> waitfor.Deadlock:
+def verdicts(nbytes: int, transport: str, torch: str | None = None) -> Deadlock:
     programs = send_first(nbytes)
     return deadlock(lambda c: analyze(programs, c), Conditions.for_transport(transport, "eager"),
                     transport, torch)
@@ -58,10 +61,10 @@ EXAMPLES = [
 @pytest.mark.parametrize("nbytes, transport, will", EXAMPLES)
 def test_send_first_exchange(nbytes, transport, will):
     d = verdicts(nbytes, transport)
-    assert d.can is True, d.words()
-    assert d.will is will, d.words()
+    assert d.can is True, d.to_json()
+    assert d.will is will, d.to_json()
     (only,) = d.transports
-    assert (only.decide != "") == (will is None), d.words()
+    assert (only.decide != "") == (will is None), d.to_json()
 
 
 def test_an_order_that_receives_first_on_one_side_cannot_deadlock():
@@ -87,12 +90,12 @@ def test_a_topology_decides_only_where_its_transports_agree():
 
 def test_the_bounds_are_the_rules_data_and_say_how_they_are_known():
     rules = {t["model_name"]: t for t in RULES["transport"]}
-    assert set(waitfor.transports()) == set(rules)
-    for name, t in waitfor.transports().items():
+    assert set(transports.transports()) == set(rules)
+    for name, t in transports.transports().items():
         assert t.completes_bytes == rules[name]["completes_bytes"]
         assert t.bound in ("measured", "derived")
         assert t.hangs_bytes is None or t.hangs_bytes > t.completes_bytes
-    assert waitfor.TRANSPORT_BUFFER["net"] == 12 * MiB  # the largest sure bound of its candidates
+    assert transports.TRANSPORT_BUFFER["net"] == 12 * MiB  # the largest sure bound of its candidates
     d = verdicts(24 * MiB, "net-ib", "2.11.0+cu130")
     j = d.to_json()
     assert j["transports"][0]["transport"]["bound"] == "derived"
@@ -110,10 +113,10 @@ def test_every_pinned_torch_maps_to_an_nccl_whose_sources_were_read_or_is_flagge
     assert re.fullmatch(r"nvidia-nccl-cu1[0-9]", name) and version == pin["nccl"], pin
     shown = verdicts(24 * MiB, "net-ib", torch).nccl
     if pin["nccl"] in NCCL["versions"]:
-        assert waitfor.nccl_version(torch) == pin["nccl"]
+        assert transports.nccl_version(torch) == pin["nccl"]
         assert shown == f"{pin['nccl']} (torch {torch}'s pin)"
     else:  # pinned but not read: the bounds are another release's, and say so
-        assert waitfor.nccl_version(torch) is None and shown.startswith("read against NCCL "), shown
+        assert transports.nccl_version(torch) is None and shown.startswith("read against NCCL "), shown
 
 
 @pytest.mark.parametrize("spelling, nccl", [
@@ -126,7 +129,7 @@ def test_every_pinned_torch_maps_to_an_nccl_whose_sources_were_read_or_is_flagge
     pytest.param("", None, id="INVALID-empty"),
 ])
 def test_torch_spellings_map_to_a_read_nccl_or_to_none(spelling, nccl):
-    assert waitfor.nccl_version(spelling) == nccl
+    assert transports.nccl_version(spelling) == nccl
 
 
 def test_every_read_release_is_one_torch_pins_and_the_ranges_are_specifiers():
@@ -141,6 +144,24 @@ def test_every_read_release_is_one_torch_pins_and_the_ranges_are_specifiers():
 
 def test_an_unknown_transport_is_refused_by_name():
     with pytest.raises(ValueError, match="unknown transport 'net-IB'"):
-        waitfor.candidates("net-IB")
+        transports.candidates("net-IB")
     with pytest.raises(ValueError, match="unknown transport 'infiniband'"):
         Conditions.for_transport("infiniband")
+
+
+def test_the_findings_word_the_conditions_as_the_replay_does():
+    """Found in review: the run's findings worded the replayed conditions their own way
+    ("NCCL, lazy init, ... sends up to 12 MiB complete unmatched") beside the replay's
+    (`Conditions.words`, what simulate and the summary print): one wording now."""
+    programs = send_first(24 * MiB)
+    conditions = Conditions.for_transport("net-socket", "lazy", False)
+    replayed = analyze(programs, conditions)
+    wf = {"run_completed": True, "hang": replayed.hang, "cycle": replayed.cycle,
+          "blocked": replayed.blocked, "conditions": conditions.to_json(), "mismatched_pairs": []}
+    d = deadlock(lambda c: analyze(programs, c), conditions)
+    (would,) = replay_findings(wf, d)
+    assert would.kind == "replay-would-hang"
+    assert f"this order would hang ({conditions.words()}): " in would.message
+    (cycle,) = replay_findings(dict(wf, run_completed=False), d)
+    assert cycle.kind == "wait-for-cycle"
+    assert f"deadlocks under {conditions.words()}: {replayed.cycle}" in cycle.message

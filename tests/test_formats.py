@@ -57,7 +57,7 @@ def test_every_reporter_renders_each_kind_it_claims(documents, name, kind):
     reporter = formats.reporter(name)
     context = formats.Context(config=str(EXAMPLE))
     if reporter.wants_head and kind == "run":
-        context = formats.Context(head=head_ops(read_trace_dir(HANG), doc["run"]))
+        context = formats.Context(head=head_ops(read_trace_dir(HANG), doc))
     if name == "perfetto" and "run" not in doc:
         with pytest.raises(Exception, match="draws a run"):
             reporter.render(doc, kind, context)

@@ -13,16 +13,17 @@ from pathlib import Path
 import pytest
 
 from auditor import rulebook
-from auditor.analysis import waitfor
-from auditor.analysis.join import p2p_roles
+from auditor.analysis.runreplay import p2p_roles
+from auditor.analysis.waitfor.model import Conditions, Group, Op
+from auditor.analysis.waitfor.replay import analyze
 
 ROOT = Path(__file__).resolve().parent.parent
 DRIVER = ROOT / "benchmarks" / "ppbugs" / "cases" / "pytorch-113376" / "driver.py"
-PAIR = waitfor.Group((0, 1), "pp")
+PAIR = Group((0, 1), "pp")
 
 
-def op(rank: int, api: str, peer: int, nbytes: int, dtype: str) -> waitfor.Op:
-    return waitfor.Op(rank, 0, api, PAIR, peer, nbytes, dtype=dtype)
+def op(rank: int, api: str, peer: int, nbytes: int, dtype: str) -> Op:
+    return Op(rank, 0, api, PAIR, peer, nbytes, dtype=dtype)
 
 
 @pytest.mark.parametrize("send, recv, what", [
@@ -33,7 +34,7 @@ def op(rank: int, api: str, peer: int, nbytes: int, dtype: str) -> waitfor.Op:
 ])
 def test_pairs_are_checked(send, recv, what):
     programs = {0: [op(0, "isend", 1, *send)], 1: [op(1, "irecv", 0, *recv)]}
-    pairs = waitfor.analyze(programs, waitfor.Conditions.gloo()).mismatched_pairs
+    pairs = analyze(programs, Conditions.gloo()).mismatched_pairs
     assert [p["what"] for p in pairs] == ([what] if what else [])
 
 
@@ -72,18 +73,18 @@ def test_the_issue_reproducer_is_a_mismatch_and_equal_sizes_are_not(tmp_path):
 # --- roles: a send to `next` is received as from `prev` (Megatron-LM #1450) -----------------------
 
 def test_roles_pair_send_next_with_recv_prev():
-    def role_op(rank: int, index: int, api: str, peer: int, role: str) -> waitfor.Op:
-        return waitfor.Op(rank, index, api, PAIR, peer, 24, dtype="int64", role=role)
+    def role_op(rank: int, index: int, api: str, peer: int, role: str) -> Op:
+        return Op(rank, index, api, PAIR, peer, 24, dtype="int64", role=role)
     # #1450 at PP=2: each rank's one batch sends to prev and next, which are the same rank.
     buggy = {r: [role_op(r, 0, "isend", 1 - r, "prev"), role_op(r, 1, "irecv", 1 - r, "prev"),
                  role_op(r, 2, "isend", 1 - r, "next"), role_op(r, 3, "irecv", 1 - r, "next")]
              for r in (0, 1)}
-    pairs = waitfor.analyze(buggy, waitfor.Conditions.gloo()).mismatched_pairs
+    pairs = analyze(buggy, Conditions.gloo()).mismatched_pairs
     assert len(pairs) == 4 and {p["what"] for p in pairs} == {"role"}
     # The order of the proposed fix: the receives that pair come first on the other side.
     fixed = {0: [role_op(0, 0, "isend", 1, "next"), role_op(0, 1, "irecv", 1, "next")],
              1: [role_op(1, 0, "irecv", 0, "prev"), role_op(1, 1, "isend", 0, "prev")]}
-    assert waitfor.analyze(fixed, waitfor.Conditions.gloo()).mismatched_pairs == []
+    assert analyze(fixed, Conditions.gloo()).mismatched_pairs == []
 
 
 RULE = rulebook.load("megatron-core").section("p2p_roles")

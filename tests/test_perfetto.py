@@ -158,7 +158,7 @@ def test_a_cut_head_window_is_said_and_its_pending_op_still_drawn(tmp_path):
     main(["sites", str(ROOT / "fr_dumps" / "make_dumps.py"), "--format", "json", "-o", str(scan)])
     trace = read_flight_recorder(tmp_path / "dumps", head_ops=64)
     joined = join(json.loads(scan.read_text()), trace)
-    doc = trace_events(joined, head_ops(trace, joined["run"]))
+    doc = trace_events(joined, head_ops(trace, joined))
     slices = check_trace_event_format(doc)
     assert [len([s for s in slices[r] if s["ph"] in "XB"]) for r in (0, 1)] == [33, 32]
     (pending,) = [s for s in slices[0] if s["ph"] == "B"]

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from auditor import sources
-from auditor.analysis.waitfor import transport_names
+from auditor.analysis.waitfor.transports import transport_names
 from auditor.errors import InputError
 
 pytestmark = pytest.mark.wheels

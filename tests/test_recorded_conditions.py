@@ -1,5 +1,5 @@
-"""One reader of a trace's recorded init mode (`Trace.init_mode`), and the join and the wait-for
-programs read it the same way: on recorded gloo runs (lazy), a recorded NCCL run with device_id
+"""One reader of a trace's recorded init mode (`Trace.init_mode`), and the join replays what it
+reads: on recorded gloo runs (lazy), a recorded NCCL run with device_id
 (eager), and recorded traces with their groups' `eager` changed the way a mixed run or a
 recorder that does not write it would."""
 
@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from auditor.analysis.join import join
-from auditor.analysis.waitfor import programs_from_trace
 from auditor.dynamic.trace import read_trace_dir
 
 TESTS = Path(__file__).resolve().parent
@@ -46,14 +45,14 @@ def edit_groups(source: Path, target: Path, edit) -> Path:
 def test_recorded_lazy_runs_read_lazy_everywhere(directory):
     trace = read_trace_dir(directory)
     assert trace.init_mode() == "lazy"
-    assert programs_from_trace(trace)[1] == joined_init(trace) == "lazy"
+    assert joined_init(trace) == "lazy"
 
 
 def test_a_recorded_eager_run_reads_eager_everywhere():
     """A real NCCL run with init_process_group(device_id=...) (record_fixtures/eager_nccl)."""
     trace = read_trace_dir(TESTS / "record_fixtures" / "eager_nccl")
     assert trace.init_mode() == "eager"
-    assert programs_from_trace(trace)[1] == joined_init(trace) == "eager"
+    assert joined_init(trace) == "eager"
 
 
 def test_groups_that_disagree_are_unknown_and_the_join_replays_lazy(tmp_path):
@@ -61,7 +60,7 @@ def test_groups_that_disagree_are_unknown_and_the_join_replays_lazy(tmp_path):
     it unknown; now both read unknown, and the join replays the mode where creation can block."""
     trace = read_trace_dir(edit_groups(RECORDED[0], tmp_path / "mixed",
                                              lambda rank, g: g.update(eager=rank == 0)))
-    assert trace.init_mode() is None and programs_from_trace(trace)[1] is None
+    assert trace.init_mode() is None
     assert joined_init(trace) == "lazy"
 
 

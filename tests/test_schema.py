@@ -59,13 +59,14 @@ def test_a_joined_report_document_is_valid(capsys, tmp_path):
 
 def _deadlock_doc() -> dict:
     """A real deadlock verdict: a 24 MiB send-first exchange asked of the network's transports."""
-    from auditor.analysis import waitfor
+    from auditor.analysis.waitfor.deadlock import deadlock
+    from auditor.analysis.waitfor.model import Conditions, Group, Op
+    from auditor.analysis.waitfor.replay import analyze
 
-    pair = waitfor.Group((0, 1), "pp")
-    programs = {r: [waitfor.Op(r, 0, "isend", pair, 1 - r, 24 << 20),
-                    waitfor.Op(r, 1, "irecv", pair, 1 - r, 24 << 20)] for r in (0, 1)}
-    d = waitfor.deadlock(lambda c: waitfor.analyze(programs, c),
-                         waitfor.Conditions.for_transport("net"), "net", "2.10.0")
+    pair = Group((0, 1), "pp")
+    programs = {r: [Op(r, 0, "isend", pair, 1 - r, 24 << 20),
+                    Op(r, 1, "irecv", pair, 1 - r, 24 << 20)] for r in (0, 1)}
+    d = deadlock(lambda c: analyze(programs, c), Conditions.for_transport("net"), "net", "2.10.0")
     doc = copy.deepcopy(json.loads(BASELINE.read_text()))
     doc["verdict"] = {"status": "inconclusive", "headline": "INCONCLUSIVE: x", "exit_code": 1,
                       "undecided": [{"what": "will it deadlock", "decide": d.decide()}],

@@ -66,7 +66,7 @@ def replay_kept(config: Path, trace: Path, torch: str, transport: str | None = N
     doc, p = scan_and_plan(config, torch)
     p = predict.with_transport(p, transport)
     recorded = read_trace_dir(trace)
-    results = predict.replays(recorded, p, torch)
+    results = predict.replays(doc, recorded, p)
     joined = predict.joined(doc, recorded, predict.pick(results))
     return predict.simulation(joined, p, results, "replayed", 0.0)
 
@@ -271,7 +271,7 @@ def test_html_is_the_record_report_of_the_simulated_run(glm4):
 
     doc, p = scan_and_plan(GLM4, "2.10.0")
     recorded = read_trace_dir(glm4[3])
-    html = render_html(predict.joined(doc, recorded, predict.pick(predict.replays(recorded, p))))
+    html = render_html(predict.joined(doc, recorded, predict.pick(predict.replays(doc, recorded, p))))
     # Every op of the simulated (gloo) run completed: the cycle is what NCCL would do with it.
     # Over the network: NET/Socket would hang, NET/IB's bound leaves it open: it *can* hang.
     assert "default_pg:2-3" in html and "replay-can-hang" in html and "wait-for-cycle" not in html

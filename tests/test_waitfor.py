@@ -8,9 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from auditor.analysis.waitfor import (TRANSPORT_BUFFER, Conditions, Group, Op, analyze,
-                                      closed_prefixes,
-                                      programs_from_events, programs_from_trace)
+from auditor.analysis.runreplay import recorded_order
+from auditor.analysis.waitfor.model import Conditions, Group, Op
+from auditor.analysis.waitfor.prefixes import closed_prefixes
+from auditor.analysis.waitfor.programs import programs_from_events
+from auditor.analysis.waitfor.replay import analyze
+from auditor.analysis.waitfor.transports import TRANSPORT_BUFFER
 from auditor.cli import build_parser
 from auditor.commands.repro import spec_from_args
 from auditor.dynamic.trace import read_trace_dir
@@ -20,14 +23,20 @@ CASES_DIR = Path(__file__).parent / "waitfor_cases"
 CASES = tomllib.loads((CASES_DIR / "cases.toml").read_text())["case"]
 
 
+def recorded(name: str) -> dict[int, list[Op]]:
+    """The programs the join replays from the recorded trace `name` (no scan: no roles)."""
+    return recorded_order(read_trace_dir(CASES_DIR / name), {"sites": []}).programs
+
+
 def _case_id(case: dict) -> str:
     return f"{case['trace']}-{case['transport']}-{case['init']}-coalesce={case['coalesce']}"
 
 
 @pytest.mark.parametrize("case", CASES, ids=_case_id)
 def test_recorded_case(case):
-    programs, recorded_init = programs_from_trace(read_trace_dir(CASES_DIR / case["trace"]))
-    assert recorded_init == "lazy"  # recorded without device_id; `init` below is the question
+    trace = read_trace_dir(CASES_DIR / case["trace"])
+    assert trace.init_mode() == "lazy"  # recorded without device_id; `init` below is the question
+    programs = recorded(case["trace"])
     conditions = Conditions.for_transport(case["transport"], case["init"], case["coalesce"])
     analysis = analyze(programs, conditions)
     assert analysis.hang == (case["expect"] == "hang"), f"{case['oracle']}\n{analysis.summary()}"
@@ -50,10 +59,10 @@ def test_every_fixture_is_used_and_is_what_the_reproducer_issues():
     for name, argv in regenerate.RUNS.items():
         args = parser.parse_args(["repro", *argv, "--backend", "gloo"])
         plan = load_case(args.case).plan(spec_from_args(args))
-        recorded, _ = programs_from_trace(read_trace_dir(CASES_DIR / name))
+        programs = recorded(name)
         for rank, program in plan.programs.items():
             planned = [(op.api, op.peer, op.nbytes) for op in program]
-            got = [(op.api, op.peer, op.nbytes) for op in recorded[rank]]
+            got = [(op.api, op.peer, op.nbytes) for op in programs[rank]]
             if name.endswith("-hung"):  # the run stopped where it blocked
                 assert got == planned[:len(got)] and len(got) < len(planned), name
             else:
@@ -61,7 +70,7 @@ def test_every_fixture_is_used_and_is_what_the_reproducer_issues():
 
 
 def test_json_form_for_the_report():
-    programs, _ = programs_from_trace(read_trace_dir(CASES_DIR / "fallback-2-32mib"))
+    programs = recorded("fallback-2-32mib")
     result = analyze(programs, Conditions.for_transport("net", "lazy", False)).to_json()
     assert result["hang"] is True
     assert result["conditions"] == {"init": "lazy", "coalesce": False,
@@ -192,7 +201,7 @@ def test_gloo_model_runs_a_batch_op_by_op_without_streams():
 
 
 def test_the_recorded_gloo_hang_still_hangs_under_gloos_model():
-    programs, _ = programs_from_trace(read_trace_dir(CASES_DIR / "fallback-2-4b-hung"))
+    programs = recorded("fallback-2-4b-hung")
     analysis = analyze(programs, Conditions.gloo())
     assert analysis.hang and "ISEND to 1 (4 B) on default_pg waits for rank 1" in analysis.cycle
 

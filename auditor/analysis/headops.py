@@ -1,8 +1,9 @@
 """The ops of a trace's head window with the wait-for state of each, for a drawing of the whole
 window (`report --format perfetto`): the join keeps only the first ops per rank in its timeline.
 
-The states are those of the join's replay (its closed prefixes, under the document's conditions),
-computed here so that the drawing takes finished data and runs no analysis itself.
+The states are those of the join's replay (`runreplay`: the same programs, roles and closed
+prefixes, under the document's conditions), computed here so that the drawing takes finished data
+and runs no analysis itself.
 """
 
 from __future__ import annotations
@@ -10,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from auditor.analysis import waitfor
-from auditor.analysis.join import replay
+from auditor.analysis.runreplay import recorded_order
 from auditor.analysis.uses import group_label
+from auditor.analysis.waitfor.model import Conditions
 from auditor.dynamic.trace import Trace
 
 
@@ -23,14 +24,14 @@ class HeadOps:
     cut: list[str]  # one sentence per rank whose head window does not hold all its ops
 
 
-def head_ops(trace: Trace, run: dict[str, Any]) -> HeadOps:
-    """The ops of `trace` and their states under the conditions of the joined `run` section."""
+def head_ops(trace: Trace, doc: dict[str, Any]) -> HeadOps:
+    """The ops of `trace` and their states in the replay of the document `doc` joined with it."""
     cut = [f"rank {r}: the trace's head window holds the first "
            f"{len(rt.starts('p2p')) + len(rt.starts('collective'))} of its {rt.ops} P2P ops and "
            f"collectives; later ones are not drawn, except those still pending (after a gap, "
            f"with no wait-for state)"
            for r, rt in trace.ranks.items() if not rt.complete]
-    return HeadOps(_ops_from_trace(trace), _model(trace, run), cut)
+    return HeadOps(_ops_from_trace(trace), _model(trace, doc), cut)
 
 
 def _ops_from_trace(trace: Trace) -> dict[int, list[dict[str, Any]]]:
@@ -62,13 +63,11 @@ def _ops_from_trace(trace: Trace) -> dict[int, list[dict[str, Any]]]:
     return out
 
 
-def _model(trace: Trace, run: dict[str, Any]) -> dict[tuple[int, int], dict[str, Any]]:
-    """The wait-for state of every replayed op, under the document's conditions, on the prefixes
-    the join replays."""
-    programs = waitfor.programs_from_events({r: t.head for r, t in trace.ranks.items()})
-    c = run["waitfor"]["conditions"]
-    conditions = waitfor.Conditions(**c)  # every field, the backend too (as Conditions.to_json wrote it)
-    analysis, _ = replay(programs, conditions, {r: rt.ops for r, rt in trace.ranks.items()})
+def _model(trace: Trace, doc: dict[str, Any]) -> dict[tuple[int, int], dict[str, Any]]:
+    """The wait-for state of every replayed op in the join's replay: its order, under the
+    conditions it wrote (every field, the backend too, as Conditions.to_json wrote them)."""
+    conditions = Conditions(**doc["run"]["waitfor"]["conditions"])
+    analysis, _ = recorded_order(trace, doc).replay(conditions)
     return {(r, o.op.index): {"model": o.state, "communicator": o.communicator,
                               "blocked_on": o.blocked_on, "bytes": o.op.nbytes}
             for r, rs in analysis.ranks.items() for o in rs.ops}

@@ -21,24 +21,20 @@ What each line of code did is read in `uses`; the findings the join adds are wor
 from __future__ import annotations
 
 import os
-import re
 from collections import Counter
 from typing import Any
 
-from auditor import rulebook
-from auditor.analysis import waitfor
 from auditor.analysis.runfindings import replay_findings, run_findings
+from auditor.analysis.runreplay import recorded_order
 from auditor.analysis.uses import Key, Use, group_label, read_uses
+from auditor.analysis.waitfor.model import Conditions, Group, Op, communicator_for
+from auditor.analysis.waitfor.replay import Analysis
 from auditor.dynamic.trace import Trace, read_trace_dir
 
 # Ops per rank drawn in the timeline, and ranks drawn: enough for the first exchanges of a
 # pipeline schedule (where lazy-init deadlocks happen), small enough for a 1,024-rank report.
 TIMELINE_OPS = 16
 TIMELINE_RANKS = 48
-# The wait-for replay is cut to this many ops in total (a prefix per rank: 32 each on 1,024
-# ranks, about 2 s here). Lazy-init deadlocks happen in the first exchanges, and a cycle found in
-# a prefix is a cycle of the whole run: later ops cannot unblock earlier ones.
-REPLAY_OPS = 32_768
 
 def join(
     doc: dict[str, Any],
@@ -46,13 +42,15 @@ def join(
     trace_sites: list[dict[str, Any]] | None = None,
     transport: str | None = None,
     init: str | None = None,
+    conditions: Conditions | None = None,
 ) -> dict[str, Any]:
     """A new document: `doc` with `fired` on every site, a `run` section and the run's findings.
 
     `trace_sites`: the site inventory (SITE dicts) of the sources the trace was recorded with,
     when they are not the scanned ones. The recorded order is replayed under what the trace
     says (lazy or eager groups; nccl: network transport, the pipeline neighbours of a multi-node
-    job); `transport` and `init` replace just that part of it."""
+    job); `transport` and `init` replace just that part of it, `conditions` all of it (simulate:
+    the conditions its prediction replayed, so that the report judges the same replay)."""
     trace = traces if isinstance(traces, Trace) else read_trace_dir(traces)
     out = dict(doc)
     out.pop("verdict", None)  # the scan's verdict does not speak for the run: judge it again
@@ -67,23 +65,20 @@ def join(
     for s in sites:
         s["fired"] = {str(r): n for r, n in sorted(fired.get(s["id"], Counter()).items())}
 
-    recorded = _conditions(trace)
-    conditions = recorded
-    if transport is not None or init is not None:
-        conditions = _override(recorded, transport, init)
-    programs = waitfor.programs_from_events({r: t.head for r, t in trace.ranks.items()},
-                                            p2p_roles(doc["sites"]))
-    totals = {r: rt.ops for r, rt in trace.ranks.items()}
-    model, replayed = replay(programs, conditions, totals)
+    if conditions is None:
+        conditions = _conditions(trace)
+        if transport is not None or init is not None:
+            conditions = _override(conditions, transport, init)
+    order = recorded_order(trace, doc)
+    model, replayed = order.replay(conditions)
     completed = _completed(trace)
     # On a CPU (gloo) recording, the NCCL questions are asked of what NCCL would do with it.
     nccl_like = conditions
     if conditions.backend == "gloo":
-        nccl_like = waitfor.Conditions.for_transport("net", conditions.init)
+        nccl_like = Conditions.for_transport("net", conditions.init)
     # Can this order deadlock (zero buffering), and will it over the transport asked (--transport,
     # else the network's candidates) with the recorded sizes?
-    deadlock = waitfor.deadlock(lambda c: replay(programs, c, totals)[0], nccl_like,
-                                torch_version=_torch_version(doc))
+    deadlock = order.deadlock(nccl_like)
     by_id = {s["id"]: s for s in sites}
     misses = _misses(uses, mapped, by_id, sites)
     run = {
@@ -249,18 +244,13 @@ def _trace_summary(trace: Trace) -> dict[str, Any]:
     }
 
 
-def _torch_version(doc: dict[str, Any]) -> str | None:
-    version = doc.get("config", {}).get("effective", {}).get("torch_version")
-    return version if isinstance(version, str) else None
-
-
 def _completed(trace: Trace) -> bool:
     """Every rank's file is there, every recorded op has an end line and none raised: whatever
     the model says of its order, this run did not deadlock. A missing rank may be the one stuck."""
     return not trace.missing and not any(rt.pending() or rt.raised for rt in trace.ranks.values())
 
 
-def _conditions(trace: Trace) -> waitfor.Conditions:
+def _conditions(trace: Trace) -> Conditions:
     """What the run ran on: gloo's own model for a gloo trace; for NCCL, the network transport
     (the transport is not recorded, and it buffers least) and the init mode the groups had: lazy
     where the trace does not say or its groups disagree, the mode under which creating a
@@ -268,55 +258,32 @@ def _conditions(trace: Trace) -> waitfor.Conditions:
     groups = [g for rt in trace.ranks.values() for g in rt.groups]
     init = trace.init_mode() or "lazy"
     if groups and not any(g.get("backend") == "nccl" for g in groups):
-        return waitfor.Conditions.gloo(init)
-    return waitfor.Conditions.for_transport("net", init=init)
+        return Conditions.gloo(init)
+    return Conditions.for_transport("net", init=init)
 
 
-def _override(recorded: waitfor.Conditions, transport: str | None, init: str | None
-              ) -> waitfor.Conditions:
+def _override(recorded: Conditions, transport: str | None, init: str | None) -> Conditions:
     """`--transport` / `--init` replace just what they name; `--transport gloo` is gloo's model."""
     transport = transport or recorded.transport
     init = init or recorded.init
     if transport == "gloo":
-        return waitfor.Conditions.gloo(init)
-    return waitfor.Conditions.for_transport(transport, init, recorded.coalesce)
+        return Conditions.gloo(init)
+    return Conditions.for_transport(transport, init, recorded.coalesce)
 
 
-def p2p_roles(sites: list[dict[str, Any]]) -> dict[tuple[str, int], str]:
-    """(path, line) of each P2POp site -> the neighbour it addresses, as its peer expression
-    names it (rules/megatron-core.toml [p2p_roles])."""
-    pattern = re.compile(rulebook.load("megatron-core").section("p2p_roles")["peer_pattern"])
-    out = {}
-    for s in sites:
-        if s.get("api") == "P2POp":
-            m = pattern.search(s.get("peer") or "")
-            if m:
-                out[(s["path"], s["line"])] = m.group(1)
-    return out
-
-
-def replay(programs: dict[int, list[waitfor.Op]], conditions: waitfor.Conditions,
-            totals: dict[int, int]) -> tuple[waitfor.Analysis, int]:
-    """The replay of each rank's first ops (REPLAY_OPS in all), cut where no op is left waiting
-    for a partner beyond another rank's cut (`waitfor.closed_prefixes`)."""
-    per_rank = max(1, REPLAY_OPS // max(1, len(programs)))
-    programs = waitfor.closed_prefixes(programs, conditions, per_rank, totals)
-    return waitfor.analyze(programs, conditions), sum(len(p) for p in programs.values())
-
-
-def _pairs(trace: Trace, conditions: waitfor.Conditions) -> list[dict[str, Any]]:
+def _pairs(trace: Trace, conditions: Conditions) -> list[dict[str, Any]]:
     """Rank pairs whose P2P ops run on more than one communicator under `conditions`."""
     comms: dict[tuple[int, int], dict[str, set[str]]] = {}
     for rank, rt in trace.ranks.items():
-        groups = [waitfor.Group(tuple(sorted(g["ranks"])), str(g.get("desc") or ""))
+        groups = [Group(tuple(sorted(g["ranks"])), str(g.get("desc") or ""))
                   for g in rt.groups]
         for u in rt.usage:
             if u.kind != "p2p" or u.peer is None or u.group < 0:
                 continue
             coalesced = bool(u.batched)  # a batched op without a batch id: its window's batch
-            op = waitfor.Op(rank, 0, u.api, groups[u.group], u.peer, coalesced=u.batched,
-                            batch=0 if coalesced or u.in_batch else None)
-            comm = waitfor.communicator_for(op, conditions, coalesced)
+            op = Op(rank, 0, u.api, groups[u.group], u.peer, coalesced=u.batched,
+                    batch=0 if coalesced or u.in_batch else None)
+            comm = communicator_for(op, conditions, coalesced)
             pair = (min(rank, u.peer), max(rank, u.peer))
             how = "coalesced batch" if coalesced else "unbatched op"
             comms.setdefault(pair, {}).setdefault(comm.name, set()).add(
@@ -325,7 +292,7 @@ def _pairs(trace: Trace, conditions: waitfor.Conditions) -> list[dict[str, Any]]
             for pair, by in sorted(comms.items()) if len(by) > 1]
 
 
-def _timeline(trace: Trace, model: waitfor.Analysis) -> dict[str, Any]:
+def _timeline(trace: Trace, model: Analysis) -> dict[str, Any]:
     """The first ops of each rank in issue order (setup calls included), with what the trace
     and the wait-for model say about each: the picture of which rank waits where."""
     states = {r: {o.op.index: o for o in rs.ops} for r, rs in model.ranks.items()}
@@ -367,7 +334,7 @@ def _timeline(trace: Trace, model: waitfor.Analysis) -> dict[str, Any]:
     return {"ops_per_rank": TIMELINE_OPS, "ranks": shown, "not_shown": len(lanes) - len(shown)}
 
 
-def _creations(model: waitfor.Analysis) -> dict[int, tuple[int, dict[str, Any]]]:
+def _creations(model: Analysis) -> dict[int, tuple[int, dict[str, Any]]]:
     """Ranks stuck inside a communicator creation: (the op creating it, the member it waits for,
     at the op that member is stuck in). These are the edges of a lazy-init deadlock."""
     at: dict[int, tuple[int, str]] = {}

@@ -7,8 +7,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from auditor.analysis import waitfor
 from auditor.analysis.uses import Key, Use
+from auditor.analysis.waitfor.deadlock import Deadlock
+from auditor.analysis.waitfor.model import SEND_APIS, Conditions
+from auditor.analysis.waitfor.sizes import size_words
 from auditor.findings import Finding
 
 EXAMPLES = 8  # ranks or pairs named in a finding's message
@@ -92,7 +94,7 @@ def run_findings(uses: dict[Key, Use], mapped: dict[Key, str], by_id: dict[str, 
     return out
 
 
-def replay_findings(wf: dict[str, Any], deadlock: waitfor.Deadlock) -> list[Finding]:
+def replay_findings(wf: dict[str, Any], deadlock: Deadlock) -> list[Finding]:
     """What the wait-for replay adds, by what the run did.
 
     - `wait-for-cycle` (error): the run stopped in an op (or an op raised) and the replay finds
@@ -117,7 +119,7 @@ def replay_findings(wf: dict[str, Any], deadlock: waitfor.Deadlock) -> list[Find
             out.append(Finding(
                 "wait-for-cycle", "error",
                 f"the run stopped, and its recorded op order deadlocks under "
-                f"{_conditions_words(wf['conditions'])}: {wf['cycle']}",
+                f"{Conditions(**wf['conditions']).words()}: {wf['cycle']}",
                 fix=fix, detail={"blocked": wf["blocked"][:EXAMPLES]}))
         return out
     if wf["hang"] and wf["conditions"]["backend"] == "gloo":
@@ -147,9 +149,9 @@ def _mismatch_finding(pairs: list[dict[str, Any]]) -> Finding:
     a, b = first["send"], first["recv"]
 
     def side(x: dict[str, Any]) -> str:
-        role = f" {'to' if x['api'] in waitfor.SEND_APIS else 'from'} its {x['role']}" \
+        role = f" {'to' if x['api'] in SEND_APIS else 'from'} its {x['role']}" \
             if x.get("role") else ""
-        return (f"rank {x['rank']}'s {x['api']}{role} of {waitfor.size_words(x['bytes'])}"
+        return (f"rank {x['rank']}'s {x['api']}{role} of {size_words(x['bytes'])}"
                 f"{' ' + x['dtype'] if x['dtype'] else ''}"
                 f"{' at ' + x['site'] if x['site'] else ''}")
     return Finding(
@@ -165,22 +167,14 @@ def _mismatch_finding(pairs: list[dict[str, Any]]) -> Finding:
         where=a["site"] or "", detail={"pairs": pairs[:EXAMPLES]})
 
 
-def _would_hang(conditions: dict[str, Any], deadlock: waitfor.Deadlock, fix: str) -> Finding:
+def _would_hang(conditions: dict[str, Any], deadlock: Deadlock, fix: str) -> Finding:
     where = " or ".join(v.transport.name for v in deadlock.transports)
     return Finding(
         "replay-would-hang", "warning",
         f"every recorded op completed; under NCCL over {where} this order would hang "
-        f"({_conditions_words(conditions)}): {deadlock.cycle_here}; "
+        f"({Conditions(**conditions).words()}): {deadlock.cycle_here}; "
         + "; ".join(f"{v.transport.name}: {v.why}" for v in deadlock.transports),
         fix=fix, where=deadlock.where, detail={"conditions": conditions, "deadlock": deadlock.to_json()})
-
-
-def _conditions_words(c: dict[str, Any]) -> str:
-    if c.get("backend") == "gloo":
-        return "gloo (no coalescing, no stream order, a send completes once its receive is issued)"
-    batch = {True: "coalesces", False: "runs op by op", None: "as recorded"}[c["coalesce"]]
-    return (f"NCCL, {c['init']} init, batch_isend_irecv {batch}, {c['transport']} transport, "
-            f"sends up to {waitfor.size_words(c['buffer_bytes'])} complete unmatched")
 
 
 def _unbatched_finding(key: Key, u: Use, label: str, per_rank: Counter, mapped: dict[Key, str],

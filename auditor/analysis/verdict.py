@@ -283,11 +283,32 @@ def simulation_verdict(sim: dict[str, Any]) -> RunVerdict:
                             "(NNODES, NPROC_PER_NODE, TORCH_DISTRIBUTED_DEBUG) or pass --torch "
                             "and --transport")
         else:
-            why = Undecided(f"will this order deadlock over {deadlock['transport']}: the planned "
-                            "sizes lie between what its transport(s) complete and hang",
-                            deadlock["decide"])
+            why = _will_undecided(deadlock, "the planned sizes")
         return RunVerdict("inconclusive", head, [why], deadlock=deadlock)
     return RunVerdict("clean", head, deadlock=deadlock)
+
+
+def prediction_verdict(deadlock: dict[str, Any]) -> RunVerdict:
+    """`p2paudit repro --predict`: a case's op order, replayed (waitfor.deadlock.Deadlock.to_json).
+    It *will deadlock here* (every transport the case's --transport leaves possible hangs with
+    the case's sizes): a finding; a transport that may or may not: inconclusive; one that
+    completes everywhere is clean, its *can deadlock* said in the headline."""
+    over = deadlock["transport"]
+    if deadlock["will_deadlock"]:
+        return RunVerdict("findings", f"HANG PREDICTED: this op order will deadlock over {over}: "
+                          f"{deadlock['cycle_here']}", errors=1, deadlock=deadlock)
+    if deadlock["will_deadlock"] is None:
+        return RunVerdict("inconclusive", f"INCONCLUSIVE: this op order can deadlock; whether it "
+                          f"will over {over} is undecided",
+                          [_will_undecided(deadlock, "the case's sizes")], deadlock=deadlock)
+    can = "; but it can deadlock where sends are not buffered" if deadlock["can_deadlock"] else ""
+    return RunVerdict("clean", f"CLEAN: this op order completes over {over}{can}",
+                      deadlock=deadlock)
+
+
+def _will_undecided(deadlock: dict[str, Any], sizes: str) -> Undecided:
+    return Undecided(f"will this order deadlock over {deadlock['transport']}: {sizes} lie between "
+                     "what its transport(s) complete and hang", deadlock["decide"])
 
 
 def _inventory(doc: dict[str, Any]) -> RunVerdict:

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from auditor import sources
-from auditor.analysis import verdict, waitfor
+from auditor.analysis import verdict
 from auditor.analysis.headops import head_ops
 from auditor.analysis.join import join
+from auditor.analysis.waitfor.transports import transport_names
 from auditor.commands import options
 from auditor.commands.output import emit_report
 from auditor.dynamic import flight_recorder
@@ -36,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trace-target", action="append", default=[], metavar="TARGET",
                         help="the sources the trace was recorded with, when they are another "
                              "release than the scan's: events are matched by stable id")
-    parser.add_argument("--transport", choices=waitfor.transport_names(),
+    parser.add_argument("--transport", choices=transport_names(),
                         help="NCCL transport the recorded op order is replayed under: one "
                              "transport, or a topology (node = P2P or SHM, net = NET/Socket or "
                              "NET/IB) whose transports must agree for 'will deadlock' (default: "
@@ -88,7 +89,7 @@ def load_document(path: str) -> dict[str, Any]:
 def context(fmt: str, doc: dict[str, Any], trace: Trace | None, **given: Any) -> formats.Context:
     """What the `fmt` reporter shows besides the document: the trace's ops with their wait-for
     states when it draws them (read here, so that the format runs no analysis)."""
-    head = head_ops(trace, doc["run"]) if trace is not None and formats.reporter(fmt).wants_head \
+    head = head_ops(trace, doc) if trace is not None and formats.reporter(fmt).wants_head \
         else None
     return formats.Context(head=head, **given)
 

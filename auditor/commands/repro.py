@@ -1,7 +1,9 @@
 """`p2paudit repro CASE`: run a minimal reproducer under torchrun and print one verdict line.
 
 Exit 0 when the run completed, 1 when it hung or failed, 2 when it cannot run as asked here.
-`--predict` runs nothing: it prints what the wait-for model expects of the same op sequence.
+`--predict` runs nothing: it prints what the wait-for model expects of the same op sequence, as
+simulate and report do: can it deadlock, will it deadlock here, and the replay under the case's
+conditions; its exit status is the verdict's (auditor.analysis.verdict).
 """
 
 from __future__ import annotations
@@ -11,9 +13,13 @@ import json
 import re
 from pathlib import Path
 
+from auditor.analysis.verdict import prediction_verdict
+from auditor.analysis.waitfor.deadlock import deadlock
+from auditor.analysis.waitfor.replay import analyze
 from auditor.commands import options
 from auditor.commands.output import emit
-from auditor.errors import EXIT_FINDINGS, EXIT_OK, InputError
+from auditor.errors import InputError
+from auditor.report.text import deadlock_lines
 from auditor.repro import CASES, load_case
 from auditor.repro.plan import Spec
 
@@ -38,9 +44,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="ranks (pipeline stages for fallback-1f1b); NCCL needs one GPU each")
     parser.add_argument("--backend", choices=("nccl", "gloo"),
                         help="default: nccl where CUDA is available, else gloo (the CPU variant)")
-    parser.add_argument("--transport", choices=("nvlink", "net"),
+    parser.add_argument("--transport", choices=("nvlink", "net", "net-socket", "net-ib"),
                         help="NCCL transport for fallback-1f1b; net sets NCCL_P2P_DISABLE=1 "
-                             "NCCL_SHM_DISABLE=1, as between nodes (default: nvlink)")
+                             "NCCL_SHM_DISABLE=1, as between nodes, and NCCL takes NET/IB where "
+                             "it finds an IB device, else NET/Socket; net-socket and net-ib say "
+                             "which (NCCL_DEBUG=INFO's 'via' lines), for --predict's verdict "
+                             "(default: nvlink)")
     parser.add_argument("--size", type=parse_size,
                         help="bytes per activation for fallback-1f1b, e.g. 32MiB (the default)")
     parser.add_argument("--microbatches", type=int, help="fallback-1f1b: default max(4, nproc)")
@@ -92,18 +101,21 @@ def spec_from_args(args: argparse.Namespace) -> Spec:
 
 
 def _predict(plan, fmt: str, output: str | None) -> int:
-    from auditor.analysis.waitfor import analyze
-
     conditions = plan.conditions()
     if conditions is None:
         raise InputError("--predict", f"the wait-for model is NCCL's; it says nothing about "
                          f"this run ({plan.title})")
     analysis = analyze(plan.programs, conditions)
+    verdicts = deadlock(lambda c: analyze(plan.programs, c), conditions).to_json()
+    decided = prediction_verdict(verdicts)
     if fmt == "json":
-        emit(json.dumps({"case": plan.title, **analysis.to_json()}, indent=1) + "\n", output)
+        emit(json.dumps({"case": plan.title, **analysis.to_json(), "deadlock": verdicts,
+                         "verdict": decided.to_json()}, indent=1) + "\n", output)
     else:
-        emit(f"{plan.title}: {analysis.summary()}\n", output)
-    return EXIT_FINDINGS if analysis.hang else EXIT_OK
+        emit("\n".join([f"{plan.title}: {decided.headline}", *deadlock_lines(verdicts),
+                        f"the replay under the case's conditions: {analysis.summary()}"]) + "\n",
+             output)
+    return decided.exit_code
 
 
 def _default_backend() -> str:

@@ -22,8 +22,8 @@ from auditor.commands.output import emit_report
 from auditor.report import formats
 from auditor.config.coerce import overrides_from
 from auditor.dynamic.trace import read_trace_dir
-from auditor.analysis import waitfor
 from auditor.analysis.verdict import simulation_verdict
+from auditor.analysis.waitfor.transports import transport_names
 from auditor.errors import EXIT_FINDINGS, InputError
 from auditor.scan import ScanInputs, read_config, run_scan
 from auditor.simulate import predict
@@ -39,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     options.add_set(parser, "override an effective config value (repeatable), e.g. hidden_size=N")
     parser.add_argument("--microbatches", type=int, metavar="N",
                         help="micro-batches to run (default: the config's global / (micro x DP))")
-    parser.add_argument("--transport", choices=waitfor.transport_names(),
+    parser.add_argument("--transport", choices=transport_names(),
                         help="the NCCL transport between neighbouring stages (default: by the "
                              "script's nodes: node = P2P or SHM, net = NET/Socket or NET/IB); "
                              "its bound in rules/nccl.toml decides 'will deadlock here'")
@@ -79,8 +79,7 @@ def _simulate(doc: dict[str, Any], p: Plan, args: argparse.Namespace, workdir: P
     trace = read_trace_dir(recorded.trace)
     schedules = sorted({json.loads(f.read_text())["schedule"]
                         for f in workdir.glob("result-*.json")})
-    results = predict.replays(
-        trace, p, doc.get("config", {}).get("effective", {}).get("torch_version"))
+    results = predict.replays(doc, trace, p)
     out = predict.joined(doc, trace, predict.pick(results))
     sim = predict.simulation(out, p, results, ", ".join(schedules), recorded.seconds)
     out["simulation"] = sim

@@ -9,7 +9,7 @@ from typing import Any
 
 from auditor.analysis.diff import diff_text
 from auditor.analysis.verdict import judge
-from auditor.analysis.waitfor import size_words
+from auditor.analysis.waitfor.sizes import size_words
 from auditor.sources import target_label
 
 
@@ -89,7 +89,7 @@ def yes_no(value: bool | None) -> str:
 
 
 def deadlock_lines(d: dict[str, Any]) -> list[str]:
-    """MUST's two verdicts (waitfor.Deadlock.to_json), one line each, then each transport's
+    """MUST's two verdicts (waitfor.deadlock.Deadlock.to_json), one line each, then each transport's
     bound and what it says."""
     lines = [f"can deadlock: {yes_no(d['can_deadlock'])} (zero-buffer contract: every send waits "
              f"for its receive)" + (f": {d['cycle']}" if d["can_deadlock"] and d["cycle"] else ""),

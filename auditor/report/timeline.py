@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from auditor.analysis.waitfor import size_words
+from auditor.analysis.waitfor.sizes import size_words
 
 OP_W, GAP_W, SETUP_W, BOX_H, GAP_X, LANE_H, LEFT, TOP = 104, 60, 80, 24, 8, 56, 70, 24
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f",

@@ -16,7 +16,8 @@ batch_p2p_comm=False uses), `eager` (device_id; expected NOT to help: docs/findi
 
 from __future__ import annotations
 
-from auditor.analysis.waitfor import MiB, Group, Op, size_words
+from auditor.analysis.waitfor.model import Group, Op
+from auditor.analysis.waitfor.sizes import MiB, size_words
 from auditor.errors import InputError
 from auditor.repro.plan import ISSUE_BATCH, ISSUE_ONE_BY_ONE, NET_ENV, Plan, Spec
 
@@ -111,7 +112,7 @@ def plan(spec: Spec) -> Plan:
     init = "eager" if spec.fix == "eager" else "lazy"
     transport = spec.transport or "nvlink"
     env = {} if spec.fix == "detail-off" else {"TORCH_DISTRIBUTED_DEBUG": "DETAIL"}
-    if spec.backend == "nccl" and transport == "net":
+    if spec.backend == "nccl" and transport.startswith("net"):
         env.update(NET_ENV)
     how = {None: "batches issued op by op (torch 2.10 + DETAIL)",
            "coalesced": "batches to batch_isend_irecv under DETAIL",

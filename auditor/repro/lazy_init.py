@@ -15,7 +15,7 @@ created at init).
 
 from __future__ import annotations
 
-from auditor.analysis.waitfor import Group, Op
+from auditor.analysis.waitfor.model import Group, Op
 from auditor.errors import InputError
 from auditor.repro.plan import ISSUE_BATCH, Plan, Spec
 

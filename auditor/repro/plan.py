@@ -11,7 +11,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from auditor.analysis.waitfor import TRANSPORT_BUFFER, Conditions, Op
+from auditor.analysis.waitfor.model import Conditions, Op
+from auditor.analysis.waitfor.transports import TRANSPORT_BUFFER
 
 ISSUE_BATCH = "batch"  # hand each batch to the real batch_isend_irecv (torch decides coalescing)
 ISSUE_ONE_BY_ONE = "one-by-one"  # each op alone in list order: torch 2.10's fallback under DETAIL

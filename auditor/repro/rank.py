@@ -22,7 +22,7 @@ import torch
 import torch.distributed as dist
 from torch.distributed import distributed_c10d
 
-from auditor.analysis.waitfor import communicator_for
+from auditor.analysis.waitfor.model import communicator_for
 from auditor.repro import load_case
 from auditor.repro.plan import ISSUE_BATCH, Plan, Spec
 from auditor.repro.progress import DONE, ISSUING, PENDING, Progress

@@ -6,8 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from auditor.analysis.waitfor import (Analysis, Conditions, Op, analyze, communicator_for,
-                                       size_words)
+from auditor.analysis.waitfor.model import Conditions, Op, communicator_for
+from auditor.analysis.waitfor.replay import Analysis, analyze
+from auditor.analysis.waitfor.sizes import size_words
 from auditor.errors import EXIT_FINDINGS, EXIT_OK
 from auditor.repro.plan import ISSUE_BATCH, Plan
 from auditor.repro.progress import DONE, ISSUING, PENDING

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor import rulebook
-from auditor.analysis.waitfor import DTYPE_BYTES, size_words
+from auditor.analysis.waitfor.sizes import DTYPE_BYTES, size_words
 from auditor.config.model import LaunchConfig
 from auditor.errors import InputError
 from auditor.sources import SourceSet

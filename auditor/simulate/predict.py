@@ -14,17 +14,21 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Any
 
-from auditor.analysis import waitfor
-from auditor.analysis.join import join, replay
+from auditor.analysis.join import join
+from auditor.analysis.runreplay import recorded_order
+from auditor.analysis.waitfor.deadlock import Deadlock
+from auditor.analysis.waitfor.model import Conditions
+from auditor.analysis.waitfor.replay import Analysis
+from auditor.analysis.waitfor.sizes import size_words
 from auditor.dynamic.trace import Trace
 from auditor.simulate.plan import Plan, Value
 
 
 @dataclass
 class Replay:
-    conditions: waitfor.Conditions
-    analysis: waitfor.Analysis
-    deadlock: waitfor.Deadlock  # the two verdicts under these conditions
+    conditions: Conditions
+    analysis: Analysis
+    deadlock: Deadlock  # the two verdicts under these conditions
 
     @property
     def cycle_ranks(self) -> list[int]:
@@ -68,28 +72,25 @@ def with_transport(p: Plan, transport: str | None) -> Plan:
     return replace(p, values=values, candidates={**p.candidates, "transport": [transport]})
 
 
-def replays(trace: Trace, p: Plan, torch_version: str | None = None) -> list[Replay]:
+def replays(doc: dict[str, Any], trace: Trace, p: Plan) -> list[Replay]:
     """The recorded order under every combination of the plan's possible conditions, each with
-    its two deadlock verdicts (the transport's candidates, the recorded sizes)."""
+    its two deadlock verdicts (the transport's candidates, the recorded sizes): the replay the
+    join of the scan `doc` with the run makes (`runreplay`)."""
     out = []
     c = p.candidates
     for coalesce, init, transport in itertools.product(c["coalesce"], c["init"], c["transport"]):
-        issued = as_issued(trace, coalesce)
-        programs = waitfor.programs_from_events({r: t.head for r, t in issued.ranks.items()})
-        conditions = waitfor.Conditions.for_transport(transport, init, coalesce)
-        totals = {r: t.ops for r, t in issued.ranks.items()}
-
-        def run(cond: waitfor.Conditions, programs=programs, totals=totals) -> waitfor.Analysis:
-            return replay(programs, cond, totals)[0]
-        out.append(Replay(conditions, run(conditions),
-                          waitfor.deadlock(run, conditions, transport, torch_version)))
+        order = recorded_order(as_issued(trace, coalesce), doc)
+        conditions = Conditions.for_transport(transport, init, coalesce)
+        out.append(Replay(conditions, order.replay(conditions)[0],
+                          order.deadlock(conditions, transport)))
     return out
 
 
 def joined(doc: dict[str, Any], trace: Trace, shown: Replay) -> dict[str, Any]:
-    """The scan joined with the run as issued under `shown`'s conditions (timeline, findings)."""
+    """The scan joined with the run as issued under `shown`'s conditions, replayed under them
+    whole (timeline, findings: the report of the replay the prediction shows)."""
     c = shown.conditions
-    return join(doc, as_issued(trace, bool(c.coalesce)), transport=c.transport, init=c.init)
+    return join(doc, as_issued(trace, bool(c.coalesce)), conditions=c)
 
 
 def simulation(doc: dict[str, Any], p: Plan, results: list[Replay], schedule: str,
@@ -174,12 +175,12 @@ def _cycle_words(r: Replay) -> str:
     sends = {(o.op.api, o.op.nbytes, o.communicator) for o in blocked if o.op.kind == "send"}
     if len(blocked) == len(ranks) and len(sends) == 1:
         api, nbytes, comm = sends.pop()
-        return (f"stages {stages} both {api.upper()} {waitfor.size_words(nbytes)} first on "
+        return (f"stages {stages} both {api.upper()} {size_words(nbytes)} first on "
                 f"communicator {comm} ({r.analysis.cycle})")
     return f"stages {stages} wait on each other ({r.analysis.cycle})"
 
 
-def _cycle_ranks(a: waitfor.Analysis) -> list[int]:
+def _cycle_ranks(a: Analysis) -> list[int]:
     """The ranks on a wait-for cycle, from each stuck op's and CPU's edge to another rank."""
     edges: dict[int, set[int]] = {}
     for rank, state in a.ranks.items():

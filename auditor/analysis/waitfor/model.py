@@ -1,0 +1,129 @@
+"""What the wait-for replay replays: each rank's ops (`Op`) on their groups, the run-time
+conditions the op sequence alone does not fix, and the communicator each op runs on under them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from auditor.analysis.waitfor.sizes import size_words
+from auditor.analysis.waitfor.transports import TRANSPORT_BUFFER
+
+Key = tuple[int, int]  # an op as (rank, its index in the rank's program)
+SEND_APIS = frozenset({"send", "isend"})
+RECV_APIS = frozenset({"recv", "irecv"})
+
+
+@dataclass(frozen=True)
+class Group:
+    ranks: tuple[int, ...]  # global ranks, ascending (torch sorts them in new_group)
+    desc: str = ""
+
+    def __hash__(self) -> int:  # hashed for every op of a replay: a 1,024-rank tuple once
+        return _cached_hash(self, (self.ranks, self.desc))
+
+    @property
+    def label(self) -> str:
+        return self.desc or "group[" + ",".join(map(str, self.ranks)) + "]"
+
+
+@dataclass(frozen=True)
+class Op:
+    """One op as a rank issues it. `index` is its position in the rank's program."""
+
+    rank: int
+    index: int
+    api: str  # isend, irecv, send, recv, or a collective's name
+    group: Group
+    peer: int | None = None  # global rank, for P2P
+    nbytes: int = 0
+    batch: int | str | None = None  # ops handed to one batch_isend_irecv call share an id
+    coalesced: bool | None = None  # as recorded: did a coalescing group really run around it
+    after: tuple[int, ...] = ()  # this rank's ops that completed before this one was issued
+    call: str = ""  # the caller, e.g. "P2PCommunicator.send_forward_recv_backward"
+    dtype: str = ""  # as recorded ("" when the trace does not say)
+    where: str = ""  # path:line of the code that built it (its P2POp), else of the call
+    role: str = ""  # the neighbour it is meant for ("prev"/"next"), where the code says
+
+    @property
+    def kind(self) -> str:
+        if self.api in SEND_APIS:
+            return "send"
+        if self.api in RECV_APIS:
+            return "recv"
+        return "collective"
+
+    def words(self) -> str:
+        if self.kind == "send":
+            return f"{self.api.upper()} to {self.peer} ({size_words(self.nbytes)})"
+        if self.kind == "recv":
+            return f"{self.api.upper()} from {self.peer} ({size_words(self.nbytes)})"
+        return self.api.upper()
+
+
+@dataclass(frozen=True)
+class Conditions:
+    """The run-time facts the op sequence alone does not fix."""
+
+    init: str = "lazy"  # "lazy" or "eager" (device_id given to init_process_group)
+    # Does batch_isend_irecv coalesce here (torch version, backend, debug level: `p2paudit
+    # doctor` says)? None: as each op was recorded (`Op.coalesced`), and yes where not recorded.
+    coalesce: bool | None = None
+    buffer_bytes: int = TRANSPORT_BUFFER["net"]
+    transport: str = "net"
+    backend: str = "nccl"  # "gloo": the gloo model of the module docstring
+
+    @classmethod
+    def gloo(cls, init: str = "lazy") -> Conditions:
+        """What gloo itself does (`init` is kept for the report: gloo has no lazy creation)."""
+        return cls(init, False, TRANSPORT_BUFFER["gloo"], "gloo", "gloo")
+
+    @classmethod
+    def for_transport(cls, transport: str, init: str = "lazy",
+                      coalesce: bool | None = None) -> Conditions:
+        if transport not in TRANSPORT_BUFFER:
+            raise ValueError(f"unknown transport {transport!r}; one of {sorted(TRANSPORT_BUFFER)}")
+        if init not in ("lazy", "eager"):
+            raise ValueError(f"init must be 'lazy' or 'eager', not {init!r}")
+        return cls(init, coalesce, TRANSPORT_BUFFER[transport], transport)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"init": self.init, "coalesce": self.coalesce, "buffer_bytes": self.buffer_bytes,
+                "transport": self.transport, "backend": self.backend}
+
+    def words(self) -> str:
+        if self.backend == "gloo":
+            return ("gloo (batch_isend_irecv runs op by op, no communicator creation, no stream "
+                    "order, a send completes once its receive is issued)")
+        batch = {True: "coalesces", False: "runs op by op", None: "as recorded"}[self.coalesce]
+        return (f"{self.init} init, batch_isend_irecv {batch}, {self.transport} transport "
+                f"(sends up to {size_words(self.buffer_bytes)} complete unmatched)")
+
+
+@dataclass(frozen=True)
+class Communicator:
+    name: str
+    members: tuple[int, ...]
+    root: int  # creates the ncclUniqueId and publishes it through the store
+    group: tuple[int, ...] = ()  # its process group's ranks: groups may share a description
+
+    def __hash__(self) -> int:
+        return _cached_hash(self, (self.name, self.members, self.root, self.group))
+
+
+def _cached_hash(obj: Any, fields: tuple) -> int:
+    value = obj.__dict__.get("_hash")
+    if value is None:
+        value = hash(fields)
+        object.__setattr__(obj, "_hash", value)
+    return value
+
+
+def communicator_for(op: Op, conditions: Conditions, coalesced: bool) -> Communicator:
+    """The NCCL communicator `op` runs on (docs/findings.md §1: lazy pair communicators, eager serialisation)."""
+    group = op.group
+    if op.kind == "collective" or coalesced or conditions.init == "eager" \
+            or conditions.backend == "gloo":
+        return Communicator(group.label, group.ranks, min(group.ranks), group.ranks)
+    low, high = sorted((op.rank, op.peer))
+    return Communicator(f"{group.label}:{low}-{high}", (low, high), low, group.ranks)

@@ -1,0 +1,450 @@
+"""The replay: every rank's ops issued and completed under the model of the package docstring
+until nothing moves, then what is left explained, rank by rank and as a wait-for cycle."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from auditor.analysis.waitfor.model import Communicator, Conditions, Key, Op, communicator_for
+from auditor.analysis.waitfor.sizes import size_words
+from auditor.analysis.waitfor.transports import ZERO_BUFFER
+
+
+Node = tuple  # ("cpu", rank) | ("op", rank, index)
+Stream = tuple  # (rank, communicator); gloo: (rank, communicator, the op's key)
+
+
+@dataclass
+class OpState:
+    op: Op
+    communicator: str
+    coalesced: bool
+    state: str  # done | blocked | queued | not_issued
+    blocked_on: dict[str, Any] | None = None  # a wait-for edge (_edge_json)
+    members: tuple[int, ...] = ()  # the ranks of the communicator the op runs on
+
+    def to_json(self) -> dict[str, Any]:
+        op = self.op
+        return {"index": op.index, "api": op.api, "peer": op.peer, "bytes": op.nbytes,
+                "group": {"ranks": list(op.group.ranks), "desc": op.group.desc},
+                "batch": op.batch, "coalesced": self.coalesced, "call": op.call,
+                "communicator": self.communicator, "state": self.state,
+                "blocked_on": self.blocked_on}
+
+
+@dataclass
+class RankState:
+    rank: int
+    cpu: str  # finished | creating | waiting
+    words: str  # where this rank is, in one clause
+    ops: list[OpState] = field(default_factory=list)
+    blocked_on: list[dict[str, Any]] = field(default_factory=list)  # what its CPU waits for
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rank": self.rank, "cpu": self.cpu, "words": self.words,
+                "blocked_on": self.blocked_on, "ops": [o.to_json() for o in self.ops]}
+
+
+@dataclass
+class Analysis:
+    hang: bool
+    conditions: Conditions
+    ranks: dict[int, RankState]
+    cycle: str  # the wait-for cycle in words; "" when none
+    blocked: list[str]  # one sentence per blocked rank
+    # Send/receive pairs (as FIFO order per communicator pairs them) whose sizes or dtypes differ:
+    # the receiver gets other bytes than were sent, silently or as a hang.
+    mismatched_pairs: list[dict[str, Any]] = field(default_factory=list)
+
+    def summary(self) -> str:
+        if not self.hang:
+            return f"no hang: every op completes ({self.conditions.words()})"
+        head = f"HANG ({self.conditions.words()})"
+        body = "\n".join(f"  {line}" for line in self.blocked)
+        tail = f"\n  wait-for cycle: {self.cycle}" if self.cycle else \
+            "\n  no cycle: a rank waits for an op nobody issues"
+        return f"{head}\n{body}{tail}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"hang": self.hang, "conditions": self.conditions.to_json(),
+                "cycle": self.cycle, "blocked": self.blocked,
+                "mismatched_pairs": self.mismatched_pairs,
+                "ranks": [r.to_json() for r in self.ranks.values()]}
+
+
+def analyze(programs: Mapping[int, Sequence[Op]], conditions: Conditions) -> Analysis:
+    """Replay every rank's ops under `conditions` until nothing moves; explain what is left."""
+    return _Replay(programs, conditions).run()
+
+
+class _Replay:
+    def __init__(self, programs: Mapping[int, Sequence[Op]], conditions: Conditions) -> None:
+        self.cond = conditions
+        self.ops: dict[Key, Op] = {}
+        self.entries: dict[int, list[tuple[Key, ...]]] = {}
+        self.comm: dict[Key, Communicator] = {}
+        self.coalesced: dict[Key, bool] = {}
+        for rank in sorted(programs):
+            self._load(rank, programs[rank])
+        self._name_shared_descriptions()
+        self.mismatched: list[dict[str, Any]] = []
+        self.match = self._match()
+        self.pc = {rank: 0 for rank in self.entries}
+        self.arrived: dict[Communicator, set[int]] = {}
+        self.created: set[Communicator] = set()
+        if conditions.init == "eager" or conditions.backend == "gloo":
+            self.created = set(self.comm.values())  # group communicators, made with the group
+        self.streams_per_op = conditions.backend == "gloo"  # gloo runs each op on its own
+        self.streams: dict[Stream, list[tuple[Key, ...]]] = {}
+        self.head: dict[Stream, int] = {}
+        self.where: dict[Key, tuple[Stream, int]] = {}  # op -> (stream, place)
+        self.done: set[Key] = set()
+
+    def _name_shared_descriptions(self) -> None:
+        """Megatron gives every PP group the same description: name those by their ranks too."""
+        ranks_by_desc: dict[str, set[tuple[int, ...]]] = {}
+        for op in self.ops.values():
+            ranks_by_desc.setdefault(op.group.label, set()).add(op.group.ranks)
+        for key, comm in self.comm.items():
+            label = self.ops[key].group.label
+            if len(ranks_by_desc[label]) > 1:
+                shown = label + "[" + ",".join(map(str, comm.group)) + "]"
+                self.comm[key] = replace(comm, name=shown + comm.name[len(label):])
+
+    def _load(self, rank: int, program: Sequence[Op]) -> None:
+        entries: list[tuple[Key, ...]] = []
+        for position, op in enumerate(program):
+            if op.rank != rank or op.index != position:
+                raise ValueError(f"rank {rank}'s op {position} says rank {op.rank} index {op.index}")
+            if rank not in op.group.ranks:
+                raise ValueError(f"rank {rank}'s op {position} is on a group without it: {op.group}")
+            if op.kind != "collective" and op.peer not in op.group.ranks:
+                raise ValueError(f"rank {rank}'s op {position}: peer {op.peer} not in {op.group}")
+            key = (rank, position)
+            self.ops[key] = op
+            coalesce = self.cond.coalesce
+            if self.cond.backend == "gloo":
+                coalesce = False
+            elif coalesce is None:
+                coalesce = op.coalesced is not False
+            coalesced = coalesce and op.batch is not None and op.kind != "collective"
+            self.coalesced[key] = coalesced
+            self.comm[key] = communicator_for(op, self.cond, coalesced)
+            previous = self.ops.get((rank, position - 1))
+            if coalesced and previous is not None and previous.batch == op.batch \
+                    and self.coalesced[(rank, position - 1)]:
+                entries[-1] = entries[-1] + (key,)
+            else:
+                entries.append((key,))
+        self.entries[rank] = entries
+
+    def _match(self) -> dict[Key, tuple[Key, ...] | None]:
+        """Each op's partners: the matching send/receive, or the same collective on every member."""
+        lanes: dict[tuple, list[Key]] = {}
+        for key, op in self.ops.items():
+            comm = self.comm[key]
+            if op.kind == "send":
+                lanes.setdefault(("p2p", comm, op.rank, op.peer, "send"), []).append(key)
+            elif op.kind == "recv":
+                lanes.setdefault(("p2p", comm, op.peer, op.rank, "recv"), []).append(key)
+            else:
+                lanes.setdefault(("coll", comm, op.rank), []).append(key)
+        match: dict[Key, tuple[Key, ...] | None] = {key: None for key in self.ops}
+        for lane, keys in lanes.items():
+            if lane[0] == "p2p" and lane[4] == "send":
+                recvs = lanes.get(lane[:4] + ("recv",), [])
+                for send, recv in zip(sorted(keys), sorted(recvs)):
+                    match[send], match[recv] = (recv,), (send,)
+                    self._check_pair(send, recv)
+            elif lane[0] == "coll":
+                members = self.comm[keys[0]].members
+                partners = [sorted(lanes.get(("coll", lane[1], m), [])) for m in members]
+                for k, key in enumerate(sorted(keys)):
+                    if all(len(p) > k for p in partners):
+                        match[key] = tuple(p[k] for p in partners if p[k] != key)
+        return match
+
+    def _check_pair(self, send: Key, recv: Key) -> None:
+        """A pair disagrees in size, dtype, or role: a send meant for the next stage must be
+        received as from the previous one (`Op.role`), or the tensors silently swap."""
+        a, b = self.ops[send], self.ops[recv]
+        sizes = a.nbytes != b.nbytes and a.nbytes > 0 and b.nbytes > 0
+        dtypes = a.dtype != b.dtype and a.dtype and b.dtype
+        roles = a.role and b.role and a.role == b.role
+        if sizes or dtypes or roles:
+            self.mismatched.append({
+                "communicator": self.comm[send].name,
+                "what": " and ".join(w for w, bad in (("size", sizes), ("dtype", dtypes),
+                                                      ("role", roles)) if bad),
+                "send": _pair_side(a), "recv": _pair_side(b)})
+
+    # --- replay --------------------------------------------------------------------------------
+    def run(self) -> Analysis:
+        moved = True
+        while moved:
+            moved = False
+            for rank in self.entries:
+                moved |= self._issue(rank)
+            for stream in list(self.streams):
+                moved |= self._progress(stream)
+        return self._explain()
+
+    def _issue(self, rank: int) -> bool:
+        moved = False
+        entries = self.entries[rank]
+        while self.pc[rank] < len(entries):
+            entry = entries[self.pc[rank]]
+            if any((rank, i) not in self.done for key in entry for i in self.ops[key].after):
+                return moved
+            comm = self.comm[entry[0]]
+            if comm not in self.created:
+                arrived = self.arrived.setdefault(comm, set())
+                if rank not in arrived:
+                    arrived.add(rank)
+                    moved = True
+                if not set(comm.members) <= arrived:
+                    return moved
+                self.created.add(comm)
+            stream = (rank, comm, entry[0]) if self.streams_per_op else (rank, comm)
+            queue = self.streams.setdefault(stream, [])
+            self.head.setdefault(stream, 0)
+            for key in entry:
+                self.where[key] = (stream, len(queue))
+            queue.append(entry)
+            self.pc[rank] += 1
+            moved = True
+        return moved
+
+    def _active(self, key: Key) -> bool:
+        place = self.where.get(key)
+        return place is not None and self.head[place[0]] == place[1]
+
+    def _completes(self, key: Key) -> bool:
+        op, partners = self.ops[key], self.match[key]
+        if op.kind == "send" and op.nbytes <= self.cond.buffer_bytes:
+            return True
+        # A large send needs its receive running; a receive, its send started; a collective, all.
+        return partners is not None and all(p in self.done or self._active(p) for p in partners)
+
+    def _progress(self, stream: Stream) -> bool:
+        moved = False
+        queue = self.streams[stream]
+        while self.head[stream] < len(queue):
+            entry = queue[self.head[stream]]
+            for key in entry:
+                if key not in self.done and self._completes(key):
+                    self.done.add(key)
+                    moved = True
+            if not all(key in self.done for key in entry):
+                return moved
+            self.head[stream] += 1
+            moved = True
+        return moved
+
+    # --- explanation ---------------------------------------------------------------------------
+    def _explain(self) -> Analysis:
+        edges: dict[Node, list[tuple[Node | None, str]]] = {}
+        for rank in self.entries:
+            if self._stuck(rank):
+                edges[("cpu", rank)] = self._cpu_edges(rank)
+        for key in self.ops:
+            if key in self.where and key not in self.done:
+                edges[("op",) + key] = [self._op_edge(key)]
+        hang = bool(edges)
+        cycle = _find_cycle(edges) if hang else []
+        ops_first = [i for i, node in enumerate(cycle) if node[0] == "op"]
+        if ops_first:  # read from an op: "rank 0's SEND ... waits for ..."
+            cycle = cycle[ops_first[0]:] + cycle[:ops_first[0]]
+        ranks = {rank: self._rank_state(rank, edges) for rank in self.entries}
+        blocked = [f"rank {r}: {s.words}" for r, s in ranks.items() if s.cpu != "finished"]
+        return Analysis(hang, self.cond, ranks, self._cycle_words(cycle, edges), blocked,
+                        self.mismatched)
+
+    def _stuck(self, rank: int) -> bool:
+        """Not done: still issuing, or issued everything and some op never completed (a program
+        that ends there waits for it, as does a trace cut where its rank blocked)."""
+        if self.pc[rank] < len(self.entries[rank]):
+            return True
+        return any(k not in self.done for entry in self.entries[rank] for k in entry)
+
+    def _creating(self, rank: int) -> Communicator | None:
+        entries = self.entries[rank]
+        if self.pc[rank] >= len(entries):
+            return None
+        entry = entries[self.pc[rank]]
+        if any((rank, i) not in self.done for key in entry for i in self.ops[key].after):
+            return None
+        return self.comm[entry[0]]
+
+    def _cpu_edges(self, rank: int) -> list[tuple[Node | None, str]]:
+        if self.pc[rank] == len(self.entries[rank]):
+            pending = min(k for entry in self.entries[rank] for k in entry if k not in self.done)
+            return [(("op",) + pending, "waits for")]
+        entry = self.entries[rank][self.pc[rank]]
+        waiting = sorted({i for key in entry for i in self.ops[key].after
+                          if (rank, i) not in self.done})
+        if waiting:
+            return [(("op", rank, waiting[0]), "waits for")]
+        comm = self._creating(rank)
+        assert comm is not None
+        out: list[tuple[Node | None, str]] = []
+        for member in comm.members:
+            if member in self.arrived.get(comm, set()):
+                continue
+            if member in self.entries and self.pc[member] < len(self.entries[member]):
+                out.append((("cpu", member), "join"))
+            else:
+                out.append((None, f"rank {member} never uses communicator {comm.name}"))
+        return out
+
+    def _op_edge(self, key: Key) -> tuple[Node | None, str]:
+        stream, position = self.where[key]
+        if self.head[stream] != position:
+            head = self.streams[stream][self.head[stream]]
+            first = next(k for k in head if k not in self.done)
+            return ("op",) + first, "queued"
+        op, partners = self.ops[key], self.match[key]
+        if partners is None:
+            if op.peer in self.entries and self._stuck(op.peer):
+                return ("cpu", op.peer), "not issued"
+            wanted = {"send": "RECV", "recv": "SEND"}.get(op.kind, op.api.upper())
+            return None, f"no matching {wanted} was ever issued on communicator {self.comm[key].name}"
+        for partner in partners:
+            if partner in self.done or self._active(partner):
+                continue
+            if partner not in self.where:
+                return ("cpu", partner[0]), "not issued"
+            return ("op",) + partner, "match"
+        raise AssertionError(f"{key} is active with all partners running but did not complete")
+
+    def _rank_state(self, rank: int, edges: dict[Node, list]) -> RankState:
+        ops = []
+        for entry in self.entries[rank]:
+            for key in entry:
+                node = ("op",) + key
+                if key in self.done:
+                    state = "done"
+                elif key not in self.where:
+                    state = "not_issued"
+                else:
+                    state = "blocked" if self._active(key) else "queued"
+                blocked_on = _edge_json(*edges[node][0]) if node in edges else None
+                comm = self.comm[key]
+                ops.append(OpState(self.ops[key], comm.name, self.coalesced[key], state,
+                                   blocked_on, tuple(comm.members)))
+        words = []
+        blocked = [o for o in ops if o.state == "blocked"]
+        if blocked:
+            words.append("blocked in " + "; ".join(self._desc((rank, o.op.index)) for o in blocked))
+            queued = [o for o in ops if o.state == "queued"]
+            if queued:
+                words.append("queued behind: " + ", ".join(
+                    f"{o.op.words()} on {o.communicator}" for o in queued))
+        comm = self._creating(rank)
+        if comm is not None:
+            words.append(self._creation_words(rank, comm))
+            cpu = "creating"
+        elif ("cpu", rank) in edges:
+            cpu = "waiting"
+        else:
+            cpu = "finished"
+        waits = [_edge_json(*edge) for edge in edges.get(("cpu", rank), [])]
+        return RankState(rank, cpu, "; ".join(words) or "finished: every op completed", ops, waits)
+
+    def _creation_words(self, rank: int, comm: Communicator) -> str:
+        entry = self.entries[rank][self.pc[rank]]
+        missing = [f"{m}" if m in self.entries and self.pc[m] < len(self.entries[m])
+                   else f"{m} (which never uses it)"
+                   for m in comm.members if m not in self.arrived.get(comm, set())]
+        if rank == comm.root or comm.root in self.arrived.get(comm, set()):
+            how = ("in ncclCommInitRank, which no NCCL or store timeout bounds "
+                   "(only TORCH_NCCL_USE_COMM_NONBLOCKING=1 does)")
+        else:
+            how = (f"waiting in the store for the ncclUniqueId rank {comm.root} publishes "
+                   f"(bounded by the store timeout)")
+        return (f"inside the creation of communicator {comm.name} for its "
+                f"{self._desc(entry[0], where=False)}, {how}; needs rank(s) "
+                f"{', '.join(map(str, missing))}")
+
+    def _desc(self, key: Key, where: bool = True) -> str:
+        op = self.ops[key]
+        text = op.words() + (f" on {self.comm[key].name}" if where else "")
+        return text + (f" in {op.call}" if op.call else "")
+
+    def _node_words(self, node: Node) -> str:
+        if node[0] == "op":
+            op = self.ops[node[1:]]
+            return f"rank {node[1]}'s {op.words()} on {self.comm[node[1:]].name}"
+        comm = self._creating(node[1])
+        if comm is not None:
+            return f"rank {node[1]} (inside the creation of communicator {comm.name})"
+        if self.pc[node[1]] == len(self.entries[node[1]]):
+            return f"rank {node[1]} (waiting at the end of its ops)"
+        return f"rank {node[1]} (waiting for an earlier op)"
+
+    def _cycle_words(self, cycle: list[Node], edges: dict[Node, list]) -> str:
+        clauses = []
+        for node, nxt in zip(cycle, cycle[1:] + cycle[:1]):
+            reason = next(r for target, r in edges[node] if target == nxt)
+            here = self._node_words(node)
+            if reason == "queued":
+                clauses.append(f"{here} is queued behind {self._node_words(nxt)}")
+            elif reason == "match":
+                op = self.ops[node[1:]]
+                other = self.ops[nxt[1:]]
+                why = ""
+                if op.kind == "send" and self.cond.transport == ZERO_BUFFER:
+                    why = " (no send completes before its receive)"
+                elif op.kind == "send":
+                    why = (f" ({size_words(op.nbytes)} > the {size_words(self.cond.buffer_bytes)} "
+                           f"the {self.cond.transport} transport buffers)")
+                clauses.append(f"{here} waits for rank {nxt[1]}'s matching {other.api.upper()}{why}")
+            elif reason == "not issued":
+                clauses.append(f"{here} waits for rank {nxt[1]} to issue the matching op")
+            elif reason == "join":
+                clauses.append(f"{here} waits for rank {nxt[1]} to join it")
+            else:
+                target = self.ops[nxt[1:]]
+                clauses.append(f"{here} waits for its {target.words()} on "
+                               f"{self.comm[nxt[1:]].name}")
+        return "; ".join(clauses) + ": a cycle" if clauses else ""
+
+
+def _pair_side(op: Op) -> dict[str, Any]:
+    return {"rank": op.rank, "index": op.index, "api": op.api, "peer": op.peer,
+            "bytes": op.nbytes, "dtype": op.dtype or None, "site": op.where or None,
+            "role": op.role or None, "call": op.call or None}
+
+
+def _edge_json(target: Node | None, reason: str) -> dict[str, Any]:
+    """A wait-for edge for the report: the rank and op waited on (index None: the rank's CPU)."""
+    return {"rank": target[1] if target else None,
+            "index": target[2] if target and target[0] == "op" else None, "reason": reason}
+
+
+def _find_cycle(edges: dict[Node, list[tuple[Node | None, str]]]) -> list[Node]:
+    """The first cycle found walking from each blocked node in order (iterative DFS)."""
+    state: dict[Node, int] = {}  # 1 on the current path, 2 finished
+    for start in sorted(edges, key=lambda n: (n[1], n[0] != "cpu", n[2:] if len(n) > 2 else ())):
+        if state.get(start):
+            continue
+        path: list[Node] = [start]
+        todo: list[list[Node]] = [[t for t, _ in edges[start] if t is not None]]
+        state[start] = 1
+        while path:
+            if not todo[-1]:
+                state[path.pop()] = 2
+                todo.pop()
+                continue
+            nxt = todo[-1].pop(0)
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):]
+            if state.get(nxt) == 2 or nxt not in edges:
+                continue
+            state[nxt] = 1
+            path.append(nxt)
+            todo.append([t for t, _ in edges[nxt] if t is not None])
+    return []
+
