@@ -18,7 +18,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from auditor.analysis import waitfor
+from auditor.analysis.waitfor import transports
 from auditor.dynamic.trace import read_trace_dir
 from auditor.scan import ScanInputs, read_config, run_scan
 from auditor.simulate import predict
@@ -183,7 +183,7 @@ def test_unknown_layout_replays_both_topologies(glm4, tmp_path):
     sim = replay_kept(script, glm4[3], "2.10.0")
     assert {r["conditions"]["transport"] for r in sim["replays"]} == {"net", "node"}
     assert sim["inputs"]["transport"]["value"] is None
-    assert {"net", "node"} <= set(waitfor.transport_names())
+    assert {"net", "node"} <= set(transports.transport_names())
 
 
 def test_two_nodes_one_crossing_pair_is_replayed_on_the_network_transport(glm4, tmp_path):
