@@ -270,6 +270,36 @@ def test_queued_collectives_are_batched_and_works_complete(recorded) -> None:
     assert all(e["comm_init"] is None for e in coll[1:])
 
 
+def test_a_dropped_work_ends_on_the_next_start_line(recorded) -> None:
+    """A Work freed unwaited is learnt at the next op's start: that line carries its end (one
+    line written, not two); the reader gives the end that line's seq and t, before its op."""
+    import jsonschema
+
+    schema = json.loads((FIXTURES.parent.parent / "docs/schema/trace-line.schema.json").read_text())
+    a = torch.ones(2)
+    first = dist.broadcast(a, src=0, async_op=True)
+    second = dist.broadcast(a, src=0, async_op=True)
+    first.wait()  # ended by its wait: an end line of its own
+    del first, second
+    dist.all_reduce(a)
+    text = (recorded.directory / "rank-0.jsonl").read_bytes().rstrip(b"\0").decode()  # still open
+    raw = [json.loads(line) for line in text.splitlines()]
+    for line in raw:
+        jsonschema.validate(line, schema)
+    (carrier,) = [line for line in raw if "ends" in line]
+    (dropped,) = [line for line in raw if line.get("api") == "broadcast"][1:2]
+    assert carrier["api"] == "all_reduce" and carrier["ends"] == [[dropped["seq"], "dropped"]]
+    assert not [line for line in raw if line["phase"] == "end" and line["of"] == dropped["seq"]]
+    rt = trace.read_trace_dir(recorded.directory).ranks[0]
+    coll = rt.starts("collective")
+    assert [(e["api"], e["end"]["how"]) for e in coll] == [
+        ("broadcast", "wait"), ("broadcast", "dropped"), ("all_reduce", "return")]
+    end = coll[1]["end"]
+    assert (end["seq"], end["t"], end["of"], end["api"]) == (
+        carrier["seq"], carrier["t"], dropped["seq"], "broadcast")
+    assert rt.head.index(end) == rt.head.index(coll[2]) - 1  # before the op whose line holds it
+
+
 def test_threads_get_consecutive_seqs_and_every_op_ends(recorded) -> None:
     def work() -> None:
         for _ in range(25):
@@ -390,23 +420,23 @@ def test_head_keeps_the_first_ops_and_counts_the_rest(tmp_path: Path) -> None:
 
 def test_mapped_file_grows_closes_exact_and_writes_through_where_mapping_fails(
         tmp_path: Path, monkeypatch) -> None:
-    from auditor.dynamic import recorder
+    from auditor.dynamic import mapped as module
 
     line = b'{"seq":1}' + b" " * 500 + b"\n"
     fd, path = trace.rank_file(tmp_path, 0, 1)
-    mapped = recorder._MappedFile(fd)
-    for _ in range(3 * recorder._MappedFile.CHUNK // len(line)):  # three chunks: two remaps
+    mapped = module.MappedFile(fd)
+    for _ in range(3 * module.MappedFile.CHUNK // len(line)):  # three chunks: two remaps
         mapped.write(line)
     assert path.stat().st_size > mapped.pos  # zeros ahead until closed
     mapped.close()
-    assert path.read_bytes() == line * (3 * recorder._MappedFile.CHUNK // len(line))
+    assert path.read_bytes() == line * (3 * module.MappedFile.CHUNK // len(line))
 
     def no_mapping(*args, **kwargs):
         raise OSError(19, "No such device")  # what mmap says on a filesystem that cannot
 
-    monkeypatch.setattr(recorder.mmap, "mmap", no_mapping)
+    monkeypatch.setattr(module.mmap, "mmap", no_mapping)
     fd, path = trace.rank_file(tmp_path, 1, 1)
-    through = recorder._MappedFile(fd)
+    through = module.MappedFile(fd)
     through.write(line)
     through.write(line)
     assert path.read_bytes() == line * 2  # on disk at once, nothing ahead

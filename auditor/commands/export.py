@@ -8,7 +8,8 @@ for an engine (DuckDB, Spark SQL, pandas) where one machine cannot run `report` 
   the same file and name), site_path, site_line, site_end_line, site_function (the call), the
   same four op_site_* (where a batched op's P2POp was built), via, batch, shape, dtype,
   comm_init_kind, comm_init_key (the op that creates a communicator under lazy init),
-  end_seq, end_t, how (return, wait, polled, dropped, raise; null: the op never ended),
+  end_seq, end_t, how (return, wait, polled, dropped, raise; null: the op never ended; an end a
+  later line carries has that line's seq and t),
   end_error, extra (any other fields of the start line, as JSON; setup calls' arguments).
 `OUT/groups.parquet`: one row per process group a process declared: rank, file, name, desc,
   backend, eager, size, ranks.
@@ -41,7 +42,7 @@ FORMATS = ("parquet",)
 SITE = ("path", "line", "end_line", "function")
 # Start-line keys that have columns of their own; any other key goes to `extra`.
 COLUMNS = {"seq", "t", "rank", "api", "phase", "kind", "batched", "peer", "group", "site",
-           "op_site", "via", "batch", "shape", "dtype", "comm_init"}
+           "op_site", "via", "batch", "shape", "dtype", "comm_init", "ends"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -158,6 +159,10 @@ def convert_rank_file(file: Path) -> tuple[Any, Any, list[str]]:
             raise inconsistent(file, f"a line of rank {event.get('rank')!r} in the file of rank "
                                      f"{rank}", number)
         try:
+            for of, how in event.get("ends") or ():  # ends carried by the line: its seq and t
+                row = by_seq.pop(of, None)
+                if row is not None:
+                    row[-4:] = event["seq"], float(event["t"]), how, None
             if phase == "start":
                 row = _start_row(event, named)
                 rows.append(row)

@@ -377,6 +377,20 @@ def rank_trace(rank: int, path: Path, lines: Iterable[tuple[int | None, dict[str
     ops = 0
     highest, highest_line = -1, 0
     meta_seen = False
+
+    def ended(event: dict[str, Any]) -> None:
+        of = event.get("of")
+        start = open_ops.pop(of, None)
+        event.setdefault("error", None)
+        if event.get("how") == "raise" and start is not None:
+            trace.raised.append(start)
+        if event.get("api") == "init_process_group":
+            size = event.get("world_size")
+            if type(size) is int and size > 0:
+                trace.world_sizes.add(size)
+        if of in in_head:
+            in_head.pop(of)["end"] = event
+
     for number, event in lines:
         phase = event.get("phase")
         if not meta_seen:
@@ -391,6 +405,18 @@ def rank_trace(rank: int, path: Path, lines: Iterable[tuple[int | None, dict[str
                                number)
         trace.lines += 1
         try:
+            carried = event.get("ends")
+            if carried is not None:  # ends learnt just before this line was written
+                for of, how in carried:
+                    if type(of) is not int or type(how) is not str:
+                        raise ValueError(f"ends {str(carried)[:80]}")
+                    start = open_ops.get(of)
+                    end = {"seq": event["seq"], "t": event["t"], "rank": line_rank,
+                           "api": start.get("api") if start else None, "phase": "end",
+                           "of": of, "how": how}
+                    ended(end)
+                    if ops <= keep:
+                        head.append(end)
             if phase == "start":
                 kind = event.get("kind", "p2p")
                 if kind not in KINDS or type(event.get("api")) is not str:
@@ -431,17 +457,7 @@ def rank_trace(rank: int, path: Path, lines: Iterable[tuple[int | None, dict[str
                 else:
                     trace.complete = False
             elif phase == "end":
-                of = event.get("of")
-                start = open_ops.pop(of, None)
-                event.setdefault("error", None)
-                if event.get("how") == "raise" and start is not None:
-                    trace.raised.append(start)
-                if event.get("api") == "init_process_group":
-                    size = event.get("world_size")
-                    if type(size) is int and size > 0:
-                        trace.world_sizes.add(size)
-                if of in in_head:
-                    in_head.pop(of)["end"] = event
+                ended(event)
                 if ops <= keep:
                     head.append(event)
             elif phase == "group":
