@@ -25,37 +25,27 @@ off with one line on stderr; the program's own calls go on untouched.
 
 from __future__ import annotations
 
-import atexit
 import json
-import os
-import socket
-import sys
 import threading
-import time
 import weakref
 from collections import deque
 from pathlib import Path
-from time import monotonic_ns as _monotonic_ns
 from typing import Any, Callable
 
-from auditor import __version__
-from auditor.dynamic import callsite, trace
-from auditor.dynamic.mapped import MappedFile
+from auditor.dynamic import callsite
 from auditor.dynamic.opstate import (
-    COMPACT, Batch, Group, Op, PerThread, ThreadState, Window, WorkRef, fields_json, tensor_json,
+    Batch, Group, Op, PerThread, ThreadState, Window, WorkRef, fields_json, tensor_json,
 )
+from auditor.dynamic.writer import TraceWriter, env_int
 
 SITE_ATTR = "_p2paudit_site"  # set on each P2POp: where it was built
 
 
-class Recorder:
+class Recorder(TraceWriter):
     """The state of one process's recording; `hooks` calls it, `hang` reads it."""
 
     def __init__(self, directory: Path, hang_after: float) -> None:
-        self.directory = directory
-        self.hang_after = hang_after
-        self.on = True
-        self.lock = threading.RLock()
+        super().__init__(directory, hang_after)
         self.tls = PerThread()
         self.c10d: Any = None  # torch.distributed.distributed_c10d, set by hooks.install
         # The placeholder Work a coalescing manager returns for a queued collective: not a Work
@@ -65,18 +55,7 @@ class Recorder:
         self.is_work: dict[type, bool] = {}  # a call's result type -> a Work to track
         # torch's per-group queues of collectives inside a coalescing manager (set by install).
         self.coalescing_queues: dict[Any, Any] = {}
-        self.rank: int | None = None
-        self.rank_json = "null"
-        self.path: Path | None = None
-        self.file: MappedFile | None = None
-        self.pid = os.getpid()
-        self.mono0_ns = time.monotonic_ns()
-        self.mono0 = self.mono0_ns / 1e9  # the same clock as time.monotonic()
-        self.wall0 = time.time()
-        self.seq = 0
         self.batches = 0
-        self.held: list[str] = []  # lines written before the rank (hence the file) is known
-        self.pending: dict[int, Op] = {}  # seq -> op, in seq order
         self.works: dict[int, tuple[WorkRef, list[Op]]] = {}  # id(Work) -> (ref, ops)
         # Works freed (their refs, queued by the refs' shared callback), to reap.
         self.freed: deque[WorkRef] = deque()
@@ -89,95 +68,7 @@ class Recorder:
         # Where each P2POp was built: an attribute of the P2POp (`SITE_ATTR`) where it takes one,
         # here otherwise (a WeakKeyDictionary costs a weakref and Python-level code per op).
         self.p2pop_sites: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-        self.on_init: list[Callable[[int], None]] = []
-        if hasattr(os, "register_at_fork"):
-            os.register_at_fork(after_in_child=self._forked)
-
-    # --- writing -------------------------------------------------------------------------------
-
-    # The hot path takes `lock` once per line it writes, with acquire/release rather than a
-    # `with` block (half the cost): methods named `_..._locked` expect it held.
-
-    def _emit(self, body: str, op: Op | None = None) -> None:
-        lock = self.lock
-        lock.acquire()
-        try:
-            self._emit_locked(body, op)
-        finally:
-            lock.release()
-
-    def _emit_locked(self, body: str, op: Op | None = None) -> None:
-        # `t` is written as integer microseconds with an exponent (`1234567e-6`: the same JSON
-        # number as 1.234567): formatting an int costs half of formatting a float.
-        us = (_monotonic_ns() - self.mono0_ns) // 1000
-        seq = self.seq = self.seq + 1
-        line = f'{{"seq":{seq},"t":{us}e-6,"rank":{self.rank_json},{body}}}\n'
-        if op is not None:
-            op.seq, op.t, op.line = seq, us * 1e-6, line
-            self.pending[seq] = op
-        file = self.file
-        if file is None:
-            self.held.append(line)
-            return
-        data = line.encode()
-        if file.map is not None:  # MappedFile.write's common case, without the call
-            try:
-                file.map.write(data)
-                return
-            except ValueError:  # past the map's end: `write` grows it
-                pass
-        file.write(data)
-
-    def open(self, rank: int) -> None:
-        """Create this rank's file; write the meta line and anything held back."""
-        with self.lock:
-            if self.file is not None:
-                return
-            self.rank = rank
-            self.rank_json = str(rank)
-            fd, self.path = trace.rank_file(self.directory, rank, os.getpid())
-            self.file = MappedFile(fd)
-            atexit.register(self.close)
-            torch = sys.modules.get("torch")
-            meta = {
-                "seq": 0, "t": 0.0, "rank": rank, "api": "process", "phase": "meta",
-                "pid": os.getpid(), "host": socket.gethostname(), "argv": list(sys.argv),
-                "python": sys.version.split()[0], "torch": getattr(torch, "__version__", None),
-                "recorder": f"p2paudit {__version__}", "hang_after": self.hang_after,
-                "mono0": self.mono0, "wall0": self.wall0,
-                "world_size": _env_int("WORLD_SIZE"),
-            }
-            self.file.write((json.dumps(meta, separators=COMPACT) + "\n").encode())
-            for line in self.held:
-                self.file.write(line.replace('"rank":null,', f'"rank":{rank},', 1).encode())
-            self.held.clear()
-
-    def close(self) -> None:
-        """At exit: the file cut to its lines. Not in a forked child: the file is the parent's."""
-        with self.lock:
-            if self.file is not None and os.getpid() == self.pid:
-                self.file.close()
-            self.file = None
-
-    def fail(self, exc: BaseException) -> None:
-        """Internal error: stop recording in this process, say so once, leave the program be."""
-        if not self.on:
-            return
-        self.on = False
-        where = f" (rank {self.rank})" if self.rank is not None else ""
-        print(f"p2paudit record: internal error{where}, recording stopped in this process: "
-              f"{type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
-        try:
-            error = json.dumps(f"{type(exc).__name__}: {exc}")
-            self._emit(f'"api":"recorder","phase":"off","error":{error}')
-        except Exception:
-            pass
-
-    def _forked(self) -> None:
-        # A forked child (a DataLoader worker) is not the rank; it must not write the rank's file.
-        self.on = False
-        self.lock = threading.RLock()
-        self.file = None
+        self.on_init: list[Callable[[int], None]] = []  # called with the rank once it is known
 
     # --- process groups ------------------------------------------------------------------------
 
@@ -314,7 +205,7 @@ class Recorder:
         launcher's RANK), so a rank stuck in the rendezvous leaves a trace."""
         try:
             if not isinstance(rank, int) or rank < 0:
-                rank = _env_int("RANK")
+                rank = env_int("RANK")
             if rank is not None and rank >= 0:
                 self.open(rank)
         except Exception as exc:
@@ -528,10 +419,3 @@ class Recorder:
             except Exception:
                 unfinished.append(line)
         return pending, last, unfinished
-
-
-def _env_int(name: str) -> int | None:
-    try:
-        return int(os.environ[name])
-    except (KeyError, ValueError):
-        return None
