@@ -20,7 +20,7 @@ import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
 from auditor.cli import main as cli_main
-from auditor.dynamic import callsite, hooks, record, trace
+from auditor.dynamic import callsite, hooks, rankfile, record, trace
 from auditor.dynamic.recorder import Recorder
 from auditor.errors import InputError
 
@@ -404,7 +404,7 @@ def test_head_keeps_the_first_ops_and_counts_the_rest(tmp_path: Path) -> None:
 
     pair = group([0, 1], "pp", "1")
     site = {"path": "train.py", "line": 7, "end_line": 7, "function": "step"}
-    n = 3 * trace.HEAD_PER_RANK
+    n = 3 * rankfile.HEAD_PER_RANK
     programs = {r: [{"api": "send" if (k + r) % 2 == 0 else "recv", "kind": "p2p",
                      "batched": False, "peer": 1 - r, "group": pair, "shape": [4],
                      "dtype": "float32", "site": site} for k in range(n)] for r in (0, 1)}
@@ -412,7 +412,7 @@ def test_head_keeps_the_first_ops_and_counts_the_rest(tmp_path: Path) -> None:
     t = trace.read_trace_dir(tmp_path, head_ops=4)  # at least HEAD_PER_RANK per rank
     for rank, rt in t.ranks.items():
         assert not rt.complete and rt.ops == n and rt.lines == 1 + 2 * n - rank
-        assert len(rt.starts()) == trace.HEAD_PER_RANK
+        assert len(rt.starts()) == rankfile.HEAD_PER_RANK
         assert sum(rt.usage.values()) == n and rt.usage[next(iter(rt.usage))] in (n // 2, n - n // 2)
     assert [e["seq"] for e in t.ranks[1].pending()] == [2 * n]
     assert t.ranks[0].pending() == []
