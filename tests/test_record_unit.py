@@ -111,7 +111,7 @@ def _first_p2p_line(file: Path) -> int:
 
 @pytest.mark.parametrize("case", ["peer 99", "peer 99 inline group", "peer 99 without group",
                                   "seq text", "group 5", "not JSON", "two runs",
-                                  "rank 0 in rank-1.jsonl", "rank field"])
+                                  "rank 0 in rank-1.jsonl", "rank field", "ends not pairs"])
 def test_inconsistent_trace_is_bad_input_naming_the_file(tmp_path: Path, case: str) -> None:
     """Never a traceback, never an analysis of it: exit 2 and one line naming file and cause."""
     d = tmp_path / "t"
@@ -148,6 +148,9 @@ def test_inconsistent_trace_is_bad_input_naming_the_file(tmp_path: Path, case: s
         where = str(d)
         cause = ("rank files of different runs: rank-0.jsonl, rank-1.jsonl world size 2; "
                  "rank-2.jsonl, rank-3.jsonl world size 4")
+    elif case == "ends not pairs":  # a hand-edited line: ends must be [[seq, how], ...]
+        _edit_line(rank0, n, lambda e: e.update(ends=[["1", "dropped"]]))
+        cause = "not a trace line (ends [['1', 'dropped']])"
     elif case == "rank 0 in rank-1.jsonl":
         shutil.copy(rank0, d / "rank-1.jsonl")
         where, cause = f"{d / 'rank-1.jsonl'}:1", "it holds the trace of rank 0"

@@ -125,16 +125,12 @@ class Recorder(TraceWriter):
                     extra += f',"op_site":{op_site}'
             elif window is not None:
                 extra += f',"batch":{window.batch}'
-            op = Op(api, g, state.ident, window is not None)
-            self._emit_locked(
+            return self._started_locked(Op(api, g, state.ident, window is not None), (
                 f'"api":"{api}","phase":"start","kind":"p2p",'
                 f'"batched":{"false" if window is None else "true"},'
                 f'"peer":{peer if type(peer) is int else "null"},'
                 f'"group":{g.ref if g is not None else "null"},'
-                f'"site":{callsite.caller_site(2)},{tensor_json(tensor)}{extra}{ends}', op)
-            if window is not None:
-                window.ops.append(op)
-            return op
+                f'"site":{callsite.caller_site(2)},{tensor_json(tensor)}{extra}{ends}'), window)
         except Exception as exc:
             self.fail(exc)
             return None
@@ -156,20 +152,23 @@ class Recorder(TraceWriter):
             extra = "" if g is None or g.eager or g.whole else g.comm_mark(True, None)
             if window is not None:
                 extra += f',"batch":{window.batch}'
-            op = Op(api, g, state.ident, window is not None)
-            self._emit_locked(
+            return self._started_locked(Op(api, g, state.ident, window is not None), (
                 f'"api":"{api}","phase":"start","kind":"{kind}",'
                 f'"batched":{"true" if batched else "false"},"peer":null,'
                 f'"group":{g.ref if g is not None else "null"},'
-                f'"site":{callsite.caller_site(2)},{tensor_json(tensor)}{extra}{ends}', op)
-            if window is not None:
-                window.ops.append(op)
-            return op
+                f'"site":{callsite.caller_site(2)},{tensor_json(tensor)}{extra}{ends}'), window)
         except Exception as exc:
             self.fail(exc)
             return None
         finally:
             lock.release()
+
+    def _started_locked(self, op: Op, body: str, window: Window | None) -> Op:
+        """Writes the op's start line, and joins it to the coalescing window it runs in."""
+        self._emit_locked(body, op)
+        if window is not None:
+            window.ops.append(op)
+        return op
 
     def begin_setup(self, api: str, details: dict[str, Any]) -> Op | None:
         """init_process_group / new_group: not ops on a group, but a rank can block in them."""
