@@ -319,10 +319,13 @@ class Recorder(TraceWriter):
                 self._end_locked(op, "dropped")
 
     def _freed_ends_locked(self) -> str:
-        """`,"ends":[[seq,"dropped"],...]` for the start line written next, in the same locked
-        section: the ops of Works freed without a wait (completion unknown) end on the line
-        that follows their end line in a recorder writing one line per end, so at that moment."""
-        ends = [f'[{op.seq},"dropped"]' for op in self._freed_locked() if self._ended_locked(op)]
+        """`,"ends":[[seq,"dropped"],...]` for the start line this locked section writes: the ops
+        of Works freed without a wait (completion unknown). They end on the file at the moment
+        a line of their own used to be written, just before that start line."""
+        ops = self._freed_locked()  # mostly none: the freed Works were waited on
+        if not ops:
+            return ""
+        ends = [f'[{op.seq},"dropped"]' for op in ops if self._ended_locked(op)]
         return f',"ends":[{",".join(ends)}]' if ends else ""
 
     def _freed_locked(self) -> list[Op]:
