@@ -23,6 +23,9 @@ from auditor.dynamic.opstate import COMPACT, Op
 
 
 class TraceWriter:
+    """One process's rank file and the lines written to it; the file is created once the rank is
+    known (`open`), cut to its lines at exit (`close`), and never written by a forked child."""
+
     def __init__(self, directory: Path, hang_after: float) -> None:
         self.directory = directory
         self.hang_after = hang_after
@@ -41,8 +44,6 @@ class TraceWriter:
         self.pending: dict[int, Op] = {}  # seq -> op whose start line is written, in seq order
         if hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=self._forked)
-
-    # --- writing -------------------------------------------------------------------------------
 
     # The hot path takes `lock` once per line it writes, with acquire/release rather than a
     # `with` block (half the cost): methods named `_..._locked` expect it held.
