@@ -6,8 +6,10 @@ installed, then removed, then installed again...), so drift hits both alike. Two
   nearly all Python, so the difference is the recorder's own cost per call;
 - "gloo": two real processes exchanging small tensors over gloo: the cost against a real op.
 Each recorded call writes its trace lines to a real file. Prints medians (ns per call), the
-difference and the ratio; asserts nothing. Target: <= 5 us added per call. First, a process that
-records isends and SIGKILLs itself: what its file reads back (every op, up to the last).
+difference, the ratio, and the difference per intercepted call (a case's calls into hooked
+functions: `isend + Work.wait` is two, a 2-op `batch_isend_irecv` with its P2POps five); asserts
+nothing. Target: <= 5 us added per intercepted call. First, a process that records isends and
+SIGKILLs itself: what its file reads back (every op, up to the last).
 
     python benchmarks/bench_record.py [--calls 2000] [--rounds 10]
 """
@@ -64,10 +66,17 @@ def alternate(cases: dict[str, Callable[[], object]], rank: int, out: Path, call
     return {k: (statistics.median(p), statistics.median(h)) for k, (p, h) in samples.items()}
 
 
+# Intercepted calls per case: the hooked functions a call of the case goes through.
+INTERCEPTED = {"isend + Work.wait": 2, "batch_isend_irecv (2 ops)": 5,
+               "batch_isend_irecv + wait": 7}
+
+
 def report(setting: str, medians: dict[str, tuple[float, float]]) -> None:
     for name, (plain, hooked) in medians.items():
+        calls = INTERCEPTED.get(name, 1)
         print(f"{setting:5} {name:28} unhooked {plain:9.0f} ns   recorded {hooked:9.0f} ns   "
-              f"added {hooked - plain:7.0f} ns   ratio {hooked / plain:5.2f}")
+              f"added {hooked - plain:7.0f} ns   ratio {hooked / plain:5.2f}   "
+              f"added per intercepted call ({calls}) {(hooked - plain) / calls:7.0f} ns")
 
 
 def fake(calls: int, rounds: int, out: Path) -> None:

@@ -16,6 +16,7 @@ import pytest
 
 from auditor.cli import main as cli_main
 from auditor.dynamic.trace import read_trace_dir
+from test_record_unit import recorded  # noqa: F401  (the fixture: a 1-rank gloo world, recorded)
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -38,8 +39,28 @@ def site(row: dict, prefix: str = "site") -> tuple | None:
 
 @pytest.mark.parametrize("name", ["pipeline", "hang", "killed", "megatron_pp4"])
 def test_export_holds_every_op_the_reader_counts(name: str, tmp_path: Path) -> None:
-    ops, groups = export(FIXTURES / name, tmp_path / "out", "--jobs", "2")
-    trace = read_trace_dir(FIXTURES / name)
+    assert_export_reads_as_the_reader(FIXTURES / name, tmp_path / "out")
+
+
+def test_ends_a_start_line_carries_are_exported_as_the_reader_reads_them(recorded, tmp_path):
+    """A Work freed unwaited ends on the next start line (`ends`): its row gets that end."""
+    import torch
+    import torch.distributed as dist
+
+    t = torch.ones(2)
+    dist.broadcast(t, src=0, async_op=True)  # the Work is freed at once, never waited on
+    dist.all_reduce(t)
+    recorded.close()
+    ops = assert_export_reads_as_the_reader(recorded.directory, tmp_path / "out")
+    dropped, carrier = [r for r in ops if r["kind"] == "collective"]
+    assert (dropped["api"], dropped["how"], dropped["end_seq"], dropped["end_t"]) == (
+        "broadcast", "dropped", carrier["seq"], carrier["t"])
+    assert carrier["extra"] is None  # `ends` is not a field of the carrying op
+
+
+def assert_export_reads_as_the_reader(directory: Path, out: Path) -> list[dict]:
+    ops, groups = export(directory, out, "--jobs", "2")
+    trace = read_trace_dir(directory)
     for rank, rt in trace.ranks.items():
         mine = [r for r in ops if r["rank"] == rank]
         assert {r["file"] for r in mine} == {rt.path.name}
@@ -62,6 +83,7 @@ def test_export_holds_every_op_the_reader_counts(name: str, tmp_path: Path) -> N
         assert [(g["name"], g["ranks"], g["size"]) for g in declared] == \
             [(g["name"], g["ranks"], g["size"]) for g in rt.groups]
         assert all(r["host"] == rt.meta["host"] and r["wall0"] == rt.meta["wall0"] for r in mine)
+    return ops
 
 
 def test_setup_calls_keep_their_arguments_in_extra(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ import coverage
 import pytest
 import torch.distributed as dist
 
-from auditor.dynamic import trace
+from auditor.dynamic import rankfile, trace
 
 HERE = Path(__file__).resolve().parent
 TOY = HERE / "record_fixtures" / "toy_pipeline.py"
@@ -93,7 +93,7 @@ def expected_ops(rank: int) -> list[tuple]:
     return ops
 
 
-def observed_ops(rt: trace.RankTrace) -> list[tuple]:
+def observed_ops(rt: rankfile.RankTrace) -> list[tuple]:
     """The same tuple for each recorded op, in seq order."""
     lines = {number: name for name, number in site_lines().items()}
     return [(

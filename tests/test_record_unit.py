@@ -20,7 +20,7 @@ import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
 from auditor.cli import main as cli_main
-from auditor.dynamic import callsite, hooks, record, trace
+from auditor.dynamic import callsite, hooks, rankfile, record, trace
 from auditor.dynamic.recorder import Recorder
 from auditor.errors import InputError
 
@@ -111,7 +111,7 @@ def _first_p2p_line(file: Path) -> int:
 
 @pytest.mark.parametrize("case", ["peer 99", "peer 99 inline group", "peer 99 without group",
                                   "seq text", "group 5", "not JSON", "two runs",
-                                  "rank 0 in rank-1.jsonl", "rank field"])
+                                  "rank 0 in rank-1.jsonl", "rank field", "ends not pairs"])
 def test_inconsistent_trace_is_bad_input_naming_the_file(tmp_path: Path, case: str) -> None:
     """Never a traceback, never an analysis of it: exit 2 and one line naming file and cause."""
     d = tmp_path / "t"
@@ -148,6 +148,9 @@ def test_inconsistent_trace_is_bad_input_naming_the_file(tmp_path: Path, case: s
         where = str(d)
         cause = ("rank files of different runs: rank-0.jsonl, rank-1.jsonl world size 2; "
                  "rank-2.jsonl, rank-3.jsonl world size 4")
+    elif case == "ends not pairs":  # a hand-edited line: ends must be [[seq, how], ...]
+        _edit_line(rank0, n, lambda e: e.update(ends=[["1", "dropped"]]))
+        cause = "not a trace line (ends [['1', 'dropped']])"
     elif case == "rank 0 in rank-1.jsonl":
         shutil.copy(rank0, d / "rank-1.jsonl")
         where, cause = f"{d / 'rank-1.jsonl'}:1", "it holds the trace of rank 0"
@@ -270,6 +273,36 @@ def test_queued_collectives_are_batched_and_works_complete(recorded) -> None:
     assert all(e["comm_init"] is None for e in coll[1:])
 
 
+def test_a_dropped_work_ends_on_the_next_start_line(recorded) -> None:
+    """A Work freed unwaited is learnt at the next op's start: that line carries its end (one
+    line written, not two); the reader gives the end that line's seq and t, before its op."""
+    import jsonschema
+
+    schema = json.loads((FIXTURES.parent.parent / "docs/schema/trace-line.schema.json").read_text())
+    a = torch.ones(2)
+    first = dist.broadcast(a, src=0, async_op=True)
+    second = dist.broadcast(a, src=0, async_op=True)
+    first.wait()  # ended by its wait: an end line of its own
+    del first, second
+    dist.all_reduce(a)
+    text = (recorded.directory / "rank-0.jsonl").read_bytes().rstrip(b"\0").decode()  # still open
+    raw = [json.loads(line) for line in text.splitlines()]
+    for line in raw:
+        jsonschema.validate(line, schema)
+    (carrier,) = [line for line in raw if "ends" in line]
+    (dropped,) = [line for line in raw if line.get("api") == "broadcast"][1:2]
+    assert carrier["api"] == "all_reduce" and carrier["ends"] == [[dropped["seq"], "dropped"]]
+    assert not [line for line in raw if line["phase"] == "end" and line["of"] == dropped["seq"]]
+    rt = trace.read_trace_dir(recorded.directory).ranks[0]
+    coll = rt.starts("collective")
+    assert [(e["api"], e["end"]["how"]) for e in coll] == [
+        ("broadcast", "wait"), ("broadcast", "dropped"), ("all_reduce", "return")]
+    end = coll[1]["end"]
+    assert (end["seq"], end["t"], end["of"], end["api"]) == (
+        carrier["seq"], carrier["t"], dropped["seq"], "broadcast")
+    assert rt.head.index(end) == rt.head.index(coll[2]) - 1  # before the op whose line holds it
+
+
 def test_threads_get_consecutive_seqs_and_every_op_ends(recorded) -> None:
     def work() -> None:
         for _ in range(25):
@@ -374,7 +407,7 @@ def test_head_keeps_the_first_ops_and_counts_the_rest(tmp_path: Path) -> None:
 
     pair = group([0, 1], "pp", "1")
     site = {"path": "train.py", "line": 7, "end_line": 7, "function": "step"}
-    n = 3 * trace.HEAD_PER_RANK
+    n = 3 * rankfile.HEAD_PER_RANK
     programs = {r: [{"api": "send" if (k + r) % 2 == 0 else "recv", "kind": "p2p",
                      "batched": False, "peer": 1 - r, "group": pair, "shape": [4],
                      "dtype": "float32", "site": site} for k in range(n)] for r in (0, 1)}
@@ -382,7 +415,7 @@ def test_head_keeps_the_first_ops_and_counts_the_rest(tmp_path: Path) -> None:
     t = trace.read_trace_dir(tmp_path, head_ops=4)  # at least HEAD_PER_RANK per rank
     for rank, rt in t.ranks.items():
         assert not rt.complete and rt.ops == n and rt.lines == 1 + 2 * n - rank
-        assert len(rt.starts()) == trace.HEAD_PER_RANK
+        assert len(rt.starts()) == rankfile.HEAD_PER_RANK
         assert sum(rt.usage.values()) == n and rt.usage[next(iter(rt.usage))] in (n // 2, n - n // 2)
     assert [e["seq"] for e in t.ranks[1].pending()] == [2 * n]
     assert t.ranks[0].pending() == []
@@ -390,23 +423,23 @@ def test_head_keeps_the_first_ops_and_counts_the_rest(tmp_path: Path) -> None:
 
 def test_mapped_file_grows_closes_exact_and_writes_through_where_mapping_fails(
         tmp_path: Path, monkeypatch) -> None:
-    from auditor.dynamic import recorder
+    from auditor.dynamic import mapped as module
 
     line = b'{"seq":1}' + b" " * 500 + b"\n"
     fd, path = trace.rank_file(tmp_path, 0, 1)
-    mapped = recorder._MappedFile(fd)
-    for _ in range(3 * recorder._MappedFile.CHUNK // len(line)):  # three chunks: two remaps
+    mapped = module.MappedFile(fd)
+    for _ in range(3 * module.MappedFile.CHUNK // len(line)):  # three chunks: two remaps
         mapped.write(line)
     assert path.stat().st_size > mapped.pos  # zeros ahead until closed
     mapped.close()
-    assert path.read_bytes() == line * (3 * recorder._MappedFile.CHUNK // len(line))
+    assert path.read_bytes() == line * (3 * module.MappedFile.CHUNK // len(line))
 
     def no_mapping(*args, **kwargs):
         raise OSError(19, "No such device")  # what mmap says on a filesystem that cannot
 
-    monkeypatch.setattr(recorder.mmap, "mmap", no_mapping)
+    monkeypatch.setattr(module.mmap, "mmap", no_mapping)
     fd, path = trace.rank_file(tmp_path, 1, 1)
-    through = recorder._MappedFile(fd)
+    through = module.MappedFile(fd)
     through.write(line)
     through.write(line)
     assert path.read_bytes() == line * 2  # on disk at once, nothing ahead

@@ -106,6 +106,10 @@ def _first(phase: str, kind: str | None = None) -> dict:
     ("end", None, lambda d: d.update(how="raise")),
     ("end", None, lambda d: d.pop("of")),
     ("end", None, lambda d: d.update(seq="12")),
+    ("start", "p2p", lambda d: d.update(ends=[])),
+    ("start", "p2p", lambda d: d.update(ends=[[3]])),
+    ("start", "p2p", lambda d: d.update(ends=[["3", "dropped"]])),
+    ("start", "p2p", lambda d: d.update(ends=[[3, "raise"]])),
 ])
 def test_the_schema_rejects_broken_lines(phase, kind, breakage):
     line = copy.deepcopy(_first(phase, kind))

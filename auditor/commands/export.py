@@ -8,7 +8,8 @@ for an engine (DuckDB, Spark SQL, pandas) where one machine cannot run `report` 
   the same file and name), site_path, site_line, site_end_line, site_function (the call), the
   same four op_site_* (where a batched op's P2POp was built), via, batch, shape, dtype,
   comm_init_kind, comm_init_key (the op that creates a communicator under lazy init),
-  end_seq, end_t, how (return, wait, polled, dropped, raise; null: the op never ended),
+  end_seq, end_t, how (return, wait, polled, dropped, raise; null: the op never ended; an end a
+  later line carries has that line's seq and t),
   end_error, extra (any other fields of the start line, as JSON; setup calls' arguments).
 `OUT/groups.parquet`: one row per process group a process declared: rank, file, name, desc,
   backend, eager, size, ranks.
@@ -28,20 +29,18 @@ import argparse
 import json
 import os
 import sys
-from concurrent.futures import ProcessPoolExecutor
-from multiprocessing import get_all_start_methods, get_context
 from pathlib import Path
 from typing import Any
 
-from auditor.dynamic.trace import KINDS, RANK_FILE, inconsistent
-from auditor.dynamic.trace import json_lines  # the reader's own line reading
+from auditor.dynamic.rankfile import KINDS, checked_lines, inconsistent, json_lines
+from auditor.dynamic.trace import per_rank_file, rank_files
 from auditor.errors import EXIT_OK, InputError
 
 FORMATS = ("parquet",)
 SITE = ("path", "line", "end_line", "function")
 # Start-line keys that have columns of their own; any other key goes to `extra`.
 COLUMNS = {"seq", "t", "rank", "api", "phase", "kind", "batched", "peer", "group", "site",
-           "op_site", "via", "batch", "shape", "dtype", "comm_init"}
+           "op_site", "via", "batch", "shape", "dtype", "comm_init", "ends"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -56,13 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     pa, pq = _pyarrow()
-    root = Path(args.trace)
-    if not root.is_dir():
-        raise InputError(str(root), "no such trace directory")
-    files = sorted((f for f in root.iterdir() if RANK_FILE.match(f.name) and f.is_file()),
-                   key=lambda f: (int(RANK_FILE.match(f.name).group(1)), f.name))
-    if not files:
-        raise InputError(str(root), "no rank-N.jsonl trace files (was the run recorded?)")
+    files = sorted(rank_files(Path(args.trace)), key=lambda entry: (entry[1], entry[0].name))
     if args.jobs is not None and args.jobs < 1:
         raise InputError("--jobs", f"must be at least 1, not {args.jobs}")
     out = Path(args.output)
@@ -75,10 +68,8 @@ def run(args: argparse.Namespace) -> int:
     writers: list[Any] = []
     ops = 0
     try:
-        for opened, tables in _converted(files, args.jobs):
-            if not opened:
-                raise InputError(*tables)
-            *pair, notes = tables
+        workers = min(args.jobs or os.cpu_count() or 1, len(files))
+        for *pair, notes in per_rank_file(convert_rank_file, files, workers):
             for note in notes:
                 print(f"p2paudit export: {note}", file=sys.stderr)
             if not writers:
@@ -112,52 +103,23 @@ def _pyarrow() -> tuple[Any, Any]:
     return pyarrow, pyarrow.parquet
 
 
-def _converted(files: list[Path], jobs: int | None):
-    """(True, (ops, groups, notes)) per file in order, or (False, InputError's parts)."""
-    workers = min(jobs or os.cpu_count() or 1, len(files))
-    if workers < 2:
-        yield from map(_convert_in_worker, files)
-        return
-    # fork: the workers need this module only, and spawn would re-run the caller's __main__.
-    context = get_context("fork" if "fork" in get_all_start_methods() else "spawn")
-    with ProcessPoolExecutor(workers, mp_context=context) as pool:
-        yield from pool.map(_convert_in_worker, files)
-
-
-def _convert_in_worker(file: Path) -> tuple[bool, tuple]:
-    try:
-        return True, convert_rank_file(file)
-    except InputError as exc:
-        return False, (exc.subject, exc.cause, exc.line)
-
-
-def convert_rank_file(file: Path) -> tuple[Any, Any, list[str]]:
+def convert_rank_file(file: Path, rank: int) -> tuple[Any, Any, list[str]]:
     """One rank file as (ops table, groups table, notes). InputError where a line contradicts
     the file (another rank's line, a line that is not a trace line, an unknown group)."""
     pa, _ = _pyarrow()
-    rank = int(RANK_FILE.match(file.name).group(1))
     notes: list[str] = []
     rows: list[list[Any]] = []  # one per op, in START_COLUMNS + END_COLUMNS order
     by_seq: dict[int, list[Any]] = {}  # seq of a start not yet ended -> its row
     groups: list[list[Any]] = []  # GROUP_FIELDS of each group line
     named: set[str] = set()
     meta: dict[str, Any] = {}
-    first = True
-    for number, event in json_lines(file, notes):
+    for number, event in checked_lines(file, rank, json_lines(file, notes), notes, meta):
         phase = event.get("phase")
-        if first:
-            first = False
-            if phase == "meta":
-                meta = event
-                if meta.get("rank") not in (None, rank):
-                    raise inconsistent(file, f"it holds the trace of rank {meta.get('rank')!r} "
-                                             f"(its meta line says so), not of rank {rank}", 1)
-                continue
-            notes.append(f"{file.name}:{number}: no meta line before the first event")
-        if event.get("rank") not in (None, rank):
-            raise inconsistent(file, f"a line of rank {event.get('rank')!r} in the file of rank "
-                                     f"{rank}", number)
         try:
+            for of, how in event.get("ends") or ():  # ends carried by the line: its seq and t
+                row = by_seq.pop(of, None)
+                if row is not None:
+                    row[-4:] = event["seq"], float(event["t"]), how, None
             if phase == "start":
                 row = _start_row(event, named)
                 rows.append(row)

@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from auditor.dynamic.frdump import Dump, read_dumps
-from auditor.dynamic.trace import HEAD_OPS, RankTrace, Trace, keep_per_rank, rank_trace
+from auditor.dynamic.rankfile import HEAD_OPS, RankTrace, keep_per_rank, rank_trace
+from auditor.dynamic.trace import Trace
 from auditor.findings import Finding
 
 # Entries that close a coalescing window: the window's ops precede them with the same seq id

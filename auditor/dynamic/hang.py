@@ -186,6 +186,7 @@ def build_report(rec: Recorder, reason: str) -> dict[str, Any]:
     def read(line: str) -> dict[str, Any]:
         """A trace line with its group's ranks, not just its name."""
         entry = json.loads(line)
+        entry.pop("ends", None)  # other ops' ends, which this line happened to carry
         if isinstance(entry.get("group"), str) and entry["group"] in groups:
             entry["group"] = json.loads(groups[entry["group"]])
         return entry

@@ -1,209 +1,66 @@
 """One process's recording: turns intercepted calls into trace lines and knows what is pending.
 
-Each op's start line is written BEFORE the op is handed to torch, so a rank blocked inside torch
-(a lazily created communicator, a peer that never comes) still shows the op it is blocked in.
-Lines are copied into a shared memory map of the rank file (`_MappedFile`): once copied, a line
-is in the kernel's page cache, which outlives this process, so a SIGKILL loses at most the line
-being copied, and the hot path makes no system call per line (one per 1 MiB: the map grows).
-The hot path is measured by benchmarks/bench_record.py: one lock acquisition per intercepted call,
-per-thread state read once, call sites cached by code id, `t` formatted from integer
-microseconds. A group's ranks are written once,
-in a `phase: "group"` line before its first op; op lines name the group. Completion is learnt only where it costs nothing extra: the call returned, or its Work
-was waited on, polled complete, or freed. `batched` is what happened, not what was asked for: an
-op is batched when a coalescing window (`ProcessGroup._start_coalescing` .. `_end_coalescing`) was
-open on its group when it was issued. Any internal error turns recording off with one line on
-stderr; the program's own calls go on untouched.
+Crash contract: a SIGKILL loses at most the op in flight. An op's start line is written BEFORE the
+op is handed to torch, so a rank blocked inside torch (a lazily created communicator, a peer that
+never comes) still shows the op it is blocked in. Its end line is written as the call returns
+(no Work) or as its Work's wait returns or raises, before the program's own code runs on: a rank
+killed anywhere in its own code has on file the end of every op it saw end. Two ends are learnt
+later, where they cost no extra work: a Work freed without a wait ("dropped": the ref's callback
+only queues it, and the next start line carries its end in `ends`, written in the same locked
+section in which a line of its own used to be written just before that start line), and a Work
+the hang watcher found complete ("polled"). Lines are copied into a shared memory map of the rank
+file (`mapped.MappedFile`): once copied, a line is in the kernel's page cache, which outlives this
+process, so a SIGKILL loses at most the line being copied (with the ends it carries), and the hot
+path makes no system call per line (one per 1 MiB: the map grows).
+
+The hot path is measured by benchmarks/bench_record.py: one lock acquisition per line written,
+per-thread state read once, call sites cached by code id and tensor fragments by (dtype, shape),
+`t` formatted from integer microseconds, one weak reference per Work with a shared callback, the
+copy into the map by `mmap.write`. A group's ranks are written once, in a `phase: "group"` line
+before its first op; op lines name the group. `batched` is what happened, not what was asked
+for: an op is batched when a coalescing window (`ProcessGroup._start_coalescing` ..
+`_end_coalescing`) was open on its group when it was issued. Any internal error turns recording
+off with one line on stderr; the program's own calls go on untouched.
 """
 
 from __future__ import annotations
 
-import atexit
 import json
-import mmap
-import os
-import socket
-import sys
 import threading
-import time
 import weakref
 from collections import deque
 from pathlib import Path
-from time import monotonic_ns as _monotonic_ns
 from typing import Any, Callable
 
-from auditor import __version__
-from auditor.dynamic import callsite, trace
+from auditor.dynamic import callsite
+from auditor.dynamic.opstate import (
+    Batch, Group, Op, PerThread, ThreadState, Window, WorkRef, fields_json, tensor_json,
+)
+from auditor.dynamic.writer import TraceWriter, env_int
 
-
-_COMPACT = (",", ":")
 SITE_ATTR = "_p2paudit_site"  # set on each P2POp: where it was built
 
 
-class _ThreadState:
-    """Per thread: read through `Recorder.tls.state` once per call (an attribute of a
-    threading.local costs several times a plain slot's)."""
-
-    __slots__ = ("depth", "batch", "ident")
-
-    def __init__(self) -> None:
-        self.depth = 0  # > 0 inside a hooked call: nested hooked calls (recv -> irecv) are not ops
-        self.batch: _Batch | None = None  # the batch_isend_irecv call this thread is inside
-        self.ident = threading.get_ident()
-
-
-class _PerThread(threading.local):
-    def __init__(self) -> None:
-        self.state = _ThreadState()
-
-
-class Group:
-    """What a trace line says about a process group, computed once per group object."""
-
-    __slots__ = ("name", "ranks", "my_rank", "index", "eager", "json", "ref", "whole", "paired")
-
-    def __init__(self, pg: Any, c10d: Any) -> None:
-        self.ranks: list[int] = list(c10d.get_process_group_ranks(pg))
-        self.index = {g: i for i, g in enumerate(self.ranks)}
-        self.my_rank: int = pg.rank()
-        self.name = str(pg.group_name)
-        # NCCL creates a group's communicators at init when the group is bound to a device
-        # (`init_process_group(device_id=...)`): eager. Otherwise at first use: lazy.
-        self.eager = getattr(pg, "bound_device_id", None) is not None
-        # Communicators this rank has made on this group so far, under lazy init: the group's own
-        # (`whole`), and one per peer it did unbatched P2P with (`paired`, global ranks).
-        self.whole = False
-        self.paired: set[int] = set()
-        self.json = json.dumps({
-            "ranks": self.ranks, "size": len(self.ranks), "desc": getattr(pg, "group_desc", None),
-            "name": self.name, "backend": str(c10d.get_backend(pg)), "eager": self.eager,
-        }, separators=_COMPACT)
-        self.ref = json.dumps(self.name)  # what op lines say once the group line is written
-
-
-class _MappedFile:
-    """A rank file written through a shared memory map: a write is a copy into the page cache
-    (no system call), and what was copied reaches the file even if the process is killed. The
-    file grows by CHUNK (zeros until written; the reader skips them); `close` cuts it to what
-    was written."""
-
-    # A remap per ~5,000 lines (each costs a munmap, an ftruncate and an mmap); what a killed
-    # process leaves as zeros at most (a hole: no disk blocks).
-    CHUNK = 1 << 20
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        self.pos = os.fstat(fd).st_size
-        self.map: mmap.mmap | None = None
-        self.base = 0  # file offset of the map's first byte
-        self.end = self.pos  # file offset past the map's last byte
-
-    def write(self, data: bytes) -> None:
-        end = self.pos + len(data)
-        if end > self.end:
-            self._grow(end)
-            if self.map is None:
-                self._write_through(data)
-                return
-        self.map[self.pos - self.base:end - self.base] = data
-        self.pos = end
-
-    def _grow(self, end: int) -> None:
-        size = (end // self.CHUNK + 1) * self.CHUNK
-        base = self.pos - self.pos % mmap.ALLOCATIONGRANULARITY
-        if self.map is not None:
-            self.map.close()
-            self.map = None
-        try:
-            os.ftruncate(self.fd, size)
-            self.map = mmap.mmap(self.fd, size - base, offset=base)
-        except OSError:  # a filesystem that cannot map files: one write per line instead
-            os.ftruncate(self.fd, self.pos)
-            self.write = self._write_through  # type: ignore[method-assign]
-            self.end = -1
-            return
-        self.base, self.end = base, size
-
-    def _write_through(self, data: bytes) -> None:
-        os.pwrite(self.fd, data, self.pos)
-        self.pos += len(data)
-
-    def close(self) -> None:
-        if self.map is not None:
-            self.map.close()
-            self.map = None
-        os.ftruncate(self.fd, self.pos)
-        os.close(self.fd)
-
-
-class Op:
-    __slots__ = ("seq", "t", "api", "group", "line", "work", "in_window", "thread")
-
-    def __init__(self, api: str, group: Group | None, thread: int) -> None:
-        # seq, t and line are set by the start line's `_emit_locked`, before anyone reads them.
-        self.thread = thread
-        self.api = api
-        self.group = group
-        self.work: weakref.ref | None = None
-        self.in_window = False
-
-
-class _Batch:
-    """One batch_isend_irecv call: pairs each op torch issues with the P2POp it came from."""
-
-    __slots__ = ("ops", "cursor", "id")
-
-    def __init__(self, ops: list[Any], batch_id: int) -> None:
-        self.ops = ops
-        self.cursor = 0
-        self.id = batch_id
-
-    def take(self, tensor: Any) -> Any:
-        ops = self.ops
-        if self.cursor < len(ops) and getattr(ops[self.cursor], "tensor", None) is tensor:
-            self.cursor += 1
-            return ops[self.cursor - 1]
-        return next((op for op in ops if getattr(op, "tensor", None) is tensor), None)
-
-
-class _Window:
-    __slots__ = ("ops", "batch")
-
-    def __init__(self, batch: int) -> None:
-        self.ops: list[Op] = []
-        self.batch = batch
-
-
-class Recorder:
+class Recorder(TraceWriter):
     """The state of one process's recording; `hooks` calls it, `hang` reads it."""
 
     def __init__(self, directory: Path, hang_after: float) -> None:
-        self.directory = directory
-        self.hang_after = hang_after
-        self.on = True
-        self.lock = threading.RLock()
-        self.tls = _PerThread()
+        super().__init__(directory, hang_after)
+        self.tls = PerThread()
         self.c10d: Any = None  # torch.distributed.distributed_c10d, set by hooks.install
         # The placeholder Work a coalescing manager returns for a queued collective: not a Work
         # anyone can wait on (set by hooks.install where torch has it).
         self.queued_work: type | tuple[()] = ()
         self.work_type: type | tuple[()] = ()  # torch's Work
+        self.is_work: dict[type, bool] = {}  # a call's result type -> a Work to track
         # torch's per-group queues of collectives inside a coalescing manager (set by install).
         self.coalescing_queues: dict[Any, Any] = {}
-        self.rank: int | None = None
-        self.rank_json = "null"
-        self.path: Path | None = None
-        self.file: _MappedFile | None = None
-        self.pid = os.getpid()
-        self.mono0_ns = time.monotonic_ns()
-        self.mono0 = self.mono0_ns / 1e9  # the same clock as time.monotonic()
-        self.wall0 = time.time()
-        self.seq = 0
         self.batches = 0
-        self.held: list[str] = []  # lines written before the rank (hence the file) is known
-        self.pending: dict[int, Op] = {}  # seq -> op, in seq order
-        self.works: dict[int, tuple[weakref.ref, list[Op]]] = {}  # id(Work) -> (ref, ops)
-        self.freed: deque[tuple[int, weakref.ref]] = deque()  # Works freed unwaited, to reap
-        self.windows: dict[Any, _Window] = {}  # process group -> its open coalescing window
+        self.works: dict[int, tuple[WorkRef, list[Op]]] = {}  # id(Work) -> (ref, ops)
+        # Works freed (their refs, queued by the refs' shared callback), to reap.
+        self.freed: deque[WorkRef] = deque()
+        self.on_freed = self.freed.append
+        self.windows: dict[Any, Window] = {}  # process group -> its open coalescing window
         self.groups: dict[int, tuple[weakref.ref, Group]] = {}  # id(process group) -> ...
         self.world: Any = None  # the default process group, once known
         self.last_done: dict[str, str] = {}  # group name -> start line of its last completed op
@@ -211,94 +68,7 @@ class Recorder:
         # Where each P2POp was built: an attribute of the P2POp (`SITE_ATTR`) where it takes one,
         # here otherwise (a WeakKeyDictionary costs a weakref and Python-level code per op).
         self.p2pop_sites: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-        self.on_init: list[Callable[[int], None]] = []
-        if hasattr(os, "register_at_fork"):
-            os.register_at_fork(after_in_child=self._forked)
-
-    # --- writing -------------------------------------------------------------------------------
-
-    # The hot path takes `lock` once per line it writes, with acquire/release rather than a
-    # `with` block (half the cost): methods named `_..._locked` expect it held.
-
-    def _emit(self, body: str, op: Op | None = None) -> None:
-        lock = self.lock
-        lock.acquire()
-        try:
-            self._emit_locked(body, op)
-        finally:
-            lock.release()
-
-    def _emit_locked(self, body: str, op: Op | None = None) -> None:
-        # `t` is written as integer microseconds with an exponent (`1234567e-6`: the same JSON
-        # number as 1.234567): formatting an int costs half of formatting a float.
-        us = (_monotonic_ns() - self.mono0_ns) // 1000
-        seq = self.seq = self.seq + 1
-        line = f'{{"seq":{seq},"t":{us}e-6,"rank":{self.rank_json},{body}}}\n'
-        if op is not None:
-            op.seq, op.t, op.line = seq, us * 1e-6, line
-            self.pending[seq] = op
-        file = self.file
-        if file is None:
-            self.held.append(line)
-            return
-        data = line.encode()
-        end = file.pos + len(data)
-        if end <= file.end:  # _MappedFile.write's common case, without the call
-            file.map[file.pos - file.base:end - file.base] = data
-            file.pos = end
-        else:
-            file.write(data)
-
-    def open(self, rank: int) -> None:
-        """Create this rank's file; write the meta line and anything held back."""
-        with self.lock:
-            if self.file is not None:
-                return
-            self.rank = rank
-            self.rank_json = str(rank)
-            fd, self.path = trace.rank_file(self.directory, rank, os.getpid())
-            self.file = _MappedFile(fd)
-            atexit.register(self.close)
-            torch = sys.modules.get("torch")
-            meta = {
-                "seq": 0, "t": 0.0, "rank": rank, "api": "process", "phase": "meta",
-                "pid": os.getpid(), "host": socket.gethostname(), "argv": list(sys.argv),
-                "python": sys.version.split()[0], "torch": getattr(torch, "__version__", None),
-                "recorder": f"p2paudit {__version__}", "hang_after": self.hang_after,
-                "mono0": self.mono0, "wall0": self.wall0,
-                "world_size": _env_int("WORLD_SIZE"),
-            }
-            self.file.write((json.dumps(meta, separators=_COMPACT) + "\n").encode())
-            for line in self.held:
-                self.file.write(line.replace('"rank":null,', f'"rank":{rank},', 1).encode())
-            self.held.clear()
-
-    def close(self) -> None:
-        """At exit: the file cut to its lines. Not in a forked child: the file is the parent's."""
-        with self.lock:
-            if self.file is not None and os.getpid() == self.pid:
-                self.file.close()
-            self.file = None
-
-    def fail(self, exc: BaseException) -> None:
-        """Internal error: stop recording in this process, say so once, leave the program be."""
-        if not self.on:
-            return
-        self.on = False
-        where = f" (rank {self.rank})" if self.rank is not None else ""
-        print(f"p2paudit record: internal error{where}, recording stopped in this process: "
-              f"{type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
-        try:
-            error = json.dumps(f"{type(exc).__name__}: {exc}")
-            self._emit(f'"api":"recorder","phase":"off","error":{error}')
-        except Exception:
-            pass
-
-    def _forked(self) -> None:
-        # A forked child (a DataLoader worker) is not the rank; it must not write the rank's file.
-        self.on = False
-        self.lock = threading.RLock()
-        self.file = None
+        self.on_init: list[Callable[[int], None]] = []  # called with the rank once it is known
 
     # --- process groups ------------------------------------------------------------------------
 
@@ -329,31 +99,14 @@ class Recorder:
             return known, entry[1]
         return self.group(pg)
 
-    @staticmethod
-    def _comm_mark(g: Group, whole_group: bool, peer: int | None) -> str:
-        """`,"comm_init":...` on the op that would create a communicator under lazy init: the
-        first batched or collective use of a group (its own communicator), the first unbatched
-        P2P between two of its ranks (a 2-rank communicator keyed `low:high` in group ranks).
-        Callers skip it when `Group.whole` / `Group.paired` already say so (the hot path)."""
-        if whole_group:
-            g.whole = True
-            return ',"comm_init":{"kind":"group","key":"all"}'
-        other = g.index.get(peer) if peer is not None else None
-        if other is None:
-            return ""
-        g.paired.add(peer)
-        low, high = min(g.my_rank, other), max(g.my_rank, other)
-        return f',"comm_init":{{"kind":"pair","key":"{low}:{high}"}}'
-
     # --- ops -----------------------------------------------------------------------------------
 
     def begin_p2p(self, api: str, tensor: Any, peer: Any, group_peer: Any, pg: Any,
-                  state: _ThreadState) -> Op | None:
+                  state: ThreadState) -> Op | None:
         lock = self.lock
         lock.acquire()
         try:
-            if self.freed:
-                self._reap_locked()
+            ends = self._freed_ends_locked() if self.freed else ""
             pg, g = self._known_group(pg)
             batch = state.batch
             window = self.windows.get(pg) if self.windows else None
@@ -362,7 +115,7 @@ class Recorder:
                 if peer is None and group_peer is not None:
                     peer = g.ranks[group_peer] if 0 <= group_peer < len(g.ranks) else None
                 if not (g.eager or (g.whole if window is not None else peer in g.paired)):
-                    extra = self._comm_mark(g, window is not None, peer)
+                    extra = g.comm_mark(window is not None, peer)
             if batch is not None:
                 extra += f',"via":"batch_isend_irecv","batch":{batch.id}'
                 p2p_op = batch.take(tensor)
@@ -372,13 +125,12 @@ class Recorder:
                     extra += f',"op_site":{op_site}'
             elif window is not None:
                 extra += f',"batch":{window.batch}'
-            op = Op(api, g, state.ident)
-            body = (f'"api":"{api}","phase":"start","kind":"p2p",'
-                    f'"batched":{"false" if window is None else "true"},'
-                    f'"peer":{peer if type(peer) is int else "null"},'
-                    f'"group":{g.ref if g is not None else "null"},'
-                    f'"site":{callsite.caller_site(2)},{_tensor(tensor)}{extra}')
-            return self._started_locked(op, body, window)
+            return self._started_locked(Op(api, g, state.ident, window is not None), (
+                f'"api":"{api}","phase":"start","kind":"p2p",'
+                f'"batched":{"false" if window is None else "true"},'
+                f'"peer":{peer if type(peer) is int else "null"},'
+                f'"group":{g.ref if g is not None else "null"},'
+                f'"site":{callsite.caller_site(2)},{tensor_json(tensor)}{extra}{ends}'), window)
         except Exception as exc:
             self.fail(exc)
             return None
@@ -386,48 +138,44 @@ class Recorder:
             lock.release()
 
     def begin_group_op(self, api: str, kind: str, tensor: Any, pg: Any,
-                       state: _ThreadState) -> Op | None:
+                       state: ThreadState) -> Op | None:
         """A collective, or a fused P2P op on a whole group (ring_exchange in custom builds)."""
         lock = self.lock
         lock.acquire()
         try:
-            if self.freed:
-                self._reap_locked()
+            ends = self._freed_ends_locked() if self.freed else ""
             pg, g = self._known_group(pg)
             window = self.windows.get(pg) if self.windows else None
             # The collectives' own fast path: queued in the coalescing manager, issued at its exit.
             queued = bool(self.coalescing_queues) and pg in self.coalescing_queues
             batched = window is not None or queued
-            extra = "" if g is None or g.eager or g.whole else self._comm_mark(g, True, None)
+            extra = "" if g is None or g.eager or g.whole else g.comm_mark(True, None)
             if window is not None:
                 extra += f',"batch":{window.batch}'
-            op = Op(api, g, state.ident)
-            body = (f'"api":"{api}","phase":"start","kind":"{kind}",'
-                    f'"batched":{"true" if batched else "false"},"peer":null,'
-                    f'"group":{g.ref if g is not None else "null"},'
-                    f'"site":{callsite.caller_site(2)},'
-                    f'{_tensor(tensor)}{extra}')
-            return self._started_locked(op, body, window)
+            return self._started_locked(Op(api, g, state.ident, window is not None), (
+                f'"api":"{api}","phase":"start","kind":"{kind}",'
+                f'"batched":{"true" if batched else "false"},"peer":null,'
+                f'"group":{g.ref if g is not None else "null"},'
+                f'"site":{callsite.caller_site(2)},{tensor_json(tensor)}{extra}{ends}'), window)
         except Exception as exc:
             self.fail(exc)
             return None
         finally:
             lock.release()
 
-    def _started_locked(self, op: Op, body: str, window: Any) -> Op:
+    def _started_locked(self, op: Op, body: str, window: Window | None) -> Op:
         """Writes the op's start line, and joins it to the coalescing window it runs in."""
         self._emit_locked(body, op)
         if window is not None:
-            op.in_window = True
             window.ops.append(op)
         return op
 
     def begin_setup(self, api: str, details: dict[str, Any]) -> Op | None:
         """init_process_group / new_group: not ops on a group, but a rank can block in them."""
         try:
-            op = Op(api, None, threading.get_ident())
+            op = Op(api, None, threading.get_ident(), False)
             self._emit(f'"api":"{api}","phase":"start","kind":"setup",'
-                       f'"site":{callsite.caller_site(2)}{_fields(details)}', op)
+                       f'"site":{callsite.caller_site(2)}{fields_json(details)}', op)
             return op
         except Exception as exc:
             self.fail(exc)
@@ -440,7 +188,11 @@ class Recorder:
         try:
             if op.in_window:
                 return  # completes with the window's Work (see close_window)
-            if isinstance(result, self.work_type) and not isinstance(result, self.queued_work):
+            is_work = self.is_work.get(type(result))
+            if is_work is None:
+                is_work = self.is_work[type(result)] = (
+                    isinstance(result, self.work_type) and not isinstance(result, self.queued_work))
+            if is_work:
                 self._track(op, result)
             else:
                 self.end(op, "return")
@@ -452,7 +204,7 @@ class Recorder:
         launcher's RANK), so a rank stuck in the rendezvous leaves a trace."""
         try:
             if not isinstance(rank, int) or rank < 0:
-                rank = _env_int("RANK")
+                rank = env_int("RANK")
             if rank is not None and rank >= 0:
                 self.open(rank)
         except Exception as exc:
@@ -504,12 +256,17 @@ class Recorder:
             lock.release()
 
     def _end_locked(self, op: Op, how: str, details: dict[str, Any] | None = None) -> None:
+        if self._ended_locked(op):
+            self._emit_locked(f'"api":"{op.api}","phase":"end","of":{op.seq},"how":"{how}"'
+                              + (fields_json(details) if details else ""))
+
+    def _ended_locked(self, op: Op) -> bool:
+        """The op is no longer pending; False where it already was not (ended twice)."""
         if self.pending.pop(op.seq, None) is None:
-            return
-        self._emit_locked(f'"api":"{op.api}","phase":"end","of":{op.seq},"how":"{how}"'
-                          + (_fields(details) if details else ""))
+            return False
         if op.group is not None:
             self.last_done[op.group.name] = op.line
+        return True
 
     # --- completion through Work objects -------------------------------------------------------
 
@@ -525,9 +282,10 @@ class Recorder:
             op.work = entry[0]
             return
         # The callback runs wherever the Work dies (even inside a garbage collection in the
-        # middle of our own code): it only queues the ref; `_reap_locked` writes the end lines.
-        freed = self.freed
-        ref = weakref.ref(work, lambda r, key=key: freed.append((key, r)))
+        # middle of our own code): it only queues the ref; the next start line, or `_reap`,
+        # ends its ops.
+        ref = WorkRef(work, self.on_freed)
+        ref.key = key
         self.works[key] = (ref, [op])
         op.work = ref
 
@@ -554,20 +312,32 @@ class Recorder:
             self.fail(err)
 
     def _reap(self) -> None:
+        """End lines, now, for the ops of Works freed without a wait (the watchdog's poll, a
+        hang report)."""
         with self.lock:
-            self._reap_locked()
-
-    def _reap_locked(self) -> None:
-        """End the ops of Works freed without a wait: completion unknown ("dropped")."""
-        freed, works = self.freed, self.works
-        while freed:
-            key, ref = freed.popleft()
-            entry = works.get(key)
-            if entry is None or entry[0] is not ref:
-                continue
-            del works[key]
-            for op in entry[1]:
+            for op in self._freed_locked():
                 self._end_locked(op, "dropped")
+
+    def _freed_ends_locked(self) -> str:
+        """`,"ends":[[seq,"dropped"],...]` for the start line this locked section writes: the ops
+        of Works freed without a wait (completion unknown). They end on the file at the moment
+        a line of their own used to be written, just before that start line."""
+        ops = self._freed_locked()  # mostly none: the freed Works were waited on
+        if not ops:
+            return ""
+        ends = [f'[{op.seq},"dropped"]' for op in ops if self._ended_locked(op)]
+        return f',"ends":[{",".join(ends)}]' if ends else ""
+
+    def _freed_locked(self) -> list[Op]:
+        """The ops of the Works freed since the last call, which no wait has ended."""
+        freed, works, ops = self.freed, self.works, []
+        while freed:
+            ref = freed.popleft()
+            entry = works.get(ref.key)
+            if entry is not None and entry[0] is ref:
+                del works[ref.key]
+                ops += entry[1]
+        return ops
 
     def poll(self) -> None:
         """Ask each pending op's Work whether it completed (`is_completed` never blocks)."""
@@ -594,7 +364,7 @@ class Recorder:
             batch = self.tls.state.batch
             if batch is None:
                 self.batches += 1
-            self.windows[pg] = _Window(batch.id if batch is not None else self.batches)
+            self.windows[pg] = Window(batch.id if batch is not None else self.batches)
         except Exception as exc:
             self.fail(exc)
 
@@ -614,11 +384,11 @@ class Recorder:
         except Exception as err:
             self.fail(err)
 
-    def begin_batch(self, p2p_op_list: Any) -> _Batch | None:
+    def begin_batch(self, p2p_op_list: Any) -> Batch | None:
         if not isinstance(p2p_op_list, list):
             return None  # torch rejects it with its own error right after
         self.batches += 1
-        return _Batch(p2p_op_list, self.batches)
+        return Batch(p2p_op_list, self.batches)
 
     def note_p2pop(self, p2p_op: Any) -> None:
         try:
@@ -651,38 +421,3 @@ class Recorder:
             except Exception:
                 unfinished.append(line)
         return pending, last, unfinished
-
-
-def _fields(details: dict[str, Any]) -> str:
-    return "".join(f',"{k}":{json.dumps(v, default=str, separators=_COMPACT)}'
-                   for k, v in details.items())
-
-
-_TENSORS: dict[Any, dict[Any, str]] = {}  # dtype -> shape -> its trace fragment
-
-
-def _tensor(value: Any) -> str:
-    """`"shape":[..],"dtype":".."` of a tensor, or of the first tensor in a list of them."""
-    try:
-        shape, dtype = value.shape, value.dtype
-    except AttributeError:
-        if isinstance(value, (list, tuple)) and value:
-            return _tensor(value[0])
-        return '"shape":null,"dtype":null'
-    shapes = _TENSORS.get(dtype)
-    if shapes is None:
-        shapes = _TENSORS[dtype] = {}
-    text = shapes.get(shape)
-    if text is None:
-        name = json.dumps(str(dtype).replace("torch.", ""))
-        text = f'"shape":[{",".join(map(str, shape))}],"dtype":{name}'
-        if len(shapes) < 4096:
-            shapes[shape] = text
-    return text
-
-
-def _env_int(name: str) -> int | None:
-    try:
-        return int(os.environ[name])
-    except (KeyError, ValueError):
-        return None

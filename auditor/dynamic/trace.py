@@ -1,84 +1,39 @@
 """The trace directory: one JSONL file per rank plus hang files; where they go and how to read them.
 
 This is the one reader the rest of p2paudit uses (the join, the wait-for analysis). It is built for
-traces of jobs that died: a SIGKILL can cut a rank's last line, a rank may never have written, a
-restarted rank may have written twice. It reads what is there and says what it skipped. A trace
-that contradicts itself (a peer outside the world, files of two runs, a file holding another
-rank, a line that is not a trace line) is refused with the file and line: an analysis of it
-would be a fake answer.
-
-It is also built for cluster traces (1,024 ranks x 20k events): each rank file is streamed once,
-by parallel worker processes when the trace is large, into a `RankTrace` that keeps aggregates
-and the windows that matter, never every event: the op counts per (what, where, group, peer)
-(`usage`), the file's first lines (`head`: what the timeline and the wait-for replay read), and
-the ops that never ended (`open_ops`). Groups are interned once per file (`groups`).
-
-Lines, one JSON object each, written one at a time into a shared memory
-map of the file (a killed process leaves zeros after its last line, which the reader skips):
-- the first line of a file: `phase: "meta"` (pid, host, versions, argv, and the clocks: `t` of
-  every line is seconds since `mono0`, this process's time.monotonic() when recording started,
-  which was `wall0` in time.time());
-- `phase: "group"`: a process group, once per process before its first op (`group`: ranks, size,
-  desc, name, backend, eager); op lines then give the group's name as their `group` (traces of
-  earlier recorders repeat the whole group in every op line: read the same way);
-- `phase: "start"`: an op, written before it is handed to torch. `kind` is "p2p", "collective" or
-  "setup" (init_process_group, new_group: no peer, group, shape). Keys a line leaves out are
-  filled with None by the reader: `batched`, `peer`, `group`, `shape`, `dtype`, and the optional
-  `via` ("batch_isend_irecv"), `batch` (ordinal of the batch or coalescing window in this
-  process), `op_site` (where the P2POp was built), `comm_init` (`{"kind": "pair", "key": "0:1"}`
-  or `{"kind": "group", "key": "all"}`: the op that creates a communicator under NCCL's lazy
-  init), `error`;
-- `phase: "end"`: `of` is the start's seq; `how` is "return" (the call returned), "wait" (its Work
-  was waited on), "polled" (its Work reported completion), "dropped" (its Work was freed unwaited)
-  or "raise" (`error` names the exception);
-- `phase: "off"`: the recorder hit an internal error and stopped recording in this process.
-The line's contract: docs/schema/trace-line.schema.json (docs/design.md).
+traces of jobs that died: a rank may never have written, a restarted rank may have written twice,
+a hang file may be unreadable. It reads what is there and says what it skipped. A trace that
+contradicts itself (a peer outside the world, files of two runs, a file holding another rank) is
+refused with the file and line: an analysis of it would be a fake answer. Each rank file is read
+by `rankfile` (the lines, and what a `RankTrace` keeps of them), by parallel worker processes
+when the trace is large (`per_rank_file`, which `p2paudit export` uses too).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
-from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from multiprocessing import get_all_start_methods, get_context
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, TypeVar
 
+from auditor.dynamic.rankfile import (
+    HEAD_OPS, RankTrace, inconsistent, json_lines, keep_per_rank, rank_trace,
+)
 from auditor.errors import InputError
 
 RANK_FILE = re.compile(r"^rank-(\d+)(?:\.(\d+))?\.jsonl$")
 HANG_FILE = re.compile(r"^hang-rank-(\d+)\.json$")
-OPTIONAL = ("batched", "peer", "group", "shape", "dtype", "via", "batch", "op_site",
-            "comm_init", "error")
-OP_KINDS = ("p2p", "collective")
-KINDS = ("p2p", "collective", "setup")
-# Ops kept in full per trace (`head`), spread over the ranks, and at least this many per rank:
-# the timeline draws 16 per rank, the wait-for replay reads up to 32,768 in all.
-HEAD_OPS = 32_768
-HEAD_PER_RANK = 32
 # A trace this large (bytes of rank files) is read by worker processes, one file at a time each.
 PARALLEL_BYTES = 32 << 20
 
-Site = tuple  # (path, line, end_line, function), as the recorder names a line of code
-
-
-class Use(NamedTuple):
-    """What a run of ops had in common; `RankTrace.usage` counts ops per Use."""
-
-    kind: str  # p2p | collective
-    api: str
-    site: Site | None
-    op_site: Site | None  # where the P2POp of a batched op was built
-    group: int  # index into RankTrace.groups; -1: none recorded
-    batched: bool | None  # a coalescing window ran around it
-    via: str | None  # "batch_isend_irecv" for ops a batch issued
-    peer: int | None
-    in_batch: bool  # it carries a batch id (batch_isend_irecv call or coalescing window)
+T = TypeVar("T")
 
 
 def rank_file(directory: Path, rank: int, pid: int) -> tuple[int, Path]:
@@ -98,46 +53,6 @@ def rank_file(directory: Path, rank: int, pid: int) -> tuple[int, Path]:
 
 def hang_file(directory: Path, rank: int) -> Path:
     return directory / f"hang-rank-{rank}.json"
-
-
-@dataclass
-class RankTrace:
-    """One process's trace, as aggregates and windows.
-
-    `head`: the lines after the meta line in file order, up to the `keep`-th op (all of them when
-    `complete`); each start event in it carries `end`: its end event, or None while it was pending
-    when the file ends. `open_ops`: every start event (of any kind) without an end line.
-    """
-
-    rank: int
-    path: Path
-    meta: dict[str, Any]
-    head: list[dict[str, Any]] = field(default_factory=list)
-    complete: bool = True
-    open_ops: list[dict[str, Any]] = field(default_factory=list)
-    groups: list[dict[str, Any]] = field(default_factory=list)
-    usage: Counter = field(default_factory=Counter)  # Use -> ops
-    batch_calls: Counter = field(default_factory=Counter)  # site -> batch_isend_irecv calls
-    lines: int = 0  # lines after the meta line
-    raised: list[dict[str, Any]] = field(default_factory=list)  # end lines with how "raise"
-    world_sizes: set[int] = field(default_factory=set)  # what the meta and init lines say
-    highest: tuple[int, int] = (-1, 0)  # (largest rank a peer or group names, its line)
-    notes: list[str] = field(default_factory=list)
-    hang: dict[str, Any] | None = None
-
-    @property
-    def ops(self) -> int:
-        """P2P ops and collectives, all of them (not only the head's)."""
-        return sum(self.usage.values())
-
-    def starts(self, kind: str | None = None) -> list[dict[str, Any]]:
-        """Start events of the head, optionally of one kind ("p2p", "collective", "setup")."""
-        return [e for e in self.head
-                if e.get("phase") == "start" and (kind is None or e.get("kind") == kind)]
-
-    def pending(self) -> list[dict[str, Any]]:
-        """Ops that never ended in this file: in flight when the process stopped writing."""
-        return self.open_ops
 
 
 @dataclass
@@ -163,12 +78,7 @@ def read_trace_dir(path: str | os.PathLike[str], head_ops: int = HEAD_OPS,
     """Read every rank file and hang file under `path`. InputError when there is no trace, or
     when it contradicts itself. `jobs`: worker processes (default: the cores, for large traces)."""
     root = Path(path)
-    if not root.is_dir():
-        raise InputError(str(root), "no such trace directory")
-    files = [(f, int(m.group(1))) for f in sorted(root.iterdir())
-             if (m := RANK_FILE.match(f.name)) and f.is_file()]
-    if not files:
-        raise InputError(str(root), "no rank-N.jsonl trace files (was the run recorded?)")
+    files = rank_files(root)
     keep = keep_per_rank(len(files), head_ops)
     skipped: list[str] = []
     by_rank: dict[int, list[RankTrace]] = {}
@@ -214,6 +124,52 @@ def read_trace_dir(path: str | os.PathLike[str], head_ops: int = HEAD_OPS,
     return Trace(root, dict(sorted(ranks.items())), world_size, missing, earlier, skipped)
 
 
+def rank_files(root: Path) -> list[tuple[Path, int]]:
+    """The rank files of a trace directory with their ranks, in name order. InputError where
+    there is no such directory or no rank file in it."""
+    if not root.is_dir():
+        raise InputError(str(root), "no such trace directory")
+    files = [(f, int(m.group(1))) for f in sorted(root.iterdir())
+             if (m := RANK_FILE.match(f.name)) and f.is_file()]
+    if not files:
+        raise InputError(str(root), "no rank-N.jsonl trace files (was the run recorded?)")
+    return files
+
+
+def per_rank_file(function: Callable[[Path, int], T], files: list[tuple[Path, int]],
+                  workers: int) -> Iterator[T]:
+    """`function(file, rank)` of each file, in order, by `workers` worker processes where more
+    than one; an InputError a worker met is raised here. `function` must be a module's own (the
+    workers find it by name)."""
+    if workers < 2:
+        for file, rank in files:
+            yield function(file, rank)
+        return
+    # fork: the workers need nothing of the parent but the function's module, and spawn would
+    # re-run the caller's __main__ (impossible for `python -` or a notebook).
+    context = get_context("fork" if "fork" in get_all_start_methods() else "spawn")
+    with ProcessPoolExecutor(workers, mp_context=context) as pool:
+        chunk = max(1, len(files) // (workers * 8))
+        for result in pool.map(_in_worker, [function] * len(files), files, chunksize=chunk):
+            if isinstance(result, _Refused):
+                raise InputError(*result.parts)
+            yield result
+
+
+class _Refused:
+    """An InputError a worker met, sent back as its parts (subject, cause, line)."""
+
+    def __init__(self, parts: tuple[str, str, int | None]) -> None:
+        self.parts = parts
+
+
+def _in_worker(function: Callable[[Path, int], T], entry: tuple[Path, int]) -> T | _Refused:
+    try:
+        return function(*entry)
+    except InputError as exc:
+        return _Refused((exc.subject, exc.cause, exc.line))
+
+
 def read_meta_lines(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """The first (meta) line of every rank file: who wrote it (host, pid), without reading the
     events. The launcher's SIGUSR1 handler needs only this, at the moment a rank is stuck."""
@@ -231,12 +187,7 @@ def read_meta_lines(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     return metas
 
 
-def inconsistent(subject: Path, cause: str, line: int | None = None) -> InputError:
-    """Exit 2, naming the file (and line) and what contradicts what."""
-    return InputError(str(subject), f"the trace is inconsistent: {cause}", line)
-
-
-# --- reading one file ---------------------------------------------------------------------------
+# --- reading the files ---------------------------------------------------------------------------
 
 def _read_all(files: list[tuple[Path, int]], keep: int, jobs: int | None) -> list[RankTrace]:
     size = 0
@@ -246,251 +197,18 @@ def _read_all(files: list[tuple[Path, int]], keep: int, jobs: int | None) -> lis
         except OSError:
             pass
     workers = min(jobs or os.cpu_count() or 1, len(files))
-    if workers < 2 or (jobs is None and size < PARALLEL_BYTES):
-        return [_read_rank_file(file, rank, keep) for file, rank in files]
-    out = []
-    # fork: the workers need nothing of the parent but this module, and spawn would re-run the
-    # caller's __main__ (impossible for `python -` or a notebook).
-    context = get_context("fork" if "fork" in get_all_start_methods() else "spawn")
+    if jobs is None and size < PARALLEL_BYTES:
+        workers = 1
+    read = functools.partial(_read_rank_file, keep=keep)
     try:
-        with ProcessPoolExecutor(workers, mp_context=context) as pool:
-            chunk = max(1, len(files) // (workers * 8))
-            for result in pool.map(_read_in_worker, files, [keep] * len(files), chunksize=chunk):
-                if isinstance(result, tuple):  # an InputError, sent back as its parts
-                    raise InputError(*result)
-                out.append(result)
+        return list(per_rank_file(read, files, workers))
     except BrokenProcessPool:  # a worker died (out of memory?): read here, one file at a time
-        return [_read_rank_file(file, rank, keep) for file, rank in files]
-    return out
-
-
-def _read_in_worker(entry: tuple[Path, int], keep: int) -> RankTrace | tuple:
-    try:
-        return _read_rank_file(entry[0], entry[1], keep)
-    except InputError as exc:
-        return (exc.subject, exc.cause, exc.line)
-
-
-def _site(value: Any) -> Site | None:
-    if value is None:
-        return None
-    line = int(value.get("line") or 0)
-    return (str(value.get("path") or "?"), line, int(value.get("end_line") or line),
-            str(value.get("function") or "?"))
-
-
-class _Groups:
-    """Interns the groups of one file: the recorder writes a group's JSON the same way each time,
-    and torch names every group of a process differently."""
-
-    def __init__(self, rank: int, table: list[dict[str, Any]]) -> None:
-        self.rank = rank
-        self.table = table
-        self.ids: dict[tuple, int] = {}
-        self.named: dict[str, int] = {}  # from `phase: "group"` lines
-        self.members: list[frozenset[int]] = []
-        self.highest = -1
-
-    def intern(self, group: Any) -> int:
-        if type(group) is str:
-            gid = self.named.get(group)
-            if gid is None:
-                raise LookupError(f"group {group!r} is named before any line describes it")
-            return gid
-        ranks = group["ranks"]
-        key = (group.get("name"), group.get("desc"), len(ranks), ranks[0] if ranks else None,
-               ranks[-1] if ranks else None)
-        gid = self.ids.get(key)
-        if gid is None:
-            if not isinstance(ranks, list) or not ranks or \
-                    not all(type(r) is int and r >= 0 for r in ranks):
-                raise ValueError(f"group ranks {str(ranks)[:80]} are not a list of ranks")
-            if self.rank not in ranks:
-                raise LookupError(f"an op of rank {self.rank} on group {ranks[:16]}"
-                                  f"{'...' if len(ranks) > 16 else ''}, which does not hold it")
-            gid = self.ids[key] = len(self.table)
-            self.table.append(group)
-            self.members.append(frozenset(ranks))
-            self.highest = max(self.highest, max(ranks))
-        return gid
-
-    def declare(self, group: Any) -> None:
-        self.named[str(group["name"])] = self.intern(group)
+        return list(per_rank_file(read, files, 1))
 
 
 def _read_rank_file(file: Path, rank: int, keep: int) -> RankTrace:
     notes: list[str] = []
     return rank_trace(rank, file, json_lines(file, notes), keep, notes)
-
-
-def json_lines(file: Path, notes: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) of every line of a rank file; stops, with a note, at the zeros a
-    killed recorder leaves or at a last line cut short."""
-    try:
-        handle = file.open("rb")
-    except OSError as exc:
-        notes.append(f"{file.name}: unreadable ({exc})")
-        return
-    decode = json.JSONDecoder().decode  # json.loads without its per-line encoding sniffing
-    number = 0
-    with handle:
-        for raw in handle:
-            number += 1
-            if not raw.strip():
-                continue
-            if raw[:1] == b"\x00":  # the zeros after a killed recorder's last line
-                notes.append(f"{file.name}:{number}: the recorder never closed this file "
-                             f"(its process was killed, or still runs)")
-                return
-            try:
-                event = decode(raw.decode())
-            except ValueError:  # UnicodeDecodeError is one
-                if not raw.endswith(b"\n"):  # only a file's last line can lack its newline
-                    notes.append(f"{file.name}:{number}: truncated last line (cut by a kill?), "
-                                 f"skipped")
-                    return
-                raise inconsistent(file, "not a JSON line", number) from None
-            if type(event) is not dict:
-                raise inconsistent(file, "not a JSON object", number)
-            yield number, event
-
-
-def keep_per_rank(ranks: int, head_ops: int = HEAD_OPS) -> int:
-    """How many ops of each of `ranks` processes `head` keeps."""
-    return max(HEAD_PER_RANK, head_ops // max(1, ranks))
-
-
-def rank_trace(rank: int, path: Path, lines: Iterable[tuple[int | None, dict[str, Any]]],
-               keep: int, notes: list[str] | None = None) -> RankTrace:
-    """One process's lines (its line number, None where there is none, and the object; the meta
-    line first), in file order, as a `RankTrace` keeping the first `keep` ops in `head`. The one
-    place events become a trace: recorded files and Flight Recorder dumps alike. `notes`: the
-    trace's notes, which `lines` may still be adding to. InputError where a line contradicts
-    the file it is in."""
-    trace = RankTrace(rank, path, {}, notes=notes if notes is not None else [])
-    groups = _Groups(rank, trace.groups)
-    usage: Counter = Counter()
-    batch_calls = trace.batch_calls
-    head, open_ops = trace.head, {}
-    in_head: dict[int, dict[str, Any]] = {}  # seq -> start event of the head
-    batches: set[Any] = set()
-    ops = 0
-    highest, highest_line = -1, 0
-    meta_seen = False
-    for number, event in lines:
-        phase = event.get("phase")
-        if not meta_seen:
-            meta_seen = True
-            if phase == "meta":
-                _check_meta(event, path, rank, trace)
-                continue
-            trace.notes.append(f"{_at(path, number)}: no meta line before the first event")
-        line_rank = event.get("rank")
-        if line_rank != rank and line_rank is not None:
-            raise inconsistent(path, f"a line of rank {line_rank!r} in the file of rank {rank}",
-                               number)
-        trace.lines += 1
-        try:
-            if phase == "start":
-                kind = event.get("kind", "p2p")
-                if kind not in KINDS or type(event.get("api")) is not str:
-                    raise ValueError(f"kind {kind!r}, api {event.get('api')!r}")
-                seq = event["seq"]
-                if type(seq) is not int:
-                    raise ValueError(f"seq {seq!r}")
-                group = event.get("group")
-                if kind != "setup":
-                    gid = groups.intern(group) if group is not None else -1
-                    peer = event.get("peer")
-                    if peer is not None:
-                        if type(peer) is not int or peer < 0:
-                            raise ValueError(f"peer {peer!r}")
-                        if gid >= 0 and peer not in groups.members[gid]:
-                            raise LookupError(f"peer {peer} is not in its group "
-                                              f"{groups.table[gid]['ranks'][:16]}")
-                        if peer > highest:
-                            highest, highest_line = peer, number or 0
-                    via = event.get("via")
-                    batch = event.get("batch")
-                    site = _site(event.get("site"))
-                    usage[(kind, event["api"], site, _site(event.get("op_site")), gid,
-                           event.get("batched"), via, peer, batch is not None)] += 1
-                    if via == "batch_isend_irecv" and batch not in batches:
-                        batches.add(batch)
-                        batch_calls[site] += 1
-                    ops += 1
-                open_ops[seq] = event
-                if ops <= keep:
-                    for key in OPTIONAL:
-                        event.setdefault(key, None)
-                    event["end"] = None
-                    if kind != "setup" and group is not None:
-                        event["group"] = groups.table[gid]  # one object per group
-                    in_head[seq] = event
-                    head.append(event)
-                else:
-                    trace.complete = False
-            elif phase == "end":
-                of = event.get("of")
-                start = open_ops.pop(of, None)
-                event.setdefault("error", None)
-                if event.get("how") == "raise" and start is not None:
-                    trace.raised.append(start)
-                if event.get("api") == "init_process_group":
-                    size = event.get("world_size")
-                    if type(size) is int and size > 0:
-                        trace.world_sizes.add(size)
-                if of in in_head:
-                    in_head.pop(of)["end"] = event
-                if ops <= keep:
-                    head.append(event)
-            elif phase == "group":
-                groups.declare(event["group"])
-                if ops <= keep:
-                    head.append(event)
-            elif phase == "off":
-                trace.notes.append(f"{_at(path, number)}: the recorder stopped in this process "
-                                   f"({event.get('error')}): later ops are not in the trace")
-                if ops <= keep:
-                    head.append(event)
-            else:
-                raise ValueError(f"phase {phase!r}")
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-            raise inconsistent(path, f"not a trace line ({exc})", number) from None
-        except LookupError as exc:
-            raise inconsistent(path, str(exc), number) from None
-    trace.usage = Counter({Use(*key): n for key, n in usage.items()})
-    trace.open_ops = [open_ops[seq] for seq in sorted(open_ops)]
-    for event in trace.open_ops:
-        if "end" not in event:  # beyond the head: made like the head's starts
-            for key in OPTIONAL:
-                event.setdefault(key, None)
-            event["end"] = None
-            if type(event["group"]) is str and event.get("kind") != "setup":
-                event["group"] = groups.table[groups.named[event["group"]]]
-    if groups.highest > highest:
-        highest, highest_line = groups.highest, 0
-    trace.highest = (highest, highest_line)
-    if trace.raised:
-        first = trace.raised[0]
-        trace.notes.append(f"{path.name}: {len(trace.raised)} op(s) ended in an exception, first "
-                           f"{first.get('api')} (seq {first.get('seq')})")
-    return trace
-
-
-def _at(path: Path, number: int | None) -> str:
-    return f"{path.name}:{number}" if number else path.name
-
-
-def _check_meta(meta: dict[str, Any], file: Path, rank: int, trace: RankTrace) -> None:
-    said = meta.get("rank")
-    if said is not None and said != rank:
-        raise inconsistent(file, f"it holds the trace of rank {said!r} (its meta line says so), "
-                                 f"not of rank {rank}", 1)
-    size = meta.get("world_size")
-    if type(size) is int and size > 0:
-        trace.world_sizes.add(size)
-    trace.meta = meta
 
 
 def _world_size(root: Path, ranks: dict[int, RankTrace]) -> int | None:

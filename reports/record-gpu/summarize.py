@@ -15,7 +15,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from auditor.dynamic import trace
+from auditor.dynamic import rankfile, trace
 from auditor.errors import InputError
 
 VARIANTS = ("stock", "swift", "unbatched")
@@ -23,7 +23,7 @@ P2P_FILE = "megatron/core/pipeline_parallel/p2p_communication.py"
 LAZY_WARNING = "An unbatched P2P op (send/recv) was called on this ProcessGroup"
 
 
-def site_rows(rt: trace.RankTrace) -> list[dict]:
+def site_rows(rt: rankfile.RankTrace) -> list[dict]:
     """One row per distinct (api, batched, via, site, P2POp site, group), with its count."""
     counts: Counter = Counter()
     marks: dict[tuple, list[str]] = {}

@@ -1,0 +1,347 @@
+"""One process's trace file read into a `RankTrace`: aggregates and the windows that matter.
+
+It is built for traces of jobs that died (a SIGKILL can cut a file's last line or leave zeros
+after it) and for cluster traces (1,024 ranks x 20k events): a file is streamed once into a
+`RankTrace` that keeps the op counts per (what, where, group, peer) (`usage`), the file's first
+lines (`head`: what the timeline and the wait-for replay read), and the ops that never ended
+(`open_ops`), never every event. Groups are interned once per file (`groups`). A line that
+contradicts its file (another rank's line, a peer outside its group, a line that is not a trace
+line) is refused with the file and line. The lines, one JSON object each:
+- the first line of a file: `phase: "meta"` (pid, host, versions, argv, and the clocks: `t` of
+  every line is seconds since `mono0`, this process's time.monotonic() when recording started,
+  which was `wall0` in time.time());
+- `phase: "group"`: a process group, once per process before its first op (`group`: ranks, size,
+  desc, name, backend, eager); op lines then give the group's name as their `group` (traces of
+  earlier recorders repeat the whole group in every op line: read the same way);
+- `phase: "start"`: an op, written before it is handed to torch. `kind` is "p2p", "collective" or
+  "setup" (init_process_group, new_group: no peer, group, shape). Keys a line leaves out are
+  filled with None by the reader: `batched`, `peer`, `group`, `shape`, `dtype`, and the optional
+  `via` ("batch_isend_irecv"), `batch` (ordinal of the batch or coalescing window in this
+  process), `op_site` (where the P2POp was built), `comm_init` (`{"kind": "pair", "key": "0:1"}`
+  or `{"kind": "group", "key": "all"}`: the op that creates a communicator under NCCL's lazy
+  init), `error`;
+- `phase: "end"`: `of` is the start's seq; `how` is "return" (the call returned), "wait" (its Work
+  was waited on), "polled" (its Work reported completion), "dropped" (its Work was freed unwaited)
+  or "raise" (`error` names the exception). A start line may carry `ends`, `[[of, how], ...]`:
+  ends learnt just before it was written (dropped Works), read as end lines with that line's
+  `seq` and `t`, before its op;
+- `phase: "off"`: the recorder hit an internal error and stopped recording in this process.
+The line's contract: docs/schema/trace-line.schema.json (docs/design.md).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from auditor.errors import InputError
+
+OPTIONAL = ("batched", "peer", "group", "shape", "dtype", "via", "batch", "op_site",
+            "comm_init", "error")
+KINDS = ("p2p", "collective", "setup")
+# Ops kept in full per trace (`head`), spread over the ranks, and at least this many per rank:
+# the timeline draws 16 per rank, the wait-for replay reads up to 32,768 in all.
+HEAD_OPS = 32_768
+HEAD_PER_RANK = 32
+
+Site = tuple  # (path, line, end_line, function), as the recorder names a line of code
+
+
+class Use(NamedTuple):
+    """What a run of ops had in common; `RankTrace.usage` counts ops per Use."""
+
+    kind: str  # p2p | collective
+    api: str
+    site: Site | None
+    op_site: Site | None  # where the P2POp of a batched op was built
+    group: int  # index into RankTrace.groups; -1: none recorded
+    batched: bool | None  # a coalescing window ran around it
+    via: str | None  # "batch_isend_irecv" for ops a batch issued
+    peer: int | None
+    in_batch: bool  # it carries a batch id (batch_isend_irecv call or coalescing window)
+
+
+@dataclass
+class RankTrace:
+    """One process's trace, as aggregates and windows.
+
+    `head`: the lines after the meta line in file order, up to the `keep`-th op (all of them when
+    `complete`); each start event in it carries `end`: its end event, or None while it was pending
+    when the file ends. `open_ops`: every start event (of any kind) without an end line.
+    """
+
+    rank: int
+    path: Path
+    meta: dict[str, Any]
+    head: list[dict[str, Any]] = field(default_factory=list)
+    complete: bool = True
+    open_ops: list[dict[str, Any]] = field(default_factory=list)
+    groups: list[dict[str, Any]] = field(default_factory=list)
+    usage: Counter = field(default_factory=Counter)  # Use -> ops
+    batch_calls: Counter = field(default_factory=Counter)  # site -> batch_isend_irecv calls
+    lines: int = 0  # lines after the meta line
+    raised: list[dict[str, Any]] = field(default_factory=list)  # end lines with how "raise"
+    world_sizes: set[int] = field(default_factory=set)  # what the meta and init lines say
+    highest: tuple[int, int] = (-1, 0)  # (largest rank a peer or group names, its line)
+    notes: list[str] = field(default_factory=list)
+    hang: dict[str, Any] | None = None
+
+    @property
+    def ops(self) -> int:
+        """P2P ops and collectives, all of them (not only the head's)."""
+        return sum(self.usage.values())
+
+    def starts(self, kind: str | None = None) -> list[dict[str, Any]]:
+        """Start events of the head, optionally of one kind ("p2p", "collective", "setup")."""
+        return [e for e in self.head
+                if e.get("phase") == "start" and (kind is None or e.get("kind") == kind)]
+
+    def pending(self) -> list[dict[str, Any]]:
+        """Ops that never ended in this file: in flight when the process stopped writing."""
+        return self.open_ops
+
+
+def inconsistent(subject: Path, cause: str, line: int | None = None) -> InputError:
+    """Exit 2, naming the file (and line) and what contradicts what."""
+    return InputError(str(subject), f"the trace is inconsistent: {cause}", line)
+
+
+def _site(value: Any) -> Site | None:
+    if value is None:
+        return None
+    line = int(value.get("line") or 0)
+    return (str(value.get("path") or "?"), line, int(value.get("end_line") or line),
+            str(value.get("function") or "?"))
+
+
+class _Groups:
+    """Interns the groups of one file: the recorder writes a group's JSON the same way each time,
+    and torch names every group of a process differently."""
+
+    def __init__(self, rank: int, table: list[dict[str, Any]]) -> None:
+        self.rank = rank
+        self.table = table
+        self.ids: dict[tuple, int] = {}
+        self.named: dict[str, int] = {}  # from `phase: "group"` lines
+        self.members: list[frozenset[int]] = []
+        self.highest = -1
+
+    def intern(self, group: Any) -> int:
+        if type(group) is str:
+            gid = self.named.get(group)
+            if gid is None:
+                raise LookupError(f"group {group!r} is named before any line describes it")
+            return gid
+        ranks = group["ranks"]
+        key = (group.get("name"), group.get("desc"), len(ranks), ranks[0] if ranks else None,
+               ranks[-1] if ranks else None)
+        gid = self.ids.get(key)
+        if gid is None:
+            if not isinstance(ranks, list) or not ranks or \
+                    not all(type(r) is int and r >= 0 for r in ranks):
+                raise ValueError(f"group ranks {str(ranks)[:80]} are not a list of ranks")
+            if self.rank not in ranks:
+                raise LookupError(f"an op of rank {self.rank} on group {ranks[:16]}"
+                                  f"{'...' if len(ranks) > 16 else ''}, which does not hold it")
+            gid = self.ids[key] = len(self.table)
+            self.table.append(group)
+            self.members.append(frozenset(ranks))
+            self.highest = max(self.highest, max(ranks))
+        return gid
+
+    def declare(self, group: Any) -> None:
+        self.named[str(group["name"])] = self.intern(group)
+
+
+def json_lines(file: Path, notes: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) of every line of a rank file; stops, with a note, at the zeros a
+    killed recorder leaves or at a last line cut short."""
+    try:
+        handle = file.open("rb")
+    except OSError as exc:
+        notes.append(f"{file.name}: unreadable ({exc})")
+        return
+    decode = json.JSONDecoder().decode  # json.loads without its per-line encoding sniffing
+    number = 0
+    with handle:
+        for raw in handle:
+            number += 1
+            if not raw.strip():
+                continue
+            if raw[:1] == b"\x00":  # the zeros after a killed recorder's last line
+                notes.append(f"{file.name}:{number}: the recorder never closed this file "
+                             f"(its process was killed, or still runs)")
+                return
+            try:
+                event = decode(raw.decode())
+            except ValueError:  # UnicodeDecodeError is one
+                if not raw.endswith(b"\n"):  # only a file's last line can lack its newline
+                    notes.append(f"{file.name}:{number}: truncated last line (cut by a kill?), "
+                                 f"skipped")
+                    return
+                raise inconsistent(file, "not a JSON line", number) from None
+            if type(event) is not dict:
+                raise inconsistent(file, "not a JSON object", number)
+            yield number, event
+
+
+def keep_per_rank(ranks: int, head_ops: int = HEAD_OPS) -> int:
+    """How many ops of each of `ranks` processes `head` keeps."""
+    return max(HEAD_PER_RANK, head_ops // max(1, ranks))
+
+
+def checked_lines(path: Path, rank: int, lines: Iterable[tuple[int | None, dict[str, Any]]],
+                  notes: list[str], meta: dict[str, Any]) -> Iterator[tuple[int | None, dict]]:
+    """The lines of one process's file after its meta line, which goes into `meta` (a note where
+    the file has none). InputError where the meta line, or a line, is another rank's."""
+    first = True
+    for number, event in lines:
+        if first:
+            first = False
+            if event.get("phase") == "meta":
+                said = event.get("rank")
+                if said is not None and said != rank:
+                    raise inconsistent(path, f"it holds the trace of rank {said!r} (its meta "
+                                             f"line says so), not of rank {rank}", 1)
+                meta.update(event)
+                continue
+            notes.append(f"{_at(path, number)}: no meta line before the first event")
+        line_rank = event.get("rank")
+        if line_rank != rank and line_rank is not None:
+            raise inconsistent(path, f"a line of rank {line_rank!r} in the file of rank {rank}",
+                               number)
+        yield number, event
+
+
+def rank_trace(rank: int, path: Path, lines: Iterable[tuple[int | None, dict[str, Any]]],
+               keep: int, notes: list[str] | None = None) -> RankTrace:
+    """One process's lines (its line number, None where there is none, and the object; the meta
+    line first), in file order, as a `RankTrace` keeping the first `keep` ops in `head`. The one
+    place events become a trace: recorded files and Flight Recorder dumps alike. `notes`: the
+    trace's notes, which `lines` may still be adding to. InputError where a line contradicts
+    the file it is in."""
+    trace = RankTrace(rank, path, {}, notes=notes if notes is not None else [])
+    groups = _Groups(rank, trace.groups)
+    usage: Counter = Counter()
+    batch_calls = trace.batch_calls
+    head, open_ops = trace.head, {}
+    in_head: dict[int, dict[str, Any]] = {}  # seq -> start event of the head
+    batches: set[Any] = set()
+    ops = 0
+    highest, highest_line = -1, 0
+
+    def ended(event: dict[str, Any]) -> None:
+        of = event.get("of")
+        start = open_ops.pop(of, None)
+        event.setdefault("error", None)
+        if event.get("how") == "raise" and start is not None:
+            trace.raised.append(start)
+        if event.get("api") == "init_process_group":
+            size = event.get("world_size")
+            if type(size) is int and size > 0:
+                trace.world_sizes.add(size)
+        if of in in_head:
+            in_head.pop(of)["end"] = event
+
+    for number, event in checked_lines(path, rank, lines, trace.notes, trace.meta):
+        phase = event.get("phase")
+        trace.lines += 1
+        try:
+            carried = event.get("ends")
+            if carried is not None:  # ends learnt just before this line was written
+                for of, how in carried:
+                    if type(of) is not int or type(how) is not str:
+                        raise ValueError(f"ends {str(carried)[:80]}")
+                    start = open_ops.get(of)
+                    end = {"seq": event["seq"], "t": event["t"], "rank": event.get("rank"),
+                           "api": start.get("api") if start else None, "phase": "end",
+                           "of": of, "how": how}
+                    ended(end)
+                    if ops <= keep:
+                        head.append(end)
+            if phase == "start":
+                kind = event.get("kind", "p2p")
+                if kind not in KINDS or type(event.get("api")) is not str:
+                    raise ValueError(f"kind {kind!r}, api {event.get('api')!r}")
+                seq = event["seq"]
+                if type(seq) is not int:
+                    raise ValueError(f"seq {seq!r}")
+                group = event.get("group")
+                if kind != "setup":
+                    gid = groups.intern(group) if group is not None else -1
+                    peer = event.get("peer")
+                    if peer is not None:
+                        if type(peer) is not int or peer < 0:
+                            raise ValueError(f"peer {peer!r}")
+                        if gid >= 0 and peer not in groups.members[gid]:
+                            raise LookupError(f"peer {peer} is not in its group "
+                                              f"{groups.table[gid]['ranks'][:16]}")
+                        if peer > highest:
+                            highest, highest_line = peer, number or 0
+                    via = event.get("via")
+                    batch = event.get("batch")
+                    site = _site(event.get("site"))
+                    usage[(kind, event["api"], site, _site(event.get("op_site")), gid,
+                           event.get("batched"), via, peer, batch is not None)] += 1
+                    if via == "batch_isend_irecv" and batch not in batches:
+                        batches.add(batch)
+                        batch_calls[site] += 1
+                    ops += 1
+                open_ops[seq] = event
+                if ops <= keep:
+                    for key in OPTIONAL:
+                        event.setdefault(key, None)
+                    event["end"] = None
+                    if kind != "setup" and group is not None:
+                        event["group"] = groups.table[gid]  # one object per group
+                    in_head[seq] = event
+                    head.append(event)
+                else:
+                    trace.complete = False
+            elif phase == "end":
+                ended(event)
+                if ops <= keep:
+                    head.append(event)
+            elif phase == "group":
+                groups.declare(event["group"])
+                if ops <= keep:
+                    head.append(event)
+            elif phase == "off":
+                trace.notes.append(f"{_at(path, number)}: the recorder stopped in this process "
+                                   f"({event.get('error')}): later ops are not in the trace")
+                if ops <= keep:
+                    head.append(event)
+            else:
+                raise ValueError(f"phase {phase!r}")
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            raise inconsistent(path, f"not a trace line ({exc})", number) from None
+        except LookupError as exc:
+            raise inconsistent(path, str(exc), number) from None
+    trace.usage = Counter({Use(*key): n for key, n in usage.items()})
+    trace.open_ops = [open_ops[seq] for seq in sorted(open_ops)]
+    for event in trace.open_ops:
+        if "end" not in event:  # beyond the head: made like the head's starts
+            for key in OPTIONAL:
+                event.setdefault(key, None)
+            event["end"] = None
+            if type(event["group"]) is str and event.get("kind") != "setup":
+                event["group"] = groups.table[groups.intern(event["group"])]
+    size = trace.meta.get("world_size")
+    if type(size) is int and size > 0:
+        trace.world_sizes.add(size)
+    if groups.highest > highest:
+        highest, highest_line = groups.highest, 0
+    trace.highest = (highest, highest_line)
+    if trace.raised:
+        first = trace.raised[0]
+        trace.notes.append(f"{path.name}: {len(trace.raised)} op(s) ended in an exception, first "
+                           f"{first.get('api')} (seq {first.get('seq')})")
+    return trace
+
+
+def _at(path: Path, number: int | None) -> str:
+    return f"{path.name}:{number}" if number else path.name
