@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 from auditor import rulebook
+from auditor.analysis import verdict
 from auditor.errors import InputError
 from auditor.rulebook import files, interpreter
 from auditor.rulebook.apis import batch_wrappers
-from auditor.rulebook.frameworks import (audited_packages, foreign_settings, frameworks, needs_for, stack_for,
-                                         versioned)
+from auditor.rulebook.frameworks import (audited_packages, foreign_settings, frameworks, needs_for, owner_of,
+                                         stack_for, versioned)
 from auditor.rulebook.launchers import Spelling
 from auditor.rulebook.stages import load_rulebook
 
@@ -206,3 +207,26 @@ def test_batch_wrappers_follow_the_torch_release(torch: str | None, wrapped: boo
     2.4 there is no such wrapper. An unknown release keeps it: its key is then unknown too."""
     modules = [w.modules for w in batch_wrappers(torch)]
     assert modules == ([("torch.distributed.pipelining",)] if wrapped else [])
+
+
+@pytest.mark.parametrize("rule_id, distribution", [
+    ("swift.extra-kwargs", "ms-swift"),  # VALID: the id's prefix is not the distribution's name
+    ("mcore.world-divisible", "megatron-core"),
+    ("torch.lazy-init-unbounded", "torch"),
+    ("deepspeed.comm-isend-blocking", "deepspeed"),
+    ("swift.no-such-rule", None),  # INVALID: a prefix alone names no rule
+])
+def test_a_rule_is_owned_by_its_file_framework(rule_id, distribution):
+    owner = owner_of(rule_id)
+    assert (owner.distribution if owner else None) == distribution
+
+
+def test_an_undecided_check_names_the_distribution_or_option_that_decides_it():
+    """verdict reads the owner of each undecided rule: ms-swift's checks are pinned with
+    --target ms-swift==VERSION (not `swift==`), torch's releases with --torch."""
+    config = {"effective": {"torch_version": "1.9.0"}, "outside_rules": {"torch 1.9.0": ["torch_eager_init"]},
+              "undecided": ["swift.extra-kwargs: --megatron_extra_kwargs at run.sh:3 is not read"]}
+    config["effective"]["torch_eager_init"] = "unknown"
+    decides = [u.decide for u in verdict.undecided_inputs({"config": config})]
+    assert decides[0].startswith("--torch X.Y.Z for a covered release")
+    assert decides[1].startswith("--target ms-swift==VERSION")

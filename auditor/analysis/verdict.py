@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from auditor.errors import EXIT_FINDINGS, EXIT_OK
-from auditor.rulebook.frameworks import NOT_THIS_STACK
+from auditor.rulebook.frameworks import NOT_THIS_STACK, owner_of
 
 SITE_VERDICTS = ("contradiction", "ok", "unknown", "unreachable")
 RUN_VERDICTS = ("findings", "inconclusive", "clean", "inventory")
@@ -136,7 +136,8 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
         out.append(Undecided(
             f"{release} is outside the releases the rules cover ({len(keys)} setting(s) unknown, "
             f"e.g. {', '.join(sorted(keys)[:3])})",
-            f"--target {framework}==VERSION for a covered release, or add {release} to "
+            f"{'--torch X.Y.Z' if framework == 'torch' else f'--target {framework}==VERSION'} "
+            f"for a covered release, or add {release} to "
             f"rules/{framework}.toml (tests check it against the real release)"))
     scanned = any("reachable" in s for s in doc.get("sites", []))
     needs = config.get("needs", list(NEEDED_KEYS))  # documents from before `needs`: Megatron's
@@ -145,18 +146,22 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
             out.append(Undecided(f"{key} ({provenance.get(key) or 'never derived'})", decide))
     torch_known = effective.get("torch_version", "unknown") != "unknown"
     for why in config.get("undecided", []):
-        framework = why.split(".", 1)[0]
-        _, unknown_keys = why.partition(": unknown ")[::2]  # a check's `when` (config.effective)
-        if framework == "torch" and not torch_known:
+        # Each entry starts with its rule's id (config.derive); the rule's file names what to pin.
+        owner = owner_of(why.split(":", 1)[0])
+        _, unknown_keys = why.partition(": unknown ")[::2]  # a check's `when` (config.derive)
+        torch_rule = owner is not None and owner.name == "torch"
+        if torch_rule and not torch_known:
             decide = "--torch X.Y.Z (the cluster's torch release)"
         elif unknown_keys:
             decide = f"--set KEY=VALUE for {unknown_keys}"
         elif NOT_THIS_STACK in why:
             decide = ("`p2paudit record` of a run, then `p2paudit report`; or a rule of this stack's "
                       "rules file that derives the setting")
+        elif torch_rule:  # a torch release the rules do not cover
+            decide = "--torch X.Y.Z for a release the rules cover, or add the release to rules/"
         else:
-            decide = (f"--target {framework}==VERSION for a release the rules cover, or "
-                      "add the release to rules/")
+            pin = f"--target {owner.distribution}==VERSION" if owner and owner.distribution else "a release"
+            decide = f"{pin} for a release the rules cover, or add the release to rules/"
         out.append(Undecided(f"check {why}", decide))
     by_reason: dict[str, list[dict[str, Any]]] = {}
     for s in doc.get("sites", []):

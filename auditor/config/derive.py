@@ -286,7 +286,7 @@ class _Deriver:
             if table == "check":
                 # A check whose ranges exclude a known version does not exist in that version.
                 if version is None:
-                    self.undecided.append(why)
+                    self.undecided.append(f"{ident}: {why}")
             elif "key" not in raws[0]:
                 self._merge_not_applied(ident, raws[0], why, stage.framework)
             else:

@@ -80,6 +80,17 @@ def _frameworks(directory: Path) -> tuple[Framework, ...]:
     return tuple(sorted(out, key=lambda f: (f.position is None, f.position or 0, f.name)))
 
 
+def owner_of(rule_id: str, directory: Path | None = None) -> Framework | None:
+    """The framework whose rules file holds the entry `rule_id`: what a verdict about the rule
+    tells the user to pin (its distribution), whatever the id's prefix (`swift.`, `mcore.`)."""
+    for fw in frameworks(directory):
+        data = files.load(fw.name, None, directory).data
+        if any(isinstance(e, dict) and e.get("id") == rule_id
+               for table in data.values() if isinstance(table, list) for e in table):
+            return fw
+    return None
+
+
 def versioned(directory: Path | None = None) -> list[Framework]:
     """The frameworks whose entries a release selects: those with rules for the pipeline."""
     return [f for f in frameworks(directory) if f.distribution]
