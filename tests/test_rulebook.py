@@ -14,7 +14,7 @@ from auditor.errors import InputError
 from auditor.rulebook import files, interpreter
 from auditor.rulebook.apis import batch_wrappers
 from auditor.rulebook.frameworks import (audited_packages, foreign_settings, frameworks, needs_for, owner_of,
-                                         stack_for, versioned)
+                                         pin_option, stack_for, versioned)
 from auditor.rulebook.launchers import Spelling
 from auditor.rulebook.stages import load_rulebook
 
@@ -230,3 +230,12 @@ def test_an_undecided_check_names_the_distribution_or_option_that_decides_it():
     decides = [u.decide for u in verdict.undecided_inputs({"config": config})]
     assert decides[0].startswith("--torch X.Y.Z for a covered release")
     assert decides[1].startswith("--target ms-swift==VERSION")
+
+
+@pytest.mark.parametrize("name, option", [
+    ("ms-swift", "--target ms-swift==VERSION"),
+    ("megatron-lm", "--target megatron-core==VERSION"),  # its rules select on megatron-core's release
+    ("torch", "--torch X.Y.Z"),  # the cluster's torch: not a source to --target
+])
+def test_what_pins_a_framework_release(name, option):
+    assert pin_option(name) == option

@@ -306,3 +306,21 @@ def test_a_check_only_another_stacks_setting_leaves_open_is_decided_by_a_recorde
     doc = {"config": {**config.to_json(), "needs": []}, "sites": [{"reachable": "yes"}]}
     (lazy,) = [u for u in verdict.undecided_inputs(doc) if "lazy-init-unbounded" in u.what]
     assert lazy.decide.startswith("`p2paudit record` of a run") and "--set" not in lazy.decide
+
+
+def test_a_pipeline_size_given_to_a_run_whose_entries_reach_nothing_is_a_lost_schedule(release):
+    """INVALID for clean: `--set pipeline_model_parallel_size=2` on a DeepSpeed run whose entry
+    point reaches no P2P site: the analysis lost the schedule (inconclusive), whatever the stack
+    needs; VALID: the same entry point without a pipeline size says nothing of a schedule."""
+    from auditor.analysis import verdict
+
+    version, _ = release
+    nothing = ["deepspeed.runtime.pipe.engine:PipelineEngine.is_first_stage"]
+    lost = run_scan(ScanInputs(str(SCRIPT), targets=[f"deepspeed=={version}"], entries=nothing,
+                               overrides={"pipeline_model_parallel_size": "2"}, torch_version="2.13.0", jobs=1))
+    assert not [s for s in lost["sites"] if s.get("paths")]
+    v = verdict.judge(lost)
+    assert v.status == "inconclusive" and any("lost the schedule" in u.what for u in v.undecided)
+    plain = run_scan(ScanInputs(str(SCRIPT), targets=[f"deepspeed=={version}"], entries=nothing,
+                                torch_version="2.13.0", jobs=1))
+    assert not any("lost the schedule" in u.what for u in verdict.judge(plain).undecided)

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from auditor.errors import EXIT_FINDINGS, EXIT_OK
-from auditor.rulebook.frameworks import NOT_THIS_STACK, owner_of
+from auditor.rulebook.frameworks import NOT_THIS_STACK, owner_of, pin_option
 
 SITE_VERDICTS = ("contradiction", "ok", "unknown", "unreachable")
 RUN_VERDICTS = ("findings", "inconclusive", "clean", "inventory")
@@ -136,8 +136,7 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
         out.append(Undecided(
             f"{release} is outside the releases the rules cover ({len(keys)} setting(s) unknown, "
             f"e.g. {', '.join(sorted(keys)[:3])})",
-            f"{'--torch X.Y.Z' if framework == 'torch' else f'--target {framework}==VERSION'} "
-            f"for a covered release, or add {release} to "
+            f"{pin_option(framework)} for a covered release, or add {release} to "
             f"rules/{framework}.toml (tests check it against the real release)"))
     scanned = any("reachable" in s for s in doc.get("sites", []))
     needs = config.get("needs", list(NEEDED_KEYS))  # documents from before `needs`: Megatron's
@@ -157,10 +156,8 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
         elif NOT_THIS_STACK in why:
             decide = ("`p2paudit record` of a run, then `p2paudit report`; or a rule of this stack's "
                       "rules file that derives the setting")
-        elif torch_rule:  # a torch release the rules do not cover
-            decide = "--torch X.Y.Z for a release the rules cover, or add the release to rules/"
         else:
-            pin = f"--target {owner.distribution}==VERSION" if owner and owner.distribution else "a release"
+            pin = pin_option(owner.name) if owner else "the framework's release"
             decide = f"{pin} for a release the rules cover, or add the release to rules/"
         out.append(Undecided(f"check {why}", decide))
     by_reason: dict[str, list[dict[str, Any]]] = {}
@@ -183,7 +180,7 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
             "analysed", "--entry MODULE:QUALNAME nearer the pipeline schedule"))
     pp = effective.get("pipeline_model_parallel_size")
     reached = [s for s in doc.get("sites", []) if s.get("reachable") == "yes" or s.get("paths")]
-    if isinstance(pp, int) and pp > 1 and not reached and "pipeline_model_parallel_size" in needs:
+    if isinstance(pp, int) and pp > 1 and not reached:  # given by --set on stacks without it
         out.append(Undecided(
             f"the pipeline schedule: pipeline_model_parallel_size={pp}, but the entry points "
             f"({'; '.join(doc.get('entries') or []) or 'none'}) reach no P2P site (the analysis "

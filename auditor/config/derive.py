@@ -43,7 +43,7 @@ from auditor.config.versions import Reading, read_release
 from auditor.config.versions import shown as shown_release
 from auditor.errors import InputError
 from auditor.findings import Finding
-from auditor.rulebook.frameworks import NOT_THIS_STACK, foreign_settings
+from auditor.rulebook.frameworks import NOT_THIS_STACK, foreign_settings, pin_option
 from auditor.rulebook.stages import Entry, RuleBook, Stage, load_rulebook
 
 
@@ -304,7 +304,7 @@ class _Deriver:
         if given is None:
             return
         by, value, lines = given
-        decide = f"--target {framework}==VERSION of a release the rule covers"
+        decide = f"{pin_option(framework)} of a release the rule covers"
         keys = _object_keys(value)
         if keys is None:
             self._merge_undecided(ident, by, f"{why}; {decide} also decides them")
@@ -399,8 +399,8 @@ class _Deriver:
             return
         if extra is UNKNOWN:
             given = self._merge_option(entry.data)
-            if given is not None:
-                self._merge_undecided(entry.id, given[0], f"its value {given[1]} is not known statically")
+            by, what = (given[0], f"its value {given[1]}") if given else (value_expr.text, "its value")
+            self._merge_undecided(entry.id, by, f"{what} is not known statically")
             return
         if not isinstance(extra, dict):
             self.notes.append(f"{value_expr.text} is not a JSON object: any value it could set is "

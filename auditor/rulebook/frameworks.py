@@ -80,6 +80,16 @@ def _frameworks(directory: Path) -> tuple[Framework, ...]:
     return tuple(sorted(out, key=lambda f: (f.position is None, f.position or 0, f.name)))
 
 
+def pin_option(name: str, directory: Path | None = None) -> str:
+    """The option that gives the release of the framework of rules file `name`: --torch for
+    torch (the cluster's, not a source to read), --target DISTRIBUTION==VERSION otherwise
+    (megatron-lm's rules select on megatron-core's release)."""
+    if name == "torch":
+        return "--torch X.Y.Z"
+    fw = next((f for f in frameworks(directory) if f.name == name), None)
+    return f"--target {(fw.distribution if fw else None) or name}==VERSION"
+
+
 def owner_of(rule_id: str, directory: Path | None = None) -> Framework | None:
     """The framework whose rules file holds the entry `rule_id`: what a verdict about the rule
     tells the user to pin (its distribution), whatever the id's prefix (`swift.`, `mcore.`)."""
@@ -143,7 +153,7 @@ def foreign_settings(launcher: str, directory: Path | None = None) -> dict[str, 
     if len(_claimants(launcher, directory)) != 1:
         return {}
     chain = _chain(launcher, directory)
-    own = {k for f in chain for k in f.needs}
+    own = set(needs_for(launcher, directory))
     out: dict[str, list[str]] = {}
     for f in frameworks(directory):
         for key in f.needs:
