@@ -247,9 +247,9 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def _unpack_once(archive: Path, origin: str, extract) -> Path:
+def _unpack_once(archive: Path, origin: str, extract, digest: str | None = None) -> Path:
     """Extract into the cache under the archive's digest; concurrent runs race safely."""
-    dest = cache_dir() / "unpacked" / _sha256(archive)[:20]
+    dest = cache_dir() / "unpacked" / (digest or _sha256(archive))[:20]
     if (dest / ".complete").exists():
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -274,7 +274,7 @@ def _safe_members(names: list[str], origin: str) -> None:
             raise InputError(origin, f"archive member escapes the archive: {n}")
 
 
-def _from_wheel(path: Path, origin: str) -> SourceSet:
+def _from_wheel(path: Path, origin: str, digest: str | None = None) -> SourceSet:
     def extract(dest: Path) -> None:
         with zipfile.ZipFile(path) as zf:
             bad = zf.testzip()
@@ -285,7 +285,7 @@ def _from_wheel(path: Path, origin: str) -> SourceSet:
 
     if not zipfile.is_zipfile(path):
         raise InputError(origin, "corrupt wheel: not a zip archive")
-    root = _unpack_once(path, origin, extract)
+    root = _unpack_once(path, origin, extract, digest)
     files, top = _walk(root)
     if not any(n.endswith(".dist-info") for n in top):
         raise InputError(origin, "corrupt wheel: no .dist-info directory")
@@ -293,7 +293,7 @@ def _from_wheel(path: Path, origin: str) -> SourceSet:
     return SourceSet(name, version, "wheel", root, origin, files)
 
 
-def _from_sdist(path: Path, origin: str) -> SourceSet:
+def _from_sdist(path: Path, origin: str, digest: str | None = None) -> SourceSet:
     def extract(dest: Path) -> None:
         if path.name.endswith(".zip"):
             with zipfile.ZipFile(path) as zf:
@@ -304,7 +304,7 @@ def _from_sdist(path: Path, origin: str) -> SourceSet:
                 _safe_members(tf.getnames(), origin)
                 tf.extractall(dest, filter="data") if hasattr(tarfile, "data_filter") else tf.extractall(dest)
 
-    unpacked = _unpack_once(path, origin, extract)
+    unpacked = _unpack_once(path, origin, extract, digest)
     tops = [p for p in unpacked.iterdir() if p.is_dir()]
     top = tops[0] if len(tops) == 1 else unpacked
     root = top / "src" if (top / "src").is_dir() else top
@@ -340,8 +340,9 @@ def _from_pin(name: str, version: str, origin: str) -> SourceSet:
     if not archives:
         raise InputError(origin, f"pip downloaded nothing into {folder}")
     archive = archives[0]
-    _check_published(archive, name, origin)
-    return _from_wheel(archive, origin) if archive.suffix == ".whl" else _from_sdist(archive, origin)
+    digest = _check_published(archive, name, origin)
+    read = _from_wheel if archive.suffix == ".whl" else _from_sdist
+    return read(archive, origin, digest)
 
 
 def _archives(folder: Path) -> list[Path]:
@@ -354,7 +355,7 @@ def _archives(folder: Path) -> list[Path]:
 INDEX = os.environ.get("PIP_INDEX_URL", "https://pypi.org/simple").rstrip("/") + "/"
 
 
-def _check_published(archive: Path, name: str, origin: str) -> None:
+def _check_published(archive: Path, name: str, origin: str) -> str:
     """The archive is the file the index publishes under its name: its sha256 against the one
     recorded beside it (`FILE.sha256`) when it was downloaded (pip checked it against its index's
     hash then), or, for a file cached before records were kept, against the index's (PEP 691
@@ -369,6 +370,7 @@ def _check_published(archive: Path, name: str, origin: str) -> None:
                                        "to download it again")
     if not record.is_file():
         _record_sha256(archive, expected)
+    return actual
 
 
 def _record_sha256(archive: Path, digest: str) -> None:
@@ -417,17 +419,19 @@ def _pip_download(name: str, version: str, folder: Path, origin: str) -> None:
                 proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         except subprocess.TimeoutExpired:
             raise InputError(origin, "pip download timed out after 600 s") from None
+        checked = True  # pip checks what it downloads against its index's hash
         if proc.returncode != 0:
             err = proc.stdout + proc.stderr
             fallback = _fallback_link(err, name, version)
             if fallback is None:
                 raise InputError(origin, _download_failure(err))
-            _fetch(fallback, tmp, origin)
+            checked = _fetch(fallback, tmp, origin)
         folder.mkdir(parents=True, exist_ok=True)
-        for p in tmp.iterdir():
-            _record_sha256(p, _sha256(p))  # what pip (or _fetch) checked, before it is moved
+        for p in list(tmp.iterdir()):
+            digest = _sha256(p) if checked else None
             shutil.move(str(p), folder / p.name)
-            shutil.move(str(p.with_name(p.name + ".sha256")), folder / (p.name + ".sha256"))
+            if digest:  # else _check_published asks the index before the file is read
+                _record_sha256(folder / p.name, digest)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -478,7 +482,7 @@ def _file_rank(filename: str, name: str, version: str) -> tuple[int, int] | None
     return rank
 
 
-def _fetch(url: str, dest: Path, origin: str) -> None:
+def _fetch(url: str, dest: Path, origin: str) -> bool:
     filename = urllib.request.url2pathname(url.rsplit("/", 1)[-1].split("#", 1)[0])
     print(f"p2paudit: no cp312 wheel; fetching {filename}", file=sys.stderr)
     try:
@@ -486,10 +490,12 @@ def _fetch(url: str, dest: Path, origin: str) -> None:
             shutil.copyfileobj(resp, out)
     except (urllib.error.URLError, OSError) as exc:
         raise InputError(origin, f"could not fetch {url}: {exc}") from None
-    # pip's link carries the index's hash (`#sha256=...`): a fetched file is checked like pip's.
+    # A link from a simple HTML index carries the index's hash (`#sha256=...`): checked here; pip's
+    # JSON-index links do not, and a file fetched from one is checked against the index on its read.
     published = re.search(r"#sha256=([0-9a-f]{64})", url)
     if published and _sha256(dest / filename) != published.group(1):
         raise InputError(origin, f"{url}: the fetched file's sha256 is not the index's (truncated?)")
+    return published is not None
 
 
 def _last_error_line(stderr: str) -> str:
