@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from auditor.cli import main as cli_main
+from auditor.commands.export import convert_rank_file
 from auditor.dynamic.trace import read_trace_dir
+from auditor.errors import InputError
 from test_record_unit import recorded  # noqa: F401  (the fixture: a 1-rank gloo world, recorded)
 
 pa = pytest.importorskip("pyarrow")
@@ -56,6 +58,28 @@ def test_ends_a_start_line_carries_are_exported_as_the_reader_reads_them(recorde
     assert (dropped["api"], dropped["how"], dropped["end_seq"], dropped["end_t"]) == (
         "broadcast", "dropped", carrier["seq"], carrier["t"])
     assert carrier["extra"] is None  # `ends` is not a field of the carrying op
+
+
+def test_a_hand_edited_ends_is_refused_by_export_as_by_the_reader(recorded, tmp_path):
+    """INVALID: `ends` entries must be [seq, how]; export refuses what the reader refuses."""
+    import torch
+    import torch.distributed as dist
+
+    t = torch.ones(2)
+    dist.broadcast(t, src=0, async_op=True)
+    dist.all_reduce(t)
+    recorded.close()
+    (file,) = recorded.directory.glob("rank-*.jsonl")
+    lines = file.read_text().splitlines(keepends=True)
+    n = next(i for i, line in enumerate(lines) if '"ends"' in line)
+    event = json.loads(lines[n])
+    event["ends"] = [[str(event["ends"][0][0]), "dropped"]]
+    lines[n] = json.dumps(event) + "\n"
+    file.write_text("".join(lines))
+    with pytest.raises(InputError, match="not a trace line \\(ends"):
+        read_trace_dir(recorded.directory)
+    with pytest.raises(InputError, match="not a trace line \\(ends"):
+        convert_rank_file(file, 0)
 
 
 def assert_export_reads_as_the_reader(directory: Path, out: Path) -> list[dict]:

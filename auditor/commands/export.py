@@ -32,7 +32,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from auditor.dynamic.rankfile import KINDS, checked_lines, inconsistent, json_lines
+from auditor.dynamic.rankfile import KINDS, carried_ends, checked_lines, inconsistent, json_lines
 from auditor.dynamic.trace import per_rank_file, rank_files
 from auditor.errors import EXIT_OK, InputError
 
@@ -116,7 +116,7 @@ def convert_rank_file(file: Path, rank: int) -> tuple[Any, Any, list[str]]:
     for number, event in checked_lines(file, rank, json_lines(file, notes), notes, meta):
         phase = event.get("phase")
         try:
-            for of, how in event.get("ends") or ():  # ends carried by the line: its seq and t
+            for of, how in carried_ends(event):  # ends carried by the line: its seq and t
                 row = by_seq.pop(of, None)
                 if row is not None:
                     row[-4:] = event["seq"], float(event["t"]), how, None

@@ -189,6 +189,22 @@ def json_lines(file: Path, notes: list[str]) -> Iterator[tuple[int, dict[str, An
             yield number, event
 
 
+def carried_ends(event: dict[str, Any]) -> list[tuple[int, str]]:
+    """The ends a line carries (`ends`: ops whose Works were freed unwaited just before it was
+    written), as (seq, how); ValueError where an entry is not that, read as a malformed line by
+    every reader (the trace's and export's)."""
+    carried = event.get("ends")
+    if carried is None:
+        return []
+    out = []
+    for entry in carried:
+        of, how = entry
+        if type(of) is not int or type(how) is not str:
+            raise ValueError(f"ends {str(carried)[:80]}")
+        out.append((of, how))
+    return out
+
+
 def keep_per_rank(ranks: int, head_ops: int = HEAD_OPS) -> int:
     """How many ops of each of `ranks` processes `head` keeps."""
     return max(HEAD_PER_RANK, head_ops // max(1, ranks))
@@ -251,18 +267,14 @@ def rank_trace(rank: int, path: Path, lines: Iterable[tuple[int | None, dict[str
         phase = event.get("phase")
         trace.lines += 1
         try:
-            carried = event.get("ends")
-            if carried is not None:  # ends learnt just before this line was written
-                for of, how in carried:
-                    if type(of) is not int or type(how) is not str:
-                        raise ValueError(f"ends {str(carried)[:80]}")
-                    start = open_ops.get(of)
-                    end = {"seq": event["seq"], "t": event["t"], "rank": event.get("rank"),
-                           "api": start.get("api") if start else None, "phase": "end",
-                           "of": of, "how": how}
-                    ended(end)
-                    if ops <= keep:
-                        head.append(end)
+            for of, how in carried_ends(event):  # ends learnt just before this line was written
+                start = open_ops.get(of)
+                end = {"seq": event["seq"], "t": event["t"], "rank": event.get("rank"),
+                       "api": start.get("api") if start else None, "phase": "end",
+                       "of": of, "how": how}
+                ended(end)
+                if ops <= keep:
+                    head.append(end)
             if phase == "start":
                 kind = event.get("kind", "p2p")
                 if kind not in KINDS or type(event.get("api")) is not str:

@@ -106,7 +106,6 @@ class Recorder(TraceWriter):
         lock = self.lock
         lock.acquire()
         try:
-            ends = self._freed_ends_locked() if self.freed else ""
             pg, g = self._known_group(pg)
             batch = state.batch
             window = self.windows.get(pg) if self.windows else None
@@ -130,7 +129,7 @@ class Recorder(TraceWriter):
                 f'"batched":{"false" if window is None else "true"},'
                 f'"peer":{peer if type(peer) is int else "null"},'
                 f'"group":{g.ref if g is not None else "null"},'
-                f'"site":{callsite.caller_site(2)},{tensor_json(tensor)}{extra}{ends}'), window)
+                f'"site":{callsite.caller_site(2)},{tensor_json(tensor)}{extra}'), window)
         except Exception as exc:
             self.fail(exc)
             return None
@@ -143,7 +142,6 @@ class Recorder(TraceWriter):
         lock = self.lock
         lock.acquire()
         try:
-            ends = self._freed_ends_locked() if self.freed else ""
             pg, g = self._known_group(pg)
             window = self.windows.get(pg) if self.windows else None
             # The collectives' own fast path: queued in the coalescing manager, issued at its exit.
@@ -156,7 +154,7 @@ class Recorder(TraceWriter):
                 f'"api":"{api}","phase":"start","kind":"{kind}",'
                 f'"batched":{"true" if batched else "false"},"peer":null,'
                 f'"group":{g.ref if g is not None else "null"},'
-                f'"site":{callsite.caller_site(2)},{tensor_json(tensor)}{extra}{ends}'), window)
+                f'"site":{callsite.caller_site(2)},{tensor_json(tensor)}{extra}'), window)
         except Exception as exc:
             self.fail(exc)
             return None
@@ -164,7 +162,10 @@ class Recorder(TraceWriter):
             lock.release()
 
     def _started_locked(self, op: Op, body: str, window: Window | None) -> Op:
-        """Writes the op's start line, and joins it to the coalescing window it runs in."""
+        """Writes the op's start line, with the ends of the Works freed since the last line (taken
+        here, when nothing can fail before the line is written), and joins the op to its window."""
+        if self.freed:
+            body += self._freed_ends_locked()
         self._emit_locked(body, op)
         if window is not None:
             window.ops.append(op)
@@ -273,7 +274,7 @@ class Recorder(TraceWriter):
     def _track(self, op: Op, work: Any) -> None:
         """Without the lock: each step is one dict operation, atomic on its own, on a key no
         other thread touches (a Work just returned to this thread; an id is reused only after
-        its Work died, and `_reap_locked` checks the ref before it deletes). Readers of `works`
+        its Work died, and `_freed_locked` checks the ref before it deletes). Readers of `works`
         copy it in one step (`poll`)."""
         key = id(work)
         entry = self.works.get(key)

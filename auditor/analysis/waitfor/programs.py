@@ -19,7 +19,7 @@ def programs_from_events(events_by_rank: Mapping[int, Sequence[Mapping[str, Any]
     later op waits for it. `batch` names the batch_isend_irecv call an op came from and
     `batched` whether a coalescing group really ran around it (`Op.coalesced`); consecutive
     batched ops without a batch id count as one batch. `roles`: (path, line) of the P2POp that
-    built an op -> the neighbour it is meant for (`join.p2p_roles`).
+    built an op -> the neighbour it is meant for (`runreplay.p2p_roles`).
     """
     programs: dict[int, list[Op]] = {}
     world = sorted({r for r in events_by_rank})

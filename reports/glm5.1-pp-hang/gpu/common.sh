@@ -79,10 +79,12 @@ recorded() {
     python3 -m auditor repro "$@" --keep "$OUT/runs/$name" > "$OUT/runs/$name.txt" 2>&1
   python3 - "$OUT/runs/$name-trace" "$transport" >> "$OUT/runs/$name.txt" 2>&1 <<'PY'
 import sys
-from auditor.analysis.waitfor import Conditions, analyze, programs_from_trace
+from auditor.analysis.waitfor.model import Conditions
+from auditor.analysis.waitfor.programs import programs_from_events
+from auditor.analysis.waitfor.replay import analyze
 from auditor.dynamic.trace import read_trace_dir
 trace = read_trace_dir(sys.argv[1])
-programs, init = programs_from_trace(trace)
+programs, init = programs_from_events({r: rt.head for r, rt in trace.ranks.items()}), trace.init_mode()
 print(f"wait-for model on the recorded trace ({sum(map(len, programs.values()))} ops, "
       f"init {init}, skipped: {trace.skipped}):")
 print(analyze(programs, Conditions.for_transport(sys.argv[2], init or "lazy")).summary())
