@@ -78,8 +78,9 @@ def replays(doc: dict[str, Any], trace: Trace, p: Plan) -> list[Replay]:
     join of the scan `doc` with the run makes (`runreplay`)."""
     out = []
     c = p.candidates
+    orders = {co: recorded_order(as_issued(trace, co), doc) for co in c["coalesce"]}
     for coalesce, init, transport in itertools.product(c["coalesce"], c["init"], c["transport"]):
-        order = recorded_order(as_issued(trace, coalesce), doc)
+        order = orders[coalesce]
         conditions = Conditions.for_transport(transport, init, coalesce)
         out.append(Replay(conditions, order.replay(conditions)[0],
                           order.deadlock(conditions, transport)))
