@@ -21,7 +21,7 @@ from auditor.sources import SourceSet, resolve
 from auditor.rulebook import interpreter
 from auditor.rulebook.apis import BatchWrapper, batch_wrappers
 from auditor.rulebook.frameworks import needs_for, stack_for
-from auditor.static import ir
+from auditor.static.ir_build import build as build_ir
 from auditor.static.callgraph import Interpreter
 from auditor.static.inventory import inventory
 from auditor.static.program import Program
@@ -154,7 +154,7 @@ def _run_entries(interp: Interpreter, program: Program, srcs: list[SourceSet],
         except SyntaxError as exc:
             raise InputError(name, f"entry code does not parse: {exc.msg}") from None
         before = len(interp.nodes)
-        starts.append(interp.run_module_ir(module, ir.build(tree, Source(code), module, False, {})))
+        starts.append(interp.run_module_ir(module, build_ir(tree, Source(code), module, False, {})))
         if user_given:
             _check_entry_resolved(name, interp, before)
     # Code a module runs on import ran too: its module-level node is a start of its own.

@@ -202,9 +202,8 @@ class Interpreter:
             self.version += 1  # what read the old binding may now run differently
 
     def star_lookup(self, module: str, name: str) -> frozenset | None:
-        """A name `module` gets from its `from X import *` (the IR keeps no star import: their
-        sources are read from the module's text, as the site inventory reads them), the last
-        star import first, through chains of them; None when none binds it."""
+        """A name `module` gets from its `from X import *`, the last star import first, through
+        chains of them; None when none binds it."""
         seen: set[str] = set()
         todo = [module]
         while todo:
@@ -223,7 +222,8 @@ class Interpreter:
 
     def _star_sources(self, module: str) -> list[str]:
         if module not in self.stars:
-            self.stars[module] = self.program.star_imports(module)
+            mod = self.program.module(module)
+            self.stars[module] = ir.star_imports(mod) if mod is not None else ([], None)
         return self.stars[module][0]
 
     def _star_all(self, module: str) -> list[str] | None:
@@ -356,7 +356,7 @@ class Interpreter:
         return External(target)
 
     def exec_if(self, stmt: ir.If, state: State, frame: Frame) -> State:
-        test, text, body, orelse = stmt
+        test, text, body, orelse, _ = stmt
         reads = self.config_reads
         can_true, can_false = truth_of(self.eval(test, state, frame))
         config = self.config_reads != reads
@@ -394,7 +394,7 @@ class Interpreter:
         return joined
 
     def exec_loop(self, stmt: ir.Loop, state: State, frame: Frame) -> State:
-        test, _, target, iterable, body, orelse = stmt
+        test, _, target, iterable, body, orelse, _ = stmt
         if test is not None:
             can_true, _ = truth_of(self.eval(test, state, frame))
         else:
@@ -422,7 +422,7 @@ class Interpreter:
             sites: set[str] = set()
             defs: set[str] = set()
             attrs: set[tuple[str, str]] = set()
-            names = _names_in(stmts[start:], sites, defs, attrs)
+            names = ir.names_in(stmts[start:], sites, defs, attrs)
             self.reads[key] = (stmts, names, sites, defs, attrs)
         _, names, sites, defs, attrs = self.reads[key]
         funcs: set[str] = set()
@@ -463,7 +463,7 @@ class Interpreter:
                             _put(base, key, value)
 
     def assign_attr(self, target: ir.Attr, value: frozenset, state: State, frame: Frame) -> None:
-        base_ir, attr = target
+        base_ir, attr, _ = target
         for base in map(bare, self.eval(base_ir, state, frame)):
             if isinstance(base, Obj):
                 base.attrs[attr] = _cap(base.attrs.get(attr, frozenset()) | value)
@@ -581,7 +581,7 @@ class Interpreter:
         return result
 
     def eval_bool(self, e: ir.Bool, state: State, frame: Frame) -> Any:
-        op, values = e
+        op, values, _ = e
         t, f = (TRUE, FALSE) if op == "and" else (FALSE, TRUE)
         for v in values:
             vt, vf = truth_of(self.eval(v, state, frame))
@@ -649,14 +649,14 @@ class Interpreter:
         return _cap(frozenset(out)) if out else frozenset({Data("import cycle")})
 
     def eval_attr(self, e: ir.Attr, state: State, frame: Frame) -> frozenset:
-        base_ir, attr = e
-        text = _dotted(e)
+        base_ir, attr, _ = e
+        text = ir.dotted(e)
         if text in self.rules.config_names:
             return frozenset({ConfigObject()})
         bases = self.eval(base_ir, state, frame)
         out: set = set()
         for b in bases:
-            out |= self.attr_of(b, attr, _dotted(base_ir))
+            out |= self.attr_of(b, attr, ir.dotted(base_ir))
         return _cap(frozenset(out))
 
     def attr_of(self, b: Any, attr: str, base_text: str | None) -> frozenset:
@@ -722,7 +722,7 @@ class Interpreter:
         for v in values:
             if isinstance(v, Func):
                 fir = self.function_ir(v)
-                decos = _decorator_names(fir)
+                decos = ir.decorator_names(fir)
                 if "staticmethod" in decos:
                     out.add(v)
                 elif "property" in decos or "cached_property" in decos:
@@ -786,7 +786,7 @@ class Interpreter:
 
     def _call(self, e: ir.Call, state: State, frame: Frame) -> tuple[frozenset, list, dict, frozenset]:
         """(result, evaluated positional args, keyword args, receiver values of a method call)"""
-        func_ir, args_ir, kwargs_ir, star_ir, dstar_ir, text = e
+        func_ir, args_ir, kwargs_ir, star_ir, dstar_ir, text, _ = e
         args = [self.eval(a, state, frame) for a in args_ir]
         kwargs = {k: self.eval(v, state, frame) for k, v in kwargs_ir.items()}
         if star_ir is not None:
@@ -805,7 +805,7 @@ class Interpreter:
                 return self._group_method(bases, func_ir.attr), args, kwargs, bases
             callees: set = set()
             for b in bases:
-                callees |= self.attr_of(b, func_ir.attr, _dotted(func_ir.base))
+                callees |= self.attr_of(b, func_ir.attr, ir.dotted(func_ir.base))
             callees_fs = _cap(frozenset(callees))
         else:
             callees_fs = self.eval(func_ir, state, frame)
@@ -967,7 +967,7 @@ class Interpreter:
         env: dict[str, frozenset] = {}
         params = list(fir.params)
         positional = list(args)
-        decos = _decorator_names(fir)
+        decos = ir.decorator_names(fir)
         if fir.method and "staticmethod" not in decos and params:
             first = params.pop(0).name
             if func.bound is not None:
@@ -977,7 +977,7 @@ class Interpreter:
             else:
                 env[first] = frozenset({Data("self")})
         extra_kwargs = dict(kwargs)
-        for name, default, kind in params:
+        for name, default, kind, _ in params:
             if kind == "pos" and positional:
                 env[name] = self._named_group(name, positional.pop(0))
                 extra_kwargs.pop(name, None)
@@ -1201,49 +1201,3 @@ def _join(states: list[State]) -> State:
 def _python_qualname(key: str) -> str:
     """The IR stores a second definition of a name as `name#2`; Python calls both `name`."""
     return key.split("#", 1)[0]
-
-
-def _dotted(e: ir.Expr) -> str | None:
-    match e:
-        case ir.Name(name):
-            return name
-        case ir.Attr(base, attr):
-            head = _dotted(base)
-            return f"{head}.{attr}" if head else None
-    return None
-
-
-def _decorator_names(fir: ir.FunctionIR | None) -> set[str]:
-    if not fir:
-        return set()
-    names = set()
-    for d in fir.decorators:
-        text = _dotted(d) or (_dotted(d.func) if isinstance(d, ir.Call) else None)
-        if text:
-            names.add(text.rsplit(".", 1)[-1])
-    return names
-
-
-def _names_in(stmts: list[ir.Stmt], sites: set[str], defs: set[str],
-              attrs: set[tuple[str, str]]) -> set[str]:
-    """Names read anywhere in some statements; site ids met on the way go into `sites`, the
-    qualnames of functions defined there into `defs`, and `name.attr` reads into `attrs`."""
-    found: set[str] = set()
-    stack: list[Any] = list(stmts)
-    while stack:
-        cur = stack.pop()
-        match cur:
-            case ir.Name(name):
-                found.add(name)
-                continue
-            case ir.Site(site, _):
-                sites.add(site)
-            case ir.Def(_, qualname):
-                defs.add(qualname)
-            case ir.Attr(ir.Name(name), attr):
-                attrs.add((name, attr))
-        if isinstance(cur, (tuple, list)):  # a record, a list of them, a pair in one
-            stack.extend(x for x in cur if isinstance(x, (tuple, list, dict)))
-        elif isinstance(cur, dict):
-            stack.extend(cur.values())
-    return found

@@ -14,9 +14,8 @@ from __future__ import annotations
 from concurrent.futures import Future, ProcessPoolExecutor
 
 from auditor.sources import SourceSet
-from auditor.static import ir
+from auditor.static import ir, ir_codec
 from auditor.static.analyze import FileCache, FileError, collector_paused, idle_cpus, read_source, run_one
-from auditor.static.exports import star_imports
 from auditor.static.parsed import module_task, task_key
 
 
@@ -66,14 +65,6 @@ class Program:
             self.pending[module] = (future, digest)
             running += 1
 
-    def star_imports(self, module: str) -> tuple[list[str], list[str] | None]:
-        """(the modules `module` star-imports, in order; its literal `__all__` or None)."""
-        loc = self.where.get(module)
-        if loc is None:
-            return [], None
-        text = read_source(*loc)[0]
-        return star_imports(loc[0], loc[1], text) if text is not None else ([], None)
-
     def module(self, module: str) -> ir.ModuleIR | None:
         """The IR of a module, or None when it is not part of the analysed sources."""
         if module in self.loaded:
@@ -104,7 +95,7 @@ class Program:
             else:
                 cache.put(rel, digest, result)
         with collector_paused():
-            self.loaded[module] = ir.decode(result["ir"]) if result else None
+            self.loaded[module] = ir_codec.loads(result["ir"]) if result else None
         return self.loaded[module]
 
     def close(self) -> None:
