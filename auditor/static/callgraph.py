@@ -27,7 +27,7 @@ from auditor.static.program import Program
 from auditor.static.formula import FALSE, TRUE, atom, conj, disj, fresh, level, neg
 from auditor.static.values import (
     DERIVED, Api, Cfg, ConfigObject, Const, Cond, Data, DictV, External, Func, Group, Guarded,
-    Klass, Module, Obj, bare, concrete, describe, truth_of,
+    Klass, Module, Obj, bare, concrete, describe, ordered, truth_of,
 )
 
 # In entry code, `P2PAUDIT_INSTANCE(Cls)` is an instance of Cls whose __init__ never ran, and
@@ -427,10 +427,10 @@ class Interpreter:
         _, names, sites, defs, attrs = self.reads[key]
         funcs: set[str] = set()
         values: set = set()
-        for name in names:
+        for name in sorted(names):
             values |= self.lookup_quiet(name, state, frame)
-        for name, attr in attrs:  # `self._communicate_shapes(...)`, `module.f(...)`
-            for base in self.lookup_quiet(name, state, frame):
+        for name, attr in sorted(attrs):  # `self._communicate_shapes(...)`, `module.f(...)`
+            for base in ordered(self.lookup_quiet(name, state, frame)):
                 if isinstance(base, (Obj, Module, Klass)):
                     values |= self.attr_of(base, attr, name)
         for v in values:
@@ -457,14 +457,14 @@ class Interpreter:
             case ir.Attr():
                 self.assign_attr(target, value, state, frame)
             case ir.Sub(base_ir, index_ir):
-                for base in self.eval(base_ir, state, frame):
+                for base in ordered(self.eval(base_ir, state, frame)):
                     if isinstance(base, DictV) and index_ir is not None:
                         for key in self.eval(index_ir, state, frame):
                             _put(base, key, value)
 
     def assign_attr(self, target: ir.Attr, value: frozenset, state: State, frame: Frame) -> None:
         base_ir, attr, _ = target
-        for base in map(bare, self.eval(base_ir, state, frame)):
+        for base in map(bare, ordered(self.eval(base_ir, state, frame))):
             if isinstance(base, Obj):
                 base.attrs[attr] = _cap(base.attrs.get(attr, frozenset()) | value)
             elif isinstance(base, Module):
@@ -630,7 +630,7 @@ class Interpreter:
             return values
         out: set = set()
         seen: set[Lazy] = set()
-        todo = list(values)
+        todo = list(reversed(ordered(values)))
         while todo:
             v = todo.pop()
             if not isinstance(v, Lazy):
@@ -641,7 +641,7 @@ class Interpreter:
             seen.add(v)
             env = self.module_globals(v.module)
             if env is not None and v.attr in env:
-                todo.extend(env[v.attr])
+                todo.extend(reversed(ordered(env[v.attr])))
             elif self.program.has_module(f"{v.module}.{v.attr}"):
                 out.add(Module(f"{v.module}.{v.attr}"))
             else:
@@ -655,7 +655,7 @@ class Interpreter:
             return frozenset({ConfigObject()})
         bases = self.eval(base_ir, state, frame)
         out: set = set()
-        for b in bases:
+        for b in ordered(bases):
             out |= self.attr_of(b, attr, ir.dotted(base_ir))
         return _cap(frozenset(out))
 
@@ -696,7 +696,7 @@ class Interpreter:
             for cls in self.mro(Klass(b.cls, b.module))[1:]:
                 cenv = {**self.class_env(cls), **self.class_attrs.get(cls, {})}
                 if attr in cenv:
-                    for obj in b.self_values:
+                    for obj in ordered(b.self_values):
                         out |= self._bind(cenv[attr], obj, cls) if isinstance(obj, Obj) else cenv[attr]
                     break
             return frozenset(out) or frozenset({Data(f"super().{attr}")})
@@ -719,7 +719,7 @@ class Interpreter:
 
     def _bind(self, values: frozenset, obj: Obj, owner: Klass) -> frozenset:
         out: set = set()
-        for v in values:
+        for v in ordered(values):
             if isinstance(v, Func):
                 fir = self.function_ir(v)
                 decos = ir.decorator_names(fir)
@@ -751,7 +751,7 @@ class Interpreter:
             env = self.module_globals(cur.module) or {}
             frame = Frame(self.node(cur.module, "<module>", "import"), cur.module, 0, None, "module")
             for base_ir in cir.bases:
-                for b in self.eval(base_ir, State(env), frame):
+                for b in ordered(self.eval(base_ir, State(env), frame)):
                     if isinstance(b, Klass):
                         stack.append(b)
         self.mros[k] = seen
@@ -804,13 +804,13 @@ class Interpreter:
             if any(isinstance(bare(b), Group) for b in bases):
                 return self._group_method(bases, func_ir.attr), args, kwargs, bases
             callees: set = set()
-            for b in bases:
+            for b in ordered(bases):
                 callees |= self.attr_of(b, func_ir.attr, ir.dotted(func_ir.base))
             callees_fs = _cap(frozenset(callees))
         else:
             callees_fs = self.eval(func_ir, state, frame)
         out: set = set()
-        for callee in callees_fs:
+        for callee in ordered(callees_fs):
             out |= self.call_value(callee, args, kwargs, state, frame, text)
         result = _cap(frozenset(out)) if out else frozenset({Data("call")})
         return result, args, kwargs, bases
@@ -858,7 +858,7 @@ class Interpreter:
                 return frozenset(Obj(k, "entry") for k in args[0] if isinstance(k, Klass))
             if callee.qualname == CALL_UNKNOWN and args:
                 out: set = set()
-                for f in map(bare, args[0]):
+                for f in map(bare, ordered(args[0])):
                     if isinstance(f, Func):
                         out |= self._invoke(f, [], {}, (state, frame), unknown_args=True)[0]
                     else:
@@ -893,7 +893,7 @@ class Interpreter:
         found = self.class_lookup(k, "__init__")
         if found is not None:
             owner, inits = found
-            for init in inits:
+            for init in ordered(inits):
                 if isinstance(init, Func):
                     self.call_function(Func(init.qualname, init.module, init.closure, obj),
                                        args, kwargs, (state, frame))

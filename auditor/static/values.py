@@ -128,6 +128,26 @@ def bare(v: Any) -> Any:
     return v.value if isinstance(v, Guarded) else v
 
 
+def ordered(values: frozenset) -> list:
+    """The values in an order that is the same in every run. A set iterates by hash: a name's
+    hash changes with PYTHONHASHSEED, an object's and a closure's with its address. Where each
+    value's turn runs code (a call, a module's first import, a property), that order decides
+    when bindings change, and so which calling contexts the interpreter makes."""
+    return list(values) if len(values) < 2 else sorted(values, key=_order_key)
+
+
+def _order_key(v: Any) -> tuple:
+    if isinstance(v, Guarded):
+        return (*_order_key(v.value), v.status)
+    if isinstance(v, Func):
+        return ("Func", v.module, v.qualname, _order_key(v.bound) if v.bound is not None else ())
+    if isinstance(v, Obj):
+        return ("Obj", v.cls.module, v.cls.qualname, v.where)
+    if isinstance(v, DictV):
+        return ("DictV", tuple(sorted(v.items)))
+    return (type(v).__name__, repr(v))  # a record of names and constants
+
+
 def truth(v: Any) -> tuple[int, int]:
     """(can be true, can be false) of one value."""
     v = bare(v)
