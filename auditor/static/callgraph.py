@@ -490,7 +490,7 @@ class Interpreter:
                 self.hits.append(Hit(frame.node, site, state.status, state.guards, groups))
                 return result
             case ir.Cmp():
-                return frozenset({self.evalcompare(e, state, frame)})
+                return frozenset({self.eval_compare(e, state, frame)})
             case ir.Bool():
                 return frozenset({self.eval_bool(e, state, frame)})
             case ir.Not(operand):
@@ -538,7 +538,7 @@ class Interpreter:
                 return frozenset({Data("expression")})
         raise TypeError(f"not an IR expression: {e!r}")
 
-    def evalcompare(self, e: ir.Cmp, state: State, frame: Frame) -> Any:
+    def eval_compare(self, e: ir.Cmp, state: State, frame: Frame) -> Any:
         left = self.eval(e.left, state, frame)
         result = Cond(TRUE, FALSE)
         for op, right_ir in e.ops:
