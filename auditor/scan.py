@@ -21,9 +21,10 @@ from auditor.sources import SourceSet, resolve
 from auditor.rulebook import interpreter
 from auditor.rulebook.apis import BatchWrapper, batch_wrappers
 from auditor.rulebook.frameworks import needs_for, stack_for
-from auditor.static.ir_build import build as build_ir
+from auditor.static.analyze import collector_paused
 from auditor.static.callgraph import Interpreter
 from auditor.static.inventory import inventory
+from auditor.static.ir_build import build as build_ir
 from auditor.static.program import Program
 from auditor.static.reach import BlockedCallee, Reachability, SiteReach, site_reach
 from auditor.static.sites import Site
@@ -104,7 +105,7 @@ def run_scan(inputs: ScanInputs) -> dict[str, Any]:
     try:
         interp = Interpreter(program, interpreter_config(effective), rules)
         with Progress("call graph from the entry points",
-                      how_far=lambda: f"{len(interp.nodes)} functions reached"):
+                      how_far=lambda: f"{len(interp.nodes)} functions reached"), collector_paused():
             starts = _run_entries(interp, program, srcs, entry_specs, bool(inputs.entries))
             reach = Reachability(interp, starts)
             results = _reach_all(interp, reach, program, sites)
