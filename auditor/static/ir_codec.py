@@ -2,12 +2,12 @@
 
 `json.dumps` writes a record as it is (`[*fields, tag]`: NamedTuples are tuples), so encoding
 walks nothing in Python. The text stays text in the cache file, so loading the cache parses no
-module's IR; `loads` parses one module's text when the interpreter reaches it, and turns each
-function into records when it is first called (most functions of a loaded module never are).
-Each tag knows which of its fields are nodes, so a name or string that spells a tag (`global
-call`) is never taken for one.
+module's IR; `loads` parses one module's text when the interpreter reaches it. Each function is
+a text of its own inside it, parsed and turned into records when the function is first called:
+most functions of a loaded module never are (a GLM-5.1 scan calls 226 of the 1,369 functions of
+the modules it loads, a fifth of their text). Each tag knows which of its fields are nodes, so a
+name or string that spells a tag (`global call`) is never taken for one.
 """
-
 from __future__ import annotations
 
 import json
@@ -23,7 +23,8 @@ from auditor.static.ir import (
 
 def dumps(mod: ModuleIR) -> str:
     """The cache's text of a module's IR."""
-    return json.dumps(mod, separators=(",", ":"))
+    functions = {q: json.dumps(f, separators=(",", ":")) for q, f in mod.functions.items()}
+    return json.dumps(mod._replace(functions=functions), separators=(",", ":"))
 
 
 def loads(text: str) -> ModuleIR:
@@ -32,16 +33,16 @@ def loads(text: str) -> ModuleIR:
 
 
 class _Functions(Mapping[str, FunctionIR]):
-    """A module's functions, each read back from its cache form when first asked for."""
+    """A module's functions, each read back from its text when first asked for."""
 
-    def __init__(self, data: dict[str, list]) -> None:
+    def __init__(self, data: dict[str, str]) -> None:
         self._data = data
         self._read: dict[str, FunctionIR] = {}
 
     def __getitem__(self, qualname: str) -> FunctionIR:
         fir = self._read.get(qualname)
         if fir is None:
-            fir = self._read[qualname] = _e(self._data[qualname])
+            fir = self._read[qualname] = _e(json.loads(self._data[qualname]))
         return fir
 
     def __contains__(self, qualname: object) -> bool:
