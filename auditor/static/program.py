@@ -77,7 +77,9 @@ class Program:
         cache = self.caches[src.name]
         text, digest, error = read_source(src, rel)
         hit, result = cache.lookup(rel, digest)
-        if hit and result is not None:  # None: the inventory skipped it unparsed
+        # None: the inventory skipped it unparsed; an entry that does not read is parsed again.
+        mod_ir = _read_ir(result) if hit and result is not None else None
+        if mod_ir is not None:
             self.cached += 1
         elif text is None:
             self.errors.append((src.name, FileError(rel, error or "unreadable")))
@@ -94,9 +96,9 @@ class Program:
                 result = None
             else:
                 cache.put(rel, digest, result)
-        with collector_paused():
-            self.loaded[module] = ir_codec.loads(result["ir"]) if result else None
-        return self.loaded[module]
+                mod_ir = _read_ir(result)
+        self.loaded[module] = mod_ir
+        return mod_ir
 
     def close(self) -> None:
         """Stops parsing; what was parsed ahead and never asked for is cached all the same, so a
@@ -115,3 +117,13 @@ class Program:
         self.pending.clear()
         for cache in self.caches.values():
             cache.save()
+
+
+def _read_ir(result: dict) -> ir.ModuleIR | None:
+    """A module's IR from its cache entry; None when the entry is not one (a cache is data that
+    may come from elsewhere: it is a miss, never a crash)."""
+    try:
+        with collector_paused():
+            return ir_codec.loads(result["ir"])
+    except (TypeError, KeyError, IndexError, ValueError):
+        return None
