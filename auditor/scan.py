@@ -23,9 +23,10 @@ from auditor.sources import SourceSet, resolve
 from auditor.rulebook import interpreter
 from auditor.rulebook.apis import BatchWrapper, batch_wrappers
 from auditor.rulebook.frameworks import needs_for, stack_for
-from auditor.static import ir
+from auditor.static.analyze import collector_paused
 from auditor.static.callgraph import Interpreter
 from auditor.static.inventory import inventory
+from auditor.static.ir_build import build as build_ir
 from auditor.static.program import Program
 from auditor.static.reach import BlockedCallee, Reachability, SiteReach, site_reach
 from auditor.static.sites import Site
@@ -115,7 +116,7 @@ def run_scan(inputs: ScanInputs,
     try:
         interp = Interpreter(program, interpreter_config(effective), rules)
         with Progress("call graph from the entry points",
-                      how_far=lambda: f"{len(interp.nodes)} functions reached"):
+                      how_far=lambda: f"{len(interp.nodes)} functions reached"), collector_paused():
             starts = _run_entries(interp, program, srcs, entry_specs, bool(inputs.entries))
             reach = Reachability(interp, starts)
             results = _reach_all(interp, reach, program, sites)
@@ -165,7 +166,7 @@ def _run_entries(interp: Interpreter, program: Program, srcs: list[SourceSet],
         except SyntaxError as exc:
             raise InputError(name, f"entry code does not parse: {exc.msg}") from None
         before = len(interp.nodes)
-        starts.append(interp.run_module_ir(module, ir.build(tree, Source(code), module, False, {})))
+        starts.append(interp.run_module_ir(module, build_ir(tree, Source(code), module, False, {})))
         if user_given:
             _check_entry_resolved(name, interp, before)
     # Code a module runs on import ran too: its module-level node is a start of its own.

@@ -12,9 +12,9 @@ import pytest
 
 from auditor import sources
 from auditor.rulebook import interpreter
-from auditor.static import ir
 from auditor.static.callgraph import MAX_DEPTH, MAX_NODES, Interpreter
 from auditor.static.inventory import inventory
+from auditor.static.ir_build import build
 from auditor.static.program import Program
 from auditor.static.reach import Reachability, site_reach
 from auditor.static.source import Source
@@ -45,7 +45,7 @@ def analyse(tmp_path: Path, files: dict[str, str], entry: str, config: dict) -> 
     try:
         interp = Interpreter(program, config, rules)
         code = dedent(entry)
-        start = interp.run_module_ir("<entry>", ir.build(ast.parse(code), Source(code), "<entry>", False, {}))
+        start = interp.run_module_ir("<entry>", build(ast.parse(code), Source(code), "<entry>", False, {}))
         reach = Reachability(interp, [start])
         by_function: dict[str, list[str]] = {}
         for s in sites:

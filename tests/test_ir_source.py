@@ -5,20 +5,20 @@ read as an expression. VALID pairs (code, the IR part it must give)."""
 from __future__ import annotations
 
 import ast
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from textwrap import dedent
 
 import pytest
 
-from auditor.static import ir
+from auditor.static import ir, ir_codec
+from auditor.static.ir_build import build
 from auditor.static.source import Source
 
 
 def body(code: str) -> list:
     code = dedent(code)
-    return ir.build(ast.parse(code), Source(code), "m", False, {}).body
+    return build(ast.parse(code), Source(code), "m", False, {}).body
 
 
 @pytest.mark.parametrize("code,text", [
@@ -48,7 +48,7 @@ def test_loop_texts_as_written():
     ("x[1:2]", None),
 ])
 def test_subscript_index(code, index):
-    assert ir.encode(body(code)[0].value.index) == ir.encode(index)  # kinds compared too
+    assert _kinds(body(code)[0].value.index) == _kinds(index)  # kinds compared too
 
 
 @pytest.mark.parametrize("code,value", [
@@ -60,13 +60,13 @@ def test_subscript_index(code, index):
     ('b"a"', ir.Opaque([])),
 ])
 def test_string_constants(code, value):
-    assert ir.encode(body(code)[0].value) == ir.encode(value)
+    assert _kinds(body(code)[0].value) == _kinds(value)
 
 
 def test_a_def_in_both_branches_is_numbered_from_the_else():
-    functions = ir.build(ast.parse(c := "if x:\n    def f(): pass\nelse:\n    def f(): return 1\n"),
-                         Source(c), "m", False, {}).functions
-    assert ir.encode(functions["f"].body) == ir.encode([ir.Return(ir.Const(1))])
+    functions = build(ast.parse(c := "if x:\n    def f(): pass\nelse:\n    def f(): return 1\n"),
+                      Source(c), "m", False, {}).functions
+    assert _kinds(functions["f"].body) == _kinds([ir.Return(ir.Const(1))])
     assert functions["f#2"].body == []
 
 
@@ -85,17 +85,36 @@ def _kinds(value: object) -> object:
     # Names and strings that spell a kind, where the kind says a plain value is held.
     "def f(name, call=('call', 1), *seq, **opaque):\n    global name\n    return {'name': name}\n",
     "from a import name as call, b\nimport c.d as site\nwith x as (name, y):\n    raise\n",
+    "from .x import *\ntry:\n    from y import *\nexcept ImportError:\n    star = 1\n",
     "match x:\n    case 1:\n        y = lambda q=1: q\n    case _:\n        pass\nwhile not x or y < 2 < z: pass\n",
 ])
 def test_records_come_back_from_the_cache_form(code):
     """VALID: what the analysis cache stores (JSON) reads back into the same records."""
-    built = ir.build(ast.parse(code), Source(code), "m", False, {})
-    back = ir.decode(json.loads(json.dumps(ir.encode(built))))
+    built = build(ast.parse(code), Source(code), "m", False, {})
+    back = ir_codec.loads(ir_codec.dumps(built))
     assert _kinds(back) == _kinds(built)
 
 
 def test_the_interpreter_reads_back_its_own_code():
     code = (Path(ir.__file__).parent / "callgraph.py").read_text()
-    built = ir.build(ast.parse(code), Source(code), "auditor.static.callgraph", False, {})
-    back = ir.decode(json.loads(json.dumps(ir.encode(built))))
+    built = build(ast.parse(code), Source(code), "auditor.static.callgraph", False, {})
+    back = ir_codec.loads(ir_codec.dumps(built))
     assert _kinds(back) == _kinds(built) and len(back.functions) > 50
+
+
+@pytest.mark.parametrize("code,stars,declared", [
+    # VALID: star imports at the top level and in blocks there, relative ones resolved; the
+    # first top-level literal `__all__`.
+    ("from .a import *\ntry:\n    from b.c import *\nexcept ImportError:\n    pass\n",
+     ["pkg.a", "b.c"], None),
+    ("if x:\n    from .a import *\n__all__ = ['f', \"g\"]\n__all__ = ['h']\n", ["pkg.a"], ["f", "g"]),
+    ("__all__ = ('f',)\n", [], ["f"]),
+    # INVALID: no star import (a named import, one in a function), no literal `__all__`.
+    ("from .a import f\ndef g():\n    import a\n", [], None),
+    ("__all__ = names()\n", [], None),
+    ("if x:\n    __all__ = ['f']\n", [], None),
+])
+def test_star_imports_are_read_from_the_ir(code, stars, declared):
+    mod = build(ast.parse(code), Source(code), "pkg.m", False, {})
+    assert ir.star_imports(mod) == (stars, declared)
+    assert ir.star_imports(ir_codec.loads(ir_codec.dumps(mod))) == (stars, declared)

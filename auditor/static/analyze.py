@@ -107,7 +107,7 @@ class FileCache:
     `FileCache.open` shares one instance per file within a process: the inventory and the call
     graph read the same results, and the file is loaded once."""
 
-    FORMAT = "p2paudit-analysis-2"  # 2: the IR as [kind, *fields] records
+    FORMAT = "p2paudit-analysis-3"  # 3: a module's IR as JSON text, each function a text in it
     _open: dict[str, FileCache] = {}
 
     @classmethod

@@ -16,7 +16,7 @@ from __future__ import annotations
 import builtins
 import sys
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from auditor.rulebook.interpreter import Rules
@@ -24,10 +24,12 @@ from auditor.static import ir
 from auditor.static.analyze import collector_paused
 from auditor.static.graph import Blocked, Cut, Edge, Guard, Hit, Node, Patch
 from auditor.static.program import Program
-from auditor.static.formula import FALSE, TRUE, atom, conj, disj, fresh, level, neg
+from auditor.static.formula import FALSE, TRUE, conj, disj, level
+from auditor.static.state import Frame, State, guard_new_values, join, join_env
 from auditor.static.values import (
-    DERIVED, Api, Cfg, ConfigObject, Const, Cond, Data, DictV, External, Func, Group, Guarded,
-    Klass, Module, Obj, bare, concrete, describe, truth_of,
+    DERIVED, MANY, Api, Cfg, ConfigObject, Const, Cond, Data, DictV, External, Func, Group,
+    Guarded, Klass, Module, Obj, bare, cap, compare, cond, describe, dict_get, dict_put, ordered,
+    truth_of,
 )
 
 # In entry code, `P2PAUDIT_INSTANCE(Cls)` is an instance of Cls whose __init__ never ran, and
@@ -35,10 +37,6 @@ from auditor.static.values import (
 INSTANCE = "P2PAUDIT_INSTANCE"
 CALL_UNKNOWN = "P2PAUDIT_CALL"
 ENTRY_PREFIX = "<entry"  # entry code runs as a module named `<entry N>`
-MAX_VALUES = 6
-# A set of functions or classes is kept up to this size: a dispatch table (`_INSTRUCTION_MAP`
-# of DeepSpeed's pipeline engine has 10 entries) read with an unknown key may call any of them.
-MAX_CALLABLES = 32
 MAX_LOOP_PASSES = 3  # walks of one loop body, while each installs new patches the next would see
 MAX_DEPTH = 40  # nested calls being interpreted
 MAX_IMPORT_DEPTH = 60  # nested module top levels being executed (an import chain)
@@ -56,32 +54,6 @@ class Lazy:
 
     module: str
     attr: str
-
-
-@dataclass
-class State:
-    env: dict[str, frozenset]
-    guards: tuple[Guard, ...] = ()
-    status: int = TRUE  # formula: under which configurations this point runs
-    done: bool = False
-    raised: bool = False
-    # Why what follows cannot run, when a branch that would have gone on is false here.
-    stop: Guard | None = None
-
-    def fork(self, guard: Guard, status: int) -> State:
-        return State(dict(self.env), (*self.guards, guard), conj(self.status, status))
-
-
-@dataclass
-class Frame:
-    node: int
-    module: str
-    closure: int  # id of the environment this frame's function was defined in (0: module)
-    cls: str | None  # qualified class name for methods and class bodies
-    kind: str = "function"  # "module" | "class" | "function"
-    returns: set = field(default_factory=set)
-    self_values: frozenset = frozenset()
-    global_names: set[str] = field(default_factory=set)  # declared `global` in this function
 
 
 class Interpreter:
@@ -198,13 +170,12 @@ class Interpreter:
         held = {bare(v).cls for v in old if isinstance(bare(v), Obj)}
         added = {v for v in value if not (isinstance(bare(v), Obj) and bare(v).cls in held)} - old
         if added and MANY not in old:  # a binding already too wide to list stays so
-            env[name] = _cap(old | added)
+            env[name] = cap(old | added)
             self.version += 1  # what read the old binding may now run differently
 
     def star_lookup(self, module: str, name: str) -> frozenset | None:
-        """A name `module` gets from its `from X import *` (the IR keeps no star import: their
-        sources are read from the module's text, as the site inventory reads them), the last
-        star import first, through chains of them; None when none binds it."""
+        """A name `module` gets from its `from X import *`, the last star import first, through
+        chains of them; None when none binds it."""
         seen: set[str] = set()
         todo = [module]
         while todo:
@@ -223,7 +194,8 @@ class Interpreter:
 
     def _star_sources(self, module: str) -> list[str]:
         if module not in self.stars:
-            self.stars[module] = self.program.star_imports(module)
+            mod = self.program.module(module)
+            self.stars[module] = ir.star_imports(mod) if mod is not None else ([], None)
         return self.stars[module][0]
 
     def _star_all(self, module: str) -> list[str] | None:
@@ -315,10 +287,10 @@ class Interpreter:
         body_end = self.exec_block(stmt.body, state, frame)
         outs = [] if body_end.done else [self.exec_block(stmt.orelse, body_end, frame)]
         for handler in stmt.handlers:
-            h = State(_join_env(start.env, body_end.env), start.guards, start.status)
+            h = State(join_env(start.env, body_end.env), start.guards, start.status)
             outs.append(self.exec_block(handler, h, frame))
         live = [s for s in outs if not s.done]
-        merged = _join(live) if live else State(start.env, start.guards, start.status, True)
+        merged = join(live) if live else State(start.env, start.guards, start.status, True)
         if stmt.final:
             final = self.exec_block(stmt.final, State(dict(merged.env), merged.guards, merged.status), frame)
             merged.env = final.env
@@ -356,7 +328,7 @@ class Interpreter:
         return External(target)
 
     def exec_if(self, stmt: ir.If, state: State, frame: Frame) -> State:
-        test, text, body, orelse = stmt
+        test, text, body, orelse, _ = stmt
         reads = self.config_reads
         can_true, can_false = truth_of(self.eval(test, state, frame))
         config = self.config_reads != reads
@@ -388,13 +360,13 @@ class Interpreter:
             return live[0]
         for branch in live:  # what only an uncertain branch assigned holds only if it ran
             if branch.status != state.status:
-                _guard_new_values(branch, state.env)
-        joined = _join(live)
+                guard_new_values(branch, state.env)
+        joined = join(live)
         joined.status = state.status  # one of the two branches runs, and both go on
         return joined
 
     def exec_loop(self, stmt: ir.Loop, state: State, frame: Frame) -> State:
-        test, _, target, iterable, body, orelse = stmt
+        test, _, target, iterable, body, orelse, _ = stmt
         if test is not None:
             can_true, _ = truth_of(self.eval(test, state, frame))
         else:
@@ -409,7 +381,7 @@ class Interpreter:
             # calls of the next iteration: walk the body again while passes install new ones.
             patches = len(self.patches)
             inner = self.exec_block(body, State(dict(env), state.guards, state.status), frame)
-            env = _join_env(env, inner.env)
+            env = join_env(env, inner.env)
             if len(self.patches) == patches:
                 break
         return self.exec_block(orelse, State(env, state.guards, state.status), frame)
@@ -422,15 +394,15 @@ class Interpreter:
             sites: set[str] = set()
             defs: set[str] = set()
             attrs: set[tuple[str, str]] = set()
-            names = _names_in(stmts[start:], sites, defs, attrs)
+            names = ir.names_in(stmts[start:], sites, defs, attrs)
             self.reads[key] = (stmts, names, sites, defs, attrs)
         _, names, sites, defs, attrs = self.reads[key]
         funcs: set[str] = set()
         values: set = set()
-        for name in names:
+        for name in sorted(names):
             values |= self.lookup_quiet(name, state, frame)
-        for name, attr in attrs:  # `self._communicate_shapes(...)`, `module.f(...)`
-            for base in self.lookup_quiet(name, state, frame):
+        for name, attr in sorted(attrs):  # `self._communicate_shapes(...)`, `module.f(...)`
+            for base in ordered(self.lookup_quiet(name, state, frame)):
                 if isinstance(base, (Obj, Module, Klass)):
                     values |= self.attr_of(base, attr, name)
         for v in values:
@@ -457,16 +429,16 @@ class Interpreter:
             case ir.Attr():
                 self.assign_attr(target, value, state, frame)
             case ir.Sub(base_ir, index_ir):
-                for base in self.eval(base_ir, state, frame):
+                for base in ordered(self.eval(base_ir, state, frame)):
                     if isinstance(base, DictV) and index_ir is not None:
                         for key in self.eval(index_ir, state, frame):
-                            _put(base, key, value)
+                            dict_put(base, key, value)
 
     def assign_attr(self, target: ir.Attr, value: frozenset, state: State, frame: Frame) -> None:
-        base_ir, attr = target
-        for base in map(bare, self.eval(base_ir, state, frame)):
+        base_ir, attr, _ = target
+        for base in map(bare, ordered(self.eval(base_ir, state, frame))):
             if isinstance(base, Obj):
-                base.attrs[attr] = _cap(base.attrs.get(attr, frozenset()) | value)
+                base.attrs[attr] = cap(base.attrs.get(attr, frozenset()) | value)
             elif isinstance(base, Module):
                 env = self.module_globals(base.name)
                 if env is not None:
@@ -523,7 +495,7 @@ class Interpreter:
                 return frozenset({self.eval_bool(e, state, frame)})
             case ir.Not(operand):
                 t, f = truth_of(self.eval(operand, state, frame))
-                return frozenset({_cond(f, t)})
+                return frozenset({cond(f, t)})
             case ir.IfExp(test, body, orelse):
                 t, f = truth_of(self.eval(test, state, frame))
                 out: frozenset = frozenset()
@@ -531,7 +503,7 @@ class Interpreter:
                     out |= self.eval(body, state, frame)
                 if f != FALSE:
                     out |= self.eval(orelse, state, frame)
-                return _cap(out)
+                return cap(out)
             case ir.FuncRef(qualname):
                 return frozenset({Func(qualname, frame.module, self._closure(state, frame))})
             case ir.Dict(items):
@@ -540,7 +512,7 @@ class Interpreter:
                     v = self.eval(value, state, frame)
                     if key is not None:
                         for k in self.eval(key, state, frame):
-                            _put(d, k, v)
+                            dict_put(d, k, v)
                 return frozenset({d})
             case ir.BinOp(_, left_ir, right_ir):
                 left, right = self.eval(left_ir, state, frame), self.eval(right_ir, state, frame)
@@ -554,8 +526,8 @@ class Interpreter:
                 for b in base:
                     if isinstance(b, DictV):
                         for k in index:
-                            out |= _get(b, k)
-                return _cap(out) or frozenset({Data("item")})
+                            out |= dict_get(b, k)
+                return cap(out) or frozenset({Data("item")})
             case ir.Seq(items):
                 for item in items:
                     self.eval(item, state, frame)
@@ -574,14 +546,14 @@ class Interpreter:
             t = f = FALSE
             for lv in left:
                 for rv in right:
-                    ct, cf = _compare(lv, op, rv)
+                    ct, cf = compare(lv, op, rv)
                     t, f = disj(t, ct), disj(f, cf)
             result = Cond(conj(result.can_true, t), disj(result.can_false, f))
             left = right
         return result
 
     def eval_bool(self, e: ir.Bool, state: State, frame: Frame) -> Any:
-        op, values = e
+        op, values, _ = e
         t, f = (TRUE, FALSE) if op == "and" else (FALSE, TRUE)
         for v in values:
             vt, vf = truth_of(self.eval(v, state, frame))
@@ -589,7 +561,7 @@ class Interpreter:
                 t, f = conj(t, vt), disj(f, vf)
             else:
                 t, f = disj(t, vt), conj(f, vf)
-        return _cond(t, f)
+        return cond(t, f)
 
     def lookup(self, name: str, state: State, frame: Frame) -> frozenset:
         return self._force(self.lookup_quiet(name, state, frame))
@@ -630,7 +602,7 @@ class Interpreter:
             return values
         out: set = set()
         seen: set[Lazy] = set()
-        todo = list(values)
+        todo = list(reversed(ordered(values)))
         while todo:
             v = todo.pop()
             if not isinstance(v, Lazy):
@@ -641,23 +613,23 @@ class Interpreter:
             seen.add(v)
             env = self.module_globals(v.module)
             if env is not None and v.attr in env:
-                todo.extend(env[v.attr])
+                todo.extend(reversed(ordered(env[v.attr])))
             elif self.program.has_module(f"{v.module}.{v.attr}"):
                 out.add(Module(f"{v.module}.{v.attr}"))
             else:
                 out.add(Data(f"{v.module}.{v.attr}"))
-        return _cap(frozenset(out)) if out else frozenset({Data("import cycle")})
+        return cap(frozenset(out)) if out else frozenset({Data("import cycle")})
 
     def eval_attr(self, e: ir.Attr, state: State, frame: Frame) -> frozenset:
-        base_ir, attr = e
-        text = _dotted(e)
+        base_ir, attr, _ = e
+        text = ir.dotted(e)
         if text in self.rules.config_names:
             return frozenset({ConfigObject()})
         bases = self.eval(base_ir, state, frame)
         out: set = set()
-        for b in bases:
-            out |= self.attr_of(b, attr, _dotted(base_ir))
-        return _cap(frozenset(out))
+        for b in ordered(bases):
+            out |= self.attr_of(b, attr, ir.dotted(base_ir))
+        return cap(frozenset(out))
 
     def attr_of(self, b: Any, attr: str, base_text: str | None) -> frozenset:
         if isinstance(b, Guarded):
@@ -696,7 +668,7 @@ class Interpreter:
             for cls in self.mro(Klass(b.cls, b.module))[1:]:
                 cenv = {**self.class_env(cls), **self.class_attrs.get(cls, {})}
                 if attr in cenv:
-                    for obj in b.self_values:
+                    for obj in ordered(b.self_values):
                         out |= self._bind(cenv[attr], obj, cls) if isinstance(obj, Obj) else cenv[attr]
                     break
             return frozenset(out) or frozenset({Data(f"super().{attr}")})
@@ -719,10 +691,10 @@ class Interpreter:
 
     def _bind(self, values: frozenset, obj: Obj, owner: Klass) -> frozenset:
         out: set = set()
-        for v in values:
+        for v in ordered(values):
             if isinstance(v, Func):
                 fir = self.function_ir(v)
-                decos = _decorator_names(fir)
+                decos = ir.decorator_names(fir)
                 if "staticmethod" in decos:
                     out.add(v)
                 elif "property" in decos or "cached_property" in decos:
@@ -731,7 +703,7 @@ class Interpreter:
                     out.add(Func(v.qualname, v.module, v.closure, obj))
             else:
                 out.add(v)
-        return _cap(frozenset(out))
+        return cap(frozenset(out))
 
     def mro(self, k: Klass) -> list[Klass]:
         """Depth-first, left to right: close to C3 for the hierarchies met in practice."""
@@ -751,7 +723,7 @@ class Interpreter:
             env = self.module_globals(cur.module) or {}
             frame = Frame(self.node(cur.module, "<module>", "import"), cur.module, 0, None, "module")
             for base_ir in cir.bases:
-                for b in self.eval(base_ir, State(env), frame):
+                for b in ordered(self.eval(base_ir, State(env), frame)):
                     if isinstance(b, Klass):
                         stack.append(b)
         self.mros[k] = seen
@@ -786,7 +758,7 @@ class Interpreter:
 
     def _call(self, e: ir.Call, state: State, frame: Frame) -> tuple[frozenset, list, dict, frozenset]:
         """(result, evaluated positional args, keyword args, receiver values of a method call)"""
-        func_ir, args_ir, kwargs_ir, star_ir, dstar_ir, text = e
+        func_ir, args_ir, kwargs_ir, star_ir, dstar_ir, text, _ = e
         args = [self.eval(a, state, frame) for a in args_ir]
         kwargs = {k: self.eval(v, state, frame) for k, v in kwargs_ir.items()}
         if star_ir is not None:
@@ -797,22 +769,22 @@ class Interpreter:
                 if isinstance(d, DictV):
                     for k, v in d.items.items():
                         kwargs.setdefault(k, frozenset())
-                        kwargs[k] = _cap(kwargs[k] | v)
+                        kwargs[k] = cap(kwargs[k] | v)
         bases: frozenset = frozenset()
         if isinstance(func_ir, ir.Attr):
             bases = self.eval(func_ir.base, state, frame)
             if any(isinstance(bare(b), Group) for b in bases):
                 return self._group_method(bases, func_ir.attr), args, kwargs, bases
             callees: set = set()
-            for b in bases:
-                callees |= self.attr_of(b, func_ir.attr, _dotted(func_ir.base))
-            callees_fs = _cap(frozenset(callees))
+            for b in ordered(bases):
+                callees |= self.attr_of(b, func_ir.attr, ir.dotted(func_ir.base))
+            callees_fs = cap(frozenset(callees))
         else:
             callees_fs = self.eval(func_ir, state, frame)
         out: set = set()
-        for callee in callees_fs:
+        for callee in ordered(callees_fs):
             out |= self.call_value(callee, args, kwargs, state, frame, text)
-        result = _cap(frozenset(out)) if out else frozenset({Data("call")})
+        result = cap(frozenset(out)) if out else frozenset({Data("call")})
         return result, args, kwargs, bases
 
     def _group_method(self, bases: frozenset, method: str) -> frozenset:
@@ -858,12 +830,12 @@ class Interpreter:
                 return frozenset(Obj(k, "entry") for k in args[0] if isinstance(k, Klass))
             if callee.qualname == CALL_UNKNOWN and args:
                 out: set = set()
-                for f in map(bare, args[0]):
+                for f in map(bare, ordered(args[0])):
                     if isinstance(f, Func):
                         out |= self._invoke(f, [], {}, (state, frame), unknown_args=True)[0]
                     else:
                         out |= self.call_value(f, [], {}, state, frame, text)
-                return _cap(frozenset(out)) if out else frozenset({Data("call")})
+                return cap(frozenset(out)) if out else frozenset({Data("call")})
             if callee.qualname == "builtins.super" and frame.cls is not None:
                 return frozenset({_Super(frame.cls, frame.module, frame.self_values)})
             return frozenset({Data(callee.qualname)})
@@ -893,7 +865,7 @@ class Interpreter:
         found = self.class_lookup(k, "__init__")
         if found is not None:
             owner, inits = found
-            for init in inits:
+            for init in ordered(inits):
                 if isinstance(init, Func):
                     self.call_function(Func(init.qualname, init.module, init.closure, obj),
                                        args, kwargs, (state, frame))
@@ -956,7 +928,7 @@ class Interpreter:
         finally:
             self.depth -= 1
             self.active.discard(memo_key)
-        result = _cap(frozenset(frame.returns)) if frame.returns else frozenset({Const(None)})
+        result = cap(frozenset(frame.returns)) if frame.returns else frozenset({Const(None)})
         self.memo[memo_key] = result
         return result, node
 
@@ -967,7 +939,7 @@ class Interpreter:
         env: dict[str, frozenset] = {}
         params = list(fir.params)
         positional = list(args)
-        decos = _decorator_names(fir)
+        decos = ir.decorator_names(fir)
         if fir.method and "staticmethod" not in decos and params:
             first = params.pop(0).name
             if func.bound is not None:
@@ -977,7 +949,7 @@ class Interpreter:
             else:
                 env[first] = frozenset({Data("self")})
         extra_kwargs = dict(kwargs)
-        for name, default, kind in params:
+        for name, default, kind, _ in params:
             if kind == "pos" and positional:
                 env[name] = self._named_group(name, positional.pop(0))
                 extra_kwargs.pop(name, None)
@@ -1053,99 +1025,6 @@ class _Super:
     self_values: frozenset
 
 
-_NEGATED = {"!=": "==", "is not": "is", "not in": "in", ">=": "<", "<=": ">"}
-_MIRRORED = {"==": "==", "!=": "!=", "is": "is", "is not": "is not", "<": ">", ">": "<",
-             "<=": ">=", ">=": "<="}
-
-
-def _compare(lv: Any, op: str, rv: Any) -> tuple[int, int]:
-    """(can be true, can be false) of `lv op rv`."""
-    lv, rv = bare(lv), bare(rv)
-    lk, lval = concrete(lv)
-    rk, rval = concrete(rv)
-    if op in ("is", "is not"):
-        if lk and rk:
-            res = lval is rval if (lval is None or rval is None) else lval == rval
-        elif isinstance(lv, Cfg) or isinstance(rv, Cfg):
-            return _config_test(lv, op, rv)
-        elif (rk and rval is None and not isinstance(lv, (Data, External))) or (
-            lk and lval is None and not isinstance(rv, (Data, External))
-        ):
-            res = False  # an object, function or group is not None
-        else:
-            return TRUE, TRUE
-        res = res if op == "is" else not res
-        return (TRUE, FALSE) if res else (FALSE, TRUE)
-    if lk and rk:
-        try:
-            res = {
-                "==": lambda: lval == rval, "!=": lambda: lval != rval, "<": lambda: lval < rval,
-                ">": lambda: lval > rval, "<=": lambda: lval <= rval, ">=": lambda: lval >= rval,
-                "in": lambda: lval in rval, "not in": lambda: lval not in rval,
-            }[op]()
-        except (TypeError, KeyError):
-            return TRUE, TRUE
-        return (TRUE, FALSE) if res else (FALSE, TRUE)
-    if (isinstance(lv, Cfg) and not lv.known) or (isinstance(rv, Cfg) and not rv.known):
-        return _config_test(lv, op, rv)
-    return TRUE, TRUE
-
-
-def _config_test(lv: Any, op: str, rv: Any) -> tuple[int, int]:
-    """A comparison that depends on an unknown configuration value. `key op constant` is a named
-    atom (`x != 1` is `not (x == 1)`, `1 < x` is `x > 1`), so the same test met twice is the
-    same atom; anything else is a fresh atom, equal to no other test."""
-    if isinstance(rv, Cfg) and not rv.known and concrete(lv)[0] and op in _MIRRORED:
-        lv, rv, op = rv, lv, _MIRRORED[op]
-    known, value = concrete(rv)
-    if isinstance(lv, Cfg) and not lv.known and lv.key != DERIVED and known:
-        positive = _NEGATED.get(op, op)
-        a = atom(f"{lv.key} {positive} {value!r}")
-        return (neg(a), a) if op in _NEGATED else (a, neg(a))
-    a = fresh(f"{describe(lv)} {op} {describe(rv)}")
-    return a, neg(a)
-
-
-def _cond(can_true: int, can_false: int) -> Any:
-    if (can_true, can_false) == (TRUE, FALSE):
-        return Const(True)
-    if (can_true, can_false) == (FALSE, TRUE):
-        return Const(False)
-    return Cond(can_true, can_false)
-
-
-MANY = Data("many values")
-
-
-def _cap(values: frozenset) -> frozenset:
-    if len(values) <= MAX_VALUES:
-        return values
-    if len(values) <= MAX_CALLABLES and all(isinstance(bare(v), (Func, Klass)) for v in values):
-        return values
-    return frozenset({MANY})
-
-
-def _put(d: DictV, key: Any, value: frozenset) -> None:
-    """`d[key] = value` for a key known here: a string, or a class, function or constant."""
-    k = bare(key)
-    if isinstance(k, Const) and isinstance(k.value, str):
-        d.items[k.value] = value
-    elif isinstance(k, (Const, Klass, Func, External)):
-        d.keyed[k] = value
-
-
-def _get(d: DictV, key: Any) -> frozenset:
-    """`d[key]`: the entry of a known key; for a key unknown here (`type(cmd)`), any function
-    or class the table holds, since a dispatch table read so may call each of them."""
-    k = bare(key)
-    if isinstance(k, Const) and isinstance(k.value, str):
-        return d.items.get(k.value, frozenset())
-    if isinstance(k, (Const, Klass, Func, External)):
-        return d.keyed.get(k, frozenset())
-    return frozenset(v for values in (*d.items.values(), *d.keyed.values()) for v in values
-                     if isinstance(bare(v), (Func, Klass)))
-
-
 def _exported(name: str, declared: list[str] | None) -> bool:
     """Does `from m import *` bind `name`: listed in m's `__all__`, else not private."""
     return name in declared if declared is not None else not name.startswith("_")
@@ -1166,84 +1045,6 @@ def _key(values: frozenset) -> tuple:
     return tuple(sorted(out, key=repr))
 
 
-def _guard_new_values(branch: State, before: dict[str, frozenset]) -> None:
-    for name, values in branch.env.items():
-        old = before.get(name, frozenset())
-        if values is not old:
-            branch.env[name] = frozenset(
-                v if v in old or isinstance(v, Guarded) else Guarded(v, branch.status) for v in values
-            )
-
-
-def _join_env(a: dict[str, frozenset], b: dict[str, frozenset]) -> dict[str, frozenset]:
-    out = dict(a)
-    for k, v in b.items():
-        out[k] = _cap(out[k] | v) if k in out else v
-    return out
-
-
-def _join(states: list[State]) -> State:
-    env = states[0].env
-    for s in states[1:]:
-        env = _join_env(env, s.env)
-    guards = states[0].guards
-    for s in states[1:]:
-        n = 0
-        while n < min(len(guards), len(s.guards)) and guards[n] == s.guards[n]:
-            n += 1
-        guards = guards[:n]
-    status = FALSE
-    for s in states:
-        status = disj(status, s.status)
-    return State(env, guards, status)
-
-
 def _python_qualname(key: str) -> str:
     """The IR stores a second definition of a name as `name#2`; Python calls both `name`."""
     return key.split("#", 1)[0]
-
-
-def _dotted(e: ir.Expr) -> str | None:
-    match e:
-        case ir.Name(name):
-            return name
-        case ir.Attr(base, attr):
-            head = _dotted(base)
-            return f"{head}.{attr}" if head else None
-    return None
-
-
-def _decorator_names(fir: ir.FunctionIR | None) -> set[str]:
-    if not fir:
-        return set()
-    names = set()
-    for d in fir.decorators:
-        text = _dotted(d) or (_dotted(d.func) if isinstance(d, ir.Call) else None)
-        if text:
-            names.add(text.rsplit(".", 1)[-1])
-    return names
-
-
-def _names_in(stmts: list[ir.Stmt], sites: set[str], defs: set[str],
-              attrs: set[tuple[str, str]]) -> set[str]:
-    """Names read anywhere in some statements; site ids met on the way go into `sites`, the
-    qualnames of functions defined there into `defs`, and `name.attr` reads into `attrs`."""
-    found: set[str] = set()
-    stack: list[Any] = list(stmts)
-    while stack:
-        cur = stack.pop()
-        match cur:
-            case ir.Name(name):
-                found.add(name)
-                continue
-            case ir.Site(site, _):
-                sites.add(site)
-            case ir.Def(_, qualname):
-                defs.add(qualname)
-            case ir.Attr(ir.Name(name), attr):
-                attrs.add((name, attr))
-        if isinstance(cur, (tuple, list)):  # a record, a list of them, a pair in one
-            stack.extend(x for x in cur if isinstance(x, (tuple, list, dict)))
-        elif isinstance(cur, dict):
-            stack.extend(cur.values())
-    return found

@@ -96,13 +96,6 @@ def routes(src: SourceSet, texts: dict[str, tuple[str, str]]) -> dict[str, Route
     return out
 
 
-def star_imports(src: SourceSet, rel: str, text: str) -> tuple[list[str], list[str] | None]:
-    """(the modules a file star-imports, in order; its literal `__all__` or None), read as the
-    import graph above reads them: the call-graph interpreter's IR keeps no star import."""
-    summary = _summary(src, rel, text)
-    return [m for m, names in summary.imports if names is None], summary.all
-
-
 def _exports(summaries: dict[str, _Module]) -> dict[str, dict[str, str]]:
     """Module -> its globals that are torch, through chains of star imports and re-exports."""
     exported = {m: dict(s.own) for m, s in summaries.items()}

@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from auditor.rulebook import apis
-from auditor.static import analyze, exports, flows, ir, names, sites, source
+from auditor.static import analyze, exports, flows, ir, ir_build, ir_codec, names, sites, source
 
 
 def module_task(text: str, relpath: str, module: str, package: str,
@@ -20,7 +20,7 @@ def module_task(text: str, relpath: str, module: str, package: str,
         pairs = sites.sites_with_nodes(code, tree, relpath, module, package, table, received)
     site_ids = {id(node): site.id for site, node in pairs}
     return {
-        "ir": ir.encode(ir.build(tree, code, module, relpath.endswith("__init__.py"), site_ids)),
+        "ir": ir_codec.dumps(ir_build.build(tree, code, module, relpath.endswith("__init__.py"), site_ids)),
         "sites": [site.to_json() for site, _ in pairs],
         "context": received.digest() if received else "",
     }
@@ -28,6 +28,6 @@ def module_task(text: str, relpath: str, module: str, package: str,
 
 def task_key() -> str:
     """What the cached results depend on: the API rules and this analyzer's own code."""
-    code = analyze.code_digest(sys.modules[__name__], ir, sites, names, source, apis, analyze,
-                               exports, flows)
+    code = analyze.code_digest(sys.modules[__name__], ir, ir_build, ir_codec, sites, names, source,
+                               apis, analyze, exports, flows)
     return f"module:{sites.table().digest}:{code}"

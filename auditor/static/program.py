@@ -14,9 +14,8 @@ from __future__ import annotations
 from concurrent.futures import Future, ProcessPoolExecutor
 
 from auditor.sources import SourceSet
-from auditor.static import ir
+from auditor.static import ir, ir_codec
 from auditor.static.analyze import FileCache, FileError, collector_paused, idle_cpus, read_source, run_one
-from auditor.static.exports import star_imports
 from auditor.static.parsed import module_task, task_key
 
 
@@ -66,14 +65,6 @@ class Program:
             self.pending[module] = (future, digest)
             running += 1
 
-    def star_imports(self, module: str) -> tuple[list[str], list[str] | None]:
-        """(the modules `module` star-imports, in order; its literal `__all__` or None)."""
-        loc = self.where.get(module)
-        if loc is None:
-            return [], None
-        text = read_source(*loc)[0]
-        return star_imports(loc[0], loc[1], text) if text is not None else ([], None)
-
     def module(self, module: str) -> ir.ModuleIR | None:
         """The IR of a module, or None when it is not part of the analysed sources."""
         if module in self.loaded:
@@ -86,7 +77,9 @@ class Program:
         cache = self.caches[src.name]
         text, digest, error = read_source(src, rel)
         hit, result = cache.lookup(rel, digest)
-        if hit and result is not None:  # None: the inventory skipped it unparsed
+        # None: the inventory skipped it unparsed; an entry that does not read is parsed again.
+        mod_ir = _read_ir(result) if hit and result is not None else None
+        if mod_ir is not None:
             self.cached += 1
         elif text is None:
             self.errors.append((src.name, FileError(rel, error or "unreadable")))
@@ -103,9 +96,9 @@ class Program:
                 result = None
             else:
                 cache.put(rel, digest, result)
-        with collector_paused():
-            self.loaded[module] = ir.decode(result["ir"]) if result else None
-        return self.loaded[module]
+                mod_ir = _read_ir(result)
+        self.loaded[module] = mod_ir
+        return mod_ir
 
     def close(self) -> None:
         """Stops parsing; what was parsed ahead and never asked for is cached all the same, so a
@@ -124,3 +117,13 @@ class Program:
         self.pending.clear()
         for cache in self.caches.values():
             cache.save()
+
+
+def _read_ir(result: dict) -> ir.ModuleIR | None:
+    """A module's IR from its cache entry; None when the entry is not one (a cache is data that
+    may come from elsewhere: it is a miss, never a crash)."""
+    try:
+        with collector_paused():
+            return ir_codec.loads(result["ir"])
+    except (TypeError, KeyError, IndexError, ValueError):
+        return None

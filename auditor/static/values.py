@@ -3,7 +3,11 @@
 A variable holds a set of these. Truth is asked as two questions, "can this be true?" and "can
 this be false?", each answered by a formula over configuration atoms (`formula.py`): TRUE, FALSE,
 or a condition on configuration values nobody told us. Run-time data (a tensor being None, a rank
-being even) is TRUE to both: either way at run time, whatever the configuration.
+being even) is TRUE to both: either way at run time, whatever the configuration; a comparison's
+truth (`compare`) is a named atom when it tests a configuration value against a constant.
+
+A set grows to a few values at most (`cap`: past that it is MANY, unknown), and a dict with
+known keys (`DictV`) is read and written through `dict_get` and `dict_put`.
 """
 
 from __future__ import annotations
@@ -14,6 +18,11 @@ from typing import Any
 from auditor.static.formula import FALSE, TRUE, atom, disj, fresh, neg
 
 DERIVED = "(derived)"  # the key of a configuration value computed from unknown ones
+# A variable holds up to this many values, else MANY.
+MAX_VALUES = 6
+# A set of functions or classes is kept up to this size: a dispatch table (`_INSTRUCTION_MAP`
+# of DeepSpeed's pipeline engine has 10 entries) read with an unknown key may call any of them.
+MAX_CALLABLES = 32
 
 
 @dataclass(frozen=True)
@@ -128,6 +137,26 @@ def bare(v: Any) -> Any:
     return v.value if isinstance(v, Guarded) else v
 
 
+def ordered(values: frozenset) -> list:
+    """The values in an order that is the same in every run. A set iterates by hash: a name's
+    hash changes with PYTHONHASHSEED, an object's and a closure's with its address. Where each
+    value's turn runs code (a call, a module's first import, a property), that order decides
+    when bindings change, and so which calling contexts the interpreter makes."""
+    return list(values) if len(values) < 2 else sorted(values, key=_order_key)
+
+
+def _order_key(v: Any) -> tuple:
+    if isinstance(v, Guarded):
+        return (*_order_key(v.value), v.status)
+    if isinstance(v, Func):
+        return ("Func", v.module, v.qualname, _order_key(v.bound) if v.bound is not None else ())
+    if isinstance(v, Obj):
+        return ("Obj", v.cls.module, v.cls.qualname, v.where)
+    if isinstance(v, DictV):
+        return ("DictV", tuple(sorted(v.items)))
+    return (type(v).__name__, repr(v))  # a record of names and constants
+
+
 def truth(v: Any) -> tuple[int, int]:
     """(can be true, can be false) of one value."""
     v = bare(v)
@@ -180,3 +209,97 @@ def describe(v: Any) -> str:
     if isinstance(v, Func):
         return v.qualname
     return "unknown"
+
+
+_NEGATED = {"!=": "==", "is not": "is", "not in": "in", ">=": "<", "<=": ">"}
+_MIRRORED = {"==": "==", "!=": "!=", "is": "is", "is not": "is not", "<": ">", ">": "<",
+             "<=": ">=", ">=": "<="}
+
+
+def compare(lv: Any, op: str, rv: Any) -> tuple[int, int]:
+    """(can be true, can be false) of `lv op rv`."""
+    lv, rv = bare(lv), bare(rv)
+    lk, lval = concrete(lv)
+    rk, rval = concrete(rv)
+    if op in ("is", "is not"):
+        if lk and rk:
+            res = lval is rval if (lval is None or rval is None) else lval == rval
+        elif isinstance(lv, Cfg) or isinstance(rv, Cfg):
+            return _config_test(lv, op, rv)
+        elif (rk and rval is None and not isinstance(lv, (Data, External))) or (
+            lk and lval is None and not isinstance(rv, (Data, External))
+        ):
+            res = False  # an object, function or group is not None
+        else:
+            return TRUE, TRUE
+        res = res if op == "is" else not res
+        return (TRUE, FALSE) if res else (FALSE, TRUE)
+    if lk and rk:
+        try:
+            res = {
+                "==": lambda: lval == rval, "!=": lambda: lval != rval, "<": lambda: lval < rval,
+                ">": lambda: lval > rval, "<=": lambda: lval <= rval, ">=": lambda: lval >= rval,
+                "in": lambda: lval in rval, "not in": lambda: lval not in rval,
+            }[op]()
+        except (TypeError, KeyError):
+            return TRUE, TRUE
+        return (TRUE, FALSE) if res else (FALSE, TRUE)
+    if (isinstance(lv, Cfg) and not lv.known) or (isinstance(rv, Cfg) and not rv.known):
+        return _config_test(lv, op, rv)
+    return TRUE, TRUE
+
+
+def _config_test(lv: Any, op: str, rv: Any) -> tuple[int, int]:
+    """A comparison that depends on an unknown configuration value. `key op constant` is a named
+    atom (`x != 1` is `not (x == 1)`, `1 < x` is `x > 1`), so the same test met twice is the
+    same atom; anything else is a fresh atom, equal to no other test."""
+    if isinstance(rv, Cfg) and not rv.known and concrete(lv)[0] and op in _MIRRORED:
+        lv, rv, op = rv, lv, _MIRRORED[op]
+    known, value = concrete(rv)
+    if isinstance(lv, Cfg) and not lv.known and lv.key != DERIVED and known:
+        positive = _NEGATED.get(op, op)
+        a = atom(f"{lv.key} {positive} {value!r}")
+        return (neg(a), a) if op in _NEGATED else (a, neg(a))
+    a = fresh(f"{describe(lv)} {op} {describe(rv)}")
+    return a, neg(a)
+
+
+def cond(can_true: int, can_false: int) -> Any:
+    if (can_true, can_false) == (TRUE, FALSE):
+        return Const(True)
+    if (can_true, can_false) == (FALSE, TRUE):
+        return Const(False)
+    return Cond(can_true, can_false)
+
+
+MANY = Data("many values")
+
+
+def cap(values: frozenset) -> frozenset:
+    """The values, or MANY when there are more than a variable keeps."""
+    if len(values) <= MAX_VALUES:
+        return values
+    if len(values) <= MAX_CALLABLES and all(isinstance(bare(v), (Func, Klass)) for v in values):
+        return values
+    return frozenset({MANY})
+
+
+def dict_put(d: DictV, key: Any, value: frozenset) -> None:
+    """`d[key] = value` for a key known here: a string, or a class, function or constant."""
+    k = bare(key)
+    if isinstance(k, Const) and isinstance(k.value, str):
+        d.items[k.value] = value
+    elif isinstance(k, (Const, Klass, Func, External)):
+        d.keyed[k] = value
+
+
+def dict_get(d: DictV, key: Any) -> frozenset:
+    """`d[key]`: the entry of a known key; for a key unknown here (`type(cmd)`), any function
+    or class the table holds, since a dispatch table read so may call each of them."""
+    k = bare(key)
+    if isinstance(k, Const) and isinstance(k.value, str):
+        return d.items.get(k.value, frozenset())
+    if isinstance(k, (Const, Klass, Func, External)):
+        return d.keyed.get(k, frozenset())
+    return frozenset(v for values in (*d.items.values(), *d.keyed.values()) for v in values
+                     if isinstance(bare(v), (Func, Klass)))

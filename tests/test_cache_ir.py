@@ -1,0 +1,41 @@
+"""A cached module IR that does not read back (a cache is data that may come from a shared or CI
+cache) is a miss: the file is parsed again and the analysis is the same, never a traceback."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from auditor.static.analyze import FileCache
+from test_callgraph import COMM, analyse
+
+FILES = {"pkg/comm.py": COMM, "pkg/step.py": '''
+    from pkg import comm
+    def step(t):
+        comm.unbatched(tensor=t, peer=1, group=None)
+'''}
+ENTRY = "from pkg.step import step\nstep(DATA)\n"
+
+
+@pytest.mark.parametrize("broken", [
+    "not json",  # not JSON
+    "[1, 2]",  # JSON, not a module record
+    ["a", "list"],  # not a text
+    '{"functions": 1}',
+])
+def test_a_cached_ir_that_does_not_read_is_parsed_again(tmp_path, monkeypatch, broken):
+    monkeypatch.setenv("P2PAUDIT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(FileCache, "_open", {})
+    fresh = analyse(tmp_path, FILES, ENTRY, {})
+    planted = 0
+    for path in (tmp_path / "cache" / "analysis").glob("*.json"):
+        data = json.loads(path.read_text())
+        for entry in data["entries"].values():
+            if isinstance(entry[1], dict) and "ir" in entry[1]:
+                entry[1]["ir"] = broken
+                planted += 1
+        path.write_text(json.dumps(data))
+    assert planted
+    monkeypatch.setattr(FileCache, "_open", {})
+    assert analyse(tmp_path, FILES, ENTRY, {}) == fresh
