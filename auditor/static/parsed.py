@@ -7,7 +7,8 @@ import sys
 from typing import Any
 
 from auditor.rulebook import apis
-from auditor.static import analyze, exports, flows, ir, names, sites, source
+from auditor.static import (aliases, analyze, exports, finder, flows, ir, names, pending, pgroups,
+                            scope, sites, source, syntax, valueflow)
 
 
 def module_task(text: str, relpath: str, module: str, package: str,
@@ -28,6 +29,7 @@ def module_task(text: str, relpath: str, module: str, package: str,
 
 def task_key() -> str:
     """What the cached results depend on: the API rules and this analyzer's own code."""
-    code = analyze.code_digest(sys.modules[__name__], ir, sites, names, source, apis, analyze,
-                               exports, flows)
+    code = analyze.code_digest(sys.modules[__name__], ir, sites, finder, scope, pgroups, aliases,
+                               valueflow, pending, syntax, names, source, apis, analyze, exports,
+                               flows)
     return f"module:{sites.table().digest}:{code}"
