@@ -11,6 +11,8 @@ group (annotated, or made by a factory such as `dist.new_group`). An op that bec
 (`P2POp(dist.isend, ...)`, or through a helper's parameter) is part of that descriptor, and a
 descriptor is batched where data flow takes it into a batch (`flows.py`); names in comparisons and
 type tests are not sites. Which names are APIs is data: `rules/torch.toml`.
+
+The walk that finds them is `finder.py`; here they become `Site`s with stable ids.
 """
 
 from __future__ import annotations
