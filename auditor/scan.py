@@ -123,9 +123,10 @@ def run_scan(inputs: ScanInputs,
     finally:
         program.close()
     wrappers = batch_wrappers(effective.versions.get("torch"))
-    unbatched = {s.id: effectively_batched(s, effective, wrappers) for s in sites}
+    keys = {s.id: _coalesces_key(s, wrappers) for s in sites}
+    unbatched = {s.id: effectively_batched(s, effective, keys[s.id]) for s in sites}
     needs = needs_for(launch.launcher)
-    site_docs = [_site_doc(s, results[s.id], effective, unbatched[s.id], wrappers, needs)
+    site_docs = [_site_doc(s, results[s.id], effective, unbatched[s.id], keys[s.id], needs)
                  for s in sites]
     findings = [*launch.diagnostics, *effective.findings, *lint(launch, effective.value("torch_version"))]
     findings += _site_findings(site_docs, unbatched, interp)
@@ -283,22 +284,20 @@ def _coalesces_key(site: Site, wrappers: list[BatchWrapper]) -> str:
     return "torch_batch_coalesces"
 
 
-def effectively_batched(site: Site, effective: EffectiveConfig,
-                        wrappers: list[BatchWrapper]) -> Unbatched | None:
+def effectively_batched(site: Site, effective: EffectiveConfig, key: str) -> Unbatched | None:
     """None when the op runs inside a coalesced group at run time (or that is undecided, see
-    `coalescing_undecided`), else why it does not."""
+    `coalescing_undecided`), else why it does not; `key`: the site's `_coalesces_key`."""
     if not site.batched:
         return ON_ITS_OWN
-    key = _coalesces_key(site, wrappers)
     if site.issues in BATCH_ISSUED and effective.value(key) is False:
         how = TORCH_OP_BY_OP if key == "torch_batch_coalesces" else WRAPPER_OP_BY_OP
         return Unbatched(how.cause, how.fix, _provenance(effective, key))
     return None
 
 
-def coalescing_undecided(site: Site, effective: EffectiveConfig, wrappers: list[BatchWrapper]) -> str:
-    """Why it is unknown whether this batched op runs coalesced ("" when it is known)."""
-    key = _coalesces_key(site, wrappers)
+def coalescing_undecided(site: Site, effective: EffectiveConfig, key: str) -> str:
+    """Why it is unknown whether this batched op runs coalesced ("" when it is known); `key`:
+    the site's `_coalesces_key`."""
     if not site.batched or site.issues not in BATCH_ISSUED or effective.value(key) is not UNKNOWN:
         return ""
     batch = "batch_isend_irecv" if key == "torch_batch_coalesces" else "batch"
@@ -306,12 +305,13 @@ def coalescing_undecided(site: Site, effective: EffectiveConfig, wrappers: list[
 
 
 def _site_doc(site: Site, r: SiteReach, effective: EffectiveConfig, unbatched: Unbatched | None,
-              wrappers: list[BatchWrapper], needs: list[str]) -> dict[str, Any]:
-    """`needs`: the settings the batching rule reads for this run's stack; without
-    batch_p2p_comm among them the stack has no batching setting, and an op issued on its own is
-    neither a contradiction nor ok: its order decides, which scan does not replay."""
+              key: str, needs: list[str]) -> dict[str, Any]:
+    """`key`: the site's `_coalesces_key`; `needs`: the settings the batching rule reads for
+    this run's stack; without batch_p2p_comm among them the stack has no batching setting, and
+    an op issued on its own is neither a contradiction nor ok: its order decides, which scan
+    does not replay."""
     d = site.to_json()
-    undecided = coalescing_undecided(site, effective, wrappers) \
+    undecided = coalescing_undecided(site, effective, key) \
         if unbatched is None and r.reachable == "yes" else ""
     runs_batched = None if undecided else unbatched is None
     batch_cfg = effective.value("batch_p2p_comm") if "batch_p2p_comm" in needs else UNKNOWN

@@ -37,11 +37,12 @@ Context = Callable[[SourceSet, dict[str, tuple[str, str]]], dict[str, Any]]
 
 
 
-def code_digest(*modules: ModuleType) -> str:
-    """Digest of the analyzer's own source: a changed analyzer never reuses old results."""
+def code_digest(*modules: ModuleType | Path) -> str:
+    """Digest of the analyzer's own source (modules, or their files): a changed analyzer never
+    reuses old results."""
     h = hashlib.sha1()
     for m in modules:
-        h.update(Path(m.__file__ or "").read_bytes())
+        h.update((m if isinstance(m, Path) else Path(m.__file__ or "")).read_bytes())
     return h.hexdigest()[:16]
 
 
