@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from auditor.bash.lexer import MAX_NESTING, NAME, REDIRECTS, Op, Token, Word
+from auditor.bash.lexer import MAX_NESTING, REDIRECTS, Op, Token, Word
 from auditor.errors import InputError
 from auditor.findings import Finding
 

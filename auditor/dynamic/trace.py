@@ -82,12 +82,12 @@ def read_trace_dir(path: str | os.PathLike[str], head_ops: int = HEAD_OPS,
     keep = keep_per_rank(len(files), head_ops)
     skipped: list[str] = []
     by_rank: dict[int, list[RankTrace]] = {}
-    for rank_trace in _read_all(files, keep, jobs):
-        skipped += rank_trace.notes
-        if rank_trace.meta or rank_trace.lines:
-            by_rank.setdefault(rank_trace.rank, []).append(rank_trace)
+    for one in _read_all(files, keep, jobs):
+        skipped += one.notes
+        if one.meta or one.lines:
+            by_rank.setdefault(one.rank, []).append(one)
         else:
-            skipped.append(f"{rank_trace.path.name}: empty trace file")
+            skipped.append(f"{one.path.name}: empty trace file")
     if not by_rank:
         raise InputError(str(root), "no rank-N.jsonl trace file holds a trace line")
     ranks: dict[int, RankTrace] = {}

@@ -152,7 +152,6 @@ def foreign_settings(launcher: str, directory: Path | None = None) -> dict[str, 
     claims the launcher: its stack, and with it which settings it has, is unknown."""
     if len(_claimants(launcher, directory)) != 1:
         return {}
-    chain = _chain(launcher, directory)
     own = set(needs_for(launcher, directory))
     out: dict[str, list[str]] = {}
     for f in frameworks(directory):
