@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from auditor.analysis import verdict
@@ -47,7 +48,7 @@ class ScanInputs:
 def resolve_targets(launch: LaunchConfig, targets: list[str] | None) -> list[SourceSet]:
     """--target as given; else `name==X` comments in the script; else installed distributions."""
     if targets:
-        return [resolve(t) for t in targets]
+        return _distinct([resolve(t) for t in targets])
     out = []
     for name in stack_for(launch.launcher):
         pin = launch.pins.get(name)
@@ -62,6 +63,23 @@ def resolve_targets(launch: LaunchConfig, targets: list[str] | None) -> list[Sou
                 f"or write `# {name}==VERSION` in the script",
             ) from None
     return out
+
+
+def _distinct(srcs: list[SourceSet]) -> list[SourceSet]:
+    """Each target once: the same files given twice (a wheel and its copy unpack to one folder)
+    are one target, not twice the sites; one distribution from two places is bad input (which
+    copy does the run use?)."""
+    out: dict[Path, SourceSet] = {}
+    for src in srcs:
+        out.setdefault(src.root.resolve(), src)
+    by_name: dict[str, SourceSet] = {}
+    for src in out.values():
+        other = by_name.setdefault(src.name, src)
+        if other is not src and src.recognised:
+            raise InputError(src.origin, f"{src.name} {src.version or '(unversioned)'} is a second copy "
+                                         f"of {src.name}: --target {other.origin} gives "
+                                         f"{other.version or 'one'} already; give the one the run uses")
+    return list(out.values())
 
 
 def interpreter_config(effective: EffectiveConfig) -> dict[str, Any]:

@@ -160,6 +160,10 @@ def _named(name: str, where: str, origin: str) -> SourceSet:
 def _from_dir(path: Path, origin: str) -> SourceSet:
     root = path.resolve()
     files, top = _walk(root)
+    if not files:  # nothing analysed is never "0 sites"
+        archives = [n for n in top if n.endswith((".whl", ".tar.gz", ".zip"))]
+        hint = f": give the archive itself ({archives[0]})" if archives else ""
+        raise InputError(origin, f"no Python files under {root}: nothing to analyse{hint}")
     name, version, recognised = _dir_metadata(root, top)
     return SourceSet(name, version, "dir", root, origin, files, recognised)
 

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from auditor import rulebook
-from auditor.scan import ScanInputs, run_scan
+from auditor import rulebook, sources
+from auditor.errors import InputError
+from auditor.scan import ScanInputs, read_config, run_scan
 from auditor.rulebook import interpreter
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -236,3 +237,16 @@ def test_graph_rules_name_real_code(real_sources):
         assert rulebook.load("ms-swift", "4.3.0").table("entry_point")
     finally:
         program.close()
+
+
+def test_a_target_given_twice_is_one_target_and_two_copies_of_one_distribution_are_bad_input(release, tmp_path):
+    """VALID: a wheel and a copy of it (they unpack to one folder) are one target, not twice
+    the sites. INVALID: two releases of megatron-core: which one does the run use?"""
+    wheel = release("megatron-core==0.17.0").origin
+    cached = next((sources.cache_dir() / "downloads" / "megatron-core-0.17.0").glob("*.whl"))
+    copy = tmp_path / cached.name
+    copy.write_bytes(cached.read_bytes())
+    _, srcs = read_config(str(SEED), [wheel, str(copy)])
+    assert [(s.name, s.version) for s in srcs] == [("megatron-core", "0.17.0")]
+    with pytest.raises(InputError, match="is a second copy of megatron-core"):
+        read_config(str(SEED), ["megatron-core==0.17.0", "megatron-core==0.19.2"])

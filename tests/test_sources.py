@@ -205,3 +205,16 @@ def test_a_fetched_file_is_checked_against_the_hash_its_link_carries(tmp_path, f
     else:
         with pytest.raises(InputError, match="sha256 is not the index's"):
             sources._fetch(url, dest, "pkg==1.0")
+
+
+@pytest.mark.parametrize("holds", ["nothing", "an archive"])
+def test_a_directory_without_python_files_is_bad_input_not_zero_sites(tmp_path, holds):
+    """INVALID: a folder with nothing to analyse (an empty checkout, a downloads folder holding
+    the wheel) is refused in one line, naming the archive to give instead; never '0 P2P sites'."""
+    folder = tmp_path / "downloads"
+    folder.mkdir()
+    if holds == "an archive":
+        (folder / "pkg-1.0-py3-none-any.whl").write_bytes(b"PK")
+    with pytest.raises(InputError, match="no Python files under") as exc:
+        sources.resolve(str(folder))
+    assert ("give the archive itself (pkg-1.0-py3-none-any.whl)" in exc.value.cause) is (holds == "an archive")
