@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "auditor"
 # In pipeline order; a module belongs to the layer of its longest matching prefix.
 LAYERS: list[tuple[str, ...]] = [
     ("auditor", "auditor.errors", "auditor.findings", "auditor.progress"),  # shared by every layer
-    ("auditor.sources", "auditor.rulebook"),  # the rules are read below every stage
+    ("auditor.sources", "auditor.download", "auditor.rulebook"),  # the rules are read below every stage
     ("auditor.bash", "auditor.config"),  # bash is how config reads a launch script
     ("auditor.static",),
     ("auditor.dynamic",),

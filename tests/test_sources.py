@@ -13,7 +13,7 @@ import zipfile
 
 import pytest
 
-from auditor import sources
+from auditor import download, sources
 from auditor.errors import InputError
 from auditor.static.inventory import inventory
 
@@ -171,7 +171,7 @@ def test_offline_a_recorded_release_is_read_and_an_unrecorded_one_is_bad_input(o
 
     proc = sites()
     assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0
-    assert f"cannot check {own_cache.name} against the sha256 {sources.INDEX}" in proc.stderr
+    assert f"cannot check {own_cache.name} against the sha256 {download.INDEX}" in proc.stderr
     sources.resolve(SMALL)
     assert sites().returncode == 0
 
@@ -200,11 +200,11 @@ def test_a_fetched_file_is_checked_against_the_hash_its_link_carries(tmp_path, f
     dest = tmp_path / "dest"
     dest.mkdir()
     if ok:  # without a hash in its link, the file is left for the index's check on its read
-        assert sources._fetch(url, dest, "pkg==1.0") is bool(fragment)
+        assert download._fetch(url, dest, "pkg==1.0") is bool(fragment)
         assert (dest / src.name).read_bytes() == src.read_bytes()
     else:
         with pytest.raises(InputError, match="sha256 is not the index's"):
-            sources._fetch(url, dest, "pkg==1.0")
+            download._fetch(url, dest, "pkg==1.0")
 
 
 @pytest.mark.parametrize("holds", ["nothing", "an archive"])
