@@ -124,12 +124,9 @@ class Recorder(TraceWriter):
                     extra += f',"op_site":{op_site}'
             elif window is not None:
                 extra += f',"batch":{window.batch}'
-            return self._started_locked(Op(api, g, state.ident, window is not None), (
-                f'"api":"{api}","phase":"start","kind":"p2p",'
-                f'"batched":{"false" if window is None else "true"},'
-                f'"peer":{peer if type(peer) is int else "null"},'
-                f'"group":{g.ref if g is not None else "null"},'
-                f'"site":{callsite.caller_site(2)},{tensor_json(tensor)}{extra}'), window)
+            return self._started_locked(api, "p2p", window is not None,
+                                        peer if type(peer) is int else "null", g, state,
+                                        callsite.caller_site(2), tensor, extra, window)
         except Exception as exc:
             self.fail(exc)
             return None
@@ -150,20 +147,25 @@ class Recorder(TraceWriter):
             extra = "" if g is None or g.eager or g.whole else g.comm_mark(True, None)
             if window is not None:
                 extra += f',"batch":{window.batch}'
-            return self._started_locked(Op(api, g, state.ident, window is not None), (
-                f'"api":"{api}","phase":"start","kind":"{kind}",'
-                f'"batched":{"true" if batched else "false"},"peer":null,'
-                f'"group":{g.ref if g is not None else "null"},'
-                f'"site":{callsite.caller_site(2)},{tensor_json(tensor)}{extra}'), window)
+            return self._started_locked(api, kind, batched, "null", g, state,
+                                        callsite.caller_site(2), tensor, extra, window)
         except Exception as exc:
             self.fail(exc)
             return None
         finally:
             lock.release()
 
-    def _started_locked(self, op: Op, body: str, window: Window | None) -> Op:
+    def _started_locked(self, api: str, kind: str, batched: bool, peer: Any, g: Group | None,
+                        state: ThreadState, site: str, tensor: Any, extra: str,
+                        window: Window | None) -> Op:
         """Writes the op's start line, with the ends of the Works freed since the last line (taken
-        here, when nothing can fail before the line is written), and joins the op to its window."""
+        here, when nothing can fail before the line is written), and joins the op to its window.
+        `site`: the caller's, taken by the begin_ method the hook called (a fixed depth)."""
+        op = Op(api, g, state.ident, window is not None)
+        body = (f'"api":"{api}","phase":"start","kind":"{kind}",'
+                f'"batched":{"true" if batched else "false"},"peer":{peer},'
+                f'"group":{g.ref if g is not None else "null"},'
+                f'"site":{site},{tensor_json(tensor)}{extra}')
         if self.freed:
             body += self._freed_ends_locked()
         self._emit_locked(body, op)
