@@ -234,19 +234,20 @@ class Recorder(TraceWriter):
             self.fail(exc)
 
     def group_created(self, op: Op | None, pg: Any) -> None:
-        if op is None or not self.on:
-            return
-        try:
+        def details() -> dict[str, Any]:
             g = self.group(pg)[1] if pg is not None else None
-            self.end(op, "return", {"group": json.loads(g.json) if g else None})
-        except Exception as exc:
-            self.fail(exc)
+            return {"group": json.loads(g.json) if g else None}
+        self._end_reporting(op, "return", details)
 
     def raised(self, op: Op | None, exc: BaseException) -> None:
+        self._end_reporting(op, "raise", lambda: {"error": f"{type(exc).__name__}: {exc}"[:500]})
+
+    def _end_reporting(self, op: Op | None, how: str, details: Callable[[], dict[str, Any]]) -> None:
+        """Ends `op` with what `details` says; an error of our own turns recording off."""
         if op is None or not self.on:
             return
         try:
-            self.end(op, "raise", {"error": f"{type(exc).__name__}: {exc}"[:500]})
+            self.end(op, how, details())
         except Exception as err:
             self.fail(err)
 
