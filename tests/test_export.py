@@ -169,6 +169,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys) -> None:
     assert len(err) == 5 and all(line.startswith("p2paudit export: error: ") for line in err)
     assert "no such trace directory" in err[0] and "no rank-N.jsonl trace files" in err[1]
     assert "is not a directory" in err[2] and "--jobs: must be at least 1" in err[4]
+    assert f"a file, not a trace directory: give {FIXTURES / 'pipeline'}" in err[3]
     with pytest.raises(SystemExit):
         cli_main(["export", str(FIXTURES / "pipeline"), "--format", "Parquet", "-o", "x"])
 

@@ -128,7 +128,8 @@ def rank_files(root: Path) -> list[tuple[Path, int]]:
     """The rank files of a trace directory with their ranks, in name order. InputError where
     there is no such directory or no rank file in it."""
     if not root.is_dir():
-        raise InputError(str(root), "no such trace directory")
+        raise InputError(str(root), f"a file, not a trace directory: give {root.parent}" if root.is_file()
+                         else "no such trace directory")
     files = [(f, int(m.group(1))) for f in sorted(root.iterdir())
              if (m := RANK_FILE.match(f.name)) and f.is_file()]
     if not files:
