@@ -118,3 +118,14 @@ def test_star_imports_are_read_from_the_ir(code, stars, declared):
     mod = build(ast.parse(code), Source(code), "pkg.m", False, {})
     assert ir.star_imports(mod) == (stars, declared)
     assert ir.star_imports(ir_codec.loads(ir_codec.dumps(mod))) == (stars, declared)
+
+
+@pytest.mark.parametrize("code, assigned", [
+    # VALID: `global` makes the name the module's
+    ("def f():\n    global h\n    h = make()\n", {"f": ["h"]}),
+    # INVALID: `nonlocal` names the enclosing function's variable, never a module global
+    ("def outer():\n    h = None\n    def inner():\n        nonlocal h\n        h = make()\n", {}),
+])
+def test_only_global_makes_module_globals(code, assigned):
+    module = build(ast.parse(code), Source(code), "m", False, {})
+    assert {k: [n for n, _ in v] for k, v in module.global_assignments.items()} == assigned

@@ -26,6 +26,7 @@ _BINOP = {
 }
 _TEXT_LIMIT = 160
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_TRY = (ast.Try, ast.TryStar) if hasattr(ast, "TryStar") else (ast.Try,)  # try/except* from 3.11
 
 
 class _Builder:
@@ -77,7 +78,7 @@ class _Builder:
                       self.target(i.optional_vars) if i.optional_vars is not None else None)
                      for i in node.items]
             return [With(items, self.block(node.body))]
-        if isinstance(node, (ast.Try, ast.TryStar)):
+        if isinstance(node, _TRY):
             handlers = [self.block(h.body) for h in node.handlers]
             return [Try(self.block(node.body), handlers, self.block(node.orelse),
                         self.block(node.finalbody))]
@@ -112,7 +113,7 @@ class _Builder:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             bindings = import_bindings(node, self.module, self.is_package)
             return [Import(bindings)] if bindings else []
-        if isinstance(node, (ast.Global, ast.Nonlocal)):
+        if isinstance(node, ast.Global):  # `nonlocal` names the enclosing function's variable
             return [Global(list(node.names))]
         return []
 
