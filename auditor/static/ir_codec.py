@@ -14,6 +14,8 @@ import json
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from auditor.errors import InputError
+from auditor.sources import cache_dir
 from auditor.static.ir import (
     Assign, Attr, BinOp, Bool, Call, Class, ClassIR, Cmp, Const, Def, Dict, ExprStmt, FuncRef,
     FunctionIR, Global, If, IfExp, Import, Loop, ModuleIR, Name, Not, Opaque, Param, Raise, Return,
@@ -42,7 +44,14 @@ class _Functions(Mapping[str, FunctionIR]):
     def __getitem__(self, qualname: str) -> FunctionIR:
         fir = self._read.get(qualname)
         if fir is None:
-            fir = self._read[qualname] = _e(json.loads(self._data[qualname]))
+            text = self._data[qualname]  # KeyError: no such function, as for any mapping
+            try:
+                fir = self._read[qualname] = _e(json.loads(text))
+            except (ValueError, KeyError, TypeError, IndexError) as exc:
+                # Not a KeyError: `.get` would read it as "no such function" and skip its calls.
+                raise InputError(str(cache_dir()), f"the analysis cache's IR of {qualname} does not "
+                                 f"read back ({type(exc).__name__}); delete the cache to rebuild "
+                                 "it") from None
         return fir
 
     def __contains__(self, qualname: object) -> bool:
