@@ -21,6 +21,7 @@ from typing import Any
 
 from auditor.rulebook.interpreter import Rules
 from auditor.static import ir
+from auditor.static.exports import star_binds
 from auditor.static.analyze import collector_paused
 from auditor.static.graph import Blocked, Cut, Edge, Guard, Hit, Node, Patch
 from auditor.static.program import Program
@@ -185,7 +186,7 @@ class Interpreter:
             seen.add(current)
             for source in reversed(self._star_sources(current)):
                 env = self.module_globals(source)
-                if env is None or not _exported(name, self._star_all(source)):
+                if env is None or not star_binds(name, self._star_all(source)):
                     continue
                 if name in env:
                     return self._force(env[name])
@@ -457,7 +458,7 @@ class Interpreter:
         """A monkeypatch: code of one module replacing a function or class of another."""
         if owner == frame.module:
             return
-        for v in value:
+        for v in ordered(value):  # the document lists patches in the order they are found
             if isinstance(v, (Func, Klass)):
                 q = _python_qualname(v.qualname)
                 p = Patch(target, f"{v.module}.{q}", f"{v.module.rsplit('.', 1)[-1]}.{q}",
@@ -1023,11 +1024,6 @@ class _Super:
     cls: str
     module: str
     self_values: frozenset
-
-
-def _exported(name: str, declared: list[str] | None) -> bool:
-    """Does `from m import *` bind `name`: listed in m's `__all__`, else not private."""
-    return name in declared if declared is not None else not name.startswith("_")
 
 
 def _key(values: frozenset) -> tuple:

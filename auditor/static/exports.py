@@ -83,10 +83,7 @@ def routes(src: SourceSet, texts: dict[str, tuple[str, str]]) -> dict[str, Route
             theirs = exported.get(source, {})
             if names is None:
                 visible = modules[source][1].all if source in modules else None
-                r.names.update(
-                    (n, q) for n, q in theirs.items()
-                    if (n in visible if visible is not None else not n.startswith("_"))
-                )
+                r.names.update((n, q) for n, q in theirs.items() if star_binds(n, visible))
             else:
                 r.attributes.update((f"{source}.{n}", theirs[n]) for n, _ in names if n in theirs)
         for name in summary.own:  # the module's own bindings come after its star imports
@@ -94,6 +91,11 @@ def routes(src: SourceSet, texts: dict[str, tuple[str, str]]) -> dict[str, Route
         if r:
             out[rel] = r
     return out
+
+
+def star_binds(name: str, declared: list[str] | None) -> bool:
+    """Does `from m import *` bind `name`: listed in m's `__all__` (`declared`), else not private."""
+    return name in declared if declared is not None else not name.startswith("_")
 
 
 def _exports(summaries: dict[str, _Module]) -> dict[str, dict[str, str]]:
@@ -110,8 +112,7 @@ def _exports(summaries: dict[str, _Module]) -> dict[str, dict[str, str]]:
                     continue
                 if names is None:
                     visible = summaries[source].all
-                    pairs = [(n, n, q) for n, q in theirs.items()
-                             if (n in visible if visible is not None else not n.startswith("_"))]
+                    pairs = [(n, n, q) for n, q in theirs.items() if star_binds(n, visible)]
                 else:
                     pairs = [(n, alias, theirs[n]) for n, alias in names if n in theirs]
                 for _, local, q in pairs:
