@@ -447,3 +447,15 @@ def test_every_check_has_examples():
     for fw in versioned():
         for entry in rulebook.load(fw.name).data.get("check", []):
             assert entry.get("valid") and entry.get("invalid"), entry["id"]
+
+
+def test_checks_of_a_framework_whose_release_is_unknown_are_undecided_not_gone():
+    """INVALID for clean: megatron-core's release unknown, every setting given: its checks with
+    version ranges (heads divisible by TP, world divisible) are not admitted for an unknown
+    release, so each is undecided; before, they vanished and TP=3 with 64 heads read clean."""
+    _, config = derive_text(seed_text(), versions={**REPORT, "megatron-core": None},
+                            sets=["batch_p2p_comm=true", "tensor_model_parallel_size=3",
+                                  "pipeline_model_parallel_size=4"])
+    undecided = {u.split(":")[0] for u in config.undecided}
+    assert {"mcore.heads-divisible-by-tp", "mcore.world-divisible"} <= undecided
+    assert all(u.count(": megatron-core version unknown") for u in config.undecided if u.startswith("mcore."))

@@ -260,6 +260,9 @@ class _Deriver:
         for key in dict.fromkeys(k for k in keys if k):
             self.put(key, UNKNOWN, why, stage.framework)
         self.undecided.extend(f"{e.id}: {why}" for e in entries if e.table == "check")
+        # Checks with version ranges are not admitted for an unknown version: undecided too.
+        self.undecided.extend(f"{ident}: {why}" for ident, (table, raws) in self.book.uncovered.items()
+                              if table == "check" and raws[0]["stage"] == stage.name)
         merges = [(e.id, e.data) for e in entries if e.table == "rule" and not e.key]
         merges += [(ident, raws[0]) for ident, (table, raws) in self.book.uncovered.items()
                    if table == "rule" and raws[0]["stage"] == stage.name and "key" not in raws[0]]
