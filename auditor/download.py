@@ -121,7 +121,7 @@ def _pip_download(name: str, version: str, folder: Path, origin: str) -> None:
                 proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         except subprocess.TimeoutExpired:
             raise InputError(origin, "pip download timed out after 600 s") from None
-        checked = True  # pip checks what it downloads against its index's hash
+        checked = True  # pip checks a download against the hash its index publishes (PyPI's always)
         if proc.returncode != 0:
             err = proc.stdout + proc.stderr
             fallback = _fallback_link(err, name, version)

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from auditor.config.expr import UNKNOWN
+from auditor.config.flags import normalise
 from auditor.config.model import Symbolic
 from auditor.errors import InputError
 
@@ -60,5 +61,5 @@ def overrides_from(pairs: Iterable[str]) -> dict[str, str]:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
             raise InputError("--set", f"{pair!r}: expected KEY=VALUE")
-        out[key.strip().lstrip("-").replace("-", "_")] = value.strip()
+        out[normalise(key.strip())] = value.strip()
     return out

@@ -12,7 +12,6 @@ framework knowledge kept in rules/megatron-lm.toml. Only unreadable input raises
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import re
 from collections.abc import Mapping
@@ -26,6 +25,7 @@ from auditor.config.model import EnvVar, LaunchConfig
 from auditor.config.training_command import Candidate, LaunchShell
 from auditor.errors import InputError
 from auditor.findings import Finding
+from auditor.rulebook.frameworks import launched_by
 from auditor.rulebook.launchers import Spelling
 
 # `# torch==2.10.0`, `# megatron-core==0.17.0`: the versions a script was written for.
@@ -137,8 +137,7 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str) -> LaunchConfig:
         args, script = torchrun_options(config, launcher, args, path)
         config.script = script
         config.launcher = chosen.invoked + (f" {os.path.basename(str(script))}" if script is not None else "")
-        if isinstance(script, str) and any(fnmatch.fnmatch(script, "*" + s["pattern"]) or
-                                           fnmatch.fnmatch(script, s["pattern"]) for s in spelling.swift_scripts):
+        if isinstance(script, str) and launched_by(script, ["*" + s["pattern"] for s in spelling.swift_scripts]):
             style = "ms-swift"
     config.style = style
     read_flags(config, args, spelling, path)
