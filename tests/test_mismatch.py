@@ -14,6 +14,8 @@ import pytest
 
 from auditor import rulebook
 from auditor.analysis.runreplay import p2p_roles
+from auditor.analysis.verdict import prediction_verdict
+from auditor.analysis.waitfor.deadlock import deadlock
 from auditor.analysis.waitfor.model import Conditions, Group, Op
 from auditor.analysis.waitfor.replay import analyze
 
@@ -110,3 +112,16 @@ def test_every_pipeline_p2pop_of_the_release_has_a_role(real_sources):
                 and s["path"] == "megatron/core/pipeline_parallel/p2p_communication.py"]
     assert len(pipeline) == 8 and all((s["path"], s["line"]) in roles for s in pipeline)
     assert sorted(roles[(s["path"], s["line"])] for s in pipeline) == ["next"] * 4 + ["prev"] * 4
+
+
+@pytest.mark.parametrize("recv, status", [((12, "float32"), "findings"), ((16, "float32"), "clean")])
+def test_a_prediction_with_a_mismatched_pair_is_never_clean(recv, status):
+    """INVALID for clean: an order that completes but pairs a 16-byte send with a 12-byte receive
+    is a finding in repro --predict's verdict, as in simulate's; VALID: the pair agreeing."""
+    programs = {0: [op(0, "isend", 1, 16, "float32")], 1: [op(1, "irecv", 0, *recv)]}
+    conditions = Conditions.for_transport("nvlink")
+    pairs = analyze(programs, conditions).mismatched_pairs
+    verdicts = deadlock(lambda c: analyze(programs, c), conditions).to_json()
+    decided = prediction_verdict(verdicts, pairs)
+    assert decided.status == status, decided.headline
+    assert decided.headline.startswith("MISMATCH: 1 send/receive pair(s) disagree in size") is (status == "findings")

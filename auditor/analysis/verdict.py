@@ -262,12 +262,7 @@ def simulation_verdict(sim: dict[str, Any]) -> RunVerdict:
     if sim["unpredicted"]:
         problems.append(f"{len(sim['unpredicted'])} fired site(s) the scan did not predict")
     if sim.get("mismatched_pairs"):
-        first = sim["mismatched_pairs"][0]
-        problems.append(f"MISMATCH: {len(sim['mismatched_pairs'])} send/receive pair(s) disagree "
-                        f"in {first['what']} (first: rank {first['send']['rank']}'s "
-                        f"{first['send']['api']} at {first['send']['site']} meets rank "
-                        f"{first['recv']['rank']}'s {first['recv']['api']} at "
-                        f"{first['recv']['site']})")
+        problems.append(_mismatch_words(sim["mismatched_pairs"]))
     if sim["verdict"] == "hang":
         head = f"HANG PREDICTED: {sim['hypothetical']}"
     elif sim["verdict"] == "completes":
@@ -290,12 +285,23 @@ def simulation_verdict(sim: dict[str, Any]) -> RunVerdict:
     return RunVerdict("clean", head, deadlock=deadlock)
 
 
-def prediction_verdict(deadlock: dict[str, Any]) -> RunVerdict:
-    """`p2paudit repro --predict`: a case's op order, replayed (waitfor.deadlock.Deadlock.to_json).
-    It *will deadlock here* (every transport the case's --transport leaves possible hangs with
-    the case's sizes): a finding; a transport that may or may not: inconclusive; one that
-    completes everywhere is clean, its *can deadlock* said in the headline."""
+def _mismatch_words(pairs: list[dict[str, Any]]) -> str:
+    first = pairs[0]
+    return (f"MISMATCH: {len(pairs)} send/receive pair(s) disagree in {first['what']} (first: rank "
+            f"{first['send']['rank']}'s {first['send']['api']} at {first['send']['site']} meets "
+            f"rank {first['recv']['rank']}'s {first['recv']['api']} at {first['recv']['site']})")
+
+
+def prediction_verdict(deadlock: dict[str, Any], mismatched_pairs: list[dict[str, Any]]) -> RunVerdict:
+    """`p2paudit repro --predict`: a case's op order, replayed (waitfor.deadlock.Deadlock.to_json;
+    `mismatched_pairs`: the replay's). It *will deadlock here* (every transport the case's
+    --transport leaves possible hangs with the case's sizes), or a send and its receive disagree
+    in size or dtype: a finding; a transport that may or may not: inconclusive; one that
+    completes everywhere with every pair agreeing is clean, its *can deadlock* said in the
+    headline."""
     over = deadlock["transport"]
+    if mismatched_pairs:
+        return RunVerdict("findings", _mismatch_words(mismatched_pairs), errors=1, deadlock=deadlock)
     if deadlock["will_deadlock"]:
         return RunVerdict("findings", f"HANG PREDICTED: this op order will deadlock over {over}: "
                           f"{deadlock['cycle_here']}", errors=1, deadlock=deadlock)

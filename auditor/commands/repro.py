@@ -107,7 +107,7 @@ def _predict(plan, fmt: str, output: str | None) -> int:
                          f"this run ({plan.title})")
     analysis = analyze(plan.programs, conditions)
     verdicts = deadlock(lambda c: analyze(plan.programs, c), conditions).to_json()
-    decided = prediction_verdict(verdicts)
+    decided = prediction_verdict(verdicts, analysis.mismatched_pairs)
     if fmt == "json":
         emit(json.dumps({"case": plan.title, **analysis.to_json(), "deadlock": verdicts,
                          "verdict": decided.to_json()}, indent=1) + "\n", output)
