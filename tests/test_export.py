@@ -215,3 +215,30 @@ def test_readme_queries_answer_what_the_reader_says(tmp_path: Path) -> None:
              e["group"]["ranks"] if e["group"] else None, e["site"]["path"], e["site"]["line"])
             for rank, rt in trace.ranks.items() for e in rt.pending()]
     assert rows == want and len(want) == 3
+
+
+@pytest.mark.parametrize("edit", ["peer outside its group", "world of another size"])
+def test_a_trace_the_reader_refuses_is_not_exported(tmp_path: Path, capsys, edit: str) -> None:
+    """INVALID: a line that contradicts the trace (a peer its group does not hold; a rank file
+    of a run of another world size) is refused by export as by `report`, exit 2, no table."""
+    trace = tmp_path / "trace"
+    shutil.copytree(FIXTURES / "pipeline", trace)
+    rank0 = trace / "rank-0.jsonl"
+    lines = rank0.read_text().splitlines(keepends=True)
+    for n, line in enumerate(lines):
+        event = json.loads(line)
+        if edit == "peer outside its group" and event.get("phase") == "start" and \
+                type(event.get("peer")) is int:
+            event["peer"] = 99
+        elif edit == "world of another size" and event.get("phase") == "meta":
+            event["world_size"] = 64
+        else:
+            continue
+        lines[n] = json.dumps(event) + "\n"
+        break
+    rank0.write_text("".join(lines))
+    with pytest.raises(InputError):
+        read_trace_dir(trace)
+    assert cli_main(["export", str(trace), "-o", str(tmp_path / "out")]) == 2
+    assert "the trace is inconsistent" in capsys.readouterr().err
+    assert list((tmp_path / "out").iterdir()) == []  # the tables written, then removed
