@@ -12,8 +12,6 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from auditor.report import formats
-
 TARGET_HELP = ("framework sources (NAME==VERSION, wheel, sdist, directory, installed name); "
                "default: the `name==X` comments of the script, else the installed distributions")
 TORCH_HELP = "the cluster's torch version (default: installed torch, else the script's torch==X comment)"
@@ -48,7 +46,11 @@ def add_format(parser: argparse.ArgumentParser, choices: Sequence[str], default:
 
 
 def report_format(kind: str) -> tuple[tuple[str, ...], str]:
-    """The choices and default of a command writing a `kind` document, from the one table."""
+    """The choices and default of a command writing a `kind` document, from the one table
+    (imported here: the renderers it names cost ~0.1 s, which record and doctor, run once per
+    rank, need not pay)."""
+    from auditor.report import formats
+
     return formats.choices(kind), formats.DEFAULTS[kind]
 
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from auditor.errors import InputError
-from auditor.report import formats
+
+if TYPE_CHECKING:
+    from auditor.report import formats
 
 
 def emit(text: str, path: str | None) -> None:
@@ -41,11 +43,14 @@ def destination(path: str | None, for_terminal: bool) -> str | None:
 
 
 def emit_report(doc: dict[str, Any], kind: str, fmt: str, path: str | None,
-                context: formats.Context = formats.Context()) -> None:
+                context: formats.Context | None = None) -> None:
     """`doc` rendered by the `fmt` reporter, emitted to `destination(path, ...)`, saying where
-    the file went when it chose one."""
+    the file went when it chose one. The renderers are imported here: `emit` alone (doctor and
+    repro, once per rank) need not load them (~0.1 s)."""
+    from auditor.report import formats
+
     reporter = formats.reporter(fmt)
-    text = reporter.render(doc, kind, context)
+    text = reporter.render(doc, kind, context or formats.Context())
     target = destination(path, reporter.for_terminal)
     emit(text, target)
     if target != path:
