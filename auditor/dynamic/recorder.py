@@ -240,7 +240,7 @@ class Recorder(TraceWriter):
         self._end_reporting(op, "return", details)
 
     def raised(self, op: Op | None, exc: BaseException) -> None:
-        self._end_reporting(op, "raise", lambda: {"error": f"{type(exc).__name__}: {exc}"[:500]})
+        self._end_reporting(op, "raise", lambda: _error(exc))
 
     def _end_reporting(self, op: Op | None, how: str, details: Callable[[], dict[str, Any]]) -> None:
         """Ends `op` with what `details` says; an error of our own turns recording off."""
@@ -308,8 +308,7 @@ class Recorder(TraceWriter):
                         self._end_locked(op, "wait")
                         self.waited.append((entry[0], op.line))
                     else:
-                        self._end_locked(op, "raise",
-                                         {"error": f"{type(exc).__name__}: {exc}"[:500]})
+                        self._end_locked(op, "raise", _error(exc))
             finally:
                 lock.release()
         except Exception as err:
@@ -334,14 +333,20 @@ class Recorder(TraceWriter):
 
     def _freed_locked(self) -> list[Op]:
         """The ops of the Works freed since the last call, which no wait has ended."""
-        freed, works, ops = self.freed, self.works, []
+        freed, ops = self.freed, []
         while freed:
             ref = freed.popleft()
-            entry = works.get(ref.key)
-            if entry is not None and entry[0] is ref:
-                del works[ref.key]
-                ops += entry[1]
+            ops += self._take_locked(ref.key, ref)
         return ops
+
+    def _take_locked(self, key: int, ref: WorkRef) -> list[Op]:
+        """The ops of the Work `ref` tracks under `key`, tracked no longer; none where the key
+        now tracks another Work (an id is reused once its Work died) or none at all."""
+        entry = self.works.get(key)
+        if entry is None or entry[0] is not ref:
+            return []
+        del self.works[key]
+        return entry[1]
 
     def poll(self) -> None:
         """Ask each pending op's Work whether it completed (`is_completed` never blocks)."""
@@ -355,11 +360,8 @@ class Recorder(TraceWriter):
                 continue  # a failed Work: its wait will raise; leave it pending
             if done:
                 with self.lock:
-                    entry = self.works.get(key)
-                    if entry is not None and entry[0] is ref:
-                        del self.works[key]
-                        for op in entry[1]:
-                            self.end(op, "polled")
+                    for op in self._take_locked(key, ref):
+                        self._end_locked(op, "polled")
 
     # --- coalescing windows --------------------------------------------------------------------
 
@@ -425,3 +427,8 @@ class Recorder(TraceWriter):
             except Exception:
                 unfinished.append(line)
         return pending, last, unfinished
+
+
+def _error(exc: BaseException) -> dict[str, Any]:
+    """What an op's end line says of the exception that ended it."""
+    return {"error": f"{type(exc).__name__}: {exc}"[:500]}
