@@ -33,7 +33,7 @@ def send_first(nbytes: int) -> dict[int, list[Op]]:
 def verdicts(nbytes: int, transport: str, torch: str | None = None) -> Deadlock:
     programs = send_first(nbytes)
     return deadlock(lambda c: analyze(programs, c), Conditions.for_transport(transport, "eager"),
-                    transport, torch)
+                    torch)
 
 
 EXAMPLES = [

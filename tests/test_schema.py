@@ -66,7 +66,7 @@ def _deadlock_doc() -> dict:
     pair = Group((0, 1), "pp")
     programs = {r: [Op(r, 0, "isend", pair, 1 - r, 24 << 20),
                     Op(r, 1, "irecv", pair, 1 - r, 24 << 20)] for r in (0, 1)}
-    d = deadlock(lambda c: analyze(programs, c), Conditions.for_transport("net"), "net", "2.10.0")
+    d = deadlock(lambda c: analyze(programs, c), Conditions.for_transport("net"), "2.10.0")
     doc = copy.deepcopy(json.loads(BASELINE.read_text()))
     doc["verdict"] = {"status": "inconclusive", "headline": "INCONCLUSIVE: x", "exit_code": 1,
                       "undecided": [{"what": "will it deadlock", "decide": d.decide()}],

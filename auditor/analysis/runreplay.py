@@ -39,9 +39,10 @@ class RecordedOrder:
         programs = closed_prefixes(self.programs, conditions, per_rank, self.totals)
         return analyze(programs, conditions), sum(len(p) for p in programs.values())
 
-    def deadlock(self, conditions: Conditions, asked: str | None = None) -> Deadlock:
-        """The two verdicts on this order (`waitfor.deadlock`), each replay cut as `replay`'s."""
-        return deadlock(lambda c: self.replay(c)[0], conditions, asked, self.torch_version)
+    def deadlock(self, conditions: Conditions) -> Deadlock:
+        """The two verdicts on this order over `conditions.transport` (`waitfor.deadlock`), each
+        replay cut as `replay`'s."""
+        return deadlock(lambda c: self.replay(c)[0], conditions, self.torch_version)
 
 
 def recorded_order(trace: Trace, doc: dict[str, Any]) -> RecordedOrder:

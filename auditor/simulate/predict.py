@@ -83,7 +83,7 @@ def replays(doc: dict[str, Any], trace: Trace, p: Plan) -> list[Replay]:
         order = orders[coalesce]
         conditions = Conditions.for_transport(transport, init, coalesce)
         out.append(Replay(conditions, order.replay(conditions)[0],
-                          order.deadlock(conditions, transport)))
+                          order.deadlock(conditions)))
     return out
 
 

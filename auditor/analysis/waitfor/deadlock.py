@@ -60,14 +60,14 @@ class Deadlock:
 
 
 def deadlock(replay: Callable[[Conditions], Analysis], conditions: Conditions,
-             asked: str | None = None, torch_version: str | None = None) -> Deadlock:
+             torch_version: str | None = None) -> Deadlock:
     """The two verdicts on the order `replay` replays (under `conditions`' init and coalescing).
 
     Per transport, two replays bracket the truth: one where only sends up to `completes_bytes`
     complete unmatched (if it completes, the order completes), one where every send below
     `hangs_bytes` does (if it hangs, the order hangs); a larger buffer never adds a hang.
     """
-    asked = asked or conditions.transport
+    asked = conditions.transport  # --transport, or what the run's layout gives
     runs: dict[int, Analysis] = {}
 
     def hangs(buffer: int, transport: str) -> Analysis:

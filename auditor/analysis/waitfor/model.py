@@ -119,6 +119,18 @@ def _cached_hash(obj: Any, fields: tuple) -> int:
     return value
 
 
+def coalesced_for(op: Op, conditions: Conditions) -> bool:
+    """Whether `op` runs inside a coalesced group under `conditions`: never on gloo; where the
+    conditions leave coalescing open (None), as the op was recorded; only ops of a batch, never
+    a collective."""
+    coalesce = conditions.coalesce
+    if conditions.backend == "gloo":
+        coalesce = False
+    elif coalesce is None:
+        coalesce = op.coalesced is not False
+    return bool(coalesce) and op.batch is not None and op.kind != "collective"
+
+
 def communicator_for(op: Op, conditions: Conditions, coalesced: bool) -> Communicator:
     """The NCCL communicator `op` runs on (docs/findings.md §1: lazy pair communicators, eager serialisation)."""
     group = op.group

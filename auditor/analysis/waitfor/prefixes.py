@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from auditor.analysis.waitfor.model import Conditions, Key, Op, communicator_for
+from auditor.analysis.waitfor.model import Conditions, Key, Op, coalesced_for, communicator_for
 
 
 def closed_prefixes(programs: Mapping[int, Sequence[Op]], conditions: Conditions,
@@ -31,13 +31,7 @@ def closed_prefixes(programs: Mapping[int, Sequence[Op]], conditions: Conditions
     members: dict[int, tuple[int, ...]] = {}
     for rank, program in programs.items():
         for op in program[:n[rank]]:
-            coalesce = conditions.coalesce
-            if conditions.backend == "gloo":
-                coalesce = False
-            elif coalesce is None:
-                coalesce = op.coalesced is not False
-            coalesced = coalesce and op.batch is not None and op.kind != "collective"
-            comm = communicator_for(op, conditions, coalesced)
+            comm = communicator_for(op, conditions, coalesced_for(op, conditions))
             key = (rank, op.index)
             cid = comm_of[key] = ids.setdefault(comm, len(ids))
             members[cid] = comm.members

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from auditor.analysis.waitfor.model import Communicator, Conditions, Key, Op, communicator_for
+from auditor.analysis.waitfor.model import Communicator, Conditions, Key, Op, coalesced_for, communicator_for
 from auditor.analysis.waitfor.sizes import size_words
 from auditor.analysis.waitfor.transports import ZERO_BUFFER
 
@@ -124,13 +124,7 @@ class _Replay:
                 raise ValueError(f"rank {rank}'s op {position}: peer {op.peer} not in {op.group}")
             key = (rank, position)
             self.ops[key] = op
-            coalesce = self.cond.coalesce
-            if self.cond.backend == "gloo":
-                coalesce = False
-            elif coalesce is None:
-                coalesce = op.coalesced is not False
-            coalesced = coalesce and op.batch is not None and op.kind != "collective"
-            self.coalesced[key] = coalesced
+            coalesced = self.coalesced[key] = coalesced_for(op, self.cond)
             self.comm[key] = communicator_for(op, self.cond, coalesced)
             previous = self.ops.get((rank, position - 1))
             if coalesced and previous is not None and previous.batch == op.batch \
