@@ -324,3 +324,11 @@ def test_a_pipeline_size_given_to_a_run_whose_entries_reach_nothing_is_a_lost_sc
     plain = run_scan(ScanInputs(str(SCRIPT), targets=[f"deepspeed=={version}"], entries=nothing,
                                 torch_version="2.13.0", jobs=1))
     assert not any("lost the schedule" in u.what for u in verdict.judge(plain).undecided)
+
+
+def test_a_deepspeed_run_is_not_undecided_by_checks_of_frameworks_it_does_not_run():
+    """VALID: megatron-core, Megatron-LM and ms-swift are no part of a DeepSpeed run's stack, so
+    their checks (whose releases are unknown here) leave nothing undecided; only the stack's own
+    and torch's may."""
+    config = derive(read_launch(str(SCRIPT)), {"deepspeed": "0.16.0"}, {}, "2.13.0")
+    assert not [u for u in config.undecided if u.split(".")[0] in ("mcore", "mlm", "swift", "bridge")]

@@ -43,7 +43,7 @@ from auditor.config.versions import Reading, read_release
 from auditor.config.versions import shown as shown_release
 from auditor.errors import InputError
 from auditor.findings import Finding
-from auditor.rulebook.frameworks import NOT_THIS_STACK, foreign_settings, pin_option
+from auditor.rulebook.frameworks import NOT_THIS_STACK, foreign_settings, pin_option, stack_names
 from auditor.rulebook.stages import Entry, RuleBook, Stage, load_rulebook
 
 
@@ -65,9 +65,10 @@ def derive(
     reading = read_release(tv, f"torch version ({tv_origin})") if tv else None
     results = []
     foreign = foreign_settings(launch.launcher, rules_directory)
+    stack = stack_names(launch.launcher, rules_directory)
     for release in reading.releases if reading else (None,):
         book = load_rulebook({**versions, "torch": release}, rules_directory)
-        deriver = _Deriver(launch, book, foreign)
+        deriver = _Deriver(launch, book, foreign, stack)
         deriver.put("torch_version", tv, f"torch {tv or 'unknown'} ({tv_origin})"
                     + (f"; {reading.note}" if reading and reading.note else ""), "torch version")
         deriver.put("launcher", launch.launcher,
@@ -111,10 +112,12 @@ def _disagreement(results: list[EffectiveConfig], reading: Reading) -> Effective
 
 
 class _Deriver:
-    def __init__(self, launch: LaunchConfig, book: RuleBook, foreign: dict[str, list[str]]) -> None:
+    def __init__(self, launch: LaunchConfig, book: RuleBook, foreign: dict[str, list[str]],
+                 stack: set[str] | None) -> None:
         self.launch = launch
         # Settings of another stack (rulebook.frameworks.foreign_settings): no check is judged by them.
         self.foreign = foreign
+        self.stack = stack  # the rules files of this run's stack; None: unknown
         self.versions = book.versions
         self.env_readers = readers(book.versions.get("torch"))
         self.book = book
@@ -260,9 +263,11 @@ class _Deriver:
         for key in dict.fromkeys(k for k in keys if k):
             self.put(key, UNKNOWN, why, stage.framework)
         self.undecided.extend(f"{e.id}: {why}" for e in entries if e.table == "check")
-        # Checks with version ranges are not admitted for an unknown version: undecided too.
-        self.undecided.extend(f"{ident}: {why}" for ident, (table, raws) in self.book.uncovered.items()
-                              if table == "check" and raws[0]["stage"] == stage.name)
+        # Checks with version ranges are not admitted for an unknown version: undecided too, where
+        # the framework is part of this run's stack (a DeepSpeed run has no megatron-core checks).
+        if self.stack is None or stage.framework in self.stack:
+            self.undecided.extend(f"{ident}: {why}" for ident, (table, raws) in self.book.uncovered.items()
+                                  if table == "check" and raws[0]["stage"] == stage.name)
         merges = [(e.id, e.data) for e in entries if e.table == "rule" and not e.key]
         merges += [(ident, raws[0]) for ident, (table, raws) in self.book.uncovered.items()
                    if table == "rule" and raws[0]["stage"] == stage.name and "key" not in raws[0]]

@@ -106,6 +106,14 @@ def versioned(directory: Path | None = None) -> list[Framework]:
     return [f for f in frameworks(directory) if f.distribution]
 
 
+def stack_names(launcher: str, directory: Path | None = None) -> set[str] | None:
+    """The rules files of the stack that runs `launcher` (`_chain`); None where no single file
+    claims it, so which frameworks run is unknown."""
+    if len(_claimants(launcher, directory)) != 1:
+        return None
+    return {f.name for f in _chain(launcher, directory)}
+
+
 def _claimants(launcher: str, directory: Path | None) -> list[Framework]:
     return [f for f in frameworks(directory) if f.fronts(launcher)]
 
