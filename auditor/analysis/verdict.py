@@ -150,6 +150,7 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
         if scanned and key in needs and effective.get(key, "unknown") == "unknown":
             out.append(Undecided(f"{key} ({provenance.get(key) or 'never derived'})", decide))
     torch_known = effective.get("torch_version", "unknown") != "unknown"
+    checks: dict[tuple[str, str], list[str]] = {}  # (why, decide) -> the checks it holds for
     for why in config.get("undecided", []):
         # Each entry starts with its rule's id (config.derive); the rule's file names what to pin.
         owner = owner_of(why.split(":", 1)[0])
@@ -165,7 +166,12 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
         else:
             pin = pin_option(owner.name) if owner else "the framework's release"
             decide = f"{pin} for a release the rules cover, or add the release to rules/"
-        out.append(Undecided(f"check {why}", decide))
+        ident, _, rest = why.partition(": ")
+        checks.setdefault((rest, decide), []).append(ident)
+    for (rest, decide), idents in checks.items():  # one line per reason, not one per check
+        named = ", ".join(idents[:3]) + (f" and {len(idents) - 3} more" if len(idents) > 3 else "")
+        out.append(Undecided(f"check {idents[0]}: {rest}" if len(idents) == 1 else
+                             f"{len(idents)} checks ({named}): {rest}", decide))
     by_reason: dict[str, list[dict[str, Any]]] = {}
     for s in doc.get("sites", []):
         if s.get("verdict") == "unknown" and (s.get("paths") or s.get("undecided")):
