@@ -148,3 +148,20 @@ def test_a_start_up_failure_is_the_first_cause_and_a_cycle_still_shows_once():
     rest = grouped[1]
     assert sorted([rest.index, *rest.consequences]) == [0, 1] and len(grouped) == 2
     assert causes.headline_of(findings[0]) == "a happened"
+
+
+def test_a_world_size_megatron_lm_rejects_is_one_cause(real_sources, tmp_path):
+    """Megatron-LM's examples/gpt3/train_gpt3_175b_distributed.sh (NVIDIA/Megatron-LM@core_v0.17.0)
+    asks TP=8 x PP=16 of one node of 8 GPUs: validate_args stops the run, and megatron-core's two
+    later world-size checks (TP*PP*CP, then the experts' ETP*EP*PP of a dense model) never run."""
+    text = (ROOT / "examples/megatron_lm_gpt_pp2.sh").read_text()
+    text = text.replace("--tensor-model-parallel-size 2", "--tensor-model-parallel-size 8")
+    text = text.replace("--pipeline-model-parallel-size 2", "--pipeline-model-parallel-size 16")
+    script = tmp_path / "train_gpt3_175b.sh"
+    script.write_text(text)
+    proc = scan(script, "--torch", "2.11.0")
+    doc = json.loads(scan(script, "--torch", "2.11.0", "--format", "json").stdout)
+    sizes = [f for f in doc["findings"] if f["kind"] == "parallel-sizes"]
+    assert len(sizes) == 1 and "TP*PP*CP = 128" in sizes[0]["message"], sizes
+    assert first_screen(proc).split("\n\n")[1].startswith("DOES NOT START: world size 8")
+    assert_screen_rules(proc)
