@@ -8,7 +8,8 @@ fixture, is marked `wheels`: `pytest -m "not wheels"` is the offline run.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -33,6 +34,21 @@ def release() -> Callable[[str], sources.SourceSet]:
 
 
 DOWNLOADING = frozenset({"real_sources", "release"})
+
+
+
+@pytest.fixture(scope="session", autouse=True)
+def wide_terminal() -> Iterator[None]:
+    """Text output wraps at the terminal's width ($COLUMNS, else 80 off a terminal): the tests
+    read whole lines, as on a wide terminal (tests/test_first_screen.py renders at 80 columns).
+    Restored before pytest prints its own summary."""
+    before = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "1000"
+    yield
+    if before is None:
+        del os.environ["COLUMNS"]
+    else:
+        os.environ["COLUMNS"] = before
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

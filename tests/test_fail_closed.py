@@ -151,7 +151,8 @@ def test_an_error_finding_fails_the_scan(capsys, real_sources):
     code, doc = scan_json(capsys, "--config", str(SEED), "--torch", "2.11.0",
                           "--set", "pipeline_model_parallel_size=8")
     assert code == EXIT_FINDINGS and doc["verdict"]["status"] == "findings"
-    assert "layer-split" in doc["verdict"]["headline"]
+    assert doc["verdict"]["headline"].startswith("DOES NOT START: 78 layers with PP=8")
+    assert doc["verdict"]["causes"][0]["kind"] == "layer-split"
     cli.main(["scan", "--config", str(SEED), "--torch", "2.11.0", "--set",
               "pipeline_model_parallel_size=8"])
     assert "no contradiction" not in capsys.readouterr().out

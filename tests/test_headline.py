@@ -21,7 +21,7 @@ TRACE = "tests/record_fixtures/megatron_pp4"
 BASELINE = "ci/baseline/glm5_1_lora_pp4.megatron-core-0.17.0.json"
 # The clean headlines of each command; anything else announces a problem.
 CLEAN = re.compile(r"^(CLEAN: |PASS: |\d+ P2P (call )?sites?\b|[^:]+: CLEAN: )")
-HEADLINE = re.compile(r"^(CLEAN|FINDINGS|INCONCLUSIVE|HANG|DEADLOCK): ")
+HEADLINE = re.compile(r"^(CLEAN|FINDINGS|DOES NOT START|INCONCLUSIVE|HANG|DEADLOCK): ")
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:

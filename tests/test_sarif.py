@@ -12,6 +12,7 @@ import pytest
 from test_join import SEED, megatron_programs, write_trace
 
 from auditor import cli
+from auditor.analysis import causes
 from auditor.analysis.join import join
 from auditor.report.sarif import to_sarif
 from auditor.scan import ScanInputs, run_scan
@@ -36,27 +37,37 @@ def test_the_validator_is_live():
 
 
 def test_scan_as_sarif_is_valid_and_points_at_the_sites(seed_scan):
+    """One result per cause (analysis.causes), as the text and HTML show them: the DETAIL cause
+    at its script line, the unbatched sites it explains as its related locations and code flow."""
     log = to_sarif(seed_scan)
     assert errors(log) == []
     run = log["runs"][0]
     results = run["results"]
-    assert len(results) == len(seed_scan["findings"])
+    findings = seed_scan["findings"]
+    grouped = causes.group(findings)
+    assert len(results) == len(grouped) < len(findings)
     rules = run["tool"]["driver"]["rules"]
-    for r, f in zip(results, seed_scan["findings"]):
-        assert rules[r["ruleIndex"]]["id"] == r["ruleId"] == f["kind"]
-        assert r["level"] == {"error": "error", "warning": "warning", "info": "note"}[f["severity"]]
-    contra = next(r for r, f in zip(results, seed_scan["findings"]) if f["kind"] == "unbatched-contradiction")
+    for r, c in zip(results, grouped):
+        assert rules[r["ruleIndex"]]["id"] == r["ruleId"] == findings[c.index]["kind"]
+        assert r["level"] == {"error": "error", "warning": "warning", "info": "note"}[c.severity]
+    assert "unbatched-contradiction" not in {r["ruleId"] for r in results}
+    cause = next(r for r in results if r["ruleId"] == "batch-runs-unbatched")
+    where = next(f for f in findings if f["kind"] == "batch-runs-unbatched")["where"]
+    own = cause["locations"][0]["physicalLocation"]
+    assert own["artifactLocation"]["uriBaseId"] == "SRCROOT"
+    assert f"{own['artifactLocation']['uri']}:{own['region']['startLine']}" == where
+    assert "Explains unbatched-contradiction" in cause["message"]["text"]
     sites = {s["id"]: s for s in seed_scan["sites"]}
-    first = sites[next(f for f in seed_scan["findings"] if f["kind"] == "unbatched-contradiction")["site_ids"][0]]
-    loc = contra["locations"][0]["physicalLocation"]
-    assert loc["artifactLocation"] == {"uri": first["path"], "uriBaseId": "megatron-core"}
-    assert loc["region"]["startLine"] == first["line"]
+    first = sites[next(f for f in findings if f["kind"] == "unbatched-contradiction")["site_ids"][0]]
+    related = cause["relatedLocations"][0]["physicalLocation"]
+    assert related["artifactLocation"] == {"uri": first["path"], "uriBaseId": "megatron-core"}
+    assert related["region"]["startLine"] == first["line"]
     assert "megatron-core" in run["originalUriBaseIds"]
-    steps = [x["location"]["message"]["text"] for x in contra["codeFlows"][0]["threadFlows"][0]["locations"]]
+    steps = [x["location"]["message"]["text"] for x in cause["codeFlows"][0]["threadFlows"][0]["locations"]]
     assert steps == first["paths"][0]
     # A finding about the launch script points at the script's line.
-    env = next(r for r, f in zip(results, seed_scan["findings"]) if f["kind"] == "env-unread")
-    where = next(f for f in seed_scan["findings"] if f["kind"] == "env-unread")["where"]
+    env = next(r for r in results if r["ruleId"] == "env-unread")
+    where = next(f for f in findings if f["kind"] == "env-unread")["where"]
     assert env["locations"][0]["physicalLocation"]["artifactLocation"]["uriBaseId"] == "SRCROOT"
     assert f"{env['locations'][0]['physicalLocation']['artifactLocation']['uri']}:" \
            f"{env['locations'][0]['physicalLocation']['region']['startLine']}" == where
@@ -86,4 +97,4 @@ def test_gate_sarif_marks_what_is_new(real_sources, tmp_path, capsys, seed_scan)
     log = json.loads(out.read_text())
     assert errors(log) == []
     states = {r["ruleId"]: r["baselineState"] for r in log["runs"][0]["results"]}
-    assert states["env-unread"] == "new" and states["unbatched-contradiction"] == "unchanged"
+    assert states["env-unread"] == "new" and states["batch-runs-unbatched"] == "unchanged"

@@ -136,6 +136,10 @@ def site_findings(site_docs: list[dict[str, Any]], unbatched: dict[str, Unbatche
             fix=why.fix,
             site_ids=[d["id"] for d in docs],
             where=f"{first['path']}:{first['line']}",
+            detail={"headline": f"{len(docs)} reachable P2P site(s) will run unbatched although "
+                                f"batch_p2p_comm=True ({why.cause}): neighbouring stages can "
+                                "create their 2-rank NCCL communicators in different orders and "
+                                "hang"},
         ))
     groups_by_site = {d["id"]: set(d["groups"]) - {"unknown"} for d in site_docs
                       if d["reachable"] == "yes" and d["paths"]}

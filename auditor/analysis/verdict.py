@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from auditor.analysis import causes as causes_of
 from auditor.errors import EXIT_FINDINGS, EXIT_OK
 from auditor.rulebook.frameworks import NOT_THIS_STACK, owner_of, pin_option
 
@@ -63,6 +64,8 @@ class RunVerdict:
     not_analysed: int = 0
     # MUST's two verdicts on the op order, where one was replayed (waitfor.Deadlock.to_json).
     deadlock: dict[str, Any] | None = None
+    # The findings grouped by cause, gravest first (analysis.causes.Cause.to_json).
+    causes: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -73,7 +76,8 @@ class RunVerdict:
                 "contradictions": self.contradictions, "errors": self.errors,
                 "not_analysed": self.not_analysed,
                 "undecided": [asdict(u) for u in self.undecided],
-                **({"deadlock": self.deadlock} if self.deadlock else {})}
+                **({"deadlock": self.deadlock} if self.deadlock else {}),
+                **({"causes": self.causes} if self.causes else {})}
 
 
 def finish(doc: dict[str, Any]) -> RunVerdict:
@@ -89,12 +93,14 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
     if not scanned and not doc.get("run"):
         return _inventory(doc)
     bad = [s for s in sites if s.get("verdict") == "contradiction"]
-    errors = [f for f in doc.get("findings", []) if f.get("severity") == "error"]
+    findings = doc.get("findings", [])
+    causes = [c.to_json(findings) for c in causes_of.group(findings)]
+    errors = [c for c in causes if c["severity"] == "error"]
     undecided = undecided_inputs(doc)
     quiet = [s for s in sites if s.get("verdict") == "unknown" and not s.get("paths")
              and not s.get("undecided")]
     if bad or errors:
-        status, head = "findings", _findings_headline(doc, bad, errors)
+        status, head = "findings", _findings_headline(doc, bad, errors, findings)
         if undecided:
             head += f" Also not decided: {_undecided_words(undecided)}."
     elif undecided:
@@ -119,7 +125,7 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
                  + (f" ({unbatched} of them unbatched)" if unbatched else "")
                  + "; `p2paudit record` of a run, or an --entry that reaches them, decides them.")
     deadlock = ((doc.get("run") or {}).get("waitfor") or {}).get("deadlock")
-    return RunVerdict(status, head, undecided, len(bad), len(errors), len(quiet), deadlock)
+    return RunVerdict(status, head, undecided, len(bad), len(errors), len(quiet), deadlock, causes)
 
 
 def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
@@ -144,6 +150,7 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
         if scanned and key in needs and effective.get(key, "unknown") == "unknown":
             out.append(Undecided(f"{key} ({provenance.get(key) or 'never derived'})", decide))
     torch_known = effective.get("torch_version", "unknown") != "unknown"
+    checks: dict[tuple[str, str], list[str]] = {}  # (why, decide) -> the checks it holds for
     for why in config.get("undecided", []):
         # Each entry starts with its rule's id (config.derive); the rule's file names what to pin.
         owner = owner_of(why.split(":", 1)[0])
@@ -159,7 +166,12 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
         else:
             pin = pin_option(owner.name) if owner else "the framework's release"
             decide = f"{pin} for a release the rules cover, or add the release to rules/"
-        out.append(Undecided(f"check {why}", decide))
+        ident, _, rest = why.partition(": ")
+        checks.setdefault((rest, decide), []).append(ident)
+    for (rest, decide), idents in checks.items():  # one line per reason, not one per check
+        named = ", ".join(idents[:3]) + (f" and {len(idents) - 3} more" if len(idents) > 3 else "")
+        out.append(Undecided(f"check {idents[0]}: {rest}" if len(idents) == 1 else
+                             f"{len(idents)} checks ({named}): {rest}", decide))
     by_reason: dict[str, list[dict[str, Any]]] = {}
     for s in doc.get("sites", []):
         if s.get("verdict") == "unknown" and (s.get("paths") or s.get("undecided")):
@@ -213,23 +225,25 @@ def _undecided_words(undecided: list[Undecided]) -> str:
 
 
 def _findings_headline(doc: dict[str, Any], bad: list[dict[str, Any]],
-                       errors: list[dict[str, Any]]) -> str:
+                       errors: list[dict[str, Any]], findings: list[dict[str, Any]]) -> str:
+    """The cause, not the symptom: a hang or deadlock a run recorded, else the first error
+    cause (a start-up failure first: the run never reaches its schedule) with its line."""
     run = doc.get("run") or {}
     pending = (run.get("trace") or {}).get("pending")
-    cycle = [f for f in errors if f["kind"] == "wait-for-cycle"]
+    cycle = [f for f in findings if f["kind"] == "wait-for-cycle"]
     if pending:
         return (f"HANG: the recorded run stopped with {len(pending)} rank(s) inside an op that "
                 f"never completed; {len(errors)} error(s) in all, the timeline shows where.")
     if cycle:
         return f"DEADLOCK: {cycle[0]['message'].split('. ')[0]}."
-    if bad:
-        extra = len([f for f in errors if f["kind"] != "unbatched-contradiction"])
+    if not errors:  # contradictions without a finding: documents written before the findings
         return (f"FINDINGS: {len(bad)} reachable P2P site(s) will run unbatched although "
-                f"batch_p2p_comm=True: this run can create lazy 2-rank NCCL communicators and "
-                f"hang" + (f"; {extra} other error(s)" if extra else "") + ".")
+                f"batch_p2p_comm=True: this run can create lazy 2-rank NCCL communicators and hang.")
     first = errors[0]
-    return (f"FINDINGS: {len(errors)} error(s); first: {first['kind']}: "
-            f"{first['message'].split('. ')[0]}.")
+    word = "DOES NOT START" if first["startup"] else "FINDINGS"
+    at = f" ({first['where']})" if first["where"] and ":" in first["where"] else ""
+    more = f" {len(errors) - 1} other cause(s) below." if len(errors) > 1 else ""
+    return f"{word}: {first['headline']}{at}.{more}"
 
 
 def gate_verdict(failures: list[Any], known: int, label: str) -> RunVerdict:
@@ -237,8 +251,11 @@ def gate_verdict(failures: list[Any], known: int, label: str) -> RunVerdict:
     baseline already had (`known` problem sites still there)."""
     if failures:
         kinds = sorted({f.kind for f in failures})
-        return RunVerdict("findings", f"FAIL: {len(failures)} gate failure(s) in {label} relative "
-                                      f"to the baseline ({', '.join(kinds)})", errors=len(failures))
+        first = failures[0]
+        at = f" ({first.where})" if first.where else ""
+        return RunVerdict("findings", f"FAIL: {first.message.split('. ')[0].rstrip('.')}{at}; "
+                                      f"{len(failures)} gate failure(s) in {label} relative to "
+                                      f"the baseline ({', '.join(kinds)})", errors=len(failures))
     return RunVerdict("clean", f"PASS: {label} adds no reachable unbatched site and no "
                                f"contradiction, and the scan decided everything it needed "
                                f"({known} problem site(s) known from the baseline are still there)")
@@ -257,8 +274,6 @@ def simulation_verdict(sim: dict[str, Any]) -> RunVerdict:
                           [Undecided(u, "--set KEY=VALUE for the size it names") for u in sim["unknown"]])
     deadlock = sim.get("deadlock")
     problems = []
-    if sim["startup_errors"]:
-        problems.append("DOES NOT START (the real run stops before the schedule); simulated anyway")
     if sim["unpredicted"]:
         problems.append(f"{len(sim['unpredicted'])} fired site(s) the scan did not predict")
     if sim.get("mismatched_pairs"):
@@ -271,6 +286,10 @@ def simulation_verdict(sim: dict[str, Any]) -> RunVerdict:
         head = f"INCONCLUSIVE: {sim['hypothetical']}"
     if problems:
         head += "; " + "; ".join(problems)
+    if sim["startup_errors"]:  # the cause comes first: the real run never reaches this schedule
+        head = (f"DOES NOT START: {sim['startup_errors'][0].split('. ')[0].rstrip('.')}; "
+                f"the schedule, simulated anyway: {head}")
+        problems.append("does not start")
     if sim["verdict"] == "hang" or problems:
         return RunVerdict("findings", head, errors=len(problems) + (sim["verdict"] == "hang"),
                           deadlock=deadlock)

@@ -16,7 +16,8 @@ Rule tables (in any framework file):
   unset or None), `value` an expression (a TOML non-string is a literal).
 - `[[check]]`  `when` is the illegal condition; holding, it becomes a Finding. `supersedes`:
   ids of later checks that see the same illegal setting after this one already stopped the run;
-  they are not reported again.
+  they are not reported again. `explains`: finding kinds this check, holding, is the cause of
+  (shown under it, analysis.causes); `headline`: its cause chain in one sentence.
 - `[[model]]`  sizes a launch script does not state, keyed by the `--model` value.
 Every entry carries `versions`, `source` (path:line, read at `read`, default `[framework].read`)
 and for the agreement tests `code` (the line as written) and `function`/`class`.
@@ -440,12 +441,10 @@ class _Deriver:
             return
         lines = self.lines_of(when)
         blame = data.get("blame")
-        if blame:
-            for name in blame:
-                v = self.values.get(name)
-                if v and v.lines:
-                    lines = v.lines + lines
-                    break
+        if blame:  # the line that states a blamed setting; none states it: the command, where
+            # the fix adds it (not the line of some other input its default was derived from)
+            stated = [v.lines for v in map(self.values.get, blame) if v and v.lines]
+            lines = stated[0] if stated else ()
         where = f"{self.launch.path}:{lines[0] if lines else self.launch.command_line}"
         message = interpolate(data["message"], self.lookup, self.env)
         effect = data.get("effect")
@@ -458,7 +457,11 @@ class _Deriver:
             fix=interpolate(data.get("fix", ""), self.lookup, self.env), where=where,
             detail={"rule": entry.id, "source": entry.source_ref(),
                     "category": data.get("category", "config"),
-                    **({"supersedes": supersedes} if supersedes else {})},
+                    **({"supersedes": supersedes} if supersedes else {}),
+                    # What this cause explains and its one-sentence chain (analysis.causes).
+                    **({"explains": list(data["explains"])} if data.get("explains") else {}),
+                    **({"headline": interpolate(data["headline"], self.lookup, self.env)}
+                       if data.get("headline") else {})},
         ))
 
     def result(self) -> EffectiveConfig:

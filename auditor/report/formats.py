@@ -12,6 +12,7 @@ their own small records, not documents, and list their formats themselves.)
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +34,8 @@ class Context:
     verbose: bool = False  # scan text: one block per site
     config: str = ""  # the launch script as the user named it (simulate text)
     head: HeadOps | None = None  # the trace's ops with their states (perfetto); else the timeline
+    # Text lines wrap at the terminal's width ($COLUMNS, else the terminal, else 80).
+    width: int = field(default_factory=lambda: max(40, shutil.get_terminal_size((80, 24)).columns))
 
 
 Render = Callable[[dict[str, Any], Context], str]
@@ -70,11 +73,11 @@ def _perfetto(doc: dict[str, Any], context: Context) -> str:
 
 
 REPORTERS: tuple[Reporter, ...] = (
-    Reporter("text", {"scan": lambda d, c: text.scan_report(d, verbose=c.verbose),
-                      "gate": lambda d, c: text.gate_report(d),
-                      "simulate": lambda d, c: text.simulation_report(d, c.config),
-                      "sites": lambda d, c: text.sites_table(d),
-                      "diff": lambda d, c: diff_text(d)}),
+    Reporter("text", {"scan": lambda d, c: text.fit(text.scan_report(d, c.verbose, c.width), c.width),
+                      "gate": lambda d, c: text.fit(text.gate_report(d), c.width),
+                      "simulate": lambda d, c: text.fit(text.simulation_report(d, c.config), c.width),
+                      "sites": lambda d, c: text.fit(text.sites_table(d), c.width),
+                      "diff": lambda d, c: text.fit(diff_text(d), c.width)}),
     Reporter("html", dict.fromkeys(REPORTS, _html), for_terminal=False),
     Reporter("json", dict.fromkeys(KINDS, _json)),
     Reporter("sarif", dict.fromkeys(("scan", "run", "gate"), _sarif)),

@@ -16,6 +16,7 @@ import jinja2
 
 from auditor import sources
 from auditor.errors import InputError
+from auditor.analysis import causes
 from auditor.analysis.verdict import judge
 from auditor.report.text import KEY_VALUES, deadlock_lines, value_words, verdict_sentence
 from auditor.sources import target_label
@@ -36,6 +37,24 @@ def render_html(doc: dict[str, Any]) -> str:
     return env.get_template("report.html.j2").render(**_context(doc))
 
 
+def _causes(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The findings by cause (analysis.causes), gravest first; a run's fired-but-not-predicted
+    sites first among equals."""
+    findings = doc.get("findings", [])
+    grouped = [{"severity": c.severity, "finding": findings[c.index],
+                "consequences": [findings[i] for i in c.consequences]}
+               for c in causes.group(findings)]
+    return sorted(grouped, key=lambda c: (SEVERITY_ORDER.get(c["severity"], 3),
+                                          c["finding"]["kind"] not in ("static-miss", "unscanned-p2p")))
+
+
+def _headline_fix(doc: dict[str, Any]) -> str:
+    """The fix of the cause the headline names (the verdict's first error cause)."""
+    v = doc.get("verdict") or judge(doc).to_json()
+    first = (v.get("causes") or [{}])[0]
+    return first.get("fix", "") if v["status"] == "findings" and first.get("severity") == "error" else ""
+
+
 def _context(doc: dict[str, Any]) -> dict[str, Any]:
     config = doc.get("config", {})
     effective = config.get("effective", {})
@@ -53,9 +72,8 @@ def _context(doc: dict[str, Any]) -> dict[str, Any]:
         "verdict": verdict_sentence(doc),
         "deadlock": _deadlock(doc),
         "verdict_class": _verdict_class(doc),
-        "findings": sorted(doc.get("findings", []),
-                           key=lambda f: (SEVERITY_ORDER.get(f["severity"], 3),
-                                          f["kind"] not in ("static-miss", "unscanned-p2p"))),
+        "causes": _causes(doc),
+        "fix": _headline_fix(doc),
         "config_rows": [{"key": k, "value": value_words(effective[k]), "provenance": provenance.get(k, ""),
                          "main": k in KEY_VALUES} for k in keys],
         "sites": [_site_row(s, excerpts.get(s["id"])) for s in sites],

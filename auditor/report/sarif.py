@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from auditor.analysis import causes
+
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 MAX_LOCATIONS = 10
@@ -19,9 +21,10 @@ WHERE = re.compile(r"^(?P<path>.+?):(?P<line>\d+)$")
 def to_sarif(doc: dict[str, Any]) -> dict[str, Any]:
     sites = {s["id"]: s for s in doc["sites"]}
     findings = doc.get("findings", [])
+    grouped = causes.group(findings)  # one result per cause, its consequences inside it
     kinds: dict[str, dict[str, Any]] = {}
-    for f in findings:
-        kinds.setdefault(f["kind"], f)
+    for c in grouped:
+        kinds.setdefault(findings[c.index]["kind"], findings[c.index])
     rule_index = {kind: i for i, kind in enumerate(kinds)}
     rules = [{
         "id": kind,
@@ -31,7 +34,9 @@ def to_sarif(doc: dict[str, Any]) -> dict[str, Any]:
         "help": {"text": first.get("fix") or first["message"]},
         "defaultConfiguration": {"level": LEVEL[first["severity"]]},
     } for kind, first in kinds.items()]
-    results = [_result(f, rule_index[f["kind"]], sites, "gate" in doc) for f in findings]
+    results = [_result(findings[c.index], rule_index[findings[c.index]["kind"]], sites,
+                       "gate" in doc, c.severity, [findings[i] for i in c.consequences])
+               for c in grouped]
     bases: dict[str, Any] = {"SRCROOT": {"description": {"text": "the directory p2paudit ran in"}}}
     for t in doc.get("targets", []):
         bases[t["name"]] = {"description": {
@@ -56,8 +61,11 @@ def to_sarif(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def _result(f: dict[str, Any], index: int, sites: dict[str, dict[str, Any]],
-            compared: bool) -> dict[str, Any]:
+            compared: bool, severity: str, consequences: list[dict[str, Any]]) -> dict[str, Any]:
+    """A cause as one result: its own location, then the sites of what it explains."""
     located = [sites[i] for i in f.get("site_ids", []) if i in sites]
+    explained = [sites[i] for c in consequences for i in c.get("site_ids", [])
+                 if i in sites and sites[i] not in located]
     locations = [_site_location(s) for s in located[:MAX_LOCATIONS]]
     if not locations and f.get("where"):
         match = WHERE.match(f["where"])
@@ -65,18 +73,19 @@ def _result(f: dict[str, Any], index: int, sites: dict[str, dict[str, Any]],
             locations = [{"physicalLocation": {
                 "artifactLocation": {"uri": match["path"], "uriBaseId": "SRCROOT"},
                 "region": {"startLine": int(match["line"])}}}]
-    text = f["message"] + (f"\nFix: {f['fix']}" if f.get("fix") else "")
+    text = (f["message"] + (f"\nFix: {f['fix']}" if f.get("fix") else "")
+            + "".join(f"\nExplains {c['kind']}: {c['message']}" for c in consequences))
     result: dict[str, Any] = {
-        "ruleId": f["kind"], "ruleIndex": index, "level": LEVEL[f["severity"]],
+        "ruleId": f["kind"], "ruleIndex": index, "level": LEVEL[severity],
         "message": {"text": text},
         "locations": locations,
         "partialFingerprints": {"p2paudit/v1": f"{f['kind']}|" + "|".join(
             sorted(f.get("site_ids", [])) or [f.get("where", "")])},
     }
-    if len(located) > MAX_LOCATIONS:
-        result["relatedLocations"] = [dict(_site_location(s), id=k)
-                                      for k, s in enumerate(located[MAX_LOCATIONS:])]
-    flows = [path for s in located[:1] for path in s.get("paths", [])]
+    related = located[MAX_LOCATIONS:] + explained
+    if related:
+        result["relatedLocations"] = [dict(_site_location(s), id=k) for k, s in enumerate(related)]
+    flows = [path for s in (located or explained)[:1] for path in s.get("paths", [])]
     if flows:
         result["codeFlows"] = [{"threadFlows": [{"locations": [
             {"location": {"message": {"text": step}}} for step in path]}]} for path in flows]

@@ -4,9 +4,11 @@ file), the matrix table, and the gate's and the simulation's reports."""
 from __future__ import annotations
 
 import os
+import textwrap
 from collections import defaultdict
 from typing import Any
 
+from auditor.analysis import causes
 from auditor.analysis.diff import diff_text
 from auditor.analysis.verdict import judge
 from auditor.analysis.waitfor.sizes import size_words
@@ -73,9 +75,13 @@ def verdict_sentence(doc: dict[str, Any]) -> str:
 
 
 def verdict_line(doc: dict[str, Any]) -> str:
-    """The headline, then what stays undecided, each with what would decide it."""
+    """The headline, the fix of the cause it names, then what stays undecided, each with what
+    would decide it."""
     v = doc.get("verdict") or judge(doc).to_json()
     lines = [v["headline"]]
+    first = (v.get("causes") or [{}])[0]
+    if v["status"] == "findings" and first.get("severity") == "error" and first.get("fix"):
+        lines.append(f"fix: {first['fix']}")
     if v.get("deadlock"):
         lines += deadlock_lines(v["deadlock"])
     if len(v.get("undecided", [])) > 1 or (v["status"] == "findings" and v.get("undecided")):
@@ -105,9 +111,10 @@ def deadlock_lines(d: dict[str, Any]) -> list[str]:
     return lines
 
 
-def scan_report(doc: dict[str, Any], verbose: bool = False) -> str:
+def scan_report(doc: dict[str, Any], verbose: bool = False, width: int = 80) -> str:
     """The scan (or joined scan) for a terminal. Sites that share an explanation are one block
-    with their lines under it; `verbose` gives every site its own block."""
+    with their lines under it; `verbose` gives every site its own block. Config provenance is
+    cut to `width` (verbose: whole); `fit` wraps the rest."""
     launch = doc.get("launch") or {}
     eff = doc["config"].get("effective", {})
     prov = doc["config"].get("provenance", {})
@@ -122,28 +129,23 @@ def scan_report(doc: dict[str, Any], verbose: bool = False) -> str:
         lines.append("entry points: " + ("; ".join(doc["entries"]) or
                                          "none (the rules name none for these targets: "
                                          "pass --entry MODULE:QUALNAME)"))
-    lines += [
-        "",
-        verdict_line(doc),
-        "",
-        "Effective config (P2P-relevant; --format json has all, with provenance):",
-    ]
+    lines += ["", verdict_line(doc)]
+    lines += _cause_blocks(doc, verbose)
+    lines += ["", "Effective config (P2P-relevant; --format json has all, with provenance):"]
     for key in KEY_VALUES:
         if key in eff:
-            lines.append(f"  {key:<38} {value_words(eff[key]):<8} {prov.get(key, '')}")
-    findings = sorted(doc["findings"], key=lambda f: ("error", "warning", "info").index(f["severity"]))
-    if findings:
-        lines += ["", "Findings:"]
-        for f in findings:
-            lines.append(f"  {f['severity'].upper():<7} {f['kind']}: {f['message']}")
-            if f.get("where"):
-                lines.append(f"          at {f['where']}")
-            if f.get("fix"):
-                lines.append(f"          fix: {f['fix']}")
-    if doc.get("patches"):
-        lines += ["", "Monkeypatches installed on the way (found in the code):"]
-        for p in doc["patches"]:
+            row = f"  {key:<36} {value_words(eff[key]):<6} {prov.get(key, '')}"
+            lines.append(row if verbose or len(row) <= width else row[:width - 1] + "…")
+    patches = doc.get("patches") or []
+    shown_patches = patches if verbose else _on_p2p_path(doc, patches)
+    if shown_patches:
+        lines += ["", "Monkeypatches installed on the way (found in the code)"
+                  + ("" if verbose else ", on the P2P path") + ":"]
+        for p in shown_patches:
             lines.append(f"  {p['target']}  <-  {p['replacement']}  (in {p['installed_in']})")
+    if len(shown_patches) < len(patches):
+        lines.append(f"  ({len(patches) - len(shown_patches)} other monkeypatch(es), off the P2P "
+                     "path: --verbose lists them)")
     lines += ["", "Sites:"]
     quiet = []
     unreachable: dict[tuple[str, str, str], list[int]] = {}
@@ -160,8 +162,10 @@ def scan_report(doc: dict[str, Any], verbose: bool = False) -> str:
     for (path, function, reason), at in unreachable.items():
         lines.append(f"  UNREACHABLE   {path}:{','.join(map(str, at))}  in {function}: {reason}")
     if quiet:
+        listed = quiet if verbose else quiet[:QUIET_SHOWN]
+        more = "" if len(listed) == len(quiet) else f" (+{len(quiet) - len(listed)} more: --verbose)"
         lines.append(f"  UNKNOWN       {len(quiet)} site(s) no call path from the entry points reaches: "
-                     + ", ".join(quiet))
+                     + ", ".join(listed) + more)
     counts = {v: sum(1 for s in doc["sites"] if s["verdict"] == v) for v in _ORDER}
     a = doc.get("analysis", {})
     lines += ["", ", ".join(f"{n} {v}" for v, n in counts.items())
@@ -169,6 +173,64 @@ def scan_report(doc: dict[str, Any], verbose: bool = False) -> str:
               f"{a.get('modules_parsed', 0)} modules parsed, {a.get('modules_cached', 0)} cached, "
               f"{a.get('seconds', 0)} s"]
     return "\n".join(lines) + "\n"
+
+
+# Sites no call path reaches, listed by name in the default view (the rest behind --verbose).
+QUIET_SHOWN = 3
+
+
+def _cause_blocks(doc: dict[str, Any], verbose: bool) -> list[str]:
+    """The findings grouped by cause (analysis.causes, through the verdict): each cause once, with
+    its line and fix, and the findings it explains under it, by their first sentence (`verbose`:
+    in full)."""
+    findings = doc.get("findings") or []
+    if not findings:
+        return []
+    lines = ["", "Findings, by cause:"]
+    for cause in causes.group(findings):
+        f = findings[cause.index]
+        at = f" at {f['where']}" if f.get("where") else ""
+        lines += [f"  {cause.severity.upper():<7} {f['kind']}{at}", f"          {f['message']}"]
+        if f.get("fix"):
+            lines.append(f"          fix: {f['fix']}")
+        explained = [findings[i] for i in cause.consequences]
+        if verbose:
+            lines += [f"          explains {c['kind']}: {c['message']}" for c in explained]
+        elif explained:
+            lines.append("          explains: " + ", ".join(_briefly(c) for c in explained)
+                         + " (--verbose says each)")
+    return lines
+
+
+def _briefly(f: dict[str, Any]) -> str:
+    """A consequence in a few words: its kind, how many sites, where."""
+    n = len(f.get("site_ids") or [])
+    where = f.get("where") or ""
+    bits = [f"{n} site(s)" if n else "", f"at {where}" if where else ""]
+    said = ", ".join(b for b in bits if b)
+    return f"{f['kind']} ({said})" if said else f["kind"]
+
+
+def _on_p2p_path(doc: dict[str, Any], patches: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The monkeypatches whose replacement a reached site's call path goes through."""
+    steps = {step for s in doc.get("sites", []) for path in s.get("paths") or [] for step in path}
+    return [p for p in patches
+            if any(p["replacement"].endswith("." + step) or p["replacement"] == step
+                   for step in steps)]
+
+
+def fit(text: str, width: int) -> str:
+    """Every line at most `width` columns: a longer one wraps under its own indentation (plus
+    two), so nothing is cut; the JSON keeps the lines whole."""
+    out = []
+    for line in text.split("\n"):
+        if len(line) <= width:
+            out.append(line)
+            continue
+        indent = " " * (len(line) - len(line.lstrip(" ")))
+        out += textwrap.wrap(line, width, subsequent_indent=indent + "  ",
+                             break_on_hyphens=False, drop_whitespace=True) or [line[:width]]
+    return "\n".join(out)
 
 
 def value_words(value: Any) -> str:

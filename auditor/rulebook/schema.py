@@ -44,7 +44,8 @@ TABLES: dict[str, Table] = {
     "arg": _table(True, "stage key type", f"default class aliases {_SELECT}"),
     "rule": _table(True, "id stage", f"key action value when guard provenance class valid invalid {_SELECT}"),
     "check": _table(True, "id stage when kind severity message",
-                    f"effect fix blame guard supersedes category valid invalid {_SELECT}"),
+                    f"effect fix blame guard supersedes category explains headline valid invalid "
+                    f"{_SELECT}"),
     "model": _table(True, "names", "values torch_dtype versions source"),
     # The call-graph interpreter (rulebook.interpreter).
     "entry_point": _table(True, "name code", "about launchers source versions unknown"),

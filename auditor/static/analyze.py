@@ -126,6 +126,8 @@ class FileCache:
         self.path = os.path.join(cache_dir(), "analysis", f"{digest}.json")
         self.entries: dict[str, list] = self._load() if load else {}
         self.dirty = False
+        # Files parsed by this process (an inventory before the call graph): not "from cache".
+        self.fresh: set[str] = set()
 
     def _load(self) -> dict[str, list]:
         try:
@@ -152,6 +154,7 @@ class FileCache:
     def put(self, rel: str, digest: str, result: Any) -> None:
         self.entries[rel] = [digest, result]
         self.dirty = True
+        self.fresh.add(rel)
 
     def save(self) -> None:
         if not self.dirty:

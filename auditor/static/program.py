@@ -79,7 +79,9 @@ class Program:
         hit, result = cache.lookup(rel, digest)
         # None: the inventory skipped it unparsed; an entry that does not read is parsed again.
         mod_ir = _read_ir(result) if hit and result is not None else None
-        if mod_ir is not None:
+        if mod_ir is not None and rel in cache.fresh:
+            self.parsed += 1  # parsed earlier in this run (the site inventory)
+        elif mod_ir is not None:
             self.cached += 1
         elif text is None:
             self.errors.append((src.name, FileError(rel, error or "unreadable")))
