@@ -170,6 +170,14 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
         out.append(Undecided(
             f"{len(group)} reached site(s), e.g. {first['path']}:{first['line']} {first['api']} "
             f"in {first['function']}: {why}", _decide_for(group, config)))
+    incomplete = ((doc.get("run") or {}).get("trace") or {}).get("incomplete") or {}
+    if incomplete:
+        at, why = str(next(iter(incomplete.values()))).split(": ", 1)
+        out.append(Undecided(
+            f"what rank(s) {', '.join(incomplete)} did after their trace ends: the trace is "
+            f"incomplete for them ({why}; {at})",
+            "`p2paudit record` again with --out on a filesystem with room (df -h), or fix the "
+            "recorder error the trace names"))
     analysis = doc.get("analysis", {})
     if analysis.get("budget_exhausted"):
         cuts = analysis.get("budget_cuts") or []
