@@ -263,10 +263,19 @@ def simulation_verdict(sim: dict[str, Any]) -> RunVerdict:
         return RunVerdict("inconclusive", "INCONCLUSIVE: not simulated; unknown "
                           + "; ".join(sim["unknown"]),
                           [Undecided(u, "--set KEY=VALUE for the size it names") for u in sim["unknown"]])
-    deadlock = sim.get("deadlock")
+    if sim.get("not_run") == "startup":
+        return RunVerdict("findings", f"DOES NOT START: {sim['hypothetical']}",
+                          errors=len(sim["startup_errors"]))
+    if sim.get("not_run") == "memory":
+        return RunVerdict("inconclusive", f"INCONCLUSIVE: not simulated; {sim['hypothetical']}",
+                          [Undecided("whether this order hangs (not simulated on this machine)",
+                                     "--microbatches N (fewer in flight), or simulate on a machine "
+                                     "with more memory")])
     problems = []
     if sim["startup_errors"]:
-        problems.append("DOES NOT START (the real run stops before the schedule); simulated anyway")
+        problems.append("DOES NOT START as written (the front end stops it before the schedule); "
+                        "simulated as megatron-core used as a library runs it")
+    deadlock = sim.get("deadlock")
     if sim["unpredicted"]:
         problems.append(f"{len(sim['unpredicted'])} fired site(s) the scan did not predict")
     if sim.get("mismatched_pairs"):

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from auditor.dynamic import record
+from auditor.simulate import machine
 from auditor.simulate.plan import Plan
 
 # A rank that waits this long in one op writes its hang file (gloo completes every order a
@@ -24,9 +25,10 @@ TIMEOUT_S = 600.0
 @dataclass
 class Recorded:
     trace: Path
-    status: int  # the rank process's exit status
+    status: int  # the rank process's exit status (128+N: a rank, or it, killed by signal N)
     output: str  # its stderr, for a failure's message
     seconds: float
+    killed: str | None = None  # what killed a rank (the kernel's OOM killer...), in words
 
 
 def run(p: Plan, workdir: Path) -> Recorded:
@@ -58,6 +60,7 @@ def run(p: Plan, workdir: Path) -> Recorded:
         [str(Path(__file__).resolve().parents[2])]
         + [x for x in child_env.get("PYTHONPATH", "").split(os.pathsep) if x])
     child_env.setdefault("PYTHONWARNINGS", "ignore")
+    kills_before = machine.oom_kills()
     started = time.perf_counter()
     # Its own session, so that a run past TIMEOUT_S is stopped with every rank it forked.
     child = subprocess.Popen([sys.executable, "-m", "auditor.simulate.rank", str(spec_path)],
@@ -69,4 +72,6 @@ def run(p: Plan, workdir: Path) -> Recorded:
         os.killpg(child.pid, signal.SIGKILL)
         _, err = child.communicate()
         return Recorded(trace, 124, err + f"\nstopped after {TIMEOUT_S:g} s", TIMEOUT_S)
-    return Recorded(trace, child.returncode, err, time.perf_counter() - started)
+    status = child.returncode if child.returncode >= 0 else 128 - child.returncode
+    return Recorded(trace, status, err, time.perf_counter() - started,
+                    machine.killed_words(status, kills_before))
