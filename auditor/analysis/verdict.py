@@ -271,6 +271,10 @@ def simulation_verdict(sim: dict[str, Any]) -> RunVerdict:
                           [Undecided("whether this order hangs (not simulated on this machine)",
                                      "--microbatches N (fewer in flight), or simulate on a machine "
                                      "with more memory")])
+    if sim.get("not_run") == "incomplete":
+        return RunVerdict("inconclusive", f"INCONCLUSIVE: {sim['hypothetical']}",
+                          [Undecided("whether this order hangs (its trace is incomplete)",
+                                     "--trace-dir on a filesystem with room (df -h)")])
     problems = []
     if sim["startup_errors"]:
         problems.append("DOES NOT START as written (the front end stops it before the schedule); "

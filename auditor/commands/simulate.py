@@ -11,7 +11,6 @@ completes; 2 on bad input.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 from pathlib import Path
@@ -86,8 +85,11 @@ def _simulate(doc: dict[str, Any], p: Plan, args: argparse.Namespace, workdir: P
               file=sys.stderr)
         return EXIT_FINDINGS
     trace = read_trace_dir(recorded.trace)
-    schedules = sorted({json.loads(f.read_text())["schedule"]
-                        for f in workdir.glob("result-*.json")})
+    stopped = {r: rt.stopped for r, rt in trace.ranks.items() if rt.stopped is not None}
+    if stopped:  # the schedule ran, but the order it issued is not all in the trace
+        return _not_run(doc, p, args, "incomplete", f"the recorded order is incomplete: rank(s) "
+                        f"{', '.join(map(str, stopped))}: {next(iter(stopped.values()))}")
+    schedules = sorted({r["schedule"] for r in recorded.results})
     results = predict.replays(doc, trace, p)
     out = predict.joined(doc, trace, predict.pick(results))
     sim = predict.simulation(out, p, results, ", ".join(schedules), recorded.seconds)
@@ -101,8 +103,9 @@ def _simulate(doc: dict[str, Any], p: Plan, args: argparse.Namespace, workdir: P
 
 def _not_run(doc: dict[str, Any], p: Plan, args: argparse.Namespace, why: str,
              words: str) -> int:
-    """The answer without a run: a size unknown, a run that does not start (the scan's start-up
-    errors), or one this machine cannot hold (`why`: unknown | startup | memory)."""
+    """The answer without a (usable) run: a size unknown, a run that does not start (the scan's
+    start-up errors), one this machine cannot hold, or one whose trace stopped early (`why`:
+    unknown | startup | memory | incomplete)."""
     sim = {"verdict": "inconclusive", "hang": None, "message_bytes": p.message_bytes,
            "message": p.size_words(), "inputs": p.to_json(), "unknown": p.unknown,
            "not_run": why, "hypothetical": words,

@@ -8,8 +8,9 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from auditor.dynamic import record
@@ -29,17 +30,28 @@ class Recorded:
     output: str  # its stderr, for a failure's message
     seconds: float
     killed: str | None = None  # what killed a rank (the kernel's OOM killer...), in words
+    results: list[dict] = field(default_factory=list)  # each rank's result-N.json
 
 
 def run(p: Plan, workdir: Path) -> Recorded:
-    """Run the schedule of `p` in `workdir` (which must be empty); returns the trace directory."""
+    """Run the schedule of `p` in `workdir` (which must be empty); returns the trace directory.
+    The ranks' rendezvous file and results live apart from the trace: a trace that fills its
+    filesystem stops recording, never the ranks."""
+    with tempfile.TemporaryDirectory(prefix="p2paudit-ranks-") as own:
+        recorded = _run(p, workdir, Path(own))
+        recorded.results = [json.loads(f.read_text(encoding="utf-8"))
+                            for f in sorted(Path(own).glob("result-*.json"))]
+        return recorded
+
+
+def _run(p: Plan, workdir: Path, own: Path) -> Recorded:
     trace = workdir / "trace"
     env = record.environment(trace, HANG_AFTER_S, None, base={})
     spec = {
         "paths": [str(p.megatron_root)],
         "record_env": {k: v for k, v in env.items() if k.startswith("P2PAUDIT_")},
-        "store": f"file://{workdir / 'store'}",
-        "out": str(workdir),
+        "store": f"file://{own / 'store'}",
+        "out": str(own),
         "pipeline_size": p.get("pipeline_size"),
         "virtual_stages": p.get("virtual_stages"),
         "microbatches": p.get("microbatches"),
