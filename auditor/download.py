@@ -1,11 +1,12 @@
 """A pinned release's archive (`NAME==VERSION`), downloaded once into its cache folder and
 checked before it is read: the cp312 wheel with pip, else the release's best other file pip's
 index lists, fetched as is (nothing of the package is built or run). Each archive's sha256 is
-recorded beside it when pip (or a link's `#sha256=`) checked it, and checked on every read; a
-file cached without a record is checked against the package index once."""
+checked against the package index's on every read (the record beside it, made when pip or a
+link's `#sha256=` checked it, stands in only where the index cannot be reached)."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -14,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -23,12 +25,15 @@ from packaging.utils import (InvalidSdistFilename, InvalidWheelFilename, canonic
 from packaging.version import InvalidVersion, Version
 
 from auditor.errors import InputError
+
+STALE_S = 3600  # a temporary folder this old belongs to a run that was interrupted
 from auditor.progress import Progress
 
 
 def release_archive(name: str, version: str, folder: Path, origin: str) -> tuple[Path, str]:
     """The release's archive in `folder` (downloaded there first if absent) and its sha256,
     checked; InputError naming the file where it is not the published one."""
+    remove_stale(Path(tempfile.gettempdir()), ("p2paudit-dl-",))  # of interrupted downloads
     archives = _archives(folder)
     if not archives:
         _pip_download(name, version, folder, origin)
@@ -53,26 +58,62 @@ def _archives(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.name.endswith((".whl", ".tar.gz", ".zip")))
 
 
+def remove_stale(folder: Path, prefixes: tuple[str, ...]) -> None:
+    """Remove what interrupted runs left in `folder` (entries named with one of `prefixes`, older
+    than STALE_S); a concurrent run's are younger and stay."""
+    now = time.time()
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            if entry.name.startswith(prefixes) and now - entry.lstat().st_mtime > STALE_S:
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry, ignore_errors=True)
+                else:
+                    entry.unlink()
+        except OSError:
+            continue
+
+
 # The package index's JSON listing of a project (PEP 691): every file with its sha256.
 INDEX = os.environ.get("PIP_INDEX_URL", "https://pypi.org/simple").rstrip("/") + "/"
 
 
 def _check_published(archive: Path, name: str, origin: str) -> str:
-    """The archive is the file the index publishes under its name: its sha256 against the one
-    recorded beside it (`FILE.sha256`) when it was downloaded (pip checked it against its index's
-    hash then), or, for a file cached before records were kept, against the index's (PEP 691
-    `hashes.sha256`: PIP_INDEX_URL's index, else PyPI), recorded then. A truncated or replaced
-    file in the cache is bad input, never read as the release."""
+    """The archive is the file the index publishes under its name: its sha256 against the index's
+    (PEP 691 `hashes.sha256`: PIP_INDEX_URL's index, else PyPI), asked on every first read in a
+    process; only where the index cannot be reached, against the one recorded beside it
+    (`FILE.sha256`) when it was downloaded (pip checked it against its index's hash then), as a
+    record beside a file cannot vouch for it against whoever replaced both. A truncated or
+    replaced file in the cache is bad input, never read as the release."""
     record = archive.with_name(archive.name + ".sha256")
-    expected = record.read_text().strip() if record.is_file() else _published_sha256(name, archive.name, origin)
-    actual = sha256(archive)
+    expected = _published_sha256(name, archive.name, origin)
+    if expected is None:  # the index cannot be reached: the record made at download
+        if not record.is_file():
+            raise InputError(origin, f"cannot check {archive.name} against the sha256 "
+                                     f"{INDEX}{canonicalize_name(name)}/ publishes: no network, "
+                                     f"and no record of it from its download")
+        expected = record.read_text().strip()
+    actual = _sha256_once(archive)
     if actual != expected:
         raise InputError(str(archive), f"sha256 {actual} is not the {expected} the package index "
                                        "publishes for this file (truncated or replaced?); delete it "
                                        "to download it again")
-    if not record.is_file():
+    if not record.is_file() or record.read_text().strip() != expected:
         _record_sha256(archive, expected)
     return actual
+
+
+@functools.lru_cache(maxsize=None)
+def _sha256_cached(path: str, size: int, mtime_ns: int) -> str:
+    return sha256(Path(path))
+
+
+def _sha256_once(path: Path) -> str:
+    st = path.stat()
+    return _sha256_cached(str(path), st.st_size, st.st_mtime_ns)
 
 
 def _record_sha256(archive: Path, digest: str) -> None:
@@ -82,15 +123,17 @@ def _record_sha256(archive: Path, digest: str) -> None:
     tmp.replace(record)
 
 
-def _published_sha256(name: str, filename: str, origin: str) -> str:
+@functools.lru_cache(maxsize=None)
+def _published_sha256(name: str, filename: str, origin: str) -> str | None:
+    """The index's sha256 of `filename`; None when the index cannot be reached. InputError when
+    it answers without a sha256 for that file."""
     url = f"{INDEX}{canonicalize_name(name)}/"
     request = urllib.request.Request(url, headers={"Accept": "application/vnd.pypi.simple.v1+json"})
     try:
-        with urllib.request.urlopen(request, timeout=60) as resp:
+        with urllib.request.urlopen(request, timeout=20) as resp:
             listing = json.load(resp)
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise InputError(origin, f"cannot check {filename} against the sha256 {url} publishes: "
-                                 f"{exc}") from None
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
     for entry in listing.get("files", []):
         if entry.get("filename") == filename and entry.get("hashes", {}).get("sha256"):
             return str(entry["hashes"]["sha256"])

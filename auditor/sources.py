@@ -1,8 +1,9 @@
 """Turns a TARGET into a SourceSet: the Python files of one distribution, never imported.
 
 TARGET is an installed distribution name, a wheel or sdist path, a source directory or file,
-`NAME==VERSION` (downloaded once with pip into the cache), or `NAME=PATH` (a path that is that
-distribution, e.g. a git checkout). Unpacked archives and downloads are kept under `cache_dir()`
+`NAME==VERSION` (downloaded once with pip into the cache; always a release, never a path, even
+where a directory of that name exists: `./NAME==VERSION` is the path), or `NAME=PATH` (a path
+that is that distribution, e.g. a git checkout). Unpacked archives and downloads are kept under `cache_dir()`
 keyed by content, so a second run does no I/O beyond reading files.
 """
 
@@ -10,11 +11,14 @@ from __future__ import annotations
 
 import ast
 import email.parser
+import errno
 import functools
 import importlib.metadata
+import json
 import os
 import re
 import shutil
+import sys
 import tarfile
 import tempfile
 import zipfile
@@ -110,6 +114,9 @@ def target_label(target: dict[str, Any]) -> str:
 
 def resolve(target: str) -> SourceSet:
     """Resolve one TARGET; raises InputError naming it and the cause."""
+    pin = PIN.match(target)
+    if pin:  # a release, never a path: a directory of that name in the cwd is not read
+        return _from_pin(pin.group(1), pin.group(2), target)
     named = NAMED_PATH.match(target)
     if named and not Path(target).exists():
         return _named(named.group(1), named.group(2), target)
@@ -124,9 +131,6 @@ def resolve(target: str) -> SourceSet:
         if path.suffix == ".py":
             return SourceSet(path.stem, None, "dir", path.resolve().parent, target, [path.name])
         raise InputError(target, "not a wheel, sdist, directory or .py file")
-    pin = PIN.match(target)
-    if pin:
-        return _from_pin(pin.group(1), pin.group(2), target)
     if "/" in target or target.endswith((".whl", ".py", ".tar.gz")):
         raise InputError(target, "no such file or directory")
     return _from_installed(target)
@@ -235,24 +239,94 @@ def _module_version(path: Path) -> str | None:
     return None
 
 
-def _unpack_once(archive: Path, origin: str, extract, digest: str | None = None) -> Path:
-    """Extract into the cache under the archive's digest; concurrent runs race safely."""
-    dest = cache_dir() / "unpacked" / (digest or download.sha256(archive))[:20]
+# An archive expands at most this much (declared sizes): Python sources compress 4-6x, a torch
+# wheel 2-3x; a zip bomb (612 KB -> 601 MB: 1,000x) is refused before anything is written.
+MAX_RATIO = 100
+MAX_UNPACKED = 16 << 30
+MANIFEST = ".manifest.json"  # what was unpacked: the archive's digest, every read file's sha256
+# What the analysis reads from an unpacked tree, so what its manifest vouches for.
+READ_NAMES = ("METADATA", "PKG-INFO", "pyproject.toml", "version.txt")
+
+
+def _unpack_once(archive: Path, origin: str, extract, sizes, digest: str | None = None) -> Path:
+    """Extract into the cache under the archive's digest; concurrent runs race safely. A tree
+    whose files no longer match the manifest written at unpack (edited, added, removed) is
+    unpacked again from the archive, which was checked against its sha256. `sizes`: the
+    archive's declared member sizes, bounded before anything is written."""
+    digest = digest or download.sha256(archive)
+    dest = cache_dir() / "unpacked" / f"{digest[:20]}-m"  # -m: trees with a manifest
     if (dest / ".complete").exists():
-        return dest
+        if _matches_manifest(dest, digest):
+            return dest
+        _set_aside(dest)
+    _bound_expansion(archive, origin, sizes())
     dest.parent.mkdir(parents=True, exist_ok=True)
+    download.remove_stale(dest.parent, (".tmp-", ".stale-"))
     tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=".tmp-"))
     try:
         extract(tmp)
+        manifest = {"archive": digest, "files": _tree_digests(tmp)}
+        (tmp / MANIFEST).write_text(json.dumps(manifest, sort_keys=True), encoding="utf-8")
         (tmp / ".complete").touch()
         try:
             tmp.rename(dest)
         except OSError:  # another process won the race
             shutil.rmtree(tmp, ignore_errors=True)
-    except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError, ValueError) as exc:
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise InputError(str(dest.parent), f"disk full while unpacking {archive.name} into "
+                                               f"the cache ($P2PAUDIT_CACHE): free space and run "
+                                               f"again (the archive is fine)") from None
+        raise InputError(origin, f"corrupt or unreadable archive: {exc}") from None
+    except (zipfile.BadZipFile, tarfile.TarError, EOFError, ValueError) as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         raise InputError(origin, f"corrupt or unreadable archive: {exc}") from None
     return dest
+
+
+def _bound_expansion(archive: Path, origin: str, sizes: list[int]) -> None:
+    total = sum(sizes)
+    packed = max(archive.stat().st_size, 1)
+    if total > MAX_UNPACKED or total > MAX_RATIO * packed:
+        raise InputError(origin, f"{archive.name} would expand {packed:,} bytes to {total:,} "
+                                 f"({total // packed:,}x; at most {MAX_RATIO}x and "
+                                 f"{MAX_UNPACKED >> 30} GiB are unpacked): not unpacked")
+
+
+def _tree_digests(root: Path) -> dict[str, str]:
+    """sha256 of every file the analysis reads under `root` (.py and the metadata files)."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in filenames:
+            if name.endswith(".py") or name in READ_NAMES:
+                path = Path(dirpath) / name
+                out[path.relative_to(root).as_posix()] = download.sha256(path)
+    return out
+
+
+def _matches_manifest(dest: Path, digest: str) -> bool:
+    try:
+        manifest = json.loads((dest / MANIFEST).read_bytes())
+        ok = (isinstance(manifest, dict) and manifest.get("archive") == digest
+              and manifest.get("files") == _tree_digests(dest))
+    except (OSError, ValueError):
+        ok = False
+    if not ok:
+        print(f"p2paudit: {dest} no longer matches the archive it was unpacked from: unpacking "
+              f"it again", file=sys.stderr)
+    return ok
+
+
+def _set_aside(dest: Path) -> None:
+    """Move a tree that cannot be trusted out of the way (a reader holding it keeps its files)."""
+    stale = dest.with_name(f".stale-{dest.name}-{os.getpid()}")
+    try:
+        dest.rename(stale)
+    except OSError:
+        return
+    shutil.rmtree(stale, ignore_errors=True)
 
 
 def _safe_members(names: list[str], origin: str) -> None:
@@ -271,9 +345,13 @@ def _from_wheel(path: Path, origin: str, digest: str | None = None) -> SourceSet
             _safe_members(zf.namelist(), origin)
             zf.extractall(dest)
 
+    def sizes() -> list[int]:
+        with zipfile.ZipFile(path) as zf:
+            return [i.file_size for i in zf.infolist()]
+
     if not zipfile.is_zipfile(path):
         raise InputError(origin, "corrupt wheel: not a zip archive")
-    root = _unpack_once(path, origin, extract, digest)
+    root = _unpack_once(path, origin, extract, sizes, digest)
     files, top = _walk(root)
     if not any(n.endswith(".dist-info") for n in top):
         raise InputError(origin, "corrupt wheel: no .dist-info directory")
@@ -292,7 +370,17 @@ def _from_sdist(path: Path, origin: str, digest: str | None = None) -> SourceSet
                 _safe_members(tf.getnames(), origin)
                 tf.extractall(dest, filter="data") if hasattr(tarfile, "data_filter") else tf.extractall(dest)
 
-    unpacked = _unpack_once(path, origin, extract, digest)
+    def sizes() -> list[int]:
+        try:
+            if path.name.endswith(".zip"):
+                with zipfile.ZipFile(path) as zf:
+                    return [i.file_size for i in zf.infolist()]
+            with tarfile.open(path) as tf:
+                return [m.size for m in tf.getmembers()]
+        except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError, ValueError) as exc:
+            raise InputError(origin, f"corrupt or unreadable archive: {exc}") from None
+
+    unpacked = _unpack_once(path, origin, extract, sizes, digest)
     tops = [p for p in unpacked.iterdir() if p.is_dir()]
     top = tops[0] if len(tops) == 1 else unpacked
     root = top / "src" if (top / "src").is_dir() else top
@@ -309,10 +397,13 @@ def _from_installed(name: str) -> SourceSet:
             name, "not a path, not NAME==VERSION, and no installed distribution of that name"
         ) from None
     root = Path(dist.locate_file("")).resolve()
+    # RECORD is the distribution's own word: an entry that is absolute or climbs out of the
+    # install folder (`/abs/x.py`, `pkg/../../x.py`) names what is not the distribution's file.
     files = sorted(
         str(f).replace(os.sep, "/")
         for f in (dist.files or [])
-        if str(f).endswith(".py") and not str(f).startswith("..")
+        if str(f).endswith(".py") and not Path(str(f)).is_absolute()
+        and ".." not in Path(str(f)).parts
     )
     if not files:
         raise InputError(name, "installed, but its RECORD lists no Python files")

@@ -218,15 +218,16 @@ def test_glm_pp2_runs_and_hangs_between_its_two_stages_over_sockets(real_sources
     assert sim["unpredicted"] == [] and sim["startup_errors"] == []
 
 
-def test_glm_pp8_runs_but_says_the_real_run_never_starts(real_sources):
+def test_glm_pp8_is_not_simulated_the_real_run_never_starts(real_sources):
+    """A run the scan knows cannot start is not simulated (issue 22 item 13)."""
     rc, doc, err = simulate_json("--config", str(EXAMPLES / "glm5_1_lora_pp8.sh"), "--torch",
                                  "2.11.0")
     sim = doc["simulation"]
-    assert len(sim["ranks"]) == 8 and sim["microbatches"] == 8
-    assert sim["verdict"] == "completes" and sim["unpredicted"] == []
+    assert sim["ranks"] == [] and sim["not_run"] == "startup" and sim["verdict"] == "inconclusive"
     (error,) = sim["startup_errors"]
     assert "78 layers with PP=8" in error
-    assert rc == 1 and "DOES NOT START" in err
+    assert rc == 1 and doc["verdict"]["headline"].startswith("DOES NOT START: not simulated")
+    assert sim["hypothetical"].startswith("not simulated; megatron-core stops the run")
 
 
 def test_unknown_hidden_size_is_inconclusive_without_running(tmp_path, real_sources):

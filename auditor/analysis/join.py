@@ -238,6 +238,8 @@ def _trace_summary(trace: Trace) -> dict[str, Any]:
         "torch": sorted({str(m["torch"]) for m in metas if m.get("torch")}),
         "backends": backends,
         "pending": {str(r): len(rt.pending()) for r, rt in trace.ranks.items() if rt.pending()},
+        "incomplete": {str(r): f"{rt.path.name}:{rt.stopped_line}: {rt.stopped}"
+                       for r, rt in trace.ranks.items() if rt.stopped is not None},
         "raised": {str(r): len(rt.raised) for r, rt in trace.ranks.items() if rt.raised},
         "hang_files": sorted(r for r, rt in trace.ranks.items() if rt.hang is not None),
         "events": sum(rt.lines for rt in trace.ranks.values()),
@@ -246,8 +248,10 @@ def _trace_summary(trace: Trace) -> dict[str, Any]:
 
 def _completed(trace: Trace) -> bool:
     """Every rank's file is there, every recorded op has an end line and none raised: whatever
-    the model says of its order, this run did not deadlock. A missing rank may be the one stuck."""
-    return not trace.missing and not any(rt.pending() or rt.raised for rt in trace.ranks.values())
+    the model says of its order, this run did not deadlock. A missing rank may be the one stuck,
+    and so may a rank whose recorder stopped before it did."""
+    return not trace.missing and not any(rt.pending() or rt.raised or rt.stopped is not None
+                                         for rt in trace.ranks.values())
 
 
 def _conditions(trace: Trace) -> Conditions:

@@ -182,6 +182,14 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
         out.append(Undecided(
             f"{len(group)} reached site(s), e.g. {first['path']}:{first['line']} {first['api']} "
             f"in {first['function']}: {why}", _decide_for(group, config)))
+    incomplete = ((doc.get("run") or {}).get("trace") or {}).get("incomplete") or {}
+    if incomplete:
+        at, why = str(next(iter(incomplete.values()))).split(": ", 1)
+        out.append(Undecided(
+            f"what rank(s) {', '.join(incomplete)} did after their trace ends: the trace is "
+            f"incomplete for them ({why}; {at})",
+            "`p2paudit record` again with --out on a filesystem with room (df -h), or fix the "
+            "recorder error the trace names"))
     analysis = doc.get("analysis", {})
     if analysis.get("budget_exhausted"):
         cuts = analysis.get("budget_cuts") or []
@@ -272,8 +280,20 @@ def simulation_verdict(sim: dict[str, Any]) -> RunVerdict:
         return RunVerdict("inconclusive", "INCONCLUSIVE: not simulated; unknown "
                           + "; ".join(sim["unknown"]),
                           [Undecided(u, "--set KEY=VALUE for the size it names") for u in sim["unknown"]])
-    deadlock = sim.get("deadlock")
+    if sim.get("not_run") == "startup":
+        return RunVerdict("findings", f"DOES NOT START: {sim['hypothetical']}",
+                          errors=len(sim["startup_errors"]))
+    if sim.get("not_run") == "memory":
+        return RunVerdict("inconclusive", f"INCONCLUSIVE: not simulated; {sim['hypothetical']}",
+                          [Undecided("whether this order hangs (not simulated on this machine)",
+                                     "--microbatches N (fewer in flight), or simulate on a machine "
+                                     "with more memory")])
+    if sim.get("not_run") == "incomplete":
+        return RunVerdict("inconclusive", f"INCONCLUSIVE: {sim['hypothetical']}",
+                          [Undecided("whether this order hangs (its trace is incomplete)",
+                                     "--trace-dir on a filesystem with room (df -h)")])
     problems = []
+    deadlock = sim.get("deadlock")
     if sim["unpredicted"]:
         problems.append(f"{len(sim['unpredicted'])} fired site(s) the scan did not predict")
     if sim.get("mismatched_pairs"):
@@ -286,9 +306,10 @@ def simulation_verdict(sim: dict[str, Any]) -> RunVerdict:
         head = f"INCONCLUSIVE: {sim['hypothetical']}"
     if problems:
         head += "; " + "; ".join(problems)
-    if sim["startup_errors"]:  # the cause comes first: the real run never reaches this schedule
-        head = (f"DOES NOT START: {sim['startup_errors'][0].split('. ')[0].rstrip('.')}; "
-                f"the schedule, simulated anyway: {head}")
+    if sim["startup_errors"]:  # the cause comes first: the front end stops the run as written
+        head = (f"DOES NOT START: {sim['startup_errors'][0].split('. ')[0].rstrip('.')} (the "
+                f"front end stops it as written); simulated as megatron-core used as a library "
+                f"runs it: {head}")
         problems.append("does not start")
     if sim["verdict"] == "hang" or problems:
         return RunVerdict("findings", head, errors=len(problems) + (sim["verdict"] == "hang"),

@@ -35,6 +35,7 @@ from typing import Any
 from auditor.dynamic.rankfile import KINDS, carried_ends, checked_lines, inconsistent, json_lines
 from auditor.dynamic.trace import per_rank_file, rank_files, read_trace_dir
 from auditor.errors import EXIT_OK, InputError
+from auditor.simulate import machine
 
 FORMATS = ("parquet",)
 SITE = ("path", "line", "end_line", "function")
@@ -49,8 +50,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", required=True, metavar="DIR",
                         help="directory for ops.parquet and groups.parquet (created; files there "
                              "of the same names are replaced)")
-    parser.add_argument("--jobs", type=int, metavar="N",
-                        help="worker processes converting rank files (default: the cores)")
+    parser.add_argument("--jobs", type=machine.jobs_option, metavar="N",
+                        help="worker processes converting rank files (default: the cores; at "
+                             "most the cores)")
 
 
 def run(args: argparse.Namespace) -> int:

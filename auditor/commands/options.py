@@ -12,6 +12,8 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
+from auditor.simulate import machine
+
 TARGET_HELP = ("framework sources (NAME==VERSION, wheel, sdist, directory, installed name); "
                "default: the `name==X` comments of the script, else the installed distributions")
 TORCH_HELP = "the cluster's torch version (default: installed torch, else the script's torch==X comment)"
@@ -59,7 +61,8 @@ def add_output(parser: argparse.ArgumentParser, help: str = "write here instead 
 
 
 def add_jobs(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--jobs", type=int, default=None, help="parser processes (default: the idle cores)")
+    parser.add_argument("--jobs", type=machine.jobs_option, default=None,
+                        help="parser processes (default: the idle cores; at most the cores)")
 
 
 def add_trace(parser: argparse.ArgumentParser, help: str, *aliases: str, dest: str = "trace",

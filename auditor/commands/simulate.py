@@ -11,7 +11,6 @@ completes; 2 on bad input.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 from pathlib import Path
@@ -26,7 +25,7 @@ from auditor.analysis.verdict import simulation_verdict
 from auditor.analysis.waitfor.transports import transport_names
 from auditor.errors import EXIT_FINDINGS, InputError
 from auditor.scan import ScanInputs, read_config, run_scan
-from auditor.simulate import predict
+from auditor.simulate import machine, predict
 from auditor.simulate.plan import Plan, plan
 from auditor.simulate.run import run as run_schedule
 
@@ -61,7 +60,15 @@ def run(args: argparse.Namespace) -> int:
     doc = run_scan(inputs, (launch, srcs))
     p = predict.with_transport(plan(doc, launch, srcs, args.microbatches), args.transport)
     if p.unknown:
-        return _inconclusive(doc, p, args)
+        return _not_run(doc, p, args, "unknown",
+                        "not run: the message size decides the hang and is unknown")
+    if p.schedule_stops:
+        return _not_run(doc, p, args, "startup", "not simulated; megatron-core stops the run "
+                        "before the schedule: " + p.schedule_stops[0])
+    pp, vpp = p.get("pipeline_size"), p.get("virtual_stages") or 1
+    too_big = machine.refusal(pp, pp * vpp, p.get("microbatches"), p.message_bytes or 0)
+    if too_big is not None:
+        return _not_run(doc, p, args, "memory", too_big)
     if args.trace_dir is not None:
         args.trace_dir.mkdir(parents=True, exist_ok=True)
         return _simulate(doc, p, args, args.trace_dir)
@@ -74,11 +81,15 @@ def _simulate(doc: dict[str, Any], p: Plan, args: argparse.Namespace, workdir: P
     if recorded.status != 0:
         tail = [ln for ln in recorded.output.strip().splitlines() if ln.strip()][-1:] or ["no output"]
         print(f"p2paudit simulate: FAILED: megatron-core's schedule stopped with status "
-              f"{recorded.status} after {recorded.seconds:.1f} s: {tail[0]}", file=sys.stderr)
+              f"{recorded.status} after {recorded.seconds:.1f} s: {recorded.killed or tail[0]}",
+              file=sys.stderr)
         return EXIT_FINDINGS
     trace = read_trace_dir(recorded.trace)
-    schedules = sorted({json.loads(f.read_text())["schedule"]
-                        for f in workdir.glob("result-*.json")})
+    stopped = {r: rt.stopped for r, rt in trace.ranks.items() if rt.stopped is not None}
+    if stopped:  # the schedule ran, but the order it issued is not all in the trace
+        return _not_run(doc, p, args, "incomplete", f"the recorded order is incomplete: rank(s) "
+                        f"{', '.join(map(str, stopped))}: {next(iter(stopped.values()))}")
+    schedules = sorted({r["schedule"] for r in recorded.results})
     results = predict.replays(doc, trace, p)
     out = predict.joined(doc, trace, predict.pick(results))
     sim = predict.simulation(out, p, results, ", ".join(schedules), recorded.seconds)
@@ -90,10 +101,14 @@ def _simulate(doc: dict[str, Any], p: Plan, args: argparse.Namespace, workdir: P
     return decided.exit_code
 
 
-def _inconclusive(doc: dict[str, Any], p: Plan, args: argparse.Namespace) -> int:
-    sim = {"verdict": "inconclusive", "hang": None, "message_bytes": None,
+def _not_run(doc: dict[str, Any], p: Plan, args: argparse.Namespace, why: str,
+             words: str) -> int:
+    """The answer without a (usable) run: a size unknown, a run that does not start (the scan's
+    start-up errors), one this machine cannot hold, or one whose trace stopped early (`why`:
+    unknown | startup | memory | incomplete)."""
+    sim = {"verdict": "inconclusive", "hang": None, "message_bytes": p.message_bytes,
            "message": p.size_words(), "inputs": p.to_json(), "unknown": p.unknown,
-           "hypothetical": "not run: the message size decides the hang and is unknown",
+           "not_run": why, "hypothetical": words,
            "ranks": [], "schedule": None, "microbatches": p.get("microbatches"),
            "conditions": None, "cycle_ranks": [], "blocked": {}, "fired": [],
            "unpredicted": [], "unfired": [], "mismatched_pairs": [],

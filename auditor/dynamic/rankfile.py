@@ -25,7 +25,9 @@ line) is refused with the file and line. The lines, one JSON object each:
   or "raise" (`error` names the exception). A start line may carry `ends`, `[[of, how], ...]`:
   ends learnt just before it was written (dropped Works), read as end lines with that line's
   `seq` and `t`, before its op;
-- `phase: "off"`: the recorder hit an internal error and stopped recording in this process.
+- `phase: "off"`: the recorder stopped recording in this process (`error`: why; `reason`: "disk
+  full" when the trace's filesystem filled, "internal error"): what the process did after it is
+  not in the file, so its open ops are not pending but unknown (`stopped`).
 The line's contract: docs/schema/trace-line.schema.json (docs/design.md).
 """
 
@@ -89,6 +91,8 @@ class RankTrace:
     highest: tuple[int, int] = (-1, 0)  # (largest rank a peer or group names, its line)
     notes: list[str] = field(default_factory=list)
     hang: dict[str, Any] | None = None
+    stopped: str | None = None  # the `off` line's error: the file ends before the process did
+    stopped_line: int = 0
 
     @property
     def ops(self) -> int:
@@ -101,8 +105,9 @@ class RankTrace:
                 if e.get("phase") == "start" and (kind is None or e.get("kind") == kind)]
 
     def pending(self) -> list[dict[str, Any]]:
-        """Ops that never ended in this file: in flight when the process stopped writing."""
-        return self.open_ops
+        """Ops that never ended in this file: in flight when the process stopped writing. None
+        where the recorder stopped first (`stopped`): an end line it did not write is unknown."""
+        return [] if self.stopped is not None else self.open_ops
 
 
 def inconsistent(subject: Path, cause: str, line: int | None = None) -> InputError:
@@ -323,6 +328,7 @@ def rank_trace(rank: int, path: Path, lines: Iterable[tuple[int | None, dict[str
                 if ops <= keep:
                     head.append(event)
             elif phase == "off":
+                trace.stopped, trace.stopped_line = str(event.get("error")), number or 0
                 trace.notes.append(f"{_at(path, number)}: the recorder stopped in this process "
                                    f"({event.get('error')}): later ops are not in the trace")
                 if ops <= keep:

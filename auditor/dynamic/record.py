@@ -106,6 +106,8 @@ def summary(out: Path) -> str:
         pending = rt.pending()
         line = (f"  rank {rank}: {rt.ops} ops ({p2p} P2P, {unbatched} of them unbatched), "
                 f"{len(pending)} pending at the end")
+        if rt.stopped is not None:
+            line += f"; the trace is incomplete: {rt.stopped}"
         if rt.hang is not None:
             line += f"; hang file: {rt.hang.get('reason')}"
         lines.append(line)

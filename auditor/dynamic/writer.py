@@ -18,8 +18,11 @@ from time import monotonic_ns as _monotonic_ns
 
 from auditor import __version__
 from auditor.dynamic import trace
-from auditor.dynamic.mapped import MappedFile
+from auditor.dynamic.mapped import NO_SPACE, MappedFile
 from auditor.dynamic.opstate import COMPACT, Op
+
+
+DISK_FULL = "recording stopped: disk full"  # the `off` line's error when the filesystem filled
 
 
 class TraceWriter:
@@ -110,16 +113,25 @@ class TraceWriter:
             self.file = None
 
     def fail(self, exc: BaseException) -> None:
-        """Internal error: stop recording in this process, say so once, leave the program be."""
+        """Stop recording in this process, say so once, leave the program be: the trace's
+        filesystem is full (a last `off` line says so, in the room `MappedFile` kept for it), or
+        the recorder hit an internal error."""
         if not self.on:
             return
         self.on = False
         where = f" (rank {self.rank})" if self.rank is not None else ""
-        print(f"p2paudit record: internal error{where}, recording stopped in this process: "
-              f"{type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
-        try:
+        if isinstance(exc, OSError) and exc.errno in NO_SPACE:
+            print(f"p2paudit record: warning: the trace's filesystem is full{where}: recording "
+                  f"stopped in this process ({self.path or self.directory} holds what was "
+                  f"written); the run goes on", file=sys.stderr, flush=True)
+            body = f'"api":"recorder","phase":"off","error":"{DISK_FULL}","reason":"disk full"'
+        else:
+            print(f"p2paudit record: internal error{where}, recording stopped in this process: "
+                  f"{type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
             error = json.dumps(f"{type(exc).__name__}: {exc}")
-            self._emit(f'"api":"recorder","phase":"off","error":{error}')
+            body = f'"api":"recorder","phase":"off","error":{error},"reason":"internal error"'
+        try:
+            self._emit(body)
         except Exception:
             pass
 

@@ -66,6 +66,7 @@ class Plan:
     startup_errors: list[str] = field(default_factory=list)  # the real run stops before the schedule
     candidates: dict[str, list[Any]] = field(default_factory=dict)  # condition -> values to replay
     layout: list[dict[str, Any]] = field(default_factory=list)  # per stage: global rank, node
+    schedule_stops: list[str] = field(default_factory=list)  # of those, megatron-core's own checks
 
     def get(self, name: str) -> Any:
         return self.values[name].value
@@ -138,10 +139,14 @@ def plan(doc: dict[str, Any], launch: LaunchConfig, srcs: list[SourceSet],
             unknown.append(f"{key}: give it with --set {key}=true|false")
     candidates = _conditions(values, eff, prov)
     layout = _layout(values, eff, pp, candidates) if pp is not None else []
-    startup = [f["message"] for f in doc.get("findings", [])
-               if f.get("severity") == "error" and (f.get("detail") or {}).get("category") == "config"]
-    return Plan(values, _patches(doc, srcs), mcore.root, unknown, startup,
-                candidates, layout)
+    stops = [f for f in doc.get("findings", [])
+             if f.get("severity") == "error" and (f.get("detail") or {}).get("category") == "config"]
+    # A check of megatron-core itself fails the simulated schedule as it fails the real run; a
+    # front end's (Megatron-LM's validate_args) does not stop megatron-core used as a library.
+    library = [f["message"] for f in stops
+               if str(f["detail"].get("source", "")).startswith("megatron-core ")]
+    return Plan(values, _patches(doc, srcs), mcore.root, unknown, [f["message"] for f in stops],
+                candidates, layout, library)
 
 
 def _defaults(values: dict[str, Value]) -> None:

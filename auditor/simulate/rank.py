@@ -146,8 +146,8 @@ def run_rank(spec: dict[str, Any], rank: int) -> None:
 
 
 def main(spec_path: str) -> int:
-    """Fork one process per rank; the exit status is the first failing rank's (the others are
-    stopped then: they would wait for it in gloo), else 0."""
+    """Fork one process per rank; the exit status is the first failing rank's, 128+N for a rank
+    killed by signal N (the others are stopped then: they would wait for it in gloo), else 0."""
     spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
     sys.path[:0] = spec["paths"]
     _cuda_to_cpu()
@@ -177,6 +177,10 @@ def main(spec_path: str) -> int:
         if code != 0:
             for other in running:
                 os.kill(other, signal.SIGKILL)
+            if code < 0:
+                print(f"rank {children.index(pid)}: killed by {signal.Signals(-code).name}",
+                      file=sys.stderr, flush=True)
+                return 128 - code
             return code
     return 0
 

@@ -8,11 +8,13 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from auditor.dynamic import record
+from auditor.simulate import machine
 from auditor.simulate.plan import Plan
 
 # A rank that waits this long in one op writes its hang file (gloo completes every order a
@@ -24,20 +26,32 @@ TIMEOUT_S = 600.0
 @dataclass
 class Recorded:
     trace: Path
-    status: int  # the rank process's exit status
+    status: int  # the rank process's exit status (128+N: a rank, or it, killed by signal N)
     output: str  # its stderr, for a failure's message
     seconds: float
+    killed: str | None = None  # what killed a rank (the kernel's OOM killer...), in words
+    results: list[dict] = field(default_factory=list)  # each rank's result-N.json
 
 
 def run(p: Plan, workdir: Path) -> Recorded:
-    """Run the schedule of `p` in `workdir` (which must be empty); returns the trace directory."""
+    """Run the schedule of `p` in `workdir` (which must be empty); returns the trace directory.
+    The ranks' rendezvous file and results live apart from the trace: a trace that fills its
+    filesystem stops recording, never the ranks."""
+    with tempfile.TemporaryDirectory(prefix="p2paudit-ranks-") as own:
+        recorded = _run(p, workdir, Path(own))
+        recorded.results = [json.loads(f.read_text(encoding="utf-8"))
+                            for f in sorted(Path(own).glob("result-*.json"))]
+        return recorded
+
+
+def _run(p: Plan, workdir: Path, own: Path) -> Recorded:
     trace = workdir / "trace"
     env = record.environment(trace, HANG_AFTER_S, None, base={})
     spec = {
         "paths": [str(p.megatron_root)],
         "record_env": {k: v for k, v in env.items() if k.startswith("P2PAUDIT_")},
-        "store": f"file://{workdir / 'store'}",
-        "out": str(workdir),
+        "store": f"file://{own / 'store'}",
+        "out": str(own),
         "pipeline_size": p.get("pipeline_size"),
         "virtual_stages": p.get("virtual_stages"),
         "microbatches": p.get("microbatches"),
@@ -58,6 +72,7 @@ def run(p: Plan, workdir: Path) -> Recorded:
         [str(Path(__file__).resolve().parents[2])]
         + [x for x in child_env.get("PYTHONPATH", "").split(os.pathsep) if x])
     child_env.setdefault("PYTHONWARNINGS", "ignore")
+    kills_before = machine.oom_kills()
     started = time.perf_counter()
     # Its own session, so that a run past TIMEOUT_S is stopped with every rank it forked.
     child = subprocess.Popen([sys.executable, "-m", "auditor.simulate.rank", str(spec_path)],
@@ -69,4 +84,6 @@ def run(p: Plan, workdir: Path) -> Recorded:
         os.killpg(child.pid, signal.SIGKILL)
         _, err = child.communicate()
         return Recorded(trace, 124, err + f"\nstopped after {TIMEOUT_S:g} s", TIMEOUT_S)
-    return Recorded(trace, child.returncode, err, time.perf_counter() - started)
+    status = child.returncode if child.returncode >= 0 else 128 - child.returncode
+    return Recorded(trace, status, err, time.perf_counter() - started,
+                    machine.killed_words(status, kills_before))

@@ -13,6 +13,7 @@ import gc
 import hashlib
 import json
 import os
+import shutil
 import stat
 import sys
 import time
@@ -122,6 +123,7 @@ class FileCache:
     def __init__(self, src: SourceSet, task_key: str, load: bool = True) -> None:
         self.src = src
         ident = f"{src.root}|{src.name}|{src.version}|{task_key}"
+        self.ident = ident  # the tree (an unpacked archive's folder names its digest), the analyzer
         digest = hashlib.sha1(ident.encode()).hexdigest()[:20]
         self.path = os.path.join(cache_dir(), "analysis", f"{digest}.json")
         self.entries: dict[str, list] = self._load() if load else {}
@@ -140,10 +142,15 @@ class FileCache:
         if not isinstance(data, dict) or data.get("format") != self.FORMAT:
             return {}
         entries = data.get("entries")
-        if not isinstance(entries, dict):
-            return {}
+        if not isinstance(entries, dict) or data.get("seal") != self._seal(_entries_text(entries)):
+            return {}  # edited since it was written, or written for another tree or analyzer
         return {rel: e for rel, e in entries.items()
                 if isinstance(e, list) and len(e) == 2 and isinstance(e[0], str)}
+
+    def _seal(self, entries: str) -> str:
+        """Binds the entries to the tree and the analyzer they were made for: an entry edited in
+        place (a module's sites set to none) no longer matches and the file is a miss."""
+        return hashlib.sha256(f"{self.FORMAT}|{self.ident}|".encode() + entries.encode()).hexdigest()
 
     def lookup(self, rel: str, digest: str) -> tuple[bool, Any]:
         hit = self.entries.get(rel)
@@ -162,10 +169,13 @@ class FileCache:
         tmp = f"{self.path}.{os.getpid()}.tmp"
         try:
             os.makedirs(os.path.dirname(self.path), exist_ok=True)
-            # json.dumps, not json.dump: only the one-shot encoder is the C one (~10x faster).
-            text = json.dumps({"format": self.FORMAT, "entries": self.entries}, separators=(",", ":"))
+            entries = _entries_text(self.entries)
+            text = (f'{{"format":"{self.FORMAT}","seal":"{self._seal(entries)}",'
+                    f'"entries":{entries}}}')
             with open(tmp, "w", encoding="utf-8") as f:
                 f.write(text)
+            if os.path.isdir(self.path) and not os.path.islink(self.path):
+                shutil.rmtree(self.path)  # a folder where the cache file goes: not ours to keep
             os.replace(tmp, self.path)
         except OSError as exc:
             with contextlib.suppress(OSError):
@@ -174,6 +184,11 @@ class FileCache:
                              f"cannot write the analysis cache ($P2PAUDIT_CACHE): "
                              f"{exc.strerror or exc}") from None
         self.dirty = False
+
+
+def _entries_text(entries: dict[str, list]) -> str:
+    # json.dumps, not json.dump: only the one-shot encoder is the C one (~10x faster).
+    return json.dumps(entries, separators=(",", ":"))
 
 
 def read_source(src: SourceSet, rel: str) -> tuple[str | None, str, str | None]:
