@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from auditor.config.torch_version import span
 from auditor.errors import EXIT_FINDINGS, EXIT_OK
 from auditor.rulebook.frameworks import NOT_THIS_STACK, owner_of, pin_option
 
@@ -109,6 +110,9 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
         status = "clean"
         head = ("CLEAN: the recorded run shows no error; its sources were inventoried, not "
                 "scanned (`p2paudit scan --config` says which sites can fire).")
+    basis = doc.get("config", {}).get("torch_basis") or {}
+    if status != "inconclusive" and scanned and basis.get("version") is None and basis.get("releases"):
+        head += f" {across_words(basis['releases'])}."
     would = [f for f in doc.get("findings", []) if f.get("kind") in ("replay-would-hang",
                                                                       "replay-can-hang")]
     if status == "clean" and would:
@@ -120,6 +124,12 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
                  + "; `p2paudit record` of a run, or an --entry that reaches them, decides them.")
     deadlock = ((doc.get("run") or {}).get("waitfor") or {}).get("deadlock")
     return RunVerdict(status, head, undecided, len(bad), len(errors), len(quiet), deadlock)
+
+
+def across_words(releases: list[str]) -> str:
+    """What a verdict judged across torch releases holds on (config.torch_version)."""
+    return (f"Holds on every torch release the rules cover, {span(releases)} (the script states "
+            "none; --torch X.Y.Z gives the cluster's)")
 
 
 def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:

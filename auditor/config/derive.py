@@ -36,14 +36,27 @@ from typing import Any
 from auditor.config.coerce import coerce
 from auditor.config.effective import EffectiveConfig, Value, env_value
 from auditor.config.envread import readers
-from auditor.config.expr import UNKNOWN, Expr, RuleError, and3, compile_expr, evaluate, interpolate, show
+from auditor.config.expr import (
+    UNKNOWN,
+    Expr,
+    RuleError,
+    and3,
+    compile_expr,
+    evaluate,
+    interpolate,
+    show,
+)
 from auditor.config.model import LaunchConfig, Symbolic
-from auditor.config.torch_version import resolve_torch_version
-from auditor.config.versions import Reading, read_release
-from auditor.config.versions import shown as shown_release
+from auditor.config.torch_version import TorchBasis, span
+from auditor.config.torch_version import resolve as resolve_torch
 from auditor.errors import InputError
 from auditor.findings import Finding
-from auditor.rulebook.frameworks import NOT_THIS_STACK, foreign_settings, pin_option, stack_names
+from auditor.rulebook.frameworks import (
+    NOT_THIS_STACK,
+    foreign_settings,
+    pin_option,
+    stack_names,
+)
 from auditor.rulebook.stages import Entry, RuleBook, Stage, load_rulebook
 
 
@@ -58,19 +71,18 @@ def derive(
 
     `versions` maps distribution names ("megatron-core", "ms-swift", "mcore-bridge") to versions;
     a missing or None version leaves what that framework decides unknown. `overrides` are
-    `--set KEY=VALUE` pairs: they pin the key, so no later rule changes it. `torch_version` is
-    resolved with `resolve_torch_version` when None.
+    `--set KEY=VALUE` pairs: they pin the key, so no later rule changes it. `torch_version`:
+    --torch; None reads what the script states (config.torch_version.resolve).
     """
-    tv, tv_origin = resolve_torch_version(torch_version, launch)
-    reading = read_release(tv, f"torch version ({tv_origin})") if tv else None
+    basis = resolve_torch(torch_version, launch)
     results = []
     foreign = foreign_settings(launch.launcher, rules_directory)
     stack = stack_names(launch.launcher, rules_directory)
-    for release in reading.releases if reading else (None,):
+    for release in basis.releases or (None,):
         book = load_rulebook({**versions, "torch": release}, rules_directory)
         deriver = _Deriver(launch, book, foreign, stack)
-        deriver.put("torch_version", tv, f"torch {tv or 'unknown'} ({tv_origin})"
-                    + (f"; {reading.note}" if reading and reading.note else ""), "torch version")
+        deriver.put("torch_version", basis.version if basis.version else UNKNOWN,
+                    basis.origin, "torch version")
         deriver.put("launcher", launch.launcher,
                     f"{launch.path}:{launch.command_line}: {launch.launcher}",
                     f"{launch.path}:{launch.command_line}", (launch.command_line,))
@@ -79,36 +91,68 @@ def derive(
         deriver.model_sizes()
         deriver.run()
         results.append(deriver.result())
-    if len(results) == 1:
-        return results[0]
-    return _disagreement(results, reading)
+    merged = results[0] if len(results) == 1 else _disagreement(results, basis)
+    merged.torch_releases = basis.releases
+    merged.torch_origin = basis.origin
+    merged.torch_stated = basis.version
+    if basis.across:
+        merged.versions["torch"] = None
+    merged.notes = list(dict.fromkeys([*merged.notes, *basis.notes]))
+    return merged
 
 
-def _disagreement(results: list[EffectiveConfig], reading: Reading) -> EffectiveConfig:
-    """One config from the readings of a pre-release: what they agree on, the rest unknown."""
-    first, second = results
-    before, release = reading.releases
-    shown = shown_release(before)
+def _disagreement(results: list[EffectiveConfig], basis: TorchBasis) -> EffectiveConfig:
+    """One config from the torch releases of `basis`: what they agree on, the rest unknown,
+    naming which releases gave which value (a pre-release build is read as two releases; a run
+    that states no torch as every covered release)."""
+    releases = basis.releases
+    first = results[0]
     values = dict(first.values)
     for key, a in first.values.items():
-        b = second.values.get(key)
-        if key != "torch_version" and (b is None or b.value != a.value):
-            values[key] = Value(
-                UNKNOWN, f"torch {reading.text}: as {shown} {key}={show(a.value)}, as {release} "
-                f"{key}={show(b.value) if b else 'underived'}; pass --torch with the release this "
-                "build matches", "torch version", a.history, a.lines)
-    keys = lambda f: (f.kind, f.where)  # noqa: E731 - the identity of a finding across readings
-    in_second = {keys(f) for f in second.findings}
-    in_first = {keys(f) for f in first.findings}
-    findings = [f for f in first.findings if keys(f) in in_second]
-    undecided = list(dict.fromkeys(first.undecided + second.undecided))
-    undecided += [f"{f.detail.get('rule', f.kind)}: raised for torch {shown if f in first.findings else release} "
-                  f"only ({reading.text} is a pre-release)"
-                  for f in [*first.findings, *second.findings]
-                  if (keys(f) in in_first) != (keys(f) in in_second)]
-    notes = list(dict.fromkeys(first.notes + second.notes + [reading.note]))
+        got = [r.values.get(key) for r in results]
+        if key == "torch_version" or all(b is not None and b.value == a.value for b in got):
+            continue
+        by_value = _runs([show(b.value) if b else "underived" for b in got], releases)
+        values[key] = Value(
+            UNKNOWN, f"torch {basis.version or span(releases)}: "
+            + "; ".join(f"as {span(rs)} {key}={v}" for v, rs in by_value)
+            + "; pass --torch with the cluster's release", "torch version", a.history, a.lines)
+    keys = lambda f: (f.kind, f.where)
+    raised = [{keys(f) for f in r.findings} for r in results]
+    findings = [f for f in first.findings if all(keys(f) in k for k in raised)]
+    undecided = list(dict.fromkeys(u for r in results for u in r.undecided))
+    seen: set[tuple[str, str | None]] = set()
+    for r in results:
+        for f in r.findings:
+            if keys(f) in seen or all(keys(f) in k for k in raised):
+                continue
+            seen.add(keys(f))
+            on = [rel for rel, k in zip(releases, raised) if keys(f) in k]
+            undecided.append(f"{f.detail.get('rule', f.kind)}: raised for torch {', '.join(_spans(on, releases))} "
+                             f"only, not for the other releases of torch {basis.version or span(releases)}")
+    notes = list(dict.fromkeys(n for r in results for n in r.notes))
+    outside: dict[str, list[str]] = {}
+    for r in reversed(results):
+        outside.update(r.outside_rules)
     return EffectiveConfig(values, first.versions, first.env, findings, undecided, notes,
-                           {**second.outside_rules, **first.outside_rules}, first.env_readers)
+                           outside, first.env_readers)
+
+
+def _runs(values: list[str], releases: tuple[str, ...]) -> list[tuple[str, list[str]]]:
+    """Consecutive releases that gave one value, as (value, releases) in release order."""
+    out: list[tuple[str, list[str]]] = []
+    for value, release in zip(values, releases):
+        if out and out[-1][0] == value:
+            out[-1][1].append(release)
+        else:
+            out.append((value, [release]))
+    return out
+
+
+def _spans(chosen: list[str], releases: tuple[str, ...]) -> list[str]:
+    """`chosen` (a subset of `releases`) as spans of consecutive releases: ["2.10.0", "2.12.0-2.15.0"]."""
+    marks = [r in chosen for r in releases]
+    return [span(rs) for on, rs in _runs([str(m) for m in marks], releases) if on == "True"]
 
 
 class _Deriver:
