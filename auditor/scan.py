@@ -22,6 +22,7 @@ from auditor.config.envlint import lint
 from auditor.config.expr import UNKNOWN
 from auditor.config.launch import read_launch
 from auditor.config.model import LaunchConfig
+from auditor.config.settings import check_settings
 from auditor.errors import InputError
 from auditor.progress import Progress
 from auditor.report import document
@@ -48,6 +49,7 @@ class ScanInputs:
     entries: list[str] | None = None  # MODULE[:QUALNAME], in order
     jobs: int | None = None
     progress: bool = False
+    matrix_key: str | None = None  # the key `--matrix` varies (in `overrides` too)
 
 
 def resolve_targets(launch: LaunchConfig, targets: list[str] | None) -> list[SourceSet]:
@@ -173,6 +175,8 @@ def run_scan(inputs: ScanInputs,
         "errors": [{"package": pkg, "path": e.path, "cause": e.cause} for pkg, e in program.errors],
         "seconds": round(time.perf_counter() - started, 3),
     }
+    given = {key: "--set" for key in inputs.overrides or {}}
+    check_settings({**given, **({inputs.matrix_key: "--matrix"} if inputs.matrix_key else {})}, doc)
     verdict.finish(doc)
     return doc
 
