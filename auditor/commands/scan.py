@@ -10,7 +10,12 @@ import sys
 from auditor.analysis import verdict
 from auditor.commands import options
 from auditor.commands.output import emit, emit_report
-from auditor.commands.report import add_flight_recorder_argument, context, join_run, read_run
+from auditor.commands.report import (
+    add_flight_recorder_argument,
+    context,
+    join_run,
+    read_run,
+)
 from auditor.config.coerce import overrides_from
 from auditor.config.flags import normalise
 from auditor.errors import EXIT_FINDINGS, EXIT_OK, InputError
