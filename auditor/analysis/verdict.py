@@ -13,12 +13,12 @@ is listed with what would decide it.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.config.torch_version import span
 from auditor.errors import EXIT_FINDINGS, EXIT_OK
-from auditor.rulebook.frameworks import NOT_THIS_STACK, owner_of, pin_option
+from auditor.rulebook.frameworks import NOT_THIS_STACK, kind_of, owner_of, pin_option
 
 SITE_VERDICTS = ("contradiction", "ok", "unknown", "unreachable")
 RUN_VERDICTS = ("findings", "inconclusive", "clean", "inventory")
@@ -45,12 +45,25 @@ def site_verdict(reachable: str, runs_batched: bool | None, batch_p2p_comm: Any)
     return "ok" if batch_p2p_comm is False else "unknown"
 
 
+# Kinds of [[check]] whose failure stops the run at start-up (each entry's `effect`: a
+# ValueError in a config's __post_init__, an AssertionError in validate_args, a model that cannot
+# be built), before any P2P op. Undecided, they leave open whether the run starts, not which of
+# its P2P sites fire or how: listed apart (`RunVerdict.startup`), never making the P2P verdict
+# inconclusive. A check of another kind (contradictory-p2p, batch-runs-unbatched) bears on P2P.
+STARTUP_KINDS = ("parallel-sizes", "layer-split", "batch-size")
+
+
 @dataclass(frozen=True)
 class Undecided:
-    """Something the contradiction rule needed and did not get, and what would decide it."""
+    """Something the contradiction rule needed and did not get, and what would decide it.
+    `startup`: a start-up check (`STARTUP_KINDS`), which the P2P verdict does not rest on."""
 
     what: str
     decide: str
+    startup: bool = False
+
+    def to_json(self) -> dict[str, str]:
+        return {"what": self.what, "decide": self.decide}
 
 
 @dataclass
@@ -64,6 +77,8 @@ class RunVerdict:
     not_analysed: int = 0
     # MUST's two verdicts on the op order, where one was replayed (waitfor.Deadlock.to_json).
     deadlock: dict[str, Any] | None = None
+    # Start-up checks not decided: whether the run starts, apart from the P2P verdict.
+    startup: list[Undecided] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -73,7 +88,8 @@ class RunVerdict:
         return {"status": self.status, "headline": self.headline, "exit_code": self.exit_code,
                 "contradictions": self.contradictions, "errors": self.errors,
                 "not_analysed": self.not_analysed,
-                "undecided": [asdict(u) for u in self.undecided],
+                "undecided": [u.to_json() for u in self.undecided],
+                **({"startup_undecided": [u.to_json() for u in self.startup]} if self.startup else {}),
                 **({"deadlock": self.deadlock} if self.deadlock else {})}
 
 
@@ -91,7 +107,9 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
         return _inventory(doc)
     bad = [s for s in sites if s.get("verdict") == "contradiction"]
     errors = [f for f in doc.get("findings", []) if f.get("severity") == "error"]
-    undecided = undecided_inputs(doc)
+    every = undecided_inputs(doc)
+    undecided = [u for u in every if not u.startup]
+    startup = [u for u in every if u.startup]
     quiet = [s for s in sites if s.get("verdict") == "unknown" and not s.get("paths")
              and not s.get("undecided")]
     if bad or errors:
@@ -122,8 +140,10 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
         head += (f" Not analysed: {len(quiet)} site(s) no call path from the entry points reaches"
                  + (f" ({unbatched} of them unbatched)" if unbatched else "")
                  + "; `p2paudit record` of a run, or an --entry that reaches them, decides them.")
+    if startup and status != "findings":
+        head += f" Start-up: {len(startup)} check(s) not decided, listed below (whether the run starts)."
     deadlock = ((doc.get("run") or {}).get("waitfor") or {}).get("deadlock")
-    return RunVerdict(status, head, undecided, len(bad), len(errors), len(quiet), deadlock)
+    return RunVerdict(status, head, undecided, len(bad), len(errors), len(quiet), deadlock, startup)
 
 
 def across_words(releases: list[str]) -> str:
@@ -161,6 +181,8 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
         torch_rule = owner is not None and owner.name == "torch"
         if torch_rule and not torch_known:
             decide = "--torch X.Y.Z (the cluster's torch release)"
+        elif unknown_keys and all(k.strip().isidentifier() for k in unknown_keys.split(",")):
+            decide = " ".join(f"--set {k.strip()}=VALUE" for k in unknown_keys.split(","))
         elif unknown_keys:
             decide = f"--set KEY=VALUE for {unknown_keys}"
         elif NOT_THIS_STACK in why:
@@ -169,7 +191,8 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
         else:
             pin = pin_option(owner.name) if owner else "the framework's release"
             decide = f"{pin} for a release the rules cover, or add the release to rules/"
-        out.append(Undecided(f"check {why}", decide))
+        out.append(Undecided(f"check {why}", decide,
+                             kind_of(why.split(":", 1)[0]) in STARTUP_KINDS))
     by_reason: dict[str, list[dict[str, Any]]] = {}
     for s in doc.get("sites", []):
         if s.get("verdict") == "unknown" and (s.get("paths") or s.get("undecided")):

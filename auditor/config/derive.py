@@ -167,6 +167,8 @@ class _Deriver:
         self.book = book
         self.values: dict[str, Value] = {}
         self.pinned: set[str] = set()
+        # derived key -> the unknown inputs it rests on (`_derived_from`)
+        self.roots: dict[str, list[str]] = {}
         self.findings: list[Finding] = []
         self.undecided: list[str] = []
         self.notes: list[str] = []
@@ -438,8 +440,23 @@ class _Deriver:
             cond = when.text if when is not None else f"{key} is None"
             self.put(key, UNKNOWN, f"{sentence}: applies only if {cond}, which is unknown",
                      entry.source_ref(), lines)
+            self._derived_from(key, when, value_expr)
             return
         self.put(key, new, sentence, entry.source_ref(), lines)
+        if new is UNKNOWN:
+            self._derived_from(key, when, value_expr)
+
+    def _derived_from(self, key: str, *exprs: Expr | None) -> None:
+        """Record the inputs an unknown derived value rests on: what decides it is stating them
+        (`--set num_layers=N`), never `--set` of the derived value itself."""
+        if key in self.pinned:
+            return
+        names = [n for e in exprs if e is not None for n in e.names() if n != key]
+        self.roots[key] = self.inputs_of([n for n in names if self.lookup(n) is UNKNOWN]) or [key]
+
+    def inputs_of(self, names: list[str]) -> list[str]:
+        """`names` with each derived unknown replaced by the unknown inputs it rests on."""
+        return list(dict.fromkeys(r for n in names for r in self.roots.get(n, [n])))
 
     def _merge(self, entry: Entry, value_expr: Expr | None) -> None:
         """Every key of a dict-valued setting (e.g. --megatron_extra_kwargs) set as given."""
@@ -470,7 +487,8 @@ class _Deriver:
         holds = evaluate(when, lambda n: UNKNOWN if n in self.foreign else self.lookup(n), self.env)
         if holds is UNKNOWN:
             foreign = [n for n in when.names() if n in self.foreign]
-            unknown = [n for n in when.names() if n not in self.foreign and self.lookup(n) is UNKNOWN]
+            unknown = self.inputs_of([n for n in when.names()
+                                      if n not in self.foreign and self.lookup(n) is UNKNOWN])
             if foreign:
                 owners = " and ".join(dict.fromkeys(o for n in foreign for o in self.foreign[n]))
                 rest = (f"only its other inputs can rule it out: unknown {', '.join(unknown)}" if unknown

@@ -81,6 +81,10 @@ def verdict_line(doc: dict[str, Any]) -> str:
     if len(v.get("undecided", [])) > 1 or (v["status"] == "findings" and v.get("undecided")):
         lines += ["Not decided:"] + [f"  - {u['what']}\n    decide with: {u['decide']}"
                                      for u in v["undecided"]]
+    if v.get("startup_undecided"):
+        title = "Start-up checks not decided (whether the run starts; the verdict does not rest on them):"
+        lines += [title] + [f"  - {u['what']}\n    decide with: {u['decide']}"
+                            for u in v["startup_undecided"]]
     return "\n".join(lines)
 
 
