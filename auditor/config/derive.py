@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -110,7 +111,13 @@ def _disagreement(results: list[EffectiveConfig], basis: TorchBasis) -> Effectiv
     values = dict(first.values)
     for key, a in first.values.items():
         got = [r.values.get(key) for r in results]
-        if key == "torch_version" or all(b is not None and b.value == a.value for b in got):
+        if key == "torch_version":
+            continue
+        if all(b is not None and b.value == a.value for b in got):
+            # A rule's sentence names `{torch_version}`, which is unknown across releases.
+            if basis.across:
+                values[key] = replace(a, provenance=a.provenance.replace(
+                    "torch unknown", f"every torch {span(releases)}"))
             continue
         by_value = _runs([show(b.value) if b else "underived" for b in got], releases)
         values[key] = Value(

@@ -72,6 +72,17 @@ def verdict_sentence(doc: dict[str, Any]) -> str:
     return (doc.get("verdict") or judge(doc).to_json())["headline"]
 
 
+def torch_words(config: dict[str, Any]) -> str:
+    """The torch the scan judged: the version, or the releases judged across when none is stated."""
+    basis = config.get("torch_basis") or {}
+    version = config.get("effective", {}).get("torch_version")
+    if version in (None, "unknown") and basis.get("releases"):
+        releases = basis["releases"]
+        return f"{releases[0]}-{releases[-1]} (none stated: each judged)" if len(releases) > 1 \
+            else releases[0]
+    return version or "unknown"
+
+
 def verdict_line(doc: dict[str, Any]) -> str:
     """The headline, then what stays undecided, each with what would decide it."""
     v = doc.get("verdict") or judge(doc).to_json()
@@ -120,7 +131,7 @@ def scan_report(doc: dict[str, Any], verbose: bool = False) -> str:
     how = ", ".join(str(x) for x in (launch.get("launcher"), f"{ranks} ranks") if x)
     lines = [
         f"p2paudit scan {launch.get('path') or '(no launch script)'}  ({how})",
-        f"targets: {targets}; torch {eff.get('torch_version') or 'unknown'}",
+        f"targets: {targets}; torch {torch_words(doc['config'])}",
     ]
     if "entries" in doc:
         lines.append("entry points: " + ("; ".join(doc["entries"]) or

@@ -127,6 +127,10 @@ def test_nothing_stated_decides_what_every_release_agrees_on(tmp_path):
     code, doc = scan("--config", str(script))
     assert code == 0 and doc["verdict"]["status"] == "clean"
     assert "2.7.0-2.15.0" in doc["verdict"]["headline"]
+    assert doc["config"]["provenance"]["torch_batch_coalesces"].startswith("every torch 2.7.0-2.15.0:")
+    shown = subprocess.run([sys.executable, "-m", "auditor", "scan", "--config", str(script)],
+                           check=False, capture_output=True, text=True, cwd=ROOT, timeout=300).stdout
+    assert "; torch 2.7.0-2.15.0 (none stated: each judged)" in shown.splitlines()[1]
     script.write_text(text)
     code, doc = scan("--config", str(script))
     assert code == 1 and doc["verdict"]["status"] == "inconclusive"
