@@ -13,6 +13,7 @@ is listed with what would decide it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -172,7 +173,8 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
     needs = config.get("needs", list(NEEDED_KEYS))  # documents from before `needs`: Megatron's
     for key, decide in NEEDED_KEYS.items():
         if scanned and key in needs and effective.get(key, "unknown") == "unknown":
-            out.append(Undecided(f"{key} ({provenance.get(key) or 'never derived'})", decide))
+            out.append(Undecided(f"{key} ({provenance.get(key) or 'never derived'})",
+                                 _needed_decide(key, config)))
     torch_known = effective.get("torch_version", "unknown") != "unknown"
     for why in config.get("undecided", []):
         # Each entry starts with its rule's id (config.derive); the rule's file names what to pin.
@@ -222,20 +224,38 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
     return out
 
 
+def _needed_decide(key: str, config: dict[str, Any]) -> str:
+    """What decides a needed key: NEEDED_KEYS's step, naming the framework whose unknown release
+    left it unknown (the value's source, config.derive) where `--target NAME==VERSION` is asked."""
+    decide = NEEDED_KEYS[key]
+    source = config.get("sources", {}).get(key, "")
+    if "NAME==VERSION" in decide and source in config.get("versions", {}) and source != "torch":
+        decide = decide.replace("--target NAME==VERSION", pin_option(source))
+    return decide
+
+
 def _decide_for(group: list[dict[str, Any]], config: dict[str, Any]) -> str:
     """What decides sites that share a reason: the torch release where coalescing is undecided
     (`runs_batched` None), else the config tests their reachability rests on; in a stack with no
     batching setting, a recorded run's replay of their order."""
     effective = config.get("effective", {})
     if group[0].get("runs_batched") is None:
-        return "--torch X.Y.Z (the cluster's torch release)"
+        if effective.get("torch_version", "unknown") == "unknown":
+            return "--torch X.Y.Z (the cluster's torch release)"
+        inputs = (config.get("unknown_inputs") or {}).get("torch_batch_coalesces") or []
+        if inputs:  # torch is known: what it reads is not
+            return " ".join(f"--set {k}=VALUE" for k in inputs)
+        return "`p2paudit record` of a run, then `p2paudit report` (what ran coalesced)"
     tests = sorted({t for s in group for t in s.get("decided_by") or []})
+    keys = [m.group(1) for t in tests for m in [re.fullmatch(r"(?:\w+\.)*config\.(\w+)", t)] if m]
+    if tests and len(keys) == len(tests):
+        return " ".join(f"--set {k}=VALUE" for k in dict.fromkeys(keys))
     if tests:
         return f"--set the config value of {', '.join(tests)}"
     if "batch_p2p_comm" not in config.get("needs", list(NEEDED_KEYS)):
         return "`p2paudit record` of a run, then `p2paudit report` (its replay decides the order)"
     if effective.get("batch_p2p_comm", "unknown") == "unknown":
-        return NEEDED_KEYS["batch_p2p_comm"]
+        return _needed_decide("batch_p2p_comm", config)
     return "--set KEY=VALUE for the config value the guard reads, or --target a release the rules cover"
 
 

@@ -141,8 +141,9 @@ def _disagreement(results: list[EffectiveConfig], basis: TorchBasis) -> Effectiv
     outside: dict[str, list[str]] = {}
     for r in reversed(results):
         outside.update(r.outside_rules)
+    roots = {k: v for r in reversed(results) for k, v in r.unknown_inputs.items()}
     return EffectiveConfig(values, first.versions, first.env, findings, undecided, notes,
-                           outside, first.env_readers)
+                           outside, first.env_readers, unknown_inputs=roots)
 
 
 def _runs(values: list[str], releases: tuple[str, ...]) -> list[tuple[str, list[str]]]:
@@ -534,7 +535,7 @@ class _Deriver:
         self._check_sizes()
         return EffectiveConfig(self.values, dict(self.versions),
                                dict(self.launch.env), self.findings, self.undecided, self.notes,
-                               self.outside_rules, self.env_readers)
+                               self.outside_rules, self.env_readers, unknown_inputs=self.roots)
 
 
     def _check_sizes(self) -> None:

@@ -53,6 +53,8 @@ class EffectiveConfig:
     torch_releases: tuple[str, ...] = ()
     torch_origin: str = ""
     torch_stated: str | None = None  # None: no release stated, judged across torch_releases
+    # derived key -> the unknown inputs its unknown value rests on (what `--set` decides it)
+    unknown_inputs: dict[str, list[str]] = field(default_factory=dict)
 
     def get(self, key: str) -> Value | None:
         return self.values.get(key)
@@ -78,6 +80,8 @@ class EffectiveConfig:
             "undecided": list(self.undecided),
             "outside_rules": {k: list(v) for k, v in self.outside_rules.items()},
             "notes": list(self.notes),
+            "unknown_inputs": {k: list(v) for k, v in self.unknown_inputs.items()
+                               if self.value(k) is UNKNOWN},
             "torch_basis": {"version": self.torch_stated,
                             "releases": list(self.torch_releases), "origin": self.torch_origin},
         }
