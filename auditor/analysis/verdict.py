@@ -226,12 +226,16 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
 
 def _needed_decide(key: str, config: dict[str, Any]) -> str:
     """What decides a needed key: NEEDED_KEYS's step, naming the framework whose unknown release
-    left it unknown (the value's source, config.derive) where `--target NAME==VERSION` is asked."""
+    left it unknown (the value's source, config.derive) where `--target NAME==VERSION` is asked;
+    without such a framework, the `--set` of the key alone."""
     decide = NEEDED_KEYS[key]
+    if "NAME==VERSION" not in decide:
+        return decide
     source = config.get("sources", {}).get(key, "")
-    if "NAME==VERSION" in decide and source in config.get("versions", {}) and source != "torch":
-        decide = decide.replace("--target NAME==VERSION", pin_option(source))
-    return decide
+    if source != "torch" and config.get("versions", {}).get(source, "") is None:
+        return decide.replace("--target NAME==VERSION", pin_option(source))
+    # Every release is known: the rules leave it open for this run; only the value decides it.
+    return decide.split(", or ")[-1]
 
 
 def _decide_for(group: list[dict[str, Any]], config: dict[str, Any]) -> str:

@@ -50,3 +50,19 @@ def test_a_guard_on_config_attributes_is_decided_by_their_keys():
                                                       "pipeline_model_parallel_size": 2}}}
     (u,) = judge(doc).undecided
     assert u.decide == "--set overlap_p2p_comm=VALUE --set variable_seq_lengths=VALUE"
+
+
+def test_a_needed_key_no_release_leaves_open_is_decided_by_its_value(tmp_path):
+    """modelscope/ms-swift @ 3602360a5 examples/megatron/benchmark/deepspeed.sh runs `swift sft`
+    (the HF trainer): every release is pinned, so `--target NAME==VERSION` decides nothing."""
+    script = tmp_path / "deepspeed.sh"
+    script.write_text("NPROC_PER_NODE=8 \\\nswift sft \\\n    --model Qwen/Qwen2.5-14B \\\n"
+                      "    --tuner_type full \\\n    --deepspeed zero3\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "auditor", "scan", "--config", str(script), "--target",
+         "ms-swift==4.3.0", "--target", "mcore-bridge==1.4.1", "--target", "megatron-core==0.17.0",
+         "--torch", "2.11.0", "--format", "json"],
+        check=False, capture_output=True, text=True, cwd=ROOT, timeout=300)
+    steps = [u["decide"] for u in json.loads(proc.stdout)["verdict"]["undecided"]
+             if u["what"].startswith("batch_p2p_comm")]
+    assert steps == ["--set batch_p2p_comm=true|false"]
