@@ -208,10 +208,10 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
     analysis = doc.get("analysis", {})
     if analysis.get("budget_exhausted"):
         cuts = analysis.get("budget_cuts") or []
-        first = (f" ({len(cuts)} function(s) left unwalked; first {cuts[0]['function']}, "
-                 f"{cuts[0]['budget']} = {cuts[0]['limit']})") if cuts else ""
+        cut = (f" ({len(cuts)} function(s) left unwalked; first {cuts[0]['function']}, "
+               f"{cuts[0]['budget']} = {cuts[0]['limit']})") if cuts else ""
         out.append(Undecided(
-            f"what lies behind the call-graph interpreter's budget{first}: sites there were not "
+            f"what lies behind the call-graph interpreter's budget{cut}: sites there were not "
             "analysed", "--entry MODULE:QUALNAME nearer the pipeline schedule"))
     pp = effective.get("pipeline_model_parallel_size")
     reached = [s for s in doc.get("sites", []) if s.get("reachable") == "yes" or s.get("paths")]
