@@ -52,6 +52,7 @@ from auditor.config.torch_version import TorchBasis, span
 from auditor.config.torch_version import resolve as resolve_torch
 from auditor.errors import InputError
 from auditor.findings import Finding
+from auditor.rulebook import files as rulebook_files
 from auditor.rulebook.frameworks import (
     NOT_THIS_STACK,
     foreign_settings,
@@ -79,7 +80,13 @@ def derive(
     results = []
     foreign = foreign_settings(launch.launcher, rules_directory)
     stack = stack_names(launch.launcher, rules_directory)
+    by_entries: dict[tuple[int, ...], EffectiveConfig] = {}
     for release in basis.releases or (None,):
+        # Releases that admit the same torch entries derive the same config: derived once.
+        same = _torch_entries(release, rules_directory)
+        if same in by_entries:
+            results.append(by_entries[same])
+            continue
         book = load_rulebook({**versions, "torch": release}, rules_directory)
         deriver = _Deriver(launch, book, foreign, stack)
         deriver.put("torch_version", basis.version if basis.version else UNKNOWN,
@@ -91,7 +98,7 @@ def derive(
         deriver.launch_inputs()
         deriver.model_sizes()
         deriver.run()
-        results.append(deriver.result())
+        results.append(by_entries.setdefault(same, deriver.result()))
     merged = results[0] if len(results) == 1 else _disagreement(results, basis)
     merged.torch_releases = basis.releases
     merged.torch_origin = basis.origin
@@ -100,6 +107,13 @@ def derive(
         merged.versions["torch"] = None
     merged.notes = list(dict.fromkeys([*merged.notes, *basis.notes]))
     return merged
+
+
+def _torch_entries(release: str | None, rules_directory: Path | None) -> tuple[int, ...]:
+    """The torch rules entries `release` admits, by identity (the parsed file is cached)."""
+    rules = rulebook_files.load("torch", release, rules_directory)
+    return tuple(id(e) for name, table in rules.data.items() if isinstance(table, list)
+                 for e in rules.table(name))
 
 
 def _disagreement(results: list[EffectiveConfig], basis: TorchBasis) -> EffectiveConfig:
