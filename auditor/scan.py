@@ -10,20 +10,26 @@ from pathlib import Path
 from typing import Any
 
 from auditor.analysis import verdict
-from auditor.analysis.batching import coalesces_key, effectively_batched, site_doc, site_findings
+from auditor.analysis.batching import (
+    coalesces_key,
+    effectively_batched,
+    site_doc,
+    site_findings,
+)
 from auditor.config.derive import derive
 from auditor.config.effective import EffectiveConfig
 from auditor.config.envlint import lint
 from auditor.config.expr import UNKNOWN
 from auditor.config.launch import read_launch
 from auditor.config.model import LaunchConfig
+from auditor.config.settings import check_settings
 from auditor.errors import InputError
 from auditor.progress import Progress
 from auditor.report import document
-from auditor.sources import SourceSet, resolve
 from auditor.rulebook import interpreter
 from auditor.rulebook.apis import batch_wrappers
 from auditor.rulebook.frameworks import needs_for, stack_for
+from auditor.sources import SourceSet, resolve
 from auditor.static.analyze import collector_paused
 from auditor.static.callgraph import Interpreter
 from auditor.static.inventory import inventory
@@ -43,6 +49,7 @@ class ScanInputs:
     entries: list[str] | None = None  # MODULE[:QUALNAME], in order
     jobs: int | None = None
     progress: bool = False
+    matrix_key: str | None = None  # the key `--matrix` varies (in `overrides` too)
 
 
 def resolve_targets(launch: LaunchConfig, targets: list[str] | None) -> list[SourceSet]:
@@ -140,13 +147,14 @@ def run_scan(inputs: ScanInputs,
             results = _reach_all(interp, reach, program, sites)
     finally:
         program.close()
-    wrappers = batch_wrappers(effective.versions.get("torch"))
-    keys = {s.id: coalesces_key(s, wrappers) for s in sites}
+    keys = {s.id: _coalesces_key(s, effective) for s in sites}
     unbatched = {s.id: effectively_batched(s, effective, keys[s.id]) for s in sites}
     needs = needs_for(launch.launcher)
     site_docs = [site_doc(s, results[s.id], effective, unbatched[s.id], keys[s.id], needs)
                  for s in sites]
-    findings = [*launch.diagnostics, *effective.findings, *lint(launch, effective.value("torch_version"))]
+    torch_version = effective.value("torch_version")
+    findings = [*launch.diagnostics, *effective.findings,
+                *lint(launch, None if torch_version is UNKNOWN else torch_version)]
     findings += site_findings(site_docs, unbatched, interp.patches)
     analyses = [inv.analysis for inv in invs]
     doc = document.build(srcs, site_docs, analyses, findings,
@@ -167,8 +175,22 @@ def run_scan(inputs: ScanInputs,
         "errors": [{"package": pkg, "path": e.path, "cause": e.cause} for pkg, e in program.errors],
         "seconds": round(time.perf_counter() - started, 3),
     }
+    given = {key: "--set" for key in inputs.overrides or {}}
+    check_settings({**given, **({inputs.matrix_key: "--matrix"} if inputs.matrix_key else {})}, doc)
     verdict.finish(doc)
     return doc
+
+
+def _coalesces_key(site: Site, effective: EffectiveConfig) -> str:
+    """The config key that says whether `site`'s batch runs coalesced, for the torch release(s)
+    the config was derived for; releases that disagree on it leave it unknown
+    (`TORCH_RELEASES_DISAGREE`, a key no rule derives)."""
+    keys = {coalesces_key(site, batch_wrappers(r)) for r in effective.torch_releases or (None,)}
+    return keys.pop() if len(keys) == 1 else TORCH_RELEASES_DISAGREE
+
+
+# The coalescing key of a site whose batch wrapper exists in some of the torch releases judged.
+TORCH_RELEASES_DISAGREE = "torch_batch_wrapper (the torch releases judged disagree on it)"
 
 
 def _run_entries(interp: Interpreter, program: Program, srcs: list[SourceSet],

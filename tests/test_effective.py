@@ -15,8 +15,8 @@ from auditor.analysis import verdict
 from auditor.config.coerce import overrides_from
 from auditor.config.derive import derive
 from auditor.config.expr import UNKNOWN, RuleError, compile_expr, evaluate
-from auditor.config.torch_version import installed_torch_version, resolve_torch_version
 from auditor.config.launch import parse_launch, read_launch
+from auditor.config.torch_version import resolve as resolve_torch
 from auditor.errors import InputError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -177,13 +177,14 @@ def test_torch_newer_than_read_is_flagged_in_notes():
 
 
 def test_torch_version_order():
+    """--torch, else the script's `torch==X` comment; the installed torch never decides (it is
+    the auditing machine's build: issue 22 item 1)."""
     launch = read_launch(SEED)
     assert launch.torch_pin == "2.10.0"
-    assert resolve_torch_version("2.11.0", launch) == ("2.11.0", "--torch")
-    installed = installed_torch_version()
-    version, origin = resolve_torch_version(None, launch)
-    assert version == (installed or "2.10.0")
-    assert ("installed" in origin) if installed else ("torch==2.10.0" in origin)
+    assert resolve_torch("2.11.0", launch).version == "2.11.0"
+    basis = resolve_torch(None, launch)
+    assert basis.version == "2.10.0" and basis.releases == ("2.10.0",)
+    assert "torch==2.10.0" in basis.origin
 
 
 # --- contradictions and illegal settings ---------------------------------------------------------

@@ -247,8 +247,9 @@ def test_a_deepspeed_run_needs_no_megatron_setting_and_names_what_decides_its_or
     # torch's release is given (2.13.0): a torch check undecided by config keys names the keys,
     # those of this stack only: Megatron's pipeline size is no input of a DeepSpeed run
     assert "--torch X.Y.Z" not in words
-    assert "--set KEY=VALUE for distributed_backend, torch_eager_init" in words
-    assert "--set KEY=VALUE for pipeline_model_parallel_size" not in words
+    # (torch_eager_init is derived: its input init_device_id_given decides it, issue 22)
+    assert "--set distributed_backend=VALUE --set init_device_id_given=VALUE" in words
+    assert "--set pipeline_model_parallel_size" not in words
     send = backend_sites(doc)["send"]
     assert send["verdict"] == "unknown" and "no batching setting" in send["undecided"]
 
@@ -267,7 +268,8 @@ LAZY_INIT = [
     ({"torch_nccl_comm_nonblocking": "true"}, False, None),
     ({"distributed_backend": "gloo"}, False, None),
     # INVALID: undecided, whatever the Megatron setting says
-    ({}, False, "only its other inputs can rule it out: unknown distributed_backend, torch_eager_init"),
+    # (torch_eager_init is derived: named by its own input, init_device_id_given)
+    ({}, False, "only its other inputs can rule it out: unknown distributed_backend, init_device_id_given"),
     ({"pipeline_model_parallel_size": "2", "distributed_backend": "nccl", "torch_eager_init": "false"},
      False, "no input of this run decides it"),
     ({"pipeline_model_parallel_size": "1"}, False, "only its other inputs can rule it out"),

@@ -13,12 +13,14 @@ is listed with what would decide it.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.analysis import causes as causes_of
+from auditor.config.torch_version import span
 from auditor.errors import EXIT_FINDINGS, EXIT_OK
-from auditor.rulebook.frameworks import NOT_THIS_STACK, owner_of, pin_option
+from auditor.rulebook.frameworks import NOT_THIS_STACK, kind_of, owner_of, pin_option
 
 SITE_VERDICTS = ("contradiction", "ok", "unknown", "unreachable")
 RUN_VERDICTS = ("findings", "inconclusive", "clean", "inventory")
@@ -45,12 +47,25 @@ def site_verdict(reachable: str, runs_batched: bool | None, batch_p2p_comm: Any)
     return "ok" if batch_p2p_comm is False else "unknown"
 
 
+# Kinds of [[check]] whose failure stops the run at start-up (each entry's `effect`: a
+# ValueError in a config's __post_init__, an AssertionError in validate_args, a model that cannot
+# be built), before any P2P op. Undecided, they leave open whether the run starts, not which of
+# its P2P sites fire or how: listed apart (`RunVerdict.startup`), never making the P2P verdict
+# inconclusive. A check of another kind (contradictory-p2p, batch-runs-unbatched) bears on P2P.
+STARTUP_KINDS = ("parallel-sizes", "layer-split", "batch-size")
+
+
 @dataclass(frozen=True)
 class Undecided:
-    """Something the contradiction rule needed and did not get, and what would decide it."""
+    """Something the contradiction rule needed and did not get, and what would decide it.
+    `startup`: a start-up check (`STARTUP_KINDS`), which the P2P verdict does not rest on."""
 
     what: str
     decide: str
+    startup: bool = False
+
+    def to_json(self) -> dict[str, str]:
+        return {"what": self.what, "decide": self.decide}
 
 
 @dataclass
@@ -64,6 +79,8 @@ class RunVerdict:
     not_analysed: int = 0
     # MUST's two verdicts on the op order, where one was replayed (waitfor.Deadlock.to_json).
     deadlock: dict[str, Any] | None = None
+    # Start-up checks not decided: whether the run starts, apart from the P2P verdict.
+    startup: list[Undecided] = field(default_factory=list)
     # The findings grouped by cause, gravest first (analysis.causes.Cause.to_json).
     causes: list[dict[str, Any]] = field(default_factory=list)
 
@@ -75,7 +92,8 @@ class RunVerdict:
         return {"status": self.status, "headline": self.headline, "exit_code": self.exit_code,
                 "contradictions": self.contradictions, "errors": self.errors,
                 "not_analysed": self.not_analysed,
-                "undecided": [asdict(u) for u in self.undecided],
+                "undecided": [u.to_json() for u in self.undecided],
+                **({"startup_undecided": [u.to_json() for u in self.startup]} if self.startup else {}),
                 **({"deadlock": self.deadlock} if self.deadlock else {}),
                 **({"causes": self.causes} if self.causes else {})}
 
@@ -96,7 +114,9 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
     findings = doc.get("findings", [])
     causes = [c.to_json(findings) for c in causes_of.group(findings)]
     errors = [c for c in causes if c["severity"] == "error"]
-    undecided = undecided_inputs(doc)
+    every = undecided_inputs(doc)
+    undecided = [u for u in every if not u.startup]
+    startup = [u for u in every if u.startup]
     quiet = [s for s in sites if s.get("verdict") == "unknown" and not s.get("paths")
              and not s.get("undecided")]
     if bad or errors:
@@ -115,6 +135,9 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
         status = "clean"
         head = ("CLEAN: the recorded run shows no error; its sources were inventoried, not "
                 "scanned (`p2paudit scan --config` says which sites can fire).")
+    basis = doc.get("config", {}).get("torch_basis") or {}
+    if status != "inconclusive" and scanned and basis.get("version") is None and basis.get("releases"):
+        head += f" {across_words(basis['releases'])}."
     would = [f for f in doc.get("findings", []) if f.get("kind") in ("replay-would-hang",
                                                                       "replay-can-hang")]
     if status == "clean" and would:
@@ -124,8 +147,16 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
         head += (f" Not analysed: {len(quiet)} site(s) no call path from the entry points reaches"
                  + (f" ({unbatched} of them unbatched)" if unbatched else "")
                  + "; `p2paudit record` of a run, or an --entry that reaches them, decides them.")
+    if startup and status != "findings":
+        head += f" Start-up: {len(startup)} check(s) not decided, listed below (whether the run starts)."
     deadlock = ((doc.get("run") or {}).get("waitfor") or {}).get("deadlock")
-    return RunVerdict(status, head, undecided, len(bad), len(errors), len(quiet), deadlock, causes)
+    return RunVerdict(status, head, undecided, len(bad), len(errors), len(quiet), deadlock, startup, causes)
+
+
+def across_words(releases: list[str]) -> str:
+    """What a verdict judged across torch releases holds on (config.torch_version)."""
+    return (f"Holds on every torch release the rules cover, {span(releases)} (the script states "
+            "none; --torch X.Y.Z gives the cluster's)")
 
 
 def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
@@ -148,9 +179,10 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
     needs = config.get("needs", list(NEEDED_KEYS))  # documents from before `needs`: Megatron's
     for key, decide in NEEDED_KEYS.items():
         if scanned and key in needs and effective.get(key, "unknown") == "unknown":
-            out.append(Undecided(f"{key} ({provenance.get(key) or 'never derived'})", decide))
+            out.append(Undecided(f"{key} ({provenance.get(key) or 'never derived'})",
+                                 _needed_decide(key, config)))
     torch_known = effective.get("torch_version", "unknown") != "unknown"
-    checks: dict[tuple[str, str], list[str]] = {}  # (why, decide) -> the checks it holds for
+    checks: dict[tuple[str, str, bool], list[str]] = {}  # (why, decide, start-up) -> checks
     for why in config.get("undecided", []):
         # Each entry starts with its rule's id (config.derive); the rule's file names what to pin.
         owner = owner_of(why.split(":", 1)[0])
@@ -158,6 +190,8 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
         torch_rule = owner is not None and owner.name == "torch"
         if torch_rule and not torch_known:
             decide = "--torch X.Y.Z (the cluster's torch release)"
+        elif unknown_keys and all(k.strip().isidentifier() for k in unknown_keys.split(",")):
+            decide = " ".join(f"--set {k.strip()}=VALUE" for k in unknown_keys.split(","))
         elif unknown_keys:
             decide = f"--set KEY=VALUE for {unknown_keys}"
         elif NOT_THIS_STACK in why:
@@ -167,11 +201,11 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
             pin = pin_option(owner.name) if owner else "the framework's release"
             decide = f"{pin} for a release the rules cover, or add the release to rules/"
         ident, _, rest = why.partition(": ")
-        checks.setdefault((rest, decide), []).append(ident)
-    for (rest, decide), idents in checks.items():  # one line per reason, not one per check
+        checks.setdefault((rest, decide, kind_of(ident) in STARTUP_KINDS), []).append(ident)
+    for (rest, decide, startup), idents in checks.items():  # one line per reason, not per check
         named = ", ".join(idents[:3]) + (f" and {len(idents) - 3} more" if len(idents) > 3 else "")
         out.append(Undecided(f"check {idents[0]}: {rest}" if len(idents) == 1 else
-                             f"{len(idents)} checks ({named}): {rest}", decide))
+                             f"{len(idents)} checks ({named}): {rest}", decide, startup))
     by_reason: dict[str, list[dict[str, Any]]] = {}
     for s in doc.get("sites", []):
         if s.get("verdict") == "unknown" and (s.get("paths") or s.get("undecided")):
@@ -193,10 +227,10 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
     analysis = doc.get("analysis", {})
     if analysis.get("budget_exhausted"):
         cuts = analysis.get("budget_cuts") or []
-        first = (f" ({len(cuts)} function(s) left unwalked; first {cuts[0]['function']}, "
-                 f"{cuts[0]['budget']} = {cuts[0]['limit']})") if cuts else ""
+        cut = (f" ({len(cuts)} function(s) left unwalked; first {cuts[0]['function']}, "
+               f"{cuts[0]['budget']} = {cuts[0]['limit']})") if cuts else ""
         out.append(Undecided(
-            f"what lies behind the call-graph interpreter's budget{first}: sites there were not "
+            f"what lies behind the call-graph interpreter's budget{cut}: sites there were not "
             "analysed", "--entry MODULE:QUALNAME nearer the pipeline schedule"))
     pp = effective.get("pipeline_model_parallel_size")
     reached = [s for s in doc.get("sites", []) if s.get("reachable") == "yes" or s.get("paths")]
@@ -209,20 +243,42 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
     return out
 
 
+def _needed_decide(key: str, config: dict[str, Any]) -> str:
+    """What decides a needed key: NEEDED_KEYS's step, naming the framework whose unknown release
+    left it unknown (the value's source, config.derive) where `--target NAME==VERSION` is asked;
+    without such a framework, the `--set` of the key alone."""
+    decide = NEEDED_KEYS[key]
+    if "NAME==VERSION" not in decide:
+        return decide
+    source = config.get("sources", {}).get(key, "")
+    if source != "torch" and config.get("versions", {}).get(source, "") is None:
+        return decide.replace("--target NAME==VERSION", pin_option(source))
+    # Every release is known: the rules leave it open for this run; only the value decides it.
+    return decide.split(", or ")[-1]
+
+
 def _decide_for(group: list[dict[str, Any]], config: dict[str, Any]) -> str:
     """What decides sites that share a reason: the torch release where coalescing is undecided
     (`runs_batched` None), else the config tests their reachability rests on; in a stack with no
     batching setting, a recorded run's replay of their order."""
     effective = config.get("effective", {})
     if group[0].get("runs_batched") is None:
-        return "--torch X.Y.Z (the cluster's torch release)"
+        if effective.get("torch_version", "unknown") == "unknown":
+            return "--torch X.Y.Z (the cluster's torch release)"
+        inputs = (config.get("unknown_inputs") or {}).get("torch_batch_coalesces") or []
+        if inputs:  # torch is known: what it reads is not
+            return " ".join(f"--set {k}=VALUE" for k in inputs)
+        return "`p2paudit record` of a run, then `p2paudit report` (what ran coalesced)"
     tests = sorted({t for s in group for t in s.get("decided_by") or []})
+    keys = [m.group(1) for t in tests for m in [re.fullmatch(r"(?:\w+\.)*config\.(\w+)", t)] if m]
+    if tests and len(keys) == len(tests):
+        return " ".join(f"--set {k}=VALUE" for k in dict.fromkeys(keys))
     if tests:
         return f"--set the config value of {', '.join(tests)}"
     if "batch_p2p_comm" not in config.get("needs", list(NEEDED_KEYS)):
         return "`p2paudit record` of a run, then `p2paudit report` (its replay decides the order)"
     if effective.get("batch_p2p_comm", "unknown") == "unknown":
-        return NEEDED_KEYS["batch_p2p_comm"]
+        return _needed_decide("batch_p2p_comm", config)
     return "--set KEY=VALUE for the config value the guard reads, or --target a release the rules cover"
 
 

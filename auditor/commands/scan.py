@@ -10,8 +10,14 @@ import sys
 from auditor.analysis import verdict
 from auditor.commands import options
 from auditor.commands.output import emit, emit_report
-from auditor.commands.report import add_flight_recorder_argument, context, join_run, read_run
+from auditor.commands.report import (
+    add_flight_recorder_argument,
+    context,
+    join_run,
+    read_run,
+)
 from auditor.config.coerce import overrides_from
+from auditor.config.flags import normalise
 from auditor.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from auditor.report import text
 from auditor.scan import ScanInputs, run_scan
@@ -44,11 +50,13 @@ def run(args: argparse.Namespace) -> int:
             raise InputError("--matrix", "prints a text or JSON comparison; --trace, "
                                          "--flight-recorder and the other formats take one scan")
         key, _, values = args.matrix.partition("=")
-        if not key or not values:
+        if not key.strip() or not values:
             raise InputError(args.matrix, "--matrix wants KEY=V1,V2,...")
+        key = normalise(key.strip())
         docs = {}
         for value in values.split(","):
-            inputs = ScanInputs(**{**base.__dict__, "overrides": {**overrides, key: value}})
+            inputs = ScanInputs(**{**base.__dict__, "overrides": {**overrides, key: value},
+                                   "matrix_key": key})
             docs[value] = run_scan(inputs)
         if args.format == "json":
             emit(json.dumps({"matrix": key, "scans": docs}, indent=2, default=str) + "\n", args.output)

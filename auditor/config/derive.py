@@ -31,20 +31,35 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from auditor.config.coerce import coerce
 from auditor.config.effective import EffectiveConfig, Value, env_value
 from auditor.config.envread import readers
-from auditor.config.expr import UNKNOWN, Expr, RuleError, and3, compile_expr, evaluate, interpolate, show
+from auditor.config.expr import (
+    UNKNOWN,
+    Expr,
+    RuleError,
+    and3,
+    compile_expr,
+    evaluate,
+    interpolate,
+    show,
+)
 from auditor.config.model import LaunchConfig, Symbolic
-from auditor.config.torch_version import resolve_torch_version
-from auditor.config.versions import Reading, read_release
-from auditor.config.versions import shown as shown_release
+from auditor.config.torch_version import TorchBasis, span
+from auditor.config.torch_version import resolve as resolve_torch
 from auditor.errors import InputError
 from auditor.findings import Finding
-from auditor.rulebook.frameworks import NOT_THIS_STACK, foreign_settings, pin_option, stack_names
+from auditor.rulebook import files as rulebook_files
+from auditor.rulebook.frameworks import (
+    NOT_THIS_STACK,
+    foreign_settings,
+    pin_option,
+    stack_names,
+)
 from auditor.rulebook.stages import Entry, RuleBook, Stage, load_rulebook
 
 
@@ -59,19 +74,24 @@ def derive(
 
     `versions` maps distribution names ("megatron-core", "ms-swift", "mcore-bridge") to versions;
     a missing or None version leaves what that framework decides unknown. `overrides` are
-    `--set KEY=VALUE` pairs: they pin the key, so no later rule changes it. `torch_version` is
-    resolved with `resolve_torch_version` when None.
+    `--set KEY=VALUE` pairs: they pin the key, so no later rule changes it. `torch_version`:
+    --torch; None reads what the script states (config.torch_version.resolve).
     """
-    tv, tv_origin = resolve_torch_version(torch_version, launch)
-    reading = read_release(tv, f"torch version ({tv_origin})") if tv else None
+    basis = resolve_torch(torch_version, launch)
     results = []
     foreign = foreign_settings(launch.launcher, rules_directory)
     stack = stack_names(launch.launcher, rules_directory)
-    for release in reading.releases if reading else (None,):
+    by_entries: dict[tuple[int, ...], EffectiveConfig] = {}
+    for release in basis.releases or (None,):
+        # Releases that admit the same torch entries derive the same config: derived once.
+        same = _torch_entries(release, rules_directory)
+        if same in by_entries:
+            results.append(by_entries[same])
+            continue
         book = load_rulebook({**versions, "torch": release}, rules_directory)
         deriver = _Deriver(launch, book, foreign, stack)
-        deriver.put("torch_version", tv, f"torch {tv or 'unknown'} ({tv_origin})"
-                    + (f"; {reading.note}" if reading and reading.note else ""), "torch version")
+        deriver.put("torch_version", basis.version if basis.version else UNKNOWN,
+                    basis.origin, "torch version")
         deriver.put("launcher", launch.launcher,
                     f"{launch.path}:{launch.command_line}: {launch.launcher}",
                     f"{launch.path}:{launch.command_line}", (launch.command_line,))
@@ -79,37 +99,83 @@ def derive(
         deriver.launch_inputs()
         deriver.model_sizes()
         deriver.run()
-        results.append(deriver.result())
-    if len(results) == 1:
-        return results[0]
-    return _disagreement(results, reading)
+        results.append(by_entries.setdefault(same, deriver.result()))
+    merged = results[0] if len(results) == 1 else _disagreement(results, basis)
+    merged.torch_releases = basis.releases
+    merged.torch_origin = basis.origin
+    merged.torch_stated = basis.version
+    if basis.across:
+        merged.versions["torch"] = None
+    merged.notes = list(dict.fromkeys([*merged.notes, *basis.notes]))
+    return merged
 
 
-def _disagreement(results: list[EffectiveConfig], reading: Reading) -> EffectiveConfig:
-    """One config from the readings of a pre-release: what they agree on, the rest unknown."""
-    first, second = results
-    before, release = reading.releases
-    shown = shown_release(before)
+def _torch_entries(release: str | None, rules_directory: Path | None) -> tuple[int, ...]:
+    """The torch rules entries `release` admits, by identity (the parsed file is cached)."""
+    rules = rulebook_files.load("torch", release, rules_directory)
+    return tuple(id(e) for name, table in rules.data.items() if isinstance(table, list)
+                 for e in rules.table(name))
+
+
+def _disagreement(results: list[EffectiveConfig], basis: TorchBasis) -> EffectiveConfig:
+    """One config from the torch releases of `basis`: what they agree on, the rest unknown,
+    naming which releases gave which value (a pre-release build is read as two releases; a run
+    that states no torch as every covered release)."""
+    releases = basis.releases
+    first = results[0]
     values = dict(first.values)
     for key, a in first.values.items():
-        b = second.values.get(key)
-        if key != "torch_version" and (b is None or b.value != a.value):
-            values[key] = Value(
-                UNKNOWN, f"torch {reading.text}: as {shown} {key}={show(a.value)}, as {release} "
-                f"{key}={show(b.value) if b else 'underived'}; pass --torch with the release this "
-                "build matches", "torch version", a.history, a.lines)
-    keys = lambda f: (f.kind, f.where)  # noqa: E731 - the identity of a finding across readings
-    in_second = {keys(f) for f in second.findings}
-    in_first = {keys(f) for f in first.findings}
-    findings = [f for f in first.findings if keys(f) in in_second]
-    undecided = list(dict.fromkeys(first.undecided + second.undecided))
-    undecided += [f"{f.detail.get('rule', f.kind)}: raised for torch {shown if f in first.findings else release} "
-                  f"only ({reading.text} is a pre-release)"
-                  for f in [*first.findings, *second.findings]
-                  if (keys(f) in in_first) != (keys(f) in in_second)]
-    notes = list(dict.fromkeys(first.notes + second.notes + [reading.note]))
+        got = [r.values.get(key) for r in results]
+        if key == "torch_version":
+            continue
+        if all(b is not None and b.value == a.value for b in got):
+            # A rule's sentence names `{torch_version}`, which is unknown across releases.
+            if basis.across:
+                values[key] = replace(a, provenance=a.provenance.replace(
+                    "torch unknown", f"every torch {span(releases)}"))
+            continue
+        by_value = _runs([show(b.value) if b else "underived" for b in got], releases)
+        values[key] = Value(
+            UNKNOWN, f"torch {basis.version or span(releases)}: "
+            + "; ".join(f"as {span(rs)} {key}={v}" for v, rs in by_value)
+            + "; pass --torch with the cluster's release", "torch version", a.history, a.lines)
+    keys = lambda f: (f.kind, f.where)
+    raised = [{keys(f) for f in r.findings} for r in results]
+    findings = [f for f in first.findings if all(keys(f) in k for k in raised)]
+    undecided = list(dict.fromkeys(u for r in results for u in r.undecided))
+    seen: set[tuple[str, str | None]] = set()
+    for r in results:
+        for f in r.findings:
+            if keys(f) in seen or all(keys(f) in k for k in raised):
+                continue
+            seen.add(keys(f))
+            on = [rel for rel, k in zip(releases, raised) if keys(f) in k]
+            undecided.append(f"{f.detail.get('rule', f.kind)}: raised for torch {', '.join(_spans(on, releases))} "
+                             f"only, not for the other releases of torch {basis.version or span(releases)}")
+    notes = list(dict.fromkeys(n for r in results for n in r.notes))
+    outside: dict[str, list[str]] = {}
+    for r in reversed(results):
+        outside.update(r.outside_rules)
+    roots = {k: v for r in reversed(results) for k, v in r.unknown_inputs.items()}
     return EffectiveConfig(values, first.versions, first.env, findings, undecided, notes,
-                           {**second.outside_rules, **first.outside_rules}, first.env_readers)
+                           outside, first.env_readers, unknown_inputs=roots)
+
+
+def _runs(values: list[str], releases: tuple[str, ...]) -> list[tuple[str, list[str]]]:
+    """Consecutive releases that gave one value, as (value, releases) in release order."""
+    out: list[tuple[str, list[str]]] = []
+    for value, release in zip(values, releases):
+        if out and out[-1][0] == value:
+            out[-1][1].append(release)
+        else:
+            out.append((value, [release]))
+    return out
+
+
+def _spans(chosen: list[str], releases: tuple[str, ...]) -> list[str]:
+    """`chosen` (a subset of `releases`) as spans of consecutive releases: ["2.10.0", "2.12.0-2.15.0"]."""
+    marks = [r in chosen for r in releases]
+    return [span(rs) for on, rs in _runs([str(m) for m in marks], releases) if on == "True"]
 
 
 class _Deriver:
@@ -124,6 +190,8 @@ class _Deriver:
         self.book = book
         self.values: dict[str, Value] = {}
         self.pinned: set[str] = set()
+        # derived key -> the unknown inputs it rests on (`_derived_from`)
+        self.roots: dict[str, list[str]] = {}
         self.findings: list[Finding] = []
         self.undecided: list[str] = []
         self.notes: list[str] = []
@@ -395,8 +463,23 @@ class _Deriver:
             cond = when.text if when is not None else f"{key} is None"
             self.put(key, UNKNOWN, f"{sentence}: applies only if {cond}, which is unknown",
                      entry.source_ref(), lines)
+            self._derived_from(key, when, value_expr)
             return
         self.put(key, new, sentence, entry.source_ref(), lines)
+        if new is UNKNOWN:
+            self._derived_from(key, when, value_expr)
+
+    def _derived_from(self, key: str, *exprs: Expr | None) -> None:
+        """Record the inputs an unknown derived value rests on: what decides it is stating them
+        (`--set num_layers=N`), never `--set` of the derived value itself."""
+        if key in self.pinned:
+            return
+        names = [n for e in exprs if e is not None for n in e.names() if n != key]
+        self.roots[key] = self.inputs_of([n for n in names if self.lookup(n) is UNKNOWN]) or [key]
+
+    def inputs_of(self, names: list[str]) -> list[str]:
+        """`names` with each derived unknown replaced by the unknown inputs it rests on."""
+        return list(dict.fromkeys(r for n in names for r in self.roots.get(n, [n])))
 
     def _merge(self, entry: Entry, value_expr: Expr | None) -> None:
         """Every key of a dict-valued setting (e.g. --megatron_extra_kwargs) set as given."""
@@ -427,7 +510,8 @@ class _Deriver:
         holds = evaluate(when, lambda n: UNKNOWN if n in self.foreign else self.lookup(n), self.env)
         if holds is UNKNOWN:
             foreign = [n for n in when.names() if n in self.foreign]
-            unknown = [n for n in when.names() if n not in self.foreign and self.lookup(n) is UNKNOWN]
+            unknown = self.inputs_of([n for n in when.names()
+                                      if n not in self.foreign and self.lookup(n) is UNKNOWN])
             if foreign:
                 owners = " and ".join(dict.fromkeys(o for n in foreign for o in self.foreign[n]))
                 rest = (f"only its other inputs can rule it out: unknown {', '.join(unknown)}" if unknown
@@ -468,7 +552,7 @@ class _Deriver:
         self._check_sizes()
         return EffectiveConfig(self.values, dict(self.versions),
                                dict(self.launch.env), self.findings, self.undecided, self.notes,
-                               self.outside_rules, self.env_readers)
+                               self.outside_rules, self.env_readers, unknown_inputs=self.roots)
 
 
     def _check_sizes(self) -> None:

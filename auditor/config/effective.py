@@ -49,6 +49,12 @@ class EffectiveConfig:
     outside_rules: dict[str, list[str]] = field(default_factory=dict)
     # variable name -> how its consumer reads it (auditor.config.envread), for this torch
     env_readers: dict[str, str] = field(default_factory=dict)
+    # The torch releases the rules were evaluated for (config.torch_version.TorchBasis) and why.
+    torch_releases: tuple[str, ...] = ()
+    torch_origin: str = ""
+    torch_stated: str | None = None  # None: no release stated, judged across torch_releases
+    # derived key -> the unknown inputs its unknown value rests on (what `--set` decides it)
+    unknown_inputs: dict[str, list[str]] = field(default_factory=dict)
 
     def get(self, key: str) -> Value | None:
         return self.values.get(key)
@@ -74,6 +80,10 @@ class EffectiveConfig:
             "undecided": list(self.undecided),
             "outside_rules": {k: list(v) for k, v in self.outside_rules.items()},
             "notes": list(self.notes),
+            "unknown_inputs": {k: list(v) for k, v in self.unknown_inputs.items()
+                               if self.value(k) is UNKNOWN},
+            "torch_basis": {"version": self.torch_stated,
+                            "releases": list(self.torch_releases), "origin": self.torch_origin},
         }
 
 

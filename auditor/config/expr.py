@@ -110,6 +110,8 @@ def _eval(node: ast.AST, lookup: Callable[[str], Any], env: Callable[[str], Any]
         return (not v) if isinstance(node.op, ast.Not) else -v
     if isinstance(node, ast.BinOp):
         a, b = _eval(node.left, lookup, env), _eval(node.right, lookup, env)
+        if a is UNKNOWN and isinstance(node.op, ast.Mod) and type(b) is int and b == 1:
+            return 0  # every integer is a multiple of 1: TP=1 divides any head count
         if a is UNKNOWN or b is UNKNOWN or a is None or b is None:
             return UNKNOWN
         try:

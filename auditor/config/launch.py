@@ -89,6 +89,7 @@ def parse_launch(
     shell = LaunchShell(path, spelling, dict(environ or {}), diagnostics, text.split("\n"))
     shell.run(nodes)
     config = _build(shell, spelling, path)
+    config.text = text
     pins = _pins(lexer.comments)
     for name, version, _ in pins:
         config.pins.setdefault(name, version)

@@ -66,6 +66,7 @@ class LaunchConfig:
     positionals: list[Scalar] = field(default_factory=list)  # training arguments that are no flag
     # Where nproc_per_node / nnodes came from, for provenance: "NPROC_PER_NODE=8 (run.sh:3)".
     world_source: dict[str, str] = field(default_factory=dict)
+    text: str = ""  # the script as read (what it states about its torch: config.torch_version)
 
     @property
     def world_size(self) -> int | None:

@@ -1,29 +1,135 @@
-"""Which torch release the run uses: the one the user names, else the installed one, else the
-launch script's `# torch==X` comment. torch itself is never imported."""
+"""Which torch the run uses: the cluster's, as the user or the launch script states it.
+
+- `--torch X` is the user's word. Where the script states another release, a note says so.
+- Else what the script states: a `torch==X` pin (in a comment or a `pip install` line) and the
+  NGC PyTorch image it runs in (`nvcr.io/nvidia/pytorch:YY.MM-py3`, wherever the script names
+  it: a comment, `srun --container-image=`, `#SBATCH`, `docker run`), whose torch build is
+  rules data (rules/torch.toml [[container_image]], from NVIDIA's release notes). Statements
+  that read as different releases are all evaluated: what they disagree on stays unknown.
+- Nothing stated (or only an image no rule maps): every release of rules/torch.toml
+  `[framework] releases`; what they all agree on is decided, the rest is unknown, naming the
+  releases that differ.
+
+The torch installed where p2paudit runs never decides: it is this machine's build (a `+cpu`
+build on a laptop), not evidence of the cluster's. A note names it with the `--torch` that
+uses it. torch itself is never imported.
+"""
 
 from __future__ import annotations
 
 import importlib.metadata
+import re
+from dataclasses import dataclass
 
 from auditor.config.model import LaunchConfig
+from auditor.config.versions import read_release, shown
+from auditor.rulebook import files
+
+# `torch==2.10.0` as a pin (a comment, `pip install torch==2.10.0+cu128`, `"torch==2.10.0"`).
+_PIN = re.compile(r"(?<![\w.-])torch\s*==\s*([0-9][0-9A-Za-z.+_-]*[0-9A-Za-z])")
+# An NGC PyTorch image: registry path, then the YY.MM tag (`-py3`, `-py3-igpu`, ...).
+_IMAGE = re.compile(r"(nvcr\.io/nvidia/pytorch):(\d\d\.\d\d)(-[\w.-]+)?")
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One thing the launch script says about its torch."""
+
+    version: str | None  # as stated; None: an image whose torch no rule gives
+    where: str  # "run.sh:12: pip install torch==2.10.0"
+
+
+@dataclass(frozen=True)
+class TorchBasis:
+    """The torch release(s) the rules are evaluated for, and why."""
+
+    version: str | None  # the version the run is judged on; None: judged across `releases`
+    releases: tuple[str, ...]  # each evaluated; what they disagree on is unknown
+    origin: str  # the provenance sentence of torch_version
+    notes: tuple[str, ...] = ()
+
+    @property
+    def across(self) -> bool:
+        """Judged across releases because nothing states which one runs."""
+        return self.version is None
 
 
 def installed_torch_version() -> str | None:
-    """The installed torch's version from its metadata."""
+    """The installed torch's version from its metadata (named in a note, never used)."""
     try:
         return importlib.metadata.version("torch")
     except importlib.metadata.PackageNotFoundError:
         return None
 
 
-def resolve_torch_version(explicit: str | None, launch: LaunchConfig) -> tuple[str | None, str]:
-    """--torch VERSION, else the installed torch, else the script's `torch==X` pin comment."""
-    if explicit:
-        return explicit, "--torch"
-    installed = installed_torch_version()
-    if installed:
-        return installed, "the torch installed where p2paudit runs (pass --torch for the cluster's)"
-    if launch.torch_pin:
-        return launch.torch_pin, f"{launch.path}: torch=={launch.torch_pin} comment"
-    return None, "no --torch, no installed torch and no torch==X comment in the script"
+def covered_releases() -> tuple[str, ...]:
+    """The torch releases a run that states none is judged on (rules/torch.toml)."""
+    return tuple(files.load("torch").section("framework").get("releases", ()))
 
+
+def stated(launch: LaunchConfig) -> list[Statement]:
+    """What the script's text says about its torch, in line order."""
+    images = {(e["image"], e["tag"]): e for e in files.load("torch").table("container_image")}
+    out = []
+    for n, line in enumerate(launch.text.split("\n"), 1):
+        where = f"{launch.path}:{n}: {line.strip()[:80]}"
+        out += [Statement(m.group(1), where) for m in _PIN.finditer(line)]
+        for m in _IMAGE.finditer(line):
+            entry = images.get((m.group(1), m.group(2)))
+            out.append(Statement(entry["torch"] if entry else None, where))
+    return out
+
+
+def resolve(explicit: str | None, launch: LaunchConfig) -> TorchBasis:
+    """The torch basis of a run: --torch, else what the script states, else the covered releases."""
+    statements = stated(launch)
+    known = [s for s in statements if s.version]
+    notes = [_installed_note()] if explicit is None and not known and installed_torch_version() else []
+    notes += [f"{s.where}: an NGC image no rules/torch.toml [[container_image]] maps to its torch "
+              "build (add its tag from NVIDIA's release notes)" for s in statements if not s.version]
+    if explicit:
+        other = [s for s in known if _releases(s.version) != _releases(explicit)]
+        notes += [f"--torch {explicit} decides, although the script states torch {s.version} "
+                  f"({s.where})" for s in other]
+        return _one(explicit, "--torch", notes)
+    if not known:
+        releases = covered_releases()
+        what = "no torch stated in the script" + (" (an image whose torch is unknown)"
+                                                   if statements else "")
+        origin = (f"{what}: judged across torch {span(releases)}, the releases rules/torch.toml "
+                  "covers; --torch X.Y.Z gives the cluster's")
+        return TorchBasis(None, releases, origin, tuple(notes))
+    distinct = list(dict.fromkeys(s.version for s in known if s.version))
+    if len(distinct) == 1:
+        first = known[0]
+        return _one(distinct[0], first.where, notes)
+    releases = tuple(dict.fromkeys(r for v in distinct for r in _releases(v)))
+    disagree = "; ".join(f"torch {s.version} ({s.where})" for s in known)
+    notes.append(f"the script states different torch builds: {disagree}; each is evaluated, and "
+                 "what they disagree on is unknown (--torch X.Y.Z decides)")
+    return TorchBasis(None, releases, f"the script states {len(distinct)} torch builds: "
+                      f"{', '.join(distinct)}; --torch X.Y.Z gives the cluster's", tuple(notes))
+
+
+def _one(version: str, origin: str, notes: list[str]) -> TorchBasis:
+    reading = read_release(version, f"torch version ({origin})")
+    origin = f"torch {version} ({origin})" + (f"; {reading.note}" if reading.note else "")
+    notes += [reading.note] if not reading.exact else []
+    return TorchBasis(version, reading.releases, origin, tuple(notes))
+
+
+def _releases(version: str | None) -> tuple[str, ...]:
+    return read_release(version, "torch version").releases if version else ()
+
+
+def _installed_note() -> str:
+    installed = installed_torch_version()
+    return (f"torch {installed} is installed where p2paudit runs: it was not used, being this "
+            f"machine's build, not evidence of the cluster's (--torch {installed} uses it if the "
+            "run does)")
+
+
+def span(releases: tuple[str, ...] | list[str]) -> str:
+    """Releases as the output names them: `2.4.0-2.15.0` (in order), or the one release."""
+    shown_ = [shown(r) for r in releases]
+    return shown_[0] if len(shown_) == 1 else f"{shown_[0]}-{shown_[-1]}"

@@ -74,6 +74,17 @@ def verdict_sentence(doc: dict[str, Any]) -> str:
     return (doc.get("verdict") or judge(doc).to_json())["headline"]
 
 
+def torch_words(config: dict[str, Any]) -> str:
+    """The torch the scan judged: the version, or the releases judged across when none is stated."""
+    basis = config.get("torch_basis") or {}
+    version = config.get("effective", {}).get("torch_version")
+    if version in (None, "unknown") and basis.get("releases"):
+        releases = basis["releases"]
+        return f"{releases[0]}-{releases[-1]} (none stated: each judged)" if len(releases) > 1 \
+            else releases[0]
+    return version or "unknown"
+
+
 def verdict_line(doc: dict[str, Any]) -> str:
     """The headline, the fix of the cause it names, then what stays undecided, each with what
     would decide it."""
@@ -87,6 +98,10 @@ def verdict_line(doc: dict[str, Any]) -> str:
     if len(v.get("undecided", [])) > 1 or (v["status"] == "findings" and v.get("undecided")):
         lines += ["Not decided:"] + [f"  - {u['what']}\n    decide with: {u['decide']}"
                                      for u in v["undecided"]]
+    if v.get("startup_undecided"):
+        title = "Start-up checks not decided (whether the run starts; the verdict does not rest on them):"
+        lines += [title] + [f"  - {u['what']}\n    decide with: {u['decide']}"
+                            for u in v["startup_undecided"]]
     return "\n".join(lines)
 
 
@@ -123,7 +138,7 @@ def scan_report(doc: dict[str, Any], verbose: bool = False, width: int = 80) -> 
     how = ", ".join(str(x) for x in (launch.get("launcher"), f"{ranks} ranks") if x)
     lines = [
         f"p2paudit scan {launch.get('path') or '(no launch script)'}  ({how})",
-        f"targets: {targets}; torch {eff.get('torch_version') or 'unknown'}",
+        f"targets: {targets}; torch {torch_words(doc['config'])}",
     ]
     if "entries" in doc:
         lines.append("entry points: " + ("; ".join(doc["entries"]) or

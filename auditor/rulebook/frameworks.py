@@ -93,11 +93,23 @@ def pin_option(name: str, directory: Path | None = None) -> str:
 def owner_of(rule_id: str, directory: Path | None = None) -> Framework | None:
     """The framework whose rules file holds the entry `rule_id`: what a verdict about the rule
     tells the user to pin (its distribution), whatever the id's prefix (`swift.`, `mcore.`)."""
+    found = _entry(rule_id, directory)
+    return found[0] if found else None
+
+
+def kind_of(rule_id: str, directory: Path | None = None) -> str | None:
+    """The `kind` of the entry `rule_id` (a [[check]]'s finding kind), in any release."""
+    found = _entry(rule_id, directory)
+    return found[1].get("kind") if found else None
+
+
+def _entry(rule_id: str, directory: Path | None) -> tuple[Framework, dict] | None:
     for fw in frameworks(directory):
         data = files.load(fw.name, None, directory).data
-        if any(isinstance(e, dict) and e.get("id") == rule_id
-               for table in data.values() if isinstance(table, list) for e in table):
-            return fw
+        for table in data.values():
+            for e in table if isinstance(table, list) else ():
+                if isinstance(e, dict) and e.get("id") == rule_id:
+                    return fw, e
     return None
 
 

@@ -38,7 +38,7 @@ _SELECT = "versions unknown read source code function class absent"
 TABLES: dict[str, Table] = {
     # What the file is about; rulebook.frameworks documents each key.
     "framework": _table(False, "name", "distribution position launchers runs_on packages read "
-                                       "verified latest_read needs"),
+                                       "verified latest_read needs releases"),
     # The config pipeline (rulebook.stages, evaluated by auditor/config/derive.py).
     "stage": _table(True, "name order", "launchers flags about"),
     "arg": _table(True, "stage key type", f"default class aliases {_SELECT}"),
@@ -62,6 +62,8 @@ TABLES: dict[str, Table] = {
                                            f"valid invalid {_SELECT}"),
     "p2p_roles": _table(False, "peer_pattern", "valid invalid source"),
     "batch_wrapper": _table(True, "modules key", "versions unknown source"),
+    # Container images whose torch build a launch script names (config.torch_version).
+    "container_image": _table(True, "image tag torch source", "nccl"),
     # How a launch script is spelled (rulebook.launchers).
     "flag": _table(True, "spelling dest action", f"nargs valid invalid {_SELECT}"),
     "no_flag": _table(True, "spellings dest", f"why valid invalid {_SELECT}"),
@@ -84,11 +86,12 @@ TABLES: dict[str, Table] = {
 TYPES: dict[str, dict[str, type]] = {
     "framework": {"name": str, "distribution": str, "position": int, "launchers": list,
                   "runs_on": str, "packages": list, "needs": list, "read": str, "verified": list,
-                  "latest_read": str},
+                  "latest_read": str, "releases": list},
     # launcher patterns (rulebook.frameworks.launched_by) and a wrapper's module prefixes
     "stage": {"launchers": list},
     "entry_point": {"launchers": list},
     "batch_wrapper": {"modules": list, "key": str},
+    "container_image": {"image": str, "tag": str, "torch": str, "source": str},
 }
 _SPOKEN = {str: "a string", int: "an integer", list: "a list"}
 

@@ -1,0 +1,80 @@
+"""The settings `--set KEY=VALUE` and `--matrix KEY=...` may name: a misspelt key is bad input
+with the closest known key, never a silent no-op (`--matrix pipline_model_parallel_size=1,2,4`
+printed identical columns as if each value had been applied).
+
+A key is known when a rules file reads or derives it, in any release (an [[arg]] or [[rule]]
+key, a name in a `when`/`value` expression, a [[model]] size, a [[symbol]]'s config), when the
+launch reader or this run's derivation gives it (a key of `--megatron_extra_kwargs`), or when a
+guard on a P2P path of this scan tests it (the interpreter reads any config attribute the
+analysed code tests, and `--set` decides those too).
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from auditor.config.expr import RuleError, compile_expr
+from auditor.errors import InputError
+from auditor.rulebook import files
+from auditor.rulebook.frameworks import frameworks
+
+# What the launch reader and derive itself put in the effective config.
+LAUNCH_KEYS = ("nproc_per_node", "nnodes", "torch_version", "launcher")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def known_settings(directory: Path | None = None) -> frozenset[str]:
+    """Every setting a rules file reads or derives, in any release."""
+    return _known(directory or files.rules_dir())
+
+
+@functools.lru_cache(maxsize=4)
+def _known(directory: Path) -> frozenset[str]:
+    out: set[str] = set(LAUNCH_KEYS)
+    for fw in frameworks(directory):
+        data = files.load(fw.name, None, directory).data
+        for table in ("arg", "rule", "check"):
+            for entry in data.get(table, []):
+                out.update([entry["key"]] if "key" in entry else [])
+                for field in ("when", "value"):
+                    if isinstance(entry.get(field), str):
+                        out.update(_names(entry[field]))
+        for entry in data.get("model", []):
+            out.update(entry.get("values", {}))
+        out.update(e["config"] for e in data.get("symbol", []) if "config" in e)
+    return frozenset(out)
+
+
+def _names(text: str) -> set[str]:
+    try:
+        return set(compile_expr(text).names())
+    except RuleError:
+        return set()
+
+
+def check_settings(given: Mapping[str, str], doc: dict[str, Any],
+                   directory: Path | None = None) -> None:
+    """InputError (exit 2) for the first key of `given` (key -> the option that gave it,
+    `--set` or `--matrix`) that no rule, launch input or guard of `doc` knows."""
+    config = doc.get("config", {})
+    derived = {k for k, source in config.get("sources", {}).items() if source != "--set"}
+    known = set(known_settings(directory)) | derived
+    known |= _guard_names(doc.get("sites", []))
+    for key, option in given.items():
+        if key in known:
+            continue
+        close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]}?" if close else \
+            "; the keys are the effective config's (`--format json`: config.effective)"
+        raise InputError(f"{option} {key}", f"no such setting: no rule, launch input or guard of "
+                                            f"this run reads {key!r}{hint}")
+
+
+def _guard_names(sites: Iterable[dict[str, Any]]) -> set[str]:
+    """The names the guards of this scan's P2P paths test (`config.overlap_p2p_comm`)."""
+    return {n for s in sites for g in s.get("guards") or [] for n in _NAME.findall(str(g))}

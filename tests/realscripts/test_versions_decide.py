@@ -1,0 +1,68 @@
+"""Issue 22: every INCONCLUSIVE names one concrete step that decides it: a flag, `--set KEY=VALUE`
+with a real key (never a value derived from others), `--target NAME==VERSION` with the name,
+never a flag the script already has (`--torch` where the script states its torch).
+
+The script is the shipped examples/pipelining_pp2.sh (torch.distributed.pipelining, written after
+pytorch/pytorch torch/distributed/pipelining/schedules.py's Schedule1F1B usage): its torch is
+stated (`# torch==2.13.0`), megatron-core's release is not.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from auditor.analysis.verdict import judge
+from auditor.config.settings import known_settings
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_step_is_concrete_on_the_pipelining_example():
+    proc = subprocess.run(
+        [sys.executable, "-m", "auditor", "scan", "--config", "examples/pipelining_pp2.sh",
+         "--target", "examples/pipelining_train.py", "--target", "torch",
+         "--entry", "pipelining_train:train_1f1b", "--format", "json"],
+        check=False, capture_output=True, text=True, cwd=ROOT, timeout=300)
+    doc = json.loads(proc.stdout)
+    steps = [u["decide"] for u in doc["verdict"]["undecided"]]
+    assert doc["verdict"]["status"] == "inconclusive" and steps
+    derived = set(doc["config"]["unknown_inputs"])
+    for step in steps:
+        assert "NAME==" not in step and "KEY=VALUE" not in step and " input" not in step, step
+        assert "--torch" not in step, step  # the script states torch==2.13.0
+        for key in re.findall(r"--set (\w+)=", step):
+            assert key in known_settings() and key not in derived, step
+    assert "--target megatron-core==VERSION for a release the rules cover, or --set " \
+           "batch_p2p_comm=true|false" in steps
+    assert "--set distributed_backend=VALUE" in steps  # what torch_batch_coalesces rests on
+
+
+def test_a_guard_on_config_attributes_is_decided_by_their_keys():
+    site = {"path": "p.py", "line": 1, "api": "send", "function": "f", "verdict": "unknown",
+            "reachable": "yes", "paths": ["a -> f"], "runs_batched": False,
+            "undecided": "reached under an undecided guard",
+            "decided_by": ["config.overlap_p2p_comm", "self.config.variable_seq_lengths"]}
+    doc = {"sites": [site], "config": {"effective": {"batch_p2p_comm": True,
+                                                      "pipeline_model_parallel_size": 2}}}
+    (u,) = judge(doc).undecided
+    assert u.decide == "--set overlap_p2p_comm=VALUE --set variable_seq_lengths=VALUE"
+
+
+def test_a_needed_key_no_release_leaves_open_is_decided_by_its_value(tmp_path):
+    """modelscope/ms-swift @ 3602360a5 examples/megatron/benchmark/deepspeed.sh runs `swift sft`
+    (the HF trainer): every release is pinned, so `--target NAME==VERSION` decides nothing."""
+    script = tmp_path / "deepspeed.sh"
+    script.write_text("NPROC_PER_NODE=8 \\\nswift sft \\\n    --model Qwen/Qwen2.5-14B \\\n"
+                      "    --tuner_type full \\\n    --deepspeed zero3\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "auditor", "scan", "--config", str(script), "--target",
+         "ms-swift==4.3.0", "--target", "mcore-bridge==1.4.1", "--target", "megatron-core==0.17.0",
+         "--torch", "2.11.0", "--format", "json"],
+        check=False, capture_output=True, text=True, cwd=ROOT, timeout=300)
+    steps = [u["decide"] for u in json.loads(proc.stdout)["verdict"]["undecided"]
+             if u["what"].startswith("batch_p2p_comm")]
+    assert steps == ["--set batch_p2p_comm=true|false"]
