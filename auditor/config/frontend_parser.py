@@ -103,7 +103,8 @@ class _Reader:
         self.read_tree(tree)
 
     def read_tree(self, tree: ast.AST) -> None:
-        for func in [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)] or [tree]:
+        funcs: list[ast.AST] = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]
+        for func in funcs or [tree]:
             lists = {n.targets[0].id: _strings(n.value.elts) for n in ast.walk(func)
                      if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)
                      and isinstance(n.value, ast.List)}
@@ -119,7 +120,7 @@ class _Reader:
         if not names:
             return
         dest, action, nargs = (_keyword(call, k) for k in ("dest", "action", "nargs"))
-        kind = action.value if isinstance(action, ast.Constant) else "store"
+        kind = str(action.value) if isinstance(action, ast.Constant) else "store"
         entry = {
             "dest": dest.value if isinstance(dest, ast.Constant) else next(
                 (s for s in names if s.startswith("--")), names[0]).lstrip("-").replace("-", "_"),
@@ -164,7 +165,7 @@ class _Reader:
                     if isinstance(k, ast.Constant) and k.value == "arg_names" and isinstance(v, ast.List):
                         names = _strings(v.elts)
                     if isinstance(k, ast.Constant) and k.value == "action" and isinstance(v, ast.Constant):
-                        action = v.value
+                        action = _ACTIONS.get(str(v.value), "store")
             for s in names:
                 self.flags.setdefault(s, {"dest": name, "action": action})
 
