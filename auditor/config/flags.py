@@ -104,12 +104,6 @@ def read_flags(config: LaunchConfig, args: list[Field], spelling: Spelling, path
         config.flags[name] = Flag(name, value, f.line, written, tuple(values))
         single = (f"{written} {values[0]}" if entry is not None and entry["action"] == "store" and not eq
                   and "nargs" not in entry and values else None)
-    if config.style == "ms-swift" and config.positionals and str(config.positionals[0]).endswith(
-            (".yaml", ".yml", ".json")):
-        config.diagnostics.append(Finding(
-            "launch.unread-file", "info",
-            f"ms-swift reads further flags from `{config.positionals[0]}`; they are not read here",
-            where=f"{path}:{config.command_line}"))
 
 
 def _check_megatron_spelling(config: LaunchConfig, spelling: Spelling, written: str,

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from auditor.bash.lexer import Lexer
 from auditor.bash.parser import Parser
+from auditor.config.configfiles import read_config_files
 from auditor.config.flags import read_flags
 from auditor.config.frontend_parser import locate, with_front_end
 from auditor.config.launcher import torchrun_options, world_size
@@ -150,6 +151,7 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
     if style == "megatron-lm" and isinstance(config.script, str):
         spelling = with_front_end(spelling, locate(path, config.script, parser_roots))
     read_flags(config, args, spelling, path)
+    read_config_files(config, args, launcher, path)
     world_size(config, launcher, chosen, spelling, path)
     for other in shell.candidates[1:]:
         config.diagnostics.append(Finding(
