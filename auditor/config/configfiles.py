@@ -31,7 +31,6 @@ from auditor.rulebook.frameworks import launched_by
 
 SWIFT_SUFFIXES = (".json", ".yaml", ".yml")
 MEGATRON_SECTIONS = ("model_parallel", "language_model")  # yaml_arguments.py's nested namespaces
-MAX_PARENTS = 3  # directories above the launch script the file is looked for in (the run's cwd)
 
 
 class Unreadable(Exception):
@@ -78,7 +77,7 @@ def _swift(config: LaunchConfig, first: Field, launcher: dict, path: str) -> Non
         if flag in config.flags:
             continue  # the command line gives it after the file: argparse keeps the last
         config.flags[flag] = Flag(flag, " ".join(values) if len(values) != 1 else values[0],
-                                  first.line, f"--{key} ({found})", values)
+                                  first.line, f"--{key} (from {name})", values)
         given.append(str(key))
     config.diagnostics.append(Finding(
         "launch.config-file", "info",
@@ -118,7 +117,7 @@ def _megatron_yaml(config: LaunchConfig, flag: Flag, path: str) -> None:
         if isinstance(value, (dict, list)):
             value = json.dumps(value)
         shown = "None" if value is None else value
-        config.flags[str(key)] = Flag(str(key), shown, flag.line, f"{key} ({found})")
+        config.flags[str(key)] = Flag(str(key), shown, flag.line, f"{key} (from {flag.value})")
     config.diagnostics.append(Finding(
         "launch.config-file", "info", f"read {found} as Megatron-LM's --yaml-cfg: {len(flat)} setting(s)",
         where=where))
@@ -126,13 +125,13 @@ def _megatron_yaml(config: LaunchConfig, flag: Flag, path: str) -> None:
 
 def _load(name: str, launch_path: str) -> tuple[str, dict]:
     """(the file found, its mapping). Relative names are looked for from the launch script's
-    directory up: the directory the script runs in is not known."""
+    directory up (ms-swift's examples run from the repository root): the directory the script
+    runs in is not known."""
     here = Path(launch_path).resolve().parent
-    candidates = [Path(name)] if Path(name).is_absolute() else [
-        d / name for d in [here, *here.parents][: MAX_PARENTS + 1]]
+    candidates = [Path(name)] if Path(name).is_absolute() else [d / name for d in [here, *here.parents]]
     found = next((c for c in candidates if c.is_file()), None)
     if found is None:
-        raise Unreadable(f"not found from {here} or the {MAX_PARENTS} directories above it")
+        raise Unreadable(f"not found in {here} or a directory above it")
     try:
         text = found.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

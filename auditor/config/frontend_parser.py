@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 PARSER_FILES = ("megatron/training/arguments.py", "megatron/arguments.py")
-MAX_PARENTS = 3  # directories above the launch script searched for the training script
 # argparse actions by what the flag reader makes of them: a flag with values ("store"), or a bare
 # flag (given: True; store_false: False). Custom action classes take values, as "store" does.
 _ACTIONS = {"store": "store", "append": "store", "extend": "store", "store_true": "store_true",
@@ -42,11 +41,10 @@ class FrontEnd:
 
 def locate(launch_path: str, script: str, roots: tuple[Path, ...] = ()) -> FrontEnd | None:
     """The front end of `script` (as the training command names it): from a checkout holding the
-    launch script (the script found in its directory or up to MAX_PARENTS above, next to a
-    `megatron/` parser), else from the first of `roots` (a release's files) that holds one."""
+    launch script (the script found in its directory or one above, next to a `megatron/`
+    parser), else from the first of `roots` (a release's files) that holds one."""
     here = Path(launch_path).resolve().parent
-    candidates = [Path(script)] if Path(script).is_absolute() else [
-        d / script for d in [here, *here.parents][: MAX_PARENTS + 1]]
+    candidates = [Path(script)] if Path(script).is_absolute() else [d / script for d in [here, *here.parents]]
     for candidate in candidates:
         if candidate.is_file():
             front = _read(candidate.parent, candidate)
