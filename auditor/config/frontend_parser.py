@@ -20,6 +20,10 @@ from pathlib import Path
 from typing import Any
 
 PARSER_FILES = ("megatron/training/arguments.py", "megatron/arguments.py")
+# A training script that calls one of these builds Megatron-LM's parser (with its extra args).
+ENTRIES = frozenset({"pretrain", "initialize_megatron", "parse_args"})
+ARGPARSE_METHODS = frozenset({"add_argument", "add_argument_group", "add_mutually_exclusive_group",
+                              "set_defaults"})
 # argparse actions by what the flag reader makes of them: a flag with values ("store"), or a bare
 # flag (given: True; store_false: False). Custom action classes take values, as "store" does.
 _ACTIONS = {"store": "store", "append": "store", "extend": "store", "store_true": "store_true",
@@ -40,49 +44,58 @@ class FrontEnd:
 
 
 def locate(launch_path: str, script: str, roots: tuple[Path, ...] = ()) -> FrontEnd | None:
-    """The front end of `script` (as the training command names it): from a checkout holding the
-    launch script (the script found in its directory or one above, next to a `megatron/`
-    parser), else from the first of `roots` (a release's files) that holds one."""
+    """The front end of `script` (as the training command names it). Found from the launch
+    script's directory up, it is read with the `megatron/` parser of its checkout (the script's
+    directory or one above); a script that builds no Megatron-LM parser, or has no checkout
+    around it, has no front end read. Not found, the parser of the first of `roots` (a release's
+    files) is read, incompletely: what the unread training script adds is not known."""
     here = Path(launch_path).resolve().parent
     candidates = [Path(script)] if Path(script).is_absolute() else [d / script for d in [here, *here.parents]]
-    for candidate in candidates:
-        if candidate.is_file():
-            front = _read(candidate.parent, candidate)
-            if front is not None:
-                return replace(front, origin=f"the Megatron-LM checkout {candidate.parent}")
+    found = next((c for c in candidates if c.is_file()), None)
+    if found is not None:
+        for root in [found.parent, *found.parent.parents]:
+            parser = _parser(root)
+            if parser is not None:
+                front = read_parser(parser, found)
+                return replace(front, origin=f"the Megatron-LM checkout {root}") if front else None
+        return None
     for root in roots:
-        front = _read(root, None)
-        if front is not None:
-            return front
+        parser = _parser(root)
+        if parser is not None:
+            front = read_parser(parser, None)
+            why = f"the training script {script} was not found: flags it adds are not read"
+            return replace(front, complete=False, why_incomplete=why) if front else None
     return None
 
 
-def _read(root: Path, script: Path | None) -> FrontEnd | None:
-    parser = next((root / p for p in PARSER_FILES if (root / p).is_file()), None)
-    if parser is None:
-        return None
-    return read_parser(parser, script)
+def _parser(root: Path) -> Path | None:
+    return next((root / p for p in PARSER_FILES if (root / p).is_file()), None)
 
 
 @functools.lru_cache(maxsize=16)
-def read_parser(parser: Path, script: Path | None = None) -> FrontEnd:
-    """The flags of `parser` (an arguments file), and of `script`'s own add_argument calls."""
+def read_parser(parser: Path, script: Path | None = None) -> FrontEnd | None:
+    """The flags of `parser` (an arguments file), and of `script`'s own add_argument calls;
+    None where `script` builds no Megatron-LM parser (no pretrain, initialize_megatron or
+    parse_args call: its front end is its own)."""
     root = parser.parent.parent.parent if parser.parent.name == "training" else parser.parent.parent
     reader = _Reader(root)
     reader.read_file(parser)
     accepts_unknown = False
     if script is not None:
-        text = _text(script)
-        tree = _parse(text)
-        if tree is not None:
-            reader.read_tree(tree)
-            accepts_unknown = _ignores_unknown(tree)
-            local = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
-            for call in _calls(tree):
-                provider = _keyword(call, "extra_args_provider")
-                if provider is not None and not _local_or_none(provider, local):
-                    reader.missing.append(f"{script.name} adds flags through "
-                                          f"`{ast.unparse(provider)}`, which is not read")
+        tree = _parse(_text(script))
+        if tree is None:
+            return None
+        names = {getattr(c.func, "attr", getattr(c.func, "id", None)) for c in _calls(tree)}
+        if not names & ENTRIES:
+            return None
+        reader.read_tree(tree)
+        accepts_unknown = _ignores_unknown(tree)
+        local = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+        for call in _calls(tree):
+            provider = _keyword(call, "extra_args_provider")
+            if provider is not None and not _read_provider(provider, local):
+                reader.missing.append(f"{script.name} adds flags through "
+                                      f"`{ast.unparse(provider)}`, which is not read")
     return FrontEnd(str(parser), reader.flags, not reader.missing, "; ".join(reader.missing),
                     accepts_unknown)
 
@@ -224,14 +237,27 @@ def _strings(nodes: list[ast.expr]) -> list[str]:
     return [n.value for n in nodes if isinstance(n, ast.Constant) and isinstance(n.value, str)]
 
 
-def _local_or_none(node: ast.expr, local: set[str]) -> bool:
+def _read_provider(node: ast.expr, local: dict[str, ast.FunctionDef]) -> bool:
+    """Whether every flag `extra_args_provider=node` adds was read: None, or a function of the
+    script that hands its parser to nothing but argparse's own methods and other such functions."""
     if isinstance(node, ast.Constant) and node.value is None:
         return True
-    if isinstance(node, ast.Name):
-        return node.id in local
     if isinstance(node, ast.IfExp):
-        return _local_or_none(node.body, local) and _local_or_none(node.orelse, local)
-    return False
+        return _read_provider(node.body, local) and _read_provider(node.orelse, local)
+    func = local.get(node.id) if isinstance(node, ast.Name) else None
+    if func is None or not func.args.args:
+        return False
+    handles = {func.args.args[0].arg}
+    for n in ast.walk(func):  # `group = parser.add_argument_group(...)` hands it on too
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and any(
+                isinstance(a, ast.Name) and a.id in handles for a in ast.walk(n.value)):
+            handles |= {t.id for t in n.targets if isinstance(t, ast.Name)}
+    for call in _calls(func):
+        name = getattr(call.func, "attr", getattr(call.func, "id", None))
+        passed = any(isinstance(a, ast.Name) and a.id in handles for a in call.args)
+        if passed and name not in ARGPARSE_METHODS and (name not in local or local[name] is func):
+            return False
+    return True
 
 
 def _ignores_unknown(tree: ast.AST) -> bool:
