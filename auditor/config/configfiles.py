@@ -143,7 +143,7 @@ def _load(name: str, launch_path: str) -> tuple[str, dict]:
             raise Unreadable(f"{found} is not JSON: {exc}") from None
     else:
         try:
-            import yaml  # noqa: PLC0415 - read only where a YAML file is given
+            import yaml  # type: ignore[import-untyped]  # noqa: PLC0415 - only where a YAML file is given
         except ImportError:
             raise Unreadable("PyYAML is not installed (pip install pyyaml)") from None
         try:
