@@ -1,15 +1,10 @@
 """Config files the trainer reads: their settings join the training command's flags.
 
-- ms-swift (`megatron sft config.yaml`, `swift sft config.json`): `swift/cli/main.py`
-  `parse_yaml_args` (ms-swift 4.3.0) reads the first argument after the subcommand when it ends
-  in .json, .yaml or .yml (`yaml.safe_load`), sets each entry of its `ENV:` mapping as an
-  environment variable unless the environment already has it (so NPROC_PER_NODE there starts
-  torchrun), and puts `--KEY VALUE` in the file's place (a list as several values, a dict as
-  JSON, anything else as `str(value)`): flags after it on the command line win.
-- Megatron-LM (`--yaml-cfg FILE`): `megatron/training/arguments.py` replaces every parsed flag
-  with the file's namespace (`yaml_arguments.load_yaml`, "argparse arguments will be ignored");
-  its settings are the top-level keys and those of its `model_parallel` and `language_model`
-  sections.
+How each front end reads its file is in the rules (`[[config_file]]`): ms-swift's first argument
+(`megatron sft config.yaml`: keys as `--KEY VALUE` in the file's place, its `ENV:` mapping as
+environment variables the environment lacks; rules/ms-swift.toml), Megatron-LM's `--yaml-cfg`
+(the file replaces every other flag; rules/megatron-lm.toml). Files are read with json and
+yaml.safe_load, as both front ends read them.
 
 A file that cannot be read (not found from where the script may run, not parseable, not a
 mapping) is unknown, not a default: every setting the rules read from flags that the command
@@ -29,9 +24,6 @@ from auditor.findings import Finding
 from auditor.rulebook import files
 from auditor.rulebook.frameworks import launched_by
 
-SWIFT_SUFFIXES = (".json", ".yaml", ".yml")
-MEGATRON_SECTIONS = ("model_parallel", "language_model")  # yaml_arguments.py's nested namespaces
-
 
 class Unreadable(Exception):
     """Why a config file cannot be read."""
@@ -40,15 +32,23 @@ class Unreadable(Exception):
 def read_config_files(config: LaunchConfig, args: list[Field], launcher: dict, path: str) -> None:
     """Merges the config file the training command passes (if any) into `config`: called after
     the command line's flags are read, before the world size is."""
-    if config.style == "ms-swift" and launcher.get("program") and args:
-        _swift(config, args[0], launcher, path)
-    elif config.style == "megatron-lm" and "yaml_cfg" in config.flags:
-        _megatron_yaml(config, config.flags["yaml_cfg"], path)
+    for rule in _rules(config.launcher):
+        if rule["kind"] == "first-argument" and launcher.get("program") and args:
+            _first_argument(config, args[0], rule, launcher, path)
+        elif rule["kind"] == "replaces-flags" and rule.get("flag") in config.flags:
+            _replaces_flags(config, config.flags[rule["flag"]], rule, path)
 
 
-def _swift(config: LaunchConfig, first: Field, launcher: dict, path: str) -> None:
+def _rules(launcher: str) -> list[dict]:
+    """The [[config_file]] entries whose launchers run this command, in any release (which one
+    the script was written for is not known when it is read)."""
+    return [e for name in files.names() for e in files.load(name).data.get("config_file", [])
+            if launched_by(launcher, e["launchers"])]
+
+
+def _first_argument(config: LaunchConfig, first: Field, rule: dict, launcher: dict, path: str) -> None:
     name = first.value
-    if not (isinstance(name, str) and name.endswith(SWIFT_SUFFIXES)):
+    if not (isinstance(name, str) and name.endswith(tuple(rule.get("suffixes", ())))):
         return
     if config.positionals and config.positionals[0] == name:
         config.positionals.pop(0)
@@ -59,15 +59,15 @@ def _swift(config: LaunchConfig, first: Field, launcher: dict, path: str) -> Non
         _unknown(config, name, str(exc), first.line, where,
                  env_keys=(launcher.get("env_nproc"), launcher.get("env_nnodes")))
         return
-    env = data.pop("ENV", None) or {}
+    env = data.pop(rule["env_key"], None) or {} if "env_key" in rule else {}
     for key, value in env.items() if isinstance(env, dict) else ():
         have = config.env.get(str(key))
         if have is not None and have.how != "assign":
             if str(have.value) != str(value):
                 config.diagnostics.append(Finding(
                     "launch.config-file-env", "info",
-                    f"{key}={value} in the ENV of {found} is not used: the environment already has "
-                    f"{key}={have.value} (ms-swift keeps it)", where=where))
+                    f"{key}={value} in the {rule['env_key']} of {found} is not used: the environment "
+                    f"already has {key}={have.value}", where=where))
             continue
         config.env[str(key)] = EnvVar(str(key), str(value), first.line, "inline")
     given: list[str] = []
@@ -81,7 +81,7 @@ def _swift(config: LaunchConfig, first: Field, launcher: dict, path: str) -> Non
         given.append(str(key))
     config.diagnostics.append(Finding(
         "launch.config-file", "info",
-        f"read {found} as ms-swift does: {len(given)} setting(s)"
+        f"read {found}: {len(given)} setting(s)"
         + (f", environment {', '.join(map(str, env))}" if env else ""), where=where))
 
 
@@ -89,9 +89,9 @@ def _swift_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False) if isinstance(value, dict) else str(value)
 
 
-def _megatron_yaml(config: LaunchConfig, flag: Flag, path: str) -> None:
+def _replaces_flags(config: LaunchConfig, flag: Flag, rule: dict, path: str) -> None:
     where = f"{path}:{flag.line}"
-    ignored = [f.spelling for name, f in config.flags.items() if name != "yaml_cfg"]
+    ignored = [f.spelling for name, f in config.flags.items() if name != rule["flag"]]
     if isinstance(flag.value, Symbolic) or not isinstance(flag.value, str):
         found, data, why = None, None, f"`{flag.value}` is not known statically"
     else:
@@ -100,17 +100,17 @@ def _megatron_yaml(config: LaunchConfig, flag: Flag, path: str) -> None:
             why = ""
         except Unreadable as exc:
             found, data, why = None, None, str(exc)
-    config.flags = {"yaml_cfg": flag}
+    config.flags = {rule["flag"]: flag}
     if ignored:
         config.diagnostics.append(Finding(
             "launch.yaml-cfg", "warning",
-            f"with --yaml-cfg Megatron-LM ignores the command line's other flags: {', '.join(ignored)}",
+            f"with {flag.spelling} the front end ignores the command line's other flags: {', '.join(ignored)}",
             fix="put these settings in the YAML file", where=where))
     if data is None:
         _unknown(config, str(flag.value), why, flag.line, where, env_keys=())
         return
     flat = {k: v for k, v in data.items() if not isinstance(v, dict)}
-    for section in MEGATRON_SECTIONS:
+    for section in rule.get("sections", ()):
         if isinstance(data.get(section), dict):
             flat.update(data[section])
     for key, value in flat.items():
@@ -119,7 +119,7 @@ def _megatron_yaml(config: LaunchConfig, flag: Flag, path: str) -> None:
         shown = "None" if value is None else value
         config.flags[str(key)] = Flag(str(key), shown, flag.line, f"{key} (from {flag.value})")
     config.diagnostics.append(Finding(
-        "launch.config-file", "info", f"read {found} as Megatron-LM's --yaml-cfg: {len(flat)} setting(s)",
+        "launch.config-file", "info", f"read {found} ({flag.spelling}): {len(flat)} setting(s)",
         where=where))
 
 
