@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from typing import Any
 PARSER_FILES = ("megatron/training/arguments.py", "megatron/arguments.py")
 # A training script that calls one of these builds Megatron-LM's parser (with its extra args).
 ENTRIES = frozenset({"pretrain", "initialize_megatron", "parse_args"})
+_LIST = re.compile(r"(Optional\[)?(list|List)\[")
 ARGPARSE_METHODS = frozenset({"add_argument", "add_argument_group", "add_mutually_exclusive_group",
                               "set_defaults"})
 # argparse actions by what the flag reader makes of them: a flag with values ("store"), or a bare
@@ -167,6 +169,8 @@ class _Reader:
                 continue
             dash = name.replace("_", "-")
             action, names = "store", [f"--{dash}"]
+            # argument_utils._extract_type: a list[...] field (Optional or not) takes "+" values.
+            nargs: Any = "+" if _LIST.match(annotation) else None
             if annotation in ("bool", "Optional[bool]", "bool | None"):
                 default_false = isinstance(default, ast.Constant) and default.value is False
                 action = "store_true" if default_false else "store_false"
@@ -177,8 +181,11 @@ class _Reader:
                         names = _strings(v.elts)
                     if isinstance(k, ast.Constant) and k.value == "action" and isinstance(v, ast.Constant):
                         action = _ACTIONS.get(str(v.value), "store")
+                    if isinstance(k, ast.Constant) and k.value == "nargs":
+                        nargs = v.value if isinstance(v, ast.Constant) else "*"
+            entry = {"dest": name, "action": action, **({"nargs": nargs} if nargs is not None else {})}
             for s in names:
-                self.flags.setdefault(s, {"dest": name, "action": action})
+                self.flags.setdefault(s, entry)
 
     def _fields(self, name: str) -> list[tuple[str, str, ast.expr | None]] | None:
         cls = _class(self.root, name)

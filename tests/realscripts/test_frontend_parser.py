@@ -142,6 +142,7 @@ def _add_transformer_args(parser):
 
 CONFIGS_017 = '''
 from dataclasses import dataclass, field
+from typing import Optional
 
 @dataclass
 class ModelParallelConfig:
@@ -153,6 +154,9 @@ class ModelParallelConfig:
 class TransformerConfig(ModelParallelConfig):
     hidden_size: int = 0
     mtp_standalone: bool = field(default=False, metadata={"argparse_meta": {"arg_names": ["--mtp-own-stage"]}})
+    # megatron/training/config/training_config.py (HEAD d98e8a64ddf3): list fields take several values.
+    rampup_batch_size: list[int] | None = field(default=None, metadata={"argparse_meta": {"nargs": 3}})
+    step_batch_size_schedule: Optional[list[str]] = None
 '''
 
 
@@ -163,11 +167,14 @@ def test_a_release_s_generated_flags_are_read(tmp_path):
         (release / name).parent.mkdir(parents=True, exist_ok=True)
         (release / name).write_text(dedent(text))
     text = ("torchrun pretrain_gpt.py --pipeline-model-parallel-size 4 --no-batch-p2p-comm "
-            "--mtp-own-stage --num-layers-per-virtual-pipeline-stage 2 --hidden-size 8 --my-extra 1\n")
+            "--mtp-own-stage --num-layers-per-virtual-pipeline-stage 2 --hidden-size 8 --my-extra 1 "
+            "--rampup-batch-size 16 16 5859375 --step-batch-size-schedule 0:16 2.4B:320\n")
     config = parse_launch(text, str(tmp_path / "run.sh"), megatron_version="0.17.0",
                           parser_roots=(release,))
     assert config.flags["batch_p2p_comm"].value is False
     assert config.flags["mtp_standalone"].value is True
+    assert config.flags["rampup_batch_size"].values == ("16", "16", "5859375")
+    assert config.flags["step_batch_size_schedule"].values == ("0:16", "2.4B:320")
     # pretrain_gpt.py itself is not in the wheel: what it adds to the parser is not read, so a
     # flag of its own is not known to be rejected; one of Megatron-LM's own (in other releases)
     # that this release's parser lacks is.
