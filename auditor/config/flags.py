@@ -116,7 +116,8 @@ def _check_megatron_spelling(config: LaunchConfig, spelling: Spelling, written: 
     # No parser read: the rules' tables only, which say what a release was read to accept; the
     # run's own front end may differ (a checkout, a fork), so never an error.
     unread = (" (checked against rules/megatron-lm.toml: the front end's own parser was not read; "
-              "audit the script inside its Megatron-LM checkout, or pass --target megatron-core==VERSION)")
+              "audit the script inside its Megatron-LM checkout, or pass --target megatron-core==VERSION: "
+              "from 0.17.0 on the release ships its parser)")
     if entry is None and "_" in written and written.replace("_", "-") in spelling.flags:
         config.diagnostics.append(Finding(
             "launch.megatron-spelling", "warning",
