@@ -119,7 +119,8 @@ def read_config(config_path: str, targets: list[str] | None) -> tuple[LaunchConf
     versions = {s.name: s.version for s in srcs}
     if versions.get("megatron-core"):
         # Megatron-LM's flags are checked against the parser of the release the run uses.
-        launch = read_launch(config_path, megatron_version=versions["megatron-core"])
+        launch = read_launch(config_path, megatron_version=versions["megatron-core"],
+                             parser_roots=tuple(s.root for s in srcs if s.name == "megatron-core"))
     return launch, srcs
 
 

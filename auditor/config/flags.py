@@ -104,28 +104,31 @@ def read_flags(config: LaunchConfig, args: list[Field], spelling: Spelling, path
         config.flags[name] = Flag(name, value, f.line, written, tuple(values))
         single = (f"{written} {values[0]}" if entry is not None and entry["action"] == "store" and not eq
                   and "nargs" not in entry and values else None)
-    if config.style == "ms-swift" and config.positionals and str(config.positionals[0]).endswith(
-            (".yaml", ".yml", ".json")):
-        config.diagnostics.append(Finding(
-            "launch.unread-file", "info",
-            f"ms-swift reads further flags from `{config.positionals[0]}`; they are not read here",
-            where=f"{path}:{config.command_line}"))
 
 
 def _check_megatron_spelling(config: LaunchConfig, spelling: Spelling, written: str,
                              entry: dict | None, f: Field, path: str) -> None:
     where = f"{path}:{f.line}"
+    if spelling.front_end is not None:
+        if entry is None:
+            config.diagnostics.append(_not_in_parser(spelling, written, where))
+        return
+    # No parser read: the rules' tables only, which say what a release was read to accept; the
+    # run's own front end may differ (a checkout, a fork), so never an error.
+    unread = (" (checked against rules/megatron-lm.toml: the front end's own parser was not read; "
+              "audit the script inside its Megatron-LM checkout, or pass --target megatron-core==VERSION: "
+              "from 0.17.0 on the release ships its parser)")
     if entry is None and "_" in written and written.replace("_", "-") in spelling.flags:
         config.diagnostics.append(Finding(
-            "launch.megatron-spelling", "error",
+            "launch.megatron-spelling", "warning",
             f"Megatron-LM spells it `{written.replace('_', '-')}`; its parser (allow_abbrev=False) "
-            f"rejects `{written}` as an unrecognized argument",
+            f"rejects `{written}` as an unrecognized argument" + unread,
             fix=f"write `{written.replace('_', '-')}`", where=where))
     elif entry is None and written in spelling.no_flags:
         missing = spelling.no_flags[written]
         config.diagnostics.append(Finding(
-            "launch.megatron-spelling", "error",
-            f"Megatron-LM has no `{written}` flag: argparse rejects it ({missing['why']})",
+            "launch.megatron-spelling", "warning",
+            f"Megatron-LM has no `{written}` flag: argparse rejects it ({missing['why']})" + unread,
             fix=f"drop `{written}`", where=where, detail={"dest": missing["dest"]}))
     elif entry is not None and spelling.version is None and spelling.outdated(entry):
         config.diagnostics.append(Finding(
@@ -134,7 +137,33 @@ def _check_megatron_spelling(config: LaunchConfig, spelling: Spelling, written: 
             where=where))
     elif entry is None and spelling.version is not None and written in Spelling.load(None).flags:
         config.diagnostics.append(Finding(
-            "launch.megatron-spelling", "error",
-            f"`{written}` does not exist in megatron-core {spelling.version}: argparse rejects it",
+            "launch.megatron-spelling", "warning",
+            f"`{written}` does not exist in megatron-core {spelling.version}: argparse rejects it" + unread,
             where=where))
 
+
+def _not_in_parser(spelling: Spelling, written: str, where: str) -> Finding:
+    """A flag the parser that was read does not define: an error where that parser is all of
+    the front end's, else a warning saying what was not read."""
+    front = spelling.front_end
+    dashed = written.replace("_", "-")
+    hint = (f"; it spells it `{dashed}`" if dashed != written and dashed in spelling.flags else "")
+    if written in spelling.no_flags:
+        hint += f" ({spelling.no_flags[written]['why']})"
+    fix = f"write `{dashed}`" if dashed != written and dashed in spelling.flags else f"drop `{written}`"
+    release = (front.origin if front.origin != "release" else
+               f"megatron-core {spelling.version}" if spelling.version else "this front end")
+    # A spelling Megatron-LM itself has (in another release) that this release's parser lacks: a
+    # training script's own provider does not bring Megatron-LM's flags back.
+    megatron_own = written in Spelling.load(None).flags or written in spelling.no_flags
+    if front.accepts_unknown:
+        return Finding("launch.megatron-spelling", "warning",
+                       f"`{written}` is not a flag of {front.path}; the script parses with "
+                       f"ignore_unknown_args=True, so nothing reads it{hint}", fix=fix, where=where)
+    if not front.complete and not (front.origin == "release" and megatron_own):
+        return Finding("launch.megatron-spelling", "warning",
+                       f"`{written}` is not among the flags read from {front.path}{hint}; not all of "
+                       f"the parser was read ({front.why_incomplete})", fix=fix, where=where)
+    return Finding("launch.megatron-spelling", "error",
+                   f"`{written}` does not exist in {release}: argparse rejects it (its parser, "
+                   f"{front.path}, was read){hint}", fix=fix, where=where)

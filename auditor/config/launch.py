@@ -19,7 +19,9 @@ from pathlib import Path
 
 from auditor.bash.lexer import Lexer
 from auditor.bash.parser import Parser
+from auditor.config.configfiles import read_config_files
 from auditor.config.flags import read_flags
+from auditor.config.frontend_parser import locate, with_front_end
 from auditor.config.launcher import torchrun_options, world_size
 from auditor.config.model import EnvVar, LaunchConfig
 from auditor.config.training_command import Candidate, LaunchShell
@@ -40,6 +42,7 @@ def read_launch(
     *,
     environ: Mapping[str, str] | None = None,
     megatron_version: str | None = None,
+    parser_roots: tuple[Path, ...] = (),
 ) -> LaunchConfig:
     """Read a launch script from disk; see parse_launch."""
     name = str(path)
@@ -56,7 +59,8 @@ def read_launch(
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise InputError(name, f"not UTF-8 text (byte 0x{raw[exc.start]:02x})", line) from None
-    return parse_launch(text, name, environ=environ, megatron_version=megatron_version)
+    return parse_launch(text, name, environ=environ, megatron_version=megatron_version,
+                        parser_roots=parser_roots)
 
 
 def parse_launch(
@@ -65,12 +69,15 @@ def parse_launch(
     *,
     environ: Mapping[str, str] | None = None,
     megatron_version: str | None = None,
+    parser_roots: tuple[Path, ...] = (),
 ) -> LaunchConfig:
     """Find the training command in `text` and read its flags, environment and world size.
 
     `environ`: variables the script inherits from the caller (the cluster's environment), used
     where the script reads a variable it never assigns. `megatron_version`: the megatron-core
     release the training script comes from, to check Megatron-LM flag spellings against it.
+    `parser_roots`: that release's files, where its own argument parser may be read
+    (auditor.config.frontend_parser; a checkout holding the script comes first).
     """
     diagnostics: list[Finding] = []
     if "\r\n" in text:
@@ -88,7 +95,7 @@ def parse_launch(
     nodes = Parser(tokens, path, diagnostics).parse()
     shell = LaunchShell(path, spelling, dict(environ or {}), diagnostics, text.split("\n"))
     shell.run(nodes)
-    config = _build(shell, spelling, path)
+    config = _build(shell, spelling, path, parser_roots)
     config.text = text
     pins = _pins(lexer.comments)
     for name, version, _ in pins:
@@ -115,7 +122,8 @@ def _pins(comments: list[tuple[int, str]]) -> list[tuple[str, str, int]]:
 # --- from the training command to a LaunchConfig -------------------------------------------------
 
 
-def _build(shell: LaunchShell, spelling: Spelling, path: str) -> LaunchConfig:
+def _build(shell: LaunchShell, spelling: Spelling, path: str,
+           parser_roots: tuple[Path, ...] = ()) -> LaunchConfig:
     if not shell.candidates:
         unknown = "".join(f"; line {f.line} runs `{f.value}`, which is not known statically"
                           for f in shell.unresolved_commands[:3])
@@ -141,7 +149,10 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str) -> LaunchConfig:
         if isinstance(script, str) and launched_by(script, ["*" + s["pattern"] for s in spelling.swift_scripts]):
             style = "ms-swift"
     config.style = style
+    if style == "megatron-lm" and isinstance(config.script, str):
+        spelling = with_front_end(spelling, locate(path, config.script, parser_roots))
     read_flags(config, args, spelling, path)
+    read_config_files(config, args, launcher, path)
     world_size(config, launcher, chosen, spelling, path)
     for other in shell.candidates[1:]:
         config.diagnostics.append(Finding(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import Any
 
 from auditor.rulebook import files
 from auditor.rulebook.frameworks import frameworks
@@ -27,6 +28,9 @@ class Spelling:
     swift_scripts: tuple[dict, ...]
     wrappers: frozenset[str]
     shells: frozenset[str]
+    # The run's own parser where it was read (auditor.config.frontend_parser.FrontEnd): flags
+    # are then its spellings; None: checked against the rules only, never an error.
+    front_end: Any = None
 
     @staticmethod
     @functools.lru_cache(maxsize=8)

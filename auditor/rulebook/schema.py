@@ -73,6 +73,8 @@ TABLES: dict[str, Table] = {
                        f"device_count_values boolean_options module_options {_SELECT}"),
     "swift_script": _table(True, "pattern style", _SELECT),
     "wrappers": _table(False, "", "programs shells"),
+    # Config files the trainer reads (auditor/config/configfiles.py).
+    "config_file": _table(True, "kind launchers", f"suffixes env_key flag sections {_SELECT}"),
     # NCCL's transports (rules/nccl.toml; docs/transport-semantics.md).
     "nccl": _table(False, "", "versions torch steps p2p_chunk_bytes max_channels"),
     "topology": _table(False, "", "node net"),
@@ -92,6 +94,7 @@ TYPES: dict[str, dict[str, type]] = {
     "entry_point": {"launchers": list},
     "batch_wrapper": {"modules": list, "key": str},
     "container_image": {"image": str, "tag": str, "torch": str, "source": str},
+    "config_file": {"kind": str, "launchers": list, "suffixes": list, "sections": list},
 }
 _SPOKEN = {str: "a string", int: "an integer", list: "a list"}
 

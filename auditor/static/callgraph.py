@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from auditor.rulebook.interpreter import Rules
-from auditor.static import ir
+from auditor.static import ir, typetests
 from auditor.static.exports import star_binds
 from auditor.static.analyze import collector_paused
 from auditor.static.graph import Blocked, Cut, Edge, Guard, Hit, Node, Patch
@@ -78,6 +78,7 @@ class Interpreter:
         self._patch_keys: set[tuple[str, str, str, str]] = set()
         self.unresolved: dict[str, int] = {}
         self.mros: dict[Klass, list[Klass]] = {}
+        self.open_classes: set[Klass] = set()  # a class in its hierarchy is not analysed
         # module -> (the modules it star-imports, in order; its literal __all__ or None)
         self.stars: dict[str, tuple[list[str], list[str] | None]] = {}
         self.reads: dict[tuple[int, int], tuple] = {}  # what a blocked branch reads, by IR list
@@ -720,6 +721,7 @@ class Interpreter:
             seen.append(cur)
             cir = self.class_ir(cur)
             if cir is None:
+                self.open_classes.add(k)
                 continue
             env = self.module_globals(cur.module) or {}
             frame = Frame(self.node(cur.module, "<module>", "import"), cur.module, 0, None, "module")
@@ -727,8 +729,20 @@ class Interpreter:
                 for b in ordered(self.eval(base_ir, State(env), frame)):
                     if isinstance(b, Klass):
                         stack.append(b)
+                    elif b != External("builtins.object"):
+                        self.open_classes.add(k)
         self.mros[k] = seen
         return seen
+
+    def closed(self, k: Klass) -> bool:
+        """Every class of k's hierarchy is analysed and has analysed bases and no metaclass, so
+        `isinstance` and `issubclass` answer as the hierarchy says (`typetests`)."""
+        self.mro(k)
+        return k not in self.open_classes
+
+    def defines(self, k: Klass, attr: str) -> bool:
+        """A class body of k's hierarchy binds attr (assignments at run time are not counted)."""
+        return any(attr in self.class_env(cls) for cls in self.mro(k))
 
     def class_lookup(self, k: Klass, attr: str) -> tuple[Klass, frozenset] | None:
         for cls in self.mro(k):
@@ -782,6 +796,12 @@ class Interpreter:
             callees_fs = cap(frozenset(callees))
         else:
             callees_fs = self.eval(func_ir, state, frame)
+        test = typetests.test_name(next(iter(callees_fs))) if len(callees_fs) == 1 else None
+        if test is not None:
+            specs = None
+            if len(args_ir) == 2 and isinstance(args_ir[1], ir.Seq):
+                specs = [self.eval(item, state, frame) for item in args_ir[1].items]
+            return typetests.decide(test, args, specs, self), args, kwargs, bases
         out: set = set()
         for callee in ordered(callees_fs):
             out |= self.call_value(callee, args, kwargs, state, frame, text)

@@ -167,6 +167,9 @@ class _Builder:
     def klass(self, node: ast.ClassDef) -> str:
         qn = self.qualname(node.name)
         bases = [self.expr(b.value if isinstance(b, ast.Starred) else b) for b in node.bases]
+        # `metaclass=M` (or any class keyword) as an opaque base: the class may answer
+        # isinstance itself, so `typetests` leaves tests against it undecided.
+        bases += [Opaque([self.expr(k.value)]) for k in node.keywords]
         self.scope.append(("class", node.name))
         body = self.block(node.body)
         self.scope.pop()

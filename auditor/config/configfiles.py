@@ -1,0 +1,187 @@
+"""Config files the trainer reads: their settings join the training command's flags.
+
+How each front end reads its file is in the rules (`[[config_file]]`): ms-swift's first argument
+(`megatron sft config.yaml`: keys as `--KEY VALUE` in the file's place, its `ENV:` mapping as
+environment variables the environment lacks; rules/ms-swift.toml), Megatron-LM's `--yaml-cfg`
+(the file replaces every other flag; rules/megatron-lm.toml). Files are read with json and
+yaml.safe_load, as both front ends read them.
+
+A file that cannot be read (not found from where the script may run, not parseable, not a
+mapping) is unknown, not a default: every setting the rules read from flags that the command
+line does not give becomes unknown, with the file named, and so does a world size it could set.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from auditor.bash.values import Field
+from auditor.config.flags import normalise
+from auditor.config.model import EnvVar, Flag, LaunchConfig, Symbolic
+from auditor.findings import Finding
+from auditor.rulebook import files
+from auditor.rulebook.frameworks import launched_by
+
+
+class Unreadable(Exception):
+    """Why a config file cannot be read."""
+
+
+def read_config_files(config: LaunchConfig, args: list[Field], launcher: dict, path: str) -> None:
+    """Merges the config file the training command passes (if any) into `config`: called after
+    the command line's flags are read, before the world size is."""
+    for rule in _rules(config.launcher):
+        if rule["kind"] == "first-argument" and launcher.get("program") and args:
+            _first_argument(config, args[0], rule, launcher, path)
+        elif rule["kind"] == "replaces-flags" and rule.get("flag") in config.flags:
+            _replaces_flags(config, config.flags[rule["flag"]], rule, path)
+
+
+def _rules(launcher: str) -> list[dict]:
+    """The [[config_file]] entries whose launchers run this command, in any release (which one
+    the script was written for is not known when it is read)."""
+    return [e for name in files.names() for e in files.load(name).data.get("config_file", [])
+            if launched_by(launcher, e["launchers"])]
+
+
+def _first_argument(config: LaunchConfig, first: Field, rule: dict, launcher: dict, path: str) -> None:
+    name = first.value
+    if not (isinstance(name, str) and name.endswith(tuple(rule.get("suffixes", ())))):
+        return
+    if config.positionals and config.positionals[0] == name:
+        config.positionals.pop(0)
+    where = f"{path}:{first.line}"
+    try:
+        found, data = _load(name, path)
+    except Unreadable as exc:
+        _unknown(config, name, str(exc), first.line, where,
+                 env_keys=(launcher.get("env_nproc"), launcher.get("env_nnodes")))
+        return
+    env = data.pop(rule["env_key"], None) or {} if "env_key" in rule else {}
+    for key, value in env.items() if isinstance(env, dict) else ():
+        have = config.env.get(str(key))
+        if have is not None and have.how != "assign":
+            if str(have.value) != str(value):
+                config.diagnostics.append(Finding(
+                    "launch.config-file-env", "info",
+                    f"{key}={value} in the {rule['env_key']} of {found} is not used: the environment "
+                    f"already has {key}={have.value}", where=where))
+            continue
+        config.env[str(key)] = EnvVar(str(key), str(value), first.line, "inline")
+    given: list[str] = []
+    for key, value in data.items():
+        flag = normalise(f"--{key}")
+        values = tuple(str(v) for v in value) if isinstance(value, list) else (_swift_text(value),)
+        if flag in config.flags:
+            continue  # the command line gives it after the file: argparse keeps the last
+        config.flags[flag] = Flag(flag, " ".join(values) if len(values) != 1 else values[0],
+                                  first.line, f"--{key} (from {name})", values)
+        given.append(str(key))
+    config.diagnostics.append(Finding(
+        "launch.config-file", "info",
+        f"read {found}: {len(given)} setting(s)"
+        + (f", environment {', '.join(map(str, env))}" if env else ""), where=where))
+
+
+def _swift_text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, dict) else str(value)
+
+
+def _replaces_flags(config: LaunchConfig, flag: Flag, rule: dict, path: str) -> None:
+    where = f"{path}:{flag.line}"
+    ignored = [f.spelling for name, f in config.flags.items() if name != rule["flag"]]
+    if isinstance(flag.value, Symbolic) or not isinstance(flag.value, str):
+        found, data, why = None, None, f"`{flag.value}` is not known statically"
+    else:
+        try:
+            found, data = _load(flag.value, path)
+            why = ""
+        except Unreadable as exc:
+            found, data, why = None, None, str(exc)
+    config.flags = {rule["flag"]: flag}
+    if ignored:
+        config.diagnostics.append(Finding(
+            "launch.yaml-cfg", "warning",
+            f"with {flag.spelling} the front end ignores the command line's other flags: {', '.join(ignored)}",
+            fix="put these settings in the YAML file", where=where))
+    if data is None:
+        _unknown(config, str(flag.value), why, flag.line, where, env_keys=())
+        return
+    flat = {k: v for k, v in data.items() if not isinstance(v, dict)}
+    for section in rule.get("sections", ()):
+        if isinstance(data.get(section), dict):
+            flat.update(data[section])
+    for key, value in flat.items():
+        if isinstance(value, (dict, list)):
+            value = json.dumps(value)
+        shown = "None" if value is None else value
+        config.flags[str(key)] = Flag(str(key), shown, flag.line, f"{key} (from {flag.value})")
+    config.diagnostics.append(Finding(
+        "launch.config-file", "info", f"read {found} ({flag.spelling}): {len(flat)} setting(s)",
+        where=where))
+
+
+def _load(name: str, launch_path: str) -> tuple[str, dict]:
+    """(the file found, its mapping). Relative names are looked for from the launch script's
+    directory up (ms-swift's examples run from the repository root): the directory the script
+    runs in is not known."""
+    here = Path(launch_path).resolve().parent
+    candidates = [Path(name)] if Path(name).is_absolute() else [d / name for d in [here, *here.parents]]
+    found = next((c for c in candidates if c.is_file()), None)
+    if found is None:
+        raise Unreadable(f"not found in {here} or a directory above it")
+    try:
+        text = found.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise Unreadable(f"{found}: {exc}") from None
+    if found.suffix == ".json":
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise Unreadable(f"{found} is not JSON: {exc}") from None
+    else:
+        try:
+            import yaml  # type: ignore[import-untyped]  # noqa: PLC0415 - only where a YAML file is given
+        except ImportError:
+            raise Unreadable("PyYAML is not installed (pip install pyyaml)") from None
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise Unreadable(f"{found} is not YAML: {str(exc).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise Unreadable(f"{found} holds no mapping of settings")
+    return str(found), data
+
+
+def _unknown(config: LaunchConfig, name: str, why: str, line: int, where: str,
+             env_keys: tuple[Any, ...]) -> None:
+    """Every setting the rules read from flags, not given on the command line, is unknown."""
+    unknown = Symbolic(f"set by {name}, which cannot be read")
+    keys = _flag_keys(config.launcher)
+    for key in keys:
+        if key not in config.flags:
+            config.flags[key] = Flag(key, unknown, line, f"--{key} ({name}?)")
+    for key in env_keys:
+        if key and (key not in config.env or config.env[key].how == "assign"):
+            config.env[key] = EnvVar(key, unknown, line, "inline")
+    config.diagnostics.append(Finding(
+        "launch.config-file-unread", "warning",
+        f"{name} cannot be read ({why}): the settings it gives are unknown, not defaults",
+        fix="audit the script where the file is (relative paths are looked for from the script's "
+            "directory up), or give each setting with --set KEY=VALUE", where=where))
+
+
+def _flag_keys(launcher: str) -> list[str]:
+    """The settings (and spellings) the rules read from the flags of this launcher's front end,
+    in any release: which release the file was written for is not known either."""
+    keys: list[str] = []
+    for name in files.names():
+        data = files.load(name).data
+        stages = {s["name"] for s in data.get("stage", []) if s.get("flags")
+                  and launched_by(launcher, s.get("launchers", ["*"]))}
+        for arg in data.get("arg", []):
+            if arg.get("stage") in stages:
+                keys += [k for k in [arg["key"], *arg.get("aliases", [])] if k not in keys]
+    return keys

@@ -1,0 +1,281 @@
+"""The flag spellings a Megatron-LM front end accepts, read from its own argparse calls.
+
+A Megatron-LM checkout (or a megatron-core wheel from 0.17 on, which ships `megatron/training`)
+says which flags its `pretrain_*.py` takes: the `add_argument` calls of
+`megatron/training/arguments.py` (`megatron/arguments.py` up to core_v0.5), the flags
+`ArgumentGroupFactory` generates from config dataclasses (core_v0.16 on), and the training
+script's own `add_argument` calls. Read here without importing anything, so that a spelling
+check is made against the parser the run uses; rules/megatron-lm.toml keeps only what the
+flags mean. Where the script adds flags through a provider that is not read (an imported
+`extra_args_provider`), or a config class cannot be found, the table is incomplete and a
+spelling missing from it is not known to be rejected.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+PARSER_FILES = ("megatron/training/arguments.py", "megatron/arguments.py")
+# A training script that calls one of these builds Megatron-LM's parser (with its extra args).
+ENTRIES = frozenset({"pretrain", "initialize_megatron", "parse_args"})
+_LIST = re.compile(r"(Optional\[)?(list|List)\[")
+ARGPARSE_METHODS = frozenset({"add_argument", "add_argument_group", "add_mutually_exclusive_group",
+                              "set_defaults"})
+# argparse actions by what the flag reader makes of them: a flag with values ("store"), or a bare
+# flag (given: True; store_false: False). Custom action classes take values, as "store" does.
+_ACTIONS = {"store": "store", "append": "store", "extend": "store", "store_true": "store_true",
+            "store_false": "store_false", "store_const": "store_true", "append_const": "store_true",
+            "count": "store_true", "help": "store_true", "version": "store_true"}
+
+
+@dataclass(frozen=True)
+class FrontEnd:
+    """The parser of one front end: spelling -> {dest, action, nargs?}."""
+
+    path: str  # the arguments file read
+    flags: dict[str, dict] = field(default_factory=dict)
+    complete: bool = True  # every add_argument of the parser was read
+    why_incomplete: str = ""
+    accepts_unknown: bool = False  # parse_args(ignore_unknown_args=True): nothing is rejected
+    origin: str = "release"  # "release": a megatron-core release's files; else the checkout read
+
+
+def locate(launch_path: str, script: str, roots: tuple[Path, ...] = ()) -> FrontEnd | None:
+    """The front end of `script` (as the training command names it). Found from the launch
+    script's directory up, it is read with the `megatron/` parser of its checkout (the script's
+    directory or one above); a script that builds no Megatron-LM parser, or has no checkout
+    around it, has no front end read. Not found, the parser of the first of `roots` (a release's
+    files) is read, incompletely: what the unread training script adds is not known."""
+    here = Path(launch_path).resolve().parent
+    candidates = [Path(script)] if Path(script).is_absolute() else [d / script for d in [here, *here.parents]]
+    found = next((c for c in candidates if c.is_file()), None)
+    if found is not None:
+        for root in [found.parent, *found.parent.parents]:
+            parser = _parser(root)
+            if parser is not None:
+                front = read_parser(parser, found)
+                return replace(front, origin=f"the Megatron-LM checkout {root}") if front else None
+        return None
+    for root in roots:
+        parser = _parser(root)
+        if parser is not None:
+            front = read_parser(parser, None)
+            why = f"the training script {script} was not found: flags it adds are not read"
+            return replace(front, complete=False, why_incomplete=why) if front else None
+    return None
+
+
+def _parser(root: Path) -> Path | None:
+    return next((root / p for p in PARSER_FILES if (root / p).is_file()), None)
+
+
+@functools.lru_cache(maxsize=16)
+def read_parser(parser: Path, script: Path | None = None) -> FrontEnd | None:
+    """The flags of `parser` (an arguments file), and of `script`'s own add_argument calls;
+    None where `script` builds no Megatron-LM parser (no pretrain, initialize_megatron or
+    parse_args call: its front end is its own)."""
+    root = parser.parent.parent.parent if parser.parent.name == "training" else parser.parent.parent
+    reader = _Reader(root)
+    reader.read_file(parser)
+    accepts_unknown = False
+    if script is not None:
+        tree = _parse(_text(script))
+        if tree is None:
+            return None
+        names = {getattr(c.func, "attr", getattr(c.func, "id", None)) for c in _calls(tree)}
+        if not names & ENTRIES:
+            return None
+        reader.read_tree(tree)
+        accepts_unknown = _ignores_unknown(tree)
+        local = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+        for call in _calls(tree):
+            provider = _keyword(call, "extra_args_provider")
+            if provider is not None and not _read_provider(provider, local):
+                reader.missing.append(f"{script.name} adds flags through "
+                                      f"`{ast.unparse(provider)}`, which is not read")
+    return FrontEnd(str(parser), reader.flags, not reader.missing, "; ".join(reader.missing),
+                    accepts_unknown)
+
+
+class _Reader:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.flags: dict[str, dict] = {}
+        self.missing: list[str] = []
+
+    def read_file(self, path: Path) -> None:
+        tree = _parse(_text(path))
+        if tree is None:
+            self.missing.append(f"{path} does not parse")
+            return
+        self.read_tree(tree)
+
+    def read_tree(self, tree: ast.AST) -> None:
+        funcs: list[ast.AST] = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]
+        for func in funcs or [tree]:
+            lists = {n.targets[0].id: _strings(n.value.elts) for n in ast.walk(func)
+                     if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)
+                     and isinstance(n.value, ast.List)}
+            for call in _calls(func):
+                name = getattr(call.func, "attr", getattr(call.func, "id", None))
+                if name == "add_argument":
+                    self._argument(call)
+                elif name == "ArgumentGroupFactory" and call.args:
+                    self._factory(call, lists)
+
+    def _argument(self, call: ast.Call) -> None:
+        names = [s for s in _strings(call.args) if s.startswith("-")]
+        if not names:
+            return
+        dest, action, nargs = (_keyword(call, k) for k in ("dest", "action", "nargs"))
+        kind = str(action.value) if isinstance(action, ast.Constant) else "store"
+        entry = {
+            "dest": dest.value if isinstance(dest, ast.Constant) else next(
+                (s for s in names if s.startswith("--")), names[0]).lstrip("-").replace("-", "_"),
+            # As the flag reader needs it: whether the flag takes values, and a bare flag's value.
+            "action": _ACTIONS.get(kind, "store"),
+        }
+        if nargs is not None:
+            entry["nargs"] = nargs.value if isinstance(nargs, ast.Constant) else "*"
+        for s in names:
+            self.flags.setdefault(s, entry)
+
+    def _factory(self, call: ast.Call, lists: dict[str, list[str]]) -> None:
+        """argument_utils.ArgumentGroupFactory: `--name` per field of the dataclass, a bool
+        defaulting to True as `--no-name`/`--disable-name`, argparse_meta's arg_names/action
+        overriding both."""
+        cls_name = getattr(call.args[0], "id", getattr(call.args[0], "attr", ""))
+        fields = self._fields(cls_name)
+        if fields is None:
+            self.missing.append(f"the fields of {cls_name} (ArgumentGroupFactory) were not found")
+            return
+        exclude = _keyword(call, "exclude")
+        excluded = set(lists.get(exclude.id, [])) if isinstance(exclude, ast.Name) else (
+            set(_strings(exclude.elts)) if isinstance(exclude, ast.List) else set())
+        for name, annotation, value in fields:
+            default, meta, init = value, None, None
+            if isinstance(value, ast.Call) and getattr(value.func, "id", "") == "field":
+                default, init = _keyword(value, "default"), _keyword(value, "init")
+                metadata = _keyword(value, "metadata")
+                if isinstance(metadata, ast.Dict):
+                    meta = next((v for k, v in zip(metadata.keys, metadata.values)
+                                 if isinstance(k, ast.Constant) and k.value == "argparse_meta"), None)
+            if name in excluded or (isinstance(init, ast.Constant) and init.value is False):
+                continue
+            dash = name.replace("_", "-")
+            action, names = "store", [f"--{dash}"]
+            # argument_utils._extract_type: a list[...] field (Optional or not) takes "+" values.
+            nargs: Any = "+" if _LIST.match(annotation) else None
+            if annotation in ("bool", "Optional[bool]", "bool | None"):
+                default_false = isinstance(default, ast.Constant) and default.value is False
+                action = "store_true" if default_false else "store_false"
+                names = [f"--{dash}"] if default_false else [f"--no-{dash}", f"--disable-{dash}"]
+            if isinstance(meta, ast.Dict):
+                for k, v in zip(meta.keys, meta.values):
+                    if isinstance(k, ast.Constant) and k.value == "arg_names" and isinstance(v, ast.List):
+                        names = _strings(v.elts)
+                    if isinstance(k, ast.Constant) and k.value == "action" and isinstance(v, ast.Constant):
+                        action = _ACTIONS.get(str(v.value), "store")
+                    if isinstance(k, ast.Constant) and k.value == "nargs":
+                        nargs = v.value if isinstance(v, ast.Constant) else "*"
+            entry = {"dest": name, "action": action, **({"nargs": nargs} if nargs is not None else {})}
+            for s in names:
+                self.flags.setdefault(s, entry)
+
+    def _fields(self, name: str) -> list[tuple[str, str, ast.expr | None]] | None:
+        cls = _class(self.root, name)
+        if cls is None:
+            return None
+        out: list[tuple[str, str, ast.expr | None]] = []
+        for base in cls.bases:
+            base_name = getattr(base, "id", getattr(base, "attr", None))
+            inherited = self._fields(base_name) if base_name else None
+            if inherited is None:
+                return None
+            out += inherited
+        for st in cls.body:
+            if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name):
+                out = [f for f in out if f[0] != st.target.id]
+                if not ast.unparse(st.annotation).startswith("ClassVar"):
+                    out.append((st.target.id, ast.unparse(st.annotation), st.value))
+        return out
+
+
+@functools.lru_cache(maxsize=256)
+def _class(root: Path, name: str) -> ast.ClassDef | None:
+    for path in sorted((root / "megatron").rglob("*.py")):
+        text = _text(path)
+        if f"class {name}(" in text or f"class {name}:" in text:
+            tree = _parse(text)
+            for node in tree.body if tree is not None else []:
+                if isinstance(node, ast.ClassDef) and node.name == name:
+                    return node
+    return None
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _parse(text: str) -> ast.Module | None:
+    try:
+        return ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _calls(node: ast.AST) -> list[ast.Call]:
+    return [n for n in ast.walk(node) if isinstance(n, ast.Call)]
+
+
+def _keyword(call: ast.Call, name: str) -> ast.expr | None:
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+def _strings(nodes: list[ast.expr]) -> list[str]:
+    return [n.value for n in nodes if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+
+
+def _read_provider(node: ast.expr, local: dict[str, ast.FunctionDef]) -> bool:
+    """Whether every flag `extra_args_provider=node` adds was read: None, or a function of the
+    script that hands its parser to nothing but argparse's own methods and other such functions."""
+    if isinstance(node, ast.Constant) and node.value is None:
+        return True
+    if isinstance(node, ast.IfExp):
+        return _read_provider(node.body, local) and _read_provider(node.orelse, local)
+    func = local.get(node.id) if isinstance(node, ast.Name) else None
+    if func is None or not func.args.args:
+        return False
+    handles = {func.args.args[0].arg}
+    for n in ast.walk(func):  # `group = parser.add_argument_group(...)` hands it on too
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and any(
+                isinstance(a, ast.Name) and a.id in handles for a in ast.walk(n.value)):
+            handles |= {t.id for t in n.targets if isinstance(t, ast.Name)}
+    for call in _calls(func):
+        name = getattr(call.func, "attr", getattr(call.func, "id", None))
+        passed = any(isinstance(a, ast.Name) and a.id in handles for a in call.args)
+        if passed and name not in ARGPARSE_METHODS and (name not in local or local[name] is func):
+            return False
+    return True
+
+
+def _ignores_unknown(tree: ast.AST) -> bool:
+    return any(isinstance(k.value, ast.Constant) and k.value.value is True
+               for call in _calls(tree) for k in call.keywords if k.arg == "ignore_unknown_args")
+
+
+def with_front_end(spelling: Any, front: FrontEnd | None) -> Any:
+    """`spelling` (auditor.rulebook.launchers.Spelling) with the flags of the parser read: a
+    spelling it has keeps its rules entry (what the flag means), others take argparse's."""
+    if front is None:
+        return spelling
+    flags = {s: spelling.flags.get(s) or entry for s, entry in front.flags.items()}
+    return replace(spelling, flags=flags, front_end=front)
