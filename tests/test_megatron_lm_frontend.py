@@ -162,7 +162,7 @@ def test_superseded_check_is_reported_once():
     rules_fired = {f.detail["rule"]: f for f in config.findings}
     assert "mlm.world-divisible" in rules_fired and "mcore.world-divisible" not in rules_fired
     finding = rules_fired["mlm.world-divisible"]
-    assert finding.detail["supersedes"] == ["mcore.world-divisible"]
+    assert finding.detail["supersedes"] == ["mcore.world-divisible", "mcore.expert-world-divisible"]
     assert "AssertionError in validate_args" in finding.message
     mcore = next(e for e in rulebook.load("megatron-core").data["check"]
                  if e["id"] == "mcore.world-divisible")
