@@ -6,7 +6,15 @@ from __future__ import annotations
 import re
 
 from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Part, Word
-from auditor.bash.values import Field, FieldBuilder, Var, integer_arithmetic, join
+from auditor.bash.values import (
+    Field,
+    FieldBuilder,
+    Partial,
+    Var,
+    concat,
+    integer_arithmetic,
+    join,
+)
 from auditor.config.model import Scalar, Symbolic
 
 _PARAM = re.compile(r"(#?)([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])(?:\[([^\]]*)\])?(.*)", re.DOTALL)
@@ -44,9 +52,7 @@ class Expander:
         if append and current is not None:
             if isinstance(current.value, list):
                 return name, current.value + [(value, word.line)]
-            if isinstance(current.value, str) and isinstance(value, str):
-                return name, current.value + value
-            return name, Symbolic(f"{current.value}{value}")
+            return name, concat([current.value, value])
         return name, value
 
     def assign(self, word: Word, exported: bool) -> None:
@@ -105,7 +111,10 @@ class Expander:
 
     @staticmethod
     def _emit(value: Scalar, line: int, quoted: bool, out: FieldBuilder) -> None:
-        if isinstance(value, Symbolic):
+        if isinstance(value, Partial):  # split the known text, keep only the unknown pieces unknown
+            for text, unknown in value.segments:
+                Expander._emit(Symbolic(text) if unknown else text, line, quoted, out)
+        elif isinstance(value, Symbolic):
             out.symbolic(value.text, line, unsplit=not quoted)
         elif quoted:
             out.text(str(value), line)
