@@ -34,6 +34,17 @@ SNIPPETS = {
     "arithmetic": "P=4\nrec $((P * 2)) $(( (P + 1) % 3 ))\n",
     "appending": 'S=a\nS+=b\nrec "$S"\n',
     "newlines inside [[ ]]": '[[\n  rec = a ]] || rec b\n[[ -n x &&\n   -n y ]] && rec c\nrec d\n',
+    # Pai-Megatron-Patch (alibaba/Pai-Megatron-Patch@a098ca5acbdeaf7172ce0393fa309b39a77506db,
+    # examples/baichuan/run_finetune_megatron_baichuan.sh): run_cmd="torchrun ... ${opts}"; eval ${run_cmd}
+    "eval of an assembled command": ('O="--a 1  --b 2"\nC="rec $O\n x"\neval ${C}\neval "$C" y\n'
+                                     'Q=\'rec "a b" c\\ d $O\'\neval "$Q"\nE="rec"\n$E $O\n'),
+    # the same script's `if [ $ENV = dsw ]; then ... elif [ $ENV = dlc ]` and its `case`-free
+    # model-size chain; ms-swift/Megatron-LM recipes use `case $MODEL in 7B) ...`
+    "if and case on literals": ('M=7B\nE=dsw\ncase $M in\n 13B|7B) rec seven ;;\n *) rec other ;;\nesac\n'
+                                'case "$E" in d\'*\') rec no ;; d[a-z]*) rec glob ;; esac\n'
+                                'if [ $E = dlc ]; then rec a; elif [[ $E == d* ]]; then rec b; else rec c; fi\n'
+                                '! [ -z "$E" ] && rec d\n[ 3 -gt 10 ] || rec e\ntest -n "" && rec f\n'
+                                'if [ "$M" != 7B ]; then P=1; else P=4; fi\nrec $P\n'),
 }
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from auditor.bash.lexer import MAX_NESTING, REDIRECTS, Op, Token, Word
 from auditor.errors import InputError
@@ -28,6 +28,9 @@ class Branches:
     conditions: list[list[Node]]
     bodies: list[list[Node]]
     exhaustive: bool
+    subject: Word | None = None  # case: the word matched; patterns[k] are body k's patterns
+    patterns: list[list[Word]] = field(default_factory=list)
+    fallthrough: bool = False  # case: a `;&` or `;;&` runs more than the first match
 
 
 @dataclass
@@ -53,6 +56,7 @@ class AndOr:
 @dataclass
 class Pipeline:
     commands: list[Node]
+    negated: bool = False  # `! cmd`: the exit status inverted
 
 
 @dataclass
@@ -128,15 +132,15 @@ class Parser:
         return AndOr(first, rest) if rest else first
 
     def _pipeline(self) -> Node:
-        if self._is_kw(self._peek(), {"!"}):
-            self.p += 1
+        negated = self._is_kw(self._peek(), {"!"})
+        self.p += negated
         commands = [self._command()]
         while isinstance(op := self._peek(), Op) and op.text in ("|", "|&"):
             self.p += 1
             while isinstance(self._peek(), Op) and self._peek().text == "\n":
                 self.p += 1
             commands.append(self._command())
-        return Pipeline(commands) if len(commands) > 1 else commands[0]
+        return Pipeline(commands, negated) if len(commands) > 1 or negated else commands[0]
 
     def _command(self) -> Node:
         tok = self._peek()
@@ -210,12 +214,14 @@ class Parser:
         if word in ("while", "until"):
             return self._loop_body(line, None, self._list(frozenset({"do"})))
         if word == "case":
-            if isinstance(self._peek(), Word):
+            subject = self._peek() if isinstance(self._peek(), Word) else None
+            if subject is not None:
                 self.p += 1
             self._skip_newlines()
             self._expect("in", line)
             bodies = []
-            catch_all = False
+            patterns: list[list[Word]] = []
+            catch_all = fallthrough = False
             while True:
                 self._skip_newlines()
                 tok = self._peek()
@@ -225,9 +231,12 @@ class Parser:
                 if self._is_kw(tok, {"esac"}):
                     self.p += 1
                     break
+                patterns.append([])
                 while (tok := self._peek()) is not None and not (isinstance(tok, Op) and tok.text == ")"):
                     self.p += 1
                     catch_all |= isinstance(tok, Word) and tok.raw == "*"
+                    if isinstance(tok, Word):
+                        patterns[-1].append(tok)
                     if isinstance(tok, Op) and tok.text not in ("(", "|"):
                         break
                 else:
@@ -235,8 +244,10 @@ class Parser:
                         self.p += 1
                 bodies.append(self._list(frozenset({";;", ";&", ";;&", "esac"})))
                 if isinstance(self._peek(), Op) and self._peek().text in (";;", ";&", ";;&"):
+                    fallthrough |= self._peek().text != ";;"
                     self.p += 1
-            return Branches(line, [[] for _ in bodies], bodies, exhaustive=catch_all)
+            return Branches(line, [[] for _ in bodies], bodies, exhaustive=catch_all,
+                            subject=subject, patterns=patterns, fallthrough=fallthrough)
         if word == "{":
             body = self._list(frozenset({"}"}))
             self._expect("}", line)

@@ -5,12 +5,26 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 
+from auditor.bash.conditions import case_branch, condition, outcome
 from auditor.bash.expand import Expander
-from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Word
-from auditor.bash.parser import AndOr, Branches, Cmd, Function, Group, Loop, Node, Pipeline
-from auditor.bash.values import Field, Var, join
+from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Word
+from auditor.bash.parser import (
+    AndOr,
+    Branches,
+    Cmd,
+    Function,
+    Group,
+    Loop,
+    Node,
+    Parser,
+    Pipeline,
+)
+from auditor.bash.values import Field, FieldBuilder, Var, concat, join, segments
 from auditor.config.model import EnvVar, Symbolic
+from auditor.errors import InputError
 from auditor.findings import Finding
 
 
@@ -48,17 +62,24 @@ class Shell(Expander, ABC):
             self._command(node, [node], 0)
         elif isinstance(node, AndOr):
             self._node(node.first)
+            status = outcome(node.first, self.expand)
             for op, right in node.rest:
+                if status is not None:  # the left side's status is certain: the right runs or not
+                    if (op == "&&") == status:
+                        self._node(right)
+                        status = outcome(right, self.expand)
+                    continue
                 default_for = _tested_empty(node.first) if op == "&&" else _tested_set(node.first)
                 self._branches([[right]], exhaustive=False, default_for=default_for, block=False)
+        elif isinstance(node, Pipeline) and len(node.commands) == 1:  # `! cmd` runs in this shell
+            self._node(node.commands[0])
         elif isinstance(node, Pipeline):
             for command in node.commands:
                 saved = dict(self.vars)
                 self._node(command)
                 self.vars = saved
         elif isinstance(node, Branches):
-            bodies = [cond + body for cond, body in zip(node.conditions, node.bodies)]
-            self._branches(bodies, node.exhaustive)
+            self._if_or_case(node)
         elif isinstance(node, Loop):
             if node.var:
                 self.vars[node.var] = Var(Symbolic(f"${node.var}"), node.line, False)
@@ -71,6 +92,26 @@ class Shell(Expander, ABC):
                 self.vars = saved
         elif isinstance(node, Function):
             self.functions[node.name] = node.body
+
+    def _if_or_case(self, node: Branches) -> None:
+        """Run the branch the values tested decide, or every branch still possible, merged."""
+        if node.subject is not None:
+            taken = None if node.fallthrough else case_branch(node.subject, node.patterns, self.expand)
+            if taken is not None:
+                self.run(node.bodies[taken] if taken < len(node.bodies) else [])
+            else:
+                self._branches(node.bodies, node.exhaustive)
+            return
+        for k, (cond, body) in enumerate(zip(node.conditions, node.bodies)):
+            decided = condition(cond, self.expand) if cond else True
+            if decided is None:
+                rest = [c + b for c, b in zip(node.conditions[k:], node.bodies[k:])]
+                self._branches(rest, node.exhaustive)
+                return
+            self.run(cond)
+            if decided:
+                self.run(body)
+                return
 
     def _branches(self, bodies: list[list[Node]], exhaustive: bool, default_for: str | None = None,
                   block: bool = True) -> None:
@@ -111,9 +152,10 @@ class Shell(Expander, ABC):
         if not words or words[0].raw == "[[":
             return 0
         k = 0
-        while k < len(words) and ASSIGN.match(words[k].raw) and words[k].parts[0].kind == "lit":
+        while (not isinstance(cmd, _Evaluated) and k < len(words) and ASSIGN.match(words[k].raw)
+               and words[k].parts[0].kind == "lit"):
             k += 1
-        fields = [f for w in words[k:] for f in self.expand(w)]
+        fields = cmd.fields if isinstance(cmd, _Evaluated) else [f for w in words[k:] for f in self.expand(w)]
         if not fields:
             for w in words[:k]:
                 self.assign(w, exported=False)
@@ -136,6 +178,9 @@ class Shell(Expander, ABC):
                 f"`{head} {fields[1].value}` is not followed: variables it sets are unknown here",
                 where=f"{self.path}:{cmd.line}"))
             return 0
+        if head == "eval" and not inline:
+            self._eval(fields[1:], cmd)
+            return 0
         if isinstance(head, str) and head in self.functions and self.depth < MAX_NESTING:
             self.depth += 1
             try:
@@ -144,6 +189,35 @@ class Shell(Expander, ABC):
                 self.depth -= 1
             return 0
         return self.external(fields, inline, cmd, siblings, at)
+
+    def _eval(self, fields: list[Field], cmd: Cmd) -> None:
+        """`eval $cmd`: bash reads its arguments, joined by spaces, as script text. Words with no
+        shell syntax in their known text read back as themselves, so they are run as they are
+        (keeping the lines their text came from); anything else is read again as a script."""
+        if not fields:
+            return
+        if self.depth >= MAX_NESTING:
+            raise InputError(self.path, f"`eval` nested more than {MAX_NESTING} deep", cmd.line)
+        plain = all(not any(_SYNTAX.search(text) for text, unknown in segments(f.value) if not unknown)
+                    for f in fields) and not ASSIGN.match(str(fields[0].value))
+        self.depth += 1
+        try:
+            if plain:
+                words = FieldBuilder()  # the arguments joined by spaces, split again into words
+                for f in fields:
+                    for text, unknown in segments(f.value):
+                        if unknown:
+                            words.symbolic(text, f.line, unsplit=True)
+                        else:
+                            words.split(text, f.line)
+                    words.end()
+                self.run([_Evaluated(cmd.words, cmd.line, cmd.end_line, words.fields)])
+            else:
+                text = str(concat([f.value for f in fields], " "))
+                tokens = Lexer(text, self.path, cmd.line - 1).tokens()
+                self.run(Parser(tokens, self.path, self.diagnostics).parse())
+        finally:
+            self.depth -= 1
 
     def _declare(self, builtin: str, words: list[Word]) -> None:
         options = "".join(w.raw[1:] for w in words if w.raw.startswith("-"))
@@ -159,6 +233,16 @@ class Shell(Expander, ABC):
                     self.vars[w.raw] = Var(current.value, current.line, True)
                 elif w.raw in self.environ:
                     self.vars[w.raw] = Var(self.environ[w.raw], w.line, True)
+
+
+@dataclass
+class _Evaluated(Cmd):
+    """A command `eval` runs, its words already expanded (`fields`)."""
+
+    fields: list[Field] = dc_field(default_factory=list)
+
+
+_SYNTAX = re.compile(r"[\\\"'`$;&|<>(){}\n#]")  # text that `eval` would read as more than words
 
 
 def _tested_empty(node: Node) -> str | None:
