@@ -15,7 +15,7 @@ from auditor.config.derive import derive
 from auditor.config.effective import EffectiveConfig
 from auditor.config.envlint import lint
 from auditor.config.expr import UNKNOWN
-from auditor.config.launch import read_launch
+from auditor.config.launch import launch_environ, parse_launch, read_script, world_of
 from auditor.config.model import LaunchConfig
 from auditor.errors import InputError
 from auditor.progress import Progress
@@ -107,12 +107,14 @@ def entry_code(spec: str) -> str:
 
 def read_config(config_path: str, targets: list[str] | None) -> tuple[LaunchConfig, list[SourceSet]]:
     """The launch script and the framework sources its run uses."""
-    launch = read_launch(config_path)
+    text = read_script(config_path)  # once: a pipe (`--config /dev/stdin`) gives its text once
+    environ = launch_environ()
+    launch = parse_launch(text, config_path, environ=environ)
     srcs = resolve_targets(launch, targets)
     versions = {s.name: s.version for s in srcs}
     if versions.get("megatron-core"):
         # Megatron-LM's flags are checked against the parser of the release the run uses.
-        launch = read_launch(config_path, megatron_version=versions["megatron-core"])
+        launch = parse_launch(text, config_path, environ=environ, megatron_version=versions["megatron-core"])
     return launch, srcs
 
 
@@ -152,7 +154,7 @@ def run_scan(inputs: ScanInputs,
     doc = document.build(srcs, site_docs, analyses, findings,
                          config={**effective.to_json(), "needs": needs})
     doc["launch"] = {"path": launch.path, "launcher": launch.launcher, "line": launch.command_line,
-                     "world_size": launch.world_size}
+                     **world_of(launch, effective.values.get("world_size"))}
     doc["entries"] = [name for name, _ in entry_specs]
     doc["patches"] = [
         {"target": p.target, "replacement": p.replacement, "status": p.status,

@@ -32,6 +32,7 @@ class Expander:
         self.referenced: set[str] = set()  # variables the script reads
         self.depth = 0
         self._lexer = Lexer("", path)
+        self._taken: list[str] = []  # fallbacks taken in the expansion under way
 
     def assignment_value(self, word: Word) -> tuple[str, str | Symbolic | list[tuple[Scalar, int]]]:
         m = ASSIGN.match(word.raw)
@@ -56,17 +57,30 @@ class Expander:
         return name, value
 
     def assign(self, word: Word, exported: bool) -> None:
-        name, value = self.assignment_value(word)
+        saved, self._taken = self._taken, []
+        try:
+            name, value = self.assignment_value(word)
+            taken = tuple(dict.fromkeys(self._taken))
+        finally:
+            self._taken = saved
         current = self.vars.get(name)
         inherited = current.exported if current else name in self.environ
-        self.vars[name] = Var(value, word.line, exported or inherited)
+        self.vars[name] = Var(value, word.line, exported or inherited, taken)
 
     # -- expansion
 
     def expand(self, word: Word) -> list[Field]:
         builder = FieldBuilder()
-        self._expand_parts(word.parts, builder, word.line)
-        builder.end()
+        saved, self._taken = self._taken, []
+        try:
+            self._expand_parts(word.parts, builder, word.line)
+            builder.end()
+            taken = tuple(dict.fromkeys(self._taken))
+        finally:
+            self._taken = saved + self._taken
+        if taken:
+            for f in builder.fields:
+                f.fallbacks = taken
         return builder.fields
 
     def _join_parts(self, parts: list[Part], line: int) -> str | Symbolic:
@@ -136,6 +150,7 @@ class Expander:
         line = var.line if var else part.line
         if var is not None:
             value = var.value
+            self._taken += var.fallbacks
             if isinstance(value, list):
                 if index in ("@", "*"):
                     if length:
@@ -159,9 +174,10 @@ class Expander:
         if op.endswith(("-", "=")):
             if is_set:
                 return value, line
+            self._taken.append(name)
             fallback = self._fallback(argument, part)
             if op.endswith("="):
-                self.vars[name] = Var(fallback, part.line, name in self.environ)
+                self.vars[name] = Var(fallback, part.line, name in self.environ, (name,))
             return fallback, part.line
         if op.endswith("+"):
             if value is None:

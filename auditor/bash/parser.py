@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from auditor.bash.lexer import MAX_NESTING, REDIRECTS, Op, Token, Word
+from auditor.bash.lexer import MAX_NESTING, REDIRECTS, Heredoc, Op, Token, Word
 from auditor.errors import InputError
 from auditor.findings import Finding
 
@@ -18,6 +18,7 @@ class Cmd:
     words: list[Word]
     line: int
     end_line: int
+    stdin: Heredoc | None = None  # the here-document the command reads (`sbatch <<EOF`)
 
 
 @dataclass
@@ -280,15 +281,20 @@ class Parser:
                         self.p += 1
                     return
 
-    def _redirects(self) -> None:
+    def _redirects(self) -> Heredoc | None:
+        """Skip redirections; the here-document among them, if any."""
+        document = None
         while isinstance(op := self._peek(), Op) and op.text in REDIRECTS:
             self.p += 1
-            if isinstance(self._peek(), Word):
+            if isinstance(target := self._peek(), Word):
                 self.p += 1
+                document = target.heredoc or document
+        return document
 
     def _simple(self) -> Cmd:
         tok = self._peek()
         words: list[Word] = []
+        stdin: Heredoc | None = None
         test = isinstance(tok, Word) and tok.raw == "[["
         while (tok := self._peek()) is not None:
             if isinstance(tok, Word):
@@ -297,7 +303,7 @@ class Parser:
                 if test and tok.raw == "]]":
                     test = False
             elif isinstance(tok, Op) and tok.text in REDIRECTS and not test:
-                self._redirects()
+                stdin = self._redirects() or stdin
             elif test:  # inside `[[ ]]` operators and newlines are part of the test
                 self.p += 1
             else:
@@ -305,4 +311,4 @@ class Parser:
         line = words[0].line if words else (tok.line if tok else 0)
         if test:
             self._syntax(line, "`]]` expected")
-        return Cmd(words, line, max((w.end_line for w in words), default=line))
+        return Cmd(words, line, max((w.end_line for w in words), default=line), stdin)

@@ -58,6 +58,7 @@ class Var:
     value: str | Symbolic | list[tuple[Scalar, int]]  # a list for bash arrays: (element, line)
     line: int
     exported: bool
+    fallbacks: tuple[str, ...] = ()  # unset variables whose `${NAME:-x}` fallback made the value
 
 
 @dataclass
@@ -67,6 +68,7 @@ class Field:
     value: Scalar
     line: int
     unsplit: bool = False  # holds an unquoted expansion that could not be resolved
+    fallbacks: tuple[str, ...] = ()  # unset variables whose `${NAME:-x}` fallback made the word
 
 
 class FieldBuilder:

@@ -211,7 +211,7 @@ class Shell(Expander, ABC):
                         else:
                             words.split(text, f.line)
                     words.end()
-                self.run([_Evaluated(cmd.words, cmd.line, cmd.end_line, words.fields)])
+                self.run([_Evaluated(cmd.words, cmd.line, cmd.end_line, fields=words.fields)])
             else:
                 text = str(concat([f.value for f in fields], " "))
                 tokens = Lexer(text, self.path, cmd.line - 1).tokens()

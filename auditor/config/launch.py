@@ -16,11 +16,12 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from auditor.bash.lexer import Lexer
 from auditor.bash.parser import Parser
 from auditor.config.flags import read_flags
-from auditor.config.launcher import torchrun_options, world_size
+from auditor.config.launcher import torchrun_options, world_size, world_variables
 from auditor.config.model import EnvVar, LaunchConfig
 from auditor.config.training_command import Candidate, LaunchShell
 from auditor.errors import InputError
@@ -42,6 +43,33 @@ def read_launch(
     megatron_version: str | None = None,
 ) -> LaunchConfig:
     """Read a launch script from disk; see parse_launch."""
+    return parse_launch(read_script(path), str(path), environ=environ, megatron_version=megatron_version)
+
+
+def launch_environ(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """What of the audit's own environment stands for the cluster's: only the variables that size
+    the world (launcher.world_variables), which a user sets to say what the job's allocation will
+    be. Everything else there describes this machine."""
+    environ = os.environ if environ is None else environ
+    return {name: environ[name] for name in sorted(world_variables()) if name in environ}
+
+
+def world_of(config: LaunchConfig, derived: Any) -> dict[str, Any]:
+    """The world size for a report's header and where it came from: the derived value (which
+    `--set world_size=N` pins), else the launch script's."""
+    sources = "; ".join(f"{k}: {v}" for k, v in config.world_source.items())
+    if derived is not None and isinstance(derived.value, int) and not isinstance(derived.value, bool):
+        given = derived.source == "--set" or any(
+            note in sources for note in ("the environment of this audit", "the script's fallback"))
+        return {"world_size": derived.value, "world_source": derived.provenance if derived.source == "--set"
+                else sources, "world_given": given}
+    return {"world_size": config.world_size, "world_source": sources,
+            "world_given": "the script's fallback" in sources}
+
+
+def read_script(path: str | Path) -> str:
+    """A launch script's text, read once (it may be a pipe), as UTF-8 with NULs dropped as bash
+    drops them."""
     name = str(path)
     try:
         raw = Path(path).read_bytes()
@@ -56,7 +84,7 @@ def read_launch(
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise InputError(name, f"not UTF-8 text (byte 0x{raw[exc.start]:02x})", line) from None
-    return parse_launch(text, name, environ=environ, megatron_version=megatron_version)
+    return text
 
 
 def parse_launch(

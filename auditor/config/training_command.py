@@ -19,6 +19,9 @@ from auditor.findings import Finding
 from auditor.rulebook.launchers import Spelling
 
 
+_COMMAND_OPTIONS = ("-c", "--wrap")  # `bash -c TEXT`, `sbatch --wrap=TEXT`: TEXT is a script
+
+
 @dataclass
 class Candidate:
     """A command that starts training, as the walk met it: the launcher rule it matched, its
@@ -36,6 +39,11 @@ class Candidate:
     conditional: bool
 
 
+def is_interpreter(base: str, launcher: dict) -> bool:
+    """`python3.10` is `python3` for a launcher whose rule lists `python3` among its interpreters."""
+    return re.sub(r"[0-9.]+$", "", base) in {re.sub(r"[0-9.]+$", "", i) for i in launcher.get("interpreters", ())}
+
+
 class LaunchShell(Shell):
     """The script's walk, collecting every command that starts training, in order."""
 
@@ -46,6 +54,7 @@ class LaunchShell(Shell):
         self.spelling = spelling
         self.candidates: list[Candidate] = []
         self.unresolved_commands: list[Field] = []  # commands whose name is itself unknown
+        self.starter: tuple[dict, list[Field]] | None = None  # srun around a `bash -c` being read
 
     def external(self, fields: list[Field], inline: dict[str, EnvVar], cmd: Cmd,
                  siblings: list[Node], at: int) -> int:
@@ -56,7 +65,9 @@ class LaunchShell(Shell):
 
     def _launch(self, fields: list[Field], inline: dict[str, EnvVar], cmd: Cmd) -> Candidate | None:
         """The training command in `fields`, possibly behind wrappers (srun, env, nohup, ...)."""
-        wrapped = isinstance(fields[0].value, str) and os.path.basename(fields[0].value) in self.spelling.wrappers
+        # An unknown first word (`${PROFILE_CMD} python ...`, empty unless profiling) is read as a
+        # wrapper: a launcher after it is still the command, with a note.
+        wrapped = not isinstance(fields[0].value, str) or os.path.basename(fields[0].value) in self.spelling.wrappers
         for k, f in enumerate(fields):
             if not isinstance(f.value, str):
                 if k == 0:
@@ -65,18 +76,28 @@ class LaunchShell(Shell):
                     continue
                 return None
             base = os.path.basename(f.value)
-            if base in self.spelling.shells:
+            if base in self.spelling.shells or base in self.spelling.batch:
                 return self._shell_c(fields[:k + 1], fields[k + 1:], cmd)
             launcher, invoked, sub, start = self._match_launcher(fields, k)
+            args = fields[start:]
+            if launcher is None and self.starter is not None and is_interpreter(base, self.starter[0]):
+                # `srun ... bash -c "python pretrain_gpt.py ..."`: srun starts each process of the script
+                launcher, options = self.starter
+                invoked, sub, args = launcher["name"], "", options + fields[k:]
             if launcher is not None:
                 wrapper = fields[:k]
+                if wrapper and not isinstance(wrapper[0].value, str):
+                    self.diagnostics.append(Finding(
+                        "launch.unknown-prefix", "info",
+                        f"`{wrapper[0].value}` before the `{invoked}` command is not known statically; read "
+                        "as empty or a wrapper that runs the command", where=f"{self.path}:{cmd.line}"))
                 if wrapper and os.path.basename(str(wrapper[0].value)) == "env":
                     for w in wrapper[1:]:
                         name, eq, value = str(w.value).partition("=")
                         if eq and NAME.fullmatch(name):
                             inline[name] = EnvVar(name, value, w.line, "inline")
                 candidate = Candidate(
-                    launcher, invoked, sub, fields[start:], wrapper, inline, dict(self.vars),
+                    launcher, invoked, sub, args, wrapper, inline, dict(self.vars),
                     cmd.line, cmd.end_line, self.conditional > 0)
                 self.candidates.append(candidate)
                 return candidate
@@ -98,11 +119,23 @@ class LaunchShell(Shell):
         for launcher in self.spelling.launchers:
             if launcher.get("program") == base and isinstance(after, str) and after in launcher["subcommands"]:
                 return launcher, f"{base} {after}", after, k + 2
-            if base in launcher.get("programs", ()):
+            if base in launcher.get("programs", ()) and (
+                    not launcher.get("interpreters") or self._runs_script(fields, k, launcher)):
                 return launcher, base, "", k + 1
             if module is not None and module in launcher.get("python_modules", ()):
                 return launcher, f"python -m {module}", "", j
         return None, "", "", k
+
+    def _runs_script(self, fields: list[Field], k: int, launcher: dict) -> bool:
+        """`srun [options] python SCRIPT`: the program starts the training script itself, no other
+        launcher (`srun torchrun ...`, `srun python -m torch.distributed.run ...`) in between."""
+        for j in range(k + 1, len(fields)):
+            base = os.path.basename(str(fields[j].value))
+            if is_interpreter(base, launcher):
+                return self._match_launcher(fields, j)[0] is None
+            if base in self.spelling.shells or self._match_launcher(fields, j)[0] is not None:
+                return False
+        return False
 
     def _shell_c(self, prefix: list[Field], fields: list[Field], cmd: Cmd) -> Candidate | None:
         """`bash -c "torchrun ..."`: read the string as a script of its own, in this shell."""
@@ -112,27 +145,56 @@ class LaunchShell(Shell):
                 "launch.unread-file", "info",
                 f"`{scripts[0].value}` runs as a separate script and is not read here; audit it directly "
                 "if it holds the training command", where=f"{self.path}:{cmd.line}"))
-        for k, f in enumerate(fields[:-1]):
-            if f.value == "-c":
-                if self.depth >= MAX_NESTING:
-                    raise InputError(self.path, f"`bash -c` nested more than {MAX_NESTING} deep", cmd.line)
-                # A symbolic string keeps its unknown parts as written (`$SLURM_NNODES`), so reading
-                # it again leaves exactly those parts symbolic.
-                text = str(fields[k + 1].value)
-                before = len(self.candidates)
-                self.depth += 1
-                try:
-                    tokens = Lexer(text, self.path, fields[k + 1].line - 1).tokens()
-                    self.run(Parser(tokens, self.path, self.diagnostics).parse())
-                except InputError as exc:  # the inner shell fails at run time; the script itself is fine
-                    self.diagnostics.append(Finding(
-                        "launch.syntax", "warning", f"the `{f.value}` string cannot be read: {exc.cause}",
-                        where=f"{self.path}:{exc.line or cmd.line}"))
-                finally:
-                    self.depth -= 1
-                for candidate in self.candidates[before:]:
-                    candidate.wrapper = prefix + fields[:k + 1] + candidate.wrapper
+        for k, f in enumerate(fields):
+            option, eq, inline_text = str(f.value).partition("=")
+            if f.value in _COMMAND_OPTIONS and k + 1 < len(fields):
+                self._inner(prefix + fields[:k + 1], str(f.value), fields[k + 1].value, fields[k + 1].line, cmd)
                 return None
+            if eq and option in _COMMAND_OPTIONS:
+                self._inner(prefix + fields[:k + 1], option, inline_text, f.line, cmd)
+                return None
+        script_given = any(isinstance(f.value, str) and not f.value.startswith("-") for f in fields)
+        if cmd.stdin is not None and not script_given:  # `sbatch <<EOF`, `bash <<EOF`: the script is stdin
+            self._inner(prefix + fields, "<<", cmd.stdin.body, cmd.stdin.line, cmd)
+        return None
+
+    def _inner(self, prefix: list[Field], how: str, value: object, line: int, cmd: Cmd) -> None:
+        """Read `value`, a script that `prefix` runs, in this shell."""
+        if self.depth >= MAX_NESTING:
+            raise InputError(self.path, f"`{how}` scripts nested more than {MAX_NESTING} deep", cmd.line)
+        # A symbolic string keeps its unknown parts as written (`$SLURM_NNODES`), so reading
+        # it again leaves exactly those parts symbolic.
+        text = str(value)
+        before = len(self.candidates)
+        saved = self.starter
+        self.starter = self._starter(prefix) or saved
+        self.depth += 1
+        try:
+            tokens = Lexer(text, self.path, line - 1).tokens()
+            self.run(Parser(tokens, self.path, self.diagnostics).parse())
+        except InputError as exc:  # the inner shell fails at run time; the script itself is fine
+            self.diagnostics.append(Finding(
+                "launch.syntax", "warning", f"the `{how}` script cannot be read: {exc.cause}",
+                where=f"{self.path}:{exc.line or cmd.line}"))
+        finally:
+            self.depth -= 1
+            self.starter = saved
+        for candidate in self.candidates[before:]:
+            candidate.wrapper = prefix + candidate.wrapper
+
+    def _starter(self, prefix: list[Field]) -> tuple[dict, list[Field]] | None:
+        """A program in `prefix` that starts the processes of the script it runs (srun), and its
+        options: `srun -N 2 bash -c "python pretrain_gpt.py"` runs the python once per task."""
+        for i, f in enumerate(prefix):
+            base = os.path.basename(str(f.value))
+            for launcher in self.spelling.launchers:
+                if launcher.get("interpreters") and base in launcher.get("programs", ()):
+                    options = []
+                    for g in prefix[i + 1:]:
+                        if os.path.basename(str(g.value)) in self.spelling.shells:
+                            break
+                        options.append(g)
+                    return launcher, options
         return None
 
     def _join_broken_continuation(self, nodes: list[Node], k: int, candidate: Candidate) -> int:

@@ -27,6 +27,7 @@ class Spelling:
     swift_scripts: tuple[dict, ...]
     wrappers: frozenset[str]
     shells: frozenset[str]
+    batch: frozenset[str]  # programs that run a script given on stdin or by --wrap (sbatch)
 
     @staticmethod
     @functools.lru_cache(maxsize=8)
@@ -43,6 +44,7 @@ class Spelling:
             swift_scripts=tuple(e for rs in every for e in rs.table("swift_script")),
             wrappers=frozenset(p for rs in every for p in rs.section("wrappers").get("programs", ())),
             shells=frozenset(p for rs in every for p in rs.section("wrappers").get("shells", ())),
+            batch=frozenset(p for rs in every for p in rs.section("wrappers").get("batch", ())),
         )
 
     def outdated(self, entry: dict) -> bool:
