@@ -20,6 +20,7 @@ from typing import Any
 
 from auditor.bash.lexer import Lexer
 from auditor.bash.parser import Parser
+from auditor.bash.syntax import bash_rejects
 from auditor.config.flags import read_flags
 from auditor.config.launcher import torchrun_options, world_size, world_variables
 from auditor.config.model import EnvVar, LaunchConfig
@@ -114,6 +115,7 @@ def parse_launch(
     lexer = Lexer(text, path)
     tokens = lexer.tokens()
     nodes = Parser(tokens, path, diagnostics).parse()
+    _refuse_what_bash_rejects(text, path, diagnostics)
     shell = LaunchShell(path, spelling, dict(environ or {}), diagnostics, text.split("\n"))
     shell.run(nodes)
     config = _build(shell, spelling, path)
@@ -131,6 +133,22 @@ def parse_launch(
                 + f"; using torch=={config.torch_pin}",
                 fix="keep one `# torch==X.Y.Z` comment", where=f"{path}:{torch_pins[1][1]}"))
     return config
+
+
+def _refuse_what_bash_rejects(text: str, path: str, diagnostics: list[Finding]) -> None:
+    """A script `bash -n` rejects does not run as written: an error naming the line (the
+    construct this parser saw left open, where it saw one, and the line bash names)."""
+    rejected = bash_rejects(text)
+    if rejected is None:
+        return
+    line, message = rejected
+    ours = next((d for d in diagnostics if d.kind == "launch.syntax"), None)
+    if ours is not None and ours.where:
+        opened = int(ours.where.rsplit(":", 1)[1])
+        what = ours.message.split(";")[0].removeprefix("bash syntax error: ")
+        raise InputError(path, f"bash rejects the script (`bash -n`): {what} for line {opened}; "
+                               f"bash: line {line}: {message}", opened)
+    raise InputError(path, f"bash rejects the script (`bash -n`): {message}", line)
 
 
 def _pins(comments: list[tuple[int, str]]) -> list[tuple[str, str, int]]:
