@@ -3,6 +3,7 @@ branches of if/case/loops (a variable the branches disagree on becomes symbolic)
 
 from __future__ import annotations
 
+import os
 import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -37,6 +38,8 @@ class Shell(Expander, ABC):
         self.diagnostics = diagnostics
         self.functions: dict[str, Node] = {}
         self.conditional = 0  # how many if/case/loop bodies the walk is inside
+        self.opaque: list[tuple[int, str]] = []  # (line, what): code unseen here that may set anything
+        self.clobbered: frozenset[str] = frozenset()
 
     @abstractmethod
     def external(self, fields: list[Field], inline: dict[str, EnvVar], cmd: Cmd,
@@ -173,13 +176,13 @@ class Shell(Expander, ABC):
                 self.vars.pop(str(f.value), None)
             return 0
         if head in ("source", ".") and len(fields) > 1:
-            self.diagnostics.append(Finding(
-                "launch.unread-file", "info",
-                f"`{head} {fields[1].value}` is not followed: variables it sets are unknown here",
-                where=f"{self.path}:{cmd.line}"))
+            self._source(fields[1], cmd)
             return 0
         if head == "eval" and not inline:
             self._eval(fields[1:], cmd)
+            return 0
+        if head in _SETTERS:
+            self._setter(str(head), fields[1:], cmd)
             return 0
         if isinstance(head, str) and head in self.functions and self.depth < MAX_NESTING:
             self.depth += 1
@@ -200,6 +203,9 @@ class Shell(Expander, ABC):
             raise InputError(self.path, f"`eval` nested more than {MAX_NESTING} deep", cmd.line)
         plain = all(not any(_SYNTAX.search(text) for text, unknown in segments(f.value) if not unknown)
                     for f in fields) and not ASSIGN.match(str(fields[0].value))
+        unknown = [text for f in fields for text, is_unknown in segments(f.value) if is_unknown]
+        if unknown:  # eval reads the unknown text as script: it may hold `; export X=...`
+            self.unknowable(cmd.line, f"`eval` of text not known statically ({', '.join(unknown[:3])})")
         self.depth += 1
         try:
             if plain:
@@ -219,14 +225,75 @@ class Shell(Expander, ABC):
         finally:
             self.depth -= 1
 
+    def unknowable(self, line: int, what: str) -> None:
+        """Code this reader cannot see ran at `line` and may have set any variable: the ones in
+        `clobbered` (those the caller's verdicts read) become unknown and exported from here on."""
+        self.opaque.append((line, what))
+        for name in self.clobbered:
+            self.vars[name] = Var(Symbolic(f"${name}, which {what} at line {line} may set"), line, True)
+        self.diagnostics.append(Finding(
+            "launch.unknown-settings", "warning",
+            f"{what} may set any variable, exported ones included: the environment the training command "
+            "gets is unknown here for every variable the script does not set again after it",
+            fix="set the variables the run depends on (e.g. TORCH_DISTRIBUTED_DEBUG) in the script itself",
+            where=f"{self.path}:{line}"))
+
+    def _source(self, target: Field, cmd: Cmd) -> None:
+        """`source FILE`: a file beside the script (or at its absolute path) is part of the launch
+        and is read in this shell; one that cannot be read may set anything."""
+        what = f"`source {target.value}` (not read: {{why}})"
+        if not isinstance(target.value, str):
+            self.unknowable(cmd.line, what.format(why="its path is not known statically"))
+            return
+        base = os.path.dirname(self.path) if os.path.isfile(self.path) else None
+        path = target.value if os.path.isabs(target.value) or base is None else os.path.join(base, target.value)
+        try:
+            if self.depth >= MAX_NESTING or not os.path.isfile(path) or os.path.getsize(path) > _MAX_SOURCED:
+                raise OSError("not a regular file beside the script" if self.depth < MAX_NESTING else "nested too deep")
+            with open(path, "rb") as handle:
+                text = handle.read().decode("utf-8-sig").replace("\0", "")
+        except (OSError, UnicodeDecodeError) as exc:
+            self.unknowable(cmd.line, what.format(why=getattr(exc, "strerror", None) or str(exc)))
+            return
+        self.diagnostics.append(Finding(
+            "launch.sourced", "info", f"`source {target.value}` read from {path}", where=f"{self.path}:{cmd.line}"))
+        self.depth += 1
+        try:
+            self.run(Parser(Lexer(text, path).tokens(), path, self.diagnostics).parse())
+        except InputError as exc:
+            self.unknowable(cmd.line, f"`source {target.value}` (cannot be read: {exc.cause})")
+        finally:
+            self.depth -= 1
+
+    def _setter(self, builtin: str, args: list[Field], cmd: Cmd) -> None:
+        """`read NAME`, `printf -v NAME`, `mapfile NAME`: NAME gets a value known only at run time."""
+        names = _set_names(builtin, args)
+        if names is None:
+            self.unknowable(cmd.line, f"`{builtin}` with a variable name not known statically")
+            return
+        for name in names:
+            current = self.vars.get(name)
+            exported = current.exported if current else name in self.environ
+            self.vars[name] = Var(Symbolic(f"${{{name}}} (set by `{builtin}` at line {cmd.line})"), cmd.line, exported)
+
     def _declare(self, builtin: str, words: list[Word]) -> None:
         options = "".join(w.raw[1:] for w in words if w.raw.startswith("-"))
+        if builtin == "export" and "n" in options or any(w.raw.startswith("+") and "x" in w.raw for w in words):
+            for w in words:  # `export -n NAME`, `declare +x NAME`: NAME stays, no longer exported
+                current = self.vars.get(w.raw) if NAME.fullmatch(w.raw) else None
+                if current is not None:
+                    self.vars[w.raw] = Var(current.value, current.line, False, current.fallbacks)
+                elif NAME.fullmatch(w.raw) and w.raw in self.environ:
+                    self.vars[w.raw] = Var(self.environ[w.raw], w.line, False)
+            return
         exported = builtin == "export" or "x" in options
         for w in words:
             if w.raw.startswith("-"):
                 continue
             if ASSIGN.match(w.raw) and w.parts[0].kind == "lit":
                 self.assign(w, exported=exported)
+            elif not NAME.match(w.raw) and w.parts and w.parts[0].kind != "lit":  # export "$X"=...
+                self.unknowable(w.line, f"`{builtin} {w.raw}`, whose variable name is not known statically,")
             elif NAME.fullmatch(w.raw) and exported:
                 current = self.vars.get(w.raw)
                 if current is not None:
@@ -240,6 +307,38 @@ class _Evaluated(Cmd):
     """A command `eval` runs, its words already expanded (`fields`)."""
 
     fields: list[Field] = dc_field(default_factory=list)
+
+
+_SETTERS = ("read", "printf", "mapfile", "readarray")
+_MAX_SOURCED = 1 << 20  # a sourced settings file; anything larger is not read
+
+
+def _set_names(builtin: str, args: list[Field]) -> list[str] | None:
+    """The variables `read`/`printf -v`/`mapfile` set; None when a name is not known statically."""
+    values = [f.value for f in args]
+    if builtin == "printf":
+        at = values.index("-v") if "-v" in values else None
+        if at is None:
+            return []
+        name = values[at + 1] if at + 1 < len(values) else None
+        return [name.split("[")[0]] if isinstance(name, str) and NAME.fullmatch(name.split("[")[0]) else None
+    if any(not isinstance(v, str) for v in values):
+        return None
+    with_value = "adeinNptu" if builtin == "read" else "dnOsuCc"
+    names: list[str] = []
+    k = 0
+    while k < len(values):
+        text = str(values[k])
+        k += 1
+        if text.startswith("-") and len(text) > 1:
+            if text[-1] in with_value and k < len(values):
+                if builtin == "read" and text[-1] == "a":
+                    names.append(str(values[k]))
+                k += 1
+            continue
+        names.append(text)
+    names = names or (["REPLY"] if builtin == "read" else ["MAPFILE"])
+    return names if all(NAME.fullmatch(n) for n in names) else None
 
 
 _SYNTAX = re.compile(r"[\\\"'`$;&|<>(){}\n#]")  # text that `eval` would read as more than words

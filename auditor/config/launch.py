@@ -80,6 +80,11 @@ def read_script(path: str | Path) -> str:
         raise InputError(name, "is a directory, not a launch script") from None
     except OSError as exc:
         raise InputError(name, f"cannot read: {exc.strerror or exc}") from None
+    sample = b"\n".join(raw[:80].split(b"\n")[:2])  # what bash checks before running a file
+    if b"\0" in sample:
+        raise InputError(name, "bash refuses to run it: a NUL byte in its first line(s) makes it "
+                               "'cannot execute binary file'", raw[: raw.index(b"\0")].count(b"\n") + 1)
+    raw = raw.replace(b"\0", b"")  # further on, bash drops NUL bytes from the text it reads
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -55,6 +55,7 @@ class LaunchShell(Shell):
         self.candidates: list[Candidate] = []
         self.unresolved_commands: list[Field] = []  # commands whose name is itself unknown
         self.starter: tuple[dict, list[Field]] | None = None  # srun around a `bash -c` being read
+        self.clobbered = spelling.env_names  # what unseen code (`source`, `eval`) makes unknown
 
     def external(self, fields: list[Field], inline: dict[str, EnvVar], cmd: Cmd,
                  siblings: list[Node], at: int) -> int:

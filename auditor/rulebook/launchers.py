@@ -9,6 +9,7 @@ release that ships its argument parser.
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 
 from auditor.rulebook import files
@@ -28,6 +29,7 @@ class Spelling:
     wrappers: frozenset[str]
     shells: frozenset[str]
     batch: frozenset[str]  # programs that run a script given on stdin or by --wrap (sbatch)
+    env_names: frozenset[str]  # environment variables some rule reads ([[env_var]], `env.NAME`)
 
     @staticmethod
     @functools.lru_cache(maxsize=8)
@@ -45,6 +47,7 @@ class Spelling:
             wrappers=frozenset(p for rs in every for p in rs.section("wrappers").get("programs", ())),
             shells=frozenset(p for rs in every for p in rs.section("wrappers").get("shells", ())),
             batch=frozenset(p for rs in every for p in rs.section("wrappers").get("batch", ())),
+            env_names=frozenset(_env_names(every)),
         )
 
     def outdated(self, entry: dict) -> bool:
@@ -59,3 +62,14 @@ class Spelling:
             names += [f"`{p} SCRIPT`" for p in launcher.get("programs", ())]
             names += [f"`python -m {m} SCRIPT`" for m in launcher.get("python_modules", ())]
         return ", ".join(names)
+
+
+_ENV_REFERENCE = re.compile(r"\benv\.([A-Z_][A-Z0-9_]*)")
+
+
+def _env_names(every: list) -> set[str]:
+    """The variables the rules read: each [[env_var]] and each `env.NAME` in a condition or text."""
+    names = {e["name"] for rs in every for e in rs.table("env_var")}
+    for path in sorted(files.rules_dir().glob("*.toml")):
+        names |= set(_ENV_REFERENCE.findall(path.read_text(encoding="utf-8")))
+    return names
