@@ -43,6 +43,7 @@ class ScanInputs:
     entries: list[str] | None = None  # MODULE[:QUALNAME], in order
     jobs: int | None = None
     progress: bool = False
+    command: str | None = None  # --command: the training command line, when the script hides it
 
 
 def resolve_targets(launch: LaunchConfig, targets: list[str] | None) -> list[SourceSet]:
@@ -105,16 +106,18 @@ def entry_code(spec: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def read_config(config_path: str, targets: list[str] | None) -> tuple[LaunchConfig, list[SourceSet]]:
+def read_config(config_path: str, targets: list[str] | None,
+                command: str | None = None) -> tuple[LaunchConfig, list[SourceSet]]:
     """The launch script and the framework sources its run uses."""
     text = read_script(config_path)  # once: a pipe (`--config /dev/stdin`) gives its text once
     environ = launch_environ()
-    launch = parse_launch(text, config_path, environ=environ)
+    launch = parse_launch(text, config_path, environ=environ, command=command)
     srcs = resolve_targets(launch, targets)
     versions = {s.name: s.version for s in srcs}
     if versions.get("megatron-core"):
         # Megatron-LM's flags are checked against the parser of the release the run uses.
-        launch = parse_launch(text, config_path, environ=environ, megatron_version=versions["megatron-core"])
+        launch = parse_launch(text, config_path, environ=environ, command=command,
+                              megatron_version=versions["megatron-core"])
     return launch, srcs
 
 
@@ -122,7 +125,7 @@ def run_scan(inputs: ScanInputs,
              read: tuple[LaunchConfig, list[SourceSet]] | None = None) -> dict[str, Any]:
     """`read`: what `read_config` gave for these inputs, where the caller needs it too."""
     started = time.perf_counter()
-    launch, srcs = read or read_config(inputs.config_path, inputs.targets)
+    launch, srcs = read or read_config(inputs.config_path, inputs.targets, inputs.command)
     versions = {s.name: s.version for s in srcs}
     effective = derive(launch, versions, inputs.overrides, inputs.torch_version)
     invs = [inventory(s, jobs=inputs.jobs, progress=inputs.progress) for s in srcs]

@@ -21,9 +21,10 @@ def bash_rejects(text: str) -> tuple[int, str] | None:
                               timeout=20, env={"LC_ALL": "C", "PATH": "/usr/bin:/bin"}, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    if done.returncode == 0:
+    stderr = done.stderr.decode(errors="replace")
+    if done.returncode == 0 and "syntax error" not in stderr:  # bash 5.2 -n reports an open `[[` with status 0
         return None
-    errors = [m for m in map(_LINE.search, done.stderr.decode(errors="replace").splitlines()) if m]
+    errors = [m for m in map(_LINE.search, stderr.splitlines()) if m]
     if not errors:
         return None
     first = errors[0]  # bash counts an unterminated last line as the next one

@@ -12,6 +12,7 @@ from auditor.commands import options
 from auditor.commands.output import emit, emit_report
 from auditor.commands.report import add_flight_recorder_argument, context, join_run, read_run
 from auditor.config.coerce import overrides_from
+from auditor.config.launch import CommandNotFollowed
 from auditor.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from auditor.report import text
 from auditor.scan import ScanInputs, run_scan
@@ -19,6 +20,7 @@ from auditor.scan import ScanInputs, run_scan
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     options.add_config(parser)
+    options.add_command(parser)
     options.add_targets(parser)
     options.add_torch(parser)
     options.add_set(parser)
@@ -38,7 +40,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     overrides = overrides_from(args.set)
     base = ScanInputs(args.config, args.target, overrides, args.torch, args.entry, args.jobs,
-                      progress=sys.stderr.isatty())
+                      progress=sys.stderr.isatty(), command=args.training_command)
+    try:
+        return _run(args, base, overrides)
+    except CommandNotFollowed as exc:  # a valid script, an undecided run: exit 1, not bad input
+        headline = f"INCONCLUSIVE: {exc}"
+        if args.format == "json":
+            emit(json.dumps({"verdict": {"status": "inconclusive", "headline": headline,
+                                         "exit_code": EXIT_FINDINGS}}, indent=2) + "\n", args.output)
+        else:
+            emit(f"p2paudit scan {args.config}\n\n{headline}\n", args.output)
+        return EXIT_FINDINGS
+
+
+def _run(args: argparse.Namespace, base: ScanInputs, overrides: dict[str, str]) -> int:
     if args.matrix:
         if args.trace or args.flight_recorder or args.format not in ("text", "json"):
             raise InputError("--matrix", "prints a text or JSON comparison; --trace, "

@@ -7,7 +7,8 @@ command gets: its flags (auditor.config.flags), the launcher's options and world
 
 Which commands train, how launchers size the world and how Megatron-LM spells its flags is
 framework knowledge kept in rules/megatron-lm.toml. Only unreadable input raises InputError
-(bad bytes, an unterminated quote, no training command); everything else becomes a diagnostic.
+(bad bytes, an unterminated quote, a script bash rejects); a valid script whose training command
+cannot be followed raises CommandNotFollowed (an undecided run); everything else is a diagnostic.
 """
 
 from __future__ import annotations
@@ -99,12 +100,14 @@ def parse_launch(
     *,
     environ: Mapping[str, str] | None = None,
     megatron_version: str | None = None,
+    command: str | None = None,
 ) -> LaunchConfig:
     """Find the training command in `text` and read its flags, environment and world size.
 
     `environ`: variables the script inherits from the caller (the cluster's environment), used
     where the script reads a variable it never assigns. `megatron_version`: the megatron-core
     release the training script comes from, to check Megatron-LM flag spellings against it.
+    `command`: the training command line (`--command`), when the script hides it.
     """
     diagnostics: list[Finding] = []
     if "\r\n" in text:
@@ -123,6 +126,8 @@ def parse_launch(
     _refuse_what_bash_rejects(text, path, diagnostics)
     shell = LaunchShell(path, spelling, dict(environ or {}), diagnostics, text.split("\n"))
     shell.run(nodes)
+    if command is not None:
+        _given_command(shell, command, path, text.count("\n") + 1)
     config = _build(shell, spelling, path)
     pins = _pins(lexer.comments)
     for name, version, _ in pins:
@@ -165,15 +170,38 @@ def _pins(comments: list[tuple[int, str]]) -> list[tuple[str, str, int]]:
 # --- from the training command to a LaunchConfig -------------------------------------------------
 
 
+class CommandNotFollowed(InputError):
+    """A script bash accepts whose training command this reader cannot follow: not bad input,
+    an undecided run (exit 1) until `--command` gives the command line."""
+
+
+def _given_command(shell: LaunchShell, command: str, path: str, after: int) -> None:
+    """`--command '...'`: the user's training command line, run where the script ends (its
+    variables set), in place of any the script runs."""
+    shell.candidates.clear()
+    shell.unresolved_commands.clear()
+    try:
+        tokens = Lexer(command, "--command", after).tokens()
+    except InputError as exc:
+        raise InputError("--command", exc.cause) from None
+    shell.run(Parser(tokens, "--command", shell.diagnostics).parse())
+    if not shell.candidates:
+        raise InputError("--command", f"is no training command: looked for {shell.spelling.looked_for()}")
+    shell.diagnostics.append(Finding(
+        "launch.given-command", "info",
+        f"the training command is the one --command gives, read as if it were line {after + 1}, after "
+        "the script's own lines", where=f"{path}:{after + 1}"))
+
+
 def _build(shell: LaunchShell, spelling: Spelling, path: str) -> LaunchConfig:
     if not shell.candidates:
         unknown = "".join(f"; line {f.line} runs `{f.value}`, which is not known statically"
                           for f in shell.unresolved_commands[:3])
-        # A syntax error can swallow the command (an unclosed `[[`): say so, it is the likely cause.
-        syntax = "".join(f"; {d.where}: {d.message.split(';')[0]}"
-                         for d in shell.diagnostics if d.kind == "launch.syntax")
-        raise InputError(path, f"no training command found: looked for {spelling.looked_for()}, "
-                               f"also behind srun/env/nohup and inside `bash -c`{unknown}{syntax}")
+        unseen = "".join(f"; line {line}: {what}" for line, what in shell.opaque[:2])
+        raise CommandNotFollowed(path, f"the training command could not be followed: looked for "
+                                       f"{spelling.looked_for()}, also behind srun/env/nohup, in `bash -c`, "
+                                       f"`eval` and here-documents{unknown}{unseen}; give it with "
+                                       "--command 'torchrun ... train.py ...'")
     chosen = shell.candidates[0]
     launcher = chosen.launcher
     config = LaunchConfig(path=path, launcher="", command_line=chosen.line, end_line=chosen.end_line,

@@ -59,7 +59,8 @@ class Spelling:
         for launcher in self.launchers:
             if launcher.get("program"):
                 names.append(f"`{launcher['program']} {'|'.join(launcher['subcommands'])}`")
-            names += [f"`{p} SCRIPT`" for p in launcher.get("programs", ())]
+            python = f" {launcher['interpreters'][0]}" if launcher.get("interpreters") else ""
+            names += [f"`{p}{python} SCRIPT`" for p in launcher.get("programs", ())]
             names += [f"`python -m {m} SCRIPT`" for m in launcher.get("python_modules", ())]
         return ", ".join(names)
 
