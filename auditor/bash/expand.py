@@ -33,6 +33,7 @@ class Expander:
         self.depth = 0
         self._lexer = Lexer("", path)
         self._taken: list[str] = []  # fallbacks taken in the expansion under way
+        self.positional: list[Field] | None = None  # $1 $2 ... of a script read with its arguments
 
     def assignment_value(self, word: Word) -> tuple[str, str | Symbolic | list[tuple[Scalar, int]]]:
         m = ASSIGN.match(word.raw)
@@ -113,7 +114,7 @@ class Expander:
     def _expand_param(self, part: Part, out: FieldBuilder) -> None:
         value, line = self._param(part)
         if isinstance(value, list):
-            at = part.quoted and "[*]" not in part.src
+            at = part.quoted and not any(star in part.src for star in ("[*]", "$*", "{*"))
             for k, (element, element_line) in enumerate(value):
                 if k and (at or not part.quoted):
                     out.end()
@@ -139,11 +140,18 @@ class Expander:
         """The value of one `$NAME` / `${...}` expansion and the line it was assigned on."""
         unknown = Symbolic(part.src), part.line
         m = _PARAM.fullmatch(part.text)
+        if m and self.positional is not None and m.group(2) in ("@", "*", "#") and not m.group(3):
+            if m.group(2) == "#" or m.group(1):  # `$#`, `${#@}`: how many
+                return str(len(self.positional)), part.line
+            return ([(f.value, f.line) for f in self.positional], part.line) if not m.group(4) else unknown
         if not m or not (NAME.fullmatch(m.group(2)) or m.group(2).isdigit()) or self.depth >= MAX_NESTING:
             return unknown
         length, name, index, rest = m.groups()
         self.referenced.add(name)
         var = self.vars.get(name)
+        if var is None and name.isdigit() and self.positional is not None and name != "0":
+            given = self.positional[int(name) - 1] if int(name) <= len(self.positional) else None
+            var = Var(given.value if given else "", given.line if given else part.line, False)
         if var is None and name in self.environ:
             var = Var(self.environ[name], 0, True)
         value: Scalar | list[tuple[Scalar, int]] | None = None

@@ -245,15 +245,10 @@ class Shell(Expander, ABC):
         if not isinstance(target.value, str):
             self.unknowable(cmd.line, what.format(why="its path is not known statically"))
             return
-        base = os.path.dirname(self.path) if os.path.isfile(self.path) else None
-        path = target.value if os.path.isabs(target.value) or base is None else os.path.join(base, target.value)
         try:
-            if self.depth >= MAX_NESTING or not os.path.isfile(path) or os.path.getsize(path) > _MAX_SOURCED:
-                raise OSError("not a regular file beside the script" if self.depth < MAX_NESTING else "nested too deep")
-            with open(path, "rb") as handle:
-                text = handle.read().decode("utf-8-sig").replace("\0", "")
-        except (OSError, UnicodeDecodeError) as exc:
-            self.unknowable(cmd.line, what.format(why=getattr(exc, "strerror", None) or str(exc)))
+            path, text = self.beside(target.value)
+        except OSError as exc:
+            self.unknowable(cmd.line, what.format(why=str(exc)))
             return
         self.diagnostics.append(Finding(
             "launch.sourced", "info", f"`source {target.value}` read from {path}", where=f"{self.path}:{cmd.line}"))
@@ -264,6 +259,23 @@ class Shell(Expander, ABC):
             self.unknowable(cmd.line, f"`source {target.value}` (cannot be read: {exc.cause})")
         finally:
             self.depth -= 1
+
+    def beside(self, name: str) -> tuple[str, str]:
+        """(path, text) of a file the script runs or sources: at its absolute path, else beside
+        the script; OSError saying why not (absent, not a regular file, too large, not text)."""
+        base = os.path.dirname(self.path) if os.path.isfile(self.path) else None
+        path = name if os.path.isabs(name) or base is None else os.path.join(base, name)
+        if self.depth >= MAX_NESTING:
+            raise OSError("nested too deep")
+        if not os.path.isfile(path):
+            raise OSError("not a regular file beside the script")
+        if os.path.getsize(path) > _MAX_SOURCED:
+            raise OSError("larger than a launch script")
+        try:
+            with open(path, "rb") as handle:
+                return path, handle.read().decode("utf-8-sig").replace("\0", "")
+        except UnicodeDecodeError:
+            raise OSError("not UTF-8 text") from None
 
     def _setter(self, builtin: str, args: list[Field], cmd: Cmd) -> None:
         """`read NAME`, `printf -v NAME`, `mapfile NAME`: NAME gets a value known only at run time."""

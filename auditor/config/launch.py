@@ -213,7 +213,7 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str) -> LaunchConfig:
     if launcher.get("program"):
         config.launcher = f"{launcher['program']} {chosen.subcommand}"
     else:
-        args, script = torchrun_options(config, launcher, args, path)
+        args, script = torchrun_options(config, launcher, args, path, spelling.python_runners)
         config.script = script
         config.launcher = chosen.invoked + (f" {os.path.basename(str(script))}" if script is not None else "")
         if isinstance(script, str) and launched_by(script, ["*" + s["pattern"] for s in spelling.swift_scripts]):

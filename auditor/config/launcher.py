@@ -32,9 +32,25 @@ def fallbacks(args: list[Field]) -> dict[str, tuple[str, ...]]:
     return out
 
 
-def torchrun_options(config: LaunchConfig, launcher: dict, args: list[Field],
-                     path: str) -> tuple[list[Field], Scalar]:
-    """torchrun's own options up to the training script; returns the script's arguments and the script."""
+def torchrun_options(config: LaunchConfig, launcher: dict, args: list[Field], path: str,
+                     runners: tuple[tuple[str, ...], ...] = ()) -> tuple[list[Field], Scalar]:
+    """torchrun's own options up to the training script; returns the script's arguments and the
+    script, looking through a python runner (`torchrun -m coverage run [opts] pretrain_gpt.py`)."""
+    rest, script = _launcher_options(config, launcher, args, path)
+    words = [script] + [f.value for f in rest]
+    runner = next((r for r in runners if [str(w) for w in words[:len(r)]] == list(r)), None)
+    if runner is None:
+        return rest, script
+    k = len(runner) - 1
+    while k < len(rest) and isinstance(rest[k].value, str) and rest[k].value.startswith("-"):
+        if rest[k].value == "-m" and k + 1 < len(rest):
+            return rest[k + 2:], rest[k + 1].value
+        k += 1
+    return (rest[k + 1:], rest[k].value) if k < len(rest) else ([], None)
+
+
+def _launcher_options(config: LaunchConfig, launcher: dict, args: list[Field],
+                      path: str) -> tuple[list[Field], Scalar]:
     k = 0
     while k < len(args):
         value = args[k].value
@@ -146,10 +162,16 @@ def _torchrun_default(torchrun: dict, what: str, env: dict[str, EnvVar]) -> tupl
     if var is not None:
         where = "the environment of this audit" if var.how == "environ" else f"line {var.line}"
         return var.value, f"{var.name}={var.value} ({where})"
-    if name and f"{what}_default" not in torchrun:  # srun: the allocation decides, unknown here
-        return Symbolic(f"${name}"), (f"{torchrun.get('name')} takes it from the job's allocation ({name}), "
-                                       f"unknown here: give it as `{name}=N p2paudit ...`")
+    if f"{what}_default" not in torchrun:  # srun: the allocation decides; mpirun: its hosts' slots
+        if name:
+            return Symbolic(f"${name}"), (f"{torchrun.get('name')} takes it from the job's allocation ({name}), "
+                                           f"unknown here: give it as `{name}=N p2paudit ...`")
+        return Symbolic(f"{torchrun.get('name')} default"), (
+            f"{torchrun.get('name')} without {' or '.join(torchrun.get(f'{what}_flags', ()))} runs as many "
+            "processes as its hosts have slots, unknown here: give --set world_size=N")
     default = torchrun.get(f"{what}_default", "1")
+    if f"{what}_flags" in torchrun and not torchrun[f"{what}_flags"]:  # mpirun -np: the whole world
+        return default, f"{torchrun.get('name')} counts every process in its process-count flag"
     flag = torchrun[f"{what}_flags"][0] if torchrun.get(f"{what}_flags") else f"--{dest.replace('_', '-')}"
     return default, f"{torchrun.get('name', 'torchrun')}'s default {flag} {default}"
 

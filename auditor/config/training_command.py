@@ -18,7 +18,6 @@ from auditor.errors import InputError
 from auditor.findings import Finding
 from auditor.rulebook.launchers import Spelling
 
-
 _COMMAND_OPTIONS = ("-c", "--wrap")  # `bash -c TEXT`, `sbatch --wrap=TEXT`: TEXT is a script
 
 
@@ -77,6 +76,12 @@ class LaunchShell(Shell):
                     continue
                 return None
             base = os.path.basename(f.value)
+            if base in self.spelling.separated:  # `ray job submit ... -- python3 train.py ...`
+                end = next((j for j in range(k + 1, len(fields)) if fields[j].value == "--"), None)
+                candidate = self._launch(fields[end + 1:], inline, cmd) if end is not None and end + 1 < len(fields) else None
+                if candidate is not None:
+                    candidate.wrapper = fields[:end + 1] + candidate.wrapper
+                return candidate
             if base in self.spelling.shells or base in self.spelling.batch:
                 return self._shell_c(fields[:k + 1], fields[k + 1:], cmd)
             launcher, invoked, sub, start = self._match_launcher(fields, k)
@@ -111,7 +116,11 @@ class LaunchShell(Shell):
         base = os.path.basename(str(fields[k].value))
         after = fields[k + 1].value if k + 1 < len(fields) else None
         module, j = None, k + 1
-        if re.fullmatch(r"python[0-9.]*", base):
+        runner = next((r for r in self.spelling.python_runners
+                       if [os.path.basename(str(f.value)) for f in fields[k:k + len(r)]] == list(r)), None)
+        if runner is not None:  # `coverage run -m torch.distributed.run ...` is python's
+            j = k + len(runner)
+        if runner is not None or re.fullmatch(r"python[0-9.]*", base):
             while j < len(fields) and isinstance(fields[j].value, str) and fields[j].value.startswith("-"):
                 if fields[j].value == "-m" and j + 1 < len(fields):
                     module, j = fields[j + 1].value, j + 2
@@ -140,12 +149,6 @@ class LaunchShell(Shell):
 
     def _shell_c(self, prefix: list[Field], fields: list[Field], cmd: Cmd) -> Candidate | None:
         """`bash -c "torchrun ..."`: read the string as a script of its own, in this shell."""
-        scripts = [f for f in fields if isinstance(f.value, str) and f.value.endswith(".sh")]
-        if scripts and not any(f.value == "-c" for f in fields):
-            self.diagnostics.append(Finding(
-                "launch.unread-file", "info",
-                f"`{scripts[0].value}` runs as a separate script and is not read here; audit it directly "
-                "if it holds the training command", where=f"{self.path}:{cmd.line}"))
         for k, f in enumerate(fields):
             option, eq, inline_text = str(f.value).partition("=")
             if f.value in _COMMAND_OPTIONS and k + 1 < len(fields):
@@ -154,13 +157,34 @@ class LaunchShell(Shell):
             if eq and option in _COMMAND_OPTIONS:
                 self._inner(prefix + fields[:k + 1], option, inline_text, f.line, cmd)
                 return None
-        script_given = any(isinstance(f.value, str) and not f.value.startswith("-") for f in fields)
-        if cmd.stdin is not None and not script_given:  # `sbatch <<EOF`, `bash <<EOF`: the script is stdin
-            self._inner(prefix + fields, "<<", cmd.stdin.body, cmd.stdin.line, cmd)
+        at = next((k for k, f in enumerate(fields) if not str(f.value).startswith("-")), None)
+        if at is None:
+            if cmd.stdin is not None:  # `sbatch <<EOF`, `bash <<EOF`: the script is stdin
+                self._inner(prefix + fields, "<<", cmd.stdin.body, cmd.stdin.line, cmd)
+            return None
+        script = fields[at]
+        try:  # `mpirun ... bash entry.sh pretrain.py <flags>`: entry.sh beside this script, with its arguments
+            if not isinstance(script.value, str):
+                raise OSError("its path is not known statically")
+            path, text = self.beside(script.value)
+        except OSError as exc:
+            self.diagnostics.append(Finding(
+                "launch.unread-file", "info",
+                f"`{script.value}` runs as a separate script and is not read here ({exc}); audit it directly "
+                "if it holds the training command", where=f"{self.path}:{cmd.line}"))
+            return None
+        saved = self.positional
+        self.positional = fields[at + 1:]
+        try:
+            self._inner(prefix + fields[:at + 1], str(script.value), text, 1, cmd, path)
+        finally:
+            self.positional = saved
         return None
 
-    def _inner(self, prefix: list[Field], how: str, value: object, line: int, cmd: Cmd) -> None:
-        """Read `value`, a script that `prefix` runs, in this shell."""
+    def _inner(self, prefix: list[Field], how: str, value: object, line: int, cmd: Cmd,
+               path: str | None = None) -> None:
+        """Read `value`, a script that `prefix` runs (from file `path`), in this shell."""
+        path = path or self.path
         if self.depth >= MAX_NESTING:
             raise InputError(self.path, f"`{how}` scripts nested more than {MAX_NESTING} deep", cmd.line)
         # A symbolic string keeps its unknown parts as written (`$SLURM_NNODES`), so reading
@@ -171,12 +195,12 @@ class LaunchShell(Shell):
         self.starter = self._starter(prefix) or saved
         self.depth += 1
         try:
-            tokens = Lexer(text, self.path, line - 1).tokens()
-            self.run(Parser(tokens, self.path, self.diagnostics).parse())
+            tokens = Lexer(text, path, line - 1).tokens()
+            self.run(Parser(tokens, path, self.diagnostics).parse())
         except InputError as exc:  # the inner shell fails at run time; the script itself is fine
             self.diagnostics.append(Finding(
                 "launch.syntax", "warning", f"the `{how}` script cannot be read: {exc.cause}",
-                where=f"{self.path}:{exc.line or cmd.line}"))
+                where=f"{path}:{exc.line or cmd.line}"))
         finally:
             self.depth -= 1
             self.starter = saved

@@ -30,6 +30,8 @@ class Spelling:
     shells: frozenset[str]
     batch: frozenset[str]  # programs that run a script given on stdin or by --wrap (sbatch)
     env_names: frozenset[str]  # environment variables some rule reads ([[env_var]], `env.NAME`)
+    separated: frozenset[str]  # programs whose command follows `--` (ray job submit ... -- CMD)
+    python_runners: tuple[tuple[str, ...], ...]  # words that stand for `python` (coverage run)
 
     @staticmethod
     @functools.lru_cache(maxsize=8)
@@ -48,6 +50,9 @@ class Spelling:
             shells=frozenset(p for rs in every for p in rs.section("wrappers").get("shells", ())),
             batch=frozenset(p for rs in every for p in rs.section("wrappers").get("batch", ())),
             env_names=frozenset(_env_names(every)),
+            separated=frozenset(p for rs in every for p in rs.section("wrappers").get("separated", ())),
+            python_runners=tuple(tuple(r.split()) for rs in every
+                                 for r in rs.section("wrappers").get("python_runners", ())),
         )
 
     def outdated(self, entry: dict) -> bool:

@@ -69,7 +69,7 @@ TABLES: dict[str, Table] = {
                        "env_nnodes nproc_flags nnodes_flags nproc_default nnodes_default env_prefix "
                        f"device_count_values boolean_options module_options interpreters {_SELECT}"),
     "swift_script": _table(True, "pattern style", _SELECT),
-    "wrappers": _table(False, "", "programs shells batch"),
+    "wrappers": _table(False, "", "programs shells batch separated python_runners"),
     # NCCL's transports (rules/nccl.toml; docs/transport-semantics.md).
     "nccl": _table(False, "", "versions torch steps p2p_chunk_bytes max_channels"),
     "topology": _table(False, "", "node net"),
