@@ -15,7 +15,7 @@ from auditor.config.derive import derive
 from auditor.config.effective import EffectiveConfig
 from auditor.config.envlint import lint
 from auditor.config.expr import UNKNOWN
-from auditor.config.launch import launch_environ, parse_launch, read_script, world_of
+from auditor.config.launch import launch_environ, parse_launch, read_script, refuse_not_pipeline, world_of
 from auditor.config.model import LaunchConfig
 from auditor.errors import InputError
 from auditor.progress import Progress
@@ -112,6 +112,7 @@ def read_config(config_path: str, targets: list[str] | None,
     text = read_script(config_path)  # once: a pipe (`--config /dev/stdin`) gives its text once
     environ = launch_environ()
     launch = parse_launch(text, config_path, environ=environ, command=command)
+    refuse_not_pipeline(launch)  # `swift sft`, `megatron export`: nothing to resolve or analyse
     srcs = resolve_targets(launch, targets)
     versions = {s.name: s.version for s in srcs}
     if versions.get("megatron-core"):

@@ -40,6 +40,7 @@ class Shell(Expander, ABC):
         self.conditional = 0  # how many if/case/loop bodies the walk is inside
         self.opaque: list[tuple[int, str]] = []  # (line, what): code unseen here that may set anything
         self.clobbered: frozenset[str] = frozenset()
+        self.sourced: list[str] = []  # the files `source`/`.` named, read or not
 
     @abstractmethod
     def external(self, fields: list[Field], inline: dict[str, EnvVar], cmd: Cmd,
@@ -241,6 +242,7 @@ class Shell(Expander, ABC):
     def _source(self, target: Field, cmd: Cmd) -> None:
         """`source FILE`: a file beside the script (or at its absolute path) is part of the launch
         and is read in this shell; one that cannot be read may set anything."""
+        self.sourced.append(str(target.value))
         what = f"`source {target.value}` (not read: {{why}})"
         if not isinstance(target.value, str):
             self.unknowable(cmd.line, what.format(why="its path is not known statically"))

@@ -12,7 +12,7 @@ from auditor.commands import options
 from auditor.commands.output import emit, emit_report
 from auditor.commands.report import add_flight_recorder_argument, context, join_run, read_run
 from auditor.config.coerce import overrides_from
-from auditor.config.launch import CommandNotFollowed
+from auditor.config.launch import CommandNotFollowed, NotAPipelineRun
 from auditor.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from auditor.report import text
 from auditor.scan import ScanInputs, run_scan
@@ -43,6 +43,16 @@ def run(args: argparse.Namespace) -> int:
                       progress=sys.stderr.isatty(), command=args.training_command)
     try:
         return _run(args, base, overrides)
+    except NotAPipelineRun as exc:  # decided: nothing of what p2paudit audits runs here
+        headline = (f"NOT A PIPELINE RUN: {exc.what}. p2paudit audits the point-to-point traffic of "
+                    "pipeline-parallel training (megatron-core schedules, torch.distributed.pipelining, "
+                    "DeepSpeed's pipeline engine): this run has none to check.")
+        if args.format == "json":
+            emit(json.dumps({"verdict": {"status": "not-pipeline", "headline": headline,
+                                         "exit_code": EXIT_OK}}, indent=2) + "\n", args.output)
+        else:
+            emit(f"p2paudit scan {args.config}\n\n{headline}\n", args.output)
+        return EXIT_OK
     except CommandNotFollowed as exc:  # a valid script, an undecided run: exit 1, not bad input
         headline = f"INCONCLUSIVE: {exc}"
         if args.format == "json":

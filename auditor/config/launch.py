@@ -13,6 +13,7 @@ cannot be followed raises CommandNotFollowed (an undecided run); everything else
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 from collections.abc import Mapping
@@ -170,6 +171,22 @@ def _pins(comments: list[tuple[int, str]]) -> list[tuple[str, str, int]]:
 # --- from the training command to a LaunchConfig -------------------------------------------------
 
 
+class NotAPipelineRun(Exception):
+    """The launch script's command runs no pipeline parallelism (`swift sft`, `megatron export`):
+    a decided answer, not an error; `what` says what the run is."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(what)
+        self.what = what
+
+
+def refuse_not_pipeline(config: LaunchConfig) -> None:
+    """Raise NotAPipelineRun when the launcher rules say the command runs no pipeline."""
+    said = next((d for d in config.diagnostics if d.kind == "launch.not-pipeline"), None)
+    if said is not None:
+        raise NotAPipelineRun(said.message)
+
+
 class CommandNotFollowed(InputError):
     """A script bash accepts whose training command this reader cannot follow: not bad input,
     an undecided run (exit 1) until `--command` gives the command line."""
@@ -219,6 +236,10 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str) -> LaunchConfig:
         if isinstance(script, str) and launched_by(script, ["*" + s["pattern"] for s in spelling.swift_scripts]):
             style = "ms-swift"
     config.style = style
+    what = launcher.get("not_pipeline", {}).get(chosen.subcommand)
+    if what:
+        config.diagnostics.append(Finding(
+            "launch.not-pipeline", "info", what, where=f"{path}:{chosen.line}", detail={"command": config.launcher}))
     read_flags(config, args, spelling, path)
     world_size(config, launcher, chosen, spelling, path)
     for other in shell.candidates[1:]:
@@ -233,7 +254,23 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str) -> LaunchConfig:
             "variables set differently on other branches are read as symbolic",
             where=f"{path}:{chosen.line}"))
     _report_unexported(config, launcher, path)
+    _backend(config, shell, spelling, path)
     return config
+
+
+def _backend(config: LaunchConfig, shell: LaunchShell, spelling: Spelling, path: str) -> None:
+    """A run on another backend than NCCL (Ascend's HCCL), by the variables the script sets and
+    the files it sources: say what the run is and what the audit covers for it."""
+    for backend in spelling.backends:
+        names = [n for n in backend["env"] if n in config.env or n in shell.vars]
+        paths = [p for p in shell.sourced if any(fnmatch.fnmatchcase(p, g) for g in backend["paths"])]
+        if names or paths:
+            signs = ", ".join([f"sets {n}" for n in names[:2]] + [f"sources {p}" for p in paths[:2]])
+            config.diagnostics.append(Finding(
+                "launch.backend", "warning",
+                f"this run uses {backend['what']} ({signs}): {backend['covers']}",
+                where=f"{path}:{config.command_line}", detail={"backend": backend["name"]}))
+            return
 
 
 def _environment(shell: LaunchShell, chosen: Candidate) -> dict[str, EnvVar]:

@@ -127,7 +127,8 @@ class LaunchShell(Shell):
                     break
                 j += 2 if fields[j].value in ("-X", "-W") else 1
         for launcher in self.spelling.launchers:
-            if launcher.get("program") == base and isinstance(after, str) and after in launcher["subcommands"]:
+            if launcher.get("program") == base and isinstance(after, str) and (
+                    after in launcher["subcommands"] or after in launcher.get("not_pipeline", {})):
                 return launcher, f"{base} {after}", after, k + 2
             if base in launcher.get("programs", ()) and (
                     not launcher.get("interpreters") or self._runs_script(fields, k, launcher)):

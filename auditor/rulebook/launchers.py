@@ -32,6 +32,7 @@ class Spelling:
     env_names: frozenset[str]  # environment variables some rule reads ([[env_var]], `env.NAME`)
     separated: frozenset[str]  # programs whose command follows `--` (ray job submit ... -- CMD)
     python_runners: tuple[tuple[str, ...], ...]  # words that stand for `python` (coverage run)
+    backends: tuple[dict, ...]  # non-NCCL backends and the signs of a run on one ([[backend]])
 
     @staticmethod
     @functools.lru_cache(maxsize=8)
@@ -51,6 +52,7 @@ class Spelling:
             batch=frozenset(p for rs in every for p in rs.section("wrappers").get("batch", ())),
             env_names=frozenset(_env_names(every)),
             separated=frozenset(p for rs in every for p in rs.section("wrappers").get("separated", ())),
+            backends=tuple(e for rs in every for e in rs.table("backend")),
             python_runners=tuple(tuple(r.split()) for rs in every
                                  for r in rs.section("wrappers").get("python_runners", ())),
         )
