@@ -243,14 +243,16 @@ class Shell(Expander, ABC):
         """`source FILE`: a file beside the script (or at its absolute path) is part of the launch
         and is read in this shell; one that cannot be read may set anything."""
         self.sourced.append(str(target.value))
-        what = f"`source {target.value}` (not read: {{why}})"
+        def what(why: str) -> str:
+            return f"`source {target.value}` (not read: {why})"
+
         if not isinstance(target.value, str):
-            self.unknowable(cmd.line, what.format(why="its path is not known statically"))
+            self.unknowable(cmd.line, what("its path is not known statically"))
             return
         try:
             path, text = self.beside(target.value)
         except OSError as exc:
-            self.unknowable(cmd.line, what.format(why=str(exc)))
+            self.unknowable(cmd.line, what(str(exc)))
             return
         self.diagnostics.append(Finding(
             "launch.sourced", "info", f"`source {target.value}` read from {path}", where=f"{self.path}:{cmd.line}"))

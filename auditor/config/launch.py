@@ -159,7 +159,7 @@ def _refuse_what_bash_rejects(text: str, path: str, diagnostics: list[Finding]) 
         what = ours.message.split(";")[0].removeprefix("bash syntax error: ")
         raise InputError(path, f"bash rejects the script (`bash -n`): {what} for line {opened}; "
                                f"bash: line {line}: {message}", opened)
-    raise InputError(path, f"bash rejects the script (`bash -n`): {message}", line)
+    raise InputError(path, f"bash rejects the script (`bash -n`), line {line}: {message}", line)
 
 
 def _pins(comments: list[tuple[int, str]]) -> list[tuple[str, str, int]]:
@@ -219,7 +219,11 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str) -> LaunchConfig:
                                        f"{spelling.looked_for()}, also behind srun/env/nohup, in `bash -c`, "
                                        f"`eval` and here-documents{unknown}{unseen}; give it with "
                                        "--command 'torchrun ... train.py ...'")
-    chosen = shell.candidates[0]
+    # A command that trains comes first: `swift export` caching a dataset before `megatron rlhf`
+    # is not the run's command.
+    training = [c for c in shell.candidates if c.subcommand not in c.launcher.get("not_pipeline", {})]
+    ordered = training + [c for c in shell.candidates if c not in training]
+    chosen = ordered[0]
     launcher = chosen.launcher
     config = LaunchConfig(path=path, launcher="", command_line=chosen.line, end_line=chosen.end_line,
                           diagnostics=shell.diagnostics)
@@ -242,7 +246,7 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str) -> LaunchConfig:
             "launch.not-pipeline", "info", what, where=f"{path}:{chosen.line}", detail={"command": config.launcher}))
     read_flags(config, args, spelling, path)
     world_size(config, launcher, chosen, spelling, path)
-    for other in shell.candidates[1:]:
+    for other in [c for c in training if c is not chosen]:
         config.diagnostics.append(Finding(
             "launch.several-commands", "warning",
             f"another training command at line {other.line}; this audit reads the first one, at line {chosen.line}",

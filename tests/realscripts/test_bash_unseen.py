@@ -36,6 +36,8 @@ def test_a_sourced_file_beside_the_script_is_read(tmp_path: Path) -> None:
     'eval "$SETUP"',
     'X=TORCH_DISTRIBUTED_DEBUG\nexport "$X"=DETAIL',
     "export $(cat vars.env)",
+    # THUDM/slime scripts/run-qwen3-4B.sh (commit 624b824a89): a path built from ${BASH_SOURCE[0]}
+    'SCRIPT_DIR="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" &>/dev/null && pwd)"\nsource "${SCRIPT_DIR}/models/qwen3-4B.sh"',
 ])
 def test_unseen_code_makes_the_variables_verdicts_read_unknown(unseen: str) -> None:
     config = parse_launch(f"#!/bin/bash\nexport TORCH_DISTRIBUTED_DEBUG=OFF\nPP=2\n{unseen}\n{CMD}\n", "run.sh")

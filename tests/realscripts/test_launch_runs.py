@@ -52,3 +52,12 @@ def test_an_ascend_run_is_named_and_gets_no_nccl_advice() -> None:
                         .replace("export HCCL_CONNECT_TIMEOUT=1200\n", ""), "gpu.sh")
     assert not any(d.kind == "launch.backend" for d in cuda.diagnostics)
     assert [f for f in lint(cuda, "2.10.0") if "NCCL_ASYNC_ERROR_HANDLING" in f.message]
+
+
+def test_a_training_command_beats_a_preparation_step() -> None:
+    # ms-swift examples/train/cached_dataset/dpo.sh (commit 2d3694fb18): `swift export` caches the
+    # dataset, then `megatron rlhf` trains: the run is the training one
+    config = parse_launch("swift export --model m --to_cached_dataset true --output_dir cache\n"
+                          "NPROC_PER_NODE=8 megatron rlhf --rlhf_type dpo --pipeline_model_parallel_size 2\n", "dpo.sh")
+    assert config.launcher == "megatron rlhf"
+    assert not any(d.kind == "launch.not-pipeline" for d in config.diagnostics)
