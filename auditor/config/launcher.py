@@ -73,6 +73,9 @@ def _launcher_options(config: LaunchConfig, launcher: dict, args: list[Field],
                 return args[k + 1:], (args[k].value if k < len(args) else None)
             return args[k + 1:], value
         option, eq, inline_value = value.partition("=")
+        if option in launcher.get("pair_options", ()):  # `--mca pml ob1`: a key and its value
+            k += 3
+            continue
         if option in launcher.get("boolean_options", ()):
             config.launcher_flags[normalise(option)] = Flag(normalise(option), True, args[k].line, option)
             k += 1

@@ -28,8 +28,9 @@ def test_ray_job_submit_runs_what_follows_the_separator() -> None:
 
 
 def test_mpirun_through_an_entry_script_beside_the_launch_script(tmp_path: Path) -> None:
-    (tmp_path / "entry.sh").write_text('#!/bin/bash\nexport NCCL_DEBUG=INFO\ncd /workspace\npython "$@"\n')
-    (tmp_path / "run.sh").write_text(f"#!/bin/bash\nmpirun -np 16 --allow-run-as-root bash entry.sh pretrain_gpt.py {FLAGS}\n")
+    (tmp_path / "entry.sh").write_text("#!/bin/bash\nexport NCCL_DEBUG=INFO\ncd /workspace\npython $*\n")
+    # Pai-Megatron-Patch examples/llama3/mpi_run_pretrain_llama3.sh (commit a098ca5acb): `-mca pml ob1`, entry.sh `python $*`
+    (tmp_path / "run.sh").write_text(f"#!/bin/bash\nmpirun -np 16 --allow-run-as-root -mca pml ob1 bash entry.sh pretrain_gpt.py \"{FLAGS}\"\n")
     config = read_launch(tmp_path / "run.sh")
     assert config.launcher == "mpirun pretrain_gpt.py" and config.world_size == 16
     assert config.flags["pipeline_model_parallel_size"].value == "4"
