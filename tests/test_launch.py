@@ -154,7 +154,7 @@ def test_slurm_srun_wrapping_bash_c() -> None:
     assert flags["pipeline_model_parallel_size"] == "4" and flags["tensor_model_parallel_size"] == "2"
     assert flags["distributed_timeout_minutes"] == "30"
     assert config.nproc_per_node == 8
-    assert config.nnodes == Symbolic("$SLURM_NNODES")  # escaped for the inner shell
+    assert config.nnodes == 4  # `\$SLURM_NNODES` for the inner shell: the job's `#SBATCH --nodes=4`
     assert isinstance(config.env["MASTER_ADDR"].value, Symbolic)  # $(scontrol ...)
     assert config.env["NCCL_ASYNC_ERROR_HANDLING"].value == "1"
 
@@ -293,7 +293,8 @@ ORACLE_CASES = {
     "examples/glm5_1_lora_pp4.sh": ("megatron", {"DATASET_PATH": "/data/sft.jsonl"}),
     "examples/glm5_1_lora_pp8.sh": ("megatron", {"DATASET_PATH": "/data/sft.jsonl", "NNODES": "2"}),
     "tests/launch_scripts/megatron_lm_arrays.sh": ("torchrun", {}),
-    "tests/launch_scripts/slurm_srun.sh": ("torchrun", {}),
+    # run as sbatch runs it: the allocation its #SBATCH lines ask for is in the job's environment
+    "tests/launch_scripts/slurm_srun.sh": ("torchrun", {"SLURM_NNODES": "4", "SLURM_NTASKS_PER_NODE": "1"}),
     "tests/launch_scripts/swift_sft.sh": ("swift", {}),
     "tests/launch_scripts/torch_distributed_run.sh": ("python3", {}),
     "tests/launch_scripts/symbolic_values.sh": ("torchrun", {}),

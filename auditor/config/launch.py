@@ -126,6 +126,7 @@ def parse_launch(
     nodes = Parser(tokens, path, diagnostics).parse()
     _refuse_what_bash_rejects(text, path, diagnostics)
     shell = LaunchShell(path, spelling, dict(environ or {}), diagnostics, text.split("\n"))
+    shell.allocate(lexer, tokens)
     shell.run(nodes)
     if command is not None:
         _given_command(shell, command, path, text.count("\n") + 1)
@@ -278,8 +279,8 @@ def _backend(config: LaunchConfig, shell: LaunchShell, spelling: Spelling, path:
 
 
 def _environment(shell: LaunchShell, chosen: Candidate) -> dict[str, EnvVar]:
-    env: dict[str, EnvVar] = {
-        name: EnvVar(name, value, 0, "environ") for name, value in shell.environ.items()}
+    env: dict[str, EnvVar] = {  # line 0: the audit's environment; else the job's `#SBATCH` line
+        name: EnvVar(name, value, shell.allocation.get(name, 0), "environ") for name, value in shell.environ.items()}
     for name, var in chosen.env.items():
         if isinstance(var.value, list):
             continue

@@ -163,7 +163,8 @@ def _torchrun_default(torchrun: dict, what: str, env: dict[str, EnvVar]) -> tupl
     name = f"{prefix}{dest.upper()}" if prefix else torchrun.get(f"env_{what}")
     var = env.get(name) if name else None
     if var is not None:
-        where = "the environment of this audit" if var.how == "environ" else f"line {var.line}"
+        where = (f"line {var.line}" if var.how != "environ" else "the environment of this audit" if not var.line
+                 else f"the job's allocation, #SBATCH at line {var.line}")
         return var.value, f"{var.name}={var.value} ({where})"
     if f"{what}_default" not in torchrun:  # srun: the allocation decides; mpirun: its hosts' slots
         if name:

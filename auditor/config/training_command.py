@@ -9,7 +9,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer
+from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Word
 from auditor.bash.parser import Cmd, Node, Parser
 from auditor.bash.values import Field, Var
 from auditor.bash.walk import Shell
@@ -55,6 +55,25 @@ class LaunchShell(Shell):
         self.unresolved_commands: list[Field] = []  # commands whose name is itself unknown
         self.starter: tuple[dict, list[Field]] | None = None  # srun around a `bash -c` being read
         self.clobbered = spelling.env_names  # what unseen code (`source`, `eval`) makes unknown
+        self.allocation: dict[str, int] = {}  # variables a `#SBATCH` line sets, and that line
+
+    def allocate(self, lexer: Lexer, tokens: list) -> None:
+        """The allocation a job script's directives ask for (`#SBATCH --nodes=128`), as the
+        variables its launcher reads (SLURM_NNODES), unless the audit's environment gives them."""
+        first = next((t.line for t in tokens if isinstance(t, Word)), None)
+        for launcher in self.spelling.launchers:
+            prefix, options = launcher.get("directive"), launcher.get("directive_options", {})
+            for line, text in lexer.comments:
+                if not prefix or not text.startswith(prefix) or (first is not None and line > first):
+                    continue
+                words = text[len(prefix):].split()
+                for k, word in enumerate(words):
+                    option, eq, value = word.partition("=")
+                    value = value if eq else (words[k + 1] if k + 1 < len(words) else "")
+                    name = options.get(option)
+                    if name and value.isdigit() and (name not in self.environ or name in self.allocation):
+                        self.environ[name] = value  # what the job inherits from its allocation
+                        self.allocation[name] = line
 
     def external(self, fields: list[Field], inline: dict[str, EnvVar], cmd: Cmd,
                  siblings: list[Node], at: int) -> int:
@@ -196,7 +215,9 @@ class LaunchShell(Shell):
         self.starter = self._starter(prefix) or saved
         self.depth += 1
         try:
-            tokens = Lexer(text, path, line - 1).tokens()
+            lexer = Lexer(text, path, line - 1)
+            tokens = lexer.tokens()
+            self.allocate(lexer, tokens)
             self.run(Parser(tokens, path, self.diagnostics).parse())
         except InputError as exc:  # the inner shell fails at run time; the script itself is fine
             self.diagnostics.append(Finding(

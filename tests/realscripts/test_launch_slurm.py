@@ -52,9 +52,10 @@ def test_sbatch_heredoc_srun_bash_c_python() -> None:
     assert config.flags["pipeline_model_parallel_size"].value == "4"
     assert config.flags["tensor_model_parallel_size"].value == "2"
     assert [str(w) for w in config.wrapper][:2] == ["sbatch", "srun"]
-    # srun without --ntasks-per-node/-N takes the allocation's: unknown here, and it says how to give it
-    assert isinstance(config.nproc_per_node, Symbolic) and isinstance(config.nnodes, Symbolic)
-    assert "SLURM_NNODES=N p2paudit" in config.world_source["nnodes"]
+    # srun without --ntasks-per-node/-N takes the allocation's: `#SBATCH --nodes=2` in the job script,
+    # no task count: unknown here, and it says how to give it
+    assert isinstance(config.nproc_per_node, Symbolic) and config.nnodes == 2
+    assert "SLURM_NTASKS_PER_NODE=N p2paudit" in config.world_source["nproc_per_node"]
     told = parse_launch(SBATCH, "sbatch.sh", environ={"SLURM_NNODES": "2", "SLURM_NTASKS_PER_NODE": "8"})
     assert told.world_size == 16
     assert "the environment of this audit" in told.world_source["nnodes"]
@@ -108,3 +109,19 @@ def test_a_script_through_a_pipe_is_read_once(tmp_path: Path) -> None:
     launch, _ = read_config(str(fifo), None)
     writer.join(timeout=10)
     assert launch.flags["pipeline_model_parallel_size"].value == "2"
+
+
+def test_sbatch_directives_size_the_allocation() -> None:
+    # Megatron-LM examples/pretrain_gpt3_175B.sh (NVIDIA/Megatron-LM commit 4f8e9ac412, 23.06):
+    # `#SBATCH <SLURM OPTIONS> --nodes=128 --exclusive --ntasks-per-node=8`, then `srun ... sh -c "${run_cmd}"`
+    script = ("#!/bin/bash\n\n#SBATCH <SLURM OPTIONS> --nodes=128 --exclusive --ntasks-per-node=8 --job-name=x\n\n"
+              'run_cmd="python pretrain_gpt.py --pipeline-model-parallel-size 16"\n'
+              'srun -l --container-image "nvcr.io/nvidia/pytorch:20.12-py3" sh -c "${run_cmd}"\n'
+              "#SBATCH --nodes=2\n")  # after the first command: sbatch ignores it
+    config = parse_launch(script, "175b.sh")
+    assert (config.launcher, config.nnodes, config.nproc_per_node) == ("srun pretrain_gpt.py", 128, 8)
+    assert "#SBATCH at line 3" in config.world_source["nnodes"]
+    told = parse_launch(script, "175b.sh", environ={"SLURM_NNODES": "4"})
+    assert told.nnodes == 4  # the audit's environment wins over the directive
+    inner = parse_launch(SBATCH.replace("#SBATCH --nodes=2", "#SBATCH --nodes=2 --ntasks-per-node=4"), "s.sh")
+    assert inner.world_size == 8
