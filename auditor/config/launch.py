@@ -26,6 +26,7 @@ from auditor.bash.syntax import bash_rejects
 from auditor.config.flags import read_flags
 from auditor.config.launcher import torchrun_options, world_size, world_variables
 from auditor.config.model import EnvVar, LaunchConfig
+from auditor.config.overrides import read_overrides
 from auditor.config.training_command import Candidate, LaunchShell
 from auditor.errors import InputError
 from auditor.findings import Finding
@@ -245,7 +246,10 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str) -> LaunchConfig:
     if what:
         config.diagnostics.append(Finding(
             "launch.not-pipeline", "info", what, where=f"{path}:{chosen.line}", detail={"command": config.launcher}))
-    read_flags(config, args, spelling, path)
+    if style == "hydra":
+        read_overrides(config, args, path)
+    else:
+        read_flags(config, args, spelling, path)
     world_size(config, launcher, chosen, spelling, path)
     for other in [c for c in training if c is not chosen]:
         config.diagnostics.append(Finding(

@@ -121,6 +121,9 @@ def world_size(config: LaunchConfig, launcher: dict, chosen: Candidate, spelling
         torchrun = next((entry for entry in spelling.launchers if entry.get("name") == "torchrun"), {})
         nproc = _sourced(nproc_var, path) or _torchrun_default(torchrun, "nproc", env)
         nnodes = _sourced(nnodes_var, path) or _torchrun_default(torchrun, "nnodes", env)
+    elif launcher.get("nproc_keys") or launcher.get("nnodes_keys"):  # Hydra: trainer.n_gpus_per_node=8
+        nproc = _setting(config, launcher.get("nproc_keys", ()), path) or _torchrun_default(launcher, "nproc", env)
+        nnodes = _setting(config, launcher.get("nnodes_keys", ()), path) or _torchrun_default(launcher, "nnodes", env)
     else:
         taken = fallbacks(chosen.args)
         nproc = (_launcher_flag(config, launcher["nproc_flags"], path, taken)
@@ -137,6 +140,15 @@ def _sourced(var: EnvVar | None, path: str) -> tuple[Scalar, str] | None:
         return None
     where = "the caller's environment" if var.how == "environ" else f"{path}:{var.line}"
     return var.value, f"{var.name}={var.value} ({where})"
+
+
+def _setting(config: LaunchConfig, keys: list[str], path: str) -> tuple[Scalar, str] | None:
+    """A world-size setting the trainer reads from its own configuration (`trainer.nnodes=2`)."""
+    for key in keys:
+        flag = config.flags.get(key)
+        if flag is not None:
+            return flag.value, f"{flag.spelling}={flag.value} ({path}:{flag.line})"
+    return None
 
 
 def _launcher_flag(config: LaunchConfig, spellings: list[str], path: str,
