@@ -42,14 +42,14 @@ def read_overrides(config: LaunchConfig, args: list[Field], path: str) -> None:
                     fix="set the variable in the script, or pass its value to the audit", where=f"{path}:{f.line}"))
             continue
         key = m.group(2)
-        value = None if m.group(1) == "~" else _after_equals(f.value)
+        setting = None if m.group(1) == "~" else _after_equals(f.value)
         previous = config.flags.get(key)
-        if previous is not None and previous.value != value:
+        if previous is not None and previous.value != setting:
             config.diagnostics.append(Finding(
                 "launch.repeated-flag", "warning",
                 f"`{key}` is overridden twice (line {previous.line}, then line {f.line}): the last value, "
-                f"`{value}`, wins", fix="keep one", where=f"{path}:{f.line}"))
-        config.flags[key] = Flag(key, value, f.line, head.partition("=")[0], (value,))
+                f"`{setting}`, wins", fix="keep one", where=f"{path}:{f.line}"))
+        config.flags[key] = Flag(key, setting, f.line, head.partition("=")[0], (setting,))
 
 
 def _known_head(value: Scalar) -> str:
