@@ -210,15 +210,15 @@ class Shell(Expander, ABC):
         self.depth += 1
         try:
             if plain:
-                words = FieldBuilder()  # the arguments joined by spaces, split again into words
+                again = FieldBuilder()  # the arguments joined by spaces, split again into words
                 for f in fields:
-                    for text, unknown in segments(f.value):
-                        if unknown:
-                            words.symbolic(text, f.line, unsplit=True)
+                    for text, is_unknown in segments(f.value):
+                        if is_unknown:
+                            again.symbolic(text, f.line, unsplit=True)
                         else:
-                            words.split(text, f.line)
-                    words.end()
-                self.run([_Evaluated(cmd.words, cmd.line, cmd.end_line, fields=words.fields)])
+                            again.split(text, f.line)
+                    again.end()
+                self.run([_Evaluated(cmd.words, cmd.line, cmd.end_line, fields=again.fields)])
             else:
                 text = str(concat([f.value for f in fields], " "))
                 tokens = Lexer(text, self.path, cmd.line - 1).tokens()

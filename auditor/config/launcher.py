@@ -42,7 +42,7 @@ def torchrun_options(config: LaunchConfig, launcher: dict, args: list[Field], pa
     if runner is None:
         return rest, script
     k = len(runner) - 1
-    while k < len(rest) and isinstance(rest[k].value, str) and rest[k].value.startswith("-"):
+    while k < len(rest) and str(rest[k].value).startswith("-") and isinstance(rest[k].value, str):
         if rest[k].value == "-m" and k + 1 < len(rest):
             return rest[k + 2:], rest[k + 1].value
         k += 1
@@ -65,10 +65,11 @@ def _launcher_options(config: LaunchConfig, launcher: dict, args: list[Field],
                 k += 1
                 continue
             return args[k + 1:], value
+        value = str(value)
         if not value.startswith("-") or value == "-":
             if is_interpreter(value.rsplit("/", 1)[-1], launcher):  # `srun python [-u] SCRIPT`
                 k += 1
-                while k < len(args) and isinstance(args[k].value, str) and args[k].value.startswith("-"):
+                while k < len(args) and isinstance(args[k].value, str) and str(args[k].value).startswith("-"):
                     k += 1
                 return args[k + 1:], (args[k].value if k < len(args) else None)
             return args[k + 1:], value

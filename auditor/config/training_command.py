@@ -97,7 +97,9 @@ class LaunchShell(Shell):
             base = os.path.basename(f.value)
             if base in self.spelling.separated:  # `ray job submit ... -- python3 train.py ...`
                 end = next((j for j in range(k + 1, len(fields)) if fields[j].value == "--"), None)
-                candidate = self._launch(fields[end + 1:], inline, cmd) if end is not None and end + 1 < len(fields) else None
+                if end is None or end + 1 >= len(fields):
+                    return None
+                candidate = self._launch(fields[end + 1:], inline, cmd)
                 if candidate is not None:
                     candidate.wrapper = fields[:end + 1] + candidate.wrapper
                 return candidate
