@@ -4,6 +4,7 @@ asks bash when it is installed, and otherwise relies on its own parser's syntax 
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 import subprocess
@@ -11,6 +12,7 @@ import subprocess
 _LINE = re.compile(r"line ([0-9]+): (.*)")
 
 
+@functools.lru_cache(maxsize=32)  # a scan reads the same script twice (before and after its versions)
 def bash_rejects(text: str) -> tuple[int, str] | None:
     """(line, bash's message) when `bash -n` rejects `text`; None when it accepts it or cannot ask."""
     bash = shutil.which("bash")
