@@ -202,10 +202,12 @@ class Shell(Expander, ABC):
             return
         if self.depth >= MAX_NESTING:
             raise InputError(self.path, f"`eval` nested more than {MAX_NESTING} deep", cmd.line)
-        plain = all(not any(_SYNTAX.search(text) for text, unknown in segments(f.value) if not unknown)
-                    for f in fields) and not ASSIGN.match(str(fields[0].value))
+        head = fields[0].value
+        plain = (all(not any(_SYNTAX.search(text) for text, unknown in segments(f.value) if not unknown)
+                     for f in fields) and isinstance(head, str) and not ASSIGN.match(head)
+                 and head not in _BUILTINS and head not in self.functions)
         unknown = [text for f in fields for text, is_unknown in segments(f.value) if is_unknown]
-        if unknown:  # eval reads the unknown text as script: it may hold `; export X=...`
+        if not isinstance(head, str):  # `eval "$SETUP"`: what runs is itself unknown
             self.unknowable(cmd.line, f"`eval` of text not known statically ({', '.join(unknown[:3])})")
         self.depth += 1
         try:
@@ -225,6 +227,9 @@ class Shell(Expander, ABC):
                 self.run(Parser(tokens, self.path, self.diagnostics).parse())
         finally:
             self.depth -= 1
+        if unknown and isinstance(head, str):  # `eval cmd $X`: $X may end the command and set more
+            self.unknowable(cmd.line, f"`eval` of text not known statically ({', '.join(unknown[:3])}), "
+                                      "for what runs after it,")
 
     def unknowable(self, line: int, what: str) -> None:
         """Code this reader cannot see ran at `line` and may have set any variable: the ones in
@@ -326,6 +331,9 @@ class _Evaluated(Cmd):
 
 
 _SETTERS = ("read", "printf", "mapfile", "readarray")
+# Words `eval` must read again as a script, not run as a plain command: builtins that set variables.
+_BUILTINS = frozenset({"export", "declare", "typeset", "local", "readonly", "unset", "source", ".", "eval",
+                       *_SETTERS})
 _MAX_SOURCED = 1 << 20  # a sourced settings file; anything larger is not read
 
 

@@ -77,3 +77,18 @@ def test_a_nul_where_bash_checks_for_binaries_is_refused(tmp_path: Path) -> None
     with pytest.raises(InputError) as caught:  # bash: "cannot execute binary file"
         read_launch(tmp_path / "run.sh")
     assert caught.value.line == 2
+
+
+def test_eval_of_a_command_with_unknown_arguments_clobbers_only_what_runs_after_it() -> None:
+    # Pai-Megatron-Patch run_*.sh (commit a098ca5acb): `eval ${run_cmd}` whose options hold ${pr_options}
+    script = ('export TORCH_DISTRIBUTED_DEBUG=OFF\nrun_cmd="torchrun --nproc_per_node 2 pretrain_gpt.py '
+              '--pipeline-model-parallel-size 2 ${pr_options}"\neval ${run_cmd}\n')
+    config = parse_launch(script, "pai.sh")
+    assert config.env["TORCH_DISTRIBUTED_DEBUG"].value == "OFF"
+    later = parse_launch('export TORCH_DISTRIBUTED_DEBUG=OFF\neval echo ${NOTE}\nPP=2\n' + CMD + "\n", "n.sh")
+    assert isinstance(later.env["TORCH_DISTRIBUTED_DEBUG"].value, Symbolic)  # ${NOTE} may hold `; export ...`
+
+
+def test_eval_of_an_export_sets_the_variable() -> None:
+    config = parse_launch('SETTINGS="export TORCH_DISTRIBUTED_DEBUG=DETAIL"\neval $SETTINGS\nPP=2\n' + CMD + "\n", "e.sh")
+    assert config.env["TORCH_DISTRIBUTED_DEBUG"].value == "DETAIL"
