@@ -173,12 +173,13 @@ def _pins(comments: list[tuple[int, str]]) -> list[tuple[str, str, int]]:
 # --- from the training command to a LaunchConfig -------------------------------------------------
 
 
-class NotAPipelineRun(Exception):
+class NotAPipelineRun(InputError):
     """The launch script's command runs no pipeline parallelism (`swift sft`, `megatron export`):
-    a decided answer, not an error; `what` says what the run is."""
+    for `scan` a decided answer; for a command that needs a pipeline (simulate), bad input.
+    `what` says what the run is."""
 
-    def __init__(self, what: str) -> None:
-        super().__init__(what)
+    def __init__(self, path: str, what: str) -> None:
+        super().__init__(path, f"not a pipeline run: {what}")
         self.what = what
 
 
@@ -186,7 +187,7 @@ def refuse_not_pipeline(config: LaunchConfig) -> None:
     """Raise NotAPipelineRun when the launcher rules say the command runs no pipeline."""
     said = next((d for d in config.diagnostics if d.kind == "launch.not-pipeline"), None)
     if said is not None:
-        raise NotAPipelineRun(said.message)
+        raise NotAPipelineRun(config.path, said.message)
 
 
 class CommandNotFollowed(InputError):

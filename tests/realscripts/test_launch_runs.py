@@ -61,3 +61,11 @@ def test_a_training_command_beats_a_preparation_step() -> None:
                           "NPROC_PER_NODE=8 megatron rlhf --rlhf_type dpo --pipeline_model_parallel_size 2\n", "dpo.sh")
     assert config.launcher == "megatron rlhf"
     assert not any(d.kind == "launch.not-pipeline" for d in config.diagnostics)
+
+
+def test_simulate_of_a_run_without_a_pipeline_is_one_line_of_bad_input(tmp_path: Path) -> None:
+    path = tmp_path / "run.sh"
+    path.write_text(EXPORT)
+    done = subprocess.run([sys.executable, "-m", "auditor", "simulate", "--config", str(path)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "not a pipeline run" in done.stderr and "internal error" not in done.stderr
