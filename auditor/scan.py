@@ -20,7 +20,7 @@ from auditor.config.derive import derive
 from auditor.config.effective import EffectiveConfig
 from auditor.config.envlint import lint
 from auditor.config.expr import UNKNOWN
-from auditor.config.launch import read_launch
+from auditor.config.launch import launch_environ, parse_launch, read_script, refuse_not_pipeline, world_of
 from auditor.config.model import LaunchConfig
 from auditor.config.settings import check_settings
 from auditor.errors import InputError
@@ -50,6 +50,7 @@ class ScanInputs:
     jobs: int | None = None
     progress: bool = False
     matrix_key: str | None = None  # the key `--matrix` varies (in `overrides` too)
+    command: str | None = None  # --command: the training command line, when the script hides it
 
 
 def resolve_targets(launch: LaunchConfig, targets: list[str] | None) -> list[SourceSet]:
@@ -112,15 +113,20 @@ def entry_code(spec: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def read_config(config_path: str, targets: list[str] | None) -> tuple[LaunchConfig, list[SourceSet]]:
+def read_config(config_path: str, targets: list[str] | None,
+                command: str | None = None) -> tuple[LaunchConfig, list[SourceSet]]:
     """The launch script and the framework sources its run uses."""
-    launch = read_launch(config_path)
+    text = read_script(config_path)  # once: a pipe (`--config /dev/stdin`) gives its text once
+    environ = launch_environ()
+    launch = parse_launch(text, config_path, environ=environ, command=command)
+    refuse_not_pipeline(launch)  # `swift sft`, `megatron export`: nothing to resolve or analyse
     srcs = resolve_targets(launch, targets)
     versions = {s.name: s.version for s in srcs}
     if versions.get("megatron-core"):
         # Megatron-LM's flags are checked against the parser of the release the run uses.
-        launch = read_launch(config_path, megatron_version=versions["megatron-core"],
-                             parser_roots=tuple(s.root for s in srcs if s.name == "megatron-core"))
+        launch = parse_launch(text, config_path, environ=environ, command=command,
+                              megatron_version=versions["megatron-core"],
+                              parser_roots=tuple(s.root for s in srcs if s.name == "megatron-core"))
     return launch, srcs
 
 
@@ -128,7 +134,7 @@ def run_scan(inputs: ScanInputs,
              read: tuple[LaunchConfig, list[SourceSet]] | None = None) -> dict[str, Any]:
     """`read`: what `read_config` gave for these inputs, where the caller needs it too."""
     started = time.perf_counter()
-    launch, srcs = read or read_config(inputs.config_path, inputs.targets)
+    launch, srcs = read or read_config(inputs.config_path, inputs.targets, inputs.command)
     versions = {s.name: s.version for s in srcs}
     effective = derive(launch, versions, inputs.overrides, inputs.torch_version)
     invs = [inventory(s, jobs=inputs.jobs, progress=inputs.progress) for s in srcs]
@@ -161,7 +167,7 @@ def run_scan(inputs: ScanInputs,
     doc = document.build(srcs, site_docs, analyses, findings,
                          config={**effective.to_json(), "needs": needs})
     doc["launch"] = {"path": launch.path, "launcher": launch.launcher, "line": launch.command_line,
-                     "world_size": launch.world_size}
+                     **world_of(launch, effective.values.get("world_size"))}
     doc["entries"] = [name for name, _ in entry_specs]
     doc["patches"] = [
         {"target": p.target, "replacement": p.replacement, "status": p.status,

@@ -34,14 +34,25 @@ SNIPPETS = {
     "arithmetic": "P=4\nrec $((P * 2)) $(( (P + 1) % 3 ))\n",
     "appending": 'S=a\nS+=b\nrec "$S"\n',
     "newlines inside [[ ]]": '[[\n  rec = a ]] || rec b\n[[ -n x &&\n   -n y ]] && rec c\nrec d\n',
+    # Pai-Megatron-Patch (alibaba/Pai-Megatron-Patch@a098ca5acbdeaf7172ce0393fa309b39a77506db,
+    # examples/baichuan/run_finetune_megatron_baichuan.sh): run_cmd="torchrun ... ${opts}"; eval ${run_cmd}
+    "eval of an assembled command": ('O="--a 1  --b 2"\nC="rec $O\n x"\neval ${C}\neval "$C" y\n'
+                                     'Q=\'rec "a b" c\\ d $O\'\neval "$Q"\nE="rec"\n$E $O\n'),
+    # the same script's `if [ $ENV = dsw ]; then ... elif [ $ENV = dlc ]` and its `case`-free
+    # model-size chain; ms-swift/Megatron-LM recipes use `case $MODEL in 7B) ...`
+    "if and case on literals": ('M=7B\nE=dsw\ncase $M in\n 13B|7B) rec seven ;;\n *) rec other ;;\nesac\n'
+                                'case "$E" in d\'*\') rec no ;; d[a-z]*) rec glob ;; esac\n'
+                                'if [ $E = dlc ]; then rec a; elif [[ $E == d* ]]; then rec b; else rec c; fi\n'
+                                '! [ -z "$E" ] && rec d\n[ 3 -gt 10 ] || rec e\ntest -n "" && rec f\n'
+                                'if [ "$M" != 7B ]; then P=1; else P=4; fi\nrec $P\n'),
 }
 
 
 class _Recorder(Shell):
     """Keeps the arguments of every `rec` the walk reaches."""
 
-    def __init__(self) -> None:
-        super().__init__("snippet.sh", {}, [])
+    def __init__(self, path: str = "snippet.sh") -> None:
+        super().__init__(path, {}, [])
         self.calls: list[list[object]] = []
 
     def external(self, fields: list[Field], inline: dict[str, EnvVar], cmd: Cmd,
@@ -51,10 +62,10 @@ class _Recorder(Shell):
         return 0
 
 
-def _walk(text: str) -> tuple[list[list[object]], list[Finding]]:
+def _walk(text: str, path: str = "snippet.sh") -> tuple[list[list[object]], list[Finding]]:
     diagnostics: list[Finding] = []
-    nodes = Parser(Lexer(text, "snippet.sh").tokens(), "snippet.sh", diagnostics).parse()
-    shell = _Recorder()
+    nodes = Parser(Lexer(text, path).tokens(), path, diagnostics).parse()
+    shell = _Recorder(path)
     shell.run(nodes)
     return shell.calls, diagnostics
 
@@ -76,6 +87,35 @@ def test_walk_agrees_with_bash(name: str, tmp_path: Path) -> None:
     calls, diagnostics = _walk(SNIPPETS[name])
     assert calls == expected
     assert diagnostics == []
+
+
+# Files a snippet sources, beside it: `source env.sh` is part of the launch (verl's and Megatron-LM's
+# sc21 scripts source their settings, see tests/realscripts/test_bash_unseen.py).
+SOURCED = {
+    "source a settings file": ("P=4\nsource ./env.sh\n. env.sh x\nrec $P $Q \"$OPTS\"\n",
+                               {"env.sh": 'Q=${Q:-1}\nP=$((P * 2))\nOPTS="--a $P"\n'}),
+}
+
+
+@pytest.mark.skipif(BASH is None, reason="needs bash")
+@pytest.mark.parametrize("name", sorted(SOURCED))
+def test_sourcing_agrees_with_bash(name: str, tmp_path: Path) -> None:
+    text, files = SOURCED[name]
+    for file, body in files.items():
+        (tmp_path / file).write_text(body)
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    (stubs / "rec").write_text('#!/bin/bash\nprintf \'%s\\0\' "$@" >> "$REC_OUT"\nprintf \'\\n\' >> "$REC_OUT"\n')
+    (stubs / "rec").chmod(stat.S_IRWXU)
+    out = tmp_path / "calls"
+    out.write_text("")
+    script = tmp_path / "snippet.sh"
+    script.write_text(text)
+    subprocess.run([BASH, str(script)], env={"PATH": f"{stubs}:/usr/bin:/bin", "REC_OUT": str(out)},
+                   cwd=tmp_path, check=True, timeout=30)
+    expected = [line.split("\0")[:-1] for line in out.read_text().split("\n")[:-1]]
+    calls, _ = _walk(text, str(script))
+    assert calls == expected
 
 
 def test_an_unclosed_test_is_a_syntax_error() -> None:

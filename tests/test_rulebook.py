@@ -96,7 +96,7 @@ def test_stacks_follow_runs_on() -> None:
     assert stack_for("deepspeed train.py") == ["deepspeed"]
     assert audited_packages() == ["deepspeed", "megatron", "swift", "mcore_bridge"]
     with pytest.raises(InputError, match="no rules file"):
-        stack_for("mpirun train.py")
+        stack_for("accelerate train.py")
 
 
 def test_needs_follow_the_stack():
@@ -114,7 +114,7 @@ def test_needs_follow_the_stack():
                             "batch_p2p_comm": ["megatron-core"]}),
     ("megatron sft", {}),
     ("torchrun pretrain_gpt.py", {}),
-    ("mpirun train.py", {}),  # no stack: which settings it has is unknown, none is foreign
+    ("accelerate train.py", {}),  # no stack: which settings it has is unknown, none is foreign
 ])
 def test_foreign_settings_are_another_stacks_needs(launcher: str, foreign: dict) -> None:
     assert foreign_settings(launcher) == foreign

@@ -6,7 +6,15 @@ from __future__ import annotations
 import re
 
 from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Part, Word
-from auditor.bash.values import Field, FieldBuilder, Var, integer_arithmetic, join
+from auditor.bash.values import (
+    Field,
+    FieldBuilder,
+    Partial,
+    Var,
+    concat,
+    integer_arithmetic,
+    join,
+)
 from auditor.config.model import Scalar, Symbolic
 
 _PARAM = re.compile(r"(#?)([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])(?:\[([^\]]*)\])?(.*)", re.DOTALL)
@@ -24,6 +32,8 @@ class Expander:
         self.referenced: set[str] = set()  # variables the script reads
         self.depth = 0
         self._lexer = Lexer("", path)
+        self._taken: list[str] = []  # fallbacks taken in the expansion under way
+        self.positional: list[Field] | None = None  # $1 $2 ... of a script read with its arguments
 
     def assignment_value(self, word: Word) -> tuple[str, str | Symbolic | list[tuple[Scalar, int]]]:
         m = ASSIGN.match(word.raw)
@@ -44,23 +54,34 @@ class Expander:
         if append and current is not None:
             if isinstance(current.value, list):
                 return name, current.value + [(value, word.line)]
-            if isinstance(current.value, str) and isinstance(value, str):
-                return name, current.value + value
-            return name, Symbolic(f"{current.value}{value}")
+            return name, concat([current.value, value])
         return name, value
 
     def assign(self, word: Word, exported: bool) -> None:
-        name, value = self.assignment_value(word)
+        saved, self._taken = self._taken, []
+        try:
+            name, value = self.assignment_value(word)
+            taken = tuple(dict.fromkeys(self._taken))
+        finally:
+            self._taken = saved
         current = self.vars.get(name)
         inherited = current.exported if current else name in self.environ
-        self.vars[name] = Var(value, word.line, exported or inherited)
+        self.vars[name] = Var(value, word.line, exported or inherited, taken)
 
     # -- expansion
 
     def expand(self, word: Word) -> list[Field]:
         builder = FieldBuilder()
-        self._expand_parts(word.parts, builder, word.line)
-        builder.end()
+        saved, self._taken = self._taken, []
+        try:
+            self._expand_parts(word.parts, builder, word.line)
+            builder.end()
+            taken = tuple(dict.fromkeys(self._taken))
+        finally:
+            self._taken = saved + self._taken
+        if taken:
+            for f in builder.fields:
+                f.fallbacks = taken
         return builder.fields
 
     def _join_parts(self, parts: list[Part], line: int) -> str | Symbolic:
@@ -93,7 +114,7 @@ class Expander:
     def _expand_param(self, part: Part, out: FieldBuilder) -> None:
         value, line = self._param(part)
         if isinstance(value, list):
-            at = part.quoted and "[*]" not in part.src
+            at = part.quoted and not any(star in part.src for star in ("[*]", "$*", "{*"))
             for k, (element, element_line) in enumerate(value):
                 if k and (at or not part.quoted):
                     out.end()
@@ -105,7 +126,10 @@ class Expander:
 
     @staticmethod
     def _emit(value: Scalar, line: int, quoted: bool, out: FieldBuilder) -> None:
-        if isinstance(value, Symbolic):
+        if isinstance(value, Partial):  # split the known text, keep only the unknown pieces unknown
+            for text, unknown in value.segments:
+                Expander._emit(Symbolic(text) if unknown else text, line, quoted, out)
+        elif isinstance(value, Symbolic):
             out.symbolic(value.text, line, unsplit=not quoted)
         elif quoted:
             out.text(str(value), line)
@@ -116,17 +140,25 @@ class Expander:
         """The value of one `$NAME` / `${...}` expansion and the line it was assigned on."""
         unknown = Symbolic(part.src), part.line
         m = _PARAM.fullmatch(part.text)
+        if m and self.positional is not None and m.group(2) in ("@", "*", "#") and not m.group(3):
+            if m.group(2) == "#" or m.group(1):  # `$#`, `${#@}`: how many
+                return str(len(self.positional)), part.line
+            return ([(f.value, f.line) for f in self.positional], part.line) if not m.group(4) else unknown
         if not m or not (NAME.fullmatch(m.group(2)) or m.group(2).isdigit()) or self.depth >= MAX_NESTING:
             return unknown
         length, name, index, rest = m.groups()
         self.referenced.add(name)
         var = self.vars.get(name)
+        if var is None and name.isdigit() and self.positional is not None and name != "0":
+            given = self.positional[int(name) - 1] if int(name) <= len(self.positional) else None
+            var = Var(given.value if given else "", given.line if given else part.line, False)
         if var is None and name in self.environ:
             var = Var(self.environ[name], 0, True)
         value: Scalar | list[tuple[Scalar, int]] | None = None
         line = var.line if var else part.line
         if var is not None:
             value = var.value
+            self._taken += var.fallbacks
             if isinstance(value, list):
                 if index in ("@", "*"):
                     if length:
@@ -150,9 +182,10 @@ class Expander:
         if op.endswith(("-", "=")):
             if is_set:
                 return value, line
+            self._taken.append(name)
             fallback = self._fallback(argument, part)
             if op.endswith("="):
-                self.vars[name] = Var(fallback, part.line, name in self.environ)
+                self.vars[name] = Var(fallback, part.line, name in self.environ, (name,))
             return fallback, part.line
         if op.endswith("+"):
             if value is None:

@@ -37,6 +37,14 @@ class Word:
     line: int
     end_line: int
     raw: str
+    heredoc: Heredoc | None = None  # a `<<` delimiter: the document it ends
+
+
+@dataclass
+class Heredoc:
+    body: str
+    line: int  # of its first line
+    expands: bool  # an unquoted delimiter: `$X` and `$(...)` in the body are expanded
 
 
 @dataclass
@@ -67,7 +75,7 @@ class Lexer:
     def tokens(self) -> list[Token]:
         s, n, i = self.s, len(self.s), 0
         out: list[Token] = []
-        heredocs: list[tuple[str, bool]] = []
+        heredocs: list[tuple[str, bool, Word]] = []
         want_delimiter: bool | None = None  # strip-tabs flag after `<<` / `<<-`
         while i < n:
             c = s[i]
@@ -78,8 +86,12 @@ class Lexer:
             elif c == "\n":
                 out.append(Op("\n", self.line(i)))
                 i += 1
-                for delimiter, strip in heredocs:
-                    i = self._skip_heredoc(i, delimiter, strip)
+                for delimiter, strip, word in heredocs:
+                    start = i
+                    i, body_end = self._skip_heredoc(i, delimiter, strip)
+                    lines = self.s[start:body_end].split("\n")[:-1]
+                    body = "".join(f"{b.lstrip(chr(9)) if strip else b}\n" for b in lines)
+                    word.heredoc = Heredoc(body, self.line(start), not re.search(r"[\"'\\]", word.raw))
                 heredocs.clear()
             elif c == "#":
                 end = s.find("\n", i)
@@ -101,21 +113,22 @@ class Lexer:
                 out.append(word)
                 if want_delimiter is not None:
                     delimiter = re.sub(r"[\"'\\]", "", word.raw)
-                    heredocs.append((delimiter, want_delimiter))
+                    heredocs.append((delimiter, want_delimiter, word))
                     want_delimiter = None
                 i = j
         return out
 
-    def _skip_heredoc(self, i: int, delimiter: str, strip: bool) -> int:
+    def _skip_heredoc(self, i: int, delimiter: str, strip: bool) -> tuple[int, int]:
+        """(where the text after the document starts, where its delimiter line starts)."""
         s = self.s
         while i < len(s):
             end = s.find("\n", i)
             end = len(s) if end < 0 else end
             line = s[i:end].lstrip("\t") if strip else s[i:end]
-            i = end + 1
             if line == delimiter:
-                break
-        return min(i, len(s))
+                return min(end + 1, len(s)), i
+            i = end + 1
+        return len(s), len(s)
 
     def fragment(self, text: str, line: int) -> list[Part]:
         """The parts of a word inside an expansion (`${X:-default word}`), with no splitting."""

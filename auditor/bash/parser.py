@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from auditor.bash.lexer import MAX_NESTING, REDIRECTS, Op, Token, Word
+from auditor.bash.lexer import MAX_NESTING, REDIRECTS, Heredoc, Op, Token, Word
 from auditor.errors import InputError
 from auditor.findings import Finding
 
@@ -18,6 +18,7 @@ class Cmd:
     words: list[Word]
     line: int
     end_line: int
+    stdin: Heredoc | None = None  # the here-document the command reads (`sbatch <<EOF`)
 
 
 @dataclass
@@ -28,6 +29,9 @@ class Branches:
     conditions: list[list[Node]]
     bodies: list[list[Node]]
     exhaustive: bool
+    subject: Word | None = None  # case: the word matched; patterns[k] are body k's patterns
+    patterns: list[list[Word]] = field(default_factory=list)
+    fallthrough: bool = False  # case: a `;&` or `;;&` runs more than the first match
 
 
 @dataclass
@@ -53,6 +57,7 @@ class AndOr:
 @dataclass
 class Pipeline:
     commands: list[Node]
+    negated: bool = False  # `! cmd`: the exit status inverted
 
 
 @dataclass
@@ -128,15 +133,15 @@ class Parser:
         return AndOr(first, rest) if rest else first
 
     def _pipeline(self) -> Node:
-        if self._is_kw(self._peek(), {"!"}):
-            self.p += 1
+        negated = self._is_kw(self._peek(), {"!"})
+        self.p += negated
         commands = [self._command()]
         while isinstance(op := self._peek(), Op) and op.text in ("|", "|&"):
             self.p += 1
             while isinstance(self._peek(), Op) and self._peek().text == "\n":
                 self.p += 1
             commands.append(self._command())
-        return Pipeline(commands) if len(commands) > 1 else commands[0]
+        return Pipeline(commands, negated) if len(commands) > 1 or negated else commands[0]
 
     def _command(self) -> Node:
         tok = self._peek()
@@ -210,12 +215,14 @@ class Parser:
         if word in ("while", "until"):
             return self._loop_body(line, None, self._list(frozenset({"do"})))
         if word == "case":
-            if isinstance(self._peek(), Word):
+            subject = self._peek() if isinstance(self._peek(), Word) else None
+            if subject is not None:
                 self.p += 1
             self._skip_newlines()
             self._expect("in", line)
             bodies = []
-            catch_all = False
+            patterns: list[list[Word]] = []
+            catch_all = fallthrough = False
             while True:
                 self._skip_newlines()
                 tok = self._peek()
@@ -225,9 +232,12 @@ class Parser:
                 if self._is_kw(tok, {"esac"}):
                     self.p += 1
                     break
+                patterns.append([])
                 while (tok := self._peek()) is not None and not (isinstance(tok, Op) and tok.text == ")"):
                     self.p += 1
                     catch_all |= isinstance(tok, Word) and tok.raw == "*"
+                    if isinstance(tok, Word):
+                        patterns[-1].append(tok)
                     if isinstance(tok, Op) and tok.text not in ("(", "|"):
                         break
                 else:
@@ -235,8 +245,10 @@ class Parser:
                         self.p += 1
                 bodies.append(self._list(frozenset({";;", ";&", ";;&", "esac"})))
                 if isinstance(self._peek(), Op) and self._peek().text in (";;", ";&", ";;&"):
+                    fallthrough |= self._peek().text != ";;"
                     self.p += 1
-            return Branches(line, [[] for _ in bodies], bodies, exhaustive=catch_all)
+            return Branches(line, [[] for _ in bodies], bodies, exhaustive=catch_all,
+                            subject=subject, patterns=patterns, fallthrough=fallthrough)
         if word == "{":
             body = self._list(frozenset({"}"}))
             self._expect("}", line)
@@ -269,15 +281,20 @@ class Parser:
                         self.p += 1
                     return
 
-    def _redirects(self) -> None:
+    def _redirects(self) -> Heredoc | None:
+        """Skip redirections; the here-document among them, if any."""
+        document = None
         while isinstance(op := self._peek(), Op) and op.text in REDIRECTS:
             self.p += 1
-            if isinstance(self._peek(), Word):
+            if isinstance(target := self._peek(), Word):
                 self.p += 1
+                document = target.heredoc or document
+        return document
 
     def _simple(self) -> Cmd:
         tok = self._peek()
         words: list[Word] = []
+        stdin: Heredoc | None = None
         test = isinstance(tok, Word) and tok.raw == "[["
         while (tok := self._peek()) is not None:
             if isinstance(tok, Word):
@@ -286,7 +303,7 @@ class Parser:
                 if test and tok.raw == "]]":
                     test = False
             elif isinstance(tok, Op) and tok.text in REDIRECTS and not test:
-                self._redirects()
+                stdin = self._redirects() or stdin
             elif test:  # inside `[[ ]]` operators and newlines are part of the test
                 self.p += 1
             else:
@@ -294,4 +311,4 @@ class Parser:
         line = words[0].line if words else (tok.line if tok else 0)
         if test:
             self._syntax(line, "`]]` expected")
-        return Cmd(words, line, max((w.end_line for w in words), default=line))
+        return Cmd(words, line, max((w.end_line for w in words), default=line), stdin)

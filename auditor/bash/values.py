@@ -10,11 +10,55 @@ from dataclasses import dataclass
 from auditor.config.model import Scalar, Symbolic
 
 
+@dataclass(frozen=True, eq=False)
+class Partial(Symbolic):
+    """A value known in part: `--tp ${TP} --pp 4` keeps its literal text, so that splitting it
+    (unquoted `$OPTS`, `eval $cmd`) gives every known word and leaves only `${TP}` unknown.
+    `segments` is (text, unknown) in order; it compares as the Symbolic of the same text."""
+
+    segments: tuple[tuple[str, bool], ...] = ()
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Symbolic) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+
+def segments(value: Scalar) -> tuple[tuple[str, bool], ...]:
+    """(text, unknown) pieces of a value: a Partial's own, a plain Symbolic as one unknown piece."""
+    if isinstance(value, Partial):
+        return value.segments
+    if isinstance(value, Symbolic):
+        return ((value.text, True),)
+    return ((str(value), False),)
+
+
+def concat(values: list[Scalar], separator: str = "") -> str | Symbolic:
+    """Values joined as bash joins text; a Partial (known pieces kept) when any part is unknown."""
+    pieces: list[tuple[str, bool]] = []
+    for k, value in enumerate(values):
+        if k and separator:
+            pieces.append((separator, False))
+        pieces.extend(segments(value))
+    merged: list[tuple[str, bool]] = []
+    for text, unknown in pieces:
+        if merged and merged[-1][1] == unknown:
+            merged[-1] = (merged[-1][0] + text, unknown)
+        elif text or unknown:
+            merged.append((text, unknown))
+    joined = "".join(t for t, _ in merged)
+    if not any(u for _, u in merged):
+        return joined
+    return Partial(joined, tuple(merged))
+
+
 @dataclass
 class Var:
     value: str | Symbolic | list[tuple[Scalar, int]]  # a list for bash arrays: (element, line)
     line: int
     exported: bool
+    fallbacks: tuple[str, ...] = ()  # unset variables whose `${NAME:-x}` fallback made the value
 
 
 @dataclass
@@ -24,6 +68,7 @@ class Field:
     value: Scalar
     line: int
     unsplit: bool = False  # holds an unquoted expansion that could not be resolved
+    fallbacks: tuple[str, ...] = ()  # unset variables whose `${NAME:-x}` fallback made the word
 
 
 class FieldBuilder:
@@ -54,18 +99,15 @@ class FieldBuilder:
 
     def end(self) -> None:
         if self._segments is not None:
-            joined = "".join(t for t, _ in self._segments)
-            symbolic = any(s for _, s in self._segments)
-            self.fields.append(Field(Symbolic(joined) if symbolic else joined, self._line, self._unsplit))
+            value = concat([Symbolic(t) if unknown else t for t, unknown in self._segments])
+            self.fields.append(Field(value, self._line, self._unsplit))
         self._segments, self._unsplit = None, False
 
 
 
 def join(values: list) -> str | Symbolic:
-    """Several values as one: the text joined by spaces, symbolic if any part is."""
-    texts = [str(v[0] if isinstance(v, tuple) else v) for v in values]
-    symbolic = any(isinstance(v[0] if isinstance(v, tuple) else v, Symbolic) for v in values)
-    return Symbolic(" ".join(texts)) if symbolic else " ".join(texts)
+    """Several values (or (value, line) pairs) as one: joined by spaces, known pieces kept."""
+    return concat([v[0] if isinstance(v, tuple) else v for v in values], " ")
 
 
 def integer_arithmetic(expression: str) -> int | None:

@@ -3,14 +3,29 @@ branches of if/case/loops (a variable the branches disagree on becomes symbolic)
 
 from __future__ import annotations
 
+import os
 import re
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 
+from auditor.bash.conditions import case_branch, condition, outcome
 from auditor.bash.expand import Expander
-from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Word
-from auditor.bash.parser import AndOr, Branches, Cmd, Function, Group, Loop, Node, Pipeline
-from auditor.bash.values import Field, Var, join
+from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Word
+from auditor.bash.parser import (
+    AndOr,
+    Branches,
+    Cmd,
+    Function,
+    Group,
+    Loop,
+    Node,
+    Parser,
+    Pipeline,
+)
+from auditor.bash.values import Field, FieldBuilder, Var, concat, join, segments
 from auditor.config.model import EnvVar, Symbolic
+from auditor.errors import InputError
 from auditor.findings import Finding
 
 
@@ -23,6 +38,9 @@ class Shell(Expander, ABC):
         self.diagnostics = diagnostics
         self.functions: dict[str, Node] = {}
         self.conditional = 0  # how many if/case/loop bodies the walk is inside
+        self.opaque: list[tuple[int, str]] = []  # (line, what): code unseen here that may set anything
+        self.clobbered: frozenset[str] = frozenset()
+        self.sourced: list[str] = []  # the files `source`/`.` named, read or not
 
     @abstractmethod
     def external(self, fields: list[Field], inline: dict[str, EnvVar], cmd: Cmd,
@@ -48,17 +66,24 @@ class Shell(Expander, ABC):
             self._command(node, [node], 0)
         elif isinstance(node, AndOr):
             self._node(node.first)
+            status = outcome(node.first, self.expand)
             for op, right in node.rest:
+                if status is not None:  # the left side's status is certain: the right runs or not
+                    if (op == "&&") == status:
+                        self._node(right)
+                        status = outcome(right, self.expand)
+                    continue
                 default_for = _tested_empty(node.first) if op == "&&" else _tested_set(node.first)
                 self._branches([[right]], exhaustive=False, default_for=default_for, block=False)
+        elif isinstance(node, Pipeline) and len(node.commands) == 1:  # `! cmd` runs in this shell
+            self._node(node.commands[0])
         elif isinstance(node, Pipeline):
             for command in node.commands:
                 saved = dict(self.vars)
                 self._node(command)
                 self.vars = saved
         elif isinstance(node, Branches):
-            bodies = [cond + body for cond, body in zip(node.conditions, node.bodies)]
-            self._branches(bodies, node.exhaustive)
+            self._if_or_case(node)
         elif isinstance(node, Loop):
             if node.var:
                 self.vars[node.var] = Var(Symbolic(f"${node.var}"), node.line, False)
@@ -71,6 +96,26 @@ class Shell(Expander, ABC):
                 self.vars = saved
         elif isinstance(node, Function):
             self.functions[node.name] = node.body
+
+    def _if_or_case(self, node: Branches) -> None:
+        """Run the branch the values tested decide, or every branch still possible, merged."""
+        if node.subject is not None:
+            taken = None if node.fallthrough else case_branch(node.subject, node.patterns, self.expand)
+            if taken is not None:
+                self.run(node.bodies[taken] if taken < len(node.bodies) else [])
+            else:
+                self._branches(node.bodies, node.exhaustive)
+            return
+        for k, (cond, body) in enumerate(zip(node.conditions, node.bodies)):
+            decided = condition(cond, self.expand) if cond else True
+            if decided is None:
+                rest = [c + b for c, b in zip(node.conditions[k:], node.bodies[k:])]
+                self._branches(rest, node.exhaustive)
+                return
+            self.run(cond)
+            if decided:
+                self.run(body)
+                return
 
     def _branches(self, bodies: list[list[Node]], exhaustive: bool, default_for: str | None = None,
                   block: bool = True) -> None:
@@ -111,9 +156,10 @@ class Shell(Expander, ABC):
         if not words or words[0].raw == "[[":
             return 0
         k = 0
-        while k < len(words) and ASSIGN.match(words[k].raw) and words[k].parts[0].kind == "lit":
+        while (not isinstance(cmd, _Evaluated) and k < len(words) and ASSIGN.match(words[k].raw)
+               and words[k].parts[0].kind == "lit"):
             k += 1
-        fields = [f for w in words[k:] for f in self.expand(w)]
+        fields = cmd.fields if isinstance(cmd, _Evaluated) else [f for w in words[k:] for f in self.expand(w)]
         if not fields:
             for w in words[:k]:
                 self.assign(w, exported=False)
@@ -131,10 +177,13 @@ class Shell(Expander, ABC):
                 self.vars.pop(str(f.value), None)
             return 0
         if head in ("source", ".") and len(fields) > 1:
-            self.diagnostics.append(Finding(
-                "launch.unread-file", "info",
-                f"`{head} {fields[1].value}` is not followed: variables it sets are unknown here",
-                where=f"{self.path}:{cmd.line}"))
+            self._source(fields[1], cmd)
+            return 0
+        if head == "eval" and not inline:
+            self._eval(fields[1:], cmd)
+            return 0
+        if head in _SETTERS:
+            self._setter(str(head), fields[1:], cmd)
             return 0
         if isinstance(head, str) and head in self.functions and self.depth < MAX_NESTING:
             self.depth += 1
@@ -145,20 +194,178 @@ class Shell(Expander, ABC):
             return 0
         return self.external(fields, inline, cmd, siblings, at)
 
+    def _eval(self, fields: list[Field], cmd: Cmd) -> None:
+        """`eval $cmd`: bash reads its arguments, joined by spaces, as script text. Words with no
+        shell syntax in their known text read back as themselves, so they are run as they are
+        (keeping the lines their text came from); anything else is read again as a script."""
+        if not fields:
+            return
+        if self.depth >= MAX_NESTING:
+            raise InputError(self.path, f"`eval` nested more than {MAX_NESTING} deep", cmd.line)
+        head = fields[0].value
+        plain = (all(not any(_SYNTAX.search(text) for text, unknown in segments(f.value) if not unknown)
+                     for f in fields) and isinstance(head, str) and not ASSIGN.match(head)
+                 and head not in _BUILTINS and head not in self.functions)
+        unknown = [text for f in fields for text, is_unknown in segments(f.value) if is_unknown]
+        if not isinstance(head, str):  # `eval "$SETUP"`: what runs is itself unknown
+            self.unknowable(cmd.line, f"`eval` of text not known statically ({', '.join(unknown[:3])})")
+        self.depth += 1
+        try:
+            if plain:
+                again = FieldBuilder()  # the arguments joined by spaces, split again into words
+                for f in fields:
+                    for text, is_unknown in segments(f.value):
+                        if is_unknown:
+                            again.symbolic(text, f.line, unsplit=True)
+                        else:
+                            again.split(text, f.line)
+                    again.end()
+                self.run([_Evaluated(cmd.words, cmd.line, cmd.end_line, fields=again.fields)])
+            else:
+                text = str(concat([f.value for f in fields], " "))
+                tokens = Lexer(text, self.path, cmd.line - 1).tokens()
+                self.run(Parser(tokens, self.path, self.diagnostics).parse())
+        finally:
+            self.depth -= 1
+        if unknown and isinstance(head, str):  # `eval cmd $X`: $X may end the command and set more
+            self.unknowable(cmd.line, f"`eval` of text not known statically ({', '.join(unknown[:3])}), "
+                                      "for what runs after it,")
+
+    def unknowable(self, line: int, what: str) -> None:
+        """Code this reader cannot see ran at `line` and may have set any variable: the ones in
+        `clobbered` (those the caller's verdicts read) become unknown and exported from here on."""
+        self.opaque.append((line, what))
+        for name in self.clobbered:
+            self.vars[name] = Var(Symbolic(f"${name}, which {what} at line {line} may set"), line, True)
+        self.diagnostics.append(Finding(
+            "launch.unknown-settings", "warning",
+            f"{what} may set any variable, exported ones included: the environment the training command "
+            "gets is unknown here for every variable the script does not set again after it",
+            fix="set the variables the run depends on (e.g. TORCH_DISTRIBUTED_DEBUG) in the script itself",
+            where=f"{self.path}:{line}"))
+
+    def _source(self, target: Field, cmd: Cmd) -> None:
+        """`source FILE`: a file beside the script (or at its absolute path) is part of the launch
+        and is read in this shell; one that cannot be read may set anything."""
+        self.sourced.append(str(target.value))
+        def what(why: str) -> str:
+            return f"`source {target.value}` (not read: {why})"
+
+        if not isinstance(target.value, str):
+            self.unknowable(cmd.line, what("its path is not known statically"))
+            return
+        try:
+            path, text = self.beside(target.value)
+        except OSError as exc:
+            self.unknowable(cmd.line, what(str(exc)))
+            return
+        self.diagnostics.append(Finding(
+            "launch.sourced", "info", f"`source {target.value}` read from {path}", where=f"{self.path}:{cmd.line}"))
+        self.depth += 1
+        try:
+            self.run(Parser(Lexer(text, path).tokens(), path, self.diagnostics).parse())
+        except InputError as exc:
+            self.unknowable(cmd.line, f"`source {target.value}` (cannot be read: {exc.cause})")
+        finally:
+            self.depth -= 1
+
+    def beside(self, name: str) -> tuple[str, str]:
+        """(path, text) of a file the script runs or sources: at its absolute path, else beside
+        the script; OSError saying why not (absent, not a regular file, too large, not text)."""
+        base = os.path.dirname(self.path) if os.path.isfile(self.path) else None
+        path = name if os.path.isabs(name) or base is None else os.path.join(base, name)
+        if self.depth >= MAX_NESTING:
+            raise OSError("nested too deep")
+        if not os.path.isfile(path):
+            raise OSError("not a regular file beside the script")
+        if os.path.getsize(path) > _MAX_SOURCED:
+            raise OSError("larger than a launch script")
+        try:
+            with open(path, "rb") as handle:
+                return path, handle.read().decode("utf-8-sig").replace("\0", "")
+        except UnicodeDecodeError:
+            raise OSError("not UTF-8 text") from None
+
+    def _setter(self, builtin: str, args: list[Field], cmd: Cmd) -> None:
+        """`read NAME`, `printf -v NAME`, `mapfile NAME`: NAME gets a value known only at run time."""
+        names = _set_names(builtin, args)
+        if names is None:
+            self.unknowable(cmd.line, f"`{builtin}` with a variable name not known statically")
+            return
+        for name in names:
+            current = self.vars.get(name)
+            exported = current.exported if current else name in self.environ
+            self.vars[name] = Var(Symbolic(f"${{{name}}} (set by `{builtin}` at line {cmd.line})"), cmd.line, exported)
+
     def _declare(self, builtin: str, words: list[Word]) -> None:
         options = "".join(w.raw[1:] for w in words if w.raw.startswith("-"))
+        if builtin == "export" and "n" in options or any(w.raw.startswith("+") and "x" in w.raw for w in words):
+            for w in words:  # `export -n NAME`, `declare +x NAME`: NAME stays, no longer exported
+                current = self.vars.get(w.raw) if NAME.fullmatch(w.raw) else None
+                if current is not None:
+                    self.vars[w.raw] = Var(current.value, current.line, False, current.fallbacks)
+                elif NAME.fullmatch(w.raw) and w.raw in self.environ:
+                    self.vars[w.raw] = Var(self.environ[w.raw], w.line, False)
+            return
         exported = builtin == "export" or "x" in options
         for w in words:
             if w.raw.startswith("-"):
                 continue
             if ASSIGN.match(w.raw) and w.parts[0].kind == "lit":
                 self.assign(w, exported=exported)
+            elif not NAME.match(w.raw) and w.parts and w.parts[0].kind != "lit":  # export "$X"=...
+                self.unknowable(w.line, f"`{builtin} {w.raw}`, whose variable name is not known statically,")
             elif NAME.fullmatch(w.raw) and exported:
                 current = self.vars.get(w.raw)
                 if current is not None:
                     self.vars[w.raw] = Var(current.value, current.line, True)
                 elif w.raw in self.environ:
                     self.vars[w.raw] = Var(self.environ[w.raw], w.line, True)
+
+
+@dataclass
+class _Evaluated(Cmd):
+    """A command `eval` runs, its words already expanded (`fields`)."""
+
+    fields: list[Field] = dc_field(default_factory=list)
+
+
+_SETTERS = ("read", "printf", "mapfile", "readarray")
+# Words `eval` must read again as a script, not run as a plain command: builtins that set variables.
+_BUILTINS = frozenset({"export", "declare", "typeset", "local", "readonly", "unset", "source", ".", "eval",
+                       *_SETTERS})
+_MAX_SOURCED = 1 << 20  # a sourced settings file; anything larger is not read
+
+
+def _set_names(builtin: str, args: list[Field]) -> list[str] | None:
+    """The variables `read`/`printf -v`/`mapfile` set; None when a name is not known statically."""
+    values = [f.value for f in args]
+    if builtin == "printf":
+        at = values.index("-v") if "-v" in values else None
+        if at is None:
+            return []
+        name = values[at + 1] if at + 1 < len(values) else None
+        return [name.split("[")[0]] if isinstance(name, str) and NAME.fullmatch(name.split("[")[0]) else None
+    if any(not isinstance(v, str) for v in values):
+        return None
+    with_value = "adeinNptu" if builtin == "read" else "dnOsuCc"
+    names: list[str] = []
+    k = 0
+    while k < len(values):
+        text = str(values[k])
+        k += 1
+        if text.startswith("-") and len(text) > 1:
+            if text[-1] in with_value and k < len(values):
+                if builtin == "read" and text[-1] == "a":
+                    names.append(str(values[k]))
+                k += 1
+            continue
+        names.append(text)
+    names = names or (["REPLY"] if builtin == "read" else ["MAPFILE"])
+    return names if all(NAME.fullmatch(n) for n in names) else None
+
+
+_SYNTAX = re.compile(r"[\\\"'`$;&|<>(){}\n#]")  # text that `eval` would read as more than words
 
 
 def _tested_empty(node: Node) -> str | None:

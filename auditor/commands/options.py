@@ -24,6 +24,12 @@ def add_config(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, metavar="RUN.SH", help="the launch script")
 
 
+def add_command(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--command", dest="training_command", metavar="'CMD ...'",
+                        help="the training command line, read after the script (its variables set), "
+                             "when the script hides it")
+
+
 def add_targets(parser: argparse.ArgumentParser, help: str = TARGET_HELP,
                 default: list[str] | None = None) -> None:
     parser.add_argument("--target", action="append", default=default, metavar="TARGET", help=help)

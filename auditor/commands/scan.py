@@ -18,6 +18,7 @@ from auditor.commands.report import (
 )
 from auditor.config.coerce import overrides_from
 from auditor.config.flags import normalise
+from auditor.config.launch import CommandNotFollowed, NotAPipelineRun
 from auditor.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from auditor.report import text
 from auditor.scan import ScanInputs, run_scan
@@ -25,6 +26,7 @@ from auditor.scan import ScanInputs, run_scan
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     options.add_config(parser)
+    options.add_command(parser)
     options.add_targets(parser)
     options.add_torch(parser)
     options.add_set(parser)
@@ -44,7 +46,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     overrides = overrides_from(args.set)
     base = ScanInputs(args.config, args.target, overrides, args.torch, args.entry, args.jobs,
-                      progress=sys.stderr.isatty())
+                      progress=sys.stderr.isatty(), command=args.training_command)
+    try:
+        return _run(args, base, overrides)
+    except NotAPipelineRun as exc:  # decided: nothing of what p2paudit audits runs here
+        headline = (f"NOT A PIPELINE RUN: {exc.what}. p2paudit audits the point-to-point traffic of "
+                    "pipeline-parallel training (megatron-core schedules, torch.distributed.pipelining, "
+                    "DeepSpeed's pipeline engine): this run has none to check.")
+        if args.format == "json":
+            emit(json.dumps({"verdict": {"status": "not-pipeline", "headline": headline,
+                                         "exit_code": EXIT_OK}}, indent=2) + "\n", args.output)
+        else:
+            emit(f"p2paudit scan {args.config}\n\n{headline}\n", args.output)
+        return EXIT_OK
+    except CommandNotFollowed as exc:  # a valid script, an undecided run: exit 1, not bad input
+        headline = f"INCONCLUSIVE: {exc}"
+        if args.format == "json":
+            emit(json.dumps({"verdict": {"status": "inconclusive", "headline": headline,
+                                         "exit_code": EXIT_FINDINGS}}, indent=2) + "\n", args.output)
+        else:
+            emit(f"p2paudit scan {args.config}\n\n{headline}\n", args.output)
+        return EXIT_FINDINGS
+
+
+def _run(args: argparse.Namespace, base: ScanInputs, overrides: dict[str, str]) -> int:
     if args.matrix:
         if args.trace or args.flight_recorder or args.format not in ("text", "json"):
             raise InputError("--matrix", "prints a text or JSON comparison; --trace, "

@@ -19,6 +19,7 @@ from auditor.errors import InputError
 from auditor.findings import Finding
 
 STATUSES = ("unread", "deprecated", "requires", "value")
+NCCL_PREFIXES = ("NCCL_", "TORCH_NCCL_")
 
 
 def lint(launch: LaunchConfig, torch_version: str | None,
@@ -28,7 +29,10 @@ def lint(launch: LaunchConfig, torch_version: str | None,
              .table("env_var")}
     env_readers = readers(torch_version, rules_directory)
     findings = []
+    other_backend = any(d.kind == "launch.backend" for d in launch.diagnostics)
     for var in sorted(launch.env.values(), key=lambda v: v.line):
+        if other_backend and var.name.startswith(NCCL_PREFIXES):  # HCCL reads none of them
+            continue
         entry = table.get(var.name)
         if entry is not None:
             finding = _check(var, entry, launch, env_readers)

@@ -25,12 +25,38 @@ def is_option(value: Scalar) -> bool:
             and not _NUMBER.match(value))
 
 
-def unresolved(config: LaunchConfig, f: Field, path: str, where: str) -> None:
-    """A value not known statically may hide further arguments: say so, with its line."""
+def unresolved(config: LaunchConfig, f: Field, path: str, where: str, before: list[str] | None = None) -> None:
+    """A value not known statically may hide further arguments: say so, with its line and the
+    flags written before it, which an argument it adds would override (argparse: the last wins)."""
+    shadows = (f"; written before it, and so overridden by whatever it adds: {_listed(before)}"
+               if before else "")
     config.diagnostics.append(Finding(
         "launch.unresolved-args", "warning",
-        f"`{f.value}` is not known statically and may add {where} that this audit cannot see",
+        f"`{f.value}` is not known statically and may add {where} that this audit cannot see{shadows}",
         fix="set the variable in the script, or pass its value to the audit", where=f"{path}:{f.line}"))
+
+
+def _listed(spellings: list[str], most: int = 8) -> str:
+    shown = ", ".join(f"`{s}`" for s in spellings[:most])
+    return shown + (f" and {len(spellings) - most} more" if len(spellings) > most else "")
+
+
+def _unknown_values(config: LaunchConfig, taken: list[tuple[str, Field, list[str]]], path: str) -> None:
+    """Flag values not known statically and unquoted: each is that flag's value only if it expands
+    to one word; to several, it also sets flags, overriding those written before it."""
+    if not taken:
+        return
+    last_written, last_field, before = taken[-1]
+    values = "; ".join(f"`{written} {f.value}` (line {f.line})" for written, f, _ in taken[:6])
+    more = f" and {len(taken) - 6} more" if len(taken) > 6 else ""
+    shadow = (f"; the last, `{last_written} {last_field.value}`, comes after {_listed(before)}, which such "
+              "words would override (argparse keeps the last value)") if before else ""
+    config.diagnostics.append(Finding(
+        "launch.unknown-values", "info",
+        f"{len(taken)} flag value(s) are not known statically: {values}{more}; each is read as its flag's "
+        f"value, but unquoted it could expand to several words, the rest of them further arguments{shadow}",
+        fix="set the variables in the script, or give their values to the audit (environment or --set)",
+        where=f"{path}:{taken[0][1].line}"))
 
 
 def read_flags(config: LaunchConfig, args: list[Field], spelling: Spelling, path: str) -> None:
@@ -38,12 +64,14 @@ def read_flags(config: LaunchConfig, args: list[Field], spelling: Spelling, path
     diagnostic for each the front end's parser would reject or read otherwise than written."""
     megatron = config.style == "megatron-lm"
     single: str | None = None  # the last Megatron-LM flag that took its one value, as written
+    written_so_far: list[str] = []  # flags in order, for what an unknown word could override
+    unknown_values: list[tuple[str, Field, list[str]]] = []
     k = 0
     while k < len(args):
         f = args[k]
         k += 1
         if isinstance(f.value, Symbolic):
-            unresolved(config, f, path, "flags")
+            unresolved(config, f, path, "flags", written_so_far if f.unsplit else None)
             config.positionals.append(f.value)
             single = None
             continue
@@ -70,6 +98,8 @@ def read_flags(config: LaunchConfig, args: list[Field], spelling: Spelling, path
                 if isinstance(args[k].value, Symbolic) and args[k].unsplit and values:
                     break
                 values.append(args[k].value)
+                if isinstance(args[k].value, Symbolic) and args[k].unsplit:
+                    unknown_values.append((str(written), args[k], list(written_so_far)))
                 k += 1
                 if entry is not None and "nargs" not in entry:
                     break
@@ -102,8 +132,11 @@ def read_flags(config: LaunchConfig, args: list[Field], spelling: Spelling, path
                 f"`{value}`, wins" + ("" if same else f" over `{previous.value}`"),
                 fix="keep one", where=f"{path}:{f.line}"))
         config.flags[name] = Flag(name, value, f.line, written, tuple(values))
+        if written not in written_so_far:
+            written_so_far.append(str(written))
         single = (f"{written} {values[0]}" if entry is not None and entry["action"] == "store" and not eq
                   and "nargs" not in entry and values else None)
+    _unknown_values(config, unknown_values, path)
 
 
 def _check_megatron_spelling(config: LaunchConfig, spelling: Spelling, written: str,

@@ -7,23 +7,28 @@ command gets: its flags (auditor.config.flags), the launcher's options and world
 
 Which commands train, how launchers size the world and how Megatron-LM spells its flags is
 framework knowledge kept in rules/megatron-lm.toml. Only unreadable input raises InputError
-(bad bytes, an unterminated quote, no training command); everything else becomes a diagnostic.
+(bad bytes, an unterminated quote, a script bash rejects); a valid script whose training command
+cannot be followed raises CommandNotFollowed (an undecided run); everything else is a diagnostic.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from auditor.bash.lexer import Lexer
 from auditor.bash.parser import Parser
+from auditor.bash.syntax import bash_rejects
 from auditor.config.configfiles import read_config_files
 from auditor.config.flags import read_flags
 from auditor.config.frontend_parser import locate, with_front_end
-from auditor.config.launcher import torchrun_options, world_size
+from auditor.config.launcher import torchrun_options, world_size, world_variables
 from auditor.config.model import EnvVar, LaunchConfig
+from auditor.config.overrides import read_overrides
 from auditor.config.training_command import Candidate, LaunchShell
 from auditor.errors import InputError
 from auditor.findings import Finding
@@ -45,6 +50,34 @@ def read_launch(
     parser_roots: tuple[Path, ...] = (),
 ) -> LaunchConfig:
     """Read a launch script from disk; see parse_launch."""
+    return parse_launch(read_script(path), str(path), environ=environ,
+                        megatron_version=megatron_version, parser_roots=parser_roots)
+
+
+def launch_environ(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """What of the audit's own environment stands for the cluster's: only the variables that size
+    the world (launcher.world_variables), which a user sets to say what the job's allocation will
+    be. Everything else there describes this machine."""
+    environ = os.environ if environ is None else environ
+    return {name: environ[name] for name in sorted(world_variables()) if name in environ}
+
+
+def world_of(config: LaunchConfig, derived: Any) -> dict[str, Any]:
+    """The world size for a report's header and where it came from: the derived value (which
+    `--set world_size=N` pins), else the launch script's."""
+    sources = "; ".join(f"{k}: {v}" for k, v in config.world_source.items())
+    if derived is not None and isinstance(derived.value, int) and not isinstance(derived.value, bool):
+        given = derived.source == "--set" or any(
+            note in sources for note in ("the environment of this audit", "the script's fallback"))
+        return {"world_size": derived.value, "world_source": derived.provenance if derived.source == "--set"
+                else sources, "world_given": given}
+    return {"world_size": config.world_size, "world_source": sources,
+            "world_given": "the script's fallback" in sources}
+
+
+def read_script(path: str | Path) -> str:
+    """A launch script's text, read once (it may be a pipe), as UTF-8 with NULs dropped as bash
+    drops them."""
     name = str(path)
     try:
         raw = Path(path).read_bytes()
@@ -54,13 +87,17 @@ def read_launch(
         raise InputError(name, "is a directory, not a launch script") from None
     except OSError as exc:
         raise InputError(name, f"cannot read: {exc.strerror or exc}") from None
+    sample = b"\n".join(raw[:80].split(b"\n")[:2])  # what bash checks before running a file
+    if b"\0" in sample:
+        raise InputError(name, "bash refuses to run it: a NUL byte in its first line(s) makes it "
+                               "'cannot execute binary file'", raw[: raw.index(b"\0")].count(b"\n") + 1)
+    raw = raw.replace(b"\0", b"")  # further on, bash drops NUL bytes from the text it reads
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise InputError(name, f"not UTF-8 text (byte 0x{raw[exc.start]:02x})", line) from None
-    return parse_launch(text, name, environ=environ, megatron_version=megatron_version,
-                        parser_roots=parser_roots)
+    return text
 
 
 def parse_launch(
@@ -70,6 +107,7 @@ def parse_launch(
     environ: Mapping[str, str] | None = None,
     megatron_version: str | None = None,
     parser_roots: tuple[Path, ...] = (),
+    command: str | None = None,
 ) -> LaunchConfig:
     """Find the training command in `text` and read its flags, environment and world size.
 
@@ -78,6 +116,7 @@ def parse_launch(
     release the training script comes from, to check Megatron-LM flag spellings against it.
     `parser_roots`: that release's files, where its own argument parser may be read
     (auditor.config.frontend_parser; a checkout holding the script comes first).
+    `command`: the training command line (`--command`), when the script hides it.
     """
     diagnostics: list[Finding] = []
     if "\r\n" in text:
@@ -93,8 +132,12 @@ def parse_launch(
     lexer = Lexer(text, path)
     tokens = lexer.tokens()
     nodes = Parser(tokens, path, diagnostics).parse()
+    _refuse_what_bash_rejects(text, path, diagnostics)
     shell = LaunchShell(path, spelling, dict(environ or {}), diagnostics, text.split("\n"))
+    shell.allocate(lexer, tokens)
     shell.run(nodes)
+    if command is not None:
+        _given_command(shell, command, path, text.count("\n") + 1)
     config = _build(shell, spelling, path, parser_roots)
     config.text = text
     pins = _pins(lexer.comments)
@@ -113,6 +156,22 @@ def parse_launch(
     return config
 
 
+def _refuse_what_bash_rejects(text: str, path: str, diagnostics: list[Finding]) -> None:
+    """A script `bash -n` rejects does not run as written: an error naming the line (the
+    construct this parser saw left open, where it saw one, and the line bash names)."""
+    rejected = bash_rejects(text)
+    if rejected is None:
+        return
+    line, message = rejected
+    ours = next((d for d in diagnostics if d.kind == "launch.syntax"), None)
+    if ours is not None and ours.where:
+        opened = int(ours.where.rsplit(":", 1)[1])
+        what = ours.message.split(";")[0].removeprefix("bash syntax error: ")
+        raise InputError(path, f"bash rejects the script (`bash -n`): {what} for line {opened}; "
+                               f"bash: line {line}: {message}", opened)
+    raise InputError(path, f"bash rejects the script (`bash -n`), line {line}: {message}", line)
+
+
 def _pins(comments: list[tuple[int, str]]) -> list[tuple[str, str, int]]:
     """(distribution, version, line) for every `name==X` written in a comment."""
     return [(pin.group(1).lower().replace("_", "-"), pin.group(2).rstrip("."), line)
@@ -122,17 +181,61 @@ def _pins(comments: list[tuple[int, str]]) -> list[tuple[str, str, int]]:
 # --- from the training command to a LaunchConfig -------------------------------------------------
 
 
+class NotAPipelineRun(InputError):
+    """The launch script's command runs no pipeline parallelism (`swift sft`, `megatron export`):
+    for `scan` a decided answer; for a command that needs a pipeline (simulate), bad input.
+    `what` says what the run is."""
+
+    def __init__(self, path: str, what: str) -> None:
+        super().__init__(path, f"not a pipeline run: {what}")
+        self.what = what
+
+
+def refuse_not_pipeline(config: LaunchConfig) -> None:
+    """Raise NotAPipelineRun when the launcher rules say the command runs no pipeline."""
+    said = next((d for d in config.diagnostics if d.kind == "launch.not-pipeline"), None)
+    if said is not None:
+        raise NotAPipelineRun(config.path, said.message)
+
+
+class CommandNotFollowed(InputError):
+    """A script bash accepts whose training command this reader cannot follow: not bad input,
+    an undecided run (exit 1) until `--command` gives the command line."""
+
+
+def _given_command(shell: LaunchShell, command: str, path: str, after: int) -> None:
+    """`--command '...'`: the user's training command line, run where the script ends (its
+    variables set), in place of any the script runs."""
+    shell.candidates.clear()
+    shell.unresolved_commands.clear()
+    try:
+        tokens = Lexer(command, "--command", after).tokens()
+    except InputError as exc:
+        raise InputError("--command", exc.cause) from None
+    shell.run(Parser(tokens, "--command", shell.diagnostics).parse())
+    if not shell.candidates:
+        raise InputError("--command", f"is no training command: looked for {shell.spelling.looked_for()}")
+    shell.diagnostics.append(Finding(
+        "launch.given-command", "info",
+        f"the training command is the one --command gives, read as if it were line {after + 1}, after "
+        "the script's own lines", where=f"{path}:{after + 1}"))
+
+
 def _build(shell: LaunchShell, spelling: Spelling, path: str,
            parser_roots: tuple[Path, ...] = ()) -> LaunchConfig:
     if not shell.candidates:
         unknown = "".join(f"; line {f.line} runs `{f.value}`, which is not known statically"
                           for f in shell.unresolved_commands[:3])
-        # A syntax error can swallow the command (an unclosed `[[`): say so, it is the likely cause.
-        syntax = "".join(f"; {d.where}: {d.message.split(';')[0]}"
-                         for d in shell.diagnostics if d.kind == "launch.syntax")
-        raise InputError(path, f"no training command found: looked for {spelling.looked_for()}, "
-                               f"also behind srun/env/nohup and inside `bash -c`{unknown}{syntax}")
-    chosen = shell.candidates[0]
+        unseen = "".join(f"; line {line}: {what}" for line, what in shell.opaque[:2])
+        raise CommandNotFollowed(path, f"the training command could not be followed: looked for "
+                                       f"{spelling.looked_for()}, also behind srun/env/nohup, in `bash -c`, "
+                                       f"`eval` and here-documents{unknown}{unseen}; give it with "
+                                       "--command 'torchrun ... train.py ...'")
+    # A command that trains comes first: `swift export` caching a dataset before `megatron rlhf`
+    # is not the run's command.
+    training = [c for c in shell.candidates if c.subcommand not in c.launcher.get("not_pipeline", {})]
+    ordered = training + [c for c in shell.candidates if c not in training]
+    chosen = ordered[0]
     launcher = chosen.launcher
     config = LaunchConfig(path=path, launcher="", command_line=chosen.line, end_line=chosen.end_line,
                           diagnostics=shell.diagnostics)
@@ -143,18 +246,25 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
     if launcher.get("program"):
         config.launcher = f"{launcher['program']} {chosen.subcommand}"
     else:
-        args, script = torchrun_options(config, launcher, args, path)
+        args, script = torchrun_options(config, launcher, args, path, spelling.python_runners)
         config.script = script
         config.launcher = chosen.invoked + (f" {os.path.basename(str(script))}" if script is not None else "")
         if isinstance(script, str) and launched_by(script, ["*" + s["pattern"] for s in spelling.swift_scripts]):
             style = "ms-swift"
     config.style = style
-    if style == "megatron-lm" and isinstance(config.script, str):
-        spelling = with_front_end(spelling, locate(path, config.script, parser_roots))
-    read_flags(config, args, spelling, path)
-    read_config_files(config, args, launcher, path)
+    what = launcher.get("not_pipeline", {}).get(chosen.subcommand)
+    if what:
+        config.diagnostics.append(Finding(
+            "launch.not-pipeline", "info", what, where=f"{path}:{chosen.line}", detail={"command": config.launcher}))
+    if style == "hydra":
+        read_overrides(config, args, path)
+    else:
+        if style == "megatron-lm" and isinstance(config.script, str):
+            spelling = with_front_end(spelling, locate(path, config.script, parser_roots))
+        read_flags(config, args, spelling, path)
+        read_config_files(config, args, launcher, path)
     world_size(config, launcher, chosen, spelling, path)
-    for other in shell.candidates[1:]:
+    for other in [c for c in training if c is not chosen]:
         config.diagnostics.append(Finding(
             "launch.several-commands", "warning",
             f"another training command at line {other.line}; this audit reads the first one, at line {chosen.line}",
@@ -166,12 +276,28 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
             "variables set differently on other branches are read as symbolic",
             where=f"{path}:{chosen.line}"))
     _report_unexported(config, launcher, path)
+    _backend(config, shell, spelling, path)
     return config
 
 
+def _backend(config: LaunchConfig, shell: LaunchShell, spelling: Spelling, path: str) -> None:
+    """A run on another backend than NCCL (Ascend's HCCL), by the variables the script sets and
+    the files it sources: say what the run is and what the audit covers for it."""
+    for backend in spelling.backends:
+        names = [n for n in backend["env"] if n in config.env or n in shell.vars]
+        paths = [p for p in shell.sourced if any(fnmatch.fnmatchcase(p, g) for g in backend["paths"])]
+        if names or paths:
+            signs = ", ".join([f"sets {n}" for n in names[:2]] + [f"sources {p}" for p in paths[:2]])
+            config.diagnostics.append(Finding(
+                "launch.backend", "warning",
+                f"this run uses {backend['what']} ({signs}): {backend['covers']}",
+                where=f"{path}:{config.command_line}", detail={"backend": backend["name"]}))
+            return
+
+
 def _environment(shell: LaunchShell, chosen: Candidate) -> dict[str, EnvVar]:
-    env: dict[str, EnvVar] = {
-        name: EnvVar(name, value, 0, "environ") for name, value in shell.environ.items()}
+    env: dict[str, EnvVar] = {  # line 0: the audit's environment; else the job's `#SBATCH` line
+        name: EnvVar(name, value, shell.allocation.get(name, 0), "environ") for name, value in shell.environ.items()}
     for name, var in chosen.env.items():
         if isinstance(var.value, list):
             continue

@@ -4,29 +4,79 @@ the world size it gives (processes per node, nodes) from its flags, its environm
 
 from __future__ import annotations
 
-from auditor.bash.values import Field
+from auditor.bash.values import Field, Partial
 from auditor.config.flags import normalise, unresolved
 from auditor.config.model import EnvVar, Flag, LaunchConfig, Scalar, Symbolic
-from auditor.config.training_command import Candidate
+from auditor.config.training_command import Candidate, is_interpreter
 from auditor.findings import Finding
 from auditor.rulebook.launchers import Spelling
 
 
-def torchrun_options(config: LaunchConfig, launcher: dict, args: list[Field],
-                     path: str) -> tuple[list[Field], Scalar]:
-    """torchrun's own options up to the training script; returns the script's arguments and the script."""
+def world_variables() -> frozenset[str]:
+    """The variables that size the world, which the audit takes from its own environment: each
+    launcher rule's (SLURM_NNODES, NPROC_PER_NODE, ...) and torchrun's PET_NPROC_PER_NODE, PET_NNODES."""
+    launchers = Spelling.load(None).launchers
+    names = {n for e in launchers for n in (e.get("env_nproc"), e.get("env_nnodes")) if n}
+    names |= {f"{e['env_prefix']}{d}" for e in launchers if e.get("env_prefix") for d in ("NPROC_PER_NODE", "NNODES")}
+    return frozenset(names)
+
+
+def fallbacks(args: list[Field]) -> dict[str, tuple[str, ...]]:
+    """Launcher options whose value is a `${NAME:-x}` fallback (NAME unset here), by option."""
+    out = {}
+    for f, g in zip(args, args[1:] + args[-1:]):
+        if isinstance(f.value, str) and f.value.startswith("-"):
+            taken = g.fallbacks if "=" not in f.value else f.fallbacks
+            if taken:
+                out[normalise(f.value.partition("=")[0])] = taken
+    return out
+
+
+def torchrun_options(config: LaunchConfig, launcher: dict, args: list[Field], path: str,
+                     runners: tuple[tuple[str, ...], ...] = ()) -> tuple[list[Field], Scalar]:
+    """torchrun's own options up to the training script; returns the script's arguments and the
+    script, looking through a python runner (`torchrun -m coverage run [opts] pretrain_gpt.py`)."""
+    rest, script = _launcher_options(config, launcher, args, path)
+    words = [script] + [f.value for f in rest]
+    runner = next((r for r in runners if [str(w) for w in words[:len(r)]] == list(r)), None)
+    if runner is None:
+        return rest, script
+    k = len(runner) - 1
+    while k < len(rest) and str(rest[k].value).startswith("-") and isinstance(rest[k].value, str):
+        if rest[k].value == "-m" and k + 1 < len(rest):
+            return rest[k + 2:], rest[k + 1].value
+        k += 1
+    return (rest[k + 1:], rest[k].value) if k < len(rest) else ([], None)
+
+
+def _launcher_options(config: LaunchConfig, launcher: dict, args: list[Field],
+                      path: str) -> tuple[list[Field], Scalar]:
     k = 0
     while k < len(args):
         value = args[k].value
+        if isinstance(value, Partial) and _known_option(value):  # `--container-image=${IMAGE}`
+            option = value.segments[0][0].partition("=")[0]
+            config.launcher_flags[normalise(option)] = Flag(normalise(option), value, args[k].line, option, (value,))
+            k += 1
+            continue
         if isinstance(value, Symbolic):
             if k + 1 < len(args) and str(args[k + 1].value).endswith(".py"):
                 unresolved(config, args[k], path, "torchrun's options")
                 k += 1
                 continue
             return args[k + 1:], value
+        value = str(value)
         if not value.startswith("-") or value == "-":
+            if is_interpreter(value.rsplit("/", 1)[-1], launcher):  # `srun python [-u] SCRIPT`
+                k += 1
+                while k < len(args) and isinstance(args[k].value, str) and str(args[k].value).startswith("-"):
+                    k += 1
+                return args[k + 1:], (args[k].value if k < len(args) else None)
             return args[k + 1:], value
         option, eq, inline_value = value.partition("=")
+        if option in launcher.get("pair_options", ()):  # `--mca pml ob1`: a key and its value
+            k += 3
+            continue
         if option in launcher.get("boolean_options", ()):
             config.launcher_flags[normalise(option)] = Flag(normalise(option), True, args[k].line, option)
             k += 1
@@ -35,13 +85,18 @@ def torchrun_options(config: LaunchConfig, launcher: dict, args: list[Field],
             config.launcher_flags[normalise(option)] = Flag(
                 normalise(option), inline_value, args[k].line, option, (inline_value,))
             k += 1
-        elif k + 1 < len(args):
+        elif k + 1 < len(args) and not is_interpreter(str(args[k + 1].value).rsplit("/", 1)[-1], launcher):
             given = args[k + 1].value
             config.launcher_flags[normalise(option)] = Flag(normalise(option), given, args[k].line, option, (given,))
             k += 2
         else:
             k += 1
     return [], None
+
+
+def _known_option(value: Partial) -> bool:
+    first, unknown = value.segments[0]
+    return not unknown and first.startswith("--") and "=" in first
 
 
 def world_size(config: LaunchConfig, launcher: dict, chosen: Candidate, spelling: Spelling, path: str) -> None:
@@ -67,9 +122,15 @@ def world_size(config: LaunchConfig, launcher: dict, chosen: Candidate, spelling
         torchrun = next((entry for entry in spelling.launchers if entry.get("name") == "torchrun"), {})
         nproc = _sourced(nproc_var, path) or _torchrun_default(torchrun, "nproc", env)
         nnodes = _sourced(nnodes_var, path) or _torchrun_default(torchrun, "nnodes", env)
+    elif launcher.get("nproc_keys") or launcher.get("nnodes_keys"):  # Hydra: trainer.n_gpus_per_node=8
+        nproc = _setting(config, launcher.get("nproc_keys", ()), path) or _torchrun_default(launcher, "nproc", env)
+        nnodes = _setting(config, launcher.get("nnodes_keys", ()), path) or _torchrun_default(launcher, "nnodes", env)
     else:
-        nproc = _launcher_flag(config, launcher["nproc_flags"], path) or _torchrun_default(launcher, "nproc", env)
-        nnodes = _launcher_flag(config, launcher["nnodes_flags"], path) or _torchrun_default(launcher, "nnodes", env)
+        taken = fallbacks(chosen.args)
+        nproc = (_launcher_flag(config, launcher["nproc_flags"], path, taken)
+                 or _torchrun_default(launcher, "nproc", env))
+        nnodes = (_launcher_flag(config, launcher["nnodes_flags"], path, taken)
+                  or _torchrun_default(launcher, "nnodes", env))
     device_values = next((e["device_count_values"] for e in spelling.launchers if e.get("device_count_values")), [])
     config.nproc_per_node, config.world_source["nproc_per_node"] = _nproc(nproc, device_values, env, path)
     config.nnodes, config.world_source["nnodes"] = _nnodes(config, nnodes, path)
@@ -82,21 +143,52 @@ def _sourced(var: EnvVar | None, path: str) -> tuple[Scalar, str] | None:
     return var.value, f"{var.name}={var.value} ({where})"
 
 
-def _launcher_flag(config: LaunchConfig, spellings: list[str], path: str) -> tuple[Scalar, str] | None:
+def _setting(config: LaunchConfig, keys: list[str], path: str) -> tuple[Scalar, str] | None:
+    """A world-size setting the trainer reads from its own configuration (`trainer.nnodes=2`)."""
+    for key in keys:
+        flag = config.flags.get(key)
+        if flag is not None:
+            return flag.value, f"{flag.spelling}={flag.value} ({path}:{flag.line})"
+    return None
+
+
+def _launcher_flag(config: LaunchConfig, spellings: list[str], path: str,
+                   taken_by: dict[str, tuple[str, ...]]) -> tuple[Scalar, str] | None:
     for spelling in spellings:
         flag = config.launcher_flags.get(normalise(spelling))
         if flag is not None:
-            return flag.value, f"{flag.spelling} {flag.value} ({path}:{flag.line})"
+            source = f"{flag.spelling} {flag.value} ({path}:{flag.line})"
+            taken = taken_by.get(normalise(spelling))
+            if taken:
+                names = ", ".join(taken)
+                settable = [n for n in taken if n in world_variables()]
+                how = f"`{settable[0]}=N p2paudit ...` or " if settable else ""
+                source += (f", the script's fallback for {names}, unset here: the job's own value is "
+                           f"unknown; give it as {how}`--set world_size=N`")
+            return flag.value, source
     return None
+
 
 
 def _torchrun_default(torchrun: dict, what: str, env: dict[str, EnvVar]) -> tuple[Scalar, str]:
     dest = "nproc_per_node" if what == "nproc" else "nnodes"
-    prefix = torchrun.get("env_prefix")  # torchrun's PET_*; other launchers read none
-    var = env.get(f"{prefix}{dest.upper()}") if prefix else None
+    prefix = torchrun.get("env_prefix")  # torchrun's PET_*; srun its allocation's SLURM_*
+    name = f"{prefix}{dest.upper()}" if prefix else torchrun.get(f"env_{what}")
+    var = env.get(name) if name else None
     if var is not None:
-        return var.value, f"{var.name}={var.value} (line {var.line})"
+        where = (f"line {var.line}" if var.how != "environ" else "the environment of this audit" if not var.line
+                 else f"the job's allocation, #SBATCH at line {var.line}")
+        return var.value, f"{var.name}={var.value} ({where})"
+    if f"{what}_default" not in torchrun:  # srun: the allocation decides; mpirun: its hosts' slots
+        if name:
+            return Symbolic(f"${name}"), (f"{torchrun.get('name')} takes it from the job's allocation ({name}), "
+                                           f"unknown here: give it as `{name}=N p2paudit ...`")
+        return Symbolic(f"{torchrun.get('name')} default"), (
+            f"{torchrun.get('name')} without {' or '.join(torchrun.get(f'{what}_flags', ()))} runs as many "
+            "processes as its hosts have slots, unknown here: give --set world_size=N")
     default = torchrun.get(f"{what}_default", "1")
+    if f"{what}_flags" in torchrun and not torchrun[f"{what}_flags"]:  # mpirun -np: the whole world
+        return default, f"{torchrun.get('name')} counts every process in its process-count flag"
     flag = torchrun[f"{what}_flags"][0] if torchrun.get(f"{what}_flags") else f"--{dest.replace('_', '-')}"
     return default, f"{torchrun.get('name', 'torchrun')}'s default {flag} {default}"
 

@@ -9,7 +9,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer
+from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Word
 from auditor.bash.parser import Cmd, Node, Parser
 from auditor.bash.values import Field, Var
 from auditor.bash.walk import Shell
@@ -17,6 +17,8 @@ from auditor.config.model import EnvVar
 from auditor.errors import InputError
 from auditor.findings import Finding
 from auditor.rulebook.launchers import Spelling
+
+_COMMAND_OPTIONS = ("-c", "--wrap")  # `bash -c TEXT`, `sbatch --wrap=TEXT`: TEXT is a script
 
 
 @dataclass
@@ -36,6 +38,11 @@ class Candidate:
     conditional: bool
 
 
+def is_interpreter(base: str, launcher: dict) -> bool:
+    """`python3.10` is `python3` for a launcher whose rule lists `python3` among its interpreters."""
+    return re.sub(r"[0-9.]+$", "", base) in {re.sub(r"[0-9.]+$", "", i) for i in launcher.get("interpreters", ())}
+
+
 class LaunchShell(Shell):
     """The script's walk, collecting every command that starts training, in order."""
 
@@ -46,6 +53,27 @@ class LaunchShell(Shell):
         self.spelling = spelling
         self.candidates: list[Candidate] = []
         self.unresolved_commands: list[Field] = []  # commands whose name is itself unknown
+        self.starter: tuple[dict, list[Field]] | None = None  # srun around a `bash -c` being read
+        self.clobbered = spelling.env_names  # what unseen code (`source`, `eval`) makes unknown
+        self.allocation: dict[str, int] = {}  # variables a `#SBATCH` line sets, and that line
+
+    def allocate(self, lexer: Lexer, tokens: list) -> None:
+        """The allocation a job script's directives ask for (`#SBATCH --nodes=128`), as the
+        variables its launcher reads (SLURM_NNODES), unless the audit's environment gives them."""
+        first = next((t.line for t in tokens if isinstance(t, Word)), None)
+        for launcher in self.spelling.launchers:
+            prefix, options = launcher.get("directive"), launcher.get("directive_options", {})
+            for line, text in lexer.comments:
+                if not prefix or not text.startswith(prefix) or (first is not None and line > first):
+                    continue
+                words = text[len(prefix):].split()
+                for k, word in enumerate(words):
+                    option, eq, value = word.partition("=")
+                    value = value if eq else (words[k + 1] if k + 1 < len(words) else "")
+                    name = options.get(option)
+                    if name and value.isdigit() and (name not in self.environ or name in self.allocation):
+                        self.environ[name] = value  # what the job inherits from its allocation
+                        self.allocation[name] = line
 
     def external(self, fields: list[Field], inline: dict[str, EnvVar], cmd: Cmd,
                  siblings: list[Node], at: int) -> int:
@@ -56,7 +84,9 @@ class LaunchShell(Shell):
 
     def _launch(self, fields: list[Field], inline: dict[str, EnvVar], cmd: Cmd) -> Candidate | None:
         """The training command in `fields`, possibly behind wrappers (srun, env, nohup, ...)."""
-        wrapped = isinstance(fields[0].value, str) and os.path.basename(fields[0].value) in self.spelling.wrappers
+        # An unknown first word (`${PROFILE_CMD} python ...`, empty unless profiling) is read as a
+        # wrapper: a launcher after it is still the command, with a note.
+        wrapped = not isinstance(fields[0].value, str) or os.path.basename(fields[0].value) in self.spelling.wrappers
         for k, f in enumerate(fields):
             if not isinstance(f.value, str):
                 if k == 0:
@@ -65,18 +95,36 @@ class LaunchShell(Shell):
                     continue
                 return None
             base = os.path.basename(f.value)
-            if base in self.spelling.shells:
+            if base in self.spelling.separated:  # `ray job submit ... -- python3 train.py ...`
+                end = next((j for j in range(k + 1, len(fields)) if fields[j].value == "--"), None)
+                if end is None or end + 1 >= len(fields):
+                    return None
+                candidate = self._launch(fields[end + 1:], inline, cmd)
+                if candidate is not None:
+                    candidate.wrapper = fields[:end + 1] + candidate.wrapper
+                return candidate
+            if base in self.spelling.shells or base in self.spelling.batch:
                 return self._shell_c(fields[:k + 1], fields[k + 1:], cmd)
             launcher, invoked, sub, start = self._match_launcher(fields, k)
+            args = fields[start:]
+            if launcher is None and self.starter is not None and is_interpreter(base, self.starter[0]):
+                # `srun ... bash -c "python pretrain_gpt.py ..."`: srun starts each process of the script
+                launcher, options = self.starter
+                invoked, sub, args = launcher["name"], "", options + fields[k:]
             if launcher is not None:
                 wrapper = fields[:k]
+                if wrapper and not isinstance(wrapper[0].value, str):
+                    self.diagnostics.append(Finding(
+                        "launch.unknown-prefix", "info",
+                        f"`{wrapper[0].value}` before the `{invoked}` command is not known statically; read "
+                        "as empty or a wrapper that runs the command", where=f"{self.path}:{cmd.line}"))
                 if wrapper and os.path.basename(str(wrapper[0].value)) == "env":
                     for w in wrapper[1:]:
                         name, eq, value = str(w.value).partition("=")
                         if eq and NAME.fullmatch(name):
                             inline[name] = EnvVar(name, value, w.line, "inline")
                 candidate = Candidate(
-                    launcher, invoked, sub, fields[start:], wrapper, inline, dict(self.vars),
+                    launcher, invoked, sub, args, wrapper, inline, dict(self.vars),
                     cmd.line, cmd.end_line, self.conditional > 0)
                 self.candidates.append(candidate)
                 return candidate
@@ -89,50 +137,113 @@ class LaunchShell(Shell):
         base = os.path.basename(str(fields[k].value))
         after = fields[k + 1].value if k + 1 < len(fields) else None
         module, j = None, k + 1
-        if re.fullmatch(r"python[0-9.]*", base):
+        runner = next((r for r in self.spelling.python_runners
+                       if [os.path.basename(str(f.value)) for f in fields[k:k + len(r)]] == list(r)), None)
+        if runner is not None:  # `coverage run -m torch.distributed.run ...` is python's
+            j = k + len(runner)
+        if runner is not None or re.fullmatch(r"python[0-9.]*", base):
             while j < len(fields) and isinstance(fields[j].value, str) and fields[j].value.startswith("-"):
                 if fields[j].value == "-m" and j + 1 < len(fields):
                     module, j = fields[j + 1].value, j + 2
                     break
                 j += 2 if fields[j].value in ("-X", "-W") else 1
         for launcher in self.spelling.launchers:
-            if launcher.get("program") == base and isinstance(after, str) and after in launcher["subcommands"]:
+            if launcher.get("program") == base and isinstance(after, str) and (
+                    after in launcher["subcommands"] or after in launcher.get("not_pipeline", {})):
                 return launcher, f"{base} {after}", after, k + 2
-            if base in launcher.get("programs", ()):
+            if base in launcher.get("programs", ()) and (
+                    not launcher.get("interpreters") or self._runs_script(fields, k, launcher)):
                 return launcher, base, "", k + 1
             if module is not None and module in launcher.get("python_modules", ()):
                 return launcher, f"python -m {module}", "", j
         return None, "", "", k
 
+    def _runs_script(self, fields: list[Field], k: int, launcher: dict) -> bool:
+        """`srun [options] python SCRIPT`: the program starts the training script itself, no other
+        launcher (`srun torchrun ...`, `srun python -m torch.distributed.run ...`) in between."""
+        for j in range(k + 1, len(fields)):
+            base = os.path.basename(str(fields[j].value))
+            if is_interpreter(base, launcher):
+                return self._match_launcher(fields, j)[0] is None
+            if base in self.spelling.shells or self._match_launcher(fields, j)[0] is not None:
+                return False
+        return False
+
     def _shell_c(self, prefix: list[Field], fields: list[Field], cmd: Cmd) -> Candidate | None:
         """`bash -c "torchrun ..."`: read the string as a script of its own, in this shell."""
-        scripts = [f for f in fields if isinstance(f.value, str) and f.value.endswith(".sh")]
-        if scripts and not any(f.value == "-c" for f in fields):
+        for k, f in enumerate(fields):
+            option, eq, inline_text = str(f.value).partition("=")
+            if f.value in _COMMAND_OPTIONS and k + 1 < len(fields):
+                self._inner(prefix + fields[:k + 1], str(f.value), fields[k + 1].value, fields[k + 1].line, cmd)
+                return None
+            if eq and option in _COMMAND_OPTIONS:
+                self._inner(prefix + fields[:k + 1], option, inline_text, f.line, cmd)
+                return None
+        at = next((k for k, f in enumerate(fields) if not str(f.value).startswith("-")), None)
+        if at is None:
+            if cmd.stdin is not None:  # `sbatch <<EOF`, `bash <<EOF`: the script is stdin
+                self._inner(prefix + fields, "<<", cmd.stdin.body, cmd.stdin.line, cmd)
+            return None
+        script = fields[at]
+        try:  # `mpirun ... bash entry.sh pretrain.py <flags>`: entry.sh beside this script, with its arguments
+            if not isinstance(script.value, str):
+                raise OSError("its path is not known statically")
+            path, text = self.beside(script.value)
+        except OSError as exc:
             self.diagnostics.append(Finding(
                 "launch.unread-file", "info",
-                f"`{scripts[0].value}` runs as a separate script and is not read here; audit it directly "
+                f"`{script.value}` runs as a separate script and is not read here ({exc}); audit it directly "
                 "if it holds the training command", where=f"{self.path}:{cmd.line}"))
-        for k, f in enumerate(fields[:-1]):
-            if f.value == "-c":
-                if self.depth >= MAX_NESTING:
-                    raise InputError(self.path, f"`bash -c` nested more than {MAX_NESTING} deep", cmd.line)
-                # A symbolic string keeps its unknown parts as written (`$SLURM_NNODES`), so reading
-                # it again leaves exactly those parts symbolic.
-                text = str(fields[k + 1].value)
-                before = len(self.candidates)
-                self.depth += 1
-                try:
-                    tokens = Lexer(text, self.path, fields[k + 1].line - 1).tokens()
-                    self.run(Parser(tokens, self.path, self.diagnostics).parse())
-                except InputError as exc:  # the inner shell fails at run time; the script itself is fine
-                    self.diagnostics.append(Finding(
-                        "launch.syntax", "warning", f"the `{f.value}` string cannot be read: {exc.cause}",
-                        where=f"{self.path}:{exc.line or cmd.line}"))
-                finally:
-                    self.depth -= 1
-                for candidate in self.candidates[before:]:
-                    candidate.wrapper = prefix + fields[:k + 1] + candidate.wrapper
-                return None
+            return None
+        saved = self.positional
+        self.positional = fields[at + 1:]
+        try:
+            self._inner(prefix + fields[:at + 1], str(script.value), text, 1, cmd, path)
+        finally:
+            self.positional = saved
+        return None
+
+    def _inner(self, prefix: list[Field], how: str, value: object, line: int, cmd: Cmd,
+               path: str | None = None) -> None:
+        """Read `value`, a script that `prefix` runs (from file `path`), in this shell."""
+        path = path or self.path
+        if self.depth >= MAX_NESTING:
+            raise InputError(self.path, f"`{how}` scripts nested more than {MAX_NESTING} deep", cmd.line)
+        # A symbolic string keeps its unknown parts as written (`$SLURM_NNODES`), so reading
+        # it again leaves exactly those parts symbolic.
+        text = str(value)
+        before = len(self.candidates)
+        saved = self.starter
+        self.starter = self._starter(prefix) or saved
+        self.depth += 1
+        try:
+            lexer = Lexer(text, path, line - 1)
+            tokens = lexer.tokens()
+            self.allocate(lexer, tokens)
+            self.run(Parser(tokens, path, self.diagnostics).parse())
+        except InputError as exc:  # the inner shell fails at run time; the script itself is fine
+            self.diagnostics.append(Finding(
+                "launch.syntax", "warning", f"the `{how}` script cannot be read: {exc.cause}",
+                where=f"{path}:{exc.line or cmd.line}"))
+        finally:
+            self.depth -= 1
+            self.starter = saved
+        for candidate in self.candidates[before:]:
+            candidate.wrapper = prefix + candidate.wrapper
+
+    def _starter(self, prefix: list[Field]) -> tuple[dict, list[Field]] | None:
+        """A program in `prefix` that starts the processes of the script it runs (srun), and its
+        options: `srun -N 2 bash -c "python pretrain_gpt.py"` runs the python once per task."""
+        for i, f in enumerate(prefix):
+            base = os.path.basename(str(f.value))
+            for launcher in self.spelling.launchers:
+                if launcher.get("interpreters") and base in launcher.get("programs", ()):
+                    options = []
+                    for g in prefix[i + 1:]:
+                        if os.path.basename(str(g.value)) in self.spelling.shells:
+                            break
+                        options.append(g)
+                    return launcher, options
         return None
 
     def _join_broken_continuation(self, nodes: list[Node], k: int, candidate: Candidate) -> int:

@@ -136,6 +136,8 @@ def scan_report(doc: dict[str, Any], verbose: bool = False, width: int = 80) -> 
     targets = ", ".join(target_label(t) for t in doc["targets"]) or "none"
     ranks = launch.get("world_size") or "?"
     how = ", ".join(str(x) for x in (launch.get("launcher"), f"{ranks} ranks") if x)
+    if (launch.get("world_given") or ranks == "?") and launch.get("world_source"):
+        how += f"; world size from {launch['world_source']}"
     lines = [
         f"p2paudit scan {launch.get('path') or '(no launch script)'}  ({how})",
         f"targets: {targets}; torch {torch_words(doc['config'])}",

@@ -9,6 +9,7 @@ release that ships its argument parser.
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +29,11 @@ class Spelling:
     swift_scripts: tuple[dict, ...]
     wrappers: frozenset[str]
     shells: frozenset[str]
+    batch: frozenset[str]  # programs that run a script given on stdin or by --wrap (sbatch)
+    env_names: frozenset[str]  # environment variables some rule reads ([[env_var]], `env.NAME`)
+    separated: frozenset[str]  # programs whose command follows `--` (ray job submit ... -- CMD)
+    python_runners: tuple[tuple[str, ...], ...]  # words that stand for `python` (coverage run)
+    backends: tuple[dict, ...]  # non-NCCL backends and the signs of a run on one ([[backend]])
     # The run's own parser where it was read (auditor.config.frontend_parser.FrontEnd): flags
     # are then its spellings; None: checked against the rules only, never an error.
     front_end: Any = None
@@ -47,6 +53,12 @@ class Spelling:
             swift_scripts=tuple(e for rs in every for e in rs.table("swift_script")),
             wrappers=frozenset(p for rs in every for p in rs.section("wrappers").get("programs", ())),
             shells=frozenset(p for rs in every for p in rs.section("wrappers").get("shells", ())),
+            batch=frozenset(p for rs in every for p in rs.section("wrappers").get("batch", ())),
+            env_names=frozenset(_env_names(every)),
+            separated=frozenset(p for rs in every for p in rs.section("wrappers").get("separated", ())),
+            backends=tuple(e for rs in every for e in rs.table("backend")),
+            python_runners=tuple(tuple(r.split()) for rs in every
+                                 for r in rs.section("wrappers").get("python_runners", ())),
         )
 
     def outdated(self, entry: dict) -> bool:
@@ -58,6 +70,18 @@ class Spelling:
         for launcher in self.launchers:
             if launcher.get("program"):
                 names.append(f"`{launcher['program']} {'|'.join(launcher['subcommands'])}`")
-            names += [f"`{p} SCRIPT`" for p in launcher.get("programs", ())]
+            python = f" {launcher['interpreters'][0]}" if launcher.get("interpreters") else ""
+            names += [f"`{p}{python} SCRIPT`" for p in launcher.get("programs", ())]
             names += [f"`python -m {m} SCRIPT`" for m in launcher.get("python_modules", ())]
         return ", ".join(names)
+
+
+_ENV_REFERENCE = re.compile(r"\benv\.([A-Z_][A-Z0-9_]*)")
+
+
+def _env_names(every: list) -> set[str]:
+    """The variables the rules read: each [[env_var]] and each `env.NAME` in a condition or text."""
+    names = {e["name"] for rs in every for e in rs.table("env_var")}
+    for path in sorted(files.rules_dir().glob("*.toml")):
+        names |= set(_ENV_REFERENCE.findall(path.read_text(encoding="utf-8")))
+    return names

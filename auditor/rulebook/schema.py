@@ -70,9 +70,10 @@ TABLES: dict[str, Table] = {
     "launcher": _table(True, "name style",
                        "program programs subcommands python_modules torchrun_subcommands env_nproc "
                        "env_nnodes nproc_flags nnodes_flags nproc_default nnodes_default env_prefix "
-                       f"device_count_values boolean_options module_options {_SELECT}"),
+                       f"device_count_values boolean_options module_options interpreters not_pipeline pair_options directive directive_options nproc_keys nnodes_keys {_SELECT}"),
     "swift_script": _table(True, "pattern style", _SELECT),
-    "wrappers": _table(False, "", "programs shells"),
+    "wrappers": _table(False, "", "programs shells batch separated python_runners"),
+    "backend": _table(True, "name what env paths covers", "source"),
     # Config files the trainer reads (auditor/config/configfiles.py).
     "config_file": _table(True, "kind launchers", f"suffixes env_key flag sections {_SELECT}"),
     # NCCL's transports (rules/nccl.toml; docs/transport-semantics.md).

@@ -1,0 +1,70 @@
+"""Hydra-style command lines (`python3 -m verl.trainer.main_ppo a.b.c=value ...`): each
+`KEY=VALUE` override is a setting named by its dotted key, as the trainer's config tree reads it.
+
+Hydra's grammar (hydra.cc, "Override grammar"): `key=value` sets, `+key=value` adds, `++key=value`
+adds or sets, `~key[=value]` deletes; `--config-path`/`-cp`, `--config-name`/`-cn` and the other
+dash options are Hydra's own. Which dotted key means what (a pipeline size, a batching switch) is
+the framework's rules file's business, not this reader's.
+"""
+
+from __future__ import annotations
+
+import re
+
+from auditor.bash.values import Field, Partial, concat, segments
+from auditor.config.model import Flag, LaunchConfig, Scalar, Symbolic
+from auditor.findings import Finding
+
+_KEY = re.compile(r"(\+{0,2}|~)([A-Za-z_][\w\-/@]*(?:\.[\w\-/@]+)*)")
+
+
+def read_overrides(config: LaunchConfig, args: list[Field], path: str) -> None:
+    """`args` into `config.flags` (dotted key -> value; a deleted key -> None) and Hydra's own
+    options into `config.launcher_flags`; anything else is a positional."""
+    k = 0
+    while k < len(args):
+        f = args[k]
+        k += 1
+        head = _known_head(f.value)
+        if head.startswith("-"):
+            option, eq, value = head.partition("=")
+            if not eq and k < len(args) and "=" not in _known_head(args[k].value):
+                value, k = str(args[k].value), k + 1
+            config.launcher_flags[option.lstrip("-")] = Flag(option.lstrip("-"), value or True, f.line, option)
+            continue
+        m = _KEY.fullmatch(head.partition("=")[0]) if "=" in head or head.startswith("~") else None
+        if m is None:
+            config.positionals.append(f.value)
+            if isinstance(f.value, Symbolic):
+                config.diagnostics.append(Finding(
+                    "launch.unresolved-args", "warning",
+                    f"`{f.value}` is not known statically and may add overrides that this audit cannot see",
+                    fix="set the variable in the script, or pass its value to the audit", where=f"{path}:{f.line}"))
+            continue
+        key = m.group(2)
+        setting = None if m.group(1) == "~" else _after_equals(f.value)
+        previous = config.flags.get(key)
+        if previous is not None and previous.value != setting:
+            config.diagnostics.append(Finding(
+                "launch.repeated-flag", "warning",
+                f"`{key}` is overridden twice (line {previous.line}, then line {f.line}): the last value, "
+                f"`{setting}`, wins", fix="keep one", where=f"{path}:{f.line}"))
+        config.flags[key] = Flag(key, setting, f.line, head.partition("=")[0], (setting,))
+
+
+def _known_head(value: Scalar) -> str:
+    """The known text a word starts with (all of it when known)."""
+    if isinstance(value, Symbolic):
+        first, unknown = segments(value)[0]
+        return "" if unknown else first
+    return str(value)
+
+
+def _after_equals(value: Scalar) -> Scalar:
+    """The value after the first `=`, unknown pieces kept unknown, Hydra's outer quotes removed."""
+    pieces = [Symbolic(t) if unknown else t for t, unknown in segments(value)]
+    first = str(pieces[0]).partition("=")[2]
+    result = concat([first, *pieces[1:]])
+    if isinstance(result, str) and len(result) >= 2 and result[0] == result[-1] and result[0] in "'\"":
+        return result[1:-1]
+    return result if not isinstance(result, Partial) or result.text else ""
