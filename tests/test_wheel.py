@@ -58,4 +58,6 @@ def test_readme_first_command_runs_from_the_installed_wheel(wheel, tmp_path):
          str(ROOT / "examples" / "glm5_1_lora_pp4.sh"), "--torch", "2.10.0"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert scan.returncode == 1, scan.stderr[-2000:]
-    assert "will run unbatched although batch_p2p_comm=True" in scan.stdout
+    head = next(line for line in scan.stdout.splitlines() if line.startswith("FINDINGS: "))
+    assert head.startswith("FINDINGS: TORCH_DISTRIBUTED_DEBUG=DETAIL on torch 2.10.0 makes")
+    assert "unbatched-contradiction (10 site(s)" in scan.stdout  # under its cause
