@@ -11,14 +11,13 @@ that did not verify. Exit status: 0 when the verified patch leaves a run `scan` 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
 import tempfile
 
 from auditor.commands import options
-from auditor.commands.output import emit
+from auditor.commands.output import emit, emit_report
 from auditor.config.coerce import overrides_from
 from auditor.errors import EXIT_FINDINGS, InputError
 from auditor.fix import plan as fix_plan
@@ -37,9 +36,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--option", action="append", default=[], metavar="NAME",
                         help="a cause's fix option instead of its default (repeatable; the "
                              "report lists each cause's options)")
-    parser.add_argument("--format", choices=("diff", "sarif", "json"), default="diff",
-                        help="diff: the unified diff; sarif/json: the scan with its verified "
-                             "patch (SARIF `fixes`)")
+    parser.add_argument("--format", choices=("diff", "text", "html", "json", "sarif"),
+                        default="diff",
+                        help="diff: the unified diff; the others: the scan's report with each "
+                             "cause's verified patch under it (SARIF `fixes`)")
     options.add_output(parser, "write the patch here instead of stdout")
     parser.add_argument("--apply", action="store_true",
                         help=f"write the verified patch to the script, after a copy to "
@@ -62,12 +62,7 @@ def run(args: argparse.Namespace) -> int:
                                      f"(options: {', '.join(sorted(known)) or 'none'})")
     sys.stderr.write(report.text(plan))
     if args.format != "diff":
-        doc = report.attach(plan)
-        if args.format == "json":
-            emit(json.dumps(doc, indent=2, default=str) + "\n", args.output)
-        else:
-            from auditor.report.sarif import to_sarif
-            emit(json.dumps(to_sarif(doc), indent=2) + "\n", args.output)
+        emit_report(report.attach(plan), "scan", args.format, args.output)
         return plan.exit_code
     if not plan.verified:
         print("p2paudit fix: no verified patch: nothing written", file=sys.stderr)

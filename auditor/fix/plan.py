@@ -69,10 +69,10 @@ class Plan:
         return 1 if any(f["severity"] == "error" for f in after["findings"]) else 0
 
     def diff(self) -> str:
-        return text_edits.unified(_label(self.path), self.source, self.patched)
+        return text_edits.unified(label(self.path), self.source, self.patched)
 
 
-def _label(path: str) -> str:
+def label(path: str) -> str:
     """The script's name in the diff: relative to the working directory when inside it (so
     `git apply` takes it there), else its file name (apply it in its directory)."""
     rel = os.path.relpath(path)

@@ -8,7 +8,8 @@ import copy
 from typing import Any
 
 from auditor.analysis import causes
-from auditor.fix.plan import Plan, Proposal
+from auditor.fix.edits import apply, unified
+from auditor.fix.plan import Plan, Proposal, label
 from auditor.fix.verify import GONE
 
 SIMULATED = ("not simulated (the re-scan decides these findings; `p2paudit simulate --config` "
@@ -66,26 +67,25 @@ def text(plan: Plan) -> str:
 
 
 def attach(plan: Plan) -> dict[str, Any]:
-    """The scan document with `fixes`: per cause with a remedy, the option taken, its edits
-    (character offsets into the file, and the line), whether the patch verified it, and the
-    re-scan's word on each finding the cause groups."""
+    """The scan document with each remedied cause's `patch` on its finding: the option taken,
+    its edits (character offsets into the file, and the line), its diff, whether the patch
+    verified it, and the re-scan's word on each finding the cause groups. Text, HTML and SARIF
+    (`fixes`) show a verified one under the cause."""
     doc = copy.deepcopy(plan.doc)
-    out = []
+    findings = doc["findings"]
     for p in plan.proposals:
         in_patch = p.verified and all(e in plan.edits for e in p.edits)
         states = plan.outcome.states if (plan.outcome and in_patch) else {}
-        out.append({
-            "finding": p.cause.index, "kind": doc["findings"][p.cause.index]["kind"],
+        findings[p.cause.index]["patch"] = {
             "option": p.option.option, "says": p.option.says(),
             "options": [{"option": o.option, "says": o.says(), "default": o.default}
                         for o in p.options],
-            "verified": bool(in_patch and plan.verified
-                             and states.get(p.cause.index) == GONE),
+            "verified": bool(in_patch and plan.verified and states.get(p.cause.index) == GONE),
             "checked_by": "re-scan", "simulated": False,
             "edits": [e.to_json(plan.source) for e in p.edits],
+            "diff": unified(label(plan.path), plan.source, apply(plan.source, p.edits)),
             **({"why_not": p.not_mechanical} if p.not_mechanical else {}),
-            "findings": {doc["findings"][i]["kind"]: states.get(i, "not checked")
+            "findings": {findings[i]["kind"]: states.get(i, "not checked")
                          for i in (p.cause.index, *p.cause.consequences)},
-        })
-    doc["fixes"] = out
+        }
     return doc
