@@ -44,6 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--apply", action="store_true",
                         help=f"write the verified patch to the script, after a copy to "
                              f"SCRIPT{BACKUP}")
+    parser.add_argument("--simulate", action=argparse.BooleanOptionalAction, default=None,
+                        help="run `simulate` on the patched script too (default: where it "
+                             "applies, a megatron-core pipeline; it takes seconds to minutes)")
     options.add_jobs(parser)
 
 
@@ -54,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(args.output, "-o names the launch script, an input: give another file")
     inputs = ScanInputs(args.config, args.target, overrides_from(args.set), args.torch,
                         args.entry, args.jobs, progress=sys.stderr.isatty())
-    plan = fix_plan.make(inputs, set(args.option))
+    plan = fix_plan.make(inputs, set(args.option), args.simulate)
     known = {o.option for p in plan.proposals for o in p.options}
     unknown = sorted(set(args.option) - known)
     if unknown:

@@ -14,6 +14,7 @@ from typing import Any
 
 from auditor.analysis import causes
 from auditor.fix import edits as text_edits
+from auditor.fix import verify
 from auditor.fix.edits import TextEdit
 from auditor.fix.remedies import Option, options_for, pick
 from auditor.fix.script import NotMechanical, edits_for
@@ -51,6 +52,8 @@ class Plan:
     patched: str
     outcome: Outcome | None  # the re-scan of the whole patch
     patched_doc: dict[str, Any] | None
+    # `simulate` of the patched script (verify.simulate), or why it was not run
+    simulation: dict[str, Any] = field(default_factory=dict)
 
     @property
     def verified(self) -> bool:
@@ -65,6 +68,8 @@ class Plan:
         re-scan's headline, shown beside it."""
         if self.edits and not self.verified:
             return 1
+        if self.simulation.get("simulated") and self.simulation["exit_code"] != 0:
+            return 1  # the schedule's order, run, does not complete
         after = self.patched_doc if self.patched_doc is not None else self.doc
         return 1 if any(f["severity"] == "error" for f in after["findings"]) else 0
 
@@ -88,8 +93,10 @@ def read_text(path: str) -> str:
         return f.read()
 
 
-def make(inputs: ScanInputs, chosen: set[str] | None = None) -> Plan:
-    """The verified patch for `inputs`' script; `chosen`: option names instead of defaults."""
+def make(inputs: ScanInputs, chosen: set[str] | None = None, simulate: bool | None = None) -> Plan:
+    """The verified patch for `inputs`' script; `chosen`: option names instead of defaults;
+    `simulate`: run `simulate` on the patched script (None: where it applies, a megatron-core
+    pipeline)."""
     chosen = chosen or set()
     source = read_text(inputs.config_path)
     read = read_config(inputs.config_path, inputs.targets)
@@ -122,5 +129,10 @@ def make(inputs: ScanInputs, chosen: set[str] | None = None) -> Plan:
         patched_doc = rescan(inputs, {inputs.config_path: patched})
         outcome = compare(findings, patched_doc["findings"])
         outcome.verdict = patched_doc["verdict"]
+    simulation = {"simulated": False, "headline": "not asked (--no-simulate)"}
+    if simulate is None and not verify.simulates(doc):
+        simulation["headline"] = "not applicable: no megatron-core pipeline schedule to run"
+    elif simulate is not False and merged:
+        simulation = verify.simulate(inputs, {inputs.config_path: patched})
     return Plan(inputs.config_path, source, sha256(source), doc, proposals, merged, patched,
-                outcome, patched_doc)
+                outcome, patched_doc, simulation)

@@ -12,9 +12,6 @@ from auditor.fix.edits import apply, unified
 from auditor.fix.plan import Plan, Proposal, label
 from auditor.fix.verify import GONE
 
-SIMULATED = ("not simulated (the re-scan decides these findings; `p2paudit simulate --config` "
-             "on the patched script runs the schedule)")
-
 
 def _finding(f: dict[str, Any]) -> str:
     where = f" at {f['where']}" if f.get("where") else ""
@@ -55,13 +52,19 @@ def text(plan: Plan) -> str:
     if plan.outcome is None:
         lines.append("no patch to verify")
         return "\n".join(lines) + "\n"
-    lines.append(f"verification: the patched script re-scanned in a temporary copy; {SIMULATED}")
+    lines.append("verification: the patched script re-scanned in a temporary copy")
     for cause in causes.group(findings):
         for n, i in enumerate((cause.index, *cause.consequences)):
             lines.append(f"  {plan.outcome.states[i]:12} {'  ' if n else ''}{_finding(findings[i])}")
     lines += [f"  new: {_finding(f)}: {f['message']}" for f in plan.outcome.new]
     after = plan.outcome.verdict
     lines.append(f"after the patch: {after.get('headline', '')}")
+    sim = plan.simulation
+    if sim.get("simulated"):
+        lines.append(f"simulated (p2paudit simulate of the patched copy, {sim['seconds']} s): "
+                     f"{sim['headline']}")
+    else:
+        lines.append(f"not simulated: {sim.get('headline', 'no patch')}")
     lines.append(f"patch: {'verified' if plan.verified else 'NOT verified'}; exit {plan.exit_code}")
     return "\n".join(lines) + "\n"
 
@@ -81,7 +84,8 @@ def attach(plan: Plan) -> dict[str, Any]:
             "options": [{"option": o.option, "says": o.says(), "default": o.default}
                         for o in p.options],
             "verified": bool(in_patch and plan.verified and states.get(p.cause.index) == GONE),
-            "checked_by": "re-scan", "simulated": False,
+            "checked_by": "re-scan",
+            "simulated": bool(in_patch and plan.simulation.get("simulated")),
             "edits": [e.to_json(plan.source) for e in p.edits],
             "diff": unified(label(plan.path), plan.source, apply(plan.source, p.edits)),
             **({"why_not": p.not_mechanical} if p.not_mechanical else {}),

@@ -4,8 +4,12 @@ second's by identity: gone, still there; a finding only the second has is new.""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,3 +72,42 @@ def rescan(inputs: ScanInputs, patched: dict[str, str]) -> dict[str, Any]:
             f["message"] = f["message"].replace(copy, path)
     verdict.finish(doc)
     return doc
+
+
+SIMULATE_SECONDS = 300
+
+
+def simulates(doc: dict[str, Any]) -> bool:
+    """`simulate` applies: a pipeline (size > 1) whose schedule is megatron-core's, a target."""
+    size = doc.get("config", {}).get("effective", {}).get("pipeline_model_parallel_size")
+    return (isinstance(size, int) and size > 1
+            and any(t.get("name") == "megatron-core" for t in doc.get("targets", [])))
+
+
+def simulate(inputs: ScanInputs, patched: dict[str, str]) -> dict[str, Any]:
+    """`p2paudit simulate` of the patched script, in a temporary copy and a process of its own
+    (it runs the schedule's ranks): its headline and exit status, or why it did not finish."""
+    with tempfile.TemporaryDirectory(prefix="p2paudit-fix-sim-") as tmp:
+        copy = os.path.join(tmp, os.path.basename(inputs.config_path))
+        with open(copy, "w", encoding="utf-8", newline="") as f:
+            f.write(patched[inputs.config_path])
+        out = os.path.join(tmp, "simulation.json")
+        argv = [sys.executable, "-m", "auditor", "simulate", "--config", copy, "--format", "json",
+                "-o", out]
+        argv += [a for t in inputs.targets or [] for a in ("--target", t)]
+        argv += ["--torch", inputs.torch_version] if inputs.torch_version else []
+        argv += [a for k, v in (inputs.overrides or {}).items() for a in ("--set", f"{k}={v}")]
+        started = time.perf_counter()
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=SIMULATE_SECONDS,
+                                  check=False)
+        except subprocess.TimeoutExpired:
+            return {"simulated": False, "headline": f"did not finish in {SIMULATE_SECONDS} s"}
+        seconds = round(time.perf_counter() - started, 1)
+        if done.returncode == 2 or not os.path.exists(out):
+            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            return {"simulated": False, "headline": f"simulate stopped: {last}"}
+        with open(out, encoding="utf-8") as f:
+            result = json.load(f)
+    return {"simulated": True, "headline": result["verdict"]["headline"].replace(copy, inputs.config_path),
+            "exit_code": done.returncode, "seconds": seconds}

@@ -31,7 +31,7 @@ DOCUMENT = jsonschema.Draft202012Validator(
 def fixed(tmp_path_factory) -> tuple[fix_plan.Plan, dict]:
     script = tmp_path_factory.mktemp("fix") / "run.sh"
     shutil.copy(ROOT / "examples" / "glm5_1_lora_pp4.sh", script)
-    plan = fix_plan.make(ScanInputs(str(script), torch_version="2.10.0"))
+    plan = fix_plan.make(ScanInputs(str(script), torch_version="2.10.0"), simulate=False)
     return plan, report.attach(plan)
 
 

@@ -60,7 +60,7 @@ torchrun $DISTRIBUTED_ARGS pretrain_gpt.py \\
 def _fix(tmp_path: Path, text: str, capsys) -> tuple[int, str, str, Path]:
     script = tmp_path / "train.sh"
     script.write_text(text)
-    code = cli.main(["fix", "--config", str(script), "--torch", "2.10.0"])
+    code = cli.main(["fix", "--config", str(script), "--torch", "2.10.0", "--no-simulate"])
     out, err = capsys.readouterr()
     return code, out, err, script
 
@@ -76,7 +76,7 @@ def test_the_timeout_flag_goes_inside_the_continued_command(tmp_path, capsys):
     assert _changed(out) == ["+    --ddp_timeout 1800 \\"]
     assert "gone         WARNING timeout-too-large" in err
     patched = SWIFT.replace("    --model_name", "    --ddp_timeout 1800 \\\n    --model_name")
-    assert cli.main(["fix", "--config", str(script), "--torch", "2.10.0", "--apply"]) == 0
+    assert cli.main(["fix", "--config", str(script), "--torch", "2.10.0", "--apply", "--no-simulate"]) == 0
     assert script.read_text() == patched
     capsys.readouterr()
     cli.main(["scan", "--config", str(script), "--torch", "2.10.0"])
