@@ -67,6 +67,10 @@ def run(args: argparse.Namespace) -> int:
     if args.format != "diff":
         emit_report(report.attach(plan), "scan", args.format, args.output)
         return plan.exit_code
+    if not plan.edits:
+        print("p2paudit fix: nothing to patch: no finding has a mechanical remedy that verified",
+              file=sys.stderr)
+        return plan.exit_code
     if not plan.verified:
         print("p2paudit fix: no verified patch: nothing written", file=sys.stderr)
         return EXIT_FINDINGS

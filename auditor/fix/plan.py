@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.analysis import causes
+from auditor.errors import InputError
 from auditor.fix import edits as text_edits
 from auditor.fix import verify
 from auditor.fix.edits import TextEdit
@@ -102,6 +103,8 @@ def make(inputs: ScanInputs, chosen: set[str] | None = None, simulate: bool | No
     read = read_config(inputs.config_path, inputs.targets)
     launch = read[0]
     doc = run_scan(inputs, read)
+    if read_text(inputs.config_path) != source:  # the edits' offsets are into `source`
+        raise InputError(inputs.config_path, "changed while it was scanned: run p2paudit fix again")
     findings = doc["findings"]
     proposals = []
     for cause in causes.group(findings):

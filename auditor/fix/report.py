@@ -49,6 +49,12 @@ def text(plan: Plan) -> str:
               f"{sum(1 for p in plan.proposals if p.verified)} verified")]
     for p in plan.proposals:
         lines += _proposal(p, findings)
+    remedied = {p.cause.index for p in plan.proposals}
+    for cause in causes.group(findings):
+        if cause.index not in remedied:
+            f = findings[cause.index]
+            lines += [f"  {_finding(f)}", "          no mechanical remedy: by hand"
+                      + (f": {f['fix']}" if f.get("fix") else "")]
     if plan.outcome is None:
         lines.append("no patch to verify")
         return "\n".join(lines) + "\n"
