@@ -68,8 +68,8 @@ def run(args: argparse.Namespace) -> int:
         emit_report(report.attach(plan), "scan", args.format, args.output)
         return plan.exit_code
     if not plan.edits:
-        print("p2paudit fix: nothing to patch: no finding has a mechanical remedy that verified",
-              file=sys.stderr)
+        print("p2paudit fix: nothing to patch: no finding has a mechanical remedy that verified; "
+              "nothing written", file=sys.stderr)
         return plan.exit_code
     if not plan.verified:
         print("p2paudit fix: no verified patch: nothing written", file=sys.stderr)

@@ -13,13 +13,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.analysis import causes
+from auditor.config.model import LaunchConfig
 from auditor.errors import InputError
 from auditor.fix import edits as text_edits
 from auditor.fix import verify
 from auditor.fix.edits import TextEdit
 from auditor.fix.remedies import Option, options_for, pick
 from auditor.fix.script import NotMechanical, edits_for
-from auditor.fix.verify import Outcome, compare, rescan
+from auditor.fix.verify import STILL, Outcome, compare, rescan
 from auditor.scan import ScanInputs, read_config, run_scan
 
 
@@ -94,6 +95,25 @@ def read_text(path: str) -> str:
         return f.read()
 
 
+def _proposal(cause: causes.Cause, option: Option, options: list[Option], launch: LaunchConfig,
+              source: str) -> Proposal:
+    proposal = Proposal(cause, option, options)
+    try:
+        proposal.edits = edits_for(option, launch, source)
+    except NotMechanical as exc:
+        proposal.not_mechanical = str(exc)
+    return proposal
+
+
+def _verify_alone(inputs: ScanInputs, source: str, findings: list[dict[str, Any]],
+                  proposals: list[Proposal]) -> None:
+    """Each proposal's edits alone, re-scanned."""
+    for p in proposals:
+        if p.edits:
+            after = rescan(inputs, {inputs.config_path: text_edits.apply(source, p.edits)})
+            p.outcome = compare(findings, after["findings"])
+
+
 def make(inputs: ScanInputs, chosen: set[str] | None = None, simulate: bool | None = None) -> Plan:
     """The verified patch for `inputs`' script; `chosen`: option names instead of defaults;
     `simulate`: run `simulate` on the patched script (None: where it applies, a megatron-core
@@ -110,18 +130,22 @@ def make(inputs: ScanInputs, chosen: set[str] | None = None, simulate: bool | No
     for cause in causes.group(findings):
         options = options_for(findings[cause.index])
         option = pick(options, chosen)
-        if option is None:
-            continue
-        proposal = Proposal(cause, option, options)
-        try:
-            proposal.edits = edits_for(option, launch, source)
-        except NotMechanical as exc:
-            proposal.not_mechanical = str(exc)
-        proposals.append(proposal)
+        if option is not None:
+            proposals.append(_proposal(cause, option, options, launch, source))
+    _verify_alone(inputs, source, findings, proposals)
+    # A finding its cause explains but whose fix leaves it has a reason of its own: its own
+    # remedy, where it has one, joins the patch.
+    second = []
     for p in proposals:
-        if p.edits:
-            after = rescan(inputs, {inputs.config_path: text_edits.apply(source, p.edits)})
-            p.outcome = compare(findings, after["findings"])
+        if not p.verified or p.outcome is None:
+            continue
+        for i in p.cause.consequences:
+            option = pick(options_for(findings[i]), chosen)
+            if p.outcome.states[i] == STILL and option is not None:
+                own = causes.Cause(i, findings[i]["severity"], (), False)
+                second.append(_proposal(own, option, options_for(findings[i]), launch, source))
+    _verify_alone(inputs, source, findings, second)
+    proposals += second
     verified = [p for p in proposals if p.verified]
     merged, dropped = text_edits.merge([p.edits for p in verified])
     for i in dropped:  # its edit collides with an earlier option's: not part of this patch

@@ -8,7 +8,7 @@ renamed to its `replacement`, a variable nothing reads is removed.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from auditor import rulebook
@@ -22,14 +22,19 @@ class Option:
     name: str  # the variable, flag or package
     value: str | None = None
     default: bool = False
+    also: tuple[Option, ...] = ()  # the option's further edits, made with this one
+
+    @property
+    def steps(self) -> tuple[Option, ...]:
+        return (self, *self.also)
 
     def says(self) -> str:
         """The option in words, as the diff's report shows it."""
-        return {"unset_env": f"remove {self.name}",
-                "set_env": f"set {self.name}={self.value}",
-                "rename_env": f"rename {self.name} to {self.value}",
-                "set_flag": f"pass {self.name} {self.value}",
-                "upgrade": f"run {self.name} {self.value}"}[self.edit]
+        return " and ".join({"unset_env": f"remove {o.name}",
+                             "set_env": f"set {o.name}={o.value}",
+                             "rename_env": f"rename {o.name} to {o.value}",
+                             "set_flag": f"pass {o.name} {o.value}",
+                             "upgrade": f"run {o.name} {o.value}"}[o.edit] for o in self.steps)
 
 
 @functools.cache
@@ -51,8 +56,15 @@ def _env_vars() -> dict[str, list[dict[str, Any]]]:
 
 
 def _options(raw: list[dict[str, Any]]) -> list[Option]:
-    return [Option(o["option"], o["edit"], o["name"], o.get("value"), bool(o.get("default")))
-            for o in raw]
+    """The entries of one option name (listed together) as one option of several edits."""
+    out: list[Option] = []
+    for o in raw:
+        step = Option(o["option"], o["edit"], o["name"], o.get("value"), bool(o.get("default")))
+        if out and out[-1].option == step.option:
+            out[-1] = replace(out[-1], also=(*out[-1].also, step))
+        else:
+            out.append(step)
+    return out
 
 
 def options_for(finding: dict[str, Any]) -> list[Option]:

@@ -19,11 +19,40 @@ class NotMechanical(Exception):
 
 
 def edits_for(option: Option, launch: LaunchConfig, source: str) -> list[TextEdit]:
+    """The edits of each of the option's steps; insertions at one place as one, in the
+    option's order."""
+    out: list[TextEdit] = []
+    for e in (e for step in option.steps for e in _step(step, launch, source)):
+        if out and e.length == 0 and out[-1].length == 0 and out[-1].offset == e.offset:
+            out[-1] = TextEdit(e.path, e.offset, 0, out[-1].text + e.text)
+        else:
+            out.append(e)
+    return out
+
+
+def _step(option: Option, launch: LaunchConfig, source: str) -> list[TextEdit]:
+    if option.edit == "set_env" and option.name not in launch.env:
+        return _export(option, launch, source)
     if option.edit in ("unset_env", "set_env", "rename_env"):
         return _env(option, launch, source)
     if option.edit == "set_flag":
         return _flag(option, launch, source)
     raise NotMechanical(f"{option.says()} is no edit of the script")
+
+
+def _export(option: Option, launch: LaunchConfig, source: str) -> list[TextEdit]:
+    """`export NAME=VALUE` on a line of its own: after the script's last `export` line before
+    the command, else just before the command."""
+    lines = _lines(source)
+    before = lines[:launch.command_line - 1]
+    exports = [n for n, (_, text) in enumerate(before)
+               if re.match(r"\s*export\s", text) and not text.rstrip("\r\n").endswith("\\")]
+    at = exports[-1] + 1 if exports else launch.command_line - 1
+    if at > 0 and lines[at - 1][1].rstrip("\r\n").endswith("\\"):
+        raise NotMechanical(f"{launch.path}:{at} continues onto the line where "
+                            f"`export {option.name}` would go")
+    offset = lines[at][0] if at < len(lines) else len(source)
+    return [TextEdit(launch.path, offset, 0, f"export {option.name}={option.value}\n")]
 
 
 def _lines(source: str) -> list[tuple[int, str]]:

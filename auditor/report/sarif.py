@@ -89,7 +89,7 @@ def _result(f: dict[str, Any], index: int, sites: dict[str, dict[str, Any]],
     if flows:
         result["codeFlows"] = [{"threadFlows": [{"locations": [
             {"location": {"message": {"text": step}}} for step in path]}]} for path in flows]
-    fixes = _fixes(f.get("patch"))
+    fixes = [fix for x in (f, *consequences) for fix in _fixes(x.get("patch"))]
     if fixes:
         result["fixes"] = fixes
     if compared:

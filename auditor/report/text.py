@@ -193,7 +193,8 @@ def _cause_blocks(doc: dict[str, Any], verbose: bool) -> list[str]:
         lines += [f"  {cause.severity.upper():<7} {f['kind']}{at}", f"          {f['message']}"]
         if f.get("fix"):
             lines.append(f"          fix: {f['fix']}")
-        lines += _patch_lines(f.get("patch"))
+        lines += [line for x in (f, *(findings[i] for i in cause.consequences))
+                  for line in _patch_lines(x.get("patch"))]
         explained = [findings[i] for i in cause.consequences]
         if verbose:
             lines += [f"          explains {c['kind']}: {c['message']}" for c in explained]
@@ -209,7 +210,7 @@ def _patch_lines(patch: dict[str, Any] | None) -> list[str]:
         return []
     changed = [line for line in patch["diff"].splitlines()
                if line[:1] in "+-" and not line.startswith(("+++", "---"))]
-    head = (f"          patch ({patch['option']}, verified by a re-scan; `p2paudit fix --apply` "
+    head = (f"          patch ({patch['says']}, verified by a re-scan; `p2paudit fix --apply` "
             "writes it):")
     return [head, *(f"            {line}" for line in changed)]
 

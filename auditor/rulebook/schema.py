@@ -94,8 +94,9 @@ TYPES: dict[str, dict[str, type]] = {
 }
 
 # A remedy option (`remedy = [{option, edit, name, value?, default?}]` of a check or env_var):
-# one mechanical edit `p2paudit fix` makes (auditor/fix/script.py), or `upgrade`, a release of
-# `name` in the range `value` that is no edit of the inputs.
+# the mechanical edits `p2paudit fix` makes (auditor/fix/script.py), entries of one `option`
+# name made together, or `upgrade`, a release of `name` in the range `value` that is no edit of
+# the inputs.
 REMEDY_EDITS = {"unset_env": False, "set_env": True, "rename_env": True, "set_flag": True,
                 "upgrade": True}  # edit -> whether it needs a `value`
 REMEDY_KEYS = frozenset(["option", "edit", "name", "value", "default"])
@@ -141,9 +142,10 @@ def problem(data: dict[str, Any]) -> str | None:
 
 
 def _remedy_problem(options: list[Any]) -> str | None:
-    """What is wrong with a remedy list: an unknown key or edit, a missing name or value, a
-    repeated option name, not exactly one default."""
-    seen = set()
+    """What is wrong with a remedy list: an unknown key or edit, a missing name or value, an
+    option that edits one name twice or whose edits are apart, not exactly one default. An
+    option of several edits lists each as an entry of the same `option` name, one after another."""
+    seen: list[tuple[str, Any]] = []
     for option in options:
         if not isinstance(option, dict):
             return "options must be tables"
@@ -151,9 +153,11 @@ def _remedy_problem(options: list[Any]) -> str | None:
         if unknown:
             return f"option: unknown key {unknown[0]!r} (allowed: {', '.join(sorted(REMEDY_KEYS))})"
         name = option.get("option")
-        if not isinstance(name, str) or name in seen:
-            return f"option name {name!r} missing or repeated"
-        seen.add(name)
+        if not isinstance(name, str) or (name, option.get("name")) in seen:
+            return f"option name {name!r} missing, or repeated for {option.get('name')!r}"
+        if name in {n for n, _ in seen} and options[len(seen) - 1].get("option") != name:
+            return f"option {name!r}: its edits must be listed together"
+        seen.append((name, option.get("name")))
         edit = option.get("edit")
         if edit not in REMEDY_EDITS:
             return f"{name}: edit {edit!r} is not one of {', '.join(REMEDY_EDITS)}"

@@ -37,12 +37,15 @@ def test_fix_prints_a_verified_diff_that_removes_detail_and_the_timeout(script, 
     assert "-export TORCH_DISTRIBUTED_DEBUG=DETAIL" in removed
     assert "+    --ddp_timeout 1800 \\" in added
     assert "+export TORCH_NCCL_ASYNC_ERROR_HANDLING=1" in added
+    assert added[1:3] == ["+export TORCH_NCCL_USE_COMM_NONBLOCKING=1",
+                          "+export TORCH_NCCL_NONBLOCKING_TIMEOUT=600"]
     # The re-scan's word per finding, under its cause.
     assert "re-scanned" in err
     # Simulated too: the schedule of the patched run completes (the original's can deadlock).
     assert "simulated (p2paudit simulate of the patched copy" in err and "CLEAN: completes" in err
     gone = {line.split()[2] for line in err.splitlines() if line.strip().startswith("gone")}
-    assert {"batch-runs-unbatched", "unbatched-contradiction", "timeout-too-large"} <= gone
+    assert {"batch-runs-unbatched", "unbatched-contradiction", "timeout-too-large",
+            "lazy-init-unbounded"} <= gone
     assert "new:" not in err
     assert "patch: verified; exit 0" in err
     assert script.read_text() == EXAMPLE.read_text()  # printing a diff writes nothing

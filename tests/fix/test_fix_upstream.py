@@ -86,16 +86,19 @@ def test_the_timeout_flag_goes_inside_the_continued_command(tmp_path, capsys):
 def test_a_megatron_lm_flag_is_changed_where_it_is_written(tmp_path, capsys):
     code, out, err, _ = _fix(tmp_path, MEGATRON_LM, capsys)
     assert code == 0, err
-    assert _changed(out) == ["-    --distributed-timeout-minutes 2880 \\",
+    assert _changed(out) == ["+export TORCH_NCCL_USE_COMM_NONBLOCKING=1",
+                             "+export TORCH_NCCL_NONBLOCKING_TIMEOUT=600",
+                             "-    --distributed-timeout-minutes 2880 \\",
                              "+    --distributed-timeout-minutes 30 \\"]
     assert "patch: verified" in err
 
 
 def test_nothing_to_patch_writes_nothing_and_exits_by_the_errors_left(tmp_path, capsys):
-    """The same script with a 30-minute timeout: its one cause (lazy init) has no mechanical
-    remedy, which the report says with the fix prose; no ERROR, so exit 0, and no diff."""
-    code, out, err, script = _fix(tmp_path, MEGATRON_LM.replace("2880", "30"), capsys)
+    """The same script with a 30-minute timeout and no pipeline: no finding has a remedy, so
+    no diff and no backup; no ERROR, so exit 0."""
+    text = (MEGATRON_LM.replace("2880", "30")
+            .replace("--pipeline-model-parallel-size 4", "--pipeline-model-parallel-size 1"))
+    code, out, err, script = _fix(tmp_path, text, capsys)
     assert code == 0 and out == ""
-    assert "no mechanical remedy: by hand: export TORCH_NCCL_USE_COMM_NONBLOCKING=1" in err
     assert "nothing to patch" in err
     assert not Path(str(script) + ".p2paudit-bak").exists()
