@@ -1,6 +1,6 @@
 """A finding's fix options, as the rules write them: the `remedy` list of the `[[check]]` that
 made it, or of the `[[env_var]]` it is about. One wording: the check's `fix` prose says the same
-edits (tests/fix/test_remedy_rules.py checks that it names each option's variable or flag and
+edits (tests/fix/test_fix_remedy_rules.py checks that it names each option's variable or flag and
 value). An env_var without a `remedy` gets the one its status implies: a deprecated alias is
 renamed to its `replacement`, a variable nothing reads is removed.
 """

@@ -1,6 +1,6 @@
 """What `fix` says: per cause its option and the options it did not take, per finding of the
 scan what the patched re-scan found (gone, still there), the findings it added (new: ...), and
-the patch as the scan document's `fixes` (which SARIF writes as `fixes`)."""
+each cause's patch as its finding's `patch` in the scan document (which SARIF writes as `fixes`)."""
 
 from __future__ import annotations
 
