@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
                  "run the real pipeline schedule on CPU and predict whether its order hangs"),
     "report": ("auditor.commands.report", "join a scan with recorded traces into a report"),
     "export": ("auditor.commands.export", "convert a recorded trace to Parquet tables (ops, groups)"),
+    "fix": ("auditor.commands.fix", "the verified patch that removes a launch script's findings"),
     "gate": ("auditor.commands.gate", "CI gate: fail when a target adds a contradiction"),
     "diff": ("auditor.commands.diff", "what changed between two scan documents"),
     "repro": ("auditor.commands.repro", "minimal torchrun reproducers of P2P failure modes"),

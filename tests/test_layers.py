@@ -22,7 +22,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("auditor.dynamic",),
     ("auditor.analysis",),
     ("auditor.report",),
-    ("auditor.scan", "auditor.simulate", "auditor.repro", "auditor.doctor"),
+    ("auditor.scan", "auditor.simulate", "auditor.repro", "auditor.doctor", "auditor.fix"),
     ("auditor.commands", "auditor.cli", "auditor.__main__"),
 ]
 

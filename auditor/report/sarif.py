@@ -89,9 +89,29 @@ def _result(f: dict[str, Any], index: int, sites: dict[str, dict[str, Any]],
     if flows:
         result["codeFlows"] = [{"threadFlows": [{"locations": [
             {"location": {"message": {"text": step}}} for step in path]}]} for path in flows]
+    fixes = [fix for x in (f, *consequences) for fix in _fixes(x.get("patch"))]
+    if fixes:
+        result["fixes"] = fixes
     if compared:
         result["baselineState"] = (f.get("detail") or {}).get("baseline", "unchanged")
     return result
+
+
+def _fixes(patch: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """A cause's verified patch (`p2paudit fix`) as SARIF `fixes`: per file its replacements,
+    each a character range of the file as scanned and the text that replaces it."""
+    if not patch or not patch.get("verified"):
+        return []
+    by_path: dict[str, list[dict[str, Any]]] = {}
+    for e in patch["edits"]:
+        by_path.setdefault(e["path"], []).append({
+            "deletedRegion": {"charOffset": e["offset"], "charLength": e["length"]},
+            **({"insertedContent": {"text": e["text"]}} if e["text"] else {})})
+    return [{"description": {"text": f"{patch['says']} (verified by p2paudit's re-scan of the "
+                                     "patched script)"},
+             "artifactChanges": [{"artifactLocation": {"uri": path, "uriBaseId": "SRCROOT"},
+                                  "replacements": replacements}
+                                 for path, replacements in by_path.items()]}]
 
 
 def _site_location(s: dict[str, Any]) -> dict[str, Any]:

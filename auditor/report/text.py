@@ -210,6 +210,8 @@ def _cause_blocks(doc: dict[str, Any], verbose: bool) -> list[str]:
         lines += [f"  {cause.severity.upper():<7} {f['kind']}{at}", f"          {f['message']}"]
         if f.get("fix"):
             lines.append(f"          fix: {f['fix']}")
+        lines += [line for x in (f, *(findings[i] for i in cause.consequences))
+                  for line in _patch_lines(x.get("patch"))]
         explained = [findings[i] for i in cause.consequences]
         if verbose:
             lines += [f"          explains {c['kind']}: {c['message']}" for c in explained]
@@ -217,6 +219,17 @@ def _cause_blocks(doc: dict[str, Any], verbose: bool) -> list[str]:
             lines.append("          explains: " + ", ".join(_briefly(c) for c in explained)
                          + " (--verbose says each)")
     return lines
+
+
+def _patch_lines(patch: dict[str, Any] | None) -> list[str]:
+    """A cause's verified patch (`p2paudit fix`): the lines it removes and adds."""
+    if not patch or not patch.get("verified"):
+        return []
+    changed = [line for line in patch["diff"].splitlines()
+               if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+    head = (f"          patch ({patch['says']}, verified by a re-scan; `p2paudit fix --apply` "
+            "writes it):")
+    return [head, *(f"            {line}" for line in changed)]
 
 
 def _briefly(f: dict[str, Any]) -> str:

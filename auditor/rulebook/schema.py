@@ -44,7 +44,7 @@ TABLES: dict[str, Table] = {
     "arg": _table(True, "stage key type", f"default class aliases {_SELECT}"),
     "rule": _table(True, "id stage", f"key action value when guard provenance class valid invalid {_SELECT}"),
     "check": _table(True, "id stage when kind severity message",
-                    f"effect fix blame guard supersedes category explains headline valid invalid "
+                    f"effect fix remedy blame guard supersedes category explains headline valid invalid "
                     f"{_SELECT}"),
     "model": _table(True, "names", "values torch_dtype versions source"),
     # The call-graph interpreter (rulebook.interpreter).
@@ -58,7 +58,7 @@ TABLES: dict[str, Table] = {
     "coalescing_context": _table(True, "qualnames", f"group_param {_SELECT}"),
     "pg_method": _table(True, "name issues", _SELECT),
     "process_group": _table(False, "", "types factories"),
-    "env_var": _table(True, "name status", "severity message fix replacement requires reader allowed "
+    "env_var": _table(True, "name status", "severity message fix remedy replacement requires reader allowed "
                                            f"valid invalid {_SELECT}"),
     "p2p_roles": _table(False, "peer_pattern", "valid invalid source"),
     "batch_wrapper": _table(True, "modules key", "versions unknown source"),
@@ -96,7 +96,17 @@ TYPES: dict[str, dict[str, type]] = {
     "batch_wrapper": {"modules": list, "key": str},
     "container_image": {"image": str, "tag": str, "torch": str, "source": str},
     "config_file": {"kind": str, "launchers": list, "suffixes": list, "sections": list},
+    "check": {"remedy": list},
+    "env_var": {"remedy": list},
 }
+
+# A remedy option (`remedy = [{option, edit, name, value?, default?}]` of a check or env_var):
+# the mechanical edits `p2paudit fix` makes (auditor/fix/script.py), entries of one `option`
+# name made together, or `upgrade`, a release of `name` in the range `value` that is no edit of
+# the inputs.
+REMEDY_EDITS = {"unset_env": False, "set_env": True, "rename_env": True, "set_flag": True,
+                "upgrade": True}  # edit -> whether it needs a `value`
+REMEDY_KEYS = frozenset(["option", "edit", "name", "value", "default"])
 _SPOKEN = {str: "a string", int: "an integer", list: "a list"}
 
 
@@ -125,10 +135,43 @@ def problem(data: dict[str, Any]) -> str | None:
             for key, kind in TYPES.get(name, {}).items():
                 if key in entry and not isinstance(entry[key], kind):
                     return f"{where}: {key} must be {_SPOKEN[kind]}"
+            if "remedy" in entry:
+                bad = _remedy_problem(entry["remedy"])
+                if bad:
+                    return f"{where}: remedy {bad}"
             spec = entry.get("versions") if table.many else None
             if spec is not None and spec != "*":
                 try:
                     SpecifierSet(spec if isinstance(spec, str) else "!", prereleases=True)
                 except InvalidSpecifier:
                     return f"{where}: versions {spec!r} is not a PEP 440 specifier such as \">=0.16,<0.18\""
+    return None
+
+
+def _remedy_problem(options: list[Any]) -> str | None:
+    """What is wrong with a remedy list: an unknown key or edit, a missing name or value, an
+    option that edits one name twice or whose edits are apart, not exactly one default. An
+    option of several edits lists each as an entry of the same `option` name, one after another."""
+    seen: list[tuple[str, Any]] = []
+    for option in options:
+        if not isinstance(option, dict):
+            return "options must be tables"
+        unknown = sorted(set(option) - REMEDY_KEYS)
+        if unknown:
+            return f"option: unknown key {unknown[0]!r} (allowed: {', '.join(sorted(REMEDY_KEYS))})"
+        name = option.get("option")
+        if not isinstance(name, str) or (name, option.get("name")) in seen:
+            return f"option name {name!r} missing, or repeated for {option.get('name')!r}"
+        if name in {n for n, _ in seen} and options[len(seen) - 1].get("option") != name:
+            return f"option {name!r}: its edits must be listed together"
+        seen.append((name, option.get("name")))
+        edit = option.get("edit")
+        if edit not in REMEDY_EDITS:
+            return f"{name}: edit {edit!r} is not one of {', '.join(REMEDY_EDITS)}"
+        if not isinstance(option.get("name"), str):
+            return f"{name}: no name (the variable, flag or package the edit is about)"
+        if REMEDY_EDITS[edit] != isinstance(option.get("value"), str):
+            return f"{name}: edit {edit} {'needs' if REMEDY_EDITS[edit] else 'takes no'} value"
+    if sum(1 for o in options if o.get("default") is True) != 1:
+        return "must mark exactly one option default = true"
     return None

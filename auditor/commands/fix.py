@@ -1,0 +1,116 @@
+"""`p2paudit fix --config run.sh`: the patch that removes the script's findings, verified by a
+re-scan of the patched script before it is offered.
+
+The unified diff goes to stdout (or `-o FILE`); what each option does to each finding goes to
+stderr. `--apply` writes the verified patch over the script after a backup beside it
+(`run.sh.p2paudit-bak`), and refuses a script that changed since the scan, a symlink, or a patch
+that did not verify. Exit status: 0 when the verified patch leaves a run `scan` calls clean,
+1 otherwise, 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+
+from auditor.commands import options
+from auditor.commands.output import emit, emit_report
+from auditor.config.coerce import overrides_from
+from auditor.errors import EXIT_FINDINGS, InputError
+from auditor.fix import plan as fix_plan
+from auditor.fix import report
+from auditor.scan import ScanInputs
+
+BACKUP = ".p2paudit-bak"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    options.add_config(parser)
+    options.add_targets(parser)
+    options.add_torch(parser)
+    options.add_set(parser)
+    options.add_entry(parser, "entry point(s) instead of the framework's (in order: init first)")
+    parser.add_argument("--option", action="append", default=[], metavar="NAME",
+                        help="a cause's fix option instead of its default (repeatable; the "
+                             "report lists each cause's options)")
+    parser.add_argument("--format", choices=("diff", "text", "html", "json", "sarif"),
+                        default="diff",
+                        help="diff: the unified diff; the others: the scan's report with each "
+                             "cause's verified patch under it (SARIF `fixes`)")
+    options.add_output(parser, "write the patch here instead of stdout")
+    parser.add_argument("--apply", action="store_true",
+                        help=f"write the verified patch to the script, after a copy to "
+                             f"SCRIPT{BACKUP}")
+    parser.add_argument("--simulate", action=argparse.BooleanOptionalAction, default=None,
+                        help="run `simulate` on the patched script too (default: where it "
+                             "applies, a megatron-core pipeline; it takes seconds to minutes)")
+    options.add_jobs(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.apply and args.output:
+        raise InputError("--apply", "writes the script itself; leave out -o")
+    if args.output and args.output != "-" and _same_file(args.output, args.config):
+        raise InputError(args.output, "-o names the launch script, an input: give another file")
+    inputs = ScanInputs(args.config, args.target, overrides_from(args.set), args.torch,
+                        args.entry, args.jobs, progress=sys.stderr.isatty())
+    plan = fix_plan.make(inputs, set(args.option), args.simulate)
+    known = {o.option for p in plan.proposals for o in p.options}
+    unknown = sorted(set(args.option) - known)
+    if unknown:
+        raise InputError(unknown[0], f"--option: no cause of this run has that option "
+                                     f"(options: {', '.join(sorted(known)) or 'none'})")
+    sys.stderr.write(report.text(plan))
+    if args.format != "diff":
+        emit_report(report.attach(plan), "scan", args.format, args.output)
+        return plan.exit_code
+    if not plan.edits:
+        print("p2paudit fix: nothing to patch: no finding has a mechanical remedy that verified; "
+              "nothing written", file=sys.stderr)
+        return plan.exit_code
+    if not plan.verified:
+        print("p2paudit fix: no verified patch: nothing written", file=sys.stderr)
+        return EXIT_FINDINGS
+    if args.apply:
+        backup = apply(plan)
+        print(f"p2paudit fix: patched {plan.path} (the original is {backup})", file=sys.stderr)
+    else:
+        emit(plan.diff(), args.output)
+    return plan.exit_code
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def apply(plan: fix_plan.Plan) -> str:
+    """Write the verified patch over the script, which must still be the file scanned; the
+    original goes to SCRIPT.p2paudit-bak first (never over an earlier backup). Returns the
+    backup's path."""
+    path = plan.path
+    if not plan.verified:
+        raise InputError(path, "the patch did not verify: not applied")
+    if os.path.islink(path) or not os.path.isfile(path):
+        raise InputError(path, "not a regular file (a symlink's target is not written): "
+                               "apply the diff by hand")
+    if fix_plan.sha256(fix_plan.read_text(path)) != plan.sha256:
+        raise InputError(path, "changed since the scan: run p2paudit fix again")
+    backup = path + BACKUP
+    try:
+        with open(backup, "x", encoding="utf-8", newline="") as f:
+            f.write(plan.source)
+    except FileExistsError:
+        raise InputError(backup, "a backup from an earlier fix exists: move it away first") from None
+    shutil.copymode(path, backup)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".p2paudit-")
+    with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+        f.write(plan.patched)
+    shutil.copymode(path, tmp)
+    os.replace(tmp, path)
+    return backup

@@ -1,0 +1,165 @@
+"""The fix pipeline: scan, one remedy option per cause, each option's edits verified alone by a
+re-scan, the verified ones merged into one patch, the patch verified again as a whole.
+
+One cause, one fix: the options are those of each cause's root finding (analysis.causes); the
+findings it explains are expected to go with it, and are checked to.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from auditor.analysis import causes
+from auditor.config.model import LaunchConfig
+from auditor.errors import InputError
+from auditor.fix import edits as text_edits
+from auditor.fix import verify
+from auditor.fix.edits import TextEdit
+from auditor.fix.remedies import Option, options_for, pick
+from auditor.fix.script import NotMechanical, edits_for
+from auditor.fix.verify import STILL, Outcome, compare, rescan
+from auditor.scan import ScanInputs, read_config, run_scan
+
+
+@dataclass
+class Proposal:
+    """A cause's chosen option: its edits, or why it has none; and its own re-scan."""
+
+    cause: causes.Cause
+    option: Option
+    options: list[Option]
+    edits: list[TextEdit] = field(default_factory=list)
+    not_mechanical: str = ""
+    outcome: Outcome | None = None
+
+    @property
+    def verified(self) -> bool:
+        """Its edits remove the cause's own finding and add none. What the cause explains may
+        have a second reason that stays (the report says which)."""
+        return (bool(self.edits) and self.outcome is not None
+                and self.outcome.removes([self.cause.index]))
+
+
+@dataclass
+class Plan:
+    path: str
+    source: str
+    sha256: str  # of the script as scanned: --apply refuses a script that changed since
+    doc: dict[str, Any]
+    proposals: list[Proposal]
+    edits: list[TextEdit]  # the verified options' edits, merged
+    patched: str
+    outcome: Outcome | None  # the re-scan of the whole patch
+    patched_doc: dict[str, Any] | None
+    # `simulate` of the patched script (verify.simulate), or why it was not run
+    simulation: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def verified(self) -> bool:
+        """The patch as a whole removes every finding its options target, adds none."""
+        taken = [p.cause.index for p in self.proposals if p.verified]
+        return bool(self.edits) and self.outcome is not None and self.outcome.removes(taken)
+
+    @property
+    def exit_code(self) -> int:
+        """0 when no ERROR is left: the verified patch removed every one (or the scan had none
+        and there is nothing to patch); else 1. Whether the patched run is CLEAN is the
+        re-scan's headline, shown beside it."""
+        if self.edits and not self.verified:
+            return 1
+        if self.simulation.get("simulated") and self.simulation["exit_code"] != 0:
+            return 1  # the schedule's order, run, does not complete
+        after = self.patched_doc if self.patched_doc is not None else self.doc
+        return 1 if any(f["severity"] == "error" for f in after["findings"]) else 0
+
+    def diff(self) -> str:
+        return text_edits.unified(label(self.path), self.source, self.patched)
+
+
+def label(path: str) -> str:
+    """The script's name in the diff: relative to the working directory when inside it (so
+    `git apply` takes it there), else its file name (apply it in its directory)."""
+    rel = os.path.relpath(path)
+    return os.path.basename(path) if rel.startswith("..") else rel
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def read_text(path: str) -> str:
+    with open(path, encoding="utf-8", newline="") as f:
+        return f.read()
+
+
+def _proposal(cause: causes.Cause, option: Option, options: list[Option], launch: LaunchConfig,
+              source: str) -> Proposal:
+    proposal = Proposal(cause, option, options)
+    try:
+        proposal.edits = edits_for(option, launch, source)
+    except NotMechanical as exc:
+        proposal.not_mechanical = str(exc)
+    return proposal
+
+
+def _verify_alone(inputs: ScanInputs, source: str, findings: list[dict[str, Any]],
+                  proposals: list[Proposal]) -> None:
+    """Each proposal's edits alone, re-scanned."""
+    for p in proposals:
+        if p.edits:
+            after = rescan(inputs, {inputs.config_path: text_edits.apply(source, p.edits)})
+            p.outcome = compare(findings, after["findings"])
+
+
+def make(inputs: ScanInputs, chosen: set[str] | None = None, simulate: bool | None = None) -> Plan:
+    """The verified patch for `inputs`' script; `chosen`: option names instead of defaults;
+    `simulate`: run `simulate` on the patched script (None: where it applies, a megatron-core
+    pipeline)."""
+    chosen = chosen or set()
+    source = read_text(inputs.config_path)
+    read = read_config(inputs.config_path, inputs.targets)
+    launch = read[0]
+    doc = run_scan(inputs, read)
+    if read_text(inputs.config_path) != source:  # the edits' offsets are into `source`
+        raise InputError(inputs.config_path, "changed while it was scanned: run p2paudit fix again")
+    findings = doc["findings"]
+    proposals = []
+    for cause in causes.group(findings):
+        options = options_for(findings[cause.index])
+        option = pick(options, chosen)
+        if option is not None:
+            proposals.append(_proposal(cause, option, options, launch, source))
+    _verify_alone(inputs, source, findings, proposals)
+    # A finding its cause explains but whose fix leaves it has a reason of its own: its own
+    # remedy, where it has one, joins the patch.
+    second = []
+    for p in proposals:
+        if not p.verified or p.outcome is None:
+            continue
+        for i in p.cause.consequences:
+            option = pick(options_for(findings[i]), chosen)
+            if p.outcome.states[i] == STILL and option is not None:
+                own = causes.Cause(i, findings[i]["severity"], (), False)
+                second.append(_proposal(own, option, options_for(findings[i]), launch, source))
+    _verify_alone(inputs, source, findings, second)
+    proposals += second
+    verified = [p for p in proposals if p.verified]
+    merged, dropped = text_edits.merge([p.edits for p in verified])
+    for i in dropped:  # its edit collides with an earlier option's: not part of this patch
+        verified[i].outcome = None
+    patched = text_edits.apply(source, merged)
+    outcome, patched_doc = None, None
+    if merged:
+        patched_doc = rescan(inputs, {inputs.config_path: patched})
+        outcome = compare(findings, patched_doc["findings"])
+        outcome.verdict = patched_doc["verdict"]
+    simulation = {"simulated": False, "headline": "not asked (--no-simulate)"}
+    if simulate is None and not verify.simulates(doc):
+        simulation["headline"] = "not applicable: no megatron-core pipeline schedule to run"
+    elif simulate is not False and merged:
+        simulation = verify.simulate(inputs, {inputs.config_path: patched})
+    return Plan(inputs.config_path, source, sha256(source), doc, proposals, merged, patched,
+                outcome, patched_doc, simulation)

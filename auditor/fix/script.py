@@ -1,0 +1,111 @@
+"""A remedy option as edits of a launch script's lines, at the lines the scan read them from
+(`EnvVar.line`, `Flag.line`): an assignment removed, changed or renamed in place; a flag's value
+changed, or the flag added as a line of its own inside the command's `\\` continuations."""
+
+from __future__ import annotations
+
+import re
+
+from auditor.config.flags import normalise
+from auditor.config.model import LaunchConfig
+from auditor.fix.edits import TextEdit
+from auditor.fix.remedies import Option
+
+_VALUE = r"""(?:"[^"\n]*"|'[^'\n]*'|[^\s;&|'"\\]*)"""
+
+
+class NotMechanical(Exception):
+    """The option cannot be made as an edit of this script; the message says why."""
+
+
+def edits_for(option: Option, launch: LaunchConfig, source: str) -> list[TextEdit]:
+    """The edits of each of the option's steps; insertions at one place as one, in the
+    option's order."""
+    out: list[TextEdit] = []
+    for e in (e for step in option.steps for e in _step(step, launch, source)):
+        if out and e.length == 0 and out[-1].length == 0 and out[-1].offset == e.offset:
+            out[-1] = TextEdit(e.path, e.offset, 0, out[-1].text + e.text)
+        else:
+            out.append(e)
+    return out
+
+
+def _step(option: Option, launch: LaunchConfig, source: str) -> list[TextEdit]:
+    if option.edit == "set_env" and option.name not in launch.env:
+        return _export(option, launch, source)
+    if option.edit in ("unset_env", "set_env", "rename_env"):
+        return _env(option, launch, source)
+    if option.edit == "set_flag":
+        return _flag(option, launch, source)
+    raise NotMechanical(f"{option.says()} is no edit of the script")
+
+
+def _export(option: Option, launch: LaunchConfig, source: str) -> list[TextEdit]:
+    """`export NAME=VALUE` on a line of its own: after the script's last `export` line before
+    the command, else just before the command."""
+    lines = _lines(source)
+    before = lines[:launch.command_line - 1]
+    exports = [n for n, (_, text) in enumerate(before)
+               if re.match(r"\s*export\s", text) and not text.rstrip("\r\n").endswith("\\")]
+    at = exports[-1] + 1 if exports else launch.command_line - 1
+    if at > 0 and lines[at - 1][1].rstrip("\r\n").endswith("\\"):
+        raise NotMechanical(f"{launch.path}:{at} continues onto the line where "
+                            f"`export {option.name}` would go")
+    offset = lines[at][0] if at < len(lines) else len(source)
+    return [TextEdit(launch.path, offset, 0, f"export {option.name}={option.value}\n")]
+
+
+def _lines(source: str) -> list[tuple[int, str]]:
+    """(offset, text with its newline) of each line."""
+    out, at = [], 0
+    for text in source.splitlines(keepends=True):
+        out.append((at, text))
+        at += len(text)
+    return out
+
+
+def _env(option: Option, launch: LaunchConfig, source: str) -> list[TextEdit]:
+    var = launch.env.get(option.name)
+    if var is None or var.line < 1:
+        raise NotMechanical(f"{option.name} is not set in {launch.path} (it comes from the caller's "
+                            "environment): unset it there")
+    offset, text = _lines(source)[var.line - 1]
+    match = re.search(rf"(?<![\w$]){re.escape(option.name)}={_VALUE}", text)
+    if match is None:
+        raise NotMechanical(f"{launch.path}:{var.line} does not spell {option.name}=VALUE")
+    if option.edit == "set_env":
+        new = f"{option.name}={option.value}"
+    elif option.edit == "rename_env":
+        new = f"{option.value}{match[0][len(option.name):]}"
+    else:
+        rest = (text[:match.start()] + text[match.end():]).strip()
+        if rest in ("", "export", "\\", "export \\"):  # the line sets only this variable
+            return [TextEdit(launch.path, offset, len(text), "")]
+        end = match.end() + len(text[match.end():]) - len(text[match.end():].lstrip(" \t"))
+        return [TextEdit(launch.path, offset + match.start(), end - match.start(), "")]
+    return [TextEdit(launch.path, offset + match.start(), match.end() - match.start(), new)]
+
+
+def _flag(option: Option, launch: LaunchConfig, source: str) -> list[TextEdit]:
+    key = normalise(option.name)
+    lines = _lines(source)
+    given = next((f for f in launch.flags.values()
+                  if f.name == key or normalise(f.spelling) == key), None)
+    if given is not None:
+        offset, text = lines[given.line - 1]
+        match = re.search(rf"(?<![\w-]){re.escape(given.spelling)}(?:=|[ \t]+){_VALUE}", text)
+        if match is None or given.value is True:
+            raise NotMechanical(f"{launch.path}:{given.line}: {given.spelling}'s value is not "
+                                "on its line")
+        return [TextEdit(launch.path, offset + match.start(), match.end() - match.start(),
+                         f"{option.name} {option.value}")]
+    # A new line after the command's last line that continues (`\`), indented as the next.
+    last = max((n for n in range(launch.command_line, launch.end_line)
+                if lines[n - 1][1].rstrip("\r\n").endswith("\\")), default=None)
+    if last is None:
+        raise NotMechanical(f"the command at {launch.path}:{launch.command_line} has no `\\` "
+                            f"continuation to add {option.name} on a line of its own")
+    following = lines[last][1]
+    indent = following[:len(following) - len(following.lstrip(" \t"))]
+    offset = lines[last][0]
+    return [TextEdit(launch.path, offset, 0, f"{indent}{option.name} {option.value} \\\n")]

@@ -1,0 +1,113 @@
+"""Does a patch do what it says? The patched inputs are scanned again in a temporary copy (the
+user's files are never written for this) and each finding of the first scan is matched to the
+second's by identity: gone, still there; a finding only the second has is new."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from auditor.analysis import verdict
+from auditor.scan import ScanInputs, run_scan
+
+GONE, STILL, NEW = "gone", "still there", "new"
+
+
+def identity(f: dict[str, Any]) -> tuple[str, str, tuple[str, ...]]:
+    """What makes two scans' findings the same finding: the kind, the rule or variable, the
+    sites; not its line, which a patch moves."""
+    detail = f.get("detail") or {}
+    return (f["kind"], str(detail.get("rule") or detail.get("variable") or ""),
+            tuple(sorted(f.get("site_ids", []))))
+
+
+@dataclass
+class Outcome:
+    """The second scan against the first: per finding of the first (by index) gone or still
+    there, and the second's findings the first did not have."""
+
+    states: dict[int, str]
+    new: list[dict[str, Any]] = field(default_factory=list)
+    verdict: dict[str, Any] = field(default_factory=dict)
+
+    def removes(self, indices: list[int]) -> bool:
+        """Verified for these findings: each is gone, and nothing new appeared."""
+        return not self.new and all(self.states[i] == GONE for i in indices)
+
+
+def compare(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> Outcome:
+    remaining = [identity(f) for f in after]
+    states = {}
+    for i, f in enumerate(before):
+        key = identity(f)
+        states[i] = STILL if key in remaining else GONE
+    known = {identity(f) for f in before}
+    return Outcome(states, [f for f in after if identity(f) not in known])
+
+
+def rescan(inputs: ScanInputs, patched: dict[str, str]) -> dict[str, Any]:
+    """The scan of `inputs` with the files of `patched` (path -> text) replaced, run on copies
+    in a temporary directory; the document's paths name the user's files again."""
+    with tempfile.TemporaryDirectory(prefix="p2paudit-fix-") as tmp:
+        moved = {}
+        for n, (path, text) in enumerate(patched.items()):
+            where = os.path.join(tmp, str(n))
+            os.mkdir(where)
+            copy = os.path.join(where, os.path.basename(path))
+            with open(copy, "w", encoding="utf-8", newline="") as f:
+                f.write(text)
+            moved[path] = copy
+        doc = run_scan(ScanInputs(**{**inputs.__dict__, "progress": False,
+                                     "config_path": moved.get(inputs.config_path,
+                                                              inputs.config_path)}))
+    for f in doc["findings"]:
+        for path, copy in moved.items():
+            f["where"] = f.get("where", "").replace(copy, path)
+            f["message"] = f["message"].replace(copy, path)
+    verdict.finish(doc)
+    return doc
+
+
+SIMULATE_SECONDS = 300
+
+
+def simulates(doc: dict[str, Any]) -> bool:
+    """`simulate` applies: a pipeline (size > 1) whose schedule is megatron-core's, a target."""
+    size = doc.get("config", {}).get("effective", {}).get("pipeline_model_parallel_size")
+    return (isinstance(size, int) and size > 1
+            and any(t.get("name") == "megatron-core" for t in doc.get("targets", [])))
+
+
+def simulate(inputs: ScanInputs, patched: dict[str, str]) -> dict[str, Any]:
+    """`p2paudit simulate` of the patched script, in a temporary copy and a process of its own
+    (it runs the schedule's ranks): its headline and exit status, or why it did not finish."""
+    with tempfile.TemporaryDirectory(prefix="p2paudit-fix-sim-") as tmp:
+        copy = os.path.join(tmp, os.path.basename(inputs.config_path))
+        with open(copy, "w", encoding="utf-8", newline="") as f:
+            f.write(patched[inputs.config_path])
+        out = os.path.join(tmp, "simulation.json")
+        argv = [sys.executable, "-m", "auditor", "simulate", "--config", copy, "--format", "json",
+                "-o", out]
+        argv += [a for t in inputs.targets or [] for a in ("--target", t)]
+        argv += ["--torch", inputs.torch_version] if inputs.torch_version else []
+        argv += [a for k, v in (inputs.overrides or {}).items() for a in ("--set", f"{k}={v}")]
+        started = time.perf_counter()
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=SIMULATE_SECONDS,
+                                  check=False)
+        except subprocess.TimeoutExpired:
+            return {"simulated": False, "headline": f"did not finish in {SIMULATE_SECONDS} s"}
+        seconds = round(time.perf_counter() - started, 1)
+        if done.returncode == 2 or not os.path.exists(out):
+            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            return {"simulated": False, "headline": f"simulate stopped: {last}"}
+        with open(out, encoding="utf-8") as f:
+            result = json.load(f)
+    return {"simulated": True, "headline": result["verdict"]["headline"].replace(copy, inputs.config_path),
+            "exit_code": done.returncode, "seconds": seconds}
