@@ -24,6 +24,7 @@ import os
 from collections import Counter
 from typing import Any
 
+from auditor.analysis.runevidence import stopped_findings, undecided_evidence
 from auditor.analysis.runfindings import replay_findings, run_findings
 from auditor.analysis.runreplay import recorded_order
 from auditor.analysis.uses import Key, Use, group_label, read_uses
@@ -94,11 +95,13 @@ def join(
                     "complete": replayed == sum(rt.ops for rt in trace.ranks.values()),
                     "run_completed": completed, "deadlock": deadlock.to_json()},
         "timeline": _timeline(trace, model),
+        "undecided": undecided_evidence(trace),
     }
     out["run"] = run
     findings = list(doc.get("findings", []))
     effective = doc.get("config", {}).get("effective", {})
     findings += [f.to_json() for f in run_findings(uses, mapped, by_id, run, effective)]
+    findings += [f.to_json() for f in stopped_findings(trace)]
     findings += [f.to_json() for f in replay_findings(run["waitfor"], deadlock)]
     out["findings"] = findings
     return out
@@ -234,10 +237,14 @@ def _trace_summary(trace: Trace) -> dict[str, Any]:
                        if g.get("backend")})
     return {
         "root": str(trace.root), "ranks": len(trace.ranks), "world_size": trace.world_size,
-        "missing": trace.missing, "skipped": trace.skipped,
+        "missing": trace.missing, "missing_count": trace.missing_count,
+        "silent": {str(r): why for r, why in trace.silent.items()}, "skipped": trace.skipped,
         "torch": sorted({str(m["torch"]) for m in metas if m.get("torch")}),
         "backends": backends,
-        "pending": {str(r): len(rt.pending()) for r, rt in trace.ranks.items() if rt.pending()},
+        # A rank whose recorder stopped (`off`) left its last ops without end lines: incomplete
+        # evidence (run.undecided), not a hang.
+        "pending": {str(r): len(rt.pending()) for r, rt in trace.ranks.items()
+                    if rt.pending() and rt.off is None},
         "raised": {str(r): len(rt.raised) for r, rt in trace.ranks.items() if rt.raised},
         "hang_files": sorted(r for r, rt in trace.ranks.items() if rt.hang is not None),
         "events": sum(rt.lines for rt in trace.ranks.values()),
@@ -245,9 +252,11 @@ def _trace_summary(trace: Trace) -> dict[str, Any]:
 
 
 def _completed(trace: Trace) -> bool:
-    """Every rank's file is there, every recorded op has an end line and none raised: whatever
-    the model says of its order, this run did not deadlock. A missing rank may be the one stuck."""
-    return not trace.missing and not any(rt.pending() or rt.raised for rt in trace.ranks.values())
+    """Every rank's file is there, holds events and was closed, every recorded op has an end
+    line and none raised: whatever the model says of its order, this run did not deadlock. A
+    missing rank may be the one stuck."""
+    return not trace.no_evidence() and not any(
+        rt.pending() or rt.raised or rt.unclosed or rt.off for rt in trace.ranks.values())
 
 
 def _conditions(trace: Trace) -> Conditions:
