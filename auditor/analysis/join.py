@@ -81,7 +81,8 @@ def join(
     # else the network's candidates) with the recorded sizes?
     deadlock = order.deadlock(nccl_like)
     by_id = {s["id"]: s for s in sites}
-    misses = _misses(uses, mapped, by_id, sites)
+    # No target: no scan was given (report --trace alone), so nothing fired "outside" it.
+    misses = _misses(uses, mapped, by_id, sites) if doc.get("targets") else []
     run = {
         "trace": _trace_summary(trace),
         "matched": dict(Counter(how.values())),
