@@ -25,14 +25,13 @@ def undecided_evidence(trace: Trace) -> list[dict[str, str]]:
     if spans:
         flight_recorder = any(rt.meta.get("source") == "flight-recorder"
                               for rt in trace.ranks.values())
-        count = sum(b - a + 1 for a, b in spans)
         world = f" of the world of {trace.world_size}" if trace.world_size else ""
-        why = "; ".join(f"rank {r}: {w}" for r, w in sorted(trace.silent.items())[:EXAMPLES])
+        why = [f"{trace.missing_count} with no {'dump' if flight_recorder else 'trace file'}"] \
+            if trace.absent else []
+        why += [f"rank {r}: {w}" for r, w in sorted(trace.silent.items())[:EXAMPLES]]
         out.append({
-            "what": f"rank(s) {span_words(spans)}{world} left no evidence ({count} rank(s): "
-                    f"{'no dump' if flight_recorder else 'no trace file'}"
-                    + (f"; {why}" if why else "") + "); the rank that hung or failed may be "
-                    "among them",
+            "what": f"rank(s) {span_words(spans)}{world} left no evidence ({'; '.join(why)}); "
+                    "the rank that hung or failed may be among them",
             "decide": "the dump of every rank (TORCH_NCCL_DUMP_ON_TIMEOUT=1 on each node, the "
                       "files gathered into one directory)" if flight_recorder else
                       "every node's trace directory gathered into one (rank-N.jsonl of each "

@@ -41,7 +41,7 @@ from auditor.dynamic.rankfile import (
     keep_per_rank,
     rank_trace,
 )
-from auditor.dynamic.trace import Trace, evidence
+from auditor.dynamic.trace import Trace, evidence, gaps, span_words
 from auditor.findings import Finding
 
 # Entries that close a coalescing window: the window's ops precede them with the same seq id
@@ -381,32 +381,26 @@ class _BatchCalls:
 
 
 def _gaps(d: Dump) -> list[str]:
-    """Ops a group enqueued that left no entry (`op_id` counts every op of a group)."""
+    """Ops a group enqueued that left no entry (`op_id` counts every op of a group). In one pass,
+    as spans: an op id of 10^12 claims no list of that length."""
     if not d.entries or d.entries[0].get("record_id") not in (0, None):
         return []
     by_group: dict[str, set[int]] = {}
+    descs: dict[str, str] = {}
     for e in d.entries:
         if isinstance(e.get("op_id"), int):
-            by_group.setdefault(_pg(e)[0], set()).add(e["op_id"])
+            name, desc = _pg(e)
+            by_group.setdefault(name, set()).add(e["op_id"])
+            descs.setdefault(name, desc)
     out = []
     for name, ids in sorted(by_group.items()):
-        lost = sorted(set(range(1, max(ids) + 1)) - ids)
+        lost = [(max(a, 1), b) for a, b in gaps(sorted(ids), max(ids) + 1) if b >= 1]
         if lost:
-            desc = next((_pg(e)[1] for e in d.entries if _pg(e)[0] == name), "")
-            out.append(f"rank {d.rank}: group {name} ({desc}) enqueued {len(lost)} op(s) with no "
-                       f"entry (op ids {_span_words(lost)}); gloo records no P2P op (send, recv, "
-                       "isend, irecv, batch_isend_irecv), so these are most likely its P2P ops")
+            out.append(f"rank {d.rank}: group {name} ({descs[name]}) enqueued "
+                       f"{sum(b - a + 1 for a, b in lost)} op(s) with no entry (op ids "
+                       f"{span_words(lost)}); gloo records no P2P op (send, recv, isend, irecv, "
+                       "batch_isend_irecv), so these are most likely its P2P ops")
     return out
-
-
-def _span_words(ids: list[int]) -> str:
-    parts, start = [], None
-    for i, v in enumerate(ids):
-        start = v if start is None else start
-        if i + 1 == len(ids) or ids[i + 1] != v + 1:
-            parts.append(str(start) if start == v else f"{start}-{v}")
-            start = None
-    return ", ".join(parts)
 
 
 def read_flight_recorder(path: str | os.PathLike[str], sites: list[dict[str, Any]] | None = None,

@@ -57,7 +57,8 @@ def test_a_field_of_the_wrong_type_is_one_line_naming_it(capsys, scan, name, fie
 def window_shape(n: int) -> list[dict]:
     """Half the entries collectives on group 1, then coalescing-window closers each on a group of
     its own (a dump's ring buffer can start after a window's ops): each closer walked back over
-    every entry before it, looking for its group's ops (quadratic: > 120 s at 32k entries)."""
+    every entry before it, looking for its group's ops, and each group's op ids were listed from
+    1 to the largest (quadratic: > 120 s at 32k entries)."""
     entries = []
     for i in range(n):
         if i < n // 2:
@@ -66,7 +67,7 @@ def window_shape(n: int) -> list[dict]:
                             "state": "completed", "retired": True})
         else:
             entries.append({"record_id": i, "process_group": [f"c{i}", "coalesced"],
-                            "collective_seq_id": 0, "p2p_seq_id": i, "op_id": 1,
+                            "collective_seq_id": 0, "p2p_seq_id": i, "op_id": i,
                             "profiling_name": "nccl:coalesced", "state": "completed",
                             "retired": True})
     return entries
