@@ -85,7 +85,7 @@ def test_reader_truncated_line_missing_rank_restart_and_bad_hang(tmp_path: Path)
     notes = "\n".join(t.skipped)
     assert f"rank-2.jsonl:{len(lines)}: truncated last line" in notes
     assert "hang-rank-1.json: unreadable hang file" in notes
-    assert "rank(s) 3: no trace file" in notes and "rank 0: earlier process" in notes
+    assert "rank 3: no trace file" in notes and "rank 0: earlier process" in notes
 
 
 def _report_of(trace_dir: Path, tmp_path: Path) -> subprocess.CompletedProcess:

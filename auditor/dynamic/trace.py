@@ -181,7 +181,8 @@ def evidence(root: Path, ranks: dict[int, RankTrace], world_size: int | None,
         if len(trace.missing) >= MISSING_LISTED:
             break
     if absent:
-        skipped.append(f"rank(s) {span_words(absent)}: {why}")
+        one = absent == [(absent[0][0], absent[0][0])]
+        skipped.append(f"rank{'' if one else 's'} {span_words(absent)}: {why}")
     for rank, reason in sorted(silent.items()):
         skipped.append(f"rank {rank}: {reason}: no evidence of what it did")
     return trace
