@@ -24,7 +24,7 @@ import os
 from collections import Counter
 from typing import Any
 
-from auditor.analysis.runevidence import stopped_findings, undecided_evidence
+from auditor.analysis.runevidence import evidence_complete, stopped_findings, undecided_evidence
 from auditor.analysis.runfindings import replay_findings, run_findings
 from auditor.analysis.runreplay import recorded_order
 from auditor.analysis.uses import Key, Use, group_label, read_uses
@@ -72,7 +72,8 @@ def join(
             conditions = _override(conditions, transport, init)
     order = recorded_order(trace, doc)
     model, replayed = order.replay(conditions)
-    completed = _completed(trace)
+    # A rank without evidence, or whose process never closed its file, may be the one stuck.
+    completed = _completed(trace) and evidence_complete(trace)
     # On a CPU (gloo) recording, the NCCL questions are asked of what NCCL would do with it.
     nccl_like = conditions
     if conditions.backend == "gloo":
@@ -102,8 +103,9 @@ def join(
     findings = list(doc.get("findings", []))
     effective = doc.get("config", {}).get("effective", {})
     findings += [f.to_json() for f in run_findings(uses, mapped, by_id, run, effective)]
-    findings += [f.to_json() for f in stopped_findings(trace)]
     findings += [f.to_json() for f in replay_findings(run["waitfor"], deadlock)]
+    # After the replay's: where the run crashed, the cycle or mismatch that explains it leads.
+    findings += [f.to_json() for f in stopped_findings(trace)]
     out["findings"] = findings
     return out
 
@@ -242,10 +244,7 @@ def _trace_summary(trace: Trace) -> dict[str, Any]:
         "silent": {str(r): why for r, why in trace.silent.items()}, "skipped": trace.skipped,
         "torch": sorted({str(m["torch"]) for m in metas if m.get("torch")}),
         "backends": backends,
-        # A rank whose recorder stopped (`off`) left its last ops without end lines: incomplete
-        # evidence (run.undecided), not a hang.
-        "pending": {str(r): len(rt.pending()) for r, rt in trace.ranks.items()
-                    if rt.pending() and rt.off is None},
+        "pending": {str(r): len(rt.pending()) for r, rt in trace.ranks.items() if rt.pending()},
         "raised": {str(r): len(rt.raised) for r, rt in trace.ranks.items() if rt.raised},
         "hang_files": sorted(r for r, rt in trace.ranks.items() if rt.hang is not None),
         "events": sum(rt.lines for rt in trace.ranks.values()),
@@ -253,11 +252,9 @@ def _trace_summary(trace: Trace) -> dict[str, Any]:
 
 
 def _completed(trace: Trace) -> bool:
-    """Every rank's file is there, holds events and was closed, every recorded op has an end
-    line and none raised: whatever the model says of its order, this run did not deadlock. A
-    missing rank may be the one stuck."""
-    return not trace.no_evidence() and not any(
-        rt.pending() or rt.raised or rt.unclosed or rt.off for rt in trace.ranks.values())
+    """Every rank's file is there, every recorded op has an end line and none raised: whatever
+    the model says of its order, this run did not deadlock. A missing rank may be the one stuck."""
+    return not trace.missing and not any(rt.pending() or rt.raised for rt in trace.ranks.values())
 
 
 def _conditions(trace: Trace) -> Conditions:

@@ -1,6 +1,6 @@
-"""What a trace says of its own completeness: ranks that left no evidence and ranks whose
-recording stopped (undecided: what the run did there is not known), ops that raised and ranks
-whose process never closed its file (findings: the run crashed, whatever its op order says).
+"""What a trace says of its own completeness: ranks that left no evidence (undecided: what the
+run did there is not known), ops that raised and ranks whose process never closed its file
+(findings: the run crashed, whatever its op order says).
 
 Missing evidence is never CLEAN (MUST reports "incomplete" when a process's events are missing):
 the join puts `undecided_evidence` in `run.undecided`, which the verdict lists with what decides
@@ -19,7 +19,7 @@ EXAMPLES = 4  # ranks described one by one in a message
 
 def undecided_evidence(trace: Trace) -> list[dict[str, str]]:
     """{what, decide} for each gap in the evidence: ranks of the run without a file or without an
-    event, and ranks whose recorder stopped before the run ended."""
+    event. (A rank whose recorder stopped, `phase: "off"`, is the trace summary's `incomplete`.)"""
     out = []
     spans = trace.no_evidence()
     if spans:
@@ -36,15 +36,12 @@ def undecided_evidence(trace: Trace) -> list[dict[str, str]]:
                       "files gathered into one directory)" if flight_recorder else
                       "every node's trace directory gathered into one (rank-N.jsonl of each "
                       "rank), or a run recorded again"})
-    off = {r: rt.off for r, rt in trace.ranks.items() if rt.off is not None}
-    if off:
-        first = min(off)
-        out.append({
-            "what": f"what rank(s) {_words(off)} did after their recording stopped (rank {first}: "
-                    f"{off[first]}): the trace is incomplete there, its open ops are not a hang",
-            "decide": "a run recorded again with the cause removed (free space on the trace "
-                      "directory's filesystem, for 'disk full')"})
     return out
+
+
+def evidence_complete(trace: Trace) -> bool:
+    """Every rank of the run left events, and every process closed its file."""
+    return not trace.no_evidence() and not any(rt.unclosed for rt in trace.ranks.values())
 
 
 def stopped_findings(trace: Trace) -> list[Finding]:

@@ -85,16 +85,15 @@ class RankTrace:
     usage: Counter = field(default_factory=Counter)  # Use -> ops
     batch_calls: Counter = field(default_factory=Counter)  # site -> batch_isend_irecv calls
     lines: int = 0  # lines after the meta line
+    last_t: float = 0.0  # `t` of its last line: the process wrote from wall0 to wall0 + last_t
+    # How the file ends where its process did not close it (killed, or still running): the
+    # zeros after its last line, or a last line cut short. None: closed.
+    unclosed: str | None = None
     raised: list[dict[str, Any]] = field(default_factory=list)  # end lines with how "raise"
     world_sizes: set[int] = field(default_factory=set)  # what the meta and init lines say
     highest: tuple[int, int] = (-1, 0)  # (largest rank a peer or group names, its line)
     notes: list[str] = field(default_factory=list)
     hang: dict[str, Any] | None = None
-    last_t: float = 0.0  # `t` of its last line: the process wrote from wall0 to wall0 + last_t
-    # How the file ends where its process did not close it (killed, or still running): the
-    # zeros after its last line, or a last line cut short. None: closed.
-    unclosed: str | None = None
-    off: str | None = None  # the recorder stopped in this process (`phase: "off"`): why
 
     @property
     def ops(self) -> int:
@@ -358,7 +357,6 @@ def rank_trace(rank: int, path: Path, lines: Iterable[tuple[int | None, dict[str
                 if ops <= keep:
                     head.append(event)
             elif phase == "off":
-                trace.off = str(event.get("error"))
                 trace.notes.append(f"{_at(path, number)}: the recorder stopped in this process "
                                    f"({event.get('error')}): later ops are not in the trace")
                 if ops <= keep:

@@ -114,3 +114,4 @@ def test_a_fifo_hang_file_does_not_block(tmp_path, capsys, scan):
     code, doc, _ = report(capsys, scan, "--trace", str(trace))
     assert time.perf_counter() - start < 20 and code == EXIT_OK
     assert any("hang-rank-0.json: not a regular file" in s for s in doc["run"]["trace"]["skipped"])
+
