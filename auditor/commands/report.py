@@ -91,6 +91,8 @@ def load_document(path: str) -> dict[str, Any]:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(path, f"not JSON: {exc.msg} (column {exc.colno})", line=exc.lineno) from None
+    except RecursionError:
+        raise InputError(path, "JSON nested too deeply: not a p2paudit document") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("sites"), list) \
             or not isinstance(doc.get("targets"), list):
         raise InputError(path, "not a p2paudit scan or sites document (no 'sites' and 'targets')")

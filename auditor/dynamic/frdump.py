@@ -84,6 +84,9 @@ def load_dump_file(path: Path) -> Any:
             return json.loads(raw)
         except ValueError as exc:
             raise InputError(str(path), f"not a JSON Flight Recorder dump: {exc}") from None
+        except RecursionError:
+            raise InputError(str(path), "JSON nested too deeply: not a Flight Recorder dump") \
+                from None
     if head == b"\x80":
         try:
             data = _PlainData(io.BytesIO(raw)).load()

@@ -173,7 +173,8 @@ CUT = "its last line is cut short (by a kill?)"
 SEQ_LIMIT = 1 << 63  # a seq the recorder's int64 counter can reach
 
 
-def _no_constant(name: str) -> Any:
+def no_constant(name: str) -> Any:
+    """json's `parse_constant`: NaN and Infinity are not numbers a trace or hang file holds."""
     raise ValueError(f"{name} is not a number a trace line holds")
 
 
@@ -188,7 +189,7 @@ def json_lines(file: Path, notes: list[str], unclosed: list[str] | None = None
         notes.append(f"{file.name}: unreadable ({exc})")
         return
     # json.loads without its per-line encoding sniffing
-    decode = json.JSONDecoder(parse_constant=_no_constant).decode
+    decode = json.JSONDecoder(parse_constant=no_constant).decode
     number = 0
     with handle:
         for raw in handle:
@@ -202,6 +203,8 @@ def json_lines(file: Path, notes: list[str], unclosed: list[str] | None = None
                 return
             try:
                 event = decode(raw.decode())
+            except RecursionError:
+                raise inconsistent(file, "a JSON line nested too deeply", number) from None
             except ValueError as exc:  # UnicodeDecodeError is one
                 if not raw.endswith(b"\n"):  # only a file's last line can lack its newline
                     notes.append(f"{file.name}:{number}: truncated last line (cut by a kill?), "

@@ -31,6 +31,7 @@ from auditor.dynamic.rankfile import (
     inconsistent,
     json_lines,
     keep_per_rank,
+    no_constant,
     rank_trace,
 )
 from auditor.errors import InputError
@@ -142,10 +143,10 @@ def read_trace_dir(path: str | os.PathLike[str], head_ops: int = HEAD_OPS,
             skipped.append(f"{file.name}: not a regular file, not read")
             continue
         try:
-            report = json.loads(file.read_text(encoding="utf-8"))
+            report = json.loads(file.read_text(encoding="utf-8"), parse_constant=no_constant)
             if not isinstance(report, dict):
                 raise ValueError("not a JSON object")
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             skipped.append(f"{file.name}: unreadable hang file ({exc})")
             continue
         rank = int(match.group(1))
