@@ -63,3 +63,15 @@ def test_a_restart_is_read_as_its_latest_attempt(capsys, scan):
     assert code == EXIT_OK, captured.err
     assert any("earlier process(es) rank-0.jsonl kept apart" in s
                for s in doc["run"]["trace"]["skipped"])
+
+
+@pytest.mark.parametrize("name, number", [("seq_huge", 3), ("group_dup_ranks", 2)])
+def test_the_trace_line_schema_refuses_what_the_reader_refuses(name, number):
+    """The contract (docs/schema/trace-line.schema.json) says what the reader checks of one line:
+    a seq the recorder's counter can hold, a group naming each rank once."""
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((Path(__file__).resolve().parents[2] / "docs" / "schema" /
+                         "trace-line.schema.json").read_text())
+    file = INPUTS / name / ("rank-1.jsonl" if name == "seq_huge" else "rank-0.jsonl")
+    line = json.loads(file.read_text().splitlines()[number - 1])
+    assert list(jsonschema.Draft202012Validator(schema).iter_errors(line))
