@@ -13,6 +13,11 @@ plain parse and <= 1 GiB; 1,024 ranks x 20k events <= 1 GiB; HTML <= 5 MB.
 
     python benchmarks/bench_report.py [--ranks 128] [--events-per-rank 10000] [--repeat 3]
                                       [--keep DIR]
+
+`--flight-recorder-entries N` measures instead the Flight Recorder reader on two ranks' dumps of
+N/4, N/2 and N entries in the shape that made it quadratic (issue 28 item 12: coalescing-window
+closers each on a group of their own after a run of another group's collectives; 32k entries
+took > 120 s): the time must about double with the entries.
 """
 
 from __future__ import annotations
@@ -96,6 +101,38 @@ def _repeat(ops: list[dict], times: int):
             yield op
 
 
+def flight_recorder_dumps(root: Path, entries: int) -> None:
+    """Two ranks' JSON dumps (format 2.10) of `entries` entries each: half all_reduce on group 1,
+    then `nccl:coalesced` closers, each on a group no other entry is on."""
+    rows = []
+    for i in range(entries):
+        group, name = (["1", "g1"], "nccl:all_reduce") if i < entries // 2 else \
+            ([f"c{i}", "coalesced"], "nccl:coalesced")
+        rows.append({"record_id": i, "process_group": group, "collective_seq_id": i,
+                     "p2p_seq_id": i, "op_id": i, "profiling_name": name,
+                     "state": "completed", "retired": True})
+    dump = {"version": "2.10", "entries": rows,
+            "pg_config": {"1": {"name": "1", "desc": "g1", "ranks": "[0, 1]"}}}
+    root.mkdir(parents=True, exist_ok=True)
+    for rank in range(2):
+        (root / f"rank{rank}.json").write_text(json.dumps(dump))
+
+
+def bench_flight_recorder(entries: int, repeat: int) -> None:
+    from auditor.dynamic.flight_recorder import read_flight_recorder
+
+    with tempfile.TemporaryDirectory(prefix="p2paudit-bench-fr-") as work:
+        for n in (entries // 4, entries // 2, entries):
+            flight_recorder_dumps(Path(work) / str(n), n)
+            times = []
+            for _ in range(repeat):
+                start = time.perf_counter()
+                read_flight_recorder(Path(work) / str(n))
+                times.append(time.perf_counter() - start)
+            print(f"flight recorder, 2 ranks x {n:>6} entries: {statistics.median(times):7.3f} s "
+                  f"(median of {repeat})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--ranks", type=int, default=128)
@@ -105,7 +142,12 @@ def main() -> None:
                         "reuse it when it already holds one")
     parser.add_argument("--measure", nargs=4, metavar=("WHAT", "TRACE", "SCAN", "HTML"))
     parser.add_argument("--prepare", nargs=3, metavar=("WORK", "RANKS", "EVENTS"))
+    parser.add_argument("--flight-recorder-entries", type=int, metavar="N",
+                        help="measure the Flight Recorder reader on dumps of up to N entries")
     args = parser.parse_args()
+    if args.flight_recorder_entries:
+        bench_flight_recorder(args.flight_recorder_entries, args.repeat)
+        return
     if args.measure:
         measure(*args.measure)
         return

@@ -140,7 +140,7 @@ def test_a_killed_rank_exports_up_to_its_last_line_and_says_so(tmp_path: Path, c
      "not a trace line (phase 'finish')"),
     (lambda text: text.replace('"group":"0"', '"group":"no-such"', 1),
      "group 'no-such' is named before any line describes it"),
-    (lambda text: text.replace('"peer":1', '"peer":"one"', 1), "a field of the wrong type"),
+    (lambda text: text.replace('"peer":1', '"peer":"one"', 1), "not a trace line (peer 'one')"),
 ])
 def test_a_trace_that_contradicts_itself_is_exit_2(damage, says, tmp_path: Path, capsys) -> None:
     trace = tmp_path / "trace"

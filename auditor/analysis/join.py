@@ -24,6 +24,7 @@ import os
 from collections import Counter
 from typing import Any
 
+from auditor.analysis.runevidence import evidence_complete, stopped_findings, undecided_evidence
 from auditor.analysis.runfindings import replay_findings, run_findings
 from auditor.analysis.runreplay import recorded_order
 from auditor.analysis.uses import Key, Use, group_label, read_uses
@@ -71,7 +72,8 @@ def join(
             conditions = _override(conditions, transport, init)
     order = recorded_order(trace, doc)
     model, replayed = order.replay(conditions)
-    completed = _completed(trace)
+    # A rank without evidence, or whose process never closed its file, may be the one stuck.
+    completed = _completed(trace) and evidence_complete(trace)
     # On a CPU (gloo) recording, the NCCL questions are asked of what NCCL would do with it.
     nccl_like = conditions
     if conditions.backend == "gloo":
@@ -80,7 +82,8 @@ def join(
     # else the network's candidates) with the recorded sizes?
     deadlock = order.deadlock(nccl_like)
     by_id = {s["id"]: s for s in sites}
-    misses = _misses(uses, mapped, by_id, sites)
+    # No target: no scan was given (report --trace alone), so nothing fired "outside" it.
+    misses = _misses(uses, mapped, by_id, sites) if doc.get("targets") else []
     run = {
         "trace": _trace_summary(trace),
         "matched": dict(Counter(how.values())),
@@ -94,12 +97,15 @@ def join(
                     "complete": replayed == sum(rt.ops for rt in trace.ranks.values()),
                     "run_completed": completed, "deadlock": deadlock.to_json()},
         "timeline": _timeline(trace, model),
+        "undecided": undecided_evidence(trace),
     }
     out["run"] = run
     findings = list(doc.get("findings", []))
     effective = doc.get("config", {}).get("effective", {})
     findings += [f.to_json() for f in run_findings(uses, mapped, by_id, run, effective)]
     findings += [f.to_json() for f in replay_findings(run["waitfor"], deadlock)]
+    # After the replay's: where the run crashed, the cycle or mismatch that explains it leads.
+    findings += [f.to_json() for f in stopped_findings(trace)]
     out["findings"] = findings
     return out
 
@@ -234,7 +240,8 @@ def _trace_summary(trace: Trace) -> dict[str, Any]:
                        if g.get("backend")})
     return {
         "root": str(trace.root), "ranks": len(trace.ranks), "world_size": trace.world_size,
-        "missing": trace.missing, "skipped": trace.skipped,
+        "missing": trace.missing, "missing_count": trace.missing_count,
+        "silent": {str(r): why for r, why in trace.silent.items()}, "skipped": trace.skipped,
         "torch": sorted({str(m["torch"]) for m in metas if m.get("torch")}),
         "backends": backends,
         "pending": {str(r): len(rt.pending()) for r, rt in trace.ranks.items() if rt.pending()},

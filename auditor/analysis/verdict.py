@@ -161,7 +161,8 @@ def across_words(releases: list[str]) -> str:
 
 def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
     """What the contradiction rule needed for this run and the analysis did not decide."""
-    out: list[Undecided] = []
+    # A recorded run's evidence gaps (analysis.runevidence): ranks that left none come first.
+    out = [Undecided(u["what"], u["decide"]) for u in (doc.get("run") or {}).get("undecided", [])]
     config = doc.get("config", {})
     effective = config.get("effective", {})
     provenance = config.get("provenance", {})

@@ -32,7 +32,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from auditor.dynamic.rankfile import KINDS, carried_ends, checked_lines, inconsistent, json_lines
+from auditor.dynamic.rankfile import (
+    KINDS,
+    carried_ends,
+    checked_lines,
+    inconsistent,
+    json_lines,
+)
 from auditor.dynamic.trace import per_rank_file, rank_files, read_trace_dir
 from auditor.errors import EXIT_OK, InputError
 from auditor.simulate import machine
@@ -67,6 +73,9 @@ def run(args: argparse.Namespace) -> int:
     # Written under temporary names, renamed once whole: a failed export leaves no table that
     # looks complete.
     partial = {name: out / f".{name}.partial" for name in ("ops.parquet", "groups.parquet")}
+    # The one reader judges the trace first (every line, peers in their groups, one world, one
+    # run), so that export refuses what `report` refuses, with the same line.
+    read_trace_dir(args.trace, head_ops=0, jobs=args.jobs)
     writers: list[Any] = []
     ops = 0
     try:
@@ -80,10 +89,6 @@ def run(args: argparse.Namespace) -> int:
             for writer, table in zip(writers, pair):
                 writer.write_table(table)
             ops += pair[0].num_rows
-        # What one file cannot show, the one reader judges before the tables are put in place
-        # (peers in their groups, groups that hold their rank, one world): no table is left of a
-        # trace that `report` refuses.
-        read_trace_dir(args.trace, head_ops=0, jobs=args.jobs)
     except BaseException:
         for writer in writers:
             writer.close()

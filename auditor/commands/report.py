@@ -1,6 +1,9 @@
-"""`p2paudit report --scan scan.json --trace DIR [-o report.html]`: the scan joined with a
+"""`p2paudit report [--scan scan.json] --trace DIR [-o report.html]`: the scan joined with a
 recorded run (or with PyTorch Flight Recorder dumps: `--flight-recorder DIR`), as one
 self-contained HTML file, or the joined document as JSON or SARIF, or a Perfetto trace.
+
+Without --scan the run alone is judged: a trace is evidence enough for the dynamic verdicts (a
+hang, a wait-for cycle, mismatched pairs, a crashed or incomplete run).
 
 Exit status, as auditor.analysis.verdict decides it: 1 when the report holds an error (a
 contradiction, a static miss, a deadlocking op order, an unbatched op under batch_p2p_comm=True)
@@ -30,8 +33,10 @@ from auditor.static.inventory import inventory
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--scan", required=True, metavar="SCAN.JSON",
-                        help="a scan document (p2paudit scan --format json; a sites inventory works too)")
+    parser.add_argument("--scan", metavar="SCAN.JSON",
+                        help="a scan document (p2paudit scan --format json; a sites inventory "
+                             "works too) to join the run with; without it the run alone is "
+                             "judged (hang, wait-for cycle, mismatch, a crashed run)")
     options.add_trace(parser, "trace directory written by p2paudit record")
     add_flight_recorder_argument(parser)
     parser.add_argument("--trace-target", action="append", default=[], metavar="TARGET",
@@ -70,6 +75,12 @@ def join_run(doc: dict[str, Any], trace: Trace, **options: Any) -> dict[str, Any
     return joined
 
 
+def no_scan() -> dict[str, Any]:
+    """The document a run is joined with when no scan is given: no site, no target (so no fired
+    line is a static miss or outside the scanned sources: nothing was scanned)."""
+    return {"sites": [], "targets": [], "findings": []}
+
+
 def load_document(path: str) -> dict[str, Any]:
     """A scan or sites document from a file, or InputError naming the file and what is wrong."""
     try:
@@ -80,6 +91,8 @@ def load_document(path: str) -> dict[str, Any]:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(path, f"not JSON: {exc.msg} (column {exc.colno})", line=exc.lineno) from None
+    except RecursionError:
+        raise InputError(path, "JSON nested too deeply: not a p2paudit document") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("sites"), list) \
             or not isinstance(doc.get("targets"), list):
         raise InputError(path, "not a p2paudit scan or sites document (no 'sites' and 'targets')")
@@ -95,7 +108,10 @@ def context(fmt: str, doc: dict[str, Any], trace: Trace | None, **given: Any) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    doc = load_document(args.scan)
+    if args.scan is None and not (args.trace or args.flight_recorder):
+        raise InputError("--scan", "give --trace DIR or --flight-recorder DIR (and --scan "
+                                   "SCAN.JSON to join the run with a scan)")
+    doc = load_document(args.scan) if args.scan else no_scan()
     trace = read_run(args, doc)
     if trace is not None:
         trace_sites = None

@@ -34,8 +34,14 @@ from pathlib import Path
 from typing import Any
 
 from auditor.dynamic.frdump import Dump, read_dumps
-from auditor.dynamic.rankfile import HEAD_OPS, RankTrace, keep_per_rank, rank_trace
-from auditor.dynamic.trace import Trace
+from auditor.dynamic.rankfile import (
+    HEAD_OPS,
+    RankTrace,
+    inconsistent,
+    keep_per_rank,
+    rank_trace,
+)
+from auditor.dynamic.trace import Trace, evidence, gaps, span_words
 from auditor.findings import Finding
 
 # Entries that close a coalescing window: the window's ops precede them with the same seq id
@@ -120,7 +126,7 @@ def _ranks(value: Any) -> tuple[int, ...] | None:
     if isinstance(value, str):
         try:
             value = ast.literal_eval(value)
-        except (ValueError, SyntaxError):
+        except (ValueError, SyntaxError, RecursionError, MemoryError):  # "[[[[..." nested deep
             return None
     if isinstance(value, (list, tuple)) and all(isinstance(r, int) for r in value):
         return tuple(sorted(value))
@@ -158,18 +164,23 @@ def _windows(entries: list[dict[str, Any]]) -> dict[int, int]:
     """Entry index -> index of the entry closing its coalescing window: the entries before a
     closer on its group that share its p2p (or collective) sequence number."""
     owner: dict[int, int] = {}
+    # Per group, the entries since its last closer: a closer takes the run of them that ends
+    # just before it, so each entry is looked at a bounded number of times (linear; walking
+    # back over every other group's entries was quadratic: 32k entries took > 120 s).
+    open_on: dict[str, list[int]] = {}
     for i, e in enumerate(entries):
-        if _kind(e)[1] not in CLOSERS:
-            continue
         pg = _pg(e)[0]
-        for j in range(i - 1, -1, -1):
+        since = open_on.setdefault(pg, [])
+        if _kind(e)[1] not in CLOSERS:
+            since.append(i)
+            continue
+        for j in reversed(since):
             prev = entries[j]
-            if _pg(prev)[0] != pg:
-                continue
             p2p = _is_p2p(prev)
-            if _kind(prev)[1] in CLOSERS or _seq(prev, p2p) != _seq(e, p2p) or j in owner:
+            if _seq(prev, p2p) != _seq(e, p2p):
                 break
             owner[j] = i
+        since.clear()
     return owner
 
 
@@ -370,32 +381,26 @@ class _BatchCalls:
 
 
 def _gaps(d: Dump) -> list[str]:
-    """Ops a group enqueued that left no entry (`op_id` counts every op of a group)."""
+    """Ops a group enqueued that left no entry (`op_id` counts every op of a group). In one pass,
+    as spans: an op id of 10^12 claims no list of that length."""
     if not d.entries or d.entries[0].get("record_id") not in (0, None):
         return []
     by_group: dict[str, set[int]] = {}
+    descs: dict[str, str] = {}
     for e in d.entries:
         if isinstance(e.get("op_id"), int):
-            by_group.setdefault(_pg(e)[0], set()).add(e["op_id"])
+            name, desc = _pg(e)
+            by_group.setdefault(name, set()).add(e["op_id"])
+            descs.setdefault(name, desc)
     out = []
     for name, ids in sorted(by_group.items()):
-        lost = sorted(set(range(1, max(ids) + 1)) - ids)
+        lost = [(max(a, 1), b) for a, b in gaps(sorted(ids), max(ids) + 1) if b >= 1]
         if lost:
-            desc = next((_pg(e)[1] for e in d.entries if _pg(e)[0] == name), "")
-            out.append(f"rank {d.rank}: group {name} ({desc}) enqueued {len(lost)} op(s) with no "
-                       f"entry (op ids {_span_words(lost)}); gloo records no P2P op (send, recv, "
-                       "isend, irecv, batch_isend_irecv), so these are most likely its P2P ops")
+            out.append(f"rank {d.rank}: group {name} ({descs[name]}) enqueued "
+                       f"{sum(b - a + 1 for a, b in lost)} op(s) with no entry (op ids "
+                       f"{span_words(lost)}); gloo records no P2P op (send, recv, isend, irecv, "
+                       "batch_isend_irecv), so these are most likely its P2P ops")
     return out
-
-
-def _span_words(ids: list[int]) -> str:
-    parts, start = [], None
-    for i, v in enumerate(ids):
-        start = v if start is None else start
-        if i + 1 == len(ids) or ids[i + 1] != v + 1:
-            parts.append(str(start) if start == v else f"{start}-{v}")
-            start = None
-    return ", ".join(parts)
 
 
 def read_flight_recorder(path: str | os.PathLike[str], sites: list[dict[str, Any]] | None = None,
@@ -435,8 +440,12 @@ def read_flight_recorder(path: str | os.PathLike[str], sites: list[dict[str, Any
         if (major, minor) > NEWEST_KNOWN:
             limits.append(f"{d.path.name}: dump version {d.version} is newer than the 2.10 this "
                           "reader was checked against; keys it does not know are ignored")
-    world = max([len(g.ranks) for g in groups.values() if g.known and g.desc == "default_pg"]
-                + [max(d.rank for d in dumps) + 1])
+    said = [len(g.ranks) for g in groups.values() if g.known and g.desc == "default_pg"]
+    world = max(said + [max(d.rank for d in dumps) + 1])
+    if said and world > max(said):
+        far = max(dumps, key=lambda d: d.rank)
+        raise inconsistent(far.path, f"a dump of rank {far.rank}, outside the world of "
+                                     f"{max(said)} ranks its default group's pg_config names")
     ranks: dict[int, RankTrace] = {}
     keep = keep_per_rank(len(dumps), head_ops)
     stopped: list[str] = []
@@ -449,12 +458,12 @@ def read_flight_recorder(path: str | os.PathLike[str], sites: list[dict[str, Any
         rt = ranks[d.rank] = rank_trace(d.rank, d.path, ((None, e) for e in [meta, *events]), keep)
         stopped += rt.notes
     notes += stopped
-    missing = sorted(set(range(world)) - set(ranks))
-    for r in missing:
-        notes.append(f"rank {r}: no dump (its process never dumped, or its file is elsewhere)")
-    notes += limits
-    return Trace(Path(path), ranks, world, missing, {},
-                 [f"flight recorder: {n}" for n in notes])
+    silent = {r: "its dump holds no entry" for r, rt in ranks.items() if not rt.lines}
+    said_of: list[str] = []
+    trace = evidence(Path(path), ranks, world, {}, said_of, silent,
+                     "no dump (its process never dumped, or its file is elsewhere)")
+    trace.skipped = [f"flight recorder: {n}" for n in notes + said_of + limits]
+    return trace
 
 
 # --- what the dumps say about a hang --------------------------------------------------------------
@@ -501,7 +510,7 @@ def _gap_finding(trace: Trace, rank: int, other: int, e: dict[str, Any], what: s
                  wanted: str, theirs: int) -> Finding:
     site = e.get("site") or {}
     where = f"{site.get('path')}:{site.get('line')}" if site else ""
-    if other in trace.missing:
+    if trace.lacks(other):
         why = f"rank {other} left no dump"
     else:
         why = (f"rank {other}'s dump ends after {theirs} such op(s): rank {other} never issued "

@@ -53,11 +53,18 @@ PLAIN = (dict, list, tuple, str, bytes, int, float, bool, type(None))
 
 
 def _check_plain(value: Any, path: Path) -> None:
+    """Each object once, by identity: a pickle can make a list hold itself, or share one list a
+    billion ways in a few hundred bytes."""
     todo = [value]
+    seen: set[int] = set()
     while todo:
         item = todo.pop()
         if not isinstance(item, PLAIN):
             raise InputError(str(path), f"pickle holds a {type(item).__name__}, not plain data: refused")
+        if isinstance(item, (dict, list, tuple)):
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
         if isinstance(item, dict):
             todo.extend(item.keys())
             todo.extend(item.values())
@@ -77,6 +84,9 @@ def load_dump_file(path: Path) -> Any:
             return json.loads(raw)
         except ValueError as exc:
             raise InputError(str(path), f"not a JSON Flight Recorder dump: {exc}") from None
+        except RecursionError:
+            raise InputError(str(path), "JSON nested too deeply: not a Flight Recorder dump") \
+                from None
     if head == b"\x80":
         try:
             data = _PlainData(io.BytesIO(raw)).load()
@@ -127,10 +137,10 @@ def read_dumps(path: str | os.PathLike[str]) -> tuple[list[Dump], list[str]]:
         if rank in dumps:
             raise InputError(str(file), f"a second dump for rank {rank} (also "
                                         f"{dumps[rank].path.relative_to(root)}): keep one per rank")
+        _check_fields(data, file)
         version = str(data["version"])
         _check_version(version, file)
-        entries = [e for e in data["entries"] if isinstance(e, dict)]
-        dumps[rank] = Dump(rank, file, version, entries,
+        dumps[rank] = Dump(rank, file, version, data["entries"],
                            data.get("pg_config") if isinstance(data.get("pg_config"), dict) else {},
                            data.get("pg_status") if isinstance(data.get("pg_status"), dict) else {},
                            str(data.get("comm_lib_version") or ""))
@@ -138,6 +148,69 @@ def read_dumps(path: str | os.PathLike[str]) -> tuple[list[Dump], list[str]]:
         raise InputError(str(root), "no Flight Recorder dumps (files named <prefix><rank>, "
                                     "JSON or pickle)")
     return [dumps[r] for r in sorted(dumps)], notes
+
+
+# The fields this package reads, and the types torch writes them with (FlightRecorder.hpp);
+# a field another type is refused, never carried on into a report (a list where a number
+# belongs can be shared a billion ways).
+_INT = (int,)
+_ENTRY_SCALARS: dict[str, tuple[type, ...]] = {
+    "profiling_name": (str,), "state": (str,), "retired": (bool,), "is_p2p": (bool,),
+    "record_id": _INT, "pg_id": _INT, "collective_seq_id": _INT, "p2p_seq_id": _INT,
+    "op_id": _INT, "time_created_ns": _INT, "time_discovered_started_ns": _INT,
+    "time_discovered_completed_ns": _INT,
+}
+_SIZES = ("input_sizes", "output_sizes")
+_DTYPES = ("input_dtypes", "output_dtypes")
+_FRAME = {"filename": (str,), "line": _INT, "name": (str,)}
+
+
+def _check_fields(data: dict[str, Any], file: Path) -> None:
+    """InputError naming the file, the entry and the field where a field this package reads is
+    not of the type a Flight Recorder dump gives it."""
+    def bad(where: str, value: Any, want: str) -> InputError:
+        return InputError(str(file), f"{where} is a {type(value).__name__}, not {want}: not a "
+                                     f"Flight Recorder dump")
+    if not isinstance(data["version"], (str, int, float)):
+        raise bad("version", data["version"], "a version string")
+    if not isinstance(data.get("comm_lib_version", ""), (str, type(None))):
+        raise bad("comm_lib_version", data["comm_lib_version"], "a string")
+    for key in ("pg_config", "pg_status"):
+        groups = data.get(key)
+        if isinstance(groups, dict) and not all(type(k) is str for k in groups):
+            raise bad(f"a key of {key}", next(k for k in groups if type(k) is not str), "a string")
+    for name, info in (data.get("pg_config") or {}).items():
+        if isinstance(info, dict):
+            for key, types in (("name", (str,)), ("desc", (str,)), ("ranks", (str, list, tuple))):
+                if info.get(key) is not None and not isinstance(info[key], types):
+                    raise bad(f"pg_config[{name!r}].{key}", info[key], types[0].__name__)
+    for i, e in enumerate(data["entries"]):
+        if not isinstance(e, dict):
+            raise bad(f"entry {i}", e, "an object")
+        for field_, want in _ENTRY_SCALARS.items():
+            value = e.get(field_)
+            if value is not None and type(value) not in want:  # bool is not int here
+                raise bad(f"entry {i} field {field_}", value, want[0].__name__)
+        pg = e.get("process_group")
+        if pg is not None and not (isinstance(pg, (list, tuple)) and
+                                   all(isinstance(x, str) for x in pg)):
+            raise bad(f"entry {i} field process_group", pg, "a (name, desc) pair")
+        for field_ in _SIZES:
+            sizes = e.get(field_)
+            if sizes is not None and not (isinstance(sizes, (list, tuple)) and all(
+                    isinstance(t, (list, tuple)) and all(type(d) is int for d in t)
+                    for t in sizes)):
+                raise bad(f"entry {i} field {field_}", sizes, "a list of shapes")
+        for field_ in _DTYPES:
+            dtypes = e.get(field_)
+            if dtypes is not None and not (isinstance(dtypes, (list, tuple)) and
+                                           all(isinstance(d, str) for d in dtypes)):
+                raise bad(f"entry {i} field {field_}", dtypes, "a list of dtype names")
+        frames = e.get("frames")
+        if frames is not None and not (isinstance(frames, (list, tuple)) and all(
+                isinstance(f, dict) and all(f.get(k) is None or type(f[k]) in want
+                                            for k, want in _FRAME.items()) for f in frames)):
+            raise bad(f"entry {i} field frames", frames, "a list of frames (filename, line, name)")
 
 
 def _check_version(version: str, file: Path) -> None:

@@ -34,6 +34,7 @@ The line's contract: docs/schema/trace-line.schema.json (docs/design.md).
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -86,6 +87,10 @@ class RankTrace:
     usage: Counter = field(default_factory=Counter)  # Use -> ops
     batch_calls: Counter = field(default_factory=Counter)  # site -> batch_isend_irecv calls
     lines: int = 0  # lines after the meta line
+    last_t: float = 0.0  # `t` of its last line: the process wrote from wall0 to wall0 + last_t
+    # How the file ends where its process did not close it (killed, or still running): the
+    # zeros after its last line, or a last line cut short. None: closed.
+    unclosed: str | None = None
     raised: list[dict[str, Any]] = field(default_factory=list)  # end lines with how "raise"
     world_sizes: set[int] = field(default_factory=set)  # what the meta and init lines say
     highest: tuple[int, int] = (-1, 0)  # (largest rank a peer or group names, its line)
@@ -149,6 +154,10 @@ class _Groups:
             if not isinstance(ranks, list) or not ranks or \
                     not all(type(r) is int and r >= 0 for r in ranks):
                 raise ValueError(f"group ranks {str(ranks)[:80]} are not a list of ranks")
+            if len(set(ranks)) != len(ranks):
+                raise LookupError(f"group ranks {str(ranks)[:80]} name a rank twice")
+            if group.get("size") not in (None, len(ranks)):
+                raise LookupError(f"group of size {group.get('size')!r} with {len(ranks)} ranks")
             if self.rank not in ranks:
                 raise LookupError(f"an op of rank {self.rank} on group {ranks[:16]}"
                                   f"{'...' if len(ranks) > 16 else ''}, which does not hold it")
@@ -162,15 +171,30 @@ class _Groups:
         self.named[str(group["name"])] = self.intern(group)
 
 
-def json_lines(file: Path, notes: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) of every line of a rank file; stops, with a note, at the zeros a
-    killed recorder leaves or at a last line cut short."""
+# A rank file the recorder never closed: why its file ends where it does. `json_lines` appends it
+# to its caller's list; `RankTrace.unclosed` holds it.
+ZEROS = "the recorder never closed this file (its process was killed, or still runs)"
+CUT = "its last line is cut short (by a kill?)"
+SEQ_LIMIT = 1 << 63  # a seq the recorder's int64 counter can reach
+
+
+def no_constant(name: str) -> Any:
+    """json's `parse_constant`: NaN and Infinity are not numbers a trace or hang file holds."""
+    raise ValueError(f"{name} is not a number a trace line holds")
+
+
+def json_lines(file: Path, notes: list[str], unclosed: list[str] | None = None
+               ) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) of every line of a rank file; stops, with a note (and the reason
+    appended to `unclosed`), at the zeros a killed recorder leaves or at a last line cut short.
+    NaN and Infinity are not JSON a recorder writes: such a line is refused."""
     try:
         handle = file.open("rb")
     except OSError as exc:
         notes.append(f"{file.name}: unreadable ({exc})")
         return
-    decode = json.JSONDecoder().decode  # json.loads without its per-line encoding sniffing
+    # json.loads without its per-line encoding sniffing
+    decode = json.JSONDecoder(parse_constant=no_constant).decode
     number = 0
     with handle:
         for raw in handle:
@@ -178,17 +202,23 @@ def json_lines(file: Path, notes: list[str]) -> Iterator[tuple[int, dict[str, An
             if not raw.strip():
                 continue
             if raw[:1] == b"\x00":  # the zeros after a killed recorder's last line
-                notes.append(f"{file.name}:{number}: the recorder never closed this file "
-                             f"(its process was killed, or still runs)")
+                notes.append(f"{file.name}:{number}: {ZEROS}")
+                if unclosed is not None:
+                    unclosed.append(ZEROS)
                 return
             try:
                 event = decode(raw.decode())
-            except ValueError:  # UnicodeDecodeError is one
+            except RecursionError:
+                raise inconsistent(file, "a JSON line nested too deeply", number) from None
+            except ValueError as exc:  # UnicodeDecodeError is one
                 if not raw.endswith(b"\n"):  # only a file's last line can lack its newline
                     notes.append(f"{file.name}:{number}: truncated last line (cut by a kill?), "
                                  f"skipped")
+                    if unclosed is not None:
+                        unclosed.append(CUT)
                     return
-                raise inconsistent(file, "not a JSON line", number) from None
+                why = str(exc) if "not a number" in str(exc) else "not a JSON line"
+                raise inconsistent(file, why, number) from None
             if type(event) is not dict:
                 raise inconsistent(file, "not a JSON object", number)
             yield number, event
@@ -252,15 +282,21 @@ def rank_trace(rank: int, path: Path, lines: Iterable[tuple[int | None, dict[str
     head, open_ops = trace.head, {}
     in_head: dict[int, dict[str, Any]] = {}  # seq -> start event of the head
     batches: set[Any] = set()
+    finished: set[Any] = set()  # seq of every op that ended
     ops = 0
     highest, highest_line = -1, 0
+    last_seq, last_t = 0, 0.0
 
     def ended(event: dict[str, Any]) -> None:
         of = event.get("of")
         start = open_ops.pop(of, None)
+        if start is None:
+            raise LookupError(f"op seq {of!r} ended twice" if of in finished else
+                              f"an end of op seq {of!r}, which never started")
+        finished.add(of)
         event.setdefault("error", None)
-        if event.get("how") == "raise" and start is not None:
-            trace.raised.append(start)
+        if event.get("how") == "raise":  # the start, with the error its end names
+            trace.raised.append({**start, "error": event.get("error") or start.get("error")})
         if event.get("api") == "init_process_group":
             size = event.get("world_size")
             if type(size) is int and size > 0:
@@ -272,6 +308,7 @@ def rank_trace(rank: int, path: Path, lines: Iterable[tuple[int | None, dict[str
         phase = event.get("phase")
         trace.lines += 1
         try:
+            last_seq, last_t = _ordered(event, last_seq, last_t)
             for of, how in carried_ends(event):  # ends learnt just before this line was written
                 start = open_ops.get(of)
                 end = {"seq": event["seq"], "t": event["t"], "rank": event.get("rank"),
@@ -339,6 +376,7 @@ def rank_trace(rank: int, path: Path, lines: Iterable[tuple[int | None, dict[str
             raise inconsistent(path, f"not a trace line ({exc})", number) from None
         except LookupError as exc:
             raise inconsistent(path, str(exc), number) from None
+    trace.last_t = last_t
     trace.usage = Counter({Use(*key): n for key, n in usage.items()})
     trace.open_ops = [open_ops[seq] for seq in sorted(open_ops)]
     for event in trace.open_ops:
@@ -359,6 +397,25 @@ def rank_trace(rank: int, path: Path, lines: Iterable[tuple[int | None, dict[str
         trace.notes.append(f"{path.name}: {len(trace.raised)} op(s) ended in an exception, first "
                            f"{first.get('api')} (seq {first.get('seq')})")
     return trace
+
+
+def _ordered(event: dict[str, Any], last_seq: int, last_t: float) -> tuple[int, float]:
+    """The line's (seq, t), checked against the line before: the recorder numbers its lines one
+    by one under a lock, so a seq not above the last one is a reused or foreign line (a reused
+    seq would hide a pending op). A line without them (a Flight Recorder end) keeps the last."""
+    seq, t = event.get("seq"), event.get("t")
+    if t is not None:
+        if type(t) not in (int, float) or not math.isfinite(t):
+            raise ValueError(f"t {t!r}")
+        last_t = max(last_t, t)
+    if seq is None and event.get("phase") == "end":
+        return last_seq, last_t
+    if type(seq) is not int or not 0 <= seq < SEQ_LIMIT:
+        raise ValueError(f"seq {seq!r:.40}")
+    if seq <= last_seq:
+        raise LookupError(f"seq {seq} after seq {last_seq}: a reused seq (lines of two "
+                          f"processes in one file?)")
+    return seq, last_t
 
 
 def _at(path: Path, number: int | None) -> str:

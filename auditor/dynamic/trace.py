@@ -12,23 +12,41 @@ when the trace is large (`per_rank_file`, which `p2paudit export` uses too).
 from __future__ import annotations
 
 import functools
+import itertools
 import json
+import math
 import os
 import re
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing import get_all_start_methods, get_context
 from pathlib import Path
 from typing import Any, TypeVar
 
 from auditor.dynamic.rankfile import (
-    HEAD_OPS, RankTrace, inconsistent, json_lines, keep_per_rank, rank_trace,
+    HEAD_OPS,
+    RankTrace,
+    inconsistent,
+    json_lines,
+    keep_per_rank,
+    no_constant,
+    rank_trace,
 )
 from auditor.errors import InputError
 
 RANK_FILE = re.compile(r"^rank-(\d+)(?:\.(\d+))?\.jsonl$")
+# Ranks a trace lists by number where evidence is missing; beyond, they are counted (a claimed
+# world of 10^7 ranks costs what its files hold, not a list of 10^7 ranks).
+MISSING_LISTED = 1024
+# Two processes of one rank that wrote at once are two runs, not a restart; wall clocks of two
+# hosts may differ by this much (seconds).
+CLOCKS_AGREE = 1.0
+# The processes of one attempt start recording within this much of each other (torchrun starts a
+# node's workers once every node has joined its rendezvous): a rank whose latest process ended
+# this long before another rank's began is of an earlier run (seconds).
+ONE_ATTEMPT = 60.0
 HANG_FILE = re.compile(r"^hang-rank-(\d+)\.json$")
 # A trace this large (bytes of rank files) is read by worker processes, one file at a time each.
 PARALLEL_BYTES = 32 << 20
@@ -60,9 +78,26 @@ class Trace:
     root: Path
     ranks: dict[int, RankTrace]
     world_size: int | None
-    missing: list[int]  # ranks below world_size with no trace file
+    # Ranks of the world (or, where no world size is recorded, named by a group or peer) with no
+    # trace file: the first MISSING_LISTED of them; `absent` has them all as (first, last) spans.
+    missing: list[int]
     earlier: dict[int, list[RankTrace]]  # older processes of a rank (restarts), oldest first
     skipped: list[str]  # "rank-3.jsonl:57: truncated last line (cut by a kill?)", ...
+    absent: list[tuple[int, int]] = field(default_factory=list)
+    # Ranks whose file (or dump) is there but holds no event: no evidence either; why, per rank.
+    silent: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def missing_count(self) -> int:
+        return sum(last - first + 1 for first, last in self.absent)
+
+    def lacks(self, rank: int) -> bool:
+        """This rank of the run left no trace file."""
+        return any(first <= rank <= last for first, last in self.absent)
+
+    def no_evidence(self) -> list[tuple[int, int]]:
+        """Spans of the ranks with no evidence at all: no file, or a file without an event."""
+        return merge_spans(self.absent + [(r, r) for r in self.silent])
 
     def init_mode(self) -> str | None:
         """How the run created its communicators, as its groups recorded it: "eager" where
@@ -93,7 +128,7 @@ def read_trace_dir(path: str | os.PathLike[str], head_ops: int = HEAD_OPS,
     ranks: dict[int, RankTrace] = {}
     earlier: dict[int, list[RankTrace]] = {}
     for rank, traces in by_rank.items():
-        traces.sort(key=lambda t: (t.meta.get("wall0") or 0.0, t.path.name))
+        traces.sort(key=lambda t: ((_span(t) or (0.0,))[0], t.path.name))
         ranks[rank] = traces[-1]
         if len(traces) > 1:
             earlier[rank] = traces[:-1]
@@ -104,11 +139,14 @@ def read_trace_dir(path: str | os.PathLike[str], head_ops: int = HEAD_OPS,
         match = HANG_FILE.match(file.name)
         if not match:
             continue
+        if not file.is_file():  # a FIFO would block, a device never ends
+            skipped.append(f"{file.name}: not a regular file, not read")
+            continue
         try:
-            report = json.loads(file.read_text(encoding="utf-8"))
+            report = json.loads(file.read_text(encoding="utf-8"), parse_constant=no_constant)
             if not isinstance(report, dict):
                 raise ValueError("not a JSON object")
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             skipped.append(f"{file.name}: unreadable hang file ({exc})")
             continue
         rank = int(match.group(1))
@@ -117,11 +155,101 @@ def read_trace_dir(path: str | os.PathLike[str], head_ops: int = HEAD_OPS,
         else:
             skipped.append(f"{file.name}: hang file of rank {rank}, which has no trace file")
     world_size = _world_size(root, ranks)
-    missing = sorted(set(range(world_size)) - set(ranks)) if world_size else []
-    for rank in missing:
-        skipped.append(f"rank {rank}: no trace file (the process never initialised, or "
-                       f"wrote to another node's directory)")
-    return Trace(root, dict(sorted(ranks.items())), world_size, missing, earlier, skipped)
+    _one_run(root, by_rank, ranks)
+    silent = {rank: "its file holds only its meta line" for rank, rt in ranks.items()
+              if not rt.lines}
+    return evidence(root, ranks, world_size, earlier, skipped, silent,
+                    "no trace file (the process never initialised, or wrote to another node's "
+                    "directory)")
+
+
+def evidence(root: Path, ranks: dict[int, RankTrace], world_size: int | None,
+             earlier: dict[int, list[RankTrace]], skipped: list[str], silent: dict[int, str],
+             why: str) -> Trace:
+    """The `Trace` of `ranks`, with the ranks that left no file: those below `world_size`, or,
+    where no world size is recorded, those a group or a peer names. `why`: what a missing rank's
+    absence means, said once for all of them."""
+    if world_size:
+        absent = gaps(sorted(ranks), world_size)
+    else:
+        named = {r for rt in ranks.values() for g in rt.groups for r in g.get("ranks") or ()}
+        named |= {u.peer for rt in ranks.values() for u in rt.usage if u.peer is not None}
+        absent = merge_spans([(r, r) for r in sorted(named - set(ranks))])
+    trace = Trace(root, dict(sorted(ranks.items())), world_size, [], earlier, skipped, absent,
+                  silent)
+    for first, last in absent:
+        trace.missing += range(first, min(last + 1, first + MISSING_LISTED - len(trace.missing)))
+        if len(trace.missing) >= MISSING_LISTED:
+            break
+    if absent:
+        one = absent == [(absent[0][0], absent[0][0])]
+        skipped.append(f"rank{'' if one else 's'} {span_words(absent)}: {why}")
+    for rank, reason in sorted(silent.items()):
+        skipped.append(f"rank {rank}: {reason}: no evidence of what it did")
+    return trace
+
+
+def gaps(present: list[int], size: int) -> list[tuple[int, int]]:
+    """The (first, last) spans of range(size) that the sorted `present` leaves out."""
+    out, nxt = [], 0
+    for r in present:
+        if r >= size:
+            break
+        if r > nxt:
+            out.append((nxt, r - 1))
+        nxt = max(nxt, r + 1)
+    if nxt < size:
+        out.append((nxt, size - 1))
+    return out
+
+
+def merge_spans(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for first, last in sorted(spans):
+        if out and first <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], last))
+        else:
+            out.append((first, last))
+    return out
+
+
+def span_words(spans: list[tuple[int, int]], most: int = 8) -> str:
+    """`1-3, 8, 10-11`: rank spans as a person writes them."""
+    words = [str(a) if a == b else f"{a}-{b}" for a, b in spans[:most]]
+    return ", ".join(words) + (f" and {len(spans) - most} more span(s)" if len(spans) > most else "")
+
+
+def _one_run(root: Path, by_rank: dict[int, list[RankTrace]], latest: dict[int, RankTrace]) -> None:
+    """InputError where the files are of two runs: two processes of one rank writing at once (a
+    restarted rank's process begins after the old one's last line), or the latest process of a
+    rank that ended long before another rank's latest began (rank 0 of one run would be joined
+    with rank 1 of another)."""
+    for traces in by_rank.values():
+        for old, new in itertools.pairwise(traces):
+            a, b = _span(old), _span(new)
+            if a and b and b[0] < a[1] - (0.0 if old.meta.get("host") == new.meta.get("host")
+                                          else CLOCKS_AGREE):
+                raise inconsistent(root, f"two runs in one directory: {new.path.name} began "
+                                         f"recording {a[1] - b[0]:.3f} s before {old.path.name} "
+                                         f"wrote its last line (a restart begins after); record "
+                                         f"each run into a directory of its own")
+    spans = [(span, rt) for rt in latest.values() if rt.lines and (span := _span(rt))]
+    if len(spans) > 1:
+        began = max(spans, key=lambda x: x[0][0])
+        ended = min(spans, key=lambda x: x[0][1])
+        if began[0][0] > ended[0][1] + ONE_ATTEMPT:
+            raise inconsistent(root, f"two runs in one directory: {began[1].path.name} began "
+                                     f"recording {began[0][0] - ended[0][1]:.0f} s after "
+                                     f"{ended[1].path.name}'s last line; record each run into a "
+                                     f"directory of its own")
+
+
+def _span(rt: RankTrace) -> tuple[float, float] | None:
+    """(wall time of its first line, of its last), where its meta line says when it began."""
+    wall0 = rt.meta.get("wall0")
+    if type(wall0) not in (int, float) or not math.isfinite(wall0):  # type: ignore[arg-type]
+        return None
+    return float(wall0), float(wall0) + rt.last_t  # type: ignore[arg-type]
 
 
 def rank_files(root: Path) -> list[tuple[Path, int]]:
@@ -176,7 +304,7 @@ def read_meta_lines(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     events. The launcher's SIGUSR1 handler needs only this, at the moment a rank is stuck."""
     metas = []
     for file in sorted(Path(path).glob("rank-*.jsonl")):
-        if not RANK_FILE.match(file.name):
+        if not RANK_FILE.match(file.name) or not file.is_file():
             continue
         try:
             with file.open("rb") as f:
@@ -209,7 +337,10 @@ def _read_all(files: list[tuple[Path, int]], keep: int, jobs: int | None) -> lis
 
 def _read_rank_file(file: Path, rank: int, keep: int) -> RankTrace:
     notes: list[str] = []
-    return rank_trace(rank, file, json_lines(file, notes), keep, notes)
+    unclosed: list[str] = []
+    trace = rank_trace(rank, file, json_lines(file, notes, unclosed), keep, notes)
+    trace.unclosed = unclosed[0] if unclosed else None
+    return trace
 
 
 def _world_size(root: Path, ranks: dict[int, RankTrace]) -> int | None:

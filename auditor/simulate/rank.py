@@ -158,13 +158,16 @@ def main(spec_path: str) -> int:
         pid = os.fork()
         if pid == 0:
             status = 0
+            recorder = None
             try:
                 os.environ.update(spec["record_env"])
-                session.start_from_env()
+                recorder = session.start_from_env()
                 run_rank(spec, rank)
             except BaseException:  # the child must never return into the parent's loop
                 traceback.print_exc()
                 status = 1
+            if recorder is not None:  # os._exit runs no atexit: close the rank file as exit does
+                recorder.close()
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(status)
