@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from auditor.analysis import causes
+from auditor.config.launch import read_launch
 
 ROOT = Path(__file__).resolve().parents[1]
 CAUSE_LINE = re.compile(r"^  (ERROR|WARNING|INFO)\s+(\S+)")
@@ -165,3 +166,38 @@ def test_a_world_size_megatron_lm_rejects_is_one_cause(real_sources, tmp_path):
     assert len(sizes) == 1 and "TP*PP*CP = 128" in sizes[0]["message"], sizes
     assert first_screen(proc).split("\n\n")[1].startswith("DOES NOT START: world size 8")
     assert_screen_rules(proc)
+
+
+def test_a_flag_in_a_multi_line_string_is_placed_at_its_own_line(tmp_path):
+    """Flags written one per line inside a quoted string (GPT_ARGS="..." in NVIDIA/Megatron-LM@
+    23.06 examples/pretrain_gpt.sh, here with plain newlines): each flag's provenance names its
+    own line, not the line the string starts on."""
+    script = tmp_path / "run.sh"
+    script.write_text('#!/bin/bash\nMODEL_ARGS="\n    --num-layers 24\n'
+                      '    --tensor-model-parallel-size 2\n    --pipeline-model-parallel-size 2\n"\n'
+                      "torchrun --nproc_per_node 8 pretrain_gpt.py $MODEL_ARGS\n")
+    config = read_launch(script)
+    assert (config.flags["tensor_model_parallel_size"].line,
+            config.flags["pipeline_model_parallel_size"].line) == (4, 5)
+
+
+def test_a_variable_only_the_script_uses_is_not_reported_unexported(tmp_path):
+    """NVIDIA/Megatron-LM@core_v0.17.0 examples/gpt3/train_gpt3_175b_distributed.sh sets
+    NODE_RANK=0 and WORLD_SIZE=... that nothing reads (torchrun takes --node_rank); a variable a
+    rule reads (TORCH_DISTRIBUTED_DEBUG) set without export is still said."""
+    script = tmp_path / "run.sh"
+    script.write_text("#!/bin/bash\nNODE_RANK=0\nWORLD_SIZE=8\nTORCH_DISTRIBUTED_DEBUG=DETAIL\n"
+                      "torchrun --nproc_per_node 8 pretrain_gpt.py --pipeline-model-parallel-size 2\n")
+    config = read_launch(script)
+    said = [d.message.split()[0] for d in config.diagnostics if d.kind == "launch.not-exported"]
+    assert said == ["TORCH_DISTRIBUTED_DEBUG"]
+
+
+def test_a_default_the_script_never_states_is_placed_at_the_command(glm):
+    """ms-swift's 18000000 s default timeout is no line of the script: the finding points at the
+    `megatron sft` line, where `--ddp_timeout` goes, not at `NPROC_PER_NODE=` (the first line of
+    the command's environment prefix)."""
+    where = next(f["where"] for f in glm["doc"]["findings"] if f["kind"] == "timeout-too-large")
+    line = int(where.rsplit(":", 1)[1])
+    text = (ROOT / "examples/glm5_1_lora_pp4.sh").read_text().splitlines()
+    assert text[line - 1].startswith("megatron sft")

@@ -129,6 +129,7 @@ class Expander:
         if isinstance(value, Partial):  # split the known text, keep only the unknown pieces unknown
             for text, unknown in value.segments:
                 Expander._emit(Symbolic(text) if unknown else text, line, quoted, out)
+                line += text.count("\n")  # the next piece starts that many lines further
         elif isinstance(value, Symbolic):
             out.symbolic(value.text, line, unsplit=not quoted)
         elif quoted:

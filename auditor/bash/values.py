@@ -91,10 +91,13 @@ class FieldBuilder:
         self._unsplit |= unsplit
 
     def split(self, value: str, line: int) -> None:
-        for k, piece in enumerate(re.split(r"[ \t\n]+", value)):
-            if k:
+        """`line`: where `value` starts; a word after a newline in it (a multi-line OPTS="...")
+        is on a later line, and the user should be pointed there."""
+        for k, piece in enumerate(re.split(r"([ \t\n]+)", value)):  # words and blanks, in turn
+            if k % 2:
                 self.end()
-            if piece:
+                line += piece.count("\n")
+            elif piece:
                 self.text(piece, line)
 
     def end(self) -> None:

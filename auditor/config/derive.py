@@ -529,7 +529,7 @@ class _Deriver:
             # the fix adds it (not the line of some other input its default was derived from)
             stated = [v.lines for v in map(self.values.get, blame) if v and v.lines]
             lines = stated[0] if stated else ()
-        where = f"{self.launch.path}:{lines[0] if lines else self.launch.command_line}"
+        where = f"{self.launch.path}:{lines[0] if lines else self.launch.launcher_line or self.launch.command_line}"
         message = interpolate(data["message"], self.lookup, self.env)
         effect = data.get("effect")
         if effect:

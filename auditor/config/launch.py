@@ -238,6 +238,7 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
     chosen = ordered[0]
     launcher = chosen.launcher
     config = LaunchConfig(path=path, launcher="", command_line=chosen.line, end_line=chosen.end_line,
+                          launcher_line=chosen.word_line or chosen.line,
                           diagnostics=shell.diagnostics)
     config.wrapper = [f.value for f in chosen.wrapper]
     config.env = _environment(shell, chosen)
@@ -275,7 +276,7 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
             f"the training command at line {chosen.line} is inside an if/case/loop: "
             "variables set differently on other branches are read as symbolic",
             where=f"{path}:{chosen.line}"))
-    _report_unexported(config, launcher, path)
+    _report_unexported(config, launcher, path, spelling.env_names)
     _backend(config, shell, spelling, path)
     return config
 
@@ -309,12 +310,17 @@ def _environment(shell: LaunchShell, chosen: Candidate) -> dict[str, EnvVar]:
     return env
 
 
-def _report_unexported(config: LaunchConfig, launcher: dict, path: str) -> None:
+def _report_unexported(config: LaunchConfig, launcher: dict, path: str,
+                       read_by_rules: frozenset[str]) -> None:
+    """A variable set without `export` that the launcher (a warning) or a rule (info) reads;
+    one that nothing known reads is the script's own business and not reported."""
     read_by_launcher = {launcher.get("env_nproc"), launcher.get("env_nnodes"), "CUDA_VISIBLE_DEVICES"}
     for var in config.env.values():
         if var.how != "assign":
             continue
         important = var.name in read_by_launcher or var.name.startswith("PET_")
+        if not important and var.name not in read_by_rules:
+            continue
         config.diagnostics.append(Finding(
             "launch.not-exported", "warning" if important else "info",
             f"{var.name} is set at line {var.line} but not exported: the training command sees it only "

@@ -60,6 +60,7 @@ class LaunchConfig:
     # Whose argument parser reads `flags`: "ms-swift" (dataclass field names) or "megatron-lm".
     style: str = ""
     end_line: int = 0  # last line of the training command
+    launcher_line: int = 0  # the line of its first word (`megatron sft`), where a flag is added
     script: Scalar = None  # what torchrun runs (`pretrain_gpt.py`, a module with -m); None otherwise
     launcher_flags: dict[str, Flag] = field(default_factory=dict)  # torchrun's own options
     wrapper: list[Scalar] = field(default_factory=list)  # words before the launcher: srun, env, ...

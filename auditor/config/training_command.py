@@ -36,6 +36,7 @@ class Candidate:
     line: int
     end_line: int
     conditional: bool
+    word_line: int = 0  # the launcher word's own line (after `NAME=value \` prefix lines)
 
 
 def is_interpreter(base: str, launcher: dict) -> bool:
@@ -125,7 +126,7 @@ class LaunchShell(Shell):
                             inline[name] = EnvVar(name, value, w.line, "inline")
                 candidate = Candidate(
                     launcher, invoked, sub, args, wrapper, inline, dict(self.vars),
-                    cmd.line, cmd.end_line, self.conditional > 0)
+                    cmd.line, cmd.end_line, self.conditional > 0, fields[0].line)
                 self.candidates.append(candidate)
                 return candidate
             if not wrapped:
