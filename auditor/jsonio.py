@@ -25,7 +25,8 @@ def dumps(obj: Any, **options: Any) -> str:
         if where is None:
             raise
         pointer, value = where
-        raise InputError(str(value), f"at {pointer or '/'} of the output: not a JSON number (a "
+        name = "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
+        raise InputError(name, f"at {pointer or '/'} of the output: not a JSON number (a "
                                      "value the inputs gave is not finite); nothing written") from exc
     except RecursionError:
         raise InputError("the output", "nested too deeply to write as JSON (an input nests as "
