@@ -8,10 +8,16 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import NoReturn
 
-from auditor import __version__
+from auditor import __version__, reads
 from auditor.errors import EXIT_INPUT, InputError
+from auditor.terminal import Visible, visible
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "sites": ("auditor.commands.sites", "list every P2P call site in the given targets"),
@@ -29,8 +35,44 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+class Parser(argparse.ArgumentParser):
+    """A usage error is one line, as every other error is (`p2paudit scan: error: ...`), not
+    the usage block followed by the error."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_INPUT, visible(f"{self.prog}: error: {message} (see `{self.prog} --help`)") + "\n")
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised where the command is, so that it unwinds as from Ctrl-C: its temporary
+    files removed (the default action would end the process with them left behind)."""
+
+
+def _terminated(signum: int, frame: object) -> NoReturn:
+    raise Terminated
+
+
+@contextmanager
+def _command_scope() -> Iterator[None]:
+    """What holds while one command runs: its inputs watched (reads), SIGTERM unwinding, and
+    stderr showing control characters instead of obeying them."""
+    reads.watch()
+    stderr = sys.stderr
+    sys.stderr = Visible(stderr)  # type: ignore[assignment]
+    previous = signal.getsignal(signal.SIGTERM)
+    main_thread = previous is signal.SIG_DFL and threading.current_thread() is threading.main_thread()
+    if main_thread:
+        signal.signal(signal.SIGTERM, _terminated)
+    try:
+        yield
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
+        sys.stderr = stderr
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="p2paudit", description=__doc__.splitlines()[0])
+    parser = Parser(prog="p2paudit", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"p2paudit {__version__}")
     parser.add_argument("--debug", action="store_true",
                         help="on an internal error, print the traceback instead of one line")
@@ -52,6 +94,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_INPUT
+    with _command_scope():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         return importlib.import_module(COMMANDS[args.command][0]).run(args)
     except InputError as exc:
@@ -60,7 +107,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"p2paudit {args.command}: interrupted", file=sys.stderr)
         return 130
-    except Exception as exc:  # noqa: BLE001 - a crash is exit 2 with one line, never findings
+    except Terminated:
+        print(f"p2paudit {args.command}: terminated", file=sys.stderr)
+        return 128 + signal.SIGTERM
+    except RecursionError:
+        print(f"p2paudit {args.command}: error: an input nests too deeply to be read (rerun with "
+              f"`p2paudit --debug {args.command} ...` to see which)", file=sys.stderr)
+        return EXIT_INPUT
+    except Exception as exc:  # a crash is exit 2 with one line, never findings
         if args.debug:
             raise
         text = str(exc).splitlines()[0] if str(exc) else ""

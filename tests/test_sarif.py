@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
+from urllib.parse import unquote
 
 import jsonschema
 import pytest
@@ -69,8 +70,11 @@ def test_scan_as_sarif_is_valid_and_points_at_the_sites(seed_scan):
     env = next(r for r in results if r["ruleId"] == "env-unread")
     where = next(f for f in findings if f["kind"] == "env-unread")["where"]
     assert env["locations"][0]["physicalLocation"]["artifactLocation"]["uriBaseId"] == "SRCROOT"
-    assert f"{env['locations'][0]['physicalLocation']['artifactLocation']['uri']}:" \
-           f"{env['locations'][0]['physicalLocation']['region']['startLine']}" == where
+    # ... as a URI relative to SRCROOT (the directory it ran in), naming the same file
+    uri = env['locations'][0]['physicalLocation']['artifactLocation']['uri']
+    assert f"{Path(unquote(uri)).resolve()}:" \
+           f"{env['locations'][0]['physicalLocation']['region']['startLine']}" == \
+           f"{Path(where.rpartition(':')[0]).resolve()}:{where.rpartition(':')[2]}"
 
 
 def test_joined_report_as_sarif_is_valid(seed_scan, tmp_path):

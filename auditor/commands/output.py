@@ -3,30 +3,111 @@
 from __future__ import annotations
 
 import os
+import re
+import stat
 import sys
 import tempfile
 from typing import TYPE_CHECKING, Any
 
+from auditor import reads
 from auditor.errors import InputError
+from auditor.terminal import visible
 
 if TYPE_CHECKING:
     from auditor.report import formats
 
+TEMP_PREFIX = ".p2paudit-"  # the output's temporary file, beside it until renamed
+
 
 def emit(text: str, path: str | None) -> None:
+    """`text` to stdout, or to `path` as the shell's `>` would put it there, whole or not at all:
+    an existing device, FIFO or /dev/stdout is written through (never replaced by a regular
+    file); a symbolic link is followed and kept; only a regular file is replaced, atomically,
+    keeping its mode. A path that is one of the command's inputs is refused. Control characters
+    from the inputs are shown as escapes, never obeyed (terminal.visible)."""
+    text = visible(text)
     if path is None or path == "-":
         sys.stdout.write(text)
         return
-    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        st: os.stat_result | None = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise InputError(path, f"cannot write the output: {exc.strerror or exc}") from None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise InputError(path, "is a directory; -o names the file to write")
+    if st is not None and not stat.S_ISREG(st.st_mode) or _special(path):
+        _write_through(text, path)
+        return
+    seen = reads.input_named(path)
+    if seen is not None:
+        alias = "" if seen == os.path.abspath(path) else f" (the same file as {seen})"
+        raise InputError(path, f"is an input of this command{alias}: writing the output there "
+                               "would destroy it; give -o another file")
+    _replace(text, os.path.realpath(path), path, st)
+
+
+def _special(path: str) -> bool:
+    """A path in /dev or /proc (/dev/stdout, /proc/self/fd/1): the file behind it is the shell's
+    open descriptor (perhaps appending), never a file to replace."""
+    given = os.path.abspath(path)
+    return any(p.startswith(("/dev/", "/proc/")) for p in (given, os.path.realpath(given)))
+
+
+DESCRIPTOR = re.compile(r"/dev/(?:(?P<std>stdout|stderr)|fd/(?P<fd>\d+))|/proc/self/fd/(?P<proc>\d+)")
+
+
+def _write_through(text: str, path: str) -> None:
+    """To a device or FIFO, opened as `>` opens it; to a descriptor named by path (/dev/stdout,
+    /dev/fd/N, /proc/self/fd/N) through the descriptor itself: reopening it would truncate the
+    file a `>> log` appends to."""
+    named = DESCRIPTOR.fullmatch(path)
+    try:
+        if named is None:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+            return
+        fd = {"stdout": 1, "stderr": 2}.get(named["std"] or "") or int(named["fd"] or named["proc"])
+        stream = {1: sys.stdout, 2: sys.stderr}.get(fd)
+        if stream is not None:
+            stream.write(text)
+            stream.flush()
+            return
+        with os.fdopen(os.dup(fd), "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as exc:
+        raise InputError(path, f"cannot write the output: {exc.strerror or exc}") from None
+
+
+def _replace(text: str, target: str, given: str, st: os.stat_result | None) -> None:
+    """Write a temporary file beside `target` and rename it over `target` once whole: a failed
+    or interrupted write (a full filesystem, Ctrl-C) leaves `target` as it was and no temporary
+    file behind."""
+    directory = os.path.dirname(target)
     if not os.path.isdir(directory):
-        raise InputError(path, "the output's directory does not exist")
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".p2paudit-")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # as open() would have made it, not mkstemp's 0600
-    os.replace(tmp, path)
+        raise InputError(given, "the output's directory does not exist")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=TEMP_PREFIX)
+    except OSError as exc:
+        raise InputError(given, f"cannot write the output: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        if st is None:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)  # as open() would have made it, not mkstemp's 0600
+        else:
+            os.chmod(tmp, stat.S_IMODE(st.st_mode))  # as `>` leaves an existing file's mode
+        os.replace(tmp, target)
+    except BaseException as exc:
+        os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise InputError(given, f"cannot write the output: {exc.strerror or exc}; nothing "
+                                    f"written, {'the file left as it was' if st else 'no file made'}"
+                             ) from None
+        raise
 
 
 HTML_ON_TERMINAL = "report.html"
@@ -53,6 +134,6 @@ def emit_report(doc: dict[str, Any], kind: str, fmt: str, path: str | None,
     text = reporter.render(doc, kind, context or formats.Context())
     target = destination(path, reporter.for_terminal)
     emit(text, target)
-    if target != path:
+    if target is not None and target != path:
         print(f"p2paudit {COMMANDS.get(kind, kind)}: wrote {os.path.abspath(target)} (HTML is not for a terminal; "
               f"-o - prints it)", file=sys.stderr)

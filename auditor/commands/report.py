@@ -13,12 +13,11 @@ or something the contradiction rule needs is undecided, 0 otherwise, 2 on bad in
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
-from auditor import sources
+from auditor import jsonio, sources
 from auditor.analysis import verdict
 from auditor.analysis.headops import head_ops
 from auditor.analysis.join import join
@@ -87,12 +86,7 @@ def load_document(path: str) -> dict[str, Any]:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(path, f"not JSON: {exc.msg} (column {exc.colno})", line=exc.lineno) from None
-    except RecursionError:
-        raise InputError(path, "JSON nested too deeply: not a p2paudit document") from None
+    doc = jsonio.loads(text, path)
     if not isinstance(doc, dict) or not isinstance(doc.get("sites"), list) \
             or not isinstance(doc.get("targets"), list):
         raise InputError(path, "not a p2paudit scan or sites document (no 'sites' and 'targets')")

@@ -11,12 +11,12 @@ their own small records, not documents, and list their formats themselves.)
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from auditor import jsonio
 from auditor.analysis.diff import diff_text
 from auditor.analysis.headops import HeadOps
 from auditor.report import text
@@ -57,11 +57,11 @@ class Reporter:
 
 
 def _json(doc: dict[str, Any], _: Context) -> str:
-    return json.dumps(doc, indent=2, default=str) + "\n"
+    return jsonio.dumps(doc, indent=2, default=str) + "\n"
 
 
 def _sarif(doc: dict[str, Any], _: Context) -> str:
-    return json.dumps(to_sarif(doc), indent=2) + "\n"
+    return jsonio.dumps(to_sarif(doc), indent=2) + "\n"
 
 
 def _html(doc: dict[str, Any], _: Context) -> str:
@@ -69,7 +69,7 @@ def _html(doc: dict[str, Any], _: Context) -> str:
 
 
 def _perfetto(doc: dict[str, Any], context: Context) -> str:
-    return json.dumps(trace_events(doc, context.head), default=str) + "\n"
+    return jsonio.dumps(trace_events(doc, context.head), default=str) + "\n"
 
 
 REPORTERS: tuple[Reporter, ...] = (

@@ -7,8 +7,12 @@ Site paths are relative to their package's root, so each location names its pack
 
 from __future__ import annotations
 
+import os
+import posixpath
 import re
+from pathlib import PurePosixPath
 from typing import Any
+from urllib.parse import quote
 
 from auditor.analysis import causes
 
@@ -71,7 +75,7 @@ def _result(f: dict[str, Any], index: int, sites: dict[str, dict[str, Any]],
         match = WHERE.match(f["where"])
         if match:
             locations = [{"physicalLocation": {
-                "artifactLocation": {"uri": match["path"], "uriBaseId": "SRCROOT"},
+                "artifactLocation": artifact(match["path"], "SRCROOT"),
                 "region": {"startLine": int(match["line"])}}}]
     text = (f["message"] + (f"\nFix: {f['fix']}" if f.get("fix") else "")
             + "".join(f"\nExplains {c['kind']}: {c['message']}" for c in consequences))
@@ -119,5 +123,20 @@ def _site_location(s: dict[str, Any]) -> dict[str, Any]:
     if s.get("end_line") and s["end_line"] != s["line"]:
         region["endLine"] = s["end_line"]
     return {"physicalLocation": {
-        "artifactLocation": {"uri": s["path"], "uriBaseId": s["package"]}, "region": region},
+        "artifactLocation": artifact(s["path"], s["package"]), "region": region},
         "message": {"text": f"{s['api']} in {s['function']} ({s['package']})"}}
+
+
+def artifact(path: str, base: str) -> dict[str, str]:
+    """An artifactLocation for `path` (from a script, a trace: untrusted), a valid URI as SARIF
+    2.1.0 wants (section 3.10): a relative path, percent-encoded, against `base`; an absolute
+    path below the directory p2paudit ran in is made relative to it (SRCROOT), any other is a
+    file: URI of its own, with no base (3.4.4)."""
+    if path.startswith("/"):
+        path = posixpath.normpath(path)
+        here = os.getcwd()
+        if base != "SRCROOT" or not path.startswith(here.rstrip("/") + "/"):
+            return {"uri": PurePosixPath(path).as_uri()}
+        path = posixpath.relpath(path, here)
+    parts = [quote(part, safe="") for part in posixpath.normpath(path).split("/")]
+    return {"uri": "/".join(parts), "uriBaseId": base}
