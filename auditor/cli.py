@@ -81,6 +81,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, description=help_text)
         if name == only:
             importlib.import_module(module).add_arguments(p)
+            parser.set_defaults(command_parser=p)
     return parser
 
 
@@ -90,7 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     if command not in COMMANDS:
         command = None
     parser = build_parser(only=command)
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # said by the command's parser, so the line names the command
+        getattr(args, "command_parser", parser).error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command is None:
         parser.print_help()
         return EXIT_INPUT

@@ -56,7 +56,9 @@ def test_scan_as_sarif_is_valid_and_points_at_the_sites(seed_scan):
     where = next(f for f in findings if f["kind"] == "batch-runs-unbatched")["where"]
     own = cause["locations"][0]["physicalLocation"]
     assert own["artifactLocation"]["uriBaseId"] == "SRCROOT"
-    assert f"{own['artifactLocation']['uri']}:{own['region']['startLine']}" == where
+    assert f"{Path(unquote(own['artifactLocation']['uri'])).resolve()}:" \
+           f"{own['region']['startLine']}" == \
+           f"{Path(where.rpartition(':')[0]).resolve()}:{where.rpartition(':')[2]}"
     assert "Explains unbatched-contradiction" in cause["message"]["text"]
     sites = {s["id"]: s for s in seed_scan["sites"]}
     first = sites[next(f for f in findings if f["kind"] == "unbatched-contradiction")["site_ids"][0]]
