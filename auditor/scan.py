@@ -175,8 +175,10 @@ def run_scan(inputs: ScanInputs,
         for p in interp.patches if reach.status(p.node) != "no"
     ]
     doc["analysis"] = {
-        "functions_interpreted": len(interp.nodes), "modules_parsed": program.parsed,
-        "modules_cached": program.cached, "budget_exhausted": interp.exhausted,
+        "functions_interpreted": len(interp.nodes),
+        # parsed by this run (the call graph's own, or the site inventory's just before it)
+        "modules_parsed": program.parsed + program.fresh,
+        "modules_cached": program.cached - program.fresh, "budget_exhausted": interp.exhausted,
         "budget_cuts": [c.to_json(interp.nodes) for c in interp.cuts],
         "unresolved_calls": sum(interp.unresolved.values()),
         "errors": [{"package": pkg, "path": e.path, "cause": e.cause} for pkg, e in program.errors],

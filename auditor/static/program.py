@@ -32,6 +32,7 @@ class Program:
         self.errors: list[tuple[str, FileError]] = []
         self.parsed = 0
         self.cached = 0
+        self.fresh = 0  # of `cached`: entries this process wrote (not from an earlier run)
         # By default the interpreter keeps one of the idle cores busy; parses ahead take the rest.
         self.workers = jobs if jobs is not None else idle_cpus() - 1
         self.pool: ProcessPoolExecutor | None = None  # started by the first file to parse
@@ -79,10 +80,9 @@ class Program:
         hit, result = cache.lookup(rel, digest)
         # None: the inventory skipped it unparsed; an entry that does not read is parsed again.
         mod_ir = _read_ir(result) if hit and result is not None else None
-        if mod_ir is not None and rel in cache.fresh:
-            self.parsed += 1  # parsed earlier in this run (the site inventory)
-        elif mod_ir is not None:
+        if mod_ir is not None:
             self.cached += 1
+            self.fresh += rel in cache.fresh  # parsed earlier in this run (the site inventory)
         elif text is None:
             self.errors.append((src.name, FileError(rel, error or "unreadable")))
         else:
