@@ -176,40 +176,58 @@ class _Replay:
 
     # --- replay --------------------------------------------------------------------------------
     def run(self) -> Analysis:
-        moved = True
-        while moved:
-            moved = False
-            for rank in self.entries:
-                moved |= self._issue(rank)
-            for stream in list(self.streams):
-                moved |= self._progress(stream)
+        """Work-list driven: a rank is retried when one of its ops completes or a member joins a
+        communicator it waits to create; a stream when an entry is queued on it or a partner of
+        its head's ops starts or completes. Each event wakes only what it can move, so the work
+        grows with the ops, not with ops x streams (a pass over every stream per issued op was
+        quadratic: 16M stream visits for 4,000 recorded send/recv pairs)."""
+        self.waiters: dict[Key, list[Key]] = {}  # op -> the ops whose completion looks at it
+        for key, partners in self.match.items():
+            for partner in partners or ():
+                self.waiters.setdefault(partner, []).append(key)
+        self.ranks_todo: set[int] = set(self.entries)
+        self.streams_todo: set[Stream] = set()
+        while self.ranks_todo or self.streams_todo:
+            for rank in sorted(self.ranks_todo):
+                self.ranks_todo.discard(rank)
+                self._issue(rank)
+            while self.streams_todo:
+                self._progress(self.streams_todo.pop())
         return self._explain()
 
-    def _issue(self, rank: int) -> bool:
-        moved = False
+    def _wake_partners(self, keys: tuple[Key, ...]) -> None:
+        """`keys` started or completed: the streams of the ops whose completion depends on them."""
+        for key in keys:
+            for waiter in self.waiters.get(key, ()):
+                place = self.where.get(waiter)
+                if place is not None and waiter not in self.done:
+                    self.streams_todo.add(place[0])
+
+    def _issue(self, rank: int) -> None:
         entries = self.entries[rank]
         while self.pc[rank] < len(entries):
             entry = entries[self.pc[rank]]
             if any((rank, i) not in self.done for key in entry for i in self.ops[key].after):
-                return moved
+                return
             comm = self.comm[entry[0]]
             if comm not in self.created:
                 arrived = self.arrived.setdefault(comm, set())
                 if rank not in arrived:
                     arrived.add(rank)
-                    moved = True
+                    self.ranks_todo.update(m for m in arrived if m != rank)
                 if not set(comm.members) <= arrived:
-                    return moved
+                    return
                 self.created.add(comm)
             stream = (rank, comm, entry[0]) if self.streams_per_op else (rank, comm)
             queue = self.streams.setdefault(stream, [])
             self.head.setdefault(stream, 0)
             for key in entry:
                 self.where[key] = (stream, len(queue))
+            if self.head[stream] == len(queue):
+                self._wake_partners(entry)  # active as it is queued
             queue.append(entry)
+            self.streams_todo.add(stream)
             self.pc[rank] += 1
-            moved = True
-        return moved
 
     def _active(self, key: Key) -> bool:
         place = self.where.get(key)
@@ -222,20 +240,24 @@ class _Replay:
         # A large send needs its receive running; a receive, its send started; a collective, all.
         return partners is not None and all(p in self.done or self._active(p) for p in partners)
 
-    def _progress(self, stream: Stream) -> bool:
-        moved = False
+    def _progress(self, stream: Stream) -> None:
         queue = self.streams[stream]
+        rank = stream[0]
         while self.head[stream] < len(queue):
             entry = queue[self.head[stream]]
+            finished = []
             for key in entry:
                 if key not in self.done and self._completes(key):
                     self.done.add(key)
-                    moved = True
+                    finished.append(key)
+            if finished:
+                self._wake_partners(tuple(finished))
+                self.ranks_todo.add(rank)
             if not all(key in self.done for key in entry):
-                return moved
+                return
             self.head[stream] += 1
-            moved = True
-        return moved
+            if self.head[stream] < len(queue):
+                self._wake_partners(queue[self.head[stream]])  # the next entry starts
 
     # --- explanation ---------------------------------------------------------------------------
     def _explain(self) -> Analysis:
