@@ -245,13 +245,12 @@ class _Replay:
         rank = stream[0]
         while self.head[stream] < len(queue):
             entry = queue[self.head[stream]]
-            finished = []
-            for key in entry:
-                if key not in self.done and self._completes(key):
-                    self.done.add(key)
-                    finished.append(key)
-            if finished:
-                self._wake_partners(tuple(finished))
+            ready = [key for key in entry if key not in self.done and self._completes(key)]
+            if len(entry) > 1 and len(ready) < sum(key not in self.done for key in entry):
+                return  # a coalesced batch is one NCCL group: its ops complete together (AND)
+            if ready:
+                self.done.update(ready)
+                self._wake_partners(tuple(ready))
                 self.ranks_todo.add(rank)
             if not all(key in self.done for key in entry):
                 return
@@ -333,7 +332,11 @@ class _Replay:
             if partner not in self.where:
                 return ("cpu", partner[0]), "not issued"
             return ("op",) + partner, "match"
-        raise AssertionError(f"{key} is active with all partners running but did not complete")
+        entry = self.streams[stream][position]
+        sibling = next((k for k in entry if k not in self.done and not self._completes(k)), None)
+        if sibling is None:
+            raise AssertionError(f"{key} is active with all partners running but did not complete")
+        return ("op",) + sibling, "group"
 
     def _rank_state(self, rank: int, edges: dict[Node, list]) -> RankState:
         ops = []
@@ -421,6 +424,10 @@ class _Replay:
                 clauses.append(f"{here} waits for rank {nxt[1]} to issue the matching op")
             elif reason == "join":
                 clauses.append(f"{here} waits for rank {nxt[1]} to join it")
+            elif reason == "group":
+                clauses.append(f"{here} completes only with {self._node_words(nxt)}, issued in "
+                               f"the same batch_isend_irecv (one NCCL group: its ops complete "
+                               f"together)")
             else:
                 target = self.ops[nxt[1:]]
                 clauses.append(f"{here} waits for its {target.words()} on "
