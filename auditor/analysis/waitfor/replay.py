@@ -57,6 +57,9 @@ class Analysis:
     # Send/receive pairs (as FIFO order per communicator pairs them) whose sizes or dtypes differ:
     # the receiver gets other bytes than were sent, silently or as a hang.
     mismatched_pairs: list[dict[str, Any]] = field(default_factory=list)
+    # Per communicator and direction: more of one kind (sends or receives) than the peer issues
+    # of the other before it ended or moved on to another exchange with this rank (`_counts`).
+    count_mismatches: list[dict[str, Any]] = field(default_factory=list)
 
     def summary(self) -> str:
         if not self.hang:
@@ -71,6 +74,7 @@ class Analysis:
         return {"hang": self.hang, "conditions": self.conditions.to_json(),
                 "cycle": self.cycle, "blocked": self.blocked,
                 "mismatched_pairs": self.mismatched_pairs,
+                "count_mismatches": self.count_mismatches,
                 "ranks": [r.to_json() for r in self.ranks.values()]}
 
 
@@ -146,6 +150,7 @@ class _Replay:
             else:
                 lanes.setdefault(("coll", comm, op.rank), []).append(key)
         match: dict[Key, tuple[Key, ...] | None] = {key: None for key in self.ops}
+        self.lanes = lanes
         for lane, keys in lanes.items():
             if lane[0] == "p2p" and lane[4] == "send":
                 recvs = lanes.get(lane[:4] + ("recv",), [])
@@ -275,7 +280,67 @@ class _Replay:
         ranks = {rank: self._rank_state(rank, edges) for rank in self.entries}
         blocked = [f"rank {r}: {s.words}" for r, s in ranks.items() if s.cpu != "finished"]
         return Analysis(hang, self.cond, ranks, self._cycle_words(cycle, edges), blocked,
-                        self.mismatched)
+                        self.mismatched, self._counts())
+
+    def _counts(self) -> list[dict[str, Any]]:
+        """Per pair and communicator, phase by phase (`_phases`): where one rank's phase sends
+        other than its peer's matching phase receives, and an op of either is left waiting,
+        the count mismatch behind the hang (MUST's "lost message"), with both source lines.
+        Only where the replay hangs; later phases are not compared (they no longer align)."""
+        if not any(self._stuck(r) for r in self.entries):
+            return []
+        ops: dict[tuple[Communicator, int, int], list[Key]] = {}
+        for key in sorted(self.ops):
+            op = self.ops[key]
+            if op.kind != "collective":
+                ops.setdefault((self.comm[key], op.rank, op.peer), []).append(key)
+        out = []
+        for (comm, a, b), mine in ops.items():
+            theirs = ops.get((comm, b, a))
+            if a > b or theirs is None:
+                continue
+            for pa, pb in zip(self._phases(mine), self._phases(theirs)):
+                (sa, ra), (sb, rb) = _kinds(self.ops, pa), _kinds(self.ops, pb)
+                if len(sa) == len(rb) and len(ra) == len(sb):
+                    continue
+                if all(k in self.done for k in pa + pb):
+                    break
+                # The direction with more receives than sends, else more sends than receives.
+                src, dst, sends, recvs = (a, b, sa, rb) if len(rb) > len(sa) or \
+                    len(sa) == len(rb) and len(sb) > len(ra) else (b, a, sb, ra)
+                if len(sends) == len(recvs):
+                    src, dst, sends, recvs = (b, a, sb, ra) if src == a else (a, b, sa, rb)
+                out.append({
+                    "communicator": comm.name, "src": src, "dst": dst,
+                    "sends": len(sends), "recvs": len(recvs),
+                    "send_site": _site(self.ops, sends, pa if src == a else pb),
+                    "recv_site": _site(self.ops, recvs, pb if src == a else pa),
+                    "words": f"in one exchange, rank {dst} posts {len(recvs)} RECV(s) from "
+                             f"{src} on {comm.name} where rank {src} sends it {len(sends)}"})
+                break
+        return out
+
+    def _phases(self, keys: list[Key]) -> list[list[Key]]:
+        """One rank's ops with one peer on one communicator, cut into phases: a step is the ops
+        issued without waiting in between (a batch, or isends then irecvs then waits); a phase
+        is a run of steps that only send, only receive, or both."""
+        steps: list[list[Key]] = []
+        for key in keys:
+            waited = set(self.ops[key].after) & {k[1] for k in keys}
+            if not steps or waited:
+                steps.append([key])
+            else:
+                steps[-1].append(key)
+        phases: list[list[Key]] = []
+        shape = None
+        for step in steps:
+            kinds = frozenset(self.ops[k].kind for k in step)
+            if phases and kinds == shape:
+                phases[-1].extend(step)
+            else:
+                phases.append(list(step))
+                shape = kinds
+        return phases
 
     def _stuck(self, rank: int) -> bool:
         """Not done: still issuing, or issued everything and some op never completed (a program
@@ -433,6 +498,15 @@ class _Replay:
                 clauses.append(f"{here} waits for its {target.words()} on "
                                f"{self.comm[nxt[1:]].name}")
         return "; ".join(clauses) + ": a cycle" if clauses else ""
+
+
+def _kinds(ops: Mapping[Key, Op], keys: list[Key]) -> tuple[list[Key], list[Key]]:
+    return ([k for k in keys if ops[k].kind == "send"], [k for k in keys if ops[k].kind == "recv"])
+
+
+def _site(ops: Mapping[Key, Op], chosen: list[Key], phase: list[Key]) -> str | None:
+    """Where a count is read: the last op counted, else the op its rank issued instead."""
+    return (ops[chosen[-1]].where if chosen else ops[phase[0]].where) or None
 
 
 def _pair_side(op: Op) -> dict[str, Any]:

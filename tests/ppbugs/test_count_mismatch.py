@@ -1,0 +1,44 @@
+"""Counts, not only cycles (issue 23, item 2): where one rank posts more receives from a peer
+than the peer sends it before moving on (or ending), the replay reports a per-peer count
+mismatch with both source lines, besides the wait-for cycle it causes."""
+
+from __future__ import annotations
+
+from auditor.analysis.waitfor.model import Conditions, Group, Op
+from auditor.analysis.waitfor.replay import analyze
+
+PAIR = Group((0, 1), "pp")
+
+
+def blocking(rank: int, steps: list[tuple[str, int, str]]) -> list[Op]:
+    return [Op(rank, i, api, PAIR, peer, 512, after=tuple(range(i)), where=where)
+            for i, (api, peer, where) in enumerate(steps)]
+
+
+def microbatch_disagreement() -> dict[int, list[Op]]:
+    """torchtitan #775's shape (https://github.com/pytorch/torchtitan/issues/775, fixed by
+    torchtitan PR #781): stage 0 runs 2 microbatches, stage 1 computes 4, in GPipe order
+    (torch/distributed/pipelining/schedules.py ScheduleGPipe, torch 2.13.0)."""
+    # As recorded: rank 1 stopped in its third receive, rank 0 in its first gradient receive.
+    return {0: blocking(0, [("send", 1, "stage0.py:10")] * 2 + [("recv", 1, "stage0.py:12")]),
+            1: blocking(1, [("recv", 0, "stage1.py:20")] * 3)}
+
+
+def test_more_receives_than_sends_is_a_count_mismatch_with_both_lines():
+    analysis = analyze(microbatch_disagreement(), Conditions.gloo())
+    assert analysis.hang
+    [count] = analysis.count_mismatches
+    assert (count["src"], count["dst"], count["sends"], count["recvs"]) == (0, 1, 2, 3)
+    assert count["send_site"] == "stage0.py:10" and count["recv_site"] == "stage1.py:20"
+    assert "rank 1 posts 3 RECV(s) from 0" in count["words"]
+
+
+def test_equal_counts_and_a_peer_not_yet_there_are_no_count_mismatch():
+    fixed = {0: blocking(0, [("send", 1, "a:1")] * 2 + [("recv", 1, "a:2")] * 2),
+             1: blocking(1, [("recv", 0, "b:1")] * 2 + [("send", 0, "b:2")] * 2)}
+    assert analyze(fixed, Conditions.gloo()).count_mismatches == []
+    # Rank 1 waits for a send rank 0 has not reached: rank 0 is stuck elsewhere (on rank 2).
+    trio = Group((0, 1, 2), "pp")
+    waiting = {0: [Op(0, 0, "recv", trio, 2, 4)], 1: [Op(1, 0, "recv", trio, 0, 4)],
+               2: [Op(2, 0, "recv", trio, 1, 4)]}
+    assert analyze(waiting, Conditions.gloo()).count_mismatches == []
