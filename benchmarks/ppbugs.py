@@ -24,7 +24,8 @@ of that mechanism (a hang's: a wait-for cycle, a would-hang replay, a count mism
 op by op; a mismatch's: a pair that disagrees) names one of the side's `reason_lines` (the source
 lines the case names). Scores are printed overall and per half of benchmarks/ppbugs/split.toml:
 `original` (the cases the model was built on), `dev` and the sealed `test` half of the cases
-added later; `--half NAME` runs one half.
+added later; `--half NAME` runs one half. `--ci` leaves out the cases whose `[case] heavy` says
+why they are slow (CI's representative subset).
 """
 
 from __future__ import annotations
@@ -72,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--case", action="append", help="run only this case id (repeatable)")
     parser.add_argument("--half", choices=("original", "dev", "test"), help="run only this half")
+    parser.add_argument("--ci", action="store_true",
+                        help="skip the cases marked heavy (their [case] heavy says why): CI's subset")
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument("--timeout", type=int, default=300, help="seconds per command (default 300)")
     args = parser.parse_args(argv)
@@ -86,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     halves = load_split()
     wanted = set(args.case or cases) & (set(halves[args.half]) if args.half else set(cases))
-    selected = {cid: c for cid, c in cases.items() if cid in wanted}
+    selected = {cid: c for cid, c in cases.items()
+                if cid in wanted and not (args.ci and c.get("case", {}).get("heavy"))}
     runner = Runner(timeout=args.timeout)
     try:
         outcomes = [runner.run(cid, case, side) for cid, case in selected.items() for side in case["side"]]

@@ -42,3 +42,20 @@ def test_equal_counts_and_a_peer_not_yet_there_are_no_count_mismatch():
     waiting = {0: [Op(0, 0, "recv", trio, 2, 4)], 1: [Op(1, 0, "recv", trio, 0, 4)],
                2: [Op(2, 0, "recv", trio, 1, 4)]}
     assert analyze(waiting, Conditions.gloo()).count_mismatches == []
+
+
+def test_a_wait_recorded_on_another_peers_op_still_ends_the_step():
+    """benchmarks/ppbugs/cases/megatron-lm-5240 (batched side), as gloo records it: 3 ranks in a
+    ring, two batch_isend_irecv calls each, the wait between them recorded only on the second
+    batch's first op (whose peer is the other neighbour). The replay under NCCL op by op hangs
+    (lazy pair communicators), but no exchange miscounts: no count mismatch."""
+    ring = Group((0, 1, 2), "default_pg")
+    programs = {}
+    for r in range(3):
+        prev, nxt = (r - 1) % 3, (r + 1) % 3
+        programs[r] = [Op(r, 0, "irecv", ring, prev, 4096, batch=1, where="driver.py:39"),
+                       Op(r, 1, "isend", ring, nxt, 4096, batch=1, where="driver.py:39"),
+                       Op(r, 2, "irecv", ring, nxt, 4096, batch=2, after=(0, 1), where="driver.py:42"),
+                       Op(r, 3, "isend", ring, prev, 4096, batch=2, where="driver.py:42")]
+    analysis = analyze(programs, Conditions.for_transport("net", coalesce=False))
+    assert analysis.hang and analysis.count_mismatches == []

@@ -105,6 +105,7 @@ class _Replay:
         self.head: dict[Stream, int] = {}
         self.where: dict[Key, tuple[Stream, int]] = {}  # op -> (stream, place)
         self.done: set[Key] = set()
+        self.epochs: dict[int, list[int]] = {}
 
     def _name_shared_descriptions(self) -> None:
         """Megatron gives every PP group the same description: name those by their ranks too."""
@@ -320,14 +321,25 @@ class _Replay:
                 break
         return out
 
+    def _epoch(self, key: Key) -> int:
+        """How many times the rank waited (an op issued after others completed) before `key`."""
+        rank, index = key
+        if rank not in self.epochs:
+            count, epochs = 0, []
+            for entry in self.entries[rank]:
+                for k in entry:
+                    count += bool(self.ops[k].after)
+                    epochs.append(count)
+            self.epochs[rank] = epochs
+        return self.epochs[rank][index]
+
     def _phases(self, keys: list[Key]) -> list[list[Key]]:
         """One rank's ops with one peer on one communicator, cut into phases: a step is the ops
         issued without waiting in between (a batch, or isends then irecvs then waits); a phase
         is a run of steps that only send, only receive, or both."""
         steps: list[list[Key]] = []
         for key in keys:
-            waited = set(self.ops[key].after) & {k[1] for k in keys}
-            if not steps or waited:
+            if not steps or self._epoch(key) != self._epoch(steps[-1][-1]):
                 steps.append([key])
             else:
                 steps[-1].append(key)
