@@ -293,7 +293,7 @@ class _Replay:
         ops: dict[tuple[Communicator, int, int], list[Key]] = {}
         for key in sorted(self.ops):
             op = self.ops[key]
-            if op.kind != "collective":
+            if op.kind != "collective" and op.peer is not None:
                 ops.setdefault((self.comm[key], op.rank, op.peer), []).append(key)
         out = []
         for (comm, a, b), mine in ops.items():
