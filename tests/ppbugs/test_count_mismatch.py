@@ -59,3 +59,33 @@ def test_a_wait_recorded_on_another_peers_op_still_ends_the_step():
                        Op(r, 3, "isend", ring, prev, 4096, batch=2, where="driver.py:42")]
     analysis = analyze(programs, Conditions.for_transport("net", coalesce=False))
     assert analysis.hang and analysis.count_mismatches == []
+
+
+def test_a_real_gpipe_run_whose_stages_disagree_on_microbatches(tmp_path):
+    """tests/ppbugs/drivers/gpipe_microbatches.py: torch 2.13.0's ScheduleGPipe, stage 0 with 2
+    microbatches, stage 1 with 4 (torchtitan #775), recorded on gloo until it hangs. The report
+    names the count, with the lines of both sides, besides the cycle."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from auditor.analysis.join import join
+
+    driver = Path(__file__).parent / "drivers" / "gpipe_microbatches.py"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    subprocess.run([sys.executable, "-m", "auditor", "record", "--out", str(tmp_path / "t"),
+                    "--hang-after", "3", "--", sys.executable, "-m", "torch.distributed.run",
+                    "--nproc_per_node", "2", "--master_port", str(port), str(driver)],
+                   env=dict(os.environ, GLOO_TIMEOUT="8"), capture_output=True, timeout=120,
+                   check=False, cwd=Path(__file__).resolve().parents[2])
+    joined = join({"sites": [], "targets": [], "findings": [], "config": {}}, tmp_path / "t")
+    [count] = joined["run"]["waitfor"]["count_mismatches"]
+    assert (count["src"], count["dst"], count["sends"], count["recvs"]) == (0, 1, 2, 3)
+    assert count["send_site"].startswith("gpipe_microbatches.py:")
+    assert count["recv_site"].startswith("gpipe_microbatches.py:")
+    kinds = [f["kind"] for f in joined["findings"]]
+    assert "p2p-count-mismatch" in kinds and "wait-for-cycle" in kinds
