@@ -12,7 +12,10 @@ included). Prints medians; asserts nothing. Targets (issue 12): 128 ranks x 10k 
 plain parse and <= 1 GiB; 1,024 ranks x 20k events <= 1 GiB; HTML <= 5 MB.
 
     python benchmarks/bench_report.py [--ranks 128] [--events-per-rank 10000] [--repeat 3]
-                                      [--keep DIR]
+                                      [--keep DIR] [--pairs N]
+
+`--pairs N`: instead, a 2-rank recording of N blocking send/recv pairs (a ping-pong on the default
+group), the shape whose replay was quadratic (issue 28 item 12: 10 s at 4,000 pairs).
 
 `--flight-recorder-entries N` measures instead the Flight Recorder reader on two ranks' dumps of
 N/4, N/2 and N entries in the shape that made it quadratic (issue 28 item 12: coalescing-window
@@ -68,10 +71,10 @@ def child(*argv: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def prepare(work: str, ranks: int, events_per_rank: int) -> None:
+def prepare(work: str, ranks: int, events_per_rank: int, pairs: int = 0) -> None:
     """In a child process: the seed scan, and the trace written rank by rank."""
     sys.path.insert(0, str(ROOT / "tests"))
-    from test_join import megatron_programs, write_trace
+    from test_join import group, megatron_programs, write_trace
 
     from auditor.scan import ScanInputs, run_scan
 
@@ -79,6 +82,13 @@ def prepare(work: str, ranks: int, events_per_rank: int) -> None:
     scan = run_scan(ScanInputs(str(SEED), torch_version="2.10.0"))
     (root / "scan.json").write_text(json.dumps(scan))
     start = time.perf_counter()
+    if pairs:
+        default = dict(group([0, 1], "default_pg", "0"), backend="gloo")  # as a CPU recording
+        write_trace(root / "trace", {r: [{"api": "send" if (i + r) % 2 == 0 else "recv", "kind": "p2p",
+                                          "peer": 1 - r, "group": default, "shape": [4], "dtype": "float32"}
+                                         for i in range(2 * pairs)] for r in (0, 1)}, world=2)
+        print(json.dumps({"seconds": time.perf_counter() - start, "events": 8 * pairs}))
+        return
     # One micro-batch's ops (forward, then backward), repeated: per micro-batch the four stages
     # write 8, 16, 16 and 8 lines (a start and an end per op), 12 per rank on average.
     microbatches = max(1, -(-events_per_rank // 12))
@@ -141,7 +151,8 @@ def main() -> None:
     parser.add_argument("--keep", metavar="DIR", help="write the trace here (and keep it); "
                         "reuse it when it already holds one")
     parser.add_argument("--measure", nargs=4, metavar=("WHAT", "TRACE", "SCAN", "HTML"))
-    parser.add_argument("--prepare", nargs=3, metavar=("WORK", "RANKS", "EVENTS"))
+    parser.add_argument("--pairs", type=int, default=0, help="a 2-rank trace of N send/recv pairs")
+    parser.add_argument("--prepare", nargs=4, metavar=("WORK", "RANKS", "EVENTS", "PAIRS"))
     parser.add_argument("--flight-recorder-entries", type=int, metavar="N",
                         help="measure the Flight Recorder reader on dumps of up to N entries")
     args = parser.parse_args()
@@ -152,12 +163,12 @@ def main() -> None:
         measure(*args.measure)
         return
     if args.prepare:
-        prepare(args.prepare[0], int(args.prepare[1]), int(args.prepare[2]))
+        prepare(args.prepare[0], int(args.prepare[1]), int(args.prepare[2]), int(args.prepare[3]))
         return
     work = Path(args.keep or tempfile.mkdtemp(prefix="p2paudit-bench-report-"))
     work.mkdir(parents=True, exist_ok=True)
     if not (work / "trace").is_dir():
-        made = child("--prepare", str(work), str(args.ranks), str(args.events_per_rank))
+        made = child("--prepare", str(work), str(args.ranks), str(args.events_per_rank), str(args.pairs))
         print(f"trace written in {made['seconds']:.1f} s")
     files = list((work / "trace").iterdir())
     lines = sum(f.read_bytes().count(b"\n") for f in files)

@@ -18,6 +18,14 @@ Precision counts the flagged sides that are bugs, over the flagged sides. The `g
 p2paudit's verdict: `hang`, `mismatch`, or the first error finding's kind. Where that verdict is
 not the expected one, the score still counts the side as flagged, and the table shows the
 difference.
+
+A bug side is flagged *for the right reason* when its verdict is the expected one and a finding
+of that mechanism (a hang's: a wait-for cycle, a would-hang replay, a count mismatch, a batch run
+op by op; a mismatch's: a pair that disagrees) names one of the side's `reason_lines` (the source
+lines the case names). Scores are printed overall and per half of benchmarks/ppbugs/split.toml:
+`original` (the cases the model was built on), `dev` and the sealed `test` half of the cases
+added later; `--half NAME` runs one half. `--ci` leaves out the cases whose `[case] heavy` says
+why they are slow (CI's representative subset).
 """
 
 from __future__ import annotations
@@ -41,7 +49,12 @@ CASES = ROOT / "benchmarks" / "ppbugs" / "cases"
 BUGS = {"hang", "mismatch"}
 # Findings that say the run hangs: the scan's contradiction that makes torch run a batch op by op,
 # and the replay's wait-for cycle.
-HANG_KINDS = {"batch-runs-unbatched", "unbatched-contradiction", "wait-for-cycle"}
+HANG_KINDS = {"batch-runs-unbatched", "unbatched-contradiction", "wait-for-cycle",
+              "p2p-count-mismatch"}
+# The findings that name each mechanism, for "the right reason".
+REASON_KINDS = {"hang": HANG_KINDS | {"replay-would-hang", "unbatched-run"},
+                "mismatch": {"p2p-mismatch"}}
+SPLIT = ROOT / "benchmarks" / "ppbugs" / "split.toml"
 
 
 @dataclass
@@ -53,11 +66,15 @@ class Outcome:
     flagged: bool | None  # p2paudit exited 1; None when the side was not run
     where: str          # the source line p2paudit names
     command: str
+    right: bool = False  # flagged with the expected verdict, by a finding naming a reason line
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--case", action="append", help="run only this case id (repeatable)")
+    parser.add_argument("--half", choices=("original", "dev", "test"), help="run only this half")
+    parser.add_argument("--ci", action="store_true",
+                        help="skip the cases marked heavy (their [case] heavy says why): CI's subset")
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument("--timeout", type=int, default=300, help="seconds per command (default 300)")
     args = parser.parse_args(argv)
@@ -70,18 +87,34 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"ppbugs: no case {', '.join(unknown)} in {CASES} (known: {', '.join(cases)})", file=sys.stderr)
         return 2
-    selected = {cid: c for cid, c in cases.items() if not args.case or cid in args.case}
+    halves = load_split()
+    wanted = set(args.case or cases) & (set(halves[args.half]) if args.half else set(cases))
+    selected = {cid: c for cid, c in cases.items()
+                if cid in wanted and not (args.ci and c.get("case", {}).get("heavy"))}
     runner = Runner(timeout=args.timeout)
     try:
         outcomes = [runner.run(cid, case, side) for cid, case in selected.items() for side in case["side"]]
     finally:
         runner.close()
     score = scores(outcomes)
+    by_half = {half: scores([o for o in outcomes if o.case in ids])
+               for half, ids in halves.items() if any(o.case in ids for o in outcomes)}
     if args.format == "json":
-        print(json.dumps({"outcomes": [asdict(o) for o in outcomes], "score": score}, indent=2))
+        print(json.dumps({"outcomes": [asdict(o) for o in outcomes], "score": score,
+                          "halves": by_half}, indent=2))
     else:
         print(table(outcomes, score))
+        for half, sc in by_half.items():
+            print(f"{half:<9} recall {sc['recall']}  precision {sc['precision']}  right reason "
+                  f"{sc['right_reason']} ({sc['right']} of {sc['bug_sides']} bug sides), "
+                  f"{sc['sides']} sides")
     return 0
+
+
+def load_split() -> dict[str, list[str]]:
+    """The halves of benchmarks/ppbugs/split.toml: original, dev, test."""
+    data = tomllib.loads(SPLIT.read_text(encoding="utf-8"))
+    return {half: list(data[half]) for half in ("original", "dev", "test")}
 
 
 def load_cases() -> dict[str, dict]:
@@ -195,13 +228,15 @@ def judge(case_id: str, side: dict, rc: int, out: Path, shown: str) -> Outcome:
     for kind, got in (("replay-would-hang", "hang"), ("replay-can-hang", "may hang")):
         would = [f for f in doc.get("findings", []) if f.get("kind") == kind]
         if rc == 0 and side.get("runner") == "record" and would:
-            return Outcome(case_id, name, expected, got, True, source_line(doc, would), shown)
+            where = source_line(doc, would)
+            return Outcome(case_id, name, expected, got, True, where, shown,
+                           right_reason(side, got, doc, where))
     if rc == 0:
         return Outcome(case_id, name, expected, "clean", False, "", shown)
     errors = [f for f in doc.get("findings", []) if f.get("severity") == "error"]
     waitfor = (doc.get("run") or {}).get("waitfor") or {}
     simulation = doc.get("simulation") or {}
-    if simulation.get("mismatched_pairs") or any("mismatch" in f["kind"] for f in errors):
+    if simulation.get("mismatched_pairs") or any(f["kind"] == "p2p-mismatch" for f in errors):
         got = "mismatch"
     elif waitfor.get("hang") or simulation.get("hang") or any(f["kind"] in HANG_KINDS for f in errors):
         got = "hang"
@@ -209,7 +244,20 @@ def judge(case_id: str, side: dict, rc: int, out: Path, shown: str) -> Outcome:
         got = "may hang"  # can deadlock; the transport's bound leaves open whether it will
     else:
         got = errors[0]["kind"] if errors else "flagged"
-    return Outcome(case_id, name, expected, got, True, source_line(doc, errors), shown)
+    where = source_line(doc, errors)
+    return Outcome(case_id, name, expected, got, True, where, shown, right_reason(side, got, doc, where))
+
+
+def right_reason(side: dict, got: str, doc: dict, where: str) -> bool:
+    """The expected verdict, and a finding of its mechanism naming one of the side's reason lines."""
+    lines = side.get("reason_lines") or []
+    if got != side["expected"] or not lines:
+        return False
+    kinds = REASON_KINDS.get(got, set())
+    texts = [f"{f.get('where') or ''} {f.get('message') or ''}" for f in doc.get("findings", [])
+             if f.get("kind") in kinds]
+    texts.append(where)
+    return any(line in text for line in lines for text in texts)
 
 
 def source_line(doc: dict, errors: list[dict]) -> str:
@@ -237,6 +285,8 @@ def scores(outcomes: list[Outcome]) -> dict:
         "true_positives": len(hits),
         "false_positives": sum(o.expected not in BUGS for o in flagged),
         "verdict_matches": sum(o.got == o.expected for o in hits),
+        "right": sum(o.right for o in hits),
+        "right_reason": round(sum(o.right for o in hits) / len(bugs), 3) if bugs else None,
         "recall": round(len(hits) / len(bugs), 3) if bugs else None,
         "recall_of_run": round(len(hits) / max(1, sum(o.flagged is not None for o in bugs)), 3) if bugs else None,
         "precision": round(len(hits) / len(flagged), 3) if flagged else None,
@@ -250,6 +300,7 @@ def table(outcomes: list[Outcome], score: dict) -> str:
             result = "not run"
         elif o.expected in BUGS:
             result = ("TP" if o.got == o.expected else "TP (other verdict)") if o.flagged else "FN (missed)"
+            result += "" if not o.flagged or o.right else " wrong line"
         else:
             result = "FP" if o.flagged else "TN"
         rows.append((o.case, o.side, o.expected, o.got, result, o.where))
@@ -262,7 +313,9 @@ def table(outcomes: list[Outcome], score: dict) -> str:
               f"recall    {s['recall']}  ({s['true_positives']} of {s['bug_sides']} bug sides flagged; not-run sides count as missed)",
               f"          {s['recall_of_run']}  over the {s['bug_sides_run']} bug sides that ran",
               f"precision {s['precision']}  ({s['true_positives']} of {s['true_positives'] + s['false_positives']} flagged sides are bugs)",
-              f"verdicts  {s['verdict_matches']} of {s['true_positives']} flagged bug sides got the expected verdict"]
+              f"verdicts  {s['verdict_matches']} of {s['true_positives']} flagged bug sides got the expected verdict",
+              (f"right reason {s['right_reason']}  ({s['right']} of {s['bug_sides']} bug sides: the expected "
+               "verdict, by a finding of its mechanism naming a line the case names)")]
     return "\n".join(lines)
 
 

@@ -293,9 +293,10 @@ def record_exchange(out: Path, floats: int) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def report(tmp_path: Path, trace_dir: Path, *options: str) -> tuple[int, dict, str]:
+def report(tmp_path: Path, trace_dir: Path, *options: str,
+           config: dict | None = None) -> tuple[int, dict, str]:
     scan = tmp_path / "scan.json"
-    scan.write_text(json.dumps({"sites": [], "targets": [], "findings": [], "config": {}}))
+    scan.write_text(json.dumps({"sites": [], "targets": [], "findings": [], "config": config or {}}))
     out = tmp_path / "joined.json"
     done = subprocess.run(
         [sys.executable, "-m", "auditor", "report", "--scan", str(scan), "--trace",
@@ -325,10 +326,17 @@ def test_completed_gloo_exchange_is_no_deadlock(tmp_path: Path, floats: int) -> 
     # not scanned.
     assert joined["verdict"]["status"] == "clean" and status == 0
     assert "Deadlock" not in stderr and "not scanned" in joined["verdict"]["headline"]
-    # Both ranks send first, op by op: under the zero-buffer contract this order can deadlock at
-    # any size. 16 B completes over either network transport; 16 MiB over NCCL's network
-    # (NET/Socket: measured to hang; NET/IB: between its derived bounds) is open. The run did not
-    # hang: a conditional warning.
+    # On NCCL, torch 2.13.0 (the recording's) coalesces the batch (rules/torch.toml): the
+    # NCCL questions replay it as one group, which cannot deadlock (issue 23 item 1).
+    dl = joined["run"]["waitfor"]["deadlock"]
+    assert dl["can_deadlock"] is False and dl["will_deadlock"] is False
+    # Where the scan says torch runs it op by op (DETAIL on torch 2.10), both ranks send first:
+    # under the zero-buffer contract this order can deadlock at any size. 16 B completes over
+    # either network transport; 16 MiB over NCCL's network (NET/Socket: measured to hang;
+    # NET/IB: between its derived bounds) is open. The run did not hang: a conditional warning.
+    status, joined, stderr = report(tmp_path, tmp_path / "trace",
+                                    config={"effective": {"torch_batch_coalesces": False}})
+    kinds = {f["kind"]: f for f in joined["findings"]}
     dl = joined["run"]["waitfor"]["deadlock"]
     assert dl["can_deadlock"] is True and dl["transport"] == "net"
     assert dl["will_deadlock"] is (None if floats > 4 else False)
@@ -343,7 +351,8 @@ def test_completed_gloo_exchange_is_no_deadlock(tmp_path: Path, floats: int) -> 
         assert can is None
     assert "replay-would-hang" not in kinds
     # Asked outright for the socket transport: it will hang there, still never an error.
-    status, joined, stderr = report(tmp_path, tmp_path / "trace", "--transport", "net-socket")
+    status, joined, stderr = report(tmp_path, tmp_path / "trace", "--transport", "net-socket",
+                                    config={"effective": {"torch_batch_coalesces": False}})
     assert joined["run"]["waitfor"]["hang"] is (floats > 4)
     assert all(f["severity"] != "error" for f in joined["findings"]) and status == 0
     would = {f["kind"]: f for f in joined["findings"]}.get("replay-would-hang")

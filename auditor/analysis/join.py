@@ -94,6 +94,7 @@ def join(
         "waitfor": {"hang": model.hang, "conditions": model.conditions.to_json(),
                     "cycle": model.cycle, "blocked": model.blocked, "replayed_ops": replayed,
                     "mismatched_pairs": model.mismatched_pairs,
+                    "count_mismatches": model.count_mismatches,
                     "complete": replayed == sum(rt.ops for rt in trace.ranks.values()),
                     "run_completed": completed, "deadlock": deadlock.to_json()},
         "timeline": _timeline(trace, model),

@@ -107,6 +107,8 @@ def replay_findings(wf: dict[str, Any], deadlock: Deadlock) -> list[Finding]:
     - `replay-disagrees-with-run` (warning): every op of a gloo run completed, yet the gloo model
       says it hangs: the model is wrong about this run; nothing is concluded from it.
     - `p2p-mismatch` (error): a send and the receive it pairs with differ in size or dtype.
+    - `p2p-count-mismatch` (error): in one exchange a rank posts more receives from a peer than
+      the peer sends it (or the other way round): the cause of the cycle, with both lines.
     """
     fix = ("make both sides of each exchange reach the same communicator and the same op order: "
            "batch the exchange (batch_isend_irecv that coalesces) or order sends and receives "
@@ -114,6 +116,8 @@ def replay_findings(wf: dict[str, Any], deadlock: Deadlock) -> list[Finding]:
     out: list[Finding] = []
     if wf.get("mismatched_pairs"):
         out.append(_mismatch_finding(wf["mismatched_pairs"]))
+    if wf.get("count_mismatches"):
+        out.append(_count_finding(wf["count_mismatches"]))
     if not wf["run_completed"]:
         if wf["cycle"]:
             out.append(Finding(
@@ -165,6 +169,19 @@ def _mismatch_finding(pairs: list[dict[str, Any]]) -> Finding:
             "pipeline), order each side's ops so they pair (send_prev with recv_next), or use "
             "overlap_p2p_comm=True",
         where=a["site"] or "", detail={"pairs": pairs[:EXAMPLES]})
+
+
+def _count_finding(counts: list[dict[str, Any]]) -> Finding:
+    """The replay's per-phase count mismatches (waitfor.replay `_counts`)."""
+    first = counts[0]
+    return Finding(
+        "p2p-count-mismatch", "error",
+        f"{first['words']} (sends at {first['send_site'] or '?'}, receives at "
+        f"{first['recv_site'] or '?'}): the unmatched op waits forever, and the peer waits for it "
+        "in turn",
+        fix="make both ranks agree on the number of sends and receives of each exchange (the "
+            "microbatch count, the tensors per message, a send skipped on one side)",
+        where=first["recv_site"] or first["send_site"] or "", detail={"counts": counts[:EXAMPLES]})
 
 
 def _would_hang(conditions: dict[str, Any], deadlock: Deadlock, fix: str) -> Finding:

@@ -11,7 +11,7 @@ the first exchanges, and a cycle found in such a prefix is a cycle of the whole 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from auditor import rulebook
@@ -20,7 +20,9 @@ from auditor.analysis.waitfor.model import Conditions, Op
 from auditor.analysis.waitfor.prefixes import closed_prefixes
 from auditor.analysis.waitfor.programs import programs_from_events
 from auditor.analysis.waitfor.replay import Analysis, analyze
+from auditor.config.expr import UNKNOWN, compile_expr, evaluate
 from auditor.dynamic.trace import Trace
+from auditor.rulebook.stages import load_rulebook
 
 # Ops replayed in all: a prefix per rank, 32 each on 1,024 ranks (about 2 s here).
 REPLAY_OPS = 32_768
@@ -31,6 +33,10 @@ class RecordedOrder:
     programs: dict[int, list[Op]]  # each rank's head window
     totals: dict[int, int]  # each rank's op count in the whole run
     torch_version: str | None  # the scan's: the NCCL its wheel pins bounds the verdicts
+    # A recording made on gloo (which never coalesces): whether torch would coalesce its batches
+    # on NCCL (`nccl_coalesces`); None for an NCCL recording, or where that is unknown: then the
+    # NCCL questions replay each op as it was recorded.
+    nccl_coalesce: bool | None = None
 
     def replay(self, conditions: Conditions) -> tuple[Analysis, int]:
         """The replay of each rank's first ops (REPLAY_OPS in all), cut where no op is left
@@ -41,7 +47,10 @@ class RecordedOrder:
 
     def deadlock(self, conditions: Conditions) -> Deadlock:
         """The two verdicts on this order over `conditions.transport` (`waitfor.deadlock`), each
-        replay cut as `replay`'s."""
+        replay cut as `replay`'s; a gloo recording's batches issued as NCCL would issue them."""
+        if conditions.backend != "gloo" and self.nccl_coalesce is not None:
+            # gloo's own "never coalesces" says nothing of NCCL (report --transport carries it)
+            conditions = replace(conditions, coalesce=self.nccl_coalesce)
         return deadlock(lambda c: self.replay(c)[0], conditions, self.torch_version)
 
 
@@ -49,10 +58,43 @@ def recorded_order(trace: Trace, doc: dict[str, Any]) -> RecordedOrder:
     """The order `trace` recorded, as the scan document `doc` reads it: its P2POp sites' roles,
     its torch release."""
     heads = {r: rt.head for r, rt in trace.ranks.items()}
-    version = doc.get("config", {}).get("effective", {}).get("torch_version")
+    effective = doc.get("config", {}).get("effective", {})
+    version = effective.get("torch_version")
+    version = version if isinstance(version, str) else None
+    groups = [g for rt in trace.ranks.values() for g in rt.groups]
+    coalesce = None
+    if groups and not any(g.get("backend") == "nccl" for g in groups):
+        said = effective.get("torch_batch_coalesces")  # the scan's, from the launch's env
+        recorded = next((str(rt.meta["torch"]) for rt in trace.ranks.values()
+                         if isinstance(rt.meta.get("torch"), str)), None)
+        coalesce = said if isinstance(said, bool) else nccl_coalesces(version or recorded, None)
     return RecordedOrder(programs_from_events(heads, p2p_roles(doc["sites"])),
-                         {r: rt.ops for r, rt in trace.ranks.items()},
-                         version if isinstance(version, str) else None)
+                         {r: rt.ops for r, rt in trace.ranks.items()}, version, coalesce)
+
+
+# rules/torch.toml's keys that decide, in this order, whether batch_isend_irecv coalesces.
+_COALESCING_KEYS = ("torch_debug_wrapper", "torch_backend_supports_coalescing",
+                    "torch_batch_coalesces")
+
+
+def nccl_coalesces(torch_version: str | None, debug: str | None) -> bool | None:
+    """Whether batch_isend_irecv coalesces a batch of CUDA tensors on NCCL at `torch_version`
+    with TORCH_DISTRIBUTED_DEBUG=`debug` (None: unknown), as rules/torch.toml's torch-runtime
+    rules decide it (the one place that does); None where they leave it open."""
+    release = (torch_version or "").split("+")[0] or None
+    if release is None:
+        return None
+    book = load_rulebook({"torch": release})
+    values: dict[str, Any] = {"distributed_backend": "nccl", "p2p_tensor_device": "cuda",
+                              "torch_version": release}
+    env = {"TORCH_DISTRIBUTED_DEBUG": debug if debug is not None else UNKNOWN}
+    for entry in book.entries.get("torch-runtime", []):
+        if entry.framework == "torch" and entry.key in _COALESCING_KEYS:
+            values[entry.key] = evaluate(compile_expr(str(entry.data["value"])),
+                                         lambda n: values.get(n, UNKNOWN),
+                                         lambda n: env.get(n, UNKNOWN))
+    answer = values.get("torch_batch_coalesces")
+    return answer if isinstance(answer, bool) else None
 
 
 def p2p_roles(sites: list[dict[str, Any]]) -> dict[tuple[str, int], str]:

@@ -4,8 +4,10 @@ conditions the op sequence alone does not fix, and the communicator each op runs
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
+from auditor import rulebook
 from auditor.analysis.waitfor.sizes import size_words
 from auditor.analysis.waitfor.transports import TRANSPORT_BUFFER
 
@@ -51,7 +53,7 @@ class Op:
             return "send"
         if self.api in RECV_APIS:
             return "recv"
-        return "collective"
+        return _p2p_directions().get(self.api, "collective")
 
     def words(self) -> str:
         if self.kind == "send":
@@ -109,6 +111,19 @@ class Communicator:
 
     def __hash__(self) -> int:
         return _cached_hash(self, (self.name, self.members, self.root, self.group))
+
+
+@cache
+def _p2p_directions() -> dict[str, str]:
+    """Every P2P API that issues an op by itself (rules/torch.toml [[p2p_api]], issues = "op") ->
+    "send" or "recv", by the parameter that names its peer: send_object_list sends to `dst`,
+    recv_object_list receives from `src`, point to point, like send and recv."""
+    out = {}
+    for api in rulebook.load("torch").data.get("p2p_api", []):
+        peer = api.get("peer") or []
+        if api.get("issues") == "op" and peer:
+            out[api["name"]] = "send" if "dst" in peer or "group_dst" in peer else "recv"
+    return out
 
 
 def _cached_hash(obj: Any, fields: tuple) -> int:

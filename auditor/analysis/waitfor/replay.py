@@ -57,6 +57,9 @@ class Analysis:
     # Send/receive pairs (as FIFO order per communicator pairs them) whose sizes or dtypes differ:
     # the receiver gets other bytes than were sent, silently or as a hang.
     mismatched_pairs: list[dict[str, Any]] = field(default_factory=list)
+    # Per communicator and direction: more of one kind (sends or receives) than the peer issues
+    # of the other before it ended or moved on to another exchange with this rank (`_counts`).
+    count_mismatches: list[dict[str, Any]] = field(default_factory=list)
 
     def summary(self) -> str:
         if not self.hang:
@@ -71,6 +74,7 @@ class Analysis:
         return {"hang": self.hang, "conditions": self.conditions.to_json(),
                 "cycle": self.cycle, "blocked": self.blocked,
                 "mismatched_pairs": self.mismatched_pairs,
+                "count_mismatches": self.count_mismatches,
                 "ranks": [r.to_json() for r in self.ranks.values()]}
 
 
@@ -101,6 +105,7 @@ class _Replay:
         self.head: dict[Stream, int] = {}
         self.where: dict[Key, tuple[Stream, int]] = {}  # op -> (stream, place)
         self.done: set[Key] = set()
+        self.epochs: dict[int, list[int]] = {}
 
     def _name_shared_descriptions(self) -> None:
         """Megatron gives every PP group the same description: name those by their ranks too."""
@@ -146,6 +151,7 @@ class _Replay:
             else:
                 lanes.setdefault(("coll", comm, op.rank), []).append(key)
         match: dict[Key, tuple[Key, ...] | None] = {key: None for key in self.ops}
+        self.lanes = lanes
         for lane, keys in lanes.items():
             if lane[0] == "p2p" and lane[4] == "send":
                 recvs = lanes.get(lane[:4] + ("recv",), [])
@@ -176,40 +182,58 @@ class _Replay:
 
     # --- replay --------------------------------------------------------------------------------
     def run(self) -> Analysis:
-        moved = True
-        while moved:
-            moved = False
-            for rank in self.entries:
-                moved |= self._issue(rank)
-            for stream in list(self.streams):
-                moved |= self._progress(stream)
+        """Work-list driven: a rank is retried when one of its ops completes or a member joins a
+        communicator it waits to create; a stream when an entry is queued on it or a partner of
+        its head's ops starts or completes. Each event wakes only what it can move, so the work
+        grows with the ops, not with ops x streams (a pass over every stream per issued op was
+        quadratic: 16M stream visits for 4,000 recorded send/recv pairs)."""
+        self.waiters: dict[Key, list[Key]] = {}  # op -> the ops whose completion looks at it
+        for key, partners in self.match.items():
+            for partner in partners or ():
+                self.waiters.setdefault(partner, []).append(key)
+        self.ranks_todo: set[int] = set(self.entries)
+        self.streams_todo: set[Stream] = set()
+        while self.ranks_todo or self.streams_todo:
+            for rank in sorted(self.ranks_todo):
+                self.ranks_todo.discard(rank)
+                self._issue(rank)
+            while self.streams_todo:
+                self._progress(self.streams_todo.pop())
         return self._explain()
 
-    def _issue(self, rank: int) -> bool:
-        moved = False
+    def _wake_partners(self, keys: tuple[Key, ...]) -> None:
+        """`keys` started or completed: the streams of the ops whose completion depends on them."""
+        for key in keys:
+            for waiter in self.waiters.get(key, ()):
+                place = self.where.get(waiter)
+                if place is not None and waiter not in self.done:
+                    self.streams_todo.add(place[0])
+
+    def _issue(self, rank: int) -> None:
         entries = self.entries[rank]
         while self.pc[rank] < len(entries):
             entry = entries[self.pc[rank]]
             if any((rank, i) not in self.done for key in entry for i in self.ops[key].after):
-                return moved
+                return
             comm = self.comm[entry[0]]
             if comm not in self.created:
                 arrived = self.arrived.setdefault(comm, set())
                 if rank not in arrived:
                     arrived.add(rank)
-                    moved = True
+                    self.ranks_todo.update(m for m in arrived if m != rank)
                 if not set(comm.members) <= arrived:
-                    return moved
+                    return
                 self.created.add(comm)
             stream = (rank, comm, entry[0]) if self.streams_per_op else (rank, comm)
             queue = self.streams.setdefault(stream, [])
             self.head.setdefault(stream, 0)
             for key in entry:
                 self.where[key] = (stream, len(queue))
+            if self.head[stream] == len(queue):
+                self._wake_partners(entry)  # active as it is queued
             queue.append(entry)
+            self.streams_todo.add(stream)
             self.pc[rank] += 1
-            moved = True
-        return moved
 
     def _active(self, key: Key) -> bool:
         place = self.where.get(key)
@@ -222,20 +246,23 @@ class _Replay:
         # A large send needs its receive running; a receive, its send started; a collective, all.
         return partners is not None and all(p in self.done or self._active(p) for p in partners)
 
-    def _progress(self, stream: Stream) -> bool:
-        moved = False
+    def _progress(self, stream: Stream) -> None:
         queue = self.streams[stream]
+        rank = stream[0]
         while self.head[stream] < len(queue):
             entry = queue[self.head[stream]]
-            for key in entry:
-                if key not in self.done and self._completes(key):
-                    self.done.add(key)
-                    moved = True
+            ready = [key for key in entry if key not in self.done and self._completes(key)]
+            if len(entry) > 1 and len(ready) < sum(key not in self.done for key in entry):
+                return  # a coalesced batch is one NCCL group: its ops complete together (AND)
+            if ready:
+                self.done.update(ready)
+                self._wake_partners(tuple(ready))
+                self.ranks_todo.add(rank)
             if not all(key in self.done for key in entry):
-                return moved
+                return
             self.head[stream] += 1
-            moved = True
-        return moved
+            if self.head[stream] < len(queue):
+                self._wake_partners(queue[self.head[stream]])  # the next entry starts
 
     # --- explanation ---------------------------------------------------------------------------
     def _explain(self) -> Analysis:
@@ -254,7 +281,78 @@ class _Replay:
         ranks = {rank: self._rank_state(rank, edges) for rank in self.entries}
         blocked = [f"rank {r}: {s.words}" for r, s in ranks.items() if s.cpu != "finished"]
         return Analysis(hang, self.cond, ranks, self._cycle_words(cycle, edges), blocked,
-                        self.mismatched)
+                        self.mismatched, self._counts())
+
+    def _counts(self) -> list[dict[str, Any]]:
+        """Per pair and communicator, phase by phase (`_phases`): where one rank's phase sends
+        other than its peer's matching phase receives, and an op of either is left waiting,
+        the count mismatch behind the hang (MUST's "lost message"), with both source lines.
+        Only where the replay hangs; later phases are not compared (they no longer align)."""
+        if not any(self._stuck(r) for r in self.entries):
+            return []
+        ops: dict[tuple[Communicator, int, int], list[Key]] = {}
+        for key in sorted(self.ops):
+            op = self.ops[key]
+            if op.kind != "collective" and op.peer is not None:
+                ops.setdefault((self.comm[key], op.rank, op.peer), []).append(key)
+        out = []
+        for (comm, a, b), mine in ops.items():
+            theirs = ops.get((comm, b, a))
+            if a > b or theirs is None:
+                continue
+            for pa, pb in zip(self._phases(mine), self._phases(theirs)):
+                (sa, ra), (sb, rb) = _kinds(self.ops, pa), _kinds(self.ops, pb)
+                if len(sa) == len(rb) and len(ra) == len(sb):
+                    continue
+                if all(k in self.done for k in pa + pb):
+                    break
+                # The direction with more receives than sends, else more sends than receives.
+                src, dst, sends, recvs = (a, b, sa, rb) if len(rb) > len(sa) or \
+                    len(sa) == len(rb) and len(sb) > len(ra) else (b, a, sb, ra)
+                if len(sends) == len(recvs):
+                    src, dst, sends, recvs = (b, a, sb, ra) if src == a else (a, b, sa, rb)
+                out.append({
+                    "communicator": comm.name, "src": src, "dst": dst,
+                    "sends": len(sends), "recvs": len(recvs),
+                    "send_site": _site(self.ops, sends, pa if src == a else pb),
+                    "recv_site": _site(self.ops, recvs, pb if src == a else pa),
+                    "words": f"in one exchange, rank {dst} posts {len(recvs)} RECV(s) from "
+                             f"{src} on {comm.name} where rank {src} sends it {len(sends)}"})
+                break
+        return out
+
+    def _epoch(self, key: Key) -> int:
+        """How many times the rank waited (an op issued after others completed) before `key`."""
+        rank, index = key
+        if rank not in self.epochs:
+            count, epochs = 0, []
+            for entry in self.entries[rank]:
+                for k in entry:
+                    count += bool(self.ops[k].after)
+                    epochs.append(count)
+            self.epochs[rank] = epochs
+        return self.epochs[rank][index]
+
+    def _phases(self, keys: list[Key]) -> list[list[Key]]:
+        """One rank's ops with one peer on one communicator, cut into phases: a step is the ops
+        issued without waiting in between (a batch, or isends then irecvs then waits); a phase
+        is a run of steps that only send, only receive, or both."""
+        steps: list[list[Key]] = []
+        for key in keys:
+            if not steps or self._epoch(key) != self._epoch(steps[-1][-1]):
+                steps.append([key])
+            else:
+                steps[-1].append(key)
+        phases: list[list[Key]] = []
+        shape = None
+        for step in steps:
+            kinds = frozenset(self.ops[k].kind for k in step)
+            if phases and kinds == shape:
+                phases[-1].extend(step)
+            else:
+                phases.append(list(step))
+                shape = kinds
+        return phases
 
     def _stuck(self, rank: int) -> bool:
         """Not done: still issuing, or issued everything and some op never completed (a program
@@ -311,7 +409,11 @@ class _Replay:
             if partner not in self.where:
                 return ("cpu", partner[0]), "not issued"
             return ("op",) + partner, "match"
-        raise AssertionError(f"{key} is active with all partners running but did not complete")
+        entry = self.streams[stream][position]
+        sibling = next((k for k in entry if k not in self.done and not self._completes(k)), None)
+        if sibling is None:
+            raise AssertionError(f"{key} is active with all partners running but did not complete")
+        return ("op",) + sibling, "group"
 
     def _rank_state(self, rank: int, edges: dict[Node, list]) -> RankState:
         ops = []
@@ -399,11 +501,24 @@ class _Replay:
                 clauses.append(f"{here} waits for rank {nxt[1]} to issue the matching op")
             elif reason == "join":
                 clauses.append(f"{here} waits for rank {nxt[1]} to join it")
+            elif reason == "group":
+                clauses.append(f"{here} completes only with {self._node_words(nxt)}, issued in "
+                               f"the same batch_isend_irecv (one NCCL group: its ops complete "
+                               f"together)")
             else:
                 target = self.ops[nxt[1:]]
                 clauses.append(f"{here} waits for its {target.words()} on "
                                f"{self.comm[nxt[1:]].name}")
         return "; ".join(clauses) + ": a cycle" if clauses else ""
+
+
+def _kinds(ops: Mapping[Key, Op], keys: list[Key]) -> tuple[list[Key], list[Key]]:
+    return ([k for k in keys if ops[k].kind == "send"], [k for k in keys if ops[k].kind == "recv"])
+
+
+def _site(ops: Mapping[Key, Op], chosen: list[Key], phase: list[Key]) -> str | None:
+    """Where a count is read: the last op counted, else the op its rank issued instead."""
+    return (ops[chosen[-1]].where if chosen else ops[phase[0]].where) or None
 
 
 def _pair_side(op: Op) -> dict[str, Any]:
