@@ -16,6 +16,7 @@ from auditor.analysis.batching import (
     site_doc,
     site_findings,
 )
+from auditor.config import releases
 from auditor.config.derive import derive
 from auditor.config.effective import EffectiveConfig
 from auditor.config.envlint import lint
@@ -125,9 +126,35 @@ def read_config(config_path: str, targets: list[str] | None) -> tuple[LaunchConf
 
 def run_scan(inputs: ScanInputs,
              read: tuple[LaunchConfig, list[SourceSet]] | None = None) -> dict[str, Any]:
-    """`read`: what `read_config` gave for these inputs, where the caller needs it too."""
+    """`read`: what `read_config` gave for these inputs, where the caller needs it too. Without
+    --target, a run whose script states not every release of its stack is scanned once per
+    combination of releases the rules cover (config.releases), and the documents merged: the
+    newest combination's, with every combination's verdict in `config.release_basis`, which the
+    verdict reads (a verdict decided only where they all agree)."""
+    if read is None and not inputs.targets:
+        choice = releases.plan(read_launch(inputs.config_path))
+        if choice is not None:
+            started = time.perf_counter()
+            docs = [_scan_one(inputs, read_config(inputs.config_path, choice.targets(combo)))
+                    for combo in choice.combinations]
+            return _merged(docs, choice, time.perf_counter() - started)
+    return _scan_one(inputs, read or read_config(inputs.config_path, inputs.targets))
+
+
+def _merged(docs: list[dict[str, Any]], choice: releases.Plan, seconds: float) -> dict[str, Any]:
+    """The first (newest) combination's document, judged against the others' verdicts."""
+    doc = docs[0]
+    doc["config"]["release_basis"] = {**choice.to_json(), "combinations": [
+        {"releases": combo, "status": other["verdict"]["status"], "headline": other["verdict"]["headline"]}
+        for combo, other in zip(choice.combinations, docs)]}
+    doc["analysis"]["seconds_all_releases"] = round(seconds, 3)
+    verdict.finish(doc)
+    return doc
+
+
+def _scan_one(inputs: ScanInputs, read: tuple[LaunchConfig, list[SourceSet]]) -> dict[str, Any]:
     started = time.perf_counter()
-    launch, srcs = read or read_config(inputs.config_path, inputs.targets)
+    launch, srcs = read
     versions = {s.name: s.version for s in srcs}
     effective = derive(launch, versions, inputs.overrides, inputs.torch_version)
     invs = [inventory(s, jobs=inputs.jobs, progress=inputs.progress) for s in srcs]
