@@ -13,6 +13,7 @@ The scripts are written here in the shape of upstream launch scripts that state 
 from __future__ import annotations
 
 import copy
+import importlib.metadata
 import json
 import subprocess
 import sys
@@ -43,6 +44,14 @@ megatron sft \\
     --train_type full \\
     --save megatron_output/Qwen2.5-7B-Instruct
 """
+
+
+def _installed(name: str) -> bool:
+    try:
+        importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
 
 
 def scan(path: Path) -> tuple[int, dict]:
@@ -161,3 +170,25 @@ def test_a_windows_wheel_has_its_sites(release):
     assert b"\r\n" in (old.source.root / "deepspeed" / "comm" / "torch.py").read_bytes()
     assert sorted((s.path, s.api) for s in old.sites) == sorted((s.path, s.api) for s in new.sites)
     assert old.sites
+
+
+def test_a_deepspeed_run_agrees_across_its_covered_releases(tmp_path):
+    """examples/deepspeed_pipe_pp2.sh without its `# deepspeed==0.16.0` (DeepSpeedExamples
+    training/pipeline_parallelism/run.sh's `deepspeed train.py ... -p 2`): judged on DeepSpeed's
+    newest and oldest covered releases, which read alike (before the \\r\\n fix the oldest read
+    as an inventory of 0 sites and the run was INCONCLUSIVE on the disagreement). Where deepspeed
+    is installed, the environment states its release and no combination is judged."""
+    if _installed("deepspeed"):
+        pytest.skip("deepspeed is installed here: it states the release (scan judges that one)")
+    text = (ROOT / "examples" / "deepspeed_pipe_pp2.sh").read_text()
+    script = tmp_path / "pipe.sh"
+    script.write_text(text.replace("# deepspeed==0.16.0\n", ""))
+    code, doc = scan(script)
+    basis = doc["config"]["release_basis"]
+    covered = covered_releases("deepspeed train.py")["deepspeed"]
+    assert [c["releases"] for c in basis["combinations"]] == [
+        {"deepspeed": max(covered, key=Version)}, {"deepspeed": min(covered, key=Version)}]
+    assert len({c["status"] for c in basis["combinations"]}) == 1
+    assert "disagree" not in doc["verdict"]["headline"] and code == doc["verdict"]["exit_code"]
+    if doc["verdict"]["status"] != "inconclusive":
+        assert "deepspeed 0.19.8 and deepspeed 0.14.5" in doc["verdict"]["headline"]
