@@ -192,3 +192,14 @@ def test_a_deepspeed_run_agrees_across_its_covered_releases(tmp_path):
     assert "disagree" not in doc["verdict"]["headline"] and code == doc["verdict"]["exit_code"]
     if doc["verdict"]["status"] != "inconclusive":
         assert "deepspeed 0.19.8 and deepspeed 0.14.5" in doc["verdict"]["headline"]
+
+
+def test_the_text_header_names_every_combination_judged(swift_doc):
+    """The header listed only the newest combination's targets, as though the script stated them."""
+    from auditor.report.text import scan_report
+
+    _, doc = swift_doc
+    oldest = doc["config"]["release_basis"]["combinations"][-1]["releases"]
+    header = " ".join(scan_report(doc).split("\n")[:4]).replace("\n  ", " ")
+    assert "none stated: also judged on " + ", ".join(f"{n} {v}" for n, v in oldest.items()) \
+        in " ".join(header.split())
