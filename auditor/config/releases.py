@@ -109,11 +109,13 @@ def _choose(stack: list[str], given: Plan, covered: dict[str, list[str]],
                 needs += own
                 break
         else:
-            wants = ", ".join(str(r) for r in needs if canonicalize_name(r.name) == name)
+            wants = ", ".join(f"{r.name}{r.specifier}" for r in needs if canonicalize_name(r.name) == name)
+            verified = covered.get(name, [])
+            span = f"{verified[0]}-{verified[-1]}" if verified else "none"
             raise InputError(path, f"which {name} does this run use? no release rules/ verifies "
-                                   f"({', '.join(covered.get(name, [])) or 'none'}) is compatible "
-                                   f"with {_words(chosen)}{f' ({wants})' if wants else ''}; pass "
-                                   f"--target {name}==VERSION or write `# {name}==VERSION` in the script")
+                                   f"({span}) is compatible with {_words({**chosen, **stated})}"
+                                   f"{f' ({wants})' if wants else ''}; pass --target {name}==VERSION "
+                                   f"or write `# {name}==VERSION` in the script")
     return chosen
 
 

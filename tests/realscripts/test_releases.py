@@ -203,3 +203,27 @@ def test_the_text_header_names_every_combination_judged(swift_doc):
     header = " ".join(scan_report(doc).split("\n")[:4]).replace("\n  ", " ")
     assert "none stated: also judged on " + ", ".join(f"{n} {v}" for n, v in oldest.items()) \
         in " ".join(header.split())
+
+
+def test_stated_releases_no_covered_release_joins_are_bad_input(tmp_path):
+    """ms-swift 4.6.0 wants mcore-bridge>=1.6.3, which wants megatron-core>=0.16: with
+    `# megatron-core==0.12.0` stated too, no mcore-bridge fits: exit 2, one line naming it."""
+    script = tmp_path / "sft.sh"
+    script.write_text("# ms-swift==4.6.0\n# megatron-core==0.12.0\n" + SWIFT_SFT.split("\n", 1)[1])
+    proc = subprocess.run([sys.executable, "-m", "auditor", "scan", "--config", str(script)],
+                          check=False, capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert "which mcore-bridge does this run use?" in proc.stderr
+    assert "ms-swift 4.6.0 + megatron-core 0.12.0 (mcore-bridge>=1.6.3)" in proc.stderr
+    assert "--target mcore-bridge==VERSION" in proc.stderr
+
+
+def test_a_front_end_and_its_schedules_are_covered_where_both_verify():
+    """A torchrun run reads Megatron-LM's front end and megatron-core's schedules, both selected
+    by megatron-core's release: the releases judged are those both rules files verify."""
+    from auditor.rulebook.frameworks import frameworks
+
+    verified = {f.name: f.verified for f in frameworks()}
+    both = [v for v in verified["megatron-core"] if v in verified["megatron-lm"]]
+    assert covered_releases("torchrun pretrain_gpt.py") == {"megatron-core": both}
+    assert covered_releases("deepspeed train.py") == {"deepspeed": list(verified["deepspeed"])}
