@@ -154,6 +154,7 @@ def test_releases_that_disagree_make_it_inconclusive_naming_them(swift_doc):
     assert verdict.headline.startswith("INCONCLUSIVE: the framework releases the script could run on")
 
 
+@pytest.mark.wheels
 def test_every_script_stating_its_releases_is_judged_as_before():
     """A run whose releases are all stated has no release_basis (the shipped examples)."""
     code, doc = scan(ROOT / "examples" / "glm5_1_lora_pp4.sh")
@@ -172,6 +173,7 @@ def test_a_windows_wheel_has_its_sites(release):
     assert old.sites
 
 
+@pytest.mark.wheels
 def test_a_deepspeed_run_agrees_across_its_covered_releases(tmp_path):
     """examples/deepspeed_pipe_pp2.sh without its `# deepspeed==0.16.0` (DeepSpeedExamples
     training/pipeline_parallelism/run.sh's `deepspeed train.py ... -p 2`): judged on DeepSpeed's
@@ -205,6 +207,7 @@ def test_the_text_header_names_every_combination_judged(swift_doc):
         in " ".join(header.split())
 
 
+@pytest.mark.wheels
 def test_stated_releases_no_covered_release_joins_are_bad_input(tmp_path):
     """ms-swift 4.6.0 wants mcore-bridge>=1.6.3, which wants megatron-core>=0.16: with
     `# megatron-core==0.12.0` stated too, no mcore-bridge fits: exit 2, one line naming it."""
