@@ -16,11 +16,18 @@ from auditor.analysis.batching import (
     site_doc,
     site_findings,
 )
+from auditor.config import releases
 from auditor.config.derive import derive
 from auditor.config.effective import EffectiveConfig
 from auditor.config.envlint import lint
 from auditor.config.expr import UNKNOWN
-from auditor.config.launch import launch_environ, parse_launch, read_script, refuse_not_pipeline, world_of
+from auditor.config.launch import (
+    launch_environ,
+    parse_launch,
+    read_script,
+    refuse_not_pipeline,
+    world_of,
+)
 from auditor.config.model import LaunchConfig
 from auditor.config.settings import check_settings
 from auditor.errors import InputError
@@ -113,10 +120,11 @@ def entry_code(spec: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def read_config(config_path: str, targets: list[str] | None,
-                command: str | None = None) -> tuple[LaunchConfig, list[SourceSet]]:
-    """The launch script and the framework sources its run uses."""
-    text = read_script(config_path)  # once: a pipe (`--config /dev/stdin`) gives its text once
+def read_config(config_path: str, targets: list[str] | None, command: str | None = None,
+                text: str | None = None) -> tuple[LaunchConfig, list[SourceSet]]:
+    """The launch script and the framework sources its run uses. `text`: the script's, where the
+    caller read it already (a pipe, `--config /dev/stdin`, gives its text once)."""
+    text = read_script(config_path) if text is None else text
     environ = launch_environ()
     launch = parse_launch(text, config_path, environ=environ, command=command)
     refuse_not_pipeline(launch)  # `swift sft`, `megatron export`: nothing to resolve or analyse
@@ -132,9 +140,41 @@ def read_config(config_path: str, targets: list[str] | None,
 
 def run_scan(inputs: ScanInputs,
              read: tuple[LaunchConfig, list[SourceSet]] | None = None) -> dict[str, Any]:
-    """`read`: what `read_config` gave for these inputs, where the caller needs it too."""
+    """`read`: what `read_config` gave for these inputs, where the caller needs it too. Without
+    --target, a run whose script states not every release of its stack is scanned once per
+    combination of releases the rules cover (config.releases), and the documents merged: the
+    newest combination's, with every combination's verdict in `config.release_basis`, which the
+    verdict reads (a verdict decided only where they all agree)."""
+    if read is None and not inputs.targets:
+        text = read_script(inputs.config_path)
+        launch = parse_launch(text, inputs.config_path, environ=launch_environ(),
+                              command=inputs.command)
+        refuse_not_pipeline(launch)
+        choice = releases.plan(launch)
+        if choice is not None:
+            started = time.perf_counter()
+            docs = [_scan_one(inputs, read_config(inputs.config_path, choice.targets(combo),
+                                                  inputs.command, text))
+                    for combo in choice.combinations]
+            return _merged(docs, choice, time.perf_counter() - started)
+        read = read_config(inputs.config_path, inputs.targets, inputs.command, text)
+    return _scan_one(inputs, read or read_config(inputs.config_path, inputs.targets, inputs.command))
+
+
+def _merged(docs: list[dict[str, Any]], choice: releases.Plan, seconds: float) -> dict[str, Any]:
+    """The first (newest) combination's document, judged against the others' verdicts."""
+    doc = docs[0]
+    doc["config"]["release_basis"] = {**choice.to_json(), "combinations": [
+        {"releases": combo, "status": other["verdict"]["status"], "headline": other["verdict"]["headline"]}
+        for combo, other in zip(choice.combinations, docs)]}
+    doc["analysis"]["seconds_all_releases"] = round(seconds, 3)
+    verdict.finish(doc)
+    return doc
+
+
+def _scan_one(inputs: ScanInputs, read: tuple[LaunchConfig, list[SourceSet]]) -> dict[str, Any]:
     started = time.perf_counter()
-    launch, srcs = read or read_config(inputs.config_path, inputs.targets, inputs.command)
+    launch, srcs = read
     versions = {s.name: s.version for s in srcs}
     effective = derive(launch, versions, inputs.overrides, inputs.torch_version)
     invs = [inventory(s, jobs=inputs.jobs, progress=inputs.progress) for s in srcs]

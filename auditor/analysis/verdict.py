@@ -135,9 +135,17 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
         status = "clean"
         head = ("CLEAN: the recorded run shows no error; its sources were inventoried, not "
                 "scanned (`p2paudit scan --config` says which sites can fire).")
+    differ = releases_differ(doc, status, head)
+    if differ is not None:
+        status = "inconclusive"
+        undecided.insert(0, differ)
+        head = f"INCONCLUSIVE: {_undecided_words(undecided)}."
     basis = doc.get("config", {}).get("torch_basis") or {}
     if status != "inconclusive" and scanned and basis.get("version") is None and basis.get("releases"):
         head += f" {across_words(basis['releases'])}."
+    release_basis = doc.get("config", {}).get("release_basis") or {}
+    if status != "inconclusive" and release_basis.get("free"):
+        head += f" {releases_words(release_basis)}."
     would = [f for f in doc.get("findings", []) if f.get("kind") in ("replay-would-hang",
                                                                       "replay-can-hang")]
     if status == "clean" and would:
@@ -157,6 +165,39 @@ def across_words(releases: list[str]) -> str:
     """What a verdict judged across torch releases holds on (config.torch_version)."""
     return (f"Holds on every torch release the rules cover, {span(releases)} (the script states "
             "none; --torch X.Y.Z gives the cluster's)")
+
+
+def _combo_words(releases: dict[str, str]) -> str:
+    return " + ".join(f"{name} {version}" for name, version in releases.items())
+
+
+def releases_words(basis: dict[str, Any]) -> str:
+    """What a verdict judged across framework releases holds on (config.release_basis)."""
+    combos = basis["combinations"]
+    which = ("the newest and the oldest compatible releases the rules cover" if len(combos) > 1
+             else "the only compatible releases the rules cover")
+    return (f"Holds on {which}, {' and '.join(_combo_words(c['releases']) for c in combos)} (the "
+            f"script states no {', '.join(basis['free'])} release; --target NAME==VERSION gives the run's)")
+
+
+def releases_differ(doc: dict[str, Any], status: str, head: str) -> Undecided | None:
+    """Where the combinations of releases a run was judged on (config.release_basis, the first
+    being this document's) disagree on the verdict: what differs and the --target deciding it,
+    the outermost framework whose release differs between them."""
+    combos = (doc.get("config", {}).get("release_basis") or {}).get("combinations") or []
+    if len(combos) < 2 or all(c.get("status") == status for c in combos[1:]):
+        return None
+    varied = [n for n in combos[0]["releases"] if len({c["releases"].get(n) for c in combos}) > 1]
+    said = [f"{_combo_words(combos[0]['releases'])} reads {_first_sentence(head)}"]
+    said += [f"{_combo_words(c['releases'])} reads {_first_sentence(str(c.get('headline', '')))}"
+             for c in combos[1:] if c.get("status") != status]
+    return Undecided(f"the framework releases the script could run on disagree: {'; '.join(said)}",
+                     f"--target {varied[0]}==VERSION (the release the run uses)")
+
+
+def _first_sentence(headline: str, limit: int = 160) -> str:
+    first = headline.split(". ")[0].rstrip(".")
+    return first if len(first) <= limit else first[:limit - 3].rstrip() + "..."
 
 
 def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:

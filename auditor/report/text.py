@@ -134,6 +134,9 @@ def scan_report(doc: dict[str, Any], verbose: bool = False, width: int = 80) -> 
     eff = doc["config"].get("effective", {})
     prov = doc["config"].get("provenance", {})
     targets = ", ".join(target_label(t) for t in doc["targets"]) or "none"
+    basis = doc["config"].get("release_basis") or {}
+    for combo in basis.get("combinations", [])[1:]:  # config.release_basis: the first is shown
+        targets += f" (none stated: also judged on {', '.join(f'{n} {v}' for n, v in combo['releases'].items())})"
     ranks = launch.get("world_size") or "?"
     how = ", ".join(str(x) for x in (launch.get("launcher"), f"{ranks} ranks") if x)
     if (launch.get("world_given") or ranks == "?") and launch.get("world_source"):

@@ -184,3 +184,15 @@ def foreign_settings(launcher: str, directory: Path | None = None) -> dict[str, 
 def audited_packages(directory: Path | None = None) -> list[str]:
     """The import packages of every framework's own code, in stack order."""
     return list(dict.fromkeys(p for f in frameworks(directory) for p in f.packages))
+
+
+def covered_releases(launcher: str, directory: Path | None = None) -> dict[str, list[str]]:
+    """distribution -> the releases every rules file of this launcher's stack that selects on it
+    verifies (`verified`): megatron-lm's front end and megatron-core's schedules both select on
+    megatron-core, so a torchrun run is covered on the releases both verify (0.17.0 on)."""
+    out: dict[str, list[str]] = {}
+    for f in _chain(launcher, directory):
+        if f.distribution and f.verified:
+            have = out.get(f.distribution)
+            out[f.distribution] = [v for v in f.verified if have is None or v in have]
+    return out

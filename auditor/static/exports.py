@@ -123,6 +123,9 @@ def _exports(summaries: dict[str, _Module]) -> dict[str, dict[str, str]]:
 
 
 def _summary(src: SourceSet, rel: str, text: str) -> _Module:
+    # The patterns read lines ending in \n: a Windows-built wheel's \r\n (deepspeed 0.14.5's
+    # win_amd64 wheel) otherwise hides every `import torch` and star import it has.
+    text = text.replace("\r\n", "\n")
     own: dict[str, str] = {}
     if "torch" in text:
         for m in TORCH_IMPORT.finditer(text):

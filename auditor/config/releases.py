@@ -1,0 +1,167 @@
+"""Which framework releases a run is judged on when its script does not say (issue 22 item 2).
+
+A release the script states (`# name==X`) or the environment has installed decides. For each
+distribution of the run's stack that nothing states, the run is judged on two combinations of
+releases the rules verify (`[framework] verified` of every rules file of the stack that selects on
+that distribution), outermost framework first:
+- the newest: each free distribution's newest verified release that the releases already chosen
+  admit and that admits them (what `pip install` of the newest front end resolves to today);
+- the oldest: each free distribution's oldest such release (the oldest stack the rules cover).
+What admits what is each release's own `Requires-Dist` (its wheel METADATA, extras included:
+ms-swift's `megatron` extra states its mcore-bridge and megatron-core), never restated by hand.
+Two combinations bound the covered range at a warm cost of about one scan each; releases between
+them are not judged (the verdict names the two)."""
+
+from __future__ import annotations
+
+import email.message
+import email.parser
+import importlib.metadata
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from auditor.config.model import LaunchConfig
+from auditor.errors import InputError
+from auditor.rulebook.frameworks import covered_releases, stack_for
+from auditor.sources import SourceSet, resolve
+
+HOW = ("the newest and the oldest releases the rules verify for each framework the script does not "
+       "state, each admitting the others (their Requires-Dist)")
+
+
+@dataclass
+class Plan:
+    """The releases a run is judged on: one target list per combination, newest first."""
+
+    stated: dict[str, str]  # distribution -> release the script or the environment gives
+    installed: set[str] = field(default_factory=set)  # of `stated`: the environment's, not a pin
+    combinations: list[dict[str, str]] = field(default_factory=list)  # distribution -> release
+
+    @property
+    def free(self) -> list[str]:
+        """The distributions no statement gives: the ones the combinations vary."""
+        return [d for d in (self.combinations[0] if self.combinations else {}) if d not in self.stated]
+
+    def target(self, name: str, version: str) -> str:
+        """The --target that gives `name` at `version`: the installed copy, else the release."""
+        return name if name in self.installed else f"{name}=={version}"
+
+    def targets(self, combo: dict[str, str]) -> list[str]:
+        """A combination as --target arguments."""
+        return [self.target(n, v) for n, v in combo.items()]
+
+    def to_json(self) -> dict[str, object]:
+        """config.release_basis without each combination's verdict (scan.py adds them)."""
+        return {"stated": self.stated, "free": self.free, "how": HOW}
+
+
+def plan(launch: LaunchConfig) -> Plan | None:
+    """The combinations to judge `launch` on; None where every distribution of its stack is stated
+    or installed (the run is judged on those, as before)."""
+    stack = stack_for(launch.launcher)
+    stated: dict[str, str] = {}
+    installed: set[str] = set()
+    for name in stack:
+        version = launch.pins.get(name) or _installed(name)
+        if version:
+            stated[name] = version
+            installed |= {name} if name not in launch.pins else set()
+    if all(name in stated for name in stack):
+        return None
+    covered = covered_releases(launch.launcher)
+    out = Plan(stated, installed=installed)
+    for newest in (True, False):
+        combo = _choose(stack, out, covered, newest, launch.path)
+        if combo not in out.combinations:
+            out.combinations.append(combo)
+    return out
+
+
+def _installed(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _choose(stack: list[str], given: Plan, covered: dict[str, list[str]],
+            newest: bool, path: str) -> dict[str, str]:
+    """One combination: stated releases as stated, each free one the newest (or oldest) verified
+    release compatible with those chosen before it, outermost first."""
+    stated = given.stated
+    chosen: dict[str, str] = {}
+    needs: list[Requirement] = []
+    for name in stack:
+        if name in stated:
+            candidates = [stated[name]]
+        else:
+            candidates = sorted(covered.get(name, []), key=Version, reverse=newest)
+        for version in candidates:
+            if not _admitted(name, version, needs):
+                continue
+            own = requirements(resolve(given.target(name, version)), stack)
+            if name in stated or all(_admitted(n, v, own) for n, v in {**chosen, **stated}.items()):
+                chosen[name] = version
+                needs += own
+                break
+        else:
+            wants = ", ".join(f"{r.name}{r.specifier}" for r in needs if canonicalize_name(r.name) == name)
+            verified = covered.get(name, [])
+            span = f"{verified[0]}-{verified[-1]}" if verified else "none"
+            raise InputError(path, f"which {name} does this run use? no release rules/ verifies "
+                                   f"({span}) is compatible with {_words({**chosen, **stated})}"
+                                   f"{f' ({wants})' if wants else ''}; pass --target {name}==VERSION "
+                                   f"or write `# {name}==VERSION` in the script")
+    return chosen
+
+
+def _admitted(name: str, version: str, needs: Iterable[Requirement]) -> bool:
+    try:
+        v = Version(version)
+    except InvalidVersion:
+        return True  # a stated build the specifiers cannot read: the statement decides
+    return all(r.specifier.contains(v, prereleases=True) for r in needs
+               if canonicalize_name(r.name) == name)
+
+
+def requirements(src: SourceSet, names: Iterable[str]) -> list[Requirement]:
+    """`src`'s Requires-Dist on the distributions `names`, under any of its extras (ms-swift
+    states megatron-core under its `megatron` extra, which a megatron run installs)."""
+    wanted = {canonicalize_name(n) for n in names}
+    meta = _metadata(src)
+    if meta is None:
+        return []
+    extras = [""] + list(meta.get_all("Provides-Extra") or [])
+    out = []
+    for line in meta.get_all("Requires-Dist") or []:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if canonicalize_name(req.name) not in wanted:
+            continue
+        if req.marker is None or any(req.marker.evaluate({"extra": e}) for e in extras):
+            out.append(req)
+    return out
+
+
+def _metadata(src: SourceSet) -> email.message.Message | None:
+    """The release's core metadata: an installed distribution's own, else the unpacked wheel's
+    dist-info or the sdist's PKG-INFO."""
+    if src.kind == "installed":
+        return importlib.metadata.distribution(src.name).metadata  # type: ignore[return-value]
+    root = src.root
+    infos = sorted(root.glob("*.dist-info/METADATA")) + [root / "PKG-INFO", root.parent / "PKG-INFO"]
+    for info in infos:
+        if info.is_file():
+            return email.parser.Parser().parsestr(info.read_text(encoding="utf-8", errors="replace"))
+    return None
+
+
+def _words(releases: dict[str, str]) -> str:
+    return " + ".join(f"{n} {v}" for n, v in releases.items()) or "nothing stated"
+
