@@ -245,6 +245,8 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
     style = launcher["style"]
     if launcher.get("program"):
         config.launcher = f"{launcher['program']} {chosen.subcommand}"
+    elif style == "hydra":  # `python -m verl.trainer.main_ppo a.b=c`: the module is the program
+        config.launcher = chosen.invoked
     else:
         args, script = torchrun_options(config, launcher, args, path, spelling.python_runners)
         config.script = script
