@@ -23,7 +23,10 @@ from auditor.errors import EXIT_FINDINGS, EXIT_OK
 from auditor.rulebook.frameworks import NOT_THIS_STACK, kind_of, owner_of, pin_option
 
 SITE_VERDICTS = ("contradiction", "ok", "unknown", "unreachable")
-RUN_VERDICTS = ("findings", "inconclusive", "clean", "inventory")
+RUN_VERDICTS = ("findings", "inconclusive", "clean", "inventory", "not-pipeline")
+# What the auditor covers, said where a run has none of it (a decided answer, exit 0).
+COVERS = ("p2paudit audits the point-to-point traffic of pipeline-parallel training (megatron-core "
+          "schedules, torch.distributed.pipelining, DeepSpeed's pipeline engine): this run has none to check")
 
 # Config keys the contradiction rule and the schedule choice read: unknown, nothing is decided.
 NEEDED_KEYS = {
@@ -86,7 +89,7 @@ class RunVerdict:
 
     @property
     def exit_code(self) -> int:
-        return EXIT_OK if self.status in ("clean", "inventory") else EXIT_FINDINGS
+        return EXIT_OK if self.status in ("clean", "inventory", "not-pipeline") else EXIT_FINDINGS
 
     def to_json(self) -> dict[str, Any]:
         return {"status": self.status, "headline": self.headline, "exit_code": self.exit_code,
@@ -96,6 +99,17 @@ class RunVerdict:
                 **({"startup_undecided": [u.to_json() for u in self.startup]} if self.startup else {}),
                 **({"deadlock": self.deadlock} if self.deadlock else {}),
                 **({"causes": self.causes} if self.causes else {})}
+
+
+def not_pipeline(what: str) -> RunVerdict:
+    """The verdict on a run that trains no pipeline (`swift sft`, `megatron export`): `what` it is."""
+    return RunVerdict("not-pipeline", f"NOT A PIPELINE RUN: {what}. {COVERS}.")
+
+
+def not_followed(what: str, decide: str) -> RunVerdict:
+    """The verdict on a valid script whose training command could not be followed."""
+    return RunVerdict("inconclusive", f"INCONCLUSIVE: {what}; decide it with {decide}.",
+                      [Undecided(what, decide)])
 
 
 def finish(doc: dict[str, Any]) -> RunVerdict:

@@ -186,21 +186,28 @@ class NotAPipelineRun(InputError):
     for `scan` a decided answer; for a command that needs a pipeline (simulate), bad input.
     `what` says what the run is."""
 
-    def __init__(self, path: str, what: str) -> None:
+    def __init__(self, path: str, what: str, config: LaunchConfig | None = None) -> None:
         super().__init__(path, f"not a pipeline run: {what}")
         self.what = what
+        self.config = config  # the launch as read: its launcher and findings go in the document
 
 
 def refuse_not_pipeline(config: LaunchConfig) -> None:
     """Raise NotAPipelineRun when the launcher rules say the command runs no pipeline."""
     said = next((d for d in config.diagnostics if d.kind == "launch.not-pipeline"), None)
     if said is not None:
-        raise NotAPipelineRun(config.path, said.message)
+        raise NotAPipelineRun(config.path, said.message, config)
 
 
 class CommandNotFollowed(InputError):
     """A script bash accepts whose training command this reader cannot follow: not bad input,
-    an undecided run (exit 1) until `--command` gives the command line."""
+    an undecided run (exit 1) until `--command` gives the command line (`decide`)."""
+
+    DECIDE = "--command 'torchrun ... train.py ...'"
+
+    def __init__(self, path: str, what: str) -> None:
+        super().__init__(path, f"{what}; give it with {self.DECIDE}")
+        self.what = what
 
 
 def _given_command(shell: LaunchShell, command: str, path: str, after: int) -> None:
@@ -229,8 +236,7 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
         unseen = "".join(f"; line {line}: {what}" for line, what in shell.opaque[:2])
         raise CommandNotFollowed(path, f"the training command could not be followed: looked for "
                                        f"{spelling.looked_for()}, also behind srun/env/nohup, in `bash -c`, "
-                                       f"`eval` and here-documents{unknown}{unseen}; give it with "
-                                       "--command 'torchrun ... train.py ...'")
+                                       f"`eval` and here-documents{unknown}{unseen}")
     # A command that trains comes first: `swift export` caching a dataset before `megatron rlhf`
     # is not the run's command.
     training = [c for c in shell.candidates if c.subcommand not in c.launcher.get("not_pipeline", {})]
