@@ -133,6 +133,9 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
     startup = [u for u in every if u.startup]
     quiet = [s for s in sites if s.get("verdict") == "unknown" and not s.get("paths")
              and not s.get("undecided")]
+    # A run on another backend than NCCL (config.launch `launch.backend`: Ascend's HCCL).
+    backend = next((f["detail"] for f in findings if f.get("kind") == "launch.backend"
+                    and "decide" in (f.get("detail") or {})), None)
     if bad or errors:
         status, head = "findings", _findings_headline(doc, bad, errors, findings)
         if undecided:
@@ -141,6 +144,14 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
         status = "inconclusive"
         head = (f"INCONCLUSIVE: no contradiction found, but not decided: "
                 f"{_undecided_words(undecided)}.")
+    elif scanned and backend:
+        # The schedule's order was analysed; how this backend runs it is outside the torch rules.
+        status = "inconclusive"
+        ok = sum(1 for s in sites if s.get("verdict") == "ok")
+        what = (f"{ok} reachable P2P site(s) run as the config says on the schedule's side, but how "
+                f"{backend['short']} runs them is outside the rules")
+        undecided.append(Undecided(what, backend["decide"]))
+        head = f"INCONCLUSIVE: {what}; decide it with {backend['decide']}."
     elif scanned:
         status = "clean"
         ok = sum(1 for s in sites if s.get("verdict") == "ok")

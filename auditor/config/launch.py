@@ -299,7 +299,8 @@ def _backend(config: LaunchConfig, shell: LaunchShell, spelling: Spelling, path:
             config.diagnostics.append(Finding(
                 "launch.backend", "warning",
                 f"this run uses {backend['what']} ({signs}): {backend['covers']}",
-                where=f"{path}:{config.command_line}", detail={"backend": backend["name"]}))
+                where=f"{path}:{config.command_line}", detail={"backend": backend["name"], "short": backend["short"],
+                        "decide": backend["decide"]}))
             return
 
 

@@ -61,3 +61,33 @@ def test_a_command_not_followed_is_a_whole_inconclusive_document(capsys, tmp_pat
     (undecided,) = doc["verdict"]["undecided"]
     assert "could not be followed" in undecided["what"]
     assert undecided["decide"].startswith("--command '")
+
+
+ASCEND = """PYTORCH_NPU_ALLOC_CONF='expandable_segments:True' \\
+NPROC_PER_NODE=4 \\
+megatron sft \\
+    --model Qwen/Qwen3-4B \\
+    --tensor_model_parallel_size 2 \\
+    --pipeline_model_parallel_size 2
+"""
+
+
+def test_an_ascend_run_is_seen_and_never_clean(tmp_path):
+    """modelscope/ms-swift examples/ascend/megatron/train_sft_full.sh (commit 2d3694fb18): its only
+    sign of an NPU run is torch_npu's PYTORCH_NPU_ALLOC_CONF. The schedule's order is analysed,
+    but how HCCL runs the batched ops is outside the rules: not CLEAN, and the headline names
+    the run's backend, not NCCL."""
+    from auditor.analysis.verdict import judge
+    from auditor.config.launch import parse_launch
+
+    launch = parse_launch(ASCEND, "train_sft_full.sh")
+    (backend,) = [d for d in launch.diagnostics if d.kind == "launch.backend"]
+    assert backend.detail["backend"] == "hccl"
+    site = {"path": "p.py", "line": 1, "api": "isend", "function": "f", "verdict": "ok",
+            "reachable": "yes", "paths": [["a", "f"]], "runs_batched": True}
+    doc = {"sites": [site], "findings": [backend.to_json()],
+           "config": {"effective": {"batch_p2p_comm": True, "pipeline_model_parallel_size": 2}}}
+    result = judge(doc)
+    assert result.status == "inconclusive"
+    assert "HCCL" in result.headline and "NCCL" not in result.headline.replace("HCCL", "")
+    assert result.undecided[-1].decide.startswith("`p2paudit record`")
