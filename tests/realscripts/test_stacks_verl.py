@@ -85,6 +85,7 @@ def test_a_verl_release_outside_the_rules_leaves_batching_unknown(tmp_path):
     assert eff.values["batch_p2p_comm"].value is not False
 
 
+@pytest.mark.wheels
 def test_pp2_with_detail_is_clean_because_nothing_is_batched(tmp_path):
     script = _write(tmp_path, pre="export TORCH_DISTRIBUTED_DEBUG=DETAIL")
     proc = subprocess.run(
@@ -131,6 +132,7 @@ def test_the_first_release_outside_defaults_to_mbridge():
     assert rulebook.version_in("0.7.0", ">=0.4.0,<=0.6.1") is False
 
 
+@pytest.mark.wheels
 def test_pp1_needs_no_batching_setting(tmp_path):
     """volcengine/verl examples/grpo_trainer/run_qwen3moe-30b_megatron_96gb.sh (commit b178a3cd5):
     `COMMON_PP=${COMMON_PP:-1}`, ACTOR_PP=${ACTOR_PP:-$COMMON_PP}, USE_MBRIDGE=True. mbridge's
