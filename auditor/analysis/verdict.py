@@ -155,7 +155,7 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
     elif scanned:
         status = "clean"
         ok = sum(1 for s in sites if s.get("verdict") == "ok")
-        head = f"CLEAN: {ok} reachable P2P site(s), all run as the config says."
+        head = f"CLEAN: {ok} reachable P2P site(s), all run as the config says{_why_unbatched(doc)}."
     else:
         status = "clean"
         head = ("CLEAN: the recorded run shows no error; its sources were inventoried, not "
@@ -176,6 +176,15 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
         head += f" Start-up: {len(startup)} check(s) not decided, listed below (whether the run starts)."
     deadlock = ((doc.get("run") or {}).get("waitfor") or {}).get("deadlock")
     return RunVerdict(status, head, undecided, len(bad), len(errors), len(quiet), deadlock, startup, causes)
+
+
+def _why_unbatched(doc: dict[str, Any]) -> str:
+    """Where the config batches nothing, why: then no debug wrapper has a batch to un-batch."""
+    config = doc.get("config", {})
+    effective = config.get("effective", {})
+    if effective.get("batch_p2p_comm") is not False or effective.get("pipeline_model_parallel_size") in (1, None):
+        return ""
+    return f", none of them batched ({(config.get('provenance') or {}).get('batch_p2p_comm', 'batch_p2p_comm=False')})"
 
 
 def across_words(releases: list[str]) -> str:

@@ -95,6 +95,7 @@ def test_pp2_with_detail_is_clean_because_nothing_is_batched(tmp_path):
     doc = json.loads(proc.stdout)
     assert doc["verdict"]["status"] == "clean", proc.stdout[-2000:]
     assert doc["config"]["effective"]["batch_p2p_comm"] is False
+    assert "none of them batched (verl: batch_p2p_comm = False" in doc["verdict"]["headline"]
     reached = [s for s in doc["sites"] if s["reachable"] == "yes"]
     assert reached and not any(s.get("runs_batched") for s in reached)
 
