@@ -94,7 +94,8 @@ def test_stacks_follow_runs_on() -> None:
     assert stack_for("megatron sft") == ["ms-swift", "mcore-bridge", "megatron-core"]
     assert stack_for("torchrun pretrain_gpt.py") == ["megatron-core"]
     assert stack_for("deepspeed train.py") == ["deepspeed"]
-    assert audited_packages() == ["deepspeed", "megatron", "swift", "mcore_bridge"]
+    assert stack_for("python -m verl.trainer.main_ppo") == ["verl", "megatron-core"]
+    assert audited_packages() == ["deepspeed", "megatron", "swift", "verl", "mcore_bridge"]
     with pytest.raises(InputError, match="no rules file"):
         stack_for("accelerate train.py")
 

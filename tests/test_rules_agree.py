@@ -209,6 +209,8 @@ def test_entry_matches_release(framework, version, table, entry):
     if version == read:
         tail = squash("\n".join(text.splitlines()[int(line_text) - 1:]))
         assert tail.startswith(code), f"{path_text}:{line_text} in {version} is not `{entry['code']}`"
+    if path.suffix != ".py":  # a config file's default (verl's YAML): its text is the whole check
+        return
     module = parse(path)
     if "absent" in entry:
         assert entry["absent"] not in declared_fields(module), \

@@ -23,7 +23,10 @@ from auditor.errors import EXIT_FINDINGS, EXIT_OK
 from auditor.rulebook.frameworks import NOT_THIS_STACK, kind_of, owner_of, pin_option
 
 SITE_VERDICTS = ("contradiction", "ok", "unknown", "unreachable")
-RUN_VERDICTS = ("findings", "inconclusive", "clean", "inventory")
+RUN_VERDICTS = ("findings", "inconclusive", "clean", "inventory", "not-pipeline")
+# What the auditor covers, said where a run has none of it (a decided answer, exit 0).
+COVERS = ("p2paudit audits the point-to-point traffic of pipeline-parallel training (megatron-core "
+          "schedules, torch.distributed.pipelining, DeepSpeed's pipeline engine): this run has none to check")
 
 # Config keys the contradiction rule and the schedule choice read: unknown, nothing is decided.
 NEEDED_KEYS = {
@@ -86,7 +89,7 @@ class RunVerdict:
 
     @property
     def exit_code(self) -> int:
-        return EXIT_OK if self.status in ("clean", "inventory") else EXIT_FINDINGS
+        return EXIT_OK if self.status in ("clean", "inventory", "not-pipeline") else EXIT_FINDINGS
 
     def to_json(self) -> dict[str, Any]:
         return {"status": self.status, "headline": self.headline, "exit_code": self.exit_code,
@@ -96,6 +99,17 @@ class RunVerdict:
                 **({"startup_undecided": [u.to_json() for u in self.startup]} if self.startup else {}),
                 **({"deadlock": self.deadlock} if self.deadlock else {}),
                 **({"causes": self.causes} if self.causes else {})}
+
+
+def not_pipeline(what: str) -> RunVerdict:
+    """The verdict on a run that trains no pipeline (`swift sft`, `megatron export`): `what` it is."""
+    return RunVerdict("not-pipeline", f"NOT A PIPELINE RUN: {what}. {COVERS}.")
+
+
+def not_followed(what: str, decide: str) -> RunVerdict:
+    """The verdict on a valid script whose training command could not be followed."""
+    return RunVerdict("inconclusive", f"INCONCLUSIVE: {what}; decide it with {decide}.",
+                      [Undecided(what, decide)])
 
 
 def finish(doc: dict[str, Any]) -> RunVerdict:
@@ -119,6 +133,9 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
     startup = [u for u in every if u.startup]
     quiet = [s for s in sites if s.get("verdict") == "unknown" and not s.get("paths")
              and not s.get("undecided")]
+    # A run on another backend than NCCL (config.launch `launch.backend`: Ascend's HCCL).
+    backend = next((f["detail"] for f in findings if f.get("kind") == "launch.backend"
+                    and "decide" in (f.get("detail") or {})), None)
     if bad or errors:
         status, head = "findings", _findings_headline(doc, bad, errors, findings)
         if undecided:
@@ -127,10 +144,18 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
         status = "inconclusive"
         head = (f"INCONCLUSIVE: no contradiction found, but not decided: "
                 f"{_undecided_words(undecided)}.")
+    elif scanned and backend:
+        # The schedule's order was analysed; how this backend runs it is outside the torch rules.
+        status = "inconclusive"
+        ok = sum(1 for s in sites if s.get("verdict") == "ok")
+        what = (f"{ok} reachable P2P site(s) run as the config says on the schedule's side, but how "
+                f"{backend['short']} runs them is outside the rules")
+        undecided.append(Undecided(what, backend["decide"]))
+        head = f"INCONCLUSIVE: {what}; decide it with {backend['decide']}."
     elif scanned:
         status = "clean"
         ok = sum(1 for s in sites if s.get("verdict") == "ok")
-        head = f"CLEAN: {ok} reachable P2P site(s), all run as the config says."
+        head = f"CLEAN: {ok} reachable P2P site(s), all run as the config says{_why_unbatched(doc)}."
     else:
         status = "clean"
         head = ("CLEAN: the recorded run shows no error; its sources were inventoried, not "
@@ -159,6 +184,15 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
         head += f" Start-up: {len(startup)} check(s) not decided, listed below (whether the run starts)."
     deadlock = ((doc.get("run") or {}).get("waitfor") or {}).get("deadlock")
     return RunVerdict(status, head, undecided, len(bad), len(errors), len(quiet), deadlock, startup, causes)
+
+
+def _why_unbatched(doc: dict[str, Any]) -> str:
+    """Where the config batches nothing, why: then no debug wrapper has a batch to un-batch."""
+    config = doc.get("config", {})
+    effective = config.get("effective", {})
+    if effective.get("batch_p2p_comm") is not False or effective.get("pipeline_model_parallel_size") in (1, None):
+        return ""
+    return f", none of them batched ({(config.get('provenance') or {}).get('batch_p2p_comm', 'batch_p2p_comm=False')})"
 
 
 def across_words(releases: list[str]) -> str:
@@ -220,6 +254,8 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
     scanned = any("reachable" in s for s in doc.get("sites", []))
     needs = config.get("needs", list(NEEDED_KEYS))  # documents from before `needs`: Megatron's
     for key, decide in NEEDED_KEYS.items():
+        if key == "batch_p2p_comm" and effective.get("pipeline_model_parallel_size") == 1:
+            continue  # one stage: no pipeline P2P runs, batched or not (a verl run on mbridge)
         if scanned and key in needs and effective.get(key, "unknown") == "unknown":
             out.append(Undecided(f"{key} ({provenance.get(key) or 'never derived'})",
                                  _needed_decide(key, config)))

@@ -8,6 +8,7 @@ import json
 import sys
 
 from auditor.analysis import verdict
+from auditor.analysis.unscanned import unscanned_document
 from auditor.commands import options
 from auditor.commands.output import emit, emit_report
 from auditor.commands.report import (
@@ -19,6 +20,7 @@ from auditor.commands.report import (
 from auditor.config.coerce import overrides_from
 from auditor.config.flags import normalise
 from auditor.config.launch import CommandNotFollowed, NotAPipelineRun
+from auditor.config.model import LaunchConfig
 from auditor.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from auditor.report import text
 from auditor.scan import ScanInputs, run_scan
@@ -50,23 +52,20 @@ def run(args: argparse.Namespace) -> int:
     try:
         return _run(args, base, overrides)
     except NotAPipelineRun as exc:  # decided: nothing of what p2paudit audits runs here
-        headline = (f"NOT A PIPELINE RUN: {exc.what}. p2paudit audits the point-to-point traffic of "
-                    "pipeline-parallel training (megatron-core schedules, torch.distributed.pipelining, "
-                    "DeepSpeed's pipeline engine): this run has none to check.")
-        if args.format == "json":
-            emit(json.dumps({"verdict": {"status": "not-pipeline", "headline": headline,
-                                         "exit_code": EXIT_OK}}, indent=2) + "\n", args.output)
-        else:
-            emit(f"p2paudit scan {args.config}\n\n{headline}\n", args.output)
-        return EXIT_OK
+        return _unscanned(args, verdict.not_pipeline(exc.what), exc.config)
     except CommandNotFollowed as exc:  # a valid script, an undecided run: exit 1, not bad input
-        headline = f"INCONCLUSIVE: {exc}"
-        if args.format == "json":
-            emit(json.dumps({"verdict": {"status": "inconclusive", "headline": headline,
-                                         "exit_code": EXIT_FINDINGS}}, indent=2) + "\n", args.output)
-        else:
-            emit(f"p2paudit scan {args.config}\n\n{headline}\n", args.output)
-        return EXIT_FINDINGS
+        return _unscanned(args, verdict.not_followed(f"{exc.subject}: {exc.what}", exc.DECIDE))
+
+
+def _unscanned(args: argparse.Namespace, result: verdict.RunVerdict,
+               launch: LaunchConfig | None = None) -> int:
+    """A run decided without a scan: the whole document in JSON, its headline otherwise."""
+    if args.format == "json":
+        doc = unscanned_document(args.config, result, launch)
+        emit(json.dumps(doc, indent=2) + "\n", args.output)
+    else:
+        emit(f"p2paudit scan {args.config}\n\n{result.headline}\n", args.output)
+    return result.exit_code
 
 
 def _run(args: argparse.Namespace, base: ScanInputs, overrides: dict[str, str]) -> int:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from auditor.config.layout import layout_stages
 from auditor.errors import InputError
 
 
@@ -48,8 +49,11 @@ _ALLOWED = (
     ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.USub, ast.BinOp,
     ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.Compare, ast.Eq, ast.NotEq, ast.Lt,
     ast.LtE, ast.Gt, ast.GtE, ast.Is, ast.IsNot, ast.In, ast.NotIn, ast.Name, ast.Load,
-    ast.Constant, ast.IfExp, ast.Tuple, ast.Attribute,
+    ast.Constant, ast.IfExp, ast.Tuple, ast.Attribute, ast.Call,
 )
+# Functions a rule may call, by name (`layout_stages(pipeline_model_parallel_layout)`): each
+# computes what a framework computes from one setting; None from one is unknown.
+FUNCTIONS: dict[str, Callable[[Any], Any]] = {"layout_stages": layout_stages}
 
 
 @dataclass(frozen=True)
@@ -61,7 +65,7 @@ class Expr:
         """Config keys the expression reads, in order of appearance."""
         seen: list[str] = []
         for node in ast.walk(self.tree):
-            if isinstance(node, ast.Name) and node.id not in ("unknown", "env") and node.id not in seen:
+            if isinstance(node, ast.Name) and node.id not in ("unknown", "env", *FUNCTIONS) and node.id not in seen:
                 seen.append(node.id)
         return seen
 
@@ -83,6 +87,10 @@ def compile_expr(text: str) -> Expr:
             isinstance(node.value, ast.Name) and node.value.id == "env"
         ):
             raise RuleError(f"expression {text!r}: only env.NAME attributes are allowed")
+        if isinstance(node, ast.Call) and not (
+            isinstance(node.func, ast.Name) and node.func.id in FUNCTIONS and len(node.args) == 1 and not node.keywords
+        ):
+            raise RuleError(f"expression {text!r}: only one-argument calls of {sorted(FUNCTIONS)} are allowed")
     return Expr(text.strip(), tree)
 
 
@@ -132,6 +140,10 @@ def _eval(node: ast.AST, lookup: Callable[[str], Any], env: Callable[[str], Any]
                 return False
             left = right
         return True
+    if isinstance(node, ast.Call):
+        arg = _eval(node.args[0], lookup, env)
+        result = UNKNOWN if arg is UNKNOWN else FUNCTIONS[node.func.id](arg)  # type: ignore[attr-defined]
+        return UNKNOWN if result is None else result
     if isinstance(node, ast.IfExp):
         test = _eval(node.test, lookup, env)
         if test is UNKNOWN:

@@ -186,21 +186,28 @@ class NotAPipelineRun(InputError):
     for `scan` a decided answer; for a command that needs a pipeline (simulate), bad input.
     `what` says what the run is."""
 
-    def __init__(self, path: str, what: str) -> None:
+    def __init__(self, path: str, what: str, config: LaunchConfig | None = None) -> None:
         super().__init__(path, f"not a pipeline run: {what}")
         self.what = what
+        self.config = config  # the launch as read: its launcher and findings go in the document
 
 
 def refuse_not_pipeline(config: LaunchConfig) -> None:
     """Raise NotAPipelineRun when the launcher rules say the command runs no pipeline."""
     said = next((d for d in config.diagnostics if d.kind == "launch.not-pipeline"), None)
     if said is not None:
-        raise NotAPipelineRun(config.path, said.message)
+        raise NotAPipelineRun(config.path, said.message, config)
 
 
 class CommandNotFollowed(InputError):
     """A script bash accepts whose training command this reader cannot follow: not bad input,
-    an undecided run (exit 1) until `--command` gives the command line."""
+    an undecided run (exit 1) until `--command` gives the command line (`decide`)."""
+
+    DECIDE = "--command 'torchrun ... train.py ...'"
+
+    def __init__(self, path: str, what: str) -> None:
+        super().__init__(path, f"{what}; give it with {self.DECIDE}")
+        self.what = what
 
 
 def _given_command(shell: LaunchShell, command: str, path: str, after: int) -> None:
@@ -229,8 +236,7 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
         unseen = "".join(f"; line {line}: {what}" for line, what in shell.opaque[:2])
         raise CommandNotFollowed(path, f"the training command could not be followed: looked for "
                                        f"{spelling.looked_for()}, also behind srun/env/nohup, in `bash -c`, "
-                                       f"`eval` and here-documents{unknown}{unseen}; give it with "
-                                       "--command 'torchrun ... train.py ...'")
+                                       f"`eval` and here-documents{unknown}{unseen}")
     # A command that trains comes first: `swift export` caching a dataset before `megatron rlhf`
     # is not the run's command.
     training = [c for c in shell.candidates if c.subcommand not in c.launcher.get("not_pipeline", {})]
@@ -246,6 +252,8 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
     style = launcher["style"]
     if launcher.get("program"):
         config.launcher = f"{launcher['program']} {chosen.subcommand}"
+    elif style == "hydra":  # `python -m verl.trainer.main_ppo a.b=c`: the module is the program
+        config.launcher = chosen.invoked
     else:
         args, script = torchrun_options(config, launcher, args, path, spelling.python_runners)
         config.script = script
@@ -292,7 +300,8 @@ def _backend(config: LaunchConfig, shell: LaunchShell, spelling: Spelling, path:
             config.diagnostics.append(Finding(
                 "launch.backend", "warning",
                 f"this run uses {backend['what']} ({signs}): {backend['covers']}",
-                where=f"{path}:{config.command_line}", detail={"backend": backend["name"]}))
+                where=f"{path}:{config.command_line}", detail={"backend": backend["name"], "short": backend["short"],
+                        "decide": backend["decide"]}))
             return
 
 

@@ -73,7 +73,7 @@ TABLES: dict[str, Table] = {
                        f"device_count_values boolean_options module_options interpreters not_pipeline pair_options directive directive_options nproc_keys nnodes_keys {_SELECT}"),
     "swift_script": _table(True, "pattern style", _SELECT),
     "wrappers": _table(False, "", "programs shells batch separated python_runners"),
-    "backend": _table(True, "name what env paths covers", "source"),
+    "backend": _table(True, "name what env paths covers short decide", "source"),
     # Config files the trainer reads (auditor/config/configfiles.py).
     "config_file": _table(True, "kind launchers", f"suffixes env_key flag sections {_SELECT}"),
     # NCCL's transports (rules/nccl.toml; docs/transport-semantics.md).
