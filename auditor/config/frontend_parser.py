@@ -117,7 +117,11 @@ class _Reader:
 
     def read_tree(self, tree: ast.AST) -> None:
         funcs: list[ast.AST] = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]
+        local = {f.name for f in funcs if isinstance(f, ast.FunctionDef)}
         for func in funcs or [tree]:
+            # A callee that is the function's parameter (`extra_args_provider(parser)`) is the
+            # training script's provider, read from the script (read_parser).
+            params = {a.arg for a in func.args.args} if isinstance(func, ast.FunctionDef) else set()
             lists = {n.targets[0].id: _strings(n.value.elts) for n in ast.walk(func)
                      if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)
                      and isinstance(n.value, ast.List)}
@@ -127,6 +131,12 @@ class _Reader:
                     self._argument(call)
                 elif name == "ArgumentGroupFactory" and call.args:
                     self._factory(call, lists)
+                elif name not in local | params and name not in ARGPARSE_METHODS and any(
+                        isinstance(a, ast.Name) and a.id == "parser" for a in call.args):
+                    # the parser handed to code not read here, which may add flags to it
+                    # (Megatron-DeepSpeed: `parser = deepspeed.add_config_arguments(parser)`)
+                    self.missing.append(f"`{ast.unparse(call.func)}(parser)` may add flags, and "
+                                        "is not read")
 
     def _argument(self, call: ast.Call) -> None:
         names = [s for s in _strings(call.args) if s.startswith("-")]

@@ -219,3 +219,24 @@ def test_a_script_that_builds_its_own_parser_has_no_megatron_front_end(tmp_path)
     script = checkout(tmp_path, {"megatron/arguments.py": ARGUMENTS_2308, "tools/own.py": own})
     script.write_text("torchrun tools/own.py --anything 1\n")
     assert spelling(read_launch(script)) == []
+
+
+def test_a_parser_handed_to_code_not_read_is_incomplete(tmp_path):
+    """microsoft/Megatron-DeepSpeed@f4157bea69 megatron/arguments.py: `parser =
+    deepspeed.add_config_arguments(parser)` adds --deepspeed_config and friends from DeepSpeed,
+    which is not read: a flag missing from the table is then not known to be rejected (its
+    examples_deepspeed/pretrain_llama2_distributed.sh passes --deepspeed_config)."""
+    checkout = tmp_path / "Megatron-DeepSpeed"
+    (checkout / "megatron").mkdir(parents=True)
+    (checkout / "megatron" / "arguments.py").write_text(ARGUMENTS_2308.replace(
+        "    if extra_args_provider is not None:",
+        "    parser = deepspeed.add_config_arguments(parser)\n    if extra_args_provider is not None:"))
+    (checkout / "pretrain_gpt.py").write_text(PRETRAIN)
+    front = read_parser(checkout / "megatron" / "arguments.py", checkout / "pretrain_gpt.py")
+    assert front is not None and not front.complete
+    assert "deepspeed.add_config_arguments(parser)" in front.why_incomplete
+    script = checkout / "run.sh"
+    script.write_text("torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 2 "
+                      "--pipeline-model-parallel-size 2 --deepspeed_config ds.json\n")
+    config = read_launch(script)
+    assert not [d for d in config.diagnostics if d.severity == "error"], config.diagnostics
