@@ -22,6 +22,7 @@ from auditor.config.envlint import lint
 from auditor.config.expr import UNKNOWN
 from auditor.config.launch import launch_environ, parse_launch, read_script, refuse_not_pipeline, world_of
 from auditor.config.model import LaunchConfig
+from auditor.config.pyenv import read_entry
 from auditor.config.settings import check_settings
 from auditor.errors import InputError
 from auditor.progress import Progress
@@ -127,6 +128,7 @@ def read_config(config_path: str, targets: list[str] | None,
         launch = parse_launch(text, config_path, environ=environ, command=command,
                               megatron_version=versions["megatron-core"],
                               parser_roots=tuple(s.root for s in srcs if s.name == "megatron-core"))
+    read_entry(launch)  # what the entry script sets from Python joins the script's environment
     return launch, srcs
 
 
