@@ -69,11 +69,14 @@ def read_at_import() -> frozenset[str]:
                      if e.get("read_at") == "import")
 
 
-def _is_environ(node: ast.expr, bare: bool) -> bool:
+def _is_os(node: ast.expr, names: frozenset[str]) -> bool:
+    return isinstance(node, ast.Name) and node.id in names
+
+
+def _is_environ(node: ast.expr, names: frozenset[str], bare: bool) -> bool:
     if isinstance(node, ast.Name):
         return bare and node.id == "environ"
-    return (isinstance(node, ast.Attribute) and node.attr == "environ"
-            and isinstance(node.value, ast.Name) and node.value.id == "os")
+    return isinstance(node, ast.Attribute) and node.attr == "environ" and _is_os(node.value, names)
 
 
 def _literal(node: ast.expr, text: str) -> str | Symbolic:
@@ -82,19 +85,21 @@ def _literal(node: ast.expr, text: str) -> str | Symbolic:
     return Symbolic(ast.get_source_segment(text, node) or "an expression")
 
 
-def _setting(stmt: ast.stmt, bare: bool, text: str) -> tuple[str, str | Symbolic, str] | None:
-    """(name, value, how) when `stmt` sets a variable named by a literal."""
+def _setting(stmt: ast.stmt, names: frozenset[str], bare: bool,
+             text: str) -> tuple[str, str | Symbolic, str] | None:
+    """(name, value, how) when `stmt` sets a variable named by a literal; `names`: what the
+    module calls `os` (`import os as _os`)."""
     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
         target = stmt.targets[0]
-        if (isinstance(target, ast.Subscript) and _is_environ(target.value, bare)
+        if (isinstance(target, ast.Subscript) and _is_environ(target.value, names, bare)
                 and isinstance(target.slice, ast.Constant) and isinstance(target.slice.value, str)):
             return target.slice.value, _literal(stmt.value, text), "environ"
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
         call, func = stmt.value, stmt.value.func
         how = ("setdefault" if isinstance(func, ast.Attribute) and func.attr == "setdefault"
-               and _is_environ(func.value, bare) else
+               and _is_environ(func.value, names, bare) else
                "putenv" if isinstance(func, ast.Attribute) and func.attr == "putenv"
-               and isinstance(func.value, ast.Name) and func.value.id == "os" else "")
+               and _is_os(func.value, names) else "")
         if how and len(call.args) == 2 and isinstance(call.args[0], ast.Constant) \
                 and isinstance(call.args[0].value, str):
             return call.args[0].value, _literal(call.args[1], text), how
@@ -125,6 +130,8 @@ def settings(text: str) -> list[Setting]:
     bare = any(isinstance(s, ast.ImportFrom) and s.module == "os"
                and any(a.name == "environ" and a.asname is None for a in s.names)
                for s in ast.walk(tree))
+    names = frozenset({"os"} | {a.asname for s in ast.walk(tree) if isinstance(s, ast.Import)
+                                for a in s.names if a.name == "os" and a.asname})
     out: list[Setting] = []
     torch_at, other_at = 0, 0  # the first import of torch; of another third-party module
 
@@ -140,13 +147,13 @@ def settings(text: str) -> list[Setting]:
                     torch_at = torch_at or stmt.lineno
                 elif root not in sys.stdlib_module_names and root != "__future__":
                     other_at = other_at or stmt.lineno
-            found = _setting(stmt, bare, text)
+            found = _setting(stmt, names, bare, text)
             if found is not None:
                 out.append(Setting(*found[:2], stmt.lineno, found[2], False, torch_at, other_at))
             elif not isinstance(stmt, ast.Import | ast.ImportFrom):
                 for node in ast.walk(stmt):  # a function, class, branch or loop
                     if isinstance(node, ast.stmt) and node is not stmt \
-                            and (found := _setting(node, bare, text)) is not None:
+                            and (found := _setting(node, names, bare, text)) is not None:
                         out.append(Setting(*found[:2], node.lineno, found[2], True, torch_at, other_at))
 
     top(tree.body)

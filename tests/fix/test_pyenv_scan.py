@@ -80,8 +80,9 @@ def test_detail_set_in_the_trainer_gives_the_findings_of_detail_exported(tmp_pat
 def test_the_forms_of_setting_and_a_value_not_known(tmp_path):
     text = '''\
 import os
+import os as _os
 from os import environ
-os.environ.setdefault("TORCH_NCCL_USE_COMM_NONBLOCKING", "1")
+_os.environ.setdefault("TORCH_NCCL_USE_COMM_NONBLOCKING", "1")
 os.putenv("NCCL_DEBUG", "INFO")
 environ["TORCH_DISTRIBUTED_DEBUG"] = LEVEL
 if os.getenv("DEBUG"):
@@ -90,11 +91,11 @@ import torch
 os.environ["TORCH_NCCL_NONBLOCKING_TIMEOUT"] = "600"
 '''
     got = {(s.name, s.line, s.how, str(s.value), s.nested, s.torch_at) for s in settings(text)}
-    assert got == {("TORCH_NCCL_USE_COMM_NONBLOCKING", 3, "setdefault", "1", False, 0),
-                   ("NCCL_DEBUG", 4, "putenv", "INFO", False, 0),
-                   ("TORCH_DISTRIBUTED_DEBUG", 5, "environ", "LEVEL", False, 0),
-                   ("NCCL_ALGO", 7, "environ", "Ring", True, 0),
-                   ("TORCH_NCCL_NONBLOCKING_TIMEOUT", 9, "environ", "600", False, 8)}
+    assert got == {("TORCH_NCCL_USE_COMM_NONBLOCKING", 4, "setdefault", "1", False, 0),
+                   ("NCCL_DEBUG", 5, "putenv", "INFO", False, 0),
+                   ("TORCH_DISTRIBUTED_DEBUG", 6, "environ", "LEVEL", False, 0),
+                   ("NCCL_ALGO", 8, "environ", "Ring", True, 0),
+                   ("TORCH_NCCL_NONBLOCKING_TIMEOUT", 10, "environ", "600", False, 9)}
     (tmp_path / "train.py").write_text(text)
     launch = parse_launch(RUN.format(export="export TORCH_NCCL_USE_COMM_NONBLOCKING=0\n",
                                      script="train.py"), str(tmp_path / "run.sh"))
@@ -102,7 +103,7 @@ os.environ["TORCH_NCCL_NONBLOCKING_TIMEOUT"] = "600"
     env = launch.env
     assert env["TORCH_NCCL_USE_COMM_NONBLOCKING"].value == "0"  # setdefault keeps the export
     assert (env["NCCL_DEBUG"].value, env["NCCL_DEBUG"].where("run.sh")) == (
-        "INFO", f"{tmp_path / 'train.py'}:4")
+        "INFO", f"{tmp_path / 'train.py'}:5")
     # A value the scan cannot know is unknown, never absent: a name, a branch.
     assert type(env["TORCH_DISTRIBUTED_DEBUG"].value).__name__ == "Symbolic"
     assert type(env["NCCL_ALGO"].value).__name__ == "Symbolic"
