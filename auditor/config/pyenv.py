@@ -181,26 +181,56 @@ def read_entry(launch: LaunchConfig) -> None:
             "variables it sets from Python are not part of this scan",
             where=f"{launch.path}:{launch.command_line}"))
         return
+    torch_at, other_at = _package_imports(entry)
     for s in found:
-        _merge(launch, entry, s)
+        _merge(launch, entry, s, torch_at or (f"line {s.torch_at}" if s.torch_at else ""),
+               other_at or (f"line {s.other_at}" if s.other_at else ""))
 
 
-def _merge(launch: LaunchConfig, entry: Entry, s: Setting) -> None:
+def _package_imports(entry: Entry) -> tuple[str, str]:
+    """`-m pkg.mod` runs pkg/__init__.py first: where it imports torch, and where it imports
+    something else that may (a third-party module, a relative import); "" where not."""
+    parts = entry.written.split("/")[:-1]
+    root = entry.path[:len(entry.path) - len(entry.written)]
+    torch_at, other_at = "", ""
+    for n in range(1, len(parts) + 1):
+        init = os.path.join(root, *parts[:n], "__init__.py")
+        try:
+            tree = ast.parse(Path(init).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+            continue
+        for stmt in ast.walk(tree):
+            if not isinstance(stmt, ast.Import | ast.ImportFrom):
+                continue
+            relative = isinstance(stmt, ast.ImportFrom) and stmt.level > 0
+            for module in ["."] if relative else _imports(stmt):
+                root_name = module.partition(".")[0]
+                where = f"{init}:{stmt.lineno}"
+                if root_name == "torch":
+                    torch_at = torch_at or where
+                elif module == "." or root_name not in sys.stdlib_module_names:
+                    other_at = other_at or where
+    return torch_at, other_at
+
+
+def _merge(launch: LaunchConfig, entry: Entry, s: Setting, torch_at: str, other_at: str) -> None:
+    """`torch_at`, `other_at`: where torch, or a module that may import it, was imported before
+    the setting ("" where nothing was)."""
     at = f"{entry.path}:{s.line}"
     value: str | Symbolic = s.value
     at_import = s.name in read_at_import()
-    if at_import and s.torch_at:
+    if at_import and torch_at:
         launch.diagnostics.append(Finding(
             "launch.entry-env-late", "info",
-            f"{at} sets {s.name} after torch is imported (line {s.torch_at}): torch reads it "
+            f"{at} sets {s.name} after torch is imported ({torch_at}): torch reads it "
             "once, at import, so this run does not see the value",
             fix=f"set {s.name} in the launch script, or before `import torch`", where=at,
             detail={"variable": s.name}))
         return
     if s.nested:
         value = Symbolic(f"{s.value} if {at} runs")
-    elif at_import and s.other_at:
-        value = Symbolic(f"{s.value} if line {s.other_at}'s import does not import torch "
+    elif at_import and other_at:
+        value = Symbolic(f"{s.value} if the import at {other_at} does not import torch "
                          f"before {at}")
     have = launch.env.get(s.name)
     if s.how == "setdefault" and have is not None:

@@ -133,6 +133,20 @@ def test_a_module_entry_is_resolved_and_a_missing_one_is_said(tmp_path):
     assert launch.env["TORCH_DISTRIBUTED_DEBUG"].where("run.sh") == (
         f"{tmp_path / 'pkg' / 'pretrain_gpt.py'}:6")
 
+    # `-m` runs the package's __init__.py first: torch imported there is imported before.
+    (tmp_path / "pkg" / "__init__.py").write_text("from . import data\n")
+    launch = parse_launch(RUN.format(export="", script="-m pkg.pretrain_gpt"),
+                          str(tmp_path / "run.sh"))
+    read_entry(launch)
+    assert type(launch.env["TORCH_DISTRIBUTED_DEBUG"].value).__name__ == "Symbolic"
+    (tmp_path / "pkg" / "__init__.py").write_text("import os\nimport torch\n")
+    launch = parse_launch(RUN.format(export="", script="-m pkg.pretrain_gpt"),
+                          str(tmp_path / "run.sh"))
+    read_entry(launch)
+    assert "TORCH_DISTRIBUTED_DEBUG" not in launch.env
+    [late] = [d for d in launch.diagnostics if d.kind == "launch.entry-env-late"]
+    assert f"({tmp_path / 'pkg' / '__init__.py'}:2)" in late.message
+
     missing = _scan(tmp_path / "x", RUN.format(export="", script="pretrain_gpt.py"), None)
     [note] = [f for f in missing["findings"] if f["kind"] == "launch.entry-script"]
     assert note["severity"] == "info" and "pretrain_gpt.py is neither beside" in note["message"]
