@@ -45,6 +45,9 @@ class EnvVar:
     # the entry script before torch reads it: auditor.config.pyenv)
     how: str
     path: str = ""  # the file `line` is in, where not the launch script (the entry script)
+    # The run's other settings of this name, which a fix edits too: the export a Python setting
+    # replaces, the Python setdefault an export keeps (auditor.config.pyenv).
+    others: tuple[EnvVar, ...] = ()
 
     def where(self, launch_path: str) -> str:
         """`file:line` of the setting."""

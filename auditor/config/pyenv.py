@@ -18,7 +18,7 @@ import ast
 import functools
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from auditor import rulebook
@@ -233,9 +233,13 @@ def _merge(launch: LaunchConfig, entry: Entry, s: Setting, torch_at: str, other_
         value = Symbolic(f"{s.value} if the import at {other_at} does not import torch "
                          f"before {at}")
     have = launch.env.get(s.name)
+    mine = EnvVar(s.name, value, s.line, "python", entry.path)
+    before = () if have is None or have.how == "environ" else (replace(have, others=()), *have.others)
     if s.how == "setdefault" and have is not None:
         if have.how == "assign":  # unexported: os.environ has it only if the caller exports it
-            launch.env[s.name] = EnvVar(s.name, Symbolic(f"{have.value} or {value}"), s.line,
-                                        "python", entry.path)
-        return  # exported: setdefault keeps it
-    launch.env[s.name] = EnvVar(s.name, value, s.line, "python", entry.path)
+            launch.env[s.name] = replace(mine, value=Symbolic(f"{have.value} or {value}"),
+                                         others=before)
+        else:  # exported: setdefault keeps it
+            launch.env[s.name] = replace(have, others=(*have.others, mine))
+        return
+    launch.env[s.name] = replace(mine, others=before)

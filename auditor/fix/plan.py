@@ -132,7 +132,8 @@ def _verify_alone(inputs: ScanInputs, sources: dict[str, str], entry: Entry | No
 def _read_sources(launch: LaunchConfig, source: str) -> dict[str, str]:
     """The launch script's text and the entry script's, where it sets a variable the scan read."""
     sources = {launch.path: source}
-    for path in dict.fromkeys(v.path for v in launch.env.values() if v.path):
+    for path in dict.fromkeys(x.path for v in launch.env.values() for x in (v, *v.others)
+                              if x.path):
         sources[path] = read_text(path)
     return sources
 

@@ -10,7 +10,7 @@ import os
 import re
 
 from auditor.config.flags import normalise
-from auditor.config.model import LaunchConfig
+from auditor.config.model import EnvVar, LaunchConfig
 from auditor.errors import InputError
 from auditor.fix.edits import TextEdit, between
 from auditor.fix.pycode import env_codemod
@@ -39,15 +39,22 @@ def edits_for(option: Option, launch: LaunchConfig, sources: dict[str, str]) -> 
 def _step(option: Option, launch: LaunchConfig, sources: dict[str, str]) -> list[TextEdit]:
     source = sources[launch.path]
     var = launch.env.get(option.name)
-    if var is not None and var.path and option.edit in ("unset_env", "set_env", "rename_env"):
-        if os.path.isabs(str(launch.script)):
-            raise NotMechanical(f"the entry script {var.path} is named by an absolute path: a "
-                                "patched copy cannot be scanned in its place; edit it by hand")
-        return _python(option, var.path, sources[var.path])
-    if option.edit == "set_env" and option.name not in launch.env:
+    if option.edit == "set_env" and var is None:
         return _export(option, launch, source)
     if option.edit in ("unset_env", "set_env", "rename_env"):
-        return _env(option, launch, source)
+        if var is None:
+            return _env(option, var, launch, source)  # says why not
+        out: list[TextEdit] = []
+        for v in (var, *var.others):  # every setting of the name the run makes
+            if not v.path:
+                out += _env(option, v, launch, source)
+            elif not any(e.path == v.path for e in out):  # the codemod edits all of a file's
+                if os.path.isabs(str(launch.script)):
+                    raise NotMechanical(f"the entry script {v.path} is named by an absolute "
+                                        "path: a patched copy cannot be scanned in its place; "
+                                        "edit it by hand")
+                out += _python(option, v.path, sources[v.path])
+        return out
     if option.edit == "set_flag":
         return _flag(option, launch, source)
     raise NotMechanical(f"{option.says()} is no edit of the script")
@@ -88,8 +95,7 @@ def _lines(source: str) -> list[tuple[int, str]]:
     return out
 
 
-def _env(option: Option, launch: LaunchConfig, source: str) -> list[TextEdit]:
-    var = launch.env.get(option.name)
+def _env(option: Option, var: EnvVar | None, launch: LaunchConfig, source: str) -> list[TextEdit]:
     if var is None or var.line < 1:
         raise NotMechanical(f"{option.name} is not set in {launch.path} (it comes from the caller's "
                             "environment): unset it there")

@@ -96,3 +96,21 @@ def test_apply_refuses_a_trainer_changed_since_the_scan(tmp_path, capsys):
         fix_command.apply(plan)
     assert trainer.read_text() == TRAINER + "# edited meanwhile\n"
     assert not Path(str(trainer) + ".p2paudit-bak").exists()
+
+
+@pytest.mark.parametrize("setting", ['os.environ["TORCH_DISTRIBUTED_DEBUG"] = "DETAIL"',
+                                     'os.environ.setdefault("TORCH_DISTRIBUTED_DEBUG", "DETAIL")'])
+def test_detail_exported_and_set_in_python_is_removed_in_both(tmp_path, setting):
+    """The export a Python setting replaces, and the setdefault an export keeps, would each set
+    DETAIL again once the other is gone: the patch edits both files, and verifies."""
+    script, trainer = _files(tmp_path)
+    script.write_text(RUN.replace("export TORCH_NCCL_USE_COMM_NONBLOCKING=1\n",
+                                  "export TORCH_NCCL_USE_COMM_NONBLOCKING=1\n"
+                                  "export TORCH_DISTRIBUTED_DEBUG=DETAIL\n"))
+    trainer.write_text(TRAINER.replace('os.environ["TORCH_DISTRIBUTED_DEBUG"] = "DETAIL"', setting))
+    plan = fix_plan.make(ScanInputs(str(script), torch_version="2.10.0", progress=False),
+                         simulate=False)
+    assert plan.verified, [p.outcome for p in plan.proposals]
+    assert sorted(plan.patched) == sorted([str(script), str(trainer)])
+    assert plan.patched[str(script)] == RUN
+    assert "TORCH_DISTRIBUTED_DEBUG" not in plan.patched[str(trainer)]
