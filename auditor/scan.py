@@ -29,6 +29,7 @@ from auditor.config.launch import (
     world_of,
 )
 from auditor.config.model import LaunchConfig
+from auditor.config.pyenv import read_entry
 from auditor.config.settings import check_settings
 from auditor.errors import InputError
 from auditor.progress import Progress
@@ -135,6 +136,7 @@ def read_config(config_path: str, targets: list[str] | None, command: str | None
         launch = parse_launch(text, config_path, environ=environ, command=command,
                               megatron_version=versions["megatron-core"],
                               parser_roots=tuple(s.root for s in srcs if s.name == "megatron-core"))
+    read_entry(launch)  # what the entry script sets from Python joins the script's environment
     return launch, srcs
 
 

@@ -3,8 +3,8 @@ re-scan of the patched script before it is offered.
 
 The unified diff goes to stdout (or `-o FILE`); what each option does to each finding goes to
 stderr. `--apply` writes the verified patch over the script after a backup beside it
-(`run.sh.p2paudit-bak`), and refuses a script that changed since the scan, a symlink, or a patch
-that did not verify. Exit status: 0 when the verified patch leaves a run `scan` calls clean,
+(`run.sh.p2paudit-bak`; the entry script too where the patch edits what it sets from Python),
+and refuses a file that changed since the scan, a symlink, or a patch that did not verify. Exit status: 0 when the verified patch leaves a run `scan` calls clean,
 1 otherwise, 2 on bad input.
 """
 
@@ -58,6 +58,9 @@ def run(args: argparse.Namespace) -> int:
     inputs = ScanInputs(args.config, args.target, overrides_from(args.set), args.torch,
                         args.entry, args.jobs, progress=sys.stderr.isatty())
     plan = fix_plan.make(inputs, set(args.option), args.simulate)
+    read = [p for p in plan.sources if args.output and args.output != "-" and _same_file(args.output, p)]
+    if read:
+        raise InputError(args.output, f"-o names {read[0]}, an input: give another file")
     known = {o.option for p in plan.proposals for o in p.options}
     unknown = sorted(set(args.option) - known)
     if unknown:
@@ -76,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_FINDINGS
     if args.apply:
         backup = apply(plan)
-        print(f"p2paudit fix: patched {plan.path} (the original is {backup})", file=sys.stderr)
+        print(f"p2paudit fix: patched {', '.join(plan.patched)} (the original(s): {backup})",
+              file=sys.stderr)
     else:
         emit(plan.diff(), args.output)
     return plan.exit_code
@@ -90,27 +94,37 @@ def _same_file(a: str, b: str) -> bool:
 
 
 def apply(plan: fix_plan.Plan) -> str:
-    """Write the verified patch over the script, which must still be the file scanned; the
-    original goes to SCRIPT.p2paudit-bak first (never over an earlier backup). Returns the
-    backup's path."""
-    path = plan.path
+    """Write the verified patch over each file it changes (the launch script, the entry
+    script), which must each still be the file scanned; each original goes to
+    FILE.p2paudit-bak first (never over an earlier backup). Nothing is written unless every
+    file passes. Returns the backups' paths."""
     if not plan.verified:
-        raise InputError(path, "the patch did not verify: not applied")
-    if os.path.islink(path) or not os.path.isfile(path):
-        raise InputError(path, "not a regular file (a symlink's target is not written): "
-                               "apply the diff by hand")
-    if fix_plan.sha256(fix_plan.read_text(path)) != plan.sha256:
-        raise InputError(path, "changed since the scan: run p2paudit fix again")
+        raise InputError(plan.path, "the patch did not verify: not applied")
+    for path in plan.patched:
+        if os.path.islink(path) or not os.path.isfile(path):
+            raise InputError(path, "not a regular file (a symlink's target is not written): "
+                                   "apply the diff by hand")
+        if fix_plan.sha256(fix_plan.read_text(path)) != plan.sha256(path):
+            raise InputError(path, "changed since the scan: run p2paudit fix again")
+        if os.path.exists(path + BACKUP):
+            raise InputError(path + BACKUP, "a backup from an earlier fix exists: move it away first")
+    backups = []
+    for path, text in plan.patched.items():
+        backups.append(_write(path, plan.sources[path], text))
+    return ", ".join(backups)
+
+
+def _write(path: str, original: str, text: str) -> str:
     backup = path + BACKUP
     try:
         with open(backup, "x", encoding="utf-8", newline="") as f:
-            f.write(plan.source)
+            f.write(original)
     except FileExistsError:
         raise InputError(backup, "a backup from an earlier fix exists: move it away first") from None
     shutil.copymode(path, backup)
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".p2paudit-")
     with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-        f.write(plan.patched)
+        f.write(text)
     shutil.copymode(path, tmp)
     os.replace(tmp, path)
     return backup

@@ -20,6 +20,7 @@ from auditor.commands import options
 from auditor.commands.output import emit_report
 from auditor.commands.report import load_document
 from auditor.config.coerce import overrides_from
+from auditor.fix import pointer
 from auditor.scan import ScanInputs, run_scan
 
 
@@ -57,8 +58,15 @@ def run(args: argparse.Namespace) -> int:
                         args.torch or baseline_torch(baseline), args.entry, args.jobs,
                         progress=sys.stderr.isatty())
     new = run_scan(inputs)
+    pointer.point(new, inputs)
     result = gate(baseline, new)
     doc = gated_document(new, baseline, args.baseline, result)
+    for f in [*doc["gate"]["new"], *doc["findings"]]:  # each failure a cause with a mechanical
+        # remedy explains
+        found = pointer.for_sites(new, f.get("site_ids") or []) if f.get("kind", "").startswith(
+            "gate-") else None
+        if found is not None:
+            f["fix_command"] = found
     decided = gate_verdict(result.new, result.known, _label(doc))
     doc["verdict"] = decided.to_json()
     emit_report(doc, "gate", args.format, args.output)

@@ -22,6 +22,7 @@ from auditor.config.flags import normalise
 from auditor.config.launch import CommandNotFollowed, NotAPipelineRun
 from auditor.config.model import LaunchConfig
 from auditor.errors import EXIT_FINDINGS, EXIT_OK, InputError
+from auditor.fix import pointer
 from auditor.report import text
 from auditor.scan import ScanInputs, run_scan
 
@@ -93,6 +94,7 @@ def _run(args: argparse.Namespace, base: ScanInputs, overrides: dict[str, str]) 
     if trace is not None:
         doc = join_run(doc, trace)
     result = verdict.finish(doc)
+    pointer.point(doc, base)  # the fix command under each cause with a mechanical remedy
     emit_report(doc, "scan", args.format, args.output,
                 context(args.format, doc, trace, verbose=args.verbose))
     if args.output or args.format != "text":

@@ -213,7 +213,7 @@ class _Deriver:
     # -- bookkeeping --
 
     def put(self, key: str, value: Any, provenance: str, source: str,
-            lines: tuple[int, ...] = ()) -> None:
+            lines: tuple[int | str, ...] = ()) -> None:
         if key in self.pinned:
             return
         old = self.values.get(key)
@@ -230,8 +230,10 @@ class _Deriver:
     def eval(self, expr: Expr) -> Any:
         return evaluate(expr, self.lookup, self.env)
 
-    def lines_of(self, *exprs: Expr | None) -> tuple[int, ...]:
-        lines: list[int] = []
+    def lines_of(self, *exprs: Expr | None) -> tuple[int | str, ...]:
+        """The launch-script lines the inputs of `exprs` come from; a setting of another file
+        (the entry script's, auditor.config.pyenv) as its `file:line`."""
+        lines: list[int | str] = []
         for expr in exprs:
             if expr is None:
                 continue
@@ -241,7 +243,7 @@ class _Deriver:
             for name in expr.env_names():
                 var = self.launch.env.get(name)
                 if var is not None:
-                    lines.append(var.line)
+                    lines.append(var.where("") if var.path else var.line)
         return tuple(dict.fromkeys(lines))
 
     # -- inputs --
@@ -529,7 +531,8 @@ class _Deriver:
             # the fix adds it (not the line of some other input its default was derived from)
             stated = [v.lines for v in map(self.values.get, blame) if v and v.lines]
             lines = stated[0] if stated else ()
-        where = f"{self.launch.path}:{lines[0] if lines else self.launch.launcher_line or self.launch.command_line}"
+        first = lines[0] if lines else self.launch.launcher_line or self.launch.command_line
+        where = first if isinstance(first, str) else f"{self.launch.path}:{first}"
         message = interpolate(data["message"], self.lookup, self.env)
         effect = data.get("effect")
         if effect:

@@ -24,7 +24,7 @@ class Value:
     source: str
     history: tuple[str, ...] = ()
     # Launch-script lines this value traces back to; findings point at the first.
-    lines: tuple[int, ...] = ()
+    lines: tuple[int | str, ...] = ()  # `file:line` where another file (the entry script)
 
     @property
     def known(self) -> bool:

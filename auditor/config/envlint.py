@@ -47,7 +47,7 @@ def _check(var: EnvVar, entry: dict[str, Any], launch: LaunchConfig,
     if status not in STATUSES:
         raise InputError("rules/torch.toml", f"[[env_var]] {var.name}: status {status!r} "
                                              f"is not one of {', '.join(STATUSES)}")
-    where = f"{launch.path}:{var.line}"
+    where = var.where(launch.path)
     shown = f"{var.name}={var.value}"
     detail = {"variable": var.name, "source": entry.get("source", ""), "category": "env"}
     severity = entry.get("severity", "warning")

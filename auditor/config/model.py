@@ -41,8 +41,17 @@ class EnvVar:
     line: int
     # "export", "inline" (VAR=x cmd), "assign" (VAR=x on its own line, never exported and never
     # used by the script: the command sees it only if the calling environment already exports it),
-    # "environ" (the inherited environment the caller gave the reader; line 0)
+    # "environ" (the inherited environment the caller gave the reader; line 0), "python" (set by
+    # the entry script before torch reads it: auditor.config.pyenv)
     how: str
+    path: str = ""  # the file `line` is in, where not the launch script (the entry script)
+    # The run's other settings of this name, which a fix edits too: the export a Python setting
+    # replaces, the Python setdefault an export keeps (auditor.config.pyenv).
+    others: tuple[EnvVar, ...] = ()
+
+    def where(self, launch_path: str) -> str:
+        """`file:line` of the setting."""
+        return f"{self.path or launch_path}:{self.line}"
 
 
 @dataclass

@@ -14,6 +14,7 @@ from typing import Any
 
 from auditor.analysis import causes
 from auditor.config.model import LaunchConfig
+from auditor.config.pyenv import Entry, locate
 from auditor.errors import InputError
 from auditor.fix import edits as text_edits
 from auditor.fix import verify
@@ -45,17 +46,25 @@ class Proposal:
 
 @dataclass
 class Plan:
-    path: str
-    source: str
-    sha256: str  # of the script as scanned: --apply refuses a script that changed since
+    path: str  # the launch script
+    sources: dict[str, str]  # each file read, as scanned: the launch script, the entry script
     doc: dict[str, Any]
     proposals: list[Proposal]
     edits: list[TextEdit]  # the verified options' edits, merged
-    patched: str
+    patched: dict[str, str]  # each file the patch changes, patched
     outcome: Outcome | None  # the re-scan of the whole patch
     patched_doc: dict[str, Any] | None
     # `simulate` of the patched script (verify.simulate), or why it was not run
     simulation: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def source(self) -> str:
+        """The launch script as scanned."""
+        return self.sources[self.path]
+
+    def sha256(self, path: str) -> str:
+        """Of the file as scanned: --apply refuses a file that changed since."""
+        return sha256(self.sources[path])
 
     @property
     def verified(self) -> bool:
@@ -76,7 +85,15 @@ class Plan:
         return 1 if any(f["severity"] == "error" for f in after["findings"]) else 0
 
     def diff(self) -> str:
-        return text_edits.unified(label(self.path), self.source, self.patched)
+        """One unified diff of every file the patch changes, the launch script first."""
+        return "".join(text_edits.unified(label(path), self.sources[path], text)
+                       for path, text in self.patched.items())
+
+
+def patched_files(sources: dict[str, str], edits: list[TextEdit]) -> dict[str, str]:
+    """Each file `edits` change, with them made (in the order of `sources`)."""
+    return {path: text_edits.apply(text, [e for e in edits if e.path == path])
+            for path, text in sources.items() if any(e.path == path for e in edits)}
 
 
 def label(path: str) -> str:
@@ -90,38 +107,47 @@ def sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def read_text(path: str) -> str:
-    with open(path, encoding="utf-8", newline="") as f:
-        return f.read()
+read_text = verify.read_text
 
 
 def _proposal(cause: causes.Cause, option: Option, options: list[Option], launch: LaunchConfig,
-              source: str) -> Proposal:
+              sources: dict[str, str]) -> Proposal:
     proposal = Proposal(cause, option, options)
     try:
-        proposal.edits = edits_for(option, launch, source)
+        proposal.edits = edits_for(option, launch, sources)
     except NotMechanical as exc:
         proposal.not_mechanical = str(exc)
     return proposal
 
 
-def _verify_alone(inputs: ScanInputs, source: str, findings: list[dict[str, Any]],
-                  proposals: list[Proposal]) -> None:
+def _verify_alone(inputs: ScanInputs, sources: dict[str, str], entry: Entry | None,
+                  findings: list[dict[str, Any]], proposals: list[Proposal]) -> None:
     """Each proposal's edits alone, re-scanned."""
     for p in proposals:
         if p.edits:
-            after = rescan(inputs, {inputs.config_path: text_edits.apply(source, p.edits)})
+            after = rescan(inputs, patched_files(sources, p.edits), entry)
             p.outcome = compare(findings, after["findings"])
 
 
+def _read_sources(launch: LaunchConfig, source: str) -> dict[str, str]:
+    """The launch script's text and the entry script's, where it sets a variable the scan read."""
+    sources = {launch.path: source}
+    for path in dict.fromkeys(x.path for v in launch.env.values() for x in (v, *v.others)
+                              if x.path):
+        sources[path] = read_text(path)
+    return sources
+
+
 def make(inputs: ScanInputs, chosen: set[str] | None = None, simulate: bool | None = None) -> Plan:
-    """The verified patch for `inputs`' script; `chosen`: option names instead of defaults;
-    `simulate`: run `simulate` on the patched script (None: where it applies, a megatron-core
-    pipeline)."""
+    """The verified patch for `inputs`' script (and its entry script); `chosen`: option names
+    instead of defaults; `simulate`: run `simulate` on the patched script (None: where it
+    applies, a megatron-core pipeline)."""
     chosen = chosen or set()
     source = read_text(inputs.config_path)
     read = read_config(inputs.config_path, inputs.targets)
     launch = read[0]
+    entry = locate(launch)[0]
+    sources = _read_sources(launch, source)
     doc = run_scan(inputs, read)
     if read_text(inputs.config_path) != source:  # the edits' offsets are into `source`
         raise InputError(inputs.config_path, "changed while it was scanned: run p2paudit fix again")
@@ -131,8 +157,8 @@ def make(inputs: ScanInputs, chosen: set[str] | None = None, simulate: bool | No
         options = options_for(findings[cause.index])
         option = pick(options, chosen)
         if option is not None:
-            proposals.append(_proposal(cause, option, options, launch, source))
-    _verify_alone(inputs, source, findings, proposals)
+            proposals.append(_proposal(cause, option, options, launch, sources))
+    _verify_alone(inputs, sources, entry, findings, proposals)
     # A finding its cause explains but whose fix leaves it has a reason of its own: its own
     # remedy, where it has one, joins the patch.
     second = []
@@ -143,23 +169,23 @@ def make(inputs: ScanInputs, chosen: set[str] | None = None, simulate: bool | No
             option = pick(options_for(findings[i]), chosen)
             if p.outcome.states[i] == STILL and option is not None:
                 own = causes.Cause(i, findings[i]["severity"], (), False)
-                second.append(_proposal(own, option, options_for(findings[i]), launch, source))
-    _verify_alone(inputs, source, findings, second)
+                second.append(_proposal(own, option, options_for(findings[i]), launch, sources))
+    _verify_alone(inputs, sources, entry, findings, second)
     proposals += second
     verified = [p for p in proposals if p.verified]
     merged, dropped = text_edits.merge([p.edits for p in verified])
     for i in dropped:  # its edit collides with an earlier option's: not part of this patch
         verified[i].outcome = None
-    patched = text_edits.apply(source, merged)
+    patched = patched_files(sources, merged)
     outcome, patched_doc = None, None
     if merged:
-        patched_doc = rescan(inputs, {inputs.config_path: patched})
+        patched_doc = rescan(inputs, patched, entry)
         outcome = compare(findings, patched_doc["findings"])
         outcome.verdict = patched_doc["verdict"]
     simulation = {"simulated": False, "headline": "not asked (--no-simulate)"}
     if simulate is None and not verify.simulates(doc):
         simulation["headline"] = "not applicable: no megatron-core pipeline schedule to run"
     elif simulate is not False and merged:
-        simulation = verify.simulate(inputs, {inputs.config_path: patched})
-    return Plan(inputs.config_path, source, sha256(source), doc, proposals, merged, patched,
-                outcome, patched_doc, simulation)
+        simulation = verify.simulate(inputs, patched, entry)
+    return Plan(inputs.config_path, sources, doc, proposals, merged, patched, outcome,
+                patched_doc, simulation)

@@ -4,8 +4,8 @@ environment variable from Python (`os.environ["X"] = "v"`, `os.environ.setdefaul
 renamed, and every byte outside them kept: libcst's tree holds the user's comments and layout.
 A removed statement's own leading comments stay, on the statement that follows.
 
-The scan does not read these settings yet (its environment is the launch script's); this is the
-edit `fix` makes once it does, and tests/fix/test_fix_pycode.py holds it to byte-for-byte.
+The scan reads these settings from the run's entry script (auditor.config.pyenv); this is the
+edit `fix` makes of them, and tests/fix/test_fix_pycode.py holds it to byte-for-byte.
 """
 
 from __future__ import annotations

@@ -28,6 +28,11 @@ class Option:
     def steps(self) -> tuple[Option, ...]:
         return (self, *self.also)
 
+    @property
+    def mechanical(self) -> bool:
+        """Every step is an edit of the inputs (not a release to run)."""
+        return all(o.edit != "upgrade" for o in self.steps)
+
     def says(self) -> str:
         """The option in words, as the diff's report shows it."""
         return " and ".join({"unset_env": f"remove {o.name}",

@@ -8,8 +8,8 @@ import copy
 from typing import Any
 
 from auditor.analysis import causes
-from auditor.fix.edits import apply, unified
-from auditor.fix.plan import Plan, Proposal, label
+from auditor.fix.edits import unified
+from auditor.fix.plan import Plan, Proposal, label, patched_files
 from auditor.fix.verify import GONE
 
 
@@ -58,7 +58,7 @@ def text(plan: Plan) -> str:
     if plan.outcome is None:
         lines.append("no patch to verify")
         return "\n".join(lines) + "\n"
-    lines.append("verification: the patched script re-scanned in a temporary copy")
+    lines.append("verification: the patched files re-scanned in a temporary copy")
     for cause in causes.group(findings):
         for n, i in enumerate((cause.index, *cause.consequences)):
             lines.append(f"  {plan.outcome.states[i]:12} {'  ' if n else ''}{_finding(findings[i])}")
@@ -92,8 +92,9 @@ def attach(plan: Plan) -> dict[str, Any]:
             "verified": bool(in_patch and plan.verified and states.get(p.cause.index) == GONE),
             "checked_by": "re-scan",
             "simulated": bool(in_patch and plan.simulation.get("simulated")),
-            "edits": [e.to_json(plan.source) for e in p.edits],
-            "diff": unified(label(plan.path), plan.source, apply(plan.source, p.edits)),
+            "edits": [e.to_json(plan.sources[e.path]) for e in p.edits],
+            "diff": "".join(unified(label(path), plan.sources[path], text)
+                            for path, text in patched_files(plan.sources, p.edits).items()),
             **({"why_not": p.not_mechanical} if p.not_mechanical else {}),
             "findings": {findings[i]["kind"]: states.get(i, "not checked")
                          for i in (p.cause.index, *p.cause.consequences)},

@@ -1,14 +1,19 @@
 """A remedy option as edits of a launch script's lines, at the lines the scan read them from
 (`EnvVar.line`, `Flag.line`): an assignment removed, changed or renamed in place; a flag's value
-changed, or the flag added as a line of its own inside the command's `\\` continuations."""
+changed, or the flag added as a line of its own inside the command's `\\` continuations. A
+variable the entry script sets from Python (`EnvVar.path`) is edited there, by the libcst codemod
+(fix.pycode)."""
 
 from __future__ import annotations
 
+import os
 import re
 
 from auditor.config.flags import normalise
-from auditor.config.model import LaunchConfig
-from auditor.fix.edits import TextEdit
+from auditor.config.model import EnvVar, LaunchConfig
+from auditor.errors import InputError
+from auditor.fix.edits import TextEdit, between
+from auditor.fix.pycode import env_codemod
 from auditor.fix.remedies import Option
 
 _VALUE = r"""(?:"[^"\n]*"|'[^'\n]*'|[^\s;&|'"\\]*)"""
@@ -18,11 +23,12 @@ class NotMechanical(Exception):
     """The option cannot be made as an edit of this script; the message says why."""
 
 
-def edits_for(option: Option, launch: LaunchConfig, source: str) -> list[TextEdit]:
+def edits_for(option: Option, launch: LaunchConfig, sources: dict[str, str]) -> list[TextEdit]:
     """The edits of each of the option's steps; insertions at one place as one, in the
-    option's order."""
+    option's order. `sources`: the text of each file read (path -> text), the launch script's
+    and the entry script's where it sets a variable."""
     out: list[TextEdit] = []
-    for e in (e for step in option.steps for e in _step(step, launch, source)):
+    for e in (e for step in option.steps for e in _step(step, launch, sources)):
         if out and e.length == 0 and out[-1].length == 0 and out[-1].offset == e.offset:
             out[-1] = TextEdit(e.path, e.offset, 0, out[-1].text + e.text)
         else:
@@ -30,11 +36,25 @@ def edits_for(option: Option, launch: LaunchConfig, source: str) -> list[TextEdi
     return out
 
 
-def _step(option: Option, launch: LaunchConfig, source: str) -> list[TextEdit]:
-    if option.edit == "set_env" and option.name not in launch.env:
+def _step(option: Option, launch: LaunchConfig, sources: dict[str, str]) -> list[TextEdit]:
+    source = sources[launch.path]
+    var = launch.env.get(option.name)
+    if option.edit == "set_env" and var is None:
         return _export(option, launch, source)
     if option.edit in ("unset_env", "set_env", "rename_env"):
-        return _env(option, launch, source)
+        if var is None:
+            return _env(option, var, launch, source)  # says why not
+        out: list[TextEdit] = []
+        for v in (var, *var.others):  # every setting of the name the run makes
+            if not v.path:
+                out += _env(option, v, launch, source)
+            elif not any(e.path == v.path for e in out):  # the codemod edits all of a file's
+                if os.path.isabs(str(launch.script)):
+                    raise NotMechanical(f"the entry script {v.path} is named by an absolute "
+                                        "path: a patched copy cannot be scanned in its place; "
+                                        "edit it by hand")
+                out += _python(option, v.path, sources[v.path])
+        return out
     if option.edit == "set_flag":
         return _flag(option, launch, source)
     raise NotMechanical(f"{option.says()} is no edit of the script")
@@ -55,6 +75,17 @@ def _export(option: Option, launch: LaunchConfig, source: str) -> list[TextEdit]
     return [TextEdit(launch.path, offset, 0, f"export {option.name}={option.value}\n")]
 
 
+def _python(option: Option, path: str, source: str) -> list[TextEdit]:
+    """The codemod of every statement of the entry script that sets the variable, as one edit."""
+    try:
+        new, changed = env_codemod(source, option.name, option.edit, option.value)
+    except InputError as exc:
+        raise NotMechanical(f"{path}: {exc.cause}") from None
+    if not changed:
+        raise NotMechanical(f"{path} sets {option.name} in a form the codemod does not edit")
+    return between(path, source, new)
+
+
 def _lines(source: str) -> list[tuple[int, str]]:
     """(offset, text with its newline) of each line."""
     out, at = [], 0
@@ -64,8 +95,7 @@ def _lines(source: str) -> list[tuple[int, str]]:
     return out
 
 
-def _env(option: Option, launch: LaunchConfig, source: str) -> list[TextEdit]:
-    var = launch.env.get(option.name)
+def _env(option: Option, var: EnvVar | None, launch: LaunchConfig, source: str) -> list[TextEdit]:
     if var is None or var.line < 1:
         raise NotMechanical(f"{option.name} is not set in {launch.path} (it comes from the caller's "
                             "environment): unset it there")

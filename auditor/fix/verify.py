@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.analysis import verdict
+from auditor.config.pyenv import Entry
+from auditor.errors import InputError
 from auditor.scan import ScanInputs, run_scan
 
 GONE, STILL, NEW = "gone", "still there", "new"
@@ -51,18 +53,41 @@ def compare(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> Outcom
     return Outcome(states, [f for f in after if identity(f) not in known])
 
 
-def rescan(inputs: ScanInputs, patched: dict[str, str]) -> dict[str, Any]:
+def layout(tmp: str, config_path: str, patched: dict[str, str],
+           entry: Entry | None) -> dict[str, str]:
+    """Copies of the launch script and the entry script in `tmp`, the entry where the scan looks
+    for it (beside the launch script, as written): path -> copy. `patched` (path -> text) holds
+    the texts to write instead of the files'."""
+    texts = {config_path: patched[config_path] if config_path in patched else read_text(config_path),
+             **patched}
+    written = os.path.normpath(entry.written) if entry is not None else ""
+    up = written.split(os.sep).count("..")  # `torchrun ../train.py`: the launch copy that deep
+    here = os.path.join(tmp, *["d"] * up)
+    places = {config_path: os.path.join(here, os.path.basename(config_path))}
+    if entry is not None and not os.path.isabs(written):
+        texts.setdefault(entry.path, read_text(entry.path))
+        places[entry.path] = os.path.normpath(os.path.join(here, written))
+    elif entry is not None and entry.path in texts:
+        raise InputError(entry.path, "named by an absolute path: its patched copy cannot be "
+                                     "scanned in its place; edit it by hand")
+    for path, copy in places.items():
+        os.makedirs(os.path.dirname(copy), exist_ok=True)
+        with open(copy, "w", encoding="utf-8", newline="") as f:
+            f.write(texts[path])
+    return places
+
+
+def read_text(path: str) -> str:
+    with open(path, encoding="utf-8", newline="") as f:
+        return f.read()
+
+
+def rescan(inputs: ScanInputs, patched: dict[str, str], entry: Entry | None = None) -> dict[str, Any]:
     """The scan of `inputs` with the files of `patched` (path -> text) replaced, run on copies
-    in a temporary directory; the document's paths name the user's files again."""
+    in a temporary directory (the entry script, patched or not, beside the launch script's copy
+    as the scan found it); the document's paths name the user's files again."""
     with tempfile.TemporaryDirectory(prefix="p2paudit-fix-") as tmp:
-        moved = {}
-        for n, (path, text) in enumerate(patched.items()):
-            where = os.path.join(tmp, str(n))
-            os.mkdir(where)
-            copy = os.path.join(where, os.path.basename(path))
-            with open(copy, "w", encoding="utf-8", newline="") as f:
-                f.write(text)
-            moved[path] = copy
+        moved = layout(tmp, inputs.config_path, patched, entry)
         doc = run_scan(ScanInputs(**{**inputs.__dict__, "progress": False,
                                      "config_path": moved.get(inputs.config_path,
                                                               inputs.config_path)}))
@@ -84,13 +109,11 @@ def simulates(doc: dict[str, Any]) -> bool:
             and any(t.get("name") == "megatron-core" for t in doc.get("targets", [])))
 
 
-def simulate(inputs: ScanInputs, patched: dict[str, str]) -> dict[str, Any]:
+def simulate(inputs: ScanInputs, patched: dict[str, str], entry: Entry | None = None) -> dict[str, Any]:
     """`p2paudit simulate` of the patched script, in a temporary copy and a process of its own
     (it runs the schedule's ranks): its headline and exit status, or why it did not finish."""
     with tempfile.TemporaryDirectory(prefix="p2paudit-fix-sim-") as tmp:
-        copy = os.path.join(tmp, os.path.basename(inputs.config_path))
-        with open(copy, "w", encoding="utf-8", newline="") as f:
-            f.write(patched[inputs.config_path])
+        copy = layout(tmp, inputs.config_path, patched, entry)[inputs.config_path]
         out = os.path.join(tmp, "simulation.json")
         argv = [sys.executable, "-m", "auditor", "simulate", "--config", copy, "--format", "json",
                 "-o", out]

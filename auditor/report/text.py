@@ -213,8 +213,9 @@ def _cause_blocks(doc: dict[str, Any], verbose: bool) -> list[str]:
         lines += [f"  {cause.severity.upper():<7} {f['kind']}{at}", f"          {f['message']}"]
         if f.get("fix"):
             lines.append(f"          fix: {f['fix']}")
-        lines += [line for x in (f, *(findings[i] for i in cause.consequences))
-                  for line in _patch_lines(x.get("patch"))]
+        patch = [line for x in (f, *(findings[i] for i in cause.consequences))
+                 for line in _patch_lines(x.get("patch"))]
+        lines += patch or _fix_command(f.get("fix_command"))
         explained = [findings[i] for i in cause.consequences]
         if verbose:
             lines += [f"          explains {c['kind']}: {c['message']}" for c in explained]
@@ -233,6 +234,14 @@ def _patch_lines(patch: dict[str, Any] | None) -> list[str]:
     head = (f"          patch ({patch['says']}, verified by a re-scan; `p2paudit fix --apply` "
             "writes it):")
     return [head, *(f"            {line}" for line in changed)]
+
+
+def _fix_command(pointer: dict[str, str] | None, indent: int = 10) -> list[str]:
+    """The command that makes and verifies the cause's patch (auditor.fix.pointer)."""
+    if not pointer:
+        return []
+    line = f"{' ' * indent}patch: {pointer['command']} ({pointer['says']}; fix re-scans to verify it)"
+    return [line]
 
 
 def _briefly(f: dict[str, Any]) -> str:
@@ -401,7 +410,8 @@ def gate_report(doc: dict[str, Any]) -> str:
         "", doc["verdict"]["headline"],
     ]
     for f in result["new"]:
-        lines += [f"  ERROR {f['kind']}: {f['message']}", f"        fix: {f['fix']}"]
+        lines += [f"  ERROR {f['kind']}: {f['message']}", f"        fix: {f['fix']}",
+                  *_fix_command(f.get("fix_command"), 8)]
     for f in result["fixed"] + result["notes"]:
         lines.append(f"  {f['severity'].upper()} {f['kind']}: {f['message']}")
     lines += ["", "What changed:", diff_text(result["diff"])]

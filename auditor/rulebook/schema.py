@@ -58,7 +58,7 @@ TABLES: dict[str, Table] = {
     "coalescing_context": _table(True, "qualnames", f"group_param {_SELECT}"),
     "pg_method": _table(True, "name issues", _SELECT),
     "process_group": _table(False, "", "types factories"),
-    "env_var": _table(True, "name status", "severity message fix remedy replacement requires reader allowed "
+    "env_var": _table(True, "name status", "severity message fix remedy replacement requires reader allowed read_at read_source "
                                            f"valid invalid {_SELECT}"),
     "p2p_roles": _table(False, "peer_pattern", "valid invalid source"),
     "batch_wrapper": _table(True, "modules key", "versions unknown source"),

@@ -55,7 +55,7 @@ def test_sarif_carries_each_verified_patch_as_fixes(fixed):
                                     x["deletedRegion"]["charLength"],
                                     x.get("insertedContent", {}).get("text", ""))
                      for x in change["replacements"]]
-    assert edits.apply(plan.source, made) == plan.patched
+    assert edits.apply(plan.source, made) == plan.patched[plan.path]
 
 
 def test_text_and_html_show_the_patch_under_its_cause(fixed):

@@ -1,0 +1,46 @@
+"""Where `scan` or `gate` shows a cause whose remedy is an edit of the inputs, the one command that
+makes the patch and verifies it: `p2paudit fix --config run.sh ...` with the scan's own inputs.
+Nothing is re-scanned here; `fix` verifies the patch by a re-scan before it offers it."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from auditor.analysis import causes
+from auditor.fix.remedies import options_for, pick
+from auditor.scan import ScanInputs
+
+
+def command(inputs: ScanInputs) -> str:
+    """`p2paudit fix` with the inputs the scan was given (targets, torch, --set)."""
+    argv = ["p2paudit", "fix", "--config", inputs.config_path]
+    argv += [a for t in inputs.targets or [] for a in ("--target", t)]
+    argv += ["--torch", inputs.torch_version] if inputs.torch_version else []
+    argv += [a for k, v in (inputs.overrides or {}).items() for a in ("--set", f"{k}={v}")]
+    return shlex.join(argv)
+
+
+def point(doc: dict[str, Any], inputs: ScanInputs) -> None:
+    """`fix_command` on each cause's finding whose default remedy is an edit and which carries
+    no patch yet: the command, and what its default option does."""
+    findings = doc.get("findings") or []
+    for cause in causes.group(findings):
+        f = findings[cause.index]
+        option = pick(options_for(f), set())
+        if option is not None and option.mechanical and "patch" not in f:
+            f["fix_command"] = {"command": command(inputs), "says": option.says()}
+
+
+def for_sites(doc: dict[str, Any], site_ids: list[str]) -> dict[str, str] | None:
+    """The `fix_command` of the cause that explains any of these sites (its own finding's, or a
+    finding it groups), where one has it."""
+    findings = doc.get("findings") or []
+    wanted = set(site_ids)
+    for cause in causes.group(findings):
+        root = findings[cause.index]
+        sites = {s for i in (cause.index, *cause.consequences)
+                 for s in findings[i].get("site_ids") or []}
+        if "fix_command" in root and wanted & sites:
+            return dict(root["fix_command"])
+    return None
