@@ -28,15 +28,18 @@ from auditor.static.program import Program
 from auditor.static.formula import FALSE, TRUE, conj, disj, level
 from auditor.static.state import Frame, State, guard_new_values, join, join_env
 from auditor.static.values import (
-    DERIVED, MANY, Api, Cfg, ConfigObject, Const, Cond, Data, DictV, External, Func, Group,
-    Guarded, Klass, Module, Obj, bare, cap, compare, cond, describe, dict_get, dict_put, ordered,
-    truth_of,
+    DERIVED, MANY, Api, Cfg, ConfigObject, Const, Cond, Data, DictV, Elements, External, Func,
+    Group, Guarded, Klass, Module, Obj, bare, cap, compare, cond, describe, dict_get, dict_put,
+    elements_of, ordered, truth_of,
 )
 
 # In entry code, `P2PAUDIT_INSTANCE(Cls)` is an instance of Cls whose __init__ never ran, and
 # `P2PAUDIT_CALL(f)` calls f with every parameter unknown (defaults too: a caller may pass them).
 INSTANCE = "P2PAUDIT_INSTANCE"
 CALL_UNKNOWN = "P2PAUDIT_CALL"
+# An empty `*args` (no positional argument left for it): `f(*args)` passes nothing on, so that
+# `super().__init__(*args, **kwargs)` binds its callee's parameters from the keywords.
+NO_ARGS = frozenset({Const(())})
 ENTRY_PREFIX = "<entry"  # entry code runs as a module named `<entry N>`
 MAX_LOOP_PASSES = 3  # walks of one loop body, while each installs new patches the next would see
 MAX_DEPTH = 40  # nested calls being interpreted
@@ -371,9 +374,9 @@ class Interpreter:
         if test is not None:
             can_true, _ = truth_of(self.eval(test, state, frame))
         else:
-            self.eval(iterable, state, frame)
+            items = elements_of(self.eval(iterable, state, frame))
             can_true = TRUE
-            self.assign(target, frozenset({Data("loop item")}), state, frame)
+            self.assign(target, items, state, frame)
         if can_true == FALSE:
             return self.exec_block(orelse, state, frame)
         env = dict(state.env)
@@ -528,6 +531,8 @@ class Interpreter:
                     if isinstance(b, DictV):
                         for k in index:
                             out |= dict_get(b, k)
+                    elif isinstance(b, Elements):
+                        out |= b.values
                 return cap(out) or frozenset({Data("item")})
             case ir.Seq(items):
                 for item in items:
@@ -537,7 +542,30 @@ class Interpreter:
                 for sub in parts:
                     self.eval(sub, state, frame)
                 return frozenset({Data("expression")})
+            case ir.Comp():
+                return self.eval_comp(e, state, frame)
         raise TypeError(f"not an IR expression: {e!r}")
+
+    def eval_comp(self, e: ir.Comp, state: State, frame: Frame) -> frozenset:
+        """A comprehension, in a scope of its own (its targets do not leak): each target holds
+        the elements of its iterable; the result holds what the element (or key: value) can be."""
+        kind, key_ir, value_ir, loops, _ = e
+        inner = State(dict(state.env), state.guards, state.status)
+        for target, iterable, tests in loops:
+            items = elements_of(self.eval(iterable, inner, frame))
+            if isinstance(target, ir.Name):
+                inner.env[target.id] = items
+            else:
+                self.assign(target, items, inner, frame)
+            for test in tests:
+                self.eval(test, inner, frame)
+        value = self.eval(value_ir, inner, frame)
+        if kind != "dict":
+            return frozenset({Elements(cap(value))})
+        d = DictV()
+        for k in self.eval(key_ir, inner, frame):
+            dict_put(d, k, value)
+        return frozenset({d})
 
     def eval_compare(self, e: ir.Cmp, state: State, frame: Frame) -> Any:
         left = self.eval(e.left, state, frame)
@@ -762,8 +790,7 @@ class Interpreter:
         func_ir, args_ir, kwargs_ir, star_ir, dstar_ir, text, _ = e
         args = [self.eval(a, state, frame) for a in args_ir]
         kwargs = {k: self.eval(v, state, frame) for k, v in kwargs_ir.items()}
-        if star_ir is not None:
-            self.eval(star_ir, state, frame)
+        if star_ir is not None and self.eval(star_ir, state, frame) != NO_ARGS:
             args.append(frozenset({Data("*args")}))
         if dstar_ir is not None:
             for d in self.eval(dstar_ir, state, frame):
@@ -956,8 +983,8 @@ class Interpreter:
                 extra_kwargs.pop(name, None)
             elif kind in ("pos", "kwonly") and name in kwargs:
                 env[name] = self._named_group(name, extra_kwargs.pop(name))
-            elif kind == "star":
-                env[name] = frozenset({Data("*args")})
+            elif kind == "star":  # the tuple is empty where no positional argument is left
+                env[name] = frozenset({Data("*args")}) if positional or unknown_args else NO_ARGS
             elif kind == "dstar":
                 env[name] = frozenset({DictV(dict(extra_kwargs))})
             elif default is not None and not unknown_args:
@@ -1027,11 +1054,13 @@ class _Super:
 
 
 def _key(values: frozenset) -> tuple:
-    out = []
+    out: list[Any] = []
     for v in values:
         if isinstance(v, DictV):
             out.append(("dict", tuple(sorted((k, _key(x)) for k, x in v.items.items())),
-                        tuple(sorted((repr(k), _key(x)) for k, x in v.keyed.items()))))
+                        tuple(sorted((repr(k), _key(x)) for k, x in v.keyed.items())), _key(v.anykey)))
+        elif isinstance(v, Elements):
+            out.append(("elements", _key(v.values)))
         elif isinstance(v, Obj):
             out.append(("obj", id(v)))
         elif isinstance(v, Data):

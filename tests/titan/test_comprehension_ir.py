@@ -1,0 +1,59 @@
+"""Comprehensions carry their elements through the call-graph interpreter: the construct of
+torch's ScheduleInterleaved1F1B (pytorch/pytorch, torch/distributed/pipelining/schedules.py,
+v2.13.0 lines 2024-2053: `stage_index_to_stage = {stage.stage_index: stage for stage in
+self._stages}` then `stage = stage_index_to_stage[stage_index]` and `stage.get_fwd_send_ops()`),
+with the stages built as the pipelining tutorial builds them (a list comprehension), handed on by
+keyword through `_PipelineScheduleRuntime.__init__(self, *args, **kwargs)` (schedules.py:2224,
+its `*args` empty) and walked by a `for stage in self._stages` loop (schedules.py:1789)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from test_callgraph import COMM, analyse
+
+SCHEDULE = '''
+from pkg import comm
+
+class Stage:
+    def __init__(self, index):
+        self.stage_index = index
+    def get_fwd_send_ops(self, t):
+        return comm.batched(tensor=t, peer=1, group=None)
+    def prepare(self, t):
+        comm.unbatched(tensor=t, peer=0, group=None)
+
+class Multi:
+    def __init__(self, stages, n_microbatches):
+        self._stages = stages
+        for stage in self._stages:
+            stage.prepare(None)
+
+class Runtime(Multi):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+
+class Interleaved(Runtime):
+    def __init__(self, stages, n_microbatches):
+        super().__init__(stages=stages, n_microbatches=n_microbatches)
+    def step(self, order):
+        stage_index_to_stage = {stage.stage_index: stage for stage in self._stages}
+        for stage_index in order:
+            stage = stage_index_to_stage[stage_index]
+            stage.get_fwd_send_ops(None)
+'''
+
+
+def test_dict_comprehension_over_a_list_comprehension_decides_the_stage_ops(tmp_path):
+    entry = ("from pkg.schedule import Interleaved, Stage\n"
+             "stages = [Stage(DATA + i) for i in range(2)]\n"
+             "Interleaved(stages, 8).step(DATA)\n")
+    out = analyse(tmp_path, {"pkg/comm.py": COMM, "pkg/schedule.py": SCHEDULE}, entry, {})
+    send = out["batched:batch_isend_irecv"]
+    assert send.reachable == "yes"
+    assert send.paths == [["schedule.Interleaved.step", "schedule.Stage.get_fwd_send_ops", "comm.batched"]]
+    loop = out["unbatched:isend"]  # the loop over the stored list reaches each stage's method too
+    assert loop.reachable == "yes"
+    assert loop.paths[0][-2:] == ["schedule.Stage.prepare", "comm.unbatched"]
