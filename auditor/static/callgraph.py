@@ -28,8 +28,8 @@ from auditor.static.program import Program
 from auditor.static.formula import FALSE, TRUE, conj, disj, level
 from auditor.static.state import Frame, State, guard_new_values, join, join_env
 from auditor.static.values import (
-    DERIVED, MANY, Api, Cfg, ConfigObject, Const, Cond, Data, DictV, Elements, External, Func,
-    Group, Guarded, Klass, Module, Obj, bare, cap, compare, cond, describe, dict_get, dict_put,
+    DERIVED, MANY, MAX_CALLABLES, Api, Cfg, ConfigObject, Const, Cond, Data, DictV, Elements, External, Func,
+    Group, Guarded, Klass, Module, Obj, bare, cap, compare, concrete, cond, describe, dict_get, dict_put,
     elements_of, ordered, truth_of,
 )
 
@@ -40,6 +40,8 @@ CALL_UNKNOWN = "P2PAUDIT_CALL"
 # An empty `*args` (no positional argument left for it): `f(*args)` passes nothing on, so that
 # `super().__init__(*args, **kwargs)` binds its callee's parameters from the keywords.
 NO_ARGS = frozenset({Const(())})
+# Case methods of a known string (a configured schedule name looked up case-insensitively).
+_STR_CASE = frozenset({"lower", "upper", "casefold"})
 ENTRY_PREFIX = "<entry"  # entry code runs as a module named `<entry N>`
 MAX_LOOP_PASSES = 3  # walks of one loop body, while each installs new patches the next would see
 MAX_DEPTH = 40  # nested calls being interpreted
@@ -548,24 +550,37 @@ class Interpreter:
 
     def eval_comp(self, e: ir.Comp, state: State, frame: Frame) -> frozenset:
         """A comprehension, in a scope of its own (its targets do not leak): each target holds
-        the elements of its iterable; the result holds what the element (or key: value) can be."""
-        kind, key_ir, value_ir, loops, _ = e
-        inner = State(dict(state.env), state.guards, state.status)
-        for target, iterable, tests in loops:
-            items = elements_of(self.eval(iterable, inner, frame))
+        the elements of its iterable, one at a time where they are known constants (a dict's
+        keys), so that `{k.lower(): k for k in table}` pairs each key with its own; the result
+        holds what the element (or key: value) can be."""
+        pairs: list[tuple[frozenset, frozenset]] = []
+        self._comp_loops(e, 0, State(dict(state.env), state.guards, state.status), frame, pairs)
+        values = cap(frozenset(v for _, vs in pairs for v in vs))
+        if e.kind != "dict":
+            return frozenset({Elements(values)})
+        d = DictV()
+        for keys, value in pairs:
+            for k in keys:
+                dict_put(d, k, cap(dict_get(d, k) | value) if isinstance(bare(k), Const) else value)
+        return frozenset({d})
+
+    def _comp_loops(self, e: ir.Comp, i: int, inner: State, frame: Frame,
+                    pairs: list[tuple[frozenset, frozenset]]) -> None:
+        if i == len(e.loops):
+            keys = self.eval(e.key, inner, frame) if e.key is not None else frozenset()
+            pairs.append((keys, self.eval(e.value, inner, frame)))
+            return
+        target, iterable, tests = e.loops[i]
+        items = elements_of(self.eval(iterable, inner, frame))
+        one_by_one = all(isinstance(bare(v), Const) for v in items) and len(items) <= MAX_CALLABLES
+        for part in ([frozenset({v}) for v in ordered(items)] if one_by_one else [items]):
             if isinstance(target, ir.Name):
-                inner.env[target.id] = items
+                inner.env[target.id] = part
             else:
-                self.assign(target, items, inner, frame)
+                self.assign(target, part, inner, frame)
             for test in tests:
                 self.eval(test, inner, frame)
-        value = self.eval(value_ir, inner, frame)
-        if kind != "dict":
-            return frozenset({Elements(cap(value))})
-        d = DictV()
-        for k in self.eval(key_ir, inner, frame):
-            dict_put(d, k, value)
-        return frozenset({d})
+            self._comp_loops(e, i + 1, inner, frame, pairs)
 
     def eval_compare(self, e: ir.Cmp, state: State, frame: Frame) -> Any:
         left = self.eval(e.left, state, frame)
@@ -803,6 +818,10 @@ class Interpreter:
             bases = self.eval(func_ir.base, state, frame)
             if any(isinstance(bare(b), Group) for b in bases):
                 return self._group_method(bases, func_ir.attr), args, kwargs, bases
+            if func_ir.attr in _STR_CASE and not args and not kwargs and bases:
+                known = [concrete(b) for b in bases]
+                if all(k and isinstance(v, str) for k, v in known):
+                    return frozenset(Const(getattr(v, func_ir.attr)()) for _, v in known), args, kwargs, bases
             callees: set = set()
             for b in ordered(bases):
                 callees |= self.attr_of(b, func_ir.attr, ir.dotted(func_ir.base))

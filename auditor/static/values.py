@@ -318,9 +318,18 @@ def dict_get(d: DictV, key: Any) -> frozenset:
 
 
 def elements_of(values: frozenset) -> frozenset:
-    """What iterating over `values` gives: a comprehension's elements where it is one, else a
-    value known only at run time."""
-    out = frozenset(e for v in values if isinstance(bare(v), Elements) for e in bare(v).values)
-    if out and all(isinstance(bare(v), Elements) for v in values):
-        return out
-    return out | {Data("loop item")}
+    """What iterating over `values` gives: a comprehension's elements, a dict's known keys; else
+    (also) a value known only at run time."""
+    out: set = set()
+    known = True
+    for v in map(bare, values):
+        if isinstance(v, Elements):
+            out |= v.values
+        elif isinstance(v, DictV):  # a dict iterates over its keys
+            out |= {Const(k) for k in v.items} | set(v.keyed)
+            known = known and not v.anykey
+        else:
+            known = False
+    if len(out) > MAX_CALLABLES:  # a table's names: as many as a dispatch table's entries
+        return frozenset({MANY})
+    return frozenset(out) if out and known else frozenset(out | {Data("loop item")})

@@ -57,3 +57,44 @@ def test_dict_comprehension_over_a_list_comprehension_decides_the_stage_ops(tmp_
     loop = out["unbatched:isend"]  # the loop over the stored list reaches each stage's method too
     assert loop.reachable == "yes"
     assert loop.paths[0][-2:] == ["schedule.Stage.prepare", "comm.unbatched"]
+
+
+# torch's get_schedule_class (schedules.py v2.13.0:3620-3644): a name table, its lower-cased keys
+# by a dict comprehension over the table, the config's name lower-cased, then two lookups.
+TABLE = '''
+from pkg import comm
+
+class OneF1B:
+    def __init__(self, stage):
+        self.stage = stage
+    def step(self):
+        comm.unbatched(tensor=None, peer=0, group=None)
+
+class Interleaved1F1B:
+    def __init__(self, stages):
+        self.stages = stages
+    def step(self):
+        comm.batched(tensor=None, peer=1, group=None)
+
+def get_schedule_class(schedule_name):
+    schedule_map = {"1F1B": OneF1B, "Interleaved1F1B": Interleaved1F1B}
+    lowercase_keys = {k.lower(): k for k in schedule_map}
+    lowercase_schedule_name = schedule_name.lower()
+    if lowercase_schedule_name not in lowercase_keys:
+        raise ValueError(schedule_name)
+    return schedule_map[lowercase_keys[lowercase_schedule_name]]
+
+def build(parallelism, stages):
+    return get_schedule_class(parallelism.pipeline_parallel_schedule)(stages)
+'''
+
+
+def test_the_configured_schedule_name_picks_one_class_through_the_lower_cased_table(tmp_path):
+    entry = "from pkg.table import build\nbuild(P2PAUDIT_TITAN_PARALLELISM, DATA).step()\n"
+    files = {"pkg/comm.py": COMM, "pkg/table.py": TABLE}
+    out = analyse(tmp_path, files, entry, {"pipeline_parallel_schedule": "Interleaved1F1B"})
+    assert out["batched:batch_isend_irecv"].reachable == "yes"
+    assert out["unbatched:isend"].reachable != "yes" and out["unbatched:isend"].paths == []
+    unknown = analyse(tmp_path / "u", files, entry, {})  # no schedule given: either may run
+    assert unknown["unbatched:isend"].reachable == "yes"
+    assert unknown["batched:batch_isend_irecv"].reachable == "yes"
