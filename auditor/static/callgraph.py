@@ -73,6 +73,7 @@ class Interpreter:
         self.nodes: list[Node] = []
         self.node_index: dict[tuple, int] = {}
         self.memo: dict[tuple, frozenset] = {}
+        self.alloc_args: dict[tuple, set[tuple]] = {}  # the arguments each allocation site ran __init__ with
         self.active: set[tuple] = set()
         self.edges: list[Edge] = []
         self._by_caller: dict[int, list[Edge]] = {}
@@ -904,11 +905,18 @@ class Interpreter:
 
     def construct(self, k: Klass, args: list, kwargs: dict, state: State, frame: Frame,
                   text: str) -> frozenset:
-        obj = Obj(k, f"{self.nodes[frame.node].function}:{text}")
         key = ("alloc", frame.node, text, k)
-        if key in self.memo:
+        # One object per allocation site; a site reached again with other arguments (torchtitan's
+        # `schedule_class(stages, ...)` and `schedule_class(stages[0], ...)` in two branches)
+        # runs __init__ again on it, so that its attributes hold what either call gave.
+        seen = self.alloc_args.setdefault(key, set())
+        arguments = (tuple(_key(a) for a in args), tuple(sorted((n, _key(v)) for n, v in kwargs.items())))
+        if key in self.memo and arguments in seen:
             return self.memo[key]
-        self.memo[key] = frozenset({obj})
+        seen.add(arguments)
+        if key not in self.memo:
+            self.memo[key] = frozenset({Obj(k, f"{self.nodes[frame.node].function}:{text}")})
+        (obj,) = self.memo[key]
         found = self.class_lookup(k, "__init__")
         if found is not None:
             owner, inits = found

@@ -98,3 +98,36 @@ def test_the_configured_schedule_name_picks_one_class_through_the_lower_cased_ta
     unknown = analyse(tmp_path / "u", files, entry, {})  # no schedule given: either may run
     assert unknown["unbatched:isend"].reachable == "yes"
     assert unknown["batched:batch_isend_irecv"].reachable == "yes"
+
+
+# torchtitan 0.3.0's builder (torchtitan/distributed/pipeline_parallel.py:331-345 in the PyPI
+# sdist): one allocation site text, `schedule_class(...)`, called in two branches, with the stage
+# list for looped schedules and `stages[0]` for single-stage ones.
+BUILDER = '''
+from pkg import comm
+
+class Single:
+    def __init__(self, stage):
+        self._stage = stage
+    def step(self):
+        self._stage.send()
+
+class Stage:
+    def send(self):
+        comm.unbatched(tensor=None, peer=0, group=None)
+
+def build(schedule_class, looped, stages):
+    if looped:
+        schedule = schedule_class(stages)
+    else:
+        schedule = schedule_class(stages[0])
+    return schedule
+'''
+
+
+def test_an_allocation_site_reached_with_other_arguments_holds_both(tmp_path):
+    entry = ("from pkg.builder import Single, Stage, build\n"
+             "build(Single, DATA, [Stage() for _ in range(2)]).step()\n")
+    out = analyse(tmp_path, {"pkg/comm.py": COMM, "pkg/builder.py": BUILDER}, entry, {})
+    assert out["unbatched:isend"].reachable == "yes"
+    assert out["unbatched:isend"].paths == [["builder.Single.step", "builder.Stage.send", "comm.unbatched"]]

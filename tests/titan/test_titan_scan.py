@@ -88,6 +88,7 @@ def reached(doc: dict) -> dict[str, list[dict]]:
 @pytest.mark.heavy
 @pytest.mark.parametrize("release,template,schedule,step", [
     ("0.3.0", RUN_TRAIN_030, "Interleaved1F1B", "schedules._PipelineScheduleRuntime._step_microbatches"),
+    ("0.3.0", RUN_TRAIN_030.replace("llama3", "deepseek_v3"), "1F1B", "schedules.Schedule1F1B._step_microbatches"),
     ("0.2.2", RUN_TRAIN_022, "1F1B", "schedules.Schedule1F1B._step_microbatches"),
 ])
 def test_readme_launch_with_pp_reaches_the_configured_schedule_s_stage_ops(tmp_path, release, template,
