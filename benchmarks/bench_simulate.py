@@ -1,8 +1,9 @@
 """Benchmark: `p2paudit simulate` of the shipped GLM-5.1 script (PP=4 x 4 micro-batches, 24 MiB
-activations) on this machine, against the cost of importing megatron-core 0.17.0 once in a fresh
-interpreter (the fixed cost the forking rank program pays once for all ranks), measured in the
+activations) and torch's own ScheduleInterleaved1F1B at PP=4 x 8 micro-batches (llama3-8B width)
+as recorded gloo ranks, on this machine, against the cost of importing megatron-core 0.17.0 once
+in a fresh interpreter (the fixed cost the forking rank program pays once for all ranks), measured in the
 same run. Prints medians of the schedule run (the forked, recorded gloo ranks), the whole
-command, and the ratio to the import; asserts nothing. Target: <= 60 s for the command.
+command, and the ratio to the import; asserts nothing. Target: <= 60 s for each.
 
     python benchmarks/bench_simulate.py [--rounds 3]
 """
@@ -47,21 +48,44 @@ def simulate_seconds() -> tuple[float, float]:
         return total, json.loads(out.read_text())["simulation"]["seconds"]
 
 
+def pipelining_seconds() -> float:
+    """torch's ScheduleInterleaved1F1B at PP=4 (2 stages a rank) x 8 micro-batches, recorded
+    gloo ranks (auditor/simulate/pipelining_rank.py) at llama3-8B's width: (1, 2048, 4096) bf16."""
+    from auditor.dynamic import record
+
+    with tempfile.TemporaryDirectory() as tmp:
+        own = Path(tmp) / "own"
+        own.mkdir()
+        env = record.environment(Path(tmp) / "trace", 60.0, None, base={})
+        spec = {"pipeline_size": 4, "schedule": "Interleaved1F1B", "stages_per_rank": 2,
+                "microbatches": 8, "shape": [1, 2048, 4096], "dtype": "bfloat16",
+                "store": f"file://{own / 'store'}", "out": str(own),
+                "record_env": {k: v for k, v in env.items() if k.startswith("P2PAUDIT_")}}
+        (Path(tmp) / "spec.json").write_text(json.dumps(spec))
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "auditor.simulate.pipelining_rank",
+                        str(Path(tmp) / "spec.json")], env={**os.environ, "PYTHONPATH": str(ROOT)},
+                       capture_output=True, check=True)
+        return time.perf_counter() - start
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    imports, totals, runs = [], [], []
+    imports, totals, runs, pipelining = [], [], [], []
     for _ in range(args.rounds):  # alternating, so load on a shared machine hits both alike
         imports.append(import_seconds())
         total, run = simulate_seconds()
         totals.append(total)
         runs.append(run)
+        pipelining.append(pipelining_seconds())
     base = statistics.median(imports)
     for name, values in (("import megatron-core", imports), ("schedule run (4 ranks)", runs),
-                         ("simulate command", totals)):
+                         ("simulate command", totals),
+                         ("torch Interleaved1F1B PP=4 x 8", pipelining)):
         median = statistics.median(values)
-        print(f"{name:<24} {median:7.1f} s  {median / base:5.2f}x import  "
+        print(f"{name:<30} {median:7.1f} s  {median / base:5.2f}x import  "
               f"(rounds: {', '.join(f'{v:.1f}' for v in values)})")
     print(f"cores: {os.cpu_count()}, load average: {os.getloadavg()[0]:.1f}; target: the command "
           f"<= 60 s")

@@ -95,7 +95,9 @@ def test_stacks_follow_runs_on() -> None:
     assert stack_for("torchrun pretrain_gpt.py") == ["megatron-core"]
     assert stack_for("deepspeed train.py") == ["deepspeed"]
     assert stack_for("python -m verl.trainer.main_ppo") == ["verl", "megatron-core"]
-    assert audited_packages() == ["deepspeed", "megatron", "swift", "verl", "mcore_bridge"]
+    # rules/torchtitan.toml names its launch exactly; megatron-lm's `torchrun*` matches it too
+    assert stack_for("torchrun torchtitan.train") == ["torchtitan"]
+    assert audited_packages() == ["deepspeed", "megatron", "swift", "torchtitan", "verl", "mcore_bridge"]
     with pytest.raises(InputError, match="no rules file"):
         stack_for("accelerate train.py")
 

@@ -69,17 +69,20 @@ def test_torch_213_issues_the_stage_ops_op_by_op_but_not_the_mixed_batch(single)
     assert batch["api"] == "batch_isend_irecv" and batch["unbatched_reason"] == ""
 
 
-def test_interleaved_reaches_the_batch_and_leaves_the_stage_ops_unknown():
+def test_interleaved_reaches_the_batch_and_the_stage_ops():
     """ScheduleInterleaved1F1B keeps its stages in a dict comprehension
-    (`{stage.stage_index: stage for stage in self._stages}`), which the IR does not model: the
-    stage ops are unknown, never ruled out; `_batch_p2p` is reached with its path."""
+    (`{stage.stage_index: stage for stage in self._stages}`), built here from a list
+    comprehension: the IR carries the stages through both, so the stage ops are reached from
+    the schedule's step, and `_batch_p2p` with its path."""
     doc = scan("train_interleaved", "torch", "2.13.0")
     (batch,) = reached(doc, SCHEDULES)["_batch_p2p"]
     assert batch["paths"][0][:3] == ["pipelining_train.train_interleaved", "schedules.PipelineScheduleMulti.step",
                                      "schedules._PipelineScheduleRuntime._step_microbatches"]
-    for s in doc["sites"]:
-        if s["path"] == STAGE and s["function"] in STEP_OPS:
-            assert s["reachable"] == "unknown"
+    ops = reached(doc, STAGE)
+    assert STEP_OPS <= set(ops)
+    for s in (s for f in STEP_OPS for s in ops[f]):
+        assert s["paths"][0][:3] == ["pipelining_train.train_interleaved", "schedules.PipelineScheduleMulti.step",
+                                     "schedules._PipelineScheduleRuntime._step_microbatches"]
     assert doc["verdict"]["status"] != "clean"
 
 

@@ -127,7 +127,11 @@ def stack_names(launcher: str, directory: Path | None = None) -> set[str] | None
 
 
 def _claimants(launcher: str, directory: Path | None) -> list[Framework]:
-    return [f for f in frameworks(directory) if f.fronts(launcher)]
+    """The frameworks whose `launchers` match; a file that names the launch command exactly
+    (`torchrun torchtitan.train`) outranks one that matches it by a wildcard (`torchrun*`)."""
+    matching = [f for f in frameworks(directory) if f.fronts(launcher)]
+    exact = [f for f in matching if launcher in f.launchers]
+    return exact or matching
 
 
 def _chain(launcher: str, directory: Path | None) -> list[Framework]:

@@ -28,15 +28,20 @@ from auditor.static.program import Program
 from auditor.static.formula import FALSE, TRUE, conj, disj, level
 from auditor.static.state import Frame, State, guard_new_values, join, join_env
 from auditor.static.values import (
-    DERIVED, MANY, Api, Cfg, ConfigObject, Const, Cond, Data, DictV, External, Func, Group,
-    Guarded, Klass, Module, Obj, bare, cap, compare, cond, describe, dict_get, dict_put, ordered,
-    truth_of,
+    DERIVED, MANY, MAX_CALLABLES, Api, Cfg, ConfigObject, Const, Cond, Data, DictV, Elements, External, Func,
+    Group, Guarded, Klass, Module, Obj, bare, cap, compare, concrete, cond, describe, dict_get, dict_put,
+    elements_of, ordered, truth_of,
 )
 
 # In entry code, `P2PAUDIT_INSTANCE(Cls)` is an instance of Cls whose __init__ never ran, and
 # `P2PAUDIT_CALL(f)` calls f with every parameter unknown (defaults too: a caller may pass them).
 INSTANCE = "P2PAUDIT_INSTANCE"
 CALL_UNKNOWN = "P2PAUDIT_CALL"
+# An empty `*args` (no positional argument left for it): `f(*args)` passes nothing on, so that
+# `super().__init__(*args, **kwargs)` binds its callee's parameters from the keywords.
+NO_ARGS = frozenset({Const(())})
+# Case methods of a known string (a configured schedule name looked up case-insensitively).
+_STR_CASE = frozenset({"lower", "upper", "casefold"})
 ENTRY_PREFIX = "<entry"  # entry code runs as a module named `<entry N>`
 MAX_LOOP_PASSES = 3  # walks of one loop body, while each installs new patches the next would see
 MAX_DEPTH = 40  # nested calls being interpreted
@@ -68,6 +73,7 @@ class Interpreter:
         self.nodes: list[Node] = []
         self.node_index: dict[tuple, int] = {}
         self.memo: dict[tuple, frozenset] = {}
+        self.alloc_args: dict[tuple, set[tuple]] = {}  # the arguments each allocation site ran __init__ with
         self.active: set[tuple] = set()
         self.edges: list[Edge] = []
         self._by_caller: dict[int, list[Edge]] = {}
@@ -372,9 +378,9 @@ class Interpreter:
         if test is not None:
             can_true, _ = truth_of(self.eval(test, state, frame))
         else:
-            self.eval(iterable, state, frame)
+            items = elements_of(self.eval(iterable, state, frame))
             can_true = TRUE
-            self.assign(target, frozenset({Data("loop item")}), state, frame)
+            self.assign(target, items, state, frame)
         if can_true == FALSE:
             return self.exec_block(orelse, state, frame)
         env = dict(state.env)
@@ -529,6 +535,8 @@ class Interpreter:
                     if isinstance(b, DictV):
                         for k in index:
                             out |= dict_get(b, k)
+                    elif isinstance(b, Elements):
+                        out |= b.values
                 return cap(out) or frozenset({Data("item")})
             case ir.Seq(items):
                 for item in items:
@@ -538,7 +546,43 @@ class Interpreter:
                 for sub in parts:
                     self.eval(sub, state, frame)
                 return frozenset({Data("expression")})
+            case ir.Comp():
+                return self.eval_comp(e, state, frame)
         raise TypeError(f"not an IR expression: {e!r}")
+
+    def eval_comp(self, e: ir.Comp, state: State, frame: Frame) -> frozenset:
+        """A comprehension, in a scope of its own (its targets do not leak): each target holds
+        the elements of its iterable, one at a time where they are known constants (a dict's
+        keys), so that `{k.lower(): k for k in table}` pairs each key with its own; the result
+        holds what the element (or key: value) can be."""
+        pairs: list[tuple[frozenset, frozenset]] = []
+        self._comp_loops(e, 0, State(dict(state.env), state.guards, state.status), frame, pairs)
+        values = cap(frozenset(v for _, vs in pairs for v in vs))
+        if e.kind != "dict":
+            return frozenset({Elements(values)})
+        d = DictV()
+        for keys, value in pairs:
+            for k in keys:
+                dict_put(d, k, cap(dict_get(d, k) | value) if isinstance(bare(k), Const) else value)
+        return frozenset({d})
+
+    def _comp_loops(self, e: ir.Comp, i: int, inner: State, frame: Frame,
+                    pairs: list[tuple[frozenset, frozenset]]) -> None:
+        if i == len(e.loops):
+            keys = self.eval(e.key, inner, frame) if e.key is not None else frozenset()
+            pairs.append((keys, self.eval(e.value, inner, frame)))
+            return
+        target, iterable, tests = e.loops[i]
+        items = elements_of(self.eval(iterable, inner, frame))
+        one_by_one = all(isinstance(bare(v), Const) for v in items) and len(items) <= MAX_CALLABLES
+        for part in ([frozenset({v}) for v in ordered(items)] if one_by_one else [items]):
+            if isinstance(target, ir.Name):
+                inner.env[target.id] = part
+            else:
+                self.assign(target, part, inner, frame)
+            for test in tests:
+                self.eval(test, inner, frame)
+            self._comp_loops(e, i + 1, inner, frame, pairs)
 
     def eval_compare(self, e: ir.Cmp, state: State, frame: Frame) -> Any:
         left = self.eval(e.left, state, frame)
@@ -776,8 +820,7 @@ class Interpreter:
         func_ir, args_ir, kwargs_ir, star_ir, dstar_ir, text, _ = e
         args = [self.eval(a, state, frame) for a in args_ir]
         kwargs = {k: self.eval(v, state, frame) for k, v in kwargs_ir.items()}
-        if star_ir is not None:
-            self.eval(star_ir, state, frame)
+        if star_ir is not None and self.eval(star_ir, state, frame) != NO_ARGS:
             args.append(frozenset({Data("*args")}))
         if dstar_ir is not None:
             for d in self.eval(dstar_ir, state, frame):
@@ -790,6 +833,10 @@ class Interpreter:
             bases = self.eval(func_ir.base, state, frame)
             if any(isinstance(bare(b), Group) for b in bases):
                 return self._group_method(bases, func_ir.attr), args, kwargs, bases
+            if func_ir.attr in _STR_CASE and not args and not kwargs and bases:
+                known = [concrete(b) for b in bases]
+                if all(k and isinstance(v, str) for k, v in known):
+                    return frozenset(Const(getattr(v, func_ir.attr)()) for _, v in known), args, kwargs, bases
             callees: set = set()
             for b in ordered(bases):
                 callees |= self.attr_of(b, func_ir.attr, ir.dotted(func_ir.base))
@@ -878,11 +925,18 @@ class Interpreter:
 
     def construct(self, k: Klass, args: list, kwargs: dict, state: State, frame: Frame,
                   text: str) -> frozenset:
-        obj = Obj(k, f"{self.nodes[frame.node].function}:{text}")
         key = ("alloc", frame.node, text, k)
-        if key in self.memo:
+        # One object per allocation site; a site reached again with other arguments (torchtitan's
+        # `schedule_class(stages, ...)` and `schedule_class(stages[0], ...)` in two branches)
+        # runs __init__ again on it, so that its attributes hold what either call gave.
+        seen = self.alloc_args.setdefault(key, set())
+        arguments = (tuple(_key(a) for a in args), tuple(sorted((n, _key(v)) for n, v in kwargs.items())))
+        if key in self.memo and arguments in seen:
             return self.memo[key]
-        self.memo[key] = frozenset({obj})
+        seen.add(arguments)
+        if key not in self.memo:
+            self.memo[key] = frozenset({Obj(k, f"{self.nodes[frame.node].function}:{text}")})
+        (obj,) = self.memo[key]
         found = self.class_lookup(k, "__init__")
         if found is not None:
             owner, inits = found
@@ -976,8 +1030,8 @@ class Interpreter:
                 extra_kwargs.pop(name, None)
             elif kind in ("pos", "kwonly") and name in kwargs:
                 env[name] = self._named_group(name, extra_kwargs.pop(name))
-            elif kind == "star":
-                env[name] = frozenset({Data("*args")})
+            elif kind == "star":  # the tuple is empty where no positional argument is left
+                env[name] = frozenset({Data("*args")}) if positional or unknown_args else NO_ARGS
             elif kind == "dstar":
                 env[name] = frozenset({DictV(dict(extra_kwargs))})
             elif default is not None and not unknown_args:
@@ -1047,11 +1101,13 @@ class _Super:
 
 
 def _key(values: frozenset) -> tuple:
-    out = []
+    out: list[Any] = []
     for v in values:
         if isinstance(v, DictV):
             out.append(("dict", tuple(sorted((k, _key(x)) for k, x in v.items.items())),
-                        tuple(sorted((repr(k), _key(x)) for k, x in v.keyed.items()))))
+                        tuple(sorted((repr(k), _key(x)) for k, x in v.keyed.items())), _key(v.anykey)))
+        elif isinstance(v, Elements):
+            out.append(("elements", _key(v.values)))
         elif isinstance(v, Obj):
             out.append(("obj", id(v)))
         elif isinstance(v, Data):

@@ -111,8 +111,19 @@ class Opaque(NamedTuple):
     tag: str = "opaque"
 
 
+class Comp(NamedTuple):
+    """A comprehension (`[v for t in it if c]`, set, generator; `{k: v ...}` with `key`): its
+    elements flow on, so that `{s.stage_index: s for s in self._stages}[i]` is the stages."""
+
+    kind: str  # "list", "set", "gen", "dict"
+    key: Expr | None
+    value: Expr
+    loops: list[tuple[Expr, Expr, list[Expr]]]  # (target, iterable, tests), outermost first
+    tag: str = "comp"
+
+
 Expr = Union[Name, Attr, Const, Seq, Dict, Call, Cmp, Bool, Not, IfExp, BinOp, Sub, FuncRef, Site,
-             Opaque]
+             Opaque, Comp]
 
 # --- statements --------------------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 
 from auditor.static.ir import (
-    Assign, Attr, BinOp, Bool, Call, Class, ClassIR, Cmp, Const, Def, Dict, Expr, ExprStmt,
+    Assign, Attr, BinOp, Bool, Call, Class, ClassIR, Cmp, Comp, Const, Def, Dict, Expr, ExprStmt,
     FuncRef, FunctionIR, Global, If, IfExp, Import, Loop, ModuleIR, Name, Not, Opaque, Param,
     Raise, Return, Seq, Site, StarImport, Stmt, Sub, Try, With,
 )
@@ -24,6 +24,7 @@ _BINOP = {
     ast.RShift: "RightShift", ast.BitOr: "BitOr", ast.BitAnd: "BitAnd", ast.BitXor: "BitXor",
     ast.MatMult: "MatrixMultiply",
 }
+_COMP = {ast.ListComp: "list", ast.SetComp: "set", ast.GeneratorExp: "gen"}
 _TEXT_LIMIT = 160
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _TRY = (ast.Try, ast.TryStar) if hasattr(ast, "TryStar") else (ast.Try,)  # try/except* from 3.11
@@ -244,7 +245,13 @@ class _Builder:
             return Opaque([self.expr(node.value)])
         if isinstance(node, ast.Await):
             return self.expr(node.value)
-        # Comprehensions, f-strings, yields...: opaque, but calls inside them still run.
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            loops = [(self.target(g.target), self.expr(g.iter), [self.expr(c) for c in g.ifs])
+                     for g in node.generators]
+            if isinstance(node, ast.DictComp):
+                return Comp("dict", self.expr(node.key), self.expr(node.value), loops)
+            return Comp(_COMP[type(node)], None, self.expr(node.elt), loops)
+        # f-strings, yields...: opaque, but calls inside them still run.
         return Opaque([self.expr(c) for c in _call_children(node)])
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from auditor.errors import InputError
 from auditor.sources import cache_dir
 from auditor.static.ir import (
-    Assign, Attr, BinOp, Bool, Call, Class, ClassIR, Cmp, Const, Def, Dict, ExprStmt, FuncRef,
+    Assign, Attr, BinOp, Bool, Call, Class, ClassIR, Cmp, Comp, Const, Def, Dict, ExprStmt, FuncRef,
     FunctionIR, Global, If, IfExp, Import, Loop, ModuleIR, Name, Not, Opaque, Param, Raise, Return,
     Seq, Site, StarImport, Sub, Try, With,
 )
@@ -94,6 +94,8 @@ _READ: dict[str, Callable[[list], Any]] = {
     "func": lambda d: _new(FuncRef, d),
     "site": lambda d: _new(Site, (d[0], _e(d[1]), d[2])),
     "opaque": lambda d: _new(Opaque, (_es(d[0]), d[1])),
+    "comp": lambda d: _new(Comp, (d[0], _e(d[1]), _e(d[2]), [(_e(t), _e(i), _es(c)) for t, i, c in d[3]],
+                                  d[4])),
     "assign": lambda d: _new(Assign, (_es(d[0]), _e(d[1]), d[2])),
     "expr": lambda d: _new(ExprStmt, (_e(d[0]), d[1])),
     "return": lambda d: _new(Return, (_e(d[0]), d[1])),

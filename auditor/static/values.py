@@ -122,6 +122,15 @@ class DictV:
 
     items: dict[str, frozenset] = field(default_factory=dict)
     keyed: dict[Any, frozenset] = field(default_factory=dict)
+    anykey: frozenset = frozenset()  # values put under keys unknown here (`{s.index: s ...}`)
+
+
+@dataclass(frozen=True)
+class Elements:
+    """A sequence a comprehension made: what its elements can be (not how many, nor in which
+    order), so that a loop over it or an item of it is those values."""
+
+    values: frozenset
 
 
 @dataclass(frozen=True)
@@ -169,7 +178,7 @@ def truth(v: Any) -> tuple[int, int]:
         return (TRUE, FALSE) if v.value else (FALSE, TRUE)
     if isinstance(v, Cond):
         return v.can_true, v.can_false
-    if isinstance(v, (Data, External)):
+    if isinstance(v, (Data, External, Elements)):  # a comprehension may be empty
         return TRUE, TRUE
     return TRUE, FALSE  # modules, functions, objects, groups are truthy
 
@@ -285,12 +294,15 @@ def cap(values: frozenset) -> frozenset:
 
 
 def dict_put(d: DictV, key: Any, value: frozenset) -> None:
-    """`d[key] = value` for a key known here: a string, or a class, function or constant."""
+    """`d[key] = value`: under a key known here (a string, or a class, function or constant), or
+    among the values any key may read (`anykey`) for a key known only at run time."""
     k = bare(key)
     if isinstance(k, Const) and isinstance(k.value, str):
         d.items[k.value] = value
     elif isinstance(k, (Const, Klass, Func, External)):
         d.keyed[k] = value
+    else:
+        d.anykey = cap(d.anykey | value)
 
 
 def dict_get(d: DictV, key: Any) -> frozenset:
@@ -298,8 +310,26 @@ def dict_get(d: DictV, key: Any) -> frozenset:
     or class the table holds, since a dispatch table read so may call each of them."""
     k = bare(key)
     if isinstance(k, Const) and isinstance(k.value, str):
-        return d.items.get(k.value, frozenset())
+        return d.items.get(k.value, frozenset()) | d.anykey
     if isinstance(k, (Const, Klass, Func, External)):
-        return d.keyed.get(k, frozenset())
+        return d.keyed.get(k, frozenset()) | d.anykey
     return frozenset(v for values in (*d.items.values(), *d.keyed.values()) for v in values
-                     if isinstance(bare(v), (Func, Klass)))
+                     if isinstance(bare(v), (Func, Klass))) | d.anykey
+
+
+def elements_of(values: frozenset) -> frozenset:
+    """What iterating over `values` gives: a comprehension's elements, a dict's known keys; else
+    (also) a value known only at run time."""
+    out: set = set()
+    known = True
+    for v in map(bare, values):
+        if isinstance(v, Elements):
+            out |= v.values
+        elif isinstance(v, DictV):  # a dict iterates over its keys
+            out |= {Const(k) for k in v.items} | set(v.keyed)
+            known = known and not v.anykey
+        else:
+            known = False
+    if len(out) > MAX_CALLABLES:  # a table's names: as many as a dispatch table's entries
+        return frozenset({MANY})
+    return frozenset(out) if out and known else frozenset(out | {Data("loop item")})
