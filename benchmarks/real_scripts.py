@@ -52,7 +52,10 @@ NOT_PIPELINE = re.compile(r"(?i)not an? (pipeline|pipeline-parallel|megatron|tra
                           r"not a pipeline")
 NOT_START = re.compile(r"(?i)does not start|cannot start|can't start|won't start|would not start|"
                        r"stops? before|never starts|fails? at start-?up|would stop at start-?up")
-CONTRADICTION = re.compile(r"(?i)unbatched|batch_p2p_comm|coalesc")
+# The DETAIL pass's FINDINGS names the batch that runs op by op (the cause's headline since
+# findings are grouped by cause: "DETAIL on torch 2.10.0 makes every pipeline batch_isend_irecv
+# run op by op"), or the unbatched sites.
+CONTRADICTION = re.compile(r"(?i)unbatched|batch_p2p_comm|coalesc|run op by op")
 FINDINGS_WORDS = {"FINDINGS", "HANG", "DEADLOCK", "FAIL"}
 DECIDED = {"CLEAN", "FINDINGS", "DOES-NOT-START", "NOT-PIPELINE"}
 
@@ -100,6 +103,7 @@ def clean_env() -> dict[str, str]:
     pp = [str(Path(p).resolve()) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     if pp:
         env["PYTHONPATH"] = os.pathsep.join(pp)
+    env["COLUMNS"] = "10000"  # the headline on one line (text output wraps at the terminal width)
     return env
 
 
