@@ -328,3 +328,17 @@ def _split_function(program: Program, function: str) -> tuple[str, str] | None:
         if program.has_module(module) or program.loaded.get(module):
             return module, ".".join(parts[i:])
     return None
+
+
+# The scan document of a run that is not scanned, for a decided reason: it trains no pipeline
+# (`megatron export`, `swift sft`), or its training command could not be followed. The same
+# contract as a scanned run's: tools reading `--format json` get a verdict, the launch as read and
+# its findings, never a fragment.
+def unscanned_document(path: str, result: verdict.RunVerdict,
+                       launch: LaunchConfig | None = None) -> dict[str, Any]:
+    """No target was resolved and no site read: `targets` and `sites` are empty by decision."""
+    doc = document.build([], [], [], list(launch.diagnostics) if launch else [])
+    doc["launch"] = {"path": path, **({"launcher": launch.launcher, "line": launch.command_line}
+                                      if launch else {})}
+    doc["verdict"] = result.to_json()
+    return doc

@@ -8,7 +8,6 @@ import json
 import sys
 
 from auditor.analysis import verdict
-from auditor.analysis.unscanned import unscanned_document
 from auditor.commands import options
 from auditor.commands.output import emit, emit_report
 from auditor.commands.report import (
@@ -24,7 +23,7 @@ from auditor.config.model import LaunchConfig
 from auditor.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from auditor.fix import pointer
 from auditor.report import text
-from auditor.scan import ScanInputs, run_scan
+from auditor.scan import ScanInputs, run_scan, unscanned_document
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
