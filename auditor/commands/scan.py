@@ -4,9 +4,9 @@ its config."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
+from auditor import jsonio
 from auditor.analysis import verdict
 from auditor.analysis.unscanned import unscanned_document
 from auditor.commands import options
@@ -63,7 +63,7 @@ def _unscanned(args: argparse.Namespace, result: verdict.RunVerdict,
     """A run decided without a scan: the whole document in JSON, its headline otherwise."""
     if args.format == "json":
         doc = unscanned_document(args.config, result, launch)
-        emit(json.dumps(doc, indent=2) + "\n", args.output)
+        emit(jsonio.dumps(doc, indent=2) + "\n", args.output)
     else:
         emit(f"p2paudit scan {args.config}\n\n{result.headline}\n", args.output)
     return result.exit_code
@@ -84,7 +84,7 @@ def _run(args: argparse.Namespace, base: ScanInputs, overrides: dict[str, str]) 
                                    "matrix_key": key})
             docs[value] = run_scan(inputs)
         if args.format == "json":
-            emit(json.dumps({"matrix": key, "scans": docs}, indent=2, default=str) + "\n", args.output)
+            emit(jsonio.dumps({"matrix": key, "scans": docs}, indent=2, default=str) + "\n", args.output)
         else:
             emit(text.matrix_table(key, docs), args.output)
         return EXIT_OK if all(d["verdict"]["exit_code"] == EXIT_OK for d in docs.values()) \
