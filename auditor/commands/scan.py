@@ -24,6 +24,7 @@ from auditor.config.model import LaunchConfig
 from auditor.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from auditor.fix import pointer
 from auditor.report import text
+from auditor.report.formats import Context
 from auditor.scan import ScanInputs, run_scan
 
 
@@ -65,7 +66,8 @@ def _unscanned(args: argparse.Namespace, result: verdict.RunVerdict,
         doc = unscanned_document(args.config, result, launch)
         emit(jsonio.dumps(doc, indent=2) + "\n", args.output)
     else:
-        emit(f"p2paudit scan {args.config}\n\n{result.headline}\n", args.output)
+        emit(text.fit(f"p2paudit scan {args.config}\n\n{result.headline}\n", Context().width),
+             args.output)
     return result.exit_code
 
 
@@ -86,7 +88,7 @@ def _run(args: argparse.Namespace, base: ScanInputs, overrides: dict[str, str]) 
         if args.format == "json":
             emit(jsonio.dumps({"matrix": key, "scans": docs}, indent=2, default=str) + "\n", args.output)
         else:
-            emit(text.matrix_table(key, docs), args.output)
+            emit(text.fit(text.matrix_table(key, docs), Context().width), args.output)
         return EXIT_OK if all(d["verdict"]["exit_code"] == EXIT_OK for d in docs.values()) \
             else EXIT_FINDINGS
     doc = run_scan(base)
