@@ -146,10 +146,11 @@ def first_screen(script: Path, cwd: Path, timeout: float) -> list[str]:
                           "--format", "json"], check=False, cwd=cwd, env=env, capture_output=True,
                          text=True, timeout=timeout).stdout
     try:
-        causes = [(c["kind"], c["where"]) for c in json.loads(doc)["verdict"].get("causes", [])]
+        causes = [(c["kind"], c["where"], c["headline"])
+                  for c in json.loads(doc)["verdict"].get("causes", [])]
     except (ValueError, KeyError):
         causes = []
-    problems += [f"{k} at {w} shown twice" for k, w in sorted({c for c in causes if causes.count(c) > 1})]
+    problems += [f"{k} at {w} shown twice" for k, w, _ in sorted({c for c in causes if causes.count(c) > 1})]
     shown = [m[2].split()[0] for ln in lines if (m := CAUSE_LINE.match(ln))]
     if causes and len(shown) != len(causes):
         problems.append(f"{len(shown)} causes shown, {len(causes)} in the document")
