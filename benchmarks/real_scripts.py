@@ -124,6 +124,44 @@ def run_scan(script: Path, cwd: Path, extra: list[str], timeout: float) -> Scan:
     return Scan(p.returncode, head, classify(head, p.returncode), secs, decider_of(head))
 
 
+CAUSE_LINE = re.compile(r"^  (ERROR|WARNING|INFO)\s+(\S+.*)$")  # kind and where
+WHERE = re.compile(r"\(([^()]+:\d+)\)\.")  # on the text with blanks removed: a long path wraps
+
+
+def first_screen(script: Path, cwd: Path, timeout: float) -> list[str]:
+    """Issue 25 on an upstream script: its scan at 80 columns has no wider line, shows each cause
+    once, and (for FINDINGS) names the cause's line within its first 15 lines."""
+    env = clean_env() | {"COLUMNS": "80"}
+    try:
+        p = subprocess.run([sys.executable, "-m", "auditor", "scan", "--config", str(script)],
+                           check=False, cwd=cwd, env=env, capture_output=True, text=True,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return ["timeout"]
+    if p.returncode not in (0, 1):
+        return []
+    lines = p.stdout.splitlines()
+    problems = [f"{len(ln)} columns" for ln in lines if len(ln) > 80][:1]
+    doc = subprocess.run([sys.executable, "-m", "auditor", "scan", "--config", str(script),
+                          "--format", "json"], check=False, cwd=cwd, env=env, capture_output=True,
+                         text=True, timeout=timeout).stdout
+    try:
+        causes = [(c["kind"], c["where"], c["headline"])
+                  for c in json.loads(doc)["verdict"].get("causes", [])]
+    except (ValueError, KeyError):
+        causes = []
+    problems += [f"{k} at {w} shown twice" for k, w, _ in sorted({c for c in causes if causes.count(c) > 1})]
+    shown = [m[2].split()[0] for ln in lines if (m := CAUSE_LINE.match(ln))]
+    if causes and len(shown) != len(causes):
+        problems.append(f"{len(shown)} causes shown, {len(causes)} in the document")
+    top = "".join("".join(lines[:15]).split())
+    if "FINDINGS:" in top or "DOESNOTSTART:" in top:
+        where = WHERE.search(top)
+        if where is None:
+            problems.append("no cause line in the first 15 lines")
+    return problems
+
+
 def classify(head: str, code: int) -> str:
     if NOT_PIPELINE.search(head):
         return "NOT-PIPELINE"
@@ -374,6 +412,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per scan")
     ap.add_argument("--jobs", type=int, default=2, choices=(1, 2))
     ap.add_argument("--json", type=Path, help="also write the rows as JSON here")
+    ap.add_argument("--screen", action="store_true",
+                    help="also render each scan at 80 columns and check its first screen")
     args = ap.parse_args(argv)
     scripts, half = load()
     corpus = args.corpus.resolve()
@@ -398,6 +438,14 @@ def main(argv: list[str] | None = None) -> int:
     print(table(rows, args.torch_variant))
     print()
     print(summary(rows, args.torch_variant))
+    if args.screen:
+        with cf.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            screens = list(pool.map(lambda s: (s["id"], first_screen(
+                tree(corpus, s) / s["path"], tree(corpus, s) / s.get("cwd", ""), args.timeout)),
+                chosen))
+        bad = [(i, p) for i, p in screens if p]
+        print(f"first screen at 80 columns: {len(screens) - len(bad)} of {len(screens)} pass"
+              + "".join(f"\n  {i}: {'; '.join(p)}" for i, p in bad))
     print(f"{len(rows)} scripts in {time.monotonic() - t0:.0f} s")
     if args.json:
         args.json.write_text(json.dumps([asdict(r) for r in rows], indent=1))

@@ -197,8 +197,8 @@ def _why_unbatched(doc: dict[str, Any]) -> str:
 
 def across_words(releases: list[str]) -> str:
     """What a verdict judged across torch releases holds on (config.torch_version)."""
-    return (f"Holds on every torch release the rules cover, {span(releases)} (the script states "
-            "none; --torch X.Y.Z gives the cluster's)")
+    return (f"Holds on every torch the rules cover, {span(releases)} (none stated: --torch "
+            "gives the cluster's)")
 
 
 def _combo_words(releases: dict[str, str]) -> str:
@@ -208,10 +208,10 @@ def _combo_words(releases: dict[str, str]) -> str:
 def releases_words(basis: dict[str, Any]) -> str:
     """What a verdict judged across framework releases holds on (config.release_basis)."""
     combos = basis["combinations"]
-    which = ("the newest and the oldest compatible releases the rules cover" if len(combos) > 1
-             else "the only compatible releases the rules cover")
-    return (f"Holds on {which}, {' and '.join(_combo_words(c['releases']) for c in combos)} (the "
-            f"script states no {', '.join(basis['free'])} release; --target NAME==VERSION gives the run's)")
+    which = "the newest and oldest" if len(combos) > 1 else "the only"
+    return (f"Holds on {which} releases the rules cover that fit together, "
+            f"{' and '.join(_combo_words(c['releases']) for c in combos)} (none stated: "
+            f"--target {basis['free'][0]}==VERSION gives the run's)")
 
 
 def releases_differ(doc: dict[str, Any], status: str, head: str) -> Undecided | None:

@@ -9,13 +9,13 @@ coalesce batches or ranks disagree, 0 otherwise.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+from auditor import jsonio
 from auditor.commands import options
 from auditor.commands.output import emit
 from auditor.errors import EXIT_FINDINGS, EXIT_OK, InputError
@@ -73,7 +73,7 @@ def _in_rank(args: argparse.Namespace) -> int:
     if dist.get_rank() == 0:
         findings = bool(doctor.not_coalescing(reports) or doctor.disagreements(reports))
         if args.format == "json":
-            emit(json.dumps({"ranks": reports, "not_coalescing": doctor.not_coalescing(reports),
+            emit(jsonio.dumps({"ranks": reports, "not_coalescing": doctor.not_coalescing(reports),
                              "disagreements": doctor.disagreements(reports)}, indent=1) + "\n",
                  args.output)
         else:

@@ -70,6 +70,11 @@ def run(args: argparse.Namespace) -> int:
     if out.exists() and not out.is_dir():
         raise InputError(str(out), "exists and is not a directory")
     out.mkdir(parents=True, exist_ok=True)
+    for name in ("ops.parquet", "groups.parquet"):  # renamed over below: only a regular file
+        target = out / name
+        if target.is_symlink() or (target.exists() and not target.is_file()):
+            raise InputError(str(target), "exists and is not a regular file (a link, a device, a "
+                                          "folder): not replaced; give another -o directory")
     # Written under temporary names, renamed once whole: a failed export leaves no table that
     # looks complete.
     partial = {name: out / f".{name}.partial" for name in ("ops.parquet", "groups.parquet")}

@@ -9,10 +9,10 @@ conditions; its exit status is the verdict's (auditor.analysis.verdict).
 from __future__ import annotations
 
 import argparse
-import json
 import re
 from pathlib import Path
 
+from auditor import jsonio
 from auditor.analysis.verdict import prediction_verdict
 from auditor.analysis.waitfor.deadlock import deadlock
 from auditor.analysis.waitfor.replay import analyze
@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     check_machine(spec)
     outcome = launch(spec, plan, args.keep)
     if args.format == "json":
-        emit(json.dumps(outcome.to_json(), indent=1) + "\n", args.output)
+        emit(jsonio.dumps(outcome.to_json(), indent=1) + "\n", args.output)
     else:
         emit(outcome.line + "\n", args.output)
     return outcome.exit_code
@@ -109,7 +109,7 @@ def _predict(plan, fmt: str, output: str | None) -> int:
     verdicts = deadlock(lambda c: analyze(plan.programs, c), conditions).to_json()
     decided = prediction_verdict(verdicts, analysis.mismatched_pairs)
     if fmt == "json":
-        emit(json.dumps({"case": plan.title, **analysis.to_json(), "deadlock": verdicts,
+        emit(jsonio.dumps({"case": plan.title, **analysis.to_json(), "deadlock": verdicts,
                          "verdict": decided.to_json()}, indent=1) + "\n", output)
     else:
         emit("\n".join([f"{plan.title}: {decided.headline}", *deadlock_lines(verdicts),

@@ -4,9 +4,9 @@ its config."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
+from auditor import jsonio
 from auditor.analysis import verdict
 from auditor.commands import options
 from auditor.commands.output import emit, emit_report
@@ -23,6 +23,7 @@ from auditor.config.model import LaunchConfig
 from auditor.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from auditor.fix import pointer
 from auditor.report import text
+from auditor.report.formats import Context
 from auditor.scan import ScanInputs, run_scan, unscanned_document
 
 
@@ -62,9 +63,10 @@ def _unscanned(args: argparse.Namespace, result: verdict.RunVerdict,
     """A run decided without a scan: the whole document in JSON, its headline otherwise."""
     if args.format == "json":
         doc = unscanned_document(args.config, result, launch)
-        emit(json.dumps(doc, indent=2) + "\n", args.output)
+        emit(jsonio.dumps(doc, indent=2) + "\n", args.output)
     else:
-        emit(f"p2paudit scan {args.config}\n\n{result.headline}\n", args.output)
+        emit(text.fit(f"p2paudit scan {args.config}\n\n{result.headline}\n", Context().width),
+             args.output)
     return result.exit_code
 
 
@@ -83,9 +85,9 @@ def _run(args: argparse.Namespace, base: ScanInputs, overrides: dict[str, str]) 
                                    "matrix_key": key})
             docs[value] = run_scan(inputs)
         if args.format == "json":
-            emit(json.dumps({"matrix": key, "scans": docs}, indent=2, default=str) + "\n", args.output)
+            emit(jsonio.dumps({"matrix": key, "scans": docs}, indent=2, default=str) + "\n", args.output)
         else:
-            emit(text.matrix_table(key, docs), args.output)
+            emit(text.fit(text.matrix_table(key, docs), Context().width), args.output)
         return EXIT_OK if all(d["verdict"]["exit_code"] == EXIT_OK for d in docs.values()) \
             else EXIT_FINDINGS
     doc = run_scan(base)

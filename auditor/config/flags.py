@@ -27,13 +27,26 @@ def is_option(value: Scalar) -> bool:
 
 def unresolved(config: LaunchConfig, f: Field, path: str, where: str, before: list[str] | None = None) -> None:
     """A value not known statically may hide further arguments: say so, with its line and the
-    flags written before it, which an argument it adds would override (argparse: the last wins)."""
-    shadows = (f"; written before it, and so overridden by whatever it adds: {_listed(before)}"
+    flags written before it, which an argument it adds would override (argparse: the last wins).
+    Several on one command line are one finding: one cause, however many variables."""
+    at = f"{path}:{f.line}"
+    same = next((d for d in config.diagnostics if d.kind == "launch.unresolved-args"
+                 and d.where == at and d.detail.get("adds") == where), None)
+    if same is not None:
+        values, before = [*same.detail["values"], str(f.value)], same.detail["before"]
+        config.diagnostics.remove(same)
+    else:
+        values, before = [str(f.value)], before or []
+    shadows = (f"; written before {'it' if len(values) == 1 else 'them'}, and so overridden by "
+               f"whatever {'it adds' if len(values) == 1 else 'they add'}: {_listed(before)}"
                if before else "")
+    named = _listed(values)
     config.diagnostics.append(Finding(
         "launch.unresolved-args", "warning",
-        f"`{f.value}` is not known statically and may add {where} that this audit cannot see{shadows}",
-        fix="set the variable in the script, or pass its value to the audit", where=f"{path}:{f.line}"))
+        f"{named} {'is' if len(values) == 1 else 'are'} not known statically and may add {where} "
+        f"that this audit cannot see{shadows}",
+        fix="set the variable in the script, or pass its value to the audit", where=at,
+        detail={"values": values, "before": before, "adds": where}))
 
 
 def _listed(spellings: list[str], most: int = 8) -> str:

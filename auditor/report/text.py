@@ -93,6 +93,9 @@ def verdict_line(doc: dict[str, Any]) -> str:
     first = (v.get("causes") or [{}])[0]
     if v["status"] == "findings" and first.get("severity") == "error" and first.get("fix"):
         lines.append(f"fix: {first['fix']}")
+        root = next((f for f in doc.get("findings", []) if f["kind"] == first["kind"]
+                     and f.get("where", "") == first["where"]), {})
+        lines += _fix_command(root.get("fix_command"), 0)  # the patch that does it, verified
     if v.get("deadlock"):
         lines += deadlock_lines(v["deadlock"])
     if len(v.get("undecided", [])) > 1 or (v["status"] == "findings" and v.get("undecided")):

@@ -57,3 +57,16 @@ def test_partially_known_value_survives_appending_and_arrays() -> None:
     config = parse_launch(script, "append.sh")
     assert config.flags["pipeline_model_parallel_size"].value == "2"
     assert config.flags["num_layers"].value == "4"
+
+
+def test_unknown_expansions_on_one_line_are_one_finding() -> None:
+    """alibaba/Pai-Megatron-Patch@a098ca5acb examples/llama3/mpi_run_pretrain_llama3.sh appends
+    nine option strings it builds under `if`s it cannot decide on one line (`${pr_options}
+    ${load_options} ...`): one cause, one finding naming every one of them."""
+    config = parse_launch("#!/bin/bash\ntorchrun --nproc_per_node 8 pretrain_gpt.py "
+                          "--pipeline-model-parallel-size 2 ${pr_options} ${load_options} "
+                          "${te_options}\n", "run.sh")
+    said = [d for d in config.diagnostics if d.kind == "launch.unresolved-args"]
+    assert len(said) == 1, [d.message for d in said]
+    assert all(v in said[0].message for v in ("${pr_options}", "${load_options}", "${te_options}"))
+    assert "`--pipeline-model-parallel-size`" in said[0].message  # what they could override

@@ -1,0 +1,35 @@
+"""`p2paudit export -o DIR` renames its tables into DIR: a table there that is a link or a device
+is never replaced (issue 28 item 1, as for -o of every other command), and the JSON that `scan
+--matrix` writes refuses a non-finite number as every other JSON writer does."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from auditor import jsonio
+from auditor.cli import main as cli_main
+from auditor.errors import EXIT_INPUT, InputError
+
+FIXTURE = Path(__file__).resolve().parents[1] / "record_fixtures" / "pipeline"
+
+
+def test_export_never_replaces_a_linked_table(tmp_path, capsys):
+    pytest.importorskip("pyarrow")
+    keep = tmp_path / "keep.parquet"
+    keep.write_bytes(b"the user's own table")
+    out = tmp_path / "out"
+    out.mkdir()
+    os.symlink(keep, out / "ops.parquet")
+    assert cli_main(["export", str(FIXTURE), "--format", "parquet", "-o", str(out)]) == EXIT_INPUT
+    err = capsys.readouterr().err
+    assert "ops.parquet" in err and "not a regular file" in err and len(err.strip().splitlines()) == 1
+    assert (out / "ops.parquet").is_symlink() and keep.read_bytes() == b"the user's own table"
+    assert not list(out.glob(".*partial"))
+
+
+def test_the_json_writers_refuse_nan():
+    with pytest.raises(InputError, match="NaN"):
+        jsonio.dumps({"matrix": "k", "scans": {"1": {"t": float("nan")}}}, indent=2)
