@@ -87,7 +87,8 @@ class BinOp(NamedTuple):
 
 class Sub(NamedTuple):
     base: Expr
-    index: Expr | None  # None: a slice or several indices
+    # None: a slice or several indices. The field shadows tuple.index, which the IR never calls.
+    index: Expr | None  # type: ignore[assignment]
     tag: str = "sub"
 
 

@@ -11,6 +11,7 @@ nothing: such a site is "unknown", and the reason names the cut.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from auditor.static.callgraph import Interpreter
@@ -97,7 +98,7 @@ def site_reach(
     reach: Reachability,
     site_ids_by_function: dict[str, list[str]],
     probes: dict[str, int | None],
-    blocked_callees: list[BlockedCallee] = (),
+    blocked_callees: Sequence[BlockedCallee] = (),
 ) -> dict[str, SiteReach]:
     """Reachability of every site; `probes` maps a function to its stand-alone probe node."""
     hits_by_site: dict[str, list] = {}
