@@ -70,8 +70,8 @@ def _where(site: Mapping[str, Any]) -> str:
 
 
 def _role(event: Mapping[str, Any], roles: Mapping[tuple[str, int], str] | None) -> str:
-    built = event.get("op_site") or {}
-    return roles.get((built.get("path"), built.get("line")), "") if roles and built else ""
+    built: Mapping[str, Any] = event.get("op_site") or {}
+    return roles.get((built.get("path", ""), built.get("line", 0)), "") if roles and built else ""
 
 
 def _event_bytes(event: Mapping[str, Any]) -> int:

@@ -336,9 +336,9 @@ class _Replay:
             if queued:
                 words.append("queued behind: " + ", ".join(
                     f"{o.op.words()} on {o.communicator}" for o in queued))
-        comm = self._creating(rank)
-        if comm is not None:
-            words.append(self._creation_words(rank, comm))
+        creating = self._creating(rank)
+        if creating is not None:
+            words.append(self._creation_words(rank, creating))
             cpu = "creating"
         elif ("cpu", rank) in edges:
             cpu = "waiting"
