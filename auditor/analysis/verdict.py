@@ -178,7 +178,7 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
             f"rules/{framework}.toml (tests check it against the real release)"))
     scanned = any("reachable" in s for s in doc.get("sites", []))
     needs = config.get("needs", list(NEEDED_KEYS))  # documents from before `needs`: Megatron's
-    for key, decide in NEEDED_KEYS.items():
+    for key in NEEDED_KEYS:
         if scanned and key in needs and effective.get(key, "unknown") == "unknown":
             out.append(Undecided(f"{key} ({provenance.get(key) or 'never derived'})",
                                  _needed_decide(key, config)))

@@ -26,8 +26,9 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from types import FrameType
-from typing import Any, Callable
+from typing import Any
 
 from auditor.dynamic import callsite, trace
 from auditor.dynamic.recorder import Recorder

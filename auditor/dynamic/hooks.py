@@ -23,7 +23,8 @@ import importlib.abc
 import inspect
 import sys
 import types
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from auditor.dynamic.recorder import Recorder
 

@@ -13,7 +13,7 @@ analysis cache's form (`ir_codec`). `ir_build` makes the records from the stdlib
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, NamedTuple, Union
+from typing import Any, NamedTuple
 
 # --- expressions -------------------------------------------------------------------------------
 
@@ -112,8 +112,8 @@ class Opaque(NamedTuple):
     tag: str = "opaque"
 
 
-Expr = Union[Name, Attr, Const, Seq, Dict, Call, Cmp, Bool, Not, IfExp, BinOp, Sub, FuncRef, Site,
-             Opaque]
+Expr = (Name | Attr | Const | Seq | Dict | Call | Cmp | Bool | Not | IfExp | BinOp | Sub | FuncRef | Site
+        | Opaque)
 
 # --- statements --------------------------------------------------------------------------------
 
@@ -202,8 +202,8 @@ class Global(NamedTuple):
     tag: str = "global"
 
 
-Stmt = Union[Assign, ExprStmt, Return, Raise, If, Loop, With, Try, Def, Class, Import, StarImport,
-             Global]
+Stmt = (Assign | ExprStmt | Return | Raise | If | Loop | With | Try | Def | Class | Import | StarImport
+        | Global)
 
 # --- definitions -------------------------------------------------------------------------------
 

@@ -40,8 +40,8 @@ class Reachability:
 
     def __init__(self, interp: Interpreter, starts: list[int]) -> None:
         self.interp = interp
-        self.reached: dict[int, int] = {s: TRUE for s in starts}
-        self.parent: dict[int, Edge | None] = {s: None for s in starts}
+        self.reached: dict[int, int] = dict.fromkeys(starts, TRUE)
+        self.parent: dict[int, Edge | None] = dict.fromkeys(starts)
         out = interp.calls_from()
         work = list(starts)
         while work:  # a fixpoint: formulas only grow, over finitely many atoms

@@ -22,7 +22,7 @@ def programs_from_events(events_by_rank: Mapping[int, Sequence[Mapping[str, Any]
     built an op -> the neighbour it is meant for (`runreplay.p2p_roles`).
     """
     programs: dict[int, list[Op]] = {}
-    world = sorted({r for r in events_by_rank})
+    world = sorted(set(events_by_rank))
     groups: dict[int, tuple[Any, Group]] = {}  # id(group dict) -> (it, its Group): made once
     for rank, events in events_by_rank.items():
         ops: list[Op] = []

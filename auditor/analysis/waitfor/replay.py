@@ -91,7 +91,7 @@ class _Replay:
         self._name_shared_descriptions()
         self.mismatched: list[dict[str, Any]] = []
         self.match = self._match()
-        self.pc = {rank: 0 for rank in self.entries}
+        self.pc = dict.fromkeys(self.entries, 0)
         self.arrived: dict[Communicator, set[int]] = {}
         self.created: set[Communicator] = set()
         if conditions.init == "eager" or conditions.backend == "gloo":
@@ -145,7 +145,7 @@ class _Replay:
                 lanes.setdefault(("p2p", comm, op.peer, op.rank, "recv"), []).append(key)
             else:
                 lanes.setdefault(("coll", comm, op.rank), []).append(key)
-        match: dict[Key, tuple[Key, ...] | None] = {key: None for key in self.ops}
+        match: dict[Key, tuple[Key, ...] | None] = dict.fromkeys(self.ops)
         for lane, keys in lanes.items():
             if lane[0] == "p2p" and lane[4] == "send":
                 recvs = lanes.get(lane[:4] + ("recv",), [])
