@@ -129,7 +129,7 @@ def test_per_site_excerpt_path_and_fires(report):
 
 
 def test_fires_words_runs_of_ranks():
-    fired = {r: 8 for r in range(32)} | {r: 16 for r in range(32, 96)} | {100: 8}
+    fired = dict.fromkeys(range(32), 8) | dict.fromkeys(range(32, 96), 16) | {100: 8}
     assert fires_words(fired) == ["ranks 0-31: 8", "ranks 32-95: 16", "rank 100: 8"]
 
 
