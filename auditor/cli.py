@@ -58,7 +58,7 @@ def _command_scope() -> Iterator[None]:
     stderr showing control characters instead of obeying them."""
     reads.watch()
     stderr = sys.stderr
-    sys.stderr = Visible(stderr)  # type: ignore[assignment]
+    sys.stderr = Visible(stderr)
     previous = signal.getsignal(signal.SIGTERM)
     main_thread = previous is signal.SIG_DFL and threading.current_thread() is threading.main_thread()
     if main_thread:

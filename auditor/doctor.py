@@ -71,7 +71,8 @@ def pipeline_groups(pp: int) -> dict[str, dist.ProcessGroup]:
     so on a multi-node job neighbours sit on different nodes, as in real pipelines). Every rank
     must call this, in the same order: new_group is collective."""
     world = dist.get_world_size()
-    groups: dict[str, dist.ProcessGroup] = {"default": dist.group.WORLD}
+    # WORLD is None in torch's stubs only before init_process_group, which the caller ran.
+    groups: dict[str, dist.ProcessGroup] = {"default": dist.group.WORLD}  # type: ignore[dict-item]
     if 1 < pp <= world:  # a PP group of the whole world is still a group object of its own
         stride = world // pp
         layout = [[k + i * stride for i in range(pp)] for k in range(stride)]
@@ -151,7 +152,8 @@ def collect(groups: dict[str, dist.ProcessGroup], device: torch.device,
     env = environment()
     report = RankReport(dist.get_rank(), dist.get_world_size(), socket.gethostname(),
                         torch.__version__, nccl, torch.version.cuda, platform.python_version(),
-                        dist.get_debug_level().name, store.timeout.total_seconds(), env,
+                        # Store.timeout is a pybind property torch's stubs leave out.
+                        dist.get_debug_level().name, store.timeout.total_seconds(), env,  # type: ignore[attr-defined]
                         env_findings(env))
     report.groups = [inspect_group(name, group, device) for name, group in groups.items()]
     for group_report, group in zip(report.groups, groups.values()):

@@ -25,9 +25,9 @@ from packaging.utils import (InvalidSdistFilename, InvalidWheelFilename, canonic
 from packaging.version import InvalidVersion, Version
 
 from auditor.errors import InputError
+from auditor.progress import Progress
 
 STALE_S = 3600  # a temporary folder this old belongs to a run that was interrupted
-from auditor.progress import Progress
 
 
 def release_archive(name: str, version: str, folder: Path, origin: str) -> tuple[Path, str]:
@@ -106,7 +106,7 @@ def _check_published(archive: Path, name: str, origin: str) -> str:
     return actual
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _sha256_cached(path: str, size: int, mtime_ns: int) -> str:
     return sha256(Path(path))
 
@@ -123,7 +123,7 @@ def _record_sha256(archive: Path, digest: str) -> None:
     tmp.replace(record)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _published_sha256(name: str, filename: str, origin: str) -> str | None:
     """The index's sha256 of `filename`; None when the index cannot be reached. InputError when
     it answers without a sha256 for that file."""

@@ -226,7 +226,7 @@ def _scan_one(inputs: ScanInputs, read: tuple[LaunchConfig, list[SourceSet]]) ->
         "errors": [{"package": pkg, "path": e.path, "cause": e.cause} for pkg, e in program.errors],
         "seconds": round(time.perf_counter() - started, 3),
     }
-    given = {key: "--set" for key in inputs.overrides or {}}
+    given = dict.fromkeys(inputs.overrides or {}, "--set")
     check_settings({**given, **({inputs.matrix_key: "--matrix"} if inputs.matrix_key else {})}, doc)
     verdict.finish(doc)
     return doc

@@ -195,10 +195,10 @@ def _dir_metadata(root: Path, top: Iterable[str]) -> tuple[str, str | None, bool
     pyproject = root / "pyproject.toml"
     if pyproject.is_file():
         text = pyproject.read_text(encoding="utf-8", errors="replace")
-        name = re.search(r'(?m)^name\s*=\s*"([^"]+)"', text)
-        version = re.search(r'(?m)^version\s*=\s*"([^"]+)"', text)
-        if name:
-            return name.group(1), version.group(1) if version else None, True
+        name_m = re.search(r'(?m)^name\s*=\s*"([^"]+)"', text)
+        version_m = re.search(r'(?m)^version\s*=\s*"([^"]+)"', text)
+        if name_m:
+            return name_m.group(1), version_m.group(1) if version_m else None, True
     return root.name, None, False
 
 
@@ -396,7 +396,7 @@ def _from_installed(name: str) -> SourceSet:
         raise InputError(
             name, "not a path, not NAME==VERSION, and no installed distribution of that name"
         ) from None
-    root = Path(dist.locate_file("")).resolve()
+    root = Path(str(dist.locate_file(""))).resolve()
     # RECORD is the distribution's own word: an entry that is absolute or climbs out of the
     # install folder (`/abs/x.py`, `pkg/../../x.py`) names what is not the distribution's file.
     files = sorted(

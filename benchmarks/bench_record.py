@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 import torch.distributed as dist

@@ -87,7 +87,7 @@ def load(meta: Path = CORPUS_META) -> tuple[list[dict], dict[str, str]]:
         scripts = tomllib.load(f)["script"]
     with (meta / "split.toml").open("rb") as f:
         split = tomllib.load(f)
-    half = {i: "dev" for i in split["dev"]} | {i: "test" for i in split["test"]}
+    half = dict.fromkeys(split["dev"], "dev") | dict.fromkeys(split["test"], "test")
     for s in scripts:
         if s["id"] not in half:
             raise SystemExit(f"real_scripts.py: {s['id']} is in no half of split.toml")

@@ -8,7 +8,6 @@ import argparse
 import copy
 import json
 import pickle
-import shutil
 from pathlib import Path
 from typing import Any
 

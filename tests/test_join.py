@@ -45,7 +45,7 @@ def toy_expected_calls(world: int = 4, steps: int = 2) -> dict[str, dict[int, in
         "recv-activation": has_prev, "send-activation": has_next,
         "irecv-grad": has_next, "isend-grad": has_prev,
     }
-    out = {tag: {r: steps for r in ranks} for tag, ranks in per_step.items()}
+    out = {tag: dict.fromkeys(ranks, steps) for tag, ranks in per_step.items()}
     out["tail-isend"] = {2: 1}
     out["tail-irecv"] = {3: 1}
     return out

@@ -22,7 +22,7 @@ import socket
 import subprocess
 import sys
 import textwrap
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -61,18 +61,18 @@ def cases() -> list:
     return out
 
 
-@lru_cache(maxsize=None)
+@cache
 def release_root(framework: str, version: str) -> Path:
     distribution = rulebook.load(framework).section("framework")["distribution"]
     return sources.resolve(f"{distribution}=={version}").root
 
 
-@lru_cache(maxsize=None)
+@cache
 def read_text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
 
-@lru_cache(maxsize=None)
+@cache
 def parse(path: Path) -> ast.Module:
     return ast.parse(read_text(path))
 

@@ -16,7 +16,7 @@ import json
 import subprocess
 import sys
 import textwrap
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -75,7 +75,7 @@ ORACLE = textwrap.dedent("""
 """)
 
 
-@lru_cache(maxsize=None)
+@cache
 def real_outcomes(version: str) -> list[str | None]:
     """The exception each split raises in `version`'s TransformerConfig (None: accepted)."""
     root = sources.resolve(f"megatron-core=={version}").root

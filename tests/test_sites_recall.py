@@ -51,7 +51,7 @@ def test_torch_own_module_names_its_functions_bare():
     and `batch_isend_irecv` without a prefix; `isinstance(op, P2POp)` is no site."""
     inv = inventory(_installed_torch())
     per_function = Counter((s.function, s.api, s.batched) for s in inv.sites)
-    for fn, one, many in (("send_object_list", "send", "isend"), ("recv_object_list", "recv", "irecv")):
+    for fn, one, _many in (("send_object_list", "send", "isend"), ("recv_object_list", "recv", "irecv")):
         assert per_function[(fn, one, False)] == 2
         assert per_function[(fn, "batch_isend_irecv", True)] == 2
         assert per_function[(fn, "P2POp", True)] == 2

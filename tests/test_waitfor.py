@@ -145,7 +145,7 @@ def test_waiting_for_an_earlier_op_orders_the_cpu():
 
 def test_events_become_programs_with_waits_and_batches():
     group = {"ranks": [0, 1], "size": 2, "desc": "pp", "eager": False}
-    start = dict(phase="start", kind="p2p", group=group, shape=[2, 3], dtype="bfloat16")
+    start = {"phase": "start", "kind": "p2p", "group": group, "shape": [2, 3], "dtype": "bfloat16"}
     events = {0: [dict(start, seq=1, api="isend", peer=1, batched=True, batch=7),
                   dict(start, seq=2, api="irecv", peer=1, batched=True, batch=7),
                   {"phase": "end", "seq": 3, "of": 1, "how": "wait"},

@@ -84,7 +84,7 @@ def join(
     by_id = {s["id"]: s for s in sites}
     # No target: no scan was given (report --trace alone), so nothing fired "outside" it.
     misses = _misses(uses, mapped, by_id, sites) if doc.get("targets") else []
-    run = {
+    run: dict[str, Any] = {
         "trace": _trace_summary(trace),
         "matched": dict(Counter(how.values())),
         "misses": misses,
@@ -180,11 +180,11 @@ def _misses(uses: dict[Key, Use], mapped: dict[Key, str], by_id: dict[str, dict[
             sites: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Fired but not predicted: code the scan has no site for, and sites it ruled unreachable."""
     roots = {s["path"].split("/", 1)[0] for s in sites}
-    out = []
+    out: list[dict[str, Any]] = []
     for key, u in uses.items():
         path, line, _, function, api, op = key
         sid = mapped.get(key)
-        entry = {"path": path, "line": line, "function": function,
+        entry: dict[str, Any] = {"path": path, "line": line, "function": function,
                  "api": f"{api}({op})" if op else api, "fired": _per_rank(u.fired),
                  "calls": sum(u.fired.values())}
         if sid is None:
@@ -309,7 +309,7 @@ def _timeline(trace: Trace, model: Analysis) -> dict[str, Any]:
     and the wait-for model say about each: the picture of which rank waits where."""
     states = {r: {o.op.index: o for o in rs.ops} for r, rs in model.ranks.items()}
     creating = _creations(model)
-    lanes = []
+    lanes: list[dict[str, Any]] = []
     for rank, rt in trace.ranks.items():
         events, index = [], -1
         for e in rt.head:

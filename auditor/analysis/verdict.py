@@ -253,7 +253,7 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
             f"rules/{framework}.toml (tests check it against the real release)"))
     scanned = any("reachable" in s for s in doc.get("sites", []))
     needs = config.get("needs", list(NEEDED_KEYS))  # documents from before `needs`: Megatron's
-    for key, decide in NEEDED_KEYS.items():
+    for key in NEEDED_KEYS:
         if key == "batch_p2p_comm" and effective.get("pipeline_model_parallel_size") == 1:
             continue  # one stage: no pipeline P2P runs, batched or not (a verl run on mbridge)
         if scanned and key in needs and effective.get(key, "unknown") == "unknown":

@@ -37,12 +37,13 @@ class Expander:
 
     def assignment_value(self, word: Word) -> tuple[str, str | Symbolic | list[tuple[Scalar, int]]]:
         m = ASSIGN.match(word.raw)
+        assert m is not None, "callers pass assignment words"
         name, index, append = m.group(1), m.group(2), m.group(3)
         first = word.parts[0]
         rest = [Part("lit", first.text[len(m.group(0)):], first.quoted, first.line)] + word.parts[1:]
         if any(p.kind == "array" for p in rest):
-            elements = [(f.value, f.line) for p in rest if p.kind == "array"
-                        for w in p.elements for f in self.expand(w)]
+            elements: list[tuple[Scalar, int]] = [(f.value, f.line) for p in rest if p.kind == "array"
+                                                  for w in p.elements for f in self.expand(w)]
             current = self.vars.get(name)
             if append and current is not None and isinstance(current.value, list):
                 elements = current.value + elements

@@ -85,6 +85,11 @@ class Parser:
     def _peek(self, k: int = 0) -> Token | None:
         return self.t[self.p + k] if self.p + k < len(self.t) else None
 
+    def _op(self, k: int = 0) -> str | None:
+        """The text of the operator k tokens ahead; None where that is a word or the end."""
+        tok = self._peek(k)
+        return tok.text if isinstance(tok, Op) else None
+
     def _is_kw(self, tok: Token | None, words: frozenset[str] | set[str]) -> bool:
         return isinstance(tok, Word) and tok.raw in words and tok.raw in _KEYWORDS
 
@@ -100,7 +105,7 @@ class Parser:
             self._syntax(line, f"`{word}` expected")
 
     def _skip_newlines(self) -> None:
-        while isinstance(self._peek(), Op) and self._peek().text in ("\n", ";"):
+        while self._op() in ("\n", ";"):
             self.p += 1
 
     def _list(self, terms: frozenset[str]) -> list[Node]:
@@ -127,7 +132,7 @@ class Parser:
         rest: list[tuple[str, Node]] = []
         while isinstance(op := self._peek(), Op) and op.text in ("&&", "||"):
             self.p += 1
-            while isinstance(self._peek(), Op) and self._peek().text == "\n":
+            while self._op() == "\n":
                 self.p += 1
             rest.append((op.text, self._pipeline()))
         return AndOr(first, rest) if rest else first
@@ -138,7 +143,7 @@ class Parser:
         commands = [self._command()]
         while isinstance(op := self._peek(), Op) and op.text in ("|", "|&"):
             self.p += 1
-            while isinstance(self._peek(), Op) and self._peek().text == "\n":
+            while self._op() == "\n":
                 self.p += 1
             commands.append(self._command())
         return Pipeline(commands, negated) if len(commands) > 1 or negated else commands[0]
@@ -147,9 +152,8 @@ class Parser:
         tok = self._peek()
         compound = (isinstance(tok, Op) and tok.text == "(") or self._is_kw(
             tok, {"if", "for", "select", "while", "until", "case", "{", "function"})
-        if not compound:
-            if (isinstance(tok, Word) and isinstance(self._peek(1), Op) and self._peek(1).text == "("
-                    and isinstance(self._peek(2), Op) and self._peek(2).text == ")"):
+        if tok is None or not compound:
+            if isinstance(tok, Word) and self._op(1) == "(" and self._op(2) == ")":
                 self.p += 3
                 self._skip_newlines()
                 return self._nested(lambda: Function(tok.raw, self._command()), tok.line)
@@ -170,12 +174,12 @@ class Parser:
     def _compound(self, tok: Token) -> Node:
         line = tok.line
         if isinstance(tok, Op):  # ( subshell ) or (( arithmetic ))
-            if isinstance(self._peek(1), Op) and self._peek(1).text == "(":
+            if self._op(1) == "(":
                 self._skip_arithmetic()
                 return Cmd([], line, line)
             self.p += 1
             body = self._list(frozenset({")"}))
-            if isinstance(self._peek(), Op) and self._peek().text == ")":
+            if self._op() == ")":
                 self.p += 1
             else:
                 self._syntax(line, "`)` expected")
@@ -201,10 +205,10 @@ class Parser:
             return Branches(line, conditions, bodies, exhaustive)
         if word in ("for", "select"):
             var = None
-            if isinstance(self._peek(), Op) and self._peek().text == "(":
+            if self._op() == "(":
                 self._skip_arithmetic()
-            elif isinstance(self._peek(), Word):
-                var = self._peek().raw
+            elif isinstance(nxt := self._peek(), Word):
+                var = nxt.raw
                 self.p += 1
             self._skip_newlines()
             if self._is_kw(self._peek(), {"in"}):
@@ -215,7 +219,7 @@ class Parser:
         if word in ("while", "until"):
             return self._loop_body(line, None, self._list(frozenset({"do"})))
         if word == "case":
-            subject = self._peek() if isinstance(self._peek(), Word) else None
+            subject = nxt if isinstance(nxt := self._peek(), Word) else None
             if subject is not None:
                 self.p += 1
             self._skip_newlines()
@@ -225,27 +229,27 @@ class Parser:
             catch_all = fallthrough = False
             while True:
                 self._skip_newlines()
-                tok = self._peek()
-                if tok is None:
+                cur = self._peek()
+                if cur is None:
                     self._syntax(line, "`esac` expected")
                     break
-                if self._is_kw(tok, {"esac"}):
+                if self._is_kw(cur, {"esac"}):
                     self.p += 1
                     break
                 patterns.append([])
-                while (tok := self._peek()) is not None and not (isinstance(tok, Op) and tok.text == ")"):
+                while (cur := self._peek()) is not None and not (isinstance(cur, Op) and cur.text == ")"):
                     self.p += 1
-                    catch_all |= isinstance(tok, Word) and tok.raw == "*"
-                    if isinstance(tok, Word):
-                        patterns[-1].append(tok)
-                    if isinstance(tok, Op) and tok.text not in ("(", "|"):
+                    catch_all |= isinstance(cur, Word) and cur.raw == "*"
+                    if isinstance(cur, Word):
+                        patterns[-1].append(cur)
+                    if isinstance(cur, Op) and cur.text not in ("(", "|"):
                         break
                 else:
-                    if tok is not None:
+                    if cur is not None:
                         self.p += 1
                 bodies.append(self._list(frozenset({";;", ";&", ";;&", "esac"})))
-                if isinstance(self._peek(), Op) and self._peek().text in (";;", ";&", ";;&"):
-                    fallthrough |= self._peek().text != ";;"
+                if self._op() in (";;", ";&", ";;&"):
+                    fallthrough |= self._op() != ";;"
                     self.p += 1
             return Branches(line, [[] for _ in bodies], bodies, exhaustive=catch_all,
                             subject=subject, patterns=patterns, fallthrough=fallthrough)
@@ -254,10 +258,10 @@ class Parser:
             self._expect("}", line)
             return Group(body, subshell=False)
         # function NAME [()] BODY
-        name = self._peek().raw if isinstance(self._peek(), Word) else ""
+        name = nxt.raw if isinstance(nxt := self._peek(), Word) else ""
         self.p += 1 if name else 0
-        if isinstance(self._peek(), Op) and self._peek().text == "(":
-            self.p += 2 if isinstance(self._peek(1), Op) and self._peek(1).text == ")" else 1
+        if self._op() == "(":
+            self.p += 2 if self._op(1) == ")" else 1
         self._skip_newlines()
         return Function(name, self._command())
 
@@ -277,7 +281,7 @@ class Parser:
             elif isinstance(tok, Op) and tok.text == ")":
                 depth -= 1
                 if depth <= 0:
-                    if isinstance(self._peek(), Op) and self._peek().text == ")":
+                    if self._op() == ")":
                         self.p += 1
                     return
 

@@ -65,7 +65,7 @@ class Var:
 class Field:
     """One word after expansion, and the line the user should look at for it."""
 
-    value: Scalar
+    value: str | Symbolic
     line: int
     unsplit: bool = False  # holds an unquoted expansion that could not be resolved
     fallbacks: tuple[str, ...] = ()  # unset variables whose `${NAME:-x}` fallback made the word
@@ -80,14 +80,18 @@ class FieldBuilder:
         self._line = 0
         self._unsplit = False
 
-    def text(self, value: str, line: int) -> None:
+    def _open(self, line: int) -> list[tuple[str, bool]]:
+        """The segments of the field under way, starting one at `line` if none is."""
         if self._segments is None:
             self._segments, self._line = [], line
-        self._segments.append((value, False))
+        return self._segments
+
+    def text(self, value: str, line: int) -> None:
+        self._open(line).append((value, False))
 
     def symbolic(self, value: str, line: int, unsplit: bool) -> None:
         self.text("", line)
-        self._segments.append((value, True))
+        self._open(line).append((value, True))
         self._unsplit |= unsplit
 
     def split(self, value: str, line: int) -> None:

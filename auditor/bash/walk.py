@@ -141,11 +141,10 @@ class Shell(Expander, ABC):
             seen = [end.get(name) for end in ends]
             if name == default_for and before.get(name) is None:
                 seen = [v for v in seen if v is not None]
-            first = seen[0]
-            if all(v is not None and first is not None and v.value == first.value for v in seen):
-                merged[name] = Var(first.value, max(v.line for v in seen), any(v.exported for v in seen))
+            known = [v for v in seen if v is not None]
+            if len(known) == len(seen) and all(v.value == known[0].value for v in known):
+                merged[name] = Var(known[0].value, max(v.line for v in known), any(v.exported for v in known))
             else:
-                known = [v for v in seen if v is not None]
                 merged[name] = Var(Symbolic(f"${{{name}}}"), max(v.line for v in known),
                                     any(v.exported for v in known))
         self.vars = merged

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from auditor import jsonio
 from auditor.commands import options
@@ -59,7 +60,7 @@ def _in_rank(args: argparse.Namespace) -> int:
     if world % args.pp:
         raise InputError("--pp", f"{args.pp} does not divide the world size {world}")
     device = torch.device("cpu")
-    kwargs = {"backend": backend}
+    kwargs: dict[str, Any] = {"backend": backend}
     if backend == "nccl":
         device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
         torch.cuda.set_device(device)

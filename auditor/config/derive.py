@@ -139,7 +139,8 @@ def _disagreement(results: list[EffectiveConfig], basis: TorchBasis) -> Effectiv
             UNKNOWN, f"torch {basis.version or span(releases)}: "
             + "; ".join(f"as {span(rs)} {key}={v}" for v, rs in by_value)
             + "; pass --torch with the cluster's release", "torch version", a.history, a.lines)
-    keys = lambda f: (f.kind, f.where)
+    def keys(f):
+        return (f.kind, f.where)
     raised = [{keys(f) for f in r.findings} for r in results]
     findings = [f for f in first.findings if all(keys(f) in k for k in raised)]
     undecided = list(dict.fromkeys(u for r in results for u in r.undecided))

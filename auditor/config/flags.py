@@ -91,7 +91,7 @@ def read_flags(config: LaunchConfig, args: list[Field], spelling: Spelling, path
         if f.value == "--":
             config.positionals.extend(a.value for a in args[k:])
             break
-        if not is_option(f.value):
+        if not isinstance(option := f.value, str) or not is_option(option):
             config.positionals.append(f.value)
             if single is not None:
                 config.diagnostics.append(Finding(
@@ -100,7 +100,7 @@ def read_flags(config: LaunchConfig, args: list[Field], spelling: Spelling, path
                     "it as an unrecognized argument", where=f"{path}:{f.line}"))
             single = None
             continue
-        written, eq, inline_value = f.value.partition("=") if f.value.startswith("--") else (f.value, "", "")
+        written, eq, inline_value = option.partition("=") if option.startswith("--") else (option, "", "")
         entry = spelling.flags.get(written) if megatron else None
         if megatron:
             _check_megatron_spelling(config, spelling, written, entry, f, path)

@@ -131,7 +131,7 @@ def world_size(config: LaunchConfig, launcher: dict, chosen: Candidate, spelling
                  or _torchrun_default(launcher, "nproc", env))
         nnodes = (_launcher_flag(config, launcher["nnodes_flags"], path, taken)
                   or _torchrun_default(launcher, "nnodes", env))
-    device_values = next((e["device_count_values"] for e in spelling.launchers if e.get("device_count_values")), [])
+    device_values: list[str] = next((e["device_count_values"] for e in spelling.launchers if e.get("device_count_values")), [])
     config.nproc_per_node, config.world_source["nproc_per_node"] = _nproc(nproc, device_values, env, path)
     config.nnodes, config.world_source["nnodes"] = _nnodes(config, nnodes, path)
 

@@ -81,7 +81,7 @@ class LaunchShell(Shell):
         candidate = self._launch(fields, inline, cmd)
         if candidate is None:
             return 0
-        return self._join_broken_continuation(siblings, at, candidate) - at
+        return self._join_broken_continuation(siblings, at, cmd, candidate) - at
 
     def _launch(self, fields: list[Field], inline: dict[str, EnvVar], cmd: Cmd) -> Candidate | None:
         """The training command in `fields`, possibly behind wrappers (srun, env, nohup, ...)."""
@@ -143,7 +143,7 @@ class LaunchShell(Shell):
         if runner is not None:  # `coverage run -m torch.distributed.run ...` is python's
             j = k + len(runner)
         if runner is not None or re.fullmatch(r"python[0-9.]*", base):
-            while j < len(fields) and isinstance(fields[j].value, str) and fields[j].value.startswith("-"):
+            while j < len(fields) and isinstance(flag := fields[j].value, str) and flag.startswith("-"):
                 if fields[j].value == "-m" and j + 1 < len(fields):
                     module, j = fields[j + 1].value, j + 2
                     break
@@ -247,29 +247,31 @@ class LaunchShell(Shell):
                     return launcher, options
         return None
 
-    def _join_broken_continuation(self, nodes: list[Node], k: int, candidate: Candidate) -> int:
-        """The seed report's shape: flags on the lines after `megatron sft`, without `\\`."""
+    def _join_broken_continuation(self, nodes: list[Node], k: int, command: Cmd, candidate: Candidate) -> int:
+        """The seed report's shape: flags on the lines after `megatron sft`, without `\\`.
+        `command` is `nodes[k]`."""
         j = k + 1
-        while (j < len(nodes) and isinstance(nodes[j], Cmd) and nodes[j].words
-               and nodes[j].words[0].raw.startswith("--")):
+        continuation: list[Cmd] = []
+        while (j < len(nodes) and isinstance(node := nodes[j], Cmd) and node.words
+               and node.words[0].raw.startswith("--")):
+            continuation.append(node)
             j += 1
         if j == k + 1:
             return k
-        command = nodes[k]
-        for node in nodes[k + 1:j]:
+        for node in continuation:
             candidate.args.extend(f for w in node.words for f in self.expand(w))
-        candidate.end_line = nodes[j - 1].end_line
+        candidate.end_line = continuation[-1].end_line
         prefix_lines = []
         q, expected = k - 1, command.line - 1
-        while (q >= 0 and isinstance(nodes[q], Cmd) and nodes[q].words and nodes[q].end_line == expected
-               and all(ASSIGN.match(w.raw) for w in nodes[q].words)):
-            for w in nodes[q].words:
+        while (q >= 0 and isinstance(before := nodes[q], Cmd) and before.words and before.end_line == expected
+               and all(ASSIGN.match(w.raw) for w in before.words)):
+            for w in before.words:
                 name, value = self.assignment_value(w)
                 if not isinstance(value, list):
                     candidate.inline.setdefault(name, EnvVar(name, value, w.line, "inline"))
-            prefix_lines.append(nodes[q].line)
-            q, expected = q - 1, nodes[q].line - 1
-        end, following = command.end_line, nodes[k + 1]
+            prefix_lines.append(before.line)
+            q, expected = q - 1, before.line - 1
+        end, following = command.end_line, continuation[0]
         span = f"line {end}" if command.line == end else f"lines {command.line}-{end}"
         text = self.lines[end - 1] if 0 < end <= len(self.lines) else ""
         why = ""

@@ -106,14 +106,14 @@ def _groups(dumps: list[Dump], notes: list[str]) -> dict[tuple[int, str], _Group
             if str(name) in users:
                 users[str(name)].add(d.rank)
     dumped = tuple(d.rank for d in dumps)
-    for name, ranks in sorted(users.items()):
-        missing = [r for r in ranks if (r, name) not in out]
+    for name, users_of in sorted(users.items()):
+        missing = [r for r in users_of if (r, name) not in out]
         if not missing:
             continue
         if descs[name] == "default_pg":
             members, how = dumped, "every dumped rank"
         else:
-            members, how = tuple(sorted(ranks)), "the dumped ranks whose entries or pg_status name it"
+            members, how = tuple(sorted(users_of)), "the dumped ranks whose entries or pg_status name it"
         notes.append(f"group {name} ({descs[name] or 'no description'}): no pg_config entry "
                      f"(gloo writes none); its members are taken as {how}: "
                      f"{', '.join(map(str, members))}")
@@ -253,7 +253,7 @@ def _rank_events(d: Dump, groups: dict[tuple[int, str], _Group], t0: int,
     owner = _windows(entries)
     starts: list[dict[str, Any]] = []
     ends: list[dict[str, Any]] = []
-    unplaced = Counter()
+    unplaced: Counter = Counter()
     calls = _BatchCalls()
     on_lane: Counter = Counter()
     for i, e in enumerate(entries):

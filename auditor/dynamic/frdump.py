@@ -141,8 +141,8 @@ def read_dumps(path: str | os.PathLike[str]) -> tuple[list[Dump], list[str]]:
         version = str(data["version"])
         _check_version(version, file)
         dumps[rank] = Dump(rank, file, version, data["entries"],
-                           data.get("pg_config") if isinstance(data.get("pg_config"), dict) else {},
-                           data.get("pg_status") if isinstance(data.get("pg_status"), dict) else {},
+                           data["pg_config"] if isinstance(data.get("pg_config"), dict) else {},
+                           data["pg_status"] if isinstance(data.get("pg_status"), dict) else {},
                            str(data.get("comm_lib_version") or ""))
     if not dumps:
         raise InputError(str(root), "no Flight Recorder dumps (files named <prefix><rank>, "

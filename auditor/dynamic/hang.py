@@ -26,7 +26,9 @@ import socket
 import sys
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
 
 from auditor.dynamic import callsite, trace
 from auditor.dynamic.recorder import Recorder
@@ -218,9 +220,10 @@ def build_report(rec: Recorder, reason: str) -> dict[str, Any]:
 def thread_stacks(names: dict[int | None, str]) -> list[dict[str, Any]]:
     """Every Python thread's stack, outermost frame first, as sites plus the source line; frames
     of this recorder (its pass-through wrappers, the watchdog) carry `recorder: true`."""
-    stacks = []
-    for ident, frame in sys._current_frames().items():
+    stacks: list[dict[str, Any]] = []
+    for ident, top in sys._current_frames().items():
         frames = []
+        frame: FrameType | None = top
         while frame is not None:
             site = callsite.frame_site(frame)
             # The recorder's own wrappers only pass calls through; say so, so nobody suspects them.

@@ -23,7 +23,8 @@ import importlib.abc
 import inspect
 import sys
 import types
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from auditor.dynamic.recorder import Recorder
 
@@ -72,7 +73,8 @@ def install(rec: Recorder, c10d: Any) -> None:
         elif issues == "fused":
             patches.append((c10d, name, _group_op_wrapper(rec, orig, name, "p2p", entry)))
         elif issues == "descriptor" and isinstance(orig, type):
-            patches.append((orig, "__init__", _descriptor_init(rec, orig.__init__)))
+            # `orig` is the class itself (P2POp): its own __init__ is the one wrapped.
+            patches.append((orig, "__init__", _descriptor_init(rec, orig.__init__)))  # type: ignore[misc]
     for name in getattr(c10d, "__all__", ()):
         orig = getattr(c10d, name, None)
         # type(), not isinstance(): some names (reduce_op) warn when their attributes are read
@@ -171,7 +173,8 @@ class _OnImport(importlib.abc.MetaPathFinder):
             except Exception as exc:
                 rec.fail(exc)
 
-        loader.exec_module = exec_then_install  # this loader instance serves this module only
+        # This loader instance serves this module only: wrapping its method is the point.
+        loader.exec_module = exec_then_install  # type: ignore[method-assign]
         return spec
 
 

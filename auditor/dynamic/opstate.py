@@ -76,6 +76,9 @@ class Op:
     call returned one; `in_window`: it completes with its coalescing window's Work."""
 
     __slots__ = ("seq", "t", "api", "group", "line", "work", "in_window", "thread")
+    seq: int
+    t: float  # seconds since the trace's start
+    line: str  # the op's start line, as written
 
     def __init__(self, api: str, group: Group | None, thread: int, in_window: bool) -> None:
         # seq, t and line are set by the start line's `_emit_locked`, before anyone reads them.
@@ -91,6 +94,7 @@ class WorkRef(weakref.ref):
     Work's id) after the Work died: one shared callback then queues it, no closure per Work."""
 
     __slots__ = ("key",)
+    key: int
 
 
 class Batch:

@@ -279,7 +279,8 @@ def rank_trace(rank: int, path: Path, lines: Iterable[tuple[int | None, dict[str
     groups = _Groups(rank, trace.groups)
     usage: Counter = Counter()
     batch_calls = trace.batch_calls
-    head, open_ops = trace.head, {}
+    head = trace.head
+    open_ops: dict[Any, dict[str, Any]] = {}  # seq -> start event of an op not yet ended
     in_head: dict[int, dict[str, Any]] = {}  # seq -> start event of the head
     batches: set[Any] = set()
     finished: set[Any] = set()  # seq of every op that ended

@@ -30,7 +30,8 @@ import threading
 import weakref
 from collections import deque
 from pathlib import Path
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from auditor.dynamic import callsite
 from auditor.dynamic.opstate import (

@@ -110,7 +110,7 @@ def _cells(lane: dict[str, Any], keep: set[int], truncated: bool) -> list[dict[s
     ops the lane itself leaves out between its windows)."""
     cells: list[dict[str, Any]] = []
     setup: list[dict[str, Any]] = []
-    gap = {"kind": "gap", "ops": 0, "setup": 0, "sites": Counter()}  # not drawn since the last kept op
+    gap: dict[str, Any] = {"kind": "gap", "ops": 0, "setup": 0, "sites": Counter()}  # not drawn since the last kept op
     last = -1  # the op index seen last: a lane cut into windows skips the ops between them
     for p, ev in enumerate(lane["events"]):
         if ev["kind"] == "setup":
@@ -246,7 +246,8 @@ def _arrows(lanes: list[dict[str, Any]], where: dict, ends: dict, cycle: list[di
     """An arrow from each drawn waiting op to the op it waits for; the cycle's arrows between
     ranks carry their words. An op waiting for one its peer never issued points at a ghost."""
     in_cycle = {(e["rank"], e["index"]): e for e in cycle}
-    arrows, ghosts = [], []
+    arrows: list[dict[str, Any]] = []
+    ghosts: list[dict[str, Any]] = []
     for lane in lanes:
         for ev in lane["events"]:
             target = ev.get("blocked_on") or {}
@@ -270,7 +271,7 @@ def _arrows(lanes: list[dict[str, Any]], where: dict, ends: dict, cycle: list[di
                 y1, y2, bend = start[1], end[1], 0
             cx, cy = (x1 + x2) / 2 + bend, (y1 + y2) / 2 - (18 if y1 == y2 else 0)
             edge = in_cycle.get((lane["rank"], ev.get("index")))
-            crosses = bool(edge) and edge["rank"] != edge["to_rank"]
+            crosses = bool(edge and edge["rank"] != edge["to_rank"])
             arrows.append({
                 "d": f"M{x1},{y1} Q{cx},{cy} {x2},{y2}",
                 "title": edge_words(edge, cycle) if edge else

@@ -81,7 +81,7 @@ def programs(stages: int, microbatches: int, nbytes: int, order: str = "batched"
             else:
                 exchanges.append((EVEN_ORDER if stage % 2 == 0 else ODD_ORDER, nbytes, False, name))
             for slot_order, size, batched, caller in exchanges:
-                issued = []
+                issued: list[int] = []
                 for slot in (s for s in slot_order if s in slots):
                     kind, side = slot.split("_")
                     peer = stage - 1 if side == "prev" else stage + 1

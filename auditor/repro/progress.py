@@ -48,7 +48,7 @@ class Progress:
             self.state["waiting_for"] = index
             self._write()
 
-    def coalesced(self, batch: int, ran: bool) -> None:
+    def coalesced(self, batch: int | str | None, ran: bool) -> None:
         """Whether torch's coalescing manager really ran around this batch."""
         self.state["coalesced"][str(batch)] = ran
         self._write()

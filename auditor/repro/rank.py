@@ -13,7 +13,7 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -109,6 +109,7 @@ class Runner:
 
     def _wait_for_stream(self, entry: list[int]) -> None:
         op = self.ops[entry[0]]
+        assert self.conditions is not None, "emulated streams have gloo's conditions"
         comm = communicator_for(op, self.conditions, self._batched(entry[0])).name
         self._wait(set(self.last_on_comm.get(comm, [])))
         self.last_on_comm[comm] = entry
@@ -135,7 +136,7 @@ class Runner:
             (i,) = entry
             op = self.ops[i]
             key = "dst" if op.kind == "send" else "src"
-            issue = {"send": dist.send, "recv": dist.recv, "isend": dist.isend,
+            issue: Callable[..., Any] = {"send": dist.send, "recv": dist.recv, "isend": dist.isend,
                      "irecv": dist.irecv}[op.api]
             work = issue(self._tensor(i), **{key: op.peer})
             if op.api in ("send", "recv"):
@@ -179,6 +180,7 @@ class Runner:
         for i, tensor in self.buffers.items():
             op = self.ops[i]
             if op.kind == "recv" and op.nbytes:
+                assert op.peer is not None, "a point-to-point op has a peer"
                 expected = (op.peer + 1) % 256
                 if int(tensor[0]) != expected or int(tensor[-1]) != expected:
                     self.progress.wrong_data(i)

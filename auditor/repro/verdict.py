@@ -37,8 +37,8 @@ def judge(plan: Plan, states: dict[int, dict[str, Any] | None], killed_at: float
     model = analyze(plan.programs, conditions) if conditions is not None else None
 
     if all(s and s["phase"] == "done" for s in states.values()):
-        seconds = max(s["t_done"] for s in states.values()) - start
-        wrong = [(r, i) for r, s in states.items() for i in s["wrong_data"]]
+        seconds = max(s["t_done"] for s in states.values() if s) - start
+        wrong = [(r, i) for r, s in states.items() if s for i in s["wrong_data"]]
         status = "failed" if wrong else "completed"
         body = f"completed in {seconds:.3f} s" if seconds < 1 else f"completed in {seconds:.1f} s"
         if wrong:
@@ -59,7 +59,7 @@ def judge(plan: Plan, states: dict[int, dict[str, Any] | None], killed_at: float
     if plan.issue == ISSUE_BATCH and coalesced is not None:
         parts.append("batch_isend_irecv " + ("coalesced" if coalesced else "ran op by op")
                      + " (observed)")
-    if model is not None:
+    if model is not None and conditions is not None:  # a model only where there are conditions
         verdict = "hang" if model.hang else "no hang"
         if status in ("completed", "hung"):
             agrees = model.hang == (status == "hung")

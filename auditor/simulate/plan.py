@@ -168,7 +168,7 @@ def _microbatches(values: dict[str, Value], eff: dict[str, Any], prov: dict[str,
         return []
     gbs, mbs, dp = (eff.get(k) for k in ("global_batch_size", "micro_batch_size",
                                          "data_parallel_size"))
-    if all(isinstance(x, int) and x > 0 for x in (gbs, mbs, dp)):
+    if isinstance(gbs, int) and isinstance(mbs, int) and isinstance(dp, int) and min(gbs, mbs, dp) > 0:
         values["microbatches"] = Value("microbatches", gbs // (mbs * dp),
                                        f"global_batch_size // (micro_batch_size * DP) = "
                                        f"{gbs} // ({mbs}*{dp})")
@@ -257,7 +257,7 @@ def _dtype(eff: dict[str, Any], prov: dict[str, str], launch: LaunchConfig) -> V
         flag = launch.flags.get(key)
         on = eff.get(key) is True or (flag is not None and str(flag.value).lower() in ("true", "1"))
         if on:
-            where = prov.get(key) or f"{launch.path}:{flag.line}: {flag.spelling}"
+            where = prov.get(key) or (f"{launch.path}:{flag.line}: {flag.spelling}" if flag is not None else "")
             return Value("dtype", DTYPE_NAMES[key], where)
     if launch.style == "megatron-lm":
         return Value("dtype", "float32", "Megatron-LM: neither --bf16 nor --fp16, so params_dtype "

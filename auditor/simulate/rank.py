@@ -44,7 +44,8 @@ class CudaOnCpu(TorchFunctionMode):
 
 
 def _cuda_to_cpu() -> None:
-    torch.cuda.current_device = lambda: "cpu"
+    # torch's stubs say an int; on CPU the device megatron asks for is "cpu".
+    torch.cuda.current_device = lambda: "cpu"  # type: ignore[assignment,return-value]
     torch.cuda.synchronize = lambda device=None: None
 
 
@@ -87,7 +88,7 @@ def apply_patch(path: str, module: str, function: str, target: str) -> str:
     needs megatron-core only, its package needs far more. Checks that `target` (module.attr)
     is now code from that file."""
     tree = ast.parse(Path(path).read_text(encoding="utf-8"), path)
-    found = [node for node in tree.body
+    found: list[ast.stmt] = [node for node in tree.body
              if isinstance(node, ast.FunctionDef) and node.name == function]
     if len(found) != 1:
         raise SystemExit(f"p2paudit simulate: {path} defines {function} {len(found)} times")

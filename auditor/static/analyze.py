@@ -207,7 +207,7 @@ def read_source(src: SourceSet, rel: str) -> tuple[str | None, str, str | None]:
             return None, "", "skipped: not a regular file (a FIFO, socket or device), not read"
         raw = path.read_bytes()
     except (OSError, RuntimeError) as exc:
-        return None, "", f"unreadable: {exc.strerror or exc}"
+        return None, "", f"unreadable: {(exc.strerror if isinstance(exc, OSError) else None) or exc}"
     digest = hashlib.sha1(raw).hexdigest()
     try:
         return raw.decode("utf-8-sig"), digest, None  # a byte-order mark is no code

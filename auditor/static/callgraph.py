@@ -257,9 +257,9 @@ class Interpreter:
             case ir.ExprStmt(value):
                 self.eval(value, state, frame)
             case ir.Assign(targets, value_ir):
-                value = self.eval(value_ir, state, frame)
+                values = self.eval(value_ir, state, frame)
                 for target in targets:
-                    self.assign(target, value, state, frame)
+                    self.assign(target, values, state, frame)
             case ir.If():
                 return self.exec_if(stmt, state, frame)
             case ir.Return(value):
@@ -273,10 +273,10 @@ class Interpreter:
             case ir.Loop():
                 return self.exec_loop(stmt, state, frame)
             case ir.With(items, body):
-                for item, target in items:
+                for item, as_target in items:
                     self.eval(item, state, frame)
-                    if target is not None:
-                        self.assign(target, frozenset({Data("with")}), state, frame)
+                    if as_target is not None:
+                        self.assign(as_target, frozenset({Data("with")}), state, frame)
                 return self.exec_block(body, state, frame)
             case ir.Try():
                 return self.exec_try(stmt, state, frame)
@@ -366,9 +366,9 @@ class Interpreter:
             # The other branch cannot be taken, or returned: what follows runs under this
             # branch's guard.
             return live[0]
-        for branch in live:  # what only an uncertain branch assigned holds only if it ran
-            if branch.status != state.status:
-                guard_new_values(branch, state.env)
+        for out in live:  # what only an uncertain branch assigned holds only if it ran
+            if out.status != state.status:
+                guard_new_values(out, state.env)
         joined = join(live)
         joined.status = state.status  # one of the two branches runs, and both go on
         return joined
@@ -380,6 +380,7 @@ class Interpreter:
         else:
             items = elements_of(self.eval(iterable, state, frame))
             can_true = TRUE
+            assert target is not None, "a for loop has a target"
             self.assign(target, items, state, frame)
         if can_true == FALSE:
             return self.exec_block(orelse, state, frame)
@@ -516,8 +517,8 @@ class Interpreter:
                 return frozenset({Func(qualname, frame.module, self._closure(state, frame))})
             case ir.Dict(items):
                 d = DictV()
-                for key, value in items:
-                    v = self.eval(value, state, frame)
+                for key, item_ir in items:
+                    v = self.eval(item_ir, state, frame)
                     if key is not None:
                         for k in self.eval(key, state, frame):
                             dict_put(d, k, v)
@@ -621,11 +622,11 @@ class Interpreter:
             if name in env:
                 return env[name]
             closure = parent
-        env = self.globals.get(frame.module)
-        if env is None:
-            env = self.module_globals(frame.module) or {}
-        if name in env:
-            return env[name]
+        module_env = self.globals.get(frame.module)
+        if module_env is None:
+            module_env = self.module_globals(frame.module) or {}
+        if name in module_env:
+            return module_env[name]
         starred = self.star_lookup(frame.module, name)
         if starred is not None:
             return starred

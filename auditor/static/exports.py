@@ -77,7 +77,7 @@ def routes(src: SourceSet, texts: dict[str, tuple[str, str]]) -> dict[str, Route
     cache.save()
     exported = _exports({m: s for m, (_, s) in modules.items()})
     out: dict[str, Routes] = {}
-    for module, (rel, summary) in modules.items():
+    for _module, (rel, summary) in modules.items():
         r = Routes()
         for source, names in summary.imports:
             theirs = exported.get(source, {})

@@ -62,7 +62,7 @@ class Flows:
             self.calls.append((callee, slot, values))
 
     def close(self) -> None:
-        self.mark(ESCAPE, [h for h in self.holders if h[0] in ("ret", "attr")])
+        self.mark(ESCAPE, [h for h in self.holders if isinstance(h, tuple) and h[0] in ("ret", "attr")])
         for callee, slot, values in self.calls:
             params = self.params.get(callee)
             if params is None:

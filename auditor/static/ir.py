@@ -13,7 +13,7 @@ analysis cache's form (`ir_codec`). `ir_build` makes the records from the stdlib
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, NamedTuple, Union
+from typing import Any, NamedTuple
 
 # --- expressions -------------------------------------------------------------------------------
 
@@ -87,7 +87,8 @@ class BinOp(NamedTuple):
 
 class Sub(NamedTuple):
     base: Expr
-    index: Expr | None  # None: a slice or several indices
+    # None: a slice or several indices. The field shadows tuple.index, which the IR never calls.
+    index: Expr | None  # type: ignore[assignment]
     tag: str = "sub"
 
 
@@ -122,8 +123,8 @@ class Comp(NamedTuple):
     tag: str = "comp"
 
 
-Expr = Union[Name, Attr, Const, Seq, Dict, Call, Cmp, Bool, Not, IfExp, BinOp, Sub, FuncRef, Site,
-             Opaque, Comp]
+Expr = (Name | Attr | Const | Seq | Dict | Call | Cmp | Bool | Not | IfExp | BinOp | Sub | FuncRef | Site
+        | Opaque | Comp)
 
 # --- statements --------------------------------------------------------------------------------
 
@@ -212,8 +213,8 @@ class Global(NamedTuple):
     tag: str = "global"
 
 
-Stmt = Union[Assign, ExprStmt, Return, Raise, If, Loop, With, Try, Def, Class, Import, StarImport,
-             Global]
+Stmt = (Assign | ExprStmt | Return | Raise | If | Loop | With | Try | Def | Class | Import | StarImport
+        | Global)
 
 # --- definitions -------------------------------------------------------------------------------
 

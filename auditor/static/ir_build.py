@@ -46,7 +46,7 @@ class _Builder:
     def qualname(self, name: str) -> str:
         return qualname([*self.scope, ("", name)])
 
-    def text(self, node: ast.AST, after: int | None = None) -> str:
+    def text(self, node: ast.expr, after: int | None = None) -> str:
         """The code of a node in one line, shortened; with `after`, with the parentheses around
         it (`Source.grouped`)."""
         code = self.source.segment(node) if after is None else self.source.grouped(node, after)

@@ -26,7 +26,8 @@ from auditor.static.ir import (
 def dumps(mod: ModuleIR) -> str:
     """The cache's text of a module's IR."""
     functions = {q: json.dumps(f, separators=(",", ":")) for q, f in mod.functions.items()}
-    return json.dumps(mod._replace(functions=functions), separators=(",", ":"))
+    # Each function's IR is stored as its own JSON text, so it can be decoded on demand.
+    return json.dumps(mod._replace(functions=functions), separators=(",", ":"))  # type: ignore[arg-type]
 
 
 def loads(text: str) -> ModuleIR:

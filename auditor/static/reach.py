@@ -11,6 +11,7 @@ nothing: such a site is "unknown", and the reason names the cut.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from auditor.static.callgraph import Interpreter
@@ -39,8 +40,8 @@ class Reachability:
 
     def __init__(self, interp: Interpreter, starts: list[int]) -> None:
         self.interp = interp
-        self.reached: dict[int, int] = {s: TRUE for s in starts}
-        self.parent: dict[int, Edge | None] = {s: None for s in starts}
+        self.reached: dict[int, int] = dict.fromkeys(starts, TRUE)
+        self.parent: dict[int, Edge | None] = dict.fromkeys(starts)
         out = interp.calls_from()
         work = list(starts)
         while work:  # a fixpoint: formulas only grow, over finitely many atoms
@@ -97,7 +98,7 @@ def site_reach(
     reach: Reachability,
     site_ids_by_function: dict[str, list[str]],
     probes: dict[str, int | None],
-    blocked_callees: list[BlockedCallee] = (),
+    blocked_callees: Sequence[BlockedCallee] = (),
 ) -> dict[str, SiteReach]:
     """Reachability of every site; `probes` maps a function to its stand-alone probe node."""
     hits_by_site: dict[str, list] = {}

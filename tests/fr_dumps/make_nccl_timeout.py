@@ -6,7 +6,6 @@ writes the dump itself (TORCH_NCCL_DUMP_ON_TIMEOUT).
     TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 \
     TORCH_NCCL_DEBUG_INFO_TEMP_FILE=OUT/nccl_trace_rank_ torchrun --nproc_per_node 1 make_nccl_timeout.py
 """
-import os
 from datetime import timedelta
 import torch,torch.distributed as dist
 d=torch.device("cuda",0);torch.cuda.set_device(d)

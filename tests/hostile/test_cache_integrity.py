@@ -116,7 +116,7 @@ def test_a_record_beside_a_repacked_archive_does_not_vouch_for_it(tmp_path: Path
     """The megatron-core 0.17.0 wheel with a module added and its `.sha256` rewritten to match:
     the package index is asked, and the file is refused."""
     real = Path.home() / ".cache" / "p2paudit" / "downloads" / "megatron-core-0.17.0"
-    archives = [p for p in real.glob("*.whl")] if real.is_dir() else []
+    archives = list(real.glob("*.whl")) if real.is_dir() else []
     if not archives:  # download it once into the shared cache
         p2paudit(Path.home() / ".cache" / "p2paudit", "sites", "megatron-core==0.17.0")
         archives = list(real.glob("*.whl"))

@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from auditor.analysis.waitfor.model import Conditions
 from auditor.analysis.waitfor.replay import Analysis

@@ -152,5 +152,6 @@ def communicator_for(op: Op, conditions: Conditions, coalesced: bool) -> Communi
     if op.kind == "collective" or coalesced or conditions.init == "eager" \
             or conditions.backend == "gloo":
         return Communicator(group.label, group.ranks, min(group.ranks), group.ranks)
+    assert op.peer is not None, "a point-to-point op has a peer"
     low, high = sorted((op.rank, op.peer))
     return Communicator(f"{group.label}:{low}-{high}", (low, high), low, group.ranks)

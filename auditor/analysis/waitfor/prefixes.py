@@ -40,6 +40,7 @@ def closed_prefixes(programs: Mapping[int, Sequence[Op]], conditions: Conditions
                 partners_of[key] = [(m, ids.setdefault(("coll", cid, m), len(ids)))
                                     for m in comm.members if m != rank]
             else:
+                assert op.peer is not None, "a point-to-point op has a peer"
                 partners_of[key] = [(op.peer, ids.setdefault(_lane(op, cid, partner=True),
                                                              len(ids)))]
     while True:

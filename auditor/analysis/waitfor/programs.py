@@ -22,7 +22,7 @@ def programs_from_events(events_by_rank: Mapping[int, Sequence[Mapping[str, Any]
     built an op -> the neighbour it is meant for (`runreplay.p2p_roles`).
     """
     programs: dict[int, list[Op]] = {}
-    world = sorted({r for r in events_by_rank})
+    world = sorted(set(events_by_rank))
     groups: dict[int, tuple[Any, Group]] = {}  # id(group dict) -> (it, its Group): made once
     for rank, events in events_by_rank.items():
         ops: list[Op] = []
@@ -70,8 +70,8 @@ def _where(site: Mapping[str, Any]) -> str:
 
 
 def _role(event: Mapping[str, Any], roles: Mapping[tuple[str, int], str] | None) -> str:
-    built = event.get("op_site") or {}
-    return roles.get((built.get("path"), built.get("line")), "") if roles and built else ""
+    built: Mapping[str, Any] = event.get("op_site") or {}
+    return roles.get((built.get("path", ""), built.get("line", 0)), "") if roles and built else ""
 
 
 def _event_bytes(event: Mapping[str, Any]) -> int:

@@ -95,7 +95,7 @@ class _Replay:
         self._name_shared_descriptions()
         self.mismatched: list[dict[str, Any]] = []
         self.match = self._match()
-        self.pc = {rank: 0 for rank in self.entries}
+        self.pc = dict.fromkeys(self.entries, 0)
         self.arrived: dict[Communicator, set[int]] = {}
         self.created: set[Communicator] = set()
         if conditions.init == "eager" or conditions.backend == "gloo":
@@ -150,7 +150,7 @@ class _Replay:
                 lanes.setdefault(("p2p", comm, op.peer, op.rank, "recv"), []).append(key)
             else:
                 lanes.setdefault(("coll", comm, op.rank), []).append(key)
-        match: dict[Key, tuple[Key, ...] | None] = {key: None for key in self.ops}
+        match: dict[Key, tuple[Key, ...] | None] = dict.fromkeys(self.ops)
         self.lanes = lanes
         for lane, keys in lanes.items():
             if lane[0] == "p2p" and lane[4] == "send":
@@ -438,9 +438,9 @@ class _Replay:
             if queued:
                 words.append("queued behind: " + ", ".join(
                     f"{o.op.words()} on {o.communicator}" for o in queued))
-        comm = self._creating(rank)
-        if comm is not None:
-            words.append(self._creation_words(rank, comm))
+        creating = self._creating(rank)
+        if creating is not None:
+            words.append(self._creation_words(rank, creating))
             cpu = "creating"
         elif ("cpu", rank) in edges:
             cpu = "waiting"

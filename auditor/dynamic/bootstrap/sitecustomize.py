@@ -19,6 +19,8 @@ def _arm() -> None:
         if "auditor" not in sys.modules:
             root = os.path.dirname(os.path.dirname(os.path.dirname(here)))
             spec = importlib.machinery.PathFinder.find_spec("auditor", [root])
+            if spec is None or spec.loader is None:
+                raise ImportError(f"no auditor package under {root}")
             package = importlib.util.module_from_spec(spec)
             sys.modules["auditor"] = package
             spec.loader.exec_module(package)
