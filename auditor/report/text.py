@@ -93,8 +93,8 @@ def verdict_line(doc: dict[str, Any]) -> str:
     first = (v.get("causes") or [{}])[0]
     if v["status"] == "findings" and first.get("severity") == "error" and first.get("fix"):
         lines.append(f"fix: {first['fix']}")
-        root = next((f for f in doc.get("findings", []) if f["kind"] == first["kind"]
-                     and f.get("where", "") == first["where"]), {})
+        root: dict[str, Any] = next((f for f in doc.get("findings", []) if f["kind"] == first["kind"]
+                                     and f.get("where", "") == first["where"]), {})
         lines += _fix_command(root.get("fix_command"), 0)  # the patch that does it, verified
     if v.get("deadlock"):
         lines += deadlock_lines(v["deadlock"])

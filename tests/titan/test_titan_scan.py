@@ -59,7 +59,7 @@ def test_the_command_line_overrides_are_the_parallelism_settings(tmp_path):
 @pytest.mark.parametrize("release", ["0.1.0", "0.2.2", "0.3.0"])
 def test_each_entry_point_names_the_release_s_schedule_builder(release):
     """The entry point a release selects imports a builder that release defines at `source`."""
-    entries = [e for e in rulebook.load("torchtitan", release).table("entry_point")]
+    entries = list(rulebook.load("torchtitan", release).table("entry_point"))
     assert len(entries) == 1
     (entry,) = entries
     root = sources.resolve(f"torchtitan=={release}").root
