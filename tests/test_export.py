@@ -189,8 +189,8 @@ def test_without_pyarrow_it_says_what_to_install(tmp_path: Path) -> None:
 
 
 def readme_queries() -> list[str]:
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index("**At cluster scale.**"):]
+    text = (ROOT / "docs" / "traces.md").read_text()
+    section = text[text.index("## At cluster scale"):]
     block = re.search(r"```sql\n(.*?)```", section, re.S).group(1)
     return [q.strip() for q in block.split(";") if q.strip()]
 

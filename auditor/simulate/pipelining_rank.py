@@ -17,17 +17,14 @@ SPEC keys: pipeline_size, schedule, stages_per_rank, microbatches, shape, dtype,
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sys
-import traceback
 from pathlib import Path
 from typing import Any
 
 import torch
 import torch.distributed as dist
 
-from auditor.dynamic import session
+from auditor.simulate.forked import run_forked
 
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 V_SCHEDULES = frozenset({"ScheduleZBVZeroBubble", "ScheduleDualPipeV"})
@@ -88,43 +85,10 @@ def run_rank(spec: dict[str, Any], rank: int) -> None:
 
 
 def main(spec_path: str) -> int:
-    """Fork one process per rank; the exit status is the first failing rank's, 128+N for a rank
-    killed by signal N (the others are stopped then: they would wait for it in gloo), else 0."""
+    """The ranks of `spec_path`'s simulation, forked (simulate.forked.run_forked)."""
     spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
     import torch.distributed.pipelining  # noqa: F401  (once, before the fork)
-
-    children = []
-    for rank in range(spec["pipeline_size"]):
-        pid = os.fork()
-        if pid == 0:
-            status = 0
-            try:
-                os.environ.update(spec["record_env"])
-                recorder = session.start_from_env()
-                run_rank(spec, rank)
-                if recorder is not None:  # os._exit skips the atexit close: the rank ended
-                    recorder.close()
-            except BaseException:  # noqa: BLE001  (the child must never return into the parent's loop)
-                traceback.print_exc()
-                status = 1
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(status)
-        children.append(pid)
-    running = set(children)
-    while running:
-        pid, status = os.wait()
-        running.discard(pid)
-        code = os.waitstatus_to_exitcode(status)
-        if code != 0:
-            for other in running:
-                os.kill(other, signal.SIGKILL)
-            if code < 0:
-                print(f"rank {children.index(pid)}: killed by {signal.Signals(-code).name}",
-                      file=sys.stderr, flush=True)
-                return 128 - code
-            return code
-    return 0
+    return run_forked(spec, run_rank)
 
 
 if __name__ == "__main__":

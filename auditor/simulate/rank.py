@@ -16,10 +16,7 @@ from __future__ import annotations
 import ast
 import importlib
 import json
-import os
-import signal
 import sys
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +24,7 @@ import torch
 import torch.distributed as dist
 from torch.overrides import TorchFunctionMode
 
-from auditor.dynamic import session
+from auditor.simulate.forked import run_forked
 
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 
@@ -147,46 +144,12 @@ def run_rank(spec: dict[str, Any], rank: int) -> None:
 
 
 def main(spec_path: str) -> int:
-    """Fork one process per rank; the exit status is the first failing rank's, 128+N for a rank
-    killed by signal N (the others are stopped then: they would wait for it in gloo), else 0."""
+    """The ranks of `spec_path`'s simulation, forked (simulate.forked.run_forked)."""
     spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
     sys.path[:0] = spec["paths"]
     _cuda_to_cpu()
     import megatron.core.pipeline_parallel  # noqa: F401  (once, before the fork)
-
-    children = []
-    for rank in range(spec["pipeline_size"]):
-        pid = os.fork()
-        if pid == 0:
-            status = 0
-            recorder = None
-            try:
-                os.environ.update(spec["record_env"])
-                recorder = session.start_from_env()
-                run_rank(spec, rank)
-            except BaseException:  # the child must never return into the parent's loop
-                traceback.print_exc()
-                status = 1
-            if recorder is not None:  # os._exit runs no atexit: close the rank file as exit does
-                recorder.close()
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(status)
-        children.append(pid)
-    running = set(children)
-    while running:
-        pid, status = os.wait()
-        running.discard(pid)
-        code = os.waitstatus_to_exitcode(status)
-        if code != 0:
-            for other in running:
-                os.kill(other, signal.SIGKILL)
-            if code < 0:
-                print(f"rank {children.index(pid)}: killed by {signal.Signals(-code).name}",
-                      file=sys.stderr, flush=True)
-                return 128 - code
-            return code
-    return 0
+    return run_forked(spec, run_rank)
 
 
 if __name__ == "__main__":
