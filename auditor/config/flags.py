@@ -4,6 +4,7 @@ line, read against the flags of the megatron-core release in use (rules/megatron
 
 from __future__ import annotations
 
+import difflib
 import re
 
 from auditor.bash.values import Field, join
@@ -157,7 +158,10 @@ def _check_megatron_spelling(config: LaunchConfig, spelling: Spelling, written: 
     where = f"{path}:{f.line}"
     if spelling.front_end is not None:
         if entry is None:
-            config.diagnostics.append(_not_in_parser(spelling, written, where))
+            said = _not_in_parser(spelling, written, where)
+            config.diagnostics.append(said)
+            if said.severity != "error" and not spelling.front_end.accepts_unknown:
+                _near_miss_unknown(config, spelling, written, f)
         return
     # No parser read: the rules' tables only, which say what a release was read to accept; the
     # run's own front end may differ (a checkout, a fork), so never an error.
@@ -186,6 +190,18 @@ def _check_megatron_spelling(config: LaunchConfig, spelling: Spelling, written: 
             "launch.megatron-spelling", "warning",
             f"`{written}` does not exist in megatron-core {spelling.version}: argparse rejects it" + unread,
             where=where))
+
+
+def _near_miss_unknown(config: LaunchConfig, spelling: Spelling, written: str, f: Field) -> None:
+    """A flag a parser not read whole lacks, spelt like one of its flags
+    (`--pipeline-model-paralel-size`): argparse rejects it unless the unread code defines it, so
+    the setting the writer meant is not its default but unknown (a default would read a PP=2 run
+    as PP=1, and clean), unless the script gives that flag too."""
+    near = difflib.get_close_matches(written, list(spelling.flags), n=1, cutoff=0.9)
+    if near:
+        dest = spelling.flags[near[0]]["dest"]
+        config.flags.setdefault(dest, Flag(dest, Symbolic(f"{written} (not {near[0]})"), f.line,
+                                           written))
 
 
 def _not_in_parser(spelling: Spelling, written: str, where: str) -> Finding:

@@ -70,6 +70,12 @@ def locate(launch_path: str, script: str, roots: tuple[Path, ...] = ()) -> Front
     return None
 
 
+def _owner(call: ast.Call) -> str | None:
+    """The name a method is called on (`f` of `f.build_group(...)`), else None."""
+    func = call.func
+    return func.value.id if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) else None
+
+
 def _parser(root: Path) -> Path | None:
     return next((root / p for p in PARSER_FILES if (root / p).is_file()), None)
 
@@ -122,6 +128,12 @@ class _Reader:
             # A callee that is the function's parameter (`extra_args_provider(parser)`) is the
             # training script's provider, read from the script (read_parser).
             params = {a.arg for a in func.args.args} if isinstance(func, ast.FunctionDef) else set()
+            # `f = ArgumentGroupFactory(Config)`: `f.build_group(parser)` adds the fields `_factory`
+            # reads from the ArgumentGroupFactory call itself
+            factories = {t.id for n in ast.walk(func) if isinstance(n, ast.Assign)
+                         and isinstance(n.value, ast.Call)
+                         and getattr(n.value.func, "id", getattr(n.value.func, "attr", "")) == "ArgumentGroupFactory"
+                         for t in n.targets if isinstance(t, ast.Name)}
             lists = {n.targets[0].id: _strings(n.value.elts) for n in ast.walk(func)
                      if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)
                      and isinstance(n.value, ast.List)}
@@ -131,7 +143,8 @@ class _Reader:
                     self._argument(call)
                 elif name == "ArgumentGroupFactory" and call.args:
                     self._factory(call, lists)
-                elif name not in local | params and name not in ARGPARSE_METHODS and any(
+                elif name not in local | params and name not in ARGPARSE_METHODS \
+                        and _owner(call) not in factories and any(
                         isinstance(a, ast.Name) and a.id == "parser" for a in call.args):
                     # the parser handed to code not read here, which may add flags to it
                     # (Megatron-DeepSpeed: `parser = deepspeed.add_config_arguments(parser)`)

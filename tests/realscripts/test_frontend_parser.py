@@ -23,6 +23,7 @@ import pytest
 
 from auditor.config.frontend_parser import read_parser
 from auditor.config.launch import parse_launch, read_launch
+from auditor.config.model import Symbolic
 
 ARGUMENTS_2308 = '''
 import argparse
@@ -240,3 +241,37 @@ def test_a_parser_handed_to_code_not_read_is_incomplete(tmp_path):
                       "--pipeline-model-parallel-size 2 --deepspeed_config ds.json\n")
     config = read_launch(script)
     assert not [d for d in config.diagnostics if d.severity == "error"], config.diagnostics
+
+
+def test_a_factory_s_build_group_is_read_not_unread_code(tmp_path):
+    """NVIDIA/Megatron-LM@core_v0.17.0 megatron/training/arguments.py: `transformer_factory =
+    ArgumentGroupFactory(TransformerConfig, ...)` then `transformer_factory.build_group(parser,
+    ...)`: the flags the factory generates are read from the ArgumentGroupFactory call, so handing
+    `parser` to build_group leaves the table whole."""
+    release = tmp_path / "wheel"
+    arguments = ARGUMENTS_017.replace("factory.build_group(", "transformer_factory.build_group(") \
+        .replace("factory = ArgumentGroupFactory(", "transformer_factory = ArgumentGroupFactory(")
+    for name, text in {"megatron/training/arguments.py": arguments,
+                       "megatron/core/transformer/transformer_config.py": CONFIGS_017}.items():
+        (release / name).parent.mkdir(parents=True, exist_ok=True)
+        (release / name).write_text(dedent(text))
+    front = read_parser(release / "megatron" / "training" / "arguments.py")
+    assert front is not None and front.complete, front.why_incomplete if front else None
+
+
+def test_a_misspelt_flag_a_partly_read_parser_lacks_leaves_its_setting_unknown(tmp_path):
+    """`--pipeline-model-paralel-size 2` (one `l`) in a script whose pretrain_gpt.py adds flags
+    through a provider not read (Megatron-LM core_v0.17.0's add_modelopt_args): argparse rejects
+    it unless that code defines it, so the pipeline size is unknown, not the default 1 (which
+    read the PP=2 run with DETAIL as clean)."""
+    head = PRETRAIN.replace("args_defaults=", "extra_args_provider=add_modelopt_args if "
+                            "has_nvidia_modelopt else None, args_defaults=")
+    script = checkout(tmp_path, {"megatron/arguments.py": ARGUMENTS_2308, "pretrain_gpt.py": head})
+    script.write_text(SCRIPT.format(extra="").replace("--pipeline-model-parallel-size 2",
+                                                      "--pipeline-model-paralel-size 2"))
+    config = read_launch(script)
+    assert isinstance(config.flags["pipeline_model_parallel_size"].value, Symbolic)
+    assert [s for s, _ in spelling(config)] == ["warning"]
+    given = read_launch(checkout(tmp_path / "b", {"megatron/arguments.py": ARGUMENTS_2308,
+                                                    "pretrain_gpt.py": head}))
+    assert given.flags["pipeline_model_parallel_size"].value == "2"  # spelt right: known
