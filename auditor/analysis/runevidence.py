@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from auditor.dynamic.trace import Trace, span_words
+from auditor.dynamic.trace import Trace, merge_spans, span_words
 from auditor.findings import Finding
 
 EXAMPLES = 4  # ranks described one by one in a message
@@ -80,13 +80,7 @@ def stopped_findings(trace: Trace) -> list[Finding]:
 
 
 def _words(ranks: dict[int, Any]) -> str:
-    spans: list[tuple[int, int]] = []
-    for r in sorted(ranks):
-        if spans and r == spans[-1][1] + 1:
-            spans[-1] = (spans[-1][0], r)
-        else:
-            spans.append((r, r))
-    return span_words(spans)
+    return span_words(merge_spans([(r, r) for r in ranks]))
 
 
 def _op(e: dict[str, Any]) -> dict[str, Any]:

@@ -14,10 +14,9 @@ import argparse
 import os
 import shutil
 import sys
-import tempfile
 
 from auditor.commands import options
-from auditor.commands.output import emit, emit_report
+from auditor.commands.output import emit, emit_report, replace_file
 from auditor.config.coerce import overrides_from
 from auditor.errors import EXIT_FINDINGS, InputError
 from auditor.fix import plan as fix_plan
@@ -115,6 +114,9 @@ def apply(plan: fix_plan.Plan) -> str:
 
 
 def _write(path: str, original: str, text: str) -> str:
+    """The backup first, then the patched text in place as -o writes a regular file
+    (output.replace_file: whole or not at all, the mode kept, no temporary file left); a failed
+    write removes its backup too, so that a later fix is not refused for it."""
     backup = path + BACKUP
     try:
         with open(backup, "x", encoding="utf-8", newline="") as f:
@@ -122,9 +124,9 @@ def _write(path: str, original: str, text: str) -> str:
     except FileExistsError:
         raise InputError(backup, "a backup from an earlier fix exists: move it away first") from None
     shutil.copymode(path, backup)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".p2paudit-")
-    with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-        f.write(text)
-    shutil.copymode(path, tmp)
-    os.replace(tmp, path)
+    try:
+        replace_file(text, os.path.realpath(path), path, os.stat(path))
+    except BaseException:
+        os.unlink(backup)
+        raise
     return backup

@@ -45,7 +45,7 @@ def emit(text: str, path: str | None) -> None:
         alias = "" if seen == os.path.abspath(path) else f" (the same file as {seen})"
         raise InputError(path, f"is an input of this command{alias}: writing the output there "
                                "would destroy it; give -o another file")
-    _replace(text, os.path.realpath(path), path, st)
+    replace_file(text, os.path.realpath(path), path, st)
 
 
 def _special(path: str) -> bool:
@@ -80,7 +80,7 @@ def _write_through(text: str, path: str) -> None:
         raise InputError(path, f"cannot write the output: {exc.strerror or exc}") from None
 
 
-def _replace(text: str, target: str, given: str, st: os.stat_result | None) -> None:
+def replace_file(text: str, target: str, given: str, st: os.stat_result | None) -> None:
     """Write a temporary file beside `target` and rename it over `target` once whole: a failed
     or interrupted write (a full filesystem, Ctrl-C) leaves `target` as it was and no temporary
     file behind."""

@@ -33,3 +33,25 @@ def test_export_never_replaces_a_linked_table(tmp_path, capsys):
 def test_the_json_writers_refuse_nan():
     with pytest.raises(InputError, match="NaN"):
         jsonio.dumps({"matrix": "k", "scans": {"1": {"t": float("nan")}}}, indent=2)
+
+
+def test_a_failed_fix_apply_leaves_the_script_and_no_backup(tmp_path, monkeypatch):
+    """`fix --apply` writes a backup, then the patched script as -o writes a file; when that
+    write fails (a full filesystem), the script is as it was, no temporary file is left, and the
+    backup goes too, so the next `fix` is not refused for an earlier backup."""
+    from auditor.commands import fix, output
+
+    script = tmp_path / "run.sh"
+    script.write_text("export TORCH_DISTRIBUTED_DEBUG=DETAIL\n")
+
+    def full(text, target, given, st):
+        raise InputError(given, "cannot write the output: No space left on device")
+
+    monkeypatch.setattr(fix, "replace_file", full)
+    with pytest.raises(InputError, match="No space left"):
+        fix._write(str(script), script.read_text(), "\n")
+    assert script.read_text() == "export TORCH_DISTRIBUTED_DEBUG=DETAIL\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.sh"]
+    monkeypatch.setattr(fix, "replace_file", output.replace_file)
+    assert fix._write(str(script), script.read_text(), "\n") == str(script) + ".p2paudit-bak"
+    assert script.read_text() == "\n"
