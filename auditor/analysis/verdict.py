@@ -230,7 +230,7 @@ def releases_differ(doc: dict[str, Any], status: str, head: str) -> Undecided | 
 
 
 def _first_sentence(headline: str, limit: int = 160) -> str:
-    first = headline.split(". ")[0].rstrip(".")
+    first = causes_of.first_sentence(headline)
     return first if len(first) <= limit else first[:limit - 3].rstrip() + "..."
 
 
@@ -377,7 +377,7 @@ def _findings_headline(doc: dict[str, Any], bad: list[dict[str, Any]],
         return (f"HANG: the recorded run stopped with {len(pending)} rank(s) inside an op that "
                 f"never completed; {len(errors)} error(s) in all, the timeline shows where.")
     if cycle:
-        return f"DEADLOCK: {cycle[0]['message'].split('. ')[0]}."
+        return f"DEADLOCK: {causes_of.first_sentence(cycle[0]['message'])}."
     if not errors:  # contradictions without a finding: documents written before the findings
         return (f"FINDINGS: {len(bad)} reachable P2P site(s) will run unbatched although "
                 f"batch_p2p_comm=True: this run can create lazy 2-rank NCCL communicators and hang.")
@@ -395,7 +395,7 @@ def gate_verdict(failures: list[Any], known: int, label: str) -> RunVerdict:
         kinds = sorted({f.kind for f in failures})
         first = failures[0]
         at = f" ({first.where})" if first.where else ""
-        return RunVerdict("findings", f"FAIL: {first.message.split('. ')[0].rstrip('.')}{at}; "
+        return RunVerdict("findings", f"FAIL: {causes_of.first_sentence(first.message)}{at}; "
                                       f"{len(failures)} gate failure(s) in {label} relative to "
                                       f"the baseline ({', '.join(kinds)})", errors=len(failures))
     return RunVerdict("clean", f"PASS: {label} adds no reachable unbatched site and no "
@@ -441,7 +441,7 @@ def simulation_verdict(sim: dict[str, Any]) -> RunVerdict:
     if problems:
         head += "; " + "; ".join(problems)
     if sim["startup_errors"]:  # the cause comes first: the front end stops the run as written
-        head = (f"DOES NOT START: {sim['startup_errors'][0].split('. ')[0].rstrip('.')} (the "
+        head = (f"DOES NOT START: {causes_of.first_sentence(sim['startup_errors'][0])} (the "
                 f"front end stops it as written); simulated as megatron-core used as a library "
                 f"runs it: {head}")
         problems.append("does not start")

@@ -24,7 +24,6 @@ from auditor.report.timeline import site_counts, timeline_layout
 
 TEMPLATES = Path(__file__).with_name("templates")
 EXCERPT_LINES = 3  # lines of source shown above and below a site
-SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 VERDICT_ORDER = {"contradiction": 0, "ok": 1, "unknown": 2, "unreachable": 3}
 
 
@@ -38,14 +37,12 @@ def render_html(doc: dict[str, Any]) -> str:
 
 
 def _causes(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    """The findings by cause (analysis.causes), gravest first; a run's fired-but-not-predicted
-    sites first among equals."""
+    """The findings by cause, in analysis.causes' order (the headline's: gravest first, a run's
+    fired-but-not-predicted sites first among equals)."""
     findings = doc.get("findings", [])
-    grouped = [{"severity": c.severity, "finding": findings[c.index],
-                "consequences": [findings[i] for i in c.consequences]}
-               for c in causes.group(findings)]
-    return sorted(grouped, key=lambda c: (SEVERITY_ORDER.get(c["severity"], 3),
-                                          c["finding"]["kind"] not in ("static-miss", "unscanned-p2p")))
+    return [{"severity": c.severity, "finding": findings[c.index],
+             "consequences": [findings[i] for i in c.consequences]}
+            for c in causes.group(findings)]
 
 
 def _headline_fix(doc: dict[str, Any]) -> str:
