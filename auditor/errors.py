@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+
 
 class InputError(Exception):
     """Bad user input: a target, a launch script, a flag. Printed as one line, exit 2."""
@@ -17,3 +19,5 @@ class InputError(Exception):
 EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_INPUT = 2
+# What a full filesystem (or an exceeded quota) raises: said as such, never as a corrupt input.
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT)

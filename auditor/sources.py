@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import email.parser
-import errno
 import functools
 import importlib.metadata
 import json
@@ -30,7 +29,7 @@ from typing import Any
 from packaging.utils import canonicalize_name
 
 from auditor import download
-from auditor.errors import InputError
+from auditor.errors import NO_SPACE, InputError
 
 SKIP_DIRS = {"__pycache__", ".git", ".hg", ".tox", ".venv", "venv", "node_modules", "build", "dist"}
 PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.+!_-]+)$")
@@ -274,7 +273,7 @@ def _unpack_once(archive: Path, origin: str, extract, sizes, digest: str | None 
             shutil.rmtree(tmp, ignore_errors=True)
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        if exc.errno in NO_SPACE:
             raise InputError(str(dest.parent), f"disk full while unpacking {archive.name} into "
                                                f"the cache ($P2PAUDIT_CACHE): free space and run "
                                                f"again (the archive is fine)") from None

@@ -16,7 +16,8 @@ import errno
 import mmap
 import os
 
-NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+from auditor.errors import NO_SPACE
+
 
 
 class DiskFull(OSError):

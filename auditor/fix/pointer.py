@@ -12,13 +12,16 @@ from auditor.fix.remedies import options_for, pick
 from auditor.scan import ScanInputs
 
 
-def command(inputs: ScanInputs) -> str:
-    """`p2paudit fix` with the inputs the scan was given (targets, torch, --set)."""
-    argv = ["p2paudit", "fix", "--config", inputs.config_path]
-    argv += [a for t in inputs.targets or [] for a in ("--target", t)]
+def input_args(inputs: ScanInputs) -> list[str]:
+    """The options that give a command the scan's inputs (targets, torch, --set)."""
+    argv = [a for t in inputs.targets or [] for a in ("--target", t)]
     argv += ["--torch", inputs.torch_version] if inputs.torch_version else []
-    argv += [a for k, v in (inputs.overrides or {}).items() for a in ("--set", f"{k}={v}")]
-    return shlex.join(argv)
+    return argv + [a for k, v in (inputs.overrides or {}).items() for a in ("--set", f"{k}={v}")]
+
+
+def command(inputs: ScanInputs) -> str:
+    """`p2paudit fix` with the inputs the scan was given."""
+    return shlex.join(["p2paudit", "fix", "--config", inputs.config_path, *input_args(inputs)])
 
 
 def point(doc: dict[str, Any], inputs: ScanInputs) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 from auditor.analysis import verdict
 from auditor.config.pyenv import Entry
 from auditor.errors import InputError
+from auditor.fix.pointer import input_args
 from auditor.scan import ScanInputs, run_scan
 
 GONE, STILL, NEW = "gone", "still there", "new"
@@ -116,10 +117,7 @@ def simulate(inputs: ScanInputs, patched: dict[str, str], entry: Entry | None = 
         copy = layout(tmp, inputs.config_path, patched, entry)[inputs.config_path]
         out = os.path.join(tmp, "simulation.json")
         argv = [sys.executable, "-m", "auditor", "simulate", "--config", copy, "--format", "json",
-                "-o", out]
-        argv += [a for t in inputs.targets or [] for a in ("--target", t)]
-        argv += ["--torch", inputs.torch_version] if inputs.torch_version else []
-        argv += [a for k, v in (inputs.overrides or {}).items() for a in ("--set", f"{k}={v}")]
+                "-o", out, *input_args(inputs)]
         started = time.perf_counter()
         try:
             done = subprocess.run(argv, capture_output=True, text=True, timeout=SIMULATE_SECONDS,

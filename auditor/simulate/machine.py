@@ -14,9 +14,10 @@ so that a refusal errs towards not starting a run the kernel would kill.
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
+
+from auditor.static.analyze import usable_cpus
 
 PARENT_BYTES = 365 << 20  # the rank process before it forks (RSS: what the forks share)
 RANK_BYTES = 230 << 20  # a forked rank's own pages before its tensors
@@ -55,19 +56,12 @@ def available_memory() -> int | None:
     return min(found) if found else None
 
 
-def usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
 def jobs_option(text: str) -> int:
     """`--jobs N` (an argparse type): at most the usable cores, said once on stderr when capped:
     a worker beyond the cores only waits for one, and each holds its own memory. (A count
     below 1 is the command's to refuse, as bad input.)"""
     asked = int(text)
-    cores = usable_cores()
+    cores = usable_cpus()
     if asked > cores:
         print(f"p2paudit: --jobs {asked} is more than this machine's {cores} usable core(s): "
               f"using {cores}", file=sys.stderr, flush=True)
@@ -83,7 +77,7 @@ def refusal(ranks: int, stages: int, microbatches: int, message_bytes: int) -> s
         return None
     return (f"{ranks} rank processes ({microbatches} micro-batch(es) of {_mib(message_bytes)}) "
             f"need about {_mib(need)}, and this machine has {_mib(have)} available "
-            f"({usable_cores()} core(s)): the kernel would kill the ranks")
+            f"({usable_cpus()} core(s)): the kernel would kill the ranks")
 
 
 def oom_kills() -> int | None:
