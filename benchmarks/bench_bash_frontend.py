@@ -100,7 +100,7 @@ def launch_reading(text: str, path: str) -> object:
         return ("InputError", str(err))
     return (config.launcher, {k: f.values for k, f in config.flags.items()},
             {k: (str(v.value), v.how) for k, v in config.env.items()},
-            config.nproc_per_node, config.nnodes, config.world_size, config.torch_pin,
+            config.nproc_per_node, config.nnodes, config.world_size, config.pins.get("torch"),
             sorted((d.kind, d.where) for d in config.diagnostics))
 
 

@@ -180,7 +180,7 @@ def test_torch_version_order():
     """--torch, else the script's `torch==X` comment; the installed torch never decides (it is
     the auditing machine's build: issue 22 item 1)."""
     launch = read_launch(SEED)
-    assert launch.torch_pin == "2.10.0"
+    assert launch.pins["torch"] == "2.10.0"
     assert resolve_torch("2.11.0", launch).version == "2.11.0"
     basis = resolve_torch(None, launch)
     assert basis.version == "2.10.0" and basis.releases == ("2.10.0",)

@@ -58,7 +58,7 @@ def test_seed_script_fixed_gives_the_reported_layout() -> None:
     assert flags["model"] == "ZhipuAI/GLM-5.1"
     assert isinstance(flags["dataset"], Symbolic)  # ${DATASET_PATH:?...} with nothing to resolve it
     assert (config.nproc_per_node, config.nnodes, config.world_size) == (8, 16, 128)
-    assert config.torch_pin == "2.10.0"
+    assert config.pins["torch"] == "2.10.0"
     env = {name: (var.value, var.how) for name, var in config.env.items()}
     assert env["TORCH_DISTRIBUTED_DEBUG"] == ("DETAIL", "export")
     assert env["NCCL_TIMEOUT"] == ("1800", "export")

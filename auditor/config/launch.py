@@ -144,15 +144,13 @@ def parse_launch(
     for name, version, _ in pins:
         config.pins.setdefault(name, version)
     torch_pins = [(v, ln) for name, v, ln in pins if name == "torch"]
-    if torch_pins:
-        config.torch_pin = torch_pins[0][0]
-        if len({pin for pin, _ in torch_pins}) > 1:
-            config.diagnostics.append(Finding(
-                "launch.torch-pin", "warning",
-                "several torch pins in comments: "
-                + ", ".join(f"torch=={p} (line {ln})" for p, ln in torch_pins)
-                + f"; using torch=={config.torch_pin}",
-                fix="keep one `# torch==X.Y.Z` comment", where=f"{path}:{torch_pins[1][1]}"))
+    if len({pin for pin, _ in torch_pins}) > 1:  # config.torch_version judges each of them
+        config.diagnostics.append(Finding(
+            "launch.torch-pin", "warning",
+            "several torch pins in comments: "
+            + ", ".join(f"torch=={p} (line {ln})" for p, ln in torch_pins)
+            + "; each is judged, and what they disagree on is undecided",
+            fix="keep one `# torch==X.Y.Z` comment", where=f"{path}:{torch_pins[1][1]}"))
     return config
 
 

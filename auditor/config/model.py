@@ -63,7 +63,6 @@ class LaunchConfig:
     env: dict[str, EnvVar] = field(default_factory=dict)  # what the training command's environment gets from the script
     nproc_per_node: int | Symbolic | None = None
     nnodes: int | Symbolic | None = None
-    torch_pin: str | None = None  # from a `torch==X` comment in the script
     pins: dict[str, str] = field(default_factory=dict)  # every `name==X` written in a comment
     diagnostics: list[Finding] = field(default_factory=list)
     # Whose argument parser reads `flags`: "ms-swift" (dataclass field names) or "megatron-lm".

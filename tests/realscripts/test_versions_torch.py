@@ -154,3 +154,16 @@ def test_the_document_states_its_torch_basis_as_the_schema_says():
     except jsonschema.ValidationError:
         return
     raise AssertionError("an empty torch_basis.releases passed the schema")
+
+
+def test_two_torch_pins_are_both_judged_and_said_so(tmp_path):
+    """Two `# torch==X` comments disagreeing (2.10.0, 2.11.0): the run is judged on each, the
+    DETAIL check holding only on one is undecided, and the warning says so (it used to say
+    "using torch==2.10.0", the first, which the verdict no longer does)."""
+    script = tmp_path / "two.sh"
+    script.write_text(README_EXAMPLE.read_text().replace(
+        "# torch==2.10.0", "# torch==2.10.0\n# torch==2.11.0"))
+    code, doc = scan("--config", str(script))
+    assert code == 1 and doc["verdict"]["status"] == "inconclusive"
+    (said,) = [f for f in doc["findings"] if f["kind"] == "launch.torch-pin"]
+    assert "each is judged" in said["message"] and "using" not in said["message"]
