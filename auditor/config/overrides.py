@@ -13,6 +13,7 @@ import re
 
 from auditor.bash.values import Field, Partial, concat, segments
 from auditor.config.model import Flag, LaunchConfig, Scalar, Symbolic
+from auditor.config.flags import unresolved
 from auditor.findings import Finding
 
 _KEY = re.compile(r"(\+{0,2}|~)([A-Za-z_][\w\-/@]*(?:\.[\w\-/@]+)*)")
@@ -36,10 +37,7 @@ def read_overrides(config: LaunchConfig, args: list[Field], path: str) -> None:
         if m is None:
             config.positionals.append(f.value)
             if isinstance(f.value, Symbolic):
-                config.diagnostics.append(Finding(
-                    "launch.unresolved-args", "warning",
-                    f"`{f.value}` is not known statically and may add overrides that this audit cannot see",
-                    fix="set the variable in the script, or pass its value to the audit", where=f"{path}:{f.line}"))
+                unresolved(config, f, path, "overrides")
             continue
         key = m.group(2)
         setting = None if m.group(1) == "~" else _after_equals(f.value)
