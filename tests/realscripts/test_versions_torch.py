@@ -81,11 +81,25 @@ def test_ngc_image_of_srun_maps_to_its_torch_build():
     assert coalesces(text)[1] is False
 
 
+def test_older_ngc_tags_map_to_their_torch_builds():
+    """NVIDIA's tables name each NGC PyTorch release's torch build (rules/torch.toml): 25.06
+    carries 2.8.0a0+5228986c39, a pre-release of 2.8 read as 2.7.x and 2.8.0, which agree that
+    DETAIL runs batches op by op; 25.01's 2.6 pre-release is named as such."""
+    text = RUN.replace("NPROC_PER_NODE=8 NNODES=1 megatron",
+                       "srun --container-image=nvcr.io/nvidia/pytorch:25.06-py3 megatron")
+    basis = basis_of(text)
+    assert basis.version == "2.8.0a0+5228986c39" and basis.releases == ("2.7.99", "2.8.0")
+    assert "nvcr.io/nvidia/pytorch:25.06" in basis.origin
+    assert coalesces(text)[1] is False
+    old = basis_of(text.replace("25.06", "25.01"))
+    assert old.version == "2.6.0a0+ecf3bae40a" and old.releases == ("2.5.99", "2.6.0")
+
+
 def test_unmapped_ngc_tag_is_judged_across_releases_and_named():
-    text = "# docker run --gpus all nvcr.io/nvidia/pytorch:25.04-py3\n" + RUN
+    text = "# docker run --gpus all nvcr.io/nvidia/pytorch:25.08-py3\n" + RUN
     basis = basis_of(text)
     assert basis.across and basis.releases == covered_releases()
-    assert any("25.04" in n and "[[container_image]]" in n for n in basis.notes)
+    assert any("25.08" in n and "[[container_image]]" in n for n in basis.notes)
     config, value = coalesces(text)
     assert value is UNKNOWN
     provenance = config.get("torch_batch_coalesces").provenance
