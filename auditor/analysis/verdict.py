@@ -167,7 +167,7 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
         head = f"INCONCLUSIVE: {_undecided_words(undecided)}."
     basis = doc.get("config", {}).get("torch_basis") or {}
     if status != "inconclusive" and scanned and basis.get("version") is None and basis.get("releases"):
-        head += f" {across_words(basis['releases'])}."
+        head += f" {across_words(basis['releases'], basis.get('why_across') or 'none stated')}."
     release_basis = doc.get("config", {}).get("release_basis") or {}
     if status != "inconclusive" and release_basis.get("free"):
         head += f" {releases_words(release_basis)}."
@@ -195,9 +195,10 @@ def _why_unbatched(doc: dict[str, Any]) -> str:
     return f", none of them batched ({(config.get('provenance') or {}).get('batch_p2p_comm', 'batch_p2p_comm=False')})"
 
 
-def across_words(releases: list[str]) -> str:
-    """What a verdict judged across torch releases holds on (config.torch_version)."""
-    return (f"Holds on every torch the rules cover, {span(releases)} (none stated: --torch "
+def across_words(releases: list[str], why: str) -> str:
+    """What a verdict judged across torch releases holds on (config.torch_version), and why it
+    was judged across them (torch_basis.why_across)."""
+    return (f"Holds on every torch the rules cover, {span(releases)} ({why}: --torch "
             "gives the cluster's)")
 
 

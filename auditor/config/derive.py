@@ -103,6 +103,7 @@ def derive(
     merged = results[0] if len(results) == 1 else _disagreement(results, basis)
     merged.torch_releases = basis.releases
     merged.torch_origin = basis.origin
+    merged.torch_why_across = basis.why_across
     merged.torch_stated = basis.version
     if basis.across:
         merged.versions["torch"] = None

@@ -53,6 +53,7 @@ class EffectiveConfig:
     torch_releases: tuple[str, ...] = ()
     torch_origin: str = ""
     torch_stated: str | None = None  # None: no release stated, judged across torch_releases
+    torch_why_across: str = ""  # why judged across torch_releases (TorchBasis.why_across)
     # derived key -> the unknown inputs its unknown value rests on (what `--set` decides it)
     unknown_inputs: dict[str, list[str]] = field(default_factory=dict)
 
@@ -83,7 +84,9 @@ class EffectiveConfig:
             "unknown_inputs": {k: list(v) for k, v in self.unknown_inputs.items()
                                if self.value(k) is UNKNOWN},
             "torch_basis": {"version": self.torch_stated,
-                            "releases": list(self.torch_releases), "origin": self.torch_origin},
+                            "releases": list(self.torch_releases), "origin": self.torch_origin,
+                            **({"why_across": self.torch_why_across}
+                               if self.torch_why_across else {})},
         }
 
 

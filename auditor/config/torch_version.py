@@ -47,6 +47,7 @@ class TorchBasis:
     releases: tuple[str, ...]  # each evaluated; what they disagree on is unknown
     origin: str  # the provenance sentence of torch_version
     notes: tuple[str, ...] = ()
+    why_across: str = ""  # where judged across releases, why in a few words (the header's)
 
     @property
     def across(self) -> bool:
@@ -98,7 +99,8 @@ def resolve(explicit: str | None, launch: LaunchConfig) -> TorchBasis:
                                                    if statements else "")
         origin = (f"{what}: judged across torch {span(releases)}, the releases rules/torch.toml "
                   "covers; --torch X.Y.Z gives the cluster's")
-        return TorchBasis(None, releases, origin, tuple(notes))
+        why = "an image whose torch the rules do not map" if statements else "none stated"
+        return TorchBasis(None, releases, origin, tuple(notes), why)
     distinct = list(dict.fromkeys(s.version for s in known if s.version))
     if len(distinct) == 1:
         first = known[0]
@@ -108,7 +110,8 @@ def resolve(explicit: str | None, launch: LaunchConfig) -> TorchBasis:
     notes.append(f"the script states different torch builds: {disagree}; each is evaluated, and "
                  "what they disagree on is unknown (--torch X.Y.Z decides)")
     return TorchBasis(None, releases, f"the script states {len(distinct)} torch builds: "
-                      f"{', '.join(distinct)}; --torch X.Y.Z gives the cluster's", tuple(notes))
+                      f"{', '.join(distinct)}; --torch X.Y.Z gives the cluster's", tuple(notes),
+                      f"the script states {len(distinct)} builds")
 
 
 def _one(version: str, origin: str, notes: list[str]) -> TorchBasis:

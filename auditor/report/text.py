@@ -80,7 +80,8 @@ def torch_words(config: dict[str, Any]) -> str:
     version = config.get("effective", {}).get("torch_version")
     if version in (None, "unknown") and basis.get("releases"):
         releases = basis["releases"]
-        return f"{releases[0]}-{releases[-1]} (none stated: each judged)" if len(releases) > 1 \
+        why = basis.get("why_across") or "none stated"
+        return f"{releases[0]}-{releases[-1]} ({why}: each judged)" if len(releases) > 1 \
             else releases[0]
     return version or "unknown"
 

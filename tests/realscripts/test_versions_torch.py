@@ -107,6 +107,24 @@ def test_unmapped_ngc_tag_is_judged_across_releases_and_named():
     assert "2.11.0-2.15.0 torch_batch_coalesces=True" in provenance
 
 
+def test_header_and_headline_say_why_releases_were_judged_across(tmp_path):
+    """An image the rules do not map is not "none stated": the header and the headline say
+    which it was, and two stated builds that disagree say so too."""
+    text = README_EXAMPLE.read_text().replace("# torch==2.10.0", "")
+    text = text.replace("export TORCH_DISTRIBUTED_DEBUG=DETAIL", "")
+    script = tmp_path / "run.sh"
+    script.write_text("# docker run nvcr.io/nvidia/pytorch:25.08-py3\n" + text)
+    code, doc = scan("--config", str(script))
+    assert code == 0 and doc["config"]["torch_basis"]["why_across"] == \
+        "an image whose torch the rules do not map"
+    assert "(an image whose torch the rules do not map: --torch" in doc["verdict"]["headline"]
+    shown = subprocess.run([sys.executable, "-m", "auditor", "scan", "--config", str(script)],
+                           check=False, capture_output=True, text=True, cwd=ROOT, timeout=300).stdout
+    assert "(an image whose torch the rules do not map: each judged)" in " ".join(shown.split())
+    assert basis_of("# torch==2.11.0\npip install torch==2.10.0\n" + RUN).why_across == \
+        "the script states 2 builds"
+
+
 def test_sources_that_disagree_are_said_and_leave_what_differs_unknown():
     text = "# torch==2.11.0\npip install torch==2.10.0\n" + RUN
     basis = basis_of(text)
