@@ -173,6 +173,22 @@ def test_batched_sites_rewritten_as_unbatched_fail_the_gate(baseline, capsys, tm
     assert len(fixed) == 2 and all(x["detail"]["baseline"] == "absent" for x in fixed)
 
 
+def test_a_baseline_judged_across_torch_releases_gates(real_sources, capsys, tmp_path):
+    """A script stating no torch is judged across the covered releases; its baseline's torch is
+    "unknown", which gate once passed on as --torch (exit 2 on every such script)."""
+    script = tmp_path / "run.sh"
+    script.write_text(SEED.read_text().replace("# torch==2.10.0", "")
+                      .replace("export TORCH_DISTRIBUTED_DEBUG=DETAIL", ""))
+    doc = run_scan(ScanInputs(str(script)))
+    assert doc["config"]["torch_basis"]["version"] is None
+    path = tmp_path / "baseline.json"
+    path.write_text(json.dumps(doc))
+    code = cli.main(["gate", "--config", str(script), "--baseline", str(path), "--format", "json"])
+    gated = json.loads(capsys.readouterr().out)
+    assert code == EXIT_OK and gated["gate"]["passed"]
+    assert gated["config"]["torch_basis"]["releases"] == doc["config"]["torch_basis"]["releases"]
+
+
 def test_count_aware_matching_on_documents():
     """Three more copies of a known unbatched site are three findings, whatever their ordinals."""
     def site(ordinal: int, line: int) -> dict:

@@ -47,8 +47,14 @@ def merged_targets(given: list[str], baseline: dict[str, Any]) -> list[str]:
 
 
 def baseline_torch(baseline: dict[str, Any]) -> str | None:
+    """The torch the baseline was judged on; None where it was judged across releases (then
+    the new scan reads the script the same way)."""
     config = baseline.get("config", {})
-    return config.get("versions", {}).get("torch") or config.get("effective", {}).get("torch_version")
+    basis = config.get("torch_basis")
+    if basis is not None:
+        return basis.get("version")
+    version = config.get("versions", {}).get("torch") or config.get("effective", {}).get("torch_version")
+    return version if version not in (None, "unknown") else None
 
 
 def run(args: argparse.Namespace) -> int:
