@@ -189,6 +189,24 @@ def test_a_baseline_judged_across_torch_releases_gates(real_sources, capsys, tmp
     assert gated["config"]["torch_basis"]["releases"] == doc["config"]["torch_basis"]["releases"]
 
 
+def test_a_run_that_stops_at_start_up_fails_the_gate_only_when_new(baseline, capsys, tmp_path):
+    """A release (or setting) under which the run no longer starts fails the gate; a start-up
+    error the baseline shares passes, and the headline says the run does not start."""
+    code, doc = gate_cli(capsys, baseline, "--target", "megatron-core==0.17.0",
+                         "--set", "world_size=100")
+    assert code == EXIT_FINDINGS and not doc["gate"]["passed"]
+    stop = [f for f in doc["gate"]["new"] if f["kind"] == "gate-does-not-start"]
+    assert stop and "not divisible" in stop[0]["message"]
+    stopped = run_scan(ScanInputs(str(SEED), torch_version="2.10.0",
+                                  overrides={"world_size": "100"}))
+    path = tmp_path / "stopped.json"
+    path.write_text(json.dumps(stopped))
+    code, doc = gate_cli(capsys, path, "--target", "megatron-core==0.17.0",
+                         "--set", "world_size=100")
+    assert code == EXIT_OK and doc["gate"]["passed"]
+    assert "the run does not start, as in the baseline: " in doc["verdict"]["headline"]
+
+
 def test_count_aware_matching_on_documents():
     """Three more copies of a known unbatched site are three findings, whatever their ordinals."""
     def site(ordinal: int, line: int) -> dict:

@@ -35,6 +35,7 @@ class GateResult:
     notes: list[Finding] = field(default_factory=list)
     diff: dict[str, Any] = field(default_factory=dict)
     known: int = 0  # problem sites already in the baseline, still there
+    stops: str = ""  # a start-up error the baseline shares: the run does not start in either
 
     @property
     def exit_code(self) -> int:
@@ -84,6 +85,16 @@ def gate(baseline: dict[str, Any], new: dict[str, Any]) -> GateResult:
             fix="; ".join(dict.fromkeys(u.decide for u in decided.undecided)),
             detail={"undecided": [{"what": u.what, "decide": u.decide} for u in decided.undecided]}))
     result.new += _lost(baseline, new, label)
+    known_stops = {c["headline"] for c in _startup_errors(judge(baseline).causes)}
+    for cause in _startup_errors(decided.causes):
+        if cause["headline"] in known_stops:
+            result.stops = result.stops or cause["headline"]
+            continue
+        result.new.append(Finding(
+            "gate-does-not-start", "error",
+            f"with {label} the run does not start, and with the baseline's releases it did "
+            f"not stop there: {cause['headline']}", fix=cause.get("fix") or "",
+            where=cause.get("where") or ""))
     for fam in sorted(before.keys() | after.keys()):
         old, now = before.get(fam, []), after.get(fam, [])
         result.known += min(len(old), len(now))
@@ -106,6 +117,11 @@ def gate(baseline: dict[str, Any], new: dict[str, Any]) -> GateResult:
                 "record a run",
                 site_ids=[s["id"]], where=f"{s['path']}:{s['line']}"))
     return result
+
+
+def _startup_errors(causes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The causes (verdict.causes) that stop the run before its schedule: start-up errors."""
+    return [c for c in causes if c.get("startup") and c.get("severity") == "error"]
 
 
 def _lost(baseline: dict[str, Any], new: dict[str, Any], label: str) -> list[Finding]:

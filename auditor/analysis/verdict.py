@@ -389,9 +389,10 @@ def _findings_headline(doc: dict[str, Any], bad: list[dict[str, Any]],
     return f"{word}: {first['headline']}{at}.{more}"
 
 
-def gate_verdict(failures: list[Any], known: int, label: str) -> RunVerdict:
+def gate_verdict(failures: list[Any], known: int, label: str, stops: str = "") -> RunVerdict:
     """A gate run: FAIL on any new problem (a failing gate finding), else PASS, whatever the
-    baseline already had (`known` problem sites still there)."""
+    baseline already had (`known` problem sites still there); a start-up error both share
+    (`stops`) is said, since neither run reaches its schedule."""
     if failures:
         kinds = sorted({f.kind for f in failures})
         first = failures[0]
@@ -401,7 +402,9 @@ def gate_verdict(failures: list[Any], known: int, label: str) -> RunVerdict:
                                       f"the baseline ({', '.join(kinds)})", errors=len(failures))
     return RunVerdict("clean", f"PASS: {label} adds no reachable unbatched site and no "
                                f"contradiction, and the scan decided everything it needed "
-                               f"({known} problem site(s) known from the baseline are still there)")
+                               f"({known} problem site(s) known from the baseline are still there)"
+                               + (f"; but the run does not start, as in the baseline: {stops}"
+                                  if stops else ""))
 
 
 def simulation_verdict(sim: dict[str, Any]) -> RunVerdict:

@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
             "gate-") else None
         if found is not None:
             f["fix_command"] = found
-    decided = gate_verdict(result.new, result.known, _label(doc))
+    decided = gate_verdict(result.new, result.known, _label(doc), result.stops)
     doc["verdict"] = decided.to_json()
     emit_report(doc, "gate", args.format, args.output)
     if args.format != "text":

@@ -405,7 +405,7 @@ def gate_report(doc: dict[str, Any]) -> str:
     """`gate`'s text: the script, the baseline, the verdict, what fails it and what changed."""
     result = doc["gate"]
     base = result["baseline"]
-    torch = doc.get("config", {}).get("effective", {}).get("torch_version") or "unknown"
+    torch = torch_words(doc.get("config", {}))
     lines = [
         f"p2paudit gate: {(doc.get('launch') or {}).get('path') or '(no launch script)'} "
         f"(torch {torch})",
