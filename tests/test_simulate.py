@@ -258,13 +258,22 @@ def test_megatron_lm_without_bf16_exchanges_float32(tmp_path, real_sources):
 
 @pytest.mark.parametrize("args, subject", [
     (["--config", str(EXAMPLES / "glm5_1_lora_pp1.sh")], "pipeline_model_parallel_size is 1"),
-    (["--config", str(EXAMPLES / "seed_report_verbatim.sh")], "which ms-swift"),
     (["--config", str(GLM4), "--microbatches", "0"], "--microbatches: must be >= 1"),
     (["--config", str(GLM4), "--trace-dir", str(ROOT / "examples")], "must be an empty directory"),
 ])
 def test_bad_input_is_exit_2_with_one_line(args, subject, real_sources):
     rc, out, err = simulate(*args)
     assert rc == 2 and subject in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_script_stating_no_release_is_planned_on_the_newest(real_sources):
+    """The seed report's verbatim command states no release (it once exited 2, "which
+    ms-swift"): planned on the newest releases the rules verify, said in the output, and
+    INCONCLUSIVE naming the sizes the command leaves unknown."""
+    rc, out, err = simulate("--config", str(EXAMPLES / "seed_report_verbatim.sh"))
+    assert rc == 1 and err.startswith("p2paudit simulate: INCONCLUSIVE: not simulated; unknown")
+    assert "no release stated: simulated on the newest releases the rules verify" in " ".join(out.split())
+    assert "--microbatches N" in err
 
 
 def test_html_is_the_record_report_of_the_simulated_run(glm4):

@@ -19,7 +19,9 @@ from typing import Any
 from auditor.commands import options
 from auditor.commands.output import emit_report
 from auditor.report import formats
+from auditor.config import releases
 from auditor.config.coerce import overrides_from
+from auditor.config.launch import launch_environ, parse_launch, read_script
 from auditor.dynamic.trace import read_trace_dir
 from auditor.analysis.verdict import simulation_verdict
 from auditor.analysis.waitfor.transports import transport_names
@@ -55,9 +57,15 @@ def run(args: argparse.Namespace) -> int:
             not args.trace_dir.is_dir() or any(args.trace_dir.iterdir()))):
         raise InputError(str(args.trace_dir), "--trace-dir must be an empty directory or not "
                                               "exist yet")
-    inputs = ScanInputs(args.config, args.target, overrides_from(args.set), args.torch)
-    launch, srcs = read_config(args.config, args.target)
+    targets, chosen = args.target or _newest_releases(args.config), ""
+    if targets and not args.target:
+        chosen = (f"no release stated: simulated on the newest releases the rules verify that fit "
+                  f"together, {', '.join(targets)} (--target NAME==VERSION gives the run's)")
+    inputs = ScanInputs(args.config, targets, overrides_from(args.set), args.torch)
+    launch, srcs = read_config(args.config, targets)
     doc = run_scan(inputs, (launch, srcs))
+    if chosen:
+        doc["config"]["release_choice"] = chosen
     p = predict.with_transport(plan(doc, launch, srcs, args.microbatches), args.transport)
     if p.unknown:
         return _not_run(doc, p, args, "unknown",
@@ -74,6 +82,15 @@ def run(args: argparse.Namespace) -> int:
         return _simulate(doc, p, args, args.trace_dir)
     with tempfile.TemporaryDirectory(prefix="p2paudit-simulate-") as workdir:
         return _simulate(doc, p, args, Path(workdir))
+
+
+def _newest_releases(config: str) -> list[str]:
+    """Without --target: the newest combination of the releases the scan would judge the run
+    across (config.releases); one simulation runs one schedule. [] where the script states
+    (or the environment installs) every release of its stack."""
+    launch = parse_launch(read_script(config), config, environ=launch_environ())
+    choice = releases.plan(launch)
+    return choice.targets(choice.combinations[0]) if choice else []
 
 
 def _simulate(doc: dict[str, Any], p: Plan, args: argparse.Namespace, workdir: Path) -> int:
@@ -93,6 +110,7 @@ def _simulate(doc: dict[str, Any], p: Plan, args: argparse.Namespace, workdir: P
     results = predict.replays(doc, trace, p)
     out = predict.joined(doc, trace, predict.pick(results))
     sim = predict.simulation(out, p, results, ", ".join(schedules), recorded.seconds)
+    sim["stood_in"] = sorted({m for r in recorded.results for m in r.get("stood_in", [])})
     out["simulation"] = sim
     decided = simulation_verdict(sim)
     out["verdict"] = decided.to_json()

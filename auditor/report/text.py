@@ -426,7 +426,11 @@ def simulation_report(doc: dict[str, Any], config: str) -> str:
     """`simulate`'s text: its inputs and where each came from, the replays, the verdict, the sites."""
     sim, headline = doc["simulation"], doc["verdict"]["headline"]
     lines = [f"p2paudit simulate {config}: megatron-core's own schedule on CPU (gloo), "
-             f"recorded, replayed by the wait-for model"]
+             f"recorded, replayed by the wait-for model",
+             f"targets: {', '.join(target_label(t) for t in doc['targets']) or 'none'}; "
+             f"torch {torch_words(doc['config'])}"]
+    if doc["config"].get("release_choice"):
+        lines.append(doc["config"]["release_choice"])
     if sim["ranks"]:
         lines.append(f"schedule: {sim['schedule']}, {len(sim['ranks'])} pipeline ranks"
                      + (f" x {sim['virtual_stages']} virtual stages" if sim.get("virtual_stages")
@@ -437,6 +441,10 @@ def simulation_report(doc: dict[str, Any], config: str) -> str:
         shown = "none" if name == "virtual_stages" and v["value"] is None else \
             "unknown" if v["value"] is None else v["value"]
         lines.append(f"  {name} = {shown}: {v['provenance']}")
+    if sim.get("stood_in"):
+        lines.append(f"stood in: {', '.join(sim['stood_in'])}, not installed here: megatron-core "
+                     "imports it on the way to its schedule, which never calls it (rules "
+                     "[[import_stand_in]])")
     for patch in sim.get("patches", []):
         state = "applied" if patch["applied"] else f"NOT applied ({patch['why']})"
         lines.append(f"patch {patch['installer']} of {patch['target']}: {state}")

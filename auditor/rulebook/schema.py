@@ -64,6 +64,9 @@ TABLES: dict[str, Table] = {
     "batch_wrapper": _table(True, "modules key", "versions unknown source"),
     # Container images whose torch build a launch script names (config.torch_version).
     "container_image": _table(True, "image tag torch source", "nccl"),
+    # Modules a release imports at module level that simulate stands in where absent
+    # (auditor/simulate/standins.py).
+    "import_stand_in": _table(True, "module why imported_by", _SELECT),
     # How a launch script is spelled (rulebook.launchers).
     "flag": _table(True, "spelling dest action", f"nargs valid invalid {_SELECT}"),
     "no_flag": _table(True, "spellings dest", f"why valid invalid {_SELECT}"),

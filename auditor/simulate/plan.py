@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor import rulebook
+from auditor.rulebook import files
 from auditor.analysis.waitfor.sizes import DTYPE_BYTES, size_words
 from auditor.config.model import LaunchConfig
 from auditor.errors import InputError
@@ -67,6 +68,9 @@ class Plan:
     candidates: dict[str, list[Any]] = field(default_factory=dict)  # condition -> values to replay
     layout: list[dict[str, Any]] = field(default_factory=list)  # per stage: global rank, node
     schedule_stops: list[str] = field(default_factory=list)  # of those, megatron-core's own checks
+    # What the release imports that the rank process stands in where absent (simulate.standins):
+    # {"module", "imported_by"} of rules [[import_stand_in]]
+    stand_ins: list[dict[str, str]] = field(default_factory=list)
 
     def get(self, name: str) -> Any:
         return self.values[name].value
@@ -146,7 +150,9 @@ def plan(doc: dict[str, Any], launch: LaunchConfig, srcs: list[SourceSet],
     library = [f["message"] for f in stops
                if str(f["detail"].get("source", "")).startswith("megatron-core ")]
     return Plan(values, _patches(doc, srcs), mcore.root, unknown, [f["message"] for f in stops],
-                candidates, layout, library)
+                candidates, layout, library,
+                stand_ins=[{"module": e["module"], "imported_by": e["imported_by"]} for e in
+                           files.load("megatron-core", mcore.version).table("import_stand_in")])
 
 
 def _defaults(values: dict[str, Value]) -> None:

@@ -24,6 +24,7 @@ import torch
 import torch.distributed as dist
 from torch.overrides import TorchFunctionMode
 
+from auditor.simulate import standins
 from auditor.simulate.forked import run_forked
 
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
@@ -137,7 +138,8 @@ def run_rank(spec: dict[str, Any], rank: int) -> None:
                  iter(range(microbatches)),
                  model=chunks if vpp else chunks[0], num_microbatches=microbatches,
                  seq_length=shape[0], micro_batch_size=shape[1], forward_only=False)
-    result = {"rank": rank, "schedule": schedule.__name__, "patched": patched}
+    result = {"rank": rank, "schedule": schedule.__name__, "patched": patched,
+              "stood_in": spec.get("stood_in", [])}
     Path(spec["out"], f"result-{rank}.json").write_text(json.dumps(result) + "\n", encoding="utf-8")
     parallel_state.destroy_model_parallel()
     dist.destroy_process_group()
@@ -148,7 +150,10 @@ def main(spec_path: str) -> int:
     spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
     sys.path[:0] = spec["paths"]
     _cuda_to_cpu()
+    stood_in = standins.install(spec.get("stand_ins", []))
     import megatron.core.pipeline_parallel  # noqa: F401  (once, before the fork)
+    standins.arm()
+    spec["stood_in"] = stood_in
     return run_forked(spec, run_rank)
 
 

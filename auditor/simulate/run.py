@@ -49,6 +49,7 @@ def _run(p: Plan, workdir: Path, own: Path) -> Recorded:
     env = record.environment(trace, HANG_AFTER_S, None, base={})
     spec = {
         "paths": [str(p.megatron_root)],
+        "stand_ins": p.stand_ins,
         "record_env": {k: v for k, v in env.items() if k.startswith("P2PAUDIT_")},
         "store": f"file://{own / 'store'}",
         "out": str(own),
