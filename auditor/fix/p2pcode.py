@@ -8,8 +8,8 @@ pass_group  a P2P call on the default group gets `group=G`, G the one group expr
             neighbours in the same function pass
 batch_pairs back-to-back unbatched send/recv statements become one `batch_isend_irecv` of
             `P2POp`s: `a = isend(..); b = irecv(..)` -> `a, b = batch_isend_irecv([...])` (the
-            code's own waits wait on its requests); bare blocking `send`/`recv` -> a loop that
-            waits on each request, as the blocking calls did
+            code's own waits wait on its requests); a bare blocking `send`/`recv` gets its
+            request waited right after the batch, as the blocking call did
 
 Which keyword and which APIs are torch's facts, given by the remedy's rules entry (`name`,
 `value`). A codemod that cannot make its edit raises `Refused` with the reason.
@@ -27,6 +27,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 GROUP_AT = {"send": 2, "recv": 2, "isend": 2, "irecv": 2, "P2POp": 3}
 # An op -> its non-blocking form inside a P2POp; blocking ones were waited on by the call.
 AS_OP = {"isend": "isend", "irecv": "irecv", "send": "isend", "recv": "irecv"}
+BLOCKING = {"send", "recv"}
 _PEER = {"dst", "src", "peer"}
 
 
@@ -304,8 +305,11 @@ def _descriptor(module: cst.Module, op: _Op, prefix: str) -> str:
     return f"{prefix}P2POp({prefix}{AS_OP[op.api]}, {', '.join(parts)})"
 
 
-def _batched(module: cst.Module, run: list[_Op], batch: str, op_type: str) -> cst.BaseStatement:
-    """The run as one statement; libcst indents its lines as the block it replaces them in."""
+def _batched(module: cst.Module, run: list[_Op], batch: str, op_type: str,
+             names: set[str]) -> cst.FlattenSentinel[cst.BaseStatement]:
+    """The run as one batch statement, then a wait on each request a blocking call (`send`,
+    `recv`) waited for; a request the code kept keeps its name, one it dropped stays dropped.
+    libcst indents the lines as the block it puts them in. `names`: those the module uses."""
     func = run[0].call.func
     prefix = _prefix(module, func)
     if not prefix and batch not in _bound(module):
@@ -315,15 +319,36 @@ def _batched(module: cst.Module, run: list[_Op], batch: str, op_type: str) -> cs
         comment = op.stmt.trailing_whitespace.comment
         lines.append(f"    {_descriptor(module, op, prefix).replace('P2POp', op_type)},"
                      + (f"  {comment.value}" if comment else ""))
-    ops = "[\n" + "\n".join(lines) + "\n]"
-    if all(op.target for op in run):
-        text = f"{', '.join(op.target or '' for op in run)} = {prefix}{batch}({ops})\n"
-    elif not any(op.target for op in run):
-        text = f"for work in {prefix}{batch}({ops}):\n    work.wait()\n"
+    call = f"{prefix}{batch}([\n" + "\n".join(lines) + "\n])"
+    blocking = [op for op in run if op.target is None and op.api in BLOCKING]
+    if not any(op.target for op in run):
+        if len(blocking) == len(run):
+            text = f"for work in {call}:\n    work.wait()\n"
+        elif not blocking:
+            text = f"{call}\n"  # the requests were dropped: still dropped
+        else:
+            raise Refused(f"line {run[0].line}: blocking and non-blocking calls whose requests "
+                          "are all dropped")
     else:
-        raise Refused(f"line {run[0].line}: some of the ops' requests are kept and some not")
-    stmt = cst.parse_statement(text, config=module.config_for_parsing)
-    return stmt.with_changes(leading_lines=run[0].stmt.leading_lines)
+        targets, waits = [], []
+        for op in run:
+            if op.target is None and op.api in BLOCKING:
+                waits.append(_fresh(f"{op.api}_work", names))
+            targets.append(op.target or (waits[-1] if op.api in BLOCKING else "_"))
+        text = f"{', '.join(targets)} = {call}\n" + "".join(f"{w}.wait()\n" for w in waits)
+    stmts = cst.parse_module(text, config=module.config_for_parsing).body
+    return cst.FlattenSentinel([stmts[0].with_changes(leading_lines=run[0].stmt.leading_lines),
+                                *stmts[1:]])
+
+
+def _fresh(base: str, names: set[str]) -> str:
+    """`base`, or `base_2`, ... : a name the module does not use yet (then taken)."""
+    name, n = base, 1
+    while name in names:
+        n += 1
+        name = f"{base}_{n}"
+    names.add(name)
+    return name
 
 
 def _bound(module: cst.Module) -> set[str]:
@@ -332,6 +357,17 @@ def _bound(module: cst.Module) -> set[str]:
             if isinstance(s, cst.SimpleStatementLine) for small in s.body
             if isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar)
             for a in small.names}
+
+
+def _names(module: cst.Module) -> list[cst.Name]:
+    found: list[cst.Name] = []
+
+    class Names(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            found.append(node)
+
+    module.visit(Names())
+    return found
 
 
 class _Blocks(cst.CSTVisitor):
@@ -358,6 +394,7 @@ def batch_pairs(source: str, lines: set[int], batch: str = "batch_isend_irecv",
     blocks = _Blocks()
     wrapper.visit(blocks)
     module = wrapper.module
+    names = {n.value for n in _names(module)}
     new: dict[cst.CSTNode, cst.CSTNode | cst.FlattenSentinel[cst.BaseStatement] | cst.RemovalSentinel] = {}
     done: set[int] = set()
     for body in blocks.bodies:
@@ -368,7 +405,7 @@ def batch_pairs(source: str, lines: set[int], batch: str = "batch_isend_irecv",
                 run.append(op)
                 continue
             if len(run) > 1:
-                new[run[0].stmt] = _batched(module, run, batch, op_type)
+                new[run[0].stmt] = _batched(module, run, batch, op_type, names)
                 for op in run[1:]:
                     new[op.stmt] = cst.RemovalSentinel.REMOVE
                 done |= {op.line for op in run}

@@ -116,12 +116,32 @@ def test_batch_pairs_makes_one_batch_and_keeps_every_byte_outside_it():
     assert "    # to the next stage first\n    send_next, recv_prev" in new  # its comment kept
 
 
-def test_batch_pairs_refuses_a_lone_op_and_mixed_requests():
+def test_batch_pairs_refuses_a_lone_op_and_a_mix_of_dropped_requests():
     with pytest.raises(p2pcode.Refused, match="partner"):
         p2pcode.batch_pairs(PAIRS, {9})
+    dropped = PAIRS.replace("    send_next = dist.isend", "    dist.send").replace(
+        "    recv_prev = dist.irecv", "    dist.irecv")
+    with pytest.raises(p2pcode.Refused, match="blocking and non-blocking"):
+        p2pcode.batch_pairs(dropped, {9, 10})
+
+
+def test_a_dropped_request_stays_dropped():
     mixed = PAIRS.replace("    recv_prev = dist.irecv(y, prev)", "    dist.irecv(y, prev)")
-    with pytest.raises(p2pcode.Refused, match="some of the ops"):
-        p2pcode.batch_pairs(mixed, {9, 10})
+    assert "    send_next, _ = dist.batch_isend_irecv([\n" in p2pcode.batch_pairs(mixed, {9, 10})
+
+
+def test_the_tutorials_isend_and_blocking_recv_waits_on_the_recv():
+    """seba-1511/dist_tuto.pth allreduce.py (a552567061a9985cdcfe72ecb9b47e4630d6a7fe), the ring
+    of the PyTorch distributed tutorial: `send_req = dist.isend(...)` then a blocking
+    `dist.recv(...)`; the batch keeps send_req and waits on the receive where recv returned."""
+    ring = ("import torch.distributed as dist\n\ndef ring(send_buff, recv_buff, left, right):\n"
+            "    # Send send_buff\n    send_req = dist.isend(send_buff, right)\n"
+            "    dist.recv(recv_buff, left)\n    send_req.wait()\n")
+    assert p2pcode.batch_pairs(ring, {5, 6}) == ring.replace(
+        "    send_req = dist.isend(send_buff, right)\n    dist.recv(recv_buff, left)\n",
+        "    send_req, recv_work = dist.batch_isend_irecv([\n"
+        "        dist.P2POp(dist.isend, send_buff, right),\n"
+        "        dist.P2POp(dist.irecv, recv_buff, left),\n    ])\n    recv_work.wait()\n")
 
 
 def test_blocking_pairs_wait_on_each_request():
