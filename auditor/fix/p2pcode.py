@@ -125,12 +125,12 @@ class _FindInit(cst.CSTVisitor):
         self.scopes: list[list[tuple[int, str]]] = [[]]  # per open scope: (line, name) assigned
         self.found: list[_Init] = []
         self.given = 0  # calls that pass the keyword already
-        self.imports: set[str] = set()  # top-level modules imported by plain `import X`
+        self.imports: dict[str, str] = {}  # module -> the name `import X [as Y]` binds
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
-            if alias.asname is None and isinstance(alias.name, cst.Name):
-                self.imports.add(alias.name.value)
+            if isinstance(alias.name, cst.Name):
+                self.imports.setdefault(alias.name.value, alias.evaluated_alias or alias.name.value)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         line = self.get_metadata(PositionProvider, node).start.line
@@ -170,7 +170,8 @@ def eager_init(source: str, api: str = "init_process_group", keyword: str = "dev
     if not finder.found:
         raise Refused(f"no {api}(...) call without {keyword} in the script"
                       + (f" ({finder.given} pass it already)" if finder.given else ""))
-    if "torch" not in finder.imports:
+    torch = finder.imports.get("torch")
+    if torch is None:
         raise Refused("the script has no `import torch` to build torch.device from")
     new: dict[cst.CSTNode, cst.CSTNode | cst.FlattenSentinel[cst.BaseStatement] | cst.RemovalSentinel] = {}
     for init in finder.found:
@@ -179,8 +180,8 @@ def eager_init(source: str, api: str = "init_process_group", keyword: str = "dev
             if "os" not in finder.imports:
                 raise Refused(f"line {init.line}: no local-rank variable before the call and no "
                               "`import os` to read LOCAL_RANK")
-            local = 'int(os.environ["LOCAL_RANK"])'
-        new[init.call] = _append(init.call, _kwarg(keyword, f'torch.device("cuda", {local})'))
+            local = f'int({finder.imports["os"]}.environ["LOCAL_RANK"])'
+        new[init.call] = _append(init.call, _kwarg(keyword, f'{torch}.device("cuda", {local})'))
     return wrapper.module.visit(_Replace(new)).code
 
 

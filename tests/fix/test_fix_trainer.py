@@ -97,6 +97,9 @@ def test_eager_init_without_a_local_rank_reads_local_rank_or_refuses():
     assert p2pcode.eager_init(top).splitlines()[4] == (
         'dist.init_process_group(rank=r, device_id=torch.device("cuda", '
         'int(os.environ["LOCAL_RANK"])))  # c')
+    # `import torch as th` (seba-1511/dist_tuto.pth allreduce.py): the alias builds the device
+    aliased = top.replace("import torch\n", "import torch as th\n")
+    assert 'device_id=th.device("cuda", int(os.environ["LOCAL_RANK"]))' in p2pcode.eager_init(aliased)
     with pytest.raises(p2pcode.Refused, match="import os"):
         p2pcode.eager_init(top.replace("import os\n", ""))
     with pytest.raises(p2pcode.Refused, match="without device_id"):
