@@ -230,3 +230,39 @@ def test_pairs_on_two_groups_are_not_offered_as_verified(tmp_path):
     assert not made.verified and not made.edits and made.exit_code == 1
     (p,) = made.proposals
     assert p.outcome is not None and [f["kind"] for f in p.outcome.new] == ["split-communicators"]
+
+
+def test_the_scan_reads_device_id_only_where_every_call_agrees():
+    from auditor.config.pyenv import init_values
+    assert init_values(INIT, "t.py") == {"init_device_id_given": (
+        False, "t.py:11: init_process_group(...) does not pass device_id", "t.py:11")}
+    assert init_values(p2pcode.eager_init(INIT), "t.py")["init_device_id_given"][0] is True
+    both = INIT + "\ndist.init_process_group(device_id=torch.device('cuda', 0))\n"
+    assert init_values(both, "t.py") == {}  # two calls disagree: unknown
+    assert init_values(INIT.replace('backend="nccl",', "**kwargs,"), "t.py") == {}
+    assert init_values("import torch\n", "t.py") == {}  # the script inits nothing itself
+
+
+def test_sarif_fixes_carry_the_codemod(tmp_path):
+    """The trainer's patch as SARIF `fixes`, valid against SARIF 2.1.0: its replacements, made
+    on the file as scanned, give the patched trainer."""
+    import json
+
+    import jsonschema
+
+    from auditor.fix import edits, report
+    from auditor.report.sarif import to_sarif
+
+    root = Path(__file__).resolve().parents[2]
+    schema = json.loads((root / "tests" / "sarif" / "sarif-schema-2.1.0.json").read_text())
+    run, train = _trainer(tmp_path, "pairs", PAIRS)
+    made = plan.make(ScanInputs(run, [train], {**PP, "batch_p2p_comm": "true"}, "2.10.0",
+                                ["pairs:exchange"], jobs=1), None, False)
+    log = to_sarif(report.attach(made))
+    assert list(jsonschema.Draft4Validator(schema).iter_errors(log)) == []
+    (result,) = [r for r in log["runs"][0]["results"] if r["ruleId"] == "unbatched-contradiction"]
+    changes = {c["artifactLocation"]["uri"]: c["replacements"]
+               for fix in result["fixes"] for c in fix["artifactChanges"]}
+    made_edits = [edits.TextEdit(train, x["deletedRegion"]["charOffset"], x["deletedRegion"]["charLength"],
+                                 x.get("insertedContent", {}).get("text", "")) for x in changes[train]]
+    assert edits.apply(PAIRS, made_edits) == made.patched[train]
