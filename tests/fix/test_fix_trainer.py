@@ -266,3 +266,25 @@ def test_sarif_fixes_carry_the_codemod(tmp_path):
     made_edits = [edits.TextEdit(train, x["deletedRegion"]["charOffset"], x["deletedRegion"]["charLength"],
                                  x.get("insertedContent", {}).get("text", "")) for x in changes[train]]
     assert edits.apply(PAIRS, made_edits) == made.patched[train]
+
+
+def test_pass_group_refuses_where_the_function_has_no_grouped_neighbour():
+    """pytorch/PiPPy pippy/ManualPipelineStage.py (1bcb2bfb2d6cc4ac2125c0edb37c35585bb9695f):
+    `_get_stage_shapes` sends the shapes with dist.recv/dist.send on the default group ("TODO:
+    send/recv should take a group"), while the stage's P2POps elsewhere pass self.group. The
+    group of another function is not in scope here: no patch."""
+    stage = '''import torch.distributed as dist
+
+
+def _get_stage_shapes(meta, prev_rank, next_rank):
+    # TODO: send/recv should take a group, rather than use the default group
+    dist.recv(meta, prev_rank)
+    dist.send(meta, next_rank)
+
+
+class Stage:
+    def ops(self, t):
+        return [dist.P2POp(dist.irecv, t, self.prev_stage, self.group)]
+'''
+    with pytest.raises(p2pcode.Refused, match="0 groups"):
+        p2pcode.pass_group(stage, {6, 7})
