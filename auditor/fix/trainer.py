@@ -18,7 +18,7 @@ from typing import Any
 from packaging.utils import canonicalize_name
 
 from auditor.fix import p2pcode
-from auditor.fix.edits import TextEdit, between
+from auditor.fix.edits import TextEdit, lines_between
 from auditor.fix.remedies import Option
 from auditor.sources import SourceSet
 
@@ -86,6 +86,6 @@ def _codemod(path: str, sources: dict[str, str], read: Callable[[str], str],
     if text is None:
         text = sources[path] = read(path)
     try:
-        return between(path, text, change(text))
+        return lines_between(path, text, change(text))
     except p2pcode.Refused as exc:
         raise Unfit(f"{os.path.basename(path)}: {exc}") from None

@@ -1,6 +1,7 @@
 """Does a patch do what it says? The patched inputs are scanned again in a temporary copy (the
 user's files are never written for this) and each finding of the first scan is matched to the
-second's by identity: gone, still there; a finding only the second has is new."""
+second's by identity: gone, still there; a finding only the second has is new (one of a kind
+and rule the first had, gone from its sites, is that finding still there on others)."""
 
 from __future__ import annotations
 
@@ -52,7 +53,16 @@ def compare(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> Outcom
         key = identity(f)
         states[i] = STILL if key in remaining else GONE
     known = {identity(f) for f in before}
-    return Outcome(states, [f for f in after if identity(f) not in known])
+    new = [f for f in after if identity(f) not in known]
+    # The same finding on other sites (a patch that batches ops makes new P2POp sites) is still
+    # there, not gone and new: it keeps its own remedy, and it never passes for gone.
+    for f in list(new):
+        moved = next((i for i, b in enumerate(before) if states[i] == GONE
+                      and identity(b)[:2] == identity(f)[:2]), None)
+        if moved is not None:
+            states[moved] = STILL
+            new.remove(f)
+    return Outcome(states, new)
 
 
 def layout(tmp: str, config_path: str, patched: dict[str, str],

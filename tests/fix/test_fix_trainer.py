@@ -218,18 +218,27 @@ def test_fix_passes_the_pipeline_group_verified(tmp_path):
     assert made.patched[train] == p2pcode.pass_group(GROUPS, {9})
 
 
-def test_pairs_on_two_groups_are_not_offered_as_verified(tmp_path):
-    """Batching pairs whose neighbours use two groups leaves pipeline neighbours on two
-    groups (a split-communicators of other sites): new, so the patch is refused."""
+def test_pairs_on_two_groups_batch_and_the_split_stays_with_its_own_remedy(tmp_path):
+    """Batching pairs whose neighbours use two groups removes the unbatched ops; pipeline
+    neighbours still talk over two groups, now at the new P2POp sites: split-communicators is
+    still there (not gone and new). Its own pass-group edit overlaps the batch's and waits for
+    the next `fix`, which passes the group on the batched code."""
     mixed = PAIRS.replace("dist.isend(x, nxt)", "dist.isend(x, nxt, group=pp_group)").replace(
         "def exchange(rank, world, x, y):", "def exchange(rank, world, x, y, pp_group):")
     run, train = _trainer(tmp_path, "mixed", mixed)
     inputs = ScanInputs(run, [train], {**PP, "batch_p2p_comm": "true"}, "2.10.0",
                         ["mixed:exchange"], jobs=1)
     made = plan.make(inputs, None, False)
-    assert not made.verified and not made.edits and made.exit_code == 1
-    (p,) = made.proposals
-    assert p.outcome is not None and [f["kind"] for f in p.outcome.new] == ["split-communicators"]
+    kinds = [f["kind"] for f in made.doc["findings"]]
+    assert made.verified and made.outcome is not None and not made.outcome.new
+    assert made.outcome.states[kinds.index("unbatched-contradiction")] == GONE
+    assert made.outcome.states[kinds.index("split-communicators")] == "still there"
+    assert made.patched[train] == p2pcode.batch_pairs(mixed, {9, 10})
+    Path(train).write_text(made.patched[train])
+    again = plan.make(inputs, None, False)
+    (p,) = again.proposals
+    assert p.option.option == "pass-group" and again.verified
+    assert "dist.P2POp(dist.irecv, y, prev, group=pp_group)," in again.patched[train]
 
 
 def test_the_scan_reads_device_id_only_where_every_call_agrees():
