@@ -85,7 +85,10 @@ def _append(call: cst.Call, arg: cst.Arg) -> cst.Call:
                                                              empty_lines=[]))
     else:
         sep = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-    return call.with_changes(args=[*args[:-1], last.with_changes(comma=sep), arg])
+    # what precedes `)` (a newline and the indent of its line) now follows the new argument
+    return call.with_changes(args=[
+        *args[:-1], last.with_changes(comma=sep, whitespace_after_arg=cst.SimpleWhitespace("")),
+        arg.with_changes(whitespace_after_arg=last.whitespace_after_arg)])
 
 
 def _kwarg(name: str, value: str) -> cst.Arg:
@@ -141,12 +144,20 @@ class _FindInit(cst.CSTVisitor):
         self.scopes.pop()
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        self._assigned(node, [t.target for t in node.targets], node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:  # `local_rank: int = ...`
+        if node.value is not None:
+            self._assigned(node, [node.target], node.value)
+
+    def _assigned(self, node: cst.CSTNode, targets: list[cst.BaseExpression],
+                  value: cst.BaseExpression) -> None:
         line = self.get_metadata(PositionProvider, node).start.line
-        code = cst.Module([]).code_for_node(node.value)
-        for t in node.targets:
-            if isinstance(t.target, cst.Name) and (
-                    "LOCAL_RANK" in code or t.target.value in ("local_rank", "LOCAL_RANK")):
-                self.scopes[-1].append((line, t.target.value))
+        code = cst.Module([]).code_for_node(value)
+        for t in targets:
+            if isinstance(t, cst.Name) and (
+                    "LOCAL_RANK" in code or t.value in ("local_rank", "LOCAL_RANK")):
+                self.scopes[-1].append((line, t.value))
 
     def visit_Call(self, node: cst.Call) -> None:
         if _name(node.func) != self.api:

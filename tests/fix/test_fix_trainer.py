@@ -92,6 +92,17 @@ def test_eager_init_adds_device_id_with_the_local_rank_and_keeps_the_layout():
     assert new.replace('        device_id=torch.device("cuda", local_rank),\n', "") == INIT
 
 
+def test_eager_init_finds_an_annotated_local_rank():
+    """NVIDIA/Megatron-LM examples/run_simple_mcore_train_loop.py (d98e8a64dd) lines 44-49:
+    `local_rank: int = int(os.environ["LOCAL_RANK"])`, then a two-line init_process_group."""
+    mcore = ('import os\nimport torch\n\ndef initialize_distributed():\n'
+             '    local_rank: int = int(os.environ["LOCAL_RANK"])\n'
+             '    torch.distributed.init_process_group(\n'
+             '        backend="nccl", rank=rank, world_size=world_size\n    )\n')
+    assert p2pcode.eager_init(mcore) == mcore.replace(
+        "world_size=world_size\n", 'world_size=world_size, device_id=torch.device("cuda", local_rank)\n')
+
+
 def test_eager_init_without_a_local_rank_reads_local_rank_or_refuses():
     top = 'import os\nimport torch\nimport torch.distributed as dist\n\ndist.init_process_group(rank=r)  # c\n'
     assert p2pcode.eager_init(top).splitlines()[4] == (
