@@ -20,7 +20,8 @@ from auditor.commands import options
 from auditor.commands.output import emit_report
 from auditor.commands.report import load_document
 from auditor.config.coerce import overrides_from
-from auditor.fix import pointer
+from auditor.fix import plan, pointer
+from auditor.fix.report import attach
 from auditor.scan import ScanInputs, run_scan
 
 
@@ -63,16 +64,20 @@ def run(args: argparse.Namespace) -> int:
     inputs = ScanInputs(args.config, merged_targets(args.target, baseline), overrides_from(args.set),
                         args.torch or baseline_torch(baseline), args.entry, args.jobs,
                         progress=sys.stderr.isatty())
-    new = run_scan(inputs)
+    # SARIF carries the verified patch itself as `fixes`: `fix`'s pipeline makes the scan and
+    # verifies each cause's patch by a re-scan; the other formats name the command that does.
+    new = attach(plan.make(inputs, simulate=False)) if args.format == "sarif" else run_scan(inputs)
     pointer.point(new, inputs)
     result = gate(baseline, new)
     doc = gated_document(new, baseline, args.baseline, result)
     for f in [*doc["gate"]["new"], *doc["findings"]]:  # each failure a cause with a mechanical
         # remedy explains
-        found = pointer.for_sites(new, f.get("site_ids") or []) if f.get("kind", "").startswith(
-            "gate-") else None
-        if found is not None:
-            f["fix_command"] = found
+        if not f.get("kind", "").startswith("gate-"):
+            continue
+        for key in ("fix_command", "patch"):
+            found = pointer.for_sites(new, f.get("site_ids") or [], key)
+            if found is not None:
+                f[key] = found
     decided = gate_verdict(result.new, result.known, _label(doc), result.stops)
     doc["verdict"] = decided.to_json()
     emit_report(doc, "gate", args.format, args.output)

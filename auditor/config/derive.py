@@ -267,6 +267,8 @@ class _Deriver:
             else:
                 origin = self.launch.world_source.get(key, f"{key}={raw} from the launch script")
                 self.put(key, raw, origin, path, tuple(_lines_in(origin)))
+        for key, (value, why, at) in self.launch.entry_values.items():  # config.pyenv
+            self.put(key, value, why, at, (at,))
 
     def model_sizes(self) -> None:
         """[[model]] entries keyed by the --model value (hub id or a path ending in the name).
@@ -333,7 +335,9 @@ class _Deriver:
         keys = [e.key for e in entries if decided(e.table, e.data)]
         keys += [raws[0].get("key", "") for table, raws in self.book.uncovered.values()
                  if raws[0]["stage"] == stage.name and decided(table, raws[0])]
-        for key in dict.fromkeys(k for k in keys if k):
+        # A front end the launcher is not does not init the process group the entry script inits.
+        mine = self.launch.entry_values if other_frontend else {}
+        for key in dict.fromkeys(k for k in keys if k and k not in mine):
             self.put(key, UNKNOWN, why, stage.framework)
         self.undecided.extend(f"{e.id}: {why}" for e in entries if e.table == "check")
         # Checks with version ranges are not admitted for an unknown version: undecided too, where

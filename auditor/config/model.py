@@ -6,6 +6,7 @@ Unresolved shell values stay symbolic (`Symbolic`), never guessed.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from auditor.findings import Finding
 
@@ -76,6 +77,8 @@ class LaunchConfig:
     # Where nproc_per_node / nnodes came from, for provenance: "NPROC_PER_NODE=8 (run.sh:3)".
     world_source: dict[str, str] = field(default_factory=dict)
     text: str = ""  # the script as read (what it states about its torch: config.torch_version)
+    # Config keys the entry script's own code decides (config.pyenv): key -> (value, why, file:line)
+    entry_values: dict[str, tuple[Any, str, str]] = field(default_factory=dict)
 
     @property
     def world_size(self) -> int | None:

@@ -160,6 +160,23 @@ def settings(text: str) -> list[Setting]:
     return sorted(out, key=lambda s: s.line)
 
 
+def init_values(text: str, path: str) -> dict[str, tuple[bool, str, str]]:
+    """`init_device_id_given` where the script calls `init_process_group` itself: True when
+    every call passes `device_id`, False when none does (eager or lazy NCCL init,
+    rules/torch.toml torch.eager-init); nothing where calls disagree or pass **kwargs."""
+    calls = [n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Call)
+             and (n.func.attr if isinstance(n.func, ast.Attribute) else
+                  n.func.id if isinstance(n.func, ast.Name) else "") == "init_process_group"]
+    if not calls or any(k.arg is None for c in calls for k in c.keywords):
+        return {}
+    given = {any(k.arg == "device_id" for k in c.keywords) for c in calls}
+    if len(given) != 1:
+        return {}
+    at = f"{path}:{min(c.lineno for c in calls)}"
+    said = "passes device_id" if True in given else "does not pass device_id"
+    return {"init_device_id_given": (given.pop(), f"{at}: init_process_group(...) {said}", at)}
+
+
 def read_entry(launch: LaunchConfig) -> None:
     """Add the entry script's settings to `launch.env`, and say what was not read."""
     entry, why = locate(launch)
@@ -181,6 +198,7 @@ def read_entry(launch: LaunchConfig) -> None:
             "variables it sets from Python are not part of this scan",
             where=f"{launch.path}:{launch.command_line}"))
         return
+    launch.entry_values.update(init_values(text, entry.path))
     torch_at, other_at = _package_imports(entry)
     for s in found:
         _merge(launch, entry, s, torch_at or (f"line {s.torch_at}" if s.torch_at else ""),

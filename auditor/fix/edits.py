@@ -51,6 +51,21 @@ def between(path: str, old: str, new: str) -> list[TextEdit]:
     return [TextEdit(path, start, len(old) - end - start, new[start:len(new) - end])]
 
 
+def lines_between(path: str, old: str, new: str) -> list[TextEdit]:
+    """`between`, widened to whole lines of `old`: two codemods' edits of one line overlap
+    (and so are never merged into one patch), where their minimal edits could only touch."""
+    out = []
+    for e in between(path, old, new):
+        start = old.rfind("\n", 0, e.offset) + 1
+        end = e.offset + e.length
+        if not (e.length and old[end - 1] == "\n"):
+            stop = old.find("\n", end)
+            end = len(old) if stop < 0 else stop + 1
+        text = old[start:e.offset] + e.text + old[e.offset + e.length:end]
+        out.append(TextEdit(path, start, end - start, text))
+    return out
+
+
 def unified(path: str, old: str, new: str) -> str:
     """A unified diff `git apply` and `patch -p1` take (a/ and b/ prefixes)."""
     lines = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),

@@ -21,6 +21,7 @@ from auditor.fix import verify
 from auditor.fix.edits import TextEdit
 from auditor.fix.remedies import Option, options_for, pick
 from auditor.fix.script import NotMechanical, edits_for
+from auditor.fix.trainer import Scene
 from auditor.fix.verify import STILL, Outcome, compare, rescan
 from auditor.scan import ScanInputs, read_config, run_scan
 
@@ -111,10 +112,10 @@ read_text = verify.read_text
 
 
 def _proposal(cause: causes.Cause, option: Option, options: list[Option], launch: LaunchConfig,
-              sources: dict[str, str]) -> Proposal:
+              sources: dict[str, str], scene: Scene) -> Proposal:
     proposal = Proposal(cause, option, options)
     try:
-        proposal.edits = edits_for(option, launch, sources)
+        proposal.edits = edits_for(option, launch, sources, scene)
     except NotMechanical as exc:
         proposal.not_mechanical = str(exc)
     return proposal
@@ -157,7 +158,8 @@ def make(inputs: ScanInputs, chosen: set[str] | None = None, simulate: bool | No
         options = options_for(findings[cause.index])
         option = pick(options, chosen)
         if option is not None:
-            proposals.append(_proposal(cause, option, options, launch, sources))
+            scene = Scene.of(findings[cause.index], doc, read[1], entry.path if entry else None)
+            proposals.append(_proposal(cause, option, options, launch, sources, scene))
     _verify_alone(inputs, sources, entry, findings, proposals)
     # A finding its cause explains but whose fix leaves it has a reason of its own: its own
     # remedy, where it has one, joins the patch.
@@ -169,7 +171,9 @@ def make(inputs: ScanInputs, chosen: set[str] | None = None, simulate: bool | No
             option = pick(options_for(findings[i]), chosen)
             if p.outcome.states[i] == STILL and option is not None:
                 own = causes.Cause(i, findings[i]["severity"], (), False)
-                second.append(_proposal(own, option, options_for(findings[i]), launch, sources))
+                scene = Scene.of(findings[i], doc, read[1], entry.path if entry else None)
+                second.append(_proposal(own, option, options_for(findings[i]), launch, sources,
+                                        scene))
     _verify_alone(inputs, sources, entry, findings, second)
     proposals += second
     verified = [p for p in proposals if p.verified]

@@ -35,15 +35,16 @@ def point(doc: dict[str, Any], inputs: ScanInputs) -> None:
             f["fix_command"] = {"command": command(inputs), "says": option.says()}
 
 
-def for_sites(doc: dict[str, Any], site_ids: list[str]) -> dict[str, str] | None:
-    """The `fix_command` of the cause that explains any of these sites (its own finding's, or a
-    finding it groups), where one has it."""
+def for_sites(doc: dict[str, Any], site_ids: list[str],
+              key: str = "fix_command") -> dict[str, Any] | None:
+    """The `fix_command` (or `patch`, where `fix` made one) of the cause that explains any of
+    these sites (its own finding's, or a finding it groups), where one has it."""
     findings = doc.get("findings") or []
     wanted = set(site_ids)
     for cause in causes.group(findings):
         root = findings[cause.index]
         sites = {s for i in (cause.index, *cause.consequences)
                  for s in findings[i].get("site_ids") or []}
-        if "fix_command" in root and wanted & sites:
-            return dict(root["fix_command"])
+        if key in root and wanted & sites:
+            return dict(root[key])
     return None

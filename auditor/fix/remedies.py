@@ -1,5 +1,6 @@
 """A finding's fix options, as the rules write them: the `remedy` list of the `[[check]]` that
-made it, or of the `[[env_var]]` it is about. One wording: the check's `fix` prose says the same
+made it, of the `[[env_var]]` it is about, or of the `[[finding_remedy]]` of its kind (a finding
+the analysis makes, whose remedy is a codemod of the trainer: auditor/fix/p2pcode.py). One wording: the check's `fix` prose says the same
 edits (tests/fix/test_fix_remedy_rules.py checks that it names each option's variable or flag and
 value). An env_var without a `remedy` gets the one its status implies: a deprecated alias is
 renamed to its `replacement`, a variable nothing reads is removed.
@@ -39,7 +40,14 @@ class Option:
                              "set_env": f"set {o.name}={o.value}",
                              "rename_env": f"rename {o.name} to {o.value}",
                              "set_flag": f"pass {o.name} {o.value}",
-                             "upgrade": f"run {o.name} {o.value}"}[o.edit] for o in self.steps)
+                             "upgrade": f"run {o.name} {o.value}",
+                             "eager_init": f"pass {o.value}=torch.device(\"cuda\", LOCAL_RANK) "
+                                           f"to {o.name} (eager NCCL init)",
+                             "pass_group": f"pass {o.value}= the pipeline group its neighbours "
+                                           "in the function use",
+                             "batch_p2p": f"issue the back-to-back sends and receives as one "
+                                          f"{o.name} of {o.value}s",
+                             }[o.edit] for o in self.steps)
 
 
 @functools.cache
@@ -49,6 +57,15 @@ def _checks() -> dict[str, list[dict[str, Any]]]:
     for framework in names():
         for entry in rulebook.load(framework).data.get("check", []):
             out.setdefault(entry["id"], []).append(entry)
+    return out
+
+
+@functools.cache
+def _by_kind() -> dict[str, list[dict[str, Any]]]:
+    """The `[[finding_remedy]]` entries of torch's rules by the finding kind they remedy."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for entry in rulebook.load("torch").data.get("finding_remedy", []):
+        out.setdefault(entry["kind"], []).append(entry)
     return out
 
 
@@ -80,6 +97,8 @@ def options_for(finding: dict[str, Any]) -> list[Option]:
         found = next((_options(e["remedy"]) for e in _checks()[detail["rule"]] if "remedy" in e), [])
     elif finding["kind"] in ("env-unread", "env-deprecated") and detail.get("variable") in _env_vars():
         found = _env_options(finding["kind"], _env_vars()[detail["variable"]])
+    elif finding["kind"] in _by_kind():
+        found = _options(_by_kind()[finding["kind"]][0]["remedy"])
     return sorted(found, key=lambda o: not o.default)
 
 

@@ -2,7 +2,7 @@
 (`EnvVar.line`, `Flag.line`): an assignment removed, changed or renamed in place; a flag's value
 changed, or the flag added as a line of its own inside the command's `\\` continuations. A
 variable the entry script sets from Python (`EnvVar.path`) is edited there, by the libcst codemod
-(fix.pycode)."""
+(fix.pycode); a codemod of the trainer's P2P code, in the files fix.trainer names."""
 
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ from auditor.config.model import EnvVar, LaunchConfig
 from auditor.errors import InputError
 from auditor.fix.edits import TextEdit, between
 from auditor.fix.pycode import env_codemod
+from auditor.fix import trainer
 from auditor.fix.remedies import Option
+from auditor.fix.verify import read_text
 
 _VALUE = r"""(?:"[^"\n]*"|'[^'\n]*'|[^\s;&|'"\\]*)"""
 
@@ -23,12 +25,14 @@ class NotMechanical(Exception):
     """The option cannot be made as an edit of this script; the message says why."""
 
 
-def edits_for(option: Option, launch: LaunchConfig, sources: dict[str, str]) -> list[TextEdit]:
+def edits_for(option: Option, launch: LaunchConfig, sources: dict[str, str],
+              scene: trainer.Scene | None = None) -> list[TextEdit]:
     """The edits of each of the option's steps; insertions at one place as one, in the
     option's order. `sources`: the text of each file read (path -> text), the launch script's
-    and the entry script's where it sets a variable."""
+    and the entry script's where it sets a variable; a trainer file a codemod edits joins it.
+    `scene`: the finding and the scan's sites, for a codemod of the trainer."""
     out: list[TextEdit] = []
-    for e in (e for step in option.steps for e in _step(step, launch, sources)):
+    for e in (e for step in option.steps for e in _step(step, launch, sources, scene)):
         if out and e.length == 0 and out[-1].length == 0 and out[-1].offset == e.offset:
             out[-1] = TextEdit(e.path, e.offset, 0, out[-1].text + e.text)
         else:
@@ -36,7 +40,15 @@ def edits_for(option: Option, launch: LaunchConfig, sources: dict[str, str]) -> 
     return out
 
 
-def _step(option: Option, launch: LaunchConfig, sources: dict[str, str]) -> list[TextEdit]:
+def _step(option: Option, launch: LaunchConfig, sources: dict[str, str],
+          scene: trainer.Scene | None) -> list[TextEdit]:
+    if option.edit in trainer.EDITS:
+        if scene is None:
+            raise NotMechanical(f"{option.says()}: the scan's sites are not at hand")
+        try:
+            return trainer.edits(option, scene, sources, read_text)
+        except trainer.Unfit as exc:
+            raise NotMechanical(str(exc)) from None
     source = sources[launch.path]
     var = launch.env.get(option.name)
     if option.edit == "set_env" and var is None:

@@ -1,11 +1,13 @@
 """Does a patch do what it says? The patched inputs are scanned again in a temporary copy (the
 user's files are never written for this) and each finding of the first scan is matched to the
-second's by identity: gone, still there; a finding only the second has is new."""
+second's by identity: gone, still there; a finding only the second has is new (one of a kind
+and rule the first had, gone from its sites, is that finding still there on others)."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -51,7 +53,16 @@ def compare(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> Outcom
         key = identity(f)
         states[i] = STILL if key in remaining else GONE
     known = {identity(f) for f in before}
-    return Outcome(states, [f for f in after if identity(f) not in known])
+    new = [f for f in after if identity(f) not in known]
+    # The same finding on other sites (a patch that batches ops makes new P2POp sites) is still
+    # there, not gone and new: it keeps its own remedy, and it never passes for gone.
+    for f in list(new):
+        moved = next((i for i, b in enumerate(before) if states[i] == GONE
+                      and identity(b)[:2] == identity(f)[:2]), None)
+        if moved is not None:
+            states[moved] = STILL
+            new.remove(f)
+    return Outcome(states, new)
 
 
 def layout(tmp: str, config_path: str, patched: dict[str, str],
@@ -89,7 +100,9 @@ def rescan(inputs: ScanInputs, patched: dict[str, str], entry: Entry | None = No
     as the scan found it); the document's paths name the user's files again."""
     with tempfile.TemporaryDirectory(prefix="p2paudit-fix-") as tmp:
         moved = layout(tmp, inputs.config_path, patched, entry)
+        targets = [_target(tmp, i, t, patched, moved) for i, t in enumerate(inputs.targets or [])]
         doc = run_scan(ScanInputs(**{**inputs.__dict__, "progress": False,
+                                     "targets": targets if inputs.targets else inputs.targets,
                                      "config_path": moved.get(inputs.config_path,
                                                               inputs.config_path)}))
     for f in doc["findings"]:
@@ -98,6 +111,33 @@ def rescan(inputs: ScanInputs, patched: dict[str, str], entry: Entry | None = No
             f["message"] = f["message"].replace(copy, path)
     verdict.finish(doc)
     return doc
+
+
+def _target(tmp: str, i: int, target: str, patched: dict[str, str], moved: dict[str, str]) -> str:
+    """The target to scan in the patched run: a path target the patch edits, as a copy with the
+    patched texts (the same file or folder name, so its modules keep their names); any other
+    target as given. `moved` gains the copies (path -> copy)."""
+    given = os.path.abspath(target)
+    if os.path.isfile(given):
+        if given in moved or given not in patched:
+            return moved.get(given, target)
+        copy = os.path.join(tmp, f"target-{i}", os.path.basename(given))
+        os.makedirs(os.path.dirname(copy))
+        with open(copy, "w", encoding="utf-8", newline="") as f:
+            f.write(patched[given])
+        moved[given] = copy
+        return copy
+    inside = [p for p in patched if p.startswith(given + os.sep)]
+    if not os.path.isdir(given) or not inside:
+        return target
+    copy = os.path.join(tmp, f"target-{i}", os.path.basename(given))
+    shutil.copytree(given, copy, symlinks=True,
+                    ignore=shutil.ignore_patterns("__pycache__", ".git"))
+    for path in inside:
+        moved[path] = os.path.join(copy, os.path.relpath(path, given))
+        with open(moved[path], "w", encoding="utf-8", newline="") as f:
+            f.write(patched[path])
+    return copy
 
 
 SIMULATE_SECONDS = 300

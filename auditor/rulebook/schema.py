@@ -58,6 +58,8 @@ TABLES: dict[str, Table] = {
     "coalescing_context": _table(True, "qualnames", f"group_param {_SELECT}"),
     "pg_method": _table(True, "name issues", _SELECT),
     "process_group": _table(False, "", "types factories"),
+    # The remedy of a finding the analysis makes (not a [[check]]'s), by its kind.
+    "finding_remedy": _table(True, "kind remedy", f"about {_SELECT}"),
     "env_var": _table(True, "name status", "severity message fix remedy replacement requires reader allowed read_at read_source "
                                            f"valid invalid {_SELECT}"),
     "p2p_roles": _table(False, "peer_pattern", "valid invalid source"),
@@ -101,6 +103,7 @@ TYPES: dict[str, dict[str, type]] = {
     "config_file": {"kind": str, "launchers": list, "suffixes": list, "sections": list},
     "check": {"remedy": list},
     "env_var": {"remedy": list},
+    "finding_remedy": {"kind": str, "remedy": list},
 }
 
 # A remedy option (`remedy = [{option, edit, name, value?, default?}]` of a check or env_var):
@@ -108,7 +111,11 @@ TYPES: dict[str, dict[str, type]] = {
 # name made together, or `upgrade`, a release of `name` in the range `value` that is no edit of
 # the inputs.
 REMEDY_EDITS = {"unset_env": False, "set_env": True, "rename_env": True, "set_flag": True,
-                "upgrade": True}  # edit -> whether it needs a `value`
+                "upgrade": True,
+                # codemods of the trainer's Python (auditor/fix/p2pcode.py): `name` the torch
+                # API, `value` the keyword or descriptor type it takes
+                "eager_init": True, "pass_group": True, "batch_p2p": True,
+                }  # edit -> whether it needs a `value`
 REMEDY_KEYS = frozenset(["option", "edit", "name", "value", "default"])
 _SPOKEN = {str: "a string", int: "an integer", list: "a list"}
 
