@@ -123,3 +123,41 @@ def test_a_network_plugin_whose_sources_were_not_read_decides_nothing():
 def test_a_log_whose_transports_the_layout_does_not_allow_is_shown_not_used():
     d = decide(read_logs([LOGS / "seed-ib-2ch"]), "node", "2.10.0")
     assert not d.used and "NET/IB at" in d.words() and "node" in d.words()
+
+
+@pytest.mark.parametrize("log, exit_code, headline", [
+    (None, 1, "INCONCLUSIVE"), ("seed-ib-2ch", 1, "HANG PREDICTED"), ("seed-ib-16ch", 0, "CLEAN")])
+def test_repro_predict_reads_the_log_and_says_which_line_decided(capsys, log, exit_code, headline):
+    from auditor.cli import main
+
+    argv = ["repro", "fallback-1f1b", "--backend", "nccl", "--predict", "--transport", "net-ib",
+            "--size", "24MiB"] + (["--nccl-log", str(LOGS / log)] if log else [])
+    assert main(argv) == exit_code
+    out = capsys.readouterr().out
+    assert headline in out.splitlines()[0]
+    if log:
+        assert f"from the NCCL log at {LOGS / log / 'rank0.log'}:" in out
+        assert out.count("NCCL log: NET/IB (") == 1
+
+
+def test_report_replays_a_trace_over_the_logs_transport_in_a_valid_document(tmp_path):
+    import json
+
+    from test_join import FIXTURES
+    import jsonschema
+    from test_schema import SCHEMA
+
+    from auditor.cli import main
+
+    out = tmp_path / "run.json"
+    assert main(["report", "--trace", str(FIXTURES / "pipeline"), "--nccl-log",
+                 str(LOGS / "seed-ib-2ch"), "--format", "json", "-o", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    (t,) = doc["run"]["waitfor"]["deadlock"]["transports"]
+    assert t["transport"]["log"] == f"{LOGS / 'seed-ib-2ch' / 'rank0.log'}:9"
+    assert t["transport"]["completes_bytes"] == 4 * MiB
+    assert doc["run"]["nccl_log"]["used"] is True
+    deadlock_schema = {"$ref": "#/$defs/deadlock", "$defs": SCHEMA["$defs"]}  # a trace alone has no 'tool'
+    jsonschema.Draft202012Validator(deadlock_schema).validate(doc["run"]["waitfor"]["deadlock"])
+    assert main(["report", "--trace", str(FIXTURES / "pipeline"), "--transport", "gloo",
+                 "--nccl-log", str(LOGS / "seed-ib-2ch")]) == 2  # bad input

@@ -449,6 +449,7 @@ def simulation_report(doc: dict[str, Any], config: str) -> str:
     lines.append(headline)
     if sim.get("deadlock"):
         lines += deadlock_lines(sim["deadlock"])
+    lines += [f"  {t}: {d['words']}" for t, d in (sim.get("nccl_log") or {}).items()]
     for rank, words in sim["blocked"].items():
         lines.append(f"  rank {rank}: {words}")
     if sim["ranks"]:
