@@ -44,7 +44,8 @@ class Decision:
     def words(self) -> str:
         """One line for the reports."""
         if self.used:
-            return "NCCL log: " + "; ".join(self.stated)
+            return "NCCL log: " + "; ".join(self.stated) + (
+                f" (not in it: {'; '.join(self.missing)})" if len(self.stated) == 1 else "")
         why = "; ".join(self.contradictions or self.missing) or "it states nothing decisive"
         return f"NCCL log not used: {why}"
 

@@ -3,16 +3,16 @@ connection, the channels per peer, the P2P chunk and the NCCL_* settings, each w
 that states it, per process ("host:pid"). Nothing is inferred here: a fact the log does not print
 is listed as missing (`NcclLog.missing`), and `auditor.ncclbounds` decides what the facts mean.
 
-The formats are NCCL's own (NVIDIA/nccl at v2.21.5-1, v2.28.9-1 and master): the prefix
-"host:pid:tid [cudaDev] NCCL INFO " (src/debug.cc:349-363 at v2.28.9-1), "NCCL version 2.28.9+cuda12.9"
-(VERSION_STRING, src/init.cc:603-608; older releases print it without the prefix),
-"Using network IB" (init.cc:428), "P2P Chunksize set to 131072" (init.cc:730), "8 coll channels,
-... 8 p2p channels, 2 p2p channels per peer" (init.cc:1358), a connection
-"Channel 02/1 : 0[0] -> 1[1] [send] via NET/IB/0/GDRDMA" (src/transport/net.cc:324, :377;
-p2p.cc:416-437; shm.cc "Channel 00 : 0[0] -> 1[1] via SHM/direct/direct" has no connection index),
-where connection index 1 is a point-to-point connection (src/group.cc:140), and
-"NCCL_BUFFSIZE set by environment to 8388608." (src/misc/param.cc). A communicator's section
-starts at "comm 0x... rank R nRanks N nNodes K" (init.cc), which says whether it spans nodes.
+The formats are NCCL's own, lines at v2.28.9-1 (the same text at v2.21.5-1 and v2.27.5-1): the
+prefix "host:pid:tid [cudaDev] NCCL INFO " (src/debug.cc:349-363); "NCCL version 2.28.9+cuda12.9"
+(VERSION_STRING, src/init.cc:603-608; older releases print it bare, on stdout); "Using network IB"
+(init.cc:428); "P2P Chunksize set to 131072" (init.cc:730); "8 coll channels, ..., 8 p2p channels,
+2 p2p channels per peer" (init.cc:1358); a communicator's section starts at "comm 0x... rank R
+nRanks N nNodes K" (init.cc:1170), which says whether it spans nodes; a connection
+"Channel 02/1 : 0[0] -> 1[1] [send] via NET/IB/0/GDRDMA" (src/transport/net.cc:313, :359;
+p2p.cc:386-406 "via P2P/..."; shm.cc:128 "Channel 00 : 0[0] -> 1[1] via SHM/direct/direct", with
+no connection index), where connection index 1 is point-to-point (src/group.cc:140); and
+"NCCL_BUFFSIZE set by environment to 8388608." (src/misc/param.cc:89).
 """
 
 from __future__ import annotations

@@ -161,3 +161,21 @@ def test_report_replays_a_trace_over_the_logs_transport_in_a_valid_document(tmp_
     jsonschema.Draft202012Validator(deadlock_schema).validate(doc["run"]["waitfor"]["deadlock"])
     assert main(["report", "--trace", str(FIXTURES / "pipeline"), "--transport", "gloo",
                  "--nccl-log", str(LOGS / "seed-ib-2ch")]) == 2  # bad input
+
+
+def test_a_partial_log_narrows_the_transport_and_says_what_is_missing(tmp_path):
+    # Two lines as NCCL 2.27.5 prints them: the transport, but no channels per peer.
+    (tmp_path / "rank0.log").write_text(
+        "n1:10:10 [0] NCCL INFO NCCL version 2.27.5+cuda12.9\n"
+        "n1:10:11 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0\n")
+    decision = decide(read_logs([tmp_path]), "net", "2.10.0")
+    assert [t.name for t in decision.transports] == ["NET/IB"]
+    assert "not in it: the channels per peer" in decision.words()
+    d = will(24 * MiB, "net", [tmp_path], "2.10.0")
+    assert [v.transport.name for v in d.transports] == ["NET/IB"] and d.will is None
+    assert "channels" in d.decide()
+
+
+def test_a_log_of_an_nccl_whose_sources_were_not_read_decides_nothing():
+    d = decide(read_logs([LOGS / "nccl-tests-issue-185-version.log"]), "net", None)
+    assert not d.used and "NCCL 2.19.3's sources were not read" in d.words()
