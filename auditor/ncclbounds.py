@@ -97,16 +97,20 @@ def decide(log: NcclLog, modelled: str, torch_version: str | None) -> Decision:
                                 f"[nccl].versions): its bounds are unknown")
     allowed = {t.model_name: t for t in candidates(modelled)}
     seen: dict[str, Connection] = {}
-    unread: dict[str, Connection] = {}
+    unread: dict[str, str] = {}  # "NET/IBext_v8" -> where the log names it
+    known = {n for t in _rules()["transport"] for n in t.get("net_names", [])}
+    for f in log.networks:  # "Using network IBext_v8": a plugin, even before any connection
+        if f.value not in known:
+            unread.setdefault(f"NET/{f.value}", f.where)
     for c in log.connections:
         name = _rule_name(c)
         if name is None:
-            unread.setdefault(c.family, c)
+            unread.setdefault(c.family, c.where)
         else:
             seen.setdefault(name, c)
     if any(f.startswith("NET/") for f in unread) and any(n.startswith("net") for n in allowed):
-        d.contradictions += [f"{f} ({c.where}) is a network whose sources were not read: its bound "
-                             f"is unknown" for f, c in unread.items() if f.startswith("NET/")]
+        d.contradictions += [f"{f} ({where}) is a network whose sources were not read: its bound "
+                             f"is unknown" for f, where in unread.items() if f.startswith("NET/")]
     used = [n for n in seen if n in allowed]
     if seen and not used:
         d.contradictions.append(

@@ -179,3 +179,15 @@ def test_a_partial_log_narrows_the_transport_and_says_what_is_missing(tmp_path):
 def test_a_log_of_an_nccl_whose_sources_were_not_read_decides_nothing():
     d = decide(read_logs([LOGS / "nccl-tests-issue-185-version.log"]), "net", None)
     assert not d.used and "NCCL 2.19.3's sources were not read" in d.words()
+
+
+def test_real_logs_of_a_plugin_network_and_of_an_older_format():
+    log = read_logs([LOGS / "nccl-issue-1737-init.log"])
+    assert [f.value for f in log.versions] == ["2.21.5+cuda12.4"]
+    assert [f.value for f in log.networks] == ["IBext_v8"] and log.connections == []
+    d = decide(log, "net", None)
+    assert not d.used and "NCCL 2.21.5's sources were not read" in d.words()
+    assert "NET/IBext_v8 (" in d.words()  # named by "Using network", before any connection
+    old = read_logs([LOGS / "nccl-issue-429-old-format.log"])
+    assert [(c.family, c.index, c.src, c.dst, c.direction) for c in old.connections] == [
+        ("P2P", None, 4, 5, ""), ("NET/IB", None, 15, 6, "receive"), ("P2P", None, 2, 3, "")]
