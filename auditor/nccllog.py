@@ -107,11 +107,27 @@ class NcclLog:
             out.append("the P2P chunk ('P2P Chunksize set to N')")
         return out
 
+    def per_process(self) -> dict[str, dict[str, Any]]:
+        """Each rank's process ("host:pid") and what its own lines state."""
+        out: dict[str, dict[str, Any]] = {
+            p: {"versions": [], "transports": [], "p2p_channels_per_peer": [], "chunks": []}
+            for p in self.processes}
+        for key, facts in (("versions", self.versions), ("p2p_channels_per_peer", self.per_peer),
+                           ("chunks", self.chunks)):
+            for f in facts:
+                if f.process in out and f.value not in out[f.process][key]:
+                    out[f.process][key].append(f.value)
+        for c in self.connections:
+            if c.family not in out[c.process]["transports"]:
+                out[c.process]["transports"].append(c.family)
+        return out
+
     def to_json(self) -> dict[str, Any]:
         transports: dict[str, list[str]] = {}
         for c in self.connections:
             transports.setdefault(c.family, []).append(c.where)
         return {"files": self.files, "info_lines": self.info_lines, "processes": self.processes,
+                "per_process": self.per_process(),
                 "versions": [f.to_json() for f in self.versions],
                 "networks": [f.to_json() for f in self.networks],
                 "chunks": [f.to_json() for f in self.chunks],

@@ -58,6 +58,9 @@ def test_per_rank_logs_in_a_directory():
     log = read_logs([LOGS / "seed-ib-2ch"])
     assert [Path(f).name for f in log.files] == ["rank0.log", "rank1.log"]
     assert log.processes == ["node05:41230", "node06:7718"]
+    assert log.per_process()["node06:7718"] == {
+        "versions": ["2.27.5+cuda12.9"], "transports": ["NET/IB"], "p2p_channels_per_peer": [2],
+        "chunks": [131072]}
     assert {f.value for f in log.versions} == {"2.27.5+cuda12.9"}
     assert [(f.value, f.nnodes) for f in log.chunks] == [(131072, 2), (131072, 2)]
     assert log.missing() == []

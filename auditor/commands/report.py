@@ -2,6 +2,9 @@
 recorded run (or with PyTorch Flight Recorder dumps: `--flight-recorder DIR`), as one
 self-contained HTML file, or the joined document as JSON or SARIF, or a Perfetto trace.
 
+`--nccl-log FILE|DIR` (the job's NCCL_DEBUG=INFO logs) replaces the modelled transport and its
+bounds with what the log states (auditor.ncclbounds), naming the line that decided.
+
 Without --scan the run alone is judged: a trace is evidence enough for the dynamic verdicts (a
 hang, a wait-for cycle, mismatched pairs, a crashed or incomplete run).
 

@@ -3,7 +3,8 @@
 Exit 0 when the run completed, 1 when it hung or failed, 2 when it cannot run as asked here.
 `--predict` runs nothing: it prints what the wait-for model expects of the same op sequence, as
 simulate and report do: can it deadlock, will it deadlock here, and the replay under the case's
-conditions; its exit status is the verdict's (auditor.analysis.verdict).
+conditions; its exit status is the verdict's (auditor.analysis.verdict). With `--nccl-log`, the
+transport and channels a cluster's NCCL_DEBUG=INFO log states decide "will deadlock here".
 """
 
 from __future__ import annotations
