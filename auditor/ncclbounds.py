@@ -44,8 +44,10 @@ class Decision:
     def words(self) -> str:
         """One line for the reports."""
         if self.used:
+            # a derived bound the log left per channel (refined ones have none): say what is missing
+            still_open = any(t.bound == "derived" and t.per_channel for t in self.transports)
             return "NCCL log: " + "; ".join(self.stated) + (
-                f" (not in it: {'; '.join(self.missing)})" if len(self.stated) == 1 else "")
+                f" (not in it: {'; '.join(self.missing)})" if still_open else "")
         why = "; ".join(self.contradictions or self.missing) or "it states nothing decisive"
         return f"NCCL log not used: {why}"
 

@@ -144,7 +144,10 @@ def log_files(paths: list[Path]) -> list[Path]:
     out: list[Path] = []
     for p in paths:
         if p.is_dir():
-            out += sorted(f for f in p.iterdir() if f.is_file())
+            files = sorted(f for f in p.iterdir() if f.is_file())
+            if not files:
+                raise InputError(str(p), "--nccl-log: an empty directory (one log per rank)")
+            out += files
         elif p.is_file():
             out.append(p)
         else:

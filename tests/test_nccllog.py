@@ -72,6 +72,9 @@ def test_a_file_that_is_not_an_nccl_log_is_bad_input(tmp_path):
         read_logs([tmp_path / "x.log"])
     with pytest.raises(InputError, match="no such file"):
         read_logs([tmp_path / "absent.log"])
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError, match="empty directory"):
+        read_logs([tmp_path / "empty"])
 
 
 @pytest.mark.parametrize("logs, expected, completes", [
