@@ -25,7 +25,7 @@ from torch.distributed import distributed_c10d
 
 from auditor.config.envlint import lint
 from auditor.config.model import EnvVar, LaunchConfig
-from auditor.nccllog import P2P_CONNECTION, read_logs
+from auditor.dynamic.nccllog import P2P_CONNECTION, read_logs
 from auditor.repro.rank import observe_coalescing
 
 ENV_PREFIXES = ("NCCL_", "TORCH_NCCL_", "TORCH_DISTRIBUTED_", "TORCH_CPP_LOG_LEVEL")
@@ -166,13 +166,13 @@ def collect(groups: dict[str, dist.ProcessGroup], device: torch.device,
 
 def nccl_debug_env(directory: Path) -> dict[str, str]:
     """What makes NCCL write its NCCL_DEBUG=INFO log to one file per process in `directory`
-    (%h: the host, %p: the pid; src/debug.cc): the lines `auditor.nccllog` reads are INIT's."""
+    (%h: the host, %p: the pid; src/debug.cc): the lines `dynamic.nccllog` reads are INIT's."""
     return {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,ENV",
             "NCCL_DEBUG_FILE": str(directory / "nccl.%h.%p.log")}
 
 
 def nccl_log_lines(files: list[Path]) -> list[str]:
-    """What this rank's saved NCCL log states (auditor.nccllog), and how to use it."""
+    """What this rank's saved NCCL log states (auditor.dynamic.nccllog), and how to use it."""
     if not files:
         return ["NCCL log: NCCL wrote none (NCCL_DEBUG_FILE); run with NCCL_DEBUG=INFO and keep "
                 "the job's output"]
@@ -182,7 +182,8 @@ def nccl_log_lines(files: list[Path]) -> list[str]:
         lines.append(f"  NCCL {log.versions[0].value} ({log.versions[0].where})")
     seen: dict[str, str] = {}
     for c in log.connections:
-        seen.setdefault(c.family + (" point-to-point" if c.index == P2P_CONNECTION else ""), c.where)
+        p2p = " point-to-point" if c.index == P2P_CONNECTION else ""
+        seen.setdefault(c.family + p2p, c.where)
     lines += [f"  via {k} ({w})" for k, w in seen.items()]
     lines += [f"  {f.value} p2p channels per peer ({f.where})" for f in log.per_peer[:1]]
     lines += [f"  P2P chunk {f.value} B ({f.where})" for f in log.chunks[:1]]

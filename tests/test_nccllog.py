@@ -15,8 +15,8 @@ from auditor.analysis.waitfor.deadlock import deadlock
 from auditor.analysis.waitfor.model import Conditions
 from auditor.analysis.waitfor.replay import analyze
 from auditor.errors import InputError
-from auditor.ncclbounds import decide
-from auditor.nccllog import read_logs
+from auditor.analysis.ncclbounds import decide
+from auditor.dynamic.nccllog import read_logs
 
 LOGS = Path(__file__).resolve().parent / "fixtures" / "nccllog"
 

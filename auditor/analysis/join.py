@@ -54,7 +54,7 @@ def join(
     says (lazy or eager groups; nccl: network transport, the pipeline neighbours of a multi-node
     job); `transport` and `init` replace just that part of it, `conditions` all of it (simulate:
     the conditions its prediction replayed, so that the report judges the same replay);
-    `bounds`: the transports a cluster's NCCL log states (auditor.ncclbounds) for the NCCL
+    `bounds`: the transports a cluster's NCCL log states (auditor.analysis.ncclbounds) for the NCCL
     questions."""
     trace = traces if isinstance(traces, Trace) else read_trace_dir(traces)
     out = dict(doc)

@@ -41,7 +41,7 @@ def add_torch(parser: argparse.ArgumentParser, help: str = TORCH_HELP) -> None:
 
 
 def add_nccl_log(parser: argparse.ArgumentParser) -> None:
-    """`--nccl-log FILE|DIR` (repeatable): the cluster's NCCL_DEBUG=INFO logs (auditor.ncclbounds)."""
+    """`--nccl-log FILE|DIR` (repeatable): the cluster's NCCL_DEBUG=INFO logs (ncclbounds)."""
     parser.add_argument("--nccl-log", action="append", default=[], type=Path, metavar="FILE",
                         help="an NCCL_DEBUG=INFO log of the job (repeatable; or a directory of "
                              "per-rank logs): the transport, channels per peer and NCCL version it "

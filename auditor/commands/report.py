@@ -3,7 +3,7 @@ recorded run (or with PyTorch Flight Recorder dumps: `--flight-recorder DIR`), a
 self-contained HTML file, or the joined document as JSON or SARIF, or a Perfetto trace.
 
 `--nccl-log FILE|DIR` (the job's NCCL_DEBUG=INFO logs) replaces the modelled transport and its
-bounds with what the log states (auditor.ncclbounds), naming the line that decided.
+bounds with what the log states (auditor.analysis.ncclbounds), naming the line that decided.
 
 Without --scan the run alone is judged: a trace is evidence enough for the dynamic verdicts (a
 hang, a wait-for cycle, mismatched pairs, a crashed or incomplete run).
@@ -20,7 +20,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from auditor import jsonio, ncclbounds, sources
+from auditor import jsonio, sources
+from auditor.analysis import ncclbounds
 from auditor.analysis import verdict
 from auditor.analysis.headops import head_ops
 from auditor.analysis.join import join

@@ -13,7 +13,8 @@ import argparse
 import re
 from pathlib import Path
 
-from auditor import jsonio, ncclbounds
+from auditor import jsonio
+from auditor.analysis import ncclbounds
 from auditor.analysis.verdict import prediction_verdict
 from auditor.analysis.waitfor.deadlock import deadlock
 from auditor.analysis.waitfor.replay import analyze

@@ -22,8 +22,8 @@ from auditor.analysis.waitfor.model import Conditions
 from auditor.analysis.waitfor.replay import Analysis
 from auditor.analysis.waitfor.sizes import size_words
 from auditor.dynamic.trace import Trace
-from auditor.ncclbounds import Decision, decide
-from auditor.nccllog import read_logs
+from auditor.analysis.ncclbounds import Decision, decide
+from auditor.dynamic.nccllog import read_logs
 from auditor.simulate.plan import Plan, Value
 
 

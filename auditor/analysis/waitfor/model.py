@@ -75,7 +75,7 @@ class Conditions:
     transport: str = "net"
     backend: str = "nccl"  # "gloo": the gloo model of the module docstring
     # The transports the cluster's NCCL_DEBUG=INFO log states, with the bounds it sets
-    # (auditor.ncclbounds); empty: the rules' candidates of `transport`.
+    # (auditor.analysis.ncclbounds); empty: the rules' candidates of `transport`.
     bounds: tuple[Transport, ...] = ()
 
     @classmethod

@@ -22,11 +22,11 @@ class Transport:
     hangs_bytes: int | None
     per_channel: int | None
     evidence: str
-    log: str = ""  # path:line of the NCCL_DEBUG=INFO log that set these bounds (auditor.ncclbounds)
+    log: str = ""  # path:line of the NCCL log that set these bounds (analysis.ncclbounds)
 
     @property
     def basis(self) -> str:
-        """How the bound is known, in words: "derived", "derived; channels from the NCCL log at ..."."""
+        """How the bound is known, in words: "derived", "derived; from the NCCL log at ..."."""
         return f"{self.bound}; from the NCCL log at {self.log}" if self.log else self.bound
 
     def to_json(self) -> dict[str, Any]:

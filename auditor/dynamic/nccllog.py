@@ -1,7 +1,7 @@
 """What an NCCL_DEBUG=INFO log states about the cluster: the NCCL release, the transport of each
 connection, the channels per peer, the P2P chunk and the NCCL_* settings, each with the file:line
 that states it, per process ("host:pid"). Nothing is inferred here: a fact the log does not print
-is listed as missing (`NcclLog.missing`), and `auditor.ncclbounds` decides what the facts mean.
+is listed as missing (`NcclLog.missing`); `auditor.analysis.ncclbounds` decides what they mean.
 
 The formats are NCCL's own, lines at v2.28.9-1 (the same text at v2.21.5-1 and v2.27.5-1): the
 prefix "host:pid:tid [cudaDev] NCCL INFO " (src/debug.cc:349-363); "NCCL version 2.28.9+cuda12.9"

@@ -19,7 +19,8 @@ from packaging.version import InvalidVersion, Version
 from auditor import rulebook
 from auditor.analysis.waitfor.sizes import size_words
 from auditor.analysis.waitfor.transports import Transport, candidates, nccl_version
-from auditor.nccllog import P2P_CONNECTION, Connection, Fact, NcclLog, read_logs, version_number
+from auditor.dynamic.nccllog import (P2P_CONNECTION, Connection, Fact, NcclLog, read_logs,
+                                     version_number)
 
 CHUNK_SETTINGS = ("NCCL_P2P_NET_CHUNKSIZE", "NCCL_P2P_PCI_CHUNKSIZE", "NCCL_P2P_NVL_CHUNKSIZE",
                   "NCCL_BUFFSIZE")
@@ -90,7 +91,8 @@ def decide(log: NcclLog, modelled: str, torch_version: str | None) -> Decision:
         d.contradictions.append("the logs state NCCL " + " and ".join(
             f"{v} ({_first(log.versions, v)})" for v in versions) + ": not one job's logs")
     elif versions and pin and versions[0] != pin:
-        d.contradictions.append(f"the log states NCCL {versions[0]} ({_first(log.versions, versions[0])})"
+        where = _first(log.versions, versions[0])
+        d.contradictions.append(f"the log states NCCL {versions[0]} ({where})"
                                 f" and torch {torch_version} pins NCCL {pin}: a log of this job's "
                                 f"NCCL decides")
     version = versions[0] if versions else pin
