@@ -111,7 +111,8 @@ def test_a_real_log_decides_without_a_version_over_either_host():
     (t,) = d.transports
     assert (t.completes_bytes, t.hangs_bytes) == (4 * MiB, 8 * MiB + 1)
     assert will(24 * MiB, "net", log).will is True
-    assert will(6 * MiB, "net", log).will is None
+    open_ = will(6 * MiB, "net", log)
+    assert open_.will is None and "'P2P Chunksize set to N'" in open_.decide()
 
 
 def test_a_log_of_another_nccl_than_the_pin_is_shown_not_used():

@@ -110,6 +110,9 @@ def deadlock(replay: Callable[[Conditions], Analysis], conditions: Conditions,
                    f"the {size_words(t.hangs_bytes)} that hangs ({t.basis})")
             decide = (f"the channels that serve each peer ({size_words(t.per_channel)} each; "
                       "NCCL_DEBUG=INFO's 'Channel xx/yy ... via' lines)" if t.per_channel else
+                      "what the NCCL log leaves open: the P2P chunk ('P2P Chunksize set to N', "
+                      "NCCL_DEBUG_SUBSYS=INIT) or channels per peer that differ between its "
+                      "ranks" if t.log else
                       "a measurement on the cluster (p2paudit repro fallback-1f1b --size)")
         verdicts.append(TransportVerdict(t, None, why, decide))
     outcomes = {v.will for v in verdicts}
