@@ -171,6 +171,9 @@ def test_report_replays_a_trace_over_the_logs_transport_in_a_valid_document(tmp_
     assert valid("deadlock", doc["run"]["waitfor"]["deadlock"])
     assert valid("nccl_log", doc["run"]["nccl_log"])
     assert not valid("nccl_log", {**doc["run"]["nccl_log"], "contradictions": ["another NCCL"]})
+    assert main(["report", "--trace", str(FIXTURES / "pipeline"), "--nccl-log",
+                 str(LOGS / "seed-ib-16ch"), "-o", str(tmp_path / "run.html")]) == 0
+    assert "NCCL log: NET/IB (" in (tmp_path / "run.html").read_text()
     assert main(["report", "--trace", str(FIXTURES / "pipeline"), "--transport", "gloo",
                  "--nccl-log", str(LOGS / "seed-ib-2ch")]) == 2  # bad input
 
