@@ -16,6 +16,7 @@ import platform
 import socket
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -24,6 +25,7 @@ from torch.distributed import distributed_c10d
 
 from auditor.config.envlint import lint
 from auditor.config.model import EnvVar, LaunchConfig
+from auditor.dynamic.nccllog import P2P_CONNECTION, read_logs
 from auditor.repro.rank import observe_coalescing
 
 ENV_PREFIXES = ("NCCL_", "TORCH_NCCL_", "TORCH_DISTRIBUTED_", "TORCH_CPP_LOG_LEVEL")
@@ -142,14 +144,15 @@ def env_findings(env: dict[str, str]) -> list[dict[str, str]]:
 
 
 def collect(groups: dict[str, dist.ProcessGroup], device: torch.device,
-            batch_limit_s: float = 60.0) -> RankReport:
+            batch_limit_s: float = 60.0, env: dict[str, str] | None = None) -> RankReport:
     """This rank's report. Inspects every group before any batch runs, so that the first batch
-    does not change what `init` reads; every rank must pass the same groups in the same order."""
+    does not change what `init` reads; every rank must pass the same groups in the same order.
+    `env`: the job's variables, where doctor set its own NCCL_DEBUG* since (`nccl_debug_env`)."""
     nccl = None
     if torch.cuda.is_available() and dist.is_nccl_available():
         nccl = ".".join(map(str, torch.cuda.nccl.version()))
     store = distributed_c10d._get_default_store()
-    env = environment()
+    env = environment() if env is None else env
     report = RankReport(dist.get_rank(), dist.get_world_size(), socket.gethostname(),
                         torch.__version__, nccl, torch.version.cuda, platform.python_version(),
                         # Store.timeout is a pybind property torch's stubs leave out.
@@ -159,6 +162,35 @@ def collect(groups: dict[str, dist.ProcessGroup], device: torch.device,
     for group_report, group in zip(report.groups, groups.values()):
         try_batch(group_report, group, device, batch_limit_s)
     return report
+
+
+def nccl_debug_env(directory: Path) -> dict[str, str]:
+    """What makes NCCL write its NCCL_DEBUG=INFO log to one file per process in `directory`
+    (%h: the host, %p: the pid; src/debug.cc): the lines `dynamic.nccllog` reads are INIT's."""
+    return {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,ENV",
+            "NCCL_DEBUG_FILE": str(directory / "nccl.%h.%p.log")}
+
+
+def nccl_log_lines(files: list[Path]) -> list[str]:
+    """What this rank's saved NCCL log states (auditor.dynamic.nccllog), and how to use it."""
+    if not files:
+        return ["NCCL log: NCCL wrote none (NCCL_DEBUG_FILE); run with NCCL_DEBUG=INFO and keep "
+                "the job's output"]
+    log = read_logs(files)
+    lines = [f"NCCL log: saved to {', '.join(log.files)} ({log.info_lines} INFO lines)"]
+    if log.versions:
+        lines.append(f"  NCCL {log.versions[0].value} ({log.versions[0].where})")
+    seen: dict[str, str] = {}
+    for c in log.connections:
+        p2p = " point-to-point" if c.index == P2P_CONNECTION else ""
+        seen.setdefault(c.family + p2p, c.where)
+    lines += [f"  via {k} ({w})" for k, w in seen.items()]
+    lines += [f"  {f.value} p2p channels per peer ({f.where})" for f in log.per_peer[:1]]
+    lines += [f"  P2P chunk {f.value} B ({f.where})" for f in log.chunks[:1]]
+    lines += [f"  not in it: {m}" for m in log.missing()]
+    lines.append("  pass it to `p2paudit simulate|report|repro --predict --nccl-log FILE` (one "
+                 "of the job's own logs says what its nodes do)")
+    return lines
 
 
 def gather_json(value: dict[str, Any], group: dist.ProcessGroup) -> list[dict[str, Any]]:
@@ -210,8 +242,8 @@ def not_coalescing(reports: list[dict[str, Any]]) -> list[str]:
     return names
 
 
-def render(reports: list[dict[str, Any]]) -> str:
-    """One screen of plain text, from rank 0's point of view."""
+def render(reports: list[dict[str, Any]], nccl_log: list[str] | None = None) -> str:
+    """One screen of plain text, from rank 0's point of view, then what its NCCL log states."""
     me = reports[0]
     hosts = len({r["host"] for r in reports})
     lines = [f"p2paudit doctor: {me['world_size']} ranks on {hosts} host(s); torch {me['torch']}, "
@@ -252,7 +284,7 @@ def render(reports: list[dict[str, Any]]) -> str:
     differ = disagreements(reports)
     lines.append("ranks disagree:" if differ else f"all {len(reports)} ranks agree with rank 0")
     lines += [f"  {d}" for d in differ]
-    return "\n".join(lines)
+    return "\n".join(lines + (nccl_log or []))
 
 
 def _seconds(value: float | None) -> str:

@@ -30,6 +30,7 @@ from auditor.analysis.runreplay import recorded_order
 from auditor.analysis.uses import Key, Use, group_label, read_uses
 from auditor.analysis.waitfor.model import Conditions, Group, Op, communicator_for
 from auditor.analysis.waitfor.replay import Analysis
+from auditor.analysis.waitfor.transports import Transport
 from auditor.dynamic.trace import Trace, read_trace_dir
 
 # Ops per rank drawn in the timeline, and ranks drawn: enough for the first exchanges of a
@@ -44,6 +45,7 @@ def join(
     transport: str | None = None,
     init: str | None = None,
     conditions: Conditions | None = None,
+    bounds: tuple[Transport, ...] = (),
 ) -> dict[str, Any]:
     """A new document: `doc` with `fired` on every site, a `run` section and the run's findings.
 
@@ -51,7 +53,9 @@ def join(
     when they are not the scanned ones. The recorded order is replayed under what the trace
     says (lazy or eager groups; nccl: network transport, the pipeline neighbours of a multi-node
     job); `transport` and `init` replace just that part of it, `conditions` all of it (simulate:
-    the conditions its prediction replayed, so that the report judges the same replay)."""
+    the conditions its prediction replayed, so that the report judges the same replay);
+    `bounds`: the transports a cluster's NCCL log states (auditor.analysis.ncclbounds) for the NCCL
+    questions."""
     trace = traces if isinstance(traces, Trace) else read_trace_dir(traces)
     out = dict(doc)
     out.pop("verdict", None)  # the scan's verdict does not speak for the run: judge it again
@@ -70,6 +74,8 @@ def join(
         conditions = _conditions(trace)
         if transport is not None or init is not None:
             conditions = _override(conditions, transport, init)
+        if conditions.backend != "gloo":
+            conditions = conditions.with_bounds(bounds)
     order = recorded_order(trace, doc)
     model, replayed = order.replay(conditions)
     # A rank without evidence, or whose process never closed its file, may be the one stuck.
@@ -77,7 +83,7 @@ def join(
     # On a CPU (gloo) recording, the NCCL questions are asked of what NCCL would do with it.
     nccl_like = conditions
     if conditions.backend == "gloo":
-        nccl_like = Conditions.for_transport("net", conditions.init)
+        nccl_like = Conditions.for_transport("net", conditions.init).with_bounds(bounds)
     # Can this order deadlock (zero buffering), and will it over the transport asked (--transport,
     # else the network's candidates) with the recorded sizes?
     deadlock = order.deadlock(nccl_like)

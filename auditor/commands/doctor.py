@@ -35,6 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     options.add_init(parser, "eager: init_process_group(device_id=...), check eager NCCL init "
                              "instead of the lazy init megatron-style launchers get (default lazy)",
                      as_flag="eager")
+    parser.add_argument("--nccl-log", metavar="DIR", default="p2paudit-nccl-log",
+                        help="NCCL backend: save each rank's NCCL_DEBUG=INFO log here, one file "
+                             "per process on its own host (default: ./p2paudit-nccl-log); rank "
+                             "0 prints what its log states")
     parser.add_argument("--batch-timeout", type=float, default=60.0,
                         help="give up on a group's test batch after this many seconds (NCCL)")
     options.add_format(parser, ("text", "json"), "text")
@@ -66,19 +70,27 @@ def _in_rank(args: argparse.Namespace) -> int:
         torch.cuda.set_device(device)
         if args.eager:
             kwargs["device_id"] = device
+    job_env = doctor.environment()
+    log_dir = _log_dir(args.nccl_log) if backend == "nccl" else None
+    if log_dir is not None:  # before NCCL's first call: it reads NCCL_DEBUG once
+        os.environ.update(doctor.nccl_debug_env(log_dir))
     dist.init_process_group(**kwargs)
     groups = doctor.pipeline_groups(args.pp)
     gather = dist.new_group(backend="gloo")  # for the reports: creates no NCCL communicator
-    mine = doctor.collect(groups, device, args.batch_timeout).to_json()
+    mine = doctor.collect(groups, device, args.batch_timeout, job_env).to_json()
     reports = doctor.gather_json(mine, gather)
     if dist.get_rank() == 0:
+        nccl_log = (doctor.nccl_log_lines(sorted(log_dir.glob(f"nccl.*.{os.getpid()}.log")))
+                    if log_dir is not None else
+                    [f"NCCL log: none: the {backend} backend runs no NCCL (doctor --backend nccl "
+                     f"on the job's GPUs writes one)"])
         findings = bool(doctor.not_coalescing(reports) or doctor.disagreements(reports))
         if args.format == "json":
             emit(jsonio.dumps({"ranks": reports, "not_coalescing": doctor.not_coalescing(reports),
-                             "disagreements": doctor.disagreements(reports)}, indent=1) + "\n",
-                 args.output)
+                             "disagreements": doctor.disagreements(reports),
+                             "nccl_log": nccl_log}, indent=1) + "\n", args.output)
         else:
-            emit(doctor.render(reports) + "\n", args.output)
+            emit(doctor.render(reports, nccl_log) + "\n", args.output)
             sys.stdout.flush()
         if os.environ.get(RESULT_ENV):
             Path(os.environ[RESULT_ENV]).write_text(str(EXIT_FINDINGS if findings else EXIT_OK))
@@ -87,6 +99,15 @@ def _in_rank(args: argparse.Namespace) -> int:
             print(f"p2paudit doctor: {line}", file=sys.stderr, flush=True)
     dist.destroy_process_group()
     return EXIT_OK
+
+
+def _log_dir(text: str) -> Path:
+    """The directory NCCL writes this job's logs to (made if new); not a file, not a symlink."""
+    path = Path(text).resolve()
+    if Path(text).is_symlink() or (path.exists() and not path.is_dir()):
+        raise InputError(text, "--nccl-log must be a directory (NCCL writes one file per rank)")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def _launch(args: argparse.Namespace) -> int:
@@ -104,7 +125,8 @@ def _launch(args: argparse.Namespace) -> int:
     if nproc % args.pp:
         raise InputError("--pp", f"{args.pp} does not divide --nproc {nproc}")
     forwarded = ["doctor", "--backend", backend, "--pp", str(args.pp), "--batch-timeout",
-                 str(args.batch_timeout), "--format", args.format] + (["--eager"] if args.eager else []) \
+                 str(args.batch_timeout), "--format", args.format,
+                 "--nccl-log", str(Path(args.nccl_log).resolve())] + (["--eager"] if args.eager else []) \
         + (["-o", args.output] if args.output else [])
     with tempfile.TemporaryDirectory(prefix="p2paudit-doctor-") as tmp:
         result = Path(tmp) / "result"

@@ -9,6 +9,7 @@ Older spellings stay accepted as aliases (`record --out`, `simulate --trace-dir`
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,6 +38,14 @@ def add_targets(parser: argparse.ArgumentParser, help: str = TARGET_HELP,
 
 def add_torch(parser: argparse.ArgumentParser, help: str = TORCH_HELP) -> None:
     parser.add_argument("--torch", metavar="VERSION", help=help)
+
+
+def add_nccl_log(parser: argparse.ArgumentParser) -> None:
+    """`--nccl-log FILE|DIR` (repeatable): the cluster's NCCL_DEBUG=INFO logs (ncclbounds)."""
+    parser.add_argument("--nccl-log", action="append", default=[], type=Path, metavar="FILE",
+                        help="an NCCL_DEBUG=INFO log of the job (repeatable; or a directory of "
+                             "per-rank logs): the transport, channels per peer and NCCL version it "
+                             "states replace the modelled ones in 'will deadlock here'")
 
 
 def add_set(parser: argparse.ArgumentParser,

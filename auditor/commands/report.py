@@ -2,6 +2,9 @@
 recorded run (or with PyTorch Flight Recorder dumps: `--flight-recorder DIR`), as one
 self-contained HTML file, or the joined document as JSON or SARIF, or a Perfetto trace.
 
+`--nccl-log FILE|DIR` (the job's NCCL_DEBUG=INFO logs) replaces the modelled transport and its
+bounds with what the log states (auditor.analysis.ncclbounds), naming the line that decided.
+
 Without --scan the run alone is judged: a trace is evidence enough for the dynamic verdicts (a
 hang, a wait-for cycle, mismatched pairs, a crashed or incomplete run).
 
@@ -18,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor import jsonio, sources
+from auditor.analysis import ncclbounds
 from auditor.analysis import verdict
 from auditor.analysis.headops import head_ops
 from auditor.analysis.join import join
@@ -47,6 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "NET/IB) whose transports must agree for 'will deadlock' (default: "
                              "net for an NCCL trace, gloo for a gloo one)")
     options.add_init(parser, "communicator creation the replay assumes (default: as recorded)")
+    options.add_nccl_log(parser)
     options.add_format(parser, *options.report_format("run"))
     options.add_output(parser, "write here instead of stdout (html on a terminal: report.html)")
 
@@ -101,21 +106,35 @@ def context(fmt: str, doc: dict[str, Any], trace: Trace | None, **given: Any) ->
     return formats.Context(head=head, **given)
 
 
+def _cluster(args: argparse.Namespace, doc: dict[str, Any]) -> ncclbounds.Decision | None:
+    """What `--nccl-log` decides of the transport the replay asks about (--transport, else the
+    network), read against the scan's torch pin where a scan is given."""
+    if args.nccl_log and args.transport == "gloo":
+        raise InputError("--nccl-log", "an NCCL log says nothing about --transport gloo")
+    torch = doc.get("config", {}).get("effective", {}).get("torch_version")
+    return ncclbounds.from_logs(args.nccl_log, args.transport or "net",
+                                torch if isinstance(torch, str) else None)
+
+
 def run(args: argparse.Namespace) -> int:
     if args.scan is None and not (args.trace or args.flight_recorder):
         raise InputError("--scan", "give --trace DIR or --flight-recorder DIR (and --scan "
                                    "SCAN.JSON to join the run with a scan)")
     doc = load_document(args.scan) if args.scan else no_scan()
     trace = read_run(args, doc)
+    cluster = _cluster(args, doc)
     if trace is not None:
         trace_sites = None
         if args.trace_target:
             trace_sites = [site.to_json() for t in args.trace_target
                            for site in inventory(sources.resolve(t)).sites]
         doc = join_run(doc, trace, trace_sites=trace_sites, transport=args.transport,
-                       init=args.init)
-    elif args.trace_target or args.transport or args.init:
-        raise InputError("--trace", "--trace-target, --transport and --init need --trace DIR")
+                       init=args.init, bounds=cluster.transports if cluster else ())
+        if cluster is not None:
+            doc["run"]["nccl_log"] = cluster.to_json()
+    elif args.trace_target or args.transport or args.init or args.nccl_log:
+        raise InputError("--trace", "--trace-target, --transport, --init and --nccl-log need "
+                                    "--trace DIR")
     result = verdict.finish(doc)
     emit_report(doc, "run", args.format, args.output, context(args.format, doc, trace))
     print(f"p2paudit report: {result.headline}", file=sys.stderr)

@@ -3,7 +3,8 @@
 Exit 0 when the run completed, 1 when it hung or failed, 2 when it cannot run as asked here.
 `--predict` runs nothing: it prints what the wait-for model expects of the same op sequence, as
 simulate and report do: can it deadlock, will it deadlock here, and the replay under the case's
-conditions; its exit status is the verdict's (auditor.analysis.verdict).
+conditions; its exit status is the verdict's (auditor.analysis.verdict). With `--nccl-log`, the
+transport and channels a cluster's NCCL_DEBUG=INFO log states decide "will deadlock here".
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import re
 from pathlib import Path
 
 from auditor import jsonio
+from auditor.analysis import ncclbounds
 from auditor.analysis.verdict import prediction_verdict
 from auditor.analysis.waitfor.deadlock import deadlock
 from auditor.analysis.waitfor.replay import analyze
@@ -66,6 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="keep the run here: spec, per-rank state, torchrun log, verdict.json")
     parser.add_argument("--predict", action="store_true",
                         help="run nothing; print the wait-for model's answer for this case")
+    options.add_nccl_log(parser)
     options.add_format(parser, ("text", "json"), "text")
     options.add_output(parser)
 
@@ -78,7 +81,10 @@ def run(args: argparse.Namespace) -> int:
     spec = spec_from_args(args)
     plan = case.plan(spec)
     if args.predict:
-        return _predict(plan, args.format, args.output)
+        return _predict(plan, args.format, args.output, args.nccl_log)
+    if args.nccl_log:
+        raise InputError("--nccl-log", "only with --predict (a run here prints its own log "
+                                       "under NCCL_DEBUG=INFO)")
     from auditor.repro.launch import check_machine, launch
 
     check_machine(spec)
@@ -100,19 +106,28 @@ def spec_from_args(args: argparse.Namespace) -> Spec:
                 else args.variable_seq_lengths == "true")
 
 
-def _predict(plan, fmt: str, output: str | None) -> int:
+def _predict(plan, fmt: str, output: str | None, nccl_log: list[Path]) -> int:
     conditions = plan.conditions()
     if conditions is None:
         raise InputError("--predict", f"the wait-for model is NCCL's; it says nothing about "
                          f"this run ({plan.title})")
+    if nccl_log and conditions.transport == "gloo":
+        raise InputError("--nccl-log", f"an NCCL log says nothing about this gloo run ({plan.title})")
+    # No config pins a torch here: the log's own NCCL release is the one its bounds are read for.
+    cluster = ncclbounds.from_logs(nccl_log, conditions.transport, None)
+    if cluster is not None:
+        conditions = conditions.with_bounds(cluster.transports)
     analysis = analyze(plan.programs, conditions)
     verdicts = deadlock(lambda c: analyze(plan.programs, c), conditions).to_json()
     decided = prediction_verdict(verdicts, analysis.mismatched_pairs)
     if fmt == "json":
         emit(jsonio.dumps({"case": plan.title, **analysis.to_json(), "deadlock": verdicts,
-                         "verdict": decided.to_json()}, indent=1) + "\n", output)
+                         "verdict": decided.to_json(),
+                         "nccl_log": cluster.to_json() if cluster else None}, indent=1) + "\n",
+             output)
     else:
         emit("\n".join([f"{plan.title}: {decided.headline}", *deadlock_lines(verdicts),
+                        *([cluster.words()] if cluster else []),
                         f"the replay under the case's conditions: {analysis.summary()}"]) + "\n",
              output)
     return decided.exit_code

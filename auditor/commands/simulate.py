@@ -44,6 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the NCCL transport between neighbouring stages (default: by the "
                              "script's nodes: node = P2P or SHM, net = NET/Socket or NET/IB); "
                              "its bound in rules/nccl.toml decides 'will deadlock here'")
+    options.add_nccl_log(parser)
     options.add_trace(parser, "keep the recorded trace here (an empty or new directory)", "--trace-dir",
                       dest="trace_dir", type=Path)
     options.add_format(parser, *options.report_format("simulate"))
@@ -67,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
     if chosen:
         doc["config"]["release_choice"] = chosen
     p = predict.with_transport(plan(doc, launch, srcs, args.microbatches), args.transport)
+    args.cluster = predict.cluster(doc, p, args.nccl_log)
     if p.unknown:
         return _not_run(doc, p, args, "unknown",
                         "not run: the message size decides the hang and is unknown")
@@ -107,9 +109,9 @@ def _simulate(doc: dict[str, Any], p: Plan, args: argparse.Namespace, workdir: P
         return _not_run(doc, p, args, "incomplete", f"the recorded order is incomplete: rank(s) "
                         f"{', '.join(map(str, stopped))}: {next(iter(stopped.values()))}")
     schedules = sorted({r["schedule"] for r in recorded.results})
-    results = predict.replays(doc, trace, p)
+    results = predict.replays(doc, trace, p, args.cluster)
     out = predict.joined(doc, trace, predict.pick(results))
-    sim = predict.simulation(out, p, results, ", ".join(schedules), recorded.seconds)
+    sim = predict.simulation(out, p, results, ", ".join(schedules), recorded.seconds, args.cluster)
     sim["stood_in"] = sorted({m for r in recorded.results for m in r.get("stood_in", [])})
     out["simulation"] = sim
     decided = simulation_verdict(sim)

@@ -91,7 +91,8 @@ def _title(doc: dict[str, Any]) -> str:
 def _deadlock(doc: dict[str, Any]) -> list[str]:
     """MUST's two verdicts under the headline, where the op order was replayed."""
     d = (doc.get("verdict") or judge(doc).to_json()).get("deadlock")
-    return deadlock_lines(d) if d else []
+    cluster = (doc.get("run") or {}).get("nccl_log")  # report --nccl-log: what it decided
+    return (deadlock_lines(d) if d else []) + ([cluster["words"]] if cluster else [])
 
 
 def _verdict_class(doc: dict[str, Any]) -> str:

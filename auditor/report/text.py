@@ -119,7 +119,9 @@ def deadlock_lines(d: dict[str, Any]) -> list[str]:
     lines = [f"can deadlock: {yes_no(d['can_deadlock'])} (zero-buffer contract: every send waits "
              f"for its receive)" + (f": {d['cycle']}" if d["can_deadlock"] and d["cycle"] else ""),
              f"will deadlock here: {yes_no(d['will_deadlock'])} (over {d['transport']}, with the "
-             f"recorded sizes; bounds from rules/nccl.toml, NCCL {d['nccl']})"]
+             f"recorded sizes; bounds from rules/nccl.toml"
+             + (" and the NCCL log" if any(t["transport"].get("log") for t in d["transports"])
+                else "") + f", NCCL {d['nccl']})"]
     for t in d["transports"]:
         bound = t["transport"]
         hangs = f", {size_words(bound['hangs_bytes'])} hangs" if bound["hangs_bytes"] else ""
@@ -458,6 +460,7 @@ def simulation_report(doc: dict[str, Any], config: str) -> str:
     lines.append(headline)
     if sim.get("deadlock"):
         lines += deadlock_lines(sim["deadlock"])
+    lines += [f"  {t}: {d['words']}" for t, d in (sim.get("nccl_log") or {}).items()]
     for rank, words in sim["blocked"].items():
         lines.append(f"  rank {rank}: {words}")
     if sim["ranks"]:

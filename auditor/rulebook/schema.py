@@ -85,7 +85,8 @@ TABLES: dict[str, Table] = {
     "nccl": _table(False, "", "versions torch steps p2p_chunk_bytes max_channels"),
     "topology": _table(False, "", "node net"),
     "transport": _table(True, "name model_name bound completes_bytes",
-                        "hangs_bytes per_channel per_channel_no_recv_enqueued evidence"),
+                        "hangs_bytes per_channel per_channel_no_recv_enqueued evidence "
+                        "per_channel_steps chunk net_names"),
 }
 
 

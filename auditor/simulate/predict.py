@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from auditor.analysis.join import join
@@ -21,6 +22,8 @@ from auditor.analysis.waitfor.model import Conditions
 from auditor.analysis.waitfor.replay import Analysis
 from auditor.analysis.waitfor.sizes import size_words
 from auditor.dynamic.trace import Trace
+from auditor.analysis.ncclbounds import Decision, decide
+from auditor.dynamic.nccllog import read_logs
 from auditor.simulate.plan import Plan, Value
 
 
@@ -72,16 +75,31 @@ def with_transport(p: Plan, transport: str | None) -> Plan:
     return replace(p, values=values, candidates={**p.candidates, "transport": [transport]})
 
 
-def replays(doc: dict[str, Any], trace: Trace, p: Plan) -> list[Replay]:
+def cluster(doc: dict[str, Any], p: Plan, logs: list[Path]) -> dict[str, Decision]:
+    """What the `--nccl-log` files decide of each transport the plan leaves possible (empty: no
+    log), read against the scan's torch pin; bad input is refused before anything runs."""
+    if not logs:
+        return {}
+    torch = doc.get("config", {}).get("effective", {}).get("torch_version")
+    log = read_logs(logs)
+    return {t: decide(log, t, torch if isinstance(torch, str) else None)
+            for t in p.candidates["transport"]}
+
+
+def replays(doc: dict[str, Any], trace: Trace, p: Plan,
+            logs: dict[str, Decision] | None = None) -> list[Replay]:
     """The recorded order under every combination of the plan's possible conditions, each with
-    its two deadlock verdicts (the transport's candidates, the recorded sizes): the replay the
-    join of the scan `doc` with the run makes (`runreplay`)."""
+    its two deadlock verdicts (the transport's candidates, or those the cluster's log states,
+    `cluster`; the recorded sizes): the replay the join of the scan `doc` with the run makes
+    (`runreplay`)."""
     out = []
     c = p.candidates
     orders = {co: recorded_order(as_issued(trace, co), doc) for co in c["coalesce"]}
     for coalesce, init, transport in itertools.product(c["coalesce"], c["init"], c["transport"]):
         order = orders[coalesce]
         conditions = Conditions.for_transport(transport, init, coalesce)
+        if logs and transport in logs:
+            conditions = conditions.with_bounds(logs[transport].transports)
         out.append(Replay(conditions, order.replay(conditions)[0],
                           order.deadlock(conditions)))
     return out
@@ -95,7 +113,7 @@ def joined(doc: dict[str, Any], trace: Trace, shown: Replay) -> dict[str, Any]:
 
 
 def simulation(doc: dict[str, Any], p: Plan, results: list[Replay], schedule: str,
-               seconds: float) -> dict[str, Any]:
+               seconds: float, logs: dict[str, Decision] | None = None) -> dict[str, Any]:
     """The `simulation` object of the JSON output (`doc` is the joined document)."""
     can, will = agreed(r.deadlock.can for r in results), agreed(r.deadlock.will for r in results)
     shown = pick(results)
@@ -133,6 +151,8 @@ def simulation(doc: dict[str, Any], p: Plan, results: list[Replay], schedule: st
         "patches": [x.to_json() for x in p.patches],
         "startup_errors": p.startup_errors,
         "seconds": round(seconds, 1),
+        # What the cluster's NCCL_DEBUG=INFO logs decided, per modelled transport (--nccl-log).
+        "nccl_log": {t: d.to_json() for t, d in (logs or {}).items()} or None,
     }
 
 

@@ -79,7 +79,7 @@ def deadlock(replay: Callable[[Conditions], Analysis], conditions: Conditions,
     zero = hangs(0, ZERO_BUFFER)
     verdicts = []
     here: Analysis | None = None
-    for t in candidates(asked):
+    for t in conditions.bounds or candidates(asked):
         if not zero.hang:
             verdicts.append(TransportVerdict(t, False, "completes with no send buffered"))
             continue
@@ -87,14 +87,15 @@ def deadlock(replay: Callable[[Conditions], Analysis], conditions: Conditions,
         if not low.hang:
             verdicts.append(TransportVerdict(
                 t, False, f"completes: no send that must wait exceeds the "
-                          f"{size_words(t.completes_bytes)} it completes unmatched"))
+                          f"{size_words(t.completes_bytes)} it completes unmatched"
+                          + (f" ({t.basis})" if t.log else "")))
             continue
         high = hangs(t.hangs_bytes - 1 if t.hangs_bytes else 1 << 62, t.model_name)
         if high.hang:
             here = here or low
             verdicts.append(TransportVerdict(t, True, (
                 f"hangs even if every send below {size_words(t.hangs_bytes)} completed "
-                f"unmatched ({t.bound})" if t.hangs_bytes else
+                f"unmatched ({t.basis})" if t.hangs_bytes else
                 "hangs whatever the transport buffers")))
             continue
         waiting = sorted({o.op.nbytes for r in low.ranks.values() for o in r.ops
@@ -106,9 +107,12 @@ def deadlock(replay: Callable[[Conditions], Analysis], conditions: Conditions,
             decide = "a measurement of larger sends (reports/glm5.1-pp-hang/gpu/run.sh)"
         else:
             why = (f"{between} between the {size_words(t.completes_bytes)} that completes and "
-                   f"the {size_words(t.hangs_bytes)} that hangs ({t.bound})")
+                   f"the {size_words(t.hangs_bytes)} that hangs ({t.basis})")
             decide = (f"the channels that serve each peer ({size_words(t.per_channel)} each; "
                       "NCCL_DEBUG=INFO's 'Channel xx/yy ... via' lines)" if t.per_channel else
+                      "what the NCCL log leaves open: the P2P chunk ('P2P Chunksize set to N', "
+                      "NCCL_DEBUG_SUBSYS=INIT) or channels per peer that differ between its "
+                      "ranks" if t.log else
                       "a measurement on the cluster (p2paudit repro fallback-1f1b --size)")
         verdicts.append(TransportVerdict(t, None, why, decide))
     outcomes = {v.will for v in verdicts}

@@ -3,13 +3,13 @@ conditions the op sequence alone does not fix, and the communicator each op runs
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
 from auditor import rulebook
 from auditor.analysis.waitfor.sizes import size_words
-from auditor.analysis.waitfor.transports import TRANSPORT_BUFFER
+from auditor.analysis.waitfor.transports import TRANSPORT_BUFFER, Transport
 
 Key = tuple[int, int]  # an op as (rank, its index in the rank's program)
 SEND_APIS = frozenset({"send", "isend"})
@@ -74,6 +74,9 @@ class Conditions:
     buffer_bytes: int = TRANSPORT_BUFFER["net"]
     transport: str = "net"
     backend: str = "nccl"  # "gloo": the gloo model of the module docstring
+    # The transports the cluster's NCCL_DEBUG=INFO log states, with the bounds it sets
+    # (auditor.analysis.ncclbounds); empty: the rules' candidates of `transport`.
+    bounds: tuple[Transport, ...] = ()
 
     @classmethod
     def gloo(cls, init: str = "lazy") -> Conditions:
@@ -88,6 +91,15 @@ class Conditions:
         if init not in ("lazy", "eager"):
             raise ValueError(f"init must be 'lazy' or 'eager', not {init!r}")
         return cls(init, coalesce, TRANSPORT_BUFFER[transport], transport)
+
+    def with_bounds(self, bounds: tuple[Transport, ...]) -> Conditions:
+        """These conditions over the transports a cluster's log states (none: unchanged): the
+        single replay buffers what the largest of them completes, as for a topology."""
+        if not bounds:
+            return self
+        name = bounds[0].model_name if len(bounds) == 1 else self.transport
+        return replace(self, bounds=bounds, transport=name,
+                       buffer_bytes=max(t.completes_bytes for t in bounds))
 
     def to_json(self) -> dict[str, Any]:
         return {"init": self.init, "coalesce": self.coalesce, "buffer_bytes": self.buffer_bytes,

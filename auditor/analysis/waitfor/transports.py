@@ -22,11 +22,18 @@ class Transport:
     hangs_bytes: int | None
     per_channel: int | None
     evidence: str
+    log: str = ""  # path:line of the NCCL log that set these bounds (analysis.ncclbounds)
+
+    @property
+    def basis(self) -> str:
+        """How the bound is known, in words: "derived", "derived; from the NCCL log at ..."."""
+        return f"{self.bound}; from the NCCL log at {self.log}" if self.log else self.bound
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "model_name": self.model_name, "bound": self.bound,
                 "completes_bytes": self.completes_bytes, "hangs_bytes": self.hangs_bytes,
-                "per_channel": self.per_channel, "evidence": self.evidence}
+                "per_channel": self.per_channel, "evidence": self.evidence,
+                "log": self.log or None}
 
 
 def _nccl_rules() -> dict[str, Any]:
