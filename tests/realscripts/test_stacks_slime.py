@@ -120,3 +120,14 @@ def test_the_stack_is_what_slime_runs_on():
     is Megatron-LM's front end on megatron-core."""
     from auditor.rulebook.frameworks import stack_for
     assert stack_for("ray train.py") == ["megatron-core"]
+
+
+def test_a_module_launcher_under_ray_is_still_its_own(tmp_path):
+    """volcengine/verl examples/ppo_trainer/run_qwen1.5_moe_a2.7b-gsm8k_megatron.sh (commit
+    b178a3cd56) shows `RAY_ADDRESS='auto' ray job submit --working-dir . -- python3 -m
+    verl.trainer.main_ppo ...` (commented there): verl's launcher, not a ray-started script."""
+    path = tmp_path / "run.sh"
+    path.write_text("RAY_ADDRESS='auto' ray job submit --working-dir . -- python3 -m verl.trainer.main_ppo "
+                    "--config-name='ppo_megatron_trainer' "
+                    "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=2\n", encoding="utf-8")
+    assert _launch(path).launcher == "python -m verl.trainer.main_ppo"
