@@ -204,7 +204,8 @@ def _scan_one(inputs: ScanInputs, read: tuple[LaunchConfig, list[SourceSet]]) ->
     torch_version = effective.value("torch_version")
     findings = [*launch.diagnostics, *effective.findings,
                 *lint(launch, None if torch_version is UNKNOWN else torch_version)]
-    findings += site_findings(site_docs, unbatched, interp.patches)
+    backend = effective.value("distributed_backend")
+    findings += site_findings(site_docs, unbatched, interp.patches, backend in ("nccl", UNKNOWN))
     analyses = [inv.analysis for inv in invs]
     doc = document.build(srcs, site_docs, analyses, findings,
                          config={**effective.to_json(), "needs": needs})

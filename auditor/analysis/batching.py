@@ -115,7 +115,9 @@ def _provenance(effective: EffectiveConfig, key: str) -> str:
 
 
 def site_findings(site_docs: list[dict[str, Any]], unbatched: dict[str, Unbatched | None],
-                  patches: list[Patch]) -> list[Finding]:
+                  patches: list[Patch], nccl: bool = True) -> list[Finding]:
+    """`nccl`: the run may be on NCCL (its backend is NCCL or unknown); NCCL's lazily created
+    communicators are not those of another backend (Ascend's HCCL, rules [[backend]])."""
     findings: list[Finding] = []
     by_cause: dict[Unbatched, list[dict[str, Any]]] = {}
     for d in site_docs:
@@ -144,7 +146,7 @@ def site_findings(site_docs: list[dict[str, Any]], unbatched: dict[str, Unbatche
     groups_by_site = {d["id"]: set(d["groups"]) - {"unknown"} for d in site_docs
                       if d["reachable"] == "yes" and d["paths"]}
     distinct = sorted(set().union(*groups_by_site.values())) if groups_by_site else []
-    if len(distinct) > 1:
+    if len(distinct) > 1 and nccl:
         users = {g: sorted(sid for sid, gs in groups_by_site.items() if g in gs) for g in distinct}
         on_paths = {name for d in site_docs if d["id"] in groups_by_site for path in d["paths"] for name in path}
         patches = [p for p in patches if p.short in on_paths]

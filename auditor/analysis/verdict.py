@@ -3,8 +3,9 @@
 A site is `contradiction` (reachable, runs unbatched, while the config says batched), `ok`,
 `unreachable`, or `unknown` (its reachability, or whether it runs batched, was not decided).
 The run is `findings` (a contradiction or an ERROR finding), `inconclusive` (nothing wrong was
-found, but something the contradiction rule needs was not decided) or `clean` (the analysis
-covered what it needed and found nothing). Every command's exit code and every format's
+found, but something the contradiction rule needs was not decided), `clean` (the analysis
+covered what it needed and found nothing) or `not-covered` (it runs on a backend the torch rules
+do not read, e.g. Ascend's HCCL: what the audit covers for it is said, never clean). Every command's exit code and every format's
 headline come from `judge`, so text, HTML, JSON and the exit status cannot disagree.
 
 Fail closed: "clean" is said only when nothing the rule needs is unknown; every undecided input
@@ -23,7 +24,7 @@ from auditor.errors import EXIT_FINDINGS, EXIT_OK
 from auditor.rulebook.frameworks import NOT_THIS_STACK, kind_of, owner_of, pin_option
 
 SITE_VERDICTS = ("contradiction", "ok", "unknown", "unreachable")
-RUN_VERDICTS = ("findings", "inconclusive", "clean", "inventory", "not-pipeline")
+RUN_VERDICTS = ("findings", "inconclusive", "clean", "inventory", "not-pipeline", "not-covered")
 # What the auditor covers, said where a run has none of it (a decided answer, exit 0).
 COVERS = ("p2paudit audits the point-to-point traffic of pipeline-parallel training (megatron-core "
           "schedules, torch.distributed.pipelining, DeepSpeed's pipeline engine): this run has none to check")
@@ -133,25 +134,24 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
     startup = [u for u in every if u.startup]
     quiet = [s for s in sites if s.get("verdict") == "unknown" and not s.get("paths")
              and not s.get("undecided")]
-    # A run on another backend than NCCL (config.launch `launch.backend`: Ascend's HCCL).
-    backend = next((f["detail"] for f in findings if f.get("kind") == "launch.backend"
-                    and "decide" in (f.get("detail") or {})), None)
+    backend = _other_backend(doc)
     if bad or errors:
         status, head = "findings", _findings_headline(doc, bad, errors, findings)
         if undecided:
             head += f" Also not decided: {_undecided_words(undecided)}."
+    elif scanned and backend:
+        # The schedule's order was analysed; how this backend runs it is outside the torch rules.
+        status = "not-covered"
+        reached = sum(1 for s in sites if s.get("reachable") == "yes")
+        what = f"how {backend['short']} runs the pipeline's P2P ops is outside the rules"
+        undecided.append(Undecided(what, backend["decide"]))
+        said = backend["said"]
+        head = (f"NOT COVERED: {said[:1].upper()}{said[1:]}. The schedule reaches {reached} P2P site(s); "
+                f"{what}: {backend['decide']} decides it.")
     elif undecided:
         status = "inconclusive"
         head = (f"INCONCLUSIVE: no contradiction found, but not decided: "
                 f"{_undecided_words(undecided)}.")
-    elif scanned and backend:
-        # The schedule's order was analysed; how this backend runs it is outside the torch rules.
-        status = "inconclusive"
-        ok = sum(1 for s in sites if s.get("verdict") == "ok")
-        what = (f"{ok} reachable P2P site(s) run as the config says on the schedule's side, but how "
-                f"{backend['short']} runs them is outside the rules")
-        undecided.append(Undecided(what, backend["decide"]))
-        head = f"INCONCLUSIVE: {what}; decide it with {backend['decide']}."
     elif scanned:
         status = "clean"
         ok = sum(1 for s in sites if s.get("verdict") == "ok")
@@ -166,10 +166,10 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
         undecided.insert(0, differ)
         head = f"INCONCLUSIVE: {_undecided_words(undecided)}."
     basis = doc.get("config", {}).get("torch_basis") or {}
-    if status != "inconclusive" and scanned and basis.get("version") is None and basis.get("releases"):
+    if status in ("clean", "findings") and scanned and basis.get("version") is None and basis.get("releases"):
         head += f" {across_words(basis['releases'], basis.get('why_across') or 'none stated')}."
     release_basis = doc.get("config", {}).get("release_basis") or {}
-    if status != "inconclusive" and release_basis.get("free"):
+    if status in ("clean", "findings") and release_basis.get("free"):
         head += f" {releases_words(release_basis)}."
     would = [f for f in doc.get("findings", []) if f.get("kind") in ("replay-would-hang",
                                                                       "replay-can-hang")]
@@ -184,6 +184,18 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
         head += f" Start-up: {len(startup)} check(s) not decided, listed below (whether the run starts)."
     deadlock = ((doc.get("run") or {}).get("waitfor") or {}).get("deadlock")
     return RunVerdict(status, head, undecided, len(bad), len(errors), len(quiet), deadlock, startup, causes)
+
+
+def _other_backend(doc: dict[str, Any]) -> dict[str, Any] | None:
+    """The backend other than NCCL the run is on (config.launch `launch.backend`, Ascend's HCCL),
+    with what the script shows of it (`said`); None where the config says another backend
+    (`--set distributed_backend=nccl`)."""
+    found = next((f for f in doc.get("findings", []) if f.get("kind") == "launch.backend"
+                  and "decide" in (f.get("detail") or {})), None)
+    effective = doc.get("config", {}).get("effective", {})
+    if found is None or effective.get("distributed_backend") != found["detail"]["backend"]:
+        return None
+    return {**found["detail"], "said": str(found["message"])}
 
 
 def _why_unbatched(doc: dict[str, Any]) -> str:
@@ -290,11 +302,12 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
         if s.get("verdict") == "unknown" and (s.get("paths") or s.get("undecided")):
             by_reason.setdefault(s.get("undecided") or s.get("reason") or "reached under an "
                                  "undecided guard", []).append(s)
+    backend = _other_backend(doc)
     for why, group in by_reason.items():
         first = group[0]
         out.append(Undecided(
             f"{len(group)} reached site(s), e.g. {first['path']}:{first['line']} {first['api']} "
-            f"in {first['function']}: {why}", _decide_for(group, config)))
+            f"in {first['function']}: {why}", _decide_for(group, config, backend)))
     incomplete = ((doc.get("run") or {}).get("trace") or {}).get("incomplete") or {}
     if incomplete:
         at, why = str(next(iter(incomplete.values()))).split(": ", 1)
@@ -336,12 +349,16 @@ def _needed_decide(key: str, config: dict[str, Any]) -> str:
     return decide.split(", or ")[-1]
 
 
-def _decide_for(group: list[dict[str, Any]], config: dict[str, Any]) -> str:
+def _decide_for(group: list[dict[str, Any]], config: dict[str, Any],
+                backend: dict[str, Any] | None = None) -> str:
     """What decides sites that share a reason: the torch release where coalescing is undecided
-    (`runs_batched` None), else the config tests their reachability rests on; in a stack with no
-    batching setting, a recorded run's replay of their order."""
+    (`runs_batched` None), or on another backend than NCCL (`_other_backend`) a run on it; else
+    the config tests their reachability rests on; in a stack with no batching setting, a
+    recorded run's replay of their order."""
     effective = config.get("effective", {})
     if group[0].get("runs_batched") is None:
+        if backend is not None:
+            return str(backend["decide"])
         if effective.get("torch_version", "unknown") == "unknown":
             return "--torch X.Y.Z (the cluster's torch release)"
         inputs = (config.get("unknown_inputs") or {}).get("torch_batch_coalesces") or []

@@ -3,6 +3,7 @@ command substitutions (kept symbolic), assignments; over the variables a walk ke
 
 from __future__ import annotations
 
+import os
 import re
 
 from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Part, Word
@@ -19,6 +20,16 @@ from auditor.config.model import Scalar, Symbolic
 
 _PARAM = re.compile(r"(#?)([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])(?:\[([^\]]*)\])?(.*)", re.DOTALL)
 _PARAM_OP = re.compile(r"(:?[-=+?])(.*)", re.DOTALL)
+# The command substitutions that give the directory of the running script (`$0`) or of the file
+# being read (`${BASH_SOURCE[0]}`), as launch scripts spell them to find the files they ship with:
+# `$(dirname "$0")`, `$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" &>/dev/null && pwd)`,
+# `$(dirname $(readlink -f $0))`, `$(realpath "$(dirname "$0")")`. Quotes are removed first.
+_SELF = r"\$(?:0|\{0\}|\{?BASH_SOURCE(?:\[0\])?\}?)"
+_RESOLVED = rf"(?:{_SELF}|\$\((?:realpath|readlink -[fe])(?: --)? {_SELF}\))"
+_DIRNAME = rf"dirname(?: --)? {_RESOLVED}"
+_SCRIPT_DIR = re.compile(
+    rf"{_DIRNAME}|(?:realpath|readlink -[fe])(?: --)? \$\({_DIRNAME}\)"
+    rf"|cd(?: --)? \$\({_DIRNAME}\)(?: &>/dev/null| >/dev/null(?: 2>&1)?)? *(?:&&|;) *pwd(?: -P)?")
 
 
 class Expander:
@@ -34,6 +45,7 @@ class Expander:
         self._lexer = Lexer("", path)
         self._taken: list[str] = []  # fallbacks taken in the expansion under way
         self.positional: list[Field] | None = None  # $1 $2 ... of a script read with its arguments
+        self.reading = path  # the file being read: the script, or a file it sources
 
     def assignment_value(self, word: Word) -> tuple[str, str | Symbolic | list[tuple[Scalar, int]]]:
         m = ASSIGN.match(word.raw)
@@ -100,7 +112,11 @@ class Expander:
             if part.kind == "lit":
                 out.text(part.text, part.line)
             elif part.kind == "cmd":
-                out.symbolic(part.src, part.line, unsplit=not part.quoted)
+                where = self._script_dir(part.text)
+                if where is None:
+                    out.symbolic(part.src, part.line, unsplit=not part.quoted)
+                else:
+                    self._emit(where, part.line, part.quoted, out)
             elif part.kind == "arith":
                 value = self._arith(part)
                 if isinstance(value, str):
@@ -194,6 +210,16 @@ class Expander:
                 return unknown
             return (self._fallback(argument, part), part.line) if is_set else ("", part.line)
         return (value, line) if is_set else unknown
+
+    def _script_dir(self, command: str) -> str | None:
+        """The directory a script-directory idiom gives (`_SCRIPT_DIR`): that of the script for
+        `$0`, of the file being read for `${BASH_SOURCE[0]}`; None for any other command, or a
+        script that is no file here (`--command` text)."""
+        text = " ".join(re.sub(r"[\"']", "", command).split())
+        if _SCRIPT_DIR.fullmatch(text) is None:
+            return None
+        path = self.reading if "BASH_SOURCE" in text else self.path
+        return os.path.dirname(os.path.abspath(path)) if os.path.isfile(path) else None
 
     def _fallback(self, text: str, part: Part) -> str | Symbolic:
         self.depth += 1

@@ -261,12 +261,14 @@ class Shell(Expander, ABC):
         self.diagnostics.append(Finding(
             "launch.sourced", "info", f"`source {target.value}` read from {path}", where=f"{self.path}:{cmd.line}"))
         self.depth += 1
+        saved, self.reading = self.reading, path  # ${BASH_SOURCE[0]} is the sourced file
         try:
             self.run(Parser(Lexer(text, path).tokens(), path, self.diagnostics).parse())
         except InputError as exc:
             self.unknowable(cmd.line, f"`source {target.value}` (cannot be read: {exc.cause})")
         finally:
             self.depth -= 1
+            self.reading = saved
 
     def beside(self, name: str) -> tuple[str, str]:
         """(path, text) of a file the script runs or sources: at its absolute path, else beside

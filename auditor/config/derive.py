@@ -258,6 +258,7 @@ class _Deriver:
 
     def launch_inputs(self) -> None:
         path = self.launch.path
+        self._backend()
         for key in ("nproc_per_node", "nnodes"):
             raw = getattr(self.launch, key)
             if raw is None:
@@ -269,6 +270,19 @@ class _Deriver:
                 self.put(key, raw, origin, path, tuple(_lines_in(origin)))
         for key, (value, why, at) in self.launch.entry_values.items():  # config.pyenv
             self.put(key, value, why, at, (at,))
+
+    def _backend(self) -> None:
+        """A run on another backend than NCCL, as the script shows it (config.launch `launch.backend`,
+        from rules' [[backend]]): its process groups are that backend's whatever name the trainer
+        passes (torch_npu runs `nccl` on HCCL), so no rule reads NCCL's behaviour for it. Pinned,
+        like --set, which gives another."""
+        found = next((d for d in self.launch.diagnostics if d.kind == "launch.backend"), None)
+        if found is None or "distributed_backend" in self.pinned:
+            return
+        line = found.where.rpartition(":")[2]
+        self.put("distributed_backend", found.detail["backend"], found.message.partition(": ")[0],
+                 self.launch.path, (int(line),) if line.isdigit() else ())
+        self.pinned.add("distributed_backend")
 
     def model_sizes(self) -> None:
         """[[model]] entries keyed by the --model value (hub id or a path ending in the name).

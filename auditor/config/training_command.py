@@ -100,7 +100,14 @@ class LaunchShell(Shell):
                 end = next((j for j in range(k + 1, len(fields)) if fields[j].value == "--"), None)
                 if end is None or end + 1 >= len(fields):
                     return None
-                candidate = self._launch(fields[end + 1:], inline, cmd)
+                # `ray job submit -- python3 train.py`: a launcher naming ray starts the script
+                runner = next((e for e in self.spelling.launchers
+                               if e.get("interpreters") and base in e.get("programs", ())), None)
+                saved, self.starter = self.starter, (runner, []) if runner is not None else self.starter
+                try:
+                    candidate = self._launch(fields[end + 1:], inline, cmd)
+                finally:
+                    self.starter = saved
                 if candidate is not None:
                     candidate.wrapper = fields[:end + 1] + candidate.wrapper
                 return candidate

@@ -86,8 +86,12 @@ def test_an_ascend_run_is_seen_and_never_clean(tmp_path):
     site = {"path": "p.py", "line": 1, "api": "isend", "function": "f", "verdict": "ok",
             "reachable": "yes", "paths": [["a", "f"]], "runs_batched": True}
     doc = {"sites": [site], "findings": [backend.to_json()],
-           "config": {"effective": {"batch_p2p_comm": True, "pipeline_model_parallel_size": 2}}}
+           "config": {"effective": {"batch_p2p_comm": True, "pipeline_model_parallel_size": 2,
+                                    "distributed_backend": "hccl"}}}
     result = judge(doc)
-    assert result.status == "inconclusive"
-    assert "HCCL" in result.headline and "NCCL" not in result.headline.replace("HCCL", "")
+    assert result.status == "not-covered" and result.exit_code == 1
+    assert result.headline.startswith("NOT COVERED: This run uses Ascend NPUs")
     assert result.undecided[-1].decide.startswith("`p2paudit record`")
+    # `--set distributed_backend=nccl`: the user says the run is on NCCL after all
+    doc["config"]["effective"]["distributed_backend"] = "nccl"
+    assert judge(doc).status == "clean"
