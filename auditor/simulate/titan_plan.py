@@ -45,10 +45,10 @@ def plan(doc: dict[str, Any], launch: LaunchConfig, srcs: list[SourceSet],
     unknown: list[str] = []
     stops: list[str] = []
 
-    def take(name: str, key: str, decide: str) -> Any:
+    def take(name: str, key: str, decide: str, model: str = "") -> Any:
         value = eff.get(key)
         if value in (None, "unknown"):
-            flag = launch.flags.get(key)  # a model size the job config reader found
+            flag = launch.flags.get(model)  # a model size the job config reader found
             if flag is not None and isinstance(flag.value, str) and flag.value.isdigit():
                 values[name] = Value(name, int(flag.value), flag.spelling)
                 return int(flag.value)
@@ -63,10 +63,12 @@ def plan(doc: dict[str, Any], launch: LaunchConfig, srcs: list[SourceSet],
     if pp is not None and (not isinstance(pp, int) or pp < 2):
         raise InputError(launch.path, f"pipeline_parallel_degree is {pp}: there is no pipeline "
                                       f"P2P to simulate (it needs 2 or more stages)")
-    schedule = take("schedule", "pipeline_parallel_schedule",
-                    "give --parallelism.pipeline_parallel_schedule NAME")
+    take("schedule", "pipeline_parallel_schedule",
+         "give --parallelism.pipeline_parallel_schedule NAME")
     _csv(values, unknown, eff, prov, launch)
-    _stages_per_rank(values, unknown, eff, prov, pp, schedule)
+    layers = launch.flags.get("model.n_layers")
+    _stages_per_rank(values, unknown, eff, prov, pp, eff.get("n_layers") if layers is None
+                     or not str(layers.value).isdigit() else int(str(layers.value)))
     mbs = take("micro_batch_size", "pipeline_parallel_microbatch_size",
                "give --parallelism.pipeline_parallel_microbatch_size N")
     local = take("local_batch_size", "local_batch_size", "give --training.local_batch_size N")
@@ -85,7 +87,7 @@ def plan(doc: dict[str, Any], launch: LaunchConfig, srcs: list[SourceSet],
         "message_seq_length", seq, "the whole sequence (TP's sequence sharding of a stage's "
                                    "output is not modelled)")
     take("hidden_size", "hidden_size", "the model's dim: give --job.config_file / --module and "
-                                       "--config the release reads, or --set hidden_size=N")
+                                       "--config the release reads, or --set hidden_size=N", "model.dim")
     values["dtype"] = _dtype(eff, prov)
     if values["dtype"].value is None:
         unknown.append("activation dtype: give --training.mixed_precision_param bfloat16|float32 "
@@ -126,7 +128,7 @@ def _csv(values: dict[str, Value], unknown: list[str], eff: dict[str, Any],
 
 
 def _stages_per_rank(values: dict[str, Value], unknown: list[str], eff: dict[str, Any],
-                     prov: dict[str, str], pp: Any, schedule: Any) -> None:
+                     prov: dict[str, str], pp: Any, layers: Any) -> None:
     """None: torchtitan's fallback, which the rank decides from torch's class (1 for a
     single-stage schedule, else 2); else ceil((layers + 2) / layers_per_stage) / PP."""
     per_stage = eff.get("pipeline_parallel_layers_per_stage")
@@ -135,7 +137,6 @@ def _stages_per_rank(values: dict[str, Value], unknown: list[str], eff: dict[str
                                          "stage unset: torchtitan's fallback, 1 stage a rank for a "
                                          "single-stage schedule, else 2")
         return
-    layers = eff.get("n_layers")
     if per_stage == "unknown" or not str(per_stage).isdigit() or not isinstance(layers, int):
         values["virtual_stages"] = Value("virtual_stages", None, "unknown")
         unknown.append("stages per rank: give --parallelism.pipeline_parallel_layers_per_stage "
