@@ -11,8 +11,8 @@ torchtitan/distributed/pipeline_parallel.py), over the stages a rank holds: one 
 single-stage schedules, `rank + i * PP` for looped ones, `rank` and `2 * PP - 1 - rank` for the
 V-shaped ones (`stage_ids_this_rank`). A stand-in stage returns `input * weight`, so activations
 and gradients have the shape (micro-batch size, sequence length, hidden size) and dtype of the
-model's. A schedule torch refuses to build (fewer micro-batches than stages for a single-stage
-schedule, a count that is not a multiple of the rounds) is the run's start-up error: the rank
+model's. A schedule torch refuses to build (torch 2.13.0: Schedule1F1B with fewer micro-batches
+than stages, a count that is not a multiple of the rounds) is the run's start-up error: the rank
 writes torch's message as `refused` and issues no op.
 
 SPEC keys: pipeline_size, schedule, csv (a CSV order's path, or null), stages_per_rank (null:

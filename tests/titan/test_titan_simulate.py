@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -60,6 +61,8 @@ def test_1f1b_runs_torch_s_schedule_at_the_launch_s_settings_and_completes(tmp_p
     assert "local_batch_size // pipeline_parallel_microbatch_size" in sim["inputs"]["microbatches"]["provenance"]
     assert sim["unpredicted"] == [] and sim["replays"]
     assert "CLEAN" in done.stderr
+    schema = json.loads((ROOT / "docs" / "schema" / "scan-document.schema.json").read_text())
+    jsonschema.validate(json.loads((tmp_path / "sim.json").read_text()), schema)
 
 
 def test_fewer_micro_batches_than_stages_in_1f1b_does_not_start_with_torch_s_reason(tmp_path):
