@@ -31,6 +31,7 @@ from auditor.config.launch import (
 from auditor.config.model import LaunchConfig
 from auditor.config.pyenv import read_entry
 from auditor.config.settings import check_settings
+from auditor.config.titan import read_job_config
 from auditor.errors import InputError
 from auditor.progress import Progress
 from auditor.report import document
@@ -137,6 +138,7 @@ def read_config(config_path: str, targets: list[str] | None, command: str | None
                               megatron_version=versions["megatron-core"],
                               parser_roots=tuple(s.root for s in srcs if s.name == "megatron-core"))
     read_entry(launch)  # what the entry script sets from Python joins the script's environment
+    read_job_config(launch, srcs)  # torchtitan's TOML or config-registry function, from its release
     return launch, srcs
 
 

@@ -1,6 +1,6 @@
-"""`p2paudit simulate --config run.sh`: run the pinned megatron-core's real pipeline schedule on
-CPU at the script's pipeline size, recorded, and say whether its op order would hang on the
-cluster the script describes.
+"""`p2paudit simulate --config run.sh`: run the real pipeline schedule on CPU at the script's
+pipeline size (the pinned megatron-core's, or for a torchtitan launch torch's own pipelining
+schedule), recorded, and say whether its op order would hang on the cluster the script describes.
 
 Exit status: 1 when a hang is predicted, a fired site was not predicted by the scan, the real run
 would stop at start-up, the schedule failed, or the answer is inconclusive (an unknown size, or
@@ -27,7 +27,7 @@ from auditor.analysis.verdict import simulation_verdict
 from auditor.analysis.waitfor.transports import transport_names
 from auditor.errors import EXIT_FINDINGS, InputError
 from auditor.scan import ScanInputs, read_config, run_scan
-from auditor.simulate import machine, predict
+from auditor.simulate import machine, predict, titan_plan
 from auditor.simulate.plan import Plan, plan
 from auditor.simulate.run import run as run_schedule
 
@@ -67,13 +67,14 @@ def run(args: argparse.Namespace) -> int:
     doc = run_scan(inputs, (launch, srcs))
     if chosen:
         doc["config"]["release_choice"] = chosen
-    p = predict.with_transport(plan(doc, launch, srcs, args.microbatches), args.transport)
+    planner = titan_plan.plan if titan_plan.applies(srcs) else plan
+    p = predict.with_transport(planner(doc, launch, srcs, args.microbatches), args.transport)
     args.cluster = predict.cluster(doc, p, args.nccl_log)
     if p.unknown:
         return _not_run(doc, p, args, "unknown",
                         "not run: the message size decides the hang and is unknown")
     if p.schedule_stops:
-        return _not_run(doc, p, args, "startup", "not simulated; megatron-core stops the run "
+        return _not_run(doc, p, args, "startup", f"not simulated; {p.runner} stops the run "
                         "before the schedule: " + p.schedule_stops[0])
     pp, vpp = p.get("pipeline_size"), p.get("virtual_stages") or 1
     too_big = machine.refusal(pp, pp * vpp, p.get("microbatches"), p.message_bytes or 0)
@@ -99,10 +100,15 @@ def _simulate(doc: dict[str, Any], p: Plan, args: argparse.Namespace, workdir: P
     recorded = run_schedule(p, workdir)
     if recorded.status != 0:
         tail = [ln for ln in recorded.output.strip().splitlines() if ln.strip()][-1:] or ["no output"]
-        print(f"p2paudit simulate: FAILED: megatron-core's schedule stopped with status "
+        print(f"p2paudit simulate: FAILED: {p.runner}'s schedule stopped with status "
               f"{recorded.status} after {recorded.seconds:.1f} s: {recorded.killed or tail[0]}",
               file=sys.stderr)
         return EXIT_FINDINGS
+    refused = next((r["refused"] for r in recorded.results if r.get("refused")), None)
+    if refused is not None:  # torch's schedule constructor raised, as in the real run
+        p.startup_errors.append(f"torch refuses the schedule: {refused}")
+        return _not_run(doc, p, args, "startup", "not simulated; the run stops before its first "
+                        f"step: torch refuses the schedule: {refused}")
     trace = read_trace_dir(recorded.trace)
     stopped = {r: rt.stopped for r, rt in trace.ranks.items() if rt.stopped is not None}
     if stopped:  # the schedule ran, but the order it issued is not all in the trace

@@ -5,13 +5,19 @@ Run as `python -m auditor.simulate.pipelining_rank SPEC.json`. As `auditor.simul
 megatron-core, the process imports torch's pipelining once, unrecorded, and forks one child per
 rank; each child arms the recorder (`auditor.dynamic.session`), so every op the schedule issues
 lands in `rank-N.jsonl` like a real run's. The schedule is the class torch's
-`get_schedule_class(NAME)` returns (what torchtitan builds), over the stages a rank holds:
-one for single-stage schedules, `rank + i * PP` for looped ones, `rank` and `2 * PP - 1 - rank`
-for the V-shaped ones. A stand-in stage returns `input * weight`, so activations and gradients
-have the shape (micro-batch size, sequence length, hidden size) and dtype of the model's.
+`get_schedule_class(NAME)` returns, or `_PipelineScheduleRuntime` loading a CSV order, built as
+torchtitan's `_build_pipeline_schedule` builds it (torchtitan 0.3.0
+torchtitan/distributed/pipeline_parallel.py), over the stages a rank holds: one for
+single-stage schedules, `rank + i * PP` for looped ones, `rank` and `2 * PP - 1 - rank` for the
+V-shaped ones (`stage_ids_this_rank`). A stand-in stage returns `input * weight`, so activations
+and gradients have the shape (micro-batch size, sequence length, hidden size) and dtype of the
+model's. A schedule torch refuses to build (torch 2.13.0: Schedule1F1B with fewer micro-batches
+than stages, a count that is not a multiple of the rounds) is the run's start-up error: the rank
+writes torch's message as `refused` and issues no op.
 
-SPEC keys: pipeline_size, schedule, stages_per_rank, microbatches, shape, dtype, store (a
-`file://` rendezvous), out (results), record_env (the recorder's P2PAUDIT_* variables).
+SPEC keys: pipeline_size, schedule, csv (a CSV order's path, or null), stages_per_rank (null:
+torchtitan's fallback, 1 for a single-stage schedule, else 2), microbatches, shape, dtype, store
+(a `file://` rendezvous), out (results), record_env (the recorder's P2PAUDIT_* variables).
 """
 
 from __future__ import annotations
@@ -41,46 +47,67 @@ class StandIn(torch.nn.Module):
         return x * self.weight
 
 
-def stage_indices(schedule: type, rank: int, pp: int, per_rank: int) -> list[int]:
-    """The stage indices rank `rank` holds under `schedule` (torch's placement for each kind)."""
+def stage_indices(schedule: type, rank: int, pp: int, per_rank: int | None) -> list[int]:
+    """The stage indices rank `rank` holds under `schedule` (torchtitan's placement for each
+    kind; `per_rank` None: its fallback)."""
     from torch.distributed.pipelining.schedules import PipelineScheduleSingle
 
     if issubclass(schedule, PipelineScheduleSingle):
         return [rank]
     if schedule.__name__ in V_SCHEDULES:
         return [rank, 2 * pp - 1 - rank]
-    return [rank + i * pp for i in range(per_rank)]
+    return [rank + i * pp for i in range(2 if per_rank is None else per_rank)]
+
+
+def build(spec: dict[str, Any], stages: list[Any], loss_fn: Any) -> Any:
+    """The schedule as torchtitan's builder makes it; raises what torch raises for a bad one."""
+    from torch.distributed.pipelining.schedules import (
+        PipelineScheduleMulti,
+        _PipelineScheduleRuntime,
+        get_schedule_class,
+    )
+
+    n = spec["microbatches"]
+    schedule_class = _PipelineScheduleRuntime if spec.get("csv") else get_schedule_class(spec["schedule"])
+    if issubclass(schedule_class, PipelineScheduleMulti):
+        schedule = schedule_class(stages, n_microbatches=n, loss_fn=loss_fn, scale_grads=False)
+    else:
+        schedule = schedule_class(stages[0], n_microbatches=n, loss_fn=loss_fn, scale_grads=False)
+    if spec.get("csv"):
+        schedule._load_csv(spec["csv"])
+    return schedule
 
 
 def run_rank(spec: dict[str, Any], rank: int) -> None:
     from torch.distributed.pipelining import PipelineStage
-    from torch.distributed.pipelining.schedules import (
-        PipelineScheduleSingle,
-        get_schedule_class,
-    )
+    from torch.distributed.pipelining.schedules import get_schedule_class
 
     pp, n = spec["pipeline_size"], spec["microbatches"]
+    out = Path(spec["out"], f"result-{rank}.json")
     dist.init_process_group("gloo", init_method=spec["store"], rank=rank, world_size=pp)
     dtype = DTYPES[spec["dtype"]]
-    schedule_class = get_schedule_class(spec["schedule"])
-    indices = stage_indices(schedule_class, rank, pp, spec["stages_per_rank"])
-    total = pp * len(indices)
-    stages = [PipelineStage(StandIn(dtype), i, total, torch.device("cpu")) for i in indices]
 
     def loss_fn(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         return (output.float() - target.float()).pow(2).mean()
 
-    if issubclass(schedule_class, PipelineScheduleSingle):
-        schedule = schedule_class(stages[0], n, loss_fn=loss_fn)
-    else:
-        schedule = schedule_class(stages, n, loss_fn=loss_fn)
+    try:
+        named = get_schedule_class(spec["schedule"])
+        indices = stage_indices(named, rank, pp, spec.get("stages_per_rank"))
+        total = pp * len(indices)
+        stages = [PipelineStage(StandIn(dtype), i, total, torch.device("cpu")) for i in indices]
+        schedule = build(spec, stages, loss_fn)
+    except (ValueError, AssertionError, NotImplementedError) as exc:
+        refused = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+        out.write_text(json.dumps({"rank": rank, "refused": refused}) + "\n", encoding="utf-8")
+        dist.destroy_process_group()
+        return
     mb, seq, hidden = spec["shape"]
     batch = torch.ones((mb * n, seq, hidden), dtype=dtype)
     args = (batch,) if 0 in indices else ()
     last = total - 1 in indices
     schedule.step(*args, target=batch if last else None, losses=[] if last else None)
-    result = {"rank": rank, "schedule": schedule_class.__name__, "stages": indices}
-    Path(spec["out"], f"result-{rank}.json").write_text(json.dumps(result) + "\n", encoding="utf-8")
+    result = {"rank": rank, "schedule": type(schedule).__name__, "stages": indices}
+    out.write_text(json.dumps(result) + "\n", encoding="utf-8")
     dist.destroy_process_group()
 
 

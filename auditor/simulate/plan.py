@@ -62,7 +62,7 @@ class Patch:
 class Plan:
     values: dict[str, Value]
     patches: list[Patch]
-    megatron_root: Path
+    megatron_root: Path | None  # None: the schedule is torch's own (simulate/titan_plan.py)
     unknown: list[str] = field(default_factory=list)  # sizes: "what: how to decide it"
     startup_errors: list[str] = field(default_factory=list)  # the real run stops before the schedule
     candidates: dict[str, list[Any]] = field(default_factory=dict)  # condition -> values to replay
@@ -71,6 +71,7 @@ class Plan:
     # What the release imports that the rank process stands in where absent (simulate.standins):
     # {"module", "imported_by"} of rules [[import_stand_in]]
     stand_ins: list[dict[str, str]] = field(default_factory=list)
+    runner: str = "megatron-core"  # whose schedule runs: megatron-core's, or torch's pipelining
 
     def get(self, name: str) -> Any:
         return self.values[name].value
@@ -141,8 +142,8 @@ def plan(doc: dict[str, Any], launch: LaunchConfig, srcs: list[SourceSet],
     for key in ("variable_seq_lengths", "batch_p2p_comm", "overlap_p2p_comm"):
         if values[key].value is None:
             unknown.append(f"{key}: give it with --set {key}=true|false")
-    candidates = _conditions(values, eff, prov)
-    layout = _layout(values, eff, pp, candidates) if pp is not None else []
+    candidates = conditions(values, eff, prov)
+    placed = layout(values, eff, pp, candidates) if pp is not None else []
     stops = [f for f in doc.get("findings", [])
              if f.get("severity") == "error" and (f.get("detail") or {}).get("category") == "config"]
     # A check of megatron-core itself fails the simulated schedule as it fails the real run; a
@@ -150,7 +151,7 @@ def plan(doc: dict[str, Any], launch: LaunchConfig, srcs: list[SourceSet],
     library = [f["message"] for f in stops
                if str(f["detail"].get("source", "")).startswith("megatron-core ")]
     return Plan(values, _patches(doc, srcs), mcore.root, unknown, [f["message"] for f in stops],
-                candidates, layout, library,
+                candidates, placed, library,
                 stand_ins=[{"module": e["module"], "imported_by": e["imported_by"]} for e in
                            files.load("megatron-core", mcore.version).table("import_stand_in")])
 
@@ -280,7 +281,7 @@ def _dtype(eff: dict[str, Any], prov: dict[str, str], launch: LaunchConfig) -> V
     return Value("dtype", None, "unknown")
 
 
-def _conditions(values: dict[str, Value], eff: dict[str, Any], prov: dict[str, str]
+def conditions(values: dict[str, Value], eff: dict[str, Any], prov: dict[str, str]
                 ) -> dict[str, list[Any]]:
     """Each replay condition's possible values: one where the config decides it, both where not."""
     out: dict[str, list[Any]] = {}
@@ -303,8 +304,8 @@ def _conditions(values: dict[str, Value], eff: dict[str, Any], prov: dict[str, s
     return out
 
 
-def _layout(values: dict[str, Value], eff: dict[str, Any], pp: int,
-            candidates: dict[str, list[Any]]) -> list[dict[str, Any]]:
+def layout(values: dict[str, Value], eff: dict[str, Any], pp: int,
+           candidates: dict[str, list[Any]], order: str = RANK_ORDER_SOURCE) -> list[dict[str, Any]]:
     """Where the first pipeline column's stages run, and so the transports between neighbours,
     named as rules/nccl.toml's [topology] names them: `node` inside a node (NCCL takes P2P over
     NVLink or PCIe, or SHM), `net` between nodes (NET/Socket or NET/IB). The wait-for model
@@ -318,20 +319,20 @@ def _layout(values: dict[str, Value], eff: dict[str, Any], pp: int,
                                     "per node are unknown; set NNODES and NPROC_PER_NODE")
         return []
     stride = world // pp
-    layout = [{"stage": s, "global_rank": s * stride, "node": s * stride // per_node}
+    placed = [{"stage": s, "global_rank": s * stride, "node": s * stride // per_node}
               for s in range(pp)]
-    crossing = [(a["stage"], b["stage"]) for a, b in zip(layout, layout[1:])
+    crossing = [(a["stage"], b["stage"]) for a, b in zip(placed, placed[1:])
                 if a["node"] != b["node"]]
     transport = NETWORK if crossing else ONE_NODE
     candidates["transport"] = [transport]
     pairs = ", ".join(f"{a}-{b}" for a, b in crossing)
-    why = (f"stage s is global rank s x {stride} ({RANK_ORDER_SOURCE}), {per_node} GPUs per node: "
+    why = (f"stage s is global rank s x {stride} ({order}), {per_node} GPUs per node: "
            + (f"stage pairs {pairs} cross nodes (network transport)" if crossing else
               "every neighbour pair is on one node (P2P over NVLink or PCIe, or SHM)"))
     if crossing and len(crossing) < pp - 1:
         why += "; the others are on one node, but the model takes one transport: the network's"
     values["transport"] = Value("transport", transport, why)
-    return layout
+    return placed
 
 
 def _patches(doc: dict[str, Any], srcs: list[SourceSet]) -> list[Patch]:

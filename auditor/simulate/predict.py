@@ -24,6 +24,7 @@ from auditor.analysis.waitfor.sizes import size_words
 from auditor.dynamic.trace import Trace
 from auditor.analysis.ncclbounds import Decision, decide
 from auditor.dynamic.nccllog import read_logs
+from auditor.simulate import titan_plan
 from auditor.simulate.plan import Plan, Value
 
 
@@ -118,7 +119,8 @@ def simulation(doc: dict[str, Any], p: Plan, results: list[Replay], schedule: st
     can, will = agreed(r.deadlock.can for r in results), agreed(r.deadlock.will for r in results)
     shown = pick(results)
     run = doc["run"]
-    unpredicted = [m["site_id"] or f"{m['path']}:{m['line']}" for m in run["misses"]]
+    unpredicted = [m["site_id"] or f"{m['path']}:{m['line']}" for m in run["misses"]
+                   if not (p.runner == titan_plan.RUNNER and m["path"] == titan_plan.DRIVER)]
     fired = sorted(s["id"] for s in doc["sites"] if s.get("fired"))
     verdict = {True: "hang", False: "completes", None: "inconclusive"}[will]
     return {

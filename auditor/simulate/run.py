@@ -1,5 +1,6 @@
-"""Run the plan's pipeline column on CPU, recorded: one `auditor.simulate.rank` process that forks
-a gloo rank per stage, each writing `trace/rank-N.jsonl` through the recorder."""
+"""Run the plan's pipeline column on CPU, recorded: one process that forks a gloo rank per stage
+(`auditor.simulate.rank` for megatron-core's schedule, `auditor.simulate.pipelining_rank` for
+torch's), each writing `trace/rank-N.jsonl` through the recorder."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from auditor.dynamic import record
 from auditor.simulate import machine
 from auditor.simulate.plan import Plan
+from auditor.simulate.titan_plan import RUNNER as PIPELINING
 
 # A rank that waits this long in one op writes its hang file (gloo completes every order a
 # schedule issues, so this only fires on a real fault); the whole run is stopped after TIMEOUT.
@@ -44,15 +47,17 @@ def run(p: Plan, workdir: Path) -> Recorded:
         return recorded
 
 
-def _run(p: Plan, workdir: Path, own: Path) -> Recorded:
-    trace = workdir / "trace"
-    env = record.environment(trace, HANG_AFTER_S, None, base={})
-    spec = {
+def _spec(p: Plan) -> dict[str, Any]:
+    """What the rank program of `p.runner` reads (see its module's docstring)."""
+    if p.runner == PIPELINING:
+        seq, mbs, hidden = p.shape
+        return {"pipeline_size": p.get("pipeline_size"), "schedule": p.get("schedule"),
+                "csv": p.get("schedule_csv") or None, "stages_per_rank": p.get("virtual_stages"),
+                "microbatches": p.get("microbatches"), "shape": [mbs, seq, hidden],
+                "dtype": p.get("dtype")}
+    return {
         "paths": [str(p.megatron_root)],
         "stand_ins": p.stand_ins,
-        "record_env": {k: v for k, v in env.items() if k.startswith("P2PAUDIT_")},
-        "store": f"file://{own / 'store'}",
-        "out": str(own),
         "pipeline_size": p.get("pipeline_size"),
         "virtual_stages": p.get("virtual_stages"),
         "microbatches": p.get("microbatches"),
@@ -65,6 +70,13 @@ def _run(p: Plan, workdir: Path, own: Path) -> Recorded:
                                        "batch_p2p_sync", "overlap_p2p_comm",
                                        "deallocate_pipeline_outputs")},
     }
+
+
+def _run(p: Plan, workdir: Path, own: Path) -> Recorded:
+    trace = workdir / "trace"
+    env = record.environment(trace, HANG_AFTER_S, None, base={})
+    spec = {**_spec(p), "store": f"file://{own / 'store'}", "out": str(own),
+            "record_env": {k: v for k, v in env.items() if k.startswith("P2PAUDIT_")}}
     trace.mkdir(parents=True)
     spec_path = workdir / "spec.json"
     spec_path.write_text(json.dumps(spec, indent=1) + "\n", encoding="utf-8")
@@ -76,7 +88,8 @@ def _run(p: Plan, workdir: Path, own: Path) -> Recorded:
     kills_before = machine.oom_kills()
     started = time.perf_counter()
     # Its own session, so that a run past TIMEOUT_S is stopped with every rank it forked.
-    child = subprocess.Popen([sys.executable, "-m", "auditor.simulate.rank", str(spec_path)],
+    program = "auditor.simulate.pipelining_rank" if p.runner == PIPELINING else "auditor.simulate.rank"
+    child = subprocess.Popen([sys.executable, "-m", program, str(spec_path)],
                              env=child_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                              text=True, start_new_session=True)
     try:

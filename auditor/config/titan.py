@@ -1,0 +1,277 @@
+"""torchtitan's job config, read from the release the run uses: the settings its trainer starts
+from, joined to the launch's flags where the command line does not give them (torchtitan's own
+order: `--section.key` overrides win).
+
+Two forms, each named by a rules/torchtitan.toml `[[config_file]]` entry for the releases that
+use it: `titan-toml` (0.1.0-0.2.2: `--job.config_file X.toml`, its `[section]` tables over the
+release's dataclass defaults) and `titan-registry` (0.3.0: `--module M --config NAME`, the function
+NAME of M's `config_registry.py`, read statically: `Trainer.Config(training=TrainingConfig(...),
+parallelism=ParallelismConfig(...), model_spec=model_registry("8B"))`, a call of another registry
+function, `config.section.key = value` assignments). The model's `dim` and `n_layers` come from
+the flavor's entry in the model package's flavor table (`"8B": TransformerModelArgs(dim=4096, ...)`
+or `"8B": _8b` whose body assigns `dim = 4096`).
+
+What cannot be read (a file not found, a statement the reader does not understand) is not a
+default: the settings stay as the rules leave them (unknown), and a diagnostic names the reason.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from auditor import rulebook
+from auditor.config.model import Flag, LaunchConfig
+from auditor.findings import Finding
+from auditor.rulebook.frameworks import launched_by
+from auditor.sources import SourceSet
+
+MODEL_KEYS = ("dim", "n_layers")  # read from the flavor's entry; flags `model.dim`, `model.n_layers`
+
+
+class Unreadable(Exception):
+    """Why the job config cannot be read."""
+
+
+def read_job_config(launch: LaunchConfig, srcs: list[SourceSet]) -> None:
+    """Adds the settings of the run's torchtitan job config to `launch.flags`, each flag not
+    already given on the command line (called once the sources are known)."""
+    titan = next((s for s in srcs if s.name == "torchtitan"), None)
+    if titan is None:
+        return
+    for entry in rulebook.load("torchtitan", titan.version).table("config_file"):
+        if not launched_by(launch.launcher, entry["launchers"]) or entry["flag"] not in launch.flags:
+            continue
+        flag = launch.flags[entry["flag"]]
+        where = f"{launch.path}:{flag.line}"
+        try:
+            if entry["kind"] == "titan-toml":
+                settings, origin = _toml(titan.root, entry, flag, launch.path)
+            else:
+                settings, origin = _registry(titan.root, entry, launch, flag)
+        except Unreadable as exc:
+            launch.diagnostics.append(Finding(
+                "launch.config-file-unread", "warning",
+                f"torchtitan's job config ({flag.spelling} {flag.value}) cannot be read: {exc}; "
+                f"the settings it gives are unknown, not defaults",
+                fix="give the settings on the command line (--parallelism.KEY VALUE) or with "
+                    "--set KEY=VALUE", where=where))
+            continue
+        given = 0
+        for key, (value, said) in settings.items():
+            if key in launch.flags or value is None and key.startswith("model."):
+                continue
+            launch.flags[key] = Flag(key, "None" if value is None else str(value), flag.line, said)
+            given += 1
+        launch.diagnostics.append(Finding(
+            "launch.config-file", "info", f"read {origin}: {given} setting(s)", where=where))
+
+
+def _defaults(root: Path, entry: dict[str, Any]) -> dict[str, tuple[Any, str]]:
+    """`section.field` -> (its dataclass default, where) for each `section=path:Class`."""
+    out: dict[str, tuple[Any, str]] = {}
+    for spec in entry["sections"]:
+        section, _, located = spec.partition("=")
+        path, _, name = located.partition(":")
+        tree = _parse(root / path)
+        cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name), None)
+        if cls is None:
+            raise Unreadable(f"{path} defines no class {name}")
+        for node in cls.body:
+            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and \
+                    isinstance(node.value, ast.Constant):
+                out[f"{section}.{node.target.id}"] = (
+                    node.value.value, f"{section}.{node.target.id} (the default, {path}:{node.lineno})")
+    return out
+
+
+def _toml(root: Path, entry: dict[str, Any], flag: Flag, launch_path: str
+          ) -> tuple[dict[str, tuple[Any, str]], str]:
+    name = flag.value
+    if not isinstance(name, str) or not name:
+        raise Unreadable(f"`{name}` is not known statically")
+    here = Path(launch_path).resolve().parent
+    candidates = [Path(name)] if Path(name).is_absolute() else [d / name for d in [here, *here.parents]]
+    found = next((c for c in candidates if c.is_file()), None)
+    if found is None:
+        raise Unreadable(f"{name} is not found in {here} or a directory above it (it is in "
+                         f"torchtitan's repository, not its release: audit where the job starts)")
+    text = found.read_text(encoding="utf-8")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise Unreadable(f"{found} is not TOML: {exc}") from None
+    settings = _defaults(root, entry)
+    lines = text.splitlines()
+    for section, table in data.items():
+        for key, value in table.items() if isinstance(table, dict) else ():
+            if isinstance(value, (str, int, float, bool)):
+                settings[f"{section}.{key}"] = (value, f"{section}.{key} ({found}:"
+                                                       f"{_line_of(lines, section, key)})")
+    model = data.get("model", {})
+    settings.update(_model(root, str(model.get("name", "")), str(model.get("flavor", "")), str(found)))
+    return settings, str(found)
+
+
+def _line_of(lines: list[str], section: str, key: str) -> int:
+    inside = False
+    for number, line in enumerate(lines, 1):
+        header = re.match(r"\s*\[([^\]]+)\]", line)
+        if header:
+            inside = header.group(1).strip() == section
+        elif inside and re.match(rf"\s*{re.escape(key)}\s*=", line):
+            return number
+    return 0
+
+
+def _registry(root: Path, entry: dict[str, Any], launch: LaunchConfig, flag: Flag
+              ) -> tuple[dict[str, tuple[Any, str]], str]:
+    module, name = launch.flags.get("module"), flag.value
+    if module is None or not isinstance(module.value, str) or not isinstance(name, str):
+        raise Unreadable("--module and --config are not both known statically")
+    rel = next((p for p in (f"torchtitan/models/{module.value}/config_registry.py",
+                            f"torchtitan/experiments/{module.value}/config_registry.py",
+                            module.value.replace(".", "/") + "/config_registry.py")
+                if (root / p).is_file()), None)
+    if rel is None:
+        raise Unreadable(f"the release has no config_registry for --module {module.value}")
+    functions = {n.name: n for n in _parse(root / rel).body if isinstance(n, ast.FunctionDef)}
+    settings = _defaults(root, entry)
+    flavor = _Registry(functions, rel, settings).run(name)
+    package = str(Path(rel).parent)
+    settings.update(_model(root, package.rsplit("/", 1)[-1], flavor, f"{rel} {name}()",
+                           package=package))
+    return settings, f"{rel} {name}()"
+
+
+class _Registry:
+    """One registry function, evaluated statically into `settings`; returns the model flavor."""
+
+    SECTIONS = {"training", "parallelism"}
+
+    def __init__(self, functions: dict[str, ast.FunctionDef], rel: str,
+                 settings: dict[str, tuple[Any, str]]) -> None:
+        self.functions, self.rel, self.settings = functions, rel, settings
+
+    def run(self, name: str, depth: int = 0) -> str:
+        fn = self.functions.get(name)
+        if fn is None or depth > 8:
+            raise Unreadable(f"{self.rel} has no function {name}")
+        flavors: dict[str, str] = {}  # local name -> the flavor model_registry was given
+        flavor = ""
+        for stmt in fn.body:
+            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+                continue  # a docstring
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+                target, value = stmt.targets[0], stmt.value
+                if isinstance(target, ast.Name) and _flavor(value) is not None:
+                    flavors[target.id] = _flavor(value) or ""
+                    continue
+                if isinstance(target, ast.Name) and isinstance(value, ast.Call) and \
+                        isinstance(value.func, ast.Name) and value.func.id in self.functions \
+                        and not value.args and not value.keywords:
+                    flavor = self.run(value.func.id, depth + 1)
+                    continue
+                dotted = _dotted(target)
+                if dotted and dotted.count(".") == 2 and dotted.split(".")[1] in self.SECTIONS:
+                    self._set(dotted.split(".", 1)[1], value, f"{name}()")
+                    continue
+                if dotted and dotted.endswith(".model_spec") and _flavor(value) is not None:
+                    flavor = _flavor(value) or ""
+                    continue
+                if dotted and "." in dotted and dotted.split(".")[1] not in self.SECTIONS | {"model_spec"}:
+                    continue  # another part of the config (compile, checkpoint, ...)
+            if isinstance(stmt, ast.Assert):
+                continue
+            if isinstance(stmt, ast.Return) and isinstance(stmt.value, ast.Call) and \
+                    isinstance(stmt.value.func, ast.Attribute) and stmt.value.func.attr == "Config":
+                for kw in stmt.value.keywords:
+                    if kw.arg in self.SECTIONS and isinstance(kw.value, ast.Call):
+                        for inner in kw.value.keywords:
+                            if inner.arg is None:
+                                raise Unreadable(f"{self.rel}:{kw.value.lineno}: **kwargs")
+                            self._set(f"{kw.arg}.{inner.arg}", inner.value, f"{name}()")
+                    elif kw.arg == "model_spec":
+                        got = flavors.get(kw.value.id) if isinstance(kw.value, ast.Name) else _flavor(kw.value)
+                        if got is None:
+                            raise Unreadable(f"{self.rel}:{kw.value.lineno}: the model_spec is "
+                                             f"not a model_registry(FLAVOR) call")
+                        flavor = got
+                continue
+            if isinstance(stmt, ast.Return) and isinstance(stmt.value, ast.Name):
+                continue
+            raise Unreadable(f"{self.rel}:{stmt.lineno}: `{ast.unparse(stmt)[:60]}` in {name}() "
+                             f"is not read statically")
+        return flavor
+
+    def _set(self, key: str, node: ast.expr, where: str) -> None:
+        value = node.value if isinstance(node, ast.Constant) else _Missing
+        self.settings[key] = (None if value is _Missing else value,
+                              f"{key} ({self.rel}:{node.lineno}, {where})")
+        if value is _Missing:  # computed: not a default, and not known here
+            raise Unreadable(f"{self.rel}:{node.lineno}: {key} = `{ast.unparse(node)[:40]}` "
+                             f"is not a constant")
+
+
+_Missing = object()
+
+
+def _flavor(node: ast.expr) -> str | None:
+    """The flavor of a `model_registry("8B", ...)` call."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+            node.func.id == "model_registry" and node.args and isinstance(node.args[0], ast.Constant):
+        return str(node.args[0].value)
+    return None
+
+
+def _dotted(node: ast.expr) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        return ".".join([node.id, *reversed(parts)])
+    return None
+
+
+def _model(root: Path, name: str, flavor: str, origin: str, package: str | None = None
+           ) -> dict[str, tuple[Any, str]]:
+    """`model.dim` and `model.n_layers` of `flavor` in the model package's flavor table."""
+    rel = f"{package or 'torchtitan/models/' + name}/__init__.py"
+    if not flavor or not (root / rel).is_file():
+        return {}
+    tree = _parse(root / rel)
+    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    for node in tree.body:
+        value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+        if not isinstance(value, ast.Dict):
+            continue
+        for key, item in zip(value.keys, value.values):
+            if not (isinstance(key, ast.Constant) and key.value == flavor):
+                continue
+            found: dict[str, tuple[Any, str]] = {}
+            if isinstance(item, ast.Call):
+                for kw in item.keywords:
+                    if kw.arg in MODEL_KEYS and isinstance(kw.value, ast.Constant):
+                        found[f"model.{kw.arg}"] = (kw.value.value, f"{kw.arg} of {name} {flavor} "
+                                                    f"({rel}:{kw.value.lineno}, from {origin})")
+            elif isinstance(item, ast.Name) and item.id in functions:
+                for stmt in ast.walk(functions[item.id]):
+                    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
+                            isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id in MODEL_KEYS \
+                            and isinstance(stmt.value, ast.Constant):
+                        found.setdefault(f"model.{stmt.targets[0].id}", (
+                            stmt.value.value, f"{stmt.targets[0].id} of {name} {flavor} "
+                                              f"({rel}:{stmt.lineno}, from {origin})"))
+            return found
+    return {}
+
+
+def _parse(path: Path) -> ast.Module:
+    try:
+        return ast.parse(path.read_text(encoding="utf-8"), str(path))
+    except (OSError, SyntaxError, UnicodeDecodeError) as exc:
+        raise Unreadable(f"{path}: {exc}") from None
