@@ -20,14 +20,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from auditor.rulebook.interpreter import Rules
-from auditor.static import ir, typetests
+from auditor.static.interp import typetests
+from auditor.static.ir import ir
 from auditor.static.exports import star_binds
 from auditor.static.analyze import collector_paused
-from auditor.static.graph import Blocked, Cut, Edge, Guard, Hit, Node, Patch
-from auditor.static.program import Program
-from auditor.static.formula import FALSE, TRUE, conj, disj, level
-from auditor.static.state import Frame, State, guard_new_values, join, join_env
-from auditor.static.values import (
+from auditor.static.interp.graph import Blocked, Cut, Edge, Guard, Hit, Node, Patch
+from auditor.static.interp.program import Program
+from auditor.static.interp.formula import FALSE, TRUE, conj, disj, level
+from auditor.static.interp.state import Frame, State, guard_new_values, join, join_env
+from auditor.static.interp.values import (
     DERIVED, MANY, MAX_CALLABLES, Api, Cfg, ConfigObject, Const, Cond, Data, DictV, Elements, External, Func,
     Group, Guarded, Klass, Module, Obj, bare, cap, compare, concrete, cond, describe, dict_get, dict_put,
     elements_of, ordered, truth_of,
