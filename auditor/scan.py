@@ -40,12 +40,12 @@ from auditor.rulebook.apis import batch_wrappers
 from auditor.rulebook.frameworks import needs_for, stack_for
 from auditor.sources import SourceSet, resolve
 from auditor.static.analyze import collector_paused
-from auditor.static.callgraph import Interpreter
+from auditor.static.interp.callgraph import Interpreter
 from auditor.static.inventory import inventory
-from auditor.static.ir_build import build as build_ir
-from auditor.static.program import Program
-from auditor.static.reach import BlockedCallee, Reachability, SiteReach, site_reach
-from auditor.static.sites import Site
+from auditor.static.ir.build import build as build_ir
+from auditor.static.interp.program import Program
+from auditor.static.interp.reach import BlockedCallee, Reachability, SiteReach, site_reach
+from auditor.static.sites.sites import Site
 from auditor.static.source import Source
 
 

@@ -12,11 +12,11 @@ import pytest
 
 from auditor import sources
 from auditor.rulebook import interpreter
-from auditor.static.callgraph import MAX_DEPTH, MAX_NODES, Interpreter
+from auditor.static.interp.callgraph import MAX_DEPTH, MAX_NODES, Interpreter
 from auditor.static.inventory import inventory
-from auditor.static.ir_build import build
-from auditor.static.program import Program
-from auditor.static.reach import Reachability, site_reach
+from auditor.static.ir.build import build
+from auditor.static.interp.program import Program
+from auditor.static.interp.reach import Reachability, site_reach
 from auditor.static.source import Source
 
 COMM = '''

@@ -1,5 +1,6 @@
-"""The package's imports follow the pipeline: sources -> config -> static -> dynamic -> analysis ->
-report -> the pipelines commands run -> commands/cli. No module imports a later layer and no
+"""The package's imports follow the pipeline: sources -> bash -> config -> static (floor -> ir ->
+sites -> parsed -> interp) -> dynamic -> analysis -> report -> the pipelines commands run ->
+commands/cli. No module imports a later layer and no
 import circle exists, deferred imports (inside a function) included, since a deferred import
 only hides a circle."""
 
@@ -17,8 +18,16 @@ PACKAGE = Path(__file__).resolve().parent.parent / "auditor"
 LAYERS: list[tuple[str, ...]] = [
     ("auditor", "auditor.errors", "auditor.findings", "auditor.progress"),  # shared by every layer
     ("auditor.sources", "auditor.download", "auditor.rulebook"),  # the rules are read below every stage
-    ("auditor.bash", "auditor.config"),  # bash is how config reads a launch script
-    ("auditor.static",),
+    ("auditor.bash",),  # the shell language alone: no launcher, flag or framework in it
+    ("auditor.config",),  # bash is how config reads a launch script
+    # static/: a shared floor, the IR and sites wings over it, the one-parse task that runs
+    # both, then the interpreter, which reads modules through that task's results.
+    ("auditor.static", "auditor.static.source", "auditor.static.names", "auditor.static.analyze",
+     "auditor.static.exports"),
+    ("auditor.static.ir",),
+    ("auditor.static.sites",),
+    ("auditor.static.parsed", "auditor.static.inventory"),
+    ("auditor.static.interp",),
     ("auditor.dynamic",),
     ("auditor.analysis",),
     ("auditor.report",),
@@ -110,8 +119,36 @@ def test_every_module_has_a_layer(graph):
         layer(module)
 
 
+# The upward imports still to remove, each with its issue: a new one fails the test, and an entry
+# here that no longer happens fails it too (so the list only shrinks).
+KNOWN_UPWARD = {
+    # issue 26 item 6: the shell value types (`Symbolic`, `Scalar`, `EnvVar`) move into bash/.
+    "auditor.bash.expand -> auditor.config.model",
+    "auditor.bash.values -> auditor.config.model",
+    "auditor.bash.walk -> auditor.config.model",
+}
+
+
 def test_no_import_runs_up_the_layers(graph):
-    assert upward(graph) == []
+    assert sorted(set(upward(graph)) - KNOWN_UPWARD) == []
+
+
+def test_known_upward_imports_still_happen(graph):
+    assert sorted(KNOWN_UPWARD - set(upward(graph))) == []
+
+
+def wing_imports(graph: Mapping[str, set[str]], wing: str, other: str) -> list[str]:
+    """The imports from one wing of static/ into another."""
+    inside = lambda m, w: m == f"auditor.static.{w}" or m.startswith(f"auditor.static.{w}.")  # noqa: E731
+    return sorted(f"{a} -> {b}" for a, targets in graph.items() if inside(a, wing)
+                  for b in targets if inside(b, other))
+
+
+@pytest.mark.parametrize("wing, other", [("sites", "ir"), ("ir", "sites"), ("interp", "sites")])
+def test_static_wings_stay_apart(graph, wing, other):
+    """The IR and sites wings share only the floor below them, and the interpreter reads sites
+    only as the ids `parsed` put in the IR: a wing can be read (and changed) on its own."""
+    assert wing_imports(graph, wing, other) == []
 
 
 def test_no_import_circle(graph):
@@ -123,13 +160,21 @@ def test_no_import_circle(graph):
 def test_checker_valid():
     g = {"auditor.commands.scan": {"auditor.scan"}, "auditor.scan": {"auditor.static.sites"},
          "auditor.static.sites": {"auditor.sources", "auditor.errors"},
-         "auditor.bash.walk": {"auditor.config.model"}, "auditor.config.launch": {"auditor.bash.walk"}}
+         "auditor.config.launch": {"auditor.bash.walk"},
+         "auditor.static.interp.program": {"auditor.static.parsed", "auditor.static.ir.codec"},
+         "auditor.static.sites.finder": {"auditor.static.exports", "auditor.static.ir.ir"}}
     assert upward(g) == [] and circles(g) == []
+    assert wing_imports(g, "sites", "ir") == ["auditor.static.sites.finder -> auditor.static.ir.ir"]
 
 
 @pytest.mark.parametrize("g, up, circle", [
     ({"auditor.static.sites": {"auditor.report.text"}}, ["auditor.static.sites -> auditor.report.text"], []),
     ({"auditor.sources": {"auditor.config.model"}}, ["auditor.sources -> auditor.config.model"], []),
+    ({"auditor.bash.walk": {"auditor.config.model"}}, ["auditor.bash.walk -> auditor.config.model"], []),
+    ({"auditor.static.ir.build": {"auditor.static.interp.values"}},
+     ["auditor.static.ir.build -> auditor.static.interp.values"], []),
+    ({"auditor.static.exports": {"auditor.static.sites.scope"}},
+     ["auditor.static.exports -> auditor.static.sites.scope"], []),
     ({"auditor.report.html": {"auditor.commands.output"}},
      ["auditor.report.html -> auditor.commands.output"], []),
     ({"auditor.static.a": {"auditor.static.b"}, "auditor.static.b": {"auditor.static.c"},

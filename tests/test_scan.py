@@ -221,7 +221,7 @@ def test_matrix_over_pipeline_sizes(real_sources):
 
 def test_graph_rules_name_real_code(real_sources):
     """Every symbol function and every module an entry imports exists in the release it claims."""
-    from auditor.static.program import Program
+    from auditor.static.interp.program import Program
 
     versions = {n: s.version for n, s in real_sources.items()}
     program = Program(list(real_sources.values()), jobs=0)

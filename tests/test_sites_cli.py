@@ -143,7 +143,7 @@ def test_wheel_is_never_imported(tmp_path):
 def test_a_syntax_error_is_reported_again_on_the_next_run(tree, tmp_path, monkeypatch):
     """Found in review: a file that failed to parse must not be cached as 'nothing here'."""
     from auditor.sources import resolve
-    from auditor.static.program import Program
+    from auditor.static.interp.program import Program
     from auditor.static.inventory import inventory
 
     monkeypatch.setenv("P2PAUDIT_CACHE", str(tmp_path / "cache"))

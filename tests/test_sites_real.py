@@ -11,7 +11,7 @@ import pytest
 
 from auditor.rulebook.apis import load_table
 from auditor.static.inventory import inventory
-from auditor.static.sites import find_sites
+from auditor.static.sites.sites import find_sites
 
 EXPECTED_FILES = {
     "megatron-core": {

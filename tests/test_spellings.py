@@ -9,7 +9,7 @@ from textwrap import dedent
 import pytest
 
 from auditor.rulebook.apis import load_table
-from auditor.static.sites import find_sites
+from auditor.static.sites.sites import find_sites
 
 # (api, op, batched, group, form) per site, in source order.
 Expect = list[tuple[str, str | None, bool, str, str]]

@@ -101,7 +101,7 @@ def test_a_changed_exporter_changes_the_importer_result(tmp_path):
 def test_the_call_graph_and_the_inventory_share_the_cache(tmp_path):
     """The call graph parses a module without knowing its package routes; the inventory then
     redoes that file with them (and the call graph reads the inventory's result afterwards)."""
-    from auditor.static.program import Program
+    from auditor.static.interp.program import Program
 
     src = _package(tmp_path, {"comm.py": "import torch\n", "user.py": "from .comm import *\ntorch.distributed.send(t, 1)\n"})
     program = Program([src], jobs=0)

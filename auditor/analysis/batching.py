@@ -13,9 +13,9 @@ from auditor.config.effective import EffectiveConfig
 from auditor.config.expr import UNKNOWN
 from auditor.findings import Finding
 from auditor.rulebook.apis import BatchWrapper
-from auditor.static.graph import Patch
-from auditor.static.reach import SiteReach
-from auditor.static.sites import Site
+from auditor.static.interp.graph import Patch
+from auditor.static.interp.reach import SiteReach
+from auditor.static.sites.sites import Site
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from auditor.sources import SourceSet
 from auditor.static import parsed
 from auditor.static.analyze import Analysis, analyze
 from auditor.static.exports import routes
-from auditor.static.sites import Site, table
+from auditor.static.sites.sites import Site, table
 
 
 @dataclass

@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from auditor.rulebook import apis
-from auditor.static import analyze, exports, ir_build, ir_codec, sites, source
+from auditor.static import analyze, exports, source
+from auditor.static.ir import build, codec
+from auditor.static.sites import sites
 
 
 def module_task(text: str, relpath: str, module: str, package: str,
@@ -20,7 +22,7 @@ def module_task(text: str, relpath: str, module: str, package: str,
         pairs = sites.sites_with_nodes(code, tree, relpath, module, package, table, received)
     site_ids = {id(node): site.id for site, node in pairs}
     return {
-        "ir": ir_codec.dumps(ir_build.build(tree, code, module, relpath.endswith("__init__.py"), site_ids)),
+        "ir": codec.dumps(build.build(tree, code, module, relpath.endswith("__init__.py"), site_ids)),
         "sites": [site.to_json() for site, _ in pairs],
         "context": received.digest() if received else "",
     }
@@ -28,7 +30,7 @@ def module_task(text: str, relpath: str, module: str, package: str,
 
 def task_key() -> str:
     """What the cached results depend on: the API rules and this analyzer's own code."""
-    # Every module of the static analysis, listed from the folder: a module split out later is
+    # Every module of the static analysis, listed from its folders (the wings too): a module split out later is
     # digested too, so a changed analyzer never reuses results cached by the old one.
-    code = analyze.code_digest(apis, *sorted(Path(__file__).parent.glob("*.py")))
+    code = analyze.code_digest(apis, *sorted(Path(__file__).parent.rglob("*.py")))
     return f"module:{sites.table().digest}:{code}"

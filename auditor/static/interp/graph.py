@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from auditor.static.formula import level
+from auditor.static.interp.formula import level
 
 
 @dataclass(frozen=True)

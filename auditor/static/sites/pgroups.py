@@ -9,9 +9,9 @@ from __future__ import annotations
 import ast
 
 from auditor.rulebook.apis import ApiTable
-from auditor.static.scope import Scope
+from auditor.static.sites.scope import Scope
 from auditor.static.source import Source
-from auditor.static.syntax import all_params, expressions, inner_statements, self_attr
+from auditor.static.sites.syntax import all_params, expressions, inner_statements, self_attr
 
 
 class ProcessGroups:

@@ -11,8 +11,8 @@ from textwrap import dedent
 
 import pytest
 
-from auditor.static import ir, ir_codec
-from auditor.static.ir_build import build
+from auditor.static.ir import codec, ir
+from auditor.static.ir.build import build
 from auditor.static.source import Source
 
 
@@ -91,15 +91,19 @@ def _kinds(value: object) -> object:
 def test_records_come_back_from_the_cache_form(code):
     """VALID: what the analysis cache stores (JSON) reads back into the same records."""
     built = build(ast.parse(code), Source(code), "m", False, {})
-    back = ir_codec.loads(ir_codec.dumps(built))
+    back = codec.loads(codec.dumps(built))
     assert _kinds(back) == _kinds(built)
 
 
 def test_the_interpreter_reads_back_its_own_code():
-    code = (Path(ir.__file__).parent / "callgraph.py").read_text()
-    built = build(ast.parse(code), Source(code), "auditor.static.callgraph", False, {})
-    back = ir_codec.loads(ir_codec.dumps(built))
-    assert _kinds(back) == _kinds(built) and len(back.functions) > 50
+    functions = 0
+    for path in sorted((Path(ir.__file__).parent.parent / "interp").glob("*.py")):
+        code = path.read_text()
+        built = build(ast.parse(code), Source(code), f"auditor.static.interp.{path.stem}", False, {})
+        back = codec.loads(codec.dumps(built))
+        assert _kinds(back) == _kinds(built), path
+        functions += len(back.functions)
+    assert functions > 50
 
 
 @pytest.mark.parametrize("code,stars,declared", [
@@ -117,7 +121,7 @@ def test_the_interpreter_reads_back_its_own_code():
 def test_star_imports_are_read_from_the_ir(code, stars, declared):
     mod = build(ast.parse(code), Source(code), "pkg.m", False, {})
     assert ir.star_imports(mod) == (stars, declared)
-    assert ir.star_imports(ir_codec.loads(ir_codec.dumps(mod))) == (stars, declared)
+    assert ir.star_imports(codec.loads(codec.dumps(mod))) == (stars, declared)
 
 
 @pytest.mark.parametrize("code, assigned", [

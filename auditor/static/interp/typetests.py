@@ -15,7 +15,7 @@ from __future__ import annotations
 import builtins
 from typing import Any, Protocol
 
-from auditor.static.values import Cfg, Const, Data, DictV, External, Func, Klass, Obj, bare
+from auditor.static.interp.values import Cfg, Const, Data, DictV, External, Func, Klass, Obj, bare
 
 TESTS = frozenset({"isinstance", "issubclass", "callable", "hasattr"})
 UNKNOWN = None  # a test the known values do not decide

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from auditor.static.formula import FALSE, TRUE, atom, disj, fresh, neg
+from auditor.static.interp.formula import FALSE, TRUE, atom, disj, fresh, neg
 
 DERIVED = "(derived)"  # the key of a configuration value computed from unknown ones
 # A variable holds up to this many values, else MANY.

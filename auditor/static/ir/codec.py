@@ -16,7 +16,7 @@ from typing import Any
 
 from auditor.errors import InputError
 from auditor.sources import cache_dir
-from auditor.static.ir import (
+from auditor.static.ir.ir import (
     Assign, Attr, BinOp, Bool, Call, Class, ClassIR, Cmp, Comp, Const, Def, Dict, ExprStmt, FuncRef,
     FunctionIR, Global, If, IfExp, Import, Loop, ModuleIR, Name, Not, Opaque, Param, Raise, Return,
     Seq, Site, StarImport, Sub, Try, With,

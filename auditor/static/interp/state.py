@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from auditor.static.formula import FALSE, TRUE, conj, disj
-from auditor.static.graph import Guard
-from auditor.static.values import Guarded, cap
+from auditor.static.interp.formula import FALSE, TRUE, conj, disj
+from auditor.static.interp.graph import Guard
+from auditor.static.interp.values import Guarded, cap
 
 
 @dataclass

@@ -9,16 +9,16 @@ import ast
 from typing import Any
 
 from auditor.rulebook.apis import ApiTable
-from auditor.static.aliases import OpAliases
+from auditor.static.sites.aliases import OpAliases
 from auditor.static.exports import Routes
-from auditor.static.flows import ESCAPE, OP_SLOT, SINK, Flows
+from auditor.static.sites.flows import ESCAPE, OP_SLOT, SINK, Flows
 from auditor.static.names import dotted
-from auditor.static.pending import Pending
-from auditor.static.pgroups import ProcessGroups
-from auditor.static.scope import Scope
+from auditor.static.sites.pending import Pending
+from auditor.static.sites.pgroups import ProcessGroups
+from auditor.static.sites.scope import Scope
 from auditor.static.source import Source
-from auditor.static.syntax import all_params, argument, arguments, members
-from auditor.static.valueflow import ValueFlow
+from auditor.static.sites.syntax import all_params, argument, arguments, members
+from auditor.static.sites.valueflow import ValueFlow
 
 PARTIAL = {"functools.partial"}
 # Builtins whose arguments are looked at, not called: `isinstance(op, P2POp)` is no site.

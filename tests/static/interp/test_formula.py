@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from auditor.static.formula import FALSE, TRUE, atom, atoms_of, conj, disj, fresh, level, neg
+from auditor.static.interp.formula import FALSE, TRUE, atom, atoms_of, conj, disj, fresh, level, neg
 
 
 def test_tautologies_contradictions_and_the_three_valued_reading():

@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from auditor.static.callgraph import Interpreter
-from auditor.static.graph import Blocked, Cut, Edge, Guard
-from auditor.static.formula import FALSE, NO, TRUE, UNK, YES, atoms_of, conj, disj, level
+from auditor.static.interp.callgraph import Interpreter
+from auditor.static.interp.graph import Blocked, Cut, Edge, Guard
+from auditor.static.interp.formula import FALSE, NO, TRUE, UNK, YES, atoms_of, conj, disj, level
 
 _RANK = {NO: 0, UNK: 1, YES: 2}
 MAX_PATHS = 3

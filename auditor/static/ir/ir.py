@@ -7,7 +7,7 @@ NamedTuple, so the interpreter matches them by kind and field (`case Call(func, 
 
 Each record's last field, `tag`, names its kind with a default: a record is built from its
 fields alone (`Name("x")`), and `json.dumps` writes it as it is, `[*fields, tag]`, which is the
-analysis cache's form (`ir_codec`). `ir_build` makes the records from the stdlib `ast` tree.
+analysis cache's form (`codec`). `build` makes the records from the stdlib `ast` tree.
 """
 
 from __future__ import annotations

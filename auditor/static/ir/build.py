@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 
-from auditor.static.ir import (
+from auditor.static.ir.ir import (
     Assign, Attr, BinOp, Bool, Call, Class, ClassIR, Cmp, Comp, Const, Def, Dict, Expr, ExprStmt,
     FuncRef, FunctionIR, Global, If, IfExp, Import, Loop, ModuleIR, Name, Not, Opaque, Param,
     Raise, Return, Seq, Site, StarImport, Stmt, Sub, Try, With,

@@ -8,10 +8,10 @@ import ast
 from typing import Any
 
 from auditor.rulebook.apis import ApiTable
-from auditor.static.aliases import OpAliases
-from auditor.static.flows import ESCAPE, OP_SLOT, SINK, Flows
-from auditor.static.scope import Scope
-from auditor.static.syntax import argument, arguments
+from auditor.static.sites.aliases import OpAliases
+from auditor.static.sites.flows import ESCAPE, OP_SLOT, SINK, Flows
+from auditor.static.sites.scope import Scope
+from auditor.static.sites.syntax import argument, arguments
 
 # Calls that store their (last) argument into the object they are called on.
 STORES = {"append", "extend", "insert", "add", "appendleft", "put", "put_nowait"}

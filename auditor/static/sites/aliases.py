@@ -8,10 +8,10 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from auditor.static.pending import Pending
-from auditor.static.scope import Scope
+from auditor.static.sites.pending import Pending
+from auditor.static.sites.scope import Scope
 from auditor.static.source import Source
-from auditor.static.syntax import constant
+from auditor.static.sites.syntax import constant
 
 
 class OpAliases:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from concurrent.futures import Future, ProcessPoolExecutor
 
 from auditor.sources import SourceSet
-from auditor.static import ir, ir_codec
+from auditor.static.ir import codec, ir
 from auditor.static.analyze import FileCache, FileError, collector_paused, idle_cpus, read_source, run_one
 from auditor.static.parsed import module_task, task_key
 
@@ -126,6 +126,6 @@ def _read_ir(result: dict) -> ir.ModuleIR | None:
     may come from elsewhere: it is a miss, never a crash)."""
     try:
         with collector_paused():
-            return ir_codec.loads(result["ir"])
+            return codec.loads(result["ir"])
     except (TypeError, KeyError, IndexError, ValueError):
         return None

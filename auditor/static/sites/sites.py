@@ -23,8 +23,8 @@ from typing import Any
 
 from auditor.rulebook.apis import ApiTable, load_table
 from auditor.static.exports import Routes
-from auditor.static.finder import Finder
-from auditor.static.pending import Pending
+from auditor.static.sites.finder import Finder
+from auditor.static.sites.pending import Pending
 from auditor.static.source import Source, parse
 
 
