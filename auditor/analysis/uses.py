@@ -21,6 +21,7 @@ class Use:
     unbatched: dict[str, Counter] = field(default_factory=dict)  # group label -> rank -> ops
     groups: dict[str, dict[str, Any]] = field(default_factory=dict)  # label -> recorded group
     via_batch: bool = False  # its ops came from batch_isend_irecv
+    chosen: Counter = field(default_factory=Counter)  # "path:line" that chose its ops -> ops
 
 
 def read_uses(trace: Trace) -> dict[Key, Use]:
@@ -53,6 +54,8 @@ def read_uses(trace: Trace) -> dict[Key, Use]:
                 call = use(u.site, u.api, None)
                 call.fired[rank] += n
             call.groups.setdefault(label, group)
+            if u.chosen:
+                call.chosen[f"{u.chosen[0]}:{u.chosen[1]}"] += n
             if u.batched is False:
                 call.unbatched.setdefault(label, Counter())[rank] += n
         for site, calls in rt.batch_calls.items():

@@ -19,7 +19,8 @@ line) is refused with the file and line. The lines, one JSON object each:
   `via` ("batch_isend_irecv"), `batch` (ordinal of the batch or coalescing window in this
   process), `op_site` (where the P2POp was built), `comm_init` (`{"kind": "pair", "key": "0:1"}`
   or `{"kind": "group", "key": "all"}`: the op that creates a communicator under NCCL's lazy
-  init), `error`;
+  init), `error`, `chosen` (the framework line that chose the op, where not `site`: the first
+  frame outside the rules' comm wrappers);
 - `phase: "end"`: `of` is the start's seq; `how` is "return" (the call returned), "wait" (its Work
   was waited on), "polled" (its Work reported completion), "dropped" (its Work was freed unwaited)
   or "raise" (`error` names the exception). A start line may carry `ends`, `[[of, how], ...]`:
@@ -44,7 +45,7 @@ from typing import Any, NamedTuple
 from auditor.errors import InputError
 
 OPTIONAL = ("batched", "peer", "group", "shape", "dtype", "via", "batch", "op_site",
-            "comm_init", "error")
+            "comm_init", "error", "chosen")
 KINDS = ("p2p", "collective", "setup")
 # Ops kept in full per trace (`head`), spread over the ranks, and at least this many per rank:
 # the timeline draws 16 per rank, the wait-for replay reads up to 32,768 in all.
@@ -66,6 +67,7 @@ class Use(NamedTuple):
     via: str | None  # "batch_isend_irecv" for ops a batch issued
     peer: int | None
     in_batch: bool  # it carries a batch id (batch_isend_irecv call or coalescing window)
+    chosen: Site | None = None  # the framework line that chose it, where not `site`
 
 
 @dataclass
@@ -341,7 +343,8 @@ def rank_trace(rank: int, path: Path, lines: Iterable[tuple[int | None, dict[str
                     batch = event.get("batch")
                     site = _site(event.get("site"))
                     usage[(kind, event["api"], site, _site(event.get("op_site")), gid,
-                           event.get("batched"), via, peer, batch is not None)] += 1
+                           event.get("batched"), via, peer, batch is not None,
+                           _site(event.get("chosen")))] += 1
                     if via == "batch_isend_irecv" and batch not in batches:
                         batches.add(batch)
                         batch_calls[site] += 1

@@ -1,0 +1,140 @@
+"""The line a user can act on (issue 23 item 4): a recorded op keeps its site (the line that called
+torch, the static inventory's key) and names the framework line that chose it (`chosen`: the first
+frame outside the comm wrappers that rules/*.toml list), in the trace line, the report's text and
+SARIF. On real gloo recordings: torch.distributed.pipelining's Schedule1F1B, megatron-core 0.17.0's
+own 1F1B schedule (`p2paudit simulate`, under ms-swift's _batched_p2p_ops patch) and DeepSpeed's
+pipeline P2P path."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_sarif import errors as sarif_errors
+from test_trace_schema import VALIDATOR, assert_valid, lines
+
+from auditor.dynamic import callsite
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "record_fixtures"
+MCORE = "megatron/core/pipeline_parallel/"
+
+
+def record(tmp_path: Path, script: str, timeout: int = 240) -> Path:
+    out = tmp_path / "trace"
+    proc = subprocess.run(
+        [sys.executable, "-m", "auditor", "record", "--out", str(out), "--",
+         sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+         str(FIXTURES / script)], cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return out
+
+
+def starts(out: Path) -> list[dict]:
+    return [line for _, _, line in lines(out) if line["phase"] == "start"]
+
+
+def test_the_rules_name_each_frameworks_comm_wrappers():
+    assert callsite.is_comm_wrapper("deepspeed/comm/torch.py", "TorchBackend.send")
+    assert callsite.is_comm_wrapper("deepspeed/runtime/pipe/p2p.py", "send")
+    assert not callsite.is_comm_wrapper("deepspeed/runtime/pipe/engine.py",
+                                        "PipelineEngine._exec_send_activations")
+    assert callsite.is_comm_wrapper(MCORE + "p2p_communication.py", "_batched_p2p_ops")
+    assert not callsite.is_comm_wrapper(MCORE + "schedules.py",
+                                        "forward_backward_pipelining_without_interleaving")
+    # A function of a module, not the whole module: the schedule that calls _batch_p2p chose.
+    schedules = "torch/distributed/pipelining/schedules.py"
+    assert callsite.is_comm_wrapper(schedules, "_batch_p2p")
+    assert not callsite.is_comm_wrapper(schedules, "Schedule1F1B._step_microbatches")
+
+
+def test_torch_pipelining_ops_name_the_schedule_line_that_chose_them(tmp_path):
+    out = record(tmp_path, "pipelining_1f1b.py")
+    assert assert_valid(out) == len(lines(out))
+    ops = [s for s in starts(out) if s["kind"] == "p2p"]
+    assert ops
+    for op in ops:  # the site stays the user's schedule.step line: the inventory's key
+        assert (op["site"]["path"], op["site"]["function"]) == ("pipelining_1f1b.py", "main")
+    chosen = {(op["api"], op["chosen"]["path"], op["chosen"]["function"]) for op in ops}
+    assert ("isend", "torch/distributed/pipelining/schedules.py",
+            "Schedule1F1B._step_microbatches") in chosen
+    assert ("send_object_list", "torch/distributed/pipelining/stage.py",
+            "PipelineStage._send_meta") in chosen
+    assert not any(c[2].startswith(("_batch_p2p", "_sorted_batch_p2p")) for c in chosen)
+    # The script's own call: its site is the line that chose it, said once.
+    inits = [s for s in starts(out) if s["api"] == "init_process_group"]
+    assert inits and all(i["site"]["path"] == "pipelining_1f1b.py" and "chosen" not in i
+                         for i in inits)
+
+
+@pytest.fixture(scope="module")
+def megatron_run(tmp_path_factory) -> Path:
+    """megatron-core 0.17.0's own 1F1B schedule on 2 gloo ranks, recorded by simulate."""
+    work = tmp_path_factory.mktemp("mcore")
+    proc = subprocess.run(
+        [sys.executable, "-m", "auditor", "simulate", "--config", "examples/glm5_1_lora_pp2.sh",
+         "--torch", "2.10.0", "--microbatches", "2", "--trace", str(work / "sim")],
+        cwd=ROOT, capture_output=True, text=True, timeout=500)
+    assert (work / "sim" / "trace" / "rank-0.jsonl").is_file(), proc.stdout + proc.stderr
+    return work / "sim" / "trace"
+
+
+@pytest.mark.heavy
+def test_megatron_ops_name_the_schedule_line_past_p2p_communication(megatron_run):
+    assert assert_valid(megatron_run) > 0
+    ops = [s for s in starts(megatron_run) if s["kind"] == "p2p"]
+    assert ops and all(op["site"]["path"] == MCORE + "p2p_communication.py" for op in ops)
+    # Past ms-swift's _batched_p2p_ops patch too (rules/ms-swift.toml): megatron's schedule chose.
+    assert all(op["chosen"]["path"] == MCORE + "schedules.py" for op in ops)
+    assert {op["chosen"]["function"] for op in ops} == {
+        "forward_backward_pipelining_without_interleaving"}
+
+
+@pytest.mark.heavy
+def test_report_text_and_sarif_show_the_chosen_line(megatron_run, tmp_path):
+    def scan(fmt: str) -> str:
+        proc = subprocess.run(
+            [sys.executable, "-m", "auditor", "scan", "--config", "examples/glm5_1_lora_pp2.sh",
+             "--torch", "2.10.0", "--trace", str(megatron_run), "--format", fmt],
+            cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert proc.stdout, proc.stderr
+        return proc.stdout
+
+    text = " ".join(scan("text").split())
+    assert f"unbatched-run at {MCORE}p2p_communication.py:49, chosen at {MCORE}schedules.py:" in text
+    log = json.loads(scan("sarif"))
+    assert not sarif_errors(log)
+    related = [loc for r in log["runs"][0]["results"] if r["ruleId"] == "unbatched-run"
+               for loc in r.get("relatedLocations", [])]
+    chosen = [loc for loc in related if "chose" in loc["message"]["text"]]
+    assert chosen
+    artifact = chosen[0]["physicalLocation"]["artifactLocation"]
+    assert artifact["uri"] == MCORE + "schedules.py"
+    assert artifact["uriBaseId"] == "megatron-core"
+
+
+@pytest.mark.heavy
+@pytest.mark.skipif(importlib.util.find_spec("deepspeed") is None, reason="deepspeed not installed")
+def test_deepspeed_ops_name_the_engine_line_past_deepspeed_comm(tmp_path):
+    out = record(tmp_path, "deepspeed_p2p.py", timeout=400)
+    assert assert_valid(out) > 0
+    (send,) = [s for s in starts(out) if s["api"] == "send"]  # rank 0's
+    assert send["site"]["path"] == "deepspeed/comm/torch.py"
+    assert (send["chosen"]["path"], send["chosen"]["line"]) == ("deepspeed_p2p.py", 29)
+
+
+def test_the_schema_refuses_a_chosen_frame_that_is_not_a_site():
+    line = copy.deepcopy(next(x for _, _, x in lines(FIXTURES / "pipeline")
+                              if x.get("kind") == "p2p"))
+    line["chosen"] = dict(line["site"])
+    assert VALIDATOR.is_valid(line)
+    for broken in ({"line": 3}, "schedules.py:3", {"path": "a.py", "line": "3", "function": "f"}):
+        line["chosen"] = broken
+        assert not VALIDATOR.is_valid(line)
