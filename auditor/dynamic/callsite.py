@@ -75,29 +75,46 @@ def caller_site(skip: int = 2) -> str:
 
 def caller_sites(skip: int = 2) -> tuple[str, str]:
     """(`caller_site(skip)`, `,"chosen":{...}` naming the first frame outside the comm wrappers,
-    or "" where that is the site's own frame or no frame is outside them)."""
+    or "" where that is the site's own frame or no frame is outside them). The common case, a
+    site outside every wrapper with no chosen frame below it, costs what `caller_site` does."""
     frame: FrameType | None = sys._getframe(skip)
-    site = site_frame = chosen = None
+    chosen = ""  # a chosen frame below the site (inside torch: pipelining's schedule)
     while frame is not None:
         info = _code.get(id(frame.f_code))
         if info is None:
             info = _described(frame)
-        if site is None and not info.skipped:
-            site_frame = frame
-            site = info.sites.get(frame.f_lasti)
+        if not info.skipped:
+            lasti = frame.f_lasti
+            site = info.sites.get(lasti)
             if site is None:
-                site = info.sites[frame.f_lasti] = _site_json(frame, info)
-        if chosen is None and not info.passed:
-            if frame is site_frame:
-                chosen = ""
-            else:
-                chosen = info.chosen.get(frame.f_lasti)
-                if chosen is None:
-                    chosen = info.chosen[frame.f_lasti] = ',"chosen":' + _site_json(frame, info)
-        if site is not None and chosen is not None:
-            return site, chosen
+                site = info.sites[lasti] = _site_json(frame, info)
+            if chosen or not info.passed:
+                return site, chosen
+            return site, _chosen_above(frame.f_back)
+        if not chosen and not info.passed:
+            chosen = _chosen_json(frame, info)
         frame = frame.f_back
-    return site or NO_SITE, chosen or ""
+    return NO_SITE, chosen
+
+
+def _chosen_above(frame: FrameType | None) -> str:
+    """`,"chosen":{...}` of the first frame from `frame` outward outside the comm wrappers."""
+    while frame is not None:
+        info = _code.get(id(frame.f_code))
+        if info is None:
+            info = _described(frame)
+        if not info.passed:
+            return _chosen_json(frame, info)
+        frame = frame.f_back
+    return ""
+
+
+def _chosen_json(frame: FrameType, info: _Code) -> str:
+    lasti = frame.f_lasti
+    chosen = info.chosen.get(lasti)
+    if chosen is None:
+        chosen = info.chosen[lasti] = ',"chosen":' + _site_json(frame, info)
+    return chosen
 
 
 def frame_site(frame: FrameType) -> dict[str, object]:

@@ -67,7 +67,6 @@ class Use(NamedTuple):
     via: str | None  # "batch_isend_irecv" for ops a batch issued
     peer: int | None
     in_batch: bool  # it carries a batch id (batch_isend_irecv call or coalescing window)
-    chosen: Site | None = None  # the framework line that chose it, where not `site`
 
 
 @dataclass
@@ -88,6 +87,8 @@ class RankTrace:
     groups: list[dict[str, Any]] = field(default_factory=list)
     usage: Counter = field(default_factory=Counter)  # Use -> ops
     batch_calls: Counter = field(default_factory=Counter)  # site -> batch_isend_irecv calls
+    # (site, the framework line that chose its op: the line's `chosen`) -> ops, where recorded
+    chosen: Counter = field(default_factory=Counter)
     lines: int = 0  # lines after the meta line
     last_t: float = 0.0  # `t` of its last line: the process wrote from wall0 to wall0 + last_t
     # How the file ends where its process did not close it (killed, or still running): the
@@ -281,6 +282,7 @@ def rank_trace(rank: int, path: Path, lines: Iterable[tuple[int | None, dict[str
     groups = _Groups(rank, trace.groups)
     usage: Counter = Counter()
     batch_calls = trace.batch_calls
+    chosen = trace.chosen
     head = trace.head
     open_ops: dict[Any, dict[str, Any]] = {}  # seq -> start event of an op not yet ended
     in_head: dict[int, dict[str, Any]] = {}  # seq -> start event of the head
@@ -343,8 +345,9 @@ def rank_trace(rank: int, path: Path, lines: Iterable[tuple[int | None, dict[str
                     batch = event.get("batch")
                     site = _site(event.get("site"))
                     usage[(kind, event["api"], site, _site(event.get("op_site")), gid,
-                           event.get("batched"), via, peer, batch is not None,
-                           _site(event.get("chosen")))] += 1
+                           event.get("batched"), via, peer, batch is not None)] += 1
+                    if "chosen" in event:
+                        chosen[(site, _site(event["chosen"]))] += 1
                     if via == "batch_isend_irecv" and batch not in batches:
                         batches.add(batch)
                         batch_calls[site] += 1
