@@ -109,6 +109,7 @@ def test_report_text_and_sarif_show_the_chosen_line(megatron_run, tmp_path):
 
     text = " ".join(scan("text").split())
     assert f"unbatched-run at {MCORE}p2p_communication.py:49, chosen at {MCORE}schedules.py:" in text
+    assert f"at {MCORE}p2p_communication.py:49, chosen at {MCORE}schedules.py:" in scan("html")
     log = json.loads(scan("sarif"))
     assert not sarif_errors(log)
     related = [loc for r in log["runs"][0]["results"] if r["ruleId"] == "unbatched-run"
@@ -120,14 +121,45 @@ def test_report_text_and_sarif_show_the_chosen_line(megatron_run, tmp_path):
     assert artifact["uriBaseId"] == "megatron-core"
 
 
+def line_of(script: str, text: str) -> int:
+    found = (FIXTURES / script).read_text().splitlines()
+    return next(n for n, line in enumerate(found, 1) if text in line)
+
+
 @pytest.mark.heavy
 @pytest.mark.skipif(importlib.util.find_spec("deepspeed") is None, reason="deepspeed not installed")
-def test_deepspeed_ops_name_the_engine_line_past_deepspeed_comm(tmp_path):
-    out = record(tmp_path, "deepspeed_p2p.py", timeout=400)
+def test_deepspeed_mismatch_names_the_engine_lines_past_deepspeed_comm(tmp_path):
+    """DeepSpeed #5696's order through deepspeed 0.18.4's own p2p and comm modules: the report
+    names deepspeed/comm/torch.py (the site) and the lines that chose the send and the receive."""
+    out = tmp_path / "trace"
+    subprocess.run(
+        [sys.executable, "-m", "auditor", "record", "--hang-after", "20", "--out", str(out), "--",
+         sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+         str(FIXTURES / "deepspeed_p2p.py"), "shapes-once"], cwd=ROOT, capture_output=True,
+        text=True, timeout=400, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert assert_valid(out) > 0
-    (send,) = [s for s in starts(out) if s["api"] == "send"]  # rank 0's
-    assert send["site"]["path"] == "deepspeed/comm/torch.py"
-    assert (send["chosen"]["path"], send["chosen"]["line"]) == ("deepspeed_p2p.py", 29)
+    send = line_of("deepspeed_p2p.py", "# engine.py _exec_send_activations")
+    recv = line_of("deepspeed_p2p.py", "# engine.py _exec_recv_activations")
+    sends = [s for s in starts(out) if s["api"] == "send"]
+    assert sends and all(s["site"]["path"] == "deepspeed/comm/torch.py" for s in sends)
+    assert ("deepspeed_p2p.py", send) in {(s["chosen"]["path"], s["chosen"]["line"]) for s in sends}
+
+    def report(fmt: str) -> str:
+        return subprocess.run([sys.executable, "-m", "auditor", "report", "--trace", str(out),
+                               "--format", fmt], cwd=ROOT, capture_output=True, text=True,
+                              timeout=300).stdout
+
+    doc = json.loads(report("json"))
+    (mismatch,) = [f for f in doc["findings"] if f["kind"] == "p2p-mismatch"]
+    assert mismatch["where"].startswith("deepspeed/comm/torch.py:")
+    assert mismatch["chosen"] == [f"deepspeed_p2p.py:{send}", f"deepspeed_p2p.py:{recv}"]
+    assert f"(chosen at deepspeed_p2p.py:{send})" in mismatch["message"]
+    assert f"{mismatch['where']}, chosen at deepspeed_p2p.py:{send}" in report("html")
+    log = json.loads(report("sarif"))
+    assert not sarif_errors(log)
+    (result,) = [r for r in log["runs"][0]["results"] if r["ruleId"] == "p2p-mismatch"]
+    assert [loc["physicalLocation"]["artifactLocation"]["uri"]
+            for loc in result["relatedLocations"]] == ["deepspeed_p2p.py"] * 2
 
 
 def test_the_schema_refuses_a_chosen_frame_that_is_not_a_site():
