@@ -7,7 +7,9 @@ pipeline P2P path."""
 
 from __future__ import annotations
 
+import ast
 import copy
+import fnmatch
 import importlib.util
 import json
 import os
@@ -20,6 +22,7 @@ from test_sarif import errors as sarif_errors
 from test_trace_schema import VALIDATOR, assert_valid, lines
 
 from auditor.dynamic import callsite
+from auditor.rulebook.frameworks import frameworks
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "record_fixtures"
@@ -170,3 +173,39 @@ def test_the_schema_refuses_a_chosen_frame_that_is_not_a_site():
     for broken in ({"line": 3}, "schedules.py:3", {"path": "a.py", "line": "3", "function": "f"}):
         line["chosen"] = broken
         assert not VALIDATOR.is_valid(line)
+
+
+def qualnames(source: str) -> set[str]:
+    """Every function's qualified name in a module, as CPython names its code objects."""
+    out: set[str] = set()
+
+    def walk(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                out.add(prefix + child.name)
+                walk(child, f"{prefix}{child.name}.<locals>.")
+            elif isinstance(child, ast.ClassDef):
+                walk(child, f"{prefix}{child.name}.")
+            else:
+                walk(child, prefix)
+    walk(ast.parse(source), "")
+    return out
+
+
+@pytest.mark.parametrize("framework", [f for f in frameworks() if f.comm_wrappers],
+                         ids=lambda f: f.name)
+def test_each_comm_wrapper_is_in_the_releases_its_rules_name(framework, release):
+    """Each `comm_wrappers` entry names a module (and function) of every verified release (torch:
+    the installed one, the release these entries were read in)."""
+    pins = ["torch"] if framework.name == "torch" else [
+        f"{framework.distribution}=={v}" for v in framework.verified]
+    for pin in pins:
+        found = release(pin)
+        for entry in framework.comm_wrappers:
+            pattern, _, function = entry.partition(":")
+            files = [f for f in found.files if fnmatch.fnmatchcase(f, pattern)]
+            assert files, f"{pin}: no file matches {pattern}"
+            if function:
+                (path,) = files
+                assert function in qualnames((found.root / path).read_text(encoding="utf-8")), \
+                    f"{pin}: {path} has no {function}"
