@@ -141,8 +141,8 @@ def _chosen_location(chosen: str, where: str,
                  and "/" in match["path"]), "SRCROOT")
     return {"physicalLocation": {"artifactLocation": artifact(match["path"], base),
                                  "region": {"startLine": int(match["line"])}},
-            "message": {"text": f"the framework line that chose the op recorded at {where}"
-                                if where else "the framework line that chose the recorded op"}}
+            "message": {"text": "a framework line that chose this finding's recorded ops"
+                                + (f" (their call into torch: {where})" if where else "")}}
 
 
 def artifact(path: str, base: str) -> dict[str, str]:
