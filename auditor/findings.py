@@ -19,10 +19,16 @@ class Finding:
     where: str = ""
     # Free-form structured detail for reports (group, ranks, versions, ...).
     detail: dict[str, Any] = field(default_factory=dict)
+    # For a recorded op at `where` (the line that called torch): the framework lines that chose
+    # it, "path:line", where another (the trace's `chosen`: DeepSpeed's engine.py, not its comm).
+    chosen: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.severity not in SEVERITIES:
             raise ValueError(f"severity must be one of {SEVERITIES}, not {self.severity!r}")
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        if not self.chosen:
+            del out["chosen"]  # said only of recorded ops that a framework line chose
+        return out

@@ -320,10 +320,10 @@ def test_threads_get_consecutive_seqs_and_every_op_ends(recorded) -> None:
 
 
 def test_internal_failure_turns_recording_off_once(recorded, monkeypatch, capsys) -> None:
-    def broken(skip: int = 2) -> str:
+    def broken(skip: int = 2) -> tuple[str, str]:
         raise RuntimeError("simulated recorder bug")
 
-    monkeypatch.setattr(callsite, "caller_site", broken)
+    monkeypatch.setattr(callsite, "caller_sites", broken)  # what an op's start line calls
     t = torch.ones(2)
     dist.all_reduce(t)
     dist.all_reduce(t)

@@ -334,6 +334,8 @@ def _timeline(trace: Trace, model: Analysis) -> dict[str, Any]:
                 "batched": e.get("batched"), "batch": e.get("batch"),
                 "comm_init": e.get("comm_init"),
                 "where": f"{site.get('path')}:{site.get('line')} {site.get('function')}",
+                **({"chosen": f"{e['chosen'].get('path')}:{e['chosen'].get('line')} "
+                              f"{e['chosen'].get('function')}"} if e.get("chosen") else {}),
                 "recorded": "pending" if end is None else
                             ("error" if end.get("how") == "raise" else "done"),
             }

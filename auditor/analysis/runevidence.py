@@ -54,6 +54,7 @@ def stopped_findings(trace: Trace) -> list[Finding]:
         first = raised[rank][0]
         site = first.get("site") or {}
         where = f"{site.get('path')}:{site.get('line')}" if site.get("path") else ""
+        chosen = first.get("chosen") or {}
         out.append(Finding(
             "run-op-raised", "error",
             f"{sum(map(len, raised.values()))} op(s) ended in an exception on rank(s) "
@@ -64,7 +65,8 @@ def stopped_findings(trace: Trace) -> list[Finding]:
                 "status, an OOM kill in dmesg)",
             where=where,
             detail={"raised": {str(r): [_op(e) for e in ops[:EXAMPLES]]
-                               for r, ops in raised.items()}}))
+                               for r, ops in raised.items()}},
+            chosen=[f"{chosen['path']}:{chosen.get('line')}"] if chosen.get("path") else []))
     unclosed = {r: rt.unclosed for r, rt in trace.ranks.items() if rt.unclosed}
     if unclosed:
         rank = min(unclosed)

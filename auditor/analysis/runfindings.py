@@ -14,6 +14,7 @@ from auditor.analysis.waitfor.sizes import size_words
 from auditor.findings import Finding
 
 EXAMPLES = 8  # ranks or pairs named in a finding's message
+CHOSEN_SHOWN = 4  # framework lines named as choosing one site's ops, the most frequent first
 
 
 def _ranks_words(ranks: list[int]) -> str:
@@ -143,7 +144,7 @@ def replay_findings(wf: dict[str, Any], deadlock: Deadlock) -> list[Finding]:
             f"is not known: " + "; ".join(f"{v.transport.name}: {v.why}"
                                          for v in deadlock.transports),
             fix=fix + f". What decides it: {deadlock.decide()}", where=deadlock.where,
-            detail={"deadlock": deadlock.to_json()}))
+            detail={"deadlock": deadlock.to_json()}, chosen=_chosen(deadlock.chosen)))
     return out
 
 
@@ -157,7 +158,8 @@ def _mismatch_finding(pairs: list[dict[str, Any]]) -> Finding:
             if x.get("role") else ""
         return (f"rank {x['rank']}'s {x['api']}{role} of {size_words(x['bytes'])}"
                 f"{' ' + x['dtype'] if x['dtype'] else ''}"
-                f"{' at ' + x['site'] if x['site'] else ''}")
+                f"{' at ' + x['site'] if x['site'] else ''}"
+                f"{' (chosen at ' + x['chosen'] + ')' if x.get('chosen') else ''}")
     return Finding(
         "p2p-mismatch", "error",
         f"{len(pairs)} send/receive pair(s) disagree in {first['what']}: {side(a)} is received by "
@@ -168,7 +170,8 @@ def _mismatch_finding(pairs: list[dict[str, Any]]) -> Finding:
             "its old dtype); where one batch sends to the same peer twice (PP=2 with a virtual "
             "pipeline), order each side's ops so they pair (send_prev with recv_next), or use "
             "overlap_p2p_comm=True",
-        where=a["site"] or "", detail={"pairs": pairs[:EXAMPLES]})
+        where=a["site"] or "", detail={"pairs": pairs[:EXAMPLES]},
+        chosen=_chosen(a.get("chosen"), b.get("chosen")))
 
 
 def _count_finding(counts: list[dict[str, Any]]) -> Finding:
@@ -181,7 +184,9 @@ def _count_finding(counts: list[dict[str, Any]]) -> Finding:
         "in turn",
         fix="make both ranks agree on the number of sends and receives of each exchange (the "
             "microbatch count, the tensors per message, a send skipped on one side)",
-        where=first["recv_site"] or first["send_site"] or "", detail={"counts": counts[:EXAMPLES]})
+        where=first["recv_site"] or first["send_site"] or "", detail={"counts": counts[:EXAMPLES]},
+        chosen=_chosen(first.get("recv_chosen") if first["recv_site"] else first.get("send_chosen"),
+                       first.get("send_chosen") if first["recv_site"] else None))
 
 
 def _would_hang(conditions: dict[str, Any], deadlock: Deadlock, fix: str) -> Finding:
@@ -191,7 +196,13 @@ def _would_hang(conditions: dict[str, Any], deadlock: Deadlock, fix: str) -> Fin
         f"every recorded op completed; under NCCL over {where} this order would hang "
         f"({Conditions(**conditions).words()}): {deadlock.cycle_here}; "
         + "; ".join(f"{v.transport.name}: {v.why}" for v in deadlock.transports),
-        fix=fix, where=deadlock.where, detail={"conditions": conditions, "deadlock": deadlock.to_json()})
+        fix=fix, where=deadlock.where, detail={"conditions": conditions, "deadlock": deadlock.to_json()},
+        chosen=_chosen(deadlock.chosen))
+
+
+def _chosen(*lines: str | None) -> list[str]:
+    """A finding's `chosen`: the framework lines that chose its ops, each once, in order."""
+    return list(dict.fromkeys(x for x in lines if x))
 
 
 def _unbatched_finding(key: Key, u: Use, label: str, per_rank: Counter, mapped: dict[Key, str],
@@ -221,6 +232,7 @@ def _unbatched_finding(key: Key, u: Use, label: str, per_rank: Counter, mapped: 
         f"{what} on {label} (size {size}) on {len(ranks)} rank(s) (ranks {_ranks_words(ranks)}) "
         f"although batch_p2p_comm=True; path: {chain}",
         fix=fix, site_ids=[sid] if sid else [], where=f"{path}:{line}",
+        chosen=[c for c, _ in u.chosen.most_common(CHOSEN_SHOWN)],
         detail={"group": {"label": label, "size": size, "ranks": group.get("ranks")},
                 "path": site["paths"][0] if site and site.get("paths") else [function],
                 "ops": sum(per_rank.values()), "ranks": ranks})

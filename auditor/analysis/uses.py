@@ -21,13 +21,16 @@ class Use:
     unbatched: dict[str, Counter] = field(default_factory=dict)  # group label -> rank -> ops
     groups: dict[str, dict[str, Any]] = field(default_factory=dict)  # label -> recorded group
     via_batch: bool = False  # its ops came from batch_isend_irecv
+    chosen: Counter = field(default_factory=Counter)  # "path:line" that chose its ops -> ops
 
 
 def read_uses(trace: Trace) -> dict[Key, Use]:
     """Per line of code: calls per rank, and the unbatched ops per group, from the reader's op
     counts. An op from batch_isend_irecv counts for its P2POp line (`op_site`) and, once per
-    batch, for the batch_isend_irecv line (`site`)."""
+    batch, for the batch_isend_irecv line (`site`); a call line also gets the framework lines
+    that chose its ops (`chosen`)."""
     uses: dict[Key, Use] = {}
+    chosen: dict[tuple, Counter] = {}  # site -> the framework lines that chose its ops
 
     def use(site: tuple | None, api: str, op: str | None) -> Use:
         path, line, end_line, function = site or ("?", 0, 0, "?")
@@ -57,6 +60,12 @@ def read_uses(trace: Trace) -> dict[Key, Use]:
                 call.unbatched.setdefault(label, Counter())[rank] += n
         for site, calls in rt.batch_calls.items():
             use(site, "batch_isend_irecv", None).fired[rank] += calls
+        for (site, line), n in rt.chosen.items():
+            if line is not None:
+                chosen.setdefault(site, Counter())[f"{line[0]}:{line[1]}"] += n
+    for (path, line, end_line, function, _, op), u in uses.items():
+        if op is None:
+            u.chosen = chosen.get((path, line, end_line, function), u.chosen)
     for u in uses.values():
         u.fired = +u.fired  # drop the zero counts
     return uses

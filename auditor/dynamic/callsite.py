@@ -7,10 +7,19 @@ loop is never a site: its caller is. Results are cached per code object and per 
 hot call costs a few dictionary look-ups. The cache is keyed by `id(code)`, not by the code object:
 hashing a code object hashes its bytecode and constants, the largest cost of a look-up; each entry
 holds its code object, so the id cannot be reused while the entry exists.
+
+An op's line also names the framework line that chose it (`chosen`): the first frame outside the
+frameworks' comm wrappers (`comm_wrappers` of each rules file's `[framework]` table: DeepSpeed's
+`deepspeed/comm/*`, megatron's p2p_communication.py, torch's c10d and its pipelining helpers).
+The site stays the line that called torch (the static inventory's key); the chosen frame is the
+line a user can act on: engine.py's `_exec_send_activations`, not deepspeed/comm/torch.py. One
+walk finds both, stopping at the outermost of the two, each frame's part decided once per code
+object.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import sys
@@ -22,20 +31,24 @@ SKIPPED = ("torch", "auditor.dynamic", "typing_extensions", "warnings", "context
 # Code objects CPython (3.11) runs as their own frames although the source sees one function.
 _INLINE = (".<locals>.<listcomp>", ".<locals>.<dictcomp>", ".<locals>.<setcomp>",
            ".<locals>.<genexpr>")
-
+# Modules whose frames never chose an op: this package and decorator plumbing.
+PLUMBING = SKIPPED[1:]
 
 
 class _Code:
     """What a code object says about the sites in it."""
 
-    __slots__ = ("code", "skipped", "path", "function", "sites")
+    __slots__ = ("code", "skipped", "passed", "path", "function", "sites", "chosen")
 
-    def __init__(self, code: CodeType, skipped: bool, path: str, function: str) -> None:
+    def __init__(self, code: CodeType, skipped: bool, passed: bool, path: str,
+                 function: str) -> None:
         self.code = code  # held: its id stays this entry's key
-        self.skipped = skipped
+        self.skipped = skipped  # never a site: torch, this package, plumbing
+        self.passed = passed  # never the chosen frame: a comm wrapper, this package, plumbing
         self.path = path
         self.function = function
         self.sites: dict[int, str] = {}  # instruction offset -> site JSON
+        self.chosen: dict[int, str] = {}  # instruction offset -> `,"chosen":` + site JSON
 
 
 _code: dict[int, _Code] = {}  # id(code) -> what it says
@@ -58,6 +71,50 @@ def caller_site(skip: int = 2) -> str:
             return site
         frame = frame.f_back
     return NO_SITE
+
+
+def caller_sites(skip: int = 2) -> tuple[str, str]:
+    """(`caller_site(skip)`, `,"chosen":{...}` naming the first frame outside the comm wrappers,
+    or "" where that is the site's own frame or no frame is outside them). The common case, a
+    site outside every wrapper with no chosen frame below it, costs what `caller_site` does."""
+    frame: FrameType | None = sys._getframe(skip)
+    chosen = ""  # a chosen frame below the site (inside torch: pipelining's schedule)
+    while frame is not None:
+        info = _code.get(id(frame.f_code))
+        if info is None:
+            info = _described(frame)
+        if not info.skipped:
+            lasti = frame.f_lasti
+            site = info.sites.get(lasti)
+            if site is None:
+                site = info.sites[lasti] = _site_json(frame, info)
+            if chosen or not info.passed:
+                return site, chosen
+            return site, _chosen_above(frame.f_back)
+        if not chosen and not info.passed:
+            chosen = _chosen_json(frame, info)
+        frame = frame.f_back
+    return NO_SITE, chosen
+
+
+def _chosen_above(frame: FrameType | None) -> str:
+    """`,"chosen":{...}` of the first frame from `frame` outward outside the comm wrappers."""
+    while frame is not None:
+        info = _code.get(id(frame.f_code))
+        if info is None:
+            info = _described(frame)
+        if not info.passed:
+            return _chosen_json(frame, info)
+        frame = frame.f_back
+    return ""
+
+
+def _chosen_json(frame: FrameType, info: _Code) -> str:
+    lasti = frame.f_lasti
+    chosen = info.chosen.get(lasti)
+    if chosen is None:
+        chosen = info.chosen[lasti] = ',"chosen":' + _site_json(frame, info)
+    return chosen
 
 
 def frame_site(frame: FrameType) -> dict[str, object]:
@@ -98,11 +155,43 @@ def _described(frame: FrameType) -> _Code:
             function = function[: -len(suffix)]
     if function in ("<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>"):
         function = "<module>"
+    plumbing = any(module == m or module.startswith(m + ".") for m in PLUMBING)
     if module == "__main__":
         spec = glb.get("__spec__")
         module = getattr(spec, "name", None) or ""
-    info = _code[id(code)] = _Code(code, skipped, package_path(module, code.co_filename), function)
+    path = package_path(module, code.co_filename)
+    passed = plumbing or is_comm_wrapper(path, function)
+    info = _code[id(code)] = _Code(code, skipped, passed, path, function)
     return info
+
+
+_wrappers: tuple[tuple[str, str | None], ...] | None = None  # (path pattern, function or None)
+
+
+def is_comm_wrapper(path: str, function: str) -> bool:
+    """A frame of a framework's comm wrappers: `path` (as sites name it) matches a rules file's
+    `comm_wrappers` entry, `PATTERN` (fnmatch) or `PATTERN:QUALNAME` (that function only)."""
+    global _wrappers
+    if _wrappers is None:
+        _wrappers = _load_wrappers()
+    return any((fn is None or fn == function) and fnmatch.fnmatchcase(path, pattern)
+               for pattern, fn in _wrappers)
+
+
+def _load_wrappers() -> tuple[tuple[str, str | None], ...]:
+    """Every framework's comm wrappers, read once per process from the rules. Where the rules
+    cannot be read, none: every op's chosen frame is then its site, said by its absence."""
+    try:
+        from auditor.rulebook.frameworks import frameworks
+
+        entries = [w for f in frameworks() for w in f.comm_wrappers]
+    except Exception:
+        return ()
+    out = []
+    for entry in entries:
+        pattern, _, function = entry.partition(":")
+        out.append((pattern, function or None))
+    return tuple(out)
 
 
 def package_path(module: str, filename: str) -> str:

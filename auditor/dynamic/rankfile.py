@@ -19,7 +19,8 @@ line) is refused with the file and line. The lines, one JSON object each:
   `via` ("batch_isend_irecv"), `batch` (ordinal of the batch or coalescing window in this
   process), `op_site` (where the P2POp was built), `comm_init` (`{"kind": "pair", "key": "0:1"}`
   or `{"kind": "group", "key": "all"}`: the op that creates a communicator under NCCL's lazy
-  init), `error`;
+  init), `error`, `chosen` (the framework line that chose the op, where not `site`: the first
+  frame outside the rules' comm wrappers);
 - `phase: "end"`: `of` is the start's seq; `how` is "return" (the call returned), "wait" (its Work
   was waited on), "polled" (its Work reported completion), "dropped" (its Work was freed unwaited)
   or "raise" (`error` names the exception). A start line may carry `ends`, `[[of, how], ...]`:
@@ -44,7 +45,7 @@ from typing import Any, NamedTuple
 from auditor.errors import InputError
 
 OPTIONAL = ("batched", "peer", "group", "shape", "dtype", "via", "batch", "op_site",
-            "comm_init", "error")
+            "comm_init", "error", "chosen")
 KINDS = ("p2p", "collective", "setup")
 # Ops kept in full per trace (`head`), spread over the ranks, and at least this many per rank:
 # the timeline draws 16 per rank, the wait-for replay reads up to 32,768 in all.
@@ -86,6 +87,8 @@ class RankTrace:
     groups: list[dict[str, Any]] = field(default_factory=list)
     usage: Counter = field(default_factory=Counter)  # Use -> ops
     batch_calls: Counter = field(default_factory=Counter)  # site -> batch_isend_irecv calls
+    # (site, the framework line that chose its op: the line's `chosen`) -> ops, where recorded
+    chosen: Counter = field(default_factory=Counter)
     lines: int = 0  # lines after the meta line
     last_t: float = 0.0  # `t` of its last line: the process wrote from wall0 to wall0 + last_t
     # How the file ends where its process did not close it (killed, or still running): the
@@ -279,6 +282,7 @@ def rank_trace(rank: int, path: Path, lines: Iterable[tuple[int | None, dict[str
     groups = _Groups(rank, trace.groups)
     usage: Counter = Counter()
     batch_calls = trace.batch_calls
+    chosen = trace.chosen
     head = trace.head
     open_ops: dict[Any, dict[str, Any]] = {}  # seq -> start event of an op not yet ended
     in_head: dict[int, dict[str, Any]] = {}  # seq -> start event of the head
@@ -342,6 +346,8 @@ def rank_trace(rank: int, path: Path, lines: Iterable[tuple[int | None, dict[str
                     site = _site(event.get("site"))
                     usage[(kind, event["api"], site, _site(event.get("op_site")), gid,
                            event.get("batched"), via, peer, batch is not None)] += 1
+                    if "chosen" in event:
+                        chosen[(site, _site(event["chosen"]))] += 1
                     if via == "batch_isend_irecv" and batch not in batches:
                         batches.add(batch)
                         batch_calls[site] += 1

@@ -125,9 +125,10 @@ class Recorder(TraceWriter):
                     extra += f',"op_site":{op_site}'
             elif window is not None:
                 extra += f',"batch":{window.batch}'
+            site, chosen = callsite.caller_sites(2)
             return self._started_locked(api, "p2p", window is not None,
                                         peer if type(peer) is int else "null", g, state,
-                                        callsite.caller_site(2), tensor, extra, window)
+                                        site, tensor, extra + chosen, window)
         except Exception as exc:
             self.fail(exc)
             return None
@@ -148,8 +149,9 @@ class Recorder(TraceWriter):
             extra = "" if g is None or g.eager or g.whole else g.comm_mark(True, None)
             if window is not None:
                 extra += f',"batch":{window.batch}'
+            site, chosen = callsite.caller_sites(2)
             return self._started_locked(api, kind, batched, "null", g, state,
-                                        callsite.caller_site(2), tensor, extra, window)
+                                        site, tensor, extra + chosen, window)
         except Exception as exc:
             self.fail(exc)
             return None
@@ -161,7 +163,8 @@ class Recorder(TraceWriter):
                         window: Window | None) -> Op:
         """Writes the op's start line, with the ends of the Works freed since the last line (taken
         here, when nothing can fail before the line is written), and joins the op to its window.
-        `site`: the caller's, taken by the begin_ method the hook called (a fixed depth)."""
+        `site`: the caller's, taken by the begin_ method the hook called (a fixed depth); `extra`
+        ends with the frame that chose the op where that is another (`callsite.caller_sites`)."""
         op = Op(api, g, state.ident, window is not None)
         body = (f'"api":"{api}","phase":"start","kind":"{kind}",'
                 f'"batched":{"true" if batched else "false"},"peer":{peer},'
@@ -178,8 +181,9 @@ class Recorder(TraceWriter):
         """init_process_group / new_group: not ops on a group, but a rank can block in them."""
         try:
             op = Op(api, None, threading.get_ident(), False)
+            site, chosen = callsite.caller_sites(2)
             self._emit(f'"api":"{api}","phase":"start","kind":"setup",'
-                       f'"site":{callsite.caller_site(2)}{fields_json(details)}', op)
+                       f'"site":{site}{fields_json(details)}{chosen}', op)
             return op
         except Exception as exc:
             self.fail(exc)

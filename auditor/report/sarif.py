@@ -86,9 +86,11 @@ def _result(f: dict[str, Any], index: int, sites: dict[str, dict[str, Any]],
         "partialFingerprints": {"p2paudit/v1": f"{f['kind']}|" + "|".join(
             sorted(f.get("site_ids", [])) or [f.get("where", "")])},
     }
-    related = located[MAX_LOCATIONS:] + explained
+    related = [_site_location(s) for s in located[MAX_LOCATIONS:] + explained]
+    related += [_chosen_location(c, f.get("where", ""), sites) for c in f.get("chosen", [])
+                if WHERE.match(c)]
     if related:
-        result["relatedLocations"] = [dict(_site_location(s), id=k) for k, s in enumerate(related)]
+        result["relatedLocations"] = [dict(loc, id=k) for k, loc in enumerate(related)]
     flows = [path for s in (located or explained)[:1] for path in s.get("paths", [])]
     if flows:
         result["codeFlows"] = [{"threadFlows": [{"locations": [
@@ -125,6 +127,22 @@ def _site_location(s: dict[str, Any]) -> dict[str, Any]:
     return {"physicalLocation": {
         "artifactLocation": artifact(s["path"], s["package"]), "region": region},
         "message": {"text": f"{s['api']} in {s['function']} ({s['package']})"}}
+
+
+def _chosen_location(chosen: str, where: str,
+                     sites: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """A framework line that chose the recorded op at `where` ("path:line", the trace's
+    `chosen`), against the root of the target whose sites share its top directory, else
+    SRCROOT."""
+    match = WHERE.match(chosen)
+    assert match is not None
+    top = match["path"].split("/", 1)[0]
+    base = next((s["package"] for s in sites.values() if s["path"].split("/", 1)[0] == top
+                 and "/" in match["path"]), "SRCROOT")
+    return {"physicalLocation": {"artifactLocation": artifact(match["path"], base),
+                                 "region": {"startLine": int(match["line"])}},
+            "message": {"text": "a framework line that chose this finding's recorded ops"
+                                + (f" (their call into torch: {where})" if where else "")}}
 
 
 def artifact(path: str, base: str) -> dict[str, str]:

@@ -216,6 +216,8 @@ def _cause_blocks(doc: dict[str, Any], verbose: bool) -> list[str]:
     for cause in causes.group(findings):
         f = findings[cause.index]
         at = f" at {f['where']}" if f.get("where") else ""
+        if f.get("chosen"):
+            at += f", chosen at {', '.join(f['chosen'])}"
         lines += [f"  {cause.severity.upper():<7} {f['kind']}{at}", f"          {f['message']}"]
         if f.get("fix"):
             lines.append(f"          fix: {f['fix']}")

@@ -58,11 +58,13 @@ def cycle_edges(lanes: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _site(ev: dict[str, Any]) -> str:
     """`path:line function` as the join writes it, without the `None`s of an op recorded
-    without its call site."""
+    without its call site; then the framework line that chose the op, where the trace names
+    another (`chosen`)."""
     where = str(ev.get("where") or "")
     if not where or where.startswith("None:"):
         return "an unrecorded site"
-    return where.removesuffix(" None")
+    chosen = f", chosen at {ev['chosen']}" if ev.get("chosen") else ""
+    return where.removesuffix(" None") + chosen
 
 
 def _op_words(ev: dict[str, Any]) -> str:

@@ -14,6 +14,9 @@ rules file. Keys of `[framework]`:
                 batch_p2p_comm, pipeline_model_parallel_size); a stack that needs none has no
                 batching setting, so scan cannot decide its sites' order (analysis/verdict.py),
                 and a check reading another stack's setting is not judged by it (`foreign_settings`)
+  comm_wrappers the modules through which its code hands ops to torch (`deepspeed/comm/*`,
+                `PATH:QUALNAME` for one function of a module): an op's `chosen` frame is the first
+                frame outside them (auditor/dynamic/callsite.py)
   read, verified, latest_read  the release whose line numbers the entries cite, the releases
                 checked against them, the newest release read (rules/megatron-lm.toml)
 """
@@ -42,6 +45,7 @@ class Framework:
     verified: tuple[str, ...]
     latest_read: str | None
     needs: tuple[str, ...] = ()
+    comm_wrappers: tuple[str, ...] = ()
 
     def fronts(self, launcher: str) -> bool:
         """This framework's front end reads a run started as `launcher`."""
@@ -76,6 +80,7 @@ def _frameworks(directory: Path) -> tuple[Framework, ...]:
             verified=tuple(str(v) for v in meta.get("verified", ())),
             latest_read=meta.get("latest_read"),
             needs=tuple(meta.get("needs", ())),
+            comm_wrappers=tuple(meta.get("comm_wrappers", ())),
         ))
     return tuple(sorted(out, key=lambda f: (f.position is None, f.position or 0, f.name)))
 

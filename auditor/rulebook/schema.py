@@ -38,7 +38,7 @@ _SELECT = "versions unknown read source code function class absent"
 TABLES: dict[str, Table] = {
     # What the file is about; rulebook.frameworks documents each key.
     "framework": _table(False, "name", "distribution position launchers runs_on packages read "
-                                       "verified latest_read needs releases"),
+                                       "verified latest_read needs releases comm_wrappers"),
     # The config pipeline (rulebook.stages, evaluated by auditor/config/derive.py).
     "stage": _table(True, "name order", "launchers flags about"),
     "arg": _table(True, "stage key type", f"default class aliases {_SELECT}"),
@@ -95,7 +95,7 @@ TABLES: dict[str, Table] = {
 TYPES: dict[str, dict[str, type]] = {
     "framework": {"name": str, "distribution": str, "position": int, "launchers": list,
                   "runs_on": str, "packages": list, "needs": list, "read": str, "verified": list,
-                  "latest_read": str, "releases": list},
+                  "latest_read": str, "releases": list, "comm_wrappers": list},
     # launcher patterns (rulebook.frameworks.launched_by) and a wrapper's module prefixes
     "stage": {"launchers": list},
     "entry_point": {"launchers": list},

@@ -43,6 +43,7 @@ class Deadlock:
     nccl: str  # the NCCL release the bounds are read against
     cycle_here: str = ""  # where `will`: the cycle with the first hanging transport's bound
     where: str = ""  # path:line of the first send left waiting (the cycle_here replay, else zero's)
+    chosen: str = ""  # path:line of the framework line that chose that send, where not `where`
 
     def decide(self) -> str:
         """What decides an undecided `will`."""
@@ -55,6 +56,7 @@ class Deadlock:
     def to_json(self) -> dict[str, Any]:
         return {"can_deadlock": self.can, "will_deadlock": self.will, "transport": self.asked,
                 "cycle": self.cycle, "cycle_here": self.cycle_here, "where": self.where,
+                "chosen": self.chosen,
                 "nccl": self.nccl,
                 "decide": self.decide() if self.will is None else None,
                 "transports": [v.to_json() for v in self.transports]}
@@ -119,9 +121,10 @@ def deadlock(replay: Callable[[Conditions], Analysis], conditions: Conditions,
     will = outcomes.pop() if len(outcomes) == 1 else None
     shown = here if will and here else zero
     return Deadlock(zero.hang, will, asked, verdicts, zero.cycle, nccl_words(torch_version),
-                    here.cycle if will and here else "", _first_blocked_send(shown))
+                    here.cycle if will and here else "", *_first_blocked_send(shown))
 
 
-def _first_blocked_send(a: Analysis) -> str:
-    return next((o.op.where for r in a.ranks.values() for o in r.ops
-                 if o.state == "blocked" and o.op.kind == "send" and o.op.where), "")
+def _first_blocked_send(a: Analysis) -> tuple[str, str]:
+    """(where, chosen) of the first send left waiting."""
+    return next(((o.op.where, o.op.chosen) for r in a.ranks.values() for o in r.ops
+                 if o.state == "blocked" and o.op.kind == "send" and o.op.where), ("", ""))

@@ -45,6 +45,7 @@ class Op:
     call: str = ""  # the caller, e.g. "P2PCommunicator.send_forward_recv_backward"
     dtype: str = ""  # as recorded ("" when the trace does not say)
     where: str = ""  # path:line of the code that built it (its P2POp), else of the call
+    chosen: str = ""  # path:line of the framework line that chose it, where not the call's
     role: str = ""  # the neighbour it is meant for ("prev"/"next"), where the code says
 
     @property

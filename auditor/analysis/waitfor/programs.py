@@ -56,7 +56,8 @@ def programs_from_events(events_by_rank: Mapping[int, Sequence[Mapping[str, Any]
                     after=tuple(sorted(set(ended))) if ended else (),
                     call=str(site.get("function") or ""),
                     dtype=str(event.get("dtype") or "").removeprefix("torch."),
-                    where=_where(event.get("op_site") or site), role=_role(event, roles))
+                    where=_where(event.get("op_site") or site), role=_role(event, roles),
+                    chosen=_where(event.get("chosen") or {}))
             ended = []
             by_seq[event.get("seq")] = op.index
             ops.append(op)

@@ -316,6 +316,8 @@ class _Replay:
                     "sends": len(sends), "recvs": len(recvs),
                     "send_site": _site(self.ops, sends, pa if src == a else pb),
                     "recv_site": _site(self.ops, recvs, pb if src == a else pa),
+                    "send_chosen": _site(self.ops, sends, pa if src == a else pb, "chosen"),
+                    "recv_chosen": _site(self.ops, recvs, pb if src == a else pa, "chosen"),
                     "words": f"in one exchange, rank {dst} posts {len(recvs)} RECV(s) from "
                              f"{src} on {comm.name} where rank {src} sends it {len(sends)}"})
                 break
@@ -516,14 +518,17 @@ def _kinds(ops: Mapping[Key, Op], keys: list[Key]) -> tuple[list[Key], list[Key]
     return ([k for k in keys if ops[k].kind == "send"], [k for k in keys if ops[k].kind == "recv"])
 
 
-def _site(ops: Mapping[Key, Op], chosen: list[Key], phase: list[Key]) -> str | None:
-    """Where a count is read: the last op counted, else the op its rank issued instead."""
-    return (ops[chosen[-1]].where if chosen else ops[phase[0]].where) or None
+def _site(ops: Mapping[Key, Op], chosen: list[Key], phase: list[Key],
+          attr: str = "where") -> str | None:
+    """Where a count is read: the last op counted, else the op its rank issued instead (`attr`
+    "chosen": the framework line that chose that op)."""
+    return getattr(ops[chosen[-1]] if chosen else ops[phase[0]], attr) or None
 
 
 def _pair_side(op: Op) -> dict[str, Any]:
     return {"rank": op.rank, "index": op.index, "api": op.api, "peer": op.peer,
             "bytes": op.nbytes, "dtype": op.dtype or None, "site": op.where or None,
+            "chosen": op.chosen or None,
             "role": op.role or None, "call": op.call or None}
 
 
