@@ -160,6 +160,14 @@ def _mismatch_finding(pairs: list[dict[str, Any]]) -> Finding:
                 f"{' ' + x['dtype'] if x['dtype'] else ''}"
                 f"{' at ' + x['site'] if x['site'] else ''}"
                 f"{' (chosen at ' + x['chosen'] + ')' if x.get('chosen') else ''}")
+    if first.get("collective"):
+        return Finding(
+            "p2p-mismatch", "error",
+            f"the members of one {first['collective']} disagree in {first['what']}: {side(a)} against "
+            f"{side(b)} on {first['communicator']} (every member passes the same shape and dtype: the "
+            "data arrives wrong, silently, or the op never completes)",
+            fix="give every member the same shape and dtype (cast the sender's tensor, e.g. `.float()`)",
+            where=b["site"] or a["site"] or "", detail={"pairs": pairs[:EXAMPLES]})
     return Finding(
         "p2p-mismatch", "error",
         f"{len(pairs)} send/receive pair(s) disagree in {first['what']}: {side(a)} is received by "

@@ -14,6 +14,9 @@ from auditor.analysis.waitfor.transports import TRANSPORT_BUFFER, Transport
 Key = tuple[int, int]  # an op as (rank, its index in the rank's program)
 SEND_APIS = frozenset({"send", "isend"})
 RECV_APIS = frozenset({"recv", "irecv"})
+# Collectives whose one tensor must have the same size and dtype on every member (NCCL runs
+# them on count elements of one datatype, read from each rank's own arguments).
+SAME_BUFFER_COLLECTIVES = frozenset({"broadcast", "all_reduce", "reduce"})
 
 
 @dataclass(frozen=True)

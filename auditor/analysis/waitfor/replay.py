@@ -7,7 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from auditor.analysis.waitfor.model import Communicator, Conditions, Key, Op, coalesced_for, communicator_for
+from auditor.analysis.waitfor.model import (SAME_BUFFER_COLLECTIVES, Communicator, Conditions, Key, Op,
+                                             coalesced_for, communicator_for)
 from auditor.analysis.waitfor.sizes import size_words
 from auditor.analysis.waitfor.transports import ZERO_BUFFER
 
@@ -164,6 +165,8 @@ class _Replay:
                 for k, key in enumerate(sorted(keys)):
                     if all(len(p) > k for p in partners):
                         match[key] = tuple(p[k] for p in partners if p[k] != key)
+                        if key == partners[0][k]:  # each instance once, from its first member
+                            self._check_collective([p[k] for p in partners])
         return match
 
     def _check_pair(self, send: Key, recv: Key) -> None:
@@ -179,6 +182,25 @@ class _Replay:
                 "what": " and ".join(w for w, bad in (("size", sizes), ("dtype", dtypes),
                                                       ("role", roles)) if bad),
                 "send": _pair_side(a), "recv": _pair_side(b)})
+
+    def _check_collective(self, keys: list[Key]) -> None:
+        """One instance of a collective on one tensor (`SAME_BUFFER_COLLECTIVES`): a member whose
+        size or dtype differs from the first member's gets other bytes than were sent, silently,
+        or the op never completes (a broadcast of fp16 losses into float32 buffers)."""
+        first = self.ops[keys[0]]
+        if first.api not in SAME_BUFFER_COLLECTIVES:
+            return
+        for key in keys[1:]:
+            other = self.ops[key]
+            if other.api != first.api:
+                continue
+            sizes = first.nbytes != other.nbytes and first.nbytes > 0 and other.nbytes > 0
+            dtypes = first.dtype != other.dtype and first.dtype and other.dtype
+            if sizes or dtypes:
+                self.mismatched.append({
+                    "communicator": self.comm[keys[0]].name, "collective": first.api,
+                    "what": " and ".join(w for w, bad in (("size", sizes), ("dtype", dtypes)) if bad),
+                    "send": _pair_side(first), "recv": _pair_side(other)})
 
     # --- replay --------------------------------------------------------------------------------
     def run(self) -> Analysis:
