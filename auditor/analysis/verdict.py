@@ -238,6 +238,10 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
     """What the contradiction rule needed for this run and the analysis did not decide."""
     # A recorded run's evidence gaps (analysis.runevidence): ranks that left none come first.
     out = [Undecided(u["what"], u["decide"]) for u in (doc.get("run") or {}).get("undecided", [])]
+    # A launch finding that leaves the run undecided says what and how to decide it
+    # (config.launch `launch.front-end-unread`).
+    out += [Undecided(f["detail"]["undecided"], f["detail"]["decide"]) for f in doc.get("findings", [])
+            if "undecided" in (f.get("detail") or {})]
     config = doc.get("config", {})
     effective = config.get("effective", {})
     provenance = config.get("provenance", {})

@@ -3,6 +3,7 @@ command substitutions (kept symbolic), assignments; over the variables a walk ke
 
 from __future__ import annotations
 
+import os
 import re
 
 from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Part, Word
@@ -19,6 +20,8 @@ from auditor.config.model import Scalar, Symbolic
 
 _PARAM = re.compile(r"(#?)([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])(?:\[([^\]]*)\])?(.*)", re.DOTALL)
 _PARAM_OP = re.compile(r"(:?[-=+?])(.*)", re.DOTALL)
+# `pwd`, $(pwd), $(pwd -L): the directory the script is run from.
+_PWD = re.compile(r"(?:`|\$\()\s*pwd(?:\s+-[LP])?\s*(?:`|\))")
 
 
 class Expander:
@@ -34,6 +37,10 @@ class Expander:
         self._lexer = Lexer("", path)
         self._taken: list[str] = []  # fallbacks taken in the expansion under way
         self.positional: list[Field] | None = None  # $1 $2 ... of a script read with its arguments
+        # `pwd` and $PWD: the directory the job is launched from, taken to be the one this audit
+        # runs in (its authors run it from where the audit is asked to look); None after a `cd`.
+        self.cwd: str | None = os.getcwd()
+        self.cwd_read: list[int] = []  # the lines that read it
 
     def assignment_value(self, word: Word) -> tuple[str, str | Symbolic | list[tuple[Scalar, int]]]:
         m = ASSIGN.match(word.raw)
@@ -99,6 +106,9 @@ class Expander:
         for part in parts:
             if part.kind == "lit":
                 out.text(part.text, part.line)
+            elif part.kind == "cmd" and self.cwd is not None and _PWD.fullmatch(part.src):
+                self.cwd_read.append(part.line)
+                self._emit(self.cwd, part.line, part.quoted, out)
             elif part.kind == "cmd":
                 out.symbolic(part.src, part.line, unsplit=not part.quoted)
             elif part.kind == "arith":
@@ -156,6 +166,9 @@ class Expander:
             var = Var(given.value if given else "", given.line if given else part.line, False)
         if var is None and name in self.environ:
             var = Var(self.environ[name], 0, True)
+        if var is None and name == "PWD" and self.cwd is not None:
+            self.cwd_read.append(part.line)
+            var = Var(self.cwd, part.line, True)
         value: Scalar | list[tuple[Scalar, int]] | None = None
         line = var.line if var else part.line
         if var is not None:
