@@ -47,6 +47,8 @@ TABLES: dict[str, Table] = {
                     f"effect fix remedy blame guard supersedes category explains headline valid invalid "
                     f"{_SELECT}"),
     "model": _table(True, "names", "values torch_dtype versions source"),
+    # The values a setting a script leaves unknown is judged at (auditor/scan.py, issue 22).
+    "setting_cases": _table(True, "key values why", "source"),
     # The call-graph interpreter (rulebook.interpreter).
     "entry_point": _table(True, "name code", "about launchers source versions unknown"),
     "symbol": _table(True, "function", "config group returns versions unknown source"),
@@ -92,6 +94,7 @@ TYPES: dict[str, dict[str, type]] = {
                   "latest_read": str, "releases": list},
     # launcher patterns (rulebook.frameworks.launched_by) and a wrapper's module prefixes
     "stage": {"launchers": list},
+    "setting_cases": {"key": str, "values": list, "why": str},
     "entry_point": {"launchers": list},
     "batch_wrapper": {"modules": list, "key": str},
     "container_image": {"image": str, "tag": str, "torch": str, "source": str},
