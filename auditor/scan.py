@@ -229,7 +229,10 @@ def _scan_one(inputs: ScanInputs, read: tuple[LaunchConfig, list[SourceSet]]) ->
     if inputs.entries:
         entry_specs = [(spec, entry_code(spec)) for spec in inputs.entries]
     else:
-        entry_specs = [(e.name, e.code) for e in interpreter.entries_for(launch.launcher, bound, generic)]
+        chosen = interpreter.entries_for(launch.launcher, bound, generic)
+        entry_specs = [(e.name, e.code) for e in chosen if _runs(e, effective)]
+        effective.notes += [f"entry point {e.name} does not run: its rules' `when`, {e.when}, is false "
+                            f"for this config (rules/{e.framework}.toml)" for e in chosen if not _runs(e, effective)]
     program = Program(srcs, jobs=inputs.jobs)
     try:
         interp = Interpreter(program, interpreter_config(effective), rules)
@@ -274,6 +277,14 @@ def _scan_one(inputs: ScanInputs, read: tuple[LaunchConfig, list[SourceSet]]) ->
     check_settings({**given, **({inputs.matrix_key: "--matrix"} if inputs.matrix_key else {})}, doc)
     verdict.finish(doc)
     return doc
+
+
+def _runs(entry: interpreter.EntryPoint, effective: EffectiveConfig) -> bool:
+    """Whether an entry point runs for this config: its `when` (rules [[entry_point]]) is not
+    false; unknown runs it (a deepspeed pipeline engine of unknown PP)."""
+    if entry.when is None:
+        return True
+    return effective.evaluate(entry.when) is not False
 
 
 def _coalesces_key(site: Site, effective: EffectiveConfig) -> str:

@@ -279,6 +279,7 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
         if style == "megatron-lm":
             _unread_front_end(config, spelling, path)
         read_config_files(config, args, launcher, path)
+        _front_end(config, spelling, path)
     world_size(config, launcher, chosen, spelling, path)
     for other in [c for c in training if c is not chosen]:
         config.diagnostics.append(Finding(
@@ -294,6 +295,24 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
     _report_unexported(config, launcher, path, spelling.env_names)
     _backend(config, shell, spelling, path)
     return config
+
+
+def _front_end(config: LaunchConfig, spelling: Spelling, path: str) -> None:
+    """A front end the rules know by its flags (`[[front_end]]`: Megatron-DeepSpeed's
+    pretrain_*.py with --deepspeed) runs on another stack than its launcher's: the run is
+    labelled for that stack (`launcher`), and a note says why."""
+    script = os.path.basename(str(config.script)) if isinstance(config.script, str) else None
+    given = {f.spelling for f in config.flags.values()}
+    for front in spelling.front_ends:
+        if script is None or not any(fnmatch.fnmatchcase(script, p) for p in front["scripts"]):
+            continue
+        if not set(front["flags"]) <= given or not set(front.get("layout_flags", given)) & given:
+            continue
+        config.diagnostics.append(Finding(
+            "launch.front-end", "info", f"{front['what']} (rules: {front['name']})",
+            where=f"{path}:{config.command_line}", detail={"front_end": front["name"], "launched": config.launcher}))
+        config.launcher = f"{front['launcher']} {script}"
+        return
 
 
 def _unread_front_end(config: LaunchConfig, spelling: Spelling, path: str) -> None:
