@@ -107,3 +107,18 @@ def test_an_unknown_flag_with_no_parser_found_leaves_the_run_undecided(tmp_path,
     undecided = undecided_inputs(doc)
     assert any("--activations-checkpoint-method" in u.what and u.decide.startswith("--command")
                for u in undecided)
+
+
+def test_a_flag_the_parser_rejects_is_a_run_that_does_not_start(tmp_path, monkeypatch):
+    """argparse exits before the schedule: the headline says the run does not start, ahead of
+    anything the schedule would do (a DETAIL contradiction included)."""
+    from auditor.analysis.verdict import judge
+
+    script = checkout(tmp_path)
+    script.write_text(SCRIPT.replace("#SBATCH", "export TORCH_DISTRIBUTED_DEBUG=DETAIL\n#SBATCH"))
+    monkeypatch.chdir(tmp_path)
+    config = read_launch(script)
+    doc = {"findings": [d.to_json() for d in config.diagnostics], "config": {},
+           "sites": [{"reachable": "no", "verdict": "unreachable"}]}
+    head = judge(doc).headline
+    assert head.startswith("DOES NOT START:") and "--activations-checkpoint-method" in head
