@@ -143,11 +143,12 @@ def read_config(config_path: str, targets: list[str] | None, command: str | None
 
 def run_scan(inputs: ScanInputs,
              read: tuple[LaunchConfig, list[SourceSet]] | None = None) -> dict[str, Any]:
-    """`read`: what `read_config` gave for these inputs, where the caller needs it too. A setting
-    the verdict needs that the script leaves unknown (`PP=$6`) is judged at the values of its
-    `[[setting_cases]]` (_cases); see _scan_releases for the releases judged."""
+    """`read`: what `read_config` gave for these inputs, where the caller needs it too (simulate,
+    fix: they plan from this one config). Otherwise a setting the verdict needs that the script
+    leaves unknown (`PP=$6`) is judged at the values of its `[[setting_cases]]` (_cases); see
+    _scan_releases for the releases judged."""
     doc = _scan_releases(inputs, read)
-    return _cases(inputs, doc) or doc
+    return doc if read is not None else _cases(inputs, doc) or doc
 
 
 def _cases(inputs: ScanInputs, doc: dict[str, Any]) -> dict[str, Any] | None:

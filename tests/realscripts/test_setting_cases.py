@@ -74,3 +74,15 @@ def test_a_stated_pipeline_size_is_not_varied(tmp_path):
     doc = run_scan(ScanInputs(str(script), jobs=1))
     assert "setting_basis" not in doc["config"]
     assert doc["verdict"]["status"] == "clean"
+
+
+def test_a_caller_planning_from_its_own_read_gets_the_unknown_run(tmp_path):
+    """simulate and fix pass the config they read and plan from it: they get the run as read
+    (PP unknown, undecided), never one case's document standing in for it."""
+    from auditor.scan import read_config
+
+    script = tmp_path / "run_mcore_deepseek.sh"
+    script.write_text(SCRIPT.format(torch="2.13.0", detail=""))
+    doc = run_scan(ScanInputs(str(script), jobs=1), read_config(str(script), None))
+    assert "setting_basis" not in doc["config"]
+    assert doc["config"]["effective"]["pipeline_model_parallel_size"] == "unknown"
