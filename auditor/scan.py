@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import ast
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from auditor.analysis import verdict
+from auditor.analysis import settingcases, verdict
 from auditor.analysis.batching import (
     coalesces_key,
     effectively_batched,
@@ -35,9 +35,10 @@ from auditor.config.titan import read_job_config
 from auditor.errors import InputError
 from auditor.progress import Progress
 from auditor.report import document
+from auditor.rulebook import files as rulebook_files
 from auditor.rulebook import interpreter
 from auditor.rulebook.apis import batch_wrappers
-from auditor.rulebook.frameworks import needs_for, stack_for
+from auditor.rulebook.frameworks import frameworks, needs_for, stack_for
 from auditor.sources import SourceSet, resolve
 from auditor.static.analyze import collector_paused
 from auditor.static.interp.callgraph import Interpreter
@@ -144,6 +145,50 @@ def read_config(config_path: str, targets: list[str] | None, command: str | None
 
 def run_scan(inputs: ScanInputs,
              read: tuple[LaunchConfig, list[SourceSet]] | None = None) -> dict[str, Any]:
+    """`read`: what `read_config` gave for these inputs, where the caller needs it too (simulate,
+    fix: they plan from this one config). Otherwise a setting the verdict needs that the script
+    leaves unknown (`PP=$6`) is judged at the values of its `[[setting_cases]]` (_cases); see
+    _scan_releases for the releases judged."""
+    doc = _scan_releases(inputs, read)
+    return doc if read is not None else _cases(inputs, doc) or doc
+
+
+def _cases(inputs: ScanInputs, doc: dict[str, Any]) -> dict[str, Any] | None:
+    """Where the run is undecided on a needed setting nothing states (not --set, not the
+    script), a scan at each of its rules' case values (rules/megatron-core.toml
+    [[setting_cases]]): the document of the first case past the first, with every case's verdict
+    in `config.setting_basis`, which the verdict reads (decided only where the cases that start
+    agree); None where no such setting is unknown."""
+    config = doc.get("config", {})
+    if doc["verdict"]["status"] != "inconclusive":
+        return None
+    unknown = [k for k in config.get("needs", []) if config.get("effective", {}).get(k, "unknown") == "unknown"
+               and k not in (inputs.overrides or {})]
+    table = next((e for f in frameworks() for e in rulebook_files.load(f.name).table("setting_cases")
+                  if e["key"] in unknown), None)
+    if table is None:
+        return None
+    key = table["key"]
+    docs = [_scan_releases(replace(inputs, overrides={**(inputs.overrides or {}), key: str(v)}))
+            for v in table["values"]]
+    cases = [{"value": v, "status": d["verdict"]["status"], "headline": d["verdict"]["headline"],
+              "starts": not settingcases.does_not_start(d["verdict"])} for v, d in zip(table["values"], docs)]
+    basis = {"key": key, "why": table["why"], "stated": config.get("provenance", {}).get(key, ""),
+             "cases": cases}
+    # Shown: a case that starts, past the first (PP 2 shows the pipeline's sites; PP 1 has none).
+    shown = next((k for k in [*range(1, len(cases)), 0] if cases[k]["starts"]), 0)
+    out = docs[shown] if settingcases.settled(basis) else doc
+    out["config"]["setting_basis"] = basis
+    if out is not doc:  # the case's value stands for all of them, not for a --set
+        out["config"]["provenance"][key] = (
+            f"not known statically ({basis['stated']}); judged at each of "
+            f"{', '.join(str(c['value']) for c in cases)}: this document is the case {key}={cases[shown]['value']}")
+    verdict.finish(out)
+    return out
+
+
+def _scan_releases(inputs: ScanInputs,
+                   read: tuple[LaunchConfig, list[SourceSet]] | None = None) -> dict[str, Any]:
     """`read`: what `read_config` gave for these inputs, where the caller needs it too. Without
     --target, a run whose script states not every release of its stack is scanned once per
     combination of releases the rules cover (config.releases), and the documents merged: the
@@ -187,7 +232,10 @@ def _scan_one(inputs: ScanInputs, read: tuple[LaunchConfig, list[SourceSet]]) ->
     if inputs.entries:
         entry_specs = [(spec, entry_code(spec)) for spec in inputs.entries]
     else:
-        entry_specs = [(e.name, e.code) for e in interpreter.entries_for(launch.launcher, bound, generic)]
+        chosen = interpreter.entries_for(launch.launcher, bound, generic)
+        entry_specs = [(e.name, e.code) for e in chosen if _runs(e, effective)]
+        effective.notes += [f"entry point {e.name} does not run: its rules' `when`, {e.when}, is false "
+                            f"for this config (rules/{e.framework}.toml)" for e in chosen if not _runs(e, effective)]
     program = Program(srcs, jobs=inputs.jobs)
     try:
         interp = Interpreter(program, interpreter_config(effective), rules)
@@ -233,6 +281,14 @@ def _scan_one(inputs: ScanInputs, read: tuple[LaunchConfig, list[SourceSet]]) ->
     check_settings({**given, **({inputs.matrix_key: "--matrix"} if inputs.matrix_key else {})}, doc)
     verdict.finish(doc)
     return doc
+
+
+def _runs(entry: interpreter.EntryPoint, effective: EffectiveConfig) -> bool:
+    """Whether an entry point runs for this config: its `when` (rules [[entry_point]]) is not
+    false; unknown runs it (a deepspeed pipeline engine of unknown PP)."""
+    if entry.when is None:
+        return True
+    return effective.evaluate(entry.when) is not False
 
 
 def _coalesces_key(site: Site, effective: EffectiveConfig) -> str:

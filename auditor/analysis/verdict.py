@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.analysis import causes as causes_of
+from auditor.analysis import settingcases
 from auditor.config.torch_version import span
 from auditor.errors import EXIT_FINDINGS, EXIT_OK
 from auditor.rulebook.frameworks import NOT_THIS_STACK, kind_of, owner_of, pin_option
@@ -165,12 +166,19 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
         status = "inconclusive"
         undecided.insert(0, differ)
         head = f"INCONCLUSIVE: {_undecided_words(undecided)}."
+    cases = doc.get("config", {}).get("setting_basis")
+    if cases and settingcases.disagree(cases):
+        status = "inconclusive"
+        undecided.insert(0, Undecided(*settingcases.differ_words(cases)))
+        head = f"INCONCLUSIVE: {_undecided_words(undecided)}."
     basis = doc.get("config", {}).get("torch_basis") or {}
     if status in ("clean", "findings") and scanned and basis.get("version") is None and basis.get("releases"):
         head += f" {across_words(basis['releases'], basis.get('why_across') or 'none stated')}."
     release_basis = doc.get("config", {}).get("release_basis") or {}
     if status in ("clean", "findings") and release_basis.get("free"):
         head += f" {releases_words(release_basis)}."
+    if status != "inconclusive" and cases and settingcases.settled(cases):
+        head += f" {settingcases.holds_words(cases)}."
     would = [f for f in doc.get("findings", []) if f.get("kind") in ("replay-would-hang",
                                                                       "replay-can-hang")]
     if status == "clean" and would:
@@ -251,6 +259,10 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
     """What the contradiction rule needed for this run and the analysis did not decide."""
     # A recorded run's evidence gaps (analysis.runevidence): ranks that left none come first.
     out = [Undecided(u["what"], u["decide"]) for u in (doc.get("run") or {}).get("undecided", [])]
+    # A launch finding that leaves the run undecided says what and how to decide it
+    # (config.launch `launch.front-end-unread`).
+    out += [Undecided(f["detail"]["undecided"], f["detail"]["decide"]) for f in doc.get("findings", [])
+            if "undecided" in (f.get("detail") or {})]
     config = doc.get("config", {})
     effective = config.get("effective", {})
     provenance = config.get("provenance", {})

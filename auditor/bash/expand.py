@@ -30,6 +30,8 @@ _DIRNAME = rf"dirname(?: --)? {_RESOLVED}"
 _SCRIPT_DIR = re.compile(
     rf"{_DIRNAME}|(?:realpath|readlink -[fe])(?: --)? \$\({_DIRNAME}\)"
     rf"|cd(?: --)? \$\({_DIRNAME}\)(?: &>/dev/null| >/dev/null(?: 2>&1)?)? *(?:&&|;) *pwd(?: -P)?")
+# `pwd`, $(pwd), $(pwd -L): the directory the script is run from.
+_PWD = re.compile(r"(?:`|\$\()\s*pwd(?:\s+-[LP])?\s*(?:`|\))")
 
 
 class Expander:
@@ -46,6 +48,10 @@ class Expander:
         self._taken: list[str] = []  # fallbacks taken in the expansion under way
         self.positional: list[Field] | None = None  # $1 $2 ... of a script read with its arguments
         self.reading = path  # the file being read: the script, or a file it sources
+        # `pwd` and $PWD: the directory the job is launched from, taken to be the one this audit
+        # runs in (its authors run it from where the audit is asked to look); None after a `cd`.
+        self.cwd: str | None = os.getcwd()
+        self.cwd_read: list[int] = []  # the lines that read it
 
     def assignment_value(self, word: Word) -> tuple[str, str | Symbolic | list[tuple[Scalar, int]]]:
         m = ASSIGN.match(word.raw)
@@ -111,6 +117,9 @@ class Expander:
         for part in parts:
             if part.kind == "lit":
                 out.text(part.text, part.line)
+            elif part.kind == "cmd" and self.cwd is not None and _PWD.fullmatch(part.src):
+                self.cwd_read.append(part.line)
+                self._emit(self.cwd, part.line, part.quoted, out)
             elif part.kind == "cmd":
                 where = self._script_dir(part.text)
                 if where is None:
@@ -172,6 +181,9 @@ class Expander:
             var = Var(given.value if given else "", given.line if given else part.line, False)
         if var is None and name in self.environ:
             var = Var(self.environ[name], 0, True)
+        if var is None and name == "PWD" and self.cwd is not None:
+            self.cwd_read.append(part.line)
+            var = Var(self.cwd, part.line, True)
         value: Scalar | list[tuple[Scalar, int]] | None = None
         line = var.line if var else part.line
         if var is not None:

@@ -181,6 +181,8 @@ class Shell(Expander, ABC):
         if head == "eval" and not inline:
             self._eval(fields[1:], cmd)
             return 0
+        if head in ("cd", "pushd", "popd"):  # from here on `pwd` is not the launch directory
+            self.cwd = None
         if head in _SETTERS:
             self._setter(str(head), fields[1:], cmd)
             return 0

@@ -206,6 +206,9 @@ class _Deriver:
         self.frontend_args = {e.key for e in args if e.stage in running} | {
             raws[0]["key"] for table, raws in book.uncovered.values()
             if table == "arg" and raws[0]["stage"] in running}
+        # A setting this run's own front end gives is its own, whatever other stacks need it
+        # (Megatron-DeepSpeed's --pipeline-model-parallel-size on DeepSpeed's stack).
+        self.foreign = {k: v for k, v in foreign.items() if k not in self.frontend_args}
         # --set values are typed as this launcher's front end types them.
         self.arg_types: dict[str, str] = {
             e.key: e.data.get("type", "str")
@@ -351,7 +354,11 @@ class _Deriver:
                  if raws[0]["stage"] == stage.name and decided(table, raws[0])]
         # A front end the launcher is not does not init the process group the entry script inits.
         mine = self.launch.entry_values if other_frontend else {}
-        for key in dict.fromkeys(k for k in keys if k and k not in mine):
+        # A framework off this run's stack does not undo what the run's own front end gave
+        # (megatron-core's config stages on a Megatron-DeepSpeed run, whose PP is its flag's).
+        off_stack = self.stack is not None and stage.framework not in self.stack
+        for key in dict.fromkeys(k for k in keys if k and k not in mine
+                                 and not (off_stack and k in self.frontend_args)):
             self.put(key, UNKNOWN, why, stage.framework)
         self.undecided.extend(f"{e.id}: {why}" for e in entries if e.table == "check")
         # Checks with version ranges are not admitted for an unknown version: undecided too, where

@@ -13,6 +13,8 @@ from auditor.findings import Finding
 from auditor.rulebook.launchers import Spelling
 
 _NUMBER = re.compile(r"-\.?[0-9]")
+# argparse exits on these before the schedule runs: a start-up failure (analysis.causes.is_startup)
+STARTUP = {"category": "config"}
 
 
 def normalise(spelling: str) -> str:
@@ -98,7 +100,7 @@ def read_flags(config: LaunchConfig, args: list[Field], spelling: Spelling, path
                 config.diagnostics.append(Finding(
                     "launch.extra-argument", "error",
                     f"`{f.value}` follows `{single}`, which takes one value: Megatron-LM's parser rejects "
-                    "it as an unrecognized argument", where=f"{path}:{f.line}"))
+                    "it as an unrecognized argument", where=f"{path}:{f.line}", detail=dict(STARTUP)))
             single = None
             continue
         written, eq, inline_value = option.partition("=") if option.startswith("--") else (option, "", "")
@@ -128,13 +130,14 @@ def read_flags(config: LaunchConfig, args: list[Field], spelling: Spelling, path
                     + (" as an explicit argument" if eq else " as an unrecognized argument"),
                     fix=f"write `{written}` alone" + (" (or drop it to keep the default)" if str(given).lower()
                                                        in ("false", "0") else ""),
-                    where=f"{path}:{f.line}"))
+                    where=f"{path}:{f.line}", detail=dict(STARTUP)))
         elif not values:
             value = True
             if entry is not None:
                 config.diagnostics.append(Finding(
                     "launch.flag-needs-value", "error",
-                    f"Megatron-LM's `{written}` expects a value and none follows", where=f"{path}:{f.line}"))
+                    f"Megatron-LM's `{written}` expects a value and none follows", where=f"{path}:{f.line}",
+                    detail=dict(STARTUP)))
         else:
             value = values[0] if len(values) == 1 else join(values)
         previous = config.flags.get(name)
@@ -228,4 +231,4 @@ def _not_in_parser(spelling: Spelling, written: str, where: str) -> Finding:
                        f"the parser was read ({front.why_incomplete})", fix=fix, where=where)
     return Finding("launch.megatron-spelling", "error",
                    f"`{written}` does not exist in {release}: argparse rejects it (its parser, "
-                   f"{front.path}, was read){hint}", fix=fix, where=where)
+                   f"{front.path}, was read){hint}", fix=fix, where=where, detail=dict(STARTUP))

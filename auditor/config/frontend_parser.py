@@ -51,9 +51,7 @@ def locate(launch_path: str, script: str, roots: tuple[Path, ...] = ()) -> Front
     directory or one above); a script that builds no Megatron-LM parser, or has no checkout
     around it, has no front end read. Not found, the parser of the first of `roots` (a release's
     files) is read, incompletely: what the unread training script adds is not known."""
-    here = Path(launch_path).resolve().parent
-    candidates = [Path(script)] if Path(script).is_absolute() else [d / script for d in [here, *here.parents]]
-    found = next((c for c in candidates if c.is_file()), None)
+    found = find_script(launch_path, script)
     if found is not None:
         for root in [found.parent, *found.parent.parents]:
             parser = _parser(root)
@@ -68,6 +66,14 @@ def locate(launch_path: str, script: str, roots: tuple[Path, ...] = ()) -> Front
             why = f"the training script {script} was not found: flags it adds are not read"
             return replace(front, complete=False, why_incomplete=why) if front else None
     return None
+
+
+def find_script(launch_path: str, script: str) -> Path | None:
+    """The training script the command names: at its absolute path, else from the launch
+    script's directory up; None where no such file is there."""
+    here = Path(launch_path).resolve().parent
+    candidates = [Path(script)] if Path(script).is_absolute() else [d / script for d in [here, *here.parents]]
+    return next((c for c in candidates if c.is_file()), None)
 
 
 def _owner(call: ast.Call) -> str | None:

@@ -25,7 +25,7 @@ from auditor.bash.parser import Parser
 from auditor.bash.syntax import bash_rejects
 from auditor.config.configfiles import read_config_files
 from auditor.config.flags import read_flags
-from auditor.config.frontend_parser import locate, with_front_end
+from auditor.config.frontend_parser import find_script, locate, with_front_end
 from auditor.config.launcher import torchrun_options, world_size, world_variables
 from auditor.config.model import EnvVar, LaunchConfig
 from auditor.config.overrides import read_overrides
@@ -136,6 +136,13 @@ def parse_launch(
     shell = LaunchShell(path, spelling, dict(environ or {}), diagnostics, text.split("\n"))
     shell.allocate(lexer, tokens)
     shell.run(nodes)
+    if shell.cwd_read:
+        shell.diagnostics.append(Finding(
+            "launch.cwd", "info",
+            f"`pwd` (line {shell.cwd_read[0]}) is read as {shell.cwd}, the directory this audit runs "
+            "in: a script's `pwd` is the directory the job is launched from",
+            fix="run p2paudit from the directory the job is launched from",
+            where=f"{path}:{shell.cwd_read[0]}"))
     if command is not None:
         _given_command(shell, command, path, text.count("\n") + 1)
     config = _build(shell, spelling, path, parser_roots)
@@ -269,7 +276,10 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
         if style == "megatron-lm" and isinstance(config.script, str):
             spelling = with_front_end(spelling, locate(path, config.script, parser_roots))
         read_flags(config, args, spelling, path)
+        if style == "megatron-lm":
+            _unread_front_end(config, spelling, path)
         read_config_files(config, args, launcher, path)
+        _front_end(config, spelling, path)
     world_size(config, launcher, chosen, spelling, path)
     for other in [c for c in training if c is not chosen]:
         config.diagnostics.append(Finding(
@@ -285,6 +295,57 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
     _report_unexported(config, launcher, path, spelling.env_names)
     _backend(config, shell, spelling, path)
     return config
+
+
+def _front_end(config: LaunchConfig, spelling: Spelling, path: str) -> None:
+    """A front end the rules know by its flags (`[[front_end]]`: Megatron-DeepSpeed's
+    pretrain_*.py with --deepspeed) runs on another stack than its launcher's: the run is
+    labelled for that stack (`launcher`), and a note says why."""
+    script = os.path.basename(str(config.script)) if isinstance(config.script, str) else None
+    given = {f.spelling for f in config.flags.values()}
+    for front in spelling.front_ends:
+        if script is None or not any(fnmatch.fnmatchcase(script, p) for p in front["scripts"]):
+            continue
+        if not set(front["flags"]) <= given or not set(front.get("layout_flags", given)) & given:
+            continue
+        config.diagnostics.append(Finding(
+            "launch.front-end", "info", f"{front['what']} (rules: {front['name']})",
+            where=f"{path}:{config.command_line}", detail={"front_end": front["name"], "launched": config.launcher}))
+        config.launcher = f"{front['launcher']} {script}"
+        return
+
+
+def _unread_front_end(config: LaunchConfig, spelling: Spelling, path: str) -> None:
+    """A training script that cannot be found: the parser it builds was not read, so whether it
+    accepts a flag no table here has is unknown, and argparse exits on one it lacks. Such flags
+    leave the run undecided (`detail.decide`), never clean; a found script is read (locate)."""
+    script = config.script
+    if isinstance(script, str) and find_script(path, script) is not None:
+        return
+    unknown = [f for f in config.flags.values() if f.spelling.startswith("--")
+               and f.spelling not in spelling.flags and f.spelling not in spelling.no_flags]
+    if not unknown:
+        return
+    why = (f"{script} is not a file here" if isinstance(script, str)
+           else f"its path, {script}, is not known statically")
+    name = os.path.basename(str(script)) if script is not None else "the training script"
+    config.diagnostics.append(Finding(
+        "launch.front-end-unread", "warning",
+        f"the training script is not found ({why}), so the parser it builds was not read: "
+        f"{_listed([f.spelling for f in unknown])} {'is' if len(unknown) == 1 else 'are'} in no parser "
+        "or table read here; argparse exits on a flag its parser lacks, and the run does not start",
+        fix="run p2paudit from the directory the job is launched from, or give the command with "
+            "the script's real path (--command)",
+        where=f"{path}:{unknown[0].line}",
+        detail={"undecided": f"whether {name}'s parser accepts {_listed([f.spelling for f in unknown], 3)} "
+                             f"(the training script is not found: {why})",
+                "decide": f"--command 'python PATH/{name} ...' (the entry script where it is)",
+                "flags": [f.spelling for f in unknown]}))
+
+
+def _listed(spellings: list[str], most: int = 6) -> str:
+    shown = ", ".join(f"`{s}`" for s in spellings[:most])
+    return shown + (f" and {len(spellings) - most} more" if len(spellings) > most else "")
 
 
 def _backend(config: LaunchConfig, shell: LaunchShell, spelling: Spelling, path: str) -> None:

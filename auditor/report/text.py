@@ -152,7 +152,9 @@ def scan_report(doc: dict[str, Any], verbose: bool = False, width: int = 80) -> 
         f"targets: {targets}; torch {torch_words(doc['config'])}",
     ]
     if "entries" in doc:
-        lines.append("entry points: " + ("; ".join(doc["entries"]) or
+        not_run = [n.removeprefix("entry point ") for n in doc["config"].get("notes", [])
+                   if n.startswith("entry point ")]  # scan.py: a rules entry whose `when` is false
+        lines.append("entry points: " + ("; ".join(doc["entries"]) or "; ".join(f"none: {n}" for n in not_run) or
                                          "none (the rules name none for these targets: "
                                          "pass --entry MODULE:QUALNAME)"))
     lines += ["", verdict_line(doc)]

@@ -32,6 +32,7 @@ class EntryPoint:
     code: str
     about: str = ""
     launchers: list[str] = field(default_factory=list)  # fnmatch patterns; empty: any launcher
+    when: str | None = None  # a config expression; False: the entry does not run (scan.py)
 
 
 def load(versions: dict[str, str | None]) -> tuple[Rules, list[EntryPoint], list[EntryPoint]]:
@@ -58,7 +59,7 @@ def load(versions: dict[str, str | None]) -> tuple[Rules, list[EntryPoint], list
                 r.group_names[n] = g["dim"]
         config_names |= set(rs.section("config_objects").get("names", []))
         for e in rs.table("entry_point"):
-            ep = EntryPoint(e["name"], fw, e["code"], e.get("about", ""), e.get("launchers", []))
+            ep = EntryPoint(e["name"], fw, e["code"], e.get("about", ""), e.get("launchers", []), e.get("when"))
             (bound if ep.launchers else generic).append(ep)
     r.config_names = frozenset(config_names)
     return r, bound, generic

@@ -47,8 +47,10 @@ TABLES: dict[str, Table] = {
                     f"effect fix remedy blame guard supersedes category explains headline valid invalid "
                     f"{_SELECT}"),
     "model": _table(True, "names", "values torch_dtype versions source"),
+    # The values a setting a script leaves unknown is judged at (auditor/scan.py, issue 22).
+    "setting_cases": _table(True, "key values why", "source"),
     # The call-graph interpreter (rulebook.interpreter).
-    "entry_point": _table(True, "name code", "about launchers source versions unknown"),
+    "entry_point": _table(True, "name code", "about launchers source versions unknown when"),
     "symbol": _table(True, "function", "config group returns versions unknown source"),
     "group": _table(True, "dim size names", "versions unknown source"),
     "config_objects": _table(False, "names", "about"),
@@ -79,6 +81,8 @@ TABLES: dict[str, Table] = {
     "swift_script": _table(True, "pattern style", _SELECT),
     "wrappers": _table(False, "", "programs shells batch separated python_runners"),
     "backend": _table(True, "name what env paths covers short decide", "source"),
+    # A front end known by its flags that puts the run on another stack (config.launch).
+    "front_end": _table(True, "name scripts flags launcher what", "layout_flags source code"),
     # Config files the trainer reads (auditor/config/configfiles.py).
     "config_file": _table(True, "kind launchers", f"suffixes env_key flag sections {_SELECT}"),
     # NCCL's transports (rules/nccl.toml; docs/transport-semantics.md).
@@ -98,6 +102,8 @@ TYPES: dict[str, dict[str, type]] = {
                   "latest_read": str, "releases": list, "comm_wrappers": list},
     # launcher patterns (rulebook.frameworks.launched_by) and a wrapper's module prefixes
     "stage": {"launchers": list},
+    "setting_cases": {"key": str, "values": list, "why": str},
+    "front_end": {"scripts": list, "flags": list, "layout_flags": list, "launcher": str},
     "entry_point": {"launchers": list},
     "batch_wrapper": {"modules": list, "key": str},
     "container_image": {"image": str, "tag": str, "torch": str, "source": str},
