@@ -106,6 +106,15 @@ def test_another_script_under_ray_is_not_read_as_megatron_lm(tmp_path):
 @pytest.mark.wheels
 def test_tp2_pp1_is_clean_out_of_the_box(tmp_path):
     script = _write(tmp_path, gpus="${NUM_GPUS}")
+    # train.py where slime's run scripts expect it (the checkout's root, the launch directory);
+    # without it the flags only slime's parser defines leave the run undecided
+    # (launch.front-end-unread). Its flags as slime/utils/arguments.py:39-41 adds them.
+    (tmp_path / "train.py").write_text(
+        "import argparse\n\n\ndef add_cluster_arguments(parser):\n"
+        "    parser.add_argument('--actor-num-nodes', type=int, default=1)\n"
+        "    parser.add_argument('--actor-num-gpus-per-node', type=int, default=8)\n"
+        "    parser.add_argument('--colocate', action='store_true', default=False)\n"
+        "    return parser\n", encoding="utf-8")
     proc = subprocess.run(
         [sys.executable, "-m", "auditor", "scan", "--config", str(script), "--format", "json"],
         capture_output=True, text=True, cwd=tmp_path, timeout=300, check=False)
@@ -113,6 +122,19 @@ def test_tp2_pp1_is_clean_out_of_the_box(tmp_path):
     assert doc["launch"]["launcher"] == "ray train.py"
     assert doc["config"]["effective"]["pipeline_model_parallel_size"] == 1
     assert doc["verdict"]["status"] == "clean", doc["verdict"]["headline"]
+
+
+@pytest.mark.wheels
+def test_without_train_py_slimes_own_flags_leave_it_undecided(tmp_path):
+    """Fail closed: where train.py is not found, `--colocate` and the actor flags are in no parser
+    read here; argparse would exit on a misspelt one, so the run is not CLEAN."""
+    script = _write(tmp_path, gpus="${NUM_GPUS}")
+    proc = subprocess.run(
+        [sys.executable, "-m", "auditor", "scan", "--config", str(script), "--format", "json"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=300, check=False)
+    doc = json.loads(proc.stdout)
+    assert doc["verdict"]["status"] == "inconclusive"
+    assert "--colocate" in doc["verdict"]["headline"] and "--command" in doc["verdict"]["headline"]
 
 
 def test_the_stack_is_what_slime_runs_on():
