@@ -22,7 +22,7 @@ difference.
 A bug side is flagged *for the right reason* when its verdict is the expected one and a finding
 of that mechanism (a hang's: a wait-for cycle, a would-hang replay, a count mismatch, a batch run
 op by op; a mismatch's: a pair that disagrees) names one of the side's `reason_lines` (the source
-lines the case names). Scores are printed overall and per half of benchmarks/ppbugs/split.toml:
+lines the case names): where it is, in its message, or as the line that chose its op (`chosen`). Scores are printed overall and per half of benchmarks/ppbugs/split.toml:
 `original` (the cases the model was built on), `dev` and the sealed `test` half of the cases
 added later; `--half NAME` runs one half. `--ci` leaves out the cases whose `[case] heavy` says
 why they are slow (CI's representative subset).
@@ -249,13 +249,16 @@ def judge(case_id: str, side: dict, rc: int, out: Path, shown: str) -> Outcome:
 
 
 def right_reason(side: dict, got: str, doc: dict, where: str) -> bool:
-    """The expected verdict, and a finding of its mechanism naming one of the side's reason lines."""
+    """The expected verdict, and a finding of its mechanism naming one of the side's reason lines
+    (where it is, its message, or the line that chose its op)."""
     lines = side.get("reason_lines") or []
     if got != side["expected"] or not lines:
         return False
     kinds = REASON_KINDS.get(got, set())
-    texts = [f"{f.get('where') or ''} {f.get('message') or ''}" for f in doc.get("findings", [])
-             if f.get("kind") in kinds]
+    # A finding names a line by where it is, in its message, or as the framework line that chose
+    # its op (`chosen`, behind a comm wrapper: the line a user can act on).
+    texts = [f"{f.get('where') or ''} {f.get('message') or ''} {' '.join(f.get('chosen') or [])}"
+             for f in doc.get("findings", []) if f.get("kind") in kinds]
     texts.append(where)
     return any(line in text for line in lines for text in texts)
 
