@@ -14,7 +14,7 @@ import pytest
 
 from auditor import rulebook
 from auditor.analysis.runreplay import p2p_roles
-from auditor.analysis.verdict import prediction_verdict
+from auditor.analysis.replayverdict import prediction_verdict
 from auditor.analysis.waitfor.deadlock import deadlock
 from auditor.analysis.waitfor.model import Conditions, Group, Op
 from auditor.analysis.waitfor.replay import analyze

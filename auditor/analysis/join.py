@@ -29,7 +29,7 @@ from auditor.analysis.runfindings import replay_findings, run_findings
 from auditor.analysis.runreplay import recorded_order
 from auditor.analysis.uses import Key, Use, group_label, read_uses
 from auditor.analysis.waitfor.model import Conditions, Group, Op, communicator_for
-from auditor.analysis.waitfor.replay import Analysis
+from auditor.analysis.waitfor.result import Analysis
 from auditor.analysis.waitfor.transports import Transport
 from auditor.dynamic.trace import Trace, read_trace_dir
 

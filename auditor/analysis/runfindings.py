@@ -183,7 +183,7 @@ def _mismatch_finding(pairs: list[dict[str, Any]]) -> Finding:
 
 
 def _count_finding(counts: list[dict[str, Any]]) -> Finding:
-    """The replay's per-phase count mismatches (waitfor.replay `_counts`)."""
+    """The replay's per-phase count mismatches (waitfor.counts `count_mismatches`)."""
     first = counts[0]
     return Finding(
         "p2p-count-mismatch", "error",

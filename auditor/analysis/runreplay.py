@@ -19,7 +19,8 @@ from auditor.analysis.waitfor.deadlock import Deadlock, deadlock
 from auditor.analysis.waitfor.model import Conditions, Op
 from auditor.analysis.waitfor.prefixes import closed_prefixes
 from auditor.analysis.waitfor.programs import programs_from_events
-from auditor.analysis.waitfor.replay import Analysis, analyze
+from auditor.analysis.waitfor.replay import analyze
+from auditor.analysis.waitfor.result import Analysis
 from auditor.config.expr import UNKNOWN, compile_expr, evaluate
 from auditor.dynamic.trace import Trace
 from auditor.rulebook.stages import load_rulebook

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from auditor import jsonio
 from auditor.analysis import ncclbounds
-from auditor.analysis.verdict import prediction_verdict
+from auditor.analysis.replayverdict import prediction_verdict
 from auditor.analysis.waitfor.deadlock import deadlock
 from auditor.analysis.waitfor.replay import analyze
 from auditor.commands import options

@@ -23,7 +23,7 @@ from auditor.config import releases
 from auditor.config.coerce import overrides_from
 from auditor.config.launch import launch_environ, parse_launch, read_script
 from auditor.dynamic.trace import read_trace_dir
-from auditor.analysis.verdict import simulation_verdict
+from auditor.analysis.replayverdict import simulation_verdict
 from auditor.analysis.waitfor.transports import transport_names
 from auditor.errors import EXIT_FINDINGS, InputError
 from auditor.scan import ScanInputs, read_config, run_scan

@@ -25,16 +25,23 @@ and for the agreement tests `code` (the line as written) and `function`/`class`.
 Three-valued throughout: an input that is unknown (a `${VAR}` the shell reader could not resolve,
 a framework version no rule admits, a model size nobody stated) makes what depends on it unknown,
 never a guess.
+
+One algorithm, kept whole although it is over 500 lines: `_Deriver` evaluates the stages in
+order over one table of values (inputs, `--set` pins, model sizes, each stage's args, rules and
+checks, what an unknown version leaves unknown), every step reading what the earlier ones wrote
+and the provenance, unknown roots and superseded checks they recorded; a module per step would
+hand all of that state around. What reads only finished configs is apart: the merge of the
+configs derived under several torch releases (`across_torch`).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from auditor.config.across_torch import merge_across_torch
 from auditor.config.coerce import coerce
 from auditor.config.effective import EffectiveConfig, Value, env_value
 from auditor.config.envread import readers
@@ -49,7 +56,6 @@ from auditor.config.expr import (
     show,
 )
 from auditor.config.model import LaunchConfig, Symbolic
-from auditor.config.torch_version import TorchBasis, span
 from auditor.config.torch_version import resolve as resolve_torch
 from auditor.errors import InputError
 from auditor.findings import Finding
@@ -100,7 +106,7 @@ def derive(
         deriver.model_sizes()
         deriver.run()
         results.append(by_entries.setdefault(same, deriver.result()))
-    merged = results[0] if len(results) == 1 else _disagreement(results, basis)
+    merged = results[0] if len(results) == 1 else merge_across_torch(results, basis)
     merged.torch_releases = basis.releases
     merged.torch_origin = basis.origin
     merged.torch_why_across = basis.why_across
@@ -116,68 +122,6 @@ def _torch_entries(release: str | None, rules_directory: Path | None) -> tuple[i
     rules = rulebook_files.load("torch", release, rules_directory)
     return tuple(id(e) for name, table in rules.data.items() if isinstance(table, list)
                  for e in rules.table(name))
-
-
-def _disagreement(results: list[EffectiveConfig], basis: TorchBasis) -> EffectiveConfig:
-    """One config from the torch releases of `basis`: what they agree on, the rest unknown,
-    naming which releases gave which value (a pre-release build is read as two releases; a run
-    that states no torch as every covered release)."""
-    releases = basis.releases
-    first = results[0]
-    values = dict(first.values)
-    for key, a in first.values.items():
-        got = [r.values.get(key) for r in results]
-        if key == "torch_version":
-            continue
-        if all(b is not None and b.value == a.value for b in got):
-            # A rule's sentence names `{torch_version}`, which is unknown across releases.
-            if basis.across:
-                values[key] = replace(a, provenance=a.provenance.replace(
-                    "torch unknown", f"every torch {span(releases)}"))
-            continue
-        by_value = _runs([show(b.value) if b else "underived" for b in got], releases)
-        values[key] = Value(
-            UNKNOWN, f"torch {basis.version or span(releases)}: "
-            + "; ".join(f"as {span(rs)} {key}={v}" for v, rs in by_value)
-            + "; pass --torch with the cluster's release", "torch version", a.history, a.lines)
-    def keys(f):
-        return (f.kind, f.where)
-    raised = [{keys(f) for f in r.findings} for r in results]
-    findings = [f for f in first.findings if all(keys(f) in k for k in raised)]
-    undecided = list(dict.fromkeys(u for r in results for u in r.undecided))
-    seen: set[tuple[str, str | None]] = set()
-    for r in results:
-        for f in r.findings:
-            if keys(f) in seen or all(keys(f) in k for k in raised):
-                continue
-            seen.add(keys(f))
-            on = [rel for rel, k in zip(releases, raised) if keys(f) in k]
-            undecided.append(f"{f.detail.get('rule', f.kind)}: raised for torch {', '.join(_spans(on, releases))} "
-                             f"only, not for the other releases of torch {basis.version or span(releases)}")
-    notes = list(dict.fromkeys(n for r in results for n in r.notes))
-    outside: dict[str, list[str]] = {}
-    for r in reversed(results):
-        outside.update(r.outside_rules)
-    roots = {k: v for r in reversed(results) for k, v in r.unknown_inputs.items()}
-    return EffectiveConfig(values, first.versions, first.env, findings, undecided, notes,
-                           outside, first.env_readers, unknown_inputs=roots)
-
-
-def _runs(values: list[str], releases: tuple[str, ...]) -> list[tuple[str, list[str]]]:
-    """Consecutive releases that gave one value, as (value, releases) in release order."""
-    out: list[tuple[str, list[str]]] = []
-    for value, release in zip(values, releases):
-        if out and out[-1][0] == value:
-            out[-1][1].append(release)
-        else:
-            out.append((value, [release]))
-    return out
-
-
-def _spans(chosen: list[str], releases: tuple[str, ...]) -> list[str]:
-    """`chosen` (a subset of `releases`) as spans of consecutive releases: ["2.10.0", "2.12.0-2.15.0"]."""
-    marks = [r in chosen for r in releases]
-    return [span(rs) for on, rs in _runs([str(m) for m in marks], releases) if on == "True"]
 
 
 class _Deriver:

@@ -19,21 +19,20 @@ handed to the backend, after its communicator exists, so an op blocked in lazy c
 creation has none; gloo (torch 2.13) records collectives only, never updates `state` (its
 `retired` is the completion) and fills no `pg_config`; the ring buffer keeps only the last ops.
 Each of these is said in the trace's notes, and `findings` names the rank whose dump ends before
-its peers' matching op. The files themselves are read (safely) in `frdump`.
+its peers' matching op. The files themselves are read (safely) in `frdump`, their groups'
+members in `frgroups`, and their entries turned into trace events in `frevents`.
 """
 
 from __future__ import annotations
 
-import ast
-import math
 import os
-import re
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from auditor.dynamic.frdump import Dump, read_dumps
+from auditor.dynamic.frevents import entry_kind, nanoseconds, p2p_lane, rank_events
+from auditor.dynamic.frgroups import entry_group, groups_of
 from auditor.dynamic.rankfile import (
     HEAD_OPS,
     RankTrace,
@@ -44,292 +43,11 @@ from auditor.dynamic.rankfile import (
 from auditor.dynamic.trace import Trace, evidence, gaps, span_words
 from auditor.findings import Finding
 
-# Entries that close a coalescing window: the window's ops precede them with the same seq id
-# (torch/distributed/flight_recorder/components/utils.py, find_coalesced_group*).
-CLOSERS = frozenset({"coalesced", "ALLGATHER_coalesced", "REDUCE_SCATTER_coalesced"})
-P2P_TYPES = {"send": "->", "recv": "<-"}
-TORCH_P2P_APIS = ("isend", "irecv", "send", "recv")
-# c10::toString(ScalarType) -> (torch dtype name, bytes per element)
-DTYPES = {
-    "Float": ("float32", 4), "Double": ("float64", 8), "Half": ("float16", 2),
-    "BFloat16": ("bfloat16", 2), "Long": ("int64", 8), "Int": ("int32", 4), "Short": ("int16", 2),
-    "Char": ("int8", 1), "Byte": ("uint8", 1), "Bool": ("bool", 1),
-    "Float8_e4m3fn": ("float8_e4m3fn", 1), "Float8_e5m2": ("float8_e5m2", 1),
-    "ComplexFloat": ("complex64", 8),
-}
-# Frames that are never a site: torch itself and the wrappers around its API.
-NOT_A_SITE = re.compile(r"(^|/)(torch/|contextlib\.py$|typing_extensions\.py$|warnings\.py$)")
 NEWEST_KNOWN = (2, 10)
 NO_ENTRY_BEFORE_COMM = (
     "a Flight Recorder entry is written when the op reaches the backend, after its communicator "
     "exists: an op blocked inside lazy communicator creation (NCCL's first use of a group or a "
     "rank pair) has no entry, so a rank stuck there looks like a rank whose dump just ends")
-
-
-# --- groups -------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class _Group:
-    name: str
-    desc: str
-    ranks: tuple[int, ...]
-    known: bool  # from pg_config, not inferred
-
-    def to_json(self, backend: str) -> dict[str, Any]:
-        return {"ranks": list(self.ranks), "size": len(self.ranks), "desc": self.desc,
-                "name": self.name, "backend": backend}
-
-
-def _groups(dumps: list[Dump], notes: list[str]) -> dict[tuple[int, str], _Group]:
-    """(rank, group name) -> the group, from each rank's pg_config; where a backend wrote none
-    (gloo), the default group is every dumped rank and another group the dumped ranks that name it
-    in an entry or in their `pg_status` (which lists every group a rank enqueued work on)."""
-    out: dict[tuple[int, str], _Group] = {}
-    for d in dumps:
-        for key, info in d.pg_config.items():
-            if not isinstance(info, dict) or not str(info.get("name", key)):
-                continue
-            ranks = _ranks(info.get("ranks"))
-            if ranks is None:
-                notes.append(f"{d.path.name}: pg_config of group {key!r} has no readable rank list")
-                continue
-            name = str(info.get("name", key))
-            out[(d.rank, name)] = _Group(name, str(info.get("desc", "")), ranks, True)
-    users: dict[str, set[int]] = {}
-    descs: dict[str, str] = {}
-    for d in dumps:
-        for e in d.entries:
-            name, desc = _pg(e)
-            users.setdefault(name, set()).add(d.rank)
-            descs[name] = desc
-    for d in dumps:
-        for name in d.pg_status:
-            if str(name) in users:
-                users[str(name)].add(d.rank)
-    dumped = tuple(d.rank for d in dumps)
-    for name, users_of in sorted(users.items()):
-        missing = [r for r in users_of if (r, name) not in out]
-        if not missing:
-            continue
-        if descs[name] == "default_pg":
-            members, how = dumped, "every dumped rank"
-        else:
-            members, how = tuple(sorted(users_of)), "the dumped ranks whose entries or pg_status name it"
-        notes.append(f"group {name} ({descs[name] or 'no description'}): no pg_config entry "
-                     f"(gloo writes none); its members are taken as {how}: "
-                     f"{', '.join(map(str, members))}")
-        for r in missing:
-            out[(r, name)] = _Group(name, descs[name], members, False)
-    return out
-
-
-def _ranks(value: Any) -> tuple[int, ...] | None:
-    if isinstance(value, str):
-        try:
-            value = ast.literal_eval(value)
-        except (ValueError, SyntaxError, RecursionError, MemoryError):  # "[[[[..." nested deep
-            return None
-    if isinstance(value, (list, tuple)) and all(isinstance(r, int) for r in value):
-        return tuple(sorted(value))
-    return None
-
-
-def _pg(entry: dict[str, Any]) -> tuple[str, str]:
-    pg = entry.get("process_group")
-    if isinstance(pg, (list, tuple)) and len(pg) == 2:
-        return str(pg[0]), str(pg[1])
-    return str(entry.get("pg_id", "?")), ""
-
-
-# --- entries to events --------------------------------------------------------------------------
-def _kind(entry: dict[str, Any]) -> tuple[str, str, str]:
-    """(backend, op type, the text after the type) of `nccl:send 0->1`."""
-    backend, _, rest = str(entry.get("profiling_name", "")).partition(":")
-    op, _, meta = rest.partition(" ")
-    return backend, op, meta
-
-
-def _seq(entry: dict[str, Any], p2p: bool) -> Any:
-    if p2p:
-        return entry.get("p2p_seq_id")
-    return entry.get("collective_seq_id")
-
-
-def _is_p2p(entry: dict[str, Any]) -> bool:
-    if isinstance(entry.get("is_p2p"), bool):
-        return entry["is_p2p"]
-    return _kind(entry)[1] in P2P_TYPES
-
-
-def _windows(entries: list[dict[str, Any]]) -> dict[int, int]:
-    """Entry index -> index of the entry closing its coalescing window: the entries before a
-    closer on its group that share its p2p (or collective) sequence number."""
-    owner: dict[int, int] = {}
-    # Per group, the entries since its last closer: a closer takes the run of them that ends
-    # just before it, so each entry is looked at a bounded number of times (linear; walking
-    # back over every other group's entries was quadratic: 32k entries took > 120 s).
-    open_on: dict[str, list[int]] = {}
-    for i, e in enumerate(entries):
-        pg = _pg(e)[0]
-        since = open_on.setdefault(pg, [])
-        if _kind(e)[1] not in CLOSERS:
-            since.append(i)
-            continue
-        for j in reversed(since):
-            prev = entries[j]
-            p2p = _is_p2p(prev)
-            if _seq(prev, p2p) != _seq(e, p2p):
-                break
-            owner[j] = i
-        since.clear()
-    return owner
-
-
-def _site(frames: Any) -> dict[str, Any] | None:
-    """The first frame outside torch, named as the scan names sites: the path below the
-    site-packages directory it was imported from (a script: its file name)."""
-    if not isinstance(frames, list):
-        return None
-    for f in frames:
-        if not isinstance(f, dict):
-            continue
-        filename = str(f.get("filename", "")).replace(os.sep, "/")
-        if NOT_A_SITE.search(filename):
-            continue
-        for marker in ("/site-packages/", "/dist-packages/"):
-            if marker in filename:
-                filename = filename.rsplit(marker, 1)[1]
-                break
-        else:
-            filename = filename.rsplit("/", 1)[-1]
-        line = f.get("line") if isinstance(f.get("line"), int) else 0
-        return {"path": filename, "line": line, "end_line": line, "function": str(f.get("name", "?"))}
-    return None
-
-
-def _torch_frames(frames: Any) -> list[str]:
-    if not isinstance(frames, list):
-        return []
-    return [str(f.get("name")) for f in frames
-            if isinstance(f, dict) and NOT_A_SITE.search(str(f.get("filename", "")).replace(os.sep, "/"))]
-
-
-def _tensor(entry: dict[str, Any], output: bool) -> tuple[list[int] | None, str | None, int | None]:
-    sizes = entry.get("output_sizes" if output else "input_sizes") or []
-    dtypes = entry.get("output_dtypes" if output else "input_dtypes") or []
-    if not sizes or not isinstance(sizes[0], (list, tuple)):
-        return None, None, None
-    shape = [int(d) for d in sizes[0]]
-    raw = dtypes[0] if isinstance(dtypes, (list, tuple)) and dtypes else None
-    name, width = DTYPES.get(str(raw), (str(raw) if raw else None, None))
-    nbytes = sum(math.prod(int(d) for d in s) for s in sizes) * width if width else None
-    return shape, name, nbytes
-
-
-def _outcome(entry: dict[str, Any], backend: str) -> tuple[str, str | None]:
-    """done | pending | error, and the error. gloo never updates `state`; it marks an entry
-    retired when its work finishes (measured, tests/fr_dumps). NCCL's watchdog retires an entry
-    it gave up on without completing it: a timeout or an abort."""
-    state, retired = entry.get("state"), entry.get("retired")
-    if state == "completed":
-        return "done", None
-    if backend == "gloo":
-        return ("done", None) if retired else ("pending", None)
-    if retired:
-        return "error", f"retired in state {state!r} without completing (timed out or aborted)"
-    return "pending", None
-
-
-def _ns(value: Any) -> int | None:
-    return value if isinstance(value, int) and value > 0 else None
-
-
-def _rank_events(d: Dump, groups: dict[tuple[int, str], _Group], t0: int,
-                 notes: list[str], functions: dict[tuple[str, int], list[str]]
-                 ) -> list[dict[str, Any]]:
-    """The dump's entries as trace lines: a start per op (its place on its lane in `fr`), then an
-    end per op the dump says completed."""
-    entries = sorted(d.entries, key=lambda e: e.get("record_id", 0) if isinstance(
-        e.get("record_id"), int) else 0)
-    owner = _windows(entries)
-    starts: list[dict[str, Any]] = []
-    ends: list[dict[str, Any]] = []
-    unplaced: Counter = Counter()
-    calls = _BatchCalls()
-    on_lane: Counter = Counter()
-    for i, e in enumerate(entries):
-        backend, op, meta = _kind(e)
-        if op in CLOSERS:
-            continue
-        name, desc = _pg(e)
-        group = groups.get((d.rank, name))
-        if group is None:
-            unplaced[name] += 1
-            continue
-        closer = entries[owner[i]] if i in owner else None
-        status, error = _outcome(closer or e, backend)
-        p2p = op in P2P_TYPES
-        peer = None
-        if p2p:
-            local = meta.split(P2P_TYPES[op])
-            if len(local) == 2 and local[1].strip().isdigit() and int(local[1]) < len(group.ranks):
-                peer = group.ranks[int(local[1])]
-            else:
-                notes.append(f"{d.path.name}: record {e.get('record_id')} ({e.get('profiling_name')}) "
-                             f"names no peer inside group {name} {list(group.ranks)}")
-        torch_calls = _torch_frames(e.get("frames"))
-        api = next((f for f in torch_calls if f in TORCH_P2P_APIS), op) if p2p else op
-        shape, dtype, nbytes = _tensor(e, output=(op == "recv"))
-        created = _ns(e.get("time_created_ns"))
-        seq = len(starts) + 1
-        lane = _lane(d.rank, name, api, peer) if p2p else (name, d.rank)
-        site = _site(e.get("frames"))
-        if site is not None:
-            site["function"] = _scanned_name(site, functions)
-        start: dict[str, Any] = {
-            "seq": seq, "t": (created - t0) / 1e9 if created else None, "rank": d.rank,
-            "api": api, "phase": "start", "kind": "p2p" if p2p else "collective",
-            "site": site, "peer": peer, "group": group.to_json(backend),
-            "shape": shape, "dtype": dtype, "bytes": nbytes,
-            "batched": True if closer is not None and p2p else (False if p2p else None),
-            "batch": (closer or {}).get("record_id") if closer is not None else
-                     calls.batch(e, api, peer) if "batch_isend_irecv" in torch_calls else None,
-            "via": "batch_isend_irecv" if "batch_isend_irecv" in torch_calls else None,
-            "op_site": None, "comm_init": None, "error": None,
-            "fr": {"record_id": e.get("record_id"), "profiling_name": e.get("profiling_name"),
-                   "collective_seq_id": e.get("collective_seq_id"), "p2p_seq_id": e.get("p2p_seq_id"),
-                   "op_id": e.get("op_id"), "state": (closer or e).get("state"),
-                   "retired": (closer or e).get("retired"), "lane_index": on_lane[lane]},
-        }
-        on_lane[lane] += 1
-        starts.append(start)
-        if status != "pending":
-            done = _ns((closer or e).get("time_discovered_completed_ns"))
-            end = {"phase": "end", "of": seq, "rank": d.rank, "api": api,
-                   "t": (done - t0) / 1e9 if done else None,
-                   "how": "raise" if status == "error" else "polled", "error": error}
-            ends.append(end)
-    for name, n in sorted(unplaced.items()):
-        notes.append(f"{d.path.name}: {n} entr(y/ies) on group {name}, which no pg_config places")
-    # The dump says which ops completed, not whether the rank's CPU waited for them before its
-    # next op: end events follow every start, so the replay infers no such waits.
-    ends.sort(key=lambda e: e["t"] if e["t"] is not None else math.inf)
-    return starts + ends
-
-
-def _lane(rank: int, group: str | None, api: str, peer: int | None) -> tuple:
-    """Where a P2P op is matched in order: (group, source, destination, is a send)."""
-    send = "send" in api
-    return (group, rank, peer, send) if send else (group, peer, rank, send)
-
-
-def _scanned_name(site: dict[str, Any], functions: dict[tuple[str, int], list[str]]) -> str:
-    """Frames name a function by its code name (`_communicate`); the scan by its qualified name
-    (`P2PCommunicator._communicate`). Where a scanned site sits at the frame's line, its name,
-    so the join matches the entry to that site."""
-    for function in functions.get((site["path"], site["line"]), ()):
-        if function == site["function"] or function.endswith("." + site["function"]):
-            return function
-    return site["function"]
 
 
 def _where_each_group_stopped(rank: int, events: list[dict[str, Any]]) -> list[str]:
@@ -359,27 +77,6 @@ def _op_words(e: dict[str, Any]) -> str:
     return f"{e['api'].upper()}{peer} (record {fr['record_id']}, {fr['state']}{retired})"
 
 
-class _BatchCalls:
-    """Which batch_isend_irecv call an op that ran outside a coalescing window came from (torch
-    2.10 with DETAIL runs the batch op by op and records no window): consecutive ops with the same
-    stack, a new call where an op to the same peer in the same direction comes again (a batch
-    holds at most one per peer and direction)."""
-
-    def __init__(self) -> None:
-        self.frames: Any = None
-        self.seen: set[tuple[str, Any]] = set()
-        self.id: str | None = None
-
-    def batch(self, entry: dict[str, Any], api: str, peer: Any) -> str:
-        frames = entry.get("frames") or []
-        names = [f.get("name") if isinstance(f, dict) else None for f in frames]
-        frames = frames[names.index("batch_isend_irecv"):]  # the call's stack, without isend/irecv
-        if frames != self.frames or (api, peer) in self.seen or self.id is None:
-            self.frames, self.seen, self.id = frames, set(), f"call@{entry.get('record_id')}"
-        self.seen.add((api, peer))
-        return self.id
-
-
 def _gaps(d: Dump) -> list[str]:
     """Ops a group enqueued that left no entry (`op_id` counts every op of a group). In one pass,
     as spans: an op id of 10^12 claims no list of that length."""
@@ -389,7 +86,7 @@ def _gaps(d: Dump) -> list[str]:
     descs: dict[str, str] = {}
     for e in d.entries:
         if isinstance(e.get("op_id"), int):
-            name, desc = _pg(e)
+            name, desc = entry_group(e)
             by_group.setdefault(name, set()).add(e["op_id"])
             descs.setdefault(name, desc)
     out = []
@@ -413,11 +110,11 @@ def read_flight_recorder(path: str | os.PathLike[str], sites: list[dict[str, Any
     functions: dict[tuple[str, int], list[str]] = {}
     for s in sites or ():
         functions.setdefault((s["path"], s["line"]), []).append(s["function"])
-    groups = _groups(dumps, notes)
+    groups = groups_of(dumps, notes)
     times = [e["time_created_ns"] for d in dumps for e in d.entries
-             if _ns(e.get("time_created_ns"))]
+             if nanoseconds(e.get("time_created_ns"))]
     t0 = min(times) if times else 0
-    backends = sorted({_kind(e)[0] for d in dumps for e in d.entries if _kind(e)[0]})
+    backends = sorted({entry_kind(e)[0] for d in dumps for e in d.entries if entry_kind(e)[0]})
     limits = [NO_ENTRY_BEFORE_COMM,
               "a dump does not say whether communicators were created eagerly "
               "(init_process_group(device_id=...)): the replay assumes lazy creation "
@@ -453,7 +150,7 @@ def read_flight_recorder(path: str | os.PathLike[str], sites: list[dict[str, Any
         meta = {"phase": "meta", "source": "flight-recorder", "dump": d.path.name, "rank": d.rank,
                 "fr_version": d.version, "comm_lib_version": d.comm_lib_version,
                 "pg_status": d.pg_status, "world_size": world, "wall0": t0 / 1e9}
-        events = _rank_events(d, groups, t0, notes, functions)
+        events = rank_events(d, groups, t0, notes, functions)
         stopped += _where_each_group_stopped(d.rank, events)
         rt = ranks[d.rank] = rank_trace(d.rank, d.path, ((None, e) for e in [meta, *events]), keep)
         stopped += rt.notes
@@ -477,7 +174,7 @@ def findings(trace: Trace) -> list[Finding]:
         for use, n in rt.usage.items():
             name = rt.groups[use.group].get("name") if use.group >= 0 else None
             if use.kind == "p2p" and use.peer is not None:
-                lanes[_lane(rank, name, use.api, use.peer)] += n
+                lanes[p2p_lane(rank, name, use.api, use.peer)] += n
             elif use.kind == "collective":
                 colls[(name, rank)] += n
     p2p: dict[tuple, Finding] = {}
@@ -487,7 +184,7 @@ def findings(trace: Trace) -> list[Finding]:
             name = (e.get("group") or {}).get("name")
             k = e["fr"]["lane_index"]
             if e["kind"] == "p2p" and e.get("peer") is not None:
-                lane = _lane(rank, name, e["api"], e["peer"])
+                lane = p2p_lane(rank, name, e["api"], e["peer"])
                 name, src, dst, send = lane
                 theirs = lanes[(name, src, dst, not send)]
                 if lane in p2p or k < theirs:

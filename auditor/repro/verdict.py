@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from auditor.analysis.waitfor.model import Conditions, Op, communicator_for
-from auditor.analysis.waitfor.replay import Analysis, analyze
+from auditor.analysis.waitfor.replay import analyze
+from auditor.analysis.waitfor.result import Analysis
 from auditor.analysis.waitfor.sizes import size_words
 from auditor.errors import EXIT_FINDINGS, EXIT_OK
 from auditor.repro.plan import ISSUE_BATCH, Plan

@@ -21,6 +21,7 @@ from auditor.analysis.waitfor.sizes import DTYPE_BYTES, size_words
 from auditor.config.model import LaunchConfig
 from auditor.errors import InputError
 from auditor.sources import SourceSet
+from auditor.simulate.schedule_flags import SCHEDULE_FLAGS
 
 DTYPE_NAMES = {"bf16": "bfloat16", "bfloat16": "bfloat16", "torch.bfloat16": "bfloat16",
                "fp16": "float16", "float16": "float16", "half": "float16",
@@ -133,13 +134,12 @@ def plan(doc: dict[str, Any], launch: LaunchConfig, srcs: list[SourceSet],
     values["virtual_stages"] = Value("virtual_stages", vpp, prov.get(
         "virtual_pipeline_model_parallel_size", "no virtual pipeline"))
     take("schedule", "pipeline_schedule")
-    for key in ("variable_seq_lengths", "batch_p2p_comm", "batch_p2p_sync", "overlap_p2p_comm",
-                "deallocate_pipeline_outputs"):
+    for key in SCHEDULE_FLAGS:
         take(key)
     _defaults(values)
     unknown += _microbatches(values, eff, prov, microbatches)
     unknown += _message(values, eff, prov, launch)
-    for key in ("variable_seq_lengths", "batch_p2p_comm", "overlap_p2p_comm"):
+    for key in (k for k, default in SCHEDULE_FLAGS.items() if default is None):
         if values[key].value is None:
             unknown.append(f"{key}: give it with --set {key}=true|false")
     candidates = conditions(values, eff, prov)
@@ -158,8 +158,8 @@ def plan(doc: dict[str, Any], launch: LaunchConfig, srcs: list[SourceSet],
 
 def _defaults(values: dict[str, Value]) -> None:
     """megatron-core's own defaults where no front-end rule said anything."""
-    for key, default in (("batch_p2p_sync", True), ("deallocate_pipeline_outputs", False)):
-        if values[key].value is None:
+    for key, default in SCHEDULE_FLAGS.items():
+        if default is not None and values[key].value is None:
             values[key] = Value(key, default, f"megatron-core: ModelParallelConfig default "
                                               f"{key}={default}")
 

@@ -19,7 +19,7 @@ from auditor.analysis.join import join
 from auditor.analysis.runreplay import recorded_order
 from auditor.analysis.waitfor.deadlock import Deadlock
 from auditor.analysis.waitfor.model import Conditions
-from auditor.analysis.waitfor.replay import Analysis
+from auditor.analysis.waitfor.result import Analysis
 from auditor.analysis.waitfor.sizes import size_words
 from auditor.dynamic.trace import Trace
 from auditor.analysis.ncclbounds import Decision, decide

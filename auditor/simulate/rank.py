@@ -26,6 +26,7 @@ from torch.overrides import TorchFunctionMode
 
 from auditor.simulate import standins
 from auditor.simulate.forked import run_forked
+from auditor.simulate.schedule_flags import SCHEDULE_FLAGS
 
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 
@@ -125,10 +126,7 @@ def run_rank(spec: dict[str, Any], rank: int) -> None:
         num_layers=pp * (vpp or 1), hidden_size=shape[2], num_attention_heads=1,
         moe_token_dispatcher_type="alltoall",
         pipeline_model_parallel_size=pp, virtual_pipeline_model_parallel_size=vpp,
-        pipeline_dtype=dtype, variable_seq_lengths=spec["variable_seq_lengths"],
-        batch_p2p_comm=spec["batch_p2p_comm"], batch_p2p_sync=spec["batch_p2p_sync"],
-        overlap_p2p_comm=spec["overlap_p2p_comm"],
-        deallocate_pipeline_outputs=spec["deallocate_pipeline_outputs"])
+        pipeline_dtype=dtype, **{k: spec[k] for k in SCHEDULE_FLAGS})
     chunks = [Stage(config, ModelType.encoder_or_decoder, shape, dtype) for _ in range(vpp or 1)]
     schedule = get_forward_backward_func()
     microbatches = spec["microbatches"]

@@ -18,6 +18,7 @@ from typing import Any
 from auditor.dynamic import record
 from auditor.simulate import machine
 from auditor.simulate.plan import Plan
+from auditor.simulate.schedule_flags import SCHEDULE_FLAGS
 from auditor.simulate.titan_plan import RUNNER as PIPELINING
 
 # A rank that waits this long in one op writes its hang file (gloo completes every order a
@@ -66,9 +67,7 @@ def _spec(p: Plan) -> dict[str, Any]:
         "patches": [{"path": x.path, "target": x.target,
                      "module": x.installer.rpartition(".")[0],
                      "function": x.installer.rpartition(".")[2]} for x in p.patches if x.applied],
-        **{k: bool(p.get(k)) for k in ("variable_seq_lengths", "batch_p2p_comm",
-                                       "batch_p2p_sync", "overlap_p2p_comm",
-                                       "deallocate_pipeline_outputs")},
+        **{k: bool(p.get(k)) for k in SCHEDULE_FLAGS},
     }
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from auditor.analysis.waitfor.model import Conditions
-from auditor.analysis.waitfor.replay import Analysis
+from auditor.analysis.waitfor.result import Analysis
 from auditor.analysis.waitfor.sizes import size_words
 from auditor.analysis.waitfor.transports import ZERO_BUFFER, Transport, candidates, nccl_words
 

@@ -4,79 +4,18 @@ until nothing moves, then what is left explained, rank by rank and as a wait-for
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
+from auditor.analysis.waitfor.counts import count_mismatches
+from auditor.analysis.waitfor.graph import Node, edge_json, find_cycle
 from auditor.analysis.waitfor.model import (SAME_BUFFER_COLLECTIVES, Communicator, Conditions, Key, Op,
                                              coalesced_for, communicator_for)
+from auditor.analysis.waitfor.result import Analysis, OpState, RankState
 from auditor.analysis.waitfor.sizes import size_words
 from auditor.analysis.waitfor.transports import ZERO_BUFFER
 
-
-Node = tuple  # ("cpu", rank) | ("op", rank, index)
 Stream = tuple  # (rank, communicator); gloo: (rank, communicator, the op's key)
-
-
-@dataclass
-class OpState:
-    op: Op
-    communicator: str
-    coalesced: bool
-    state: str  # done | blocked | queued | not_issued
-    blocked_on: dict[str, Any] | None = None  # a wait-for edge (_edge_json)
-    members: tuple[int, ...] = ()  # the ranks of the communicator the op runs on
-
-    def to_json(self) -> dict[str, Any]:
-        op = self.op
-        return {"index": op.index, "api": op.api, "peer": op.peer, "bytes": op.nbytes,
-                "group": {"ranks": list(op.group.ranks), "desc": op.group.desc},
-                "batch": op.batch, "coalesced": self.coalesced, "call": op.call,
-                "communicator": self.communicator, "state": self.state,
-                "blocked_on": self.blocked_on}
-
-
-@dataclass
-class RankState:
-    rank: int
-    cpu: str  # finished | creating | waiting
-    words: str  # where this rank is, in one clause
-    ops: list[OpState] = field(default_factory=list)
-    blocked_on: list[dict[str, Any]] = field(default_factory=list)  # what its CPU waits for
-
-    def to_json(self) -> dict[str, Any]:
-        return {"rank": self.rank, "cpu": self.cpu, "words": self.words,
-                "blocked_on": self.blocked_on, "ops": [o.to_json() for o in self.ops]}
-
-
-@dataclass
-class Analysis:
-    hang: bool
-    conditions: Conditions
-    ranks: dict[int, RankState]
-    cycle: str  # the wait-for cycle in words; "" when none
-    blocked: list[str]  # one sentence per blocked rank
-    # Send/receive pairs (as FIFO order per communicator pairs them) whose sizes or dtypes differ:
-    # the receiver gets other bytes than were sent, silently or as a hang.
-    mismatched_pairs: list[dict[str, Any]] = field(default_factory=list)
-    # Per communicator and direction: more of one kind (sends or receives) than the peer issues
-    # of the other before it ended or moved on to another exchange with this rank (`_counts`).
-    count_mismatches: list[dict[str, Any]] = field(default_factory=list)
-
-    def summary(self) -> str:
-        if not self.hang:
-            return f"no hang: every op completes ({self.conditions.words()})"
-        head = f"HANG ({self.conditions.words()})"
-        body = "\n".join(f"  {line}" for line in self.blocked)
-        tail = f"\n  wait-for cycle: {self.cycle}" if self.cycle else \
-            "\n  no cycle: a rank waits for an op nobody issues"
-        return f"{head}\n{body}{tail}"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"hang": self.hang, "conditions": self.conditions.to_json(),
-                "cycle": self.cycle, "blocked": self.blocked,
-                "mismatched_pairs": self.mismatched_pairs,
-                "count_mismatches": self.count_mismatches,
-                "ranks": [r.to_json() for r in self.ranks.values()]}
 
 
 def analyze(programs: Mapping[int, Sequence[Op]], conditions: Conditions) -> Analysis:
@@ -106,7 +45,6 @@ class _Replay:
         self.head: dict[Stream, int] = {}
         self.where: dict[Key, tuple[Stream, int]] = {}  # op -> (stream, place)
         self.done: set[Key] = set()
-        self.epochs: dict[int, list[int]] = {}
 
     def _name_shared_descriptions(self) -> None:
         """Megatron gives every PP group the same description: name those by their ranks too."""
@@ -296,87 +234,16 @@ class _Replay:
             if key in self.where and key not in self.done:
                 edges[("op",) + key] = [self._op_edge(key)]
         hang = bool(edges)
-        cycle = _find_cycle(edges) if hang else []
+        cycle = find_cycle(edges) if hang else []
         ops_first = [i for i, node in enumerate(cycle) if node[0] == "op"]
         if ops_first:  # read from an op: "rank 0's SEND ... waits for ..."
             cycle = cycle[ops_first[0]:] + cycle[:ops_first[0]]
         ranks = {rank: self._rank_state(rank, edges) for rank in self.entries}
         blocked = [f"rank {r}: {s.words}" for r, s in ranks.items() if s.cpu != "finished"]
+        stuck = any(self._stuck(r) for r in self.entries)
+        counts = count_mismatches(self.ops, self.comm, self.entries, self.done) if stuck else []
         return Analysis(hang, self.cond, ranks, self._cycle_words(cycle, edges), blocked,
-                        self.mismatched, self._counts())
-
-    def _counts(self) -> list[dict[str, Any]]:
-        """Per pair and communicator, phase by phase (`_phases`): where one rank's phase sends
-        other than its peer's matching phase receives, and an op of either is left waiting,
-        the count mismatch behind the hang (MUST's "lost message"), with both source lines.
-        Only where the replay hangs; later phases are not compared (they no longer align)."""
-        if not any(self._stuck(r) for r in self.entries):
-            return []
-        ops: dict[tuple[Communicator, int, int], list[Key]] = {}
-        for key in sorted(self.ops):
-            op = self.ops[key]
-            if op.kind != "collective" and op.peer is not None:
-                ops.setdefault((self.comm[key], op.rank, op.peer), []).append(key)
-        out = []
-        for (comm, a, b), mine in ops.items():
-            theirs = ops.get((comm, b, a))
-            if a > b or theirs is None:
-                continue
-            for pa, pb in zip(self._phases(mine), self._phases(theirs)):
-                (sa, ra), (sb, rb) = _kinds(self.ops, pa), _kinds(self.ops, pb)
-                if len(sa) == len(rb) and len(ra) == len(sb):
-                    continue
-                if all(k in self.done for k in pa + pb):
-                    break
-                # The direction with more receives than sends, else more sends than receives.
-                src, dst, sends, recvs = (a, b, sa, rb) if len(rb) > len(sa) or \
-                    len(sa) == len(rb) and len(sb) > len(ra) else (b, a, sb, ra)
-                if len(sends) == len(recvs):
-                    src, dst, sends, recvs = (b, a, sb, ra) if src == a else (a, b, sa, rb)
-                out.append({
-                    "communicator": comm.name, "src": src, "dst": dst,
-                    "sends": len(sends), "recvs": len(recvs),
-                    "send_site": _site(self.ops, sends, pa if src == a else pb),
-                    "recv_site": _site(self.ops, recvs, pb if src == a else pa),
-                    "send_chosen": _site(self.ops, sends, pa if src == a else pb, "chosen"),
-                    "recv_chosen": _site(self.ops, recvs, pb if src == a else pa, "chosen"),
-                    "words": f"in one exchange, rank {dst} posts {len(recvs)} RECV(s) from "
-                             f"{src} on {comm.name} where rank {src} sends it {len(sends)}"})
-                break
-        return out
-
-    def _epoch(self, key: Key) -> int:
-        """How many times the rank waited (an op issued after others completed) before `key`."""
-        rank, index = key
-        if rank not in self.epochs:
-            count, epochs = 0, []
-            for entry in self.entries[rank]:
-                for k in entry:
-                    count += bool(self.ops[k].after)
-                    epochs.append(count)
-            self.epochs[rank] = epochs
-        return self.epochs[rank][index]
-
-    def _phases(self, keys: list[Key]) -> list[list[Key]]:
-        """One rank's ops with one peer on one communicator, cut into phases: a step is the ops
-        issued without waiting in between (a batch, or isends then irecvs then waits); a phase
-        is a run of steps that only send, only receive, or both."""
-        steps: list[list[Key]] = []
-        for key in keys:
-            if not steps or self._epoch(key) != self._epoch(steps[-1][-1]):
-                steps.append([key])
-            else:
-                steps[-1].append(key)
-        phases: list[list[Key]] = []
-        shape = None
-        for step in steps:
-            kinds = frozenset(self.ops[k].kind for k in step)
-            if phases and kinds == shape:
-                phases[-1].extend(step)
-            else:
-                phases.append(list(step))
-                shape = kinds
-        return phases
+                        self.mismatched, counts)
 
     def _stuck(self, rank: int) -> bool:
         """Not done: still issuing, or issued everything and some op never completed (a program
@@ -450,7 +317,7 @@ class _Replay:
                     state = "not_issued"
                 else:
                     state = "blocked" if self._active(key) else "queued"
-                blocked_on = _edge_json(*edges[node][0]) if node in edges else None
+                blocked_on = edge_json(*edges[node][0]) if node in edges else None
                 comm = self.comm[key]
                 ops.append(OpState(self.ops[key], comm.name, self.coalesced[key], state,
                                    blocked_on, tuple(comm.members)))
@@ -470,7 +337,7 @@ class _Replay:
             cpu = "waiting"
         else:
             cpu = "finished"
-        waits = [_edge_json(*edge) for edge in edges.get(("cpu", rank), [])]
+        waits = [edge_json(*edge) for edge in edges.get(("cpu", rank), [])]
         return RankState(rank, cpu, "; ".join(words) or "finished: every op completed", ops, waits)
 
     def _creation_words(self, rank: int, comm: Communicator) -> str:
@@ -536,51 +403,10 @@ class _Replay:
         return "; ".join(clauses) + ": a cycle" if clauses else ""
 
 
-def _kinds(ops: Mapping[Key, Op], keys: list[Key]) -> tuple[list[Key], list[Key]]:
-    return ([k for k in keys if ops[k].kind == "send"], [k for k in keys if ops[k].kind == "recv"])
-
-
-def _site(ops: Mapping[Key, Op], chosen: list[Key], phase: list[Key],
-          attr: str = "where") -> str | None:
-    """Where a count is read: the last op counted, else the op its rank issued instead (`attr`
-    "chosen": the framework line that chose that op)."""
-    return getattr(ops[chosen[-1]] if chosen else ops[phase[0]], attr) or None
-
-
 def _pair_side(op: Op) -> dict[str, Any]:
     return {"rank": op.rank, "index": op.index, "api": op.api, "peer": op.peer,
             "bytes": op.nbytes, "dtype": op.dtype or None, "site": op.where or None,
             "chosen": op.chosen or None,
             "role": op.role or None, "call": op.call or None}
 
-
-def _edge_json(target: Node | None, reason: str) -> dict[str, Any]:
-    """A wait-for edge for the report: the rank and op waited on (index None: the rank's CPU)."""
-    return {"rank": target[1] if target else None,
-            "index": target[2] if target and target[0] == "op" else None, "reason": reason}
-
-
-def _find_cycle(edges: dict[Node, list[tuple[Node | None, str]]]) -> list[Node]:
-    """The first cycle found walking from each blocked node in order (iterative DFS)."""
-    state: dict[Node, int] = {}  # 1 on the current path, 2 finished
-    for start in sorted(edges, key=lambda n: (n[1], n[0] != "cpu", n[2:] if len(n) > 2 else ())):
-        if state.get(start):
-            continue
-        path: list[Node] = [start]
-        todo: list[list[Node]] = [[t for t, _ in edges[start] if t is not None]]
-        state[start] = 1
-        while path:
-            if not todo[-1]:
-                state[path.pop()] = 2
-                todo.pop()
-                continue
-            nxt = todo[-1].pop(0)
-            if state.get(nxt) == 1:
-                return path[path.index(nxt):]
-            if state.get(nxt) == 2 or nxt not in edges:
-                continue
-            state[nxt] = 1
-            path.append(nxt)
-            todo.append([t for t, _ in edges[nxt] if t is not None])
-    return []
 
