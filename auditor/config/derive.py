@@ -128,8 +128,11 @@ class _Deriver:
     def __init__(self, launch: LaunchConfig, book: RuleBook, foreign: dict[str, list[str]],
                  stack: set[str] | None) -> None:
         self.launch = launch
-        # Settings of another stack (rulebook.frameworks.foreign_settings): no check is judged by them.
-        self.foreign = foreign
+        # Settings of another stack (rulebook.frameworks.foreign_settings): no check is judged by
+        # them, unless a rule of this run's stack derives it (torchtitan's pp size is one).
+        derived = {e.data["key"] for es in book.entries.values() for e in es
+                   if e.table == "rule" and "key" in e.data and stack is not None and e.framework in stack}
+        self.foreign = {k: v for k, v in foreign.items() if k not in derived}
         self.stack = stack  # the rules files of this run's stack; None: unknown
         self.versions = book.versions
         self.env_readers = readers(book.versions.get("torch"))

@@ -142,6 +142,8 @@ def _registry(root: Path, entry: dict[str, Any], launch: LaunchConfig, flag: Fla
     settings = _defaults(root, entry)
     flavor = _Registry(functions, rel, settings).run(name)
     package = str(Path(rel).parent)
+    if flavor:
+        settings["model.flavor"] = (flavor, f"model_registry({flavor!r}) in {rel} {name}()")
     settings.update(_model(root, package.rsplit("/", 1)[-1], flavor, f"{rel} {name}()",
                            package=package))
     return settings, f"{rel} {name}()"

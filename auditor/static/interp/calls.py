@@ -11,7 +11,7 @@ from auditor.static.interp import typetests
 from auditor.static.interp.formula import conj
 from auditor.static.interp.graph import Edge
 from auditor.static.interp.shared import (
-    CALL_UNKNOWN, INSTANCE, MAX_DEPTH, MAX_NODES, NO_ARGS, PYTHON_DEPTH, InterpreterCore, _Super,
+    CALL_UNKNOWN, INSTANCE, MAX_DEPTH, MAX_NODES, MAX_RECURSION, NO_ARGS, PYTHON_DEPTH, InterpreterCore, _Super,
     value_key,
 )
 from auditor.static.interp.state import Frame, State
@@ -174,6 +174,9 @@ class Calls(InterpreterCore):
             args = [*pargs, *args]
             kwargs = {**dict(pkwargs), **kwargs}
         env = self.bind(fir, func, args, kwargs, unknown_args)
+        walking = (func.module, func.qualname, func.closure)
+        if self.walking.get(walking, 0) >= MAX_RECURSION:
+            env = self.widened(fir, func, env)
         context = (func.closure, id(func.bound) if func.bound is not None else 0,
                    tuple(sorted((k, value_key(v)) for k, v in env.items())), self.version)
         memo_key = (func.module, func.qualname, context)
@@ -190,6 +193,7 @@ class Calls(InterpreterCore):
             self.cut(func.module, func.qualname, budget, limit, node, caller)
             return frozenset({Data("not analysed")}), node
         self.active.add(memo_key)
+        self.walking[walking] = self.walking.get(walking, 0) + 1
         self.depth += 1
         cls = func.qualname.rsplit(".", 1)[0] if fir.method else None
         frame = Frame(node, func.module, func.closure, cls)
@@ -203,10 +207,25 @@ class Calls(InterpreterCore):
             return frozenset({Data("not analysed")}), node
         finally:
             self.depth -= 1
+            self.walking[walking] -= 1
             self.active.discard(memo_key)
         result = cap(frozenset(frame.returns)) if frame.returns else frozenset({Const(None)})
         self.memo[memo_key] = result
         return result, node
+
+    def widened(self, fir: ir.FunctionIR, func: Func, env: dict[str, frozenset]) -> dict[str, frozenset]:
+        """`env` with every parameter but the receiver unknown: a recursion whose calls each
+        bring new values (torch's `install_config_module` allocates a proxy per level) would
+        otherwise be a new context per level until MAX_DEPTH cuts it; widened, the next level
+        has this context and is the recursion the outer call walks."""
+        out = self.bind(fir, func, [], {}, True)
+        for name, _, kind, _ in fir.params:
+            if kind == "dstar":
+                out[name] = frozenset({Data("**kwargs")})
+        if fir.method and fir.params and "staticmethod" not in ir.decorator_names(fir):
+            receiver = fir.params[0].name
+            out[receiver] = env.get(receiver, out[receiver])
+        return out
 
     def bind(self, fir: ir.FunctionIR, func: Func, args: list, kwargs: dict,
              unknown_args: bool = False) -> dict[str, frozenset]:

@@ -31,6 +31,7 @@ NO_ARGS = frozenset({Const(())})
 ENTRY_PREFIX = "<entry"  # entry code runs as a module named `<entry N>`
 MAX_LOOP_PASSES = 3  # walks of one loop body, while each installs new patches the next would see
 MAX_DEPTH = 40  # nested calls being interpreted
+MAX_RECURSION = 2  # activations of one function with their own arguments; deeper ones are widened
 MAX_IMPORT_DEPTH = 60  # nested module top levels being executed (an import chain)
 MAX_NODES = 6000  # function contexts interpreted
 # The interpreter recurses in Python once per call, import and nested statement; it runs on a
@@ -73,6 +74,7 @@ class InterpreterCore(ABC):
         self.memo: dict[tuple, frozenset] = {}
         self.alloc_args: dict[tuple, set[tuple]] = {}  # the arguments each allocation site ran __init__ with
         self.active: set[tuple] = set()
+        self.walking: dict[tuple, int] = {}  # (module, qualname, closure) -> its activations being walked
         self.edges: list[Edge] = []
         self._by_caller: dict[int, list[Edge]] = {}
         self._indexed = 0  # edges[:_indexed] are in _by_caller

@@ -1,6 +1,6 @@
-"""MINIMAL DRIVER (not upstream code) for pytorch/torchtitan #775 (fixed by torchtitan PR #781):
-the number of microbatches for multi-stage schedules was computed per stage, and stages that
-disagree post different numbers of sends and receives; PP hangs at the first microbatch.
+"""MINIMAL DRIVER (not upstream code) for pytorch/torchtitan #775 (guarded by pytorch PR #144702):
+1F1B with fewer microbatches than stages hangs at the first microbatch, the ranks' P2P ops not
+pairing up; here the two stages disagree on the microbatch count, a hang of that kind.
 
 2 stages in GPipe order (torch/distributed/pipelining/schedules.py ScheduleGPipe._step_microbatches,
 torch 2.13.0: every forward's send, then every backward's): stage 0 runs N_SENDER microbatches,
