@@ -31,6 +31,7 @@ from auditor.analysis.uses import Key, Use, group_label, read_uses
 from auditor.analysis.waitfor.model import Conditions, Group, Op, communicator_for
 from auditor.analysis.waitfor.replay import Analysis
 from auditor.analysis.waitfor.transports import Transport
+from auditor.dynamic import flight_recorder
 from auditor.dynamic.trace import Trace, read_trace_dir
 
 # Ops per rank drawn in the timeline, and ranks drawn: enough for the first exchanges of a
@@ -118,6 +119,20 @@ def join(
 
 
 # --- what the run did ---------------------------------------------------------------------------
+def join_run(doc: dict[str, Any], trace: Trace, **options: Any) -> dict[str, Any]:
+    """`join`, plus what Flight Recorder dumps alone can say (the rank whose dump ends first)."""
+    joined = join(doc, trace, **options)
+    if any(rt.meta.get("source") == "flight-recorder" for rt in trace.ranks.values()):
+        joined["findings"] += [f.to_json() for f in flight_recorder.findings(trace)]
+    return joined
+
+
+def no_scan() -> dict[str, Any]:
+    """The document a run is joined with when no scan is given: no site, no target (so no fired
+    line is a static miss or outside the scanned sources: nothing was scanned)."""
+    return {"sites": [], "targets": [], "findings": []}
+
+
 def _api_key(site: dict[str, Any]) -> tuple[str, str | None]:
     return (site["api"], site.get("op")) if site["api"] == "P2POp" else (site["api"], None)
 
