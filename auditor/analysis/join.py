@@ -20,7 +20,6 @@ What each line of code did is read in `uses`; the findings the join adds are wor
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from typing import Any
 
@@ -32,7 +31,7 @@ from auditor.analysis.waitfor.model import Conditions, Group, Op, communicator_f
 from auditor.analysis.waitfor.replay import Analysis
 from auditor.analysis.waitfor.transports import Transport
 from auditor.dynamic import flight_recorder
-from auditor.dynamic.trace import Trace, read_trace_dir
+from auditor.dynamic.trace import Trace
 
 # Ops per rank drawn in the timeline, and ranks drawn: enough for the first exchanges of a
 # pipeline schedule (where lazy-init deadlocks happen), small enough for a 1,024-rank report.
@@ -41,7 +40,7 @@ TIMELINE_RANKS = 48
 
 def join(
     doc: dict[str, Any],
-    traces: Trace | str | os.PathLike[str],
+    trace: Trace,
     trace_sites: list[dict[str, Any]] | None = None,
     transport: str | None = None,
     init: str | None = None,
@@ -57,7 +56,6 @@ def join(
     the conditions its prediction replayed, so that the report judges the same replay);
     `bounds`: the transports a cluster's NCCL log states (auditor.analysis.ncclbounds) for the NCCL
     questions."""
-    trace = traces if isinstance(traces, Trace) else read_trace_dir(traces)
     out = dict(doc)
     out.pop("verdict", None)  # the scan's verdict does not speak for the run: judge it again
     sites = [dict(s) for s in doc["sites"]]
