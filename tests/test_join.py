@@ -328,7 +328,6 @@ def test_mixed_batched_and_unbatched_first_ops_deadlock(seed_scan, tmp_path):
 def test_init_override_keeps_the_recorded_transport(tmp_path):
     """Found in review: `--init lazy` on a gloo trace used to replay it as NCCL's network
     transport. Only what is given changes."""
-
     trace = read_trace_dir(FIXTURES / "pipeline")
     doc = {"sites": [], "targets": [], "findings": [], "config": {}}
     recorded = join(doc, trace)["run"]["waitfor"]["conditions"]
