@@ -23,8 +23,9 @@ import torch
 import torch.distributed as dist
 from torch.distributed import distributed_c10d
 
+from auditor.bash.values import EnvVar
 from auditor.config.envlint import lint
-from auditor.config.model import EnvVar, LaunchConfig
+from auditor.config.model import LaunchConfig
 from auditor.dynamic.nccllog import P2P_CONNECTION, read_logs
 from auditor.repro.rank import observe_coalescing
 

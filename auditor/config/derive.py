@@ -35,6 +35,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from auditor.bash.values import Symbolic
 from auditor.config.coerce import coerce
 from auditor.config.effective import EffectiveConfig, Value, env_value
 from auditor.config.envread import readers
@@ -48,7 +49,7 @@ from auditor.config.expr import (
     interpolate,
     show,
 )
-from auditor.config.model import LaunchConfig, Symbolic
+from auditor.config.model import LaunchConfig
 from auditor.config.torch_version import TorchBasis, span
 from auditor.config.torch_version import resolve as resolve_torch
 from auditor.errors import InputError
