@@ -132,6 +132,31 @@ def test_known_upward_imports_still_happen(graph):
     assert sorted(KNOWN_UPWARD - set(upward(graph))) == []
 
 
+# What every command shares: its options and how it emits. Anything else a command needs is a layer's.
+COMMAND_SHARED = {"auditor.commands", "auditor.commands.options", "auditor.commands.output"}
+
+
+def command_imports(graph: Mapping[str, set[str]]) -> list[str]:
+    """Imports of a command module by anything but the CLI and the commands, and imports of one
+    command by another (a command parses options, calls the layers and emits: it is no library)."""
+    command = lambda m: m == "auditor.commands" or m.startswith("auditor.commands.")  # noqa: E731
+    return sorted(f"{a} -> {b}" for a, targets in graph.items() for b in targets
+                  if command(b) and not (a == "auditor.cli" or (command(a) and b in COMMAND_SHARED)))
+
+
+def test_only_the_cli_imports_commands(graph):
+    assert command_imports(graph) == []
+
+
+def test_command_imports_checker():
+    g = {"auditor.cli": {"auditor.commands.scan"}, "auditor.commands.scan": {"auditor.commands.options",
+         "auditor.commands.output", "auditor.commands.report"}, "auditor.__main__": {"auditor.commands"},
+         "auditor.report.formats": {"auditor.commands.options"}}
+    assert command_imports(g) == ["auditor.__main__ -> auditor.commands",
+                                  "auditor.commands.scan -> auditor.commands.report",
+                                  "auditor.report.formats -> auditor.commands.options"]
+
+
 def wing_imports(graph: Mapping[str, set[str]], wing: str, other: str) -> list[str]:
     """The imports from one wing of static/ into another."""
     inside = lambda m, w: m == f"auditor.static.{w}" or m.startswith(f"auditor.static.{w}.")  # noqa: E731
