@@ -26,6 +26,7 @@ from torch.distributed import distributed_c10d
 from auditor.bash.values import EnvVar
 from auditor.config.envlint import lint
 from auditor.config.model import LaunchConfig
+from auditor.dynamic import backends
 from auditor.dynamic.nccllog import P2P_CONNECTION, read_logs
 from auditor.repro.rank import observe_coalescing
 
@@ -227,7 +228,7 @@ def check_in_rank(backend: str, pp: int, eager: bool, log_dir: Path | None,
     where NCCL writes its log (set before NCCL's first call: it reads NCCL_DEBUG once)."""
     device = torch.device("cpu")
     kwargs: dict[str, Any] = {"backend": backend}
-    if backend == "nccl":
+    if backends.backend(backend).device == "cuda":
         device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
         torch.cuda.set_device(device)
         if eager:

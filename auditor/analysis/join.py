@@ -31,6 +31,7 @@ from auditor.analysis.waitfor.model import Conditions, Group, Op, communicator_f
 from auditor.analysis.waitfor.replay import Analysis
 from auditor.analysis.waitfor.transports import Transport
 from auditor.dynamic import flight_recorder
+from auditor.dynamic.backends import GLOO, backend, of_groups
 from auditor.dynamic.trace import Trace
 
 # Ops per rank drawn in the timeline, and ranks drawn: enough for the first exchanges of a
@@ -73,7 +74,7 @@ def join(
         conditions = _conditions(trace)
         if transport is not None or init is not None:
             conditions = _override(conditions, transport, init)
-        if conditions.backend != "gloo":
+        if backend(conditions.backend).runs_nccl:
             conditions = conditions.with_bounds(bounds)
     order = recorded_order(trace, doc)
     model, replayed = order.replay(conditions)
@@ -81,7 +82,7 @@ def join(
     completed = _completed(trace) and evidence_complete(trace)
     # On a CPU (gloo) recording, the NCCL questions are asked of what NCCL would do with it.
     nccl_like = conditions
-    if conditions.backend == "gloo":
+    if not backend(conditions.backend).runs_nccl:
         nccl_like = Conditions.for_transport("net", conditions.init).with_bounds(bounds)
     # Can this order deadlock (zero buffering), and will it over the transport asked (--transport,
     # else the network's candidates) with the recorded sizes?
@@ -286,9 +287,8 @@ def _conditions(trace: Trace) -> Conditions:
     (the transport is not recorded, and it buffers least) and the init mode the groups had: lazy
     where the trace does not say or its groups disagree, the mode under which creating a
     communicator can block (`--init eager` replays the other)."""
-    groups = [g for rt in trace.ranks.values() for g in rt.groups]
     init = trace.init_mode() or "lazy"
-    if groups and not any(g.get("backend") == "nccl" for g in groups):
+    if of_groups(g for rt in trace.ranks.values() for g in rt.groups) is GLOO:
         return Conditions.gloo(init)
     return Conditions.for_transport("net", init=init)
 

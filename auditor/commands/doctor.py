@@ -16,7 +16,7 @@ from pathlib import Path
 from auditor import jsonio
 from auditor.commands import options
 from auditor.commands.output import emit
-from auditor.dynamic import localranks
+from auditor.dynamic import backends, localranks
 from auditor.errors import EXIT_FINDINGS, EXIT_OK, InputError
 
 
@@ -50,16 +50,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _in_rank(args: argparse.Namespace) -> int:
-    import torch
-
     from auditor import doctor
 
-    backend = args.backend or ("nccl" if torch.cuda.is_available() else "gloo")
+    backend = backends.backend(args.backend) if args.backend else backends.default()
     world = int(os.environ["WORLD_SIZE"])
     if world % args.pp:
         raise InputError("--pp", f"{args.pp} does not divide the world size {world}")
-    log_dir = _log_dir(args.nccl_log) if backend == "nccl" else None
-    checked = doctor.check_in_rank(backend, args.pp, args.eager, log_dir, args.batch_timeout)
+    log_dir = _log_dir(args.nccl_log) if backend.runs_nccl else None
+    checked = doctor.check_in_rank(backend.name, args.pp, args.eager, log_dir, args.batch_timeout)
     reports = checked.reports
     if checked.rank == 0:
         findings = bool(doctor.not_coalescing(reports) or doctor.disagreements(reports))
@@ -89,16 +87,16 @@ def _log_dir(text: str) -> Path:
 def _launch(args: argparse.Namespace) -> int:
     import torch
 
-    backend = args.backend or ("nccl" if torch.cuda.is_available() else "gloo")
-    nproc = args.nproc or (torch.cuda.device_count() if backend == "nccl" else 2)
+    backend = backends.backend(args.backend) if args.backend else backends.default()
+    nproc = args.nproc or (torch.cuda.device_count() if backend.device == "cuda" else 2)
     if nproc < 1:
         raise InputError("--nproc", f"must be at least 1, not {nproc}")
-    if backend == "nccl" and nproc > torch.cuda.device_count():
+    if backend.device == "cuda" and nproc > torch.cuda.device_count():
         raise InputError("--nproc", f"{nproc} NCCL ranks need {nproc} GPUs; this machine has "
                          f"{torch.cuda.device_count()}")
     if nproc % args.pp:
         raise InputError("--pp", f"{args.pp} does not divide --nproc {nproc}")
-    forwarded = ["doctor", "--backend", backend, "--pp", str(args.pp), "--batch-timeout",
+    forwarded = ["doctor", "--backend", backend.name, "--pp", str(args.pp), "--batch-timeout",
                  str(args.batch_timeout), "--format", args.format,
                  "--nccl-log", str(Path(args.nccl_log).resolve())] + (["--eager"] if args.eager else []) \
         + (["-o", args.output] if args.output else [])

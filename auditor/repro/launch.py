@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import auditor
+from auditor.dynamic.backends import backend
 from auditor.dynamic.localranks import free_port
 from auditor.errors import InputError
 from auditor.repro.plan import Plan, Spec
@@ -34,7 +35,7 @@ def check_machine(spec: Spec) -> None:
     """InputError for a run this machine cannot make, before anything starts."""
     import torch
 
-    if spec.backend != "nccl":
+    if backend(spec.backend).device != "cuda":
         return
     if not torch.cuda.is_available():
         raise InputError("--backend nccl", "no CUDA device here; --backend gloo runs the CPU variant")
