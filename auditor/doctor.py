@@ -23,8 +23,10 @@ import torch
 import torch.distributed as dist
 from torch.distributed import distributed_c10d
 
+from auditor.bash.values import EnvVar
 from auditor.config.envlint import lint
-from auditor.config.model import EnvVar, LaunchConfig
+from auditor.config.model import LaunchConfig
+from auditor.dynamic import backends
 from auditor.dynamic.nccllog import P2P_CONNECTION, read_logs
 from auditor.repro.rank import observe_coalescing
 
@@ -207,6 +209,47 @@ def gather_json(value: dict[str, Any], group: dist.ProcessGroup) -> list[dict[st
     everyone = [torch.empty(max(lengths), dtype=torch.uint8) for _ in range(world)]
     dist.all_gather(everyone, mine, group=group)
     return [json.loads(bytes(t[:n].tolist())) for t, n in zip(everyone, lengths)]
+
+
+@dataclass
+class Checked:
+    """What one rank of `check_in_rank` has: every rank's report (rank 0's first), its own, and
+    on rank 0 what its NCCL log states."""
+    rank: int
+    reports: list[dict[str, Any]]
+    mine: dict[str, Any]
+    nccl_log: list[str]
+
+
+def check_in_rank(backend: str, pp: int, eager: bool, log_dir: Path | None,
+                  batch_limit_s: float) -> Checked:
+    """Inside a torchrun rank: joins the job's world, creates its PP groups of `pp` ranks, checks
+    each and gathers every rank's report (over gloo: it creates no NCCL communicator). `log_dir`:
+    where NCCL writes its log (set before NCCL's first call: it reads NCCL_DEBUG once)."""
+    device = torch.device("cpu")
+    kwargs: dict[str, Any] = {"backend": backend}
+    if backends.backend(backend).device == "cuda":
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
+        torch.cuda.set_device(device)
+        if eager:
+            kwargs["device_id"] = device
+    job_env = environment()
+    if log_dir is not None:
+        os.environ.update(nccl_debug_env(log_dir))
+    dist.init_process_group(**kwargs)
+    groups = pipeline_groups(pp)
+    gather = dist.new_group(backend="gloo")
+    mine = collect(groups, device, batch_limit_s, job_env).to_json()
+    reports = gather_json(mine, gather)
+    rank = dist.get_rank()
+    nccl_log: list[str] = []
+    if rank == 0:
+        nccl_log = (nccl_log_lines(sorted(log_dir.glob(f"nccl.*.{os.getpid()}.log")))
+                    if log_dir is not None else
+                    [f"NCCL log: none: the {backend} backend runs no NCCL (doctor --backend nccl "
+                     f"on the job's GPUs writes one)"])
+    dist.destroy_process_group()
+    return Checked(rank, reports, mine, nccl_log)
 
 
 def disagreements(reports: list[dict[str, Any]]) -> list[str]:

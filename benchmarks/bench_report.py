@@ -43,6 +43,7 @@ SEED = ROOT / "examples" / "glm5_1_lora_pp4.sh"
 def measure(what: str, trace: str, scan: str, html: str) -> None:
     """In a child process: time one operation, print seconds and peak RSS as JSON."""
     from auditor.analysis.join import join
+    from auditor.dynamic.trace import read_trace_dir
     from auditor.report.html import render_html
 
     doc = json.loads(Path(scan).read_text())
@@ -53,7 +54,7 @@ def measure(what: str, trace: str, scan: str, html: str) -> None:
                 for line in f:
                     json.loads(line)
     else:
-        text = render_html(join(doc, trace))
+        text = render_html(join(doc, read_trace_dir(trace)))
         Path(html).write_text(text, encoding="utf-8")
     seconds = time.perf_counter() - start
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024

@@ -14,9 +14,8 @@ import pytest
 
 from auditor.bash.lexer import Lexer
 from auditor.bash.parser import Cmd, Node, Parser
-from auditor.bash.values import Field
+from auditor.bash.values import EnvVar, Field
 from auditor.bash.walk import Shell
-from auditor.config.model import EnvVar
 from auditor.findings import Finding
 
 BASH = shutil.which("bash")

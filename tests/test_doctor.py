@@ -11,7 +11,7 @@ import textwrap
 import torch
 
 from auditor.errors import EXIT_FINDINGS, EXIT_INPUT
-from auditor.repro.launch import free_port
+from auditor.dynamic.localranks import free_port
 
 
 def doctor(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:

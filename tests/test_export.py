@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from auditor.cli import main as cli_main
-from auditor.commands.export import convert_rank_file
+from auditor.report.parquet import convert_rank_file
 from auditor.dynamic.trace import read_trace_dir
 from auditor.errors import InputError
 from test_record_unit import recorded  # noqa: F401  (the fixture: a 1-rank gloo world, recorded)

@@ -17,6 +17,7 @@ import pytest
 from test_join import SEED, group, site_of, write_trace
 
 from auditor.analysis.join import join
+from auditor.dynamic.trace import read_trace_dir
 from auditor.report.html import fires_words, render_html
 from auditor.scan import ScanInputs, run_scan
 
@@ -62,7 +63,7 @@ def deadlock_trace(sites, root: Path) -> None:
 def report(seed_scan, tmp_path_factory) -> tuple[dict, str, Path]:
     root = tmp_path_factory.mktemp("report")
     deadlock_trace(seed_scan["sites"], root / "trace")
-    joined = join(seed_scan, root / "trace")
+    joined = join(seed_scan, read_trace_dir(root / "trace"))
     text = render_html(joined)
     path = root / "report.html"
     path.write_text(text, encoding="utf-8")

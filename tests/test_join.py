@@ -14,6 +14,7 @@ import pytest
 
 from auditor import sources
 from auditor.analysis.join import join
+from auditor.dynamic.trace import read_trace_dir
 from auditor.report import document
 from auditor.scan import ScanInputs, run_scan
 from auditor.static.inventory import inventory
@@ -59,7 +60,7 @@ def toy_doc() -> dict[str, Any]:
 
 
 def test_recorded_pipeline_fires_per_rank_and_static_misses(toy_doc):
-    joined = join(toy_doc, FIXTURES / "pipeline")
+    joined = join(toy_doc, read_trace_dir(FIXTURES / "pipeline"))
     lines, expected = toy_lines(), toy_expected_calls()
     by_line = {s["line"]: s for s in joined["sites"]}
     missed = {m["line"]: m for m in joined["run"]["misses"]}
@@ -86,7 +87,7 @@ def test_recorded_pipeline_fires_per_rank_and_static_misses(toy_doc):
 
 def test_unbatched_batch_on_gloo_contradicts_batch_p2p_comm(toy_doc):
     doc = dict(toy_doc, config={"effective": {"batch_p2p_comm": True}})
-    joined = join(doc, FIXTURES / "pipeline")
+    joined = join(doc, read_trace_dir(FIXTURES / "pipeline"))
     batch_line = toy_lines()["batch"]
     found = [f for f in joined["findings"] if f["kind"] == "unbatched-run"
              and f["where"] == f"toy_pipeline.py:{batch_line}"]
@@ -101,7 +102,7 @@ def test_unbatched_batch_on_gloo_contradicts_batch_p2p_comm(toy_doc):
 
 
 def test_recorded_hang_shows_where_each_rank_stopped(toy_doc):
-    joined = join(toy_doc, FIXTURES / "hang")
+    joined = join(toy_doc, read_trace_dir(FIXTURES / "hang"))
     run = joined["run"]
     assert sorted(run["trace"]["pending"]) == ["1", "2", "3"]
     assert run["trace"]["hang_files"] == [0, 1, 2, 3]
@@ -122,10 +123,10 @@ def test_a_missing_rank_file_is_no_completed_run(toy_doc, tmp_path):
     not a warning on a finished run."""
     import shutil
 
-    assert join(toy_doc, FIXTURES / "pipeline")["run"]["waitfor"]["run_completed"] is True
+    assert join(toy_doc, read_trace_dir(FIXTURES / "pipeline"))["run"]["waitfor"]["run_completed"] is True
     shutil.copytree(FIXTURES / "pipeline", tmp_path / "trace")
     (tmp_path / "trace" / "rank-3.jsonl").unlink()
-    assert join(toy_doc, tmp_path / "trace")["run"]["waitfor"]["run_completed"] is False
+    assert join(toy_doc, read_trace_dir(tmp_path / "trace"))["run"]["waitfor"]["run_completed"] is False
 
 
 # --- synthetic megatron-core pipeline traces -----------------------------------------------------
@@ -227,7 +228,7 @@ def seed_scan(real_sources) -> dict[str, Any]:
 
 def test_synthetic_128_ranks_on_the_seed_scan(seed_scan, tmp_path):
     write_trace(tmp_path, megatron_programs(seed_scan["sites"]), world=128)
-    joined = join(seed_scan, tmp_path)
+    joined = join(seed_scan, read_trace_dir(tmp_path))
     run = joined["run"]
     assert run["trace"]["ranks"] == 128 and not run["misses"]
     by_id = {s["id"]: s for s in joined["sites"]}
@@ -271,7 +272,7 @@ def test_coalesced_batches_on_one_group_raise_nothing(seed_scan, tmp_path):
             if op["group"]["desc"] == "default_pg":
                 op["group"] = next(o["group"] for o in ops if o["group"]["desc"] == "pp")
     write_trace(tmp_path, programs, world=8)
-    joined = join(seed_scan, tmp_path)
+    joined = join(seed_scan, read_trace_dir(tmp_path))
     kinds = {f["kind"] for f in joined["findings"]} - {f["kind"] for f in seed_scan["findings"]}
     assert kinds == set() and joined["run"]["pairs"] == []
 
@@ -284,9 +285,9 @@ def test_trace_from_another_release_matches_by_stable_id(seed_scan, tmp_path):
              and s["line"] != ours[s["id"]]["line"]]
     assert moved  # the premise, read from the two wheels
     write_trace(tmp_path, megatron_programs(theirs, world=8, pp=2, microbatches=1), world=8)
-    exact = join(seed_scan, tmp_path, trace_sites=theirs)
+    exact = join(seed_scan, read_trace_dir(tmp_path), trace_sites=theirs)
     assert not exact["run"]["misses"] and set(exact["run"]["matched"]) == {"id"}
-    by_order = join(seed_scan, tmp_path)
+    by_order = join(seed_scan, read_trace_dir(tmp_path))
     assert "line" not in by_order["run"]["matched"]
     for a, b in zip(exact["sites"], by_order["sites"]):
         assert a["fired"] == b["fired"], a["id"]
@@ -314,7 +315,7 @@ def test_mixed_batched_and_unbatched_first_ops_deadlock(seed_scan, tmp_path):
                 2: [dict(unbatched, peer=1, comm_init={"kind": "pair", "key": "1:2"})]}
     programs[1].append(dict(unbatched, api="send", peer=2))
     write_trace(tmp_path, programs, world=3, pending={0: 0, 1: 0, 2: 0})
-    joined = join(seed_scan, tmp_path)
+    joined = join(seed_scan, read_trace_dir(tmp_path))
     cycle = next(f for f in joined["findings"] if f["kind"] == "wait-for-cycle")
     assert "a cycle" in cycle["message"] and "creation of communicator" in cycle["message"]
     lanes = {lane["rank"]: lane for lane in joined["run"]["timeline"]["ranks"]}
@@ -327,8 +328,6 @@ def test_mixed_batched_and_unbatched_first_ops_deadlock(seed_scan, tmp_path):
 def test_init_override_keeps_the_recorded_transport(tmp_path):
     """Found in review: `--init lazy` on a gloo trace used to replay it as NCCL's network
     transport. Only what is given changes."""
-    from auditor.dynamic.trace import read_trace_dir
-
     trace = read_trace_dir(FIXTURES / "pipeline")
     doc = {"sites": [], "targets": [], "findings": [], "config": {}}
     recorded = join(doc, trace)["run"]["waitfor"]["conditions"]

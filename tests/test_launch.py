@@ -22,8 +22,9 @@ from hypothesis import strategies as st
 from megatron_lm_parser import megatron_cli
 
 from auditor import rulebook, sources
+from auditor.bash.values import Symbolic
 from auditor.config.launch import parse_launch, read_launch
-from auditor.config.model import LaunchConfig, Symbolic
+from auditor.config.model import LaunchConfig
 from auditor.errors import InputError
 
 REPO = Path(__file__).resolve().parent.parent

@@ -24,11 +24,12 @@ import pytest
 from megatron_lm_parser import megatron_cli
 
 from auditor import rulebook, sources
+from auditor.bash.values import Symbolic
 from auditor.config.coerce import overrides_from
 from auditor.config.derive import derive
 from auditor.config.expr import UNKNOWN
 from auditor.config.launch import parse_launch, read_launch
-from auditor.config.model import LaunchConfig, Symbolic
+from auditor.config.model import LaunchConfig
 from auditor.scan import ScanInputs, run_scan
 
 ROOT = Path(__file__).resolve().parent.parent

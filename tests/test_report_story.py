@@ -20,6 +20,7 @@ import pytest
 from test_html import chromium, seed_scan  # noqa: F401 (fixtures)
 
 from auditor.analysis.join import join
+from auditor.dynamic.trace import read_trace_dir
 from auditor.report.html import render_html
 from auditor.report.timeline import OP_W, cycle_edges, timeline_layout
 
@@ -29,7 +30,7 @@ VIEW_W, VIEW_H = 1400, 900
 
 @pytest.fixture(scope="module")
 def hang(seed_scan, tmp_path_factory):  # noqa: F811
-    joined = join(seed_scan, FIXTURE, transport="net")
+    joined = join(seed_scan, read_trace_dir(FIXTURE), transport="net")
     text = render_html(joined)
     path = tmp_path_factory.mktemp("story") / "report.html"
     path.write_text(text, encoding="utf-8")
@@ -214,7 +215,7 @@ def test_chromium_first_screen_shows_the_cycle(chromium, hang, tmp_path):  # noq
 def test_a_recorded_hang_draws_every_pending_op_and_what_it_waits_for(seed_scan):  # noqa: F811
     """tests/record_fixtures/hang: ranks 1-3 of a real gloo run blocked in recv while rank 0
     slept; each waits for a send its predecessor never issued."""
-    joined = join(seed_scan, FIXTURE.parent / "hang")
+    joined = join(seed_scan, read_trace_dir(FIXTURE.parent / "hang"))
     layout = timeline_layout(joined["run"])
     pending = {(lane["rank"], ev["index"]) for lane in joined["run"]["timeline"]["ranks"]
                for ev in lane["events"] if ev["recorded"] == "pending"}

@@ -15,6 +15,7 @@ from test_join import SEED, megatron_programs, write_trace
 from auditor import cli
 from auditor.analysis import causes
 from auditor.analysis.join import join
+from auditor.dynamic.trace import read_trace_dir
 from auditor.report.sarif import to_sarif
 from auditor.scan import ScanInputs, run_scan
 
@@ -82,7 +83,7 @@ def test_scan_as_sarif_is_valid_and_points_at_the_sites(seed_scan):
 def test_joined_report_as_sarif_is_valid(seed_scan, tmp_path):
     write_trace(tmp_path, megatron_programs(seed_scan["sites"], world=16, pp=4, microbatches=2),
                 world=16)
-    joined = join(seed_scan, tmp_path)
+    joined = join(seed_scan, read_trace_dir(tmp_path))
     log = to_sarif(joined)
     assert errors(log) == []
     kinds = {r["ruleId"] for r in log["runs"][0]["results"]}

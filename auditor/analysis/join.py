@@ -20,7 +20,6 @@ What each line of code did is read in `uses`; the findings the join adds are wor
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from typing import Any
 
@@ -31,7 +30,9 @@ from auditor.analysis.uses import Key, Use, group_label, read_uses
 from auditor.analysis.waitfor.model import Conditions, Group, Op, communicator_for
 from auditor.analysis.waitfor.result import Analysis
 from auditor.analysis.waitfor.transports import Transport
-from auditor.dynamic.trace import Trace, read_trace_dir
+from auditor.dynamic import flight_recorder
+from auditor.dynamic.backends import GLOO, backend, of_groups
+from auditor.dynamic.trace import Trace
 
 # Ops per rank drawn in the timeline, and ranks drawn: enough for the first exchanges of a
 # pipeline schedule (where lazy-init deadlocks happen), small enough for a 1,024-rank report.
@@ -40,7 +41,7 @@ TIMELINE_RANKS = 48
 
 def join(
     doc: dict[str, Any],
-    traces: Trace | str | os.PathLike[str],
+    trace: Trace,
     trace_sites: list[dict[str, Any]] | None = None,
     transport: str | None = None,
     init: str | None = None,
@@ -56,7 +57,6 @@ def join(
     the conditions its prediction replayed, so that the report judges the same replay);
     `bounds`: the transports a cluster's NCCL log states (auditor.analysis.ncclbounds) for the NCCL
     questions."""
-    trace = traces if isinstance(traces, Trace) else read_trace_dir(traces)
     out = dict(doc)
     out.pop("verdict", None)  # the scan's verdict does not speak for the run: judge it again
     sites = [dict(s) for s in doc["sites"]]
@@ -74,7 +74,7 @@ def join(
         conditions = _conditions(trace)
         if transport is not None or init is not None:
             conditions = _override(conditions, transport, init)
-        if conditions.backend != "gloo":
+        if backend(conditions.backend).runs_nccl:
             conditions = conditions.with_bounds(bounds)
     order = recorded_order(trace, doc)
     model, replayed = order.replay(conditions)
@@ -82,7 +82,7 @@ def join(
     completed = _completed(trace) and evidence_complete(trace)
     # On a CPU (gloo) recording, the NCCL questions are asked of what NCCL would do with it.
     nccl_like = conditions
-    if conditions.backend == "gloo":
+    if not backend(conditions.backend).runs_nccl:
         nccl_like = Conditions.for_transport("net", conditions.init).with_bounds(bounds)
     # Can this order deadlock (zero buffering), and will it over the transport asked (--transport,
     # else the network's candidates) with the recorded sizes?
@@ -118,6 +118,20 @@ def join(
 
 
 # --- what the run did ---------------------------------------------------------------------------
+def join_run(doc: dict[str, Any], trace: Trace, **options: Any) -> dict[str, Any]:
+    """`join`, plus what Flight Recorder dumps alone can say (the rank whose dump ends first)."""
+    joined = join(doc, trace, **options)
+    if any(rt.meta.get("source") == "flight-recorder" for rt in trace.ranks.values()):
+        joined["findings"] += [f.to_json() for f in flight_recorder.findings(trace)]
+    return joined
+
+
+def no_scan() -> dict[str, Any]:
+    """The document a run is joined with when no scan is given: no site, no target (so no fired
+    line is a static miss or outside the scanned sources: nothing was scanned)."""
+    return {"sites": [], "targets": [], "findings": []}
+
+
 def _api_key(site: dict[str, Any]) -> tuple[str, str | None]:
     return (site["api"], site.get("op")) if site["api"] == "P2POp" else (site["api"], None)
 
@@ -273,9 +287,8 @@ def _conditions(trace: Trace) -> Conditions:
     (the transport is not recorded, and it buffers least) and the init mode the groups had: lazy
     where the trace does not say or its groups disagree, the mode under which creating a
     communicator can block (`--init eager` replays the other)."""
-    groups = [g for rt in trace.ranks.values() for g in rt.groups]
     init = trace.init_mode() or "lazy"
-    if groups and not any(g.get("backend") == "nccl" for g in groups):
+    if of_groups(g for rt in trace.ranks.values() for g in rt.groups) is GLOO:
         return Conditions.gloo(init)
     return Conditions.for_transport("net", init=init)
 

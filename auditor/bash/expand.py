@@ -11,12 +11,13 @@ from auditor.bash.values import (
     Field,
     FieldBuilder,
     Partial,
+    Scalar,
+    Symbolic,
     Var,
     concat,
     integer_arithmetic,
     join,
 )
-from auditor.config.model import Scalar, Symbolic
 
 _PARAM = re.compile(r"(#?)([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])(?:\[([^\]]*)\])?(.*)", re.DOTALL)
 _PARAM_OP = re.compile(r"(:?[-=+?])(.*)", re.DOTALL)

@@ -1,5 +1,6 @@
-"""What a walk over a script holds: variables, expanded words (fields) and bash's word splitting,
-joining and integer arithmetic over them."""
+"""What a walk over a script holds: shell values (`Symbolic` where unresolved, never guessed),
+variables, expanded words (fields) and bash's word splitting, joining and integer arithmetic over
+them."""
 
 from __future__ import annotations
 
@@ -7,7 +8,38 @@ import ast
 import re
 from dataclasses import dataclass
 
-from auditor.config.model import Scalar, Symbolic
+
+@dataclass(frozen=True)
+class Symbolic:
+    """A shell value that could not be resolved statically, e.g. `${MODEL_PATH}`."""
+
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+Scalar = str | bool | int | float | Symbolic | None
+
+
+@dataclass
+class EnvVar:
+    name: str
+    value: Scalar
+    line: int
+    # "export", "inline" (VAR=x cmd), "assign" (VAR=x on its own line, never exported and never
+    # used by the script: the command sees it only if the calling environment already exports it),
+    # "environ" (the inherited environment the caller gave the reader; line 0), "python" (set by
+    # the entry script before torch reads it: auditor.config.pyenv)
+    how: str
+    path: str = ""  # the file `line` is in, where not the launch script (the entry script)
+    # The run's other settings of this name, which a fix edits too: the export a Python setting
+    # replaces, the Python setdefault an export keeps (auditor.config.pyenv).
+    others: tuple[EnvVar, ...] = ()
+
+    def where(self, launch_path: str) -> str:
+        """`file:line` of the setting."""
+        return f"{self.path or launch_path}:{self.line}"
 
 
 @dataclass(frozen=True, eq=False)

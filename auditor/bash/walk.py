@@ -23,8 +23,16 @@ from auditor.bash.parser import (
     Parser,
     Pipeline,
 )
-from auditor.bash.values import Field, FieldBuilder, Var, concat, join, segments
-from auditor.config.model import EnvVar, Symbolic
+from auditor.bash.values import (
+    EnvVar,
+    Field,
+    FieldBuilder,
+    Symbolic,
+    Var,
+    concat,
+    join,
+    segments,
+)
 from auditor.errors import InputError
 from auditor.findings import Finding
 

@@ -8,8 +8,8 @@ import argparse
 from auditor.analysis.diff import diff
 from auditor.commands import options
 from auditor.commands.output import emit_report
-from auditor.commands.report import load_document
 from auditor.errors import EXIT_OK
+from auditor.report import document
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,6 +20,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    d = diff(load_document(args.before), load_document(args.after))
+    d = diff(document.load(args.before), document.load(args.after))
     emit_report(d, "diff", args.format, args.output)
     return EXIT_OK

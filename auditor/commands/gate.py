@@ -18,10 +18,10 @@ from auditor.analysis.gate import GateResult, check_scan, gate
 from auditor.analysis.verdict import gate_verdict
 from auditor.commands import options
 from auditor.commands.output import emit_report
-from auditor.commands.report import load_document
 from auditor.config.coerce import overrides_from
 from auditor.fix import plan, pointer
 from auditor.fix.report import attach
+from auditor.report import document
 from auditor.scan import ScanInputs, run_scan
 
 
@@ -59,7 +59,7 @@ def baseline_torch(baseline: dict[str, Any]) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    baseline = load_document(args.baseline)
+    baseline = document.load(args.baseline)
     check_scan(baseline, args.baseline)
     inputs = ScanInputs(args.config, merged_targets(args.target, baseline), overrides_from(args.set),
                         args.torch or baseline_torch(baseline), args.entry, args.jobs,

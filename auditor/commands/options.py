@@ -86,6 +86,12 @@ def add_trace(parser: argparse.ArgumentParser, help: str, *aliases: str, dest: s
     parser.add_argument("--trace", *aliases, dest=dest, metavar="DIR", help=help, **kwargs)
 
 
+def add_flight_recorder(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--flight-recorder", metavar="DIR",
+                        help="PyTorch Flight Recorder dumps, one file per rank (JSON or pickle), "
+                             "instead of a recorded trace")
+
+
 def add_init(parser: argparse.ArgumentParser, help: str, *, as_flag: str | None = None) -> None:
     """Communicator creation, `--init {lazy,eager}`. `as_flag`: the dest of a command that reads
     the mode as a boolean `eager` (doctor), whose old spelling `--eager` stays an alias."""

@@ -17,21 +17,18 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
-from auditor import jsonio, sources
+from auditor import sources
 from auditor.analysis import ncclbounds
 from auditor.analysis import verdict
-from auditor.analysis.headops import head_ops
-from auditor.analysis.join import join
+from auditor.analysis.join import join_run, no_scan
 from auditor.analysis.waitfor.transports import transport_names
 from auditor.commands import options
 from auditor.commands.output import emit_report
-from auditor.dynamic import flight_recorder
-from auditor.dynamic.trace import Trace, read_trace_dir
+from auditor.dynamic.runs import read_run
 from auditor.errors import InputError
-from auditor.report import formats
+from auditor.report import document, formats
 from auditor.static.inventory import inventory
 
 
@@ -41,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "works too) to join the run with; without it the run alone is "
                              "judged (hang, wait-for cycle, mismatch, a crashed run)")
     options.add_trace(parser, "trace directory written by p2paudit record")
-    add_flight_recorder_argument(parser)
+    options.add_flight_recorder(parser)
     parser.add_argument("--trace-target", action="append", default=[], metavar="TARGET",
                         help="the sources the trace was recorded with, when they are another "
                              "release than the scan's: events are matched by stable id")
@@ -54,56 +51,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     options.add_nccl_log(parser)
     options.add_format(parser, *options.report_format("run"))
     options.add_output(parser, "write here instead of stdout (html on a terminal: report.html)")
-
-
-def add_flight_recorder_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--flight-recorder", metavar="DIR",
-                        help="PyTorch Flight Recorder dumps, one file per rank (JSON or pickle), "
-                             "instead of a recorded trace")
-
-
-def read_run(args: argparse.Namespace, doc: dict[str, Any]) -> Trace | None:
-    """The run to join: a `record` trace or Flight Recorder dumps (never both), or None."""
-    if args.trace and args.flight_recorder:
-        raise InputError("--flight-recorder", "give --trace DIR or --flight-recorder DIR, not both")
-    if args.flight_recorder:
-        return flight_recorder.read_flight_recorder(args.flight_recorder, doc["sites"])
-    return read_trace_dir(args.trace) if args.trace else None
-
-
-def join_run(doc: dict[str, Any], trace: Trace, **options: Any) -> dict[str, Any]:
-    """`join`, plus what Flight Recorder dumps alone can say (the rank whose dump ends first)."""
-    joined = join(doc, trace, **options)
-    if any(rt.meta.get("source") == "flight-recorder" for rt in trace.ranks.values()):
-        joined["findings"] += [f.to_json() for f in flight_recorder.findings(trace)]
-    return joined
-
-
-def no_scan() -> dict[str, Any]:
-    """The document a run is joined with when no scan is given: no site, no target (so no fired
-    line is a static miss or outside the scanned sources: nothing was scanned)."""
-    return {"sites": [], "targets": [], "findings": []}
-
-
-def load_document(path: str) -> dict[str, Any]:
-    """A scan or sites document from a file, or InputError naming the file and what is wrong."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
-    doc = jsonio.loads(text, path)
-    if not isinstance(doc, dict) or not isinstance(doc.get("sites"), list) \
-            or not isinstance(doc.get("targets"), list):
-        raise InputError(path, "not a p2paudit scan or sites document (no 'sites' and 'targets')")
-    return doc
-
-
-def context(fmt: str, doc: dict[str, Any], trace: Trace | None, **given: Any) -> formats.Context:
-    """What the `fmt` reporter shows besides the document: the trace's ops with their wait-for
-    states when it draws them (read here, so that the format runs no analysis)."""
-    head = head_ops(trace, doc) if trace is not None and formats.reporter(fmt).wants_head \
-        else None
-    return formats.Context(head=head, **given)
 
 
 def _cluster(args: argparse.Namespace, doc: dict[str, Any]) -> ncclbounds.Decision | None:
@@ -120,8 +67,8 @@ def run(args: argparse.Namespace) -> int:
     if args.scan is None and not (args.trace or args.flight_recorder):
         raise InputError("--scan", "give --trace DIR or --flight-recorder DIR (and --scan "
                                    "SCAN.JSON to join the run with a scan)")
-    doc = load_document(args.scan) if args.scan else no_scan()
-    trace = read_run(args, doc)
+    doc = document.load(args.scan) if args.scan else no_scan()
+    trace = read_run(args.trace, args.flight_recorder, doc["sites"])
     cluster = _cluster(args, doc)
     if trace is not None:
         trace_sites = None
@@ -136,6 +83,6 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--trace", "--trace-target, --transport, --init and --nccl-log need "
                                     "--trace DIR")
     result = verdict.finish(doc)
-    emit_report(doc, "run", args.format, args.output, context(args.format, doc, trace))
+    emit_report(doc, "run", args.format, args.output, formats.context(args.format, doc, trace))
     print(f"p2paudit report: {result.headline}", file=sys.stderr)
     return result.exit_code

@@ -20,6 +20,7 @@ from auditor.analysis.waitfor.deadlock import deadlock
 from auditor.analysis.waitfor.replay import analyze
 from auditor.commands import options
 from auditor.commands.output import emit
+from auditor.dynamic import backends
 from auditor.errors import InputError
 from auditor.report.text import deadlock_lines
 from auditor.repro import CASES, load_case
@@ -99,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
 def spec_from_args(args: argparse.Namespace) -> Spec:
     if args.timeout <= 0 or args.pg_timeout <= 0:
         raise InputError("--timeout/--pg-timeout", "must be positive")
-    return Spec(case=args.case, nproc=args.nproc, backend=args.backend or _default_backend(),
+    return Spec(case=args.case, nproc=args.nproc, backend=args.backend or backends.default().name,
                 transport=args.transport, size=args.size, fix=args.fix, timeout=args.timeout,
                 pg_timeout=args.pg_timeout, microbatches=args.microbatches,
                 variable_seq_lengths=None if args.variable_seq_lengths is None
@@ -131,9 +132,3 @@ def _predict(plan, fmt: str, output: str | None, nccl_log: list[Path]) -> int:
                         f"the replay under the case's conditions: {analysis.summary()}"]) + "\n",
              output)
     return decided.exit_code
-
-
-def _default_backend() -> str:
-    import torch
-
-    return "nccl" if torch.cuda.is_available() else "gloo"

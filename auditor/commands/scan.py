@@ -8,22 +8,18 @@ import sys
 
 from auditor import jsonio
 from auditor.analysis import verdict
+from auditor.analysis.join import join_run
 from auditor.commands import options
 from auditor.commands.output import emit, emit_report
-from auditor.commands.report import (
-    add_flight_recorder_argument,
-    context,
-    join_run,
-    read_run,
-)
 from auditor.config.coerce import overrides_from
 from auditor.config.flags import normalise
 from auditor.config.launch import CommandNotFollowed, NotAPipelineRun
 from auditor.config.model import LaunchConfig
+from auditor.dynamic.runs import read_run
 from auditor.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from auditor.fix import pointer
 from auditor.report import text
-from auditor.report.formats import Context
+from auditor.report.formats import Context, context
 from auditor.scan import ScanInputs, run_scan, unscanned_document
 
 
@@ -37,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="scan once per value and print what changes across them")
     options.add_entry(parser, "entry point(s) instead of the framework's (in order: init first)")
     options.add_trace(parser, "join with a run recorded by `p2paudit record` (what fired, per rank)")
-    add_flight_recorder_argument(parser)
+    options.add_flight_recorder(parser)
     options.add_format(parser, *options.report_format("scan"))
     options.add_output(parser)
     options.add_jobs(parser)
@@ -91,7 +87,7 @@ def _run(args: argparse.Namespace, base: ScanInputs, overrides: dict[str, str]) 
         return EXIT_OK if all(d["verdict"]["exit_code"] == EXIT_OK for d in docs.values()) \
             else EXIT_FINDINGS
     doc = run_scan(base)
-    trace = read_run(args, doc)
+    trace = read_run(args.trace, args.flight_recorder, doc["sites"])
     if trace is not None:
         doc = join_run(doc, trace)
     result = verdict.finish(doc)

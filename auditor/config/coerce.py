@@ -8,9 +8,9 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from auditor.bash.values import Symbolic
 from auditor.config.expr import UNKNOWN
 from auditor.config.flags import normalise
-from auditor.config.model import Symbolic
 from auditor.errors import InputError
 
 _TRUE = {"true", "1", "yes", "on"}

@@ -17,9 +17,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from auditor.bash.values import Field
+from auditor.bash.values import EnvVar, Field, Symbolic
 from auditor.config.flags import normalise
-from auditor.config.model import EnvVar, Flag, LaunchConfig, Symbolic
+from auditor.config.model import Flag, LaunchConfig
 from auditor.findings import Finding
 from auditor.rulebook import files
 from auditor.rulebook.frameworks import launched_by

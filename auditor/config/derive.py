@@ -41,6 +41,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from auditor.bash.values import Symbolic
 from auditor.config.across_torch import merge_across_torch
 from auditor.config.coerce import coerce
 from auditor.config.effective import EffectiveConfig, Value, env_value
@@ -55,7 +56,7 @@ from auditor.config.expr import (
     interpolate,
     show,
 )
-from auditor.config.model import LaunchConfig, Symbolic
+from auditor.config.model import LaunchConfig
 from auditor.config.torch_version import resolve as resolve_torch
 from auditor.errors import InputError
 from auditor.findings import Finding

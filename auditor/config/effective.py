@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from auditor.bash.values import EnvVar, Symbolic
 from auditor.config.envread import consumer_value
 from auditor.config.expr import UNKNOWN, compile_expr, evaluate
-from auditor.config.model import EnvVar, Symbolic
 from auditor.findings import Finding
 
 

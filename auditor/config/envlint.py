@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from auditor import rulebook
+from auditor.bash.values import EnvVar, Symbolic
 from auditor.config.envread import consumer_value, readers
-from auditor.config.model import EnvVar, LaunchConfig, Symbolic
+from auditor.config.model import LaunchConfig
 from auditor.errors import InputError
 from auditor.findings import Finding
 

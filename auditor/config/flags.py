@@ -7,8 +7,8 @@ from __future__ import annotations
 import difflib
 import re
 
-from auditor.bash.values import Field, join
-from auditor.config.model import Flag, LaunchConfig, Scalar, Symbolic
+from auditor.bash.values import Field, Scalar, Symbolic, join
+from auditor.config.model import Flag, LaunchConfig
 from auditor.findings import Finding
 from auditor.rulebook.launchers import Spelling
 

@@ -23,11 +23,12 @@ from typing import Any
 from auditor.bash.lexer import Lexer
 from auditor.bash.parser import Parser
 from auditor.bash.syntax import bash_rejects
+from auditor.bash.values import EnvVar
 from auditor.config.configfiles import read_config_files
 from auditor.config.flags import read_flags
 from auditor.config.frontend_parser import find_script, locate, with_front_end
 from auditor.config.launcher import torchrun_options, world_size, world_variables
-from auditor.config.model import EnvVar, LaunchConfig
+from auditor.config.model import LaunchConfig
 from auditor.config.overrides import read_overrides
 from auditor.config.training_command import Candidate, LaunchShell
 from auditor.errors import InputError

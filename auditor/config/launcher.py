@@ -4,9 +4,9 @@ the world size it gives (processes per node, nodes) from its flags, its environm
 
 from __future__ import annotations
 
-from auditor.bash.values import Field, Partial
+from auditor.bash.values import EnvVar, Field, Partial, Scalar, Symbolic
 from auditor.config.flags import normalise, unresolved
-from auditor.config.model import EnvVar, Flag, LaunchConfig, Scalar, Symbolic
+from auditor.config.model import Flag, LaunchConfig
 from auditor.config.training_command import Candidate, is_interpreter
 from auditor.findings import Finding
 from auditor.rulebook.launchers import Spelling

@@ -8,20 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from auditor.bash.values import EnvVar, Scalar, Symbolic
 from auditor.findings import Finding
-
-
-@dataclass(frozen=True)
-class Symbolic:
-    """A shell value that could not be resolved statically, e.g. `${MODEL_PATH}`."""
-
-    text: str
-
-    def __str__(self) -> str:
-        return self.text
-
-
-Scalar = str | bool | int | float | Symbolic | None
 
 
 @dataclass
@@ -33,26 +21,6 @@ class Flag:
     line: int  # 1-based line in the launch script
     spelling: str  # as written, e.g. "--pipeline-model-parallel-size"
     values: tuple[Scalar, ...] = ()  # each value token as passed (`--dataset a b` -> ("a", "b"))
-
-
-@dataclass
-class EnvVar:
-    name: str
-    value: Scalar
-    line: int
-    # "export", "inline" (VAR=x cmd), "assign" (VAR=x on its own line, never exported and never
-    # used by the script: the command sees it only if the calling environment already exports it),
-    # "environ" (the inherited environment the caller gave the reader; line 0), "python" (set by
-    # the entry script before torch reads it: auditor.config.pyenv)
-    how: str
-    path: str = ""  # the file `line` is in, where not the launch script (the entry script)
-    # The run's other settings of this name, which a fix edits too: the export a Python setting
-    # replaces, the Python setdefault an export keeps (auditor.config.pyenv).
-    others: tuple[EnvVar, ...] = ()
-
-    def where(self, launch_path: str) -> str:
-        """`file:line` of the setting."""
-        return f"{self.path or launch_path}:{self.line}"
 
 
 @dataclass

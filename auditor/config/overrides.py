@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 
-from auditor.bash.values import Field, Partial, concat, segments
-from auditor.config.model import Flag, LaunchConfig, Scalar, Symbolic
+from auditor.bash.values import Field, Partial, Scalar, Symbolic, concat, segments
+from auditor.config.model import Flag, LaunchConfig
 from auditor.config.flags import unresolved
 from auditor.findings import Finding
 

@@ -22,7 +22,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from auditor import rulebook
-from auditor.config.model import EnvVar, LaunchConfig, Symbolic
+from auditor.bash.values import EnvVar, Symbolic
+from auditor.config.model import LaunchConfig
 from auditor.findings import Finding
 
 

@@ -11,9 +11,8 @@ from dataclasses import dataclass
 
 from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Word
 from auditor.bash.parser import Cmd, Node, Parser
-from auditor.bash.values import Field, Var
+from auditor.bash.values import EnvVar, Field, Var
 from auditor.bash.walk import Shell
-from auditor.config.model import EnvVar
 from auditor.errors import InputError
 from auditor.findings import Finding
 from auditor.rulebook.launchers import Spelling

@@ -9,8 +9,9 @@ from __future__ import annotations
 import os
 import re
 
+from auditor.bash.values import EnvVar
 from auditor.config.flags import normalise
-from auditor.config.model import EnvVar, LaunchConfig
+from auditor.config.model import LaunchConfig
 from auditor.errors import InputError
 from auditor.fix.edits import TextEdit, between
 from auditor.fix.pycode import env_codemod

@@ -3,9 +3,11 @@ formatter reads."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from auditor import __version__
+from auditor import __version__, jsonio
+from auditor.errors import InputError
 from auditor.findings import Finding
 from auditor.sources import SourceSet
 from auditor.static.analyze import Analysis
@@ -35,3 +37,16 @@ def build(
             ],
         },
     }
+
+
+def load(path: str) -> dict[str, Any]:
+    """A scan or sites document from a file, or InputError naming the file and what is wrong."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
+    doc = jsonio.loads(text, path)
+    if not isinstance(doc, dict) or not isinstance(doc.get("sites"), list) \
+            or not isinstance(doc.get("targets"), list):
+        raise InputError(path, "not a p2paudit scan or sites document (no 'sites' and 'targets')")
+    return doc

@@ -18,7 +18,8 @@ from typing import Any
 
 from auditor import jsonio
 from auditor.analysis.diff import diff_text
-from auditor.analysis.headops import HeadOps
+from auditor.analysis.headops import HeadOps, head_ops
+from auditor.dynamic.trace import Trace
 from auditor.report import text
 from auditor.report.html import render_html
 from auditor.report.perfetto import trace_events
@@ -95,3 +96,10 @@ def choices(kind: str) -> tuple[str, ...]:
 
 def reporter(name: str) -> Reporter:
     return BY_NAME[name]
+
+
+def context(fmt: str, doc: dict[str, Any], trace: Trace | None, **given: Any) -> Context:
+    """What the `fmt` reporter shows besides the document: the trace's ops with their wait-for
+    states when it draws them (read here, so that the format runs no analysis)."""
+    head = head_ops(trace, doc) if trace is not None and reporter(fmt).wants_head else None
+    return Context(head=head, **given)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from auditor.analysis.waitfor.model import Group, Op
 from auditor.analysis.waitfor.sizes import MiB, size_words
+from auditor.dynamic.backends import backend
 from auditor.errors import InputError
 from auditor.repro.plan import ISSUE_BATCH, ISSUE_ONE_BY_ONE, NET_ENV, Plan, Spec
 
@@ -98,7 +99,8 @@ def programs(stages: int, microbatches: int, nbytes: int, order: str = "batched"
 def plan(spec: Spec) -> Plan:
     if spec.nproc < 2:
         raise InputError("--nproc", f"{NAME} needs at least 2 pipeline stages, not {spec.nproc}")
-    if spec.backend == "gloo" and spec.transport is not None:
+    runs = backend(spec.backend)
+    if not runs.runs_nccl and spec.transport is not None:
         raise InputError("--transport", "the transport is NCCL's choice; gloo always uses TCP")
     nbytes = DEFAULT_SIZE if spec.size is None else spec.size
     if nbytes <= 0:
@@ -112,16 +114,16 @@ def plan(spec: Spec) -> Plan:
     init = "eager" if spec.fix == "eager" else "lazy"
     transport = spec.transport or "nvlink"
     env = {} if spec.fix == "detail-off" else {"TORCH_DISTRIBUTED_DEBUG": "DETAIL"}
-    if spec.backend == "nccl" and transport.startswith("net"):
+    if runs.runs_nccl and transport.startswith("net"):
         env.update(NET_ENV)
     how = {None: "batches issued op by op (torch 2.10 + DETAIL)",
            "coalesced": "batches to batch_isend_irecv under DETAIL",
            "detail-off": "batches to batch_isend_irecv, DETAIL off",
            "evenodd": "even/odd order op by op", "eager": "batches op by op, eager init"}[spec.fix]
-    where = f"{spec.backend}" + (f" {transport}" if spec.backend == "nccl" else "")
+    where = f"{spec.backend}" + (f" {transport}" if runs.runs_nccl else "")
     shapes = spec.variable_seq_lengths is not False
     note = ""
-    if spec.backend == "gloo":
+    if not runs.stream_order:
         note = ("gloo has no streams, no lazy communicators and no coalescing: each op here waits "
                 "for the previous one on its NCCL communicator to emulate stream order, and gloo "
                 "buffers no send, so the ordering hang shows at any --size (the 24-byte shape "
@@ -131,5 +133,5 @@ def plan(spec: Spec) -> Plan:
                 title=(f"{NAME}, {spec.nproc} stages x {microbatches} micro-batches, "
                        f"{size_words(nbytes)}{'' if shapes else ', no shape exchange'}, {where}, {how}"),
                 env=env, unset=("TORCH_DISTRIBUTED_DEBUG",) if spec.fix == "detail-off" else (),
-                emulate_streams=spec.backend == "gloo", note=note, backend=spec.backend,
+                emulate_streams=not runs.stream_order, note=note, backend=spec.backend,
                 transport=transport)

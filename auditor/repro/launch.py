@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -20,6 +19,8 @@ import time
 from pathlib import Path
 
 import auditor
+from auditor.dynamic.backends import backend
+from auditor.dynamic.localranks import free_port
 from auditor.errors import InputError
 from auditor.repro.plan import Plan, Spec
 from auditor.repro.progress import read_states
@@ -34,7 +35,7 @@ def check_machine(spec: Spec) -> None:
     """InputError for a run this machine cannot make, before anything starts."""
     import torch
 
-    if spec.backend != "nccl":
+    if backend(spec.backend).device != "cuda":
         return
     if not torch.cuda.is_available():
         raise InputError("--backend nccl", "no CUDA device here; --backend gloo runs the CPU variant")
@@ -113,9 +114,3 @@ def _kill(proc: subprocess.Popen, states: dict, everyone: bool) -> None:
         except (ProcessLookupError, PermissionError):
             pass
     proc.wait()
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]

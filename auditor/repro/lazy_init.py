@@ -16,6 +16,7 @@ created at init).
 from __future__ import annotations
 
 from auditor.analysis.waitfor.model import Group, Op
+from auditor.dynamic.backends import backend
 from auditor.errors import InputError
 from auditor.repro.plan import ISSUE_BATCH, Plan, Spec
 
@@ -34,7 +35,7 @@ def plan(spec: Spec) -> Plan:
     if spec.transport is not None:
         raise InputError("--transport", f"{NAME} hangs before any data moves; the transport "
                          "does not matter (it is for fallback-1f1b)")
-    if spec.backend == "gloo" and spec.fix == "eager":
+    if not backend(spec.backend).lazy_communicators and spec.fix == "eager":
         raise InputError("--fix eager", "eager init is NCCL's (device_id); gloo connects every "
                          "pair when a group is created")
     group = Group(tuple(range(spec.nproc)), "default_pg")
@@ -43,7 +44,7 @@ def plan(spec: Spec) -> Plan:
              "unbatched": "all unbatched", "eager": "rank 0 batched, others unbatched"}[spec.fix]
     init = "eager" if spec.fix == "eager" else "lazy"
     note = ""
-    if spec.backend == "gloo":
+    if not backend(spec.backend).lazy_communicators:
         note = ("gloo creates no communicator lazily (it connects every pair when a group is "
                 "made) and never coalesces, so this case cannot hang on gloo: the run checks the "
                 "op sequence only; the hang needs --backend nccl, one GPU per rank")

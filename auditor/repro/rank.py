@@ -23,6 +23,7 @@ import torch.distributed as dist
 from torch.distributed import distributed_c10d
 
 from auditor.analysis.waitfor.model import communicator_for
+from auditor.dynamic.backends import backend
 from auditor.repro import load_case
 from auditor.repro.plan import ISSUE_BATCH, Plan, Spec
 from auditor.repro.progress import DONE, ISSUING, PENDING, Progress
@@ -197,7 +198,7 @@ def main() -> int:
         device = torch.device("cpu")
         kwargs: dict[str, Any] = {"backend": spec.backend,
                                   "timeout": timedelta(seconds=spec.pg_timeout)}
-        if spec.backend == "nccl":
+        if backend(spec.backend).device == "cuda":
             device = torch.device("cuda", local_rank)
             torch.cuda.set_device(device)
             if plan.init == "eager":

@@ -10,6 +10,7 @@ from auditor.analysis.waitfor.model import Conditions, Op, communicator_for
 from auditor.analysis.waitfor.replay import analyze
 from auditor.analysis.waitfor.result import Analysis
 from auditor.analysis.waitfor.sizes import size_words
+from auditor.dynamic.backends import backend
 from auditor.errors import EXIT_FINDINGS, EXIT_OK
 from auditor.repro.plan import ISSUE_BATCH, Plan
 from auditor.repro.progress import DONE, ISSUING, PENDING
@@ -103,7 +104,7 @@ def _rank_words(plan: Plan, rank: int, state: dict[str, Any] | None) -> str:
         comm = _communicator(plan, program[i])
         first_use = all(_communicator(plan, program[j]) != comm for j in range(i)
                         if ops[j] is not None)
-        if plan.backend == "nccl" and plan.init == "lazy" and first_use:
+        if backend(plan.backend).lazy_communicators and plan.init == "lazy" and first_use:
             words += f" (lazy creation of communicator {comm})"
     elif pending:
         heads: dict[str, int] = {}

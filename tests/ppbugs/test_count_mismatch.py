@@ -72,6 +72,7 @@ def test_a_real_gpipe_run_whose_stages_disagree_on_microbatches(tmp_path):
     from pathlib import Path
 
     from auditor.analysis.join import join
+    from auditor.dynamic.trace import read_trace_dir
 
     driver = Path(__file__).parent / "drivers" / "gpipe_microbatches.py"
     with socket.socket() as s:
@@ -82,7 +83,7 @@ def test_a_real_gpipe_run_whose_stages_disagree_on_microbatches(tmp_path):
                     "--nproc_per_node", "2", "--master_port", str(port), str(driver)],
                    env=dict(os.environ, GLOO_TIMEOUT="8"), capture_output=True, timeout=120,
                    check=False, cwd=Path(__file__).resolve().parents[2])
-    joined = join({"sites": [], "targets": [], "findings": [], "config": {}}, tmp_path / "t")
+    joined = join({"sites": [], "targets": [], "findings": [], "config": {}}, read_trace_dir(tmp_path / "t"))
     [count] = joined["run"]["waitfor"]["count_mismatches"]
     assert (count["src"], count["dst"], count["sends"], count["recvs"]) == (0, 1, 2, 3)
     assert count["send_site"].startswith("gpipe_microbatches.py:")

@@ -42,7 +42,7 @@ def test_a_completed_3_stage_schedule_1f1b_reads_clean(tmp_path):
     trace = read_trace_dir(tmp_path / "trace")
     apis = {e["api"] for rt in trace.ranks.values() for e in rt.starts("p2p")}
     assert {"send_object_list", "recv_object_list"} <= apis  # the shape inference ran
-    joined = join({"sites": [], "targets": [], "findings": [], "config": {}}, tmp_path / "trace")
+    joined = join({"sites": [], "targets": [], "findings": [], "config": {}}, read_trace_dir(tmp_path / "trace"))
     kinds = {f["kind"] for f in joined["findings"]}
     assert not {"replay-disagrees-with-run", "replay-would-hang", "replay-can-hang"} & kinds
     assert joined["run"]["waitfor"]["hang"] is False

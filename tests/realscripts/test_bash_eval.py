@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
+from auditor.bash.values import Symbolic
 from auditor.config.launch import parse_launch
-from auditor.config.model import Symbolic
 
 SCRIPT = """#!/bin/bash
 ENV=dsw

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from auditor.bash.values import Symbolic
 from auditor.config.launch import parse_launch, read_launch
-from auditor.config.model import Symbolic
 
 CMD = "torchrun --nproc_per_node 8 pretrain_gpt.py --pipeline-model-parallel-size $PP"
 

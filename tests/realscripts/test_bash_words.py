@@ -8,8 +8,8 @@ values the script takes from its arguments, expanded unquoted into the command.
 
 from __future__ import annotations
 
+from auditor.bash.values import Symbolic
 from auditor.config.launch import parse_launch
-from auditor.config.model import Symbolic
 
 OPTIONS = """#!/bin/bash
 TP=$1

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from auditor.bash.values import Symbolic
 from auditor.config.derive import derive
 from auditor.config.expr import UNKNOWN
 from auditor.config.launch import read_launch
-from auditor.config.model import Symbolic
 
 SFT_YAML = """ENV:
   PYTORCH_CUDA_ALLOC_CONF: 'expandable_segments:True'

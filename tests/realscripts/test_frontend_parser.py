@@ -21,9 +21,9 @@ from textwrap import dedent
 
 import pytest
 
+from auditor.bash.values import Symbolic
 from auditor.config.frontend_parser import read_parser
 from auditor.config.launch import parse_launch, read_launch
-from auditor.config.model import Symbolic
 
 ARGUMENTS_2308 = '''
 import argparse

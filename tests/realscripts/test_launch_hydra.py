@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from auditor.bash.lexer import Lexer
 from auditor.bash.parser import Parser
-from auditor.bash.values import Field
+from auditor.bash.values import Field, Symbolic
 from auditor.config.launcher import world_size
-from auditor.config.model import LaunchConfig, Symbolic
+from auditor.config.model import LaunchConfig
 from auditor.config.overrides import read_overrides
 from auditor.config.training_command import Candidate, LaunchShell
 from auditor.rulebook.launchers import Spelling

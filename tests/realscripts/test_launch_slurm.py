@@ -14,8 +14,8 @@ import os
 import threading
 from pathlib import Path
 
+from auditor.bash.values import Symbolic
 from auditor.config.launch import launch_environ, parse_launch, world_of
-from auditor.config.model import Symbolic
 
 SBATCH = """#!/bin/bash
 PROFILE=${PROFILE:-0}

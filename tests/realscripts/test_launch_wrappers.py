@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from auditor.bash.values import Symbolic
 from auditor.config.launch import parse_launch, read_launch
-from auditor.config.model import Symbolic
 
 FLAGS = "--pipeline-model-parallel-size 4 --tensor-model-parallel-size 2"
 
