@@ -156,7 +156,7 @@ class _Deriver:
             if table == "arg" and raws[0]["stage"] in running}
         # A setting this run's own front end gives is its own, whatever other stacks need it
         # (Megatron-DeepSpeed's --pipeline-model-parallel-size on DeepSpeed's stack).
-        self.foreign = {k: v for k, v in foreign.items() if k not in self.frontend_args}
+        self.foreign = {k: v for k, v in self.foreign.items() if k not in self.frontend_args}
         # --set values are typed as this launcher's front end types them.
         self.arg_types: dict[str, str] = {
             e.key: e.data.get("type", "str")
