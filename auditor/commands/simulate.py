@@ -132,7 +132,7 @@ def _not_run(doc: dict[str, Any], p: Plan, args: argparse.Namespace, why: str,
     """The answer without a (usable) run: a size unknown, a run that does not start (the scan's
     start-up errors), one this machine cannot hold, or one whose trace stopped early (`why`:
     unknown | startup | memory | incomplete)."""
-    sim = {"verdict": "inconclusive", "hang": None, "message_bytes": p.message_bytes,
+    sim = {"verdict": "inconclusive", "hang": None, "runner": p.runner, "message_bytes": p.message_bytes,
            "message": p.size_words(), "inputs": p.to_json(), "unknown": p.unknown,
            "not_run": why, "hypothetical": words,
            "ranks": [], "schedule": None, "microbatches": p.get("microbatches"),

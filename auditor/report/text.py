@@ -431,7 +431,8 @@ def gate_report(doc: dict[str, Any]) -> str:
 def simulation_report(doc: dict[str, Any], config: str) -> str:
     """`simulate`'s text: its inputs and where each came from, the replays, the verdict, the sites."""
     sim, headline = doc["simulation"], doc["verdict"]["headline"]
-    lines = [f"p2paudit simulate {config}: megatron-core's own schedule on CPU (gloo), "
+    lines = [f"p2paudit simulate {config}: {sim.get('runner') or 'megatron-core'}'s own "
+             f"schedule on CPU (gloo), "
              f"recorded, replayed by the wait-for model",
              f"targets: {', '.join(target_label(t) for t in doc['targets']) or 'none'}; "
              f"torch {torch_words(doc['config'])}"]

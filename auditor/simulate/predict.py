@@ -125,6 +125,7 @@ def simulation(doc: dict[str, Any], p: Plan, results: list[Replay], schedule: st
     verdict = {True: "hang", False: "completes", None: "inconclusive"}[will]
     return {
         "verdict": verdict,
+        "runner": p.runner,
         "hypothetical": statement(p, results, shown, verdict),
         "ranks": [{"rank": s, **({k: v for k, v in p.layout[s].items() if k != "stage"}
                                  if p.layout else {})} for s in range(p.get("pipeline_size"))],

@@ -57,6 +57,7 @@ def test_1f1b_runs_torch_s_schedule_at_the_launch_s_settings_and_completes(tmp_p
     done, sim = simulate(tmp_path, 2, "1F1B", 4)  # --set hidden_size=32 wins over llama3_8b's 4096
     assert done.returncode == 0, done.stderr[-3000:]
     assert (sim["verdict"], sim["schedule"], sim["microbatches"]) == ("completes", "Schedule1F1B", 4)
+    assert sim["runner"] == "torch.distributed.pipelining"
     assert sim["message_bytes"] == 16 * 1 * 32 * 4
     assert "--parallelism.pipeline_parallel_degree 2" in sim["inputs"]["pipeline_size"]["provenance"]
     assert "local_batch_size // pipeline_parallel_microbatch_size" in sim["inputs"]["microbatches"]["provenance"]
@@ -73,6 +74,17 @@ def test_fewer_micro_batches_than_stages_in_1f1b_does_not_start_with_torch_s_rea
     assert "Number of microbatches (2) must be greater than or equal to the number of stages (4)" \
         in sim["hypothetical"]
     assert "DOES NOT START" in done.stderr
+    assert sim["runner"] == "torch.distributed.pipelining"
+
+
+def test_the_text_names_torch_s_schedule_not_megatron_core_s(tmp_path):
+    simulate(tmp_path, 4, "1F1B", 2)  # writes run_train.sh (a run that does not start)
+    done = subprocess.run([sys.executable, "-m", "auditor", "simulate", "--config",
+                           str(tmp_path / "run_train.sh"), "--target", "torchtitan==0.3.0",
+                           "--target", "torch", "--torch", "2.13.0", "--set", "hidden_size=32"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    first = " ".join(done.stdout.split()[:12])
+    assert "torch.distributed.pipelining's own schedule on CPU" in first, done.stdout[:400]
 
 
 def test_fewer_micro_batches_than_stages_in_gpipe_runs(tmp_path):
