@@ -25,7 +25,7 @@ from auditor.analysis import causes as causes_of
 from auditor.analysis import settingcases
 from auditor.config.torch_version import span
 from auditor.errors import EXIT_FINDINGS, EXIT_OK
-from auditor.rulebook.frameworks import NOT_THIS_STACK, kind_of, owner_of, pin_option
+from auditor.rulebook.frameworks import NOT_THIS_STACK, kind_of, owner_of, pin_option, simulated
 
 SITE_VERDICTS = ("contradiction", "ok", "unknown", "unreachable")
 RUN_VERDICTS = ("findings", "inconclusive", "clean", "inventory", "not-pipeline", "not-covered")
@@ -322,7 +322,7 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
         first = group[0]
         out.append(Undecided(
             f"{len(group)} reached site(s), e.g. {first['path']}:{first['line']} {first['api']} "
-            f"in {first['function']}: {why}", _decide_for(group, config, backend)))
+            f"in {first['function']}: {why}", _decide_for(group, config, backend, doc.get("launch"))))
     incomplete = ((doc.get("run") or {}).get("trace") or {}).get("incomplete") or {}
     if incomplete:
         at, why = str(next(iter(incomplete.values()))).split(": ", 1)
@@ -365,11 +365,12 @@ def _needed_decide(key: str, config: dict[str, Any]) -> str:
 
 
 def _decide_for(group: list[dict[str, Any]], config: dict[str, Any],
-                backend: dict[str, Any] | None = None) -> str:
+                backend: dict[str, Any] | None = None, launch: dict[str, Any] | None = None) -> str:
     """What decides sites that share a reason: the torch release where coalescing is undecided
     (`runs_batched` None), or on another backend than NCCL (`_other_backend`) a run on it; else
     the config tests their reachability rests on; in a stack with no batching setting, a
-    recorded run's replay of their order."""
+    recorded run's replay of their order, or simulate where it runs the stack's schedule."""
+    launch = launch or {}
     effective = config.get("effective", {})
     if group[0].get("runs_batched") is None:
         if backend is not None:
@@ -387,6 +388,9 @@ def _decide_for(group: list[dict[str, Any]], config: dict[str, Any],
     if tests:
         return f"--set the config value of {', '.join(tests)}"
     if "batch_p2p_comm" not in config.get("needs", list(NEEDED_KEYS)):
+        if launch.get("path") and launch.get("launcher") and simulated(launch["launcher"]):
+            return (f"`p2paudit simulate --config {launch['path']}` (runs the schedule on CPU and "
+                    "replays its order), or `p2paudit record` of a run")
         return "`p2paudit record` of a run, then `p2paudit report` (its replay decides the order)"
     if effective.get("batch_p2p_comm", "unknown") == "unknown":
         return _needed_decide("batch_p2p_comm", config)

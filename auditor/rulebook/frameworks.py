@@ -14,6 +14,9 @@ rules file. Keys of `[framework]`:
                 batch_p2p_comm, pipeline_model_parallel_size); a stack that needs none has no
                 batching setting, so scan cannot decide its sites' order (analysis/verdict.py),
                 and a check reading another stack's setting is not judged by it (`foreign_settings`)
+  simulated     true where `p2paudit simulate` runs this framework's schedule (torchtitan: torch's
+                pipelining schedule): for a stack with no batching setting, simulate is then
+                the step that decides its sites' order (analysis/verdict.py), not only a record
   comm_wrappers the modules through which its code hands ops to torch (`deepspeed/comm/*`,
                 `PATH:QUALNAME` for one function of a module): an op's `chosen` frame is the first
                 frame outside them (auditor/dynamic/callsite.py)
@@ -46,6 +49,7 @@ class Framework:
     latest_read: str | None
     needs: tuple[str, ...] = ()
     comm_wrappers: tuple[str, ...] = ()
+    simulated: bool = False
 
     def fronts(self, launcher: str) -> bool:
         """This framework's front end reads a run started as `launcher`."""
@@ -81,6 +85,7 @@ def _frameworks(directory: Path) -> tuple[Framework, ...]:
             latest_read=meta.get("latest_read"),
             needs=tuple(meta.get("needs", ())),
             comm_wrappers=tuple(meta.get("comm_wrappers", ())),
+            simulated=bool(meta.get("simulated", False)),
         ))
     return tuple(sorted(out, key=lambda f: (f.position is None, f.position or 0, f.name)))
 
@@ -168,6 +173,11 @@ def needs_for(launcher: str, directory: Path | None = None) -> list[str]:
     """The settings the batching rule reads for a run started as `launcher` (`[framework] needs`
     along its stack); empty for a stack with no batching setting."""
     return list(dict.fromkeys(k for f in _chain(launcher, directory) for k in f.needs))
+
+
+def simulated(launcher: str, directory: Path | None = None) -> bool:
+    """Whether `p2paudit simulate` runs the schedule of a run started as `launcher`."""
+    return any(f.simulated for f in _chain(launcher, directory))
 
 
 # How an undecided check names a setting `foreign_settings` gives (analysis/verdict.py reads it).

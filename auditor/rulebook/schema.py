@@ -38,7 +38,7 @@ _SELECT = "versions unknown read source code function class absent"
 TABLES: dict[str, Table] = {
     # What the file is about; rulebook.frameworks documents each key.
     "framework": _table(False, "name", "distribution position launchers runs_on packages read "
-                                       "verified latest_read needs releases comm_wrappers"),
+                                       "verified latest_read needs releases comm_wrappers simulated"),
     # The config pipeline (rulebook.stages, evaluated by auditor/config/derive.py).
     "stage": _table(True, "name order", "launchers flags about"),
     "arg": _table(True, "stage key type", f"default class aliases {_SELECT}"),

@@ -65,3 +65,16 @@ def test_torch_s_lazy_init_check_is_decided_for_a_torchtitan_run(tmp_path):
     assert not any(u.startswith("torch.lazy-init-unbounded") for u in eff.undecided), eff.undecided
     assert any(f.kind == "lazy-init-unbounded" for f in eff.findings)
     assert eff.value("model_flavor") == "8B"  # llama3_8b()'s model_registry("8B")
+
+
+def test_the_stage_ops_order_is_left_to_simulate_which_runs_it(tmp_path):
+    """torchtitan's stack has no batching setting, so scan does not decide the order of the
+    schedule's own P2P ops; `p2paudit simulate` runs torch's schedule for this launch
+    (rules/torchtitan.toml `simulated`), so the step that decides it is simulate, not only a
+    recorded run."""
+    from auditor.scan import ScanInputs, run_scan
+    script = tmp_path / "run_train.sh"
+    script.write_text(RUN_TRAIN_030.replace("{overrides}", PP4))
+    doc = run_scan(ScanInputs(str(script), ["torchtitan==0.3.0", "torch"], torch_version="2.13.0"))
+    order = [u for u in doc["verdict"]["undecided"] if "issued on its own" in u["what"]]
+    assert order and order[0]["decide"].startswith(f"`p2paudit simulate --config {script}`")
