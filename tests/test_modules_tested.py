@@ -38,7 +38,6 @@ UNTESTED: dict[str, str] = {
     "auditor.simulate.run": CLI.format("tests/simulate/test_simulate.py (simulate's orchestration)"),
     "auditor.repro.lazy_init": CLI.format("tests/repro/test_repro.py (the lazy-init case)"),
     "auditor.repro.verdict": CLI.format("tests/repro/test_repro.py"),
-    "auditor.repro.progress": CLI.format("tests/repro/test_repro.py"),
     "auditor.bash.conditions": INNER.format("bash.walk: tests/bash/test_bash_oracle.py against bash itself"),
     "auditor.bash.expand": INNER.format("bash.walk: tests/bash/test_bash_oracle.py against bash itself"),
     "auditor.config.configfiles": INNER.format("config.launch: tests/realscripts/test_frontend_configfiles.py"),
