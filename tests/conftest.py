@@ -8,8 +8,9 @@ fixture, is marked `wheels`.
 Two more markers are set here, from what a test's code says (its function, the fixtures and
 helpers of its module it uses, one level deep): `network` where it names a release to fetch by
 pin (`megatron-core==0.17.0` and the like) or builds a wheel (pip fetches the build backend), and
-`torch` where its module imports torch or it reads the installed one.
-`pytest -m "not wheels and not network"` is the offline run.
+`torch` where its module imports torch (itself or through the modules it imports) or it reads
+the installed one. `pytest -m "not wheels and not network"` is the offline run; `-m "not torch"`
+runs without torch installed.
 """
 
 from __future__ import annotations
