@@ -67,7 +67,6 @@ UNTESTED: dict[str, str] = {
     "auditor.static.sites.pending": INNER.format("sites.find_sites: tests/static/sites/test_spellings.py"),
     "auditor.static.sites.pgroups": INNER.format("sites.find_sites: tests/static/sites/test_spellings.py"),
     "auditor.static.sites.scope": INNER.format("sites.find_sites: tests/static/sites/test_spellings.py"),
-    "auditor.static.sites.syntax": INNER.format("sites.find_sites: tests/static/sites/test_spellings.py"),
     "auditor.static.sites.valueflow": INNER.format("sites.find_sites: tests/static/sites/test_spellings.py"),
 }
 
