@@ -10,8 +10,8 @@ measures:
    reports/, ci/) parsed by both, the trees compared node by node and word by word, and the
    launch reading (`parse_launch`: flags, environment, world size, diagnostics) compared;
 2. speed: the median time to parse all of them with each front end, and the ratio;
-3. `--tests`: tests/test_launch.py (the differential tests against real bash, the fuzz tests,
-   the fail-closed ones) and tests/test_bash_oracle.py (the walk against real bash) run with the
+3. `--tests`: tests/config/test_launch.py (the differential tests against real bash, the fuzz tests,
+   the fail-closed ones) and tests/bash/test_bash_oracle.py (the walk against real bash) run with the
    tree-sitter front end in place of ours.
 
 The decision and the numbers are in docs/findings.md ("tree-sitter-bash as the bash front end").
@@ -41,7 +41,7 @@ from auditor.findings import Finding
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT_DIRS = ["examples", "tests/launch_scripts", "benchmarks/ppbugs", "reports", "ci"]
-TESTS = ["test_launch.py", "test_bash_oracle.py"]  # run with tree-sitter by `--tests`
+TESTS = ["config/test_launch.py", "bash/test_bash_oracle.py"]  # run with tree-sitter by `--tests`
 
 
 def scripts() -> list[Path]:
@@ -164,10 +164,10 @@ def agreement(front_end: TreeSitterFrontEnd) -> int:
 
 
 def fuzz(front_end: TreeSitterFrontEnd, examples: int) -> None:
-    """The launch reading of both front ends on the inputs of tests/test_launch.py's fuzz test."""
+    """The launch reading of both front ends on the inputs of tests/config/test_launch.py's fuzz test."""
     from hypothesis import HealthCheck, given, settings
-    sys.path.insert(0, str(REPO / "tests"))
-    from test_launch import _SCRIPTS
+    sys.path.insert(0, str(REPO))
+    from tests.config.test_launch import _SCRIPTS
 
     same, diagnostics_only, different, skipped = [], [], [], []
 
@@ -240,7 +240,7 @@ def main() -> int:
     parser.add_argument("--fuzz", type=int, default=0, metavar="N",
                         help="compare the launch reading of both on N inputs of test_launch's fuzz strategy")
     parser.add_argument("--tests", action="store_true",
-                        help="also run tests/test_launch.py and tests/test_bash_oracle.py with the tree-sitter front end")
+                        help="also run tests/config/test_launch.py and tests/bash/test_bash_oracle.py with the tree-sitter front end")
     args = parser.parse_args()
     if tree_sitter is None:
         print("tree-sitter and tree-sitter-bash are not installed (pip install tree-sitter tree-sitter-bash); "

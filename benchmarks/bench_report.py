@@ -1,7 +1,7 @@
 """Benchmark: `p2paudit report` (read + join + wait-for + HTML) of a large synthetic trace,
 against a plain `json.loads` of every line of the same files.
 
-The trace is tests/test_join.py's synthetic megatron-core pipeline (shapes and activations in
+The trace is tests/analysis/test_join.py's synthetic megatron-core pipeline (shapes and activations in
 batch_isend_irecv calls at the real sites of megatron-core 0.17.0, each batch run op by op, a
 start and an end line per op) over --ranks ranks; --events-per-rank sets its length (on average
 over the stages: the first and last stage issue half as many ops). The scan is the seed
@@ -74,8 +74,8 @@ def child(*argv: str) -> dict:
 
 def prepare(work: str, ranks: int, events_per_rank: int, pairs: int = 0) -> None:
     """In a child process: the seed scan, and the trace written rank by rank."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    from test_join import group, megatron_programs, write_trace
+    sys.path.insert(0, str(ROOT))
+    from tests.analysis.test_join import group, megatron_programs, write_trace
 
     from auditor.scan import ScanInputs, run_scan
 

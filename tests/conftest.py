@@ -8,17 +8,22 @@ fixture, is marked `wheels`.
 Two more markers are set here, from what a test's code says (its function, the fixtures and
 helpers of its module it uses, one level deep): `network` where it names a release to fetch by
 pin (`megatron-core==0.17.0` and the like) or builds a wheel (pip fetches the build backend), and
-`torch` where its module imports torch or it reads the installed one.
-`pytest -m "not wheels and not network"` is the offline run.
+`torch` where its module imports torch (itself or through the modules it imports) or it reads
+the installed one. `pytest -m "not wheels and not network"` is the offline run; `-m "not torch"`
+runs without torch installed.
 """
 
 from __future__ import annotations
 
+import ast
+import functools
+import importlib.util
 import inspect
 import os
 import re
 import types
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -49,7 +54,7 @@ DOWNLOADING = frozenset({"real_sources", "release"})
 @pytest.fixture(scope="session", autouse=True)
 def wide_terminal() -> Iterator[None]:
     """Text output wraps at the terminal's width ($COLUMNS, else 80 off a terminal): the tests
-    read whole lines, as on a wide terminal (tests/test_first_screen.py renders at 80 columns).
+    read whole lines, as on a wide terminal (tests/report/test_first_screen.py renders at 80 columns).
     Restored before pytest prints its own summary."""
     before = os.environ.get("COLUMNS")
     os.environ["COLUMNS"] = "1000"
@@ -97,9 +102,79 @@ def _source(function: Callable[..., object]) -> str:
 
 
 def _imports_torch(item: pytest.Item) -> bool:
-    module = getattr(item, "module", None)
-    return module is not None and any(
-        isinstance(v, types.ModuleType) and v.__name__.split(".")[0] == "torch" for v in vars(module).values())
+    return _loads_torch(Path(str(item.path)))
+
+
+REPO = Path(__file__).resolve().parent.parent
+OURS = ("auditor", "tests")
+
+
+@functools.cache
+def _loads_torch(path: Path) -> bool:
+    """Whether importing the module at PATH imports torch: its imports outside functions, followed
+    through this repository's modules (a test module imported by another, `auditor.doctor`), so
+    that `-m "not torch"` deselects every test whose module cannot be collected without torch."""
+    seen, todo = {path}, [path]
+    while todo:
+        for name in _imports_of(todo.pop()):
+            if name.split(".")[0] == "torch":
+                return True
+            if name.split(".")[0] in OURS:
+                new = [f for f in _files_of(name) if f not in seen]
+                seen.update(new)
+                todo.extend(new)
+    return False
+
+
+@functools.cache
+def _imports_of(path: Path) -> tuple[str, ...]:
+    try:
+        return tuple(_top_level_imports(ast.parse(path.read_text())))
+    except (OSError, SyntaxError):
+        return ()
+
+
+def _top_level_imports(tree: ast.Module) -> Iterator[str]:
+    """Modules named by the imports that run when the module is imported (not in a function); for
+    `from a.b import c` both a.b and a.b.c (c may be a module)."""
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                continue
+            if isinstance(child, ast.Import):
+                yield from (alias.name for alias in child.names)
+            elif isinstance(child, ast.ImportFrom) and child.module and not child.level:
+                yield child.module
+                yield from (f"{child.module}.{alias.name}" for alias in child.names)
+            stack.append(child)
+
+
+def _files_of(name: str) -> list[Path]:
+    """The files importing NAME runs: its packages' __init__.py and its own file, where they exist."""
+    parts = name.split(".")
+    files = [REPO.joinpath(*parts[:n], "__init__.py") for n in range(1, len(parts) + 1)]
+    files.append(REPO.joinpath(*parts[:-1], parts[-1] + ".py"))
+    return [f for f in files if f.is_file()]
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Without torch, `-m "not torch"` (alone or joined by `and`) leaves out the modules that
+    import it, which could not even be collected: those whose tests are all marked `torch`."""
+    expression = config.getoption("markexpr") or ""
+    if (collection_path.suffix == ".py" and re.search(r"\bnot\s+torch\b", expression)
+            and not re.search(r"\bor\b", expression) and not _torch_installed()):
+        return _loads_torch(collection_path) or None
+    return None
+
+
+@functools.cache
+def _torch_installed() -> bool:
+    try:
+        return importlib.util.find_spec("torch") is not None
+    except ImportError:
+        return False
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -1,5 +1,5 @@
 """Writes real Flight Recorder dumps (JSON and pickle, one file per rank) from a small torch.distributed
-program: the fixtures of tests/test_flight_recorder.py.
+program: the fixtures of tests/dynamic/test_flight_recorder.py.
 
     TORCH_FR_BUFFER_SIZE=2000 torchrun --nproc_per_node 2 tests/fr_dumps/make_dumps.py OUT [gloo|nccl] [hang]
 

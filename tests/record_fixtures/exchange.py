@@ -1,5 +1,5 @@
 """Two gloo ranks: one batch_isend_irecv of an isend and an irecv each way, then a send/recv,
-then a barrier: a run that completes (issue 9). Recorded by tests/test_record_runs.py.
+then a barrier: a run that completes (issue 9). Recorded by tests/dynamic/test_record_runs.py.
 
 EXCHANGE_FLOATS=N sets the tensors' length (default 4): at 4 Mi floats (16 MiB) the same order,
 run op by op over NCCL's network transport, would hang; gloo completes it at any size.

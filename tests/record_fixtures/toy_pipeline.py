@@ -1,4 +1,4 @@
-"""A toy 4-stage pipeline on gloo, run under `p2paudit record` by tests/test_record_runs.py.
+"""A toy 4-stage pipeline on gloo, run under `p2paudit record` by tests/dynamic/test_record_runs.py.
 
 Per step, like megatron's 1F1B with variable sequence lengths: shapes go forward in one
 batch_isend_irecv on the PP group (gloo issues them one by one), activations forward with

@@ -8,11 +8,7 @@ its `*args` empty) and walked by a `for stage in self._stages` loop (schedules.p
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from test_callgraph import COMM, analyse
+from tests.static.interp.test_callgraph import COMM, analyse
 
 SCHEDULE = '''
 from pkg import comm

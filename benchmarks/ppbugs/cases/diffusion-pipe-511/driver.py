@@ -68,7 +68,7 @@ def allocate_or_extend_buffers_checking_dtype(self, idx, shape, dtype):
 
     It is DeepSpeed 0.18.4's own method (Apache-2.0) with one clause added by the PR,
     `or self._grad_layer_buf[idx].dtype != dtype`; diffusion-pipe is GPL-3.0, and this clause is
-    quoted to reproduce its fix (tests/test_ppbugs_diffusion_pipe.py checks that nothing else differs).
+    quoted to reproduce its fix (tests/ppbugs/test_ppbugs_diffusion_pipe.py checks that nothing else differs).
     """
     numel = reduce(mul, shape) if len(shape) > 0 else 1
     if (len(self._grad_layer_buf) <= idx or self._grad_layer_buf[idx].numel() < numel
