@@ -28,7 +28,7 @@ DEFAULT_SIZE = 32 * MiB  # docs/findings.md §4: 4096 x 1 x 2048 fp32 activation
 SHAPE_BYTES = 24  # _communicate_shapes sends a 3-element int64 tensor
 
 # Op list orders in megatron-core 0.17.0's megatron/core/pipeline_parallel/p2p_communication.py
-# (tests/test_repro.py checks them against the real wheel).
+# (tests/repro/test_repro.py checks them against the real wheel).
 BATCHED_ORDER = ("send_prev", "recv_prev", "send_next", "recv_next")  # _batched_p2p_ops, shapes
 EVEN_ORDER = ("send_next", "recv_prev", "send_prev", "recv_next")  # _p2p_ops, even stage
 ODD_ORDER = ("recv_prev", "send_next", "recv_next", "send_prev")  # _p2p_ops, odd stage

@@ -32,7 +32,7 @@ def _table(many: bool, required: str, optional: str = "") -> Table:
 
 
 # Keys that select an entry by release (rulebook.files) or say where it was read (`class`,
-# `absent`: the class, or the field a release lacks, tests/test_rules_agree.py checks).
+# `absent`: the class, or the field a release lacks, tests/rules/test_rules_agree.py checks).
 _SELECT = "versions unknown read source code function class absent"
 
 TABLES: dict[str, Table] = {

@@ -1,5 +1,5 @@
 """A Flight Recorder dump's groups and entries on their own (auditor.dynamic.frgroups,
-auditor.dynamic.frevents); the dumps as a whole are tests/test_flight_recorder.py's."""
+auditor.dynamic.frevents); the dumps as a whole are tests/dynamic/test_flight_recorder.py's."""
 
 from __future__ import annotations
 

@@ -6,11 +6,7 @@ which cut torchtitan's scan at MAX_DEPTH, leaving the pipelining stage's metadat
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from test_callgraph import COMM, analyse
+from tests.static.interp.test_callgraph import COMM, analyse
 
 CONFIG = '''
 from pkg import comm

@@ -20,7 +20,7 @@ ranks' op sequences against a small model of NCCL under torch and reports the cy
   its program waits for earlier ops (`Op.after`).
 
 gloo (`Conditions.gloo()`, what a CPU recording ran on) is another model, as measured on gloo
-(`p2paudit doctor --backend gloo`, tests/test_repro.py, tests/test_join.py): no coalescing (a
+(`p2paudit doctor --backend gloo`, tests/repro/test_repro.py, tests/analysis/test_join.py): no coalescing (a
 batch runs op by op), no communicator to create (gloo connects a group's ranks when the group is
 made), no stream order (each op runs on its own as soon as it is issued), no buffering (a send
 completes once its receive is issued, a receive once its send is). Matching is in order per

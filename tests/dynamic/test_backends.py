@@ -11,7 +11,7 @@ import torch
 from auditor.dynamic.backends import GLOO, NCCL, backend, default, of_groups
 from auditor.dynamic.trace import read_trace_dir
 
-FIXTURES = Path(__file__).parent / "record_fixtures"
+FIXTURES = Path(__file__).parents[1] / "record_fixtures"
 
 
 def test_gloo_differs_from_nccl_in_every_capability():

@@ -14,12 +14,12 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from test_ppbugs_corpus import free_port
-from test_ppbugs_diffusion_pipe import p2paudit
+from tests.ppbugs.test_ppbugs_corpus import free_port
+from tests.ppbugs.test_ppbugs_diffusion_pipe import p2paudit
 
 pytestmark = pytest.mark.heavy
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CASE = ROOT / "benchmarks" / "ppbugs" / "cases" / "deepspeed-4726"
 SIDES = {s["name"]: s for s in tomllib.loads((CASE / "case.toml").read_text(encoding="utf-8"))["side"]}
 
