@@ -2,7 +2,7 @@
 
 A front end turns script text into what `auditor.bash.walk.Shell` walks: the nodes of
 `auditor.bash.parser` (Cmd, Branches, Loop, Group, AndOr, Pipeline, Function) whose words are
-`auditor.bash.lexer.Word`s, plus the comments (the `# torch==X` pins). Ours is `Lexer` + `Parser`;
+`auditor.bash.lexer.Word`s, plus the comments (the `# torch==X` pins). Ours is `Lexer` + `ShellParser`;
 the spike (bench_bash_treesitter.py) converts tree-sitter's syntax tree into the same nodes. Three
 measures:
 
@@ -34,7 +34,7 @@ from pathlib import Path
 from bench_bash_treesitter import CRASHER, Comments, TreeSitterFrontEnd, crashes, tree_sitter
 
 from auditor.bash.lexer import Lexer, Part, Word
-from auditor.bash.parser import Node, Parser
+from auditor.bash.parser import Node, ShellParser
 from auditor.config import launch
 from auditor.errors import InputError
 from auditor.findings import Finding
@@ -50,7 +50,7 @@ def scripts() -> list[Path]:
 
 def ours(text: str, path: str, diagnostics: list[Finding], line_base: int = 0) -> tuple[list[Node], Comments]:
     lexer = Lexer(text, path, line_base)
-    nodes = Parser(lexer.tokens(), path, diagnostics).parse()
+    nodes = ShellParser(lexer.tokens(), path, diagnostics).parse()
     return nodes, lexer.comments
 
 
@@ -105,13 +105,13 @@ def launch_reading(text: str, path: str) -> object:
 
 
 class _Swapped:
-    """The tree-sitter front end in place of `Lexer` + `Parser` in `modules` (by default
+    """The tree-sitter front end in place of `Lexer` + `ShellParser` in `modules` (by default
     auditor.config.launch: the launch reading)."""
 
     def __init__(self, front_end: TreeSitterFrontEnd, modules: list | None = None) -> None:
         self.front_end = front_end
         self.saved = [(module, name, getattr(module, name)) for module in modules or [launch]
-                      for name in ("Lexer", "Parser") if hasattr(module, name)]
+                      for name in ("Lexer", "ShellParser") if hasattr(module, name)]
 
     def __enter__(self) -> None:
         front_end = self.front_end
@@ -133,7 +133,7 @@ class _Swapped:
                 nodes, self.lexer.comments[:] = front_end(text, path, self.diagnostics, base)
                 return nodes
 
-        swapped = {"Lexer": SwappedLexer, "Parser": SwappedParser}
+        swapped = {"Lexer": SwappedLexer, "ShellParser": SwappedParser}
         for module, name, _ in self.saved:
             setattr(module, name, swapped[name])
 
@@ -229,7 +229,7 @@ def timing(parsers: dict[str, object], texts: list[tuple[str, str]], repeat: int
 
 def pytest_collection_finish(session) -> None:
     """As a pytest plugin (`--tests`): the launch reading, and the test modules that call Lexer
-    and Parser themselves, use tree-sitter for the whole session."""
+    and ShellParser themselves, use tree-sitter for the whole session."""
     tests = {item.module for item in session.items if hasattr(getattr(item, "module", None), "Lexer")}
     _Swapped(TreeSitterFrontEnd(), [launch, *tests]).__enter__()
 
@@ -262,7 +262,7 @@ def main() -> int:
                     "parse only": lambda text, rel, d: front_end.parser.parse(text.encode())}, texts, args.repeat)
     base = times["ours"]
     print(f"CPU time to parse all {len(texts)} scripts, median of {args.repeat} interleaved runs:")
-    print(f"  ours (Lexer + Parser)          {base * 1e3:8.2f} ms")
+    print(f"  ours (Lexer + ShellParser)     {base * 1e3:8.2f} ms")
     print(f"  tree-sitter (parse + convert)  {times['tree-sitter'] * 1e3:8.2f} ms  "
           f"{times['tree-sitter'] / base:5.2f}x ours")
     print(f"    of which tree-sitter's parse {times['parse only'] * 1e3:8.2f} ms  "

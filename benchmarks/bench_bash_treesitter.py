@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 from auditor.bash.lexer import MAX_NESTING, Part, Word
-from auditor.bash.parser import AndOr, Branches, Cmd, Function, Group, Loop, Node, Pipeline
+from auditor.bash.parser import AndOr, Branches, Cmd, Function, CommandGroup, ShellLoop, Node, Pipeline
 from auditor.errors import InputError
 from auditor.findings import Finding
 
@@ -146,21 +146,21 @@ class TreeSitterFrontEnd:
             inner = self._statements(node.children)
             return inner[0] if inner else None
         if kind == "subshell":
-            return Group(self._statements(node.children), subshell=True)
+            return CommandGroup(self._statements(node.children), subshell=True)
         if kind == "compound_statement":
             if node.children and node.children[0].type == "((":
                 return Cmd([], self._line(node), self._line(node))
-            return Group(self._statements(node.children), subshell=False)
+            return CommandGroup(self._statements(node.children), subshell=False)
         if kind == "if_statement":
             return self._if(node)
         if kind in ("for_statement", "select_statement", "c_style_for_statement"):
             var = node.child_by_field_name("variable")
             body = node.child_by_field_name("body")
-            return Loop(self._line(node), self._text(var) if var else None, [], self._body(body))
+            return ShellLoop(self._line(node), self._text(var) if var else None, [], self._body(body))
         if kind in ("while_statement", "until_statement"):
             body = node.child_by_field_name("body")
             condition = [c for c in node.children if c.is_named and c != body]
-            return Loop(self._line(node), None, self._statements(condition), self._body(body))
+            return ShellLoop(self._line(node), None, self._statements(condition), self._body(body))
         if kind == "case_statement":
             return self._case(node)
         if kind == "function_definition":

@@ -13,7 +13,7 @@ from auditor.config.effective import EffectiveConfig
 from auditor.config.expr import UNKNOWN
 from auditor.findings import Finding
 from auditor.rulebook.apis import BatchWrapper
-from auditor.static.interp.graph import Patch
+from auditor.static.interp.graph import AttrPatch
 from auditor.static.interp.reach import SiteReach
 from auditor.static.sites.sites import Site
 
@@ -115,7 +115,7 @@ def _provenance(effective: EffectiveConfig, key: str) -> str:
 
 
 def site_findings(site_docs: list[dict[str, Any]], unbatched: dict[str, Unbatched | None],
-                  patches: list[Patch], nccl: bool = True) -> list[Finding]:
+                  patches: list[AttrPatch], nccl: bool = True) -> list[Finding]:
     """`nccl`: the run may be on NCCL (its backend is NCCL or unknown); NCCL's lazily created
     communicators are not those of another backend (Ascend's HCCL, rules [[backend]])."""
     findings: list[Finding] = []

@@ -48,12 +48,12 @@ class Heredoc:
 
 
 @dataclass
-class Op:
+class Operator:
     text: str
     line: int
 
 
-Token = Word | Op
+Token = Word | Operator
 
 
 class Lexer:
@@ -84,7 +84,7 @@ class Lexer:
             elif c == "\\" and s.startswith("\n", i + 1):
                 i += 2
             elif c == "\n":
-                out.append(Op("\n", self.line(i)))
+                out.append(Operator("\n", self.line(i)))
                 i += 1
                 for delimiter, strip, word in heredocs:
                     start = i
@@ -103,7 +103,7 @@ class Lexer:
                 start = i + (fd.end() if fd else 0)
                 op = next((o for o in _OPERATORS if s.startswith(o, start)), None)
                 if op is not None:
-                    out.append(Op(op, self.line(i)))
+                    out.append(Operator(op, self.line(i)))
                     i = start + len(op)
                     if op in ("<<", "<<-"):
                         want_delimiter = op == "<<-"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from auditor.bash.lexer import MAX_NESTING, REDIRECTS, Heredoc, Op, Token, Word
+from auditor.bash.lexer import MAX_NESTING, REDIRECTS, Heredoc, Operator, Token, Word
 from auditor.errors import InputError
 from auditor.findings import Finding
 
@@ -35,7 +35,7 @@ class Branches:
 
 
 @dataclass
-class Loop:
+class ShellLoop:
     line: int
     var: str | None
     condition: list[Node]
@@ -43,7 +43,7 @@ class Loop:
 
 
 @dataclass
-class Group:
+class CommandGroup:
     body: list[Node]
     subshell: bool
 
@@ -66,10 +66,10 @@ class Function:
     body: Node
 
 
-Node = Cmd | Branches | Loop | Group | AndOr | Pipeline | Function
+Node = Cmd | Branches | ShellLoop | CommandGroup | AndOr | Pipeline | Function
 
 
-class Parser:
+class ShellParser:
     """Bash grammar, best effort: a syntax error becomes a diagnostic and parsing goes on."""
 
     def __init__(self, tokens: list[Token], path: str, diagnostics: list[Finding]) -> None:
@@ -88,7 +88,7 @@ class Parser:
     def _op(self, k: int = 0) -> str | None:
         """The text of the operator k tokens ahead; None where that is a word or the end."""
         tok = self._peek(k)
-        return tok.text if isinstance(tok, Op) else None
+        return tok.text if isinstance(tok, Operator) else None
 
     def _is_kw(self, tok: Token | None, words: frozenset[str] | set[str]) -> bool:
         return isinstance(tok, Word) and tok.raw in words and tok.raw in _KEYWORDS
@@ -111,7 +111,7 @@ class Parser:
     def _list(self, terms: frozenset[str]) -> list[Node]:
         items: list[Node] = []
         while (tok := self._peek()) is not None:
-            if isinstance(tok, Op):
+            if isinstance(tok, Operator):
                 if tok.text in ("\n", ";", "&"):
                     self.p += 1
                 elif tok.text in terms:
@@ -130,7 +130,7 @@ class Parser:
     def _and_or(self) -> Node:
         first = self._pipeline()
         rest: list[tuple[str, Node]] = []
-        while isinstance(op := self._peek(), Op) and op.text in ("&&", "||"):
+        while isinstance(op := self._peek(), Operator) and op.text in ("&&", "||"):
             self.p += 1
             while self._op() == "\n":
                 self.p += 1
@@ -141,7 +141,7 @@ class Parser:
         negated = self._is_kw(self._peek(), {"!"})
         self.p += negated
         commands = [self._command()]
-        while isinstance(op := self._peek(), Op) and op.text in ("|", "|&"):
+        while isinstance(op := self._peek(), Operator) and op.text in ("|", "|&"):
             self.p += 1
             while self._op() == "\n":
                 self.p += 1
@@ -150,7 +150,7 @@ class Parser:
 
     def _command(self) -> Node:
         tok = self._peek()
-        compound = (isinstance(tok, Op) and tok.text == "(") or self._is_kw(
+        compound = (isinstance(tok, Operator) and tok.text == "(") or self._is_kw(
             tok, {"if", "for", "select", "while", "until", "case", "{", "function"})
         if tok is None or not compound:
             if isinstance(tok, Word) and self._op(1) == "(" and self._op(2) == ")":
@@ -173,7 +173,7 @@ class Parser:
 
     def _compound(self, tok: Token) -> Node:
         line = tok.line
-        if isinstance(tok, Op):  # ( subshell ) or (( arithmetic ))
+        if isinstance(tok, Operator):  # ( subshell ) or (( arithmetic ))
             if self._op(1) == "(":
                 self._skip_arithmetic()
                 return Cmd([], line, line)
@@ -183,7 +183,7 @@ class Parser:
                 self.p += 1
             else:
                 self._syntax(line, "`)` expected")
-            return Group(body, subshell=True)
+            return CommandGroup(body, subshell=True)
         word = tok.raw
         self.p += 1
         if word == "if":
@@ -237,12 +237,12 @@ class Parser:
                     self.p += 1
                     break
                 patterns.append([])
-                while (cur := self._peek()) is not None and not (isinstance(cur, Op) and cur.text == ")"):
+                while (cur := self._peek()) is not None and not (isinstance(cur, Operator) and cur.text == ")"):
                     self.p += 1
                     catch_all |= isinstance(cur, Word) and cur.raw == "*"
                     if isinstance(cur, Word):
                         patterns[-1].append(cur)
-                    if isinstance(cur, Op) and cur.text not in ("(", "|"):
+                    if isinstance(cur, Operator) and cur.text not in ("(", "|"):
                         break
                 else:
                     if cur is not None:
@@ -256,7 +256,7 @@ class Parser:
         if word == "{":
             body = self._list(frozenset({"}"}))
             self._expect("}", line)
-            return Group(body, subshell=False)
+            return CommandGroup(body, subshell=False)
         # function NAME [()] BODY
         name = nxt.raw if isinstance(nxt := self._peek(), Word) else ""
         self.p += 1 if name else 0
@@ -265,20 +265,20 @@ class Parser:
         self._skip_newlines()
         return Function(name, self._command())
 
-    def _loop_body(self, line: int, var: str | None, condition: list[Node]) -> Loop:
+    def _loop_body(self, line: int, var: str | None, condition: list[Node]) -> ShellLoop:
         self._skip_newlines()
         self._expect("do", line)
         body = self._list(frozenset({"done"}))
         self._expect("done", line)
-        return Loop(line, var, condition, body)
+        return ShellLoop(line, var, condition, body)
 
     def _skip_arithmetic(self) -> None:
         depth = 0
         while (tok := self._peek()) is not None:
             self.p += 1
-            if isinstance(tok, Op) and tok.text == "(":
+            if isinstance(tok, Operator) and tok.text == "(":
                 depth += 1
-            elif isinstance(tok, Op) and tok.text == ")":
+            elif isinstance(tok, Operator) and tok.text == ")":
                 depth -= 1
                 if depth <= 0:
                     if self._op() == ")":
@@ -288,7 +288,7 @@ class Parser:
     def _redirects(self) -> Heredoc | None:
         """Skip redirections; the here-document among them, if any."""
         document = None
-        while isinstance(op := self._peek(), Op) and op.text in REDIRECTS:
+        while isinstance(op := self._peek(), Operator) and op.text in REDIRECTS:
             self.p += 1
             if isinstance(target := self._peek(), Word):
                 self.p += 1
@@ -306,7 +306,7 @@ class Parser:
                 self.p += 1
                 if test and tok.raw == "]]":
                     test = False
-            elif isinstance(tok, Op) and tok.text in REDIRECTS and not test:
+            elif isinstance(tok, Operator) and tok.text in REDIRECTS and not test:
                 stdin = self._redirects() or stdin
             elif test:  # inside `[[ ]]` operators and newlines are part of the test
                 self.p += 1

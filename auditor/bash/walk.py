@@ -17,10 +17,10 @@ from auditor.bash.parser import (
     Branches,
     Cmd,
     Function,
-    Group,
-    Loop,
+    CommandGroup,
+    ShellLoop,
     Node,
-    Parser,
+    ShellParser,
     Pipeline,
 )
 from auditor.bash.values import (
@@ -92,12 +92,12 @@ class Shell(Expander, ABC):
                 self.vars = saved
         elif isinstance(node, Branches):
             self._if_or_case(node)
-        elif isinstance(node, Loop):
+        elif isinstance(node, ShellLoop):
             if node.var:
                 self.vars[node.var] = Var(Symbolic(f"${node.var}"), node.line, False)
             self.run(node.condition)
             self._branches([node.body], exhaustive=False)
-        elif isinstance(node, Group):
+        elif isinstance(node, CommandGroup):
             saved = dict(self.vars)
             self.run(node.body)
             if node.subshell:
@@ -233,7 +233,7 @@ class Shell(Expander, ABC):
             else:
                 text = str(concat([f.value for f in fields], " "))
                 tokens = Lexer(text, self.path, cmd.line - 1).tokens()
-                self.run(Parser(tokens, self.path, self.diagnostics).parse())
+                self.run(ShellParser(tokens, self.path, self.diagnostics).parse())
         finally:
             self.depth -= 1
         if unknown and isinstance(head, str):  # `eval cmd $X`: $X may end the command and set more
@@ -273,7 +273,7 @@ class Shell(Expander, ABC):
         self.depth += 1
         saved, self.reading = self.reading, path  # ${BASH_SOURCE[0]} is the sourced file
         try:
-            self.run(Parser(Lexer(text, path).tokens(), path, self.diagnostics).parse())
+            self.run(ShellParser(Lexer(text, path).tokens(), path, self.diagnostics).parse())
         except InputError as exc:
             self.unknowable(cmd.line, f"`source {target.value}` (cannot be read: {exc.cause})")
         finally:

@@ -92,7 +92,7 @@ def _same_file(a: str, b: str) -> bool:
         return os.path.realpath(a) == os.path.realpath(b)
 
 
-def apply(plan: fix_plan.Plan) -> str:
+def apply(plan: fix_plan.FixPlan) -> str:
     """Write the verified patch over each file it changes (the launch script, the entry
     script), which must each still be the file scanned; each original goes to
     FILE.p2paudit-bak first (never over an earlier backup). Nothing is written unless every

@@ -28,7 +28,7 @@ from auditor.analysis.waitfor.transports import transport_names
 from auditor.errors import EXIT_FINDINGS, InputError
 from auditor.scan import ScanInputs, read_config, run_scan
 from auditor.simulate import machine, predict, titan_plan
-from auditor.simulate.plan import Plan, plan
+from auditor.simulate.plan import SimulationPlan, plan
 from auditor.simulate.run import run as run_schedule
 
 
@@ -96,7 +96,7 @@ def _newest_releases(config: str) -> list[str]:
     return choice.targets(choice.combinations[0]) if choice else []
 
 
-def _simulate(doc: dict[str, Any], p: Plan, args: argparse.Namespace, workdir: Path) -> int:
+def _simulate(doc: dict[str, Any], p: SimulationPlan, args: argparse.Namespace, workdir: Path) -> int:
     recorded = run_schedule(p, workdir)
     if recorded.status != 0:
         tail = [ln for ln in recorded.output.strip().splitlines() if ln.strip()][-1:] or ["no output"]
@@ -127,7 +127,7 @@ def _simulate(doc: dict[str, Any], p: Plan, args: argparse.Namespace, workdir: P
     return decided.exit_code
 
 
-def _not_run(doc: dict[str, Any], p: Plan, args: argparse.Namespace, why: str,
+def _not_run(doc: dict[str, Any], p: SimulationPlan, args: argparse.Namespace, why: str,
              words: str) -> int:
     """The answer without a (usable) run: a size unknown, a run that does not start (the scan's
     start-up errors), one this machine cannot hold, or one whose trace stopped early (`why`:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor.bash.lexer import Lexer
-from auditor.bash.parser import Parser
+from auditor.bash.parser import ShellParser
 from auditor.bash.syntax import bash_rejects
 from auditor.bash.values import EnvVar
 from auditor.config.configfiles import read_config_files
@@ -132,7 +132,7 @@ def parse_launch(
     spelling = Spelling.load(megatron_version)
     lexer = Lexer(text, path)
     tokens = lexer.tokens()
-    nodes = Parser(tokens, path, diagnostics).parse()
+    nodes = ShellParser(tokens, path, diagnostics).parse()
     _refuse_what_bash_rejects(text, path, diagnostics)
     shell = LaunchShell(path, spelling, dict(environ or {}), diagnostics, text.split("\n"))
     shell.allocate(lexer, tokens)
@@ -225,7 +225,7 @@ def _given_command(shell: LaunchShell, command: str, path: str, after: int) -> N
         tokens = Lexer(command, "--command", after).tokens()
     except InputError as exc:
         raise InputError("--command", exc.cause) from None
-    shell.run(Parser(tokens, "--command", shell.diagnostics).parse())
+    shell.run(ShellParser(tokens, "--command", shell.diagnostics).parse())
     if not shell.candidates:
         raise InputError("--command", f"is no training command: looked for {shell.spelling.looked_for()}")
     shell.diagnostics.append(Finding(

@@ -28,7 +28,7 @@ from auditor.findings import Finding
 
 
 @dataclass(frozen=True)
-class Entry:
+class EntryFile:
     path: str  # the file read
     written: str  # its path relative to where it was looked up (`train.py`, `pkg/mod.py`)
 
@@ -44,7 +44,7 @@ class Setting:
     other_at: int  # of another third-party module, which may import torch
 
 
-def locate(launch: LaunchConfig) -> tuple[Entry | None, str]:
+def locate(launch: LaunchConfig) -> tuple[EntryFile | None, str]:
     """The entry script, or why there is none to read ("" where the launcher runs none)."""
     script = launch.script
     if script is None:
@@ -53,14 +53,14 @@ def locate(launch: LaunchConfig) -> tuple[Entry | None, str]:
         return None, f"its path is {script}, not known statically"
     written = script.replace(".", "/") + ".py" if "m" in launch.launcher_flags else script
     if os.path.isabs(written):
-        return (Entry(written, written), "") if os.path.isfile(written) else (
+        return (EntryFile(written, written), "") if os.path.isfile(written) else (
             None, f"{written} does not exist here")
     here = os.path.dirname(os.path.abspath(launch.path))
     found = [p for p in (os.path.join(here, written), os.path.abspath(written)) if os.path.isfile(p)]
     if not found:
         return None, (f"{written} is neither beside {launch.path} nor in the working directory "
                       f"{os.getcwd()}")
-    return Entry(found[0], written), ""
+    return EntryFile(found[0], written), ""
 
 
 @functools.cache
@@ -206,7 +206,7 @@ def read_entry(launch: LaunchConfig) -> None:
                other_at or (f"line {s.other_at}" if s.other_at else ""))
 
 
-def _package_imports(entry: Entry) -> tuple[str, str]:
+def _package_imports(entry: EntryFile) -> tuple[str, str]:
     """`-m pkg.mod` runs pkg/__init__.py first: where it imports torch, and where it imports
     something else that may (a third-party module, a relative import); "" where not."""
     parts = entry.written.split("/")[:-1]
@@ -232,7 +232,7 @@ def _package_imports(entry: Entry) -> tuple[str, str]:
     return torch_at, other_at
 
 
-def _merge(launch: LaunchConfig, entry: Entry, s: Setting, torch_at: str, other_at: str) -> None:
+def _merge(launch: LaunchConfig, entry: EntryFile, s: Setting, torch_at: str, other_at: str) -> None:
     """`torch_at`, `other_at`: where torch, or a module that may import it, was imported before
     the setting ("" where nothing was)."""
     at = f"{entry.path}:{s.line}"

@@ -32,7 +32,7 @@ from auditor.sources import SourceSet
 MODEL_KEYS = ("dim", "n_layers")  # read from the flavor's entry; flags `model.dim`, `model.n_layers`
 
 
-class Unreadable(Exception):
+class UnreadableJobConfig(Exception):
     """Why the job config cannot be read."""
 
 
@@ -52,7 +52,7 @@ def read_job_config(launch: LaunchConfig, srcs: list[SourceSet]) -> None:
                 settings, origin = _toml(titan.root, entry, flag, launch.path)
             else:
                 settings, origin = _registry(titan.root, entry, launch, flag)
-        except Unreadable as exc:
+        except UnreadableJobConfig as exc:
             launch.diagnostics.append(Finding(
                 "launch.config-file-unread", "warning",
                 f"torchtitan's job config ({flag.spelling} {flag.value}) cannot be read: {exc}; "
@@ -79,7 +79,7 @@ def _defaults(root: Path, entry: dict[str, Any]) -> dict[str, tuple[Any, str]]:
         tree = _parse(root / path)
         cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name), None)
         if cls is None:
-            raise Unreadable(f"{path} defines no class {name}")
+            raise UnreadableJobConfig(f"{path} defines no class {name}")
         for node in cls.body:
             if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and \
                     isinstance(node.value, ast.Constant):
@@ -92,18 +92,18 @@ def _toml(root: Path, entry: dict[str, Any], flag: Flag, launch_path: str
           ) -> tuple[dict[str, tuple[Any, str]], str]:
     name = flag.value
     if not isinstance(name, str) or not name:
-        raise Unreadable(f"`{name}` is not known statically")
+        raise UnreadableJobConfig(f"`{name}` is not known statically")
     here = Path(launch_path).resolve().parent
     candidates = [Path(name)] if Path(name).is_absolute() else [d / name for d in [here, *here.parents]]
     found = next((c for c in candidates if c.is_file()), None)
     if found is None:
-        raise Unreadable(f"{name} is not found in {here} or a directory above it (it is in "
+        raise UnreadableJobConfig(f"{name} is not found in {here} or a directory above it (it is in "
                          f"torchtitan's repository, not its release: audit where the job starts)")
     text = found.read_text(encoding="utf-8")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise Unreadable(f"{found} is not TOML: {exc}") from None
+        raise UnreadableJobConfig(f"{found} is not TOML: {exc}") from None
     settings = _defaults(root, entry)
     lines = text.splitlines()
     for section, table in data.items():
@@ -131,13 +131,13 @@ def _registry(root: Path, entry: dict[str, Any], launch: LaunchConfig, flag: Fla
               ) -> tuple[dict[str, tuple[Any, str]], str]:
     module, name = launch.flags.get("module"), flag.value
     if module is None or not isinstance(module.value, str) or not isinstance(name, str):
-        raise Unreadable("--module and --config are not both known statically")
+        raise UnreadableJobConfig("--module and --config are not both known statically")
     rel = next((p for p in (f"torchtitan/models/{module.value}/config_registry.py",
                             f"torchtitan/experiments/{module.value}/config_registry.py",
                             module.value.replace(".", "/") + "/config_registry.py")
                 if (root / p).is_file()), None)
     if rel is None:
-        raise Unreadable(f"the release has no config_registry for --module {module.value}")
+        raise UnreadableJobConfig(f"the release has no config_registry for --module {module.value}")
     functions = {n.name: n for n in _parse(root / rel).body if isinstance(n, ast.FunctionDef)}
     settings = _defaults(root, entry)
     flavor = _Registry(functions, rel, settings).run(name)
@@ -161,7 +161,7 @@ class _Registry:
     def run(self, name: str, depth: int = 0) -> str:
         fn = self.functions.get(name)
         if fn is None or depth > 8:
-            raise Unreadable(f"{self.rel} has no function {name}")
+            raise UnreadableJobConfig(f"{self.rel} has no function {name}")
         flavors: dict[str, str] = {}  # local name -> the flavor model_registry was given
         flavor = ""
         for stmt in fn.body:
@@ -194,18 +194,18 @@ class _Registry:
                     if kw.arg in self.SECTIONS and isinstance(kw.value, ast.Call):
                         for inner in kw.value.keywords:
                             if inner.arg is None:
-                                raise Unreadable(f"{self.rel}:{kw.value.lineno}: **kwargs")
+                                raise UnreadableJobConfig(f"{self.rel}:{kw.value.lineno}: **kwargs")
                             self._set(f"{kw.arg}.{inner.arg}", inner.value, f"{name}()")
                     elif kw.arg == "model_spec":
                         got = flavors.get(kw.value.id) if isinstance(kw.value, ast.Name) else _flavor(kw.value)
                         if got is None:
-                            raise Unreadable(f"{self.rel}:{kw.value.lineno}: the model_spec is "
+                            raise UnreadableJobConfig(f"{self.rel}:{kw.value.lineno}: the model_spec is "
                                              f"not a model_registry(FLAVOR) call")
                         flavor = got
                 continue
             if isinstance(stmt, ast.Return) and isinstance(stmt.value, ast.Name):
                 continue
-            raise Unreadable(f"{self.rel}:{stmt.lineno}: `{ast.unparse(stmt)[:60]}` in {name}() "
+            raise UnreadableJobConfig(f"{self.rel}:{stmt.lineno}: `{ast.unparse(stmt)[:60]}` in {name}() "
                              f"is not read statically")
         return flavor
 
@@ -214,7 +214,7 @@ class _Registry:
         self.settings[key] = (None if value is _Missing else value,
                               f"{key} ({self.rel}:{node.lineno}, {where})")
         if value is _Missing:  # computed: not a default, and not known here
-            raise Unreadable(f"{self.rel}:{node.lineno}: {key} = `{ast.unparse(node)[:40]}` "
+            raise UnreadableJobConfig(f"{self.rel}:{node.lineno}: {key} = `{ast.unparse(node)[:40]}` "
                              f"is not a constant")
 
 
@@ -276,4 +276,4 @@ def _parse(path: Path) -> ast.Module:
     try:
         return ast.parse(path.read_text(encoding="utf-8"), str(path))
     except (OSError, SyntaxError, UnicodeDecodeError) as exc:
-        raise Unreadable(f"{path}: {exc}") from None
+        raise UnreadableJobConfig(f"{path}: {exc}") from None

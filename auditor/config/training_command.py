@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 
 from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Word
-from auditor.bash.parser import Cmd, Node, Parser
+from auditor.bash.parser import Cmd, Node, ShellParser
 from auditor.bash.values import EnvVar, Field, Var
 from auditor.bash.walk import Shell
 from auditor.errors import InputError
@@ -227,7 +227,7 @@ class LaunchShell(Shell):
             lexer = Lexer(text, path, line - 1)
             tokens = lexer.tokens()
             self.allocate(lexer, tokens)
-            self.run(Parser(tokens, path, self.diagnostics).parse())
+            self.run(ShellParser(tokens, path, self.diagnostics).parse())
         except InputError as exc:  # the inner shell fails at run time; the script itself is fine
             self.diagnostics.append(Finding(
                 "launch.syntax", "warning", f"the `{how}` script cannot be read: {exc.cause}",

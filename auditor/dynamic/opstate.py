@@ -1,7 +1,7 @@
 """What the recorder keeps per op, batch, coalescing window, thread, process group and Work, and
 the fragments of a trace line each of them contributes (formatted once, then reused).
 
-Plain slotted records: the recorder creates one `Op` (and at most one `WorkRef`) per intercepted
+Plain slotted records: the recorder creates one `TracedOp` (and at most one `WorkRef`) per intercepted
 call, so their cost is on the hot path that benchmarks/bench_record.py measures.
 """
 
@@ -32,7 +32,7 @@ class PerThread(threading.local):
         self.state = ThreadState()
 
 
-class Group:
+class TracedGroup:
     """What a trace line says about a process group, computed once per group object."""
 
     __slots__ = ("name", "ranks", "my_rank", "index", "eager", "json", "ref", "whole", "paired")
@@ -71,7 +71,7 @@ class Group:
         return f',"comm_init":{{"kind":"pair","key":"{low}:{high}"}}'
 
 
-class Op:
+class TracedOp:
     """One op between its start line and its end. `work`: the Work it completes with, once the
     call returned one; `in_window`: it completes with its coalescing window's Work."""
 
@@ -80,7 +80,7 @@ class Op:
     t: float  # seconds since the trace's start
     line: str  # the op's start line, as written
 
-    def __init__(self, api: str, group: Group | None, thread: int, in_window: bool) -> None:
+    def __init__(self, api: str, group: TracedGroup | None, thread: int, in_window: bool) -> None:
         # seq, t and line are set by the start line's `_emit_locked`, before anyone reads them.
         self.thread = thread
         self.api = api
@@ -122,7 +122,7 @@ class Window:
     __slots__ = ("ops", "batch")
 
     def __init__(self, batch: int) -> None:
-        self.ops: list[Op] = []
+        self.ops: list[TracedOp] = []
         self.batch = batch
 
 

@@ -55,8 +55,8 @@ HEAD_PER_RANK = 32
 Site = tuple  # (path, line, end_line, function), as the recorder names a line of code
 
 
-class Use(NamedTuple):
-    """What a run of ops had in common; `RankTrace.usage` counts ops per Use."""
+class OpUsage(NamedTuple):
+    """What a run of ops had in common; `RankTrace.usage` counts ops per OpUsage."""
 
     kind: str  # p2p | collective
     api: str
@@ -85,7 +85,7 @@ class RankTrace:
     complete: bool = True
     open_ops: list[dict[str, Any]] = field(default_factory=list)
     groups: list[dict[str, Any]] = field(default_factory=list)
-    usage: Counter = field(default_factory=Counter)  # Use -> ops
+    usage: Counter = field(default_factory=Counter)  # OpUsage -> ops
     batch_calls: Counter = field(default_factory=Counter)  # site -> batch_isend_irecv calls
     # (site, the framework line that chose its op: the line's `chosen`) -> ops, where recorded
     chosen: Counter = field(default_factory=Counter)
@@ -384,7 +384,7 @@ def rank_trace(rank: int, path: Path, lines: Iterable[tuple[int | None, dict[str
         except LookupError as exc:
             raise inconsistent(path, str(exc), number) from None
     trace.last_t = last_t
-    trace.usage = Counter({Use(*key): n for key, n in usage.items()})
+    trace.usage = Counter({OpUsage(*key): n for key, n in usage.items()})
     trace.open_ops = [open_ops[seq] for seq in sorted(open_ops)]
     for event in trace.open_ops:
         if "end" not in event:  # beyond the head: made like the head's starts

@@ -35,7 +35,7 @@ from typing import Any
 
 from auditor.dynamic import callsite
 from auditor.dynamic.opstate import (
-    Batch, Group, Op, PerThread, ThreadState, Window, WorkRef, fields_json, tensor_json,
+    Batch, TracedGroup, TracedOp, PerThread, ThreadState, Window, WorkRef, fields_json, tensor_json,
 )
 from auditor.dynamic.writer import TraceWriter, env_int
 
@@ -57,12 +57,12 @@ class Recorder(TraceWriter):
         # torch's per-group queues of collectives inside a coalescing manager (set by install).
         self.coalescing_queues: dict[Any, Any] = {}
         self.batches = 0
-        self.works: dict[int, tuple[WorkRef, list[Op]]] = {}  # id(Work) -> (ref, ops)
+        self.works: dict[int, tuple[WorkRef, list[TracedOp]]] = {}  # id(Work) -> (ref, ops)
         # Works freed (their refs, queued by the refs' shared callback), to reap.
         self.freed: deque[WorkRef] = deque()
         self.on_freed = self.freed.append
         self.windows: dict[Any, Window] = {}  # process group -> its open coalescing window
-        self.groups: dict[int, tuple[weakref.ref, Group]] = {}  # id(process group) -> ...
+        self.groups: dict[int, tuple[weakref.ref, TracedGroup]] = {}  # id(process group) -> ...
         self.world: Any = None  # the default process group, once known
         self.last_done: dict[str, str] = {}  # group name -> start line of its last completed op
         self.waited: deque[tuple[weakref.ref, str]] = deque(maxlen=64)
@@ -73,7 +73,7 @@ class Recorder(TraceWriter):
 
     # --- process groups ------------------------------------------------------------------------
 
-    def group(self, pg: Any) -> tuple[Any, Group | None]:
+    def group(self, pg: Any) -> tuple[Any, TracedGroup | None]:
         """(the process group an op runs on, what to say about it); None means the default."""
         if pg is None:
             pg = self.world
@@ -85,14 +85,14 @@ class Recorder(TraceWriter):
         if entry is not None and entry[0]() is pg:
             return pg, entry[1]
         try:
-            g = Group(pg, self.c10d)
+            g = TracedGroup(pg, self.c10d)
             self.groups[id(pg)] = (weakref.ref(pg), g)
         except (TypeError, ValueError, RuntimeError, KeyError, AttributeError):
             return pg, None  # not a process group (a non-member sentinel): torch will say so
         self._emit(f'"api":"group","phase":"group","group":{g.json}')
         return pg, g
 
-    def _known_group(self, pg: Any) -> tuple[Any, Group | None]:
+    def _known_group(self, pg: Any) -> tuple[Any, TracedGroup | None]:
         """`group`, with its common case (a group seen before) inlined for the hot path."""
         known = pg if pg is not None else self.world
         entry = self.groups.get(id(known)) if known is not None else None
@@ -103,7 +103,7 @@ class Recorder(TraceWriter):
     # --- ops -----------------------------------------------------------------------------------
 
     def begin_p2p(self, api: str, tensor: Any, peer: Any, group_peer: Any, pg: Any,
-                  state: ThreadState) -> Op | None:
+                  state: ThreadState) -> TracedOp | None:
         lock = self.lock
         lock.acquire()
         try:
@@ -136,7 +136,7 @@ class Recorder(TraceWriter):
             lock.release()
 
     def begin_group_op(self, api: str, kind: str, tensor: Any, pg: Any,
-                       state: ThreadState) -> Op | None:
+                       state: ThreadState) -> TracedOp | None:
         """A collective, or a fused P2P op on a whole group (ring_exchange in custom builds)."""
         lock = self.lock
         lock.acquire()
@@ -158,14 +158,14 @@ class Recorder(TraceWriter):
         finally:
             lock.release()
 
-    def _started_locked(self, api: str, kind: str, batched: bool, peer: Any, g: Group | None,
+    def _started_locked(self, api: str, kind: str, batched: bool, peer: Any, g: TracedGroup | None,
                         state: ThreadState, site: str, tensor: Any, extra: str,
-                        window: Window | None) -> Op:
+                        window: Window | None) -> TracedOp:
         """Writes the op's start line, with the ends of the Works freed since the last line (taken
         here, when nothing can fail before the line is written), and joins the op to its window.
         `site`: the caller's, taken by the begin_ method the hook called (a fixed depth); `extra`
         ends with the frame that chose the op where that is another (`callsite.caller_sites`)."""
-        op = Op(api, g, state.ident, window is not None)
+        op = TracedOp(api, g, state.ident, window is not None)
         body = (f'"api":"{api}","phase":"start","kind":"{kind}",'
                 f'"batched":{"true" if batched else "false"},"peer":{peer},'
                 f'"group":{g.ref if g is not None else "null"},'
@@ -177,10 +177,10 @@ class Recorder(TraceWriter):
             window.ops.append(op)
         return op
 
-    def begin_setup(self, api: str, details: dict[str, Any]) -> Op | None:
+    def begin_setup(self, api: str, details: dict[str, Any]) -> TracedOp | None:
         """init_process_group / new_group: not ops on a group, but a rank can block in them."""
         try:
-            op = Op(api, None, threading.get_ident(), False)
+            op = TracedOp(api, None, threading.get_ident(), False)
             site, chosen = callsite.caller_sites(2)
             self._emit(f'"api":"{api}","phase":"start","kind":"setup",'
                        f'"site":{site}{fields_json(details)}{chosen}', op)
@@ -189,7 +189,7 @@ class Recorder(TraceWriter):
             self.fail(exc)
             return None
 
-    def finish(self, op: Op | None, result: Any) -> None:
+    def finish(self, op: TracedOp | None, result: Any) -> None:
         """The call returned: a Work means completion comes later (its wait), else it is done."""
         if op is None or not self.on:
             return
@@ -218,7 +218,7 @@ class Recorder(TraceWriter):
         except Exception as exc:
             self.fail(exc)
 
-    def initialised(self, op: Op | None) -> None:
+    def initialised(self, op: TracedOp | None) -> None:
         """After init_process_group returned: this process is a rank from now on."""
         if not self.on:
             return
@@ -238,16 +238,16 @@ class Recorder(TraceWriter):
         except Exception as exc:
             self.fail(exc)
 
-    def group_created(self, op: Op | None, pg: Any) -> None:
+    def group_created(self, op: TracedOp | None, pg: Any) -> None:
         def details() -> dict[str, Any]:
             g = self.group(pg)[1] if pg is not None else None
             return {"group": json.loads(g.json) if g else None}
         self._end_reporting(op, "return", details)
 
-    def raised(self, op: Op | None, exc: BaseException) -> None:
+    def raised(self, op: TracedOp | None, exc: BaseException) -> None:
         self._end_reporting(op, "raise", lambda: _error(exc))
 
-    def _end_reporting(self, op: Op | None, how: str, details: Callable[[], dict[str, Any]]) -> None:
+    def _end_reporting(self, op: TracedOp | None, how: str, details: Callable[[], dict[str, Any]]) -> None:
         """Ends `op` with what `details` says; an error of our own turns recording off."""
         if op is None or not self.on:
             return
@@ -256,7 +256,7 @@ class Recorder(TraceWriter):
         except Exception as err:
             self.fail(err)
 
-    def end(self, op: Op, how: str, details: dict[str, Any] | None = None) -> None:
+    def end(self, op: TracedOp, how: str, details: dict[str, Any] | None = None) -> None:
         lock = self.lock
         lock.acquire()
         try:
@@ -264,12 +264,12 @@ class Recorder(TraceWriter):
         finally:
             lock.release()
 
-    def _end_locked(self, op: Op, how: str, details: dict[str, Any] | None = None) -> None:
+    def _end_locked(self, op: TracedOp, how: str, details: dict[str, Any] | None = None) -> None:
         if self._ended_locked(op):
             self._emit_locked(f'"api":"{op.api}","phase":"end","of":{op.seq},"how":"{how}"'
                               + (fields_json(details) if details else ""))
 
-    def _ended_locked(self, op: Op) -> bool:
+    def _ended_locked(self, op: TracedOp) -> bool:
         """The op is no longer pending; False where it already was not (ended twice)."""
         if self.pending.pop(op.seq, None) is None:
             return False
@@ -279,7 +279,7 @@ class Recorder(TraceWriter):
 
     # --- completion through Work objects -------------------------------------------------------
 
-    def _track(self, op: Op, work: Any) -> None:
+    def _track(self, op: TracedOp, work: Any) -> None:
         """Without the lock: each step is one dict operation, atomic on its own, on a key no
         other thread touches (a Work just returned to this thread; an id is reused only after
         its Work died, and `_freed_locked` checks the ref before it deletes). Readers of `works`
@@ -336,7 +336,7 @@ class Recorder(TraceWriter):
         ends = [f'[{op.seq},"dropped"]' for op in ops if self._ended_locked(op)]
         return f',"ends":[{",".join(ends)}]' if ends else ""
 
-    def _freed_locked(self) -> list[Op]:
+    def _freed_locked(self) -> list[TracedOp]:
         """The ops of the Works freed since the last call, which no wait has ended."""
         freed, ops = self.freed, []
         while freed:
@@ -344,7 +344,7 @@ class Recorder(TraceWriter):
             ops += self._take_locked(ref.key, ref)
         return ops
 
-    def _take_locked(self, key: int, ref: WorkRef) -> list[Op]:
+    def _take_locked(self, key: int, ref: WorkRef) -> list[TracedOp]:
         """The ops of the Work `ref` tracks under `key`, tracked no longer; none where the key
         now tracks another Work (an id is reused once its Work died) or none at all."""
         entry = self.works.get(key)
@@ -413,7 +413,7 @@ class Recorder(TraceWriter):
 
     # --- state for hang reports ----------------------------------------------------------------
 
-    def snapshot(self) -> tuple[list[tuple[Op, Any]], dict[str, str], list[str]]:
+    def snapshot(self) -> tuple[list[tuple[TracedOp, Any]], dict[str, str], list[str]]:
         """(pending ops with their Work if any, last completed per group, waited-on ops whose
         Work is not complete: for NCCL, wait() only orders the stream, the GPU may still be
         stuck in them)."""

@@ -280,23 +280,23 @@ def per_rank_file(function: Callable[[Path, int], T], files: list[tuple[Path, in
     with ProcessPoolExecutor(workers, mp_context=context) as pool:
         chunk = max(1, len(files) // (workers * 8))
         for result in pool.map(_in_worker, [function] * len(files), files, chunksize=chunk):
-            if isinstance(result, _Refused):
+            if isinstance(result, _WorkerError):
                 raise InputError(*result.parts)
             yield result
 
 
-class _Refused:
+class _WorkerError:
     """An InputError a worker met, sent back as its parts (subject, cause, line)."""
 
     def __init__(self, parts: tuple[str, str, int | None]) -> None:
         self.parts = parts
 
 
-def _in_worker(function: Callable[[Path, int], T], entry: tuple[Path, int]) -> T | _Refused:
+def _in_worker(function: Callable[[Path, int], T], entry: tuple[Path, int]) -> T | _WorkerError:
     try:
         return function(*entry)
     except InputError as exc:
-        return _Refused((exc.subject, exc.cause, exc.line))
+        return _WorkerError((exc.subject, exc.cause, exc.line))
 
 
 def read_meta_lines(path: str | os.PathLike[str]) -> list[dict[str, Any]]:

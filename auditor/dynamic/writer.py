@@ -19,7 +19,7 @@ from time import monotonic_ns as _monotonic_ns
 from auditor import __version__
 from auditor.dynamic import trace
 from auditor.dynamic.mapped import NO_SPACE, MappedFile
-from auditor.dynamic.opstate import COMPACT, Op
+from auditor.dynamic.opstate import COMPACT, TracedOp
 
 
 DISK_FULL = "recording stopped: disk full"  # the `off` line's error when the filesystem filled
@@ -44,14 +44,14 @@ class TraceWriter:
         self.wall0 = time.time()
         self.seq = 0
         self.held: list[str] = []  # lines written before the rank (hence the file) is known
-        self.pending: dict[int, Op] = {}  # seq -> op whose start line is written, in seq order
+        self.pending: dict[int, TracedOp] = {}  # seq -> op whose start line is written, in seq order
         if hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=self._forked)
 
     # The hot path takes `lock` once per line it writes, with acquire/release rather than a
     # `with` block (half the cost): methods named `_..._locked` expect it held.
 
-    def _emit(self, body: str, op: Op | None = None) -> None:
+    def _emit(self, body: str, op: TracedOp | None = None) -> None:
         lock = self.lock
         lock.acquire()
         try:
@@ -59,7 +59,7 @@ class TraceWriter:
         finally:
             lock.release()
 
-    def _emit_locked(self, body: str, op: Op | None = None) -> None:
+    def _emit_locked(self, body: str, op: TracedOp | None = None) -> None:
         # `t` is written as integer microseconds with an exponent (`1234567e-6`: the same JSON
         # number as 1.234567): formatting an int costs half of formatting a float.
         us = (_monotonic_ns() - self.mono0_ns) // 1000

@@ -14,7 +14,7 @@ from typing import Any
 
 from auditor.analysis import causes
 from auditor.config.model import LaunchConfig
-from auditor.config.pyenv import Entry, locate
+from auditor.config.pyenv import EntryFile, locate
 from auditor.errors import InputError
 from auditor.fix import edits as text_edits
 from auditor.fix import verify
@@ -22,7 +22,7 @@ from auditor.fix.edits import TextEdit
 from auditor.fix.remedies import Option, options_for, pick
 from auditor.fix.script import NotMechanical, edits_for
 from auditor.fix.trainer import Scene
-from auditor.fix.verify import STILL, Outcome, compare, rescan
+from auditor.fix.verify import STILL, RescanOutcome, compare, rescan
 from auditor.scan import ScanInputs, read_config, run_scan
 
 
@@ -35,7 +35,7 @@ class Proposal:
     options: list[Option]
     edits: list[TextEdit] = field(default_factory=list)
     not_mechanical: str = ""
-    outcome: Outcome | None = None
+    outcome: RescanOutcome | None = None
 
     @property
     def verified(self) -> bool:
@@ -46,14 +46,14 @@ class Proposal:
 
 
 @dataclass
-class Plan:
+class FixPlan:
     path: str  # the launch script
     sources: dict[str, str]  # each file read, as scanned: the launch script, the entry script
     doc: dict[str, Any]
     proposals: list[Proposal]
     edits: list[TextEdit]  # the verified options' edits, merged
     patched: dict[str, str]  # each file the patch changes, patched
-    outcome: Outcome | None  # the re-scan of the whole patch
+    outcome: RescanOutcome | None  # the re-scan of the whole patch
     patched_doc: dict[str, Any] | None
     # `simulate` of the patched script (verify.simulate), or why it was not run
     simulation: dict[str, Any] = field(default_factory=dict)
@@ -121,7 +121,7 @@ def _proposal(cause: causes.Cause, option: Option, options: list[Option], launch
     return proposal
 
 
-def _verify_alone(inputs: ScanInputs, sources: dict[str, str], entry: Entry | None,
+def _verify_alone(inputs: ScanInputs, sources: dict[str, str], entry: EntryFile | None,
                   findings: list[dict[str, Any]], proposals: list[Proposal]) -> None:
     """Each proposal's edits alone, re-scanned."""
     for p in proposals:
@@ -139,7 +139,7 @@ def _read_sources(launch: LaunchConfig, source: str) -> dict[str, str]:
     return sources
 
 
-def make(inputs: ScanInputs, chosen: set[str] | None = None, simulate: bool | None = None) -> Plan:
+def make(inputs: ScanInputs, chosen: set[str] | None = None, simulate: bool | None = None) -> FixPlan:
     """The verified patch for `inputs`' script (and its entry script); `chosen`: option names
     instead of defaults; `simulate`: run `simulate` on the patched script (None: where it
     applies, a megatron-core pipeline)."""
@@ -191,5 +191,5 @@ def make(inputs: ScanInputs, chosen: set[str] | None = None, simulate: bool | No
         simulation["headline"] = "not applicable: no megatron-core pipeline schedule to run"
     elif simulate is not False and merged:
         simulation = verify.simulate(inputs, patched, entry)
-    return Plan(inputs.config_path, sources, doc, proposals, merged, patched, outcome,
+    return FixPlan(inputs.config_path, sources, doc, proposals, merged, patched, outcome,
                 patched_doc, simulation)

@@ -9,7 +9,7 @@ from typing import Any
 
 from auditor.analysis import causes
 from auditor.fix.edits import unified
-from auditor.fix.plan import Plan, Proposal, label, patched_files
+from auditor.fix.plan import FixPlan, Proposal, label, patched_files
 from auditor.fix.verify import GONE
 
 
@@ -43,7 +43,7 @@ def _states(p: Proposal, findings: list[dict[str, Any]]) -> str:
     return ", ".join(shown)
 
 
-def text(plan: Plan) -> str:
+def text(plan: FixPlan) -> str:
     findings = plan.doc["findings"]
     lines = [(f"p2paudit fix {plan.path}: {len(plan.proposals)} cause(s) with a remedy, "
               f"{sum(1 for p in plan.proposals if p.verified)} verified")]
@@ -75,7 +75,7 @@ def text(plan: Plan) -> str:
     return "\n".join(lines) + "\n"
 
 
-def attach(plan: Plan) -> dict[str, Any]:
+def attach(plan: FixPlan) -> dict[str, Any]:
     """The scan document with each remedied cause's `patch` on its finding: the option taken,
     its edits (character offsets into the file, and the line), its diff, whether the patch
     verified it, and the re-scan's word on each finding the cause groups. Text, HTML and SARIF

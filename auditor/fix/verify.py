@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.analysis import verdict
-from auditor.config.pyenv import Entry
+from auditor.config.pyenv import EntryFile
 from auditor.errors import InputError
 from auditor.fix.pointer import input_args
 from auditor.scan import ScanInputs, run_scan
@@ -33,7 +33,7 @@ def identity(f: dict[str, Any]) -> tuple[str, str, tuple[str, ...]]:
 
 
 @dataclass
-class Outcome:
+class RescanOutcome:
     """The second scan against the first: per finding of the first (by index) gone or still
     there, and the second's findings the first did not have."""
 
@@ -46,7 +46,7 @@ class Outcome:
         return not self.new and all(self.states[i] == GONE for i in indices)
 
 
-def compare(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> Outcome:
+def compare(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> RescanOutcome:
     remaining = [identity(f) for f in after]
     states = {}
     for i, f in enumerate(before):
@@ -62,11 +62,11 @@ def compare(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> Outcom
         if moved is not None:
             states[moved] = STILL
             new.remove(f)
-    return Outcome(states, new)
+    return RescanOutcome(states, new)
 
 
 def layout(tmp: str, config_path: str, patched: dict[str, str],
-           entry: Entry | None) -> dict[str, str]:
+           entry: EntryFile | None) -> dict[str, str]:
     """Copies of the launch script and the entry script in `tmp`, the entry where the scan looks
     for it (beside the launch script, as written): path -> copy. `patched` (path -> text) holds
     the texts to write instead of the files'."""
@@ -94,7 +94,7 @@ def read_text(path: str) -> str:
         return f.read()
 
 
-def rescan(inputs: ScanInputs, patched: dict[str, str], entry: Entry | None = None) -> dict[str, Any]:
+def rescan(inputs: ScanInputs, patched: dict[str, str], entry: EntryFile | None = None) -> dict[str, Any]:
     """The scan of `inputs` with the files of `patched` (path -> text) replaced, run on copies
     in a temporary directory (the entry script, patched or not, beside the launch script's copy
     as the scan found it); the document's paths name the user's files again."""
@@ -150,7 +150,7 @@ def simulates(doc: dict[str, Any]) -> bool:
             and any(t.get("name") == "megatron-core" for t in doc.get("targets", [])))
 
 
-def simulate(inputs: ScanInputs, patched: dict[str, str], entry: Entry | None = None) -> dict[str, Any]:
+def simulate(inputs: ScanInputs, patched: dict[str, str], entry: EntryFile | None = None) -> dict[str, Any]:
     """`p2paudit simulate` of the patched script, in a temporary copy and a process of its own
     (it runs the schedule's ranks): its headline and exit status, or why it did not finish."""
     with tempfile.TemporaryDirectory(prefix="p2paudit-fix-sim-") as tmp:

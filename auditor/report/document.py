@@ -10,13 +10,13 @@ from auditor import __version__, jsonio
 from auditor.errors import InputError
 from auditor.findings import Finding
 from auditor.sources import SourceSet
-from auditor.static.analyze import Analysis
+from auditor.static.analyze import FileResults
 
 
 def build(
     sources: list[SourceSet],
     sites: list[dict[str, Any]],
-    analyses: list[Analysis],
+    analyses: list[FileResults],
     findings: list[Finding] | None = None,
     config: dict[str, Any] | None = None,
 ) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """Minimal torchrun reproducers of P2P failure modes and of their fixes (`p2paudit repro`).
 
-A case module has NAME, FIXES and `plan(spec) -> Plan`: what every rank issues, how, and the
+A case module has NAME, FIXES and `plan(spec) -> ReproPlan`: what every rank issues, how, and the
 environment it runs in. `launch` runs a plan under torchrun with an outer time limit, `rank` is what
 each torchrun process runs, `progress` is how ranks say where they are, `verdict` turns that into
 the one line the user reads.

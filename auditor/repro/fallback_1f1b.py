@@ -20,7 +20,7 @@ from auditor.analysis.waitfor.model import Group, Op
 from auditor.analysis.waitfor.sizes import MiB, size_words
 from auditor.dynamic.backends import backend
 from auditor.errors import InputError
-from auditor.repro.plan import ISSUE_BATCH, ISSUE_ONE_BY_ONE, NET_ENV, Plan, Spec
+from auditor.repro.plan import ISSUE_BATCH, ISSUE_ONE_BY_ONE, NET_ENV, ReproPlan, Spec
 
 NAME = "fallback-1f1b"
 FIXES = ("coalesced", "detail-off", "evenodd", "eager")
@@ -96,7 +96,7 @@ def programs(stages: int, microbatches: int, nbytes: int, order: str = "batched"
     return result
 
 
-def plan(spec: Spec) -> Plan:
+def plan(spec: Spec) -> ReproPlan:
     if spec.nproc < 2:
         raise InputError("--nproc", f"{NAME} needs at least 2 pipeline stages, not {spec.nproc}")
     runs = backend(spec.backend)
@@ -129,7 +129,7 @@ def plan(spec: Spec) -> Plan:
                 "buffers no send, so the ordering hang shows at any --size (the 24-byte shape "
                 "exchanges too: --variable-seq-lengths false leaves them out); the size and "
                 "transport threshold needs NCCL")
-    return Plan(programs(spec.nproc, microbatches, nbytes, order, shapes), issue, init,
+    return ReproPlan(programs(spec.nproc, microbatches, nbytes, order, shapes), issue, init,
                 title=(f"{NAME}, {spec.nproc} stages x {microbatches} micro-batches, "
                        f"{size_words(nbytes)}{'' if shapes else ', no shape exchange'}, {where}, {how}"),
                 env=env, unset=("TORCH_DISTRIBUTED_DEBUG",) if spec.fix == "detail-off" else (),

@@ -22,7 +22,7 @@ import auditor
 from auditor.dynamic.backends import backend
 from auditor.dynamic.localranks import free_port
 from auditor.errors import InputError
-from auditor.repro.plan import Plan, Spec
+from auditor.repro.plan import ReproPlan, Spec
 from auditor.repro.progress import read_states
 from auditor.repro.rank import SPEC_ENV
 from auditor.repro.verdict import Outcome, judge
@@ -45,7 +45,7 @@ def check_machine(spec: Spec) -> None:
                          f"machine has {gpus} (NCCL refuses two ranks on one GPU)")
 
 
-def launch(spec: Spec, plan: Plan, keep: Path | None = None) -> Outcome:
+def launch(spec: Spec, plan: ReproPlan, keep: Path | None = None) -> Outcome:
     run_dir = keep if keep is not None else Path(tempfile.mkdtemp(prefix="p2paudit-repro-"))
     run_dir.mkdir(parents=True, exist_ok=True)
     for stale in run_dir.glob("rank-*.state.json"):
@@ -66,7 +66,7 @@ def launch(spec: Spec, plan: Plan, keep: Path | None = None) -> Outcome:
             shutil.rmtree(run_dir, ignore_errors=True)
 
 
-def _run(spec: Spec, plan: Plan, run_dir: Path, spec_path: Path) -> Outcome:
+def _run(spec: Spec, plan: ReproPlan, run_dir: Path, spec_path: Path) -> Outcome:
     env = dict(os.environ)
     for name in plan.unset:
         env.pop(name, None)

@@ -18,14 +18,14 @@ from __future__ import annotations
 from auditor.analysis.waitfor.model import Group, Op
 from auditor.dynamic.backends import backend
 from auditor.errors import InputError
-from auditor.repro.plan import ISSUE_BATCH, Plan, Spec
+from auditor.repro.plan import ISSUE_BATCH, ReproPlan, Spec
 
 NAME = "lazy-init"
 FIXES = ("coalesced", "unbatched", "eager")
 TENSOR_BYTES = 16  # docs/findings.md §1: one 4-element float32 tensor
 
 
-def plan(spec: Spec) -> Plan:
+def plan(spec: Spec) -> ReproPlan:
     if spec.nproc < 2:
         raise InputError("--nproc", f"{NAME} needs at least 2 ranks, not {spec.nproc}")
     if spec.size is not None or spec.microbatches is not None \
@@ -48,7 +48,7 @@ def plan(spec: Spec) -> Plan:
         note = ("gloo creates no communicator lazily (it connects every pair when a group is "
                 "made) and never coalesces, so this case cannot hang on gloo: the run checks the "
                 "op sequence only; the hang needs --backend nccl, one GPU per rank")
-    return Plan(programs, ISSUE_BATCH, init,
+    return ReproPlan(programs, ISSUE_BATCH, init,
                 title=f"{NAME}, {spec.nproc} ranks, {spec.backend}, {init} init, first ops {first}",
                 unset=("TORCH_DISTRIBUTED_DEBUG",),  # so the batch coalesces on every torch
                 note=note, backend=spec.backend)

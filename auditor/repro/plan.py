@@ -1,4 +1,4 @@
-"""What one reproducer run is: the user's choices (`Spec`) and what every rank runs (`Plan`).
+"""What one reproducer run is: the user's choices (`Spec`) and what every rank runs (`ReproPlan`).
 
 Both sides use it: the launcher to describe and judge the run, each torchrun rank to know what to
 issue. The per-rank programs are the wait-for analysis's own `Op`s, so the model that predicts the
@@ -43,7 +43,7 @@ class Spec:
 
 
 @dataclass
-class Plan:
+class ReproPlan:
     programs: dict[int, list[Op]]
     issue: str  # ISSUE_BATCH or ISSUE_ONE_BY_ONE
     init: str  # lazy | eager (eager: init_process_group gets device_id)

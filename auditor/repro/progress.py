@@ -22,7 +22,7 @@ def state_path(directory: Path, rank: int) -> Path:
     return directory / f"rank-{rank}.state.json"
 
 
-class Progress:
+class ReproProgress:
     """The writer, inside one rank."""
 
     def __init__(self, directory: Path, rank: int, nops: int) -> None:

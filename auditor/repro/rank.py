@@ -25,8 +25,8 @@ from torch.distributed import distributed_c10d
 from auditor.analysis.waitfor.model import communicator_for
 from auditor.dynamic.backends import backend
 from auditor.repro import load_case
-from auditor.repro.plan import ISSUE_BATCH, Plan, Spec
-from auditor.repro.progress import DONE, ISSUING, PENDING, Progress
+from auditor.repro.plan import ISSUE_BATCH, ReproPlan, Spec
+from auditor.repro.progress import DONE, ISSUING, PENDING, ReproProgress
 
 SPEC_ENV = "P2PAUDIT_REPRO_SPEC"
 POLL_S = 0.002
@@ -70,7 +70,7 @@ class _StreamMark:
 class Runner:
     """Issues one rank's program in order, waiting where the program waits."""
 
-    def __init__(self, plan: Plan, rank: int, device: torch.device, progress: Progress) -> None:
+    def __init__(self, plan: ReproPlan, rank: int, device: torch.device, progress: ReproProgress) -> None:
         self.plan = plan
         self.rank = rank
         self.device = device
@@ -193,7 +193,7 @@ def main() -> int:
     plan = load_case(spec.case).plan(spec)
     rank = int(os.environ["RANK"])
     local_rank = int(os.environ.get("LOCAL_RANK", rank))
-    progress = Progress(spec_path.parent, rank, len(plan.programs[rank]))
+    progress = ReproProgress(spec_path.parent, rank, len(plan.programs[rank]))
     try:
         device = torch.device("cpu")
         kwargs: dict[str, Any] = {"backend": spec.backend,

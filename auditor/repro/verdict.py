@@ -12,7 +12,7 @@ from auditor.analysis.waitfor.result import Analysis
 from auditor.analysis.waitfor.sizes import size_words
 from auditor.dynamic.backends import backend
 from auditor.errors import EXIT_FINDINGS, EXIT_OK
-from auditor.repro.plan import ISSUE_BATCH, Plan
+from auditor.repro.plan import ISSUE_BATCH, ReproPlan
 from auditor.repro.progress import DONE, ISSUING, PENDING
 
 
@@ -30,7 +30,7 @@ class Outcome:
                 "model": self.model.to_json() if self.model else None, "ranks": self.states}
 
 
-def judge(plan: Plan, states: dict[int, dict[str, Any] | None], killed_at: float | None) -> Outcome:
+def judge(plan: ReproPlan, states: dict[int, dict[str, Any] | None], killed_at: float | None) -> Outcome:
     """`killed_at`: when the launcher killed the run at its time limit (None: it ended itself)."""
     t_ops = [s["t_ops"] for s in states.values() if s and s.get("t_ops")]
     start = min(t_ops) if t_ops else None
@@ -80,7 +80,7 @@ def _observed_coalescing(states: dict[int, dict[str, Any] | None]) -> bool | Non
     return seen.pop() if len(seen) == 1 else None
 
 
-def _op_words(plan: Plan, op: Op) -> str:
+def _op_words(plan: ReproPlan, op: Op) -> str:
     direction = "to" if op.kind == "send" else "from"
     words = f"{op.api} {direction} {op.peer} ({size_words(op.nbytes)})"
     if plan.issue == ISSUE_BATCH and op.batch is not None:
@@ -88,7 +88,7 @@ def _op_words(plan: Plan, op: Op) -> str:
     return words + (f" in {op.call}" if op.call and op.call != "batch_isend_irecv" else "")
 
 
-def _rank_words(plan: Plan, rank: int, state: dict[str, Any] | None) -> str:
+def _rank_words(plan: ReproPlan, rank: int, state: dict[str, Any] | None) -> str:
     if state is None:
         return f"rank {rank} never started"
     if state["phase"] == "init":
@@ -126,7 +126,7 @@ def _rank_words(plan: Plan, rank: int, state: dict[str, Any] | None) -> str:
     return words
 
 
-def _communicator(plan: Plan, op: Op) -> str:
+def _communicator(plan: ReproPlan, op: Op) -> str:
     conditions = plan.conditions() or Conditions(plan.init)  # plain gloo: what NCCL would use
     batched = plan.issue == ISSUE_BATCH and op.batch is not None
     return communicator_for(op, conditions, batched).name

@@ -38,7 +38,7 @@ ONE_NODE, NETWORK = "node", "net"
 
 
 @dataclass(frozen=True)
-class Value:
+class PlanValue:
     name: str
     value: Any  # None: unknown
     provenance: str
@@ -60,8 +60,8 @@ class Patch:
 
 
 @dataclass
-class Plan:
-    values: dict[str, Value]
+class SimulationPlan:
+    values: dict[str, PlanValue]
     patches: list[Patch]
     megatron_root: Path | None  # None: the schedule is torch's own (simulate/titan_plan.py)
     unknown: list[str] = field(default_factory=list)  # sizes: "what: how to decide it"
@@ -99,7 +99,7 @@ class Plan:
 
 
 def plan(doc: dict[str, Any], launch: LaunchConfig, srcs: list[SourceSet],
-         microbatches: int | None = None) -> Plan:
+         microbatches: int | None = None) -> SimulationPlan:
     """The simulation plan for a scan document of `launch` over the sources `srcs`."""
     mcore = next((s for s in srcs if s.name == "megatron-core"), None)
     if mcore is None:
@@ -107,16 +107,16 @@ def plan(doc: dict[str, Any], launch: LaunchConfig, srcs: list[SourceSet],
                                      "release (e.g. --target megatron-core==0.17.0)")
     eff = doc["config"]["effective"]
     prov = doc["config"]["provenance"]
-    values: dict[str, Value] = {}
+    values: dict[str, PlanValue] = {}
 
     def known(key: str) -> Any:
         v = eff.get(key)
         return None if v in (None, "unknown") else v
 
-    def take(name: str, key: str | None = None) -> Value:
+    def take(name: str, key: str | None = None) -> PlanValue:
         key = key or name
         value = known(key)
-        values[name] = Value(name, value, prov.get(key, "") if value is not None else
+        values[name] = PlanValue(name, value, prov.get(key, "") if value is not None else
                              f"unknown ({prov.get(key) or 'not derived'})")
         return values[name]
 
@@ -131,7 +131,7 @@ def plan(doc: dict[str, Any], launch: LaunchConfig, srcs: list[SourceSet],
         vpp = None
         unknown.append("virtual pipeline size: give it with --set "
                        "virtual_pipeline_model_parallel_size=N (or None)")
-    values["virtual_stages"] = Value("virtual_stages", vpp, prov.get(
+    values["virtual_stages"] = PlanValue("virtual_stages", vpp, prov.get(
         "virtual_pipeline_model_parallel_size", "no virtual pipeline"))
     take("schedule", "pipeline_schedule")
     for key in SCHEDULE_FLAGS:
@@ -150,41 +150,41 @@ def plan(doc: dict[str, Any], launch: LaunchConfig, srcs: list[SourceSet],
     # front end's (Megatron-LM's validate_args) does not stop megatron-core used as a library.
     library = [f["message"] for f in stops
                if str(f["detail"].get("source", "")).startswith("megatron-core ")]
-    return Plan(values, _patches(doc, srcs), mcore.root, unknown, [f["message"] for f in stops],
+    return SimulationPlan(values, _patches(doc, srcs), mcore.root, unknown, [f["message"] for f in stops],
                 candidates, placed, library,
                 stand_ins=[{"module": e["module"], "imported_by": e["imported_by"]} for e in
                            files.load("megatron-core", mcore.version).table("import_stand_in")])
 
 
-def _defaults(values: dict[str, Value]) -> None:
+def _defaults(values: dict[str, PlanValue]) -> None:
     """megatron-core's own defaults where no front-end rule said anything."""
     for key, default in SCHEDULE_FLAGS.items():
         if default is not None and values[key].value is None:
-            values[key] = Value(key, default, f"megatron-core: ModelParallelConfig default "
+            values[key] = PlanValue(key, default, f"megatron-core: ModelParallelConfig default "
                                               f"{key}={default}")
 
 
-def _microbatches(values: dict[str, Value], eff: dict[str, Any], prov: dict[str, str],
+def _microbatches(values: dict[str, PlanValue], eff: dict[str, Any], prov: dict[str, str],
                   override: int | None) -> list[str]:
     if override is not None:
-        values["microbatches"] = Value("microbatches", override, f"--microbatches {override}")
+        values["microbatches"] = PlanValue("microbatches", override, f"--microbatches {override}")
         return []
     n = eff.get("num_microbatches")
     if isinstance(n, int):
-        values["microbatches"] = Value("microbatches", n, prov.get("num_microbatches", ""))
+        values["microbatches"] = PlanValue("microbatches", n, prov.get("num_microbatches", ""))
         return []
     gbs, mbs, dp = (eff.get(k) for k in ("global_batch_size", "micro_batch_size",
                                          "data_parallel_size"))
     if isinstance(gbs, int) and isinstance(mbs, int) and isinstance(dp, int) and min(gbs, mbs, dp) > 0:
-        values["microbatches"] = Value("microbatches", gbs // (mbs * dp),
+        values["microbatches"] = PlanValue("microbatches", gbs // (mbs * dp),
                                        f"global_batch_size // (micro_batch_size * DP) = "
                                        f"{gbs} // ({mbs}*{dp})")
         return []
-    values["microbatches"] = Value("microbatches", None, "unknown")
+    values["microbatches"] = PlanValue("microbatches", None, "unknown")
     return ["micro-batches (global batch, micro batch or DP size unknown): pass --microbatches N"]
 
 
-def _message(values: dict[str, Value], eff: dict[str, Any], prov: dict[str, str],
+def _message(values: dict[str, PlanValue], eff: dict[str, Any], prov: dict[str, str],
              launch: LaunchConfig) -> list[str]:
     """The activation every stage sends: (sequence, micro-batch, hidden) in the pipeline dtype.
     Returns what is unknown about it, each with how to give it."""
@@ -199,7 +199,7 @@ def _message(values: dict[str, Value], eff: dict[str, Any], prov: dict[str, str]
                 if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                     raise InputError(key, f"must be a positive whole number, not {value!r} "
                                           f"({prov.get(key, key)})")
-                values[name] = Value(name, value, prov.get(key, key))
+                values[name] = PlanValue(name, value, prov.get(key, key))
                 return value
             flag = launch.flags.get(key)
             if flag is not None and flag.value is not None and not isinstance(flag.value, bool):
@@ -207,10 +207,10 @@ def _message(values: dict[str, Value], eff: dict[str, Any], prov: dict[str, str]
                     number = int(str(flag.value))
                 except ValueError:
                     continue
-                values[name] = Value(name, number, f"{launch.path}:{flag.line}: {flag.spelling} "
+                values[name] = PlanValue(name, number, f"{launch.path}:{flag.line}: {flag.spelling} "
                                                    f"{flag.value}")
                 return number
-        values[name] = Value(name, None, "unknown")
+        values[name] = PlanValue(name, None, "unknown")
         return None
 
     seq = first("seq_length", ("seq_length", "max_length"))
@@ -221,7 +221,7 @@ def _message(values: dict[str, Value], eff: dict[str, Any], prov: dict[str, str]
         unknown.append("hidden size: give it with --set hidden_size=N, or add the model to "
                        "the front end's [[model]] rules")
     mbs = eff.get("micro_batch_size")
-    values["micro_batch_size"] = Value("micro_batch_size", mbs if isinstance(mbs, int) else None,
+    values["micro_batch_size"] = PlanValue("micro_batch_size", mbs if isinstance(mbs, int) else None,
                                        prov.get("micro_batch_size", "unknown"))
     if not isinstance(mbs, int):
         unknown.append("micro batch size: give it with --set micro_batch_size=N")
@@ -229,14 +229,14 @@ def _message(values: dict[str, Value], eff: dict[str, Any], prov: dict[str, str]
     sp = eff.get("sequence_parallel")
     if seq is not None:
         if sp is True and isinstance(tp, int) and tp > 1:
-            values["message_seq_length"] = Value(
+            values["message_seq_length"] = PlanValue(
                 "message_seq_length", seq // tp,
                 f"sequence parallel: seq_length // TP = {seq} // {tp} per message")
         elif sp in (True, False) and isinstance(tp, int):
-            values["message_seq_length"] = Value("message_seq_length", seq,
+            values["message_seq_length"] = PlanValue("message_seq_length", seq,
                                                  "no sequence parallelism: the whole sequence")
         else:
-            values["message_seq_length"] = Value("message_seq_length", None, "unknown")
+            values["message_seq_length"] = PlanValue("message_seq_length", None, "unknown")
             unknown.append("sequence parallelism or TP size: give them with --set "
                            "sequence_parallel=true|false --set tensor_model_parallel_size=N")
     values["dtype"] = _dtype(eff, prov, launch)
@@ -245,7 +245,7 @@ def _message(values: dict[str, Value], eff: dict[str, Any], prov: dict[str, str]
     return unknown
 
 
-def _dtype(eff: dict[str, Any], prov: dict[str, str], launch: LaunchConfig) -> Value:
+def _dtype(eff: dict[str, Any], prov: dict[str, str], launch: LaunchConfig) -> PlanValue:
     for key in ("pipeline_dtype", "params_dtype", "torch_dtype"):
         given = eff.get(key)
         if given in (None, "unknown"):
@@ -254,20 +254,20 @@ def _dtype(eff: dict[str, Any], prov: dict[str, str], launch: LaunchConfig) -> V
         if name is None:
             raise InputError(key, f"{given!r} is not an activation dtype "
                                   f"({', '.join(sorted(set(DTYPE_NAMES.values())))})")
-        return Value("dtype", name, prov.get(key, key))
+        return PlanValue("dtype", name, prov.get(key, key))
     for key in ("pipeline_dtype", "params_dtype", "torch_dtype"):
         flag = launch.flags.get(key)
         if flag is not None and DTYPE_NAMES.get(str(flag.value).lower()):
-            return Value("dtype", DTYPE_NAMES[str(flag.value).lower()],
+            return PlanValue("dtype", DTYPE_NAMES[str(flag.value).lower()],
                          f"{launch.path}:{flag.line}: {flag.spelling} {flag.value}")
     for key in ("bf16", "fp16"):
         flag = launch.flags.get(key)
         on = eff.get(key) is True or (flag is not None and str(flag.value).lower() in ("true", "1"))
         if on:
             where = prov.get(key) or (f"{launch.path}:{flag.line}: {flag.spelling}" if flag is not None else "")
-            return Value("dtype", DTYPE_NAMES[key], where)
+            return PlanValue("dtype", DTYPE_NAMES[key], where)
     if launch.style == "megatron-lm":
-        return Value("dtype", "float32", "Megatron-LM: neither --bf16 nor --fp16, so params_dtype "
+        return PlanValue("dtype", "float32", "Megatron-LM: neither --bf16 nor --fp16, so params_dtype "
                                          "= torch.float (megatron/training/arguments.py "
                                          "validate_args)")
     model = launch.flags.get("model")
@@ -275,36 +275,36 @@ def _dtype(eff: dict[str, Any], prov: dict[str, str], launch: LaunchConfig) -> V
         wanted = model.value.rstrip("/").rsplit("/", 1)[-1].lower()
         for entry in rulebook.load("models").table("model"):
             if wanted in (n.rsplit("/", 1)[-1].lower() for n in entry["names"]):
-                return Value("dtype", entry["torch_dtype"],
+                return PlanValue("dtype", entry["torch_dtype"],
                              f"{entry['names'][0]} config.json torch_dtype (rules/models.toml: "
                              f"{entry['source']})")
-    return Value("dtype", None, "unknown")
+    return PlanValue("dtype", None, "unknown")
 
 
-def conditions(values: dict[str, Value], eff: dict[str, Any], prov: dict[str, str]
+def conditions(values: dict[str, PlanValue], eff: dict[str, Any], prov: dict[str, str]
                 ) -> dict[str, list[Any]]:
     """Each replay condition's possible values: one where the config decides it, both where not."""
     out: dict[str, list[Any]] = {}
     coalesces = eff.get("torch_batch_coalesces")
     if coalesces in (True, False):
         out["coalesce"] = [coalesces]
-        values["coalesce"] = Value("coalesce", coalesces, prov.get("torch_batch_coalesces", ""))
+        values["coalesce"] = PlanValue("coalesce", coalesces, prov.get("torch_batch_coalesces", ""))
     else:
         out["coalesce"] = [False, True]
-        values["coalesce"] = Value("coalesce", None, "unknown: " + prov.get(
+        values["coalesce"] = PlanValue("coalesce", None, "unknown: " + prov.get(
             "torch_batch_coalesces", "the torch version is unknown") + "; pass --torch X.Y.Z")
     eager = eff.get("torch_eager_init")
     if eager in (True, False):
         out["init"] = ["eager" if eager else "lazy"]
-        values["init"] = Value("init", out["init"][0], prov.get("torch_eager_init", ""))
+        values["init"] = PlanValue("init", out["init"][0], prov.get("torch_eager_init", ""))
     else:
         out["init"] = ["lazy", "eager"]
-        values["init"] = Value("init", None, "unknown: " + prov.get("torch_eager_init", "")
+        values["init"] = PlanValue("init", None, "unknown: " + prov.get("torch_eager_init", "")
                                + "; pass --set init_device_id_given=true|false")
     return out
 
 
-def layout(values: dict[str, Value], eff: dict[str, Any], pp: int,
+def layout(values: dict[str, PlanValue], eff: dict[str, Any], pp: int,
            candidates: dict[str, list[Any]], order: str = RANK_ORDER_SOURCE) -> list[dict[str, Any]]:
     """Where the first pipeline column's stages run, and so the transports between neighbours,
     named as rules/nccl.toml's [topology] names them: `node` inside a node (NCCL takes P2P over
@@ -315,7 +315,7 @@ def layout(values: dict[str, Value], eff: dict[str, Any], pp: int,
     if not (isinstance(world, int) and isinstance(per_node, int) and per_node > 0
             and world % pp == 0):
         candidates["transport"] = [NETWORK, ONE_NODE]
-        values["transport"] = Value("transport", None, "unknown: the world size or the GPUs "
+        values["transport"] = PlanValue("transport", None, "unknown: the world size or the GPUs "
                                     "per node are unknown; set NNODES and NPROC_PER_NODE")
         return []
     stride = world // pp
@@ -331,7 +331,7 @@ def layout(values: dict[str, Value], eff: dict[str, Any], pp: int,
               "every neighbour pair is on one node (P2P over NVLink or PCIe, or SHM)"))
     if crossing and len(crossing) < pp - 1:
         why += "; the others are on one node, but the model takes one transport: the network's"
-    values["transport"] = Value("transport", transport, why)
+    values["transport"] = PlanValue("transport", transport, why)
     return placed
 
 

@@ -25,7 +25,7 @@ from auditor.dynamic.trace import Trace
 from auditor.analysis.ncclbounds import Decision, decide
 from auditor.dynamic.nccllog import read_logs
 from auditor.simulate import titan_plan
-from auditor.simulate.plan import Plan, Value
+from auditor.simulate.plan import SimulationPlan, PlanValue
 
 
 @dataclass
@@ -67,16 +67,16 @@ def _as_run(e: dict[str, Any], coalesce: bool, issued: dict[int, dict[str, Any]]
     return issued.setdefault(id(e), dict(e, batched=coalesce))
 
 
-def with_transport(p: Plan, transport: str | None) -> Plan:
+def with_transport(p: SimulationPlan, transport: str | None) -> SimulationPlan:
     """`p` with the transport the user named (`--transport`) instead of the one its layout gives."""
     if transport is None:
         return p
     values = dict(p.values)
-    values["transport"] = Value("transport", transport, "--transport " + transport)
+    values["transport"] = PlanValue("transport", transport, "--transport " + transport)
     return replace(p, values=values, candidates={**p.candidates, "transport": [transport]})
 
 
-def cluster(doc: dict[str, Any], p: Plan, logs: list[Path]) -> dict[str, Decision]:
+def cluster(doc: dict[str, Any], p: SimulationPlan, logs: list[Path]) -> dict[str, Decision]:
     """What the `--nccl-log` files decide of each transport the plan leaves possible (empty: no
     log), read against the scan's torch pin; bad input is refused before anything runs."""
     if not logs:
@@ -87,7 +87,7 @@ def cluster(doc: dict[str, Any], p: Plan, logs: list[Path]) -> dict[str, Decisio
             for t in p.candidates["transport"]}
 
 
-def replays(doc: dict[str, Any], trace: Trace, p: Plan,
+def replays(doc: dict[str, Any], trace: Trace, p: SimulationPlan,
             logs: dict[str, Decision] | None = None) -> list[Replay]:
     """The recorded order under every combination of the plan's possible conditions, each with
     its two deadlock verdicts (the transport's candidates, or those the cluster's log states,
@@ -113,7 +113,7 @@ def joined(doc: dict[str, Any], trace: Trace, shown: Replay) -> dict[str, Any]:
     return join(doc, as_issued(trace, bool(c.coalesce)), conditions=c)
 
 
-def simulation(doc: dict[str, Any], p: Plan, results: list[Replay], schedule: str,
+def simulation(doc: dict[str, Any], p: SimulationPlan, results: list[Replay], schedule: str,
                seconds: float, logs: dict[str, Decision] | None = None) -> dict[str, Any]:
     """The `simulation` object of the JSON output (`doc` is the joined document)."""
     can, will = agreed(r.deadlock.can for r in results), agreed(r.deadlock.will for r in results)
@@ -171,7 +171,7 @@ def pick(results: list[Replay]) -> Replay:
         or next((r for r in results if r.deadlock.will is None), results[0])
 
 
-def statement(p: Plan, results: list[Replay], shown: Replay, verdict: str) -> str:
+def statement(p: SimulationPlan, results: list[Replay], shown: Replay, verdict: str) -> str:
     """The verdict in one sentence, hypothetical where it is a prediction (the zero-buffer cycle
     is the `can deadlock` line under it)."""
     where = f"under {shown.conditions.words()}"

@@ -48,7 +48,7 @@ def _cuda_to_cpu() -> None:
     torch.cuda.synchronize = lambda device=None: None
 
 
-class Stage(torch.nn.Module):
+class StageModule(torch.nn.Module):
     """A pipeline stage of the real activation shape: output = input * weight (first stage: the
     weight broadcast), so the backward pass sends a gradient of the same shape back."""
 
@@ -70,7 +70,7 @@ class Stage(torch.nn.Module):
         return self.input_tensor * self.weight
 
 
-def _forward_step(data_iterator: Any, model: Stage) -> tuple[torch.Tensor, Any]:
+def _forward_step(data_iterator: Any, model: StageModule) -> tuple[torch.Tensor, Any]:
     next(data_iterator)
     output = model()
 
@@ -127,7 +127,7 @@ def run_rank(spec: dict[str, Any], rank: int) -> None:
         moe_token_dispatcher_type="alltoall",
         pipeline_model_parallel_size=pp, virtual_pipeline_model_parallel_size=vpp,
         pipeline_dtype=dtype, **{k: spec[k] for k in SCHEDULE_FLAGS})
-    chunks = [Stage(config, ModelType.encoder_or_decoder, shape, dtype) for _ in range(vpp or 1)]
+    chunks = [StageModule(config, ModelType.encoder_or_decoder, shape, dtype) for _ in range(vpp or 1)]
     schedule = get_forward_backward_func()
     microbatches = spec["microbatches"]
     with CudaOnCpu():

@@ -17,7 +17,7 @@ from typing import Any
 
 from auditor.dynamic import record
 from auditor.simulate import machine
-from auditor.simulate.plan import Plan
+from auditor.simulate.plan import SimulationPlan
 from auditor.simulate.schedule_flags import SCHEDULE_FLAGS
 from auditor.simulate.titan_plan import RUNNER as PIPELINING
 
@@ -37,7 +37,7 @@ class Recorded:
     results: list[dict] = field(default_factory=list)  # each rank's result-N.json
 
 
-def run(p: Plan, workdir: Path) -> Recorded:
+def run(p: SimulationPlan, workdir: Path) -> Recorded:
     """Run the schedule of `p` in `workdir` (which must be empty); returns the trace directory.
     The ranks' rendezvous file and results live apart from the trace: a trace that fills its
     filesystem stops recording, never the ranks."""
@@ -48,7 +48,7 @@ def run(p: Plan, workdir: Path) -> Recorded:
         return recorded
 
 
-def _spec(p: Plan) -> dict[str, Any]:
+def _spec(p: SimulationPlan) -> dict[str, Any]:
     """What the rank program of `p.runner` reads (see its module's docstring)."""
     if p.runner == PIPELINING:
         seq, mbs, hidden = p.shape
@@ -71,7 +71,7 @@ def _spec(p: Plan) -> dict[str, Any]:
     }
 
 
-def _run(p: Plan, workdir: Path, own: Path) -> Recorded:
+def _run(p: SimulationPlan, workdir: Path, own: Path) -> Recorded:
     trace = workdir / "trace"
     env = record.environment(trace, HANG_AFTER_S, None, base={})
     spec = {**_spec(p), "store": f"file://{own / 'store'}", "out": str(own),

@@ -19,7 +19,7 @@ from typing import Any
 
 from auditor.config.model import LaunchConfig
 from auditor.errors import InputError
-from auditor.simulate.plan import DTYPE_NAMES, Plan, Value, conditions, layout
+from auditor.simulate.plan import DTYPE_NAMES, SimulationPlan, PlanValue, conditions, layout
 from auditor.sources import SourceSet
 
 RUNNER = "torch.distributed.pipelining"
@@ -38,10 +38,10 @@ def applies(srcs: list[SourceSet]) -> bool:
 
 
 def plan(doc: dict[str, Any], launch: LaunchConfig, srcs: list[SourceSet],
-         microbatches: int | None = None) -> Plan:
+         microbatches: int | None = None) -> SimulationPlan:
     """The simulation plan for a scan document of the torchtitan launch `launch`."""
     eff, prov = doc["config"]["effective"], doc["config"]["provenance"]
-    values: dict[str, Value] = {}
+    values: dict[str, PlanValue] = {}
     unknown: list[str] = []
     stops: list[str] = []
 
@@ -50,12 +50,12 @@ def plan(doc: dict[str, Any], launch: LaunchConfig, srcs: list[SourceSet],
         if value in (None, "unknown"):
             flag = launch.flags.get(model)  # a model size the job config reader found
             if flag is not None and isinstance(flag.value, str) and flag.value.isdigit():
-                values[name] = Value(name, int(flag.value), flag.spelling)
+                values[name] = PlanValue(name, int(flag.value), flag.spelling)
                 return int(flag.value)
-            values[name] = Value(name, None, f"unknown ({prov.get(key) or 'not derived'})")
+            values[name] = PlanValue(name, None, f"unknown ({prov.get(key) or 'not derived'})")
             unknown.append(f"{key}: {decide}")
             return None
-        values[name] = Value(name, value, prov.get(key, key))
+        values[name] = PlanValue(name, value, prov.get(key, key))
         return value
 
     pp = take("pipeline_size", "pipeline_parallel_degree",
@@ -73,17 +73,17 @@ def plan(doc: dict[str, Any], launch: LaunchConfig, srcs: list[SourceSet],
                "give --parallelism.pipeline_parallel_microbatch_size N")
     local = take("local_batch_size", "local_batch_size", "give --training.local_batch_size N")
     if microbatches is not None:
-        values["microbatches"] = Value("microbatches", microbatches, f"--microbatches {microbatches}")
+        values["microbatches"] = PlanValue("microbatches", microbatches, f"--microbatches {microbatches}")
     elif isinstance(local, int) and isinstance(mbs, int) and mbs > 0:
         if local % mbs:
             stops.append(f"torchtitan: Batch size {local} must be divisible by microbatch_size "
                          f"{mbs} (torchtitan/distributed/pipeline_parallel.py _build_pipeline_schedule)")
-        values["microbatches"] = Value("microbatches", local // mbs, f"local_batch_size // "
+        values["microbatches"] = PlanValue("microbatches", local // mbs, f"local_batch_size // "
                                        f"pipeline_parallel_microbatch_size = {local} // {mbs}")
     else:
-        values["microbatches"] = Value("microbatches", None, "unknown")
+        values["microbatches"] = PlanValue("microbatches", None, "unknown")
     seq = take("seq_length", "seq_len", "give --training.seq_len N")
-    values["message_seq_length"] = Value(
+    values["message_seq_length"] = PlanValue(
         "message_seq_length", seq, "the whole sequence (TP's sequence sharding of a stage's "
                                    "output is not modelled)")
     take("hidden_size", "hidden_size", "the model's dim: give --job.config_file / --module and "
@@ -96,22 +96,22 @@ def plan(doc: dict[str, Any], launch: LaunchConfig, srcs: list[SourceSet],
     placed = layout(values, eff, pp, candidates, RANK_ORDER_SOURCE) if pp is not None else []
     errors = [f["message"] for f in doc.get("findings", []) if f.get("severity") == "error"
               and (f.get("detail") or {}).get("category") == "config"]
-    return Plan(values, [], None, unknown, errors + stops, candidates, placed, stops,
+    return SimulationPlan(values, [], None, unknown, errors + stops, candidates, placed, stops,
                 runner=RUNNER)
 
 
-def _csv(values: dict[str, Value], unknown: list[str], eff: dict[str, Any],
+def _csv(values: dict[str, PlanValue], unknown: list[str], eff: dict[str, Any],
          prov: dict[str, str], launch: LaunchConfig) -> None:
     """The CSV order the run loads into `_PipelineScheduleRuntime`, as a file found here."""
     given = eff.get("pipeline_parallel_schedule_csv")
     if given == "unknown":
-        values["schedule_csv"] = Value("schedule_csv", None, prov.get(
+        values["schedule_csv"] = PlanValue("schedule_csv", None, prov.get(
             "pipeline_parallel_schedule_csv", "unknown"))
         unknown.append("pipeline_parallel_schedule_csv: give --parallelism."
                        "pipeline_parallel_schedule_csv PATH (or '' for none)")
         return
     if not given or given == "None":
-        values["schedule_csv"] = Value("schedule_csv", "", prov.get(
+        values["schedule_csv"] = PlanValue("schedule_csv", "", prov.get(
             "pipeline_parallel_schedule_csv", "no CSV order"))
         return
     here = Path(launch.path).resolve().parent
@@ -119,36 +119,36 @@ def _csv(values: dict[str, Value], unknown: list[str], eff: dict[str, Any],
     found = path if path.is_absolute() else next(
         (d / path for d in [here, *here.parents] if (d / path).is_file()), here / path)
     if not found.is_file():
-        values["schedule_csv"] = Value("schedule_csv", None, f"{given}: not found from {here}")
+        values["schedule_csv"] = PlanValue("schedule_csv", None, f"{given}: not found from {here}")
         unknown.append(f"the schedule CSV {given}: simulate where it is (looked for from the "
                        f"script's directory up)")
         return
-    values["schedule_csv"] = Value("schedule_csv", str(found), prov.get(
+    values["schedule_csv"] = PlanValue("schedule_csv", str(found), prov.get(
         "pipeline_parallel_schedule_csv", str(given)))
 
 
-def _stages_per_rank(values: dict[str, Value], unknown: list[str], eff: dict[str, Any],
+def _stages_per_rank(values: dict[str, PlanValue], unknown: list[str], eff: dict[str, Any],
                      prov: dict[str, str], pp: Any, layers: Any) -> None:
     """None: torchtitan's fallback, which the rank decides from torch's class (1 for a
     single-stage schedule, else 2); else ceil((layers + 2) / layers_per_stage) / PP."""
     per_stage = eff.get("pipeline_parallel_layers_per_stage")
     if per_stage in (None, "None", ""):
-        values["virtual_stages"] = Value("virtual_stages", None, "pipeline_parallel_layers_per_"
+        values["virtual_stages"] = PlanValue("virtual_stages", None, "pipeline_parallel_layers_per_"
                                          "stage unset: torchtitan's fallback, 1 stage a rank for a "
                                          "single-stage schedule, else 2")
         return
     if per_stage == "unknown" or not str(per_stage).isdigit() or not isinstance(layers, int):
-        values["virtual_stages"] = Value("virtual_stages", None, "unknown")
+        values["virtual_stages"] = PlanValue("virtual_stages", None, "unknown")
         unknown.append("stages per rank: give --parallelism.pipeline_parallel_layers_per_stage "
                        "(and --set n_layers=N) or leave it unset")
         return
     total = math.ceil((layers + 2) / int(per_stage))
-    values["virtual_stages"] = Value("virtual_stages", total // pp if isinstance(pp, int) else None,
+    values["virtual_stages"] = PlanValue("virtual_stages", total // pp if isinstance(pp, int) else None,
                                      f"ceil(({layers} layers + 1 + 1) / {per_stage}) stages over "
                                      f"PP ranks ({prov.get('pipeline_parallel_layers_per_stage', '')})")
 
 
-def _dtype(eff: dict[str, Any], prov: dict[str, str]) -> Value:
+def _dtype(eff: dict[str, Any], prov: dict[str, str]) -> PlanValue:
     for key in ("torch_dtype", "mixed_precision_param"):
         given = eff.get(key)
         if given not in (None, "unknown"):
@@ -156,5 +156,5 @@ def _dtype(eff: dict[str, Any], prov: dict[str, str]) -> Value:
             if name is None:
                 raise InputError(key, f"{given!r} is not an activation dtype "
                                       f"({', '.join(sorted(set(DTYPE_NAMES.values())))})")
-            return Value("dtype", name, prov.get(key, key))
-    return Value("dtype", None, "unknown")
+            return PlanValue("dtype", name, prov.get(key, key))
+    return PlanValue("dtype", None, "unknown")

@@ -54,7 +54,7 @@ class FileError:
 
 
 @dataclass
-class Analysis:
+class FileResults:
     """Results per file (only files that passed the prefilter), and what could not be read."""
 
     results: dict[str, Any] = field(default_factory=dict)
@@ -225,7 +225,7 @@ def analyze(
     jobs: int | None = None,
     progress: bool = False,
     context: Context | None = None,
-) -> Analysis:
+) -> FileResults:
     """Run `task` on the files of `src` (or `files`) whose text `wanted` accepts, and on every
     file that gets something from its package (`context`: the text alone cannot tell).
 
@@ -235,7 +235,7 @@ def analyze(
     no context (the call graph's `Program`) finds them.
     """
     started = time.perf_counter()
-    out = Analysis()
+    out = FileResults()
     cache = FileCache.open(src, task_key)
     read = {rel: read_source(src, rel) for rel in (files if files is not None else src.files)}
     contexts = context(src, {r: (t, d) for r, (t, d, _) in read.items() if t is not None}) \

@@ -55,7 +55,7 @@ class Routes:
 
 
 @dataclass
-class _Module:
+class _ModuleExports:
     own: dict[str, str]  # module-level names bound to torch by its own imports and aliases
     imports: list[tuple[str, list[tuple[str, str]] | None]]  # (module, [(name, as)] | None: *)
     all: list[str] | None  # a literal __all__
@@ -65,14 +65,14 @@ def routes(src: SourceSet, texts: dict[str, tuple[str, str]]) -> dict[str, Route
     """Routes of every file (by relpath: its text and digest) that receives torch through the
     package."""
     cache = FileCache.open(src, f"exports:{code_digest(sys.modules[__name__])}")
-    modules: dict[str, tuple[str, _Module]] = {}
+    modules: dict[str, tuple[str, _ModuleExports]] = {}
     for rel, (text, digest) in texts.items():
         hit, summary = cache.lookup(rel, digest)
         if not hit:
             summary = _summary(src, rel, text)
             cache.put(rel, digest, (summary.own, summary.imports, summary.all))
         else:
-            summary = _Module(*summary)
+            summary = _ModuleExports(*summary)
         modules[src.module_name(rel)] = (rel, summary)
     cache.save()
     exported = _exports({m: s for m, (_, s) in modules.items()})
@@ -98,7 +98,7 @@ def star_binds(name: str, declared: list[str] | None) -> bool:
     return name in declared if declared is not None else not name.startswith("_")
 
 
-def _exports(summaries: dict[str, _Module]) -> dict[str, dict[str, str]]:
+def _exports(summaries: dict[str, _ModuleExports]) -> dict[str, dict[str, str]]:
     """Module -> its globals that are torch, through chains of star imports and re-exports."""
     exported = {m: dict(s.own) for m, s in summaries.items()}
     changed = True
@@ -122,7 +122,7 @@ def _exports(summaries: dict[str, _Module]) -> dict[str, dict[str, str]]:
     return exported
 
 
-def _summary(src: SourceSet, rel: str, text: str) -> _Module:
+def _summary(src: SourceSet, rel: str, text: str) -> _ModuleExports:
     # The patterns read lines ending in \n: a Windows-built wheel's \r\n (deepspeed 0.14.5's
     # win_amd64 wheel) otherwise hides every `import torch` and star import it has.
     text = text.replace("\r\n", "\n")
@@ -160,7 +160,7 @@ def _summary(src: SourceSet, rel: str, text: str) -> _Module:
                 imports.append((base, _names(m.group(2))))
     declared = next((m for m in ALL.finditer(text) if _line_start(text, m.start(), indented=False)),
                     None) if "__all__" in text else None
-    return _Module(own, imports, STRING.findall(declared.group(1)) if declared else None)
+    return _ModuleExports(own, imports, STRING.findall(declared.group(1)) if declared else None)
 
 
 def _line_start(text: str, pos: int, indented: bool) -> bool:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from auditor.sources import SourceSet
 from auditor.static import parsed
-from auditor.static.analyze import Analysis, analyze
+from auditor.static.analyze import FileResults, analyze
 from auditor.static.exports import routes
 from auditor.static.sites.sites import Site, table
 
@@ -15,7 +15,7 @@ from auditor.static.sites.sites import Site, table
 @dataclass
 class Inventory:
     sites: list[Site]
-    analysis: Analysis
+    analysis: FileResults
     source: SourceSet
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from auditor.bash.lexer import Lexer
-from auditor.bash.parser import Cmd, Node, Parser
+from auditor.bash.parser import Cmd, Node, ShellParser
 from auditor.bash.values import EnvVar, Field
 from auditor.bash.walk import Shell
 from auditor.findings import Finding
@@ -63,7 +63,7 @@ class _Recorder(Shell):
 
 def _walk(text: str, path: str = "snippet.sh") -> tuple[list[list[object]], list[Finding]]:
     diagnostics: list[Finding] = []
-    nodes = Parser(Lexer(text, path).tokens(), path, diagnostics).parse()
+    nodes = ShellParser(Lexer(text, path).tokens(), path, diagnostics).parse()
     shell = _Recorder(path)
     shell.run(nodes)
     return shell.calls, diagnostics

@@ -28,7 +28,7 @@ DOCUMENT = jsonschema.Draft202012Validator(
 
 
 @pytest.fixture(scope="module")
-def fixed(tmp_path_factory) -> tuple[fix_plan.Plan, dict]:
+def fixed(tmp_path_factory) -> tuple[fix_plan.FixPlan, dict]:
     script = tmp_path_factory.mktemp("fix") / "run.sh"
     shutil.copy(ROOT / "examples" / "glm5_1_lora_pp4.sh", script)
     plan = fix_plan.make(ScanInputs(str(script), torch_version="2.10.0"), simulate=False)

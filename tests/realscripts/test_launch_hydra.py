@@ -11,7 +11,7 @@ command here, and its `nproc_keys`/`nnodes_keys` name the settings that size the
 from __future__ import annotations
 
 from auditor.bash.lexer import Lexer
-from auditor.bash.parser import Parser
+from auditor.bash.parser import ShellParser
 from auditor.bash.values import Field, Symbolic
 from auditor.config.launcher import world_size
 from auditor.config.model import LaunchConfig
@@ -35,7 +35,7 @@ def _words(text: str) -> list[Field]:
     shell = LaunchShell("v.sh", Spelling.load(None), {}, [], text.split("\\n"))
     seen: list[list[Field]] = []
     shell.external = lambda fields, inline, cmd, siblings, at: seen.append(fields) or 0  # type: ignore[method-assign]
-    shell.run(Parser(Lexer(text, "v.sh").tokens(), "v.sh", []).parse())
+    shell.run(ShellParser(Lexer(text, "v.sh").tokens(), "v.sh", []).parse())
     return seen[-1][3:]  # after `python3 -m verl.trainer.main_ppo`
 
 

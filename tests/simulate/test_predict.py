@@ -9,12 +9,12 @@ from tests.analysis.test_join import FIXTURES, toy_doc  # noqa: F401 (toy_doc: t
 
 from auditor.dynamic.trace import read_trace_dir
 from auditor.simulate import predict
-from auditor.simulate.plan import Plan
+from auditor.simulate.plan import SimulationPlan
 
 
-def open_conditions(coalesce: list[bool], transport: list[str]) -> Plan:
+def open_conditions(coalesce: list[bool], transport: list[str]) -> SimulationPlan:
     """A plan whose only content is the conditions its script leaves open (all `replays` reads)."""
-    return Plan({}, [], FIXTURES, candidates={"coalesce": coalesce, "init": ["lazy"],
+    return SimulationPlan({}, [], FIXTURES, candidates={"coalesce": coalesce, "init": ["lazy"],
                                               "transport": transport})
 
 

@@ -22,7 +22,7 @@ from auditor.analysis.waitfor import transports
 from auditor.dynamic.trace import read_trace_dir
 from auditor.scan import ScanInputs, read_config, run_scan
 from auditor.simulate import predict
-from auditor.simulate.plan import Plan, plan
+from auditor.simulate.plan import SimulationPlan, plan
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -54,7 +54,7 @@ def glm4(tmp_path_factory, real_sources) -> tuple[int, dict, str, Path]:
     return rc, doc, err, trace / "trace"
 
 
-def scan_and_plan(config: Path, torch: str | None = None) -> tuple[dict, Plan]:
+def scan_and_plan(config: Path, torch: str | None = None) -> tuple[dict, SimulationPlan]:
     """The scan document and the simulation plan of `config`, as the command makes them."""
     launch, srcs = read_config(str(config), None)
     doc = run_scan(ScanInputs(str(config), torch_version=torch), (launch, srcs))

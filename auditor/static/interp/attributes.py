@@ -12,7 +12,7 @@ from auditor.static.interp.shared import (
 )
 from auditor.static.interp.state import Frame, State
 from auditor.static.interp.values import (
-    MANY, Api, ConfigObject, Data, External, Func, Group, Guarded, Klass, Module, Obj, bare, cap,
+    MANY, Api, ConfigObject, Data, External, Func, GroupValue, Guarded, Klass, Module, Obj, bare, cap,
     ordered,
 )
 from auditor.static.ir import ir
@@ -161,7 +161,7 @@ class Attributes(InterpreterCore):
         if isinstance(b, External):
             q = f"{b.qualname}.{attr}"
             if q in self.rules.world_groups:
-                return frozenset({Group("world")})
+                return frozenset({GroupValue("world")})
             return frozenset({Api(self.rules.api_qualnames[q])} if q in self.rules.api_qualnames
                              else {External(q)})
         if isinstance(b, ConfigObject) or (base_text in self.rules.config_names):
@@ -174,7 +174,7 @@ class Attributes(InterpreterCore):
                 owner, values = found
                 return self._bind(values, b, owner)
             if attr in self.rules.group_names:
-                return frozenset({Group(self.rules.group_names[attr])})
+                return frozenset({GroupValue(self.rules.group_names[attr])})
             return frozenset({Data(f"{b.cls.qualname}.{attr}")})
         if isinstance(b, Klass):
             found = self.class_lookup(b, attr)
@@ -189,14 +189,14 @@ class Attributes(InterpreterCore):
                     break
             return frozenset(out) or frozenset({Data(f"super().{attr}")})
         if attr in self.rules.group_names:
-            return frozenset({Group(self.rules.group_names[attr])})
+            return frozenset({GroupValue(self.rules.group_names[attr])})
         return frozenset({Data(f".{attr}")})
 
     def _named_group(self, name: str, values: frozenset) -> frozenset:
         """An unknown value held under a name like `pp_group` is taken for that group."""
         dim = self.rules.group_names.get(name)
         if dim is not None and values and all(isinstance(bare(v), Data) for v in values):
-            return frozenset({Group(dim)})
+            return frozenset({GroupValue(dim)})
         return values
 
     def _bind(self, values: frozenset, obj: Obj, owner: Klass) -> frozenset:

@@ -16,7 +16,7 @@ from auditor.static.interp.shared import (
 )
 from auditor.static.interp.state import Frame, State
 from auditor.static.interp.values import (
-    Api, Cfg, ConfigObject, Const, Data, DictV, External, Func, Group, Guarded, Klass, Obj, bare,
+    Api, Cfg, ConfigObject, ConstValue, Data, DictV, External, Func, GroupValue, Guarded, Klass, Obj, bare,
     cap, concrete, describe, ordered,
 )
 from auditor.static.ir import ir
@@ -45,12 +45,12 @@ class Calls(InterpreterCore):
         bases: frozenset = frozenset()
         if isinstance(func_ir, ir.Attr):
             bases = self.eval(func_ir.base, state, frame)
-            if any(isinstance(bare(b), Group) for b in bases):
+            if any(isinstance(bare(b), GroupValue) for b in bases):
                 return self._group_method(bases, func_ir.attr), args, kwargs, bases
             if func_ir.attr in _STR_CASE and not args and not kwargs and bases:
                 known = [concrete(b) for b in bases]
                 if all(k and isinstance(v, str) for k, v in known):
-                    return frozenset(Const(getattr(v, func_ir.attr)()) for _, v in known), args, kwargs, bases
+                    return frozenset(ConstValue(getattr(v, func_ir.attr)()) for _, v in known), args, kwargs, bases
             callees: set = set()
             for b in ordered(bases):
                 callees |= self.attr_of(b, func_ir.attr, ir.dotted(func_ir.base))
@@ -72,7 +72,7 @@ class Calls(InterpreterCore):
     def _group_method(self, bases: frozenset, method: str) -> frozenset:
         out: set = set()
         for b in map(bare, bases):
-            if isinstance(b, Group) and method == "size":
+            if isinstance(b, GroupValue) and method == "size":
                 key = self.rules.group_sizes.get(b.dim)
                 out.add(self.config_value(key) if key else Data("size"))
             else:
@@ -123,7 +123,7 @@ class Calls(InterpreterCore):
             return frozenset({Data(callee.qualname)})
         if isinstance(callee, _Super):
             return frozenset({callee})
-        if isinstance(callee, (Api, Group, ConfigObject, Cfg, Const)):
+        if isinstance(callee, (Api, GroupValue, ConfigObject, Cfg, ConstValue)):
             return frozenset({Data("result")})
         self.unresolved[text] = self.unresolved.get(text, 0) + 1
         return frozenset({Data(f"call {text}")})
@@ -132,7 +132,7 @@ class Calls(InterpreterCore):
         if "config" in symbol:
             return frozenset({self.config_value(symbol["config"])})
         if "group" in symbol:
-            return frozenset({Group(symbol["group"])})
+            return frozenset({GroupValue(symbol["group"])})
         if symbol.get("returns") == "config":
             return frozenset({ConfigObject()})
         return frozenset({Data(symbol.get("returns", "symbol"))})
@@ -209,7 +209,7 @@ class Calls(InterpreterCore):
             self.depth -= 1
             self.walking[walking] -= 1
             self.active.discard(memo_key)
-        result = cap(frozenset(frame.returns)) if frame.returns else frozenset({Const(None)})
+        result = cap(frozenset(frame.returns)) if frame.returns else frozenset({ConstValue(None)})
         self.memo[memo_key] = result
         return result, node
 
@@ -258,7 +258,7 @@ class Calls(InterpreterCore):
                 gframe = Frame(0, func.module, 0, None, "module")
                 env[name] = self.eval(default, State(self.module_globals(func.module) or {}), gframe)
             elif name in self.rules.group_names:
-                env[name] = frozenset({Group(self.rules.group_names[name])})
+                env[name] = frozenset({GroupValue(self.rules.group_names[name])})
             else:
                 env[name] = frozenset({Data(f"param {name}")})
         return env
@@ -278,5 +278,5 @@ class Calls(InterpreterCore):
         elif group_param in params and params.index(group_param) < len(args):
             values = args[params.index(group_param)]
         else:
-            values = frozenset({Const(None)})
+            values = frozenset({ConstValue(None)})
         return tuple(sorted({describe(v) for v in values}))

@@ -12,8 +12,8 @@ from auditor.static.interp.graph import Hit
 from auditor.static.interp.shared import CALL_UNKNOWN, INSTANCE, InterpreterCore
 from auditor.static.interp.state import Frame, State
 from auditor.static.interp.values import (
-    DERIVED, MAX_CALLABLES, Cfg, ConfigObject, Const, Cond, Data, DictV, Elements, External, Func,
-    Group, bare, cap, compare, cond, dict_get, dict_put, elements_of, ordered, truth_of,
+    DERIVED, MAX_CALLABLES, Cfg, ConfigObject, ConstValue, Cond, Data, DictV, Elements, External, Func,
+    GroupValue, bare, cap, compare, cond, dict_get, dict_put, elements_of, ordered, truth_of,
 )
 from auditor.static.ir import ir
 
@@ -22,16 +22,16 @@ class Expressions(InterpreterCore):
     def eval(self, e: ir.Expr | None, state: State, frame: Frame) -> frozenset:
         match e:
             case None:
-                return frozenset({Const(None)})
+                return frozenset({ConstValue(None)})
             case ir.Const(value):
-                return frozenset({Const(value)})
+                return frozenset({ConstValue(value)})
             case ir.Name(name):
                 return self.lookup(name, state, frame)
             case ir.Attr():
                 return self.eval_attr(e, state, frame)
             case ir.Call():
                 return self.eval_call(e, state, frame)
-            case ir.Site(site, inner):
+            case ir.SiteExpr(site, inner):
                 if not isinstance(inner, ir.Call):
                     self.hits.append(Hit(frame.node, site, state.status, state.guards))
                     return self.eval(inner, state, frame)
@@ -105,7 +105,7 @@ class Expressions(InterpreterCore):
         d = DictV()
         for keys, value in pairs:
             for k in keys:
-                dict_put(d, k, cap(dict_get(d, k) | value) if isinstance(bare(k), Const) else value)
+                dict_put(d, k, cap(dict_get(d, k) | value) if isinstance(bare(k), ConstValue) else value)
         return frozenset({d})
 
     def _comp_loops(self, e: ir.Comp, i: int, inner: State, frame: Frame,
@@ -116,7 +116,7 @@ class Expressions(InterpreterCore):
             return
         target, iterable, tests = e.loops[i]
         items = elements_of(self.eval(iterable, inner, frame))
-        one_by_one = all(isinstance(bare(v), Const) for v in items) and len(items) <= MAX_CALLABLES
+        one_by_one = all(isinstance(bare(v), ConstValue) for v in items) and len(items) <= MAX_CALLABLES
         for part in ([frozenset({v}) for v in ordered(items)] if one_by_one else [items]):
             if isinstance(target, ir.Name):
                 inner.env[target.id] = part
@@ -178,7 +178,7 @@ class Expressions(InterpreterCore):
         if name in self.rules.config_names:
             return frozenset({ConfigObject()})
         if name in self.rules.group_names:
-            return frozenset({Group(self.rules.group_names[name])})
+            return frozenset({GroupValue(self.rules.group_names[name])})
         if hasattr(builtins, name):
             return frozenset({External(f"builtins.{name}")})
         return frozenset({Data(f"unbound {name}")})

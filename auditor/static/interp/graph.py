@@ -66,7 +66,7 @@ class Blocked:
 
 
 @dataclass
-class Patch:
+class AttrPatch:
     target: str  # "module.attr" or "module.Class.attr"
     replacement: str  # module.qualname of the function or class put there
     short: str  # module tail and qualname, as call paths show it

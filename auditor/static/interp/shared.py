@@ -15,10 +15,10 @@ from typing import Any
 
 from auditor.rulebook.interpreter import Rules
 from auditor.static.analyze import collector_paused
-from auditor.static.interp.graph import Blocked, Cut, Edge, Hit, Node, Patch
+from auditor.static.interp.graph import Blocked, Cut, Edge, Hit, Node, AttrPatch
 from auditor.static.interp.program import Program
 from auditor.static.interp.state import Frame, State
-from auditor.static.interp.values import Cfg, Const, Data, DictV, Elements, Func, Klass, Obj
+from auditor.static.interp.values import Cfg, ConstValue, Data, DictV, Elements, Func, Klass, Obj
 from auditor.static.ir import ir
 
 # In entry code, `P2PAUDIT_INSTANCE(Cls)` is an instance of Cls whose __init__ never ran, and
@@ -27,7 +27,7 @@ INSTANCE = "P2PAUDIT_INSTANCE"
 CALL_UNKNOWN = "P2PAUDIT_CALL"
 # An empty `*args` (no positional argument left for it): `f(*args)` passes nothing on, so that
 # `super().__init__(*args, **kwargs)` binds its callee's parameters from the keywords.
-NO_ARGS = frozenset({Const(())})
+NO_ARGS = frozenset({ConstValue(())})
 ENTRY_PREFIX = "<entry"  # entry code runs as a module named `<entry N>`
 MAX_LOOP_PASSES = 3  # walks of one loop body, while each installs new patches the next would see
 MAX_DEPTH = 40  # nested calls being interpreted
@@ -80,7 +80,7 @@ class InterpreterCore(ABC):
         self._indexed = 0  # edges[:_indexed] are in _by_caller
         self.hits: list[Hit] = []
         self.blocked: list[Blocked] = []
-        self.patches: list[Patch] = []
+        self.patches: list[AttrPatch] = []
         self._patch_keys: set[tuple[str, str, str, str]] = set()
         self.unresolved: dict[str, int] = {}
         self.mros: dict[Klass, list[Klass]] = {}

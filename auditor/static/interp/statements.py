@@ -8,13 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 from auditor.static.interp.formula import FALSE, TRUE, conj, level
-from auditor.static.interp.graph import Blocked, Guard, Patch
+from auditor.static.interp.graph import Blocked, Guard, AttrPatch
 from auditor.static.interp.shared import (
     ENTRY_PREFIX, MAX_LOOP_PASSES, InterpreterCore, Lazy, python_qualname,
 )
 from auditor.static.interp.state import Frame, State, guard_new_values, join, join_env
 from auditor.static.interp.values import (
-    Const, Data, DictV, External, Func, Klass, Module, Obj, bare, cap, dict_put, elements_of,
+    ConstValue, Data, DictV, External, Func, Klass, Module, Obj, bare, cap, dict_put, elements_of,
     ordered, truth_of,
 )
 from auditor.static.ir import ir
@@ -54,7 +54,7 @@ class Statements(InterpreterCore):
                 if value is not None:
                     frame.returns.update(self.eval(value, state, frame))
                 else:
-                    frame.returns.add(Const(None))
+                    frame.returns.add(ConstValue(None))
                 state.done = True
             case ir.Raise():
                 state.done = state.raised = True
@@ -210,7 +210,7 @@ class Statements(InterpreterCore):
             self.blocked.append(Blocked(frame.node, guards, frozenset(funcs), frozenset(sites)))
 
     def assign(self, target: ir.Expr, value: frozenset, state: State, frame: Frame) -> None:
-        if isinstance(target, ir.Site):
+        if isinstance(target, ir.SiteExpr):
             target = target.expr
         match target:
             case ir.Name(name):
@@ -255,7 +255,7 @@ class Statements(InterpreterCore):
         for v in ordered(value):  # the document lists patches in the order they are found
             if isinstance(v, (Func, Klass)):
                 q = python_qualname(v.qualname)
-                p = Patch(target, f"{v.module}.{q}", f"{v.module.rsplit('.', 1)[-1]}.{q}",
+                p = AttrPatch(target, f"{v.module}.{q}", f"{v.module.rsplit('.', 1)[-1]}.{q}",
                           frame.node, level(state.status))
                 key = (p.target, p.replacement, self.nodes[p.node].function, p.status)
                 if key not in self._patch_keys:  # the same patch, installed again by a later pass

@@ -15,7 +15,7 @@ from __future__ import annotations
 import builtins
 from typing import Any, Protocol
 
-from auditor.static.interp.values import Cfg, Const, Data, DictV, External, Func, Klass, Obj, bare
+from auditor.static.interp.values import Cfg, ConstValue, Data, DictV, External, Func, Klass, Obj, bare
 
 TESTS = frozenset({"isinstance", "issubclass", "callable", "hasattr"})
 UNKNOWN = None  # a test the known values do not decide
@@ -42,7 +42,7 @@ def test_name(callee: Any) -> str | None:
 
 def decide(name: str, args: list[frozenset], specs: list[frozenset] | None,
            classes: Classes) -> frozenset:
-    """The result of `name(*args)`: Const(True) and/or Const(False) for the values it is decided
+    """The result of `name(*args)`: ConstValue(True) and/or ConstValue(False) for the values it is decided
     for, else Data. `specs`: the class values of a tuple second argument, one set per item."""
     answers: set[bool] = set()
     if not args or (name != "callable" and len(args) != 2):
@@ -57,7 +57,7 @@ def decide(name: str, args: list[frozenset], specs: list[frozenset] | None,
         if answer is UNKNOWN:
             return frozenset({Data(name)})
         answers.add(answer)
-    return frozenset(Const(a) for a in answers) or frozenset({Data(name)})
+    return frozenset(ConstValue(a) for a in answers) or frozenset({Data(name)})
 
 
 def _any_of(name: str, value: Any, specs: list[frozenset], classes: Classes) -> bool | None:
@@ -83,7 +83,7 @@ def _builtin_type(cls: Any) -> type | None:
 
 
 def _known(value: Any) -> tuple[bool, Any]:
-    if isinstance(value, Const):
+    if isinstance(value, ConstValue):
         return True, value.value
     if isinstance(value, Cfg) and value.known:
         return True, value.value

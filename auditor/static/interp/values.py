@@ -26,7 +26,7 @@ MAX_CALLABLES = 32
 
 
 @dataclass(frozen=True)
-class Const:
+class ConstValue:
     value: Any
 
 
@@ -74,7 +74,7 @@ class Api:
 
 
 @dataclass(frozen=True)
-class Group:
+class GroupValue:
     """A process group of one parallel dimension ("pp", "cp", ...), or "world"."""
 
     dim: str
@@ -169,7 +169,7 @@ def _order_key(v: Any) -> tuple:
 def truth(v: Any) -> tuple[int, int]:
     """(can be true, can be false) of one value."""
     v = bare(v)
-    if isinstance(v, Const):
+    if isinstance(v, ConstValue):
         return (TRUE, FALSE) if v.value else (FALSE, TRUE)
     if isinstance(v, Cfg):
         if not v.known:
@@ -196,7 +196,7 @@ def truth_of(values: frozenset) -> tuple[int, int]:
 def concrete(v: Any) -> tuple[bool, Any]:
     """(is the value known, the value) for constants and known configuration values."""
     v = bare(v)
-    if isinstance(v, Const):
+    if isinstance(v, ConstValue):
         return True, v.value
     if isinstance(v, Cfg) and v.known:
         return True, v.value
@@ -205,9 +205,9 @@ def concrete(v: Any) -> tuple[bool, Any]:
 
 def describe(v: Any) -> str:
     v = bare(v)
-    if isinstance(v, Const):
+    if isinstance(v, ConstValue):
         return "default group" if v.value is None else repr(v.value)
-    if isinstance(v, Group):
+    if isinstance(v, GroupValue):
         return "WORLD" if v.dim == "world" else f"{v.dim} group"
     if isinstance(v, Cfg):
         return f"{v.key}={v.value!r}" if v.known else f"{v.key} (unknown)"
@@ -275,9 +275,9 @@ def _config_test(lv: Any, op: str, rv: Any) -> tuple[int, int]:
 
 def cond(can_true: int, can_false: int) -> Any:
     if (can_true, can_false) == (TRUE, FALSE):
-        return Const(True)
+        return ConstValue(True)
     if (can_true, can_false) == (FALSE, TRUE):
-        return Const(False)
+        return ConstValue(False)
     return Cond(can_true, can_false)
 
 
@@ -297,9 +297,9 @@ def dict_put(d: DictV, key: Any, value: frozenset) -> None:
     """`d[key] = value`: under a key known here (a string, or a class, function or constant), or
     among the values any key may read (`anykey`) for a key known only at run time."""
     k = bare(key)
-    if isinstance(k, Const) and isinstance(k.value, str):
+    if isinstance(k, ConstValue) and isinstance(k.value, str):
         d.items[k.value] = value
-    elif isinstance(k, (Const, Klass, Func, External)):
+    elif isinstance(k, (ConstValue, Klass, Func, External)):
         d.keyed[k] = value
     else:
         d.anykey = cap(d.anykey | value)
@@ -309,9 +309,9 @@ def dict_get(d: DictV, key: Any) -> frozenset:
     """`d[key]`: the entry of a known key; for a key unknown here (`type(cmd)`), any function
     or class the table holds, since a dispatch table read so may call each of them."""
     k = bare(key)
-    if isinstance(k, Const) and isinstance(k.value, str):
+    if isinstance(k, ConstValue) and isinstance(k.value, str):
         return d.items.get(k.value, frozenset()) | d.anykey
-    if isinstance(k, (Const, Klass, Func, External)):
+    if isinstance(k, (ConstValue, Klass, Func, External)):
         return d.keyed.get(k, frozenset()) | d.anykey
     return frozenset(v for values in (*d.items.values(), *d.keyed.values()) for v in values
                      if isinstance(bare(v), (Func, Klass))) | d.anykey
@@ -326,7 +326,7 @@ def elements_of(values: frozenset) -> frozenset:
         if isinstance(v, Elements):
             out |= v.values
         elif isinstance(v, DictV):  # a dict iterates over its keys
-            out |= {Const(k) for k in v.items} | set(v.keyed)
+            out |= {ConstValue(k) for k in v.items} | set(v.keyed)
             known = known and not v.anykey
         else:
             known = False

@@ -8,7 +8,7 @@ import ast
 from auditor.static.ir.ir import (
     Assign, Attr, BinOp, Bool, Call, Class, ClassIR, Cmp, Comp, Const, Def, Dict, Expr, ExprStmt,
     FuncRef, FunctionIR, Global, If, IfExp, Import, Loop, ModuleIR, Name, Not, Opaque, Param,
-    Raise, Return, Seq, Site, StarImport, Stmt, Sub, Try, With,
+    Raise, Return, Seq, SiteExpr, StarImport, Stmt, Sub, Try, With,
 )
 from auditor.static.names import dotted, import_bindings, import_target, qualname
 from auditor.static.source import Source
@@ -30,7 +30,7 @@ _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _TRY = (ast.Try, ast.TryStar) if hasattr(ast, "TryStar") else (ast.Try,)  # try/except* from 3.11
 
 
-class _Builder:
+class _IRBuilder:
     def __init__(self, source: Source, module: str, is_package: bool, site_ids: dict[int, str]):
         self.source = source
         self.module = module
@@ -182,7 +182,7 @@ class _Builder:
     def expr(self, node: ast.expr | None) -> Expr:
         out = self._expr(node)
         site = self.site_ids.get(id(node)) if node is not None else None
-        return Site(site, out) if site is not None else out
+        return SiteExpr(site, out) if site is not None else out
 
     def _expr(self, node: ast.expr | None) -> Expr:
         if node is None:
@@ -283,7 +283,7 @@ def build(tree: ast.Module, source: Source, module: str, is_package: bool,
           site_ids: dict[int, str]) -> ModuleIR:
     """The IR of one module: its top-level body, and every function and class in it by qualname.
     `site_ids`: the site found at each node (by `id`) of the same tree."""
-    b = _Builder(source, module, is_package, site_ids)
+    b = _IRBuilder(source, module, is_package, site_ids)
     body = b.block(tree.body)
     return ModuleIR(module, is_package, body, b.functions, b.classes, b.global_assignments)
 

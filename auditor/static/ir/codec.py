@@ -19,7 +19,7 @@ from auditor.sources import cache_dir
 from auditor.static.ir.ir import (
     Assign, Attr, BinOp, Bool, Call, Class, ClassIR, Cmp, Comp, Const, Def, Dict, ExprStmt, FuncRef,
     FunctionIR, Global, If, IfExp, Import, Loop, ModuleIR, Name, Not, Opaque, Param, Raise, Return,
-    Seq, Site, StarImport, Sub, Try, With,
+    Seq, SiteExpr, StarImport, Sub, Try, With,
 )
 
 
@@ -93,7 +93,7 @@ _READ: dict[str, Callable[[list], Any]] = {
     "binop": lambda d: _new(BinOp, (d[0], _e(d[1]), _e(d[2]), d[3])),
     "sub": lambda d: _new(Sub, (_e(d[0]), _e(d[1]), d[2])),
     "func": lambda d: _new(FuncRef, d),
-    "site": lambda d: _new(Site, (d[0], _e(d[1]), d[2])),
+    "site": lambda d: _new(SiteExpr, (d[0], _e(d[1]), d[2])),
     "opaque": lambda d: _new(Opaque, (_es(d[0]), d[1])),
     "comp": lambda d: _new(Comp, (d[0], _e(d[1]), _e(d[2]), [(_e(t), _e(i), _es(c)) for t, i, c in d[3]],
                                   d[4])),

@@ -99,7 +99,7 @@ class FuncRef(NamedTuple):
     tag: str = "func"
 
 
-class Site(NamedTuple):
+class SiteExpr(NamedTuple):
     """An expression at which the site finder found a P2P site."""
 
     site: str
@@ -123,7 +123,7 @@ class Comp(NamedTuple):
     tag: str = "comp"
 
 
-Expr = (Name | Attr | Const | Seq | Dict | Call | Cmp | Bool | Not | IfExp | BinOp | Sub | FuncRef | Site
+Expr = (Name | Attr | Const | Seq | Dict | Call | Cmp | Bool | Not | IfExp | BinOp | Sub | FuncRef | SiteExpr
         | Opaque | Comp)
 
 # --- statements --------------------------------------------------------------------------------
@@ -314,7 +314,7 @@ def names_in(stmts: list[Stmt], sites: set[str], defs: set[str],
             case Name(name):
                 found.add(name)
                 continue
-            case Site(site, _):
+            case SiteExpr(site, _):
                 sites.add(site)
             case Def(_, qualname):
                 defs.add(qualname)
