@@ -10,7 +10,9 @@ p2paudit command that judges it:
 - `record`: the case's driver under `p2paudit record`, then `p2paudit report` of the trace against
   the case folder's site inventory, with the side's `--transport`.
 
-A side whose expected verdict is `hang` or `mismatch` is a bug. p2paudit *flags* a side when it
+A side whose expected verdict is `hang`, `may hang` or `mismatch` is a bug. `may hang` is a bug
+whose order can deadlock at a size inside the side's transport's open range (rules/nccl.toml: above
+what is seen to complete, below what hangs on every host), where the host decides. p2paudit *flags* a side when it
 exits 1, or, for a `record` side (a CPU run that completed), when the replay says its order will
 deadlock over the side's transport (`replay-would-hang`), or can deadlock and the transport's bound
 leaves open whether it will (`replay-can-hang`; `got` is then `may hang`). Recall counts the bugs flagged, over every bug side, so a side not run counts as missed.
@@ -46,14 +48,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = ROOT / "benchmarks" / "ppbugs" / "cases"
-BUGS = {"hang", "mismatch"}
+BUGS = {"hang", "may hang", "mismatch"}
 # Findings that say the run hangs: the scan's contradiction that makes torch run a batch op by op,
 # and the replay's wait-for cycle.
 HANG_KINDS = {"batch-runs-unbatched", "unbatched-contradiction", "wait-for-cycle",
               "p2p-count-mismatch"}
 # The findings that name each mechanism, for "the right reason".
 REASON_KINDS = {"hang": HANG_KINDS | {"replay-would-hang", "unbatched-run"},
-                "mismatch": {"p2p-mismatch"}}
+                "may hang": {"replay-can-hang"}, "mismatch": {"p2p-mismatch"}}
 SPLIT = ROOT / "benchmarks" / "ppbugs" / "split.toml"
 
 
@@ -138,7 +140,7 @@ def side_problem(side: dict) -> str | None:
     if missing:
         return f"missing {', '.join(missing)}"
     if side["expected"] not in BUGS | {"clean"}:
-        return f"expected must be hang, mismatch or clean, not {side['expected']!r}"
+        return f"expected must be hang, may hang, mismatch or clean, not {side['expected']!r}"
     needs = {"scan": ("script",), "simulate": ("script",), "record": ("command", "transport")}.get(side["runner"])
     if needs is None:
         return f"runner must be scan, simulate or record, not {side['runner']!r}"

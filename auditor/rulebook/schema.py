@@ -56,7 +56,7 @@ TABLES: dict[str, Table] = {
     "config_objects": _table(False, "names", "about"),
     "world_group": _table(False, "qualnames", "about"),
     # torch's P2P API (rulebook.apis, auditor/dynamic/hooks.py).
-    "p2p_api": _table(True, "name qualnames params issues", f"peer group op {_SELECT}"),
+    "p2p_api": _table(True, "name qualnames params issues", f"peer group op wire {_SELECT}"),
     "coalescing_context": _table(True, "qualnames", f"group_param {_SELECT}"),
     "pg_method": _table(True, "name issues", _SELECT),
     "process_group": _table(False, "", "types factories"),

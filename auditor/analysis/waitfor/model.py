@@ -50,6 +50,9 @@ class Op:
     where: str = ""  # path:line of the code that built it (its P2POp), else of the call
     chosen: str = ""  # path:line of the framework line that chose it, where not the call's
     role: str = ""  # the neighbour it is meant for ("prev"/"next"), where the code says
+    # Whether `nbytes` is the size as recorded; False for a part of an object list, whose size
+    # the trace does not give (`nbytes` is then its least): its size is never compared.
+    sized: bool = True
 
     @property
     def kind(self) -> str:
@@ -140,6 +143,17 @@ def _p2p_directions() -> dict[str, str]:
         if api.get("issues") == "op" and peer:
             out[api["name"]] = "send" if "dst" in peer or "group_dst" in peer else "recv"
     return out
+
+
+@cache
+def wire_parts(api: str) -> tuple[str, ...]:
+    """The dtypes of the ops `api` puts on the wire one after the other (rules/torch.toml
+    [[p2p_api]] `wire`: send_object_list sends int64 sizes, then uint8 bytes); () for an API that
+    is one op."""
+    for entry in rulebook.load("torch").data.get("p2p_api", []):
+        if entry.get("name") == api:
+            return tuple(entry.get("wire") or ())
+    return ()
 
 
 def _cached_hash(obj: Any, fields: tuple) -> int:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
-from auditor.analysis.waitfor.model import Group, Op
+from auditor.analysis.waitfor.model import Group, Op, wire_parts
 from auditor.analysis.waitfor.sizes import DTYPE_BYTES
 
 
@@ -59,10 +60,21 @@ def programs_from_events(events_by_rank: Mapping[int, Sequence[Mapping[str, Any]
                     where=_where(event.get("op_site") or site), role=_role(event, roles),
                     chosen=_where(event.get("chosen") or {}))
             ended = []
-            by_seq[event.get("seq")] = op.index
-            ops.append(op)
+            ops.extend(_on_the_wire(op))
+            by_seq[event.get("seq")] = len(ops) - 1  # its last part ends with it
         programs[rank] = ops
     return programs
+
+
+def _on_the_wire(op: Op) -> list[Op]:
+    """`op` as the ops torch puts on the wire (`wire_parts`): an object list's sizes, then its
+    bytes once the sizes have arrived; each part of unrecorded size, at least one element."""
+    parts = wire_parts(op.api)
+    if not parts:
+        return [op]
+    return [replace(op, index=op.index + n, dtype=dtype, nbytes=DTYPE_BYTES[dtype], sized=False,
+                    after=(op.index + n - 1,) if n else op.after)
+            for n, dtype in enumerate(parts)]
 
 
 def _where(site: Mapping[str, Any]) -> str:

@@ -111,7 +111,7 @@ class _Replay:
         """A pair disagrees in size, dtype, or role: a send meant for the next stage must be
         received as from the previous one (`Op.role`), or the tensors silently swap."""
         a, b = self.ops[send], self.ops[recv]
-        sizes = a.nbytes != b.nbytes and a.nbytes > 0 and b.nbytes > 0
+        sizes = a.nbytes != b.nbytes and a.nbytes > 0 and b.nbytes > 0 and a.sized and b.sized
         dtypes = a.dtype != b.dtype and a.dtype and b.dtype
         roles = a.role and b.role and a.role == b.role
         if sizes or dtypes or roles:
