@@ -43,7 +43,7 @@ class Holder:
 
 def test_site_is_package_relative_with_qualname_and_call_span() -> None:
     nested, comprehension = Holder().method()
-    assert nested["path"] == "test_record_unit.py"
+    assert nested["path"] == "tests/dynamic/test_record_unit.py"  # package-relative: tests.dynamic
     assert nested["function"] == "Holder.method.<locals>.inner"
     assert nested["end_line"] == nested["line"] + 1  # the call spans two lines
     # a comprehension's own frame (Python 3.11) is reported as the function that holds it

@@ -13,13 +13,13 @@ import sys
 import time
 from pathlib import Path
 
-from auditor.repro.progress import DONE, ISSUING, PENDING, Progress, read_states, state_path
+from auditor.repro.progress import DONE, ISSUING, PENDING, ReproProgress, read_states, state_path
 
 RANK = """
 import sys
 from pathlib import Path
-from auditor.repro.progress import DONE, ISSUING, PENDING, Progress
-p = Progress(Path(sys.argv[1]), 1, 4)
+from auditor.repro.progress import DONE, ISSUING, PENDING, ReproProgress
+p = ReproProgress(Path(sys.argv[1]), 1, 4)
 p.phase("ops")
 print("ready", flush=True)
 i = 0
@@ -32,7 +32,7 @@ while True:  # until killed: every op's state, over and over
 
 
 def test_states_as_a_rank_writes_them(tmp_path: Path) -> None:
-    p = Progress(tmp_path, 0, 3)
+    p = ReproProgress(tmp_path, 0, 3)
     p.phase("ops")
     p.op(0, ISSUING)
     p.op(0, DONE)
