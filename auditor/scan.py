@@ -38,7 +38,7 @@ from auditor.report import document
 from auditor.rulebook import files as rulebook_files
 from auditor.rulebook import interpreter
 from auditor.rulebook.apis import batch_wrappers
-from auditor.rulebook.frameworks import frameworks, needs_for, stack_for
+from auditor.rulebook.frameworks import frameworks
 from auditor.sources import SourceSet, resolve
 from auditor.static.analyze import collector_paused
 from auditor.static.interp.callgraph import Interpreter
@@ -68,7 +68,7 @@ def resolve_targets(launch: LaunchConfig, targets: list[str] | None) -> list[Sou
     if targets:
         return _distinct([resolve(t) for t in targets])
     out = []
-    for name in stack_for(launch.launcher):
+    for name in launch.stack.distributions:
         pin = launch.pins.get(name)
         try:
             out.append(resolve(f"{name}=={pin}" if pin else name))
@@ -248,7 +248,7 @@ def _scan_one(inputs: ScanInputs, read: tuple[LaunchConfig, list[SourceSet]]) ->
         program.close()
     keys = {s.id: _coalesces_key(s, effective) for s in sites}
     unbatched = {s.id: effectively_batched(s, effective, keys[s.id]) for s in sites}
-    needs = needs_for(launch.launcher)
+    needs = launch.stack.needs
     site_docs = [site_doc(s, results[s.id], effective, unbatched[s.id], keys[s.id], needs)
                  for s in sites]
     torch_version = effective.value("torch_version")

@@ -25,7 +25,7 @@ from auditor.analysis import causes as causes_of
 from auditor.analysis import settingcases
 from auditor.config.torch_version import span
 from auditor.errors import EXIT_FINDINGS, EXIT_OK
-from auditor.rulebook.frameworks import NOT_THIS_STACK, kind_of, owner_of, pin_option, simulated
+from auditor.rulebook.frameworks import NOT_THIS_STACK, Stack, kind_of, owner_of, pin_option
 
 SITE_VERDICTS = ("contradiction", "ok", "unknown", "unreachable")
 RUN_VERDICTS = ("findings", "inconclusive", "clean", "inventory", "not-pipeline", "not-covered")
@@ -388,7 +388,7 @@ def _decide_for(group: list[dict[str, Any]], config: dict[str, Any],
     if tests:
         return f"--set the config value of {', '.join(tests)}"
     if "batch_p2p_comm" not in config.get("needs", list(NEEDED_KEYS)):
-        if launch.get("path") and launch.get("launcher") and simulated(launch["launcher"]):
+        if launch.get("path") and launch.get("launcher") and Stack.of(launch["launcher"]).simulated:
             return (f"`p2paudit simulate --config {launch['path']}` (runs the schedule on CPU and "
                     "replays its order), or `p2paudit record` of a run")
         return "`p2paudit record` of a run, then `p2paudit report` (its replay decides the order)"

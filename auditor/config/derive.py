@@ -63,9 +63,8 @@ from auditor.findings import Finding
 from auditor.rulebook import files as rulebook_files
 from auditor.rulebook.frameworks import (
     NOT_THIS_STACK,
-    foreign_settings,
+    Stack,
     pin_option,
-    stack_names,
 )
 from auditor.rulebook.stages import Entry, RuleBook, Stage, load_rulebook
 
@@ -86,8 +85,7 @@ def derive(
     """
     basis = resolve_torch(torch_version, launch)
     results = []
-    foreign = foreign_settings(launch.launcher, rules_directory)
-    stack = stack_names(launch.launcher, rules_directory)
+    stack = launch.stack if rules_directory is None else Stack.of(launch.launcher, rules_directory)
     by_entries: dict[tuple[int, ...], EffectiveConfig] = {}
     for release in basis.releases or (None,):
         # Releases that admit the same torch entries derive the same config: derived once.
@@ -96,7 +94,7 @@ def derive(
             results.append(by_entries[same])
             continue
         book = load_rulebook({**versions, "torch": release}, rules_directory)
-        deriver = _Deriver(launch, book, foreign, stack)
+        deriver = _Deriver(launch, book, stack.foreign_settings, stack.names)
         deriver.put("torch_version", basis.version if basis.version else UNKNOWN,
                     basis.origin, "torch version")
         deriver.put("launcher", launch.launcher,
@@ -129,7 +127,7 @@ class _Deriver:
     def __init__(self, launch: LaunchConfig, book: RuleBook, foreign: dict[str, list[str]],
                  stack: set[str] | None) -> None:
         self.launch = launch
-        # Settings of another stack (rulebook.frameworks.foreign_settings): no check is judged by
+        # Settings of another stack (rulebook.frameworks.Stack.foreign_settings): no check is judged by
         # them, unless a rule of this run's stack derives it (torchtitan's pp size is one).
         derived = {e.data["key"] for es in book.entries.values() for e in es
                    if e.table == "rule" and "key" in e.data and stack is not None and e.framework in stack}

@@ -75,10 +75,12 @@ def _unknown_values(config: LaunchConfig, taken: list[tuple[str, Field, list[str
         where=f"{path}:{taken[0][1].line}"))
 
 
-def read_flags(config: LaunchConfig, args: list[Field], spelling: Spelling, path: str) -> None:
+def read_flags(config: LaunchConfig, args: list[Field], spelling: Spelling, path: str,
+               checked: bool) -> None:
     """The training command's arguments into `config.flags` and `config.positionals`, with a
-    diagnostic for each the front end's parser would reject or read otherwise than written."""
-    megatron = config.style == "megatron-lm"
+    diagnostic for each the front end's parser would reject or read otherwise than written.
+    `checked`: the spellings are Megatron-LM's (`spelling.flags`), checked against its parser
+    (config/frontends/megatron_lm.py); otherwise the flags are read as written."""
     single: str | None = None  # the last Megatron-LM flag that took its one value, as written
     written_so_far: list[str] = []  # flags in order, for what an unknown word could override
     unknown_values: list[tuple[str, Field, list[str]]] = []
@@ -104,8 +106,8 @@ def read_flags(config: LaunchConfig, args: list[Field], spelling: Spelling, path
             single = None
             continue
         written, eq, inline_value = option.partition("=") if option.startswith("--") else (option, "", "")
-        entry = spelling.flags.get(written) if megatron else None
-        if megatron:
+        entry = spelling.flags.get(written) if checked else None
+        if checked:
             _check_megatron_spelling(config, spelling, written, entry, f, path)
         values: list[Scalar] = [inline_value] if eq else []
         takes_value = entry is None or entry["action"] == "store"

@@ -24,12 +24,9 @@ from auditor.bash.lexer import Lexer
 from auditor.bash.parser import ShellParser
 from auditor.bash.syntax import bash_rejects
 from auditor.bash.values import EnvVar
-from auditor.config.configfiles import read_config_files
-from auditor.config.flags import read_flags
-from auditor.config.frontend_parser import find_script, locate, with_front_end
+from auditor.config.frontends import for_style
 from auditor.config.launcher import torchrun_options, world_size, world_variables
 from auditor.config.model import LaunchConfig
-from auditor.config.overrides import read_overrides
 from auditor.config.training_command import Candidate, LaunchShell
 from auditor.errors import InputError
 from auditor.findings import Finding
@@ -255,32 +252,24 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
     config.wrapper = [f.value for f in chosen.wrapper]
     config.env = _environment(shell, chosen)
     args = chosen.args
-    style = launcher["style"]
+    reader = for_style(launcher["style"])
     if launcher.get("program"):
         config.launcher = f"{launcher['program']} {chosen.subcommand}"
-    elif style == "hydra":  # `python -m verl.trainer.main_ppo a.b=c`: the module is the program
+    elif reader.module_is_program:
         config.launcher = chosen.invoked
     else:
         args, script = torchrun_options(config, launcher, args, path, spelling.python_runners)
         config.script = script
         config.launcher = chosen.invoked + (f" {os.path.basename(str(script))}" if script is not None else "")
-        if isinstance(script, str) and launched_by(script, ["*" + s["pattern"] for s in spelling.swift_scripts]):
-            style = "ms-swift"
-    config.style = style
+        shipped = next((s for s in spelling.swift_scripts if isinstance(script, str)
+                        and launched_by(script, ["*" + s["pattern"]])), None)
+        reader = for_style(shipped["style"]) if shipped else reader
+    config.style = reader.style
     what = launcher.get("not_pipeline", {}).get(chosen.subcommand)
     if what:
         config.diagnostics.append(Finding(
             "launch.not-pipeline", "info", what, where=f"{path}:{chosen.line}", detail={"command": config.launcher}))
-    if style == "hydra":
-        read_overrides(config, args, path)
-    else:
-        if style == "megatron-lm" and isinstance(config.script, str):
-            spelling = with_front_end(spelling, locate(path, config.script, parser_roots))
-        read_flags(config, args, spelling, path)
-        if style == "megatron-lm":
-            _unread_front_end(config, spelling, path)
-        read_config_files(config, args, launcher, path)
-        _front_end(config, spelling, path)
+    reader.read(config, args, launcher, spelling, path, parser_roots)
     world_size(config, launcher, chosen, spelling, path)
     for other in [c for c in training if c is not chosen]:
         config.diagnostics.append(Finding(
@@ -296,57 +285,6 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
     _report_unexported(config, launcher, path, spelling.env_names)
     _backend(config, shell, spelling, path)
     return config
-
-
-def _front_end(config: LaunchConfig, spelling: Spelling, path: str) -> None:
-    """A front end the rules know by its flags (`[[front_end]]`: Megatron-DeepSpeed's
-    pretrain_*.py with --deepspeed) runs on another stack than its launcher's: the run is
-    labelled for that stack (`launcher`), and a note says why."""
-    script = os.path.basename(str(config.script)) if isinstance(config.script, str) else None
-    given = {f.spelling for f in config.flags.values()}
-    for front in spelling.front_ends:
-        if script is None or not any(fnmatch.fnmatchcase(script, p) for p in front["scripts"]):
-            continue
-        if not set(front["flags"]) <= given or not set(front.get("layout_flags", given)) & given:
-            continue
-        config.diagnostics.append(Finding(
-            "launch.front-end", "info", f"{front['what']} (rules: {front['name']})",
-            where=f"{path}:{config.command_line}", detail={"front_end": front["name"], "launched": config.launcher}))
-        config.launcher = f"{front['launcher']} {script}"
-        return
-
-
-def _unread_front_end(config: LaunchConfig, spelling: Spelling, path: str) -> None:
-    """A training script that cannot be found: the parser it builds was not read, so whether it
-    accepts a flag no table here has is unknown, and argparse exits on one it lacks. Such flags
-    leave the run undecided (`detail.decide`), never clean; a found script is read (locate)."""
-    script = config.script
-    if isinstance(script, str) and find_script(path, script) is not None:
-        return
-    unknown = [f for f in config.flags.values() if f.spelling.startswith("--")
-               and f.spelling not in spelling.flags and f.spelling not in spelling.no_flags]
-    if not unknown:
-        return
-    why = (f"{script} is not a file here" if isinstance(script, str)
-           else f"its path, {script}, is not known statically")
-    name = os.path.basename(str(script)) if script is not None else "the training script"
-    config.diagnostics.append(Finding(
-        "launch.front-end-unread", "warning",
-        f"the training script is not found ({why}), so the parser it builds was not read: "
-        f"{_listed([f.spelling for f in unknown])} {'is' if len(unknown) == 1 else 'are'} in no parser "
-        "or table read here; argparse exits on a flag its parser lacks, and the run does not start",
-        fix="run p2paudit from the directory the job is launched from, or give the command with "
-            "the script's real path (--command)",
-        where=f"{path}:{unknown[0].line}",
-        detail={"undecided": f"whether {name}'s parser accepts {_listed([f.spelling for f in unknown], 3)} "
-                             f"(the training script is not found: {why})",
-                "decide": f"--command 'python PATH/{name} ...' (the entry script where it is)",
-                "flags": [f.spelling for f in unknown]}))
-
-
-def _listed(spellings: list[str], most: int = 6) -> str:
-    shown = ", ".join(f"`{s}`" for s in spellings[:most])
-    return shown + (f" and {len(spellings) - most} more" if len(spellings) > most else "")
 
 
 def _backend(config: LaunchConfig, shell: LaunchShell, spelling: Spelling, path: str) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 from auditor.bash.values import EnvVar, Scalar, Symbolic
 from auditor.findings import Finding
+from auditor.rulebook.frameworks import Stack
 
 
 @dataclass
@@ -47,6 +48,15 @@ class LaunchConfig:
     text: str = ""  # the script as read (what it states about its torch: config.torch_version)
     # Config keys the entry script's own code decides (config.pyenv): key -> (value, why, file:line)
     entry_values: dict[str, tuple[Any, str, str]] = field(default_factory=dict)
+    _stack: Stack | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def stack(self) -> Stack:
+        """The frameworks that run this launch (rulebook.frameworks.Stack): derived once from
+        the launcher as read, and again only if the reading changes it."""
+        if self._stack is None or self._stack.launcher != self.launcher:
+            self._stack = Stack.of(self.launcher)
+        return self._stack
 
     @property
     def world_size(self) -> int | None:

@@ -26,7 +26,6 @@ from packaging.version import InvalidVersion, Version
 
 from auditor.config.model import LaunchConfig
 from auditor.errors import InputError
-from auditor.rulebook.frameworks import covered_releases, stack_for
 from auditor.sources import SourceSet, resolve
 
 HOW = ("the newest and the oldest releases the rules verify for each framework the script does not "
@@ -62,7 +61,7 @@ class Plan:
 def plan(launch: LaunchConfig) -> Plan | None:
     """The combinations to judge `launch` on; None where every distribution of its stack is stated
     or installed (the run is judged on those, as before)."""
-    stack = stack_for(launch.launcher)
+    stack = launch.stack.distributions
     stated: dict[str, str] = {}
     installed: set[str] = set()
     for name in stack:
@@ -72,7 +71,7 @@ def plan(launch: LaunchConfig) -> Plan | None:
             installed |= {name} if name not in launch.pins else set()
     if all(name in stated for name in stack):
         return None
-    covered = covered_releases(launch.launcher)
+    covered = launch.stack.covered_releases
     out = Plan(stated, installed=installed)
     for newest in (True, False):
         combo = _choose(stack, out, covered, newest, launch.path)

@@ -128,12 +128,71 @@ def versioned(directory: Path | None = None) -> list[Framework]:
     return [f for f in frameworks(directory) if f.distribution]
 
 
-def stack_names(launcher: str, directory: Path | None = None) -> set[str] | None:
-    """The rules files of the stack that runs `launcher` (`_chain`); None where no single file
-    claims it, so which frameworks run is unknown."""
-    if len(_claimants(launcher, directory)) != 1:
-        return None
-    return {f.name for f in _chain(launcher, directory)}
+@dataclass(frozen=True)
+class Stack:
+    """The frameworks that run a launch, derived once from its launcher (`Stack.of`) and handed
+    to whatever needs them: `launch.stack` (config/model.py). Where no rules file, or more than
+    one, claims the launcher, `names` is None and `foreign_settings` empty (which frameworks run
+    is unknown), and asking for the rest is a rules error (`chain`)."""
+
+    launcher: str
+    claimants: tuple[Framework, ...]  # the frameworks whose `launchers` claim it (`_claimants`)
+    frameworks: tuple[Framework, ...]  # the claimant, then those it `runs_on`; () unless one claims
+    foreign_settings: dict[str, list[str]]  # setting -> the off-stack frameworks that `need` it
+
+    @staticmethod
+    def of(launcher: str, directory: Path | None = None) -> Stack:
+        claimants = _claimants(launcher, directory)
+        chain = _chain(claimants[0], directory) if len(claimants) == 1 else []
+        own = {k for f in chain for k in f.needs}
+        foreign: dict[str, list[str]] = {}
+        for f in frameworks(directory) if len(claimants) == 1 else ():
+            for key in f.needs:
+                if key not in own:
+                    foreign.setdefault(key, []).append(f.name)
+        return Stack(launcher, tuple(claimants), tuple(chain), foreign)
+
+    @property
+    def names(self) -> set[str] | None:
+        """The rules files of the stack; None where no single file claims the launcher."""
+        return {f.name for f in self.frameworks} if len(self.claimants) == 1 else None
+
+    @property
+    def chain(self) -> tuple[Framework, ...]:
+        """The stack's frameworks, outermost first. No claimant, or two, is a rules error."""
+        if len(self.claimants) != 1:
+            whose = ", ".join(f.name for f in self.claimants) or "no rules file"
+            raise InputError(self.launcher, f"which frameworks does this launcher run? [framework] "
+                                            f"launchers of {whose} claim it; exactly one must")
+        return self.frameworks
+
+    @property
+    def distributions(self) -> list[str]:
+        """The distributions the run uses, outermost first."""
+        return list(dict.fromkeys(f.distribution for f in self.chain if f.distribution))
+
+    @property
+    def needs(self) -> list[str]:
+        """The settings the batching rule reads for this run (`[framework] needs` along the
+        stack); empty for a stack with no batching setting."""
+        return list(dict.fromkeys(k for f in self.chain for k in f.needs))
+
+    @property
+    def simulated(self) -> bool:
+        """Whether `p2paudit simulate` runs this run's schedule."""
+        return any(f.simulated for f in self.chain)
+
+    @property
+    def covered_releases(self) -> dict[str, list[str]]:
+        """distribution -> the releases every rules file of the stack that selects on it
+        verifies (`verified`): megatron-lm's front end and megatron-core's schedules both select
+        on megatron-core, so a torchrun run is covered on the releases both verify (0.17.0 on)."""
+        out: dict[str, list[str]] = {}
+        for f in self.chain:
+            if f.distribution and f.verified:
+                have = out.get(f.distribution)
+                out[f.distribution] = [v for v in f.verified if have is None or v in have]
+        return out
 
 
 def _claimants(launcher: str, directory: Path | None) -> list[Framework]:
@@ -144,16 +203,11 @@ def _claimants(launcher: str, directory: Path | None) -> list[Framework]:
     return exact or matching
 
 
-def _chain(launcher: str, directory: Path | None) -> list[Framework]:
-    """The framework whose `launchers` claim `launcher`, then those it `runs_on`."""
+def _chain(claimant: Framework, directory: Path | None) -> list[Framework]:
+    """The framework that claims a launcher, then those it `runs_on`."""
     known = {f.name: f for f in frameworks(directory)}
-    claimants = _claimants(launcher, directory)
-    if len(claimants) != 1:
-        whose = ", ".join(f.name for f in claimants) or "no rules file"
-        raise InputError(launcher, f"which frameworks does this launcher run? [framework] launchers "
-                                   f"of {whose} claim it; exactly one must")
     chain: list[Framework] = []
-    framework: Framework | None = claimants[0]
+    framework: Framework | None = claimant
     while framework is not None and framework not in chain:
         chain.append(framework)
         if framework.runs_on and framework.runs_on not in known:
@@ -163,55 +217,10 @@ def _chain(launcher: str, directory: Path | None) -> list[Framework]:
     return chain
 
 
-def stack_for(launcher: str, directory: Path | None = None) -> list[str]:
-    """The distributions a run started as `launcher` uses, outermost first: the framework whose
-    `launchers` claim it and those it `runs_on`. No claimant, or two, is a rules error."""
-    return list(dict.fromkeys(f.distribution for f in _chain(launcher, directory) if f.distribution))
-
-
-def needs_for(launcher: str, directory: Path | None = None) -> list[str]:
-    """The settings the batching rule reads for a run started as `launcher` (`[framework] needs`
-    along its stack); empty for a stack with no batching setting."""
-    return list(dict.fromkeys(k for f in _chain(launcher, directory) for k in f.needs))
-
-
-def simulated(launcher: str, directory: Path | None = None) -> bool:
-    """Whether `p2paudit simulate` runs the schedule of a run started as `launcher`."""
-    return any(f.simulated for f in _chain(launcher, directory))
-
-
-# How an undecided check names a setting `foreign_settings` gives (analysis/verdict.py reads it).
+# How an undecided check names a setting `Stack.foreign_settings` gives (analysis/verdict.py reads it).
 NOT_THIS_STACK = "a setting this run's stack does not have"
-
-
-def foreign_settings(launcher: str, directory: Path | None = None) -> dict[str, list[str]]:
-    """The settings frameworks off this launcher's stack `need` and none on it does (a DeepSpeed
-    run has no pipeline_model_parallel_size): setting -> the frameworks it belongs to. A check
-    reading one is not judged by it for this run. Empty when no rules file, or more than one,
-    claims the launcher: its stack, and with it which settings it has, is unknown."""
-    if len(_claimants(launcher, directory)) != 1:
-        return {}
-    own = set(needs_for(launcher, directory))
-    out: dict[str, list[str]] = {}
-    for f in frameworks(directory):
-        for key in f.needs:
-            if key not in own:
-                out.setdefault(key, []).append(f.name)
-    return out
 
 
 def audited_packages(directory: Path | None = None) -> list[str]:
     """The import packages of every framework's own code, in stack order."""
     return list(dict.fromkeys(p for f in frameworks(directory) for p in f.packages))
-
-
-def covered_releases(launcher: str, directory: Path | None = None) -> dict[str, list[str]]:
-    """distribution -> the releases every rules file of this launcher's stack that selects on it
-    verifies (`verified`): megatron-lm's front end and megatron-core's schedules both select on
-    megatron-core, so a torchrun run is covered on the releases both verify (0.17.0 on)."""
-    out: dict[str, list[str]] = {}
-    for f in _chain(launcher, directory):
-        if f.distribution and f.verified:
-            have = out.get(f.distribution)
-            out[f.distribution] = [v for v in f.verified if have is None or v in have]
-    return out

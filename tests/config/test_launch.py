@@ -528,7 +528,7 @@ def test_launcher_rules_agree_with_ms_swift(real_sources: dict) -> None:
         node = next(n for n in tree.body if isinstance(n, ast.AnnAssign) and n.target.id == "ROUTE_MAPPING")
         return {k.value for k in node.value.keys}
 
-    launchers = {e["name"]: e for e in RULES.table("launcher")}
+    launchers = {e["name"]: e for e in rulebook.load("ms-swift").table("launcher")}
     for name, tree in (("megatron", routes), ("swift", main)):
         entry = launchers[name]
         assert {entry["env_nproc"], entry["env_nnodes"]} == read

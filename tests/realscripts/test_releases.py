@@ -26,7 +26,7 @@ from packaging.version import Version
 
 from auditor.analysis.verdict import judge
 from auditor.config.releases import requirements
-from auditor.rulebook.frameworks import covered_releases, stack_for
+from auditor.rulebook.frameworks import Stack
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "docs" / "schema" / "scan-document.schema.json").read_text())
@@ -83,9 +83,9 @@ def test_a_script_stating_no_release_is_judged_not_refused(swift_doc, release):
     assert code != 2 and doc["verdict"]["exit_code"] == code
     jsonschema.Draft202012Validator(SCHEMA).validate(doc)
     basis = doc["config"]["release_basis"]
-    stack = stack_for("megatron sft")
+    stack = Stack.of("megatron sft").distributions
     assert basis["free"] == stack and basis["stated"] == {}
-    covered = covered_releases("megatron sft")
+    covered = Stack.of("megatron sft").covered_releases
     newest, oldest = (c["releases"] for c in basis["combinations"])
     # The outermost framework spans the covered range; each inner one is compatible with it.
     assert newest["ms-swift"] == max(covered["ms-swift"], key=Version)
@@ -107,7 +107,7 @@ def test_the_oldest_combination_is_the_oldest_each_release_admits(swift_doc, rel
     (its `megatron` extra); the oldest combination takes the oldest verified release above it."""
     _, doc = swift_doc
     oldest = doc["config"]["release_basis"]["combinations"][-1]["releases"]
-    covered = covered_releases("megatron sft")
+    covered = Stack.of("megatron sft").covered_releases
     swift = requirements(release(f"ms-swift=={oldest['ms-swift']}"), covered)
     assert {r.name for r in swift} == {"mcore-bridge", "megatron-core"}
     for name in ("mcore-bridge", "megatron-core"):
@@ -187,7 +187,7 @@ def test_a_deepspeed_run_agrees_across_its_covered_releases(tmp_path):
     script.write_text(text.replace("# deepspeed==0.16.0\n", ""))
     code, doc = scan(script)
     basis = doc["config"]["release_basis"]
-    covered = covered_releases("deepspeed train.py")["deepspeed"]
+    covered = Stack.of("deepspeed train.py").covered_releases["deepspeed"]
     assert [c["releases"] for c in basis["combinations"]] == [
         {"deepspeed": max(covered, key=Version)}, {"deepspeed": min(covered, key=Version)}]
     assert len({c["status"] for c in basis["combinations"]}) == 1
@@ -230,5 +230,5 @@ def test_a_front_end_and_its_schedules_are_covered_where_both_verify():
 
     verified = {f.name: f.verified for f in frameworks()}
     both = [v for v in verified["megatron-core"] if v in verified["megatron-lm"]]
-    assert covered_releases("torchrun pretrain_gpt.py") == {"megatron-core": both}
-    assert covered_releases("deepspeed train.py") == {"deepspeed": list(verified["deepspeed"])}
+    assert Stack.of("torchrun pretrain_gpt.py").covered_releases == {"megatron-core": both}
+    assert Stack.of("deepspeed train.py").covered_releases == {"deepspeed": list(verified["deepspeed"])}

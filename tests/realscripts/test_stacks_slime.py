@@ -140,8 +140,8 @@ def test_without_train_py_slimes_own_flags_leave_it_undecided(tmp_path):
 def test_the_stack_is_what_slime_runs_on():
     """slime is a git checkout, no PyPI release: no release of it is looked up, its run's stack
     is Megatron-LM's front end on megatron-core."""
-    from auditor.rulebook.frameworks import stack_for
-    assert stack_for("ray train.py") == ["megatron-core"]
+    from auditor.rulebook.frameworks import Stack
+    assert Stack.of("ray train.py").distributions == ["megatron-core"]
 
 
 def test_a_module_launcher_under_ray_is_still_its_own(tmp_path):

@@ -13,8 +13,7 @@ from auditor.analysis import verdict
 from auditor.errors import InputError
 from auditor.rulebook import files, interpreter
 from auditor.rulebook.apis import batch_wrappers
-from auditor.rulebook.frameworks import (audited_packages, foreign_settings, frameworks, needs_for, owner_of,
-                                         pin_option, stack_for, versioned)
+from auditor.rulebook.frameworks import Stack, audited_packages, frameworks, owner_of, pin_option, versioned
 from auditor.rulebook.launchers import Spelling
 from auditor.rulebook.stages import load_rulebook
 
@@ -75,7 +74,7 @@ def test_shipped_rules_file_passes_the_schema(name: str) -> None:
 
 def test_framework_tables_name_known_frameworks_and_real_launchers() -> None:
     """`runs_on` names a rules file; every launcher the launch reader knows, spelled as it reports
-    it, is the front end of exactly one framework (stack_for raises otherwise)."""
+    it, is the front end of exactly one framework (Stack.of(...).distributions raises otherwise)."""
     known = {f.name for f in frameworks()}
     assert all(f.runs_on in known for f in frameworks() if f.runs_on)
     # A front end that is no PyPI distribution (slime: a git checkout) selects nothing by release;
@@ -88,29 +87,29 @@ def test_framework_tables_name_known_frameworks_and_real_launchers() -> None:
         spelled += [f"python -m {m} pretrain_gpt.py" for m in launcher.get("python_modules", ())]
     assert spelled
     for launch in spelled:
-        stack = stack_for(launch)
+        stack = Stack.of(launch).distributions
         assert stack and set(stack) <= {f.distribution for f in versioned()}, launch
 
 
 def test_stacks_follow_runs_on() -> None:
-    assert stack_for("megatron sft") == ["ms-swift", "mcore-bridge", "megatron-core"]
-    assert stack_for("torchrun pretrain_gpt.py") == ["megatron-core"]
-    assert stack_for("deepspeed train.py") == ["deepspeed"]
-    assert stack_for("python -m verl.trainer.main_ppo") == ["verl", "megatron-core"]
+    assert Stack.of("megatron sft").distributions == ["ms-swift", "mcore-bridge", "megatron-core"]
+    assert Stack.of("torchrun pretrain_gpt.py").distributions == ["megatron-core"]
+    assert Stack.of("deepspeed train.py").distributions == ["deepspeed"]
+    assert Stack.of("python -m verl.trainer.main_ppo").distributions == ["verl", "megatron-core"]
     # rules/torchtitan.toml names its launch exactly; megatron-lm's `torchrun*` matches it too
-    assert stack_for("torchrun torchtitan.train") == ["torchtitan"]
+    assert Stack.of("torchrun torchtitan.train").distributions == ["torchtitan"]
     assert audited_packages() == ["slime", "deepspeed", "megatron", "swift", "torchtitan", "verl", "mcore_bridge"]
     with pytest.raises(InputError, match="no rules file"):
-        stack_for("accelerate train.py")
+        _ = Stack.of("accelerate train.py").distributions
 
 
 def test_needs_follow_the_stack():
     """The batching rule's settings come from the frameworks a run goes through: Megatron's for
     every stack that ends in megatron-core, none for DeepSpeed (it has no batching setting)."""
     megatron = ["pipeline_model_parallel_size", "batch_p2p_comm"]
-    assert needs_for("megatron sft") == megatron
-    assert needs_for("torchrun pretrain_gpt.py") == megatron
-    assert needs_for("deepspeed train.py") == []
+    assert Stack.of("megatron sft").needs == megatron
+    assert Stack.of("torchrun pretrain_gpt.py").needs == megatron
+    assert Stack.of("deepspeed train.py").needs == []
 
 
 
@@ -122,7 +121,7 @@ def test_needs_follow_the_stack():
     ("accelerate train.py", {}),  # no stack: which settings it has is unknown, none is foreign
 ])
 def test_foreign_settings_are_another_stacks_needs(launcher: str, foreign: dict) -> None:
-    assert foreign_settings(launcher) == foreign
+    assert Stack.of(launcher).foreign_settings == foreign
 
 
 def _copy_shipped(directory: Path) -> None:
@@ -139,8 +138,8 @@ def test_a_new_rules_file_is_a_new_framework(tmp_path: Path) -> None:
         '[[stage]]\nname = "demo-args"\norder = 60\nlaunchers = ["demo *"]\nflags = true\n\n'
         '[[arg]]\nstage = "demo-args"\nkey = "pipeline_model_parallel_size"\ntype = "int"\n'
         'versions = ">=1"\n')
-    assert stack_for("demo run", tmp_path) == ["demo-dist", "torch"]
-    assert stack_for("megatron sft", tmp_path) == ["ms-swift", "mcore-bridge", "megatron-core"]
+    assert Stack.of("demo run", tmp_path).distributions == ["demo-dist", "torch"]
+    assert Stack.of("megatron sft", tmp_path).distributions == ["ms-swift", "mcore-bridge", "megatron-core"]
     assert "demo" in audited_packages(tmp_path)
     book = load_rulebook({"demo-dist": "1.2"}, tmp_path)
     assert [s.framework for s in book.stages if s.name == "demo-args"] == ["demo"]
@@ -152,14 +151,14 @@ def test_runs_on_an_unknown_framework_fails_closed(tmp_path: Path) -> None:
     _copy_shipped(tmp_path)
     (tmp_path / "demo.toml").write_text(FRAMEWORK + 'launchers = ["demo *"]\nruns_on = "tourch"\n')
     with pytest.raises(InputError, match="runs_on names 'tourch'"):
-        stack_for("demo run", tmp_path)
+        _ = Stack.of("demo run", tmp_path).distributions
 
 
 def test_two_claims_on_one_launcher_fail_closed(tmp_path: Path) -> None:
     _copy_shipped(tmp_path)
     (tmp_path / "demo.toml").write_text(FRAMEWORK + 'launchers = ["megatron *"]\n')
     with pytest.raises(InputError, match="ms-swift, demo"):
-        stack_for("megatron sft", tmp_path)
+        _ = Stack.of("megatron sft", tmp_path).distributions
 
 
 # Launchers as the launch reader reports them, and the entry points of the shipped rules each
@@ -199,7 +198,7 @@ def test_entry_points_stages_and_stacks_match_launchers_alike(launcher: str) -> 
     `[framework]` launchers give, and the front end's stages run for it."""
     rules, bound, generic = interpreter.load(SHIPPED_VERSIONS)
     taken = {e.framework for e in interpreter.entries_for(launcher, bound, generic) if e in bound}
-    stack = {f.name for f in frameworks() if f.distribution in stack_for(launcher)}
+    stack = {f.name for f in frameworks() if f.distribution in Stack.of(launcher).distributions}
     assert taken <= stack
     book = load_rulebook(SHIPPED_VERSIONS)
     assert {s.framework for s in book.stages if s.launchers and s.runs_for(launcher)} <= stack

@@ -1,0 +1,25 @@
+"""One reader per front end: how the training command's arguments become `LaunchConfig.flags`.
+
+A `[[launcher]]` (or `[[swift_script]]`) names its front end by `style`; `for_style` picks the
+reader once, and launch.py calls it, instead of comparing the style string wherever a step
+differs. Styles: "megatron-lm" (its argparse spellings, checked against the parser read),
+"hydra" (`key=value` overrides), and any other ("ms-swift", "deepspeed"): the flags as written.
+"""
+
+from __future__ import annotations
+
+from auditor.config.frontends.argparse_flags import FlagsReader
+from auditor.config.frontends.hydra import HydraReader
+from auditor.config.frontends.megatron_lm import MegatronReader
+from auditor.config.frontends.reader import Reader
+
+_READERS: dict[str, Reader] = {r.style: r for r in (MegatronReader(), HydraReader())}
+
+
+def for_style(style: str) -> Reader:
+    """The reader of the front end `style` names; flags as written for one with no reader of
+    its own (ms-swift's dataclass fields, a DeepSpeed script's own argparse)."""
+    return _READERS.get(style) or FlagsReader(style)
+
+
+__all__ = ["Reader", "for_style"]

@@ -1,0 +1,21 @@
+"""Hydra front ends (verl's `python -m verl.trainer.main_ppo a.b.c=value`): the module is the
+program, and its arguments are overrides of the job's config (config/overrides.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from auditor.bash.values import Field
+from auditor.config.frontends.reader import Reader
+from auditor.config.model import LaunchConfig
+from auditor.config.overrides import read_overrides
+from auditor.rulebook.launchers import Spelling
+
+
+class HydraReader(Reader):
+    style = "hydra"
+    module_is_program = True
+
+    def read(self, config: LaunchConfig, args: list[Field], launcher: dict, spelling: Spelling,
+             path: str, parser_roots: tuple[Path, ...]) -> None:
+        read_overrides(config, args, path)

@@ -1,0 +1,63 @@
+"""Megatron-LM's front end (`torchrun pretrain_gpt.py --pipeline-model-parallel-size 2`): its
+argparse spellings (rules/megatron-lm.toml [[flag]]), checked against the parser the training
+script builds where it is found (config/frontend_parser.py)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from auditor.bash.values import Field
+from auditor.config.configfiles import read_config_files
+from auditor.config.flags import read_flags
+from auditor.config.frontend_parser import find_script, locate, with_front_end
+from auditor.config.frontends.reader import Reader, label_front_end
+from auditor.config.model import LaunchConfig
+from auditor.findings import Finding
+from auditor.rulebook.launchers import Spelling
+
+
+class MegatronReader(Reader):
+    style = "megatron-lm"
+
+    def read(self, config: LaunchConfig, args: list[Field], launcher: dict, spelling: Spelling,
+             path: str, parser_roots: tuple[Path, ...]) -> None:
+        if isinstance(config.script, str):
+            spelling = with_front_end(spelling, locate(path, config.script, parser_roots))
+        read_flags(config, args, spelling, path, checked=True)
+        _unread_front_end(config, spelling, path)
+        read_config_files(config, args, launcher, path)
+        label_front_end(config, spelling, path)
+
+
+def _unread_front_end(config: LaunchConfig, spelling: Spelling, path: str) -> None:
+    """A training script that cannot be found: the parser it builds was not read, so whether it
+    accepts a flag no table here has is unknown, and argparse exits on one it lacks. Such flags
+    leave the run undecided (`detail.decide`), never clean; a found script is read (locate)."""
+    script = config.script
+    if isinstance(script, str) and find_script(path, script) is not None:
+        return
+    unknown = [f for f in config.flags.values() if f.spelling.startswith("--")
+               and f.spelling not in spelling.flags and f.spelling not in spelling.no_flags]
+    if not unknown:
+        return
+    why = (f"{script} is not a file here" if isinstance(script, str)
+           else f"its path, {script}, is not known statically")
+    name = os.path.basename(str(script)) if script is not None else "the training script"
+    config.diagnostics.append(Finding(
+        "launch.front-end-unread", "warning",
+        f"the training script is not found ({why}), so the parser it builds was not read: "
+        f"{_listed([f.spelling for f in unknown])} {'is' if len(unknown) == 1 else 'are'} in no parser "
+        "or table read here; argparse exits on a flag its parser lacks, and the run does not start",
+        fix="run p2paudit from the directory the job is launched from, or give the command with "
+            "the script's real path (--command)",
+        where=f"{path}:{unknown[0].line}",
+        detail={"undecided": f"whether {name}'s parser accepts {_listed([f.spelling for f in unknown], 3)} "
+                             f"(the training script is not found: {why})",
+                "decide": f"--command 'python PATH/{name} ...' (the entry script where it is)",
+                "flags": [f.spelling for f in unknown]}))
+
+
+def _listed(spellings: list[str], most: int = 6) -> str:
+    shown = ", ".join(f"`{s}`" for s in spellings[:most])
+    return shown + (f" and {len(spellings) - most} more" if len(spellings) > most else "")

@@ -1,0 +1,42 @@
+"""What every front end's reader does (frontends/__init__.py picks one per launch)."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from pathlib import Path
+
+from auditor.bash.values import Field
+from auditor.config.model import LaunchConfig
+from auditor.findings import Finding
+from auditor.rulebook.launchers import Spelling
+
+
+class Reader:
+    """Reads a training command's arguments into `config` for one front end (`style`)."""
+
+    style = ""
+    # `python -m verl.trainer.main_ppo a.b=c`: the module is the program, its arguments no script's
+    module_is_program = False
+
+    def read(self, config: LaunchConfig, args: list[Field], launcher: dict, spelling: Spelling,
+             path: str, parser_roots: tuple[Path, ...]) -> None:
+        raise NotImplementedError
+
+
+def label_front_end(config: LaunchConfig, spelling: Spelling, path: str) -> None:
+    """A front end the rules know by its flags (`[[front_end]]`: Megatron-DeepSpeed's
+    pretrain_*.py with --deepspeed) runs on another stack than its launcher's: the run is
+    labelled for that stack (`launcher`), and a note says why."""
+    script = os.path.basename(str(config.script)) if isinstance(config.script, str) else None
+    given = {f.spelling for f in config.flags.values()}
+    for front in spelling.front_ends:
+        if script is None or not any(fnmatch.fnmatchcase(script, p) for p in front["scripts"]):
+            continue
+        if not set(front["flags"]) <= given or not set(front.get("layout_flags", given)) & given:
+            continue
+        config.diagnostics.append(Finding(
+            "launch.front-end", "info", f"{front['what']} (rules: {front['name']})",
+            where=f"{path}:{config.command_line}", detail={"front_end": front["name"], "launched": config.launcher}))
+        config.launcher = f"{front['launcher']} {script}"
+        return
