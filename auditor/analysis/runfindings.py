@@ -11,6 +11,7 @@ from auditor.analysis.uses import Key, Use
 from auditor.analysis.waitfor.deadlock import Deadlock
 from auditor.analysis.waitfor.model import SEND_APIS, Conditions
 from auditor.analysis.waitfor.sizes import size_words
+from auditor.dynamic.backends import backend
 from auditor.findings import Finding
 
 EXAMPLES = 8  # ranks or pairs named in a finding's message
@@ -127,7 +128,7 @@ def replay_findings(wf: dict[str, Any], deadlock: Deadlock) -> list[Finding]:
                 f"{Conditions(**wf['conditions']).words()}: {wf['cycle']}",
                 fix=fix, detail={"blocked": wf["blocked"][:EXAMPLES]}))
         return out
-    if wf["hang"] and wf["conditions"]["backend"] == "gloo":
+    if wf["hang"] and not backend(wf["conditions"]["backend"]).runs_nccl:
         out.append(Finding(
             "replay-disagrees-with-run", "warning",
             f"every recorded op completed, yet the gloo model of the wait-for replay says this "

@@ -22,6 +22,7 @@ from auditor.analysis.waitfor.programs import programs_from_events
 from auditor.analysis.waitfor.replay import analyze
 from auditor.analysis.waitfor.result import Analysis
 from auditor.config.expr import UNKNOWN, compile_expr, evaluate
+from auditor.dynamic.backends import GLOO, of_groups
 from auditor.dynamic.trace import Trace
 from auditor.rulebook.stages import load_rulebook
 
@@ -49,7 +50,7 @@ class RecordedOrder:
     def deadlock(self, conditions: Conditions) -> Deadlock:
         """The two verdicts on this order over `conditions.transport` (`waitfor.deadlock`), each
         replay cut as `replay`'s; a gloo recording's batches issued as NCCL would issue them."""
-        if conditions.backend != "gloo" and self.nccl_coalesce is not None:
+        if conditions.model.runs_nccl and self.nccl_coalesce is not None:
             # gloo's own "never coalesces" says nothing of NCCL (report --transport carries it)
             conditions = replace(conditions, coalesce=self.nccl_coalesce)
         return deadlock(lambda c: self.replay(c)[0], conditions, self.torch_version)
@@ -64,7 +65,7 @@ def recorded_order(trace: Trace, doc: dict[str, Any]) -> RecordedOrder:
     version = version if isinstance(version, str) else None
     groups = [g for rt in trace.ranks.values() for g in rt.groups]
     coalesce = None
-    if groups and not any(g.get("backend") == "nccl" for g in groups):
+    if of_groups(groups) is GLOO:
         said = effective.get("torch_batch_coalesces")  # the scan's, from the launch's env
         recorded = next((str(rt.meta["torch"]) for rt in trace.ranks.values()
                          if isinstance(rt.meta.get("torch"), str)), None)

@@ -10,6 +10,7 @@ from typing import Any
 from auditor import rulebook
 from auditor.analysis.waitfor.sizes import size_words
 from auditor.analysis.waitfor.transports import TRANSPORT_BUFFER, Transport
+from auditor.dynamic.backends import Backend, backend
 
 Key = tuple[int, int]  # an op as (rank, its index in the rank's program)
 SEND_APIS = frozenset({"send", "isend"})
@@ -99,6 +100,12 @@ class Conditions:
             raise ValueError(f"init must be 'lazy' or 'eager', not {init!r}")
         return cls(init, coalesce, TRANSPORT_BUFFER[transport], transport)
 
+    @property
+    def model(self) -> Backend:
+        """What the backend these conditions name does (dynamic.backends), asked instead of its
+        name."""
+        return backend(self.backend)
+
     def with_bounds(self, bounds: tuple[Transport, ...]) -> Conditions:
         """These conditions over the transports a cluster's log states (none: unchanged): the
         single replay buffers what the largest of them completes, as for a topology."""
@@ -113,7 +120,7 @@ class Conditions:
                 "transport": self.transport, "backend": self.backend}
 
     def words(self) -> str:
-        if self.backend == "gloo":
+        if not self.model.runs_nccl:
             return ("gloo (batch_isend_irecv runs op by op, no communicator creation, no stream "
                     "order, a send completes once its receive is issued)")
         batch = {True: "coalesces", False: "runs op by op", None: "as recorded"}[self.coalesce]
@@ -169,7 +176,7 @@ def coalesced_for(op: Op, conditions: Conditions) -> bool:
     conditions leave coalescing open (None), as the op was recorded; only ops of a batch, never
     a collective."""
     coalesce = conditions.coalesce
-    if conditions.backend == "gloo":
+    if not conditions.model.coalesces:
         coalesce = False
     elif coalesce is None:
         coalesce = op.coalesced is not False
@@ -180,7 +187,7 @@ def communicator_for(op: Op, conditions: Conditions, coalesced: bool) -> Communi
     """The NCCL communicator `op` runs on (docs/findings.md §1: lazy pair communicators, eager serialisation)."""
     group = op.group
     if op.kind == "collective" or coalesced or conditions.init == "eager" \
-            or conditions.backend == "gloo":
+            or not conditions.model.lazy_communicators:
         return Communicator(group.label, group.ranks, min(group.ranks), group.ranks)
     assert op.peer is not None, "a point-to-point op has a peer"
     low, high = sorted((op.rank, op.peer))

@@ -22,7 +22,7 @@ def closed_prefixes(programs: Mapping[int, Sequence[Op]], conditions: Conditions
     really missing."""
     totals = totals or {r: len(p) for r, p in programs.items()}
     n = {r: min(len(p), per_rank) for r, p in programs.items()}
-    lazy = conditions.init == "lazy" and conditions.backend != "gloo"
+    lazy = conditions.init == "lazy" and conditions.model.lazy_communicators
     # Per op, once: its lane, its partners' (rank, lane) and its communicator, as small ints.
     ids: dict[Any, int] = {}
     lane_of: dict[Key, int] = {}

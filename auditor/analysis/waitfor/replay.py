@@ -38,9 +38,9 @@ class _Replay:
         self.pc = dict.fromkeys(self.entries, 0)
         self.arrived: dict[Communicator, set[int]] = {}
         self.created: set[Communicator] = set()
-        if conditions.init == "eager" or conditions.backend == "gloo":
+        if conditions.init == "eager" or not conditions.model.lazy_communicators:
             self.created = set(self.comm.values())  # group communicators, made with the group
-        self.streams_per_op = conditions.backend == "gloo"  # gloo runs each op on its own
+        self.streams_per_op = not conditions.model.stream_order  # gloo runs each op on its own
         self.streams: dict[Stream, list[tuple[Key, ...]]] = {}
         self.head: dict[Stream, int] = {}
         self.where: dict[Key, tuple[Stream, int]] = {}  # op -> (stream, place)
