@@ -37,7 +37,7 @@ from auditor.progress import Progress
 from auditor.report import document
 from auditor.rulebook import files as rulebook_files
 from auditor.rulebook import interpreter
-from auditor.rulebook.apis import batch_wrappers
+from auditor.rulebook.apis import BatchWrapper, batch_wrappers
 from auditor.rulebook.frameworks import frameworks
 from auditor.sources import SourceSet, resolve
 from auditor.static.analyze import collector_paused
@@ -195,11 +195,7 @@ def _scan_releases(inputs: ScanInputs,
     newest combination's, with every combination's verdict in `config.release_basis`, which the
     verdict reads (a verdict decided only where they all agree)."""
     if read is None and not inputs.targets:
-        text = read_script(inputs.config_path)
-        launch = parse_launch(text, inputs.config_path, environ=launch_environ(),
-                              command=inputs.command)
-        refuse_not_pipeline(launch)
-        choice = releases.plan(launch)
+        text, choice = release_choice(inputs.config_path, inputs.command)
         if choice is not None:
             started = time.perf_counter()
             docs = [_scan_one(inputs, read_config(inputs.config_path, choice.targets(combo),
@@ -208,6 +204,16 @@ def _scan_releases(inputs: ScanInputs,
             return _merged(docs, choice, time.perf_counter() - started)
         read = read_config(inputs.config_path, inputs.targets, inputs.command, text)
     return _scan_one(inputs, read or read_config(inputs.config_path, inputs.targets, inputs.command))
+
+
+def release_choice(config_path: str, command: str | None = None) -> tuple[str, releases.Plan | None]:
+    """The script's text (read once: a pipe gives it once) and the combinations of releases a
+    run stating not every release of its stack is judged on (config.releases); None where it
+    states them all."""
+    text = read_script(config_path)
+    launch = parse_launch(text, config_path, environ=launch_environ(), command=command)
+    refuse_not_pipeline(launch)
+    return text, releases.plan(launch)
 
 
 def _merged(docs: list[dict[str, Any]], choice: releases.Plan, seconds: float) -> dict[str, Any]:
@@ -233,9 +239,10 @@ def _scan_one(inputs: ScanInputs, read: tuple[LaunchConfig, list[SourceSet]]) ->
         entry_specs = [(spec, entry_code(spec)) for spec in inputs.entries]
     else:
         chosen = interpreter.entries_for(launch.launcher, bound, generic)
-        entry_specs = [(e.name, e.code) for e in chosen if _runs(e, effective)]
+        runs = [(e, _runs(e, effective)) for e in chosen]
+        entry_specs = [(e.name, e.code) for e, ok in runs if ok]
         effective.notes += [f"entry point {e.name} does not run: its rules' `when`, {e.when}, is false "
-                            f"for this config (rules/{e.framework}.toml)" for e in chosen if not _runs(e, effective)]
+                            f"for this config (rules/{e.framework}.toml)" for e, ok in runs if not ok]
     program = Program(srcs, jobs=inputs.jobs)
     try:
         interp = Interpreter(program, interpreter_config(effective), rules)
@@ -246,7 +253,8 @@ def _scan_one(inputs: ScanInputs, read: tuple[LaunchConfig, list[SourceSet]]) ->
             results = _reach_all(interp, reach, program, sites)
     finally:
         program.close()
-    keys = {s.id: _coalesces_key(s, effective) for s in sites}
+    wrappers = [batch_wrappers(r) for r in effective.torch_releases or (None,)]
+    keys = {s.id: _coalesces_key(s, wrappers) for s in sites}
     unbatched = {s.id: effectively_batched(s, effective, keys[s.id]) for s in sites}
     needs = launch.stack.needs
     site_docs = [site_doc(s, results[s.id], effective, unbatched[s.id], keys[s.id], needs)
@@ -291,11 +299,11 @@ def _runs(entry: interpreter.EntryPoint, effective: EffectiveConfig) -> bool:
     return effective.evaluate(entry.when) is not False
 
 
-def _coalesces_key(site: Site, effective: EffectiveConfig) -> str:
-    """The config key that says whether `site`'s batch runs coalesced, for the torch release(s)
-    the config was derived for; releases that disagree on it leave it unknown
-    (`TORCH_RELEASES_DISAGREE`, a key no rule derives)."""
-    keys = {coalesces_key(site, batch_wrappers(r)) for r in effective.torch_releases or (None,)}
+def _coalesces_key(site: Site, wrappers: list[list[BatchWrapper]]) -> str:
+    """The config key that says whether `site`'s batch runs coalesced, under each torch release's
+    batch wrappers (one list per release the config was derived for); releases that disagree on
+    it leave it unknown (`TORCH_RELEASES_DISAGREE`, a key no rule derives)."""
+    keys = {coalesces_key(site, w) for w in wrappers}
     return keys.pop() if len(keys) == 1 else TORCH_RELEASES_DISAGREE
 
 

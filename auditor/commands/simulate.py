@@ -19,14 +19,12 @@ from typing import Any
 from auditor.commands import options
 from auditor.commands.output import emit_report
 from auditor.report import formats
-from auditor.config import releases
 from auditor.config.coerce import overrides_from
-from auditor.config.launch import launch_environ, parse_launch, read_script
 from auditor.dynamic.trace import read_trace_dir
 from auditor.analysis.replayverdict import simulation_verdict
 from auditor.analysis.waitfor.transports import transport_names
 from auditor.errors import EXIT_FINDINGS, InputError
-from auditor.scan import ScanInputs, read_config, run_scan
+from auditor.scan import ScanInputs, read_config, release_choice, run_scan
 from auditor.simulate import machine, predict, titan_plan
 from auditor.simulate.plan import SimulationPlan, plan
 from auditor.simulate.run import run as run_schedule
@@ -58,12 +56,16 @@ def run(args: argparse.Namespace) -> int:
             not args.trace_dir.is_dir() or any(args.trace_dir.iterdir()))):
         raise InputError(str(args.trace_dir), "--trace-dir must be an empty directory or not "
                                               "exist yet")
-    targets, chosen = args.target or _newest_releases(args.config), ""
-    if targets and not args.target:
+    # Without --target: the newest combination of the releases the scan would judge the run
+    # across; one simulation runs one schedule.
+    text, choice = release_choice(args.config) if not args.target else (None, None)
+    targets, chosen = args.target, ""
+    if choice is not None:
+        targets = choice.targets(choice.combinations[0])
         chosen = (f"no release stated: simulated on the newest releases the rules verify that fit "
                   f"together, {', '.join(targets)} (--target NAME==VERSION gives the run's)")
     inputs = ScanInputs(args.config, targets, overrides_from(args.set), args.torch)
-    launch, srcs = read_config(args.config, targets)
+    launch, srcs = read_config(args.config, targets, text=text)
     doc = run_scan(inputs, (launch, srcs))
     if chosen:
         doc["config"]["release_choice"] = chosen
@@ -85,15 +87,6 @@ def run(args: argparse.Namespace) -> int:
         return _simulate(doc, p, args, args.trace_dir)
     with tempfile.TemporaryDirectory(prefix="p2paudit-simulate-") as workdir:
         return _simulate(doc, p, args, Path(workdir))
-
-
-def _newest_releases(config: str) -> list[str]:
-    """Without --target: the newest combination of the releases the scan would judge the run
-    across (config.releases); one simulation runs one schedule. [] where the script states
-    (or the environment installs) every release of its stack."""
-    launch = parse_launch(read_script(config), config, environ=launch_environ())
-    choice = releases.plan(launch)
-    return choice.targets(choice.combinations[0]) if choice else []
 
 
 def _simulate(doc: dict[str, Any], p: SimulationPlan, args: argparse.Namespace, workdir: Path) -> int:

@@ -276,6 +276,17 @@ def test_a_script_stating_no_release_is_planned_on_the_newest(real_sources):
     assert "--microbatches N" in err
 
 
+def test_a_script_on_stdin_stating_no_release_is_read_once(real_sources):
+    """`--config /dev/stdin` gives the script once: choosing the newest releases must not read
+    it a second time (it once did, and the second read was empty)."""
+    text = (EXAMPLES / "seed_report_verbatim.sh").read_text()
+    done = subprocess.run([sys.executable, "-m", "auditor", "simulate", "--config", "/dev/stdin"],
+                          input=text, cwd=ROOT, capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.startswith("p2paudit simulate: INCONCLUSIVE: not simulated; unknown")
+
+
 def test_html_is_the_record_report_of_the_simulated_run(glm4):
     from auditor.report.html import render_html
 
