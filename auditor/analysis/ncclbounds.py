@@ -16,9 +16,8 @@ from typing import Any
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from auditor import rulebook
 from auditor.analysis.waitfor.sizes import size_words
-from auditor.analysis.waitfor.transports import Transport, candidates, nccl_version
+from auditor.analysis.waitfor.transports import Transport, candidates, nccl_rules, nccl_version
 from auditor.dynamic.nccllog import (P2P_CONNECTION, Connection, Fact, NcclLog, read_logs,
                                      version_number)
 
@@ -64,14 +63,10 @@ def from_logs(paths: list[Path], modelled: str, torch_version: str | None) -> De
     return decide(read_logs(paths), modelled, torch_version) if paths else None
 
 
-def _rules() -> dict[str, Any]:
-    return rulebook.load("nccl").data
-
-
-def _rule_name(c: Connection) -> str | None:
-    """The rules' transport a connection line names, or None for a network whose sources were not
-    read (a plugin: "NET/IBext_v8", "NET/AWS Libfabric")."""
-    for t in _rules()["transport"]:
+def _rule_name(c: Connection, table: list[dict[str, Any]]) -> str | None:
+    """The rules' transport (of rules/nccl.toml's `table`) a connection line names, or None for a
+    network whose sources were not read (a plugin: "NET/IBext_v8", "NET/AWS Libfabric")."""
+    for t in table:
         names = t.get("net_names")
         if names is not None and c.family.startswith("NET/"):
             if c.family.split("/", 1)[1] in names:
@@ -96,18 +91,19 @@ def decide(log: NcclLog, modelled: str, torch_version: str | None) -> Decision:
                                 f" and torch {torch_version} pins NCCL {pin}: a log of this job's "
                                 f"NCCL decides")
     version = versions[0] if versions else pin
-    if version and version not in _rules()["nccl"]["versions"]:
+    rules = nccl_rules()
+    if version and version not in rules["nccl"]["versions"]:
         d.contradictions.append(f"NCCL {version}'s sources were not read (rules/nccl.toml "
                                 f"[nccl].versions): its bounds are unknown")
     allowed = {t.model_name: t for t in candidates(modelled)}
     seen: dict[str, Connection] = {}
     unread: dict[str, str] = {}  # "NET/IBext_v8" -> where the log names it
-    known = {n for t in _rules()["transport"] for n in t.get("net_names", [])}
+    known = {n for t in rules["transport"] for n in t.get("net_names", [])}
     for f in log.networks:  # "Using network IBext_v8": a plugin, even before any connection
         if f.value not in known:
             unread.setdefault(f"NET/{f.value}", f.where)
     for c in log.connections:
-        name = _rule_name(c)
+        name = _rule_name(c, rules["transport"])
         if name is None:
             unread.setdefault(c.family, c.where)
         else:
@@ -128,20 +124,21 @@ def decide(log: NcclLog, modelled: str, torch_version: str | None) -> Decision:
         t = allowed[name]
         d.stated.append(f"{seen[name].family} ({seen[name].where})")
         if t.bound == "derived" and t.per_channel is not None:
-            t = _from_log(t, log, version, d)
+            t = _from_log(t, log, version, d, rules)
         out.append(t)
     d.transports = tuple(out)
     return d
 
 
-def _from_log(t: Transport, log: NcclLog, version: str | None, d: Decision) -> Transport:
+def _from_log(t: Transport, log: NcclLog, version: str | None, d: Decision,
+              rules: dict[str, Any]) -> Transport:
     """`t`'s bound with the log's channels per peer and chunk; `t` itself where the log does not
     print them (d.missing says so)."""
-    rule = next(r for r in _rules()["transport"] if r["model_name"] == t.model_name)
-    channels = _channels(t, log)
+    rule = next(r for r in rules["transport"] if r["model_name"] == t.model_name)
+    channels = _channels(t, log, rules["transport"])
     if not channels:
         return t
-    chunks = _chunks(t, rule, log, version, d)
+    chunks = _chunks(t, rule, log, version, d, rules["nccl"]["p2p_chunk_bytes"])
     if not chunks:
         return t
     steps = rule["per_channel_steps"]
@@ -160,14 +157,14 @@ def _from_log(t: Transport, log: NcclLog, version: str | None, d: Decision) -> T
                    evidence=evidence, log=lo_where)
 
 
-def _channels(t: Transport, log: NcclLog) -> list[tuple[int, str]]:
+def _channels(t: Transport, log: NcclLog, table: list[dict[str, Any]]) -> list[tuple[int, str]]:
     """The channels per peer of `t`, each count with where: the point-to-point connections of a
     pair (one process's "Channel xx/1 : a -> b [send] via ..." lines), else the communicators'
     "N p2p channels per peer" (of those spanning nodes, for a network transport)."""
     pairs: dict[tuple[str, int, int, str], set[int]] = {}
     first: dict[tuple[str, int, int, str], str] = {}
     for c in log.connections:
-        if c.index == P2P_CONNECTION and _rule_name(c) == t.model_name:
+        if c.index == P2P_CONNECTION and _rule_name(c, table) == t.model_name:
             key = (c.process, c.src, c.dst, c.direction)
             pairs.setdefault(key, set()).add(c.channel)
             first.setdefault(key, c.where)
@@ -178,7 +175,7 @@ def _channels(t: Transport, log: NcclLog) -> list[tuple[int, str]]:
 
 
 def _chunks(t: Transport, rule: dict[str, Any], log: NcclLog, version: str | None,
-            d: Decision) -> list[tuple[int, str]]:
+            d: Decision, base: dict[str, Any]) -> list[tuple[int, str]]:
     """The P2P chunk as the log prints it (of communicators spanning nodes, for a network); where
     it prints none, the rules' default (and the larger one of a release range that may apply on an
     unread host), unless an NCCL_* setting the log shows changes it."""
@@ -191,7 +188,6 @@ def _chunks(t: Transport, rule: dict[str, Any], log: NcclLog, version: str | Non
         d.missing.append(f"the P2P chunk ('P2P Chunksize set to N'): the log sets the chunk or "
                          f"buffer at {settings[0].where}")
         return []
-    base = _rules()["nccl"]["p2p_chunk_bytes"]
     default = base[rule["chunk"]]
     out = [(default, f"rules/nccl.toml [nccl.p2p_chunk_bytes].{rule['chunk']}")]
     for r in base.get("by_range", []):

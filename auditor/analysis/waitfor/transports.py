@@ -36,7 +36,7 @@ class Transport:
                 "log": self.log or None}
 
 
-def _nccl_rules() -> dict[str, Any]:
+def nccl_rules() -> dict[str, Any]:
     return rulebook.load("nccl").data
 
 
@@ -45,18 +45,18 @@ def transports() -> dict[str, Transport]:
     return {t["model_name"]: Transport(t["name"], t["model_name"], t["bound"],
                                        t["completes_bytes"], t.get("hangs_bytes"),
                                        t.get("per_channel"), t["evidence"])
-            for t in _nccl_rules()["transport"]}
+            for t in nccl_rules()["transport"]}
 
 
 def transport_names() -> list[str]:
     """What --transport accepts: a transport, or a topology (`node`, `net`) naming several."""
-    return sorted({*transports(), *_nccl_rules()["topology"]})
+    return sorted({*transports(), *nccl_rules()["topology"]})
 
 
 def candidates(transport: str) -> tuple[Transport, ...]:
     """The transports `transport` leaves possible: itself, or those of a topology."""
     known = transports()
-    names = _nccl_rules()["topology"].get(transport, [transport])
+    names = nccl_rules()["topology"].get(transport, [transport])
     if any(n not in known for n in names):
         raise ValueError(f"unknown transport {transport!r}; one of {transport_names()}")
     return tuple(known[n] for n in names)
@@ -65,7 +65,7 @@ def candidates(transport: str) -> tuple[Transport, ...]:
 def nccl_version(torch_version: str | None) -> str | None:
     """The NCCL torch's Linux wheel pins, where rules/nccl.toml knows it and its sources were read;
     None otherwise, so that an unread release is shown as read against others, never as itself."""
-    nccl = _nccl_rules()["nccl"]
+    nccl = nccl_rules()["nccl"]
     pin = nccl["torch"].get((torch_version or "").split("+")[0], {}).get("nccl")
     return pin if pin in nccl["versions"] else None
 
@@ -76,7 +76,7 @@ def nccl_words(torch_version: str | None) -> str:
     known = nccl_version(torch_version)
     if known:
         return f"{known} (torch {torch_version}'s pin)"
-    return ("read against NCCL " + ", ".join(_nccl_rules()["nccl"]["versions"])
+    return ("read against NCCL " + ", ".join(nccl_rules()["nccl"]["versions"])
             + (f"; torch {torch_version}'s NCCL is not in rules/nccl.toml" if torch_version else ""))
 
 
