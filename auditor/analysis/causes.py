@@ -61,6 +61,13 @@ def first_sentence(text: str) -> str:
     return text.split(". ")[0].rstrip(".")
 
 
+def quoted(headline: str, limit: int = 160) -> str:
+    """A headline's first sentence, cut to `limit` characters: what another headline quotes of it
+    (the verdicts of other releases or setting values)."""
+    first = first_sentence(headline)
+    return first if len(first) <= limit else first[:limit - 3].rstrip() + "..."
+
+
 def is_startup(finding: dict[str, Any]) -> bool:
     """A config check that holds is a start-up failure: megatron or the trainer rejects the run
     before the schedule (simulate's plan reads the same category)."""

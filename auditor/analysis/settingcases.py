@@ -40,12 +40,7 @@ def holds_words(basis: dict[str, Any]) -> str:
 def differ_words(basis: dict[str, Any]) -> tuple[str, str]:
     """(what, decide) where the values give different verdicts: which, and the --set."""
     key = basis["key"]
-    said = "; ".join(f"{key}={c['value']} reads {_first_sentence(c['headline'])}"
+    said = "; ".join(f"{key}={c['value']} reads {causes_of.quoted(c['headline'])}"
                      for c in basis["cases"] if c["starts"])
     return (f"{key} is not known statically ({basis['stated']}) and its values disagree: {said}",
             f"--set {key}=N (the run's {key})")
-
-
-def _first_sentence(headline: str, limit: int = 160) -> str:
-    first = causes_of.first_sentence(headline)
-    return first if len(first) <= limit else first[:limit - 3].rstrip() + "..."

@@ -246,16 +246,11 @@ def releases_differ(doc: dict[str, Any], status: str, head: str) -> Undecided | 
     if len(combos) < 2 or all(c.get("status") == status for c in combos[1:]):
         return None
     varied = [n for n in combos[0]["releases"] if len({c["releases"].get(n) for c in combos}) > 1]
-    said = [f"{_combo_words(combos[0]['releases'])} reads {_first_sentence(head)}"]
-    said += [f"{_combo_words(c['releases'])} reads {_first_sentence(str(c.get('headline', '')))}"
+    said = [f"{_combo_words(combos[0]['releases'])} reads {causes_of.quoted(head)}"]
+    said += [f"{_combo_words(c['releases'])} reads {causes_of.quoted(str(c.get('headline', '')))}"
              for c in combos[1:] if c.get("status") != status]
     return Undecided(f"the framework releases the script could run on disagree: {'; '.join(said)}",
                      f"--target {varied[0]}==VERSION (the release the run uses)")
-
-
-def _first_sentence(headline: str, limit: int = 160) -> str:
-    first = causes_of.first_sentence(headline)
-    return first if len(first) <= limit else first[:limit - 3].rstrip() + "..."
 
 
 def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:

@@ -18,7 +18,8 @@ from auditor import sources
 from auditor.errors import InputError
 from auditor.analysis import causes
 from auditor.analysis.verdict import judge
-from auditor.report.text import KEY_VALUES, deadlock_lines, value_words, verdict_sentence
+from auditor.report.text import (KEY_VALUES, deadlock_lines, headline_fix, value_words,
+                                 verdict_sentence)
 from auditor.sources import target_label
 from auditor.report.timeline import site_counts, timeline_layout
 
@@ -45,13 +46,6 @@ def _causes(doc: dict[str, Any]) -> list[dict[str, Any]]:
             for c in causes.group(findings)]
 
 
-def _headline_fix(doc: dict[str, Any]) -> str:
-    """The fix of the cause the headline names (the verdict's first error cause)."""
-    v = doc.get("verdict") or judge(doc).to_json()
-    first = (v.get("causes") or [{}])[0]
-    return first.get("fix", "") if v["status"] == "findings" and first.get("severity") == "error" else ""
-
-
 def _context(doc: dict[str, Any]) -> dict[str, Any]:
     config = doc.get("config", {})
     effective = config.get("effective", {})
@@ -70,7 +64,7 @@ def _context(doc: dict[str, Any]) -> dict[str, Any]:
         "deadlock": _deadlock(doc),
         "verdict_class": _verdict_class(doc),
         "causes": _causes(doc),
-        "fix": _headline_fix(doc),
+        "fix": headline_fix(doc.get("verdict") or judge(doc).to_json()),
         "config_rows": [{"key": k, "value": value_words(effective[k]), "provenance": provenance.get(k, ""),
                          "main": k in KEY_VALUES} for k in keys],
         "sites": [_site_row(s, excerpts.get(s["id"])) for s in sites],

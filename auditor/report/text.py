@@ -86,13 +86,20 @@ def torch_words(config: dict[str, Any]) -> str:
     return version or "unknown"
 
 
+def headline_fix(v: dict[str, Any]) -> str:
+    """The fix of the cause the headline names, the verdict's first cause when it is an error of
+    a run with findings; "" otherwise (the text's `fix:` line, the HTML's)."""
+    first = (v.get("causes") or [{}])[0]
+    return first.get("fix", "") if v["status"] == "findings" and first.get("severity") == "error" else ""
+
+
 def verdict_line(doc: dict[str, Any]) -> str:
     """The headline, the fix of the cause it names, then what stays undecided, each with what
     would decide it."""
     v = doc.get("verdict") or judge(doc).to_json()
     lines = [v["headline"]]
     first = (v.get("causes") or [{}])[0]
-    if v["status"] == "findings" and first.get("severity") == "error" and first.get("fix"):
+    if headline_fix(v):
         lines.append(f"fix: {first['fix']}")
         root: dict[str, Any] = next((f for f in doc.get("findings", []) if f["kind"] == first["kind"]
                                      and f.get("where", "") == first["where"]), {})
