@@ -131,7 +131,6 @@ class _Deriver:
         # them, unless a rule of this run's stack derives it (torchtitan's pp size is one).
         derived = {e.data["key"] for es in book.entries.values() for e in es
                    if e.table == "rule" and "key" in e.data and stack is not None and e.framework in stack}
-        self.foreign = {k: v for k, v in foreign.items() if k not in derived}
         self.stack = stack  # the rules files of this run's stack; None: unknown
         self.versions = book.versions
         self.env_readers = readers(book.versions.get("torch"))
@@ -154,7 +153,8 @@ class _Deriver:
             if table == "arg" and raws[0]["stage"] in running}
         # A setting this run's own front end gives is its own, whatever other stacks need it
         # (Megatron-DeepSpeed's --pipeline-model-parallel-size on DeepSpeed's stack).
-        self.foreign = {k: v for k, v in self.foreign.items() if k not in self.frontend_args}
+        self.foreign = {k: v for k, v in foreign.items()
+                        if k not in derived and k not in self.frontend_args}
         # --set values are typed as this launcher's front end types them.
         self.arg_types: dict[str, str] = {
             e.key: e.data.get("type", "str")
