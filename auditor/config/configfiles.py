@@ -19,6 +19,7 @@ from typing import Any
 
 from auditor.bash.values import EnvVar, Field, Symbolic
 from auditor.config.flags import normalise
+from auditor.config.frontend_parser import find_script
 from auditor.config.model import Flag, LaunchConfig
 from auditor.findings import Finding
 from auditor.rulebook import files
@@ -127,11 +128,9 @@ def _load(name: str, launch_path: str) -> tuple[str, dict]:
     """(the file found, its mapping). Relative names are looked for from the launch script's
     directory up (ms-swift's examples run from the repository root): the directory the script
     runs in is not known."""
-    here = Path(launch_path).resolve().parent
-    candidates = [Path(name)] if Path(name).is_absolute() else [d / name for d in [here, *here.parents]]
-    found = next((c for c in candidates if c.is_file()), None)
+    found = find_script(launch_path, name)
     if found is None:
-        raise Unreadable(f"not found in {here} or a directory above it")
+        raise Unreadable(f"not found in {Path(launch_path).resolve().parent} or a directory above it")
     try:
         text = found.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

@@ -41,9 +41,9 @@ def unresolved(config: LaunchConfig, f: Field, path: str, where: str, before: li
     else:
         values, before = [str(f.value)], before or []
     shadows = (f"; written before {'it' if len(values) == 1 else 'them'}, and so overridden by "
-               f"whatever {'it adds' if len(values) == 1 else 'they add'}: {_listed(before)}"
+               f"whatever {'it adds' if len(values) == 1 else 'they add'}: {listed(before)}"
                if before else "")
-    named = _listed(values)
+    named = listed(values)
     config.diagnostics.append(Finding(
         "launch.unresolved-args", "warning",
         f"{named} {'is' if len(values) == 1 else 'are'} not known statically and may add {where} "
@@ -52,7 +52,8 @@ def unresolved(config: LaunchConfig, f: Field, path: str, where: str, before: li
         detail={"values": values, "before": before, "adds": where}))
 
 
-def _listed(spellings: list[str], most: int = 8) -> str:
+def listed(spellings: list[str], most: int = 8) -> str:
+    """Flag spellings as a message names them: the first `most`, then how many more."""
     shown = ", ".join(f"`{s}`" for s in spellings[:most])
     return shown + (f" and {len(spellings) - most} more" if len(spellings) > most else "")
 
@@ -65,7 +66,7 @@ def _unknown_values(config: LaunchConfig, taken: list[tuple[str, Field, list[str
     last_written, last_field, before = taken[-1]
     values = "; ".join(f"`{written} {f.value}` (line {f.line})" for written, f, _ in taken[:6])
     more = f" and {len(taken) - 6} more" if len(taken) > 6 else ""
-    shadow = (f"; the last, `{last_written} {last_field.value}`, comes after {_listed(before)}, which such "
+    shadow = (f"; the last, `{last_written} {last_field.value}`, comes after {listed(before)}, which such "
               "words would override (argparse keeps the last value)") if before else ""
     config.diagnostics.append(Finding(
         "launch.unknown-values", "info",

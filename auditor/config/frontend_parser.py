@@ -69,8 +69,8 @@ def locate(launch_path: str, script: str, roots: tuple[Path, ...] = ()) -> Front
 
 
 def find_script(launch_path: str, script: str) -> Path | None:
-    """The training script the command names: at its absolute path, else from the launch
-    script's directory up; None where no such file is there."""
+    """The file a launch names (its training script, a config file it passes on): at its absolute
+    path, else from the launch script's directory up; None where no such file is there."""
     here = Path(launch_path).resolve().parent
     candidates = [Path(script)] if Path(script).is_absolute() else [d / script for d in [here, *here.parents]]
     return next((c for c in candidates if c.is_file()), None)

@@ -161,7 +161,8 @@ def _launcher_flag(config: LaunchConfig, spellings: list[str], path: str,
             taken = taken_by.get(normalise(spelling))
             if taken:
                 names = ", ".join(taken)
-                settable = [n for n in taken if n in world_variables()]
+                known = world_variables()
+                settable = [n for n in taken if n in known]
                 how = f"`{settable[0]}=N p2paudit ...` or " if settable else ""
                 source += (f", the script's fallback for {names}, unset here: the job's own value is "
                            f"unknown; give it as {how}`--set world_size=N`")

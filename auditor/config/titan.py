@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor import rulebook
+from auditor.config.frontend_parser import find_script
 from auditor.config.model import Flag, LaunchConfig
 from auditor.findings import Finding
 from auditor.rulebook.frameworks import launched_by
@@ -93,9 +94,8 @@ def _toml(root: Path, entry: dict[str, Any], flag: Flag, launch_path: str
     name = flag.value
     if not isinstance(name, str) or not name:
         raise UnreadableJobConfig(f"`{name}` is not known statically")
+    found = find_script(launch_path, name)
     here = Path(launch_path).resolve().parent
-    candidates = [Path(name)] if Path(name).is_absolute() else [d / name for d in [here, *here.parents]]
-    found = next((c for c in candidates if c.is_file()), None)
     if found is None:
         raise UnreadableJobConfig(f"{name} is not found in {here} or a directory above it (it is in "
                          f"torchtitan's repository, not its release: audit where the job starts)")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from auditor.bash.values import Field
 from auditor.config.configfiles import read_config_files
-from auditor.config.flags import read_flags
+from auditor.config.flags import listed, read_flags
 from auditor.config.frontend_parser import find_script, locate, with_front_end
 from auditor.config.frontends.reader import Reader, label_front_end
 from auditor.config.model import LaunchConfig
@@ -47,17 +47,12 @@ def _unread_front_end(config: LaunchConfig, spelling: Spelling, path: str) -> No
     config.diagnostics.append(Finding(
         "launch.front-end-unread", "warning",
         f"the training script is not found ({why}), so the parser it builds was not read: "
-        f"{_listed([f.spelling for f in unknown])} {'is' if len(unknown) == 1 else 'are'} in no parser "
+        f"{listed([f.spelling for f in unknown], 6)} {'is' if len(unknown) == 1 else 'are'} in no parser "
         "or table read here; argparse exits on a flag its parser lacks, and the run does not start",
         fix="run p2paudit from the directory the job is launched from, or give the command with "
             "the script's real path (--command)",
         where=f"{path}:{unknown[0].line}",
-        detail={"undecided": f"whether {name}'s parser accepts {_listed([f.spelling for f in unknown], 3)} "
+        detail={"undecided": f"whether {name}'s parser accepts {listed([f.spelling for f in unknown], 3)} "
                              f"(the training script is not found: {why})",
                 "decide": f"--command 'python PATH/{name} ...' (the entry script where it is)",
                 "flags": [f.spelling for f in unknown]}))
-
-
-def _listed(spellings: list[str], most: int = 6) -> str:
-    shown = ", ".join(f"`{s}`" for s in spellings[:most])
-    return shown + (f" and {len(spellings) - most} more" if len(spellings) > most else "")
