@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
 def _in_rank(args: argparse.Namespace) -> int:
     from auditor import doctor
 
-    backend = backends.backend(args.backend) if args.backend else backends.default()
+    backend = backends.chosen(args.backend)
     world = int(os.environ["WORLD_SIZE"])
     if world % args.pp:
         raise InputError("--pp", f"{args.pp} does not divide the world size {world}")
@@ -87,7 +87,7 @@ def _log_dir(text: str) -> Path:
 def _launch(args: argparse.Namespace) -> int:
     import torch
 
-    backend = backends.backend(args.backend) if args.backend else backends.default()
+    backend = backends.chosen(args.backend)
     nproc = args.nproc or (torch.cuda.device_count() if backend.device == "cuda" else 2)
     if nproc < 1:
         raise InputError("--nproc", f"must be at least 1, not {nproc}")

@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
 def spec_from_args(args: argparse.Namespace) -> Spec:
     if args.timeout <= 0 or args.pg_timeout <= 0:
         raise InputError("--timeout/--pg-timeout", "must be positive")
-    return Spec(case=args.case, nproc=args.nproc, backend=args.backend or backends.default().name,
+    return Spec(case=args.case, nproc=args.nproc, backend=backends.chosen(args.backend).name,
                 transport=args.transport, size=args.size, fix=args.fix, timeout=args.timeout,
                 pg_timeout=args.pg_timeout, microbatches=args.microbatches,
                 variable_seq_lengths=None if args.variable_seq_lengths is None

@@ -43,6 +43,11 @@ def default() -> Backend:
     return NCCL if torch.cuda.is_available() else GLOO
 
 
+def chosen(name: str | None) -> Backend:
+    """The backend a command runs on: the one `--backend` names, else the local default."""
+    return backend(name) if name else default()
+
+
 def of_groups(groups: Iterable[dict[str, Any]]) -> Backend:
     """What a recorded run ran on, from its group lines: gloo where groups were recorded and
     none is NCCL's; else NCCL (the backend the questions are about, where the trace is silent)."""
