@@ -17,7 +17,8 @@ from auditor.simulate import machine
 
 TARGET_HELP = ("framework sources (NAME==VERSION, wheel, sdist, directory, installed name); "
                "default: the `name==X` comments of the script, else the installed distributions")
-TORCH_HELP = "the cluster's torch version (default: installed torch, else the script's torch==X comment)"
+TORCH_HELP = ("the cluster's torch version (default: what the script states, a torch==X pin or an "
+              "NGC image, else every covered release; the installed torch never decides)")
 INIT_MODES = ("lazy", "eager")
 
 
