@@ -44,6 +44,9 @@ import tomllib
 
 HERE = Path(__file__).resolve().parent
 CORPUS_META = HERE / "real_scripts"
+# the halves of split.toml: dev and test (turn 6; both open for development now) and test7,
+# the batch sealed in turn 7 (measured, never developed on)
+HALVES = ("dev", "test", "test7")
 DETAIL_LINE = "export TORCH_DISTRIBUTED_DEBUG=DETAIL  # inserted by benchmarks/real_scripts.py\n"
 KEEP_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "LOGNAME", "TERM")
 
@@ -87,7 +90,7 @@ def load(meta: Path = CORPUS_META) -> tuple[list[dict], dict[str, str]]:
         scripts = tomllib.load(f)["script"]
     with (meta / "split.toml").open("rb") as f:
         split = tomllib.load(f)
-    half = dict.fromkeys(split["dev"], "dev") | dict.fromkeys(split["test"], "test")
+    half = {i: name for name in HALVES for i in split.get(name, [])}
     for s in scripts:
         if s["id"] not in half:
             raise SystemExit(f"real_scripts.py: {s['id']} is in no half of split.toml")
@@ -343,23 +346,23 @@ def evaluate(s: dict, half: str, corpus: Path, timeout: float, variant: bool,
 
 
 def table(rows: list[Row], variant: bool) -> str:
-    out = [f"{'id':28} {'half':4} {'exit':>4} {'expected':14} {'got':14} right  headline / origin"]
+    out = [f"{'id':28} {'half':5} {'exit':>4} {'expected':14} {'got':14} right  headline / origin"]
     for r in rows:
         mark = "yes" if r.right else ("WRONG" if r.wrong else "no")
         ex = "-" if r.scan.exit is None else str(r.scan.exit)
-        out.append(f"{r.id:28} {r.half:4} {ex:>4} {r.expected:14} {r.scan.got:14} {mark:6} "
+        out.append(f"{r.id:28} {r.half:5} {ex:>4} {r.expected:14} {r.scan.got:14} {mark:6} "
                    f"{r.scan.headline[:80]}")
-        out.append(f"{'':28} {'':4} {'':>4} {'':14} {'':14} {'':6} {r.origin}"
+        out.append(f"{'':28} {'':5} {'':>4} {'':14} {'':14} {'':6} {r.origin}"
                    + (f"  [{r.why}]" if r.why else ""))
     if variant:
         out.append("")
-        out.append(f"{'DETAIL pass (PP > 1)':28} {'half':4} {'2.10 want':14} {'2.10 got':14} "
+        out.append(f"{'DETAIL pass (PP > 1)':28} {'half':5} {'2.10 want':14} {'2.10 got':14} "
                    f"{'2.11 got':14} pass   2.10 headline")
         for r in rows:
             if not r.detail:
                 continue
             d = r.detail
-            out.append(f"{r.id:28} {r.half:4} {d['expected_2.10']:14} {d['got_2.10']:14} "
+            out.append(f"{r.id:28} {r.half:5} {d['expected_2.10']:14} {d['got_2.10']:14} "
                        f"{d['got_2.11']:14} {'yes' if d['pass'] else 'no':6} "
                        f"{d['headline_2.10'][:70]}")
     return "\n".join(out)
@@ -367,7 +370,7 @@ def table(rows: list[Row], variant: bool) -> str:
 
 def summary(rows: list[Row], variant: bool) -> str:
     lines = []
-    for name in ("dev", "test", "all"):
+    for name in (*HALVES, "all"):
         sel = [r for r in rows if name == "all" or r.half == name]
         if not sel or (name == "all" and len({r.half for r in rows}) < 2):
             continue
@@ -378,7 +381,7 @@ def summary(rows: list[Row], variant: bool) -> str:
         errors = sum(r.scan.got in ("ERROR", "TIMEOUT") for r in sel)
         inc = [r for r in sel if r.scan.got == "INCONCLUSIVE"]
         inc_ok = sum("decider ok" in r.why for r in inc)
-        line = (f"{name:4}: right {right}/{n} ({100 * right / n:.0f}%), decided {decided}/{n}, "
+        line = (f"{name:5}: right {right}/{n} ({100 * right / n:.0f}%), decided {decided}/{n}, "
                 f"wrong verdicts {len(wrong)}" + (f" ({', '.join(wrong)})" if wrong else "")
                 + f", exit 2/timeout {errors}, INCONCLUSIVE naming a concrete step "
                   f"{inc_ok}/{len(inc)}")
@@ -405,7 +408,7 @@ def installed_frameworks() -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("corpus", type=Path, help="the directory fetch.py wrote")
-    ap.add_argument("--half", choices=("dev", "test", "all"), default="all")
+    ap.add_argument("--half", choices=(*HALVES, "all"), default="all")
     ap.add_argument("--torch-variant", action="store_true",
                     help="also the DETAIL pass under --torch 2.10.0 and 2.11.0 (PP > 1 scripts)")
     ap.add_argument("--only", action="append", default=[], metavar="ID")
