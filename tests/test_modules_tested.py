@@ -41,8 +41,6 @@ UNTESTED: dict[str, str] = {
     "auditor.bash.conditions": INNER.format("bash.walk: tests/bash/test_bash_oracle.py against bash itself"),
     "auditor.bash.expand": INNER.format("bash.walk: tests/bash/test_bash_oracle.py against bash itself"),
     "auditor.config.configfiles": INNER.format("config.launch: tests/realscripts/test_frontend_configfiles.py"),
-    "auditor.config.flags": INNER.format("config.launch: tests/config/test_launch.py"),
-    "auditor.config.frontends.reader": INNER.format("config.frontends: tests/config/test_frontends.py (each style's reader)"),
     "auditor.config.titan": INNER.format("scan: tests/titan/test_titan_config.py"),
     "auditor.simulate.machine": INNER.format("simulate.predict: tests/simulate/test_nccllog_simulate.py"),
     "auditor.simulate.titan_plan": INNER.format("simulate: tests/titan/test_titan_simulate.py"),
