@@ -47,8 +47,6 @@ UNTESTED: dict[str, str] = {
     "auditor.dynamic.opstate": INNER.format("dynamic.recorder: tests/dynamic/test_record_unit.py"),
     "auditor.dynamic.writer": INNER.format("dynamic.recorder: tests/dynamic/test_record_unit.py"),
     "auditor.analysis.batching": INNER.format("scan: tests/e2e/test_scan.py (batched verdicts)"),
-    "auditor.fix.script": INNER.format("fix.plan: tests/fix/test_pyenv_fix.py"),
-    "auditor.fix.trainer": INNER.format("fix.plan: tests/fix/test_fix_trainer.py"),
     "auditor.static.exports": INNER.format("static.inventory: tests/static/sites/test_spellings_package.py"),
     "auditor.static.names": INNER.format("static.inventory: tests/static/sites/test_spellings_package.py"),
     "auditor.static.interp.graph": INNER.format("the Interpreter: tests/static/interp/test_callgraph.py"),
