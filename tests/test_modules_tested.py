@@ -43,7 +43,6 @@ UNTESTED: dict[str, str] = {
     "auditor.dynamic.linecov": INNER.format("dynamic.record: `record --coverage`, tests/dynamic/test_record_runs.py"),
     "auditor.dynamic.opstate": INNER.format("dynamic.recorder: tests/dynamic/test_record_unit.py"),
     "auditor.dynamic.writer": INNER.format("dynamic.recorder: tests/dynamic/test_record_unit.py"),
-    "auditor.analysis.batching": INNER.format("scan: tests/e2e/test_scan.py (batched verdicts)"),
     "auditor.static.exports": INNER.format("static.inventory: tests/static/sites/test_spellings_package.py"),
     "auditor.static.names": INNER.format("static.inventory: tests/static/sites/test_spellings_package.py"),
     "auditor.static.interp.graph": INNER.format("the Interpreter: tests/static/interp/test_callgraph.py"),
