@@ -37,7 +37,6 @@ UNTESTED: dict[str, str] = {
     "auditor.commands.simulate": CLI.format("tests/simulate/test_simulate.py"),
     "auditor.commands.sites": CLI.format("tests/e2e/test_sites_cli.py"),
     "auditor.simulate.run": CLI.format("tests/simulate/test_simulate.py (simulate's orchestration)"),
-    "auditor.repro.launch": CLI.format("tests/repro/test_repro.py (repro's gloo launch)"),
     "auditor.config.titan": INNER.format("scan: tests/titan/test_titan_config.py"),
     "auditor.simulate.titan_plan": INNER.format("simulate: tests/titan/test_titan_simulate.py"),
     "auditor.dynamic.linecov": INNER.format("dynamic.record: `record --coverage`, tests/dynamic/test_record_runs.py"),
