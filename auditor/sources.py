@@ -247,18 +247,22 @@ MANIFEST = ".manifest.json"  # what was unpacked: the archive's digest, every re
 READ_NAMES = ("METADATA", "PKG-INFO", "pyproject.toml", "version.txt")
 
 
-def _unpack_once(archive: Path, origin: str, extract, sizes, digest: str | None = None) -> Path:
+# What reading a damaged archive raises: each is "corrupt or unreadable archive" (bad input).
+UNREADABLE = (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError, ValueError)
+
+
+def _unpack_once(archive: Path, origin: str, extract, digest: str | None = None) -> Path:
     """Extract into the cache under the archive's digest; concurrent runs race safely. A tree
     whose files no longer match the manifest written at unpack (edited, added, removed) is
-    unpacked again from the archive, which was checked against its sha256. `sizes`: the
-    archive's declared member sizes, bounded before anything is written."""
+    unpacked again from the archive, which was checked against its sha256. The archive's
+    declared member sizes are bounded before anything is written."""
     digest = digest or download.sha256(archive)
     dest = cache_dir() / "unpacked" / f"{digest[:20]}-m"  # -m: trees with a manifest
     if (dest / ".complete").exists():
         if _matches_manifest(dest, digest):
             return dest
         _set_aside(dest)
-    _bound_expansion(archive, origin, sizes())
+    _bound_expansion(archive, origin, _member_sizes(archive, origin))
     dest.parent.mkdir(parents=True, exist_ok=True)
     download.remove_stale(dest.parent, (".tmp-", ".stale-"))
     tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=".tmp-"))
@@ -271,17 +275,30 @@ def _unpack_once(archive: Path, origin: str, extract, sizes, digest: str | None 
             tmp.rename(dest)
         except OSError:  # another process won the race
             shutil.rmtree(tmp, ignore_errors=True)
-    except OSError as exc:
+    except UNREADABLE as exc:
         shutil.rmtree(tmp, ignore_errors=True)
-        if exc.errno in NO_SPACE:
+        if isinstance(exc, OSError) and exc.errno in NO_SPACE:
             raise InputError(str(dest.parent), f"disk full while unpacking {archive.name} into "
                                                f"the cache ($P2PAUDIT_CACHE): free space and run "
                                                f"again (the archive is fine)") from None
-        raise InputError(origin, f"corrupt or unreadable archive: {exc}") from None
-    except (zipfile.BadZipFile, tarfile.TarError, EOFError, ValueError) as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise InputError(origin, f"corrupt or unreadable archive: {exc}") from None
+        raise _unreadable(origin, exc) from None
     return dest
+
+
+def _member_sizes(archive: Path, origin: str) -> list[int]:
+    """The sizes the archive declares for its members (a wheel and a .zip sdist are zips)."""
+    try:
+        if archive.name.endswith((".whl", ".zip")):
+            with zipfile.ZipFile(archive) as zf:
+                return [i.file_size for i in zf.infolist()]
+        with tarfile.open(archive) as tf:
+            return [m.size for m in tf.getmembers()]
+    except UNREADABLE as exc:
+        raise _unreadable(origin, exc) from None
+
+
+def _unreadable(origin: str, exc: Exception) -> InputError:
+    return InputError(origin, f"corrupt or unreadable archive: {exc}")
 
 
 def _bound_expansion(archive: Path, origin: str, sizes: list[int]) -> None:
@@ -344,13 +361,9 @@ def _from_wheel(path: Path, origin: str, digest: str | None = None) -> SourceSet
             _safe_members(zf.namelist(), origin)
             zf.extractall(dest)
 
-    def sizes() -> list[int]:
-        with zipfile.ZipFile(path) as zf:
-            return [i.file_size for i in zf.infolist()]
-
     if not zipfile.is_zipfile(path):
         raise InputError(origin, "corrupt wheel: not a zip archive")
-    root = _unpack_once(path, origin, extract, sizes, digest)
+    root = _unpack_once(path, origin, extract, digest)
     files, top = _walk(root)
     if not any(n.endswith(".dist-info") for n in top):
         raise InputError(origin, "corrupt wheel: no .dist-info directory")
@@ -369,17 +382,7 @@ def _from_sdist(path: Path, origin: str, digest: str | None = None) -> SourceSet
                 _safe_members(tf.getnames(), origin)
                 tf.extractall(dest, filter="data") if hasattr(tarfile, "data_filter") else tf.extractall(dest)
 
-    def sizes() -> list[int]:
-        try:
-            if path.name.endswith(".zip"):
-                with zipfile.ZipFile(path) as zf:
-                    return [i.file_size for i in zf.infolist()]
-            with tarfile.open(path) as tf:
-                return [m.size for m in tf.getmembers()]
-        except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError, ValueError) as exc:
-            raise InputError(origin, f"corrupt or unreadable archive: {exc}") from None
-
-    unpacked = _unpack_once(path, origin, extract, sizes, digest)
+    unpacked = _unpack_once(path, origin, extract, digest)
     tops = [p for p in unpacked.iterdir() if p.is_dir()]
     top = tops[0] if len(tops) == 1 else unpacked
     root = top / "src" if (top / "src").is_dir() else top

@@ -218,3 +218,23 @@ def test_a_directory_without_python_files_is_bad_input_not_zero_sites(tmp_path, 
     with pytest.raises(InputError, match="no Python files under") as exc:
         sources.resolve(str(folder))
     assert ("give the archive itself (pkg-1.0-py3-none-any.whl)" in exc.value.cause) is (holds == "an archive")
+
+
+@pytest.mark.parametrize("suffix", [".whl", ".zip"])
+def test_an_archive_with_a_damaged_central_directory_is_bad_input(tmp_path, monkeypatch, suffix):
+    """INVALID: the end record is whole (zipfile.is_zipfile says yes) but the central directory
+    it points at is not: refused in one line naming the archive, as any unreadable archive is,
+    whether a wheel or a zipped sdist; never a traceback."""
+    monkeypatch.setenv("P2PAUDIT_CACHE", str(tmp_path / "cache"))
+    archive = tmp_path / f"toyp2p-1.0{'-py3-none-any' if suffix == '.whl' else ''}{suffix}"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("toyp2p/__init__.py", "")
+        zf.writestr("toyp2p-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: toyp2p\nVersion: 1.0\n")
+    data = bytearray(archive.read_bytes())
+    central = data.rindex(b"PK\x01\x02", 0, data.rindex(b"PK\x01\x02"))  # the first central entry
+    data[central:central + 4] = b"XXXX"
+    archive.write_bytes(bytes(data))
+    assert zipfile.is_zipfile(archive)
+    with pytest.raises(InputError, match="corrupt or unreadable archive") as exc:
+        sources.resolve(str(archive))
+    assert exc.value.subject == str(archive)

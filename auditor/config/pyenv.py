@@ -124,10 +124,17 @@ def _main_guard(stmt: ast.stmt) -> bool:
             and test.comparators[0].value == "__main__")
 
 
+@functools.lru_cache(maxsize=4)
+def _tree(text: str) -> ast.Module:
+    """The entry script parsed once per text: a scan reads the launch once per release it judges
+    on, and each read wants the settings and the init_process_group calls (never mutated)."""
+    return ast.parse(text)
+
+
 def settings(text: str) -> list[Setting]:
     """Every setting of the script in the order a run executes the module's top level; those in
     functions and branches after it, as "maybe" unless torch was imported before their `def`."""
-    tree = ast.parse(text)
+    tree = _tree(text)
     bare = any(isinstance(s, ast.ImportFrom) and s.module == "os"
                and any(a.name == "environ" and a.asname is None for a in s.names)
                for s in ast.walk(tree))
@@ -165,7 +172,7 @@ def init_values(text: str, path: str) -> dict[str, tuple[bool, str, str]]:
     """`init_device_id_given` where the script calls `init_process_group` itself: True when
     every call passes `device_id`, False when none does (eager or lazy NCCL init,
     rules/torch.toml torch.eager-init); nothing where calls disagree or pass **kwargs."""
-    calls = [n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Call)
+    calls = [n for n in ast.walk(_tree(text)) if isinstance(n, ast.Call)
              and (n.func.attr if isinstance(n.func, ast.Attribute) else
                   n.func.id if isinstance(n.func, ast.Name) else "") == "init_process_group"]
     if not calls or any(k.arg is None for c in calls for k in c.keywords):

@@ -73,12 +73,17 @@ def _perfetto(doc: dict[str, Any], context: Context) -> str:
     return jsonio.dumps(trace_events(doc, context.head), default=str) + "\n"
 
 
+def _fitted(write: Render) -> Render:
+    """A text renderer whose lines wrap at the context's width."""
+    return lambda doc, context: text.fit(write(doc, context), context.width)
+
+
 REPORTERS: tuple[Reporter, ...] = (
-    Reporter("text", {"scan": lambda d, c: text.fit(text.scan_report(d, c.verbose, c.width), c.width),
-                      "gate": lambda d, c: text.fit(text.gate_report(d), c.width),
-                      "simulate": lambda d, c: text.fit(text.simulation_report(d, c.config), c.width),
-                      "sites": lambda d, c: text.fit(text.sites_table(d), c.width),
-                      "diff": lambda d, c: text.fit(diff_text(d), c.width)}),
+    Reporter("text", {"scan": _fitted(lambda d, c: text.scan_report(d, c.verbose, c.width)),
+                      "gate": _fitted(lambda d, _: text.gate_report(d)),
+                      "simulate": _fitted(lambda d, c: text.simulation_report(d, c.config)),
+                      "sites": _fitted(lambda d, _: text.sites_table(d)),
+                      "diff": _fitted(lambda d, _: diff_text(d))}),
     Reporter("html", dict.fromkeys(REPORTS, _html), for_terminal=False),
     Reporter("json", dict.fromkeys(KINDS, _json)),
     Reporter("sarif", dict.fromkeys(("scan", "run", "gate"), _sarif)),

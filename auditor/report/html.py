@@ -18,8 +18,7 @@ from auditor import sources
 from auditor.errors import InputError
 from auditor.analysis import causes
 from auditor.analysis.verdict import judge
-from auditor.report.text import (KEY_VALUES, deadlock_lines, headline_fix, value_words,
-                                 verdict_sentence)
+from auditor.report.text import KEY_VALUES, deadlock_lines, headline_fix, value_words
 from auditor.sources import target_label
 from auditor.report.timeline import site_counts, timeline_layout
 
@@ -56,15 +55,16 @@ def _context(doc: dict[str, Any]) -> dict[str, Any]:
     sites = sorted(doc["sites"], key=lambda s: (
         VERDICT_ORDER.get(s.get("verdict", "unknown"), 2), s["package"], s["path"], s["line"]))
     run = doc.get("run")
+    verdict = doc.get("verdict") or judge(doc).to_json()  # judged once: a run carries none
     return {
         "doc": doc,
         "title": _title(doc),
         "targets": [target_label(t) for t in doc["targets"]],
-        "verdict": verdict_sentence(doc),
-        "deadlock": _deadlock(doc),
-        "verdict_class": _verdict_class(doc),
+        "verdict": verdict["headline"],
+        "deadlock": _deadlock(doc, verdict),
+        "verdict_class": _verdict_class(doc, verdict),
         "causes": _causes(doc),
-        "fix": headline_fix(doc.get("verdict") or judge(doc).to_json()),
+        "fix": headline_fix(verdict),
         "config_rows": [{"key": k, "value": value_words(effective[k]), "provenance": provenance.get(k, ""),
                          "main": k in KEY_VALUES} for k in keys],
         "sites": [_site_row(s, excerpts.get(s["id"])) for s in sites],
@@ -82,15 +82,15 @@ def _title(doc: dict[str, Any]) -> str:
     return f"p2paudit: {launch.get('path') or targets}"
 
 
-def _deadlock(doc: dict[str, Any]) -> list[str]:
+def _deadlock(doc: dict[str, Any], verdict: dict[str, Any]) -> list[str]:
     """MUST's two verdicts under the headline, where the op order was replayed."""
-    d = (doc.get("verdict") or judge(doc).to_json()).get("deadlock")
+    d = verdict.get("deadlock")
     cluster = (doc.get("run") or {}).get("nccl_log")  # report --nccl-log: what it decided
     return (deadlock_lines(d) if d else []) + ([cluster["words"]] if cluster else [])
 
 
-def _verdict_class(doc: dict[str, Any]) -> str:
-    status = (doc.get("verdict") or judge(doc).to_json())["status"]
+def _verdict_class(doc: dict[str, Any], verdict: dict[str, Any]) -> str:
+    status = verdict["status"]
     if status == "findings":
         return "bad"
     if status == "inconclusive" or any(f["severity"] == "warning" for f in doc.get("findings", [])):

@@ -68,12 +68,6 @@ KEY_VALUES = (
 _ORDER = {"contradiction": 0, "ok": 1, "unknown": 2, "unreachable": 3}
 
 
-def verdict_sentence(doc: dict[str, Any]) -> str:
-    """The one headline of a document, as the verdict module decided it (auditor.analysis.verdict:
-    the exit status comes from the same decision)."""
-    return (doc.get("verdict") or judge(doc).to_json())["headline"]
-
-
 def torch_words(config: dict[str, Any]) -> str:
     """The torch the scan judged: the version, or the releases judged across when none is stated."""
     basis = config.get("torch_basis") or {}

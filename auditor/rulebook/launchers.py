@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from auditor.rulebook import files
@@ -83,7 +84,12 @@ _ENV_REFERENCE = re.compile(r"\benv\.([A-Z_][A-Z0-9_]*)")
 
 def _env_names(every: list) -> set[str]:
     """The variables the rules read: each [[env_var]] and each `env.NAME` in a condition or text."""
-    names = {e["name"] for rs in every for e in rs.table("env_var")}
-    for path in sorted(files.rules_dir().glob("*.toml")):
-        names |= set(_ENV_REFERENCE.findall(path.read_text(encoding="utf-8")))
-    return names
+    return {e["name"] for rs in every for e in rs.table("env_var")} | _referenced(files.rules_dir())
+
+
+@functools.cache
+def _referenced(rules: Path) -> frozenset[str]:
+    """Every `env.NAME` in the rules texts: the same for every release, so read once per rules
+    directory (not again on each release's first Spelling)."""
+    return frozenset(name for path in sorted(rules.glob("*.toml"))
+                     for name in _ENV_REFERENCE.findall(path.read_text(encoding="utf-8")))

@@ -211,3 +211,23 @@ def test_chromium_screenshot(chromium, report, tmp_path):
     keep = os.environ.get("P2PAUDIT_SCREENSHOTS")
     if keep:
         shutil.copy(shot, Path(keep) / "report-seed-deadlock.png")
+
+
+def test_a_document_without_its_verdict_is_judged_once(report, monkeypatch):
+    """A joined run carries no verdict: the report judges it once for the headline, the MUST
+    lines, the fix and the colour (each helper judged it again: four times on 1,000 sites)."""
+    import auditor.analysis.verdict as verdict
+    from auditor.report import html, text
+
+    joined, rendered, _ = report
+    assert "verdict" not in joined
+    calls = []
+
+    def counted(doc):
+        calls.append(doc)
+        return verdict.judge(doc)
+
+    monkeypatch.setattr(html, "judge", counted)
+    monkeypatch.setattr(text, "judge", counted)
+    assert render_html(joined) == rendered
+    assert len(calls) == 1
