@@ -8,12 +8,16 @@ benchmarks/bench_record_titan.py."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from tests.dynamic.test_chosen_frame import record, starts
 from tests.dynamic.test_trace_schema import assert_valid, lines
 
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = "titan_mesh_interleaved.py"
 RUNTIME = "_PipelineScheduleRuntime._step_microbatches.<locals>._perform_action"
 
@@ -39,3 +43,18 @@ def test_interleaved_ops_name_the_pipelining_runtime_action(titan_run):
         assert (op["site"]["path"], op["site"]["function"]) == (FIXTURE, "main")
         assert (op["chosen"]["path"], op["chosen"]["function"]) == (
             "torch/distributed/pipelining/schedules.py", RUNTIME)
+
+
+def test_a_command_that_fails_before_any_rank_says_so(tmp_path):
+    """torchtitan 0.3.0 refuses PP without --training.disable_cuda_graphs while parsing its
+    config, before any torch.distributed call: the summary names the command's exit status,
+    not a doubt whether the run was recorded."""
+    out = tmp_path / "trace"
+    proc = subprocess.run([sys.executable, "-m", "auditor", "record", "--out", str(out), "--",
+                           sys.executable, "-c", "import sys; sys.exit(2)"],
+                          capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert proc.returncode == 2
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last == (f"p2paudit record: no rank wrote a trace in {out}: the command exited with "
+                    "status 2 before any process called torch.distributed (its error is above)")
