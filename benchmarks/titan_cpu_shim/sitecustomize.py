@@ -1,6 +1,7 @@
-"""CPU shim for torchtitan 0.2.2 on a machine without an accelerator (p2paudit h27-record).
+"""CPU shim for torchtitan 0.2.2 (and 0.3.0) on a machine without an accelerator
+(benchmarks/bench_record_titan.py).
 
-torchtitan/tools/utils.py:37-42 picks `device_type = _get_available_device_type() or "cuda"` and
+torchtitan/tools/utils.py:37-42 (0.3.0: :55) picks `device_type = _get_available_device_type() or "cuda"` and
 `device_module = _get_device_module(device_type)` at import, so on a CPU build of torch every
 rank calls torch.cuda.set_device (train.py:90) and dies. This shim sets those two module
 globals of torchtitan.tools.utils, right after that module runs and before any other torchtitan
