@@ -88,15 +88,22 @@ def run(command: list[str], out: Path, hang_after: float, coverage: list[str] | 
         if combined is not None:
             print(f"p2paudit record: coverage of {', '.join(coverage)} in {combined} "
                   f"(contexts rank-N; per process in {out / 'coverage'})", file=sys.stderr)
-    print(summary(out), file=sys.stderr)
-    return 128 - status if status < 0 else status
+    code = 128 - status if status < 0 else status
+    print(summary(out, code), file=sys.stderr)
+    return code
 
 
-def summary(out: Path) -> str:
-    """A few lines a user can paste: per rank, ops recorded, pending at the end, hang files."""
+def summary(out: Path, status: int = 0) -> str:
+    """A few lines a user can paste: per rank, ops recorded, pending at the end, hang files.
+    A command that failed (`status`) before any rank file was written is said to have: a
+    launch refused by the framework's own config check is not a recording problem."""
     try:
         t = trace.read_trace_dir(out)
     except InputError as exc:
+        if status and not any(out.glob("rank-*.jsonl")):
+            return (f"p2paudit record: no rank wrote a trace in {out}: the command exited with "
+                    f"status {status} before any process called torch.distributed (its error "
+                    "is above)")
         return f"p2paudit record: {exc}"
     lines = [f"p2paudit record: {len(t.ranks)} rank(s) traced in {out}"
              + (f" (world size {t.world_size})" if t.world_size else "")]

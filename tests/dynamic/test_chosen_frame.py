@@ -56,6 +56,9 @@ def test_the_rules_name_each_frameworks_comm_wrappers():
     schedules = "torch/distributed/pipelining/schedules.py"
     assert callsite.is_comm_wrapper(schedules, "_batch_p2p")
     assert not callsite.is_comm_wrapper(schedules, "Schedule1F1B._step_microbatches")
+    # torch's DeviceMesh makes a mesh's groups: the mesh's caller (torchtitan's build_mesh) chose.
+    assert callsite.is_comm_wrapper("torch/distributed/device_mesh.py",
+                                    "DeviceMesh._init_one_process_group")
 
 
 def test_torch_pipelining_ops_name_the_schedule_line_that_chose_them(tmp_path):
