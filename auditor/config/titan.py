@@ -26,9 +26,10 @@ from typing import Any
 from auditor import rulebook
 from auditor.config.frontend_parser import find_script
 from auditor.config.model import Flag, LaunchConfig
+from auditor.errors import InputError
 from auditor.findings import Finding
 from auditor.rulebook.frameworks import launched_by
-from auditor.sources import SourceSet
+from auditor.sources import SourceSet, resolve
 
 MODEL_KEYS = ("dim", "n_layers")  # read from the flavor's entry; flags `model.dim`, `model.n_layers`
 
@@ -277,3 +278,39 @@ def _parse(path: Path) -> ast.Module:
         return ast.parse(path.read_text(encoding="utf-8"), str(path))
     except (OSError, SyntaxError, UnicodeDecodeError) as exc:
         raise UnreadableJobConfig(f"{path}: {exc}") from None
+
+
+def with_pipelining_torch(launch: LaunchConfig, srcs: list[SourceSet]) -> list[SourceSet]:
+    """`srcs`, with the installed torch added where a torchtitan run's targets give no torch
+    (rules/torchtitan.toml [torch_source]): its schedules are torch's pipelining, whose source
+    the call graph walks. A note names the torch read; no torch installed is said as a warning."""
+    titan = next((s for s in srcs if s.name == "torchtitan"), None)
+    if titan is None or any(s.name == "torch" for s in srcs) or \
+            not rulebook.load("torchtitan", titan.version).section("torch_source"):
+        return srcs
+    where = f"{launch.path}:{launch.command_line}"
+    try:
+        torch = resolve("torch")
+    except InputError as exc:
+        launch.diagnostics.append(Finding(
+            "launch.pipelining-unread", "warning",
+            f"torchtitan's schedules are torch.distributed.pipelining's, and no torch is read ({exc.cause}): "
+            f"their P2P sites are not analysed", fix="pass --target torch==VERSION (the cluster's torch)",
+            where=where))
+        return srcs
+    launch.diagnostics.append(Finding(
+        "launch.pipelining-source", "info",
+        f"torchtitan's schedules are torch.distributed.pipelining's: read from the installed torch "
+        f"{torch.version} (--target torch==VERSION reads another); the torch release the cluster runs is "
+        f"judged as the torch line says", where=where))
+    return [*srcs, torch]
+
+
+def torch_scope(srcs: list[SourceSet]) -> tuple[str, ...] | None:
+    """The folders of torch whose P2P sites are a torchtitan run's (rules/torchtitan.toml
+    [torch_source]); None where the targets have no torchtitan."""
+    titan = next((s for s in srcs if s.name == "torchtitan"), None)
+    if titan is None:
+        return None
+    paths = rulebook.load("torchtitan", titan.version).section("torch_source").get("paths")
+    return tuple(paths) if paths else None
