@@ -172,6 +172,8 @@ class Expressions(InterpreterCore):
         starred = self.star_lookup(frame.module, name)
         if starred is not None:
             return starred
+        if name == "__name__":  # an imported module's own name: its `__main__` block does not run
+            return frozenset({ConstValue(frame.module)})
         if name in (INSTANCE, CALL_UNKNOWN):
             return frozenset({External(name)})
         if name == "super" and frame.cls is not None:
