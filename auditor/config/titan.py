@@ -18,6 +18,7 @@ default: the settings stay as the rules leave them (unknown), and a diagnostic n
 from __future__ import annotations
 
 import ast
+import difflib
 import re
 import tomllib
 from pathlib import Path
@@ -45,7 +46,10 @@ def read_job_config(launch: LaunchConfig, srcs: list[SourceSet]) -> None:
     if titan is None:
         return
     for entry in rulebook.load("torchtitan", titan.version).table("config_file"):
-        if not launched_by(launch.launcher, entry["launchers"]) or entry["flag"] not in launch.flags:
+        if not launched_by(launch.launcher, entry["launchers"]):
+            continue
+        _check_overrides(launch, titan, entry)
+        if entry["flag"] not in launch.flags:
             continue
         flag = launch.flags[entry["flag"]]
         where = f"{launch.path}:{flag.line}"
@@ -70,6 +74,34 @@ def read_job_config(launch: LaunchConfig, srcs: list[SourceSet]) -> None:
             given += 1
         launch.diagnostics.append(Finding(
             "launch.config-file", "info", f"read {origin}: {given} setting(s)", where=where))
+
+
+def _check_overrides(launch: LaunchConfig, titan: SourceSet, entry: dict[str, Any]) -> None:
+    """torchtitan's ConfigManager parses each `--section.key` of the command line into the job
+    config's dataclass for `section` and exits on a key it lacks: said for each section the
+    entry names (read from the release), the nearest field as the fix."""
+    for flag in list(launch.flags.values()):
+        section, dot, key = flag.spelling.lstrip("-").partition("=")[0].partition(".")
+        spec = next((s for s in entry["sections"] if s.partition("=")[0] == section), None)
+        if not flag.spelling.startswith("--") or not dot or spec is None:
+            continue
+        path, _, name = spec.partition("=")[2].partition(":")
+        try:
+            tree = _parse(titan.root / path)
+        except UnreadableJobConfig:
+            continue
+        cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name), None)
+        fields = {n.target.id for n in (cls.body if cls else ()) if isinstance(n, ast.AnnAssign)
+                  and isinstance(n.target, ast.Name)}
+        if cls is None or key.replace("-", "_") in fields:
+            continue
+        near = difflib.get_close_matches(key, sorted(fields), n=1)
+        launch.diagnostics.append(Finding(
+            "launch.titan-unknown-flag", "warning",
+            f"torchtitan {titan.version}'s {name} ({path}) has no field `{key}`: its config manager rejects "
+            f"`{flag.spelling}` and the run does not start (unless the run's own config module adds it)",
+            fix=f"write `--{section}.{near[0]}`" if near else f"drop `{flag.spelling}`",
+            where=f"{launch.path}:{flag.line}"))
 
 
 def _defaults(root: Path, entry: dict[str, Any]) -> dict[str, tuple[Any, str]]:

@@ -74,3 +74,18 @@ def test_readme_launch_without_a_torch_target_is_decided_up_to_simulate(tmp_path
     text = scan_report(json.loads(json.dumps(doc)))
     config = text.split("Effective config", 1)[1].split("\n\n", 1)[0]
     assert "pipeline_parallel_schedule" in config and "megatron-core" not in config
+
+
+@pytest.mark.wheels
+@pytest.mark.parametrize("release,template", [("0.2.2", RUN_TRAIN_022), ("0.3.0", RUN_TRAIN_030)])
+def test_an_override_the_release_s_config_class_lacks_is_said(tmp_path, release, template):
+    """torchtitan's ConfigManager parses `--section.key` into the job config's dataclasses
+    (0.2.2 torchtitan/config/job_config.py Parallelism, 0.3.0 torchtitan/config/configs.py
+    ParallelismConfig) and rejects a key they lack; a key they have is accepted."""
+    from auditor.scan import read_config
+    path = script(tmp_path, template, "--parallelism.pipeline_parallel_degre 2 "
+                                      "--parallelism.pipeline_parallel_schedule 1F1B")
+    launch, _ = read_config(path, [f"torchtitan=={release}"])
+    said = [d for d in launch.diagnostics if d.kind == "launch.titan-unknown-flag"]
+    assert len(said) == 1 and "`--parallelism.pipeline_parallel_degre`" in said[0].message
+    assert "pipeline_parallel_degree" in said[0].fix
