@@ -40,6 +40,9 @@ NEEDED_KEYS = {
 }
 
 
+# How a simulated stack's undecided order names its decider (`_decide_for`, the headline).
+SIMULATE = "`p2paudit simulate "
+
 def site_verdict(reachable: str, runs_batched: bool | None, batch_p2p_comm: Any) -> str:
     """`runs_batched` None: whether this op runs inside a coalesced group is undecided."""
     if reachable == "no":
@@ -152,6 +155,14 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
         said = backend["said"]
         head = (f"NOT COVERED: {said[:1].upper()}{said[1:]}. The schedule reaches {reached} P2P site(s); "
                 f"{what}: {backend['decide']} decides it.")
+    elif undecided and all(u.decide.startswith(SIMULATE) for u in undecided):
+        # A simulated stack (rules `simulated`): scan's part is done, the order is simulate's.
+        status = "inconclusive"
+        reached = sum(1 for s in sites if s.get("reachable") == "yes")
+        head = (f"INCONCLUSIVE: no contradiction found; the schedule reaches {reached} P2P site(s), each "
+                f"with a call path and its op decided; the order of the stage ops is left to "
+                f"{undecided[0].decide.split(' (', 1)[0]}, which runs the schedule on CPU and replays "
+                f"that order (this stack has no batching setting for scan to judge it by).")
     elif undecided:
         status = "inconclusive"
         head = (f"INCONCLUSIVE: no contradiction found, but not decided: "
@@ -384,7 +395,7 @@ def _decide_for(group: list[dict[str, Any]], config: dict[str, Any],
         return f"--set the config value of {', '.join(tests)}"
     if "batch_p2p_comm" not in config.get("needs", list(NEEDED_KEYS)):
         if launch.get("path") and launch.get("launcher") and Stack.of(launch["launcher"]).simulated:
-            return (f"`p2paudit simulate --config {launch['path']}` (runs the schedule on CPU and "
+            return (f"{SIMULATE}--config {launch['path']}` (runs the schedule on CPU and "
                     "replays its order), or `p2paudit record` of a run")
         return "`p2paudit record` of a run, then `p2paudit report` (its replay decides the order)"
     if effective.get("batch_p2p_comm", "unknown") == "unknown":

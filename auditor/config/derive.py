@@ -123,6 +123,11 @@ def _torch_entries(release: str | None, rules_directory: Path | None) -> tuple[i
                  for e in rules.table(name))
 
 
+# The provenance of a setting only another stack's rules give (megatron-core's on a torchtitan
+# run): unknown, and not this run's to show (report/text.py).
+OFF_STACK = "not this run's stack: "
+
+
 class _Deriver:
     def __init__(self, launch: LaunchConfig, book: RuleBook, foreign: dict[str, list[str]],
                  stack: set[str] | None) -> None:
@@ -275,8 +280,11 @@ class _Deriver:
                                               f"{stage.framework}'s {stage.name}", other_frontend=True)
                 continue
             if self.versions.get(stage.framework) is None and stage.framework != "torch":
-                self._mark_unknown(stage, f"{stage.framework} version unknown: its "
-                                          f"{stage.name} rules were not applied")
+                off = self.stack is not None and stage.framework not in self.stack
+                self._mark_unknown(stage, f"{OFF_STACK}{stage.framework}'s {stage.name} rules are not "
+                                          f"for a {launcher} run" if off else
+                                          f"{stage.framework} version unknown: its {stage.name} rules "
+                                          f"were not applied")
                 continue
             if self.book.entries.get(stage.name):
                 self._note_unverified(stage.framework)

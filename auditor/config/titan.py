@@ -18,6 +18,7 @@ default: the settings stay as the rules leave them (unknown), and a diagnostic n
 from __future__ import annotations
 
 import ast
+import difflib
 import re
 import tomllib
 from pathlib import Path
@@ -26,9 +27,10 @@ from typing import Any
 from auditor import rulebook
 from auditor.config.frontend_parser import find_script
 from auditor.config.model import Flag, LaunchConfig
+from auditor.errors import InputError
 from auditor.findings import Finding
 from auditor.rulebook.frameworks import launched_by
-from auditor.sources import SourceSet
+from auditor.sources import SourceSet, resolve
 
 MODEL_KEYS = ("dim", "n_layers")  # read from the flavor's entry; flags `model.dim`, `model.n_layers`
 
@@ -44,7 +46,10 @@ def read_job_config(launch: LaunchConfig, srcs: list[SourceSet]) -> None:
     if titan is None:
         return
     for entry in rulebook.load("torchtitan", titan.version).table("config_file"):
-        if not launched_by(launch.launcher, entry["launchers"]) or entry["flag"] not in launch.flags:
+        if not launched_by(launch.launcher, entry["launchers"]):
+            continue
+        _check_overrides(launch, titan, entry)
+        if entry["flag"] not in launch.flags:
             continue
         flag = launch.flags[entry["flag"]]
         where = f"{launch.path}:{flag.line}"
@@ -69,6 +74,34 @@ def read_job_config(launch: LaunchConfig, srcs: list[SourceSet]) -> None:
             given += 1
         launch.diagnostics.append(Finding(
             "launch.config-file", "info", f"read {origin}: {given} setting(s)", where=where))
+
+
+def _check_overrides(launch: LaunchConfig, titan: SourceSet, entry: dict[str, Any]) -> None:
+    """torchtitan's ConfigManager parses each `--section.key` of the command line into the job
+    config's dataclass for `section` and exits on a key it lacks: said for each section the
+    entry names (read from the release), the nearest field as the fix."""
+    for flag in list(launch.flags.values()):
+        section, dot, key = flag.spelling.lstrip("-").partition("=")[0].partition(".")
+        spec = next((s for s in entry["sections"] if s.partition("=")[0] == section), None)
+        if not flag.spelling.startswith("--") or not dot or spec is None:
+            continue
+        path, _, name = spec.partition("=")[2].partition(":")
+        try:
+            tree = _parse(titan.root / path)
+        except UnreadableJobConfig:
+            continue
+        cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name), None)
+        fields = {n.target.id for n in (cls.body if cls else ()) if isinstance(n, ast.AnnAssign)
+                  and isinstance(n.target, ast.Name)}
+        if cls is None or key.replace("-", "_") in fields:
+            continue
+        near = difflib.get_close_matches(key, sorted(fields), n=1)
+        launch.diagnostics.append(Finding(
+            "launch.titan-unknown-flag", "warning",
+            f"torchtitan {titan.version}'s {name} ({path}) has no field `{key}`: its config manager rejects "
+            f"`{flag.spelling}` and the run does not start (unless the run's own config module adds it)",
+            fix=f"write `--{section}.{near[0]}`" if near else f"drop `{flag.spelling}`",
+            where=f"{launch.path}:{flag.line}"))
 
 
 def _defaults(root: Path, entry: dict[str, Any]) -> dict[str, tuple[Any, str]]:
@@ -277,3 +310,39 @@ def _parse(path: Path) -> ast.Module:
         return ast.parse(path.read_text(encoding="utf-8"), str(path))
     except (OSError, SyntaxError, UnicodeDecodeError) as exc:
         raise UnreadableJobConfig(f"{path}: {exc}") from None
+
+
+def with_pipelining_torch(launch: LaunchConfig, srcs: list[SourceSet]) -> list[SourceSet]:
+    """`srcs`, with the installed torch added where a torchtitan run's targets give no torch
+    (rules/torchtitan.toml [torch_source]): its schedules are torch's pipelining, whose source
+    the call graph walks. A note names the torch read; no torch installed is said as a warning."""
+    titan = next((s for s in srcs if s.name == "torchtitan"), None)
+    if titan is None or any(s.name == "torch" for s in srcs) or \
+            not rulebook.load("torchtitan", titan.version).section("torch_source"):
+        return srcs
+    where = f"{launch.path}:{launch.command_line}"
+    try:
+        torch = resolve("torch")
+    except InputError as exc:
+        launch.diagnostics.append(Finding(
+            "launch.pipelining-unread", "warning",
+            f"torchtitan's schedules are torch.distributed.pipelining's, and no torch is read ({exc.cause}): "
+            f"their P2P sites are not analysed", fix="pass --target torch==VERSION (the cluster's torch)",
+            where=where))
+        return srcs
+    launch.diagnostics.append(Finding(
+        "launch.pipelining-source", "info",
+        f"torchtitan's schedules are torch.distributed.pipelining's: read from the installed torch "
+        f"{torch.version} (--target torch==VERSION reads another); the torch release the cluster runs is "
+        f"judged as the torch line says", where=where))
+    return [*srcs, torch]
+
+
+def torch_scope(srcs: list[SourceSet]) -> tuple[str, ...] | None:
+    """The folders of torch whose P2P sites are a torchtitan run's (rules/torchtitan.toml
+    [torch_source]); None where the targets have no torchtitan."""
+    titan = next((s for s in srcs if s.name == "torchtitan"), None)
+    if titan is None:
+        return None
+    paths = rulebook.load("torchtitan", titan.version).section("torch_source").get("paths")
+    return tuple(paths) if paths else None

@@ -12,6 +12,7 @@ from auditor.analysis import causes
 from auditor.analysis.diff import diff_text
 from auditor.analysis.verdict import judge
 from auditor.analysis.waitfor.sizes import size_words
+from auditor.config.derive import OFF_STACK
 from auditor.sources import target_label
 
 
@@ -64,6 +65,9 @@ KEY_VALUES = (
     "data_parallel_size", "batch_p2p_comm", "overlap_p2p_comm", "variable_seq_lengths",
     "mtp_standalone", "use_ring_exchange_p2p", "torch_version", "torch_batch_coalesces",
     "torch_eager_init",
+    # torchtitan's [parallelism] / [training] settings its pipelining schedule is built from
+    "pipeline_parallel_degree", "pipeline_parallel_schedule", "pipeline_parallel_schedule_csv",
+    "pipeline_parallel_microbatch_size", "local_batch_size",
 )
 _ORDER = {"contradiction": 0, "ok": 1, "unknown": 2, "unreachable": 3}
 
@@ -162,7 +166,7 @@ def scan_report(doc: dict[str, Any], verbose: bool = False, width: int = 80) -> 
     lines += _cause_blocks(doc, verbose)
     lines += ["", "Effective config (P2P-relevant; --format json has all, with provenance):"]
     for key in KEY_VALUES:
-        if key in eff:
+        if key in eff and not str(prov.get(key, "")).startswith(OFF_STACK):
             row = f"  {key:<36} {value_words(eff[key]):<6} {prov.get(key, '')}"
             lines.append(row if verbose or len(row) <= width else row[:width - 1] + "…")
     patches = doc.get("patches") or []

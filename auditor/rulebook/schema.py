@@ -55,6 +55,8 @@ TABLES: dict[str, Table] = {
     "group": _table(True, "dim size names", "versions unknown source"),
     "config_objects": _table(False, "names", "about"),
     "world_group": _table(False, "qualnames", "about"),
+    # The folders of torch whose P2P sites a framework's runs issue (torchtitan: pipelining).
+    "torch_source": _table(False, "paths", "about"),
     # torch's P2P API (rulebook.apis, auditor/dynamic/hooks.py).
     "p2p_api": _table(True, "name qualnames params issues", f"peer group op wire {_SELECT}"),
     "coalescing_context": _table(True, "qualnames", f"group_param {_SELECT}"),

@@ -16,11 +16,13 @@ from auditor.static.interp.shared import (
 )
 from auditor.static.interp.state import Frame, State
 from auditor.static.interp.values import (
-    Api, Cfg, ConfigObject, ConstValue, Data, DictV, External, Func, GroupValue, Guarded, Klass, Obj, bare,
-    cap, concrete, describe, ordered,
+    Api, Cfg, ConfigObject, ConstValue, Data, DictV, Elements, External, Func, GroupValue, Guarded, Klass, Obj,
+    bare, cap, concrete, describe, elements_of, ordered,
 )
 from auditor.static.ir import ir
 
+# Builtins whose result iterates over its one argument's elements (`reversed(stages)`).
+_SAME_ELEMENTS = frozenset(f"builtins.{n}" for n in ("reversed", "list", "tuple", "sorted", "set", "frozenset", "iter"))
 # Case methods of a known string (a configured schedule name looked up case-insensitively).
 _STR_CASE = frozenset({"lower", "upper", "casefold"})
 
@@ -120,6 +122,10 @@ class Calls(InterpreterCore):
                 return cap(frozenset(out)) if out else frozenset({Data("call")})
             if callee.qualname == "builtins.super" and frame.cls is not None:
                 return frozenset({_Super(frame.cls, frame.module, frame.self_values)})
+            if callee.qualname == "typing.cast" and len(args) == 2:
+                return args[1]  # `cast(list[PipelineStage], stages)` is `stages`
+            if callee.qualname in _SAME_ELEMENTS and len(args) == 1 and not kwargs:
+                return frozenset({Elements(elements_of(args[0]))})
             return frozenset({Data(callee.qualname)})
         if isinstance(callee, _Super):
             return frozenset({callee})

@@ -81,9 +81,10 @@ class Expressions(InterpreterCore):
                         out |= b.values
                 return cap(out) or frozenset({Data("item")})
             case ir.Seq(items):
-                for item in items:
-                    self.eval(item, state, frame)
-                return frozenset({Data("sequence")})
+                # A display holds what its items can be (a starred item is built as its own
+                # items, `Sub(x, None)`): `[self._stage]` handed on is walked by a loop.
+                values = frozenset().union(*(self.eval(item, state, frame) for item in items))
+                return frozenset({Elements(cap(values))}) if values else frozenset({Data("sequence")})
             case ir.Opaque(parts):
                 for sub in parts:
                     self.eval(sub, state, frame)
@@ -171,6 +172,8 @@ class Expressions(InterpreterCore):
         starred = self.star_lookup(frame.module, name)
         if starred is not None:
             return starred
+        if name == "__name__":  # an imported module's own name: its `__main__` block does not run
+            return frozenset({ConstValue(frame.module)})
         if name in (INSTANCE, CALL_UNKNOWN):
             return frozenset({External(name)})
         if name == "super" and frame.cls is not None:

@@ -235,7 +235,9 @@ class _IRBuilder:
             index = self.source.index(node)
             return Sub(self.expr(node.value), self.expr(index) if index is not None else None)
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-            return Seq([self.expr(e.value if isinstance(e, ast.Starred) else e) for e in node.elts])
+            # `*x` in a display: the items of x (a subscript with no index reads them).
+            return Seq([Sub(self.expr(e.value), None) if isinstance(e, ast.Starred) else self.expr(e)
+                        for e in node.elts])
         if isinstance(node, ast.Dict):
             return Dict([(self.expr(k) if k is not None else None, self.expr(v))
                          for k, v in zip(node.keys, node.values)])
