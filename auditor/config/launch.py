@@ -213,11 +213,37 @@ class CommandNotFollowed(InputError):
         self.what = what
 
 
+class ScriptExits(InputError):
+    """A valid script that surely runs `exit` before any training command (`CONTAINER_IMAGE=""`,
+    then `if [ -z "$CONTAINER_IMAGE" ]; then exit 1; fi`): a decided answer, the run does not
+    start as written. `what` says where and why."""
+
+    def __init__(self, path: str, what: str, line: int) -> None:
+        super().__init__(path, what, line)
+        self.what = what
+
+
+def _stops_before_training(shell: LaunchShell, path: str) -> None:
+    """Raise ScriptExits when the walk ended at an `exit` before any training command."""
+    stop = shell.exited
+    if stop is None or shell.candidates:
+        return
+    def quoted(line: int) -> str:
+        text = shell.lines[line - 1].strip() if stop.path == path and 0 < line <= len(shell.lines) else ""
+        return f" (`{text}`)" if text else ""
+
+    where = f"{path}:{stop.line}" if stop.path == path else f"{stop.path}:{stop.line}"
+    because = f", where the test at line {stop.tested}{quoted(stop.tested)} leads" if stop.tested else ""
+    raise ScriptExits(path, f"the script exits at line {stop.line}{quoted(stop.line)} before any training "
+                            f"command{because}: the run does not start as written ({where})", stop.line)
+
+
 def _given_command(shell: LaunchShell, command: str, path: str, after: int) -> None:
     """`--command '...'`: the user's training command line, run where the script ends (its
     variables set), in place of any the script runs."""
     shell.candidates.clear()
     shell.unresolved_commands.clear()
+    shell.exited = None  # the user's command runs, wherever the script's own walk stopped
     try:
         tokens = Lexer(command, "--command", after).tokens()
     except InputError as exc:
@@ -233,6 +259,7 @@ def _given_command(shell: LaunchShell, command: str, path: str, after: int) -> N
 
 def _build(shell: LaunchShell, spelling: Spelling, path: str,
            parser_roots: tuple[Path, ...] = ()) -> LaunchConfig:
+    _stops_before_training(shell, path)
     if not shell.candidates:
         unknown = "".join(f"; line {f.line} runs `{f.value}`, which is not known statically"
                           for f in shell.unresolved_commands[:3])
