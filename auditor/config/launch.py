@@ -35,6 +35,8 @@ from auditor.rulebook.launchers import Spelling
 
 # `# torch==2.10.0`, `# megatron-core==0.17.0`: the versions a script was written for.
 _PIN = re.compile(r"(?<![\w.-])([A-Za-z][A-Za-z0-9_.-]*)\s*==\s*([0-9][0-9A-Za-z.+_-]*)")
+# `# now with mbridge>=0.13.0, we can ...`: a bound on the releases the script was written for.
+_BOUND = re.compile(r"(?<![\w.-])([A-Za-z][A-Za-z0-9_.-]*)\s*(>=|<=|~=|>(?!=)|<(?!=))\s*([0-9][0-9A-Za-z.+_-]*)")
 
 
 # --- entry points --------------------------------------------------------------------------------
@@ -148,6 +150,11 @@ def parse_launch(
     pins = _pins(lexer.comments)
     for name, version, _ in pins:
         config.pins.setdefault(name, version)
+    for _, text in lexer.comments:
+        for bound in _BOUND.finditer(text):
+            name = bound.group(1).lower().replace("_", "-")
+            spec = f"{bound.group(2)}{bound.group(3).rstrip('.')}"
+            config.bounds[name] = f"{config.bounds[name]},{spec}" if name in config.bounds else spec
     torch_pins = [(v, ln) for name, v, ln in pins if name == "torch"]
     if len({pin for pin, _ in torch_pins}) > 1:  # config.torch_version judges each of them
         config.diagnostics.append(Finding(
