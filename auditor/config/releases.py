@@ -78,7 +78,13 @@ def plan(launch: LaunchConfig) -> Plan | None:
         return None
     covered = launch.stack.covered_releases
     out = Plan(stated, installed=installed)
-    covered = {name: [v for v in versions if _can_run(launch, name, v)] for name, versions in covered.items()}
+    narrowed = {name: [v for v in versions if _can_run(launch, name, v)] for name, versions in covered.items()}
+    for name in stack:
+        if name not in stated and covered.get(name) and not narrowed.get(name):
+            raise InputError(launch.path, f"which {name} does this run use? the script rules out every release "
+                                          f"rules/ verifies ({covered[name][0]}-{covered[name][-1]}): "
+                                          f"{_narrowing(launch, name)}; pass --target {name}==VERSION")
+    covered = narrowed
     for newest in (True, False):
         combo = _choose(stack, out, covered, newest, launch.path)
         if combo not in out.combinations:
@@ -106,6 +112,12 @@ def _can_run(launch: LaunchConfig, name: str, version: str) -> bool:
             if any(not flag.spelling.startswith("+") for flag in given):
                 return False
     return True
+
+
+def _narrowing(launch: LaunchConfig, name: str) -> str:
+    """What the script says that narrows `name`'s releases, in words."""
+    said = [f"a comment says {name}{launch.bounds[name]}"] if name in launch.bounds else []
+    return "; ".join(said or ["it overrides a key those releases lack (Hydra refuses it without `+`)"])
 
 
 def _installed(name: str) -> str | None:

@@ -21,6 +21,7 @@ from auditor import rulebook, sources
 from auditor.config import releases
 from auditor.config.derive import derive
 from auditor.config.launch import parse_launch
+from auditor.errors import InputError
 
 SCRIPT = """set -x
 {comment}
@@ -111,3 +112,9 @@ def test_every_verified_release_builds_the_config_as_the_rules_say(version):
         assert pairs["batch_p2p_comm"] == "batch_p2p_comm"
     updates = [t for t in top if t.startswith("base_config.update(")]
     assert updates[-2:] == ["base_config.update(kwargs)", "base_config.update(self.extra_args)"]
+
+
+@pytest.mark.wheels
+def test_a_bound_no_covered_release_meets_is_said(tmp_path):
+    with pytest.raises(InputError, match=r"rules out every release .*mbridge>=9"):
+        releases.plan(_launch(comment="# needs mbridge>=9.0"))
