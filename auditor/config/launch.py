@@ -240,7 +240,8 @@ def _stops_before_training(shell: LaunchShell, path: str) -> None:
         return f" (`{text}`)" if text else ""
 
     where = f"{path}:{stop.line}" if stop.path == path else f"{stop.path}:{stop.line}"
-    because = f", where the test at line {stop.tested}{quoted(stop.tested)} leads" if stop.tested else ""
+    because = (f", where the test at line {stop.tested}{quoted(stop.tested)} leads"
+               if stop.tested and stop.tested != stop.line else "")
     raise ScriptExits(path, f"the script exits at line {stop.line}{quoted(stop.line)} before any training "
                             f"command{because}: the run does not start as written ({where})", stop.line)
 

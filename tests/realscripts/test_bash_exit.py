@@ -83,6 +83,13 @@ def test_an_unconditional_and_chain_exit_stops_too():
     assert "exits at line 2" in caught.value.what
 
 
+def test_a_one_line_guard_is_quoted_once():
+    text = 'IMAGE=""\nif [ -z "$IMAGE" ]; then exit 1; fi\ntorchrun --nproc_per_node=8 pretrain_gpt.py\n'
+    with pytest.raises(ScriptExits) as caught:
+        _parse(text)
+    assert caught.value.what.count("exit 1; fi") == 1
+
+
 def test_scan_says_it_does_not_start(tmp_path):
     script = tmp_path / "slurm_pretrain.sh"
     script.write_text(SCRIPT.format(image='""'), encoding="utf-8")
