@@ -114,6 +114,11 @@ def not_pipeline(what: str) -> RunVerdict:
     return RunVerdict("not-pipeline", f"NOT A PIPELINE RUN: {what}. {COVERS}.")
 
 
+def script_exits(what: str) -> RunVerdict:
+    """The verdict on a script that surely exits before its training command: it does not start."""
+    return RunVerdict("findings", f"DOES NOT START: {what}.", errors=1)
+
+
 def not_followed(what: str, decide: str) -> RunVerdict:
     """The verdict on a valid script whose training command could not be followed."""
     return RunVerdict("inconclusive", f"INCONCLUSIVE: {what}; decide it with {decide}.",

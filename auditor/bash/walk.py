@@ -49,6 +49,10 @@ class Shell(Expander, ABC):
         self.opaque: list[tuple[int, str]] = []  # (line, what): code unseen here that may set anything
         self.clobbered: frozenset[str] = frozenset()
         self.sourced: list[str] = []  # the files `source`/`.` named, read or not
+        self.uncertain = 0  # how many branches that may not run (if/case/loop bodies, `a && b`) the walk is in
+        self.subshells = 0  # how many subshells (`( ... )`, a pipeline's parts, `bash -c`) the walk is in
+        self.exited: Exit | None = None  # the `exit` the script surely reaches: nothing after it runs
+        self.tested: list[int] = []  # the lines of the decided tests (if/case/&&) around the walk
 
     @abstractmethod
     def external(self, fields: list[Field], inline: dict[str, EnvVar], cmd: Cmd,
@@ -61,7 +65,7 @@ class Shell(Expander, ABC):
 
     def run(self, nodes: list[Node]) -> None:
         k = 0
-        while k < len(nodes):
+        while k < len(nodes) and self.exited is None:
             node = nodes[k]
             if isinstance(node, Cmd):
                 k += self._command(node, nodes, k)
@@ -78,7 +82,11 @@ class Shell(Expander, ABC):
             for op, right in node.rest:
                 if status is not None:  # the left side's status is certain: the right runs or not
                     if (op == "&&") == status:
-                        self._node(right)
+                        self.tested.append(_line_of(node.first))
+                        try:
+                            self._node(right)
+                        finally:
+                            self.tested.pop()
                         status = outcome(right, self.expand)
                     continue
                 default_for = _tested_empty(node.first) if op == "&&" else _tested_set(node.first)
@@ -88,7 +96,11 @@ class Shell(Expander, ABC):
         elif isinstance(node, Pipeline):
             for command in node.commands:
                 saved = dict(self.vars)
-                self._node(command)
+                self.subshells += 1
+                try:
+                    self._node(command)
+                finally:
+                    self.subshells -= 1
                 self.vars = saved
         elif isinstance(node, Branches):
             self._if_or_case(node)
@@ -99,7 +111,11 @@ class Shell(Expander, ABC):
             self._branches([node.body], exhaustive=False)
         elif isinstance(node, CommandGroup):
             saved = dict(self.vars)
-            self.run(node.body)
+            self.subshells += node.subshell
+            try:
+                self.run(node.body)
+            finally:
+                self.subshells -= node.subshell
             if node.subshell:
                 self.vars = saved
         elif isinstance(node, Function):
@@ -110,7 +126,7 @@ class Shell(Expander, ABC):
         if node.subject is not None:
             taken = None if node.fallthrough else case_branch(node.subject, node.patterns, self.expand)
             if taken is not None:
-                self.run(node.bodies[taken] if taken < len(node.bodies) else [])
+                self._decided(node.line, node.bodies[taken] if taken < len(node.bodies) else [])
             else:
                 self._branches(node.bodies, node.exhaustive)
             return
@@ -122,8 +138,16 @@ class Shell(Expander, ABC):
                 return
             self.run(cond)
             if decided:
-                self.run(body)
+                self._decided(node.line, body)
                 return
+
+    def _decided(self, line: int, body: list[Node]) -> None:
+        """Run the branch a test at `line` surely takes."""
+        self.tested.append(line)
+        try:
+            self.run(body)
+        finally:
+            self.tested.pop()
 
     def _branches(self, bodies: list[list[Node]], exhaustive: bool, default_for: str | None = None,
                   block: bool = True) -> None:
@@ -135,6 +159,7 @@ class Shell(Expander, ABC):
         before = dict(self.vars)
         ends = []
         self.conditional += block
+        self.uncertain += 1
         try:
             for body in bodies:
                 self.vars = dict(before)
@@ -142,6 +167,7 @@ class Shell(Expander, ABC):
                 ends.append(self.vars)
         finally:
             self.conditional -= block
+            self.uncertain -= 1
         if not exhaustive:
             ends.append(before)
         merged: dict[str, Var] = {}
@@ -185,6 +211,9 @@ class Shell(Expander, ABC):
             return 0
         if head in ("source", ".") and len(fields) > 1:
             self._source(fields[1], cmd)
+            return 0
+        if head == "exit":
+            self._exit(fields[1:], cmd)
             return 0
         if head == "eval" and not inline:
             self._eval(fields[1:], cmd)
@@ -239,6 +268,14 @@ class Shell(Expander, ABC):
         if unknown and isinstance(head, str):  # `eval cmd $X`: $X may end the command and set more
             self.unknowable(cmd.line, f"`eval` of text not known statically ({', '.join(unknown[:3])}), "
                                       "for what runs after it,")
+
+    def _exit(self, args: list[Field], cmd: Cmd) -> None:
+        """`exit` on the path the walk is certain of (no undecided branch or loop around it, not
+        in a subshell) ends the script: bash runs nothing after it, so neither does the walk."""
+        if self.uncertain or self.subshells:
+            return
+        status = str(args[0].value) if args else "0"
+        self.exited = Exit(cmd.line, status, self.reading, self.tested[-1] if self.tested else None)
 
     def unknowable(self, line: int, what: str) -> None:
         """Code this reader cannot see ran at `line` and may have set any variable: the ones in
@@ -334,6 +371,16 @@ class Shell(Expander, ABC):
                     self.vars[w.raw] = Var(self.environ[w.raw], w.line, True)
 
 
+@dataclass(frozen=True)
+class Exit:
+    """Where the script surely exits (`exit STATUS` at `line` of file `path`)."""
+
+    line: int
+    status: str
+    path: str
+    tested: int | None  # the line of the decided test that leads there, if any
+
+
 @dataclass
 class _Evaluated(Cmd):
     """A command `eval` runs, its words already expanded (`fields`)."""
@@ -377,6 +424,13 @@ def _set_names(builtin: str, args: list[Field]) -> list[str] | None:
 
 
 _SYNTAX = re.compile(r"[\\\"'`$;&|<>(){}\n#]")  # text that `eval` would read as more than words
+
+
+def _line_of(node: Node) -> int:
+    """The first line of a command list's node (a pipeline's first command's)."""
+    while isinstance(node, (Pipeline, AndOr)):
+        node = node.commands[0] if isinstance(node, Pipeline) else node.first
+    return int(getattr(node, "line", 0))
 
 
 def _tested_empty(node: Node) -> str | None:

@@ -302,10 +302,16 @@ class _Deriver:
                 return table != "check"
             return any(n in self.launch.flags for n in [raw["key"], *raw.get("aliases", [])])
 
+        def inert(table: str, raws: list[dict[str, Any]]) -> bool:
+            """A rule whose `when` is false under this run's values in every variant sets
+            nothing, whatever the release (mbridge's rules on a verl run with use_mbridge=False)."""
+            return table == "rule" and all("when" in r and self.eval(compile_expr(r["when"])) is False
+                                           for r in raws)
+
         entries = self.book.entries.get(stage.name, [])
-        keys = [e.key for e in entries if decided(e.table, e.data)]
+        keys = [e.key for e in entries if decided(e.table, e.data) and not inert(e.table, [e.data])]
         keys += [raws[0].get("key", "") for table, raws in self.book.uncovered.values()
-                 if raws[0]["stage"] == stage.name and decided(table, raws[0])]
+                 if raws[0]["stage"] == stage.name and decided(table, raws[0]) and not inert(table, raws)]
         # A front end the launcher is not does not init the process group the entry script inits.
         mine = self.launch.entry_values if other_frontend else {}
         # A framework off this run's stack does not undo what the run's own front end gave

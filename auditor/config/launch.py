@@ -35,6 +35,8 @@ from auditor.rulebook.launchers import Spelling
 
 # `# torch==2.10.0`, `# megatron-core==0.17.0`: the versions a script was written for.
 _PIN = re.compile(r"(?<![\w.-])([A-Za-z][A-Za-z0-9_.-]*)\s*==\s*([0-9][0-9A-Za-z.+_-]*)")
+# `# now with mbridge>=0.13.0, we can ...`: a bound on the releases the script was written for.
+_BOUND = re.compile(r"(?<![\w.-])([A-Za-z][A-Za-z0-9_.-]*)\s*(>=|<=|~=|>(?!=)|<(?!=))\s*([0-9][0-9A-Za-z.+_-]*)")
 
 
 # --- entry points --------------------------------------------------------------------------------
@@ -148,6 +150,11 @@ def parse_launch(
     pins = _pins(lexer.comments)
     for name, version, _ in pins:
         config.pins.setdefault(name, version)
+    for _, text in lexer.comments:
+        for bound in _BOUND.finditer(text):
+            name = bound.group(1).lower().replace("_", "-")
+            spec = f"{bound.group(2)}{bound.group(3).rstrip('.')}"
+            config.bounds[name] = f"{config.bounds[name]},{spec}" if name in config.bounds else spec
     torch_pins = [(v, ln) for name, v, ln in pins if name == "torch"]
     if len({pin for pin, _ in torch_pins}) > 1:  # config.torch_version judges each of them
         config.diagnostics.append(Finding(
@@ -213,11 +220,38 @@ class CommandNotFollowed(InputError):
         self.what = what
 
 
+class ScriptExits(InputError):
+    """A valid script that surely runs `exit` before any training command (`CONTAINER_IMAGE=""`,
+    then `if [ -z "$CONTAINER_IMAGE" ]; then exit 1; fi`): a decided answer, the run does not
+    start as written. `what` says where and why."""
+
+    def __init__(self, path: str, what: str, line: int) -> None:
+        super().__init__(path, what, line)
+        self.what = what
+
+
+def _stops_before_training(shell: LaunchShell, path: str) -> None:
+    """Raise ScriptExits when the walk ended at an `exit` before any training command."""
+    stop = shell.exited
+    if stop is None or shell.candidates:
+        return
+    def quoted(line: int) -> str:
+        text = shell.lines[line - 1].strip() if stop.path == path and 0 < line <= len(shell.lines) else ""
+        return f" (`{text}`)" if text else ""
+
+    where = f"{path}:{stop.line}" if stop.path == path else f"{stop.path}:{stop.line}"
+    because = (f", where the test at line {stop.tested}{quoted(stop.tested)} leads"
+               if stop.tested and stop.tested != stop.line else "")
+    raise ScriptExits(path, f"the script exits at line {stop.line}{quoted(stop.line)} before any training "
+                            f"command{because}: the run does not start as written ({where})", stop.line)
+
+
 def _given_command(shell: LaunchShell, command: str, path: str, after: int) -> None:
     """`--command '...'`: the user's training command line, run where the script ends (its
     variables set), in place of any the script runs."""
     shell.candidates.clear()
     shell.unresolved_commands.clear()
+    shell.exited = None  # the user's command runs, wherever the script's own walk stopped
     try:
         tokens = Lexer(command, "--command", after).tokens()
     except InputError as exc:
@@ -233,6 +267,7 @@ def _given_command(shell: LaunchShell, command: str, path: str, after: int) -> N
 
 def _build(shell: LaunchShell, spelling: Spelling, path: str,
            parser_roots: tuple[Path, ...] = ()) -> LaunchConfig:
+    _stops_before_training(shell, path)
     if not shell.candidates:
         unknown = "".join(f"; line {f.line} runs `{f.value}`, which is not known statically"
                           for f in shell.unresolved_commands[:3])

@@ -34,6 +34,7 @@ class LaunchConfig:
     nproc_per_node: int | Symbolic | None = None
     nnodes: int | Symbolic | None = None
     pins: dict[str, str] = field(default_factory=dict)  # every `name==X` written in a comment
+    bounds: dict[str, str] = field(default_factory=dict)  # `name>=X` (or <, <=, >, ~=) in a comment, joined by ","
     diagnostics: list[Finding] = field(default_factory=list)
     # Whose argument parser reads `flags`: "ms-swift" (dataclass field names) or "megatron-lm".
     style: str = ""

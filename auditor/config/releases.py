@@ -9,6 +9,9 @@ that distribution), outermost framework first:
 - the oldest: each free distribution's oldest such release (the oldest stack the rules cover).
 What admits what is each release's own `Requires-Dist` (its wheel METADATA, extras included:
 ms-swift's `megatron` extra states its mcore-bridge and megatron-core), never restated by hand.
+The script narrows them where it says so: a bound in a comment (`# ... mbridge>=0.13.0`), and a
+Hydra override (`a.b.c=value`, no `+`) of a key the rules mark `absent` in a release, which
+Hydra refuses there ("Could not override ...: Key is not in struct"), so the run cannot be on it.
 Two combinations bound the covered range at a warm cost of about one scan each; releases between
 them are not judged (the verdict names the two)."""
 
@@ -21,9 +24,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from auditor import rulebook
 from auditor.config.model import LaunchConfig
 from auditor.errors import InputError
 from auditor.sources import SourceSet, resolve
@@ -73,11 +78,46 @@ def plan(launch: LaunchConfig) -> Plan | None:
         return None
     covered = launch.stack.covered_releases
     out = Plan(stated, installed=installed)
+    narrowed = {name: [v for v in versions if _can_run(launch, name, v)] for name, versions in covered.items()}
+    for name in stack:
+        if name not in stated and covered.get(name) and not narrowed.get(name):
+            raise InputError(launch.path, f"which {name} does this run use? the script rules out every release "
+                                          f"rules/ verifies ({covered[name][0]}-{covered[name][-1]}): "
+                                          f"{_narrowing(launch, name)}; pass --target {name}==VERSION")
+    covered = narrowed
     for newest in (True, False):
         combo = _choose(stack, out, covered, newest, launch.path)
         if combo not in out.combinations:
             out.combinations.append(combo)
     return out
+
+
+def _can_run(launch: LaunchConfig, name: str, version: str) -> bool:
+    """Whether the script can run on release `version` of distribution `name`, as far as it says:
+    inside the bounds its comments state, and (Hydra) without overriding a key the release lacks."""
+    try:
+        if name in launch.bounds and not SpecifierSet(launch.bounds[name]).contains(version, prereleases=True):
+            return False
+    except InvalidSpecifier:
+        pass  # prose that only looks like a bound states nothing
+    if launch.style != "hydra":
+        return True
+    for framework in launch.stack.chain:
+        if framework.distribution != name:
+            continue
+        for arg in rulebook.load(framework.name).data.get("arg", []):
+            if "absent" not in arg or not rulebook.version_in(version, arg.get("versions", "*")):
+                continue
+            given = [launch.flags[k] for k in [arg["key"], *arg.get("aliases", [])] if k in launch.flags]
+            if any(not flag.spelling.startswith("+") for flag in given):
+                return False
+    return True
+
+
+def _narrowing(launch: LaunchConfig, name: str) -> str:
+    """What the script says that narrows `name`'s releases, in words."""
+    said = [f"a comment says {name}{launch.bounds[name]}"] if name in launch.bounds else []
+    return "; ".join(said or ["it overrides a key those releases lack (Hydra refuses it without `+`)"])
 
 
 def _installed(name: str) -> str | None:

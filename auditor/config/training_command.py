@@ -18,6 +18,7 @@ from auditor.findings import Finding
 from auditor.rulebook.launchers import Spelling
 
 _COMMAND_OPTIONS = ("-c", "--wrap")  # `bash -c TEXT`, `sbatch --wrap=TEXT`: TEXT is a script
+_BUNDLED_C = re.compile(r"-[a-z]*c[a-z]*")  # `bash -lc TEXT`, `sh -ec TEXT`: -c among short options
 
 
 @dataclass
@@ -180,7 +181,9 @@ class LaunchShell(Shell):
         """`bash -c "torchrun ..."`: read the string as a script of its own, in this shell."""
         for k, f in enumerate(fields):
             option, eq, inline_text = str(f.value).partition("=")
-            if f.value in _COMMAND_OPTIONS and k + 1 < len(fields):
+            bundled = (isinstance(f.value, str) and _BUNDLED_C.fullmatch(f.value) is not None
+                       and os.path.basename(str(prefix[-1].value)) in self.spelling.shells)
+            if (f.value in _COMMAND_OPTIONS or bundled) and k + 1 < len(fields):
                 self._inner(prefix + fields[:k + 1], str(f.value), fields[k + 1].value, fields[k + 1].line, cmd)
                 return None
             if eq and option in _COMMAND_OPTIONS:
@@ -223,6 +226,7 @@ class LaunchShell(Shell):
         saved = self.starter
         self.starter = self._starter(prefix) or saved
         self.depth += 1
+        self.subshells += 1  # a shell of its own: its `exit` ends it, not this script
         try:
             lexer = Lexer(text, path, line - 1)
             tokens = lexer.tokens()
@@ -234,6 +238,7 @@ class LaunchShell(Shell):
                 where=f"{path}:{exc.line or cmd.line}"))
         finally:
             self.depth -= 1
+            self.subshells -= 1
             self.starter = saved
         for candidate in self.candidates[before:]:
             candidate.wrapper = prefix + candidate.wrapper
