@@ -23,7 +23,10 @@ class MegatronReader(Reader):
     def read(self, config: LaunchConfig, args: list[Field], launcher: dict, spelling: Spelling,
              path: str, parser_roots: tuple[Path, ...]) -> None:
         if isinstance(config.script, str):
-            spelling = with_front_end(spelling, locate(path, config.script, parser_roots))
+            front = locate(path, config.script, parser_roots)
+            spelling = with_front_end(spelling, front)
+            if front is not None and front.root is not None:
+                config.checkouts[self.style] = front.root
         read_flags(config, args, spelling, path, checked=True)
         _unread_front_end(config, spelling, path)
         read_config_files(config, args, launcher, path)
