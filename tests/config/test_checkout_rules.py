@@ -168,3 +168,20 @@ def test_a_checkout_of_another_release_confirms_nothing(tmp_path):
     launch = read_launch(checkout(tmp_path, tp=1, version=(0, 16)))
     config = derive(launch, {"megatron-core": "0.15.0"}, torch_version="2.11.0")
     assert config.value("batch_p2p_comm") is UNKNOWN
+
+
+def test_the_checkouts_release_is_the_one_judged(tmp_path):
+    """Out of the box (no `# megatron-core==X`), a script run from a checkout of a release the
+    schedules' rules verify is judged on that release, and says why."""
+    launch = read_launch(checkout(tmp_path, tp=1))
+    assert launch.pins.get("megatron-core") == "0.15.0"
+    said = [f for f in launch.diagnostics if f.kind == "launch.checkout-release"]
+    assert said and "megatron/core/package_info.py" in said[0].message
+
+
+def test_a_stated_release_or_an_uncovered_checkout_is_left_alone(tmp_path):
+    script = checkout(tmp_path, tp=1)
+    script.write_text("# megatron-core==0.16.0\n" + script.read_text())
+    assert read_launch(script).pins["megatron-core"] == "0.16.0"
+    old = checkout(tmp_path / "old", tp=1, version=(0, 2))  # Megatron-LM 23.06 says 0.2.0
+    assert "megatron-core" not in read_launch(old).pins
