@@ -46,7 +46,7 @@ from auditor.config.across_torch import merge_across_torch
 from auditor.config.coerce import coerce
 from auditor.config.effective import EffectiveConfig, Value, env_value
 from auditor.config.envread import readers
-from auditor.config.frontend_parser import checkout_settings
+from auditor.config.frontends.checkout_args import Given, arg_from_checkout
 from auditor.config.expr import (
     UNKNOWN,
     Expr,
@@ -371,29 +371,11 @@ class _Deriver:
                 if given is not None:
                     self.put(raws[0]["key"], *given)
 
-    def _from_parser(self, framework: str, raw: dict[str, Any]) -> tuple[Any, str, str, tuple[int, ...]] | None:
-        """An [[arg]]'s value (value, provenance, source, lines) from the parser of the checkout of
-        this release: None (no such setting) where no flag of it sets the key, else the flag the
-        launch gives, else its add_argument's literal default; None where it decides nothing."""
+    def _from_parser(self, framework: str, raw: dict[str, Any]) -> Given | None:
+        """An uncovered [[arg]] from the parser of the checkout of this release (frontends.checkout_args)."""
         root = self.book.confirmed_in.get(framework)
-        parser = checkout_settings(root) if root is not None else None
-        if parser is None:
-            return None
-        key, version = raw["key"], self.versions.get(framework)
-        if key not in parser.names:
-            return (None, f"{framework} {version}: no flag of the parser of the checkout {root} sets "
-                    f"{key}: the release has no such setting", f"{framework} {version}: the checkout {root}", ())
-        flag = self.launch.flags.get(key)
-        if flag is not None:
-            value = coerce(flag.value, raw.get("type", "str"), flag.spelling, flag.line, self.launch.path)
-            shown = "" if flag.value is True else f" {flag.value}"
-            return (value, f"{self.launch.path}:{flag.line}: {flag.spelling}{shown}",
-                    f"{self.launch.path}:{flag.line}", (flag.line,))
-        if key in parser.defaults:
-            default, where = parser.defaults[key]
-            return (default, f"{framework} {version}: {key} defaults to {show(default)} in the parser "
-                    f"of the checkout {root} ({where})", f"{framework} {version}: {where} of the checkout {root}", ())
-        return None
+        label = f"{framework} {self.versions.get(framework)}"
+        return arg_from_checkout(raw, root, label, self.launch) if root is not None else None
 
     def _merge_not_applied(self, ident: str, raw: dict[str, Any], why: str, framework: str) -> None:
         """A merge rule (e.g. --megatron_extra_kwargs) that does not run for this release (or the
