@@ -90,7 +90,10 @@ def load(meta: Path = CORPUS_META) -> tuple[list[dict], dict[str, str]]:
         scripts = tomllib.load(f)["script"]
     with (meta / "split.toml").open("rb") as f:
         split = tomllib.load(f)
-    half = {i: name for name in HALVES for i in split.get(name, [])}
+    # `dev_*` lists (appended by later batches, e.g. dev_mlm_front_ends) belong to the dev half.
+    half = {i: name for key, ids in split.items() if isinstance(ids, list)
+            for name in HALVES if key == name or (name == "dev" and key.startswith("dev_"))
+            for i in ids}
     for s in scripts:
         if s["id"] not in half:
             raise SystemExit(f"real_scripts.py: {s['id']} is in no half of split.toml")

@@ -46,6 +46,7 @@ from auditor.config.across_torch import merge_across_torch
 from auditor.config.coerce import coerce
 from auditor.config.effective import EffectiveConfig, Value, env_value
 from auditor.config.envread import readers
+from auditor.config.frontends.checkout_args import Given, arg_from_checkout
 from auditor.config.expr import (
     UNKNOWN,
     Expr,
@@ -93,7 +94,7 @@ def derive(
         if same in by_entries:
             results.append(by_entries[same])
             continue
-        book = load_rulebook({**versions, "torch": release}, rules_directory)
+        book = load_rulebook({**versions, "torch": release}, rules_directory, launch.checkouts)
         deriver = _Deriver(launch, book, stack.foreign_settings, stack.names)
         deriver.put("torch_version", basis.version if basis.version else UNKNOWN,
                     basis.origin, "torch version")
@@ -288,6 +289,7 @@ class _Deriver:
                 continue
             if self.book.entries.get(stage.name):
                 self._note_unverified(stage.framework)
+            self._settings_it_lacks(stage)
             for entry in self.book.entries.get(stage.name, []):
                 self._apply(entry)
             self._uncovered(stage)
@@ -337,8 +339,10 @@ class _Deriver:
         verified = self.book.verified.get(framework) or []
         if not version or not verified or version in verified:
             return
+        root = self.book.confirmed_in.get(framework)
         note = (f"{framework} {version}: its rules were read from {', '.join(verified)}; "
-                f"{version} itself was not read")
+                + (f"each applies where its code is in the checkout {root} (rules not found there "
+                   "are unknown)" if root is not None else f"{version} itself was not read"))
         if note not in self.notes:
             self.notes.append(note)
 
@@ -355,11 +359,37 @@ class _Deriver:
                     self.undecided.append(f"{ident}: {why}")
             elif "key" not in raws[0]:
                 self._merge_not_applied(ident, raws[0], why, stage.framework)
+            elif self._absent_and_idle(stage.framework, raws[0]):
+                continue
+            elif table == "arg" and self._from_parser(stage.framework, raws[0]) is not None:
+                continue  # given before the stage's rules ran (_settings_it_lacks)
             else:
                 self.put(raws[0]["key"], UNKNOWN, why, stage.framework)
                 if version is not None:
                     self.outside_rules.setdefault(f"{stage.framework} {version}", []).append(
                         raws[0]["key"])
+
+    def _absent_and_idle(self, framework: str, raw: dict[str, Any]) -> bool:
+        """A rule whose code the checkout of this release lacks (rulebook.checkout), under a
+        `when` that is false here: whatever that release does instead, this rule would not fire."""
+        if framework not in self.book.confirmed_in or "when" not in raw:
+            return False
+        return self.eval(compile_expr(raw["when"])) is False
+
+    def _settings_it_lacks(self, stage: Stage) -> None:
+        """The [[arg]]s of this stage whose code the checkout of this release lacks, read from the
+        checkout's parser (_from_parser), before the stage's rules read them."""
+        for table, raws in self.book.uncovered.values():
+            if table == "arg" and raws[0]["stage"] == stage.name:
+                given = self._from_parser(stage.framework, raws[0])
+                if given is not None:
+                    self.put(raws[0]["key"], *given)
+
+    def _from_parser(self, framework: str, raw: dict[str, Any]) -> Given | None:
+        """An uncovered [[arg]] from the parser of the checkout of this release (frontends.checkout_args)."""
+        root = self.book.confirmed_in.get(framework)
+        label = f"{framework} {self.versions.get(framework)}"
+        return arg_from_checkout(raw, root, label, self.launch) if root is not None else None
 
     def _merge_not_applied(self, ident: str, raw: dict[str, Any], why: str, framework: str) -> None:
         """A merge rule (e.g. --megatron_extra_kwargs) that does not run for this release (or the

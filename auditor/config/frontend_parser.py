@@ -43,6 +43,7 @@ class FrontEnd:
     why_incomplete: str = ""
     accepts_unknown: bool = False  # parse_args(ignore_unknown_args=True): nothing is rejected
     origin: str = "release"  # "release": a megatron-core release's files; else the checkout read
+    root: Path | None = None  # the checkout read (None: a release's files)
 
 
 def locate(launch_path: str, script: str, roots: tuple[Path, ...] = ()) -> FrontEnd | None:
@@ -57,7 +58,8 @@ def locate(launch_path: str, script: str, roots: tuple[Path, ...] = ()) -> Front
             parser = _parser(root)
             if parser is not None:
                 front = read_parser(parser, found)
-                return replace(front, origin=f"the Megatron-LM checkout {root}") if front else None
+                return (replace(front, origin=f"the Megatron-LM checkout {root}", root=root)
+                        if front else None)
         return None
     for root in roots:
         parser = _parser(root)
@@ -119,13 +121,16 @@ class _Reader:
         self.root = root
         self.flags: dict[str, dict] = {}
         self.missing: list[str] = []
+        self.path: Path | None = None  # the file being read, where an add_argument's default is
 
     def read_file(self, path: Path) -> None:
         tree = _parse(_text(path))
         if tree is None:
             self.missing.append(f"{path} does not parse")
             return
+        self.path = path
         self.read_tree(tree)
+        self.path = None
 
     def read_tree(self, tree: ast.AST) -> None:
         funcs: list[ast.AST] = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]
@@ -171,6 +176,10 @@ class _Reader:
         }
         if nargs is not None:
             entry["nargs"] = nargs.value if isinstance(nargs, ast.Constant) else "*"
+        default = _default(_keyword(call, "default"), kind)
+        if default is not _OPAQUE and self.path is not None:
+            where = self.path.relative_to(self.root) if self.path.is_relative_to(self.root) else self.path
+            entry["default"], entry["where"] = default, f"{where}:{call.lineno}"
         for s in names:
             self.flags.setdefault(s, entry)
 
@@ -308,3 +317,36 @@ def with_front_end(spelling: Any, front: FrontEnd | None) -> Any:
         return spelling
     flags = {s: spelling.flags.get(s) or entry for s, entry in front.flags.items()}
     return replace(spelling, flags=flags, front_end=front)
+
+
+_OPAQUE = object()  # a default that is not a literal (a call, a name): not read
+
+
+def _default(node: ast.expr | None, action: str) -> Any:
+    """An add_argument's default as argparse gives it: the literal, else the action's own."""
+    if node is None:
+        return {"store_true": False, "store_false": True}.get(action)
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        return _OPAQUE
+
+
+@dataclass(frozen=True)
+class CheckoutSettings:
+    """The settings the parser of a checkout defines, and the literal defaults of its
+    add_argument calls: dest -> (default, `path:line`)."""
+
+    names: frozenset[str]
+    defaults: dict[str, tuple[Any, str]]
+
+
+def checkout_settings(root: Path) -> CheckoutSettings | None:
+    """What the parser of the Megatron-LM checkout `root` defines; None where it has none, or
+    where not all of it was read (a setting missing may still exist)."""
+    parser = _parser(root)
+    front = read_parser(parser, None) if parser is not None else None
+    if front is None or not front.complete:
+        return None
+    defaults = {str(f["dest"]): (f["default"], str(f["where"])) for f in front.flags.values() if "where" in f}
+    return CheckoutSettings(frozenset(str(f["dest"]) for f in front.flags.values()), defaults)

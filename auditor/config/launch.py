@@ -25,6 +25,7 @@ from auditor.bash.parser import ShellParser
 from auditor.bash.syntax import bash_rejects
 from auditor.bash.values import EnvVar
 from auditor.config.frontends import for_style
+from auditor.config.frontends.megatron_lm import judge_on_checkout
 from auditor.config.launcher import torchrun_options, world_size, world_variables
 from auditor.config.model import LaunchConfig
 from auditor.config.training_command import Candidate, LaunchShell
@@ -150,11 +151,12 @@ def parse_launch(
     pins = _pins(lexer.comments)
     for name, version, _ in pins:
         config.pins.setdefault(name, version)
-    for _, text in lexer.comments:
-        for bound in _BOUND.finditer(text):
+    for _, comment in lexer.comments:
+        for bound in _BOUND.finditer(comment):
             name = bound.group(1).lower().replace("_", "-")
             spec = f"{bound.group(2)}{bound.group(3).rstrip('.')}"
             config.bounds[name] = f"{config.bounds[name]},{spec}" if name in config.bounds else spec
+    judge_on_checkout(config, path)
     torch_pins = [(v, ln) for name, v, ln in pins if name == "torch"]
     if len({pin for pin, _ in torch_pins}) > 1:  # config.torch_version judges each of them
         config.diagnostics.append(Finding(

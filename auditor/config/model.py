@@ -6,6 +6,7 @@ Unresolved shell values stay symbolic (`Symbolic`), never guessed.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from auditor.bash.values import EnvVar, Scalar, Symbolic
@@ -49,6 +50,9 @@ class LaunchConfig:
     text: str = ""  # the script as read (what it states about its torch: config.torch_version)
     # Config keys the entry script's own code decides (config.pyenv): key -> (value, why, file:line)
     entry_values: dict[str, tuple[Any, str, str]] = field(default_factory=dict)
+    # framework -> the source checkout its front end was read from (a Megatron-LM tree around the
+    # training script): its rules are confirmed against that code (rulebook.checkout)
+    checkouts: dict[str, Path] = field(default_factory=dict)
     _stack: Stack | None = field(default=None, init=False, repr=False, compare=False)
 
     @property

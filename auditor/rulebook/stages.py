@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor.errors import InputError
-from auditor.rulebook import files
+from auditor.rulebook import checkout, files
 from auditor.rulebook.frameworks import launched_by, versioned
 
 
@@ -41,6 +41,7 @@ class Entry:
     data: dict[str, Any] = field(repr=False)
     version: str | None
     read: str
+    checkout: Path | None = None  # the source checkout its code was confirmed in (rulebook.checkout)
 
     @property
     def key(self) -> str:
@@ -50,6 +51,9 @@ class Entry:
         src = self.data.get("source", "")
         if not src or not self.read or not re.search(r":\d+$", src):
             return f"{self.framework}: {src}" if src else self.framework
+        if self.checkout is not None:
+            path = src.rpartition(":")[0]
+            return f"{self.framework} {self.version}: {path} of the checkout {self.checkout}"
         if self.version and self.version != self.read:
             path, _, line = src.rpartition(":")
             return f"{self.framework} {self.version}: {path} (line {line} as read in {self.read})"
@@ -68,17 +72,23 @@ class RuleBook:
     models: list[tuple[str, dict[str, Any]]]  # (framework, [[model]] entry)
     verified: dict[str, list[str]]
     versions: dict[str, str | None]  # framework -> the version its rules were selected for
+    # framework -> the checkout of its version whose code confirmed its entries (rulebook.checkout)
+    confirmed_in: dict[str, Path] = field(default_factory=dict)
 
 
-def load_rulebook(versions: dict[str, str | None], directory: Path | None = None) -> RuleBook:
+def load_rulebook(versions: dict[str, str | None], directory: Path | None = None,
+                  checkouts: dict[str, Path] | None = None) -> RuleBook:
     """`versions`: distribution name -> version. A framework's rules follow the distribution its
-    `[framework]` table names: Megatron-LM's front end ships inside megatron-core."""
+    `[framework]` table names: Megatron-LM's front end ships inside megatron-core. `checkouts`:
+    framework -> the source checkout the run reads; where it is the version in use and that
+    version is not verified, the entries its code confirms apply (rulebook.checkout)."""
     stages: list[Stage] = []
     entries: dict[str, list[Entry]] = {}
     uncovered: dict[str, tuple[str, list[dict[str, Any]]]] = {}
     models: list[tuple[str, dict[str, Any]]] = []
     verified: dict[str, list[str]] = {}
     framework_versions: dict[str, str | None] = {}
+    confirmed_in: dict[str, Path] = {}
     for framework in versioned(directory):
         fw = framework.name
         version = framework_versions[fw] = versions.get(str(framework.distribution))
@@ -89,13 +99,19 @@ def load_rulebook(versions: dict[str, str | None], directory: Path | None = None
             stages.append(Stage(s["name"], int(s["order"]), fw,
                                 tuple(launchers) if launchers is not None else None,
                                 bool(s.get("flags", False)), s.get("about", "")))
+        root = (checkouts or {}).get(fw)
+        if (root is None or version is None or version in framework.verified
+                or not checkout.is_release(fw, root, version)):
+            root = None
+        else:
+            confirmed_in[fw] = root
         for table in ("arg", "rule", "check"):
-            admitted = rs.table(table)
+            admitted = rs.table(table) if root is None else _confirmed(table, rs.data.get(table, []), root)
             for raw in rs.data.get(table, []):
                 ident = _entry_id(table, raw)
                 if any(e is raw for e in admitted):
                     entry = Entry(table, ident, fw, raw["stage"], raw, version,
-                                  str(raw.get("read", framework.read)))
+                                  str(raw.get("read", framework.read)), root)
                     entries.setdefault(raw["stage"], []).append(entry)
                 else:
                     uncovered.setdefault(ident, (table, []))[1].append(raw)
@@ -108,7 +124,19 @@ def load_rulebook(versions: dict[str, str | None], directory: Path | None = None
     for name in list(entries) + [raws[0]["stage"] for _, raws in uncovered.values()]:
         if name not in known_stages:
             raise InputError("rules", f"an entry refers to the undeclared stage {name!r}")
-    return RuleBook(stages, entries, uncovered, models, verified, framework_versions)
+    return RuleBook(stages, entries, uncovered, models, verified, framework_versions, confirmed_in)
+
+
+def _confirmed(table: str, raws: list[dict[str, Any]], root: Path) -> list[dict[str, Any]]:
+    """The variants the checkout's code confirms, whatever their `versions`: the first of each id."""
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for raw in raws:
+        ident = _entry_id(table, raw)
+        if ident not in seen and checkout.confirmed(raw, root):
+            seen.add(ident)
+            out.append(raw)
+    return out
 
 
 def _entry_id(table: str, raw: dict[str, Any]) -> str:

@@ -14,6 +14,7 @@ from auditor.config.frontend_parser import find_script, locate, with_front_end
 from auditor.config.frontends.reader import Reader, label_front_end
 from auditor.config.model import LaunchConfig
 from auditor.findings import Finding
+from auditor.rulebook.checkout import VERSION_FILES, release_of
 from auditor.rulebook.launchers import Spelling
 
 
@@ -23,7 +24,10 @@ class MegatronReader(Reader):
     def read(self, config: LaunchConfig, args: list[Field], launcher: dict, spelling: Spelling,
              path: str, parser_roots: tuple[Path, ...]) -> None:
         if isinstance(config.script, str):
-            spelling = with_front_end(spelling, locate(path, config.script, parser_roots))
+            front = locate(path, config.script, parser_roots)
+            spelling = with_front_end(spelling, front)
+            if front is not None and front.root is not None:
+                config.checkouts[self.style] = front.root
         read_flags(config, args, spelling, path, checked=True)
         _unread_front_end(config, spelling, path)
         read_config_files(config, args, launcher, path)
@@ -56,3 +60,23 @@ def _unread_front_end(config: LaunchConfig, spelling: Spelling, path: str) -> No
                              f"(the training script is not found: {why})",
                 "decide": f"--command 'python PATH/{name} ...' (the entry script where it is)",
                 "flags": [f.spelling for f in unknown]}))
+
+
+def judge_on_checkout(config: LaunchConfig, path: str) -> None:
+    """A training script run from a Megatron-LM checkout imports `megatron` from it: the run is
+    that checkout's megatron-core release. Stated nowhere else (no `# megatron-core==X`), that
+    release is the one judged where the schedules' rules (megatron-core's) verify it; the front
+    end's rules are confirmed against the checkout itself (rulebook.checkout)."""
+    root = config.checkouts.get("megatron-lm")
+    if root is None or "megatron-core" in config.pins:
+        return
+    release = release_of("megatron-lm", root)
+    schedules = [f for f in config.stack.chain if f.distribution == "megatron-core" and f.name != "megatron-lm"]
+    if release is None or not schedules or any(release not in f.verified for f in schedules):
+        return
+    config.pins["megatron-core"] = release
+    config.diagnostics.append(Finding(
+        "launch.checkout-release", "info",
+        f"{config.script} runs from the Megatron-LM checkout {root}, megatron-core {release} "
+        f"({VERSION_FILES['megatron-lm']}): judged on that release",
+        where=f"{path}:{config.command_line}"))

@@ -1,0 +1,93 @@
+"""Rules confirmed against a source checkout the run reads (issue 22 item 6).
+
+A rules file is verified on the releases its `[framework] verified` names; a release outside them
+(Megatron-LM's front end at core_v0.15/0.16, whose megatron/training no wheel ships) is unknown.
+A launch script inside a checkout of that release runs the checkout's own code, which is here to
+read: an [[arg]], [[rule]] or [[check]] whose `code` is in its `source` file of the checkout (in
+its `function` or `class` where the entry names one) applies to that release; one whose code is not
+there stays unknown. The checkout must be the release judged: its version file says which.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import re
+from pathlib import Path
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+# Where a checkout states its release, per framework (Megatron-LM's megatron-core version).
+VERSION_FILES = {"megatron-lm": "megatron/core/package_info.py"}
+_PARTS = ("MAJOR", "MINOR", "PATCH", "PRE_RELEASE")
+
+
+def release_of(framework: str, root: Path) -> str | None:
+    """The release `root` is a checkout of (`MAJOR.MINOR.PATCH` + `PRE_RELEASE`), else None."""
+    rel = VERSION_FILES.get(framework)
+    tree = _tree(root / rel) if rel else None
+    if tree is None:
+        return None
+    found: dict[str, Any] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            if node.targets[0].id in _PARTS and isinstance(node.value, ast.Constant):
+                found[node.targets[0].id] = node.value.value
+    if not all(p in found for p in _PARTS[:3]):
+        return None
+    return f"{found['MAJOR']}.{found['MINOR']}.{found['PATCH']}{found.get('PRE_RELEASE') or ''}"
+
+
+def is_release(framework: str, root: Path, version: str) -> bool:
+    """Whether `root` is a checkout of exactly `version`."""
+    own = release_of(framework, root)
+    try:
+        return own is not None and Version(own) == Version(version)
+    except InvalidVersion:
+        return False
+
+
+def confirmed(raw: dict[str, Any], root: Path) -> bool:
+    """Whether the entry's `code` is in its `source` file of `root`, within its `function` or
+    `class` where it names one (whitespace aside: a line the checkout wraps differently)."""
+    code, source = raw.get("code"), str(raw.get("source", ""))
+    if not code or not source or "@" in source.split(" ")[0]:
+        return False
+    path = root / re.sub(r":\d+$", "", source)
+    scope = raw.get("function") or raw.get("class")
+    text = _segment(path, str(scope)) if scope else _text(path)
+    return text is not None and _flat(code) in _flat(text)
+
+
+def _flat(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+@functools.lru_cache(maxsize=64)
+def _text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+@functools.lru_cache(maxsize=64)
+def _tree(path: Path) -> ast.Module | None:
+    text = _text(path)
+    try:
+        return ast.parse(text) if text is not None else None
+    except SyntaxError:
+        return None
+
+
+@functools.lru_cache(maxsize=512)
+def _segment(path: Path, name: str) -> str | None:
+    """The source of every function or class named `name` in `path`, joined; None if none."""
+    text, tree = _text(path), _tree(path)
+    if text is None or tree is None:
+        return None
+    kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    parts = [ast.get_source_segment(text, n) or "" for n in ast.walk(tree)
+             if isinstance(n, kinds) and n.name == name]
+    return "\n".join(parts) if parts else None
