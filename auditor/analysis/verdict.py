@@ -23,6 +23,7 @@ from typing import Any
 
 from auditor.analysis import causes as causes_of
 from auditor.analysis import settingcases
+from auditor.analysis.sitestatus import SiteStatus
 from auditor.config.runconfig import RunConfig
 from auditor.config.torch_version import span
 from auditor.errors import EXIT_FINDINGS, EXIT_OK
@@ -130,15 +131,14 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
     scanned = any("reachable" in s for s in sites)
     if not scanned and not doc.get("run"):
         return _inventory(doc)
-    bad = [s for s in sites if s.get("verdict") == "contradiction"]
+    bad = [s for s in sites if SiteStatus.of(s).contradiction]
     findings = doc.get("findings", [])
     causes = [c.to_json(findings) for c in causes_of.group(findings)]
     errors = [c for c in causes if c["severity"] == "error"]
     every = undecided_inputs(doc)
     undecided = [u for u in every if not u.startup]
     startup = [u for u in every if u.startup]
-    quiet = [s for s in sites if s.get("verdict") == "unknown" and not s.get("paths")
-             and not s.get("undecided")]
+    quiet = [s for s in sites if SiteStatus.of(s).quiet]
     backend = _other_backend(doc)
     if bad or errors:
         status, head = "findings", _findings_headline(doc, bad, errors, findings)
@@ -147,7 +147,7 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
     elif scanned and backend:
         # The schedule's order was analysed; how this backend runs it is outside the torch rules.
         status = "not-covered"
-        reached = sum(1 for s in sites if s.get("reachable") == "yes")
+        reached = sum(1 for s in sites if SiteStatus.of(s).reached)
         what = f"how {backend['short']} runs the pipeline's P2P ops is outside the rules"
         undecided.append(Undecided(what, backend["decide"]))
         said = backend["said"]
@@ -159,7 +159,7 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
                 f"{_undecided_words(undecided)}.")
     elif scanned:
         status = "clean"
-        ok = sum(1 for s in sites if s.get("verdict") == "ok")
+        ok = sum(1 for s in sites if SiteStatus.of(s).ok)
         head = f"CLEAN: {ok} reachable P2P site(s), all run as the config says{_why_unbatched(doc)}."
     else:
         status = "clean"
@@ -310,7 +310,8 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
                              f"{len(idents)} checks ({named}): {rest}", decide, startup))
     by_reason: dict[str, list[dict[str, Any]]] = {}
     for s in doc.get("sites", []):
-        if s.get("verdict") == "unknown" and (s.get("paths") or s.get("undecided")):
+        status = SiteStatus.of(s)
+        if status.verdict_unknown and (status.on_path or status.undecided):
             by_reason.setdefault(s.get("undecided") or s.get("reason") or "reached under an "
                                  "undecided guard", []).append(s)
     backend = _other_backend(doc)
@@ -336,7 +337,7 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
             f"what lies behind the call-graph interpreter's budget{cut}: sites there were not "
             "analysed", "--entry MODULE:QUALNAME nearer the pipeline schedule"))
     pp = run.value("pipeline_model_parallel_size")
-    reached = [s for s in doc.get("sites", []) if s.get("reachable") == "yes" or s.get("paths")]
+    reached = [s for s in doc.get("sites", []) if SiteStatus.of(s).reached or SiteStatus.of(s).on_path]
     if isinstance(pp, int) and pp > 1 and not reached:  # given by --set on stacks without it
         out.append(Undecided(
             f"the pipeline schedule: pipeline_model_parallel_size={pp}, but the entry points "

@@ -10,6 +10,7 @@ from typing import Any
 
 from auditor.analysis import causes
 from auditor.analysis.diff import diff_text
+from auditor.analysis.sitestatus import SiteStatus
 from auditor.analysis.verdict import judge
 from auditor.analysis.waitfor.sizes import size_words
 from auditor.config.runconfig import JSON_UNKNOWN, RunConfig, Unknown
@@ -187,9 +188,10 @@ def scan_report(doc: dict[str, Any], verbose: bool = False, width: int = 80) -> 
     shown = []
     for s in sorted(doc["sites"], key=lambda s: (_ORDER[s["verdict"]], s["package"], s["path"], s["line"])):
         where = f"{s['path']}:{s['line']}"
-        if s["verdict"] == "unknown" and not s["paths"]:
+        status = SiteStatus.of(s)
+        if status.verdict_unknown and not status.on_path:
             quiet.append(where)
-        elif s["verdict"] == "unreachable":
+        elif status.verdict == "unreachable":
             unreachable.setdefault((s["path"], s["function"], s["reason"]), []).append(s["line"])
         else:
             shown.append(s)
