@@ -31,6 +31,7 @@ from auditor.analysis.uses import Key, Use, group_label, read_uses
 from auditor.analysis.waitfor.model import Conditions, Group, Op, communicator_for
 from auditor.analysis.waitfor.result import Analysis
 from auditor.analysis.waitfor.transports import Transport
+from auditor.config.runconfig import RunConfig
 from auditor.dynamic import flight_recorder
 from auditor.dynamic.backends import GLOO, backend, of_groups
 from auditor.dynamic.trace import Trace
@@ -109,8 +110,8 @@ def join(
     }
     out["run"] = run
     findings = list(doc.get("findings", []))
-    effective = doc.get("config", {}).get("effective", {})
-    findings += [f.to_json() for f in run_findings(uses, mapped, by_id, run, effective)]
+    config = RunConfig.from_json(doc.get("config", {}))
+    findings += [f.to_json() for f in run_findings(uses, mapped, by_id, run, config)]
     findings += [f.to_json() for f in replay_findings(run["waitfor"], deadlock)]
     # After the replay's: where the run crashed, the cycle or mismatch that explains it leads.
     findings += [f.to_json() for f in stopped_findings(trace)]
