@@ -29,6 +29,7 @@ from auditor.config.launch import (
     world_of,
 )
 from auditor.config.model import LaunchConfig
+from auditor.config.runconfig import RunConfig
 from auditor.config.pyenv import read_entry
 from auditor.config.settings import check_settings
 from auditor.config.titan import read_job_config, torch_scope, with_pipelining_torch
@@ -159,11 +160,10 @@ def _cases(inputs: ScanInputs, doc: dict[str, Any]) -> dict[str, Any] | None:
     [[setting_cases]]): the document of the first case past the first, with every case's verdict
     in `config.setting_basis`, which the verdict reads (decided only where the cases that start
     agree); None where no such setting is unknown."""
-    config = doc.get("config", {})
+    run = RunConfig.from_json(doc.get("config", {}))
     if doc["verdict"]["status"] != "inconclusive":
         return None
-    unknown = [k for k in config.get("needs", []) if config.get("effective", {}).get(k, "unknown") == "unknown"
-               and k not in (inputs.overrides or {})]
+    unknown = [k for k in run.needs or [] if run.is_open(k) and k not in (inputs.overrides or {})]
     table = next((e for f in frameworks() for e in rulebook_files.load(f.name).table("setting_cases")
                   if e["key"] in unknown), None)
     if table is None:
@@ -173,7 +173,7 @@ def _cases(inputs: ScanInputs, doc: dict[str, Any]) -> dict[str, Any] | None:
             for v in table["values"]]
     cases = [{"value": v, "status": d["verdict"]["status"], "headline": d["verdict"]["headline"],
               "starts": not settingcases.does_not_start(d["verdict"])} for v, d in zip(table["values"], docs)]
-    basis = {"key": key, "why": table["why"], "stated": config.get("provenance", {}).get(key, ""),
+    basis = {"key": key, "why": table["why"], "stated": run.provenance(key),
              "cases": cases}
     # Shown: a case that starts, past the first (PP 2 shows the pipeline's sites; PP 1 has none).
     shown = next((k for k in [*range(1, len(cases)), 0] if cases[k]["starts"]), 0)
@@ -273,7 +273,7 @@ def _scan_one(inputs: ScanInputs, read: tuple[LaunchConfig, list[SourceSet]]) ->
     findings += site_findings(site_docs, unbatched, interp.patches, backend in ("nccl", UNKNOWN))
     analyses = [inv.analysis for inv in invs]
     doc = document.build(srcs, site_docs, analyses, findings,
-                         config={**effective.to_json(), "needs": needs})
+                         config=effective.record(needs).to_json())
     doc["launch"] = {"path": launch.path, "launcher": launch.launcher, "line": launch.command_line,
                      **world_of(launch, effective.values.get("world_size"))}
     doc["entries"] = [name for name, _ in entry_specs]

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from auditor.analysis import verdict
+from auditor.analysis.sitestatus import SiteStatus
 from auditor.config.effective import EffectiveConfig
 from auditor.config.expr import UNKNOWN
 from auditor.findings import Finding
@@ -144,7 +145,7 @@ def site_findings(site_docs: list[dict[str, Any]], unbatched: dict[str, Unbatche
                                 "hang"},
         ))
     groups_by_site = {d["id"]: set(d["groups"]) - {"unknown"} for d in site_docs
-                      if d["reachable"] == "yes" and d["paths"]}
+                      if SiteStatus.of(d).reached and d["paths"]}
     distinct = sorted(set().union(*groups_by_site.values())) if groups_by_site else []
     if len(distinct) > 1 and nccl:
         users = {g: sorted(sid for sid, gs in groups_by_site.items() if g in gs) for g in distinct}

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.analysis.diff import diff, family
+from auditor.analysis.sitestatus import SiteStatus
 from auditor.analysis.verdict import judge
 from auditor.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from auditor.findings import Finding
@@ -21,9 +22,10 @@ from auditor.sources import target_label
 def problems(site: dict[str, Any]) -> list[str]:
     """What makes a site fail the gate: a contradiction, or an unbatched op that can run."""
     out = []
-    if site.get("verdict") == "contradiction":
+    status = SiteStatus.of(site)
+    if status.contradiction:
         out.append("contradiction")
-    if site.get("reachable") == "yes" and not site.get("batched"):
+    if status.reached and not site.get("batched"):
         out.append("reachable unbatched")
     return out
 
@@ -108,7 +110,7 @@ def gate(baseline: dict[str, Any], new: dict[str, Any]) -> GateResult:
             getattr(result, result_list).append(finding)
     baseline_ids = {s["id"] for s in baseline["sites"]}
     for s in new["sites"]:
-        if s["id"] not in baseline_ids and not problems(s) and s.get("reachable") == "unknown":
+        if s["id"] not in baseline_ids and not problems(s) and SiteStatus.of(s).reach_unknown:
             result.notes.append(Finding(
                 "gate-new-site-unresolved", "info",
                 f"new site {s['path']}:{s['line']} {s['api']} in {s['function']} "
@@ -128,14 +130,14 @@ def _lost(baseline: dict[str, Any], new: dict[str, Any], label: str) -> list[Fin
     """Baseline families with a reachable site whose every site in the new scan is `unknown`:
     the analysis lost them (an entry that no longer resolves, a call it cannot follow), which
     says nothing about whether they still run."""
-    reached = {family(s["id"]) for s in baseline["sites"] if s.get("reachable") == "yes"}
+    reached = {family(s["id"]) for s in baseline["sites"] if SiteStatus.of(s).reached}
     now: dict[str, list[dict[str, Any]]] = {}
     for s in new["sites"]:
         now.setdefault(family(s["id"]), []).append(s)
     out = []
     for fam in sorted(reached):
         sites = now.get(fam)
-        if sites and all(s.get("reachable") == "unknown" for s in sites):
+        if sites and all(SiteStatus.of(s).reach_unknown for s in sites):
             first = sites[0]
             out.append(Finding(
                 "gate-lost-site", "error",
@@ -170,16 +172,16 @@ def _explained(fam: str, baseline: dict[str, Any], new: dict[str, Any]) -> str:
     had = sum(1 for s in baseline["sites"] if family(s["id"]) == fam)
     if len(sites) < had:
         return f"{had - len(sites)} site(s) of it removed from the code"
-    reasons = sorted({s.get("reason") or "" for s in sites if s.get("reachable") == "no"} - {""})
+    reasons = sorted({s.get("reason") or "" for s in sites if SiteStatus.of(s).unreachable} - {""})
     if reasons:
         return f"unreachable: {reasons[0]}"
-    return "they run batched now" if all(s.get("verdict") == "ok" for s in sites) else ""
+    return "they run batched now" if all(SiteStatus.of(s).ok for s in sites) else ""
 
 
 def _new_finding(s: dict[str, Any], before: int, now: int, label: str) -> Finding:
     what = " and ".join(problems(s))
     path = " -> ".join(s["paths"][0]) if s.get("paths") else s["function"]
-    kind = "gate-new-contradiction" if s.get("verdict") == "contradiction" else "gate-new-unbatched"
+    kind = "gate-new-contradiction" if SiteStatus.of(s).contradiction else "gate-new-unbatched"
     why = s.get("unbatched_reason") or ("issued on its own" if not s.get("batched") else "")
     return Finding(
         kind, "error",

@@ -26,10 +26,12 @@ from typing import Any
 from auditor.analysis.runevidence import evidence_complete, stopped_findings, undecided_evidence
 from auditor.analysis.runfindings import replay_findings, run_findings
 from auditor.analysis.runreplay import recorded_order
+from auditor.analysis.sitestatus import SiteStatus
 from auditor.analysis.uses import Key, Use, group_label, read_uses
 from auditor.analysis.waitfor.model import Conditions, Group, Op, communicator_for
 from auditor.analysis.waitfor.result import Analysis
 from auditor.analysis.waitfor.transports import Transport
+from auditor.config.runconfig import RunConfig
 from auditor.dynamic import flight_recorder
 from auditor.dynamic.backends import GLOO, backend, of_groups
 from auditor.dynamic.trace import Trace
@@ -108,8 +110,8 @@ def join(
     }
     out["run"] = run
     findings = list(doc.get("findings", []))
-    effective = doc.get("config", {}).get("effective", {})
-    findings += [f.to_json() for f in run_findings(uses, mapped, by_id, run, effective)]
+    config = RunConfig.from_json(doc.get("config", {}))
+    findings += [f.to_json() for f in run_findings(uses, mapped, by_id, run, config)]
     findings += [f.to_json() for f in replay_findings(run["waitfor"], deadlock)]
     # After the replay's: where the run crashed, the cycle or mismatch that explains it leads.
     findings += [f.to_json() for f in stopped_findings(trace)]
@@ -214,7 +216,7 @@ def _misses(uses: dict[Key, Use], mapped: dict[Key, str], by_id: dict[str, dict[
                 "missed it" if inside else
                 "outside the scanned sources: scan this code too (add it as a --target)"))
             out.append(entry)
-        elif by_id[sid].get("reachable") == "no":
+        elif SiteStatus.of(by_id[sid]).unreachable:
             site = by_id[sid]
             entry.update(site_id=sid, in_targets=True, why=(
                 f"the scan ruled it unreachable ({site.get('reason') or 'a guard is false'}"
@@ -229,7 +231,7 @@ def _unfired(sites: list[dict[str, Any]], trace: Trace) -> list[dict[str, Any]]:
     stopped = not _completed(trace)
     out = []
     for s in sites:
-        if s.get("reachable") != "yes" or s["fired"]:
+        if not SiteStatus.of(s).reached or s["fired"]:
             continue
         if s.get("conditions"):
             why = "depends on run-time data on the way: " + "; ".join(s["conditions"])
@@ -248,7 +250,7 @@ def _unresolved(sites: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Sites the scan could not place on or off a path: the run decides those it reached."""
     return [{"site_id": s["id"], "path": s["path"], "line": s["line"], "function": s["function"],
              "fired": bool(s["fired"]), "reason": s.get("reason", "")}
-            for s in sites if s.get("reachable") == "unknown"]
+            for s in sites if SiteStatus.of(s).reach_unknown]
 
 
 def _per_rank(counter: Counter) -> dict[str, int]:

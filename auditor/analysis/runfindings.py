@@ -11,6 +11,7 @@ from auditor.analysis.uses import Key, Use
 from auditor.analysis.waitfor.deadlock import Deadlock
 from auditor.analysis.waitfor.model import SEND_APIS, Conditions
 from auditor.analysis.waitfor.sizes import size_words
+from auditor.config.runconfig import RunConfig
 from auditor.dynamic.backends import backend
 from auditor.findings import Finding
 
@@ -32,7 +33,7 @@ def _ranks_words(ranks: list[int]) -> str:
 
 
 def run_findings(uses: dict[Key, Use], mapped: dict[Key, str], by_id: dict[str, dict[str, Any]],
-              run: dict[str, Any], effective: dict[str, Any]) -> list[Finding]:
+              run: dict[str, Any], config: RunConfig) -> list[Finding]:
     out: list[Finding] = []
     inside = [m for m in run["misses"] if m["in_targets"]]
     outside = [m for m in run["misses"] if not m["in_targets"]]
@@ -57,10 +58,10 @@ def run_findings(uses: dict[Key, Use], mapped: dict[Key, str], by_id: dict[str, 
             fix="add the package or script they are in as a --target of the scan",
             where=f"{first['path']}:{first['line']}", detail={"misses": outside[:50]}))
 
-    if effective.get("batch_p2p_comm") is True:
+    if config.value("batch_p2p_comm") is True:
         for key, u in uses.items():
             for label, per_rank in u.unbatched.items():
-                out.append(_unbatched_finding(key, u, label, per_rank, mapped, by_id, effective))
+                out.append(_unbatched_finding(key, u, label, per_rank, mapped, by_id, config))
 
     if run["pairs"]:
         first = run["pairs"][0]
@@ -215,7 +216,7 @@ def _chosen(*lines: str | None) -> list[str]:
 
 
 def _unbatched_finding(key: Key, u: Use, label: str, per_rank: Counter, mapped: dict[Key, str],
-                       by_id: dict[str, dict[str, Any]], effective: dict[str, Any]) -> Finding:
+                       by_id: dict[str, dict[str, Any]], config: RunConfig) -> Finding:
     path, line, _, function, api, _ = key
     group = u.groups.get(label, {})
     size = group.get("size") or len(group.get("ranks") or [])
@@ -226,7 +227,7 @@ def _unbatched_finding(key: Key, u: Use, label: str, per_rank: Counter, mapped: 
     if u.via_batch:
         what = (f"batch_isend_irecv at {path}:{line} ({function}) issued its ops one by one, "
                 f"{sum(per_rank.values())} unbatched op(s)")
-        why = effective.get("torch_batch_coalesces")
+        why = config.value("torch_batch_coalesces")
         fix = ("make this run's batch_isend_irecv coalesce; `p2paudit doctor` on the cluster says "
                "whether its torch, backend and TORCH_DISTRIBUTED_DEBUG level do")
         if why is False:

@@ -22,6 +22,7 @@ from auditor.analysis.waitfor.programs import programs_from_events
 from auditor.analysis.waitfor.replay import analyze
 from auditor.analysis.waitfor.result import Analysis
 from auditor.config.expr import UNKNOWN, compile_expr, evaluate
+from auditor.config.runconfig import RunConfig
 from auditor.dynamic.backends import GLOO, of_groups
 from auditor.dynamic.trace import Trace
 from auditor.rulebook.stages import load_rulebook
@@ -60,13 +61,13 @@ def recorded_order(trace: Trace, doc: dict[str, Any]) -> RecordedOrder:
     """The order `trace` recorded, as the scan document `doc` reads it: its P2POp sites' roles,
     its torch release."""
     heads = {r: rt.head for r, rt in trace.ranks.items()}
-    effective = doc.get("config", {}).get("effective", {})
-    version = effective.get("torch_version")
+    run = RunConfig.from_json(doc.get("config", {}))
+    version = run.known("torch_version")  # unknown: the recorded torch decides below
     version = version if isinstance(version, str) else None
     groups = [g for rt in trace.ranks.values() for g in rt.groups]
     coalesce = None
     if of_groups(groups) is GLOO:
-        said = effective.get("torch_batch_coalesces")  # the scan's, from the launch's env
+        said = run.value("torch_batch_coalesces")  # the scan's, from the launch's env
         recorded = next((str(rt.meta["torch"]) for rt in trace.ranks.values()
                          if isinstance(rt.meta.get("torch"), str)), None)
         coalesce = said if isinstance(said, bool) else nccl_coalesces(version or recorded, None)

@@ -23,6 +23,8 @@ from typing import Any
 
 from auditor.analysis import causes as causes_of
 from auditor.analysis import settingcases
+from auditor.analysis.sitestatus import SiteStatus
+from auditor.config.runconfig import RunConfig
 from auditor.config.torch_version import span
 from auditor.errors import EXIT_FINDINGS, EXIT_OK
 from auditor.rulebook.frameworks import NOT_THIS_STACK, Stack, kind_of, owner_of, pin_option
@@ -137,15 +139,14 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
     scanned = any("reachable" in s for s in sites)
     if not scanned and not doc.get("run"):
         return _inventory(doc)
-    bad = [s for s in sites if s.get("verdict") == "contradiction"]
+    bad = [s for s in sites if SiteStatus.of(s).contradiction]
     findings = doc.get("findings", [])
     causes = [c.to_json(findings) for c in causes_of.group(findings)]
     errors = [c for c in causes if c["severity"] == "error"]
     every = undecided_inputs(doc)
     undecided = [u for u in every if not u.startup]
     startup = [u for u in every if u.startup]
-    quiet = [s for s in sites if s.get("verdict") == "unknown" and not s.get("paths")
-             and not s.get("undecided")]
+    quiet = [s for s in sites if SiteStatus.of(s).quiet]
     backend = _other_backend(doc)
     if bad or errors:
         status, head = "findings", _findings_headline(doc, bad, errors, findings)
@@ -154,7 +155,7 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
     elif scanned and backend:
         # The schedule's order was analysed; how this backend runs it is outside the torch rules.
         status = "not-covered"
-        reached = sum(1 for s in sites if s.get("reachable") == "yes")
+        reached = sum(1 for s in sites if SiteStatus.of(s).reached)
         what = f"how {backend['short']} runs the pipeline's P2P ops is outside the rules"
         undecided.append(Undecided(what, backend["decide"]))
         said = backend["said"]
@@ -174,7 +175,7 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
                 f"{_undecided_words(undecided)}.")
     elif scanned:
         status = "clean"
-        ok = sum(1 for s in sites if s.get("verdict") == "ok")
+        ok = sum(1 for s in sites if SiteStatus.of(s).ok)
         head = f"CLEAN: {ok} reachable P2P site(s), all run as the config says{_why_unbatched(doc)}."
     else:
         status = "clean"
@@ -185,15 +186,17 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
         status = "inconclusive"
         undecided.insert(0, differ)
         head = f"INCONCLUSIVE: {_undecided_words(undecided)}."
-    cases = doc.get("config", {}).get("setting_basis")
+    run = RunConfig.from_json(doc.get("config", {}))
+    cases = run.setting_basis
     if cases and settingcases.disagree(cases):
         status = "inconclusive"
         undecided.insert(0, Undecided(*settingcases.differ_words(cases)))
         head = f"INCONCLUSIVE: {_undecided_words(undecided)}."
-    basis = doc.get("config", {}).get("torch_basis") or {}
-    if status in ("clean", "findings") and scanned and basis.get("version") is None and basis.get("releases"):
-        head += f" {across_words(basis['releases'], basis.get('why_across') or 'none stated')}."
-    release_basis = doc.get("config", {}).get("release_basis") or {}
+    torch = run.torch
+    if status in ("clean", "findings") and scanned and torch is not None and torch.version is None \
+            and torch.releases:
+        head += f" {across_words(list(torch.releases), torch.why_across or 'none stated')}."
+    release_basis = run.release_basis or {}
     if status in ("clean", "findings") and release_basis.get("free"):
         head += f" {releases_words(release_basis)}."
     if status != "inconclusive" and cases and settingcases.settled(cases):
@@ -219,19 +222,18 @@ def _other_backend(doc: dict[str, Any]) -> dict[str, Any] | None:
     (`--set distributed_backend=nccl`)."""
     found = next((f for f in doc.get("findings", []) if f.get("kind") == "launch.backend"
                   and "decide" in (f.get("detail") or {})), None)
-    effective = doc.get("config", {}).get("effective", {})
-    if found is None or effective.get("distributed_backend") != found["detail"]["backend"]:
+    run = RunConfig.from_json(doc.get("config", {}))
+    if found is None or run.value("distributed_backend") != found["detail"]["backend"]:
         return None
     return {**found["detail"], "said": str(found["message"])}
 
 
 def _why_unbatched(doc: dict[str, Any]) -> str:
     """Where the config batches nothing, why: then no debug wrapper has a batch to un-batch."""
-    config = doc.get("config", {})
-    effective = config.get("effective", {})
-    if effective.get("batch_p2p_comm") is not False or effective.get("pipeline_model_parallel_size") in (1, None):
+    run = RunConfig.from_json(doc.get("config", {}))
+    if run.value("batch_p2p_comm") is not False or run.value("pipeline_model_parallel_size") in (1, None):
         return ""
-    return f", none of them batched ({(config.get('provenance') or {}).get('batch_p2p_comm', 'batch_p2p_comm=False')})"
+    return f", none of them batched ({run.provenance('batch_p2p_comm', 'batch_p2p_comm=False')})"
 
 
 def across_words(releases: list[str], why: str) -> str:
@@ -258,7 +260,7 @@ def releases_differ(doc: dict[str, Any], status: str, head: str) -> Undecided | 
     """Where the combinations of releases a run was judged on (config.release_basis, the first
     being this document's) disagree on the verdict: what differs and the --target deciding it,
     the outermost framework whose release differs between them."""
-    combos = (doc.get("config", {}).get("release_basis") or {}).get("combinations") or []
+    combos = (RunConfig.from_json(doc.get("config", {})).release_basis or {}).get("combinations") or []
     if len(combos) < 2 or all(c.get("status") == status for c in combos[1:]):
         return None
     varied = [n for n in combos[0]["releases"] if len({c["releases"].get(n) for c in combos}) > 1]
@@ -277,11 +279,9 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
     # (config.launch `launch.front-end-unread`).
     out += [Undecided(f["detail"]["undecided"], f["detail"]["decide"]) for f in doc.get("findings", [])
             if "undecided" in (f.get("detail") or {})]
-    config = doc.get("config", {})
-    effective = config.get("effective", {})
-    provenance = config.get("provenance", {})
-    for release, all_keys in config.get("outside_rules", {}).items():
-        keys = list(dict.fromkeys(k for k in all_keys if effective.get(k) == "unknown"))
+    run = RunConfig.from_json(doc.get("config", {}))
+    for release, all_keys in run.outside_rules.items():
+        keys = list(dict.fromkeys(k for k in all_keys if run.is_unknown(k)))
         if not keys:
             continue
         framework = release.split(" ")[0]
@@ -291,16 +291,17 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
             f"{pin_option(framework)} for a covered release, or add {release} to "
             f"rules/{framework}.toml (tests check it against the real release)"))
     scanned = any("reachable" in s for s in doc.get("sites", []))
-    needs = config.get("needs", list(NEEDED_KEYS))  # documents from before `needs`: Megatron's
+    # documents from before `needs`: Megatron's
+    needs = list(NEEDED_KEYS) if run.needs is None else run.needs
     for key in NEEDED_KEYS:
-        if key == "batch_p2p_comm" and effective.get("pipeline_model_parallel_size") == 1:
+        if key == "batch_p2p_comm" and run.value("pipeline_model_parallel_size") == 1:
             continue  # one stage: no pipeline P2P runs, batched or not (a verl run on mbridge)
-        if scanned and key in needs and effective.get(key, "unknown") == "unknown":
-            out.append(Undecided(f"{key} ({provenance.get(key) or 'never derived'})",
-                                 _needed_decide(key, config)))
-    torch_known = effective.get("torch_version", "unknown") != "unknown"
+        if scanned and key in needs and run.is_open(key):
+            out.append(Undecided(f"{key} ({run.provenance(key) or 'never derived'})",
+                                 _needed_decide(key, run)))
+    torch_known = not run.is_open("torch_version")
     checks: dict[tuple[str, str, bool], list[str]] = {}  # (why, decide, start-up) -> checks
-    for why in config.get("undecided", []):
+    for why in run.undecided:
         # Each entry starts with its rule's id (config.derive); the rule's file names what to pin.
         owner = owner_of(why.split(":", 1)[0])
         _, unknown_keys = why.partition(": unknown ")[::2]  # a check's `when` (config.derive)
@@ -325,7 +326,8 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
                              f"{len(idents)} checks ({named}): {rest}", decide, startup))
     by_reason: dict[str, list[dict[str, Any]]] = {}
     for s in doc.get("sites", []):
-        if s.get("verdict") == "unknown" and (s.get("paths") or s.get("undecided")):
+        status = SiteStatus.of(s)
+        if status.verdict_unknown and (status.on_path or status.undecided):
             by_reason.setdefault(s.get("undecided") or s.get("reason") or "reached under an "
                                  "undecided guard", []).append(s)
     backend = _other_backend(doc)
@@ -333,7 +335,7 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
         first = group[0]
         out.append(Undecided(
             f"{len(group)} reached site(s), e.g. {first['path']}:{first['line']} {first['api']} "
-            f"in {first['function']}: {why}", _decide_for(group, config, backend, doc.get("launch"))))
+            f"in {first['function']}: {why}", _decide_for(group, run, backend, doc.get("launch"))))
     incomplete = ((doc.get("run") or {}).get("trace") or {}).get("incomplete") or {}
     if incomplete:
         at, why = str(next(iter(incomplete.values()))).split(": ", 1)
@@ -350,8 +352,8 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
         out.append(Undecided(
             f"what lies behind the call-graph interpreter's budget{cut}: sites there were not "
             "analysed", "--entry MODULE:QUALNAME nearer the pipeline schedule"))
-    pp = effective.get("pipeline_model_parallel_size")
-    reached = [s for s in doc.get("sites", []) if s.get("reachable") == "yes" or s.get("paths")]
+    pp = run.value("pipeline_model_parallel_size")
+    reached = [s for s in doc.get("sites", []) if SiteStatus.of(s).reached or SiteStatus.of(s).on_path]
     if isinstance(pp, int) and pp > 1 and not reached:  # given by --set on stacks without it
         out.append(Undecided(
             f"the pipeline schedule: pipeline_model_parallel_size={pp}, but the entry points "
@@ -361,34 +363,33 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
     return out
 
 
-def _needed_decide(key: str, config: dict[str, Any]) -> str:
+def _needed_decide(key: str, run: RunConfig) -> str:
     """What decides a needed key: NEEDED_KEYS's step, naming the framework whose unknown release
     left it unknown (the value's source, config.derive) where `--target NAME==VERSION` is asked;
     without such a framework, the `--set` of the key alone."""
     decide = NEEDED_KEYS[key]
     if "NAME==VERSION" not in decide:
         return decide
-    source = config.get("sources", {}).get(key, "")
-    if source != "torch" and config.get("versions", {}).get(source, "") is None:
+    source = run.source(key)
+    if source != "torch" and run.versions.get(source, "") is None:
         return decide.replace("--target NAME==VERSION", pin_option(source))
     # Every release is known: the rules leave it open for this run; only the value decides it.
     return decide.split(", or ")[-1]
 
 
-def _decide_for(group: list[dict[str, Any]], config: dict[str, Any],
+def _decide_for(group: list[dict[str, Any]], run: RunConfig,
                 backend: dict[str, Any] | None = None, launch: dict[str, Any] | None = None) -> str:
     """What decides sites that share a reason: the torch release where coalescing is undecided
     (`runs_batched` None), or on another backend than NCCL (`_other_backend`) a run on it; else
     the config tests their reachability rests on; in a stack with no batching setting, a
     recorded run's replay of their order, or simulate where it runs the stack's schedule."""
     launch = launch or {}
-    effective = config.get("effective", {})
     if group[0].get("runs_batched") is None:
         if backend is not None:
             return str(backend["decide"])
-        if effective.get("torch_version", "unknown") == "unknown":
+        if run.is_open("torch_version"):
             return "--torch X.Y.Z (the cluster's torch release)"
-        inputs = (config.get("unknown_inputs") or {}).get("torch_batch_coalesces") or []
+        inputs = run.unknown_inputs("torch_batch_coalesces")
         if inputs:  # torch is known: what it reads is not
             return " ".join(f"--set {k}=VALUE" for k in inputs)
         return "`p2paudit record` of a run, then `p2paudit report` (what ran coalesced)"
@@ -398,13 +399,13 @@ def _decide_for(group: list[dict[str, Any]], config: dict[str, Any],
         return " ".join(f"--set {k}=VALUE" for k in dict.fromkeys(keys))
     if tests:
         return f"--set the config value of {', '.join(tests)}"
-    if "batch_p2p_comm" not in config.get("needs", list(NEEDED_KEYS)):
+    if "batch_p2p_comm" not in (list(NEEDED_KEYS) if run.needs is None else run.needs):
         if launch.get("path") and launch.get("launcher") and Stack.of(launch["launcher"]).simulated:
             return (f"{SIMULATE}--config {launch['path']}` (runs the schedule on CPU and "
                     "replays its order), or `p2paudit record` of a run")
         return "`p2paudit record` of a run, then `p2paudit report` (its replay decides the order)"
-    if effective.get("batch_p2p_comm", "unknown") == "unknown":
-        return _needed_decide("batch_p2p_comm", config)
+    if run.is_open("batch_p2p_comm"):
+        return _needed_decide("batch_p2p_comm", run)
     return "--set KEY=VALUE for the config value the guard reads, or --target a release the rules cover"
 
 

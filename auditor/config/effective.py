@@ -12,6 +12,7 @@ from typing import Any
 from auditor.bash.values import EnvVar, Symbolic
 from auditor.config.envread import consumer_value
 from auditor.config.expr import UNKNOWN, compile_expr, evaluate
+from auditor.config.runconfig import ConfigSetting, RunConfig, TorchJudged, Unknown
 from auditor.findings import Finding
 
 
@@ -29,9 +30,6 @@ class Value:
     @property
     def known(self) -> bool:
         return self.value is not UNKNOWN
-
-    def json_value(self) -> Any:
-        return "unknown" if self.value is UNKNOWN else self.value
 
 
 @dataclass
@@ -70,24 +68,21 @@ class EffectiveConfig:
         return evaluate(compile_expr(text), self.value,
                         lambda n: env_value(self.env, n, self.env_readers))
 
+    def record(self, needs: list[str] | None = None) -> RunConfig:
+        """The typed record analysis reads, with `needs` (the settings the batching rule reads
+        for the stack; None: not said): each unknown value an explicit `Unknown`."""
+        settings = {k: ConfigSetting(k, Unknown(v.provenance, tuple(self.unknown_inputs.get(k, ())))
+                                     if v.value is UNKNOWN else v.value,
+                                     v.provenance, v.source, v.history)
+                    for k, v in sorted(self.values.items())}
+        torch = TorchJudged(self.torch_stated, self.torch_releases, self.torch_origin,
+                            self.torch_why_across)
+        return RunConfig(settings, dict(self.versions), list(self.undecided),
+                         {k: list(v) for k, v in self.outside_rules.items()}, list(self.notes),
+                         torch, needs, inputs_order=tuple(self.unknown_inputs))
+
     def to_json(self) -> dict[str, Any]:
-        keys = sorted(self.values)
-        return {
-            "effective": {k: self.values[k].json_value() for k in keys},
-            "provenance": {k: self.values[k].provenance for k in keys},
-            "sources": {k: self.values[k].source for k in keys},
-            "history": {k: list(self.values[k].history) for k in keys},
-            "versions": dict(self.versions),
-            "undecided": list(self.undecided),
-            "outside_rules": {k: list(v) for k, v in self.outside_rules.items()},
-            "notes": list(self.notes),
-            "unknown_inputs": {k: list(v) for k, v in self.unknown_inputs.items()
-                               if self.value(k) is UNKNOWN},
-            "torch_basis": {"version": self.torch_stated,
-                            "releases": list(self.torch_releases), "origin": self.torch_origin,
-                            **({"why_across": self.torch_why_across}
-                               if self.torch_why_across else {})},
-        }
+        return self.record().to_json()
 
 
 def env_value(env: dict[str, EnvVar], name: str, env_readers: dict[str, str]) -> Any:

@@ -8,6 +8,7 @@ from typing import Any
 
 from auditor import __version__, jsonio
 from auditor.errors import InputError
+from auditor.config.runconfig import RunConfig
 from auditor.findings import Finding
 from auditor.sources import SourceSet
 from auditor.static.analyze import FileResults
@@ -49,4 +50,8 @@ def load(path: str) -> dict[str, Any]:
     if not isinstance(doc, dict) or not isinstance(doc.get("sites"), list) \
             or not isinstance(doc.get("targets"), list):
         raise InputError(path, "not a p2paudit scan or sites document (no 'sites' and 'targets')")
+    try:
+        RunConfig.from_json(doc.get("config") or {})
+    except InputError as exc:
+        raise InputError(path, f"{exc.subject} {exc.cause}") from None
     return doc

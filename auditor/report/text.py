@@ -10,9 +10,11 @@ from typing import Any
 
 from auditor.analysis import causes
 from auditor.analysis.diff import diff_text
+from auditor.analysis.sitestatus import SiteStatus
 from auditor.analysis.verdict import judge
 from auditor.analysis.waitfor.sizes import size_words
 from auditor.config.derive import OFF_STACK
+from auditor.config.runconfig import JSON_UNKNOWN, RunConfig, Unknown
 from auditor.sources import target_label
 
 
@@ -74,14 +76,14 @@ _ORDER = {"contradiction": 0, "ok": 1, "unknown": 2, "unreachable": 3}
 
 def torch_words(config: dict[str, Any]) -> str:
     """The torch the scan judged: the version, or the releases judged across when none is stated."""
-    basis = config.get("torch_basis") or {}
-    version = config.get("effective", {}).get("torch_version")
-    if version in (None, "unknown") and basis.get("releases"):
-        releases = basis["releases"]
-        why = basis.get("why_across") or "none stated"
+    run = RunConfig.from_json(config)
+    version = run.known("torch_version")
+    if version is None and run.torch is not None and run.torch.releases:
+        releases = run.torch.releases
+        why = run.torch.why_across or "none stated"
         return f"{releases[0]}-{releases[-1]} ({why}: each judged)" if len(releases) > 1 \
             else releases[0]
-    return version or "unknown"
+    return version or JSON_UNKNOWN
 
 
 def headline_fix(v: dict[str, Any]) -> str:
@@ -142,10 +144,9 @@ def scan_report(doc: dict[str, Any], verbose: bool = False, width: int = 80) -> 
     with their lines under it; `verbose` gives every site its own block. Config provenance is
     cut to `width` (verbose: whole); `fit` wraps the rest."""
     launch = doc.get("launch") or {}
-    eff = doc["config"].get("effective", {})
-    prov = doc["config"].get("provenance", {})
+    run = RunConfig.from_json(doc["config"])
     targets = ", ".join(target_label(t) for t in doc["targets"]) or "none"
-    basis = doc["config"].get("release_basis") or {}
+    basis = run.release_basis or {}
     for combo in basis.get("combinations", [])[1:]:  # config.release_basis: the first is shown
         targets += f" (none stated: also judged on {', '.join(f'{n} {v}' for n, v in combo['releases'].items())})"
     ranks = launch.get("world_size") or "?"
@@ -157,7 +158,7 @@ def scan_report(doc: dict[str, Any], verbose: bool = False, width: int = 80) -> 
         f"targets: {targets}; torch {torch_words(doc['config'])}",
     ]
     if "entries" in doc:
-        not_run = [n.removeprefix("entry point ") for n in doc["config"].get("notes", [])
+        not_run = [n.removeprefix("entry point ") for n in run.notes
                    if n.startswith("entry point ")]  # scan.py: a rules entry whose `when` is false
         lines.append("entry points: " + ("; ".join(doc["entries"]) or "; ".join(f"none: {n}" for n in not_run) or
                                          "none (the rules name none for these targets: "
@@ -166,8 +167,8 @@ def scan_report(doc: dict[str, Any], verbose: bool = False, width: int = 80) -> 
     lines += _cause_blocks(doc, verbose)
     lines += ["", "Effective config (P2P-relevant; --format json has all, with provenance):"]
     for key in KEY_VALUES:
-        if key in eff and not str(prov.get(key, "")).startswith(OFF_STACK):
-            row = f"  {key:<36} {value_words(eff[key]):<6} {prov.get(key, '')}"
+        if key in run.settings and not run.provenance(key).startswith(OFF_STACK):
+            row = f"  {key:<36} {value_words(run.value(key)):<6} {run.provenance(key)}"
             lines.append(row if verbose or len(row) <= width else row[:width - 1] + "…")
     patches = doc.get("patches") or []
     shown_patches = patches if verbose else _on_p2p_path(doc, patches)
@@ -185,9 +186,10 @@ def scan_report(doc: dict[str, Any], verbose: bool = False, width: int = 80) -> 
     shown = []
     for s in sorted(doc["sites"], key=lambda s: (_ORDER[s["verdict"]], s["package"], s["path"], s["line"])):
         where = f"{s['path']}:{s['line']}"
-        if s["verdict"] == "unknown" and not s["paths"]:
+        status = SiteStatus.of(s)
+        if status.verdict_unknown and not status.on_path:
             quiet.append(where)
-        elif s["verdict"] == "unreachable":
+        elif status.verdict == "unreachable":
             unreachable.setdefault((s["path"], s["function"], s["reason"]), []).append(s["line"])
         else:
             shown.append(s)
@@ -291,8 +293,8 @@ def fit(text: str, width: int) -> str:
 
 
 def value_words(value: Any) -> str:
-    """A config value as printed: None is `unset`."""
-    return "unset" if value is None else str(value)
+    """A config value as printed: None is `unset`, an `Unknown` is `unknown`."""
+    return "unset" if value is None else JSON_UNKNOWN if isinstance(value, Unknown) else str(value)
 
 
 def _why(s: dict[str, Any]) -> str:
@@ -390,7 +392,7 @@ def matrix_table(key: str, docs: dict[str, dict[str, Any]]) -> str:
     width = max(12, *(len(v) for v in values))
     lines = [f"{key:<40}" + "".join(f"{v:>{width}}" for v in values)]
     for k in KEY_VALUES:
-        row = [value_words(docs[v]["config"].get("effective", {}).get(k)) for v in values]
+        row = [value_words(RunConfig.from_json(docs[v]["config"]).value(k)) for v in values]
         if len(set(row)) > 1:
             lines.append(f"  {k:<38}" + "".join(f"{c:>{width}}" for c in row))
     for verdict in _ORDER:
@@ -441,8 +443,9 @@ def simulation_report(doc: dict[str, Any], config: str) -> str:
              f"recorded, replayed by the wait-for model",
              f"targets: {', '.join(target_label(t) for t in doc['targets']) or 'none'}; "
              f"torch {torch_words(doc['config'])}"]
-    if doc["config"].get("release_choice"):
-        lines.append(doc["config"]["release_choice"])
+    choice = RunConfig.from_json(doc["config"]).release_choice
+    if choice:
+        lines.append(choice)
     if sim["ranks"]:
         lines.append(f"schedule: {sim['schedule']}, {len(sim['ranks'])} pipeline ranks"
                      + (f" x {sim['virtual_stages']} virtual stages" if sim.get("virtual_stages")

@@ -19,6 +19,7 @@ from auditor import rulebook
 from auditor.rulebook import files
 from auditor.analysis.waitfor.sizes import DTYPE_BYTES, size_words
 from auditor.config.model import LaunchConfig
+from auditor.config.runconfig import RunConfig
 from auditor.errors import InputError
 from auditor.sources import SourceSet
 from auditor.simulate.schedule_flags import SCHEDULE_FLAGS
@@ -105,19 +106,14 @@ def plan(doc: dict[str, Any], launch: LaunchConfig, srcs: list[SourceSet],
     if mcore is None:
         raise InputError("--target", "simulate runs megatron-core's own schedule: add its "
                                      "release (e.g. --target megatron-core==0.17.0)")
-    eff = doc["config"]["effective"]
-    prov = doc["config"]["provenance"]
+    run = RunConfig.from_json(doc["config"])
     values: dict[str, PlanValue] = {}
-
-    def known(key: str) -> Any:
-        v = eff.get(key)
-        return None if v in (None, "unknown") else v
 
     def take(name: str, key: str | None = None) -> PlanValue:
         key = key or name
-        value = known(key)
-        values[name] = PlanValue(name, value, prov.get(key, "") if value is not None else
-                             f"unknown ({prov.get(key) or 'not derived'})")
+        value = run.known(key)
+        values[name] = PlanValue(name, value, run.provenance(key) if value is not None else
+                             f"unknown ({run.provenance(key) or 'not derived'})")
         return values[name]
 
     pp = take("pipeline_size", "pipeline_model_parallel_size").value
@@ -126,24 +122,24 @@ def plan(doc: dict[str, Any], launch: LaunchConfig, srcs: list[SourceSet],
     if pp is not None and (not isinstance(pp, int) or pp < 2):
         raise InputError(launch.path, f"pipeline_model_parallel_size is {pp}: the schedule has "
                                       f"no pipeline P2P to simulate (it needs 2 or more stages)")
-    vpp = eff.get("virtual_pipeline_model_parallel_size")
-    if vpp == "unknown":
+    vpp = run.value("virtual_pipeline_model_parallel_size")
+    if run.is_unknown("virtual_pipeline_model_parallel_size"):
         vpp = None
         unknown.append("virtual pipeline size: give it with --set "
                        "virtual_pipeline_model_parallel_size=N (or None)")
-    values["virtual_stages"] = PlanValue("virtual_stages", vpp, prov.get(
+    values["virtual_stages"] = PlanValue("virtual_stages", vpp, run.provenance(
         "virtual_pipeline_model_parallel_size", "no virtual pipeline"))
     take("schedule", "pipeline_schedule")
     for key in SCHEDULE_FLAGS:
         take(key)
     _defaults(values)
-    unknown += _microbatches(values, eff, prov, microbatches)
-    unknown += _message(values, eff, prov, launch)
+    unknown += _microbatches(values, run, microbatches)
+    unknown += _message(values, run, launch)
     for key in (k for k, default in SCHEDULE_FLAGS.items() if default is None):
         if values[key].value is None:
             unknown.append(f"{key}: give it with --set {key}=true|false")
-    candidates = conditions(values, eff, prov)
-    placed = layout(values, eff, pp, candidates) if pp is not None else []
+    candidates = conditions(values, run)
+    placed = layout(values, run, pp, candidates) if pp is not None else []
     stops = [f for f in doc.get("findings", [])
              if f.get("severity") == "error" and (f.get("detail") or {}).get("category") == "config"]
     # A check of megatron-core itself fails the simulated schedule as it fails the real run; a
@@ -164,16 +160,15 @@ def _defaults(values: dict[str, PlanValue]) -> None:
                                               f"{key}={default}")
 
 
-def _microbatches(values: dict[str, PlanValue], eff: dict[str, Any], prov: dict[str, str],
-                  override: int | None) -> list[str]:
+def _microbatches(values: dict[str, PlanValue], run: RunConfig, override: int | None) -> list[str]:
     if override is not None:
         values["microbatches"] = PlanValue("microbatches", override, f"--microbatches {override}")
         return []
-    n = eff.get("num_microbatches")
+    n = run.value("num_microbatches")
     if isinstance(n, int):
-        values["microbatches"] = PlanValue("microbatches", n, prov.get("num_microbatches", ""))
+        values["microbatches"] = PlanValue("microbatches", n, run.provenance("num_microbatches"))
         return []
-    gbs, mbs, dp = (eff.get(k) for k in ("global_batch_size", "micro_batch_size",
+    gbs, mbs, dp = (run.value(k) for k in ("global_batch_size", "micro_batch_size",
                                          "data_parallel_size"))
     if isinstance(gbs, int) and isinstance(mbs, int) and isinstance(dp, int) and min(gbs, mbs, dp) > 0:
         values["microbatches"] = PlanValue("microbatches", gbs // (mbs * dp),
@@ -184,22 +179,21 @@ def _microbatches(values: dict[str, PlanValue], eff: dict[str, Any], prov: dict[
     return ["micro-batches (global batch, micro batch or DP size unknown): pass --microbatches N"]
 
 
-def _message(values: dict[str, PlanValue], eff: dict[str, Any], prov: dict[str, str],
-             launch: LaunchConfig) -> list[str]:
+def _message(values: dict[str, PlanValue], run: RunConfig, launch: LaunchConfig) -> list[str]:
     """The activation every stage sends: (sequence, micro-batch, hidden) in the pipeline dtype.
     Returns what is unknown about it, each with how to give it."""
     unknown = []
 
     def first(name: str, keys: tuple[str, ...]) -> Any:
         for key in keys:
-            value = eff.get(key)
-            if value not in (None, "unknown"):
+            value = run.known(key)
+            if value is not None:
                 if isinstance(value, str) and value.isdigit():
                     value = int(value)
                 if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                     raise InputError(key, f"must be a positive whole number, not {value!r} "
-                                          f"({prov.get(key, key)})")
-                values[name] = PlanValue(name, value, prov.get(key, key))
+                                          f"({run.provenance(key, key)})")
+                values[name] = PlanValue(name, value, run.provenance(key, key))
                 return value
             flag = launch.flags.get(key)
             if flag is not None and flag.value is not None and not isinstance(flag.value, bool):
@@ -220,13 +214,13 @@ def _message(values: dict[str, PlanValue], eff: dict[str, Any], prov: dict[str, 
     if hidden is None:
         unknown.append("hidden size: give it with --set hidden_size=N, or add the model to "
                        "the front end's [[model]] rules")
-    mbs = eff.get("micro_batch_size")
+    mbs = run.value("micro_batch_size")
     values["micro_batch_size"] = PlanValue("micro_batch_size", mbs if isinstance(mbs, int) else None,
-                                       prov.get("micro_batch_size", "unknown"))
+                                       run.provenance("micro_batch_size", "unknown"))
     if not isinstance(mbs, int):
         unknown.append("micro batch size: give it with --set micro_batch_size=N")
-    tp = eff.get("tensor_model_parallel_size")
-    sp = eff.get("sequence_parallel")
+    tp = run.value("tensor_model_parallel_size")
+    sp = run.value("sequence_parallel")
     if seq is not None:
         if sp is True and isinstance(tp, int) and tp > 1:
             values["message_seq_length"] = PlanValue(
@@ -239,22 +233,22 @@ def _message(values: dict[str, PlanValue], eff: dict[str, Any], prov: dict[str, 
             values["message_seq_length"] = PlanValue("message_seq_length", None, "unknown")
             unknown.append("sequence parallelism or TP size: give them with --set "
                            "sequence_parallel=true|false --set tensor_model_parallel_size=N")
-    values["dtype"] = _dtype(eff, prov, launch)
+    values["dtype"] = _dtype(run, launch)
     if values["dtype"].value is None:
         unknown.append("activation dtype: give it with --set torch_dtype=bfloat16|float16|float32")
     return unknown
 
 
-def _dtype(eff: dict[str, Any], prov: dict[str, str], launch: LaunchConfig) -> PlanValue:
+def _dtype(run: RunConfig, launch: LaunchConfig) -> PlanValue:
     for key in ("pipeline_dtype", "params_dtype", "torch_dtype"):
-        given = eff.get(key)
-        if given in (None, "unknown"):
+        given = run.known(key)
+        if given is None:
             continue
         name = DTYPE_NAMES.get(str(given).lower())
         if name is None:
             raise InputError(key, f"{given!r} is not an activation dtype "
                                   f"({', '.join(sorted(set(DTYPE_NAMES.values())))})")
-        return PlanValue("dtype", name, prov.get(key, key))
+        return PlanValue("dtype", name, run.provenance(key, key))
     for key in ("pipeline_dtype", "params_dtype", "torch_dtype"):
         flag = launch.flags.get(key)
         if flag is not None and DTYPE_NAMES.get(str(flag.value).lower()):
@@ -262,9 +256,9 @@ def _dtype(eff: dict[str, Any], prov: dict[str, str], launch: LaunchConfig) -> P
                          f"{launch.path}:{flag.line}: {flag.spelling} {flag.value}")
     for key in ("bf16", "fp16"):
         flag = launch.flags.get(key)
-        on = eff.get(key) is True or (flag is not None and str(flag.value).lower() in ("true", "1"))
+        on = run.value(key) is True or (flag is not None and str(flag.value).lower() in ("true", "1"))
         if on:
-            where = prov.get(key) or (f"{launch.path}:{flag.line}: {flag.spelling}" if flag is not None else "")
+            where = run.provenance(key) or (f"{launch.path}:{flag.line}: {flag.spelling}" if flag is not None else "")
             return PlanValue("dtype", DTYPE_NAMES[key], where)
     if launch.style == "megatron-lm":
         return PlanValue("dtype", "float32", "Megatron-LM: neither --bf16 nor --fp16, so params_dtype "
@@ -281,37 +275,36 @@ def _dtype(eff: dict[str, Any], prov: dict[str, str], launch: LaunchConfig) -> P
     return PlanValue("dtype", None, "unknown")
 
 
-def conditions(values: dict[str, PlanValue], eff: dict[str, Any], prov: dict[str, str]
-                ) -> dict[str, list[Any]]:
+def conditions(values: dict[str, PlanValue], run: RunConfig) -> dict[str, list[Any]]:
     """Each replay condition's possible values: one where the config decides it, both where not."""
     out: dict[str, list[Any]] = {}
-    coalesces = eff.get("torch_batch_coalesces")
+    coalesces = run.value("torch_batch_coalesces")
     if coalesces in (True, False):
         out["coalesce"] = [coalesces]
-        values["coalesce"] = PlanValue("coalesce", coalesces, prov.get("torch_batch_coalesces", ""))
+        values["coalesce"] = PlanValue("coalesce", coalesces, run.provenance("torch_batch_coalesces"))
     else:
         out["coalesce"] = [False, True]
-        values["coalesce"] = PlanValue("coalesce", None, "unknown: " + prov.get(
+        values["coalesce"] = PlanValue("coalesce", None, "unknown: " + run.provenance(
             "torch_batch_coalesces", "the torch version is unknown") + "; pass --torch X.Y.Z")
-    eager = eff.get("torch_eager_init")
+    eager = run.value("torch_eager_init")
     if eager in (True, False):
         out["init"] = ["eager" if eager else "lazy"]
-        values["init"] = PlanValue("init", out["init"][0], prov.get("torch_eager_init", ""))
+        values["init"] = PlanValue("init", out["init"][0], run.provenance("torch_eager_init"))
     else:
         out["init"] = ["lazy", "eager"]
-        values["init"] = PlanValue("init", None, "unknown: " + prov.get("torch_eager_init", "")
+        values["init"] = PlanValue("init", None, "unknown: " + run.provenance("torch_eager_init")
                                + "; pass --set init_device_id_given=true|false")
     return out
 
 
-def layout(values: dict[str, PlanValue], eff: dict[str, Any], pp: int,
+def layout(values: dict[str, PlanValue], run: RunConfig, pp: int,
            candidates: dict[str, list[Any]], order: str = RANK_ORDER_SOURCE) -> list[dict[str, Any]]:
     """Where the first pipeline column's stages run, and so the transports between neighbours,
     named as rules/nccl.toml's [topology] names them: `node` inside a node (NCCL takes P2P over
     NVLink or PCIe, or SHM), `net` between nodes (NET/Socket or NET/IB). The wait-for model
     takes one topology for the whole run: the network's as soon as one neighbour pair crosses
     nodes; its verdict holds only where every transport of that topology agrees."""
-    world, per_node = eff.get("world_size"), eff.get("nproc_per_node")
+    world, per_node = run.value("world_size"), run.value("nproc_per_node")
     if not (isinstance(world, int) and isinstance(per_node, int) and per_node > 0
             and world % pp == 0):
         candidates["transport"] = [NETWORK, ONE_NODE]

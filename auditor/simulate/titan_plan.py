@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor.config.model import LaunchConfig
+from auditor.config.runconfig import RunConfig
 from auditor.errors import InputError
 from auditor.simulate.plan import DTYPE_NAMES, SimulationPlan, PlanValue, conditions, layout
 from auditor.sources import SourceSet
@@ -40,22 +41,22 @@ def applies(srcs: list[SourceSet]) -> bool:
 def plan(doc: dict[str, Any], launch: LaunchConfig, srcs: list[SourceSet],
          microbatches: int | None = None) -> SimulationPlan:
     """The simulation plan for a scan document of the torchtitan launch `launch`."""
-    eff, prov = doc["config"]["effective"], doc["config"]["provenance"]
+    run = RunConfig.from_json(doc["config"])
     values: dict[str, PlanValue] = {}
     unknown: list[str] = []
     stops: list[str] = []
 
     def take(name: str, key: str, decide: str, model: str = "") -> Any:
-        value = eff.get(key)
-        if value in (None, "unknown"):
+        value = run.known(key)
+        if value is None:
             flag = launch.flags.get(model)  # a model size the job config reader found
             if flag is not None and isinstance(flag.value, str) and flag.value.isdigit():
                 values[name] = PlanValue(name, int(flag.value), flag.spelling)
                 return int(flag.value)
-            values[name] = PlanValue(name, None, f"unknown ({prov.get(key) or 'not derived'})")
+            values[name] = PlanValue(name, None, f"unknown ({run.provenance(key) or 'not derived'})")
             unknown.append(f"{key}: {decide}")
             return None
-        values[name] = PlanValue(name, value, prov.get(key, key))
+        values[name] = PlanValue(name, value, run.provenance(key, key))
         return value
 
     pp = take("pipeline_size", "pipeline_parallel_degree",
@@ -65,9 +66,9 @@ def plan(doc: dict[str, Any], launch: LaunchConfig, srcs: list[SourceSet],
                                       f"P2P to simulate (it needs 2 or more stages)")
     take("schedule", "pipeline_parallel_schedule",
          "give --parallelism.pipeline_parallel_schedule NAME")
-    _csv(values, unknown, eff, prov, launch)
+    _csv(values, unknown, run, launch)
     layers = launch.flags.get("model.n_layers")
-    _stages_per_rank(values, unknown, eff, prov, pp, eff.get("n_layers") if layers is None
+    _stages_per_rank(values, unknown, run, pp, run.value("n_layers") if layers is None
                      or not str(layers.value).isdigit() else int(str(layers.value)))
     mbs = take("micro_batch_size", "pipeline_parallel_microbatch_size",
                "give --parallelism.pipeline_parallel_microbatch_size N")
@@ -88,30 +89,30 @@ def plan(doc: dict[str, Any], launch: LaunchConfig, srcs: list[SourceSet],
                                    "output is not modelled)")
     take("hidden_size", "hidden_size", "the model's dim: give --job.config_file / --module and "
                                        "--config the release reads, or --set hidden_size=N", "model.dim")
-    values["dtype"] = _dtype(eff, prov)
+    values["dtype"] = _dtype(run)
     if values["dtype"].value is None:
         unknown.append("activation dtype: give --training.mixed_precision_param bfloat16|float32 "
                        "or --set torch_dtype=bfloat16|float16|float32")
-    candidates = conditions(values, eff, prov)
-    placed = layout(values, eff, pp, candidates, RANK_ORDER_SOURCE) if pp is not None else []
+    candidates = conditions(values, run)
+    placed = layout(values, run, pp, candidates, RANK_ORDER_SOURCE) if pp is not None else []
     errors = [f["message"] for f in doc.get("findings", []) if f.get("severity") == "error"
               and (f.get("detail") or {}).get("category") == "config"]
     return SimulationPlan(values, [], None, unknown, errors + stops, candidates, placed, stops,
                 runner=RUNNER)
 
 
-def _csv(values: dict[str, PlanValue], unknown: list[str], eff: dict[str, Any],
-         prov: dict[str, str], launch: LaunchConfig) -> None:
+def _csv(values: dict[str, PlanValue], unknown: list[str], run: RunConfig,
+         launch: LaunchConfig) -> None:
     """The CSV order the run loads into `_PipelineScheduleRuntime`, as a file found here."""
-    given = eff.get("pipeline_parallel_schedule_csv")
-    if given == "unknown":
-        values["schedule_csv"] = PlanValue("schedule_csv", None, prov.get(
-            "pipeline_parallel_schedule_csv", "unknown"))
+    given = run.value("pipeline_parallel_schedule_csv")
+    if run.is_unknown("pipeline_parallel_schedule_csv"):
+        values["schedule_csv"] = PlanValue("schedule_csv", None, run.provenance(
+            "pipeline_parallel_schedule_csv"))
         unknown.append("pipeline_parallel_schedule_csv: give --parallelism."
                        "pipeline_parallel_schedule_csv PATH (or '' for none)")
         return
     if not given or given == "None":
-        values["schedule_csv"] = PlanValue("schedule_csv", "", prov.get(
+        values["schedule_csv"] = PlanValue("schedule_csv", "", run.provenance(
             "pipeline_parallel_schedule_csv", "no CSV order"))
         return
     here = Path(launch.path).resolve().parent
@@ -123,21 +124,22 @@ def _csv(values: dict[str, PlanValue], unknown: list[str], eff: dict[str, Any],
         unknown.append(f"the schedule CSV {given}: simulate where it is (looked for from the "
                        f"script's directory up)")
         return
-    values["schedule_csv"] = PlanValue("schedule_csv", str(found), prov.get(
+    values["schedule_csv"] = PlanValue("schedule_csv", str(found), run.provenance(
         "pipeline_parallel_schedule_csv", str(given)))
 
 
-def _stages_per_rank(values: dict[str, PlanValue], unknown: list[str], eff: dict[str, Any],
-                     prov: dict[str, str], pp: Any, layers: Any) -> None:
+def _stages_per_rank(values: dict[str, PlanValue], unknown: list[str], run: RunConfig,
+                     pp: Any, layers: Any) -> None:
     """None: torchtitan's fallback, which the rank decides from torch's class (1 for a
     single-stage schedule, else 2); else ceil((layers + 2) / layers_per_stage) / PP."""
-    per_stage = eff.get("pipeline_parallel_layers_per_stage")
+    key = "pipeline_parallel_layers_per_stage"
+    per_stage = run.value(key)
     if per_stage in (None, "None", ""):
         values["virtual_stages"] = PlanValue("virtual_stages", None, "pipeline_parallel_layers_per_"
                                          "stage unset: torchtitan's fallback, 1 stage a rank for a "
                                          "single-stage schedule, else 2")
         return
-    if per_stage == "unknown" or not str(per_stage).isdigit() or not isinstance(layers, int):
+    if run.is_unknown(key) or not str(per_stage).isdigit() or not isinstance(layers, int):
         values["virtual_stages"] = PlanValue("virtual_stages", None, "unknown")
         unknown.append("stages per rank: give --parallelism.pipeline_parallel_layers_per_stage "
                        "(and --set n_layers=N) or leave it unset")
@@ -145,16 +147,16 @@ def _stages_per_rank(values: dict[str, PlanValue], unknown: list[str], eff: dict
     total = math.ceil((layers + 2) / int(per_stage))
     values["virtual_stages"] = PlanValue("virtual_stages", total // pp if isinstance(pp, int) else None,
                                      f"ceil(({layers} layers + 1 + 1) / {per_stage}) stages over "
-                                     f"PP ranks ({prov.get('pipeline_parallel_layers_per_stage', '')})")
+                                     f"PP ranks ({run.provenance(key)})")
 
 
-def _dtype(eff: dict[str, Any], prov: dict[str, str]) -> PlanValue:
+def _dtype(run: RunConfig) -> PlanValue:
     for key in ("torch_dtype", "mixed_precision_param"):
-        given = eff.get(key)
-        if given not in (None, "unknown"):
+        given = run.known(key)
+        if given is not None:
             name = DTYPE_NAMES.get(str(given).lower())
             if name is None:
                 raise InputError(key, f"{given!r} is not an activation dtype "
                                       f"({', '.join(sorted(set(DTYPE_NAMES.values())))})")
-            return PlanValue("dtype", name, prov.get(key, key))
+            return PlanValue("dtype", name, run.provenance(key, key))
     return PlanValue("dtype", None, "unknown")
