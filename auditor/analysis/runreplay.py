@@ -70,7 +70,10 @@ def recorded_order(trace: Trace, doc: dict[str, Any]) -> RecordedOrder:
         said = run.value("torch_batch_coalesces")  # the scan's, from the launch's env
         recorded = next((str(rt.meta["torch"]) for rt in trace.ranks.values()
                          if isinstance(rt.meta.get("torch"), str)), None)
-        coalesce = said if isinstance(said, bool) else nccl_coalesces(version or recorded, None)
+        # A scan that left the cluster's torch unknown keeps it unknown: a gloo recording's torch
+        # is the recording machine's, not evidence of the cluster's. No scan: the recorded one.
+        judged = version if run.is_unknown("torch_version") else version or recorded
+        coalesce = said if isinstance(said, bool) else nccl_coalesces(judged, None)
     return RecordedOrder(programs_from_events(heads, p2p_roles(doc["sites"])),
                          {r: rt.ops for r, rt in trace.ranks.items()}, version, coalesce)
 
