@@ -117,10 +117,14 @@ def derive(
 
 
 def _torch_entries(release: str | None, rules_directory: Path | None) -> tuple[int, ...]:
-    """The torch rules entries `release` admits, by identity (the parsed file is cached)."""
+    """The torch rules entries `release` admits, and the rules of other files whose `torch`
+    specifier admits it, by identity (the parsed files are cached)."""
     rules = rulebook_files.load("torch", release, rules_directory)
-    return tuple(id(e) for name, table in rules.data.items() if isinstance(table, list)
-                 for e in rules.table(name))
+    own = [id(e) for name, table in rules.data.items() if isinstance(table, list) for e in rules.table(name)]
+    others = [id(e) for name in rulebook_files.names(rules_directory) if name != "torch"
+              for e in rulebook_files.load(name, None, rules_directory).data.get("rule", [])
+              if "torch" in e and rulebook_files.version_in(release, e["torch"])]
+    return tuple(own + others)
 
 
 class _Deriver:
