@@ -52,6 +52,9 @@ TABLES: dict[str, Table] = {
     "model": _table(True, "names", "values torch_dtype versions source"),
     # The values a setting a script leaves unknown is judged at (auditor/scan.py, issue 22).
     "setting_cases": _table(True, "key values why", "source"),
+    # What a DeepSpeed training script hands DeepSpeed (config/deepspeed_entry.py).
+    "pipeline_model": _table(False, "modules names source code", "about"),
+    "script_call": _table(True, "callee param position key source code", "about"),
     # The call-graph interpreter (rulebook.interpreter).
     "entry_point": _table(True, "name code", "about launchers source versions unknown when"),
     "symbol": _table(True, "function", "config group returns versions unknown source"),
