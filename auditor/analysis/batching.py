@@ -50,6 +50,10 @@ WRAPPER_OP_BY_OP = Unbatched(
     "NCCL eagerly (init_process_group(device_id=...)) so that no per-pair communicator is "
     "created lazily, or use a torch whose pipelining coalesces every batch")
 
+# The key a stack's rules derive True where its schedule issues each op issued on its own paired
+# with the neighbour's in one order (rules/deepspeed.toml deepspeed.pipe-paired-order).
+PAIRED = "p2p_order_paired"
+
 # How a batched site's op reaches torch: as a P2POp descriptor or as the batch call itself; both
 # run coalesced only where torch coalesces batch_isend_irecv.
 BATCH_ISSUED = ("descriptor", "batch")
@@ -89,13 +93,20 @@ def site_doc(site: Site, r: SiteReach, effective: EffectiveConfig, unbatched: Un
     """`key`: the site's `coalesces_key`; `needs`: the settings the batching rule reads for
     this run's stack; without batch_p2p_comm among them the stack has no batching setting, and
     an op issued on its own is neither a contradiction nor ok: its order decides, which scan
-    does not replay."""
+    does not replay, unless the stack's rules say its schedule pairs that order (`PAIRED`)."""
     d = site.to_json()
     undecided = coalescing_undecided(site, effective, key) \
         if unbatched is None and r.reachable == "yes" else ""
     runs_batched = None if undecided else unbatched is None
     batch_cfg = effective.value("batch_p2p_comm") if "batch_p2p_comm" in needs else UNKNOWN
     v = verdict.site_verdict(r.reachable, runs_batched, batch_cfg)
+    paired = "batch_p2p_comm" not in needs and unbatched is ON_ITS_OWN \
+        and effective.value(PAIRED) is True
+    if v == "unknown" and r.reachable == "yes" and not undecided and paired:
+        # No batching setting, but the stack's schedule pairs each blocking op with its
+        # neighbour's in one order (rules: DeepSpeed's pipeline engine): nothing to replay.
+        v = "ok"
+        unbatched = Unbatched(ON_ITS_OWN.cause, ON_ITS_OWN.fix, f"in a paired order: {_provenance(effective, PAIRED)}")
     if v == "unknown" and r.reachable == "yes" and not undecided:
         undecided = (f"batch_p2p_comm is undecided ({_provenance(effective, 'batch_p2p_comm')})"
                      if "batch_p2p_comm" in needs else

@@ -3,7 +3,7 @@
 A run that states no torch (or a pre-release build) is derived once per covered release
 (`derive`); this merges the results: what every release agrees on, and for the rest an unknown
 that names which releases gave which value, so a disagreement is said, never resolved by a
-guess. Apart from `derive` because it reads only finished configs, not the rules."""
+guess; a warning raised on some releases only is kept, naming them. Apart from `derive` because it reads only finished configs, not the rules."""
 
 from __future__ import annotations
 
@@ -48,6 +48,14 @@ def merge_across_torch(results: list[EffectiveConfig], basis: TorchBasis) -> Eff
                 continue
             seen.add(keys(f))
             on = [rel for rel, k in zip(releases, raised) if keys(f) in k]
+            if f.severity != "error":
+                # A warning leaves the P2P verdict as it is, and each release's answer is known:
+                # said with the releases that raise it.
+                off = ", ".join(_spans([r for r in releases if r not in on], releases))
+                findings.append(replace(f, message=f"on torch {', '.join(_spans(on, releases))} only "
+                                                   f"(not {off}): {f.message}",
+                                        detail={**f.detail, "torch": _spans(on, releases)}))
+                continue
             undecided.append(f"{f.detail.get('rule', f.kind)}: raised for torch {', '.join(_spans(on, releases))} "
                              f"only, not for the other releases of torch {basis.version or span(releases)}")
     notes = list(dict.fromkeys(n for r in results for n in r.notes))

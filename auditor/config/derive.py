@@ -118,10 +118,14 @@ def derive(
 
 
 def _torch_entries(release: str | None, rules_directory: Path | None) -> tuple[int, ...]:
-    """The torch rules entries `release` admits, by identity (the parsed file is cached)."""
+    """The torch rules entries `release` admits, and the rules of other files whose `torch`
+    specifier admits it, by identity (the parsed files are cached)."""
     rules = rulebook_files.load("torch", release, rules_directory)
-    return tuple(id(e) for name, table in rules.data.items() if isinstance(table, list)
-                 for e in rules.table(name))
+    own = [id(e) for name, table in rules.data.items() if isinstance(table, list) for e in rules.table(name)]
+    others = [id(e) for name in rulebook_files.names(rules_directory) if name != "torch"
+              for e in rulebook_files.load(name, None, rules_directory).data.get("rule", [])
+              if "torch" in e and rulebook_files.version_in(release, e["torch"])]
+    return tuple(own + others)
 
 
 # The provenance of a setting only another stack's rules give (megatron-core's on a torchtitan
@@ -138,6 +142,7 @@ class _Deriver:
         derived = {e.data["key"] for es in book.entries.values() for e in es
                    if e.table == "rule" and "key" in e.data and stack is not None and e.framework in stack}
         self.stack = stack  # the rules files of this run's stack; None: unknown
+        self.own_rules = derived  # keys a rule of this run's stack derives
         self.versions = book.versions
         self.env_readers = readers(book.versions.get("torch"))
         self.book = book
@@ -159,8 +164,9 @@ class _Deriver:
             if table == "arg" and raws[0]["stage"] in running}
         # A setting this run's own front end gives is its own, whatever other stacks need it
         # (Megatron-DeepSpeed's --pipeline-model-parallel-size on DeepSpeed's stack).
+        # So is one the entry script's own code gives (a DeepSpeed PipelineModule's num_stages).
         self.foreign = {k: v for k, v in foreign.items()
-                        if k not in derived and k not in self.frontend_args}
+                        if k not in derived and k not in self.frontend_args and k not in launch.entry_values}
         # --set values are typed as this launcher's front end types them.
         self.arg_types: dict[str, str] = {
             e.key: e.data.get("type", "str")
@@ -316,11 +322,12 @@ class _Deriver:
                  if raws[0]["stage"] == stage.name and decided(table, raws[0]) and not inert(table, raws)]
         # A front end the launcher is not does not init the process group the entry script inits.
         mine = self.launch.entry_values if other_frontend else {}
-        # A framework off this run's stack does not undo what the run's own front end gave
-        # (megatron-core's config stages on a Megatron-DeepSpeed run, whose PP is its flag's).
+        # A framework off this run's stack does not undo what the run's own front end, entry
+        # script or rules gave (megatron-core's config stages on a Megatron-DeepSpeed run, whose PP
+        # is its flag's; torchtitan's init on a DeepSpeed run, whose init DeepSpeed's rules state).
         off_stack = self.stack is not None and stage.framework not in self.stack
-        for key in dict.fromkeys(k for k in keys if k and k not in mine
-                                 and not (off_stack and k in self.frontend_args)):
+        own = self.frontend_args | set(self.launch.entry_values) | self.own_rules
+        for key in dict.fromkeys(k for k in keys if k and k not in mine and not (off_stack and k in own)):
             self.put(key, UNKNOWN, why, stage.framework)
         self.undecided.extend(f"{e.id}: {why}" for e in entries if e.table == "check")
         # Checks with version ranges are not admitted for an unknown version: undecided too, where

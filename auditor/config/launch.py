@@ -27,6 +27,7 @@ from auditor.bash.values import EnvVar
 from auditor.config.frontends import for_style
 from auditor.config.frontends.megatron_lm import judge_on_checkout
 from auditor.config.launcher import torchrun_options, world_size, world_variables
+from auditor.config.deepspeed_entry import read_deepspeed_entry
 from auditor.config.model import LaunchConfig
 from auditor.config.training_command import Candidate, LaunchShell
 from auditor.errors import InputError
@@ -165,6 +166,7 @@ def parse_launch(
             + ", ".join(f"torch=={p} (line {ln})" for p, ln in torch_pins)
             + "; each is judged, and what they disagree on is undecided",
             fix="keep one `# torch==X.Y.Z` comment", where=f"{path}:{torch_pins[1][1]}"))
+    read_deepspeed_entry(config)  # `deepspeed train.py`: the pipeline (or none) the script builds
     return config
 
 

@@ -42,13 +42,19 @@ TABLES: dict[str, Table] = {
     # The config pipeline (rulebook.stages, evaluated by auditor/config/derive.py).
     "stage": _table(True, "name order", "launchers flags about"),
     "arg": _table(True, "stage key type", f"default class aliases {_SELECT}"),
-    "rule": _table(True, "id stage", f"key action value when guard provenance class valid invalid {_SELECT}"),
+    # `torch`: a PEP 440 specifier over the torch release the rule holds on, for a framework's code
+    # that itself branches on torch's version (DeepSpeed's init_process_group); with torch's
+    # release unknown the rule holds nowhere (rulebook.stages).
+    "rule": _table(True, "id stage", f"key action value when guard provenance class valid invalid torch {_SELECT}"),
     "check": _table(True, "id stage when kind severity message",
                     f"effect fix remedy blame guard supersedes category explains headline valid invalid "
                     f"{_SELECT}"),
     "model": _table(True, "names", "values torch_dtype versions source"),
     # The values a setting a script leaves unknown is judged at (auditor/scan.py, issue 22).
     "setting_cases": _table(True, "key values why", "source"),
+    # What a DeepSpeed training script hands DeepSpeed (config/deepspeed_entry.py).
+    "pipeline_model": _table(False, "modules names source code", "about"),
+    "script_call": _table(True, "callee param position key source code", "about"),
     # The call-graph interpreter (rulebook.interpreter).
     "entry_point": _table(True, "name code", "about launchers source versions unknown when"),
     "symbol": _table(True, "function", "config group returns versions unknown source"),
@@ -158,12 +164,15 @@ def problem(data: dict[str, Any]) -> str | None:
                 bad = _remedy_problem(entry["remedy"])
                 if bad:
                     return f"{where}: remedy {bad}"
-            spec = entry.get("versions") if table.many else None
-            if spec is not None and spec != "*":
+            # `torch` selects a [[rule]] by torch's release; elsewhere it is a version (an image's).
+            for selector in ("versions", "torch") if name == "rule" else ("versions",) if table.many else ():
+                spec = entry.get(selector)
+                if spec is None or spec == "*":
+                    continue
                 try:
                     SpecifierSet(spec if isinstance(spec, str) else "!", prereleases=True)
                 except InvalidSpecifier:
-                    return f"{where}: versions {spec!r} is not a PEP 440 specifier such as \">=0.16,<0.18\""
+                    return f"{where}: {selector} {spec!r} is not a PEP 440 specifier such as \">=0.16,<0.18\""
     return None
 
 

@@ -1,6 +1,7 @@
 """The rules of every framework, filtered to the versions in use and grouped into stages.
 
-Which [[arg]]/[[rule]]/[[check]] entries apply depends on each framework's version; an entry
+Which [[arg]]/[[rule]]/[[check]] entries apply depends on each framework's version (and, for a
+rule with a `torch` specifier, on torch's release: code that branches on it); an entry
 that exists for some version but admits none in use is kept as `uncovered`, so that what it
 would decide is reported unknown instead of silently skipped.
 """
@@ -107,6 +108,7 @@ def load_rulebook(versions: dict[str, str | None], directory: Path | None = None
             confirmed_in[fw] = root
         for table in ("arg", "rule", "check"):
             admitted = rs.table(table) if root is None else _confirmed(table, rs.data.get(table, []), root)
+            admitted = [e for e in admitted if _torch_admits(e, versions.get("torch"))]
             for raw in rs.data.get(table, []):
                 ident = _entry_id(table, raw)
                 if any(e is raw for e in admitted):
@@ -137,6 +139,13 @@ def _confirmed(table: str, raws: list[dict[str, Any]], root: Path) -> list[dict[
             seen.add(ident)
             out.append(raw)
     return out
+
+
+def _torch_admits(entry: dict[str, Any], torch: str | None) -> bool:
+    """A `torch` specifier admits the torch release in use; an unknown release none (fail closed:
+    what the rule decides stays unknown)."""
+    spec = entry.get("torch")
+    return spec is None or files.version_in(torch, spec) is True
 
 
 def _entry_id(table: str, raw: dict[str, Any]) -> str:
