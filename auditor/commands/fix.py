@@ -18,6 +18,7 @@ import sys
 from auditor.commands import options
 from auditor.commands.output import emit, emit_report, replace_file
 from auditor.config.coerce import overrides_from
+from auditor.config.launch import read_script
 from auditor.errors import EXIT_FINDINGS, InputError
 from auditor.fix import plan as fix_plan
 from auditor.fix import report
@@ -54,6 +55,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--apply", "writes the script itself; leave out -o")
     if args.output and args.output != "-" and _same_file(args.output, args.config):
         raise InputError(args.output, "-o names the launch script, an input: give another file")
+    read_script(args.config)  # a script scan refuses (missing, a directory, not UTF-8) is refused
+    # here with scan's line, before the patcher reads it as text
     inputs = ScanInputs(args.config, args.target, overrides_from(args.set), args.torch,
                         args.entry, args.jobs, progress=sys.stderr.isatty())
     plan = fix_plan.make(inputs, set(args.option), args.simulate)
