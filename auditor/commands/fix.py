@@ -55,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--apply", "writes the script itself; leave out -o")
     if args.output and args.output != "-" and _same_file(args.output, args.config):
         raise InputError(args.output, "-o names the launch script, an input: give another file")
+    options.check_config(args.config)
     read_script(args.config)  # a script scan refuses (missing, a directory, not UTF-8) is refused
     # here with scan's line, before the patcher reads it as text
     inputs = ScanInputs(args.config, args.target, overrides_from(args.set), args.torch,

@@ -19,6 +19,7 @@ from auditor.analysis.verdict import gate_verdict
 from auditor.commands import options
 from auditor.commands.output import emit_report
 from auditor.config.coerce import overrides_from
+from auditor.config.launch import read_script
 from auditor.fix import plan, pointer
 from auditor.fix.report import attach
 from auditor.report import document
@@ -59,6 +60,7 @@ def baseline_torch(baseline: dict[str, Any]) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    options.check_config(args.config)
     baseline = document.load(args.baseline)
     check_scan(baseline, args.baseline)
     inputs = ScanInputs(args.config, merged_targets(args.target, baseline), overrides_from(args.set),
@@ -66,7 +68,11 @@ def run(args: argparse.Namespace) -> int:
                         progress=sys.stderr.isatty())
     # SARIF carries the verified patch itself as `fixes`: `fix`'s pipeline makes the scan and
     # verifies each cause's patch by a re-scan; the other formats name the command that does.
-    new = attach(plan.make(inputs, simulate=False)) if args.format == "sarif" else run_scan(inputs)
+    if args.format == "sarif":
+        read_script(args.config)  # the patcher reads the script as text: refused first as scan does
+        new = attach(plan.make(inputs, simulate=False))
+    else:
+        new = run_scan(inputs)
     pointer.point(new, inputs)
     result = gate(baseline, new)
     doc = gated_document(new, baseline, args.baseline, result)

@@ -9,10 +9,13 @@ Older spellings stay accepted as aliases (`record --out`, `simulate --trace-dir`
 from __future__ import annotations
 
 import argparse
+import os
+import stat
 from pathlib import Path
 from collections.abc import Sequence
 from typing import Any
 
+from auditor.errors import InputError
 from auditor.simulate import machine
 
 TARGET_HELP = ("framework sources (NAME==VERSION, wheel, sdist, directory, installed name); "
@@ -24,6 +27,26 @@ INIT_MODES = ("lazy", "eager")
 
 def add_config(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, metavar="RUN.SH", help="the launch script")
+
+
+def check_config(path: str) -> None:
+    """Refuse a `--config` that is a device before anything reads it: /dev/zero never ends (the
+    read grows until the kernel kills it), a disk is not a script. A terminal or pipe given as
+    /dev/stdin is the user's own input, read as given; what else is wrong with the path (missing,
+    a directory, not UTF-8) the script reader says."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return
+    if stat.S_ISBLK(mode) or (stat.S_ISCHR(mode) and not _is_stdin(path)):
+        raise InputError(path, "is a device, not a launch script")
+
+
+def _is_stdin(path: str) -> bool:
+    try:
+        return os.isatty(0) and os.path.samestat(os.stat(path), os.fstat(0))
+    except OSError:
+        return False
 
 
 def add_command(parser: argparse.ArgumentParser) -> None:

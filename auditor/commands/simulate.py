@@ -50,6 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    options.check_config(args.config)
     if args.microbatches is not None and args.microbatches < 1:
         raise InputError("--microbatches", f"must be >= 1, not {args.microbatches}")
     if args.trace_dir is not None and (args.trace_dir.exists() and (
