@@ -20,6 +20,7 @@ from auditor.commands import options
 from auditor.commands.output import emit_report
 from auditor.config.coerce import overrides_from
 from auditor.config.launch import read_script
+from auditor.errors import InputError
 from auditor.fix import plan, pointer
 from auditor.fix.report import attach
 from auditor.report import document
@@ -68,11 +69,17 @@ def run(args: argparse.Namespace) -> int:
                         progress=sys.stderr.isatty())
     # SARIF carries the verified patch itself as `fixes`: `fix`'s pipeline makes the scan and
     # verifies each cause's patch by a re-scan; the other formats name the command that does.
-    if args.format == "sarif":
-        read_script(args.config)  # the patcher reads the script as text: refused first as scan does
-        new = attach(plan.make(inputs, simulate=False))
-    else:
-        new = run_scan(inputs)
+    try:
+        if args.format == "sarif":
+            read_script(args.config)  # the patcher reads it as text: refused first as scan does
+            new = attach(plan.make(inputs, simulate=False))
+        else:
+            new = run_scan(inputs)
+    except InputError as exc:  # a target the baseline names, not found here: say whose it is
+        if exc.subject not in {t.get("origin") for t in baseline["targets"]} - set(args.target or []):
+            raise
+        raise InputError(args.baseline, f"its target {exc.subject}: {exc.cause} (the baseline was "
+                                        f"written elsewhere?): give the release with --target") from None
     pointer.point(new, inputs)
     result = gate(baseline, new)
     doc = gated_document(new, baseline, args.baseline, result)
