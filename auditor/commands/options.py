@@ -55,9 +55,19 @@ def add_command(parser: argparse.ArgumentParser) -> None:
                              "when the script hides it")
 
 
+def target(text: str) -> str:
+    """A `--target` as given; an empty one (a CI variable that expanded to nothing) would be read
+    as the current directory, so it is a usage error."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty target: give NAME==VERSION, a path or an "
+                                         "installed distribution's name")
+    return text
+
+
 def add_targets(parser: argparse.ArgumentParser, help: str = TARGET_HELP,
                 default: list[str] | None = None) -> None:
-    parser.add_argument("--target", action="append", default=default, metavar="TARGET", help=help)
+    parser.add_argument("--target", action="append", default=default, type=target,
+                        metavar="TARGET", help=help)
 
 
 def add_torch(parser: argparse.ArgumentParser, help: str = TORCH_HELP) -> None:
@@ -147,6 +157,8 @@ class _ExtendTargets(argparse.Action):
 
 def add_target_list(parser: argparse.ArgumentParser, help: str) -> None:
     """Targets as `sites` takes them: `sites A B` or `sites --target A --target B` (or both)."""
-    parser.add_argument("targets", nargs="*", action=_ExtendTargets, metavar="TARGET", help=help)
-    parser.add_argument("--target", dest="targets", action=_ExtendTargets, metavar="TARGET",
+    parser.add_argument("targets", nargs="*", action=_ExtendTargets, type=target, metavar="TARGET",
+                        help=help)
+    parser.add_argument("--target", dest="targets", action=_ExtendTargets, type=target,
+                        metavar="TARGET",
                         help="the same as a positional TARGET (repeatable)")
