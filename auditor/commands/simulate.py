@@ -11,6 +11,7 @@ completes; 2 on bad input.
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 import tempfile
 from pathlib import Path
@@ -118,6 +119,9 @@ def _simulate(doc: dict[str, Any], p: SimulationPlan, args: argparse.Namespace, 
     out["verdict"] = decided.to_json()
     emit_report(out, "simulate", args.format, args.output, formats.Context(config=args.config))
     print(f"p2paudit simulate: {decided.headline}", file=sys.stderr)
+    if args.trace_dir is not None:  # the ranks' files are one level down, beside spec.json
+        print(f"p2paudit simulate: the recorded schedule is kept: p2paudit report --trace "
+              f"{shlex.quote(str(recorded.trace))}", file=sys.stderr)
     return decided.exit_code
 
 
