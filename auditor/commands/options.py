@@ -105,8 +105,22 @@ def report_format(kind: str) -> tuple[tuple[str, ...], str]:
     return formats.choices(kind), formats.DEFAULTS[kind]
 
 
+def check_output(text: str | None) -> None:
+    """`-o FILE`, refused before the command does its work (a scan can take minutes) where it
+    cannot be written: its directory missing, or a directory itself. What else is wrong (an
+    input of the command, a full disk) is said where it is written."""
+    if text is None or text == "-" or text.startswith(("/dev/", "/proc/")):
+        return
+    if os.path.isdir(text):
+        raise InputError(text, "is a directory; -o names the file to write")
+    if not os.path.isdir(os.path.dirname(text) or "."):
+        raise InputError(text, "the output's directory does not exist")
+
+
 def add_output(parser: argparse.ArgumentParser, help: str = "write here instead of stdout") -> None:
+    """`-o FILE`; the CLI checks it (`check_output`) before the command runs."""
     parser.add_argument("-o", "--output", metavar="FILE", help=help)
+    parser.set_defaults(output_is_file=True)
 
 
 def add_jobs(parser: argparse.ArgumentParser) -> None:
