@@ -29,6 +29,7 @@ BACKUP = ".p2paudit-bak"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     options.add_config(parser)
+    options.add_command(parser)
     options.add_targets(parser)
     options.add_torch(parser)
     options.add_set(parser)
@@ -60,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     # before the patcher reads it as text. Without --target, a script that states not every
     # release is patched and verified on the newest combination scan judges it on: the one whose
     # document scan's findings come from (as `simulate` runs it).
-    choice = None if args.target else release_choice(args.config)[1]
+    choice = None if args.target else release_choice(args.config, args.training_command)[1]
     if args.target:
         read_script(args.config)
     targets = args.target
@@ -70,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
               f"rules verify that fit together, {', '.join(targets)} (--target NAME==VERSION "
               f"gives the run's)", file=sys.stderr)
     inputs = ScanInputs(args.config, targets, overrides_from(args.set), args.torch,
-                        args.entry, args.jobs, progress=sys.stderr.isatty())
+                        args.entry, args.jobs, progress=sys.stderr.isatty(),
+                        command=args.training_command)
     plan = fix_plan.make(inputs, set(args.option), args.simulate)
     read = [p for p in plan.sources if args.output and args.output != "-" and _same_file(args.output, p)]
     if read:

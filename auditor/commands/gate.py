@@ -29,6 +29,7 @@ from auditor.scan import ScanInputs, run_scan
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     options.add_config(parser)
+    options.add_command(parser)
     parser.add_argument("--baseline", required=True, metavar="FILE",
                         help="scan document of the same script at a known-good release "
                              "(p2paudit scan --format json)")
@@ -66,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     check_scan(baseline, args.baseline)
     inputs = ScanInputs(args.config, merged_targets(args.target, baseline), overrides_from(args.set),
                         args.torch or baseline_torch(baseline), args.entry, args.jobs,
-                        progress=sys.stderr.isatty())
+                        progress=sys.stderr.isatty(), command=args.training_command)
     # SARIF carries the verified patch itself as `fixes`: `fix`'s pipeline makes the scan and
     # verifies each cause's patch by a re-scan; the other formats name the command that does.
     try:
