@@ -103,7 +103,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     try:
-        return importlib.import_module(COMMANDS[args.command][0]).run(args)
+        command = importlib.import_module(COMMANDS[args.command][0])
+        if getattr(args, "output_is_file", False):  # before the work, not after it
+            from auditor.commands.options import check_output
+            check_output(args.output)
+        return command.run(args)
     except InputError as exc:
         print(f"p2paudit {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_INPUT

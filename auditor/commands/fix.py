@@ -18,16 +18,18 @@ import sys
 from auditor.commands import options
 from auditor.commands.output import emit, emit_report, replace_file
 from auditor.config.coerce import overrides_from
+from auditor.config.launch import read_script
 from auditor.errors import EXIT_FINDINGS, InputError
 from auditor.fix import plan as fix_plan
 from auditor.fix import report
-from auditor.scan import ScanInputs
+from auditor.scan import ScanInputs, release_choice
 
 BACKUP = ".p2paudit-bak"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     options.add_config(parser)
+    options.add_command(parser)
     options.add_targets(parser)
     options.add_torch(parser)
     options.add_set(parser)
@@ -54,8 +56,23 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--apply", "writes the script itself; leave out -o")
     if args.output and args.output != "-" and _same_file(args.output, args.config):
         raise InputError(args.output, "-o names the launch script, an input: give another file")
-    inputs = ScanInputs(args.config, args.target, overrides_from(args.set), args.torch,
-                        args.entry, args.jobs, progress=sys.stderr.isatty())
+    options.check_config(args.config)
+    # A script scan refuses (missing, a directory, not UTF-8) is refused here with scan's line,
+    # before the patcher reads it as text. Without --target, a script that states not every
+    # release is patched and verified on the newest combination scan judges it on: the one whose
+    # document scan's findings come from (as `simulate` runs it).
+    choice = None if args.target else release_choice(args.config, args.training_command)[1]
+    if args.target:
+        read_script(args.config)
+    targets = args.target
+    if choice is not None:
+        targets = choice.targets(choice.combinations[0])
+        print(f"p2paudit fix: no release stated: patched and verified on the newest releases the "
+              f"rules verify that fit together, {', '.join(targets)} (--target NAME==VERSION "
+              f"gives the run's)", file=sys.stderr)
+    inputs = ScanInputs(args.config, targets, overrides_from(args.set), args.torch,
+                        args.entry, args.jobs, progress=sys.stderr.isatty(),
+                        command=args.training_command)
     plan = fix_plan.make(inputs, set(args.option), args.simulate)
     read = [p for p in plan.sources if args.output and args.output != "-" and _same_file(args.output, p)]
     if read:

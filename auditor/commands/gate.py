@@ -19,6 +19,8 @@ from auditor.analysis.verdict import gate_verdict
 from auditor.commands import options
 from auditor.commands.output import emit_report
 from auditor.config.coerce import overrides_from
+from auditor.config.launch import read_script
+from auditor.errors import InputError
 from auditor.fix import plan, pointer
 from auditor.fix.report import attach
 from auditor.report import document
@@ -27,6 +29,7 @@ from auditor.scan import ScanInputs, run_scan
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     options.add_config(parser)
+    options.add_command(parser)
     parser.add_argument("--baseline", required=True, metavar="FILE",
                         help="scan document of the same script at a known-good release "
                              "(p2paudit scan --format json)")
@@ -59,14 +62,25 @@ def baseline_torch(baseline: dict[str, Any]) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    options.check_config(args.config)
     baseline = document.load(args.baseline)
     check_scan(baseline, args.baseline)
     inputs = ScanInputs(args.config, merged_targets(args.target, baseline), overrides_from(args.set),
                         args.torch or baseline_torch(baseline), args.entry, args.jobs,
-                        progress=sys.stderr.isatty())
+                        progress=sys.stderr.isatty(), command=args.training_command)
     # SARIF carries the verified patch itself as `fixes`: `fix`'s pipeline makes the scan and
     # verifies each cause's patch by a re-scan; the other formats name the command that does.
-    new = attach(plan.make(inputs, simulate=False)) if args.format == "sarif" else run_scan(inputs)
+    try:
+        if args.format == "sarif":
+            read_script(args.config)  # the patcher reads it as text: refused first as scan does
+            new = attach(plan.make(inputs, simulate=False))
+        else:
+            new = run_scan(inputs)
+    except InputError as exc:  # a target the baseline names, not found here: say whose it is
+        if exc.subject not in {t.get("origin") for t in baseline["targets"]} - set(args.target or []):
+            raise
+        raise InputError(args.baseline, f"its target {exc.subject}: {exc.cause} (the baseline was "
+                                        f"written elsewhere?): give the release with --target") from None
     pointer.point(new, inputs)
     result = gate(baseline, new)
     doc = gated_document(new, baseline, args.baseline, result)

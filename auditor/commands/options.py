@@ -9,10 +9,13 @@ Older spellings stay accepted as aliases (`record --out`, `simulate --trace-dir`
 from __future__ import annotations
 
 import argparse
+import os
+import stat
 from pathlib import Path
 from collections.abc import Sequence
 from typing import Any
 
+from auditor.errors import InputError
 from auditor.simulate import machine
 
 TARGET_HELP = ("framework sources (NAME==VERSION, wheel, sdist, directory, installed name); "
@@ -26,15 +29,45 @@ def add_config(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, metavar="RUN.SH", help="the launch script")
 
 
+def check_config(path: str) -> None:
+    """Refuse a `--config` that is a device before anything reads it: /dev/zero never ends (the
+    read grows until the kernel kills it), a disk is not a script. A terminal or pipe given as
+    /dev/stdin is the user's own input, read as given; what else is wrong with the path (missing,
+    a directory, not UTF-8) the script reader says."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return
+    if stat.S_ISBLK(mode) or (stat.S_ISCHR(mode) and not _is_stdin(path)):
+        raise InputError(path, "is a device, not a launch script")
+
+
+def _is_stdin(path: str) -> bool:
+    try:
+        return os.isatty(0) and os.path.samestat(os.stat(path), os.fstat(0))
+    except OSError:
+        return False
+
+
 def add_command(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--command", dest="training_command", metavar="'CMD ...'",
                         help="the training command line, read after the script (its variables set), "
                              "when the script hides it")
 
 
+def target(text: str) -> str:
+    """A `--target` as given; an empty one (a CI variable that expanded to nothing) would be read
+    as the current directory, so it is a usage error."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty target: give NAME==VERSION, a path or an "
+                                         "installed distribution's name")
+    return text
+
+
 def add_targets(parser: argparse.ArgumentParser, help: str = TARGET_HELP,
                 default: list[str] | None = None) -> None:
-    parser.add_argument("--target", action="append", default=default, metavar="TARGET", help=help)
+    parser.add_argument("--target", action="append", default=default, type=target,
+                        metavar="TARGET", help=help)
 
 
 def add_torch(parser: argparse.ArgumentParser, help: str = TORCH_HELP) -> None:
@@ -72,8 +105,22 @@ def report_format(kind: str) -> tuple[tuple[str, ...], str]:
     return formats.choices(kind), formats.DEFAULTS[kind]
 
 
+def check_output(text: str | None) -> None:
+    """`-o FILE`, refused before the command does its work (a scan can take minutes) where it
+    cannot be written: its directory missing, or a directory itself. What else is wrong (an
+    input of the command, a full disk) is said where it is written."""
+    if text is None or text == "-" or text.startswith(("/dev/", "/proc/")):
+        return
+    if os.path.isdir(text):
+        raise InputError(text, "is a directory; -o names the file to write")
+    if not os.path.isdir(os.path.dirname(text) or "."):
+        raise InputError(text, "the output's directory does not exist")
+
+
 def add_output(parser: argparse.ArgumentParser, help: str = "write here instead of stdout") -> None:
+    """`-o FILE`; the CLI checks it (`check_output`) before the command runs."""
     parser.add_argument("-o", "--output", metavar="FILE", help=help)
+    parser.set_defaults(output_is_file=True)
 
 
 def add_jobs(parser: argparse.ArgumentParser) -> None:
@@ -124,6 +171,8 @@ class _ExtendTargets(argparse.Action):
 
 def add_target_list(parser: argparse.ArgumentParser, help: str) -> None:
     """Targets as `sites` takes them: `sites A B` or `sites --target A --target B` (or both)."""
-    parser.add_argument("targets", nargs="*", action=_ExtendTargets, metavar="TARGET", help=help)
-    parser.add_argument("--target", dest="targets", action=_ExtendTargets, metavar="TARGET",
+    parser.add_argument("targets", nargs="*", action=_ExtendTargets, type=target, metavar="TARGET",
+                        help=help)
+    parser.add_argument("--target", dest="targets", action=_ExtendTargets, type=target,
+                        metavar="TARGET",
                         help="the same as a positional TARGET (repeatable)")

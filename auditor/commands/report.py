@@ -19,7 +19,7 @@ import argparse
 import sys
 from typing import Any
 
-from auditor import sources
+from auditor import __version__, sources
 from auditor.analysis import ncclbounds
 from auditor.analysis import verdict
 from auditor.analysis.join import join_run, no_scan
@@ -67,7 +67,9 @@ def run(args: argparse.Namespace) -> int:
     if args.scan is None and not (args.trace or args.flight_recorder):
         raise InputError("--scan", "give --trace DIR or --flight-recorder DIR (and --scan "
                                    "SCAN.JSON to join the run with a scan)")
-    doc = document.load(args.scan) if args.scan else no_scan()
+    # without a scan the document is still the contract's: it names the p2paudit that judged it
+    doc = document.load(args.scan) if args.scan else \
+        {"tool": {"name": "p2paudit", "version": __version__}, **no_scan()}
     trace = read_run(args.trace, args.flight_recorder, doc["sites"])
     cluster = _cluster(args, doc)
     if trace is not None:

@@ -43,6 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    options.check_config(args.config)
     overrides = overrides_from(args.set)
     base = ScanInputs(args.config, args.target, overrides, args.torch, args.entry, args.jobs,
                       progress=sys.stderr.isatty(), command=args.training_command)

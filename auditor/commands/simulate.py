@@ -11,6 +11,7 @@ completes; 2 on bad input.
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 import tempfile
 from pathlib import Path
@@ -32,6 +33,7 @@ from auditor.simulate.run import run as run_schedule
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     options.add_config(parser)
+    options.add_command(parser)
     options.add_targets(parser, "framework sources, as for scan (default: the script's `name==X` "
                                 "comments); megatron-core's is the schedule that runs")
     options.add_torch(parser)
@@ -50,6 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    options.check_config(args.config)
     if args.microbatches is not None and args.microbatches < 1:
         raise InputError("--microbatches", f"must be >= 1, not {args.microbatches}")
     if args.trace_dir is not None and (args.trace_dir.exists() and (
@@ -58,14 +61,15 @@ def run(args: argparse.Namespace) -> int:
                                               "exist yet")
     # Without --target: the newest combination of the releases the scan would judge the run
     # across; one simulation runs one schedule.
-    text, choice = release_choice(args.config) if not args.target else (None, None)
+    text, choice = release_choice(args.config, args.training_command) if not args.target else (None, None)
     targets, chosen = args.target, ""
     if choice is not None:
         targets = choice.targets(choice.combinations[0])
         chosen = (f"no release stated: simulated on the newest releases the rules verify that fit "
                   f"together, {', '.join(targets)} (--target NAME==VERSION gives the run's)")
-    inputs = ScanInputs(args.config, targets, overrides_from(args.set), args.torch)
-    launch, srcs = read_config(args.config, targets, text=text)
+    inputs = ScanInputs(args.config, targets, overrides_from(args.set), args.torch,
+                        command=args.training_command)
+    launch, srcs = read_config(args.config, targets, args.training_command, text=text)
     doc = run_scan(inputs, (launch, srcs))
     if chosen:
         doc["config"]["release_choice"] = chosen
@@ -117,6 +121,9 @@ def _simulate(doc: dict[str, Any], p: SimulationPlan, args: argparse.Namespace, 
     out["verdict"] = decided.to_json()
     emit_report(out, "simulate", args.format, args.output, formats.Context(config=args.config))
     print(f"p2paudit simulate: {decided.headline}", file=sys.stderr)
+    if args.trace_dir is not None:  # the ranks' files are one level down, beside spec.json
+        print(f"p2paudit simulate: the recorded schedule is kept: p2paudit report --trace "
+              f"{shlex.quote(str(recorded.trace))}", file=sys.stderr)
     return decided.exit_code
 
 

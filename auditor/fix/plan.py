@@ -145,7 +145,7 @@ def make(inputs: ScanInputs, chosen: set[str] | None = None, simulate: bool | No
     applies, a megatron-core pipeline)."""
     chosen = chosen or set()
     source = read_text(inputs.config_path)
-    read = read_config(inputs.config_path, inputs.targets)
+    read = read_config(inputs.config_path, inputs.targets, inputs.command)
     launch = read[0]
     entry = locate(launch)[0]
     sources = _read_sources(launch, source)

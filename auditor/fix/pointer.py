@@ -13,9 +13,10 @@ from auditor.scan import ScanInputs
 
 
 def input_args(inputs: ScanInputs) -> list[str]:
-    """The options that give a command the scan's inputs (targets, torch, --set)."""
+    """The options that give a command the scan's inputs (targets, torch, --command, --set)."""
     argv = [a for t in inputs.targets or [] for a in ("--target", t)]
     argv += ["--torch", inputs.torch_version] if inputs.torch_version else []
+    argv += ["--command", inputs.command] if inputs.command else []
     return argv + [a for k, v in (inputs.overrides or {}).items() for a in ("--set", f"{k}={v}")]
 
 

@@ -50,8 +50,21 @@ def load(path: str) -> dict[str, Any]:
     if not isinstance(doc, dict) or not isinstance(doc.get("sites"), list) \
             or not isinstance(doc.get("targets"), list):
         raise InputError(path, "not a p2paudit scan or sites document (no 'sites' and 'targets')")
+    for part, keys in (("sites", SITE_KEYS), ("targets", TARGET_KEYS)):
+        for i, item in enumerate(doc[part]):
+            missing = [k for k in keys if k not in item] if isinstance(item, dict) else list(keys)
+            if missing:
+                raise InputError(path, f"not a document p2paudit wrote: {part[:-1]} #{i} has no "
+                                       f"{', '.join(missing)}")
     try:
         RunConfig.from_json(doc.get("config") or {})
     except InputError as exc:
         raise InputError(path, f"{exc.subject} {exc.cause}") from None
     return doc
+
+
+# What every site and target of a document holds (docs/schema/scan-document.schema.json
+# `required`; tests/hostile/test_document_inputs.py keeps the two the same): what the readers
+# of a loaded document may index without asking.
+SITE_KEYS = ("id", "package", "path", "line", "function", "api", "batched", "group")
+TARGET_KEYS = ("name", "version", "source")

@@ -388,16 +388,21 @@ def _merged_path(paths: list[list[str]]) -> str:
 
 
 def matrix_table(key: str, docs: dict[str, dict[str, Any]]) -> str:
+    """What changes across the values of `key`: a row per config value that differs and per
+    site verdict, the columns as narrow as their cells so that four values fit 80 columns."""
     values = list(docs)
-    width = max(12, *(len(v) for v in values))
-    lines = [f"{key:<40}" + "".join(f"{v:>{width}}" for v in values)]
+    rows: list[tuple[str, list[str]]] = []
     for k in KEY_VALUES:
         row = [value_words(RunConfig.from_json(docs[v]["config"]).value(k)) for v in values]
         if len(set(row)) > 1:
-            lines.append(f"  {k:<38}" + "".join(f"{c:>{width}}" for c in row))
+            rows.append((f"  {k}", row))
     for verdict in _ORDER:
-        row = [str(sum(1 for s in docs[v]["sites"] if s["verdict"] == verdict)) for v in values]
-        lines.append(f"  sites {verdict:<32}" + "".join(f"{c:>{width}}" for c in row))
+        rows.append((f"  sites {verdict}",
+                     [str(sum(1 for s in docs[v]["sites"] if s["verdict"] == verdict)) for v in values]))
+    label = max(len(key), *(len(name) for name, _ in rows)) + 1
+    width = max(len(c) for c in [*values, *(c for _, row in rows for c in row)]) + 2
+    lines = [f"{key:<{label}}" + "".join(f"{v:>{width}}" for v in values)]
+    lines += [f"{name:<{label}}" + "".join(f"{c:>{width}}" for c in row) for name, row in rows]
     by_id: dict[str, list[str]] = {}
     for i, v in enumerate(values):
         for s in docs[v]["sites"]:
