@@ -3,7 +3,8 @@
 Rules are data so that supporting a new release is a rules change. Any table entry may carry
 `versions = "<PEP 440 specifier>"`; `load(name, version)` keeps only the entries whose range
 admits `version` (all of them when the version is unknown and the entry says `unknown = true`,
-otherwise entries with a range are dropped for an unknown version). A file whose tables or keys
+otherwise entries with a range are dropped for an unknown version; a torch newer than every
+release the rules judge is unknown). A file whose tables or keys
 rulebook.schema does not allow is refused, so that a typo cannot widen an entry.
 """
 
@@ -47,8 +48,12 @@ class RuleSet:
     digest: str = ""
 
     def table(self, name: str) -> list[dict[str, Any]]:
-        """Entries of an array-of-tables, those whose `versions` admit this version."""
-        return [e for e in self.data.get(name, []) if _admits(e, self.version)]
+        """Entries of an array-of-tables, those whose `versions` admit this version. A version
+        newer than every release of `[framework] releases` (torch's) is one nobody checked the
+        open-ended ranges against: it is taken as unknown."""
+        version = None if _beyond(self.version, self.section("framework").get("releases")) \
+            else self.version
+        return [e for e in self.data.get(name, []) if _admits(e, version)]
 
     def section(self, name: str) -> dict[str, Any]:
         return self.data.get(name, {})
@@ -63,6 +68,16 @@ def _admits(entry: dict[str, Any], version: str | None) -> bool:
     try:
         return Version(version) in SpecifierSet(spec, prereleases=True)
     except (InvalidSpecifier, InvalidVersion):
+        return False
+
+
+def _beyond(version: str | None, releases: list[str] | None) -> bool:
+    """Whether `version` (its local build tag and pre-release dropped) is newer than them all."""
+    if version is None or not releases:
+        return False
+    try:
+        return Version(Version(version).base_version) > max(Version(r) for r in releases)
+    except InvalidVersion:
         return False
 
 
