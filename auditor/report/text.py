@@ -30,7 +30,7 @@ def sites_table(doc: dict[str, Any]) -> str:
     for (package, path), sites in sorted(by_file.items()):
         batched = sum(1 for s in sites if s["batched"])
         lines.append(
-            f"{package}  {path}  ({len(sites)} sites: {batched} batched, "
+            f"{package}  {path}  ({len(sites)} site{'' if len(sites) == 1 else 's'}: {batched} batched, "
             f"{len(sites) - batched} unbatched)"
         )
         width = max(len(_api(s)) for s in sites)

@@ -11,12 +11,14 @@ from __future__ import annotations
 import contextlib
 import gc
 import hashlib
+import io
 import json
 import os
 import shutil
 import stat
 import sys
 import time
+import tokenize
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -192,7 +194,8 @@ def _entries_text(entries: dict[str, list]) -> str:
 
 
 def read_source(src: SourceSet, rel: str) -> tuple[str | None, str, str | None]:
-    """(text, digest, error) of one file; text is None when it cannot be read as UTF-8, or when
+    """(text, digest, error) of one file; text is None when it cannot be read as UTF-8 (or as the
+    encoding its coding line declares, as Python reads it), or when
     it is not one of the target's regular files (a FIFO would block the read, a device or a link
     out of the tree would read what is not the target): those are skipped, never opened."""
     path = src.root / rel
@@ -213,7 +216,12 @@ def read_source(src: SourceSet, rel: str) -> tuple[str | None, str, str | None]:
         return raw.decode("utf-8-sig"), digest, None  # a byte-order mark is no code
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
-        return None, digest, f"not UTF-8 at line {line}: {exc.reason}"
+        error = f"not UTF-8 at line {line}: {exc.reason}"
+    try:  # a PEP 263 `# -*- coding: latin-1 -*-` line: Python reads the file in that encoding
+        encoding = tokenize.detect_encoding(io.BytesIO(raw).readline)[0]
+        return (None, digest, error) if encoding.startswith("utf-8") else (raw.decode(encoding), digest, None)
+    except (SyntaxError, LookupError, UnicodeDecodeError):
+        return None, digest, error
 
 
 def analyze(

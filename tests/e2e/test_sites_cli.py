@@ -46,6 +46,20 @@ def test_text_table_groups_by_file_with_counts(tree):
     assert "3 P2P sites (2 batched, 1 unbatched)" in out and "2 not analysable" in out
 
 
+def test_a_file_in_the_encoding_its_coding_line_declares_is_analysed(tmp_path):
+    """Python reads a `# -*- coding: latin-1 -*-` file in latin-1 (PEP 263), so its sites are
+    the target's code, not 'not UTF-8' (h-explore found one missed)."""
+    pkg = tmp_path / "proj" / "pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "old.py").write_bytes(b"# -*- coding: latin-1 -*-\nimport torch.distributed as dist\n"
+                                 b"# caf\xe9\ndef ping(t):\n    dist.send(t, 1)  # \xe9t\xe9\n")
+    proc = p2paudit("sites", str(tmp_path / "proj"))
+    assert proc.returncode == 0, proc.stderr
+    assert "pkg/old.py  (1 site: 0 batched, 1 unbatched)" in proc.stdout, proc.stdout
+    assert "0 not analysable" in proc.stdout
+
+
 def test_json_follows_the_contract(tree, tmp_path):
     out_file = tmp_path / "sites.json"
     proc = p2paudit("sites", str(tree), "--format", "json", "-o", str(out_file))
@@ -166,9 +180,9 @@ def test_a_byte_order_mark_is_read_and_newer_syntax_is_named(tmp_path):
                                     "def f(t):\n    dist.send(t, 1)\n")
     proc = p2paudit("sites", str(tmp_path / "proj"))
     assert proc.returncode == 0, proc.stderr
-    assert "pkg/bom.py  (1 sites: 0 batched, 1 unbatched)" in proc.stdout
+    assert "pkg/bom.py  (1 site: 0 batched, 1 unbatched)" in proc.stdout
     if sys.version_info >= (3, 12):
-        assert "pkg/generic.py  (1 sites" in proc.stdout
+        assert "pkg/generic.py  (1 site:" in proc.stdout
     else:
         assert (f"not analysed: proj pkg/generic.py: syntax error at line 2: invalid syntax "
                 f"(as Python 3.{sys.version_info[1]} reads it)") in proc.stdout
