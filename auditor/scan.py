@@ -194,25 +194,39 @@ def _scan_releases(inputs: ScanInputs,
     combination of releases the rules cover (config.releases), and the documents merged: the
     newest combination's, with every combination's verdict in `config.release_basis`, which the
     verdict reads (a verdict decided only where they all agree)."""
-    if read is None and not inputs.targets:
-        text, choice = release_choice(inputs.config_path, inputs.command)
-        if choice is not None:
+    given = _given_releases(inputs.targets)
+    if read is None and (not inputs.targets or given):
+        text, choice = release_choice(inputs.config_path, inputs.command, given)
+        if choice is not None and (not given or set(given) & set(choice.combinations[0])):
             started = time.perf_counter()
-            docs = [_scan_one(inputs, read_config(inputs.config_path, choice.targets(combo),
-                                                  inputs.command, text))
+            docs = [_scan_one(inputs, read_config(inputs.config_path, [*(inputs.targets or []), *choice.targets(
+                {n: v for n, v in combo.items() if n not in given})], inputs.command, text))
                     for combo in choice.combinations]
             return _merged(docs, choice, time.perf_counter() - started)
         read = read_config(inputs.config_path, inputs.targets, inputs.command, text)
     return _scan_one(inputs, read or read_config(inputs.config_path, inputs.targets, inputs.command))
 
 
-def release_choice(config_path: str, command: str | None = None) -> tuple[str, releases.Plan | None]:
+def _given_releases(targets: list[str] | None) -> dict[str, str]:
+    """The releases `--target`s state (`NAME==VERSION`, a wheel, a versioned tree): where they
+    give part of the run's stack, the rest is chosen as for a script stating that part."""
+    out: dict[str, str] = {}
+    for t in targets or []:
+        src = resolve(t)
+        if src.recognised and src.version:
+            out[src.name] = src.version
+    return out
+
+
+def release_choice(config_path: str, command: str | None = None,
+                   given: dict[str, str] | None = None) -> tuple[str, releases.Plan | None]:
     """The script's text (read once: a pipe gives it once) and the combinations of releases a
     run stating not every release of its stack is judged on (config.releases); None where it
-    states them all."""
+    states them all. `given`: the releases --target states, as if the script pinned them."""
     text = read_script(config_path)
     launch = parse_launch(text, config_path, environ=launch_environ(), command=command)
     refuse_not_pipeline(launch)
+    launch.pins.update(given or {})
     return text, releases.plan(launch)
 
 

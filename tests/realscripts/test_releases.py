@@ -136,6 +136,26 @@ def test_a_stated_release_is_kept_and_bounds_the_others(tmp_path, release):
         admitted(combo["releases"], release)
 
 
+def test_targets_giving_part_of_the_stack_are_kept_and_the_rest_chosen(tmp_path, release):
+    """`--target megatron-core==0.19.2 --target ms-swift==4.6.0` for a `megatron sft` run (the
+    h-explore command on ms-swift examples/megatron/moe/qwen3_moe.sh @ 2d3694fb18): before,
+    the scan ran without mcore-bridge (INCONCLUSIVE on batch_p2p_comm); now the given releases
+    stand as a script's pins would, and mcore-bridge is chosen as for an unstated release."""
+    script = tmp_path / "sft.sh"
+    script.write_text(SWIFT_SFT)
+    proc = subprocess.run([sys.executable, "-m", "auditor", "scan", "--config", str(script),
+                           "--format", "json", "--target", "megatron-core==0.19.2",
+                           "--target", "ms-swift==4.6.0"],
+                          check=False, capture_output=True, text=True, cwd=ROOT, timeout=600)
+    doc = json.loads(proc.stdout)
+    basis = doc["config"]["release_basis"]
+    assert basis["stated"] == {"megatron-core": "0.19.2", "ms-swift": "4.6.0"}
+    assert basis["free"] == ["mcore-bridge"]
+    assert {t["name"] for t in doc["targets"]} >= {"ms-swift", "mcore-bridge", "megatron-core"}
+    for combo in basis["combinations"]:
+        admitted(combo["releases"], release)
+
+
 def test_releases_that_disagree_make_it_inconclusive_naming_them(swift_doc):
     """The verdict decided on the newest combination does not hold where another combination's
     scan read otherwise: INCONCLUSIVE names both and the outermost release that differs."""
