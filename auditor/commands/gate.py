@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from auditor import sources
@@ -61,10 +62,21 @@ def baseline_torch(baseline: dict[str, Any]) -> str | None:
     return version if version not in (None, "unknown") else None
 
 
+def check_same_script(baseline: dict[str, Any], path: str, config: str) -> None:
+    """A gate compares one launch script across releases: a baseline scanned from another script
+    (its file name) would pass or fail on that script's sites and inherit its torch."""
+    made_from = (baseline.get("launch") or {}).get("path")
+    if made_from and Path(made_from).name != Path(config).name:
+        raise InputError(path, f"was scanned from {Path(made_from).name}, not {Path(config).name}: "
+                               f"make this script's baseline (p2paudit scan --config {config} "
+                               f"--format json -o BASELINE)")
+
+
 def run(args: argparse.Namespace) -> int:
     options.check_config(args.config)
     baseline = document.load(args.baseline)
     check_scan(baseline, args.baseline)
+    check_same_script(baseline, args.baseline, args.config)
     inputs = ScanInputs(args.config, merged_targets(args.target, baseline), overrides_from(args.set),
                         args.torch or baseline_torch(baseline), args.entry, args.jobs,
                         progress=sys.stderr.isatty(), command=args.training_command)
