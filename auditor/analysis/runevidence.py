@@ -1,6 +1,7 @@
 """What a trace says of its own completeness: ranks that left no evidence (undecided: what the
-run did there is not known), ops that raised and ranks whose process never closed its file
-(findings: the run crashed, whatever its op order says).
+run did there is not known), processes that died of an exception (`run-crashed`: the cause,
+which the ranks left waiting on them are consequences of), ops that raised and ranks whose
+process never closed its file (findings: the run crashed, whatever its op order says).
 
 Missing evidence is never CLEAN (MUST reports "incomplete" when a process's events are missing):
 the join puts `undecided_evidence` in `run.undecided`, which the verdict lists with what decides
@@ -44,10 +45,85 @@ def evidence_complete(trace: Trace) -> bool:
     return not trace.no_evidence() and not any(rt.unclosed for rt in trace.ranks.values())
 
 
+# What a crash explains (analysis.causes): ops that raised on a connection its process closed,
+# the partners left waiting in an op, the replay's cycle through the ops the crash cut short.
+# The replay's count mismatch: the crash cut an exchange short on one side.
+CRASH_EXPLAINS = ("run-op-raised", "run-stopped-in-op", "wait-for-cycle", "rank-file-not-closed",
+                  "p2p-count-mismatch")
+
+
+def crash_finding(trace: Trace) -> Finding | None:
+    """`run-crashed`: processes that died of an uncaught exception (their `exception` lines),
+    the first by wall clock leading, with what the other ranks were doing then (waiting in an
+    op, ended by a signal): the consequences."""
+    crashed = {r: rt.crash for r, rt in trace.ranks.items() if rt.crash is not None}
+    if not crashed:
+        return None
+
+    def when(rank: int) -> float:
+        rt = trace.ranks[rank]
+        return float(rt.meta.get("wall0") or 0) + float(crashed[rank].get("t") or 0)
+
+    first = min(crashed, key=lambda r: (when(r), r))
+    exc = crashed[first]
+    at = exc.get("at") or {}
+    where = f"{at['path']}:{at.get('line')}" if at.get("path") else ""
+    raised = exc.get("raised") or {}
+    inside = f" (raised in {raised['path']}:{raised.get('line')})" if raised.get("path") else ""
+    others = sorted(set(crashed) - {first})
+    same = [r for r in others if crashed[r].get("error") == exc.get("error")]
+    who = (f"rank(s) {_words(dict.fromkeys([first, *same]))}" if same else f"rank {first}")
+    head = (f"{who} raised {exc.get('error')}" + (f" at {where}" if where else "")
+            + (f" (rank {first} first)" if same else ""))
+    after = []
+    for rank in [r for r in others if r not in same][:EXAMPLES]:
+        other = crashed[rank]
+        site = other.get("at") or {}
+        line = f" at {site.get('path')}:{site.get('line')}" if site.get("path") else ""
+        raised_op = trace.ranks[rank].raised[-1:]  # the op it raised in, if one did
+        in_op = (f" in {raised_op[0].get('api')}" + (f" with rank {raised_op[0]['peer']}"
+                                                     if raised_op[0].get("peer") is not None else "")
+                 if raised_op else "")
+        after.append(f"rank {rank} then raised {other.get('type') or 'an exception'}{in_op}{line}")
+    waiting = {r: rt.pending()[0] for r, rt in trace.ranks.items()
+               if r not in crashed and rt.pending()}
+    for rank in sorted(waiting)[:EXAMPLES]:
+        op = waiting[rank]
+        peer = f" with rank {op['peer']}" if op.get("peer") is not None else ""
+        site = op.get("site") or {}
+        line = f" ({site.get('path')}:{site.get('line')})" if site.get("path") else ""
+        after.append(f"rank {rank} was left waiting in {op.get('api')}{peer}{line}")
+    signalled = sorted(r for r, rt in trace.ranks.items()
+                       if (rt.exit or {}).get("how") == "signal")
+    if signalled:
+        name = trace.ranks[signalled[0]].exit.get("signal")  # type: ignore[union-attr]
+        after.append(f"rank(s) {_words(dict.fromkeys(signalled))} then ended by {name} "
+                     "(the launcher stopping the job)")
+    headline = head + (f"; {'; '.join(after)} ({'a consequence' if len(after) == 1 else 'consequences'})"
+                       if after else "")
+    return Finding(
+        "run-crashed", "error",
+        f"the run crashed: {headline}. The ops left open on the crashed rank(s) were in flight "
+        f"when the process died, not a hang",
+        fix="the exception is the cause: read the traceback of rank "
+            f"{first} (its stderr) at {where or 'the line it names'}{inside}; the other ranks "
+            "stopped because it did",
+        where=where,
+        detail={"headline": f"CRASHED: {headline}", "explains": list(CRASH_EXPLAINS),
+                "crashed": {str(r): {k: e.get(k) for k in ("error", "type", "thread", "at",
+                                                           "raised", "t")}
+                            for r, e in crashed.items()},
+                "first": first,
+                "waiting": {str(r): _op(op) for r, op in waiting.items()},
+                "signalled": signalled})
+
+
 def stopped_findings(trace: Trace) -> list[Finding]:
-    """A run that crashed: ops that ended in an exception, and processes that never closed their
-    file (killed, or still running). Either stops the run whatever its op order says."""
-    out = []
+    """A run that crashed: processes that died of an exception, ops that ended in an exception,
+    and processes that never closed their file (killed, or still running). Each stops the run
+    whatever its op order says."""
+    crash = crash_finding(trace)
+    out = [crash] if crash is not None else []
     raised = {r: rt.raised for r, rt in trace.ranks.items() if rt.raised}
     if raised:
         rank = min(raised)
