@@ -106,8 +106,8 @@ def crash_finding(trace: Trace) -> Finding | None:
         f"the run crashed: {headline}. The ops left open on the crashed rank(s) were in flight "
         f"when the process died, not a hang",
         fix="the exception is the cause: read the traceback of rank "
-            f"{first} (its stderr) at {where or 'the line it names'}{inside}; the other ranks "
-            "stopped because it did",
+            f"{first} (its stderr) at {where or 'the line it names'}{inside}"
+            + ("; the other ranks stopped because it did" if after else ""),
         where=where,
         detail={"headline": f"CRASHED: {headline}", "explains": list(CRASH_EXPLAINS),
                 "crashed": {str(r): {k: e.get(k) for k in ("error", "type", "thread", "at",

@@ -58,6 +58,9 @@ def test_one_rank_raises_mid_pipeline_is_a_crash_on_that_rank(tmp_path: Path) ->
     out = tmp_path / "trace"
     done = record_crash(out, "one")
     assert done.returncode != 0, done.stdout + done.stderr
+    assert (f"rank 0: 1 ops (1 P2P, 1 of them unbatched), 0 pending at the end; died of "
+            f"RuntimeError: Accelerator expected at crash_pipeline.py:{line_of('CRASH-ONE')}"
+            in done.stdout + done.stderr)
     lines = rank_lines(out, 0)
     (exc,) = [e for e in lines if e["phase"] == "exception"]
     assert exc["error"] == "RuntimeError: Accelerator expected" and exc["main"] is True
