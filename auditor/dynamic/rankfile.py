@@ -392,12 +392,13 @@ def rank_trace(rank: int, path: Path, lines: Iterable[tuple[int | None, dict[str
                 if ops <= keep:
                     head.append(event)
             elif phase == "exception":
-                if type(event.get("error")) is not str:
-                    raise ValueError(f"error {event.get('error')!r}")
+                _check_exception(event)
                 trace.exceptions.append(event)
             elif phase == "exit":
-                if event.get("how") not in ("exit", "exception", "signal"):
-                    raise ValueError(f"how {event.get('how')!r}")
+                if event.get("how") not in ("exit", "exception", "signal") or \
+                        type(event.get("status", 0)) not in (int, type(None)) or \
+                        type(event.get("signal", "")) is not str:
+                    raise ValueError(f"exit {str(event)[:80]}")
                 trace.exit = event
             elif phase == "off":
                 trace.stopped, trace.stopped_line = str(event.get("error")), number or 0
@@ -432,6 +433,17 @@ def rank_trace(rank: int, path: Path, lines: Iterable[tuple[int | None, dict[str
         trace.notes.append(f"{path.name}: {len(trace.raised)} op(s) ended in an exception, first "
                            f"{first.get('api')} (seq {first.get('seq')})")
     return trace
+
+
+def _check_exception(event: dict[str, Any]) -> None:
+    """ValueError where an `exception` line is not what ending.py writes (the reports read it)."""
+    if type(event.get("error")) is not str or type(event.get("main")) is not bool:
+        raise ValueError(f"exception {str(event)[:80]}")
+    for key in ("at", "raised"):
+        site = event.get(key)
+        if site is not None and (type(site) is not dict or type(site.get("path")) is not str
+                                 or type(site.get("line")) is not int):
+            raise ValueError(f"{key} {str(site)[:80]}")
 
 
 def _ordered(event: dict[str, Any], last_seq: int, last_t: float) -> tuple[int, float]:

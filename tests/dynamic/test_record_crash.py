@@ -22,6 +22,7 @@ import pytest
 
 from auditor.dynamic import ending, rankfile
 from auditor.dynamic.recorder import Recorder
+from auditor.errors import InputError
 from tests.dynamic.test_trace_schema import assert_valid
 
 HERE = Path(__file__).resolve().parents[1]
@@ -75,6 +76,13 @@ def test_one_rank_raises_mid_pipeline_is_a_crash_on_that_rank(tmp_path: Path) ->
     assert "HANG" not in head and "rank 1" in head  # the partner left waiting: a consequence
     kinds = [f["kind"] for f in doc["findings"]]
     assert "run-crashed" in kinds and "0" not in doc["run"]["trace"]["pending"]
+    # the Parquet export reads the same lines (an ending is no op: a note)
+    pytest.importorskip("pyarrow")
+    exported = subprocess.run([sys.executable, "-m", "auditor", "export", str(out), "--format",
+                               "parquet", "-o", str(tmp_path / "pq")],
+                              cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert exported.returncode == 0, exported.stderr
+    assert "the process died of RuntimeError: Accelerator expected" in exported.stderr
 
 
 def test_both_ranks_raise_is_a_crash_on_both(tmp_path: Path) -> None:
@@ -183,3 +191,15 @@ def test_a_rank_that_ended_by_itself_is_not_waiting(ending_lines, waiting) -> No
     rt = _rank(ending_lines)
     assert bool(rt.pending()) is waiting
     assert (rt.crash is not None) is any(e.get("main") for e in ending_lines)
+
+
+@pytest.mark.parametrize("bad", [
+    {"phase": "exception", "error": 3, "main": True},
+    {"phase": "exception", "error": "E", "main": "yes"},
+    {"phase": "exception", "error": "E", "main": True, "at": "x.py:3"},
+    {"phase": "exit", "how": "vanished"},
+    {"phase": "exit", "how": "exit", "status": "0"},
+])
+def test_a_malformed_ending_line_is_bad_input_naming_the_file(bad) -> None:
+    with pytest.raises(InputError, match="rank-0.jsonl"):
+        _rank([bad])
