@@ -203,3 +203,49 @@ def test_a_rank_that_ended_by_itself_is_not_waiting(ending_lines, waiting) -> No
 def test_a_malformed_ending_line_is_bad_input_naming_the_file(bad) -> None:
     with pytest.raises(InputError, match="rank-0.jsonl"):
         _rank([bad])
+
+
+# --- NCCL's reading: the partner never notices, the launcher ends it with SIGTERM ----------------
+def _write_rank(directory: Path, rank: int, ending_lines: list[dict]) -> None:
+    group = {"ranks": [0, 1], "size": 2, "desc": "default_pg", "name": "0", "backend": "nccl",
+             "eager": False}
+    site = {"path": "train.py", "line": 40 + rank, "function": "step"}
+    lines = [{"seq": 0, "t": 0.0, "rank": rank, "api": "process", "phase": "meta", "pid": 10 + rank,
+              "host": "h", "argv": [], "python": "3.11", "torch": "2.13.0",
+              "recorder": "p2paudit 0", "hang_after": 300, "mono0": 1.0, "wall0": 100.0,
+              "world_size": 2},
+             {"seq": 1, "t": 0.1, "rank": rank, "api": "group", "phase": "group", "group": group},
+             {"seq": 2, "t": 0.2, "rank": rank, "api": "recv" if rank else "send", "phase": "start",
+              "kind": "p2p", "site": site, "batched": False, "peer": 1 - rank, "group": "0",
+              "shape": [4], "dtype": "torch.float32"}]
+    lines += [{"seq": 3 + i, "t": 1.0 + i, "rank": rank, "api": "process", **e}
+              for i, e in enumerate(ending_lines)]
+    (directory / f"rank-{rank}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+
+
+def test_crash_leads_and_the_partner_waiting_until_sigterm_is_its_consequence(tmp_path) -> None:
+    """Under NCCL rank 1's recv never learns that rank 0 died; torchrun then SIGTERMs it: rank 1
+    is still read as waiting (a signal's end keeps its op pending), named as the consequence."""
+    out = tmp_path / "trace"
+    out.mkdir()
+    _write_rank(out, 0, [
+        {"phase": "exception", "error": "ValueError: bad batch", "type": "ValueError",
+         "thread": "MainThread", "main": True,
+         "at": {"path": "train.py", "line": 77, "function": "step"}},
+        {"phase": "exit", "how": "exception", "status": 1}])
+    _write_rank(out, 1, [{"phase": "exit", "how": "signal", "signal": "SIGTERM"}])
+    assert assert_valid(out) == 9
+    status, doc = report(out, tmp_path)
+    assert status == 1
+    assert doc["verdict"]["headline"] == (
+        "CRASHED: rank 0 raised ValueError: bad batch at train.py:77; rank 1 was left waiting in "
+        "recv with rank 0 (train.py:41); rank(s) 1 then ended by SIGTERM (the launcher stopping "
+        "the job) (consequences).")
+    assert doc["run"]["trace"]["pending"] == {"1": 1}
+    (cause,) = doc["verdict"]["causes"]
+    assert cause["kind"] == "run-crashed" and "run-stopped-in-op" in cause["consequences"]
+    # the same trace without rank 0's end record: today's reading, a hang
+    (out / "rank-0.jsonl").write_text("".join(
+        x + "\n" for x in (out / "rank-0.jsonl").read_text().splitlines()[:3]))
+    status, doc = report(out, tmp_path)
+    assert status == 1 and doc["verdict"]["headline"].startswith("HANG: "), doc["verdict"]
