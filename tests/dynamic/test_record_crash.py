@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import signal
 import threading
 import time
 from pathlib import Path
@@ -249,3 +250,39 @@ def test_crash_leads_and_the_partner_waiting_until_sigterm_is_its_consequence(tm
         x + "\n" for x in (out / "rank-0.jsonl").read_text().splitlines()[:3]))
     status, doc = report(out, tmp_path)
     assert status == 1 and doc["verdict"]["headline"].startswith("HANG: "), doc["verdict"]
+
+
+def test_a_rank_ended_by_sigterm_while_waiting_is_still_a_hang(tmp_path: Path) -> None:
+    """The signal path for real: rank 1 blocked in gloo's recv (inside C++), SIGTERM: the
+    watchdog writes the `exit` line and the process dies by the signal; the report keeps the
+    hang reading (no exception anywhere)."""
+    out = tmp_path / "trace"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "auditor", "record", "--out", str(out), "--",
+         sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+         str(SCRIPT)],
+        env=dict(os.environ, CRASH="hang"), cwd=REPO, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert time.monotonic() < deadline, "rank 1 never reached its second recv"
+            files = list(out.glob("rank-1*.jsonl"))
+            if files:
+                lines = [json.loads(raw) for raw in files[0].read_bytes().split(b"\n")
+                         if raw.strip(b"\0 ") and raw.endswith(b"}")]
+                if sum(1 for e in lines if e.get("api") == "recv" and e["phase"] == "start") == 2:
+                    break
+            time.sleep(0.2)
+        time.sleep(0.5)  # inside the recv, in C++
+        os.kill(lines[0]["pid"], signal.SIGTERM)
+        proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    last = rank_lines(out, 1)[-1]
+    assert (last["phase"], last["how"], last["signal"]) == ("exit", "signal", "SIGTERM")
+    assert assert_valid(out) > 0
+    status, doc = report(out, tmp_path)
+    assert status == 1 and doc["verdict"]["headline"].startswith("HANG: "), doc["verdict"]
+    assert doc["run"]["trace"]["pending"]["1"] == 1

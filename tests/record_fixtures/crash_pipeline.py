@@ -10,10 +10,12 @@ on them, so the process dies with ops in flight.
 
 CRASH=one: rank 0 raises in step 1 while rank 1 is blocked in the recv of that step (its
 partner is gone: a consequence). CRASH=both: both ranks post their step-1 exchange and raise
-before waiting on it, as both DualPipeV ranks do.
+before waiting on it, as both DualPipeV ranks do. CRASH=hang: rank 0 sleeps in step 1 instead,
+rank 1 waits in its recv until a signal ends it (a hang, not a crash).
 """
 
 import os
+import time
 
 import torch
 import torch.distributed as dist
@@ -32,6 +34,8 @@ for step in range(2):
     if rank == 0:
         if mode == "one" and step == 1:
             torch.accelerator.current_stream("cpu")  # CRASH-ONE
+        if mode == "hang" and step == 1:
+            time.sleep(300)
         dist.send(x, 1)
     else:
         dist.recv(x, 0)
