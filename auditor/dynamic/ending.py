@@ -9,7 +9,8 @@ a rank blocked in an op does; only a line saying how it ended tells the two apar
 - `phase: "exit"`: the process ends, at exit (`atexit`): `how` "exception" (status 1), "exit"
   (`status` where `sys.exit` said it, else null: a return from the main module or a bare
   `raise SystemExit` is not visible to an exit handler), or "signal" (written by hang.Watchdog
-  before it lets SIGTERM terminate the process).
+  before it lets SIGTERM terminate the process; SIGINT for a KeyboardInterrupt, which writes no
+  `exception` line: a user's Ctrl-C on a hung job leaves it a hang).
 A process killed outright (SIGKILL, an OOM kill, `os._exit`) writes neither: the reader keeps
 its pending ops as pending.
 
@@ -52,9 +53,12 @@ def install(rec: Any) -> None:
     def excepthook(kind: type[BaseException], value: BaseException,
                    tb: TracebackType | None) -> Any:
         try:
-            if threading.current_thread() is threading.main_thread():
-                state["crashed"] = True
-            _write_exception(rec, kind, value, tb, threading.current_thread())
+            if isinstance(kind, type) and issubclass(kind, KeyboardInterrupt):
+                state["interrupted"] = True  # Ctrl-C, often on a hung job: not a crash
+            else:
+                if threading.current_thread() is threading.main_thread():
+                    state["crashed"] = True
+                _write_exception(rec, kind, value, tb, threading.current_thread())
         except BaseException:
             pass
         return previous_sys(kind, value, tb)
@@ -91,7 +95,9 @@ def status_of(code: object) -> int:
 def at_exit(rec: Any) -> None:
     """The `exit` line (registered to run before the file is closed)."""
     state = _state(rec)
-    if state["crashed"]:
+    if state.get("interrupted"):
+        _write_exit(rec, '"how":"signal","signal":"SIGINT"')
+    elif state["crashed"]:
         _write_exit(rec, '"how":"exception","status":1')
     else:
         status = state["status"]

@@ -286,3 +286,17 @@ def test_a_rank_ended_by_sigterm_while_waiting_is_still_a_hang(tmp_path: Path) -
     status, doc = report(out, tmp_path)
     assert status == 1 and doc["verdict"]["headline"].startswith("HANG: "), doc["verdict"]
     assert doc["run"]["trace"]["pending"]["1"] == 1
+
+
+def test_ctrl_c_is_an_interrupt_not_a_crash(rec, monkeypatch) -> None:
+    """A user's Ctrl-C on a hung job: the exit line says SIGINT, no exception line, so the ranks
+    stay read as waiting (a hang)."""
+    monkeypatch.setattr(sys, "exit", sys.exit)
+    monkeypatch.setattr(sys, "excepthook", lambda t, v, tb: None)
+    ending.install(rec)
+    sys.excepthook(KeyboardInterrupt, KeyboardInterrupt(), None)
+    ending.at_exit(rec)
+    rec.close()
+    written = [json.loads(x) for x in rec.path.read_text().splitlines()]
+    assert [e["phase"] for e in written] == ["meta", "exit"]
+    assert (written[-1]["how"], written[-1]["signal"]) == ("signal", "SIGINT")
