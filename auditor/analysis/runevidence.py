@@ -16,6 +16,7 @@ from auditor.dynamic.trace import Trace, merge_spans, span_words
 from auditor.findings import Finding
 
 EXAMPLES = 4  # ranks described one by one in a message
+ERROR_SHOWN = 200  # characters of an exception's message a headline quotes
 
 
 def undecided_evidence(trace: Trace) -> list[dict[str, str]]:
@@ -46,8 +47,8 @@ def evidence_complete(trace: Trace) -> bool:
 
 
 # What a crash explains (analysis.causes): ops that raised on a connection its process closed,
-# the partners left waiting in an op, the replay's cycle through the ops the crash cut short.
-# The replay's count mismatch: the crash cut an exchange short on one side.
+# the partners left waiting in an op, the replay's cycle and count mismatch through the
+# exchanges the crash cut short on one side.
 CRASH_EXPLAINS = ("run-op-raised", "run-stopped-in-op", "wait-for-cycle", "rank-file-not-closed",
                   "p2p-count-mismatch")
 
@@ -73,7 +74,9 @@ def crash_finding(trace: Trace) -> Finding | None:
     others = sorted(set(crashed) - {first})
     same = [r for r in others if crashed[r].get("error") == exc.get("error")]
     who = (f"rank(s) {_words(dict.fromkeys([first, *same]))}" if same else f"rank {first}")
-    head = (f"{who} raised {exc.get('error')}" + (f" at {where}" if where else "")
+    error = str(exc.get("error"))
+    error = error if len(error) <= ERROR_SHOWN else error[:ERROR_SHOWN - 3].rstrip() + "..."
+    head = (f"{who} raised {error}" + (f" at {where}" if where else "")
             + (f" (rank {first} first)" if same else ""))
     after = []
     for rank in [r for r in others if r not in same][:EXAMPLES]:
@@ -97,8 +100,7 @@ def crash_finding(trace: Trace) -> Finding | None:
                        if (rt.exit or {}).get("how") == "signal")
     if signalled:
         name = trace.ranks[signalled[0]].exit.get("signal")  # type: ignore[union-attr]
-        after.append(f"rank(s) {_words(dict.fromkeys(signalled))} then ended by {name} "
-                     "(the launcher stopping the job)")
+        after.append(f"rank(s) {_words(dict.fromkeys(signalled))} then ended by {name}")
     headline = head + (f"; {'; '.join(after)} ({'a consequence' if len(after) == 1 else 'consequences'})"
                        if after else "")
     return Finding(

@@ -240,8 +240,7 @@ def test_crash_leads_and_the_partner_waiting_until_sigterm_is_its_consequence(tm
     assert status == 1
     assert doc["verdict"]["headline"] == (
         "CRASHED: rank 0 raised ValueError: bad batch at train.py:77; rank 1 was left waiting in "
-        "recv with rank 0 (train.py:41); rank(s) 1 then ended by SIGTERM (the launcher stopping "
-        "the job) (consequences).")
+        "recv with rank 0 (train.py:41); rank(s) 1 then ended by SIGTERM (consequences).")
     assert doc["run"]["trace"]["pending"] == {"1": 1}
     (cause,) = doc["verdict"]["causes"]
     assert cause["kind"] == "run-crashed" and "run-stopped-in-op" in cause["consequences"]
