@@ -101,12 +101,13 @@ def crash_finding(trace: Trace) -> Finding | None:
     if signalled:
         name = trace.ranks[signalled[0]].exit.get("signal")  # type: ignore[union-attr]
         after.append(f"rank(s) {_words(dict.fromkeys(signalled))} then ended by {name}")
+    in_flight = sum(len(trace.ranks[r].open_ops) for r in crashed)
     headline = head + (f"; {'; '.join(after)} ({'a consequence' if len(after) == 1 else 'consequences'})"
                        if after else "")
     return Finding(
         "run-crashed", "error",
-        f"the run crashed: {headline}. The ops left open on the crashed rank(s) were in flight "
-        f"when the process died, not a hang",
+        f"the run crashed: {headline}. The {in_flight} op(s) left open on the crashed rank(s) "
+        "were in flight when their process died, not a hang",
         fix="the exception is the cause: read the traceback of rank "
             f"{first} (its stderr) at {where or 'the line it names'}{inside}"
             + ("; the other ranks stopped because it did" if after else ""),

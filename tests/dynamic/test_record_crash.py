@@ -99,6 +99,8 @@ def test_both_ranks_raise_is_a_crash_on_both(tmp_path: Path) -> None:
     assert status == 1 and head.startswith("CRASHED: "), head
     assert "rank(s) 0-1 raised" in head and "Accelerator expected" in head, head
     assert doc["run"]["trace"]["pending"] == {}  # in flight when they died: not waiting
+    (crash,) = [f for f in doc["findings"] if f["kind"] == "run-crashed"]
+    assert "op(s) left open on the crashed rank(s) were in flight" in crash["message"]
 
 
 # --- the hooks in-process: chained, and never raising into the program ---------------------------
