@@ -121,12 +121,37 @@ def crash_finding(trace: Trace) -> Finding | None:
                 "signalled": signalled})
 
 
+def thread_findings(trace: Trace) -> list[Finding]:
+    """`thread-raised` (warning): a thread other than the main one died of an exception; its
+    process went on, and may wait forever for what that thread would have done."""
+    died = {r: [e for e in rt.exceptions if not e.get("main")] for r, rt in trace.ranks.items()}
+    died = {r: threads for r, threads in died.items() if threads}
+    if not died:
+        return []
+    rank = min(died)
+    first = died[rank][0]
+    at = first.get("at") or {}
+    where = f"{at['path']}:{at.get('line')}" if at.get("path") else ""
+    return [Finding(
+        "thread-raised", "warning",
+        f"a thread died of an exception on rank(s) {_words(died)}; first: rank {rank}'s thread "
+        f"{first.get('thread')!r}: {first.get('error')}" + (f" at {where}" if where else "")
+        + "; its process went on without it",
+        fix="an op that thread would have issued, or a result it would have set, never comes: "
+            "where the run then waits, this exception is the cause",
+        where=where,
+        detail={"threads": {str(r): [{k: e.get(k) for k in ("thread", "error", "at", "t")}
+                                     for e in threads[:EXAMPLES]]
+                            for r, threads in died.items()}})]
+
+
 def stopped_findings(trace: Trace) -> list[Finding]:
     """A run that crashed: processes that died of an exception, ops that ended in an exception,
     and processes that never closed their file (killed, or still running). Each stops the run
     whatever its op order says."""
     crash = crash_finding(trace)
     out = [crash] if crash is not None else []
+    out += thread_findings(trace)
     raised = {r: rt.raised for r, rt in trace.ranks.items() if rt.raised}
     if raised:
         rank = min(raised)

@@ -301,3 +301,21 @@ def test_ctrl_c_is_an_interrupt_not_a_crash(rec, monkeypatch) -> None:
     written = [json.loads(x) for x in rec.path.read_text().splitlines()]
     assert [e["phase"] for e in written] == ["meta", "exit"]
     assert (written[-1]["how"], written[-1]["signal"]) == ("signal", "SIGINT")
+
+
+def test_a_thread_that_died_is_a_warning_beside_the_hang(tmp_path: Path) -> None:
+    """A thread's uncaught exception does not end its process: the waiting rank stays a hang,
+    and the thread's death is said beside it, the likely cause."""
+    out = tmp_path / "trace"
+    out.mkdir()
+    thread = {"phase": "exception", "error": "KeyError: 'grad'", "type": "KeyError",
+              "thread": "backward", "main": False,
+              "at": {"path": "overlap.py", "line": 12, "function": "run_backward"}}
+    _write_rank(out, 0, [thread])
+    _write_rank(out, 1, [])
+    status, doc = report(out, tmp_path)
+    assert status == 1 and doc["verdict"]["headline"].startswith("HANG: "), doc["verdict"]
+    assert doc["run"]["trace"]["pending"] == {"0": 1, "1": 1}
+    (found,) = [f for f in doc["findings"] if f["kind"] == "thread-raised"]
+    assert found["severity"] == "warning" and found["where"] == "overlap.py:12"
+    assert "rank 0's thread 'backward': KeyError: 'grad'" in found["message"]
