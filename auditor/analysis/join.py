@@ -277,11 +277,11 @@ def _trace_summary(trace: Trace) -> dict[str, Any]:
 
 
 def _completed(trace: Trace) -> bool:
-    """Every rank's file is there, every recorded op has an end line and none raised: whatever
+    """Every rank's file is there, every recorded op has an end line and none raised, no process died of an exception: whatever
     the model says of its order, this run did not deadlock. A missing rank may be the one stuck,
     and so may a rank whose recorder stopped before it did."""
     return not trace.missing and not any(rt.pending() or rt.raised or rt.stopped is not None
-                                         for rt in trace.ranks.values())
+                                         or rt.crash is not None for rt in trace.ranks.values())
 
 
 def _conditions(trace: Trace) -> Conditions:

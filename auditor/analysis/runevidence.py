@@ -1,6 +1,7 @@
 """What a trace says of its own completeness: ranks that left no evidence (undecided: what the
-run did there is not known), ops that raised and ranks whose process never closed its file
-(findings: the run crashed, whatever its op order says).
+run did there is not known), processes that died of an exception (`run-crashed`: the cause,
+which the ranks left waiting on them are consequences of), ops that raised and ranks whose
+process never closed its file (findings: the run crashed, whatever its op order says).
 
 Missing evidence is never CLEAN (MUST reports "incomplete" when a process's events are missing):
 the join puts `undecided_evidence` in `run.undecided`, which the verdict lists with what decides
@@ -15,6 +16,7 @@ from auditor.dynamic.trace import Trace, merge_spans, span_words
 from auditor.findings import Finding
 
 EXAMPLES = 4  # ranks described one by one in a message
+ERROR_SHOWN = 200  # characters of an exception's message a headline quotes
 
 
 def undecided_evidence(trace: Trace) -> list[dict[str, str]]:
@@ -44,10 +46,112 @@ def evidence_complete(trace: Trace) -> bool:
     return not trace.no_evidence() and not any(rt.unclosed for rt in trace.ranks.values())
 
 
+# What a crash explains (analysis.causes): ops that raised on a connection its process closed,
+# the partners left waiting in an op, the replay's cycle and count mismatch through the
+# exchanges the crash cut short on one side.
+CRASH_EXPLAINS = ("run-op-raised", "run-stopped-in-op", "wait-for-cycle", "rank-file-not-closed",
+                  "p2p-count-mismatch")
+
+
+def crash_finding(trace: Trace) -> Finding | None:
+    """`run-crashed`: processes that died of an uncaught exception (their `exception` lines),
+    the first by wall clock leading, with what the other ranks were doing then (waiting in an
+    op, ended by a signal): the consequences."""
+    crashed = {r: rt.crash for r, rt in trace.ranks.items() if rt.crash is not None}
+    if not crashed:
+        return None
+
+    def when(rank: int) -> float:
+        rt = trace.ranks[rank]
+        return float(rt.meta.get("wall0") or 0) + float(crashed[rank].get("t") or 0)
+
+    first = min(crashed, key=lambda r: (when(r), r))
+    exc = crashed[first]
+    at = exc.get("at") or {}
+    where = f"{at['path']}:{at.get('line')}" if at.get("path") else ""
+    raised = exc.get("raised") or {}
+    inside = f" (raised in {raised['path']}:{raised.get('line')})" if raised.get("path") else ""
+    others = sorted(set(crashed) - {first})
+    same = [r for r in others if crashed[r].get("error") == exc.get("error")]
+    who = (f"rank(s) {_words(dict.fromkeys([first, *same]))}" if same else f"rank {first}")
+    error = str(exc.get("error"))
+    error = error if len(error) <= ERROR_SHOWN else error[:ERROR_SHOWN - 3].rstrip() + "..."
+    head = (f"{who} raised {error}" + (f" at {where}" if where else "")
+            + (f" (rank {first} first)" if same else ""))
+    after = []
+    for rank in [r for r in others if r not in same][:EXAMPLES]:
+        other = crashed[rank]
+        site = other.get("at") or {}
+        line = f" at {site.get('path')}:{site.get('line')}" if site.get("path") else ""
+        raised_op = trace.ranks[rank].raised[-1:]  # the op it raised in, if one did
+        in_op = (f" in {raised_op[0].get('api')}" + (f" with rank {raised_op[0]['peer']}"
+                                                     if raised_op[0].get("peer") is not None else "")
+                 if raised_op else "")
+        after.append(f"rank {rank} then raised {other.get('type') or 'an exception'}{in_op}{line}")
+    waiting = {r: rt.pending()[0] for r, rt in trace.ranks.items()
+               if r not in crashed and rt.pending()}
+    for rank in sorted(waiting)[:EXAMPLES]:
+        op = waiting[rank]
+        peer = f" with rank {op['peer']}" if op.get("peer") is not None else ""
+        site = op.get("site") or {}
+        line = f" ({site.get('path')}:{site.get('line')})" if site.get("path") else ""
+        after.append(f"rank {rank} was left waiting in {op.get('api')}{peer}{line}")
+    signalled = sorted(r for r, rt in trace.ranks.items()
+                       if (rt.exit or {}).get("how") == "signal")
+    if signalled:
+        name = trace.ranks[signalled[0]].exit.get("signal")  # type: ignore[union-attr]
+        after.append(f"rank(s) {_words(dict.fromkeys(signalled))} then ended by {name}")
+    in_flight = sum(len(trace.ranks[r].open_ops) for r in crashed)
+    headline = head + (f"; {'; '.join(after)} ({'a consequence' if len(after) == 1 else 'consequences'})"
+                       if after else "")
+    return Finding(
+        "run-crashed", "error",
+        f"the run crashed: {headline}. The {in_flight} op(s) left open on the crashed rank(s) "
+        "were in flight when their process died, not a hang",
+        fix="the exception is the cause: read the traceback of rank "
+            f"{first} (its stderr) at {where or 'the line it names'}{inside}"
+            + ("; the other ranks stopped because it did" if after else ""),
+        where=where,
+        detail={"headline": f"CRASHED: {headline}", "explains": list(CRASH_EXPLAINS),
+                "crashed": {str(r): {k: e.get(k) for k in ("error", "type", "thread", "at",
+                                                           "raised", "t")}
+                            for r, e in crashed.items()},
+                "first": first,
+                "waiting": {str(r): _op(op) for r, op in waiting.items()},
+                "signalled": signalled})
+
+
+def thread_findings(trace: Trace) -> list[Finding]:
+    """`thread-raised` (warning): a thread other than the main one died of an exception; its
+    process went on, and may wait forever for what that thread would have done."""
+    died = {r: [e for e in rt.exceptions if not e.get("main")] for r, rt in trace.ranks.items()}
+    died = {r: threads for r, threads in died.items() if threads}
+    if not died:
+        return []
+    rank = min(died)
+    first = died[rank][0]
+    at = first.get("at") or {}
+    where = f"{at['path']}:{at.get('line')}" if at.get("path") else ""
+    return [Finding(
+        "thread-raised", "warning",
+        f"a thread died of an exception on rank(s) {_words(died)}; first: rank {rank}'s thread "
+        f"{first.get('thread')!r}: {first.get('error')}" + (f" at {where}" if where else "")
+        + "; its process went on without it",
+        fix="an op that thread would have issued, or a result it would have set, never comes: "
+            "where the run then waits, this exception is the cause",
+        where=where,
+        detail={"threads": {str(r): [{k: e.get(k) for k in ("thread", "error", "at", "t")}
+                                     for e in threads[:EXAMPLES]]
+                            for r, threads in died.items()}})]
+
+
 def stopped_findings(trace: Trace) -> list[Finding]:
-    """A run that crashed: ops that ended in an exception, and processes that never closed their
-    file (killed, or still running). Either stops the run whatever its op order says."""
-    out = []
+    """A run that crashed: processes that died of an exception, ops that ended in an exception,
+    and processes that never closed their file (killed, or still running). Each stops the run
+    whatever its op order says."""
+    crash = crash_finding(trace)
+    out = [crash] if crash is not None else []
+    out += thread_findings(trace)
     raised = {r: rt.raised for r, rt in trace.ranks.items() if rt.raised}
     if raised:
         rank = min(raised)

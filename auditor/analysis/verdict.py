@@ -417,11 +417,16 @@ def _undecided_words(undecided: list[Undecided]) -> str:
 
 def _findings_headline(doc: dict[str, Any], bad: list[dict[str, Any]],
                        errors: list[dict[str, Any]], findings: list[dict[str, Any]]) -> str:
-    """The cause, not the symptom: a hang or deadlock a run recorded, else the first error
+    """The cause, not the symptom: a crash a run recorded (a process that died of an exception:
+    the others waiting on it are its consequence), a hang or deadlock, else the first error
     cause (a start-up failure first: the run never reaches its schedule) with its line."""
     run = doc.get("run") or {}
     pending = (run.get("trace") or {}).get("pending")
     cycle = [f for f in findings if f["kind"] == "wait-for-cycle"]
+    crashed = next((f for f in findings if f["kind"] == "run-crashed"), None)
+    if crashed is not None:
+        more = f" {len(errors) - 1} other cause(s) below." if len(errors) > 1 else ""
+        return f"{causes_of.headline_of(crashed)}.{more}"
     if pending:
         return (f"HANG: the recorded run stopped with {len(pending)} rank(s) inside an op that "
                 f"never completed; {len(errors)} error(s) in all, the timeline shows where.")

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
-from auditor.dynamic import callsite, trace
+from auditor.dynamic import callsite, ending, trace
 from auditor.dynamic.recorder import Recorder
 
 SIGNALS = (signal.SIGUSR1, signal.SIGTERM)
@@ -137,7 +137,8 @@ class Watchdog:
 
     def _die(self, signum: int, main: bool) -> None:
         """Terminate by the default action, as the program would have without us (no exit
-        handler runs then: the trace file is cut to its lines here)."""
+        handler runs then: the `exit` line is written and the trace file cut to its lines here)."""
+        ending.on_signal(self.rec, signal.Signals(signum).name)
         for callback in (*self.before_death, self.rec.close):
             try:
                 callback()

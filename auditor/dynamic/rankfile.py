@@ -28,7 +28,11 @@ line) is refused with the file and line. The lines, one JSON object each:
   `seq` and `t`, before its op;
 - `phase: "off"`: the recorder stopped recording in this process (`error`: why; `reason`: "disk
   full" when the trace's filesystem filled, "internal error"): what the process did after it is
-  not in the file, so its open ops are not pending but unknown (`stopped`).
+  not in the file, so its open ops are not pending but unknown (`stopped`);
+- `phase: "exception"` (an uncaught exception: `error`, `type`, `thread`, `main`, `at`) and
+  `phase: "exit"` (how the process ended: `how` "exit", "exception" or "signal"), written by
+  auditor/dynamic/ending.py: a process that died of an exception or exited is not waiting in
+  the ops it left open (`crash`, `pending`); one without them was killed or still runs.
 The line's contract: docs/schema/trace-line.schema.json (docs/design.md).
 """
 
@@ -101,6 +105,20 @@ class RankTrace:
     hang: dict[str, Any] | None = None
     stopped: str | None = None  # the `off` line's error: the file ends before the process did
     stopped_line: int = 0
+    exceptions: list[dict[str, Any]] = field(default_factory=list)  # `exception` lines
+    exit: dict[str, Any] | None = None  # the `exit` line: how the process ended
+
+    @property
+    def crash(self) -> dict[str, Any] | None:
+        """The exception the process died of (its main thread's uncaught one), if it did."""
+        return next((e for e in self.exceptions if e.get("main")), None)
+
+    @property
+    def ended(self) -> bool:
+        """The process ended by itself, of an exception or by exiting (not by a signal): the
+        ops it left open were in flight when it went, not waiting."""
+        how = (self.exit or {}).get("how")
+        return self.crash is not None or how in ("exit", "exception")
 
     @property
     def ops(self) -> int:
@@ -113,9 +131,11 @@ class RankTrace:
                 if e.get("phase") == "start" and (kind is None or e.get("kind") == kind)]
 
     def pending(self) -> list[dict[str, Any]]:
-        """Ops that never ended in this file: in flight when the process stopped writing. None
-        where the recorder stopped first (`stopped`): an end line it did not write is unknown."""
-        return [] if self.stopped is not None else self.open_ops
+        """Ops that never ended in this file, the process waiting in them when it stopped
+        writing. None where the recorder stopped first (`stopped`: an end line it did not write
+        is unknown) or the process ended by itself (`ended`: they were in flight, not waiting;
+        a signal's end keeps them: a hung rank is often ended by one)."""
+        return [] if self.stopped is not None or self.ended else self.open_ops
 
 
 def inconsistent(subject: Path, cause: str, line: int | None = None) -> InputError:
@@ -371,6 +391,15 @@ def rank_trace(rank: int, path: Path, lines: Iterable[tuple[int | None, dict[str
                 groups.declare(event["group"])
                 if ops <= keep:
                     head.append(event)
+            elif phase == "exception":
+                _check_exception(event)
+                trace.exceptions.append(event)
+            elif phase == "exit":
+                if event.get("how") not in ("exit", "exception", "signal") or \
+                        type(event.get("status", 0)) not in (int, type(None)) or \
+                        type(event.get("signal", "")) is not str:
+                    raise ValueError(f"exit {str(event)[:80]}")
+                trace.exit = event
             elif phase == "off":
                 trace.stopped, trace.stopped_line = str(event.get("error")), number or 0
                 trace.notes.append(f"{_at(path, number)}: the recorder stopped in this process "
@@ -404,6 +433,17 @@ def rank_trace(rank: int, path: Path, lines: Iterable[tuple[int | None, dict[str
         trace.notes.append(f"{path.name}: {len(trace.raised)} op(s) ended in an exception, first "
                            f"{first.get('api')} (seq {first.get('seq')})")
     return trace
+
+
+def _check_exception(event: dict[str, Any]) -> None:
+    """ValueError where an `exception` line is not what ending.py writes (the reports read it)."""
+    if type(event.get("error")) is not str or type(event.get("main")) is not bool:
+        raise ValueError(f"exception {str(event)[:80]}")
+    for key in ("at", "raised"):
+        site = event.get(key)
+        if site is not None and (type(site) is not dict or type(site.get("path")) is not str
+                                 or type(site.get("line")) is not int):
+            raise ValueError(f"{key} {str(site)[:80]}")
 
 
 def _ordered(event: dict[str, Any], last_seq: int, last_t: float) -> tuple[int, float]:

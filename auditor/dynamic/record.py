@@ -94,7 +94,8 @@ def run(command: list[str], out: Path, hang_after: float, coverage: list[str] | 
 
 
 def summary(out: Path, status: int = 0) -> str:
-    """A few lines a user can paste: per rank, ops recorded, pending at the end, hang files.
+    """A few lines a user can paste: per rank, ops recorded, pending at the end, the exception
+    a process died of (or the signal that ended it), hang files.
     A command that failed (`status`) before any rank file was written is said to have: a
     launch refused by the framework's own config check is not a recording problem."""
     try:
@@ -113,6 +114,12 @@ def summary(out: Path, status: int = 0) -> str:
         pending = rt.pending()
         line = (f"  rank {rank}: {rt.ops} ops ({p2p} P2P, {unbatched} of them unbatched), "
                 f"{len(pending)} pending at the end")
+        if rt.crash is not None:
+            at = rt.crash.get("at") or {}
+            line += f"; died of {rt.crash.get('error')}" + (
+                f" at {at.get('path')}:{at.get('line')}" if at.get("path") else "")
+        elif (rt.exit or {}).get("how") == "signal":
+            line += f"; ended by {rt.exit.get('signal')}"  # type: ignore[union-attr]
         if rt.stopped is not None:
             line += f"; the trace is incomplete: {rt.stopped}"
         if rt.hang is not None:

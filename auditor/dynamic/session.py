@@ -15,7 +15,7 @@ import os
 import sys
 from pathlib import Path
 
-from auditor.dynamic import hang, hooks
+from auditor.dynamic import ending, hang, hooks
 from auditor.dynamic.recorder import Recorder
 
 DEFAULT_HANG_AFTER = 300.0
@@ -42,6 +42,7 @@ def start_from_env() -> Recorder | None:
         watchdog = hang.Watchdog(rec, before_death)
         rec.on_init.append(lambda rank: watchdog.start())
         hooks.install_on_import(rec)
+        ending.install(rec)
     except Exception as exc:
         print(f"p2paudit record: not recording this process ({type(exc).__name__}: {exc})",
               file=sys.stderr, flush=True)

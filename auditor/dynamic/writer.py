@@ -17,7 +17,7 @@ from pathlib import Path
 from time import monotonic_ns as _monotonic_ns
 
 from auditor import __version__
-from auditor.dynamic import trace
+from auditor.dynamic import ending, trace
 from auditor.dynamic.mapped import NO_SPACE, MappedFile
 from auditor.dynamic.opstate import COMPACT, TracedOp
 
@@ -91,6 +91,7 @@ class TraceWriter:
             fd, self.path = trace.rank_file(self.directory, rank, os.getpid())
             self.file = MappedFile(fd)
             atexit.register(self.close)
+            atexit.register(ending.at_exit, self)  # runs first: the `exit` line, then close
             torch = sys.modules.get("torch")
             meta = {
                 "seq": 0, "t": 0.0, "rank": rank, "api": "process", "phase": "meta",

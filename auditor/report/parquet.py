@@ -137,7 +137,10 @@ def convert_rank_file(file: Path, rank: int) -> tuple[Any, Any, list[str]]:
             elif phase == "off":
                 notes.append(f"{file.name}:{number}: the recorder stopped in this process "
                              f"({event.get('error')}): later ops are not in the trace")
-            else:
+            elif phase == "exception":  # how the process ended: no op (dynamic/ending.py)
+                if event.get("main"):
+                    notes.append(f"{file.name}:{number}: the process died of {event['error']}")
+            elif phase != "exit":
                 raise ValueError(f"phase {phase!r}")
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise inconsistent(file, f"not a trace line ({exc})", number) from None
