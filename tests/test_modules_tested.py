@@ -23,7 +23,6 @@ UNTESTED: dict[str, str] = {
     "auditor.dynamic.hang": CHILD.format("the recorded ranks' hang files, tests/dynamic/test_record_runs.py"),
     "auditor.repro.rank": CHILD.format("repro's gloo ranks, tests/repro/test_repro.py"),
     "auditor.simulate.rank": CHILD.format("simulate's ranks, tests/simulate/test_simulate.py"),
-    "auditor.simulate.pipelining_rank": CHILD.format("simulate's torch.distributed.pipelining ranks, tests/titan/test_pipelining_sim.py"),
     "auditor.simulate.forked": CHILD.format("simulate's ranks, tests/simulate/test_simulate.py"),
     "auditor.simulate.standins": CHILD.format("simulate's ranks, tests/simulate/test_simulate_standins.py"),
     "auditor.commands.diff": CLI.format("tests/analysis/test_diff.py"),
