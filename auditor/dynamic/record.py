@@ -54,8 +54,11 @@ def run(command: list[str], out: Path, hang_after: float, coverage: list[str] | 
     taken = sorted(p.name for p in out.glob("rank-*.jsonl")) if out.is_dir() else []
     if taken:
         raise InputError(str(out), f"already holds a trace ({taken[0]}, ...); "
-                                   f"pass another --out or remove it")
-    out.mkdir(parents=True, exist_ok=True)
+                                   f"give another trace directory or remove it")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(str(out), f"cannot make the trace directory: {exc.strerror or exc}") from None
     print(f"p2paudit record: tracing into {out}", file=sys.stderr, flush=True)
     try:
         child = subprocess.Popen(command, env=environment(out, hang_after, coverage))

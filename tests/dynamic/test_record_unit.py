@@ -350,6 +350,15 @@ def test_record_refuses_bad_input(tmp_path: Path, capsys) -> None:
     assert "cannot measure torch itself" in err
 
 
+def test_a_trace_directory_that_cannot_be_made_is_bad_input(tmp_path: Path, capsys) -> None:
+    """`record --trace /proc/nope` was an internal error (h-explore)."""
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    assert cli_main(["record", "--trace", str(blocked / "sub"), "--", "true"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot make the trace directory" in err[0]
+
+
 def test_record_returns_the_command_status(tmp_path: Path) -> None:
     assert cli_main(["record", "--out", str(tmp_path / "t"), "--", "sh", "-c", "exit 3"]) == 3
 
