@@ -11,6 +11,11 @@ misses the PP=2 run.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from auditor.bash.values import Symbolic
@@ -81,3 +86,40 @@ def test_a_loop_that_may_break_is_not_unrolled() -> None:
 def test_which_past_the_last_command_is_refused() -> None:
     with pytest.raises(IndexError):
         parse_launch(WORDS, "loop.sh", which=3)
+
+
+# --- the scan judges every command the loop runs ---------------------------------------------------
+
+LOOP_SCAN = """#!/bin/bash
+export TORCH_DISTRIBUTED_DEBUG=DETAIL
+for PP in 1 2; do
+    torchrun --nproc_per_node=8 pretrain_gpt.py --num-layers 8 --pipeline-model-parallel-size $PP
+done
+"""
+
+
+def _scan(tmp_path: Path, text: str, *args: str) -> dict:
+    script = tmp_path / "loop.sh"
+    script.write_text(text)
+    done = subprocess.run([sys.executable, "-m", "auditor", "scan", "--config", str(script), "--format", "json",
+                           "--target", "megatron-core==0.17.0", *args],
+                          capture_output=True, text=True, timeout=300, check=False)
+    return json.loads(done.stdout)
+
+
+@pytest.mark.wheels
+def test_the_verdict_covers_every_command_of_the_loop(tmp_path: Path) -> None:
+    """PP=1 first (nothing to batch: CLEAN alone), then PP=2 under DETAIL on torch 2.10: the run
+    has FINDINGS, and the document shown is the PP=2 command's."""
+    doc = _scan(tmp_path, LOOP_SCAN, "--torch", "2.10.0")
+    assert doc["verdict"]["status"] == "findings", doc["verdict"]["headline"]
+    assert doc["config"]["effective"]["pipeline_model_parallel_size"] == 2
+    several = [f for f in doc["findings"] if f["kind"] == "launch.several-commands"]
+    assert several and "2 of 2" in several[0]["message"] and "clean" in several[0]["message"]
+
+
+@pytest.mark.wheels
+def test_a_loop_is_clean_only_when_every_command_is(tmp_path: Path) -> None:
+    doc = _scan(tmp_path, LOOP_SCAN, "--torch", "2.11.0")
+    assert doc["verdict"]["status"] == "clean", doc["verdict"]["headline"]
+    assert "each of the 2 training commands" in doc["verdict"]["headline"]
