@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from auditor.analysis import settingcases, verdict
+from auditor.analysis import commandcases, settingcases, verdict
 from auditor.analysis.batching import (
     coalesces_key,
     effectively_batched,
@@ -62,6 +62,8 @@ class ScanInputs:
     progress: bool = False
     matrix_key: str | None = None  # the key `--matrix` varies (in `overrides` too)
     command: str | None = None  # --command: the training command line, when the script hides it
+    which: int | None = None  # the training command judged, where the script runs several; None: each
+    text: str | None = None  # the script's text, once read (a pipe gives it once)
 
 
 def resolve_targets(launch: LaunchConfig, targets: list[str] | None) -> list[SourceSet]:
@@ -125,18 +127,19 @@ def entry_code(spec: str) -> str:
 
 
 def read_config(config_path: str, targets: list[str] | None, command: str | None = None,
-                text: str | None = None) -> tuple[LaunchConfig, list[SourceSet]]:
+                text: str | None = None, which: int = 0) -> tuple[LaunchConfig, list[SourceSet]]:
     """The launch script and the framework sources its run uses. `text`: the script's, where the
-    caller read it already (a pipe, `--config /dev/stdin`, gives its text once)."""
+    caller read it already (a pipe, `--config /dev/stdin`, gives its text once). `which`: the
+    training command, where the script runs several."""
     text = read_script(config_path) if text is None else text
     environ = launch_environ()
-    launch = parse_launch(text, config_path, environ=environ, command=command)
+    launch = parse_launch(text, config_path, environ=environ, command=command, which=which)
     refuse_not_pipeline(launch)  # `swift sft`, `megatron export`: nothing to resolve or analyse
     srcs = with_pipelining_torch(launch, resolve_targets(launch, targets))  # torchtitan's schedules
     versions = {s.name: s.version for s in srcs}
     if versions.get("megatron-core"):
         # Megatron-LM's flags are checked against the parser of the release the run uses.
-        launch = parse_launch(text, config_path, environ=environ, command=command,
+        launch = parse_launch(text, config_path, environ=environ, command=command, which=which,
                               megatron_version=versions["megatron-core"],
                               parser_roots=tuple(s.root for s in srcs if s.name == "megatron-core"))
     read_entry(launch)  # what the entry script sets from Python joins the script's environment
@@ -149,9 +152,28 @@ def run_scan(inputs: ScanInputs,
     """`read`: what `read_config` gave for these inputs, where the caller needs it too (simulate,
     fix: they plan from this one config). Otherwise a setting the verdict needs that the script
     leaves unknown (`PP=$6`) is judged at the values of its `[[setting_cases]]` (_cases); see
-    _scan_releases for the releases judged."""
-    doc = _scan_releases(inputs, read)
-    return doc if read is not None else _cases(inputs, doc) or doc
+    _scan_releases for the releases judged. A script that runs several training commands (a
+    loop over parallel sizes) is judged on each (_commands)."""
+    if read is not None:
+        return _scan_releases(inputs, read)
+    if inputs.which is None:
+        return _commands(inputs)
+    doc = _scan_releases(inputs)
+    return _cases(inputs, doc) or doc
+
+
+def _commands(inputs: ScanInputs) -> dict[str, Any]:
+    """Each training command the script runs, judged (`--command` gives one): the document of the
+    worst verdict (auditor.analysis.commandcases), every command's in `config.command_basis`."""
+    text = read_script(inputs.config_path) if inputs.text is None else inputs.text
+    count = 1 if inputs.command is not None else parse_launch(
+        text, inputs.config_path, environ=launch_environ()).commands
+    docs = [run_scan(replace(inputs, which=k, text=text)) for k in range(count)]
+    if count == 1:
+        return docs[0]
+    out = commandcases.merged(docs)
+    verdict.finish(out)
+    return out
 
 
 def _cases(inputs: ScanInputs, doc: dict[str, Any]) -> dict[str, Any] | None:
@@ -194,17 +216,19 @@ def _scan_releases(inputs: ScanInputs,
     combination of releases the rules cover (config.releases), and the documents merged: the
     newest combination's, with every combination's verdict in `config.release_basis`, which the
     verdict reads (a verdict decided only where they all agree)."""
+    which = inputs.which or 0
     given = _given_releases(inputs.targets)
     if read is None and (not inputs.targets or given):
-        text, choice = release_choice(inputs.config_path, inputs.command, given)
+        text, choice = release_choice(inputs.config_path, inputs.command, which, inputs.text, given)
         if choice is not None and (not given or set(given) & set(choice.combinations[0])):
             started = time.perf_counter()
             docs = [_scan_one(inputs, read_config(inputs.config_path, [*(inputs.targets or []), *choice.targets(
-                {n: v for n, v in combo.items() if n not in given})], inputs.command, text))
+                {n: v for n, v in combo.items() if n not in given})], inputs.command, text, which))
                     for combo in choice.combinations]
             return _merged(docs, choice, time.perf_counter() - started)
-        read = read_config(inputs.config_path, inputs.targets, inputs.command, text)
-    return _scan_one(inputs, read or read_config(inputs.config_path, inputs.targets, inputs.command))
+        read = read_config(inputs.config_path, inputs.targets, inputs.command, text, which)
+    return _scan_one(inputs, read or read_config(inputs.config_path, inputs.targets, inputs.command,
+                                                 inputs.text, which))
 
 
 def _given_releases(targets: list[str] | None) -> dict[str, str]:
@@ -218,13 +242,14 @@ def _given_releases(targets: list[str] | None) -> dict[str, str]:
     return out
 
 
-def release_choice(config_path: str, command: str | None = None,
+def release_choice(config_path: str, command: str | None = None, which: int = 0,
+                   text: str | None = None,
                    given: dict[str, str] | None = None) -> tuple[str, releases.Plan | None]:
     """The script's text (read once: a pipe gives it once) and the combinations of releases a
     run stating not every release of its stack is judged on (config.releases); None where it
     states them all. `given`: the releases --target states, as if the script pinned them."""
-    text = read_script(config_path)
-    launch = parse_launch(text, config_path, environ=launch_environ(), command=command)
+    text = read_script(config_path) if text is None else text
+    launch = parse_launch(text, config_path, environ=launch_environ(), command=command, which=which)
     refuse_not_pipeline(launch)
     launch.pins.update(given or {})
     return text, releases.plan(launch)

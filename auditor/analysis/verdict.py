@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.analysis import causes as causes_of
-from auditor.analysis import settingcases
+from auditor.analysis import commandcases, settingcases
 from auditor.analysis.sitestatus import SiteStatus
 from auditor.config.runconfig import RunConfig
 from auditor.config.torch_version import span
@@ -201,6 +201,8 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
         head += f" {releases_words(release_basis)}."
     if status != "inconclusive" and cases and settingcases.settled(cases):
         head += f" {settingcases.holds_words(cases)}."
+    if run.command_basis:
+        head += f" {commandcases.words(run.command_basis)}."
     would = [f for f in doc.get("findings", []) if f.get("kind") in ("replay-would-hang",
                                                                       "replay-can-hang")]
     if status == "clean" and would:

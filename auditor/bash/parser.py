@@ -19,6 +19,7 @@ class Cmd:
     line: int
     end_line: int
     stdin: Heredoc | None = None  # the here-document the command reads (`sbatch <<EOF`)
+    herestring: Word | None = None  # the word a `<<< WORD` here-string feeds it (`read A B <<< "$x"`)
 
 
 @dataclass
@@ -40,6 +41,7 @@ class ShellLoop:
     var: str | None
     condition: list[Node]
     body: list[Node]
+    items: list[Word] | None = None  # `for VAR in WORDS`: the words; None for `for VAR` and `while`
 
 
 @dataclass
@@ -211,11 +213,16 @@ class ShellParser:
                 var = nxt.raw
                 self.p += 1
             self._skip_newlines()
+            items = None
             if self._is_kw(self._peek(), {"in"}):
                 self.p += 1
-                while isinstance(self._peek(), Word):
+                items = []
+                while isinstance(item := self._peek(), Word):
+                    items.append(item)
                     self.p += 1
-            return self._loop_body(line, var, [])
+            loop = self._loop_body(line, var, [])
+            loop.items = items if word == "for" else None  # `select` waits for the user's choice
+            return loop
         if word in ("while", "until"):
             return self._loop_body(line, None, self._list(frozenset({"do"})))
         if word == "case":
@@ -285,20 +292,22 @@ class ShellParser:
                         self.p += 1
                     return
 
-    def _redirects(self) -> Heredoc | None:
-        """Skip redirections; the here-document among them, if any."""
-        document = None
+    def _redirects(self) -> tuple[Heredoc | None, Word | None]:
+        """Skip redirections; the here-document and the here-string among them, if any."""
+        document = string = None
         while isinstance(op := self._peek(), Operator) and op.text in REDIRECTS:
             self.p += 1
             if isinstance(target := self._peek(), Word):
                 self.p += 1
                 document = target.heredoc or document
-        return document
+                string = target if op.text == "<<<" else string
+        return document, string
 
     def _simple(self) -> Cmd:
         tok = self._peek()
         words: list[Word] = []
         stdin: Heredoc | None = None
+        herestring: Word | None = None
         test = isinstance(tok, Word) and tok.raw == "[["
         while (tok := self._peek()) is not None:
             if isinstance(tok, Word):
@@ -307,7 +316,8 @@ class ShellParser:
                 if test and tok.raw == "]]":
                     test = False
             elif isinstance(tok, Operator) and tok.text in REDIRECTS and not test:
-                stdin = self._redirects() or stdin
+                document, string = self._redirects()
+                stdin, herestring = document or stdin, string or herestring
             elif test:  # inside `[[ ]]` operators and newlines are part of the test
                 self.p += 1
             else:
@@ -315,4 +325,4 @@ class ShellParser:
         line = words[0].line if words else (tok.line if tok else 0)
         if test:
             self._syntax(line, "`]]` expected")
-        return Cmd(words, line, max((w.end_line for w in words), default=line), stdin)
+        return Cmd(words, line, max((w.end_line for w in words), default=line), stdin, herestring)

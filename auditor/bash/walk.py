@@ -105,6 +105,10 @@ class Shell(Expander, ABC):
         elif isinstance(node, Branches):
             self._if_or_case(node)
         elif isinstance(node, ShellLoop):
+            items = self._loop_items(node)
+            if items is not None and node.var:
+                self._unrolled(node, node.var, items)
+                return
             if node.var:
                 self.vars[node.var] = Var(Symbolic(f"${node.var}"), node.line, False)
             self.run(node.condition)
@@ -120,6 +124,26 @@ class Shell(Expander, ABC):
                 self.vars = saved
         elif isinstance(node, Function):
             self.functions[node.name] = node.body
+
+    def _loop_items(self, node: ShellLoop) -> list[Field] | None:
+        """The values a `for VAR in WORDS` loop surely takes, in order: every word known, at most
+        MAX_ITERATIONS of them, and no `break`/`continue` in its body that could skip the rest;
+        else None (the body is read once, its variable unknown)."""
+        if node.items is None or _may_leave(node.body):
+            return None
+        fields = [f for w in node.items for f in self.expand(w)]
+        if len(fields) > MAX_ITERATIONS or any(not isinstance(f.value, str) for f in fields):
+            return None
+        return fields
+
+    def _unrolled(self, node: ShellLoop, var: str, items: list[Field]) -> None:
+        """Run the body once per item, as bash does: each iteration sees what the ones before it set."""
+        exported = self.vars[var].exported if var in self.vars else False
+        for item in items:
+            if self.exited is not None:
+                return
+            self.vars[var] = Var(item.value, item.line, exported)
+            self.run(node.body)
 
     def _if_or_case(self, node: Branches) -> None:
         """Run the branch the values tested decide, or every branch still possible, merged."""
@@ -221,7 +245,7 @@ class Shell(Expander, ABC):
         if head in ("cd", "pushd", "popd"):  # from here on `pwd` is not the launch directory
             self.cwd = None
         if head in _SETTERS:
-            self._setter(str(head), fields[1:], cmd)
+            self._setter(str(head), fields[1:], cmd, inline)
             return 0
         if isinstance(head, str) and head in self.functions and self.depth < MAX_NESTING:
             self.depth += 1
@@ -334,16 +358,47 @@ class Shell(Expander, ABC):
         except UnicodeDecodeError:
             raise OSError("not UTF-8 text") from None
 
-    def _setter(self, builtin: str, args: list[Field], cmd: Cmd) -> None:
-        """`read NAME`, `printf -v NAME`, `mapfile NAME`: NAME gets a value known only at run time."""
+    def _setter(self, builtin: str, args: list[Field], cmd: Cmd, inline: dict[str, EnvVar]) -> None:
+        """`read NAME`, `printf -v NAME`, `mapfile NAME`: NAME gets a value known only at run time,
+        except `read` from a here-string whose text is known (`IFS=, read -r TP PP <<< "$config"`)."""
         names = _set_names(builtin, args)
         if names is None:
             self.unknowable(cmd.line, f"`{builtin}` with a variable name not known statically")
             return
+        if builtin == "read" and names and cmd.herestring is not None:
+            values = self._read_herestring(cmd, args, names, inline)
+            if values is not None:
+                for name, value in zip(names, values):
+                    current = self.vars.get(name)
+                    exported = current.exported if current else name in self.environ
+                    self.vars[name] = Var(value, cmd.line, exported)
+                return
         for name in names:
             current = self.vars.get(name)
             exported = current.exported if current else name in self.environ
             self.vars[name] = Var(Symbolic(f"${{{name}}} (set by `{builtin}` at line {cmd.line})"), cmd.line, exported)
+
+    def _read_herestring(self, cmd: Cmd, args: list[Field], names: list[str],
+                         inline: dict[str, EnvVar]) -> list[str] | None:
+        """What `read NAMES <<< WORD` assigns: WORD split on IFS, the last name taking the rest;
+        None where it depends on more than the text (no `-r` and a backslash, an IFS mixing blanks
+        and other characters, options other than `-r`, text not known statically)."""
+        assert cmd.herestring is not None
+        text = join([f.value for f in self.expand(cmd.herestring)]) if cmd.herestring.parts else ""
+        ifs_var = inline["IFS"].value if "IFS" in inline else (
+            self.vars["IFS"].value if "IFS" in self.vars else " \t\n")
+        options = [str(f.value) for f in args if str(f.value).startswith("-")]
+        if (not isinstance(text, str) or not isinstance(ifs_var, str) or any(o != "-r" for o in options)
+                or ("-r" not in options and "\\" in text)):
+            return None
+        ifs, text = str(ifs_var), text.split("\n")[0]  # `read` reads one line
+        if ifs and set(ifs) <= set(" \t\n"):
+            parts = [p.strip() for p in text.split(None, len(names) - 1)]
+        elif ifs and not set(ifs) & set(" \t\n"):
+            parts = re.split("|".join(map(re.escape, ifs)), text, maxsplit=len(names) - 1)
+        else:
+            return None
+        return parts + [""] * (len(names) - len(parts))
 
     def _declare(self, builtin: str, words: list[Word]) -> None:
         options = "".join(w.raw[1:] for w in words if w.raw.startswith("-"))
@@ -393,6 +448,7 @@ _SETTERS = ("read", "printf", "mapfile", "readarray")
 _BUILTINS = frozenset({"export", "declare", "typeset", "local", "readonly", "unset", "source", ".", "eval",
                        *_SETTERS})
 _MAX_SOURCED = 1 << 20  # a sourced settings file; anything larger is not read
+MAX_ITERATIONS = 16  # a `for` loop over more known items than this is read once, its variable unknown
 
 
 def _set_names(builtin: str, args: list[Field]) -> list[str] | None:
@@ -424,6 +480,22 @@ def _set_names(builtin: str, args: list[Field]) -> list[str] | None:
 
 
 _SYNTAX = re.compile(r"[\\\"'`$;&|<>(){}\n#]")  # text that `eval` would read as more than words
+
+
+def _may_leave(nodes: list[Node]) -> bool:
+    """Whether a loop body holds `break` or `continue` (anywhere, conservatively)."""
+    def words(node: object) -> bool:
+        if isinstance(node, Cmd):
+            return bool(node.words) and node.words[0].raw in ("break", "continue")
+        if isinstance(node, list):
+            return any(words(n) for n in node)
+        if isinstance(node, (Branches, ShellLoop, CommandGroup, AndOr, Pipeline, Function)):
+            return any(words(v) for v in vars(node).values() if isinstance(v, (list, tuple, Cmd)) or
+                       isinstance(v, (Branches, ShellLoop, CommandGroup, AndOr, Pipeline, Function)))
+        if isinstance(node, tuple):
+            return any(words(n) for n in node)
+        return False
+    return words(nodes)
 
 
 def _line_of(node: Node) -> int:

@@ -110,6 +110,7 @@ def parse_launch(
     megatron_version: str | None = None,
     parser_roots: tuple[Path, ...] = (),
     command: str | None = None,
+    which: int = 0,
 ) -> LaunchConfig:
     """Find the training command in `text` and read its flags, environment and world size.
 
@@ -119,6 +120,8 @@ def parse_launch(
     `parser_roots`: that release's files, where its own argument parser may be read
     (auditor.config.frontend_parser; a checkout holding the script comes first).
     `command`: the training command line (`--command`), when the script hides it.
+    `which`: the index of the training command to read, where the script runs several (a loop
+    over parallel sizes); `config.commands` says how many (IndexError past the last).
     """
     diagnostics: list[Finding] = []
     if "\r\n" in text:
@@ -147,7 +150,7 @@ def parse_launch(
             where=f"{path}:{shell.cwd_read[0]}"))
     if command is not None:
         _given_command(shell, command, path, text.count("\n") + 1)
-    config = _build(shell, spelling, path, parser_roots)
+    config = _build(shell, spelling, path, parser_roots, which)
     config.text = text
     pins = _pins(lexer.comments)
     for name, version, _ in pins:
@@ -270,7 +273,7 @@ def _given_command(shell: LaunchShell, command: str, path: str, after: int) -> N
 
 
 def _build(shell: LaunchShell, spelling: Spelling, path: str,
-           parser_roots: tuple[Path, ...] = ()) -> LaunchConfig:
+           parser_roots: tuple[Path, ...] = (), which: int = 0) -> LaunchConfig:
     _stops_before_training(shell, path)
     if not shell.candidates:
         unknown = "".join(f"; line {f.line} runs `{f.value}`, which is not known statically"
@@ -283,11 +286,13 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
     # is not the run's command.
     training = [c for c in shell.candidates if c.subcommand not in c.launcher.get("not_pipeline", {})]
     ordered = training + [c for c in shell.candidates if c not in training]
-    chosen = ordered[0]
+    if which >= max(len(training), 1):
+        raise IndexError(f"the script runs {len(training)} training command(s), not {which + 1}")
+    chosen = ordered[which]
     launcher = chosen.launcher
     config = LaunchConfig(path=path, launcher="", command_line=chosen.line, end_line=chosen.end_line,
                           launcher_line=chosen.word_line or chosen.line,
-                          diagnostics=shell.diagnostics)
+                          diagnostics=shell.diagnostics, commands=max(len(training), 1))
     config.wrapper = [f.value for f in chosen.wrapper]
     config.env = _environment(shell, chosen)
     args = chosen.args

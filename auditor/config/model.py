@@ -53,6 +53,7 @@ class LaunchConfig:
     # framework -> the source checkout its front end was read from (a Megatron-LM tree around the
     # training script): its rules are confirmed against that code (rulebook.checkout)
     checkouts: dict[str, Path] = field(default_factory=dict)
+    commands: int = 1  # how many training commands the script runs (a loop over sizes: one per size)
     _stack: Stack | None = field(default=None, init=False, repr=False, compare=False)
 
     @property

@@ -21,7 +21,7 @@ JSON_UNKNOWN = "unknown"
 # The JSON type of each part of `config` the record reads (docs/schema/scan-document.schema.json).
 _SHAPES: dict[str, tuple[type, str]] = {
     **dict.fromkeys(("effective", "provenance", "sources", "history", "versions", "outside_rules",
-                     "unknown_inputs", "torch_basis", "release_basis", "setting_basis"),
+                     "unknown_inputs", "torch_basis", "release_basis", "setting_basis", "command_basis"),
                     (dict, "an object")),
     **dict.fromkeys(("undecided", "notes", "needs"), (list, "an array")),
     "release_choice": (str, "a string"),
@@ -89,6 +89,7 @@ class RunConfig:
     release_choice: str | None = None
     # The unknown settings in the order their inputs were derived (the document's order).
     inputs_order: tuple[str, ...] = ()
+    command_basis: dict[str, Any] | None = None  # each training command's verdict (analysis.commandcases)
 
     def value(self, key: str) -> Any:
         """The setting's value, its `Unknown`, or None where it was never derived."""
@@ -147,7 +148,7 @@ class RunConfig:
                    list(config.get("notes") or []), torch,
                    None if config.get("needs") is None else list(config["needs"]),
                    config.get("release_basis"), config.get("setting_basis"),
-                   config.get("release_choice"), tuple(inputs))
+                   config.get("release_choice"), tuple(inputs), config.get("command_basis"))
 
     def to_json(self) -> dict[str, Any]:
         """The document's `config`, in the order the schema's readers have always seen it."""
@@ -167,7 +168,8 @@ class RunConfig:
             "torch_basis": self.torch.to_json() if self.torch else {},
         }
         optional = {"needs": self.needs, "release_basis": self.release_basis,
-                    "setting_basis": self.setting_basis, "release_choice": self.release_choice}
+                    "setting_basis": self.setting_basis, "release_choice": self.release_choice,
+                    "command_basis": self.command_basis}
         out.update({k: v for k, v in optional.items() if v is not None})
         return out
 

@@ -88,6 +88,13 @@ class LaunchShell(Shell):
         # An unknown first word (`${PROFILE_CMD} python ...`, empty unless profiling) is read as a
         # wrapper: a launcher after it is still the command, with a note.
         wrapped = not isinstance(fields[0].value, str) or os.path.basename(fields[0].value) in self.spelling.wrappers
+        ran = self._runner(fields)
+        if ran is not None:  # `uv run [options] python -m torch.distributed.run ...`
+            prefix, command = ran
+            candidate = self._launch(command, inline, cmd) if command else None
+            if candidate is not None:
+                candidate.wrapper = prefix + candidate.wrapper
+            return candidate
         for k, f in enumerate(fields):
             if not isinstance(f.value, str):
                 if k == 0:
@@ -139,6 +146,25 @@ class LaunchShell(Shell):
             if not wrapped:
                 return None
         return None
+
+    def _runner(self, fields: list[Field]) -> tuple[list[Field], list[Field]] | None:
+        """(the runner's words, the command it runs) for `uv run [options] COMMAND`; `uv run -m
+        MODULE` and `uv run script.py` run python. None when `fields` is no such runner."""
+        head = os.path.basename(str(fields[0].value))
+        runner = next((r for r in self.spelling.runners if r["program"] == head and len(fields) > 1
+                       and fields[1].value == r["subcommand"]), None)
+        if runner is None:
+            return None
+        k = 2
+        while k < len(fields) and isinstance(option := fields[k].value, str) and option.startswith("-"):
+            if option in runner.get("module_options", ()):
+                python = Field("python", fields[k].line)
+                return fields[:k], [python, Field("-m", fields[k].line), *fields[k + 1:]]
+            k += 2 if option in runner.get("value_options", ()) else 1
+        command = fields[k:]
+        if command and isinstance(command[0].value, str) and command[0].value.endswith(".py"):
+            command = [Field("python", command[0].line), *command]
+        return fields[:k], command
 
     def _match_launcher(self, fields: list[Field], k: int) -> tuple[dict | None, str, str, int]:
         """(launcher rule, how it was invoked, subcommand, index of its first argument)."""

@@ -36,6 +36,7 @@ class Spelling:
     python_runners: tuple[tuple[str, ...], ...]  # words that stand for `python` (coverage run)
     backends: tuple[dict, ...]  # non-NCCL backends and the signs of a run on one ([[backend]])
     front_ends: tuple[dict, ...]  # front ends whose flags put the run on another stack ([[front_end]])
+    runners: tuple[dict, ...] = ()  # `uv run [options] COMMAND` ([[command_runner]])
     # The run's own parser where it was read (auditor.config.frontend_parser.FrontEnd): flags
     # are then its spellings; None: checked against the rules only, never an error.
     front_end: Any = None
@@ -60,6 +61,7 @@ class Spelling:
             separated=frozenset(p for rs in every for p in rs.section("wrappers").get("separated", ())),
             backends=tuple(e for rs in every for e in rs.table("backend")),
             front_ends=tuple(e for rs in every for e in rs.table("front_end")),
+            runners=tuple(e for rs in every for e in rs.table("command_runner")),
             python_runners=tuple(tuple(r.split()) for rs in every
                                  for r in rs.section("wrappers").get("python_runners", ())),
         )

@@ -88,6 +88,8 @@ TABLES: dict[str, Table] = {
                        f"device_count_values boolean_options module_options interpreters not_pipeline pair_options directive directive_options nproc_keys nnodes_keys {_SELECT}"),
     "swift_script": _table(True, "pattern style", _SELECT),
     "wrappers": _table(False, "", "programs shells batch separated python_runners"),
+    # `uv run [options] COMMAND` (config.training_command): the options that take a value.
+    "command_runner": _table(True, "program subcommand value_options source", "module_options"),
     "backend": _table(True, "name what env paths covers short decide", "source"),
     # A front end known by its flags that puts the run on another stack (config.launch).
     "front_end": _table(True, "name scripts flags launcher what", "layout_flags source code"),
@@ -112,6 +114,7 @@ TYPES: dict[str, dict[str, type]] = {
     "stage": {"launchers": list},
     "setting_cases": {"key": str, "values": list, "why": str},
     "front_end": {"scripts": list, "flags": list, "layout_flags": list, "launcher": str},
+    "command_runner": {"program": str, "subcommand": str, "value_options": list, "module_options": list},
     "entry_point": {"launchers": list},
     "batch_wrapper": {"modules": list, "key": str},
     "container_image": {"image": str, "tag": str, "torch": str, "source": str},

@@ -219,7 +219,7 @@ def test_branches_defaults_and_functions() -> None:
     assert flags["pipeline_model_parallel_size"] == "4"  # MODE=${1:-pp} is pp: the first branch runs
     assert flags["virtual_pipeline_model_parallel_size"] == "2"  # every branch agrees
     assert flags["lr"] == "1e-4"  # case with a `*)` arm
-    assert isinstance(flags["seed"], Symbolic)  # set from a loop variable
+    assert flags["seed"] == "3"  # set from a loop variable: the loop over 1 2 3 ends at 3, as in bash
     assert (config.nproc_per_node, config.nnodes) == (8, 2)  # [ -z "$NNODES" ] && NNODES=2
 
 

@@ -104,6 +104,9 @@ def test_what_the_scan_adds_round_trips():
                                "cases": [{"value": 2, "status": "clean", "headline": "h",
                                           "starts": True}]}
     config["release_choice"] = "simulated on megatron-core 0.17.0"
+    config["command_basis"] = {"shown": 1, "commands": [
+        {"line": 45, "status": "clean", "headline": "CLEAN: h", "pipeline_model_parallel_size": 1},
+        {"line": 45, "status": "findings", "headline": "FINDINGS: h", "pipeline_model_parallel_size": 2}]}
     CONFIG.validate(config)
     assert json.dumps(RunConfig.from_json(config).to_json()) == json.dumps(config)
 

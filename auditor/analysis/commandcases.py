@@ -1,0 +1,54 @@
+"""A script that runs several training commands (a `for` loop over parallel sizes, as
+Megatron-Bridge's examples/models/gemma/gemma3_vl/sft.sh does) is judged on each: the run is only
+as good as its worst command, so the document shown is that command's, and config.command_basis
+(written here, read by the verdict) lists every command's verdict."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# The worse a verdict, the earlier: a run with one command that hangs has findings.
+_ORDER = ("findings", "not-covered", "inconclusive", "clean", "not-pipeline", "inventory")
+
+
+def _rank(doc: dict[str, Any]) -> int:
+    status = doc["verdict"]["status"]
+    return _ORDER.index(status) if status in _ORDER else 0
+
+
+def _reached(doc: dict[str, Any]) -> int:
+    return sum(1 for s in doc.get("sites", []) if s.get("reachable") == "yes")
+
+
+def merged(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The document of the worst verdict among `docs` (one per training command, in the order the
+    script runs them; among equals, the one reaching the most P2P sites, then the first), its
+    config.command_basis naming every command's verdict and its launch warnings about the other
+    commands replaced by that basis."""
+    shown = min(range(len(docs)), key=lambda k: (_rank(docs[k]), -_reached(docs[k]), k))
+    doc = docs[shown]
+    commands = [{"line": int((d.get("launch") or {}).get("line") or 0), "status": d["verdict"]["status"],
+                 "headline": d["verdict"]["headline"],
+                 "pipeline_model_parallel_size": d.get("config", {}).get("effective", {}).get(
+                     "pipeline_model_parallel_size")} for d in docs]
+    doc["config"]["command_basis"] = {"shown": shown, "commands": commands}
+    said = "; ".join(f"{k + 1}: line {c['line']}, pipeline_model_parallel_size "
+                     f"{c['pipeline_model_parallel_size']}, {c['status']}" for k, c in enumerate(commands))
+    where = f"{(doc.get('launch') or {}).get('path', '')}:{commands[shown]['line']}"
+    doc["findings"] = [f for f in doc.get("findings", []) if f.get("kind") != "launch.several-commands"]
+    doc["findings"].append({
+        "kind": "launch.several-commands", "severity": "info",
+        "message": f"the script runs {len(docs)} training commands, each judged ({said}); this document is "
+                   f"command {shown + 1} of {len(docs)}'s, the worst verdict",
+        "fix": "", "site_ids": [], "where": where,
+        "detail": {}})
+    return doc
+
+
+def words(basis: dict[str, Any]) -> str:
+    """What a verdict judged on each of a script's training commands holds on."""
+    commands = basis["commands"]
+    each = ", ".join(f"{c['status']} at pipeline_model_parallel_size {c['pipeline_model_parallel_size']}"
+                     for c in commands)
+    return (f"Judged on each of the {len(commands)} training commands the script runs ({each}); "
+            f"shown: command {basis['shown'] + 1} (line {commands[basis['shown']]['line']})")

@@ -1,0 +1,35 @@
+"""A script running several training commands is judged on each, and shown by its worst
+(auditor.analysis.commandcases). The shape: Megatron-Bridge's loop over "TP,PP" pairs
+(NVIDIA-NeMo/Megatron-Bridge, commit 067f987df03b8355b03192d88d70f1709fedf51a,
+examples/models/gemma/gemma3_vl/sft.sh), one document per iteration's command."""
+
+from __future__ import annotations
+
+from auditor.analysis import commandcases
+
+
+def _doc(status: str, pp: int, reached: int = 0) -> dict:
+    return {"verdict": {"status": status, "headline": f"{status.upper()}: pp {pp}"},
+            "config": {"effective": {"pipeline_model_parallel_size": pp}},
+            "launch": {"path": "sft.sh", "line": 45},
+            "sites": [{"reachable": "yes"}] * reached,
+            "findings": [{"kind": "launch.several-commands", "severity": "warning", "message": "first one"}]}
+
+
+def test_the_worst_verdict_is_shown_and_every_command_listed() -> None:
+    doc = commandcases.merged([_doc("clean", 1), _doc("findings", 2, 3)])
+    assert doc["verdict"]["status"] == "findings"
+    basis = doc["config"]["command_basis"]
+    assert basis["shown"] == 1 and [c["status"] for c in basis["commands"]] == ["clean", "findings"]
+    notes = [f for f in doc["findings"] if f["kind"] == "launch.several-commands"]
+    assert len(notes) == 1 and notes[0]["severity"] == "info" and "2 training commands" in notes[0]["message"]
+    assert "clean at pipeline_model_parallel_size 1" in commandcases.words(basis)
+
+
+def test_an_undecided_command_beats_a_clean_one() -> None:
+    assert commandcases.merged([_doc("inconclusive", 2), _doc("clean", 1)])["config"]["command_basis"]["shown"] == 0
+
+
+def test_among_equal_verdicts_the_one_reaching_most_sites_is_shown() -> None:
+    doc = commandcases.merged([_doc("clean", 1, 0), _doc("clean", 2, 5)])
+    assert doc["config"]["effective"]["pipeline_model_parallel_size"] == 2
