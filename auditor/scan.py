@@ -17,6 +17,7 @@ from auditor.analysis.batching import (
     site_findings,
 )
 from auditor.config import releases
+from auditor.config.checkout_release import settled_by_targets
 from auditor.config.derive import derive
 from auditor.config.effective import EffectiveConfig
 from auditor.config.envlint import lint
@@ -139,6 +140,8 @@ def read_config(config_path: str, targets: list[str] | None, command: str | None
         launch = parse_launch(text, config_path, environ=environ, command=command,
                               megatron_version=versions["megatron-core"],
                               parser_roots=tuple(s.root for s in srcs if s.name == "megatron-core"))
+    if targets:
+        settled_by_targets(launch, srcs)  # --target, not a checkout's version file, says the release
     read_entry(launch)  # what the entry script sets from Python joins the script's environment
     read_job_config(launch, srcs)  # torchtitan's TOML or config-registry function, from its release
     return launch, srcs
