@@ -34,6 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     options.add_config(parser)
     options.add_targets(parser, "framework sources, as for scan (default: the script's `name==X` "
                                 "comments); megatron-core's is the schedule that runs")
+    options.add_command(parser)
     options.add_torch(parser)
     options.add_set(parser, "override an effective config value (repeatable), e.g. hidden_size=N")
     parser.add_argument("--microbatches", type=int, metavar="N",
@@ -58,14 +59,15 @@ def run(args: argparse.Namespace) -> int:
                                               "exist yet")
     # Without --target: the newest combination of the releases the scan would judge the run
     # across; one simulation runs one schedule.
-    text, choice = release_choice(args.config) if not args.target else (None, None)
+    command = args.training_command
+    text, choice = release_choice(args.config, command) if not args.target else (None, None)
     targets, chosen = args.target, ""
     if choice is not None:
         targets = choice.targets(choice.combinations[0])
         chosen = (f"no release stated: simulated on the newest releases the rules verify that fit "
                   f"together, {', '.join(targets)} (--target NAME==VERSION gives the run's)")
-    inputs = ScanInputs(args.config, targets, overrides_from(args.set), args.torch)
-    launch, srcs = read_config(args.config, targets, text=text)
+    inputs = ScanInputs(args.config, targets, overrides_from(args.set), args.torch, command=command)
+    launch, srcs = read_config(args.config, targets, command, text=text)
     doc = run_scan(inputs, (launch, srcs))
     if chosen:
         doc["config"]["release_choice"] = chosen
