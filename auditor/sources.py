@@ -102,9 +102,21 @@ class SourceSet:
             return f"{release} at {self.root}"
         return f"{self.root} (not recognised: no dist-info, PKG-INFO, pyproject or version file)"
 
-    def to_json(self) -> dict[str, str | None]:
+    @property
+    def roots(self) -> list[str]:
+        """The first part of the paths a recording names this target's files by (a module's
+        path from the sys.path entry it is imported from: `torchtitan`, or `train.py` for a
+        top-level module), so that the join knows a recorded line of these files."""
+        tops = set()
+        for f in self.files:
+            parts = self.module_name(f).split(".")
+            single = len(parts) == 1 and not f.endswith("__init__.py")
+            tops.add(f"{parts[0]}.py" if single else parts[0])
+        return sorted(tops)
+
+    def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "version": self.version, "source": self.kind, "origin": self.origin,
-                "label": self.label}
+                "label": self.label, "roots": self.roots}
 
 
 def target_label(target: dict[str, Any]) -> str:
