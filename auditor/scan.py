@@ -126,9 +126,11 @@ def entry_code(spec: str) -> str:
 
 
 def read_config(config_path: str, targets: list[str] | None, command: str | None = None,
-                text: str | None = None) -> tuple[LaunchConfig, list[SourceSet]]:
+                text: str | None = None, planned: bool = False) -> tuple[LaunchConfig, list[SourceSet]]:
     """The launch script and the framework sources its run uses. `text`: the script's, where the
-    caller read it already (a pipe, `--config /dev/stdin`, gives its text once)."""
+    caller read it already (a pipe, `--config /dev/stdin`, gives its text once). `planned`: the
+    targets are a combination of releases chosen for a run that states none (config.releases),
+    not the user's `--target`, so what a checkout says of its release still stands."""
     text = read_script(config_path) if text is None else text
     environ = launch_environ()
     launch = parse_launch(text, config_path, environ=environ, command=command)
@@ -140,7 +142,7 @@ def read_config(config_path: str, targets: list[str] | None, command: str | None
         launch = parse_launch(text, config_path, environ=environ, command=command,
                               megatron_version=versions["megatron-core"],
                               parser_roots=tuple(s.root for s in srcs if s.name == "megatron-core"))
-    if targets:
+    if targets and not planned:
         settled_by_targets(launch, srcs)  # --target, not a checkout's version file, says the release
     read_entry(launch)  # what the entry script sets from Python joins the script's environment
     read_job_config(launch, srcs)  # torchtitan's TOML or config-registry function, from its release
@@ -202,7 +204,7 @@ def _scan_releases(inputs: ScanInputs,
         if choice is not None:
             started = time.perf_counter()
             docs = [_scan_one(inputs, read_config(inputs.config_path, choice.targets(combo),
-                                                  inputs.command, text))
+                                                  inputs.command, text, planned=True))
                     for combo in choice.combinations]
             return _merged(docs, choice, time.perf_counter() - started)
         read = read_config(inputs.config_path, inputs.targets, inputs.command, text)

@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         chosen = (f"no release stated: simulated on the newest releases the rules verify that fit "
                   f"together, {', '.join(targets)} (--target NAME==VERSION gives the run's)")
     inputs = ScanInputs(args.config, targets, overrides_from(args.set), args.torch, command=command)
-    launch, srcs = read_config(args.config, targets, command, text=text)
+    launch, srcs = read_config(args.config, targets, command, text=text, planned=choice is not None)
     doc = run_scan(inputs, (launch, srcs))
     if chosen:
         doc["config"]["release_choice"] = chosen

@@ -145,3 +145,13 @@ def test_the_package_folder_as_target_reads_the_job_config(tmp_path):
     launch, _ = read_config(path, [str(tmp_path / "torchtitan")])
     assert not _said(launch, "launch.config-file-unread"), _said(launch, "launch.config-file-unread")
     assert launch.flags["parallelism.pipeline_parallel_schedule"].value == "1F1B"
+
+
+@pytest.mark.wheels
+def test_a_clone_past_its_tag_scanned_without_target_says_which_release_is_unknown(tmp_path):
+    """The releases judged in its place (newest and oldest verified) do not settle it: the
+    verdict names the checkout's release as undecided, with --target as the step."""
+    doc = run_scan(ScanInputs(checkout(tmp_path, head=LATER), torch_version="2.13.0", jobs=1))
+    assert "release_basis" in doc["config"]
+    undecided = [u for u in doc["verdict"]["undecided"] if u["decide"] == "--target torchtitan==VERSION"]
+    assert len(undecided) == 1 and "no release tag" in undecided[0]["what"], doc["verdict"]["undecided"]
