@@ -17,6 +17,7 @@ from auditor.analysis.batching import (
     site_findings,
 )
 from auditor.config import releases
+from auditor.config.checkout_release import settled_by_targets
 from auditor.config.derive import derive
 from auditor.config.effective import EffectiveConfig
 from auditor.config.envlint import lint
@@ -127,10 +128,13 @@ def entry_code(spec: str) -> str:
 
 
 def read_config(config_path: str, targets: list[str] | None, command: str | None = None,
-                text: str | None = None, which: int = 0) -> tuple[LaunchConfig, list[SourceSet]]:
+                text: str | None = None, which: int = 0,
+                planned: bool = False) -> tuple[LaunchConfig, list[SourceSet]]:
     """The launch script and the framework sources its run uses. `text`: the script's, where the
     caller read it already (a pipe, `--config /dev/stdin`, gives its text once). `which`: the
-    training command, where the script runs several."""
+    training command, where the script runs several. `planned`: the targets are a combination of
+    releases chosen for a run that states none (config.releases), not the user's `--target`, so
+    what a checkout says of its release still stands."""
     text = read_script(config_path) if text is None else text
     environ = launch_environ()
     launch = parse_launch(text, config_path, environ=environ, command=command, which=which)
@@ -142,6 +146,8 @@ def read_config(config_path: str, targets: list[str] | None, command: str | None
         launch = parse_launch(text, config_path, environ=environ, command=command, which=which,
                               megatron_version=versions["megatron-core"],
                               parser_roots=tuple(s.root for s in srcs if s.name == "megatron-core"))
+    if targets and not planned:
+        settled_by_targets(launch, srcs)  # --target, not a checkout's version file, says the release
     read_entry(launch)  # what the entry script sets from Python joins the script's environment
     read_job_config(launch, srcs)  # torchtitan's TOML or config-registry function, from its release
     return launch, srcs
@@ -223,7 +229,8 @@ def _scan_releases(inputs: ScanInputs,
         if choice is not None and (not given or set(given) & set(choice.combinations[0])):
             started = time.perf_counter()
             docs = [_scan_one(inputs, read_config(inputs.config_path, [*(inputs.targets or []), *choice.targets(
-                {n: v for n, v in combo.items() if n not in given})], inputs.command, text, which))
+                {n: v for n, v in combo.items() if n not in given})], inputs.command, text, which,
+                planned=not given))
                     for combo in choice.combinations]
             return _merged(docs, choice, time.perf_counter() - started)
         read = read_config(inputs.config_path, inputs.targets, inputs.command, text, which)
@@ -314,7 +321,8 @@ def _scan_one(inputs: ScanInputs, read: tuple[LaunchConfig, list[SourceSet]]) ->
     doc = document.build(srcs, site_docs, analyses, findings,
                          config=effective.record(needs).to_json())
     doc["launch"] = {"path": launch.path, "launcher": launch.launcher, "line": launch.command_line,
-                     **world_of(launch, effective.values.get("world_size"))}
+                     **world_of(launch, effective.values.get("world_size")),
+                     **({"command": inputs.command} if inputs.command is not None else {})}
     doc["entries"] = [name for name, _ in entry_specs]
     doc["patches"] = [
         {"target": p.target, "replacement": p.replacement, "status": p.status,

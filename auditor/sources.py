@@ -29,6 +29,7 @@ from typing import Any
 from packaging.utils import canonicalize_name
 
 from auditor import download
+from auditor.checkout_version import stated_release
 from auditor.errors import NO_SPACE, InputError
 
 SKIP_DIRS = {"__pycache__", ".git", ".hg", ".tox", ".venv", "venv", "node_modules", "build", "dist"}
@@ -101,9 +102,21 @@ class SourceSet:
             return f"{release} at {self.root}"
         return f"{self.root} (not recognised: no dist-info, PKG-INFO, pyproject or version file)"
 
-    def to_json(self) -> dict[str, str | None]:
+    @property
+    def roots(self) -> list[str]:
+        """The first part of the paths a recording names this target's files by (a module's
+        path from the sys.path entry it is imported from: `torchtitan`, or `train.py` for a
+        top-level module), so that the join knows a recorded line of these files."""
+        tops = set()
+        for f in self.files:
+            parts = self.module_name(f).split(".")
+            single = len(parts) == 1 and not f.endswith("__init__.py")
+            tops.add(f"{parts[0]}.py" if single else parts[0])
+        return sorted(tops)
+
+    def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "version": self.version, "source": self.kind, "origin": self.origin,
-                "label": self.label}
+                "label": self.label, "roots": self.roots}
 
 
 def target_label(target: dict[str, Any]) -> str:
@@ -197,8 +210,20 @@ def _dir_metadata(root: Path, top: Iterable[str]) -> tuple[str, str | None, bool
         name_m = re.search(r'(?m)^name\s*=\s*"([^"]+)"', text)
         version_m = re.search(r'(?m)^version\s*=\s*"([^"]+)"', text)
         if name_m:
-            return name_m.group(1), version_m.group(1) if version_m else None, True
+            version = version_m.group(1) if version_m else _checkout_version(root, name_m.group(1))
+            return name_m.group(1), version, True
+    if "__init__.py" in top and (root.parent / "pyproject.toml").is_file():
+        # a package folder of a checkout (`--target torchtitan` in torchtitan's clone)
+        name, version, recognised = _dir_metadata(root.parent, os.listdir(root.parent))
+        if recognised and canonicalize_name(name) == canonicalize_name(root.name):
+            return name, version, True
     return root.name, None, False
+
+
+def _checkout_version(root: Path, name: str) -> str | None:
+    """The release a checkout whose pyproject gives no literal version states (a dynamic one read
+    from a file, git's release tag at HEAD: auditor.checkout_version)."""
+    return stated_release(root, name, name.replace("-", "_")).version
 
 
 def _version_file(root: Path, name: str) -> str | None:

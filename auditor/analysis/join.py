@@ -91,7 +91,7 @@ def join(
     deadlock = order.deadlock(nccl_like)
     by_id = {s["id"]: s for s in sites}
     # No target: no scan was given (report --trace alone), so nothing fired "outside" it.
-    misses = _misses(uses, mapped, by_id, sites) if doc.get("targets") else []
+    misses = _misses(uses, mapped, by_id, sites, doc["targets"]) if doc.get("targets") else []
     run: dict[str, Any] = {
         "trace": _trace_summary(trace),
         "matched": dict(Counter(how.values())),
@@ -199,9 +199,22 @@ class _SiteIndex:
 
 # --- the sections of `run` ----------------------------------------------------------------------
 def _misses(uses: dict[Key, Use], mapped: dict[Key, str], by_id: dict[str, dict[str, Any]],
-            sites: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Fired but not predicted: code the scan has no site for, and sites it ruled unreachable."""
+            sites: list[dict[str, Any]], targets: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Fired but not predicted: code the scan has no site for, and sites it ruled unreachable.
+
+    A line is inside the scan where its path starts in a target (its `roots`; a document written
+    before they were recorded: where some site's path starts). A line whose ops another line
+    chose (the recorder names the first frame outside the chosen code's package: torchtitan's
+    `self.pp_schedule.step(...)` for the ops torch's schedule chose) is judged by that code:
+    outside the targets, it is what to scan; inside, with a reachable site in its file, the scan
+    predicted those ops there (not a miss); inside without one, the inventory missed them.
+    `in_targets`: whether the code that issued the ops is in the scanned sources."""
     roots = {s["path"].split("/", 1)[0] for s in sites}
+    roots |= {r for t in targets for r in t.get("roots") or []}
+    reached = {s["path"] for s in sites if SiteStatus.of(s).reached}
+    # A P2POp line's ops were chosen where its batch_isend_irecv call's were (read_uses keeps
+    # `chosen` on the call's line).
+    chosen = {k[:4]: u.chosen for k, u in uses.items() if k[5] is None and u.chosen}
     out: list[dict[str, Any]] = []
     for key, u in uses.items():
         path, line, _, function, api, op = key
@@ -210,11 +223,23 @@ def _misses(uses: dict[Key, Use], mapped: dict[Key, str], by_id: dict[str, dict[
                  "api": f"{api}({op})" if op else api, "fired": _per_rank(u.fired),
                  "calls": sum(u.fired.values())}
         if sid is None:
-            inside = path.split("/", 1)[0] in roots
-            entry.update(site_id=None, in_targets=inside, why=(
-                "no P2P site of the scanned sources is at this line: the static inventory "
-                "missed it" if inside else
-                "outside the scanned sources: scan this code too (add it as a --target)"))
+            chooser = _chooser(chosen.get(key[:4], u.chosen), path, line)
+            where = chooser.rsplit(":", 1)[0] if chooser else path
+            inside = where.split("/", 1)[0] in roots
+            if chooser and inside and where in reached:
+                continue  # the scan's reachable sites of the chooser's file predict these ops
+            if chooser:
+                entry["chosen"] = chooser
+                why = (f"its ops were chosen at {chooser} of the scanned sources, whose file has no "
+                       "reachable P2P site: the static inventory missed them" if inside else
+                       f"its ops were chosen at {chooser}, outside the scanned sources (this line is "
+                       f"{'in' if path.split('/', 1)[0] in roots else 'outside'} them): scan that code "
+                       "too (add it as a --target)")
+            else:
+                why = ("no P2P site of the scanned sources is at this line: the static inventory "
+                       "missed it" if inside else
+                       "outside the scanned sources: scan this code too (add it as a --target)")
+            entry.update(site_id=None, in_targets=inside, why=why)
             out.append(entry)
         elif SiteStatus.of(by_id[sid]).unreachable:
             site = by_id[sid]
@@ -224,6 +249,12 @@ def _misses(uses: dict[Key, Use], mapped: dict[Key, str], by_id: dict[str, dict[
             out.append(entry)
     out.sort(key=lambda m: (not m["in_targets"], -m["calls"], m["path"], m["line"]))
     return out
+
+
+def _chooser(chosen: Counter, path: str, line: int) -> str | None:
+    """The line that chose most of a line's ops, where another line than itself chose them."""
+    others = [(n, c) for c, n in chosen.items() if c != f"{path}:{line}"]
+    return max(others)[1] if others else None
 
 
 def _unfired(sites: list[dict[str, Any]], trace: Trace) -> list[dict[str, Any]]:

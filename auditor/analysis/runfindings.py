@@ -53,8 +53,8 @@ def run_findings(uses: dict[Key, Use], mapped: dict[Key, str], by_id: dict[str, 
         first = outside[0]
         out.append(Finding(
             "unscanned-p2p", "warning",
-            f"{len(outside)} line(s) outside the scanned sources issued P2P ops; e.g. "
-            f"{first['path']}:{first['line']} {first['api']} in {first['function']}",
+            f"{len(outside)} line(s) issued P2P ops of code outside the scanned sources; e.g. "
+            f"{first['path']}:{first['line']} {first['api']} in {first['function']}: {first['why']}",
             fix="add the package or script they are in as a --target of the scan",
             where=f"{first['path']}:{first['line']}", detail={"misses": outside[:50]}))
 

@@ -18,6 +18,7 @@ The verdicts of a replayed op order (`simulate`, `repro --predict`) are decided 
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -403,7 +404,8 @@ def _decide_for(group: list[dict[str, Any]], run: RunConfig,
         return f"--set the config value of {', '.join(tests)}"
     if "batch_p2p_comm" not in (list(NEEDED_KEYS) if run.needs is None else run.needs):
         if launch.get("path") and launch.get("launcher") and Stack.of(launch["launcher"]).simulated:
-            return (f"{SIMULATE}--config {launch['path']}` (runs the schedule on CPU and "
+            given = f" --command {shlex.quote(launch['command'])}" if launch.get("command") is not None else ""
+            return (f"{SIMULATE}--config {launch['path']}{given}` (runs the schedule on CPU and "
                     "replays its order), or `p2paudit record` of a run")
         return "`p2paudit record` of a run, then `p2paudit report` (its replay decides the order)"
     if run.is_open("batch_p2p_comm"):

@@ -61,15 +61,15 @@ def run(args: argparse.Namespace) -> int:
                                               "exist yet")
     # Without --target: the newest combination of the releases the scan would judge the run
     # across; one simulation runs one schedule.
-    text, choice = release_choice(args.config, args.training_command) if not args.target else (None, None)
+    command = args.training_command
+    text, choice = release_choice(args.config, command) if not args.target else (None, None)
     targets, chosen = args.target, ""
     if choice is not None:
         targets = choice.targets(choice.combinations[0])
         chosen = (f"no release stated: simulated on the newest releases the rules verify that fit "
                   f"together, {', '.join(targets)} (--target NAME==VERSION gives the run's)")
-    inputs = ScanInputs(args.config, targets, overrides_from(args.set), args.torch,
-                        command=args.training_command)
-    launch, srcs = read_config(args.config, targets, args.training_command, text=text)
+    inputs = ScanInputs(args.config, targets, overrides_from(args.set), args.torch, command=command)
+    launch, srcs = read_config(args.config, targets, command, text=text, planned=choice is not None)
     doc = run_scan(inputs, (launch, srcs))
     if chosen:
         doc["config"]["release_choice"] = chosen

@@ -24,6 +24,7 @@ from auditor.bash.lexer import Lexer
 from auditor.bash.parser import ShellParser
 from auditor.bash.syntax import bash_rejects
 from auditor.bash.values import EnvVar
+from auditor.config.checkout_release import judge_on_framework_checkout
 from auditor.config.frontends import for_style
 from auditor.config.frontends.megatron_lm import judge_on_checkout
 from auditor.config.launcher import torchrun_options, world_size, world_variables
@@ -161,6 +162,7 @@ def parse_launch(
             spec = f"{bound.group(2)}{bound.group(3).rstrip('.')}"
             config.bounds[name] = f"{config.bounds[name]},{spec}" if name in config.bounds else spec
     judge_on_checkout(config, path)
+    judge_on_framework_checkout(config, path)
     torch_pins = [(v, ln) for name, v, ln in pins if name == "torch"]
     if len({pin for pin, _ in torch_pins}) > 1:  # config.torch_version judges each of them
         config.diagnostics.append(Finding(

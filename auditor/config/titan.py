@@ -55,9 +55,9 @@ def read_job_config(launch: LaunchConfig, srcs: list[SourceSet]) -> None:
         where = f"{launch.path}:{flag.line}"
         try:
             if entry["kind"] == "titan-toml":
-                settings, origin = _toml(titan.root, entry, flag, launch.path)
+                settings, origin = _toml(_top(titan), entry, flag, launch.path)
             else:
-                settings, origin = _registry(titan.root, entry, launch, flag)
+                settings, origin = _registry(_top(titan), entry, launch, flag)
         except UnreadableJobConfig as exc:
             launch.diagnostics.append(Finding(
                 "launch.config-file-unread", "warning",
@@ -76,6 +76,12 @@ def read_job_config(launch: LaunchConfig, srcs: list[SourceSet]) -> None:
             "launch.config-file", "info", f"read {origin}: {given} setting(s)", where=where))
 
 
+def _top(titan: SourceSet) -> Path:
+    """The folder holding `torchtitan/`, which the rules' paths are relative to (a `--target
+    torchtitan` in a clone is the package folder itself)."""
+    return titan.root.parent if titan.is_package_dir else titan.root
+
+
 def _check_overrides(launch: LaunchConfig, titan: SourceSet, entry: dict[str, Any]) -> None:
     """torchtitan's ConfigManager parses each `--section.key` of the command line into the job
     config's dataclass for `section` and exits on a key it lacks: said for each section the
@@ -87,7 +93,7 @@ def _check_overrides(launch: LaunchConfig, titan: SourceSet, entry: dict[str, An
             continue
         path, _, name = spec.partition("=")[2].partition(":")
         try:
-            tree = _parse(titan.root / path)
+            tree = _parse(_top(titan) / path)
         except UnreadableJobConfig:
             continue
         cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name), None)

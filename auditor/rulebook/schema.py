@@ -63,6 +63,9 @@ TABLES: dict[str, Table] = {
     "world_group": _table(False, "qualnames", "about"),
     # The folders of torch whose P2P sites a framework's runs issue (torchtitan: pipelining).
     "torch_source": _table(False, "paths", "about"),
+    # The package a checkout of the framework holds, whose run is that checkout's release
+    # (auditor/config/checkout_release.py).
+    "checkout": _table(False, "package", "about"),
     # torch's P2P API (rulebook.apis, auditor/dynamic/hooks.py).
     "p2p_api": _table(True, "name qualnames params issues", f"peer group op wire {_SELECT}"),
     "coalescing_context": _table(True, "qualnames", f"group_param {_SELECT}"),

@@ -69,6 +69,7 @@ def test_json_follows_the_contract(tree, tmp_path):
     assert doc["targets"] == [{
         "name": "proj", "version": None, "source": "dir", "origin": str(tree),
         "label": f"{tree} (not recognised: no dist-info, PKG-INFO, pyproject or version file)",
+        "roots": ["pkg"],
     }]
     assert len(doc["sites"]) == 3
     for site in doc["sites"]:

@@ -1,0 +1,73 @@
+"""A run launched from a framework's checkout is that checkout's release (issue 27).
+
+torchtitan's README launches from its clone (`cd torchtitan && CONFIG_FILE=... ./run_train.sh`):
+`-m torchtitan.train` imports the `torchtitan/` package of the working directory, not an
+installed release. Where the rules name the package a checkout holds (`[checkout] package`) and
+it is beside the launch script or in the working directory, the release the checkout states
+(auditor.checkout_version) is the one judged, as a `# torchtitan==X` comment would say; a
+checkout that states none leaves the release unknown, with the step that decides it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from auditor import rulebook
+from auditor.checkout_version import stated_release
+from auditor.config.model import LaunchConfig
+from auditor.findings import Finding
+from auditor.sources import SourceSet
+
+CHECKOUT_KINDS = ("launch.checkout-release", "launch.checkout-unversioned")
+
+
+def judge_on_framework_checkout(config: LaunchConfig, path: str) -> None:
+    """Pins each framework of the stack whose checkout the run imports to the release it states
+    (an info finding says so); an unstated one is an undecided input naming `--target`."""
+    where = f"{path}:{config.command_line}"
+    for framework in config.stack.chain:
+        package = rulebook.load(framework.name).section("checkout").get("package")
+        name = framework.distribution
+        if not package or name is None or name in config.pins:
+            continue
+        root = _checkout(path, package)
+        if root is None:
+            continue
+        stated = stated_release(root, name, package)
+        if stated.version is not None:
+            config.pins[name] = stated.version
+            config.diagnostics.append(Finding(
+                "launch.checkout-release", "info",
+                f"the run imports {package} from the checkout {root}, which states {name} "
+                f"{stated.version} ({stated.how}): judged on that release",
+                fix=f"--target {name}==VERSION judges another", where=where,
+                detail={"distribution": name}))
+            continue
+        config.diagnostics.append(Finding(
+            "launch.checkout-unversioned", "warning",
+            f"the run imports {package} from the checkout {root}, which states no release ({stated.how}): "
+            f"which {name} it runs is unknown, and the releases judged below stand in for it",
+            fix=f"pass --target {name}==VERSION (the release the checkout is), or write "
+                f"`# {name}==VERSION` in the script",
+            where=where,
+            detail={"undecided": f"which {name} release the checkout {root} is ({stated.how})",
+                    "decide": f"--target {name}==VERSION", "distribution": name}))
+
+
+def settled_by_targets(config: LaunchConfig, srcs: list[SourceSet]) -> None:
+    """`--target` decides the release of what it gives: a checkout's word on a distribution that a
+    target gives with its version is not the run's (said neither as judged nor as unknown)."""
+    given = {s.name for s in srcs if s.version}
+    config.diagnostics = [d for d in config.diagnostics if d.kind not in CHECKOUT_KINDS
+                          or d.detail.get("distribution") not in given]
+
+
+def _checkout(path: str, package: str) -> Path | None:
+    """The directory holding `package/__init__.py` that the run imports: beside the launch
+    script (where a job that `cd`s to it runs), else the working directory (python's sys.path[0]
+    for `-m`). A folder without `__init__.py` is a namespace portion an installed release wins over."""
+    for where in (os.path.dirname(os.path.abspath(path)), os.getcwd()):
+        if os.path.isfile(os.path.join(where, package, "__init__.py")):
+            return Path(where).resolve()
+    return None
