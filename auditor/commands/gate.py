@@ -76,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
     options.check_config(args.config)
     baseline = document.load(args.baseline)
     check_scan(baseline, args.baseline)
+    read_script(args.config)  # a script that cannot be read is refused first, as scan refuses it
     check_same_script(baseline, args.baseline, args.config)
     inputs = ScanInputs(args.config, merged_targets(args.target, baseline), overrides_from(args.set),
                         args.torch or baseline_torch(baseline), args.entry, args.jobs,
@@ -84,7 +85,6 @@ def run(args: argparse.Namespace) -> int:
     # verifies each cause's patch by a re-scan; the other formats name the command that does.
     try:
         if args.format == "sarif":
-            read_script(args.config)  # the patcher reads it as text: refused first as scan does
             new = attach(plan.make(inputs, simulate=False))
         else:
             new = run_scan(inputs)
