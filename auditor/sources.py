@@ -228,15 +228,22 @@ def _checkout_version(root: Path, name: str) -> str | None:
 
 def _version_file(root: Path, name: str) -> str | None:
     """The release a checkout of `name` states in its version file, read without importing."""
+    stated = version_file_release(root, name)
+    return stated[0] if stated else None
+
+
+def version_file_release(root: Path, name: str) -> tuple[str, str] | None:
+    """(release, the file that states it) for a checkout of distribution `name` at `root`."""
     for rel, owner in VERSION_FILES.items():
         if owner == name and (root / rel).is_file():
             version = _module_version(root / rel)
             if version is not None:
-                return version
+                return version, rel
     for folder, owner in VERSION_TXT.items():
         txt = root / "version.txt"
         if owner == name and (root / folder).is_dir() and txt.is_file():
-            return txt.read_text(encoding="utf-8", errors="replace").strip() or None
+            version = txt.read_text(encoding="utf-8", errors="replace").strip()
+            return (version, "version.txt") if version else None
     return None
 
 

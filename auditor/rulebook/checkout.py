@@ -18,32 +18,15 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-# Where a checkout states its release, per framework (Megatron-LM's megatron-core version).
-VERSION_FILES = {"megatron-lm": "megatron/core/package_info.py"}
-_PARTS = ("MAJOR", "MINOR", "PATCH", "PRE_RELEASE")
+from auditor.sources import version_file_release
 
 
-def release_of(framework: str, root: Path) -> str | None:
-    """The release `root` is a checkout of (`MAJOR.MINOR.PATCH` + `PRE_RELEASE`), else None."""
-    rel = VERSION_FILES.get(framework)
-    tree = _tree(root / rel) if rel else None
-    if tree is None:
-        return None
-    found: dict[str, Any] = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            if node.targets[0].id in _PARTS and isinstance(node.value, ast.Constant):
-                found[node.targets[0].id] = node.value.value
-    if not all(p in found for p in _PARTS[:3]):
-        return None
-    return f"{found['MAJOR']}.{found['MINOR']}.{found['PATCH']}{found.get('PRE_RELEASE') or ''}"
-
-
-def is_release(framework: str, root: Path, version: str) -> bool:
-    """Whether `root` is a checkout of exactly `version`."""
-    own = release_of(framework, root)
+def is_release(distribution: str, root: Path, version: str) -> bool:
+    """Whether `root` is a checkout of exactly `version`, as its version file says (auditor.sources
+    reads every framework's; Megatron-LM's is megatron-core's package_info.py)."""
+    own = version_file_release(root, distribution)
     try:
-        return own is not None and Version(own) == Version(version)
+        return own is not None and Version(own[0]) == Version(version)
     except InvalidVersion:
         return False
 

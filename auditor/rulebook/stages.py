@@ -102,7 +102,7 @@ def load_rulebook(versions: dict[str, str | None], directory: Path | None = None
                                 bool(s.get("flags", False)), s.get("about", "")))
         root = (checkouts or {}).get(fw)
         if (root is None or version is None or version in framework.verified
-                or not checkout.is_release(fw, root, version)):
+                or not checkout.is_release(str(framework.distribution), root, version)):
             root = None
         else:
             confirmed_in[fw] = root

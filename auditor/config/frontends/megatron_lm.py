@@ -14,8 +14,8 @@ from auditor.config.frontend_parser import find_script, locate, with_front_end
 from auditor.config.frontends.reader import Reader, label_front_end
 from auditor.config.model import LaunchConfig
 from auditor.findings import Finding
-from auditor.rulebook.checkout import VERSION_FILES, release_of
 from auditor.rulebook.launchers import Spelling
+from auditor.sources import version_file_release
 
 
 class MegatronReader(Reader):
@@ -70,13 +70,14 @@ def judge_on_checkout(config: LaunchConfig, path: str) -> None:
     root = config.checkouts.get("megatron-lm")
     if root is None or "megatron-core" in config.pins:
         return
-    release = release_of("megatron-lm", root)
+    stated = version_file_release(root, "megatron-core")
     schedules = [f for f in config.stack.chain if f.distribution == "megatron-core" and f.name != "megatron-lm"]
-    if release is None or not schedules or any(release not in f.verified for f in schedules):
+    if stated is None or not schedules or any(stated[0] not in f.verified for f in schedules):
         return
+    release, version_file = stated
     config.pins["megatron-core"] = release
     config.diagnostics.append(Finding(
         "launch.checkout-release", "info",
         f"{config.script} runs from the Megatron-LM checkout {root}, megatron-core {release} "
-        f"({VERSION_FILES['megatron-lm']}): judged on that release",
+        f"({version_file}): judged on that release",
         where=f"{path}:{config.command_line}"))
