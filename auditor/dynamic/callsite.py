@@ -60,15 +60,9 @@ def caller_site(skip: int = 2) -> str:
     """JSON of the first frame outside torch above `skip` frames (2: the hook's caller)."""
     frame: FrameType | None = sys._getframe(skip)
     while frame is not None:
-        info = _code.get(id(frame.f_code))
-        if info is None:
-            info = _described(frame)
+        info = _code.get(id(frame.f_code)) or _described(frame)
         if not info.skipped:
-            lasti = frame.f_lasti
-            site = info.sites.get(lasti)
-            if site is None:
-                site = info.sites[lasti] = _site_json(frame, info)
-            return site
+            return _cached_site(frame, info)
         frame = frame.f_back
     return NO_SITE
 
@@ -80,14 +74,9 @@ def caller_sites(skip: int = 2) -> tuple[str, str]:
     frame: FrameType | None = sys._getframe(skip)
     chosen = ""  # a chosen frame below the site (inside torch: pipelining's schedule)
     while frame is not None:
-        info = _code.get(id(frame.f_code))
-        if info is None:
-            info = _described(frame)
+        info = _code.get(id(frame.f_code)) or _described(frame)
         if not info.skipped:
-            lasti = frame.f_lasti
-            site = info.sites.get(lasti)
-            if site is None:
-                site = info.sites[lasti] = _site_json(frame, info)
+            site = _cached_site(frame, info)
             if chosen or not info.passed:
                 return site, chosen
             return site, _chosen_above(frame.f_back)
@@ -100,13 +89,20 @@ def caller_sites(skip: int = 2) -> tuple[str, str]:
 def _chosen_above(frame: FrameType | None) -> str:
     """`,"chosen":{...}` of the first frame from `frame` outward outside the comm wrappers."""
     while frame is not None:
-        info = _code.get(id(frame.f_code))
-        if info is None:
-            info = _described(frame)
+        info = _code.get(id(frame.f_code)) or _described(frame)
         if not info.passed:
             return _chosen_json(frame, info)
         frame = frame.f_back
     return ""
+
+
+def _cached_site(frame: FrameType, info: _Code) -> str:
+    """The site JSON of `frame`'s instruction, made once per code object and offset."""
+    lasti = frame.f_lasti
+    site = info.sites.get(lasti)
+    if site is None:
+        site = info.sites[lasti] = _site_json(frame, info)
+    return site
 
 
 def _chosen_json(frame: FrameType, info: _Code) -> str:
