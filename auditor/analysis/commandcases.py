@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from auditor.analysis.sitestatus import SiteStatus
+
 # The worse a verdict, the earlier: a run with one command that hangs has findings.
 _ORDER = ("findings", "not-covered", "inconclusive", "clean", "not-pipeline", "inventory")
 
@@ -17,7 +19,7 @@ def _rank(doc: dict[str, Any]) -> int:
 
 
 def _reached(doc: dict[str, Any]) -> int:
-    return sum(1 for s in doc.get("sites", []) if s.get("reachable") == "yes")
+    return sum(1 for s in doc.get("sites", []) if SiteStatus.of(s).reached)
 
 
 def merged(docs: list[dict[str, Any]]) -> dict[str, Any]:

@@ -165,7 +165,7 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
     elif undecided and all(u.decide.startswith(SIMULATE) for u in undecided):
         # A simulated stack (rules `simulated`): scan's part is done, the order is simulate's.
         status = "inconclusive"
-        reached = sum(1 for s in sites if s.get("reachable") == "yes")
+        reached = sum(1 for s in sites if SiteStatus.of(s).reached)
         head = (f"INCONCLUSIVE: no contradiction found; the schedule reaches {reached} P2P site(s), each "
                 f"with a call path and its op decided; the order of the stage ops is left to "
                 f"{undecided[0].decide.split(' (', 1)[0]}, which runs the schedule on CPU and replays "
