@@ -18,13 +18,12 @@ from auditor import sources
 from auditor.errors import InputError
 from auditor.analysis import causes
 from auditor.analysis.verdict import judge
-from auditor.report.text import KEY_VALUES, deadlock_lines, headline_fix, value_words
+from auditor.report.text import KEY_VALUES, VERDICT_ORDER, deadlock_lines, headline_fix, value_words
 from auditor.sources import target_label
 from auditor.report.timeline import site_counts, timeline_layout
 
 TEMPLATES = Path(__file__).with_name("templates")
 EXCERPT_LINES = 3  # lines of source shown above and below a site
-VERDICT_ORDER = {"contradiction": 0, "ok": 1, "unknown": 2, "unreachable": 3}
 
 
 def render_html(doc: dict[str, Any]) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 from auditor.analysis import causes
 from auditor.analysis.diff import diff_text
 from auditor.analysis.sitestatus import SiteStatus
-from auditor.analysis.verdict import judge
+from auditor.analysis.verdict import SITE_VERDICTS, judge
 from auditor.analysis.waitfor.sizes import size_words
 from auditor.config.derive import OFF_STACK
 from auditor.config.runconfig import JSON_UNKNOWN, RunConfig, Unknown
@@ -71,7 +71,8 @@ KEY_VALUES = (
     "pipeline_parallel_degree", "pipeline_parallel_schedule", "pipeline_parallel_schedule_csv",
     "pipeline_parallel_microbatch_size", "local_batch_size",
 )
-_ORDER = {"contradiction": 0, "ok": 1, "unknown": 2, "unreachable": 3}
+# Sites listed worst first, in the order verdict.SITE_VERDICTS names them (html.py too).
+VERDICT_ORDER = {v: k for k, v in enumerate(SITE_VERDICTS)}
 
 
 def torch_words(config: dict[str, Any]) -> str:
@@ -184,7 +185,7 @@ def scan_report(doc: dict[str, Any], verbose: bool = False, width: int = 80) -> 
     quiet = []
     unreachable: dict[tuple[str, str, str], list[int]] = {}
     shown = []
-    for s in sorted(doc["sites"], key=lambda s: (_ORDER[s["verdict"]], s["package"], s["path"], s["line"])):
+    for s in sorted(doc["sites"], key=lambda s: (VERDICT_ORDER[s["verdict"]], s["package"], s["path"], s["line"])):
         where = f"{s['path']}:{s['line']}"
         status = SiteStatus.of(s)
         if status.verdict_unknown and not status.on_path:
@@ -201,7 +202,7 @@ def scan_report(doc: dict[str, Any], verbose: bool = False, width: int = 80) -> 
         more = "" if len(listed) == len(quiet) else f" (+{len(quiet) - len(listed)} more: --verbose)"
         lines.append(f"  UNKNOWN       {len(quiet)} site(s) no call path from the entry points reaches: "
                      + ", ".join(listed) + more)
-    counts = {v: sum(1 for s in doc["sites"] if s["verdict"] == v) for v in _ORDER}
+    counts = {v: sum(1 for s in doc["sites"] if s["verdict"] == v) for v in VERDICT_ORDER}
     a = doc.get("analysis", {})
     lines += ["", ", ".join(f"{n} {v}" for v, n in counts.items())
               + f"; {a.get('functions_interpreted', 0)} function contexts interpreted, "
@@ -396,7 +397,7 @@ def matrix_table(key: str, docs: dict[str, dict[str, Any]]) -> str:
         row = [value_words(RunConfig.from_json(docs[v]["config"]).value(k)) for v in values]
         if len(set(row)) > 1:
             rows.append((f"  {k}", row))
-    for verdict in _ORDER:
+    for verdict in VERDICT_ORDER:
         rows.append((f"  sites {verdict}",
                      [str(sum(1 for s in docs[v]["sites"] if s["verdict"] == verdict)) for v in values]))
     label = max(len(key), *(len(name) for name, _ in rows)) + 1
