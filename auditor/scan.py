@@ -223,7 +223,7 @@ def _scan_releases(inputs: ScanInputs,
     newest combination's, with every combination's verdict in `config.release_basis`, which the
     verdict reads (a verdict decided only where they all agree)."""
     which = inputs.which or 0
-    given = _given_releases(inputs.targets)
+    given = _given_releases(inputs.targets) if read is None else {}
     if read is None and (not inputs.targets or given):
         text, choice = release_choice(inputs.config_path, inputs.command, which, inputs.text, given)
         if choice is not None and (not given or set(given) & set(choice.combinations[0])):
