@@ -148,8 +148,9 @@ def scan_report(doc: dict[str, Any], verbose: bool = False, width: int = 80) -> 
     run = RunConfig.from_json(doc["config"])
     targets = ", ".join(target_label(t) for t in doc["targets"]) or "none"
     basis = run.release_basis or {}
+    unstated = f"{', '.join(basis.get('free') or [])} not stated" if basis.get("stated") else "none stated"
     for combo in basis.get("combinations", [])[1:]:  # config.release_basis: the first is shown
-        targets += f" (none stated: also judged on {', '.join(f'{n} {v}' for n, v in combo['releases'].items())})"
+        targets += f" ({unstated}: also judged on {', '.join(f'{n} {v}' for n, v in combo['releases'].items())})"
     ranks = launch.get("world_size") or "?"
     how = ", ".join(str(x) for x in (launch.get("launcher"), f"{ranks} ranks") if x)
     if (launch.get("world_given") or ranks == "?") and launch.get("world_source"):

@@ -154,6 +154,10 @@ def test_targets_giving_part_of_the_stack_are_kept_and_the_rest_chosen(tmp_path,
     assert {t["name"] for t in doc["targets"]} >= {"ms-swift", "mcore-bridge", "megatron-core"}
     for combo in basis["combinations"]:
         admitted(combo["releases"], release)
+    text = subprocess.run([sys.executable, "-m", "auditor", "scan", "--config", str(script),
+                           "--target", "megatron-core==0.19.2", "--target", "ms-swift==4.6.0"],
+                          check=False, capture_output=True, text=True, cwd=ROOT, timeout=600).stdout
+    assert "(mcore-bridge not stated: also judged on" in " ".join(text.split())  # not "none stated"
 
 
 def test_releases_that_disagree_make_it_inconclusive_naming_them(swift_doc):
