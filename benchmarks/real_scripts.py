@@ -44,9 +44,9 @@ import tomllib
 
 HERE = Path(__file__).resolve().parent
 CORPUS_META = HERE / "real_scripts"
-# the halves of split.toml: dev and test (turn 6; both open for development now) and test7,
-# the batch sealed in turn 7 (measured, never developed on)
-HALVES = ("dev", "test", "test7")
+# the halves of split.toml: dev and test (turn 6), test7 (turn 7; all three open for development
+# now) and test8, the batch sealed in turn 8 (measured, never developed on)
+HALVES = ("dev", "test", "test7", "test8")
 DETAIL_LINE = "export TORCH_DISTRIBUTED_DEBUG=DETAIL  # inserted by benchmarks/real_scripts.py\n"
 KEEP_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "LOGNAME", "TERM")
 
