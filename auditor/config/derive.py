@@ -308,7 +308,8 @@ class _Deriver:
         def decided(table: str, raw: dict[str, Any]) -> bool:
             if table != "arg" or not other_frontend:
                 return table != "check"
-            return any(n in self.launch.flags for n in [raw["key"], *raw.get("aliases", [])])
+            names = [raw["key"], *raw.get("aliases", [])]
+            return any(n in self.launch.flags for n in names) or _named_in_words(self.launch, names)
 
         def inert(table: str, raws: list[dict[str, Any]]) -> bool:
             """A rule whose `when` is false under this run's values in every variant sets
@@ -596,6 +597,16 @@ class _Deriver:
 SIZE_INPUTS = ("pipeline_model_parallel_size", "tensor_model_parallel_size",
                "context_parallel_size", "expert_model_parallel_size",
                "virtual_pipeline_model_parallel_size", "nproc_per_node", "nnodes")
+
+
+def _named_in_words(launch: LaunchConfig, names: list[str]) -> bool:
+    """Whether a word of the training command sets one of `names` in a form the front end's
+    rules do not read (a Hydra-style `model.pipeline_model_parallel_size=2` that an unread
+    front end takes): then that front end, not megatron-core's default, gives the value."""
+    spelled = "|".join(re.escape(n) for n in names)
+    setting = re.compile(rf"(?:^|[.+])(?:{spelled})=")
+    words = [*launch.positionals, *(v for f in launch.flags.values() for v in f.values)]
+    return any(isinstance(w, str) and setting.search(w) for w in words)
 
 
 def _object_keys(raw: Any) -> list[str] | None:
