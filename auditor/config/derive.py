@@ -599,14 +599,23 @@ SIZE_INPUTS = ("pipeline_model_parallel_size", "tensor_model_parallel_size",
                "virtual_pipeline_model_parallel_size", "nproc_per_node", "nnodes")
 
 
+# Name parts by which an unread front end's own flags may spell a size (`--pp 2`, `--pp_size 2`,
+# `--pipe-parallel-size 2`): such a flag may set it, so megatron-core's default is not assumed.
+_SPELLED_WITH = {"pipeline_model_parallel_size": ("pp", "pipe", "pipeline")}
+
+
 def _named_in_words(launch: LaunchConfig, names: list[str]) -> bool:
-    """Whether a word of the training command sets one of `names` in a form the front end's
-    rules do not read (a Hydra-style `model.pipeline_model_parallel_size=2` that an unread
-    front end takes): then that front end, not megatron-core's default, gives the value."""
+    """Whether a word of the training command may set one of `names` in a form the front end's
+    rules do not read (a Hydra-style `model.pipeline_model_parallel_size=2`, an entry script's
+    own `--pp 2`): then that front end, not megatron-core's default, gives the value."""
     spelled = "|".join(re.escape(n) for n in names)
     setting = re.compile(rf"(?:^|[.+])(?:{spelled})=")
     words = [*launch.positionals, *(v for f in launch.flags.values() for v in f.values)]
-    return any(isinstance(w, str) and setting.search(w) for w in words)
+    if any(isinstance(w, str) and setting.search(w) for w in words):
+        return True
+    parts = {p for n in names for p in _SPELLED_WITH.get(n, ())}
+    keys = [*launch.flags, *(w.split("=", 1)[0] for w in words if isinstance(w, str) and "=" in w)]
+    return any(parts & set(re.split(r"[._+-]+", k.lower())) for k in keys)
 
 
 def _object_keys(raw: Any) -> list[str] | None:

@@ -50,3 +50,15 @@ def test_a_size_set_in_a_word_the_rules_do_not_read_is_unknown(tmp_path):
 def test_a_size_no_word_names_keeps_megatron_cores_default(tmp_path):
     doc = scan(tmp_path, "model.tensor_model_parallel_size=$TP")
     assert doc["config"]["effective"]["pipeline_model_parallel_size"] == 1
+
+
+def test_an_entry_scripts_own_short_pp_flag_leaves_the_size_unknown(tmp_path):
+    """NVIDIA-NeMo/Megatron-Bridge @ 067f987df0 examples/models/gemma/gemma3_vl/conversion.sh runs
+    `hf_megatron_roundtrip_multi_gpu.py --tp 2 --pp 2`: the script's own flags, unread here."""
+    script = tmp_path / "convert.sh"
+    script.write_text("python -m torch.distributed.run --nproc_per_node=4 "
+                      "examples/conversion/hf_megatron_roundtrip_multi_gpu.py --hf-model-id m --tp 2 --pp 2\n")
+    out = subprocess.run([sys.executable, "-m", "auditor", "scan", "--config", str(script),
+                          "--torch", "2.10.0", "--format", "json"],
+                         check=False, capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert json.loads(out.stdout)["config"]["effective"]["pipeline_model_parallel_size"] == "unknown"
