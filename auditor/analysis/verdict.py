@@ -28,7 +28,14 @@ from auditor.analysis.sitestatus import SiteStatus
 from auditor.config.runconfig import RunConfig
 from auditor.config.torch_version import span
 from auditor.errors import EXIT_FINDINGS, EXIT_OK
-from auditor.rulebook.frameworks import NOT_THIS_STACK, Stack, kind_of, owner_of, pin_option
+from auditor.rulebook.frameworks import (
+    NOT_THIS_STACK,
+    Stack,
+    kind_of,
+    owner_of,
+    pin_option,
+    severity_of,
+)
 
 SITE_VERDICTS = ("contradiction", "ok", "unknown", "unreachable")
 RUN_VERDICTS = ("findings", "inconclusive", "clean", "inventory", "not-pipeline", "not-covered")
@@ -67,16 +74,21 @@ def site_verdict(reachable: str, runs_batched: bool | None, batch_p2p_comm: Any)
 # its P2P sites fire or how: listed apart (`RunVerdict.startup`), never making the P2P verdict
 # inconclusive. A check of another kind (contradictory-p2p, batch-runs-unbatched) bears on P2P.
 STARTUP_KINDS = ("parallel-sizes", "layer-split", "batch-size")
+# Severities of a [[check]] that, holding, add a finding but never change the run's verdict (a
+# warning beside CLEAN): undecided, they leave open only whether that finding shows, so they are
+# listed apart (`RunVerdict.advisory`) and never make the P2P verdict inconclusive.
+ADVISORY_SEVERITIES = ("warning", "info")
 
 
 @dataclass(frozen=True)
 class Undecided:
     """Something the contradiction rule needed and did not get, and what would decide it.
-    `startup`: a start-up check (`STARTUP_KINDS`), which the P2P verdict does not rest on."""
+    `aside`: what the P2P verdict does not rest on: "startup" (a `STARTUP_KINDS` check: whether
+    the run starts), "advisory" (an `ADVISORY_SEVERITIES` check: whether a warning shows)."""
 
     what: str
     decide: str
-    startup: bool = False
+    aside: str = ""
 
     def to_json(self) -> dict[str, str]:
         return {"what": self.what, "decide": self.decide}
@@ -97,6 +109,8 @@ class RunVerdict:
     startup: list[Undecided] = field(default_factory=list)
     # The findings grouped by cause, gravest first (analysis.causes.Cause.to_json).
     causes: list[dict[str, Any]] = field(default_factory=list)
+    # Warning checks not decided: whether a warning shows, apart from the P2P verdict.
+    advisory: list[Undecided] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -108,6 +122,8 @@ class RunVerdict:
                 "not_analysed": self.not_analysed,
                 "undecided": [u.to_json() for u in self.undecided],
                 **({"startup_undecided": [u.to_json() for u in self.startup]} if self.startup else {}),
+                **({"advisory_undecided": [u.to_json() for u in self.advisory]}
+                   if self.advisory else {}),
                 **({"deadlock": self.deadlock} if self.deadlock else {}),
                 **({"causes": self.causes} if self.causes else {})}
 
@@ -145,8 +161,9 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
     causes = [c.to_json(findings) for c in causes_of.group(findings)]
     errors = [c for c in causes if c["severity"] == "error"]
     every = undecided_inputs(doc)
-    undecided = [u for u in every if not u.startup]
-    startup = [u for u in every if u.startup]
+    undecided = [u for u in every if not u.aside]
+    startup = [u for u in every if u.aside == "startup"]
+    advisory = [u for u in every if u.aside == "advisory"]
     quiet = [s for s in sites if SiteStatus.of(s).quiet]
     backend = _other_backend(doc)
     if bad or errors:
@@ -215,8 +232,11 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
                  + "; `p2paudit record` of a run, or an --entry that reaches them, decides them.")
     if startup and status != "findings":
         head += f" Start-up: {len(startup)} check(s) not decided, listed below (whether the run starts)."
+    if advisory and status != "findings":
+        head += f" Warnings: {len(advisory)} check(s) not decided, listed below (whether they warn)."
     deadlock = ((doc.get("run") or {}).get("waitfor") or {}).get("deadlock")
-    return RunVerdict(status, head, undecided, len(bad), len(errors), len(quiet), deadlock, startup, causes)
+    return RunVerdict(status, head, undecided, len(bad), len(errors), len(quiet), deadlock, startup,
+                      causes, advisory)
 
 
 def _other_backend(doc: dict[str, Any]) -> dict[str, Any] | None:
@@ -303,7 +323,7 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
             out.append(Undecided(f"{key} ({run.provenance(key) or 'never derived'})",
                                  _needed_decide(key, run)))
     torch_known = not run.is_open("torch_version")
-    checks: dict[tuple[str, str, bool], list[str]] = {}  # (why, decide, start-up) -> checks
+    checks: dict[tuple[str, str, str], list[str]] = {}  # (why, decide, aside) -> checks
     for why in run.undecided:
         # Each entry starts with its rule's id (config.derive); the rule's file names what to pin.
         owner = owner_of(why.split(":", 1)[0])
@@ -322,11 +342,13 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
             pin = pin_option(owner.name) if owner else "the framework's release"
             decide = f"{pin} for a release the rules cover, or add the release to rules/"
         ident, _, rest = why.partition(": ")
-        checks.setdefault((rest, decide, kind_of(ident) in STARTUP_KINDS), []).append(ident)
-    for (rest, decide, startup), idents in checks.items():  # one line per reason, not per check
+        aside = ("startup" if kind_of(ident) in STARTUP_KINDS else
+                 "advisory" if severity_of(ident) in ADVISORY_SEVERITIES else "")
+        checks.setdefault((rest, decide, aside), []).append(ident)
+    for (rest, decide, aside), idents in checks.items():  # one line per reason, not per check
         named = ", ".join(idents[:3]) + (f" and {len(idents) - 3} more" if len(idents) > 3 else "")
         out.append(Undecided(f"check {idents[0]}: {rest}" if len(idents) == 1 else
-                             f"{len(idents)} checks ({named}): {rest}", decide, startup))
+                             f"{len(idents)} checks ({named}): {rest}", decide, aside))
     by_reason: dict[str, list[dict[str, Any]]] = {}
     for s in doc.get("sites", []):
         status = SiteStatus.of(s)

@@ -61,9 +61,8 @@ def run(args: argparse.Namespace) -> int:
     # before the patcher reads it as text. Without --target, a script that states not every
     # release is patched and verified on the newest combination scan judges it on: the one whose
     # document scan's findings come from (as `simulate` runs it).
+    read_script(args.config, lossless=True)
     choice = None if args.target else release_choice(args.config, args.training_command)[1]
-    if args.target:
-        read_script(args.config)
     targets = args.target
     if choice is not None:
         targets = choice.targets(choice.combinations[0])

@@ -308,7 +308,8 @@ class _Deriver:
         def decided(table: str, raw: dict[str, Any]) -> bool:
             if table != "arg" or not other_frontend:
                 return table != "check"
-            return any(n in self.launch.flags for n in [raw["key"], *raw.get("aliases", [])])
+            names = [raw["key"], *raw.get("aliases", [])]
+            return any(n in self.launch.flags for n in names) or _named_in_words(self.launch, names)
 
         def inert(table: str, raws: list[dict[str, Any]]) -> bool:
             """A rule whose `when` is false under this run's values in every variant sets
@@ -596,6 +597,25 @@ class _Deriver:
 SIZE_INPUTS = ("pipeline_model_parallel_size", "tensor_model_parallel_size",
                "context_parallel_size", "expert_model_parallel_size",
                "virtual_pipeline_model_parallel_size", "nproc_per_node", "nnodes")
+
+
+# Name parts by which an unread front end's own flags may spell a size (`--pp 2`, `--pp_size 2`,
+# `--pipe-parallel-size 2`): such a flag may set it, so megatron-core's default is not assumed.
+_SPELLED_WITH = {"pipeline_model_parallel_size": ("pp", "pipe", "pipeline")}
+
+
+def _named_in_words(launch: LaunchConfig, names: list[str]) -> bool:
+    """Whether a word of the training command may set one of `names` in a form the front end's
+    rules do not read (a Hydra-style `model.pipeline_model_parallel_size=2`, an entry script's
+    own `--pp 2`): then that front end, not megatron-core's default, gives the value."""
+    spelled = "|".join(re.escape(n) for n in names)
+    setting = re.compile(rf"(?:^|[.+])(?:{spelled})=")
+    words = [*launch.positionals, *(v for f in launch.flags.values() for v in f.values)]
+    if any(isinstance(w, str) and setting.search(w) for w in words):
+        return True
+    parts = {p for n in names for p in _SPELLED_WITH.get(n, ())}
+    keys = [*launch.flags, *(w.split("=", 1)[0] for w in words if isinstance(w, str) and "=" in w)]
+    return any(parts & set(re.split(r"[._+-]+", k.lower())) for k in keys)
 
 
 def _object_keys(raw: Any) -> list[str] | None:

@@ -78,9 +78,11 @@ def world_of(config: LaunchConfig, derived: Any) -> dict[str, Any]:
             "world_given": "the script's fallback" in sources}
 
 
-def read_script(path: str | Path) -> str:
+def read_script(path: str | Path, *, lossless: bool = False) -> str:
     """A launch script's text, read once (it may be a pipe), as UTF-8 with NULs dropped as bash
-    drops them."""
+    drops them. Bash runs bytes, so a byte that is not UTF-8 (a Latin-1 comment) is read as
+    U+FFFD (`launch.not-utf8` says where); `lossless`: refused instead, for a caller that writes
+    the text back (`fix`)."""
     name = str(path)
     try:
         raw = Path(path).read_bytes()
@@ -98,8 +100,11 @@ def read_script(path: str | Path) -> str:
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
+        if not lossless:
+            return raw.decode("utf-8-sig", errors="replace")
         line = raw[: exc.start].count(b"\n") + 1
-        raise InputError(name, f"not UTF-8 text (byte 0x{raw[exc.start]:02x})", line) from None
+        raise InputError(name, f"not UTF-8 text (byte 0x{raw[exc.start]:02x}): fix writes the "
+                               "script back and would change those bytes", line) from None
     return text
 
 
@@ -134,6 +139,13 @@ def parse_launch(
             "read here as if the line endings were LF",
             fix=f"dos2unix {path}", where=f"{path}:{line}"))
         text = text.replace("\r\n", "\n")
+    if "\ufffd" in text:
+        line = text[: text.index("\ufffd")].count("\n") + 1
+        diagnostics.append(Finding(
+            "launch.not-utf8", "info",
+            "bytes that are not UTF-8 are read as U+FFFD (bash runs them as bytes): a flag value "
+            "holding one is read as that character",
+            fix=f"iconv -f latin1 -t utf-8 {path} (if it is Latin-1)", where=f"{path}:{line}"))
     spelling = Spelling.load(megatron_version)
     lexer = Lexer(text, path)
     tokens = lexer.tokens()

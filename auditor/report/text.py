@@ -114,6 +114,10 @@ def verdict_line(doc: dict[str, Any]) -> str:
         title = "Start-up checks not decided (whether the run starts; the verdict does not rest on them):"
         lines += [title] + [f"  - {u['what']}\n    decide with: {u['decide']}"
                             for u in v["startup_undecided"]]
+    if v.get("advisory_undecided"):
+        title = "Warnings not decided (whether they warn; the verdict does not rest on them):"
+        lines += [title] + [f"  - {u['what']}\n    decide with: {u['decide']}"
+                            for u in v["advisory_undecided"]]
     return "\n".join(lines)
 
 

@@ -113,6 +113,12 @@ def kind_of(rule_id: str, directory: Path | None = None) -> str | None:
     return found[1].get("kind") if found else None
 
 
+def severity_of(rule_id: str, directory: Path | None = None) -> str | None:
+    """The `severity` of the entry `rule_id` (a [[check]]'s finding severity), in any release."""
+    found = _entry(rule_id, directory)
+    return found[1].get("severity") if found else None
+
+
 def _entry(rule_id: str, directory: Path | None) -> tuple[Framework, dict] | None:
     for fw in frameworks(directory):
         data = files.load(fw.name, None, directory).data

@@ -23,7 +23,7 @@ from tests.config.megatron_lm_parser import megatron_cli
 
 from auditor import rulebook, sources
 from auditor.bash.values import Symbolic
-from auditor.config.launch import parse_launch, read_launch
+from auditor.config.launch import parse_launch, read_launch, read_script
 from auditor.config.model import LaunchConfig
 from auditor.errors import InputError
 
@@ -370,11 +370,22 @@ def test_missing_file(tmp_path: Path) -> None:
     assert err.value.line is None and "no such launch script" in str(err.value)
 
 
-def test_undecodable_bytes_name_the_line(tmp_path: Path) -> None:
+def test_undecodable_bytes_are_read_as_bash_runs_them_and_named(tmp_path: Path) -> None:
+    """Bash runs a Latin-1 byte in a comment or a value; so is the script read, with the line
+    named (an upstream script with a Latin-1 `é` in a comment was refused before)."""
+    path = tmp_path / "run.sh"
+    path.write_bytes(b"export A=1\n# caf\xe9\nmegatron sft --model m --pipeline_model_parallel_size 2\n")
+    config = read_launch(path)
+    assert config.flags["pipeline_model_parallel_size"].value == "2"
+    found = [d for d in config.diagnostics if d.kind == "launch.not-utf8"]
+    assert [d.where for d in found] == [f"{path}:2"]
+
+
+def test_undecodable_bytes_are_refused_where_the_text_is_written_back(tmp_path: Path) -> None:
     path = tmp_path / "run.sh"
     path.write_bytes(b"export A=1\n# comment\nmegatron sft --model \xff\xfe\n")
     with pytest.raises(InputError) as err:
-        read_launch(path)
+        read_script(path, lossless=True)
     assert err.value.line == 3 and str(err.value).startswith(f"{path}:3: not UTF-8")
 
 

@@ -8,6 +8,7 @@ in an `export` line (an editor saving in ISO-8859-1).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -38,11 +39,15 @@ def test_an_unreadable_script_is_one_line_naming_it(tmp_path, capsys, case):
     assert sorted(p.name for p in tmp_path.iterdir()) == (["run.sh"] if case != "missing" else [])
 
 
-def test_fix_says_what_scan_says_of_the_same_script(tmp_path, capsys):
+def test_scan_reads_a_latin1_script_that_fix_refuses_to_write_back(tmp_path, capsys):
+    """Bash runs the Latin-1 byte, so scan reads the script (the byte named as U+FFFD); fix would
+    write the text back with that byte changed, so it refuses, naming the line."""
     script = tmp_path / "run.sh"
     script.write_bytes(LATIN1)
-    assert cli.main(["scan", "--config", str(script)]) == EXIT_INPUT
-    scan = capsys.readouterr().err.strip().removeprefix("p2paudit scan: ")
+    assert cli.main(["scan", "--config", str(script), "--format", "json"]) != EXIT_INPUT
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    assert [f["where"] for f in findings if f["kind"] == "launch.not-utf8"] == [f"{script}:3"]
     assert cli.main(["fix", "--config", str(script)]) == EXIT_INPUT
-    assert capsys.readouterr().err.strip().removeprefix("p2paudit fix: ") == scan
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"p2paudit fix: error: {script}:3: not UTF-8 text (byte 0xe9)"), err
     assert Path(script).read_bytes() == LATIN1
