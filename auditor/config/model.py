@@ -53,6 +53,9 @@ class LaunchConfig:
     # framework -> the source checkout its front end was read from (a Megatron-LM tree around the
     # training script): its rules are confirmed against that code (rulebook.checkout)
     checkouts: dict[str, Path] = field(default_factory=dict)
+    # The framework whose argument parser the training script was read to build, whatever its
+    # name ("megatron-lm": examples/mimo/train.py calls megatron.training's pretrain); "" unread
+    builds_parser: str = ""
     commands: int = 1  # how many training commands the script runs (a loop over sizes: one per size)
     _stack: Stack | None = field(default=None, init=False, repr=False, compare=False)
 

@@ -28,6 +28,7 @@ class MegatronReader(Reader):
             spelling = with_front_end(spelling, front)
             if front is not None and front.root is not None:
                 config.checkouts[self.style] = front.root
+                config.builds_parser = self.style
         read_flags(config, args, spelling, path, checked=True)
         _unread_front_end(config, spelling, path)
         read_config_files(config, args, launcher, path)
