@@ -20,6 +20,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from auditor.config.entry_path import in_checkout
+
 PARSER_FILES = ("megatron/training/arguments.py", "megatron/arguments.py")
 # A training script that calls one of these builds Megatron-LM's parser (with its extra args).
 ENTRIES = frozenset({"pretrain", "initialize_megatron", "parse_args"})
@@ -52,7 +54,7 @@ def locate(launch_path: str, script: str, roots: tuple[Path, ...] = ()) -> Front
     directory or one above); a script that builds no Megatron-LM parser, or has no checkout
     around it, has no front end read. Not found, the parser of the first of `roots` (a release's
     files) is read, incompletely: what the unread training script adds is not known."""
-    found = find_script(launch_path, script)
+    found = find_script(launch_path, script, entry=True)
     if found is not None:
         for root in [found.parent, *found.parent.parents]:
             parser = _parser(root)
@@ -70,12 +72,15 @@ def locate(launch_path: str, script: str, roots: tuple[Path, ...] = ()) -> Front
     return None
 
 
-def find_script(launch_path: str, script: str) -> Path | None:
+def find_script(launch_path: str, script: str, entry: bool = False) -> Path | None:
     """The file a launch names (its training script, a config file it passes on): at its absolute
-    path, else from the launch script's directory up; None where no such file is there."""
+    path, else from the launch script's directory up; None where no such file is there. `entry`:
+    the training script, whose absolute path of another machine is looked up in the checkout the
+    launch script sits in (config.entry_path)."""
     here = Path(launch_path).resolve().parent
     candidates = [Path(script)] if Path(script).is_absolute() else [d / script for d in [here, *here.parents]]
-    return next((c for c in candidates if c.is_file()), None)
+    found = next((c for c in candidates if c.is_file()), None)
+    return found if found is not None or not entry else in_checkout(launch_path, script)
 
 
 def _owner(call: ast.Call) -> str | None:

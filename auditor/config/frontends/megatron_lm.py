@@ -40,7 +40,7 @@ def _unread_front_end(config: LaunchConfig, spelling: Spelling, path: str) -> No
     accepts a flag no table here has is unknown, and argparse exits on one it lacks. Such flags
     leave the run undecided (`detail.decide`), never clean; a found script is read (locate)."""
     script = config.script
-    if isinstance(script, str) and find_script(path, script) is not None:
+    if isinstance(script, str) and find_script(path, script, entry=True) is not None:
         return
     unknown = [f for f in config.flags.values() if f.spelling.startswith("--")
                and f.spelling not in spelling.flags and f.spelling not in spelling.no_flags]
