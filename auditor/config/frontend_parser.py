@@ -114,6 +114,11 @@ def read_parser(parser: Path, script: Path | None = None) -> FrontEnd | None:
         local = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
         for call in _calls(tree):
             provider = _keyword(call, "extra_args_provider")
+            sibling = _sibling_provider(provider, tree, script)
+            if sibling is not None:  # its module is read as the script is
+                reader.read_tree(sibling[0])
+                provider, local = sibling[1], {n.name: n for n in ast.walk(sibling[0])
+                                               if isinstance(n, ast.FunctionDef)}
             if provider is not None and not _read_provider(provider, local):
                 reader.missing.append(f"{script.name} adds flags through "
                                       f"`{ast.unparse(provider)}`, which is not read")
@@ -308,6 +313,24 @@ def _read_provider(node: ast.expr, local: dict[str, ast.FunctionDef]) -> bool:
         if passed and name not in ARGPARSE_METHODS and (name not in local or local[name] is func):
             return False
     return True
+
+
+def _sibling_provider(provider: ast.expr | None, tree: ast.Module,
+                      script: Path) -> tuple[ast.Module, ast.expr] | None:
+    """An `extra_args_provider=NAME` the script imports (`from multimodal_args import NAME`, top
+    level, absolute) from a module beside it, which python finds first (the script's directory is
+    sys.path[0]): that module and the provider's name in it; None otherwise."""
+    if not isinstance(provider, ast.Name):
+        return None
+    for stmt in tree.body:
+        if not isinstance(stmt, ast.ImportFrom) or stmt.level or not stmt.module:
+            continue
+        alias = next((a for a in stmt.names if (a.asname or a.name) == provider.id), None)
+        module = script.parent / (stmt.module.replace(".", "/") + ".py")
+        found = _parse(_text(module)) if alias is not None and module.is_file() else None
+        if found is not None:
+            return found, ast.Name(alias.name if alias else provider.id)
+    return None
 
 
 def _ignores_unknown(tree: ast.AST) -> bool:

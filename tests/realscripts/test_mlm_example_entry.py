@@ -109,3 +109,48 @@ def test_a_users_own_script_outside_a_checkout_is_not_assumed_to_be_one(tmp_path
     launch = read_launch(script)
     config = derive(launch, {"megatron-core": "0.15.0"}, torch_version="2.11.0")
     assert "has no rules" in " ".join(config.get("pipeline_model_parallel_size").history)
+
+
+# examples/multimodal/train.py of core_v0.16.0 (3bec9aa97d): `from multimodal_args import
+# add_multimodal_extra_args` (examples/multimodal/multimodal_args.py:5, a module beside the
+# script, on sys.path as the script's directory) and `pretrain(..., extra_args_provider=
+# add_multimodal_extra_args)` (train.py:390).
+MULTIMODAL_TRAIN = """\
+import sys
+from multimodal_args import add_multimodal_extra_args
+from megatron.training import get_args, pretrain
+
+if __name__ == "__main__":
+    pretrain(None, None, None, None, extra_args_provider=add_multimodal_extra_args)
+"""
+
+MULTIMODAL_ARGS = """\
+def add_multimodal_extra_args(parser):
+    \"\"\"Extra arguments.\"\"\"
+    group = parser.add_argument_group(title='multimodal arguments')
+    group.add_argument('--dataset-config', type=str, default=None)
+    group.add_argument("--prompt-path", type=str, default=None)
+    return parser
+"""
+
+
+def multimodal(tmp_path: Path, extra: str) -> Path:
+    checkout(tmp_path, tp=1)
+    (tmp_path / "examples/multimodal").mkdir(parents=True)
+    (tmp_path / "examples/multimodal/train.py").write_text(MULTIMODAL_TRAIN)
+    (tmp_path / "examples/multimodal/multimodal_args.py").write_text(MULTIMODAL_ARGS)
+    script = tmp_path / "examples/multimodal/pretrain.sh"
+    script.write_text("torchrun --nproc_per_node 8 examples/multimodal/train.py --num-layers 4 "
+                      f"--tensor-model-parallel-size 4 --prompt-path p.json --dataset-config d.yaml {extra}\n")
+    return script
+
+
+def test_a_provider_imported_from_beside_the_script_is_read(tmp_path):
+    launch = read_launch(multimodal(tmp_path, ""))
+    assert not [f for f in launch.diagnostics if f.kind == "launch.megatron-spelling"], launch.diagnostics
+
+
+def test_with_every_provider_read_a_flag_no_parser_has_is_rejected(tmp_path):
+    launch = read_launch(multimodal(tmp_path, "--prompt-pth p.json"))
+    bad = [f for f in launch.diagnostics if f.kind == "launch.megatron-spelling"]
+    assert [f.severity for f in bad] == ["error"] and "--prompt-pth" in bad[0].message
