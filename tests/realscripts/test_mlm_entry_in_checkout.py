@@ -123,6 +123,10 @@ def test_the_entry_at_the_same_tail_path_in_the_checkout_is_read(tmp_path):
     assert not [f for f in launch.diagnostics if f.kind == "launch.megatron-spelling"]
     assert launch.flags["pipeline_model_parallel_size"].value == "4"
     assert locate(launch)[0].path == launch.script_read  # the entry's own Python is read too
+    # the fork says megatron-core 0.1.0, which no rule covers: the releases judged stand in, said
+    uncovered = next(f for f in launch.diagnostics if f.kind == "launch.checkout-uncovered")
+    assert "0.1.0" in uncovered.message and "megatron/core/package_info.py" in uncovered.message
+    assert "megatron-core" not in launch.pins
 
 
 def test_a_tail_that_differs_is_not_read_in_its_place(tmp_path):
@@ -139,6 +143,7 @@ def test_no_checkout_around_the_launch_script_reads_nothing_in_its_place(tmp_pat
 def test_the_header_names_the_file_read(tmp_path):
     doc = run_scan(ScanInputs(str(fork(tmp_path, pp=1)), targets=["megatron-core==0.17.0"],
                    torch_version="2.11.0", jobs=1))
+    assert "launch.checkout-uncovered" not in {f["kind"] for f in doc["findings"]}  # --target says it
     assert doc["launch"]["entry_read"] == {"script": "/fsx/leandro/git/Megatron-LM-BC/pretrain_gpt.py",
                                            "read": str(tmp_path.resolve() / "pretrain_gpt.py")}
     VALIDATOR.validate(json.loads(json.dumps(doc)))  # the contract, with its new part

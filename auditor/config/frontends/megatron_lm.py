@@ -73,9 +73,20 @@ def judge_on_checkout(config: LaunchConfig, path: str) -> None:
         return
     stated = version_file_release(root, "megatron-core")
     schedules = [f for f in config.stack.chain if f.distribution == "megatron-core" and f.name != "megatron-lm"]
-    if stated is None or not schedules or any(stated[0] not in f.verified for f in schedules):
+    if stated is None or not schedules:
         return
     release, version_file = stated
+    if any(release not in f.verified for f in schedules):
+        # A fork or an old tag (bigcode's Megatron-LM says 0.1.0): its code is not what the rules
+        # were checked on, and the covered releases judged stand in for it; said, not hidden.
+        config.diagnostics.append(Finding(
+            "launch.checkout-uncovered", "info",
+            f"{config.script_read or config.script} runs from the Megatron-LM checkout {root}, which "
+            f"states megatron-core {release} ({version_file}), a release the rules do not cover: the "
+            "covered releases judged stand in for its megatron/core code",
+            fix="--target megatron-core==VERSION names the release its code matches",
+            where=f"{path}:{config.command_line}", detail={"distribution": "megatron-core"}))
+        return
     config.pins["megatron-core"] = release
     config.diagnostics.append(Finding(
         "launch.checkout-release", "info",
