@@ -154,3 +154,14 @@ def test_with_every_provider_read_a_flag_no_parser_has_is_rejected(tmp_path):
     launch = read_launch(multimodal(tmp_path, "--prompt-pth p.json"))
     bad = [f for f in launch.diagnostics if f.kind == "launch.megatron-spelling"]
     assert [f.severity for f in bad] == ["error"] and "--prompt-pth" in bad[0].message
+
+
+def test_a_megatron_deepspeed_front_end_runs_no_megatron_lm_stage(tmp_path):
+    """Megatron-DeepSpeed's pretrain_gpt.py builds its megatron/arguments.py parser too, but with
+    --deepspeed the run is labelled for DeepSpeed's stack (rules/deepspeed.toml [[front_end]]):
+    Megatron-LM's stages stay off it (tests/realscripts/test_megatron_deepspeed.py's checkout)."""
+    from tests.realscripts.test_megatron_deepspeed import LLAMA2
+    from tests.realscripts.test_megatron_deepspeed import checkout as mds_checkout
+
+    launch = read_launch(mds_checkout(tmp_path, "run.sh", LLAMA2.format(torch="2.13.0", detail="")))
+    assert launch.launcher.startswith("megatron-deepspeed") and launch.builds_parser == ""

@@ -23,16 +23,21 @@ class MegatronReader(Reader):
 
     def read(self, config: LaunchConfig, args: list[Field], launcher: dict, spelling: Spelling,
              path: str, parser_roots: tuple[Path, ...]) -> None:
+        builds = False
         if isinstance(config.script, str):
             front = locate(path, config.script, parser_roots)
             spelling = with_front_end(spelling, front)
             if front is not None and front.root is not None:
                 config.checkouts[self.style] = front.root
-                config.builds_parser = self.style
+                builds = True
         read_flags(config, args, spelling, path, checked=True)
         _unread_front_end(config, spelling, path)
         read_config_files(config, args, launcher, path)
+        launched = config.launcher
         label_front_end(config, spelling, path)
+        # Megatron-LM's parser, read from the script, makes its stages run; not where the run is
+        # another stack's front end (Megatron-DeepSpeed with --deepspeed), which relabels it.
+        config.builds_parser = self.style if builds and config.launcher == launched else ""
 
 
 def _unread_front_end(config: LaunchConfig, spelling: Spelling, path: str) -> None:
