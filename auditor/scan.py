@@ -322,7 +322,9 @@ def _scan_one(inputs: ScanInputs, read: tuple[LaunchConfig, list[SourceSet]]) ->
                          config=effective.record(needs).to_json())
     doc["launch"] = {"path": launch.path, "launcher": launch.launcher, "line": launch.command_line,
                      **world_of(launch, effective.values.get("world_size")),
-                     **({"command": inputs.command} if inputs.command is not None else {})}
+                     **({"command": inputs.command} if inputs.command is not None else {}),
+                     **({"entry_read": {"script": launch.script, "read": launch.script_read}}
+                        if launch.script_read else {})}
     doc["entries"] = [name for name, _ in entry_specs]
     doc["patches"] = [
         {"target": p.target, "replacement": p.replacement, "status": p.status,

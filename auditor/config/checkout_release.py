@@ -19,7 +19,7 @@ from auditor.config.model import LaunchConfig
 from auditor.findings import Finding
 from auditor.sources import SourceSet
 
-CHECKOUT_KINDS = ("launch.checkout-release", "launch.checkout-unversioned")
+CHECKOUT_KINDS = ("launch.checkout-release", "launch.checkout-unversioned", "launch.checkout-uncovered")
 
 
 def judge_on_framework_checkout(config: LaunchConfig, path: str) -> None:

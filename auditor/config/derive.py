@@ -156,7 +156,7 @@ class _Deriver:
         self.outside_rules: dict[str, list[str]] = {}
         # Checks not reported because an earlier check that stops the run fired (`supersedes`).
         self.superseded: set[str] = set()
-        running = {s.name for s in book.stages if s.runs_for(launch.launcher)}
+        running = {s.name for s in book.stages if s.runs_for(launch.launcher, launch.builds_parser)}
         args = [e for es in book.entries.values() for e in es if e.table == "arg"]
         # The arguments of this launcher's front end, also those no rule admits for its version.
         self.frontend_args = {e.key for e in args if e.stage in running} | {
@@ -273,15 +273,15 @@ class _Deriver:
     # -- stages --
 
     def run(self) -> None:
-        launcher = self.launch.launcher
-        frontend = any(s.flags and s.launchers is not None and s.runs_for(launcher)
+        launcher, builds = self.launch.launcher, self.launch.builds_parser
+        frontend = any(s.flags and s.launchers is not None and s.runs_for(launcher, builds)
                        for s in self.book.stages)
         if not frontend:
             known = sorted({p for s in self.book.stages if s.flags for p in (s.launchers or ())})
             self.notes.append(f"launcher {launcher!r} matches no rules frontend ({', '.join(known)}): "
                               "what its argument handling decides is unknown")
         for stage in self.book.stages:
-            if not stage.runs_for(launcher):
+            if not stage.runs_for(launcher, builds):
                 if not frontend:
                     self._mark_unknown(stage, f"launcher {launcher!r} has no rules for "
                                               f"{stage.framework}'s {stage.name}", other_frontend=True)

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from auditor.config.entry_path import in_checkout
+
 PARSER_FILES = ("megatron/training/arguments.py", "megatron/arguments.py")
 # A training script that calls one of these builds Megatron-LM's parser (with its extra args).
 ENTRIES = frozenset({"pretrain", "initialize_megatron", "parse_args"})
@@ -52,7 +54,7 @@ def locate(launch_path: str, script: str, roots: tuple[Path, ...] = ()) -> Front
     directory or one above); a script that builds no Megatron-LM parser, or has no checkout
     around it, has no front end read. Not found, the parser of the first of `roots` (a release's
     files) is read, incompletely: what the unread training script adds is not known."""
-    found = find_script(launch_path, script)
+    found = find_script(launch_path, script, entry=True)
     if found is not None:
         for root in [found.parent, *found.parent.parents]:
             parser = _parser(root)
@@ -70,12 +72,15 @@ def locate(launch_path: str, script: str, roots: tuple[Path, ...] = ()) -> Front
     return None
 
 
-def find_script(launch_path: str, script: str) -> Path | None:
+def find_script(launch_path: str, script: str, entry: bool = False) -> Path | None:
     """The file a launch names (its training script, a config file it passes on): at its absolute
-    path, else from the launch script's directory up; None where no such file is there."""
+    path, else from the launch script's directory up; None where no such file is there. `entry`:
+    the training script, whose absolute path of another machine is looked up in the checkout the
+    launch script sits in (config.entry_path)."""
     here = Path(launch_path).resolve().parent
     candidates = [Path(script)] if Path(script).is_absolute() else [d / script for d in [here, *here.parents]]
-    return next((c for c in candidates if c.is_file()), None)
+    found = next((c for c in candidates if c.is_file()), None)
+    return found if found is not None or not entry else in_checkout(launch_path, script)
 
 
 def _owner(call: ast.Call) -> str | None:
@@ -109,6 +114,11 @@ def read_parser(parser: Path, script: Path | None = None) -> FrontEnd | None:
         local = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
         for call in _calls(tree):
             provider = _keyword(call, "extra_args_provider")
+            sibling = _sibling_provider(provider, tree, script)
+            if sibling is not None:  # its module is read as the script is
+                reader.read_tree(sibling[0])
+                provider, local = sibling[1], {n.name: n for n in ast.walk(sibling[0])
+                                               if isinstance(n, ast.FunctionDef)}
             if provider is not None and not _read_provider(provider, local):
                 reader.missing.append(f"{script.name} adds flags through "
                                       f"`{ast.unparse(provider)}`, which is not read")
@@ -303,6 +313,24 @@ def _read_provider(node: ast.expr, local: dict[str, ast.FunctionDef]) -> bool:
         if passed and name not in ARGPARSE_METHODS and (name not in local or local[name] is func):
             return False
     return True
+
+
+def _sibling_provider(provider: ast.expr | None, tree: ast.Module,
+                      script: Path) -> tuple[ast.Module, ast.expr] | None:
+    """An `extra_args_provider=NAME` the script imports (`from multimodal_args import NAME`, top
+    level, absolute) from a module beside it, which python finds first (the script's directory is
+    sys.path[0]): that module and the provider's name in it; None otherwise."""
+    if not isinstance(provider, ast.Name):
+        return None
+    for stmt in tree.body:
+        if not isinstance(stmt, ast.ImportFrom) or stmt.level or not stmt.module:
+            continue
+        alias = next((a for a in stmt.names if (a.asname or a.name) == provider.id), None)
+        module = script.parent / (stmt.module.replace(".", "/") + ".py")
+        found = _parse(_text(module)) if alias is not None and module.is_file() else None
+        if found is not None:
+            return found, ast.Name(alias.name if alias else provider.id)
+    return None
 
 
 def _ignores_unknown(tree: ast.AST) -> bool:

@@ -29,6 +29,7 @@ from auditor.config.frontends import for_style
 from auditor.config.frontends.megatron_lm import judge_on_checkout
 from auditor.config.launcher import torchrun_options, world_size, world_variables
 from auditor.config.deepspeed_entry import read_deepspeed_entry
+from auditor.config.entry_path import in_checkout
 from auditor.config.model import LaunchConfig
 from auditor.config.training_command import Candidate, LaunchShell
 from auditor.errors import InputError
@@ -319,6 +320,7 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
         args, script = torchrun_options(config, launcher, args, path, spelling.python_runners)
         config.script = script
         config.launcher = chosen.invoked + (f" {os.path.basename(str(script))}" if script is not None else "")
+        _entry_in_checkout(config, path)
         shipped = next((s for s in spelling.swift_scripts if isinstance(script, str)
                         and launched_by(script, ["*" + s["pattern"]])), None)
         reader = for_style(shipped["style"]) if shipped else reader
@@ -343,6 +345,21 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
     _report_unexported(config, launcher, path, spelling.env_names)
     _backend(config, shell, spelling, path)
     return config
+
+
+def _entry_in_checkout(config: LaunchConfig, path: str) -> None:
+    """An absolute training script of the authors' machine, read from the checkout the launch
+    script sits in (config.entry_path): said, so that no one takes it for the cluster's file."""
+    instead = in_checkout(path, config.script) if isinstance(config.script, str) else None
+    if instead is None:
+        return
+    config.script_read = str(instead)
+    config.diagnostics.append(Finding(
+        "launch.entry-in-checkout", "info",
+        f"the training script {config.script} is not a file here; the launch script is in a checkout "
+        f"holding it at the same tail path: {instead} is read in its place",
+        fix=f"--command 'torchrun ... {instead} ...' gives another entry; the cluster's copy may differ",
+        where=f"{path}:{config.command_line}", detail={"script": config.script, "read": str(instead)}))
 
 
 def _backend(config: LaunchConfig, shell: LaunchShell, spelling: Spelling, path: str) -> None:

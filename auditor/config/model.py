@@ -42,6 +42,8 @@ class LaunchConfig:
     end_line: int = 0  # last line of the training command
     launcher_line: int = 0  # the line of its first word (`megatron sft`), where a flag is added
     script: Scalar = None  # what torchrun runs (`pretrain_gpt.py`, a module with -m); None otherwise
+    # the file read in place of `script`, an absolute path not here (config.entry_path); "" none
+    script_read: str = ""
     launcher_flags: dict[str, Flag] = field(default_factory=dict)  # torchrun's own options
     wrapper: list[Scalar] = field(default_factory=list)  # words before the launcher: srun, env, ...
     positionals: list[Scalar] = field(default_factory=list)  # training arguments that are no flag
@@ -53,6 +55,9 @@ class LaunchConfig:
     # framework -> the source checkout its front end was read from (a Megatron-LM tree around the
     # training script): its rules are confirmed against that code (rulebook.checkout)
     checkouts: dict[str, Path] = field(default_factory=dict)
+    # The framework whose argument parser the training script was read to build, whatever its
+    # name ("megatron-lm": examples/mimo/train.py calls megatron.training's pretrain); "" unread
+    builds_parser: str = ""
     commands: int = 1  # how many training commands the script runs (a loop over sizes: one per size)
     _stack: Stack | None = field(default=None, init=False, repr=False, compare=False)
 

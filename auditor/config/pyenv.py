@@ -23,6 +23,7 @@ from pathlib import Path
 
 from auditor import rulebook
 from auditor.bash.values import EnvVar, Symbolic
+from auditor.config.entry_path import in_checkout
 from auditor.config.model import LaunchConfig
 from auditor.findings import Finding
 
@@ -53,6 +54,9 @@ def locate(launch: LaunchConfig) -> tuple[EntryFile | None, str]:
         return None, f"its path is {script}, not known statically"
     written = script.replace(".", "/") + ".py" if "m" in launch.launcher_flags else script
     if os.path.isabs(written):
+        instead = in_checkout(launch.path, written)
+        if instead is not None:
+            return EntryFile(str(instead), written), ""
         return (EntryFile(written, written), "") if os.path.isfile(written) else (
             None, f"{written} does not exist here")
     here = os.path.dirname(os.path.abspath(launch.path))

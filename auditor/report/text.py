@@ -163,6 +163,9 @@ def scan_report(doc: dict[str, Any], verbose: bool = False, width: int = 80) -> 
         f"p2paudit scan {launch.get('path') or '(no launch script)'}  ({how})",
         f"targets: {targets}; torch {torch_words(doc['config'])}",
     ]
+    if launch.get("entry_read"):  # config.entry_path: an absolute entry of another machine
+        lines.append(f"entry script: {launch['entry_read']['script']} is not here; read "
+                     f"{launch['entry_read']['read']} (the same path's tail in the checkout around the script)")
     if "entries" in doc:
         not_run = [n.removeprefix("entry point ") for n in run.notes
                    if n.startswith("entry point ")]  # scan.py: a rules entry whose `when` is false

@@ -40,7 +40,7 @@ TABLES: dict[str, Table] = {
     "framework": _table(False, "name", "distribution position launchers runs_on packages read "
                                        "verified latest_read needs releases comm_wrappers simulated"),
     # The config pipeline (rulebook.stages, evaluated by auditor/config/derive.py).
-    "stage": _table(True, "name order", "launchers flags about"),
+    "stage": _table(True, "name order", "launchers flags about front_ends"),
     "arg": _table(True, "stage key type", f"default class aliases {_SELECT}"),
     # `torch`: a PEP 440 specifier over the torch release the rule holds on, for a framework's code
     # that itself branches on torch's version (DeepSpeed's init_process_group); with torch's
@@ -114,7 +114,7 @@ TYPES: dict[str, dict[str, type]] = {
                   "runs_on": str, "packages": list, "needs": list, "read": str, "verified": list,
                   "latest_read": str, "releases": list, "comm_wrappers": list},
     # launcher patterns (rulebook.frameworks.launched_by) and a wrapper's module prefixes
-    "stage": {"launchers": list},
+    "stage": {"launchers": list, "front_ends": list},
     "setting_cases": {"key": str, "values": list, "why": str},
     "front_end": {"scripts": list, "flags": list, "layout_flags": list, "launcher": str},
     "command_runner": {"program": str, "subcommand": str, "value_options": list, "module_options": list},

@@ -26,9 +26,13 @@ class Stage:
     launchers: tuple[str, ...] | None
     flags: bool
     about: str
+    # the front ends whose parser, read from the training script, makes the stage run whatever
+    # the script's name (`front_ends`; LaunchConfig.builds_parser)
+    front_ends: tuple[str, ...] = ()
 
-    def runs_for(self, launcher: str) -> bool:
-        return self.launchers is None or launched_by(launcher, self.launchers)
+    def runs_for(self, launcher: str, builds_parser: str = "") -> bool:
+        return (self.launchers is None or launched_by(launcher, self.launchers)
+                or builds_parser in self.front_ends)
 
 
 @dataclass(frozen=True)
@@ -99,7 +103,8 @@ def load_rulebook(versions: dict[str, str | None], directory: Path | None = None
             launchers = s.get("launchers")
             stages.append(Stage(s["name"], int(s["order"]), fw,
                                 tuple(launchers) if launchers is not None else None,
-                                bool(s.get("flags", False)), s.get("about", "")))
+                                bool(s.get("flags", False)), s.get("about", ""),
+                                tuple(s.get("front_ends", ()))))
         root = (checkouts or {}).get(fw)
         if (root is None or version is None or version in framework.verified
                 or not checkout.is_release(str(framework.distribution), root, version)):

@@ -23,15 +23,21 @@ class MegatronReader(Reader):
 
     def read(self, config: LaunchConfig, args: list[Field], launcher: dict, spelling: Spelling,
              path: str, parser_roots: tuple[Path, ...]) -> None:
+        builds = False
         if isinstance(config.script, str):
             front = locate(path, config.script, parser_roots)
             spelling = with_front_end(spelling, front)
             if front is not None and front.root is not None:
                 config.checkouts[self.style] = front.root
+                builds = True
         read_flags(config, args, spelling, path, checked=True)
         _unread_front_end(config, spelling, path)
         read_config_files(config, args, launcher, path)
+        launched = config.launcher
         label_front_end(config, spelling, path)
+        # Megatron-LM's parser, read from the script, makes its stages run; not where the run is
+        # another stack's front end (Megatron-DeepSpeed with --deepspeed), which relabels it.
+        config.builds_parser = self.style if builds and config.launcher == launched else ""
 
 
 def _unread_front_end(config: LaunchConfig, spelling: Spelling, path: str) -> None:
@@ -39,7 +45,7 @@ def _unread_front_end(config: LaunchConfig, spelling: Spelling, path: str) -> No
     accepts a flag no table here has is unknown, and argparse exits on one it lacks. Such flags
     leave the run undecided (`detail.decide`), never clean; a found script is read (locate)."""
     script = config.script
-    if isinstance(script, str) and find_script(path, script) is not None:
+    if isinstance(script, str) and find_script(path, script, entry=True) is not None:
         return
     unknown = [f for f in config.flags.values() if f.spelling.startswith("--")
                and f.spelling not in spelling.flags and f.spelling not in spelling.no_flags]
@@ -72,9 +78,20 @@ def judge_on_checkout(config: LaunchConfig, path: str) -> None:
         return
     stated = version_file_release(root, "megatron-core")
     schedules = [f for f in config.stack.chain if f.distribution == "megatron-core" and f.name != "megatron-lm"]
-    if stated is None or not schedules or any(stated[0] not in f.verified for f in schedules):
+    if stated is None or not schedules:
         return
     release, version_file = stated
+    if any(release not in f.verified for f in schedules):
+        # A fork or an old tag (bigcode's Megatron-LM says 0.1.0): its code is not what the rules
+        # were checked on, and the covered releases judged stand in for it; said, not hidden.
+        config.diagnostics.append(Finding(
+            "launch.checkout-uncovered", "info",
+            f"{config.script_read or config.script} runs from the Megatron-LM checkout {root}, which "
+            f"states megatron-core {release} ({version_file}), a release the rules do not cover: the "
+            "covered releases judged stand in for its megatron/core code",
+            fix="--target megatron-core==VERSION names the release its code matches",
+            where=f"{path}:{config.command_line}", detail={"distribution": "megatron-core"}))
+        return
     config.pins["megatron-core"] = release
     config.diagnostics.append(Finding(
         "launch.checkout-release", "info",
