@@ -295,7 +295,8 @@ def _scan_one(inputs: ScanInputs, read: tuple[LaunchConfig, list[SourceSet]]) ->
         runs = [(e, _runs(e, effective)) for e in chosen]
         entry_specs = [(e.name, e.code) for e, ok in runs if ok]
         effective.notes += [f"entry point {e.name} does not run: its rules' `when`, {e.when}, is false "
-                            f"for this config (rules/{e.framework}.toml)" for e, ok in runs if not ok]
+                            f"for this config (rules/{e.framework}.toml){_why_false(e, effective)}"
+                            for e, ok in runs if not ok]
     program = Program(srcs, jobs=inputs.jobs)
     try:
         interp = Interpreter(program, interpreter_config(effective), rules)
@@ -351,6 +352,12 @@ def _runs(entry: interpreter.EntryPoint, effective: EffectiveConfig) -> bool:
     if entry.when is None:
         return True
     return effective.evaluate(entry.when) is not False
+
+
+def _why_false(entry: interpreter.EntryPoint, effective: EffectiveConfig) -> str:
+    """Where a `when` that is one config key got its value (the framework's own guard)."""
+    value = effective.get(entry.when or "")
+    return f": {value.provenance}" if value is not None else ""
 
 
 def _coalesces_key(site: Site, wrappers: list[list[BatchWrapper]]) -> str:
