@@ -357,36 +357,41 @@ def _parse(path: Path) -> ast.Module:
 
 
 def with_pipelining_torch(launch: LaunchConfig, srcs: list[SourceSet]) -> list[SourceSet]:
-    """`srcs`, with the installed torch added where a torchtitan run's targets give no torch
-    (rules/torchtitan.toml [torch_source]): its schedules are torch's pipelining, whose source
-    the call graph walks. A note names the torch read; no torch installed is said as a warning."""
-    titan = next((s for s in srcs if s.name == "torchtitan"), None)
-    if titan is None or any(s.name == "torch" for s in srcs) or \
-            not rulebook.load("torchtitan", titan.version).section("torch_source"):
+    """`srcs`, with the installed torch added where a run on torch's pipelining (torchtitan's,
+    or a script's own: rules [torch_source]) gives no torch: its schedules are torch's, whose
+    source the call graph walks. A note names the torch read; no torch installed is said as a
+    warning."""
+    if any(s.name == "torch" for s in srcs) or torch_scope(launch, srcs) is None:
         return srcs
+    who = "torchtitan's" if any(s.name == "torchtitan" for s in srcs) else "this script's"
     where = f"{launch.path}:{launch.command_line}"
     try:
         torch = resolve("torch")
     except InputError as exc:
         launch.diagnostics.append(Finding(
             "launch.pipelining-unread", "warning",
-            f"torchtitan's schedules are torch.distributed.pipelining's, and no torch is read ({exc.cause}): "
+            f"{who} schedules are torch.distributed.pipelining's, and no torch is read ({exc.cause}): "
             f"their P2P sites are not analysed", fix="pass --target torch==VERSION (the cluster's torch)",
             where=where))
         return srcs
     launch.diagnostics.append(Finding(
         "launch.pipelining-source", "info",
-        f"torchtitan's schedules are torch.distributed.pipelining's: read from the installed torch "
+        f"{who} schedules are torch.distributed.pipelining's: read from the installed torch "
         f"{torch.version} (--target torch==VERSION reads another); the torch release the cluster runs is "
         f"judged as the torch line says", where=where))
     return [*srcs, torch]
 
 
-def torch_scope(srcs: list[SourceSet]) -> tuple[str, ...] | None:
-    """The folders of torch whose P2P sites are a torchtitan run's (rules/torchtitan.toml
-    [torch_source]); None where the targets have no torchtitan."""
+def torch_scope(launch: LaunchConfig, srcs: list[SourceSet]) -> tuple[str, ...] | None:
+    """The folders of torch whose P2P sites are the run's pipeline (rules [torch_source] of
+    torchtitan's release, or of rules/pipelining.toml for a script's own pipelining); None
+    where the run is neither."""
     titan = next((s for s in srcs if s.name == "torchtitan"), None)
-    if titan is None:
+    if titan is not None:
+        rules = rulebook.load("torchtitan", titan.version)
+    elif "pipelining" in (launch.stack.names or ()):
+        rules = rulebook.load("pipelining")
+    else:
         return None
-    paths = rulebook.load("torchtitan", titan.version).section("torch_source").get("paths")
+    paths = rules.section("torch_source").get("paths")
     return tuple(paths) if paths else None
