@@ -92,3 +92,47 @@ def test_the_pipelining_api_is_the_installed_torch_s():
     path = Path(pipelining.__file__).parents[3] / model["source"].rpartition(":")[0]
     line = int(model["source"].rpartition(":")[2])
     assert path.read_text().splitlines()[line - 1].strip() == model["code"]
+
+
+# pytorch/PiPPy@1bcb2bfb examples/llama/pippy_llama.py:5, 22-51: the tracer front end,
+# `pipeline(model, mb_args=...)` then `pipe.build_stage(rank, device=...)`, stepped by GPipe.
+TRACER = '''\
+import os
+import torch
+from torch.distributed.pipelining import SplitPoint, pipeline, ScheduleGPipe
+
+rank = int(os.environ["RANK"])
+world_size = int(os.environ["WORLD_SIZE"])
+device = torch.device(f"cuda:{rank % torch.cuda.device_count()}")
+torch.distributed.init_process_group(rank=rank, world_size=world_size)
+model = torch.nn.Sequential(*[torch.nn.Linear(8, 8) for _ in range(world_size)])
+split_spec = {f"{i}": SplitPoint.BEGINNING for i in range(1, world_size)}
+pipe = pipeline(model, mb_args=(torch.randn(2, 8),), split_spec=split_spec)
+stage = pipe.build_stage(rank, device=device)
+schedule = ScheduleGPipe(stage, 4)
+if rank == 0:
+    schedule.step(torch.randn(8, 8))
+else:
+    schedule.step()
+'''
+
+
+def test_the_tracer_front_end_is_not_walked_and_its_stage_is_stepped(tmp_path):
+    """`pipeline()` traces the model (torch.export, no P2P): rules/torch.toml's [[symbol]] takes
+    its result as a Pipe, so the call graph reaches the schedule's stage ops through
+    Pipe.build_stage's _PipelineStage instead of spending its budget inside torch.fx."""
+    (tmp_path / "pippy_llama.py").write_text(TRACER)
+    (tmp_path / "run.sh").write_text("torchrun --nproc-per-node 4 pippy_llama.py\n")
+    doc = run_scan(ScanInputs(str(tmp_path / "run.sh"), torch_version="2.10.0", jobs=1))
+    assert not doc["analysis"]["budget_cuts"], doc["analysis"]["budget_cuts"][:1]
+    reached = {s["function"] for s in doc["sites"] if s.get("reachable") == "yes"}
+    assert {"_PipelineStageBase.get_fwd_send_ops", "_PipelineStageBase._get_recv_ops"} <= reached
+
+
+def test_the_tracer_symbol_is_the_installed_torch_s_function():
+    import torch.distributed.pipelining as pipelining
+    (symbol,) = [s for s in rulebook.load("torch").data["symbol"]
+                 if s["function"] == "torch.distributed.pipelining._IR.pipeline"]
+    path, _, line = symbol["source"].rpartition(":")
+    text = (Path(pipelining.__file__).parents[3] / path).read_text().splitlines()
+    assert text[int(line) - 1] == "def pipeline("
