@@ -136,3 +136,16 @@ def test_the_tracer_symbol_is_the_installed_torch_s_function():
     path, _, line = symbol["source"].rpartition(":")
     text = (Path(pipelining.__file__).parents[3] / path).read_text().splitlines()
     assert text[int(line) - 1] == "def pipeline("
+
+
+def test_simulate_says_a_script_s_own_schedule_is_left_to_record():
+    """simulate runs megatron-core's schedule (or torchtitan's): for a script's own
+    torch.distributed.pipelining it says so and names `record`, not a megatron release."""
+    import subprocess
+    import sys
+    proc = subprocess.run([sys.executable, "-m", "auditor", "simulate", "--config", "examples/pipelining_pp2.sh"],
+                          check=False, capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    (line,) = [x for x in proc.stderr.splitlines() if "error:" in x]
+    assert "torch.distributed.pipelining" in line and "p2paudit record" in line, line
+    assert "megatron-core==" not in line, line
