@@ -33,6 +33,7 @@ from auditor.config.model import LaunchConfig
 from auditor.config.runconfig import RunConfig
 from auditor.config.pyenv import read_entry
 from auditor.config.settings import check_settings
+from auditor.config.pipelining_script import script_entry, script_sources
 from auditor.config.titan import read_job_config, torch_scope, with_pipelining_torch
 from auditor.errors import InputError
 from auditor.progress import Progress
@@ -139,7 +140,8 @@ def read_config(config_path: str, targets: list[str] | None, command: str | None
     environ = launch_environ()
     launch = parse_launch(text, config_path, environ=environ, command=command, which=which)
     refuse_not_pipeline(launch)  # `swift sft`, `megatron export`: nothing to resolve or analyse
-    srcs = with_pipelining_torch(launch, resolve_targets(launch, targets))  # torchtitan's schedules
+    # torchtitan's schedules, or a script's own torch.distributed.pipelining: torch's source too
+    srcs = with_pipelining_torch(launch, script_sources(launch, resolve_targets(launch, targets)))
     versions = {s.name: s.version for s in srcs}
     if versions.get("megatron-core"):
         # Megatron-LM's flags are checked against the parser of the release the run uses.
@@ -280,22 +282,26 @@ def _scan_one(inputs: ScanInputs, read: tuple[LaunchConfig, list[SourceSet]]) ->
     effective = derive(launch, versions, inputs.overrides, inputs.torch_version)
     invs = [inventory(s, jobs=inputs.jobs, progress=inputs.progress) for s in srcs]
     sites = [site for inv in invs for site in inv.sites]
-    scope = torch_scope(srcs)
-    if scope is not None:  # a torchtitan run: torch's sites are its pipelining's
+    scope = torch_scope(launch, srcs)
+    if scope is not None:  # torch's sites are its pipelining's
         outside = [s for s in sites if s.package == "torch" and not s.path.startswith(scope)]
         sites = [s for s in sites if s not in outside]
         if outside:
             effective.notes.append(f"{len(outside)} P2P site(s) of torch outside {', '.join(scope)} are not "
                                    f"this run's pipeline: not judged (rules/torchtitan.toml [torch_source])")
     rules, bound, generic = interpreter.load(versions)
+    script = script_entry(launch)
     if inputs.entries:
         entry_specs = [(spec, entry_code(spec)) for spec in inputs.entries]
+    elif script is not None:  # a script pipelining with torch itself: its own code is the entry
+        entry_specs = [script]
     else:
         chosen = interpreter.entries_for(launch.launcher, bound, generic)
         runs = [(e, _runs(e, effective)) for e in chosen]
         entry_specs = [(e.name, e.code) for e, ok in runs if ok]
         effective.notes += [f"entry point {e.name} does not run: its rules' `when`, {e.when}, is false "
-                            f"for this config (rules/{e.framework}.toml)" for e, ok in runs if not ok]
+                            f"for this config (rules/{e.framework}.toml){_why_false(e, effective)}"
+                            for e, ok in runs if not ok]
     program = Program(srcs, jobs=inputs.jobs)
     try:
         interp = Interpreter(program, interpreter_config(effective), rules)
@@ -353,6 +359,12 @@ def _runs(entry: interpreter.EntryPoint, effective: EffectiveConfig) -> bool:
     if entry.when is None:
         return True
     return effective.evaluate(entry.when) is not False
+
+
+def _why_false(entry: interpreter.EntryPoint, effective: EffectiveConfig) -> str:
+    """Where a `when` that is one config key got its value (the framework's own guard)."""
+    value = effective.get(entry.when or "")
+    return f": {value.provenance}" if value is not None else ""
 
 
 def _coalesces_key(site: Site, wrappers: list[list[BatchWrapper]]) -> str:

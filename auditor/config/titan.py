@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor import rulebook
+from auditor.config.flags import STARTUP
 from auditor.config.frontend_parser import find_script
 from auditor.config.model import Flag, LaunchConfig
 from auditor.errors import InputError
@@ -48,33 +49,38 @@ def read_job_config(launch: LaunchConfig, srcs: list[SourceSet]) -> None:
     for entry in rulebook.load("torchtitan", titan.version).table("config_file"):
         if not launched_by(launch.launcher, entry["launchers"]):
             continue
-        _check_overrides(launch, titan, entry)
-        if entry["flag"] not in launch.flags:
-            continue
-        flag = launch.flags[entry["flag"]]
-        where = f"{launch.path}:{flag.line}"
-        try:
-            if entry["kind"] == "titan-toml":
-                settings, origin = _toml(_top(titan), entry, flag, launch.path)
-            else:
-                settings, origin = _registry(_top(titan), entry, launch, flag)
-        except UnreadableJobConfig as exc:
-            launch.diagnostics.append(Finding(
-                "launch.config-file-unread", "warning",
-                f"torchtitan's job config ({flag.spelling} {flag.value}) cannot be read: {exc}; "
-                f"the settings it gives are unknown, not defaults",
-                fix="give the settings on the command line (--parallelism.KEY VALUE) or with "
-                    "--set KEY=VALUE", where=where))
-            continue
-        given = 0
-        for key, (value, said) in settings.items():
-            if key in launch.flags or value is None and key.startswith("model."):
-                continue
-            launch.flags[key] = Flag(key, "None" if value is None else str(value), flag.line, said)
-            given += 1
-        launch.diagnostics.append(Finding(
-            "launch.config-file", "info", f"read {origin}: {given} setting(s)", where=where))
+        given = dict(launch.flags)  # the command line's own, before the job config joins them
+        _read_entry(launch, titan, entry)
+        _check_overrides(launch, titan, entry, given)
 
+
+def _read_entry(launch: LaunchConfig, titan: SourceSet, entry: dict[str, Any]) -> None:
+    """The settings of the job config one [[config_file]] entry names, into `launch.flags`."""
+    flag = launch.flags.get(entry["flag"])
+    if flag is None:
+        return
+    where = f"{launch.path}:{flag.line}"
+    try:
+        if entry["kind"] == "titan-toml":
+            settings, origin = _toml(_top(titan), entry, flag, launch.path)
+        else:
+            settings, origin = _registry(_top(titan), entry, launch, flag)
+    except UnreadableJobConfig as exc:
+        launch.diagnostics.append(Finding(
+            "launch.config-file-unread", "warning",
+            f"torchtitan's job config ({flag.spelling} {flag.value}) cannot be read: {exc}; "
+            f"the settings it gives are unknown, not defaults",
+            fix="give the settings on the command line (--parallelism.KEY VALUE) or with "
+                "--set KEY=VALUE", where=where))
+        return
+    given = 0
+    for key, (value, said) in settings.items():
+        if key in launch.flags or value is None and key.startswith("model."):
+            continue
+        launch.flags[key] = Flag(key, "None" if value is None else str(value), flag.line, said)
+        given += 1
+    launch.diagnostics.append(Finding(
+        "launch.config-file", "info", f"read {origin}: {given} setting(s)", where=where))
 
 def _top(titan: SourceSet) -> Path:
     """The folder holding `torchtitan/`, which the rules' paths are relative to (a `--target
@@ -82,11 +88,14 @@ def _top(titan: SourceSet) -> Path:
     return titan.root.parent if titan.is_package_dir else titan.root
 
 
-def _check_overrides(launch: LaunchConfig, titan: SourceSet, entry: dict[str, Any]) -> None:
-    """torchtitan's ConfigManager parses each `--section.key` of the command line into the job
-    config's dataclass for `section` and exits on a key it lacks: said for each section the
-    entry names (read from the release), the nearest field as the fix."""
-    for flag in list(launch.flags.values()):
+def _check_overrides(launch: LaunchConfig, titan: SourceSet, entry: dict[str, Any],
+                     given: dict[str, Flag]) -> None:
+    """torchtitan's ConfigManager hands each `--section.key` of the command line (`given`) to
+    tyro.cli over the job config's dataclasses (`cli_source`), which exits on a key the class
+    for `section` lacks (read from the release): the run does not start, unless a config module
+    of the run's own may add the field (`_extension`). The nearest field is the fix."""
+    extension = _extension(launch, titan, entry)
+    for flag in given.values():
         section, dot, key = flag.spelling.lstrip("-").partition("=")[0].partition(".")
         spec = next((s for s in entry["sections"] if s.partition("=")[0] == section), None)
         if not flag.spelling.startswith("--") or not dot or spec is None:
@@ -101,14 +110,43 @@ def _check_overrides(launch: LaunchConfig, titan: SourceSet, entry: dict[str, An
                   and isinstance(n.target, ast.Name)}
         if cls is None or key.replace("-", "_") in fields:
             continue
-        near = difflib.get_close_matches(key, sorted(fields), n=1)
-        launch.diagnostics.append(Finding(
-            "launch.titan-unknown-flag", "warning",
-            f"torchtitan {titan.version}'s {name} ({path}) has no field `{key}`: its config manager rejects "
-            f"`{flag.spelling}` and the run does not start (unless the run's own config module adds it)",
-            fix=f"write `--{section}.{near[0]}`" if near else f"drop `{flag.spelling}`",
-            where=f"{launch.path}:{flag.line}"))
+        near = difflib.get_close_matches(key.replace("-", "_"), sorted(fields), n=1)
+        written = flag.spelling.partition("=")[0]
+        parser = f"tyro.cli at {entry['cli_source']}"
+        headline = (f"torchtitan {titan.version} rejects `{written}`: its {name} has no field `{key}` "
+                    f"({parser} exits: \"Unrecognized options\")")
+        fix = f"write `--{section}.{near[0]}`" if near else f"drop `{written}`"
+        where = f"{launch.path}:{flag.line}"
+        if extension is None:
+            launch.diagnostics.append(Finding(
+                "launch.titan-unknown-flag", "error",
+                f"{headline}. {name} is read from {path}; the run does not start", fix=fix, where=where,
+                detail={**STARTUP, "headline": headline}))
+        else:
+            launch.diagnostics.append(Finding(
+                "launch.titan-unknown-flag", "warning",
+                f"torchtitan {titan.version}'s {name} ({path}) has no field `{key}`: {parser} rejects "
+                f"`{written}` and the run does not start, unless {extension} adds it (not read here)",
+                fix=fix, where=where))
 
+
+def _extension(launch: LaunchConfig, titan: SourceSet, entry: dict[str, Any]) -> str | None:
+    """What may add fields to the config class tyro parses into: a custom config module the run
+    names (`extended_by`, on the command line or in its TOML), or a --module outside the
+    release (`own_modules`: its registry may return a config class of its own); None where the
+    class is the release's own."""
+    flags = {k.replace("-", "_"): f for k, f in launch.flags.items()}
+    for name in entry.get("extended_by", ()):
+        flag = flags.get(name)
+        if flag is not None and flag.value not in ("", "None", None, False):
+            return f"the custom config module `{flag.value}` ({flag.spelling})"
+    if entry.get("own_modules"):
+        module = launch.flags.get("module")
+        value = module.value if module is not None else None
+        if not isinstance(value, str) or not any(
+                (_top(titan) / p.format(module=value)).is_file() for p in entry["own_modules"]):
+            return f"the config class of --module {value if isinstance(value, str) else '(unknown)'}"
+    return None
 
 def _defaults(root: Path, entry: dict[str, Any]) -> dict[str, tuple[Any, str]]:
     """`section.field` -> (its dataclass default, where) for each `section=path:Class`."""
@@ -319,36 +357,41 @@ def _parse(path: Path) -> ast.Module:
 
 
 def with_pipelining_torch(launch: LaunchConfig, srcs: list[SourceSet]) -> list[SourceSet]:
-    """`srcs`, with the installed torch added where a torchtitan run's targets give no torch
-    (rules/torchtitan.toml [torch_source]): its schedules are torch's pipelining, whose source
-    the call graph walks. A note names the torch read; no torch installed is said as a warning."""
-    titan = next((s for s in srcs if s.name == "torchtitan"), None)
-    if titan is None or any(s.name == "torch" for s in srcs) or \
-            not rulebook.load("torchtitan", titan.version).section("torch_source"):
+    """`srcs`, with the installed torch added where a run on torch's pipelining (torchtitan's,
+    or a script's own: rules [torch_source]) gives no torch: its schedules are torch's, whose
+    source the call graph walks. A note names the torch read; no torch installed is said as a
+    warning."""
+    if any(s.name == "torch" for s in srcs) or torch_scope(launch, srcs) is None:
         return srcs
+    who = "torchtitan's" if any(s.name == "torchtitan" for s in srcs) else "this script's"
     where = f"{launch.path}:{launch.command_line}"
     try:
         torch = resolve("torch")
     except InputError as exc:
         launch.diagnostics.append(Finding(
             "launch.pipelining-unread", "warning",
-            f"torchtitan's schedules are torch.distributed.pipelining's, and no torch is read ({exc.cause}): "
+            f"{who} schedules are torch.distributed.pipelining's, and no torch is read ({exc.cause}): "
             f"their P2P sites are not analysed", fix="pass --target torch==VERSION (the cluster's torch)",
             where=where))
         return srcs
     launch.diagnostics.append(Finding(
         "launch.pipelining-source", "info",
-        f"torchtitan's schedules are torch.distributed.pipelining's: read from the installed torch "
+        f"{who} schedules are torch.distributed.pipelining's: read from the installed torch "
         f"{torch.version} (--target torch==VERSION reads another); the torch release the cluster runs is "
         f"judged as the torch line says", where=where))
     return [*srcs, torch]
 
 
-def torch_scope(srcs: list[SourceSet]) -> tuple[str, ...] | None:
-    """The folders of torch whose P2P sites are a torchtitan run's (rules/torchtitan.toml
-    [torch_source]); None where the targets have no torchtitan."""
+def torch_scope(launch: LaunchConfig, srcs: list[SourceSet]) -> tuple[str, ...] | None:
+    """The folders of torch whose P2P sites are the run's pipeline (rules [torch_source] of
+    torchtitan's release, or of rules/pipelining.toml for a script's own pipelining); None
+    where the run is neither."""
     titan = next((s for s in srcs if s.name == "torchtitan"), None)
-    if titan is None:
+    if titan is not None:
+        rules = rulebook.load("torchtitan", titan.version)
+    elif "pipelining" in (launch.stack.names or ()):
+        rules = rulebook.load("pipelining")
+    else:
         return None
-    paths = rulebook.load("torchtitan", titan.version).section("torch_source").get("paths")
+    paths = rules.section("torch_source").get("paths")
     return tuple(paths) if paths else None

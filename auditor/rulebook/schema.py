@@ -97,7 +97,8 @@ TABLES: dict[str, Table] = {
     # A front end known by its flags that puts the run on another stack (config.launch).
     "front_end": _table(True, "name scripts flags launcher what", "layout_flags source code"),
     # Config files the trainer reads (auditor/config/configfiles.py).
-    "config_file": _table(True, "kind launchers", f"suffixes env_key flag sections {_SELECT}"),
+    "config_file": _table(True, "kind launchers", f"suffixes env_key flag sections cli_source cli_code "
+                                                     f"extended_by own_modules {_SELECT}"),
     # NCCL's transports (rules/nccl.toml; docs/transport-semantics.md).
     "nccl": _table(False, "", "versions torch steps p2p_chunk_bytes max_channels"),
     "topology": _table(False, "", "node net"),
@@ -121,7 +122,8 @@ TYPES: dict[str, dict[str, type]] = {
     "entry_point": {"launchers": list},
     "batch_wrapper": {"modules": list, "key": str},
     "container_image": {"image": str, "tag": str, "torch": str, "source": str},
-    "config_file": {"kind": str, "launchers": list, "suffixes": list, "sections": list},
+    "config_file": {"kind": str, "launchers": list, "suffixes": list, "sections": list,
+                    "extended_by": list, "own_modules": list},
     "check": {"remedy": list},
     "env_var": {"remedy": list},
     "finding_remedy": {"kind": str, "remedy": list},

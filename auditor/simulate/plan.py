@@ -19,6 +19,7 @@ from auditor import rulebook
 from auditor.rulebook import files
 from auditor.analysis.waitfor.sizes import DTYPE_BYTES, size_words
 from auditor.config.model import LaunchConfig
+from auditor.config.pipelining_script import is_pipelining_script
 from auditor.config.runconfig import RunConfig
 from auditor.errors import InputError
 from auditor.sources import SourceSet
@@ -103,6 +104,10 @@ def plan(doc: dict[str, Any], launch: LaunchConfig, srcs: list[SourceSet],
          microbatches: int | None = None) -> SimulationPlan:
     """The simulation plan for a scan document of `launch` over the sources `srcs`."""
     mcore = next((s for s in srcs if s.name == "megatron-core"), None)
+    if mcore is None and is_pipelining_script(launch):
+        raise InputError(launch.path, "a script's own torch.distributed.pipelining schedule is not simulated "
+                                      "(simulate runs megatron-core's, or torchtitan's at its job config): "
+                                      "`p2paudit record -- torchrun ...` of the run decides its order")
     if mcore is None:
         raise InputError("--target", "simulate runs megatron-core's own schedule: add its "
                                      "release (e.g. --target megatron-core==0.17.0)")

@@ -59,14 +59,16 @@ def test_single_stage_schedules_reach_the_stage_ops_through_the_schedule(single)
 def test_torch_213_issues_the_stage_ops_op_by_op_but_not_the_mixed_batch(single):
     """From 2.12 `_batch_p2p` runs an all-send or all-recv batch op by op: every stage op may
     run unbatched. The batch_isend_irecv call it keeps for mixed batches follows torch's own
-    coalescing rule instead (unknown here: the backend is not in the script)."""
+    coalescing rule instead: the script's `dist.init_process_group("gloo")` (read from the
+    script, auditor/config/pipelining_script.py) gives a backend that does not coalesce."""
     _, _, doc = single
     assert doc["config"]["effective"]["torch_pipelining_batches_coalesce"] is False
     ops = reached(doc, STAGE)
     for s in (s for f in STEP_OPS for s in ops[f]):
         assert s["runs_batched"] is False and s["unbatched_reason"].startswith("its batch runs op by op")
     (batch,) = reached(doc, SCHEDULES)["_batch_p2p"]
-    assert batch["api"] == "batch_isend_irecv" and batch["unbatched_reason"] == ""
+    assert doc["config"]["effective"]["distributed_backend"] == "gloo"
+    assert batch["api"] == "batch_isend_irecv" and "supports_coalescing = False" in batch["unbatched_reason"]
 
 
 def test_interleaved_reaches_the_batch_and_the_stage_ops():
@@ -88,7 +90,8 @@ def test_interleaved_reaches_the_batch_and_the_stage_ops():
 
 def test_torch_210_batches_every_list_and_reaches_the_same_ops():
     """torch 2.10.0's `_batch_p2p` is batch_isend_irecv of the list: the stage ops coalesce as
-    torch's batch does (unknown without the backend), never 'op by op'."""
+    torch's batch does, which for the script's gloo backend (its init_process_group) is op by
+    op because of the backend, not because of pipelining's _batch_p2p."""
     doc = scan("train_1f1b", "torch==2.10.0", "2.10.0")
     assert {t["name"]: t["version"] for t in doc["targets"]}["torch"] == "2.10.0"
     ops = reached(doc, STAGE)
@@ -96,7 +99,7 @@ def test_torch_210_batches_every_list_and_reaches_the_same_ops():
     assert all(s["paths"][0][2] == "schedules.Schedule1F1B._step_microbatches" for f in STEP_OPS for s in ops[f])
     assert "hands every batch to batch_isend_irecv" in doc["config"]["provenance"]["torch_pipelining_batches_coalesce"]
     for s in (s for f in STEP_OPS for s in ops[f]):
-        assert not s["unbatched_reason"]
+        assert "hands every batch to batch_isend_irecv, which coalesces = False" in s["unbatched_reason"]
 
 
 def test_the_batch_p2p_rules_hold_the_code_of_the_release_read():

@@ -141,7 +141,16 @@ class Calls(InterpreterCore):
             return frozenset({GroupValue(symbol["group"])})
         if symbol.get("returns") == "config":
             return frozenset({ConfigObject()})
-        return frozenset({Data(symbol.get("returns", "symbol"))})
+        returns = str(symbol.get("returns", "symbol"))
+        if returns.startswith("instance "):  # an instance of a class whose __init__ never ran
+            module, _, name = returns.removeprefix("instance ").rpartition(".")
+            klasses = [k for k in (self.module_globals(module) or {}).get(name, ()) if isinstance(k, Klass)]
+            if klasses:
+                key = ("symbol", returns)  # one object, however often the call is met
+                if key not in self.memo:
+                    self.memo[key] = frozenset(Obj(k, "symbol") for k in klasses)
+                return self.memo[key]
+        return frozenset({Data(returns)})
 
     def construct(self, k: Klass, args: list, kwargs: dict, state: State, frame: Frame,
                   text: str) -> frozenset:
