@@ -286,7 +286,7 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
                                        f"`eval` and here-documents{unknown}{unseen}")
     # A command that trains comes first: `swift export` caching a dataset before `megatron rlhf`
     # is not the run's command.
-    training = [c for c in shell.candidates if c.subcommand not in c.launcher.get("not_pipeline", {})]
+    training = [c for c in shell.candidates if not runs_no_pipeline(c, spelling, path)]
     ordered = training + [c for c in shell.candidates if c not in training]
     if which >= max(len(training), 1):
         raise IndexError(f"the script runs {len(training)} training command(s), not {which + 1}")
@@ -307,11 +307,10 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
         args, script = torchrun_options(config, launcher, args, path, spelling.python_runners)
         config.script = script
         config.launcher = chosen.invoked + (f" {os.path.basename(str(script))}" if script is not None else "")
-        shipped = next((s for s in spelling.swift_scripts if isinstance(script, str)
-                        and launched_by(script, ["*" + s["pattern"]])), None)
+        shipped = _shipped_script(spelling, script)
         reader = for_style(shipped["style"]) if shipped else reader
     config.style = reader.style
-    what = launcher.get("not_pipeline", {}).get(chosen.subcommand)
+    what = runs_no_pipeline(chosen, spelling, path)
     if what:
         config.diagnostics.append(Finding(
             "launch.not-pipeline", "info", what, where=f"{path}:{chosen.line}", detail={"command": config.launcher}))
@@ -331,6 +330,25 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
     _report_unexported(config, launcher, path, spelling.env_names)
     _backend(config, shell, spelling, path)
     return config
+
+
+def _shipped_script(spelling: Spelling, script: object) -> dict | None:
+    """The `[[swift_script]]` entry of a script with a front end of its own, if `script` is one."""
+    return next((s for s in spelling.swift_scripts if isinstance(script, str)
+                 and launched_by(script, ["*" + s["pattern"]])), None)
+
+
+def runs_no_pipeline(candidate: Candidate, spelling: Spelling, path: str) -> str | None:
+    """What a command that trains no pipeline is, from the rules (`not_pipeline` of its launcher's
+    subcommand: `megatron export`; or of the script it starts: a checkpoint conversion); None
+    for a training command. The one place that decides it."""
+    what = candidate.launcher.get("not_pipeline", {}).get(candidate.subcommand)
+    if what or candidate.launcher.get("program") or for_style(candidate.launcher["style"]).module_is_program:
+        return what
+    scratch = LaunchConfig(path=path, launcher="", command_line=candidate.line, end_line=candidate.end_line)
+    script = torchrun_options(scratch, candidate.launcher, candidate.args, path, spelling.python_runners)[1]
+    shipped = _shipped_script(spelling, script)
+    return shipped["not_pipeline"].replace("{script}", str(script)) if shipped and "not_pipeline" in shipped else None
 
 
 def _backend(config: LaunchConfig, shell: LaunchShell, spelling: Spelling, path: str) -> None:
