@@ -94,7 +94,7 @@ TABLES: dict[str, Table] = {
     "swift_script": _table(True, "pattern style", f"not_pipeline {_SELECT}"),
     # Megatron-Bridge's run_recipe.py front end (auditor/config/frontends/megatron_bridge.py).
     "recipe_runner": _table(False, "recipe_option model_option mode_option tasks flag_options overrides "
-                                   "recipe_dirs keys layout_keys", "source"),
+                                   "recipe_dirs keys layout_keys topology_keys layout_override", "source"),
     "wrappers": _table(False, "", "programs shells batch separated python_runners"),
     # `uv run [options] COMMAND` (config.training_command): the options that take a value.
     "command_runner": _table(True, "program subcommand value_options source", "module_options"),

@@ -195,3 +195,12 @@ def test_no_model_provider_sets_the_p2p_switches():
                    if "batch_p2p_comm" in p.read_text(encoding="utf-8")
                    or "overlap_p2p_comm" in p.read_text(encoding="utf-8")]
         assert setters == [], f"megatron-bridge {version}: {setters}"
+
+
+def test_a_recipe_layout_rebuilt_after_the_pp_override_leaves_virtual_stages_unknown(tmp_path):
+    # recipe_runner.py sync_model_pipeline_layout (Megatron-Bridge@067f987df0 scripts/training/recipe_runner.py:373)
+    body = "    cfg.model.num_layers_in_first_pipeline_stage = 3"
+    launch, _ = _launch(_checkout(tmp_path, body=body))
+    assert _effective(launch)["virtual_pipeline_model_parallel_size"].value is UNKNOWN
+    launch, _ = _launch(_checkout(tmp_path / "b", body=body), extra="model.pipeline_model_parallel_layout=None")
+    assert _effective(launch)["virtual_pipeline_model_parallel_size"].value is None

@@ -42,7 +42,8 @@ class RecipeReader:
         self.layout_keys = list(layout_keys)
 
     def read(self, name: str) -> dict[str, RecipeValue]:
-        """key -> the recipe's value; a key the recipe leaves alone is absent."""
+        """key -> the recipe's value (`keys` and `layout_keys`); a key the recipe leaves alone
+        is absent."""
         found = self._defs(name)
         if len(found) != 1:
             why = (f"no recipe function {name} in {', '.join(self._shown(d) for d in self.dirs)}" if not found
@@ -51,7 +52,7 @@ class RecipeReader:
         (fn, path), _ = found[0]
         state: dict[str, RecipeValue] = {}
         self._run(fn, path, state, 0)
-        return self._layout(state)
+        return state
 
     def unknown(self, why: str) -> dict[str, RecipeValue]:
         return {k: RecipeValue(Symbolic(f"the recipe's {k} ({why})"), "") for k in self.keys}
@@ -207,18 +208,6 @@ class RecipeReader:
         for k in [*self.keys, *self.layout_keys]:
             if not prefix or k == prefix or k.startswith(prefix + "."):
                 state[k] = RecipeValue(value, where)
-
-    def _layout(self, state: dict[str, RecipeValue]) -> dict[str, RecipeValue]:
-        """A recipe-owned layout (a builder, uneven first/last stages): run_recipe.py may rebuild
-        it after a PP/VP override (sync_model_pipeline_layout), with virtual stages not read here."""
-        vpp = "model.virtual_pipeline_model_parallel_size"
-        for k in self.layout_keys:
-            got = state.pop(k, None)
-            if got is not None and got.value != "None":
-                state[vpp] = RecipeValue(Symbolic(f"{got.where} sets {k}: the recipe's pipeline layout, "
-                                                  "which run_recipe.py may rebuild, decides the virtual stages"),
-                                         got.where)
-        return state
 
 
 def _dotted(node: ast.expr, cfg: str | None) -> str | None:

@@ -48,6 +48,7 @@ class BridgeRecipeReader(Reader):
             values = reader.unknown(why)
         else:
             values = reader.read(name)
+        values = _layout(values, config, runner)
         unread = [k for k, v in values.items() if isinstance(v.value, Symbolic) and k not in config.flags]
         for key, got in values.items():
             if key not in config.flags:
@@ -106,6 +107,22 @@ def _reader(path: str, script: object, runner: dict) -> RecipeReader | None:
         return None
     root = next((d for d in found.parents if (d / runner["recipe_dirs"][0]).is_dir()), None)
     return RecipeReader(root, runner["recipe_dirs"], runner["keys"], runner["layout_keys"]) if root else None
+
+
+def _layout(values: dict[str, RecipeValue], config: LaunchConfig, runner: dict) -> dict[str, RecipeValue]:
+    """A recipe-owned layout (a layout builder, uneven first/last stages) that run_recipe.py
+    rebuilds after a PP or VP override (recipe_runner.py sync_model_pipeline_layout, not where
+    the layout itself is overridden): the virtual stages it makes are not read here."""
+    out = {k: v for k, v in values.items() if k not in runner["layout_keys"]}
+    rebuilt = (any(k in config.flags for k in runner["topology_keys"])
+               and runner["layout_override"] not in config.flags)
+    owned = [(k, v) for k, v in values.items() if k in runner["layout_keys"] and v.value != "None"]
+    vpp = runner["topology_keys"][-1]
+    if rebuilt and owned and vpp not in config.flags:
+        key, got = owned[0]
+        out[vpp] = RecipeValue(Symbolic(f"{got.where} sets {key}, and run_recipe.py rebuilds the recipe's "
+                                        "pipeline layout after the PP/VP override: its virtual stages"), got.where)
+    return out
 
 
 def _unknown_recipe(runner: dict, why: str) -> dict[str, RecipeValue]:
