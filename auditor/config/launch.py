@@ -315,7 +315,8 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
         config.diagnostics.append(Finding(
             "launch.not-pipeline", "info", what, where=f"{path}:{chosen.line}", detail={"command": config.launcher}))
     reader.read(config, args, launcher, spelling, path, parser_roots)
-    world_size(config, launcher, chosen, spelling, path)
+    if not what or _sized(launcher):  # a conversion wrapper states no ranks: none to count
+        world_size(config, launcher, chosen, spelling, path)
     for other in [c for c in training if c is not chosen]:
         config.diagnostics.append(Finding(
             "launch.several-commands", "warning",
@@ -336,6 +337,12 @@ def _shipped_script(spelling: Spelling, script: object) -> dict | None:
     """The `[[swift_script]]` entry of a script with a front end of its own, if `script` is one."""
     return next((s for s in spelling.swift_scripts if isinstance(script, str)
                  and launched_by(script, ["*" + s["pattern"]])), None)
+
+
+def _sized(launcher: dict) -> bool:
+    """Whether the launcher rules say how many processes it starts (an environment variable,
+    a flag or a config key)."""
+    return any(launcher.get(k) for k in ("env_nproc", "nproc_flags", "nproc_keys"))
 
 
 def runs_no_pipeline(candidate: Candidate, spelling: Spelling, path: str) -> str | None:

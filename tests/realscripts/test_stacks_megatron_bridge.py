@@ -168,8 +168,8 @@ def _scan(path: Path, *extra: str) -> subprocess.CompletedProcess:
 
 
 def test_a_conversion_is_not_a_pipeline_run(tmp_path):
-    path = tmp_path / "conversion.sh"
-    path.write_text(CONVERSION, encoding="utf-8")
+    path = tmp_path / "roundtrip.sh"
+    path.write_text("\n".join(line for line in CONVERSION.splitlines() if "convert.sh" not in line), encoding="utf-8")
     done = _scan(path)
     assert done.returncode == 0, done.stderr
     headline = next(line for line in done.stdout.splitlines() if line[:1].isupper() and ":" in line)
@@ -204,3 +204,13 @@ def test_a_recipe_layout_rebuilt_after_the_pp_override_leaves_virtual_stages_unk
     assert _effective(launch)["virtual_pipeline_model_parallel_size"].value is UNKNOWN
     launch, _ = _launch(_checkout(tmp_path / "b", body=body), extra="model.pipeline_model_parallel_layout=None")
     assert _effective(launch)["virtual_pipeline_model_parallel_size"].value is None
+
+
+def test_the_conversion_wrapper_alone_is_not_a_pipeline_run(tmp_path):
+    # Megatron-Bridge@067f987df0 scripts/conversion/convert.sh (`exec uv run ... setup_conversion.py "$@"`)
+    path = tmp_path / "import.sh"
+    path.write_text(CONVERSION.splitlines()[0] + "\n" + CONVERSION.splitlines()[1] + "\n", encoding="utf-8")
+    done = _scan(path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    headline = next(line for line in done.stdout.splitlines() if line[:1].isupper() and ":" in line)
+    assert headline.startswith("NOT A PIPELINE RUN: `convert.sh import` (Megatron-Bridge) imports"), done.stdout
