@@ -55,7 +55,7 @@ class RecipeReader:
         return state
 
     def unknown(self, why: str) -> dict[str, RecipeValue]:
-        return {k: RecipeValue(Symbolic(f"the recipe's {k} ({why})"), "") for k in self.keys}
+        return unknown_fields(self.keys, why)
 
     # -- finding a function --
 
@@ -143,8 +143,7 @@ class RecipeReader:
             for k in [k for k in state if k.startswith(dotted + ".")]:
                 del state[k]  # a new object: its fields are its class's defaults
         if dotted == "comm_overlap":
-            literal = _literal(value)
-            if literal is None and isinstance(value, ast.Constant):
+            if isinstance(value, ast.Constant) and value.value is None:
                 state[dotted] = RecipeValue("false", where)
             elif isinstance(value, ast.Call):
                 state[dotted] = RecipeValue("true", where)
@@ -210,6 +209,11 @@ class RecipeReader:
                 state[k] = RecipeValue(value, where)
 
 
+def unknown_fields(keys: list[str], why: str) -> dict[str, RecipeValue]:
+    """Every field unknown, saying why (a recipe not found, not named, not in a checkout)."""
+    return {k: RecipeValue(Symbolic(f"the recipe's {k} ({why})"), "") for k in keys}
+
+
 def _dotted(node: ast.expr, cfg: str | None) -> str | None:
     """`cfg.model.x` -> "model.x"; None for anything not rooted at `cfg`."""
     parts = []
@@ -219,13 +223,6 @@ def _dotted(node: ast.expr, cfg: str | None) -> str | None:
     if not parts or not isinstance(node, ast.Name) or node.id != cfg:
         return None
     return ".".join(reversed(parts))
-
-
-def _literal(node: ast.expr) -> object:
-    try:
-        return ast.literal_eval(node)
-    except (ValueError, SyntaxError, TypeError):
-        return None
 
 
 @functools.lru_cache(maxsize=4096)

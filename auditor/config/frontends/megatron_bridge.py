@@ -16,7 +16,7 @@ from pathlib import Path
 from auditor import rulebook
 from auditor.bash.values import Field, Symbolic
 from auditor.config.frontend_parser import find_script
-from auditor.config.frontends.bridge_recipe import RecipeReader, RecipeValue
+from auditor.config.frontends.bridge_recipe import RecipeReader, RecipeValue, unknown_fields
 from auditor.config.frontends.reader import Reader
 from auditor.config.model import Flag, LaunchConfig
 from auditor.config.overrides import read_overrides
@@ -43,7 +43,7 @@ class BridgeRecipeReader(Reader):
         reader = _reader(path, config.script, runner)
         line = next((f.line for f in options.values()), config.command_line)
         if reader is None:
-            values = _unknown_recipe(runner, f"{config.script} is not in a Megatron-Bridge checkout here")
+            values = unknown_fields(runner["keys"], f"{config.script} is not in a Megatron-Bridge checkout here")
         elif name is None:
             values = reader.unknown(why)
         else:
@@ -52,13 +52,13 @@ class BridgeRecipeReader(Reader):
         unread = [k for k, v in values.items() if isinstance(v.value, Symbolic) and k not in config.flags]
         for key, got in values.items():
             if key not in config.flags:
-                shown = f"--recipe {name}" + (f" ({got.where})" if got.where else "")
+                shown = (f"--recipe {name}" if name else "the recipe") + (f" ({got.where})" if got.where else "")
                 config.flags[key] = Flag(key, got.value, line, shown, (got.value,))
         if unread:
             first = values[unread[0]].value
             config.diagnostics.append(Finding(
                 "launch.recipe-unread", "info",
-                f"the recipe's {', '.join(unread[:3])}{' and more' if len(unread) > 3 else ''} not read: {first}",
+                f"{', '.join(unread[:3])}{' and more' if len(unread) > 3 else ''} unknown: {first}",
                 where=f"{path}:{line}"))
 
 
@@ -123,7 +123,3 @@ def _layout(values: dict[str, RecipeValue], config: LaunchConfig, runner: dict) 
         out[vpp] = RecipeValue(Symbolic(f"{got.where} sets {key}, and run_recipe.py rebuilds the recipe's "
                                         "pipeline layout after the PP/VP override: its virtual stages"), got.where)
     return out
-
-
-def _unknown_recipe(runner: dict, why: str) -> dict[str, RecipeValue]:
-    return {k: RecipeValue(Symbolic(f"the recipe's {k} ({why})"), "") for k in runner["keys"]}
