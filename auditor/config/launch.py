@@ -301,7 +301,7 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
                                        f"`eval` and here-documents{unknown}{unseen}")
     # A command that trains comes first: `swift export` caching a dataset before `megatron rlhf`
     # is not the run's command.
-    training = [c for c in shell.candidates if c.subcommand not in c.launcher.get("not_pipeline", {})]
+    training = [c for c in shell.candidates if not runs_no_pipeline(c, spelling, path)]
     ordered = training + [c for c in shell.candidates if c not in training]
     if which >= max(len(training), 1):
         raise IndexError(f"the script runs {len(training)} training command(s), not {which + 1}")
@@ -323,16 +323,16 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
         config.script = script
         config.launcher = chosen.invoked + (f" {os.path.basename(str(script))}" if script is not None else "")
         _entry_in_checkout(config, path)
-        shipped = next((s for s in spelling.swift_scripts if isinstance(script, str)
-                        and launched_by(script, ["*" + s["pattern"]])), None)
+        shipped = _shipped_script(spelling, script)
         reader = for_style(shipped["style"]) if shipped else reader
     config.style = reader.style
-    what = launcher.get("not_pipeline", {}).get(chosen.subcommand)
+    what = runs_no_pipeline(chosen, spelling, path)
     if what:
         config.diagnostics.append(Finding(
             "launch.not-pipeline", "info", what, where=f"{path}:{chosen.line}", detail={"command": config.launcher}))
     reader.read(config, args, launcher, spelling, path, parser_roots)
-    world_size(config, launcher, chosen, spelling, path)
+    if not what or _sized(launcher):  # a conversion wrapper states no ranks: none to count
+        world_size(config, launcher, chosen, spelling, path)
     for other in [c for c in training if c is not chosen]:
         config.diagnostics.append(Finding(
             "launch.several-commands", "warning",
@@ -362,6 +362,31 @@ def _entry_in_checkout(config: LaunchConfig, path: str) -> None:
         f"holding it at the same tail path: {instead} is read in its place",
         fix=f"--command 'torchrun ... {instead} ...' gives another entry; the cluster's copy may differ",
         where=f"{path}:{config.command_line}", detail={"script": config.script, "read": str(instead)}))
+
+
+def _shipped_script(spelling: Spelling, script: object) -> dict | None:
+    """The `[[swift_script]]` entry of a script with a front end of its own, if `script` is one."""
+    return next((s for s in spelling.swift_scripts if isinstance(script, str)
+                 and launched_by(script, ["*" + s["pattern"]])), None)
+
+
+def _sized(launcher: dict) -> bool:
+    """Whether the launcher rules say how many processes it starts (an environment variable,
+    a flag or a config key)."""
+    return any(launcher.get(k) for k in ("env_nproc", "nproc_flags", "nproc_keys"))
+
+
+def runs_no_pipeline(candidate: Candidate, spelling: Spelling, path: str) -> str | None:
+    """What a command that trains no pipeline is, from the rules (`not_pipeline` of its launcher's
+    subcommand: `megatron export`; or of the script it starts: a checkpoint conversion); None
+    for a training command. The one place that decides it."""
+    what = candidate.launcher.get("not_pipeline", {}).get(candidate.subcommand)
+    if what or candidate.launcher.get("program") or for_style(candidate.launcher["style"]).module_is_program:
+        return what
+    scratch = LaunchConfig(path=path, launcher="", command_line=candidate.line, end_line=candidate.end_line)
+    script = torchrun_options(scratch, candidate.launcher, candidate.args, path, spelling.python_runners)[1]
+    shipped = _shipped_script(spelling, script)
+    return shipped["not_pipeline"].replace("{script}", str(script)) if shipped and "not_pipeline" in shipped else None
 
 
 def _backend(config: LaunchConfig, shell: LaunchShell, spelling: Spelling, path: str) -> None:

@@ -73,7 +73,7 @@ class Spelling:
     def looked_for(self) -> str:
         names = []
         for launcher in self.launchers:
-            if launcher.get("program"):
+            if launcher.get("subcommands"):  # a program with none trains nothing (a conversion wrapper)
                 names.append(f"`{launcher['program']} {'|'.join(launcher['subcommands'])}`")
             python = f" {launcher['interpreters'][0]}" if launcher.get("interpreters") else ""
             names += [f"`{p}{python} SCRIPT`" for p in launcher.get("programs", ())]

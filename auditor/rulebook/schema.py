@@ -89,7 +89,12 @@ TABLES: dict[str, Table] = {
                        "program programs subcommands python_modules torchrun_subcommands env_nproc "
                        "env_nnodes nproc_flags nnodes_flags nproc_default nnodes_default env_prefix "
                        f"device_count_values boolean_options module_options interpreters not_pipeline pair_options directive directive_options nproc_keys nnodes_keys {_SELECT}"),
-    "swift_script": _table(True, "pattern style", _SELECT),
+    # A script the launcher starts that has a front end of its own (`style`); `not_pipeline`: what
+    # it is where it trains no pipeline (a checkpoint conversion), `{script}` its path as written.
+    "swift_script": _table(True, "pattern style", f"not_pipeline {_SELECT}"),
+    # Megatron-Bridge's run_recipe.py front end (auditor/config/frontends/megatron_bridge.py).
+    "recipe_runner": _table(False, "recipe_option model_option mode_option tasks flag_options overrides "
+                                   "recipe_dirs keys layout_keys topology_keys layout_override", "source"),
     "wrappers": _table(False, "", "programs shells batch separated python_runners"),
     # `uv run [options] COMMAND` (config.training_command): the options that take a value.
     "command_runner": _table(True, "program subcommand value_options source", "module_options"),

@@ -13,7 +13,8 @@ from auditor.rulebook.launchers import Spelling
 
 def _spelled(entry: dict) -> list[str]:
     """The launch commands an entry reads, as the launch reader reports them."""
-    out = [f"{entry['program']} {sub}" for sub in entry.get("subcommands", ())] if entry.get("program") else []
+    subs = [*entry.get("subcommands", ()), *entry.get("not_pipeline", {})]
+    out = [f"{entry['program']} {sub}" for sub in subs] if entry.get("program") else []
     out += [f"{p} pretrain_gpt.py" for p in entry.get("programs", ())]
     out += [f"python -m {m} pretrain_gpt.py" for m in entry.get("python_modules", ())]
     return out
