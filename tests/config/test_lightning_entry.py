@@ -119,3 +119,18 @@ def test_a_script_builds_a_strategy_by_any_import_path(tmp_path):
                         ("from nemo import lightning as nl\nnl.FSDP2Strategy()\n", False)]:
         (tmp_path / "train.py").write_text(text)
         assert builds("train.py", str(tmp_path / "run.sh"), callees) is built, text
+
+
+def test_the_release_requires_any_megatron_core_and_the_lightning_read():
+    """nemo_toolkit 2.5.0's own Requires-Dist: megatron_core without a version bound (so a NeMo run
+    is judged on the megatron-core releases the rules cover, as any megatron-core run), and a
+    lightning range that admits the 2.4.0 the Trainer facts are read from."""
+    from packaging.requirements import Requirement
+
+    root = _root("nemo-toolkit==2.5.0")
+    meta = next(root.glob("nemo_toolkit-2.5.0.dist-info/METADATA")).read_text(encoding="utf-8")
+    requires = [Requirement(line.split(":", 1)[1]) for line in meta.splitlines() if line.startswith("Requires-Dist:")]
+    mcore = [r for r in requires if r.name.replace("_", "-") == "megatron-core"]
+    assert mcore and all(not r.specifier for r in mcore)
+    lightning = [r for r in requires if r.name == "lightning"]
+    assert lightning and all(r.specifier.contains("2.4.0") for r in lightning)
