@@ -173,6 +173,8 @@ def _value(node: ast.expr, options: dict[str, dict[str, Any]], launch: LaunchCon
     else the argument's default."""
     if isinstance(node, ast.Constant):
         return node.value, "a literal"
+    if isinstance(node, (ast.List, ast.Tuple)) and all(isinstance(e, ast.Constant) for e in node.elts):
+        return [e.value for e in node.elts], "a literal"  # Trainer(devices=[0, 1]): device indices
     if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)) or node.attr not in options:
         return None
     opt = options[node.attr]

@@ -103,13 +103,15 @@ def read_lightning_entry(launch: LaunchConfig) -> None:
 
 def _world(launch: LaunchConfig, key: str, value: object, why: str) -> None:
     """Lightning's devices (a count, a list of device indices, "auto"/-1: every visible device)
-    or num_nodes, as the launch's world size."""
-    if value is UNKNOWN:
-        value = f"not known statically: {why}"
-    elif isinstance(value, list):
+    or num_nodes, as the launch's world size; unknown where the script's value is."""
+    if isinstance(value, list):
         value = len(value)
     elif isinstance(value, str) and value.strip().isdigit():
         value = int(value)
-    known = isinstance(value, int) and not isinstance(value, bool) and value > 0
-    setattr(launch, key, value if known else Symbolic(f"{value!r} (every visible GPU)" if key == WORLD[0] else repr(value)))
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        setattr(launch, key, value)
+    elif value is UNKNOWN:
+        setattr(launch, key, Symbolic(f"{key}: {why}"))
+    else:
+        setattr(launch, key, Symbolic(f"{value!r} (every visible GPU)" if key == WORLD[0] else repr(value)))
     launch.world_source[key] = why

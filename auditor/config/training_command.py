@@ -158,8 +158,8 @@ class LaunchShell(Shell):
         runner = next((r for r in self.spelling.python_runners if words[k:k + len(r)] == list(r)), None)
         j = k + (len(runner) if runner else 1)
         while j < len(fields) and isinstance(flag := fields[j].value, str) and flag.startswith("-"):
-            if flag == "-m":
-                return None  # a module's entry, not a script beside the launch script
+            if flag in ("-m", "-c"):
+                return None  # a module or a command string, not a script beside the launch script
             j += 2 if flag in ("-X", "-W") else 1
         script = fields[j].value if j < len(fields) else None
         if not isinstance(script, str) or not script.endswith(".py"):

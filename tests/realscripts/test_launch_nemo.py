@@ -202,3 +202,13 @@ def test_each_command_is_judged_at_pp2(tmp_path, monkeypatch, export, torch, sta
                               targets=["megatron-core==0.17.0"], torch_version=torch, jobs=1))
     assert judge(doc).status == status, doc["verdict"]["headline"]
     assert doc["config"]["effective"]["pipeline_model_parallel_size"] == 2
+
+
+@pytest.mark.parametrize("devices,world", [("[0, 1, 2]", 3), ("'auto'", None), ("pick()", None)])
+def test_the_world_is_the_trainer_s_devices(tmp_path, monkeypatch, devices, world):
+    """A list of device indices is its length; "auto" (every visible GPU) and a value not known
+    statically leave the world unknown, never 1."""
+    entry = FINETUNE.format(extra="", callbacks="").replace("devices=args.devices", f"devices={devices}")
+    launch = read_launch(_repo(tmp_path, monkeypatch, entry, "gpt_finetuning.py", SFT.format(pp="2", export="")))
+    assert launch.world_size == world
+    assert "gpt_finetuning.py" in launch.world_source["nproc_per_node"]
