@@ -173,8 +173,9 @@ def _value(node: ast.expr, options: dict[str, dict[str, Any]], launch: LaunchCon
     else the argument's default."""
     if isinstance(node, ast.Constant):
         return node.value, "a literal"
-    if isinstance(node, (ast.List, ast.Tuple)) and all(isinstance(e, ast.Constant) for e in node.elts):
-        return [e.value for e in node.elts], "a literal"  # Trainer(devices=[0, 1]): device indices
+    if isinstance(node, (ast.List, ast.Tuple)):  # Trainer(devices=[0, 1]): device indices
+        items = [e.value for e in node.elts if isinstance(e, ast.Constant)]
+        return (items, "a literal") if len(items) == len(node.elts) else None
     if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)) or node.attr not in options:
         return None
     opt = options[node.attr]
