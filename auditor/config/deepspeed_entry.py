@@ -12,14 +12,12 @@ anything. A value that is no literal, argparse default or given flag stays unkno
 
 from __future__ import annotations
 
-import ast
 import os
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from auditor import rulebook
 from auditor.rulebook.frameworks import launched_by
+from auditor.config.entry_script import argparse_options, call_value, local_closure, uses_modules
 from auditor.config.model import LaunchConfig
 from auditor.config.pyenv import locate
 from auditor.findings import Finding
@@ -27,11 +25,6 @@ from auditor.findings import Finding
 # The launchers whose training script is DeepSpeed's user code (rules [[launcher]] deepspeed);
 # Megatron-DeepSpeed's front end has rules of its own.
 LAUNCHERS = ("deepspeed *",)
-# How far above the script a local package (`from dschat.utils import ...`) is looked for, and
-# how many local modules are read at most.
-ANCESTORS = 4
-MAX_MODULES = 400
-_TYPES = {"int": int, "float": float, "str": str}
 
 
 def read_deepspeed_entry(launch: LaunchConfig) -> None:
@@ -44,11 +37,11 @@ def read_deepspeed_entry(launch: LaunchConfig) -> None:
         return
     data = rulebook.load("deepspeed").data
     try:
-        modules = _local_closure(Path(entry.path))
+        modules = local_closure(Path(entry.path))
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
         return  # pyenv.read_entry says why the script is not read
     model = data["pipeline_model"]
-    users = [p for p, tree in modules.items() if _uses_pipeline(tree, model["modules"], model["names"])]
+    users = [p for p, tree in modules.items() if uses_modules(tree, model["modules"], model["names"])]
     where = f"{launch.path}:{launch.command_line}"
     if not users:
         shown = sorted(os.path.relpath(p, Path(entry.path).parent) for p in modules if str(p) != entry.path)
@@ -62,177 +55,11 @@ def read_deepspeed_entry(launch: LaunchConfig) -> None:
             where=where, detail={"command": launch.launcher, "modules": shown}))
         return
     tree = modules[Path(entry.path)]
-    options = _argparse(tree)
+    options = argparse_options(tree)
     for spec in data.get("script_call", []):
-        found = _call_value(tree, spec, options, launch)
+        found = call_value(tree, spec, options, launch)
         if found is not None:
             value, why, line = found
             launch.entry_values[spec["key"]] = (value, f"{entry.path}:{line}: {why}", f"{entry.path}:{line}")
 
 
-def _local_closure(script: Path) -> dict[Path, ast.Module]:
-    """The script and every module it imports that lies beside it or in a package of a directory
-    above it (up to `ANCESTORS`), transitively: the training code its authors wrote."""
-    roots = [script.parent, *list(script.parent.parents)[:ANCESTORS]]
-    out: dict[Path, ast.Module] = {}
-    todo = [script]
-    while todo and len(out) < MAX_MODULES:
-        path = todo.pop()
-        if path in out:
-            continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        out[path] = tree
-        for where, name in _imported(tree, path):
-            todo.extend(p for p in _resolve(name, [where] if where else [path.parent, *roots]) if p not in out)
-    return out
-
-
-def _imported(tree: ast.Module, path: Path) -> Iterator[tuple[Path | None, str]]:
-    """(directory, dotted name) of each module the file imports: a relative import is looked up
-    in its package's directory only, an absolute one (None) from the roots."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            yield from ((None, a.name) for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            where = path.parents[node.level - 1] if node.level else None
-            base = node.module or ""
-            if base:
-                yield where, base
-            yield from ((where, f"{base}.{a.name}" if base else a.name) for a in node.names)
-
-
-def _resolve(name: str, roots: list[Path]) -> list[Path]:
-    """The files of `name` (and its packages' __init__.py) under the first root that has it."""
-    if not name:
-        return []
-    parts = name.split(".")
-    for root in roots:
-        if not ((root / parts[0]).is_dir() or (root / f"{parts[0]}.py").is_file()):
-            continue
-        files = []
-        for n in range(1, len(parts) + 1):
-            base = root.joinpath(*parts[:n])
-            if (base / "__init__.py").is_file():
-                files.append(base / "__init__.py")
-            elif base.with_suffix(".py").is_file():
-                files.append(base.with_suffix(".py"))
-                break
-        return files
-    return []
-
-
-def _dotted(node: ast.expr) -> str:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        inner = _dotted(node.value)
-        return f"{inner}.{node.attr}" if inner else ""
-    return ""
-
-
-def _uses_pipeline(tree: ast.Module, modules: list[str], names: list[str]) -> bool:
-    """The file imports one of DeepSpeed's pipeline modules, or names its pipeline classes."""
-    def pipe(mod: str) -> bool:
-        return any(mod == m or mod.startswith(f"{m}.") for m in modules)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import) and any(pipe(a.name) for a in node.names):
-            return True
-        if isinstance(node, ast.ImportFrom) and node.module and (
-                pipe(node.module) or any(pipe(f"{node.module}.{a.name}") for a in node.names)):
-            return True
-        if isinstance(node, ast.Attribute) and (pipe(_dotted(node)) or node.attr in names):
-            return True
-        if isinstance(node, ast.Name) and node.id in names:
-            return True
-    return False
-
-
-def _aliases(tree: ast.Module) -> dict[str, str]:
-    """Local name -> the dotted name it was imported as (`PipelineModule` ->
-    `deepspeed.pipe.PipelineModule`, `deepspeed` -> `deepspeed`)."""
-    out: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                out[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            for a in node.names:
-                out[a.asname or a.name] = f"{node.module}.{a.name}"
-    return out
-
-
-def _argparse(tree: ast.Module) -> dict[str, dict[str, Any]]:
-    """dest -> {spellings, type, default} of the file's `add_argument` calls."""
-    out: dict[str, dict[str, Any]] = {}
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "add_argument"):
-            continue
-        spellings = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-        if not spellings or not all(s.startswith("-") for s in spellings):
-            continue
-        kw = {k.arg: k.value for k in node.keywords if k.arg}
-        long = next((s for s in spellings if s.startswith("--")), spellings[0])
-        dest, kind, default = kw.get("dest"), kw.get("type"), kw.get("default")
-        out[str(dest.value) if isinstance(dest, ast.Constant) else long.lstrip("-").replace("-", "_")] = {
-            "spellings": spellings,
-            "type": kind.id if isinstance(kind, ast.Name) else "str",
-            # `...`: a default that is no literal, not known statically
-            "default": default.value if isinstance(default, ast.Constant) else (None if default is None else ...),
-        }
-    return out
-
-
-def _call_value(tree: ast.Module, spec: dict[str, Any], options: dict[str, dict[str, Any]],
-                launch: LaunchConfig) -> tuple[Any, str, int] | None:
-    """The value every call of `spec["callee"]` in the script passes as `spec["param"]`, with
-    why; None where there is no call, calls disagree, or a value is not known statically."""
-    aliases = _aliases(tree)
-    found: list[tuple[Any, str, int]] = []
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        written = _dotted(node.func)
-        head, _, rest = written.partition(".")
-        callee = aliases.get(head, head) + (f".{rest}" if rest else "")
-        if callee not in spec["callee"]:
-            continue
-        arg = next((k.value for k in node.keywords if k.arg == spec["param"]), None)
-        if arg is None and len(node.args) > spec["position"]:
-            arg = node.args[spec["position"]]
-        if arg is None:
-            if any(k.arg is None for k in node.keywords):
-                return None  # **kwargs may pass it
-            found.append((None, f"{written}(...) leaves {spec['param']} out", node.lineno))
-            continue
-        value = _value(arg, options, launch)
-        if value is None:
-            return None
-        found.append((value[0], f"{written}({spec['param']}={ast.unparse(arg)}) = {value[0]!r} ({value[1]})",
-                      node.lineno))
-    if not found or len({repr(v) for v, _, _ in found}) != 1:
-        return None
-    return found[0]
-
-
-def _value(node: ast.expr, options: dict[str, dict[str, Any]], launch: LaunchConfig) -> tuple[Any, str] | None:
-    """A literal, or `args.DEST` of the script's argparse: the flag the launch script gives,
-    else the argument's default."""
-    if isinstance(node, ast.Constant):
-        return node.value, "a literal"
-    if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)) or node.attr not in options:
-        return None
-    opt = options[node.attr]
-    convert = _TYPES.get(opt["type"])
-    flag = next((f for f in launch.flags.values() if f.spelling in opt["spellings"]), None)
-    if flag is not None:
-        if not isinstance(flag.value, str) or convert is None:
-            return None
-        try:
-            return convert(flag.value), f"{flag.spelling} {flag.value}, {launch.path}:{flag.line}"
-        except ValueError:
-            return None
-    if opt["default"] is ... or (opt["default"] is not None and convert is not None
-                                 and not isinstance(opt["default"], convert)):
-        return None
-    return opt["default"], f"the default of {opt['spellings'][-1]}, not given"

@@ -30,6 +30,7 @@ from auditor.config.frontends.megatron_lm import judge_on_checkout
 from auditor.config.launcher import torchrun_options, world_size, world_variables
 from auditor.config.deepspeed_entry import read_deepspeed_entry
 from auditor.config.entry_path import in_checkout
+from auditor.config.lightning_entry import read_lightning_entry
 from auditor.config.pipelining_script import read_pipelining_script
 from auditor.config.model import LaunchConfig
 from auditor.config.training_command import Candidate, LaunchShell
@@ -187,6 +188,7 @@ def parse_launch(
             fix="keep one `# torch==X.Y.Z` comment", where=f"{path}:{torch_pins[1][1]}"))
     read_deepspeed_entry(config)  # `deepspeed train.py`: the pipeline (or none) the script builds
     read_pipelining_script(config)  # `torchrun train.py` pipelining with torch itself
+    read_lightning_entry(config)  # `python train.py` building nl.MegatronStrategy: its sizes
     return config
 
 

@@ -122,6 +122,11 @@ def world_size(config: LaunchConfig, launcher: dict, chosen: Candidate, spelling
         torchrun = next((entry for entry in spelling.launchers if entry.get("name") == "torchrun"), {})
         nproc = _sourced(nproc_var, path) or _torchrun_default(torchrun, "nproc", env)
         nnodes = _sourced(nnodes_var, path) or _torchrun_default(torchrun, "nnodes", env)
+    elif launcher.get("entry_builds"):  # Lightning: the script's Trainer(devices, num_nodes)
+        for key in ("nproc_per_node", "nnodes"):
+            setattr(config, key, Symbolic(f"the {key} the training script's Trainer asks for"))
+            config.world_source[key] = f"{config.script}: its Trainer(...) call is not read"
+        return
     elif launcher.get("nproc_keys") or launcher.get("nnodes_keys"):  # Hydra: trainer.n_gpus_per_node=8
         nproc = _setting(config, launcher.get("nproc_keys", ()), path) or _torchrun_default(launcher, "nproc", env)
         nnodes = _setting(config, launcher.get("nnodes_keys", ()), path) or _torchrun_default(launcher, "nnodes", env)

@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 from auditor import rulebook
-from auditor.config.deepspeed_entry import _argparse, _call_value, _uses_pipeline
+from auditor.config.entry_script import argparse_options, call_value, uses_modules
 from auditor.config.model import LaunchConfig
 from auditor.config.pyenv import locate
 from auditor.errors import InputError
@@ -48,7 +48,7 @@ def read_pipelining_script(launch: LaunchConfig) -> None:
     data = rulebook.load(RULES).data
     model = data["pipeline_model"]
     used = _first_use(tree, model["modules"], model["names"])
-    if used is None or not _uses_pipeline(tree, model["modules"], model["names"]):
+    if used is None or not uses_modules(tree, model["modules"], model["names"]):
         return
     where = f"{launch.path}:{launch.command_line}"
     launch.diagnostics.append(Finding(
@@ -58,9 +58,9 @@ def read_pipelining_script(launch: LaunchConfig) -> None:
         where=where, detail={"front_end": "torch.distributed.pipelining", "launched": launch.launcher,
                              "script": entry.path}))
     launch.launcher = f"{STACK} {os.path.basename(entry.path)}"
-    options = _argparse(tree)
+    options = argparse_options(tree)
     for spec in data.get("script_call", []):
-        found = _call_value(tree, spec, options, launch)
+        found = call_value(tree, spec, options, launch)
         if found is not None:
             value, why, line = found
             launch.entry_values[spec["key"]] = (value, f"{entry.path}:{line}: {why}", f"{entry.path}:{line}")

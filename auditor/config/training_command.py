@@ -13,6 +13,7 @@ from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Word
 from auditor.bash.parser import Cmd, Node, ShellParser
 from auditor.bash.values import EnvVar, Field, Var
 from auditor.bash.walk import Shell
+from auditor.config.lightning_entry import builds
 from auditor.errors import InputError
 from auditor.findings import Finding
 from auditor.rulebook.launchers import Spelling
@@ -126,6 +127,8 @@ class LaunchShell(Shell):
                 # `srun ... bash -c "python pretrain_gpt.py ..."`: srun starts each process of the script
                 launcher, options = self.starter
                 invoked, sub, args = launcher["name"], "", options + fields[k:]
+            if launcher is None and (built := self._builds_entry(fields, k)) is not None:
+                launcher, invoked, sub, args = built, built["name"], "", fields[k:]
             if launcher is not None:
                 wrapper = fields[:k]
                 if wrapper and not isinstance(wrapper[0].value, str):
@@ -145,6 +148,26 @@ class LaunchShell(Shell):
                 return candidate
             if not wrapped:
                 return None
+        return None
+
+    def _builds_entry(self, fields: list[Field], k: int) -> dict | None:
+        """The launcher of `python [options] SCRIPT` (or behind a python runner: `coverage run
+        [options] SCRIPT`) whose SCRIPT builds one of a launcher rule's `entry_builds`
+        (`nl.MegatronStrategy(...)`: Lightning starts the processes, rules/nemo.toml)."""
+        words = [os.path.basename(str(f.value)) for f in fields]
+        runner = next((r for r in self.spelling.python_runners if words[k:k + len(r)] == list(r)), None)
+        j = k + (len(runner) if runner else 1)
+        while j < len(fields) and isinstance(flag := fields[j].value, str) and flag.startswith("-"):
+            if flag in ("-m", "-c"):
+                return None  # a module or a command string, not a script beside the launch script
+            j += 2 if flag in ("-X", "-W") else 1
+        script = fields[j].value if j < len(fields) else None
+        if not isinstance(script, str) or not script.endswith(".py"):
+            return None
+        for launcher in self.spelling.launchers:
+            if launcher.get("entry_builds") and (runner is not None or is_interpreter(words[k], launcher)) \
+                    and builds(script, self.path, tuple(launcher["entry_builds"])):
+                return launcher
         return None
 
     def _runner(self, fields: list[Field]) -> tuple[list[Field], list[Field]] | None:

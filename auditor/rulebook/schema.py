@@ -54,7 +54,13 @@ TABLES: dict[str, Table] = {
     "setting_cases": _table(True, "key values why", "source"),
     # What a DeepSpeed training script hands DeepSpeed (config/deepspeed_entry.py).
     "pipeline_model": _table(False, "modules names source code", "about"),
-    "script_call": _table(True, "callee param position key source code", "about"),
+    # `position` absent: a keyword-only parameter; `default`: what leaving it out states;
+    # `unset = "unknown"`: leaving it out lets the callee decide at run time; `read`: the
+    # NAME==VERSION whose source `source`/`code` cite (a file no release selects).
+    "script_call": _table(True, "callee param key source code", "about position default unset read"),
+    # What a launcher's runs get from the framework's own code whatever the script says
+    # (config/lightning_entry.py): `value` for `key`, read in the release `read` names.
+    "entry_fact": _table(True, "key value about read source code", ""),
     # The call-graph interpreter (rulebook.interpreter).
     "entry_point": _table(True, "name code", "about launchers source versions unknown when"),
     "symbol": _table(True, "function", "config group returns versions unknown source"),
@@ -88,7 +94,7 @@ TABLES: dict[str, Table] = {
     "launcher": _table(True, "name style",
                        "program programs subcommands python_modules torchrun_subcommands env_nproc "
                        "env_nnodes nproc_flags nnodes_flags nproc_default nnodes_default env_prefix "
-                       f"device_count_values boolean_options module_options interpreters not_pipeline pair_options directive directive_options nproc_keys nnodes_keys {_SELECT}"),
+                       f"device_count_values boolean_options module_options interpreters not_pipeline pair_options directive directive_options nproc_keys nnodes_keys entry_builds {_SELECT}"),
     # A script the launcher starts that has a front end of its own (`style`); `not_pipeline`: what
     # it is where it trains no pipeline (a checkpoint conversion), `{script}` its path as written.
     "swift_script": _table(True, "pattern style", f"not_pipeline {_SELECT}"),
@@ -123,6 +129,7 @@ TYPES: dict[str, dict[str, type]] = {
     "stage": {"launchers": list, "front_ends": list},
     "setting_cases": {"key": str, "values": list, "why": str},
     "front_end": {"scripts": list, "flags": list, "layout_flags": list, "launcher": str},
+    "script_call": {"callee": list, "param": str, "key": str, "position": int, "read": str},
     "command_runner": {"program": str, "subcommand": str, "value_options": list, "module_options": list},
     "entry_point": {"launchers": list},
     "batch_wrapper": {"modules": list, "key": str},

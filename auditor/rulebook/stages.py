@@ -15,7 +15,7 @@ from typing import Any
 
 from auditor.errors import InputError
 from auditor.rulebook import checkout, files
-from auditor.rulebook.frameworks import launched_by, versioned
+from auditor.rulebook.frameworks import frameworks, launched_by, versioned
 
 
 @dataclass(frozen=True)
@@ -123,6 +123,13 @@ def load_rulebook(versions: dict[str, str | None], directory: Path | None = None
                 else:
                     uncovered.setdefault(ident, (table, []))[1].append(raw)
         models.extend((fw, m) for m in rs.table("model"))
+    # A front end no release selects (rules/nemo.toml: its settings come from the training script's
+    # calls, config/lightning_entry.py) still names its stage, so that its runs have a front end.
+    for framework in frameworks(directory):
+        if framework.distribution is None:
+            stages.extend(Stage(s["name"], int(s["order"]), framework.name, tuple(s.get("launchers", ())),
+                                bool(s.get("flags", False)), s.get("about", ""))
+                          for s in files.load(framework.name, None, directory).data.get("stage", []))
     # An id is uncovered only when none of its variants was admitted.
     admitted_ids = {e.id for es in entries.values() for e in es}
     uncovered = {k: v for k, v in uncovered.items() if k not in admitted_ids}

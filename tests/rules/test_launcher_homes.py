@@ -17,6 +17,8 @@ def _spelled(entry: dict) -> list[str]:
     out = [f"{entry['program']} {sub}" for sub in subs] if entry.get("program") else []
     out += [f"{p} pretrain_gpt.py" for p in entry.get("programs", ())]
     out += [f"python -m {m} pretrain_gpt.py" for m in entry.get("python_modules", ())]
+    # `python SCRIPT` building one of `entry_builds` reads as the launcher's name (rules/nemo.toml)
+    out += [f"{entry['name']} train.py"] if entry.get("entry_builds") else []
     return out
 
 

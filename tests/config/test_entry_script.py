@@ -1,0 +1,55 @@
+"""The shared entry-script reader (config/entry_script.py): what a call that leaves a parameter
+out states under each kind of rule, and keyword-only parameters. The calls are NeMo 2's
+(NVIDIA/NeMo 8cfedd7203462cb251a914e700e5605444277561 tests/collections/llm/gpt_finetuning.py:53,
+megatron_gpt_pretraining.py:87) and DeepSpeedExamples' (training/pipeline_parallelism/train.py)."""
+
+from __future__ import annotations
+
+import ast
+
+from auditor.config.entry_script import argparse_options, call_value
+from auditor.config.expr import UNKNOWN
+from auditor.config.model import LaunchConfig
+
+SCRIPT = """
+import argparse
+from nemo import lightning as nl
+parser = argparse.ArgumentParser()
+parser.add_argument('--pp_size', type=int, default=1)
+args = parser.parse_args()
+strategy = nl.MegatronStrategy({args})
+trainer = nl.Trainer({trainer})
+"""
+SPEC = {"callee": ["nemo.lightning.MegatronStrategy"], "param": "pipeline_model_parallel_size",
+        "position": 1, "key": "pipeline_model_parallel_size", "source": "megatron_strategy.py:240",
+        "code": "pipeline_model_parallel_size: int = 1,"}
+
+
+def _value(args: str, **spec):
+    tree = ast.parse(SCRIPT.format(args=args, trainer=""))
+    return call_value(tree, {**SPEC, **spec}, argparse_options(tree), LaunchConfig(path="run.sh", launcher="", command_line=1))
+
+
+def test_by_keyword_by_position_and_from_argparse():
+    assert _value("pipeline_model_parallel_size=4")[0] == 4
+    assert _value("1, 2")[0] == 2
+    value, why, line = _value("pipeline_model_parallel_size=args.pp_size")
+    assert (value, line) == (1, 7) and "the default of --pp_size" in why
+
+
+def test_left_out_states_the_rule_s_default_or_none_or_unknown():
+    assert _value("", default=1)[0] == 1 and "its default 1" in _value("", default=1)[1]
+    assert _value("")[0] is None
+    assert _value("", unset="unknown")[0] is UNKNOWN
+
+
+def test_starred_or_double_starred_arguments_may_pass_it():
+    assert _value("*sizes") is None and _value("**kw") is None
+
+
+def test_a_keyword_only_parameter_is_never_read_by_position():
+    spec = {**{k: v for k, v in SPEC.items() if k != "position"},
+            "callee": ["nemo.lightning.Trainer"], "param": "devices", "default": "auto"}
+    for trainer, devices in [("devices=2", 2), ("'gpu', 'auto', 4", "auto")]:
+        tree = ast.parse(SCRIPT.format(args="", trainer=trainer))
+        assert call_value(tree, spec, {}, LaunchConfig(path="run.sh", launcher="", command_line=1))[0] == devices
