@@ -214,3 +214,21 @@ def test_the_conversion_wrapper_alone_is_not_a_pipeline_run(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     headline = next(line for line in done.stdout.splitlines() if line[:1].isupper() and ":" in line)
     assert headline.startswith("NOT A PIPELINE RUN: `convert.sh import` (Megatron-Bridge) imports"), done.stdout
+
+
+def bridge_checks() -> list:
+    import tomllib
+    data = tomllib.loads((ROOT / "rules" / "megatron-bridge.toml").read_text(encoding="utf-8"))
+    return [pytest.param(e["id"], example, kind == "invalid", id=f"{e['id']}:{kind}{n}")
+            for e in data.get("check", []) for kind in ("valid", "invalid")
+            for n, example in enumerate(e.get(kind, []))]
+
+
+@pytest.mark.parametrize("rule_id,example,fires", bridge_checks())
+def test_megatron_bridge_check_examples(tmp_path, rule_id, example, fires):
+    """Each check's `valid` example leaves it quiet and its `invalid` one fires it, as a trailing
+    override of a run_recipe.py command."""
+    launch, _ = _launch(_checkout(tmp_path), extra=example)
+    config = derive(launch, dict(VERSIONS), torch_version="2.10.0")
+    fired = [f for f in config.findings if f.detail.get("rule") == rule_id]
+    assert bool(fired) is fires, [f.message for f in config.findings]
