@@ -16,6 +16,7 @@ def _spelled(entry: dict) -> list[str]:
     out = [f"{entry['program']} {sub}" for sub in entry.get("subcommands", ())] if entry.get("program") else []
     out += [f"{p} pretrain_gpt.py" for p in entry.get("programs", ())]
     out += [f"python -m {m} pretrain_gpt.py" for m in entry.get("python_modules", ())]
+    out += [f"python {p.replace('*', 'rlvr')}" for p in entry.get("python_scripts", ())]
     return out
 
 

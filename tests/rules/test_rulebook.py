@@ -98,7 +98,7 @@ def test_stacks_follow_runs_on() -> None:
     assert Stack.of("python -m verl.trainer.main_ppo").distributions == ["verl", "mbridge", "megatron-core"]
     # rules/torchtitan.toml names its launch exactly; megatron-lm's `torchrun*` matches it too
     assert Stack.of("torchrun torchtitan.train").distributions == ["torchtitan"]
-    assert audited_packages() == ["slime", "deepspeed", "megatron", "swift", "torchtitan", "verl", "mbridge", "mcore_bridge"]
+    assert audited_packages() == ["slime", "roll", "mcore_adapter", "deepspeed", "megatron", "swift", "torchtitan", "verl", "mbridge", "mcore_bridge"]
     with pytest.raises(InputError, match="no rules file"):
         _ = Stack.of("accelerate train.py").distributions
 
