@@ -291,3 +291,23 @@ def test_hydras_own_spellings_and_the_equals_form(tmp_path):
     assert isinstance(for_style(config.style), HydraComposeReader)
     assert config.case_name == "sft_train" and config.flags["pipeline_model_parallel_size"].value == "2"
     assert config.world_size == 8
+
+
+def test_a_megatron_reward_worker_is_a_role_too(tmp_path):
+    """ROLL's `rewards:` maps reward workers, each with its own strategy_args."""
+    rewards = RLVR + ("rewards:\n  math_rule:\n    strategy_args:\n      strategy_name: megatron_infer\n"
+                      "      strategy_config:\n        pipeline_model_parallel_size: 2\n"
+                      "    device_mapping: list(range(0,8))\n")
+    script = roll_tree(tmp_path, "qwen3-235BA22B-rlvr_megatron", rewards, "rlvr_config_140GB")
+    config = _read(script, 2)
+    assert config.commands == 3 and config.case_name == "rewards.math_rule"
+    assert config.flags["pipeline_model_parallel_size"].value == "2" and config.world_size == 8
+
+
+def test_arguments_the_entry_is_also_given_leave_the_config_unknown(tmp_path):
+    script = roll_tree(tmp_path, "qwen2.5-7B-sft_megatron", SFT, "sft_config", kind="sft")
+    script.write_text(script.read_text().replace("--config_name sft_config", "--config_name sft_config $@"))
+    config = _read(script)
+    assert any(d.kind == "launch.config-file-unread" for d in config.diagnostics)
+    eff = derive(config, {"mcore-adapter": "0.10.0.dev0", "megatron-core": "0.15.0"}, torch_version="2.10.0")
+    assert eff.values["pipeline_model_parallel_size"].value is UNKNOWN

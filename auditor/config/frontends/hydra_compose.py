@@ -33,6 +33,11 @@ class HydraComposeReader(Reader):
         config_path, name = _options(config, args, rule)
         script = config.script if isinstance(config.script, str) else None
         entry = find_script(path, script) if script else None
+        if config.positionals:  # `$@`, a Hydra override: the entry's parser decides what it does
+            unknown_file(config, f"the config of {script or 'the entry script'}",
+                         f"its entry is also given {_words(config.positionals)}, which this audit does not "
+                         "apply to the composed config", config.command_line, where, env_keys=())
+            return
         if entry is None or not isinstance(config_path, str) or not isinstance(name, str):
             what = (f"{config_path}/{name}" if entry is not None
                     else f"the config of {script or 'the entry script'}")
@@ -46,8 +51,7 @@ class HydraComposeReader(Reader):
         except Unreadable as exc:
             unknown_file(config, f"{config_dir}/{name}.yaml", str(exc), config.command_line, where, env_keys=())
             return
-        roles = [(key, value) for key, value in composed.data.items() if isinstance(value, dict)
-                 and at(value, rule["role_key"]) in rule["role_values"]]
+        roles = _roles(composed.data, rule)
         shown = composed.files[0]
         if not roles:
             config.diagnostics.append(Finding(
@@ -74,6 +78,25 @@ class HydraComposeReader(Reader):
             f"({at(value, rule['role_key'])}), one of {len(roles)} judged "
             f"({', '.join(k for k, _ in roles)})", where=where,
             detail={"files": [str(f) for f in composed.files], "role": role}))
+
+
+def _roles(data: dict[str, Any], rule: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The roles whose strategy the rules name: top-level keys (actor_train, reference), and the
+    entries of a top-level mapping of workers (ROLL's `rewards: {math_rule: {...}}`)."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    for key, value in data.items():
+        if not isinstance(value, dict):
+            continue
+        if at(value, rule["role_key"]) in rule["role_values"]:
+            out.append((str(key), value))
+            continue
+        out += [(f"{key}.{k}", v) for k, v in value.items()
+                if isinstance(v, dict) and at(v, rule["role_key"]) in rule["role_values"]]
+    return out
+
+
+def _words(words: list[Any]) -> str:
+    return ", ".join(f"`{w}`" for w in words[:3]) + (" ..." if len(words) > 3 else "")
 
 
 def _rule(launcher: str) -> dict[str, Any]:
