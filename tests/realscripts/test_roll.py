@@ -25,11 +25,13 @@ from pathlib import Path
 
 import pytest
 
+from auditor import sources
 from auditor.config.derive import derive
 from auditor.config.expr import UNKNOWN
 from auditor.config.frontends import for_style
 from auditor.config.frontends.hydra_compose import HydraComposeReader
 from auditor.config.launch import CommandNotFollowed, parse_launch
+from auditor.config.releases import requirements
 from auditor.config.source_tree import judge_on_source_tree
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -311,3 +313,12 @@ def test_arguments_the_entry_is_also_given_leave_the_config_unknown(tmp_path):
     assert any(d.kind == "launch.config-file-unread" for d in config.diagnostics)
     eff = derive(config, {"mcore-adapter": "0.10.0.dev0", "megatron-core": "0.15.0"}, torch_version="2.10.0")
     assert eff.values["pipeline_model_parallel_size"].value is UNKNOWN
+
+
+def test_a_source_trees_pyproject_bounds_the_releases_it_runs_with(tmp_path):
+    """mcore_adapter/pyproject.toml states megatron-core>=0.15.0,<0.19.0: the releases judged
+    with the tree are those it admits (config/releases.py reads a tree's [project] dependencies)."""
+    roll_tree(tmp_path, "qwen2.5-7B-sft_megatron", SFT, "sft_config", kind="sft")
+    tree = sources.resolve(str(tmp_path / "mcore_adapter"))
+    assert (tree.name, tree.version) == ("mcore-adapter", "0.10.0.dev0")
+    assert [str(r) for r in requirements(tree, ["megatron-core"])] == ["megatron-core<0.19.0,>=0.15.0"]
