@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from auditor import sources
+from auditor.analysis import commandcases
 from auditor.config.derive import derive
 from auditor.config.expr import UNKNOWN
 from auditor.config.frontends import for_style
@@ -322,3 +323,19 @@ def test_a_source_trees_pyproject_bounds_the_releases_it_runs_with(tmp_path):
     tree = sources.resolve(str(tmp_path / "mcore_adapter"))
     assert (tree.name, tree.version) == ("mcore-adapter", "0.10.0.dev0")
     assert [str(r) for r in requirements(tree, ["megatron-core"])] == ["megatron-core<0.19.0,>=0.15.0"]
+
+
+def _role_doc(role: str, status: str, pp: int) -> dict:
+    return {"verdict": {"status": status, "headline": status.upper()},
+            "config": {"effective": {"pipeline_model_parallel_size": pp}}, "launch": {"path": "run.sh", "line": 5},
+            "sites": [], "findings": [{"kind": "launch.config-file", "detail": {"role": role}}]}
+
+
+def test_roles_are_named_where_each_is_judged():
+    doc = commandcases.merged([_role_doc("actor_train", "clean", 8), _role_doc("reference", "findings", 4)])
+    basis = doc["config"]["command_basis"]
+    assert [c["role"] for c in basis["commands"]] == ["actor_train", "reference"] and basis["shown"] == 1
+    assert commandcases.words(basis).startswith("Judged on each of the 2 roles its config runs a pipeline for "
+                                                "(actor_train: clean at pipeline_model_parallel_size 8")
+    note = next(f for f in doc["findings"] if f["kind"] == "launch.several-commands")
+    assert "role reference's" in note["message"]
