@@ -75,8 +75,9 @@ def resolve_targets(launch: LaunchConfig, targets: list[str] | None) -> list[Sou
     out = []
     for name in launch.stack.distributions:
         pin = launch.pins.get(name)
+        tree = launch.source_dirs.get(name)  # the tree the run imports (config/source_tree.py)
         try:
-            out.append(resolve(f"{name}=={pin}" if pin else name))
+            out.append(resolve(str(tree) if tree is not None else f"{name}=={pin}" if pin else name))
         except InputError as exc:
             if pin:
                 raise

@@ -1,7 +1,8 @@
 """A script that runs several training commands (a `for` loop over parallel sizes, as
-Megatron-Bridge's examples/models/gemma/gemma3_vl/sft.sh does) is judged on each: the run is only
-as good as its worst command, so the document shown is that command's, and config.command_basis
-(written here, read by the verdict) lists every command's verdict."""
+Megatron-Bridge's examples/models/gemma/gemma3_vl/sft.sh does), or one command whose config runs
+several pipelines (a Hydra config's megatron roles, ROLL's actor_train and reference), is judged
+on each: the run is only as good as its worst command, so the document shown is that command's,
+and config.command_basis (written here, read by the verdict) lists every command's verdict."""
 
 from __future__ import annotations
 
@@ -22,6 +23,13 @@ def _reached(doc: dict[str, Any]) -> int:
     return sum(1 for s in doc.get("sites", []) if SiteStatus.of(s).reached)
 
 
+def _role(doc: dict[str, Any]) -> str | None:
+    """The role a document judged, where its command runs several (a Hydra config's megatron
+    roles; config/frontends/hydra_compose.py names it in its config-file finding)."""
+    return next((f["detail"]["role"] for f in doc.get("findings", [])
+                 if f.get("kind") == "launch.config-file" and "role" in (f.get("detail") or {})), None)
+
+
 def merged(docs: list[dict[str, Any]]) -> dict[str, Any]:
     """The document of the worst verdict among `docs` (one per training command, in the order the
     script runs them; among equals, the one reaching the most P2P sites, then the first), its
@@ -33,24 +41,41 @@ def merged(docs: list[dict[str, Any]]) -> dict[str, Any]:
                  "headline": d["verdict"]["headline"],
                  "pipeline_model_parallel_size": d.get("config", {}).get("effective", {}).get(
                      "pipeline_model_parallel_size")} for d in docs]
+    roles = [_role(d) for d in docs]
+    if all(roles):
+        for command, role in zip(commands, roles):
+            command["role"] = role
     doc["config"]["command_basis"] = {"shown": shown, "commands": commands}
-    said = "; ".join(f"{k + 1}: line {c['line']}, pipeline_model_parallel_size "
+    said = "; ".join(f"{k + 1}: {_which(c)}, pipeline_model_parallel_size "
                      f"{c['pipeline_model_parallel_size']}, {c['status']}" for k, c in enumerate(commands))
     where = f"{(doc.get('launch') or {}).get('path', '')}:{commands[shown]['line']}"
     doc["findings"] = [f for f in doc.get("findings", []) if f.get("kind") != "launch.several-commands"]
     doc["findings"].append({
         "kind": "launch.several-commands", "severity": "info",
-        "message": f"the script runs {len(docs)} training commands, each judged ({said}); this document is "
-                   f"command {shown + 1} of {len(docs)}'s, the worst verdict",
+        "message": (f"the config runs {len(docs)} pipelines (its roles), each judged ({said}); this document "
+                    f"is role {roles[shown]}'s, the worst verdict" if all(roles) else
+                    f"the script runs {len(docs)} training commands, each judged ({said}); this document is "
+                    f"command {shown + 1} of {len(docs)}'s, the worst verdict"),
         "fix": "", "site_ids": [], "where": where,
         "detail": {}})
     return doc
 
 
+def _which(command: dict[str, Any]) -> str:
+    return f"role {command['role']}" if "role" in command else f"line {command['line']}"
+
+
 def words(basis: dict[str, Any]) -> str:
-    """What a verdict judged on each of a script's training commands holds on."""
+    """What a verdict judged on each of a script's training commands (or of its command's
+    roles) holds on."""
     commands = basis["commands"]
+    shown = commands[basis["shown"]]
+    if all("role" in c for c in commands):
+        each = ", ".join(f"{c['role']}: {c['status']} at pipeline_model_parallel_size "
+                         f"{c['pipeline_model_parallel_size']}" for c in commands)
+        return (f"Judged on each of the {len(commands)} roles its config runs a pipeline for ({each}); "
+                f"shown: {shown['role']}")
     each = ", ".join(f"{c['status']} at pipeline_model_parallel_size {c['pipeline_model_parallel_size']}"
                      for c in commands)
     return (f"Judged on each of the {len(commands)} training commands the script runs ({each}); "
-            f"shown: command {basis['shown'] + 1} (line {commands[basis['shown']]['line']})")
+            f"shown: command {basis['shown'] + 1} (line {shown['line']})")

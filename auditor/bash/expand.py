@@ -31,6 +31,9 @@ _DIRNAME = rf"dirname(?: --)? {_RESOLVED}"
 _SCRIPT_DIR = re.compile(
     rf"{_DIRNAME}|(?:realpath|readlink -[fe])(?: --)? \$\({_DIRNAME}\)"
     rf"|cd(?: --)? \$\({_DIRNAME}\)(?: &>/dev/null| >/dev/null(?: 2>&1)?)? *(?:&&|;) *pwd(?: -P)?")
+# `$(basename $(dirname $0))`: the name of that directory (ROLL's examples/*/run_*_pipeline.sh
+# pass it as their Hydra config directory), whichever directory the script is run from.
+_SCRIPT_DIR_NAME = re.compile(rf"basename(?: --)? \$\((?:{_DIRNAME})\)")
 # `pwd`, $(pwd), $(pwd -L): the directory the script is run from.
 _PWD = re.compile(r"(?:`|\$\()\s*pwd(?:\s+-[LP])?\s*(?:`|\))")
 
@@ -225,14 +228,19 @@ class Expander:
         return (value, line) if is_set else unknown
 
     def _script_dir(self, command: str) -> str | None:
-        """The directory a script-directory idiom gives (`_SCRIPT_DIR`): that of the script for
+        """The directory a script-directory idiom gives (`_SCRIPT_DIR`; its name for
+        `_SCRIPT_DIR_NAME`): that of the script for
         `$0`, of the file being read for `${BASH_SOURCE[0]}`; None for any other command, or a
         script that is no file here (`--command` text)."""
         text = " ".join(re.sub(r"[\"']", "", command).split())
-        if _SCRIPT_DIR.fullmatch(text) is None:
+        name_only = _SCRIPT_DIR_NAME.fullmatch(text) is not None
+        if _SCRIPT_DIR.fullmatch(text) is None and not name_only:
             return None
         path = self.reading if "BASH_SOURCE" in text else self.path
-        return os.path.dirname(os.path.abspath(path)) if os.path.isfile(path) else None
+        if not os.path.isfile(path):
+            return None
+        where = os.path.dirname(os.path.abspath(path))
+        return os.path.basename(where) if name_only else where
 
     def _fallback(self, text: str, part: Part) -> str | Symbolic:
         self.depth += 1

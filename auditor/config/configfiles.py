@@ -57,7 +57,7 @@ def _first_argument(config: LaunchConfig, first: Field, rule: dict, launcher: di
     try:
         found, data = _load(name, path)
     except Unreadable as exc:
-        _unknown(config, name, str(exc), first.line, where,
+        unknown_file(config, name, str(exc), first.line, where,
                  env_keys=(launcher.get("env_nproc"), launcher.get("env_nnodes")))
         return
     env = data.pop(rule["env_key"], None) or {} if "env_key" in rule else {}
@@ -108,7 +108,7 @@ def _replaces_flags(config: LaunchConfig, flag: Flag, rule: dict, path: str) -> 
             f"with {flag.spelling} the front end ignores the command line's other flags: {', '.join(ignored)}",
             fix="put these settings in the YAML file", where=where))
     if data is None:
-        _unknown(config, str(flag.value), why, flag.line, where, env_keys=())
+        unknown_file(config, str(flag.value), why, flag.line, where, env_keys=())
         return
     flat = {k: v for k, v in data.items() if not isinstance(v, dict)}
     for section in rule.get("sections", ()):
@@ -154,7 +154,7 @@ def _load(name: str, launch_path: str) -> tuple[str, dict]:
     return str(found), data
 
 
-def _unknown(config: LaunchConfig, name: str, why: str, line: int, where: str,
+def unknown_file(config: LaunchConfig, name: str, why: str, line: int, where: str,
              env_keys: tuple[Any, ...]) -> None:
     """Every setting the rules read from flags, not given on the command line, is unknown."""
     unknown = Symbolic(f"set by {name}, which cannot be read")

@@ -25,6 +25,7 @@ from auditor.bash.parser import ShellParser
 from auditor.bash.syntax import bash_rejects
 from auditor.bash.values import EnvVar
 from auditor.config.checkout_release import judge_on_framework_checkout
+from auditor.config.frontend_parser import find_script
 from auditor.config.frontends import for_style
 from auditor.config.frontends.megatron_lm import judge_on_checkout
 from auditor.config.launcher import torchrun_options, world_size, world_variables
@@ -33,6 +34,7 @@ from auditor.config.entry_path import in_checkout
 from auditor.config.lightning_entry import read_lightning_entry
 from auditor.config.pipelining_script import read_pipelining_script
 from auditor.config.model import LaunchConfig
+from auditor.config.source_tree import judge_on_source_tree
 from auditor.config.training_command import Candidate, LaunchShell
 from auditor.errors import InputError
 from auditor.findings import Finding
@@ -178,6 +180,9 @@ def parse_launch(
             config.bounds[name] = f"{config.bounds[name]},{spec}" if name in config.bounds else spec
     judge_on_checkout(config, path)
     judge_on_framework_checkout(config, path)
+    entry = find_script(path, config.script) if isinstance(config.script, str) else None
+    if entry is not None:
+        judge_on_source_tree(config, entry, path)
     torch_pins = [(v, ln) for name, v, ln in pins if name == "torch"]
     if len({pin for pin, _ in torch_pins}) > 1:  # config.torch_version judges each of them
         config.diagnostics.append(Finding(
@@ -305,13 +310,17 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
     # is not the run's command.
     training = [c for c in shell.candidates if not runs_no_pipeline(c, spelling, path)]
     ordered = training + [c for c in shell.candidates if c not in training]
-    if which >= max(len(training), 1):
+    # One command whose front end runs several configurations (a Hydra config's roles): `which`
+    # is the configuration, read by the front end's reader (config.case).
+    cases = len(ordered) == 1 and for_style(ordered[0].launcher["style"]).cases
+    if which >= max(len(training), 1) and not cases:
         raise IndexError(f"the script runs {len(training)} training command(s), not {which + 1}")
-    chosen = ordered[which]
+    chosen = ordered[0 if cases else which]
     launcher = chosen.launcher
     config = LaunchConfig(path=path, launcher="", command_line=chosen.line, end_line=chosen.end_line,
                           launcher_line=chosen.word_line or chosen.line,
-                          diagnostics=shell.diagnostics, commands=max(len(training), 1))
+                          diagnostics=shell.diagnostics, commands=max(len(training), 1),
+                          case=which if cases else 0)
     config.wrapper = [f.value for f in chosen.wrapper]
     config.env = _environment(shell, chosen)
     args = chosen.args
@@ -333,6 +342,8 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
         config.diagnostics.append(Finding(
             "launch.not-pipeline", "info", what, where=f"{path}:{chosen.line}", detail={"command": config.launcher}))
     reader.read(config, args, launcher, spelling, path, parser_roots)
+    if config.case >= config.commands:
+        raise IndexError(f"the command runs {config.commands} configuration(s), not {config.case + 1}")
     if not what or _sized(launcher):  # a conversion wrapper states no ranks: none to count
         world_size(config, launcher, chosen, spelling, path)
     for other in [c for c in training if c is not chosen]:

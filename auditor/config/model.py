@@ -59,6 +59,11 @@ class LaunchConfig:
     # name ("megatron-lm": examples/mimo/train.py calls megatron.training's pretrain); "" unread
     builds_parser: str = ""
     commands: int = 1  # how many training commands the script runs (a loop over sizes: one per size)
+    # or, for a front end that runs several configurations (a Hydra config's megatron roles), how many
+    case: int = 0  # which of the front end's configurations is read (frontends/hydra_compose.py)
+    case_name: str = ""  # what that configuration is called ("actor_train")
+    # distribution -> the source directory the run imports it from (config/source_tree.py)
+    source_dirs: dict[str, Path] = field(default_factory=dict)
     _stack: Stack | None = field(default=None, init=False, repr=False, compare=False)
 
     @property

@@ -20,8 +20,10 @@ from __future__ import annotations
 import email.message
 import email.parser
 import importlib.metadata
+import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -44,6 +46,8 @@ class Plan:
     stated: dict[str, str]  # distribution -> release the script or the environment gives
     installed: set[str] = field(default_factory=set)  # of `stated`: the environment's, not a pin
     combinations: list[dict[str, str]] = field(default_factory=list)  # distribution -> release
+    # distribution -> the source directory the run imports it from (config/source_tree.py)
+    source_dirs: dict[str, str] = field(default_factory=dict)
 
     @property
     def free(self) -> list[str]:
@@ -51,7 +55,10 @@ class Plan:
         return [d for d in (self.combinations[0] if self.combinations else {}) if d not in self.stated]
 
     def target(self, name: str, version: str) -> str:
-        """The --target that gives `name` at `version`: the installed copy, else the release."""
+        """The --target that gives `name` at `version`: the source tree the run imports, else
+        the installed copy, else the release."""
+        if name in self.source_dirs:
+            return self.source_dirs[name]
         return name if name in self.installed else f"{name}=={version}"
 
     def targets(self, combo: dict[str, str]) -> list[str]:
@@ -77,7 +84,7 @@ def plan(launch: LaunchConfig) -> Plan | None:
     if all(name in stated for name in stack):
         return None
     covered = launch.stack.covered_releases
-    out = Plan(stated, installed=installed)
+    out = Plan(stated, installed=installed, source_dirs={n: str(p) for n, p in launch.source_dirs.items()})
     narrowed = {name: [v for v in versions if _can_run(launch, name, v)] for name, versions in covered.items()}
     for name in stack:
         if name not in stated and covered.get(name) and not narrowed.get(name):
@@ -198,7 +205,22 @@ def _metadata(src: SourceSet) -> email.message.Message | None:
     for info in infos:
         if info.is_file():
             return email.parser.Parser().parsestr(info.read_text(encoding="utf-8", errors="replace"))
-    return None
+    return _pyproject_metadata(root / "pyproject.toml") if src.kind == "dir" else None
+
+
+def _pyproject_metadata(pyproject: Path) -> email.message.Message | None:
+    """A source tree's `[project] dependencies` (PEP 621) as Requires-Dist: what `pip install`
+    of the tree requires (ROLL's mcore_adapter/ states megatron-core>=0.15.0,<0.19.0 there)."""
+    try:
+        project = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project")
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    if not isinstance(project, dict) or not isinstance(project.get("dependencies"), list):
+        return None
+    meta = email.message.Message()
+    for requirement in project["dependencies"]:
+        meta["Requires-Dist"] = str(requirement)
+    return meta
 
 
 def _words(releases: dict[str, str]) -> str:

@@ -5,6 +5,7 @@ the lines after a command that lost its `\\`."""
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 from dataclasses import dataclass
@@ -213,7 +214,17 @@ class LaunchShell(Shell):
                 return launcher, base, "", k + 1
             if module is not None and module in launcher.get("python_modules", ()):
                 return launcher, f"python -m {module}", "", j
+            if module is None and runner is None and self._python_script(fields, j, launcher):
+                return launcher, base, "", j
         return None, "", "", k
+
+    @staticmethod
+    def _python_script(fields: list[Field], j: int, launcher: dict) -> bool:
+        """`python examples/start_rlvr_pipeline.py ...`: python runs a script the launcher names
+        (`python_scripts`, fnmatch over its file name), which starts the workers itself."""
+        patterns = launcher.get("python_scripts", ())
+        return bool(patterns) and j < len(fields) and isinstance(fields[j].value, str) and any(
+            fnmatch.fnmatchcase(os.path.basename(fields[j].value), p) for p in patterns)
 
     def _runs_script(self, fields: list[Field], k: int, launcher: dict) -> bool:
         """`srun [options] python SCRIPT`: the program starts the training script itself, no other

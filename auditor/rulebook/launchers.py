@@ -78,6 +78,7 @@ class Spelling:
             python = f" {launcher['interpreters'][0]}" if launcher.get("interpreters") else ""
             names += [f"`{p}{python} SCRIPT`" for p in launcher.get("programs", ())]
             names += [f"`python -m {m} SCRIPT`" for m in launcher.get("python_modules", ())]
+            names += [f"`python {p}`" for p in launcher.get("python_scripts", ())]
         return ", ".join(names)
 
 

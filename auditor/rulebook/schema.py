@@ -72,6 +72,13 @@ TABLES: dict[str, Table] = {
     # The package a checkout of the framework holds, whose run is that checkout's release
     # (auditor/config/checkout_release.py).
     "checkout": _table(False, "package", "about"),
+    # Where a framework's distribution lies inside the checkout around the entry script (ROLL's
+    # mcore_adapter/): that directory is the release judged (auditor/config/source_tree.py).
+    "source_tree": _table(False, "dir marker", "about"),
+    # A Python entry that composes a Hydra config from --config_path/--config_name and runs one
+    # configuration per role (auditor/config/hydra_compose.py).
+    "hydra_compose": _table(True, "launchers path_options name_options role_key role_values settings_key",
+                            f"path_default devices_key {_SELECT}"),
     # torch's P2P API (rulebook.apis, auditor/dynamic/hooks.py).
     "p2p_api": _table(True, "name qualnames params issues", f"peer group op wire {_SELECT}"),
     "coalescing_context": _table(True, "qualnames", f"group_param {_SELECT}"),
@@ -94,7 +101,7 @@ TABLES: dict[str, Table] = {
     "launcher": _table(True, "name style",
                        "program programs subcommands python_modules torchrun_subcommands env_nproc "
                        "env_nnodes nproc_flags nnodes_flags nproc_default nnodes_default env_prefix "
-                       f"device_count_values boolean_options module_options interpreters not_pipeline pair_options directive directive_options nproc_keys nnodes_keys entry_builds {_SELECT}"),
+                       f"device_count_values boolean_options module_options interpreters python_scripts not_pipeline pair_options directive directive_options nproc_keys nnodes_keys entry_builds {_SELECT}"),
     # A script the launcher starts that has a front end of its own (`style`); `not_pipeline`: what
     # it is where it trains no pipeline (a checkpoint conversion), `{script}` its path as written.
     "swift_script": _table(True, "pattern style", f"not_pipeline {_SELECT}"),
@@ -106,7 +113,7 @@ TABLES: dict[str, Table] = {
     "command_runner": _table(True, "program subcommand value_options source", "module_options"),
     "backend": _table(True, "name what env paths covers short decide", "source"),
     # A front end known by its flags that puts the run on another stack (config.launch).
-    "front_end": _table(True, "name scripts flags launcher what", "layout_flags source code"),
+    "front_end": _table(True, "name scripts flags launcher what", "layout_flags flags_as_written source code"),
     # Config files the trainer reads (auditor/config/configfiles.py).
     "config_file": _table(True, "kind launchers", f"suffixes env_key flag sections cli_source cli_code "
                                                      f"extended_by own_modules {_SELECT}"),
@@ -132,6 +139,8 @@ TYPES: dict[str, dict[str, type]] = {
     "script_call": {"callee": list, "param": str, "key": str, "position": int, "read": str},
     "command_runner": {"program": str, "subcommand": str, "value_options": list, "module_options": list},
     "entry_point": {"launchers": list},
+    "launcher": {"python_scripts": list},
+    "hydra_compose": {"launchers": list, "path_options": list, "name_options": list, "role_values": list},
     "batch_wrapper": {"modules": list, "key": str},
     "container_image": {"image": str, "tag": str, "torch": str, "source": str},
     "config_file": {"kind": str, "launchers": list, "suffixes": list, "sections": list,

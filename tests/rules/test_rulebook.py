@@ -99,7 +99,8 @@ def test_stacks_follow_runs_on() -> None:
     # rules/torchtitan.toml names its launch exactly; megatron-lm's `torchrun*` matches it too
     assert Stack.of("torchrun torchtitan.train").distributions == ["torchtitan"]
     assert Stack.of("lightning gpt_finetuning.py").distributions == ["megatron-core"]  # NeMo 2
-    assert audited_packages() == ["slime", "nemo", "deepspeed", "megatron", "swift", "torchtitan", "verl", "mbridge", "mcore_bridge"]
+    assert audited_packages() == ["slime", "nemo", "roll", "mcore_adapter", "deepspeed", "megatron", "swift",
+                                  "torchtitan", "verl", "mbridge", "mcore_bridge"]
     with pytest.raises(InputError, match="no rules file"):
         _ = Stack.of("accelerate train.py").distributions
 

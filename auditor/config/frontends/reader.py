@@ -18,10 +18,24 @@ class Reader:
     style = ""
     # `python -m verl.trainer.main_ppo a.b=c`: the module is the program, its arguments no script's
     module_is_program = False
+    # several configurations per command (a Hydra config's roles): launch.py reads `config.case`
+    cases = False
 
     def read(self, config: LaunchConfig, args: list[Field], launcher: dict, spelling: Spelling,
              path: str, parser_roots: tuple[Path, ...]) -> None:
         raise NotImplementedError
+
+
+def flags_as_written(config: LaunchConfig, args: list[Field], spelling: Spelling) -> bool:
+    """A front end the rules know by its flags whose parser reads them as written
+    (`flags_as_written`: mcore_adapter's HfArgumentParser, `--pipeline_model_parallel_size`):
+    Megatron-LM's spellings are not its, so they are not checked against them."""
+    script = os.path.basename(str(config.script)) if isinstance(config.script, str) else None
+    given = {f.value.partition("=")[0] for f in args if isinstance(f.value, str)}
+    return script is not None and any(
+        front.get("flags_as_written") and any(fnmatch.fnmatchcase(script, p) for p in front["scripts"])
+        and set(front["flags"]) <= given and bool(set(front.get("layout_flags", given)) & given)
+        for front in spelling.front_ends)
 
 
 def label_front_end(config: LaunchConfig, spelling: Spelling, path: str) -> None:

@@ -1,0 +1,139 @@
+"""Python entries that compose a Hydra config (`python examples/start_rlvr_pipeline.py
+--config_path DIR --config_name NAME`, ROLL): the settings are the composed YAML's, and each
+role the rules name (`[[hydra_compose]] role_key/role_values`: ROLL's megatron_train and
+megatron_infer strategies) is a configuration of its own, judged as a script's several training
+commands are (`config.commands`, `config.case`; analysis/commandcases.py). A role's settings
+(`settings_key`) are its flags; its device count (`devices_key`) its world size."""
+
+from __future__ import annotations
+
+import fnmatch
+from pathlib import Path
+from typing import Any
+
+from auditor.bash.values import Field, Symbolic
+from auditor.config.configfiles import unknown_file
+from auditor.config.frontend_parser import find_script
+from auditor.config.frontends.reader import Reader
+from auditor.config.hydra_compose import Unreadable, Unresolved, at, compose, device_count
+from auditor.config.model import Flag, LaunchConfig
+from auditor.findings import Finding
+from auditor.rulebook import files
+from auditor.rulebook.launchers import Spelling
+
+
+class HydraComposeReader(Reader):
+    style = "hydra-compose"
+    cases = True  # several configurations (roles) per command: `config.case` picks one
+
+    def read(self, config: LaunchConfig, args: list[Field], launcher: dict, spelling: Spelling,
+             path: str, parser_roots: tuple[Path, ...]) -> None:
+        rule = _rule(config.launcher)
+        where = f"{path}:{config.command_line}"
+        config_path, name = _options(config, args, rule)
+        script = config.script if isinstance(config.script, str) else None
+        entry = find_script(path, script) if script else None
+        if config.positionals:  # `$@`, a Hydra override: the entry's parser decides what it does
+            unknown_file(config, f"the config of {script or 'the entry script'}",
+                         f"its entry is also given {_words(config.positionals)}, which this audit does not "
+                         "apply to the composed config", config.command_line, where, env_keys=())
+            return
+        if entry is None or not isinstance(config_path, str) or not isinstance(name, str):
+            what = (f"{config_path}/{name}" if entry is not None
+                    else f"the config of {script or 'the entry script'}")
+            why = (f"the entry script {script or config.script} is not found from {Path(path).parent}"
+                   if entry is None else "its --config_path or --config_name is not known statically")
+            unknown_file(config, what, why, config.command_line, where, env_keys=())
+            return
+        config_dir = entry.parent / config_path
+        try:
+            composed = compose(config_dir, name.removesuffix(".yaml"))
+        except Unreadable as exc:
+            unknown_file(config, f"{config_dir}/{name}.yaml", str(exc), config.command_line, where, env_keys=())
+            return
+        roles = _roles(composed.data, rule)
+        shown = composed.files[0]
+        if not roles:
+            config.diagnostics.append(Finding(
+                "launch.not-pipeline", "info",
+                f"no role of {shown} runs a strategy that pipelines ({', '.join(rule['role_values'])}): "
+                "no Megatron pipeline P2P", where=where, detail={"command": config.launcher}))
+            return
+        config.commands = len(roles)
+        if config.case >= len(roles):
+            return  # launch._build says there is no such configuration
+        role, value = roles[config.case]
+        config.case_name = role
+        settings = at(value, rule["settings_key"]) or {}
+        for key, setting in (settings.items() if isinstance(settings, dict) else ()):
+            spelled = f"{role}.{rule['settings_key']}.{key} (from {shown.name})"
+            config.flags[str(key)] = Flag(str(key), _text(setting), config.command_line, spelled)
+        devices = device_count(at(value, rule["devices_key"])) if rule.get("devices_key") else None
+        if devices is not None:
+            key = rule["devices_key"]
+            config.flags[key] = Flag(key, _text(devices), config.command_line, f"{role}.{key}")
+        config.diagnostics.append(Finding(
+            "launch.config-file", "info",
+            f"read {shown} (Hydra compose of {len(composed.files)} file(s)): role {role} "
+            f"({at(value, rule['role_key'])}), one of {len(roles)} judged "
+            f"({', '.join(k for k, _ in roles)})", where=where,
+            detail={"files": [str(f) for f in composed.files], "role": role}))
+
+
+def _roles(data: dict[str, Any], rule: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The roles whose strategy the rules name: top-level keys (actor_train, reference), and the
+    entries of a top-level mapping of workers (ROLL's `rewards: {math_rule: {...}}`)."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    for key, value in data.items():
+        if not isinstance(value, dict):
+            continue
+        if at(value, rule["role_key"]) in rule["role_values"]:
+            out.append((str(key), value))
+            continue
+        out += [(f"{key}.{k}", v) for k, v in value.items()
+                if isinstance(v, dict) and at(v, rule["role_key"]) in rule["role_values"]]
+    return out
+
+
+def _words(words: list[Any]) -> str:
+    return ", ".join(f"`{w}`" for w in words[:3]) + (" ..." if len(words) > 3 else "")
+
+
+def _rule(launcher: str) -> dict[str, Any]:
+    """The [[hydra_compose]] entry of this launch (one rules file claims each launcher)."""
+    return next(e for name in files.names() for e in files.load(name).data.get("hydra_compose", [])
+                if any(fnmatch.fnmatchcase(launcher, p) for p in e["launchers"]))
+
+
+def _options(config: LaunchConfig, args: list[Field], rule: dict[str, Any]) -> tuple[Any, Any]:
+    """(config path, config name) the entry's own options give, argparse-style (`--opt VALUE`,
+    `--opt=VALUE`); the path's default where the rules state one. Other words are positionals."""
+    given: dict[str, Any] = {}
+    k = 0
+    while k < len(args):
+        word = args[k].value
+        head = str(word).partition("=")
+        option = head[0] if isinstance(word, str) else ""
+        for kind in ("path_options", "name_options"):
+            if option and option in rule[kind]:
+                if head[1]:
+                    given[kind] = head[2]
+                elif k + 1 < len(args):
+                    k += 1
+                    given[kind] = args[k].value
+                config.launcher_flags[option.lstrip("-")] = Flag(option.lstrip("-"), given[kind],
+                                                                 args[k].line, option)
+                break
+        else:
+            config.positionals.append(word)
+        k += 1
+    return given.get("path_options", rule.get("path_default")), given.get("name_options")
+
+
+def _text(value: Any) -> Any:
+    """A YAML value as the flag text the rules' types read; an unresolved one stays unknown."""
+    if isinstance(value, Unresolved):
+        return Symbolic(value.text)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "None" if value is None else str(value)

@@ -1,0 +1,202 @@
+"""A Hydra config composed as `compose(config_name=NAME)` composes it, read without Hydra.
+
+What is read: the primary file `NAME.yaml` of the config directory, its `defaults:` list (a
+name `x` or `group/x` is `x.yaml` merged at the top; `group: option` is `group/option.yaml`
+merged under `group`, or at the top with `# @package _global_`; `_self_` is where the file's own
+keys go, last where the list does not name it, as Hydra 1.1 does), and `${a.b}` interpolations
+of a literal value. A resolver (`${oc.env:X}`), a relative or missing key stays unknown
+(`Unresolved`), never a guess. Which keys of the composed tree are roles is the framework's
+rules (`[[hydra_compose]]`), not this module's.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+_REF = re.compile(r"\$\{([^{}]*)\}")
+_RANGE = re.compile(r"\s*list\(\s*range\(\s*(\d+)\s*,\s*(\d+)\s*(?:,\s*(\d+)\s*)?\)\s*\)\s*")
+_MAX_DEPTH = 16
+
+
+class Unreadable(Exception):
+    """Why the composed config cannot be read."""
+
+
+@dataclass(frozen=True)
+class Unresolved:
+    """A value the composition leaves unknown, and why."""
+
+    text: str
+    why: str
+
+
+@dataclass
+class Composed:
+    data: dict[str, Any]
+    files: list[Path]  # the YAML files read, the primary first
+
+
+def compose(config_dir: Path, name: str) -> Composed:
+    """The config `name` of `config_dir`, its defaults merged and its interpolations resolved."""
+    files: list[Path] = []
+    data = _load_with_defaults(config_dir, name, files, 0)
+    return Composed(_resolve_all(data, data), files)
+
+
+def _load_with_defaults(config_dir: Path, name: str, files: list[Path], depth: int) -> dict[str, Any]:
+    if depth > _MAX_DEPTH:
+        raise Unreadable(f"defaults lists nested more than {_MAX_DEPTH} deep at {name}")
+    own = _load(config_dir, name, files)
+    defaults = own.pop("defaults", None)
+    if defaults is None:
+        return own
+    if not isinstance(defaults, list):
+        raise Unreadable(f"{files[-1]}: `defaults` is not a list")
+    merged: dict[str, Any] = {}
+    placed = False
+    for item in defaults:
+        if item == "_self_":
+            _merge(merged, own)
+            placed = True
+            continue
+        if isinstance(item, str):
+            _merge(merged, _load_with_defaults(config_dir, item.removesuffix(".yaml"), files, depth + 1))
+            continue
+        if not isinstance(item, dict) or len(item) != 1:
+            raise Unreadable(f"{files[0]}: defaults entry {item!r} is not `name` or `group: option`")
+        (group, option), = item.items()
+        group = str(group).removeprefix("override ").removeprefix("optional ").strip()
+        if option is None:
+            continue  # `group: null` selects nothing
+        path = f"{group.split('@')[0]}/{option}"
+        sub = _load_with_defaults(config_dir, path, files, depth + 1)
+        package = group.split("@", 1)[1] if "@" in group else group.split("@")[0].replace("/", ".")
+        if _global(config_dir, path) or package == "_global_":
+            _merge(merged, sub)
+        else:
+            _merge(merged, _nest(package, sub))
+    if not placed:
+        _merge(merged, own)
+    return merged
+
+
+def _load(config_dir: Path, name: str, files: list[Path]) -> dict[str, Any]:
+    path = config_dir / f"{name}.yaml"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise Unreadable(f"{path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise Unreadable(f"{path}: {exc}") from None
+    try:
+        import yaml  # type: ignore[import-untyped]  # noqa: PLC0415 - only where a Hydra config is read
+    except ImportError:
+        raise Unreadable("PyYAML is not installed (pip install pyyaml)") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise Unreadable(f"{path} is not YAML: {str(exc).splitlines()[0]}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise Unreadable(f"{path} holds no mapping")
+    files.append(path)
+    return data
+
+
+def _global(config_dir: Path, name: str) -> bool:
+    """`# @package _global_` in the file's header: its keys go to the top."""
+    try:
+        head = (config_dir / f"{name}.yaml").read_text(encoding="utf-8").split("\n", 5)[:5]
+    except OSError:
+        return False
+    return any(line.strip().replace(" ", "") == "#@package_global_" for line in head)
+
+
+def _nest(package: str, data: dict[str, Any]) -> dict[str, Any]:
+    for part in reversed([p for p in package.split(".") if p]):
+        data = {part: data}
+    return data
+
+
+def _merge(into: dict[str, Any], other: dict[str, Any]) -> None:
+    """OmegaConf.merge: mappings merge key by key, anything else is replaced."""
+    for key, value in other.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = value
+
+
+# --- interpolation ------------------------------------------------------------------------------
+
+
+def _resolve_all(node: Any, root: dict[str, Any]) -> Any:
+    if isinstance(node, dict):
+        return {k: _resolve_all(v, root) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_resolve_all(v, root) for v in node]
+    if isinstance(node, str) and "${" in node:
+        return _interpolate(node, root, 0)
+    return node
+
+
+def _interpolate(text: str, root: dict[str, Any], depth: int) -> Any:
+    """`${a.b}` alone is the value at a.b (typed); inside text, its string."""
+    if depth > _MAX_DEPTH:
+        return Unresolved(text, "interpolations nested too deep (a cycle?)")
+    whole = _REF.fullmatch(text)
+    if whole is not None:
+        return _lookup(whole.group(1).strip(), root, depth)
+    pieces: list[str] = []
+    last = 0
+    for m in _REF.finditer(text):
+        value = _lookup(m.group(1).strip(), root, depth)
+        if isinstance(value, Unresolved):
+            return Unresolved(text, value.why)
+        pieces += [text[last:m.start()], str(value)]
+        last = m.end()
+    return "".join(pieces) + text[last:]
+
+
+def _lookup(key: str, root: dict[str, Any], depth: int) -> Any:
+    if ":" in key or key.startswith(".") or not key:
+        return Unresolved(f"${{{key}}}", f"`${{{key}}}` is a resolver or a relative key, not read here")
+    node: Any = root
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return Unresolved(f"${{{key}}}", f"`${{{key}}}` names no key of the composed config")
+        node = node[part]
+    if isinstance(node, str) and "${" in node:
+        return _interpolate(node, root, depth + 1)
+    return node
+
+
+# --- values as the framework reads them ----------------------------------------------------------
+
+
+def at(data: dict[str, Any], dotted: str) -> Any:
+    """The value at a dotted key; None where a part is missing."""
+    node: Any = data
+    for part in dotted.split("."):
+        if not isinstance(node, dict):
+            return None
+        node = node.get(part)
+    return node
+
+
+def device_count(value: Any) -> int | Unresolved | None:
+    """How many devices a `device_mapping` names: a list, or the text `list(range(a, b[, s]))`
+    that ROLL evaluates; None where none is given."""
+    if value is None:
+        return None
+    if isinstance(value, list):
+        return len(value)
+    m = _RANGE.fullmatch(str(value)) if isinstance(value, str) else None
+    if m is not None:
+        start, stop, step = int(m.group(1)), int(m.group(2)), int(m.group(3) or 1)
+        return len(range(start, stop, step)) if step else Unresolved(str(value), "a range of step 0")
+    return Unresolved(str(value), f"device mapping `{value}` is no list and no list(range(...))")
