@@ -223,8 +223,9 @@ class LaunchShell(Shell):
         """`python examples/start_rlvr_pipeline.py ...`: python runs a script the launcher names
         (`python_scripts`, fnmatch over its file name), which starts the workers itself."""
         patterns = launcher.get("python_scripts", ())
-        return bool(patterns) and j < len(fields) and isinstance(fields[j].value, str) and any(
-            fnmatch.fnmatchcase(os.path.basename(fields[j].value), p) for p in patterns)
+        value = fields[j].value if j < len(fields) else None
+        return bool(patterns) and isinstance(value, str) and any(
+            fnmatch.fnmatchcase(os.path.basename(value), p) for p in patterns)
 
     def _runs_script(self, fields: list[Field], k: int, launcher: dict) -> bool:
         """`srun [options] python SCRIPT`: the program starts the training script itself, no other
