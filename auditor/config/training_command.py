@@ -56,6 +56,9 @@ class LaunchShell(Shell):
         self.spelling = spelling
         self.candidates: list[Candidate] = []
         self.unresolved_commands: list[Field] = []  # commands whose name is itself unknown
+        # Programs that may start training but were not followed (`python chatlearn/entrypoint.py`,
+        # an unknown launcher): an `exit` after one is no proof the run never starts.
+        self.unfollowed: list[Field] = []
         self.starter: tuple[dict, list[Field]] | None = None  # srun around a `bash -c` being read
         self.clobbered = spelling.env_names  # what unseen code (`source`, `eval`) makes unknown
         self.allocation: dict[str, int] = {}  # variables a `#SBATCH` line sets, and that line
@@ -82,8 +85,23 @@ class LaunchShell(Shell):
                  siblings: list[Node], at: int) -> int:
         candidate = self._launch(fields, inline, cmd)
         if candidate is None:
+            if self._may_train(fields):
+                self.unfollowed.append(fields[0])
             return 0
         return self._join_broken_continuation(siblings, at, cmd, candidate) - at
+
+    def _may_train(self, fields: list[Field]) -> bool:
+        """A command whose program (behind wrappers) is a Python interpreter or a launcher the
+        rules name: it may be a training command this reader does not follow."""
+        programs = {p for e in self.spelling.launchers for p in (e.get("programs") or [e.get("program")]) if p}
+        for f in fields:
+            if not isinstance(f.value, str):
+                return True  # an unknown word: anything
+            base = os.path.basename(f.value)
+            if base in self.spelling.wrappers:
+                continue
+            return bool(re.fullmatch(r"python[0-9.]*", base)) or base in programs
+        return False
 
     def _launch(self, fields: list[Field], inline: dict[str, EnvVar], cmd: Cmd) -> Candidate | None:
         """The training command in `fields`, possibly behind wrappers (srun, env, nohup, ...)."""

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from auditor.config.launch import ScriptExits, parse_launch
+from auditor.config.launch import CommandNotFollowed, ScriptExits, parse_launch
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -99,3 +99,23 @@ def test_scan_says_it_does_not_start(tmp_path):
     headline = next(line for line in proc.stdout.splitlines() if line[:1].isupper() and ":" in line
                     and not line.startswith("p2paudit"))
     assert headline.startswith("DOES NOT START: the script exits at line 9"), proc.stdout
+
+
+@pytest.mark.parametrize("program", ["python chatlearn/entrypoint.py grpo", "python3 -m chatlearn.main",
+                                     "${LAUNCH} train.py"])
+def test_an_exit_after_a_program_not_followed_is_no_sure_stop(program):
+    """alibaba/ChatLearn @ b7af31a972 scripts/fsdp_vllm/train_fsdp_vllm_qwen3_8b_grpo.sh:47 ends its
+    unfollowed `python chatlearn/entrypoint.py grpo ...` with `2>&1 | tee log ; exit ${PIPESTATUS[0]}`:
+    the exit comes after that command, which may well train (it was read as DOES NOT START)."""
+    text = (f"export exp_name=q\n{program} --config-file grpo.yaml \\\n"
+            "    runtime_args.exp_name=${exp_name} \\\n"
+            "    2>&1 | tee log_${exp_name}.log ; exit ${PIPESTATUS[0]}\n")
+    with pytest.raises(CommandNotFollowed):
+        parse_launch(text, "run.sh")
+
+
+def test_an_exit_after_a_program_that_trains_nothing_still_stops():
+    """`pip install`, `echo`, `mkdir` start no training: the exit before the command still stops it."""
+    text = "pip install -r req.txt\nmkdir -p logs\nexit 1\ntorchrun --nproc_per_node 2 pretrain_gpt.py\n"
+    with pytest.raises(ScriptExits):
+        parse_launch(text, "run.sh")
