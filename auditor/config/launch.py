@@ -45,6 +45,10 @@ from auditor.rulebook.launchers import Spelling
 _PIN = re.compile(r"(?<![\w.-])([A-Za-z][A-Za-z0-9_.-]*)\s*==\s*([0-9][0-9A-Za-z.+_-]*)")
 # `# now with mbridge>=0.13.0, we can ...`: a bound on the releases the script was written for.
 _BOUND = re.compile(r"(?<![\w.-])([A-Za-z][A-Za-z0-9_.-]*)\s*(>=|<=|~=|>(?!=)|<(?!=))\s*([0-9][0-9A-Za-z.+_-]*)")
+# `# install mbridge=0.1.13 on all your node` (volcengine/verl @ b178a3cd56 examples/grpo_trainer/
+# run_qwen3-235b_megatron_96gb.sh:10): one `=` is no pip pin, but the release the authors ran; read
+# as a lower bound only (a newer release is still judged), and only for a distribution of the rules.
+_INSTALLED = re.compile(r"(?<![\w.<>=!~-])([A-Za-z][A-Za-z0-9_.-]*)=(?!=)([0-9]+\.[0-9][0-9A-Za-z.+_-]*)")
 
 
 # --- entry points --------------------------------------------------------------------------------
@@ -174,9 +178,11 @@ def parse_launch(
     for name, version, _ in pins:
         config.pins.setdefault(name, version)
     for _, comment in lexer.comments:
-        for bound in _BOUND.finditer(comment):
-            name = bound.group(1).lower().replace("_", "-")
-            spec = f"{bound.group(2)}{bound.group(3).rstrip('.')}"
+        found = [(b.group(1), b.group(2), b.group(3)) for b in _BOUND.finditer(comment)]
+        found += [(b.group(1), ">=", b.group(2)) for b in _INSTALLED.finditer(comment)]
+        for written, op, version in found:
+            name = written.lower().replace("_", "-")
+            spec = f"{op}{version.rstrip('.')}"
             config.bounds[name] = f"{config.bounds[name]},{spec}" if name in config.bounds else spec
     judge_on_checkout(config, path)
     judge_on_framework_checkout(config, path)

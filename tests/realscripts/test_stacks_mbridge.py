@@ -78,6 +78,19 @@ def test_the_comment_bound_and_the_hydra_key_narrow_the_releases():
 
 
 @pytest.mark.wheels
+def test_an_install_comment_with_one_equals_sign_is_a_lower_bound():
+    """volcengine/verl @ b178a3cd56 examples/grpo_trainer/run_qwen3-235b_megatron_96gb.sh:10:
+    `# install mbridge=0.1.13 on all your node ...`: the release the authors ran, read as
+    mbridge>=0.1.13 (a newer one is still judged); `TP=2` in a comment names no distribution."""
+    launch = _launch(comment="# install mbridge=0.1.13 on all your node\n# TP=2 EP=4")
+    assert launch.bounds == {"mbridge": ">=0.1.13"}
+    plan = releases.plan(launch)
+    assert plan is not None
+    newest, oldest = plan.combinations
+    assert (newest["mbridge"], oldest["mbridge"]) == ("0.15.1", "0.1.13")
+
+
+@pytest.mark.wheels
 def test_an_appended_key_runs_on_a_release_without_it():
     """`+key=value` adds the key where the release lacks it: Hydra accepts it there."""
     plan = releases.plan(_launch(comment="", mbridge="+"))
