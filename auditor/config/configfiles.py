@@ -141,17 +141,22 @@ def _load(name: str, launch_path: str) -> tuple[str, dict]:
         except ValueError as exc:
             raise Unreadable(f"{found} is not JSON: {exc}") from None
     else:
-        try:
-            import yaml  # type: ignore[import-untyped]  # noqa: PLC0415 - only where a YAML file is given
-        except ImportError:
-            raise Unreadable("PyYAML is not installed (pip install pyyaml)") from None
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise Unreadable(f"{found} is not YAML: {str(exc).splitlines()[0]}") from None
+        data = load_yaml(text, found)
     if not isinstance(data, dict):
         raise Unreadable(f"{found} holds no mapping of settings")
     return str(found), data
+
+
+def load_yaml(text: str, path: Path) -> Any:
+    """`text` of the file `path` as YAML (safe_load); Unreadable naming the file where it is not."""
+    try:
+        import yaml  # type: ignore[import-untyped]  # noqa: PLC0415 - only where a YAML file is read
+    except ImportError:
+        raise Unreadable("PyYAML is not installed (pip install pyyaml)") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise Unreadable(f"{path} is not YAML: {str(exc).splitlines()[0]}") from None
 
 
 def unknown_file(config: LaunchConfig, name: str, why: str, line: int, where: str,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from auditor import rulebook
 from auditor.rulebook.frameworks import launched_by
-from auditor.config.entry_script import argparse_options, call_value, local_closure, uses_modules
+from auditor.config.entry_script import local_closure, put_calls, uses_modules
 from auditor.config.model import LaunchConfig
 from auditor.config.pyenv import locate
 from auditor.findings import Finding
@@ -54,12 +54,6 @@ def read_deepspeed_entry(launch: LaunchConfig) -> None:
             "they import are not read",
             where=where, detail={"command": launch.launcher, "modules": shown}))
         return
-    tree = modules[Path(entry.path)]
-    options = argparse_options(tree)
-    for spec in data.get("script_call", []):
-        found = call_value(tree, spec, options, launch)
-        if found is not None:
-            value, why, line = found
-            launch.entry_values[spec["key"]] = (value, f"{entry.path}:{line}: {why}", f"{entry.path}:{line}")
+    put_calls(launch, data.get("script_call", []), modules[Path(entry.path)], entry.path)
 
 

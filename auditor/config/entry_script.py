@@ -5,7 +5,7 @@ for one parameter (`PipelineModule(num_stages=args.pipeline_parallel_size)`,
 the flag the launch script gives, else the argparse default. A rules file says which calls count
 (`[[script_call]]`); what no literal, argparse default or given flag gives stays unknown.
 Readers: config/deepspeed_entry.py (`deepspeed SCRIPT`), config/lightning_entry.py (`python
-SCRIPT` building a Lightning strategy).
+SCRIPT` building a Lightning strategy), config/pipelining_script.py (torch's own pipelining).
 """
 
 from __future__ import annotations
@@ -23,6 +23,17 @@ from auditor.config.model import LaunchConfig
 ANCESTORS = 4
 MAX_MODULES = 400
 _TYPES = {"int": int, "float": float, "str": str}
+
+
+def put_calls(launch: LaunchConfig, specs: list[dict[str, Any]], tree: ast.Module, path: str) -> None:
+    """What the script's calls state for each `[[script_call]]` of `specs`, into
+    `launch.entry_values` with its `file:line` (a call whose value is not known puts nothing)."""
+    options = argparse_options(tree)
+    for spec in specs:
+        found = call_value(tree, spec, options, launch)
+        if found is not None:
+            value, why, line = found
+            launch.entry_values[spec["key"]] = (value, f"{path}:{line}: {why}", f"{path}:{line}")
 
 
 def local_closure(script: Path) -> dict[Path, ast.Module]:

@@ -16,13 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from auditor.config.configfiles import Unreadable, load_yaml
+
 _REF = re.compile(r"\$\{([^{}]*)\}")
 _RANGE = re.compile(r"\s*list\(\s*range\(\s*(\d+)\s*,\s*(\d+)\s*(?:,\s*(\d+)\s*)?\)\s*\)\s*")
 _MAX_DEPTH = 16
-
-
-class Unreadable(Exception):
-    """Why the composed config cannot be read."""
 
 
 @dataclass(frozen=True)
@@ -91,14 +89,7 @@ def _load(config_dir: Path, name: str, files: list[Path]) -> dict[str, Any]:
         raise Unreadable(f"{path} does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise Unreadable(f"{path}: {exc}") from None
-    try:
-        import yaml  # type: ignore[import-untyped]  # noqa: PLC0415 - only where a Hydra config is read
-    except ImportError:
-        raise Unreadable("PyYAML is not installed (pip install pyyaml)") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise Unreadable(f"{path} is not YAML: {str(exc).splitlines()[0]}") from None
+    data = load_yaml(text, path)
     if data is None:
         data = {}
     if not isinstance(data, dict):

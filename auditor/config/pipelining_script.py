@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 from auditor import rulebook
-from auditor.config.entry_script import argparse_options, call_value, uses_modules
+from auditor.config.entry_script import put_calls, uses_modules
 from auditor.config.model import LaunchConfig
 from auditor.config.pyenv import locate
 from auditor.errors import InputError
@@ -58,12 +58,7 @@ def read_pipelining_script(launch: LaunchConfig) -> None:
         where=where, detail={"front_end": "torch.distributed.pipelining", "launched": launch.launcher,
                              "script": entry.path}))
     launch.launcher = f"{STACK} {os.path.basename(entry.path)}"
-    options = argparse_options(tree)
-    for spec in data.get("script_call", []):
-        found = call_value(tree, spec, options, launch)
-        if found is not None:
-            value, why, line = found
-            launch.entry_values[spec["key"]] = (value, f"{entry.path}:{line}: {why}", f"{entry.path}:{line}")
+    put_calls(launch, data.get("script_call", []), tree, entry.path)
 
 
 def _first_use(tree: ast.Module, modules: list[str], names: list[str]) -> int | None:
