@@ -20,9 +20,8 @@ from pathlib import Path
 from auditor import rulebook
 from auditor.bash.values import Symbolic
 from auditor.config.expr import UNKNOWN
-from auditor.config.entry_script import aliases, argparse_options, call_value, dotted
+from auditor.config.entry_script import aliases, argparse_options, call_value, dotted, entry_tree
 from auditor.config.model import LaunchConfig
-from auditor.config.pyenv import locate
 
 WORLD = ("nproc_per_node", "nnodes")  # [[script_call]] keys that size the world, not settings
 
@@ -76,13 +75,10 @@ def read_lightning_entry(launch: LaunchConfig) -> None:
     data = rulebook.load(claimant.name).data
     if not any(e.get("entry_builds") for e in data.get("launcher", [])):
         return
-    entry, _ = locate(launch)
-    if entry is None:
+    read = entry_tree(launch)
+    if read is None:
         return
-    try:
-        tree = ast.parse(Path(entry.path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
-        return  # pyenv.read_entry says why the script is not read
+    entry, tree = read
     for fact in data.get("entry_fact", []):
         at = f"{fact['source']} ({fact['read']})"
         launch.entry_values[fact["key"]] = (fact["value"], f"{claimant.name}: {fact['about']}", at)

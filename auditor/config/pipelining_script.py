@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 from auditor import rulebook
-from auditor.config.entry_script import put_calls, uses_modules
+from auditor.config.entry_script import entry_tree, put_calls, uses_modules
 from auditor.config.model import LaunchConfig
 from auditor.config.pyenv import locate
 from auditor.errors import InputError
@@ -38,13 +38,10 @@ def read_pipelining_script(launch: LaunchConfig) -> None:
     `launch.entry_values`."""
     if not launched_by(launch.launcher, LAUNCHERS) or launched_by(launch.launcher, ["* pretrain_*.py"]):
         return
-    entry, _ = locate(launch)
-    if entry is None:
+    read = entry_tree(launch)
+    if read is None:
         return
-    try:
-        tree = ast.parse(Path(entry.path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
-        return  # pyenv.read_entry says why the script is not read
+    entry, tree = read
     data = rulebook.load(RULES).data
     model = data["pipeline_model"]
     used = _first_use(tree, model["modules"], model["names"])
