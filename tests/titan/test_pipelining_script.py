@@ -16,6 +16,7 @@ import pytest
 
 from auditor import rulebook
 from auditor.config.launch import read_launch
+from auditor.config.pipelining_script import is_pipelining_script, script_entry
 from auditor.scan import ScanInputs, run_scan
 
 REPO = Path(__file__).resolve().parents[2]
@@ -81,7 +82,18 @@ def test_a_script_s_own_flag_gives_its_backend(tmp_path):
 def test_a_torchrun_script_without_pipelining_stays_megatron_s(tmp_path):
     (tmp_path / "train.py").write_text("import torch.distributed as dist\ndist.init_process_group()\n")
     (tmp_path / "run.sh").write_text("torchrun --nproc-per-node 4 train.py\n")
-    assert read_launch(str(tmp_path / "run.sh")).launcher == "torchrun train.py"
+    launch = read_launch(str(tmp_path / "run.sh"))
+    assert launch.launcher == "torchrun train.py" and not is_pipelining_script(launch)
+
+
+def test_the_script_is_the_entry_run_as_main(tmp_path):
+    (tmp_path / "train.py").write_text(SCRIPT)
+    (tmp_path / "run.sh").write_text("torchrun --nproc-per-node 4 train.py --backend gloo\n")
+    launch = read_launch(str(tmp_path / "run.sh"))
+    assert is_pipelining_script(launch)
+    entry = script_entry(launch)
+    assert entry is not None and entry[0] == "train.py (run as __main__)"
+    assert entry[1].startswith("__name__ = '__main__'\n") and "PipelineStage" in entry[1]
 
 
 def test_the_pipelining_api_is_the_installed_torch_s():

@@ -1,0 +1,63 @@
+"""The Megatron-Bridge recipe reader (config/frontends/bridge_recipe.py) on a recipe written after
+NVIDIA-NeMo/Megatron-Bridge @ 067f987df0 src/megatron/bridge/recipes/gemma3_vl/h100/gemma3_vl.py:
+straight-line literals are read with their line, a field set under a condition is unknown, a
+recipe defined twice or not at all leaves every field unknown, and the run_recipe.py front end
+(config/frontends/megatron_bridge.py) applies a trailing override over the recipe's value."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from auditor.bash.values import Symbolic
+from auditor.config.frontends.bridge_recipe import RecipeReader
+from auditor.config.frontends.megatron_bridge import BridgeRecipeReader
+from auditor.config.launch import parse_launch
+
+KEYS = ["model.pipeline_model_parallel_size", "model.virtual_pipeline_model_parallel_size", "comm_overlap"]
+RECIPE = '''
+def llama_pretrain_config():
+    cfg = ConfigContainer(comm_overlap=None)
+    cfg.model.pipeline_model_parallel_size = 4
+    if cfg.model.seq_length > 4096:
+        cfg.model.virtual_pipeline_model_parallel_size = 2
+    return cfg
+'''
+
+
+def _reader(tmp_path: Path, *texts: str) -> RecipeReader:
+    recipes = tmp_path / "src/megatron/bridge/recipes"
+    recipes.mkdir(parents=True)
+    for n, text in enumerate(texts):
+        (recipes / f"r{n}.py").write_text(text, encoding="utf-8")
+    return RecipeReader(tmp_path, ["src/megatron/bridge/recipes"], KEYS, [])
+
+
+def test_a_straight_line_literal_is_read_with_its_line(tmp_path):
+    values = _reader(tmp_path, RECIPE).read("llama_pretrain_config")
+    pp = values["model.pipeline_model_parallel_size"]
+    assert pp.value == "4" and pp.where.endswith("r0.py:4")
+
+
+def test_a_field_set_under_a_condition_is_unknown(tmp_path):
+    values = _reader(tmp_path, RECIPE).read("llama_pretrain_config")
+    assert isinstance(values["model.virtual_pipeline_model_parallel_size"].value, Symbolic)
+
+
+def test_a_recipe_defined_twice_or_missing_is_unknown_everywhere(tmp_path):
+    twice = _reader(tmp_path, RECIPE, RECIPE).read("llama_pretrain_config")
+    assert all(isinstance(v.value, Symbolic) for v in twice.values()) and set(twice) == set(KEYS)
+    missing = RecipeReader(tmp_path, ["src/megatron/bridge/recipes"], KEYS, []).read("no_such_config")
+    assert all(isinstance(v.value, Symbolic) for v in missing.values())
+
+
+def test_run_recipe_applies_the_trailing_override_over_the_recipe(tmp_path):
+    _reader(tmp_path, RECIPE)
+    (tmp_path / "scripts/training").mkdir(parents=True)
+    (tmp_path / "scripts/training/run_recipe.py").write_text("# runner\n", encoding="utf-8")
+    script = tmp_path / "run.sh"
+    script.write_text("torchrun --nproc_per_node=8 scripts/training/run_recipe.py --recipe "
+                      "llama_pretrain_config model.pipeline_model_parallel_size=2\n", encoding="utf-8")
+    config = parse_launch(script.read_text(encoding="utf-8"), str(script))
+    assert config.style == BridgeRecipeReader.style
+    assert config.flags["model.pipeline_model_parallel_size"].value == "2"
+    assert "--recipe" not in config.flags["model.pipeline_model_parallel_size"].spelling
