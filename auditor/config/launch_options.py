@@ -53,11 +53,14 @@ def _option_refused(launch: LaunchConfig, entry: dict[str, Any]) -> tuple[str, s
     if flag is None or not isinstance(flag.value, str):
         return None  # not given, or not known statically
     where = f"{launch.path}:{flag.line}"
+    if entry.get("type") != "int":
+        return None
     try:
         value = int(flag.value)
     except ValueError:
         return (f"`{flag.spelling} {flag.value}`: torch's launcher parses {flag.spelling} as an integer "
-                f"and argparse exits on `{flag.value}`", f"give {flag.spelling} an integer", where)
+                f"({entry['parsed_at']}: `type=int`) and argparse exits on `{flag.value}`",
+                f"give {flag.spelling} an integer", where)
     low, high = entry.get("range", (None, None))
     if low is None or low <= value <= high or _given(launch, entry.get("unless", ())):
         return None

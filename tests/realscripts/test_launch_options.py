@@ -13,6 +13,10 @@ compression/gpt2/run_clm_no_trainer.py also passes its parser to deepspeed.add_c
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -67,6 +71,13 @@ def test_port_not_an_integer_does_not_start(tmp_path: Path) -> None:
     path = _script(tmp_path, "torchrun --nproc_per_node=1 --master-port=auto run_glue_no_trainer.py\n")
     [found] = _refusals(path)
     assert found.severity == "error" and "integer" in found.message
+
+
+def test_node_rank_not_an_integer_does_not_start(tmp_path: Path) -> None:
+    path = _script(tmp_path, "torchrun --nnodes 2 --node_rank node0 --master_port 29500 run_glue_no_trainer.py\n")
+    [found] = _refusals(path)
+    assert found.severity == "error" and "run.py:622" in found.message
+    assert not _refusals(_script(tmp_path, "torchrun --nnodes 2 --node_rank $RANK run_glue_no_trainer.py\n"))
 
 
 def test_valid_port_or_own_rendezvous_is_no_refusal(tmp_path: Path) -> None:
@@ -133,6 +144,22 @@ def test_cited_torch_code_is_in_the_installed_release(table: str) -> None:
             assert entry["code"] in lines[entry["line"] - 1]
         else:
             assert any(entry["code"] in line for line in lines)
+        if "parsed_at" in entry and version == "2.13.0":
+            parsed, _, at = entry["parsed_at"].partition(":")
+            assert "type=int" in (root / parsed).read_text().splitlines()[int(at) - 1]
         for option in [*entry.get("options", ()), *entry.get("unless", ())]:
             where = "launch.py" if "use" in option else "run.py"
             assert f'"{option}"' in (root / "torch/distributed" / where).read_text()
+
+
+@pytest.mark.wheels
+def test_scan_headline_is_does_not_start(tmp_path: Path) -> None:
+    """The whole scan, out of the box: the launcher's refusal is the headline, exit 1, its line named."""
+    path = _script(tmp_path, LAUNCH.format(port=66664))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    proc = subprocess.run([sys.executable, "-m", "auditor", "scan", "--config", path.name, "--format", "json"],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env)
+    assert proc.returncode == 1, proc.stderr
+    verdict = json.loads(proc.stdout)["verdict"]
+    assert verdict["headline"].startswith("DOES NOT START: `--master_port 66664` is not a TCP port")
+    assert "quant_1bit.sh:4" in verdict["headline"] and "1 other cause(s)" in verdict["headline"]
