@@ -15,6 +15,7 @@ from typing import Any
 
 from auditor.config.entry_script import aliases, argparse_options, dotted
 from auditor.config.flags import normalise
+from auditor.config.frontend_parser import locate
 from auditor.config.lightning_entry import script_file
 from auditor.config.model import LaunchConfig
 from auditor.config.torch_version import span
@@ -70,7 +71,9 @@ def _option_refused(launch: LaunchConfig, entry: dict[str, Any]) -> tuple[str, s
 
 
 def _handoff_refused(launch: LaunchConfig, entry: dict[str, Any]) -> tuple[str, str, str] | None:
-    """Where the training script's own parser rejects what the launcher appends."""
+    """Where the training script's parser rejects what the launcher appends: the script's own
+    argparse (one parser, parse_args() of sys.argv), or the Megatron-LM parser of the checkout
+    around it (read complete, without ignore_unknown_args)."""
     path = script_file(launch.script, launch.path) if isinstance(launch.script, str) else None
     if path is None:
         return None  # the script is not read: nothing is said about its parser
@@ -78,20 +81,26 @@ def _handoff_refused(launch: LaunchConfig, entry: dict[str, Any]) -> tuple[str, 
         tree = ast.parse(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
         return None
-    passes = entry["passes"]
-    other = "--" + passes[2:].replace("-", "_")
-    spellings = {s for o in argparse_options(tree).values() for s in o["spellings"]}
-    if other not in spellings or any(s.startswith(passes) for s in spellings):
-        return None
-    line = _rejecting_parse(tree, set(entry.get("helpers", ())))
-    if line is None:
-        return None
     name = Path(path).name
-    return (f"torch's launcher passes `{passes}=N` to {name}, whose parser knows only `{other}` "
-            f"and exits: unrecognized arguments ({name}:{line} parse_args; {entry['source']}:"
-            f"{entry['line']}: `{entry['code']}`)",
-            f"add `{passes}` beside `{other}` in {name}'s add_argument, or pass --use-env to the launcher "
-            "and read LOCAL_RANK, or use torchrun", f"{launch.path}:{launch.launcher_line}")
+    line = _rejecting_parse(tree, set(entry.get("helpers", ())))
+    if line is not None:
+        spellings = {s for o in argparse_options(tree).values() for s in o["spellings"]}
+        at = f"{name}:{line} parse_args"
+    else:
+        front = locate(launch.path, str(launch.script))
+        if front is None or front.root is None or not front.complete or front.accepts_unknown:
+            return None
+        spellings, at = set(front.flags), f"{front.path}: parse_args"
+    passes = entry["passes"]
+    if any(s.startswith(passes) for s in spellings):  # argparse takes it, or an abbreviation of it
+        return None
+    other = "--" + passes[2:].replace("-", "_")
+    has = f"knows only `{other}`" if other in spellings else f"has no `{passes}`"
+    return (f"torch's launcher passes `{passes}=N` to {name}, whose parser {has} and exits: "
+            f"unrecognized arguments ({at}; {entry['source']}:{entry['line']}: `{entry['code']}`)",
+            f"accept `{passes}` in {name}'s parser" + (f" beside `{other}`" if other in spellings else "")
+            + ", or pass --use-env to the launcher and read LOCAL_RANK, or use torchrun",
+            f"{launch.path}:{launch.launcher_line}")
 
 
 def _rejecting_parse(tree: ast.Module, helpers: set[str]) -> int | None:
@@ -105,7 +114,10 @@ def _rejecting_parse(tree: ast.Module, helpers: set[str]) -> int | None:
         written = dotted(node.func)
         head, _, rest = written.partition(".")
         callee = imported.get(head, head) + (f".{rest}" if rest else "")
-        if callee == "argparse.ArgumentParser":
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument" and not all(
+                isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args):
+            other = True  # a spelling not written literally: the parser's options are not all read
+        elif callee == "argparse.ArgumentParser":
             parsers.append(node)
         elif isinstance(node.func, ast.Attribute) and node.func.attr == "parse_args":
             parses.append(node)

@@ -163,3 +163,55 @@ def test_scan_headline_is_does_not_start(tmp_path: Path) -> None:
     verdict = json.loads(proc.stdout)["verdict"]
     assert verdict["headline"].startswith("DOES NOT START: `--master_port 66664` is not a TCP port")
     assert "quant_1bit.sh:4" in verdict["headline"] and "1 other cause(s)" in verdict["headline"]
+
+
+# Megatron-LM 23.06 (NVIDIA/Megatron-LM, commit 4f8e9ac412eff9cabae31495b9f5f3f02fe5a9d4,
+# megatron/arguments.py:15-44, 964): one parser, `--local_rank` only, parse_args() unless
+# ignore_unknown_args; examples/finetune_race_distributed.sh:18 runs it through
+# `python -m torch.distributed.launch $DISTRIBUTED_ARGS`.
+MEGATRON_ARGS = '''import argparse
+
+
+def parse_args(extra_args_provider=None, ignore_unknown_args=False):
+    parser = argparse.ArgumentParser(description='Megatron-LM Arguments', allow_abbrev=False)
+    parser = _add_distributed_args(parser)
+    if ignore_unknown_args:
+        args, _ = parser.parse_known_args()
+    else:
+        args = parser.parse_args()
+    return args
+
+
+def _add_distributed_args(parser):
+    group = parser.add_argument_group(title='distributed')
+    group.add_argument('--pipeline-model-parallel-size', type=int, default=1)
+    group.add_argument('--local_rank', type=int, default=None, help='local rank passed from distributed launcher.')
+    return parser
+'''
+
+
+@pytest.mark.parametrize("ignore, refused", [("", True), ("args_defaults={}, ignore_unknown_args=True", False)])
+def test_megatron_checkout_parser_with_underscore_only(tmp_path: Path, ignore: str, refused: bool) -> None:
+    (tmp_path / "megatron").mkdir()
+    (tmp_path / "megatron" / "__init__.py").write_text("")
+    (tmp_path / "megatron" / "arguments.py").write_text(MEGATRON_ARGS)
+    (tmp_path / "pretrain_gpt.py").write_text(
+        f"from megatron.training import pretrain\n\nif __name__ == '__main__':\n    pretrain(None, None, {ignore})\n")
+    path = tmp_path / "run.sh"
+    path.write_text("python -m torch.distributed.launch --nproc_per_node 2 pretrain_gpt.py "
+                    "--pipeline-model-parallel-size 2\n")
+    found = _refusals(path)
+    assert [f.severity for f in found] == (["error"] if refused else [])
+    if refused:
+        assert "knows only `--local_rank`" in found[0].message and "arguments.py" in found[0].message
+
+
+def test_script_without_any_local_rank_is_refused_too(tmp_path: Path) -> None:
+    path = _script(tmp_path, LAUNCH.format(port=12345), local='"--other"')
+    [found] = _refusals(path)
+    assert "has no `--local-rank`" in found.message
+
+
+def test_spelling_not_written_literally_is_not_decided(tmp_path: Path) -> None:
+    path = _script(tmp_path, LAUNCH.format(port=12345), helper='parser.add_argument("--" + "local-rank", type=int)')
+    assert not _refusals(path)
