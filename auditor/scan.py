@@ -29,6 +29,7 @@ from auditor.config.launch import (
     refuse_not_pipeline,
     world_of,
 )
+from auditor.config.launch_options import check as launcher_refusals
 from auditor.config.model import LaunchConfig
 from auditor.config.runconfig import RunConfig
 from auditor.config.pyenv import read_entry
@@ -320,7 +321,7 @@ def _scan_one(inputs: ScanInputs, read: tuple[LaunchConfig, list[SourceSet]]) ->
     site_docs = [site_doc(s, results[s.id], effective, unbatched[s.id], keys[s.id], needs)
                  for s in sites]
     torch_version = effective.value("torch_version")
-    findings = [*launch.diagnostics, *effective.findings,
+    findings = [*launch.diagnostics, *effective.findings, *launcher_refusals(launch, effective.torch_releases),
                 *lint(launch, None if torch_version is UNKNOWN else torch_version)]
     backend = effective.value("distributed_backend")
     findings += site_findings(site_docs, unbatched, interp.patches, backend in ("nccl", UNKNOWN))

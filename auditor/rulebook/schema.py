@@ -102,6 +102,10 @@ TABLES: dict[str, Table] = {
                        "program programs subcommands python_modules torchrun_subcommands env_nproc "
                        "env_nnodes nproc_flags nnodes_flags nproc_default nnodes_default env_prefix "
                        f"device_count_values boolean_options module_options interpreters python_scripts not_pipeline pair_options directive directive_options nproc_keys nnodes_keys entry_builds {_SELECT}"),
+    # What torch's own launcher refuses, or hands the script, before any worker trains
+    # (auditor/config/launch_options.py).
+    "launcher_option": _table(True, "id launchers options source code line", f"type parsed_at range unless {_SELECT}"),
+    "launcher_handoff": _table(True, "id launchers passes source code line", f"unless helpers {_SELECT}"),
     # A script the launcher starts that has a front end of its own (`style`); `not_pipeline`: what
     # it is where it trains no pipeline (a checkpoint conversion), `{script}` its path as written.
     "swift_script": _table(True, "pattern style", f"not_pipeline {_SELECT}"),
@@ -139,6 +143,9 @@ TYPES: dict[str, dict[str, type]] = {
     "script_call": {"callee": list, "param": str, "key": str, "position": int, "read": str},
     "command_runner": {"program": str, "subcommand": str, "value_options": list, "module_options": list},
     "entry_point": {"launchers": list},
+    "launcher_option": {"launchers": list, "options": list, "type": str, "parsed_at": str, "range": list,
+                        "unless": list, "line": int},
+    "launcher_handoff": {"launchers": list, "passes": str, "unless": list, "helpers": list, "line": int},
     "launcher": {"python_scripts": list},
     "hydra_compose": {"launchers": list, "path_options": list, "name_options": list, "role_values": list},
     "batch_wrapper": {"modules": list, "key": str},
