@@ -42,6 +42,22 @@ def local_closure(script: Path) -> dict[Path, ast.Module]:
     return out
 
 
+def foreign_imports(tree: ast.Module, path: Path, script: Path) -> list[str]:
+    """The absolute imports of `path` (a module of `script`'s local_closure) that no local file
+    gives: third-party packages or the standard library."""
+    roots = [path.parent, script.parent, *list(script.parent.parents)[:ANCESTORS]]
+
+    def local(name: str) -> bool:  # a local file, or a bare local namespace package (runs nothing)
+        return bool(_resolve(name, roots)) or ("." not in name and any((r / name).is_dir() for r in roots))
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [a.name for a in node.names if not local(a.name)]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module and not local(node.module):
+            out.append(node.module)
+    return out
+
+
 def _imported(tree: ast.Module, path: Path) -> Iterator[tuple[Path | None, str]]:
     """(directory, dotted name) of each module the file imports: a relative import is looked up
     in its package's directory only, an absolute one (None) from the roots."""

@@ -1,0 +1,124 @@
+"""What a torch-launched Python entry runs on, from what it and its local modules import.
+
+torchrun, `python -m torch.distributed.run/launch` and `python` name no framework: the rules
+otherwise read such a run as Megatron-LM's front end. The entry's own imports say more, read
+with the stdlib `ast` (entry_script.local_closure), never run:
+- it imports a framework with a pipeline engine of its own that no rules model (nanotron,
+  rules/stacks.toml `[[own_pipeline]]`): the run is NOT COVERED (`own_pipeline`);
+- every import is the standard library, a local module or a package that builds no pipeline
+  (`[no_pipeline]`), used without the exceptions (DeepSpeed's PipelineModule, torch's
+  pipelining, transformers' Trainer), and nothing imports or runs code at run time: the run is
+  no pipeline run (`builds_no_pipeline`, called by config.launch.runs_no_pipeline, the one place
+  that decides it). Anything less certain is left to the analysis.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from auditor import rulebook
+from auditor.config.entry_script import MAX_MODULES, dotted, foreign_imports, local_closure, uses_modules
+from auditor.config.model import LaunchConfig
+from auditor.config.pyenv import locate
+from auditor.findings import Finding
+from auditor.rulebook.frameworks import launched_by
+
+RULES = "stacks"
+# Launchers that name no framework: the entry's imports decide the stack.
+LAUNCHERS = ("torchrun", "torchrun *", "python -m torch.distributed.*", "python", "python *", "python3",
+             "python3 *")
+
+
+def _closure(launch: LaunchConfig) -> tuple[Any, dict[Path, ast.Module]] | None:
+    """The entry found here and its local closure; None where there is none to read."""
+    if not launched_by(launch.launcher, LAUNCHERS):
+        return None
+    entry, _ = locate(launch)
+    if entry is None:
+        return None
+    try:
+        return entry, local_closure(Path(entry.path))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+        return None  # pyenv.read_entry says why the script is not read
+
+
+def own_pipeline(launch: LaunchConfig) -> None:
+    """A `launch.not-covered` finding where the entry's closure imports a framework of
+    `[[own_pipeline]]`: what the run is, what the audit covers, the step that decides it."""
+    found = _closure(launch)
+    if found is None:
+        return
+    entry, modules = found
+    for stack in rulebook.load(RULES).data.get("own_pipeline", []):
+        users = [p for p, tree in modules.items() if uses_modules(tree, stack["modules"], [])]
+        if not users:
+            continue
+        first = users[0] if Path(entry.path) not in users else Path(entry.path)
+        line = _import_line(modules[first], stack["modules"])
+        launch.diagnostics.append(Finding(
+            "launch.not-covered", "warning",
+            f"{os.path.basename(entry.written)} trains with {stack['what']} ({first.name}:{line} imports "
+            f"{stack['modules'][0]}): {stack['covers']}",
+            where=f"{launch.path}:{launch.command_line}",
+            detail={"stack": stack["name"], "decide": stack["decide"], "source": stack["source"]}))
+        return
+
+
+def builds_no_pipeline(launch: LaunchConfig) -> str | None:
+    """What the run is where its entry surely builds no pipeline (see the module's docstring),
+    else None."""
+    found = _closure(launch)
+    if found is None:
+        return None
+    entry, modules = found
+    if len(modules) >= MAX_MODULES:
+        return None  # the closure was cut: a module not read may build one
+    data = rulebook.load(RULES).data["no_pipeline"]
+    excepted_modules = list(data["except_modules"])
+    excepted_names = list(data["except_names"])
+    for other in ("deepspeed", "pipelining"):  # their pipeline modules, from their own rules
+        model = rulebook.load(other).data["pipeline_model"]
+        excepted_modules += model["modules"]
+        excepted_names += model["names"]
+    allowed = set(data["packages"]) | set(sys.stdlib_module_names) | {"__future__"}
+    used: set[str] = set()
+    for path, tree in modules.items():
+        foreign = foreign_imports(tree, path, Path(entry.path))
+        if any(name.split(".")[0] not in allowed for name in foreign):
+            return None
+        if (uses_modules(tree, excepted_modules, excepted_names) or _imports_name(tree, excepted_names)
+                or _runs_code(tree, data["dynamic"])):
+            return None
+        used |= {name.split(".")[0] for name in foreign if name.split(".")[0] in data["packages"]}
+    shown = len(modules) - 1
+    packages = ", ".join(sorted(used)) or "none"
+    return (f"`{launch.launcher}` builds no pipeline: {entry.written} and the {shown} local module(s) "
+            f"it imports use only the standard library and packages that build none ({packages}; "
+            f"not torch's pipelining, DeepSpeed's PipelineModule or transformers' Trainer: "
+            f"rules/{RULES}.toml [no_pipeline]), so no pipeline schedule runs; "
+            f"{os.path.basename(entry.path)} runs as written, data parallel at most")
+
+
+def _imports_name(tree: ast.Module, names: list[str]) -> bool:
+    """Whether the file imports one of `names` (`from transformers import Trainer`)."""
+    return any(isinstance(node, ast.ImportFrom) and any(a.name in names for a in node.names)
+               for node in ast.walk(tree))
+
+
+def _runs_code(tree: ast.Module, dynamic: list[str]) -> bool:
+    """Whether the file calls what imports or runs code this reader does not see."""
+    return any(isinstance(node, ast.Call) and dotted(node.func) in dynamic for node in ast.walk(tree))
+
+
+def _import_line(tree: ast.Module, modules: list[str]) -> int:
+    """The first line importing one of `modules`."""
+    for node in ast.walk(tree):
+        names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                 [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+        if any(n == m or n.startswith(f"{m}.") for n in names for m in modules):
+            return int(getattr(node, "lineno", 0))
+    return 0
