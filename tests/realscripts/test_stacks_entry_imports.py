@@ -21,7 +21,7 @@ import jsonschema
 import pytest
 
 from auditor import cli
-from auditor.config.launch import read_launch
+from auditor.config.launch import NotCoveredRun, read_launch, refuse_not_pipeline
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "docs" / "schema" / "scan-document.schema.json").read_text())
@@ -133,3 +133,23 @@ def test_an_entry_importing_nothing_that_pipelines_is_no_pipeline_run(capsys, tm
 def test_what_could_build_a_pipeline_keeps_the_analysis(tmp_path, line):
     launch = read_launch(_zero_quant(tmp_path, f"{line}\n{RUN_CLM}"))
     assert not any(d.kind == "launch.not-pipeline" for d in launch.diagnostics)
+
+
+# hpcaitech/ColossalAI examples/language/llama/benchmark.py (commit a616e914b274d9015706fb3f4df6280fe342c02b)
+# is started by `colossalai run` or torchrun and boosts its model with HybridParallelPlugin(pp_size=...).
+COLOSSAL = """import colossalai
+from colossalai.booster import Booster
+from colossalai.booster.plugin import HybridParallelPlugin
+
+colossalai.launch_from_torch()
+booster = Booster(plugin=HybridParallelPlugin(tp_size=1, pp_size=2, microbatch_size=1))
+"""
+
+
+def test_an_entry_on_colossalai_is_not_covered(tmp_path):
+    (tmp_path / "benchmark.py").write_text(COLOSSAL, encoding="utf-8")
+    script = tmp_path / "run.sh"
+    script.write_text("torchrun --nproc_per_node 8 benchmark.py --pp 2\n", encoding="utf-8")
+    with pytest.raises(NotCoveredRun) as caught:
+        refuse_not_pipeline(read_launch(script))
+    assert caught.value.what.startswith("benchmark.py trains with ColossalAI") and "benchmark.py:1" in caught.value.what
