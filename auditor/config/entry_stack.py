@@ -7,7 +7,9 @@ with the stdlib `ast` (entry_script.local_closure), never run:
   rules/stacks.toml `[[own_pipeline]]`): the run is NOT COVERED (`own_pipeline`);
 - every import is the standard library, a local module or a package that builds no pipeline
   (`[no_pipeline]`), used without the exceptions (DeepSpeed's PipelineModule, torch's
-  pipelining, transformers' Trainer), and nothing imports or runs code at run time: the run is
+  pipelining, transformers' Trainer), no local code names torch's P2P API (rules/torch.toml
+  `[[p2p_api]]`: a pipeline of its own, or a framework vendored beside the script, Megatron-LM's
+  checkout) and nothing imports or runs code at run time: the run is
   no pipeline run (`builds_no_pipeline`, called by config.launch.runs_no_pipeline, the one place
   that decides it). Anything less certain is left to the analysis.
 """
@@ -15,6 +17,7 @@ with the stdlib `ast` (entry_script.local_closure), never run:
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import sys
 from pathlib import Path
@@ -41,9 +44,17 @@ def _closure(launch: LaunchConfig) -> tuple[Any, dict[Path, ast.Module]] | None:
     if entry is None:
         return None
     try:
-        return entry, local_closure(Path(entry.path))
+        stat = os.stat(entry.path)
+        return entry, _read(entry.path, stat.st_mtime_ns, stat.st_size)
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
         return None  # pyenv.read_entry says why the script is not read
+
+
+@functools.lru_cache(maxsize=16)
+def _read(path: str, mtime_ns: int, size: int) -> dict[Path, ast.Module]:
+    """local_closure read once per entry (each candidate command and each question asks again);
+    callers only read it."""
+    return local_closure(Path(path))
 
 
 def own_pipeline(launch: LaunchConfig) -> None:
@@ -84,6 +95,9 @@ def builds_no_pipeline(launch: LaunchConfig) -> str | None:
         model = rulebook.load(other).data["pipeline_model"]
         excepted_modules += model["modules"]
         excepted_names += model["names"]
+    # torch's P2P API called by the closure itself (a pipeline of its own, a vendored framework):
+    # P2P this audit would have to judge
+    excepted_names += [api["name"] for api in rulebook.load("torch").data.get("p2p_api", [])]
     allowed = set(data["packages"]) | set(sys.stdlib_module_names) | {"__future__"}
     used: set[str] = set()
     for path, tree in modules.items():

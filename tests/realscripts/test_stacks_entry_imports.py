@@ -153,3 +153,15 @@ def test_an_entry_on_colossalai_is_not_covered(tmp_path):
     with pytest.raises(NotCoveredRun) as caught:
         refuse_not_pipeline(read_launch(script))
     assert caught.value.what.startswith("benchmark.py trains with ColossalAI") and "benchmark.py:1" in caught.value.what
+
+
+def test_local_code_calling_torch_p2p_keeps_the_analysis(tmp_path):
+    """A checkout's own megatron/ beside the entry (NVIDIA/Megatron-LM pretrain_gpt.py, commit
+    0d7e02bd26...) is local code: its p2p_communication.py calls torch.distributed's P2P API."""
+    pkg = tmp_path / "megatron"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("", encoding="utf-8")
+    (pkg / "p2p_communication.py").write_text(
+        "import torch\n\ndef send_forward(t, peer):\n    torch.distributed.isend(t, peer)\n", encoding="utf-8")
+    launch = read_launch(_zero_quant(tmp_path, f"from megatron.p2p_communication import send_forward\n{RUN_CLM}"))
+    assert not any(d.kind == "launch.not-pipeline" for d in launch.diagnostics)
