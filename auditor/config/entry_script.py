@@ -28,18 +28,24 @@ _TYPES = {"int": int, "float": float, "str": str}
 def local_closure(script: Path) -> dict[Path, ast.Module]:
     """The script and every module it imports that lies beside it or in a package of a directory
     above it (up to `ANCESTORS`), transitively: the training code its authors wrote."""
+    return dict(iter_closure(script))
+
+
+def iter_closure(script: Path) -> Iterator[tuple[Path, ast.Module]]:
+    """local_closure's modules one at a time, the script first (at most MAX_MODULES), for a
+    reader that can stop at the first module that answers its question."""
     roots = [script.parent, *list(script.parent.parents)[:ANCESTORS]]
-    out: dict[Path, ast.Module] = {}
+    seen: set[Path] = set()
     todo = [script]
-    while todo and len(out) < MAX_MODULES:
+    while todo and len(seen) < MAX_MODULES:
         path = todo.pop()
-        if path in out:
+        if path in seen:
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        out[path] = tree
+        seen.add(path)
+        yield path, tree
         for where, name in _imported(tree, path):
-            todo.extend(p for p in _resolve(name, [where] if where else [path.parent, *roots]) if p not in out)
-    return out
+            todo.extend(p for p in _resolve(name, [where] if where else [path.parent, *roots]) if p not in seen)
 
 
 def foreign_imports(tree: ast.Module, path: Path, script: Path) -> list[str]:

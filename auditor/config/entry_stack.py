@@ -2,9 +2,10 @@
 
 torchrun, `python -m torch.distributed.run/launch` and `python` name no framework: the rules
 otherwise read such a run as Megatron-LM's front end. The entry's own imports say more, read
-with the stdlib `ast` (entry_script.local_closure), never run:
-- it imports a framework with a pipeline engine of its own that no rules model (nanotron,
-  rules/stacks.toml `[[own_pipeline]]`): the run is NOT COVERED (`own_pipeline`);
+with the stdlib `ast` (entry_script.iter_closure), never run:
+- the entry script imports a framework with a pipeline engine of its own that no rules model
+  (nanotron, ColossalAI: rules/stacks.toml `[[own_pipeline]]`): the run is NOT COVERED
+  (`own_pipeline`);
 - every import is the standard library, a local module or a package that builds no pipeline
   (`[no_pipeline]`), used without the exceptions (DeepSpeed's PipelineModule, torch's
   pipelining, transformers' Trainer), no local code names torch's P2P API (rules/torch.toml
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor import rulebook
-from auditor.config.entry_script import MAX_MODULES, dotted, foreign_imports, local_closure, uses_modules
+from auditor.config.entry_script import MAX_MODULES, dotted, foreign_imports, iter_closure, uses_modules
 from auditor.config.model import LaunchConfig
 from auditor.config.pyenv import locate
 from auditor.findings import Finding
@@ -36,44 +37,31 @@ LAUNCHERS = ("torchrun", "torchrun *", "python -m torch.distributed.*", "python"
              "python3 *")
 
 
-def _closure(launch: LaunchConfig) -> tuple[Any, dict[Path, ast.Module]] | None:
-    """The entry found here and its local closure; None where there is none to read."""
+def _entry(launch: LaunchConfig) -> Any:
+    """The entry script found here (pyenv.EntryFile), or None."""
     if not launched_by(launch.launcher, LAUNCHERS):
         return None
-    entry, _ = locate(launch)
-    if entry is None:
-        return None
-    try:
-        stat = os.stat(entry.path)
-        return entry, _read(entry.path, stat.st_mtime_ns, stat.st_size)
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
-        return None  # pyenv.read_entry says why the script is not read
-
-
-@functools.lru_cache(maxsize=16)
-def _read(path: str, mtime_ns: int, size: int) -> dict[Path, ast.Module]:
-    """local_closure read once per entry (each candidate command and each question asks again);
-    callers only read it."""
-    return local_closure(Path(path))
+    return locate(launch)[0]
 
 
 def own_pipeline(launch: LaunchConfig) -> None:
-    """A `launch.not-covered` finding where the entry's closure imports a framework of
-    `[[own_pipeline]]`: what the run is, what the audit covers, the step that decides it."""
-    found = _closure(launch)
-    if found is None:
+    """A `launch.not-covered` finding where the entry script imports a framework of
+    `[[own_pipeline]]` (its trainer is what the entry runs: nanotron's run_train.py, a
+    ColossalAI script): what the run is, what the audit covers, the step that decides it."""
+    entry = _entry(launch)
+    if entry is None:
         return
-    entry, modules = found
+    try:
+        tree = ast.parse(Path(entry.path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+        return  # pyenv.read_entry says why the script is not read
     for stack in rulebook.load(RULES).data.get("own_pipeline", []):
-        users = [p for p, tree in modules.items() if uses_modules(tree, stack["modules"], [])]
-        if not users:
+        if not uses_modules(tree, stack["modules"], []):
             continue
-        first = users[0] if Path(entry.path) not in users else Path(entry.path)
-        line = _import_line(modules[first], stack["modules"])
         launch.diagnostics.append(Finding(
             "launch.not-covered", "warning",
-            f"{os.path.basename(entry.written)} trains with {stack['what']} ({first.name}:{line} imports "
-            f"{stack['modules'][0]}): {stack['covers']}",
+            f"{os.path.basename(entry.written)} trains with {stack['what']} ({os.path.basename(entry.path)}:"
+            f"{_import_line(tree, stack['modules'])} imports {stack['modules'][0]}): {stack['covers']}",
             where=f"{launch.path}:{launch.command_line}",
             detail={"stack": stack["name"], "decide": stack["decide"], "source": stack["source"]}))
         return
@@ -82,12 +70,29 @@ def own_pipeline(launch: LaunchConfig) -> None:
 def builds_no_pipeline(launch: LaunchConfig) -> str | None:
     """What the run is where its entry surely builds no pipeline (see the module's docstring),
     else None."""
-    found = _closure(launch)
+    entry = _entry(launch)
+    if entry is None:
+        return None
+    try:
+        stat = os.stat(entry.path)
+        found = _pipeline_free(entry.path, stat.st_mtime_ns, stat.st_size)
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+        return None  # pyenv.read_entry says why the script is not read
     if found is None:
         return None
-    entry, modules = found
-    if len(modules) >= MAX_MODULES:
-        return None  # the closure was cut: a module not read may build one
+    shown, packages = found
+    return (f"`{launch.launcher}` builds no pipeline: {entry.written} and the {shown} local module(s) "
+            f"it imports use only the standard library and packages that build none ({packages}; "
+            f"not torch's pipelining or P2P, DeepSpeed's PipelineModule or transformers' Trainer: "
+            f"rules/{RULES}.toml [no_pipeline]), so no pipeline schedule runs; "
+            f"{os.path.basename(entry.path)} runs as written, data parallel at most")
+
+
+@functools.lru_cache(maxsize=16)
+def _pipeline_free(path: str, mtime_ns: int, size: int) -> tuple[int, str] | None:
+    """(local modules read, the allowed packages used) where the closure of the entry at `path`
+    builds no pipeline, else None; stops at the first module that could build one (a Megatron-LM
+    checkout is not read whole). Asked once per entry: each candidate command asks again."""
     data = rulebook.load(RULES).data["no_pipeline"]
     excepted_modules = list(data["except_modules"])
     excepted_names = list(data["except_names"])
@@ -100,21 +105,19 @@ def builds_no_pipeline(launch: LaunchConfig) -> str | None:
     excepted_names += [api["name"] for api in rulebook.load("torch").data.get("p2p_api", [])]
     allowed = set(data["packages"]) | set(sys.stdlib_module_names) | {"__future__"}
     used: set[str] = set()
-    for path, tree in modules.items():
-        foreign = foreign_imports(tree, path, Path(entry.path))
-        if any(name.split(".")[0] not in allowed for name in foreign):
+    read = 0
+    for module, tree in iter_closure(Path(path)):
+        read += 1
+        foreign = [name.split(".")[0] for name in foreign_imports(tree, module, Path(path))]
+        if any(top not in allowed for top in foreign):
             return None
         if (uses_modules(tree, excepted_modules, excepted_names) or _imports_name(tree, excepted_names)
                 or _runs_code(tree, data["dynamic"])):
             return None
-        used |= {name.split(".")[0] for name in foreign if name.split(".")[0] in data["packages"]}
-    shown = len(modules) - 1
-    packages = ", ".join(sorted(used)) or "none"
-    return (f"`{launch.launcher}` builds no pipeline: {entry.written} and the {shown} local module(s) "
-            f"it imports use only the standard library and packages that build none ({packages}; "
-            f"not torch's pipelining, DeepSpeed's PipelineModule or transformers' Trainer: "
-            f"rules/{RULES}.toml [no_pipeline]), so no pipeline schedule runs; "
-            f"{os.path.basename(entry.path)} runs as written, data parallel at most")
+        used |= {top for top in foreign if top in data["packages"]}
+    if read >= MAX_MODULES:
+        return None  # the closure was cut: a module not read may build one
+    return read - 1, ", ".join(sorted(used)) or "none"
 
 
 def _imports_name(tree: ast.Module, names: list[str]) -> bool:
