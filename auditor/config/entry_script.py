@@ -11,6 +11,7 @@ SCRIPT` building a Lightning strategy).
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,13 @@ def local_closure(script: Path) -> dict[Path, ast.Module]:
     return dict(iter_closure(script))
 
 
+@functools.lru_cache(maxsize=8)
+def parsed(text: str) -> ast.Module:
+    """An entry script's text parsed once (every reader of the launch asks for it; a scan reads
+    the launch once per release it judges on); callers never mutate the tree."""
+    return ast.parse(text)
+
+
 def iter_closure(script: Path) -> Iterator[tuple[Path, ast.Module]]:
     """local_closure's modules one at a time, the script first (at most MAX_MODULES), for a
     reader that can stop at the first module that answers its question."""
@@ -41,7 +49,8 @@ def iter_closure(script: Path) -> Iterator[tuple[Path, ast.Module]]:
         path = todo.pop()
         if path in seen:
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        tree = parsed(text) if path == script else ast.parse(text)
         seen.add(path)
         yield path, tree
         for where, name in _imported(tree, path):

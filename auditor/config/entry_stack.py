@@ -25,7 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from auditor import rulebook
-from auditor.config.entry_script import MAX_MODULES, dotted, foreign_imports, iter_closure, uses_modules
+from auditor.config.entry_script import (
+    MAX_MODULES,
+    dotted,
+    foreign_imports,
+    iter_closure,
+    parsed,
+    uses_modules,
+)
 from auditor.config.model import LaunchConfig
 from auditor.config.pyenv import locate
 from auditor.findings import Finding
@@ -52,7 +59,7 @@ def own_pipeline(launch: LaunchConfig) -> None:
     if entry is None:
         return
     try:
-        tree = ast.parse(Path(entry.path).read_text(encoding="utf-8"))
+        tree = parsed(Path(entry.path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
         return  # pyenv.read_entry says why the script is not read
     for stack in rulebook.load(RULES).data.get("own_pipeline", []):

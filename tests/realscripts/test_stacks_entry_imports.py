@@ -21,6 +21,7 @@ import jsonschema
 import pytest
 
 from auditor import cli
+from auditor.config.entry_stack import builds_no_pipeline
 from auditor.config.launch import NotCoveredRun, read_launch, refuse_not_pipeline
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -165,3 +166,11 @@ def test_local_code_calling_torch_p2p_keeps_the_analysis(tmp_path):
         "import torch\n\ndef send_forward(t, peer):\n    torch.distributed.isend(t, peer)\n", encoding="utf-8")
     launch = read_launch(_zero_quant(tmp_path, f"from megatron.p2p_communication import send_forward\n{RUN_CLM}"))
     assert not any(d.kind == "launch.not-pipeline" for d in launch.diagnostics)
+
+
+def test_the_launch_finding_is_what_the_entry_reader_says(tmp_path):
+    launch = read_launch(_zero_quant(tmp_path))
+    said = next(d.message for d in launch.diagnostics if d.kind == "launch.not-pipeline")
+    assert said == builds_no_pipeline(launch)
+    launch.launcher = "deepspeed run_clm_no_trainer.py"  # DeepSpeed's launcher: config.deepspeed_entry's
+    assert builds_no_pipeline(launch) is None
