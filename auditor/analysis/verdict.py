@@ -133,6 +133,13 @@ def not_pipeline(what: str) -> RunVerdict:
     return RunVerdict("not-pipeline", f"NOT A PIPELINE RUN: {what}. {COVERS}.")
 
 
+def not_covered(what: str, decide: str) -> RunVerdict:
+    """The verdict on a run whose pipeline engine no rules model (nanotron's): `what` it is and
+    what the audit covers; never clean, `decide` the step that decides it."""
+    return RunVerdict("not-covered", f"NOT COVERED: {what}; {decide} decides it.",
+                      [Undecided(what, decide)])
+
+
 def script_exits(what: str) -> RunVerdict:
     """The verdict on a script that surely exits before its training command: it does not start."""
     return RunVerdict("findings", f"DOES NOT START: {what}.", errors=1)

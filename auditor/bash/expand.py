@@ -34,6 +34,9 @@ _SCRIPT_DIR = re.compile(
 # `$(basename $(dirname $0))`: the name of that directory (ROLL's examples/*/run_*_pipeline.sh
 # pass it as their Hydra config directory), whichever directory the script is run from.
 _SCRIPT_DIR_NAME = re.compile(rf"basename(?: --)? \$\((?:{_DIRNAME})\)")
+# `$(dirname $REPO)`, `$(dirname -- "${EXAMPLE_PATH}")`: the parent of a path the script already
+# knows (nanotron's examples/train_tiny_llama.sh: `REPO_PATH=$(dirname $EXAMPLE_PATH)`).
+_DIRNAME_OF_VAR = re.compile(r"dirname(?: --)? \$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})")
 # `pwd`, $(pwd), $(pwd -L): the directory the script is run from.
 _PWD = re.compile(r"(?:`|\$\()\s*pwd(?:\s+-[LP])?\s*(?:`|\))")
 
@@ -126,6 +129,8 @@ class Expander:
                 self._emit(self.cwd, part.line, part.quoted, out)
             elif part.kind == "cmd":
                 where = self._script_dir(part.text)
+                if where is None:
+                    where = self._dirname_of_var(part.text)
                 if where is None:
                     out.symbolic(part.src, part.line, unsplit=not part.quoted)
                 else:
@@ -241,6 +246,22 @@ class Expander:
             return None
         where = os.path.dirname(os.path.abspath(path))
         return os.path.basename(where) if name_only else where
+
+    def _dirname_of_var(self, command: str) -> str | None:
+        """`dirname $NAME` of a variable holding one known path, as coreutils' dirname gives it
+        (trailing slashes dropped; `.` for a bare name); None for anything else."""
+        m = _DIRNAME_OF_VAR.fullmatch(" ".join(re.sub(r"[\"']", "", command).split()))
+        if m is None:
+            return None
+        name = m.group(1) or m.group(2)
+        self.referenced.add(name)
+        var = self.vars.get(name)
+        value = var.value if var is not None else self.environ.get(name)
+        if not isinstance(value, str) or not value or any(c.isspace() for c in value):
+            return None  # unknown, empty or split into several words: not one path
+        trimmed = value.rstrip("/") or "/"
+        head = trimmed.rpartition("/")[0] if "/" in trimmed else "."
+        return head.rstrip("/") or "/"
 
     def _fallback(self, text: str, part: Part) -> str | Symbolic:
         self.depth += 1

@@ -13,7 +13,7 @@ from auditor.commands import options
 from auditor.commands.output import emit, emit_report
 from auditor.config.coerce import overrides_from
 from auditor.config.flags import normalise
-from auditor.config.launch import CommandNotFollowed, NotAPipelineRun, ScriptExits
+from auditor.config.launch import CommandNotFollowed, NotAPipelineRun, NotCoveredRun, ScriptExits
 from auditor.config.model import LaunchConfig
 from auditor.dynamic.runs import read_run
 from auditor.errors import EXIT_FINDINGS, EXIT_OK, InputError
@@ -51,6 +51,8 @@ def run(args: argparse.Namespace) -> int:
         return _run(args, base, overrides)
     except NotAPipelineRun as exc:  # decided: nothing of what p2paudit audits runs here
         return _unscanned(args, verdict.not_pipeline(exc.what), exc.config)
+    except NotCoveredRun as exc:  # a pipeline engine no rules model: what it is, never clean
+        return _unscanned(args, verdict.not_covered(exc.what, exc.decide), exc.config)
     except ScriptExits as exc:  # decided: the script stops before it trains
         return _unscanned(args, verdict.script_exits(exc.what))
     except CommandNotFollowed as exc:  # a valid script, an undecided run: exit 1, not bad input

@@ -11,6 +11,7 @@ SCRIPT` building a Lightning strategy), config/pipelining_script.py (torch's own
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -52,17 +53,47 @@ def put_calls(launch: LaunchConfig, specs: list[dict[str, Any]], tree: ast.Modul
 def local_closure(script: Path) -> dict[Path, ast.Module]:
     """The script and every module it imports that lies beside it or in a package of a directory
     above it (up to `ANCESTORS`), transitively: the training code its authors wrote."""
+    return dict(iter_closure(script))
+
+
+@functools.lru_cache(maxsize=8)
+def parsed(text: str) -> ast.Module:
+    """An entry script's text parsed once (every reader of the launch asks for it; a scan reads
+    the launch once per release it judges on); callers never mutate the tree."""
+    return ast.parse(text)
+
+
+def iter_closure(script: Path) -> Iterator[tuple[Path, ast.Module]]:
+    """local_closure's modules one at a time, the script first (at most MAX_MODULES), for a
+    reader that can stop at the first module that answers its question."""
     roots = [script.parent, *list(script.parent.parents)[:ANCESTORS]]
-    out: dict[Path, ast.Module] = {}
+    seen: set[Path] = set()
     todo = [script]
-    while todo and len(out) < MAX_MODULES:
+    while todo and len(seen) < MAX_MODULES:
         path = todo.pop()
-        if path in out:
+        if path in seen:
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        out[path] = tree
+        text = path.read_text(encoding="utf-8")
+        tree = parsed(text) if path == script else ast.parse(text)
+        seen.add(path)
+        yield path, tree
         for where, name in _imported(tree, path):
-            todo.extend(p for p in _resolve(name, [where] if where else [path.parent, *roots]) if p not in out)
+            todo.extend(p for p in _resolve(name, [where] if where else [path.parent, *roots]) if p not in seen)
+
+
+def foreign_imports(tree: ast.Module, path: Path, script: Path) -> list[str]:
+    """The absolute imports of `path` (a module of `script`'s local_closure) that no local file
+    gives: third-party packages or the standard library."""
+    roots = [path.parent, script.parent, *list(script.parent.parents)[:ANCESTORS]]
+
+    def local(name: str) -> bool:  # a local file, or a bare local namespace package (runs nothing)
+        return bool(_resolve(name, roots)) or ("." not in name and any((r / name).is_dir() for r in roots))
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [a.name for a in node.names if not local(a.name)]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module and not local(node.module):
+            out.append(node.module)
     return out
 
 

@@ -31,6 +31,7 @@ from auditor.config.frontends.megatron_lm import judge_on_checkout
 from auditor.config.launcher import torchrun_options, world_size, world_variables
 from auditor.config.deepspeed_entry import read_deepspeed_entry
 from auditor.config.entry_path import in_checkout
+from auditor.config.entry_stack import builds_no_pipeline, own_pipeline
 from auditor.config.lightning_entry import read_lightning_entry
 from auditor.config.pipelining_script import read_pipelining_script
 from auditor.config.model import LaunchConfig
@@ -200,6 +201,7 @@ def parse_launch(
     read_deepspeed_entry(config)  # `deepspeed train.py`: the pipeline (or none) the script builds
     read_pipelining_script(config)  # `torchrun train.py` pipelining with torch itself
     read_lightning_entry(config)  # `python train.py` building nl.MegatronStrategy: its sizes
+    own_pipeline(config)  # `torchrun run_train.py` on nanotron's own pipeline engine: not covered
     return config
 
 
@@ -239,11 +241,27 @@ class NotAPipelineRun(InputError):
         self.config = config  # the launch as read: its launcher and findings go in the document
 
 
+class NotCoveredRun(InputError):
+    """The run trains on a stack with a pipeline engine no rules model (nanotron's): for `scan`
+    an answer, NOT COVERED, saying what the run is, what the audit covers and `decide`, the step
+    that decides it; for a command that needs a modelled pipeline (simulate), bad input."""
+
+    def __init__(self, path: str, what: str, decide: str, config: LaunchConfig | None = None) -> None:
+        super().__init__(path, f"not covered: {what}")
+        self.what = what
+        self.decide = decide
+        self.config = config
+
+
 def refuse_not_pipeline(config: LaunchConfig) -> None:
-    """Raise NotAPipelineRun when the launcher rules say the command runs no pipeline."""
+    """Raise NotAPipelineRun when the launcher rules say the command runs no pipeline, and
+    NotCoveredRun when its entry trains on a pipeline engine the rules do not model."""
     said = next((d for d in config.diagnostics if d.kind == "launch.not-pipeline"), None)
     if said is not None:
         raise NotAPipelineRun(config.path, said.message, config)
+    other = next((d for d in config.diagnostics if d.kind == "launch.not-covered"), None)
+    if other is not None:
+        raise NotCoveredRun(config.path, other.message, other.detail["decide"], config)
 
 
 class CommandNotFollowed(InputError):
@@ -405,7 +423,14 @@ def runs_no_pipeline(candidate: Candidate, spelling: Spelling, path: str) -> str
     scratch = LaunchConfig(path=path, launcher="", command_line=candidate.line, end_line=candidate.end_line)
     script = torchrun_options(scratch, candidate.launcher, candidate.args, path, spelling.python_runners)[1]
     shipped = _shipped_script(spelling, script)
-    return shipped["not_pipeline"].replace("{script}", str(script)) if shipped and "not_pipeline" in shipped else None
+    if shipped and "not_pipeline" in shipped:
+        return str(shipped["not_pipeline"]).replace("{script}", str(script))
+    if shipped or not isinstance(script, str):
+        return None
+    # A script of no known front end: what its own imports build (config.entry_stack).
+    scratch.script = script
+    scratch.launcher = f"{candidate.invoked} {os.path.basename(script)}"
+    return builds_no_pipeline(scratch)
 
 
 def _backend(config: LaunchConfig, shell: LaunchShell, spelling: Spelling, path: str) -> None:

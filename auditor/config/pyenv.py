@@ -24,6 +24,7 @@ from pathlib import Path
 from auditor import rulebook
 from auditor.bash.values import EnvVar, Symbolic
 from auditor.config.entry_path import in_checkout
+from auditor.config.entry_script import parsed
 from auditor.config.model import LaunchConfig
 from auditor.findings import Finding
 
@@ -128,11 +129,11 @@ def _main_guard(stmt: ast.stmt) -> bool:
             and test.comparators[0].value == "__main__")
 
 
-@functools.lru_cache(maxsize=4)
 def _tree(text: str) -> ast.Module:
     """The entry script parsed once per text: a scan reads the launch once per release it judges
-    on, and each read wants the settings and the init_process_group calls (never mutated)."""
-    return ast.parse(text)
+    on, and each read wants the settings and the init_process_group calls (never mutated); the
+    cache is shared with the other readers of the entry (entry_script.parsed)."""
+    return parsed(text)
 
 
 def settings(text: str) -> list[Setting]:
