@@ -18,25 +18,12 @@ from typing import Any
 
 from auditor.config.expr import UNKNOWN
 from auditor.config.model import LaunchConfig
-from auditor.config.pyenv import EntryFile, locate
 
 # How far above the script a local package (`from dschat.utils import ...`) is looked for, and
 # how many local modules are read at most.
 ANCESTORS = 4
 MAX_MODULES = 400
 _TYPES = {"int": int, "float": float, "str": str}
-
-
-def entry_tree(launch: LaunchConfig) -> tuple[EntryFile, ast.Module] | None:
-    """The launch's entry script and its parse; None where it is not found or not read
-    (pyenv.read_entry says why)."""
-    entry, _ = locate(launch)
-    if entry is None:
-        return None
-    try:
-        return entry, ast.parse(Path(entry.path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
-        return None
 
 
 def put_calls(launch: LaunchConfig, specs: list[dict[str, Any]], tree: ast.Module, path: str) -> None:

@@ -20,8 +20,9 @@ from pathlib import Path
 from auditor import rulebook
 from auditor.bash.values import Symbolic
 from auditor.config.expr import UNKNOWN
-from auditor.config.entry_script import aliases, argparse_options, call_value, dotted, entry_tree
+from auditor.config.entry_script import aliases, argparse_options, call_value, dotted
 from auditor.config.model import LaunchConfig
+from auditor.config.pyenv import entry_tree
 
 WORLD = ("nproc_per_node", "nnodes")  # [[script_call]] keys that size the world, not settings
 

@@ -17,9 +17,9 @@ import os
 from pathlib import Path
 
 from auditor import rulebook
-from auditor.config.entry_script import entry_tree, put_calls, uses_modules
+from auditor.config.entry_script import put_calls, uses_modules
 from auditor.config.model import LaunchConfig
-from auditor.config.pyenv import locate
+from auditor.config.pyenv import entry_tree, locate
 from auditor.errors import InputError
 from auditor.findings import Finding
 from auditor.rulebook.frameworks import launched_by

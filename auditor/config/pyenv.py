@@ -129,6 +129,19 @@ def _main_guard(stmt: ast.stmt) -> bool:
             and test.comparators[0].value == "__main__")
 
 
+def entry_tree(launch: LaunchConfig) -> tuple[EntryFile, ast.Module] | None:
+    """The launch's entry script and its parse, for the readers of what its code states
+    (config/lightning_entry, config/pipelining_script); None where it is not found or not read
+    (`read_entry` says why)."""
+    entry, _ = locate(launch)
+    if entry is None:
+        return None
+    try:
+        return entry, _tree(Path(entry.path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+        return None
+
+
 def _tree(text: str) -> ast.Module:
     """The entry script parsed once per text: a scan reads the launch once per release it judges
     on, and each read wants the settings and the init_process_group calls (never mutated); the
