@@ -13,7 +13,9 @@ from auditor.commands import options
 from auditor.commands.output import emit, emit_report
 from auditor.config.coerce import overrides_from
 from auditor.config.flags import normalise
+from auditor.config import torch_version
 from auditor.config.launch import CommandNotFollowed, NotAPipelineRun, NotCoveredRun, ScriptExits
+from auditor.config.launch_options import check as launcher_refusals
 from auditor.config.model import LaunchConfig
 from auditor.dynamic.runs import read_run
 from auditor.errors import EXIT_FINDINGS, EXIT_OK, InputError
@@ -50,6 +52,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         return _run(args, base, overrides)
     except NotAPipelineRun as exc:  # decided: nothing of what p2paudit audits runs here
+        refused = None if exc.config is None else _launcher_refuses(exc.config, args.torch)
+        if refused is not None:  # ... unless torch's launcher stops it first: the sharper answer
+            return _unscanned(args, verdict.script_exits(refused))
         return _unscanned(args, verdict.not_pipeline(exc.what), exc.config)
     except NotCoveredRun as exc:  # a pipeline engine no rules model: what it is, never clean
         return _unscanned(args, verdict.not_covered(exc.what, exc.decide), exc.config)
@@ -57,6 +62,17 @@ def run(args: argparse.Namespace) -> int:
         return _unscanned(args, verdict.script_exits(exc.what))
     except CommandNotFollowed as exc:  # a valid script, an undecided run: exit 1, not bad input
         return _unscanned(args, verdict.not_followed(f"{exc.subject}: {exc.what}", exc.DECIDE))
+
+
+def _launcher_refuses(launch: LaunchConfig, torch: str | None) -> str | None:
+    """What torch's launcher refuses on every torch release judged for this run, before any
+    worker starts (config.launch_options); None where it starts on some."""
+    releases = torch_version.resolve(torch, launch).releases
+    errors = [f for f in launcher_refusals(launch, releases) if f.severity == "error"]
+    if not errors:
+        return None
+    more = f"; {len(errors) - 1} other cause(s): {errors[1].message}" if len(errors) > 1 else ""
+    return f"{errors[0].message} ({errors[0].where}){more}"
 
 
 def _unscanned(args: argparse.Namespace, result: verdict.RunVerdict,

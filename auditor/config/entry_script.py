@@ -163,6 +163,17 @@ def argparse_options(tree: ast.Module) -> dict[str, dict[str, Any]]:
     return out
 
 
+def calls(tree: ast.Module) -> Iterator[tuple[ast.Call, str, str]]:
+    """Every call in the file: the node, the callee as written (`nl.MegatronStrategy`) and as
+    imported (`nemo.lightning.MegatronStrategy`, through the file's import aliases)."""
+    imported = aliases(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            written = dotted(node.func)
+            head, _, rest = written.partition(".")
+            yield node, written, imported.get(head, head) + (f".{rest}" if rest else "")
+
+
 def call_value(tree: ast.Module, spec: dict[str, Any], options: dict[str, dict[str, Any]],
                launch: LaunchConfig) -> tuple[Any, str, int] | None:
     """The value every call of `spec["callee"]` in the script passes as `spec["param"]` (by
@@ -170,15 +181,9 @@ def call_value(tree: ast.Module, spec: dict[str, Any], options: dict[str, dict[s
     there is no call, calls disagree, or a value is not known statically. A call that leaves it
     out states the callee's `default` where the rule gives one, UNKNOWN where the callee decides
     it at run time (`unset = "unknown"`), else None."""
-    imported = aliases(tree)
     found: list[tuple[Any, str, int]] = []
     position = spec.get("position")
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        written = dotted(node.func)
-        head, _, rest = written.partition(".")
-        callee = imported.get(head, head) + (f".{rest}" if rest else "")
+    for node, written, callee in calls(tree):
         if callee not in spec["callee"]:
             continue
         arg = next((k.value for k in node.keywords if k.arg == spec["param"]), None)

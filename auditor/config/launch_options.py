@@ -13,7 +13,7 @@ import ast
 from pathlib import Path
 from typing import Any
 
-from auditor.config.entry_script import aliases, argparse_options, dotted
+from auditor.config.entry_script import argparse_options, calls, dotted
 from auditor.config.flags import normalise
 from auditor.config.frontend_parser import locate
 from auditor.config.lightning_entry import script_file
@@ -106,14 +106,8 @@ def _handoff_refused(launch: LaunchConfig, entry: dict[str, Any]) -> tuple[str, 
 def _rejecting_parse(tree: ast.Module, helpers: set[str]) -> int | None:
     """The line of the file's one `parse_args()` of sys.argv, where its one argparse parser
     reaches no code that could add or tolerate other options; else None (not decided)."""
-    imported = aliases(tree)
     parsers, parses, other = [], [], False
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        written = dotted(node.func)
-        head, _, rest = written.partition(".")
-        callee = imported.get(head, head) + (f".{rest}" if rest else "")
+    for node, _, callee in calls(tree):
         if isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument" and not all(
                 isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args):
             other = True  # a spelling not written literally: the parser's options are not all read
