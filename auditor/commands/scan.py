@@ -71,7 +71,7 @@ def _launcher_refuses(launch: LaunchConfig, torch: str | None) -> str | None:
     errors = [f for f in launcher_refusals(launch, releases) if f.severity == "error"]
     if not errors:
         return None
-    more = f"; {len(errors) - 1} other cause(s): {errors[1].message}" if len(errors) > 1 else ""
+    more = f". {len(errors) - 1} other cause(s): {errors[1].message}" if len(errors) > 1 else ""
     return f"{errors[0].message} ({errors[0].where}){more}"
 
 

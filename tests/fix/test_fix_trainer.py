@@ -186,12 +186,15 @@ PP = {"pipeline_model_parallel_size": "4", "distributed_backend": "nccl"}
 def test_fix_eager_init_is_verified_by_the_rescan(tmp_path):
     """lazy-init-unbounded: the scan reads init_device_id_given from the entry script, so the
     patched trainer's device_id removes the finding."""
-    run, train = _trainer(tmp_path, "train", INIT)
+    # The trainer builds its stages with megatron-core (not read here): a pipeline run, which an
+    # entry importing only torch, with no P2P of its own, would not be (config.entry_stack).
+    text = INIT.replace("import torch\n", "import megatron.core  # the model's stages\nimport torch\n", 1)
+    run, train = _trainer(tmp_path, "train", text)
     made = plan.make(ScanInputs(run, [train], PP, "2.10.0", jobs=1), {"eager-init"}, False)
     (p,) = [p for p in made.proposals if p.option.option == "eager-init"]
     assert made.doc["findings"][p.cause.index]["kind"] == "lazy-init-unbounded"
     assert p.verified and made.verified and made.exit_code == 0
-    assert made.patched[train] == p2pcode.eager_init(INIT)
+    assert made.patched[train] == p2pcode.eager_init(text)
 
 
 def test_fix_batches_unbatched_pairs_verified(tmp_path):
