@@ -17,16 +17,9 @@ from auditor import sources
 from auditor.config.launch import read_launch
 from auditor.scan import ScanInputs, run_scan
 from tests.titan.test_titan_scan import RUN_TRAIN_022, script
+from tests.test_checkout_version import PYPROJECT
 from tests.titan.test_titan_scan_decided import LLAMA3_8B_TOML, PIPELINING
 
-PYPROJECT = """\
-[project]
-name = "torchtitan"
-dynamic = ["version"]
-
-[tool.setuptools.dynamic]
-version = {file = "assets/version.txt"}
-"""
 # torchtitan/__init__.py (v0.2.2): no literal version, so it states none by itself.
 INIT = """\
 from importlib.metadata import version
