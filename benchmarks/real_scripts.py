@@ -14,8 +14,9 @@ PP > 1, with `export TORCH_DISTRIBUTED_DEBUG=DETAIL` inserted after its shebang,
 How an answer is judged (README.md of real_scripts/ has the long form):
 - the headline is the first stdout line that starts with an upper-case word and a colon
   (`CLEAN:`, `FINDINGS:`, `INCONCLUSIVE:`, `NOT A PIPELINE RUN:`, ...), or the exit-2 line;
-- its class: NOT-PIPELINE if it says "not a pipeline ..." (or "no pipeline"), DOES-NOT-START if
-  it says the run "does not start" / "cannot start" / "stops before", else its first word
+- its class: CLEAN for a `CLEAN:` headline (whatever it says of other cases); else NOT-PIPELINE
+  if it says "not a pipeline ..." (or "no pipeline"), DOES-NOT-START if it says the run "does
+  not start" / "cannot start" / "stops before", else its first word
   (HANG, DEADLOCK, FAIL count as FINDINGS), ERROR for exit 2, TIMEOUT;
 - right: the class matches the expected one (and the entry's `headline_re`); an INCONCLUSIVE is
   right only if its "decide it with" names a concrete step: a flag the script does not already
@@ -169,6 +170,10 @@ def first_screen(script: Path, cwd: Path, timeout: float) -> list[str]:
 
 
 def classify(head: str, code: int) -> str:
+    """The verdict class of a headline. A CLEAN headline is CLEAN whatever its clauses say about
+    other cases ("holds for any PP ...; at 2, 4 the run does not start"): its verdict is CLEAN."""
+    if head.startswith("CLEAN:"):
+        return "CLEAN"
     if NOT_PIPELINE.search(head):
         return "NOT-PIPELINE"
     if NOT_START.search(head):

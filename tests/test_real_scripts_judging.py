@@ -1,0 +1,29 @@
+"""The real-scripts benchmark's judging (benchmarks/real_scripts.py): the class of a headline is
+its verdict; clauses about other cases do not change it."""
+import importlib.util
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("real_scripts_bench", ROOT / "benchmarks" / "real_scripts.py")
+assert spec and spec.loader
+bench = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = bench  # its dataclasses look their module up
+spec.loader.exec_module(bench)
+
+
+def test_a_clean_headline_that_names_sizes_which_do_not_start_is_clean() -> None:
+    head = ("CLEAN: 0 reachable P2P site(s), all run as the config says. Holds for any "
+            "pipeline_model_parallel_size (judged at 1, 2 and 4; at 2, 4 the run does not start).")
+    assert bench.classify(head, 0) == "CLEAN"
+
+
+def test_a_findings_headline_giving_why_the_run_does_not_start_is_does_not_start() -> None:
+    head = "FINDINGS: the run does not start: num_layers 30 is not divisible by 4 pipeline stages"
+    assert bench.classify(head, 1) == "DOES-NOT-START"
+
+
+def test_what_the_run_is_outranks_its_first_word_except_for_clean() -> None:
+    assert bench.classify("NOT A PIPELINE RUN: `megatron export` converts a checkpoint", 0) == "NOT-PIPELINE"
+    assert bench.classify("DOES NOT START: the script exits at line 9", 1) == "DOES-NOT-START"
+    assert bench.classify("INCONCLUSIVE: not decided: pipeline_model_parallel_size", 1) == "INCONCLUSIVE"
