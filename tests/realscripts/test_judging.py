@@ -4,7 +4,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location("real_scripts_bench", ROOT / "benchmarks" / "real_scripts.py")
 assert spec and spec.loader
 bench = importlib.util.module_from_spec(spec)
