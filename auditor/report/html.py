@@ -76,9 +76,12 @@ def _context(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def _title(doc: dict[str, Any]) -> str:
+    """What was audited: the launch script, else the targets, else the trace (a report of a
+    recorded run alone has neither of the first two)."""
     launch = doc.get("launch") or {}
     targets = ", ".join(target_label(t) for t in doc["targets"])
-    return f"p2paudit: {launch.get('path') or targets}"
+    trace = ((doc.get("run") or {}).get("trace") or {}).get("root")
+    return f"p2paudit: {launch.get('path') or targets or trace or 'report'}"
 
 
 def _deadlock(doc: dict[str, Any], verdict: dict[str, Any]) -> list[str]:

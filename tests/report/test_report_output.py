@@ -88,3 +88,13 @@ def test_piped_and_named_outputs_are_unchanged(inventory, tmp_path):
     named = work / "named.html"
     proc, shown = on_terminal(["report", "--scan", str(inventory), "-o", str(named)], work)
     assert named.exists() and "wrote" not in proc.stderr and not (work / "report.html").exists()
+
+
+def test_the_page_of_a_recorded_run_alone_is_titled_by_its_trace(tmp_path):
+    """A report of a trace with no scan has no launch path and no targets: the title names the
+    trace directory, not an empty 'p2paudit: '."""
+    trace = ROOT / "tests" / "record_fixtures" / "megatron_pp4"
+    out = tmp_path / "run.html"
+    proc = cli(["report", "--trace", str(trace), "--format", "html", "-o", str(out)], tmp_path, None)
+    assert proc.returncode == 0, proc.stderr
+    assert f"<title>p2paudit: {trace}</title>" in out.read_text()
