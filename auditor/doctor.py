@@ -14,6 +14,7 @@ import json
 import os
 import platform
 import socket
+import textwrap
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -33,6 +34,7 @@ from auditor.repro.rank import observe_coalescing
 ENV_PREFIXES = ("NCCL_", "TORCH_NCCL_", "TORCH_DISTRIBUTED_", "TORCH_CPP_LOG_LEVEL")
 # Compared across ranks: a difference here is a finding on its own.
 SHARED = ("torch", "nccl", "cuda", "debug_level", "env")
+WIDTH = 100  # a screen line, and one that pastes into a bug report unwrapped
 GROUP_SHARED = ("backend_type", "supports_coalescing", "init", "timeout_s", "coalesced")
 
 
@@ -296,17 +298,17 @@ def render(reports: list[dict[str, Any]], nccl_log: list[str] | None = None) -> 
              f"{_seconds(me['store_timeout_s'])}",
              "process groups (rank 0's; `pp` groups are doctor's own, megatron-style strided):"]
     for g in me["groups"]:
-        lines.append(f"  {g['name']:<14} {g['backend']}: backend object {g['backend_type']} "
-                     f"(group {g['group_type']}), supports_coalescing={g['supports_coalescing']}, "
+        lines.append(f"  {g['name']:<14} {g['backend']}: {g['backend_type']} in {g['group_type']}, "
                      f"init {g['init']}, timeout {_seconds(g['timeout_s'])}")
         if g["batch_error"]:
             outcome = f"FAILED after {g['batch_seconds']} s: {g['batch_error']}"
         elif g["coalesced"] is None:
             outcome = "not tried (one rank)"
         else:
-            outcome = ("coalesced" if g["coalesced"] else "did NOT coalesce: ran op by op") + \
-                f", completed in {g['batch_seconds']} s"
-        lines.append(f"  {'':<14} 2-op batch_isend_irecv: {outcome}")
+            outcome = ("coalesced" if g["coalesced"] else "did NOT coalesce") + \
+                f", {g['batch_seconds']} s"
+        lines.append(f"  {'':<14} supports_coalescing={g['supports_coalescing']}; "
+                     f"2-op batch_isend_irecv {outcome}")
     lines.append("environment: " + (", ".join(f"{k}={v}" for k, v in me["env"].items()) or
                                     "no NCCL_/TORCH_NCCL_/TORCH_DISTRIBUTED_ variables set"))
     for f in me["env_findings"]:
@@ -321,7 +323,8 @@ def render(reports: list[dict[str, Any]], nccl_log: list[str] | None = None) -> 
                       if any(g["init"] == "lazy" for g in nccl) else "")
                    + ", so a pipeline's send-before-receive exchange larger than the transport "
                    "buffers deadlocks: `p2paudit repro fallback-1f1b`")
-        lines.append(f"verdict: batch_isend_irecv will NOT coalesce on {', '.join(bad)}: {why}")
+        lines += textwrap.wrap(f"verdict: batch_isend_irecv will NOT coalesce on {', '.join(bad)}: {why}",
+                               WIDTH, subsequent_indent="  ", break_on_hyphens=False)
     else:
         lines.append("verdict: batch_isend_irecv will coalesce on every group checked here")
     differ = disagreements(reports)

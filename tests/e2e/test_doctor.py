@@ -32,11 +32,12 @@ def test_four_gloo_ranks_rank_0_alone_prints_one_screen():
     assert "TORCH_DISTRIBUTED_DEBUG: OFF" in out
     # Megatron-style strided PP groups of 2 out of 4: rank 0 is in [0, 2].
     assert "  pp[0, 2]" in out and "  default" in out
-    assert "backend object ProcessGroupGloo (group ProcessGroup), supports_coalescing=False" in out
-    assert out.count("2-op batch_isend_irecv: did NOT coalesce: ran op by op, completed in") == 2
+    assert "gloo: ProcessGroupGloo in ProcessGroup, init at creation" in out
+    assert out.count("supports_coalescing=False; 2-op batch_isend_irecv did NOT coalesce") == 2
     assert "will NOT coalesce on default, pp[0, 2], pp[1, 3]: gloo never coalesces" in out
     assert "all 4 ranks agree with rank 0" in out
     assert len(out.strip().splitlines()) <= 25  # one screen
+    assert max(map(len, out.splitlines())) <= 100, out  # pastes into a bug report unwrapped
 
 
 def test_detail_wraps_the_backend_and_env_lint_runs_json():
