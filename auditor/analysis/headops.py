@@ -53,6 +53,7 @@ def _ops_from_trace(trace: Trace) -> dict[int, list[dict[str, Any]]]:
                 "api": e.get("api"),
                 "peer": e.get("peer"), "t": e.get("t"),
                 "t_end": end.get("t") if end else None, "ended": end is not None,
+                "in_flight": end is None and rt.ended,
                 "error": (end or {}).get("error"),
                 "group": group_label(e["group"]) if isinstance(e.get("group"), dict) else e.get("desc"),
                 "bytes": e.get("bytes") if isinstance(e.get("bytes"), int) else None,

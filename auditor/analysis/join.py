@@ -34,6 +34,7 @@ from auditor.analysis.waitfor.transports import Transport
 from auditor.config.runconfig import RunConfig
 from auditor.dynamic import flight_recorder
 from auditor.dynamic.backends import GLOO, backend, of_groups
+from auditor.dynamic.rankfile import IN_FLIGHT
 from auditor.dynamic.trace import Trace
 
 # Ops per rank drawn in the timeline, and ranks drawn: enough for the first exchanges of a
@@ -382,7 +383,7 @@ def _timeline(trace: Trace, model: Analysis) -> dict[str, Any]:
                 "where": f"{site.get('path')}:{site.get('line')} {site.get('function')}",
                 **({"chosen": f"{e['chosen'].get('path')}:{e['chosen'].get('line')} "
                               f"{e['chosen'].get('function')}"} if e.get("chosen") else {}),
-                "recorded": "pending" if end is None else
+                "recorded": (IN_FLIGHT if rt.ended else "pending") if end is None else
                             ("error" if end.get("how") == "raise" else "done"),
             }
             op = states.get(rank, {}).get(index) if kind != "setup" else None

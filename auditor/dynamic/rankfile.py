@@ -73,6 +73,8 @@ class OpUsage(NamedTuple):
     in_batch: bool  # it carries a batch id (batch_isend_irecv call or coalescing window)
 
 
+IN_FLIGHT = "in flight at exit"  # an op a process left open when it ended by itself: not waiting
+
 @dataclass
 class RankTrace:
     """One process's trace, as aggregates and windows.

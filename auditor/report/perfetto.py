@@ -3,7 +3,9 @@
 One process track per rank; every op a slice from the moment the rank issued it to the moment it
 completed (site, peer, group, bytes, communicator and the wait-for model's state in its args). An
 op that never completed is a slice named `PENDING ...` (category "pending") that stays open to the
-end of the trace, with an instant event where it began. The wait-for analysis's edges are flow
+end of the trace, with an instant event where it began; one its process left open when it crashed
+or exited is `IN FLIGHT AT EXIT ...` (category "in_flight"), ending with that rank's last event:
+it was abandoned, not waited on. The wait-for analysis's edges are flow
 arrows from the waiting op to what it waits for, so the cycle of a deadlock reads as a loop of
 arrows. Ops of one rank that overlap in time (an isend still running when the next op starts) go
 to further lanes of that rank's track, since a trace-event track nests slices and these do not nest.
@@ -20,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from auditor.analysis.headops import HeadOps
+from auditor.dynamic.rankfile import IN_FLIGHT
 from auditor.errors import InputError
 
 US = 1e6  # trace-event timestamps are microseconds
@@ -40,7 +43,8 @@ def trace_events(doc: dict[str, Any], head: HeadOps | None = None) -> dict[str, 
 def _ops_from_timeline(run: dict[str, Any]) -> dict[int, list[dict[str, Any]]]:
     out: dict[int, list[dict[str, Any]]] = {}
     for lane in run.get("timeline", {}).get("ranks", []):
-        out[lane["rank"]] = [{**ev, "t_end": None, "ended": ev.get("recorded") != "pending",
+        out[lane["rank"]] = [{**ev, "t_end": None, "ended": ev.get("recorded") not in ("pending", IN_FLIGHT),
+                              "in_flight": ev.get("recorded") == IN_FLIGHT,
                               "error": None, "index": ev.get("index")} for ev in lane["events"]]
     return out
 
@@ -81,7 +85,8 @@ class _Builder:
         return {"traceEvents": self.events, "displayTimeUnit": "ms", "otherData": {
             "tool": "p2paudit", "hang": wf.get("hang"), "cycle": wf.get("cycle") or "",
             "conditions": wf.get("conditions"), "cut": self.cut,
-            "notes": "PENDING slices never completed before the trace or dump ended; arrows are "
+            "notes": "PENDING slices never completed before the trace or dump ended; IN FLIGHT AT EXIT "
+                     "ones were open when their process crashed or exited (not waiting); arrows are "
                      "the wait-for model's edges (waiting op -> what it waits for)"}}
 
     def _ts(self, t: float | None, previous: float) -> float:
@@ -99,7 +104,9 @@ class _Builder:
             previous = ts
             state = self.model.get((rank, op["index"]), {}) if op.get("index") is not None else {}
             pending = not op["ended"]
-            if pending:
+            if pending and op.get("in_flight"):  # the process ended: the op ends with it
+                end = max(ts + 1.0, max((self._ts(o.get("t_end") or o.get("t"), ts) for o in ops), default=ts))
+            elif pending:
                 end = self.end_us
             elif op.get("t_end") is not None:
                 end = max(ts + 1.0, self._ts(op["t_end"], ts))
@@ -117,16 +124,19 @@ class _Builder:
                 "bytes": state.get("bytes") or op.get("bytes"), "batch": op.get("batch"),
                 "batched": op.get("batched"), "communicator": state.get("communicator"),
                 "model": state.get("model"), "error": op.get("error"),
-                "recorded": "pending: never completed before the trace ended" if pending else
+                "recorded": ("in flight when the process ended (it crashed or exited): not waiting"
+                             if op.get("in_flight") else "pending: never completed before the trace ended")
+                            if pending else
                             ("completed, time not recorded" if op.get("t_end") is None else "completed"),
                 "flight_recorder": op.get("fr")}.items() if v is not None}
             name = _name(op)
             cat = op.get("kind", "p2p")
             if pending:
+                word, cat = ("IN FLIGHT AT EXIT", "in_flight") if op.get("in_flight") else ("PENDING", "pending")
                 self.events += [
-                    {"ph": "B", "name": f"PENDING {name}", "cat": "pending", "pid": rank,
+                    {"ph": "B", "name": f"{word} {name}", "cat": cat, "pid": rank,
                      "tid": lane, "ts": ts, "args": args},
-                    {"ph": "i", "name": f"pending: {name}", "cat": "pending", "pid": rank,
+                    {"ph": "i", "name": f"{word.lower()}: {name}", "cat": cat, "pid": rank,
                      "tid": lane, "ts": ts, "s": "t"},
                     {"ph": "E", "pid": rank, "tid": lane, "ts": round(end, 3)}]
             else:

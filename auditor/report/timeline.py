@@ -15,6 +15,7 @@ from collections import Counter
 from typing import Any
 
 from auditor.analysis.waitfor.sizes import size_words
+from auditor.dynamic.rankfile import IN_FLIGHT
 
 OP_W, GAP_W, SETUP_W, BOX_H, GAP_X, LANE_H, LEFT, TOP = 104, 60, 80, 24, 8, 56, 70, 24
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f",
@@ -29,8 +30,13 @@ WAITING = ("blocked", "queued", "creating")
 
 
 def is_waiting(ev: dict[str, Any]) -> bool:
-    """The model leaves it waiting, or the run never finished it."""
-    return ev.get("model") in WAITING or ev.get("recorded", "done") != "done"
+    """The model leaves it waiting, or the run never finished it (and did not end with it open)."""
+    return ev.get("model") in WAITING or ev.get("recorded", "done") not in ("done", IN_FLIGHT)
+
+
+def is_notable(ev: dict[str, Any]) -> bool:
+    """Drawn with its neighbours: it waits, or its process crashed or exited with it in flight."""
+    return is_waiting(ev) or ev.get("recorded") == IN_FLIGHT
 
 
 def cycle_edges(lanes: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -95,13 +101,13 @@ def _keep(lane: dict[str, Any], wanted: set[int]) -> set[int]:
     ops = [p for p, ev in enumerate(events) if ev["kind"] != "setup"]
     keep: set[int] = set()
     if ops:
-        calm = not any(is_waiting(events[p]) or events[p].get("index") in wanted for p in ops)
+        calm = not any(is_notable(events[p]) or events[p].get("index") in wanted for p in ops)
         first = events[ops[0]].get("batch")
         keep.update(ops[:CALM_OPS if calm else FIRST_OPS])
         keep.update(p for p in ops if first is not None and events[p].get("batch") == first)
     for k, p in enumerate(ops):
         ev = events[p]
-        if is_waiting(ev) or ev.get("index") in wanted:
+        if is_notable(ev) or ev.get("index") in wanted:
             keep.update(ops[max(0, k - BEFORE):k + AFTER + 1])
     return keep
 
@@ -152,7 +158,7 @@ def _lanes_shown(lanes: list[dict[str, Any]], cycle_ranks: set[int]) -> list[dic
         return lanes
     by_rank = {lane["rank"]: lane for lane in lanes}
     order = sorted(cycle_ranks) + [lane["rank"] for lane in lanes
-                                   if any(is_waiting(ev) for ev in lane["events"])]
+                                   if any(is_notable(ev) for ev in lane["events"])]
     order += [min(by_rank)]
     chosen: dict[int, None] = {}
     queue = list(order)
@@ -211,7 +217,7 @@ def timeline_layout(run: dict[str, Any]) -> dict[str, Any]:
             boxes.append({
                 "x": x, "y": y, "label": _label(ev), "title": _tooltip(lane["rank"], ev),
                 "fill": colors.get(comm, "#e8e8e8"), "waiting": is_waiting(ev),
-                "pending": ev["recorded"] == "pending", "creates": bool(ev.get("comm_init")),
+                "pending": ev["recorded"] in ("pending", IN_FLIGHT), "creates": bool(ev.get("comm_init")),
                 "later": ev.get("model") == "not_issued",
                 "rank": lane["rank"], "index": ev.get("index"),
             })

@@ -101,6 +101,17 @@ def test_both_ranks_raise_is_a_crash_on_both(tmp_path: Path) -> None:
     assert doc["run"]["trace"]["pending"] == {}  # in flight when they died: not waiting
     (crash,) = [f for f in doc["findings"] if f["kind"] == "run-crashed"]
     assert "op(s) left open on the crashed rank(s) were in flight" in crash["message"]
+    # the pictures say the same: the ops left open were in flight at exit, none is pending
+    open_ops = [ev for lane in doc["run"]["timeline"]["ranks"] for ev in lane["events"]
+                if ev["recorded"] not in ("done", "error")]
+    assert open_ops and {ev["recorded"] for ev in open_ops} == {"in flight at exit"}
+    perfetto = tmp_path / "run.perfetto.json"
+    drawn = subprocess.run([sys.executable, "-m", "auditor", "report", "--trace", str(out),
+                            "--format", "perfetto", "-o", str(perfetto)],
+                           cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert drawn.returncode == 1, drawn.stderr
+    names = [e["name"] for e in json.loads(perfetto.read_text())["traceEvents"] if e.get("ph") == "B"]
+    assert names and all(n.startswith("IN FLIGHT AT EXIT ") for n in names), names
 
 
 # --- the hooks in-process: chained, and never raising into the program ---------------------------
