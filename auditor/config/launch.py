@@ -298,8 +298,13 @@ def _stops_before_training(shell: LaunchShell, path: str) -> None:
     where = f"{path}:{stop.line}" if stop.path == path else f"{stop.path}:{stop.line}"
     because = (f", where the test at line {stop.tested}{quoted(stop.tested)} leads"
                if stop.tested and stop.tested != stop.line else "")
+    why = f": {stop.why}" if stop.why else ""
+    names = " and ".join(stop.unless)
+    unless = (f", unless {names} {'comes' if len(stop.unless) == 1 else 'come'} from the caller's environment "
+              "(the script sets it nowhere)" if stop.unless else "")
     raise ScriptExits(path, f"the script exits at line {stop.line}{quoted(stop.line)} before any training "
-                            f"command{because}: the run does not start as written ({where})", stop.line)
+                            f"command{because}{why}{unless}: the run does not start as written ({where})",
+                      stop.line)
 
 
 def _given_command(shell: LaunchShell, command: str, path: str, after: int) -> None:
