@@ -169,7 +169,8 @@ def _pip_download(name: str, version: str, folder: Path, origin: str) -> None:
             err = proc.stdout + proc.stderr
             fallback = _fallback_link(err, name, version)
             if fallback is None:
-                raise InputError(origin, _download_failure(err))
+                failure = _download_failure(err)
+                raise (NoSuchRelease if failure.startswith("no such") else InputError)(origin, failure)
             checked = _fetch(fallback, tmp, origin)
         folder.mkdir(parents=True, exist_ok=True)
         for p in list(tmp.iterdir()):
@@ -179,6 +180,11 @@ def _pip_download(name: str, version: str, folder: Path, origin: str) -> None:
                 _record_sha256(folder / p.name, digest)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+class NoSuchRelease(InputError):
+    """The package index answered and has no such release (or project): not a network failure.
+    A caller that chose the release itself (config.releases) says so as undecided, not bad input."""
 
 
 def _download_failure(err: str) -> str:

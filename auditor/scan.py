@@ -242,27 +242,30 @@ def _scan_releases(inputs: ScanInputs,
                                                  inputs.text, which))
 
 
-def _given_releases(targets: list[str] | None) -> dict[str, str]:
+def _given_releases(targets: list[str] | None) -> dict[str, SourceSet]:
     """The releases `--target`s state (`NAME==VERSION`, a wheel, a versioned tree): where they
     give part of the run's stack, the rest is chosen as for a script stating that part."""
-    out: dict[str, str] = {}
+    out: dict[str, SourceSet] = {}
     for t in targets or []:
         src = resolve(t)
         if src.recognised and src.version:
-            out[src.name] = src.version
+            out[src.name] = src
     return out
 
 
 def release_choice(config_path: str, command: str | None = None, which: int = 0,
                    text: str | None = None,
-                   given: dict[str, str] | None = None) -> tuple[str, releases.Plan | None]:
+                   given: dict[str, SourceSet] | None = None) -> tuple[str, releases.Plan | None]:
     """The script's text (read once: a pipe gives it once) and the combinations of releases a
     run stating not every release of its stack is judged on (config.releases); None where it
     states them all. `given`: the releases --target states, as if the script pinned them."""
     text = read_script(config_path) if text is None else text
     launch = parse_launch(text, config_path, environ=launch_environ(), command=command, which=which)
     refuse_not_pipeline(launch)
-    launch.pins.update(given or {})
+    for name, src in (given or {}).items():
+        launch.pins[name] = str(src.version)
+        if src.kind == "dir":  # a tree the run imports (ROLL's mcore_adapter/): read, not fetched
+            launch.source_dirs[name] = src.root
     return text, releases.plan(launch)
 
 
@@ -331,7 +334,8 @@ def _scan_one(inputs: ScanInputs, read: tuple[LaunchConfig, list[SourceSet]]) ->
     doc["launch"] = {"path": launch.path, "launcher": launch.launcher, "line": launch.command_line,
                      **world_of(launch, effective.values.get("world_size")),
                      **({"command": inputs.command} if inputs.command is not None else {}),
-                     **({"entry_read": {"script": launch.script, "read": launch.script_read}}
+                     **({"entry_read": {"script": launch.script, "read": launch.script_read,
+                                        **({"module": True} if launch.script_module else {})}}
                         if launch.script_read else {})}
     doc["entries"] = [name for name, _ in entry_specs]
     doc["patches"] = [

@@ -3,6 +3,7 @@ branches of if/case/loops (a variable the branches disagree on becomes symbolic)
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 from abc import ABC, abstractmethod
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 from dataclasses import field as dc_field
 
 from auditor.bash.conditions import case_branch, condition, outcome
+from auditor.bash.errexit import errexit_change, failing_substitution
 from auditor.bash.expand import Expander
 from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Word
 from auditor.bash.parser import (
@@ -53,6 +55,10 @@ class Shell(Expander, ABC):
         self.subshells = 0  # how many subshells (`( ... )`, a pipeline's parts, `bash -c`) the walk is in
         self.exited: Exit | None = None  # the `exit` the script surely reaches: nothing after it runs
         self.tested: list[int] = []  # the lines of the decided tests (if/case/&&) around the walk
+        self.operand_required: frozenset[str] = frozenset()  # programs failing on no operand (errexit)
+        self.environment_set: tuple[str, ...] = ()  # variables a job's environment sets (fnmatch)
+        self.errexit = 0  # the line of the `set -e` surely in force; 0: off, or not certain
+        self._level = 0  # how many `run`s deep: 1 is the script's own list of commands
 
     @abstractmethod
     def external(self, fields: list[Field], inline: dict[str, EnvVar], cmd: Cmd,
@@ -65,13 +71,54 @@ class Shell(Expander, ABC):
 
     def run(self, nodes: list[Node]) -> None:
         k = 0
-        while k < len(nodes) and self.exited is None:
-            node = nodes[k]
-            if isinstance(node, Cmd):
-                k += self._command(node, nodes, k)
-            else:
-                self._node(node)
-            k += 1
+        self._level += 1
+        try:
+            while k < len(nodes) and self.exited is None:
+                node = nodes[k]
+                if isinstance(node, Cmd):
+                    self._errexit(node)
+                    if self.exited is not None:
+                        break
+                    k += self._command(node, nodes, k)
+                else:
+                    self._node(node)
+                k += 1
+        finally:
+            self._level -= 1
+
+    def _unset(self, name: str) -> bool:
+        """Unset as far as the script says: never set in it, not given by the audit's environment,
+        and none of those a job's environment or bash itself sets (`environment_set`)."""
+        return name not in self.vars and name not in self.environ and not any(
+            fnmatch.fnmatchcase(name, p) for p in self.environment_set)
+
+    def _errexit(self, cmd: Cmd) -> None:
+        """`set -e` surely in force, and an assignment whose last command substitution surely
+        fails (bash.errexit): the script ends there, as `exit 1` would. Only on the script's own
+        list of commands, on the path the walk is certain of, where no unseen code ran."""
+        words = cmd.words
+        if not words or isinstance(cmd, _Evaluated):
+            return
+        if words[0].raw == "set":
+            change = errexit_change([w.raw for w in words[1:]])
+            certain = self._level == 1 and not (self.uncertain or self.subshells or self.conditional)
+            if change is False:  # `set +e`, even on a path not certain: not surely in force
+                self.errexit = 0
+            elif change and certain:
+                self.errexit = self.errexit or cmd.line
+            return
+        if (not self.errexit or self._level != 1 or self.uncertain or self.subshells or self.conditional
+                or self.opaque or not all(ASSIGN.match(w.raw) for w in words)):
+            return
+        last = [p for w in words for p in w.parts if p.kind == "cmd"][-1:]
+        found = failing_substitution(last[0].text, self.operand_required, self._unset) if last else None
+        if found is None:
+            return
+        program, names = found
+        why = (f"`{program}` with no operand fails (unquoted, an unset variable is no word) and `set -e` "
+               f"(line {self.errexit}) ends the script")
+        self.exited = Exit(cmd.line, "1", self.reading, self.tested[-1] if self.tested else None,
+                           why, tuple(dict.fromkeys(names)))
 
     def _node(self, node: Node) -> None:
         if isinstance(node, Cmd):
@@ -434,6 +481,8 @@ class Exit:
     status: str
     path: str
     tested: int | None  # the line of the decided test that leads there, if any
+    why: str = ""  # where no `exit` stops it: what does (a failing command under `set -e`)
+    unless: tuple[str, ...] = ()  # variables the script never sets whose being unset stops it
 
 
 @dataclass

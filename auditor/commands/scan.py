@@ -17,6 +17,7 @@ from auditor.config import torch_version
 from auditor.config.launch import CommandNotFollowed, NotAPipelineRun, NotCoveredRun, ScriptExits
 from auditor.config.launch_options import check as launcher_refusals
 from auditor.config.model import LaunchConfig
+from auditor.config.releases import ReleaseUnavailable
 from auditor.dynamic.runs import read_run
 from auditor.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from auditor.fix import pointer
@@ -62,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
         return _unscanned(args, verdict.script_exits(exc.what))
     except CommandNotFollowed as exc:  # a valid script, an undecided run: exit 1, not bad input
         return _unscanned(args, verdict.not_followed(f"{exc.subject}: {exc.what}", exc.DECIDE))
+    except ReleaseUnavailable as exc:  # the release rules/ verifies is not on the index: undecided
+        return _unscanned(args, verdict.not_followed(f"{exc.subject}: {exc.what}", exc.decide))
 
 
 def _launcher_refuses(launch: LaunchConfig, torch: str | None) -> str | None:

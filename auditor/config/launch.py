@@ -30,6 +30,7 @@ from auditor.config.frontends import for_style
 from auditor.config.frontends.megatron_lm import judge_on_checkout
 from auditor.config.launcher import torchrun_options, world_size, world_variables
 from auditor.config.deepspeed_entry import read_deepspeed_entry
+from auditor.config.entry_module import read_entry_module
 from auditor.config.entry_path import in_checkout
 from auditor.config.entry_stack import builds_no_pipeline, own_pipeline
 from auditor.config.lightning_entry import read_lightning_entry
@@ -187,7 +188,7 @@ def parse_launch(
             config.bounds[name] = f"{config.bounds[name]},{spec}" if name in config.bounds else spec
     judge_on_checkout(config, path)
     judge_on_framework_checkout(config, path)
-    entry = find_script(path, config.script) if isinstance(config.script, str) else None
+    entry = find_script(path, config.script_read or config.script) if isinstance(config.script, str) else None
     if entry is not None:
         judge_on_source_tree(config, entry, path)
     torch_pins = [(v, ln) for name, v, ln in pins if name == "torch"]
@@ -297,8 +298,13 @@ def _stops_before_training(shell: LaunchShell, path: str) -> None:
     where = f"{path}:{stop.line}" if stop.path == path else f"{stop.path}:{stop.line}"
     because = (f", where the test at line {stop.tested}{quoted(stop.tested)} leads"
                if stop.tested and stop.tested != stop.line else "")
+    why = f": {stop.why}" if stop.why else ""
+    names = " and ".join(stop.unless)
+    unless = (f", unless {names} {'comes' if len(stop.unless) == 1 else 'come'} from the caller's environment "
+              "(the script sets it nowhere)" if stop.unless else "")
     raise ScriptExits(path, f"the script exits at line {stop.line}{quoted(stop.line)} before any training "
-                            f"command{because}: the run does not start as written ({where})", stop.line)
+                            f"command{because}{why}{unless}: the run does not start as written ({where})",
+                      stop.line)
 
 
 def _given_command(shell: LaunchShell, command: str, path: str, after: int) -> None:
@@ -358,6 +364,7 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
         config.script = script
         config.launcher = chosen.invoked + (f" {os.path.basename(str(script))}" if script is not None else "")
         _entry_in_checkout(config, path)
+        read_entry_module(config, path)
         shipped = _shipped_script(spelling, script)
         reader = for_style(shipped["style"]) if shipped else reader
     config.style = reader.style
@@ -430,6 +437,9 @@ def runs_no_pipeline(candidate: Candidate, spelling: Spelling, path: str) -> str
     # A script of no known front end: what its own imports build (config.entry_stack).
     scratch.script = script
     scratch.launcher = f"{candidate.invoked} {os.path.basename(script)}"
+    scratch.env = {n: EnvVar(n, v.value, v.line, "export") for n, v in candidate.env.items()
+                   if v.exported and not isinstance(v.value, list)} | candidate.inline
+    read_entry_module(scratch, path)
     return builds_no_pipeline(scratch)
 
 

@@ -74,7 +74,8 @@ def _handoff_refused(launch: LaunchConfig, entry: dict[str, Any]) -> tuple[str, 
     """Where the training script's parser rejects what the launcher appends: the script's own
     argparse (one parser, parse_args() of sys.argv), or the Megatron-LM parser of the checkout
     around it (read complete, without ignore_unknown_args)."""
-    path = script_file(launch.script, launch.path) if isinstance(launch.script, str) else None
+    script = launch.script_read or launch.script  # a `-m` module's file (config.entry_module)
+    path = script_file(script, launch.path) if isinstance(script, str) else None
     if path is None:
         return None  # the script is not read: nothing is said about its parser
     try:
@@ -87,7 +88,7 @@ def _handoff_refused(launch: LaunchConfig, entry: dict[str, Any]) -> tuple[str, 
         spellings = {s for o in argparse_options(tree).values() for s in o["spellings"]}
         at = f"{name}:{line} parse_args"
     else:
-        front = locate(launch.path, str(launch.script))
+        front = locate(launch.path, str(script))
         if front is None or front.root is None or not front.complete or front.accepts_unknown:
             return None
         spellings, at = set(front.flags), f"{front.path}: parse_args"

@@ -44,6 +44,7 @@ def torchrun_options(config: LaunchConfig, launcher: dict, args: list[Field], pa
     k = len(runner) - 1
     while k < len(rest) and str(rest[k].value).startswith("-") and isinstance(rest[k].value, str):
         if rest[k].value == "-m" and k + 1 < len(rest):
+            config.script_module = True
             return rest[k + 2:], rest[k + 1].value
         k += 1
     return (rest[k + 1:], rest[k].value) if k < len(rest) else ([], None)
@@ -70,6 +71,7 @@ def _launcher_options(config: LaunchConfig, launcher: dict, args: list[Field],
             if is_interpreter(value.rsplit("/", 1)[-1], launcher):  # `srun python [-u] SCRIPT`
                 k += 1
                 while k < len(args) and isinstance(args[k].value, str) and str(args[k].value).startswith("-"):
+                    config.script_module = config.script_module or args[k].value == "-m"
                     k += 1
                 return args[k + 1:], (args[k].value if k < len(args) else None)
             return args[k + 1:], value
@@ -78,6 +80,7 @@ def _launcher_options(config: LaunchConfig, launcher: dict, args: list[Field],
             k += 3
             continue
         if option in launcher.get("boolean_options", ()):
+            config.script_module = config.script_module or option in launcher.get("module_options", ())
             config.launcher_flags[normalise(option)] = Flag(normalise(option), True, args[k].line, option)
             k += 1
             continue

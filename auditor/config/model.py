@@ -44,6 +44,7 @@ class LaunchConfig:
     script: Scalar = None  # what torchrun runs (`pretrain_gpt.py`, a module with -m); None otherwise
     # the file read in place of `script`, an absolute path not here (config.entry_path); "" none
     script_read: str = ""
+    script_module: bool = False  # `script` is a module name (`-m pkg.mod`): config.entry_module
     launcher_flags: dict[str, Flag] = field(default_factory=dict)  # torchrun's own options
     wrapper: list[Scalar] = field(default_factory=list)  # words before the launcher: srun, env, ...
     positionals: list[Scalar] = field(default_factory=list)  # training arguments that are no flag

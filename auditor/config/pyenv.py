@@ -53,7 +53,15 @@ def locate(launch: LaunchConfig) -> tuple[EntryFile | None, str]:
         return None, ""
     if not isinstance(script, str):
         return None, f"its path is {script}, not known statically"
-    written = script.replace(".", "/") + ".py" if "m" in launch.launcher_flags else script
+    if launch.script_module:  # `-m pkg.mod`: the file config.entry_module found, if any
+        tail = script.replace(".", "/")
+        if not launch.script_read:
+            return None, f"{tail}.py is on no sys.path entry known here (the working directory {os.getcwd()})"
+        return EntryFile(launch.script_read, tail + ("/__main__.py" if launch.script_read.endswith(
+            "__main__.py") else ".py")), ""
+    if launch.script_read:  # an absolute path of another machine, read from the checkout
+        return EntryFile(launch.script_read, script), ""
+    written = script
     if os.path.isabs(written):
         instead = in_checkout(launch.path, written)
         if instead is not None:

@@ -32,11 +32,24 @@ from packaging.version import InvalidVersion, Version
 
 from auditor import rulebook
 from auditor.config.model import LaunchConfig
+from auditor.download import NoSuchRelease
 from auditor.errors import InputError
+from auditor.rulebook.frameworks import frameworks
 from auditor.sources import SourceSet, resolve
 
 HOW = ("the newest and the oldest releases the rules verify for each framework the script does not "
        "state, each admitting the others (their Requires-Dist)")
+
+
+class ReleaseUnavailable(InputError):
+    """A release rules/ verifies, chosen here for a framework the script does not state, that the
+    package index does not have (ROLL's mcore-adapter 0.10.0.dev0 ships only inside the ROLL
+    checkout): the input is valid, the run undecided (exit 1) until `decide` gives the release."""
+
+    def __init__(self, path: str, what: str, decide: str) -> None:
+        super().__init__(path, f"{what}; decide it with {decide}")
+        self.what = what
+        self.decide = decide
 
 
 @dataclass
@@ -149,7 +162,7 @@ def _choose(stack: list[str], given: Plan, covered: dict[str, list[str]],
         for version in candidates:
             if not _admitted(name, version, needs):
                 continue
-            own = requirements(resolve(given.target(name, version)), stack)
+            own = requirements(_release(given, name, version, path), stack)
             if name in stated or all(_admitted(n, v, own) for n, v in {**chosen, **stated}.items()):
                 chosen[name] = version
                 needs += own
@@ -163,6 +176,28 @@ def _choose(stack: list[str], given: Plan, covered: dict[str, list[str]],
                                    f"{f' ({wants})' if wants else ''}; pass --target {name}==VERSION "
                                    f"or write `# {name}==VERSION` in the script")
     return chosen
+
+
+def _release(given: Plan, name: str, version: str, path: str) -> SourceSet:
+    """The release a combination takes; one chosen here (not stated) that the package index lacks
+    raises ReleaseUnavailable naming the step that gives it: the tree it ships in where the rules
+    say one does ([source_tree]), else a release the index has."""
+    try:
+        return resolve(given.target(name, version))
+    except NoSuchRelease:
+        if name in given.stated:
+            raise  # the script's own statement names a release that does not exist: bad input
+        tree = next((t for f in frameworks() if f.distribution == name
+                     if (t := rulebook.load(f.name).section("source_tree"))), None)
+        what = (f"which {name} does this run use? rules/ verify {name}=={version}, which the package "
+                "index does not have")
+        if tree:
+            what += f", and no {tree['dir']}/ is in a checkout around the entry script"
+            decide = (f"--target PATH/{tree['dir']} (the {tree['dir']}/ of the checkout the run imports; "
+                      "scanning the script inside its checkout finds it)")
+        else:
+            decide = f"--target {name}==VERSION (a release the package index has)"
+        raise ReleaseUnavailable(path, what, decide) from None
 
 
 def _admitted(name: str, version: str, needs: Iterable[Requirement]) -> bool:

@@ -163,7 +163,10 @@ def scan_report(doc: dict[str, Any], verbose: bool = False, width: int = 80) -> 
         f"p2paudit scan {launch.get('path') or '(no launch script)'}  ({how})",
         f"targets: {targets}; torch {torch_words(doc['config'])}",
     ]
-    if launch.get("entry_read"):  # config.entry_path: an absolute entry of another machine
+    if (launch.get("entry_read") or {}).get("module"):  # config.entry_module: `-m pkg.mod`'s file
+        lines.append(f"entry script: -m {launch['entry_read']['script']} runs {launch['entry_read']['read']} "
+                     "(found as python -m finds it)")
+    elif launch.get("entry_read"):  # config.entry_path: an absolute entry of another machine
         lines.append(f"entry script: {launch['entry_read']['script']} is not here; read "
                      f"{launch['entry_read']['read']} (the same path's tail in the checkout around the script)")
     if "entries" in doc:

@@ -37,6 +37,8 @@ class Spelling:
     backends: tuple[dict, ...]  # non-NCCL backends and the signs of a run on one ([[backend]])
     front_ends: tuple[dict, ...]  # front ends whose flags put the run on another stack ([[front_end]])
     runners: tuple[dict, ...] = ()  # `uv run [options] COMMAND` ([[command_runner]])
+    operand_required: frozenset[str] = frozenset()  # programs that fail given no operand ([wrappers])
+    environment_set: tuple[str, ...] = ()  # variables a job's environment sets (fnmatch; [wrappers])
     # The run's own parser where it was read (auditor.config.frontend_parser.FrontEnd): flags
     # are then its spellings; None: checked against the rules only, never an error.
     front_end: Any = None
@@ -62,6 +64,8 @@ class Spelling:
             backends=tuple(e for rs in every for e in rs.table("backend")),
             front_ends=tuple(e for rs in every for e in rs.table("front_end")),
             runners=tuple(e for rs in every for e in rs.table("command_runner")),
+            operand_required=frozenset(p for rs in every for p in rs.section("wrappers").get("operand_required", ())),
+            environment_set=tuple(p for rs in every for p in rs.section("wrappers").get("environment_set", ())),
             python_runners=tuple(tuple(r.split()) for rs in every
                                  for r in rs.section("wrappers").get("python_runners", ())),
         )

@@ -25,7 +25,7 @@ class MegatronReader(Reader):
              path: str, parser_roots: tuple[Path, ...]) -> None:
         builds = False
         if isinstance(config.script, str):
-            front = locate(path, config.script, parser_roots)
+            front = locate(path, config.script_read or config.script, parser_roots)
             spelling = with_front_end(spelling, front)
             if front is not None and front.root is not None:
                 config.checkouts[self.style] = front.root
@@ -48,15 +48,20 @@ def _unread_front_end(config: LaunchConfig, spelling: Spelling, path: str) -> No
     accepts a flag no table here has is unknown, and argparse exits on one it lacks. Such flags
     leave the run undecided (`detail.decide`), never clean; a found script is read (locate)."""
     script = config.script
-    if isinstance(script, str) and find_script(path, script, entry=True) is not None:
-        return
     unknown = [f for f in config.flags.values() if f.spelling.startswith("--")
                and f.spelling not in spelling.flags and f.spelling not in spelling.no_flags]
-    if not unknown:
+    found = find_script(path, config.script_read or script, entry=True) if isinstance(script, str) else None
+    if not unknown or (found is not None and not config.script_module):
         return
-    why = (f"{script} is not a file here" if isinstance(script, str)
+    if found is not None:
+        _foreign_module(config, found, unknown, path)
+        return
+    module = f"{script}".replace(".", "/") + ".py"  # `-m pkg.mod`, looked up as config.entry_module does
+    why = (f"the module {script} ({module}) is on no sys.path entry known here" if config.script_module
+           else f"{script} is not a file here" if isinstance(script, str)
            else f"its path, {script}, is not known statically")
     name = os.path.basename(str(script)) if script is not None else "the training script"
+    entry = module if config.script_module else name
     config.diagnostics.append(Finding(
         "launch.front-end-unread", "warning",
         f"the training script is not found ({why}), so the parser it builds was not read: "
@@ -67,7 +72,7 @@ def _unread_front_end(config: LaunchConfig, spelling: Spelling, path: str) -> No
         where=f"{path}:{unknown[0].line}",
         detail={"undecided": f"whether {name}'s parser accepts {listed([f.spelling for f in unknown], 3)} "
                              f"(the training script is not found: {why})",
-                "decide": f"--command 'python PATH/{name} ...' (the entry script where it is)",
+                "decide": f"--command 'python PATH/{entry} ...' (the entry script where it is)",
                 "flags": [f.spelling for f in unknown]}))
 
 
@@ -101,3 +106,22 @@ def judge_on_checkout(config: LaunchConfig, path: str) -> None:
         f"{config.script} runs from the Megatron-LM checkout {root}, megatron-core {release} "
         f"({version_file}): judged on that release",
         where=f"{path}:{config.command_line}"))
+
+
+def _foreign_module(config: LaunchConfig, found: Path, unknown: list, path: str) -> None:
+    """A `-m pkg.mod` entry read (config.entry_module) that builds no Megatron-LM parser here:
+    its own code parses the flags Megatron-LM's tables lack, so the settings read from them (and
+    the defaults standing for what they do not say) are not known to be what it runs."""
+    if "megatron-lm" in config.checkouts:
+        return  # its Megatron-LM parser was read, flags and all
+    flags = listed([f.spelling for f in unknown], 3)
+    config.diagnostics.append(Finding(
+        "launch.front-end-foreign", "warning",
+        f"`-m {config.script}` runs {found}, which builds no Megatron-LM parser here: its own code "
+        f"parses {flags}, and what it runs at which pipeline size is not read from them",
+        fix="--set pipeline_model_parallel_size=N gives the pipeline size the module runs",
+        where=f"{path}:{unknown[0].line}",
+        detail={"undecided": f"what {found.name} (`-m {config.script}`) runs with {flags}: its own parser, "
+                             "not Megatron-LM's, reads them",
+                "decide": "--set pipeline_model_parallel_size=N (the pipeline size the module runs)",
+                "flags": [f.spelling for f in unknown]}))
