@@ -274,10 +274,10 @@ class LaunchShell(Shell):
                 self._inner(prefix + fields, "<<", cmd.stdin.body, cmd.stdin.line, cmd)
             return None
         script = fields[at]
-        try:  # `mpirun ... bash entry.sh pretrain.py <flags>`: entry.sh beside this script, with its arguments
+        try:  # `mpirun ... bash entry.sh pretrain.py <flags>`: entry.sh as bash opens it, with its arguments
             if not isinstance(script.value, str):
                 raise OSError("its path is not known statically")
-            path, text = self.beside(script.value)
+            path, text = self.locate(script.value, sourced=False)
         except OSError as exc:
             self.diagnostics.append(Finding(
                 "launch.unread-file", "info",
