@@ -24,6 +24,8 @@ from pathlib import Path
 import pytest
 
 from auditor.bash.values import Symbolic
+from auditor.config.frontends import for_style
+from auditor.config.frontends.chatlearn import DotlistConfigReader
 from auditor.config.launch import parse_launch
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -136,7 +138,7 @@ def test_the_fsdp_backend_trains_no_pipeline(tmp_path: Path, monkeypatch: pytest
     script = chatlearn_tree(tmp_path, "grpo_fsdp")
     monkeypatch.chdir(tmp_path)  # run from the checkout's root, as ChatLearn's README does
     config = _read(script)
-    assert config.launcher == "python entrypoint.py"
+    assert config.launcher == "python entrypoint.py" and isinstance(for_style(config.style), DotlistConfigReader)
     said = [d.message for d in config.diagnostics if d.kind == "launch.not-pipeline"]
     assert said and "FSDP" in said[0] and "train_backend=fsdp" in said[0]
 
