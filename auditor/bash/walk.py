@@ -362,8 +362,8 @@ class Shell(Expander, ABC):
             where=f"{self.path}:{line}"))
 
     def _source(self, target: Field, cmd: Cmd) -> None:
-        """`source FILE`: a file beside the script (or at its absolute path) is part of the launch
-        and is read in this shell; one that cannot be read may set anything."""
+        """`source FILE`: the file bash reads (see `locate`) is part of the launch and is read in
+        this shell; one that cannot be read may set anything."""
         self.sourced.append(str(target.value))
         def what(why: str) -> str:
             return f"`source {target.value}` (not read: {why})"
@@ -372,7 +372,7 @@ class Shell(Expander, ABC):
             self.unknowable(cmd.line, what("its path is not known statically"))
             return
         try:
-            path, text = self.beside(target.value)
+            path, text = self.locate(target.value, sourced=True)
         except OSError as exc:
             self.unknowable(cmd.line, what(str(exc)))
             return
@@ -388,22 +388,30 @@ class Shell(Expander, ABC):
             self.depth -= 1
             self.reading = saved
 
-    def beside(self, name: str) -> tuple[str, str]:
-        """(path, text) of a file the script runs or sources: at its absolute path, else beside
-        the script; OSError saying why not (absent, not a regular file, too large, not text)."""
-        base = os.path.dirname(self.path) if os.path.isfile(self.path) else None
-        path = name if os.path.isabs(name) or base is None else os.path.join(base, name)
+    def locate(self, name: str, sourced: bool) -> tuple[str, str]:
+        """(path, text) of the file bash opens for `source NAME` (`sourced`) or `bash NAME`: an
+        absolute path as it is; a relative one from the launch directory (`cwd`: where this audit
+        runs, unknown after a `cd`), and a NAME without a slash also on $PATH, before the launch
+        directory for `source` and after it for `bash`. OSError saying why not."""
         if self.depth >= MAX_NESTING:
             raise OSError("nested too deep")
-        if not os.path.isfile(path):
-            raise OSError("not a regular file beside the script")
-        if os.path.getsize(path) > _MAX_SOURCED:
-            raise OSError("larger than a launch script")
-        try:
-            with open(path, "rb") as handle:
-                return path, handle.read().decode("utf-8-sig").replace("\0", "")
-        except UnicodeDecodeError:
-            raise OSError("not UTF-8 text") from None
+        if os.path.isabs(name):
+            return _read_text(name, "not a regular file")
+        here = [] if self.cwd is None else [os.path.join(self.cwd, name)]
+        on_path = [] if "/" in name else [os.path.join(d or ".", name) for d in self._path_dirs()]
+        for path in (on_path + here if sourced else here + on_path):
+            if os.path.isfile(path):
+                return _read_text(path, "not a regular file")
+        if self.cwd is None:
+            raise OSError("a relative path, and after a `cd` the launch directory is not known statically")
+        raise OSError(f"no regular file {name} in the launch directory {self.cwd}"
+                      + ("" if "/" in name else " or on $PATH"))
+
+    def _path_dirs(self) -> list[str]:
+        """$PATH's directories as the script has it (its own value, else its caller's)."""
+        var = self.vars.get("PATH")
+        value = var.value if var is not None else self.environ.get("PATH", "")
+        return str(value).split(":") if isinstance(value, str) and value else []
 
     def _setter(self, builtin: str, args: list[Field], cmd: Cmd, inline: dict[str, EnvVar]) -> None:
         """`read NAME`, `printf -v NAME`, `mapfile NAME`: NAME gets a value known only at run time,
@@ -571,3 +579,16 @@ def _test_operand(node: Node, flag: str) -> str | None:
         return None
     m = re.fullmatch(r'"?\$\{?([A-Za-z_][A-Za-z0-9_]*)(:-)?\}?"?', raws[2])
     return m.group(1) if m else None
+
+
+def _read_text(path: str, missing: str) -> tuple[str, str]:
+    """(path, text) of a launch-sized UTF-8 file; OSError saying why not."""
+    if not os.path.isfile(path):
+        raise OSError(missing)
+    if os.path.getsize(path) > _MAX_SOURCED:
+        raise OSError("larger than a launch script")
+    try:
+        with open(path, "rb") as handle:
+            return path, handle.read().decode("utf-8-sig").replace("\0", "")
+    except UnicodeDecodeError:
+        raise OSError("not UTF-8 text") from None

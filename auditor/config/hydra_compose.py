@@ -125,6 +125,12 @@ def _merge(into: dict[str, Any], other: dict[str, Any]) -> None:
 # --- interpolation ------------------------------------------------------------------------------
 
 
+def resolve(data: dict[str, Any]) -> dict[str, Any]:
+    """`data` with its `${a.b}` interpolations resolved (an `Unresolved` leaf stays one)."""
+    resolved: dict[str, Any] = _resolve_all(data, data)
+    return resolved
+
+
 def _resolve_all(node: Any, root: dict[str, Any]) -> Any:
     if isinstance(node, dict):
         return {k: _resolve_all(v, root) for k, v in node.items()}

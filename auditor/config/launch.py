@@ -352,6 +352,7 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
                           diagnostics=shell.diagnostics, commands=max(len(training), 1),
                           case=which if cases else 0)
     config.wrapper = [f.value for f in chosen.wrapper]
+    config.launch_dir = chosen.cwd
     config.env = _environment(shell, chosen)
     args = chosen.args
     reader = for_style(launcher["style"])

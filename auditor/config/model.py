@@ -65,6 +65,9 @@ class LaunchConfig:
     case_name: str = ""  # what that configuration is called ("actor_train")
     # distribution -> the source directory the run imports it from (config/source_tree.py)
     source_dirs: dict[str, Path] = field(default_factory=dict)
+    # The directory the training command starts in, as the walk knows it (the audit's own, until a
+    # `cd`; None after one): where the trainer opens a relative config file (frontends/chatlearn.py)
+    launch_dir: str | None = None
     _stack: Stack | None = field(default=None, init=False, repr=False, compare=False)
 
     @property

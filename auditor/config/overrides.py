@@ -50,6 +50,16 @@ def read_overrides(config: LaunchConfig, args: list[Field], path: str) -> None:
         config.flags[key] = Flag(key, setting, f.line, head.partition("=")[0], (setting,))
 
 
+def override(value: Scalar) -> tuple[str, Scalar | None] | None:
+    """(dotted key, value) of one `key=value` word (None for `~key`: deleted); None for a word
+    that is no override."""
+    head = _known_head(value)
+    m = _KEY.fullmatch(head.partition("=")[0]) if "=" in head or head.startswith("~") else None
+    if m is None:
+        return None
+    return m.group(2), None if m.group(1) == "~" else _after_equals(value)
+
+
 def _known_head(value: Scalar) -> str:
     """The known text a word starts with (all of it when known)."""
     if isinstance(value, Symbolic):

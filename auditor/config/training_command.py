@@ -39,6 +39,7 @@ class Candidate:
     end_line: int
     conditional: bool
     word_line: int = 0  # the launcher word's own line (after `NAME=value \` prefix lines)
+    cwd: str | None = None  # the directory it starts in, as the walk knows it (None after a `cd`)
 
 
 def is_interpreter(base: str, launcher: dict) -> bool:
@@ -165,7 +166,7 @@ class LaunchShell(Shell):
                             inline[name] = EnvVar(name, value, w.line, "inline")
                 candidate = Candidate(
                     launcher, invoked, sub, args, wrapper, inline, dict(self.vars),
-                    cmd.line, cmd.end_line, self.conditional > 0, fields[0].line)
+                    cmd.line, cmd.end_line, self.conditional > 0, fields[0].line, self.cwd)
                 self.candidates.append(candidate)
                 return candidate
             if not wrapped:
@@ -242,11 +243,13 @@ class LaunchShell(Shell):
     @staticmethod
     def _python_script(fields: list[Field], j: int, launcher: dict) -> bool:
         """`python examples/start_rlvr_pipeline.py ...`: python runs a script the launcher names
-        (`python_scripts`, fnmatch over its file name), which starts the workers itself."""
+        (`python_scripts`, fnmatch over its file name, or over as many trailing path parts as a
+        pattern has: `chatlearn/entrypoint.py`), which starts the workers itself."""
         patterns = launcher.get("python_scripts", ())
         value = fields[j].value if j < len(fields) else None
         return bool(patterns) and isinstance(value, str) and any(
-            fnmatch.fnmatchcase(os.path.basename(value), p) for p in patterns)
+            fnmatch.fnmatchcase("/".join(os.path.normpath(value).split("/")[-(p.count("/") + 1):]), p)
+            for p in patterns)
 
     def _runs_script(self, fields: list[Field], k: int, launcher: dict) -> bool:
         """`srun [options] python SCRIPT`: the program starts the training script itself, no other
@@ -277,10 +280,10 @@ class LaunchShell(Shell):
                 self._inner(prefix + fields, "<<", cmd.stdin.body, cmd.stdin.line, cmd)
             return None
         script = fields[at]
-        try:  # `mpirun ... bash entry.sh pretrain.py <flags>`: entry.sh beside this script, with its arguments
+        try:  # `mpirun ... bash entry.sh pretrain.py <flags>`: entry.sh as bash opens it, with its arguments
             if not isinstance(script.value, str):
                 raise OSError("its path is not known statically")
-            path, text = self.beside(script.value)
+            path, text = self.locate(script.value, sourced=False)
         except OSError as exc:
             self.diagnostics.append(Finding(
                 "launch.unread-file", "info",

@@ -79,6 +79,12 @@ TABLES: dict[str, Table] = {
     # configuration per role (auditor/config/hydra_compose.py).
     "hydra_compose": _table(True, "launchers path_options name_options role_key role_values settings_key",
                             f"path_default devices_key {_SELECT}"),
+    # A Python entry that loads a YAML `--config-file` and applies `key=value` words to it, its train
+    # backend picking the Megatron roles (ChatLearn; auditor/config/frontends/chatlearn.py), and the
+    # defaults its Megatron role config sets onto Megatron-LM's args.
+    "dotlist_config": _table(False, "algorithms file_options backend_key megatron_backend megatron_roles",
+                             "devices_key not_pipeline source code"),
+    "role_default": _table(True, "key value source code", ""),
     # torch's P2P API (rulebook.apis, auditor/dynamic/hooks.py).
     "p2p_api": _table(True, "name qualnames params issues", f"peer group op wire {_SELECT}"),
     "coalescing_context": _table(True, "qualnames", f"group_param {_SELECT}"),
@@ -152,6 +158,9 @@ TYPES: dict[str, dict[str, type]] = {
     "launcher_handoff": {"launchers": list, "passes": str, "unless": list, "helpers": list, "line": int},
     "launcher": {"python_scripts": list},
     "hydra_compose": {"launchers": list, "path_options": list, "name_options": list, "role_values": list},
+    "dotlist_config": {"algorithms": list, "file_options": list, "backend_key": str, "megatron_backend": str,
+                       "megatron_roles": list, "not_pipeline": dict},
+    "role_default": {"key": str, "value": str},
     "batch_wrapper": {"modules": list, "key": str},
     "container_image": {"image": str, "tag": str, "torch": str, "source": str},
     "config_file": {"kind": str, "launchers": list, "suffixes": list, "sections": list,

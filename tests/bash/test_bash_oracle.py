@@ -98,7 +98,7 @@ SOURCED = {
 
 @pytest.mark.skipif(BASH is None, reason="needs bash")
 @pytest.mark.parametrize("name", sorted(SOURCED))
-def test_sourcing_agrees_with_bash(name: str, tmp_path: Path) -> None:
+def test_sourcing_agrees_with_bash(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     text, files = SOURCED[name]
     for file, body in files.items():
         (tmp_path / file).write_text(body)
@@ -113,6 +113,7 @@ def test_sourcing_agrees_with_bash(name: str, tmp_path: Path) -> None:
     subprocess.run([BASH, str(script)], env={"PATH": f"{stubs}:/usr/bin:/bin", "REC_OUT": str(out)},
                    cwd=tmp_path, check=True, timeout=30)
     expected = [line.split("\0")[:-1] for line in out.read_text().split("\n")[:-1]]
+    monkeypatch.chdir(tmp_path)  # bash ran in tmp_path: `source ./env.sh` is read from there
     calls, _ = _walk(text, str(script))
     assert calls == expected
 

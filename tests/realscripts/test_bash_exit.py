@@ -101,7 +101,8 @@ def test_scan_says_it_does_not_start(tmp_path):
     assert headline.startswith("DOES NOT START: the script exits at line 9"), proc.stdout
 
 
-@pytest.mark.parametrize("program", ["python chatlearn/entrypoint.py grpo", "python3 -m chatlearn.main",
+# (chatlearn/entrypoint.py itself is followed since rules/chatlearn.toml: tests/realscripts/test_chatlearn.py)
+@pytest.mark.parametrize("program", ["python tools/entrypoint.py grpo", "python3 -m chatlearn.main",
                                      "${LAUNCH} train.py"])
 def test_an_exit_after_a_program_not_followed_is_no_sure_stop(program):
     """alibaba/ChatLearn @ b7af31a972 scripts/fsdp_vllm/train_fsdp_vllm_qwen3_8b_grpo.sh:47 ends its

@@ -22,7 +22,8 @@ from auditor.config.launch import parse_launch, read_launch
 CMD = "torchrun --nproc_per_node 8 pretrain_gpt.py --pipeline-model-parallel-size $PP"
 
 
-def test_a_sourced_file_beside_the_script_is_read(tmp_path: Path) -> None:
+def test_a_sourced_file_beside_the_script_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # launched from its own directory, where bash finds env.sh
     (tmp_path / "env.sh").write_text("export TORCH_DISTRIBUTED_DEBUG=DETAIL\nPP=4\n")
     (tmp_path / "run.sh").write_text(f"#!/bin/bash\nsource env.sh\n{CMD}\n")
     config = read_launch(tmp_path / "run.sh")

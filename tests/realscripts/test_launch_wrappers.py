@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from auditor.bash.values import Symbolic
 from auditor.config.launch import parse_launch, read_launch
 
@@ -27,7 +29,8 @@ def test_ray_job_submit_runs_what_follows_the_separator() -> None:
     assert [str(w) for w in config.wrapper][:3] == ["ray", "job", "submit"]
 
 
-def test_mpirun_through_an_entry_script_beside_the_launch_script(tmp_path: Path) -> None:
+def test_mpirun_through_an_entry_script_beside_the_launch_script(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # launched from its own directory: bash opens entry.sh there
     (tmp_path / "entry.sh").write_text("#!/bin/bash\nexport NCCL_DEBUG=INFO\ncd /workspace\npython $*\n")
     # Pai-Megatron-Patch examples/llama3/mpi_run_pretrain_llama3.sh (commit a098ca5acb): `-mca pml ob1`, entry.sh `python $*`
     (tmp_path / "run.sh").write_text(f"#!/bin/bash\nmpirun -np 16 --allow-run-as-root -mca pml ob1 bash entry.sh pretrain_gpt.py \"{FLAGS}\"\n")
@@ -58,7 +61,8 @@ def test_coverage_run_stands_for_python() -> None:
     assert outside.launcher == "python -m torch.distributed.run pretrain_gpt.py" and outside.world_size == 2
 
 
-def test_positional_parameters_of_a_script_read_with_arguments(tmp_path: Path) -> None:
+def test_positional_parameters_of_a_script_read_with_arguments(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
     (tmp_path / "train.sh").write_text('#!/bin/bash\nPP=$1\nshift_me="$2"\ntorchrun --nproc_per_node $# '
                                        'pretrain_gpt.py --pipeline-model-parallel-size "$PP" "${@:3}"\n')
     (tmp_path / "run.sh").write_text("bash train.sh 4 x\n")

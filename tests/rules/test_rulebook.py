@@ -96,10 +96,11 @@ def test_stacks_follow_runs_on() -> None:
     assert Stack.of("torchrun pretrain_gpt.py").distributions == ["megatron-core"]
     assert Stack.of("deepspeed train.py").distributions == ["deepspeed"]
     assert Stack.of("python -m verl.trainer.main_ppo").distributions == ["verl", "mbridge", "megatron-core"]
+    assert Stack.of("python entrypoint.py").distributions == ["megatron-core"]  # ChatLearn on Megatron-LM
     # rules/torchtitan.toml names its launch exactly; megatron-lm's `torchrun*` matches it too
     assert Stack.of("torchrun torchtitan.train").distributions == ["torchtitan"]
     assert Stack.of("lightning gpt_finetuning.py").distributions == ["megatron-core"]  # NeMo 2
-    assert audited_packages() == ["slime", "nemo", "roll", "mcore_adapter", "deepspeed", "megatron", "swift",
+    assert audited_packages() == ["slime", "chatlearn", "nemo", "roll", "mcore_adapter", "deepspeed", "megatron", "swift",
                                   "torchtitan", "verl", "mbridge", "mcore_bridge"]
     with pytest.raises(InputError, match="no rules file"):
         _ = Stack.of("accelerate train.py").distributions

@@ -4,13 +4,15 @@ A `[[launcher]]` (or `[[swift_script]]`) names its front end by `style`; `for_st
 reader once, and launch.py calls it, instead of comparing the style string wherever a step
 differs. Styles: "megatron-lm" (its argparse spellings, checked against the parser read),
 "hydra" (`key=value` overrides), "hydra-compose" (a composed Hydra config, one configuration
-per role), "megatron-bridge" (run_recipe.py: its options, overrides and recipe), and any other
+per role), "chatlearn" (a YAML --config-file with `key=value` words, one configuration per
+Megatron role), "megatron-bridge" (run_recipe.py: its options, overrides and recipe), and any other
 ("ms-swift", "deepspeed"): the flags as written.
 """
 
 from __future__ import annotations
 
 from auditor.config.frontends.argparse_flags import FlagsReader
+from auditor.config.frontends.chatlearn import DotlistConfigReader
 from auditor.config.frontends.hydra import HydraReader
 from auditor.config.frontends.hydra_compose import HydraComposeReader
 from auditor.config.frontends.megatron_bridge import BridgeRecipeReader
@@ -18,7 +20,7 @@ from auditor.config.frontends.megatron_lm import MegatronReader
 from auditor.config.frontends.reader import Reader
 
 _READERS: dict[str, Reader] = {r.style: r for r in (MegatronReader(), HydraReader(), HydraComposeReader(),
-                                                    BridgeRecipeReader())}
+                                                    DotlistConfigReader(), BridgeRecipeReader())}
 
 
 def for_style(style: str) -> Reader:

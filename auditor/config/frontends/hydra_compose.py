@@ -67,11 +67,11 @@ class HydraComposeReader(Reader):
         settings = at(value, rule["settings_key"]) or {}
         for key, setting in (settings.items() if isinstance(settings, dict) else ()):
             spelled = f"{role}.{rule['settings_key']}.{key} (from {shown.name})"
-            config.flags[str(key)] = Flag(str(key), _text(setting), config.command_line, spelled)
+            config.flags[str(key)] = Flag(str(key), yaml_text(setting), config.command_line, spelled)
         devices = device_count(at(value, rule["devices_key"])) if rule.get("devices_key") else None
         if devices is not None:
             key = rule["devices_key"]
-            config.flags[key] = Flag(key, _text(devices), config.command_line, f"{role}.{key}")
+            config.flags[key] = Flag(key, yaml_text(devices), config.command_line, f"{role}.{key}")
         config.diagnostics.append(Finding(
             "launch.config-file", "info",
             f"read {shown} (Hydra compose of {len(composed.files)} file(s)): role {role} "
@@ -130,7 +130,7 @@ def _options(config: LaunchConfig, args: list[Field], rule: dict[str, Any]) -> t
     return given.get("path_options", rule.get("path_default")), given.get("name_options")
 
 
-def _text(value: Any) -> Any:
+def yaml_text(value: Any) -> Any:
     """A YAML value as the flag text the rules' types read; an unresolved one stays unknown."""
     if isinstance(value, Unresolved):
         return Symbolic(value.text)

@@ -1,0 +1,202 @@
+"""Python entries that load a YAML `--config-file` and apply `key=value` words to it, the train
+backend deciding what trains (ChatLearn: `python chatlearn/entrypoint.py grpo --config-file
+template/grpo_megatron.yaml models.policy_trainer.pipeline_model_parallel_size=1 ...`).
+
+The file is opened from the launch directory (`config.launch_dir`), each word applied as
+OmegaConf.update applies it (a dotted key set, missing levels made), then `${a.b}` resolved
+(config/hydra_compose.py). The rules' `[dotlist_config]` say where the backend is and which
+backend trains which roles: a backend the rules say trains no pipeline (fsdp) is NOT A PIPELINE
+RUN; the Megatron backend's roles are each a configuration of their own (`config.case`), their
+fields, nested ones included, the flags of Megatron-LM's front end (`[[role_default]]` where the
+file gives none, its default read from the run's own checkout). Anything not known statically
+stays unknown.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from pathlib import Path
+from typing import Any
+
+from auditor.bash.values import Field, Symbolic
+from auditor.config.configfiles import Unreadable, load_yaml, unknown_file
+from auditor.config.frontends.hydra_compose import yaml_text
+from auditor.config.frontends.reader import Reader
+from auditor.config.hydra_compose import Unresolved, at, resolve
+from auditor.config.model import Flag, LaunchConfig
+from auditor.config.overrides import override
+from auditor.findings import Finding
+from auditor.rulebook import files
+from auditor.rulebook.launchers import Spelling
+
+_NULLS = ("null", "~", "None")
+
+
+class DotlistConfigReader(Reader):
+    style = "chatlearn"
+    cases = True  # one configuration per Megatron role: `config.case` picks one
+
+    def read(self, config: LaunchConfig, args: list[Field], launcher: dict, spelling: Spelling,
+             path: str, parser_roots: tuple[Path, ...]) -> None:
+        rule, defaults = _rules()
+        where = f"{path}:{config.command_line}"
+        words = [f.value for f in args]
+        algorithm = words[0] if words else None
+        if algorithm not in rule["algorithms"]:
+            unknown_file(config, f"the config of {config.script}",
+                         f"its algorithm {algorithm!r} is none of {', '.join(rule['algorithms'])}",
+                         config.command_line, where, env_keys=())
+            return
+        name, updates = _options(words[1:], rule)
+        if not isinstance(name, str):
+            why = ("no --config-file is given: the backend is the dataclass's MISSING" if name is None
+                   else "its --config-file is not known statically")
+            unknown_file(config, f"the config of {config.script}", why, config.command_line, where, env_keys=())
+            return
+        file = Path(name) if os.path.isabs(name) else (
+            Path(config.launch_dir) / name if config.launch_dir is not None else None)
+        try:
+            if file is None:
+                raise Unreadable("a relative path, and after a `cd` the launch directory is not known")
+            data = load_yaml(_read(file), file)
+            if not isinstance(data, dict):
+                raise Unreadable(f"{file} holds no mapping")
+        except Unreadable as exc:
+            unknown_file(config, name, str(exc), config.command_line, where, env_keys=())
+            return
+        for key, value in updates:
+            _update(data, key, value)
+        tree = resolve(data)
+        backend = at(tree, rule["backend_key"])
+        said = f"{rule['backend_key']}={yaml_text(backend)} ({file.name} and {len(updates)} override(s))"
+        if isinstance(backend, str) and backend in rule.get("not_pipeline", {}):
+            config.diagnostics.append(Finding(
+                "launch.not-pipeline", "info", f"{rule['not_pipeline'][backend]}: {said}",
+                where=where, detail={"command": config.launcher}))
+            return
+        if backend != rule["megatron_backend"]:
+            unknown_file(config, name, f"its train backend {said} is not known statically" if not isinstance(
+                backend, str) else f"its train backend {said} is none the rules know", config.command_line,
+                where, env_keys=())
+            return
+        roles = rule["megatron_roles"]
+        config.commands = len(roles)
+        if config.case >= len(roles):
+            return  # launch._build says there is no such configuration
+        role = roles[config.case]
+        config.case_name = role.rpartition(".")[2]
+        for key, (value, where_read) in _role_defaults(defaults, config).items():
+            config.flags[key] = Flag(key, value, config.command_line, f"{role}.{key} (ChatLearn's default, {where_read})")
+        settings = at(tree, role)
+        for dotted, value in _leaves(settings if isinstance(settings, dict) else {}):
+            key = dotted.rpartition(".")[2]
+            config.flags[key] = Flag(key, yaml_text(value), config.command_line, f"{role}.{dotted} (from {file.name})")
+        config.diagnostics.append(Finding(
+            "launch.config-file", "info",
+            f"read {file} with {len(updates)} override(s): {said}, role {config.case_name}, one of "
+            f"{len(roles)} judged ({', '.join(r.rpartition('.')[2] for r in roles)})", where=where,
+            detail={"files": [str(file)], "role": config.case_name}))
+
+
+def _rules() -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The `[dotlist_config]` and `[[role_default]]` entries (one rules file states them)."""
+    for name in files.names():
+        data = files.load(name).data
+        if "dotlist_config" in data:
+            return data["dotlist_config"], list(data.get("role_default", []))
+    raise LookupError("no rules file states [dotlist_config]")
+
+
+def _role_defaults(defaults: list[dict[str, Any]], config: LaunchConfig) -> dict[str, tuple[Any, str]]:
+    """Each `[[role_default]]` field's default as the run's own ChatLearn states it: read from the
+    checkout the entry script is in (the dataclass differs between releases: pai-chatlearn 1.2.0
+    on PyPI defaults overlap_p2p_comm to False, the checkout the rules quote to True); a checkout
+    not found leaves it unknown, a field it lacks is not set (Megatron-LM's default holds)."""
+    entry = Path(str(config.script)) if isinstance(config.script, str) else None
+    if entry is not None and not entry.is_absolute() and config.launch_dir is not None:
+        entry = Path(config.launch_dir) / entry
+    out: dict[str, tuple[Any, str]] = {}
+    for item in defaults:
+        relpath = item["source"].split()[1].rpartition(":")[0]
+        root = next((d for d in (entry.parents if entry is not None else ()) if (d / relpath).is_file()), None)
+        if root is None:
+            out[item["key"]] = (Symbolic(f"ChatLearn's {item['key']} default, in {relpath}, which is not found "
+                                         f"around the entry {config.script}"), relpath)
+            continue
+        fields = _dataclass_defaults(root / relpath)
+        if item["key"] in fields:
+            out[item["key"]] = (fields[item["key"]], str(root / relpath))
+    return out
+
+
+def _dataclass_defaults(module: Path) -> dict[str, Any]:
+    """`name: T = field(default=LITERAL)` of the module's dataclasses, as flag text."""
+    try:
+        tree = ast.parse(module.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, SyntaxError):
+        return {}
+    out: dict[str, Any] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(node.value, ast.Call):
+            given = [k.value for k in node.value.keywords if k.arg == "default"]
+            if given and isinstance(given[0], ast.Constant):
+                out.setdefault(node.target.id, yaml_text(given[0].value))
+    return out
+
+
+def _options(words: list[Any], rule: dict[str, Any]) -> tuple[Any, list[tuple[str, Any]]]:
+    """(the config file, the `key=value` updates in order): argparse's options first, then
+    everything (argparse.REMAINDER) read as overrides; a word that is none is left out."""
+    name: Any = None
+    k = 0
+    while k < len(words):
+        option, eq, value = str(words[k]).partition("=")
+        if option not in rule["file_options"]:
+            break
+        if eq:
+            name = value if isinstance(words[k], str) else Symbolic(str(words[k]))
+        elif k + 1 < len(words):
+            k += 1
+            name = words[k]
+        k += 1
+    updates: list[tuple[str, Any]] = []
+    for word in words[k:]:
+        parsed = override(word)
+        if parsed is not None:
+            updates.append(parsed)
+    return name, updates
+
+
+def _read(file: Path) -> str:
+    try:
+        return file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise Unreadable(f"{file} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise Unreadable(f"{file}: {exc}") from None
+
+
+def _update(data: dict[str, Any], key: str, value: Any) -> None:
+    """OmegaConf.update(cfg, key, value): the dotted key set, missing levels made; a value not
+    known statically is `Unresolved`, `null` is None."""
+    *parents, last = key.split(".")
+    node = data
+    for part in parents:
+        if not isinstance(node.get(part), dict):
+            node[part] = {}
+        node = node[part]
+    if isinstance(value, Symbolic):
+        node[last] = Unresolved(str(value), f"`{key}` is given as {value}, not known statically")
+    else:
+        node[last] = None if value is None or value in _NULLS else value
+
+
+def _leaves(node: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """Every leaf of a role's mapping as (dotted key, value): set_megatron_cfg recurses into the
+    nested configs (megatron_model_cfg, optimizer) and sets each field by its own name."""
+    out: list[tuple[str, Any]] = []
+    for key, value in node.items():
+        dotted = f"{prefix}{key}"
+        out += _leaves(value, dotted + ".") if isinstance(value, dict) else [(dotted, value)]
+    return out
