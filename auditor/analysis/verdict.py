@@ -213,9 +213,10 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
         head = f"INCONCLUSIVE: {_undecided_words(undecided)}."
     run = RunConfig.from_json(doc.get("config", {}))
     cases = run.setting_basis
-    if cases and settingcases.disagree(cases):
+    split = settingcases.disagreeing(cases) if cases else None
+    if split is not None:
         status = "inconclusive"
-        undecided.insert(0, Undecided(*settingcases.differ_words(cases)))
+        undecided.insert(0, Undecided(*settingcases.differ_words(split)))
         head = f"INCONCLUSIVE: {_undecided_words(undecided)}."
     torch = run.torch
     if status in ("clean", "findings") and scanned and torch is not None and torch.version is None \
