@@ -95,3 +95,24 @@ def test_a_setting_the_verdict_depends_on_stays_inconclusive_naming_its_set(tmp_
     assert first["decide"] == "--set batch_p2p_comm=false|true (the run's batch_p2p_comm)"
     assert "batch_p2p_comm=True reads FINDINGS" in first["what"]
     assert "batch_p2p_comm=False reads CLEAN" in first["what"]
+
+
+@pytest.mark.heavy
+def test_a_case_left_undecided_names_its_own_step(tmp_path):
+    """No torch stated (every release judged) and the backend unknown (the front end unread):
+    at batch_p2p_comm=True whether torch coalesces rests on the backend, which no case splits;
+    the step is its --set, not --torch (every torch release was judged already) nor the --set of
+    the pipeline size (no value of it decides)."""
+    script = tmp_path / "run_finetune_megatron_llama.sh"
+    script.write_text(SCRIPT.format(torch="X", detail="").replace("# torch==X\n", ""))
+    given = {k: v for k, v in GIVEN.items() if k != "distributed_backend"}
+    doc = run_scan(ScanInputs(str(script), overrides=given, jobs=1))
+    verdict = doc["verdict"]
+    assert verdict["status"] == "inconclusive", verdict["headline"]
+    assert verdict["undecided"][0]["decide"] == "--set distributed_backend=VALUE", verdict["headline"]
+    basis = doc["config"]["setting_basis"]
+    assert [(c["value"], c["status"]) for c in basis["cases"]] == [
+        (1, "clean"), (2, "inconclusive"), (4, "inconclusive")]
+    assert [(c["value"], c["status"]) for c in basis["cases"][1]["split"]["cases"]] == [
+        (False, "clean"), (True, "inconclusive")]
+    assert "batch_p2p_comm=True" in doc["config"]["provenance"]["batch_p2p_comm"]
