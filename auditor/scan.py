@@ -186,30 +186,49 @@ def _commands(inputs: ScanInputs) -> dict[str, Any]:
     return out
 
 
-def _cases(inputs: ScanInputs, doc: dict[str, Any]) -> dict[str, Any] | None:
-    """Where the run is undecided on a needed setting nothing states (not --set, not the
-    script), a scan at each of its rules' case values (rules/megatron-core.toml
-    [[setting_cases]]): the document of the first case past the first, with every case's verdict
-    in `config.setting_basis`, which the verdict reads (decided only where the cases that start
-    agree); None where no such setting is unknown."""
+# How many scans, past the run's own, the settings' cases may take for one training command: a
+# case still undecided is split on the next setting only while this lasts (then it stays
+# undecided, naming its own step).
+CASE_SCANS = 16
+
+
+def _cases(inputs: ScanInputs, doc: dict[str, Any], budget: list[int] | None = None) -> dict[str, Any] | None:
+    """Where the run is undecided on a setting nothing states (not --set, not the script) that
+    the verdict rests on, a scan at each of its rules' case values (rules/*.toml
+    [[setting_cases]]), each case still undecided split on the next such setting in turn
+    (settingcases.next_key): the document of the first case past the first where they agree,
+    else of the first case that stays undecided (its step decides it), else the run's own; every
+    case's verdict in `config.setting_basis`, which the verdict reads (decided only where the
+    cases that start agree); None where no such setting is open."""
     run = RunConfig.from_json(doc.get("config", {}))
     if doc["verdict"]["status"] != "inconclusive":
         return None
-    unknown = [k for k in run.needs or [] if run.is_open(k) and k not in (inputs.overrides or {})]
-    table = next((e for f in frameworks() for e in rulebook_files.load(f.name).table("setting_cases")
-                  if e["key"] in unknown), None)
-    if table is None:
+    tables = [e for f in frameworks() for e in rulebook_files.load(f.name).table("setting_cases")]
+    table = settingcases.next_key(doc["verdict"], run.needs or [],
+                                  lambda k: run.is_open(k) and k not in (inputs.overrides or {}), tables,
+                                  within=budget is not None)
+    budget = [CASE_SCANS] if budget is None else budget
+    if table is None or budget[0] < len(table["values"]):
         return None
+    budget[0] -= len(table["values"])
     key = table["key"]
-    docs = [_scan_releases(replace(inputs, overrides={**(inputs.overrides or {}), key: str(v)}))
-            for v in table["values"]]
+    docs = []
+    for v in table["values"]:
+        case = replace(inputs, overrides={**(inputs.overrides or {}), key: str(v)})
+        one = _scan_releases(case)
+        docs.append(_cases(case, one, budget) or one)
     cases = [{"value": v, "status": d["verdict"]["status"], "headline": d["verdict"]["headline"],
-              "starts": not settingcases.does_not_start(d["verdict"])} for v, d in zip(table["values"], docs)]
+              "starts": not settingcases.does_not_start(d["verdict"]),
+              **({"split": d["config"]["setting_basis"]} if "setting_basis" in d["config"] else {})}
+             for v, d in zip(table["values"], docs)]
     basis = {"key": key, "why": table["why"], "stated": run.provenance(key),
              "cases": cases}
     # Shown: a case that starts, past the first (PP 2 shows the pipeline's sites; PP 1 has none).
     shown = next((k for k in [*range(1, len(cases)), 0] if cases[k]["starts"]), 0)
-    out = docs[shown] if settingcases.settled(basis) else doc
+    unsure = settingcases.undecided_case(basis)
+    if not settingcases.settled(basis):
+        shown = unsure if unsure is not None and not settingcases.disagree(basis) else -1
+    out = docs[shown] if shown >= 0 else doc
     out["config"]["setting_basis"] = basis
     if out is not doc:  # the case's value stands for all of them, not for a --set
         out["config"]["provenance"][key] = (

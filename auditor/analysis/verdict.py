@@ -213,9 +213,10 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
         head = f"INCONCLUSIVE: {_undecided_words(undecided)}."
     run = RunConfig.from_json(doc.get("config", {}))
     cases = run.setting_basis
-    if cases and settingcases.disagree(cases):
+    split = settingcases.disagreeing(cases) if cases else None
+    if split is not None:
         status = "inconclusive"
-        undecided.insert(0, Undecided(*settingcases.differ_words(cases)))
+        undecided.insert(0, Undecided(*settingcases.differ_words(split)))
         head = f"INCONCLUSIVE: {_undecided_words(undecided)}."
     torch = run.torch
     if status in ("clean", "findings") and scanned and torch is not None and torch.version is None \
@@ -419,11 +420,11 @@ def _decide_for(group: list[dict[str, Any]], run: RunConfig,
     if group[0].get("runs_batched") is None:
         if backend is not None:
             return str(backend["decide"])
+        inputs = run.unknown_inputs("torch_batch_coalesces")
+        if inputs:  # torch is known, or every release judged: what it reads is not
+            return " ".join(f"--set {k}=VALUE" for k in inputs)
         if run.is_open("torch_version"):
             return "--torch X.Y.Z (the cluster's torch release)"
-        inputs = run.unknown_inputs("torch_batch_coalesces")
-        if inputs:  # torch is known: what it reads is not
-            return " ".join(f"--set {k}=VALUE" for k in inputs)
         return "`p2paudit record` of a run, then `p2paudit report` (what ran coalesced)"
     tests = sorted({t for s in group for t in s.get("decided_by") or []})
     keys = [m.group(1) for t in tests for m in [re.fullmatch(r"(?:\w+\.)*config\.(\w+)", t)] if m]
