@@ -156,3 +156,48 @@ def test_schedule_entries_exist_in_the_releases_named(release):
                 path = release(pin).root / rel
             missing = [n for n in entry["names"] if not _defined(path, n)]
             assert not missing, f"{pin} {entry['module']}: {missing}"
+
+
+# NVIDIA-NeMo/Megatron-Bridge examples/models/falcon_h1/inference.sh (commit
+# 067f987df03b8355b03192d88d70f1709fedf51a): `uv run python -m torch.distributed.run
+# --nproc_per_node=1 scripts/inference/text_generation.py ...`, whose helpers come from the
+# checkout's own package in the src layout (`from megatron.bridge.inference.text_generation
+# import ...`, src/megatron/bridge/), installed by `uv run`.
+GENERATE_SH = """#!/usr/bin/env bash
+# megatron-core==0.19.2 torch==2.11.0
+set -euo pipefail
+uv run python -m torch.distributed.run --nproc_per_node=1 scripts/inference/generate.py --tp 1 --pp 1
+"""
+GENERATE_PY = """import argparse
+from megatron.core import parallel_state
+from mybridge.inference.helpers import generate
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--tp", type=int)
+parser.add_argument("--pp", type=int)
+generate(parser.parse_args())
+"""
+HELPERS = """import torch
+from megatron.core.pipeline_parallel import get_forward_backward_func
+
+
+def generate(args):
+    return torch.zeros(1){call}
+"""
+
+
+@pytest.mark.parametrize("call, status", [("", "not-pipeline"), (" if get_forward_backward_func() else None", "")])
+def test_a_checkout_s_src_package_is_walked(capsys, monkeypatch, tmp_path, call, status):
+    monkeypatch.chdir(tmp_path)  # run from the checkout's root, as the script's authors do
+    (tmp_path / "scripts" / "inference").mkdir(parents=True)
+    (tmp_path / "scripts" / "inference" / "generate.py").write_text(GENERATE_PY, encoding="utf-8")
+    package = tmp_path / "src" / "mybridge" / "inference"
+    package.mkdir(parents=True)
+    (package.parent / "__init__.py").write_text("", encoding="utf-8")
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "helpers.py").write_text(HELPERS.format(call=call), encoding="utf-8")
+    script = tmp_path / "examples" / "inference.sh"
+    script.parent.mkdir()
+    script.write_text(GENERATE_SH, encoding="utf-8")
+    code, doc = _scan(capsys, script)
+    assert (doc["verdict"]["status"] == "not-pipeline") == (status == "not-pipeline"), doc["verdict"]["headline"]
