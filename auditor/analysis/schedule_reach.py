@@ -1,15 +1,18 @@
 """Whether a torch-launched entry script can reach a pipeline schedule at all, from the call
-graph: the script run as `__main__`, with its local modules and the framework releases the scan
-reads, walked by the interpreter with every setting unknown (so at any pipeline size).
+graph: the script run as `__main__`, with its local modules, its checkout's src/ package and the
+framework releases the scan reads, walked by the interpreter with every setting unknown (so at
+any pipeline size).
 
 A conversion or inference script that imports megatron (FlagScale's hf2mcore_qwen2.5_vl.py,
 Megatron-Bridge's text_generation.py) reaches none of the schedule entries of rules/stacks.toml
 `[[schedule_entry]]`: such a run is NOT A PIPELINE RUN (analysis/verdict.py), where the reading
 is certain: no budget cut, no module that failed to parse, every call into code not read is
 into the standard library or a package that builds no pipeline (rules/stacks.toml
-`[no_pipeline]`, without its exceptions), the script's own code runs nothing dynamically
-(`dynamic`), and no call the walk could not resolve bears a schedule entry's name
-(`engine.train_batch()` on an engine it lost). Anything less certain leaves the verdict as it was.
+`[no_pipeline]` `packages` and `modules`), no pipeline builder is imported (its `except_*`), the
+script's own code runs nothing dynamically (`dynamic`), and no call the walk could not resolve
+bears a schedule entry's name (`engine.train_batch()` on an engine it lost). A framework's own
+dynamic imports (megatron-core's layer specs) are its plug-in loading, not weighed. Anything
+less certain leaves the verdict as it was.
 """
 
 from __future__ import annotations
@@ -35,8 +38,8 @@ from auditor.static.ir.build import build as build_ir
 from auditor.static.source import Source
 
 RULES = "stacks"
-KIND = "entry.no-schedule"
-SRC_FILES = 5000  # files of a checkout's src/ listed at most (parsed only where the walk goes)  # the finding verdict.judge reads
+KIND = "entry.no-schedule"  # the finding verdict.judge reads
+SRC_FILES = 5000  # files of a checkout's src/ listed at most (parsed only where the walk goes)
 
 
 def finding(launch: LaunchConfig, srcs: list[SourceSet]) -> Finding | None:
