@@ -18,6 +18,7 @@ less certain leaves the verdict as it was.
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import sys
 from pathlib import Path
@@ -78,14 +79,13 @@ def _unreached(path: str, srcs: list[SourceSet]) -> tuple[int, int] | None:
     script = Path(path).resolve()
     try:
         text = script.read_text(encoding="utf-8")
-        read = list(iter_closure(script))
         tree = ast.parse(f"__name__ = '__main__'\n{text}")
+        closure = _closure(script, os.stat(script).st_mtime_ns)
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
         return None
-    data = rulebook.load(RULES).data
-    if len(read) >= MAX_MODULES or any(_runs_code(t, data["no_pipeline"]["dynamic"]) for _, t in read):
+    if closure is None:
         return None  # the closure was cut, or the script's own code runs code unseen
-    closure = [p for p, _ in read]
+    data = rulebook.load(RULES).data
     stops = frozenset(f"{e['module']}.{n}" for e in data["schedule_entry"] for n in e["names"])
     local = _local_sources(script, closure)
     program = Program([*local, *srcs])
@@ -104,6 +104,18 @@ def _unreached(path: str, srcs: list[SourceSet]) -> tuple[int, int] | None:
     if not _certain(interp, stops, program):
         return None
     return len(closure) - 1, len(interp.nodes)
+
+
+@functools.lru_cache(maxsize=8)
+def _closure(script: Path, mtime_ns: int) -> list[Path] | None:
+    """The script's local modules (entry_script.iter_closure), or None where the closure was cut
+    or its code runs code unseen (`exec`, `importlib.import_module`: rules/stacks.toml
+    `dynamic`); read once per script, whichever releases the scan judges it on."""
+    read = list(iter_closure(script))
+    dynamic = rulebook.load(RULES).data["no_pipeline"]["dynamic"]
+    if len(read) >= MAX_MODULES or any(_runs_code(t, dynamic) for _, t in read):
+        return None
+    return [p for p, _ in read]
 
 
 def _local_sources(script: Path, closure: list[Path]) -> list[SourceSet]:
