@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from auditor.analysis import commandcases, settingcases, verdict
+from auditor.analysis import commandcases, schedule_reach, settingcases, verdict
 from auditor.analysis.batching import (
     coalesces_key,
     effectively_batched,
@@ -347,6 +347,8 @@ def _scan_one(inputs: ScanInputs, read: tuple[LaunchConfig, list[SourceSet]]) ->
                 *lint(launch, None if torch_version is UNKNOWN else torch_version)]
     backend = effective.value("distributed_backend")
     findings += site_findings(site_docs, unbatched, interp.patches, backend in ("nccl", UNKNOWN))
+    unscheduled = None if inputs.entries or script is not None else schedule_reach.finding(launch, srcs)
+    findings += [unscheduled] if unscheduled is not None else []
     analyses = [inv.analysis for inv in invs]
     doc = document.build(srcs, site_docs, analyses, findings,
                          config=effective.record(needs).to_json())

@@ -173,6 +173,9 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
     advisory = [u for u in every if u.aside == "advisory"]
     quiet = [s for s in sites if SiteStatus.of(s).quiet]
     backend = _other_backend(doc)
+    unscheduled = next((f["message"] for f in findings if f.get("kind") == "entry.no-schedule"), None)
+    if unscheduled and not bad and not errors:
+        return _no_schedule(doc, not_pipeline(unscheduled))
     if bad or errors:
         status, head = "findings", _findings_headline(doc, bad, errors, findings)
         if undecided:
@@ -245,6 +248,15 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
     deadlock = ((doc.get("run") or {}).get("waitfor") or {}).get("deadlock")
     return RunVerdict(status, head, undecided, len(bad), len(errors), len(quiet), deadlock, startup,
                       causes, advisory)
+
+
+def _no_schedule(doc: dict[str, Any], said: RunVerdict) -> RunVerdict:
+    """A run whose entry reaches no pipeline schedule (analysis/schedule_reach.py, the finding
+    `entry.no-schedule`): NOT A PIPELINE RUN, unless other releases it could run on read otherwise."""
+    differ = releases_differ(doc, said.status, said.headline)
+    if differ is None:
+        return said
+    return RunVerdict("inconclusive", f"INCONCLUSIVE: {_undecided_words([differ])}.", [differ])
 
 
 def _other_backend(doc: dict[str, Any]) -> dict[str, Any] | None:

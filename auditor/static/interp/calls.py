@@ -11,7 +11,7 @@ from auditor.static.interp import typetests
 from auditor.static.interp.formula import conj
 from auditor.static.interp.graph import Edge
 from auditor.static.interp.shared import (
-    CALL_UNKNOWN, INSTANCE, MAX_DEPTH, MAX_NODES, MAX_RECURSION, NO_ARGS, PYTHON_DEPTH, InterpreterCore, _Super,
+    CALL_UNKNOWN, INSTANCE, MAX_DEPTH, MAX_NODES, MAX_RECURSION, NO_ARGS, PYTHON_DEPTH, InterpreterCore, ReachedStop, _Super,
     value_key,
 )
 from auditor.static.interp.state import Frame, State
@@ -87,6 +87,8 @@ class Calls(InterpreterCore):
             weaker = State(state.env, state.guards, conj(state.status, callee.status))
             return frozenset(Guarded(bare(v), callee.status) for v in
                              self.call_value(callee.value, args, kwargs, weaker, frame, text))
+        if isinstance(callee, (Func, Klass, External)):
+            self._note_called(callee)
         if isinstance(callee, Func):
             symbol = self.rules.symbols.get(f"{callee.module}.{callee.qualname}")
             if symbol is not None:
@@ -133,6 +135,15 @@ class Calls(InterpreterCore):
             return frozenset({Data("result")})
         self.unresolved[text] = self.unresolved.get(text, 0) + 1
         return frozenset({Data(f"call {text}")})
+
+    def _note_called(self, callee: Func | Klass | External) -> None:
+        if isinstance(callee, External):
+            self.outside.add(callee.qualname)
+            name = callee.qualname
+        else:
+            name = f"{callee.module}.{callee.qualname}"
+        if name in self.stop_at:
+            raise ReachedStop(name)
 
     def symbol_value(self, symbol: dict[str, Any]) -> frozenset:
         if "config" in symbol:

@@ -41,6 +41,14 @@ PYTHON_DEPTH = 20_000
 STACK_BYTES = 512 * 1024 * 1024
 
 
+class ReachedStop(Exception):
+    """The walk called a function of `InterpreterCore.stop_at`: `name`."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+
 @dataclass(frozen=True)
 class Lazy:
     """A name bound by `from module import attr`, resolved on first use."""
@@ -83,6 +91,12 @@ class InterpreterCore(ABC):
         self.patches: list[AttrPatch] = []
         self._patch_keys: set[tuple[str, str, str, str]] = set()
         self.unresolved: dict[str, int] = {}
+        # The names outside the analysed sources the walk called (`torch.load`) and imported,
+        # for what the walk reaches beyond P2P sites (analysis.schedule_reach); the first call
+        # of a function of `stop_at` (module.qualname) ends the walk (ReachedStop).
+        self.outside: set[str] = set()
+        self.imported: set[str] = set()
+        self.stop_at: frozenset[str] = frozenset()
         self.mros: dict[Klass, list[Klass]] = {}
         self.open_classes: set[Klass] = set()  # a class in its hierarchy is not analysed
         # module -> (the modules it star-imports, in order; its literal __all__ or None)

@@ -113,7 +113,10 @@ class Statements(InterpreterCore):
         if is_module:
             head = target if local != target.split(".")[0] else target.split(".")[0]
             self.program.prefetch(head)
-            return Module(head) if self.program.has_module(head) else External(head)
+            if self.program.has_module(head):
+                return Module(head)
+            self.imported.add(target)  # imported, so run, though not read
+            return External(head)
         module, _, attr = target.rpartition(".")
         self.program.prefetch(module)
         if self.program.has_module(target):
@@ -121,6 +124,7 @@ class Statements(InterpreterCore):
             return Module(target)
         if self.program.has_module(module):
             return Lazy(module, attr)
+        self.imported.add(target)
         return External(target)
 
     def exec_if(self, stmt: ir.If, state: State, frame: Frame) -> State:

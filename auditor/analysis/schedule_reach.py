@@ -1,0 +1,179 @@
+"""Whether a torch-launched entry script can reach a pipeline schedule at all, from the call
+graph: the script run as `__main__`, with its local modules, its checkout's src/ package and the
+framework releases the scan reads, walked by the interpreter with every setting unknown (so at
+any pipeline size).
+
+A conversion or inference script that imports megatron (FlagScale's hf2mcore_qwen2.5_vl.py,
+Megatron-Bridge's text_generation.py) reaches none of the schedule entries of rules/stacks.toml
+`[[schedule_entry]]`: such a run is NOT A PIPELINE RUN (analysis/verdict.py), where the reading
+is certain: no budget cut, no module that failed to parse, every call into code not read is
+into the standard library or a package that builds no pipeline (rules/stacks.toml
+`[no_pipeline]` `packages` and `modules`), no pipeline builder is imported (its `except_*`), the
+script's own code runs nothing dynamically (`dynamic`), and no call the walk could not resolve
+bears a schedule entry's name (`engine.train_batch()` on an engine it lost). A framework's own
+dynamic imports (megatron-core's layer specs) are its plug-in loading, not weighed. Anything
+less certain leaves the verdict as it was.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import os
+import sys
+from pathlib import Path
+
+from auditor import rulebook
+from auditor.config.entry_script import ANCESTORS, MAX_MODULES, iter_closure
+from auditor.config.entry_stack import LAUNCHERS, _runs_code
+from auditor.config.model import LaunchConfig
+from auditor.config.pyenv import locate
+from auditor.findings import Finding
+from auditor.rulebook import interpreter
+from auditor.rulebook.frameworks import launched_by
+from auditor.sources import SourceSet
+from auditor.static.interp.callgraph import Interpreter
+from auditor.static.interp.program import Program
+from auditor.static.interp.shared import ReachedStop
+from auditor.static.ir.build import build as build_ir
+from auditor.static.source import Source
+
+RULES = "stacks"
+KIND = "entry.no-schedule"  # the finding verdict.judge reads
+SRC_FILES = 5000  # files of a checkout's src/ listed at most (parsed only where the walk goes)
+
+
+def finding(launch: LaunchConfig, srcs: list[SourceSet]) -> Finding | None:
+    """An `entry.no-schedule` finding where the entry surely reaches no schedule, else None."""
+    if not launched_by(launch.launcher, LAUNCHERS):
+        return None
+    entry, _ = locate(launch)
+    if entry is None:
+        return None
+    try:
+        stat = os.stat(entry.path)
+    except OSError:
+        return None
+    key = (entry.path, stat.st_mtime_ns, stat.st_size, tuple((s.name, s.version, str(s.root)) for s in srcs))
+    if key not in _ASKED:  # each setting case and command of a scan asks again
+        _ASKED[key] = _unreached(entry.path, srcs)
+    found = _ASKED[key]
+    if found is None:
+        return None
+    local, functions = found
+    whats = [e["what"] for e in rulebook.load(RULES).data["schedule_entry"]]
+    what = (f"{os.path.basename(entry.path)} reaches no pipeline schedule: no call path from it to "
+            f"{', '.join(whats[:-1])} or {whats[-1]}, at any pipeline size (rules/{RULES}.toml "
+            f"[[schedule_entry]]; {functions} function(s) walked from it and the {local} local "
+            f"module(s) it imports, every call followed or into packages that build no pipeline)")
+    return Finding(KIND, "info", what, where=f"{launch.path}:{launch.command_line}",
+                   detail={"entry": entry.written, "functions": functions})
+
+
+_ASKED: dict[tuple, tuple[int, int] | None] = {}
+
+
+def _unreached(path: str, srcs: list[SourceSet]) -> tuple[int, int] | None:
+    """(local modules, functions walked) where the walk from the script at `path` surely reaches
+    no schedule entry, else None."""
+    script = Path(path).resolve()
+    try:
+        text = script.read_text(encoding="utf-8")
+        tree = ast.parse(f"__name__ = '__main__'\n{text}")
+        closure = _closure(script, os.stat(script).st_mtime_ns)
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+        return None
+    if closure is None:
+        return None  # the closure was cut, or the script's own code runs code unseen
+    data = rulebook.load(RULES).data
+    stops = frozenset(f"{e['module']}.{n}" for e in data["schedule_entry"] for n in e["names"])
+    local = _local_sources(script, closure)
+    program = Program([*local, *srcs])
+    try:
+        rules = interpreter.load({s.name: s.version for s in srcs})[0]
+        interp = Interpreter(program, {}, rules)
+        interp.stop_at = stops
+        code = f"__name__ = '__main__'\n{text}"
+        interp.run_module_ir("<entry 0>", build_ir(tree, Source(code), "<entry 0>", False, {}))
+    except (ReachedStop, RecursionError):
+        return None
+    finally:
+        program.close()
+    if interp.exhausted or program.errors:
+        return None
+    if not _certain(interp, stops, program):
+        return None
+    return len(closure) - 1, len(interp.nodes)
+
+
+@functools.lru_cache(maxsize=8)
+def _closure(script: Path, mtime_ns: int) -> list[Path] | None:
+    """The script's local modules (entry_script.iter_closure), or None where the closure was cut
+    or its code runs code unseen (`exec`, `importlib.import_module`: rules/stacks.toml
+    `dynamic`); read once per script, whichever releases the scan judges it on."""
+    read = list(iter_closure(script))
+    dynamic = rulebook.load(RULES).data["no_pipeline"]["dynamic"]
+    if len(read) >= MAX_MODULES or any(_runs_code(t, dynamic) for _, t in read):
+        return None
+    return [p for p, _ in read]
+
+
+def _local_sources(script: Path, closure: list[Path]) -> list[SourceSet]:
+    """The closure's files under each directory an import may name them from (the script's
+    folder and up to ANCESTORS above it), one SourceSet each: `utils` and
+    `tools.checkpoint.x.utils` are the same file, as each import spells it."""
+    roots = [script.parent, *list(script.parent.parents)[:ANCESTORS]]
+    out = []
+    for i, root in enumerate(roots):
+        files = sorted(p.relative_to(root).as_posix() for p in closure if p.is_relative_to(root))
+        out += [_folder(f"p2paudit-entry-{i}", root, files)] if files else []
+    # A checkout's own package in the src layout (Megatron-Bridge's src/megatron/bridge), which
+    # the run imports once the checkout is installed (`uv run`, `pip install -e .`).
+    for i, root in enumerate(roots):
+        src = root / "src"
+        if src.is_dir() and not src.is_relative_to(script.parent):
+            files = sorted(p.relative_to(src).as_posix() for p in src.rglob("*.py"))[:SRC_FILES]
+            out += [_folder(f"p2paudit-entry-src-{i}", src, files)] if files else []
+    return out
+
+
+def _folder(name: str, root: Path, files: list[str]) -> SourceSet:
+    src = SourceSet(name, None, "dir", root, str(root), files)
+    src.__dict__["is_package_dir"] = False  # module names as the import spells them
+    return src
+
+
+def _certain(interp: Interpreter, stops: frozenset[str], program: Program) -> bool:
+    """Whether nothing the walk met could reach a schedule unseen (see the module docstring):
+    a call into code not read, or an import of a pipeline module (`deepspeed.pipe`: importing
+    a library not read runs only its definitions)."""
+    data = rulebook.load(RULES).data["no_pipeline"]
+    allowed = set(data["packages"]) | set(sys.stdlib_module_names) | {"builtins", "__future__"}
+    excepted = list(data["except_modules"])
+    names = set(data["except_names"])
+    for other in ("deepspeed", "pipelining"):
+        model = rulebook.load(other).data["pipeline_model"]
+        excepted += model["modules"]
+        names |= set(model["names"])
+    read = _packages(program)
+    for name in (interp.outside | interp.imported) - read:  # read: a namespace package's part
+        if name.rsplit(".", 1)[-1] in names or any(_under(name, m) for m in excepted):
+            return False  # code not read that builds or steps a pipeline
+    for name in interp.outside - read:
+        if name.split(".")[0] not in allowed and not any(_under(name, m) for m in data.get("modules", [])):
+            return False  # code not read that may
+    last = {s.rsplit(".", 1)[-1] for s in stops}
+    return not any(text.rsplit(".", 1)[-1].strip() in last for text in interp.unresolved)
+
+
+def _under(name: str, module: str) -> bool:
+    return name == module or name.startswith(f"{module}.")
+
+
+def _packages(program: Program) -> set[str]:
+    """Every module of the sources and every package above one."""
+    out: set[str] = set()
+    for module in program.where:
+        parts = module.split(".")
+        out.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+    return out

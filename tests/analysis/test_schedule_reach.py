@@ -1,0 +1,203 @@
+"""Issue 22 item 11: a torch-launched entry that imports megatron but reaches no pipeline
+schedule (a checkpoint conversion, an inference) is NOT A PIPELINE RUN, from the call graph
+(auditor/analysis/schedule_reach.py, rules/stacks.toml [[schedule_entry]]).
+
+CONVERT is written after FlagOpen/FlagScale tools/checkpoint/qwen2_5_vl/
+hf2mcore_qwen2.5_vl_convertor.sh (commit da4935ec60193e735bc70b81e259ed04eefd0132): `cmd="torchrun
+${DISTRIBUTED_ARGS} hf2mcore_qwen2.5_vl.py ... --target-pipeline-model-parallel-size ${PP} ..."`
+then `eval $cmd`, PP a positional argument; its hf2mcore_qwen2.5_vl.py imports megatron, builds
+the model with megatron-core, converts the weights and saves them: no training schedule. Before
+this, the scan read CLEAN "... at 2, 4 the run does not start" (a false DOES NOT START to anyone
+reading the headline). TRAIN is the same script stepping megatron-core's schedule, as
+Megatron-LM's pretrain_gpt.py does through train_step (megatron/training/training.py): the
+analysis keeps it. Code the walk cannot see (importlib) keeps it too (fail closed).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from auditor import cli, rulebook
+from auditor.analysis.schedule_reach import KIND
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = json.loads((ROOT / "docs" / "schema" / "scan-document.schema.json").read_text())
+
+CONVERT_SH = """#!/bin/bash
+# megatron-core==0.19.2 torch==2.11.0
+set -e
+TP=$4
+PP=$5
+DISTRIBUTED_ARGS="--nproc_per_node 1 --nnodes 1 --node_rank 0"
+cmd="torchrun ${DISTRIBUTED_ARGS} hf2mcore.py \\
+    --load $2 \\
+    --save $3 \\
+    --target-tensor-model-parallel-size ${TP} \\
+    --target-pipeline-model-parallel-size ${PP} \\
+    --micro-batch-size 1"
+echo $cmd
+eval $cmd
+"""
+CONVERT_PY = """import argparse
+import torch
+from megatron.core import parallel_state
+from megatron.core.transformer.transformer_config import TransformerConfig
+from utils import save_state_dict
+
+
+def convert(args):
+    state = torch.load(args.load)
+    save_state_dict(args, {k: v for k, v in state.items()})
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--load")
+    parser.add_argument("--save")
+    parser.add_argument("--target-tensor-model-parallel-size", type=int)
+    parser.add_argument("--target-pipeline-model-parallel-size", type=int)
+    parser.add_argument("--micro-batch-size", type=int)
+    args = parser.parse_args()
+    convert(args)
+"""
+MAIN = """
+
+if __name__ == "__main__":
+    main()
+"""
+UTILS_PY = """import os
+import torch
+
+
+def save_state_dict(args, state):
+    os.makedirs(args.save, exist_ok=True)
+    torch.save(state, os.path.join(args.save, "model_optim_rng.pt"))
+"""
+# The training twin: megatron-core's dispatcher and the function it returns, called.
+TRAIN = """
+from megatron.core.pipeline_parallel import get_forward_backward_func
+
+
+def train_step(data, model):
+    forward_backward_func = get_forward_backward_func()
+    return forward_backward_func(forward_step_func=None, data_iterator=data, model=model,
+                                 num_microbatches=1, seq_length=1, micro_batch_size=1)
+
+
+def convert(args):
+    train_step(None, None)
+"""
+
+
+def _conversion(tmp_path: Path, extra: str = "") -> Path:
+    (tmp_path / "hf2mcore.py").write_text(CONVERT_PY + extra + MAIN, encoding="utf-8")
+    (tmp_path / "utils.py").write_text(UTILS_PY, encoding="utf-8")
+    script = tmp_path / "convertor.sh"
+    script.write_text(CONVERT_SH, encoding="utf-8")
+    return script
+
+
+def _scan(capsys, script: Path) -> tuple[int, dict]:
+    code = cli.main(["scan", "--config", str(script), "--format", "json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_a_conversion_reaching_no_schedule_is_no_pipeline_run(capsys, tmp_path):
+    code, doc = _scan(capsys, _conversion(tmp_path))
+    jsonschema.Draft202012Validator(SCHEMA).validate(doc)
+    head = doc["verdict"]["headline"]
+    assert doc["verdict"]["status"] == "not-pipeline" and code == doc["verdict"]["exit_code"] == 0, head
+    assert head.startswith("NOT A PIPELINE RUN: hf2mcore.py reaches no pipeline schedule: no call path "
+                           "from it to megatron-core's forward_backward functions")
+    assert "at any pipeline size" in head and "does not start" not in head
+    assert "1 local module(s)" in head
+    assert any(f["kind"] == KIND for f in doc["findings"])
+
+
+@pytest.mark.parametrize("extra", [
+    TRAIN,  # the schedule is called: a training run, judged as before
+    "\nimport importlib\n\ndef convert(args):\n    importlib.import_module(args.load).main()\n",  # unseen
+    "\ndef convert(args):\n    args.engine.train_batch()\n",  # an engine the walk lost, by its name
+    "\nimport accelerate\n\ndef convert(args):\n    accelerate.Accelerator().prepare(args)\n",  # not read
+    "\nfrom deepspeed.pipe import PipelineModule\n",  # a pipeline builder, imported: its module runs
+])
+def test_what_may_reach_a_schedule_keeps_the_analysis(capsys, tmp_path, extra):
+    code, doc = _scan(capsys, _conversion(tmp_path, extra))
+    assert doc["verdict"]["status"] != "not-pipeline", doc["verdict"]["headline"]
+    assert not any(f["kind"] == KIND for f in doc["findings"])
+
+
+def _defined(path: Path, qualname: str) -> bool:
+    """Whether the module file at `path` defines `qualname` (a function or Class.method)."""
+    body: list[ast.stmt] = ast.parse(path.read_text(encoding="utf-8")).body
+    for part in qualname.split("."):
+        found = next((n for n in body if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == part), None)
+        if found is None:
+            return False
+        body = found.body
+    return True
+
+
+def test_schedule_entries_exist_in_the_releases_named(release):
+    """Each [[schedule_entry]] name is defined in each release its `checked` names (torch: the
+    installed one)."""
+    for entry in rulebook.load("stacks").data["schedule_entry"]:
+        rel = entry["module"].replace(".", "/") + ".py"
+        for pin in entry["checked"]:
+            if pin == "torch":
+                import torch
+                path = Path(torch.__file__).parent.parent / rel
+            else:
+                path = release(pin).root / rel
+            missing = [n for n in entry["names"] if not _defined(path, n)]
+            assert not missing, f"{pin} {entry['module']}: {missing}"
+
+
+# NVIDIA-NeMo/Megatron-Bridge examples/models/falcon_h1/inference.sh (commit
+# 067f987df03b8355b03192d88d70f1709fedf51a): `uv run python -m torch.distributed.run
+# --nproc_per_node=1 scripts/inference/text_generation.py ...`, whose helpers come from the
+# checkout's own package in the src layout (`from megatron.bridge.inference.text_generation
+# import ...`, src/megatron/bridge/), installed by `uv run`.
+GENERATE_SH = """#!/usr/bin/env bash
+# megatron-core==0.19.2 torch==2.11.0
+set -euo pipefail
+uv run python -m torch.distributed.run --nproc_per_node=1 scripts/inference/generate.py --tp 1 --pp 1
+"""
+GENERATE_PY = """import argparse
+from megatron.core import parallel_state
+from mybridge.inference.helpers import generate
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--tp", type=int)
+parser.add_argument("--pp", type=int)
+generate(parser.parse_args())
+"""
+HELPERS = """import torch
+from megatron.core.pipeline_parallel import get_forward_backward_func
+
+
+def generate(args):
+    return torch.zeros(1){call}
+"""
+
+
+@pytest.mark.parametrize("call, status", [("", "not-pipeline"), (" if get_forward_backward_func() else None", "")])
+def test_a_checkout_s_src_package_is_walked(capsys, monkeypatch, tmp_path, call, status):
+    monkeypatch.chdir(tmp_path)  # run from the checkout's root, as the script's authors do
+    (tmp_path / "scripts" / "inference").mkdir(parents=True)
+    (tmp_path / "scripts" / "inference" / "generate.py").write_text(GENERATE_PY, encoding="utf-8")
+    package = tmp_path / "src" / "mybridge" / "inference"
+    package.mkdir(parents=True)
+    (package.parent / "__init__.py").write_text("", encoding="utf-8")
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "helpers.py").write_text(HELPERS.format(call=call), encoding="utf-8")
+    script = tmp_path / "examples" / "inference.sh"
+    script.parent.mkdir()
+    script.write_text(GENERATE_SH, encoding="utf-8")
+    code, doc = _scan(capsys, script)
+    assert (doc["verdict"]["status"] == "not-pipeline") == (status == "not-pipeline"), doc["verdict"]["headline"]
