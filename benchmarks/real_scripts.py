@@ -14,7 +14,8 @@ PP > 1, with `export TORCH_DISTRIBUTED_DEBUG=DETAIL` inserted after its shebang,
 How an answer is judged (README.md of real_scripts/ has the long form):
 - the headline is the first stdout line that starts with an upper-case word and a colon
   (`CLEAN:`, `FINDINGS:`, `INCONCLUSIVE:`, `NOT A PIPELINE RUN:`, ...), or the exit-2 line;
-- its class: CLEAN for a `CLEAN:` headline (whatever it says of other cases); else NOT-PIPELINE
+- its class: CLEAN or INCONCLUSIVE for a headline starting so (whatever it says of other cases);
+  else NOT-PIPELINE
   if it says "not a pipeline ..." (or "no pipeline"), DOES-NOT-START if it says the run "does
   not start" / "cannot start" / "stops before", else its first word
   (HANG, DEADLOCK, FAIL count as FINDINGS), ERROR for exit 2, TIMEOUT;
@@ -171,10 +172,12 @@ def first_screen(script: Path, cwd: Path, timeout: float) -> list[str]:
 
 
 def classify(head: str, code: int) -> str:
-    """The verdict class of a headline. A CLEAN headline is CLEAN whatever its clauses say about
-    other cases ("holds for any PP ...; at 2, 4 the run does not start"): its verdict is CLEAN."""
-    if head.startswith("CLEAN:"):
-        return "CLEAN"
+    """The verdict class of a headline. A CLEAN or INCONCLUSIVE headline is that, whatever its
+    clauses say about other cases ("at 2, 4 the run does not start"; a quoted reading of another
+    release, "0.19.2 reads NOT A PIPELINE RUN")."""
+    for word in ("CLEAN", "INCONCLUSIVE"):
+        if head.startswith(word + ":"):
+            return word
     if NOT_PIPELINE.search(head):
         return "NOT-PIPELINE"
     if NOT_START.search(head):

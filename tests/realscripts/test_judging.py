@@ -27,3 +27,9 @@ def test_what_the_run_is_outranks_its_first_word_except_for_clean() -> None:
     assert bench.classify("NOT A PIPELINE RUN: `megatron export` converts a checkpoint", 0) == "NOT-PIPELINE"
     assert bench.classify("DOES NOT START: the script exits at line 9", 1) == "DOES-NOT-START"
     assert bench.classify("INCONCLUSIVE: not decided: pipeline_model_parallel_size", 1) == "INCONCLUSIVE"
+
+
+def test_an_inconclusive_headline_quoting_another_release_s_reading_is_inconclusive() -> None:
+    head = ("INCONCLUSIVE: the releases disagree: megatron-core 0.19.2 reads NOT A PIPELINE RUN, "
+            "0.17.0 is not decided; decide it with --target megatron-core==VERSION")
+    assert bench.classify(head, 1) == "INCONCLUSIVE"
