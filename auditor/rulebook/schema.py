@@ -120,6 +120,7 @@ TABLES: dict[str, Table] = {
     # What a Python entry's imports say about its stack (rules/stacks.toml, config/entry_stack.py).
     "own_pipeline": _table(True, "name modules what covers decide source", ""),
     "no_pipeline": _table(False, "packages except_modules except_names dynamic source", "about"),
+    "unknown_stack": _table(False, "covers decide source", ""),
     # A front end known by its flags that puts the run on another stack (config.launch).
     "front_end": _table(True, "name scripts flags launcher what", "layout_flags flags_as_written source code"),
     # Config files the trainer reads (auditor/config/configfiles.py).
