@@ -45,9 +45,10 @@ from auditor.findings import Finding
 from auditor.rulebook.frameworks import audited_packages, frameworks, launched_by
 
 RULES = "stacks"
-# Launchers that name no framework: the entry's imports decide the stack.
+# Launchers that name no framework: the entry's imports decide the stack (a cluster's srun or
+# mpirun starting the Python entry itself is read as Megatron-LM's front end too: rules/megatron-lm.toml).
 LAUNCHERS = ("torchrun", "torchrun *", "python -m torch.distributed.*", "python", "python *", "python3",
-             "python3 *")
+             "python3 *", "srun *", "mpirun *", "mpiexec *")
 
 
 def _entry(launch: LaunchConfig) -> Any:

@@ -86,6 +86,15 @@ def test_accelerate_s_loop_is_inconclusive(tmp_path):
     assert caught.value.what.startswith("run_clm_no_trainer.py runs accelerate, which no rules model")
 
 
+@pytest.mark.parametrize("launcher", ["srun --ntasks-per-node 8 python", "mpirun -np 8 python"])
+def test_a_cluster_launcher_starting_the_entry_is_read_too(tmp_path, launcher):
+    """srun/mpirun starting the entry itself are read as Megatron-LM's front end as torchrun is
+    (rules/megatron-lm.toml launchers): the entry's imports decide the stack there too."""
+    script = _write(tmp_path, "train.py", FANCY, f"{launcher} {{entry}} --foo 1\n")
+    with pytest.raises(UnknownStack):
+        refuse_not_pipeline(read_launch(script))
+
+
 def test_a_module_entry_is_read_too(tmp_path):
     """`torchrun -m pkg.train`, found from the working directory (config.entry_module)."""
     (tmp_path / "pkg").mkdir()
