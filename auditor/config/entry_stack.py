@@ -214,7 +214,8 @@ def _unmodelled(path: str, mtime_ns: int, size: int) -> tuple[dict[str, tuple[st
     """({package: (file, line) first importing it}, local modules read) for the third-party
     packages of the closure of the entry at `path` that are neither `[no_pipeline]` nor modelled,
     where no module imports a modelled stack or names torch's P2P API; else None (also where the
-    closure was cut: a module not read may import megatron)."""
+    closure was cut: a module not read may import megatron). Code imported at run time
+    (`importlib.import_module`) does not make the stack any better known: still unknown."""
     modeled = modeled_packages()
     p2p = [api["name"] for api in rulebook.load("torch").data.get("p2p_api", [])]
     allowed = set(rulebook.load(RULES).data["no_pipeline"]["packages"]) | set(sys.stdlib_module_names)
