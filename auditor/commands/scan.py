@@ -15,6 +15,7 @@ from auditor.config.coerce import overrides_from
 from auditor.config.flags import normalise
 from auditor.config import torch_version
 from auditor.config.launch import CommandNotFollowed, NotAPipelineRun, NotCoveredRun, ScriptExits
+from auditor.config.entry_stack import UnknownStack
 from auditor.config.launch_options import check as launcher_refusals
 from auditor.config.model import LaunchConfig
 from auditor.config.releases import ReleaseUnavailable
@@ -59,6 +60,11 @@ def run(args: argparse.Namespace) -> int:
         return _unscanned(args, verdict.not_pipeline(exc.what), exc.config)
     except NotCoveredRun as exc:  # a pipeline engine no rules model: what it is, never clean
         return _unscanned(args, verdict.not_covered(exc.what, exc.decide), exc.config)
+    except UnknownStack as exc:  # a package no rules model runs the training: undecided
+        refused = None if exc.config is None else _launcher_refuses(exc.config, args.torch)
+        if refused is not None:  # torch's launcher stops it first, whatever the stack
+            return _unscanned(args, verdict.script_exits(refused))
+        return _unscanned(args, verdict.not_followed(exc.what, exc.decide), exc.config)
     except ScriptExits as exc:  # decided: the script stops before it trains
         return _unscanned(args, verdict.script_exits(exc.what))
     except CommandNotFollowed as exc:  # a valid script, an undecided run: exit 1, not bad input

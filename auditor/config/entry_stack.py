@@ -12,7 +12,12 @@ with the stdlib `ast` (entry_script.iter_closure), never run:
   `[[p2p_api]]`: a pipeline of its own, or a framework vendored beside the script, Megatron-LM's
   checkout) and nothing imports or runs code at run time: the run is
   no pipeline run (`builds_no_pipeline`, called by config.launch.runs_no_pipeline, the one place
-  that decides it). Anything less certain is left to the analysis.
+  that decides it). Anything less certain is left to the analysis;
+- no module of the closure imports a stack the rules model (`modeled_packages`: megatron and
+  its wrappers, DeepSpeed, torch's pipelining, torchtitan...) or names torch's P2P API, yet one
+  imports a third-party package that is neither `[no_pipeline]` nor modelled (`fancylib.run(args)`,
+  accelerate's loop): the stack is unknown (`unknown_stack`, rules/stacks.toml
+  `[unknown_stack]`), INCONCLUSIVE, never a verdict on megatron-core's defaults.
 """
 
 from __future__ import annotations
@@ -35,13 +40,15 @@ from auditor.config.entry_script import (
 )
 from auditor.config.model import LaunchConfig
 from auditor.config.pyenv import locate
+from auditor.errors import InputError
 from auditor.findings import Finding
-from auditor.rulebook.frameworks import launched_by
+from auditor.rulebook.frameworks import audited_packages, frameworks, launched_by
 
 RULES = "stacks"
-# Launchers that name no framework: the entry's imports decide the stack.
+# Launchers that name no framework: the entry's imports decide the stack (a cluster's srun or
+# mpirun starting the Python entry itself is read as Megatron-LM's front end too: rules/megatron-lm.toml).
 LAUNCHERS = ("torchrun", "torchrun *", "python -m torch.distributed.*", "python", "python *", "python3",
-             "python3 *")
+             "python3 *", "srun *", "mpirun *", "mpiexec *")
 
 
 def _entry(launch: LaunchConfig) -> Any:
@@ -146,3 +153,83 @@ def _import_line(tree: ast.Module, modules: list[str]) -> int:
         if any(n == m or n.startswith(f"{m}.") for n in names for m in modules):
             return int(getattr(node, "lineno", 0))
     return 0
+
+
+class UnknownStack(InputError):
+    """The entry hands the run to a package no rules model (`unknown_stack`): for `scan` an
+    undecided run (INCONCLUSIVE, exit 1) saying what runs and `decide`, the step that decides it;
+    for a command that needs a modelled pipeline (simulate), bad input."""
+
+    def __init__(self, path: str, what: str, decide: str, config: LaunchConfig | None = None) -> None:
+        super().__init__(path, f"stack unknown: {what}")
+        self.what = what
+        self.decide = decide
+        self.config = config
+
+
+def modeled_packages() -> list[str]:
+    """The import packages (or modules) of every stack the rules model: each rules file's
+    [framework] `packages`, the modules of its [pipeline_model] (torch.distributed.pipelining)
+    and those of rules/stacks.toml [[own_pipeline]]. The one place that lists them."""
+    out = list(audited_packages())
+    for framework in frameworks():
+        out += rulebook.load(framework.name).data.get("pipeline_model", {}).get("modules", [])
+    out += [m for stack in rulebook.load(RULES).data.get("own_pipeline", []) for m in stack["modules"]]
+    return list(dict.fromkeys(out))
+
+
+def unknown_stack(launch: LaunchConfig) -> None:
+    """A `launch.unknown-stack` finding where the entry and its local modules import no stack the
+    rules model and call no torch P2P themselves, but import a package neither `[no_pipeline]`
+    nor modelled: what the run is and the step that decides it (config.launch raises
+    UnknownStack on it). A run already said to be no pipeline, or not covered, is left as said."""
+    if any(d.kind in ("launch.not-pipeline", "launch.not-covered") for d in launch.diagnostics):
+        return
+    entry = _entry(launch)
+    if entry is None:
+        return
+    try:
+        stat = os.stat(entry.path)
+        found = _unmodelled(entry.path, stat.st_mtime_ns, stat.st_size)
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+        return  # pyenv.read_entry says why the script is not read
+    if found is None:
+        return
+    unknown, local = found
+    data = rulebook.load(RULES).data["unknown_stack"]
+    name = entry.written if launch.script_module else os.path.basename(entry.written)
+    first, (where, line) = next(iter(unknown.items()))
+    packages = ", ".join(unknown)
+    what = (f"{name} runs {packages}, which no rules model ({where}:{line} imports {first}; neither "
+            f"it nor the {local} local module(s) it imports import megatron or another stack the rules "
+            f"model, or call torch's P2P API): {data['covers']}")
+    decide = data["decide"].replace("COMMAND", f"{launch.launcher} ...")
+    launch.diagnostics.append(Finding(
+        "launch.unknown-stack", "warning", what, where=f"{launch.path}:{launch.command_line}",
+        detail={"undecided": f"what {packages} runs", "decide": decide, "packages": list(unknown)}))
+
+
+@functools.lru_cache(maxsize=16)
+def _unmodelled(path: str, mtime_ns: int, size: int) -> tuple[dict[str, tuple[str, int]], int] | None:
+    """({package: (file, line) first importing it}, local modules read) for the third-party
+    packages of the closure of the entry at `path` that are neither `[no_pipeline]` nor modelled,
+    where no module imports a modelled stack or names torch's P2P API; else None (also where the
+    closure was cut: a module not read may import megatron). Code imported at run time
+    (`importlib.import_module`) does not make the stack any better known: still unknown."""
+    modeled = modeled_packages()
+    p2p = [api["name"] for api in rulebook.load("torch").data.get("p2p_api", [])]
+    allowed = set(rulebook.load(RULES).data["no_pipeline"]["packages"]) | set(sys.stdlib_module_names)
+    allowed |= {"__future__"} | {m.split(".")[0] for m in modeled}
+    unknown: dict[str, tuple[str, int]] = {}
+    read = 0
+    for module, tree in iter_closure(Path(path)):
+        read += 1
+        if uses_modules(tree, modeled, p2p) or _imports_name(tree, p2p):
+            return None
+        for name in foreign_imports(tree, module, Path(path)):
+            top = name.split(".")[0]
+            if top not in allowed and top not in unknown:
+                unknown[top] = (module.name, _import_line(tree, [top]))
+    if read >= MAX_MODULES or not unknown:
+        return None
+    return unknown, read - 1

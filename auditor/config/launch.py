@@ -32,7 +32,7 @@ from auditor.config.launcher import torchrun_options, world_size, world_variable
 from auditor.config.deepspeed_entry import read_deepspeed_entry
 from auditor.config.entry_module import read_entry_module
 from auditor.config.entry_path import in_checkout
-from auditor.config.entry_stack import builds_no_pipeline, own_pipeline
+from auditor.config.entry_stack import UnknownStack, builds_no_pipeline, own_pipeline, unknown_stack
 from auditor.config.lightning_entry import read_lightning_entry
 from auditor.config.pipelining_script import read_pipelining_script
 from auditor.config.model import LaunchConfig
@@ -203,6 +203,7 @@ def parse_launch(
     read_pipelining_script(config)  # `torchrun train.py` pipelining with torch itself
     read_lightning_entry(config)  # `python train.py` building nl.MegatronStrategy: its sizes
     own_pipeline(config)  # `torchrun run_train.py` on nanotron's own pipeline engine: not covered
+    unknown_stack(config)  # `torchrun train.py` handing the run to a package no rules model
     return config
 
 
@@ -255,14 +256,18 @@ class NotCoveredRun(InputError):
 
 
 def refuse_not_pipeline(config: LaunchConfig) -> None:
-    """Raise NotAPipelineRun when the launcher rules say the command runs no pipeline, and
-    NotCoveredRun when its entry trains on a pipeline engine the rules do not model."""
+    """Raise NotAPipelineRun when the launcher rules say the command runs no pipeline,
+    NotCoveredRun when its entry trains on a pipeline engine the rules do not model, and
+    UnknownStack when it hands the run to a package no rules model."""
     said = next((d for d in config.diagnostics if d.kind == "launch.not-pipeline"), None)
     if said is not None:
         raise NotAPipelineRun(config.path, said.message, config)
     other = next((d for d in config.diagnostics if d.kind == "launch.not-covered"), None)
     if other is not None:
         raise NotCoveredRun(config.path, other.message, other.detail["decide"], config)
+    unknown = next((d for d in config.diagnostics if d.kind == "launch.unknown-stack"), None)
+    if unknown is not None:
+        raise UnknownStack(config.path, unknown.message, unknown.detail["decide"], config)
 
 
 class CommandNotFollowed(InputError):

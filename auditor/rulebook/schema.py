@@ -129,6 +129,7 @@ TABLES: dict[str, Table] = {
     # The pipeline schedules and training loops a call graph from the entry may reach
     # (analysis/schedule_reach.py).
     "schedule_entry": _table(True, "stack what module names checked source", ""),
+    "unknown_stack": _table(False, "covers decide source", ""),
     # A front end known by its flags that puts the run on another stack (config.launch).
     "front_end": _table(True, "name scripts flags launcher what", "layout_flags flags_as_written source code"),
     # Config files the trainer reads (auditor/config/configfiles.py).

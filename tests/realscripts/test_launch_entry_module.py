@@ -59,7 +59,9 @@ def _tree(root: Path, files: dict[str, str]) -> None:
 
 def _flux_checkout(root: Path) -> Path:
     _tree(root, {"pyproject.toml": "[project]\nname = 'proj'\n", "proj/__init__.py": "",
-                 "proj/trainer.py": "import fancy_engine\nTrainer = fancy_engine.Trainer\n",
+                 # on megatron: a package no rules model alone is another answer (test_unknown_stack)
+                 "proj/trainer.py": "from megatron.core import parallel_state\nimport fancy_engine\n"
+                                    "Trainer = fancy_engine.Trainer\n",
                  "proj/models/__init__.py": "", "proj/models/flux/__init__.py": "",
                  "proj/models/flux/inference/__init__.py": "",
                  "proj/models/flux/inference/infer.py": INFER, "proj/models/flux/run_infer.sh": FLUX})
