@@ -25,7 +25,7 @@ from pathlib import Path
 
 from auditor import rulebook
 from auditor.config.entry_script import ANCESTORS, MAX_MODULES, iter_closure
-from auditor.config.entry_stack import LAUNCHERS, _runs_code
+from auditor.config.entry_stack import LAUNCHERS, _runs_code, read_as_guess
 from auditor.config.model import LaunchConfig
 from auditor.config.pyenv import locate
 from auditor.findings import Finding
@@ -45,7 +45,7 @@ SRC_FILES = 5000  # files of a checkout's src/ listed at most (parsed only where
 
 def finding(launch: LaunchConfig, srcs: list[SourceSet]) -> Finding | None:
     """An `entry.no-schedule` finding where the entry surely reaches no schedule, else None."""
-    if not launched_by(launch.launcher, LAUNCHERS):
+    if not launched_by(launch.launcher, LAUNCHERS) or not read_as_guess(launch):
         return None
     entry, _ = locate(launch)
     if entry is None:

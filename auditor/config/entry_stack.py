@@ -45,10 +45,20 @@ from auditor.findings import Finding
 from auditor.rulebook.frameworks import audited_packages, frameworks, launched_by
 
 RULES = "stacks"
+# The reader the rules give a launcher that names no framework (torchrun's, python's): the entry
+# is read as Megatron-LM's front end, which is a guess where it imports no megatron.
+GUESSED_STYLE = "megatron-lm"
 # Launchers that name no framework: the entry's imports decide the stack (a cluster's srun or
 # mpirun starting the Python entry itself is read as Megatron-LM's front end too: rules/megatron-lm.toml).
 LAUNCHERS = ("torchrun", "torchrun *", "python -m torch.distributed.*", "python", "python *", "python3",
              "python3 *", "srun *", "mpirun *", "mpiexec *")
+
+
+def read_as_guess(launch: LaunchConfig) -> bool:
+    """Whether the entry is read as Megatron-LM's front end only because its launcher names no
+    framework; a script with a front end of its own (ChatLearn's entrypoint.py, whose Ray
+    workers no call graph from it reaches) is read by that front end instead."""
+    return launch.style == GUESSED_STYLE
 
 
 def _entry(launch: LaunchConfig) -> Any:
@@ -184,6 +194,8 @@ def unknown_stack(launch: LaunchConfig) -> None:
     nor modelled: what the run is and the step that decides it (config.launch raises
     UnknownStack on it). A run already said to be no pipeline, or not covered, is left as said."""
     if any(d.kind in ("launch.not-pipeline", "launch.not-covered") for d in launch.diagnostics):
+        return
+    if not read_as_guess(launch):
         return
     entry = _entry(launch)
     if entry is None:
