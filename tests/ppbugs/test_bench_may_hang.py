@@ -5,17 +5,12 @@ transport alone cannot decide (benchmarks/ppbugs/cases/torchrec-4472/README.md).
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("ppbugs_bench", ROOT / "benchmarks" / "ppbugs.py")
-assert spec and spec.loader
-bench = importlib.util.module_from_spec(spec)
-sys.modules[spec.name] = bench  # its dataclasses look their module up
-spec.loader.exec_module(bench)
+from tests.benchmark_module import load_benchmark
+
+bench = load_benchmark("ppbugs.py")
 
 SIDE = {"name": "separate-64mib", "runner": "record", "command": ["driver.py"], "transport": "nvlink",
         "expected": "may hang", "reason_lines": ["driver.py:25"]}

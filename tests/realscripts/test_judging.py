@@ -1,15 +1,9 @@
 """The real-scripts benchmark's judging (benchmarks/real_scripts.py): the class of a headline is
 its verdict; clauses about other cases do not change it."""
-import importlib.util
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("real_scripts_bench", ROOT / "benchmarks" / "real_scripts.py")
-assert spec and spec.loader
-bench = importlib.util.module_from_spec(spec)
-sys.modules[spec.name] = bench  # its dataclasses look their module up
-spec.loader.exec_module(bench)
+from tests.benchmark_module import load_benchmark
+
+bench = load_benchmark("real_scripts.py")
 
 
 def test_a_clean_headline_that_names_sizes_which_do_not_start_is_clean() -> None:
