@@ -25,7 +25,7 @@ from pathlib import Path
 
 from auditor import rulebook
 from auditor.config.entry_script import ANCESTORS, MAX_MODULES, iter_closure
-from auditor.config.entry_stack import LAUNCHERS, _runs_code, read_as_guess
+from auditor.config.entry_stack import LAUNCHERS, runs_code, read_as_guess
 from auditor.config.model import LaunchConfig
 from auditor.config.pyenv import locate
 from auditor.findings import Finding
@@ -113,7 +113,7 @@ def _closure(script: Path, mtime_ns: int) -> list[Path] | None:
     `dynamic`); read once per script, whichever releases the scan judges it on."""
     read = list(iter_closure(script))
     dynamic = rulebook.load(RULES).data["no_pipeline"]["dynamic"]
-    if len(read) >= MAX_MODULES or any(_runs_code(t, dynamic) for _, t in read):
+    if len(read) >= MAX_MODULES or any(runs_code(t, dynamic) for _, t in read):
         return None
     return [p for p, _ in read]
 

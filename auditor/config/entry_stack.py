@@ -136,7 +136,7 @@ def _pipeline_free(path: str, mtime_ns: int, size: int) -> tuple[int, str] | Non
         if any(top not in allowed for top in foreign):
             return None
         if (uses_modules(tree, excepted_modules, excepted_names) or _imports_name(tree, excepted_names)
-                or _runs_code(tree, data["dynamic"])):
+                or runs_code(tree, data["dynamic"])):
             return None
         used |= {top for top in foreign if top in data["packages"]}
     if read >= MAX_MODULES:
@@ -150,7 +150,7 @@ def _imports_name(tree: ast.Module, names: list[str]) -> bool:
                for node in ast.walk(tree))
 
 
-def _runs_code(tree: ast.Module, dynamic: list[str]) -> bool:
+def runs_code(tree: ast.Module, dynamic: list[str]) -> bool:
     """Whether the file calls what imports or runs code this reader does not see."""
     return any(isinstance(node, ast.Call) and dotted(node.func) in dynamic for node in ast.walk(tree))
 
