@@ -180,6 +180,11 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
         status, head = "findings", _findings_headline(doc, bad, errors, findings)
         if undecided:
             head += f" Also not decided: {_undecided_words(undecided)}."
+    elif scanned and backend and _no_stage_sends(doc, sites):
+        # At one stage no P2P runs on any backend: the backend's own rules do not matter.
+        status = "clean"
+        head = (f"CLEAN: 0 reachable P2P site(s): at pipeline_model_parallel_size 1 no stage sends or "
+                f"receives, so {backend['short']}, which the rules do not model, has no pipeline P2P to run.")
     elif scanned and backend:
         # The schedule's order was analysed; how this backend runs it is outside the torch rules.
         status = "not-covered"
@@ -257,6 +262,12 @@ def _no_schedule(doc: dict[str, Any], said: RunVerdict) -> RunVerdict:
     if differ is None:
         return said
     return RunVerdict("inconclusive", f"INCONCLUSIVE: {_undecided_words([differ])}.", [differ])
+
+
+def _no_stage_sends(doc: dict[str, Any], sites: list[dict[str, Any]]) -> bool:
+    """A one-stage run (its pipeline size known to be 1) whose schedule reaches no P2P site."""
+    run = RunConfig.from_json(doc.get("config", {}))
+    return run.value("pipeline_model_parallel_size") == 1 and not any(SiteStatus.of(s).reached for s in sites)
 
 
 def _other_backend(doc: dict[str, Any]) -> dict[str, Any] | None:

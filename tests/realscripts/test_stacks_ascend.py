@@ -96,3 +96,19 @@ def test_the_verdict_says_what_is_not_covered(tmp_path, pre, torch):
     assert "pipeline schedule" in verdict["headline"]  # what the audit does cover
     kinds = {f["kind"] for f in doc["findings"]}
     assert not kinds & {"lazy-init-unbounded", "batch-runs-unbatched", "unbatched-contradiction", "split-communicators"}
+
+
+@pytest.mark.wheels
+def test_at_pipeline_size_1_no_stage_sends_on_any_backend(tmp_path):
+    """modelscope/ms-swift@3602360a56 examples/ascend/multi-node/megatron/node1.sh (test9's
+    swift-ascend-node1): an Ascend LoRA run at TP=2 PP=1. No stage sends or receives, so the HCCL
+    stack the rules do not model has no pipeline P2P to run: CLEAN, saying why, not NOT COVERED."""
+    script = tmp_path / "node1.sh"
+    script.write_text(ASCEND.format(pre="").replace("--pipeline_model_parallel_size 2",
+                                                    "--pipeline_model_parallel_size 1"), encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, "-m", "auditor", "scan", "--config", str(script), "--format", "json", *NEWEST,
+         "--torch", "2.10.0"], capture_output=True, text=True, cwd=ROOT, timeout=300, check=False)
+    verdict = json.loads(proc.stdout)["verdict"]
+    assert (proc.returncode, verdict["status"]) == (0, "clean"), verdict["headline"]
+    assert "pipeline_model_parallel_size 1" in verdict["headline"] and "HCCL" in verdict["headline"]
