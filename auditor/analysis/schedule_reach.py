@@ -10,9 +10,12 @@ is certain: no budget cut, no module that failed to parse, every call into code 
 into the standard library or a package that builds no pipeline (rules/stacks.toml
 `[no_pipeline]` `packages` and `modules`), no pipeline builder is imported (its `except_*`), the
 script's own code runs nothing dynamically (`dynamic`), and no call the walk could not resolve
-bears a schedule entry's name (`engine.train_batch()` on an engine it lost). A framework's own
-dynamic imports (megatron-core's layer specs) are its plug-in loading, not weighed. Anything
-less certain leaves the verdict as it was.
+bears a schedule entry's name (`engine.train_batch()` on an engine it lost), and the walk meets
+no P2P site (megatron-core's pipelined inference sends activations between stages itself,
+megatron/core/inference/communication_utils.py, at PP > 1: not "no pipeline at any size"). A
+framework's own dynamic imports (megatron-core's layer specs) are its plug-in loading, not
+weighed, in a release or in the checkout the entry runs from. Anything less certain leaves the
+verdict as it was.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from pathlib import Path
 
 from auditor import rulebook
 from auditor.config.entry_script import ANCESTORS, MAX_MODULES, iter_closure
-from auditor.config.entry_stack import LAUNCHERS, runs_code, read_as_guess
+from auditor.config.entry_stack import LAUNCHERS, modeled_packages, read_as_guess, runs_code
 from auditor.config.model import LaunchConfig
 from auditor.config.pyenv import locate
 from auditor.findings import Finding
@@ -101,6 +104,8 @@ def _unreached(path: str, srcs: list[SourceSet]) -> tuple[int, int] | None:
         program.close()
     if interp.exhausted or program.errors:
         return None
+    if interp.hits:  # P2P of its own outside a schedule (megatron-core's inference at PP > 1)
+        return None
     if not _certain(interp, stops, program):
         return None
     return len(closure) - 1, len(interp.nodes)
@@ -110,8 +115,10 @@ def _unreached(path: str, srcs: list[SourceSet]) -> tuple[int, int] | None:
 def _closure(script: Path, mtime_ns: int) -> list[Path] | None:
     """The script's local modules (entry_script.iter_closure), or None where the closure was cut
     or its code runs code unseen (`exec`, `importlib.import_module`: rules/stacks.toml
-    `dynamic`); read once per script, whichever releases the scan judges it on."""
-    read = list(iter_closure(script))
+    `dynamic`); read once per script, whichever releases the scan judges it on. A framework
+    the script's checkout holds (Megatron-LM's megatron/) is not its own code: it is walked as
+    a source (_local_sources), its plug-in loading not weighed, as a release's is."""
+    read = list(iter_closure(script, _frameworks()))
     dynamic = rulebook.load(RULES).data["no_pipeline"]["dynamic"]
     if len(read) >= MAX_MODULES or any(runs_code(t, dynamic) for _, t in read):
         return None
@@ -134,7 +141,19 @@ def _local_sources(script: Path, closure: list[Path]) -> list[SourceSet]:
         if src.is_dir() and not src.is_relative_to(script.parent):
             files = sorted(p.relative_to(src).as_posix() for p in src.rglob("*.py"))[:SRC_FILES]
             out += [_folder(f"p2paudit-entry-src-{i}", src, files)] if files else []
+    # The checkout of a framework the entry runs from (Megatron-LM's megatron/, whose core the
+    # release stands in for in the scan, and megatron/inference, which no release ships): what
+    # its imports run, first on sys.path, read as far as the walk goes.
+    for i, root in enumerate(roots):
+        files = [p.relative_to(root).as_posix() for name in sorted(_frameworks()) if (root / name).is_dir()
+                 for p in sorted((root / name).rglob("*.py"))][:SRC_FILES]
+        out += [_folder(f"p2paudit-entry-framework-{i}", root, files)] if files else []
     return out
+
+
+def _frameworks() -> frozenset[str]:
+    """The top-level import packages of the stacks the rules model (entry_stack.modeled_packages)."""
+    return frozenset(m.split(".")[0] for m in modeled_packages())
 
 
 def _folder(name: str, root: Path, files: list[str]) -> SourceSet:

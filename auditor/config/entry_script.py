@@ -50,9 +50,10 @@ def parsed(text: str) -> ast.Module:
     return ast.parse(text)
 
 
-def iter_closure(script: Path) -> Iterator[tuple[Path, ast.Module]]:
+def iter_closure(script: Path, stop: frozenset[str] = frozenset()) -> Iterator[tuple[Path, ast.Module]]:
     """local_closure's modules one at a time, the script first (at most MAX_MODULES), for a
-    reader that can stop at the first module that answers its question."""
+    reader that can stop at the first module that answers its question; an absolute import of
+    a package in `stop` is not followed."""
     roots = [script.parent, *list(script.parent.parents)[:ANCESTORS]]
     seen: set[Path] = set()
     todo = [script]
@@ -65,6 +66,8 @@ def iter_closure(script: Path) -> Iterator[tuple[Path, ast.Module]]:
         seen.add(path)
         yield path, tree
         for where, name in _imported(tree, path):
+            if where is None and name.split(".")[0] in stop:
+                continue
             todo.extend(p for p in _resolve(name, [where] if where else [path.parent, *roots]) if p not in seen)
 
 
