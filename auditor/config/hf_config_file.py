@@ -26,6 +26,7 @@ from auditor.config.frontend_parser import find_script
 from auditor.config.model import Flag, LaunchConfig
 from auditor.findings import Finding
 from auditor.rulebook import files
+from auditor.rulebook.frameworks import launched_by
 from auditor.rulebook.launchers import Spelling
 
 SUFFIXES = (".yaml", ".yml", ".json")
@@ -34,7 +35,7 @@ SUFFIXES = (".yaml", ".yml", ".json")
 def read_positional_file(config: LaunchConfig, args: list[Field], spelling: Spelling, path: str) -> bool:
     """Reads the first argument as the `[[positional_file]]` entry naming this entry says;
     whether one did (the run is then its front end's, and `args` are read)."""
-    if not args or not isinstance(args[0].value, str) or not isinstance(config.script, str):
+    if not args or not isinstance(args[0].value, str):
         return False
     for rule in (e for name in files.names() for e in files.load(name).data.get("positional_file", [])):
         if args[0].value.endswith(tuple(rule["suffixes"])) and _names_entry(config, rule, path):
@@ -45,14 +46,17 @@ def read_positional_file(config: LaunchConfig, args: list[Field], spelling: Spel
 
 
 def _names_entry(config: LaunchConfig, rule: dict, path: str) -> bool:
-    """The entry is the rule's: its name, an import of the rule's package, the switch on."""
-    script = str(config.script)
-    if not any(fnmatch.fnmatchcase(os.path.basename(script), p) for p in rule["scripts"]):
-        return False
+    """The entry is the rule's, the switch on: a console script it names (`llamafactory-cli
+    train`), or a script by its name that imports the rule's package."""
     if "env" in rule:
         switch = config.env.get(rule["env"])
         if switch is None or str(switch.value).lower() not in rule["env_true"]:
             return False
+    if config.script is None:
+        return launched_by(config.launcher, rule.get("launchers", []))
+    script = str(config.script)
+    if not any(fnmatch.fnmatchcase(os.path.basename(script), p) for p in rule["scripts"]):
+        return False
     found = find_script(path, config.script_read or script, entry=True)
     try:
         tree = ast.parse(found.read_text(encoding="utf-8")) if found is not None else None
@@ -69,7 +73,8 @@ def _read(config: LaunchConfig, args: list[Field], rule: dict, front: dict, path
     name = str(first.value)
     where = f"{path}:{first.line}"
     launched = config.launcher
-    config.launcher = f"{front['launcher']} {os.path.basename(str(config.script))}"
+    config.launcher = f"{front['launcher']} " + (os.path.basename(str(config.script)) if config.script
+                                                 else launched.rpartition(" ")[2])
     config.diagnostics.append(Finding(
         "launch.front-end", "info", f"{front['what']}, its settings read from {name} (rules: {rule['name']})",
         where=where, detail={"front_end": front["name"], "launched": launched}))
@@ -123,7 +128,8 @@ def unread_positional(config: LaunchConfig, args: list[Field], path: str) -> Non
     for word in args:
         if isinstance(word.value, str) and word.value.endswith(SUFFIXES) and word.value in config.positionals:
             keys = flag_keys(config.launcher) or flag_keys(None)
-            unknown_file(config, word.value, f"{os.path.basename(str(config.script))} is given it as an "
+            entry = os.path.basename(str(config.script)) if config.script else config.launcher
+            unknown_file(config, word.value, f"{entry} is given it as an "
                          "argument, and no rule here says how its front end reads it", word.line,
                          f"{path}:{word.line}", env_keys=(), keys=keys)
             return

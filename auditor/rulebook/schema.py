@@ -137,7 +137,7 @@ TABLES: dict[str, Table] = {
                                                      f"extended_by own_modules {_SELECT}"),
     # A positional config file an HfArgumentParser-style entry reads (auditor/config/hf_config_file.py).
     "positional_file": _table(True, "name scripts imports front_end suffixes overrides source code",
-                              f"env env_true {_SELECT}"),
+                              f"env env_true launchers {_SELECT}"),
     # NCCL's transports (rules/nccl.toml; docs/transport-semantics.md).
     "nccl": _table(False, "", "versions torch steps p2p_chunk_bytes max_channels"),
     "topology": _table(False, "", "node net"),
@@ -173,7 +173,7 @@ TYPES: dict[str, dict[str, type]] = {
     "config_file": {"kind": str, "launchers": list, "suffixes": list, "sections": list,
                     "extended_by": list, "own_modules": list},
     "positional_file": {"scripts": list, "imports": list, "front_end": str, "suffixes": list,
-                        "overrides": str, "env": str, "env_true": list},
+                        "overrides": str, "env": str, "env_true": list, "launchers": list},
     "check": {"remedy": list},
     "env_var": {"remedy": list},
     "finding_remedy": {"kind": str, "remedy": list},

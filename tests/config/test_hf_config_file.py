@@ -18,6 +18,7 @@ import pytest
 
 from auditor.bash.values import Symbolic
 from auditor.config.derive import derive
+from auditor.config.frontends.positional_file import PositionalFileReader
 from auditor.config.hf_config_file import SUFFIXES
 from auditor.config.launch import parse_launch
 
@@ -116,3 +117,21 @@ def test_a_positional_config_of_an_unknown_entry_is_unknown(tmp_path, suffix):
     config = _read(script)
     assert isinstance(config.flags["pipeline_model_parallel_size"].value, Symbolic)
     assert any(d.kind == "launch.config-file-unread" and f"cfg{suffix}" in d.message for d in config.diagnostics)
+
+
+def test_the_console_script_reads_the_file_too(tmp_path):
+    """`USE_MCA=1 llamafactory-cli train X.yaml`: launcher.py (launcher.py:56-121) restarts itself
+    under torchrun with the same arguments, parsed by read_args as src/train.py's are."""
+    script = lf_tree(tmp_path, "export USE_MCA=1 NPROC_PER_NODE=8\nllamafactory-cli train examples/megatron/qwen3_moe_full.yaml")
+    config = _read(script)
+    assert config.style == PositionalFileReader.style
+    assert config.launcher == "mca train"
+    assert config.flags["pipeline_model_parallel_size"].value == "4"
+    assert config.world_size == 8
+
+
+def test_the_console_script_without_use_mca_is_unknown(tmp_path):
+    """Without USE_MCA LLaMA-Factory trains with its Hugging Face trainer, unless the job's own
+    environment sets it: what the file sets is unknown, not megatron-core's defaults."""
+    config = _read(lf_tree(tmp_path, "llamafactory-cli train examples/megatron/qwen3_moe_full.yaml"))
+    assert isinstance(config.flags["pipeline_model_parallel_size"].value, Symbolic)
