@@ -178,12 +178,14 @@ def unknown_file(config: LaunchConfig, name: str, why: str, line: int, where: st
             "directory up), or give each setting with --set KEY=VALUE", where=where))
 
 
-def flag_keys(launcher: str | None) -> list[str]:
+def flag_keys(launcher: str | None, only: str | None = None) -> list[str]:
     """The settings (and spellings) the rules read from the flags of this launcher's front end
-    (None: of every front end), in any release: which release the file was written for is not
-    known either."""
+    (None: of every front end; `only`: of that rules file's), in any release: which release the
+    file was written for is not known either."""
     keys: list[str] = []
     for name in files.names():
+        if only is not None and name != only:
+            continue
         data = files.load(name).data
         stages = {s["name"] for s in data.get("stage", []) if s.get("flags")
                   and (launcher is None or launched_by(launcher, s.get("launchers", ["*"])))}

@@ -37,12 +37,16 @@ def read_positional_file(config: LaunchConfig, args: list[Field], spelling: Spel
     whether one did (the run is then its front end's, and `args` are read)."""
     if not args or not isinstance(args[0].value, str):
         return False
-    for rule in (e for name in files.names() for e in files.load(name).data.get("positional_file", [])):
+    for rule in _rules():
         if args[0].value.endswith(tuple(rule["suffixes"])) and _names_entry(config, rule, path):
             front = next(f for f in spelling.front_ends if f["name"] == rule["front_end"])
             _read(config, args, rule, front, path)
             return True
     return False
+
+
+def _rules() -> list[dict]:
+    return [e for name in files.names() for e in files.load(name).data.get("positional_file", [])]
 
 
 def _names_entry(config: LaunchConfig, rule: dict, path: str) -> bool:
@@ -122,12 +126,17 @@ def _overrides(config: LaunchConfig, words: list[Field], name: str, path: str) -
                 where=f"{path}:{word.line}"))
 
 
-def unread_positional(config: LaunchConfig, args: list[Field], path: str) -> None:
+def unread_positional(config: LaunchConfig, args: list[Field], path: str, spelling: Spelling) -> None:
     """A positional .yaml/.yml/.json the entry is given that no rule reads for its front end:
-    every setting a front end's flags give, not on the command line, is unknown."""
+    every setting its front end's flags give (a `[[positional_file]]` front end's where the
+    rule names the launcher but its switch is off; else the front end it is read as), not on the
+    command line, is unknown."""
+    named = [f"{f['launcher']} x" for rule in _rules() if launched_by(config.launcher, rule.get("launchers", []))
+             for f in spelling.front_ends if f["name"] == rule["front_end"]]
     for word in args:
         if isinstance(word.value, str) and word.value.endswith(SUFFIXES) and word.value in config.positionals:
-            keys = flag_keys(config.launcher) or flag_keys(None)
+            keys = (flag_keys(named[0]) if named else flag_keys(config.launcher)
+                    or flag_keys(None, only=config.style) or flag_keys(None))
             entry = os.path.basename(str(config.script)) if config.script else config.launcher
             unknown_file(config, word.value, f"{entry} is given it as an "
                          "argument, and no rule here says how its front end reads it", word.line,

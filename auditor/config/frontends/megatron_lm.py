@@ -39,7 +39,7 @@ class MegatronReader(Reader):
             read_flags(config, args, spelling, path, checked=True)
             _unread_front_end(config, spelling, path)
         read_config_files(config, args, launcher, path)
-        unread_positional(config, args, path)
+        unread_positional(config, args, path, spelling)
         launched = config.launcher
         label_front_end(config, spelling, path)
         # Megatron-LM's parser, read from the script, makes its stages run; not where the run is

@@ -23,4 +23,4 @@ class PositionalFileReader(Reader):
         if read_positional_file(config, args, spelling, path):
             return
         read_flags(config, args, spelling, path, checked=False)
-        unread_positional(config, args, path)
+        unread_positional(config, args, path, spelling)
