@@ -103,6 +103,7 @@ def test_without_use_mca_the_file_is_unknown_not_megatron_defaults(tmp_path):
     assert isinstance(config.flags["pipeline_model_parallel_size"].value, Symbolic)
     unread = [d for d in config.diagnostics if d.kind == "launch.config-file-unread"]
     assert unread and "qwen3_moe_full.yaml" in unread[0].message
+    assert "megatron_extra_kwargs" not in config.flags  # ms-swift's: not this front end's keys
     eff = derive(config, {"megatron-core": "0.15.0"}, torch_version="2.10.0")
     assert eff.values["pipeline_model_parallel_size"].value != 1
 
