@@ -55,7 +55,7 @@ def _first_argument(config: LaunchConfig, first: Field, rule: dict, launcher: di
         config.positionals.pop(0)
     where = f"{path}:{first.line}"
     try:
-        found, data = _load(name, path)
+        found, data = load_file(name, path)
     except Unreadable as exc:
         unknown_file(config, name, str(exc), first.line, where,
                  env_keys=(launcher.get("env_nproc"), launcher.get("env_nnodes")))
@@ -97,7 +97,7 @@ def _replaces_flags(config: LaunchConfig, flag: Flag, rule: dict, path: str) -> 
         found, data, why = None, None, f"`{flag.value}` is not known statically"
     else:
         try:
-            found, data = _load(flag.value, path)
+            found, data = load_file(flag.value, path)
             why = ""
         except Unreadable as exc:
             found, data, why = None, None, str(exc)
@@ -124,7 +124,7 @@ def _replaces_flags(config: LaunchConfig, flag: Flag, rule: dict, path: str) -> 
         where=where))
 
 
-def _load(name: str, launch_path: str) -> tuple[str, dict]:
+def load_file(name: str, launch_path: str) -> tuple[str, dict]:
     """(the file found, its mapping). Relative names are looked for from the launch script's
     directory up (ms-swift's examples run from the repository root): the directory the script
     runs in is not known."""
@@ -160,10 +160,11 @@ def load_yaml(text: str, path: Path) -> Any:
 
 
 def unknown_file(config: LaunchConfig, name: str, why: str, line: int, where: str,
-             env_keys: tuple[Any, ...]) -> None:
-    """Every setting the rules read from flags, not given on the command line, is unknown."""
+             env_keys: tuple[Any, ...], keys: list[str] | None = None) -> None:
+    """Every setting the rules read from flags (`keys`, else those of this launcher's front
+    end), not given on the command line, is unknown."""
     unknown = Symbolic(f"set by {name}, which cannot be read")
-    keys = _flag_keys(config.launcher)
+    keys = keys if keys is not None else flag_keys(config.launcher)
     for key in keys:
         if key not in config.flags:
             config.flags[key] = Flag(key, unknown, line, f"--{key} ({name}?)")
@@ -177,14 +178,17 @@ def unknown_file(config: LaunchConfig, name: str, why: str, line: int, where: st
             "directory up), or give each setting with --set KEY=VALUE", where=where))
 
 
-def _flag_keys(launcher: str) -> list[str]:
-    """The settings (and spellings) the rules read from the flags of this launcher's front end,
-    in any release: which release the file was written for is not known either."""
+def flag_keys(launcher: str | None, only: str | None = None) -> list[str]:
+    """The settings (and spellings) the rules read from the flags of this launcher's front end
+    (None: of every front end; `only`: of that rules file's), in any release: which release the
+    file was written for is not known either."""
     keys: list[str] = []
     for name in files.names():
+        if only is not None and name != only:
+            continue
         data = files.load(name).data
         stages = {s["name"] for s in data.get("stage", []) if s.get("flags")
-                  and launched_by(launcher, s.get("launchers", ["*"]))}
+                  and (launcher is None or launched_by(launcher, s.get("launchers", ["*"])))}
         for arg in data.get("arg", []):
             if arg.get("stage") in stages:
                 keys += [k for k in [arg["key"], *arg.get("aliases", [])] if k not in keys]

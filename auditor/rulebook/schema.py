@@ -135,6 +135,9 @@ TABLES: dict[str, Table] = {
     # Config files the trainer reads (auditor/config/configfiles.py).
     "config_file": _table(True, "kind launchers", f"suffixes env_key flag sections cli_source cli_code "
                                                      f"extended_by own_modules {_SELECT}"),
+    # A positional config file an HfArgumentParser-style entry reads (auditor/config/hf_config_file.py).
+    "positional_file": _table(True, "name scripts imports front_end suffixes overrides source code",
+                              f"env env_true launchers {_SELECT}"),
     # NCCL's transports (rules/nccl.toml; docs/transport-semantics.md).
     "nccl": _table(False, "", "versions torch steps p2p_chunk_bytes max_channels"),
     "topology": _table(False, "", "node net"),
@@ -169,6 +172,8 @@ TYPES: dict[str, dict[str, type]] = {
     "container_image": {"image": str, "tag": str, "torch": str, "source": str},
     "config_file": {"kind": str, "launchers": list, "suffixes": list, "sections": list,
                     "extended_by": list, "own_modules": list},
+    "positional_file": {"scripts": list, "imports": list, "front_end": str, "suffixes": list,
+                        "overrides": str, "env": str, "env_true": list, "launchers": list},
     "check": {"remedy": list},
     "env_var": {"remedy": list},
     "finding_remedy": {"kind": str, "remedy": list},

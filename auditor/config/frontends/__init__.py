@@ -5,7 +5,8 @@ reader once, and launch.py calls it, instead of comparing the style string where
 differs. Styles: "megatron-lm" (its argparse spellings, checked against the parser read),
 "hydra" (`key=value` overrides), "hydra-compose" (a composed Hydra config, one configuration
 per role), "chatlearn" (a YAML --config-file with `key=value` words, one configuration per
-Megatron role), "megatron-bridge" (run_recipe.py: its options, overrides and recipe), and any other
+Megatron role), "megatron-bridge" (run_recipe.py: its options, overrides and recipe), "positional-file" (a console
+script's first argument its config file: hf_config_file), and any other
 ("ms-swift", "deepspeed"): the flags as written.
 """
 
@@ -17,10 +18,12 @@ from auditor.config.frontends.hydra import HydraReader
 from auditor.config.frontends.hydra_compose import HydraComposeReader
 from auditor.config.frontends.megatron_bridge import BridgeRecipeReader
 from auditor.config.frontends.megatron_lm import MegatronReader
+from auditor.config.frontends.positional_file import PositionalFileReader
 from auditor.config.frontends.reader import Reader
 
 _READERS: dict[str, Reader] = {r.style: r for r in (MegatronReader(), HydraReader(), HydraComposeReader(),
-                                                    DotlistConfigReader(), BridgeRecipeReader())}
+                                                    DotlistConfigReader(), BridgeRecipeReader(),
+                                                    PositionalFileReader())}
 
 
 def for_style(style: str) -> Reader:

@@ -11,6 +11,7 @@ from auditor.bash.values import Field
 from auditor.config.configfiles import read_config_files
 from auditor.config.flags import listed, read_flags
 from auditor.config.frontend_parser import find_script, locate, with_front_end
+from auditor.config.hf_config_file import read_positional_file, unread_positional
 from auditor.config.frontends.reader import Reader, flags_as_written, label_front_end
 from auditor.config.model import LaunchConfig
 from auditor.findings import Finding
@@ -30,12 +31,15 @@ class MegatronReader(Reader):
             if front is not None and front.root is not None:
                 config.checkouts[self.style] = front.root
                 builds = True
+        if read_positional_file(config, args, spelling, path):
+            return  # an entry reading its first argument as a config file: its front end's
         if flags_as_written(config, args, spelling):
             read_flags(config, args, spelling, path, checked=False)
         else:
             read_flags(config, args, spelling, path, checked=True)
             _unread_front_end(config, spelling, path)
         read_config_files(config, args, launcher, path)
+        unread_positional(config, args, path, spelling)
         launched = config.launcher
         label_front_end(config, spelling, path)
         # Megatron-LM's parser, read from the script, makes its stages run; not where the run is
