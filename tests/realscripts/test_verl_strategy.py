@@ -28,9 +28,11 @@ def _checkout(root: Path) -> Path:
     (root / "verl/trainer/main_ppo.py").write_text(MAIN)
     (root / "setup.py").write_text("")
     (config / "ppo_trainer.yaml").write_text(
-        "defaults:\n  - actor@actor_rollout_ref.actor: dp_actor\n  - _self_\ntrainer:\n  nnodes: 1\n")
+        "defaults:\n  - actor@actor_rollout_ref.actor: dp_actor\n  - _self_\ntrainer:\n  nnodes: 1\n"
+        "critic:\n  strategy: fsdp\nreward_model:\n  strategy: fsdp\n")  # dp_critic.yaml:26, dp_reward_model.yaml:16
     (config / "ppo_megatron_trainer.yaml").write_text(
-        "defaults:\n  - actor@actor_rollout_ref.actor: megatron_actor\n  - _self_\n")
+        "defaults:\n  - actor@actor_rollout_ref.actor: megatron_actor\n  - _self_\n"
+        "critic:\n  strategy: megatron\nreward_model:\n  strategy: megatron\n")
     (config / "actor/dp_actor.yaml").write_text("strategy: fsdp\n")
     (config / "actor/megatron_actor.yaml").write_text("strategy: megatron\n")
     own = root / "examples/multiturn/config"
@@ -65,7 +67,7 @@ def test_a_megatron_config_or_override_stays_a_megatron_run(tmp_path: Path) -> N
 
 
 def test_an_fsdp2_override_is_no_pipeline_run(tmp_path: Path) -> None:
-    said = _not_pipeline(_checkout(tmp_path), "--config-name=ppo_megatron_trainer actor_rollout_ref.actor.strategy=fsdp2")
+    said = _not_pipeline(_checkout(tmp_path), "--config-name=ppo_trainer actor_rollout_ref.actor.strategy=fsdp2")
     assert said and "fsdp2" in said[0]
 
 
@@ -105,5 +107,13 @@ def test_the_rules_hold_on_each_verified_release(version: str) -> None:
     assert rule["code"] in main
     assert f'@hydra.main(config_path="{rule["config_path"]}", config_name="{rule["config_name"]}"' in main
     config_dir = (root / rule["main"]).parent / rule["config_path"]
-    assert at(compose(config_dir, rule["config_name"]).data, rule["key"]) in rule["not_pipeline"]
-    assert at(compose(config_dir, "ppo_megatron_trainer").data, rule["key"]) == "megatron"
+    for key in rule["keys"]:
+        assert at(compose(config_dir, rule["config_name"]).data, key) in rule["not_pipeline"]
+        assert at(compose(config_dir, "ppo_megatron_trainer").data, key) == "megatron"
+
+
+def test_a_megatron_critic_keeps_the_megatron_reading(tmp_path: Path) -> None:
+    """main_ppo.py:175-187 (b178a3cd56) starts megatron_workers.CriticWorker for
+    `critic.strategy=megatron`, whatever the actor's: not every role on FSDP, no NOT A PIPELINE RUN."""
+    root = _checkout(tmp_path)
+    assert not _not_pipeline(root, "--config-name=ppo_trainer critic.strategy=megatron")

@@ -20,30 +20,38 @@ from auditor.rulebook import files
 
 
 def judge_strategy(config: LaunchConfig, args: list[Field], path: str) -> None:
-    """Say when the run's strategy, as composed and overridden, is one that trains no pipeline."""
+    """Say when every role's strategy, as composed and overridden, is one that trains no pipeline."""
     rule = _rule()
     if rule is None:
         return
-    key = rule["key"]
-    given = config.flags.get(key)
-    if given is not None:
-        value, said = given.value, f"{key}={given.value} (line {given.line})"
-    else:
-        composed = _composed(config, args, path, rule)
-        if composed is None:
+    composed = _composed(config, args, path, rule)
+    saids: list[str] = []
+    values: list[str] = []
+    for key in rule["keys"]:
+        given = config.flags.get(key)
+        if given is not None:
+            value, said = given.value, f"{key}={given.value} (line {given.line})"
+        elif composed is not None:
+            value = at(composed[0], key)
+            value = None if isinstance(value, Unresolved) else value
+            said = f"{key}: {value}"
+        else:
             return
-        value, files_read = composed
-        said = f"{key}: {value} (composed from {', '.join(f.name for f in files_read[:3])}" + (
-            ", ...)" if len(files_read) > 3 else ")")
-    if isinstance(value, str) and value in rule["not_pipeline"]:
-        config.diagnostics.append(Finding(
-            "launch.not-pipeline", "info", f"{rule['not_pipeline'][value]}: {said}",
-            where=f"{path}:{config.command_line}", detail={"command": config.launcher}))
+        if not isinstance(value, str) or value not in rule["not_pipeline"]:
+            return  # a role on Megatron, or one not known statically: the Megatron reading holds
+        saids.append(said)
+        values.append(value)
+    where_read = "" if composed is None else f" (composed from {', '.join(f.name for f in composed[1][:3])}" + (
+        ", ...)" if len(composed[1]) > 3 else ")")
+    config.diagnostics.append(Finding(
+        "launch.not-pipeline", "info", f"{rule['not_pipeline'][values[0]]}: {', '.join(saids)}{where_read}",
+        where=f"{path}:{config.command_line}", detail={"command": config.launcher}))
 
 
-def _composed(config: LaunchConfig, args: list[Field], path: str, rule: dict[str, Any]) -> tuple[Any, list[Path]] | None:
-    """(the key's value, the files read) of the config the command composes; None where the
-    checkout, a file or an option is not known statically."""
+def _composed(config: LaunchConfig, args: list[Field], path: str,
+              rule: dict[str, Any]) -> tuple[dict[str, Any], list[Path]] | None:
+    """(the composed config, the files read) of the command; None where the checkout, a file or
+    an option is not known statically."""
     root = next((d for d in Path(path).resolve().parents if (d / rule["main"]).is_file()), None)
     if root is None:
         return None
@@ -68,8 +76,7 @@ def _composed(config: LaunchConfig, args: list[Field], path: str, rule: dict[str
         composed = compose(config_dir, name, search)
     except Unreadable:
         return None
-    value = at(composed.data, rule["key"])
-    return (None if isinstance(value, Unresolved) else value), composed.files
+    return composed.data, composed.files
 
 
 def _in_root(given: str, root: Path) -> Path | None:
