@@ -11,6 +11,7 @@ rules (`[[hydra_compose]]`), not this module's.
 
 from __future__ import annotations
 
+import posixpath
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,14 +38,15 @@ class Composed:
     files: list[Path]  # the YAML files read, the primary first
 
 
-def compose(config_dir: Path, name: str) -> Composed:
-    """The config `name` of `config_dir`, its defaults merged and its interpolations resolved."""
+def compose(config_dir: Path, name: str, search: tuple[Path, ...] = ()) -> Composed:
+    """The config `name` of `config_dir`, its defaults merged and its interpolations resolved;
+    a defaults entry not in `config_dir` is looked for in `search` (Hydra's searchpath), in order."""
     files: list[Path] = []
-    data = _load_with_defaults(config_dir, name, files, 0)
+    data = _load_with_defaults((config_dir, *search), name, files, 0)
     return Composed(_resolve_all(data, data), files)
 
 
-def _load_with_defaults(config_dir: Path, name: str, files: list[Path], depth: int) -> dict[str, Any]:
+def _load_with_defaults(config_dir: tuple[Path, ...], name: str, files: list[Path], depth: int) -> dict[str, Any]:
     if depth > _MAX_DEPTH:
         raise Unreadable(f"defaults lists nested more than {_MAX_DEPTH} deep at {name}")
     own = _load(config_dir, name, files)
@@ -55,13 +57,16 @@ def _load_with_defaults(config_dir: Path, name: str, files: list[Path], depth: i
         raise Unreadable(f"{files[-1]}: `defaults` is not a list")
     merged: dict[str, Any] = {}
     placed = False
+    here = posixpath.dirname(name)  # a group's file names others relative to its group (Hydra 1.1)
     for item in defaults:
         if item == "_self_":
             _merge(merged, own)
             placed = True
             continue
-        if isinstance(item, str):
-            _merge(merged, _load_with_defaults(config_dir, item.removesuffix(".yaml"), files, depth + 1))
+        if isinstance(item, str):  # `name` or `name@package`
+            file, _, package = item.removesuffix(".yaml").partition("@")
+            sub = _load_with_defaults(config_dir, _relative(here, file), files, depth + 1)
+            _merge(merged, _nest(package, sub) if package else sub)
             continue
         if not isinstance(item, dict) or len(item) != 1:
             raise Unreadable(f"{files[0]}: defaults entry {item!r} is not `name` or `group: option`")
@@ -69,9 +74,10 @@ def _load_with_defaults(config_dir: Path, name: str, files: list[Path], depth: i
         group = str(group).removeprefix("override ").removeprefix("optional ").strip()
         if option is None:
             continue  # `group: null` selects nothing
-        path = f"{group.split('@')[0]}/{option}"
+        path = _relative(here, f"{group.split('@')[0]}/{option}")
         sub = _load_with_defaults(config_dir, path, files, depth + 1)
-        package = group.split("@", 1)[1] if "@" in group else group.split("@")[0].replace("/", ".")
+        package = (group.split("@", 1)[1] if "@" in group
+                   else posixpath.normpath(group.split("@")[0]).lstrip("./").replace("/", "."))
         if _global(config_dir, path) or package == "_global_":
             _merge(merged, sub)
         else:
@@ -81,8 +87,17 @@ def _load_with_defaults(config_dir: Path, name: str, files: list[Path], depth: i
     return merged
 
 
-def _load(config_dir: Path, name: str, files: list[Path]) -> dict[str, Any]:
-    path = config_dir / f"{name}.yaml"
+def _relative(group: str, name: str) -> str:
+    """`name` (`actor`, `../optim/fsdp`) as the config dir's path, from the group `group`."""
+    path = posixpath.normpath(posixpath.join(group, name))
+    if path.startswith(".."):
+        raise Unreadable(f"defaults entry {name} leads out of the config directory")
+    return path
+
+
+def _load(config_dir: tuple[Path, ...], name: str, files: list[Path]) -> dict[str, Any]:
+    path = next((d / f"{name}.yaml" for d in config_dir if (d / f"{name}.yaml").is_file()),
+                config_dir[0] / f"{name}.yaml")
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -98,10 +113,13 @@ def _load(config_dir: Path, name: str, files: list[Path]) -> dict[str, Any]:
     return data
 
 
-def _global(config_dir: Path, name: str) -> bool:
+def _global(config_dir: tuple[Path, ...], name: str) -> bool:
     """`# @package _global_` in the file's header: its keys go to the top."""
+    path = next((d / f"{name}.yaml" for d in config_dir if (d / f"{name}.yaml").is_file()), None)
+    if path is None:
+        return False
     try:
-        head = (config_dir / f"{name}.yaml").read_text(encoding="utf-8").split("\n", 5)[:5]
+        head = path.read_text(encoding="utf-8").split("\n", 5)[:5]
     except OSError:
         return False
     return any(line.strip().replace(" ", "") == "#@package_global_" for line in head)

@@ -79,6 +79,10 @@ TABLES: dict[str, Table] = {
     # configuration per role (auditor/config/hydra_compose.py).
     "hydra_compose": _table(True, "launchers path_options name_options role_key role_values settings_key",
                             f"path_default devices_key {_SELECT}"),
+    # A Hydra main whose composed config names the trainer's strategy (verl's
+    # actor_rollout_ref.actor.strategy): FSDP runs no pipeline (auditor/config/frontends/hydra_strategy.py).
+    "hydra_strategy": _table(False, "main config_path config_name path_options name_options keys not_pipeline",
+                             "source code versions read"),
     # A Python entry that loads a YAML `--config-file` and applies `key=value` words to it, its train
     # backend picking the Megatron roles (ChatLearn; auditor/config/frontends/chatlearn.py), and the
     # defaults its Megatron role config sets onto Megatron-LM's args.
@@ -165,6 +169,8 @@ TYPES: dict[str, dict[str, type]] = {
     "launcher_handoff": {"launchers": list, "passes": str, "unless": list, "helpers": list, "line": int},
     "launcher": {"python_scripts": list},
     "hydra_compose": {"launchers": list, "path_options": list, "name_options": list, "role_values": list},
+    "hydra_strategy": {"main": str, "config_path": str, "config_name": str, "path_options": list,
+                       "name_options": list, "keys": list, "not_pipeline": dict},
     "dotlist_config": {"algorithms": list, "file_options": list, "backend_key": str, "megatron_backend": str,
                        "megatron_roles": list, "not_pipeline": dict},
     "role_default": {"key": str, "value": str},

@@ -1,11 +1,13 @@
 """Hydra front ends (verl's `python -m verl.trainer.main_ppo a.b.c=value`): the module is the
-program, and its arguments are overrides of the job's config (config/overrides.py)."""
+program, and its arguments are overrides of the job's config (config/overrides.py); the strategy
+the composed config names may make it no pipeline run (frontends/hydra_strategy.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from auditor.bash.values import Field
+from auditor.config.frontends.hydra_strategy import judge_strategy
 from auditor.config.frontends.reader import Reader
 from auditor.config.model import LaunchConfig
 from auditor.config.overrides import read_overrides
@@ -19,3 +21,4 @@ class HydraReader(Reader):
     def read(self, config: LaunchConfig, args: list[Field], launcher: dict, spelling: Spelling,
              path: str, parser_roots: tuple[Path, ...]) -> None:
         read_overrides(config, args, path)
+        judge_strategy(config, args, path)

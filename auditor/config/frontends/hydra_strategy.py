@@ -1,0 +1,132 @@
+"""Which trainer a Hydra-configured RL run uses (verl's `actor_rollout_ref.actor.strategy`): the
+config `--config-path`/`--config-name` name (or the main's own), composed with its defaults and
+`hydra.searchpath` (config/hydra_compose.py), then the command line's override of the key. A
+strategy the rules' `[hydra_strategy] not_pipeline` names (fsdp, fsdp2) trains no pipeline: a
+`launch.not-pipeline` note, which launch.refuse_not_pipeline turns into NOT A PIPELINE RUN. Any
+other strategy, or one not known statically (the config not found, a value not known), leaves the
+run read as the framework's Megatron run, with its own unknowns: never NOT A PIPELINE RUN by guess.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from auditor.bash.values import Field, Scalar, Symbolic, concat, segments
+from auditor.config.hydra_compose import Unreadable, Unresolved, at, compose
+from auditor.config.model import LaunchConfig
+from auditor.findings import Finding
+from auditor.rulebook import files
+
+
+def judge_strategy(config: LaunchConfig, args: list[Field], path: str) -> None:
+    """Say when every role's strategy, as composed and overridden, is one that trains no pipeline."""
+    rule = _rule()
+    if rule is None:
+        return
+    composed = _composed(config, args, path, rule)
+    saids: list[str] = []
+    values: list[str] = []
+    for key in rule["keys"]:
+        given = config.flags.get(key)
+        if given is not None:
+            value, said = given.value, f"{key}={given.value} (line {given.line})"
+        elif composed is not None:
+            value = at(composed[0], key)
+            value = None if isinstance(value, Unresolved) else value
+            said = f"{key}: {value}"
+        else:
+            return
+        if not isinstance(value, str) or value not in rule["not_pipeline"]:
+            return  # a role on Megatron, or one not known statically: the Megatron reading holds
+        saids.append(said)
+        values.append(value)
+    where_read = "" if composed is None else f" (composed from {', '.join(f.name for f in composed[1][:3])}" + (
+        ", ...)" if len(composed[1]) > 3 else ")")
+    config.diagnostics.append(Finding(
+        "launch.not-pipeline", "info", f"{rule['not_pipeline'][values[0]]}: {', '.join(saids)}{where_read}",
+        where=f"{path}:{config.command_line}", detail={"command": config.launcher}))
+
+
+def _composed(config: LaunchConfig, args: list[Field], path: str,
+              rule: dict[str, Any]) -> tuple[dict[str, Any], list[Path]] | None:
+    """(the composed config, the files read) of the command; None where the checkout, a file or
+    an option is not known statically."""
+    root = next((d for d in Path(path).resolve().parents if (d / rule["main"]).is_file()), None)
+    if root is None:
+        return None
+    main_dir = (root / rule["main"]).parent
+    config_path = _option(args, rule["path_options"], rule["config_path"])
+    name = _option(args, rule["name_options"], rule["config_name"])
+    if not isinstance(name, str) or config_path is None:
+        return None
+    if not isinstance(config_path, str):
+        # `$X/examples/x/config`: the known tail, looked for in the checkout the script is in.
+        tail = segments(config_path)[-1] if isinstance(config_path, Symbolic) else ("", True)
+        config_dir = _in_root(tail[0], root) if not tail[1] else None
+    elif not Path(config_path).is_absolute():
+        config_dir = main_dir / config_path
+    else:  # the authors' absolute path (`$(pwd)/...`): here, if not a folder here, the checkout's
+        config_dir = Path(config_path) if Path(config_path).is_dir() else _in_root(config_path, root)
+    if config_dir is None:
+        return None
+    name = name.removesuffix(".yaml")
+    try:
+        search = _searchpath(config_dir / f"{name}.yaml", root)
+        composed = compose(config_dir, name, search)
+    except Unreadable:
+        return None
+    return composed.data, composed.files
+
+
+def _in_root(given: str, root: Path) -> Path | None:
+    """The folder of the checkout at the longest tail of `given` (`/home/x/verl/examples/c` ->
+    ROOT/examples/c); None where no tail of two parts or more is one."""
+    parts = [p for p in Path(given).parts if p not in ("/", ".")]
+    return next((root / Path(*parts[i:]) for i in range(len(parts) - 1) if (root / Path(*parts[i:])).is_dir()),
+                None)
+
+
+def _searchpath(primary: Path, root: Path) -> tuple[Path, ...]:
+    """The primary file's `hydra.searchpath`: `file://DIR` relative to the working directory, the
+    checkout's root, where `python -m` imports the package from; `pkg://a.b` that package's folder."""
+    from auditor.config.configfiles import load_yaml
+
+    try:
+        data = load_yaml(primary.read_text(encoding="utf-8"), primary)
+    except (OSError, UnicodeDecodeError):
+        raise Unreadable(f"{primary} cannot be read") from None
+    paths = at(data, "hydra.searchpath") if isinstance(data, dict) else None
+    out: list[Path] = []
+    for entry in paths if isinstance(paths, list) else []:
+        text = str(entry)
+        if text.startswith("file://"):
+            out.append(root / text.removeprefix("file://"))
+        elif text.startswith("pkg://"):
+            out.append(root / text.removeprefix("pkg://").replace(".", "/"))
+    return tuple(out)
+
+
+def _option(args: list[Field], options: list[str], default: str) -> Any:
+    """The value of a Hydra option (`--opt=VALUE`, `--opt VALUE`), unknown pieces kept unknown;
+    the main's default where none is given, the last one where several are."""
+    found: Any = default
+    for k, f in enumerate(args):
+        pieces: list[Scalar] = [Symbolic(t) if unknown else t for t, unknown in segments(f.value)]
+        head = pieces[0] if isinstance(pieces[0], str) else ""
+        option, eq, rest = head.partition("=")
+        if option not in options:
+            continue
+        if eq:
+            found = concat([rest, *pieces[1:]])
+        elif k + 1 < len(args):
+            found = args[k + 1].value
+    return found
+
+
+def _rule() -> dict[str, Any] | None:
+    for name in files.names():
+        data = files.load(name).data
+        if "hydra_strategy" in data:
+            return dict(data["hydra_strategy"])
+    return None
