@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 
+from auditor.bash.absent import surely_absent
 from auditor.bash.conditions import case_branch, condition, outcome
 from auditor.bash.errexit import errexit_change, failing_substitution
 from auditor.bash.expand import Expander
@@ -64,6 +65,7 @@ class Shell(Expander, ABC):
         self.environment_set: tuple[str, ...] = ()  # variables a job's environment sets (fnmatch)
         self.errexit = 0  # the line of the `set -e` surely in force; 0: off, or not certain
         self._level = 0  # how many `run`s deep: 1 is the script's own list of commands
+        self._listed: Cmd | None = None  # the command `run` runs as one of its list (see `_errexit_ends`)
 
     @abstractmethod
     def external(self, fields: list[Field], inline: dict[str, EnvVar], cmd: Cmd,
@@ -81,6 +83,7 @@ class Shell(Expander, ABC):
             while k < len(nodes) and self.exited is None:
                 node = nodes[k]
                 if isinstance(node, Cmd):
+                    self._listed = node
                     self._errexit(node)
                     if self.exited is not None:
                         break
@@ -112,8 +115,7 @@ class Shell(Expander, ABC):
             elif change and certain:
                 self.errexit = self.errexit or cmd.line
             return
-        if (not self.errexit or self._level != 1 or self.uncertain or self.subshells or self.conditional
-                or self.opaque or not all(ASSIGN.match(w.raw) for w in words)):
+        if not self._errexit_ends(cmd) or not all(ASSIGN.match(w.raw) for w in words):
             return
         last = [p for w in words for p in w.parts if p.kind == "cmd"][-1:]
         found = failing_substitution(last[0].text, self.operand_required, self._unset) if last else None
@@ -124,6 +126,13 @@ class Shell(Expander, ABC):
                f"(line {self.errexit}) ends the script")
         self.exited = Exit(cmd.line, "1", self.reading, self.tested[-1] if self.tested else None,
                            why, tuple(dict.fromkeys(names)))
+
+    def _errexit_ends(self, cmd: Cmd) -> bool:
+        """Whether `cmd` failing surely ends the script: `set -e` surely in force, `cmd` one of
+        the script's own list of commands (not in `a || b`, `! a`, a pipeline or a function), on
+        the path the walk is certain of, where no unseen code ran (it may have run `set +e`)."""
+        return (bool(self.errexit) and self._level == 1 and self._listed is cmd
+                and not (self.uncertain or self.subshells or self.conditional or self.opaque))
 
     def _node(self, node: Node) -> None:
         if isinstance(node, Cmd):
@@ -401,7 +410,13 @@ class Shell(Expander, ABC):
         try:
             path, text = self.locate(target.value, sourced=True)
         except OSError as exc:
-            self.unknowable(cmd.line, what(str(exc)))
+            absent = surely_absent(target.value, self.cwd, self.path)
+            if absent is not None and self._errexit_ends(cmd):
+                self.exited = Exit(cmd.line, "1", self.reading, self.tested[-1] if self.tested else None,
+                                   f"`{cmd.words[0].raw}` of {absent}, which the checkout around the script "
+                                   f"does not hold, fails and `set -e` (line {self.errexit}) ends the script")
+                return
+            self.unknowable(cmd.line, what("no such file: bash goes on without it" if absent else str(exc)))
             return
         self.diagnostics.append(Finding(
             "launch.sourced", "info", f"`source {target.value}` read from {path}", where=f"{self.path}:{cmd.line}"))
