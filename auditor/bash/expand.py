@@ -110,6 +110,18 @@ class Expander:
                 f.fallbacks = taken
         return builder.fields
 
+    def expand_noting_caller(self, word: Word, names: list[str]) -> list[Field]:
+        """`expand`, adding to `names` the variables an empty result rests on that the caller
+        gives: `${X:-}` (or `$X` after `X=${X:-}`) with X unset here and never set by the script
+        but through its own default. That empty default states no value, only keeps `set -u`
+        quiet: a test of it reads the caller's environment, as `[ -z "$X" ]` does."""
+        before = len(self._taken)
+        fields = self.expand(word)
+        if all(f.value == "" for f in fields):
+            names += [n for n in self._taken[before:] if n not in self.environ and
+                      (n not in self.vars or n in self.vars[n].fallbacks) and n not in names]
+        return fields
+
     def _join_parts(self, parts: list[Part], line: int) -> str | Symbolic:
         """Expansion without word splitting, as in an assignment's value."""
         builder = FieldBuilder()

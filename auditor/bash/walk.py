@@ -7,9 +7,12 @@ import fnmatch
 import os
 import re
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 
+from auditor.bash.absent import surely_absent
 from auditor.bash.conditions import case_branch, condition, outcome
 from auditor.bash.errexit import errexit_change, failing_substitution
 from auditor.bash.expand import Expander
@@ -55,10 +58,14 @@ class Shell(Expander, ABC):
         self.subshells = 0  # how many subshells (`( ... )`, a pipeline's parts, `bash -c`) the walk is in
         self.exited: Exit | None = None  # the `exit` the script surely reaches: nothing after it runs
         self.tested: list[int] = []  # the lines of the decided tests (if/case/&&) around the walk
+        # per decided test on `tested`: the variables the caller gives that it read through an
+        # empty default (`[ -z "${X:-}" ]`): an `exit` it leads to is no sure stop (`_exit`)
+        self.caller_tested: list[list[str]] = []
         self.operand_required: frozenset[str] = frozenset()  # programs failing on no operand (errexit)
         self.environment_set: tuple[str, ...] = ()  # variables a job's environment sets (fnmatch)
         self.errexit = 0  # the line of the `set -e` surely in force; 0: off, or not certain
         self._level = 0  # how many `run`s deep: 1 is the script's own list of commands
+        self._listed: Cmd | None = None  # the command `run` runs as one of its list (see `_errexit_ends`)
 
     @abstractmethod
     def external(self, fields: list[Field], inline: dict[str, EnvVar], cmd: Cmd,
@@ -76,6 +83,7 @@ class Shell(Expander, ABC):
             while k < len(nodes) and self.exited is None:
                 node = nodes[k]
                 if isinstance(node, Cmd):
+                    self._listed = node
                     self._errexit(node)
                     if self.exited is not None:
                         break
@@ -107,8 +115,7 @@ class Shell(Expander, ABC):
             elif change and certain:
                 self.errexit = self.errexit or cmd.line
             return
-        if (not self.errexit or self._level != 1 or self.uncertain or self.subshells or self.conditional
-                or self.opaque or not all(ASSIGN.match(w.raw) for w in words)):
+        if not self._errexit_ends(cmd) or not all(ASSIGN.match(w.raw) for w in words):
             return
         last = [p for w in words for p in w.parts if p.kind == "cmd"][-1:]
         found = failing_substitution(last[0].text, self.operand_required, self._unset) if last else None
@@ -120,21 +127,26 @@ class Shell(Expander, ABC):
         self.exited = Exit(cmd.line, "1", self.reading, self.tested[-1] if self.tested else None,
                            why, tuple(dict.fromkeys(names)))
 
+    def _errexit_ends(self, cmd: Cmd) -> bool:
+        """Whether `cmd` failing surely ends the script: `set -e` surely in force, `cmd` one of
+        the script's own list of commands (not in `a || b`, `! a`, a pipeline or a function), on
+        the path the walk is certain of, where no unseen code ran (it may have run `set +e`)."""
+        return (bool(self.errexit) and self._level == 1 and self._listed is cmd
+                and not (self.uncertain or self.subshells or self.conditional or self.opaque))
+
     def _node(self, node: Node) -> None:
         if isinstance(node, Cmd):
             self._command(node, [node], 0)
         elif isinstance(node, AndOr):
             self._node(node.first)
-            status = outcome(node.first, self.expand)
+            caller: list[str] = []
+            status = outcome(node.first, self._noting(caller))
             for op, right in node.rest:
                 if status is not None:  # the left side's status is certain: the right runs or not
                     if (op == "&&") == status:
-                        self.tested.append(_line_of(node.first))
-                        try:
+                        with self._test_decided(_line_of(node.first), caller):
                             self._node(right)
-                        finally:
-                            self.tested.pop()
-                        status = outcome(right, self.expand)
+                        status = outcome(right, self._noting(caller))
                     continue
                 default_for = _tested_empty(node.first) if op == "&&" else _tested_set(node.first)
                 self._branches([[right]], exhaustive=False, default_for=default_for, block=False)
@@ -194,31 +206,44 @@ class Shell(Expander, ABC):
 
     def _if_or_case(self, node: Branches) -> None:
         """Run the branch the values tested decide, or every branch still possible, merged."""
+        caller: list[str] = []
         if node.subject is not None:
-            taken = None if node.fallthrough else case_branch(node.subject, node.patterns, self.expand)
+            taken = None if node.fallthrough else case_branch(node.subject, node.patterns, self._noting(caller))
             if taken is not None:
-                self._decided(node.line, node.bodies[taken] if taken < len(node.bodies) else [])
+                self._decided(node.line, node.bodies[taken] if taken < len(node.bodies) else [], caller)
             else:
                 self._branches(node.bodies, node.exhaustive)
             return
         for k, (cond, body) in enumerate(zip(node.conditions, node.bodies)):
-            decided = condition(cond, self.expand) if cond else True
+            decided = condition(cond, self._noting(caller)) if cond else True
             if decided is None:
                 rest = [c + b for c, b in zip(node.conditions[k:], node.bodies[k:])]
                 self._branches(rest, node.exhaustive)
                 return
             self.run(cond)
             if decided:
-                self._decided(node.line, body)
+                self._decided(node.line, body, caller)
                 return
 
-    def _decided(self, line: int, body: list[Node]) -> None:
+    def _noting(self, caller: list[str]) -> Callable[[Word], list[Field]]:
+        """`expand` for a test, noting in `caller` what it reads of the caller's environment."""
+        return lambda word: self.expand_noting_caller(word, caller)
+
+    def _decided(self, line: int, body: list[Node], caller: list[str]) -> None:
         """Run the branch a test at `line` surely takes."""
-        self.tested.append(line)
-        try:
+        with self._test_decided(line, caller):
             self.run(body)
+
+    @contextmanager
+    def _test_decided(self, line: int, caller: list[str]) -> Iterator[None]:
+        """The walk inside what the test at `line` surely runs (`caller`: see `caller_tested`)."""
+        self.tested.append(line)
+        self.caller_tested.append(caller)
+        try:
+            yield
         finally:
             self.tested.pop()
+            self.caller_tested.pop()
 
     def _branches(self, bodies: list[list[Node]], exhaustive: bool, default_for: str | None = None,
                   block: bool = True) -> None:
@@ -342,8 +367,19 @@ class Shell(Expander, ABC):
 
     def _exit(self, args: list[Field], cmd: Cmd) -> None:
         """`exit` on the path the walk is certain of (no undecided branch or loop around it, not
-        in a subshell) ends the script: bash runs nothing after it, so neither does the walk."""
+        in a subshell) ends the script: bash runs nothing after it, so neither does the walk. One
+        that a test of the caller's environment leads to (`caller_tested`) is no sure stop."""
         if self.uncertain or self.subshells:
+            return
+        caller = list(dict.fromkeys(n for names in self.caller_tested for n in names))
+        if caller:
+            names = " and ".join(caller)
+            self.diagnostics.append(Finding(
+                "launch.caller-guard", "info",
+                f"the `exit` at line {cmd.line} runs only where the caller leaves {names} unset or empty "
+                f"(the script reads {'it' if len(caller) == 1 else 'them'} through an empty default and "
+                "sets no value): read as a check of the caller's environment, the walk goes on past it",
+                where=f"{self.reading}:{cmd.line}"))
             return
         status = str(args[0].value) if args else "0"
         self.exited = Exit(cmd.line, status, self.reading, self.tested[-1] if self.tested else None)
@@ -374,7 +410,13 @@ class Shell(Expander, ABC):
         try:
             path, text = self.locate(target.value, sourced=True)
         except OSError as exc:
-            self.unknowable(cmd.line, what(str(exc)))
+            absent = surely_absent(target.value, self.cwd, self.path)
+            if absent is not None and self._errexit_ends(cmd):
+                self.exited = Exit(cmd.line, "1", self.reading, self.tested[-1] if self.tested else None,
+                                   f"`{cmd.words[0].raw}` of {absent}, which the checkout around the script "
+                                   f"does not hold, fails and `set -e` (line {self.errexit}) ends the script")
+                return
+            self.unknowable(cmd.line, what("no such file: bash goes on without it" if absent else str(exc)))
             return
         self.diagnostics.append(Finding(
             "launch.sourced", "info", f"`source {target.value}` read from {path}", where=f"{self.path}:{cmd.line}"))

@@ -6,7 +6,8 @@ bigcode-project/Megatron-LM's examples/finetune_starcoderplus.slurm runs
 $SCRIPT_REPO`: the launch script lives in a checkout of the very repository whose entry it runs.
 Where that path is not a file here, the file at the same tail path (the last parts of the path,
 matched exactly, the longest first) in the launch script's directory or a directory above it,
-up to the checkout's root (the nearest holding `.git`, `setup.py` or `pyproject.toml`), is the
+up to the checkout's root (auditor.bash.absent.checkout_root: the nearest holding `.git`,
+`setup.py` or `pyproject.toml`), is the
 one read; the scan says so (launch.entry-in-checkout). No checkout around the launch script, or
 no file at any tail: nothing is read in its place.
 """
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-CHECKOUT_MARKERS = (".git", "setup.py", "pyproject.toml")
+from auditor.bash.absent import checkout_root
 
 
 def in_checkout(launch_path: str, script: str) -> Path | None:
@@ -24,14 +25,11 @@ def in_checkout(launch_path: str, script: str) -> Path | None:
     given = Path(script)
     if not given.is_absolute() or given.exists():
         return None
-    here = Path(launch_path).resolve().parent
-    dirs: list[Path] = []
-    for d in [here, *here.parents]:
-        dirs.append(d)
-        if any((d / m).exists() for m in CHECKOUT_MARKERS):
-            break
-    else:
+    root = checkout_root(launch_path)
+    if root is None:
         return None  # no checkout around the launch script
+    here = Path(launch_path).resolve().parent
+    dirs = [d for d in (here, *here.parents) if d.is_relative_to(root)]
     parts = given.parts[1:]
     for i in range(len(parts)):
         tail = Path(*parts[i:])

@@ -1,0 +1,48 @@
+"""Whether the file a `source PATH` opens is surely absent, so that bash's `source` surely fails
+(status 1; under `set -e` the script ends there) (issue 22 item 4).
+
+THUDM/slime@624b824a89 scripts/low_precision/run-qwen3-30b-a3b-fp8.sh:28 sources
+`${SCRIPT_DIR}/../scripts/models/qwen3-30B-A3B.sh`, a path its checkout does not hold. This
+machine can say a file is absent only for the tree it reads: the checkout around the launch
+script (the nearest directory at or above it holding one of CHECKOUT_MARKERS), the same tree
+at the same commit as the cluster's. A path outside it (a home directory, /mnt, /etc), one
+reached through a link out of it, a name bash looks up on $PATH, or a launch directory not
+known, is never judged absent.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+CHECKOUT_MARKERS = (".git", "setup.py", "pyproject.toml")
+
+
+def checkout_root(path: str) -> Path | None:
+    """The checkout a file lies in: the nearest directory at or above its own holding one of
+    CHECKOUT_MARKERS; None where none does."""
+    here = Path(path).resolve().parent
+    return next((d for d in (here, *here.parents) if any((d / m).exists() for m in CHECKOUT_MARKERS)), None)
+
+
+def surely_absent(name: str, cwd: str | None, script: str) -> Path | None:
+    """The file `source NAME` would open, resolved (links followed, `..` taken) and relative to
+    the checkout around `script`, where it surely does not exist: NAME holds a slash (no $PATH
+    search), is absolute or relative to a known launch directory `cwd`, and lies, resolved,
+    inside that checkout; None otherwise (present, or not judged here)."""
+    if "/" not in name or (cwd is None and not os.path.isabs(name)):
+        return None
+    opened = os.path.join(cwd or "", name)
+    root = checkout_root(script)
+    if root is None:
+        return None
+    try:
+        os.stat(opened)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOENT, errno.ENOTDIR):
+            return None  # a permission this machine lacks says nothing about the cluster's
+    else:
+        return None
+    resolved = Path(os.path.realpath(opened))
+    return resolved.relative_to(root) if resolved.is_relative_to(root) else None
