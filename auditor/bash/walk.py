@@ -378,8 +378,11 @@ class Shell(Expander, ABC):
                 "launch.caller-guard", "info",
                 f"the `exit` at line {cmd.line} runs only where the caller leaves {names} unset or empty "
                 f"(the script reads {'it' if len(caller) == 1 else 'them'} through an empty default and "
-                "sets no value): read as a check of the caller's environment, the walk goes on past it",
+                "sets no value): read as a check of the caller's environment, the walk goes on past it "
+                f"with {names} the caller's value, not empty and not known here",
                 where=f"{self.reading}:{cmd.line}"))
+            for name in caller:  # past the guard: what the caller gives, not empty and not known
+                self.vars[name] = Var(Symbolic(f"${name}"), cmd.line, True)
             return
         status = str(args[0].value) if args else "0"
         self.exited = Exit(cmd.line, status, self.reading, self.tested[-1] if self.tested else None)
