@@ -6,8 +6,9 @@ THUDM/slime@624b824a89 scripts/low_precision/run-qwen3-30b-a3b-fp8.sh:28 sources
 machine can say a file is absent only for the tree it reads: the checkout around the launch
 script (the nearest directory at or above it holding one of CHECKOUT_MARKERS), the same tree
 at the same commit as the cluster's. A path outside it (a home directory, /mnt, /etc), one
-reached through a link out of it, a name bash looks up on $PATH, or a launch directory not
-known, is never judged absent.
+reached through a link out of it, or a name bash looks up on $PATH is never judged absent; nor
+is one relative to the launch directory (or built from `pwd`): the script does not state that
+directory, and the one this audit runs in may be another (a subfolder of the checkout).
 """
 
 from __future__ import annotations
@@ -26,14 +27,14 @@ def checkout_root(path: str) -> Path | None:
     return next((d for d in (here, *here.parents) if any((d / m).exists() for m in CHECKOUT_MARKERS)), None)
 
 
-def surely_absent(name: str, cwd: str | None, script: str) -> Path | None:
+def surely_absent(name: str, script: str) -> Path | None:
     """The file `source NAME` would open, resolved (links followed, `..` taken) and relative to
-    the checkout around `script`, where it surely does not exist: NAME holds a slash (no $PATH
-    search), is absolute or relative to a known launch directory `cwd`, and lies, resolved,
-    inside that checkout; None otherwise (present, or not judged here)."""
-    if "/" not in name or (cwd is None and not os.path.isabs(name)):
+    the checkout around `script`, where it surely does not exist: NAME is absolute (callers pass
+    only paths the script builds from its own location) and lies, resolved, inside that
+    checkout; None otherwise (present, or not judged here)."""
+    if not os.path.isabs(name):
         return None
-    opened = os.path.join(cwd or "", name)
+    opened = name
     root = checkout_root(script)
     if root is None:
         return None

@@ -413,7 +413,8 @@ class Shell(Expander, ABC):
         try:
             path, text = self.locate(target.value, sourced=True)
         except OSError as exc:
-            absent = surely_absent(target.value, self.cwd, self.path)
+            # a path built from `pwd`/$PWD rests on where this audit runs: not judged
+            absent = None if self.cwd_read else surely_absent(target.value, self.path)
             if absent is not None and self._errexit_ends(cmd):
                 self.exited = Exit(cmd.line, "1", self.reading, self.tested[-1] if self.tested else None,
                                    f"`{cmd.words[0].raw}` of {absent}, which the checkout around the script "

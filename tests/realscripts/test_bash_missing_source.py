@@ -7,8 +7,8 @@ The construct: THUDM/slime scripts/low_precision/run-qwen3-30b-a3b-fp8.sh (commi
 in the tree (its siblings source ../models/), bash's `source` fails with status 1 and `set -e`
 ends the script before `ray job submit`. Without `set -e` bash goes on without the file.
 
-Surely absent: the path fully known and with a slash (no $PATH search), resolved as bash resolves
-it (the launch directory for a relative one), not there, and inside the checkout around the
+Surely absent: the path fully known, absolute and built from the script's own location (never
+relative to the launch directory or from `pwd`: see test_bash_audit_cwd), not there, and inside the checkout around the
 script, the tree this audit reads; anything else (a home directory, /mnt, a link out of the tree,
 no checkout) is unknown, as before. Each case is also run by bash itself: the reader stops the
 script exactly where bash stops it.
@@ -46,7 +46,7 @@ CASES = {  # name: (the script before its training command, stops; run from the 
     "set-plus-e-before": (SLIME.replace("export", "set +e\nexport"), False),
     "or-true": (SLIME.replace('qwen3-30B-A3B.sh"', 'qwen3-30B-A3B.sh" || true'), False),
     "dot": (SLIME.replace("source ", ". "), True),
-    "relative-to-the-launch-directory": ("#!/bin/bash\nset -e\nsource scripts/env/missing.sh\n", True),
+    "relative-to-the-launch-directory": ("#!/bin/bash\nset -e\nsource scripts/env/missing.sh\n", None),
     "in-an-undecided-branch": ("#!/bin/bash\nset -e\nif [ -n \"$1\" ]; then source scripts/missing.sh; fi\n", False),
     "no-slash-searches-path": ("#!/bin/bash\nset -e\nsource p2paudit-missing-env.sh\n", None),
     "outside-the-checkout": ("#!/bin/bash\nset -e\nsource /p2paudit-missing-dir/env.sh\n", None),
