@@ -145,7 +145,7 @@ class Calls(InterpreterCore):
         a name not known here may be any attribute (`unseen`)."""
         names = [concrete(v) for v in args[1]]
         if not all(known and isinstance(name, str) for known, name in names):
-            self.unseen.add((module, text, all(isinstance(bare(b), Data) for b in args[0])))
+            self.unseen.add((module, text))
             return frozenset({Data("builtins.getattr")})
         out: set = set(args[2]) if len(args) > 2 else set()
         for b in ordered(args[0]):
@@ -172,7 +172,7 @@ class Calls(InterpreterCore):
                     self._note_called(v)
                     self._invoke(v, [], {}, (state, frame), unknown_args=True)
                 elif isinstance(v, Klass) and not outside.startswith("builtins."):
-                    self.unseen.add((frame.module, f"{outside}({v.qualname})", False))
+                    self.unseen.add((frame.module, f"{outside}({v.qualname})"))
 
     def _note_called(self, callee: Func | Klass | External) -> None:
         if isinstance(callee, External):
