@@ -10,7 +10,9 @@ is certain: no budget cut, no module that failed to parse, every call into code 
 into the standard library or a package that builds no pipeline (rules/stacks.toml
 `[no_pipeline]` `packages` and `modules`), no pipeline builder is imported (its `except_*`), the
 script's own code runs nothing dynamically (`dynamic`), and no call the walk could not resolve
-bears a schedule entry's name (`engine.train_batch()` on an engine it lost), and the walk meets
+bears a schedule entry's name (`engine.train_batch()` on an engine it lost), the entry's own
+code hands no class to code not read and calls no `getattr` of a computed name (a function
+handed out, `mp.spawn(worker)`, is walked with its arguments unknown: interp/calls.py), and the walk meets
 no P2P site (megatron-core's pipelined inference sends activations between stages itself,
 megatron/core/inference/communication_utils.py, at PP > 1: not "no pipeline at any size"). A
 framework's own dynamic imports (megatron-core's layer specs) are its plug-in loading, not
@@ -174,6 +176,8 @@ def _certain(interp: Interpreter, stops: frozenset[str], program: Program) -> bo
         model = rulebook.load(other).data["pipeline_model"]
         excepted += model["modules"]
         names |= set(model["names"])
+    if any(not _framework(program, module) for module, _ in interp.unseen):
+        return False  # the entry's own code hands a class out or calls a computed getattr
     read = _packages(program)
     for name in (interp.outside | interp.imported) - read:  # read: a namespace package's part
         if name.rsplit(".", 1)[-1] in names or any(_under(name, m) for m in excepted):
@@ -183,6 +187,17 @@ def _certain(interp: Interpreter, stops: frozenset[str], program: Program) -> bo
             return False  # code not read that may
     last = {s.rsplit(".", 1)[-1] for s in stops}
     return not any(text.rsplit(".", 1)[-1].strip() in last for text in interp.unresolved)
+
+
+def _framework(program: Program, module: str) -> bool:
+    """Whether `module` is a framework's (a release, a checkout's megatron/), not the entry's
+    own code (the script, its local modules, its checkout's src/ package): a framework's
+    reflection (megatron-core's spec_utils.import_module, `dataclasses.fields(SomeConfig)`,
+    `getattr(args, name)` over its config) is, like its plug-in loading, not weighed."""
+    if module not in program.where:
+        return False  # the entry script itself
+    name = program.where[module][0].name
+    return not name.startswith("p2paudit-entry-") or name.startswith("p2paudit-entry-framework-")
 
 
 def _under(name: str, module: str) -> bool:

@@ -128,6 +128,10 @@ class Calls(InterpreterCore):
                 return args[1]  # `cast(list[PipelineStage], stages)` is `stages`
             if callee.qualname in _SAME_ELEMENTS and len(args) == 1 and not kwargs:
                 return frozenset({Elements(elements_of(args[0]))})
+            if self.stop_at:
+                if callee.qualname == "builtins.getattr" and len(args) >= 2:
+                    return self._getattr(args, text, frame.module)
+                self._handed_out(callee.qualname, [*args, *kwargs.values()], state, frame)
             return frozenset({Data(callee.qualname)})
         if isinstance(callee, _Super):
             return frozenset({callee})
@@ -135,6 +139,40 @@ class Calls(InterpreterCore):
             return frozenset({Data("result")})
         self.unresolved[text] = self.unresolved.get(text, 0) + 1
         return frozenset({Data(f"call {text}")})
+
+    def _getattr(self, args: list, text: str, module: str) -> frozenset:
+        """`getattr(obj, "name"[, default])`: the attribute, so that a call of it is followed;
+        a name not known here may be any attribute (`unseen`)."""
+        names = [concrete(v) for v in args[1]]
+        if not all(known and isinstance(name, str) for known, name in names):
+            self.unseen.add((module, text))
+            return frozenset({Data("builtins.getattr")})
+        out: set = set(args[2]) if len(args) > 2 else set()
+        for b in ordered(args[0]):
+            for _, name in names:
+                out |= self.attr_of(b, name, None)
+        return cap(frozenset(out)) if out else frozenset({Data("builtins.getattr")})
+
+    def _handed_out(self, outside: str, values: list[frozenset], state: State, frame: Frame) -> None:
+        """Functions of the read code among the arguments of a call into code not read (in a
+        sequence or dict too) run there with arguments unknown here (`mp.spawn(worker)`,
+        `Thread(target=worker)`): each is walked so. A class handed out may be built and its
+        methods called there (not by a builtin, which only tests it): `unseen`."""
+        seen: set[int] = set()
+        while values:
+            for v in map(bare, ordered(values.pop())):
+                if id(v) in seen:
+                    continue
+                seen.add(id(v))
+                if isinstance(v, Elements):
+                    values.append(v.values)
+                elif isinstance(v, DictV):
+                    values += [*v.items.values(), *v.keyed.values(), v.anykey]
+                elif isinstance(v, Func):
+                    self._note_called(v)
+                    self._invoke(v, [], {}, (state, frame), unknown_args=True)
+                elif isinstance(v, Klass) and not outside.startswith("builtins."):
+                    self.unseen.add((frame.module, f"{outside}({v.qualname})"))
 
     def _note_called(self, callee: Func | Klass | External) -> None:
         if isinstance(callee, External):

@@ -97,6 +97,9 @@ class InterpreterCore(ABC):
         self.outside: set[str] = set()
         self.imported: set[str] = set()
         self.stop_at: frozenset[str] = frozenset()
+        # Under `stop_at`: calls that run code the walk cannot name (a class of the read code
+        # handed to code not read, a `getattr` of a computed name), as (module, call text).
+        self.unseen: set[tuple[str, str]] = set()
         self.mros: dict[Klass, list[Klass]] = {}
         self.open_classes: set[Klass] = set()  # a class in its hierarchy is not analysed
         # module -> (the modules it star-imports, in order; its literal __all__ or None)
