@@ -117,3 +117,23 @@ def test_a_megatron_critic_keeps_the_megatron_reading(tmp_path: Path) -> None:
     `critic.strategy=megatron`, whatever the actor's: not every role on FSDP, no NOT A PIPELINE RUN."""
     root = _checkout(tmp_path)
     assert not _not_pipeline(root, "--config-name=ppo_trainer critic.strategy=megatron")
+
+
+@pytest.mark.parametrize("override", [
+    "actor@actor_rollout_ref.actor=megatron_actor",  # a Hydra group override (ppo_trainer.yaml:13's group)
+    "+actor@actor_rollout_ref.actor=megatron_actor",
+    "actor_rollout_ref/actor=megatron_actor",
+    "actor_rollout_ref.actor=$ACTOR",  # a prefix of a strategy key: may replace the whole node
+    "critic=megatron_critic",
+])
+def test_an_override_that_may_change_a_strategy_decides_nothing(tmp_path: Path, override: str) -> None:
+    assert not _not_pipeline(_checkout(tmp_path), f"--config-name=ppo_trainer {override}")
+
+
+@pytest.mark.parametrize("words", ['"$@"', "${EXTRA}", "$EXTRA_ARGS"])
+def test_a_word_not_known_statically_decides_nothing(tmp_path: Path, words: str) -> None:
+    assert not _not_pipeline(_checkout(tmp_path), f"--config-name=ppo_trainer {words}")
+
+
+def test_a_plain_unrelated_override_keeps_the_fsdp_reading(tmp_path: Path) -> None:
+    assert _not_pipeline(_checkout(tmp_path), "--config-name=ppo_trainer actor_rollout_ref.rollout.n=4 +x.y=1")

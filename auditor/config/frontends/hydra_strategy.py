@@ -22,7 +22,7 @@ from auditor.rulebook import files
 def judge_strategy(config: LaunchConfig, args: list[Field], path: str) -> None:
     """Say when every role's strategy, as composed and overridden, is one that trains no pipeline."""
     rule = _rule()
-    if rule is None:
+    if rule is None or _may_change_strategy(config, args, path, rule):
         return
     composed = _composed(config, args, path, rule)
     saids: list[str] = []
@@ -46,6 +46,27 @@ def judge_strategy(config: LaunchConfig, args: list[Field], path: str) -> None:
     config.diagnostics.append(Finding(
         "launch.not-pipeline", "info", f"{rule['not_pipeline'][values[0]]}: {', '.join(saids)}{where_read}",
         where=f"{path}:{config.command_line}", detail={"command": config.launcher}))
+
+
+def _may_change_strategy(config: LaunchConfig, args: list[Field], path: str, rule: dict[str, Any]) -> bool:
+    """Whether a word could set a strategy this reading does not see: one not known statically
+    (`"$@"`, `${EXTRA}`: its overrides are unseen), a Hydra group override (`actor@a.b=x`,
+    `a/b=x`: another defaults file), or one of a node above a strategy key (`a.actor=...`)."""
+    skip = False
+    for f in args:
+        if skip:
+            skip = False
+            continue
+        if not isinstance(f.value, str) or f.unsplit:
+            return True
+        option = f.value.partition("=")[0]
+        if option in rule["path_options"] + rule["name_options"]:
+            skip = "=" not in f.value
+            continue
+        key = option.lstrip("+~")
+        if "@" in key or "/" in key or any(k.startswith(f"{key}.") for k in rule["keys"]):
+            return True
+    return False
 
 
 def _composed(config: LaunchConfig, args: list[Field], path: str,
