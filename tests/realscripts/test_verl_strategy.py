@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from auditor import rulebook
+from auditor.rulebook import files
 from auditor.config.launch import read_launch
 
 MAIN = '@hydra.main(config_path="config", config_name="ppo_trainer", version_base=None)\n'
@@ -94,7 +95,7 @@ def test_a_group_file_names_its_defaults_relative_to_its_group(tmp_path: Path) -
     assert at(data, "a.actor.optim.lr") == 0.1
 
 
-@pytest.mark.parametrize("version", rulebook.load("verl").section("framework")["verified"])
+@pytest.mark.parametrize("version", [*rulebook.load("verl").section("framework")["verified"], "0.7.0"])
 def test_the_rules_hold_on_each_verified_release(version: str) -> None:
     """[hydra_strategy] against the verl wheel: main_ppo.py's hydra.main and strategy test, and the
     release's own configs composed: ppo_trainer trains on FSDP, ppo_megatron_trainer on Megatron."""
@@ -102,6 +103,7 @@ def test_the_rules_hold_on_each_verified_release(version: str) -> None:
     from auditor.config.hydra_compose import at, compose
 
     rule = rulebook.load("verl").section("hydra_strategy")
+    assert files.version_in(version, rule["versions"])  # `versions` covers each release checked here
     root = sources.resolve(f"verl=={version}").root
     main = (root / rule["main"]).read_text(encoding="utf-8")
     assert rule["code"] in main
