@@ -183,6 +183,19 @@ def test_a_backend_not_known_statically_is_unknown(tmp_path: Path, monkeypatch: 
     assert any(d.kind == "launch.config-file-unread" for d in config.diagnostics)
 
 
+@pytest.mark.parametrize("template", ["grpo_fsdp", "grpo_megatron"])
+@pytest.mark.parametrize("words", ['"$@"', "${EXTRA_ARGS}", "${KEY}=fsdp"])
+def test_a_word_not_statically_an_override_leaves_the_backend_unknown(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, template: str, words: str) -> None:
+    script = chatlearn_tree(tmp_path, template, f"runtime_args.num_episode=50 {words}")
+    monkeypatch.chdir(tmp_path)
+    config = _read(script)
+    assert not any(d.kind == "launch.not-pipeline" for d in config.diagnostics)
+    assert isinstance(config.flags["pipeline_model_parallel_size"].value, Symbolic)
+    unread = [d.message for d in config.diagnostics if d.kind == "launch.config-file-unread"]
+    assert unread and ("$" in unread[0] and "override" in unread[0])
+
+
 def test_the_config_file_is_opened_from_the_launch_directory(tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """From another directory python finds no template/grpo_fsdp.yaml: unknown, not fsdp."""

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from auditor import rulebook
+from auditor.rulebook import files
 from auditor.config.launch import read_launch
 
 MAIN = '@hydra.main(config_path="config", config_name="ppo_trainer", version_base=None)\n'
@@ -94,7 +95,7 @@ def test_a_group_file_names_its_defaults_relative_to_its_group(tmp_path: Path) -
     assert at(data, "a.actor.optim.lr") == 0.1
 
 
-@pytest.mark.parametrize("version", rulebook.load("verl").section("framework")["verified"])
+@pytest.mark.parametrize("version", [*rulebook.load("verl").section("framework")["verified"], "0.7.0"])
 def test_the_rules_hold_on_each_verified_release(version: str) -> None:
     """[hydra_strategy] against the verl wheel: main_ppo.py's hydra.main and strategy test, and the
     release's own configs composed: ppo_trainer trains on FSDP, ppo_megatron_trainer on Megatron."""
@@ -102,6 +103,7 @@ def test_the_rules_hold_on_each_verified_release(version: str) -> None:
     from auditor.config.hydra_compose import at, compose
 
     rule = rulebook.load("verl").section("hydra_strategy")
+    assert files.version_in(version, rule["versions"])  # `versions` covers each release checked here
     root = sources.resolve(f"verl=={version}").root
     main = (root / rule["main"]).read_text(encoding="utf-8")
     assert rule["code"] in main
@@ -117,3 +119,23 @@ def test_a_megatron_critic_keeps_the_megatron_reading(tmp_path: Path) -> None:
     `critic.strategy=megatron`, whatever the actor's: not every role on FSDP, no NOT A PIPELINE RUN."""
     root = _checkout(tmp_path)
     assert not _not_pipeline(root, "--config-name=ppo_trainer critic.strategy=megatron")
+
+
+@pytest.mark.parametrize("override", [
+    "actor@actor_rollout_ref.actor=megatron_actor",  # a Hydra group override (ppo_trainer.yaml:13's group)
+    "+actor@actor_rollout_ref.actor=megatron_actor",
+    "actor_rollout_ref/actor=megatron_actor",
+    "actor_rollout_ref.actor=$ACTOR",  # a prefix of a strategy key: may replace the whole node
+    "critic=megatron_critic",
+])
+def test_an_override_that_may_change_a_strategy_decides_nothing(tmp_path: Path, override: str) -> None:
+    assert not _not_pipeline(_checkout(tmp_path), f"--config-name=ppo_trainer {override}")
+
+
+@pytest.mark.parametrize("words", ["${KEY}=megatron", "actor_rollout_ref.${ROLE}.strategy=megatron"])
+def test_an_override_of_a_key_not_known_statically_decides_nothing(tmp_path: Path, words: str) -> None:
+    assert not _not_pipeline(_checkout(tmp_path), f"--config-name=ppo_trainer {words}")
+
+
+def test_a_plain_unrelated_override_keeps_the_fsdp_reading(tmp_path: Path) -> None:
+    assert _not_pipeline(_checkout(tmp_path), "--config-name=ppo_trainer actor_rollout_ref.rollout.n=4 +x.y=1 data.f=$HOME/d")

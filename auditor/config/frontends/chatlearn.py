@@ -48,7 +48,13 @@ class DotlistConfigReader(Reader):
                          f"its algorithm {algorithm!r} is none of {', '.join(rule['algorithms'])}",
                          config.command_line, where, env_keys=())
             return
-        name, updates = _options(words[1:], rule)
+        name, updates, unseen = _options(words[1:], rule)
+        if unseen:
+            unknown_file(config, f"the config of {config.script}",
+                         f"{', '.join(repr(str(w)) for w in unseen)}: not statically a `key=value` override, "
+                         "so may set its train backend or any role's settings", config.command_line, where,
+                         env_keys=())
+            return
         if not isinstance(name, str):
             why = ("no --config-file is given: the backend is the dataclass's MISSING" if name is None
                    else "its --config-file is not known statically")
@@ -145,9 +151,10 @@ def _dataclass_defaults(module: Path) -> dict[str, Any]:
     return out
 
 
-def _options(words: list[Any], rule: dict[str, Any]) -> tuple[Any, list[tuple[str, Any]]]:
-    """(the config file, the `key=value` updates in order): argparse's options first, then
-    everything (argparse.REMAINDER) read as overrides; a word that is none is left out."""
+def _options(words: list[Any], rule: dict[str, Any]) -> tuple[Any, list[tuple[str, Any]], list[Any]]:
+    """(the config file, the `key=value` updates in order, the words not statically one):
+    argparse's options first, then everything (argparse.REMAINDER) read as overrides; a word not
+    known to be one (`"$@"`, `${KEY}=x`) may set anything, so it is kept to be said."""
     name: Any = None
     k = 0
     while k < len(words):
@@ -161,11 +168,14 @@ def _options(words: list[Any], rule: dict[str, Any]) -> tuple[Any, list[tuple[st
             name = words[k]
         k += 1
     updates: list[tuple[str, Any]] = []
+    unseen: list[Any] = []
     for word in words[k:]:
         parsed = override(word)
         if parsed is not None:
             updates.append(parsed)
-    return name, updates
+        else:
+            unseen.append(word)
+    return name, updates, unseen
 
 
 def _read(file: Path) -> str:

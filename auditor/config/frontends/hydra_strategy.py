@@ -3,7 +3,8 @@ config `--config-path`/`--config-name` name (or the main's own), composed with i
 `hydra.searchpath` (config/hydra_compose.py), then the command line's override of the key. A
 strategy the rules' `[hydra_strategy] not_pipeline` names (fsdp, fsdp2) trains no pipeline: a
 `launch.not-pipeline` note, which launch.refuse_not_pipeline turns into NOT A PIPELINE RUN. Any
-other strategy, or one not known statically (the config not found, a value not known), leaves the
+other strategy, or one not known statically (the config not found, a value not known, an override
+that may set one unseen: a group, a node above the key, a key not known), leaves the
 run read as the framework's Megatron run, with its own unknowns: never NOT A PIPELINE RUN by guess.
 """
 
@@ -22,7 +23,7 @@ from auditor.rulebook import files
 def judge_strategy(config: LaunchConfig, args: list[Field], path: str) -> None:
     """Say when every role's strategy, as composed and overridden, is one that trains no pipeline."""
     rule = _rule()
-    if rule is None:
+    if rule is None or _may_change_strategy(args, rule):
         return
     composed = _composed(config, args, path, rule)
     saids: list[str] = []
@@ -46,6 +47,36 @@ def judge_strategy(config: LaunchConfig, args: list[Field], path: str) -> None:
     config.diagnostics.append(Finding(
         "launch.not-pipeline", "info", f"{rule['not_pipeline'][values[0]]}: {', '.join(saids)}{where_read}",
         where=f"{path}:{config.command_line}", detail={"command": config.launcher}))
+
+
+def _may_change_strategy(args: list[Field], rule: dict[str, Any]) -> bool:
+    """Whether an override could set a strategy this reading does not see: one whose key is not
+    known statically (`${KEY}=x`), a Hydra group override (`actor@a.b=x`, `a/b=x`: another
+    defaults file), or one of a node above a strategy key (`a.actor=...`). A word wholly unknown
+    (`$@`) is the launch.unresolved-args warning's, as for every launcher's flags."""
+    skip = False
+    for f in args:
+        if skip:
+            skip = False
+            continue
+        pieces = segments(f.value)
+        head, unknown = pieces[0]
+        if unknown:
+            if any("=" in text for text, _ in pieces[1:]):
+                return True
+            continue
+        if "=" not in head:
+            if len(pieces) > 1 and any("=" in text for text, _ in pieces[1:]):
+                return True
+            skip = head in rule["path_options"] + rule["name_options"]
+            continue
+        key = head.partition("=")[0]
+        if key in rule["path_options"] + rule["name_options"]:
+            continue
+        key = key.lstrip("+~")
+        if "@" in key or "/" in key or any(k.startswith(f"{key}.") for k in rule["keys"]):
+            return True
+    return False
 
 
 def _composed(config: LaunchConfig, args: list[Field], path: str,
