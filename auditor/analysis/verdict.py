@@ -173,6 +173,7 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
     advisory = [u for u in every if u.aside == "advisory"]
     quiet = [s for s in sites if SiteStatus.of(s).quiet]
     backend = _other_backend(doc)
+    run = RunConfig.from_json(doc.get("config", {}))
     unscheduled = next((f["message"] for f in findings if f.get("kind") == "entry.no-schedule"), None)
     if unscheduled and not bad and not errors:
         return _no_schedule(doc, not_pipeline(unscheduled))
@@ -180,7 +181,7 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
         status, head = "findings", _findings_headline(doc, bad, errors, findings)
         if undecided:
             head += f" Also not decided: {_undecided_words(undecided)}."
-    elif scanned and backend and _no_stage_sends(doc, sites):
+    elif scanned and backend and _no_stage_sends(run, sites):
         # At one stage no P2P runs on any backend: the backend's own rules do not matter.
         status = "clean"
         head = (f"CLEAN: 0 reachable P2P site(s): at pipeline_model_parallel_size 1 no stage sends or "
@@ -219,7 +220,6 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
         status = "inconclusive"
         undecided.insert(0, differ)
         head = f"INCONCLUSIVE: {_undecided_words(undecided)}."
-    run = RunConfig.from_json(doc.get("config", {}))
     cases = run.setting_basis
     split = settingcases.disagreeing(cases) if cases else None
     if split is not None:
@@ -264,9 +264,8 @@ def _no_schedule(doc: dict[str, Any], said: RunVerdict) -> RunVerdict:
     return RunVerdict("inconclusive", f"INCONCLUSIVE: {_undecided_words([differ])}.", [differ])
 
 
-def _no_stage_sends(doc: dict[str, Any], sites: list[dict[str, Any]]) -> bool:
+def _no_stage_sends(run: RunConfig, sites: list[dict[str, Any]]) -> bool:
     """A one-stage run (its pipeline size known to be 1) whose schedule reaches no P2P site."""
-    run = RunConfig.from_json(doc.get("config", {}))
     return run.value("pipeline_model_parallel_size") == 1 and not any(SiteStatus.of(s).reached for s in sites)
 
 
