@@ -22,6 +22,7 @@ from typing import Any
 
 from auditor.bash.values import Field, Symbolic
 from auditor.config.configfiles import Unreadable, flag_keys, load_file, unknown_file
+from auditor.config.flags import listed
 from auditor.config.frontend_parser import find_script
 from auditor.config.model import Flag, LaunchConfig
 from auditor.findings import Finding
@@ -121,7 +122,7 @@ def _overrides(config: LaunchConfig, words: list[Field], name: str, path: str) -
             config.diagnostics.append(Finding(
                 "launch.config-file-override", "warning",
                 f"`{value}` after {name} is no `key=value` override (OmegaConf.from_cli reads only "
-                f"those): {', '.join(keys[:4])}{' ...' if len(keys) > 4 else ''} unknown",
+                f"those): {listed(keys, 4)} unknown",
                 fix="write it as KEY=VALUE, or give the setting with --set KEY=VALUE",
                 where=f"{path}:{word.line}"))
 
