@@ -181,8 +181,9 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
         status, head = "findings", _findings_headline(doc, bad, errors, findings)
         if undecided:
             head += f" Also not decided: {_undecided_words(undecided)}."
-    elif scanned and backend and _no_stage_sends(run, sites):
-        # At one stage no P2P runs on any backend: the backend's own rules do not matter.
+    elif scanned and backend and not undecided and _no_stage_sends(run, sites):
+        # At one stage no P2P runs on any backend: the backend's own rules do not matter (where
+        # nothing else is undecided: an uncovered torch stays so).
         status = "clean"
         head = (f"CLEAN: 0 reachable P2P site(s): at pipeline_model_parallel_size 1 no stage sends or "
                 f"receives, so {backend['short']}, which the rules do not model, has no pipeline P2P to run.")

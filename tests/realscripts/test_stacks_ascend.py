@@ -112,3 +112,18 @@ def test_at_pipeline_size_1_no_stage_sends_on_any_backend(tmp_path):
     verdict = json.loads(proc.stdout)["verdict"]
     assert (proc.returncode, verdict["status"]) == (0, "clean"), verdict["headline"]
     assert "pipeline_model_parallel_size 1" in verdict["headline"] and "HCCL" in verdict["headline"]
+
+
+@pytest.mark.wheels
+def test_at_pipeline_size_1_an_undecided_input_is_never_clean(tmp_path):
+    """The one-stage reading holds only where nothing else is undecided: a torch release the
+    rules do not cover (`--torch 2.99.0`) stays undecided, as on any other backend."""
+    script = tmp_path / "node1.sh"
+    script.write_text(ASCEND.format(pre="").replace("--pipeline_model_parallel_size 2",
+                                                    "--pipeline_model_parallel_size 1"), encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, "-m", "auditor", "scan", "--config", str(script), "--format", "json", *NEWEST,
+         "--torch", "2.99.0"], capture_output=True, text=True, cwd=ROOT, timeout=300, check=False)
+    verdict = json.loads(proc.stdout)["verdict"]
+    assert proc.returncode == 1 and verdict["status"] != "clean", verdict["headline"]
+    assert any("2.99.0" in u["what"] for u in verdict["undecided"]), verdict["undecided"]
