@@ -169,7 +169,8 @@ def scan_report(doc: dict[str, Any], verbose: bool = False, width: int = 80) -> 
     elif launch.get("entry_read"):  # config.entry_path: an absolute entry of another machine
         lines.append(f"entry script: {launch['entry_read']['script']} is not here; read "
                      f"{launch['entry_read']['read']} (the same path's tail in the checkout around the script)")
-    if "entries" in doc:
+    if "entries" in doc and (doc.get("verdict") or judge(doc).to_json())["status"] != "not-pipeline":
+        # a run with no pipeline P2P analysed none: naming the schedule would say the opposite
         not_run = [n.removeprefix("entry point ") for n in run.notes
                    if n.startswith("entry point ")]  # scan.py: a rules entry whose `when` is false
         lines.append("entry points: " + ("; ".join(doc["entries"]) or "; ".join(f"none: {n}" for n in not_run) or

@@ -88,3 +88,16 @@ def test_no_none_and_no_empty_entry_line_for_a_directory_target(real_sources, tm
     sites = subprocess.run([sys.executable, "-m", "auditor", "sites", str(target)],
                            capture_output=True, text=True, cwd=ROOT, env=dict(os.environ))
     assert "None" not in sites.stdout and f"{target} (not recognised: " in sites.stdout
+
+
+def test_a_run_with_no_pipeline_names_no_entry_point(capsys, tmp_path):
+    """A conversion reaching no schedule (tests/analysis/test_schedule_reach.py, after FlagScale's
+    hf2mcore convertor) is NOT A PIPELINE RUN: the header named "entry points: megatron-core
+    pipeline schedule" above it, as if the schedule had been analysed."""
+    from auditor import cli
+    from tests.analysis.test_schedule_reach import _conversion
+
+    code = cli.main(["scan", "--config", str(_conversion(tmp_path))])
+    text = capsys.readouterr().out
+    assert code == 0 and "NOT A PIPELINE RUN" in text, text
+    assert not [line for line in text.splitlines() if line.startswith("entry points:")]
