@@ -232,3 +232,15 @@ def test_megatron_bridge_check_examples(tmp_path, rule_id, example, fires):
     config = derive(launch, dict(VERSIONS), torch_version="2.10.0")
     fired = [f for f in config.findings if f.detail.get("rule") == rule_id]
     assert bool(fired) is fires, [f.message for f in config.findings]
+
+
+def test_a_recipe_layout_of_none_is_no_layout(tmp_path):
+    """`cfg.model.pipeline_model_parallel_layout = None`, as Megatron-Bridge's recipes write it
+    (src/megatron/bridge/recipes/llama/h100/llama3.py:67 @ 067f987df0): the field is
+    `Optional[str]`, so None is no layout, not the string "None" (which megatron-core's layout
+    parser rejects: a false "does not start")."""
+    body = "    cfg.model.pipeline_model_parallel_layout = None"
+    launch, _ = _launch(_checkout(tmp_path, body=body))
+    values = _effective(launch)
+    assert values["pipeline_model_parallel_layout"].value is None
+    assert values["batch_p2p_comm"].value is True
