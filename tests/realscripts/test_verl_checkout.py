@@ -164,6 +164,35 @@ def test_the_checkout_is_judged_only_with_mbridge_releases_it_can_call(tmp_path)
     assert {c["mbridge"] for c in plan.combinations} == {"0.15.1"}
 
 
+def _derive_release(tmp_path: Path, verl: str, extra: str = ""):
+    path = tmp_path / "run.sh"
+    path.write_text(SCRIPT.replace("    actor_rollout_ref.actor.megatron.use_mbridge=True \\\n", "")
+                    .replace("trainer.nnodes=1", f"trainer.nnodes=1 {extra}"))
+    launch = parse_launch(path.read_text(), str(path))
+    return derive(launch, {"verl": verl, "mbridge": "0.15.1", "megatron-core": "0.12.0"}, torch_version="2.10.0")
+
+
+@pytest.mark.wheels
+@pytest.mark.parametrize("verl", ["0.8.0", "0.9.0", "0.9.1"])
+def test_verl_0_8_on_builds_through_its_engine(tmp_path, verl):
+    """0.8.0 on: the engine workers (verl/workers/engine/megatron/transformer_impl.py) build the
+    config through a bridge; 0.9.x defaults to Megatron-Bridge, whose provider_overrides
+    hard-code batch_p2p_comm False; their process group is 'cpu:gloo,cuda:nccl' without
+    device_id (verl/utils/distributed.py initialize_global_process_group_ray)."""
+    eff = _derive_release(tmp_path, verl)
+    assert eff.values["vanilla_mbridge"].value is (verl == "0.8.0")
+    assert eff.values["batch_p2p_comm"].value is False
+    assert eff.values["distributed_backend"].value == "nccl"
+    assert eff.values["init_device_id_given"].value is False
+    assert eff.outside_rules == {}
+    other = "False" if verl == "0.8.0" else "True"
+    eff = _derive_release(tmp_path, verl, f"actor_rollout_ref.actor.megatron.vanilla_mbridge={other}")
+    # 0.8.0's Megatron-Bridge path sets no batch_p2p_comm (not modelled); 0.9's mbridge path: mbridge's
+    assert eff.values["batch_p2p_comm"].known is (verl != "0.8.0")
+    eff = _derive_release(tmp_path, verl, "actor_rollout_ref.actor.megatron.use_mbridge=False")
+    assert not eff.values["batch_p2p_comm"].known  # MegatronEngine asserts use_mbridge
+
+
 @pytest.mark.wheels
 @pytest.mark.parametrize("verl", ["0.7.0", "0.7.1"])
 def test_verl_0_7_builds_with_mbridge_by_default(tmp_path, verl):
