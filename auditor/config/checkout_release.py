@@ -38,7 +38,7 @@ def judge_on_framework_checkout(config: LaunchConfig, path: str) -> None:
         root = _checkout(path, package, bool(section.get("within")))
         if root is None:
             continue
-        stated = stated_release(root, name, package)
+        stated = stated_release(root, name, package, development=bool(section.get("tree")))
         if stated.version is not None:
             config.pins[name] = stated.version
             if section.get("tree"):  # read the checkout itself: its own code is the release

@@ -27,7 +27,7 @@ def is_release(distribution: str, root: Path, version: str) -> bool:
     reads every framework's; Megatron-LM's is megatron-core's package_info.py; else the release
     its pyproject states, verl's `version = {file = "verl/version/version"}`)."""
     own = version_file_release(root, distribution)
-    said = own[0] if own else stated_release(root, distribution, distribution.replace("-", "_")).version
+    said = own[0] if own else stated_release(root, distribution, distribution.replace("-", "_"), development=True).version
     try:
         return said is not None and Version(said) == Version(version)
     except InvalidVersion:

@@ -108,6 +108,26 @@ def test_a_script_inside_a_verl_checkout_is_judged_on_that_checkout(tmp_path, mo
     assert said and "verl/version/version" in said[0].message
 
 
+def _git(root: Path, head: str, tagged: str) -> None:
+    """A clone's .git as git writes it: HEAD on main, a release tag v0.7.1 on `tagged`."""
+    (root / ".git/refs/heads").mkdir(parents=True)
+    (root / ".git/HEAD").write_text("ref: refs/heads/main\n")
+    (root / ".git/refs/heads/main").write_text(head + "\n")
+    (root / ".git/packed-refs").write_text(f"# pack-refs with: peeled fully-peeled sorted \n{tagged} refs/tags/v0.7.1\n")
+
+
+def test_a_clone_between_releases_is_its_development_release(tmp_path):
+    """git clone at b178a3cd56 (no release tag at HEAD): the version file's `0.8.0.dev` names the
+    line it is on; a clone whose file names a release but sits past it stays unknown."""
+    script = checkout(tmp_path / "verl")
+    _git(tmp_path / "verl", "b178a3cd56f58b2d502255daba591e92833930a7", "4f9e9a47d49dfbcac960857dd67748c67aecd2e5")
+    assert read_launch(str(script)).pins["verl"] == "0.8.0.dev"
+    (tmp_path / "verl/verl/version/version").write_text("0.7.1\n")
+    launch = read_launch(str(script))
+    assert "verl" not in launch.pins
+    assert any(d.kind == "launch.checkout-unversioned" for d in launch.diagnostics)
+
+
 def test_the_checkout_s_own_code_confirms_the_rules_it_holds(tmp_path):
     """0.8.0.dev is no release the rules verify: an entry holds where the checkout's code is its
     code (its cpu:gloo,nccl process group, mbridge by default), and the rest stays unknown."""
