@@ -33,8 +33,11 @@ class Stated:
     how: str
 
 
-def stated_release(root: Path, distribution: str, package: str) -> Stated:
-    """The release of `distribution` that the checkout at `root` (holding `package/`) states."""
+def stated_release(root: Path, distribution: str, package: str, development: bool = False) -> Stated:
+    """The release of `distribution` that the checkout at `root` (holding `package/`) states.
+    `development`: a version file naming a development release (verl's `0.8.0.dev`) states it at
+    a HEAD no release tag names, the commit being on that line (where the checkout is read
+    itself: nothing is fetched for it)."""
     files = _file_version(root, distribution, package)
     git = _git_tags_at_head(root)
     if git is None:
@@ -45,6 +48,9 @@ def stated_release(root: Path, distribution: str, package: str) -> Stated:
     releases = sorted({r for r in map(_release, tags) if r is not None})
     said = f"; {files[1]} says {files[0]}" if files else ""
     if not releases:
+        if development and files is not None and _is_dev(files[0]):
+            return Stated(files[0], f"{files[1]} names the development release {files[0]}, and its git "
+                                    f"HEAD {head[:12]} is at no release tag")
         return Stated(None, f"its git HEAD {head[:12]} is at no release tag{said}: a commit between releases")
     if files is not None and not _same(files[0], releases[0]):
         return Stated(None, f"its git HEAD {head[:12]} is tagged {', '.join(tags)}{said}: they disagree")
@@ -58,6 +64,13 @@ def _release(tag: str) -> str | None:
         return str(Version(tag.removeprefix("v"))) if re.match(r"^v?\d", tag) else None
     except InvalidVersion:
         return None
+
+
+def _is_dev(version: str) -> bool:
+    try:
+        return Version(version).is_devrelease
+    except InvalidVersion:
+        return False
 
 
 def _same(a: str, b: str) -> bool:

@@ -6,6 +6,9 @@ installed release. Where the rules name the package a checkout holds (`[checkout
 it is beside the launch script or in the working directory, the release the checkout states
 (auditor.checkout_version) is the one judged, as a `# torchtitan==X` comment would say; a
 checkout that states none leaves the release unknown, with the step that decides it.
+verl's examples run from the clone's root (`bash examples/grpo_trainer/run_*.sh`), so a script
+anywhere inside it is that checkout's (`within`), and a clone between releases (0.8.0.dev) is
+read itself (`tree`): its own code, and the rules its code confirms (rulebook.checkout).
 """
 
 from __future__ import annotations
@@ -27,16 +30,20 @@ def judge_on_framework_checkout(config: LaunchConfig, path: str) -> None:
     (an info finding says so); an unstated one is an undecided input naming `--target`."""
     where = f"{path}:{config.command_line}"
     for framework in config.stack.chain:
-        package = rulebook.load(framework.name).section("checkout").get("package")
+        section = rulebook.load(framework.name).section("checkout")
+        package = section.get("package")
         name = framework.distribution
         if not package or name is None or name in config.pins:
             continue
-        root = _checkout(path, package)
+        root = _checkout(path, package, bool(section.get("within")))
         if root is None:
             continue
-        stated = stated_release(root, name, package)
+        stated = stated_release(root, name, package, development=bool(section.get("tree")))
         if stated.version is not None:
             config.pins[name] = stated.version
+            if section.get("tree"):  # read the checkout itself: its own code is the release
+                config.source_dirs[name] = root / package
+                config.checkouts[framework.name] = root
             config.diagnostics.append(Finding(
                 "launch.checkout-release", "info",
                 f"the run imports {package} from the checkout {root}, which states {name} "
@@ -63,11 +70,14 @@ def settled_by_targets(config: LaunchConfig, srcs: list[SourceSet]) -> None:
                           or d.detail.get("distribution") not in given]
 
 
-def _checkout(path: str, package: str) -> Path | None:
+def _checkout(path: str, package: str, within: bool) -> Path | None:
     """The directory holding `package/__init__.py` that the run imports: beside the launch
     script (where a job that `cd`s to it runs), else the working directory (python's sys.path[0]
-    for `-m`). A folder without `__init__.py` is a namespace portion an installed release wins over."""
-    for where in (os.path.dirname(os.path.abspath(path)), os.getcwd()):
+    for `-m`); `within`: also a directory above the script, the checkout's root its examples are
+    run from. A folder without `__init__.py` is a namespace portion an installed release wins over."""
+    here = os.path.dirname(os.path.abspath(path))
+    above = [str(p) for p in Path(here).parents] if within else []
+    for where in (here, os.getcwd(), *above):
         if os.path.isfile(os.path.join(where, package, "__init__.py")):
             return Path(where).resolve()
     return None

@@ -31,6 +31,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from auditor import rulebook
+from auditor.config import call_fit
 from auditor.config.model import LaunchConfig
 from auditor.download import NoSuchRelease
 from auditor.errors import InputError
@@ -160,7 +161,7 @@ def _choose(stack: list[str], given: Plan, covered: dict[str, list[str]],
         else:
             candidates = sorted(covered.get(name, []), key=Version, reverse=newest)
         for version in candidates:
-            if not _admitted(name, version, needs):
+            if not _admitted(name, version, needs) or not _takes_calls(given, name, version, chosen, path):
                 continue
             own = requirements(_release(given, name, version, path), stack)
             if name in stated or all(_admitted(n, v, own) for n, v in {**chosen, **stated}.items()):
@@ -198,6 +199,21 @@ def _release(given: Plan, name: str, version: str, path: str) -> SourceSet:
         else:
             decide = f"--target {name}==VERSION (a release the package index has)"
         raise ReleaseUnavailable(path, what, decide) from None
+
+
+def _takes_calls(given: Plan, name: str, version: str, chosen: dict[str, str], path: str) -> bool:
+    """Whether release `version` of `name` can take the calls the frameworks already chosen (or
+    stated: a checkout) make into it ([[call_fit]], config.call_fit)."""
+    picked = {**chosen, **given.stated}
+    for framework in frameworks():
+        caller = framework.distribution
+        if caller is None or caller not in picked or caller == name:
+            continue
+        for entry in rulebook.load(framework.name).data.get("call_fit", []):
+            if entry["callee"] == name and not call_fit.fits(
+                    entry, _release(given, caller, picked[caller], path), _release(given, name, version, path)):
+                return False
+    return True
 
 
 def _admitted(name: str, version: str, needs: Iterable[Requirement]) -> bool:

@@ -70,8 +70,14 @@ TABLES: dict[str, Table] = {
     # The folders of torch whose P2P sites a framework's runs issue (torchtitan: pipelining).
     "torch_source": _table(False, "paths", "about"),
     # The package a checkout of the framework holds, whose run is that checkout's release
-    # (auditor/config/checkout_release.py).
-    "checkout": _table(False, "package", "about"),
+    # (auditor/config/checkout_release.py). `within`: a launch script anywhere inside the checkout
+    # is run from its root (verl's `bash examples/...`); `tree`: the checkout's package folder is
+    # the source the scan reads (a development version no package index has).
+    "checkout": _table(False, "package", "about within tree"),
+    # What a framework's code calls in the next framework of its stack: a release of `callee`
+    # whose `callee_def` cannot bind the call (a keyword it lacks) cannot run with that framework
+    # release or checkout (auditor/config/call_fit.py).
+    "call_fit": _table(True, "caller call callee callee_source callee_def", "about"),
     # Where a framework's distribution lies inside the checkout around the entry script (ROLL's
     # mcore_adapter/): that directory is the release judged (auditor/config/source_tree.py).
     "source_tree": _table(False, "dir marker", "about"),
