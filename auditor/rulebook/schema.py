@@ -134,6 +134,10 @@ TABLES: dict[str, Table] = {
     # (analysis/schedule_reach.py).
     "schedule_entry": _table(True, "stack what module names checked source", ""),
     "unknown_stack": _table(False, "covers decide source", ""),
+    # The modules of a framework's package a launcher runs (`-m`, `deepspeed --module`) that train
+    # no pipeline: `not_pipeline` says what the run is (config/entry_stack.py packaged_entry);
+    # `checked`: the releases the test reads it in.
+    "entry_module": _table(True, "modules not_pipeline checked source code", ""),
     # A front end known by its flags that puts the run on another stack (config.launch).
     "front_end": _table(True, "name scripts flags launcher what", "layout_flags flags_as_written source code"),
     # Config files the trainer reads (auditor/config/configfiles.py).
@@ -174,6 +178,7 @@ TYPES: dict[str, dict[str, type]] = {
     "dotlist_config": {"algorithms": list, "file_options": list, "backend_key": str, "megatron_backend": str,
                        "megatron_roles": list, "not_pipeline": dict},
     "role_default": {"key": str, "value": str},
+    "entry_module": {"modules": list, "not_pipeline": str, "checked": list},
     "batch_wrapper": {"modules": list, "key": str},
     "container_image": {"image": str, "tag": str, "torch": str, "source": str},
     "config_file": {"kind": str, "launchers": list, "suffixes": list, "sections": list,
