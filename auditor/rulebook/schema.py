@@ -138,6 +138,9 @@ TABLES: dict[str, Table] = {
     # no pipeline: `not_pipeline` says what the run is (config/entry_stack.py packaged_entry);
     # `checked`: the releases the test reads it in.
     "entry_module": _table(True, "modules not_pipeline checked source code", ""),
+    # A console script whose environment switches pick its trainer (LLaMA-Factory's USE_MCA): with
+    # none on, `not_pipeline` (config/env_backend.py).
+    "env_backend": _table(True, "launchers switches env_true not_pipeline checked source code", ""),
     # A front end known by its flags that puts the run on another stack (config.launch).
     "front_end": _table(True, "name scripts flags launcher what", "layout_flags flags_as_written source code"),
     # Config files the trainer reads (auditor/config/configfiles.py).
@@ -179,6 +182,7 @@ TYPES: dict[str, dict[str, type]] = {
                        "megatron_roles": list, "not_pipeline": dict},
     "role_default": {"key": str, "value": str},
     "entry_module": {"modules": list, "not_pipeline": str, "checked": list},
+    "env_backend": {"launchers": list, "switches": list, "env_true": list, "not_pipeline": str, "checked": list},
     "batch_wrapper": {"modules": list, "key": str},
     "container_image": {"image": str, "tag": str, "torch": str, "source": str},
     "config_file": {"kind": str, "launchers": list, "suffixes": list, "sections": list,
