@@ -141,6 +141,9 @@ TABLES: dict[str, Table] = {
     # A console script whose environment switches pick its trainer (LLaMA-Factory's USE_MCA): with
     # none on, `not_pipeline` (config/env_backend.py).
     "env_backend": _table(True, "launchers switches env_true not_pipeline checked source code", ""),
+    # What GPT-NeoX's deepy.py config files say about the pipeline (config/frontends/neox.py).
+    "neox_pipeline": _table(False, "key default dir_options suffixes one_stage how what covers decide source code",
+                            ""),
     # A front end known by its flags that puts the run on another stack (config.launch).
     "front_end": _table(True, "name scripts flags launcher what", "layout_flags flags_as_written source code"),
     # Config files the trainer reads (auditor/config/configfiles.py).
@@ -182,6 +185,7 @@ TYPES: dict[str, dict[str, type]] = {
                        "megatron_roles": list, "not_pipeline": dict},
     "role_default": {"key": str, "value": str},
     "entry_module": {"modules": list, "not_pipeline": str, "checked": list},
+    "neox_pipeline": {"key": str, "default": int, "dir_options": list, "suffixes": list, "how": dict},
     "env_backend": {"launchers": list, "switches": list, "env_true": list, "not_pipeline": str, "checked": list},
     "batch_wrapper": {"modules": list, "key": str},
     "container_image": {"image": str, "tag": str, "torch": str, "source": str},
