@@ -51,7 +51,7 @@ RUN = "uv run python examples/run_grpo.py --config examples/configs/{config} {ov
 
 def _scan(capsys, tmp_path: Path, config: str, overrides: str = "", pp: object = 1) -> dict:
     configs = tmp_path / "examples" / "configs"
-    configs.mkdir(parents=True)
+    configs.mkdir(parents=True, exist_ok=True)
     (configs / "grpo_math_1B.yaml").write_text(BASE, encoding="utf-8")
     (configs / "grpo_math_1B_megatron.yaml").write_text(MEGATRON.format(pp=pp), encoding="utf-8")
     script = tmp_path / "run.sh"
@@ -100,6 +100,38 @@ def test_a_missing_parent_is_never_a_default(capsys, tmp_path):
     cli.main(["scan", "--config", str(tmp_path / "run.sh"), "--format", "json"])
     doc = json.loads(capsys.readouterr().out)
     assert doc["verdict"]["status"] == "inconclusive", doc["verdict"]["headline"]
+
+
+# examples/run_grpo.py:84-87 (commit above): the config it loads without --config.
+RUN_GRPO = """import os
+
+from nemo_rl.algorithms.grpo import grpo_train
+
+
+def main():
+    args, overrides = parse_args()
+    if not args.config:
+        args.config = os.path.join(
+            os.path.dirname(__file__), "configs", "grpo_math_1B.yaml"
+        )
+"""
+
+
+def test_without_config_the_run_scripts_own_default_is_read(capsys, tmp_path, monkeypatch):
+    """README.md:329 `uv run python examples/run_grpo.py`: the script's default, beside it."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "run_grpo.py").write_text(RUN_GRPO, encoding="utf-8")
+    doc = _scan(capsys, tmp_path, "grpo_math_1B.yaml")
+    script = tmp_path / "run.sh"
+    script.write_text("uv run python examples/run_grpo.py cluster.gpus_per_node=8\n", encoding="utf-8")
+    cli.main(["scan", "--config", str(script), "--format", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["verdict"]["status"] == "not-pipeline", doc["verdict"]["headline"]
+    assert "DTensor" in doc["verdict"]["headline"]
+    (tmp_path / "examples" / "run_grpo.py").unlink()  # not found: undecided, never a default
+    cli.main(["scan", "--config", str(script), "--format", "json"])
+    assert json.loads(capsys.readouterr().out)["verdict"]["status"] == "inconclusive"
 
 
 def test_the_launcher_rule_names_this_reader():

@@ -11,12 +11,15 @@ Each becomes the verdict in config.launch.refuse_not_pipeline.
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 from typing import Any
 
 from auditor import rulebook
 from auditor.bash.values import Field
 from auditor.config.configfiles import Unreadable, load_file, load_yaml
+from auditor.config.entry_script import dotted
+from auditor.config.frontend_parser import find_script
 from auditor.config.frontends.reader import Reader
 from auditor.config.hydra_compose import at
 from auditor.config.model import LaunchConfig
@@ -43,7 +46,7 @@ class NemoRlReader(Reader):
         words = [f for f in args if f.value != rule["config_option"]]
         read_overrides(config, [f for f in words if override(f.value) is not None], path)
         try:
-            data, said = _composed(rule, args, path)
+            data, said = _composed(rule, args, path, _default_config(config, path))
             megatron, dtensor = _switch(data, rule["megatron_key"]), _switch(data, rule["dtensor_key"])
             if dtensor and not megatron:
                 note = rule["dtensor"].format(launcher=name, where=said)
@@ -81,18 +84,38 @@ def _switch(data: dict[str, Any], key: str) -> bool:
     raise Undecided(f"{key} is {value!r}")
 
 
-def _composed(rule: dict, args: list[Field], path: str) -> tuple[dict[str, Any], str]:
+def _default_config(config: LaunchConfig, path: str) -> Path | None:
+    """The config a run script loads without `--config`: `args.config =
+    os.path.join(os.path.dirname(__file__), "configs", "grpo_math_1B.yaml")` (examples/run_grpo.py),
+    read from the script beside the launch; None where it is not found or not so written."""
+    script = find_script(path, config.script_read or str(config.script), entry=True)
+    try:
+        tree = ast.parse(script.read_text(encoding="utf-8")) if script is not None else None
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+        return None
+    for node in ast.walk(tree or ast.Module(body=[], type_ignores=[])):
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and dotted(node.targets[0]) == "args.config"
+                and isinstance(node.value, ast.Call) and dotted(node.value.func) == "os.path.join"
+                and node.value.args and ast.unparse(node.value.args[0]) == "os.path.dirname(__file__)"
+                and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.value.args[1:])):
+            assert script is not None
+            return script.parent.joinpath(*[str(a.value) for a in node.value.args[1:] if isinstance(a, ast.Constant)])
+    return None
+
+
+def _composed(rule: dict, args: list[Field], path: str,
+              default: Path | None) -> tuple[dict[str, Any], str]:
     """The config as the run script composes it, and where it was read."""
-    files = [args[k + 1].value for k, f in enumerate(args[:-1]) if f.value == rule["config_option"]]
-    if not files:
-        raise Undecided(f"no {rule['config_option']} is given: the run script's own default config is not read")
-    if not isinstance(files[-1], str):
+    files: list[object] = [args[k + 1].value for k, f in enumerate(args[:-1]) if f.value == rule["config_option"]]
+    if not files and default is None:
+        raise Undecided(f"no {rule['config_option']} is given, and the run script's own default is not read")
+    if files and not isinstance(files[-1], str):
         raise Undecided(f"{rule['config_option']} {files[-1]} is not known statically")
     try:
-        found, data = load_file(files[-1], path)
+        found, data = load_file(str(files[-1]), path) if files else (str(default), _load(default))
         data = _with_parents(rule, Path(found), data, 0)
     except Unreadable as exc:
-        raise Undecided(f"{files[-1]} is not read: {exc}") from None
+        raise Undecided(f"{files[-1] if files else default} is not read: {exc}") from None
     for word in args:
         if not isinstance(word.value, str) and word.value != rule["config_option"]:
             raise Undecided(f"the word {word.value} may override any key")
@@ -127,16 +150,23 @@ def _with_parents(rule: dict, found: Path, data: dict[str, Any], depth: int) -> 
         if not isinstance(parent, str):
             raise Unreadable(f"{found}: `{rule['inherit_key']}: {parents!r}` is no file name")
         file = Path(parent) if parent.startswith("/") else found.parent / parent
-        try:
-            text = file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise Unreadable(f"{file}: {exc}") from None
-        loaded = load_yaml(text, file)
-        if not isinstance(loaded, dict):
-            raise Unreadable(f"{file} holds no mapping of settings")
-        _merge(base, _with_parents(rule, file, loaded, depth + 1), rule["override_marker"])
+        _merge(base, _with_parents(rule, file, _load(file), depth + 1), rule["override_marker"])
     _merge(base, data, rule["override_marker"])
     return base
+
+
+def _load(file: Path | None) -> dict[str, Any]:
+    """A YAML file's mapping; Unreadable where there is none."""
+    if file is None:
+        raise Unreadable("no file")
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise Unreadable(f"{file}: {exc}") from None
+    loaded = load_yaml(text, file)
+    if not isinstance(loaded, dict):
+        raise Unreadable(f"{file} holds no mapping of settings")
+    return loaded
 
 
 def _merge(into: dict[str, Any], other: dict[str, Any], marker: str) -> None:
