@@ -143,7 +143,8 @@ TABLES: dict[str, Table] = {
     # How NeMo-RL's examples/run_*.py pick the policy's backend (config/frontends/nemo_rl.py).
     "nemo_rl_policy": _table(False, "config_option inherit_key override_marker megatron_key dtensor_key size_key "
                                     "dtensor one_stage what covers decide source code", ""),
-    "env_backend": _table(True, "launchers switches env_true not_pipeline checked source code", ""),
+    "env_backend": _table(True, "launchers switches env_true not_pipeline checked source code",
+                          "uncovered covers decide"),
     # What GPT-NeoX's deepy.py config files say about the pipeline (config/frontends/neox.py).
     "neox_pipeline": _table(False, "key default dir_options suffixes one_stage how what covers decide source code",
                             ""),
@@ -189,7 +190,8 @@ TYPES: dict[str, dict[str, type]] = {
     "role_default": {"key": str, "value": str},
     "entry_module": {"modules": list, "not_pipeline": str, "checked": list},
     "neox_pipeline": {"key": str, "default": int, "dir_options": list, "suffixes": list, "how": dict},
-    "env_backend": {"launchers": list, "switches": list, "env_true": list, "not_pipeline": str, "checked": list},
+    "env_backend": {"launchers": list, "switches": list, "env_true": list, "not_pipeline": str, "checked": list,
+                    "uncovered": dict},
     "batch_wrapper": {"modules": list, "key": str},
     "container_image": {"image": str, "tag": str, "torch": str, "source": str},
     "config_file": {"kind": str, "launchers": list, "suffixes": list, "sections": list,

@@ -71,6 +71,20 @@ def test_a_switch_on_or_unknown_leaves_the_megatron_readers(tmp_path, setting):
     assert not any(d.kind == "launch.not-pipeline" for d in config.diagnostics)
 
 
+def test_the_megatron_bridge_trainer_is_not_covered(capsys, monkeypatch, tmp_path):
+    """USE_MEGATRON_BRIDGE (parser.py:399, asked after USE_MCA) runs Megatron-Bridge's pretrain on
+    a config LLaMA-Factory builds itself (train/megatron_bridge/workflow.py:300-326)."""
+    monkeypatch.delenv("USE_MCA", raising=False)
+    doc = _scan(capsys, monkeypatch, tmp_path, "export USE_MEGATRON_BRIDGE=1\n" + README)
+    assert doc["verdict"]["status"] == "not-covered", doc["verdict"]["headline"]
+    assert "Megatron-Bridge" in doc["verdict"]["headline"]
+
+
+def test_use_mca_is_asked_first(tmp_path):
+    config = parse_launch("export USE_MCA=1 USE_MEGATRON_BRIDGE=1\n" + README, str(_write(tmp_path, "")), environ={})
+    assert not any(d.kind in ("launch.not-pipeline", "launch.not-covered") for d in config.diagnostics)
+
+
 def test_the_audits_environment_can_turn_it_on(tmp_path):
     """The job's environment (here the audit's own) sets USE_MCA: no longer the HF trainer."""
     path = str(_write(tmp_path, ""))
