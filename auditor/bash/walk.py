@@ -474,10 +474,47 @@ class Shell(Expander, ABC):
                     exported = current.exported if current else name in self.environ
                     self.vars[name] = Var(value, cmd.line, exported)
                 return
+        if builtin == "read" and len(names) == 1 and cmd.stdin is not None:
+            document = self._read_document(cmd, args, inline)
+            if document is not None:
+                current = self.vars.get(names[0])
+                exported = current.exported if current else names[0] in self.environ
+                self.vars[names[0]] = Var(document, cmd.line, exported)
+                return
         for name in names:
             current = self.vars.get(name)
             exported = current.exported if current else name in self.environ
             self.vars[name] = Var(Symbolic(f"${{{name}}} (set by `{builtin}` at line {cmd.line})"), cmd.line, exported)
+
+    def _read_document(self, cmd: Cmd, args: list[Field], inline: dict[str, EnvVar]) -> str | Symbolic | None:
+        """What `read -r -d '' NAME <<EOF` assigns (OpenRLHF's examples/scripts): the whole
+        here-document (`-d ''` reads up to a NUL), expanded as bash expands an unquoted one
+        (backslash-newline removed, `$X` replaced), its leading and trailing blanks stripped. None
+        where it depends on more: other options, one line only (no `-d ''`), an IFS of the
+        script's own, a backslash or backquote left in the text."""
+        assert cmd.stdin is not None
+        values = [f.value for f in args]
+        options = [v for v in values if isinstance(v, str) and v.startswith("-")]
+        at = values.index("-d") if "-d" in values else None
+        if at is None or at + 1 >= len(values) or values[at + 1] != "" or set(options) - {"-r", "-d"}:
+            return None
+        if "IFS" in inline or "IFS" in self.vars:
+            return None
+        body = cmd.stdin.body
+        if cmd.stdin.expands:
+            body = body.replace("\\\n", "")
+            if "\\" in body or "`" in body:
+                return None
+            words = [t for t in Lexer('"' + body.replace('"', '\\"') + '"', self.path, cmd.stdin.line - 1).tokens()
+                     if isinstance(t, Word)]
+            if len(words) != 1:
+                return None
+            value = join([f.value for f in self.expand(words[0])])
+        else:
+            if "-r" not in options and "\\" in body:
+                return None
+            value = body
+        return value.strip(" \t\n") if isinstance(value, str) else value
 
     def _read_herestring(self, cmd: Cmd, args: list[Field], names: list[str],
                          inline: dict[str, EnvVar]) -> list[str] | None:

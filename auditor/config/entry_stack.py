@@ -91,6 +91,18 @@ def own_pipeline(launch: LaunchConfig) -> None:
         return
 
 
+def packaged_entry(module: str) -> str | None:
+    """What the run is where the launcher runs `module` of a framework's package that trains no
+    pipeline (a rules file's `[[entry_module]]`: OpenRLHF's `openrlhf.cli.*`, started by `python
+    -m`, `deepspeed --module` or behind `ray job submit --`), else None. The module's name says
+    it: its file is in the cluster's installed package, not here."""
+    for framework in frameworks():
+        for entry in rulebook.load(framework.name).data.get("entry_module", []):
+            if launched_by(module, entry["modules"]):
+                return str(entry["not_pipeline"]).replace("{module}", module)
+    return None
+
+
 def builds_no_pipeline(launch: LaunchConfig) -> str | None:
     """What the run is where its entry surely builds no pipeline (see the module's docstring),
     else None."""

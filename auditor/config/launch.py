@@ -32,7 +32,13 @@ from auditor.config.launcher import torchrun_options, world_size, world_variable
 from auditor.config.deepspeed_entry import read_deepspeed_entry
 from auditor.config.entry_module import read_entry_module
 from auditor.config.entry_path import in_checkout
-from auditor.config.entry_stack import UnknownStack, builds_no_pipeline, own_pipeline, unknown_stack
+from auditor.config.entry_stack import (
+    UnknownStack,
+    builds_no_pipeline,
+    own_pipeline,
+    packaged_entry,
+    unknown_stack,
+)
 from auditor.config.lightning_entry import read_lightning_entry
 from auditor.config.pipelining_script import read_pipelining_script
 from auditor.config.model import LaunchConfig
@@ -431,10 +437,14 @@ def runs_no_pipeline(candidate: Candidate, spelling: Spelling, path: str) -> str
     subcommand: `megatron export`; or of the script it starts: a checkpoint conversion); None
     for a training command. The one place that decides it."""
     what = candidate.launcher.get("not_pipeline", {}).get(candidate.subcommand)
-    if what or candidate.launcher.get("program") or for_style(candidate.launcher["style"]).module_is_program:
+    if what or candidate.launcher.get("program"):
         return what
+    if for_style(candidate.launcher["style"]).module_is_program:  # `python -m MODULE`: the module
+        return packaged_entry(candidate.invoked.removeprefix("python -m "))
     scratch = LaunchConfig(path=path, launcher="", command_line=candidate.line, end_line=candidate.end_line)
     script = torchrun_options(scratch, candidate.launcher, candidate.args, path, spelling.python_runners)[1]
+    if scratch.script_module and isinstance(script, str) and (what := packaged_entry(script)):
+        return what  # `deepspeed --module MODULE`, `ray job submit -- python3 -m MODULE`
     shipped = _shipped_script(spelling, script)
     if shipped and "not_pipeline" in shipped:
         return str(shipped["not_pipeline"]).replace("{script}", str(script))

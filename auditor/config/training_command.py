@@ -234,7 +234,7 @@ class LaunchShell(Shell):
             if base in launcher.get("programs", ()) and (
                     not launcher.get("interpreters") or self._runs_script(fields, k, launcher)):
                 return launcher, base, "", k + 1
-            if module is not None and module in launcher.get("python_modules", ()):
+            if isinstance(module, str) and any(fnmatch.fnmatchcase(module, p) for p in launcher.get("python_modules", ())):
                 return launcher, f"python -m {module}", "", j
             if module is None and runner is None and self._python_script(fields, j, launcher):
                 return launcher, base, "", j

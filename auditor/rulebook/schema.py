@@ -140,6 +140,20 @@ TABLES: dict[str, Table] = {
     # (analysis/schedule_reach.py).
     "schedule_entry": _table(True, "stack what module names checked source", ""),
     "unknown_stack": _table(False, "covers decide source", ""),
+    # The modules of a framework's package a launcher runs (`-m`, `deepspeed --module`) that train
+    # no pipeline: `not_pipeline` says what the run is (config/entry_stack.py packaged_entry);
+    # `checked`: the releases the test reads it in.
+    "entry_module": _table(True, "modules not_pipeline checked source code", ""),
+    # A console script whose environment switches pick its trainer (LLaMA-Factory's USE_MCA): with
+    # none on, `not_pipeline` (config/env_backend.py).
+    # How NeMo-RL's examples/run_*.py pick the policy's backend (config/frontends/nemo_rl.py).
+    "nemo_rl_policy": _table(False, "config_option inherit_key override_marker megatron_key dtensor_key size_key "
+                                    "dtensor one_stage what covers decide source code", ""),
+    "env_backend": _table(True, "launchers switches env_true not_pipeline checked source code",
+                          "uncovered covers decide"),
+    # What GPT-NeoX's deepy.py config files say about the pipeline (config/frontends/neox.py).
+    "neox_pipeline": _table(False, "key default dir_options suffixes one_stage how what covers decide source code",
+                            ""),
     # A front end known by its flags that puts the run on another stack (config.launch).
     "front_end": _table(True, "name scripts flags launcher what", "layout_flags flags_as_written source code"),
     # Config files the trainer reads (auditor/config/configfiles.py).
@@ -180,6 +194,10 @@ TYPES: dict[str, dict[str, type]] = {
     "dotlist_config": {"algorithms": list, "file_options": list, "backend_key": str, "megatron_backend": str,
                        "megatron_roles": list, "not_pipeline": dict},
     "role_default": {"key": str, "value": str},
+    "entry_module": {"modules": list, "not_pipeline": str, "checked": list},
+    "neox_pipeline": {"key": str, "default": int, "dir_options": list, "suffixes": list, "how": dict},
+    "env_backend": {"launchers": list, "switches": list, "env_true": list, "not_pipeline": str, "checked": list,
+                    "uncovered": dict},
     "batch_wrapper": {"modules": list, "key": str},
     "container_image": {"image": str, "tag": str, "torch": str, "source": str},
     "config_file": {"kind": str, "launchers": list, "suffixes": list, "sections": list,

@@ -6,7 +6,10 @@ differs. Styles: "megatron-lm" (its argparse spellings, checked against the pars
 "hydra" (`key=value` overrides), "hydra-compose" (a composed Hydra config, one configuration
 per role), "chatlearn" (a YAML --config-file with `key=value` words, one configuration per
 Megatron role), "megatron-bridge" (run_recipe.py: its options, overrides and recipe), "positional-file" (a console
-script's first argument its config file: hf_config_file), and any other
+script's first argument its config file: hf_config_file), "python-module" (a framework's module
+run as the program, `python3 -m openrlhf.cli.train_ppo_ray`: its flags as written), "gpt-neox"
+(deepy.py's config files: pipe_parallel_size), "nemo-rl" (examples/run_*.py's --config and overrides:
+the policy's backend), and any other
 ("ms-swift", "deepspeed"): the flags as written.
 """
 
@@ -18,12 +21,16 @@ from auditor.config.frontends.hydra import HydraReader
 from auditor.config.frontends.hydra_compose import HydraComposeReader
 from auditor.config.frontends.megatron_bridge import BridgeRecipeReader
 from auditor.config.frontends.megatron_lm import MegatronReader
+from auditor.config.frontends.module_flags import ModuleFlagsReader
+from auditor.config.frontends.nemo_rl import NemoRlReader
+from auditor.config.frontends.neox import NeoxReader
 from auditor.config.frontends.positional_file import PositionalFileReader
 from auditor.config.frontends.reader import Reader
 
 _READERS: dict[str, Reader] = {r.style: r for r in (MegatronReader(), HydraReader(), HydraComposeReader(),
                                                     DotlistConfigReader(), BridgeRecipeReader(),
-                                                    PositionalFileReader())}
+                                                    PositionalFileReader(), ModuleFlagsReader(),
+                                                    NeoxReader(), NemoRlReader())}
 
 
 def for_style(style: str) -> Reader:

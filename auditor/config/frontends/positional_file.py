@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from auditor.bash.values import Field
+from auditor.config.env_backend import judge_env_backend
 from auditor.config.flags import read_flags
 from auditor.config.frontends.reader import Reader
 from auditor.config.hf_config_file import read_positional_file, unread_positional
@@ -20,6 +21,7 @@ class PositionalFileReader(Reader):
 
     def read(self, config: LaunchConfig, args: list[Field], launcher: dict, spelling: Spelling,
              path: str, parser_roots: tuple[Path, ...]) -> None:
+        judge_env_backend(config, path)  # before the file makes the launcher its front end's
         if read_positional_file(config, args, spelling, path):
             return
         read_flags(config, args, spelling, path, checked=False)

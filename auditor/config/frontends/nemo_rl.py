@@ -1,0 +1,191 @@
+"""NeMo-RL's `uv run python examples/run_grpo.py --config X.yaml a.b.c=value ...` (rules/nemo-rl.toml).
+
+The `--config` file, with its `defaults:` parents, and the Hydra overrides after it give the
+policy's backend. DTensor, or Megatron at one pipeline stage, issues no pipeline P2P: a
+`launch.not-pipeline` note. Megatron at two or more stages runs megatron-core's schedules on a
+TransformerConfig NeMo-RL builds in its own code, which no rules model: `launch.not-covered` with
+the step that decides it. A backend or size not known statically (no `--config`, a file not read,
+an override word not known, an interpolation) is undecided: `launch.unknown-stack` naming the key.
+Each becomes the verdict in config.launch.refuse_not_pipeline.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Any
+
+from auditor import rulebook
+from auditor.bash.values import Field
+from auditor.config.configfiles import Unreadable, load_file, load_yaml
+from auditor.config.entry_script import dotted
+from auditor.config.frontend_parser import find_script
+from auditor.config.frontends.reader import Reader
+from auditor.config.hydra_compose import at
+from auditor.config.model import LaunchConfig
+from auditor.config.overrides import override, read_overrides
+from auditor.findings import Finding
+from auditor.rulebook.launchers import Spelling
+
+RULES = "nemo-rl"
+_MAX_PARENTS = 16
+
+
+class Undecided(Exception):
+    """Why the backend or the size is not known statically."""
+
+
+class NemoRlReader(Reader):
+    style = "nemo-rl"
+
+    def read(self, config: LaunchConfig, args: list[Field], launcher: dict, spelling: Spelling,
+             path: str, parser_roots: tuple[Path, ...]) -> None:
+        rule = rulebook.load(RULES).data["nemo_rl_policy"]
+        name = f"`{config.launcher}`"
+        where = f"{path}:{config.command_line}"
+        words = [f for f in args if f.value != rule["config_option"]]
+        read_overrides(config, [f for f in words if override(f.value) is not None], path)
+        try:
+            data, said = _composed(rule, args, path, _default_config(config, path))
+            megatron, dtensor = _switch(data, rule["megatron_key"]), _switch(data, rule["dtensor_key"])
+            if dtensor and not megatron:
+                note = rule["dtensor"].format(launcher=name, where=said)
+            elif megatron and not dtensor:
+                size = at(data, rule["size_key"])
+                if type(size) is not int:
+                    raise Undecided(f"{rule['size_key']} is {size!r} ({said})")
+                if size > 1:
+                    config.diagnostics.append(Finding(
+                        "launch.not-covered", "warning",
+                        f"{rule['what'].format(launcher=name, size=size, where=said)}: {rule['covers']}",
+                        where=where, detail={"stack": RULES, "decide": rule["decide"], "source": rule["source"]}))
+                    return
+                note = rule["one_stage"].format(launcher=name, where=said)
+            else:
+                raise Undecided(f"{rule['megatron_key']} is {megatron} and {rule['dtensor_key']} is {dtensor} "
+                                f"({said}): NeMo-RL refuses both or neither")
+        except Undecided as exc:
+            config.diagnostics.append(Finding(
+                "launch.unknown-stack", "warning",
+                f"{name}: which backend NeMo-RL trains the policy with, and at how many pipeline stages, is "
+                f"not known: {exc}", where=where,
+                detail={"undecided": rule["megatron_key"],
+                        "decide": f"{rule['megatron_key']}, {rule['dtensor_key']} and {rule['size_key']} "
+                                  f"as the run's config gives them ({exc})"}))
+            return
+        config.diagnostics.append(Finding("launch.not-pipeline", "info", note, where=where,
+                                          detail={"command": config.launcher}))
+
+
+def _switch(data: dict[str, Any], key: str) -> bool:
+    value = at(data, key)
+    if value is None or type(value) is bool:
+        return bool(value)  # lm_policy.py: `.get("enabled", False)`
+    raise Undecided(f"{key} is {value!r}")
+
+
+def _default_config(config: LaunchConfig, path: str) -> Path | None:
+    """The config a run script loads without `--config`: `args.config =
+    os.path.join(os.path.dirname(__file__), "configs", "grpo_math_1B.yaml")` (examples/run_grpo.py),
+    read from the script beside the launch; None where it is not found or not so written."""
+    script = find_script(path, config.script_read or str(config.script), entry=True)
+    try:
+        tree = ast.parse(script.read_text(encoding="utf-8")) if script is not None else None
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+        return None
+    for node in ast.walk(tree or ast.Module(body=[], type_ignores=[])):
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and dotted(node.targets[0]) == "args.config"
+                and isinstance(node.value, ast.Call) and dotted(node.value.func) == "os.path.join"
+                and node.value.args and ast.unparse(node.value.args[0]) == "os.path.dirname(__file__)"
+                and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.value.args[1:])):
+            assert script is not None
+            return script.parent.joinpath(*[str(a.value) for a in node.value.args[1:] if isinstance(a, ast.Constant)])
+    return None
+
+
+def _composed(rule: dict, args: list[Field], path: str,
+              default: Path | None) -> tuple[dict[str, Any], str]:
+    """The config as the run script composes it, and where it was read."""
+    files: list[object] = [args[k + 1].value for k, f in enumerate(args[:-1]) if f.value == rule["config_option"]]
+    if not files and default is None:
+        raise Undecided(f"no {rule['config_option']} is given, and the run script's own default is not read")
+    if files and not isinstance(files[-1], str):
+        raise Undecided(f"{rule['config_option']} {files[-1]} is not known statically")
+    try:
+        found, data = load_file(str(files[-1]), path) if files else (str(default), _load(default))
+        data = _with_parents(rule, Path(found), data, 0)
+    except Unreadable as exc:
+        raise Undecided(f"{files[-1] if files else default} is not read: {exc}") from None
+    for word in args:
+        if not isinstance(word.value, str) and word.value != rule["config_option"]:
+            raise Undecided(f"the word {word.value} may override any key")
+        given = override(word.value)
+        if given is None:
+            continue
+        key, value = given
+        if not isinstance(value, str) and value is not None:
+            raise Undecided(f"the override {word.value} is not known statically")
+        _set(data, key, None if value is None else _scalar(value))
+    return data, f"{Path(found).name} and the overrides"
+
+
+def _scalar(text: str) -> Any:
+    """An override's value as Hydra types it (`true`, `2`), else its text."""
+    try:
+        return load_yaml(text, Path("<override>")) if text else ""
+    except Unreadable:
+        return text
+
+
+def _with_parents(rule: dict, found: Path, data: dict[str, Any], depth: int) -> dict[str, Any]:
+    """load_config_with_inheritance: each `defaults` parent, relative to the file's directory,
+    merged under it."""
+    parents = data.pop(rule["inherit_key"], None)
+    if parents is None:
+        return data
+    if depth >= _MAX_PARENTS:
+        raise Unreadable(f"{found}: `{rule['inherit_key']}` nested more than {_MAX_PARENTS} deep")
+    base: dict[str, Any] = {}
+    for parent in [parents] if isinstance(parents, str) else parents if isinstance(parents, list) else [None]:
+        if not isinstance(parent, str):
+            raise Unreadable(f"{found}: `{rule['inherit_key']}: {parents!r}` is no file name")
+        file = Path(parent) if parent.startswith("/") else found.parent / parent
+        _merge(base, _with_parents(rule, file, _load(file), depth + 1), rule["override_marker"])
+    _merge(base, data, rule["override_marker"])
+    return base
+
+
+def _load(file: Path | None) -> dict[str, Any]:
+    """A YAML file's mapping; Unreadable where there is none."""
+    if file is None:
+        raise Unreadable("no file")
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise Unreadable(f"{file}: {exc}") from None
+    loaded = load_yaml(text, file)
+    if not isinstance(loaded, dict):
+        raise Unreadable(f"{file} holds no mapping of settings")
+    return loaded
+
+
+def _merge(into: dict[str, Any], other: dict[str, Any], marker: str) -> None:
+    """merge_with_override: OmegaConf.merge, a section marked `_override_: true` replacing."""
+    for key, value in other.items():
+        if isinstance(value, dict) and value.pop(marker, False):
+            into[key] = value
+        elif isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value, marker)
+        else:
+            into[key] = value
+
+
+def _set(data: dict[str, Any], dotted: str, value: Any) -> None:
+    parts = dotted.split(".")
+    node = data
+    for part in parts[:-1]:
+        node = node.setdefault(part, {}) if isinstance(node.get(part), dict) or part not in node else {}
+    if value is None:
+        node.pop(parts[-1], None)
+    else:
+        node[parts[-1]] = value
