@@ -64,6 +64,8 @@ TABLES: dict[str, Table] = {
     # The call-graph interpreter (rulebook.interpreter).
     "entry_point": _table(True, "name code", "about launchers source versions unknown when"),
     "symbol": _table(True, "function", "config group returns versions unknown source"),
+    # A function that answers a constant under settings (analysis/schedule_reach.py).
+    "stage_predicate": _table(True, "function at value checked source", "param position default versions unknown"),
     "group": _table(True, "dim size names", "versions unknown source"),
     "config_objects": _table(False, "names", "about"),
     "world_group": _table(False, "qualnames", "about"),
@@ -174,6 +176,8 @@ TYPES: dict[str, dict[str, type]] = {
     "dotlist_config": {"algorithms": list, "file_options": list, "backend_key": str, "megatron_backend": str,
                        "megatron_roles": list, "not_pipeline": dict},
     "role_default": {"key": str, "value": str},
+    "stage_predicate": {"function": str, "at": dict, "value": bool, "checked": list, "param": str,
+                        "position": int, "default": bool},
     "batch_wrapper": {"modules": list, "key": str},
     "container_image": {"image": str, "tag": str, "torch": str, "source": str},
     "config_file": {"kind": str, "launchers": list, "suffixes": list, "sections": list,
