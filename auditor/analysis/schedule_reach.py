@@ -14,8 +14,12 @@ bears a schedule entry's name (`engine.train_batch()` on an engine it lost), the
 code hands no class to code not read and calls no `getattr` of a computed name (a function
 handed out, `mp.spawn(worker)`, is walked with its arguments unknown: interp/calls.py), and the walk meets
 no P2P site (megatron-core's pipelined inference sends activations between stages itself,
-megatron/core/inference/communication_utils.py, at PP > 1: not "no pipeline at any size"). A
-framework's own dynamic imports (megatron-core's layer specs) are its plug-in loading, not
+megatron/core/inference/communication_utils.py, at PP > 1: not "no pipeline at any size"). Where
+the run's settings are those under which the rules' stage predicates answer (rules/*.toml
+`[[stage_predicate]]`: at PP 1 every rank is the first and the last stage), the walk is done again
+with those settings and answers: P2P sites only under `if not is_pipeline_first_stage():` no longer
+count, and the run is NOT A PIPELINE RUN at those settings only (said so). A guard on anything
+else keeps its site. A framework's own dynamic imports (megatron-core's layer specs) are its plug-in loading, not
 weighed, in a release or in the checkout the entry runs from. Anything less certain leaves the
 verdict as it was.
 """
@@ -26,7 +30,9 @@ import ast
 import functools
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from auditor import rulebook
 from auditor.config.entry_script import ANCESTORS, MAX_MODULES, iter_closure
@@ -34,8 +40,8 @@ from auditor.config.entry_stack import LAUNCHERS, modeled_packages, read_as_gues
 from auditor.config.model import LaunchConfig
 from auditor.config.pyenv import locate
 from auditor.findings import Finding
-from auditor.rulebook import interpreter
-from auditor.rulebook.frameworks import launched_by
+from auditor.rulebook import files, interpreter
+from auditor.rulebook.frameworks import launched_by, versioned
 from auditor.sources import SourceSet
 from auditor.static.interp.callgraph import Interpreter
 from auditor.static.interp.program import Program
@@ -48,8 +54,9 @@ KIND = "entry.no-schedule"  # the finding verdict.judge reads
 SRC_FILES = 5000  # files of a checkout's src/ listed at most (parsed only where the walk goes)
 
 
-def finding(launch: LaunchConfig, srcs: list[SourceSet]) -> Finding | None:
-    """An `entry.no-schedule` finding where the entry surely reaches no schedule, else None."""
+def finding(launch: LaunchConfig, srcs: list[SourceSet], setting: Callable[[str], Any]) -> Finding | None:
+    """An `entry.no-schedule` finding where the entry surely reaches no schedule, else None.
+    `setting`: the run's value of a setting (config.expr.UNKNOWN where unknown)."""
     if not launched_by(launch.launcher, LAUNCHERS) or not read_as_guess(launch):
         return None
     entry, _ = locate(launch)
@@ -60,27 +67,61 @@ def finding(launch: LaunchConfig, srcs: list[SourceSet]) -> Finding | None:
     except OSError:
         return None
     key = (entry.path, stat.st_mtime_ns, stat.st_size, tuple((s.name, s.version, str(s.root)) for s in srcs))
-    if key not in _ASKED:  # each setting case and command of a scan asks again
-        _ASKED[key] = _unreached(entry.path, srcs)
-    found = _ASKED[key]
-    if found is None:
+    found = _ask(key, entry.path, srcs, ())
+    answers = _answers(srcs, setting) if found == HITS else ()
+    if answers:  # only P2P outside a schedule kept it: at settings the stage predicates decide
+        found = _ask(key, entry.path, srcs, answers)
+    if not isinstance(found, tuple):
         return None
     local, functions = found
     whats = [e["what"] for e in rulebook.load(RULES).data["schedule_entry"]]
+    where = "at any pipeline size"
+    if answers:
+        at = ", ".join(sorted({f"{k}={v}" for p in answers for k, v in p["at"].items()}))
+        names = ", ".join(sorted({p["function"].rsplit(".", 1)[-1] for p in answers}))
+        where = (f"at {at}, as the run sets it: the P2P sites it meets otherwise (megatron-core's "
+                 f"pipelined inference) run only where a stage predicate ({names}) is False, and "
+                 f"at {at} every rank is the first and the last stage (rules/megatron-core.toml "
+                 f"[[stage_predicate]]), so no pipeline P2P")
     what = (f"{os.path.basename(entry.path)} reaches no pipeline schedule: no call path from it to "
-            f"{', '.join(whats[:-1])} or {whats[-1]}, at any pipeline size (rules/{RULES}.toml "
+            f"{', '.join(whats[:-1])} or {whats[-1]}, {where} (rules/{RULES}.toml "
             f"[[schedule_entry]]; {functions} function(s) walked from it and the {local} local "
             f"module(s) it imports, every call followed or into packages that build no pipeline)")
     return Finding(KIND, "info", what, where=f"{launch.path}:{launch.command_line}",
                    detail={"entry": entry.written, "functions": functions})
 
 
-_ASKED: dict[tuple, tuple[int, int] | None] = {}
+HITS = "hits"  # _unreached: the walk was certain, but met P2P sites outside a schedule
+_ASKED: dict[tuple, tuple[int, int] | str | None] = {}
 
 
-def _unreached(path: str, srcs: list[SourceSet]) -> tuple[int, int] | None:
+def _ask(key: tuple, path: str, srcs: list[SourceSet], answers: tuple[dict, ...]) -> tuple[int, int] | str | None:
+    """_unreached, once per script, releases and stage answers (each setting case and command
+    of a scan asks again)."""
+    full = (*key, tuple(p["function"] for p in answers))
+    if full not in _ASKED:
+        _ASKED[full] = _unreached(path, srcs, answers)
+    return _ASKED[full]
+
+
+def _answers(srcs: list[SourceSet], setting: Callable[[str], Any]) -> tuple[dict, ...]:
+    """The rules' stage predicates (`[[stage_predicate]]` of the releases judged) whose settings
+    `at` the run has, each known and equal."""
+    versions = {s.name: s.version for s in srcs}
+    out = []
+    for framework in versioned():
+        if framework.distribution not in versions:
+            continue
+        for p in files.load(framework.name, versions[str(framework.distribution)]).table("stage_predicate"):
+            if all(setting(k) == v and type(setting(k)) is type(v) for k, v in p["at"].items()):
+                out.append(p)
+    return tuple(out)
+
+
+def _unreached(path: str, srcs: list[SourceSet], answers: tuple[dict, ...]) -> tuple[int, int] | str | None:
     """(local modules, functions walked) where the walk from the script at `path` surely reaches
-    no schedule entry, else None."""
+    no schedule entry, HITS where it surely reaches none but meets P2P sites, else None.
+    `answers`: stage predicates answered as constants, their settings `at` known to the walk."""
     script = Path(path).resolve()
     try:
         text = script.read_text(encoding="utf-8")
@@ -96,7 +137,8 @@ def _unreached(path: str, srcs: list[SourceSet]) -> tuple[int, int] | None:
     program = Program([*local, *srcs])
     try:
         rules = interpreter.load({s.name: s.version for s in srcs})[0]
-        interp = Interpreter(program, {}, rules)
+        rules.symbols = {**rules.symbols, **{p["function"]: {**p, "constant": p["value"]} for p in answers}}
+        interp = Interpreter(program, {k: v for p in answers for k, v in p["at"].items()}, rules)
         interp.stop_at = stops
         code = f"__name__ = '__main__'\n{text}"
         interp.run_module_ir("<entry 0>", build_ir(tree, Source(code), "<entry 0>", False, {}))
@@ -106,10 +148,10 @@ def _unreached(path: str, srcs: list[SourceSet]) -> tuple[int, int] | None:
         program.close()
     if interp.exhausted or program.errors:
         return None
-    if interp.hits:  # P2P of its own outside a schedule (megatron-core's inference at PP > 1)
-        return None
     if not _certain(interp, stops, program):
         return None
+    if interp.hits:  # P2P of its own outside a schedule (megatron-core's inference at PP > 1)
+        return HITS
     return len(closure) - 1, len(interp.nodes)
 
 

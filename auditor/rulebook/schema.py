@@ -64,6 +64,8 @@ TABLES: dict[str, Table] = {
     # The call-graph interpreter (rulebook.interpreter).
     "entry_point": _table(True, "name code", "about launchers source versions unknown when"),
     "symbol": _table(True, "function", "config group returns versions unknown source"),
+    # A function that answers a constant under settings (analysis/schedule_reach.py).
+    "stage_predicate": _table(True, "function at value checked source", "param position default versions unknown"),
     "group": _table(True, "dim size names", "versions unknown source"),
     "config_objects": _table(False, "names", "about"),
     "world_group": _table(False, "qualnames", "about"),
@@ -198,6 +200,8 @@ TYPES: dict[str, dict[str, type]] = {
     "neox_pipeline": {"key": str, "default": int, "dir_options": list, "suffixes": list, "how": dict},
     "env_backend": {"launchers": list, "switches": list, "env_true": list, "not_pipeline": str, "checked": list,
                     "uncovered": dict},
+    "stage_predicate": {"function": str, "at": dict, "value": bool, "checked": list, "param": str,
+                        "position": int, "default": bool},
     "batch_wrapper": {"modules": list, "key": str},
     "container_image": {"image": str, "tag": str, "torch": str, "source": str},
     "config_file": {"kind": str, "launchers": list, "suffixes": list, "sections": list,

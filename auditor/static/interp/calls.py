@@ -91,14 +91,14 @@ class Calls(InterpreterCore):
             self._note_called(callee)
         if isinstance(callee, Func):
             symbol = self.rules.symbols.get(f"{callee.module}.{callee.qualname}")
-            if symbol is not None:
+            if symbol is not None and _answers(symbol, args, kwargs):
                 return self.symbol_value(symbol)
             return self.call_function(callee, args, kwargs, (state, frame))
         if isinstance(callee, Klass):
             return self.construct(callee, args, kwargs, state, frame, text)
         if isinstance(callee, External):
             symbol = self.rules.symbols.get(callee.qualname)
-            if symbol is not None:
+            if symbol is not None and _answers(symbol, args, kwargs):
                 return self.symbol_value(symbol)
             if callee.qualname == "functools.partial" and args:
                 return frozenset(
@@ -184,6 +184,8 @@ class Calls(InterpreterCore):
             raise ReachedStop(name)
 
     def symbol_value(self, symbol: dict[str, Any]) -> frozenset:
+        if "constant" in symbol:  # a stage predicate at the settings it holds under
+            return frozenset({ConstValue(symbol["constant"])})
         if "config" in symbol:
             return frozenset({self.config_value(symbol["config"])})
         if "group" in symbol:
@@ -344,3 +346,18 @@ class Calls(InterpreterCore):
         else:
             values = frozenset({ConstValue(None)})
         return tuple(sorted({describe(v) for v in values}))
+
+
+def _answers(symbol: dict[str, Any], args: list, kwargs: dict) -> bool:
+    """Whether the symbol's answer holds for this call: where it names an argument (`param`,
+    at `position`, `default` when not passed), that argument is surely true; else the body is
+    walked (`is_pipeline_first_stage(ignore_virtual=False)` asks the virtual stage)."""
+    if "param" not in symbol:
+        return True
+    if symbol["param"] in kwargs:
+        values = kwargs[symbol["param"]]
+    elif len(args) > symbol["position"]:
+        values = args[symbol["position"]]
+    else:
+        return bool(symbol["default"])
+    return bool(values) and all(concrete(v) == (True, True) for v in values)
