@@ -21,6 +21,7 @@ from typing import Any
 
 from auditor.bash.values import Field, Symbolic
 from auditor.config.configfiles import Unreadable, load_yaml, unknown_file
+from auditor.config.flags import unresolved
 from auditor.config.frontends.hydra_compose import yaml_text
 from auditor.config.frontends.reader import Reader
 from auditor.config.hydra_compose import Unresolved, at, resolve
@@ -49,6 +50,8 @@ class DotlistConfigReader(Reader):
                          config.command_line, where, env_keys=())
             return
         name, updates, unseen = _options(words[1:], rule)
+        updates = _unknown_words(config, args[1:], updates, unseen, path)
+        unseen = [w for w in unseen if not isinstance(w, Symbolic)]
         if unseen:
             unknown_file(config, f"the config of {config.script}",
                          f"{', '.join(repr(str(w)) for w in unseen)}: not statically a `key=value` override, "
@@ -75,6 +78,9 @@ class DotlistConfigReader(Reader):
             _update(data, key, value)
         tree = resolve(data)
         backend = at(tree, rule["backend_key"])
+        if (config.unknown_words and rule["backend_key"] not in config.unknown_words[-1].after
+                and backend in rule.get("not_pipeline", {})):  # no pipeline only if no word may say so
+            backend = Unresolved(config.unknown_words[-1].text, "a word not known statically may set it")
         said = f"{rule['backend_key']}={yaml_text(backend)} ({file.name} and {len(updates)} override(s))"
         if isinstance(backend, str) and backend in rule.get("not_pipeline", {}):
             config.diagnostics.append(Finding(
@@ -176,6 +182,23 @@ def _options(words: list[Any], rule: dict[str, Any]) -> tuple[Any, list[tuple[st
         else:
             unseen.append(word)
     return name, updates, unseen
+
+
+def _unknown_words(config: LaunchConfig, args: list[Field], updates: list[tuple[str, Any]],
+                   unseen: list[Any], path: str) -> list[tuple[str, Any]]:
+    """Each word not known statically among the overrides (`${EXTRA}`, `${KEY}=x`) is one of
+    the training command's unknown words (flags.unresolved: what it may set is unknown unless an
+    override after it sets it, by its dotted key or its leaf); the updates, unchanged."""
+    keys = [key for key, _ in updates]
+    seen = 0  # overrides read so far: those after a word are keys[seen:]
+    for f in args:
+        if override(f.value) is not None:
+            seen += 1
+        elif isinstance(f.value, Symbolic) and f.value in unseen:
+            word = unresolved(config, f, path, "overrides")
+            if word is not None:
+                word.after = frozenset([*keys[seen:], *(k.rpartition(".")[2] for k in keys[seen:])])
+    return updates
 
 
 def _read(file: Path) -> str:

@@ -1,0 +1,128 @@
+"""One fail-closed rule for a word of the training command not known statically (config.flags
+`unresolved` and `open_settings`): the settings the verdict rests on (rules' [[setting_cases]])
+that such a word may set, those not written after it, are unknown, for every front end; the
+scan then judges them case by case (analysis/settingcases). The script's own arguments (`"$@"`)
+add nothing to the script run as written (`bash SCRIPT`, no arguments), which the header says.
+
+The constructs are those of upstream launch scripts:
+- `${EXTRA_ARGS}` after the flags: NVIDIA/Megatron-LM d98e8a64dd
+  examples/multimodal/nvlm/sft_qwen20_72b_internvit_6b.sh (OPTIONS ... `${EXTRA_ARGS}`, run by
+  `torchrun ... examples/multimodal/train.py ${OPTIONS}`);
+- `$@` last among Hydra overrides: volcengine/verl b178a3cd56 examples/gpg_trainer/run_qwen2-7b_math.sh
+  (`trainer.total_epochs=15 $@`);
+- `${DISTRIBUTED_ARGS}` among torchrun's options: NVIDIA/Megatron-LM core_v0.17.0
+  examples/gpt3/train_gpt3_175b_distributed.sh (`torchrun ${DISTRIBUTED_ARGS[@]} pretrain_gpt.py`).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from auditor.bash.values import Field, Symbolic
+from auditor.config.derive import derive
+from auditor.config.expr import UNKNOWN
+from auditor.config.flags import open_settings
+from auditor.config.frontends.hydra_strategy import judge_strategy
+from auditor.config.launch import parse_launch
+from auditor.config.model import LaunchConfig
+from auditor.config.overrides import read_overrides
+from tests.realscripts.test_verl_strategy import _checkout
+
+HEAD = "#!/bin/bash\n# megatron-core==0.17.0\n# torch==2.10.0\n"
+MODEL = ("--num-layers 24 --hidden-size 1024 --num-attention-heads 16 --micro-batch-size 1 "
+         "--global-batch-size 8 --seq-length 1024 --max-position-embeddings 1024")
+
+
+def _effective(body: str, overrides: dict[str, str] | None = None) -> dict[str, object]:
+    config = parse_launch(HEAD + body, "train.sh")
+    eff = derive(config, {"megatron-core": "0.17.0"}, overrides, "2.10.0")
+    return {k: eff.value(k) for k in ("pipeline_model_parallel_size", "batch_p2p_comm", "variable_seq_lengths")}
+
+
+def test_a_variable_never_set_may_set_what_is_written_before_it() -> None:
+    """PP 4 written before `${EXTRA_ARGS}` could be overridden by it (argparse: the last wins);
+    before this rule the run read PP 4 (and PP 1 where none was written), and could read CLEAN."""
+    values = _effective(f"torchrun --nproc-per-node 8 pretrain_gpt.py --pipeline-model-parallel-size 4 "
+                        f"{MODEL} ${{EXTRA_ARGS}}\n")
+    assert values == dict.fromkeys(values, UNKNOWN)
+
+
+def test_what_is_written_after_the_word_stands() -> None:
+    values = _effective(f"torchrun --nproc-per-node 8 pretrain_gpt.py {MODEL} ${{EXTRA_ARGS}} "
+                        "--pipeline-model-parallel-size 4\n")
+    assert values["pipeline_model_parallel_size"] == 4
+    assert values["batch_p2p_comm"] is UNKNOWN  # no flag after the word states it
+
+
+def test_a_command_substitution_is_such_a_word_and_set_decides_it() -> None:
+    body = f"torchrun --nproc-per-node 8 pretrain_gpt.py {MODEL} $(cat extra_args.txt)\n"
+    assert _effective(body)["pipeline_model_parallel_size"] is UNKNOWN
+    assert _effective(body, {"pipeline_model_parallel_size": "2"})["pipeline_model_parallel_size"] == 2
+
+
+def test_the_scripts_own_arguments_add_nothing_to_the_script_run_as_written() -> None:
+    config = parse_launch(HEAD + f'torchrun --nproc-per-node 8 pretrain_gpt.py {MODEL} "$@"\n', "train.sh")
+    assert config.unknown_words == []
+    [said] = [d for d in config.diagnostics if d.kind == "launch.script-arguments"]
+    assert "`bash train.sh`, with no arguments: `$@` (line 4) adds nothing" in said.message
+    assert not any(d.kind == "launch.unresolved-args" for d in config.diagnostics)
+
+
+def test_a_word_among_the_launchers_options_sets_no_training_setting() -> None:
+    values = _effective("DISTRIBUTED_ARGS=(--nproc-per-node 8)\n"
+                        f"torchrun ${{DISTRIBUTED_ARGS[@]}} $RDZV pretrain_gpt.py {MODEL} "
+                        "--pipeline-model-parallel-size 2\n")
+    assert values["pipeline_model_parallel_size"] == 2 and values["batch_p2p_comm"] is True
+
+
+def test_hydra_overrides_after_the_word_stand() -> None:
+    """verl's `python3 -m verl.trainer.main_ppo a.b=c ... ${EXTRA}`: the word may set any key
+    not overridden after it, its dotted key read as the setting the rules alias it to."""
+    config = parse_launch("python3 -m verl.trainer.main_ppo trainer.total_epochs=15 ${EXTRA} "
+                          "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=2\n", "run.sh")
+    [word] = config.unknown_words
+    assert word.text == "${EXTRA}" and word.after == {"actor_rollout_ref.actor.megatron.pipeline_model_parallel_size"}
+    assert "pipeline_model_parallel_size" not in open_settings(config)
+    assert "batch_p2p_comm" in open_settings(config)
+
+
+def test_scan_judges_the_word_case_by_case_and_names_it(tmp_path: Path) -> None:
+    """With DETAIL on torch 2.10, a run whose `${EXTRA_ARGS}` may set PP > 1 and batched P2P is
+    INCONCLUSIVE naming the word (it read CLEAN at PP 1 before); without DETAIL every case is
+    clean and the headline says it holds whatever the word adds."""
+    body = f"torchrun --nproc-per-node 8 pretrain_gpt.py --tensor-model-parallel-size 2 {MODEL} ${{EXTRA_ARGS}}\n"
+    script = tmp_path / "train.sh"
+    script.write_text(HEAD + "export TORCH_DISTRIBUTED_DEBUG=DETAIL\n" + body)
+    done = subprocess.run([sys.executable, "-m", "auditor", "scan", "--config", str(script)],
+                          capture_output=True, text=True, cwd=tmp_path, check=False)
+    headline = done.stdout.split("\n\n")[1]
+    assert done.returncode == 1 and headline.startswith("INCONCLUSIVE: batch_p2p_comm is not known statically")
+    assert "`${EXTRA_ARGS}` (line 5) may set it" in headline and "decide it with --set batch_p2p_comm=" in headline
+    script.write_text(HEAD + body)
+    done = subprocess.run([sys.executable, "-m", "auditor", "scan", "--config", str(script)],
+                          capture_output=True, text=True, cwd=tmp_path, check=False)
+    headline = " ".join(done.stdout.split("\n\n")[1].split())
+    assert done.returncode == 0 and headline.startswith("CLEAN:")
+    assert "it holds whatever `${EXTRA_ARGS}` adds" in headline
+
+
+def test_a_word_that_may_set_the_strategy_is_never_no_pipeline_run(tmp_path: Path) -> None:
+    """verl on FSDP is NOT A PIPELINE RUN only where no word may set the strategy: `${EXTRA}`
+    could be `actor_rollout_ref.actor.strategy=megatron` unless the strategy is overridden after it."""
+    root = _checkout(tmp_path)
+    script = root / "examples/multiturn/run.sh"
+    script.write_text("python3 -m verl.trainer.main_ppo\n")
+
+    def said(*words: str | Symbolic) -> bool:
+        config = LaunchConfig(path=str(script), launcher="python3 -m verl.trainer.main_ppo", command_line=1)
+        fields = [Field(w, 1, unsplit=isinstance(w, Symbolic)) for w in words]
+        read_overrides(config, fields, str(script))
+        judge_strategy(config, fields, str(script))
+        return any(d.kind == "launch.not-pipeline" for d in config.diagnostics)
+
+    assert said("data.x=1", Symbolic("$@"))  # the script run as written: its arguments add nothing
+    assert not said("data.x=1", Symbolic("${EXTRA}"))
+    strategies = ("actor_rollout_ref.actor.strategy=fsdp", "critic.strategy=fsdp", "reward_model.strategy=fsdp")
+    assert said(*strategies) and said(Symbolic("${EXTRA}"), *strategies)  # overridden after the word
