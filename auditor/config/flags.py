@@ -7,7 +7,7 @@ from __future__ import annotations
 import difflib
 import re
 
-from auditor.bash.values import Field, Scalar, Symbolic, join
+from auditor.bash.values import Field, Scalar, Symbolic, join, segments
 from auditor.config.model import Flag, LaunchConfig, UnknownWord
 from auditor.findings import Finding
 from auditor.rulebook import files
@@ -58,7 +58,9 @@ def unresolved(config: LaunchConfig, f: Field, path: str, where: str,
                f"whatever {'it adds' if len(values) == 1 else 'they add'}: {listed(before)}"
                if before else "")
     named = listed(values)
-    settles = where in WORDS_SET
+    # Only a word wholly unknown (`${EXTRA}`, `$(cat x)`): one with known text (a path
+    # `$BASE_DIR/data.jsonl`) is an argument, not a way to add flags.
+    settles = where in WORDS_SET and all(unknown for _, unknown in segments(f.value))
     judged = ("; the settings the verdict rests on that it may set are judged at each of their values "
               "(rules' [[setting_cases]])" if settles else "")
     config.diagnostics.append(Finding(

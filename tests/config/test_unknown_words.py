@@ -126,3 +126,11 @@ def test_a_word_that_may_set_the_strategy_is_never_no_pipeline_run(tmp_path: Pat
     assert not said("data.x=1", Symbolic("${EXTRA}"))
     strategies = ("actor_rollout_ref.actor.strategy=fsdp", "critic.strategy=fsdp", "reward_model.strategy=fsdp")
     assert said(*strategies) and said(Symbolic("${EXTRA}"), *strategies)  # overridden after the word
+
+
+def test_a_word_with_known_text_is_an_argument_not_added_flags() -> None:
+    """THUDM/slime 624b824a89 scripts/run-deepseek-r1.sh: `--eval-prompt-data aime
+    $BASE_DIR/rl_data/aime-2024.jsonl`: a path with an unknown prefix adds no flags."""
+    config = parse_launch(HEAD + f"torchrun --nproc-per-node 8 pretrain_gpt.py {MODEL} "
+                          "--data-path $BASE_DIR/rl_data/aime-2024.jsonl $BASE_DIR/x.jsonl\n", "train.sh")
+    assert config.unknown_words == [] and open_settings(config) == {}
