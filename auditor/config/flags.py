@@ -58,9 +58,7 @@ def unresolved(config: LaunchConfig, f: Field, path: str, where: str,
                f"whatever {'it adds' if len(values) == 1 else 'they add'}: {listed(before)}"
                if before else "")
     named = listed(values)
-    # Only a word wholly unknown (`${EXTRA}`, `$(cat x)`): one with known text (a path
-    # `$BASE_DIR/data.jsonl`) is an argument, not a way to add flags.
-    settles = where in WORDS_SET and all(unknown for _, unknown in segments(f.value))
+    settles = where in WORDS_SET and wholly_unknown(f.value)
     judged = ("; the settings the verdict rests on that it may set are judged at each of their values "
               "(rules' [[setting_cases]])" if settles else "")
     config.diagnostics.append(Finding(
@@ -75,6 +73,14 @@ def unresolved(config: LaunchConfig, f: Field, path: str, where: str,
     word = UnknownWord(str(f.value), f.line)
     config.unknown_words.append(word)
     return word
+
+
+def wholly_unknown(value: Scalar) -> bool:
+    """A word that may stand for any argument: unknown throughout (`${EXTRA}`, `$(cat x)`), or an
+    override whose key is not known (`${KEY}=fsdp`). One with known text and no `=` (a path,
+    `$BASE_DIR/data.jsonl`) is an argument, not a way to add flags."""
+    pieces = segments(value)
+    return pieces[0][1] and all(unknown or "=" in text for text, unknown in pieces[1:2])
 
 
 # What an unknown word adds where it stands among the training command's own arguments (the

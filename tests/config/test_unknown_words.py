@@ -28,6 +28,7 @@ from auditor.config.frontends.hydra_strategy import judge_strategy
 from auditor.config.launch import parse_launch
 from auditor.config.model import LaunchConfig
 from auditor.config.overrides import read_overrides
+from tests.config.test_hf_config_file import lf_tree
 from tests.realscripts.test_verl_strategy import _checkout
 
 HEAD = "#!/bin/bash\n# megatron-core==0.17.0\n# torch==2.10.0\n"
@@ -134,3 +135,18 @@ def test_a_word_with_known_text_is_an_argument_not_added_flags() -> None:
     config = parse_launch(HEAD + f"torchrun --nproc-per-node 8 pretrain_gpt.py {MODEL} "
                           "--data-path $BASE_DIR/rl_data/aime-2024.jsonl $BASE_DIR/x.jsonl\n", "train.sh")
     assert config.unknown_words == [] and open_settings(config) == {}
+
+
+def test_a_positional_config_files_overrides_follow_the_same_rule(tmp_path: Path) -> None:
+    """LLaMA-Factory's `src/train.py examples/megatron/qwen3_moe_full.yaml key=value ...`
+    (hiyouga/LLaMA-Factory ff6d4d12ee, tests/config/test_hf_config_file.py): `${EXTRA}` after the
+    file may set the settings the verdict rests on, not every key of the file; `$@` adds nothing."""
+    launch = "USE_MCA=1 torchrun --nproc_per_node 8 src/train.py examples/megatron/qwen3_moe_full.yaml"
+    words = parse_launch(lf_tree(tmp_path, f"{launch} ${{EXTRA}} pipeline_model_parallel_size=2").read_text(),
+                         str(tmp_path / "run.sh"))
+    assert [w.text for w in words.unknown_words] == ["${EXTRA}"]
+    assert words.flags["expert_model_parallel_size"].value == "2"  # the file's, as written
+    assert "pipeline_model_parallel_size" not in open_settings(words) and "batch_p2p_comm" in open_settings(words)
+    (tmp_path / "run.sh").write_text(f'{launch} "$@"\n')
+    arguments = parse_launch((tmp_path / "run.sh").read_text(), str(tmp_path / "run.sh"))
+    assert arguments.unknown_words == [] and arguments.flags["pipeline_model_parallel_size"].value == "4"
