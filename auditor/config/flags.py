@@ -58,7 +58,7 @@ def unresolved(config: LaunchConfig, f: Field, path: str, where: str,
                f"whatever {'it adds' if len(values) == 1 else 'they add'}: {listed(before)}"
                if before else "")
     named = listed(values)
-    settles = where in WORDS_SET and wholly_unknown(f.value)
+    settles = where in WORDS_SET and wholly_unknown(f.value, config.text)
     judged = ("; the settings the verdict rests on that it may set are judged at each of their values "
               "(rules' [[setting_cases]])" if settles else "")
     config.diagnostics.append(Finding(
@@ -75,12 +75,27 @@ def unresolved(config: LaunchConfig, f: Field, path: str, where: str,
     return word
 
 
-def wholly_unknown(value: Scalar) -> bool:
-    """A word that may stand for any argument: unknown throughout (`${EXTRA}`, `$(cat x)`), or an
-    override whose key is not known (`${KEY}=fsdp`). One with known text and no `=` (a path,
-    `$BASE_DIR/data.jsonl`) is an argument, not a way to add flags."""
+def wholly_unknown(value: Scalar, script: str) -> bool:
+    """A word that may stand for any argument: unknown throughout, and a command substitution
+    (`$(cat x)`) or a variable the script (`script`, its text) never assigns (`${EXTRA}`, `$1`),
+    or an override whose key is such a word (`${KEY}=fsdp`). A path with known text
+    (`$BASE_DIR/data.jsonl`) is an argument; a variable the script assigns where this reading
+    cannot tell which branch ran (`if ...; then ARGS+=(...)`) is read as written, with the warning."""
     pieces = segments(value)
-    return pieces[0][1] and all(unknown or "=" in text for text, unknown in pieces[1:2])
+    if not pieces[0][1] or not all(unknown or "=" in text for text, unknown in pieces[1:2]):
+        return False
+    head = pieces[0][0]
+    if head.startswith(("$(", "`")):
+        return True
+    m = _NAMED.match(head)
+    if m is not None and m.group(1).isdigit():  # `$1`: only `set --` gives the script's arguments
+        return re.search(r"\bset\s+--", script) is None
+    return m is not None and re.search(
+        rf"(?<![\w$]){re.escape(m.group(1))}(\[[^\]]*\])?\+?=|\b(read|for|mapfile|readarray)\b[^\n;]*\b"
+        rf"{re.escape(m.group(1))}\b", script) is None
+
+
+_NAMED = re.compile(r"\$\{?[#!]?([A-Za-z_]\w*|\d+)")
 
 
 # What an unknown word adds where it stands among the training command's own arguments (the

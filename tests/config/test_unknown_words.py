@@ -150,3 +150,16 @@ def test_a_positional_config_files_overrides_follow_the_same_rule(tmp_path: Path
     (tmp_path / "run.sh").write_text(f'{launch} "$@"\n')
     arguments = parse_launch((tmp_path / "run.sh").read_text(), str(tmp_path / "run.sh"))
     assert arguments.unknown_words == [] and arguments.flags["pipeline_model_parallel_size"].value == "4"
+
+
+def test_a_variable_the_script_assigns_on_a_branch_is_read_as_written() -> None:
+    """NVIDIA/Megatron-LM d98e8a64dd examples/mixtral/train_mixtral_8x7b_distributed.sh:
+    `LOGGING_ARGS+=(--wandb-project ...)` under `if [ -n "${WANDB_API_KEY}" ]`: the script
+    assigns it (this reading cannot tell which branch ran), so it is no word wholly unknown:
+    PP 4 written before it stands, with the warning."""
+    body = ("PAR=(--pipeline-model-parallel-size 4)\nLOG=(--log-interval 1)\n"
+            'if [ -n "${WANDB_API_KEY}" ]; then\n    LOG+=(--wandb-project x)\nfi\n'
+            f"torchrun --nproc-per-node 8 pretrain_gpt.py {MODEL} ${{PAR[@]}} ${{LOG[@]}}\n")
+    config = parse_launch(HEAD + body, "train.sh")
+    assert any(d.kind == "launch.unresolved-args" for d in config.diagnostics) and config.unknown_words == []
+    assert _effective(body)["pipeline_model_parallel_size"] == 4

@@ -21,7 +21,7 @@ from typing import Any
 
 from auditor.bash.values import Field, Symbolic
 from auditor.config.configfiles import Unreadable, load_yaml, unknown_file
-from auditor.config.flags import unresolved
+from auditor.config.flags import SCRIPT_ARGUMENTS, unresolved, wholly_unknown
 from auditor.config.frontends.hydra_compose import yaml_text
 from auditor.config.frontends.reader import Reader
 from auditor.config.hydra_compose import Unresolved, at, resolve
@@ -50,8 +50,7 @@ class DotlistConfigReader(Reader):
                          config.command_line, where, env_keys=())
             return
         name, updates, unseen = _options(words[1:], rule)
-        updates = _unknown_words(config, args[1:], updates, unseen, path)
-        unseen = [w for w in unseen if not isinstance(w, Symbolic)]
+        unseen = _unknown_words(config, args[1:], updates, unseen, path)
         if unseen:
             unknown_file(config, f"the config of {config.script}",
                          f"{', '.join(repr(str(w)) for w in unseen)}: not statically a `key=value` override, "
@@ -185,20 +184,24 @@ def _options(words: list[Any], rule: dict[str, Any]) -> tuple[Any, list[tuple[st
 
 
 def _unknown_words(config: LaunchConfig, args: list[Field], updates: list[tuple[str, Any]],
-                   unseen: list[Any], path: str) -> list[tuple[str, Any]]:
-    """Each word not known statically among the overrides (`${EXTRA}`, `${KEY}=x`) is one of
-    the training command's unknown words (flags.unresolved: what it may set is unknown unless an
-    override after it sets it, by its dotted key or its leaf); the updates, unchanged."""
+                   unseen: list[Any], path: str) -> list[Any]:
+    """Each word wholly unknown among the overrides (`${EXTRA}`, `${KEY}=x`) is one of the
+    training command's unknown words (flags.unresolved: what it may set is unknown unless an
+    override after it sets it, by its dotted key or its leaf); `"$@"` adds nothing. The words
+    still unseen: each may set anything, said by the caller."""
     keys = [key for key, _ in updates]
     seen = 0  # overrides read so far: those after a word are keys[seen:]
+    left = list(unseen)
     for f in args:
-        if override(f.value) is not None:
+        if override(f.value) is not None and f.value not in unseen:
             seen += 1
-        elif isinstance(f.value, Symbolic) and f.value in unseen:
+        elif isinstance(f.value, Symbolic) and f.value in unseen and (
+                str(f.value) in SCRIPT_ARGUMENTS or wholly_unknown(f.value, config.text)):
+            left.remove(f.value)
             word = unresolved(config, f, path, "overrides")
             if word is not None:
                 word.after = frozenset([*keys[seen:], *(k.rpartition(".")[2] for k in keys[seen:])])
-    return updates
+    return left
 
 
 def _read(file: Path) -> str:
