@@ -25,7 +25,6 @@ from typing import Any
 from auditor.analysis import causes as causes_of
 from auditor.analysis import commandcases, settingcases
 from auditor.analysis.sitestatus import SiteStatus
-from auditor.config.flags import WORDS_SET
 from auditor.config.runconfig import RunConfig
 from auditor.config.torch_version import span
 from auditor.errors import EXIT_FINDINGS, EXIT_OK
@@ -261,7 +260,7 @@ def _whatever_added(doc: dict[str, Any]) -> str:
     """Where words not known statically may set the settings the cases judged over
     (config.flags.open_settings): the verdict holds whatever they add."""
     words = [v for f in doc.get("findings", []) if f.get("kind") == "launch.unresolved-args"
-             and (f.get("detail") or {}).get("adds") in WORDS_SET for v in f["detail"]["values"]]
+             for v in (f.get("detail") or {}).get("open", [])]
     return (f"; it holds whatever {', '.join(f'`{w}`' for w in words)} "
             f"{'adds' if len(words) == 1 else 'add'}" if words else "")
 

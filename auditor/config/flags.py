@@ -47,27 +47,27 @@ def unresolved(config: LaunchConfig, f: Field, path: str, where: str,
     if str(f.value) in SCRIPT_ARGUMENTS:
         _script_arguments(config, f, path)
         return None
+    settles = where in WORDS_SET and wholly_unknown(f.value, config.text)
     same = next((d for d in config.diagnostics if d.kind == "launch.unresolved-args"
                  and d.where == at and d.detail.get("adds") == where), None)
+    values, before, opened = [str(f.value)], before or [], []
     if same is not None:
         values, before = [*same.detail["values"], str(f.value)], same.detail["before"]
+        opened = list(same.detail["open"])
         config.diagnostics.remove(same)
-    else:
-        values, before = [str(f.value)], before or []
+    opened += [str(f.value)] if settles else []
     shadows = (f"; written before {'it' if len(values) == 1 else 'them'}, and so overridden by "
                f"whatever {'it adds' if len(values) == 1 else 'they add'}: {listed(before)}"
                if before else "")
-    named = listed(values)
-    settles = where in WORDS_SET and wholly_unknown(f.value, config.text)
-    judged = ("; the settings the verdict rests on that it may set are judged at each of their values "
-              "(rules' [[setting_cases]])" if settles else "")
+    judged = (f"; what {listed(opened)} may set of the settings the verdict rests on is judged at each of "
+              "their values (rules' [[setting_cases]])" if opened else "")
     config.diagnostics.append(Finding(
         "launch.unresolved-args", "warning",
-        f"{named} {'is' if len(values) == 1 else 'are'} not known statically and may add {where} "
+        f"{listed(values)} {'is' if len(values) == 1 else 'are'} not known statically and may add {where} "
         f"that this audit cannot see{shadows}{judged}",
-        fix=("--set KEY=VALUE gives a setting it sets, or set the variable in the script" if settles
+        fix=("--set KEY=VALUE gives a setting it sets, or set the variable in the script" if opened
              else "set the variable in the script, or pass its value to the audit"), where=at,
-        detail={"values": values, "before": before, "adds": where}))
+        detail={"values": values, "before": before, "adds": where, "open": opened}))
     if not settles:
         return None
     word = UnknownWord(str(f.value), f.line)
