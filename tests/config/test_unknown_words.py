@@ -20,6 +20,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from auditor.bash.values import Field, Symbolic
 from auditor.config.derive import derive
 from auditor.config.expr import UNKNOWN
@@ -89,6 +91,8 @@ def test_hydra_overrides_after_the_word_stand() -> None:
     assert "batch_p2p_comm" in open_settings(config)
 
 
+@pytest.mark.wheels  # megatron-core 0.17.0, downloaded once into the cache
+@pytest.mark.heavy  # two scans, each over up to 15 cases (~40 s on a loaded machine)
 def test_scan_judges_the_word_case_by_case_and_names_it(tmp_path: Path) -> None:
     """With DETAIL on torch 2.10, a run whose `${EXTRA_ARGS}` may set PP > 1 and batched P2P is
     INCONCLUSIVE naming the word (it read CLEAN at PP 1 before); without DETAIL every case is
