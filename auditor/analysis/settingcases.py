@@ -87,12 +87,12 @@ def holds_words(basis: dict[str, Any]) -> str:
     stop = f"; at {', '.join(stops)} the run does not start" if stops else ""
     every = judged(basis)
     if len(every) == 1:
-        return (f"Holds for any {basis['key']} (none stated: judged at {_values(basis)}: {basis['why']}"
+        return (f"Holds for any {basis['key']} (none known: judged at {_values(basis)}: {basis['why']}"
                 f"{stop}; --set {basis['key']}={placeholder(basis)} gives the run's)")
     keys = [b["key"] for b in every]
     sets = ", ".join(f"--set {b['key']}={placeholder(b)}" for b in every)
     inner = "; ".join(f"{b['key']} at {_values(b)} where a case left it open: {b['why']}" for b in every[1:])
-    return (f"Holds for any {', '.join(keys[:-1])} and {keys[-1]} (none stated: judged at "
+    return (f"Holds for any {', '.join(keys[:-1])} and {keys[-1]} (none known: judged at "
             f"{basis['key']} {_values(basis)}: {basis['why']}{stop}; then {inner}; "
             f"{sets} give the run's)")
 

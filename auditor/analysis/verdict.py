@@ -235,7 +235,7 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
     if status in ("clean", "findings") and release_basis.get("free"):
         head += f" {releases_words(release_basis)}."
     if status != "inconclusive" and cases and settingcases.settled(cases):
-        head += f" {settingcases.holds_words(cases)}."
+        head += f" {settingcases.holds_words(cases)}{_whatever_added(doc)}."
     if run.command_basis:
         head += f" {commandcases.words(run.command_basis)}."
     would = [f for f in doc.get("findings", []) if f.get("kind") in ("replay-would-hang",
@@ -254,6 +254,15 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
     deadlock = ((doc.get("run") or {}).get("waitfor") or {}).get("deadlock")
     return RunVerdict(status, head, undecided, len(bad), len(errors), len(quiet), deadlock, startup,
                       causes, advisory)
+
+
+def _whatever_added(doc: dict[str, Any]) -> str:
+    """Where words not known statically may set the settings the cases judged over
+    (config.flags.open_settings): the verdict holds whatever they add."""
+    words = [v for f in doc.get("findings", []) if f.get("kind") == "launch.unresolved-args"
+             for v in (f.get("detail") or {}).get("open", [])]
+    return (f"; it holds whatever {', '.join(f'`{w}`' for w in words)} "
+            f"{'adds' if len(words) == 1 else 'add'}" if words else "")
 
 
 def _no_schedule(doc: dict[str, Any], said: RunVerdict) -> RunVerdict:

@@ -41,6 +41,26 @@ _DIRNAME_OF_VAR = re.compile(r"dirname(?: --)? \$(?:([A-Za-z_][A-Za-z0-9_]*)|\{(
 _PWD = re.compile(r"(?:`|\$\()\s*pwd(?:\s+-[LP])?\s*(?:`|\))")
 
 
+# `$(seq LAST)`, `$(seq FIRST LAST)`, `$(seq FIRST INCR LAST)` on integer literals: known text
+# (slime's `--sglang-cuda-graph-bs 1 2 4 8 $(seq 16 8 256)`), at most this many numbers.
+_SEQ = re.compile(r"\s*seq((?:\s+-?[0-9]+){1,3})\s*")
+SEQ_MOST = 4096
+
+
+def _seq(command: str) -> str | None:
+    """What `$(seq ...)` gives for integer literals, one number a line; None for any other command."""
+    m = _SEQ.fullmatch(command)
+    if m is None:
+        return None
+    numbers = [int(n) for n in m.group(1).split()]
+    first, step, last = (1, 1, numbers[0]) if len(numbers) == 1 else (
+        (numbers[0], 1, numbers[1]) if len(numbers) == 2 else tuple(numbers))
+    if step == 0 or (last - first) // step + 1 > SEQ_MOST:
+        return None
+    # bash drops a command substitution's trailing newlines
+    return "\n".join(str(n) for n in range(first, last + (1 if step > 0 else -1), step))
+
+
 class Expander:
     """The variables of a script (assigned, inherited through `environ`, read) and the expansion
     of words against them."""
@@ -139,6 +159,8 @@ class Expander:
             elif part.kind == "cmd" and self.cwd is not None and _PWD.fullmatch(part.src):
                 self.cwd_read.append(part.line)
                 self._emit(self.cwd, part.line, part.quoted, out)
+            elif part.kind == "cmd" and (numbers := _seq(part.text)) is not None:
+                self._emit(numbers, part.line, part.quoted, out)
             elif part.kind == "cmd":
                 where = self._script_dir(part.text)
                 if where is None:

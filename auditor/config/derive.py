@@ -46,6 +46,7 @@ from auditor.config.across_torch import merge_across_torch
 from auditor.config.coerce import coerce
 from auditor.config.effective import EffectiveConfig, Value, env_value
 from auditor.config.envread import readers
+from auditor.config.flags import open_settings
 from auditor.config.frontends.checkout_args import Given, arg_from_checkout
 from auditor.config.expr import (
     UNKNOWN,
@@ -102,6 +103,7 @@ def derive(
                     f"{launch.path}:{launch.command_line}: {launch.launcher}",
                     f"{launch.path}:{launch.command_line}", (launch.command_line,))
         deriver.pin_overrides(overrides or {})
+        deriver.pin_open(open_settings(launch))
         deriver.launch_inputs()
         deriver.model_sizes()
         deriver.run()
@@ -216,6 +218,14 @@ class _Deriver:
             value = coerce(text, self.arg_types.get(key, "auto"), f"--set {key}", None)
             self.values[key] = Value(value, f"--set {key}={text}", "--set", (f"--set {key}={text}",))
             self.pinned.add(key)
+
+    def pin_open(self, settings: dict[str, tuple[str, int]]) -> None:
+        """Settings a word not known statically may set (config.flags.open_settings): unknown,
+        whatever the rules derive, unless --set gives them."""
+        for key, (why, line) in settings.items():
+            if key not in self.pinned:
+                self.values[key] = Value(UNKNOWN, why, self.launch.path, (why,), (line,))
+                self.pinned.add(key)
 
     def launch_inputs(self) -> None:
         path = self.launch.path

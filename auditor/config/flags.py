@@ -7,9 +7,10 @@ from __future__ import annotations
 import difflib
 import re
 
-from auditor.bash.values import Field, Scalar, Symbolic, join
-from auditor.config.model import Flag, LaunchConfig
+from auditor.bash.values import Field, Scalar, Symbolic, join, segments
+from auditor.config.model import Flag, LaunchConfig, UnknownWord
 from auditor.findings import Finding
+from auditor.rulebook import files
 from auditor.rulebook.launchers import Spelling
 
 _NUMBER = re.compile(r"-\.?[0-9]")
@@ -28,28 +29,120 @@ def is_option(value: Scalar) -> bool:
             and not _NUMBER.match(value))
 
 
-def unresolved(config: LaunchConfig, f: Field, path: str, where: str, before: list[str] | None = None) -> None:
-    """A value not known statically may hide further arguments: say so, with its line and the
-    flags written before it, which an argument it adds would override (argparse: the last wins).
-    Several on one command line are one finding: one cause, however many variables."""
+# The script's own arguments as a word: the audit reads the script as `bash SCRIPT` is run, with
+# no arguments (scan takes none), so they add nothing; the header says so (launch.script-arguments).
+SCRIPT_ARGUMENTS = ("$@", "${@}", "$*", "${*}")
+
+
+def unresolved(config: LaunchConfig, f: Field, path: str, where: str,
+               before: list[str] | None = None) -> UnknownWord | None:
+    """A word not known statically where an argument may stand (`${EXTRA}`, `$(cat x)`, `$1`)
+    may add arguments: say so, with its line and the flags written before it, which an argument
+    it adds would override (argparse: the last wins). Several on one command line are one
+    finding. A word of the training command's own arguments (`where` "flags" or "overrides") is
+    recorded (`config.unknown_words`, the word returned for its reader to say what is written
+    after it): the settings the verdict rests on that it may set are unknown (open_settings).
+    The script's own arguments (`"$@"`) add nothing to the script run as written."""
     at = f"{path}:{f.line}"
+    if str(f.value) in SCRIPT_ARGUMENTS:
+        _script_arguments(config, f, path)
+        return None
+    settles = where in WORDS_SET and wholly_unknown(f.value, config.text)
     same = next((d for d in config.diagnostics if d.kind == "launch.unresolved-args"
                  and d.where == at and d.detail.get("adds") == where), None)
+    values, before, opened = [str(f.value)], before or [], []
     if same is not None:
         values, before = [*same.detail["values"], str(f.value)], same.detail["before"]
+        opened = list(same.detail["open"])
         config.diagnostics.remove(same)
-    else:
-        values, before = [str(f.value)], before or []
+    opened += [str(f.value)] if settles else []
     shadows = (f"; written before {'it' if len(values) == 1 else 'them'}, and so overridden by "
                f"whatever {'it adds' if len(values) == 1 else 'they add'}: {listed(before)}"
                if before else "")
-    named = listed(values)
+    judged = (f"; what {listed(opened)} may set of the settings the verdict rests on is judged at each of "
+              "their values (rules' [[setting_cases]])" if opened else "")
     config.diagnostics.append(Finding(
         "launch.unresolved-args", "warning",
-        f"{named} {'is' if len(values) == 1 else 'are'} not known statically and may add {where} "
-        f"that this audit cannot see{shadows}",
-        fix="set the variable in the script, or pass its value to the audit", where=at,
-        detail={"values": values, "before": before, "adds": where}))
+        f"{listed(values)} {'is' if len(values) == 1 else 'are'} not known statically and may add {where} "
+        f"that this audit cannot see{shadows}{judged}",
+        fix=("--set KEY=VALUE gives a setting it sets, or set the variable in the script" if opened
+             else "set the variable in the script, or pass its value to the audit"), where=at,
+        detail={"values": values, "before": before, "adds": where, "open": opened}))
+    if not settles:
+        return None
+    word = UnknownWord(str(f.value), f.line)
+    config.unknown_words.append(word)
+    return word
+
+
+def wholly_unknown(value: Scalar, script: str) -> bool:
+    """A word that may stand for any argument: unknown throughout, and a command substitution
+    (`$(cat x)`) or a variable the script (`script`, its text) never assigns (`${EXTRA}`, `$1`),
+    or an override whose key is such a word (`${KEY}=fsdp`). A path with known text
+    (`$BASE_DIR/data.jsonl`) is an argument; a variable the script assigns where this reading
+    cannot tell which branch ran (`if ...; then ARGS+=(...)`) is read as written, with the warning."""
+    pieces = segments(value)
+    if not pieces[0][1] or not all(unknown or "=" in text for text, unknown in pieces[1:2]):
+        return False
+    head = pieces[0][0]
+    if head.startswith(("$(", "`")):
+        return True
+    m = _NAMED.match(head)
+    if m is not None and m.group(1).isdigit():  # `$1`: only `set --` gives the script's arguments
+        return re.search(r"\bset\s+--", script) is None
+    return m is not None and re.search(
+        rf"(?<![\w$]){re.escape(m.group(1))}(\[[^\]]*\])?\+?=|\b(read|for|mapfile|readarray)\b[^\n;]*\b"
+        rf"{re.escape(m.group(1))}\b", script) is None
+
+
+_NAMED = re.compile(r"\$\{?[#!]?([A-Za-z_]\w*|\d+)")
+
+
+# What an unknown word adds where it stands among the training command's own arguments (the
+# settings of the run), not a launcher's options (torchrun's: the world size, said on its own).
+WORDS_SET = ("flags", "overrides")
+
+
+def _script_arguments(config: LaunchConfig, f: Field, path: str) -> None:
+    if any(d.kind == "launch.script-arguments" for d in config.diagnostics):
+        return
+    name = path.rpartition("/")[2] or path
+    config.diagnostics.append(Finding(
+        "launch.script-arguments", "info",
+        f"`bash {name}`, with no arguments: `{f.value}` (line {f.line}) adds nothing (scan takes no "
+        "script arguments)",
+        fix="--command 'THE TRAINING LINE WITH THEM' judges a run given arguments", where=f"{path}:{f.line}"))
+
+
+def open_settings(config: LaunchConfig) -> dict[str, tuple[str, int]]:
+    """The settings the verdict rests on (rules' [[setting_cases]] keys) that a word not known
+    statically may set: those not written after the last such word (argparse and Hydra: the last
+    wins), each with why and the word's line. One rule for every front end."""
+    if not config.unknown_words:
+        return {}
+    last = config.unknown_words[-1]
+    stated = {s for key in last.after for s in _settings_of(key)}
+    words = listed([w.text for w in config.unknown_words], 3)
+    why = (f"{words} (line {last.line}) may set it"
+           + (f" ({listed(sorted(last.after), 4)} written after it stand)" if last.after else ""))
+    return {key: (why, last.line) for key in _case_keys() if key not in stated}
+
+
+def _case_keys() -> list[str]:
+    """Every [[setting_cases]] key of the rules, in order."""
+    keys: list[str] = []
+    for name in files.names():
+        keys += [e["key"] for e in files.load(name).data.get("setting_cases", []) if e["key"] not in keys]
+    return keys
+
+
+def _settings_of(key: str) -> set[str]:
+    """The settings a reader's key states: itself, and each [[arg]] that names it as an alias
+    (verl's `actor_rollout_ref.actor.megatron.pipeline_model_parallel_size`)."""
+    out = {key, key.rpartition(".")[2]}
+    for name in files.names():
+        out |= {a["key"] for a in files.load(name).data.get("arg", []) if key in a.get("aliases", [])}
+    return out
 
 
 def listed(spellings: list[str], most: int = 8) -> str:
@@ -85,12 +178,16 @@ def read_flags(config: LaunchConfig, args: list[Field], spelling: Spelling, path
     single: str | None = None  # the last Megatron-LM flag that took its one value, as written
     written_so_far: list[str] = []  # flags in order, for what an unknown word could override
     unknown_values: list[tuple[str, Field, list[str]]] = []
+    order: list[str] = []  # every flag's name as written, in order: what stands after a word
+    opened: list[tuple[UnknownWord, int]] = []
     k = 0
     while k < len(args):
         f = args[k]
         k += 1
         if isinstance(f.value, Symbolic):
-            unresolved(config, f, path, "flags", written_so_far if f.unsplit else None)
+            word = unresolved(config, f, path, "flags", written_so_far if f.unsplit else None)
+            if word is not None:
+                opened.append((word, len(order)))
             config.positionals.append(f.value)
             single = None
             continue
@@ -114,7 +211,8 @@ def read_flags(config: LaunchConfig, args: list[Field], spelling: Spelling, path
         takes_value = entry is None or entry["action"] == "store"
         if not eq and takes_value:
             while k < len(args) and not is_option(args[k].value):
-                if isinstance(args[k].value, Symbolic) and args[k].unsplit and values:
+                if isinstance(args[k].value, Symbolic) and values and (
+                        args[k].unsplit or str(args[k].value) in SCRIPT_ARGUMENTS):  # "$@": words
                     break
                 values.append(args[k].value)
                 if isinstance(args[k].value, Symbolic) and args[k].unsplit:
@@ -152,10 +250,13 @@ def read_flags(config: LaunchConfig, args: list[Field], spelling: Spelling, path
                 f"`{value}`, wins" + ("" if same else f" over `{previous.value}`"),
                 fix="keep one", where=f"{path}:{f.line}"))
         config.flags[name] = Flag(name, value, f.line, written, tuple(values))
+        order.append(name)
         if written not in written_so_far:
             written_so_far.append(str(written))
         single = (f"{written} {values[0]}" if entry is not None and entry["action"] == "store" and not eq
                   and "nargs" not in entry and values else None)
+    for word, at in opened:
+        word.after = frozenset(order[at:])
     _unknown_values(config, unknown_values, path)
 
 

@@ -22,9 +22,9 @@ from typing import Any
 
 from auditor.bash.values import Field, Symbolic
 from auditor.config.configfiles import Unreadable, flag_keys, load_file, unknown_file
-from auditor.config.flags import listed
+from auditor.config.flags import SCRIPT_ARGUMENTS, listed, unresolved, wholly_unknown
 from auditor.config.frontend_parser import find_script
-from auditor.config.model import Flag, LaunchConfig
+from auditor.config.model import Flag, LaunchConfig, UnknownWord
 from auditor.findings import Finding
 from auditor.rulebook import files
 from auditor.rulebook.frameworks import launched_by
@@ -103,15 +103,24 @@ def _text(value: Any) -> str:
 
 def _overrides(config: LaunchConfig, words: list[Field], name: str, path: str) -> None:
     """`key=value` words after the file override its keys (OmegaConf.from_cli); any other word is
-    no override: a word not known statically may set any key, an option word names a key whose
-    value is then unknown (parse_dict rejects the option as a key of its own)."""
+    no override: a word not known statically is the training command's unknown word
+    (flags.unresolved), an option word names a key whose value is then unknown (parse_dict
+    rejects the option as a key of its own)."""
+    opened: list[tuple[UnknownWord, int]] = []
+    order: list[str] = []
     for word in words:
         value = word.value
+        if not isinstance(value, str) and (str(value) in SCRIPT_ARGUMENTS or wholly_unknown(value, config.text)):
+            said = unresolved(config, word, path, "overrides")  # the one rule: flags.open_settings
+            if said is not None:
+                opened.append((said, len(order)))
+            continue
         if isinstance(value, str) and "=" in value and not value.startswith("-"):
             key, _, given = value.partition("=")
             top = key.split(".")[0]
             config.flags[top] = (Flag(key, given, word.line, value, (given,)) if top == key else
                                  Flag(top, Symbolic(f"{value}: a nested override"), word.line, value))
+            order.append(top)
             continue
         keys = (flag_keys(config.launcher) if not isinstance(value, str)
                 else [value.lstrip("-").replace("-", "_")] if value.startswith("-") else [])
@@ -125,6 +134,8 @@ def _overrides(config: LaunchConfig, words: list[Field], name: str, path: str) -
                 f"those): {listed(keys, 4)} unknown",
                 fix="write it as KEY=VALUE, or give the setting with --set KEY=VALUE",
                 where=f"{path}:{word.line}"))
+    for said, at in opened:
+        said.after = frozenset(order[at:])
 
 
 def unread_positional(config: LaunchConfig, args: list[Field], path: str, spelling: Spelling) -> None:

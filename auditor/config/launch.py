@@ -365,6 +365,7 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
     config.wrapper = [f.value for f in chosen.wrapper]
     config.launch_dir = chosen.cwd
     config.env = _environment(shell, chosen)
+    config.text = "\n".join(shell.lines)  # what a reader asks of the script (flags.wholly_unknown)
     args = chosen.args
     reader = for_style(launcher["style"])
     if launcher.get("program"):

@@ -26,6 +26,18 @@ class Flag:
 
 
 @dataclass
+class UnknownWord:
+    """A word of the training command not known statically where an argument may stand
+    (`${EXTRA_ARGS}`, `$(cat args.txt)`, `$1`), and the settings written after it on the same
+    command (`after`, its reader's keys), which it cannot override (argparse and Hydra: the
+    last wins)."""
+
+    text: str
+    line: int
+    after: frozenset[str] = frozenset()
+
+
+@dataclass
 class LaunchConfig:
     path: str
     launcher: str  # e.g. "megatron sft", "swift sft", "torchrun pretrain_gpt.py"
@@ -68,6 +80,9 @@ class LaunchConfig:
     # The directory the training command starts in, as the walk knows it (the audit's own, until a
     # `cd`; None after one): where the trainer opens a relative config file (frontends/chatlearn.py)
     launch_dir: str | None = None
+    # Words of the training command not known statically that may add arguments (`${EXTRA}`):
+    # what they may set is unknown (config.flags.open_settings), in the order written
+    unknown_words: list[UnknownWord] = field(default_factory=list)
     _stack: Stack | None = field(default=None, init=False, repr=False, compare=False)
 
     @property

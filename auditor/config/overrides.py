@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from auditor.bash.values import Field, Partial, Scalar, Symbolic, concat, segments
-from auditor.config.model import Flag, LaunchConfig
+from auditor.config.model import Flag, LaunchConfig, UnknownWord
 from auditor.config.flags import unresolved
 from auditor.findings import Finding
 
@@ -21,7 +21,10 @@ _KEY = re.compile(r"(\+{0,2}|~)([A-Za-z_][\w\-/@]*(?:\.[\w\-/@]+)*)")
 
 def read_overrides(config: LaunchConfig, args: list[Field], path: str) -> None:
     """`args` into `config.flags` (dotted key -> value; a deleted key -> None) and Hydra's own
-    options into `config.launcher_flags`; anything else is a positional."""
+    options into `config.launcher_flags`; anything else is a positional. A word not known
+    statically may set any key not overridden after it (flags.open_settings)."""
+    order: list[str] = []
+    opened: list[tuple[UnknownWord, int]] = []
     k = 0
     while k < len(args):
         f = args[k]
@@ -36,8 +39,9 @@ def read_overrides(config: LaunchConfig, args: list[Field], path: str) -> None:
         m = _KEY.fullmatch(head.partition("=")[0]) if "=" in head or head.startswith("~") else None
         if m is None:
             config.positionals.append(f.value)
-            if isinstance(f.value, Symbolic):
-                unresolved(config, f, path, "overrides")
+            word = unresolved(config, f, path, "overrides") if isinstance(f.value, Symbolic) else None
+            if word is not None:
+                opened.append((word, len(order)))
             continue
         key = m.group(2)
         setting = None if m.group(1) == "~" else _after_equals(f.value)
@@ -48,6 +52,9 @@ def read_overrides(config: LaunchConfig, args: list[Field], path: str) -> None:
                 f"`{key}` is overridden twice (line {previous.line}, then line {f.line}): the last value, "
                 f"`{setting}`, wins", fix="keep one", where=f"{path}:{f.line}"))
         config.flags[key] = Flag(key, setting, f.line, head.partition("=")[0], (setting,))
+        order.append(key)
+    for word, at in opened:
+        word.after = frozenset(order[at:])
 
 
 def override(value: Scalar) -> tuple[str, Scalar | None] | None:

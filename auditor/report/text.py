@@ -169,6 +169,9 @@ def scan_report(doc: dict[str, Any], verbose: bool = False, width: int = 80) -> 
     elif launch.get("entry_read"):  # config.entry_path: an absolute entry of another machine
         lines.append(f"entry script: {launch['entry_read']['script']} is not here; read "
                      f"{launch['entry_read']['read']} (the same path's tail in the checkout around the script)")
+    said = next((f for f in doc.get("findings", []) if f.get("kind") == "launch.script-arguments"), None)
+    if said is not None:  # config.flags: the script read as run with no arguments
+        lines.append(f"run as: {said['message']}")
     if "entries" in doc and (doc.get("verdict") or judge(doc).to_json())["status"] != "not-pipeline":
         # a run with no pipeline P2P analysed none: naming the schedule would say the opposite
         not_run = [n.removeprefix("entry point ") for n in run.notes

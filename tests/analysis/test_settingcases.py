@@ -32,7 +32,7 @@ def test_cases_that_agree_decide_and_the_words_name_every_value():
     agreed = basis((1, "clean", CLEAN), (2, "clean", CLEAN), (4, "clean", CLEAN))
     assert settled(agreed) == "clean" and not disagree(agreed)
     words = holds_words(agreed)
-    assert words.startswith("Holds for any pipeline_model_parallel_size (none stated: judged at 1, 2 and 4: ")
+    assert words.startswith("Holds for any pipeline_model_parallel_size (none known: judged at 1, 2 and 4: ")
     assert WHY in words and words.endswith("--set pipeline_model_parallel_size=N gives the run's)")
     assert "does not start" not in words
 

@@ -55,7 +55,7 @@ def test_the_headline_names_every_setting_judged_over():
              "cases": [case(1), case(2, split=split), case(4, split=split)]}
     assert [b["key"] for b in judged(basis)] == ["pipeline_model_parallel_size", "batch_p2p_comm"]
     words = holds_words(basis)
-    assert words.startswith("Holds for any pipeline_model_parallel_size and batch_p2p_comm (none stated: "
+    assert words.startswith("Holds for any pipeline_model_parallel_size and batch_p2p_comm (none known: "
                             "judged at pipeline_model_parallel_size 1, 2 and 4: classes of PP; then "
                             "batch_p2p_comm at False and True where a case left it open: batched or not;")
     assert words.endswith("--set pipeline_model_parallel_size=N, --set batch_p2p_comm=false|true give the run's)")

@@ -44,6 +44,8 @@ SNIPPETS = {
                                 'if [ $E = dlc ]; then rec a; elif [[ $E == d* ]]; then rec b; else rec c; fi\n'
                                 '! [ -z "$E" ] && rec d\n[ 3 -gt 10 ] || rec e\ntest -n "" && rec f\n'
                                 'if [ "$M" != 7B ]; then P=1; else P=4; fi\nrec $P\n'),
+    # THUDM/slime@624b824a89 scripts/run-qwen3-235B-A22B.sh: `--sglang-cuda-graph-bs 1 2 4 8 $(seq 16 8 256)`
+    "seq on integer literals": 'rec 1 8 $(seq 16 8 40) $(seq 3) $(seq 5 -2 1) $(seq 3 1)x\n',
 }
 
 

@@ -62,7 +62,8 @@ def test_an_unknown_word_may_hide_flags_that_override_those_before_it():
     config = read("--num-layers", "96", Symbolic("$EXTRA_ARGS"), unsplit=True)
     [hidden] = config.diagnostics
     assert (hidden.kind, hidden.severity, hidden.where) == ("launch.unresolved-args", "warning", "run.sh:12")
-    assert hidden.detail == {"values": ["$EXTRA_ARGS"], "before": ["--num-layers"], "adds": "flags"}
+    assert hidden.detail == {"values": ["$EXTRA_ARGS"], "before": ["--num-layers"], "adds": "flags",
+                             "open": ["$EXTRA_ARGS"]}
     assert config.positionals == [Symbolic("$EXTRA_ARGS")]
 
 

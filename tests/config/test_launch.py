@@ -194,7 +194,9 @@ def test_symbolic_values_stay_symbolic() -> None:
     assert flags["log_interval"] == "10"  # unquoted $EXTRA splits into a flag and its value
     assert config.nproc_per_node == 8 and config.nnodes == Symbolic("${NNODES}")
     unresolved = [d for d in config.diagnostics if d.kind == "launch.unresolved-args"]
-    assert [d.message.split("`")[1] for d in unresolved] == ["$EXTRA_ARGS", "$@"]
+    assert [d.message.split("`")[1] for d in unresolved] == ["$EXTRA_ARGS"]
+    [arguments] = [d for d in config.diagnostics if d.kind == "launch.script-arguments"]
+    assert "with no arguments: `$@`" in arguments.message  # the script run as written: adds nothing
     told = read_launch(SCRIPTS / "symbolic_values.sh", environ={"NNODES": "4", "TP_SIZE": "2", "GPUS": "4"})
     assert (told.nproc_per_node, told.nnodes, told.flags["tensor_model_parallel_size"].value) == (4, 4, "2")
 

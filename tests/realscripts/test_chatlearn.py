@@ -26,6 +26,7 @@ import pytest
 from auditor.bash.values import Symbolic
 from auditor.config.frontends import for_style
 from auditor.config.frontends.chatlearn import DotlistConfigReader
+from auditor.config.flags import open_settings
 from auditor.config.launch import parse_launch
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -184,16 +185,32 @@ def test_a_backend_not_known_statically_is_unknown(tmp_path: Path, monkeypatch: 
 
 
 @pytest.mark.parametrize("template", ["grpo_fsdp", "grpo_megatron"])
-@pytest.mark.parametrize("words", ['"$@"', "${EXTRA_ARGS}", "${KEY}=fsdp"])
-def test_a_word_not_statically_an_override_leaves_the_backend_unknown(
+@pytest.mark.parametrize("words", ["${EXTRA_ARGS}", "${KEY}=fsdp"])
+def test_a_word_not_statically_an_override_is_an_unknown_word(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, template: str, words: str) -> None:
+    """The one rule of config.flags.open_settings: the word may set the backend (so fsdp is not
+    NOT A PIPELINE RUN) and the settings the verdict rests on; the Megatron reading holds."""
     script = chatlearn_tree(tmp_path, template, f"runtime_args.num_episode=50 {words}")
     monkeypatch.chdir(tmp_path)
     config = _read(script)
     assert not any(d.kind == "launch.not-pipeline" for d in config.diagnostics)
-    assert isinstance(config.flags["pipeline_model_parallel_size"].value, Symbolic)
-    unread = [d.message for d in config.diagnostics if d.kind == "launch.config-file-unread"]
-    assert unread and ("$" in unread[0] and "override" in unread[0])
+    assert [w.text for w in config.unknown_words] == [words]
+    if template == "grpo_megatron":
+        assert config.flags["pipeline_model_parallel_size"].value == "1"  # the file's, as written
+        assert {"pipeline_model_parallel_size", "batch_p2p_comm"} <= set(open_settings(config))
+    else:
+        assert isinstance(config.flags["pipeline_model_parallel_size"].value, Symbolic)  # backend unknown
+
+
+@pytest.mark.parametrize("template", ["grpo_fsdp", "grpo_megatron"])
+def test_the_scripts_own_arguments_add_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               template: str) -> None:
+    """`bash train.sh` as written, with no arguments: `"$@"` adds nothing."""
+    script = chatlearn_tree(tmp_path, template, 'runtime_args.num_episode=50 "$@"')
+    monkeypatch.chdir(tmp_path)
+    config = _read(script)
+    assert not config.unknown_words and "launch.script-arguments" in {d.kind for d in config.diagnostics}
+    assert any(d.kind == "launch.not-pipeline" for d in config.diagnostics) == (template == "grpo_fsdp")
 
 
 def test_the_config_file_is_opened_from_the_launch_directory(tmp_path: Path,

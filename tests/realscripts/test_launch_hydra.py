@@ -48,7 +48,7 @@ def test_overrides_are_settings_by_dotted_key() -> None:
     assert flags["actor_rollout_ref.actor.megatron.override_transformer_config.num_layers_in_first_pipeline_stage"] == "3"
     assert flags["trainer.logger"] is None  # deleted
     assert config.launcher_flags["config-name"].value == "ppo_megatron_trainer"
-    assert config.positionals and any(d.kind == "launch.unresolved-args" for d in config.diagnostics)  # $@
+    assert config.positionals and any(d.kind == "launch.script-arguments" for d in config.diagnostics)  # $@
 
     launcher = {"name": "verl", "style": "hydra", "nproc_keys": ["trainer.n_gpus_per_node"],
                 "nnodes_keys": ["trainer.nnodes"]}

@@ -21,6 +21,7 @@ from typing import Any
 
 from auditor.bash.values import Field, Symbolic
 from auditor.config.configfiles import Unreadable, load_yaml, unknown_file
+from auditor.config.flags import SCRIPT_ARGUMENTS, unresolved, wholly_unknown
 from auditor.config.frontends.hydra_compose import yaml_text
 from auditor.config.frontends.reader import Reader
 from auditor.config.hydra_compose import Unresolved, at, resolve
@@ -49,6 +50,7 @@ class DotlistConfigReader(Reader):
                          config.command_line, where, env_keys=())
             return
         name, updates, unseen = _options(words[1:], rule)
+        unseen = _unknown_words(config, args[1:], updates, unseen, path)
         if unseen:
             unknown_file(config, f"the config of {config.script}",
                          f"{', '.join(repr(str(w)) for w in unseen)}: not statically a `key=value` override, "
@@ -75,6 +77,9 @@ class DotlistConfigReader(Reader):
             _update(data, key, value)
         tree = resolve(data)
         backend = at(tree, rule["backend_key"])
+        if (config.unknown_words and rule["backend_key"] not in config.unknown_words[-1].after
+                and backend in rule.get("not_pipeline", {})):  # no pipeline only if no word may say so
+            backend = Unresolved(config.unknown_words[-1].text, "a word not known statically may set it")
         said = f"{rule['backend_key']}={yaml_text(backend)} ({file.name} and {len(updates)} override(s))"
         if isinstance(backend, str) and backend in rule.get("not_pipeline", {}):
             config.diagnostics.append(Finding(
@@ -176,6 +181,27 @@ def _options(words: list[Any], rule: dict[str, Any]) -> tuple[Any, list[tuple[st
         else:
             unseen.append(word)
     return name, updates, unseen
+
+
+def _unknown_words(config: LaunchConfig, args: list[Field], updates: list[tuple[str, Any]],
+                   unseen: list[Any], path: str) -> list[Any]:
+    """Each word wholly unknown among the overrides (`${EXTRA}`, `${KEY}=x`) is one of the
+    training command's unknown words (flags.unresolved: what it may set is unknown unless an
+    override after it sets it, by its dotted key or its leaf); `"$@"` adds nothing. The words
+    still unseen: each may set anything, said by the caller."""
+    keys = [key for key, _ in updates]
+    seen = 0  # overrides read so far: those after a word are keys[seen:]
+    left = list(unseen)
+    for f in args:
+        if override(f.value) is not None and f.value not in unseen:
+            seen += 1
+        elif isinstance(f.value, Symbolic) and f.value in unseen and (
+                str(f.value) in SCRIPT_ARGUMENTS or wholly_unknown(f.value, config.text)):
+            left.remove(f.value)
+            word = unresolved(config, f, path, "overrides")
+            if word is not None:
+                word.after = frozenset([*keys[seen:], *(k.rpartition(".")[2] for k in keys[seen:])])
+    return left
 
 
 def _read(file: Path) -> str:

@@ -25,6 +25,8 @@ def judge_strategy(config: LaunchConfig, args: list[Field], path: str) -> None:
     rule = _rule()
     if rule is None or _may_change_strategy(args, rule):
         return
+    if config.unknown_words and not set(rule["keys"]) <= config.unknown_words[-1].after:
+        return  # a word not known statically may set the strategy (flags.open_settings' rule)
     composed = _composed(config, args, path, rule)
     saids: list[str] = []
     values: list[str] = []
@@ -53,7 +55,7 @@ def _may_change_strategy(args: list[Field], rule: dict[str, Any]) -> bool:
     """Whether an override could set a strategy this reading does not see: one whose key is not
     known statically (`${KEY}=x`), a Hydra group override (`actor@a.b=x`, `a/b=x`: another
     defaults file), or one of a node above a strategy key (`a.actor=...`). A word wholly unknown
-    (`$@`) is the launch.unresolved-args warning's, as for every launcher's flags."""
+    (`${EXTRA}`) is one of config.unknown_words, judged by judge_strategy."""
     skip = False
     for f in args:
         if skip:
