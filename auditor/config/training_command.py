@@ -68,8 +68,9 @@ class LaunchShell(Shell):
         self.allocation: dict[str, int] = {}  # variables a `#SBATCH` line sets, and that line
 
     def allocate(self, lexer: Lexer, tokens: list) -> None:
-        """The allocation a job script's directives ask for (`#SBATCH --nodes=128`), as the
-        variables its launcher reads (SLURM_NNODES), unless the audit's environment gives them."""
+        """The allocation a job script's directives ask for (`#SBATCH --nodes=128`), as every
+        variable the job gets from each option (SLURM_JOB_NUM_NODES and SLURM_NNODES), unless
+        the audit's environment gives it."""
         first = next((t.line for t in tokens if isinstance(t, Word)), None)
         for launcher in self.spelling.launchers:
             prefix, options = launcher.get("directive"), launcher.get("directive_options", {})
@@ -80,10 +81,10 @@ class LaunchShell(Shell):
                 for k, word in enumerate(words):
                     option, eq, value = word.partition("=")
                     value = value if eq else (words[k + 1] if k + 1 < len(words) else "")
-                    name = options.get(option)
-                    if name and value.isdigit() and (name not in self.environ or name in self.allocation):
-                        self.environ[name] = value  # what the job inherits from its allocation
-                        self.allocation[name] = line
+                    for name in options.get(option, ()) if value.isdigit() else ():
+                        if name not in self.environ or name in self.allocation:
+                            self.environ[name] = value  # what the job inherits from its allocation
+                            self.allocation[name] = line
 
     def external(self, fields: list[Field], inline: dict[str, EnvVar], cmd: Cmd,
                  siblings: list[Node], at: int) -> int:
