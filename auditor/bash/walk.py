@@ -17,6 +17,7 @@ from auditor.bash.conditions import case_branch, condition, outcome
 from auditor.bash.errexit import errexit_change, failing_substitution
 from auditor.bash.expand import Expander
 from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Word
+from auditor.bash.read_builtin import as_double_quoted, read_options, read_text
 from auditor.bash.parser import (
     AndOr,
     Branches,
@@ -461,45 +462,52 @@ class Shell(Expander, ABC):
 
     def _setter(self, builtin: str, args: list[Field], cmd: Cmd, inline: dict[str, EnvVar]) -> None:
         """`read NAME`, `printf -v NAME`, `mapfile NAME`: NAME gets a value known only at run time,
-        except `read` from a here-string whose text is known (`IFS=, read -r TP PP <<< "$config"`)."""
+        except `read` from a here-string or here-document whose text is known (`IFS=, read -r TP
+        PP <<< "$config"`, `read -r -d '' SCRIPT <<'EOF'`)."""
         names = _set_names(builtin, args)
         if names is None:
             self.unknowable(cmd.line, f"`{builtin}` with a variable name not known statically")
             return
-        if builtin == "read" and names and cmd.herestring is not None:
-            values = self._read_herestring(cmd, args, names, inline)
-            if values is not None:
-                for name, value in zip(names, values):
-                    current = self.vars.get(name)
-                    exported = current.exported if current else name in self.environ
-                    self.vars[name] = Var(value, cmd.line, exported)
-                return
+        read = self._read_input(cmd, args, names, inline) if builtin == "read" and names else None
+        if read is not None:
+            values, status = read
+            for name, value in zip(names, values):
+                current = self.vars.get(name)
+                exported = current.exported if current else name in self.environ
+                self.vars[name] = Var(value, cmd.line, exported)
+            if status and self._errexit_ends(cmd):
+                self.exited = Exit(cmd.line, str(status), self.reading, self.tested[-1] if self.tested else None,
+                                   f"`read` reaches the end of its input before its delimiter and returns "
+                                   f"{status}, and `set -e` (line {self.errexit}) ends the script")
+            return
         for name in names:
             current = self.vars.get(name)
             exported = current.exported if current else name in self.environ
             self.vars[name] = Var(Symbolic(f"${{{name}}} (set by `{builtin}` at line {cmd.line})"), cmd.line, exported)
 
-    def _read_herestring(self, cmd: Cmd, args: list[Field], names: list[str],
-                         inline: dict[str, EnvVar]) -> list[str] | None:
-        """What `read NAMES <<< WORD` assigns: WORD split on IFS, the last name taking the rest;
-        None where it depends on more than the text (no `-r` and a backslash, an IFS mixing blanks
-        and other characters, options other than `-r`, text not known statically)."""
-        assert cmd.herestring is not None
-        text = join([f.value for f in self.expand(cmd.herestring)]) if cmd.herestring.parts else ""
-        ifs_var = inline["IFS"].value if "IFS" in inline else (
-            self.vars["IFS"].value if "IFS" in self.vars else " \t\n")
-        options = [str(f.value) for f in args if str(f.value).startswith("-")]
-        if (not isinstance(text, str) or not isinstance(ifs_var, str) or any(o != "-r" for o in options)
-                or ("-r" not in options and "\\" in text)):
+    def _read_input(self, cmd: Cmd, args: list[Field], names: list[str],
+                    inline: dict[str, EnvVar]) -> tuple[list[str], int] | None:
+        """(values, status) of `read NAMES` from the here-string or here-document of `cmd`
+        (auditor.bash.read_builtin); None where its text, IFS or options are not known."""
+        options = read_options([str(f.value) for f in args])
+        if options is None or any(not isinstance(f.value, str) for f in args):
             return None
-        ifs, text = str(ifs_var), text.split("\n")[0]  # `read` reads one line
-        if ifs and set(ifs) <= set(" \t\n"):
-            parts = [p.strip() for p in text.split(None, len(names) - 1)]
-        elif ifs and not set(ifs) & set(" \t\n"):
-            parts = re.split("|".join(map(re.escape, ifs)), text, maxsplit=len(names) - 1)
+        text: object = None
+        if cmd.herestring is not None:
+            value = join([f.value for f in self.expand(cmd.herestring)]) if cmd.herestring.parts else ""
+            text = value + "\n" if isinstance(value, str) else value
+        elif cmd.stdin is not None:
+            text = cmd.stdin.body
+            if cmd.stdin.expands:  # an unquoted delimiter: expanded as a double-quoted word
+                words = [t for t in Lexer(as_double_quoted(text), self.path, cmd.stdin.line - 1).tokens()
+                         if isinstance(t, Word)]
+                text = join([f.value for w in words for f in self.expand(w)]) if len(words) == 1 else None
         else:
             return None
-        return parts + [""] * (len(names) - len(parts))
+        ifs = inline["IFS"].value if "IFS" in inline else (self.vars["IFS"].value if "IFS" in self.vars else " \t\n")
+        if not isinstance(text, str) or not isinstance(ifs, str):
+            return None
+        return read_text(text, options, names, ifs)
 
     def _declare(self, builtin: str, words: list[Word]) -> None:
         options = "".join(w.raw[1:] for w in words if w.raw.startswith("-"))
