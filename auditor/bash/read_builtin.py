@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from auditor.bash.values import Symbolic, concat, segments
+
 _BLANKS = " \t\n"
 
 
@@ -78,6 +80,19 @@ def read_text(text: str, options: ReadOptions, names: list[str], ifs: str) -> tu
     else:
         return None
     return parts + [""] * (len(names) - len(parts)), status
+
+
+def read_partial(value: Symbolic, options: ReadOptions, names: list[str], ifs: str) -> list[str | Symbolic] | None:
+    """What one name gets from `read -r -d ''` of text known in part (`<<EOF` around `$EXTRA`):
+    the whole text, IFS blanks trimmed at its known ends; None for any other `read`."""
+    if len(names) != 1 or not options.raw or options.delimiter != "\0" or not set(ifs) <= set(_BLANKS):
+        return None
+    pieces = list(segments(value))
+    if ifs and not pieces[0][1]:
+        pieces[0] = (pieces[0][0].lstrip(ifs), False)
+    if ifs and not pieces[-1][1]:
+        pieces[-1] = (pieces[-1][0].rstrip(ifs), False)
+    return [concat([Symbolic(text) if unknown else text for text, unknown in pieces])]
 
 
 def as_double_quoted(body: str) -> str:

@@ -17,7 +17,7 @@ from auditor.bash.conditions import case_branch, condition, outcome
 from auditor.bash.errexit import errexit_change, failing_substitution
 from auditor.bash.expand import Expander
 from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Word
-from auditor.bash.read_builtin import as_double_quoted, read_options, read_text
+from auditor.bash.read_builtin import as_double_quoted, read_options, read_partial, read_text
 from auditor.bash.parser import (
     AndOr,
     Branches,
@@ -468,46 +468,45 @@ class Shell(Expander, ABC):
         if names is None:
             self.unknowable(cmd.line, f"`{builtin}` with a variable name not known statically")
             return
-        read = self._read_input(cmd, args, names, inline) if builtin == "read" and names else None
-        if read is not None:
-            values, status = read
-            for name, value in zip(names, values):
-                current = self.vars.get(name)
-                exported = current.exported if current else name in self.environ
-                self.vars[name] = Var(value, cmd.line, exported)
-            if status and self._errexit_ends(cmd):
-                self.exited = Exit(cmd.line, str(status), self.reading, self.tested[-1] if self.tested else None,
-                                   f"`read` reaches the end of its input before its delimiter and returns "
-                                   f"{status}, and `set -e` (line {self.errexit}) ends the script")
-            return
-        for name in names:
+        values, status = self._read_input(cmd, args, names, inline) if builtin == "read" and names else (None, None)
+        for k, name in enumerate(names):
             current = self.vars.get(name)
             exported = current.exported if current else name in self.environ
-            self.vars[name] = Var(Symbolic(f"${{{name}}} (set by `{builtin}` at line {cmd.line})"), cmd.line, exported)
+            value = values[k] if values is not None else Symbolic(f"${{{name}}} (set by `{builtin}` at line {cmd.line})")
+            self.vars[name] = Var(value, cmd.line, exported)
+        if status and self._errexit_ends(cmd):
+            self.exited = Exit(cmd.line, str(status), self.reading, self.tested[-1] if self.tested else None,
+                               f"`read` reaches the end of its input before its delimiter and returns "
+                               f"{status}, and `set -e` (line {self.errexit}) ends the script")
 
     def _read_input(self, cmd: Cmd, args: list[Field], names: list[str],
-                    inline: dict[str, EnvVar]) -> tuple[list[str], int] | None:
+                    inline: dict[str, EnvVar]) -> tuple[list[str | Symbolic] | None, int | None]:
         """(values, status) of `read NAMES` from the here-string or here-document of `cmd`
-        (auditor.bash.read_builtin); None where its text, IFS or options are not known."""
+        (auditor.bash.read_builtin), each None where not known: `-d ''` returns 1 whatever its
+        text, since no shell string holds a NUL."""
         options = read_options([str(f.value) for f in args])
         if options is None or any(not isinstance(f.value, str) for f in args):
-            return None
-        text: object = None
+            return None, None
+        text: str | Symbolic | None = None
         if cmd.herestring is not None:
             value = join([f.value for f in self.expand(cmd.herestring)]) if cmd.herestring.parts else ""
-            text = value + "\n" if isinstance(value, str) else value
+            text = concat([value, "\n"])
         elif cmd.stdin is not None:
             text = cmd.stdin.body
             if cmd.stdin.expands:  # an unquoted delimiter: expanded as a double-quoted word
                 words = [t for t in Lexer(as_double_quoted(text), self.path, cmd.stdin.line - 1).tokens()
                          if isinstance(t, Word)]
                 text = join([f.value for w in words for f in self.expand(w)]) if len(words) == 1 else None
-        else:
-            return None
+        if text is None:
+            return None, None
+        nul = 1 if options.delimiter == "\0" else None
         ifs = inline["IFS"].value if "IFS" in inline else (self.vars["IFS"].value if "IFS" in self.vars else " \t\n")
-        if not isinstance(text, str) or not isinstance(ifs, str):
-            return None
-        return read_text(text, options, names, ifs)
+        if not isinstance(ifs, str):
+            return None, nul
+        if isinstance(text, Symbolic):
+            return read_partial(text, options, names, ifs), nul
+        read = read_text(text, options, names, ifs)
+        return (list(read[0]), read[1]) if read is not None else (None, nul)
 
     def _declare(self, builtin: str, words: list[Word]) -> None:
         options = "".join(w.raw[1:] for w in words if w.raw.startswith("-"))

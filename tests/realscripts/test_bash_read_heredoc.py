@@ -74,3 +74,20 @@ def test_the_script_read_from_a_heredoc_is_followed_into_bash_c() -> None:
     assert config.flags["pipeline_model_parallel_size"].value == "8"
     assert config.flags["num_layers"].value == "48"
     assert config.world_size == 16
+
+
+def test_a_command_read_with_an_unknown_part_keeps_its_known_words() -> None:
+    # `read -r -d '' cmd <<EOF` holding the whole command line, run as `$cmd`: a value the caller
+    # gives ($EXTRA) leaves only its own part unknown
+    text = ("#!/bin/bash\nPP=4\nread -r -d '' CMD <<EOF || true\n"
+            "  torchrun --nproc_per_node 8 pretrain_gpt.py --pipeline-model-parallel-size ${PP} ${EXTRA}\nEOF\n$CMD\n")
+    config = parse_launch(text, "run.sh")
+    assert config.launcher == "torchrun pretrain_gpt.py"
+    assert config.flags["pipeline_model_parallel_size"].value == "4"
+
+
+def test_read_nul_ends_a_set_e_script_whatever_its_text() -> None:
+    text = "#!/bin/bash\nset -e\nread -r -d '' CMD <<EOF\ntorchrun pretrain_gpt.py ${EXTRA}\nEOF\n"
+    assert _bash_value(text) == ""
+    with pytest.raises(ScriptExits):
+        parse_launch(text + "torchrun pretrain_gpt.py\n", "run.sh")
