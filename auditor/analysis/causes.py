@@ -22,6 +22,11 @@ OWN_EXPLAINS: dict[str, tuple[str, ...]] = {
 }
 
 
+# Findings that the command bash runs is not the command the scan read (a line that lost its
+# `\`): every other finding is of the command as read, which never runs as read, so these come
+# first of all causes of their severity, before start-up failures of the command as read.
+COMMAND_KINDS = ("launch.broken-continuation",)
+
 # Among causes of one severity after start-up failures, these come first: a site that fired
 # and the scan did not predict, an unscanned P2P call (the analysis itself missed something).
 FIRST_KINDS = ("static-miss", "unscanned-p2p")
@@ -76,8 +81,8 @@ def is_startup(finding: dict[str, Any]) -> bool:
 
 
 def group(findings: list[dict[str, Any]]) -> list[Cause]:
-    """The causes of a document's findings, gravest first (start-up failures before the rest
-    of their severity), each with every finding it explains directly or through another."""
+    """The causes of a document's findings, gravest first (a command that does not run as read,
+    then start-up failures, before the rest of their severity), each with every finding it explains directly or through another."""
     by_kind: dict[str, list[int]] = {}
     for i, f in enumerate(findings):
         by_kind.setdefault(f["kind"], []).append(i)
@@ -98,7 +103,8 @@ def group(findings: list[dict[str, Any]]) -> list[Cause]:
         severity = min((findings[i]["severity"] for i in [root, *members]),
                        key=SEVERITY_ORDER.index)
         causes.append(Cause(root, severity, tuple(members), is_startup(findings[root])))
-    causes.sort(key=lambda c: (SEVERITY_ORDER.index(c.severity), not c.startup,
+    causes.sort(key=lambda c: (SEVERITY_ORDER.index(c.severity),
+                               findings[c.index]["kind"] not in COMMAND_KINDS, not c.startup,
                                findings[c.index]["kind"] not in FIRST_KINDS, not c.consequences,
                                c.index))
     return causes

@@ -17,6 +17,7 @@ from auditor.bash.conditions import case_branch, condition, outcome
 from auditor.bash.errexit import errexit_change, failing_substitution
 from auditor.bash.expand import Expander
 from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Word
+from auditor.bash.read_builtin import as_double_quoted, read_options, read_partial, read_text
 from auditor.bash.parser import (
     AndOr,
     Branches,
@@ -461,82 +462,51 @@ class Shell(Expander, ABC):
 
     def _setter(self, builtin: str, args: list[Field], cmd: Cmd, inline: dict[str, EnvVar]) -> None:
         """`read NAME`, `printf -v NAME`, `mapfile NAME`: NAME gets a value known only at run time,
-        except `read` from a here-string whose text is known (`IFS=, read -r TP PP <<< "$config"`)."""
+        except `read` from a here-string or here-document whose text is known (`IFS=, read -r TP
+        PP <<< "$config"`, `read -r -d '' SCRIPT <<'EOF'`)."""
         names = _set_names(builtin, args)
         if names is None:
             self.unknowable(cmd.line, f"`{builtin}` with a variable name not known statically")
             return
-        if builtin == "read" and names and cmd.herestring is not None:
-            values = self._read_herestring(cmd, args, names, inline)
-            if values is not None:
-                for name, value in zip(names, values):
-                    current = self.vars.get(name)
-                    exported = current.exported if current else name in self.environ
-                    self.vars[name] = Var(value, cmd.line, exported)
-                return
-        if builtin == "read" and len(names) == 1 and cmd.stdin is not None:
-            document = self._read_document(cmd, args, inline)
-            if document is not None:
-                current = self.vars.get(names[0])
-                exported = current.exported if current else names[0] in self.environ
-                self.vars[names[0]] = Var(document, cmd.line, exported)
-                return
-        for name in names:
+        values, status = self._read_input(cmd, args, names, inline) if builtin == "read" and names else (None, None)
+        for k, name in enumerate(names):
             current = self.vars.get(name)
             exported = current.exported if current else name in self.environ
-            self.vars[name] = Var(Symbolic(f"${{{name}}} (set by `{builtin}` at line {cmd.line})"), cmd.line, exported)
+            value = values[k] if values is not None else Symbolic(f"${{{name}}} (set by `{builtin}` at line {cmd.line})")
+            self.vars[name] = Var(value, cmd.line, exported)
+        if status and self._errexit_ends(cmd):
+            self.exited = Exit(cmd.line, str(status), self.reading, self.tested[-1] if self.tested else None,
+                               f"`read` reaches the end of its input before its delimiter and returns "
+                               f"{status}, and `set -e` (line {self.errexit}) ends the script")
 
-    def _read_document(self, cmd: Cmd, args: list[Field], inline: dict[str, EnvVar]) -> str | Symbolic | None:
-        """What `read -r -d '' NAME <<EOF` assigns (OpenRLHF's examples/scripts): the whole
-        here-document (`-d ''` reads up to a NUL), expanded as bash expands an unquoted one
-        (backslash-newline removed, `$X` replaced), its leading and trailing blanks stripped. None
-        where it depends on more: other options, one line only (no `-d ''`), an IFS of the
-        script's own, a backslash or backquote left in the text."""
-        assert cmd.stdin is not None
-        values = [f.value for f in args]
-        options = [v for v in values if isinstance(v, str) and v.startswith("-")]
-        at = values.index("-d") if "-d" in values else None
-        if at is None or at + 1 >= len(values) or values[at + 1] != "" or set(options) - {"-r", "-d"}:
-            return None
-        if "IFS" in inline or "IFS" in self.vars:
-            return None
-        body = cmd.stdin.body
-        if cmd.stdin.expands:
-            body = body.replace("\\\n", "")
-            if "\\" in body or "`" in body:
-                return None
-            words = [t for t in Lexer('"' + body.replace('"', '\\"') + '"', self.path, cmd.stdin.line - 1).tokens()
-                     if isinstance(t, Word)]
-            if len(words) != 1:
-                return None
-            value = join([f.value for f in self.expand(words[0])])
-        else:
-            if "-r" not in options and "\\" in body:
-                return None
-            value = body
-        return value.strip(" \t\n") if isinstance(value, str) else value
-
-    def _read_herestring(self, cmd: Cmd, args: list[Field], names: list[str],
-                         inline: dict[str, EnvVar]) -> list[str] | None:
-        """What `read NAMES <<< WORD` assigns: WORD split on IFS, the last name taking the rest;
-        None where it depends on more than the text (no `-r` and a backslash, an IFS mixing blanks
-        and other characters, options other than `-r`, text not known statically)."""
-        assert cmd.herestring is not None
-        text = join([f.value for f in self.expand(cmd.herestring)]) if cmd.herestring.parts else ""
-        ifs_var = inline["IFS"].value if "IFS" in inline else (
-            self.vars["IFS"].value if "IFS" in self.vars else " \t\n")
-        options = [str(f.value) for f in args if str(f.value).startswith("-")]
-        if (not isinstance(text, str) or not isinstance(ifs_var, str) or any(o != "-r" for o in options)
-                or ("-r" not in options and "\\" in text)):
-            return None
-        ifs, text = str(ifs_var), text.split("\n")[0]  # `read` reads one line
-        if ifs and set(ifs) <= set(" \t\n"):
-            parts = [p.strip() for p in text.split(None, len(names) - 1)]
-        elif ifs and not set(ifs) & set(" \t\n"):
-            parts = re.split("|".join(map(re.escape, ifs)), text, maxsplit=len(names) - 1)
-        else:
-            return None
-        return parts + [""] * (len(names) - len(parts))
+    def _read_input(self, cmd: Cmd, args: list[Field], names: list[str],
+                    inline: dict[str, EnvVar]) -> tuple[list[str | Symbolic] | None, int | None]:
+        """(values, status) of `read NAMES` from the here-string or here-document of `cmd`
+        (auditor.bash.read_builtin), each None where not known: `-d ''` returns 1 whatever its
+        text, since no shell string holds a NUL."""
+        options = read_options([str(f.value) for f in args])
+        if options is None or any(not isinstance(f.value, str) for f in args):
+            return None, None
+        text: str | Symbolic | None = None
+        if cmd.herestring is not None:
+            value = join([f.value for f in self.expand(cmd.herestring)]) if cmd.herestring.parts else ""
+            text = concat([value, "\n"])
+        elif cmd.stdin is not None:
+            text = cmd.stdin.body
+            if cmd.stdin.expands:  # an unquoted delimiter: expanded as a double-quoted word
+                words = [t for t in Lexer(as_double_quoted(text), self.path, cmd.stdin.line - 1).tokens()
+                         if isinstance(t, Word)]
+                text = join([f.value for w in words for f in self.expand(w)]) if len(words) == 1 else None
+        if text is None:
+            return None, None
+        nul = 1 if options.delimiter == "\0" else None
+        ifs = inline["IFS"].value if "IFS" in inline else (self.vars["IFS"].value if "IFS" in self.vars else " \t\n")
+        if not isinstance(ifs, str):
+            return None, nul
+        if isinstance(text, Symbolic):
+            return read_partial(text, options, names, ifs), nul
+        read = read_text(text, options, names, ifs)
+        return (list(read[0]), read[1]) if read is not None else (None, nul)
 
     def _declare(self, builtin: str, words: list[Word]) -> None:
         options = "".join(w.raw[1:] for w in words if w.raw.startswith("-"))

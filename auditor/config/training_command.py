@@ -68,8 +68,9 @@ class LaunchShell(Shell):
         self.allocation: dict[str, int] = {}  # variables a `#SBATCH` line sets, and that line
 
     def allocate(self, lexer: Lexer, tokens: list) -> None:
-        """The allocation a job script's directives ask for (`#SBATCH --nodes=128`), as the
-        variables its launcher reads (SLURM_NNODES), unless the audit's environment gives them."""
+        """The allocation a job script's directives ask for (`#SBATCH --nodes=128`), as every
+        variable the job gets from each option (SLURM_JOB_NUM_NODES and SLURM_NNODES), unless
+        the audit's environment gives it."""
         first = next((t.line for t in tokens if isinstance(t, Word)), None)
         for launcher in self.spelling.launchers:
             prefix, options = launcher.get("directive"), launcher.get("directive_options", {})
@@ -80,10 +81,10 @@ class LaunchShell(Shell):
                 for k, word in enumerate(words):
                     option, eq, value = word.partition("=")
                     value = value if eq else (words[k + 1] if k + 1 < len(words) else "")
-                    name = options.get(option)
-                    if name and value.isdigit() and (name not in self.environ or name in self.allocation):
-                        self.environ[name] = value  # what the job inherits from its allocation
-                        self.allocation[name] = line
+                    for name in options.get(option, ()) if value.isdigit() else ():
+                        if name not in self.environ or name in self.allocation:
+                            self.environ[name] = value  # what the job inherits from its allocation
+                            self.allocation[name] = line
 
     def external(self, fields: list[Field], inline: dict[str, EnvVar], cmd: Cmd,
                  siblings: list[Node], at: int) -> int:
@@ -344,18 +345,29 @@ class LaunchShell(Shell):
         return None
 
     def _join_broken_continuation(self, nodes: list[Node], k: int, command: Cmd, candidate: Candidate) -> int:
-        """The seed report's shape: flags on the lines after `megatron sft`, without `\\`.
-        `command` is `nodes[k]`."""
+        """The seed report's shape: flags on the lines after `megatron sft`, without `\\`; also
+        lines whose first field is a flag only after expansion (`${MODEL_ARGS[@]} \\`). A line
+        whose first field is not known statically, indented under a command of several lines,
+        may be either: read as the continuation (its flags unknown) with a warning, never as
+        nothing. `command` is `nodes[k]`."""
         j = k + 1
         continuation: list[Cmd] = []
-        while (j < len(nodes) and isinstance(node := nodes[j], Cmd) and node.words
-               and node.words[0].raw.startswith("--")):
+        shown: list[str] = []  # what bash says is not found, per continuation line
+        known = True
+        while j < len(nodes) and isinstance(node := nodes[j], Cmd) and node.words:
+            if not re.search(r"[$`]", node.words[0].raw) and not node.words[0].raw.startswith("--"):
+                break  # a literal command name: a command of its own, left to the walk
+            fields = [f for w in node.words for f in self.expand(w)]
+            first = self._first_field(node, fields, command, j == k + 1)
+            if first is None:
+                break
+            known = known and first is not _UNKNOWN
+            shown.append(first)
             continuation.append(node)
+            candidate.args.extend(fields)
             j += 1
         if j == k + 1:
             return k
-        for node in continuation:
-            candidate.args.extend(f for w in node.words for f in self.expand(w))
         candidate.end_line = continuation[-1].end_line
         prefix_lines = []
         q, expected = k - 1, command.line - 1
@@ -377,13 +389,51 @@ class LaunchShell(Shell):
             why = f" (the `\\` at the end of line {end} is inside a comment)"
         prefix = (f"; the assignments on lines {min(prefix_lines)}-{max(prefix_lines)} are read as that "
                   "command's environment (as written they are unexported shell variables)") if prefix_lines else ""
+        raw = following.words[0].raw
+        lines = f"lines {following.line}-{candidate.end_line}"
+        if not known:
+            self.diagnostics.append(Finding(
+                "launch.broken-continuation", "warning",
+                f"the `{candidate.invoked}` command stops at line {end}, which does not end in `\\`{why}, and "
+                f"line {following.line} begins with `{raw}`, not known statically: if it holds flags, bash runs "
+                f"{span} as the whole command without them and then fails on line {following.line}; "
+                f"{lines} are read here as its continuation, with the flags `{raw}` may hold unknown{prefix}",
+                fix=f"end line {end} with ` \\` if {lines} continue the command",
+                where=f"{self.path}:{end}",
+                detail={"command_lines": [command.line, end], "continuation_lines": [following.line, candidate.end_line]}))
+            return j - 1
+        expanded = "" if shown[0] == raw else f" (`{raw}` expands to flags)"
         self.diagnostics.append(Finding(
             "launch.broken-continuation", "error",
             f"the `{candidate.invoked}` command stops at line {end}, which does not end in `\\`{why}: as written, "
             f"bash runs {span} as the whole command, then fails on line {following.line} with "
-            f"`{following.words[0].raw}: command not found`; lines {following.line}-{candidate.end_line} are "
-            f"read here as its continuation{prefix}",
+            f"`{shown[0]}: command not found`{expanded}; {lines} are read here as its continuation{prefix}",
             fix="end every line of the command except the last with ` \\` (nothing after it)",
             where=f"{self.path}:{end}",
             detail={"command_lines": [command.line, end], "continuation_lines": [following.line, candidate.end_line]}))
         return j - 1
+
+    def _first_field(self, node: Cmd, fields: list[Field], command: Cmd, right_after: bool) -> str | None:
+        """The word bash would run `node` as, where it is a flag (`--num-layers`, literal or after
+        expansion), so `node` was meant to continue the command before it; `_UNKNOWN` where it is
+        not known statically but `node`, indented under a command of several lines right before
+        it, reads as such a continuation; None where `node` is a command of its own. `fields`
+        are its words expanded."""
+        if node.words[0].raw.startswith("--"):
+            return node.words[0].raw
+        if not fields:
+            return None
+        if isinstance(fields[0].value, str):
+            return fields[0].value if fields[0].value.startswith("--") else None
+        after = next((f.value for f in fields if isinstance(f.value, str)), "--")
+        return _UNKNOWN if (right_after and command.end_line > command.line and after.startswith("-")
+                            and _indent(self.lines, node.line) > _indent(self.lines, command.line)) else None
+
+
+_UNKNOWN = "?"  # a first field not known statically (LaunchShell._first_field)
+
+
+def _indent(lines: list[str], line: int) -> int:
+    """How far line `line` (1-based) of the script is indented; 0 where the text is not at hand."""
+    text = lines[line - 1] if 0 < line <= len(lines) else ""
+    return len(text) - len(text.lstrip(" \t"))

@@ -299,8 +299,10 @@ ORACLE_CASES = {
     "examples/glm5_1_lora_pp4.sh": ("megatron", {"DATASET_PATH": "/data/sft.jsonl"}),
     "examples/glm5_1_lora_pp8.sh": ("megatron", {"DATASET_PATH": "/data/sft.jsonl", "NNODES": "2"}),
     "tests/launch_scripts/megatron_lm_arrays.sh": ("torchrun", {}),
-    # run as sbatch runs it: the allocation its #SBATCH lines ask for is in the job's environment
-    "tests/launch_scripts/slurm_srun.sh": ("torchrun", {"SLURM_NNODES": "4", "SLURM_NTASKS_PER_NODE": "1"}),
+    # run as sbatch runs it: the allocation its #SBATCH lines ask for is in the job's environment,
+    # every variable sbatch(1) OUTPUT ENVIRONMENT VARIABLES sets from --nodes and --gpus-per-node
+    "tests/launch_scripts/slurm_srun.sh": ("torchrun", {"SLURM_NNODES": "4", "SLURM_JOB_NUM_NODES": "4",
+                                                        "SLURM_NTASKS_PER_NODE": "1", "SLURM_GPUS_PER_NODE": "8"}),
     "tests/launch_scripts/swift_sft.sh": ("swift", {}),
     "tests/launch_scripts/torch_distributed_run.sh": ("python3", {}),
     "tests/launch_scripts/symbolic_values.sh": ("torchrun", {}),
