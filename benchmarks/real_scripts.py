@@ -313,11 +313,13 @@ def in_detail_pass(s: dict) -> bool:
 
 
 def detail_variant(script: Path) -> Path:
-    """The script with DETAIL exported after its shebang, next to it (its relative paths hold);
-    written atomically, so concurrent benchmark runs share it safely."""
+    """The script with DETAIL exported after its leading comments, next to it (its relative paths
+    hold): after the shebang would end a job script's `#SBATCH` block, which sbatch reads only up
+    to the first command. Written atomically, so concurrent benchmark runs share it safely."""
     text = script.read_text(errors="surrogateescape")
     lines = text.splitlines(keepends=True)
-    at = 1 if lines and lines[0].startswith("#!") else 0
+    at = next((i for i, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("#")),
+              len(lines))
     out = script.with_name(script.stem + ".p2paudit-detail" + script.suffix)
     new = "".join(lines[:at] + [DETAIL_LINE] + lines[at:])
     if not out.is_file() or out.read_text(errors="surrogateescape") != new:

@@ -27,3 +27,14 @@ def test_an_inconclusive_headline_quoting_another_release_s_reading_is_inconclus
     head = ("INCONCLUSIVE: the releases disagree: megatron-core 0.19.2 reads NOT A PIPELINE RUN, "
             "0.17.0 is not decided; decide it with --target megatron-core==VERSION")
     assert bench.classify(head, 1) == "INCONCLUSIVE"
+
+
+def test_the_detail_line_goes_after_a_job_script_s_sbatch_block(tmp_path) -> None:
+    """sbatch reads `#SBATCH` lines only up to the first command: a DETAIL export after the
+    shebang made the job's own directives (Megatron-Bridge examples/models/stepfun/step35/
+    slurm_pretrain.sh @ 067f987df0, `#SBATCH --nodes=2`) comments, changing its world size."""
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/bash\n#SBATCH --nodes=2\n\n# a comment\nset -e\ntorchrun train.py\n")
+    lines = bench.detail_variant(script).read_text().splitlines()
+    assert lines[:4] == ["#!/bin/bash", "#SBATCH --nodes=2", "", "# a comment"]
+    assert lines[4] == bench.DETAIL_LINE.rstrip("\n") and lines[5] == "set -e"
