@@ -474,6 +474,11 @@ class Shell(Expander, ABC):
                     exported = current.exported if current else name in self.environ
                     self.vars[name] = Var(value, cmd.line, exported)
                 return
+        document = _read_document(builtin, args, names, cmd)
+        if document is not None:
+            current = self.vars.get(names[0])
+            self.vars[names[0]] = Var(document, cmd.line, current.exported if current else names[0] in self.environ)
+            return
         for name in names:
             current = self.vars.get(name)
             exported = current.exported if current else name in self.environ
@@ -552,6 +557,18 @@ _BUILTINS = frozenset({"export", "declare", "typeset", "local", "readonly", "uns
                        *_SETTERS})
 _MAX_SOURCED = 1 << 20  # a sourced settings file; anything larger is not read
 MAX_ITERATIONS = 16  # a `for` loop over more known items than this is read once, its variable unknown
+
+
+def _read_document(builtin: str, args: list[Field], names: list[str], cmd: Cmd) -> str | None:
+    """What `read -r -d '' NAME <<'EOF'` assigns: the whole here-document (no NUL ends the read
+    earlier), the IFS whitespace at its ends stripped; None where the text is not literal (an
+    unquoted delimiter) or other options or names are given."""
+    options = [str(f.value) for f in args if f.value not in names]
+    if builtin != "read" or len(names) != 1 or cmd.stdin is None or cmd.stdin.expands:
+        return None
+    if sorted(options) != ["", "-d", "-r"] or [str(f.value) for f in args][-1] != names[0]:
+        return None
+    return cmd.stdin.body.strip(" \t\n")
 
 
 def _set_names(builtin: str, args: list[Field]) -> list[str] | None:
