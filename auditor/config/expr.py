@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from auditor.config.hybrid import hybrid_layers, hybrid_segments
 from auditor.config.layout import layout_stages
 from auditor.errors import InputError
 
@@ -53,7 +54,8 @@ _ALLOWED = (
 )
 # Functions a rule may call, by name (`layout_stages(pipeline_model_parallel_layout)`): each
 # computes what a framework computes from one setting; None from one is unknown.
-FUNCTIONS: dict[str, Callable[[Any], Any]] = {"layout_stages": layout_stages}
+FUNCTIONS: dict[str, Callable[[Any], Any]] = {
+    "layout_stages": layout_stages, "hybrid_layers": hybrid_layers, "hybrid_segments": hybrid_segments}
 
 
 @dataclass(frozen=True)
