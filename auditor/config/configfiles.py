@@ -161,10 +161,10 @@ def load_yaml(text: str, path: Path) -> Any:
 
 def unknown_file(config: LaunchConfig, name: str, why: str, line: int, where: str,
              env_keys: tuple[Any, ...], keys: list[str] | None = None) -> None:
-    """Every setting the rules read from flags (`keys`, else those of this launcher's front
-    end), not given on the command line, is unknown."""
+    """Every setting the rules read from flags (`keys`, else `unread_keys`), not given on the
+    command line, is unknown."""
     unknown = Symbolic(f"set by {name}, which cannot be read")
-    keys = keys if keys is not None else flag_keys(config.launcher)
+    keys = keys if keys is not None else unread_keys(config)
     for key in keys:
         if key not in config.flags:
             config.flags[key] = Flag(key, unknown, line, f"--{key} ({name}?)")
@@ -176,6 +176,13 @@ def unknown_file(config: LaunchConfig, name: str, why: str, line: int, where: st
         f"{name} cannot be read ({why}): the settings it gives are unknown, not defaults",
         fix="audit the script where the file is (relative paths are looked for from the script's "
             "directory up), or give each setting with --set KEY=VALUE", where=where))
+
+
+def unread_keys(config: LaunchConfig) -> list[str]:
+    """What a file the run reads but this audit cannot may set: its launcher's front end's flag
+    keys, else its reader's rules file's, else every front end's; never none, which would leave
+    megatron-core's defaults standing for a file that may set any of them."""
+    return flag_keys(config.launcher) or flag_keys(None, only=config.style) or flag_keys(None)
 
 
 def flag_keys(launcher: str | None, only: str | None = None) -> list[str]:
