@@ -87,7 +87,7 @@ TABLES: dict[str, Table] = {
     # backend picking the Megatron roles (ChatLearn; auditor/config/frontends/chatlearn.py), and the
     # defaults its Megatron role config sets onto Megatron-LM's args.
     "dotlist_config": _table(False, "algorithms file_options backend_key megatron_backend megatron_roles",
-                             "devices_key not_pipeline source code"),
+                             "devices_key not_pipeline file_loaded source code"),
     "role_default": _table(True, "key value source code", ""),
     # torch's P2P API (rulebook.apis, auditor/dynamic/hooks.py).
     "p2p_api": _table(True, "name qualnames params issues", f"peer group op wire {_SELECT}"),
@@ -111,7 +111,7 @@ TABLES: dict[str, Table] = {
     "launcher": _table(True, "name style",
                        "program programs subcommands python_modules torchrun_subcommands env_nproc "
                        "env_nnodes nproc_flags nnodes_flags nproc_default nnodes_default env_prefix "
-                       f"device_count_values boolean_options module_options interpreters python_scripts not_pipeline pair_options directive directive_options nproc_keys nnodes_keys entry_builds {_SELECT}"),
+                       f"device_count_values boolean_options module_options interpreters python_scripts not_pipeline pair_options directive directive_options nproc_keys nnodes_keys entry_builds script_copies {_SELECT}"),
     # What torch's own launcher refuses, or hands the script, before any worker trains
     # (auditor/config/launch_options.py).
     "launcher_option": _table(True, "id launchers options source code line", f"type parsed_at range unless {_SELECT}"),
@@ -167,12 +167,12 @@ TYPES: dict[str, dict[str, type]] = {
     "launcher_option": {"launchers": list, "options": list, "type": str, "parsed_at": str, "range": list,
                         "unless": list, "line": int},
     "launcher_handoff": {"launchers": list, "passes": str, "unless": list, "helpers": list, "line": int},
-    "launcher": {"python_scripts": list},
+    "launcher": {"python_scripts": list, "script_copies": dict},
     "hydra_compose": {"launchers": list, "path_options": list, "name_options": list, "role_values": list},
     "hydra_strategy": {"main": str, "config_path": str, "config_name": str, "path_options": list,
                        "name_options": list, "keys": list, "not_pipeline": dict},
     "dotlist_config": {"algorithms": list, "file_options": list, "backend_key": str, "megatron_backend": str,
-                       "megatron_roles": list, "not_pipeline": dict},
+                       "megatron_roles": list, "not_pipeline": dict, "file_loaded": str},
     "role_default": {"key": str, "value": str},
     "batch_wrapper": {"modules": list, "key": str},
     "container_image": {"image": str, "tag": str, "torch": str, "source": str},
