@@ -18,7 +18,9 @@ import errno
 import os
 from pathlib import Path
 
-CHECKOUT_MARKERS = (".git", "setup.py", "pyproject.toml")
+# `.gitmodules` lies only at a repository's top level, and stays in a tree without `.git` (an
+# archive download, alibaba/Pai-Megatron-Patch whose root holds no setup.py or pyproject.toml).
+CHECKOUT_MARKERS = (".git", "setup.py", "pyproject.toml", ".gitmodules")
 
 
 def checkout_root(path: str) -> Path | None:

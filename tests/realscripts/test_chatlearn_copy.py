@@ -53,10 +53,14 @@ python {entry} grpo --config-file {config} \\
 
 
 def pai_tree(root: Path, config: str, entry: str = "../qwen3/chatlearn_entrypoint.py",
-             copy: str = COPY) -> Path:
+             copy: str = COPY, marker: str = ".git") -> Path:
     """Pai-Megatron-Patch's shape: a git checkout, the copy and its configs under examples/qwen3,
     the run script under examples/deepseek_v3."""
-    (root / ".git").mkdir(parents=True)
+    root.mkdir(parents=True, exist_ok=True)
+    if marker == ".git":
+        (root / marker).mkdir()
+    else:
+        (root / marker).write_text("")
     (root / "examples" / "qwen3" / "chatlearn_configs").mkdir(parents=True)
     (root / "examples" / "qwen3" / "chatlearn_entrypoint.py").write_text(copy)
     (root / "examples" / "qwen3" / "chatlearn_configs" / "grpo_megatron.yaml").write_text(MEGATRON)
@@ -91,8 +95,10 @@ def test_a_script_of_that_name_that_is_no_copy_is_not_chatlearns(tmp_path: Path,
         _read(script)
 
 
-def test_a_config_file_the_checkout_lacks_does_not_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    script = pai_tree(tmp_path, "../qwen3/configs/grpo_megatron.yaml")
+@pytest.mark.parametrize("marker", [".git", ".gitmodules"])  # Pai's tree, as an archive holds it: .gitmodules only
+def test_a_config_file_the_checkout_lacks_does_not_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         marker: str) -> None:
+    script = pai_tree(tmp_path, "../qwen3/configs/grpo_megatron.yaml", marker=marker)
     monkeypatch.chdir(script.parent)
     config = _read(script)
     (stop,) = [d for d in config.diagnostics if d.kind == "launch.config-file-missing"]
