@@ -138,7 +138,7 @@ TABLES: dict[str, Table] = {
     "front_end": _table(True, "name scripts flags launcher what", "layout_flags flags_as_written source code"),
     # Config files the trainer reads (auditor/config/configfiles.py).
     "config_file": _table(True, "kind launchers", f"suffixes env_key flag sections cli_source cli_code "
-                                                     f"extended_by own_modules {_SELECT}"),
+                                                     f"extended_by own_modules file_loaded {_SELECT}"),
     # A positional config file an HfArgumentParser-style entry reads (auditor/config/hf_config_file.py).
     "positional_file": _table(True, "name scripts imports front_end suffixes overrides source code",
                               f"env env_true launchers {_SELECT}"),
@@ -176,7 +176,7 @@ TYPES: dict[str, dict[str, type]] = {
     "role_default": {"key": str, "value": str},
     "batch_wrapper": {"modules": list, "key": str},
     "container_image": {"image": str, "tag": str, "torch": str, "source": str},
-    "config_file": {"kind": str, "launchers": list, "suffixes": list, "sections": list,
+    "config_file": {"kind": str, "launchers": list, "suffixes": list, "sections": list, "file_loaded": str,
                     "extended_by": list, "own_modules": list},
     "positional_file": {"scripts": list, "imports": list, "front_end": str, "suffixes": list,
                         "overrides": str, "env": str, "env_true": list, "launchers": list},

@@ -43,3 +43,19 @@ def test_a_file_the_front_end_names_keeps_its_own_keys(tmp_path: Path) -> None:
     launch = read_launch(script)
     unknown = {k for k, f in launch.flags.items() if isinstance(f.value, Symbolic)}
     assert unknown == set(flag_keys("torchrun pretrain_gpt.py"))
+
+
+def test_a_yaml_cfg_the_checkout_lacks_does_not_start(tmp_path: Path) -> None:
+    """Megatron-LM's load_yaml opens the file in parse_args (yaml_arguments.py:418): a relative
+    path absent from every directory where the relative entry opens is a certain stop."""
+    (tmp_path / "examples" / "gpt3").mkdir(parents=True)
+    (tmp_path / "examples" / "gpt3" / "gpt_config.yaml").write_text("micro_batch_size: 2\n")
+    (tmp_path / "pretrain_gpt.py").write_text("from megatron.training import pretrain\n")
+    script = _script(tmp_path, "torchrun --nproc_per_node 8 pretrain_gpt.py --yaml-cfg examples/gpt/gpt_config.yaml")
+    launch = read_launch(script)
+    (stop,) = [d for d in launch.diagnostics if d.kind == "launch.config-file-missing"]
+    assert stop.severity == "error" and stop.detail == {"category": "config"} and stop.where == f"{script}:2"
+    assert "examples/gpt/gpt_config.yaml" in stop.message and "FileNotFoundError" in stop.message
+    # the entry not in the checkout (a path the cluster has): not certain, unknown only
+    script.write_text(script.read_text().replace("pretrain_gpt.py", "/opt/megatron/pretrain_gpt.py"))
+    assert not any(d.kind == "launch.config-file-missing" for d in read_launch(script).diagnostics)

@@ -19,10 +19,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from auditor.bash.absent import absent_from_launch_dirs
 from auditor.bash.values import Field, Symbolic
-from auditor.config.configfiles import Unreadable, load_yaml, unknown_file
-from auditor.config.flags import STARTUP
+from auditor.config.configfiles import Unreadable, load_yaml, surely_missing, unknown_file
 from auditor.config.frontends.hydra_compose import yaml_text
 from auditor.config.frontends.reader import Reader
 from auditor.config.hydra_compose import Unresolved, at, resolve
@@ -71,7 +69,7 @@ class DotlistConfigReader(Reader):
             if not isinstance(data, dict):
                 raise Unreadable(f"{file} holds no mapping")
         except Unreadable as exc:
-            _surely_missing(config, name, rule, path)
+            surely_missing(config, name, "--config-file", rule.get("file_loaded"), path)
             unknown_file(config, name, str(exc), config.command_line, where, env_keys=())
             return
         for key, value in updates:
@@ -106,24 +104,6 @@ class DotlistConfigReader(Reader):
             f"read {file} with {len(updates)} override(s): {said}, role {config.case_name}, one of "
             f"{len(roles)} judged ({', '.join(r.rpartition('.')[2] for r in roles)})", where=where,
             detail={"files": [str(file)], "role": config.case_name}))
-
-
-def _surely_missing(config: LaunchConfig, name: str, rule: dict[str, Any], path: str) -> None:
-    """A relative config file the checkout surely lacks from every directory the run may start
-    in (those from which its relative entry opens: bash/absent.py) is a certain stop: the entry
-    loads it before any worker starts (`file_loaded`)."""
-    absent = (absent_from_launch_dirs(name, config.script, path)
-              if isinstance(config.script, str) and "file_loaded" in rule else None)
-    if absent is None:
-        return
-    missing, dirs = absent
-    config.diagnostics.append(Finding(
-        "launch.config-file-missing", "error",
-        f"--config-file {name} (line {config.command_line}) is {missing}, which the checkout around the "
-        f"script does not hold, from each of the {dirs} director{'y' if dirs == 1 else 'ies'} where "
-        f"{config.script} is found: {rule['file_loaded']}",
-        fix=f"give --config-file the path of a file the checkout holds, relative to where {config.script} is run",
-        where=f"{path}:{config.command_line}", detail=dict(STARTUP)))
 
 
 def _rules() -> tuple[dict[str, Any], list[dict[str, Any]]]:
