@@ -1,5 +1,6 @@
 """Whether the file a `source PATH` opens is surely absent, so that bash's `source` surely fails
-(status 1; under `set -e` the script ends there) (issue 22 item 4).
+(status 1; under `set -e` the script ends there) (issue 22 item 4), or a config file a run loads
+from its launch directory surely absent from every directory it may start in (item 5).
 
 THUDM/slime@624b824a89 scripts/low_precision/run-qwen3-30b-a3b-fp8.sh:28 sources
 `${SCRIPT_DIR}/../scripts/models/qwen3-30B-A3B.sh`, a path its checkout does not hold. This
@@ -17,7 +18,9 @@ import errno
 import os
 from pathlib import Path
 
-CHECKOUT_MARKERS = (".git", "setup.py", "pyproject.toml")
+# `.gitmodules` lies only at a repository's top level, and stays in a tree without `.git` (an
+# archive download, alibaba/Pai-Megatron-Patch whose root holds no setup.py or pyproject.toml).
+CHECKOUT_MARKERS = (".git", "setup.py", "pyproject.toml", ".gitmodules")
 
 
 def checkout_root(path: str) -> Path | None:
@@ -47,3 +50,40 @@ def surely_absent(name: str, script: str) -> Path | None:
         return None
     resolved = Path(os.path.realpath(opened))
     return resolved.relative_to(root) if resolved.is_relative_to(root) else None
+
+
+def absent_from_launch_dirs(name: str, entry: str, script: str, limit: int = 20000) -> tuple[Path, int] | None:
+    """(the file, relative to the checkout, the count of launch directories judged) where a
+    relative `name`, opened from the launch directory, is surely absent: the script does not
+    state that directory, so every directory of the checkout around `script` from which the
+    run's relative `entry` opens a file of that checkout is one it may start in, and from each
+    `name` resolves (links followed, `..` taken) inside the checkout to no file. None where
+    not certain: an absolute `name` or `entry`, no checkout, no such directory, one from which
+    the file is there or lies outside the checkout, or more than `limit` directories."""
+    if os.path.isabs(name) or os.path.isabs(entry):
+        return None
+    root = checkout_root(script)
+    if root is None:
+        return None
+    found: Path | None = None
+    judged = 0
+    for count, (here, dirs, _) in enumerate(os.walk(root)):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        if count >= limit:
+            return None
+        opened = Path(os.path.realpath(os.path.join(here, entry)))
+        if not (opened.is_relative_to(root) and opened.is_file()):
+            continue
+        target = Path(os.path.realpath(os.path.join(here, name)))
+        if not target.is_relative_to(root):
+            return None
+        try:
+            os.lstat(target)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOENT, errno.ENOTDIR):
+                return None
+        else:
+            return None
+        judged += 1
+        found = found or target.relative_to(root)
+    return (found, judged) if found is not None else None

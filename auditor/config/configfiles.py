@@ -17,8 +17,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from auditor.bash.absent import absent_from_launch_dirs
 from auditor.bash.values import EnvVar, Field, Symbolic
-from auditor.config.flags import normalise
+from auditor.config.flags import STARTUP, normalise
 from auditor.config.frontend_parser import find_script
 from auditor.config.model import Flag, LaunchConfig
 from auditor.findings import Finding
@@ -101,6 +102,7 @@ def _replaces_flags(config: LaunchConfig, flag: Flag, rule: dict, path: str) -> 
             why = ""
         except Unreadable as exc:
             found, data, why = None, None, str(exc)
+            surely_missing(config, flag.value, flag.spelling, rule.get("file_loaded"), path)
     config.flags = {rule["flag"]: flag}
     if ignored:
         config.diagnostics.append(Finding(
@@ -159,12 +161,31 @@ def load_yaml(text: str, path: Path) -> Any:
         raise Unreadable(f"{path} is not YAML: {str(exc).splitlines()[0]}") from None
 
 
+def surely_missing(config: LaunchConfig, name: str, option: str, loaded: str | None, path: str) -> None:
+    """A relative config file the entry loads before any worker starts (`loaded`: the rules'
+    `file_loaded`, how it stops the run) that the checkout surely lacks from every directory the
+    run may start in (those from which its relative entry opens: bash/absent.py) is a certain
+    stop; anything less certain stays unknown (unknown_file)."""
+    absent = (absent_from_launch_dirs(name, config.script, path)
+              if isinstance(config.script, str) and loaded else None)
+    if absent is None:
+        return
+    missing, dirs = absent
+    config.diagnostics.append(Finding(
+        "launch.config-file-missing", "error",
+        f"{option} {name} (line {config.command_line}) is {missing}, which the checkout around the script "
+        f"does not hold, from each of the {dirs} director{'y' if dirs == 1 else 'ies'} where {config.script} "
+        f"is found: {loaded}",
+        fix=f"give {option} the path of a file the checkout holds, relative to where {config.script} is run",
+        where=f"{path}:{config.command_line}", detail=dict(STARTUP)))
+
+
 def unknown_file(config: LaunchConfig, name: str, why: str, line: int, where: str,
              env_keys: tuple[Any, ...], keys: list[str] | None = None) -> None:
-    """Every setting the rules read from flags (`keys`, else those of this launcher's front
-    end), not given on the command line, is unknown."""
+    """Every setting the rules read from flags (`keys`, else `unread_keys`), not given on the
+    command line, is unknown."""
     unknown = Symbolic(f"set by {name}, which cannot be read")
-    keys = keys if keys is not None else flag_keys(config.launcher)
+    keys = keys if keys is not None else unread_keys(config)
     for key in keys:
         if key not in config.flags:
             config.flags[key] = Flag(key, unknown, line, f"--{key} ({name}?)")
@@ -176,6 +197,13 @@ def unknown_file(config: LaunchConfig, name: str, why: str, line: int, where: st
         f"{name} cannot be read ({why}): the settings it gives are unknown, not defaults",
         fix="audit the script where the file is (relative paths are looked for from the script's "
             "directory up), or give each setting with --set KEY=VALUE", where=where))
+
+
+def unread_keys(config: LaunchConfig) -> list[str]:
+    """What a file the run reads but this audit cannot may set: its launcher's front end's flag
+    keys, else its reader's rules file's, else every front end's; never none, which would leave
+    megatron-core's defaults standing for a file that may set any of them."""
+    return flag_keys(config.launcher) or flag_keys(None, only=config.style) or flag_keys(None)
 
 
 def flag_keys(launcher: str | None, only: str | None = None) -> list[str]:

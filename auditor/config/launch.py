@@ -28,6 +28,7 @@ from auditor.config.checkout_release import judge_on_framework_checkout
 from auditor.config.frontend_parser import find_script
 from auditor.config.frontends import for_style
 from auditor.config.frontends.megatron_lm import judge_on_checkout
+from auditor.config.entry_copy import entry_name
 from auditor.config.launcher import torchrun_options, world_size, world_variables
 from auditor.config.deepspeed_entry import read_deepspeed_entry
 from auditor.config.entry_module import read_entry_module
@@ -375,7 +376,7 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
     else:
         args, script = torchrun_options(config, launcher, args, path, spelling.python_runners)
         config.script = script
-        config.launcher = chosen.invoked + (f" {os.path.basename(str(script))}" if script is not None else "")
+        config.launcher = chosen.invoked + (f" {entry_name(config, launcher, path)}" if script is not None else "")
         _entry_in_checkout(config, path)
         read_entry_module(config, path)
         shipped = _shipped_script(spelling, script)

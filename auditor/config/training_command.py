@@ -14,6 +14,7 @@ from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Word
 from auditor.bash.parser import Cmd, Node, ShellParser
 from auditor.bash.values import EnvVar, Field, Var
 from auditor.bash.walk import Shell
+from auditor.config.entry_copy import is_copy
 from auditor.config.lightning_entry import builds
 from auditor.errors import InputError
 from auditor.findings import Finding
@@ -241,16 +242,16 @@ class LaunchShell(Shell):
                 return launcher, base, "", j
         return None, "", "", k
 
-    @staticmethod
-    def _python_script(fields: list[Field], j: int, launcher: dict) -> bool:
+    def _python_script(self, fields: list[Field], j: int, launcher: dict) -> bool:
         """`python examples/start_rlvr_pipeline.py ...`: python runs a script the launcher names
         (`python_scripts`, fnmatch over its file name, or over as many trailing path parts as a
-        pattern has: `chatlearn/entrypoint.py`), which starts the workers itself."""
+        pattern has: `chatlearn/entrypoint.py`), or a copy of it (`script_copies`,
+        config/entry_copy.py), which starts the workers itself."""
         patterns = launcher.get("python_scripts", ())
         value = fields[j].value if j < len(fields) else None
-        return bool(patterns) and isinstance(value, str) and any(
+        return bool(patterns) and isinstance(value, str) and (any(
             fnmatch.fnmatchcase("/".join(os.path.normpath(value).split("/")[-(p.count("/") + 1):]), p)
-            for p in patterns)
+            for p in patterns) or is_copy(launcher, value, self.path))
 
     def _runs_script(self, fields: list[Field], k: int, launcher: dict) -> bool:
         """`srun [options] python SCRIPT`: the program starts the training script itself, no other

@@ -95,7 +95,7 @@ TABLES: dict[str, Table] = {
     # backend picking the Megatron roles (ChatLearn; auditor/config/frontends/chatlearn.py), and the
     # defaults its Megatron role config sets onto Megatron-LM's args.
     "dotlist_config": _table(False, "algorithms file_options backend_key megatron_backend megatron_roles",
-                             "devices_key not_pipeline source code"),
+                             "devices_key not_pipeline file_loaded source code"),
     "role_default": _table(True, "key value source code", ""),
     # torch's P2P API (rulebook.apis, auditor/dynamic/hooks.py).
     "p2p_api": _table(True, "name qualnames params issues", f"peer group op wire {_SELECT}"),
@@ -119,7 +119,7 @@ TABLES: dict[str, Table] = {
     "launcher": _table(True, "name style",
                        "program programs subcommands python_modules torchrun_subcommands env_nproc "
                        "env_nnodes nproc_flags nnodes_flags nproc_default nnodes_default env_prefix "
-                       f"device_count_values boolean_options module_options interpreters python_scripts not_pipeline pair_options directive directive_options nproc_keys nnodes_keys entry_builds {_SELECT}"),
+                       f"device_count_values boolean_options module_options interpreters python_scripts not_pipeline pair_options directive directive_options nproc_keys nnodes_keys entry_builds script_copies {_SELECT}"),
     # What torch's own launcher refuses, or hands the script, before any worker trains
     # (auditor/config/launch_options.py).
     "launcher_option": _table(True, "id launchers options source code line", f"type parsed_at range unless {_SELECT}"),
@@ -160,7 +160,7 @@ TABLES: dict[str, Table] = {
     "front_end": _table(True, "name scripts flags launcher what", "layout_flags flags_as_written source code"),
     # Config files the trainer reads (auditor/config/configfiles.py).
     "config_file": _table(True, "kind launchers", f"suffixes env_key flag sections cli_source cli_code "
-                                                     f"extended_by own_modules {_SELECT}"),
+                                                     f"extended_by own_modules file_loaded {_SELECT}"),
     # A positional config file an HfArgumentParser-style entry reads (auditor/config/hf_config_file.py).
     "positional_file": _table(True, "name scripts imports front_end suffixes overrides source code",
                               f"env env_true launchers {_SELECT}"),
@@ -189,12 +189,12 @@ TYPES: dict[str, dict[str, type]] = {
     "launcher_option": {"launchers": list, "options": list, "type": str, "parsed_at": str, "range": list,
                         "unless": list, "line": int},
     "launcher_handoff": {"launchers": list, "passes": str, "unless": list, "helpers": list, "line": int},
-    "launcher": {"python_scripts": list},
+    "launcher": {"python_scripts": list, "script_copies": dict},
     "hydra_compose": {"launchers": list, "path_options": list, "name_options": list, "role_values": list},
     "hydra_strategy": {"main": str, "config_path": str, "config_name": str, "path_options": list,
                        "name_options": list, "keys": list, "not_pipeline": dict},
     "dotlist_config": {"algorithms": list, "file_options": list, "backend_key": str, "megatron_backend": str,
-                       "megatron_roles": list, "not_pipeline": dict},
+                       "megatron_roles": list, "not_pipeline": dict, "file_loaded": str},
     "role_default": {"key": str, "value": str},
     "entry_module": {"modules": list, "not_pipeline": str, "checked": list},
     "neox_pipeline": {"key": str, "default": int, "dir_options": list, "suffixes": list, "how": dict},
@@ -204,7 +204,7 @@ TYPES: dict[str, dict[str, type]] = {
                         "position": int, "default": bool},
     "batch_wrapper": {"modules": list, "key": str},
     "container_image": {"image": str, "tag": str, "torch": str, "source": str},
-    "config_file": {"kind": str, "launchers": list, "suffixes": list, "sections": list,
+    "config_file": {"kind": str, "launchers": list, "suffixes": list, "sections": list, "file_loaded": str,
                     "extended_by": list, "own_modules": list},
     "positional_file": {"scripts": list, "imports": list, "front_end": str, "suffixes": list,
                         "overrides": str, "env": str, "env_true": list, "launchers": list},

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor.bash.values import Field, Symbolic
-from auditor.config.configfiles import Unreadable, load_yaml, unknown_file
+from auditor.config.configfiles import Unreadable, load_yaml, surely_missing, unknown_file
 from auditor.config.flags import SCRIPT_ARGUMENTS, unresolved, wholly_unknown
 from auditor.config.frontends.hydra_compose import yaml_text
 from auditor.config.frontends.reader import Reader
@@ -71,6 +71,7 @@ class DotlistConfigReader(Reader):
             if not isinstance(data, dict):
                 raise Unreadable(f"{file} holds no mapping")
         except Unreadable as exc:
+            surely_missing(config, name, "--config-file", rule.get("file_loaded"), path)
             unknown_file(config, name, str(exc), config.command_line, where, env_keys=())
             return
         for key, value in updates:
