@@ -21,7 +21,7 @@ import os
 from typing import Any
 
 from auditor.bash.values import Field, Symbolic
-from auditor.config.configfiles import Unreadable, flag_keys, load_file, unknown_file
+from auditor.config.configfiles import Unreadable, flag_keys, load_file, unknown_file, unread_keys
 from auditor.config.flags import SCRIPT_ARGUMENTS, listed, unresolved, wholly_unknown
 from auditor.config.frontend_parser import find_script
 from auditor.config.model import Flag, LaunchConfig, UnknownWord
@@ -122,7 +122,7 @@ def _overrides(config: LaunchConfig, words: list[Field], name: str, path: str) -
                                  Flag(top, Symbolic(f"{value}: a nested override"), word.line, value))
             order.append(top)
             continue
-        keys = (flag_keys(config.launcher) if not isinstance(value, str)
+        keys = (unread_keys(config) if not isinstance(value, str)
                 else [value.lstrip("-").replace("-", "_")] if value.startswith("-") else [])
         for key in keys:
             config.flags[key] = Flag(key, Symbolic(f"{value} after {name}: not a `key=value` override"),
@@ -147,8 +147,7 @@ def unread_positional(config: LaunchConfig, args: list[Field], path: str, spelli
              for f in spelling.front_ends if f["name"] == rule["front_end"]]
     for word in args:
         if isinstance(word.value, str) and word.value.endswith(SUFFIXES) and word.value in config.positionals:
-            keys = (flag_keys(named[0]) if named else flag_keys(config.launcher)
-                    or flag_keys(None, only=config.style) or flag_keys(None))
+            keys = flag_keys(named[0]) if named else unread_keys(config)
             entry = os.path.basename(str(config.script)) if config.script else config.launcher
             unknown_file(config, word.value, f"{entry} is given it as an "
                          "argument, and no rule here says how its front end reads it", word.line,
