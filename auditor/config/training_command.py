@@ -14,6 +14,7 @@ from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Word
 from auditor.bash.parser import Cmd, Node, ShellParser
 from auditor.bash.values import EnvVar, Field, Var
 from auditor.bash.walk import Shell
+from auditor.config.entry_module import module_file, module_roots
 from auditor.config.lightning_entry import builds
 from auditor.errors import InputError
 from auditor.findings import Finding
@@ -66,6 +67,9 @@ class LaunchShell(Shell):
         self.environment_set = (*spelling.environment_set, *spelling.env_names, *(  # never taken as unset
             n for e in spelling.launchers for n in (e.get("env_nproc"), e.get("env_nnodes")) if n))
         self.allocation: dict[str, int] = {}  # variables a `#SBATCH` line sets, and that line
+        # `python SCRIPT.py` with no launcher around it (a `one_process` launcher rule): the run's
+        # command only where the script runs no launcher (config.launch._build)
+        self.last_resort: list[Candidate] = []
 
     def allocate(self, lexer: Lexer, tokens: list) -> None:
         """The allocation a job script's directives ask for (`#SBATCH --nodes=128`), as the
@@ -87,9 +91,10 @@ class LaunchShell(Shell):
 
     def external(self, fields: list[Field], inline: dict[str, EnvVar], cmd: Cmd,
                  siblings: list[Node], at: int) -> int:
+        before = len(self.last_resort)
         candidate = self._launch(fields, inline, cmd)
         if candidate is None:
-            if self._may_train(fields):
+            if len(self.last_resort) == before and self._may_train(fields):
                 self.unfollowed.append(fields[0])
             return 0
         return self._join_broken_continuation(siblings, at, cmd, candidate) - at
@@ -152,6 +157,8 @@ class LaunchShell(Shell):
                 invoked, sub, args = launcher["name"], "", options + fields[k:]
             if launcher is None and (built := self._builds_entry(fields, k)) is not None:
                 launcher, invoked, sub, args = built, built["name"], "", fields[k:]
+            if launcher is None and (plain := self._one_process(fields, k, inline)) is not None:
+                launcher, invoked, sub, args = plain, base, "", fields[k:]
             if launcher is not None:
                 wrapper = fields[:k]
                 if wrapper and not isinstance(wrapper[0].value, str):
@@ -167,6 +174,9 @@ class LaunchShell(Shell):
                 candidate = Candidate(
                     launcher, invoked, sub, args, wrapper, inline, dict(self.vars),
                     cmd.line, cmd.end_line, self.conditional > 0, fields[0].line, self.cwd)
+                if launcher.get("one_process"):
+                    self.last_resort.append(candidate)
+                    return None
                 self.candidates.append(candidate)
                 return candidate
             if not wrapped:
@@ -192,6 +202,25 @@ class LaunchShell(Shell):
                     and builds(script, self.path, tuple(launcher["entry_builds"])):
                 return launcher
         return None
+
+    def _one_process(self, fields: list[Field], k: int, inline: dict[str, EnvVar]) -> dict | None:
+        """The `one_process` launcher rule of `python [options] SCRIPT.py` (`-m MODULE`: a module
+        found under the script's module roots, config.entry_module), or None: a command string
+        (`-c`), stdin, a word not known statically."""
+        rule = next((e for e in self.spelling.launchers if e.get("one_process")), None)
+        if rule is None or not is_interpreter(os.path.basename(str(fields[k].value)), rule):
+            return None
+        j = k + 1
+        while j < len(fields) and isinstance(flag := fields[j].value, str) and flag.startswith("-"):
+            if flag == "-m" and j + 1 < len(fields) and isinstance(module := fields[j + 1].value, str):
+                env = {n: EnvVar(n, v.value, v.line, "export") for n, v in self.vars.items()
+                       if v.exported and isinstance(v.value, str)} | inline
+                return rule if module_file(module, module_roots(env, self.path)) else None
+            if flag in ("-c", "-"):
+                return None
+            j += 2 if flag in ("-X", "-W") else 1
+        script = fields[j].value if j < len(fields) else None
+        return rule if isinstance(script, str) and script.endswith(".py") else None
 
     def _runner(self, fields: list[Field]) -> tuple[list[Field], list[Field]] | None:
         """(the runner's words, the command it runs) for `uv run [options] COMMAND`; `uv run -m
