@@ -302,7 +302,7 @@ class ScriptExits(InputError):
 def _stops_before_training(shell: LaunchShell, path: str) -> None:
     """Raise ScriptExits when the walk ended at an `exit` before any training command."""
     stop = shell.exited
-    if stop is None or shell.candidates or shell.unfollowed:
+    if stop is None or shell.candidates or shell.unfollowed or shell.last_resort:
         return  # after a program not followed, the exit may come after training (`... | tee log; exit`)
     def quoted(line: int) -> str:
         text = shell.lines[line - 1].strip() if stop.path == path and 0 < line <= len(shell.lines) else ""

@@ -7,7 +7,8 @@ program starts no processes of its own and joins no world the environment names;
 world size is unknown, with the reason, never 1:
 - a call in the entry or its local modules (entry_script.iter_closure, through each file's
   import aliases) matches the rule's `process_starters` (`mp.spawn(main, nprocs=8)`,
-  `subprocess.run(["torchrun", ...])`, accelerate's notebook_launcher);
+  `subprocess.run(["torchrun", ...])`, accelerate's notebook_launcher), or one of them imports a
+  package of `process_packages` (Lightning's Trainer starts a process per device);
 - a `world_env` variable (WORLD_SIZE, RANK, ...) is set for the command, or the code reads one by
   name: other processes started elsewhere may join it (torch's env:// rendezvous);
 - the entry is not read here (not found, unparsable, more local modules than are read).
@@ -50,10 +51,15 @@ def _starts_processes(config: LaunchConfig, launcher: dict) -> str:
     if entry is None:
         return f"the entry is not read ({missing or 'no script'}): whether it starts processes of its own is unknown"
     starters, names = launcher.get("process_starters", ()), set(launcher.get("world_env", ()))
+    packages = set(launcher.get("process_packages", ()))
     modules = 0
     try:
         for file, tree in iter_closure(Path(entry.path)):
             modules += 1
+            spawner = next(((n, name) for n, name in _imports(tree) if name.split(".")[0] in packages), None)
+            if spawner is not None:
+                return (f"{file.name}:{spawner[0].lineno} imports {spawner[1]}, which starts processes of the "
+                        "script itself: how many is not read here; give it as --set world_size=N")
             for node, written, imported in calls(tree):
                 if any(fnmatch.fnmatchcase(imported, p) for p in starters):
                     return (f"{file.name}:{node.lineno} calls `{written}` ({imported}): the program starts "
@@ -68,3 +74,14 @@ def _starts_processes(config: LaunchConfig, launcher: dict) -> str:
     if modules >= MAX_MODULES:
         return f"the entry imports more than {MAX_MODULES} local modules, not all read: whether it starts processes is unknown"
     return ""
+
+
+def _imports(tree: ast.Module) -> list[tuple[ast.stmt, str]]:
+    """(statement, absolute module name) of each import in the file."""
+    out: list[tuple[ast.stmt, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(node, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            out.append((node, node.module))
+    return out
