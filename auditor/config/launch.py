@@ -347,6 +347,9 @@ def _last_resort(shell: LaunchShell, spelling: Spelling, path: str) -> str:
     its entry is found here (config.pyenv.locate); else what was not found, for the message."""
     if shell.candidates or shell.unfollowed or shell.unresolved_commands or shell.opaque:
         return ""
+    if shell.names_launcher:
+        named = shell.names_launcher[0]
+        return f"; line {named.line} runs `{named.value}`, which starts a launcher this reader does not follow"
     for candidate in shell.last_resort:
         scratch = LaunchConfig(path=path, launcher="", command_line=candidate.line, end_line=candidate.end_line)
         scratch.script = torchrun_options(scratch, candidate.launcher, candidate.args, path,

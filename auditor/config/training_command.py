@@ -70,6 +70,7 @@ class LaunchShell(Shell):
         # `python SCRIPT.py` with no launcher around it (a `one_process` launcher rule): the run's
         # command only where the script runs no launcher (config.launch._build)
         self.last_resort: list[Candidate] = []
+        self.names_launcher: list[Field] = []  # `debugpy-run -m torch.distributed.run`: a launcher inside
 
     def allocate(self, lexer: Lexer, tokens: list) -> None:
         """The allocation a job script's directives ask for (`#SBATCH --nodes=128`), as the
@@ -96,6 +97,8 @@ class LaunchShell(Shell):
         if candidate is None:
             if len(self.last_resort) == before and self._may_train(fields):
                 self.unfollowed.append(fields[0])
+            elif len(self.last_resort) == before and self._names_launcher(fields):
+                self.names_launcher.append(fields[0])
             return 0
         return self._join_broken_continuation(siblings, at, cmd, candidate) - at
 
@@ -111,6 +114,14 @@ class LaunchShell(Shell):
                 continue
             return bool(re.fullmatch(r"python[0-9.]*", base)) or base in programs
         return False
+
+    def _names_launcher(self, fields: list[Field]) -> bool:
+        """A program not followed whose words name a launcher (`debugpy-run -m torch.distributed.run
+        -- train.py`): a plain `python` command elsewhere in the script is then not the run."""
+        programs = {p for e in self.spelling.launchers for p in (e.get("programs") or [e.get("program")]) if p}
+        modules = [m for e in self.spelling.launchers for m in e.get("python_modules", ())]
+        return any(isinstance(f.value, str) and (os.path.basename(f.value) in programs or any(
+            fnmatch.fnmatchcase(f.value, m) for m in modules)) for f in fields[1:])
 
     def _launch(self, fields: list[Field], inline: dict[str, EnvVar], cmd: Cmd) -> Candidate | None:
         """The training command in `fields`, possibly behind wrappers (srun, env, nohup, ...)."""

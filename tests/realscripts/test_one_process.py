@@ -150,7 +150,11 @@ def test_a_launcher_command_comes_before_a_plain_python_one(tmp_path, monkeypatc
     ("python -c 'import torch'\npython convert_ckpt.py a b\n", "could not be followed"),  # -c: not read
     ("$RUNNER\npython convert_ckpt.py a b\n", "not known statically"),
     ("python -m pip install fire\npython convert_ckpt.py a b\n", "could not be followed"),  # pip: not here
-], ids=["missing-entry", "python-c", "unknown-command", "module-not-here"])
+    # huggingface/nanotron@2411b022a7 examples/contributor-guide/debug_tiny_llama.sh: `python
+    # debug_config_tiny_llama.py` writes the config, `debugpy-run -m torch.distributed.run` trains
+    ("python convert_ckpt.py a b\ndebugpy-run -m torch.distributed.run -p 5678 -- --nproc_per_node=2 x.py\n",
+     "line 2 runs `debugpy-run`, which starts a launcher"),
+], ids=["missing-entry", "python-c", "unknown-command", "module-not-here", "launcher-inside"])
 def test_a_plain_python_command_is_no_command_where_doubt_remains(capsys, tmp_path, monkeypatch, launch, said):
     code, doc = _scan(capsys, _tree(tmp_path, monkeypatch, launch, {"convert_ckpt.py": CONVERT_PY}))
     assert doc["verdict"]["status"] == "inconclusive" and code == 1
