@@ -43,6 +43,8 @@ from auditor.config.entry_stack import (
 from auditor.config.lightning_entry import read_lightning_entry
 from auditor.config.pipelining_script import read_pipelining_script
 from auditor.config.model import LaunchConfig
+from auditor.config import one_process
+from auditor.config.pyenv import locate
 from auditor.config.source_tree import judge_on_source_tree
 from auditor.config.training_command import Candidate, LaunchShell
 from auditor.errors import InputError
@@ -301,7 +303,7 @@ class ScriptExits(InputError):
 def _stops_before_training(shell: LaunchShell, path: str) -> None:
     """Raise ScriptExits when the walk ended at an `exit` before any training command."""
     stop = shell.exited
-    if stop is None or shell.candidates or shell.unfollowed:
+    if stop is None or shell.candidates or shell.unfollowed or shell.last_resort:
         return  # after a program not followed, the exit may come after training (`... | tee log; exit`)
     def quoted(line: int) -> str:
         text = shell.lines[line - 1].strip() if stop.path == path and 0 < line <= len(shell.lines) else ""
@@ -323,6 +325,7 @@ def _given_command(shell: LaunchShell, command: str, path: str, after: int) -> N
     """`--command '...'`: the user's training command line, run where the script ends (its
     variables set), in place of any the script runs."""
     shell.candidates.clear()
+    shell.last_resort.clear()
     shell.unresolved_commands.clear()
     shell.exited = None  # the user's command runs, wherever the script's own walk stopped
     try:
@@ -330,6 +333,7 @@ def _given_command(shell: LaunchShell, command: str, path: str, after: int) -> N
     except InputError as exc:
         raise InputError("--command", exc.cause) from None
     shell.run(ShellParser(tokens, "--command", shell.diagnostics).parse())
+    shell.candidates.extend(shell.last_resort)  # the user says `python train.py` is the run
     if not shell.candidates:
         raise InputError("--command", f"is no training command: looked for {shell.spelling.looked_for()}")
     shell.diagnostics.append(Finding(
@@ -338,11 +342,34 @@ def _given_command(shell: LaunchShell, command: str, path: str, after: int) -> N
         "the script's own lines", where=f"{path}:{after + 1}"))
 
 
+def _last_resort(shell: LaunchShell, spelling: Spelling, path: str) -> str:
+    """`python SCRIPT.py` with no launcher around it is the run's command only where the walk met
+    no launcher command, no program it could not follow and no command it could not read, and
+    its entry is found here (config.pyenv.locate); else what was not found, for the message."""
+    if shell.candidates or shell.unfollowed or shell.unresolved_commands or shell.opaque:
+        return ""
+    if shell.names_launcher:
+        named = shell.names_launcher[0]
+        return f"; line {named.line} runs `{named.value}`, which starts a launcher this reader does not follow"
+    for candidate in shell.last_resort:
+        scratch = LaunchConfig(path=path, launcher="", command_line=candidate.line, end_line=candidate.end_line)
+        scratch.script = torchrun_options(scratch, candidate.launcher, candidate.args, path,
+                                          spelling.python_runners)[1]
+        scratch.env = _environment(shell, candidate)
+        read_entry_module(scratch, path)
+        entry, missing = locate(scratch)
+        if entry is None:
+            return f"; line {candidate.line} runs `{candidate.invoked} {scratch.script}`, whose entry is not read: {missing}"
+    shell.candidates.extend(shell.last_resort)
+    return ""
+
+
 def _build(shell: LaunchShell, spelling: Spelling, path: str,
            parser_roots: tuple[Path, ...] = (), which: int = 0) -> LaunchConfig:
+    plain = _last_resort(shell, spelling, path)
     _stops_before_training(shell, path)
     if not shell.candidates:
-        unknown = "".join(f"; line {f.line} runs `{f.value}`, which is not known statically"
+        unknown = plain + "".join(f"; line {f.line} runs `{f.value}`, which is not known statically"
                           for f in shell.unresolved_commands[:3])
         unseen = "".join(f"; line {line}: {what}" for line, what in shell.opaque[:2])
         raise CommandNotFollowed(path, f"the training command could not be followed: looked for "
@@ -389,7 +416,9 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
     reader.read(config, args, launcher, spelling, path, parser_roots)
     if config.case >= config.commands:
         raise IndexError(f"the command runs {config.commands} configuration(s), not {config.case + 1}")
-    if not what or _sized(launcher):  # a conversion wrapper states no ranks: none to count
+    if launcher.get("one_process"):
+        one_process.world(config, launcher, path)
+    elif not what or _sized(launcher):  # a conversion wrapper states no ranks: none to count
         world_size(config, launcher, chosen, spelling, path)
     for other in [c for c in training if c is not chosen]:
         config.diagnostics.append(Finding(

@@ -15,6 +15,7 @@ from auditor.bash.parser import Cmd, Node, ShellParser
 from auditor.bash.values import EnvVar, Field, Var
 from auditor.bash.walk import Shell
 from auditor.config.entry_copy import is_copy
+from auditor.config.entry_module import module_file, module_roots
 from auditor.config.lightning_entry import builds
 from auditor.errors import InputError
 from auditor.findings import Finding
@@ -67,6 +68,10 @@ class LaunchShell(Shell):
         self.environment_set = (*spelling.environment_set, *spelling.env_names, *(  # never taken as unset
             n for e in spelling.launchers for n in (e.get("env_nproc"), e.get("env_nnodes")) if n))
         self.allocation: dict[str, int] = {}  # variables a `#SBATCH` line sets, and that line
+        # `python SCRIPT.py` with no launcher around it (a `one_process` launcher rule): the run's
+        # command only where the script runs no launcher (config.launch._build)
+        self.last_resort: list[Candidate] = []
+        self.names_launcher: list[Field] = []  # `debugpy-run -m torch.distributed.run`: a launcher inside
 
     def allocate(self, lexer: Lexer, tokens: list) -> None:
         """The allocation a job script's directives ask for (`#SBATCH --nodes=128`), as every
@@ -89,10 +94,13 @@ class LaunchShell(Shell):
 
     def external(self, fields: list[Field], inline: dict[str, EnvVar], cmd: Cmd,
                  siblings: list[Node], at: int) -> int:
+        before = len(self.last_resort)
         candidate = self._launch(fields, inline, cmd)
         if candidate is None:
-            if self._may_train(fields):
+            if len(self.last_resort) == before and self._may_train(fields):
                 self.unfollowed.append(fields[0])
+            elif len(self.last_resort) == before and self._names_launcher(fields):
+                self.names_launcher.append(fields[0])
             return 0
         return self._join_broken_continuation(siblings, at, cmd, candidate) - at
 
@@ -108,6 +116,14 @@ class LaunchShell(Shell):
                 continue
             return bool(re.fullmatch(r"python[0-9.]*", base)) or base in programs
         return False
+
+    def _names_launcher(self, fields: list[Field]) -> bool:
+        """A program not followed whose words name a launcher (`debugpy-run -m torch.distributed.run
+        -- train.py`): a plain `python` command elsewhere in the script is then not the run."""
+        programs = {p for e in self.spelling.launchers for p in (e.get("programs") or [e.get("program")]) if p}
+        modules = [m for e in self.spelling.launchers for m in e.get("python_modules", ())]
+        return any(isinstance(f.value, str) and (os.path.basename(f.value) in programs or any(
+            fnmatch.fnmatchcase(f.value, m) for m in modules)) for f in fields[1:])
 
     def _launch(self, fields: list[Field], inline: dict[str, EnvVar], cmd: Cmd) -> Candidate | None:
         """The training command in `fields`, possibly behind wrappers (srun, env, nohup, ...)."""
@@ -154,6 +170,8 @@ class LaunchShell(Shell):
                 invoked, sub, args = launcher["name"], "", options + fields[k:]
             if launcher is None and (built := self._builds_entry(fields, k)) is not None:
                 launcher, invoked, sub, args = built, built["name"], "", fields[k:]
+            if launcher is None and (plain := self._one_process(fields, k, inline)) is not None:
+                launcher, invoked, sub, args = plain, base, "", fields[k:]
             if launcher is not None:
                 wrapper = fields[:k]
                 if wrapper and not isinstance(wrapper[0].value, str):
@@ -169,6 +187,9 @@ class LaunchShell(Shell):
                 candidate = Candidate(
                     launcher, invoked, sub, args, wrapper, inline, dict(self.vars),
                     cmd.line, cmd.end_line, self.conditional > 0, fields[0].line, self.cwd)
+                if launcher.get("one_process"):
+                    self.last_resort.append(candidate)
+                    return None
                 self.candidates.append(candidate)
                 return candidate
             if not wrapped:
@@ -194,6 +215,25 @@ class LaunchShell(Shell):
                     and builds(script, self.path, tuple(launcher["entry_builds"])):
                 return launcher
         return None
+
+    def _one_process(self, fields: list[Field], k: int, inline: dict[str, EnvVar]) -> dict | None:
+        """The `one_process` launcher rule of `python [options] SCRIPT.py` (`-m MODULE`: a module
+        found under the script's module roots, config.entry_module), or None: a command string
+        (`-c`), stdin, a word not known statically."""
+        rule = next((e for e in self.spelling.launchers if e.get("one_process")), None)
+        if rule is None or not is_interpreter(os.path.basename(str(fields[k].value)), rule):
+            return None
+        j = k + 1
+        while j < len(fields) and isinstance(flag := fields[j].value, str) and flag.startswith("-"):
+            if flag == "-m" and j + 1 < len(fields) and isinstance(module := fields[j + 1].value, str):
+                env = {n: EnvVar(n, v.value, v.line, "export") for n, v in self.vars.items()
+                       if v.exported and isinstance(v.value, str)} | inline
+                return rule if module_file(module, module_roots(env, self.path)) else None
+            if flag in ("-c", "-"):
+                return None
+            j += 2 if flag in ("-X", "-W") else 1
+        script = fields[j].value if j < len(fields) else None
+        return rule if isinstance(script, str) and script.endswith(".py") else None
 
     def _runner(self, fields: list[Field]) -> tuple[list[Field], list[Field]] | None:
         """(the runner's words, the command it runs) for `uv run [options] COMMAND`; `uv run -m

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -203,10 +204,17 @@ class Stack:
 
 def _claimants(launcher: str, directory: Path | None) -> list[Framework]:
     """The frameworks whose `launchers` match; a file that names the launch command exactly
-    (`torchrun torchtitan.train`) outranks one that matches it by a wildcard (`torchrun*`)."""
+    (`torchrun torchtitan.train`) outranks one that matches it by a wildcard (`torchrun*`), and
+    among wildcards the pattern naming more of the command (`python run_*.py` of NeMo-RL over
+    `python *` of a plain one-process run)."""
     matching = [f for f in frameworks(directory) if f.fronts(launcher)]
     exact = [f for f in matching if launcher in f.launchers]
-    return exact or matching
+    if exact or len(matching) < 2:
+        return exact or matching
+    named = {f.name: max(len(re.sub(r"[*?]|\[[^]]*]", "", p)) for p in f.launchers
+                         if fnmatch.fnmatchcase(launcher, p)) for f in matching}
+    most = max(named.values())
+    return [f for f in matching if named[f.name] == most]
 
 
 def _chain(claimant: Framework, directory: Path | None) -> list[Framework]:

@@ -23,7 +23,8 @@ import pytest
 from auditor.analysis.verdict import judge
 from auditor.config.derive import derive
 from auditor.config.expr import UNKNOWN
-from auditor.config.launch import CommandNotFollowed, read_launch
+from auditor.bash.values import Symbolic
+from auditor.config.launch import read_launch
 from auditor.scan import ScanInputs, run_scan
 
 FINETUNE = '''
@@ -178,11 +179,13 @@ def test_a_strategy_size_not_known_statically_stays_unknown(tmp_path, monkeypatc
     assert "not known statically" in launch.entry_values["pipeline_model_parallel_size"][1]
 
 
-def test_a_python_script_building_no_strategy_is_still_not_followed(tmp_path, monkeypatch):
-    """INVALID: a script that builds no known strategy is no training command (as before)."""
+def test_a_python_script_building_no_strategy_is_no_one_process_run(tmp_path, monkeypatch):
+    """A script that builds no known strategy is a plain `python SCRIPT` (config/one_process.py),
+    but it imports nemo, whose Lightning Trainer starts the processes: the world is unknown."""
     entry = FINETUNE.format(extra="", callbacks="").replace("nl.MegatronStrategy(", "dict(")
-    with pytest.raises(CommandNotFollowed):
-        read_launch(_repo(tmp_path, monkeypatch, entry, "gpt_finetuning.py", SFT.format(pp="2", export="")))
+    launch = read_launch(_repo(tmp_path, monkeypatch, entry, "gpt_finetuning.py", SFT.format(pp="2", export="")))
+    assert launch.launcher == "python gpt_finetuning.py" and isinstance(launch.nproc_per_node, Symbolic)
+    assert "imports nemo" in launch.world_source["nproc_per_node"]
 
 
 def test_coverage_run_module_is_python_m(tmp_path):

@@ -19,6 +19,8 @@ def _spelled(entry: dict) -> list[str]:
     out += [f"python -m {m} pretrain_gpt.py" for m in entry.get("python_modules", ())]
     # `python SCRIPT` building one of `entry_builds` reads as the launcher's name (rules/nemo.toml)
     out += [f"{entry['name']} train.py"] if entry.get("entry_builds") else []
+    # a plain `python train.py` (one process) reads as its interpreter and the script's name
+    out += [f"{i} train.py" for i in entry.get("interpreters", ())] if entry.get("one_process") else []
     # reported by the script's file name (`chatlearn/entrypoint.py` reads as `python entrypoint.py`)
     out += [f"python {p.replace('*', 'rlvr').rpartition('/')[2]}" for p in entry.get("python_scripts", ())]
     return out

@@ -1,0 +1,87 @@
+"""The world of a plain `python SCRIPT.py` / `python -m MODULE` with no launcher around it (issue
+22 items 10, 11; the `one_process` launcher rule of rules/megatron-lm.toml).
+
+Python starts one process: a world of 1, where no pipeline can run, and the rest of the scan
+(config.entry_stack, analysis.schedule_reach) says what the run is. That holds only where the
+program starts no processes of its own and joins no world the environment names; otherwise the
+world size is unknown, with the reason, never 1:
+- a call in the entry or its local modules (entry_script.iter_closure, through each file's
+  import aliases) matches the rule's `process_starters` (`mp.spawn(main, nprocs=8)`,
+  `subprocess.run(["torchrun", ...])`, accelerate's notebook_launcher), or one of them imports a
+  package of `process_packages` (Lightning's Trainer starts a process per device);
+- a `world_env` variable (WORLD_SIZE, RANK, ...) is set for the command, or the code reads one by
+  name: other processes started elsewhere may join it (torch's env:// rendezvous);
+- the entry is not read here (not found, unparsable, more local modules than are read).
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+from pathlib import Path
+
+from auditor.bash.values import Symbolic
+from auditor.config.entry_script import MAX_MODULES, calls, iter_closure
+from auditor.config.model import LaunchConfig
+from auditor.config.pyenv import locate
+
+
+def world(config: LaunchConfig, launcher: dict, path: str) -> None:
+    """Sets `config.nproc_per_node` and `config.nnodes` of a one-process launch, each with where
+    it came from: 1 and 1, or unknown with the reason."""
+    given = next((config.env[n] for n in launcher.get("world_env", ()) if n in config.env), None)
+    if given is not None:
+        where = "the caller's environment" if given.how == "environ" else f"{path}:{given.line}"
+        why = (f"{given.name} is set for `{config.launcher}` ({where}): it joins a world that processes "
+               "started elsewhere make up, unknown here; give it as --set world_size=N")
+    else:
+        why = _starts_processes(config, launcher)
+    if why:
+        config.nproc_per_node, config.nnodes = Symbolic("processes the program starts"), 1
+        config.world_source = {"nproc_per_node": why, "nnodes": why}
+        return
+    config.nproc_per_node, config.nnodes = 1, 1
+    one = f"`{config.launcher}` runs one process: no launcher starts more, and it starts none itself"
+    config.world_source = {"nproc_per_node": one, "nnodes": one}
+
+
+def _starts_processes(config: LaunchConfig, launcher: dict) -> str:
+    """Why the program may run more than one process ("" where it surely does not)."""
+    entry, missing = locate(config)
+    if entry is None:
+        return f"the entry is not read ({missing or 'no script'}): whether it starts processes of its own is unknown"
+    starters, names = launcher.get("process_starters", ()), set(launcher.get("world_env", ()))
+    packages = set(launcher.get("process_packages", ()))
+    modules = 0
+    try:
+        for file, tree in iter_closure(Path(entry.path)):
+            modules += 1
+            spawner = next(((n, name) for n, name in _imports(tree) if name.split(".")[0] in packages), None)
+            if spawner is not None:
+                return (f"{file.name}:{spawner[0].lineno} imports {spawner[1]}, which starts processes of the "
+                        "script itself: how many is not read here; give it as --set world_size=N")
+            for node, written, imported in calls(tree):
+                if any(fnmatch.fnmatchcase(imported, p) for p in starters):
+                    return (f"{file.name}:{node.lineno} calls `{written}` ({imported}): the program starts "
+                            "processes of its own, how many is not read here; give it as --set world_size=N")
+            read = next((n for n in ast.walk(tree) if isinstance(n, ast.Constant)
+                         and isinstance(n.value, str) and n.value in names), None)
+            if read is not None:
+                return (f"{file.name}:{read.lineno} names {read.value!s}: the program joins a world its "
+                        "environment gives, unknown here; give it as --set world_size=N")
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError) as exc:
+        return f"the entry {entry.path} is not read ({type(exc).__name__}): whether it starts processes is unknown"
+    if modules >= MAX_MODULES:
+        return f"the entry imports more than {MAX_MODULES} local modules, not all read: whether it starts processes is unknown"
+    return ""
+
+
+def _imports(tree: ast.Module) -> list[tuple[ast.stmt, str]]:
+    """(statement, absolute module name) of each import in the file."""
+    out: list[tuple[ast.stmt, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(node, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            out.append((node, node.module))
+    return out
