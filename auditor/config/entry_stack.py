@@ -54,6 +54,9 @@ RULES = "stacks"
 GUESSED_STYLE = "megatron-lm"
 # Launchers that name no framework: the entry's imports decide the stack (a cluster's srun or
 # mpirun starting the Python entry itself is read as Megatron-LM's front end too: rules/megatron-lm.toml).
+# Of those, the cluster's wrappers, which start any program (`srun docker run ...`): only a
+# `.py` entry of theirs is a Python entry whose imports decide the stack.
+WRAPPERS = ("srun *", "mpirun *", "mpiexec *")
 LAUNCHERS = ("torchrun", "torchrun *", "python -m torch.distributed.*", "python", "python *", "python3",
              "python3 *", "srun *", "mpirun *", "mpiexec *")
 
@@ -274,6 +277,8 @@ def unread_entry(launch: LaunchConfig) -> None:
     guessed = read_as_guess(launch) and launched_by(launch.launcher, LAUNCHERS)
     if not (guessed or launched_by(launch.launcher, DEEPSPEED_LAUNCHERS)) or _named_front_end(launch):
         return
+    if launched_by(launch.launcher, WRAPPERS) and not str(launch.script).endswith(".py"):
+        return  # `srun docker ...`: a program, not a Python entry; the launcher's rules judge it
     entry, why = locate(launch)
     if entry is not None or not why:
         return  # read (or no entry at all)

@@ -60,6 +60,14 @@ def test_an_entry_not_read_is_inconclusive(capsys, tmp_path, monkeypatch, launch
     assert not doc["sites"]  # no verdict on a framework's defaults
 
 
+def test_a_wrapper_starting_a_program_is_left_to_its_rules(capsys, tmp_path, monkeypatch):
+    """`srun docker run ...` (NVIDIA/Megatron-LM@3bec9aa97d
+    examples/multimodal/nvlm/sft_qwen20_72b_internvit_6b.sh's shape): docker is no Python entry."""
+    monkeypatch.chdir(tmp_path)
+    code, doc = _scan(capsys, tmp_path, "srun -N 2 docker run img python pretrain_vlm.py --num-layers 4")
+    assert "is not read" not in doc["verdict"]["headline"]
+
+
 def test_the_same_entry_read_beside_the_script_is_judged(capsys, tmp_path, monkeypatch):
     """The exception the rule keeps: main.py found where the job starts is read as before."""
     monkeypatch.chdir(tmp_path)
