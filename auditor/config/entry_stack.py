@@ -17,7 +17,10 @@ with the stdlib `ast` (entry_script.iter_closure), never run:
   its wrappers, DeepSpeed, torch's pipelining, torchtitan...) or names torch's P2P API, yet one
   imports a third-party package that is neither `[no_pipeline]` nor modelled (`fancylib.run(args)`,
   accelerate's loop): the stack is unknown (`unknown_stack`, rules/stacks.toml
-  `[unknown_stack]`), INCONCLUSIVE, never a verdict on megatron-core's defaults.
+  `[unknown_stack]`), INCONCLUSIVE, never a verdict on megatron-core's defaults;
+- the entry is not read at all (a name not known statically, a file or module not found here):
+  the stack is unknown just the same (`unread_entry`, rules/stacks.toml `[unread_entry]`), for
+  `deepspeed SCRIPT` too, unless the script's name is a front end the rules know by name.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from auditor.config.entry_script import (
     parsed,
     uses_modules,
 )
+from auditor.config.deepspeed_entry import LAUNCHERS as DEEPSPEED_LAUNCHERS
 from auditor.config.model import LaunchConfig
 from auditor.config.pyenv import locate
 from auditor.errors import InputError
@@ -50,6 +54,9 @@ RULES = "stacks"
 GUESSED_STYLE = "megatron-lm"
 # Launchers that name no framework: the entry's imports decide the stack (a cluster's srun or
 # mpirun starting the Python entry itself is read as Megatron-LM's front end too: rules/megatron-lm.toml).
+# Of those, the cluster's wrappers, which start any program (`srun docker run ...`): only a
+# `.py` entry of theirs is a Python entry whose imports decide the stack.
+WRAPPERS = ("srun *", "mpirun *", "mpiexec *")
 LAUNCHERS = ("torchrun", "torchrun *", "python -m torch.distributed.*", "python", "python *", "python3",
              "python3 *", "srun *", "mpirun *", "mpiexec *")
 
@@ -257,3 +264,42 @@ def _unmodelled(path: str, mtime_ns: int, size: int) -> tuple[dict[str, tuple[st
     if read >= MAX_MODULES or not unknown:
         return None
     return unknown, read - 1
+
+
+def unread_entry(launch: LaunchConfig) -> None:
+    """A `launch.unknown-stack` finding where the entry a torch launcher (read as Megatron-LM's
+    front end only as a guess) or deepspeed runs is not read (pyenv.locate says why): its imports
+    decide the stack, so neither megatron-core's defaults nor DeepSpeed's pipeline engine is
+    judged. An entry named as a front end the rules know by name keeps that front end."""
+    if any(d.kind in ("launch.not-pipeline", "launch.not-covered", "launch.unknown-stack")
+           for d in launch.diagnostics):
+        return
+    guessed = read_as_guess(launch) and launched_by(launch.launcher, LAUNCHERS)
+    if not (guessed or launched_by(launch.launcher, DEEPSPEED_LAUNCHERS)) or _named_front_end(launch):
+        return
+    if launched_by(launch.launcher, WRAPPERS) and not str(launch.script).endswith(".py"):
+        return  # `srun docker ...`: a program, not a Python entry; the launcher's rules judge it
+    entry, why = locate(launch)
+    if entry is not None or not why:
+        return  # read (or no entry at all)
+    data = rulebook.load(RULES).data["unread_entry"]
+    command = f"{launch.launcher.split()[0]} ... ENTRY ..."
+    if isinstance(launch.script, str):
+        written = launch.script.replace(".", "/") + ".py" if launch.script_module else launch.script
+        decide = data["decide_file"].replace("FILE", written).replace("COMMAND", command)
+    else:
+        decide = data["decide_name"].replace("COMMAND", command)
+    kind = "`-m` module" if launch.script_module else "training script"
+    launch.diagnostics.append(Finding(
+        "launch.unknown-stack", "warning",
+        f"`{launch.launcher}`: the {kind} is not read ({why}): {data['covers']}",
+        where=f"{launch.path}:{launch.command_line}",
+        detail={"undecided": "the entry the job runs", "decide": decide}))
+
+
+def _named_front_end(launch: LaunchConfig) -> bool:
+    """Whether the command names a front end the rules know by its script's name: a
+    Megatron-LM stage's `launchers` (`torchrun pretrain_*.py`)."""
+    named = [pattern for stage in rulebook.load(GUESSED_STYLE).data.get("stage", [])
+             for pattern in stage.get("launchers", [])]
+    return launched_by(launch.launcher, named)

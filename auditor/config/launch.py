@@ -39,6 +39,7 @@ from auditor.config.entry_stack import (
     own_pipeline,
     packaged_entry,
     unknown_stack,
+    unread_entry,
 )
 from auditor.config.lightning_entry import read_lightning_entry
 from auditor.config.pipelining_script import read_pipelining_script
@@ -213,6 +214,7 @@ def parse_launch(
     read_lightning_entry(config)  # `python train.py` building nl.MegatronStrategy: its sizes
     own_pipeline(config)  # `torchrun run_train.py` on nanotron's own pipeline engine: not covered
     unknown_stack(config)  # `torchrun train.py` handing the run to a package no rules model
+    unread_entry(config)  # `torchrun -m $MODULE`, `deepspeed missing.py`: the stack is not known
     return config
 
 

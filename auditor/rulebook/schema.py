@@ -142,6 +142,7 @@ TABLES: dict[str, Table] = {
     # (analysis/schedule_reach.py).
     "schedule_entry": _table(True, "stack what module names checked source", ""),
     "unknown_stack": _table(False, "covers decide source", ""),
+    "unread_entry": _table(False, "covers decide_name decide_file", ""),
     # The modules of a framework's package a launcher runs (`-m`, `deepspeed --module`) that train
     # no pipeline: `not_pipeline` says what the run is (config/entry_stack.py packaged_entry);
     # `checked`: the releases the test reads it in.

@@ -168,7 +168,8 @@ def test_user_entry_points_in_order_find_their_patch(real_sources, tmp_path):
         "              num_microbatches=4, seq_length=128, micro_batch_size=1)\n"
     )
     script = tmp_path / "run.sh"
-    script.write_text("torchrun --nproc_per_node 8 mytrain.py --pipeline-model-parallel-size 2\n")
+    # the entry the launch runs is read (proj/mytrain.py beside run.sh): one not read leaves the stack unknown
+    script.write_text("torchrun --nproc_per_node 8 proj/mytrain.py --pipeline-model-parallel-size 2\n")
     doc = scan(script, targets=[str(project), "megatron-core==0.17.0"], torch_version="2.11.0",
                entries=["mytrain:init", "mytrain:step"],
                overrides={"batch_p2p_comm": "true", "variable_seq_lengths": "false",

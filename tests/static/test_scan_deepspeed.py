@@ -15,7 +15,7 @@ import pytest
 
 from auditor import rulebook as rules, sources
 from auditor.config.derive import derive
-from auditor.config.launch import read_launch
+from auditor.config.launch import parse_launch, read_launch
 from auditor.scan import ScanInputs, run_scan
 from tests.static.interp.test_callgraph import analyse
 
@@ -258,9 +258,16 @@ def test_a_deepspeed_run_needs_no_megatron_setting_and_its_paired_order_decides_
     assert "no batching setting" not in words
 
 
+def unread_entry():
+    """The DeepSpeed example's command read where its train.py is not (a launch script beside no
+    entry): what the backend is stays unknown, as these checks' VALID/INVALID cases need."""
+    return parse_launch(SCRIPT.read_text(), str(Path(__file__).with_name(SCRIPT.name)))
+
+
 def lazy_init(overrides: dict[str, str]) -> tuple[bool, list[str]]:
-    """Whether torch.lazy-init-unbounded is raised on the DeepSpeed example, and how it is undecided."""
-    config = derive(read_launch(str(SCRIPT)), {"deepspeed": "0.16.0"}, overrides, "2.13.0")
+    """Whether torch.lazy-init-unbounded is raised on the DeepSpeed example's command (its
+    entry not read), and how it is undecided."""
+    config = derive(unread_entry(), {"deepspeed": "0.16.0"}, overrides, "2.13.0")
     raised = any(f.kind == "lazy-init-unbounded" for f in config.findings)
     return raised, [u for u in config.undecided if u.startswith("torch.lazy-init-unbounded")]
 
@@ -272,7 +279,7 @@ LAZY_INIT = [
     ({"torch_nccl_comm_nonblocking": "true"}, False, None),
     ({"distributed_backend": "gloo"}, False, None),
     # INVALID: undecided, whatever the Megatron setting says (deepspeed 0.16.0 passes no
-    # device_id, rules deepspeed.init-device-id; the backend is train.py's, not beside the example)
+    # device_id, rules deepspeed.init-device-id; the backend is train.py's, not read here: unread_entry)
     ({}, False, "only its other inputs can rule it out: unknown distributed_backend"),
     ({"pipeline_model_parallel_size": "2", "distributed_backend": "nccl", "torch_eager_init": "false"},
      False, "no input of this run decides it"),
@@ -308,7 +315,7 @@ def test_a_check_only_another_stacks_setting_leaves_open_is_decided_by_a_recorde
     from auditor.analysis import verdict
 
     overrides = {"distributed_backend": "nccl", "torch_eager_init": "false"}
-    config = derive(read_launch(str(SCRIPT)), {"deepspeed": "0.16.0"}, overrides, "2.13.0")
+    config = derive(unread_entry(), {"deepspeed": "0.16.0"}, overrides, "2.13.0")
     doc = {"config": {**config.to_json(), "needs": []}, "sites": [{"reachable": "yes"}]}
     (lazy,) = [u for u in verdict.undecided_inputs(doc) if "lazy-init-unbounded" in u.what]
     assert lazy.decide.startswith("`p2paudit record` of a run") and "--set" not in lazy.decide
@@ -317,7 +324,8 @@ def test_a_check_only_another_stacks_setting_leaves_open_is_decided_by_a_recorde
 def test_a_pipeline_size_given_to_a_run_whose_entries_reach_nothing_is_a_lost_schedule(release):
     """INVALID for clean: `--set pipeline_model_parallel_size=2` on a DeepSpeed run whose entry
     point reaches no P2P site: the analysis lost the schedule (inconclusive), whatever the stack
-    needs; VALID: the same entry point without a pipeline size says nothing of a schedule."""
+    needs; VALID: the same entry point on one stage (examples/train.py's num_stages is the
+    script's --pipeline-parallel-size 2 otherwise) says nothing of a schedule."""
     from auditor.analysis import verdict
 
     version, _ = release
@@ -328,7 +336,7 @@ def test_a_pipeline_size_given_to_a_run_whose_entries_reach_nothing_is_a_lost_sc
     v = verdict.judge(lost)
     assert v.status == "inconclusive" and any("lost the schedule" in u.what for u in v.undecided)
     plain = run_scan(ScanInputs(str(SCRIPT), targets=[f"deepspeed=={version}"], entries=nothing,
-                                torch_version="2.13.0", jobs=1))
+                                overrides={"pipeline_model_parallel_size": "1"}, torch_version="2.13.0", jobs=1))
     assert not any("lost the schedule" in u.what for u in verdict.judge(plain).undecided)
 
 
