@@ -8,7 +8,6 @@ one flag a line joined by backslash-newlines, then `deepspeed --module $training
 
 from __future__ import annotations
 
-from auditor.bash.values import Symbolic
 from auditor.config.launch import parse_launch
 
 SCRIPT = """OUT=./checkpoint/llama3-8b-sft
