@@ -21,10 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from auditor.config.entry_path import in_checkout
+from auditor.config.parser_entry import entry_calls
 
 PARSER_FILES = ("megatron/training/arguments.py", "megatron/arguments.py")
-# A training script that calls one of these builds Megatron-LM's parser (with its extra args).
-ENTRIES = frozenset({"pretrain", "initialize_megatron", "parse_args"})
 _LIST = re.compile(r"(Optional\[)?(list|List)\[")
 ARGPARSE_METHODS = frozenset({"add_argument", "add_argument_group", "add_mutually_exclusive_group",
                               "set_defaults"})
@@ -107,7 +106,7 @@ def read_parser(parser: Path, script: Path | None = None) -> FrontEnd | None:
         if tree is None:
             return None
         names = {getattr(c.func, "attr", getattr(c.func, "id", None)) for c in _calls(tree)}
-        if not names & ENTRIES:
+        if not names & entry_calls():
             return None
         reader.read_tree(tree)
         accepts_unknown = _ignores_unknown(tree)

@@ -4,13 +4,17 @@ What is read: the primary file `NAME.yaml` of the config directory, its `default
 name `x` or `group/x` is `x.yaml` merged at the top; `group: option` is `group/option.yaml`
 merged under `group`, or at the top with `# @package _global_`; `_self_` is where the file's own
 keys go, last where the list does not name it, as Hydra 1.1 does), and `${a.b}` interpolations
-of a literal value. A resolver (`${oc.env:X}`), a relative or missing key stays unknown
+of a literal value. A name that climbs out of the config directory (`../config/x`, ROLL) is
+read as Hydra's file config source reads it, `realpath(join(CONFIG_DIR, NAME.yaml))`, where it
+lands inside the checkout `root`; elsewhere (or with no checkout) it stays unknown. A package
+`@_here_` is the including file's own. A resolver (`${oc.env:X}`), a relative or missing key stays unknown
 (`Unresolved`), never a guess. Which keys of the composed tree are roles is the framework's
 rules (`[[hydra_compose]]`), not this module's.
 """
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 from dataclasses import dataclass
@@ -38,18 +42,20 @@ class Composed:
     files: list[Path]  # the YAML files read, the primary first
 
 
-def compose(config_dir: Path, name: str, search: tuple[Path, ...] = ()) -> Composed:
+def compose(config_dir: Path, name: str, search: tuple[Path, ...] = (), root: Path | None = None) -> Composed:
     """The config `name` of `config_dir`, its defaults merged and its interpolations resolved;
-    a defaults entry not in `config_dir` is looked for in `search` (Hydra's searchpath), in order."""
+    a defaults entry not in `config_dir` is looked for in `search` (Hydra's searchpath), in order;
+    one that climbs out of it (`../x`) is read only where it lands inside the checkout `root`."""
     files: list[Path] = []
-    data = _load_with_defaults((config_dir, *search), name, files, 0)
+    data = _load_with_defaults((config_dir, *search), name, files, 0, root)
     return Composed(_resolve_all(data, data), files)
 
 
-def _load_with_defaults(config_dir: tuple[Path, ...], name: str, files: list[Path], depth: int) -> dict[str, Any]:
+def _load_with_defaults(config_dir: tuple[Path, ...], name: str, files: list[Path], depth: int,
+                        root: Path | None) -> dict[str, Any]:
     if depth > _MAX_DEPTH:
         raise Unreadable(f"defaults lists nested more than {_MAX_DEPTH} deep at {name}")
-    own = _load(config_dir, name, files)
+    own = _load(config_dir, name, files, root)
     defaults = own.pop("defaults", None)
     if defaults is None:
         return own
@@ -65,8 +71,8 @@ def _load_with_defaults(config_dir: tuple[Path, ...], name: str, files: list[Pat
             continue
         if isinstance(item, str):  # `name` or `name@package`
             file, _, package = item.removesuffix(".yaml").partition("@")
-            sub = _load_with_defaults(config_dir, _relative(here, file), files, depth + 1)
-            _merge(merged, _nest(package, sub) if package else sub)
+            sub = _load_with_defaults(config_dir, _relative(here, file), files, depth + 1, root)
+            _merge(merged, _nest(package, sub))
             continue
         if not isinstance(item, dict) or len(item) != 1:
             raise Unreadable(f"{files[0]}: defaults entry {item!r} is not `name` or `group: option`")
@@ -75,7 +81,7 @@ def _load_with_defaults(config_dir: tuple[Path, ...], name: str, files: list[Pat
         if option is None:
             continue  # `group: null` selects nothing
         path = _relative(here, f"{group.split('@')[0]}/{option}")
-        sub = _load_with_defaults(config_dir, path, files, depth + 1)
+        sub = _load_with_defaults(config_dir, path, files, depth + 1, root)
         package = (group.split("@", 1)[1] if "@" in group
                    else posixpath.normpath(group.split("@")[0]).lstrip("./").replace("/", "."))
         if _global(config_dir, path) or package == "_global_":
@@ -89,15 +95,14 @@ def _load_with_defaults(config_dir: tuple[Path, ...], name: str, files: list[Pat
 
 def _relative(group: str, name: str) -> str:
     """`name` (`actor`, `../optim/fsdp`) as the config dir's path, from the group `group`."""
-    path = posixpath.normpath(posixpath.join(group, name))
-    if path.startswith(".."):
-        raise Unreadable(f"defaults entry {name} leads out of the config directory")
-    return path
+    return posixpath.normpath(posixpath.join(group, name))
 
 
-def _load(config_dir: tuple[Path, ...], name: str, files: list[Path]) -> dict[str, Any]:
+def _load(config_dir: tuple[Path, ...], name: str, files: list[Path], root: Path | None) -> dict[str, Any]:
     path = next((d / f"{name}.yaml" for d in config_dir if (d / f"{name}.yaml").is_file()),
                 config_dir[0] / f"{name}.yaml")
+    if name.startswith(".."):
+        path = _inside_checkout(path, name, root)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -113,6 +118,17 @@ def _load(config_dir: tuple[Path, ...], name: str, files: list[Path]) -> dict[st
     return data
 
 
+def _inside_checkout(path: Path, name: str, root: Path | None) -> Path:
+    """`path`, resolved as Hydra's file source resolves it (links followed, `..` taken), where
+    it lies inside the checkout `root`; a name that climbs elsewhere stays unknown."""
+    if root is None:
+        raise Unreadable(f"defaults entry {name} leads out of the config directory")
+    resolved = Path(os.path.realpath(path))
+    if not resolved.is_relative_to(os.path.realpath(root)):
+        raise Unreadable(f"defaults entry {name} leads out of the checkout {root}")
+    return resolved
+
+
 def _global(config_dir: tuple[Path, ...], name: str) -> bool:
     """`# @package _global_` in the file's header: its keys go to the top."""
     path = next((d / f"{name}.yaml" for d in config_dir if (d / f"{name}.yaml").is_file()), None)
@@ -126,6 +142,9 @@ def _global(config_dir: tuple[Path, ...], name: str) -> bool:
 
 
 def _nest(package: str, data: dict[str, Any]) -> dict[str, Any]:
+    """`data` under `package` (`a.b`); `_here_` (or none) is the including file's own package."""
+    if package == "_here_":
+        return data
     for part in reversed([p for p in package.split(".") if p]):
         data = {part: data}
     return data

@@ -101,14 +101,16 @@ def test_its_flags_decide_start_up_as_pretrain_gpts_do(tmp_path):
     assert any("divisible" in f.message for f in config.findings if f.severity == "error")
 
 
-def test_a_users_own_script_outside_a_checkout_is_not_assumed_to_be_one(tmp_path):
-    """No Megatron-LM checkout around the script: nothing says it builds Megatron-LM's parser."""
+def test_a_script_calling_megatron_trainings_pretrain_is_one_without_a_checkout(tmp_path):
+    """No Megatron-LM checkout around the script: its call of megatron.training's pretrain says
+    it builds Megatron-LM's parser (config/parser_entry.py; tests/realscripts/test_mlm_entry_by_call.py)."""
     (tmp_path / "train.py").write_text(TRAIN)
     script = tmp_path / "run.sh"
     script.write_text("torchrun --nproc_per_node 2 train.py --pipeline-model-parallel-size 1\n")
     launch = read_launch(script)
-    config = derive(launch, {"megatron-core": "0.15.0"}, torch_version="2.11.0")
-    assert "has no rules" in " ".join(config.get("pipeline_model_parallel_size").history)
+    config = derive(launch, {"megatron-core": "0.17.0"}, torch_version="2.11.0")
+    assert launch.builds_parser == "megatron-lm"
+    assert config.value("pipeline_model_parallel_size") == 1
 
 
 # examples/multimodal/train.py of core_v0.16.0 (3bec9aa97d): `from multimodal_args import

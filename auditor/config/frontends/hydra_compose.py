@@ -11,6 +11,7 @@ import fnmatch
 from pathlib import Path
 from typing import Any
 
+from auditor.bash.absent import checkout_root
 from auditor.bash.values import Field, Symbolic
 from auditor.config.configfiles import unknown_file
 from auditor.config.frontend_parser import find_script
@@ -47,7 +48,7 @@ class HydraComposeReader(Reader):
             return
         config_dir = entry.parent / config_path
         try:
-            composed = compose(config_dir, name.removesuffix(".yaml"))
+            composed = compose(config_dir, name.removesuffix(".yaml"), root=checkout_root(str(entry)))
         except Unreadable as exc:
             unknown_file(config, f"{config_dir}/{name}.yaml", str(exc), config.command_line, where, env_keys=())
             return

@@ -106,7 +106,7 @@ def _composed(config: LaunchConfig, args: list[Field], path: str,
     name = name.removesuffix(".yaml")
     try:
         search = _searchpath(config_dir / f"{name}.yaml", root)
-        composed = compose(config_dir, name, search)
+        composed = compose(config_dir, name, search, root)
     except Unreadable:
         return None
     return composed.data, composed.files

@@ -14,6 +14,7 @@ from auditor.config.frontend_parser import find_script, locate, with_front_end
 from auditor.config.hf_config_file import read_positional_file, unread_positional
 from auditor.config.frontends.reader import Reader, flags_as_written, label_front_end
 from auditor.config.model import LaunchConfig
+from auditor.config.parser_entry import calls_parser_entry
 from auditor.findings import Finding
 from auditor.rulebook.launchers import Spelling
 from auditor.sources import version_file_release
@@ -31,6 +32,9 @@ class MegatronReader(Reader):
             if front is not None and front.root is not None:
                 config.checkouts[self.style] = front.root
                 builds = True
+            else:  # no checkout around it: what the script calls says whose parser it builds
+                found = find_script(path, config.script_read or config.script, entry=True)
+                builds = found is not None and calls_parser_entry(found)
         if read_positional_file(config, args, spelling, path):
             return  # an entry reading its first argument as a config file: its front end's
         if flags_as_written(config, args, spelling):

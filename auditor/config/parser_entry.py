@@ -1,0 +1,53 @@
+"""Whether a training script of any name builds Megatron-LM's parser, by what it calls: one of
+the parser's entries (`pretrain`, `initialize_megatron`, `parse_args`) bound from Megatron-LM's
+own modules (rules/megatron-lm.toml [parser_entry]). Such a script is Megatron-LM's front end
+wherever it lies: Pai-Megatron-Patch's finetune_*.py and evaluate_*.py import Megatron-LM from a
+submodule a plain clone lacks. A `pretrain` of its own, or another package's, is not (issue 22
+items 6 and 9)."""
+
+from __future__ import annotations
+
+import ast
+import functools
+from pathlib import Path
+from typing import Any
+
+from auditor import rulebook
+
+
+@functools.cache
+def _rule() -> dict[str, Any]:
+    rule: dict[str, Any] = rulebook.load("megatron-lm").data["parser_entry"]
+    return rule
+
+
+def entry_calls() -> frozenset[str]:
+    """The calls that build Megatron-LM's parser."""
+    return frozenset(_rule()["calls"])
+
+
+def calls_parser_entry(script: Path) -> bool:
+    """Whether `script` calls one of the parser's entries bound from Megatron-LM's modules:
+    `from MODULE import NAME [as X]` then `X(...)`, or `MODULE.NAME(...)` of an imported MODULE."""
+    try:
+        tree = ast.parse(script.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError, ValueError):
+        return False
+    modules, calls = set(_rule()["modules"]), entry_calls()
+    names: set[str] = set()  # the script's names for an entry
+    holders: set[str] = set()  # the script's names for a Megatron-LM module
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and not node.level and node.module in modules:
+            names |= {a.asname or a.name for a in node.names if a.name in calls}
+            holders |= {a.asname or f"{node.module}.{a.name}" for a in node.names
+                        if f"{node.module}.{a.name}" in modules}
+        elif isinstance(node, ast.Import):
+            holders |= {a.asname or a.name for a in node.names if a.name in modules}
+    own = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+        func = call.func
+        if isinstance(func, ast.Name) and func.id in names - own:
+            return True
+        if isinstance(func, ast.Attribute) and func.attr in calls and ast.unparse(func.value) in holders:
+            return True
+    return False
