@@ -76,7 +76,16 @@ def read_text(text: str, options: ReadOptions, names: list[str], ifs: str) -> tu
             rest = rest[m.end():]
         parts.append(rest.rstrip(ifs))
     elif not set(ifs) & set(_BLANKS):
-        parts = re.split("|".join(map(re.escape, ifs)), got, maxsplit=len(names) - 1)
+        # each IFS character ends one field; the last name takes the rest, less one trailing
+        # IFS character where that rest is a single field (bash: `a,b,` -> B=b, `a,b,c,` -> B=b,c,)
+        delimiter = re.compile(f"[{re.escape(ifs)}]")
+        parts, rest = [], got
+        while len(parts) < len(names) - 1 and (m := delimiter.search(rest)) is not None:
+            parts.append(rest[:m.start()])
+            rest = rest[m.end():]
+        if rest and rest[-1] in ifs and delimiter.search(rest[:-1]) is None:
+            rest = rest[:-1]
+        parts.append(rest)
     else:
         return None
     return parts + [""] * (len(names) - len(parts)), status

@@ -24,6 +24,12 @@ CASES = {  # name: script text that sets X
     "unquoted": "Y=val\nread -r -d '' X <<EOF || true\n a $Y \\$Y \"q\" \\\"q\\\" $(( 2 + 3 ))\nEOF\n",
     "one-line": "read -r X <<'EOF'\n  /data/one  path  \nsecond\nEOF\n",
     "two-names": "read -r -d '' A X <<'EOF' || true\n one two\nthree\nEOF\n",
+    # a non-blank IFS (h30-review's differential against bash): one name takes the whole line;
+    # the last name drops one trailing IFS character where the rest is one field
+    "ifs-comma-one-name": "IFS=, read -r X <<< \"2,4\"\n",
+    "ifs-comma-trailing": "IFS=, read -r A X <<< \"a,b,\"\n",
+    "ifs-comma-rest": "IFS=, read -r A X <<< \"a,b,c,\"\n",
+    "ifs-comma-one-trailing": "IFS=, read -r X <<< \"a,\"\n",
 }
 
 
