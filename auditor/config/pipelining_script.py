@@ -18,6 +18,7 @@ from pathlib import Path
 
 from auditor import rulebook
 from auditor.config.entry_script import put_calls, uses_modules
+from auditor.config.entry_stack import LAUNCHERS
 from auditor.config.model import LaunchConfig
 from auditor.config.pyenv import entry_tree, locate
 from auditor.errors import InputError
@@ -29,7 +30,6 @@ RULES = "pipelining"
 STACK = "pipelining"  # the launcher word rules/pipelining.toml's [framework] claims
 # Launchers whose script may be a user's own pipelining code: torchrun's and python's
 # (Megatron-LM's generic claim, rules/megatron-lm.toml), not a framework's own module.
-LAUNCHERS = ("torchrun *", "python -m torch.distributed.* *", "python *", "python3 *")
 
 
 def read_pipelining_script(launch: LaunchConfig) -> None:

@@ -79,6 +79,17 @@ def test_a_script_s_own_flag_gives_its_backend(tmp_path):
     assert said and "torch.distributed.pipelining" in said[0].message
 
 
+@pytest.mark.parametrize("command", ["srun python train.py --backend gloo",
+                                     "mpirun -np 8 python train.py --backend gloo"])
+def test_a_pipelining_script_under_srun_or_mpirun_is_torch_s_pipelining(tmp_path, command):
+    """The launchers torch's own SLURM examples use (ranks from SLURM_PROCID/SLURM_NTASKS): read as
+    under torchrun, not as a megatron-core run on its defaults (a false CLEAN, found in review)."""
+    (tmp_path / "train.py").write_text(SCRIPT)
+    (tmp_path / "run.sh").write_text("#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=4\n" + command + "\n")
+    launch = read_launch(str(tmp_path / "run.sh"))
+    assert launch.launcher == "pipelining train.py" and is_pipelining_script(launch)
+
+
 def test_a_torchrun_script_without_pipelining_stays_megatron_s(tmp_path):
     (tmp_path / "train.py").write_text("import torch.distributed as dist\ndist.init_process_group()\n")
     (tmp_path / "run.sh").write_text("torchrun --nproc-per-node 4 train.py\n")
