@@ -73,6 +73,19 @@ class Runner:
 def convert(args):
     atexit.register(Runner)
 """
+# a callee the walk does not resolve (a method of a context object), handed the worker (turn 10 review)
+CONTEXT = """
+import torch.multiprocessing as mp
+from megatron.core.pipeline_parallel import get_forward_backward_func
+
+def worker(args):
+    get_forward_backward_func()(forward_step_func=None, data_iterator=None, model=None,
+                                num_microbatches=1, seq_length=1, micro_batch_size=1)
+
+def convert(args):
+    ctx = mp.get_context("spawn")
+    ctx.Process(target=worker, args=(args,)).start()
+"""
 
 
 @pytest.mark.parametrize("extra", [
@@ -83,7 +96,8 @@ def convert(args):
     ATEXIT,
     PARTIAL,
     CLASS,
-], ids=["spawn", "thread", "getattr-computed", "getattr-constant", "atexit", "partial", "class"])
+    CONTEXT,
+], ids=["spawn", "thread", "getattr-computed", "getattr-constant", "atexit", "partial", "class", "context"])
 def test_a_callback_handed_out_keeps_the_analysis(capsys, tmp_path, extra):
     code, doc = _scan(capsys, _conversion(tmp_path, extra))
     assert doc["verdict"]["status"] != "not-pipeline", doc["verdict"]["headline"]

@@ -137,6 +137,8 @@ class Calls(InterpreterCore):
             return frozenset({callee})
         if isinstance(callee, (Api, GroupValue, ConfigObject, Cfg, ConstValue)):
             return frozenset({Data("result")})
+        if self.stop_at:  # a callee not resolved may run the read code it is handed, as outside code does
+            self._handed_out(text, [*args, *kwargs.values()], state, frame)
         self.unresolved[text] = self.unresolved.get(text, 0) + 1
         return frozenset({Data(f"call {text}")})
 
