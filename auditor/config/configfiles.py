@@ -165,9 +165,10 @@ def surely_missing(config: LaunchConfig, name: str, option: str, loaded: str | N
     """A relative config file the entry loads before any worker starts (`loaded`: the rules'
     `file_loaded`, how it stops the run) that the checkout surely lacks from every directory the
     run may start in (those from which its relative entry opens: bash/absent.py) is a certain
-    stop; anything less certain stays unknown (unknown_file)."""
+    stop; anything less certain stays unknown (unknown_file). After a `cd` (config.launch_dir
+    None) the run may start outside the checkout, in a tree that holds the file: not certain."""
     absent = (absent_from_launch_dirs(name, config.script, path)
-              if isinstance(config.script, str) and loaded else None)
+              if isinstance(config.script, str) and loaded and config.launch_dir is not None else None)
     if absent is None:
         return
     missing, dirs = absent
