@@ -347,7 +347,7 @@ def _scan_one(inputs: ScanInputs, read: tuple[LaunchConfig, list[SourceSet]]) ->
                 *lint(launch, None if torch_version is UNKNOWN else torch_version)]
     backend = effective.value("distributed_backend")
     findings += site_findings(site_docs, unbatched, interp.patches, backend in ("nccl", UNKNOWN))
-    unscheduled = None if inputs.entries or script is not None else schedule_reach.finding(launch, srcs, effective.value)
+    unscheduled = None if inputs.entries or script is not None else schedule_reach.finding(launch, srcs, effective)
     findings += [unscheduled] if unscheduled is not None else []
     analyses = [inv.analysis for inv in invs]
     doc = document.build(srcs, site_docs, analyses, findings,

@@ -15,7 +15,7 @@ code hands no class to code not read and calls no `getattr` of a computed name (
 handed out, `mp.spawn(worker)`, is walked with its arguments unknown: interp/calls.py), and the walk meets
 no P2P site (megatron-core's pipelined inference sends activations between stages itself,
 megatron/core/inference/communication_utils.py, at PP > 1: not "no pipeline at any size"). Where
-the run's settings are those under which the rules' stage predicates answer (rules/*.toml
+the settings the run states (a flag of its launch line, `--set`; never a rules default) are those under which the rules' stage predicates answer (rules/*.toml
 `[[stage_predicate]]`: at PP 1 every rank is the first and the last stage), the walk is done again
 with those settings and answers: P2P sites only under `if not is_pipeline_first_stage():` no longer
 count, and the run is NOT A PIPELINE RUN at those settings only (said so). A guard on anything
@@ -36,7 +36,9 @@ from typing import Any
 
 from auditor import rulebook
 from auditor.config.entry_script import ANCESTORS, MAX_MODULES, iter_closure
+from auditor.config.effective import EffectiveConfig
 from auditor.config.entry_stack import LAUNCHERS, modeled_packages, read_as_guess, runs_code
+from auditor.config.expr import UNKNOWN
 from auditor.config.model import LaunchConfig
 from auditor.config.pyenv import locate
 from auditor.findings import Finding
@@ -54,9 +56,9 @@ KIND = "entry.no-schedule"  # the finding verdict.judge reads
 SRC_FILES = 5000  # files of a checkout's src/ listed at most (parsed only where the walk goes)
 
 
-def finding(launch: LaunchConfig, srcs: list[SourceSet], setting: Callable[[str], Any]) -> Finding | None:
+def finding(launch: LaunchConfig, srcs: list[SourceSet], effective: EffectiveConfig) -> Finding | None:
     """An `entry.no-schedule` finding where the entry surely reaches no schedule, else None.
-    `setting`: the run's value of a setting (config.expr.UNKNOWN where unknown)."""
+    `effective`: the run's settings, and where each was read (`_stated`)."""
     if not launched_by(launch.launcher, LAUNCHERS) or not read_as_guess(launch):
         return None
     entry, _ = locate(launch)
@@ -68,7 +70,7 @@ def finding(launch: LaunchConfig, srcs: list[SourceSet], setting: Callable[[str]
         return None
     key = (entry.path, stat.st_mtime_ns, stat.st_size, tuple((s.name, s.version, str(s.root)) for s in srcs))
     found = _ask(key, entry.path, srcs, ())
-    answers = _answers(srcs, setting) if found == HITS else ()
+    answers = _answers(srcs, functools.partial(_stated, effective)) if found == HITS else ()
     if answers:  # only P2P outside a schedule kept it: at settings the stage predicates decide
         found = _ask(key, entry.path, srcs, answers)
     if not isinstance(found, tuple):
@@ -116,6 +118,16 @@ def _answers(srcs: list[SourceSet], setting: Callable[[str], Any]) -> tuple[dict
             if all(setting(k) == v and type(setting(k)) is type(v) for k, v in p["at"].items()):
                 out.append(p)
     return tuple(out)
+
+
+def _stated(effective: EffectiveConfig, key: str) -> Any:
+    """The run's value of `key` where the run states it: a flag of its launch line (read by a
+    parser whose rules run for this launcher: config/derive.py) or a value derived from its lines,
+    or `--set`; else UNKNOWN. A rules default (megatron-core's ModelParallelConfig
+    pipeline_model_parallel_size=1, a guessed parser's default) is what the rules assume, not what
+    the run does: an entry guessed to be Megatron-LM may set its size in its own code."""
+    v = effective.get(key)
+    return v.value if v is not None and (v.source == "--set" or v.lines) else UNKNOWN
 
 
 def _unreached(path: str, srcs: list[SourceSet], answers: tuple[dict, ...]) -> tuple[int, int] | str | None:
