@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -168,17 +169,33 @@ def run_scan(inputs: ScanInputs,
         return _scan_releases(inputs, read)
     if inputs.which is None:
         return _commands(inputs)
+    return _command(inputs, [CASE_SCANS])
+
+
+def _command(inputs: ScanInputs, budget: list[int]) -> dict[str, Any]:
+    """One training command judged, its settings' cases taken from `budget` (_cases)."""
     doc = _scan_releases(inputs)
-    return _cases(inputs, doc) or doc
+    return _cases(inputs, doc, budget) or doc
 
 
 def _commands(inputs: ScanInputs) -> dict[str, Any]:
     """Each training command the script runs, judged (`--command` gives one): the document of the
-    worst verdict (auditor.analysis.commandcases), every command's in `config.command_basis`."""
+    worst verdict (auditor.analysis.commandcases), every command's in `config.command_basis`.
+    The commands share one budget of case scans (CASE_SCANS): a script of four commands each
+    open on the same setting costs what one does plus its own scans, not four times the cases
+    (Megatron-Bridge examples/models/gpt_oss/inference.sh); past it a command is judged at its
+    own settings and says so (_out_of_budget). A long scan says how far it is on stderr."""
     text = read_script(inputs.config_path) if inputs.text is None else inputs.text
     count = 1 if inputs.command is not None else parse_launch(
         text, inputs.config_path, environ=launch_environ()).commands
-    docs = [run_scan(replace(inputs, which=k, text=text)) for k in range(count)]
+    budget, at = [CASE_SCANS], [0]
+    with Progress(f"scanning {os.path.basename(inputs.config_path)}",
+                  how_far=lambda: (f"command {at[0] + 1} of {count}, "
+                                   f"{CASE_SCANS - budget[0]} of {CASE_SCANS} case scans used")):
+        docs = []
+        for k in range(count):
+            at[0] = k
+            docs.append(_command(replace(inputs, which=k, text=text), budget))
     if count == 1:
         return docs[0]
     out = commandcases.merged(docs)
@@ -186,13 +203,15 @@ def _commands(inputs: ScanInputs) -> dict[str, Any]:
     return out
 
 
-# How many scans, past the run's own, the settings' cases may take for one training command: a
-# case still undecided is split on the next setting only while this lasts (then it stays
-# undecided, naming its own step).
+# How many scans, past the commands' own, the settings' cases may take for one script (all its
+# training commands together): a case still undecided is split on the next setting only while
+# this lasts (then it stays undecided, naming its own step and the budget: _out_of_budget).
 CASE_SCANS = 16
+BUDGET_KIND = "scan.case-budget"  # the finding that says a split was not judged for the budget
 
 
-def _cases(inputs: ScanInputs, doc: dict[str, Any], budget: list[int] | None = None) -> dict[str, Any] | None:
+def _cases(inputs: ScanInputs, doc: dict[str, Any], budget: list[int],
+           within: bool = False) -> dict[str, Any] | None:
     """Where the run is undecided on a setting nothing states (not --set, not the script) that
     the verdict rests on, a scan at each of its rules' case values (rules/*.toml
     [[setting_cases]]), each case still undecided split on the next such setting in turn
@@ -206,17 +225,18 @@ def _cases(inputs: ScanInputs, doc: dict[str, Any], budget: list[int] | None = N
     tables = [e for f in frameworks() for e in rulebook_files.load(f.name).table("setting_cases")]
     table = settingcases.next_key(doc["verdict"], run.needs or [],
                                   lambda k: run.is_open(k) and k not in (inputs.overrides or {}), tables,
-                                  within=budget is not None)
-    budget = [CASE_SCANS] if budget is None else budget
-    if table is None or budget[0] < len(table["values"]):
+                                  within=within)
+    if table is None:
         return None
+    if budget[0] < len(table["values"]):
+        return _out_of_budget(doc, table)
     budget[0] -= len(table["values"])
     key = table["key"]
     docs = []
     for v in table["values"]:
         case = replace(inputs, overrides={**(inputs.overrides or {}), key: str(v)})
         one = _scan_releases(case)
-        docs.append(_cases(case, one, budget) or one)
+        docs.append(_cases(case, one, budget, within=True) or one)
     cases = [{"value": v, "status": d["verdict"]["status"], "headline": d["verdict"]["headline"],
               "starts": not settingcases.does_not_start(d["verdict"]),
               **({"split": d["config"]["setting_basis"]} if "setting_basis" in d["config"] else {})}
@@ -236,6 +256,23 @@ def _cases(inputs: ScanInputs, doc: dict[str, Any], budget: list[int] | None = N
             f"{', '.join(str(c['value']) for c in cases)}: this document is the case {key}={cases[shown]['value']}")
     verdict.finish(out)
     return out
+
+
+def _out_of_budget(doc: dict[str, Any], table: dict[str, Any]) -> dict[str, Any]:
+    """`doc`, undecided on `table`'s setting, whose cases the script's budget no longer covers:
+    it stays undecided (fail closed), saying that it was not judged for the budget and the
+    --set that decides it."""
+    key, values = table["key"], ", ".join(str(v) for v in table["values"])
+    doc.setdefault("findings", []).append({
+        "kind": BUDGET_KIND, "severity": "info", "fix": "", "site_ids": [],
+        "where": f"{(doc.get('launch') or {}).get('path', '')}:{(doc.get('launch') or {}).get('line', '')}",
+        "message": (f"not judged: budget: {key} is not known statically and its cases ({values}) "
+                    f"were not scanned, the script's {CASE_SCANS} case scans being spent"),
+        "detail": {"undecided": f"not judged: budget ({key} at each of {values}: the script's "
+                                f"{CASE_SCANS} case scans are spent on its earlier commands or cases)",
+                   "decide": f"--set {key}=VALUE"}})
+    verdict.finish(doc)
+    return doc
 
 
 def _scan_releases(inputs: ScanInputs,

@@ -33,6 +33,7 @@ from auditor.config.launcher import torchrun_options, world_size, world_variable
 from auditor.config.deepspeed_entry import read_deepspeed_entry
 from auditor.config.entry_module import read_entry_module
 from auditor.config.entry_path import in_checkout
+from auditor.config.entry_schedule import names_schedule
 from auditor.config.entry_stack import (
     UnknownStack,
     builds_no_pipeline,
@@ -480,7 +481,9 @@ def runs_no_pipeline(candidate: Candidate, spelling: Spelling, path: str) -> str
         return what  # `deepspeed --module MODULE`, `ray job submit -- python3 -m MODULE`
     shipped = _shipped_script(spelling, script)
     if shipped and "not_pipeline" in shipped:
-        return str(shipped["not_pipeline"]).replace("{script}", str(script))
+        scratch.script = script  # a name says no pipeline only where the code names no schedule
+        if names_schedule(scratch) is None:
+            return str(shipped["not_pipeline"]).replace("{script}", str(script))
     if shipped or not isinstance(script, str):
         return None
     # A script of no known front end: what its own imports build (config.entry_stack).
