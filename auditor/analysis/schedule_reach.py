@@ -40,7 +40,7 @@ from auditor.config.effective import EffectiveConfig
 from auditor.config.entry_stack import LAUNCHERS, modeled_packages, read_as_guess, runs_code
 from auditor.config.expr import UNKNOWN
 from auditor.config.model import LaunchConfig
-from auditor.config.pyenv import locate
+from auditor.config.pyenv import located_stat
 from auditor.findings import Finding
 from auditor.rulebook import files, interpreter
 from auditor.rulebook.frameworks import launched_by, versioned
@@ -61,13 +61,10 @@ def finding(launch: LaunchConfig, srcs: list[SourceSet], effective: EffectiveCon
     `effective`: the run's settings, and where each was read (`_stated`)."""
     if not launched_by(launch.launcher, LAUNCHERS) or not read_as_guess(launch):
         return None
-    entry, _ = locate(launch)
-    if entry is None:
+    located = located_stat(launch)
+    if located is None:
         return None
-    try:
-        stat = os.stat(entry.path)
-    except OSError:
-        return None
+    entry, stat = located
     key = (entry.path, stat.st_mtime_ns, stat.st_size, tuple((s.name, s.version, str(s.root)) for s in srcs))
     found = _ask(key, entry.path, srcs, ())
     answers = _answers(srcs, functools.partial(_stated, effective)) if found == HITS else ()

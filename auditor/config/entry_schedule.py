@@ -12,27 +12,20 @@ from __future__ import annotations
 
 import ast
 import functools
-import os
 from pathlib import Path
 
 from auditor import rulebook
 from auditor.config.entry_script import iter_closure
 from auditor.config.entry_stack import modeled_packages
 from auditor.config.model import LaunchConfig
-from auditor.config.pyenv import locate
+from auditor.config.pyenv import located_stat
 
 
 def names_schedule(config: LaunchConfig) -> str | None:
     """The schedule entry (`module.name`) the entry script of `config` or a local module it
     imports names in an import or an attribute, or None (also where the script is not read)."""
-    entry, _ = locate(config)
-    if entry is None:
-        return None
-    try:
-        stat = os.stat(entry.path)
-    except OSError:
-        return None
-    return _named(Path(entry.path).resolve(), stat.st_mtime_ns)
+    found = located_stat(config)
+    return None if found is None else _named(Path(found[0].path).resolve(), found[1].st_mtime_ns)
 
 
 @functools.lru_cache(maxsize=32)

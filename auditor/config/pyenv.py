@@ -76,6 +76,18 @@ def locate(launch: LaunchConfig) -> tuple[EntryFile | None, str]:
     return EntryFile(found[0], written), ""
 
 
+def located_stat(launch: LaunchConfig) -> tuple[EntryFile, os.stat_result] | None:
+    """The entry script and its stat (a cache key: path, mtime, size), or None where it is not
+    found or cannot be read."""
+    entry, _ = locate(launch)
+    if entry is None:
+        return None
+    try:
+        return entry, os.stat(entry.path)
+    except OSError:
+        return None
+
+
 @functools.cache
 def read_at_import() -> frozenset[str]:
     """The variables torch reads once, when it is imported (rules/torch.toml `read_at`)."""
