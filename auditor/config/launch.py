@@ -374,8 +374,9 @@ def _together(shell: LaunchShell, chosen: Candidate) -> str:
     them, a loop's included, or one in the background, `cmd &`): they may make up one world."""
     plain = [c for c in shell.candidates if c.launcher.get("one_process")]
     if len(plain) > 1:
-        return (f"the script runs {len(plain)} `python` commands (lines "
-                f"{', '.join(str(c.line) for c in plain[:4])}): together they may make up one world, unknown "
+        lines = sorted({c.line for c in plain})
+        return (f"the script runs {len(plain)} `python` commands (line(s) "
+                f"{', '.join(map(str, lines[:4]))}): together they may make up one world, unknown "
                 "here; give it as --set world_size=N")
     last = shell.lines[chosen.end_line - 1] if 0 < chosen.end_line <= len(shell.lines) else ""
     if _BACKGROUND.search(last):
