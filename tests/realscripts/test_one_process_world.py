@@ -62,7 +62,8 @@ def _world(tmp_path, monkeypatch, launch: str, files: dict[str, str]) -> str:
     (LOOP, "the script runs 4 `python` commands"),
     ("python convert_ckpt.py a b\npython convert_ckpt.py b c\n", "the script runs 2 `python` commands"),
     ("python convert_ckpt.py a b &\nwait\n", "line 1 runs it in the background"),
-], ids=["loop", "two-commands", "background"])
+    ("for i in $(seq 0 $((N-1))); do\n  python convert_ckpt.py a b --rank $i &\ndone\n", "line 2 runs it in the background"),
+], ids=["loop", "two-commands", "background", "loop-not-unrolled"])
 def test_python_commands_the_shell_starts_together_are_no_world_of_one(tmp_path, monkeypatch, launch, said):
     assert said in _world(tmp_path, monkeypatch, launch, {"convert_ckpt.py": CONVERT_PY})
 
