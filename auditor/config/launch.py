@@ -345,6 +345,9 @@ def _given_command(shell: LaunchShell, command: str, path: str, after: int) -> N
         "the script's own lines", where=f"{path}:{after + 1}"))
 
 
+_BACKGROUND = re.compile(r"(?<![&>|])&\s*(#.*)?$")  # `cmd &` ends a line; `&&`, `2>&1` do not
+
+
 def _last_resort(shell: LaunchShell, spelling: Spelling, path: str) -> str:
     """`python SCRIPT.py` with no launcher around it is the run's command only where the walk met
     no launcher command, no program it could not follow and no command it could not read, and
@@ -364,6 +367,22 @@ def _last_resort(shell: LaunchShell, spelling: Spelling, path: str) -> str:
         if entry is None:
             return f"; line {candidate.line} runs `{candidate.invoked} {scratch.script}`, whose entry is not read: {missing}"
     shell.candidates.extend(shell.last_resort)
+    return ""
+
+
+def _together(shell: LaunchShell, chosen: Candidate) -> str:
+    """Why the shell may start other copies of a plain `python` command alongside it (several of
+    them, a loop's included, or one in the background, `cmd &`): they may make up one world."""
+    plain = [c for c in shell.candidates if c.launcher.get("one_process")]
+    if len(plain) > 1:
+        lines = sorted({c.line for c in plain})
+        return (f"the script runs {len(plain)} `python` commands (line(s) "
+                f"{', '.join(map(str, lines[:4]))}): together they may make up one world, unknown "
+                "here; give it as --set world_size=N")
+    last = shell.lines[chosen.end_line - 1] if 0 < chosen.end_line <= len(shell.lines) else ""
+    if _BACKGROUND.search(last):
+        return (f"line {chosen.line} runs it in the background (`&`): other copies may run beside it and "
+                "make up one world, unknown here; give it as --set world_size=N")
     return ""
 
 
@@ -420,7 +439,7 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
     if config.case >= config.commands:
         raise IndexError(f"the command runs {config.commands} configuration(s), not {config.case + 1}")
     if launcher.get("one_process"):
-        one_process.world(config, launcher, path)
+        one_process.world(config, launcher, path, _together(shell, chosen))
     elif not what or _sized(launcher):  # a conversion wrapper states no ranks: none to count
         world_size(config, launcher, chosen, spelling, path)
     for other in [c for c in training if c is not chosen]:

@@ -9,6 +9,12 @@ world size is unknown, with the reason, never 1:
   import aliases) matches the rule's `process_starters` (`mp.spawn(main, nprocs=8)`,
   `subprocess.run(["torchrun", ...])`, accelerate's notebook_launcher), or one of them imports a
   package of `process_packages` (Lightning's Trainer starts a process per device);
+- the shell starts it together with others: several `python` commands, or one in the background
+  (config.launch `_together`), each may join one world;
+- a call joins a world it names itself (`world_joins` with a `world_join_params` argument:
+  `init_process_group(init_method="tcp://...", rank=r, world_size=w)`);
+- a call goes into an installed package outside `inert_packages` (or the standard library, whose
+  starters `process_starters` names): its code is not read and may start processes;
 - a `world_env` variable (WORLD_SIZE, RANK, ...) is set for the command, or the code reads one by
   name: other processes started elsewhere may join it (torch's env:// rendezvous);
 - the entry is not read here (not found, unparsable, more local modules than are read).
@@ -18,24 +24,26 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import sys
 from pathlib import Path
 
 from auditor.bash.values import Symbolic
-from auditor.config.entry_script import MAX_MODULES, calls, iter_closure
+from auditor.config.entry_script import MAX_MODULES, aliases, calls, foreign_imports, iter_closure
 from auditor.config.model import LaunchConfig
 from auditor.config.pyenv import locate
 
 
-def world(config: LaunchConfig, launcher: dict, path: str) -> None:
+def world(config: LaunchConfig, launcher: dict, path: str, together: str = "") -> None:
     """Sets `config.nproc_per_node` and `config.nnodes` of a one-process launch, each with where
-    it came from: 1 and 1, or unknown with the reason."""
+    it came from: 1 and 1, or unknown with the reason (`together`: why the shell may start more
+    copies of it)."""
     given = next((config.env[n] for n in launcher.get("world_env", ()) if n in config.env), None)
     if given is not None:
         where = "the caller's environment" if given.how == "environ" else f"{path}:{given.line}"
         why = (f"{given.name} is set for `{config.launcher}` ({where}): it joins a world that processes "
                "started elsewhere make up, unknown here; give it as --set world_size=N")
     else:
-        why = _starts_processes(config, launcher)
+        why = together or _starts_processes(config, launcher)
     if why:
         config.nproc_per_node, config.nnodes = Symbolic("processes the program starts"), 1
         config.world_source = {"nproc_per_node": why, "nnodes": why}
@@ -50,7 +58,7 @@ def _starts_processes(config: LaunchConfig, launcher: dict) -> str:
     entry, missing = locate(config)
     if entry is None:
         return f"the entry is not read ({missing or 'no script'}): whether it starts processes of its own is unknown"
-    starters, names = launcher.get("process_starters", ()), set(launcher.get("world_env", ()))
+    names = set(launcher.get("world_env", ()))
     packages = set(launcher.get("process_packages", ()))
     modules = 0
     try:
@@ -60,10 +68,9 @@ def _starts_processes(config: LaunchConfig, launcher: dict) -> str:
             if spawner is not None:
                 return (f"{file.name}:{spawner[0].lineno} imports {spawner[1]}, which starts processes of the "
                         "script itself: how many is not read here; give it as --set world_size=N")
-            for node, written, imported in calls(tree):
-                if any(fnmatch.fnmatchcase(imported, p) for p in starters):
-                    return (f"{file.name}:{node.lineno} calls `{written}` ({imported}): the program starts "
-                            "processes of its own, how many is not read here; give it as --set world_size=N")
+            why = _calls(file, tree, Path(entry.path), launcher)
+            if why:
+                return why
             read = next((n for n in ast.walk(tree) if isinstance(n, ast.Constant)
                          and isinstance(n.value, str) and n.value in names), None)
             if read is not None:
@@ -73,6 +80,29 @@ def _starts_processes(config: LaunchConfig, launcher: dict) -> str:
         return f"the entry {entry.path} is not read ({type(exc).__name__}): whether it starts processes is unknown"
     if modules >= MAX_MODULES:
         return f"the entry imports more than {MAX_MODULES} local modules, not all read: whether it starts processes is unknown"
+    return ""
+
+
+def _calls(file: Path, tree: ast.Module, script: Path, launcher: dict) -> str:
+    """Why a call of the file may start or join more processes ("" where none does)."""
+    starters, joins = launcher.get("process_starters", ()), set(launcher.get("world_joins", ()))
+    named = set(launcher.get("world_join_params", ()))
+    inert = set(launcher.get("inert_packages", ())) | set(sys.stdlib_module_names)
+    unread = {n.split(".")[0] for n in foreign_imports(tree, file, script)} - inert
+    imported_heads = set(aliases(tree))
+    for node, written, imported in calls(tree):
+        if any(fnmatch.fnmatchcase(imported, p) for p in starters):
+            return (f"{file.name}:{node.lineno} calls `{written}` ({imported}): the program starts "
+                    "processes of its own, how many is not read here; give it as --set world_size=N")
+        given = [k.arg or "**kwargs" for k in node.keywords if k.arg in named or k.arg is None] + (
+            ["a positional argument after the backend"] if len(node.args) > 1 else [])
+        if imported in joins and given:
+            return (f"{file.name}:{node.lineno} calls `{written}` with {', '.join(given)}: it joins "
+                    "a world that copies of the program started elsewhere make up, unknown here; give it "
+                    "as --set world_size=N")
+        if written.split(".")[0] in imported_heads and imported.split(".")[0] in unread:
+            return (f"{file.name}:{node.lineno} calls `{written}` ({imported}), a package whose code is not "
+                    "read here (rules: inert_packages): it may start processes; give it as --set world_size=N")
     return ""
 
 
