@@ -154,7 +154,7 @@ TABLES: dict[str, Table] = {
     # none on, `not_pipeline` (config/env_backend.py).
     # How NeMo-RL's examples/run_*.py pick each Policy's backend, `roles` the Policies a script builds
     # (config/frontends/nemo_rl.py).
-    "nemo_rl_policy": _table(False, "config_option inherit_key override_marker megatron_key dtensor_key size_key roles "
+    "nemo_rl_policy": _table(False, "config_option inherit_key override_marker megatron_key dtensor_key size_key roles unread "
                                     "dtensor one_stage what covers decide source code", ""),
     "env_backend": _table(True, "launchers switches env_true not_pipeline checked source code",
                           "uncovered covers decide"),

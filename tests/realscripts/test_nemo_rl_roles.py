@@ -87,5 +87,21 @@ def test_a_teacher_list_builds_one_policy_per_item(capsys, tmp_path):
     text = text.replace("  megatron_cfg:\n    enabled: true\n    pipeline_model_parallel_size: 1",
                         "    megatron_cfg:\n      enabled: true\n      pipeline_model_parallel_size: 2")
     doc = _scan(capsys, tmp_path, "run_xtoken_off_policy_distillation.py", "x.yaml", text)
+    assert doc["verdict"]["status"] == "not-covered", doc["verdict"]["headline"]
+    assert "teachers[1]" in doc["verdict"]["headline"]
+
+
+def test_a_student_undecided_still_kept_by_a_megatron_teacher(capsys, tmp_path):
+    text = TEACHER_MEGATRON.format(pp=2).replace("    enabled: true\n  megatron_cfg:\n    enabled: false",
+                                                 "    enabled: true\n  megatron_cfg:\n    enabled: true", 1)
+    doc = _scan(capsys, tmp_path, "run_distillation.py", "t.yaml", text)
+    assert doc["verdict"]["status"] == "not-covered", doc["verdict"]["headline"]
+
+
+def test_grpo_with_on_policy_distillation_teachers_is_inconclusive(capsys, tmp_path):
+    """grpo.py:783 builds Megatron teacher worker groups (opd.py TeacherResourceConfig) when
+    on_policy_distillation is on; their sizes are not read."""
+    text = TEACHER_MEGATRON.format(pp=1) + "on_policy_distillation:\n  enabled: true\n"
+    doc = _scan(capsys, tmp_path, "run_grpo.py", "g.yaml", text)
     assert doc["verdict"]["status"] == "inconclusive", doc["verdict"]["headline"]
-    assert "teachers[0]" in doc["verdict"]["headline"]
+    assert "on_policy_distillation.enabled" in doc["verdict"]["headline"]

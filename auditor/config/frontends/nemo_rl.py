@@ -49,9 +49,9 @@ class NemoRlReader(Reader):
         notes: list[str] = []
         try:
             data, said = _composed(rule, args, path, _default_config(config, path))
-            for role, section in _roles(rule, data, str(config.script_read or config.script)):
-                size = _stages(rule, section, role, said)
-                if size > 1:
+            sizes, undecided = _sizes(rule, data, str(config.script_read or config.script), said)
+            for role, size in sizes:
+                if size > 1:  # one Policy on pipeline stages keeps the run, whatever the others are
                     config.diagnostics.append(Finding(
                         "launch.not-covered", "warning",
                         f"{rule['what'].format(launcher=name, role=role, size=size, where=said)}: {rule['covers']}",
@@ -59,6 +59,8 @@ class NemoRlReader(Reader):
                     return
                 notes.append(rule["dtensor" if size == 0 else "one_stage"].format(launcher=name, role=role,
                                                                                   where=said))
+            if undecided is not None:
+                raise undecided
         except Undecided as exc:
             config.diagnostics.append(Finding(
                 "launch.unknown-stack", "warning",
@@ -77,15 +79,34 @@ class NemoRlReader(Reader):
 def _roles(rule: dict, data: dict[str, Any], script: str) -> list[tuple[str, Any]]:
     """Each Policy the run script builds, as (its name, its config section): the sections the
     rules list for the script's name, one per item where a section holds a list."""
-    base = script.replace("\\", "/").rsplit("/", 1)[-1]
-    sections = next((r["sections"] for r in rule["roles"] if any(fnmatch(base, s) for s in r["scripts"])),
-                    ["policy"])
+    sections = next((r["sections"] for r in rule["roles"] if _named(script, r)), ["policy"])
     found: list[tuple[str, Any]] = []
     for section in sections:
         value = at(data, section)
         items = list(enumerate(value)) if isinstance(value, list) else [(None, value)]
         found += [(section if k is None else f"{section}[{k}]", item) for k, item in items]
     return found
+
+
+def _sizes(rule: dict, data: dict[str, Any], script: str,
+           said: str) -> tuple[list[tuple[str, int]], Undecided | None]:
+    """The stages of each Policy whose backend is known, and why one is not known (the first)."""
+    sizes: list[tuple[str, int]] = []
+    undecided: Undecided | None = None
+    for role, section in _roles(rule, data, script):
+        try:
+            sizes.append((role, _stages(rule, section, role, said)))
+        except Undecided as exc:
+            undecided = undecided or exc
+    for key in next((r.get("unread", []) for r in rule["roles"] if _named(script, r)), []):
+        if at(data, key) not in (None, False):
+            undecided = undecided or Undecided(f"{key} is {at(data, key)!r} ({said}): {rule['unread']}")
+    return sizes, undecided
+
+
+def _named(script: str, role: dict) -> bool:
+    base = script.replace("\\", "/").rsplit("/", 1)[-1]
+    return any(fnmatch(base, s) for s in role["scripts"])
 
 
 def _stages(rule: dict, section: Any, role: str, said: str) -> int:
