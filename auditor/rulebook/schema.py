@@ -152,8 +152,9 @@ TABLES: dict[str, Table] = {
     "entry_module": _table(True, "modules not_pipeline checked source code", ""),
     # A console script whose environment switches pick its trainer (LLaMA-Factory's USE_MCA): with
     # none on, `not_pipeline` (config/env_backend.py).
-    # How NeMo-RL's examples/run_*.py pick the policy's backend (config/frontends/nemo_rl.py).
-    "nemo_rl_policy": _table(False, "config_option inherit_key override_marker megatron_key dtensor_key size_key "
+    # How NeMo-RL's examples/run_*.py pick each Policy's backend, `roles` the Policies a script builds
+    # (config/frontends/nemo_rl.py).
+    "nemo_rl_policy": _table(False, "config_option inherit_key override_marker megatron_key dtensor_key size_key roles unread "
                                     "dtensor one_stage what covers decide source code", ""),
     "env_backend": _table(True, "launchers switches env_true not_pipeline checked source code",
                           "uncovered covers decide"),

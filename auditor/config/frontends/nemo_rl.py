@@ -12,6 +12,7 @@ Each becomes the verdict in config.launch.refuse_not_pipeline.
 from __future__ import annotations
 
 import ast
+from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
@@ -45,43 +46,91 @@ class NemoRlReader(Reader):
         where = f"{path}:{config.command_line}"
         words = [f for f in args if f.value != rule["config_option"]]
         read_overrides(config, [f for f in words if override(f.value) is not None], path)
+        notes: list[str] = []
         try:
             data, said = _composed(rule, args, path, _default_config(config, path))
-            megatron, dtensor = _switch(data, rule["megatron_key"]), _switch(data, rule["dtensor_key"])
-            if dtensor and not megatron:
-                note = rule["dtensor"].format(launcher=name, where=said)
-            elif megatron and not dtensor:
-                size = at(data, rule["size_key"])
-                if type(size) is not int:
-                    raise Undecided(f"{rule['size_key']} is {size!r} ({said})")
-                if size > 1:
+            sizes, undecided = _sizes(rule, data, str(config.script_read or config.script), said)
+            for role, size in sizes:
+                if size > 1:  # one Policy on pipeline stages keeps the run, whatever the others are
                     config.diagnostics.append(Finding(
                         "launch.not-covered", "warning",
-                        f"{rule['what'].format(launcher=name, size=size, where=said)}: {rule['covers']}",
+                        f"{rule['what'].format(launcher=name, role=role, size=size, where=said)}: {rule['covers']}",
                         where=where, detail={"stack": RULES, "decide": rule["decide"], "source": rule["source"]}))
                     return
-                note = rule["one_stage"].format(launcher=name, where=said)
-            else:
-                raise Undecided(f"{rule['megatron_key']} is {megatron} and {rule['dtensor_key']} is {dtensor} "
-                                f"({said}): NeMo-RL refuses both or neither")
+                notes.append(rule["dtensor" if size == 0 else "one_stage"].format(launcher=name, role=role,
+                                                                                  where=said))
+            if undecided is not None:
+                raise undecided
         except Undecided as exc:
             config.diagnostics.append(Finding(
                 "launch.unknown-stack", "warning",
-                f"{name}: which backend NeMo-RL trains the policy with, and at how many pipeline stages, is "
+                f"{name}: which backend NeMo-RL trains a policy with, and at how many pipeline stages, is "
                 f"not known: {exc}", where=where,
-                detail={"undecided": rule["megatron_key"],
-                        "decide": f"{rule['megatron_key']}, {rule['dtensor_key']} and {rule['size_key']} "
-                                  f"as the run's config gives them ({exc})"}))
+                detail={"undecided": f"policy.{rule['megatron_key']}",
+                        "decide": f"policy.{rule['megatron_key']}, policy.{rule['dtensor_key']} and "
+                                  f"policy.{rule['size_key']}, and those of each other Policy the run "
+                                  f"script builds, as the run's config gives them ({exc})"}))
             return
+        note = "; ".join(notes)
         config.diagnostics.append(Finding("launch.not-pipeline", "info", note, where=where,
                                           detail={"command": config.launcher}))
 
 
-def _switch(data: dict[str, Any], key: str) -> bool:
+def _roles(rule: dict, data: dict[str, Any], script: str) -> list[tuple[str, Any]]:
+    """Each Policy the run script builds, as (its name, its config section): the sections the
+    rules list for the script's name, one per item where a section holds a list."""
+    sections = next((r["sections"] for r in rule["roles"] if _named(script, r)), ["policy"])
+    found: list[tuple[str, Any]] = []
+    for section in sections:
+        value = at(data, section)
+        items = list(enumerate(value)) if isinstance(value, list) else [(None, value)]
+        found += [(section if k is None else f"{section}[{k}]", item) for k, item in items]
+    return found
+
+
+def _sizes(rule: dict, data: dict[str, Any], script: str,
+           said: str) -> tuple[list[tuple[str, int]], Undecided | None]:
+    """The stages of each Policy whose backend is known, and why one is not known (the first)."""
+    sizes: list[tuple[str, int]] = []
+    undecided: Undecided | None = None
+    for role, section in _roles(rule, data, script):
+        try:
+            sizes.append((role, _stages(rule, section, role, said)))
+        except Undecided as exc:
+            undecided = undecided or exc
+    for key in next((r.get("unread", []) for r in rule["roles"] if _named(script, r)), []):
+        if at(data, key) not in (None, False):
+            undecided = undecided or Undecided(f"{key} is {at(data, key)!r} ({said}): {rule['unread']}")
+    return sizes, undecided
+
+
+def _named(script: str, role: dict) -> bool:
+    base = script.replace("\\", "/").rsplit("/", 1)[-1]
+    return any(fnmatch(base, s) for s in role["scripts"])
+
+
+def _stages(rule: dict, section: Any, role: str, said: str) -> int:
+    """The pipeline stages one Policy runs at: 0 on DTensor, else its Megatron size."""
+    if not isinstance(section, dict):
+        raise Undecided(f"{role} is {section!r} ({said}), no config section")
+    megatron = _switch(section, rule["megatron_key"], role)
+    dtensor = _switch(section, rule["dtensor_key"], role)
+    if dtensor and not megatron:
+        return 0
+    if megatron and not dtensor:
+        size = at(section, rule["size_key"])
+        if type(size) is not int or size < 1:
+            raise Undecided(f"{role}.{rule['size_key']} is {size!r} ({said})")
+        return size
+    raise Undecided(f"{role}.{rule['megatron_key']} is {megatron} and {role}.{rule['dtensor_key']} is "
+                    f"{dtensor} ({said}): NeMo-RL refuses both or neither")
+
+
+def _switch(data: dict[str, Any], key: str, role: str) -> bool:
     value = at(data, key)
     if value is None or type(value) is bool:
         return bool(value)  # lm_policy.py: `.get("enabled", False)`
-    raise Undecided(f"{key} is {value!r}")
+    raise Undecided(f"{role}.{key} is {value!r}")
 
 
 def _default_config(config: LaunchConfig, path: str) -> Path | None:
@@ -113,7 +162,7 @@ def _composed(rule: dict, args: list[Field], path: str,
         raise Undecided(f"{rule['config_option']} {files[-1]} is not known statically")
     try:
         found, data = load_file(str(files[-1]), path) if files else (str(default), _load(default))
-        data = _with_parents(rule, Path(found), data, 0)
+        data = _with_parents(rule, Path(found), _unshared(data), 0)
     except Unreadable as exc:
         raise Undecided(f"{files[-1] if files else default} is not read: {exc}") from None
     for word in args:
@@ -163,10 +212,20 @@ def _load(file: Path | None) -> dict[str, Any]:
         text = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise Unreadable(f"{file}: {exc}") from None
-    loaded = load_yaml(text, file)
+    loaded = _unshared(load_yaml(text, file))
     if not isinstance(loaded, dict):
         raise Unreadable(f"{file} holds no mapping of settings")
     return loaded
+
+
+def _unshared(value: Any) -> Any:
+    """A copy with no node shared: OmegaConf.create copies each YAML alias (`<<: *BASE`), so an
+    override of one place leaves the other as it was (copy.deepcopy would keep them shared)."""
+    if isinstance(value, dict):
+        return {k: _unshared(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unshared(v) for v in value]
+    return value
 
 
 def _merge(into: dict[str, Any], other: dict[str, Any], marker: str) -> None:
