@@ -263,7 +263,8 @@ class LaunchShell(Shell):
                        if [os.path.basename(str(f.value)) for f in fields[k:k + len(r)]] == list(r)), None)
         if runner is not None:  # `coverage run -m torch.distributed.run ...` is python's
             j = k + len(runner)
-        if runner is not None or re.fullmatch(r"python[0-9.]*", base):
+        python = bool(re.fullmatch(r"python[0-9.]*", base))  # `echo x/run_x.py` names a script, runs none
+        if runner is not None or python:
             while j < len(fields) and isinstance(flag := fields[j].value, str) and flag.startswith("-"):
                 if fields[j].value == "-m" and j + 1 < len(fields):
                     module, j = fields[j + 1].value, j + 2
@@ -278,7 +279,7 @@ class LaunchShell(Shell):
                 return launcher, base, "", k + 1
             if isinstance(module, str) and any(fnmatch.fnmatchcase(module, p) for p in launcher.get("python_modules", ())):
                 return launcher, f"python -m {module}", "", j
-            if module is None and runner is None and self._python_script(fields, j, launcher):
+            if module is None and runner is None and python and self._python_script(fields, j, launcher):
                 return launcher, base, "", j
         return None, "", "", k
 

@@ -155,3 +155,16 @@ def test_the_rules_quote_the_checkout():
     inherit = (CHECKOUT / "nemo_rl/utils/config.py").read_text(encoding="utf-8")
     rule = data["nemo_rl_policy"]
     assert f'if "{rule["inherit_key"]}" in config:' in inherit and f'"{rule["override_marker"]}"' in inherit
+
+
+def test_an_echo_naming_a_run_script_is_no_command(tmp_path):
+    """NVIDIA-NeMo/RL@7ea279abfb examples/nemo_gym/nemotron-3-super-omni/super_omni_launch.sh:223
+    prints `echo " Entrypoint : ${ENTRYPOINT}"` (a run_*_nemo_gym.py): the launcher's script pattern
+    matched echo's word, and the scan exited 2 ("which frameworks does this launcher run?")."""
+    from auditor.config.launch import CommandNotFollowed, parse_launch
+
+    script = tmp_path / "launch.sh"
+    script.write_text('ENTRYPOINT="${ENTRYPOINT:-examples/nemo_gym/run_grpo_nemo_gym.py}"\n'
+                      'echo " Entrypoint : ${ENTRYPOINT}"\n')
+    with pytest.raises(CommandNotFollowed):  # INCONCLUSIVE naming --command, as for any script so
+        parse_launch(script.read_text(), str(script))
