@@ -43,6 +43,7 @@ from auditor.config.entry_script import (
 )
 from auditor.config.deepspeed_entry import LAUNCHERS as DEEPSPEED_LAUNCHERS
 from auditor.config.model import LaunchConfig
+from auditor.config.one_process import surely_one
 from auditor.config.pyenv import locate
 from auditor.errors import InputError
 from auditor.findings import Finding
@@ -234,6 +235,14 @@ def unknown_stack(launch: LaunchConfig) -> None:
     what = (f"{name} runs {packages}, which no rules model ({where}:{line} imports {first}; neither "
             f"it nor the {local} local module(s) it imports import megatron or another stack the rules "
             f"model, or call torch's P2P API): {data['covers']}")
+    if surely_one(launch):  # config.one_process: a single rank, whatever the package runs in it
+        launch.diagnostics.append(Finding(
+            "launch.not-pipeline", "info",
+            f"{name} runs {packages}, which no rules model, in one process "
+            f"({launch.world_source['nproc_per_node']}): a single rank has no peer, so no "
+            "point-to-point op can run", where=f"{launch.path}:{launch.command_line}",
+            detail={"command": launch.launcher}))
+        return
     decide = data["decide"].replace("COMMAND", f"{launch.launcher} ...")
     launch.diagnostics.append(Finding(
         "launch.unknown-stack", "warning", what, where=f"{launch.path}:{launch.command_line}",

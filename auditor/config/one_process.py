@@ -49,8 +49,17 @@ def world(config: LaunchConfig, launcher: dict, path: str, together: str = "") -
         config.world_source = {"nproc_per_node": why, "nnodes": why}
         return
     config.nproc_per_node, config.nnodes = 1, 1
-    one = f"`{config.launcher}` runs one process: no launcher starts more, and it starts none itself"
+    one = f"`{config.launcher}` {ONE}"
     config.world_source = {"nproc_per_node": one, "nnodes": one}
+
+
+ONE = "runs one process: no launcher starts more, and it starts none itself"
+
+
+def surely_one(config: LaunchConfig) -> bool:
+    """Whether `world` found the launch to be one process: a single rank, with no peer to send to."""
+    return (config.nproc_per_node, config.nnodes) == (1, 1) and config.world_source.get(
+        "nproc_per_node", "").endswith(ONE)
 
 
 def _starts_processes(config: LaunchConfig, launcher: dict) -> str:

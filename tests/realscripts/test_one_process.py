@@ -174,3 +174,33 @@ def test_an_entry_not_read_is_no_proof_of_one_process(tmp_path, monkeypatch):
     world(config, rule, config.path)
     assert isinstance(config.nproc_per_node, Symbolic)
     assert config.world_source["nproc_per_node"].startswith("the entry is not read (gone.py is neither beside")
+
+
+PISSA_PY = """import argparse
+
+from peft import LoraConfig, get_peft_model
+from transformers import AutoModelForCausalLM
+
+
+def main(args):
+    model = get_peft_model(AutoModelForCausalLM.from_pretrained(args.model), LoraConfig(init_lora_weights="pissa"))
+    model.save_pretrained(args.out)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model")
+    parser.add_argument("--out")
+    main(parser.parse_args())
+"""
+
+
+def test_one_process_on_a_package_no_rules_model_is_no_pipeline(capsys, tmp_path, monkeypatch):
+    """LLaMA-Factory@ff6d4d12ee examples/extras/pissa/init.sh runs `python scripts/pissa_init.py`
+    (peft, which no rules model): one rank has no peer, so the unknown package cannot make it a
+    pipeline run; before, INCONCLUSIVE asked for a `record` of it."""
+    script = _tree(tmp_path, monkeypatch, "python scripts/pissa_init.py --model m --out o\n",
+                   {"scripts/pissa_init.py": PISSA_PY})
+    code, doc = _scan(capsys, script)
+    assert doc["verdict"]["status"] == "not-pipeline" and code == 0, doc["verdict"]["headline"]
+    assert "a single rank has no peer" in doc["verdict"]["headline"]
