@@ -274,7 +274,8 @@ class Shell(Expander, ABC):
                 seen = [v for v in seen if v is not None]
             known = [v for v in seen if v is not None]
             if len(known) == len(seen) and all(v.value == known[0].value for v in known):
-                merged[name] = Var(known[0].value, max(v.line for v in known), any(v.exported for v in known))
+                merged[name] = Var(known[0].value, max(v.line for v in known), any(v.exported for v in known),
+                                   tuple(dict.fromkeys(f for v in known for f in v.fallbacks)))
             else:
                 merged[name] = Var(Symbolic(f"${{{name}}}"), max(v.line for v in known),
                                     any(v.exported for v in known))
@@ -529,7 +530,7 @@ class Shell(Expander, ABC):
             elif NAME.fullmatch(w.raw) and exported:
                 current = self.vars.get(w.raw)
                 if current is not None:
-                    self.vars[w.raw] = Var(current.value, current.line, True)
+                    self.vars[w.raw] = Var(current.value, current.line, True, current.fallbacks)
                 elif w.raw in self.environ:
                     self.vars[w.raw] = Var(self.environ[w.raw], w.line, True)
 

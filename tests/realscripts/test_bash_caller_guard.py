@@ -72,3 +72,18 @@ def test_a_value_the_script_states_still_stops_it(before: str) -> None:
     with pytest.raises(ScriptExits) as caught:
         parse_launch(text, "run.sh")
     assert "exits at line 2" in caught.value.what
+
+
+@pytest.mark.parametrize("between", [
+    "if (( GBS % MBS != 0 )); then\n    exit 2\nfi\n",  # a decided test: its branches merged after it
+    "export CONTAINER_IMAGE\n",
+])
+def test_the_caller_s_empty_default_survives_a_test_or_an_export(between: str) -> None:
+    """Megatron-Bridge@067f987df0 examples/megatron_mimo/qwen35_vl/slurm_sft.sh:70, :150-158:
+    `CONTAINER_IMAGE="${CONTAINER_IMAGE:-}"`, a GBS check, then `[ -z "$CONTAINER_IMAGE" ] ... exit 1`:
+    merging the GBS test's branches dropped that the empty value is the caller's, and the guard
+    read as a sure stop (DOES NOT START)."""
+    text = ("set -euo pipefail\nCONTAINER_IMAGE=\"${CONTAINER_IMAGE:-}\"\nGBS=8\nMBS=1\n" + between
+            + 'if [ -z "$CONTAINER_IMAGE" ]; then\n    exit 1\nfi\n'
+            "torchrun --nproc_per_node 8 pretrain_gpt.py --pipeline-model-parallel-size 4\n")
+    assert parse_launch(text, "run.sh").flags["pipeline_model_parallel_size"].value == "4"
