@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor import rulebook
+from auditor.config.entry_script import parsed
 
 
 @functools.cache
@@ -30,7 +31,7 @@ def calls_parser_entry(script: Path) -> bool:
     """Whether `script` calls one of the parser's entries bound from Megatron-LM's modules:
     `from MODULE import NAME [as X]` then `X(...)`, or `MODULE.NAME(...)` of an imported MODULE."""
     try:
-        tree = ast.parse(script.read_text(encoding="utf-8", errors="replace"))
+        tree = parsed(script.read_text(encoding="utf-8", errors="replace"))
     except (OSError, SyntaxError, ValueError):
         return False
     modules, calls = set(_rule()["modules"]), entry_calls()
