@@ -179,7 +179,8 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
         return _no_schedule(doc, not_pipeline(unscheduled))
     if bad or errors:
         status, head = "findings", _findings_headline(doc, bad, errors, findings)
-        if undecided:
+        stops = not bad and all(causes_of.is_startup(f) for f in findings if f.get("severity") == "error")
+        if undecided and not stops:  # a run that stops at start-up: what it would do is listed below
             head += f" Also not decided: {_undecided_words(undecided)}."
     elif scanned and backend and not undecided and _no_stage_sends(run, sites):
         # At one stage no P2P runs on any backend: the backend's own rules do not matter (where

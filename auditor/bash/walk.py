@@ -275,7 +275,7 @@ class Shell(Expander, ABC):
             known = [v for v in seen if v is not None]
             if len(known) == len(seen) and all(v.value == known[0].value for v in known):
                 merged[name] = Var(known[0].value, max(v.line for v in known), any(v.exported for v in known),
-                                   tuple(dict.fromkeys(f for v in known for f in v.fallbacks)))
+                                   _caller_fallbacks(known))
             else:
                 merged[name] = Var(Symbolic(f"${{{name}}}"), max(v.line for v in known),
                                     any(v.exported for v in known))
@@ -530,7 +530,7 @@ class Shell(Expander, ABC):
             elif NAME.fullmatch(w.raw) and exported:
                 current = self.vars.get(w.raw)
                 if current is not None:
-                    self.vars[w.raw] = Var(current.value, current.line, True, current.fallbacks)
+                    self.vars[w.raw] = Var(current.value, current.line, True, _caller_fallbacks([current]))
                 elif w.raw in self.environ:
                     self.vars[w.raw] = Var(self.environ[w.raw], w.line, True)
 
@@ -560,6 +560,13 @@ _BUILTINS = frozenset({"export", "declare", "typeset", "local", "readonly", "uns
                        *_SETTERS})
 _MAX_SOURCED = 1 << 20  # a sourced settings file; anything larger is not read
 MAX_ITERATIONS = 16  # a `for` loop over more known items than this is read once, its variable unknown
+
+
+def _caller_fallbacks(known: list[Var]) -> tuple[str, ...]:
+    """The caller's variables a scalar's empty-default value rests on, kept across a merge or an
+    export (a test of it reads the caller's environment); not an array's, whose expansion would
+    pin them on every element (config.launcher.fallbacks)."""
+    return tuple(dict.fromkeys(f for v in known if not isinstance(v.value, list) for f in v.fallbacks))
 
 
 def _set_names(builtin: str, args: list[Field]) -> list[str] | None:

@@ -171,12 +171,11 @@ def surely_missing(config: LaunchConfig, name: str, option: str, loaded: str | N
               if isinstance(config.script, str) and loaded and config.launch_dir is not None else None)
     if absent is None:
         return
-    missing, dirs = absent
+    missing, _ = absent
     config.diagnostics.append(Finding(
         "launch.config-file-missing", "error",
-        f"{option} {name} (line {config.command_line}) is {missing}, which the checkout around the script "
-        f"does not hold, from each of the {dirs} director{'y' if dirs == 1 else 'ies'} where {config.script} "
-        f"is found: {loaded}",
+        f"{option} {name} (line {config.command_line}) is {missing}, which the checkout does not hold "
+        f"wherever {config.script} runs from: {loaded}",
         fix=f"give {option} the path of a file the checkout holds, relative to where {config.script} is run",
         where=f"{path}:{config.command_line}", detail=dict(STARTUP)))
 

@@ -192,9 +192,10 @@ def _torchrun_default(torchrun: dict, what: str, env: dict[str, EnvVar]) -> tupl
         if name:
             return Symbolic(f"${name}"), (f"{torchrun.get('name')} takes it from the job's allocation ({name}), "
                                            f"unknown here: give it as `{name}=N p2paudit ...`")
+        flags = " or ".join(torchrun.get(f"{what}_flags", ()))
         return Symbolic(f"{torchrun.get('name')} default"), (
-            f"{torchrun.get('name')} without {' or '.join(torchrun.get(f'{what}_flags', ()))} runs as many "
-            "processes as its hosts have slots, unknown here: give --set world_size=N")
+            f"{torchrun.get('name')}{f' without {flags}' if flags else ''} runs as many processes as its "
+            "hosts have slots, unknown here: give --set world_size=N")
     default = torchrun.get(f"{what}_default", "1")
     if f"{what}_flags" in torchrun and not torchrun[f"{what}_flags"]:  # mpirun -np: the whole world
         return default, f"{torchrun.get('name')} counts every process in its process-count flag"
