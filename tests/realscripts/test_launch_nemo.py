@@ -185,7 +185,8 @@ def test_a_python_script_building_no_strategy_is_no_one_process_run(tmp_path, mo
     entry = FINETUNE.format(extra="", callbacks="").replace("nl.MegatronStrategy(", "dict(")
     launch = read_launch(_repo(tmp_path, monkeypatch, entry, "gpt_finetuning.py", SFT.format(pp="2", export="")))
     assert launch.launcher == "python gpt_finetuning.py" and isinstance(launch.nproc_per_node, Symbolic)
-    assert "imports nemo" in launch.world_source["nproc_per_node"]
+    why = launch.world_source["nproc_per_node"]  # the script's two python commands, or nemo's own
+    assert "imports nemo" in why or "`python` commands" in why, why  # processes: the world is unknown
 
 
 def test_coverage_run_module_is_python_m(tmp_path):

@@ -32,7 +32,7 @@ RULES = "nemo-rl"
 _MAX_PARENTS = 16
 
 
-class Undecided(Exception):
+class NemoUndecided(Exception):
     """Why the backend or the size is not known statically."""
 
 
@@ -61,7 +61,7 @@ class NemoRlReader(Reader):
                                                                                   where=said))
             if undecided is not None:
                 raise undecided
-        except Undecided as exc:
+        except NemoUndecided as exc:
             config.diagnostics.append(Finding(
                 "launch.unknown-stack", "warning",
                 f"{name}: which backend NeMo-RL trains a policy with, and at how many pipeline stages, is "
@@ -89,18 +89,18 @@ def _roles(rule: dict, data: dict[str, Any], script: str) -> list[tuple[str, Any
 
 
 def _sizes(rule: dict, data: dict[str, Any], script: str,
-           said: str) -> tuple[list[tuple[str, int]], Undecided | None]:
+           said: str) -> tuple[list[tuple[str, int]], NemoUndecided | None]:
     """The stages of each Policy whose backend is known, and why one is not known (the first)."""
     sizes: list[tuple[str, int]] = []
-    undecided: Undecided | None = None
+    undecided: NemoUndecided | None = None
     for role, section in _roles(rule, data, script):
         try:
             sizes.append((role, _stages(rule, section, role, said)))
-        except Undecided as exc:
+        except NemoUndecided as exc:
             undecided = undecided or exc
     for key in next((r.get("unread", []) for r in rule["roles"] if _named(script, r)), []):
         if at(data, key) not in (None, False):
-            undecided = undecided or Undecided(f"{key} is {at(data, key)!r} ({said}): {rule['unread']}")
+            undecided = undecided or NemoUndecided(f"{key} is {at(data, key)!r} ({said}): {rule['unread']}")
     return sizes, undecided
 
 
@@ -112,7 +112,7 @@ def _named(script: str, role: dict) -> bool:
 def _stages(rule: dict, section: Any, role: str, said: str) -> int:
     """The pipeline stages one Policy runs at: 0 on DTensor, else its Megatron size."""
     if not isinstance(section, dict):
-        raise Undecided(f"{role} is {section!r} ({said}), no config section")
+        raise NemoUndecided(f"{role} is {section!r} ({said}), no config section")
     megatron = _switch(section, rule["megatron_key"], role)
     dtensor = _switch(section, rule["dtensor_key"], role)
     if dtensor and not megatron:
@@ -120,9 +120,9 @@ def _stages(rule: dict, section: Any, role: str, said: str) -> int:
     if megatron and not dtensor:
         size = at(section, rule["size_key"])
         if type(size) is not int or size < 1:
-            raise Undecided(f"{role}.{rule['size_key']} is {size!r} ({said})")
+            raise NemoUndecided(f"{role}.{rule['size_key']} is {size!r} ({said})")
         return size
-    raise Undecided(f"{role}.{rule['megatron_key']} is {megatron} and {role}.{rule['dtensor_key']} is "
+    raise NemoUndecided(f"{role}.{rule['megatron_key']} is {megatron} and {role}.{rule['dtensor_key']} is "
                     f"{dtensor} ({said}): NeMo-RL refuses both or neither")
 
 
@@ -130,7 +130,7 @@ def _switch(data: dict[str, Any], key: str, role: str) -> bool:
     value = at(data, key)
     if value is None or type(value) is bool:
         return bool(value)  # lm_policy.py: `.get("enabled", False)`
-    raise Undecided(f"{role}.{key} is {value!r}")
+    raise NemoUndecided(f"{role}.{key} is {value!r}")
 
 
 def _default_config(config: LaunchConfig, path: str) -> Path | None:
@@ -157,23 +157,23 @@ def _composed(rule: dict, args: list[Field], path: str,
     """The config as the run script composes it, and where it was read."""
     files: list[object] = [args[k + 1].value for k, f in enumerate(args[:-1]) if f.value == rule["config_option"]]
     if not files and default is None:
-        raise Undecided(f"no {rule['config_option']} is given, and the run script's own default is not read")
+        raise NemoUndecided(f"no {rule['config_option']} is given, and the run script's own default is not read")
     if files and not isinstance(files[-1], str):
-        raise Undecided(f"{rule['config_option']} {files[-1]} is not known statically")
+        raise NemoUndecided(f"{rule['config_option']} {files[-1]} is not known statically")
     try:
         found, data = load_file(str(files[-1]), path) if files else (str(default), _load(default))
         data = _with_parents(rule, Path(found), _unshared(data), 0)
     except Unreadable as exc:
-        raise Undecided(f"{files[-1] if files else default} is not read: {exc}") from None
+        raise NemoUndecided(f"{files[-1] if files else default} is not read: {exc}") from None
     for word in args:
         if not isinstance(word.value, str) and word.value != rule["config_option"]:
-            raise Undecided(f"the word {word.value} may override any key")
+            raise NemoUndecided(f"the word {word.value} may override any key")
         given = override(word.value)
         if given is None:
             continue
         key, value = given
         if not isinstance(value, str) and value is not None:
-            raise Undecided(f"the override {word.value} is not known statically")
+            raise NemoUndecided(f"the override {word.value} is not known statically")
         _set(data, key, None if value is None else _scalar(value))
     return data, f"{Path(found).name} and the overrides"
 
