@@ -44,7 +44,7 @@ from auditor.config.entry_script import (
 from auditor.config.deepspeed_entry import LAUNCHERS as DEEPSPEED_LAUNCHERS
 from auditor.config.model import LaunchConfig
 from auditor.config.one_process import surely_one
-from auditor.config.pyenv import locate
+from auditor.config.pyenv import locate, located_stat
 from auditor.errors import InputError
 from auditor.findings import Finding
 from auditor.rulebook.frameworks import audited_packages, frameworks, launched_by
@@ -74,6 +74,11 @@ def _entry(launch: LaunchConfig) -> Any:
     if not launched_by(launch.launcher, LAUNCHERS):
         return None
     return locate(launch)[0]
+
+
+def _located(launch: LaunchConfig) -> tuple[Any, os.stat_result] | None:
+    """The entry script found here and its stat (pyenv.located_stat), or None."""
+    return located_stat(launch) if launched_by(launch.launcher, LAUNCHERS) else None
 
 
 def own_pipeline(launch: LaunchConfig) -> None:
@@ -114,11 +119,11 @@ def packaged_entry(module: str) -> str | None:
 def builds_no_pipeline(launch: LaunchConfig) -> str | None:
     """What the run is where its entry surely builds no pipeline (see the module's docstring),
     else None."""
-    entry = _entry(launch)
-    if entry is None:
+    located = _located(launch)
+    if located is None:
         return None
+    entry, stat = located
     try:
-        stat = os.stat(entry.path)
         found = _pipeline_free(entry.path, stat.st_mtime_ns, stat.st_size)
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
         return None  # pyenv.read_entry says why the script is not read
@@ -217,11 +222,11 @@ def unknown_stack(launch: LaunchConfig) -> None:
         return
     if not read_as_guess(launch):
         return
-    entry = _entry(launch)
-    if entry is None:
+    located = _located(launch)
+    if located is None:
         return
+    entry, stat = located
     try:
-        stat = os.stat(entry.path)
         found = _unmodelled(entry.path, stat.st_mtime_ns, stat.st_size)
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
         return  # pyenv.read_entry says why the script is not read
