@@ -95,14 +95,15 @@ def run(args: argparse.Namespace) -> int:
 
 def _simulate(doc: dict[str, Any], p: SimulationPlan, args: argparse.Namespace, workdir: Path) -> int:
     recorded = run_schedule(p, workdir)
-    if recorded.status != 0:
+    refused = next((r["refused"] for r in recorded.results if r.get("refused")), None)
+    if recorded.status != 0 and refused is None:
         tail = [ln for ln in recorded.output.strip().splitlines() if ln.strip()][-1:] or ["no output"]
         print(f"p2paudit simulate: FAILED: {p.runner}'s schedule stopped with status "
               f"{recorded.status} after {recorded.seconds:.1f} s: {recorded.killed or tail[0]}",
               file=sys.stderr)
         return EXIT_FINDINGS
-    refused = next((r["refused"] for r in recorded.results if r.get("refused")), None)
-    if refused is not None:  # torch's schedule constructor raised, as in the real run
+    if refused is not None:  # torch's schedule constructor raised, as in the real run; a peer's
+        # crash beside it is its echo
         p.startup_errors.append(f"torch refuses the schedule: {refused}")
         return _not_run(doc, p, args, "startup", "not simulated; the run stops before its first "
                         f"step: torch refuses the schedule: {refused}")

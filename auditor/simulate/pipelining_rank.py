@@ -85,6 +85,9 @@ def run_rank(spec: dict[str, Any], rank: int) -> None:
     pp, n = spec["pipeline_size"], spec["microbatches"]
     out = Path(spec["out"], f"result-{rank}.json")
     dist.init_process_group("gloo", init_method=spec["store"], rank=rank, world_size=pp)
+    # Every rank's gloo mesh is whole before any may leave: a rank whose schedule torch refuses
+    # exits at once, and a peer still connecting would crash with "Connection closed by peer".
+    dist.barrier()
     dtype = DTYPES[spec["dtype"]]
 
     def loss_fn(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
