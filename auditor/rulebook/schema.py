@@ -159,7 +159,8 @@ TABLES: dict[str, Table] = {
     "env_backend": _table(True, "launchers switches env_true not_pipeline checked source code",
                           "uncovered covers decide"),
     # What GPT-NeoX's deepy.py config files say about the pipeline (config/frontends/neox.py).
-    "neox_pipeline": _table(False, "key default dir_options suffixes one_stage how what covers decide source code",
+    "neox_pipeline": _table(False, "key default dir_options suffixes one_stage how setting backend_key backend_default "
+                              "backend_source backend_code engine_source engine_code fork fork_release fork_same source code",
                             ""),
     # A front end known by its flags that puts the run on another stack (config.launch).
     "front_end": _table(True, "name scripts flags launcher what", "layout_flags flags_as_written source code"),

@@ -2,11 +2,11 @@
 
 deepy.py merges its YAML config files and hands the run to DeepSpeed's launcher; the files'
 `pipe_parallel_size` decides what runs. One stage or none (0: no PipelineModule; 1: a one-stage
-PipelineEngine) issues no pipeline P2P: a `launch.not-pipeline` note. Two or more stages run
-DeepSpeed's engine under GPT-NeoX's own training loop, which no rules model: `launch.not-covered`
-with the step that decides it. A size not known statically (a file not read, a value that is no
-integer) is undecided: `launch.unknown-stack`, naming the files that hold it. Each becomes the
-verdict in config.launch.refuse_not_pipeline.
+PipelineEngine) issues no pipeline P2P: a `launch.not-pipeline` note, the verdict in
+config.launch.refuse_not_pipeline. Two or more stages train GPT-NeoX's PipelineModule with
+DeepSpeed's PipelineEngine, whose P2P rules/deepspeed.toml judges: the size and the backend the
+files give become the run's settings (`entry_values`). A value not known statically (a file not
+read, a value of the wrong type) is undecided: `launch.unknown-stack`, naming the files.
 """
 
 from __future__ import annotations
@@ -32,30 +32,46 @@ class NeoxReader(Reader):
              path: str, parser_roots: tuple[Path, ...]) -> None:
         rule = rulebook.load(RULES).data["neox_pipeline"]
         where = f"{path}:{config.command_line}"
-        size, said = _pipe_size(rule, args[1:], path)
-        if isinstance(size, int) and str(size) in rule["how"]:
+        read = _merged(rule, args[1:], path)
+        if isinstance(read, str):
+            self._unknown(config, rule, read, where)
+            return
+        data, files = read
+        size, said = _setting(data, rule["key"], rule["default"], int, files)
+        if size is None:
+            self._unknown(config, rule, said, where)
+        elif str(size) in rule["how"]:
             config.diagnostics.append(Finding(
                 "launch.not-pipeline", "info",
                 rule["one_stage"].format(launcher=f"`{config.launcher}`", size=size, where=said,
                                          how=rule["how"][str(size)]),
                 where=where, detail={"command": config.launcher}))
-        elif isinstance(size, int):
-            config.diagnostics.append(Finding(
-                "launch.not-covered", "warning",
-                f"{rule['what'].format(size=size, where=said)}: {rule['covers']}", where=where,
-                detail={"stack": RULES, "decide": rule["decide"], "source": rule["source"]}))
         else:
-            config.diagnostics.append(Finding(
-                "launch.unknown-stack", "warning",
-                f"`{config.launcher}`: GPT-NeoX's {rule['key']} is not known ({said}), and with it "
-                "whether DeepSpeed's pipeline engine runs stages at all",
-                where=where, detail={"undecided": rule["key"],
-                                     "decide": f"the `{rule['key']}` the config files give ({said})"}))
+            backend, why = _setting(data, rule["backend_key"], rule["backend_default"], str, files)
+            if backend is None:
+                self._unknown(config, rule, why, where, rule["backend_key"])
+                return
+            engine = (f"GPT-NeoX steps DeepSpeed's PipelineEngine ({rule['engine_source']}), the pipeline "
+                      f"code of deepspeed {rule['fork_release']} in the {rule['fork']} it pins")
+            config.entry_values[rule["setting"]] = (size, f"{said}: {engine}", where)
+            config.entry_values[rule["backend_key"]] = (
+                backend, f"{why} ({rule['backend_source']}): deepspeed.init_distributed's dist_backend", where)
+
+    @staticmethod
+    def _unknown(config: LaunchConfig, rule: dict, why: str, where: str, key: str = "") -> None:
+        key = key or rule["key"]
+        config.diagnostics.append(Finding(
+            "launch.unknown-stack", "warning",
+            f"`{config.launcher}`: GPT-NeoX's {key} is not known ({why}), and with it "
+            "whether DeepSpeed's pipeline engine runs stages at all" if key == rule["key"] else
+            f"`{config.launcher}`: GPT-NeoX's {key} is not known ({why})",
+            where=where, detail={"undecided": key, "decide": f"the `{key}` the config files give ({why})"}))
 
 
-def _pipe_size(rule: dict, words: list[Field], path: str) -> tuple[int | None, str]:
-    """(pipe_parallel_size as the merged files give it, else None; where it was read, or why
-    not). `words` follow the user script: `-d DIR` and the config files."""
+def _merged(rule: dict, words: list[Field], path: str) -> tuple[dict, list[str]] | str:
+    """(the merged settings of the config files deepy.py reads, `-` in keys read as `_`; the
+    files' names), or why they are not known. `words` follow the user script: `-d DIR` and the
+    config files."""
     directory, files = "", []
     k = 0
     while k < len(words):
@@ -63,26 +79,36 @@ def _pipe_size(rule: dict, words: list[Field], path: str) -> tuple[int | None, s
         if value in rule["dir_options"] and k + 1 < len(words):
             given = words[k + 1].value
             if not isinstance(given, str):
-                return None, f"the config directory {given} is not known statically"
+                return f"the config directory {given} is not known statically"
             directory, k = given, k + 2
             continue
         if not isinstance(value, str):
-            return None, f"the argument {value} may name another config file"
+            return f"the argument {value} may name another config file"
         if value.startswith("-"):
-            return None, f"{value} is no option this reader knows"
+            return f"{value} is no option this reader knows"
         files.append(os.path.join(directory, value) if directory else value)
         k += 1
     if not files or not all(f.endswith(tuple(rule["suffixes"])) for f in files):
-        return None, "no config file is given as deepy.py reads them"
-    size, said = rule["default"], f"the default {rule['default']}: no config file sets it"
+        return "no config file is given as deepy.py reads them"
+    merged: dict = {}
+    names: list[str] = []
     for name in files:
         try:
             found, data = load_file(name, path)
         except Unreadable as exc:
-            return None, f"{name} is not read: {exc}"
+            return f"{name} is not read: {exc}"
+        names.append(os.path.basename(found))
         for key, value in data.items():
-            if str(key).replace("-", "_") == rule["key"]:
-                if type(value) is not int:
-                    return None, f"{found} sets it to {value!r}"
-                size, said = value, f"{os.path.basename(found)} sets it"
-    return size, said
+            merged[str(key).replace("-", "_")] = (value, os.path.basename(found))
+    return merged, names
+
+
+def _setting(data: dict, key: str, default: object, kind: type, files: list[str]) -> tuple[object, str]:
+    """(the value the merged files give `key`, else its default; where it was read), or (None,
+    why) for a value of another type than `kind`."""
+    if key not in data:
+        return default, f"the default {default}: no config file sets it ({', '.join(files)})"
+    value, found = data[key]
+    if type(value) is not kind:
+        return None, f"{found} sets it to {value!r}"
+    return value, f"{found} sets it"
