@@ -162,6 +162,8 @@ TABLES: dict[str, Table] = {
     "neox_pipeline": _table(False, "key default dir_options suffixes one_stage how setting backend_key backend_default "
                               "backend_source backend_code engine_source engine_code fork fork_release fork_same source code",
                             ""),
+    # What stops a GPT-NeoX pipeline run before it trains (config/frontends/neox.py).
+    "neox_stop": _table(True, "key default stops message fix source code", ""),
     # A front end known by its flags that puts the run on another stack (config.launch).
     "front_end": _table(True, "name scripts flags launcher what", "layout_flags flags_as_written source code"),
     # Config files the trainer reads (auditor/config/configfiles.py).

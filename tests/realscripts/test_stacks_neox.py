@@ -130,6 +130,7 @@ def test_the_rules_quote_the_checkout():
     rule = data["neox_pipeline"]
     quoted = [(e["source"], e["code"]) for e in (data["launcher"][0], rule)]
     quoted += [(rule["backend_source"], rule["backend_code"]), (rule["engine_source"], rule["engine_code"])]
+    quoted += [(stop["source"], stop["code"]) for stop in data["neox_stop"]]
     for source, code in quoted:
         path, line = source.split()[1].rsplit(":", 1)
         assert code in (CHECKOUT / path).read_text(encoding="utf-8").splitlines()[int(line) - 1]
@@ -150,3 +151,26 @@ def test_the_fork_runs_the_release_s_pipeline_code(release):
     for name in rule["fork_same"]:
         ours = (shipped.root / name).read_text(encoding="utf-8").replace("\r\n", "\n")
         assert (FORK / name).read_text(encoding="utf-8") == ours, name
+
+
+# --- what stops a pipeline run of GPT-NeoX before it trains (rules/gpt-neox.toml [[neox_stop]]) ---
+# A post-training config (post-training/configs/llama3-8b-dpo.yml: `"train_impl": "dpo"`, ZeRO
+# `"stage": 1`) given pipe_parallel_size 2: get_batch_pipe asserts at the first micro-batch
+# (megatron/training.py:488-492); ZeRO stage 2 or 3 with a PipelineModule: build_model calls
+# exit() (megatron/training.py:878-888).
+
+@pytest.mark.parametrize("extra,said", [
+    ('  "train_impl": "dpo",\n', "train_impl dpo"),
+    ('  "zero_optimization": {"stage": 2, "allgather_partitions": true},\n', "zero_optimization.stage 2"),
+])
+def test_a_pipeline_gpt_neox_stops_on_what_it_does_not_support(tmp_path, extra, said):
+    script = _launch(tmp_path, 2, extra=extra)
+    doc = run_scan(ScanInputs(str(script), targets=[f"deepspeed=={DS_RELEASE}"], jobs=1))
+    v = judge(doc)
+    assert v.headline.startswith("DOES NOT START") and said in v.headline, v.headline
+
+
+@pytest.mark.parametrize("extra", ['  "train_impl": "reinforce",\n', '  "zero_optimization": {"stage": 1},\n'])
+def test_what_it_supports_does_not_stop_it(tmp_path, extra):
+    launch = read_launch(_launch(tmp_path, 2, extra=extra))
+    assert not [d for d in launch.diagnostics if d.severity == "error"], launch.diagnostics

@@ -17,6 +17,7 @@ from pathlib import Path
 from auditor import rulebook
 from auditor.bash.values import Field
 from auditor.config.configfiles import Unreadable, load_file
+from auditor.config.flags import STARTUP
 from auditor.config.frontends.reader import Reader
 from auditor.config.model import LaunchConfig
 from auditor.findings import Finding
@@ -56,6 +57,13 @@ class NeoxReader(Reader):
             config.entry_values[rule["setting"]] = (size, f"{said}: {engine}", where)
             config.entry_values[rule["backend_key"]] = (
                 backend, f"{why} ({rule['backend_source']}): deepspeed.init_distributed's dist_backend", where)
+            for stop in rulebook.load(RULES).data.get("neox_stop", []):
+                value, found = _dotted(data, stop["key"], stop["default"])
+                if value in stop["stops"]:
+                    config.diagnostics.append(Finding(
+                        "launch.neox-stop", "error",
+                        stop["message"].format(key=stop["key"], value=value, where=found, size=size),
+                        fix=stop["fix"], where=where, detail={**STARTUP, "source": stop["source"]}))
 
     @staticmethod
     def _unknown(config: LaunchConfig, rule: dict, why: str, where: str, key: str = "") -> None:
@@ -101,6 +109,19 @@ def _merged(rule: dict, words: list[Field], path: str) -> tuple[dict, list[str]]
         for key, value in data.items():
             merged[str(key).replace("-", "_")] = (value, os.path.basename(found))
     return merged, names
+
+
+def _dotted(data: dict, key: str, default: object) -> tuple[object, str]:
+    """(the value at the dotted `key` of the merged files, else `default`; the file that set it)."""
+    head, *rest = key.split(".")
+    if head not in data:
+        return default, "the default"
+    value, found = data[head]
+    for part in rest:
+        if not isinstance(value, dict):
+            return None, found
+        value = value.get(part, default)
+    return value, f"{found} sets it"
 
 
 def _setting(data: dict, key: str, default: object, kind: type, files: list[str]) -> tuple[object, str]:
