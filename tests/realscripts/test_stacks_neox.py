@@ -174,3 +174,11 @@ def test_a_pipeline_gpt_neox_stops_on_what_it_does_not_support(tmp_path, extra, 
 def test_what_it_supports_does_not_stop_it(tmp_path, extra):
     launch = read_launch(_launch(tmp_path, 2, extra=extra))
     assert not [d for d in launch.diagnostics if d.severity == "error"], launch.diagnostics
+
+
+def test_a_pipeline_run_asks_nothing_of_another_front_end(tmp_path):
+    # GPT-NeoX's configs are its front end (rules/gpt-neox.toml [[stage]] neox-configs): no
+    # Megatron-DeepSpeed argument check is left undecided for it, so the verdict asks nothing
+    script = _launch(tmp_path, 2, head="# torch==2.13.0\n")
+    v = judge(run_scan(ScanInputs(str(script), targets=[f"deepspeed=={DS_RELEASE}"], jobs=1)))
+    assert v.status == "clean" and not v.undecided and not v.startup, (v.headline, v.startup)
