@@ -8,6 +8,12 @@ no `python_scripts` pattern names. A `[[launcher]]`'s `script_copies` says what 
 (its file name, a package it imports, a class or function it defines), so that it is recognised
 by what it is, not by a list of the paths other projects put it at. The run is then read as the
 modelled entry's (`entry_name`: its launcher reads `python entrypoint.py`, whose rules apply).
+
+The same holds for a framework's Hydra main: verl's examples/split_placement/main_ppo_split.py is
+verl/trainer/main_ppo.py with its own `@hydra.main(config_path="config",
+config_name="ppo_trainer_split")`. A `[[launcher]]`'s `hydra_copies` says what such a copy is (a
+package it imports, the config key its workers are picked by); `python3 COPY.py a.b=c` is then
+read as the modelled module's run (`hydra_copy`, `copied_main`), composing the copy's own config.
 """
 
 from __future__ import annotations
@@ -16,8 +22,11 @@ import ast
 import fnmatch
 import functools
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
+from auditor.bash.values import Field
+from auditor.config.entry_script import dotted
 from auditor.config.lightning_entry import script_file
 from auditor.config.model import LaunchConfig
 from auditor.findings import Finding
@@ -70,3 +79,112 @@ def _shape(path: str, mtime: int, size: int) -> tuple[frozenset[str], frozenset[
     defines = {node.name for node in tree.body
                if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))}
     return frozenset(imports), frozenset(defines)
+
+
+@dataclass(frozen=True)
+class HydraMain:
+    """What a `@hydra.main(config_path=..., config_name=...)` entry composes its config from: the
+    decorator's literal arguments (None where not given or not a literal), the file read and the
+    working directory the run starts in (a relative `hydra.searchpath` `file://DIR` is relative to
+    it): the folder the entry was found in, less the path the command line wrote."""
+
+    entry: Path
+    config_path: str | None
+    config_name: str | None
+    line: int
+    cwd: Path | None
+
+    def shown(self) -> str:
+        return (f'@hydra.main(config_path="{self.config_path}", config_name="{self.config_name}") '
+                f"({self.entry.name}:{self.line})")
+
+
+def hydra_main(script: str, launch_path: str) -> HydraMain | None:
+    """The `@hydra.main` of the Python entry `script` (as written on the command line), found
+    beside the launch script or in the working directory; None where it has none or is not read."""
+    path = script_file(script, launch_path)
+    if path is None:
+        return None
+    st = os.stat(path)
+    found = _decorated(path, st.st_mtime_ns, st.st_size)
+    if found is None:
+        return None
+    config_path, config_name, line = found
+    written = Path(os.path.normpath(script))
+    entry = Path(path)
+    tail = len(written.parts)
+    cwd = (Path(*entry.parts[:-tail]) if not written.is_absolute() and entry.parts[-tail:] == written.parts
+           else None)
+    return HydraMain(entry, config_path, config_name, line, cwd)
+
+
+def hydra_copy(launcher: dict, script: object, launch_path: str) -> HydraMain | None:
+    """The `@hydra.main` of `script` where it is a copy of the Hydra main `launcher` models
+    (`hydra_copies`: verl's main_ppo.py copied as examples/split_placement/main_ppo_split.py): it
+    imports one of `imports` and reads one of the config keys `reads` (`config.a.b.c`), the key
+    the modelled main picks its workers by; else None."""
+    copies = launcher.get("hydra_copies")
+    if not copies or not isinstance(script, str) or not script.endswith(".py"):
+        return None
+    main = hydra_main(script, launch_path)
+    if main is None:
+        return None
+    st = os.stat(main.entry)
+    imports, _ = _shape(str(main.entry), st.st_mtime_ns, st.st_size)
+    read = _attributes(str(main.entry), st.st_mtime_ns, st.st_size)
+    if not imports & set(copies["imports"]):
+        return None
+    if not any(a == key or a.endswith(f".{key}") for a in read for key in copies["reads"]):
+        return None
+    return main
+
+
+def copied_main(config: LaunchConfig, launcher: dict, args: list[Field],
+                launch_path: str) -> tuple[HydraMain | None, list[Field]]:
+    """(the copy's @hydra.main, the arguments after its script) where the command's first argument
+    is a copy of `launcher`'s Hydra main (training_command reads `python3 COPY.py a.b=c` as the
+    module it copies); said in a note. (None, args) otherwise."""
+    main = hydra_copy(launcher, args[0].value, launch_path) if args else None
+    if main is None:
+        return None, args
+    config.script = args[0].value
+    config.diagnostics.append(Finding(
+        "launch.entry-copy", "info",
+        f"{args[0].value} is read as {launcher['name']}'s {launcher['python_modules'][0]} on its own config, a copy "
+        f"of it by its imports ({', '.join(launcher['hydra_copies']['imports'])}), its {main.shown()} "
+        f"and the config key its workers are picked by ({', '.join(launcher['hydra_copies']['reads'])})",
+        fix="--command gives the training command by hand where this is not the same program",
+        where=f"{launch_path}:{config.command_line}", detail={"script": args[0].value,
+                                                              "as": launcher["python_modules"][0]}))
+    return main, args[1:]
+
+
+@functools.lru_cache(maxsize=32)
+def _decorated(path: str, mtime: int, size: int) -> tuple[str | None, str | None, int] | None:
+    """(config_path, config_name, line) of the file's top-level `@hydra.main(...)` function (also
+    `from hydra import main`); None where it has none or is no Python this reader parses."""
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+        return None
+    names = {"hydra.main"} | {a.asname or a.name for node in tree.body if isinstance(node, ast.ImportFrom)
+                              and node.module == "hydra" for a in node.names if a.name == "main"}
+    for node in tree.body:
+        for deco in getattr(node, "decorator_list", ()):
+            if isinstance(deco, ast.Call) and dotted(deco.func) in names:
+                given = dict(zip(("config_path", "config_name"), deco.args))
+                given |= {k.arg: k.value for k in deco.keywords if k.arg}
+                literal = {k: v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else None
+                           for k, v in given.items()}
+                return literal.get("config_path"), literal.get("config_name"), deco.lineno
+    return None
+
+
+@functools.lru_cache(maxsize=32)
+def _attributes(path: str, mtime: int, size: int) -> frozenset[str]:
+    """Every dotted attribute chain the file reads (`config.actor_rollout_ref.actor.strategy`)."""
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+        return frozenset()
+    return frozenset(d for node in ast.walk(tree) if isinstance(node, ast.Attribute) and (d := dotted(node)))

@@ -14,7 +14,7 @@ from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Word
 from auditor.bash.parser import Cmd, Node, ShellParser
 from auditor.bash.values import EnvVar, Field, Var
 from auditor.bash.walk import Shell
-from auditor.config.entry_copy import is_copy
+from auditor.config.entry_copy import hydra_copy, is_copy
 from auditor.config.entry_module import module_file, module_roots
 from auditor.config.lightning_entry import builds
 from auditor.errors import InputError
@@ -281,6 +281,11 @@ class LaunchShell(Shell):
                 return launcher, f"python -m {module}", "", j
             if module is None and runner is None and python and self._python_script(fields, j, launcher):
                 return launcher, base, "", j
+            if (module is None and runner is None and python and j < len(fields)
+                    and hydra_copy(launcher, fields[j].value, self.path)):
+                # a copy of the module's Hydra main (config/entry_copy.py): the module's run, the
+                # copy its first argument (the reader composes the copy's own config)
+                return launcher, f"python -m {launcher['python_modules'][0]}", "", j
         return None, "", "", k
 
     def _python_script(self, fields: list[Field], j: int, launcher: dict) -> bool:

@@ -14,20 +14,23 @@ from pathlib import Path
 from typing import Any
 
 from auditor.bash.values import Field, Scalar, Symbolic, concat, segments
+from auditor.bash.absent import checkout_root
+from auditor.config.entry_copy import HydraMain
 from auditor.config.hydra_compose import Unreadable, Unresolved, at, compose
 from auditor.config.model import LaunchConfig
 from auditor.findings import Finding
 from auditor.rulebook import files
 
 
-def judge_strategy(config: LaunchConfig, args: list[Field], path: str) -> None:
-    """Say when every role's strategy, as composed and overridden, is one that trains no pipeline."""
+def judge_strategy(config: LaunchConfig, args: list[Field], path: str, main: HydraMain | None = None) -> None:
+    """Say when every role's strategy, as composed and overridden, is one that trains no pipeline;
+    `main`: a copy of the framework's main, whose own @hydra.main names the config."""
     rule = _rule()
     if rule is None or _may_change_strategy(args, rule):
         return
     if config.unknown_words and not set(rule["keys"]) <= config.unknown_words[-1].after:
         return  # a word not known statically may set the strategy (flags.open_settings' rule)
-    composed = _composed(config, args, path, rule)
+    composed = _composed(args, path, rule) if main is None else _copy_composed(args, rule, main)
     saids: list[str] = []
     values: list[str] = []
     for key in rule["keys"]:
@@ -81,7 +84,7 @@ def _may_change_strategy(args: list[Field], rule: dict[str, Any]) -> bool:
     return False
 
 
-def _composed(config: LaunchConfig, args: list[Field], path: str,
+def _composed(args: list[Field], path: str,
               rule: dict[str, Any]) -> tuple[dict[str, Any], list[Path]] | None:
     """(the composed config, the files read) of the command; None where the checkout, a file or
     an option is not known statically."""
@@ -107,6 +110,27 @@ def _composed(config: LaunchConfig, args: list[Field], path: str,
     try:
         search = _searchpath(config_dir / f"{name}.yaml", root)
         composed = compose(config_dir, name, search, root)
+    except Unreadable:
+        return None
+    return composed.data, composed.files
+
+
+def _copy_composed(args: list[Field], rule: dict[str, Any],
+                   main: HydraMain) -> tuple[dict[str, Any], list[Path]] | None:
+    """(the composed config, the files read) of a copy of the main: its decorator's config unless
+    the command line's `--config-path`/`--config-name` (Hydra's own) name another, a relative path
+    relative to the copy; `file://` searchpaths relative to the working directory the command runs
+    the copy from. None where a name, the working directory or a file is not known statically."""
+    config_path = _option(args, rule["path_options"], main.config_path)
+    name = _option(args, rule["name_options"], main.config_name)
+    if not isinstance(config_path, str) or not isinstance(name, str) or main.cwd is None:
+        return None
+    root = checkout_root(str(main.entry))
+    try:
+        config_dir = main.entry.parent / config_path
+        name = name.removesuffix(".yaml")
+        composed = compose(config_dir, name, _searchpath(config_dir / f"{name}.yaml", main.cwd),
+                           root)
     except Unreadable:
         return None
     return composed.data, composed.files
@@ -140,7 +164,7 @@ def _searchpath(primary: Path, root: Path) -> tuple[Path, ...]:
     return tuple(out)
 
 
-def _option(args: list[Field], options: list[str], default: str) -> Any:
+def _option(args: list[Field], options: list[str], default: str | None) -> Any:
     """The value of a Hydra option (`--opt=VALUE`, `--opt VALUE`), unknown pieces kept unknown;
     the main's default where none is given, the last one where several are."""
     found: Any = default
