@@ -53,6 +53,9 @@ def entry_name(config: LaunchConfig, launcher: dict, launch_path: str) -> str:
     for a copy, said with what made it one (so that the rules of `python entrypoint.py` apply),
     else the script's own."""
     script = config.script
+    if launcher.get("python_scripts") and (main := hydra_copy(launcher, script, launch_path)):
+        _said(config, launcher, str(script), main, launcher["python_scripts"][0], launch_path)
+        return os.path.basename(launcher["python_scripts"][0])
     if not isinstance(script, str) or not is_copy(launcher, script, launch_path):
         return os.path.basename(str(script))
     copies, model = launcher["script_copies"], launcher["python_scripts"][0]
@@ -130,11 +133,10 @@ def hydra_copy(launcher: dict, script: object, launch_path: str) -> HydraMain | 
     if main is None:
         return None
     st = os.stat(main.entry)
-    imports, _ = _shape(str(main.entry), st.st_mtime_ns, st.st_size)
-    read = _attributes(str(main.entry), st.st_mtime_ns, st.st_size)
-    if not imports & set(copies["imports"]):
+    modules, read = _uses(str(main.entry), st.st_mtime_ns, st.st_size)
+    if not any(m == p or m.startswith(f"{p}.") for m in modules for p in copies["imports"]):
         return None
-    if not any(a == key or a.endswith(f".{key}") for a in read for key in copies["reads"]):
+    if copies["reads"] and not any(a == key or a.endswith(f".{key}") for a in read for key in copies["reads"]):
         return None
     return main
 
@@ -148,15 +150,21 @@ def copied_main(config: LaunchConfig, launcher: dict, args: list[Field],
     if main is None:
         return None, args
     config.script = args[0].value
+    _said(config, launcher, str(args[0].value), main, launcher["python_modules"][0], launch_path)
+    return main, args[1:]
+
+
+def _said(config: LaunchConfig, launcher: dict, script: str, main: HydraMain, model: str,
+          launch_path: str) -> None:
+    """The note that `script` is read as `model`, the Hydra main it copies, and why."""
+    copies = launcher["hydra_copies"]
+    keys = f" and the config key its workers are picked by ({', '.join(copies['reads'])})" if copies["reads"] else ""
     config.diagnostics.append(Finding(
         "launch.entry-copy", "info",
-        f"{args[0].value} is read as {launcher['name']}'s {launcher['python_modules'][0]} on its own config, a copy "
-        f"of it by its imports ({', '.join(launcher['hydra_copies']['imports'])}), its {main.shown()} "
-        f"and the config key its workers are picked by ({', '.join(launcher['hydra_copies']['reads'])})",
+        f"{script} is read as {launcher['name']}'s {model} on its own config, a copy of it by its "
+        f"imports ({', '.join(copies['imports'])}), its {main.shown()}{keys}",
         fix="--command gives the training command by hand where this is not the same program",
-        where=f"{launch_path}:{config.command_line}", detail={"script": args[0].value,
-                                                              "as": launcher["python_modules"][0]}))
-    return main, args[1:]
+        where=f"{launch_path}:{config.command_line}", detail={"script": script, "as": model}))
 
 
 @functools.lru_cache(maxsize=32)
@@ -181,10 +189,15 @@ def _decorated(path: str, mtime: int, size: int) -> tuple[str | None, str | None
 
 
 @functools.lru_cache(maxsize=32)
-def _attributes(path: str, mtime: int, size: int) -> frozenset[str]:
-    """Every dotted attribute chain the file reads (`config.actor_rollout_ref.actor.strategy`)."""
+def _uses(path: str, mtime: int, size: int) -> tuple[frozenset[str], frozenset[str]]:
+    """(every module the file imports, by its full name; every dotted attribute chain it reads:
+    `config.actor_rollout_ref.actor.strategy`)."""
     try:
         tree = ast.parse(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
-        return frozenset()
-    return frozenset(d for node in ast.walk(tree) if isinstance(node, ast.Attribute) and (d := dotted(node)))
+        return frozenset(), frozenset()
+    modules = {a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
+    modules |= {node.module for node in ast.walk(tree)
+                if isinstance(node, ast.ImportFrom) and node.module and not node.level}
+    read = {d for node in ast.walk(tree) if isinstance(node, ast.Attribute) and (d := dotted(node))}
+    return frozenset(modules), frozenset(read)

@@ -283,9 +283,10 @@ class LaunchShell(Shell):
                 return launcher, base, "", j
             if (module is None and runner is None and python and j < len(fields)
                     and hydra_copy(launcher, fields[j].value, self.path)):
-                # a copy of the module's Hydra main (config/entry_copy.py): the module's run, the
-                # copy its first argument (the reader composes the copy's own config)
-                return launcher, f"python -m {launcher['python_modules'][0]}", "", j
+                # a copy of the launcher's Hydra main (config/entry_copy.py): a module's run, the
+                # copy its first argument, or a script's (the reader composes the copy's own config)
+                modules = launcher.get("python_modules")
+                return (launcher, f"python -m {modules[0]}", "", j) if modules else (launcher, base, "", j)
         return None, "", "", k
 
     def _python_script(self, fields: list[Field], j: int, launcher: dict) -> bool:

@@ -23,8 +23,10 @@ from pathlib import Path
 import pytest
 
 from auditor import cli
+from auditor.bash.values import Symbolic
 from auditor.config.entry_stack import UnknownStack
-from auditor.config.launch import NotAPipelineRun, read_launch, refuse_not_pipeline
+from auditor.config.launch import NotAPipelineRun, parse_launch, read_launch, refuse_not_pipeline
+from tests.realscripts.test_roll import RLVR, roll_tree
 
 SPLIT_MAIN = '''import hydra
 import ray
@@ -129,3 +131,49 @@ def test_a_verl_import_without_the_strategy_read_is_no_copy(tmp_path: Path) -> N
     launch = read_launch(_checkout(tmp_path, main=main))
     assert launch.launcher != "python -m verl.trainer.main_ppo"
     assert any(d.kind == "launch.unknown-stack" for d in launch.diagnostics)
+
+
+# ROLL: a `@hydra.main` copy of examples/start_rlvr_pipeline.py (alibaba/ROLL@8eb27cc2dc, :1-37:
+# argparse --config_path/--config_name, hydra.experimental initialize + compose, then
+# RLVRPipeline(pipeline_config=from_dict(RLVRConfig, cfg)).run()), composing its config by the
+# decorator instead; the YAML is test_roll.py's (examples/qwen3-235BA22B-rlvr_megatron/).
+ROLL_MAIN = '''import hydra
+from dacite import from_dict
+from omegaconf import OmegaConf
+
+from roll.distributed.scheduler.initialize import init
+from roll.pipeline.rlvr.rlvr_config import RLVRConfig
+from roll.pipeline.rlvr.rlvr_pipeline import RLVRPipeline
+
+
+@hydra.main(config_path="qwen3-235BA22B-rlvr_megatron", config_name="rlvr_config_140GB", version_base=None)
+def main(cfg):
+    ppo_config = from_dict(data_class=RLVRConfig, data=OmegaConf.to_container(cfg, resolve=True))
+    init()
+    RLVRPipeline(pipeline_config=ppo_config).run()
+'''
+
+
+def _roll(root: Path, words: str) -> Path:
+    script = roll_tree(root, "qwen3-235BA22B-rlvr_megatron", RLVR, "rlvr_config_140GB")
+    (root / "examples/main_rlvr.py").write_text(ROLL_MAIN)
+    run = root / "run.sh"
+    run.write_text(f"cd $(dirname $0)\npython examples/main_rlvr.py {words}\n")
+    assert script.is_file()
+    return run
+
+
+def test_a_hydra_main_copy_of_roll_s_entry_is_read_by_roll_s_roles(tmp_path: Path) -> None:
+    run = _roll(tmp_path, "actor_train.strategy_args.strategy_config.pipeline_model_parallel_size=2")
+    actor, reference = (parse_launch(run.read_text(), str(run), which=k) for k in (0, 1))
+    assert any(d.kind == "launch.entry-copy" for d in actor.diagnostics)
+    assert (actor.case_name, reference.case_name) == ("actor_train", "reference") and actor.commands == 2
+    assert actor.flags["pipeline_model_parallel_size"].value == "2"  # the override applies
+    assert reference.flags["pipeline_model_parallel_size"].value == "4"
+
+
+def test_a_roll_copy_s_override_not_known_statically_leaves_the_config_unread(tmp_path: Path) -> None:
+    run = _roll(tmp_path, "actor_train.strategy_args.strategy_config.pipeline_model_parallel_size=$PP")
+    actor = parse_launch(run.read_text(), str(run))
+    assert any(d.kind == "launch.config-file-unread" for d in actor.diagnostics)
+    assert isinstance(actor.flags["pipeline_model_parallel_size"].value, Symbolic)  # unknown, no default
