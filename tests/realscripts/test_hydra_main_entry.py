@@ -110,6 +110,27 @@ def test_the_copy_s_config_name_option_wins(tmp_path: Path) -> None:
     assert not any(d.kind == "launch.not-pipeline" for d in launch.diagnostics)
 
 
+def test_the_copy_s_own_config_gives_its_megatron_settings(tmp_path: Path) -> None:
+    """The copy's config is its own: the Megatron settings the verl rules read come from it where
+    the command line does not give them, not from verl's release defaults."""
+    script = _checkout(tmp_path)
+    (script.parent / "config/ppo_trainer_split.yaml").write_text(
+        SPLIT_YAML.replace("fsdp", "megatron").replace(
+            "    strategy: megatron\n", "    strategy: megatron\n    megatron:\n      pipeline_model_parallel_size: 4\n", 1))
+    launch = read_launch(script)
+    assert not any(d.kind == "launch.not-pipeline" for d in launch.diagnostics)
+    assert launch.flags["actor_rollout_ref.actor.megatron.pipeline_model_parallel_size"].value == "4"
+
+
+def test_a_copy_s_config_not_read_is_unknown_not_verl_s_defaults(tmp_path: Path) -> None:
+    script = _checkout(tmp_path)
+    (script.parent / "config/ppo_trainer_split.yaml").unlink()
+    launch = read_launch(script)
+    assert any(d.kind == "launch.config-file-unread" for d in launch.diagnostics)
+    pp = launch.flags["actor_rollout_ref.actor.megatron.pipeline_model_parallel_size"].value
+    assert isinstance(pp, Symbolic)
+
+
 def test_an_unknown_hydra_main_is_not_read_on_megatron_core_s_defaults(capsys, tmp_path: Path) -> None:
     """A `@hydra.main` entry no front end's rules know (it imports megatron, not verl): its
     settings are the composed config's, not megatron-core's defaults: INCONCLUSIVE, one step."""

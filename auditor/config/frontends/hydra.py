@@ -10,7 +10,7 @@ from pathlib import Path
 
 from auditor.bash.values import Field
 from auditor.config.entry_copy import copied_main
-from auditor.config.frontends.hydra_strategy import judge_strategy
+from auditor.config.frontends.hydra_strategy import judge_strategy, read_copy_config
 from auditor.config.frontends.reader import Reader
 from auditor.config.model import LaunchConfig
 from auditor.config.overrides import read_overrides
@@ -25,4 +25,6 @@ class HydraReader(Reader):
              path: str, parser_roots: tuple[Path, ...]) -> None:
         main, args = copied_main(config, launcher, args, path)
         read_overrides(config, args, path)
+        if main is not None:
+            read_copy_config(config, args, path, main)
         judge_strategy(config, args, path, main)

@@ -15,9 +15,11 @@ from typing import Any
 
 from auditor.bash.values import Field, Scalar, Symbolic, concat, segments
 from auditor.bash.absent import checkout_root
+from auditor.config.configfiles import flag_keys, unknown_file
 from auditor.config.entry_copy import HydraMain
+from auditor.config.frontends.hydra_compose import yaml_text
 from auditor.config.hydra_compose import Unreadable, Unresolved, at, compose
-from auditor.config.model import LaunchConfig
+from auditor.config.model import Flag, LaunchConfig
 from auditor.findings import Finding
 from auditor.rulebook import files
 
@@ -52,6 +54,26 @@ def judge_strategy(config: LaunchConfig, args: list[Field], path: str, main: Hyd
     config.diagnostics.append(Finding(
         "launch.not-pipeline", "info", f"{rule['not_pipeline'][values[0]]}: {', '.join(saids)}{where_read}",
         where=f"{path}:{config.command_line}", detail={"command": config.launcher}))
+
+
+def read_copy_config(config: LaunchConfig, args: list[Field], path: str, main: HydraMain) -> None:
+    """A copy of the framework's main runs on its own config: each setting the framework's rules
+    read (their flag keys) that the command line does not give is the composed config's; where
+    that config is not composed, every one is unknown (configfiles.unknown_file), not the
+    release's default."""
+    rule = _rule()
+    composed = _copy_composed(args, rule, main) if rule is not None else None
+    where = f"{path}:{config.command_line}"
+    if composed is None:
+        unknown_file(config, f"the config of {main.entry.name} ({main.shown()})",
+                     "it is not composed here: a name, the working directory or a file is not known statically",
+                     config.command_line, where, env_keys=())
+        return
+    data, read = composed
+    for key in flag_keys(config.launcher):
+        value = at(data, key)
+        if key not in config.flags and value is not None and not isinstance(value, dict | list):
+            config.flags[key] = Flag(key, yaml_text(value), config.command_line, f"{key} (from {read[0].name})")
 
 
 def _may_change_strategy(args: list[Field], rule: dict[str, Any]) -> bool:
