@@ -22,9 +22,11 @@ import ast
 import fnmatch
 import functools
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from auditor.bash.absent import checkout_root
 from auditor.bash.values import Field
 from auditor.config.entry_script import dotted
 from auditor.config.lightning_entry import script_file
@@ -83,6 +85,9 @@ def _shape(path: str, mtime: int, size: int) -> tuple[frozenset[str], frozenset[
                if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))}
     return frozenset(imports), frozenset(defines)
 
+# `python -m pkg.mod`'s module, as written (no `=`: a Hydra override is no module)
+_MODULE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+
 
 @dataclass(frozen=True)
 class HydraMain:
@@ -103,9 +108,15 @@ class HydraMain:
 
 
 def hydra_main(script: str, launch_path: str) -> HydraMain | None:
-    """The `@hydra.main` of the Python entry `script` (as written on the command line), found
-    beside the launch script or in the working directory; None where it has none or is not read."""
-    path = script_file(script, launch_path)
+    """The `@hydra.main` of the Python entry `script` (as written on the command line: a file, or
+    a module `-m` runs), found beside the launch script, in the working directory or at the root
+    of the checkout the launch script is in (where `python -m pkg.mod` imports it from); None
+    where it has none or is not read."""
+    if not script.endswith(".py") and _MODULE.fullmatch(script):
+        script = script.replace(".", "/") + ".py"
+    root = checkout_root(launch_path)
+    path = script_file(script, launch_path) or (
+        str(root / script) if root is not None and not os.path.isabs(script) and (root / script).is_file() else None)
     if path is None:
         return None
     st = os.stat(path)
@@ -127,7 +138,7 @@ def hydra_copy(launcher: dict, script: object, launch_path: str) -> HydraMain | 
     imports one of `imports` and reads one of the config keys `reads` (`config.a.b.c`), the key
     the modelled main picks its workers by; else None."""
     copies = launcher.get("hydra_copies")
-    if not copies or not isinstance(script, str) or not script.endswith(".py"):
+    if not copies or not isinstance(script, str) or not (script.endswith(".py") or _MODULE.fullmatch(script)):
         return None
     main = hydra_main(script, launch_path)
     if main is None:
@@ -150,6 +161,7 @@ def copied_main(config: LaunchConfig, launcher: dict, args: list[Field],
     if main is None:
         return None, args
     config.script = args[0].value
+    config.script_module = not str(args[0].value).endswith(".py")
     _said(config, launcher, str(args[0].value), main, launcher["python_modules"][0], launch_path)
     return main, args[1:]
 

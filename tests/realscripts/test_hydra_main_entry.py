@@ -131,6 +131,30 @@ def test_a_copy_s_config_not_read_is_unknown_not_verl_s_defaults(tmp_path: Path)
     assert isinstance(pp, Symbolic)
 
 
+def test_a_module_copy_run_with_python_m_is_read_as_verl_s(tmp_path: Path) -> None:
+    """volcengine/verl@b178a3cd56 verl/experimental/one_step_off_policy/main_ppo.py: its own
+    `@hydra.main(config_path="config", config_name="one_step_off_ppo_trainer")` (:219), its
+    workers picked by the actor's strategy (:86-108); its config's searchpath
+    `file://verl/trainer/config` and defaults `[ppo_trainer, _self_]` (config/
+    one_step_off_ppo_trainer.yaml:1-8); run as `python3 -m verl.experimental.one_step_off_policy.main_ppo`
+    from the checkout's root (shell/grpo_0.6b_gsm8k_fsdp2_2_6.sh)."""
+    _checkout(tmp_path)
+    package = tmp_path / "verl/experimental/one_step_off_policy"
+    (package / "config").mkdir(parents=True)
+    (package / "shell").mkdir()
+    (package / "main_ppo.py").write_text(SPLIT_MAIN.replace("ppo_trainer_split", "one_step_off_ppo_trainer"))
+    (package / "config/one_step_off_ppo_trainer.yaml").write_text(
+        "hydra:\n  searchpath:\n    - file://verl/trainer/config\n\ndefaults:\n  - ppo_trainer\n  - _self_\n")
+    script = package / "shell/grpo_fsdp2.sh"
+    script.write_text("python3 -m verl.experimental.one_step_off_policy.main_ppo \\\n"
+                      "    actor_rollout_ref.actor.strategy=fsdp2 critic.strategy=fsdp2 trainer.n_gpus_per_node=8\n")
+    launch = read_launch(script)
+    assert launch.launcher == "python -m verl.trainer.main_ppo"
+    with pytest.raises(NotAPipelineRun) as caught:
+        refuse_not_pipeline(launch)
+    assert "fsdp2" in caught.value.what and "one_step_off_ppo_trainer.yaml" in caught.value.what
+
+
 def test_an_unknown_hydra_main_is_not_read_on_megatron_core_s_defaults(capsys, tmp_path: Path) -> None:
     """A `@hydra.main` entry no front end's rules know (it imports megatron, not verl): its
     settings are the composed config's, not megatron-core's defaults: INCONCLUSIVE, one step."""
