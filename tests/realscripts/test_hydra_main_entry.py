@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from auditor import cli
+from auditor import cli, rulebook
 from auditor.bash.values import Symbolic
 from auditor.config.entry_stack import UnknownStack
 from auditor.config.launch import NotAPipelineRun, parse_launch, read_launch, refuse_not_pipeline
@@ -222,3 +222,32 @@ def test_a_roll_copy_s_override_not_known_statically_leaves_the_config_unread(tm
     actor = parse_launch(run.read_text(), str(run))
     assert any(d.kind == "launch.config-file-unread" for d in actor.diagnostics)
     assert isinstance(actor.flags["pipeline_model_parallel_size"].value, Symbolic)  # unknown, no default
+
+
+# verl's FSDP SFT trainer, a Hydra app run by torchrun: volcengine/verl@b178a3cd56
+# examples/sft/gsm8k/run_qwen_05_sp2.sh (:14-16) runs `torchrun --standalone --nnodes=1
+# --nproc_per_node=$nproc_per_node -m verl.trainer.fsdp_sft_trainer data.train_files=... $@`;
+# verl/trainer/fsdp_sft_trainer.py has `@hydra.main(config_path="config", config_name="sft_trainer")`
+# (:843) and wraps the model with PyTorch FSDP (`self.fsdp_model = FSDP(`, :312).
+SFT_RUN = ("torchrun --standalone --nnodes=1 --nproc_per_node=8 \\\n     -m verl.trainer.fsdp_sft_trainer \\\n"
+           "    data.train_files=$HOME/data/gsm8k/train.parquet \\\n    ulysses_sequence_parallel_size=2\n")
+
+
+def test_verl_s_fsdp_sft_trainer_is_no_pipeline_run(capsys, tmp_path: Path) -> None:
+    script = tmp_path / "run_qwen_05_sp2.sh"
+    script.write_text(SFT_RUN)
+    code = cli.main(["scan", "--config", str(script), "--format", "json"])
+    verdict = json.loads(capsys.readouterr().out)["verdict"]
+    assert verdict["status"] == "not-pipeline" and code == 0, verdict["headline"]
+    assert "verl.trainer.fsdp_sft_trainer" in verdict["headline"] and "FSDP" in verdict["headline"]
+
+
+@pytest.mark.wheels
+def test_each_checked_release_s_sft_trainer_is_fsdp_only(release) -> None:
+    entry = next(e for e in rulebook.load("verl").data["entry_module"]
+                 if "verl.trainer.fsdp_sft_trainer" in e["modules"])
+    path = entry["source"].split()[1].partition(":")[0]
+    for version in entry["checked"]:
+        text = next(Path(release(f"verl=={version}").root).rglob(path)).read_text(encoding="utf-8")
+        assert entry["code"] in text and '@hydra.main(config_path="config", config_name="sft_trainer"' in text, version
+        assert "megatron" not in text.lower() and "pipeline" not in text.lower(), version
