@@ -18,6 +18,10 @@ with the stdlib `ast` (entry_script.iter_closure), never run:
   imports a third-party package that is neither `[no_pipeline]` nor modelled (`fancylib.run(args)`,
   accelerate's loop): the stack is unknown (`unknown_stack`, rules/stacks.toml
   `[unknown_stack]`), INCONCLUSIVE, never a verdict on megatron-core's defaults;
+- the entry is a Hydra app (`@hydra.main(config_path, config_name)`) no front end's rules read
+  (a copy of verl's main is read as verl's: config/entry_copy.py): its settings are the config
+  it composes, not Megatron-LM's flags on megatron-core's defaults: unknown just the same
+  (`unknown_stack`, rules/stacks.toml `[hydra_entry]`);
 - the entry is not read at all (a name not known statically, a file or module not found here):
   the stack is unknown just the same (`unread_entry`, rules/stacks.toml `[unread_entry]`), for
   `deepspeed SCRIPT` too, unless the script's name is a front end the rules know by name.
@@ -42,6 +46,7 @@ from auditor.config.entry_script import (
     uses_modules,
 )
 from auditor.config.deepspeed_entry import LAUNCHERS as DEEPSPEED_LAUNCHERS
+from auditor.config.entry_copy import hydra_main
 from auditor.config.model import LaunchConfig
 from auditor.config.one_process import surely_one
 from auditor.config.pyenv import locate, located_stat
@@ -226,6 +231,14 @@ def unknown_stack(launch: LaunchConfig) -> None:
     if located is None:
         return
     entry, stat = located
+    name = entry.written if launch.script_module else os.path.basename(entry.written)
+    hydra = hydra_main(entry.path, launch.path)
+    if hydra is not None:  # its settings are the config it composes, which no front end's rules read
+        data = rulebook.load(RULES).data["hydra_entry"]
+        packages = f"a Hydra app ({hydra.shown()})"
+        what = f"{name} is a Hydra app: {hydra.shown()} composes its settings, {data['covers']}"
+        _undecided(launch, name, packages, what, data, [])
+        return
     try:
         found = _unmodelled(entry.path, stat.st_mtime_ns, stat.st_size)
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
@@ -234,12 +247,18 @@ def unknown_stack(launch: LaunchConfig) -> None:
         return
     unknown, local = found
     data = rulebook.load(RULES).data["unknown_stack"]
-    name = entry.written if launch.script_module else os.path.basename(entry.written)
     first, (where, line) = next(iter(unknown.items()))
     packages = ", ".join(unknown)
     what = (f"{name} runs {packages}, which no rules model ({where}:{line} imports {first}; neither "
             f"it nor the {local} local module(s) it imports import megatron or another stack the rules "
             f"model, or call torch's P2P API): {data['covers']}")
+    _undecided(launch, name, packages, what, data, list(unknown))
+
+
+def _undecided(launch: LaunchConfig, name: str, packages: str, what: str, data: dict[str, Any],
+               unknown: list[str]) -> None:
+    """The entry's stack is unknown: a `launch.unknown-stack` finding (INCONCLUSIVE) saying `what`
+    and the rules' `decide`; in one process, no pipeline run (a single rank has no peer)."""
     if surely_one(launch):  # config.one_process: a single rank, whatever the package runs in it
         launch.diagnostics.append(Finding(
             "launch.not-pipeline", "info",
@@ -251,7 +270,7 @@ def unknown_stack(launch: LaunchConfig) -> None:
     decide = data["decide"].replace("COMMAND", f"{launch.launcher} ...")
     launch.diagnostics.append(Finding(
         "launch.unknown-stack", "warning", what, where=f"{launch.path}:{launch.command_line}",
-        detail={"undecided": f"what {packages} runs", "decide": decide, "packages": list(unknown)}))
+        detail={"undecided": f"what {packages} runs", "decide": decide, "packages": unknown}))
 
 
 @functools.lru_cache(maxsize=16)

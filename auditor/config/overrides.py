@@ -10,8 +10,11 @@ the framework's rules file's business, not this reader's.
 from __future__ import annotations
 
 import re
+from pathlib import Path
+from typing import Any
 
 from auditor.bash.values import Field, Partial, Scalar, Symbolic, concat, segments
+from auditor.config.configfiles import Unreadable, load_yaml
 from auditor.config.model import Flag, LaunchConfig, UnknownWord
 from auditor.config.flags import unresolved
 from auditor.findings import Finding
@@ -83,3 +86,23 @@ def _after_equals(value: Scalar) -> Scalar:
     if isinstance(result, str) and len(result) >= 2 and result[0] == result[-1] and result[0] in "'\"":
         return result[1:-1]
     return result if not isinstance(result, Partial) or result.text else ""
+
+
+def typed(text: str) -> Any:
+    """An override's value as Hydra types it (`true`, `2`), else its text."""
+    try:
+        return load_yaml(text, Path("<override>")) if text else ""
+    except Unreadable:
+        return text
+
+
+def set_key(data: dict[str, Any], dotted: str, value: Any) -> None:
+    """One override applied to a composed config: the dotted key set (None: deleted)."""
+    parts = dotted.split(".")
+    node = data
+    for part in parts[:-1]:
+        node = node.setdefault(part, {}) if isinstance(node.get(part), dict) or part not in node else {}
+    if value is None:
+        node.pop(parts[-1], None)
+    else:
+        node[parts[-1]] = value

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Word
 from auditor.bash.parser import Cmd, Node, ShellParser
-from auditor.bash.values import EnvVar, Field, Var
+from auditor.bash.values import EnvVar, Field, Scalar, Var
 from auditor.bash.walk import Shell
-from auditor.config.entry_copy import is_copy
+from auditor.config.entry_copy import hydra_copy, is_copy
 from auditor.config.entry_module import module_file, module_roots
 from auditor.config.lightning_entry import builds
 from auditor.errors import InputError
@@ -270,6 +270,7 @@ class LaunchShell(Shell):
                     module, j = fields[j + 1].value, j + 2
                     break
                 j += 2 if fields[j].value in ("-X", "-W") else 1
+        copy = self._copy_word(fields, j, module)
         for launcher in self.spelling.launchers:
             if launcher.get("program") == base and isinstance(after, str) and (
                     after in launcher["subcommands"] or after in launcher.get("not_pipeline", {})):
@@ -281,7 +282,26 @@ class LaunchShell(Shell):
                 return launcher, f"python -m {module}", "", j
             if module is None and runner is None and python and self._python_script(fields, j, launcher):
                 return launcher, base, "", j
+            # a copy of the launcher's Hydra main, a script or a `-m` module (config/entry_copy.py):
+            # the module's run with the copy its first argument, or the script's run (the reader
+            # composes the copy's own config)
+            if runner is None and python and hydra_copy(launcher, copy, self.path):
+                modules = launcher.get("python_modules")
+                at = j - 1 if isinstance(module, str) else j
+                if modules:
+                    return launcher, f"python -m {modules[0]}", "", at
+                if module is None:
+                    return launcher, base, "", j
         return None, "", "", k
+
+    def _copy_word(self, fields: list[Field], j: int, module: Scalar) -> Scalar:
+        """What python runs that may be a copy of a launcher's Hydra main: the script at `j`, or
+        the `-m` module no launcher names itself (`verl.trainer.main_generation` is its own)."""
+        if module is None:
+            return fields[j].value if j < len(fields) else None
+        named = any(fnmatch.fnmatchcase(str(module), p) for other in self.spelling.launchers
+                    for p in other.get("python_modules", ()))
+        return None if named or not isinstance(module, str) else module
 
     def _python_script(self, fields: list[Field], j: int, launcher: dict) -> bool:
         """`python examples/start_rlvr_pipeline.py ...`: python runs a script the launcher names

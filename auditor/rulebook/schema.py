@@ -122,7 +122,7 @@ TABLES: dict[str, Table] = {
     "launcher": _table(True, "name style",
                        "program programs subcommands python_modules torchrun_subcommands env_nproc "
                        "env_nnodes nproc_flags nnodes_flags nproc_default nnodes_default env_prefix "
-                       f"device_count_values boolean_options module_options interpreters python_scripts not_pipeline pair_options directive directive_options nproc_keys nnodes_keys entry_builds script_copies one_process process_starters process_packages world_env world_joins world_join_params inert_packages {_SELECT}"),
+                       f"device_count_values boolean_options module_options interpreters python_scripts not_pipeline pair_options directive directive_options nproc_keys nnodes_keys entry_builds script_copies hydra_copies one_process process_starters process_packages world_env world_joins world_join_params inert_packages {_SELECT}"),
     # What torch's own launcher refuses, or hands the script, before any worker trains
     # (auditor/config/launch_options.py).
     "launcher_option": _table(True, "id launchers options source code line", f"type parsed_at range unless {_SELECT}"),
@@ -146,6 +146,8 @@ TABLES: dict[str, Table] = {
     "schedule_entry": _table(True, "stack what module names checked source", ""),
     "unknown_stack": _table(False, "covers decide source", ""),
     "unread_entry": _table(False, "covers decide_name decide_file", ""),
+    # A Python entry with `@hydra.main` that no front end's rules read (config/entry_stack.py).
+    "hydra_entry": _table(False, "covers decide source", ""),
     # The modules of a framework's package a launcher runs (`-m`, `deepspeed --module`) that train
     # no pipeline: `not_pipeline` says what the run is (config/entry_stack.py packaged_entry);
     # `checked`: the releases the test reads it in.
@@ -198,7 +200,7 @@ TYPES: dict[str, dict[str, type]] = {
     "launcher_option": {"launchers": list, "options": list, "type": str, "parsed_at": str, "range": list,
                         "unless": list, "line": int},
     "launcher_handoff": {"launchers": list, "passes": str, "unless": list, "helpers": list, "line": int},
-    "launcher": {"python_scripts": list, "script_copies": dict},
+    "launcher": {"python_scripts": list, "script_copies": dict, "hydra_copies": dict},
     "hydra_compose": {"launchers": list, "path_options": list, "name_options": list, "role_values": list},
     "hydra_strategy": {"main": str, "config_path": str, "config_name": str, "path_options": list,
                        "name_options": list, "keys": list, "not_pipeline": dict},

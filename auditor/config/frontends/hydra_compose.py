@@ -3,7 +3,9 @@
 role the rules name (`[[hydra_compose]] role_key/role_values`: ROLL's megatron_train and
 megatron_infer strategies) is a configuration of its own, judged as a script's several training
 commands are (`config.commands`, `config.case`; analysis/commandcases.py). A role's settings
-(`settings_key`) are its flags; its device count (`devices_key`) its world size."""
+(`settings_key`) are its flags; its device count (`devices_key`) its world size. A copy of the
+entry that composes its config with its own `@hydra.main` (config/entry_copy.py) is read on the
+decorator's config, its `a.b=c` words applied to it as Hydra overrides."""
 
 from __future__ import annotations
 
@@ -14,10 +16,12 @@ from typing import Any
 from auditor.bash.absent import checkout_root
 from auditor.bash.values import Field, Symbolic
 from auditor.config.configfiles import unknown_file
+from auditor.config.entry_copy import HydraMain, hydra_copy
 from auditor.config.frontend_parser import find_script
 from auditor.config.frontends.reader import Reader
 from auditor.config.hydra_compose import Unreadable, Unresolved, at, compose, device_count
 from auditor.config.model import Flag, LaunchConfig
+from auditor.config.overrides import override, set_key, typed
 from auditor.findings import Finding
 from auditor.rulebook import files
 from auditor.rulebook.launchers import Spelling
@@ -31,10 +35,14 @@ class HydraComposeReader(Reader):
              path: str, parser_roots: tuple[Path, ...]) -> None:
         rule = _rule(config.launcher)
         where = f"{path}:{config.command_line}"
-        config_path, name = _options(config, args, rule)
         script = config.script if isinstance(config.script, str) else None
+        main = hydra_copy(launcher, script, path)  # a @hydra.main copy: its decorator names the config
+        config_path, name = _options(config, args, rule, main)
         entry = find_script(path, script) if script else None
-        if config.positionals:  # `$@`, a Hydra override: the entry's parser decides what it does
+        # a copy's `a.b=c` words are Hydra overrides of its config; `$@`, a word not known
+        # statically, a group override (`a/b=c`, another file), an argparse positional: unknown
+        overrides = [override(w) if main is not None else None for w in config.positionals]
+        if any(o is None or not isinstance(o[1], str | None) or "/" in o[0] or "@" in o[0] for o in overrides):
             unknown_file(config, f"the config of {script or 'the entry script'}",
                          f"its entry is also given {_words(config.positionals)}, which this audit does not "
                          "apply to the composed config", config.command_line, where, env_keys=())
@@ -52,6 +60,8 @@ class HydraComposeReader(Reader):
         except Unreadable as exc:
             unknown_file(config, f"{config_dir}/{name}.yaml", str(exc), config.command_line, where, env_keys=())
             return
+        for dotted, given in (o for o in overrides if o is not None):  # Hydra's `a.b=c`, in order
+            set_key(composed.data, dotted, None if given is None else typed(str(given)))
         roles = _roles(composed.data, rule)
         shown = composed.files[0]
         if not roles:
@@ -106,9 +116,11 @@ def _rule(launcher: str) -> dict[str, Any]:
                 if any(fnmatch.fnmatchcase(launcher, p) for p in e["launchers"]))
 
 
-def _options(config: LaunchConfig, args: list[Field], rule: dict[str, Any]) -> tuple[Any, Any]:
+def _options(config: LaunchConfig, args: list[Field], rule: dict[str, Any],
+             main: HydraMain | None) -> tuple[Any, Any]:
     """(config path, config name) the entry's own options give, argparse-style (`--opt VALUE`,
-    `--opt=VALUE`); the path's default where the rules state one. Other words are positionals."""
+    `--opt=VALUE`); else a @hydra.main copy's decorator's, else the path's default where the rules
+    state one. Other words are positionals."""
     given: dict[str, Any] = {}
     k = 0
     while k < len(args):
@@ -128,6 +140,8 @@ def _options(config: LaunchConfig, args: list[Field], rule: dict[str, Any]) -> t
         else:
             config.positionals.append(word)
         k += 1
+    if main is not None:
+        return given.get("path_options", main.config_path), given.get("name_options", main.config_name)
     return given.get("path_options", rule.get("path_default")), given.get("name_options")
 
 

@@ -14,20 +14,25 @@ from pathlib import Path
 from typing import Any
 
 from auditor.bash.values import Field, Scalar, Symbolic, concat, segments
+from auditor.bash.absent import checkout_root
+from auditor.config.configfiles import flag_keys, unknown_file
+from auditor.config.entry_copy import HydraMain
+from auditor.config.frontends.hydra_compose import yaml_text
 from auditor.config.hydra_compose import Unreadable, Unresolved, at, compose
-from auditor.config.model import LaunchConfig
+from auditor.config.model import Flag, LaunchConfig
 from auditor.findings import Finding
 from auditor.rulebook import files
 
 
-def judge_strategy(config: LaunchConfig, args: list[Field], path: str) -> None:
-    """Say when every role's strategy, as composed and overridden, is one that trains no pipeline."""
+def judge_strategy(config: LaunchConfig, args: list[Field], path: str, main: HydraMain | None = None) -> None:
+    """Say when every role's strategy, as composed and overridden, is one that trains no pipeline;
+    `main`: a copy of the framework's main, whose own @hydra.main names the config."""
     rule = _rule()
     if rule is None or _may_change_strategy(args, rule):
         return
     if config.unknown_words and not set(rule["keys"]) <= config.unknown_words[-1].after:
         return  # a word not known statically may set the strategy (flags.open_settings' rule)
-    composed = _composed(config, args, path, rule)
+    composed = _composed(args, path, rule) if main is None else _copy_composed(args, rule, main)
     saids: list[str] = []
     values: list[str] = []
     for key in rule["keys"]:
@@ -49,6 +54,26 @@ def judge_strategy(config: LaunchConfig, args: list[Field], path: str) -> None:
     config.diagnostics.append(Finding(
         "launch.not-pipeline", "info", f"{rule['not_pipeline'][values[0]]}: {', '.join(saids)}{where_read}",
         where=f"{path}:{config.command_line}", detail={"command": config.launcher}))
+
+
+def read_copy_config(config: LaunchConfig, args: list[Field], path: str, main: HydraMain) -> None:
+    """A copy of the framework's main runs on its own config: each setting the framework's rules
+    read (their flag keys) that the command line does not give is the composed config's; where
+    that config is not composed, every one is unknown (configfiles.unknown_file), not the
+    release's default."""
+    rule = _rule()
+    composed = _copy_composed(args, rule, main) if rule is not None else None
+    where = f"{path}:{config.command_line}"
+    if composed is None:
+        unknown_file(config, f"the config of {main.entry.name} ({main.shown()})",
+                     "it is not composed here: a name, the working directory or a file is not known statically",
+                     config.command_line, where, env_keys=())
+        return
+    data, read = composed
+    for key in flag_keys(config.launcher):
+        value = at(data, key)
+        if key not in config.flags and value is not None and not isinstance(value, dict | list):
+            config.flags[key] = Flag(key, yaml_text(value), config.command_line, f"{key} (from {read[0].name})")
 
 
 def _may_change_strategy(args: list[Field], rule: dict[str, Any]) -> bool:
@@ -81,7 +106,7 @@ def _may_change_strategy(args: list[Field], rule: dict[str, Any]) -> bool:
     return False
 
 
-def _composed(config: LaunchConfig, args: list[Field], path: str,
+def _composed(args: list[Field], path: str,
               rule: dict[str, Any]) -> tuple[dict[str, Any], list[Path]] | None:
     """(the composed config, the files read) of the command; None where the checkout, a file or
     an option is not known statically."""
@@ -107,6 +132,27 @@ def _composed(config: LaunchConfig, args: list[Field], path: str,
     try:
         search = _searchpath(config_dir / f"{name}.yaml", root)
         composed = compose(config_dir, name, search, root)
+    except Unreadable:
+        return None
+    return composed.data, composed.files
+
+
+def _copy_composed(args: list[Field], rule: dict[str, Any],
+                   main: HydraMain) -> tuple[dict[str, Any], list[Path]] | None:
+    """(the composed config, the files read) of a copy of the main: its decorator's config unless
+    the command line's `--config-path`/`--config-name` (Hydra's own) name another, a relative path
+    relative to the copy; `file://` searchpaths relative to the working directory the command runs
+    the copy from. None where a name, the working directory or a file is not known statically."""
+    config_path = _option(args, rule["path_options"], main.config_path)
+    name = _option(args, rule["name_options"], main.config_name)
+    if not isinstance(config_path, str) or not isinstance(name, str) or main.cwd is None:
+        return None
+    root = checkout_root(str(main.entry))
+    try:
+        config_dir = main.entry.parent / config_path
+        name = name.removesuffix(".yaml")
+        composed = compose(config_dir, name, _searchpath(config_dir / f"{name}.yaml", main.cwd),
+                           root)
     except Unreadable:
         return None
     return composed.data, composed.files
@@ -140,7 +186,7 @@ def _searchpath(primary: Path, root: Path) -> tuple[Path, ...]:
     return tuple(out)
 
 
-def _option(args: list[Field], options: list[str], default: str) -> Any:
+def _option(args: list[Field], options: list[str], default: str | None) -> Any:
     """The value of a Hydra option (`--opt=VALUE`, `--opt VALUE`), unknown pieces kept unknown;
     the main's default where none is given, the last one where several are."""
     found: Any = default

@@ -24,7 +24,7 @@ from auditor.config.frontend_parser import find_script
 from auditor.config.frontends.reader import Reader
 from auditor.config.hydra_compose import at
 from auditor.config.model import LaunchConfig
-from auditor.config.overrides import override, read_overrides
+from auditor.config.overrides import override, read_overrides, set_key, typed
 from auditor.findings import Finding
 from auditor.rulebook.launchers import Spelling
 
@@ -174,16 +174,8 @@ def _composed(rule: dict, args: list[Field], path: str,
         key, value = given
         if not isinstance(value, str) and value is not None:
             raise NemoUndecided(f"the override {word.value} is not known statically")
-        _set(data, key, None if value is None else _scalar(value))
+        set_key(data, key, None if value is None else typed(value))
     return data, f"{Path(found).name} and the overrides"
-
-
-def _scalar(text: str) -> Any:
-    """An override's value as Hydra types it (`true`, `2`), else its text."""
-    try:
-        return load_yaml(text, Path("<override>")) if text else ""
-    except Unreadable:
-        return text
 
 
 def _with_parents(rule: dict, found: Path, data: dict[str, Any], depth: int) -> dict[str, Any]:
@@ -237,14 +229,3 @@ def _merge(into: dict[str, Any], other: dict[str, Any], marker: str) -> None:
             _merge(into[key], value, marker)
         else:
             into[key] = value
-
-
-def _set(data: dict[str, Any], dotted: str, value: Any) -> None:
-    parts = dotted.split(".")
-    node = data
-    for part in parts[:-1]:
-        node = node.setdefault(part, {}) if isinstance(node.get(part), dict) or part not in node else {}
-    if value is None:
-        node.pop(parts[-1], None)
-    else:
-        node[parts[-1]] = value
