@@ -10,6 +10,12 @@ through a name its function binds once), the flag the launch line gives else the
 branch of the function a module-level call runs), and every place the file writes it (an
 assignment, a dict's `"key": value`, a call's `key=value`) agrees; anything else leaves the
 setting as the front end read it. Not for Megatron-LM's front end, whose parser owns the flags.
+
+Such a program that passes megatron-core's schedule `forward_only=True` in every call that names
+the parameter (rules/megatron-core.toml `[forward_only]`; none passes another value) trains
+nothing; at a pipeline size of 1 read so, megatron-core runs forward_backward_no_pipelining and
+sends nothing between stages: a `launch.not-pipeline` note (NOT A PIPELINE RUN). At PP > 1 the
+forward-only schedule sends activations between stages: scanned.
 """
 
 from __future__ import annotations
@@ -17,10 +23,17 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from pathlib import Path
+
 from auditor import rulebook
-from auditor.config.entry_script import argparse_options, arg_value
+from auditor.config.entry_schedule import names_schedule
+from auditor.config.entry_script import arg_value, argparse_options, iter_closure
+from auditor.config.entry_stack import modeled_packages
 from auditor.config.model import LaunchConfig
 from auditor.config.pyenv import entry_tree
+from auditor.findings import Finding
+
+SCHEDULES = "megatron.core.pipeline_parallel.schedules."
 
 def read_entry_assignments(launch: LaunchConfig) -> None:
     """Put the sizes the entry script surely sets on its model config into `launch.entry_values`."""
@@ -42,6 +55,40 @@ def read_entry_assignments(launch: LaunchConfig) -> None:
         if found is not None and key not in launch.entry_values:
             value, why, line = found
             launch.entry_values[key] = (value, f"{entry.path}:{line}: {why}", f"{entry.path}:{line}")
+    _one_stage_forward_only(launch, Path(entry.path))
+
+
+def _one_stage_forward_only(launch: LaunchConfig, script: Path) -> None:
+    """A `launch.not-pipeline` note where the entry runs megatron-core's schedule forward only
+    at a pipeline size of 1 it surely sets (see the module docstring)."""
+    pp = launch.entry_values.get("pipeline_model_parallel_size")
+    named = names_schedule(launch) or ""
+    if pp is None or pp[0] != 1 or type(pp[0]) is not int or not named.startswith(SCHEDULES):
+        return
+    param = rulebook.load("megatron-core").data["forward_only"]["param"]
+    stop = frozenset(m.split(".")[0] for m in modeled_packages())
+    passed: list[str] = []
+    try:
+        for path, tree in iter_closure(script, stop):
+            for node in ast.walk(tree):
+                for k in node.keywords if isinstance(node, ast.Call) else ():
+                    if k.arg != param:
+                        continue
+                    if not (isinstance(k.value, ast.Constant) and k.value.value is True):
+                        return  # a call that may train
+                    passed.append(f"{path.name}:{k.value.lineno}")
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+        return
+    if not passed:
+        return  # the schedule's default: a training step
+    at = f"{script.name}:{pp[2].rpartition(':')[2]}"
+    launch.diagnostics.append(Finding(
+        "launch.not-pipeline", "info",
+        f"{script.name} runs megatron-core's {named.rpartition('.')[2]}() forward only ({param}=True "
+        f"at {', '.join(passed[:2])}; no call passes another value): text generation or evaluation, "
+        f"no training step, at pipeline size 1 ({at}: {pp[1].removeprefix(pp[2] + ': ')}): "
+        "forward_backward_no_pipelining sends nothing between stages",
+        where=f"{launch.path}:{launch.command_line}", detail={"command": launch.launcher}))
 
 
 def _setting(tree: ast.Module, key: str, options: dict[str, dict[str, Any]], launch: LaunchConfig,

@@ -134,3 +134,57 @@ def test_each_attribute_is_a_model_parallel_config_field(version) -> None:
     path, _, line = data["source"].rpartition(":")
     if version == "0.17.0":
         assert data["code"] in text.splitlines()[int(line) - 1]
+
+
+def _not_pipeline(config) -> list[str]:
+    return [d.message for d in config.diagnostics if d.kind == "launch.not-pipeline"]
+
+
+def test_a_forward_only_entry_at_one_stage_is_no_pipeline_run(tmp_path) -> None:
+    """hf_to_megatron_generate_text.py at --pp 1 (deepseek_v4/inference.sh's Flash default, :46-51):
+    megatron-core runs forward_backward_no_pipelining, forward only: text generation, no P2P."""
+    said = _not_pipeline(_config(tmp_path, GENERATE, "--tp 1 --pp 1"))
+    assert len(said) == 1 and "forward_only=True" in said[0] and "pipeline size 1" in said[0], said
+
+
+def test_the_argparse_default_of_one_stage_is_no_pipeline_run_either(tmp_path) -> None:
+    assert _not_pipeline(_config(tmp_path, GENERATE, "--tp 2"))
+
+
+def test_a_forward_only_entry_at_two_stages_is_a_pipeline_run(tmp_path) -> None:
+    """At --pp 2 the forward-only schedule sends activations between the stages: scanned."""
+    config = _config(tmp_path, GENERATE, "--pp 2")
+    assert not _not_pipeline(config)
+    assert config.entry_values["pipeline_model_parallel_size"][0] == 2
+
+
+def test_an_entry_that_also_trains_is_a_pipeline_run(tmp_path) -> None:
+    """A schedule call without forward_only=True (megatron-core's default, False) trains."""
+    code = GENERATE.replace("    return get_forward_backward_func()(",
+                            "    get_forward_backward_func()(forward_step_func=None, data_iterator=None, model=model,\n"
+                            "                                num_microbatches=1, seq_length=8, micro_batch_size=1,\n"
+                            "                                forward_only=args.eval_only)\n"
+                            "    return get_forward_backward_func()(")
+    assert not _not_pipeline(_config(tmp_path, code, "--pp 1"))
+
+
+def test_an_unknown_pipeline_size_is_a_pipeline_run(tmp_path) -> None:
+    assert not _not_pipeline(_config(tmp_path, GENERATE, "--pp ${PP}"))
+
+
+@pytest.mark.wheels
+@pytest.mark.parametrize("version", ["0.12.0", "0.17.0", "0.19.2"])
+def test_forward_only_is_each_schedule_s_parameter_false_by_default(version) -> None:
+    """rules/megatron-core.toml `[forward_only]`: every forward_backward_* of schedules.py takes
+    it, False when left out (a training step)."""
+    data = rulebook.load("megatron-core").data["forward_only"]
+    text = (sources.resolve(f"megatron-core=={version}").root
+            / "megatron/core/pipeline_parallel/schedules.py").read_text(encoding="utf-8")
+    functions = [n for n in ast.parse(text).body
+                 if isinstance(n, ast.FunctionDef) and n.name.startswith("forward_backward_")]
+    assert len(functions) >= 3
+    for f in functions:
+        kw = dict(zip([a.arg for a in f.args.kwonlyargs], f.args.kw_defaults))
+        assert isinstance(kw[data["param"]], ast.Constant) and kw[data["param"]].value is False, f.name
+    if version == "0.17.0":
+        assert data["code"] in text.splitlines()[int(data["source"].rpartition(":")[2]) - 1]
