@@ -50,12 +50,28 @@ def read_entry_assignments(launch: LaunchConfig) -> None:
         return  # no argparse of its own: its flags are another parser's
     keys = rulebook.load("megatron-core").data["config_attribute"]["keys"]
     called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    elsewhere = _written_elsewhere(Path(entry.path), keys)
     for key in keys:
-        found = _setting(tree, key, options, launch, called)
+        found = None if key in elsewhere else _setting(tree, key, options, launch, called)
         if found is not None and key not in launch.entry_values:
             value, why, line = found
             launch.entry_values[key] = (value, f"{entry.path}:{line}: {why}", f"{entry.path}:{line}")
     _one_stage_forward_only(launch, Path(entry.path))
+
+
+def _written_elsewhere(script: Path, keys: list[str]) -> set[str]:
+    """The keys a local module the script imports writes too (it may set them again after the
+    script did); every key where the closure cannot be read."""
+    stop = frozenset(m.split(".")[0] for m in modeled_packages())
+    out: set[str] = set()
+    try:
+        for path, tree in iter_closure(script, stop):
+            if path != script:
+                scopes = [tree, *(f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)))]
+                out |= {k for k in keys if any(_writes(scope, k) for scope in scopes)}
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+        return set(keys)
+    return out
 
 
 def _one_stage_forward_only(launch: LaunchConfig, script: Path) -> None:

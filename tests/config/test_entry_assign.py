@@ -108,6 +108,18 @@ def test_a_flag_not_known_statically_decides_nothing(tmp_path) -> None:
     assert "pipeline_model_parallel_size" not in config.entry_values
 
 
+def test_a_local_module_that_writes_the_size_too_decides_nothing(tmp_path) -> None:
+    """A helper module of the script's own folder may set the size again after the script did."""
+    code = GENERATE.replace("import argparse\n", "import argparse\n\nimport gen_utils\n")
+    (tmp_path / "examples" / "conversion").mkdir(parents=True)
+    (tmp_path / "examples" / "conversion" / "gen_utils.py").write_text(
+        "def fix(provider):\n    provider.pipeline_model_parallel_size = 2\n")
+    config = _config(tmp_path, code, "--pp 1")
+    assert "pipeline_model_parallel_size" not in config.entry_values
+    assert config.entry_values["tensor_model_parallel_size"][0] == 1
+    assert not _not_pipeline(config)
+
+
 def test_a_megatron_lm_entry_is_not_read_so(tmp_path) -> None:
     """Megatron-LM's pretrain_gpt.py takes Megatron-LM's flags (its own parser): its sizes are
     the flags', not an entry's own argparse."""
