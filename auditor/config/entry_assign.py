@@ -59,6 +59,29 @@ def read_entry_assignments(launch: LaunchConfig) -> None:
     _one_stage_forward_only(launch, Path(entry.path))
 
 
+def _other_loops() -> list[tuple[frozenset[str], str]]:
+    """(modules, name) of each rules/stacks.toml `[[schedule_entry]]` name outside megatron-core's
+    schedules (Megatron-LM's pretrain, DeepSpeed's train_batch): its module and the packages
+    above it, which re-export it (`from megatron.training import pretrain`)."""
+    out = []
+    for e in rulebook.load("stacks").data["schedule_entry"]:
+        if f"{e['module']}." == SCHEDULES:
+            continue
+        parts = e["module"].split(".")
+        modules = frozenset(".".join(parts[:i]) for i in range(2, len(parts) + 1))
+        out += [(modules, n.rpartition(".")[2]) for n in e["names"]]
+    return out
+
+
+def _names_loop(node: ast.AST, loops: list[tuple[frozenset[str], str]]) -> bool:
+    """An import of such a name from its module or a package above it, or an attribute of that
+    name (`engine.train_batch()`, `schedule.step()`; also `model.train()`, which only makes the
+    note not given)."""
+    if isinstance(node, ast.ImportFrom):
+        return any(node.module in modules and any(a.name == name for a in node.names) for modules, name in loops)
+    return isinstance(node, ast.Attribute) and any(node.attr == name for _, name in loops)
+
+
 def _written_elsewhere(script: Path, keys: list[str]) -> set[str]:
     """The keys a local module the script imports writes too (it may set them again after the
     script did); every key where the closure cannot be read."""
@@ -82,17 +105,22 @@ def _one_stage_forward_only(launch: LaunchConfig, script: Path) -> None:
     if pp is None or pp[0] != 1 or type(pp[0]) is not int or not named.startswith(SCHEDULES):
         return
     param = rulebook.load("megatron-core").data["forward_only"]["param"]
+    loops = _other_loops()
     stop = frozenset(m.split(".")[0] for m in modeled_packages())
     passed: list[str] = []
     try:
         for path, tree in iter_closure(script, stop):
             for node in ast.walk(tree):
-                for k in node.keywords if isinstance(node, ast.Call) else ():
-                    if k.arg != param:
-                        continue
-                    if not (isinstance(k.value, ast.Constant) and k.value.value is True):
+                if _names_loop(node, loops):
+                    return  # a training loop runs the schedule inside the framework
+                given = [k.value for k in node.keywords if k.arg == param] if isinstance(node, ast.Call) else []
+                if isinstance(node, ast.Dict):  # `fn(**{"forward_only": ...})`
+                    given = [v for k, v in zip(node.keys, node.values)
+                             if isinstance(k, ast.Constant) and k.value == param]
+                for value in given:
+                    if not (isinstance(value, ast.Constant) and value.value is True):
                         return  # a call that may train
-                    passed.append(f"{path.name}:{k.value.lineno}")
+                    passed.append(f"{path.name}:{value.lineno}")
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
         return
     if not passed:

@@ -200,3 +200,17 @@ def test_forward_only_is_each_schedule_s_parameter_false_by_default(version) -> 
         assert isinstance(kw[data["param"]], ast.Constant) and kw[data["param"]].value is False, f.name
     if version == "0.17.0":
         assert data["code"] in text.splitlines()[int(data["source"].rpartition(":")[2]) - 1]
+
+
+def test_an_entry_that_also_names_a_training_loop_is_a_pipeline_run(tmp_path) -> None:
+    """Megatron-LM's pretrain() runs the schedule with forward_only=False inside the framework,
+    where no keyword of the entry shows it."""
+    code = GENERATE.replace("import argparse\n", "import argparse\n\nfrom megatron.training import pretrain\n")
+    assert not _not_pipeline(_config(tmp_path, code, "--pp 1"))
+
+
+def test_a_forward_only_false_in_a_kwargs_dict_is_a_pipeline_run(tmp_path) -> None:
+    code = GENERATE.replace("    return get_forward_backward_func()(",
+                            "    get_forward_backward_func()(**{'forward_only': False, 'model': model})\n"
+                            "    return get_forward_backward_func()(")
+    assert not _not_pipeline(_config(tmp_path, code, "--pp 1"))
