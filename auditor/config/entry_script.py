@@ -198,7 +198,7 @@ def call_value(tree: ast.Module, spec: dict[str, Any], options: dict[str, dict[s
                 return None  # **kwargs or *args may pass it
             found.append(_left_out(spec, written, node.lineno))
             continue
-        value = _value(arg, options, launch)
+        value = arg_value(arg, options, launch)
         if value is None:
             return None
         found.append((value[0], f"{written}({spec['param']}={ast.unparse(arg)}) = {value[0]!r} ({value[1]})",
@@ -218,7 +218,7 @@ def _left_out(spec: dict[str, Any], written: str, line: int) -> tuple[Any, str, 
     return None, said, line
 
 
-def _value(node: ast.expr, options: dict[str, dict[str, Any]], launch: LaunchConfig) -> tuple[Any, str] | None:
+def arg_value(node: ast.expr, options: dict[str, dict[str, Any]], launch: LaunchConfig) -> tuple[Any, str] | None:
     """A literal, or `args.DEST` of the script's argparse: the flag the launch script gives,
     else the argument's default."""
     if isinstance(node, ast.Constant):

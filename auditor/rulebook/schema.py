@@ -64,6 +64,11 @@ TABLES: dict[str, Table] = {
     # What a launcher's runs get from the framework's own code whatever the script says
     # (config/lightning_entry.py): `value` for `key`, read in the release `read` names.
     "entry_fact": _table(True, "key value about read source code", ""),
+    # The model-config attributes an entry with its own argparse sets as settings of the same
+    # name (config/entry_assign.py: `model_provider.pipeline_model_parallel_size = args.pp`).
+    "config_attribute": _table(False, "keys source code", "about"),
+    # The schedules' forward-only parameter (config/entry_assign.py).
+    "forward_only": _table(False, "param source code", "about"),
     # The call-graph interpreter (rulebook.interpreter).
     "entry_point": _table(True, "name code", "about launchers source versions unknown when"),
     "symbol": _table(True, "function", "config group returns versions unknown source"),
@@ -211,6 +216,8 @@ TYPES: dict[str, dict[str, type]] = {
     "neox_pipeline": {"key": str, "default": int, "dir_options": list, "suffixes": list, "how": dict},
     "env_backend": {"launchers": list, "switches": list, "env_true": list, "not_pipeline": str, "checked": list,
                     "uncovered": dict},
+    "config_attribute": {"keys": list},
+    "forward_only": {"param": str},
     "stage_predicate": {"function": str, "at": dict, "value": bool, "checked": list, "param": str,
                         "position": int, "default": bool},
     "batch_wrapper": {"modules": list, "key": str},

@@ -1,0 +1,227 @@
+"""The parallel sizes a Python entry with its own argparse sets on the model config itself.
+
+Megatron-Bridge's generate and inference programs (examples/conversion/hf_to_megatron_generate_*.py)
+take `--tp/--pp/--ep` of their own and write them onto the model provider, a megatron-core
+ModelParallelConfig: `pp = args.pp` ... `model_provider.pipeline_model_parallel_size = pp`. The
+run's sizes are that file's, read here with the stdlib `ast` (never run): an attribute named in
+rules/megatron-core.toml `[config_attribute]` set to a literal or to `args.DEST` (directly, or
+through a name its function binds once), the flag the launch line gives else the argparse default
+(config/entry_script.py `arg_value`). A value counts only where the file surely sets it (on every
+branch of the function a module-level call runs), and every place the file writes it (an
+assignment, a dict's `"key": value`, a call's `key=value`) agrees; anything else leaves the
+setting as the front end read it. Not for Megatron-LM's front end, whose parser owns the flags.
+
+Such a program that passes megatron-core's schedule `forward_only=True` in every call that names
+the parameter (rules/megatron-core.toml `[forward_only]`; none passes another value) trains
+nothing; at a pipeline size of 1 read so, megatron-core runs forward_backward_no_pipelining and
+sends nothing between stages: a `launch.not-pipeline` note (NOT A PIPELINE RUN). At PP > 1 the
+forward-only schedule sends activations between stages: scanned.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from pathlib import Path
+
+from auditor import rulebook
+from auditor.config.entry_schedule import names_schedule
+from auditor.config.entry_script import arg_value, argparse_options, iter_closure
+from auditor.config.entry_stack import modeled_packages
+from auditor.config.model import LaunchConfig
+from auditor.config.pyenv import entry_tree
+from auditor.findings import Finding
+
+SCHEDULES = "megatron.core.pipeline_parallel.schedules."
+
+def read_entry_assignments(launch: LaunchConfig) -> None:
+    """Put the sizes the entry script surely sets on its model config into `launch.entry_values`."""
+    if launch.style == "megatron-lm" or launch.builds_parser or launch.script_module:
+        return
+    if not any(f.name == "megatron-core" for f in launch.stack.frameworks):
+        return
+    read = entry_tree(launch)
+    if read is None:
+        return
+    entry, tree = read
+    options = argparse_options(tree)
+    if not options:
+        return  # no argparse of its own: its flags are another parser's
+    keys = rulebook.load("megatron-core").data["config_attribute"]["keys"]
+    called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    elsewhere = _written_elsewhere(Path(entry.path), keys)
+    for key in keys:
+        found = None if key in elsewhere else _setting(tree, key, options, launch, called)
+        if found is not None and key not in launch.entry_values:
+            value, why, line = found
+            launch.entry_values[key] = (value, f"{entry.path}:{line}: {why}", f"{entry.path}:{line}")
+    _one_stage_forward_only(launch, Path(entry.path))
+
+
+def _other_loops() -> list[tuple[frozenset[str], str]]:
+    """(modules, name) of each rules/stacks.toml `[[schedule_entry]]` name outside megatron-core's
+    schedules (Megatron-LM's pretrain, DeepSpeed's train_batch): its module and the packages
+    above it, which re-export it (`from megatron.training import pretrain`)."""
+    out = []
+    for e in rulebook.load("stacks").data["schedule_entry"]:
+        if f"{e['module']}." == SCHEDULES:
+            continue
+        parts = e["module"].split(".")
+        modules = frozenset(".".join(parts[:i]) for i in range(2, len(parts) + 1))
+        out += [(modules, n.rpartition(".")[2]) for n in e["names"]]
+    return out
+
+
+def _names_loop(node: ast.AST, loops: list[tuple[frozenset[str], str]]) -> bool:
+    """An import of such a name from its module or a package above it, or an attribute of that
+    name (`engine.train_batch()`, `schedule.step()`; also `model.train()`, which only makes the
+    note not given)."""
+    if isinstance(node, ast.ImportFrom):
+        return any(node.module in modules and any(a.name == name for a in node.names) for modules, name in loops)
+    return isinstance(node, ast.Attribute) and any(node.attr == name for _, name in loops)
+
+
+def _written_elsewhere(script: Path, keys: list[str]) -> set[str]:
+    """The keys a local module the script imports writes too (it may set them again after the
+    script did); every key where the closure cannot be read."""
+    stop = frozenset(m.split(".")[0] for m in modeled_packages())
+    out: set[str] = set()
+    try:
+        for path, tree in iter_closure(script, stop):
+            if path != script:
+                scopes = [tree, *(f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)))]
+                out |= {k for k in keys if any(_writes(scope, k) for scope in scopes)}
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+        return set(keys)
+    return out
+
+
+def _one_stage_forward_only(launch: LaunchConfig, script: Path) -> None:
+    """A `launch.not-pipeline` note where the entry runs megatron-core's schedule forward only
+    at a pipeline size of 1 it surely sets (see the module docstring)."""
+    pp = launch.entry_values.get("pipeline_model_parallel_size")
+    named = names_schedule(launch) or ""
+    if pp is None or pp[0] != 1 or type(pp[0]) is not int or not named.startswith(SCHEDULES):
+        return
+    param = rulebook.load("megatron-core").data["forward_only"]["param"]
+    loops = _other_loops()
+    stop = frozenset(m.split(".")[0] for m in modeled_packages())
+    passed: list[str] = []
+    try:
+        for path, tree in iter_closure(script, stop):
+            for node in ast.walk(tree):
+                if _names_loop(node, loops):
+                    return  # a training loop runs the schedule inside the framework
+                given = [k.value for k in node.keywords if k.arg == param] if isinstance(node, ast.Call) else []
+                if isinstance(node, ast.Dict):  # `fn(**{"forward_only": ...})`
+                    given = [v for k, v in zip(node.keys, node.values)
+                             if isinstance(k, ast.Constant) and k.value == param]
+                for value in given:
+                    if not (isinstance(value, ast.Constant) and value.value is True):
+                        return  # a call that may train
+                    passed.append(f"{path.name}:{value.lineno}")
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+        return
+    if not passed:
+        return  # the schedule's default: a training step
+    at = f"{script.name}:{pp[2].rpartition(':')[2]}"
+    launch.diagnostics.append(Finding(
+        "launch.not-pipeline", "info",
+        f"{script.name} runs megatron-core's {named.rpartition('.')[2]}() forward only ({param}=True "
+        f"at {', '.join(passed[:2])}; no call passes another value): text generation or evaluation, "
+        f"no training step, at pipeline size 1 ({at}: {pp[1].removeprefix(pp[2] + ': ')}): "
+        "forward_backward_no_pipelining sends nothing between stages",
+        where=f"{launch.path}:{launch.command_line}", detail={"command": launch.launcher}))
+
+
+def _setting(tree: ast.Module, key: str, options: dict[str, dict[str, Any]], launch: LaunchConfig,
+             called: set[str]) -> tuple[Any, str, int] | None:
+    """(value, why, line) where every write of `key` in the file agrees and one surely runs."""
+    scopes: list[tuple[ast.AST, list[ast.stmt]]] = [(tree, tree.body)]
+    scopes += [(f, f.body) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    values: list[tuple[Any, str, int]] = []
+    sure = False
+    for scope, body in scopes:
+        for line, shown, expr in _writes(scope, key):
+            got = _resolve(expr, scope, options, launch)
+            if got is None:
+                return None
+            values.append((got[0], f"{shown} = {ast.unparse(expr)} = {got[0]!r} ({got[1]})", line))
+        runs = scope is tree or getattr(scope, "name", None) in called
+        sure = sure or (runs and _surely(body, key))
+    if not sure or len({repr(v) for v, _, _ in values}) != 1:
+        return None
+    return min(values, key=lambda v: v[2])
+
+
+def _own_nodes(scope: ast.AST) -> list[ast.AST]:
+    """The nodes of `scope`, not those of functions or classes defined inside it."""
+    out, todo = [], list(ast.iter_child_nodes(scope))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        out.append(node)
+        todo.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def _writes(scope: ast.AST, key: str) -> list[tuple[int, str, ast.expr]]:
+    """Each place `scope` writes `key` (line, as shown, value): `x.key = v`, `x.key += v`,
+    `{"key": v}`, `f(key=v)`, `setattr(x, "key", v)`."""
+    out: list[tuple[int, str, ast.expr]] = []
+    for node in _own_nodes(scope):
+        if isinstance(node, ast.Assign):
+            out += [(node.lineno, ast.unparse(t), node.value) for t in node.targets if _is_attr(t, key)]
+        elif isinstance(node, ast.AugAssign) and _is_attr(node.target, key):
+            out.append((node.lineno, ast.unparse(node.target), ast.BinOp(node.target, node.op, node.value)))
+        elif isinstance(node, ast.AnnAssign) and _is_attr(node.target, key) and node.value:
+            out.append((node.lineno, ast.unparse(node.target), node.value))
+        elif isinstance(node, ast.Dict):
+            out += [(node.lineno, repr(key), v) for k, v in zip(node.keys, node.values)
+                    if isinstance(k, ast.Constant) and k.value == key]
+        elif isinstance(node, ast.Call):
+            out += [(node.lineno, f"{ast.unparse(node.func)}({key}=...)", k.value) for k in node.keywords
+                    if k.arg == key]
+            if (isinstance(node.func, ast.Name) and node.func.id == "setattr" and len(node.args) == 3
+                    and isinstance(node.args[1], ast.Constant) and node.args[1].value == key):
+                out.append((node.lineno, f"setattr(..., {key!r})", node.args[2]))
+    return out
+
+
+def _is_attr(target: ast.expr, key: str) -> bool:
+    return isinstance(target, ast.Attribute) and target.attr == key
+
+
+def _resolve(expr: ast.expr, scope: ast.AST, options: dict[str, dict[str, Any]],
+             launch: LaunchConfig) -> tuple[Any, str] | None:
+    """A literal or `args.DEST`, or a name `scope` binds once to one of them; else None."""
+    if isinstance(expr, ast.Name):
+        binds = [n for n in _own_nodes(scope) if isinstance(n, ast.Name) and n.id == expr.id
+                 and isinstance(n.ctx, (ast.Store, ast.Del))]
+        assigns = [n for n in _own_nodes(scope) if isinstance(n, ast.Assign) and len(n.targets) == 1
+                   and isinstance(n.targets[0], ast.Name) and n.targets[0].id == expr.id]
+        params = isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and expr.id in {
+            a.arg for a in ast.walk(scope.args) if isinstance(a, ast.arg)}
+        if len(binds) != 1 or len(assigns) != 1 or params:
+            return None
+        got = arg_value(assigns[0].value, options, launch)
+        return None if got is None else (got[0], f"{expr.id} = {ast.unparse(assigns[0].value)}: {got[1]}")
+    return arg_value(expr, options, launch)
+
+
+def _surely(body: list[ast.stmt], key: str) -> bool:
+    """Whether running `body` to its end surely assigns attribute `key`: on every branch of an
+    `if`, inside a `with`; not inside a loop or `try` (which may skip it), nor after a statement
+    that may `return` first (a `raise` ends the run: no schedule runs on a value it skipped)."""
+    for stmt in body:
+        if isinstance(stmt, ast.Assign) and any(_is_attr(t, key) for t in stmt.targets):
+            return True
+        if isinstance(stmt, ast.If) and _surely(stmt.body, key) and _surely(stmt.orelse, key):
+            return True
+        if isinstance(stmt, (ast.With, ast.AsyncWith)) and _surely(stmt.body, key):
+            return True
+        if isinstance(stmt, ast.Return) or any(isinstance(n, ast.Return) for n in _own_nodes(stmt)):
+            return False
+    return False
