@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from auditor.config.expr import RuleError, compile_expr
+from auditor.config.flags import normalise
+from auditor.config.model import LaunchConfig
 from auditor.errors import InputError
 from auditor.rulebook import files
 from auditor.rulebook.frameworks import frameworks
@@ -65,10 +67,32 @@ def check_settings(given: Mapping[str, str], doc: dict[str, Any],
     derived = {k for k, source in config.get("sources", {}).items() if source != "--set"}
     known = set(known_settings(directory)) | derived
     known |= _guard_names(doc.get("sites", []))
+    _refuse(given, known)
+
+
+def check_unscanned(given: Mapping[str, str], launch: LaunchConfig | None,
+                    code_read: bool) -> None:
+    """check_settings for a run answered without a scan (NOT A PIPELINE RUN, DOES NOT START, not
+    followed): known are the rules' keys and the flags of the launch as read. `code_read`: the
+    answer is decided without the run's code (no guard of it can matter); where it is not (the
+    command not followed, its stack unknown), a guard of that unread code may test any name, so
+    only a near miss of a known key is refused as a misspelling."""
+    known = set(known_settings())
+    if launch is not None:
+        known |= {normalise(name) for name in [*launch.flags, *launch.launcher_flags]}
+        known |= set(launch.entry_values)
+    _refuse(given, known, near_only=not code_read)
+
+
+def _refuse(given: Mapping[str, str], known: set[str], near_only: bool = False) -> None:
+    """InputError for the first key of `given` not in `known`, with the closest known key;
+    `near_only`: only a key that has one."""
     for key, option in given.items():
         if key in known:
             continue
         close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
+        if near_only and not close:
+            continue
         hint = f"; did you mean {close[0]}?" if close else \
             "; the keys are the effective config's (`--format json`: config.effective)"
         raise InputError(f"{option} {key}", f"no such setting: no rule, launch input or guard of "
