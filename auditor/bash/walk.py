@@ -282,6 +282,13 @@ class Shell(Expander, ABC):
                                    _caller_fallbacks(known))
             elif array is not None:
                 merged[name] = Var(array, max(v.line for v in known), any(v.exported for v in known))
+                if passes and array is known[0].value:
+                    self.diagnostics.append(Finding(
+                        "launch.loop-once", "info",
+                        f"the loop at line {passes} runs an unknown number of times: `{name}`, which "
+                        "each pass appends to, is read after one pass (with none, what it appends would not run)",
+                        fix="give the loop's values in the script, or the command with --command",
+                        where=f"{self.reading}:{passes}"))
             else:
                 merged[name] = Var(Symbolic(f"${{{name}}}"), max(v.line for v in known),
                                     any(v.exported for v in known))
