@@ -19,7 +19,7 @@ from auditor.config.entry_stack import UnknownStack
 from auditor.config.launch_options import check as launcher_refusals
 from auditor.config.model import LaunchConfig
 from auditor.config.releases import ReleaseUnavailable
-from auditor.config.settings import check_unscanned
+from auditor.config.settings import ANSWERED_UNREAD, check_unscanned
 from auditor.dynamic.runs import read_run
 from auditor.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from auditor.fix import pointer
@@ -54,11 +54,9 @@ def run(args: argparse.Namespace) -> int:
                       progress=sys.stderr.isatty(), command=args.training_command)
     try:
         return _run(args, base, overrides)
-    except (NotAPipelineRun, NotCoveredRun, UnknownStack, ScriptExits, CommandNotFollowed,
-            ReleaseUnavailable) as exc:
+    except ANSWERED_UNREAD as exc:
         # answered before the settings are read: a misspelt key is still bad input
-        check_unscanned(_given(args, overrides), getattr(exc, "config", None),
-                        code_read=isinstance(exc, (NotAPipelineRun, ScriptExits)))
+        check_unscanned(_given(args, overrides), exc)
         return _unscanned_answer(args, exc)
 
 

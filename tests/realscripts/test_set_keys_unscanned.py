@@ -73,3 +73,21 @@ def test_an_unread_run_still_takes_a_key_its_code_may_test(capsys, tmp_path):
     may be one of them (the full scan accepts a guard's name); only a near miss is a typo."""
     code, out, _ = _scan(capsys, tmp_path, HIDDEN, "zz_custom_switch=1")
     assert code == 1 and "INCONCLUSIVE" in out and "--command" in out
+
+
+@pytest.mark.parametrize("command", [["simulate"], ["fix"], ["gate", "--baseline", "BASE"]])
+def test_commands_that_refuse_the_run_name_the_misspelt_key_first(capsys, tmp_path, command):
+    """simulate, fix and gate need a pipeline run and refuse this one (exit 2): a misspelt key
+    is the error they name, as scan does, and spelt right the refusal names the run."""
+    script = tmp_path / "run.sh"
+    script.write_text(EXPORT, encoding="utf-8")
+    if "BASE" in command:
+        assert cli.main(["scan", "--config", str(script), "--format", "json",
+                         "-o", str(tmp_path / "base.json")]) == 0
+        command = [c.replace("BASE", str(tmp_path / "base.json")) for c in command]
+    capsys.readouterr()
+    for key, said in (("pipline_model_parallel_size", "did you mean pipeline_model_parallel_size?"),
+                      ("pipeline_model_parallel_size", "not a pipeline run")):
+        code = cli.main([*command, "--config", str(script), "--set", f"{key}=2"])
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert code == 2 and len(lines) == 1 and said in lines[0]
