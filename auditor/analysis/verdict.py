@@ -53,8 +53,20 @@ NEEDED_KEYS = {
 # How a simulated stack's undecided order names its decider (`_decide_for`, the headline).
 SIMULATE = "`p2paudit simulate "
 
-def site_verdict(reachable: str, runs_batched: bool | None, batch_p2p_comm: Any) -> str:
-    """`runs_batched` None: whether this op runs inside a coalesced group is undecided."""
+# Backends on which a batch run op by op has no hang of its own: gloo never coalesces
+# (supports_coalescing false), so batch_isend_irecv posts each isend/irecv, every one before any
+# is waited on, and gloo creates no communicator per pair (NCCL's lazy-init hang has no mechanism):
+# measured, megatron-core's schedule at 24 MiB on 4 and 8 gloo processes completes
+# (docs/findings.md section 6). A blocking op issued on its own still waits for its receive
+# (rules/nccl.toml, transport "gloo"): its order decides, which scan does not replay.
+OP_BY_OP_POSTED = ("gloo",)
+
+
+def site_verdict(reachable: str, runs_batched: bool | None, batch_p2p_comm: Any,
+                 backend: Any = None, alone: bool = False) -> str:
+    """`runs_batched` None: whether this op runs inside a coalesced group is undecided.
+    `backend`: the run's distributed_backend; `alone`: the op is issued on its own, not in a
+    batch that runs op by op (OP_BY_OP_POSTED)."""
     if reachable == "no":
         return "unreachable"
     if reachable != "yes":
@@ -63,9 +75,17 @@ def site_verdict(reachable: str, runs_batched: bool | None, batch_p2p_comm: Any)
         return "ok"
     if runs_batched is None:
         return "unknown" if batch_p2p_comm is not False else "ok"
+    if batch_p2p_comm is True and backend in OP_BY_OP_POSTED:
+        return "unknown" if alone else "ok"
     if batch_p2p_comm is True:
         return "contradiction"
     return "ok" if batch_p2p_comm is False else "unknown"
+
+
+def op_by_op_words(backend: Any) -> str:
+    """Why a batch run op by op on `backend` (OP_BY_OP_POSTED) is no contradiction."""
+    return (f"{backend} runs every batch op by op, each isend/irecv posted before any is waited "
+            f"on, with no communicator per pair: no lazy-init hang (docs/findings.md section 6)")
 
 
 # Kinds of [[check]] whose failure stops the run at start-up (each entry's `effect`: a
@@ -212,7 +232,9 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
     elif scanned:
         status = "clean"
         ok = sum(1 for s in sites if SiteStatus.of(s).ok)
-        head = f"CLEAN: {ok} reachable P2P site(s), all run as the config says{_why_unbatched(doc)}."
+        why = _why_unbatched(doc)
+        head = (f"CLEAN: {ok} reachable P2P site(s): {why}." if why.startswith(OP_BY_OP_POSTED)
+                else f"CLEAN: {ok} reachable P2P site(s), all run as the config says{why}.")
     else:
         status = "clean"
         head = ("CLEAN: the recorded run shows no error; its sources were inventoried, not "
@@ -293,8 +315,13 @@ def _other_backend(doc: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _why_unbatched(doc: dict[str, Any]) -> str:
-    """Where the config batches nothing, why: then no debug wrapper has a batch to un-batch."""
+    """Where the config batches nothing, why: then no debug wrapper has a batch to un-batch;
+    where the backend runs every batch op by op with no hang of its own, that."""
     run = RunConfig.from_json(doc.get("config", {}))
+    backend = run.value("distributed_backend")
+    if backend in OP_BY_OP_POSTED and any(s.get("runs_batched") is False and s.get("verdict") == "ok"
+                                          for s in doc.get("sites", [])):
+        return op_by_op_words(backend)
     if run.value("batch_p2p_comm") is not False or run.value("pipeline_model_parallel_size") in (1, None):
         return ""
     return f", none of them batched ({run.provenance('batch_p2p_comm', 'batch_p2p_comm=False')})"
@@ -459,6 +486,8 @@ def _decide_for(group: list[dict[str, Any]], run: RunConfig,
         if run.is_open("torch_version"):
             return "--torch X.Y.Z (the cluster's torch release)"
         return "`p2paudit record` of a run, then `p2paudit report` (what ran coalesced)"
+    if group[0].get("runs_batched") is False and run.value("distributed_backend") in OP_BY_OP_POSTED:
+        return "`p2paudit record` of a run, then `p2paudit report` (its replay decides the order)"
     tests = sorted({t for s in group for t in s.get("decided_by") or []})
     keys = [m.group(1) for t in tests for m in [re.fullmatch(r"(?:\w+\.)*config\.(\w+)", t)] if m]
     if tests and len(keys) == len(tests):

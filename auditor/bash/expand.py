@@ -61,6 +61,23 @@ def _seq(command: str) -> str | None:
     return "\n".join(str(n) for n in range(first, last + (1 if step > 0 else -1), step))
 
 
+# `$(cat <<'EOF' ... EOF)`: the here-document's text, a script kept in a variable (Megatron-Bridge's
+# `RUN_CMD=$(cat <<'EOF' ...)`, run with `srun bash -lc "${RUN_CMD}"`). Only a document whose text
+# is not expanded (a quoted delimiter, or none of `$`, backquote, backslash in it) is known.
+_CAT_HEREDOC = re.compile(r"\s*cat\s*<<(-?)\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\2[ \t]*\n(.*?)\n\t*\3\s*",
+                          re.DOTALL)
+
+
+def _cat_heredoc(command: str) -> str | None:
+    """What `$(cat <<DELIM ... DELIM)` gives (trailing newlines dropped, as bash does); None for
+    any other command or a document bash would expand."""
+    m = _CAT_HEREDOC.fullmatch(command)
+    if m is None or (not m.group(2) and re.search(r"[$`\\]", m.group(4))):
+        return None
+    lines = m.group(4).split("\n")
+    return "\n".join(ln.lstrip("\t") if m.group(1) else ln for ln in lines).rstrip("\n")
+
+
 class Expander:
     """The variables of a script (assigned, inherited through `environ`, read) and the expansion
     of words against them."""
@@ -161,6 +178,8 @@ class Expander:
                 self._emit(self.cwd, part.line, part.quoted, out)
             elif part.kind == "cmd" and (numbers := _seq(part.text)) is not None:
                 self._emit(numbers, part.line, part.quoted, out)
+            elif part.kind == "cmd" and (document := _cat_heredoc(part.text)) is not None:
+                self._emit(document, part.line, part.quoted, out)
             elif part.kind == "cmd":
                 where = self._script_dir(part.text)
                 if where is None:

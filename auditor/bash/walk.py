@@ -33,6 +33,7 @@ from auditor.bash.values import (
     EnvVar,
     Field,
     FieldBuilder,
+    Scalar,
     Symbolic,
     Var,
     concat,
@@ -172,7 +173,7 @@ class Shell(Expander, ABC):
             if node.var:
                 self.vars[node.var] = Var(Symbolic(f"${node.var}"), node.line, False)
             self.run(node.condition)
-            self._branches([node.body], exhaustive=False)
+            self._branches([node.body], exhaustive=False, passes=node.line)
         elif isinstance(node, CommandGroup):
             saved = dict(self.vars)
             self.subshells += node.subshell
@@ -247,11 +248,13 @@ class Shell(Expander, ABC):
             self.caller_tested.pop()
 
     def _branches(self, bodies: list[list[Node]], exhaustive: bool, default_for: str | None = None,
-                  block: bool = True) -> None:
-        """Run each branch from the same state; a variable the branches disagree on becomes symbolic.
+                  block: bool = True, passes: int = 0) -> None:
+        """Run each branch from the same state; a variable the branches disagree on becomes symbolic,
+        an array the words they all begin with and then an unknown one (`_array_merged`).
 
         `block`: an if/case/loop body (counted in `conditional`), not the right side of
-        `cd dir && torchrun ...`.
+        `cd dir && torchrun ...`. `passes`: the line of a loop whose body, read once here, runs an
+        unknown number of times.
         """
         before = dict(self.vars)
         ends = []
@@ -273,9 +276,19 @@ class Shell(Expander, ABC):
             if name == default_for and before.get(name) is None:
                 seen = [v for v in seen if v is not None]
             known = [v for v in seen if v is not None]
+            array = _array_merged(name, seen, passes)
             if len(known) == len(seen) and all(v.value == known[0].value for v in known):
                 merged[name] = Var(known[0].value, max(v.line for v in known), any(v.exported for v in known),
                                    _caller_fallbacks(known))
+            elif array is not None:
+                merged[name] = Var(array, max(v.line for v in known), any(v.exported for v in known))
+                if passes and array is known[0].value:
+                    self.diagnostics.append(Finding(
+                        "launch.loop-once", "info",
+                        f"the loop at line {passes} runs an unknown number of times: `{name}`, which "
+                        "each pass appends to, is read after one pass (with none, what it appends would not run)",
+                        fix="give the loop's values in the script, or the command with --command",
+                        where=f"{self.reading}:{passes}"))
             else:
                 merged[name] = Var(Symbolic(f"${{{name}}}"), max(v.line for v in known),
                                     any(v.exported for v in known))
@@ -559,6 +572,28 @@ _SETTERS = ("read", "printf", "mapfile", "readarray")
 _BUILTINS = frozenset({"export", "declare", "typeset", "local", "readonly", "unset", "source", ".", "eval",
                        *_SETTERS})
 _MAX_SOURCED = 1 << 20  # a sourced settings file; anything larger is not read
+def _array_merged(name: str, seen: list[Var | None], passes: int) -> list[tuple[Scalar, int]] | None:
+    """An array the branches' ends (`seen`, the state before them last where they need not run)
+    disagree on: the elements every end begins with, then one unknown element standing for the
+    rest (`${NAME[@]}`), so that the words surely there stay known (`srun_base=(srun -l ...)`,
+    then `--container-mounts` added under a test). A loop body of unknown passes (`passes`, its
+    line) that only appends is read after one pass, then the unknown rest: what its pass appends
+    (`srun_cmd+=(... bash -lc "$RUN_CMD")` per node) is what the script runs where the loop runs
+    at all. None where not every end is an array, or they share no first element."""
+    arrays = [v.value for v in seen if v is not None and isinstance(v.value, list)]
+    if len(arrays) != len(seen):
+        return None
+    rest = (Symbolic(f"${{{name}[@]}}"), max((e[1] for a in arrays for e in a), default=0))
+    if passes and len(arrays) == 2:
+        after, before = arrays
+        if len(after) > len(before) and after[:len(before)] == before:
+            return after
+    common = 0
+    while all(len(a) > common and a[common] == arrays[0][common] for a in arrays):
+        common += 1
+    return [*arrays[0][:common], rest] if common else None
+
+
 MAX_ITERATIONS = 16  # a `for` loop over more known items than this is read once, its variable unknown
 
 

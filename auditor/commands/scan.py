@@ -19,6 +19,7 @@ from auditor.config.entry_stack import UnknownStack
 from auditor.config.launch_options import check as launcher_refusals
 from auditor.config.model import LaunchConfig
 from auditor.config.releases import ReleaseUnavailable
+from auditor.config.settings import ANSWERED_UNREAD, check_unscanned
 from auditor.dynamic.runs import read_run
 from auditor.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from auditor.fix import pointer
@@ -53,25 +54,40 @@ def run(args: argparse.Namespace) -> int:
                       progress=sys.stderr.isatty(), command=args.training_command)
     try:
         return _run(args, base, overrides)
-    except NotAPipelineRun as exc:  # decided: nothing of what p2paudit audits runs here
+    except ANSWERED_UNREAD as exc:
+        # answered before the settings are read: a misspelt key is still bad input
+        check_unscanned(_given(args, overrides), exc)
+        return _unscanned_answer(args, exc)
+
+
+def _given(args: argparse.Namespace, overrides: dict[str, str]) -> dict[str, str]:
+    """The keys the user names, each with the option that named it (settings.check_settings)."""
+    given = dict.fromkeys(overrides, "--set")
+    if args.matrix:
+        given[normalise(args.matrix.partition("=")[0].strip())] = "--matrix"
+    return given
+
+
+def _unscanned_answer(args: argparse.Namespace, exc: InputError) -> int:
+    """The answer for a run decided, or left undecided, before any scan."""
+    if isinstance(exc, NotAPipelineRun):  # decided: nothing of what p2paudit audits runs here
         refused = None if exc.config is None else _launcher_refuses(exc.config, args.torch)
         if refused is not None:  # ... unless torch's launcher stops it first: the sharper answer
             return _unscanned(args, verdict.script_exits(refused))
         return _unscanned(args, verdict.not_pipeline(exc.what), exc.config)
-    except NotCoveredRun as exc:  # a pipeline engine no rules model: what it is, never clean
+    if isinstance(exc, NotCoveredRun):  # a pipeline engine no rules model: what it is, never clean
         return _unscanned(args, verdict.not_covered(exc.what, exc.decide), exc.config)
-    except UnknownStack as exc:  # a package no rules model runs the training: undecided
+    if isinstance(exc, UnknownStack):  # a package no rules model runs the training: undecided
         refused = None if exc.config is None else _launcher_refuses(exc.config, args.torch)
         if refused is not None:  # torch's launcher stops it first, whatever the stack
             return _unscanned(args, verdict.script_exits(refused))
         return _unscanned(args, verdict.not_followed(exc.what, exc.decide), exc.config)
-    except ScriptExits as exc:  # decided: the script stops before it trains
+    if isinstance(exc, ScriptExits):  # decided: the script stops before it trains
         return _unscanned(args, verdict.script_exits(exc.what))
-    except CommandNotFollowed as exc:  # a valid script, an undecided run: exit 1, not bad input
+    if isinstance(exc, CommandNotFollowed):  # a valid script, an undecided run: exit 1
         return _unscanned(args, verdict.not_followed(f"{exc.subject}: {exc.what}", exc.DECIDE))
-    except ReleaseUnavailable as exc:  # the release rules/ verifies is not on the index: undecided
-        return _unscanned(args, verdict.not_followed(f"{exc.subject}: {exc.what}", exc.decide))
-
+    assert isinstance(exc, ReleaseUnavailable)  # the release rules/ verifies is not on the index
+    return _unscanned(args, verdict.not_followed(f"{exc.subject}: {exc.what}", exc.decide))
 
 def _launcher_refuses(launch: LaunchConfig, torch: str | None) -> str | None:
     """What torch's launcher refuses on every torch release judged for this run, before any

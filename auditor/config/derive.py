@@ -624,8 +624,13 @@ def _named_in_words(launch: LaunchConfig, names: list[str]) -> bool:
     if any(isinstance(w, str) and setting.search(w) for w in words):
         return True
     parts = {p for n in names for p in _SPELLED_WITH.get(n, ())}
-    keys = [*launch.flags, *(w.split("=", 1)[0] for w in words if isinstance(w, str) and "=" in w)]
+    keys = [*launch.flags, *(k for w in words if isinstance(w, str) for k in _WORD_KEYS.findall(w))]
     return any(parts & set(re.split(r"[._+-]+", k.lower())) for k in keys)
+
+
+# Every `KEY=` of a word, also inside a list of them (Megatron-Bridge MIMO's
+# `--component language=tp=4,pp=2,dp=2`): an entry's own syntax may set a size by any of them.
+_WORD_KEYS = re.compile(r"(?:^|(?<=[,;:=\s]))([A-Za-z_][\w.+-]*)=")
 
 
 def _object_keys(raw: Any) -> list[str] | None:

@@ -61,7 +61,7 @@ def _launcher_options(config: LaunchConfig, launcher: dict, args: list[Field],
             k += 1
             continue
         if isinstance(value, Symbolic):
-            if k + 1 < len(args) and str(args[k + 1].value).endswith(".py"):
+            if _script_follows(args[k + 1:], launcher):
                 unresolved(config, args[k], path, "torchrun's options")
                 k += 1
                 continue
@@ -95,6 +95,21 @@ def _launcher_options(config: LaunchConfig, launcher: dict, args: list[Field],
         else:
             k += 1
     return [], None
+
+
+def _script_follows(rest: list[Field], launcher: dict) -> bool:
+    """Whether the first word of `rest` that is no option is a `.py` script or this launcher's
+    interpreter (`srun ${SRUN_OPTS[@]} --nodes=1 python train.py`): an unknown word before it
+    is read as the launcher's options, not its program."""
+    for f in rest:
+        if isinstance(f.value, Partial) and _known_option(f.value):
+            continue
+        if not isinstance(f.value, str):
+            return False
+        if f.value.startswith("-") and f.value != "-":
+            continue
+        return f.value.endswith(".py") or is_interpreter(f.value.rsplit("/", 1)[-1], launcher)
+    return False
 
 
 def _known_option(value: Partial) -> bool:

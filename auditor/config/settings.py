@@ -14,11 +14,18 @@ from __future__ import annotations
 import difflib
 import functools
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from auditor.config.coerce import overrides_from
+from auditor.config.entry_stack import UnknownStack
 from auditor.config.expr import RuleError, compile_expr
+from auditor.config.flags import normalise
+from auditor.config.launch import CommandNotFollowed, NotAPipelineRun, NotCoveredRun, ScriptExits
+from auditor.config.model import LaunchConfig
+from auditor.config.releases import ReleaseUnavailable
 from auditor.errors import InputError
 from auditor.rulebook import files
 from auditor.rulebook.frameworks import frameworks
@@ -65,10 +72,49 @@ def check_settings(given: Mapping[str, str], doc: dict[str, Any],
     derived = {k for k, source in config.get("sources", {}).items() if source != "--set"}
     known = set(known_settings(directory)) | derived
     known |= _guard_names(doc.get("sites", []))
+    _refuse(given, known)
+
+
+# Answers made before the settings are read: the run's own (scan), or why a command that needs a
+# pipeline refuses it (simulate, gate, fix). The first two are decided without the run's code.
+DECIDED_UNREAD = (NotAPipelineRun, ScriptExits)
+ANSWERED_UNREAD = (*DECIDED_UNREAD, NotCoveredRun, UnknownStack, CommandNotFollowed, ReleaseUnavailable)
+
+
+def check_unscanned(given: Mapping[str, str], answered: InputError) -> None:
+    """check_settings for a run `answered` without a scan (an ANSWERED_UNREAD): known are the
+    rules' keys and the flags of the launch as read. Where the answer is decided without the
+    run's code (DECIDED_UNREAD) no guard of it can matter; where it is not (the command not
+    followed, its stack unknown), a guard of that unread code may test any name, so only a near
+    miss of a known key is refused as a misspelling."""
+    known = set(known_settings())
+    launch: LaunchConfig | None = getattr(answered, "config", None)
+    if launch is not None:
+        known |= {normalise(name) for name in [*launch.flags, *launch.launcher_flags]}
+        known |= set(launch.entry_values)
+    _refuse(given, known, near_only=not isinstance(answered, DECIDED_UNREAD))
+
+
+@contextmanager
+def keys_first(pairs: Iterable[str]) -> Iterator[None]:
+    """For a command that refuses a run answered without a scan (simulate, gate, fix: exit 2), a
+    misspelt `--set` key (`pairs` as given) is the error named, not the run."""
+    try:
+        yield
+    except ANSWERED_UNREAD as exc:
+        check_unscanned(dict.fromkeys(overrides_from(pairs), "--set"), exc)
+        raise
+
+
+def _refuse(given: Mapping[str, str], known: set[str], near_only: bool = False) -> None:
+    """InputError for the first key of `given` not in `known`, with the closest known key;
+    `near_only`: only a key that has one."""
     for key, option in given.items():
         if key in known:
             continue
         close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
+        if near_only and not close:
+            continue
         hint = f"; did you mean {close[0]}?" if close else \
             "; the keys are the effective config's (`--format json`: config.effective)"
         raise InputError(f"{option} {key}", f"no such setting: no rule, launch input or guard of "
