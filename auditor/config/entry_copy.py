@@ -28,7 +28,7 @@ from pathlib import Path
 
 from auditor.bash.absent import checkout_root
 from auditor.bash.values import Field
-from auditor.config.entry_script import dotted
+from auditor.config.entry_script import dotted, parsed
 from auditor.config.lightning_entry import script_file
 from auditor.config.model import LaunchConfig
 from auditor.findings import Finding
@@ -75,7 +75,7 @@ def _shape(path: str, mtime: int, size: int) -> tuple[frozenset[str], frozenset[
     """(the top-level packages the file imports, the classes and functions it defines at its top
     level); empty where it is no Python this reader parses. `mtime` and `size` key the cache."""
     try:
-        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+        tree = parsed(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
         return frozenset(), frozenset()
     imports = {a.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
@@ -184,7 +184,7 @@ def _decorated(path: str, mtime: int, size: int) -> tuple[str | None, str | None
     """(config_path, config_name, line) of the file's top-level `@hydra.main(...)` function (also
     `from hydra import main`); None where it has none or is no Python this reader parses."""
     try:
-        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+        tree = parsed(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
         return None
     names = {"hydra.main"} | {a.asname or a.name for node in tree.body if isinstance(node, ast.ImportFrom)
@@ -205,7 +205,7 @@ def _uses(path: str, mtime: int, size: int) -> tuple[frozenset[str], frozenset[s
     """(every module the file imports, by its full name; every dotted attribute chain it reads:
     `config.actor_rollout_ref.actor.strategy`)."""
     try:
-        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+        tree = parsed(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
         return frozenset(), frozenset()
     modules = {a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
