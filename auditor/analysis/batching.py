@@ -53,6 +53,10 @@ WRAPPER_OP_BY_OP = Unbatched(
 # The key a stack's rules derive True where its schedule issues each op issued on its own paired
 # with the neighbour's in one order (rules/deepspeed.toml deepspeed.pipe-paired-order).
 PAIRED = "p2p_order_paired"
+# The key a stack's rules derive True where every pipeline exchange the run reaches is one op, one
+# way (rules/megatron-core.toml mcore.forward-only-one-way): a batch of it run op by op, or not
+# known to be coalesced, cannot make neighbours both send first.
+ONE_WAY = "pipeline_exchanges_one_way"
 
 # How a batched site's op reaches torch: as a P2POp descriptor or as the batch call itself; both
 # run coalesced only where torch coalesces batch_isend_irecv.
@@ -114,6 +118,15 @@ def site_doc(site: Site, r: SiteReach, effective: EffectiveConfig, unbatched: Un
             and unbatched is ON_ITS_OWN:
         undecided = (f"issued on its own on {backend}, where a send waits for its receive; "
                      "whether the order of such ops hangs is not replayed by scan")
+    one_way = effective.value(ONE_WAY)
+    if (v == "contradiction" or undecided) and r.reachable == "yes" and key == "torch_batch_coalesces" \
+            and site.issues in BATCH_ISSUED and one_way is not False:
+        if one_way is True:
+            v, undecided = "ok", ""
+            unbatched = Unbatched(TORCH_OP_BY_OP.cause if unbatched else "whether torch coalesces it does not matter",
+                                  TORCH_OP_BY_OP.fix, f"one-way exchanges: {_provenance(effective, ONE_WAY)}")
+        elif v == "contradiction":
+            v, undecided = "unknown", f"whether the exchanges are one-way is undecided: {_provenance(effective, ONE_WAY)}"
     if v == "unknown" and r.reachable == "yes" and not undecided:
         undecided = (f"batch_p2p_comm is undecided ({_provenance(effective, 'batch_p2p_comm')})"
                      if "batch_p2p_comm" in needs else

@@ -15,7 +15,8 @@ Such a program that passes megatron-core's schedule `forward_only=True` in every
 the parameter (rules/megatron-core.toml `[forward_only]`; none passes another value) trains
 nothing; at a pipeline size of 1 read so, megatron-core runs forward_backward_no_pipelining and
 sends nothing between stages: a `launch.not-pipeline` note (NOT A PIPELINE RUN). At PP > 1 the
-forward-only schedule sends activations between stages: scanned.
+forward-only schedule sends activations between stages: scanned, with `schedule_forward_only`
+True among the entry's values (rules/megatron-core.toml mcore.forward-only-one-way reads it).
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def read_entry_assignments(launch: LaunchConfig) -> None:
         if found is not None and key not in launch.entry_values:
             value, why, line = found
             launch.entry_values[key] = (value, f"{entry.path}:{line}: {why}", f"{entry.path}:{line}")
-    _one_stage_forward_only(launch, Path(entry.path))
+    _forward_only(launch, Path(entry.path))
 
 
 def _other_loops() -> list[tuple[frozenset[str], str]]:
@@ -97,34 +98,23 @@ def _written_elsewhere(script: Path, keys: list[str]) -> set[str]:
     return out
 
 
-def _one_stage_forward_only(launch: LaunchConfig, script: Path) -> None:
-    """A `launch.not-pipeline` note where the entry runs megatron-core's schedule forward only
-    at a pipeline size of 1 it surely sets (see the module docstring)."""
-    pp = launch.entry_values.get("pipeline_model_parallel_size")
+def _forward_only(launch: LaunchConfig, script: Path) -> None:
+    """Where the entry surely runs megatron-core's schedule forward only: `schedule_forward_only`
+    among its values, and a `launch.not-pipeline` note at a pipeline size of 1 it surely sets
+    (see the module docstring)."""
     named = names_schedule(launch) or ""
-    if pp is None or pp[0] != 1 or type(pp[0]) is not int or not named.startswith(SCHEDULES):
+    calls = _forward_only_calls(script) if named.startswith(SCHEDULES) else []
+    if not calls:
         return
     param = rulebook.load("megatron-core").data["forward_only"]["param"]
-    loops = _other_loops()
-    stop = frozenset(m.split(".")[0] for m in modeled_packages())
-    passed: list[str] = []
-    try:
-        for path, tree in iter_closure(script, stop):
-            for node in ast.walk(tree):
-                if _names_loop(node, loops):
-                    return  # a training loop runs the schedule inside the framework
-                given = [k.value for k in node.keywords if k.arg == param] if isinstance(node, ast.Call) else []
-                if isinstance(node, ast.Dict):  # `fn(**{"forward_only": ...})`
-                    given = [v for k, v in zip(node.keys, node.values)
-                             if isinstance(k, ast.Constant) and k.value == param]
-                for value in given:
-                    if not (isinstance(value, ast.Constant) and value.value is True):
-                        return  # a call that may train
-                    passed.append(f"{path.name}:{value.lineno}")
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+    passed = [f"{path.name}:{line}" for path, line in calls]
+    at = f"{calls[0][0]}:{calls[0][1]}"
+    launch.entry_values["schedule_forward_only"] = (
+        True, f"{script.name} calls megatron-core's {named.rpartition('.')[2]}() with {param}=True "
+              f"({', '.join(passed[:2])}; no call passes another value)", at)
+    pp = launch.entry_values.get("pipeline_model_parallel_size")
+    if pp is None or pp[0] != 1 or type(pp[0]) is not int:
         return
-    if not passed:
-        return  # the schedule's default: a training step
     at = f"{script.name}:{pp[2].rpartition(':')[2]}"
     launch.diagnostics.append(Finding(
         "launch.not-pipeline", "info",
@@ -133,6 +123,31 @@ def _one_stage_forward_only(launch: LaunchConfig, script: Path) -> None:
         f"no training step, at pipeline size 1 ({at}: {pp[1].removeprefix(pp[2] + ': ')}): "
         "forward_backward_no_pipelining sends nothing between stages",
         where=f"{launch.path}:{launch.command_line}", detail={"command": launch.launcher}))
+
+
+def _forward_only_calls(script: Path) -> list[tuple[Path, int]]:
+    """(file, line) of each `forward_only=True` the entry's closure passes; [] where a call may
+    pass another value, a training loop runs the schedule, or the closure cannot be read."""
+    param = rulebook.load("megatron-core").data["forward_only"]["param"]
+    loops = _other_loops()
+    stop = frozenset(m.split(".")[0] for m in modeled_packages())
+    passed: list[tuple[Path, int]] = []
+    try:
+        for path, tree in iter_closure(script, stop):
+            for node in ast.walk(tree):
+                if _names_loop(node, loops):
+                    return []  # a training loop runs the schedule inside the framework
+                given = [k.value for k in node.keywords if k.arg == param] if isinstance(node, ast.Call) else []
+                if isinstance(node, ast.Dict):  # `fn(**{"forward_only": ...})`
+                    given = [v for k, v in zip(node.keys, node.values)
+                             if isinstance(k, ast.Constant) and k.value == param]
+                for value in given:
+                    if not (isinstance(value, ast.Constant) and value.value is True):
+                        return []  # a call that may train
+                    passed.append((path, value.lineno))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+        return []
+    return passed  # none: the schedule's default, a training step
 
 
 def _setting(tree: ast.Module, key: str, options: dict[str, dict[str, Any]], launch: LaunchConfig,

@@ -1,0 +1,180 @@
+"""A forward-only, non-interleaved megatron-core schedule sends each activation one way only: with
+TORCH_DISTRIBUTED_DEBUG=DETAIL on torch 2.10, running a batch op by op cannot make two
+neighbouring stages both send first, so torch.detail-unbatches must not call it a hang.
+
+After Megatron-Bridge (NVIDIA-NeMo/Megatron-Bridge, commit
+067f987df03b8355b03192d88d70f1709fedf51a) examples/conversion/hf_to_megatron_generate_text.py:
+`model_provider.pipeline_model_parallel_size = pp` from `--pp` (:177, :200, :258) and
+`get_forward_backward_func()(..., forward_only=True, ...)` (:308-323), launched as
+examples/models/deepseek_v4/inference.sh:56-63 does (`python -m torch.distributed.run ... --pp`).
+megatron-core's forward_backward_pipelining_without_interleaving with forward_only=True runs only
+recv_forward and send_forward (rules/megatron-core.toml mcore.forward-only-one-way); the
+interleaved schedule (a virtual pipeline) pairs recv_prev with send_next in one batch
+(send_forward_recv_forward) and can still hang.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from auditor import rulebook, sources
+from auditor.config.derive import derive
+from auditor.config.launch import parse_launch
+
+ROOT = Path(__file__).resolve().parents[2]
+
+GENERATE = '''"""Greedy generation from a Megatron model (hf_to_megatron_generate_text.py's shape)."""
+import argparse
+
+from megatron.bridge import AutoBridge
+from megatron.core.pipeline_parallel.schedules import get_forward_backward_func
+
+
+def main(args):
+    tp = args.tp
+    pp = args.pp
+    bridge = AutoBridge.from_hf_pretrained(args.hf_model_path)
+    model_provider = bridge.to_megatron_provider(load_weights=True)
+    model_provider.tensor_model_parallel_size = tp
+    model_provider.pipeline_model_parallel_size = pp
+    model_provider.virtual_pipeline_model_parallel_size = None
+    model = model_provider.provide_distributed_model(wrap_with_ddp=False)
+    fwd_bwd_function = get_forward_backward_func()
+    return fwd_bwd_function(forward_step_func=None, data_iterator=None, model=model, num_microbatches=1,
+                            forward_only=True, seq_length=8, micro_batch_size=1)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--hf_model_path", type=str, required=True)
+    parser.add_argument("--tp", type=int, default=1)
+    parser.add_argument("--pp", type=int, default=1)
+    main(parser.parse_args())
+'''
+
+# The same program on a virtual pipeline: megatron-core runs the interleaved schedule.
+INTERLEAVED = GENERATE.replace("virtual_pipeline_model_parallel_size = None",
+                               "virtual_pipeline_model_parallel_size = 2")
+# The real file does not set the virtual pipeline size: the provider's, not known statically.
+UNSTATED = GENERATE.replace("    model_provider.virtual_pipeline_model_parallel_size = None\n", "")
+# A call that may train (forward_only not surely True): judged as a training step.
+MAY_TRAIN = GENERATE.replace("forward_only=True", "forward_only=args.eval_only")
+
+LAUNCH = """\
+export TORCH_DISTRIBUTED_DEBUG=DETAIL
+uv run python -m torch.distributed.run --nproc_per_node=4 \\
+    examples/conversion/hf_to_megatron_generate_text.py --hf_model_path x/y --tp 1 --pp 2
+"""
+TARGET = ("--target", "megatron-core==0.17.0", "--torch", "2.10.0",
+          "--set", "batch_p2p_comm=True", "--set", "distributed_backend=nccl")
+
+
+def _write(tmp_path: Path, code: str) -> Path:
+    conversion = tmp_path / "examples" / "conversion"
+    conversion.mkdir(parents=True, exist_ok=True)
+    (conversion / "hf_to_megatron_generate_text.py").write_text(code)
+    script = tmp_path / "inference.sh"
+    script.write_text(LAUNCH)
+    return script
+
+
+def _scan(script: Path, *extra: str) -> tuple[int, dict]:
+    proc = subprocess.run([sys.executable, "-m", "auditor", "scan", "--config", str(script), *TARGET, *extra,
+                           "--format", "json"], check=False, capture_output=True, text=True, cwd=ROOT,
+                          timeout=300)
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def _rules(doc: dict) -> set[str]:
+    return {f.get("detail", {}).get("rule") for f in doc["findings"]}
+
+
+def test_forward_only_without_virtual_stages_is_no_detail_hang(tmp_path) -> None:
+    code, doc = _scan(_write(tmp_path, GENERATE))
+    assert "torch.detail-unbatches" not in _rules(doc), doc["verdict"]
+    assert doc["verdict"]["status"] != "findings", doc["verdict"]
+    assert doc["config"]["effective"]["pipeline_exchanges_one_way"] is True
+
+
+def test_forward_only_on_a_virtual_pipeline_still_hangs(tmp_path) -> None:
+    code, doc = _scan(_write(tmp_path, INTERLEAVED))
+    assert code == 1 and doc["verdict"]["status"] == "findings"
+    assert "torch.detail-unbatches" in _rules(doc)
+
+
+def test_an_unstated_virtual_pipeline_stays_undecided(tmp_path) -> None:
+    """Forward only, but whether megatron-core interleaves is the provider's: not a finding, not
+    CLEAN; --set virtual_pipeline_model_parallel_size decides it."""
+    code, doc = _scan(_write(tmp_path, UNSTATED))
+    assert "torch.detail-unbatches" not in _rules(doc)
+    assert doc["verdict"]["status"] == "inconclusive"
+    assert any("torch.detail-unbatches" in u and "virtual_pipeline_model_parallel_size" in u
+               for u in doc["config"]["undecided"]), doc["config"]["undecided"]
+
+
+def test_a_call_that_may_train_is_judged_as_today(tmp_path) -> None:
+    code, doc = _scan(_write(tmp_path, MAY_TRAIN))
+    assert code == 1 and "torch.detail-unbatches" in _rules(doc)
+
+
+def test_other_stacks_keep_the_finding() -> None:
+    """No rule of an ms-swift run says its exchanges are one-way: the #9451 run still hangs."""
+    text = ("export TORCH_DISTRIBUTED_DEBUG=DETAIL\nNPROC_PER_NODE=8 megatron sft --model zai-org/GLM-4.5-Air "
+            "--pipeline_model_parallel_size 4\n")
+    config = derive(parse_launch(text, "run.sh"), {"megatron-core": "0.17.0", "ms-swift": "4.3.0",
+                                                   "mcore-bridge": "1.4.1"}, None, "2.10.0")
+    assert config.value("pipeline_exchanges_one_way") is False
+    assert any(f.detail.get("rule") == "torch.detail-unbatches" for f in config.findings)
+
+
+P2P = {"recv_forward", "send_forward", "recv_backward", "send_backward", "send_forward_recv_backward",
+       "send_backward_recv_forward", "send_forward_recv_forward", "send_backward_recv_backward"}
+
+
+def _forward_only_exchanges(body: list[ast.stmt]) -> set[tuple[str, int]]:
+    """(name, line) of each P2P call `body` can run with forward_only=True: the body of
+    `if not forward_only:` and the else of `if forward_only:` are skipped."""
+    out: set[tuple[str, int]] = set()
+    for stmt in body:
+        if isinstance(stmt, ast.If) and ast.unparse(stmt.test) in ("forward_only", "not forward_only"):
+            kept = stmt.body if ast.unparse(stmt.test) == "forward_only" else stmt.orelse
+            out |= _forward_only_exchanges(kept)
+            continue
+        if isinstance(stmt, (ast.For, ast.While, ast.With)):
+            out |= _forward_only_exchanges(stmt.body)
+        elif isinstance(stmt, ast.If):
+            out |= _forward_only_exchanges(stmt.body) | _forward_only_exchanges(stmt.orelse)
+        else:
+            out |= {(n.func.attr if isinstance(n.func, ast.Attribute) else n.func.id, n.lineno)
+                    for n in ast.walk(stmt) if isinstance(n, ast.Call)
+                    and (getattr(n.func, "attr", None) or getattr(n.func, "id", None)) in P2P}
+    return out
+
+
+# The lines of those calls in each release, as the rule's comment cites them.
+LINES = {"0.12.0": (1846, 1909), "0.17.0": (2206, 2274), "0.19.2": (2310, 2378)}
+
+
+@pytest.mark.wheels
+@pytest.mark.parametrize("version", sorted(LINES))
+def test_the_forward_only_non_interleaved_schedule_exchanges_one_way(version) -> None:
+    """rules/megatron-core.toml mcore.forward-only-one-way: with forward_only=True the
+    non-interleaved schedule runs only recv_forward and send_forward; the interleaved one runs
+    send_forward_recv_forward (both ways in one batch)."""
+    rule = next(r for r in rulebook.load("megatron-core").data["rule"] if r["id"] == "mcore.forward-only-one-way")
+    text = (sources.resolve(f"megatron-core=={version}").root
+            / "megatron/core/pipeline_parallel/schedules.py").read_text(encoding="utf-8")
+    fns = {n.name: n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef)}
+    plain = _forward_only_exchanges(fns[rule["function"]].body)
+    assert {name for name, _ in plain} == {"recv_forward", "send_forward"}, plain
+    assert (min(line for _, line in plain), max(line for _, line in plain)) == LINES[version]
+    interleaved = _forward_only_exchanges(fns["forward_backward_pipelining_with_interleaving"].body)
+    assert "send_forward_recv_forward" in {name for name, _ in interleaved}
+    if version == "0.17.0":
+        assert rule["code"] in text.splitlines()[int(rule["source"].rpartition(":")[2]) - 1]
