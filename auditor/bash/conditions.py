@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from auditor.bash.lexer import Word
 from auditor.bash.parser import AndOr, Cmd, Node, Pipeline
-from auditor.bash.values import Field
+from auditor.bash.values import Field, segments
 
 _INTEGER = {"-eq": int.__eq__, "-ne": int.__ne__, "-lt": int.__lt__, "-le": int.__le__,
             "-gt": int.__gt__, "-ge": int.__ge__}
@@ -58,6 +58,11 @@ def _test(cmd: Cmd, expand: Expand) -> bool | None:
         return fnmatch.fnmatchcase(left, pattern) != (words[1].raw == "!=")
     if any(w.raw in ("&&", "||", "-a", "-o", "(", ")") for w in words):
         return None
+    if len(words) == 2 and words[0].raw in ("-n", "-z"):  # known text in a value in part unknown
+        fields = expand(words[1])
+        if len(fields) == 1 and (double or not fields[0].unsplit) and any(
+                text for text, unknown in segments(fields[0].value) if not unknown):
+            return words[0].raw == "-n"
     operands: list[str] = []
     for w in words:
         fields = expand(w)

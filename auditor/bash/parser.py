@@ -20,6 +20,7 @@ class Cmd:
     end_line: int
     stdin: Heredoc | None = None  # the here-document the command reads (`sbatch <<EOF`)
     herestring: Word | None = None  # the word a `<<< WORD` here-string feeds it (`read A B <<< "$x"`)
+    stdout: Word | None = None  # the file its output goes to (`printf '%s' "$C" > "$FILE"`)
 
 
 @dataclass
@@ -292,22 +293,24 @@ class ShellParser:
                         self.p += 1
                     return
 
-    def _redirects(self) -> tuple[Heredoc | None, Word | None]:
-        """Skip redirections; the here-document and the here-string among them, if any."""
-        document = string = None
+    def _redirects(self) -> tuple[Heredoc | None, Word | None, Word | None]:
+        """Skip redirections; the here-document, the here-string and the file standard output
+        is written over (`> FILE`), among them, if any."""
+        document = string = out = None
         while isinstance(op := self._peek(), Operator) and op.text in REDIRECTS:
             self.p += 1
             if isinstance(target := self._peek(), Word):
                 self.p += 1
                 document = target.heredoc or document
                 string = target if op.text == "<<<" else string
-        return document, string
+                out = target if op.text in (">", ">|") and op.fd in ("", "1") else out
+        return document, string, out
 
     def _simple(self) -> Cmd:
         tok = self._peek()
         words: list[Word] = []
         stdin: Heredoc | None = None
-        herestring: Word | None = None
+        herestring = stdout = None
         test = isinstance(tok, Word) and tok.raw == "[["
         while (tok := self._peek()) is not None:
             if isinstance(tok, Word):
@@ -316,8 +319,8 @@ class ShellParser:
                 if test and tok.raw == "]]":
                     test = False
             elif isinstance(tok, Operator) and tok.text in REDIRECTS and not test:
-                document, string = self._redirects()
-                stdin, herestring = document or stdin, string or herestring
+                document, string, out = self._redirects()
+                stdin, herestring, stdout = document or stdin, string or herestring, out or stdout
             elif test:  # inside `[[ ]]` operators and newlines are part of the test
                 self.p += 1
             else:
@@ -325,4 +328,4 @@ class ShellParser:
         line = words[0].line if words else (tok.line if tok else 0)
         if test:
             self._syntax(line, "`]]` expected")
-        return Cmd(words, line, max((w.end_line for w in words), default=line), stdin, herestring)
+        return Cmd(words, line, max((w.end_line for w in words), default=line), stdin, herestring, stdout)

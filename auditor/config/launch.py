@@ -394,6 +394,7 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
         unknown = plain + "".join(f"; line {f.line} runs `{f.value}`, which is not known statically"
                           for f in shell.unresolved_commands[:3])
         unseen = "".join(f"; line {line}: {what}" for line, what in shell.opaque[:2])
+        unseen += "".join(f"; {what}" for what in shell.hidden_from_job[:2])
         raise CommandNotFollowed(path, f"the training command could not be followed: looked for "
                                        f"{spelling.looked_for()}, also behind srun/env/nohup, in `bash -c`, "
                                        f"`eval` and here-documents{unknown}{unseen}")

@@ -1,0 +1,153 @@
+"""`sbatch FILE` of a job file in the checkout is followed into FILE with the environment the
+caller exports and the allocation FILE's `#SBATCH` lines and the sbatch options ask for (issue 22
+items 4 and 9, turn 11).
+
+The scripts reproduce NVIDIA-NeMo/RL at commit 7ea279abfbeb698b092856d0dab61e7cf39bc909:
+examples/nemo_gym/nemotron-3-super/super_launch.sh builds the run as a string, `export
+COMMAND="export HF_MODULES_CACHE=... ; NRL_WG_USE_RAY_REF=1 ... python
+./examples/nemo_gym/run_grpo_nemo_gym.py --config ..."` (:141-172), after `cd "${SNAPSHOT_DIR}"`
+(:128, a copy of the checkout), and submits `SBATCH_CMD=(sbatch --nodes=... --account=...
+ray.sub)`, `"${SBATCH_CMD[@]}"` (:212-234). ray.sub (the checkout's root) begins with `#SBATCH
+--nodes=2` (:2), takes `COMMAND=${COMMAND:-}` (:101), writes it with `printf '%s' "$COMMAND" >
+"$DRIVER_COMMAND_FILE"` (:224-228), builds the head's script as `head_cmd=$(cat <<EOF ... bash
+"$DRIVER_COMMAND_FILE" ... EOF )` (:599-834; its comments hold lone `'`) and runs it with `srun
+... bash -x -c "$head_cmd" &` (:1049).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from auditor.bash.lexer import Lexer, Word
+from auditor.config.launch import CommandNotFollowed, parse_launch
+
+RAY_SUB = """#!/bin/bash
+#SBATCH --nodes=2
+#SBATCH --exclusive
+#SBATCH --account=ACCOUNT
+
+set -eoux pipefail
+COMMAND=${COMMAND:-}  # This is a script relative to the SLURM_SUBMIT_DIR.
+BASE_LOG_DIR=${BASE_LOG_DIR:-$SLURM_SUBMIT_DIR}
+LOG_DIR="$BASE_LOG_DIR/$SLURM_JOB_ID-logs"
+mkdir -p $LOG_DIR
+GPUS_PER_NODE=${GPUS_PER_NODE:-8}
+
+# Write COMMAND to a file so the head container can run it without heredoc/quoting
+# issues. Its presence is also how the head decides non-interactive vs interactive.
+DRIVER_COMMAND_FILE=""
+if [[ -n "$COMMAND" ]]; then
+  DRIVER_COMMAND_FILE="$LOG_DIR/driver_command.sh"
+  printf '%s' "$COMMAND" > "$DRIVER_COMMAND_FILE"
+  chmod +x "$DRIVER_COMMAND_FILE"
+fi
+
+TOPO_PROBE_SCRIPT="$LOG_DIR/topology_probe.sh"
+cat > "$TOPO_PROBE_SCRIPT" <<TOPO_PROBE_EOF
+RAY_RESOURCES='{\\"worker_units\\": '"$GPUS_PER_NODE"
+export RAY_RESOURCES
+TOPO_PROBE_EOF
+
+head_cmd=$(cat <<EOF
+source $LOG_DIR/topology_probe.sh
+# If this node can't see the canary, LOG_DIR is not shared. Fail now.
+if [[ ! -f "$LOG_DIR/.shared_fs_canary" ]]; then
+  exit 1
+fi
+if [[ -n "$DRIVER_COMMAND_FILE" ]]; then
+  set +e
+  bash "$DRIVER_COMMAND_FILE" > "$LOG_DIR/ray-driver.log" 2>&1
+  exit_code=\\$?
+  exit \\$exit_code
+else
+  sleep infinity
+fi
+EOF
+)
+
+srun --container-name=ray-head --nodes=1 --ntasks=1 -w "$head_node" -o $LOG_DIR/ray-head.log bash -x -c "$head_cmd" &
+wait
+"""
+
+LAUNCH = """#!/usr/bin/env bash
+set -euo pipefail
+SNAPSHOT_DIR=$(realpath "$(bash tools/code_snapshot.sh run)")
+cd "${SNAPSHOT_DIR}"
+export COMMAND="export HF_MODULES_CACHE=/cache ; \\
+    python -c \\"from transformers import AutoConfig; p='${MODEL_PATH}'\\" ; \\
+    date ; \\
+    NRL_WG_USE_RAY_REF=1 \\
+    torchrun --nproc_per_node 8 pretrain_gpt.py --load ${MODEL_PATH} \\
+    --pipeline-model-parallel-size 2"
+SBATCH_CMD=(
+    sbatch
+    --nodes=4
+    --account="acct"
+    -J grpo
+    ray.sub
+)
+"${SBATCH_CMD[@]}"
+"""
+
+
+def _checkout(tmp_path: Path, job: str = RAY_SUB, name: str = "ray.sub") -> Path:
+    """A checkout (its root holds pyproject.toml) with the job file at its root and the launch
+    script two directories down, as NeMo-RL's examples/nemo_gym/nemotron-3-super/."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    (tmp_path / name).write_text(job)
+    launch = tmp_path / "examples" / "run"
+    launch.mkdir(parents=True)
+    return launch / "launch.sh"
+
+
+def test_a_heredoc_inside_a_command_substitution_is_one_word() -> None:
+    # bash reads the here-document of `$(cat <<EOF` to its delimiter; a lone `'` in it is text
+    tokens = Lexer("X=$(cat <<EOF\nit's (here\nEOF\n)\necho done\n", "t.sh").tokens()
+    words = [t.raw for t in tokens if isinstance(t, Word)]
+    assert words == ["X=$(cat <<EOF\nit's (here\nEOF\n)", "echo", "done"]
+
+
+def test_sbatch_of_a_job_file_reaches_the_command_it_runs(tmp_path: Path) -> None:
+    path = _checkout(tmp_path)
+    config = parse_launch(LAUNCH, str(path))
+    assert config.launcher.startswith("torchrun")
+    assert config.flags["pipeline_model_parallel_size"].value == "2"
+    assert config.world_size == 8  # torchrun's own one node of 8, wherever srun starts it
+    assert "NRL_WG_USE_RAY_REF" in config.env
+    assert any(d.kind == "launch.job-file" for d in config.diagnostics)
+    # the command as the launch script wrote it into COMMAND (the warm-up `python -c` is no run)
+    assert config.command_line == 5
+    # the file the job wrote and sourced was read: nothing unseen may set the environment
+    assert not any(d.kind == "launch.unknown-settings" for d in config.diagnostics)
+
+
+def test_an_unexported_command_does_not_reach_the_job(tmp_path: Path) -> None:
+    # sbatch passes the environment, not the caller's shell variables: COMMAND is empty there
+    path = _checkout(tmp_path)
+    with pytest.raises(CommandNotFollowed) as caught:
+        parse_launch(LAUNCH.replace("export COMMAND=", "COMMAND="), str(path))
+    assert "reads COMMAND, which the script sets at line 5 without `export`" in str(caught.value)
+
+
+JOB = """#!/bin/bash
+#SBATCH --nodes=1
+#SBATCH --ntasks-per-node=8
+srun bash -c "$COMMAND"
+"""
+
+
+def test_the_sbatch_options_beat_the_job_files_directives(tmp_path: Path) -> None:
+    path = _checkout(tmp_path, JOB, "job.sh")
+    text = ('export COMMAND="python pretrain_gpt.py --pipeline-model-parallel-size 2"\n'
+            "cd /nowhere\nsbatch -N 4 --account acct job.sh\n")
+    config = parse_launch(text, str(path))
+    assert (config.nnodes, config.nproc_per_node, config.world_size) == (4, 8, 32)
+
+
+def test_a_command_not_known_statically_is_named(tmp_path: Path) -> None:
+    path = _checkout(tmp_path, JOB, "job.sh")
+    with pytest.raises(CommandNotFollowed) as caught:
+        parse_launch('export COMMAND="$(cat run.txt)"\ncd /nowhere\nsbatch job.sh\n', str(path))
+    assert "runs `$(cat run.txt)`, which is not known statically" in str(caught.value)
