@@ -151,3 +151,12 @@ def test_a_command_not_known_statically_is_named(tmp_path: Path) -> None:
     with pytest.raises(CommandNotFollowed) as caught:
         parse_launch('export COMMAND="$(cat run.txt)"\ncd /nowhere\nsbatch job.sh\n', str(path))
     assert "runs `$(cat run.txt)`, which is not known statically" in str(caught.value)
+
+
+def test_an_undecided_nemo_rl_config_names_the_command_to_give(tmp_path: Path) -> None:
+    # NVIDIA-NeMo/RL 7ea279abfb examples/nemo_gym/nemotron-3-super/super_launch.sh:8, :162: the
+    # config is the caller's `--config ${CONFIG_PATH}`; the step that decides it is a command
+    path = _checkout(tmp_path, JOB, "job.sh")
+    config = parse_launch("uv run python examples/run_grpo.py --config ${CONFIG_PATH}\n", str(path))
+    found = next(d for d in config.diagnostics if d.kind == "launch.unknown-stack")
+    assert found.detail["decide"].startswith("--command 'python run_grpo.py --config CONFIG.yaml ...'")
