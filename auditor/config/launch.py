@@ -532,8 +532,11 @@ def _backend(config: LaunchConfig, shell: LaunchShell, spelling: Spelling, path:
 
 
 def _environment(shell: LaunchShell, chosen: Candidate) -> dict[str, EnvVar]:
-    env: dict[str, EnvVar] = {  # line 0: the audit's environment; else the job's `#SBATCH` line
-        name: EnvVar(name, value, shell.allocation.get(name, 0), "environ") for name, value in shell.environ.items()}
+    env: dict[str, EnvVar] = {  # line 0: the audit's environment; else the job's `#SBATCH` line,
+        # or the `sbatch -N 4 FILE` line whose options the job's environment gets
+        name: EnvVar(name, value, shell.allocation.get(name, 0), "export" if name in shell.by_sbatch else "environ",
+                     shell.allocation_file.get(name, ""))
+        for name, value in shell.environ.items()}
     for name, var in chosen.env.items():
         if isinstance(var.value, list):
             continue

@@ -70,6 +70,8 @@ class LaunchShell(Shell):
             n for e in spelling.launchers for n in (e.get("env_nproc"), e.get("env_nnodes")) if n))
         self.allocation: dict[str, int] = {}  # variables a `#SBATCH` line sets, and that line
         self.submitted: set[str] = set()  # those the options of the `sbatch` being read set
+        self.by_sbatch: set[str] = set()  # those an `sbatch` command's own options set
+        self.allocation_file: dict[str, str] = {}  # the job file of such a `#SBATCH` line, if not the script
         self.hidden_from_job: list[str] = []  # variables a job file reads that were set but not exported
         # `python SCRIPT.py` with no launcher around it (a `one_process` launcher rule): the run's
         # command only where the script runs no launcher (config.launch._build)
@@ -96,6 +98,7 @@ class LaunchShell(Shell):
                         if name not in self.environ or name in self.allocation:
                             self.environ[name] = value  # what the job inherits from its allocation
                             self.allocation[name] = line
+                            self.allocation_file[name] = lexer.path if lexer.path != self.path else ""
 
     def external(self, fields: list[Field], inline: dict[str, EnvVar], cmd: Cmd,
                  siblings: list[Node], at: int) -> int:
@@ -399,7 +402,9 @@ class LaunchShell(Shell):
             if name not in self.environ or name in self.allocation:  # the audit's environment wins
                 self.environ[name] = value
                 self.allocation[name] = cmd.line
+                self.allocation_file[name] = ""
                 self.submitted.add(name)
+                self.by_sbatch.add(name)
         self.diagnostics.append(Finding(
             "launch.job-file", "info",
             f"`{cmd.words[0].raw}` at line {cmd.line} submits the job file {path}: read with the variables the "

@@ -144,6 +144,8 @@ def test_the_sbatch_options_beat_the_job_files_directives(tmp_path: Path) -> Non
             "cd /nowhere\nsbatch -N 4 --account acct job.sh\n")
     config = parse_launch(text, str(path))
     assert (config.nnodes, config.nproc_per_node, config.world_size) == (4, 8, 32)
+    assert "SLURM_NNODES=4 (line 3)" in config.world_source["nnodes"]
+    assert "#SBATCH at line 3 of job.sh" in config.world_source["nproc_per_node"]
 
 
 def test_a_command_not_known_statically_is_named(tmp_path: Path) -> None:
