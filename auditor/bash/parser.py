@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from auditor.bash.lexer import MAX_NESTING, REDIRECTS, Heredoc, Operator, Token, Word
+from auditor.bash.lexer import MAX_NESTING, REDIRECTS, Heredoc, Operator, Part, Token, Word
 from auditor.errors import InputError
 from auditor.findings import Finding
 
@@ -43,6 +43,7 @@ class ShellLoop:
     condition: list[Node]
     body: list[Node]
     items: list[Word] | None = None  # `for VAR in WORDS`: the words; None for `for VAR` and `while`
+    until: bool = False  # `until COND`: the body runs while COND fails
 
 
 @dataclass
@@ -225,7 +226,9 @@ class ShellParser:
             loop.items = items if word == "for" else None  # `select` waits for the user's choice
             return loop
         if word in ("while", "until"):
-            return self._loop_body(line, None, self._list(frozenset({"do"})))
+            loop = self._loop_body(line, None, self._list(frozenset({"do"})))
+            loop.until = word == "until"
+            return loop
         if word == "case":
             subject = nxt if isinstance(nxt := self._peek(), Word) else None
             if subject is not None:
@@ -322,6 +325,8 @@ class ShellParser:
                 document, string, out = self._redirects()
                 stdin, herestring, stdout = document or stdin, string or herestring, out or stdout
             elif test:  # inside `[[ ]]` operators and newlines are part of the test
+                if isinstance(tok, Operator) and tok.text in ("&&", "||"):  # kept: they join tests
+                    words.append(Word([Part("lit", tok.text, False, tok.line)], tok.line, tok.line, tok.text))
                 self.p += 1
             else:
                 break

@@ -175,6 +175,8 @@ class Shell(Expander, ABC):
             if node.var:
                 self.vars[node.var] = Var(Symbolic(f"${node.var}"), node.line, False)
             self.run(node.condition)
+            if node.var is None and condition(node.condition, self._noting([])) is node.until:
+                return  # `while [[ "$X" == */ ]]` of an X that does not end in `/`: no pass runs
             self._branches([node.body], exhaustive=False)
         elif isinstance(node, CommandGroup):
             saved = dict(self.vars)

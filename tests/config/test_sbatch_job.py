@@ -162,3 +162,23 @@ def test_an_undecided_nemo_rl_config_names_the_command_to_give(tmp_path: Path) -
     config = parse_launch("uv run python examples/run_grpo.py --config ${CONFIG_PATH}\n", str(path))
     found = next(d for d in config.diagnostics if d.kind == "launch.unknown-stack")
     assert found.detail["decide"].startswith("--command 'python run_grpo.py --config CONFIG.yaml ...'")
+
+
+TRIM = """#!/usr/bin/env bash
+export MODEL_PATH="${MODEL_PATH:-/path/to/checkpoint}"
+while [[ "${MODEL_PATH}" == */ && "${MODEL_PATH}" != "/" ]]; do
+    MODEL_PATH="${MODEL_PATH%/}"
+done
+torchrun --nproc_per_node 8 pretrain_gpt.py --load ${MODEL_PATH} --pipeline-model-parallel-size 2
+"""
+
+
+def test_a_loop_whose_test_fails_at_entry_leaves_its_variables(tmp_path: Path) -> None:
+    # NVIDIA-NeMo/RL 7ea279abfb super_omni_launch.sh:20, :31-33: the `&&` of `[[ ]]` is decided
+    # too, and a value with no trailing `/` never enters the loop that trims it
+    config = parse_launch(TRIM, str(tmp_path / "launch.sh"))
+    assert config.flags["load"].value == "/path/to/checkpoint"
+    trailing = parse_launch(TRIM.replace("/path/to/checkpoint", "/path/to/checkpoint/"), str(tmp_path / "l.sh"))
+    assert not isinstance(trailing.flags["load"].value, str)  # the loop runs: `%/` is not read here
+    either = parse_launch(TRIM.replace("&&", "||"), str(tmp_path / "l.sh"))
+    assert not isinstance(either.flags["load"].value, str)  # `!= "/"` holds: the loop runs
