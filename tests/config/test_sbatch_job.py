@@ -21,7 +21,11 @@ from pathlib import Path
 import pytest
 
 from auditor.bash.lexer import Lexer, Word
+from auditor.bash.values import Field, Partial, Symbolic
+from auditor.bash.written import cat_document, output
+from auditor.config.batch_job import allocation_options, job_file_at
 from auditor.config.launch import CommandNotFollowed, parse_launch
+from auditor.rulebook.launchers import Spelling
 
 RAY_SUB = """#!/bin/bash
 #SBATCH --nodes=2
@@ -182,3 +186,25 @@ def test_a_loop_whose_test_fails_at_entry_leaves_its_variables(tmp_path: Path) -
     assert not isinstance(trailing.flags["load"].value, str)  # the loop runs: `%/` is not read here
     either = parse_launch(TRIM.replace("&&", "||"), str(tmp_path / "l.sh"))
     assert not isinstance(either.flags["load"].value, str)  # `!= "/"` holds: the loop runs
+
+
+def test_sbatch_options_that_take_a_value_are_skipped_to_the_job_file() -> None:
+    spelling = Spelling.load(None)
+    words = ["-A", "acct", "--nodes=4", "--exclusive", "-J", "grpo", "-N4", "ray.sub", "x"]
+    fields = [Field(w, 1) for w in words]
+    assert job_file_at(fields, spelling) == 7
+    assert allocation_options(fields[:7], spelling)["SLURM_NNODES"] == "4"
+    # `--nodes="$(...)"` (super_omni_launch.sh:231): an option, its value not known; a word not
+    # known from its start may be the file itself
+    nodes = Partial("--nodes=$(x)", (("--nodes=", False), ("$(x)", True)))
+    assert job_file_at([Field(nodes, 1), Field("ray.sub", 1)], spelling) == 1
+    assert job_file_at([Field(Symbolic("$JOB"), 1), Field("ray.sub", 1)], spelling) is None
+
+
+def test_what_a_write_puts_in_its_file() -> None:
+    assert cat_document("cat <<EOF\nA $X\nEOF\n") is not None
+    assert cat_document("cat <<EOF\nA\nEOF\necho more") is None  # another command after it
+    assert output("printf", [Field("%s", 1), Field("python x.py", 1)], None) == "python x.py"
+    assert output("printf", [Field("%d", 1), Field("1", 1)], None) is None
+    assert output("echo", [Field("a", 1), Field("b", 1)], None) == "a b\n"
+    assert output("echo", [Field("-e", 1), Field("a", 1)], None) is None
