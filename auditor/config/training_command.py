@@ -171,6 +171,8 @@ class LaunchShell(Shell):
             if base in self.spelling.shells or base in self.spelling.batch:
                 return self._shell_c(fields[:k + 1], fields[k + 1:], cmd)
             launcher, invoked, sub, start = self._match_launcher(fields, k)
+            if launcher is None and "/" in f.value and (shell := self._shebang(f.value)) is not None:
+                return self._shell_c(fields[:k] + [Field(shell, f.line)], fields[k:], cmd)  # `srun ./job.sh`
             args = fields[start:]
             if (launcher is None and self.starter is not None and is_interpreter(base, self.starter[0])
                     and not _code_string(fields, k)):
@@ -204,6 +206,21 @@ class LaunchShell(Shell):
             if not wrapped:
                 return None
         return None
+
+    def _shebang(self, name: str) -> str | None:
+        """The shell a script file run by its path (`./job.sh`, `srun scripts/run.sh`) names on its
+        `#!` line (`#!/bin/bash`, `#!/usr/bin/env bash`); None for any other program, or a file
+        not found."""
+        try:
+            text = self.locate(name, sourced=False)[1]
+        except OSError:
+            return None
+        first = text.split("\n", 1)[0]
+        words = first[2:].split() if first.startswith("#!") else []
+        if words and os.path.basename(words[0]) == "env":
+            words = [w for w in words[1:] if not w.startswith("-")]
+        shell = os.path.basename(words[0]) if words else ""
+        return shell if shell in self.spelling.shells else None
 
     def _builds_entry(self, fields: list[Field], k: int) -> dict | None:
         """The launcher of `python [options] SCRIPT` (or behind a python runner: `coverage run

@@ -208,3 +208,10 @@ def test_what_a_write_puts_in_its_file() -> None:
     assert output("printf", [Field("%d", 1), Field("1", 1)], None) is None
     assert output("echo", [Field("a", 1), Field("b", 1)], None) == "a b\n"
     assert output("echo", [Field("-e", 1), Field("a", 1)], None) is None
+
+
+def test_srun_of_a_job_file_by_its_path_reads_it(tmp_path: Path) -> None:
+    # `srun ./job.sh`: srun runs the file itself, which its `#!` line hands to bash
+    (tmp_path / "job.sh").write_text("#!/usr/bin/env bash\npython pretrain_gpt.py --pipeline-model-parallel-size 2\n")
+    config = parse_launch(f"srun -N 2 --ntasks-per-node 8 {tmp_path}/job.sh\n", str(tmp_path / "launch.sh"))
+    assert config.launcher.startswith("srun") and config.world_size == 16
