@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from auditor.bash.lexer import Word
 from auditor.bash.parser import AndOr, Cmd, Node, Pipeline
-from auditor.bash.values import Field
+from auditor.bash.values import Field, segments
 
 _INTEGER = {"-eq": int.__eq__, "-ne": int.__ne__, "-lt": int.__lt__, "-le": int.__le__,
             "-gt": int.__gt__, "-ge": int.__ge__}
@@ -51,6 +51,34 @@ def _test(cmd: Cmd, expand: Expand) -> bool | None:
         if not words or words[-1].raw != ("]]" if double else "]"):
             return None
         words = words[:-1]
+    if double:
+        return _chain(words, expand)
+    return _primary(words, False, expand)
+
+
+def _chain(words: list[Word], expand: Expand) -> bool | None:
+    """`[[ A && B ]]`, `[[ A || B ]]`: each test of a chain of one operator, decided where those
+    that decide it are (`&&`: one false, or all true); a mix of both, or parentheses: None."""
+    ops = {w.raw for w in words} & {"&&", "||"}
+    if len(ops) > 1 or any(w.raw in ("(", ")") for w in words):
+        return None
+    if not ops:
+        return _primary(words, True, expand)
+    op = ops.pop()
+    parts: list[list[Word]] = [[]]
+    for w in words:
+        if w.raw == op:
+            parts.append([])
+        else:
+            parts[-1].append(w)
+    results = [_primary(part, True, expand) for part in parts]
+    decisive = op == "||"  # the value that decides the chain on its own
+    if decisive in results:
+        return decisive
+    return None if None in results else not decisive
+
+
+def _primary(words: list[Word], double: bool, expand: Expand) -> bool | None:
     if double and len(words) == 3 and words[1].raw in ("==", "=", "!="):
         left, pattern = _one(words[0], expand), _pattern(words[2], expand)
         if left is None or pattern is None:
@@ -58,6 +86,11 @@ def _test(cmd: Cmd, expand: Expand) -> bool | None:
         return fnmatch.fnmatchcase(left, pattern) != (words[1].raw == "!=")
     if any(w.raw in ("&&", "||", "-a", "-o", "(", ")") for w in words):
         return None
+    if len(words) == 2 and words[0].raw in ("-n", "-z"):  # known text in a value in part unknown
+        fields = expand(words[1])
+        if len(fields) == 1 and (double or not fields[0].unsplit) and any(
+                text for text, unknown in segments(fields[0].value) if not unknown):
+            return words[0].raw == "-n"
     operands: list[str] = []
     for w in words:
         fields = expand(w)

@@ -6,7 +6,9 @@ from __future__ import annotations
 import os
 import re
 
-from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Part, Word
+from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Heredoc, Lexer, Part, Word
+from auditor.bash.read_builtin import as_double_quoted
+from auditor.bash.written import cat_document
 from auditor.bash.values import (
     Field,
     FieldBuilder,
@@ -17,6 +19,7 @@ from auditor.bash.values import (
     concat,
     integer_arithmetic,
     join,
+    segments,
 )
 
 _PARAM = re.compile(r"(#?)([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])(?:\[([^\]]*)\])?(.*)", re.DOTALL)
@@ -61,21 +64,14 @@ def _seq(command: str) -> str | None:
     return "\n".join(str(n) for n in range(first, last + (1 if step > 0 else -1), step))
 
 
-# `$(cat <<'EOF' ... EOF)`: the here-document's text, a script kept in a variable (Megatron-Bridge's
-# `RUN_CMD=$(cat <<'EOF' ...)`, run with `srun bash -lc "${RUN_CMD}"`). Only a document whose text
-# is not expanded (a quoted delimiter, or none of `$`, backquote, backslash in it) is known.
-_CAT_HEREDOC = re.compile(r"\s*cat\s*<<(-?)\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\2[ \t]*\n(.*?)\n\t*\3\s*",
-                          re.DOTALL)
-
-
-def _cat_heredoc(command: str) -> str | None:
-    """What `$(cat <<DELIM ... DELIM)` gives (trailing newlines dropped, as bash does); None for
-    any other command or a document bash would expand."""
-    m = _CAT_HEREDOC.fullmatch(command)
-    if m is None or (not m.group(2) and re.search(r"[$`\\]", m.group(4))):
-        return None
-    lines = m.group(4).split("\n")
-    return "\n".join(ln.lstrip("\t") if m.group(1) else ln for ln in lines).rstrip("\n")
+def _trailing_newlines_dropped(value: str | Symbolic) -> str | Symbolic:
+    """A command substitution's output as bash gives it: without its trailing newlines."""
+    if not isinstance(value, Symbolic):
+        return value.rstrip("\n")
+    pieces = list(segments(value))
+    if not pieces[-1][1]:
+        pieces[-1] = (pieces[-1][0].rstrip("\n"), False)
+    return concat([Symbolic(text) if unknown else text for text, unknown in pieces])
 
 
 class Expander:
@@ -129,7 +125,10 @@ class Expander:
             self._taken = saved
         current = self.vars.get(name)
         inherited = current.exported if current else name in self.environ
-        self.vars[name] = Var(value, word.line, exported or inherited, taken)
+        # `COMMAND=${COMMAND:-}` of a set COMMAND keeps its value, and the line that set it
+        same = re.fullmatch(rf'"?\$(?:{name}|\{{{name}(?::?[-=][^}}]*)?\}})"?', word.raw[len(name) + 1:])
+        line = current.line if current is not None and same and value == current.value else word.line
+        self.vars[name] = Var(value, line, exported or inherited, taken)
 
     # -- expansion
 
@@ -159,6 +158,15 @@ class Expander:
                       (n not in self.vars or n in self.vars[n].fallbacks) and n not in names]
         return fields
 
+    def document_text(self, document: Heredoc, line: int) -> str | Symbolic | None:
+        """A here-document's text as bash gives it: expanded as a double-quoted word where its
+        delimiter is unquoted; None where it does not read as one word."""
+        if not document.expands:
+            return document.body
+        words = [t for t in Lexer(as_double_quoted(document.body), self.path, line - 1).tokens()
+                 if isinstance(t, Word)]
+        return self._join_parts(words[0].parts, line) if len(words) == 1 else None
+
     def _join_parts(self, parts: list[Part], line: int) -> str | Symbolic:
         """Expansion without word splitting, as in an assignment's value."""
         builder = FieldBuilder()
@@ -178,8 +186,12 @@ class Expander:
                 self._emit(self.cwd, part.line, part.quoted, out)
             elif part.kind == "cmd" and (numbers := _seq(part.text)) is not None:
                 self._emit(numbers, part.line, part.quoted, out)
-            elif part.kind == "cmd" and (document := _cat_heredoc(part.text)) is not None:
-                self._emit(document, part.line, part.quoted, out)
+            elif part.kind == "cmd" and (document := cat_document(part.text)) is not None:
+                text = self.document_text(document, part.line + 1)
+                if text is None:
+                    out.symbolic(part.src, part.line, unsplit=not part.quoted)
+                else:
+                    self._emit(_trailing_newlines_dropped(text), part.line, part.quoted, out)
             elif part.kind == "cmd":
                 where = self._script_dir(part.text)
                 if where is None:
@@ -267,7 +279,8 @@ class Expander:
         if not rest:
             return (value, line) if value is not None else unknown
         op_match = _PARAM_OP.fullmatch(rest)
-        if not op_match or isinstance(value, Symbolic):
+        # a value known in part (`export COMMAND="python ${X} ..."`) is surely set and not empty
+        if not op_match or (isinstance(value, Symbolic) and not any(t for t, u in segments(value) if not u)):
             return unknown
         op, argument = op_match.groups()
         is_set = value is not None and (value != "" or not op.startswith(":"))

@@ -51,6 +51,7 @@ class Heredoc:
 class Operator:
     text: str
     line: int
+    fd: str = ""  # the file descriptor written before a redirection (`2>`), if any
 
 
 Token = Word | Operator
@@ -103,7 +104,7 @@ class Lexer:
                 start = i + (fd.end() if fd else 0)
                 op = next((o for o in _OPERATORS if s.startswith(o, start)), None)
                 if op is not None:
-                    out.append(Operator(op, self.line(i)))
+                    out.append(Operator(op, self.line(i), fd.group(0) if fd else ""))
                     i = start + len(op)
                     if op in ("<<", "<<-"):
                         want_delimiter = op == "<<-"
@@ -222,11 +223,13 @@ class Lexer:
                 raise self._fail("unterminated ${", i)
             return Part("param", s[i + 2:end], quoted, line, s[i:end + 1]), end + 1
         if s.startswith("$(", i):
-            end = self._match(i + 2, "(", ")")
+            if s.startswith("$((", i):  # `<<` is a shift and `#` a base there, not a script's
+                end = self._match(i + 2, "(", ")")
+                if end >= 0 and s[end - 1] == ")" and self._match(i + 3, "(", ")") == end - 1:
+                    return Part("arith", s[i + 3:end - 1], quoted, line, s[i:end + 1]), end + 1
+            end = self._match(i + 2, "(", ")", script=True)
             if end < 0:
                 raise self._fail("unterminated $(", i)
-            if s.startswith("$((", i) and s[end - 1] == ")" and self._match(i + 3, "(", ")") == end - 1:
-                return Part("arith", s[i + 3:end - 1], quoted, line, s[i:end + 1]), end + 1
             return Part("cmd", s[i + 2:end], quoted, line, s[i:end + 1]), end + 1
         name = NAME.match(s, i + 1)
         if name:
@@ -235,13 +238,32 @@ class Lexer:
             return Part("param", s[i + 1], quoted, line, s[i:i + 2]), i + 2
         return Part("lit", "$", quoted, line), i + 1
 
-    def _match(self, i: int, open_: str, close: str) -> int:
-        """Index of the `close` that ends a group opened just before i, skipping quotes; -1 if none."""
+    def _match(self, i: int, open_: str, close: str, script: bool = False) -> int:
+        """Index of the `close` that ends a group opened just before i, skipping quotes; -1 if none.
+        `script`: the group is a command substitution, whose comments and here-documents bash
+        reads as a script's (`head_cmd=$(cat <<EOF` ... `EOF` `)`: a lone `'` there is text)."""
         s, n, depth = self.s, len(self.s), 1
+        documents: list[tuple[str, bool]] = []  # (delimiter, strip tabs) of the `<<` on this line
         while i < n:
             c = s[i]
             if c == "\\":
                 i += 2
+                continue
+            if script and c == "#" and (i == 0 or s[i - 1] in " \t\n;|&("):
+                end = s.find("\n", i)
+                i = n if end < 0 else end
+                continue
+            if script and s.startswith("<<", i) and not s.startswith("<<<", i):
+                heredoc = re.match(r"<<(-?)[ \t]*([\"']?)([^\s;&|()<>\"']+)\2", s[i:])
+                if heredoc:
+                    documents.append((heredoc.group(3), heredoc.group(1) == "-"))
+                    i += heredoc.end()
+                    continue
+            if script and c == "\n" and documents:
+                i += 1
+                for delimiter, strip in documents:
+                    i = self._skip_heredoc(i, delimiter, strip)[0]
+                documents.clear()
                 continue
             if c == "'" and open_ == "(":
                 end = s.find("'", i + 1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from auditor.bash.lexer import MAX_NESTING, REDIRECTS, Heredoc, Operator, Token, Word
+from auditor.bash.lexer import MAX_NESTING, REDIRECTS, Heredoc, Operator, Part, Token, Word
 from auditor.errors import InputError
 from auditor.findings import Finding
 
@@ -20,6 +20,7 @@ class Cmd:
     end_line: int
     stdin: Heredoc | None = None  # the here-document the command reads (`sbatch <<EOF`)
     herestring: Word | None = None  # the word a `<<< WORD` here-string feeds it (`read A B <<< "$x"`)
+    stdout: Word | None = None  # the file its output goes to (`printf '%s' "$C" > "$FILE"`)
 
 
 @dataclass
@@ -42,6 +43,7 @@ class ShellLoop:
     condition: list[Node]
     body: list[Node]
     items: list[Word] | None = None  # `for VAR in WORDS`: the words; None for `for VAR` and `while`
+    until: bool = False  # `until COND`: the body runs while COND fails
 
 
 @dataclass
@@ -224,7 +226,9 @@ class ShellParser:
             loop.items = items if word == "for" else None  # `select` waits for the user's choice
             return loop
         if word in ("while", "until"):
-            return self._loop_body(line, None, self._list(frozenset({"do"})))
+            loop = self._loop_body(line, None, self._list(frozenset({"do"})))
+            loop.until = word == "until"
+            return loop
         if word == "case":
             subject = nxt if isinstance(nxt := self._peek(), Word) else None
             if subject is not None:
@@ -292,22 +296,24 @@ class ShellParser:
                         self.p += 1
                     return
 
-    def _redirects(self) -> tuple[Heredoc | None, Word | None]:
-        """Skip redirections; the here-document and the here-string among them, if any."""
-        document = string = None
+    def _redirects(self) -> tuple[Heredoc | None, Word | None, Word | None]:
+        """Skip redirections; the here-document, the here-string and the file standard output
+        is written over (`> FILE`), among them, if any."""
+        document = string = out = None
         while isinstance(op := self._peek(), Operator) and op.text in REDIRECTS:
             self.p += 1
             if isinstance(target := self._peek(), Word):
                 self.p += 1
                 document = target.heredoc or document
                 string = target if op.text == "<<<" else string
-        return document, string
+                out = target if op.text in (">", ">|") and op.fd in ("", "1") else out
+        return document, string, out
 
     def _simple(self) -> Cmd:
         tok = self._peek()
         words: list[Word] = []
         stdin: Heredoc | None = None
-        herestring: Word | None = None
+        herestring = stdout = None
         test = isinstance(tok, Word) and tok.raw == "[["
         while (tok := self._peek()) is not None:
             if isinstance(tok, Word):
@@ -316,13 +322,15 @@ class ShellParser:
                 if test and tok.raw == "]]":
                     test = False
             elif isinstance(tok, Operator) and tok.text in REDIRECTS and not test:
-                document, string = self._redirects()
-                stdin, herestring = document or stdin, string or herestring
+                document, string, out = self._redirects()
+                stdin, herestring, stdout = document or stdin, string or herestring, out or stdout
             elif test:  # inside `[[ ]]` operators and newlines are part of the test
+                if isinstance(tok, Operator) and tok.text in ("&&", "||"):  # kept: they join tests
+                    words.append(Word([Part("lit", tok.text, False, tok.line)], tok.line, tok.line, tok.text))
                 self.p += 1
             else:
                 break
         line = words[0].line if words else (tok.line if tok else 0)
         if test:
             self._syntax(line, "`]]` expected")
-        return Cmd(words, line, max((w.end_line for w in words), default=line), stdin, herestring)
+        return Cmd(words, line, max((w.end_line for w in words), default=line), stdin, herestring, stdout)

@@ -18,6 +18,7 @@ from auditor.bash.errexit import errexit_change, failing_substitution
 from auditor.bash.expand import Expander
 from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Word
 from auditor.bash.read_builtin import as_double_quoted, read_options, read_partial, read_text
+from auditor.bash.written import output
 from auditor.bash.parser import (
     AndOr,
     Branches,
@@ -68,6 +69,8 @@ class Shell(Expander, ABC):
         self.errexit = 0  # the line of the `set -e` surely in force; 0: off, or not certain
         self._level = 0  # how many `run`s deep: 1 is the script's own list of commands
         self._listed: Cmd | None = None  # the command `run` runs as one of its list (see `_errexit_ends`)
+        # the files the script wrote whose text is known, by their path as expanded: (text, line, file)
+        self.written: dict[str, tuple[str | Symbolic, int, str]] = {}
 
     @abstractmethod
     def external(self, fields: list[Field], inline: dict[str, EnvVar], cmd: Cmd,
@@ -173,6 +176,8 @@ class Shell(Expander, ABC):
             if node.var:
                 self.vars[node.var] = Var(Symbolic(f"${node.var}"), node.line, False)
             self.run(node.condition)
+            if node.var is None and condition(node.condition, self._noting([])) is node.until:
+                return  # `while [[ "$X" == */ ]]` of an X that does not end in `/`: no pass runs
             self._branches([node.body], exhaustive=False, passes=node.line)
         elif isinstance(node, CommandGroup):
             saved = dict(self.vars)
@@ -331,6 +336,8 @@ class Shell(Expander, ABC):
             return 0
         if head in ("cd", "pushd", "popd"):  # from here on `pwd` is not the launch directory
             self.cwd = None
+        if cmd.stdout is not None and head in ("printf", "echo", "cat"):
+            self._write(str(head), fields[1:], cmd)
         if head in _SETTERS:
             self._setter(str(head), fields[1:], cmd, inline)
             return 0
@@ -402,6 +409,26 @@ class Shell(Expander, ABC):
         status = str(args[0].value) if args else "0"
         self.exited = Exit(cmd.line, status, self.reading, self.tested[-1] if self.tested else None)
 
+    def _write(self, program: str, args: list[Field], cmd: Cmd) -> None:
+        """`printf '%s' "$C" > "$F"`, `echo ... > F`, `cat > F <<EOF`: F's text, where known
+        (auditor.bash.written); any other write leaves F unknown."""
+        assert cmd.stdout is not None
+        target = join([f.value for f in self.expand(cmd.stdout)])
+        document = self.document_text(cmd.stdin, cmd.stdin.line) if cmd.stdin is not None else None
+        text = output(program, args, document)
+        if text is None or isinstance(text, (bool, int, float)):
+            self.written.pop(str(target), None)
+        elif cmd.stdin is not None:  # the document's own lines
+            self.written[str(target)] = (text, cmd.stdin.line, self.reading)
+        else:  # a value's text, read as at the line it was set on (as `bash -c "$CMD"` reads it)
+            self.written[str(target)] = (text, args[-1].line if args else cmd.line, self.path)
+
+    def written_file(self, path: object) -> tuple[str, str, int] | None:
+        """(file, text, line) of a file the script wrote at `path` (as expanded), with the line of
+        the write; None where it wrote none there, or not known."""
+        found = self.written.get(str(path))
+        return (found[2], str(found[0]), found[1]) if found is not None else None
+
     def unknowable(self, line: int, what: str) -> None:
         """Code this reader cannot see ran at `line` and may have set any variable: the ones in
         `clobbered` (those the caller's verdicts read) become unknown and exported from here on."""
@@ -422,27 +449,32 @@ class Shell(Expander, ABC):
         def what(why: str) -> str:
             return f"`source {target.value}` (not read: {why})"
 
-        if not isinstance(target.value, str):
+        written = self.written_file(target.value)
+        if written is not None:  # `cat > F <<EOF` earlier, then `source F`
+            path, text, base = written[0], written[1], written[2] - 1
+        elif not isinstance(target.value, str):
             self.unknowable(cmd.line, what("its path is not known statically"))
             return
-        try:
-            path, text = self.locate(target.value, sourced=True)
-        except OSError as exc:
-            # a path built from `pwd`/$PWD rests on where this audit runs: not judged
-            absent = None if self.cwd_read else surely_absent(target.value, self.path)
-            if absent is not None and self._errexit_ends(cmd):
-                self.exited = Exit(cmd.line, "1", self.reading, self.tested[-1] if self.tested else None,
-                                   f"`{cmd.words[0].raw}` of {absent}, which the checkout around the script "
-                                   f"does not hold, fails and `set -e` (line {self.errexit}) ends the script")
+        else:
+            base = 0
+            try:
+                path, text = self.locate(target.value, sourced=True)
+            except OSError as exc:
+                # a path built from `pwd`/$PWD rests on where this audit runs: not judged
+                absent = None if self.cwd_read else surely_absent(target.value, self.path)
+                if absent is not None and self._errexit_ends(cmd):
+                    self.exited = Exit(cmd.line, "1", self.reading, self.tested[-1] if self.tested else None,
+                                       f"`{cmd.words[0].raw}` of {absent}, which the checkout around the script "
+                                       f"does not hold, fails and `set -e` (line {self.errexit}) ends the script")
+                    return
+                self.unknowable(cmd.line, what("no such file: bash goes on without it" if absent else str(exc)))
                 return
-            self.unknowable(cmd.line, what("no such file: bash goes on without it" if absent else str(exc)))
-            return
         self.diagnostics.append(Finding(
             "launch.sourced", "info", f"`source {target.value}` read from {path}", where=f"{self.path}:{cmd.line}"))
         self.depth += 1
         saved, self.reading = self.reading, path  # ${BASH_SOURCE[0]} is the sourced file
         try:
-            self.run(ShellParser(Lexer(text, path).tokens(), path, self.diagnostics).parse())
+            self.run(ShellParser(Lexer(text, path, base).tokens(), path, self.diagnostics).parse())
         except InputError as exc:
             self.unknowable(cmd.line, f"`source {target.value}` (cannot be read: {exc.cause})")
         finally:

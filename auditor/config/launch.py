@@ -396,6 +396,7 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
         unknown = plain + "".join(f"; line {f.line} runs `{f.value}`, which is not known statically"
                           for f in shell.unresolved_commands[:3])
         unseen = "".join(f"; line {line}: {what}" for line, what in shell.opaque[:2])
+        unseen += "".join(f"; {what}" for what in shell.hidden_from_job[:2])
         raise CommandNotFollowed(path, f"the training command could not be followed: looked for "
                                        f"{spelling.looked_for()}, also behind srun/env/nohup, in `bash -c`, "
                                        f"`eval` and here-documents{unknown}{unseen}")
@@ -533,8 +534,11 @@ def _backend(config: LaunchConfig, shell: LaunchShell, spelling: Spelling, path:
 
 
 def _environment(shell: LaunchShell, chosen: Candidate) -> dict[str, EnvVar]:
-    env: dict[str, EnvVar] = {  # line 0: the audit's environment; else the job's `#SBATCH` line
-        name: EnvVar(name, value, shell.allocation.get(name, 0), "environ") for name, value in shell.environ.items()}
+    env: dict[str, EnvVar] = {  # line 0: the audit's environment; else the job's `#SBATCH` line,
+        # or the `sbatch -N 4 FILE` line whose options the job's environment gets
+        name: EnvVar(name, value, shell.allocation.get(name, 0), "export" if name in shell.by_sbatch else "environ",
+                     shell.allocation_file.get(name, ""))
+        for name, value in shell.environ.items()}
     for name, var in chosen.env.items():
         if isinstance(var.value, list):
             continue

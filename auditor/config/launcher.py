@@ -4,6 +4,8 @@ the world size it gives (processes per node, nodes) from its flags, its environm
 
 from __future__ import annotations
 
+import os
+
 from auditor.bash.values import EnvVar, Field, Partial, Scalar, Symbolic
 from auditor.config.flags import normalise, unresolved
 from auditor.config.model import Flag, LaunchConfig
@@ -201,7 +203,8 @@ def _torchrun_default(torchrun: dict, what: str, env: dict[str, EnvVar]) -> tupl
     var = env.get(name) if name else None
     if var is not None:
         where = (f"line {var.line}" if var.how != "environ" else "the environment of this audit" if not var.line
-                 else f"the job's allocation, #SBATCH at line {var.line}")
+                 else f"the job's allocation, #SBATCH at line {var.line}"
+                 + (f" of {os.path.basename(var.path)}" if var.path else ""))
         return var.value, f"{var.name}={var.value} ({where})"
     if f"{what}_default" not in torchrun:  # srun: the allocation decides; mpirun: its hosts' slots
         if name:

@@ -14,6 +14,7 @@ from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Word
 from auditor.bash.parser import Cmd, Node, ShellParser
 from auditor.bash.values import EnvVar, Field, Scalar, Var
 from auditor.bash.walk import Shell
+from auditor.config.batch_job import allocation_options, in_checkout, job_file_at
 from auditor.config.entry_copy import hydra_copy, is_copy
 from auditor.config.entry_module import module_file, module_roots
 from auditor.config.lightning_entry import builds
@@ -68,6 +69,10 @@ class LaunchShell(Shell):
         self.environment_set = (*spelling.environment_set, *spelling.env_names, *(  # never taken as unset
             n for e in spelling.launchers for n in (e.get("env_nproc"), e.get("env_nnodes")) if n))
         self.allocation: dict[str, int] = {}  # variables a `#SBATCH` line sets, and that line
+        self.submitted: set[str] = set()  # those the options of the `sbatch` being read set
+        self.by_sbatch: set[str] = set()  # those an `sbatch` command's own options set
+        self.allocation_file: dict[str, str] = {}  # the job file of such a `#SBATCH` line, if not the script
+        self.hidden_from_job: list[str] = []  # variables a job file reads that were set but not exported
         # `python SCRIPT.py` with no launcher around it (a `one_process` launcher rule): the run's
         # command only where the script runs no launcher (config.launch._build)
         self.last_resort: list[Candidate] = []
@@ -88,9 +93,12 @@ class LaunchShell(Shell):
                     option, eq, value = word.partition("=")
                     value = value if eq else (words[k + 1] if k + 1 < len(words) else "")
                     for name in options.get(option, ()) if value.isdigit() else ():
+                        if name in self.submitted:  # sbatch's own options beat the job file's lines
+                            continue
                         if name not in self.environ or name in self.allocation:
                             self.environ[name] = value  # what the job inherits from its allocation
                             self.allocation[name] = line
+                            self.allocation_file[name] = lexer.path if lexer.path != self.path else ""
 
     def external(self, fields: list[Field], inline: dict[str, EnvVar], cmd: Cmd,
                  siblings: list[Node], at: int) -> int:
@@ -163,8 +171,11 @@ class LaunchShell(Shell):
             if base in self.spelling.shells or base in self.spelling.batch:
                 return self._shell_c(fields[:k + 1], fields[k + 1:], cmd)
             launcher, invoked, sub, start = self._match_launcher(fields, k)
+            if launcher is None and "/" in f.value and (shell := self._shebang(f.value)) is not None:
+                return self._shell_c(fields[:k] + [Field(shell, f.line)], fields[k:], cmd)  # `srun ./job.sh`
             args = fields[start:]
-            if launcher is None and self.starter is not None and is_interpreter(base, self.starter[0]):
+            if (launcher is None and self.starter is not None and is_interpreter(base, self.starter[0])
+                    and not _code_string(fields, k)):
                 # `srun ... bash -c "python pretrain_gpt.py ..."`: srun starts each process of the script
                 launcher, options = self.starter
                 invoked, sub, args = launcher["name"], "", options + fields[k:]
@@ -195,6 +206,21 @@ class LaunchShell(Shell):
             if not wrapped:
                 return None
         return None
+
+    def _shebang(self, name: str) -> str | None:
+        """The shell a script file run by its path (`./job.sh`, `srun scripts/run.sh`) names on its
+        `#!` line (`#!/bin/bash`, `#!/usr/bin/env bash`); None for any other program, or a file
+        not found."""
+        try:
+            text = self.locate(name, sourced=False)[1]
+        except OSError:
+            return None
+        first = text.split("\n", 1)[0]
+        words = first[2:].split() if first.startswith("#!") else []
+        if words and os.path.basename(words[0]) == "env":
+            words = [w for w in words[1:] if not w.startswith("-")]
+        shell = os.path.basename(words[0]) if words else ""
+        return shell if shell in self.spelling.shells else None
 
     def _builds_entry(self, fields: list[Field], k: int) -> dict | None:
         """The launcher of `python [options] SCRIPT` (or behind a python runner: `coverage run
@@ -337,33 +363,95 @@ class LaunchShell(Shell):
             if eq and option in _COMMAND_OPTIONS:
                 self._inner(prefix + fields[:k + 1], option, inline_text, f.line, cmd)
                 return None
-        at = next((k for k, f in enumerate(fields) if not str(f.value).startswith("-")), None)
+        batch = os.path.basename(str(prefix[-1].value)) in self.spelling.batch
+        at = (job_file_at(fields, self.spelling) if batch
+              else next((k for k, f in enumerate(fields) if not str(f.value).startswith("-")), None))
         if at is None:
             if cmd.stdin is not None:  # `sbatch <<EOF`, `bash <<EOF`: the script is stdin
                 self._inner(prefix + fields, "<<", cmd.stdin.body, cmd.stdin.line, cmd)
             return None
         script = fields[at]
+        line = 1
         try:  # `mpirun ... bash entry.sh pretrain.py <flags>`: entry.sh as bash opens it, with its arguments
-            if not isinstance(script.value, str):
+            written = self.written_file(script.value)  # `printf '%s' "$COMMAND" > F` earlier: its text
+            if written is not None:
+                path, text, line = written
+            elif not isinstance(script.value, str):
                 raise OSError("its path is not known statically")
-            path, text = self.locate(script.value, sourced=False)
+            else:
+                path, text = self._open(script.value, batch, cmd)
         except OSError as exc:
             self.diagnostics.append(Finding(
                 "launch.unread-file", "info",
                 f"`{script.value}` runs as a separate script and is not read here ({exc}); audit it directly "
                 "if it holds the training command", where=f"{self.path}:{cmd.line}"))
             return None
-        saved = self.positional
+        saved = self.positional, self.vars, self.functions, self.referenced
         self.positional = fields[at + 1:]
+        if batch:  # the job gets the environment, not the submitting shell's variables and functions
+            self._submit(fields[:at], path, cmd)
+            self.referenced = set()
         try:
-            self._inner(prefix + fields[:at + 1], str(script.value), text, 1, cmd, path)
+            self._inner(prefix + fields[:at + 1], str(script.value), text, line, cmd, path)
         finally:
-            self.positional = saved
+            read, self.referenced = self.referenced, saved[3] | self.referenced
+            if batch:
+                self._not_exported(saved[1], read, path, cmd)
+            self.positional, self.vars, self.functions = saved[:3]
+            self.submitted.clear()
         return None
+
+    def _not_exported(self, caller: dict[str, Var], read: set[str], path: str, cmd: Cmd) -> None:
+        """The variables a job file reads, and never sets but through their own fallback
+        (`COMMAND=${COMMAND:-}`; `self.vars` are still the job's), that the submitting script sets
+        without `export`: the job does not get them (sbatch passes the environment)."""
+        for name in sorted(n for n in read if n in caller and not caller[n].exported
+                           and (n not in self.vars or n in self.vars[n].fallbacks)):
+            message = (f"the job file {path} reads {name}, which the script sets at line {caller[name].line} "
+                       f"without `export`: the job submitted at line {cmd.line} does not get it")
+            self.hidden_from_job.append(message)
+            self.diagnostics.append(Finding("launch.not-exported-to-job", "warning", message,
+                                            fix=f"export {name}", where=f"{self.path}:{caller[name].line}"))
+
+    def _open(self, name: str, batch: bool, cmd: Cmd) -> tuple[str, str]:
+        """(path, text) of the script `bash NAME` or `sbatch NAME` opens; a job file that the
+        launch directory, unknown after a `cd`, may hold is read from the checkout (said)."""
+        try:
+            return self.locate(name, sourced=False)
+        except OSError:
+            found = in_checkout(name, self.path) if batch and self.cwd is None else None
+            if found is None:
+                raise
+        self.diagnostics.append(Finding(
+            "launch.job-file-in-checkout", "info",
+            f"`{name}` is opened from the directory the job is submitted from, not known here after a `cd`; "
+            f"read from the checkout around the launch script: {found}",
+            fix="run p2paudit from the directory the job is submitted from", where=f"{self.path}:{cmd.line}"))
+        return self.locate(found, sourced=False)
+
+    def _submit(self, options: list[Field], path: str, cmd: Cmd) -> None:
+        """Start the walk of a job file as sbatch runs it: with the variables the script exports,
+        and the allocation its options ask for, which the file's `#SBATCH` lines do not change."""
+        self.vars = {n: v for n, v in self.vars.items() if v.exported and not isinstance(v.value, list)}
+        self.functions = {}
+        given = allocation_options(options, self.spelling)
+        for name, value in given.items():
+            if name not in self.environ or name in self.allocation:  # the audit's environment wins
+                self.environ[name] = value
+                self.allocation[name] = cmd.line
+                self.allocation_file[name] = ""
+                self.submitted.add(name)
+                self.by_sbatch.add(name)
+        self.diagnostics.append(Finding(
+            "launch.job-file", "info",
+            f"`{cmd.words[0].raw}` at line {cmd.line} submits the job file {path}: read with the variables the "
+            "script exports" + (f"; its options set {', '.join(sorted(given))}, over the file's #SBATCH lines"
+                                if given else ""), where=f"{self.path}:{cmd.line}"))
 
     def _inner(self, prefix: list[Field], how: str, value: object, line: int, cmd: Cmd,
                path: str | None = None) -> None:
         """Read `value`, a script that `prefix` runs (from file `path`), in this shell."""
+        reading = path or self.reading  # ${BASH_SOURCE[0]} of a script file is that file
         path = path or self.path
         if self.depth >= MAX_NESTING:
             raise InputError(self.path, f"`{how}` scripts nested more than {MAX_NESTING} deep", cmd.line)
@@ -371,8 +459,9 @@ class LaunchShell(Shell):
         # it again leaves exactly those parts symbolic.
         text = str(value)
         before = len(self.candidates)
-        saved = self.starter
+        saved, saved_reading = self.starter, self.reading
         self.starter = self._starter(prefix) or saved
+        self.reading = reading
         self.depth += 1
         self.subshells += 1  # a shell of its own: its `exit` ends it, not this script
         try:
@@ -387,7 +476,7 @@ class LaunchShell(Shell):
         finally:
             self.depth -= 1
             self.subshells -= 1
-            self.starter = saved
+            self.starter, self.reading = saved, saved_reading
         for candidate in self.candidates[before:]:
             candidate.wrapper = prefix + candidate.wrapper
 
@@ -493,6 +582,17 @@ class LaunchShell(Shell):
 
 
 _UNKNOWN = "?"  # a first field not known statically (LaunchShell._first_field)
+
+
+def _code_string(fields: list[Field], k: int) -> bool:
+    """`python -c CODE` at `k`: a program in a string (a warm-up: NeMo-RL's COMMAND runs `python -c
+    "...AutoConfig.from_pretrained(...)"` before its trainer), no training script."""
+    for f in fields[k + 1:]:
+        if not isinstance(f.value, str) or not f.value.startswith("-"):
+            return False
+        if f.value == "-c":
+            return True
+    return False
 
 
 def _indent(lines: list[str], line: int) -> int:

@@ -139,7 +139,7 @@ TABLES: dict[str, Table] = {
     "recipe_runner": _table(False, "recipe_option model_option mode_option tasks flag_options overrides "
                                    "recipe_dirs keys layout_keys topology_keys layout_override", "source"),
     "wrappers": _table(False, "", "programs shells batch separated python_runners operand_required "
-                                  "operand_source environment_set"),
+                                  "operand_source environment_set batch_flags"),
     # `uv run [options] COMMAND` (config.training_command): the options that take a value.
     "command_runner": _table(True, "program subcommand value_options source", "module_options"),
     "backend": _table(True, "name what env paths covers short decide", "source"),

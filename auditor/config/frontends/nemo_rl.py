@@ -67,9 +67,10 @@ class NemoRlReader(Reader):
                 f"{name}: which backend NeMo-RL trains a policy with, and at how many pipeline stages, is "
                 f"not known: {exc}", where=where,
                 detail={"undecided": f"policy.{rule['megatron_key']}",
-                        "decide": f"policy.{rule['megatron_key']}, policy.{rule['dtensor_key']} and "
-                                  f"policy.{rule['size_key']}, and those of each other Policy the run "
-                                  f"script builds, as the run's config gives them ({exc})"}))
+                        "decide": f"--command '{config.launcher} {rule['config_option']} CONFIG.yaml ...' "
+                                  f"with the config and overrides the run gets: they give policy."
+                                  f"{rule['megatron_key']}, policy.{rule['dtensor_key']} and policy."
+                                  f"{rule['size_key']} of each Policy the run script builds ({exc})"}))
             return
         note = "; ".join(notes)
         config.diagnostics.append(Finding("launch.not-pipeline", "info", note, where=where,
