@@ -5,7 +5,8 @@ megatron_infer strategies) is a configuration of its own, judged as a script's s
 commands are (`config.commands`, `config.case`; analysis/commandcases.py). A role's settings
 (`settings_key`) are its flags; its device count (`devices_key`) its world size. A copy of the
 entry that composes its config with its own `@hydra.main` (config/entry_copy.py) is read on the
-decorator's config, its `a.b=c` words applied to it as Hydra overrides."""
+decorator's config, its `a.b=c` words applied to it as Hydra overrides (before its `${...}` are
+resolved, as Hydra does)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from auditor.config.frontend_parser import find_script
 from auditor.config.frontends.reader import Reader
 from auditor.config.hydra_compose import Unreadable, Unresolved, at, compose, device_count
 from auditor.config.model import Flag, LaunchConfig
-from auditor.config.overrides import override, set_key, typed
+from auditor.config.overrides import override, typed
 from auditor.findings import Finding
 from auditor.rulebook import files
 from auditor.rulebook.launchers import Spelling
@@ -55,13 +56,13 @@ class HydraComposeReader(Reader):
             unknown_file(config, what, why, config.command_line, where, env_keys=())
             return
         config_dir = entry.parent / config_path
-        try:
-            composed = compose(config_dir, name.removesuffix(".yaml"), root=checkout_root(str(entry)))
+        try:  # Hydra's `a.b=c`, in order, before the config's `${...}` are resolved
+            composed = compose(config_dir, name.removesuffix(".yaml"), root=checkout_root(str(entry)),
+                               overrides=[(k, None if v is None else typed(str(v)))
+                                          for k, v in (o for o in overrides if o is not None)])
         except Unreadable as exc:
             unknown_file(config, f"{config_dir}/{name}.yaml", str(exc), config.command_line, where, env_keys=())
             return
-        for dotted, given in (o for o in overrides if o is not None):  # Hydra's `a.b=c`, in order
-            set_key(composed.data, dotted, None if given is None else typed(str(given)))
         roles = _roles(composed.data, rule)
         shown = composed.files[0]
         if not roles:

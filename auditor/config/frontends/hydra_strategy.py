@@ -1,6 +1,8 @@
 """Which trainer a Hydra-configured RL run uses (verl's `actor_rollout_ref.actor.strategy`): the
 config `--config-path`/`--config-name` name (or the main's own), composed with its defaults and
-`hydra.searchpath` (config/hydra_compose.py), then the command line's override of the key. A
+`hydra.searchpath` (config/hydra_compose.py), with the command line's overrides applied before its
+`${...}` are resolved, as Hydra does (`worker_strategy=megatron` reaches
+`strategy: ${worker_strategy}`; one not known statically leaves what interpolates it unknown). A
 strategy the rules' `[hydra_strategy] not_pipeline` names (fsdp, fsdp2) trains no pipeline: a
 `launch.not-pipeline` note, which launch.refuse_not_pipeline turns into NOT A PIPELINE RUN. Any
 other strategy, or one not known statically (the config not found, a value not known, an override
@@ -20,6 +22,7 @@ from auditor.config.entry_copy import HydraMain
 from auditor.config.frontends.hydra_compose import yaml_text
 from auditor.config.hydra_compose import Unreadable, Unresolved, at, compose
 from auditor.config.model import Flag, LaunchConfig
+from auditor.config.overrides import override, typed
 from auditor.findings import Finding
 from auditor.rulebook import files
 
@@ -131,7 +134,7 @@ def _composed(args: list[Field], path: str,
     name = name.removesuffix(".yaml")
     try:
         search = _searchpath(config_dir / f"{name}.yaml", root)
-        composed = compose(config_dir, name, search, root)
+        composed = compose(config_dir, name, search, root, _overrides(args, rule))
     except Unreadable:
         return None
     return composed.data, composed.files
@@ -152,10 +155,27 @@ def _copy_composed(args: list[Field], rule: dict[str, Any],
         config_dir = main.entry.parent / config_path
         name = name.removesuffix(".yaml")
         composed = compose(config_dir, name, _searchpath(config_dir / f"{name}.yaml", main.cwd),
-                           root)
+                           root, _overrides(args, rule))
     except Unreadable:
         return None
     return composed.data, composed.files
+
+
+def _overrides(args: list[Field], rule: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The command line's `a.b=c` words, in order, as compose applies them: a value not known
+    statically is `Unresolved`, so whatever interpolates its key is unknown too, never the
+    config's own value; `~a.b` deletes (None). Hydra's own options are none."""
+    out: list[tuple[str, Any]] = []
+    skip = False
+    for f in args:
+        given = None if skip else override(f.value)
+        skip = isinstance(f.value, str) and f.value in rule["path_options"] + rule["name_options"]
+        if given is None:
+            continue
+        key, value = given
+        out.append((key, None if value is None else typed(value) if isinstance(value, str)
+                    else Unresolved(str(value), f"`{key}` is given as {value}, not known statically")))
+    return out
 
 
 def _in_root(given: str, root: Path) -> Path | None:
