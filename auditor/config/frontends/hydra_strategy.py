@@ -8,10 +8,14 @@ strategy the rules' `[hydra_strategy] not_pipeline` names (fsdp, fsdp2) trains n
 other strategy, or one not known statically (the config not found, a value not known, an override
 that may set one unseen: a group, a node above the key, a key not known), leaves the
 run read as the framework's Megatron run, with its own unknowns: never NOT A PIPELINE RUN by guess.
+The rule holds on the releases its `versions` names and on a checkout whose own code holds its
+`code` (rulebook.checkout); a run on another release, or on one not stated, is undecided
+(unverified_release), never NOT A PIPELINE RUN by a rule read beyond its range.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +29,7 @@ from auditor.config.model import Flag, LaunchConfig
 from auditor.config.overrides import override, typed
 from auditor.findings import Finding
 from auditor.rulebook import files
+from auditor.rulebook.checkout import confirmed
 
 
 def judge_strategy(config: LaunchConfig, args: list[Field], path: str, main: HydraMain | None = None) -> None:
@@ -56,7 +61,29 @@ def judge_strategy(config: LaunchConfig, args: list[Field], path: str, main: Hyd
         ", ...)" if len(composed[1]) > 3 else ")")
     config.diagnostics.append(Finding(
         "launch.not-pipeline", "info", f"{rule['not_pipeline'][values[0]]}: {', '.join(saids)}{where_read}",
-        where=f"{path}:{config.command_line}", detail={"command": config.launcher}))
+        where=f"{path}:{config.command_line}", detail={"command": config.launcher, "hydra_strategy": True}))
+
+
+def unverified_release(config: LaunchConfig, note: Finding,
+                       stated: Mapping[str, str]) -> tuple[str, str] | None:
+    """(what, the step that decides it) where `note` is judge_strategy's and the release the run
+    uses (`stated`, --target's, else the script's or its checkout's) is not one its rule is
+    verified on; None where it is, or where the note is another reader's."""
+    if not note.detail.get("hydra_strategy"):
+        return None
+    rules = next(files.load(n) for n in files.names() if "hydra_strategy" in files.load(n).data)
+    rule, framework = rules.data["hydra_strategy"], rules.data["framework"]
+    name = framework["distribution"]
+    version = stated.get(name) or config.pins.get(name)
+    root = config.checkouts.get(framework["name"])
+    if files.version_in(version, rule["versions"]) or (version is not None and root is not None
+                                                        and confirmed(rule, root)):
+        return None
+    which = (f"{name} {version} is beyond" if version is not None
+             else f"which {name} release the run uses is not stated, and may be beyond")
+    return (f"{which} the releases the strategy reading is verified on ({name} {rule['versions']}, or a "
+            f"checkout holding {rule['source']}'s strategy test), where: {note.message}",
+            f"--target {name}==VERSION, the release the cluster runs")
 
 
 def read_copy_config(config: LaunchConfig, args: list[Field], path: str, main: HydraMain) -> None:
