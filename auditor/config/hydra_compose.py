@@ -222,9 +222,12 @@ def _lookup(key: str, root: dict[str, Any], depth: int) -> Any:
 
 
 def at(data: dict[str, Any], dotted: str) -> Any:
-    """The value at a dotted key; None where a part is missing."""
+    """The value at a dotted key; None where a part is missing; the `Unresolved` value met on
+    the way where a part above the key is not known statically (what lies under it is unknown)."""
     node: Any = data
     for part in dotted.split("."):
+        if isinstance(node, Unresolved):
+            return node
         if not isinstance(node, dict):
             return None
         node = node.get(part)

@@ -116,3 +116,31 @@ def test_verl_s_main_on_a_config_that_interpolates_the_strategy(tmp_path: Path) 
     assert _not_pipeline(root, "--config-name=switch")
     assert not _not_pipeline(root, "--config-name=switch worker_strategy=megatron")
     assert not _not_pipeline(root, "--config-name=switch worker_strategy=$WS")
+
+
+# A value the reader leaves unknown (`${oc.env:...}`, a resolver: alibaba/ROLL@8eb27cc2dc
+# roll/configs/*.py read such YAMLs through OmegaConf, which resolves at run time) is unknown, and
+# so is every key under it: never a role dropped, never a release default.
+def test_a_role_whose_strategy_is_not_known_statically_is_not_dropped(tmp_path: Path) -> None:
+    run = _roll(tmp_path, "exp_name=x")
+    (tmp_path / "examples/qwen3-235BA22B-rlvr_megatron/rlvr_config_140GB.yaml").write_text(
+        RLVR.replace("strategy_name: megatron_train", "strategy_name: ${oc.env:STRATEGY}").replace(
+            "strategy_name: megatron_infer", "strategy_name: ${oc.env:STRATEGY}"))
+    launch = parse_launch(run.read_text(), str(run))
+    kinds = {d.kind for d in launch.diagnostics}
+    assert "launch.not-pipeline" not in kinds and "launch.config-file-unread" in kinds
+
+
+def test_a_role_s_settings_not_known_statically_are_unknown(tmp_path: Path) -> None:
+    run = _roll(tmp_path, "exp_name=x")
+    (tmp_path / "examples/qwen3-235BA22B-rlvr_megatron/rlvr_config_140GB.yaml").write_text(
+        RLVR.replace("    strategy_config:\n      tensor_model_parallel_size: 2\n", "    strategy_config: ${oc.env:CFG}\n"
+                     "    unused:\n      tensor_model_parallel_size: 2\n", 1))
+    launch = parse_launch(run.read_text(), str(run))
+    assert isinstance(launch.flags["pipeline_model_parallel_size"].value, Symbolic)
+
+
+def test_a_key_under_an_unknown_value_is_unknown(tmp_path: Path) -> None:
+    (tmp_path / "top.yaml").write_text("a: 1\n")
+    data = compose(tmp_path, "top", overrides=[("a", Unresolved("$A", "not known"))]).data
+    assert isinstance(at(data, "a.b.c"), Unresolved)

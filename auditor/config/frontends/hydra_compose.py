@@ -65,6 +65,13 @@ class HydraComposeReader(Reader):
             return
         roles = _roles(composed.data, rule)
         shown = composed.files[0]
+        unknown = next((f"{role}.{key} is {found.text} ({found.why})" for role, value in roles
+                        for key in (rule["role_key"], rule["settings_key"])
+                        for found in [at(value, key)] if isinstance(found, Unresolved)), None)
+        if unknown is not None:  # a role that may pipeline, or settings, not known: never dropped
+            unknown_file(config, str(shown), unknown, config.command_line, where, env_keys=())
+            return
+        roles = [(role, value) for role, value in roles if at(value, rule["role_key"]) in rule["role_values"]]
         if not roles:
             config.diagnostics.append(Finding(
                 "launch.not-pipeline", "info",
@@ -93,17 +100,21 @@ class HydraComposeReader(Reader):
 
 
 def _roles(data: dict[str, Any], rule: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """The roles whose strategy the rules name: top-level keys (actor_train, reference), and the
-    entries of a top-level mapping of workers (ROLL's `rewards: {math_rule: {...}}`)."""
+    """The roles whose strategy the rules name, or is not known statically (it may be one):
+    top-level keys (actor_train, reference), and the entries of a top-level mapping of workers
+    (ROLL's `rewards: {math_rule: {...}}`)."""
+    def may_pipeline(value: dict[str, Any]) -> bool:
+        named = at(value, rule["role_key"])
+        return named in rule["role_values"] or isinstance(named, Unresolved)
+
     out: list[tuple[str, dict[str, Any]]] = []
     for key, value in data.items():
         if not isinstance(value, dict):
             continue
-        if at(value, rule["role_key"]) in rule["role_values"]:
+        if may_pipeline(value):
             out.append((str(key), value))
             continue
-        out += [(f"{key}.{k}", v) for k, v in value.items()
-                if isinstance(v, dict) and at(v, rule["role_key"]) in rule["role_values"]]
+        out += [(f"{key}.{k}", v) for k, v in value.items() if isinstance(v, dict) and may_pipeline(v)]
     return out
 
 
