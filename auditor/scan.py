@@ -10,6 +10,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from packaging.utils import canonicalize_name
+
 from auditor.analysis import commandcases, schedule_reach, settingcases, verdict
 from auditor.analysis.batching import (
     coalesces_key,
@@ -142,7 +144,7 @@ def read_config(config_path: str, targets: list[str] | None, command: str | None
     text = read_script(config_path) if text is None else text
     environ = launch_environ()
     launch = parse_launch(text, config_path, environ=environ, command=command, which=which)
-    refuse_not_pipeline(launch)  # `swift sft`, `megatron export`: nothing to resolve or analyse
+    refuse_not_pipeline(launch, _stated(targets))  # `swift sft`, `megatron export`: nothing to resolve
     # torchtitan's schedules, or a script's own torch.distributed.pipelining: torch's source too
     srcs = with_pipelining_torch(launch, script_sources(launch, resolve_targets(launch, targets)))
     versions = {s.name: s.version for s in srcs}
@@ -298,6 +300,12 @@ def _scan_releases(inputs: ScanInputs,
                                                  inputs.text, which))
 
 
+def _stated(targets: list[str] | None) -> dict[str, str]:
+    """The releases `--target NAME==VERSION` states, as written (nothing resolved or fetched)."""
+    return {canonicalize_name(t.partition("==")[0]): t.partition("==")[2].strip()
+            for t in targets or [] if "==" in t and t.partition("==")[2].strip()}
+
+
 def _given_releases(targets: list[str] | None) -> dict[str, SourceSet]:
     """The releases `--target`s state (`NAME==VERSION`, a wheel, a versioned tree): where they
     give part of the run's stack, the rest is chosen as for a script stating that part."""
@@ -317,7 +325,7 @@ def release_choice(config_path: str, command: str | None = None, which: int = 0,
     states them all. `given`: the releases --target states, as if the script pinned them."""
     text = read_script(config_path) if text is None else text
     launch = parse_launch(text, config_path, environ=launch_environ(), command=command, which=which)
-    refuse_not_pipeline(launch)
+    refuse_not_pipeline(launch, {name: str(src.version) for name, src in (given or {}).items()})
     for name, src in (given or {}).items():
         launch.pins[name] = str(src.version)
         if src.kind == "dir":  # a tree the run imports (ROLL's mcore_adapter/): read, not fetched

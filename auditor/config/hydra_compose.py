@@ -4,7 +4,9 @@ What is read: the primary file `NAME.yaml` of the config directory, its `default
 name `x` or `group/x` is `x.yaml` merged at the top; `group: option` is `group/option.yaml`
 merged under `group`, or at the top with `# @package _global_`; `_self_` is where the file's own
 keys go, last where the list does not name it, as Hydra 1.1 does), and `${a.b}` interpolations
-of a literal value. A name that climbs out of the config directory (`../config/x`, ROLL) is
+of a literal value, resolved after the command line's overrides are applied to the composed
+tree (Hydra composes, applies the overrides, then resolves: `pp=2` reaches
+`pipeline_model_parallel_size: ${pp}`). A name that climbs out of the config directory (`../config/x`, ROLL) is
 read as Hydra's file config source reads it, `realpath(join(CONFIG_DIR, NAME.yaml))`, where it
 lands inside the checkout `root`; elsewhere (or with no checkout) it stays unknown. A package
 `@_here_` is the including file's own. A resolver (`${oc.env:X}`), a relative or missing key stays unknown
@@ -17,11 +19,13 @@ from __future__ import annotations
 import os
 import posixpath
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from auditor.config.configfiles import Unreadable, load_yaml
+from auditor.config.overrides import set_key
 
 _REF = re.compile(r"\$\{([^{}]*)\}")
 _RANGE = re.compile(r"\s*list\(\s*range\(\s*(\d+)\s*,\s*(\d+)\s*(?:,\s*(\d+)\s*)?\)\s*\)\s*")
@@ -42,12 +46,17 @@ class Composed:
     files: list[Path]  # the YAML files read, the primary first
 
 
-def compose(config_dir: Path, name: str, search: tuple[Path, ...] = (), root: Path | None = None) -> Composed:
-    """The config `name` of `config_dir`, its defaults merged and its interpolations resolved;
+def compose(config_dir: Path, name: str, search: tuple[Path, ...] = (), root: Path | None = None,
+            overrides: Iterable[tuple[str, Any]] = ()) -> Composed:
+    """The config `name` of `config_dir`, its defaults merged, then the command line's
+    `overrides` (dotted key, value; None deletes it; an `Unresolved` value is one not known
+    statically) applied in order, then its interpolations resolved;
     a defaults entry not in `config_dir` is looked for in `search` (Hydra's searchpath), in order;
     one that climbs out of it (`../x`) is read only where it lands inside the checkout `root`."""
     files: list[Path] = []
     data = _load_with_defaults((config_dir, *search), name, files, 0, root)
+    for dotted, value in overrides:
+        set_key(data, dotted, value)
     return Composed(_resolve_all(data, data), files)
 
 
@@ -213,9 +222,12 @@ def _lookup(key: str, root: dict[str, Any], depth: int) -> Any:
 
 
 def at(data: dict[str, Any], dotted: str) -> Any:
-    """The value at a dotted key; None where a part is missing."""
+    """The value at a dotted key; None where a part is missing; the `Unresolved` value met on
+    the way where a part above the key is not known statically (what lies under it is unknown)."""
     node: Any = data
     for part in dotted.split("."):
+        if isinstance(node, Unresolved):
+            return node
         if not isinstance(node, dict):
             return None
         node = node.get(part)

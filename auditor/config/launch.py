@@ -27,6 +27,7 @@ from auditor.bash.values import EnvVar
 from auditor.config.checkout_release import judge_on_framework_checkout
 from auditor.config.frontend_parser import find_script
 from auditor.config.frontends import for_style
+from auditor.config.frontends.hydra_strategy import unverified_release
 from auditor.config.frontends.megatron_lm import judge_on_checkout
 from auditor.config.entry_copy import entry_name
 from auditor.config.launcher import torchrun_options, world_size, world_variables
@@ -269,12 +270,17 @@ class NotCoveredRun(InputError):
         self.config = config
 
 
-def refuse_not_pipeline(config: LaunchConfig) -> None:
+def refuse_not_pipeline(config: LaunchConfig, stated: Mapping[str, str] | None = None) -> None:
     """Raise NotAPipelineRun when the launcher rules say the command runs no pipeline,
     NotCoveredRun when its entry trains on a pipeline engine the rules do not model, and
-    UnknownStack when it hands the run to a package no rules model."""
+    UnknownStack when it hands the run to a package no rules model, or when the rule that says
+    it runs no pipeline is not verified on the release the run uses (`stated`: --target's
+    releases, over the script's pins)."""
     said = next((d for d in config.diagnostics if d.kind == "launch.not-pipeline"), None)
     if said is not None:
+        beyond = unverified_release(config, said, stated or {})
+        if beyond is not None:
+            raise UnknownStack(config.path, beyond[0], beyond[1], config)
         raise NotAPipelineRun(config.path, said.message, config)
     other = next((d for d in config.diagnostics if d.kind == "launch.not-covered"), None)
     if other is not None:

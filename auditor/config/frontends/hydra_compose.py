@@ -5,7 +5,8 @@ megatron_infer strategies) is a configuration of its own, judged as a script's s
 commands are (`config.commands`, `config.case`; analysis/commandcases.py). A role's settings
 (`settings_key`) are its flags; its device count (`devices_key`) its world size. A copy of the
 entry that composes its config with its own `@hydra.main` (config/entry_copy.py) is read on the
-decorator's config, its `a.b=c` words applied to it as Hydra overrides."""
+decorator's config, its `a.b=c` words applied to it as Hydra overrides (before its `${...}` are
+resolved, as Hydra does)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from auditor.config.frontend_parser import find_script
 from auditor.config.frontends.reader import Reader
 from auditor.config.hydra_compose import Unreadable, Unresolved, at, compose, device_count
 from auditor.config.model import Flag, LaunchConfig
-from auditor.config.overrides import override, set_key, typed
+from auditor.config.overrides import override, typed
 from auditor.findings import Finding
 from auditor.rulebook import files
 from auditor.rulebook.launchers import Spelling
@@ -55,15 +56,22 @@ class HydraComposeReader(Reader):
             unknown_file(config, what, why, config.command_line, where, env_keys=())
             return
         config_dir = entry.parent / config_path
-        try:
-            composed = compose(config_dir, name.removesuffix(".yaml"), root=checkout_root(str(entry)))
+        try:  # Hydra's `a.b=c`, in order, before the config's `${...}` are resolved
+            composed = compose(config_dir, name.removesuffix(".yaml"), root=checkout_root(str(entry)),
+                               overrides=[(k, None if v is None else typed(str(v)))
+                                          for k, v in (o for o in overrides if o is not None)])
         except Unreadable as exc:
             unknown_file(config, f"{config_dir}/{name}.yaml", str(exc), config.command_line, where, env_keys=())
             return
-        for dotted, given in (o for o in overrides if o is not None):  # Hydra's `a.b=c`, in order
-            set_key(composed.data, dotted, None if given is None else typed(str(given)))
         roles = _roles(composed.data, rule)
         shown = composed.files[0]
+        unknown = next((f"{role}.{key} is {found.text} ({found.why})" for role, value in roles
+                        for key in (rule["role_key"], rule["settings_key"])
+                        for found in [at(value, key)] if isinstance(found, Unresolved)), None)
+        if unknown is not None:  # a role that may pipeline, or settings, not known: never dropped
+            unknown_file(config, str(shown), unknown, config.command_line, where, env_keys=())
+            return
+        roles = [(role, value) for role, value in roles if at(value, rule["role_key"]) in rule["role_values"]]
         if not roles:
             config.diagnostics.append(Finding(
                 "launch.not-pipeline", "info",
@@ -92,17 +100,21 @@ class HydraComposeReader(Reader):
 
 
 def _roles(data: dict[str, Any], rule: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """The roles whose strategy the rules name: top-level keys (actor_train, reference), and the
-    entries of a top-level mapping of workers (ROLL's `rewards: {math_rule: {...}}`)."""
+    """The roles whose strategy the rules name, or is not known statically (it may be one):
+    top-level keys (actor_train, reference), and the entries of a top-level mapping of workers
+    (ROLL's `rewards: {math_rule: {...}}`)."""
+    def may_pipeline(value: dict[str, Any]) -> bool:
+        named = at(value, rule["role_key"])
+        return named in rule["role_values"] or isinstance(named, Unresolved)
+
     out: list[tuple[str, dict[str, Any]]] = []
     for key, value in data.items():
         if not isinstance(value, dict):
             continue
-        if at(value, rule["role_key"]) in rule["role_values"]:
+        if may_pipeline(value):
             out.append((str(key), value))
             continue
-        out += [(f"{key}.{k}", v) for k, v in value.items()
-                if isinstance(v, dict) and at(v, rule["role_key"]) in rule["role_values"]]
+        out += [(f"{key}.{k}", v) for k, v in value.items() if isinstance(v, dict) and may_pipeline(v)]
     return out
 
 

@@ -1,15 +1,21 @@
 """Which trainer a Hydra-configured RL run uses (verl's `actor_rollout_ref.actor.strategy`): the
 config `--config-path`/`--config-name` name (or the main's own), composed with its defaults and
-`hydra.searchpath` (config/hydra_compose.py), then the command line's override of the key. A
+`hydra.searchpath` (config/hydra_compose.py), with the command line's overrides applied before its
+`${...}` are resolved, as Hydra does (`worker_strategy=megatron` reaches
+`strategy: ${worker_strategy}`; one not known statically leaves what interpolates it unknown). A
 strategy the rules' `[hydra_strategy] not_pipeline` names (fsdp, fsdp2) trains no pipeline: a
 `launch.not-pipeline` note, which launch.refuse_not_pipeline turns into NOT A PIPELINE RUN. Any
 other strategy, or one not known statically (the config not found, a value not known, an override
 that may set one unseen: a group, a node above the key, a key not known), leaves the
 run read as the framework's Megatron run, with its own unknowns: never NOT A PIPELINE RUN by guess.
+The rule holds on the releases its `versions` names and on a checkout whose own code holds its
+`code` (rulebook.checkout); a run on another release, or on one not stated, is undecided
+(unverified_release), never NOT A PIPELINE RUN by a rule read beyond its range.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +26,10 @@ from auditor.config.entry_copy import HydraMain
 from auditor.config.frontends.hydra_compose import yaml_text
 from auditor.config.hydra_compose import Unreadable, Unresolved, at, compose
 from auditor.config.model import Flag, LaunchConfig
+from auditor.config.overrides import override, typed
 from auditor.findings import Finding
 from auditor.rulebook import files
+from auditor.rulebook.checkout import confirmed
 
 
 def judge_strategy(config: LaunchConfig, args: list[Field], path: str, main: HydraMain | None = None) -> None:
@@ -53,7 +61,29 @@ def judge_strategy(config: LaunchConfig, args: list[Field], path: str, main: Hyd
         ", ...)" if len(composed[1]) > 3 else ")")
     config.diagnostics.append(Finding(
         "launch.not-pipeline", "info", f"{rule['not_pipeline'][values[0]]}: {', '.join(saids)}{where_read}",
-        where=f"{path}:{config.command_line}", detail={"command": config.launcher}))
+        where=f"{path}:{config.command_line}", detail={"command": config.launcher, "hydra_strategy": True}))
+
+
+def unverified_release(config: LaunchConfig, note: Finding,
+                       stated: Mapping[str, str]) -> tuple[str, str] | None:
+    """(what, the step that decides it) where `note` is judge_strategy's and the release the run
+    uses (`stated`, --target's, else the script's or its checkout's) is not one its rule is
+    verified on; None where it is, or where the note is another reader's."""
+    if not note.detail.get("hydra_strategy"):
+        return None
+    rules = next(files.load(n) for n in files.names() if "hydra_strategy" in files.load(n).data)
+    rule, framework = rules.data["hydra_strategy"], rules.data["framework"]
+    name = framework["distribution"]
+    version = stated.get(name) or config.pins.get(name)
+    root = config.checkouts.get(framework["name"])
+    if files.version_in(version, rule["versions"]) or (version is not None and root is not None
+                                                        and confirmed(rule, root)):
+        return None
+    which = (f"{name} {version} is beyond" if version is not None
+             else f"which {name} release the run uses is not stated, and may be beyond")
+    return (f"{which} the releases the strategy reading is verified on ({name} {rule['versions']}, or a "
+            f"checkout holding {rule['source']}'s strategy test), where: {note.message}",
+            f"--target {name}==VERSION, the release the cluster runs")
 
 
 def read_copy_config(config: LaunchConfig, args: list[Field], path: str, main: HydraMain) -> None:
@@ -131,7 +161,7 @@ def _composed(args: list[Field], path: str,
     name = name.removesuffix(".yaml")
     try:
         search = _searchpath(config_dir / f"{name}.yaml", root)
-        composed = compose(config_dir, name, search, root)
+        composed = compose(config_dir, name, search, root, _overrides(args, rule))
     except Unreadable:
         return None
     return composed.data, composed.files
@@ -152,10 +182,27 @@ def _copy_composed(args: list[Field], rule: dict[str, Any],
         config_dir = main.entry.parent / config_path
         name = name.removesuffix(".yaml")
         composed = compose(config_dir, name, _searchpath(config_dir / f"{name}.yaml", main.cwd),
-                           root)
+                           root, _overrides(args, rule))
     except Unreadable:
         return None
     return composed.data, composed.files
+
+
+def _overrides(args: list[Field], rule: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The command line's `a.b=c` words, in order, as compose applies them: a value not known
+    statically is `Unresolved`, so whatever interpolates its key is unknown too, never the
+    config's own value; `~a.b` deletes (None). Hydra's own options are none."""
+    out: list[tuple[str, Any]] = []
+    skip = False
+    for f in args:
+        given = None if skip else override(f.value)
+        skip = isinstance(f.value, str) and f.value in rule["path_options"] + rule["name_options"]
+        if given is None:
+            continue
+        key, value = given
+        out.append((key, None if value is None else typed(value) if isinstance(value, str)
+                    else Unresolved(str(value), f"`{key}` is given as {value}, not known statically")))
+    return out
 
 
 def _in_root(given: str, root: Path) -> Path | None:
