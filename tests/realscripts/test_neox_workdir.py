@@ -15,12 +15,14 @@ conda 25.x `conda run --help` ("Current working directory for command to run in"
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
 
 from auditor.config.derive import derive
 from auditor.config.launch import read_launch
+from auditor.scan import resolve_targets
 
 DS_RELEASE = "0.16.5"  # the DeeperSpeed the checkout pins (tests/realscripts/test_stacks_neox.py)
 CONFIG = '{{\n  # parallelism settings\n  "pipe_parallel_size": {size},\n  "model_parallel_size": 1,\n}}\n'
@@ -103,3 +105,15 @@ def test_files_on_both_sides_of_conf_dir_are_unknown(tmp_path):
 def test_a_versioned_interpreter_runs_deepy(tmp_path):
     assert _size(_checkout(tmp_path, "python3.10 deepy.py train.py configs/run.yml", top=2)) == 2
 
+
+@pytest.mark.skipif(importlib.util.find_spec("deepspeed") is None, reason="no deepspeed installed here")
+def test_an_installed_copy_no_one_stated_is_named_so(tmp_path):
+    # issue 22 item 1: this machine's deepspeed is evidence about the laptop, not the cluster; a
+    # header naming it must say that neither the script nor --target stated it
+    # (the `ppbugs` extra installs one)
+    launch = read_launch(_checkout(tmp_path, "python ./deepy.py train.py configs/run.yml", top=2))
+    (target,) = resolve_targets(launch, None)
+    assert target.kind == "installed" and target.label.endswith("(installed here, none stated)")
+    script = tmp_path / "run.sh"
+    script.write_text("# deepspeed==0.16.5\n" + script.read_text(), encoding="utf-8")
+    assert "none stated" not in resolve_targets(read_launch(script), ["deepspeed"])[0].label
