@@ -152,7 +152,7 @@ def load_file(name: str, launch_path: str, workdir: str | None) -> tuple[str, di
     return str(found), data
 
 
-def _moved(name: str, launch_path: str, workdir: str | None) -> Path | None:
+def _moved(name: str, launch_path: str, workdir: str | None) -> Path:
     """`name` opened in `workdir` (a relative one from the launch script's directory up, as an
     unmoved file is); Unreadable where `workdir` is not known statically."""
     if workdir is None:
