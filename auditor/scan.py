@@ -82,6 +82,7 @@ def resolve_targets(launch: LaunchConfig, targets: list[str] | None) -> list[Sou
         tree = launch.source_dirs.get(name)  # the tree the run imports (config/source_tree.py)
         try:
             out.append(resolve(str(tree) if tree is not None else f"{name}=={pin}" if pin else name))
+            out[-1].stated = tree is not None or bool(pin)
         except InputError as exc:
             if pin:
                 raise

@@ -74,6 +74,7 @@ class SourceSet:
     origin: str  # the TARGET as given
     files: list[str] = field(default_factory=list)  # .py files, posix, sorted
     recognised: bool = True  # False: a directory whose name and version nothing states
+    stated: bool = True  # False: the copy installed here, taken where neither script nor --target names one
 
     def __post_init__(self) -> None:
         self.name = canonicalize_name(self.name)
@@ -96,6 +97,8 @@ class SourceSet:
     def label(self) -> str:
         """How reports name the target: never a bare None; a directory also shows its path."""
         release = f"{self.name} {self.version}" if self.version else f"{self.name} (version unknown)"
+        if not self.stated:  # this machine's copy: evidence about the laptop, not the cluster
+            return f"{release} (installed here, none stated)"
         if self.kind != "dir":
             return release
         if self.recognised:

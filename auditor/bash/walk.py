@@ -45,6 +45,17 @@ from auditor.errors import InputError
 from auditor.findings import Finding
 
 
+def join_workdir(base: str | None, directory: Scalar) -> str | None:
+    """The directory `cd DIR` (or a runner's `--cwd DIR`) moves to from `base` (join_workdir's
+    own kind of value); None where it is not known statically: DIR unknown, empty, `-` or `~...`
+    (another directory's value), or a relative DIR from a directory not known."""
+    if not isinstance(directory, str) or directory in ("", "-") or directory.startswith(("~", "-")):
+        return None
+    if os.path.isabs(directory):
+        return os.path.normpath(directory)
+    return None if base is None else os.path.normpath(os.path.join(base, directory))
+
+
 class Shell(Expander, ABC):
     """Walks a parsed script in order, keeping variables as bash would; builtins, assignments and
     functions are run here, every other command goes to `external`."""
@@ -54,6 +65,9 @@ class Shell(Expander, ABC):
         self.diagnostics = diagnostics
         self.functions: dict[str, Node] = {}
         self.conditional = 0  # how many if/case/loop bodies the walk is inside
+        # Where the commands run, relative to the launch directory (or absolute): "" where no `cd`
+        # moved them, None after one whose directory is not known statically (join_workdir)
+        self.workdir: str | None = ""
         self.opaque: list[tuple[int, str]] = []  # (line, what): code unseen here that may set anything
         self.clobbered: frozenset[str] = frozenset()
         self.sourced: list[str] = []  # the files `source`/`.` named, read or not
@@ -336,6 +350,8 @@ class Shell(Expander, ABC):
             return 0
         if head in ("cd", "pushd", "popd"):  # from here on `pwd` is not the launch directory
             self.cwd = None
+            sure = head == "cd" and not (self.uncertain or self.subshells) and len(fields) == 2
+            self.workdir = join_workdir(self.workdir, fields[1].value) if sure else None
         if cmd.stdout is not None and head in ("printf", "echo", "cat"):
             self._write(str(head), fields[1:], cmd)
         if head in _SETTERS:

@@ -56,7 +56,7 @@ def _first_argument(config: LaunchConfig, first: Field, rule: dict, launcher: di
         config.positionals.pop(0)
     where = f"{path}:{first.line}"
     try:
-        found, data = load_file(name, path)
+        found, data = load_file(name, path, config.workdir)
     except Unreadable as exc:
         unknown_file(config, name, str(exc), first.line, where,
                  env_keys=(launcher.get("env_nproc"), launcher.get("env_nnodes")))
@@ -98,7 +98,7 @@ def _replaces_flags(config: LaunchConfig, flag: Flag, rule: dict, path: str) -> 
         found, data, why = None, None, f"`{flag.value}` is not known statically"
     else:
         try:
-            found, data = load_file(flag.value, path)
+            found, data = load_file(flag.value, path, config.workdir)
             why = ""
         except Unreadable as exc:
             found, data, why = None, None, str(exc)
@@ -126,11 +126,14 @@ def _replaces_flags(config: LaunchConfig, flag: Flag, rule: dict, path: str) -> 
         where=where))
 
 
-def load_file(name: str, launch_path: str) -> tuple[str, dict]:
+def load_file(name: str, launch_path: str, workdir: str | None) -> tuple[str, dict]:
     """(the file found, its mapping). Relative names are looked for from the launch script's
     directory up (ms-swift's examples run from the repository root): the directory the script
-    runs in is not known."""
-    found = find_script(launch_path, name)
+    runs in is not known. Where a `cd` or a runner's option moved the command (`workdir`,
+    config.workdir), only from there: under the same directories for a relative one; not at all
+    where it is not known (another file of that name elsewhere is not the one opened)."""
+    found = find_script(launch_path, name) if workdir == "" or Path(name).is_absolute() else _moved(
+        name, launch_path, workdir)
     if found is None:
         raise Unreadable(f"not found in {Path(launch_path).resolve().parent} or a directory above it")
     try:
@@ -147,6 +150,21 @@ def load_file(name: str, launch_path: str) -> tuple[str, dict]:
     if not isinstance(data, dict):
         raise Unreadable(f"{found} holds no mapping of settings")
     return str(found), data
+
+
+def _moved(name: str, launch_path: str, workdir: str | None) -> Path:
+    """`name` opened in `workdir` (a relative one from the launch script's directory up, as an
+    unmoved file is); Unreadable where `workdir` is not known statically."""
+    if workdir is None:
+        raise Unreadable("the directory the command runs in is not known statically (a `cd` or a "
+                         "runner's working-directory option before it)")
+    here = Path(launch_path).resolve().parent
+    bases = [Path(workdir)] if Path(workdir).is_absolute() else [d / workdir for d in [here, *here.parents]]
+    found = next((b / name for b in bases if (b / name).is_file()), None)
+    if found is None:
+        raise Unreadable(f"not found in {bases[0]}, where the command runs"
+                         + ("" if Path(workdir).is_absolute() else ", or in that directory under one above"))
+    return found
 
 
 def load_yaml(text: str, path: Path) -> Any:
@@ -167,8 +185,8 @@ def surely_missing(config: LaunchConfig, name: str, option: str, loaded: str | N
     run may start in (those from which its relative entry opens: bash/absent.py) is a certain
     stop; anything less certain stays unknown (unknown_file). After a `cd` (config.launch_dir
     None) the run may start outside the checkout, in a tree that holds the file: not certain."""
-    absent = (absent_from_launch_dirs(name, config.script, path)
-              if isinstance(config.script, str) and loaded and config.launch_dir is not None else None)
+    absent = (absent_from_launch_dirs(name, config.script, path) if isinstance(config.script, str) and loaded
+              and config.launch_dir is not None and config.workdir == "" else None)
     if absent is None:
         return
     missing, _ = absent

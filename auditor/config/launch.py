@@ -423,6 +423,7 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
                           case=which if cases else 0)
     config.wrapper = [f.value for f in chosen.wrapper]
     config.launch_dir = chosen.cwd
+    config.workdir = chosen.workdir
     config.env = _environment(shell, chosen)
     config.text = "\n".join(shell.lines)  # what a reader asks of the script (flags.wholly_unknown)
     args = chosen.args

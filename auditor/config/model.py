@@ -80,6 +80,9 @@ class LaunchConfig:
     # The directory the training command starts in, as the walk knows it (the audit's own, until a
     # `cd`; None after one): where the trainer opens a relative config file (frontends/chatlearn.py)
     launch_dir: str | None = None
+    # Where the training command runs relative to the launch directory (or absolute): "" where no
+    # `cd` or runner option moved it, None where that is not known (config/configfiles.load_file)
+    workdir: str | None = ""
     # Words of the training command not known statically that may add arguments (`${EXTRA}`):
     # what they may set is unknown (config.flags.open_settings), in the order written
     unknown_words: list[UnknownWord] = field(default_factory=list)

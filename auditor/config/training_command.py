@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Word
 from auditor.bash.parser import Cmd, Node, ShellParser
 from auditor.bash.values import EnvVar, Field, Scalar, Var
-from auditor.bash.walk import Shell
+from auditor.bash.walk import Shell, join_workdir
 from auditor.config.batch_job import allocation_options, in_checkout, job_file_at
 from auditor.config.entry_copy import hydra_copy, is_copy
 from auditor.config.entry_module import module_file, module_roots
@@ -43,6 +43,9 @@ class Candidate:
     conditional: bool
     word_line: int = 0  # the launcher word's own line (after `NAME=value \` prefix lines)
     cwd: str | None = None  # the directory it starts in, as the walk knows it (None after a `cd`)
+    # where it runs, relative to the launch directory: "" not moved, None not known statically
+    # (a `cd` or a runner's working-directory option before it: bash.walk.join_workdir)
+    workdir: str | None = ""
 
 
 def is_interpreter(base: str, launcher: dict) -> bool:
@@ -140,10 +143,13 @@ class LaunchShell(Shell):
         wrapped = not isinstance(fields[0].value, str) or os.path.basename(fields[0].value) in self.spelling.wrappers
         ran = self._runner(fields)
         if ran is not None:  # `uv run [options] python -m torch.distributed.run ...`
-            prefix, command = ran
+            prefix, command, moved = ran
             candidate = self._launch(command, inline, cmd) if command else None
             if candidate is not None:
                 candidate.wrapper = prefix + candidate.wrapper
+                if moved != "":  # `conda run --cwd DIR`: the command runs in DIR
+                    candidate.workdir = join_workdir(candidate.workdir, moved)
+                    candidate.cwd = join_workdir(candidate.cwd, moved)
             return candidate
         for k, f in enumerate(fields):
             if not isinstance(f.value, str):
@@ -197,7 +203,7 @@ class LaunchShell(Shell):
                             inline[name] = EnvVar(name, value, w.line, "inline")
                 candidate = Candidate(
                     launcher, invoked, sub, args, wrapper, inline, dict(self.vars),
-                    cmd.line, cmd.end_line, self.conditional > 0, fields[0].line, self.cwd)
+                    cmd.line, cmd.end_line, self.conditional > 0, fields[0].line, self.cwd, self.workdir)
                 if launcher.get("one_process"):
                     self.last_resort.append(candidate)
                     return None
@@ -261,24 +267,35 @@ class LaunchShell(Shell):
         script = fields[j].value if j < len(fields) else None
         return rule if isinstance(script, str) and script.endswith(".py") else None
 
-    def _runner(self, fields: list[Field]) -> tuple[list[Field], list[Field]] | None:
-        """(the runner's words, the command it runs) for `uv run [options] COMMAND`; `uv run -m
-        MODULE` and `uv run script.py` run python. None when `fields` is no such runner."""
+    def _runner(self, fields: list[Field]) -> tuple[list[Field], list[Field], str | None] | None:
+        """(the runner's words, the command it runs, the directory it runs it in: "" where no
+        `cwd_options` option moves it, None where that is not known statically) for `uv run
+        [options] COMMAND`; `uv run -m MODULE` and `uv run script.py` run python. None when
+        `fields` is no such runner. A word not known statically where the options stand may be
+        such an option (`conda run $CONDA_OPTS python ...`): the directory is not known."""
         head = os.path.basename(str(fields[0].value))
         runner = next((r for r in self.spelling.runners if r["program"] == head and len(fields) > 1
                        and fields[1].value == r["subcommand"]), None)
         if runner is None:
             return None
         k = 2
+        moved: str | None = ""
+        moves = runner.get("cwd_options", ())
         while k < len(fields) and isinstance(option := fields[k].value, str) and option.startswith("-"):
+            name, eq, value = option.partition("=")
+            if name in moves:
+                given = value if eq else fields[k + 1].value if k + 1 < len(fields) else None
+                moved = given if isinstance(given, str) else None
             if option in runner.get("module_options", ()):
                 python = Field("python", fields[k].line)
-                return fields[:k], [python, Field("-m", fields[k].line), *fields[k + 1:]]
+                return fields[:k], [python, Field("-m", fields[k].line), *fields[k + 1:]], moved
             k += 2 if option in runner.get("value_options", ()) else 1
+        if k < len(fields) and not isinstance(fields[k].value, str):
+            moved = None
         command = fields[k:]
         if command and isinstance(command[0].value, str) and command[0].value.endswith(".py"):
             command = [Field("python", command[0].line), *command]
-        return fields[:k], command
+        return fields[:k], command, moved
 
     def _match_launcher(self, fields: list[Field], k: int) -> tuple[dict | None, str, str, int]:
         """(launcher rule, how it was invoked, subcommand, index of its first argument)."""

@@ -141,7 +141,7 @@ TABLES: dict[str, Table] = {
     "wrappers": _table(False, "", "programs shells batch separated python_runners operand_required "
                                   "operand_source environment_set batch_flags"),
     # `uv run [options] COMMAND` (config.training_command): the options that take a value.
-    "command_runner": _table(True, "program subcommand value_options source", "module_options"),
+    "command_runner": _table(True, "program subcommand value_options source", "module_options cwd_options"),
     "backend": _table(True, "name what env paths covers short decide", "source"),
     # What a Python entry's imports say about its stack (rules/stacks.toml, config/entry_stack.py).
     "own_pipeline": _table(True, "name modules what covers decide source", ""),
@@ -200,7 +200,8 @@ TYPES: dict[str, dict[str, type]] = {
     "setting_cases": {"key": str, "values": list, "why": str},
     "front_end": {"scripts": list, "flags": list, "layout_flags": list, "launcher": str},
     "script_call": {"callee": list, "param": str, "key": str, "position": int, "read": str},
-    "command_runner": {"program": str, "subcommand": str, "value_options": list, "module_options": list},
+    "command_runner": {"program": str, "subcommand": str, "value_options": list, "module_options": list,
+                       "cwd_options": list},
     "entry_point": {"launchers": list},
     "launcher_option": {"launchers": list, "options": list, "type": str, "parsed_at": str, "range": list,
                         "unless": list, "line": int},

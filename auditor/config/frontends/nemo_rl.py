@@ -48,7 +48,7 @@ class NemoRlReader(Reader):
         read_overrides(config, [f for f in words if override(f.value) is not None], path)
         notes: list[str] = []
         try:
-            data, said = _composed(rule, args, path, _default_config(config, path))
+            data, said = _composed(rule, args, path, _default_config(config, path), config.workdir)
             sizes, undecided = _sizes(rule, data, str(config.script_read or config.script), said)
             for role, size in sizes:
                 if size > 1:  # one Policy on pipeline stages keeps the run, whatever the others are
@@ -154,7 +154,7 @@ def _default_config(config: LaunchConfig, path: str) -> Path | None:
 
 
 def _composed(rule: dict, args: list[Field], path: str,
-              default: Path | None) -> tuple[dict[str, Any], str]:
+              default: Path | None, workdir: str | None) -> tuple[dict[str, Any], str]:
     """The config as the run script composes it, and where it was read."""
     files: list[object] = [args[k + 1].value for k, f in enumerate(args[:-1]) if f.value == rule["config_option"]]
     if not files and default is None:
@@ -162,7 +162,7 @@ def _composed(rule: dict, args: list[Field], path: str,
     if files and not isinstance(files[-1], str):
         raise NemoUndecided(f"{rule['config_option']} {files[-1]} is not known statically")
     try:
-        found, data = load_file(str(files[-1]), path) if files else (str(default), _load(default))
+        found, data = load_file(str(files[-1]), path, workdir) if files else (str(default), _load(default))
         data = _with_parents(rule, Path(found), _unshared(data), 0)
     except Unreadable as exc:
         raise NemoUndecided(f"{files[-1] if files else default} is not read: {exc}") from None

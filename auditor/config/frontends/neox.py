@@ -33,7 +33,7 @@ class NeoxReader(Reader):
              path: str, parser_roots: tuple[Path, ...]) -> None:
         rule = rulebook.load(RULES).data["neox_pipeline"]
         where = f"{path}:{config.command_line}"
-        read = _merged(rule, args[1:], path)
+        read = _merged(rule, args[1:], path, config.workdir)
         if isinstance(read, str):
             self._unknown(config, rule, read, where)
             return
@@ -76,11 +76,12 @@ class NeoxReader(Reader):
             where=where, detail={"undecided": key, "decide": f"the `{key}` the config files give ({why})"}))
 
 
-def _merged(rule: dict, words: list[Field], path: str) -> tuple[dict, list[str]] | str:
+def _merged(rule: dict, words: list[Field], path: str, workdir: str | None) -> tuple[dict, list[str]] | str:
     """(the merged settings of the config files deepy.py reads, `-` in keys read as `_`; the
     files' names), or why they are not known. `words` follow the user script: `-d DIR` and the
-    config files."""
-    directory, files = "", []
+    config files. argparse keeps the last `-d` and one run of files (conf_file, nargs="+"); the
+    directory is joined onto each file after parsing, wherever `-d` stood (arguments.py:414)."""
+    directory, files, runs = "", list[str](), 0
     k = 0
     while k < len(words):
         value = words[k].value
@@ -94,15 +95,19 @@ def _merged(rule: dict, words: list[Field], path: str) -> tuple[dict, list[str]]
             return f"the argument {value} may name another config file"
         if value.startswith("-"):
             return f"{value} is no option this reader knows"
-        files.append(os.path.join(directory, value) if directory else value)
+        runs += not files or words[k - 1].value != files[-1]
+        files.append(value)
         k += 1
+    if runs > 1:
+        return "config files stand on both sides of an option: deepy.py's argparse takes one run of them"
+    files = [os.path.join(directory, f) for f in files] if directory else files
     if not files or not all(f.endswith(tuple(rule["suffixes"])) for f in files):
         return "no config file is given as deepy.py reads them"
     merged: dict = {}
     names: list[str] = []
     for name in files:
         try:
-            found, data = load_file(name, path)
+            found, data = load_file(name, path, workdir)
         except Unreadable as exc:
             return f"{name} is not read: {exc}"
         names.append(os.path.basename(found))
