@@ -55,9 +55,9 @@ def read_entry_assignments(launch: LaunchConfig) -> None:
     elsewhere = _written_elsewhere(Path(entry.path), keys, options)
     for key in keys:
         found = _setting(tree, key, options, launch, called)
-        if key in elsewhere:
+        if key in elsewhere and found is not None:
             found = (UNKNOWN, f"{elsewhere[key]} writes it too, after the script may",
-                     found[2] if found else 1)
+                     found[2])
         if found is not None and key not in launch.entry_values:
             value, why, line = found
             launch.entry_values[key] = (value, f"{entry.path}:{line}: {why}", f"{entry.path}:{line}")
@@ -98,7 +98,8 @@ def _written_elsewhere(script: Path, keys: list[str], options: dict[str, dict[st
             if path != script:
                 scopes = [tree, *(f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)))]
                 for k in keys:
-                    lines = [w[0] for scope in scopes for w in _writes(scope, k, tree)]
+                    lines = [line for scope in scopes for line in
+                             [*(w[0] for w in _writes(scope, k, tree)), *(u[0] for u in _unnamed(scope, tree))]]
                     if lines and k not in out:
                         out[k] = f"{path.name}:{min(lines)}"
                 for dest, found in stores_of(tree, options).items():
@@ -168,6 +169,9 @@ def _setting(tree: ast.Module, key: str, options: dict[str, dict[str, Any]], lau
     if not values:
         return None
     first = min(values, key=lambda v: v[2])
+    unnamed = sorted(u for scope, _ in scopes for u in _unnamed(scope, tree))
+    if unnamed:
+        return UNKNOWN, f"{first[1]}, but {unnamed[0][1]} (line {unnamed[0][0]}) may write it too", first[2]
     if len({repr(v) for v, _, _ in values}) != 1:
         shown = ", ".join(f"{v!r} (line {line})" for v, _, line in values[:3])
         return UNKNOWN, f"{key} is written with different values: {shown}", first[2]
@@ -189,15 +193,22 @@ def _own_nodes(scope: ast.AST) -> list[ast.AST]:
     return out
 
 
+def _unnamed(scope: ast.AST, tree: ast.Module) -> list[tuple[int, str]]:
+    """(line, what) of each store of `scope` that may write any attribute or keyword: one by a
+    name not written, or a call passing `**` keywords the file does not spell out
+    (config/entry_stores.py)."""
+    nodes = _own_nodes(scope)
+    return sorted([*((line, "a store by a name not written") for line in unnamed_stores(nodes)),
+                   *((line, "a call passing ** keywords not written") for line in opaque_keywords(nodes, scope, tree))])
+
+
 def _writes(scope: ast.AST, key: str, tree: ast.Module) -> list[tuple[int, str, ast.expr | None]]:
-    """Each place `scope` (of `tree`) writes `key` (line, as shown, value): `x.key = v`,
+    """Each place `scope` (of `tree`) writes `key` by name (line, as shown, value): `x.key = v`,
     `x.key += v`, `{"key": v}`, `d["key"] = v`, `f(key=v)`, `setattr(x, "key", v)`; value None
-    where it may write `key` with a value not read (config/entry_stores.py)."""
+    for a store of `.key` in a compound target (`a.tp, a.key = ...`), whose value is not read."""
     out: list[tuple[int, str, ast.expr | None]] = []
     nodes = _own_nodes(scope)
-    out += [(line, "a store by a name not written", None) for line in unnamed_stores(nodes)]
     out += [(line, f"a store of .{key} in a compound target", None) for line in nested_attr_stores(nodes, key)]
-    out += [(line, "a call passing **keywords not written", None) for line in opaque_keywords(nodes, scope, tree)]
     for node in nodes:
         if isinstance(node, ast.Assign):
             out += [(node.lineno, ast.unparse(t), node.value) for t in node.targets
