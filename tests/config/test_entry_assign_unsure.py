@@ -144,3 +144,13 @@ def test_a_local_module_that_stores_the_parsed_argument_decides_nothing(tmp_path
     config = _config(tmp_path, code, "--tp 1 --pp 1")
     assert _unknown(config) and not _not_pipeline(config)
     assert config.entry_values["tensor_model_parallel_size"][0] == 1
+
+
+def test_a_store_by_a_computed_name_leaves_a_size_the_file_never_names_to_the_front_end(tmp_path) -> None:
+    """Megatron-Bridge's run_recipe.py entries apply overrides by computed names but never name a
+    size: the recipe front end reads those, not this reader (no UNKNOWN put over it)."""
+    code = "import json, os\n" + GENERATE.replace(
+        SET, SET + "        for key, value in json.loads(os.environ.get('MP', '{}')).items():\n"
+        "            setattr(model_provider, key, value)\n", 1)
+    config = _config(tmp_path, code, "--tp 1 --pp 1")
+    assert "context_parallel_size" not in config.entry_values and _unknown(config)
