@@ -12,8 +12,8 @@ assignment, a dict's `"key": value`, a call's `key=value`) agrees; anything else
 setting as the front end read it. Not for Megatron-LM's front end, whose parser owns the flags.
 
 Such a program that passes megatron-core's schedule `forward_only=True` in every call that names
-the parameter (rules/megatron-core.toml `[forward_only]`; none passes another value) trains
-nothing; at a pipeline size of 1 read so, megatron-core runs forward_backward_no_pipelining and
+the parameter (rules/megatron-core.toml `[forward_only]`; none passes another value), at a
+pipeline size of 1 read so, megatron-core runs forward_backward_no_pipelining and
 sends nothing between stages: a `launch.not-pipeline` note (NOT A PIPELINE RUN). At PP > 1 the
 forward-only schedule sends activations between stages: scanned, with `schedule_forward_only`
 True among the entry's values (rules/megatron-core.toml mcore.forward-only-one-way reads it).
@@ -28,8 +28,10 @@ from pathlib import Path
 
 from auditor import rulebook
 from auditor.config.entry_schedule import names_schedule
-from auditor.config.entry_script import arg_value, argparse_options, iter_closure
+from auditor.config.entry_script import arg_value, argparse_options, iter_closure, stores_of
+from auditor.config.entry_stores import nested_attr_stores, opaque_keywords, unnamed_stores
 from auditor.config.entry_stack import modeled_packages
+from auditor.config.expr import UNKNOWN
 from auditor.config.model import LaunchConfig
 from auditor.config.pyenv import entry_tree
 from auditor.findings import Finding
@@ -51,9 +53,12 @@ def read_entry_assignments(launch: LaunchConfig) -> None:
         return  # no argparse of its own: its flags are another parser's
     keys = rulebook.load("megatron-core").data["config_attribute"]["keys"]
     called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
-    elsewhere = _written_elsewhere(Path(entry.path), keys)
+    elsewhere = _written_elsewhere(Path(entry.path), keys, options)
     for key in keys:
-        found = None if key in elsewhere else _setting(tree, key, options, launch, called)
+        found = _setting(tree, key, options, launch, called)
+        if key in elsewhere and found is not None:
+            found = (UNKNOWN, f"{elsewhere[key]} writes it too, after the script may",
+                     found[2])
         if found is not None and key not in launch.entry_values:
             value, why, line = found
             launch.entry_values[key] = (value, f"{entry.path}:{line}: {why}", f"{entry.path}:{line}")
@@ -83,18 +88,25 @@ def _names_loop(node: ast.AST, loops: list[tuple[frozenset[str], str]]) -> bool:
     return isinstance(node, ast.Attribute) and any(node.attr == name for _, name in loops)
 
 
-def _written_elsewhere(script: Path, keys: list[str]) -> set[str]:
+def _written_elsewhere(script: Path, keys: list[str], options: dict[str, dict[str, Any]]) -> dict[str, str]:
     """The keys a local module the script imports writes too (it may set them again after the
-    script did); every key where the closure cannot be read."""
+    script did); every key where the closure cannot be read. An argparse value such a module
+    stores (`args.pp = 2`) is marked `stored` in `options`: its flag does not decide it."""
     stop = frozenset(m.split(".")[0] for m in modeled_packages())
-    out: set[str] = set()
+    out: dict[str, str] = {}
     try:
         for path, tree in iter_closure(script, stop):
             if path != script:
                 scopes = [tree, *(f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)))]
-                out |= {k for k in keys if any(_writes(scope, k) for scope in scopes)}
+                for k in keys:
+                    lines = [line for scope in scopes for line in
+                             [*(w[0] for w in _writes(scope, k, tree)), *(u[0] for u in _unnamed(scope, tree))]]
+                    if lines and k not in out:
+                        out[k] = f"{path.name}:{min(lines)}"
+                for dest, found in stores_of(tree, options).items():
+                    options[dest]["stored"] = options[dest].get("stored") or found
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
-        return set(keys)
+        return dict.fromkeys(keys, f"a local module of {script.name} that cannot be read")
     return out
 
 
@@ -119,8 +131,8 @@ def _forward_only(launch: LaunchConfig, script: Path) -> None:
     launch.diagnostics.append(Finding(
         "launch.not-pipeline", "info",
         f"{script.name} runs megatron-core's {named.rpartition('.')[2]}() forward only ({param}=True "
-        f"at {', '.join(passed[:2])}; no call passes another value): text generation or evaluation, "
-        f"no training step, at pipeline size 1 ({at}: {pp[1].removeprefix(pp[2] + ': ')}): "
+        f"at {', '.join(passed[:2])}, in every call that names it), at pipeline size 1 "
+        f"({at}: {pp[1].removeprefix(pp[2] + ': ')}): "
         "forward_backward_no_pipelining sends nothing between stages",
         where=f"{launch.path}:{launch.command_line}", detail={"command": launch.launcher}))
 
@@ -152,22 +164,36 @@ def _forward_only_calls(script: Path) -> list[tuple[Path, int]]:
 
 def _setting(tree: ast.Module, key: str, options: dict[str, dict[str, Any]], launch: LaunchConfig,
              called: set[str]) -> tuple[Any, str, int] | None:
-    """(value, why, line) where every write of `key` in the file agrees and one surely runs."""
+    """(value, why, line) where every write of `key` in the file agrees and one surely runs;
+    UNKNOWN where the file writes it otherwise (a value not read, writes that disagree, or one
+    that may not run: the provider keeps its own value then); None where it never writes it."""
     scopes: list[tuple[ast.AST, list[ast.stmt]]] = [(tree, tree.body)]
     scopes += [(f, f.body) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
     values: list[tuple[Any, str, int]] = []
     sure = False
     for scope, body in scopes:
-        for line, shown, expr in _writes(scope, key):
+        for line, shown, expr in _writes(scope, key, tree):
+            if expr is None:
+                return UNKNOWN, shown, line
             got = _resolve(expr, scope, options, launch)
             if got is None:
-                return None
+                return UNKNOWN, f"{shown} = {ast.unparse(expr)}, a value not read statically", line
             values.append((got[0], f"{shown} = {ast.unparse(expr)} = {got[0]!r} ({got[1]})", line))
         runs = scope is tree or getattr(scope, "name", None) in called
         sure = sure or (runs and _surely(body, key))
-    if not sure or len({repr(v) for v, _, _ in values}) != 1:
+    if not values:
         return None
-    return min(values, key=lambda v: v[2])
+    first = min(values, key=lambda v: v[2])
+    unnamed = sorted(u for scope, _ in scopes for u in _unnamed(scope, tree))
+    if unnamed:
+        return UNKNOWN, f"{first[1]}, but {unnamed[0][1]} (line {unnamed[0][0]}) may write it too", first[2]
+    if len({repr(v) for v, _, _ in values}) != 1:
+        shown = ", ".join(f"{v!r} (line {line})" for v, _, line in values[:3])
+        return UNKNOWN, f"{key} is written with different values: {shown}", first[2]
+    if not sure:
+        return UNKNOWN, (f"{first[1]}, but not on every path that runs (the provider keeps its own value "
+                         f"otherwise)"), first[2]
+    return first
 
 
 def _own_nodes(scope: ast.AST) -> list[ast.AST]:
@@ -182,13 +208,27 @@ def _own_nodes(scope: ast.AST) -> list[ast.AST]:
     return out
 
 
-def _writes(scope: ast.AST, key: str) -> list[tuple[int, str, ast.expr]]:
-    """Each place `scope` writes `key` (line, as shown, value): `x.key = v`, `x.key += v`,
-    `{"key": v}`, `f(key=v)`, `setattr(x, "key", v)`."""
-    out: list[tuple[int, str, ast.expr]] = []
-    for node in _own_nodes(scope):
+def _unnamed(scope: ast.AST, tree: ast.Module) -> list[tuple[int, str]]:
+    """(line, what) of each store of `scope` that may write any attribute or keyword: one by a
+    name not written, or a call passing `**` keywords the file does not spell out
+    (config/entry_stores.py)."""
+    nodes = _own_nodes(scope)
+    return sorted([*((line, "a store by a name not written") for line in unnamed_stores(nodes)),
+                   *((line, "a call passing ** keywords not written") for line in opaque_keywords(nodes, scope, tree))])
+
+
+def _writes(scope: ast.AST, key: str, tree: ast.Module) -> list[tuple[int, str, ast.expr | None]]:
+    """Each place `scope` (of `tree`) writes `key` by name (line, as shown, value): `x.key = v`,
+    `x.key += v`, `{"key": v}`, `d["key"] = v`, `f(key=v)`, `setattr(x, "key", v)`; value None
+    for a store of `.key` in a compound target (`a.tp, a.key = ...`), whose value is not read."""
+    out: list[tuple[int, str, ast.expr | None]] = []
+    nodes = _own_nodes(scope)
+    out += [(line, f"a store of .{key} in a compound target", None) for line in nested_attr_stores(nodes, key)]
+    for node in nodes:
         if isinstance(node, ast.Assign):
-            out += [(node.lineno, ast.unparse(t), node.value) for t in node.targets if _is_attr(t, key)]
+            out += [(node.lineno, ast.unparse(t), node.value) for t in node.targets
+                    if _is_attr(t, key) or (isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant)
+                                            and t.slice.value == key)]
         elif isinstance(node, ast.AugAssign) and _is_attr(node.target, key):
             out.append((node.lineno, ast.unparse(node.target), ast.BinOp(node.target, node.op, node.value)))
         elif isinstance(node, ast.AnnAssign) and _is_attr(node.target, key) and node.value:

@@ -16,8 +16,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from auditor.config.entry_stores import unnamed_stores
 from auditor.config.expr import UNKNOWN
-from auditor.config.model import LaunchConfig
+from auditor.config.model import Flag, LaunchConfig
 
 # How far above the script a local package (`from dschat.utils import ...`) is looked for, and
 # how many local modules are read at most.
@@ -145,9 +146,20 @@ def aliases(tree: ast.Module) -> dict[str, str]:
 
 
 def argparse_options(tree: ast.Module) -> dict[str, dict[str, Any]]:
-    """dest -> {spellings, type, default} of the file's `add_argument` calls."""
+    """dest -> {spellings, type, default, abbrev, stored} of the file's `add_argument` calls.
+    `default` is `...` where no literal gives it or `set_defaults` may change it; `abbrev`:
+    argparse may take a prefix of a long spelling for it (allow_abbrev, True unless every parser
+    of the file turns it off); `stored`: the line of a store the file makes to the parsed value
+    (`args.pp = ...`, a setattr or `vars(args)` store by a name not written), which the flag
+    and default do not decide (config/entry_stores.py), else 0."""
     out: dict[str, dict[str, Any]] = {}
-    for node in ast.walk(tree):
+    nodes = list(ast.walk(tree))
+    parsers = [n for n in nodes if isinstance(n, ast.Call) and dotted(n.func).endswith("ArgumentParser")]
+    abbrev = not parsers or not all(any(k.arg == "allow_abbrev" and isinstance(k.value, ast.Constant)
+                                        and k.value.value is False for k in p.keywords) for p in parsers)
+    defaults = [k.arg for n in nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                and n.func.attr == "set_defaults" for k in n.keywords]
+    for node in nodes:
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                 and node.func.attr == "add_argument"):
             continue
@@ -157,12 +169,32 @@ def argparse_options(tree: ast.Module) -> dict[str, dict[str, Any]]:
         kw = {k.arg: k.value for k in node.keywords if k.arg}
         long = next((s for s in spellings if s.startswith("--")), spellings[0])
         dest, kind, default = kw.get("dest"), kw.get("type"), kw.get("default")
-        out[str(dest.value) if isinstance(dest, ast.Constant) else long.lstrip("-").replace("-", "_")] = {
+        name = str(dest.value) if isinstance(dest, ast.Constant) else long.lstrip("-").replace("-", "_")
+        out[name] = {
             "spellings": spellings,
             "type": kind.id if isinstance(kind, ast.Name) else "str",
             # `...`: a default that is no literal, not known statically
-            "default": default.value if isinstance(default, ast.Constant) else (None if default is None else ...),
+            "default": (... if name in defaults or None in defaults else
+                        default.value if isinstance(default, ast.Constant) else (None if default is None else ...)),
+            "abbrev": abbrev,
+            "stored": 0,
         }
+    for stored, line in stores_of(tree, out).items():
+        out[stored]["stored"] = line
+    return out
+
+
+def stores_of(tree: ast.Module, options: dict[str, dict[str, Any]]) -> dict[str, int]:
+    """dest -> the first line of `tree` storing into that parsed argparse value (an attribute of
+    its name, or a store by a name not written: config/entry_stores.py)."""
+    nodes = list(ast.walk(tree))
+    unnamed = unnamed_stores(nodes)
+    out = {}
+    for dest in options:
+        lines = [*unnamed, *(n.lineno for n in nodes if isinstance(n, ast.Attribute) and n.attr == dest
+                             and isinstance(n.ctx, (ast.Store, ast.Del)))]
+        if lines:
+            out[dest] = min(lines)
     return out
 
 
@@ -230,7 +262,14 @@ def arg_value(node: ast.expr, options: dict[str, dict[str, Any]], launch: Launch
         return None
     opt = options[node.attr]
     convert = _TYPES.get(opt["type"])
-    flag = next((f for f in launch.flags.values() if f.spelling in opt["spellings"]), None)
+    if opt.get("stored"):
+        return None  # the file stores another value into it
+    given = _given(opt, options, launch)
+    if given is None:
+        return None
+    flag = given[0] if given else None
+    if launch.unknown_words and (flag is None or flag.name not in launch.unknown_words[-1].after):
+        return None  # a word not known statically may give it (config.flags.open_settings' rule)
     if flag is not None:
         if not isinstance(flag.value, str) or convert is None:
             return None
@@ -242,6 +281,24 @@ def arg_value(node: ast.expr, options: dict[str, dict[str, Any]], launch: Launch
                                  and not isinstance(opt["default"], convert)):
         return None
     return opt["default"], f"the default of {opt['spellings'][-1]}, not given"
+
+
+def _given(opt: dict[str, Any], options: dict[str, dict[str, Any]], launch: LaunchConfig) -> list[Flag] | None:
+    """The flag of the launch line that gives option `opt` ([] for none): one of its spellings,
+    or where argparse abbreviates, a long flag no option spells that begins one of its long
+    spellings. None where several flags may give it or the abbreviation begins another option's
+    spelling too (argparse rejects it as ambiguous)."""
+    spelled = {s for o in options.values() for s in o["spellings"]}
+    longs = [s for s in opt["spellings"] if s.startswith("--")]
+    found = [f for f in launch.flags.values() if f.spelling in opt["spellings"] or (
+        opt.get("abbrev", True) and f.spelling.startswith("--") and f.spelling not in spelled
+        and any(s.startswith(f.spelling) for s in longs))]
+    if len(found) > 1:
+        return None
+    if found and found[0].spelling not in opt["spellings"] and any(
+            s.startswith(found[0].spelling) for o in options.values() if o is not opt for s in o["spellings"]):
+        return None
+    return found
 
 
 def uses_modules(tree: ast.Module, modules: list[str], names: list[str]) -> bool:

@@ -18,6 +18,7 @@ import pytest
 
 from auditor import rulebook, sources
 from auditor.config.entry_assign import read_entry_assignments
+from auditor.config.expr import UNKNOWN
 from auditor.config.launch import parse_launch
 
 GENERATE = '''"""Greedy generation from a Megatron model (hf_to_megatron_generate_text.py's shape)."""
@@ -87,25 +88,25 @@ def test_an_assignment_on_one_branch_only_decides_nothing(tmp_path) -> None:
     code = GENERATE.replace("        model_provider.pipeline_model_parallel_size = pp\n"
                             "        model = model_provider.provide", "        model = model_provider.provide")
     config = _config(tmp_path, code, "--pp 2")
-    assert "pipeline_model_parallel_size" not in config.entry_values
+    assert config.entry_values["pipeline_model_parallel_size"][0] is UNKNOWN
     assert config.entry_values["tensor_model_parallel_size"][0] == 1
 
 
 def test_assignments_that_disagree_decide_nothing(tmp_path) -> None:
     code = GENERATE.replace('"pipeline_model_parallel_size": pp}', '"pipeline_model_parallel_size": 2}')
     config = _config(tmp_path, code, "--pp 4")
-    assert "pipeline_model_parallel_size" not in config.entry_values
+    assert config.entry_values["pipeline_model_parallel_size"][0] is UNKNOWN
 
 
 def test_a_value_not_known_statically_decides_nothing(tmp_path) -> None:
     code = GENERATE.replace("    pp = args.pp\n", "    pp = int(os.environ['PP'])\n")
     config = _config(tmp_path, code, "--pp 4")
-    assert "pipeline_model_parallel_size" not in config.entry_values
+    assert config.entry_values["pipeline_model_parallel_size"][0] is UNKNOWN
 
 
 def test_a_flag_not_known_statically_decides_nothing(tmp_path) -> None:
     config = _config(tmp_path, GENERATE, "--pp ${PP}")
-    assert "pipeline_model_parallel_size" not in config.entry_values
+    assert config.entry_values["pipeline_model_parallel_size"][0] is UNKNOWN
 
 
 def test_a_local_module_that_writes_the_size_too_decides_nothing(tmp_path) -> None:
@@ -115,7 +116,7 @@ def test_a_local_module_that_writes_the_size_too_decides_nothing(tmp_path) -> No
     (tmp_path / "examples" / "conversion" / "gen_utils.py").write_text(
         "def fix(provider):\n    provider.pipeline_model_parallel_size = 2\n")
     config = _config(tmp_path, code, "--pp 1")
-    assert "pipeline_model_parallel_size" not in config.entry_values
+    assert config.entry_values["pipeline_model_parallel_size"][0] is UNKNOWN
     assert config.entry_values["tensor_model_parallel_size"][0] == 1
     assert not _not_pipeline(config)
 
