@@ -68,14 +68,24 @@ _CAT_HEREDOC = re.compile(r"\s*cat\s*<<(-?)\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\2
                           re.DOTALL)
 
 
-def _cat_heredoc(command: str) -> str | None:
-    """What `$(cat <<DELIM ... DELIM)` gives (trailing newlines dropped, as bash does); None for
-    any other command or a document bash would expand."""
+def _cat_heredoc(command: str) -> tuple[str, int] | None:
+    """What `$(cat <<DELIM ... DELIM)` gives (trailing newlines dropped, as bash does), and how
+    many lines below the `$(` its text begins; None for any other command or a document bash
+    would expand."""
     m = _CAT_HEREDOC.fullmatch(command)
     if m is None or (not m.group(2) and re.search(r"[$`\\]", m.group(4))):
         return None
     lines = m.group(4).split("\n")
-    return "\n".join(ln.lstrip("\t") if m.group(1) else ln for ln in lines).rstrip("\n")
+    text = "\n".join(ln.lstrip("\t") if m.group(1) else ln for ln in lines).rstrip("\n")
+    return text, command.count("\n", 0, m.start(4))
+
+
+def _document_line(word: Word) -> int:
+    """The line a `NAME=$(cat <<EOF ...)` value's text begins on (0: any other value), so that a
+    script read from it (`bash -lc "$NAME"`) is placed where its lines are written."""
+    cmds = [p for p in word.parts if p.kind == "cmd"]
+    document = _cat_heredoc(cmds[0].text) if len(cmds) == 1 else None
+    return cmds[0].line + document[1] if document is not None else 0
 
 
 class Expander:
@@ -129,7 +139,7 @@ class Expander:
             self._taken = saved
         current = self.vars.get(name)
         inherited = current.exported if current else name in self.environ
-        self.vars[name] = Var(value, word.line, exported or inherited, taken)
+        self.vars[name] = Var(value, word.line, exported or inherited, taken, _document_line(word))
 
     # -- expansion
 
@@ -179,7 +189,7 @@ class Expander:
             elif part.kind == "cmd" and (numbers := _seq(part.text)) is not None:
                 self._emit(numbers, part.line, part.quoted, out)
             elif part.kind == "cmd" and (document := _cat_heredoc(part.text)) is not None:
-                self._emit(document, part.line, part.quoted, out)
+                self._emit(document[0], part.line + document[1], part.quoted, out)
             elif part.kind == "cmd":
                 where = self._script_dir(part.text)
                 if where is None:
@@ -247,7 +257,7 @@ class Expander:
             self.cwd_read.append(part.line)
             var = Var(self.cwd, part.line, True)
         value: Scalar | list[tuple[Scalar, int]] | None = None
-        line = var.line if var else part.line
+        line = (var.starts or var.line) if var else part.line
         if var is not None:
             value = var.value
             self._taken += var.fallbacks

@@ -101,6 +101,7 @@ def test_cat_of_a_here_document_is_its_text(document, followed):
         return
     config = parse_launch(text, "run.sh", environ={})
     assert config.flags["pipeline_model_parallel_size"].value == "2"
+    assert config.flags["pipeline_model_parallel_size"].line == 3  # the document's first line
 
 
 def test_a_size_inside_an_entry_s_own_list_of_settings_is_not_the_default():
