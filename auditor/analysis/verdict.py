@@ -89,7 +89,7 @@ def op_by_op_words(backend: Any) -> str:
     """Why a batch run op by op on `backend` (OP_BY_OP_POSTED) is no contradiction."""
     return (f"{backend} runs every batch op by op, each isend/irecv posted before any is waited "
             f"on, with no communicator per pair: no lazy-init hang (docs/findings.md section 6); "
-            f"but {backend} sends no CUDA tensors: a GPU run fails at its first send")
+            f"but {backend} send/recv takes no CUDA tensors (torch's backend table): a GPU run may not get that far")
 
 
 # Kinds of [[check]] whose failure stops the run at start-up (each entry's `effect`: a
