@@ -391,7 +391,7 @@ def _scan_one(inputs: ScanInputs, read: tuple[LaunchConfig, list[SourceSet]]) ->
     torch_version = effective.value("torch_version")
     findings = [*launch.diagnostics, *effective.findings, *launcher_refusals(launch, effective.torch_releases),
                 *lint(launch, None if torch_version is UNKNOWN else torch_version)]
-    backend = effective.value("distributed_backend")
+    backend = effective.value(verdict.PIPELINE_BACKEND)
     findings += site_findings(site_docs, unbatched, interp.patches, backend in ("nccl", UNKNOWN))
     unscheduled = None if inputs.entries or script is not None else schedule_reach.finding(launch, srcs, effective)
     findings += [unscheduled] if unscheduled is not None else []

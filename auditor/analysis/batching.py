@@ -103,7 +103,7 @@ def site_doc(site: Site, r: SiteReach, effective: EffectiveConfig, unbatched: Un
         if unbatched is None and r.reachable == "yes" else ""
     runs_batched = None if undecided else unbatched is None
     batch_cfg = effective.value("batch_p2p_comm") if "batch_p2p_comm" in needs else UNKNOWN
-    backend = effective.value("distributed_backend")
+    backend = effective.value(verdict.PIPELINE_BACKEND)
     v = verdict.site_verdict(r.reachable, runs_batched, batch_cfg, backend, unbatched is ON_ITS_OWN)
     if v == "ok" and unbatched is not None and backend in verdict.OP_BY_OP_POSTED:
         unbatched = Unbatched(unbatched.cause, unbatched.fix, verdict.op_by_op_words(backend))

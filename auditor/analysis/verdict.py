@@ -60,12 +60,15 @@ SIMULATE = "`p2paudit simulate "
 # (docs/findings.md section 6). A blocking op issued on its own still waits for its receive
 # (rules/nccl.toml, transport "gloo"): its order decides, which scan does not replay.
 OP_BY_OP_POSTED = ("gloo",)
+# The backend the pipeline group runs on (rules/torch.toml torch.pipeline-backend): its own where
+# a flag gives one, else the default backend.
+PIPELINE_BACKEND = "pipeline_backend"
 
 
 def site_verdict(reachable: str, runs_batched: bool | None, batch_p2p_comm: Any,
                  backend: Any = None, alone: bool = False) -> str:
     """`runs_batched` None: whether this op runs inside a coalesced group is undecided.
-    `backend`: the run's distributed_backend; `alone`: the op is issued on its own, not in a
+    `backend`: the pipeline group's backend (PIPELINE_BACKEND); `alone`: the op is issued on its own, not in a
     batch that runs op by op (OP_BY_OP_POSTED)."""
     if reachable == "no":
         return "unreachable"
@@ -85,7 +88,8 @@ def site_verdict(reachable: str, runs_batched: bool | None, batch_p2p_comm: Any,
 def op_by_op_words(backend: Any) -> str:
     """Why a batch run op by op on `backend` (OP_BY_OP_POSTED) is no contradiction."""
     return (f"{backend} runs every batch op by op, each isend/irecv posted before any is waited "
-            f"on, with no communicator per pair: no lazy-init hang (docs/findings.md section 6)")
+            f"on, with no communicator per pair: no lazy-init hang (docs/findings.md section 6); "
+            f"but {backend} send/recv takes no CUDA tensors (torch's backend table): a GPU run may not get that far")
 
 
 # Kinds of [[check]] whose failure stops the run at start-up (each entry's `effect`: a
@@ -318,7 +322,7 @@ def _why_unbatched(doc: dict[str, Any]) -> str:
     """Where the config batches nothing, why: then no debug wrapper has a batch to un-batch;
     where the backend runs every batch op by op with no hang of its own, that."""
     run = RunConfig.from_json(doc.get("config", {}))
-    backend = run.value("distributed_backend")
+    backend = run.value(PIPELINE_BACKEND)
     if backend in OP_BY_OP_POSTED and any(s.get("runs_batched") is False and s.get("verdict") == "ok"
                                           for s in doc.get("sites", [])):
         return op_by_op_words(backend)
@@ -486,7 +490,7 @@ def _decide_for(group: list[dict[str, Any]], run: RunConfig,
         if run.is_open("torch_version"):
             return "--torch X.Y.Z (the cluster's torch release)"
         return "`p2paudit record` of a run, then `p2paudit report` (what ran coalesced)"
-    if group[0].get("runs_batched") is False and run.value("distributed_backend") in OP_BY_OP_POSTED:
+    if group[0].get("runs_batched") is False and run.value(PIPELINE_BACKEND) in OP_BY_OP_POSTED:
         return "`p2paudit record` of a run, then `p2paudit report` (its replay decides the order)"
     tests = sorted({t for s in group for t in s.get("decided_by") or []})
     keys = [m.group(1) for t in tests for m in [re.fullmatch(r"(?:\w+\.)*config\.(\w+)", t)] if m]

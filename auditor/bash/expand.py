@@ -74,6 +74,20 @@ def _trailing_newlines_dropped(value: str | Symbolic) -> str | Symbolic:
     return concat([Symbolic(text) if unknown else text for text, unknown in pieces])
 
 
+def _document_line(word: Word) -> int:
+    """The line a `NAME=$(cat <<EOF ...)` value's text begins on (0: any other value), so that a
+    script read from it (`bash -lc "$NAME"`) is placed where its lines are written."""
+    cmds = [p for p in word.parts if p.kind == "cmd"]
+    if len(cmds) != 1 or cat_document(cmds[0].text) is None:
+        return 0
+    return cmds[0].line + _document_offset(cmds[0].text)
+
+
+def _document_offset(command: str) -> int:
+    """How many lines below the `$(` of `$(cat <<EOF ...)` the document's text begins."""
+    return command.count("\n", 0, command.index("<<")) + 1
+
+
 class Expander:
     """The variables of a script (assigned, inherited through `environ`, read) and the expansion
     of words against them."""
@@ -128,7 +142,7 @@ class Expander:
         # `COMMAND=${COMMAND:-}` of a set COMMAND keeps its value, and the line that set it
         same = re.fullmatch(rf'"?\$(?:{name}|\{{{name}(?::?[-=][^}}]*)?\}})"?', word.raw[len(name) + 1:])
         line = current.line if current is not None and same and value == current.value else word.line
-        self.vars[name] = Var(value, line, exported or inherited, taken)
+        self.vars[name] = Var(value, line, exported or inherited, taken, _document_line(word))
 
     # -- expansion
 
@@ -191,7 +205,8 @@ class Expander:
                 if text is None:
                     out.symbolic(part.src, part.line, unsplit=not part.quoted)
                 else:
-                    self._emit(_trailing_newlines_dropped(text), part.line, part.quoted, out)
+                    self._emit(_trailing_newlines_dropped(text), part.line + _document_offset(part.text),
+                               part.quoted, out)
             elif part.kind == "cmd":
                 where = self._script_dir(part.text)
                 if where is None:
@@ -259,7 +274,7 @@ class Expander:
             self.cwd_read.append(part.line)
             var = Var(self.cwd, part.line, True)
         value: Scalar | list[tuple[Scalar, int]] | None = None
-        line = var.line if var else part.line
+        line = (var.starts or var.line) if var else part.line
         if var is not None:
             value = var.value
             self._taken += var.fallbacks

@@ -91,6 +91,7 @@ class Var:
     line: int
     exported: bool
     fallbacks: tuple[str, ...] = ()  # unset variables whose `${NAME:-x}` fallback made the value
+    starts: int = 0  # the line its text begins on, where below `line` (a `$(cat <<EOF` document)
 
 
 @dataclass

@@ -307,7 +307,7 @@ class Shell(Expander, ABC):
                         f"the loop at line {passes} runs an unknown number of times: `{name}`, which "
                         "each pass appends to, is read after one pass (with none, what it appends would not run)",
                         fix="give the loop's values in the script, or the command with --command",
-                        where=f"{self.reading}:{passes}"))
+                        where=f"{self.reading}:{passes}", detail={"array": name, "line": passes}))
             else:
                 merged[name] = Var(Symbolic(f"${{{name}}}"), max(v.line for v in known),
                                     any(v.exported for v in known))

@@ -5,9 +5,10 @@ the world size it gives (processes per node, nodes) from its flags, its environm
 from __future__ import annotations
 
 import os
+import re
 
 from auditor.bash.values import EnvVar, Field, Partial, Scalar, Symbolic
-from auditor.config.flags import normalise, unresolved
+from auditor.config.flags import normalise, unresolved, wholly_unknown
 from auditor.config.model import Flag, LaunchConfig
 from auditor.config.training_command import Candidate, is_interpreter
 from auditor.findings import Finding
@@ -65,6 +66,7 @@ def _launcher_options(config: LaunchConfig, launcher: dict, args: list[Field],
         if isinstance(value, Symbolic):
             if _script_follows(args[k + 1:], launcher):
                 unresolved(config, args[k], path, "torchrun's options")
+                _opens_options(config, launcher, args[k])
                 k += 1
                 continue
             return args[k + 1:], value
@@ -97,6 +99,37 @@ def _launcher_options(config: LaunchConfig, launcher: dict, args: list[Field],
         else:
             k += 1
     return [], None
+
+
+def _opens_options(config: LaunchConfig, launcher: dict, word: Field) -> None:
+    """An unknown word among the launcher's options may give any of them: the sizes read before
+    it (the last one wins) and, where the launcher's rule names options that set the run's
+    environment (srun --export) and the word may be any text (flags.wholly_unknown), every
+    variable a rule reads."""
+    config.options_opened = word
+    config.options_before = dict(config.launcher_flags)
+    if not wholly_unknown(word.value, config.text):  # an array some branch extends: read as written
+        return
+    for option in launcher.get("env_options", ()):
+        for name in Spelling.load(None).env_names:
+            config.env[name] = EnvVar(name, Symbolic(
+                f"${name}, which {word.value} among {launcher.get('name')}'s options may set ({option})"),
+                word.line, "export")
+
+
+def opened_size(config: LaunchConfig, launcher: dict, what: str) -> tuple[Scalar, str] | None:
+    """A size (`what`: "nproc" or "nnodes") the unknown launcher word may give: unknown, unless one
+    of its flags is written after that word."""
+    word = config.options_opened
+    if word is None:
+        return None
+    for spelling in launcher.get(f"{what}_flags", ()):
+        flag = config.launcher_flags.get(normalise(spelling))
+        if flag is not None and config.options_before.get(normalise(spelling)) is not flag:
+            return None
+    dest = "nproc_per_node" if what == "nproc" else "nnodes"
+    return Symbolic(str(word.value)), (f"{word.value} among {launcher.get('name')}'s options (line {word.line}) "
+                                       f"may set it: give it as --set {dest}=N")
 
 
 def _script_follows(rest: list[Field], launcher: dict) -> bool:
@@ -152,13 +185,28 @@ def world_size(config: LaunchConfig, launcher: dict, chosen: Candidate, spelling
         nnodes = _setting(config, launcher.get("nnodes_keys", ()), path) or _torchrun_default(launcher, "nnodes", env)
     else:
         taken = fallbacks(chosen.args)
-        nproc = (_launcher_flag(config, launcher["nproc_flags"], path, taken)
+        nproc = (opened_size(config, launcher, "nproc") or _launcher_flag(config, launcher["nproc_flags"], path, taken)
                  or _torchrun_default(launcher, "nproc", env))
-        nnodes = (_launcher_flag(config, launcher["nnodes_flags"], path, taken)
+        nnodes = (opened_size(config, launcher, "nnodes") or _launcher_flag(config, launcher["nnodes_flags"], path, taken)
                   or _torchrun_default(launcher, "nnodes", env))
     device_values: list[str] = next((e["device_count_values"] for e in spelling.launchers if e.get("device_count_values")), [])
     config.nproc_per_node, config.world_source["nproc_per_node"] = _nproc(nproc, device_values, env, path)
     config.nnodes, config.world_source["nnodes"] = _nnodes(config, nnodes, path)
+    _loop_built(config)
+
+
+def _loop_built(config: LaunchConfig) -> None:
+    """A command the script runs as an array (`"${srun_cmd[@]}"`) that a loop of unknown passes
+    appends to (bash.walk `launch.loop-once`) is read after one pass; each pass may add a group
+    (srun's `:`-separated heterogeneous components) or sizes of its own: the counts are unknown."""
+    for d in config.diagnostics:
+        name = d.detail.get("array") if d.kind == "launch.loop-once" else None
+        if name and re.search(rf'^\s*"?\$\{{{re.escape(name)}\[[@*]\]\}}', config.text, re.MULTILINE):
+            why = (f"`{name}` is read after one pass of the loop at line {d.detail['line']}, which runs an "
+                   "unknown number of times: give it as --set world_size=N")
+            config.nproc_per_node, config.nnodes = Symbolic(f"${{{name}[@]}}"), Symbolic(f"${{{name}[@]}}")
+            config.world_source = {"nproc_per_node": why, "nnodes": why}
+            return
 
 
 def _sourced(var: EnvVar | None, path: str) -> tuple[Scalar, str] | None:

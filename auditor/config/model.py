@@ -86,6 +86,10 @@ class LaunchConfig:
     # Words of the training command not known statically that may add arguments (`${EXTRA}`):
     # what they may set is unknown (config.flags.open_settings), in the order written
     unknown_words: list[UnknownWord] = field(default_factory=list)
+    # A word among the launcher's own options not known statically (`srun ${SRUN_ARGS} ...`), and
+    # the launcher options read before it, which it may override (config.launcher.opened_size)
+    options_opened: Any = None
+    options_before: dict[str, Flag] = field(default_factory=dict)
     _stack: Stack | None = field(default=None, init=False, repr=False, compare=False)
 
     @property

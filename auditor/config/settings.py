@@ -84,15 +84,16 @@ ANSWERED_UNREAD = (*DECIDED_UNREAD, NotCoveredRun, UnknownStack, CommandNotFollo
 def check_unscanned(given: Mapping[str, str], answered: InputError) -> None:
     """check_settings for a run `answered` without a scan (an ANSWERED_UNREAD): known are the
     rules' keys and the flags of the launch as read. Where the answer is decided without the
-    run's code (DECIDED_UNREAD) no guard of it can matter; where it is not (the command not
-    followed, its stack unknown), a guard of that unread code may test any name, so only a near
-    miss of a known key is refused as a misspelling."""
+    run's code (DECIDED_UNREAD) and its command was read, no guard of it can matter; where it is
+    not (the command not followed, its stack unknown), a guard of that unread code may test any
+    name, and where the command was never read (ScriptExits: the script exits before it) any of
+    its flags may be the key, so only a near miss of a known key is refused as a misspelling."""
     known = set(known_settings())
     launch: LaunchConfig | None = getattr(answered, "config", None)
     if launch is not None:
         known |= {normalise(name) for name in [*launch.flags, *launch.launcher_flags]}
         known |= set(launch.entry_values)
-    _refuse(given, known, near_only=not isinstance(answered, DECIDED_UNREAD))
+    _refuse(given, known, near_only=launch is None or not isinstance(answered, DECIDED_UNREAD))
 
 
 @contextmanager

@@ -94,8 +94,10 @@ def test_an_array_a_test_may_extend_keeps_the_words_it_surely_has():
 ])
 def test_cat_of_a_here_document_is_its_text(document, size):
     text = f"PP=2\nRUN_CMD=$(cat {document})\nsrun bash -lc \"${{RUN_CMD}}\"\n"
-    value = parse_launch(text, "run.sh", environ={}).flags["pipeline_model_parallel_size"].value
-    assert value == size if size else not isinstance(value, str)
+    flag = parse_launch(text, "run.sh", environ={}).flags["pipeline_model_parallel_size"]
+    assert flag.value == size if size else not isinstance(flag.value, str)
+    if size:
+        assert flag.line == 3  # the document's first line
 
 
 def test_a_size_inside_an_entry_s_own_list_of_settings_is_not_the_default():
