@@ -91,7 +91,7 @@ def nccl_coalesces(torch_version: str | None, debug: str | None) -> bool | None:
     if release is None:
         return None
     book = load_rulebook({"torch": release})
-    values: dict[str, Any] = {"distributed_backend": "nccl", "p2p_tensor_device": "cuda",
+    values: dict[str, Any] = {"distributed_backend": "nccl", "pipeline_backend": "nccl", "p2p_tensor_device": "cuda",
                               "torch_version": release}
     env = {"TORCH_DISTRIBUTED_DEBUG": debug if debug is not None else UNKNOWN}
     for entry in book.entries.get("torch-runtime", []):
