@@ -61,12 +61,9 @@ def entry_name(config: LaunchConfig, launcher: dict, launch_path: str) -> str:
     if not isinstance(script, str) or not is_copy(launcher, script, launch_path):
         return os.path.basename(str(script))
     copies, model = launcher["script_copies"], launcher["python_scripts"][0]
-    config.diagnostics.append(Finding(
-        "launch.entry-copy", "info",
-        f"{script} is read as {launcher['name']}'s {model}, a copy of it by its name, its imports "
-        f"({', '.join(copies['imports'])}) and what it defines ({', '.join(copies['defines'])})",
-        fix="--command gives the training command by hand where this is not the same program",
-        where=f"{launch_path}:{config.command_line}", detail={"script": script, "as": model}))
+    _note(config, launch_path, script, model,
+          f"{script} is read as {launcher['name']}'s {model}, a copy of it by its name, its imports "
+          f"({', '.join(copies['imports'])}) and what it defines ({', '.join(copies['defines'])})")
     return os.path.basename(model)
 
 
@@ -171,10 +168,15 @@ def _said(config: LaunchConfig, launcher: dict, script: str, main: HydraMain, mo
     """The note that `script` is read as `model`, the Hydra main it copies, and why."""
     copies = launcher["hydra_copies"]
     keys = f" and the config key its workers are picked by ({', '.join(copies['reads'])})" if copies["reads"] else ""
+    _note(config, launch_path, script, model,
+          f"{script} is read as {launcher['name']}'s {model} on its own config, a copy of it by its "
+          f"imports ({', '.join(copies['imports'])}), its {main.shown()}{keys}")
+
+
+def _note(config: LaunchConfig, launch_path: str, script: str, model: str, message: str) -> None:
+    """The `launch.entry-copy` note: `script` is read as the front end's `model`."""
     config.diagnostics.append(Finding(
-        "launch.entry-copy", "info",
-        f"{script} is read as {launcher['name']}'s {model} on its own config, a copy of it by its "
-        f"imports ({', '.join(copies['imports'])}), its {main.shown()}{keys}",
+        "launch.entry-copy", "info", message,
         fix="--command gives the training command by hand where this is not the same program",
         where=f"{launch_path}:{config.command_line}", detail={"script": script, "as": model}))
 

@@ -32,7 +32,7 @@ if [ -z "$CONTAINER_IMAGE" ]; then
     exit 1
 fi
 srun --container-image=$CONTAINER_IMAGE bash -lc \\
-    "torchrun --nproc_per_node=8 pretrain_gpt.py --pipeline-model-parallel-size 4"
+    "torchrun --nproc_per_node=8 pretrain_gpt.py --pipeline-model-parallel-size 4 --moe-router-dtype fp32"
 """
 
 HIDDEN = """RUN_SCRIPT=$(mktemp)
@@ -66,6 +66,13 @@ def test_a_misspelt_key_is_bad_input_whatever_the_run(capsys, tmp_path, text, de
 def test_a_flag_of_the_run_as_read_is_a_known_key(capsys, tmp_path):
     code, out, _ = _scan(capsys, tmp_path, EXPORT, "to_mcore=false")
     assert code == 0 and "NOT A PIPELINE RUN" in out
+
+
+def test_a_flag_of_a_command_after_a_sure_exit_is_taken(capsys, tmp_path):
+    """The script exits before its training command, which is never read: a key naming one of
+    its flags (`--moe-router-dtype`) cannot be told from a key no rule knows, so it is taken."""
+    code, out, _ = _scan(capsys, tmp_path, EXITS, "moe_router_dtype=fp64")
+    assert code == 1 and "DOES NOT START" in out
 
 
 def test_an_unread_run_still_takes_a_key_its_code_may_test(capsys, tmp_path):
