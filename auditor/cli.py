@@ -107,7 +107,11 @@ def _run(args: argparse.Namespace) -> int:
         if getattr(args, "output_is_file", False):  # before the work, not after it
             from auditor.commands.options import check_output
             check_output(args.output)
-        return command.run(args)
+        if not getattr(args, "set", None):
+            return command.run(args)
+        from auditor.config.settings import keys_first
+        with keys_first(args.set):  # a run refused unscanned (simulate, gate, fix): the key first
+            return command.run(args)
     except InputError as exc:
         print(f"p2paudit {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_INPUT

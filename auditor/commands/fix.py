@@ -18,7 +18,6 @@ import sys
 from auditor.commands import options
 from auditor.commands.output import emit, emit_report, replace_file
 from auditor.config.coerce import overrides_from
-from auditor.config.settings import keys_first
 from auditor.config.launch import read_script
 from auditor.errors import EXIT_FINDINGS, InputError
 from auditor.fix import plan as fix_plan
@@ -53,11 +52,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    with keys_first(args.set):  # a run refused unscanned: a misspelt --set key first
-        return _run(args)
-
-
-def _run(args: argparse.Namespace) -> int:
     if args.apply and args.output:
         raise InputError("--apply", "writes the script itself; leave out -o")
     if args.output and args.output != "-" and _same_file(args.output, args.config):

@@ -20,7 +20,6 @@ from auditor.analysis.verdict import gate_verdict
 from auditor.commands import options
 from auditor.commands.output import emit_report
 from auditor.config.coerce import overrides_from
-from auditor.config.settings import keys_first
 from auditor.config.launch import read_script
 from auditor.errors import InputError
 from auditor.fix import plan, pointer
@@ -74,11 +73,6 @@ def check_same_script(baseline: dict[str, Any], path: str, config: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    with keys_first(args.set):  # a run refused unscanned: a misspelt --set key first
-        return _run(args)
-
-
-def _run(args: argparse.Namespace) -> int:
     options.check_config(args.config)
     baseline = document.load(args.baseline)
     check_scan(baseline, args.baseline)

@@ -21,7 +21,6 @@ from auditor.commands import options
 from auditor.commands.output import emit_report
 from auditor.report import formats
 from auditor.config.coerce import overrides_from
-from auditor.config.settings import keys_first
 from auditor.dynamic.trace import read_trace_dir
 from auditor.analysis.replayverdict import simulation_verdict
 from auditor.analysis.waitfor.transports import transport_names
@@ -53,11 +52,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    with keys_first(args.set):  # a run refused unscanned: a misspelt --set key first
-        return _run(args)
-
-
-def _run(args: argparse.Namespace) -> int:
     options.check_config(args.config)
     if args.microbatches is not None and args.microbatches < 1:
         raise InputError("--microbatches", f"must be >= 1, not {args.microbatches}")
