@@ -18,13 +18,17 @@ Reproduced (the trees are written here, shaped as upstream's):
 
 from __future__ import annotations
 
+import ast
+import fnmatch
 import json
 from pathlib import Path
 from textwrap import dedent
+from typing import Any
 
 import pytest
 
-from auditor import cli
+from auditor import cli, rulebook
+from auditor.config.no_training import _uses
 from auditor.config.launch import read_launch
 
 EVAL_SH = dedent('''\
@@ -294,3 +298,28 @@ def test_torchtitan_module_run_from_no_torchtitan_checkout_is_left_to_the_analys
     (tmp_path / "torchtitan/trainer.py").write_text("class Trainer:\n    pass\n")
     monkeypatch.chdir(tmp_path)
     assert _not_pipeline(script) is None
+
+
+TITAN_RULE = next(r for r in rulebook.load("torchtitan").data["no_training_entry"])
+
+
+@pytest.mark.wheels
+@pytest.mark.parametrize("version", TITAN_RULE["checked"])
+def test_torchtitan_rule_holds_in_checked_releases(release: Any, version: str) -> None:
+    """In each release the rule names: trainer.py holds the code it was read on, the only
+    `pp_schedule.step`/`.eval` calls are in forward_backward_step and the validator, and every
+    inference module the rule covers names none of its loops."""
+    root = next(p.parent.parent for p in sorted(Path(release(f"torchtitan=={version}").root)
+                                                 .rglob("torchtitan/__init__.py")))
+    assert TITAN_RULE["checkout_code"] in (root / TITAN_RULE["checkout_file"]).read_text(encoding="utf-8")
+    steps = [p.relative_to(root).as_posix() for p in (root / "torchtitan").rglob("*.py")
+             if "experiments" not in p.parts and "tests" not in p.parts
+             and ("pp_schedule.step(" in p.read_text(encoding="utf-8") or "pp_schedule.eval(" in p.read_text(encoding="utf-8"))]
+    assert sorted(steps) == ["torchtitan/components/validate.py", "torchtitan/trainer.py"]
+    inference = [p for p in (root / "torchtitan").rglob("*.py")
+                 if fnmatch.fnmatchcase(".".join(p.relative_to(root).with_suffix("").parts), TITAN_RULE["modules"][0])]
+    assert inference
+    loops = set(TITAN_RULE["loops"])
+    for path in inference:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        assert not _uses(tree, {"torchtitan"}, loops, loops | set(TITAN_RULE["methods"])), path
