@@ -131,7 +131,7 @@ TABLES: dict[str, Table] = {
     # What torch's own launcher refuses, or hands the script, before any worker trains
     # (auditor/config/launch_options.py).
     "launcher_option": _table(True, "id launchers options source code line", f"type parsed_at range unless {_SELECT}"),
-    "launcher_handoff": _table(True, "id launchers passes source code line", f"unless helpers {_SELECT}"),
+    "launcher_handoff": _table(True, "id launchers passes source code line", f"unless helpers refused_since {_SELECT}"),
     # A script the launcher starts that has a front end of its own (`style`); `not_pipeline`: what
     # it is where it trains no pipeline (a checkpoint conversion), `{script}` its path as written.
     "swift_script": _table(True, "pattern style", f"not_pipeline {_SELECT}"),
@@ -209,7 +209,8 @@ TYPES: dict[str, dict[str, type]] = {
     "entry_point": {"launchers": list},
     "launcher_option": {"launchers": list, "options": list, "type": str, "parsed_at": str, "range": list,
                         "unless": list, "line": int},
-    "launcher_handoff": {"launchers": list, "passes": str, "unless": list, "helpers": list, "line": int},
+    "launcher_handoff": {"launchers": list, "passes": str, "unless": list, "helpers": list, "line": int,
+                         "refused_since": str},
     "launcher": {"python_scripts": list, "script_copies": dict, "hydra_copies": dict},
     "hydra_compose": {"launchers": list, "path_options": list, "name_options": list, "role_values": list},
     "hydra_strategy": {"main": str, "config_path": str, "config_name": str, "path_options": list,
