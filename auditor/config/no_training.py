@@ -6,8 +6,8 @@ pipeline schedule (`loops`: called by name; `methods`: reached on an object, `tr
 `self.pp_schedule`), the flags that make the run one stage (`flags`: Megatron-DeepSpeed's
 `--no-pipeline-parallel`, whose validate_args asserts PP 1) and the entry modules it is about
 (`modules`: torchtitan's `-m torchtitan.models.*.inference.*`). It holds only where the code it
-was read on is the code that runs: the checkout around the entry holds `checkout_file` with
-`checkout_code`. The entry and the local modules it imports (not the framework's own package,
+was read on is the code that runs: the checkout around the entry holds the rule's `code` in the
+file its `source` cites. The entry and the local modules it imports (not the framework's own package,
 whose loops are the rule's) are read with the stdlib `ast`: any use of a loop's name, a call that
 runs code not seen (rules/stacks.toml `dynamic`) or a closure cut short leaves the run to the
 analysis. A local module's `if __name__ == "__main__":` block does not run on import
@@ -59,7 +59,8 @@ def _judge(rule: dict[str, Any], launch: LaunchConfig, entry: Path, written: str
         return None
     if any(getattr(launch.flags.get(k), "value", None) is not True for k in rule.get("flags", [])):
         return None
-    root = _checkout(entry, rule["checkout_file"], rule["checkout_code"])
+    file = rule["source"].split()[1].rsplit(":", 1)[0]  # "OWNER/NAME@COMMIT PATH:LINE"
+    root = _checkout(entry, file, rule["code"])
     if root is None:
         return None
     try:
@@ -75,7 +76,7 @@ def _judge(rule: dict[str, Any], launch: LaunchConfig, entry: Path, written: str
             return None
     loops = ", ".join(rule["loops"] + rule.get("methods", []))
     return rule["what"].format(entry=written, module=launch.script, loops=loops, local=len(modules) - 1,
-                               checkout=os.path.relpath(root / rule["checkout_file"]))
+                               checkout=os.path.relpath(root / file))
 
 
 def _checkout(entry: Path, file: str, code: str) -> Path | None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import fnmatch
 import json
+import os
 from pathlib import Path
 from textwrap import dedent
 from typing import Any
@@ -311,7 +312,8 @@ def test_torchtitan_rule_holds_in_checked_releases(release: Any, version: str) -
     inference module the rule covers names none of its loops."""
     root = next(p.parent.parent for p in sorted(Path(release(f"torchtitan=={version}").root)
                                                  .rglob("torchtitan/__init__.py")))
-    assert TITAN_RULE["checkout_code"] in (root / TITAN_RULE["checkout_file"]).read_text(encoding="utf-8")
+    file = TITAN_RULE["source"].split()[1].rsplit(":", 1)[0]
+    assert TITAN_RULE["code"] in (root / file).read_text(encoding="utf-8")
     steps = [p.relative_to(root).as_posix() for p in (root / "torchtitan").rglob("*.py")
              if "experiments" not in p.parts and "tests" not in p.parts
              and ("pp_schedule.step(" in p.read_text(encoding="utf-8") or "pp_schedule.eval(" in p.read_text(encoding="utf-8"))]
@@ -323,3 +325,14 @@ def test_torchtitan_rule_holds_in_checked_releases(release: Any, version: str) -
     for path in inference:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         assert not _uses(tree, {"torchtitan"}, loops, loops | set(TITAN_RULE["methods"])), path
+
+
+TITAN = Path(os.environ.get("P2PAUDIT_TORCHTITAN", "/work/upstream/real_scripts/pytorch+torchtitan@b5bcd76c66"))
+
+
+@pytest.mark.skipif(not (TITAN / "torchtitan/trainer.py").is_file(),
+                    reason="the torchtitan checkout (benchmarks/real_scripts/fetch.py) is not here")
+def test_torchtitan_rule_quotes_its_checkout() -> None:
+    """The rule's `code` is at the line its `source` names in the pinned checkout."""
+    path, line = TITAN_RULE["source"].split()[1].rsplit(":", 1)
+    assert TITAN_RULE["code"] in (TITAN / path).read_text(encoding="utf-8").splitlines()[int(line) - 1]
