@@ -25,6 +25,7 @@ from auditor.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from auditor.fix import pointer
 from auditor.report import text
 from auditor.report.formats import Context, context
+from auditor.rulebook import files
 from auditor.scan import ScanInputs, run_scan, unscanned_document
 
 
@@ -72,9 +73,13 @@ def _unscanned_answer(args: argparse.Namespace, exc: InputError) -> int:
     """The answer for a run decided, or left undecided, before any scan."""
     if isinstance(exc, NotAPipelineRun):  # decided: nothing of what p2paudit audits runs here
         refused = None if exc.config is None else _launcher_refuses(exc.config, args.torch)
-        if refused is not None:  # ... unless torch's launcher stops it first: the sharper answer
+        since = None if refused is None or exc.config is None else _refused_since(exc.config, args.torch)
+        if refused is not None and since is None:  # torch's launcher stops it first: the sharper answer
             return _unscanned(args, verdict.script_exits(refused))
-        return _unscanned(args, verdict.not_pipeline(exc.what), exc.config)
+        # A refusal only from a torch release on, where the run states none: what it is holds on
+        # every torch and comes first; the refusal is said after it.
+        after = f". On torch {since} it does not start: {refused}" if since else ""
+        return _unscanned(args, verdict.not_pipeline(exc.what.rstrip(".") + after), exc.config)
     if isinstance(exc, NotCoveredRun):  # a pipeline engine no rules model: what it is, never clean
         return _unscanned(args, verdict.not_covered(exc.what, exc.decide), exc.config)
     if isinstance(exc, UnknownStack):  # a package no rules model runs the training: undecided
@@ -98,6 +103,20 @@ def _launcher_refuses(launch: LaunchConfig, torch: str | None) -> str | None:
         return None
     more = f". {len(errors) - 1} other cause(s): {errors[1].message}" if len(errors) > 1 else ""
     return f"{errors[0].message} ({errors[0].where}){more}"
+
+
+def _refused_since(launch: LaunchConfig, torch: str | None) -> str | None:
+    """The torch release from which on every launcher refusal of `launch` holds (their rules'
+    `refused_since`: older launchers start the run), where the run states no torch (no --torch,
+    no pin); else None: the refusal is the run's, whichever torch it runs."""
+    if torch is not None or any(s.version for s in torch_version.stated(launch)):
+        return None
+    releases = torch_version.resolve(None, launch).releases
+    rules = {e["id"]: e for table in ("launcher_option", "launcher_handoff")
+             for e in files.load("torch").data.get(table, [])}
+    since = {rules.get(f.detail.get("rule"), {}).get("refused_since") for f in launcher_refusals(launch, releases)
+             if f.severity == "error"}
+    return None if None in since or len(since) != 1 else f"{since.pop()} and later (every release judged; the run states none)"
 
 
 def _unscanned(args: argparse.Namespace, result: verdict.RunVerdict,

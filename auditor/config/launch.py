@@ -32,6 +32,7 @@ from auditor.config.frontends.megatron_lm import judge_on_checkout
 from auditor.config.entry_copy import entry_name
 from auditor.config.launcher import torchrun_options, world_size, world_variables
 from auditor.config.deepspeed_entry import read_deepspeed_entry
+from auditor.config.no_training import read_no_training
 from auditor.config.entry_module import read_entry_module
 from auditor.config.entry_path import in_checkout
 from auditor.config.entry_schedule import names_schedule
@@ -213,6 +214,7 @@ def parse_launch(
             + "; each is judged, and what they disagree on is undecided",
             fix="keep one `# torch==X.Y.Z` comment", where=f"{path}:{torch_pins[1][1]}"))
     read_deepspeed_entry(config)  # `deepspeed train.py`: the pipeline (or none) the script builds
+    read_no_training(config)  # an evaluation or inference entry of a framework's checkout
     read_pipelining_script(config)  # `torchrun train.py` pipelining with torch itself
     read_lightning_entry(config)  # `python train.py` building nl.MegatronStrategy: its sizes
     read_entry_assignments(config)  # `--pp` of the entry's own argparse set on its model provider

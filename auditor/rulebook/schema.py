@@ -131,7 +131,7 @@ TABLES: dict[str, Table] = {
     # What torch's own launcher refuses, or hands the script, before any worker trains
     # (auditor/config/launch_options.py).
     "launcher_option": _table(True, "id launchers options source code line", f"type parsed_at range unless {_SELECT}"),
-    "launcher_handoff": _table(True, "id launchers passes source code line", f"unless helpers {_SELECT}"),
+    "launcher_handoff": _table(True, "id launchers passes source code line", f"unless helpers refused_since {_SELECT}"),
     # A script the launcher starts that has a front end of its own (`style`); `not_pipeline`: what
     # it is where it trains no pipeline (a checkpoint conversion), `{script}` its path as written.
     "swift_script": _table(True, "pattern style", f"not_pipeline {_SELECT}"),
@@ -157,6 +157,10 @@ TABLES: dict[str, Table] = {
     # no pipeline: `not_pipeline` says what the run is (config/entry_stack.py packaged_entry);
     # `checked`: the releases the test reads it in.
     "entry_module": _table(True, "modules not_pipeline checked source code", ""),
+    # An entry of a framework's checkout that reaches none of its training loops: NOT A PIPELINE
+    # RUN (config/no_training.py).
+    "no_training_entry": _table(True, "package loops what source code",
+                                "modules flags methods checked"),
     # A console script whose environment switches pick its trainer (LLaMA-Factory's USE_MCA): with
     # none on, `not_pipeline` (config/env_backend.py).
     # How NeMo-RL's examples/run_*.py pick each Policy's backend, `roles` the Policies a script builds
@@ -205,7 +209,8 @@ TYPES: dict[str, dict[str, type]] = {
     "entry_point": {"launchers": list},
     "launcher_option": {"launchers": list, "options": list, "type": str, "parsed_at": str, "range": list,
                         "unless": list, "line": int},
-    "launcher_handoff": {"launchers": list, "passes": str, "unless": list, "helpers": list, "line": int},
+    "launcher_handoff": {"launchers": list, "passes": str, "unless": list, "helpers": list, "line": int,
+                         "refused_since": str},
     "launcher": {"python_scripts": list, "script_copies": dict, "hydra_copies": dict},
     "hydra_compose": {"launchers": list, "path_options": list, "name_options": list, "role_values": list},
     "hydra_strategy": {"main": str, "config_path": str, "config_name": str, "path_options": list,
@@ -214,6 +219,8 @@ TYPES: dict[str, dict[str, type]] = {
                        "megatron_roles": list, "not_pipeline": dict, "file_loaded": str},
     "role_default": {"key": str, "value": str},
     "entry_module": {"modules": list, "not_pipeline": str, "checked": list},
+    "no_training_entry": {"package": str, "loops": list, "what": str,
+                          "modules": list, "flags": list, "methods": list, "checked": list},
     "neox_pipeline": {"key": str, "default": int, "dir_options": list, "suffixes": list, "how": dict},
     "env_backend": {"launchers": list, "switches": list, "env_true": list, "not_pipeline": str, "checked": list,
                     "uncovered": dict},

@@ -1,0 +1,144 @@
+"""An entry of a framework's checkout that reaches none of its training loops: NOT A PIPELINE RUN
+(issue 22 item 11, "say what the run is").
+
+A rules file's `[[no_training_entry]]` names the functions through which the framework steps its
+pipeline schedule (`loops`: called by name; `methods`: reached on an object, `trainer.train()`,
+`self.pp_schedule`), the flags that make the run one stage (`flags`: Megatron-DeepSpeed's
+`--no-pipeline-parallel`, whose validate_args asserts PP 1) and the entry modules it is about
+(`modules`: torchtitan's `-m torchtitan.models.*.inference.*`). It holds only where the code it
+was read on is the code that runs: the checkout around the entry holds the rule's `code` in the
+file its `source` cites. The entry and the local modules it imports (not the framework's own package,
+whose loops are the rule's) are read with the stdlib `ast`: any use of a loop's name, a call that
+runs code not seen (rules/stacks.toml `dynamic`) or a closure cut short leaves the run to the
+analysis. A local module's `if __name__ == "__main__":` block does not run on import
+(Megatron-DeepSpeed's evaluate.py imports pretrain_gpt.py, whose main block calls pretrain).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from pathlib import Path
+from typing import Any
+
+from auditor import rulebook
+from auditor.config.entry_script import MAX_MODULES, iter_closure
+from auditor.config.entry_stack import runs_code
+from auditor.config.model import LaunchConfig
+from auditor.config.pyenv import located_stat
+from auditor.findings import Finding
+from auditor.rulebook.frameworks import frameworks, launched_by
+
+TABLE = "no_training_entry"
+DEPTH = 6  # directories above the entry searched for the framework's checkout
+
+
+def read_no_training(launch: LaunchConfig) -> None:
+    """Add a `launch.not-pipeline` note where a rule says the entry reaches no training loop."""
+    if any(d.kind == "launch.not-pipeline" for d in launch.diagnostics):
+        return
+    located = located_stat(launch)
+    if located is None:
+        return
+    entry = Path(located[0].path).resolve()
+    dynamic = rulebook.load("stacks").data["no_pipeline"]["dynamic"]
+    for framework in frameworks():
+        for rule in rulebook.load(framework.name).data.get(TABLE, []):
+            what = _judge(rule, launch, entry, located[0].written, dynamic)
+            if what:
+                launch.diagnostics.append(Finding(
+                    "launch.not-pipeline", "info", what, where=f"{launch.path}:{launch.command_line}",
+                    detail={"command": launch.launcher, "rule": f"rules/{framework.name}.toml [[{TABLE}]]"}))
+                return
+
+
+def _judge(rule: dict[str, Any], launch: LaunchConfig, entry: Path, written: str, dynamic: list[str]) -> str | None:
+    """What the run is where `rule` holds for it, else None."""
+    if "modules" in rule and not (launch.script_module and isinstance(launch.script, str)
+                                  and launched_by(launch.script, rule["modules"])):
+        return None
+    if any(getattr(launch.flags.get(k), "value", None) is not True for k in rule.get("flags", [])):
+        return None
+    file = rule["source"].split()[1].rsplit(":", 1)[0]  # "OWNER/NAME@COMMIT PATH:LINE"
+    root = _checkout(entry, file, rule["code"])
+    if root is None:
+        return None
+    try:
+        modules = list(iter_closure(entry, frozenset({rule["package"]})))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+        return None
+    if len(modules) >= MAX_MODULES:
+        return None
+    names = set(rule["loops"]), set(rule["loops"]) | set(rule.get("methods", []))
+    local = {part for path, _ in modules for part in path.with_suffix("").parts}  # its own modules' names
+    for body in _imported_code(modules, entry):
+        if runs_code(body, dynamic) or _uses(body, {rule["package"]} | local, *names):
+            return None
+    loops = ", ".join(rule["loops"] + rule.get("methods", []))
+    return rule["what"].format(entry=written, module=launch.script, loops=loops, local=len(modules) - 1,
+                               checkout=os.path.relpath(root / file))
+
+
+def _checkout(entry: Path, file: str, code: str) -> Path | None:
+    """The directory above `entry` whose `file` holds `code`: the framework code the rule was read on."""
+    for parent in list(entry.parents)[:DEPTH]:
+        try:
+            if code in (parent / file).read_text(encoding="utf-8"):
+                return parent
+        except (OSError, UnicodeDecodeError):
+            continue
+    return None
+
+
+def _imported_code(modules: list[tuple[Path, ast.Module]], entry: Path) -> list[ast.Module]:
+    """The code that can run: the entry whole; of a module it imports, neither its main block nor
+    a top-level function that only such code names (pretrain_gpt.py's git_ds_info, which runs
+    `git` through subprocess from its main block only)."""
+    bodies = {path: list(tree.body) if path == entry else [s for s in tree.body if not _main_guard(s)]
+              for path, tree in modules}
+    while True:
+        named = {n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else a.asname or a.name
+                 for body in bodies.values() for s in body for n in ast.walk(s)
+                 if isinstance(n, ast.Name | ast.Attribute | ast.ImportFrom)
+                 for a in (n.names if isinstance(n, ast.ImportFrom) else [ast.alias("")])}
+        kept = {path: body if path == entry else [s for s in body if not isinstance(s, ast.FunctionDef)
+                                                    or s.name in named] for path, body in bodies.items()}
+        if kept == bodies:
+            return [ast.Module(body=body, type_ignores=[]) for body in bodies.values()]
+        bodies = kept
+
+
+def _main_guard(stmt: ast.stmt) -> bool:
+    """`if __name__ == "__main__":`"""
+    test = stmt.test if isinstance(stmt, ast.If) else None
+    return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
+            and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators))
+
+
+def _uses(tree: ast.Module, own: set[str], loops: set[str], attributes: set[str]) -> bool:
+    """Whether the code names a loop (called, handed on, or imported under another name) or
+    reaches one as an attribute of anything but a module of another package it imports."""
+    foreign = {a.asname or a.name.split(".")[0] for node in ast.walk(tree) for a in _foreign(node, own)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in loops:
+            return True
+        if isinstance(node, ast.ImportFrom) and any(a.name in loops and a.asname for a in node.names):
+            return True
+        if isinstance(node, ast.Attribute) and node.attr in attributes and _root(node) not in foreign:
+            return True
+    return False
+
+
+def _foreign(node: ast.AST, own: set[str]) -> list[ast.alias]:
+    """The names `node` imports from a package neither the framework's nor local (`own`)."""
+    if isinstance(node, ast.Import):
+        return [a for a in node.names if a.name.split(".")[0] not in own]
+    if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] not in own:
+        return list(node.names)
+    return []
+
+
+def _root(node: ast.expr) -> str:
+    while isinstance(node, ast.Attribute | ast.Call | ast.Subscript):
+        node = node.value if not isinstance(node, ast.Call) else node.func
+    return node.id if isinstance(node, ast.Name) else ""
