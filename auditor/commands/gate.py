@@ -1,8 +1,9 @@
 """`p2paudit gate --config run.sh --baseline FILE --target megatron-core==NEW [...]`
 
 Scans the launch script against the new release and fails (exit 1) when it adds a reachable
-unbatched P2P site or a contradiction that the baseline scan does not have; 0 otherwise, 2 on bad
-input. Targets not named on the command line, and the torch version, default to the baseline's,
+unbatched P2P site or a contradiction that the baseline scan does not have; 0 otherwise (a run
+that is no pipeline run on the new release has nothing to compare: NOT A PIPELINE RUN, 0), 2 on
+bad input. Targets not named on the command line, and the torch version, default to the baseline's,
 so only what you change is compared.
 """
 
@@ -16,11 +17,13 @@ from typing import Any
 from auditor import sources
 from auditor.analysis.diff import finding_key
 from auditor.analysis.gate import GateResult, check_scan, gate
+from auditor.analysis import verdict
 from auditor.analysis.verdict import gate_verdict
 from auditor.commands import options
-from auditor.commands.output import emit_report
+from auditor.commands.output import emit_report, emit_unscanned
 from auditor.config.coerce import overrides_from
-from auditor.config.launch import read_script
+from auditor.config.launch import NotAPipelineRun, read_script
+from auditor.config.settings import check_unscanned
 from auditor.errors import InputError
 from auditor.fix import plan, pointer
 from auditor.fix.report import attach
@@ -88,6 +91,9 @@ def run(args: argparse.Namespace) -> int:
             new = attach(plan.make(inputs, simulate=False))
         else:
             new = run_scan(inputs)
+    except NotAPipelineRun as exc:  # nothing the gate compares runs on the new release: it passes
+        check_unscanned(dict.fromkeys(inputs.overrides or {}, "--set"), exc)
+        return emit_unscanned(args, verdict.not_pipeline(exc.what), exc.config)
     except InputError as exc:  # a target the baseline names, not found here: say whose it is
         if exc.subject not in {t.get("origin") for t in baseline["targets"]} - set(args.target or []):
             raise

@@ -14,6 +14,10 @@ from auditor.errors import InputError
 from auditor.terminal import visible
 
 if TYPE_CHECKING:
+    import argparse
+
+    from auditor.analysis.verdict import RunVerdict
+    from auditor.config.model import LaunchConfig
     from auditor.report import formats
 
 TEMP_PREFIX = ".p2paudit-"  # the output's temporary file, beside it until renamed
@@ -137,3 +141,21 @@ def emit_report(doc: dict[str, Any], kind: str, fmt: str, path: str | None,
     if target is not None and target != path:
         print(f"p2paudit {COMMANDS.get(kind, kind)}: wrote {os.path.abspath(target)} (HTML is not for a terminal; "
               f"-o - prints it)", file=sys.stderr)
+
+
+def emit_unscanned(args: argparse.Namespace, result: RunVerdict,
+                   launch: LaunchConfig | None = None) -> int:
+    """A run decided without a scan (scan, gate): the whole document in JSON, its headline
+    otherwise; the exit code is the verdict's."""
+    from auditor import jsonio
+    from auditor.report import text
+    from auditor.report.formats import Context
+    from auditor.scan import unscanned_document
+
+    if args.format == "json":
+        doc = unscanned_document(args.config, result, launch)
+        emit(jsonio.dumps(doc, indent=2) + "\n", args.output)
+    else:
+        emit(text.fit(f"p2paudit {args.command} {args.config}\n\n{result.headline}\n",
+                      Context().width), args.output)
+    return result.exit_code

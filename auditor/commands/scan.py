@@ -10,7 +10,7 @@ from auditor import jsonio
 from auditor.analysis import verdict
 from auditor.analysis.join import join_run
 from auditor.commands import options
-from auditor.commands.output import emit, emit_report
+from auditor.commands.output import emit, emit_report, emit_unscanned
 from auditor.config.coerce import overrides_from
 from auditor.config.flags import normalise
 from auditor.config import torch_version
@@ -26,7 +26,7 @@ from auditor.fix import pointer
 from auditor.report import text
 from auditor.report.formats import Context, context
 from auditor.rulebook import files
-from auditor.scan import ScanInputs, run_scan, unscanned_document
+from auditor.scan import ScanInputs, run_scan
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -75,24 +75,24 @@ def _unscanned_answer(args: argparse.Namespace, exc: InputError) -> int:
         refused = None if exc.config is None else _launcher_refuses(exc.config, args.torch)
         since = None if refused is None or exc.config is None else _refused_since(exc.config, args.torch)
         if refused is not None and since is None:  # torch's launcher stops it first: the sharper answer
-            return _unscanned(args, verdict.script_exits(refused))
+            return emit_unscanned(args, verdict.script_exits(refused))
         # A refusal only from a torch release on, where the run states none: what it is holds on
         # every torch and comes first; the refusal is said after it.
         after = f". On torch {since} it does not start: {refused}" if since else ""
-        return _unscanned(args, verdict.not_pipeline(exc.what.rstrip(".") + after), exc.config)
+        return emit_unscanned(args, verdict.not_pipeline(exc.what.rstrip(".") + after), exc.config)
     if isinstance(exc, NotCoveredRun):  # a pipeline engine no rules model: what it is, never clean
-        return _unscanned(args, verdict.not_covered(exc.what, exc.decide), exc.config)
+        return emit_unscanned(args, verdict.not_covered(exc.what, exc.decide), exc.config)
     if isinstance(exc, UnknownStack):  # a package no rules model runs the training: undecided
         refused = None if exc.config is None else _launcher_refuses(exc.config, args.torch)
         if refused is not None:  # torch's launcher stops it first, whatever the stack
-            return _unscanned(args, verdict.script_exits(refused))
-        return _unscanned(args, verdict.not_followed(exc.what, exc.decide), exc.config)
+            return emit_unscanned(args, verdict.script_exits(refused))
+        return emit_unscanned(args, verdict.not_followed(exc.what, exc.decide), exc.config)
     if isinstance(exc, ScriptExits):  # decided: the script stops before it trains
-        return _unscanned(args, verdict.script_exits(exc.what))
+        return emit_unscanned(args, verdict.script_exits(exc.what))
     if isinstance(exc, CommandNotFollowed):  # a valid script, an undecided run: exit 1
-        return _unscanned(args, verdict.not_followed(f"{exc.subject}: {exc.what}", exc.DECIDE))
+        return emit_unscanned(args, verdict.not_followed(f"{exc.subject}: {exc.what}", exc.DECIDE))
     assert isinstance(exc, ReleaseUnavailable)  # the release rules/ verifies is not on the index
-    return _unscanned(args, verdict.not_followed(f"{exc.subject}: {exc.what}", exc.decide))
+    return emit_unscanned(args, verdict.not_followed(f"{exc.subject}: {exc.what}", exc.decide))
 
 def _launcher_refuses(launch: LaunchConfig, torch: str | None) -> str | None:
     """What torch's launcher refuses on every torch release judged for this run, before any
@@ -117,18 +117,6 @@ def _refused_since(launch: LaunchConfig, torch: str | None) -> str | None:
     since = {rules.get(f.detail.get("rule"), {}).get("refused_since") for f in launcher_refusals(launch, releases)
              if f.severity == "error"}
     return None if None in since or len(since) != 1 else f"{since.pop()} and later (every release judged; the run states none)"
-
-
-def _unscanned(args: argparse.Namespace, result: verdict.RunVerdict,
-               launch: LaunchConfig | None = None) -> int:
-    """A run decided without a scan: the whole document in JSON, its headline otherwise."""
-    if args.format == "json":
-        doc = unscanned_document(args.config, result, launch)
-        emit(jsonio.dumps(doc, indent=2) + "\n", args.output)
-    else:
-        emit(text.fit(f"p2paudit scan {args.config}\n\n{result.headline}\n", Context().width),
-             args.output)
-    return result.exit_code
 
 
 def _run(args: argparse.Namespace, base: ScanInputs, overrides: dict[str, str]) -> int:
