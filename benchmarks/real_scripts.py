@@ -212,7 +212,11 @@ def rules_keys(tree_under_test: Path) -> tuple[set[str], set[str]]:
             data = tomllib.load(fh)
         for tname, table in data.items():
             for entry in table if isinstance(table, list) else [table]:
-                if not isinstance(entry, dict) or not isinstance(entry.get("key"), str):
+                if not isinstance(entry, dict):
+                    continue
+                # `--set env.NAME=VALUE` states a variable a rule reads (auditor.config.envread)
+                settable.update(re.findall(r"\benv\.[A-Z_][A-Z0-9_]*", f"{entry.get('when')} {entry.get('value')}"))
+                if not isinstance(entry.get("key"), str):
                     continue
                 key = entry["key"]
                 known.add(key)
@@ -221,7 +225,7 @@ def rules_keys(tree_under_test: Path) -> tuple[set[str], set[str]]:
                 else:
                     settable.add(key)
     # The issue names `--set world_size=N` as the override of a launcher-derived world size.
-    return known, computed - settable - {"world_size"}
+    return known | {k for k in settable if k.startswith("env.")}, computed - settable - {"world_size"}
 
 
 def decider_ok(decider: str, script_text: str, keys: tuple[set[str], set[str]]) -> tuple[bool, str]:
@@ -235,7 +239,7 @@ def decider_ok(decider: str, script_text: str, keys: tuple[set[str], set[str]]) 
     steps: list[str] = []
     for name, value in re.findall(r"(--[a-z][a-z0-9_-]*)(?:[ =]([^ ,;()]+))?", decider):
         if name == "--set":
-            named = re.findall(r"\b([a-z][a-z0-9_]+)=", value or "")
+            named = re.findall(r"\b(env\.[A-Z_][A-Z0-9_]*|[a-z][a-z0-9_]+)=", value or "")
             named += re.findall(r"(?:for|of) ([a-z][a-z0-9_]+(?:, [a-z][a-z0-9_]+)*)", decider)
             flat = [k.strip() for grp in named for k in grp.split(",")]
             real = [k for k in flat if k in known and k not in derived]

@@ -25,6 +25,7 @@ from typing import Any
 from auditor.analysis import causes as causes_of
 from auditor.analysis import commandcases, settingcases
 from auditor.analysis.sitestatus import SiteStatus
+from auditor.config.envread import env_key
 from auditor.config.runconfig import RunConfig
 from auditor.config.torch_version import span
 from auditor.errors import EXIT_FINDINGS, EXIT_OK
@@ -403,7 +404,7 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
         torch_rule = owner is not None and owner.name == "torch"
         if torch_rule and not torch_known:
             decide = "--torch X.Y.Z (the cluster's torch release)"
-        elif unknown_keys and all(k.strip().isidentifier() for k in unknown_keys.split(",")):
+        elif unknown_keys and all(_settable(k.strip()) for k in unknown_keys.split(",")):
             decide = " ".join(f"--set {k.strip()}=VALUE" for k in unknown_keys.split(","))
         elif unknown_keys:
             decide = f"--set KEY=VALUE for {unknown_keys}"
@@ -458,6 +459,11 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
             "lost the schedule)",
             "--entry MODULE:QUALNAME of the training step, or --target the release that has it"))
     return out
+
+
+def _settable(key: str) -> bool:
+    """A key `--set KEY=VALUE` takes: a setting's name, or `env.NAME` of a variable."""
+    return (env_key(key) or key).isidentifier()
 
 
 def _needed_decide(key: str, run: RunConfig) -> str:

@@ -83,7 +83,8 @@ def add_nccl_log(parser: argparse.ArgumentParser) -> None:
 
 
 def add_set(parser: argparse.ArgumentParser,
-            help: str = "override an effective config value (repeatable)") -> None:
+            help: str = "override an effective config value, or env.NAME=VALUE a variable of the "
+                        "job's environment the script leaves unknown (repeatable)") -> None:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help=help)
 
 

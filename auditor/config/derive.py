@@ -41,11 +41,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-from auditor.bash.values import Symbolic
+from auditor.bash.values import EnvVar, Symbolic
 from auditor.config.across_torch import merge_across_torch
 from auditor.config.coerce import coerce
 from auditor.config.effective import EffectiveConfig, Value, env_value
-from auditor.config.envread import readers
+from auditor.config.envread import ENV_PREFIX, env_key, given, readers
 from auditor.config.flags import open_settings
 from auditor.config.frontends.checkout_args import Given, arg_from_checkout
 from auditor.config.expr import (
@@ -150,6 +150,9 @@ class _Deriver:
         self.book = book
         self.values: dict[str, Value] = {}
         self.pinned: set[str] = set()
+        # The environment the training command gets, with `--set env.NAME=VALUE` in place of
+        # what the script leaves unknown (a `source` of a file not here may set anything).
+        self.environ: dict[str, EnvVar] = dict(launch.env)
         # derived key -> the unknown inputs it rests on (`_derived_from`)
         self.roots: dict[str, list[str]] = {}
         self.findings: list[Finding] = []
@@ -190,7 +193,7 @@ class _Deriver:
         return UNKNOWN if v is None else v.value
 
     def env(self, name: str) -> Any:
-        return env_value(self.launch.env, name, self.env_readers)
+        return env_value(self.environ, name, self.env_readers)
 
     def eval(self, expr: Expr) -> Any:
         return evaluate(expr, self.lookup, self.env)
@@ -215,6 +218,12 @@ class _Deriver:
 
     def pin_overrides(self, overrides: dict[str, str]) -> None:
         for key, text in overrides.items():
+            name = env_key(key)
+            if name is not None:  # the variable as the job's environment has it, read as torch reads it
+                old = self.launch.env.get(name)
+                self.environ[name] = EnvVar(name, given(name, text, self.versions.get("torch")),
+                                            old.line if old else 0, "export", old.path if old else "")
+                continue
             value = coerce(text, self.arg_types.get(key, "auto"), f"--set {key}", None)
             self.values[key] = Value(value, f"--set {key}={text}", "--set", (f"--set {key}={text}",))
             self.pinned.add(key)
@@ -511,8 +520,13 @@ class _Deriver:
         (`--set num_layers=N`), never `--set` of the derived value itself."""
         if key in self.pinned:
             return
-        names = [n for e in exprs if e is not None for n in e.names() if n != key]
-        self.roots[key] = self.inputs_of([n for n in names if self.lookup(n) is UNKNOWN]) or [key]
+        self.roots[key] = self.inputs_of([n for n in self.unknown_names(*exprs) if n != key]) or [key]
+
+    def unknown_names(self, *exprs: Expr | None) -> list[str]:
+        """The settings `exprs` read that are unknown, and as `env.NAME` the unknown variables."""
+        names = [n for e in exprs if e is not None for n in e.names() if self.lookup(n) is UNKNOWN]
+        return names + [ENV_PREFIX + n for e in exprs if e is not None for n in e.env_names()
+                        if self.env(n) is UNKNOWN]
 
     def inputs_of(self, names: list[str]) -> list[str]:
         """`names` with each derived unknown replaced by the unknown inputs it rests on."""
@@ -547,8 +561,7 @@ class _Deriver:
         holds = evaluate(when, lambda n: UNKNOWN if n in self.foreign else self.lookup(n), self.env)
         if holds is UNKNOWN:
             foreign = [n for n in when.names() if n in self.foreign]
-            unknown = self.inputs_of([n for n in when.names()
-                                      if n not in self.foreign and self.lookup(n) is UNKNOWN])
+            unknown = self.inputs_of([n for n in self.unknown_names(when) if n not in self.foreign])
             if foreign:
                 owners = " and ".join(dict.fromkeys(o for n in foreign for o in self.foreign[n]))
                 rest = (f"only its other inputs can rule it out: unknown {', '.join(unknown)}" if unknown
@@ -589,7 +602,7 @@ class _Deriver:
     def result(self) -> EffectiveConfig:
         self._check_sizes()
         return EffectiveConfig(self.values, dict(self.versions),
-                               dict(self.launch.env), self.findings, self.undecided, self.notes,
+                               dict(self.environ), self.findings, self.undecided, self.notes,
                                self.outside_rules, self.env_readers, unknown_inputs=self.roots)
 
 

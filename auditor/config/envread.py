@@ -14,6 +14,10 @@ from typing import Any
 from auditor import rulebook
 from auditor.errors import InputError
 
+# `--set env.NAME=VALUE`: NAME's value in the environment the training command gets, where the
+# script leaves it unknown (a `source` of a file not here, an unknown launcher option word).
+ENV_PREFIX = "env."
+
 # reader -> what the consumer makes of the text it got (None: as if the variable were unset).
 READERS = {
     "exact": lambda raw: raw,
@@ -37,3 +41,19 @@ def readers(torch_version: str | None, rules_directory: Path | None = None) -> d
 def consumer_value(raw: Any, reader: str) -> Any:
     """The value the consumer sees; non-text (unknown, None) passes through."""
     return READERS[reader](raw) if isinstance(raw, str) else raw
+
+
+def env_key(key: str) -> str | None:
+    """NAME of a `--set env.NAME=VALUE` key; None for a config key."""
+    return key[len(ENV_PREFIX):] if key.startswith(ENV_PREFIX) else None
+
+
+def given(name: str, text: str, torch_version: str | None, rules_directory: Path | None = None) -> str:
+    """`text` of `--set env.NAME=text`, refused (InputError) where torch would not read it as one
+    of the values its `[[env_var]]` entry allows: a level torch rejects is no level of a run."""
+    for entry in rulebook.load("torch", torch_version, rules_directory).table("env_var"):
+        if entry["name"] == name and "allowed" in entry:
+            if consumer_value(text, entry.get("reader", "exact")) not in entry["allowed"]:
+                raise InputError(f"--set {ENV_PREFIX}{name}={text}",
+                                 f"torch reads {name} as one of {', '.join(entry['allowed'])} only")
+    return text

@@ -21,6 +21,7 @@ from typing import Any
 
 from auditor.config.coerce import overrides_from
 from auditor.config.entry_stack import UnknownStack
+from auditor.config.envread import ENV_PREFIX
 from auditor.config.expr import RuleError, compile_expr
 from auditor.config.flags import normalise
 from auditor.config.launch import CommandNotFollowed, NotAPipelineRun, NotCoveredRun, ScriptExits
@@ -58,10 +59,12 @@ def _known(directory: Path) -> frozenset[str]:
 
 
 def _names(text: str) -> set[str]:
+    """The settings an expression reads, and as `env.NAME` (what `--set` takes) its variables."""
     try:
-        return set(compile_expr(text).names())
+        expr = compile_expr(text)
     except RuleError:
         return set()
+    return {*expr.names(), *(ENV_PREFIX + n for n in expr.env_names())}
 
 
 def check_settings(given: Mapping[str, str], doc: dict[str, Any],

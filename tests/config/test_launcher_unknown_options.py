@@ -39,7 +39,7 @@ def _scan(capsys, tmp_path: Path, text: str) -> tuple[int, dict]:
 def test_an_unknown_srun_option_word_may_export_the_debug_level(capsys, tmp_path):
     code, doc = _scan(capsys, tmp_path, SRUN)
     assert doc["verdict"]["status"] != "clean" and code != 0
-    assert "torch_debug_wrapper" in json.dumps(doc["verdict"]["undecided"])
+    assert "--set env.TORCH_DISTRIBUTED_DEBUG=VALUE" in json.dumps(doc["verdict"]["undecided"])
 
 
 def test_sizes_not_written_after_the_unknown_word_are_unknown(capsys, tmp_path):

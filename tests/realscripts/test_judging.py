@@ -1,7 +1,7 @@
 """The real-scripts benchmark's judging (benchmarks/real_scripts.py): the class of a headline is
 its verdict; clauses about other cases do not change it."""
 
-from tests.benchmark_module import load_benchmark
+from tests.benchmark_module import ROOT, load_benchmark
 
 bench = load_benchmark("real_scripts.py")
 
@@ -38,3 +38,11 @@ def test_the_detail_line_goes_after_a_job_script_s_sbatch_block(tmp_path) -> Non
     lines = bench.detail_variant(script).read_text().splitlines()
     assert lines[:4] == ["#!/bin/bash", "#SBATCH --nodes=2", "", "# a comment"]
     assert lines[4] == bench.DETAIL_LINE.rstrip("\n") and lines[5] == "set -e"
+
+
+def test_set_of_a_variable_a_rule_reads_is_a_concrete_step() -> None:
+    keys = bench.rules_keys(ROOT)
+    assert bench.decider_ok("--set env.TORCH_DISTRIBUTED_DEBUG=VALUE", "", keys) == \
+        (True, "--set env.TORCH_DISTRIBUTED_DEBUG")
+    assert not bench.decider_ok("--set env.NO_SUCH_VARIABLE=VALUE", "", keys)[0]
+    assert not bench.decider_ok("--set torch_debug_wrapper=VALUE", "", keys)[0]  # derived

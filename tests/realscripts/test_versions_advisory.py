@@ -56,7 +56,7 @@ def test_an_undecided_warning_check_is_listed_apart_and_the_verdict_is_decided(t
     assert [u["what"].split(":")[0] for u in verdict["advisory_undecided"]] == \
         ["check torch.lazy-init-unbounded"]
     assert "TORCH_NCCL_USE_COMM_NONBLOCKING" in json.dumps(doc["findings"]) or \
-        "torch_nccl_comm_nonblocking" in verdict["advisory_undecided"][0]["what"]
+        "env.TORCH_NCCL_USE_COMM_NONBLOCKING" in verdict["advisory_undecided"][0]["what"]
     assert "Warnings: 1 check(s) not decided" in verdict["headline"]
     assert "Warnings not decided" in text
     schema = json.loads((ROOT / "docs/schema/scan-document.schema.json").read_text())
