@@ -28,7 +28,7 @@ _SAME_ELEMENTS = frozenset(f"builtins.{n}" for n in ("reversed", "list", "tuple"
 _KEEPS_CLASSES = frozenset({"builtins", "typing"})
 # Builtins that never call a value handed to them (a computed getattr's result printed).
 _NEVER_CALL = frozenset(f"builtins.{n}" for n in (
-    "print", "str", "repr", "format", "len", "bool", "isinstance", "issubclass", "hasattr", "callable", "id", "type"))
+    "print", "str", "repr", "format", "len", "bool", "isinstance", "issubclass", "hasattr", "callable", "id"))
 # Case methods of a known string (a configured schedule name looked up case-insensitively).
 _STR_CASE = frozenset({"lower", "upper", "casefold"})
 
