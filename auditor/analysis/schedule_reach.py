@@ -78,7 +78,8 @@ def finding(launch: LaunchConfig, srcs: list[SourceSet], effective: EffectiveCon
     if answers:
         at = ", ".join(sorted({f"{k}={v}" for p in answers for k, v in p["at"].items()}))
         names = ", ".join(sorted({p["function"].rsplit(".", 1)[-1] for p in answers}))
-        where = (f"at {at}, as the run sets it: the P2P sites it meets otherwise (megatron-core's "
+        given = any(_given(effective, k) for p in answers for k in p["at"])
+        where = (f"at {at}, as {'--set gives it' if given else 'the run sets it'}: the P2P sites it meets otherwise (megatron-core's "
                  f"pipelined inference) run only where a stage predicate ({names}) is False, and "
                  f"at {at} every rank is the first and the last stage (rules/megatron-core.toml "
                  f"[[stage_predicate]]), so no pipeline P2P")
@@ -125,6 +126,12 @@ def _stated(effective: EffectiveConfig, key: str) -> Any:
     the run does: an entry guessed to be Megatron-LM may set its size in its own code."""
     v = effective.get(key)
     return v.value if v is not None and (v.source == "--set" or v.lines) else UNKNOWN
+
+
+def _given(effective: EffectiveConfig, key: str) -> bool:
+    """`key` given by --set (a user's, or a setting case's value: analysis/settingcases.py)."""
+    v = effective.get(key)
+    return v is not None and v.source == "--set"
 
 
 def _unreached(path: str, srcs: list[SourceSet], answers: tuple[dict, ...]) -> tuple[int, int] | str | None:
@@ -234,7 +241,8 @@ def _certain(interp: Interpreter, stops: frozenset[str], program: Program) -> bo
         if name.rsplit(".", 1)[-1] in names or any(_under(name, m) for m in excepted):
             return False  # code not read that builds or steps a pipeline
     for name in interp.outside - read:
-        if name.split(".")[0] not in allowed and not any(_under(name, m) for m in data.get("modules", [])):
+        if name.split(".")[0] not in allowed and not any(_under(name, m) for m in data.get("modules", [])) \
+                and not _lacked(program, name):
             return False  # code not read that may
     last = {s.rsplit(".", 1)[-1] for s in stops}
     return not any(text.rsplit(".", 1)[-1].strip() in last for text in interp.unresolved)
@@ -249,6 +257,29 @@ def _framework(program: Program, module: str) -> bool:
         return False  # the entry script itself
     name = program.where[module][0].name
     return not name.startswith("p2paudit-entry-") or name.startswith("p2paudit-entry-framework-")
+
+
+def _lacked(program: Program, name: str) -> bool:
+    """Whether `name` (imported from code not read) lies under a module of a release that has no
+    such submodule: a release's files are all listed, so below its regular package or its plain
+    module the import fails (megatron-core 0.17.0 has no megatron.core.inference.apis, which
+    Megatron-Bridge's text_generation.py imports) and the code never runs. Not decided: a
+    checkout's own folders (they list only what the entry imports), a name right below the
+    module (an attribute the walk did not resolve), a module with its own `__getattr__` (PEP 562:
+    any attribute)."""
+    parts = name.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        module = ".".join(parts[:i])
+        if module in program.where:
+            src, rel = program.where[module]
+            if src.version is None or i > len(parts) - 2:
+                return False
+            try:
+                text = (src.root / rel).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                return False
+            return "def __getattr__(" not in text
+    return False
 
 
 def _under(name: str, module: str) -> bool:

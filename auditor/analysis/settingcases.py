@@ -20,10 +20,11 @@ def does_not_start(verdict: dict[str, Any]) -> bool:
 
 def settled(basis: dict[str, Any]) -> str | None:
     """The verdict every case gives where the run starts, when they agree on a decided one (no
-    case starting: it does not start, whatever the value); else None."""
+    case starting: it does not start, whatever the value; every case that starts not a pipeline
+    run: not one, whatever the value); else None."""
     starting = {c["status"] for c in basis["cases"] if c["starts"]} or {"findings"}
     common = starting.pop() if len(starting) == 1 else None
-    return common if common in ("clean", "findings") else None
+    return common if common in ("clean", "findings", "not-pipeline") else None
 
 
 def disagree(basis: dict[str, Any]) -> bool:

@@ -297,9 +297,14 @@ def _no_schedule(doc: dict[str, Any], said: RunVerdict) -> RunVerdict:
     """A run whose entry reaches no pipeline schedule (analysis/schedule_reach.py, the finding
     `entry.no-schedule`): NOT A PIPELINE RUN, unless other releases it could run on read otherwise."""
     differ = releases_differ(doc, said.status, said.headline)
-    if differ is None:
-        return said
-    return RunVerdict("inconclusive", f"INCONCLUSIVE: {_undecided_words([differ])}.", [differ])
+    if differ is not None:
+        return RunVerdict("inconclusive", f"INCONCLUSIVE: {_undecided_words([differ])}.", [differ])
+    run = RunConfig.from_json(doc.get("config", {}))
+    if run.setting_basis and settingcases.settled(run.setting_basis):  # at a case's value, not the run's
+        said.headline += f" {settingcases.holds_words(run.setting_basis)}."
+    if run.command_basis:
+        said.headline += f" {commandcases.words(run.command_basis)}."
+    return said
 
 
 def _no_stage_sends(run: RunConfig, sites: list[dict[str, Any]]) -> bool:

@@ -47,4 +47,4 @@ def test_set_pipeline_size_answers_them(capsys, monkeypatch, tmp_path):
     doc = _scan(capsys, monkeypatch, tmp_path, "--set", "pipeline_model_parallel_size=1")
     head = doc["verdict"]["headline"]
     assert doc["verdict"]["status"] == "not-pipeline", head
-    assert "at pipeline_model_parallel_size=1, as the run sets it" in head, head
+    assert "at pipeline_model_parallel_size=1, as --set gives it" in head, head

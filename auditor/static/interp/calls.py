@@ -11,7 +11,7 @@ from auditor.static.interp import typetests
 from auditor.static.interp.formula import conj
 from auditor.static.interp.graph import Edge
 from auditor.static.interp.shared import (
-    CALL_UNKNOWN, INSTANCE, MAX_DEPTH, MAX_NODES, MAX_RECURSION, NO_ARGS, PYTHON_DEPTH, InterpreterCore, ReachedStop, _Super,
+    CALL_UNKNOWN, COMPUTED_ATTR, INSTANCE, MAX_DEPTH, MAX_NODES, MAX_RECURSION, NO_ARGS, PYTHON_DEPTH, InterpreterCore, ReachedStop, _Super,
     value_key,
 )
 from auditor.static.interp.state import Frame, State
@@ -23,6 +23,12 @@ from auditor.static.ir import ir
 
 # Builtins whose result iterates over its one argument's elements (`reversed(stages)`).
 _SAME_ELEMENTS = frozenset(f"builtins.{n}" for n in ("reversed", "list", "tuple", "sorted", "set", "frozenset", "iter"))
+# Outside code that tests or records a class handed to it, never builds it (`isinstance`,
+# `typing.TypeVar("T", bound=Model)`, `typing.cast(Model, x)`).
+_KEEPS_CLASSES = frozenset({"builtins", "typing"})
+# Builtins that never call a value handed to them (a computed getattr's result printed).
+_NEVER_CALL = frozenset(f"builtins.{n}" for n in (
+    "print", "str", "repr", "format", "len", "bool", "isinstance", "issubclass", "hasattr", "callable", "id"))
 # Case methods of a known string (a configured schedule name looked up case-insensitively).
 _STR_CASE = frozenset({"lower", "upper", "casefold"})
 
@@ -138,17 +144,18 @@ class Calls(InterpreterCore):
         if isinstance(callee, (Api, GroupValue, ConfigObject, Cfg, ConstValue)):
             return frozenset({Data("result")})
         if self.stop_at:  # a callee not resolved may run the read code it is handed, as outside code does
+            if callee == COMPUTED_ATTR:
+                self.unseen.add((frame.module, text))
             self._handed_out(text, [*args, *kwargs.values()], state, frame)
         self.unresolved[text] = self.unresolved.get(text, 0) + 1
         return frozenset({Data(f"call {text}")})
 
     def _getattr(self, args: list, text: str, module: str) -> frozenset:
         """`getattr(obj, "name"[, default])`: the attribute, so that a call of it is followed;
-        a name not known here may be any attribute (`unseen`)."""
+        a name not known here may be any attribute: COMPUTED_ATTR, `unseen` where it may run."""
         names = [concrete(v) for v in args[1]]
         if not all(known and isinstance(name, str) for known, name in names):
-            self.unseen.add((module, text))
-            return frozenset({Data("builtins.getattr")})
+            return cap(frozenset({COMPUTED_ATTR, *(args[2] if len(args) > 2 else ())}))
         out: set = set(args[2]) if len(args) > 2 else set()
         for b in ordered(args[0]):
             for _, name in names:
@@ -173,8 +180,10 @@ class Calls(InterpreterCore):
                 elif isinstance(v, Func):
                     self._note_called(v)
                     self._invoke(v, [], {}, (state, frame), unknown_args=True)
-                elif isinstance(v, Klass) and not outside.startswith("builtins."):
+                elif isinstance(v, Klass) and outside.split(".")[0] not in _KEEPS_CLASSES:
                     self.unseen.add((frame.module, f"{outside}({v.qualname})"))
+                elif v == COMPUTED_ATTR and outside not in _NEVER_CALL:
+                    self.unseen.add((frame.module, f"{outside}(getattr(...))"))
 
     def _note_called(self, callee: Func | Klass | External) -> None:
         if isinstance(callee, External):

@@ -28,6 +28,10 @@ CALL_UNKNOWN = "P2PAUDIT_CALL"
 # An empty `*args` (no positional argument left for it): `f(*args)` passes nothing on, so that
 # `super().__init__(*args, **kwargs)` binds its callee's parameters from the keywords.
 NO_ARGS = frozenset({ConstValue(())})
+# `getattr(obj, name)` of a name not known: any attribute. Walking for what an entry reaches
+# (analysis/schedule_reach.py), it is `unseen` only where it may run: called, an attribute of it
+# called, or handed to code not read; read or printed, it runs nothing.
+COMPUTED_ATTR = Data("getattr of a computed name")
 ENTRY_PREFIX = "<entry"  # entry code runs as a module named `<entry N>`
 MAX_LOOP_PASSES = 3  # walks of one loop body, while each installs new patches the next would see
 MAX_DEPTH = 40  # nested calls being interpreted
