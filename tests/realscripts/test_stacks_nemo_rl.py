@@ -157,6 +157,19 @@ def test_the_rules_quote_the_checkout():
     assert f'if "{rule["inherit_key"]}" in config:' in inherit and f'"{rule["override_marker"]}"' in inherit
 
 
+@pytest.mark.skipif(not (CHECKOUT / "nemo_rl/models/megatron/setup.py").is_file(),
+                    reason="the NeMo-RL checkout's megatron code is not here")
+def test_the_code_names_no_p2p_switch():
+    """What lets megatron-core's defaults hold: no NeMo-RL code names the switches, and
+    model_overrides is how a config sets a TransformerConfig field."""
+    rule = rulebook.load("nemo-rl").data["nemo_rl_policy"]
+    path, line = rule["backend_source"].split()[1].rsplit(":", 1)
+    assert rule["backend_code"] in (CHECKOUT / path).read_text(encoding="utf-8").splitlines()[int(line) - 1]
+    code = "\n".join(p.read_text(encoding="utf-8") for p in (CHECKOUT / "nemo_rl").rglob("*.py"))
+    assert all(name not in code for name in ("batch_p2p_comm", "overlap_p2p_comm", "comm_overlap"))
+    assert f'config["megatron_cfg"].get("{rule["model_overrides_key"].split(".")[-1]}")' in code
+
+
 def test_an_echo_naming_a_run_script_is_no_command(tmp_path):
     """NVIDIA-NeMo/RL@7ea279abfb examples/nemo_gym/nemotron-3-super-omni/super_omni_launch.sh:223
     prints `echo " Entrypoint : ${ENTRYPOINT}"` (a run_*_nemo_gym.py): the launcher's script pattern
