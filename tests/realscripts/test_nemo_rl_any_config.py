@@ -118,3 +118,15 @@ def test_a_set_size_decides_what_it_can(capsys, tmp_path, pp, status):
     doc = _scan(capsys, tmp_path, "${CONFIG_PATH}", 1, True, "", "--torch", "2.10.0",
                 "--set", f"pipeline_model_parallel_size={pp}")
     assert doc["verdict"]["status"] == status, doc["verdict"]["headline"]
+
+
+def test_an_override_of_the_size_on_a_config_not_known_stays_undecided(capsys, tmp_path):
+    """Half a reading: the size is given, the backend and model_overrides are not."""
+    script = SCRIPT.replace("logger.wandb_enabled=True", "policy.megatron_cfg.pipeline_model_parallel_size=2")
+    (tmp_path / "examples" / "nemo_gym").mkdir(parents=True)
+    (tmp_path / "examples" / "nemo_gym" / "run_grpo_nemo_gym.py").write_text(RUN, encoding="utf-8")
+    (tmp_path / "launch.sh").write_text(script.format(config="${CONFIG_PATH}", debug=""), encoding="utf-8")
+    cli.main(["scan", "--config", str(tmp_path / "launch.sh"), "--format", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["verdict"]["status"] == "inconclusive", doc["verdict"]["headline"]
+    assert "--config ${CONFIG_PATH} is not known statically" in doc["verdict"]["headline"]
