@@ -40,6 +40,12 @@ _SCRIPT_DIR_NAME = re.compile(rf"basename(?: --)? \$\((?:{_DIRNAME})\)")
 # `$(dirname $REPO)`, `$(dirname -- "${EXAMPLE_PATH}")`: the parent of a path the script already
 # knows (nanotron's examples/train_tiny_llama.sh: `REPO_PATH=$(dirname $EXAMPLE_PATH)`).
 _DIRNAME_OF_VAR = re.compile(r"dirname(?: --)? \$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})")
+# `$(cd "${SCRIPT_DIR}/../../.." && pwd)`: a directory written from a variable holding one known
+# absolute path (NVIDIA-NeMo/RL's super_omni_launch.sh finds its checkout's root so). bash's `cd`
+# resolves `..` by the path's text, and `pwd` prints that path, where the directory is there.
+_CD_PWD_OF_VAR = re.compile(
+    r"cd(?: --)? \$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})((?:/[A-Za-z0-9._-]*)*)"
+    r"(?: &>/dev/null| >/dev/null(?: 2>&1)?)? *&& *pwd(?: -L)?")
 # `pwd`, $(pwd), $(pwd -L): the directory the script is run from.
 _PWD = re.compile(r"(?:`|\$\()\s*pwd(?:\s+-[LP])?\s*(?:`|\))")
 
@@ -212,6 +218,8 @@ class Expander:
                 if where is None:
                     where = self._dirname_of_var(part.text)
                 if where is None:
+                    where = self._cd_pwd_of_var(part.text)
+                if where is None:
                     out.symbolic(part.src, part.line, unsplit=not part.quoted)
                 else:
                     self._emit(where, part.line, part.quoted, out)
@@ -328,17 +336,36 @@ class Expander:
         where = os.path.dirname(os.path.abspath(path))
         return os.path.basename(where) if name_only else where
 
+    def _known_path(self, name: str) -> str | None:
+        """The one path a variable holds; None where it is unknown, empty or several words."""
+        self.referenced.add(name)
+        var = self.vars.get(name)
+        value = var.value if var is not None else self.environ.get(name)
+        if not isinstance(value, str) or not value or any(c.isspace() for c in value):
+            return None
+        return value
+
+    def _cd_pwd_of_var(self, command: str) -> str | None:
+        """`cd $NAME/rel && pwd` of a variable holding one known absolute path: that path with
+        `rel` joined and `..` resolved by its text, as bash's `cd` does, where that directory is
+        here; None for anything else."""
+        m = _CD_PWD_OF_VAR.fullmatch(" ".join(re.sub(r"[\"']", "", command).split()))
+        if m is None:
+            return None
+        value = self._known_path(m.group(1) or m.group(2))
+        if value is None or not os.path.isabs(value):
+            return None  # relative: from a directory the substitution's shell may not be in
+        where = os.path.normpath(value + m.group(3))
+        return where if os.path.isdir(where) else None  # not here: whether `cd` fails is not known
+
     def _dirname_of_var(self, command: str) -> str | None:
         """`dirname $NAME` of a variable holding one known path, as coreutils' dirname gives it
         (trailing slashes dropped; `.` for a bare name); None for anything else."""
         m = _DIRNAME_OF_VAR.fullmatch(" ".join(re.sub(r"[\"']", "", command).split()))
         if m is None:
             return None
-        name = m.group(1) or m.group(2)
-        self.referenced.add(name)
-        var = self.vars.get(name)
-        value = var.value if var is not None else self.environ.get(name)
-        if not isinstance(value, str) or not value or any(c.isspace() for c in value):
+        value = self._known_path(m.group(1) or m.group(2))
+        if value is None:
             return None  # unknown, empty or split into several words: not one path
         trimmed = value.rstrip("/") or "/"
         head = trimmed.rpartition("/")[0] if "/" in trimmed else "."

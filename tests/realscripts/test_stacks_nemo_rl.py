@@ -1,8 +1,8 @@
 """Issue 22 items 9 and 11: NeMo-RL's `uv run python examples/run_grpo.py --config X.yaml a.b=c` is
 read for the policy's backend (rules/nemo-rl.toml): DTensor, or Megatron at one stage, issues no
 pipeline P2P (NOT A PIPELINE RUN); Megatron at two or more stages runs megatron-core's schedules
-on a config NeMo-RL builds itself (NOT COVERED, with the step that decides it); a backend not
-known is INCONCLUSIVE.
+on megatron-core's defaults, which NeMo-RL leaves alone (judged at that size; its model_overrides:
+test_nemo_rl_any_config.py); a backend not known is INCONCLUSIVE.
 
 The launches are written after NVIDIA-NeMo/RL (commit 7ea279abfbeb698b092856d0dab61e7cf39bc909)
 README.md:329-357 (`uv run python examples/run_grpo.py --config
@@ -72,18 +72,18 @@ def test_megatron_at_one_stage_through_the_parent_config(capsys, tmp_path):
     assert "Megatron backend at pipeline_model_parallel_size 1" in doc["verdict"]["headline"]
 
 
-def test_megatron_at_two_stages_by_an_override_is_not_covered(capsys, tmp_path):
+def test_megatron_at_two_stages_by_an_override_is_judged_at_two(capsys, tmp_path):
     doc = _scan(capsys, tmp_path, "grpo_math_1B_megatron.yaml", "policy.megatron_cfg.pipeline_model_parallel_size=2")
-    assert doc["verdict"]["status"] == "not-covered", doc["verdict"]["headline"]
-    assert "pipeline_model_parallel_size 2" in doc["verdict"]["headline"]
-    assert "p2paudit record" in json.dumps(doc["verdict"])
+    assert doc["verdict"]["status"] == "clean", doc["verdict"]["headline"]
+    assert doc["config"]["effective"]["pipeline_model_parallel_size"] == 2
+    assert doc["config"]["effective"]["distributed_backend"] == "nccl"
 
 
 def test_an_override_turning_megatron_on_over_dtensor(capsys, tmp_path):
     doc = _scan(capsys, tmp_path, "grpo_math_1B.yaml",
                 "policy.dtensor_cfg.enabled=false policy.megatron_cfg.enabled=true "
                 "++policy.megatron_cfg.pipeline_model_parallel_size=4")
-    assert doc["verdict"]["status"] == "not-covered", doc["verdict"]["headline"]
+    assert doc["config"]["effective"]["pipeline_model_parallel_size"] == 4, doc["verdict"]["headline"]
 
 
 @pytest.mark.parametrize("overrides, pp", [("${EXTRA_ARGS}", 1), ("", "${oc.env:PP}")],
@@ -155,6 +155,19 @@ def test_the_rules_quote_the_checkout():
     inherit = (CHECKOUT / "nemo_rl/utils/config.py").read_text(encoding="utf-8")
     rule = data["nemo_rl_policy"]
     assert f'if "{rule["inherit_key"]}" in config:' in inherit and f'"{rule["override_marker"]}"' in inherit
+
+
+@pytest.mark.skipif(not (CHECKOUT / "nemo_rl/models/megatron/setup.py").is_file(),
+                    reason="the NeMo-RL checkout's megatron code is not here")
+def test_the_code_names_no_p2p_switch():
+    """What lets megatron-core's defaults hold: no NeMo-RL code names the switches, and
+    model_overrides is how a config sets a TransformerConfig field."""
+    rule = rulebook.load("nemo-rl").data["nemo_rl_policy"]
+    path, line = rule["backend_source"].split()[1].rsplit(":", 1)
+    assert rule["backend_code"] in (CHECKOUT / path).read_text(encoding="utf-8").splitlines()[int(line) - 1]
+    code = "\n".join(p.read_text(encoding="utf-8") for p in (CHECKOUT / "nemo_rl").rglob("*.py"))
+    assert all(name not in code for name in ("batch_p2p_comm", "overlap_p2p_comm", "comm_overlap"))
+    assert f'config["megatron_cfg"].get("{rule["model_overrides_key"].split(".")[-1]}")' in code
 
 
 def test_an_echo_naming_a_run_script_is_no_command(tmp_path):

@@ -2,11 +2,15 @@
 
 The `--config` file, with its `defaults:` parents, and the Hydra overrides after it give the
 policy's backend. DTensor, or Megatron at one pipeline stage, issues no pipeline P2P: a
-`launch.not-pipeline` note. Megatron at two or more stages runs megatron-core's schedules on a
-TransformerConfig NeMo-RL builds in its own code, which no rules model: `launch.not-covered` with
-the step that decides it. A backend or size not known statically (no `--config`, a file not read,
-an override word not known, an interpolation) is undecided: `launch.unknown-stack` naming the key.
-Each becomes the verdict in config.launch.refuse_not_pipeline.
+`launch.not-pipeline` note. Megatron at two or more stages runs megatron-core's schedules on its
+defaults, which NeMo-RL's code leaves alone: the size goes to `entry_values` and the run is judged
+on megatron-core; a policy whose `model_overrides` may set any TransformerConfig field, or
+policies at different sizes, are `launch.not-covered`. A config not known statically (`--config
+${CONFIG_PATH}`, a file in a directory not known) is a word that may set every setting the
+verdict rests on (`unknown_words`): the scan judges the run at each of their values. Anything
+else not known statically (an override word, an interpolation) is undecided:
+`launch.unknown-stack` naming the key. Each becomes the verdict in
+config.launch.refuse_not_pipeline, or, judged, in the scan.
 """
 
 from __future__ import annotations
@@ -20,10 +24,11 @@ from auditor import rulebook
 from auditor.bash.values import Field
 from auditor.config.configfiles import Unreadable, load_file, load_yaml
 from auditor.config.entry_script import dotted
+from auditor.config.expr import UNKNOWN
 from auditor.config.frontend_parser import find_script
 from auditor.config.frontends.reader import Reader
 from auditor.config.hydra_compose import at
-from auditor.config.model import LaunchConfig
+from auditor.config.model import LaunchConfig, UnknownWord
 from auditor.config.overrides import override, read_overrides, set_key, typed
 from auditor.findings import Finding
 from auditor.rulebook.launchers import Spelling
@@ -36,45 +41,121 @@ class NemoUndecided(Exception):
     """Why the backend or the size is not known statically."""
 
 
+class ConfigUnknown(NemoUndecided):
+    """The config file itself is not known statically or not read: `word`, the `--config` value."""
+
+    def __init__(self, why: str, word: Field | None) -> None:
+        super().__init__(why)
+        self.word = word
+
+
 class NemoRlReader(Reader):
     style = "nemo-rl"
 
     def read(self, config: LaunchConfig, args: list[Field], launcher: dict, spelling: Spelling,
              path: str, parser_roots: tuple[Path, ...]) -> None:
         rule = rulebook.load(RULES).data["nemo_rl_policy"]
+        # The run script's argparse (`--config`, the rest Hydra overrides) is NeMo-RL's, read here:
+        # its sizes are the config's, not stores an entry reader would look for in its closure.
+        config.builds_parser = RULES
         name = f"`{config.launcher}`"
         where = f"{path}:{config.command_line}"
         words = [f for f in args if f.value != rule["config_option"]]
         read_overrides(config, [f for f in words if override(f.value) is not None], path)
         notes: list[str] = []
+        script = str(config.script_read or config.script)
         try:
             data, said = _composed(rule, args, path, _default_config(config, path), config.workdir)
-            sizes, undecided = _sizes(rule, data, str(config.script_read or config.script), said)
-            for role, size in sizes:
-                if size > 1:  # one Policy on pipeline stages keeps the run, whatever the others are
-                    config.diagnostics.append(Finding(
-                        "launch.not-covered", "warning",
-                        f"{rule['what'].format(launcher=name, role=role, size=size, where=said)}: {rule['covers']}",
-                        where=where, detail={"stack": RULES, "decide": rule["decide"], "source": rule["source"]}))
-                    return
-                notes.append(rule["dtensor" if size == 0 else "one_stage"].format(launcher=name, role=role,
-                                                                                  where=said))
+            sizes, undecided = _sizes(rule, data, script, said)
+            staged = [(role, size) for role, size in sizes if size > 1]
+            if staged:  # one Policy on pipeline stages keeps the run, whatever the others are
+                if undecided is not None:
+                    raise undecided
+                _on_stages(config, rule, staged, _overridden(rule, data, script), said, where)
+                return
+            notes = [rule["dtensor" if size == 0 else "one_stage"].format(launcher=name, role=role, where=said)
+                     for role, size in sizes]
             if undecided is not None:
                 raise undecided
+        except ConfigUnknown as exc:
+            if exc.word is not None and not _sized_by_overrides(rule, words):
+                _judged_at_each_value(config, rule, exc, where)
+                return
+            _unknown_stack(config, rule, exc, name, where)
+            return
         except NemoUndecided as exc:
-            config.diagnostics.append(Finding(
-                "launch.unknown-stack", "warning",
-                f"{name}: which backend NeMo-RL trains a policy with, and at how many pipeline stages, is "
-                f"not known: {exc}", where=where,
-                detail={"undecided": f"policy.{rule['megatron_key']}",
-                        "decide": f"--command '{config.launcher} {rule['config_option']} CONFIG.yaml ...' "
-                                  f"with the config and overrides the run gets: they give policy."
-                                  f"{rule['megatron_key']}, policy.{rule['dtensor_key']} and policy."
-                                  f"{rule['size_key']} of each Policy the run script builds ({exc})"}))
+            _unknown_stack(config, rule, exc, name, where)
             return
         note = "; ".join(notes)
         config.diagnostics.append(Finding("launch.not-pipeline", "info", note, where=where,
                                           detail={"command": config.launcher}))
+
+
+def _unknown_stack(config: LaunchConfig, rule: dict, exc: NemoUndecided, name: str, where: str) -> None:
+    config.diagnostics.append(Finding(
+        "launch.unknown-stack", "warning",
+        f"{name}: which backend NeMo-RL trains a policy with, and at how many pipeline stages, is "
+        f"not known: {exc}", where=where,
+        detail={"undecided": f"policy.{rule['megatron_key']}",
+                "decide": f"--command '{config.launcher} {rule['config_option']} CONFIG.yaml ...' "
+                          f"with the config and overrides the run gets: they give policy."
+                          f"{rule['megatron_key']}, policy.{rule['dtensor_key']} and policy."
+                          f"{rule['size_key']} of each Policy the run script builds ({exc})"}))
+
+
+def _on_stages(config: LaunchConfig, rule: dict, staged: list[tuple[str, int]], overridden: list[str],
+               said: str, where: str) -> None:
+    """Policies on pipeline stages: megatron-core's schedules at their size, on megatron-core's
+    defaults (rules/nemo-rl.toml); NOT COVERED where model_overrides may set any field, or where
+    the policies' sizes differ."""
+    name = f"`{config.launcher}`"
+    role, size = staged[0]
+    what = rule["what"].format(launcher=name, role=role, size=size, where=said)
+    sizes = sorted({s for _, s in staged})
+    why = (f"{', '.join(overridden)} set {rule['model_overrides_key']}: {rule['covers']}" if overridden else
+           rule["several"].format(sizes=", ".join(f"{r} {s}" for r, s in staged)) if len(sizes) > 1 else "")
+    if why:
+        config.diagnostics.append(Finding(
+            "launch.not-covered", "warning", f"{what}: {why}",
+            where=where, detail={"stack": RULES, "decide": rule["decide"], "source": rule["source"]}))
+        return
+    config.entry_values["pipeline_model_parallel_size"] = (size, f"{what}: {rule['stages']}", where)
+    _placed(config, rule, where)
+
+
+def _placed(config: LaunchConfig, rule: dict, where: str) -> None:
+    """What a Megatron policy's workers get that the command does not state: NCCL, and a world
+    size Ray's placement decides."""
+    config.entry_values["distributed_backend"] = (
+        rule["backend"], f"{rule['backend_source']}: `{rule['backend_code']}`", where)
+    for key in ("nproc_per_node", "nnodes"):  # read after the launcher's own count, which it replaces
+        config.entry_values[key] = (UNKNOWN, f"{key}: {rule['world']}", where)
+
+
+def _judged_at_each_value(config: LaunchConfig, rule: dict, exc: ConfigUnknown, where: str) -> None:
+    """A config not known statically: a word that may set every setting the verdict rests on
+    (config.flags.open_settings), so the scan judges the run at each of their values."""
+    assert exc.word is not None
+    config.unknown_words.append(UnknownWord(f"{rule['config_option']} {exc.word.value}", exc.word.line))
+    config.diagnostics.append(Finding(
+        "launch.config-file", "info",
+        rule["unknown_config"].format(launcher=f"`{config.launcher}`", why=exc), where=where,
+        detail={"command": config.launcher}))
+    _placed(config, rule, where)
+
+
+def _sized_by_overrides(rule: dict, words: list[Field]) -> bool:
+    """An override word names a backend switch, a size or model_overrides: read on an unknown
+    config it would be half a reading, so the run stays undecided."""
+    keys = (rule["megatron_key"], rule["dtensor_key"], rule["size_key"], rule["model_overrides_key"])
+    return any(isinstance(f.value, str) and (given := override(f.value)) is not None
+               and any(k in given[0] for k in keys) for f in words)
+
+
+def _overridden(rule: dict, data: dict[str, Any], script: str) -> list[str]:
+    """The Policies whose config sets model_overrides (nemo_rl/models/megatron/setup.py:662)."""
+    return [role for role, section in _roles(rule, data, script)
+            if isinstance(section, dict) and at(section, rule["model_overrides_key"])]
 
 
 def _roles(rule: dict, data: dict[str, Any], script: str) -> list[tuple[str, Any]]:
@@ -156,13 +237,18 @@ def _default_config(config: LaunchConfig, path: str) -> Path | None:
 def _composed(rule: dict, args: list[Field], path: str,
               default: Path | None, workdir: str | None) -> tuple[dict[str, Any], str]:
     """The config as the run script composes it, and where it was read."""
-    files: list[object] = [args[k + 1].value for k, f in enumerate(args[:-1]) if f.value == rule["config_option"]]
+    named = [args[k + 1] for k, f in enumerate(args[:-1]) if f.value == rule["config_option"]]
+    files: list[object] = [f.value for f in named]
     if not files and default is None:
         raise NemoUndecided(f"no {rule['config_option']} is given, and the run script's own default is not read")
     if files and not isinstance(files[-1], str):
-        raise NemoUndecided(f"{rule['config_option']} {files[-1]} is not known statically")
+        raise ConfigUnknown(f"{rule['config_option']} {files[-1]} is not known statically", named[-1])
     try:
         found, data = load_file(str(files[-1]), path, workdir) if files else (str(default), _load(default))
+    except Unreadable as exc:
+        raise ConfigUnknown(f"{files[-1] if files else default} is not read: {exc}",
+                            named[-1] if named else None) from None
+    try:
         data = _with_parents(rule, Path(found), _unshared(data), 0)
     except Unreadable as exc:
         raise NemoUndecided(f"{files[-1] if files else default} is not read: {exc}") from None
