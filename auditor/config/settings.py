@@ -36,6 +36,9 @@ from auditor.rulebook.frameworks import Framework, frameworks
 
 # What the launch reader and derive itself put in the effective config.
 LAUNCH_KEYS = ("nproc_per_node", "nnodes", "torch_version", "launcher")
+# What `p2paudit simulate` reads for its messages' shape and count on any stack it runs, beyond
+# that stack's rules (simulate/plan.py, simulate/titan_plan.py: `--set hidden_size=N`).
+SIMULATE_KEYS = ("hidden_size", "micro_batch_size", "num_microbatches")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -52,7 +55,7 @@ def known_settings(directory: Path | None = None, stack: Collection[str] | None 
 
 @functools.lru_cache(maxsize=16)
 def _known(directory: Path, stack: frozenset[str] | None) -> frozenset[str]:
-    out: set[str] = set(LAUNCH_KEYS)
+    out: set[str] = {*LAUNCH_KEYS, *SIMULATE_KEYS}
     for fw in frameworks(directory):
         if not _on(fw, stack):
             continue
