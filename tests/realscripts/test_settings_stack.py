@@ -55,9 +55,19 @@ def test_another_stack_s_key_is_refused_naming_this_stack_s(capsys, script, key,
     refused(capsys, script, key, close)
 
 
-def test_gpt_neox_refuses_megatron_s_keys(capsys, tmp_path):
+@pytest.mark.parametrize("key", ["virtual_pipeline_model_parallel_size",  # megatron's
+                                 "pipe_parallel_size"])  # its YAML's: the size the run hands DeepSpeed is the key
+def test_gpt_neox_names_the_key_deepspeed_s_engine_reads(capsys, tmp_path, key):
     script = str(neox_launch(tmp_path, 2))
-    refused(capsys, script, "virtual_pipeline_model_parallel_size", "pipeline_model_parallel_size")
+    refused(capsys, script, key, "pipeline_model_parallel_size")
+
+
+def test_matrix_over_another_stack_s_key_is_refused(capsys):
+    code, out, err = scan(capsys, MEGATRON, "--matrix", "pipeline_parallel_degree=1,2")
+    lines = err.strip().splitlines()
+    assert code == 2 and out == "" and len(lines) == 1, err
+    assert "--matrix pipeline_parallel_degree" in lines[0]
+    assert "did you mean pipeline_model_parallel_size?" in lines[0]
 
 
 def test_the_stack_s_own_keys_still_apply(capsys, tmp_path):
