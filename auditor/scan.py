@@ -423,7 +423,7 @@ def _scan_one(inputs: ScanInputs, read: tuple[LaunchConfig, list[SourceSet]]) ->
         "errors": [{"package": pkg, "path": e.path, "cause": e.cause} for pkg, e in program.errors],
         "seconds": round(time.perf_counter() - started, 3),
     }
-    given = dict.fromkeys(set(inputs.overrides or {}) - inputs.case_keys, "--set")
+    given = {k: "--set" for k in inputs.overrides or {} if k not in inputs.case_keys}
     check_settings({**given, **({inputs.matrix_key: "--matrix"} if inputs.matrix_key else {})}, doc,
                    launch.stack.names)
     verdict.finish(doc)
