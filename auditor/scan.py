@@ -70,6 +70,8 @@ class ScanInputs:
     command: str | None = None  # --command: the training command line, when the script hides it
     which: int | None = None  # the training command judged, where the script runs several; None: each
     text: str | None = None  # the script's text, once read (a pipe gives it once)
+    # the keys of `overrides` _cases set (a rules file's [[setting_cases]]), not the user
+    case_keys: frozenset[str] = frozenset()
 
 
 def resolve_targets(launch: LaunchConfig, targets: list[str] | None) -> list[SourceSet]:
@@ -237,7 +239,8 @@ def _cases(inputs: ScanInputs, doc: dict[str, Any], budget: list[int],
     key = table["key"]
     docs = []
     for v in table["values"]:
-        case = replace(inputs, overrides={**(inputs.overrides or {}), key: str(v)})
+        case = replace(inputs, overrides={**(inputs.overrides or {}), key: str(v)},
+                       case_keys=inputs.case_keys | {key})
         one = _scan_releases(case)
         docs.append(_cases(case, one, budget, within=True) or one)
     cases = [{"value": v, "status": d["verdict"]["status"], "headline": d["verdict"]["headline"],
@@ -420,8 +423,9 @@ def _scan_one(inputs: ScanInputs, read: tuple[LaunchConfig, list[SourceSet]]) ->
         "errors": [{"package": pkg, "path": e.path, "cause": e.cause} for pkg, e in program.errors],
         "seconds": round(time.perf_counter() - started, 3),
     }
-    given = dict.fromkeys(inputs.overrides or {}, "--set")
-    check_settings({**given, **({inputs.matrix_key: "--matrix"} if inputs.matrix_key else {})}, doc)
+    given = {k: "--set" for k in inputs.overrides or {} if k not in inputs.case_keys}
+    check_settings({**given, **({inputs.matrix_key: "--matrix"} if inputs.matrix_key else {})}, doc,
+                   launch.stack.names)
     verdict.finish(doc)
     return doc
 

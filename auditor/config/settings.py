@@ -2,11 +2,15 @@
 with the closest known key, never a silent no-op (`--matrix pipline_model_parallel_size=1,2,4`
 printed identical columns as if each value had been applied).
 
-A key is known when a rules file reads or derives it, in any release (an [[arg]] or [[rule]]
-key, a name in a `when`/`value` expression, a [[model]] size, a [[symbol]]'s config), when the
-launch reader or this run's derivation gives it (a key of `--megatron_extra_kwargs`), or when a
-guard on a P2P path of this scan tests it (the interpreter reads any config attribute the
-analysed code tests, and `--set` decides those too).
+A key is known when a rules file of the run's stack reads or derives it, in any release (an
+[[arg]] or [[rule]] key, a name in a `when`/`value` expression, a [[model]] size, a [[symbol]]'s
+config), when the launch reader or this run's derivation gives it (a key of
+`--megatron_extra_kwargs`), or when a guard on a P2P path of this scan tests it (the interpreter
+reads any config attribute the analysed code tests, and `--set` decides those too). The stack
+is the launch's (rulebook.frameworks.Stack) plus what every run has (torch, the files of facts):
+another framework's key (torchtitan's pipeline_parallel_degree on a Megatron run) does nothing
+there. Where the stack is not known (no single front end claims the launch, a run answered
+without a scan), every rules file's keys are known.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 import difflib
 import functools
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -29,22 +33,33 @@ from auditor.config.model import LaunchConfig
 from auditor.config.releases import ReleaseUnavailable
 from auditor.errors import InputError
 from auditor.rulebook import files
-from auditor.rulebook.frameworks import frameworks
+from auditor.rulebook.frameworks import Framework, frameworks
 
 # What the launch reader and derive itself put in the effective config.
 LAUNCH_KEYS = ("nproc_per_node", "nnodes", "torch_version", "launcher")
+# What `p2paudit simulate` reads for its messages' shape and count on any stack it runs, beyond
+# that stack's rules (simulate/plan.py, simulate/titan_plan.py: `--set hidden_size=N`).
+SIMULATE_KEYS = ("hidden_size", "micro_batch_size", "num_microbatches")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def known_settings(directory: Path | None = None) -> frozenset[str]:
-    """Every setting a rules file reads or derives, in any release."""
-    return _known(directory or files.rules_dir())
+# The rules file of the framework every run goes on to, in its stack or not (torchtitan's
+# `runs_on` names none): its settings are any run's.
+EVERY_RUN = "torch"
 
 
-@functools.lru_cache(maxsize=4)
-def _known(directory: Path) -> frozenset[str]:
-    out: set[str] = set(LAUNCH_KEYS)
+def known_settings(directory: Path | None = None, stack: Collection[str] | None = None) -> frozenset[str]:
+    """Every setting a rules file reads or derives, in any release; `stack`: only the files
+    of those frameworks (Stack.names), torch's and the files of facts (no `position`)."""
+    return _known(directory or files.rules_dir(), None if stack is None else frozenset(stack))
+
+
+@functools.lru_cache(maxsize=16)
+def _known(directory: Path, stack: frozenset[str] | None) -> frozenset[str]:
+    out: set[str] = {*LAUNCH_KEYS, *SIMULATE_KEYS}
     for fw in frameworks(directory):
+        if not _on(fw, stack):
+            continue
         data = files.load(fw.name, None, directory).data
         for table in ("arg", "rule", "check"):
             for entry in data.get(table, []):
@@ -58,6 +73,11 @@ def _known(directory: Path) -> frozenset[str]:
     return frozenset(out)
 
 
+def _on(fw: Framework, stack: Collection[str] | None) -> bool:
+    """Whether `fw`'s settings are the run's: every framework's where the stack is not known."""
+    return stack is None or fw.name in stack or fw.name == EVERY_RUN or fw.position is None
+
+
 def _names(text: str) -> set[str]:
     """The settings an expression reads, and as `env.NAME` (what `--set` takes) its variables."""
     try:
@@ -67,13 +87,17 @@ def _names(text: str) -> set[str]:
     return {*expr.names(), *(ENV_PREFIX + n for n in expr.env_names())}
 
 
-def check_settings(given: Mapping[str, str], doc: dict[str, Any],
+def check_settings(given: Mapping[str, str], doc: dict[str, Any], stack: Collection[str] | None,
                    directory: Path | None = None) -> None:
     """InputError (exit 2) for the first key of `given` (key -> the option that gave it,
-    `--set` or `--matrix`) that no rule, launch input or guard of `doc` knows."""
+    `--set` or `--matrix`) that no rule of the run's `stack` (Stack.names: None where not
+    known), launch input or guard of `doc` knows."""
     config = doc.get("config", {})
-    derived = {k for k, source in config.get("sources", {}).items() if source != "--set"}
-    known = set(known_settings(directory)) | derived
+    off = {f.name for f in frameworks(directory) if not _on(f, stack)}
+    # derived, not --set: a framework off the stack derives its keys unknown (config.derive
+    # _mark_unknown, the source its name), which its code, never run here, would read
+    derived = {k for k, source in config.get("sources", {}).items() if source != "--set" and source not in off}
+    known = set(known_settings(directory, stack)) | derived
     known |= _guard_names(doc.get("sites", []))
     _refuse(given, known)
 
