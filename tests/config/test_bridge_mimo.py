@@ -11,6 +11,7 @@ _parse_component_spec (:196); examples/megatron_mimo/qwen35_vl/slurm_sft.sh:232-
 
 from __future__ import annotations
 
+from auditor.config.bridge_mimo import read_mimo_components
 from auditor.config.launch import parse_launch
 from auditor.config.pyenv import read_entry
 
@@ -90,7 +91,9 @@ def test_an_entry_that_is_not_mimo_is_left_alone(tmp_path) -> None:
         ENTRY.replace("megatron.bridge.models.megatron_mimo.megatron_mimo_provider", "mylib.providers"))
     script = tmp_path / "sft.sh"
     config = parse_launch(script.read_text(), str(script))
+    read_mimo_components(config)
     assert "pipeline_model_parallel_size" not in config.entry_values
+    assert not any(d.kind == "launch.mimo-component" for d in config.diagnostics)
 
 
 def test_the_entry_s_own_init_backend_is_the_run_s(tmp_path) -> None:
