@@ -4,10 +4,10 @@ A MegatronMIMO training entry (examples/megatron_mimo/*/finetune_*.py) has no --
 its argparse takes `--component` repeatedly (action="append"), one spec per module, and sets the
 language component's sizes on the language model config the pipeline schedule reads. The run's
 pipeline is that language module's, so its sizes are read here from every `--component` the
-launch line gives, with what the MIMO training path fixes on that config (no virtual stages,
-megatron-core's P2P defaults): all of it rules/megatron-bridge.toml `[mimo]`. A spec not known
-statically, or one the entry would reject, leaves the settings as before (unknown where no front
-end decides them), with a note naming the `--set` that decides it.
+launch line gives, with what the MIMO training path fixes on that config whatever the specs
+(no virtual stages, megatron-core's P2P defaults): all of it rules/megatron-bridge.toml `[mimo]`.
+A spec not known statically, one the entry would reject, or none given (the entry's own default
+layout) leaves the sizes unknown, with a note naming the `--set` that decides them.
 """
 
 from __future__ import annotations
@@ -35,7 +35,15 @@ def read_mimo_components(launch: LaunchConfig) -> None:
     if not _imports(tree, rules["module"]):
         return
     dest = next((d for d, o in argparse_options(tree).items() if rules["option"] in o["spellings"]), None)
-    if dest is None or dest not in launch.flags:
+    if dest is None:
+        return
+    where = f"{entry.path}: the MegatronMIMO training path ({rules['source']})"
+    for key, value in rules["fixed"].items():
+        launch.entry_values[key] = (value, where, entry.path)
+    for key in rules["unset"]:
+        launch.entry_values[key] = (None, where, entry.path)
+    if dest not in launch.flags:
+        _unread(launch, rules, None, "none is given, so the entry's own default layout holds")
         return
     given = [*launch.flag_repeats.get(dest, []), launch.flags[dest]]
     # argparse appends each one: not a repeated flag whose last value wins
@@ -59,11 +67,6 @@ def read_mimo_components(launch: LaunchConfig) -> None:
     at = f"{launch.path}:{flag.line}"
     for key, value in sizes.items():
         launch.entry_values[key] = (value, f"{at}: {rules['option']} {flag.value} (the language module)", at)
-    where = f"{entry.path}: the MegatronMIMO training path ({rules['source']})"
-    for key, value in rules["fixed"].items():
-        launch.entry_values[key] = (value, where, entry.path)
-    for key in rules["unset"]:
-        launch.entry_values[key] = (None, where, entry.path)
 
 
 def _imports(tree: ast.Module, module: str) -> bool:
@@ -92,9 +95,9 @@ def _spec(text: str, rules: dict[str, Any]) -> dict[str, int] | None:
     return {setting: fields.get(key, rules["field_default"]) for key, setting in rules["fields"].items()}
 
 
-def _unread(launch: LaunchConfig, rules: dict[str, Any], flag: Flag, why: str) -> None:
+def _unread(launch: LaunchConfig, rules: dict[str, Any], flag: Flag | None, why: str) -> None:
     pp = rules["fields"]["pp"]
     launch.diagnostics.append(Finding(
         "launch.mimo-component", "info",
         f"the language module's sizes are not read from `{rules['option']}`: {why}",
-        fix=f"--set {pp}=N", where=f"{launch.path}:{flag.line}"))
+        fix=f"--set {pp}=N", where=f"{launch.path}:{flag.line if flag else launch.command_line}"))

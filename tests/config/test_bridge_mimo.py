@@ -73,7 +73,9 @@ def test_the_language_component_is_read_in_any_order(tmp_path) -> None:
 def test_a_spec_not_known_statically_stays_unknown_naming_the_set(tmp_path) -> None:
     config = _config(tmp_path, '--component "language=tp=4,pp=${PP},dp=1" --component images=tp=1,dp=1,rank_offset=4')
     assert "pipeline_model_parallel_size" not in config.entry_values
-    assert "overlap_p2p_comm" not in config.entry_values
+    # what the MIMO path fixes holds whatever the specs
+    assert config.entry_values["overlap_p2p_comm"][0] is False
+    assert config.entry_values["virtual_pipeline_model_parallel_size"][0] is None
     note = next(d for d in config.diagnostics if d.kind == "launch.mimo-component")
     assert note.fix == "--set pipeline_model_parallel_size=N"
 
@@ -102,3 +104,11 @@ def test_the_entry_s_own_init_backend_is_the_run_s(tmp_path) -> None:
     read_entry(config)  # as scan.py does
     value, why, _ = config.entry_values["distributed_backend"]
     assert value == "nccl" and "init_process_group('nccl')" in why
+
+
+def test_no_component_given_leaves_the_sizes_to_the_entry_s_default_layout(tmp_path) -> None:
+    config = _config(tmp_path, "")
+    assert "pipeline_model_parallel_size" not in config.entry_values
+    assert config.entry_values["batch_p2p_comm"][0] is True
+    note = next(d for d in config.diagnostics if d.kind == "launch.mimo-component")
+    assert "none is given" in note.message and note.fix == "--set pipeline_model_parallel_size=N"
