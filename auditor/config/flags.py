@@ -243,6 +243,7 @@ def read_flags(config: LaunchConfig, args: list[Field], spelling: Spelling, path
             value = values[0] if len(values) == 1 else join(values)
         previous = config.flags.get(name)
         if previous is not None:
+            config.flag_repeats.setdefault(name, []).append(previous)
             same = previous.value == value
             config.diagnostics.append(Finding(
                 "launch.repeated-flag", "info" if same else "warning",

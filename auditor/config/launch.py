@@ -44,6 +44,7 @@ from auditor.config.entry_stack import (
     unknown_stack,
     unread_entry,
 )
+from auditor.config.bridge_mimo import read_mimo_components
 from auditor.config.entry_assign import read_entry_assignments
 from auditor.config.lightning_entry import read_lightning_entry
 from auditor.config.pipelining_script import read_pipelining_script
@@ -218,6 +219,7 @@ def parse_launch(
     read_pipelining_script(config)  # `torchrun train.py` pipelining with torch itself
     read_lightning_entry(config)  # `python train.py` building nl.MegatronStrategy: its sizes
     read_entry_assignments(config)  # `--pp` of the entry's own argparse set on its model provider
+    read_mimo_components(config)  # `--component language=tp=4,pp=2` of a Megatron-Bridge MIMO entry
     own_pipeline(config)  # `torchrun run_train.py` on nanotron's own pipeline engine: not covered
     unknown_stack(config)  # `torchrun train.py` handing the run to a package no rules model
     unread_entry(config)  # `torchrun -m $MODULE`, `deepspeed missing.py`: the stack is not known

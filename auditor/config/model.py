@@ -43,6 +43,7 @@ class LaunchConfig:
     launcher: str  # e.g. "megatron sft", "swift sft", "torchrun pretrain_gpt.py"
     command_line: int  # line where the training command starts
     flags: dict[str, Flag] = field(default_factory=dict)  # the training script's flags, by name
+    flag_repeats: dict[str, list[Flag]] = field(default_factory=dict)  # earlier givings of a repeated flag
     env: dict[str, EnvVar] = field(default_factory=dict)  # what the training command's environment gets from the script
     nproc_per_node: int | Symbolic | None = None
     nnodes: int | Symbolic | None = None

@@ -20,6 +20,7 @@ import os
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from auditor import rulebook
 from auditor.bash.values import EnvVar, Symbolic
@@ -206,10 +207,11 @@ def settings(text: str) -> list[Setting]:
     return sorted(out, key=lambda s: s.line)
 
 
-def init_values(text: str, path: str) -> dict[str, tuple[bool, str, str]]:
+def init_values(text: str, path: str) -> dict[str, tuple[Any, str, str]]:
     """`init_device_id_given` where the script calls `init_process_group` itself: True when
     every call passes `device_id`, False when none does (eager or lazy NCCL init,
-    rules/torch.toml torch.eager-init); nothing where calls disagree or pass **kwargs."""
+    rules/torch.toml torch.eager-init); nothing where calls disagree or pass **kwargs. With it,
+    `distributed_backend` where every call names the same backend as a literal."""
     calls = [n for n in ast.walk(_tree(text)) if isinstance(n, ast.Call)
              and (n.func.attr if isinstance(n.func, ast.Attribute) else
                   n.func.id if isinstance(n.func, ast.Name) else "") == "init_process_group"]
@@ -220,7 +222,19 @@ def init_values(text: str, path: str) -> dict[str, tuple[bool, str, str]]:
         return {}
     at = f"{path}:{min(c.lineno for c in calls)}"
     said = "passes device_id" if True in given else "does not pass device_id"
-    return {"init_device_id_given": (given.pop(), f"{at}: init_process_group(...) {said}", at)}
+    out: dict[str, tuple[Any, str, str]] = {
+        "init_device_id_given": (given.pop(), f"{at}: init_process_group(...) {said}", at)}
+    backends = {_backend_literal(c) for c in calls}
+    if len(backends) == 1 and (backend := backends.pop()) is not None:
+        out["distributed_backend"] = (backend, f"{at}: init_process_group({backend!r})", at)
+    return out
+
+
+def _backend_literal(call: ast.Call) -> str | None:
+    """The backend an init_process_group call names as a string literal (first argument or
+    `backend=`), else None."""
+    node = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "backend"), None)
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
 def read_entry(launch: LaunchConfig) -> None:

@@ -138,6 +138,8 @@ TABLES: dict[str, Table] = {
     # Megatron-Bridge's run_recipe.py front end (auditor/config/frontends/megatron_bridge.py).
     "recipe_runner": _table(False, "recipe_option model_option mode_option tasks flag_options overrides "
                                    "recipe_dirs keys layout_keys topology_keys layout_override", "source"),
+    # Megatron-Bridge MIMO entries' `--component` specs (auditor/config/bridge_mimo.py).
+    "mimo": _table(False, "module option language fields other_fields field_default fixed unset source", ""),
     "wrappers": _table(False, "", "programs shells batch separated python_runners operand_required "
                                   "operand_source environment_set batch_flags"),
     # `uv run [options] COMMAND` (config.training_command): the options that take a value.

@@ -258,7 +258,8 @@ def test_pairs_on_two_groups_batch_and_the_split_stays_with_its_own_remedy(tmp_p
 def test_the_scan_reads_device_id_only_where_every_call_agrees():
     from auditor.config.pyenv import init_values
     assert init_values(INIT, "t.py") == {"init_device_id_given": (
-        False, "t.py:11: init_process_group(...) does not pass device_id", "t.py:11")}
+        False, "t.py:11: init_process_group(...) does not pass device_id", "t.py:11"),
+        "distributed_backend": ("nccl", "t.py:11: init_process_group('nccl')", "t.py:11")}
     assert init_values(p2pcode.eager_init(INIT), "t.py")["init_device_id_given"][0] is True
     both = INIT + "\ndist.init_process_group(device_id=torch.device('cuda', 0))\n"
     assert init_values(both, "t.py") == {}  # two calls disagree: unknown
