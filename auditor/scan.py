@@ -13,6 +13,7 @@ from typing import Any
 from packaging.utils import canonicalize_name
 
 from auditor.analysis import commandcases, schedule_reach, settingcases, verdict
+from auditor.analysis.backend import PIPELINE_BACKEND
 from auditor.analysis.batching import (
     coalesces_key,
     effectively_batched,
@@ -394,7 +395,7 @@ def _scan_one(inputs: ScanInputs, read: tuple[LaunchConfig, list[SourceSet]]) ->
     torch_version = effective.value("torch_version")
     findings = [*launch.diagnostics, *effective.findings, *launcher_refusals(launch, effective.torch_releases),
                 *lint(launch, None if torch_version is UNKNOWN else torch_version)]
-    backend = effective.value(verdict.PIPELINE_BACKEND)
+    backend = effective.value(PIPELINE_BACKEND)
     findings += site_findings(site_docs, unbatched, interp.patches, backend in ("nccl", UNKNOWN))
     unscheduled = None if inputs.entries or script is not None else schedule_reach.finding(launch, srcs, effective)
     findings += [unscheduled] if unscheduled is not None else []

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from auditor.analysis import verdict
+from auditor.analysis.backend import OP_BY_OP_POSTED, PIPELINE_BACKEND, op_by_op_words
 from auditor.analysis.sitestatus import SiteStatus
 from auditor.config.effective import EffectiveConfig
 from auditor.config.expr import UNKNOWN
@@ -103,10 +104,10 @@ def site_doc(site: Site, r: SiteReach, effective: EffectiveConfig, unbatched: Un
         if unbatched is None and r.reachable == "yes" else ""
     runs_batched = None if undecided else unbatched is None
     batch_cfg = effective.value("batch_p2p_comm") if "batch_p2p_comm" in needs else UNKNOWN
-    backend = effective.value(verdict.PIPELINE_BACKEND)
+    backend = effective.value(PIPELINE_BACKEND)
     v = verdict.site_verdict(r.reachable, runs_batched, batch_cfg, backend, unbatched is ON_ITS_OWN)
-    if v == "ok" and unbatched is not None and backend in verdict.OP_BY_OP_POSTED:
-        unbatched = Unbatched(unbatched.cause, unbatched.fix, verdict.op_by_op_words(backend))
+    if v == "ok" and unbatched is not None and backend in OP_BY_OP_POSTED:
+        unbatched = Unbatched(unbatched.cause, unbatched.fix, op_by_op_words(backend))
     paired = "batch_p2p_comm" not in needs and unbatched is ON_ITS_OWN \
         and effective.value(PAIRED) is True
     if v == "unknown" and r.reachable == "yes" and not undecided and paired:
@@ -114,7 +115,7 @@ def site_doc(site: Site, r: SiteReach, effective: EffectiveConfig, unbatched: Un
         # neighbour's in one order (rules: DeepSpeed's pipeline engine): nothing to replay.
         v = "ok"
         unbatched = Unbatched(ON_ITS_OWN.cause, ON_ITS_OWN.fix, f"in a paired order: {_provenance(effective, PAIRED)}")
-    if v == "unknown" and r.reachable == "yes" and not undecided and backend in verdict.OP_BY_OP_POSTED \
+    if v == "unknown" and r.reachable == "yes" and not undecided and backend in OP_BY_OP_POSTED \
             and unbatched is ON_ITS_OWN:
         undecided = (f"issued on its own on {backend}, where a send waits for its receive; "
                      "whether the order of such ops hangs is not replayed by scan")

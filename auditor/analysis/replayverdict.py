@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from auditor.analysis import causes as causes_of
-from auditor.analysis.verdict import RunVerdict, Undecided
+from auditor.analysis.undecided import Undecided
+from auditor.analysis.verdict import RunVerdict
 
 
 def simulation_verdict(sim: dict[str, Any]) -> RunVerdict:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from auditor.analysis import verdict
+from auditor.analysis.undecided import undecided_inputs
 from auditor.config.coerce import overrides_from
 from auditor.config.derive import derive
 from auditor.config.expr import UNKNOWN, RuleError, compile_expr, evaluate
@@ -351,7 +351,7 @@ def test_merge_option_invalid(flags, versions, why):
     if versions is not REPORT:
         assert "--target ms-swift==VERSION" in undecided
     # analysis.verdict's path for undecided config: inconclusive, decided by --set
-    found = [u for u in verdict.undecided_inputs({"config": config.to_json()})
+    found = [u for u in undecided_inputs({"config": config.to_json()})
              if "swift.extra-kwargs" in u.what]
     assert len(found) == 1 and found[0].decide.startswith("--set KEY=VALUE for the settings")
 

@@ -16,7 +16,7 @@ from textwrap import dedent
 
 import pytest
 
-from auditor.analysis.verdict import undecided_inputs
+from auditor.analysis.undecided import undecided_inputs
 from auditor.config.entry_module import Root, module_file
 from auditor.config.launch import read_launch
 from auditor.config.pyenv import locate

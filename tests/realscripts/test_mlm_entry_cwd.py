@@ -15,7 +15,7 @@ from textwrap import dedent
 
 import pytest
 
-from auditor.analysis.verdict import undecided_inputs
+from auditor.analysis.undecided import undecided_inputs
 from auditor.config.launch import read_launch
 
 ARGUMENTS_2306 = '''

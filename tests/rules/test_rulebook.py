@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from auditor import rulebook
-from auditor.analysis import verdict
+from auditor.analysis.undecided import undecided_inputs
 from auditor.errors import InputError
 from auditor.rulebook import files, interpreter
 from auditor.rulebook.apis import batch_wrappers
@@ -234,7 +234,7 @@ def test_an_undecided_check_names_the_distribution_or_option_that_decides_it():
     config = {"effective": {"torch_version": "1.9.0"}, "outside_rules": {"torch 1.9.0": ["torch_eager_init"]},
               "undecided": ["swift.extra-kwargs: --megatron_extra_kwargs at run.sh:3 is not read"]}
     config["effective"]["torch_eager_init"] = "unknown"
-    decides = [u.decide for u in verdict.undecided_inputs({"config": config})]
+    decides = [u.decide for u in undecided_inputs({"config": config})]
     assert decides[0].startswith("--torch X.Y.Z for a covered release")
     assert decides[1].startswith("--target ms-swift==VERSION")
 

@@ -312,12 +312,12 @@ def test_a_megatron_run_still_judges_lazy_init_by_its_pipeline_size():
 def test_a_check_only_another_stacks_setting_leaves_open_is_decided_by_a_recorded_run():
     """Every input of its own given, lazy-init-unbounded is still open on DeepSpeed: the verdict
     names what decides it, never `--set` of the Megatron setting nor a torch release."""
-    from auditor.analysis import verdict
+    from auditor.analysis.undecided import undecided_inputs
 
     overrides = {"distributed_backend": "nccl", "torch_eager_init": "false"}
     config = derive(unread_entry(), {"deepspeed": "0.16.0"}, overrides, "2.13.0")
     doc = {"config": {**config.to_json(), "needs": []}, "sites": [{"reachable": "yes"}]}
-    (lazy,) = [u for u in verdict.undecided_inputs(doc) if "lazy-init-unbounded" in u.what]
+    (lazy,) = [u for u in undecided_inputs(doc) if "lazy-init-unbounded" in u.what]
     assert lazy.decide.startswith("`p2paudit record` of a run") and "--set" not in lazy.decide
 
 
