@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from dataclasses import field as dc_field
 
 from auditor.bash.absent import surely_absent
+from auditor.bash.choices import Choice, case_choice, if_choice
 from auditor.bash.conditions import case_branch, condition, outcome
 from auditor.bash.errexit import errexit_change, failing_substitution
 from auditor.bash.expand import Expander
@@ -85,6 +86,10 @@ class Shell(Expander, ABC):
         self._listed: Cmd | None = None  # the command `run` runs as one of its list (see `_errexit_ends`)
         # the files the script wrote whose text is known, by their path as expanded: (text, line, file)
         self.written: dict[str, tuple[str | Symbolic, int, str]] = {}
+        # Undecided if/case statements (auditor.bash.choices): the branch a walk is told to take
+        # (by key), and those that made a value unknown (by its text, `${cmd}`)
+        self.forced: dict[str, int] = {}
+        self.chosen_by: dict[str, set[Choice]] = {}
 
     @abstractmethod
     def external(self, fields: list[Field], inline: dict[str, EnvVar], cmd: Cmd,
@@ -232,19 +237,29 @@ class Shell(Expander, ABC):
             taken = None if node.fallthrough else case_branch(node.subject, node.patterns, self._noting(caller))
             if taken is not None:
                 self._decided(node.line, node.bodies[taken] if taken < len(node.bodies) else [], caller)
-            else:
-                self._branches(node.bodies, node.exhaustive)
+            elif not self._chosen(case_choice(node), node.bodies, caller):
+                self._branches(node.bodies, node.exhaustive, choice=case_choice(node))
             return
         for k, (cond, body) in enumerate(zip(node.conditions, node.bodies)):
             decided = condition(cond, self._noting(caller)) if cond else True
             if decided is None:
                 rest = [c + b for c, b in zip(node.conditions[k:], node.bodies[k:])]
-                self._branches(rest, node.exhaustive)
+                if not self._chosen(if_choice(node, k), rest, caller):
+                    self._branches(rest, node.exhaustive, choice=if_choice(node, k))
                 return
             self.run(cond)
             if decided:
                 self._decided(node.line, body, caller)
                 return
+
+    def _chosen(self, choice: Choice | None, bodies: list[list[Node]], caller: list[str]) -> bool:
+        """Take the branch this walk was told to take at `choice` (`forced`; past the last
+        branch: none runs); False where it was told nothing."""
+        taken = None if choice is None else self.forced.get(choice.key)
+        if choice is None or taken is None:
+            return False
+        self._decided(choice.line, bodies[taken] if taken < len(bodies) else [], caller)
+        return True
 
     def _noting(self, caller: list[str]) -> Callable[[Word], list[Field]]:
         """`expand` for a test, noting in `caller` what it reads of the caller's environment."""
@@ -267,13 +282,14 @@ class Shell(Expander, ABC):
             self.caller_tested.pop()
 
     def _branches(self, bodies: list[list[Node]], exhaustive: bool, default_for: str | None = None,
-                  block: bool = True, passes: int = 0) -> None:
+                  block: bool = True, passes: int = 0, choice: Choice | None = None) -> None:
         """Run each branch from the same state; a variable the branches disagree on becomes symbolic,
         an array the words they all begin with and then an unknown one (`_array_merged`).
 
         `block`: an if/case/loop body (counted in `conditional`), not the right side of
         `cd dir && torchrun ...`. `passes`: the line of a loop whose body, read once here, runs an
-        unknown number of times.
+        unknown number of times. `choice`: the if/case the branches are, noted in `chosen_by` for
+        each value it leaves unknown.
         """
         before = dict(self.vars)
         ends = []
@@ -301,6 +317,8 @@ class Shell(Expander, ABC):
                                    _caller_fallbacks(known))
             elif array is not None:
                 merged[name] = Var(array, max(v.line for v in known), any(v.exported for v in known))
+                if choice is not None:
+                    self.chosen_by.setdefault(f"${{{name}[@]}}", set()).add(choice)
                 if passes and array is known[0].value:
                     self.diagnostics.append(Finding(
                         "launch.loop-once", "info",
@@ -311,6 +329,8 @@ class Shell(Expander, ABC):
             else:
                 merged[name] = Var(Symbolic(f"${{{name}}}"), max(v.line for v in known),
                                     any(v.exported for v in known))
+                if choice is not None:
+                    self.chosen_by.setdefault(f"${{{name}}}", set()).add(choice)
         self.vars = merged
 
     def _command(self, cmd: Cmd, siblings: list[Node], at: int) -> int:
