@@ -17,7 +17,7 @@ from auditor.bash.choices import Choice, case_choice, if_choice
 from auditor.bash.conditions import case_branch, condition, outcome
 from auditor.bash.errexit import errexit_change, failing_substitution
 from auditor.bash.expand import Expander
-from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Word
+from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Part, Word
 from auditor.bash.read_builtin import as_double_quoted, read_options, read_partial, read_text
 from auditor.bash.written import output
 from auditor.bash.parser import (
@@ -41,6 +41,7 @@ from auditor.bash.values import (
     concat,
     join,
     segments,
+    unknown_rest,
 )
 from auditor.errors import InputError
 from auditor.findings import Finding
@@ -357,7 +358,7 @@ class Shell(Expander, ABC):
             return 0
         if head == "unset":
             for f in fields[1:]:
-                self.vars.pop(str(f.value), None)
+                self._unset_word(f.value, cmd.line)
             return 0
         if head in ("source", ".") and len(fields) > 1:
             self._source(fields[1], cmd)
@@ -385,6 +386,42 @@ class Shell(Expander, ABC):
                 self.depth -= 1
             return 0
         return self.external(fields, inline, cmd, siblings, at)
+
+    def _unset_word(self, word: Scalar, line: int) -> None:
+        """`unset NAME`, or `unset 'NAME[i]'`: one element gone. Exact for the last one; bash
+        keeps the indices of the elements after any other (a gap a list cannot hold), so from
+        there on the array is the words it surely begins with, then an unknown rest, as where
+        branches disagree on it (`_array_merged`); an index not known statically: from 0."""
+        element = _ELEMENT.fullmatch(word) if isinstance(word, str) else None
+        if element is None:
+            self.vars.pop(str(word), None)
+            return
+        name, subscript = element.groups()
+        var = self.vars.get(name)
+        if var is None:
+            return
+        value: list[tuple[Scalar, int]] = var.value if isinstance(var.value, list) else [(var.value, var.line)]
+        n = len(value)
+        found = self._arith(Part("arith", subscript, True, line))
+        index = int(found) if found is not None else None
+        rest = next((k for k, (v, _) in enumerate(value) if unknown_rest(v)), None)
+        unknown = (Symbolic(f"${{{name}[@]}}"), line)
+        if rest is None:
+            index = index + n if index is not None and index < 0 else index
+            if index is not None and not 0 <= index < n:
+                return  # no such element: bash unsets nothing (or rejects the subscript)
+            kept = value[:-1] if index == n - 1 else [*value[:index or 0], unknown]
+        elif index is not None and index < 0 and -index <= n - rest - 1:  # a word known after the rest
+            kept = value[:n + index] + value[n + index + 1:]
+        elif index is not None:  # in the known words, or anywhere from the rest on
+            start = min(index, rest) if index >= 0 else max(0, rest - (-index - (n - rest - 1)))
+            kept = [*value[:start], unknown]
+        else:
+            kept = [unknown]
+        if kept or isinstance(var.value, list):
+            self.vars[name] = Var(kept, line, var.exported)
+        else:  # `unset 'X[0]'` of a scalar unsets it
+            self.vars.pop(name)
 
     def _eval(self, fields: list[Field], cmd: Cmd) -> None:
         """`eval $cmd`: bash reads its arguments, joined by spaces, as script text. Words with no
@@ -700,6 +737,7 @@ def _set_names(builtin: str, args: list[Field]) -> list[str] | None:
     return names if all(NAME.fullmatch(n) for n in names) else None
 
 
+_ELEMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\[(.+)\]", re.S)  # `unset 'NAME[i]'`
 _SYNTAX = re.compile(r"[\\\"'`$;&|<>(){}\n#]")  # text that `eval` would read as more than words
 
 
