@@ -91,6 +91,9 @@ class Shell(Expander, ABC):
         # (by key), and those that made a value unknown (by its text, `${cmd}`)
         self.forced: dict[str, int] = {}
         self.chosen_by: dict[str, set[Choice]] = {}
+        # how many function calls deep the walk is: their `$1` is the call's, not known here, so
+        # a test in them is no choice of the script's (a call may go one way, the next another)
+        self.in_function = 0
 
     @abstractmethod
     def external(self, fields: list[Field], inline: dict[str, EnvVar], cmd: Cmd,
@@ -238,20 +241,24 @@ class Shell(Expander, ABC):
             taken = None if node.fallthrough else case_branch(node.subject, node.patterns, self._noting(caller))
             if taken is not None:
                 self._decided(node.line, node.bodies[taken] if taken < len(node.bodies) else [], caller)
-            elif not self._chosen(case_choice(node), node.bodies, caller):
-                self._branches(node.bodies, node.exhaustive, choice=case_choice(node))
+            elif not self._chosen(self._choice(case_choice, node), node.bodies, caller):
+                self._branches(node.bodies, node.exhaustive, choice=self._choice(case_choice, node))
             return
         for k, (cond, body) in enumerate(zip(node.conditions, node.bodies)):
             decided = condition(cond, self._noting(caller)) if cond else True
             if decided is None:
                 rest = [c + b for c, b in zip(node.conditions[k:], node.bodies[k:])]
-                if not self._chosen(if_choice(node, k), rest, caller):
-                    self._branches(rest, node.exhaustive, choice=if_choice(node, k))
+                if not self._chosen(self._choice(if_choice, node, k), rest, caller):
+                    self._branches(rest, node.exhaustive, choice=self._choice(if_choice, node, k))
                 return
             self.run(cond)
             if decided:
                 self._decided(node.line, body, caller)
                 return
+
+    def _choice(self, make: Callable[..., Choice | None], *args: object) -> Choice | None:
+        """The choice an undecided if/case makes (auditor.bash.choices), outside functions."""
+        return None if self.in_function else make(*args)
 
     def _chosen(self, choice: Choice | None, bodies: list[list[Node]], caller: list[str]) -> bool:
         """Take the branch this walk was told to take at `choice` (`forced`; past the last
@@ -380,10 +387,12 @@ class Shell(Expander, ABC):
             return 0
         if isinstance(head, str) and head in self.functions and self.depth < MAX_NESTING:
             self.depth += 1
+            self.in_function += 1
             try:
                 self._node(self.functions[head])
             finally:
                 self.depth -= 1
+                self.in_function -= 1
             return 0
         return self.external(fields, inline, cmd, siblings, at)
 

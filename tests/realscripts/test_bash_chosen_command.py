@@ -155,3 +155,13 @@ def test_too_many_ways_leave_the_command_unfollowed() -> None:
     assert parse_launch(script(3), "m.sh").launcher == "torchrun pretrain_gpt.py"
     with pytest.raises(CommandNotFollowed):
         parse_launch(script(4), "m.sh")
+
+
+def test_a_test_of_a_functions_argument_is_no_choice() -> None:
+    """Inside a function `$1` is the call's argument: two calls may go two ways, so its branches
+    are not walked as the script's choice."""
+    script = ('pick() {\n  if [ "$1" = convert ]; then CMD="deepspeed tools/convert.py"; '
+              'else CMD="deepspeed finetune_llama.py"; fi\n  eval "$CMD --pipeline-model-parallel-size 2"\n}\n'
+              "pick convert\n")
+    with pytest.raises(CommandNotFollowed):
+        parse_launch(script, "f.sh")
