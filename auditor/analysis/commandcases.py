@@ -46,6 +46,9 @@ def merged(docs: list[dict[str, Any]]) -> dict[str, Any]:
         for command, role in zip(commands, roles):
             command["role"] = role
     doc["config"]["command_basis"] = {"shown": shown, "commands": commands}
+    chosen = _chosen_by(doc)
+    if chosen:
+        doc["config"]["command_basis"]["chosen_by"] = chosen
     said = "; ".join(f"{k + 1}: {_which(c)}, pipeline_model_parallel_size "
                      f"{c['pipeline_model_parallel_size']}, {c['status']}" for k, c in enumerate(commands))
     where = f"{(doc.get('launch') or {}).get('path', '')}:{commands[shown]['line']}"
@@ -54,11 +57,22 @@ def merged(docs: list[dict[str, Any]]) -> dict[str, Any]:
         "kind": "launch.several-commands", "severity": "info",
         "message": (f"the config runs {len(docs)} pipelines (its roles), each judged ({said}); this document "
                     f"is role {roles[shown]}'s, the worst verdict" if all(roles) else
-                    f"the script runs {len(docs)} training commands, each judged ({said}); this document is "
+                    f"the script runs {_runs(len(docs), chosen)}, each judged ({said}); this document is "
                     f"command {shown + 1} of {len(docs)}'s, the worst verdict"),
         "fix": "", "site_ids": [], "where": where,
         "detail": {}})
     return doc
+
+
+def _chosen_by(doc: dict[str, Any]) -> str:
+    """What chooses which of the commands runs, where one of them does (the tests that
+    config/chosen_command.py names); "" where the script runs each."""
+    return next((f["detail"]["chosen_by"] for f in doc.get("findings", [])
+                 if f.get("kind") == "launch.chosen-command" and "chosen_by" in (f.get("detail") or {})), "")
+
+
+def _runs(count: int, chosen: str) -> str:
+    return f"one of {count} training commands, chosen by {chosen}" if chosen else f"{count} training commands"
 
 
 def _which(command: dict[str, Any]) -> str:
@@ -77,5 +91,7 @@ def words(basis: dict[str, Any]) -> str:
                 f"shown: {shown['role']}")
     each = ", ".join(f"{c['status']} at pipeline_model_parallel_size {c['pipeline_model_parallel_size']}"
                      for c in commands)
-    return (f"Judged on each of the {len(commands)} training commands the script runs ({each}); "
+    runs = (f"may run ({each}; it runs the one {basis['chosen_by']} chooses)" if basis.get("chosen_by")
+            else f"runs ({each})")
+    return (f"Judged on each of the {len(commands)} training commands the script {runs}; "
             f"shown: command {basis['shown'] + 1} (line {shown['line']})")

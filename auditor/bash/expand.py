@@ -20,6 +20,7 @@ from auditor.bash.values import (
     integer_arithmetic,
     join,
     segments,
+    unknown_rest,
 )
 
 _PARAM = re.compile(r"(#?)([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])(?:\[([^\]]*)\])?(.*)", re.DOTALL)
@@ -294,6 +295,8 @@ class Expander:
                 position = int(index) if index and index.isdigit() else 0 if index is None else None
                 if position is None:
                     return unknown
+                if any(unknown_rest(v) for v, _ in value[:position + 1]):
+                    return unknown  # past an unknown number of elements: its index is not known
                 value, line = value[position] if position < len(value) else ("", line)
             elif index not in (None, "0", "@", "*"):
                 value = ""

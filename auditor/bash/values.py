@@ -57,6 +57,15 @@ class Partial(Symbolic):
         return hash(self.text)
 
 
+_UNKNOWN_REST = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\[@\]\}")
+
+
+def unknown_rest(value: Scalar) -> bool:
+    """An array element standing for an unknown number of them (`${NAME[@]}`: the rest of an
+    array the branches disagree on, or after an element unset), past which indices are unknown."""
+    return isinstance(value, Symbolic) and _UNKNOWN_REST.fullmatch(value.text) is not None
+
+
 def segments(value: Scalar) -> tuple[tuple[str, bool], ...]:
     """(text, unknown) pieces of a value: a Partial's own, a plain Symbolic as one unknown piece."""
     if isinstance(value, Partial):

@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from dataclasses import field as dc_field
 
 from auditor.bash.absent import surely_absent
+from auditor.bash.choices import Choice, case_choice, if_choice
 from auditor.bash.conditions import case_branch, condition, outcome
 from auditor.bash.errexit import errexit_change, failing_substitution
 from auditor.bash.expand import Expander
-from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Word
+from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Part, Word
 from auditor.bash.read_builtin import as_double_quoted, read_options, read_partial, read_text
 from auditor.bash.written import output
 from auditor.bash.parser import (
@@ -40,6 +41,7 @@ from auditor.bash.values import (
     concat,
     join,
     segments,
+    unknown_rest,
 )
 from auditor.errors import InputError
 from auditor.findings import Finding
@@ -85,6 +87,13 @@ class Shell(Expander, ABC):
         self._listed: Cmd | None = None  # the command `run` runs as one of its list (see `_errexit_ends`)
         # the files the script wrote whose text is known, by their path as expanded: (text, line, file)
         self.written: dict[str, tuple[str | Symbolic, int, str]] = {}
+        # Undecided if/case statements (auditor.bash.choices): the branch a walk is told to take
+        # (by key), and those that made a value unknown (by its text, `${cmd}`)
+        self.forced: dict[str, int] = {}
+        self.chosen_by: dict[str, set[Choice]] = {}
+        # how many function calls deep the walk is: their `$1` is the call's, not known here, so
+        # a test in them is no choice of the script's (a call may go one way, the next another)
+        self.in_function = 0
 
     @abstractmethod
     def external(self, fields: list[Field], inline: dict[str, EnvVar], cmd: Cmd,
@@ -232,19 +241,33 @@ class Shell(Expander, ABC):
             taken = None if node.fallthrough else case_branch(node.subject, node.patterns, self._noting(caller))
             if taken is not None:
                 self._decided(node.line, node.bodies[taken] if taken < len(node.bodies) else [], caller)
-            else:
-                self._branches(node.bodies, node.exhaustive)
+            elif not self._chosen(self._choice(case_choice, node), node.bodies, caller):
+                self._branches(node.bodies, node.exhaustive, choice=self._choice(case_choice, node))
             return
         for k, (cond, body) in enumerate(zip(node.conditions, node.bodies)):
             decided = condition(cond, self._noting(caller)) if cond else True
             if decided is None:
                 rest = [c + b for c, b in zip(node.conditions[k:], node.bodies[k:])]
-                self._branches(rest, node.exhaustive)
+                if not self._chosen(self._choice(if_choice, node, k), rest, caller):
+                    self._branches(rest, node.exhaustive, choice=self._choice(if_choice, node, k))
                 return
             self.run(cond)
             if decided:
                 self._decided(node.line, body, caller)
                 return
+
+    def _choice(self, make: Callable[..., Choice | None], *args: object) -> Choice | None:
+        """The choice an undecided if/case makes (auditor.bash.choices), outside functions."""
+        return None if self.in_function else make(*args)
+
+    def _chosen(self, choice: Choice | None, bodies: list[list[Node]], caller: list[str]) -> bool:
+        """Take the branch this walk was told to take at `choice` (`forced`; past the last
+        branch: none runs); False where it was told nothing."""
+        taken = None if choice is None else self.forced.get(choice.key)
+        if choice is None or taken is None:
+            return False
+        self._decided(choice.line, bodies[taken] if taken < len(bodies) else [], caller)
+        return True
 
     def _noting(self, caller: list[str]) -> Callable[[Word], list[Field]]:
         """`expand` for a test, noting in `caller` what it reads of the caller's environment."""
@@ -267,13 +290,14 @@ class Shell(Expander, ABC):
             self.caller_tested.pop()
 
     def _branches(self, bodies: list[list[Node]], exhaustive: bool, default_for: str | None = None,
-                  block: bool = True, passes: int = 0) -> None:
+                  block: bool = True, passes: int = 0, choice: Choice | None = None) -> None:
         """Run each branch from the same state; a variable the branches disagree on becomes symbolic,
         an array the words they all begin with and then an unknown one (`_array_merged`).
 
         `block`: an if/case/loop body (counted in `conditional`), not the right side of
         `cd dir && torchrun ...`. `passes`: the line of a loop whose body, read once here, runs an
-        unknown number of times.
+        unknown number of times. `choice`: the if/case the branches are, noted in `chosen_by` for
+        each value it leaves unknown.
         """
         before = dict(self.vars)
         ends = []
@@ -301,6 +325,8 @@ class Shell(Expander, ABC):
                                    _caller_fallbacks(known))
             elif array is not None:
                 merged[name] = Var(array, max(v.line for v in known), any(v.exported for v in known))
+                if choice is not None:
+                    self.chosen_by.setdefault(f"${{{name}[@]}}", set()).add(choice)
                 if passes and array is known[0].value:
                     self.diagnostics.append(Finding(
                         "launch.loop-once", "info",
@@ -311,6 +337,8 @@ class Shell(Expander, ABC):
             else:
                 merged[name] = Var(Symbolic(f"${{{name}}}"), max(v.line for v in known),
                                     any(v.exported for v in known))
+                if choice is not None:
+                    self.chosen_by.setdefault(f"${{{name}}}", set()).add(choice)
         self.vars = merged
 
     def _command(self, cmd: Cmd, siblings: list[Node], at: int) -> int:
@@ -337,7 +365,7 @@ class Shell(Expander, ABC):
             return 0
         if head == "unset":
             for f in fields[1:]:
-                self.vars.pop(str(f.value), None)
+                self._unset_word(f.value, cmd.line)
             return 0
         if head in ("source", ".") and len(fields) > 1:
             self._source(fields[1], cmd)
@@ -359,12 +387,50 @@ class Shell(Expander, ABC):
             return 0
         if isinstance(head, str) and head in self.functions and self.depth < MAX_NESTING:
             self.depth += 1
+            self.in_function += 1
             try:
                 self._node(self.functions[head])
             finally:
                 self.depth -= 1
+                self.in_function -= 1
             return 0
         return self.external(fields, inline, cmd, siblings, at)
+
+    def _unset_word(self, word: Scalar, line: int) -> None:
+        """`unset NAME`, or `unset 'NAME[i]'`: one element gone. Exact for the last one; bash
+        keeps the indices of the elements after any other (a gap a list cannot hold), so from
+        there on the array is the words it surely begins with, then an unknown rest, as where
+        branches disagree on it (`_array_merged`); an index not known statically: from 0."""
+        element = _ELEMENT.fullmatch(word) if isinstance(word, str) else None
+        if element is None:
+            self.vars.pop(str(word), None)
+            return
+        name, subscript = element.groups()
+        var = self.vars.get(name)
+        if var is None:
+            return
+        value: list[tuple[Scalar, int]] = var.value if isinstance(var.value, list) else [(var.value, var.line)]
+        n = len(value)
+        found = self._arith(Part("arith", subscript, True, line))
+        index = int(found) if found is not None else None
+        rest = next((k for k, (v, _) in enumerate(value) if unknown_rest(v)), None)
+        unknown = (Symbolic(f"${{{name}[@]}}"), line)
+        if rest is None:
+            index = index + n if index is not None and index < 0 else index
+            if index is not None and not 0 <= index < n:
+                return  # no such element: bash unsets nothing (or rejects the subscript)
+            kept = value[:-1] if index == n - 1 else [*value[:index or 0], unknown]
+        elif index is not None and index < 0 and -index <= n - rest - 1:  # a word known after the rest
+            kept = value[:n + index] + value[n + index + 1:]
+        elif index is not None:  # in the known words, or anywhere from the rest on
+            start = min(index, rest) if index >= 0 else max(0, rest - (-index - (n - rest - 1)))
+            kept = [*value[:start], unknown]
+        else:
+            kept = [unknown]
+        if kept or isinstance(var.value, list):
+            self.vars[name] = Var(kept, line, var.exported)
+        else:  # `unset 'X[0]'` of a scalar unsets it
+            self.vars.pop(name)
 
     def _eval(self, fields: list[Field], cmd: Cmd) -> None:
         """`eval $cmd`: bash reads its arguments, joined by spaces, as script text. Words with no
@@ -680,6 +746,7 @@ def _set_names(builtin: str, args: list[Field]) -> list[str] | None:
     return names if all(NAME.fullmatch(n) for n in names) else None
 
 
+_ELEMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\[(.+)\]", re.S)  # `unset 'NAME[i]'`
 _SYNTAX = re.compile(r"[\\\"'`$;&|<>(){}\n#]")  # text that `eval` would read as more than words
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +49,7 @@ from auditor.config.entry_assign import read_entry_assignments
 from auditor.config.lightning_entry import read_lightning_entry
 from auditor.config.pipelining_script import read_pipelining_script
 from auditor.config.model import LaunchConfig
-from auditor.config import one_process
+from auditor.config import chosen_command, one_process
 from auditor.config.pyenv import locate
 from auditor.config.source_tree import judge_on_source_tree
 from auditor.config.training_command import Candidate, LaunchShell
@@ -177,19 +177,29 @@ def parse_launch(
     tokens = lexer.tokens()
     nodes = ShellParser(tokens, path, diagnostics).parse()
     _refuse_what_bash_rejects(text, path, diagnostics)
-    shell = LaunchShell(path, spelling, dict(environ or {}), diagnostics, text.split("\n"))
-    shell.allocate(lexer, tokens)
-    shell.run(nodes)
-    if shell.cwd_read:
-        shell.diagnostics.append(Finding(
-            "launch.cwd", "info",
-            f"`pwd` (line {shell.cwd_read[0]}) is read as {shell.cwd}, the directory this audit runs "
-            "in: a script's `pwd` is the directory the job is launched from",
-            fix="run p2paudit from the directory the job is launched from",
-            where=f"{path}:{shell.cwd_read[0]}"))
+    before = list(diagnostics)
+
+    def walk(forced: dict[str, int]) -> LaunchShell:
+        """The script walked as bash runs it, taking the branches `forced` names."""
+        shell = LaunchShell(path, spelling, dict(environ or {}), list(before) if forced else diagnostics,
+                            text.split("\n"))
+        shell.forced = forced
+        shell.allocate(lexer, tokens)
+        shell.run(nodes)
+        if shell.cwd_read:
+            shell.diagnostics.append(Finding(
+                "launch.cwd", "info",
+                f"`pwd` (line {shell.cwd_read[0]}) is read as {shell.cwd}, the directory this audit runs "
+                "in: a script's `pwd` is the directory the job is launched from",
+                fix="run p2paudit from the directory the job is launched from",
+                where=f"{path}:{shell.cwd_read[0]}"))
+        return shell
+
+    shell = walk({})
     if command is not None:
         _given_command(shell, command, path, text.count("\n") + 1)
-    config = _build(shell, spelling, path, parser_roots, which)
+    config = (_chosen(shell, walk, spelling, path, parser_roots, which) if command is None else None) \
+        or _build(shell, spelling, path, parser_roots, which)
     config.text = text
     pins = _pins(lexer.comments)
     for name, version, _ in pins:
@@ -396,6 +406,36 @@ def _together(shell: LaunchShell, chosen: Candidate) -> str:
         return (f"line {chosen.line} runs it in the background (`&`): other copies may run beside it and "
                 "make up one world, unknown here; give it as --set world_size=N")
     return ""
+
+
+def _chosen(shell: LaunchShell, walk: Callable[[dict[str, int]], LaunchShell], spelling: Spelling, path: str,
+            parser_roots: tuple[Path, ...], which: int) -> LaunchConfig | None:
+    """Where the walk found no training command because what runs was chosen by an if/case it
+    could not decide (auditor.config.chosen_command): command `which` of those the script may
+    run, each found by walking it again down one way of those tests. None where that does not
+    follow it: a way whose command is itself unknown, too many ways, or none that trains."""
+    if shell.candidates or not shell.unresolved_commands:
+        return None
+    choices = chosen_command.deciding(shell)
+    commands: list[tuple[LaunchShell, dict[str, int], int]] = []
+    for forced in chosen_command.combinations(choices):
+        way = walk(forced)
+        unknown = _last_resort(way, spelling, path)
+        if unknown or not way.candidates and (way.unresolved_commands or way.unfollowed or way.opaque):
+            return None
+        training = [c for c in way.candidates if not runs_no_pipeline(c, spelling, path)]
+        if len(way.candidates) == 1 and for_style(way.candidates[0].launcher["style"]).cases:
+            return None  # its configurations are counted by its reader: not one command each
+        commands += [(way, forced, k) for k in range(max(len(training), 1) if way.candidates else 0)]
+    if not commands:
+        return None
+    if which >= len(commands):
+        raise IndexError(f"the script runs one of {len(commands)} training command(s), not {which + 1}")
+    way, forced, k = commands[which]
+    config = _build(way, spelling, path, parser_roots, k)
+    config.commands = len(commands)
+    chosen_command.note(config, path, choices, forced, len(commands))
+    return config
 
 
 def _build(shell: LaunchShell, spelling: Spelling, path: str,

@@ -33,3 +33,20 @@ def test_an_undecided_command_beats_a_clean_one() -> None:
 def test_among_equal_verdicts_the_one_reaching_most_sites_is_shown() -> None:
     doc = commandcases.merged([_doc("clean", 1, 0), _doc("clean", 2, 5)])
     assert doc["config"]["effective"]["pipeline_model_parallel_size"] == 2
+
+
+def test_commands_one_of_which_runs_name_what_chooses() -> None:
+    """microsoft/Megatron-DeepSpeed f4157bea69 examples_deepspeed/finetune_hf_llama/finetune_llama.sh:
+    `$1` picks one of three commands (config/chosen_command.py notes it on each document)."""
+    chosen = {"kind": "launch.chosen-command", "severity": "info", "message": "one of 2",
+              "detail": {"chosen_by": '`[ "$1" = "convert" ]` (line 118)', "commands": 2}}
+    docs = [_doc("clean", 1), _doc("clean", 2)]
+    for d in docs:
+        d["findings"].append(dict(chosen))
+    doc = commandcases.merged(docs)
+    basis = doc["config"]["command_basis"]
+    assert basis["chosen_by"] == '`[ "$1" = "convert" ]` (line 118)'
+    note = next(f for f in doc["findings"] if f["kind"] == "launch.several-commands")
+    assert "one of 2 training commands, chosen by" in note["message"]
+    said = commandcases.words(basis)
+    assert "the script may run" in said and "line 118" in said and said.endswith("(line 45)")
