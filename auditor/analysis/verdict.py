@@ -347,6 +347,21 @@ def gate_verdict(failures: list[Any], known: int, label: str, stops: str = "") -
                                   if stops else ""))
 
 
+def gate_not_pipeline(what: str, baseline: dict[str, Any]) -> RunVerdict:
+    """A gate whose new scan reads the run as no pipeline run: nothing to compare passes where the
+    baseline read it so too or judged no P2P site; a baseline that judged pipeline sites fails,
+    since the new reading drops every one of them unexamined (a release change, or a reading
+    that went wrong: the gate cannot tell which)."""
+    status = (baseline.get("verdict") or {}).get("status", "")
+    sites = len(baseline.get("sites", []))
+    if status == "not-pipeline" or not sites:
+        return not_pipeline(what)
+    return RunVerdict("findings", f"FAIL: the baseline judged {sites} P2P site(s) of this script "
+                                  f"({status or 'no verdict'}); the new scan reads it as no pipeline "
+                                  f"run and judges none: {what.rstrip('.')}. Compare the two readings, "
+                                  f"then remake the baseline", errors=1)
+
+
 def _inventory(doc: dict[str, Any]) -> RunVerdict:
     n = len(doc.get("sites", []))
     return RunVerdict("inventory", f"{n} P2P call site(s) (an inventory: run `p2paudit scan "

@@ -2,8 +2,8 @@
 
 Scans the launch script against the new release and fails (exit 1) when it adds a reachable
 unbatched P2P site or a contradiction that the baseline scan does not have; 0 otherwise (a run
-that is no pipeline run on the new release has nothing to compare: NOT A PIPELINE RUN, 0), 2 on
-bad input. Targets not named on the command line, and the torch version, default to the baseline's,
+that is no pipeline run on the new release has nothing to compare: NOT A PIPELINE RUN, 0, unless
+the baseline judged pipeline sites: then it fails), 2 on bad input. Targets not named on the command line, and the torch version, default to the baseline's,
 so only what you change is compared.
 """
 
@@ -91,9 +91,9 @@ def run(args: argparse.Namespace) -> int:
             new = attach(plan.make(inputs, simulate=False))
         else:
             new = run_scan(inputs)
-    except NotAPipelineRun as exc:  # nothing the gate compares runs on the new release: it passes
+    except NotAPipelineRun as exc:  # nothing to compare: passes unless the baseline had sites
         check_unscanned(dict.fromkeys(inputs.overrides or {}, "--set"), exc)
-        return emit_unscanned(args, verdict.not_pipeline(exc.what), exc.config)
+        return emit_unscanned(args, verdict.gate_not_pipeline(exc.what, baseline), exc.config)
     except InputError as exc:  # a target the baseline names, not found here: say whose it is
         if exc.subject not in {t.get("origin") for t in baseline["targets"]} - set(args.target or []):
             raise

@@ -145,17 +145,20 @@ def emit_report(doc: dict[str, Any], kind: str, fmt: str, path: str | None,
 
 def emit_unscanned(args: argparse.Namespace, result: RunVerdict,
                    launch: LaunchConfig | None = None) -> int:
-    """A run decided without a scan (scan, gate): the whole document in JSON, its headline
-    otherwise; the exit code is the verdict's."""
+    """A run decided without a scan (scan, gate): its headline as text, else the document in the
+    format asked (JSON whole; SARIF with no result, the verdict in its properties; HTML); the exit
+    code is the verdict's."""
     from auditor import jsonio
     from auditor.report import text
     from auditor.report.formats import Context
     from auditor.scan import unscanned_document
 
+    doc = unscanned_document(args.config, result, launch)
     if args.format == "json":
-        doc = unscanned_document(args.config, result, launch)
         emit(jsonio.dumps(doc, indent=2) + "\n", args.output)
-    else:
+    elif args.format == "text":
         emit(text.fit(f"p2paudit {args.command} {args.config}\n\n{result.headline}\n",
                       Context().width), args.output)
+    else:  # the scan document's reporters read an unscanned one as a run with no site
+        emit_report(doc, "scan", args.format, args.output)
     return result.exit_code

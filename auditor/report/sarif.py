@@ -59,6 +59,8 @@ def to_sarif(doc: dict[str, Any]) -> dict[str, Any]:
             "properties": {
                 "targets": doc.get("targets", []),
                 "effective_config": doc.get("config", {}).get("effective", {}),
+                **({"verdict": {k: doc["verdict"][k] for k in ("status", "headline")}}
+                   if "verdict" in doc else {}),
             },
         }],
     }

@@ -12,6 +12,8 @@ from pathlib import Path
 
 from auditor.cli import main as cli_main
 
+ROOT = Path(__file__).resolve().parents[2]
+
 SCRIPT = """#!/bin/bash
 # ms-swift==4.3.0
 NPROC_PER_NODE=2 CUDA_VISIBLE_DEVICES=0,1 swift sft --model Qwen/Qwen2.5-7B-Instruct \\
@@ -53,3 +55,33 @@ def test_gate_still_names_a_misspelt_set_key(tmp_path, capsys):
                        "--target", "ms-swift==4.3.0", "--set", "pipline_model_parallel_size=2"])
     err = capsys.readouterr().err
     assert status == 2 and "did you mean pipeline_model_parallel_size?" in err
+
+
+def test_gate_fails_where_the_baseline_judged_pipeline_sites(tmp_path, capsys):
+    """A baseline that judged P2P sites of this script, and a new scan that reads it as no
+    pipeline run: every site is dropped unexamined, so the gate fails (h32-review1: a wrong
+    NOT A PIPELINE RUN on the new scan passed the gate)."""
+    script, baseline = _baseline(tmp_path, capsys)
+    doc = json.loads(baseline.read_text())
+    shipped = json.loads((ROOT / "ci" / "baseline" / "glm5_1_lora_pp4.megatron-core-0.17.0.json").read_text())
+    doc["sites"] = shipped["sites"][:2]
+    doc["verdict"] = {**doc["verdict"], "status": "inconclusive"}
+    baseline.write_text(json.dumps(doc))
+    status = cli_main(["gate", "--config", str(script), "--baseline", str(baseline),
+                       "--target", "ms-swift==4.3.0"])
+    out = capsys.readouterr().out
+    assert status == 1
+    assert "FAIL: the baseline judged 2 P2P site(s) of this script (inconclusive)" in out
+
+
+def test_gate_sarif_is_a_sarif_log_with_the_verdict(tmp_path, capsys):
+    """--format sarif -o FILE writes SARIF, not the text headline (h32-review1)."""
+    script, baseline = _baseline(tmp_path, capsys)
+    out = tmp_path / "gate.sarif"
+    status = cli_main(["gate", "--config", str(script), "--baseline", str(baseline),
+                       "--target", "ms-swift==4.3.0", "--format", "sarif", "-o", str(out)])
+    log = json.loads(out.read_text())
+    assert status == 0 and log["version"] == "2.1.0"
+    assert all(r["level"] == "note" for r in log["runs"][0]["results"])
+    verdict = log["runs"][0]["properties"]["verdict"]
+    assert verdict["status"] == "not-pipeline" and verdict["headline"].startswith("NOT A PIPELINE RUN")
