@@ -65,7 +65,7 @@ def _launcher_options(config: LaunchConfig, launcher: dict, args: list[Field],
             continue
         if isinstance(value, Symbolic):
             if _script_follows(args[k + 1:], launcher):
-                unresolved(config, args[k], path, "torchrun's options")
+                unresolved(config, args[k], path, f"{launcher.get('name', 'torchrun')}'s options")
                 _opens_options(config, launcher, args[k])
                 k += 1
                 continue
