@@ -12,11 +12,12 @@ from dataclasses import dataclass
 
 from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Word
 from auditor.bash.parser import Cmd, Node, ShellParser
-from auditor.bash.values import EnvVar, Field, Scalar, Var
+from auditor.bash.values import EnvVar, Field, Scalar, Symbolic, Var
 from auditor.bash.walk import Shell, join_workdir
 from auditor.config.batch_job import allocation_options, in_checkout, job_file_at
 from auditor.config.entry_copy import hydra_copy, is_copy
 from auditor.config.entry_module import module_file, module_roots
+from auditor.config.export_option import effect, option_values
 from auditor.config.lightning_entry import builds
 from auditor.errors import InputError
 from auditor.findings import Finding
@@ -450,6 +451,7 @@ class LaunchShell(Shell):
         """Start the walk of a job file as sbatch runs it: with the variables the script exports,
         and the allocation its options ask for, which the file's `#SBATCH` lines do not change."""
         self.vars = {n: v for n, v in self.vars.items() if v.exported and not isinstance(v.value, list)}
+        self._batch_export(options)
         self.functions = {}
         given = allocation_options(options, self.spelling)
         for name, value in given.items():
@@ -464,6 +466,18 @@ class LaunchShell(Shell):
             f"`{cmd.words[0].raw}` at line {cmd.line} submits the job file {path}: read with the variables the "
             "script exports" + (f"; its options set {', '.join(sorted(given))}, over the file's #SBATCH lines"
                                 if given else ""), where=f"{self.path}:{cmd.line}"))
+
+    def _batch_export(self, options: list[Field]) -> None:
+        """sbatch's `--export=...` (read as srun's, sbatch(1) gives it the same grammar): the
+        variables the job file starts with (config.export_option)."""
+        rule = next((e for e in self.spelling.launchers if e.get("directive") == "#SBATCH"), {})
+        for value, line in option_values(rule, options):
+            drops, sets = effect(rule, value, f"sbatch's --export={value} (line {line})", set(self.vars),
+                                 self.spelling.env_names)
+            for name in drops:
+                del self.vars[name]
+            for name, setting in sets.items():
+                self.vars[name] = Var(setting if isinstance(setting, (str, Symbolic)) else str(setting), line, True)
 
     def _inner(self, prefix: list[Field], how: str, value: object, line: int, cmd: Cmd,
                path: str | None = None) -> None:

@@ -104,3 +104,22 @@ def test_an_unknown_srun_word_is_named_as_sruns_option(capsys, tmp_path):
     doc = _scan(capsys, tmp_path, text)
     said = [c for c in doc["findings"] if c["kind"] == "launch.unresolved-args"]
     assert said and "srun's options" in said[0]["message"] and "torchrun" not in said[0]["message"]
+
+
+def _job(tmp_path: Path, submit: str) -> str:
+    """A submitter and its job file (sbatch(1) --export: the same grammar as srun's)."""
+    job = tmp_path / "job.sh"
+    job.write_text(HEAD + f"#SBATCH {SIZES}\nsrun python " + TRAIN, encoding="utf-8")
+    return HEAD + submit.replace("job.sh", str(job))
+
+
+def test_sbatch_export_sets_the_jobs_variable(capsys, tmp_path):
+    text = _job(tmp_path, "sbatch --export=ALL,TORCH_DISTRIBUTED_DEBUG=DETAIL job.sh\n")
+    assert _unbatched(_scan(capsys, tmp_path, text))
+
+
+def test_sbatch_export_none_hides_the_submitters_exports(capsys, tmp_path):
+    text = _job(tmp_path, "export TORCH_DISTRIBUTED_DEBUG=DETAIL\nsbatch --export=NONE job.sh\n")
+    assert not _unbatched(_scan(capsys, tmp_path, text))
+    text = _job(tmp_path, "export TORCH_DISTRIBUTED_DEBUG=DETAIL\nsbatch job.sh\n")
+    assert _unbatched(_scan(capsys, tmp_path, text))
