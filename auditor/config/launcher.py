@@ -1,4 +1,5 @@
-"""What the launcher takes for itself: torchrun's own options before the training script, and
+"""What the launcher takes for itself: its own options before the training script (torchrun's,
+srun's, mpirun's; the environment they set is config.launcher_env's), and
 the world size it gives (processes per node, nodes) from its flags, its environment variables
 (ms-swift's `megatron`/`swift` read NPROC_PER_NODE and NNODES) or its defaults."""
 
@@ -37,7 +38,7 @@ def fallbacks(args: list[Field]) -> dict[str, tuple[str, ...]]:
 
 def torchrun_options(config: LaunchConfig, launcher: dict, args: list[Field], path: str,
                      runners: tuple[tuple[str, ...], ...] = ()) -> tuple[list[Field], Scalar]:
-    """torchrun's own options up to the training script; returns the script's arguments and the
+    """The launcher's own options up to the training script; returns the script's arguments and the
     script, looking through a python runner (`torchrun -m coverage run [opts] pretrain_gpt.py`)."""
     rest, script = _launcher_options(config, launcher, args, path)
     words = [script] + [f.value for f in rest]

@@ -1,6 +1,6 @@
 """The environment a launcher's own options give the command it starts: srun's
-`--export=[ALL,|NONE,]VAR=VAL[,VAR=VAL]` (or `--export VAR=VAL`, two words) and mpirun's
-`-x VAR=VAL`, read like an `export` in the script (issue 22 items 1/4/9: a PP 4 + DETAIL run on
+`--export=[ALL,|NONE,]VAR=VAL[,VAR=VAL]` (or `--export VAR=VAL`, two words), mpirun's
+`-x VAR=VAL` and sbatch's `--export` for its job file, read like an `export` in the script (issue 22 items 1/4/9: a PP 4 + DETAIL run on
 torch 2.10 whose DETAIL is set only in srun's `--export` read CLEAN).
 
 Slurm srun(1) --export (SchedMD/slurm doc/man/man1/srun.1, commit 3bf22c447a): "Exports all
