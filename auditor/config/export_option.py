@@ -61,12 +61,13 @@ def parse(rule: dict, value: Scalar, said: str) -> Export:
 
 
 def effect(rule: dict, value: Scalar, said: str, caller: set[str],
-           read: frozenset[str]) -> tuple[set[str], dict[str, Scalar]]:
+           read: frozenset[str]) -> tuple[set[str], dict[str, Scalar], str]:
     """What one option value does to the environment of the program the launcher starts, given
-    the names of the caller's environment: (the names it drops, the values it sets). srun(1):
+    the names of the caller's environment: (the names it drops, the values it sets, a note naming
+    the variables a rule reads (`read`) that it keeps from the program, "" where none). srun(1):
     without ALL only SLURM_* (`env_always`) and the names listed pass; with ALL the caller's own
     value wins (`env_caller_wins`); a part not known statically makes unknown every variable a
-    rule reads (`read`) that nothing known settles."""
+    rule reads that nothing known settles."""
     export = parse(rule, value, said)
     always = rule.get("env_always", "")
     drops = ({n for n in caller - export.named if not (always and n.startswith(always))}
@@ -76,7 +77,12 @@ def effect(rule: dict, value: Scalar, said: str, caller: set[str],
     if export.opened:
         sets |= {n: Symbolic(f"${n}, which `{export.opened}` in {said} may set")
                  for n in read - set(export.given) if not (wins and n in caller)}
-    return drops, sets
+    hidden, kept = sorted(drops & read), sorted(set(export.given) - set(sets))
+    note = "; ".join(
+        [f"{said} passes only SLURM_* and the names it lists: the caller's {', '.join(hidden)} does not reach "
+         "the program"] * bool(hidden)
+        + [f"{said} lists {', '.join(kept)}, but the caller's own value wins (ALL)"] * bool(set(kept) & read))
+    return drops, sets, note
 
 
 def _after(value: Scalar, cut: int) -> Scalar:

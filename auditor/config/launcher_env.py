@@ -14,6 +14,7 @@ from auditor.bash.values import EnvVar, Field, Scalar
 from auditor.config.export_option import effect, option_values
 from auditor.config.model import LaunchConfig
 from auditor.config.training_command import is_interpreter
+from auditor.findings import Finding
 from auditor.rulebook.launchers import Spelling
 
 _CALLER = ("export", "environ", "inline")  # how a variable of the launcher's own environment is set
@@ -52,7 +53,9 @@ def _read(config: LaunchConfig, rule: dict, value: Scalar, line: int, inner: boo
     """One option value into `config.env`, as the launcher `rule` reads it."""
     said = f"{rule.get('name')}'s {rule['env_options'][0]}={value} (line {line})"
     caller = {n for n, v in config.env.items() if v.how in _CALLER and (v.line < line or (v.line == line and not inner))}
-    drops, sets = effect(rule, value, said, caller, Spelling.load(None).env_names)
+    drops, sets, note = effect(rule, value, said, caller, Spelling.load(None).env_names)
+    if note:
+        config.diagnostics.append(Finding("launch.export-option", "info", note, where=f"{config.path}:{line}"))
     for name in drops:
         del config.env[name]
     for name, setting in sets.items():

@@ -472,8 +472,10 @@ class LaunchShell(Shell):
         variables the job file starts with (config.export_option)."""
         rule = next((e for e in self.spelling.launchers if e.get("directive") == "#SBATCH"), {})
         for value, line in option_values(rule, options):
-            drops, sets = effect(rule, value, f"sbatch's --export={value} (line {line})", set(self.vars),
-                                 self.spelling.env_names)
+            drops, sets, note = effect(rule, value, f"sbatch's --export={value} (line {line})", set(self.vars),
+                                       self.spelling.env_names)
+            if note:
+                self.diagnostics.append(Finding("launch.export-option", "info", note, where=f"{self.path}:{line}"))
             for name in drops:
                 del self.vars[name]
             for name, setting in sets.items():

@@ -123,3 +123,12 @@ def test_sbatch_export_none_hides_the_submitters_exports(capsys, tmp_path):
     assert not _unbatched(_scan(capsys, tmp_path, text))
     text = _job(tmp_path, "export TORCH_DISTRIBUTED_DEBUG=DETAIL\nsbatch job.sh\n")
     assert _unbatched(_scan(capsys, tmp_path, text))
+
+
+def test_what_the_option_keeps_from_the_program_is_said(capsys, tmp_path):
+    text = HEAD + f"export TORCH_DISTRIBUTED_DEBUG=DETAIL\nsrun {SIZES} --export=NONE python " + TRAIN
+    notes = [f["message"] for f in _scan(capsys, tmp_path, text)["findings"] if f["kind"] == "launch.export-option"]
+    assert notes and "TORCH_DISTRIBUTED_DEBUG does not reach" in notes[0]
+    text = HEAD + f"export TORCH_DISTRIBUTED_DEBUG=OFF\nsrun {SIZES} --export=ALL,TORCH_DISTRIBUTED_DEBUG=DETAIL python " + TRAIN
+    notes = [f["message"] for f in _scan(capsys, tmp_path, text)["findings"] if f["kind"] == "launch.export-option"]
+    assert notes and "caller's own value wins" in notes[0]
