@@ -47,6 +47,9 @@ class Candidate:
     # where it runs, relative to the launch directory: "" not moved, None not known statically
     # (a `cd` or a runner's working-directory option before it: bash.walk.join_workdir)
     workdir: str | None = ""
+    # the first word as written of the outermost command that runs it (`"${srun_cmd[@]}"` around
+    # `bash -lc "$RUN_CMD"`): config.launcher._loop_built asks whether it runs a loop-built array
+    first_word: str = ""
 
 
 def is_interpreter(base: str, launcher: dict) -> bool:
@@ -204,7 +207,8 @@ class LaunchShell(Shell):
                             inline[name] = EnvVar(name, value, w.line, "inline")
                 candidate = Candidate(
                     launcher, invoked, sub, args, wrapper, inline, dict(self.vars),
-                    cmd.line, cmd.end_line, self.conditional > 0, fields[0].line, self.cwd, self.workdir)
+                    cmd.line, cmd.end_line, self.conditional > 0, fields[0].line, self.cwd, self.workdir,
+                    cmd.words[0].raw if cmd.words else "")
                 if launcher.get("one_process"):
                     self.last_resort.append(candidate)
                     return None
@@ -512,6 +516,7 @@ class LaunchShell(Shell):
             self.starter, self.reading = saved, saved_reading
         for candidate in self.candidates[before:]:
             candidate.wrapper = prefix + candidate.wrapper
+            candidate.first_word = cmd.words[0].raw if cmd.words else candidate.first_word
 
     def _starter(self, prefix: list[Field]) -> tuple[dict, list[Field]] | None:
         """A program in `prefix` that starts the processes of the script it runs (srun), and its
