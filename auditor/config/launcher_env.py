@@ -17,7 +17,7 @@ from auditor.config.training_command import is_interpreter
 from auditor.findings import Finding
 from auditor.rulebook.launchers import Spelling
 
-_CALLER = ("export", "environ", "inline")  # how a variable of the launcher's own environment is set
+_CALLER = ("export", "environ", "inline", "option")  # how a variable of the launcher's own environment is set
 
 
 def apply(config: LaunchConfig, launcher: dict, args: list[Field], wrapper: list[Field],
@@ -61,4 +61,4 @@ def _read(config: LaunchConfig, rule: dict, value: Scalar, line: int, inner: boo
     for name, setting in sets.items():
         kept = config.env.get(name)
         if kept is None or name in caller or kept.how not in _CALLER:
-            config.env[name] = EnvVar(name, setting, line, "export")
+            config.env[name] = EnvVar(name, setting, line, "option")

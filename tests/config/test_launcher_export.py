@@ -132,3 +132,13 @@ def test_what_the_option_keeps_from_the_program_is_said(capsys, tmp_path):
     text = HEAD + f"export TORCH_DISTRIBUTED_DEBUG=OFF\nsrun {SIZES} --export=ALL,TORCH_DISTRIBUTED_DEBUG=DETAIL python " + TRAIN
     notes = [f["message"] for f in _scan(capsys, tmp_path, text)["findings"] if f["kind"] == "launch.export-option"]
     assert notes and "caller's own value wins" in notes[0]
+
+
+def test_the_fix_removes_the_variable_from_the_option_list(capsys, tmp_path):
+    script = tmp_path / "train.sh"
+    script.write_text(HEAD + f"srun {SIZES} --export=ALL,TORCH_DISTRIBUTED_DEBUG=DETAIL,NCCL_DEBUG=INFO python "
+                      + TRAIN, encoding="utf-8")
+    code = cli.main(["fix", "--config", str(script), "--no-simulate", "--format", "diff"])
+    out = capsys.readouterr().out
+    assert code == 0 and "+srun --nodes=2 --ntasks-per-node=8 --export=ALL,NCCL_DEBUG=INFO python" in out
+    assert "DETAIL" in script.read_text(encoding="utf-8")  # the input is never written over
