@@ -6,6 +6,7 @@ read by config.launcher_env for the command a launcher starts and by the job fil
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from auditor.bash.values import Field, Partial, Scalar, Symbolic, segments
@@ -60,24 +61,25 @@ def parse(rule: dict, value: Scalar, said: str) -> Export:
     return out
 
 
-def effect(rule: dict, value: Scalar, said: str, caller: set[str],
+def effect(rule: dict, value: Scalar, said: str, caller: Mapping[str, object],
            read: frozenset[str]) -> tuple[set[str], dict[str, Scalar], str]:
     """What one option value does to the environment of the program the launcher starts, given
-    the names of the caller's environment: (the names it drops, the values it sets, a note naming
+    the caller's environment (values by name): (the names it drops, the values it sets, a note naming
     the variables a rule reads (`read`) that it keeps from the program, "" where none). srun(1):
     without ALL only SLURM_* (`env_always`) and the names listed pass; with ALL the caller's own
     value wins (`env_caller_wins`); a part not known statically makes unknown every variable a
     rule reads that nothing known settles."""
     export = parse(rule, value, said)
     always = rule.get("env_always", "")
-    drops = ({n for n in caller - export.named if not (always and n.startswith(always))}
+    drops = ({n for n in set(caller) - export.named if not (always and n.startswith(always))}
              if not export.keep_all and not export.opened else set())
     wins = bool(rule.get("env_caller_wins")) and export.keep_all
     sets = {n: v for n, v in export.given.items() if not (wins and n in caller)}
     if export.opened:
         sets |= {n: Symbolic(f"${n}, which `{export.opened}` in {said} may set")
                  for n in read - set(export.given) if not (wins and n in caller)}
-    hidden, kept = sorted(drops & read), sorted(set(export.given) - set(sets))
+    hidden = sorted(drops & read)
+    kept = sorted(n for n in set(export.given) - set(sets) if caller[n] != export.given[n])
     note = "; ".join(
         [f"{said} passes only SLURM_* and the names it lists: the caller's {', '.join(hidden)} does not reach "
          "the program"] * bool(hidden)

@@ -476,7 +476,8 @@ class LaunchShell(Shell):
         variables the job file starts with (config.export_option)."""
         rule = next((e for e in self.spelling.launchers if e.get("directive") == "#SBATCH"), {})
         for value, line in option_values(rule, options):
-            drops, sets, note = effect(rule, value, f"sbatch's --export={value} (line {line})", set(self.vars),
+            drops, sets, note = effect(rule, value, f"sbatch's --export={value} (line {line})",
+                                       {n: v.value for n, v in self.vars.items()},
                                        self.spelling.env_names)
             if note:
                 self.diagnostics.append(Finding("launch.export-option", "info", note, where=f"{self.path}:{line}"))
@@ -484,6 +485,9 @@ class LaunchShell(Shell):
                 del self.vars[name]
             for name, setting in sets.items():
                 self.vars[name] = Var(setting if isinstance(setting, (str, Symbolic)) else str(setting), line, True)
+            default = rule.get("env_default")
+            if default and default not in self.vars and str(value).upper() != rule.get("env_keep_all"):
+                self.vars[default] = Var(value if isinstance(value, (str, Symbolic)) else str(value), line, True)
 
     def _inner(self, prefix: list[Field], how: str, value: object, line: int, cmd: Cmd,
                path: str | None = None) -> None:

@@ -28,12 +28,13 @@ def test_an_unknown_value_is_unknown_only_for_its_name():
 
 def test_an_unknown_part_may_name_anything_and_drops_nothing_known():
     value = Partial("NONE,$MORE", (("NONE,", False), ("$MORE", True)))
-    drops, sets, _ = effect(SRUN, value, "srun's --export", {"TORCH_DISTRIBUTED_DEBUG"}, frozenset({"TORCH_DISTRIBUTED_DEBUG"}))
+    drops, sets, _ = effect(SRUN, value, "srun's --export", {"TORCH_DISTRIBUTED_DEBUG": "DETAIL"},
+                                 frozenset({"TORCH_DISTRIBUTED_DEBUG"}))
     assert not drops and isinstance(sets["TORCH_DISTRIBUTED_DEBUG"], Symbolic)
 
 
 def test_mpirun_x_adds_without_dropping():
-    drops, sets, _ = effect(MPIRUN, "NCCL_DEBUG=INFO", "mpirun's -x", {"PATH"}, frozenset())
+    drops, sets, _ = effect(MPIRUN, "NCCL_DEBUG=INFO", "mpirun's -x", {"PATH": "/bin"}, frozenset())
     assert not drops and sets == {"NCCL_DEBUG": "INFO"}
 
 

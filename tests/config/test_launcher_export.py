@@ -142,3 +142,14 @@ def test_the_fix_removes_the_variable_from_the_option_list(capsys, tmp_path):
     out = capsys.readouterr().out
     assert code == 0 and "+srun --nodes=2 --ntasks-per-node=8 --export=ALL,NCCL_DEBUG=INFO python" in out
     assert "DETAIL" in script.read_text(encoding="utf-8")  # the input is never written over
+
+
+def test_sbatch_export_none_reaches_the_jobs_srun_steps(capsys, tmp_path):
+    """sbatch --export=NONE sets SLURM_EXPORT_ENV=NONE in the job (slurm src/sbatch/opt.c
+    arg_set_export), which srun reads as its --export: what the job file exports stays behind."""
+    job = tmp_path / "job.sh"
+    body = f"#SBATCH {SIZES}\nexport TORCH_DISTRIBUTED_DEBUG=DETAIL\n"
+    job.write_text(HEAD + body + "srun python " + TRAIN, encoding="utf-8")
+    assert not _unbatched(_scan(capsys, tmp_path, HEAD + f"sbatch --export=NONE {job}\n"))
+    job.write_text(HEAD + body + "export SLURM_EXPORT_ENV=ALL\nsrun python " + TRAIN, encoding="utf-8")
+    assert _unbatched(_scan(capsys, tmp_path, HEAD + f"sbatch --export=NONE {job}\n"))
