@@ -49,7 +49,7 @@ from auditor.config.entry_assign import read_entry_assignments
 from auditor.config.lightning_entry import read_lightning_entry
 from auditor.config.pipelining_script import read_pipelining_script
 from auditor.config.model import LaunchConfig
-from auditor.config import chosen_command, one_process
+from auditor.config import chosen_command, launcher_env, one_process
 from auditor.config.pyenv import locate
 from auditor.config.source_tree import judge_on_source_tree
 from auditor.config.training_command import Candidate, LaunchShell
@@ -469,6 +469,7 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
     config.launch_dir = chosen.cwd
     config.workdir = chosen.workdir
     config.env = _environment(shell, chosen)
+    launcher_env.apply(config, launcher, chosen.args, chosen.wrapper, spelling)
     config.text = "\n".join(shell.lines)  # what a reader asks of the script (flags.wholly_unknown)
     args = chosen.args
     reader = for_style(launcher["style"])

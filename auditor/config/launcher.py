@@ -1,4 +1,5 @@
-"""What the launcher takes for itself: torchrun's own options before the training script, and
+"""What the launcher takes for itself: its own options before the training script (torchrun's,
+srun's, mpirun's; the environment they set is config.launcher_env's), and
 the world size it gives (processes per node, nodes) from its flags, its environment variables
 (ms-swift's `megatron`/`swift` read NPROC_PER_NODE and NNODES) or its defaults."""
 
@@ -37,7 +38,7 @@ def fallbacks(args: list[Field]) -> dict[str, tuple[str, ...]]:
 
 def torchrun_options(config: LaunchConfig, launcher: dict, args: list[Field], path: str,
                      runners: tuple[tuple[str, ...], ...] = ()) -> tuple[list[Field], Scalar]:
-    """torchrun's own options up to the training script; returns the script's arguments and the
+    """The launcher's own options up to the training script; returns the script's arguments and the
     script, looking through a python runner (`torchrun -m coverage run [opts] pretrain_gpt.py`)."""
     rest, script = _launcher_options(config, launcher, args, path)
     words = [script] + [f.value for f in rest]
@@ -65,7 +66,7 @@ def _launcher_options(config: LaunchConfig, launcher: dict, args: list[Field],
             continue
         if isinstance(value, Symbolic):
             if _script_follows(args[k + 1:], launcher):
-                unresolved(config, args[k], path, "torchrun's options")
+                unresolved(config, args[k], path, f"{launcher.get('name', 'torchrun')}'s options")
                 _opens_options(config, launcher, args[k])
                 k += 1
                 continue
@@ -192,16 +193,17 @@ def world_size(config: LaunchConfig, launcher: dict, chosen: Candidate, spelling
     device_values: list[str] = next((e["device_count_values"] for e in spelling.launchers if e.get("device_count_values")), [])
     config.nproc_per_node, config.world_source["nproc_per_node"] = _nproc(nproc, device_values, env, path)
     config.nnodes, config.world_source["nnodes"] = _nnodes(config, nnodes, path)
-    _loop_built(config)
+    _loop_built(config, chosen)
 
 
-def _loop_built(config: LaunchConfig) -> None:
-    """A command the script runs as an array (`"${srun_cmd[@]}"`) that a loop of unknown passes
-    appends to (bash.walk `launch.loop-once`) is read after one pass; each pass may add a group
-    (srun's `:`-separated heterogeneous components) or sizes of its own: the counts are unknown."""
+def _loop_built(config: LaunchConfig, chosen: Candidate) -> None:
+    """The training command run as an array (`"${srun_cmd[@]}"`, its first word as written) that a
+    loop of unknown passes appends to (bash.walk `launch.loop-once`) is read after one pass; each
+    pass may add a group (srun's `:`-separated heterogeneous components) or sizes of its own: the
+    counts are unknown."""
     for d in config.diagnostics:
         name = d.detail.get("array") if d.kind == "launch.loop-once" else None
-        if name and re.search(rf'^\s*"?\$\{{{re.escape(name)}\[[@*]\]\}}', config.text, re.MULTILINE):
+        if name and re.fullmatch(rf'"?\$\{{{re.escape(name)}\[[@*]\]\}}"?', chosen.first_word):
             why = (f"`{name}` is read after one pass of the loop at line {d.detail['line']}, which runs an "
                    "unknown number of times: give it as --set world_size=N")
             config.nproc_per_node, config.nnodes = Symbolic(f"${{{name}[@]}}"), Symbolic(f"${{{name}[@]}}")

@@ -12,11 +12,12 @@ from dataclasses import dataclass
 
 from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Word
 from auditor.bash.parser import Cmd, Node, ShellParser
-from auditor.bash.values import EnvVar, Field, Scalar, Var
+from auditor.bash.values import EnvVar, Field, Scalar, Symbolic, Var
 from auditor.bash.walk import Shell, join_workdir
 from auditor.config.batch_job import allocation_options, in_checkout, job_file_at
 from auditor.config.entry_copy import hydra_copy, is_copy
 from auditor.config.entry_module import module_file, module_roots
+from auditor.config.export_option import effect, option_values
 from auditor.config.lightning_entry import builds
 from auditor.errors import InputError
 from auditor.findings import Finding
@@ -46,6 +47,9 @@ class Candidate:
     # where it runs, relative to the launch directory: "" not moved, None not known statically
     # (a `cd` or a runner's working-directory option before it: bash.walk.join_workdir)
     workdir: str | None = ""
+    # the first word as written of the outermost command that runs it (`"${srun_cmd[@]}"` around
+    # `bash -lc "$RUN_CMD"`): config.launcher._loop_built asks whether it runs a loop-built array
+    first_word: str = ""
 
 
 def is_interpreter(base: str, launcher: dict) -> bool:
@@ -203,7 +207,8 @@ class LaunchShell(Shell):
                             inline[name] = EnvVar(name, value, w.line, "inline")
                 candidate = Candidate(
                     launcher, invoked, sub, args, wrapper, inline, dict(self.vars),
-                    cmd.line, cmd.end_line, self.conditional > 0, fields[0].line, self.cwd, self.workdir)
+                    cmd.line, cmd.end_line, self.conditional > 0, fields[0].line, self.cwd, self.workdir,
+                    cmd.words[0].raw if cmd.words else "")
                 if launcher.get("one_process"):
                     self.last_resort.append(candidate)
                     return None
@@ -450,6 +455,7 @@ class LaunchShell(Shell):
         """Start the walk of a job file as sbatch runs it: with the variables the script exports,
         and the allocation its options ask for, which the file's `#SBATCH` lines do not change."""
         self.vars = {n: v for n, v in self.vars.items() if v.exported and not isinstance(v.value, list)}
+        self._batch_export(options)
         self.functions = {}
         given = allocation_options(options, self.spelling)
         for name, value in given.items():
@@ -464,6 +470,24 @@ class LaunchShell(Shell):
             f"`{cmd.words[0].raw}` at line {cmd.line} submits the job file {path}: read with the variables the "
             "script exports" + (f"; its options set {', '.join(sorted(given))}, over the file's #SBATCH lines"
                                 if given else ""), where=f"{self.path}:{cmd.line}"))
+
+    def _batch_export(self, options: list[Field]) -> None:
+        """sbatch's `--export=...` (read as srun's, sbatch(1) gives it the same grammar): the
+        variables the job file starts with (config.export_option)."""
+        rule = next((e for e in self.spelling.launchers if e.get("directive") == "#SBATCH"), {})
+        for value, line in option_values(rule, options):
+            drops, sets, note = effect(rule, value, f"sbatch's --export={value} (line {line})",
+                                       {n: v.value for n, v in self.vars.items()},
+                                       self.spelling.env_names)
+            if note:
+                self.diagnostics.append(Finding("launch.export-option", "info", note, where=f"{self.path}:{line}"))
+            for name in drops:
+                del self.vars[name]
+            for name, setting in sets.items():
+                self.vars[name] = Var(setting if isinstance(setting, (str, Symbolic)) else str(setting), line, True)
+            default = rule.get("env_default")
+            if default and default not in self.vars and str(value).upper() != rule.get("env_keep_all"):
+                self.vars[default] = Var(value if isinstance(value, (str, Symbolic)) else str(value), line, True)
 
     def _inner(self, prefix: list[Field], how: str, value: object, line: int, cmd: Cmd,
                path: str | None = None) -> None:
@@ -496,6 +520,7 @@ class LaunchShell(Shell):
             self.starter, self.reading = saved, saved_reading
         for candidate in self.candidates[before:]:
             candidate.wrapper = prefix + candidate.wrapper
+            candidate.first_word = cmd.words[0].raw if cmd.words else candidate.first_word
 
     def _starter(self, prefix: list[Field]) -> tuple[dict, list[Field]] | None:
         """A program in `prefix` that starts the processes of the script it runs (srun), and its

@@ -113,6 +113,8 @@ def _env(option: Option, var: EnvVar | None, launch: LaunchConfig, source: str) 
         raise NotMechanical(f"{option.name} is not set in {launch.path} (it comes from the caller's "
                             "environment): unset it there")
     offset, text = _lines(source)[var.line - 1]
+    if var.how == "option":  # one element of a launcher's list: srun --export=ALL,NAME=VALUE,...
+        return _listed(option, var, launch, offset, text)
     match = re.search(rf"(?<![\w$]){re.escape(option.name)}={_VALUE}", text)
     if match is None:
         raise NotMechanical(f"{launch.path}:{var.line} does not spell {option.name}=VALUE")
@@ -127,6 +129,27 @@ def _env(option: Option, var: EnvVar | None, launch: LaunchConfig, source: str) 
         end = match.end() + len(text[match.end():]) - len(text[match.end():].lstrip(" \t"))
         return [TextEdit(launch.path, offset + match.start(), end - match.start(), "")]
     return [TextEdit(launch.path, offset + match.start(), match.end() - match.start(), new)]
+
+
+def _listed(option: Option, var: EnvVar, launch: LaunchConfig, offset: int, text: str) -> list[TextEdit]:
+    """The edit of NAME=VALUE given in a launcher's environment option (config.launcher_env): its
+    value ends at a comma; removed with one comma beside it, never leaving the option empty."""
+    match = re.search(rf"(?<![\w$]){re.escape(option.name)}=[^\s,;&|'\"\\]*", text)
+    if match is None:
+        raise NotMechanical(f"{launch.path}:{var.line} does not spell {option.name}=VALUE")
+    start, end = match.start(), match.end()
+    if option.edit == "set_env":
+        return [TextEdit(launch.path, offset + start, end - start, f"{option.name}={option.value}")]
+    if option.edit == "rename_env":
+        return [TextEdit(launch.path, offset + start, len(option.name), str(option.value))]
+    if text[start - 1:start] == ",":
+        start -= 1
+    elif text[end:end + 1] == ",":
+        end += 1
+    else:
+        raise NotMechanical(f"{launch.path}:{var.line}: {option.name} is the only variable its launcher option "
+                            "sets; remove the option by hand")
+    return [TextEdit(launch.path, offset + start, end - start, "")]
 
 
 def _flag(option: Option, launch: LaunchConfig, source: str) -> list[TextEdit]:

@@ -42,3 +42,19 @@ def test_a_command_no_loop_builds_keeps_its_sizes():
     text = SCRIPT.replace('"${srun_cmd[@]}"', 'srun --nodes=2 --ntasks-per-node=8 bash -lc "${RUN_CMD}"')
     config = parse_launch(text, "slurm_sft.sh", environ={})
     assert config.world_size == 16
+
+
+OTHER = """#!/bin/bash
+mapfile -t NODES < <(scontrol show hostnames "${SLURM_JOB_NODELIST}")
+check=(srun --ntasks-per-node=1)
+for node in "${NODES[@]}"; do
+    check+=(--nodelist="${node}")
+done
+"${check[@]}" nvidia-smi
+srun --nodes=2 --ntasks-per-node=8 python pretrain_gpt.py --tensor-model-parallel-size 8 --pipeline-model-parallel-size 2
+"""
+
+
+def test_a_loop_built_array_run_by_another_command_leaves_the_sizes_known():
+    config = parse_launch(OTHER, "slurm_sft.sh", environ={})
+    assert config.nproc_per_node == 8 and config.nnodes == 2 and config.world_size == 16
