@@ -82,7 +82,7 @@ def test_an_unknown_value_makes_only_its_variable_unknown(capsys, tmp_path):
     text = HEAD + f"srun {SIZES} --export=ALL,TORCH_DISTRIBUTED_DEBUG=$LEVEL python " + TRAIN
     doc = _scan(capsys, tmp_path, text)
     assert doc["verdict"]["status"] == "inconclusive"
-    assert "torch_debug_wrapper" in json.dumps(doc["verdict"]["undecided"])
+    assert "--set env.TORCH_DISTRIBUTED_DEBUG=VALUE" in json.dumps(doc["verdict"]["undecided"])
     assert doc["launch"]["world_size"] == 16
 
 
@@ -90,7 +90,7 @@ def test_an_unknown_part_may_name_any_variable(capsys, tmp_path):
     text = HEAD + f"srun {SIZES} --export=ALL,$EXTRA_ENV python " + TRAIN
     doc = _scan(capsys, tmp_path, text)
     assert doc["verdict"]["status"] != "clean"
-    assert "torch_debug_wrapper" in json.dumps(doc["verdict"]["undecided"])
+    assert "--set env.TORCH_DISTRIBUTED_DEBUG=VALUE" in json.dumps(doc["verdict"]["undecided"])
 
 
 def test_mpirun_x_sets_the_variable(capsys, tmp_path):
