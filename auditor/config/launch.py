@@ -225,8 +225,8 @@ def parse_launch(
             + "; each is judged, and what they disagree on is undecided",
             fix="keep one `# torch==X.Y.Z` comment", where=f"{path}:{torch_pins[1][1]}"))
     read_deepspeed_entry(config)  # `deepspeed train.py`: the pipeline (or none) the script builds
-    read_no_training(config)  # an evaluation or inference entry of a framework's checkout
     read_pipelining_script(config)  # `torchrun train.py` pipelining with torch itself
+    read_no_training(config)  # an evaluation or inference entry of a framework's checkout
     read_lightning_entry(config)  # `python train.py` building nl.MegatronStrategy: its sizes
     read_entry_assignments(config)  # `--pp` of the entry's own argparse set on its model provider
     read_mimo_components(config)  # `--component language=tp=4,pp=2` of a Megatron-Bridge MIMO entry

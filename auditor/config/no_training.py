@@ -12,6 +12,11 @@ whose loops are the rule's) are read with the stdlib `ast`: any use of a loop's 
 runs code not seen (rules/stacks.toml `dynamic`) or a closure cut short leaves the run to the
 analysis. A local module's `if __name__ == "__main__":` block does not run on import
 (Megatron-DeepSpeed's evaluate.py imports pretrain_gpt.py, whose main block calls pretrain).
+So does a pipeline the code builds itself (the rule's `pipeline_modules` and `pipeline_names`:
+torch.distributed.pipelining, DeepSpeed's PipelineModule, the framework's own pipeline builder)
+or torch's P2P API it calls (rules/torch.toml `[[p2p_api]]`): the rule speaks for the
+framework's loops only. A method reached through a call (`deepspeed.initialize(...)[0].train_batch()`)
+is on an object, not a function of the package the call is rooted at.
 """
 
 from __future__ import annotations
@@ -22,9 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from auditor import rulebook
-from auditor.config.entry_script import MAX_MODULES, iter_closure
-from auditor.config.entry_stack import runs_code
+from auditor.config.entry_script import MAX_MODULES, iter_closure, uses_modules
+from auditor.config.entry_stack import _imports_name, runs_code
 from auditor.config.model import LaunchConfig
+from auditor.config.pipelining_script import is_pipelining_script
 from auditor.config.pyenv import located_stat
 from auditor.findings import Finding
 from auditor.rulebook.frameworks import frameworks, launched_by
@@ -35,16 +41,17 @@ DEPTH = 6  # directories above the entry searched for the framework's checkout
 
 def read_no_training(launch: LaunchConfig) -> None:
     """Add a `launch.not-pipeline` note where a rule says the entry reaches no training loop."""
-    if any(d.kind == "launch.not-pipeline" for d in launch.diagnostics):
+    if any(d.kind == "launch.not-pipeline" for d in launch.diagnostics) or is_pipelining_script(launch):
         return
     located = located_stat(launch)
     if located is None:
         return
     entry = Path(located[0].path).resolve()
     dynamic = rulebook.load("stacks").data["no_pipeline"]["dynamic"]
+    p2p_api = rulebook.load("torch").data.get("p2p_api", [])
     for framework in frameworks():
         for rule in rulebook.load(framework.name).data.get(TABLE, []):
-            what = _judge(rule, launch, entry, located[0].written, dynamic)
+            what = _judge(rule, launch, entry, located[0].written, dynamic, p2p_api)
             if what:
                 launch.diagnostics.append(Finding(
                     "launch.not-pipeline", "info", what, where=f"{launch.path}:{launch.command_line}",
@@ -52,7 +59,8 @@ def read_no_training(launch: LaunchConfig) -> None:
                 return
 
 
-def _judge(rule: dict[str, Any], launch: LaunchConfig, entry: Path, written: str, dynamic: list[str]) -> str | None:
+def _judge(rule: dict[str, Any], launch: LaunchConfig, entry: Path, written: str, dynamic: list[str],
+           p2p_api: list[dict[str, Any]]) -> str | None:
     """What the run is where `rule` holds for it, else None."""
     if "modules" in rule and not (launch.script_module and isinstance(launch.script, str)
                                   and launched_by(launch.script, rule["modules"])):
@@ -71,8 +79,10 @@ def _judge(rule: dict[str, Any], launch: LaunchConfig, entry: Path, written: str
         return None
     names = set(rule["loops"]), set(rule["loops"]) | set(rule.get("methods", []))
     local = {part for path, _ in modules for part in path.with_suffix("").parts}  # its own modules' names
+    pipeline = rule["pipeline_modules"], rule["pipeline_names"] + [api["name"] for api in p2p_api]
     for body in _imported_code(modules, entry):
-        if runs_code(body, dynamic) or _uses(body, {rule["package"]} | local, *names):
+        if (runs_code(body, dynamic) or _uses(body, {rule["package"]} | local, *names)
+                or uses_modules(body, *pipeline) or _imports_name(body, pipeline[1])):
             return None
     loops = ", ".join(rule["loops"] + rule.get("methods", []))
     return rule["what"].format(entry=written, module=launch.script, loops=loops, local=len(modules) - 1,
@@ -139,6 +149,9 @@ def _foreign(node: ast.AST, own: set[str]) -> list[ast.alias]:
 
 
 def _root(node: ast.expr) -> str:
-    while isinstance(node, ast.Attribute | ast.Call | ast.Subscript):
-        node = node.value if not isinstance(node, ast.Call) else node.func
+    """The name a dotted path (`pkg.mod.train`) starts at; "" where a call or subscript is on the
+    way (`deepspeed.initialize(...)[0].train_batch`: a method of what the call returned)."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
     return node.id if isinstance(node, ast.Name) else ""
+

@@ -161,7 +161,7 @@ TABLES: dict[str, Table] = {
     "entry_module": _table(True, "modules not_pipeline checked source code", ""),
     # An entry of a framework's checkout that reaches none of its training loops: NOT A PIPELINE
     # RUN (config/no_training.py).
-    "no_training_entry": _table(True, "package loops what source code",
+    "no_training_entry": _table(True, "package loops pipeline_modules pipeline_names what source code",
                                 "modules flags methods checked"),
     # A console script whose environment switches pick its trainer (LLaMA-Factory's USE_MCA): with
     # none on, `not_pipeline` (config/env_backend.py).
@@ -222,7 +222,7 @@ TYPES: dict[str, dict[str, type]] = {
                        "megatron_roles": list, "not_pipeline": dict, "file_loaded": str},
     "role_default": {"key": str, "value": str},
     "entry_module": {"modules": list, "not_pipeline": str, "checked": list},
-    "no_training_entry": {"package": str, "loops": list, "what": str,
+    "no_training_entry": {"package": str, "loops": list, "pipeline_modules": list, "pipeline_names": list, "what": str,
                           "modules": list, "flags": list, "methods": list, "checked": list},
     "neox_pipeline": {"key": str, "default": int, "dir_options": list, "suffixes": list, "how": dict},
     "env_backend": {"launchers": list, "switches": list, "env_true": list, "not_pipeline": str, "checked": list,
