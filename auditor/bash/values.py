@@ -30,7 +30,8 @@ class EnvVar:
     # "export", "inline" (VAR=x cmd), "assign" (VAR=x on its own line, never exported and never
     # used by the script: the command sees it only if the calling environment already exports it),
     # "environ" (the inherited environment the caller gave the reader; line 0), "python" (set by
-    # the entry script before torch reads it: auditor.config.pyenv)
+    # the entry script before torch reads it: auditor.config.pyenv), "set" (`--set env.NAME=VALUE`;
+    # line 0, no file)
     how: str
     path: str = ""  # the file `line` is in, where not the launch script (the entry script)
     # The run's other settings of this name, which a fix edits too: the export a Python setting
