@@ -31,7 +31,8 @@ class EnvVar:
     # used by the script: the command sees it only if the calling environment already exports it),
     # "environ" (the inherited environment the caller gave the reader; line 0), "python" (set by
     # the entry script before torch reads it: auditor.config.pyenv), "option" (a launcher's own
-    # environment option, srun --export=ALL,NAME=value or mpirun -x NAME=value: config.launcher_env)
+    # environment option, srun --export=ALL,NAME=value or mpirun -x NAME=value: config.launcher_env),
+    # "set" (`--set env.NAME=VALUE`; line 0, no file)
     how: str
     path: str = ""  # the file `line` is in, where not the launch script (the entry script)
     # The run's other settings of this name, which a fix edits too: the export a Python setting

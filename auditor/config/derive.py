@@ -45,7 +45,7 @@ from auditor.bash.values import EnvVar, Symbolic
 from auditor.config.across_torch import merge_across_torch
 from auditor.config.coerce import coerce
 from auditor.config.effective import EffectiveConfig, Value, env_value
-from auditor.config.envread import ENV_PREFIX, env_key, given, readers
+from auditor.config.envread import ENV_PREFIX, SET_ENV, STATED, env_key, given, readers
 from auditor.config.flags import open_settings
 from auditor.config.frontends.checkout_args import Given, arg_from_checkout
 from auditor.config.expr import (
@@ -209,8 +209,10 @@ class _Deriver:
                 v = self.values.get(name)
                 lines.extend(v.lines if v else ())
             for name in expr.env_names():
-                var = self.launch.env.get(name)
-                if var is not None:
+                var = self.environ.get(name)
+                if var is not None and var.how == SET_ENV:
+                    lines.append(f"--set {ENV_PREFIX}{name}={var.value}")
+                elif var is not None:
                     lines.append(var.where("") if var.path else var.line)
         return tuple(dict.fromkeys(lines))
 
@@ -220,13 +222,23 @@ class _Deriver:
         for key, text in overrides.items():
             name = env_key(key)
             if name is not None:  # the variable as the job's environment has it, read as torch reads it
-                old = self.launch.env.get(name)
-                self.environ[name] = EnvVar(name, given(name, text, self.versions.get("torch")),
-                                            old.line if old else 0, "export", old.path if old else "")
+                self._refuse_stated(key, name, text)
+                # No line of the script: findings cite the `--set`, and `fix` edits nothing for it.
+                self.environ[name] = EnvVar(name, given(name, text, self.versions.get("torch")), 0, SET_ENV)
                 continue
             value = coerce(text, self.arg_types.get(key, "auto"), f"--set {key}", None)
             self.values[key] = Value(value, f"--set {key}={text}", "--set", (f"--set {key}={text}",))
             self.pinned.add(key)
+
+    def _refuse_stated(self, key: str, name: str, text: str) -> None:
+        """`--set env.NAME` decides only a value the script leaves unknown: one the script states
+        at the training command (an export after every unread `source`) is not overridden silently."""
+        old = self.launch.env.get(name)
+        if old is None or old.how not in STATED or isinstance(old.value, Symbolic):
+            return
+        raise InputError(f"--set {key}={text}", f"the script sets {name}={old.value} at "
+                         f"{old.where(self.launch.path)}; --set {key} decides only a value the "
+                         "script leaves unknown")
 
     def pin_open(self, settings: dict[str, tuple[str, int]]) -> None:
         """Settings a word not known statically may set (config.flags.open_settings): unknown,

@@ -17,6 +17,11 @@ from auditor.errors import InputError
 # `--set env.NAME=VALUE`: NAME's value in the environment the training command gets, where the
 # script leaves it unknown (a `source` of a file not here, an unknown launcher option word).
 ENV_PREFIX = "env."
+# EnvVar.how of a variable `--set env.` gives: no line of any file states it.
+SET_ENV = "set"
+# EnvVar.how of a setting whose known value reaches the training command as the script states it
+# ("assign" reaches it only if the caller exports the name; "environ" is the caller's own).
+STATED = ("export", "inline", "python")
 
 # reader -> what the consumer makes of the text it got (None: as if the variable were unset).
 READERS = {

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.analysis import causes
+from auditor.config.envread import ENV_PREFIX, env_key
 from auditor.config.model import LaunchConfig
 from auditor.config.pyenv import EntryFile, locate
 from auditor.errors import InputError
@@ -20,7 +21,7 @@ from auditor.fix import edits as text_edits
 from auditor.fix import verify
 from auditor.fix.edits import TextEdit
 from auditor.fix.remedies import Option, options_for, pick
-from auditor.fix.script import NotMechanical, edits_for
+from auditor.fix.script import ENV_EDITS, NotMechanical, edits_for
 from auditor.fix.trainer import Scene
 from auditor.fix.verify import STILL, RescanOutcome, compare, rescan
 from auditor.scan import ScanInputs, read_config, run_scan
@@ -112,8 +113,14 @@ read_text = verify.read_text
 
 
 def _proposal(cause: causes.Cause, option: Option, options: list[Option], launch: LaunchConfig,
-              sources: dict[str, str], scene: Scene) -> Proposal:
+              sources: dict[str, str], scene: Scene, given_env: set[str]) -> Proposal:
+    """`given_env`: the variables `--set env.` gives."""
     proposal = Proposal(cause, option, options)
+    given = [s.name for s in option.steps if s.edit in ENV_EDITS and s.name in given_env]
+    if given:  # its value is the job's environment, which no edit of the script changes
+        proposal.not_mechanical = (f"{given[0]} comes from --set {ENV_PREFIX}{given[0]}, the job's "
+                                   "environment: change it where the job gets it")
+        return proposal
     try:
         proposal.edits = edits_for(option, launch, sources, scene)
     except NotMechanical as exc:
@@ -153,13 +160,14 @@ def make(inputs: ScanInputs, chosen: set[str] | None = None, simulate: bool | No
     if read_text(inputs.config_path) != source:  # the edits' offsets are into `source`
         raise InputError(inputs.config_path, "changed while it was scanned: run p2paudit fix again")
     findings = doc["findings"]
+    given_env = {n for n in map(env_key, inputs.overrides or {}) if n is not None}
     proposals = []
     for cause in causes.group(findings):
         options = options_for(findings[cause.index])
         option = pick(options, chosen)
         if option is not None:
             scene = Scene.of(findings[cause.index], doc, read[1], entry.path if entry else None)
-            proposals.append(_proposal(cause, option, options, launch, sources, scene))
+            proposals.append(_proposal(cause, option, options, launch, sources, scene, given_env))
     _verify_alone(inputs, sources, entry, findings, proposals)
     # A finding its cause explains but whose fix leaves it has a reason of its own: its own
     # remedy, where it has one, joins the patch.
@@ -173,7 +181,7 @@ def make(inputs: ScanInputs, chosen: set[str] | None = None, simulate: bool | No
                 own = causes.Cause(i, findings[i]["severity"], (), False)
                 scene = Scene.of(findings[i], doc, read[1], entry.path if entry else None)
                 second.append(_proposal(own, option, options_for(findings[i]), launch, sources,
-                                        scene))
+                                        scene, given_env))
     _verify_alone(inputs, sources, entry, findings, second)
     proposals += second
     verified = [p for p in proposals if p.verified]

@@ -22,6 +22,10 @@ from auditor.fix.verify import read_text
 _VALUE = r"""(?:"[^"\n]*"|'[^'\n]*'|[^\s;&|'"\\]*)"""
 
 
+# The edits of an environment variable's settings.
+ENV_EDITS = ("unset_env", "set_env", "rename_env")
+
+
 class NotMechanical(Exception):
     """The option cannot be made as an edit of this script; the message says why."""
 
@@ -54,7 +58,7 @@ def _step(option: Option, launch: LaunchConfig, sources: dict[str, str],
     var = launch.env.get(option.name)
     if option.edit == "set_env" and var is None:
         return _export(option, launch, source)
-    if option.edit in ("unset_env", "set_env", "rename_env"):
+    if option.edit in ENV_EDITS:
         if var is None:
             return _env(option, var, launch, source)  # says why not
         out: list[TextEdit] = []
