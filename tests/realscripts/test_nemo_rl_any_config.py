@@ -1,10 +1,9 @@
 """Issue 22 (nemorl-super-gym-launch, nemorl-super-omni-gym-grpo): NeMo-RL's Megatron policy runs
 megatron-core's schedules on the TransformerConfig Megatron-Bridge's provider gives, and NeMo-RL's
 code sets neither batch_p2p_comm nor overlap_p2p_comm (rules/nemo-rl.toml), so at two or more
-stages the run is judged on megatron-core's defaults; a config the scan cannot read (the caller's
-`--config ${CONFIG_PATH}`) may set any setting the verdict rests on, so the run is judged at each
-of their values: decided where all agree, and with DETAIL (which splits them) INCONCLUSIVE naming
-the step. Policy `model_overrides`, which may set any TransformerConfig field, stay NOT COVERED.
+stages the run is judged on megatron-core's defaults. Policy `model_overrides`, which may set any
+TransformerConfig field, stay NOT COVERED. A config the scan cannot read (the caller's `--config
+${CONFIG_PATH}`) may set env_vars and model_overrides too: test_nemo_rl_env_vars.py.
 
 Written after NVIDIA-NeMo/RL examples/nemo_gym/nemotron-3-super/super_launch.sh (commit
 7ea279abfbeb698b092856d0dab61e7cf39bc909) :8 (`: "${CONFIG_PATH:?CONFIG_PATH is required}"`) and
@@ -18,8 +17,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-
-import pytest
 
 from auditor import cli
 
@@ -94,30 +91,6 @@ def test_model_overrides_stay_not_covered(capsys, tmp_path):
     doc = _scan(capsys, tmp_path, "stage1.yaml", 2, False, "    model_overrides:\n      batch_p2p_comm: false\n")
     assert doc["verdict"]["status"] == "not-covered", doc["verdict"]["headline"]
     assert "model_overrides" in doc["verdict"]["headline"]
-
-
-@pytest.mark.heavy
-def test_a_config_not_known_holds_for_any_pipeline_size(capsys, tmp_path):
-    doc = _scan(capsys, tmp_path, "${CONFIG_PATH}")
-    assert doc["verdict"]["status"] == "clean", doc["verdict"]["headline"]
-    assert "Holds for any pipeline_model_parallel_size" in doc["verdict"]["headline"]
-    assert "`--config ${CONFIG_PATH}` (line 4) may set it" in doc["config"]["setting_basis"]["stated"]
-
-
-@pytest.mark.heavy
-def test_a_config_not_known_under_detail_stays_inconclusive(capsys, tmp_path):
-    """Either switch value or size may be the run's: undecided, naming the --set that decides."""
-    doc = _scan(capsys, tmp_path, "${CONFIG_PATH}", 1, True, "", "--torch", "2.10.0")
-    assert doc["verdict"]["status"] == "inconclusive", doc["verdict"]["headline"]
-    assert "--set batch_p2p_comm=false|true" in doc["verdict"]["headline"]
-
-
-@pytest.mark.parametrize("pp, status", [(1, "clean"), (4, "inconclusive")])
-def test_a_set_size_decides_what_it_can(capsys, tmp_path, pp, status):
-    """At one stage nothing sends, whatever the switches; at four the config may still set them."""
-    doc = _scan(capsys, tmp_path, "${CONFIG_PATH}", 1, True, "", "--torch", "2.10.0",
-                "--set", f"pipeline_model_parallel_size={pp}")
-    assert doc["verdict"]["status"] == status, doc["verdict"]["headline"]
 
 
 def test_an_override_of_the_size_on_a_config_not_known_stays_undecided(capsys, tmp_path):

@@ -4,12 +4,11 @@ The `--config` file, with its `defaults:` parents, and the Hydra overrides after
 policy's backend. DTensor, or Megatron at one pipeline stage, issues no pipeline P2P: a
 `launch.not-pipeline` note. Megatron at two or more stages runs megatron-core's schedules on its
 defaults, which NeMo-RL's code leaves alone: the size goes to `entry_values` and the run is judged
-on megatron-core; a policy whose `model_overrides` may set any TransformerConfig field, or
-policies at different sizes, are `launch.not-covered`. A config not known statically (`--config
-${CONFIG_PATH}`, a file in a directory not known) is a word that may set every setting the
-verdict rests on (`unknown_words`): the scan judges the run at each of their values. Anything
-else not known statically (an override word, an interpolation) is undecided:
-`launch.unknown-stack` naming the key. Each becomes the verdict in
+on megatron-core, its `env_vars` the workers' environment; a policy whose `model_overrides` may
+set any TransformerConfig field, or policies at different sizes, are `launch.not-covered`. A
+config not known statically (`--config ${CONFIG_PATH}`), which may set the backend, the size,
+env_vars and model_overrides, or anything else not known statically (an override word, an
+interpolation) is undecided: `launch.unknown-stack` naming the key. Each becomes the verdict in
 config.launch.refuse_not_pipeline, or, judged, in the scan.
 """
 
@@ -21,14 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from auditor import rulebook
-from auditor.bash.values import Field
+from auditor.bash.values import EnvVar, Field, Symbolic
 from auditor.config.configfiles import Unreadable, load_file, load_yaml
 from auditor.config.entry_script import dotted
 from auditor.config.expr import UNKNOWN
 from auditor.config.frontend_parser import find_script
 from auditor.config.frontends.reader import Reader
 from auditor.config.hydra_compose import at
-from auditor.config.model import LaunchConfig, UnknownWord
+from auditor.config.model import LaunchConfig
 from auditor.config.overrides import override, read_overrides, set_key, typed
 from auditor.findings import Finding
 from auditor.rulebook.launchers import Spelling
@@ -71,18 +70,13 @@ class NemoRlReader(Reader):
             if staged:  # one Policy on pipeline stages keeps the run, whatever the others are
                 if undecided is not None:
                     raise undecided
+                _worker_env(config, rule, data, script, said)
                 _on_stages(config, rule, staged, _overridden(rule, data, script), said, where)
                 return
             notes = [rule["dtensor" if size == 0 else "one_stage"].format(launcher=name, role=role, where=said)
                      for role, size in sizes]
             if undecided is not None:
                 raise undecided
-        except ConfigUnknown as exc:
-            if exc.word is not None and not _sized_by_overrides(rule, words):
-                _judged_at_each_value(config, rule, exc, where)
-                return
-            _unknown_stack(config, rule, exc, name, where)
-            return
         except NemoUndecided as exc:
             _unknown_stack(config, rule, exc, name, where)
             return
@@ -132,24 +126,24 @@ def _placed(config: LaunchConfig, rule: dict, where: str) -> None:
         config.entry_values[key] = (UNKNOWN, f"{key}: {rule['world']}", where)
 
 
-def _judged_at_each_value(config: LaunchConfig, rule: dict, exc: ConfigUnknown, where: str) -> None:
-    """A config not known statically: a word that may set every setting the verdict rests on
-    (config.flags.open_settings), so the scan judges the run at each of their values."""
-    assert exc.word is not None
-    config.unknown_words.append(UnknownWord(f"{rule['config_option']} {exc.word.value}", exc.word.line))
-    config.diagnostics.append(Finding(
-        "launch.config-file", "info",
-        rule["unknown_config"].format(launcher=f"`{config.launcher}`", why=exc), where=where,
-        detail={"command": config.launcher}))
-    _placed(config, rule, where)
-
-
-def _sized_by_overrides(rule: dict, words: list[Field]) -> bool:
-    """An override word names a backend switch, a size or model_overrides: read on an unknown
-    config it would be half a reading, so the run stays undecided."""
-    keys = (rule["megatron_key"], rule["dtensor_key"], rule["size_key"], rule["model_overrides_key"])
-    return any(isinstance(f.value, str) and (given := override(f.value)) is not None
-               and any(k in given[0] for k in keys) for f in words)
+def _worker_env(config: LaunchConfig, rule: dict, data: dict[str, Any], script: str, said: str) -> None:
+    """Each Megatron Policy's env_vars, which NeMo-RL hands its workers' environment over the
+    script's (lm_policy.py:147): the environment the torch rules read. A value not known
+    statically (an interpolation, a mapping) is unknown; so is one two Policies give differently;
+    env_vars that are no mapping leave the run undecided."""
+    given: dict[str, set[str | None]] = {}
+    for role, section in _roles(rule, data, script):
+        env = at(section, rule["env_vars_key"]) if isinstance(section, dict) and _switch(
+            section, rule["megatron_key"], role) else None
+        if env is not None and not isinstance(env, dict):
+            raise NemoUndecided(f"{role}.{rule['env_vars_key']} is {env!r} ({said}), which may set any variable")
+        for name, value in (env or {}).items():
+            known = isinstance(value, (str, int, float, bool)) and "${" not in str(value)
+            given.setdefault(str(name), set()).add(str(value) if known else None)
+    for name, values in given.items():
+        value = next(iter(values)) if len(values) == 1 else None
+        config.env[name] = EnvVar(name, Symbolic(f"policy.{rule['env_vars_key']}.{name} ({said})")
+                                  if value is None else value, config.command_line, "inline")
 
 
 def _overridden(rule: dict, data: dict[str, Any], script: str) -> list[str]:
