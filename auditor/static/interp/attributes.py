@@ -8,7 +8,7 @@ from typing import Any
 
 from auditor.static.exports import star_binds
 from auditor.static.interp.shared import (
-    COMPUTED_ATTR, MAX_IMPORT_DEPTH, PYTHON_DEPTH, InterpreterCore, Lazy, _Super,
+    MAX_IMPORT_DEPTH, PYTHON_DEPTH, InterpreterCore, Lazy, _Super,
 )
 from auditor.static.interp.state import Frame, State
 from auditor.static.interp.values import (
@@ -188,8 +188,6 @@ class Attributes(InterpreterCore):
                         out |= self._bind(cenv[attr], obj, cls) if isinstance(obj, Obj) else cenv[attr]
                     break
             return frozenset(out) or frozenset({Data(f"super().{attr}")})
-        if b == COMPUTED_ATTR:
-            return frozenset({b})  # `getattr(obj, name).step()`: as unseen as what it is of
         if attr in self.rules.group_names:
             return frozenset({GroupValue(self.rules.group_names[attr])})
         return frozenset({Data(f".{attr}")})

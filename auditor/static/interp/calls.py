@@ -11,7 +11,7 @@ from auditor.static.interp import typetests
 from auditor.static.interp.formula import conj
 from auditor.static.interp.graph import Edge
 from auditor.static.interp.shared import (
-    CALL_UNKNOWN, COMPUTED_ATTR, INSTANCE, MAX_DEPTH, MAX_NODES, MAX_RECURSION, NO_ARGS, PYTHON_DEPTH, InterpreterCore, ReachedStop, _Super,
+    CALL_UNKNOWN, INSTANCE, MAX_DEPTH, MAX_NODES, MAX_RECURSION, NO_ARGS, PYTHON_DEPTH, InterpreterCore, ReachedStop, _Super,
     value_key,
 )
 from auditor.static.interp.state import Frame, State
@@ -23,12 +23,13 @@ from auditor.static.ir import ir
 
 # Builtins whose result iterates over its one argument's elements (`reversed(stages)`).
 _SAME_ELEMENTS = frozenset(f"builtins.{n}" for n in ("reversed", "list", "tuple", "sorted", "set", "frozenset", "iter"))
-# Outside code that tests or records a class handed to it, never builds it (`isinstance`,
-# `typing.TypeVar("T", bound=Model)`, `typing.cast(Model, x)`).
-_KEEPS_CLASSES = frozenset({"builtins", "typing"})
-# Builtins that never call a value handed to them (a computed getattr's result printed).
+# Builtins that never call a value handed to them (a computed getattr's result printed, a
+# class tested by `isinstance`).
 _NEVER_CALL = frozenset(f"builtins.{n}" for n in (
     "print", "str", "repr", "format", "len", "bool", "isinstance", "issubclass", "hasattr", "callable", "id"))
+# Outside code that records a class handed to it, never builds it (`typing.TypeVar("T",
+# bound=Model)`, `typing.cast(Model, x)`); a builtin may build it (`map(Step, xs)`).
+_KEEPS_CLASSES = frozenset({"typing"})
 # Case methods of a known string (a configured schedule name looked up case-insensitively).
 _STR_CASE = frozenset({"lower", "upper", "casefold"})
 
@@ -40,7 +41,8 @@ class Calls(InterpreterCore):
     def _call(self, e: ir.Call, state: State, frame: Frame) -> tuple[frozenset, list, dict, frozenset]:
         """(result, evaluated positional args, keyword args, receiver values of a method call)"""
         func_ir, args_ir, kwargs_ir, star_ir, dstar_ir, text, _ = e
-        args = [self.eval(a, state, frame) for a in args_ir]
+        quiet = isinstance(func_ir, ir.Name) and self._never_calls(func_ir.id, state, frame)
+        args = [self.eval_read(a, state, frame) if quiet else self.eval(a, state, frame) for a in args_ir]
         kwargs = {k: self.eval(v, state, frame) for k, v in kwargs_ir.items()}
         if star_ir is not None and self.eval(star_ir, state, frame) != NO_ARGS:
             args.append(frozenset({Data("*args")}))
@@ -73,7 +75,9 @@ class Calls(InterpreterCore):
             return typetests.decide(test, args, specs, self), args, kwargs, bases
         out: set = set()
         for callee in ordered(callees_fs):
+            self.read_now = e is self.read_only  # a call before may have cleared it
             out |= self.call_value(callee, args, kwargs, state, frame, text)
+        self.read_now = False
         result = cap(frozenset(out)) if out else frozenset({Data("call")})
         return result, args, kwargs, bases
 
@@ -136,7 +140,7 @@ class Calls(InterpreterCore):
                 return frozenset({Elements(elements_of(args[0]))})
             if self.stop_at:
                 if callee.qualname == "builtins.getattr" and len(args) >= 2:
-                    return self._getattr(args, text, frame.module)
+                    return self._getattr(args, text, frame.module, self.read_now)
                 self._handed_out(callee.qualname, [*args, *kwargs.values()], state, frame)
             return frozenset({Data(callee.qualname)})
         if isinstance(callee, _Super):
@@ -144,18 +148,20 @@ class Calls(InterpreterCore):
         if isinstance(callee, (Api, GroupValue, ConfigObject, Cfg, ConstValue)):
             return frozenset({Data("result")})
         if self.stop_at:  # a callee not resolved may run the read code it is handed, as outside code does
-            if callee == COMPUTED_ATTR:
-                self.unseen.add((frame.module, text))
             self._handed_out(text, [*args, *kwargs.values()], state, frame)
         self.unresolved[text] = self.unresolved.get(text, 0) + 1
         return frozenset({Data(f"call {text}")})
 
-    def _getattr(self, args: list, text: str, module: str) -> frozenset:
-        """`getattr(obj, "name"[, default])`: the attribute, so that a call of it is followed;
-        a name not known here may be any attribute: COMPUTED_ATTR, `unseen` where it may run."""
+    def _getattr(self, args: list, text: str, module: str, read_only: bool) -> frozenset:
+        """`getattr(obj, "name"[, default])`: the attribute, so that a call of it is followed.
+        A name not known here may be any attribute, a schedule's entry too, and its value is
+        not tracked: the walk is `unseen`, unless the expression only is read, by its syntax
+        (`read_only`: an argument of a builtin that never calls it, an operand of a comparison)."""
         names = [concrete(v) for v in args[1]]
         if not all(known and isinstance(name, str) for known, name in names):
-            return cap(frozenset({COMPUTED_ATTR, *(args[2] if len(args) > 2 else ())}))
+            if not read_only:
+                self.unseen.add((module, text))
+            return cap(frozenset({Data("builtins.getattr"), *(args[2] if len(args) > 2 else ())}))
         out: set = set(args[2]) if len(args) > 2 else set()
         for b in ordered(args[0]):
             for _, name in names:
@@ -180,10 +186,21 @@ class Calls(InterpreterCore):
                 elif isinstance(v, Func):
                     self._note_called(v)
                     self._invoke(v, [], {}, (state, frame), unknown_args=True)
-                elif isinstance(v, Klass) and outside.split(".")[0] not in _KEEPS_CLASSES:
+                elif isinstance(v, Klass) and outside not in _NEVER_CALL and outside.split(".")[0] not in _KEEPS_CLASSES:
                     self.unseen.add((frame.module, f"{outside}({v.qualname})"))
-                elif v == COMPUTED_ATTR and outside not in _NEVER_CALL:
-                    self.unseen.add((frame.module, f"{outside}(getattr(...))"))
+
+    def _never_calls(self, name: str, state: State, frame: Frame) -> bool:
+        """Whether the callee named `name` is a builtin that never calls what it is handed."""
+        values = self.lookup_quiet(name, state, frame)
+        return bool(values) and all(isinstance(v, External) and v.qualname in _NEVER_CALL for v in values)
+
+    def eval_read(self, e: ir.Expr, state: State, frame: Frame) -> frozenset:
+        """`e`, evaluated where its value only is read (see _getattr)."""
+        outer, self.read_only = self.read_only, e
+        try:
+            return self.eval(e, state, frame)
+        finally:
+            self.read_only = outer
 
     def _note_called(self, callee: Func | Klass | External) -> None:
         if isinstance(callee, External):

@@ -128,10 +128,10 @@ class Expressions(InterpreterCore):
             self._comp_loops(e, i + 1, inner, frame, pairs)
 
     def eval_compare(self, e: ir.Cmp, state: State, frame: Frame) -> Any:
-        left = self.eval(e.left, state, frame)
+        left = self.eval_read(e.left, state, frame)
         result = Cond(TRUE, FALSE)
         for op, right_ir in e.ops:
-            right = self.eval(right_ir, state, frame)
+            right = self.eval_read(right_ir, state, frame)
             t = f = FALSE
             for lv in left:
                 for rv in right:

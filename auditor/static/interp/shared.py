@@ -28,10 +28,6 @@ CALL_UNKNOWN = "P2PAUDIT_CALL"
 # An empty `*args` (no positional argument left for it): `f(*args)` passes nothing on, so that
 # `super().__init__(*args, **kwargs)` binds its callee's parameters from the keywords.
 NO_ARGS = frozenset({ConstValue(())})
-# `getattr(obj, name)` of a name not known: any attribute. Walking for what an entry reaches
-# (analysis/schedule_reach.py), it is `unseen` only where it may run: called, an attribute of it
-# called, or handed to code not read; read or printed, it runs nothing.
-COMPUTED_ATTR = Data("getattr of a computed name")
 ENTRY_PREFIX = "<entry"  # entry code runs as a module named `<entry N>`
 MAX_LOOP_PASSES = 3  # walks of one loop body, while each installs new patches the next would see
 MAX_DEPTH = 40  # nested calls being interpreted
@@ -104,6 +100,8 @@ class InterpreterCore(ABC):
         # Under `stop_at`: calls that run code the walk cannot name (a class of the read code
         # handed to code not read, a `getattr` of a computed name), as (module, call text).
         self.unseen: set[tuple[str, str]] = set()
+        self.read_only: object = None  # the expression whose value only is read (Calls.eval_read)
+        self.read_now = False  # the call being made is `read_only`
         self.mros: dict[Klass, list[Klass]] = {}
         self.open_classes: set[Klass] = set()  # a class in its hierarchy is not analysed
         # module -> (the modules it star-imports, in order; its literal __all__ or None)
@@ -213,6 +211,9 @@ class InterpreterCore(ABC):
 
     @abstractmethod
     def eval_call(self, e: ir.Call, state: State, frame: Frame) -> frozenset: ...
+
+    @abstractmethod
+    def eval_read(self, e: ir.Expr, state: State, frame: Frame) -> frozenset: ...
 
     @abstractmethod
     def _call(self, e: ir.Call, state: State, frame: Frame) -> tuple[frozenset, list, dict, frozenset]: ...
