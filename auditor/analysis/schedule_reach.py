@@ -241,8 +241,7 @@ def _certain(interp: Interpreter, stops: frozenset[str], program: Program) -> bo
         if name.rsplit(".", 1)[-1] in names or any(_under(name, m) for m in excepted):
             return False  # code not read that builds or steps a pipeline
     for name in interp.outside - read:
-        if name.split(".")[0] not in allowed and not any(_under(name, m) for m in data.get("modules", [])) \
-                and not _lacked(program, name):
+        if name.split(".")[0] not in allowed and not any(_under(name, m) for m in data.get("modules", [])):
             return False  # code not read that may
     last = {s.rsplit(".", 1)[-1] for s in stops}
     return not any(text.rsplit(".", 1)[-1].strip() in last for text in interp.unresolved)
@@ -257,29 +256,6 @@ def _framework(program: Program, module: str) -> bool:
         return False  # the entry script itself
     name = program.where[module][0].name
     return not name.startswith("p2paudit-entry-") or name.startswith("p2paudit-entry-framework-")
-
-
-def _lacked(program: Program, name: str) -> bool:
-    """Whether `name` (imported from code not read) lies under a module of a release that has no
-    such submodule: a release's files are all listed, so below its regular package or its plain
-    module the import fails (megatron-core 0.17.0 has no megatron.core.inference.apis, which
-    Megatron-Bridge's text_generation.py imports) and the code never runs. Not decided: a
-    checkout's own folders (they list only what the entry imports), a name right below the
-    module (an attribute the walk did not resolve), a module with its own `__getattr__` (PEP 562:
-    any attribute)."""
-    parts = name.split(".")
-    for i in range(len(parts) - 1, 0, -1):
-        module = ".".join(parts[:i])
-        if module in program.where:
-            src, rel = program.where[module]
-            if src.version is None or i > len(parts) - 2:
-                return False
-            try:
-                text = (src.root / rel).read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
-                return False
-            return "def __getattr__(" not in text
-    return False
 
 
 def _under(name: str, module: str) -> bool:
