@@ -31,6 +31,7 @@ import pytest
 from auditor import cli, rulebook
 from auditor.config.no_training import _uses
 from auditor.config.launch import read_launch
+from tests.realscripts.test_launch_entry_module import FLUX
 
 EVAL_SH = dedent('''\
     PP_SIZE=1
@@ -204,21 +205,7 @@ def test_mds_rule_needs_the_megatron_deepspeed_parser(tmp_path: Path, monkeypatc
     assert _not_pipeline(script) is None
 
 
-FLUX_SH = dedent('''\
-    #!/usr/bin/bash
-    set -ex
-    NGPU=${NGPU:-"8"}
-    export LOG_RANK=${LOG_RANK:-0}
-    MODULE=${MODULE:-"flux"}
-    CONFIG=${CONFIG:-"flux_debugmodel"}
-
-    PYTORCH_ALLOC_CONF="expandable_segments:True" \\
-    torchrun --nproc_per_node=${NGPU} --rdzv_backend c10d --rdzv_endpoint="localhost:0" \\
-    --local-ranks-filter ${LOG_RANK} --role rank --tee 3 \\
-    -m torchtitan.models.flux.inference.infer --module ${MODULE} --config ${CONFIG} \\
-    --checkpoint.enable \\
-    --checkpoint.exclude_from_loading=lr_scheduler,dataloader,optimizer "$@"
-    ''')
+FLUX_SH = FLUX.replace("-m proj.models.", "-m torchtitan.models.")  # run_infer.sh as it is upstream
 
 INFER = dedent('''\
     import os
