@@ -317,3 +317,10 @@ def uses_modules(tree: ast.Module, modules: list[str], names: list[str]) -> bool
         if isinstance(node, ast.Name) and node.id in names:
             return True
     return False
+
+
+def uses_or_imports(tree: ast.Module, modules: list[str], names: list[str]) -> bool:
+    """`uses_modules`, or the file imports one of `names` by name (`from transformers import
+    Trainer`, `from torch.distributed import send`), which it may then use under another name."""
+    return uses_modules(tree, modules, names) or any(
+        isinstance(node, ast.ImportFrom) and any(a.name in names for a in node.names) for node in ast.walk(tree))

@@ -44,6 +44,7 @@ from auditor.config.entry_script import (
     iter_closure,
     parsed,
     uses_modules,
+    uses_or_imports,
 )
 from auditor.config.deepspeed_entry import LAUNCHERS as DEEPSPEED_LAUNCHERS
 from auditor.config.entry_copy import hydra_main
@@ -165,19 +166,13 @@ def _pipeline_free(path: str, mtime_ns: int, size: int) -> tuple[int, str] | Non
         foreign = [name.split(".")[0] for name in foreign_imports(tree, module, Path(path))]
         if any(top not in allowed for top in foreign):
             return None
-        if (uses_modules(tree, excepted_modules, excepted_names) or _imports_name(tree, excepted_names)
+        if (uses_or_imports(tree, excepted_modules, excepted_names)
                 or runs_code(tree, data["dynamic"])):
             return None
         used |= {top for top in foreign if top in data["packages"]}
     if read >= MAX_MODULES:
         return None  # the closure was cut: a module not read may build one
     return read - 1, ", ".join(sorted(used)) or "none"
-
-
-def _imports_name(tree: ast.Module, names: list[str]) -> bool:
-    """Whether the file imports one of `names` (`from transformers import Trainer`)."""
-    return any(isinstance(node, ast.ImportFrom) and any(a.name in names for a in node.names)
-               for node in ast.walk(tree))
 
 
 def runs_code(tree: ast.Module, dynamic: list[str]) -> bool:
@@ -288,7 +283,7 @@ def _unmodelled(path: str, mtime_ns: int, size: int) -> tuple[dict[str, tuple[st
     read = 0
     for module, tree in iter_closure(Path(path)):
         read += 1
-        if uses_modules(tree, modeled, p2p) or _imports_name(tree, p2p):
+        if uses_or_imports(tree, modeled, p2p):
             return None
         for name in foreign_imports(tree, module, Path(path)):
             top = name.split(".")[0]

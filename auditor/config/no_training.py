@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from auditor import rulebook
-from auditor.config.entry_script import MAX_MODULES, iter_closure, uses_modules
-from auditor.config.entry_stack import _imports_name, runs_code
+from auditor.config.entry_script import MAX_MODULES, iter_closure, uses_or_imports
+from auditor.config.entry_stack import runs_code
 from auditor.config.model import LaunchConfig
 from auditor.config.pipelining_script import is_pipelining_script
 from auditor.config.pyenv import located_stat
@@ -82,7 +82,7 @@ def _judge(rule: dict[str, Any], launch: LaunchConfig, entry: Path, written: str
     pipeline = rule["pipeline_modules"], rule["pipeline_names"] + [api["name"] for api in p2p_api]
     for body in _imported_code(modules, entry):
         if (runs_code(body, dynamic) or _uses(body, {rule["package"]} | local, *names)
-                or uses_modules(body, *pipeline) or _imports_name(body, pipeline[1])):
+                or uses_or_imports(body, *pipeline)):
             return None
     loops = ", ".join(rule["loops"] + rule.get("methods", []))
     return rule["what"].format(entry=written, module=launch.script, loops=loops, local=len(modules) - 1,
