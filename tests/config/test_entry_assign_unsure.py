@@ -13,6 +13,8 @@ c_tuple, h_setattr) written in.
 
 from __future__ import annotations
 
+import pytest
+
 from auditor.config.expr import UNKNOWN
 from tests.config.test_entry_assign import GENERATE, _config, _not_pipeline
 
@@ -83,28 +85,18 @@ def test_a_later_store_to_the_parsed_argument_decides_nothing(tmp_path) -> None:
     assert _unknown(config) and not _not_pipeline(config)
 
 
-def test_a_tuple_target_writes_the_size_too(tmp_path) -> None:
-    code = "import os\n" + GENERATE.replace(
-        SET, SET + "        model_provider.tensor_model_parallel_size, model_provider.pipeline_model_parallel_size"
-        " = map(int, os.environ['TP_PP'].split(','))\n", 1)
+@pytest.mark.parametrize("store", [
+    "model_provider.tensor_model_parallel_size, model_provider.pipeline_model_parallel_size"
+    " = map(int, os.environ['TP_PP'].split(','))",  # a tuple target writes the size too
+    "for key, value in json.loads(os.environ.get('MP', '{}')).items():\n"
+    "            setattr(model_provider, key, value)",  # setattr with a name not known: every size
+    "vars(model_provider).update(json.loads(os.environ['MP']))",  # through vars(): every size
+    "model_provider.__dict__[os.environ['K']] = 4",  # through __dict__: every size
+], ids=["tuple-target", "setattr-unknown-name", "vars-update", "dict-store"])
+def test_a_store_the_file_does_not_spell_writes_the_size(tmp_path, store) -> None:
+    code = "import json, os\n" + GENERATE.replace(SET, SET + f"        {store}\n", 1)
     config = _config(tmp_path, code, "--tp 1 --pp 1")
     assert _unknown(config) and not _not_pipeline(config)
-
-
-def test_setattr_with_a_name_not_known_writes_every_size(tmp_path) -> None:
-    code = "import json, os\n" + GENERATE.replace(
-        SET, SET + "        for key, value in json.loads(os.environ.get('MP', '{}')).items():\n"
-        "            setattr(model_provider, key, value)\n", 1)
-    config = _config(tmp_path, code, "--tp 1 --pp 1")
-    assert _unknown(config) and not _not_pipeline(config)
-
-
-def test_a_store_through_vars_or_dict_writes_every_size(tmp_path) -> None:
-    for store in ("vars(model_provider).update(json.loads(os.environ['MP']))",
-                  "model_provider.__dict__[os.environ['K']] = 4"):
-        code = "import json, os\n" + GENERATE.replace(SET, SET + f"        {store}\n", 1)
-        config = _config(tmp_path, code, "--tp 1 --pp 1")
-        assert _unknown(config) and not _not_pipeline(config), store
 
 
 def test_keywords_from_outside_the_file_may_write_the_size(tmp_path) -> None:
