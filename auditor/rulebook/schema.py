@@ -171,7 +171,7 @@ TABLES: dict[str, Table] = {
     # How NeMo-RL's examples/run_*.py pick each Policy's backend, `roles` the Policies a script builds
     # (config/frontends/nemo_rl.py).
     "nemo_rl_policy": _table(False, "config_option inherit_key override_marker megatron_key dtensor_key size_key roles unread "
-                                    "dtensor one_stage what covers decide source code stages model_overrides_key "
+                                    "dtensor what covers decide source code stages model_overrides_key "
                                     "several backend backend_source backend_code world env_vars_key", ""),
     "env_backend": _table(True, "launchers switches env_true not_pipeline checked source code",
                           "uncovered covers decide"),
