@@ -16,11 +16,12 @@ whose path it echoes).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
-from auditor import cli
+from auditor import cli, rulebook
 
 CONFIG = """policy:
   dtensor_cfg:
@@ -95,3 +96,29 @@ def test_a_script_of_that_name_that_copies_nothing_is_not_followed(capsys, tmp_p
     doc = _scan(capsys, tmp_path, 1, OTHER_TOOL)
     assert doc["verdict"]["status"] == "inconclusive", doc["verdict"]["headline"]
     assert "the directory the command runs in is not known statically" in doc["verdict"]["headline"]
+
+
+# The corpus copy of the checkout (benchmarks/real_scripts/fetch.py), or one named here.
+CHECKOUT = Path(os.environ.get("P2PAUDIT_NEMO_RL_CHECKOUT", "/work/upstream/real_scripts/NVIDIA-NeMo+RL@7ea279abfb"))
+
+
+@pytest.mark.skipif(not (CHECKOUT / "tools" / "code_snapshot.sh").is_file(), reason="the NeMo-RL checkout is not here")
+def test_the_rule_reads_the_checkouts_tool():
+    """The lines the rule recognises the tool by are in it, and its root is where it copies from."""
+    copy = rulebook.load("nemo-rl").data["checkout_copy"][0]
+    tool = (CHECKOUT / copy["script"]).read_text(encoding="utf-8")
+    assert all(mark in tool for mark in copy["marks"])
+    assert f"PROJECT_ROOT=${{SCRIPT_DIR}}/{copy['root']}" in tool
+
+
+@pytest.mark.skipif(not (CHECKOUT / "nemo_rl/models/megatron/setup.py").is_file(),
+                    reason="the NeMo-RL checkout's megatron code is not here")
+def test_model_overrides_come_before_the_pipeline_size():
+    """setup.py: the overrides are checked against megatron_cfg's own fields and merged, then
+    pipeline_model_parallel_size is set from megatron_cfg (rules/nemo-rl.toml, above `what`)."""
+    setup = (CHECKOUT / "nemo_rl/models/megatron/setup.py").read_text(encoding="utf-8")
+    checked = setup.index("_validate_model_override_conflicts(config[\"megatron_cfg\"], model_overrides)")
+    merged = setup.index("model_cfg = _merge_model_overrides(model_cfg, model_overrides)")
+    sized = setup.index("    _apply_parallelism_config(model_cfg, config)")
+    assert checked < merged < sized
+    assert "model_cfg.pipeline_model_parallel_size = config[\"megatron_cfg\"][" in setup
