@@ -47,6 +47,12 @@ _DIRNAME_OF_VAR = re.compile(r"dirname(?: --)? \$(?:([A-Za-z_][A-Za-z0-9_]*)|\{(
 _CD_PWD_OF_VAR = re.compile(
     r"cd(?: --)? \$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})((?:/[A-Za-z0-9._-]*)*)"
     r"(?: &>/dev/null| >/dev/null(?: 2>&1)?)? *&& *pwd(?: -L)?")
+# `$(realpath "$(bash "${CODE_DIR}/tools/code_snapshot.sh" "${EXP_NAME}")")`: a tool of the
+# checkout, at a path under a variable holding one known absolute path, run with bash and its
+# arguments (no redirection), its output resolved or not (`_checkout_copy`).
+_RESOLVED_OUTPUT = re.compile(r"(?:realpath|readlink -[fe])(?: --)? \$\((.*)\)")
+_BASH_TOOL_OF_VAR = re.compile(
+    r"bash \$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})((?:/[A-Za-z0-9._-]+)+)(?: [^()`;&|<>]+)")
 # `pwd`, $(pwd), $(pwd -L): the directory the script is run from.
 _PWD = re.compile(r"(?:`|\$\()\s*pwd(?:\s+-[LP])?\s*(?:`|\))")
 
@@ -113,6 +119,9 @@ class Expander:
         # runs in (its authors run it from where the audit is asked to look); None after a `cd`.
         self.cwd: str | None = os.getcwd()
         self.cwd_read: list[int] = []  # the lines that read it
+        # Tools a checkout ships that print a directory holding a copy of its files (rules
+        # [[checkout_copy]]: script, root, marks); set by the launch reader.
+        self.checkout_copies: tuple[dict, ...] = ()
 
     def assignment_value(self, word: Word) -> tuple[str, str | Symbolic | list[tuple[Scalar, int]]]:
         m = ASSIGN.match(word.raw)
@@ -220,6 +229,8 @@ class Expander:
                     where = self._dirname_of_var(part.text)
                 if where is None:
                     where = self._cd_pwd_of_var(part.text)
+                if where is None:
+                    where = self._checkout_copy(part.text)
                 if where is None:
                     out.symbolic(part.src, part.line, unsplit=not part.quoted)
                 else:
@@ -360,6 +371,33 @@ class Expander:
             return None  # relative: from a directory the substitution's shell may not be in
         where = os.path.normpath(value + m.group(3))
         return where if os.path.isdir(where) else None  # not here: whether `cd` fails is not known
+
+    def _checkout_copy(self, command: str) -> str | None:
+        """`bash $ROOT/tools/code_snapshot.sh NAME` (resolved or not) of a tool the rules know
+        ([[checkout_copy]]), here and holding the lines the rules read in it: the directory it
+        prints holds the files of its checkout, so the checkout's root stands for it (a relative
+        file opened there is the checkout's); None for anything else."""
+        text = " ".join(re.sub(r"[\"']", "", command).split())
+        resolved = _RESOLVED_OUTPUT.fullmatch(text)
+        m = _BASH_TOOL_OF_VAR.fullmatch(resolved.group(1) if resolved else text)
+        if m is None or not self.checkout_copies:
+            return None
+        value = self._known_path(m.group(1) or m.group(2))
+        if value is None or not os.path.isabs(value):
+            return None
+        tool = os.path.normpath(value + m.group(3))
+        for copy in self.checkout_copies:
+            root = os.path.normpath(os.path.join(os.path.dirname(tool), copy["root"]))
+            if os.path.normpath(os.path.join(root, copy["script"])) != tool:
+                continue
+            try:
+                with open(tool, encoding="utf-8") as handle:
+                    body = handle.read()
+            except (OSError, UnicodeDecodeError):
+                return None
+            if all(mark in body for mark in copy["marks"]) and os.path.isdir(root):
+                return root
+        return None
 
     def _dirname_of_var(self, command: str) -> str | None:
         """`dirname $NAME` of a variable holding one known path, as coreutils' dirname gives it

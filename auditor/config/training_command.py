@@ -73,6 +73,7 @@ class LaunchShell(Shell):
         self.starter: tuple[dict, list[Field]] | None = None  # srun around a `bash -c` being read
         self.clobbered = spelling.env_names  # what unseen code (`source`, `eval`) makes unknown
         self.operand_required = spelling.operand_required  # `set -e` + `X=$(dirname)` (bash.errexit)
+        self.checkout_copies = spelling.checkout_copies  # `cd "$(bash $ROOT/tools/code_snapshot.sh X)"`
         self.environment_set = (*spelling.environment_set, *spelling.env_names, *(  # never taken as unset
             n for e in spelling.launchers for n in (e.get("env_nproc"), e.get("env_nnodes")) if n))
         self.allocation: dict[str, int] = {}  # variables a `#SBATCH` line sets, and that line

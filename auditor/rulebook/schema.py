@@ -140,6 +140,9 @@ TABLES: dict[str, Table] = {
                                    "recipe_dirs keys layout_keys topology_keys layout_override", "source"),
     # Megatron-Bridge MIMO entries' `--component` specs (auditor/config/bridge_mimo.py).
     "mimo": _table(False, "module option language fields other_fields field_default fixed unset source", ""),
+    # A tool a checkout ships that prints a directory holding a copy of the checkout's files
+    # (auditor/bash/expand.py `_checkout_copy`).
+    "checkout_copy": _table(True, "script root marks source", ""),
     "wrappers": _table(False, "", "programs shells batch separated python_runners operand_required "
                                   "operand_source environment_set batch_flags"),
     # `uv run [options] COMMAND` (config.training_command): the options that take a value.
@@ -168,7 +171,7 @@ TABLES: dict[str, Table] = {
     # How NeMo-RL's examples/run_*.py pick each Policy's backend, `roles` the Policies a script builds
     # (config/frontends/nemo_rl.py).
     "nemo_rl_policy": _table(False, "config_option inherit_key override_marker megatron_key dtensor_key size_key roles unread "
-                                    "dtensor one_stage what covers decide source code stages model_overrides_key "
+                                    "dtensor what covers decide source code stages model_overrides_key "
                                     "several backend backend_source backend_code world env_vars_key", ""),
     "env_backend": _table(True, "launchers switches env_true not_pipeline checked source code",
                           "uncovered covers decide"),

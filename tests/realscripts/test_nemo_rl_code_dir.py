@@ -58,8 +58,9 @@ def _scan(capsys, tmp_path: Path, pp: int, cd: str = "${CODE_DIR}", *more: str) 
 def test_the_config_is_read_from_the_checkout_root_the_script_finds(capsys, tmp_path, pp):
     doc = _scan(capsys, tmp_path, pp)
     if pp == 1:
-        assert doc["verdict"]["status"] == "not-pipeline", doc["verdict"]["headline"]
-        assert "pipeline_model_parallel_size 1" in doc["verdict"]["headline"]
+        assert doc["verdict"]["status"] == "clean", doc["verdict"]["headline"]
+        assert "Megatron backend at pipeline_model_parallel_size 1" in doc["config"]["provenance"][
+            "pipeline_model_parallel_size"]
     else:
         assert doc["config"]["effective"]["pipeline_model_parallel_size"] == pp, doc["verdict"]["headline"]
         assert "grpo-megatron.yaml" in doc["config"]["provenance"]["pipeline_model_parallel_size"]

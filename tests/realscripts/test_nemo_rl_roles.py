@@ -71,8 +71,11 @@ def test_a_megatron_teacher_at_two_stages_keeps_the_run(capsys, tmp_path):
 
 
 def test_the_teacher_at_one_stage_and_the_student_on_dtensor(capsys, tmp_path):
+    """The Megatron teacher runs megatron-core at one stage: judged there, as any PP 1 run."""
     doc = _scan(capsys, tmp_path, "run_distillation.py", "t.yaml", TEACHER_MEGATRON.format(pp=1))
-    assert doc["verdict"]["status"] == "not-pipeline", doc["verdict"]["headline"]
+    assert doc["verdict"]["status"] == "clean", doc["verdict"]["headline"]
+    assert doc["config"]["effective"]["pipeline_model_parallel_size"] == 1
+    assert "trains its teacher " in doc["config"]["provenance"]["pipeline_model_parallel_size"]
 
 
 def test_the_teacher_section_is_read_only_for_scripts_that_build_one(capsys, tmp_path):

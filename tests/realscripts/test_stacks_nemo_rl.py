@@ -1,7 +1,7 @@
 """Issue 22 items 9 and 11: NeMo-RL's `uv run python examples/run_grpo.py --config X.yaml a.b=c` is
-read for the policy's backend (rules/nemo-rl.toml): DTensor, or Megatron at one stage, issues no
-pipeline P2P (NOT A PIPELINE RUN); Megatron at two or more stages runs megatron-core's schedules
-on megatron-core's defaults, which NeMo-RL leaves alone (judged at that size; its model_overrides:
+read for the policy's backend (rules/nemo-rl.toml): DTensor issues no pipeline P2P (NOT A
+PIPELINE RUN); Megatron runs megatron-core's schedules on megatron-core's defaults, which NeMo-RL
+leaves alone (judged at its size, one stage included; its model_overrides:
 test_nemo_rl_any_config.py); a backend not known is INCONCLUSIVE.
 
 The launches are written after NVIDIA-NeMo/RL (commit 7ea279abfbeb698b092856d0dab61e7cf39bc909)
@@ -67,9 +67,24 @@ def test_the_dtensor_backend_is_not_a_pipeline_run(capsys, tmp_path):
 
 
 def test_megatron_at_one_stage_through_the_parent_config(capsys, tmp_path):
+    """A Megatron policy at one stage runs megatron-core's forward_backward_no_pipelining: judged
+    at PP 1 as any Megatron run there (CLEAN, no pipeline site reached), not taken for a run
+    with no Megatron in it."""
     doc = _scan(capsys, tmp_path, "grpo_math_1B_megatron.yaml")
-    assert doc["verdict"]["status"] == "not-pipeline", doc["verdict"]["headline"]
-    assert "Megatron backend at pipeline_model_parallel_size 1" in doc["verdict"]["headline"]
+    assert doc["verdict"]["status"] == "clean", doc["verdict"]["headline"]
+    assert doc["config"]["effective"]["pipeline_model_parallel_size"] == 1
+    assert "Megatron backend at pipeline_model_parallel_size 1" in doc["config"]["provenance"][
+        "pipeline_model_parallel_size"]
+
+
+@pytest.mark.parametrize("pp, status", [(1, "clean"), (2, "not-covered")])
+def test_model_overrides_matter_only_on_pipeline_stages(capsys, tmp_path, pp, status):
+    """nemo_rl/models/megatron/setup.py:664-673 (commit above): model_overrides are merged first,
+    then pipeline_model_parallel_size is set from megatron_cfg (an override of it is refused), so
+    at one stage they change no pipeline P2P; at two they may set batch_p2p_comm (NOT COVERED)."""
+    doc = _scan(capsys, tmp_path, "grpo_math_1B_megatron.yaml",
+                "++policy.megatron_cfg.model_overrides.overlap_p2p_comm=true", pp=pp)
+    assert doc["verdict"]["status"] == status, doc["verdict"]["headline"]
 
 
 def test_megatron_at_two_stages_by_an_override_is_judged_at_two(capsys, tmp_path):

@@ -1,11 +1,12 @@
 """NeMo-RL's `uv run python examples/run_grpo.py --config X.yaml a.b.c=value ...` (rules/nemo-rl.toml).
 
 The `--config` file, with its `defaults:` parents, and the Hydra overrides after it give the
-policy's backend. DTensor, or Megatron at one pipeline stage, issues no pipeline P2P: a
-`launch.not-pipeline` note. Megatron at two or more stages runs megatron-core's schedules on its
-defaults, which NeMo-RL's code leaves alone: the size goes to `entry_values` and the run is judged
-on megatron-core, its `env_vars` the workers' environment; a policy whose `model_overrides` may
-set any TransformerConfig field, or policies at different sizes, are `launch.not-covered`. A
+policy's backend. DTensor issues no pipeline P2P: a `launch.not-pipeline` note. Megatron runs
+megatron-core's schedules on its defaults, which NeMo-RL's code leaves alone: the size goes to
+`entry_values` and the run is judged on megatron-core (at one stage, as any Megatron run at
+PP 1), its `env_vars` the workers' environment; at two or more stages a policy whose
+`model_overrides` may set any TransformerConfig field, or policies at different sizes, are
+`launch.not-covered`. A
 config not known statically (`--config ${CONFIG_PATH}`), which may set the backend, the size,
 env_vars and model_overrides, or anything else not known statically (an override word, an
 interpolation) is undecided: `launch.unknown-stack` naming the key. Each becomes the verdict in
@@ -67,14 +68,15 @@ class NemoRlReader(Reader):
             data, said = _composed(rule, args, path, _default_config(config, path), config.workdir)
             sizes, undecided = _sizes(rule, data, script, said)
             staged = [(role, size) for role, size in sizes if size > 1]
-            if staged:  # one Policy on pipeline stages keeps the run, whatever the others are
+            megatron = staged or [(role, size) for role, size in sizes if size == 1][:1]
+            if megatron:  # one Megatron Policy keeps the run megatron-core's, whatever the others are
                 if undecided is not None:
                     raise undecided
                 _worker_env(config, rule, data, script, said)
-                _on_stages(config, rule, staged, _overridden(rule, data, script), said, where)
+                # model_overrides cannot move a policy off one stage (rules/nemo-rl.toml, above `what`)
+                _on_stages(config, rule, megatron, _overridden(rule, data, script) if staged else [], said, where)
                 return
-            notes = [rule["dtensor" if size == 0 else "one_stage"].format(launcher=name, role=role, where=said)
-                     for role, size in sizes]
+            notes = [rule["dtensor"].format(launcher=name, role=role, where=said) for role, _ in sizes]
             if undecided is not None:
                 raise undecided
         except NemoUndecided as exc:
@@ -99,9 +101,9 @@ def _unknown_stack(config: LaunchConfig, rule: dict, exc: NemoUndecided, name: s
 
 def _on_stages(config: LaunchConfig, rule: dict, staged: list[tuple[str, int]], overridden: list[str],
                said: str, where: str) -> None:
-    """Policies on pipeline stages: megatron-core's schedules at their size, on megatron-core's
-    defaults (rules/nemo-rl.toml); NOT COVERED where model_overrides may set any field, or where
-    the policies' sizes differ."""
+    """Megatron Policies: megatron-core's schedules at their size, on megatron-core's defaults
+    (rules/nemo-rl.toml); NOT COVERED where model_overrides may set any field, or where the
+    policies' sizes differ."""
     name = f"`{config.launcher}`"
     role, size = staged[0]
     what = rule["what"].format(launcher=name, role=role, size=size, where=said)
