@@ -1,13 +1,11 @@
 """Whether the recipe a Megatron-Bridge run_recipe.py command names exists at all.
 
-run_recipe.py looks the recipe up by name (scripts/training/recipe_runner.py load_recipe,
-:229-258 at NVIDIA-NeMo/Megatron-Bridge@067f987df0: an attribute of the recipe packages of
-`[recipe_runner] recipe_dirs`, or of one of their `<family>.h100` modules) and raises
-AttributeError `Recipe '...' not found` on every rank, before any model is built, where none has
-it. Once the run's sources are known (scan.read_config), a name the script's own checkout lacks is
-judged against the megatron-bridge the run is judged on: the release stated (--target, a pin, the
-copy installed here), else every release the rules verify. Spelt by none: a start-up error naming
-the recipe and the closest names the checkout has (difflib); spelt by some verified releases only:
+run_recipe.py looks the recipe up by name in the recipe packages (`[recipe_runner] recipe_dirs`
+of rules/megatron-bridge.toml) and fails on every rank where none has it (`missing`, there). Once
+the run's sources are known (scan.read_config), a name the script's own checkout lacks is judged
+against the megatron-bridge the run is judged on: the release stated (--target, a pin, the copy
+installed here), else every release the rules verify. Spelt by none: a start-up error naming the
+recipe and the closest names the checkout has (difflib); spelt by some verified releases only:
 undecided, naming them, until --target gives the release.
 
 Fail closed: "spelt" is the name as a word anywhere in the packages' files (a definition, a
@@ -72,15 +70,14 @@ def check_recipe(launch: LaunchConfig, srcs: list[SourceSet], planned: bool) -> 
             f"{distribution} {', '.join(have)} define(s) it"), where=where, detail={
                 "undecided": f"whether recipe {name} exists where the run imports it: {distribution} "
                              f"{', '.join(have)} define(s) it, {lack} and this checkout do not "
-                             "(run_recipe.py raises `Recipe ... not found` where it is missing)",
+                             f"(where it is missing, {runner['missing'].format(recipe=name)})",
                 "decide": f"--target {distribution}==VERSION (the release the run imports)"}))
         return
     near = closest(root, packages, name)
     hint = f" (closest: {', '.join(near)})" if near else ""
     launch.diagnostics.append(Finding(KIND, "error", (
         f"`{runner['recipe_option']} {name}` names no recipe of this checkout or of {distribution} "
-        f"{lack}{hint}: run_recipe.py's load_recipe raises AttributeError `Recipe '{name}' not found` "
-        "on every rank before any model is built"),
+        f"{lack}{hint}: {runner['missing'].format(recipe=name)}"),
         fix=f"name a recipe that exists, e.g. {runner['recipe_option']} {near[0]}" if near else
         f"name a recipe that {', '.join(packages)} define(s)",
         where=where, detail={**STARTUP, "recipe": name, "closest": near,
