@@ -65,12 +65,13 @@ def check_recipe(launch: LaunchConfig, srcs: list[SourceSet], planned: bool) -> 
     have = [v for v, yes in found.items() if yes]
     lack = ", ".join(v for v, yes in found.items() if not yes)
     if have:
+        defines = f"{distribution} {', '.join(have)} define{'s' if len(have) == 1 else ''} it"
         launch.diagnostics.append(Finding(KIND, "info", (
-            f"recipe {name} is not in this checkout ({root}) nor in {distribution} {lack}; "
-            f"{distribution} {', '.join(have)} define(s) it"), where=where, detail={
-                "undecided": f"whether recipe {name} exists where the run imports it: {distribution} "
-                             f"{', '.join(have)} define(s) it, {lack} and this checkout do not "
-                             f"(where it is missing, {runner['missing'].format(recipe=name)})",
+            f"recipe {name} is not in this checkout ({root}) nor in {distribution} {lack}; {defines}; "
+            f"where it is missing, {runner['missing'].format(recipe=name)}"), where=where, detail={
+                "undecided": f"whether recipe {name} exists where the run imports it: {defines}, "
+                             f"{lack} and this checkout do not (where it is missing, the run stops "
+                             "at start-up)",
                 "decide": f"--target {distribution}==VERSION (the release the run imports)"}))
         return
     near = closest(root, packages, name)
