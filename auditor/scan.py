@@ -26,6 +26,7 @@ from auditor.config.derive import derive
 from auditor.config.effective import EffectiveConfig
 from auditor.config.envlint import lint
 from auditor.config.expr import UNKNOWN
+from auditor.config.frontends.bridge_recipe_names import check_recipe
 from auditor.config.launch import (
     launch_environ,
     parse_launch,
@@ -161,6 +162,7 @@ def read_config(config_path: str, targets: list[str] | None, command: str | None
         settled_by_targets(launch, srcs)  # --target, not a checkout's version file, says the release
     read_entry(launch)  # what the entry script sets from Python joins the script's environment
     read_job_config(launch, srcs)  # torchtitan's TOML or config-registry function, from its release
+    check_recipe(launch, srcs, planned)  # a Megatron-Bridge recipe that no release defines
     return launch, srcs
 
 

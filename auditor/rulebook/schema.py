@@ -137,7 +137,7 @@ TABLES: dict[str, Table] = {
     "swift_script": _table(True, "pattern style", f"not_pipeline {_SELECT}"),
     # Megatron-Bridge's run_recipe.py front end (auditor/config/frontends/megatron_bridge.py).
     "recipe_runner": _table(False, "recipe_option model_option mode_option tasks flag_options overrides "
-                                   "recipe_dirs keys layout_keys topology_keys layout_override", "source"),
+                                   "recipe_dirs keys layout_keys topology_keys layout_override", "missing source"),
     # Megatron-Bridge MIMO entries' `--component` specs (auditor/config/bridge_mimo.py).
     "mimo": _table(False, "module option language fields other_fields field_default fixed unset source", ""),
     # A tool a checkout ships that prints a directory holding a copy of the checkout's files

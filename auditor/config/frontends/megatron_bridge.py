@@ -11,6 +11,7 @@ rules' [[arg]] aliases read command line and recipe alike, the command line winn
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from auditor import rulebook
@@ -39,7 +40,7 @@ class BridgeRecipeReader(Reader):
             key = runner["overrides"].get(option)
             if key is not None and key not in config.flags:  # a trailing KEY=VALUE wins
                 config.flags[key] = Flag(key, flag.value, flag.line, option, (flag.value,))
-        name, why = _recipe_name(options, runner)
+        name, why = recipe_name(options.get, runner)
         reader = _reader(path, config.script, runner)
         line = next((f.line for f in options.values()), config.command_line)
         if reader is None:
@@ -84,14 +85,15 @@ def _options(args: list[Field], runner: dict) -> tuple[dict[str, Flag], list[Fie
     return options, rest
 
 
-def _recipe_name(options: dict[str, Flag], runner: dict) -> tuple[str | None, str]:
-    """The recipe function run_recipe.py loads, or why it is not known."""
-    recipe = options.get(runner["recipe_option"])
+def recipe_name(option: Callable[[str], Flag | None], runner: dict) -> tuple[str | None, str]:
+    """The recipe function run_recipe.py loads, or why it is not known (`option`: the command's
+    value of one of run_recipe.py's options, by its spelling)."""
+    recipe = option(runner["recipe_option"])
     if recipe is not None:
         if isinstance(recipe.value, str):
             return recipe.value, ""
         return None, f"{runner['recipe_option']} {recipe.value} is not known statically"
-    model, mode = options.get(runner["model_option"]), options.get(runner["mode_option"])
+    model, mode = option(runner["model_option"]), option(runner["mode_option"])
     if model is None or mode is None:
         return None, f"neither {runner['recipe_option']} nor {runner['model_option']} with {runner['mode_option']} is given"
     task = runner["tasks"].get(str(mode.value))
@@ -101,12 +103,16 @@ def _recipe_name(options: dict[str, Flag], runner: dict) -> tuple[str | None, st
 
 
 def _reader(path: str, script: object, runner: dict) -> RecipeReader | None:
+    root = checkout_root(path, script, runner)
+    return RecipeReader(root, runner["recipe_dirs"], runner["keys"], runner["layout_keys"]) if root else None
+
+
+def checkout_root(path: str, script: object, runner: dict) -> Path | None:
     """The checkout around run_recipe.py (the directory above it holding the recipe packages)."""
     found = find_script(path, script) if isinstance(script, str) else None
     if found is None:
         return None
-    root = next((d for d in found.parents if (d / runner["recipe_dirs"][0]).is_dir()), None)
-    return RecipeReader(root, runner["recipe_dirs"], runner["keys"], runner["layout_keys"]) if root else None
+    return next((d for d in found.parents if (d / runner["recipe_dirs"][0]).is_dir()), None)
 
 
 def _layout(values: dict[str, RecipeValue], config: LaunchConfig, runner: dict) -> dict[str, RecipeValue]:
