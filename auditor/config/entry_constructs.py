@@ -6,11 +6,12 @@ A call passing `**dict` whose keys the file does not spell out is read as writin
 class under construction makes a new object instead: `cls(**d)` in a `@classmethod` whose first
 parameter is `cls` (Megatron-Bridge examples/conversion/vlm_generate_utils.py:54-60 at 067f987df0,
 a processor's `from_dict` patched onto a class not read), or `Name(**d)` of a class the module
-defines (whose own methods are read as scopes of the module). Without a positional argument the
-new object is handed nothing the entry holds. The entry's provider is that object only where the
-entry binds it from such a module: `bound_from_framework` checks that each name the entry writes
-a setting on is bound only from a framework's calls (rules' modeled packages), else every `**`
-call counts as before (fail closed).
+defines (whose own methods are read as scopes of the module). A call with a positional argument
+is not counted as one (`Wrapper(provider, **d)` may write what it is handed); what the keywords
+hand a constructor not read is that code's, as for any call into code not read. The entry's
+provider is the new object only where the entry binds it from such a module:
+`bound_from_framework` checks that each name the entry writes a setting on is bound only from a
+framework's calls (rules' modeled packages), else every `**` call counts as before (fail closed).
 """
 
 from __future__ import annotations

@@ -106,3 +106,9 @@ def test_keys_a_loop_over_names_not_written_adds_may_be_any(tmp_path) -> None:
     step = STEP.replace('("pixel_values", "image_grid_thw")', "batch")
     config = _config(tmp_path, GENERATE.replace("\n\ndef main(args):", step + "\n\ndef main(args):"), "--tp 1 --pp 1")
     assert config.entry_values[PP][0] is UNKNOWN
+
+
+def test_a_constructor_handed_an_object_may_write_it(tmp_path) -> None:
+    """`Options(provider, **config)`: the new object's code is handed something to write."""
+    config = _with_utils(tmp_path, PATCH + "\n\ndef wrap(provider, config):\n    return Options(provider, **config)\n")
+    assert config.entry_values[PP][0] is UNKNOWN and not _not_pipeline(config)
