@@ -27,6 +27,7 @@ from typing import Any
 from pathlib import Path
 
 from auditor import rulebook
+from auditor.config.entry_constructs import bound_from_framework, constructs
 from auditor.config.entry_schedule import names_schedule
 from auditor.config.entry_script import arg_value, argparse_options, iter_closure, stores_of
 from auditor.config.entry_stores import nested_attr_stores, opaque_keywords, unnamed_stores
@@ -94,13 +95,17 @@ def _written_elsewhere(script: Path, keys: list[str], options: dict[str, dict[st
     stores (`args.pp = 2`) is marked `stored` in `options`: its flag does not decide it."""
     stop = frozenset(m.split(".")[0] for m in modeled_packages())
     out: dict[str, str] = {}
+    fresh = False  # a local module's new object cannot be the script's provider (entry_constructs)
     try:
         for path, tree in iter_closure(script, stop):
-            if path != script:
+            if path == script:
+                fresh = bound_from_framework(tree, keys, stop)
+            else:
                 scopes = [tree, *(f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)))]
                 for k in keys:
                     lines = [line for scope in scopes for line in
-                             [*(w[0] for w in _writes(scope, k, tree)), *(u[0] for u in _unnamed(scope, tree))]]
+                             [*(w[0] for w in _writes(scope, k, tree)),
+                              *(u[0] for u in _unnamed(scope, tree, fresh))]]
                     if lines and k not in out:
                         out[k] = f"{path.name}:{min(lines)}"
                 for dest, found in stores_of(tree, options).items():
@@ -208,13 +213,14 @@ def _own_nodes(scope: ast.AST) -> list[ast.AST]:
     return out
 
 
-def _unnamed(scope: ast.AST, tree: ast.Module) -> list[tuple[int, str]]:
+def _unnamed(scope: ast.AST, tree: ast.Module, fresh: bool = False) -> list[tuple[int, str]]:
     """(line, what) of each store of `scope` that may write any attribute or keyword: one by a
     name not written, or a call passing `**` keywords the file does not spell out
-    (config/entry_stores.py)."""
+    (config/entry_stores.py); `fresh`: not a call building a new object (entry_constructs.py)."""
     nodes = _own_nodes(scope)
+    calls = [n for n in nodes if not (fresh and constructs(n, scope, tree))]
     return sorted([*((line, "a store by a name not written") for line in unnamed_stores(nodes)),
-                   *((line, "a call passing ** keywords not written") for line in opaque_keywords(nodes, scope, tree))])
+                   *((line, "a call passing ** keywords not written") for line in opaque_keywords(calls, scope, tree))])
 
 
 def _writes(scope: ast.AST, key: str, tree: ast.Module) -> list[tuple[int, str, ast.expr | None]]:

@@ -89,14 +89,29 @@ def _spelled(expr: ast.expr, scope: ast.AST, tree: ast.Module, depth: int) -> bo
         assigns = [n.value for n in nodes if isinstance(n, ast.Assign) and len(n.targets) == 1
                    and isinstance(n.targets[0], ast.Name) and n.targets[0].id == expr.id]
         bound = (kwarg is not None and kwarg.arg == expr.id) or bool(assigns)
-        return (bound and len(stores) == len(assigns) and not any(_changes(n, expr.id) for n in nodes)
+        return (bound and len(stores) == len(assigns) and not any(_changes(n, expr.id, nodes) for n in nodes)
                 and all(_spelled(v, scope, tree, depth + 1) for v in assigns))
     return False
 
 
-def _changes(node: ast.AST, name: str) -> bool:
-    """`node` adds to dict `name` a key not written as a literal (`name[k] = v`, `name.update(...)`)."""
+def _changes(node: ast.AST, name: str, nodes: list[ast.AST]) -> bool:
+    """`node` (among `nodes`) adds to dict `name` a key not written as a literal (`name[k] = v`,
+    `name.update(...)`); a key that is a loop's name over a tuple or list of literals is written
+    (`for k in ("a", "b"): name[k] = v`)."""
     if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == name:
-        return isinstance(node.ctx, ast.Store) and not isinstance(node.slice, ast.Constant)
+        return isinstance(node.ctx, ast.Store) and not (isinstance(node.slice, ast.Constant)
+                                                         or _literal_loop(node.slice, nodes))
     return (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == name
             and node.attr in _UPDATES)
+
+
+def _literal_loop(key: ast.expr, nodes: list[ast.AST]) -> bool:
+    """`key` is a name bound only as the target of `for` loops over literals."""
+    if not isinstance(key, ast.Name):
+        return False
+    binds = [n for n in nodes if isinstance(n, ast.Name) and n.id == key.id and isinstance(n.ctx, (ast.Store, ast.Del))]
+    loops = [n for n in nodes if isinstance(n, (ast.For, ast.AsyncFor)) and isinstance(n.target, ast.Name)
+             and n.target.id == key.id]
+    return (bool(loops) and len(binds) == len(loops)
+            and all(isinstance(n.iter, (ast.Tuple, ast.List)) and all(isinstance(e, ast.Constant) for e in n.iter.elts)
+                    for n in loops))
