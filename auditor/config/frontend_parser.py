@@ -144,7 +144,7 @@ class _Reader:
 
     def read_tree(self, tree: ast.AST) -> None:
         at_parse = _parse_time_classes(tree)
-        funcs: list[ast.AST] = [n for n in _at_build(tree, at_parse) if isinstance(n, ast.FunctionDef)]
+        funcs: list[ast.AST] = [n for n in at_build(tree, at_parse) if isinstance(n, ast.FunctionDef)]
         local = {f.name for f in funcs if isinstance(f, ast.FunctionDef)}
         for func in funcs or [tree]:
             # A callee that is the function's parameter (`extra_args_provider(parser)`) is the
@@ -159,7 +159,7 @@ class _Reader:
             lists = {n.targets[0].id: _strings(n.value.elts) for n in ast.walk(func)
                      if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)
                      and isinstance(n.value, ast.List)}
-            for call in (n for n in _at_build(func, at_parse) if isinstance(n, ast.Call)):
+            for call in (n for n in at_build(func, at_parse) if isinstance(n, ast.Call)):
                 name = getattr(call.func, "attr", getattr(call.func, "id", None))
                 if name == "add_argument":
                     self._argument(call)
@@ -282,10 +282,13 @@ def _parse_time_classes(tree: ast.AST) -> frozenset[str]:
         found |= more
 
 
-def _at_build(node: ast.AST, at_parse: frozenset[str]) -> list[ast.AST]:
-    """The nodes of `node` (breadth first, as ast.walk) that run when the parser is built: an
-    action's `__call__` runs once argparse has sorted the command line, so a flag it adds is
-    not accepted and the parser it is handed gains nothing."""
+def at_build(node: ast.AST, at_parse: frozenset[str] | None = None) -> list[ast.AST]:
+    """The nodes of `node` (breadth first, as ast.walk) that run when the parser is built, not
+    those of the classes `at_parse` (default: `node`'s own parse-time classes): an action's
+    `__call__` runs once argparse has sorted the command line, so a flag it adds is not accepted
+    and the parser it is handed gains nothing."""
+    if at_parse is None:
+        at_parse = _parse_time_classes(node)
     out: list[ast.AST] = []
     todo = deque([node])
     while todo:

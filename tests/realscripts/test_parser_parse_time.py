@@ -138,3 +138,37 @@ def test_a_class_of_another_base_may_add_flags_when_built(tmp_path: Path) -> Non
     front = read_parser(tmp_path / "megatron" / "arguments.py", tmp_path / "tasks" / "main.py")
     assert front is not None and not front.complete
     assert [s for s, _ in _spelling(read_launch(script))] == ["warning"]
+
+
+# A training script's own argparse with the same construct (an action's `__call__` handing the
+# parser on, as megatron/arguments.py:1195 above) and `--local_rank` only, launched by
+# torch.distributed.launch: the launcher's `--local-rank=N` is rejected all the same.
+OWN_PARSER = '''import argparse
+
+
+def load_paths(parser, args, values):
+    setattr(args, "paths", values)
+
+
+class paths_from_file(BASE):
+    def __call__(self, parser, args, values, option_string=None):
+        load_paths(parser, args, values)
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(allow_abbrev=False)
+    parser.add_argument("--local_rank", type=int, default=-1)
+    parser.add_argument("--paths-file", action=paths_from_file)
+    return parser.parse_args()
+'''
+
+
+@pytest.mark.parametrize("base, refused", [("argparse.Action", True), ("object", False)])
+def test_a_script_s_own_action_leaves_its_parser_decided(tmp_path: Path, base: str, refused: bool) -> None:
+    (tmp_path / "train.py").write_text(OWN_PARSER.replace("BASE", base))
+    path = tmp_path / "run.sh"
+    path.write_text("python -m torch.distributed.launch --nproc_per_node 2 train.py --paths-file p\n")
+    found = [f for f in check(read_launch(path), ("2.10.0",)) if f.kind == KIND]
+    assert [f.severity for f in found] == (["error"] if refused else [])
+    if refused:
+        assert "train.py:17 parse_args" in found[0].message
