@@ -16,12 +16,13 @@ from __future__ import annotations
 import ast
 import functools
 import re
+from collections import deque
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from auditor.config.entry_path import in_checkout
-from auditor.config.parser_entry import entry_calls
+from auditor.config.parser_entry import entry_calls, parse_time_bases
 
 PARSER_FILES = ("megatron/training/arguments.py", "megatron/arguments.py")
 _LIST = re.compile(r"(Optional\[)?(list|List)\[")
@@ -142,7 +143,8 @@ class _Reader:
         self.path = None
 
     def read_tree(self, tree: ast.AST) -> None:
-        funcs: list[ast.AST] = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]
+        at_parse = _parse_time_classes(tree)
+        funcs: list[ast.AST] = [n for n in at_build(tree, at_parse) if isinstance(n, ast.FunctionDef)]
         local = {f.name for f in funcs if isinstance(f, ast.FunctionDef)}
         for func in funcs or [tree]:
             # A callee that is the function's parameter (`extra_args_provider(parser)`) is the
@@ -157,7 +159,7 @@ class _Reader:
             lists = {n.targets[0].id: _strings(n.value.elts) for n in ast.walk(func)
                      if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)
                      and isinstance(n.value, ast.List)}
-            for call in _calls(func):
+            for call in (n for n in at_build(func, at_parse) if isinstance(n, ast.Call)):
                 name = getattr(call.func, "attr", getattr(call.func, "id", None))
                 if name == "add_argument":
                     self._argument(call)
@@ -263,6 +265,38 @@ def _class(root: Path, name: str) -> ast.ClassDef | None:
                 if isinstance(node, ast.ClassDef) and node.name == name:
                     return node
     return None
+
+
+def _parse_time_classes(tree: ast.AST) -> frozenset[str]:
+    """The classes of `tree` whose code runs when the parser parses, not when it is built:
+    subclasses of argparse's actions (rules/megatron-lm.toml [parser_entry] parse_time_bases),
+    directly or through another such class of the file."""
+    bases = set(parse_time_bases())
+    classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
+    found: set[str] = set()
+    while True:
+        more = {c.name for c in classes if c.name not in found
+                and any(ast.unparse(b) in bases | found for b in c.bases)}
+        if not more:
+            return frozenset(found)
+        found |= more
+
+
+def at_build(node: ast.AST, at_parse: frozenset[str] | None = None) -> list[ast.AST]:
+    """The nodes of `node` (breadth first, as ast.walk) that run when the parser is built, not
+    those of the classes `at_parse` (default: `node`'s own parse-time classes): an action's
+    `__call__` runs once argparse has sorted the command line, so a flag it adds is not accepted
+    and the parser it is handed gains nothing."""
+    if at_parse is None:
+        at_parse = _parse_time_classes(node)
+    out: list[ast.AST] = []
+    todo = deque([node])
+    while todo:
+        here = todo.popleft()
+        out.append(here)
+        todo.extend(c for c in ast.iter_child_nodes(here)
+                    if not (isinstance(c, ast.ClassDef) and c.name in at_parse))
+    return out
 
 
 def _text(path: Path) -> str:

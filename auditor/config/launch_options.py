@@ -15,7 +15,7 @@ from typing import Any
 
 from auditor.config.entry_script import argparse_options, calls, dotted
 from auditor.config.flags import normalise
-from auditor.config.frontend_parser import locate
+from auditor.config.frontend_parser import at_build, locate
 from auditor.config.lightning_entry import script_file
 from auditor.config.model import LaunchConfig
 from auditor.config.torch_version import span
@@ -108,7 +108,10 @@ def _rejecting_parse(tree: ast.Module, helpers: set[str]) -> int | None:
     """The line of the file's one `parse_args()` of sys.argv, where its one argparse parser
     reaches no code that could add or tolerate other options; else None (not decided)."""
     parsers, parses, other = [], [], False
+    built = {id(n) for n in at_build(tree)}
     for node, _, callee in calls(tree):
+        if id(node) not in built:
+            continue  # an argparse action's code, run while parsing: it adds no option
         if isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument" and not all(
                 isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args):
             other = True  # a spelling not written literally: the parser's options are not all read

@@ -27,6 +27,11 @@ def entry_calls() -> frozenset[str]:
     return frozenset(_rule()["calls"])
 
 
+def parse_time_bases() -> frozenset[str]:
+    """The base classes whose subclasses' code runs when the parser parses, not when it is built."""
+    return frozenset(_rule()["parse_time_bases"])
+
+
 def calls_parser_entry(script: Path) -> bool:
     """Whether `script` calls one of the parser's entries bound from Megatron-LM's modules:
     `from MODULE import NAME [as X]` then `X(...)`, or `MODULE.NAME(...)` of an imported MODULE."""
