@@ -515,7 +515,7 @@ class Shell(Expander, ABC):
         """Code this reader cannot see ran at `line` and may have set any variable: the ones in
         `clobbered` (those the caller's verdicts read) become unknown and exported from here on."""
         self.opaque.append((line, what))
-        for name in self.clobbered:
+        for name in sorted(self.clobbered):  # one order, whatever the string hashing
             self.vars[name] = Var(Symbolic(f"${name}, which {what} at line {line} may set"), line, True)
         self.diagnostics.append(Finding(
             "launch.unknown-settings", "warning",

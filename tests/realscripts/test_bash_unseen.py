@@ -93,3 +93,21 @@ def test_eval_of_a_command_with_unknown_arguments_clobbers_only_what_runs_after_
 def test_eval_of_an_export_sets_the_variable() -> None:
     config = parse_launch('SETTINGS="export TORCH_DISTRIBUTED_DEBUG=DETAIL"\neval $SETTINGS\nPP=2\n' + CMD + "\n", "e.sh")
     assert config.env["TORCH_DISTRIBUTED_DEBUG"].value == "DETAIL"
+
+
+def test_what_unseen_code_may_set_comes_out_in_one_order(tmp_path: Path) -> None:
+    """The variables an unread `source` may set (bigcode-project/Megatron-LM
+    examples/finetune_starcoderplus.slurm, commit 7c325cd34a: `source /admin/home/leandro/.bashrc`)
+    are listed in the same order whatever the interpreter's string hashing: a document pasted into
+    a bug report, or diffed in CI, does not change between two runs of one script."""
+    import subprocess
+    import sys
+    probe = ("from auditor.config.launch import parse_launch\n"
+             "c = parse_launch('source /etc/cluster.sh\\n" + CMD + "\\n', 'r.sh')\n"
+             "print(list(c.env))\n")
+    orders = {subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                             env={"PYTHONHASHSEED": str(seed), "PATH": "/usr/bin:/bin",
+                                  "PYTHONPATH": str(Path(__file__).resolve().parents[2])}).stdout
+              for seed in range(6)}
+    assert len(orders) == 1, orders
+    assert "TORCH_DISTRIBUTED_DEBUG" in orders.pop()
