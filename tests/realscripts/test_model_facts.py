@@ -28,7 +28,7 @@ MODELS = tomllib.loads((ROOT / "rules" / "models.toml").read_text())["model"]
 
 
 # chatlearn/utils/megatron_utils.py at that commit, the lines that read the model's config (:20-31,
-# :110, :114-125); pai-chatlearn 1.2.0 on PyPI has no Qwen3-Next branch (`next_branch=False`).
+# :59-72, :110, :114-125); pai-chatlearn 1.2.0 on PyPI has no Qwen3-Next branch (`next_branch=False`).
 MEGATRON_UTILS = """from transformers import AutoConfig
 
 def update_cfg(cfg):
@@ -38,6 +38,11 @@ def update_cfg(cfg):
     cfg.models.policy_trainer.megatron_model_cfg.num_layers = hf_transformer_config.num_hidden_layers
     cfg.models.policy_trainer.megatron_model_cfg.hidden_size = hf_transformer_config.hidden_size
     cfg.models.policy_trainer.megatron_model_cfg.num_attention_heads = hf_transformer_config.num_attention_heads
+    if hasattr(hf_transformer_config, 'moe_intermediate_size'):
+        if "Qwen3MoeForCausalLM" == hf_transformer_config.architectures[0]:
+            cfg.models.policy_trainer.megatron_model_cfg.num_experts = hf_transformer_config.num_experts
+        elif "DeepseekV3ForCausalLM" == hf_transformer_config.architectures[0]:
+            cfg.models.policy_trainer.megatron_model_cfg.num_experts = hf_transformer_config.n_routed_experts
     cfg.models.ref_policy.megatron_model_cfg = cfg.models.policy_trainer.megatron_model_cfg
     return cfg
 {next_def}"""
@@ -65,11 +70,15 @@ def _tree(root: Path, model: str, pp: int, next_branch: bool = True) -> Path:
     return script
 
 
-def _num_layers(root: Path, monkeypatch: pytest.MonkeyPatch, model: str, which: int = 0,
-                next_branch: bool = True):
+def _flags(root: Path, monkeypatch: pytest.MonkeyPatch, model: str, which: int = 0, next_branch: bool = True):
     script = _tree(root, model, 4, next_branch)
     monkeypatch.chdir(root)  # the script runs from the checkout (`export CHATLEARN=$(pwd)`)
-    return _read(script, which).flags["num_layers"]
+    return _read(script, which).flags
+
+
+def _num_layers(root: Path, monkeypatch: pytest.MonkeyPatch, model: str, which: int = 0,
+                next_branch: bool = True):
+    return _flags(root, monkeypatch, model, which, next_branch)["num_layers"]
 
 
 @pytest.mark.parametrize("which", [0, 1])  # policy_trainer, ref_policy (megatron_utils.py:110)
@@ -101,6 +110,17 @@ def test_a_checkout_not_found_leaves_the_layer_count_unknown(
     monkeypatch.chdir(tmp_path)
     flag = _read(script).flags["num_layers"]
     assert isinstance(flag.value, Symbolic) and "--set num_layers=N" in str(flag.value)
+
+
+def test_only_a_moe_architecture_sets_the_experts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """megatron_utils.py:67 (Qwen3MoeForCausalLM) and :72 (DeepseekV3ForCausalLM); a dense Qwen3
+    keeps what the YAML says; DeepSeek-V3's heads are not stated by its provider: unknown."""
+    moe = _flags(tmp_path / "a", monkeypatch, "Qwen3-235B-A22B")
+    assert (moe["num_experts"].value, moe["num_attention_heads"].value) == ("128", "64")
+    assert "num_experts" not in _flags(tmp_path / "b", monkeypatch, "Qwen3-8B")
+    deepseek = _flags(tmp_path / "c", monkeypatch, "DeepSeek-V3-0324-BF16")
+    assert deepseek["num_experts"].value == "256" and deepseek["num_layers"].value == "61"
+    assert "--set num_attention_heads=N" in str(deepseek["num_attention_heads"].value)
 
 
 def test_a_model_no_entry_names_leaves_the_layer_count_unknown(
