@@ -18,7 +18,8 @@ Rule tables (in any framework file):
   ids of later checks that see the same illegal setting after this one already stopped the run;
   they are not reported again. `explains`: finding kinds this check, holding, is the cause of
   (shown under it, analysis.causes); `headline`: its cause chain in one sentence.
-- `[[model]]`  sizes a launch script does not state, keyed by the `--model` value.
+- model sizes a launch script does not state, keyed by the `--model` value: rules/models.toml's
+  `[[model]]` entries, looked up by config/model_facts.py.
 Every entry carries `versions`, `source` (path:line, read at `read`, default `[framework].read`)
 and for the agreement tests `code` (the line as written) and `function`/`class`.
 
@@ -295,7 +296,7 @@ class _Deriver:
         shown = f"--model {flag.value}" if flag else "no --model"
 
         def why(keys: str) -> str:
-            return (f"{shown}: no [[model]] entry gives its sizes; give them with --set KEY=N" if found is None
+            return (f"{shown}: rules/models.toml names no such model; give its sizes with --set KEY=N" if found is None
                     else f"{shown}: rules/models.toml does not state its {keys}; give it with --set KEY=N")
         left = [k for k in model_facts.size_keys() if k not in self.pinned and (found is None or k not in found.values)]
         for key in left:

@@ -186,3 +186,16 @@ def test_a_model_is_found_by_its_hub_id_or_its_directory_name() -> None:
     also = model_facts.lookup("${CHATLEARN}/pretrained_models/DeepSeek-V3-0324-BF16")
     assert also is not None and "tutorial_grpo_mcore_moonlight_and_deepseek.md" in also.source
     assert model_facts.lookup("Qwen3-235B") is None
+
+
+def test_ms_swift_model_sizes_come_from_the_same_facts() -> None:
+    """`megatron sft --model Qwen/Qwen3-8B` (modelscope/ms-swift@2d3694fb18
+    examples/megatron/rlhf/gkd/dense.sh names Qwen/Qwen3-8B): the sizes rules/models.toml states
+    are the run's; the one it does not state (a dense model's experts) stays unknown, not None."""
+    from auditor.config.expr import UNKNOWN
+    from tests.config.test_effective import derive_text, seed_text
+
+    _, config = derive_text(seed_text().replace("ZhipuAI/GLM-5.1", "Qwen/Qwen3-8B"), torch="2.11.0")
+    assert (config.value("num_layers"), config.value("num_attention_heads")) == (36, 32)
+    assert config.value("num_moe_experts") is UNKNOWN
+    assert config.to_json()["provenance"]["num_layers"] == "Qwen/Qwen3-8B config.json: num_layers=36"
