@@ -61,8 +61,8 @@ def update_qwen3_next_cfg(cfg, hf_transformer_config):
 
 
 def _tree(root: Path, model: str, pp: int, next_branch: bool = True) -> Path:
-    overrides = (f"models.policy_trainer.pipeline_model_parallel_size={pp} "
-                 f"models.policy.load=${{CHATLEARN}}/pretrained_models/{model}")
+    load = model if model.startswith("$") else f"${{CHATLEARN}}/pretrained_models/{model}"
+    overrides = f"models.policy_trainer.pipeline_model_parallel_size={pp} models.policy.load={load}"
     script = chatlearn_tree(root, overrides=overrides)
     (root / "chatlearn" / "utils").mkdir()
     (root / "chatlearn" / "utils" / "megatron_utils.py").write_text(MEGATRON_UTILS.format(
@@ -101,6 +101,14 @@ def test_a_chatlearn_without_the_qwen3_next_branch_takes_the_layers_as_they_are(
     """pai-chatlearn 1.2.0's update_cfg has no Qwen3-Next branch: the run's own checkout decides."""
     flag = _num_layers(tmp_path, monkeypatch, "Qwen3-Next-80B-A3B-Instruct", next_branch=False)
     assert flag.value == "48" and "megatron_utils.py:29" in flag.spelling
+
+
+def test_a_model_path_not_known_statically_leaves_the_layer_count_unknown(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`models.policy.load=${HF_CKPT}` with HF_CKPT never set in the script."""
+    flag = _num_layers(tmp_path, monkeypatch, "${HF_CKPT}")
+    assert isinstance(flag.value, Symbolic) and "models.policy.load is not known statically" in str(flag.value)
+    assert "--set num_layers=N" in str(flag.value)
 
 
 def test_a_checkout_not_found_leaves_the_layer_count_unknown(

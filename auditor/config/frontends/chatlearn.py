@@ -152,7 +152,9 @@ def _from_model(model: dict[str, Any], tree: dict[str, Any], config: LaunchConfi
         special = [s for s in entries if "architecture" in s]
         if not entries:
             continue  # this ChatLearn does not take the key from config.json: the YAML's holds
-        if found is None:
+        if not isinstance(path, str):
+            what = f"{conf['path_key']} is not known statically"
+        elif found is None:
             what = f"{shown} is no model rules/models.toml names"
         elif special and found.architecture is None:
             what = f"rules/models.toml does not state {found.name}'s architecture, which decides it"
