@@ -18,7 +18,8 @@ Rule tables (in any framework file):
   ids of later checks that see the same illegal setting after this one already stopped the run;
   they are not reported again. `explains`: finding kinds this check, holding, is the cause of
   (shown under it, analysis.causes); `headline`: its cause chain in one sentence.
-- `[[model]]`  sizes a launch script does not state, keyed by the `--model` value.
+- model sizes a launch script does not state, keyed by the `--model` value: rules/models.toml's
+  `[[model]]` entries, looked up by config/model_facts.py.
 Every entry carries `versions`, `source` (path:line, read at `read`, default `[framework].read`)
 and for the agreement tests `code` (the line as written) and `function`/`class`.
 
@@ -47,6 +48,7 @@ from auditor.config.coerce import coerce
 from auditor.config.effective import EffectiveConfig, Value, env_value
 from auditor.config.envread import ENV_PREFIX, SET_ENV, STATED, env_key, given, readers
 from auditor.config.flags import open_settings
+from auditor.config import model_facts
 from auditor.config.frontends.checkout_args import Given, arg_from_checkout
 from auditor.config.expr import (
     UNKNOWN,
@@ -277,29 +279,30 @@ class _Deriver:
         self.pinned.add("distributed_backend")
 
     def model_sizes(self) -> None:
-        """[[model]] entries keyed by the --model value (hub id or a path ending in the name).
+        """The sizes of the model `--model` names (a hub id or a path ending in the name), as
+        rules/models.toml states them (config/model_facts.py).
 
-        Without a match every size key a [[model]] entry can give is unknown: the real value
-        comes from the checkpoint's config.json, which p2paudit does not read. A front end
-        without a `model` argument (Megatron-LM: --num-layers ...) states the sizes as flags.
+        Without a match, and for every size the entry does not state, the key is unknown: the
+        real value comes from the checkpoint's config.json, which p2paudit does not read. A front
+        end without a `model` argument (Megatron-LM: --num-layers ...) states the sizes as flags.
         """
         if self.frontend_args and "model" not in self.frontend_args:
             return
         flag = self.launch.flags.get("model")
-        if flag is not None and isinstance(flag.value, str):
-            wanted = flag.value.rstrip("/").rsplit("/", 1)[-1].lower()
-            for fw, model in self.book.models:
-                if wanted in (n.rsplit("/", 1)[-1].lower() for n in model.get("names", [])):
-                    for key, value in model.get("values", {}).items():
-                        self.put(key, value, f"{model['names'][0]} config.json: {key}={value}",
-                                 model.get("source", fw), (flag.line,))
-                    return
+        found = model_facts.lookup(flag.value) if flag is not None and isinstance(flag.value, str) else None
+        if found is not None and flag is not None:
+            for key, value in found.values.items():
+                self.put(key, value, f"{found.name} config.json: {key}={value}", found.source, (flag.line,))
         shown = f"--model {flag.value}" if flag else "no --model"
-        why = f"{shown}: no [[model]] entry gives its sizes; give them with --set KEY=N"
-        for key in dict.fromkeys(k for _, m in self.book.models for k in m.get("values", {})):
-            if key not in self.pinned:
-                self.put(key, UNKNOWN, why, "model config.json")
-        self.notes.append(why)
+
+        def why(keys: str) -> str:
+            return (f"{shown}: rules/models.toml names no such model; give its sizes with --set KEY=N" if found is None
+                    else f"{shown}: rules/models.toml does not state its {keys}; give it with --set KEY=N")
+        left = [k for k in model_facts.size_keys() if k not in self.pinned and (found is None or k not in found.values)]
+        for key in left:
+            self.put(key, UNKNOWN, why(key), "model config.json")
+        if left:
+            self.notes.append(why(", ".join(left)))
 
     # -- stages --
 

@@ -52,7 +52,8 @@ TABLES: dict[str, Table] = {
     "check": _table(True, "id stage when kind severity message",
                     f"effect fix remedy blame guard supersedes category explains headline valid invalid "
                     f"{_SELECT}"),
-    "model": _table(True, "names", "values torch_dtype versions source"),
+    # Model facts (rules/models.toml, looked up by config/model_facts.py).
+    "model": _table(True, "names", "values torch_dtype versions source also also_source architecture provider"),
     # The values a setting a script leaves unknown is judged at (auditor/scan.py, issue 22).
     "setting_cases": _table(True, "key values why", "source"),
     # What a DeepSpeed training script hands DeepSpeed (config/deepspeed_entry.py).
@@ -105,6 +106,10 @@ TABLES: dict[str, Table] = {
     "dotlist_config": _table(False, "algorithms file_options backend_key megatron_backend megatron_roles",
                              "devices_key not_pipeline file_loaded source code"),
     "role_default": _table(True, "key value source code", ""),
+    # Where the front end reads the model's config.json and which settings it takes from it
+    # (ChatLearn's update_cfg; the facts are rules/models.toml's, config/model_facts.py).
+    "model_config": _table(False, "path_key source code", ""),
+    "model_setting": _table(True, "key fact source code", "architecture factor"),
     # torch's P2P API (rulebook.apis, auditor/dynamic/hooks.py).
     "p2p_api": _table(True, "name qualnames params issues", f"peer group op wire {_SELECT}"),
     "coalescing_context": _table(True, "qualnames", f"group_param {_SELECT}"),
@@ -224,6 +229,9 @@ TYPES: dict[str, dict[str, type]] = {
     "dotlist_config": {"algorithms": list, "file_options": list, "backend_key": str, "megatron_backend": str,
                        "megatron_roles": list, "not_pipeline": dict, "file_loaded": str},
     "role_default": {"key": str, "value": str},
+    "model_config": {"path_key": str},
+    "model": {"names": list, "values": dict, "also": list, "architecture": str, "provider": dict},
+    "model_setting": {"key": str, "fact": str, "architecture": str, "factor": int},
     "entry_module": {"modules": list, "not_pipeline": str, "checked": list},
     "no_training_entry": {"package": str, "loops": list, "pipeline_modules": list, "pipeline_names": list, "what": str,
                           "modules": list, "flags": list, "methods": list, "checked": list},

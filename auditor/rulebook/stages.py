@@ -74,7 +74,6 @@ class RuleBook:
     # Entry ids that exist for some version but admit none of the versions in use:
     # id -> (table, its variants).
     uncovered: dict[str, tuple[str, list[dict[str, Any]]]]
-    models: list[tuple[str, dict[str, Any]]]  # (framework, [[model]] entry)
     verified: dict[str, list[str]]
     versions: dict[str, str | None]  # framework -> the version its rules were selected for
     # framework -> the checkout of its version whose code confirmed its entries (rulebook.checkout)
@@ -90,7 +89,6 @@ def load_rulebook(versions: dict[str, str | None], directory: Path | None = None
     stages: list[Stage] = []
     entries: dict[str, list[Entry]] = {}
     uncovered: dict[str, tuple[str, list[dict[str, Any]]]] = {}
-    models: list[tuple[str, dict[str, Any]]] = []
     verified: dict[str, list[str]] = {}
     framework_versions: dict[str, str | None] = {}
     confirmed_in: dict[str, Path] = {}
@@ -122,7 +120,6 @@ def load_rulebook(versions: dict[str, str | None], directory: Path | None = None
                     entries.setdefault(raw["stage"], []).append(entry)
                 else:
                     uncovered.setdefault(ident, (table, []))[1].append(raw)
-        models.extend((fw, m) for m in rs.table("model"))
     # A front end no release selects (rules/nemo.toml: its settings come from the training script's
     # calls, config/lightning_entry.py) still names its stage, so that its runs have a front end.
     for framework in frameworks(directory):
@@ -138,7 +135,7 @@ def load_rulebook(versions: dict[str, str | None], directory: Path | None = None
     for name in list(entries) + [raws[0]["stage"] for _, raws in uncovered.values()]:
         if name not in known_stages:
             raise InputError("rules", f"an entry refers to the undeclared stage {name!r}")
-    return RuleBook(stages, entries, uncovered, models, verified, framework_versions, confirmed_in)
+    return RuleBook(stages, entries, uncovered, verified, framework_versions, confirmed_in)
 
 
 def _confirmed(table: str, raws: list[dict[str, Any]], root: Path) -> list[dict[str, Any]]:

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from auditor import rulebook
 from auditor.rulebook import files
 from auditor.analysis.waitfor.sizes import DTYPE_BYTES, size_words
+from auditor.config import model_facts
 from auditor.config.model import LaunchConfig
 from auditor.config.pipelining_script import is_pipelining_script
 from auditor.config.runconfig import RunConfig
@@ -218,7 +218,7 @@ def _message(values: dict[str, PlanValue], run: RunConfig, launch: LaunchConfig)
     hidden = first("hidden_size", ("hidden_size",))
     if hidden is None:
         unknown.append("hidden size: give it with --set hidden_size=N, or add the model to "
-                       "the front end's [[model]] rules")
+                       "rules/models.toml")
     mbs = run.value("micro_batch_size")
     values["micro_batch_size"] = PlanValue("micro_batch_size", mbs if isinstance(mbs, int) else None,
                                        run.provenance("micro_batch_size", "unknown"))
@@ -270,13 +270,10 @@ def _dtype(run: RunConfig, launch: LaunchConfig) -> PlanValue:
                                          "= torch.float (megatron/training/arguments.py "
                                          "validate_args)")
     model = launch.flags.get("model")
-    if model is not None and isinstance(model.value, str):
-        wanted = model.value.rstrip("/").rsplit("/", 1)[-1].lower()
-        for entry in rulebook.load("models").table("model"):
-            if wanted in (n.rsplit("/", 1)[-1].lower() for n in entry["names"]):
-                return PlanValue("dtype", entry["torch_dtype"],
-                             f"{entry['names'][0]} config.json torch_dtype (rules/models.toml: "
-                             f"{entry['source']})")
+    found = model_facts.lookup(model.value) if model is not None and isinstance(model.value, str) else None
+    if found is not None and found.torch_dtype is not None:
+        return PlanValue("dtype", found.torch_dtype,
+                         f"{found.name} config.json torch_dtype (rules/models.toml: {found.source})")
     return PlanValue("dtype", None, "unknown")
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor.bash.values import Field, Symbolic
+from auditor.config import model_facts
 from auditor.config.configfiles import Unreadable, load_yaml, surely_missing, unknown_file
 from auditor.config.flags import SCRIPT_ARGUMENTS, unresolved, wholly_unknown
 from auditor.config.frontends.hydra_compose import yaml_text
@@ -40,7 +41,7 @@ class DotlistConfigReader(Reader):
 
     def read(self, config: LaunchConfig, args: list[Field], launcher: dict, spelling: Spelling,
              path: str, parser_roots: tuple[Path, ...]) -> None:
-        rule, defaults = _rules()
+        rule, defaults, model = _rules()
         where = f"{path}:{config.command_line}"
         words = [f.value for f in args]
         algorithm = words[0] if words else None
@@ -104,6 +105,8 @@ class DotlistConfigReader(Reader):
         for dotted, value in _leaves(settings if isinstance(settings, dict) else {}):
             key = dotted.rpartition(".")[2]
             config.flags[key] = Flag(key, yaml_text(value), config.command_line, f"{role}.{dotted} (from {file.name})")
+        for key, (value, why) in _from_model(model, tree, config).items():
+            config.flags[key] = Flag(key, value, config.command_line, f"{role}.megatron_model_cfg.{key} ({why})")
         config.diagnostics.append(Finding(
             "launch.config-file", "info",
             f"read {file} with {len(updates)} override(s): {said}, role {config.case_name}, one of "
@@ -111,13 +114,62 @@ class DotlistConfigReader(Reader):
             detail={"files": [str(file)], "role": config.case_name}))
 
 
-def _rules() -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The `[dotlist_config]` and `[[role_default]]` entries (one rules file states them)."""
+def _rules() -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
+    """The `[dotlist_config]`, `[[role_default]]` and the model tables (one rules file states them)."""
     for name in files.names():
         data = files.load(name).data
         if "dotlist_config" in data:
-            return data["dotlist_config"], list(data.get("role_default", []))
+            model = {"config": data.get("model_config"), "settings": data.get("model_setting", [])}
+            return data["dotlist_config"], list(data.get("role_default", [])), model
     raise LookupError("no rules file states [dotlist_config]")
+
+
+def _from_model(model: dict[str, Any], tree: dict[str, Any], config: LaunchConfig) -> dict[str, tuple[Any, str]]:
+    """What the entry writes over every Megatron role from the model's config.json (ChatLearn's
+    update_cfg): each `[[model_setting]]` key from rules/models.toml's facts of the model its
+    `[model_config] path_key` names (config/model_facts.py), the entry for the model's
+    architecture over the general one; unknown, naming `--set KEY=N`, where no fact decides.
+    A setting holds where the run's own checkout has its `code` (pai-chatlearn 1.2.0 on PyPI has
+    no Qwen3-Next branch); with no checkout found, each key is unknown."""
+    conf = model["config"]
+    if conf is None:
+        return {}
+    path = at(tree, conf["path_key"])
+    found = model_facts.lookup(path) if isinstance(path, str) else None
+    shown = f"{conf['path_key']}={yaml_text(path)}"
+    out: dict[str, tuple[Any, str]] = {}
+    for key in dict.fromkeys(s["key"] for s in model["settings"]):
+        entries = [s for s in model["settings"] if s["key"] == key]
+        root = _checkout(config, _relpath(entries[0]))
+        if root is None:
+            out[key] = (Symbolic(f"{key} from the config.json of {shown}: ChatLearn's {_relpath(entries[0])}, "
+                                 f"which sets it, is not found around the entry {config.script}; give it "
+                                 f"with --set {key}=N"), conf["source"])
+            continue
+        code = (root / _relpath(entries[0])).read_text(encoding="utf-8", errors="replace")
+        entries = [s for s in entries if s["code"].strip() in code]
+        general = next((s for s in entries if "architecture" not in s), None)
+        special = [s for s in entries if "architecture" in s]
+        if not entries:
+            continue  # this ChatLearn does not take the key from config.json: the YAML's holds
+        if not isinstance(path, str):
+            what = f"{conf['path_key']} is not known statically"
+        elif found is None:
+            what = f"{shown} is no model rules/models.toml names"
+        elif special and found.architecture is None:
+            what = f"rules/models.toml does not state {found.name}'s architecture, which decides it"
+        else:
+            setting = next((s for s in special if s["architecture"] == found.architecture), general)
+            if setting is None:
+                continue
+            if setting["fact"] in found.values:
+                value = found.values[setting["fact"]] * int(setting.get("factor", 1))
+                out[key] = (str(value), f"{found.name} config.json via {setting['source']}: {found.source}")
+                continue
+            what = f"rules/models.toml does not state {found.name}'s {setting['fact']}"
+        out[key] = (Symbolic(f"{key} from the config.json of {shown} ({conf['source']}): {what}; "
+                             f"give it with --set {key}=N"), conf["source"])
+    return out
 
 
 def _role_defaults(defaults: list[dict[str, Any]], config: LaunchConfig) -> dict[str, tuple[Any, str]]:
@@ -125,13 +177,10 @@ def _role_defaults(defaults: list[dict[str, Any]], config: LaunchConfig) -> dict
     checkout the entry script is in (the dataclass differs between releases: pai-chatlearn 1.2.0
     on PyPI defaults overlap_p2p_comm to False, the checkout the rules quote to True); a checkout
     not found leaves it unknown, a field it lacks is not set (Megatron-LM's default holds)."""
-    entry = Path(str(config.script)) if isinstance(config.script, str) else None
-    if entry is not None and not entry.is_absolute() and config.launch_dir is not None:
-        entry = Path(config.launch_dir) / entry
     out: dict[str, tuple[Any, str]] = {}
     for item in defaults:
-        relpath = item["source"].split()[1].rpartition(":")[0]
-        root = next((d for d in (entry.parents if entry is not None else ()) if (d / relpath).is_file()), None)
+        relpath = _relpath(item)
+        root = _checkout(config, relpath)
         if root is None:
             out[item["key"]] = (Symbolic(f"ChatLearn's {item['key']} default, in {relpath}, which is not found "
                                          f"around the entry {config.script}"), relpath)
@@ -140,6 +189,19 @@ def _role_defaults(defaults: list[dict[str, Any]], config: LaunchConfig) -> dict
         if item["key"] in fields:
             out[item["key"]] = (fields[item["key"]], str(root / relpath))
     return out
+
+
+def _relpath(item: dict[str, Any]) -> str:
+    """The file an entry's `source` ("REPO@COMMIT path:line") names."""
+    return str(item["source"].split()[1].rpartition(":")[0])
+
+
+def _checkout(config: LaunchConfig, relpath: str) -> Path | None:
+    """The ChatLearn checkout the entry script is in: the first folder above it holding `relpath`."""
+    entry = Path(str(config.script)) if isinstance(config.script, str) else None
+    if entry is not None and not entry.is_absolute() and config.launch_dir is not None:
+        entry = Path(config.launch_dir) / entry
+    return next((d for d in (entry.parents if entry is not None else ()) if (d / relpath).is_file()), None)
 
 
 def _dataclass_defaults(module: Path) -> dict[str, Any]:

@@ -1,0 +1,56 @@
+"""Looking a model up by the name a launch script gives its checkpoint: the one place that does.
+
+Front ends take a model's sizes from its Hugging Face config.json (ms-swift/mcore-bridge from
+`--model`, ChatLearn from `models.policy.load`), which p2paudit cannot read: the checkpoint is the
+user's. rules/models.toml states the facts of published models, each citing where they are stated
+(a pinned release's model provider where one exists). A model is found by its hub id or by a
+path whose last component is the name (`${CHATLEARN}/pretrained_models/Qwen3-235B-A22B`); a name
+no entry has is not found, and what the caller takes from it is unknown, never a default.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from auditor import rulebook
+
+RULES = "models"
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """One [[model]] entry as found: `name` its first name, `values` the sizes it states in
+    megatron-core's names, `source` where they are stated."""
+
+    name: str
+    values: dict[str, int]
+    architecture: str | None
+    torch_dtype: str | None
+    source: str
+
+
+def _entries() -> list[dict[str, Any]]:
+    return rulebook.load(RULES).table("model")
+
+
+def _leaf(name: str) -> str:
+    return name.rstrip("/").rsplit("/", 1)[-1].lower()
+
+
+def lookup(given: str) -> ModelFacts | None:
+    """The entry naming `given` (a hub id, or a path whose last component is one of its names)."""
+    wanted = _leaf(given)
+    for entry in _entries():
+        if wanted in (_leaf(n) for n in [*entry["names"], *entry.get("also", [])]):
+            source = entry["source"]
+            if _leaf(given) not in (_leaf(n) for n in entry["names"]):
+                source += f"; {given.rstrip('/').rsplit('/', 1)[-1]} as {entry['names'][0]}: {entry['also_source']}"
+            return ModelFacts(entry["names"][0], dict(entry.get("values", {})), entry.get("architecture"),
+                              entry.get("torch_dtype"), source)
+    return None
+
+
+def size_keys() -> list[str]:
+    """Every size a model entry can state: a model not found leaves each unknown."""
+    return list(dict.fromkeys(k for entry in _entries() for k in entry.get("values", {})))
