@@ -142,7 +142,7 @@ TABLES: dict[str, Table] = {
     "mimo": _table(False, "module option language fields other_fields field_default fixed unset source", ""),
     # A tool a checkout ships that prints a directory holding a copy of the checkout's files
     # (auditor/bash/expand.py `_checkout_copy`).
-    "checkout_copy": _table(True, "script root marks source", ""),
+    "checkout_copy": _table(True, "script root marks folder_var folder_default source", ""),
     "wrappers": _table(False, "", "programs shells batch separated python_runners operand_required "
                                   "operand_source environment_set batch_flags"),
     # `uv run [options] COMMAND` (config.training_command): the options that take a value.

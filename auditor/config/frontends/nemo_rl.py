@@ -65,7 +65,8 @@ class NemoRlReader(Reader):
         notes: list[str] = []
         script = str(config.script_read or config.script)
         try:
-            data, said = _composed(rule, args, path, _default_config(config, path), config.workdir)
+            data, said = _composed(rule, args, path, _default_config(config, path), config.workdir,
+                                      config.copies)
             sizes, undecided = _sizes(rule, data, script, said)
             staged = [(role, size) for role, size in sizes if size > 1]
             megatron = staged or [(role, size) for role, size in sizes if size == 1][:1]
@@ -231,7 +232,7 @@ def _default_config(config: LaunchConfig, path: str) -> Path | None:
 
 
 def _composed(rule: dict, args: list[Field], path: str,
-              default: Path | None, workdir: str | None) -> tuple[dict[str, Any], str]:
+              default: Path | None, workdir: str | None, copies: dict[str, str]) -> tuple[dict[str, Any], str]:
     """The config as the run script composes it, and where it was read."""
     named = [args[k + 1] for k, f in enumerate(args[:-1]) if f.value == rule["config_option"]]
     files: list[object] = [f.value for f in named]
@@ -240,7 +241,7 @@ def _composed(rule: dict, args: list[Field], path: str,
     if files and not isinstance(files[-1], str):
         raise ConfigUnknown(f"{rule['config_option']} {files[-1]} is not known statically", named[-1])
     try:
-        found, data = load_file(str(files[-1]), path, workdir) if files else (str(default), _load(default))
+        found, data = load_file(str(files[-1]), path, workdir, copies) if files else (str(default), _load(default))
     except Unreadable as exc:
         raise ConfigUnknown(f"{files[-1] if files else default} is not read: {exc}",
                             named[-1] if named else None) from None
