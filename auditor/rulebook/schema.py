@@ -172,7 +172,9 @@ TABLES: dict[str, Table] = {
     # (config/frontends/nemo_rl.py).
     "nemo_rl_policy": _table(False, "config_option inherit_key override_marker megatron_key dtensor_key size_key roles unread "
                                     "dtensor what covers decide source code stages model_overrides_key "
-                                    "several backend backend_source backend_code world env_vars_key", ""),
+                                    "several backend backend_source backend_code world env_vars_key generation_key "
+                                    "generation_megatron generation_size_key generation generation_source "
+                                    "generation_code", ""),
     "env_backend": _table(True, "launchers switches env_true not_pipeline checked source code",
                           "uncovered covers decide"),
     # What GPT-NeoX's deepy.py config files say about the pipeline (config/frontends/neox.py).

@@ -70,6 +70,8 @@ class NemoRlReader(Reader):
             sizes, undecided = _sizes(rule, data, script, said)
             staged = [(role, size) for role, size in sizes if size > 1]
             megatron = staged or [(role, size) for role, size in sizes if size == 1][:1]
+            if _generates_on_stages(config, rule, data, script, said, where):
+                return
             if megatron:  # one Megatron Policy keeps the run megatron-core's, whatever the others are
                 if undecided is not None:
                     raise undecided
@@ -86,6 +88,31 @@ class NemoRlReader(Reader):
         note = "; ".join(notes)
         config.diagnostics.append(Finding("launch.not-pipeline", "info", note, where=where,
                                           detail={"command": config.launcher}))
+
+
+def _generates_on_stages(config: LaunchConfig, rule: dict, data: dict[str, Any], script: str,
+                         said: str, where: str) -> bool:
+    """Whether a Policy generates with a Megatron inference model on two or more stages (NOT
+    COVERED, rules/nemo-rl.toml above `generation`); NemoUndecided where its generation backend or
+    that model's size is not known statically."""
+    for role, section in _roles(rule, data, script):
+        backend = at(section, rule["generation_key"]) if isinstance(section, dict) else None
+        if backend is not None and (not isinstance(backend, str) or "${" in backend):
+            raise NemoUndecided(f"{role}.{rule['generation_key']} is {backend!r} ({said})")
+        if backend != rule["generation_megatron"]:
+            continue
+        size = at(section, rule["generation_size_key"])
+        size = at(section, rule["size_key"]) if size is None else size
+        if type(size) is not int or size < 1:
+            raise NemoUndecided(f"{role}.{rule['generation_size_key']} is {size!r} ({said}): the size of "
+                                "its Megatron inference model")
+        if size > 1:
+            config.diagnostics.append(Finding(
+                "launch.not-covered", "warning",
+                rule["generation"].format(launcher=f"`{config.launcher}`", role=role, size=size, where=said),
+                where=where, detail={"stack": RULES, "decide": rule["decide"], "source": rule["generation_source"]}))
+            return True
+    return False
 
 
 def _unknown_stack(config: LaunchConfig, rule: dict, exc: NemoUndecided, name: str, where: str) -> None:
