@@ -174,7 +174,7 @@ TABLES: dict[str, Table] = {
                                     "dtensor what covers decide source code stages model_overrides_key "
                                     "several backend backend_source backend_code world env_vars_key generation_key "
                                     "generation_megatron generation_size_key generation generation_source "
-                                    "generation_code", ""),
+                                    "generation_code passed passed_section passed_source passed_code", ""),
     "env_backend": _table(True, "launchers switches env_true not_pipeline checked source code",
                           "uncovered covers decide"),
     # What GPT-NeoX's deepy.py config files say about the pipeline (config/frontends/neox.py).

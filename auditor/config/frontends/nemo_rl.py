@@ -76,6 +76,7 @@ class NemoRlReader(Reader):
                 if undecided is not None:
                     raise undecided
                 _worker_env(config, rule, data, script, said)
+                _passed(config, rule, data, script, {role for role, _ in megatron}, said, where)
                 # model_overrides cannot move a policy off one stage (rules/nemo-rl.toml, above `what`)
                 _on_stages(config, rule, megatron, _overridden(rule, data, script) if staged else [], said, where)
                 return
@@ -145,6 +146,26 @@ def _on_stages(config: LaunchConfig, rule: dict, staged: list[tuple[str, int]], 
         return
     config.entry_values["pipeline_model_parallel_size"] = (size, f"{what}: {rule['stages']}", where)
     _placed(config, rule, where)
+
+
+def _passed(config: LaunchConfig, rule: dict, data: dict[str, Any], script: str, roles: set[str],
+            said: str, where: str) -> None:
+    """The megatron_cfg sizes NeMo-RL sets on the Megatron Policies' TransformerConfig (rules
+    `passed`), as the run's settings: unknown where not known statically or where the Policies
+    give different values; a field left null stays megatron-core's to derive."""
+    given: dict[str, set[object]] = {}
+    for role, section in _roles(rule, data, script):
+        if role not in roles or not isinstance(section, dict):
+            continue
+        for key in rule["passed"]:
+            value = at(section, f"{rule['passed_section']}.{key}")
+            if value is not None:
+                known = type(value) in (int, bool) and (type(value) is bool) == (key == "sequence_parallel")
+                given.setdefault(key, set()).add(value if known else UNKNOWN)
+    for key, values in given.items():
+        value = next(iter(values)) if len(values) == 1 else UNKNOWN
+        config.entry_values[key] = (
+            value, f"policy.{rule['passed_section']}.{key} ({said}): {rule['passed_source']}", where)
 
 
 def _placed(config: LaunchConfig, rule: dict, where: str) -> None:
