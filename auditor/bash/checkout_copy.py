@@ -47,3 +47,12 @@ def in_copy(path: str, copies: dict[str, str]) -> str | None:
         if path == where or path.startswith(where.rstrip("/") + "/"):
             return root + path[len(where.rstrip("/")):]
     return None
+
+
+def copied_root(path: str | None, copies: dict[str, str]) -> str | None:
+    """The checkout root whose new copy `path` (a directory the command runs in) lies in; None
+    where it lies in none (or is not known, or relative)."""
+    if path is None or not os.path.isabs(path):
+        return None
+    path = os.path.normpath(path)
+    return next((root for where, root in copies.items() if in_copy(path, {where: root}) is not None), None)

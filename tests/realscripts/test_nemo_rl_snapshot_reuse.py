@@ -116,3 +116,30 @@ def test_a_fifo_at_the_tools_path_is_not_waited_on(tmp_path):
                           capture_output=True, text=True, timeout=60, env=env, check=False)
     doc = json.loads(done.stdout)
     assert doc["verdict"]["status"] == "inconclusive", doc["verdict"]["headline"]
+
+
+def test_a_parent_config_that_leaves_the_copy_is_not_read_beside_the_checkout(capsys, tmp_path):
+    """load_config_with_inheritance opens `defaults:` relative to the child (nemo_rl/utils/config.py
+    at the commit above): from the copy, `../../../configs/base.yaml` is beside the copy."""
+    root = tmp_path / "RL"
+    root.mkdir()
+    script = _checkout(root)
+    (root / "examples" / "configs" / "c.yaml").write_text(
+        'defaults: "../../../configs/base.yaml"\n' + CONFIG.format(pp=1).replace(
+            "    pipeline_model_parallel_size: 1\n", ""), encoding="utf-8")
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "base.yaml").write_text(
+        "policy:\n  megatron_cfg:\n    pipeline_model_parallel_size: 1\n", encoding="utf-8")
+    doc = _scan(capsys, script)
+    assert doc["verdict"]["status"] == "inconclusive", doc["verdict"]["headline"]
+    assert "outside the copy of the checkout" in doc["verdict"]["headline"]
+
+
+def test_a_fifo_as_a_parent_config_is_not_waited_on(tmp_path):
+    script = _checkout(tmp_path)
+    (tmp_path / "examples" / "configs" / "c.yaml").write_text('defaults: "base.yaml"\n', encoding="utf-8")
+    os.mkfifo(tmp_path / "examples" / "configs" / "base.yaml")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run([sys.executable, "-m", "auditor", "scan", "--config", str(script), "--format", "json"],
+                          capture_output=True, text=True, timeout=60, env=env, check=False)
+    assert json.loads(done.stdout)["verdict"]["status"] == "inconclusive"

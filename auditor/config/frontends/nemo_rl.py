@@ -16,12 +16,14 @@ config.launch.refuse_not_pipeline, or, judged, in the scan.
 from __future__ import annotations
 
 import ast
+import os
 from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
 from auditor import rulebook
 from auditor.bash.values import EnvVar, Field, Symbolic
+from auditor.bash.checkout_copy import copied_root
 from auditor.config.configfiles import Unreadable, load_file, load_yaml
 from auditor.config.entry_script import dotted
 from auditor.config.expr import UNKNOWN
@@ -294,7 +296,7 @@ def _composed(rule: dict, args: list[Field], path: str,
         raise ConfigUnknown(f"{files[-1] if files else default} is not read: {exc}",
                             named[-1] if named else None) from None
     try:
-        data = _with_parents(rule, Path(found), _unshared(data), 0)
+        data = _with_parents(rule, Path(found), _unshared(data), 0, copied_root(workdir, copies))
     except Unreadable as exc:
         raise NemoUndecided(f"{files[-1] if files else default} is not read: {exc}") from None
     for word in args:
@@ -310,9 +312,10 @@ def _composed(rule: dict, args: list[Field], path: str,
     return data, f"{Path(found).name} and the overrides"
 
 
-def _with_parents(rule: dict, found: Path, data: dict[str, Any], depth: int) -> dict[str, Any]:
+def _with_parents(rule: dict, found: Path, data: dict[str, Any], depth: int, bound: str | None) -> dict[str, Any]:
     """load_config_with_inheritance: each `defaults` parent, relative to the file's directory,
-    merged under it."""
+    merged under it. `bound`: the checkout whose new copy the command runs in (bash.checkout_copy),
+    which a relative parent may not leave (what lies beside the copy is not known)."""
     parents = data.pop(rule["inherit_key"], None)
     if parents is None:
         return data
@@ -323,7 +326,10 @@ def _with_parents(rule: dict, found: Path, data: dict[str, Any], depth: int) -> 
         if not isinstance(parent, str):
             raise Unreadable(f"{found}: `{rule['inherit_key']}: {parents!r}` is no file name")
         file = Path(parent) if parent.startswith("/") else found.parent / parent
-        _merge(base, _with_parents(rule, file, _load(file), depth + 1), rule["override_marker"])
+        if bound is not None and not parent.startswith("/") and not os.path.normpath(file).startswith(bound + "/"):
+            raise Unreadable(f"{found}: `{rule['inherit_key']}: {parent}` lies outside the copy of the checkout "
+                             "the command runs in, whose other files are not known statically")
+        _merge(base, _with_parents(rule, file, _load(file), depth + 1, bound), rule["override_marker"])
     _merge(base, data, rule["override_marker"])
     return base
 
@@ -332,6 +338,8 @@ def _load(file: Path | None) -> dict[str, Any]:
     """A YAML file's mapping; Unreadable where there is none."""
     if file is None:
         raise Unreadable("no file")
+    if not file.is_file():  # never a FIFO or a device, which would wait
+        raise Unreadable(f"{file}: not a regular file")
     try:
         text = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
