@@ -17,9 +17,9 @@ def printed(copy: dict, tool: str, name: str | None, folder: str | None, resolve
             ) -> tuple[str, str | None] | None:
     """(the directory `tool` prints, the checkout root it is a new copy of, else None where it is a
     kept copy, read as it is here) for the rule `copy`, the tool's first argument `name` and its
-    `folder_var`'s value `folder` (None: unset, the rule's default); None where the tool is not the
-    rule's, its root is not here, or `name` (None: not known) or `folder` leaves the directory
-    unknown. `resolved`: printed through realpath."""
+    `folder_var`'s value `folder` ("": unset or empty, the rule's default); None where the tool is
+    not the rule's, its root is not here, or `name` or `folder` (None: not known statically)
+    leaves the directory unknown. `resolved`: printed through realpath."""
     root = os.path.normpath(os.path.join(os.path.dirname(tool), copy["root"]))
     if os.path.normpath(os.path.join(root, copy["script"])) != tool:
         return None
@@ -29,7 +29,9 @@ def printed(copy: dict, tool: str, name: str | None, folder: str | None, resolve
         return None
     if not all(mark in body for mark in copy["marks"]) or not os.path.isdir(root):
         return None
-    folder = copy["folder_default"] if folder is None else folder
+    if folder is None:
+        return None
+    folder = folder or copy["folder_default"]  # `${CODE_SNAPSHOT_DIRNAME:-code_snapshots}`
     if name is None or not _PART.fullmatch(name) or not all(_PART.fullmatch(p) for p in folder.split("/")):
         return None
     where = os.path.join(root, folder, name)

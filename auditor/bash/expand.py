@@ -401,15 +401,15 @@ class Expander:
         return None
 
     def _tool_env(self, name: str) -> str | None:
-        """The value a program the script runs sees of `name`: the script's where exported (an
-        unknown one: the empty string, which no rule's folder matches), else the environment's;
-        None where it is unset."""
+        """The value a program the script runs sees of `name`: the script's where exported, else
+        the environment's; "" where unset (a variable the script does not export); None where it
+        is not known statically."""
         self.referenced.add(name)
         var = self.vars.get(name)
         if var is not None and not var.exported:
-            return None
-        value = var.value if var is not None else self.environ.get(name)
-        return value if isinstance(value, str) or value is None else ""
+            return ""
+        value = var.value if var is not None else self.environ.get(name, "")
+        return value if isinstance(value, str) else None
 
     def _dirname_of_var(self, command: str) -> str | None:
         """`dirname $NAME` of a variable holding one known path, as coreutils' dirname gives it

@@ -17,6 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from auditor import cli
 
 from tests.realscripts.test_nemo_rl_code_snapshot import CONFIG
@@ -143,3 +145,21 @@ def test_a_fifo_as_a_parent_config_is_not_waited_on(tmp_path):
     done = subprocess.run([sys.executable, "-m", "auditor", "scan", "--config", str(script), "--format", "json"],
                           capture_output=True, text=True, timeout=60, env=env, check=False)
     assert json.loads(done.stdout)["verdict"]["status"] == "inconclusive"
+
+
+@pytest.mark.parametrize("folder, pp", [("export CODE_SNAPSHOT_DIRNAME=snaps", 2),
+                                        ("CODE_SNAPSHOT_DIRNAME=snaps", 1),  # not exported: the tool's default
+                                        ("export CODE_SNAPSHOT_DIRNAME=", 1),  # empty: the default too
+                                        ('export CODE_SNAPSHOT_DIRNAME="$(hostname)"', None)])
+def test_the_folder_is_the_one_the_tool_sees(capsys, tmp_path, folder, pp):
+    """tools/code_snapshot.sh:24 `CODE_SNAPSHOT_DIRNAME=${CODE_SNAPSHOT_DIRNAME:-code_snapshots}`,
+    read from the tool's environment (the usage line :19 sets it before `bash`)."""
+    script = _checkout(tmp_path, exp=DEFAULT_EXP + "\n" + folder)
+    kept = tmp_path / "snaps" / "exp1" / "examples" / "configs"
+    kept.mkdir(parents=True)
+    (kept / "c.yaml").write_text(CONFIG.format(pp=2), encoding="utf-8")
+    doc = _scan(capsys, script)
+    if pp is None:
+        assert doc["verdict"]["status"] == "inconclusive", doc["verdict"]["headline"]
+    else:
+        assert doc["config"]["effective"]["pipeline_model_parallel_size"] == pp, doc["verdict"]["headline"]
