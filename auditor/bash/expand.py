@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 
+from auditor.bash.checkout_copy import printed
 from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Heredoc, Lexer, Part, Word
 from auditor.bash.read_builtin import as_double_quoted
 from auditor.bash.written import cat_document
@@ -52,7 +53,8 @@ _CD_PWD_OF_VAR = re.compile(
 # arguments (no redirection), its output resolved or not (`_checkout_copy`).
 _RESOLVED_OUTPUT = re.compile(r"(?:realpath|readlink -[fe])(?: --)? \$\((.*)\)")
 _BASH_TOOL_OF_VAR = re.compile(
-    r"bash \$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})((?:/[A-Za-z0-9._-]+)+)(?: [^()`;&|<>]+)")
+    r"bash \$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})((?:/[A-Za-z0-9._-]+)+) ([^()`;&|<>]+)")
+_VAR_WORD = re.compile(r"\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})")
 # `pwd`, $(pwd), $(pwd -L): the directory the script is run from.
 _PWD = re.compile(r"(?:`|\$\()\s*pwd(?:\s+-[LP])?\s*(?:`|\))")
 
@@ -122,6 +124,7 @@ class Expander:
         # Tools a checkout ships that print a directory holding a copy of its files (rules
         # [[checkout_copy]]: script, root, marks); set by the launch reader.
         self.checkout_copies: tuple[dict, ...] = ()
+        self.copies: dict[str, str] = {}  # a new copy's directory, as printed: the root it copies
 
     def assignment_value(self, word: Word) -> tuple[str, str | Symbolic | list[tuple[Scalar, int]]]:
         m = ASSIGN.match(word.raw)
@@ -374,9 +377,9 @@ class Expander:
 
     def _checkout_copy(self, command: str) -> str | None:
         """`bash $ROOT/tools/code_snapshot.sh NAME` (resolved or not) of a tool the rules know
-        ([[checkout_copy]]), here and holding the lines the rules read in it: the directory it
-        prints holds the files of its checkout, so the checkout's root stands for it (a relative
-        file opened there is the checkout's); None for anything else."""
+        ([[checkout_copy]]): the directory it prints, a new copy of its checkout recorded in
+        `copies` (a relative file opened there is the checkout's), or a kept one read as it is;
+        None where that is not known (bash.checkout_copy.printed)."""
         text = " ".join(re.sub(r"[\"']", "", command).split())
         resolved = _RESOLVED_OUTPUT.fullmatch(text)
         m = _BASH_TOOL_OF_VAR.fullmatch(resolved.group(1) if resolved else text)
@@ -386,18 +389,27 @@ class Expander:
         if value is None or not os.path.isabs(value):
             return None
         tool = os.path.normpath(value + m.group(3))
+        first = m.group(4).split()[0]
+        ref = _VAR_WORD.fullmatch(first)
+        name = (self._known_path(ref.group(1) or ref.group(2)) if ref else None if "$" in first else first)
         for copy in self.checkout_copies:
-            root = os.path.normpath(os.path.join(os.path.dirname(tool), copy["root"]))
-            if os.path.normpath(os.path.join(root, copy["script"])) != tool:
-                continue
-            try:
-                with open(tool, encoding="utf-8") as handle:
-                    body = handle.read()
-            except (OSError, UnicodeDecodeError):
-                return None
-            if all(mark in body for mark in copy["marks"]) and os.path.isdir(root):
-                return root
+            found = printed(copy, tool, name, self._tool_env(copy["folder_var"]), resolved is not None)
+            if found is not None:
+                if found[1] is not None:
+                    self.copies[found[0]] = found[1]
+                return found[0]
         return None
+
+    def _tool_env(self, name: str) -> str | None:
+        """The value a program the script runs sees of `name`: the script's where exported, else
+        the environment's; "" where unset (a variable the script does not export); None where it
+        is not known statically."""
+        self.referenced.add(name)
+        var = self.vars.get(name)
+        if var is not None and not var.exported:
+            return ""
+        value = var.value if var is not None else self.environ.get(name, "")
+        return value if isinstance(value, str) else None
 
     def _dirname_of_var(self, command: str) -> str | None:
         """`dirname $NAME` of a variable holding one known path, as coreutils' dirname gives it

@@ -20,6 +20,7 @@ from auditor.bash.expand import Expander
 from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Part, Word
 from auditor.bash.read_builtin import as_double_quoted, read_options, read_partial, read_text
 from auditor.bash.written import output
+from auditor.bash.textfile import read_bounded
 from auditor.bash.parser import (
     AndOr,
     Branches,
@@ -571,12 +572,12 @@ class Shell(Expander, ABC):
         if self.depth >= MAX_NESTING:
             raise OSError("nested too deep")
         if os.path.isabs(name):
-            return _read_text(name, "not a regular file")
+            return read_bounded(name, "not a regular file")
         here = [] if self.cwd is None else [os.path.join(self.cwd, name)]
         on_path = [] if "/" in name else [os.path.join(d or ".", name) for d in self._path_dirs()]
         for path in (on_path + here if sourced else here + on_path):
             if os.path.isfile(path):
-                return _read_text(path, "not a regular file")
+                return read_bounded(path, "not a regular file")
         if self.cwd is None:
             raise OSError("a relative path, and after a `cd` the launch directory is not known statically")
         raise OSError(f"no regular file {name} in the launch directory {self.cwd}"
@@ -685,7 +686,6 @@ _SETTERS = ("read", "printf", "mapfile", "readarray")
 # Words `eval` must read again as a script, not run as a plain command: builtins that set variables.
 _BUILTINS = frozenset({"export", "declare", "typeset", "local", "readonly", "unset", "source", ".", "eval",
                        *_SETTERS})
-_MAX_SOURCED = 1 << 20  # a sourced settings file; anything larger is not read
 def _array_merged(name: str, seen: list[Var | None], passes: int) -> list[tuple[Scalar, int]] | None:
     """An array the branches' ends (`seen`, the state before them last where they need not run)
     disagree on: the elements every end begins with, then one unknown element standing for the
@@ -792,14 +792,3 @@ def _test_operand(node: Node, flag: str) -> str | None:
     return m.group(1) if m else None
 
 
-def _read_text(path: str, missing: str) -> tuple[str, str]:
-    """(path, text) of a launch-sized UTF-8 file; OSError saying why not."""
-    if not os.path.isfile(path):
-        raise OSError(missing)
-    if os.path.getsize(path) > _MAX_SOURCED:
-        raise OSError("larger than a launch script")
-    try:
-        with open(path, "rb") as handle:
-            return path, handle.read().decode("utf-8-sig").replace("\0", "")
-    except UnicodeDecodeError:
-        raise OSError("not UTF-8 text") from None

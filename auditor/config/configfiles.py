@@ -14,10 +14,12 @@ line does not give becomes unknown, with the file named, and so does a world siz
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 from auditor.bash.absent import absent_from_launch_dirs
+from auditor.bash.checkout_copy import in_copy
 from auditor.bash.values import EnvVar, Field, Symbolic
 from auditor.config.flags import STARTUP, normalise
 from auditor.config.frontend_parser import find_script
@@ -56,7 +58,7 @@ def _first_argument(config: LaunchConfig, first: Field, rule: dict, launcher: di
         config.positionals.pop(0)
     where = f"{path}:{first.line}"
     try:
-        found, data = load_file(name, path, config.workdir)
+        found, data = load_file(name, path, config.workdir, config.copies)
     except Unreadable as exc:
         unknown_file(config, name, str(exc), first.line, where,
                  env_keys=(launcher.get("env_nproc"), launcher.get("env_nnodes")))
@@ -98,7 +100,7 @@ def _replaces_flags(config: LaunchConfig, flag: Flag, rule: dict, path: str) -> 
         found, data, why = None, None, f"`{flag.value}` is not known statically"
     else:
         try:
-            found, data = load_file(flag.value, path, config.workdir)
+            found, data = load_file(flag.value, path, config.workdir, config.copies)
             why = ""
         except Unreadable as exc:
             found, data, why = None, None, str(exc)
@@ -126,14 +128,16 @@ def _replaces_flags(config: LaunchConfig, flag: Flag, rule: dict, path: str) -> 
         where=where))
 
 
-def load_file(name: str, launch_path: str, workdir: str | None) -> tuple[str, dict]:
+def load_file(name: str, launch_path: str, workdir: str | None,
+              copies: dict[str, str] | None = None) -> tuple[str, dict]:
     """(the file found, its mapping). Relative names are looked for from the launch script's
     directory up (ms-swift's examples run from the repository root): the directory the script
     runs in is not known. Where a `cd` or a runner's option moved the command (`workdir`,
     config.workdir), only from there: under the same directories for a relative one; not at all
-    where it is not known (another file of that name elsewhere is not the one opened)."""
+    where it is not known (another file of that name elsewhere is not the one opened). A file in
+    a new copy of a checkout (`copies`, bash.checkout_copy) is read from that checkout."""
     found = find_script(launch_path, name) if workdir == "" or Path(name).is_absolute() else _moved(
-        name, launch_path, workdir)
+        name, launch_path, workdir, copies or {})
     if found is None:
         raise Unreadable(f"not found in {Path(launch_path).resolve().parent} or a directory above it")
     try:
@@ -152,12 +156,22 @@ def load_file(name: str, launch_path: str, workdir: str | None) -> tuple[str, di
     return str(found), data
 
 
-def _moved(name: str, launch_path: str, workdir: str | None) -> Path:
+def _moved(name: str, launch_path: str, workdir: str | None, copies: dict[str, str]) -> Path:
     """`name` opened in `workdir` (a relative one from the launch script's directory up, as an
-    unmoved file is); Unreadable where `workdir` is not known statically."""
+    unmoved file is); Unreadable where `workdir` is not known statically. In a new copy of a
+    checkout, the checkout's file; one whose path leaves the copy (`../x`) is not known."""
     if workdir is None:
         raise Unreadable("the directory the command runs in is not known statically (a `cd` or a "
                          "runner's working-directory option before it)")
+    if Path(workdir).is_absolute() and in_copy(workdir, copies) is not None:
+        opened = os.path.normpath(os.path.join(workdir, name))
+        inside = in_copy(opened, copies)
+        if inside is None:
+            raise Unreadable(f"{opened} lies outside the copy of the checkout the command runs in, "
+                             "whose other files are not known statically")
+        if not Path(inside).is_file():
+            raise Unreadable(f"not found in the checkout copied to {workdir}, where the command runs")
+        return Path(inside)
     here = Path(launch_path).resolve().parent
     bases = [Path(workdir)] if Path(workdir).is_absolute() else [d / workdir for d in [here, *here.parents]]
     found = next((b / name for b in bases if (b / name).is_file()), None)

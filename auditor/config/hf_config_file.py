@@ -84,7 +84,7 @@ def _read(config: LaunchConfig, args: list[Field], rule: dict, front: dict, path
         "launch.front-end", "info", f"{front['what']}, its settings read from {name} (rules: {rule['name']})",
         where=where, detail={"front_end": front["name"], "launched": launched}))
     try:
-        found, data = load_file(name, path, config.workdir)
+        found, data = load_file(name, path, config.workdir, config.copies)
     except Unreadable as exc:
         unknown_file(config, name, str(exc), first.line, where, env_keys=())
         return

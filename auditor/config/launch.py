@@ -468,6 +468,7 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
     config.wrapper = [f.value for f in chosen.wrapper]
     config.launch_dir = chosen.cwd
     config.workdir = chosen.workdir
+    config.copies = dict(shell.copies)
     config.env = _environment(shell, chosen)
     launcher_env.apply(config, launcher, chosen.args, chosen.wrapper, spelling)
     config.text = "\n".join(shell.lines)  # what a reader asks of the script (flags.wholly_unknown)

@@ -84,6 +84,9 @@ class LaunchConfig:
     # Where the training command runs relative to the launch directory (or absolute): "" where no
     # `cd` or runner option moved it, None where that is not known (config/configfiles.load_file)
     workdir: str | None = ""
+    # New copies of a checkout made by its own tool (bash.checkout_copy): the directory, as the
+    # walk knows it, the checkout root whose files it holds (configfiles.load_file)
+    copies: dict[str, str] = field(default_factory=dict)
     # Words of the training command not known statically that may add arguments (`${EXTRA}`):
     # what they may set is unknown (config.flags.open_settings), in the order written
     unknown_words: list[UnknownWord] = field(default_factory=list)

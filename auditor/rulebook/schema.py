@@ -147,7 +147,7 @@ TABLES: dict[str, Table] = {
     "mimo": _table(False, "module option language fields other_fields field_default fixed unset source", ""),
     # A tool a checkout ships that prints a directory holding a copy of the checkout's files
     # (auditor/bash/expand.py `_checkout_copy`).
-    "checkout_copy": _table(True, "script root marks source", ""),
+    "checkout_copy": _table(True, "script root marks folder_var folder_default source", ""),
     "wrappers": _table(False, "", "programs shells batch separated python_runners operand_required "
                                   "operand_source environment_set batch_flags"),
     # `uv run [options] COMMAND` (config.training_command): the options that take a value.
@@ -177,7 +177,9 @@ TABLES: dict[str, Table] = {
     # (config/frontends/nemo_rl.py).
     "nemo_rl_policy": _table(False, "config_option inherit_key override_marker megatron_key dtensor_key size_key roles unread "
                                     "dtensor what covers decide source code stages model_overrides_key "
-                                    "several backend backend_source backend_code world env_vars_key", ""),
+                                    "several backend backend_source backend_code world env_vars_key generation_key "
+                                    "generation_megatron generation_size_key generation generation_source "
+                                    "generation_code passed passed_section passed_source passed_code", ""),
     "env_backend": _table(True, "launchers switches env_true not_pipeline checked source code",
                           "uncovered covers decide"),
     # What GPT-NeoX's deepy.py config files say about the pipeline (config/frontends/neox.py).

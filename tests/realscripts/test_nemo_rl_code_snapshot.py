@@ -42,7 +42,12 @@ cd ${PROJECT_ROOT}
 EXP_NAME=$1
 CODE_SNAPSHOT_DIRNAME=${CODE_SNAPSHOT_DIRNAME:-code_snapshots}
 SNAPSHOT_DIR="$PROJECT_ROOT/${CODE_SNAPSHOT_DIRNAME}/${EXP_NAME}"
-mkdir -p $SNAPSHOT_DIR
+if [[ ! -d "$SNAPSHOT_DIR" ]]; then
+  mkdir -p $SNAPSHOT_DIR
+else
+  echo ${SNAPSHOT_DIR}
+  exit
+fi
 rsync -a --files-from=<(
   git ls-files --recurse-submodules --cached --full-name
 ) ./ $SNAPSHOT_DIR/

@@ -16,12 +16,14 @@ config.launch.refuse_not_pipeline, or, judged, in the scan.
 from __future__ import annotations
 
 import ast
+import os
 from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
 from auditor import rulebook
 from auditor.bash.values import EnvVar, Field, Symbolic
+from auditor.bash.checkout_copy import copied_root
 from auditor.config.configfiles import Unreadable, load_file, load_yaml
 from auditor.config.entry_script import dotted
 from auditor.config.expr import UNKNOWN
@@ -65,14 +67,18 @@ class NemoRlReader(Reader):
         notes: list[str] = []
         script = str(config.script_read or config.script)
         try:
-            data, said = _composed(rule, args, path, _default_config(config, path), config.workdir)
+            data, said = _composed(rule, args, path, _default_config(config, path), config.workdir,
+                                      config.copies)
             sizes, undecided = _sizes(rule, data, script, said)
             staged = [(role, size) for role, size in sizes if size > 1]
             megatron = staged or [(role, size) for role, size in sizes if size == 1][:1]
+            if _generates_on_stages(config, rule, data, script, said, where):
+                return
             if megatron:  # one Megatron Policy keeps the run megatron-core's, whatever the others are
                 if undecided is not None:
                     raise undecided
                 _worker_env(config, rule, data, script, said)
+                _passed(config, rule, data, script, {role for role, _ in megatron}, said, where)
                 # model_overrides cannot move a policy off one stage (rules/nemo-rl.toml, above `what`)
                 _on_stages(config, rule, megatron, _overridden(rule, data, script) if staged else [], said, where)
                 return
@@ -85,6 +91,31 @@ class NemoRlReader(Reader):
         note = "; ".join(notes)
         config.diagnostics.append(Finding("launch.not-pipeline", "info", note, where=where,
                                           detail={"command": config.launcher}))
+
+
+def _generates_on_stages(config: LaunchConfig, rule: dict, data: dict[str, Any], script: str,
+                         said: str, where: str) -> bool:
+    """Whether a Policy generates with a Megatron inference model on two or more stages (NOT
+    COVERED, rules/nemo-rl.toml above `generation`); NemoUndecided where its generation backend or
+    that model's size is not known statically."""
+    for role, section in _roles(rule, data, script):
+        backend = at(section, rule["generation_key"]) if isinstance(section, dict) else None
+        if backend is not None and (not isinstance(backend, str) or "${" in backend):
+            raise NemoUndecided(f"{role}.{rule['generation_key']} is {backend!r} ({said})")
+        if backend != rule["generation_megatron"]:
+            continue
+        size = at(section, rule["generation_size_key"])
+        size = at(section, rule["size_key"]) if size is None else size
+        if type(size) is not int or size < 1:
+            raise NemoUndecided(f"{role}.{rule['generation_size_key']} is {size!r} ({said}): the size of "
+                                "its Megatron inference model")
+        if size > 1:
+            config.diagnostics.append(Finding(
+                "launch.not-covered", "warning",
+                rule["generation"].format(launcher=f"`{config.launcher}`", role=role, size=size, where=said),
+                where=where, detail={"stack": RULES, "decide": rule["decide"], "source": rule["generation_source"]}))
+            return True
+    return False
 
 
 def _unknown_stack(config: LaunchConfig, rule: dict, exc: NemoUndecided, name: str, where: str) -> None:
@@ -117,6 +148,26 @@ def _on_stages(config: LaunchConfig, rule: dict, staged: list[tuple[str, int]], 
         return
     config.entry_values["pipeline_model_parallel_size"] = (size, f"{what}: {rule['stages']}", where)
     _placed(config, rule, where)
+
+
+def _passed(config: LaunchConfig, rule: dict, data: dict[str, Any], script: str, roles: set[str],
+            said: str, where: str) -> None:
+    """The megatron_cfg sizes NeMo-RL sets on the Megatron Policies' TransformerConfig (rules
+    `passed`), as the run's settings: unknown where not known statically or where the Policies
+    give different values; a field left null stays megatron-core's to derive."""
+    given: dict[str, set[object]] = {}
+    for role, section in _roles(rule, data, script):
+        if role not in roles or not isinstance(section, dict):
+            continue
+        for key in rule["passed"]:
+            value = at(section, f"{rule['passed_section']}.{key}")
+            if value is not None:
+                known = type(value) in (int, bool) and (type(value) is bool) == (key == "sequence_parallel")
+                given.setdefault(key, set()).add(value if known else UNKNOWN)
+    for key, values in given.items():
+        value = next(iter(values)) if len(values) == 1 else UNKNOWN
+        config.entry_values[key] = (
+            value, f"policy.{rule['passed_section']}.{key} ({said}): {rule['passed_source']}", where)
 
 
 def _placed(config: LaunchConfig, rule: dict, where: str) -> None:
@@ -231,7 +282,7 @@ def _default_config(config: LaunchConfig, path: str) -> Path | None:
 
 
 def _composed(rule: dict, args: list[Field], path: str,
-              default: Path | None, workdir: str | None) -> tuple[dict[str, Any], str]:
+              default: Path | None, workdir: str | None, copies: dict[str, str]) -> tuple[dict[str, Any], str]:
     """The config as the run script composes it, and where it was read."""
     named = [args[k + 1] for k, f in enumerate(args[:-1]) if f.value == rule["config_option"]]
     files: list[object] = [f.value for f in named]
@@ -240,12 +291,12 @@ def _composed(rule: dict, args: list[Field], path: str,
     if files and not isinstance(files[-1], str):
         raise ConfigUnknown(f"{rule['config_option']} {files[-1]} is not known statically", named[-1])
     try:
-        found, data = load_file(str(files[-1]), path, workdir) if files else (str(default), _load(default))
+        found, data = load_file(str(files[-1]), path, workdir, copies) if files else (str(default), _load(default))
     except Unreadable as exc:
         raise ConfigUnknown(f"{files[-1] if files else default} is not read: {exc}",
                             named[-1] if named else None) from None
     try:
-        data = _with_parents(rule, Path(found), _unshared(data), 0)
+        data = _with_parents(rule, Path(found), _unshared(data), 0, copied_root(workdir, copies))
     except Unreadable as exc:
         raise NemoUndecided(f"{files[-1] if files else default} is not read: {exc}") from None
     for word in args:
@@ -261,9 +312,10 @@ def _composed(rule: dict, args: list[Field], path: str,
     return data, f"{Path(found).name} and the overrides"
 
 
-def _with_parents(rule: dict, found: Path, data: dict[str, Any], depth: int) -> dict[str, Any]:
+def _with_parents(rule: dict, found: Path, data: dict[str, Any], depth: int, bound: str | None) -> dict[str, Any]:
     """load_config_with_inheritance: each `defaults` parent, relative to the file's directory,
-    merged under it."""
+    merged under it. `bound`: the checkout whose new copy the command runs in (bash.checkout_copy),
+    which a relative parent may not leave (what lies beside the copy is not known)."""
     parents = data.pop(rule["inherit_key"], None)
     if parents is None:
         return data
@@ -274,7 +326,10 @@ def _with_parents(rule: dict, found: Path, data: dict[str, Any], depth: int) -> 
         if not isinstance(parent, str):
             raise Unreadable(f"{found}: `{rule['inherit_key']}: {parents!r}` is no file name")
         file = Path(parent) if parent.startswith("/") else found.parent / parent
-        _merge(base, _with_parents(rule, file, _load(file), depth + 1), rule["override_marker"])
+        if bound is not None and not parent.startswith("/") and not os.path.normpath(file).startswith(bound + "/"):
+            raise Unreadable(f"{found}: `{rule['inherit_key']}: {parent}` lies outside the copy of the checkout "
+                             "the command runs in, whose other files are not known statically")
+        _merge(base, _with_parents(rule, file, _load(file), depth + 1, bound), rule["override_marker"])
     _merge(base, data, rule["override_marker"])
     return base
 
@@ -283,6 +338,8 @@ def _load(file: Path | None) -> dict[str, Any]:
     """A YAML file's mapping; Unreadable where there is none."""
     if file is None:
         raise Unreadable("no file")
+    if not file.is_file():  # never a FIFO or a device, which would wait
+        raise Unreadable(f"{file}: not a regular file")
     try:
         text = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
