@@ -267,3 +267,21 @@ def test_a_parse_reached_through_main_still_rejects(tmp_path: Path) -> None:
     text = OWN["unreached"].replace('print(int(os.environ.get("LOCAL_RANK", "0")))', "legacy_args()")
     [found] = _own(tmp_path, text)
     assert found.severity == "error" and "knows only `--local_rank`" in found.message
+
+
+def test_what_runs_and_argv_rewrites() -> None:
+    """config/script_run.py directly: a function used only as a callback counts as run (fail
+    closed), a function nothing names does not; each form of store to sys.argv is a rewrite."""
+    import ast
+
+    from auditor.config.script_run import reached, writes_argv
+
+    tree = ast.parse("import torch.multiprocessing as mp\n\ndef worker(i):\n    x = 1\n\n"
+                     "def unused():\n    y = 2\n\nif __name__ == '__main__':\n    mp.spawn(worker)\n")
+    run = reached(tree)
+    assigns = {n.targets[0].id: id(n) in run for n in ast.walk(tree) if isinstance(n, ast.Assign)}
+    assert assigns == {"x": True, "y": False}
+    for text in ("import sys\nsys.argv[1:] = []\n", "import sys\ndel sys.argv[1]\n",
+                 "from sys import argv\nargv += ['--x']\n", "import sys\nsys.argv.insert(1, '-v')\n"):
+        assert writes_argv(ast.parse(text)), text
+    assert not writes_argv(ast.parse("import sys\nprint(sys.argv[1:])\n"))
