@@ -171,7 +171,10 @@ def argparse_options(tree: ast.Module) -> dict[str, dict[str, Any]]:
         dest, kind, default = kw.get("dest"), kw.get("type"), kw.get("default")
         name = str(dest.value) if isinstance(dest, ast.Constant) else long.lstrip("-").replace("-", "_")
         if name in out:  # another option for the same dest: argparse takes either spelling
-            out[name]["spellings"] = [*out[name]["spellings"], *spellings]
+            first = out[name]
+            first["spellings"] = [*first["spellings"], *spellings]
+            if first["type"] != (kind.id if isinstance(kind, ast.Name) else "str"):
+                first["type"] = "?"  # the value converts as the spelling given says: not read
             continue
         out[name] = {
             "spellings": spellings,

@@ -285,3 +285,19 @@ def test_what_runs_and_argv_rewrites() -> None:
                  "from sys import argv\nargv += ['--x']\n", "import sys\nsys.argv.insert(1, '-v')\n"):
         assert writes_argv(ast.parse(text)), text
     assert not writes_argv(ast.parse("import sys\nprint(sys.argv[1:])\n"))
+
+
+def test_options_of_one_dest_merge_spellings() -> None:
+    """Two add_argument calls with one dest: both spellings, the first call's default (argparse
+    sets a dest's default from its first action), and no type where they disagree."""
+    import ast
+
+    from auditor.config.entry_script import argparse_options
+
+    text = OWN["same_dest"].replace("\n    return parser", "\n    parser.add_argument('--seed', type=int, default=1)"
+                                    "\n    parser.add_argument('--rng', dest='seed', default='x')\n    return parser")
+    options = argparse_options(ast.parse(text))
+    assert options["local_rank"]["spellings"] == ["--local-rank", "--local_rank"]
+    assert options["local_rank"]["type"] == "int"
+    assert options["seed"]["spellings"] == ["--seed", "--rng"]
+    assert options["seed"]["type"] == "?" and options["seed"]["default"] == 1
