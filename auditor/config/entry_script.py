@@ -170,6 +170,12 @@ def argparse_options(tree: ast.Module) -> dict[str, dict[str, Any]]:
         long = next((s for s in spellings if s.startswith("--")), spellings[0])
         dest, kind, default = kw.get("dest"), kw.get("type"), kw.get("default")
         name = str(dest.value) if isinstance(dest, ast.Constant) else long.lstrip("-").replace("-", "_")
+        if name in out:  # another option for the same dest: argparse takes either spelling
+            first = out[name]
+            first["spellings"] = [*first["spellings"], *spellings]
+            if first["type"] != (kind.id if isinstance(kind, ast.Name) else "str"):
+                first["type"] = "?"  # the value converts as the spelling given says: not read
+            continue
         out[name] = {
             "spellings": spellings,
             "type": kind.id if isinstance(kind, ast.Name) else "str",

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor.config.entry_path import in_checkout
-from auditor.config.parser_entry import entry_calls, parse_time_bases
+from auditor.config.parser_entry import entry_calls, parse_time_bases, parse_time_methods
 
 PARSER_FILES = ("megatron/training/arguments.py", "megatron/arguments.py")
 _LIST = re.compile(r"(Optional\[)?(list|List)\[")
@@ -33,6 +33,9 @@ ARGPARSE_METHODS = frozenset({"add_argument", "add_argument_group", "add_mutuall
 _ACTIONS = {"store": "store", "append": "store", "extend": "store", "store_true": "store_true",
             "store_false": "store_false", "store_const": "store_true", "append_const": "store_true",
             "count": "store_true", "help": "store_true", "version": "store_true"}
+# argparse.BooleanOptionalAction: `--X` (True) and `--no-X` (False) for each long spelling `--X`
+# (CPython 3.11 Lib/argparse.py:897-902).
+_BOOLEAN_OPTIONAL = "BooleanOptionalAction"
 
 
 @dataclass(frozen=True)
@@ -143,7 +146,7 @@ class _Reader:
         self.path = None
 
     def read_tree(self, tree: ast.AST) -> None:
-        at_parse = _parse_time_classes(tree)
+        at_parse = parse_time_code(tree)
         funcs: list[ast.AST] = [n for n in at_build(tree, at_parse) if isinstance(n, ast.FunctionDef)]
         local = {f.name for f in funcs if isinstance(f, ast.FunctionDef)}
         for func in funcs or [tree]:
@@ -174,11 +177,19 @@ class _Reader:
                                         "is not read")
 
     def _argument(self, call: ast.Call) -> None:
+        if not all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in call.args):
+            at = f"{self.path.name}:{call.lineno}" if self.path is not None else f"line {call.lineno}"
+            self.missing.append(f"the spelling of `{ast.unparse(call)[:80]}` ({at}) is not written "
+                                "literally, and is not read")
+            return
         names = [s for s in _strings(call.args) if s.startswith("-")]
         if not names:
             return
         dest, action, nargs = (_keyword(call, k) for k in ("dest", "action", "nargs"))
         kind = str(action.value) if isinstance(action, ast.Constant) else "store"
+        boolean = action is not None and getattr(action, "attr", getattr(action, "id", None)) == _BOOLEAN_OPTIONAL
+        if boolean:
+            kind = "store_true"
         entry = {
             "dest": dest.value if isinstance(dest, ast.Constant) else next(
                 (s for s in names if s.startswith("--")), names[0]).lstrip("-").replace("-", "_"),
@@ -193,6 +204,10 @@ class _Reader:
             entry["default"], entry["where"] = default, f"{where}:{call.lineno}"
         for s in names:
             self.flags.setdefault(s, entry)
+        if boolean:
+            for s in names:
+                if s.startswith("--"):
+                    self.flags.setdefault(f"--no-{s[2:]}", {**entry, "action": "store_false"})
 
     def _factory(self, call: ast.Call, lists: dict[str, list[str]]) -> None:
         """argument_utils.ArgumentGroupFactory: `--name` per field of the dataclass, a bool
@@ -267,35 +282,37 @@ def _class(root: Path, name: str) -> ast.ClassDef | None:
     return None
 
 
-def _parse_time_classes(tree: ast.AST) -> frozenset[str]:
-    """The classes of `tree` whose code runs when the parser parses, not when it is built:
-    subclasses of argparse's actions (rules/megatron-lm.toml [parser_entry] parse_time_bases),
-    directly or through another such class of the file."""
-    bases = set(parse_time_bases())
+def parse_time_code(tree: ast.AST) -> frozenset[int]:
+    """The ids of the methods of `tree` that run when the parser parses, not when it is built:
+    the parse-time methods (rules/megatron-lm.toml [parser_entry] parse_time_methods) of the
+    subclasses of argparse's actions (parse_time_bases), directly or through another such class
+    of the file. The class's other methods and its body run when the parser is built."""
+    bases, methods = set(parse_time_bases()), parse_time_methods()
     classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
-    found: set[str] = set()
+    found: list[ast.ClassDef] = []
     while True:
-        more = {c.name for c in classes if c.name not in found
-                and any(ast.unparse(b) in bases | found for b in c.bases)}
+        names = bases | {c.name for c in found}
+        more = [c for c in classes if c not in found and any(ast.unparse(b) in names for b in c.bases)]
         if not more:
-            return frozenset(found)
-        found |= more
+            break
+        found += more
+    return frozenset(id(f) for c in found for f in c.body
+                     if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name in methods)
 
 
-def at_build(node: ast.AST, at_parse: frozenset[str] | None = None) -> list[ast.AST]:
+def at_build(node: ast.AST, at_parse: frozenset[int] | None = None) -> list[ast.AST]:
     """The nodes of `node` (breadth first, as ast.walk) that run when the parser is built, not
-    those of the classes `at_parse` (default: `node`'s own parse-time classes): an action's
+    those of the methods `at_parse` (default: `node`'s own parse_time_code): an action's
     `__call__` runs once argparse has sorted the command line, so a flag it adds is not accepted
     and the parser it is handed gains nothing."""
     if at_parse is None:
-        at_parse = _parse_time_classes(node)
+        at_parse = parse_time_code(node)
     out: list[ast.AST] = []
     todo = deque([node])
     while todo:
         here = todo.popleft()
         out.append(here)
-        todo.extend(c for c in ast.iter_child_nodes(here)
-                    if not (isinstance(c, ast.ClassDef) and c.name in at_parse))
+        todo.extend(c for c in ast.iter_child_nodes(here) if id(c) not in at_parse)
     return out
 
 

@@ -17,6 +17,7 @@ from auditor.config.entry_script import argparse_options, calls, dotted
 from auditor.config.flags import normalise
 from auditor.config.frontend_parser import at_build, locate
 from auditor.config.lightning_entry import script_file
+from auditor.config.script_run import reached, writes_argv
 from auditor.config.model import LaunchConfig
 from auditor.config.torch_version import span
 from auditor.findings import Finding
@@ -83,6 +84,8 @@ def _handoff_refused(launch: LaunchConfig, entry: dict[str, Any]) -> tuple[str, 
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
         return None
     name = Path(path).name
+    if writes_argv(tree):
+        return None  # the command line parsed is not the one the launcher passes
     line = _rejecting_parse(tree, set(entry.get("helpers", ())))
     if line is not None:
         spellings = {s for o in argparse_options(tree).values() for s in o["spellings"]}
@@ -108,7 +111,7 @@ def _rejecting_parse(tree: ast.Module, helpers: set[str]) -> int | None:
     """The line of the file's one `parse_args()` of sys.argv, where its one argparse parser
     reaches no code that could add or tolerate other options; else None (not decided)."""
     parsers, parses, other = [], [], False
-    built = {id(n) for n in at_build(tree)}
+    built = {id(n) for n in at_build(tree)} & reached(tree)
     for node, _, callee in calls(tree):
         if id(node) not in built:
             continue  # an argparse action's code, run while parsing: it adds no option
@@ -117,6 +120,7 @@ def _rejecting_parse(tree: ast.Module, helpers: set[str]) -> int | None:
             other = True  # a spelling not written literally: the parser's options are not all read
         elif callee == "argparse.ArgumentParser":
             parsers.append(node)
+            other = other or any(k.arg in ("parents", None) for k in node.keywords)  # options it inherits
         elif isinstance(node.func, ast.Attribute) and node.func.attr == "parse_args":
             parses.append(node)
         elif isinstance(node.func, ast.Attribute) and node.func.attr in ("parse_known_args", "parse_intermixed_args"):
@@ -125,7 +129,7 @@ def _rejecting_parse(tree: ast.Module, helpers: set[str]) -> int | None:
                                            for a in [*node.args, *(k.value for k in node.keywords)]):
             other = True  # the parser handed to code not read: its options are unknown
     if other or len(parsers) != 1 or len(parses) != 1 or parses[0].args or parses[0].keywords:
-        return None
+        return None  # (a parse in code the script never runs is not counted: not decided either)
     return parses[0].lineno
 
 

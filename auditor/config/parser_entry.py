@@ -32,6 +32,11 @@ def parse_time_bases() -> frozenset[str]:
     return frozenset(_rule()["parse_time_bases"])
 
 
+def parse_time_methods() -> frozenset[str]:
+    """The methods of such a class that run while the parser parses (the rest run when it is built)."""
+    return frozenset(_rule()["parse_time_methods"])
+
+
 def calls_parser_entry(script: Path) -> bool:
     """Whether `script` calls one of the parser's entries bound from Megatron-LM's modules:
     `from MODULE import NAME [as X]` then `X(...)`, or `MODULE.NAME(...)` of an imported MODULE."""

@@ -43,7 +43,7 @@ TABLES: dict[str, Table] = {
     "stage": _table(True, "name order", "launchers flags about front_ends"),
     # What makes a training script of any name a front end's: the calls it makes into the
     # front end's own modules (config/parser_entry.py).
-    "parser_entry": _table(False, "front_end calls modules source code", "about parse_time_bases"),
+    "parser_entry": _table(False, "front_end calls modules source code", "about parse_time_bases parse_time_methods"),
     "arg": _table(True, "stage key type", f"default class aliases {_SELECT}"),
     # `torch`: a PEP 440 specifier over the torch release the rule holds on, for a framework's code
     # that itself branches on torch's version (DeepSpeed's init_process_group); with torch's
@@ -213,7 +213,8 @@ TYPES: dict[str, dict[str, type]] = {
                   "latest_read": str, "releases": list, "comm_wrappers": list},
     # launcher patterns (rulebook.frameworks.launched_by) and a wrapper's module prefixes
     "stage": {"launchers": list, "front_ends": list},
-    "parser_entry": {"front_end": str, "calls": list, "modules": list, "parse_time_bases": list},
+    "parser_entry": {"front_end": str, "calls": list, "modules": list, "parse_time_bases": list,
+                     "parse_time_methods": list},
     "setting_cases": {"key": str, "values": list, "why": str},
     "front_end": {"scripts": list, "flags": list, "layout_flags": list, "launcher": str},
     "script_call": {"callee": list, "param": str, "key": str, "position": int, "read": str},

@@ -38,6 +38,15 @@ def parse_args():
     HELPER
     args = parser.PARSE()
     return args
+
+
+def main():
+    args = parse_args()
+    print(args)
+
+
+if __name__ == "__main__":
+    main()
 '''
 
 

@@ -160,6 +160,10 @@ def parse_args():
     parser.add_argument("--local_rank", type=int, default=-1)
     parser.add_argument("--paths-file", action=paths_from_file)
     return parser.parse_args()
+
+
+if __name__ == "__main__":
+    parse_args()
 '''
 
 
