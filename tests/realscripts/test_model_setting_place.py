@@ -77,11 +77,12 @@ def test_a_commented_out_line_is_not_code(tmp_path: Path, monkeypatch: pytest.Mo
     ('    if hf_transformer_config.architectures[0] == "Qwen2_5_VLForConditionalGeneration":\n    ' + LAYERS, ""),
     ("    for _ in range(1):\n    " + LAYERS, ""),
     ("", "\ndef unused(cfg, hf_transformer_config):\n" + LAYERS),
+    (LAYERS + "    if cfg.prune:\n        cfg.models.policy_trainer.megatron_model_cfg.num_layers = 30\n", ""),
 ])
 def test_the_assignment_not_where_the_rule_says_leaves_the_key_unknown(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layers: str, extra: str) -> None:
-    """On another architecture's branch, in a loop, or in another function: neither the model's
-    fact nor the YAML's value is known to hold."""
+    """On another architecture's branch, in a loop, in another function, or assigned otherwise
+    after it: neither the model's fact nor the YAML's value is known to hold."""
     flag = _flags(tmp_path, monkeypatch, "Qwen3-235B-A22B", PRUNED, layers=layers, extra=extra)["num_layers"]
     assert isinstance(flag.value, Symbolic) and "--set num_layers=N" in str(flag.value)
     assert "megatron_utils.py:29" in str(flag.value)

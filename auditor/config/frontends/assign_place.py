@@ -8,8 +8,9 @@ the rule's `function`, reached for a model of the rule's `architecture`: every `
 tests `...architectures[0] == "X"` consistently with that architecture (the body where X is it,
 the else where X is another; a rule of no architecture is under no such test), or is one of the
 rule's `guards` (a condition the rule states holds for that architecture's config.json), taken
-in its body; under a loop, `try` or `with`, it is not HERE. ELSEWHERE when the same assignment is
-elsewhere in the module or the function assigns the same target otherwise: what the key becomes
+in its body; under a loop, `try` or `with`, it is not HERE; nor where the function may assign
+the target otherwise for that architecture (a later `= 30`). ELSEWHERE when the function assigns
+the target but not so, or the same assignment is elsewhere in the module: what the key becomes
 is then not known. ABSENT when neither: the module does not take the key this way.
 """
 
@@ -45,11 +46,12 @@ def place(tree: ast.Module, setting: dict[str, Any]) -> Place:
     code, target = ast.dump(wanted), [ast.dump(t) for t in wanted.targets]
     function = functions(tree).get(setting["function"])
     if function is not None:
-        for stmt, path in _statements(function.body, ()):
-            if isinstance(stmt, ast.Assign) and ast.dump(stmt) == code and _reached(path, setting):
-                return Place.HERE
-        if any(isinstance(n, ast.Assign) and [ast.dump(t) for t in n.targets] == target
-               for n in ast.walk(function)):
+        same = [(s, path) for s, path in _statements(function.body, ())
+                if isinstance(s, ast.Assign) and [ast.dump(t) for t in s.targets] == target]
+        if any(ast.dump(s) == code and _reached(path, setting) for s, path in same) and all(
+                ast.dump(s) == code or not _may_run(path, setting) for s, path in same):
+            return Place.HERE
+        if same:
             return Place.ELSEWHERE
     if any(isinstance(n, ast.Assign) and ast.dump(n) == code for n in ast.walk(tree)):
         return Place.ELSEWHERE
@@ -85,6 +87,17 @@ def _reached(path: _Path, setting: dict[str, Any]) -> bool:
             if mine is None or (tested == mine) != taken:
                 return False
         elif not (taken and ast.dump(test) in guards):
+            return False
+    return True
+
+
+def _may_run(path: _Path, setting: dict[str, Any]) -> bool:
+    """Whether a statement under `path` may run for a model of the setting's architecture: no
+    architecture test on it excludes that one (a setting of no architecture: any may run)."""
+    mine = setting.get("architecture")
+    for test, taken in path:
+        tested = _architecture(test) if test is not None else None
+        if tested is not None and mine is not None and (tested == mine) != taken:
             return False
     return True
 
