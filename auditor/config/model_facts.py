@@ -3,9 +3,9 @@
 Front ends take a model's sizes from its Hugging Face config.json (ms-swift/mcore-bridge from
 `--model`, ChatLearn from `models.policy.load`), which p2paudit cannot read: the checkpoint is the
 user's. rules/models.toml states the facts of published models, each citing where they are stated
-(a pinned release's model provider where one exists). A model is found by its hub id or by a
-path whose last component is the name (`${CHATLEARN}/pretrained_models/Qwen3-235B-A22B`); a name
-no entry has is not found, and what the caller takes from it is unknown, never a default.
+(a pinned release's model provider where one exists). A model is found by its whole hub id or by
+a local path whose last component is the name (`${CHATLEARN}/pretrained_models/Qwen3-235B-A22B`);
+a name no entry has is not found, and what the caller takes from it is unknown, never a default.
 """
 
 from __future__ import annotations
@@ -38,13 +38,22 @@ def _leaf(name: str) -> str:
     return name.rstrip("/").rsplit("/", 1)[-1].lower()
 
 
+def _local(given: str) -> bool:
+    """Whether `given` is a directory, not a hub id `org/name`: it starts with `/`, `.`, `~` or
+    `$`, or has other than two parts (`ckpt/org/name`, a bare `name`). Another org's
+    `org/name` is other weights, whatever its last part (my-org/Moonlight-16B-A3B-Instruct)."""
+    return given.startswith(("/", ".", "~", "$")) or given.rstrip("/").count("/") != 1
+
+
 def lookup(given: str) -> ModelFacts | None:
-    """The entry naming `given` (a hub id, or a path whose last component is one of its names)."""
-    wanted = _leaf(given)
+    """The entry naming `given`: a hub id matches a name whole (case-insensitive), a local path
+    by its last component."""
+    key = _leaf if _local(given) else (lambda name: name.rstrip("/").lower())
+    wanted = key(given)
     for entry in _entries():
-        if wanted in (_leaf(n) for n in [*entry["names"], *entry.get("also", [])]):
+        if wanted in (key(n) for n in [*entry["names"], *entry.get("also", [])]):
             source = entry["source"]
-            if _leaf(given) not in (_leaf(n) for n in entry["names"]):
+            if wanted not in (key(n) for n in entry["names"]):
                 source += f"; {given.rstrip('/').rsplit('/', 1)[-1]} as {entry['names'][0]}: {entry['also_source']}"
             return ModelFacts(entry["names"][0], dict(entry.get("values", {})), entry.get("architecture"),
                               entry.get("torch_dtype"), source)

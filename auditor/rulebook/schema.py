@@ -109,7 +109,7 @@ TABLES: dict[str, Table] = {
     # Where the front end reads the model's config.json and which settings it takes from it
     # (ChatLearn's update_cfg; the facts are rules/models.toml's, config/model_facts.py).
     "model_config": _table(False, "path_key source code", ""),
-    "model_setting": _table(True, "key fact source code", "architecture factor"),
+    "model_setting": _table(True, "key fact function source code", "architecture factor guards"),
     # torch's P2P API (rulebook.apis, auditor/dynamic/hooks.py).
     "p2p_api": _table(True, "name qualnames params issues", f"peer group op wire {_SELECT}"),
     "coalescing_context": _table(True, "qualnames", f"group_param {_SELECT}"),
@@ -234,7 +234,7 @@ TYPES: dict[str, dict[str, type]] = {
     "role_default": {"key": str, "value": str},
     "model_config": {"path_key": str},
     "model": {"names": list, "values": dict, "also": list, "architecture": str, "provider": dict},
-    "model_setting": {"key": str, "fact": str, "architecture": str, "factor": int},
+    "model_setting": {"key": str, "fact": str, "function": str, "architecture": str, "factor": int, "guards": list},
     "entry_module": {"modules": list, "not_pipeline": str, "checked": list},
     "no_training_entry": {"package": str, "loops": list, "pipeline_modules": list, "pipeline_names": list, "what": str,
                           "modules": list, "flags": list, "methods": list, "checked": list},

@@ -23,6 +23,8 @@ from auditor.bash.values import Field, Symbolic
 from auditor.config import model_facts
 from auditor.config.configfiles import Unreadable, load_yaml, surely_missing, unknown_file
 from auditor.config.flags import SCRIPT_ARGUMENTS, unresolved, wholly_unknown
+from auditor.config.frontends import assign_place
+from auditor.config.frontends.assign_place import Place
 from auditor.config.frontends.hydra_compose import yaml_text
 from auditor.config.frontends.reader import Reader
 from auditor.config.hydra_compose import Unresolved, at, resolve
@@ -129,8 +131,9 @@ def _from_model(model: dict[str, Any], tree: dict[str, Any], config: LaunchConfi
     update_cfg): each `[[model_setting]]` key from rules/models.toml's facts of the model its
     `[model_config] path_key` names (config/model_facts.py), the entry for the model's
     architecture over the general one; unknown, naming `--set KEY=N`, where no fact decides.
-    A setting holds where the run's own checkout has its `code` (pai-chatlearn 1.2.0 on PyPI has
-    no Qwen3-Next branch); with no checkout found, each key is unknown."""
+    A setting holds where the run's own checkout runs its `code` at the place the rule names
+    (config/frontends/assign_place.py; pai-chatlearn 1.2.0 on PyPI has no Qwen3-Next branch);
+    with no checkout found, each key is unknown."""
     conf = model["config"]
     if conf is None:
         return {}
@@ -140,36 +143,67 @@ def _from_model(model: dict[str, Any], tree: dict[str, Any], config: LaunchConfi
     out: dict[str, tuple[Any, str]] = {}
     for key in dict.fromkeys(s["key"] for s in model["settings"]):
         entries = [s for s in model["settings"] if s["key"] == key]
-        root = _checkout(config, _relpath(entries[0]))
-        if root is None:
-            out[key] = (Symbolic(f"{key} from the config.json of {shown}: ChatLearn's {_relpath(entries[0])}, "
-                                 f"which sets it, is not found around the entry {config.script}; give it "
-                                 f"with --set {key}=N"), conf["source"])
+        relpath = _relpath(entries[0])
+        root = _checkout(config, relpath)
+        module = _module(root / relpath) if root is not None else None
+        if module is None:
+            why = ("is not found around the entry" if root is None else "does not parse, in the checkout of")
+            out[key] = (Symbolic(f"{key} from the config.json of {shown}: ChatLearn's {relpath}, which sets "
+                                 f"it, {why} {config.script}; give it with --set {key}=N"), conf["source"])
             continue
-        code = (root / _relpath(entries[0])).read_text(encoding="utf-8", errors="replace")
-        entries = [s for s in entries if s["code"].strip() in code]
-        general = next((s for s in entries if "architecture" not in s), None)
-        special = [s for s in entries if "architecture" in s]
-        if not entries:
+        places = [assign_place.place(module, s) for s in entries]
+        if all(p is Place.ABSENT for p in places):
             continue  # this ChatLearn does not take the key from config.json: the YAML's holds
-        if not isinstance(path, str):
-            what = f"{conf['path_key']} is not known statically"
-        elif found is None:
-            what = f"{shown} is no model rules/models.toml names"
-        elif special and found.architecture is None:
-            what = f"rules/models.toml does not state {found.name}'s architecture, which decides it"
-        else:
-            setting = next((s for s in special if s["architecture"] == found.architecture), general)
-            if setting is None:
-                continue
-            if setting["fact"] in found.values:
-                value = found.values[setting["fact"]] * int(setting.get("factor", 1))
-                out[key] = (str(value), f"{found.name} config.json via {setting['source']}: {found.source}")
-                continue
-            what = f"rules/models.toml does not state {found.name}'s {setting['fact']}"
-        out[key] = (Symbolic(f"{key} from the config.json of {shown} ({conf['source']}): {what}; "
-                             f"give it with --set {key}=N"), conf["source"])
+        what = _setting(entries, places, module, found, path, conf)
+        if isinstance(what, dict) and found is not None:
+            value = found.values[what["fact"]] * int(what.get("factor", 1))
+            out[key] = (str(value), f"{found.name} config.json via {what['source']}: {found.source}")
+        elif isinstance(what, str):
+            out[key] = (Symbolic(f"{key} from the config.json of {shown} ({conf['source']}): {what}; "
+                                 f"give it with --set {key}=N"), conf["source"])
     return out
+
+
+def _setting(entries: list[dict[str, Any]], places: list[Place], module: ast.Module,
+             found: model_facts.ModelFacts | None, path: Any, conf: dict[str, Any]) -> dict[str, Any] | str | None:
+    """The `[[model_setting]]` that sets the key for the model found, or why that is not known
+    (text), or None where none does (the YAML's value holds). The entry for the model's
+    architecture wins over the general one; it is ABSENT only where its function is not defined
+    apart from the general one's (pai-chatlearn 1.2.0 has no update_qwen3_next_cfg: the general
+    one runs). An entry ELSEWHERE leaves the key unknown."""
+    if not isinstance(path, str):
+        return f"{conf['path_key']} is not known statically"
+    if found is None:
+        return f"{conf['path_key']}={yaml_text(path)} is no model rules/models.toml names"
+    placed = list(zip(entries, places, strict=True))
+    general = next(((s, p) for s, p in placed if "architecture" not in s), None)
+    special = [(s, p) for s, p in placed if "architecture" in s]
+    if special and found.architecture is None:
+        return f"rules/models.toml does not state {found.name}'s architecture, which decides it"
+    mine = next(((s, p) for s, p in special if s["architecture"] == found.architecture), None)
+    if mine is not None and mine[1] is Place.ABSENT and mine[0]["function"] in assign_place.functions(module) \
+            and (general is None or general[0]["function"] != mine[0]["function"]):
+        return (f"ChatLearn's {_relpath(mine[0])} defines {mine[0]['function']}, which {found.architecture} "
+                f"runs, but not `{mine[0]['code']}` in it ({mine[0]['source']})")
+    chosen = mine if mine is not None and mine[1] is not Place.ABSENT else general
+    if chosen is None or chosen[1] is Place.ABSENT:
+        return None
+    setting, where = chosen
+    if where is Place.ELSEWHERE:
+        branch = f" for {setting['architecture']}" if "architecture" in setting else ""
+        return (f"ChatLearn's {_relpath(setting)} does not run `{setting['code']}` in {setting['function']}"
+                f"{branch} as {setting['source']} says, but assigns it elsewhere")
+    if setting["fact"] not in found.values:
+        return f"rules/models.toml does not state {found.name}'s {setting['fact']}"
+    return setting
+
+
+def _module(file: Path) -> ast.Module | None:
+    """The parsed module, or None where it does not parse."""
+    try:
+        return ast.parse(file.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError, ValueError):
+        return None
 
 
 def _role_defaults(defaults: list[dict[str, Any]], config: LaunchConfig) -> dict[str, tuple[Any, str]]:
