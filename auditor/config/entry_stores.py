@@ -4,7 +4,8 @@ readers of the sizes an entry sets (config/entry_assign.py) and of its parsed ar
 unknown rather than the one read (fail closed).
 
 Read with the stdlib `ast`: `setattr(x, NAME, v)` with a name not written as a literal, any
-`X.__setattr__(...)` (`object.__setattr__(x, k, v)`, the frozen-dataclass idiom),
+`X.__setattr__(...)` (`object.__setattr__(x, k, v)`, the frozen-dataclass idiom; not a
+`__setattr__` override's own `super().__setattr__`),
 `vars(x)[k] = v`, `x.__dict__[k] = v`, `vars(x).update(...)` / `x.__dict__.update(...)`, an
 attribute stored as part of a tuple, list or starred target (`a.tp, a.pp = ...`), a `for`
 or `with ... as` target; and (keywords only) a call passing `**expr` whose keys the file does not
@@ -31,18 +32,28 @@ def _is_namespace(node: ast.expr) -> bool:
 def unnamed_stores(nodes: list[ast.AST]) -> list[int]:
     """The lines of `nodes` that store an attribute by a name not written there."""
     out = []
+    forwards = {id(n) for f in nodes if isinstance(f, ast.FunctionDef) and f.name == "__setattr__"
+                for n in ast.walk(f) if _super_setattr(n)}
     for node in nodes:
         if isinstance(node, ast.Call):
             f = node.func
             if (isinstance(f, ast.Name) and f.id == "setattr"
                     and not (len(node.args) >= 2 and isinstance(node.args[1], ast.Constant))):
                 out.append(node.lineno)
-            elif isinstance(f, ast.Attribute) and (f.attr == "__setattr__"
+            elif isinstance(f, ast.Attribute) and (f.attr == "__setattr__" and id(node) not in forwards
                                                    or f.attr in _UPDATES and _is_namespace(f.value)):
                 out.append(node.lineno)
         elif isinstance(node, ast.Subscript) and isinstance(node.ctx, (ast.Store, ast.Del)) and _is_namespace(node.value):
             out.append(node.lineno)
     return out
+
+
+def _super_setattr(node: ast.AST) -> bool:
+    """`super().__setattr__(...)`: in a `__setattr__` override, the store it stands for is the
+    `x.name = v` (or `setattr`) that called it, read where it is written."""
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "__setattr__"
+            and isinstance(node.func.value, ast.Call) and isinstance(node.func.value.func, ast.Name)
+            and node.func.value.func.id == "super")
 
 
 def nested_attr_stores(nodes: list[ast.AST], name: str) -> list[int]:

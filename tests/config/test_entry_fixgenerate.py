@@ -121,6 +121,14 @@ def test_dunder_setattr_is_a_store_by_a_name_not_written() -> None:
     assert unnamed_stores(list(ast.walk(tree))) == [1, 2]
 
 
+def test_an_override_forwarding_to_super_setattr_adds_no_store() -> None:
+    """ChatLearn@b7af31a972 chatlearn/utils/arguments.py:155-158: the `x.name = v` that calls the
+    override is the store, read by its name."""
+    tree = ast.parse("class A:\n    def __setattr__(self, name, value):\n        super().__setattr__(name, value)\n"
+                     "    def set(self, k, v):\n        super().__setattr__(k, v)\n")
+    assert unnamed_stores(list(ast.walk(tree))) == [5]
+
+
 # H4: a pipeline size reaching the keyword dict through a loop over literal key names.
 LOOP = '''
 
