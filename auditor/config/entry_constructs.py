@@ -2,14 +2,16 @@
 attribute of the model provider the entry script configured (config/entry_assign.py).
 
 A call passing `**dict` whose keys the file does not spell out is read as writing every setting
-(config/entry_stores.py `opaque_keywords`), since it may be `provider.update(**d)`. A call of a
-class under construction makes a new object instead: `cls(**d)` in a `@classmethod` whose first
-parameter is `cls` (Megatron-Bridge examples/conversion/vlm_generate_utils.py:54-60 at 067f987df0,
-a processor's `from_dict` patched onto a class not read), or `Name(**d)` of a class the module
-defines (whose own methods are read as scopes of the module). A call with a positional argument
-is not counted as one (`Wrapper(provider, **d)` may write what it is handed); what the keywords
-hand a constructor not read is that code's, as for any call into code not read. The entry's
-provider is the new object only where the entry binds it from such a module:
+(config/entry_stores.py `opaque_keywords`), since it may be `provider.update(**d)`. One shape
+only is read as making a new object: `cls(**d)` in a `@classmethod` whose first parameter is
+`cls`, defined outside any class body (a method patched onto a class not read:
+Megatron-Bridge examples/conversion/vlm_generate_utils.py:54-60 at 067f987df0, a processor's
+`from_dict`). It is handed nothing but `**` dicts, and keywords whose value is an item taken out
+of one of those dicts (`media_proc_cfg = config.pop(...)`, as handing it inside the dict would):
+a keyword or positional argument may hand the constructor the provider to write
+(`Wrapper(provider=p, **d)`). `Name(**d)` of a class the module defines is not counted: its
+metaclass, decorators, `__new__` or methods may write any object (h33-review3 H1-H3). The
+entry's provider is the new object only where the entry binds it from such a module:
 `bound_from_framework` checks that each name the entry writes a setting on is bound only from a
 framework's calls (rules' modeled packages), else every `**` call counts as before (fail closed).
 """
@@ -18,20 +20,47 @@ from __future__ import annotations
 
 import ast
 
+from auditor.config.entry_stores import binders
+
 
 def constructs(node: ast.AST, scope: ast.AST, tree: ast.Module) -> bool:
-    """`node` is a call building a new object of a class (see the module docstring), handed no
-    positional argument."""
-    if not isinstance(node, ast.Call) or node.args or not isinstance(node.func, ast.Name):
+    """`node` is `cls(...)` of a patched classmethod `scope`, handed only `**` dicts and items
+    taken out of them (see the module docstring)."""
+    if (not isinstance(node, ast.Call) or node.args or not isinstance(node.func, ast.Name)
+            or not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) or _in_class_body(tree, scope)):
         return False
-    name = node.func.id
-    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        first = scope.args.posonlyargs + scope.args.args
-        if (first and first[0].arg == name and _is_classmethod(scope)
-                and not _stored(ast.walk(scope), name, skip=first[0])):
-            return True
-    classes = [c for c in tree.body if isinstance(c, ast.ClassDef) and c.name == name]
-    return len(classes) == 1 and not _stored(ast.walk(tree), name) and not _imported(tree, name)
+    first = scope.args.posonlyargs + scope.args.args
+    spread = {k.value.id for k in node.keywords if k.arg is None and isinstance(k.value, ast.Name)}
+    return (bool(first) and first[0].arg == node.func.id and _is_classmethod(scope)
+            and not _stored(ast.walk(scope), node.func.id, skip=first[0])
+            and all(k.arg is None and isinstance(k.value, ast.Name)
+                    or k.arg is not None and _taken_out(k.value, spread, scope) for k in node.keywords))
+
+
+def _in_class_body(tree: ast.Module, scope: ast.AST) -> bool:
+    return any(isinstance(c, ast.ClassDef) and scope in c.body for c in ast.walk(tree))
+
+
+def _taken_out(value: ast.expr, spread: set[str], scope: ast.AST) -> bool:
+    """`value` is a name `scope` binds once, to `D.pop(...)` / `D.get(...)` / `D[...]` of a dict
+    `D` the call also hands as `**D`: handing the item by name hands what the dict held."""
+    if not isinstance(value, ast.Name):
+        return False
+    binds = [n for n in ast.walk(scope) if isinstance(n, ast.Name) and n.id == value.id
+             and isinstance(n.ctx, (ast.Store, ast.Del))]
+    assigns = [n.value for n in ast.walk(scope) if isinstance(n, ast.Assign) and len(n.targets) == 1
+               and isinstance(n.targets[0], ast.Name) and n.targets[0].id == value.id]
+    if len(binds) != 1 or len(assigns) != 1 or _stored(
+            (n for n in ast.walk(scope) if not isinstance(n, ast.Name)), value.id):
+        return False
+    item = assigns[0]
+    if isinstance(item, ast.Call) and isinstance(item.func, ast.Attribute) and item.func.attr in ("pop", "get"):
+        item = item.func.value
+    elif isinstance(item, ast.Subscript):
+        item = item.value
+    else:
+        return False
+    return isinstance(item, ast.Name) and item.id in spread
 
 
 def _is_classmethod(scope: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -40,20 +69,7 @@ def _is_classmethod(scope: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
 
 def _stored(nodes, name: str, skip: ast.arg | None = None) -> bool:
     """`name` is bound anywhere among `nodes` (other than as the parameter `skip`)."""
-    for n in nodes:
-        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del)):
-            return True
-        if isinstance(n, ast.arg) and n.arg == name and n is not skip:
-            return True
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name:
-            return True
-    return False
-
-
-def _imported(tree: ast.Module, name: str) -> bool:
-    return any(isinstance(n, (ast.Import, ast.ImportFrom)) and any((a.asname or a.name.split(".")[0]) == name
-                                                                     for a in n.names)
-               for n in ast.walk(tree))
+    return any(n is not skip for n in binders(nodes, name))
 
 
 def bound_from_framework(tree: ast.Module, keys: list[str], frameworks: frozenset[str]) -> bool:

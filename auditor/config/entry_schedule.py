@@ -4,8 +4,9 @@
 only where it does not. Megatron-Bridge's examples/conversion/hf_to_megatron_generate_text.py
 imports and calls `get_forward_backward_func()(..., forward_only=True)`: at PP > 1 a forward-only
 pipeline schedule with P2P, not a conversion. Naming is read from the script and its local
-modules (stdlib ast); a script that cannot be read names nothing here, and the name rule stands
-only as the rules say (analysis/schedule_reach.py decides from the call graph what it can).
+modules (stdlib ast); a script that cannot be read names nothing here, and the name rule does
+not decide it (`names_no_schedule`); analysis/schedule_reach.py decides from the call graph
+what it can.
 """
 
 from __future__ import annotations
@@ -24,12 +25,25 @@ from auditor.config.pyenv import located_stat
 def names_schedule(config: LaunchConfig) -> str | None:
     """The schedule entry (`module.name`) the entry script of `config` or a local module it
     imports names in an import or an attribute, or None (also where the script is not read)."""
+    return _read(config)[1]
+
+
+def names_no_schedule(config: LaunchConfig) -> bool:
+    """The entry script of `config` and its local modules were read and name no schedule entry:
+    only then may a script rule call it NOT A PIPELINE RUN by its name (a `cd` the scratch
+    config does not follow, a file absent here: not decided by the name)."""
+    read, named = _read(config)
+    return read and named is None
+
+
+def _read(config: LaunchConfig) -> tuple[bool, str | None]:
     found = located_stat(config)
-    return None if found is None else _named(Path(found[0].path).resolve(), found[1].st_mtime_ns)
+    return (False, None) if found is None else _named(Path(found[0].path).resolve(), found[1].st_mtime_ns)
 
 
 @functools.lru_cache(maxsize=32)
-def _named(script: Path, mtime_ns: int) -> str | None:
+def _named(script: Path, mtime_ns: int) -> tuple[bool, str | None]:
+    """(whether the script and its closure were read, the schedule entry named)."""
     entries = [(e["module"], n.split(".")[0]) for e in rulebook.load("stacks").data["schedule_entry"]
                for n in e["names"]]
     stop = frozenset(m.split(".")[0] for m in modeled_packages())
@@ -38,10 +52,10 @@ def _named(script: Path, mtime_ns: int) -> str | None:
             for node in ast.walk(tree):
                 hit = next((f"{m}.{n}" for m, n in entries if _names(node, m, n)), None)
                 if hit:
-                    return hit
+                    return True, hit
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
-        return None
-    return None
+        return False, None
+    return True, None
 
 
 def _names(node: ast.AST, module: str, name: str) -> bool:

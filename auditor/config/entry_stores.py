@@ -3,7 +3,9 @@ readers of the sizes an entry sets (config/entry_assign.py) and of its parsed ar
 (config/entry_script.py `arg_value`) take any such store as writing every name, so the value is
 unknown rather than the one read (fail closed).
 
-Read with the stdlib `ast`: `setattr(x, NAME, v)` with a name not written as a literal,
+Read with the stdlib `ast`: `setattr(x, NAME, v)` with a name not written as a literal, any
+`X.__setattr__(...)` (`object.__setattr__(x, k, v)`, the frozen-dataclass idiom; not a
+`__setattr__` override's own `super().__setattr__`),
 `vars(x)[k] = v`, `x.__dict__[k] = v`, `vars(x).update(...)` / `x.__dict__.update(...)`, an
 attribute stored as part of a tuple, list or starred target (`a.tp, a.pp = ...`), a `for`
 or `with ... as` target; and (keywords only) a call passing `**expr` whose keys the file does not
@@ -14,6 +16,8 @@ of the file that returns only such dicts.
 from __future__ import annotations
 
 import ast
+
+from auditor import rulebook
 
 _UPDATES = frozenset({"update", "setdefault", "__setitem__"})
 
@@ -28,17 +32,28 @@ def _is_namespace(node: ast.expr) -> bool:
 def unnamed_stores(nodes: list[ast.AST]) -> list[int]:
     """The lines of `nodes` that store an attribute by a name not written there."""
     out = []
+    forwards = {id(n) for f in nodes if isinstance(f, ast.FunctionDef) and f.name == "__setattr__"
+                for n in ast.walk(f) if _super_setattr(n)}
     for node in nodes:
         if isinstance(node, ast.Call):
             f = node.func
             if (isinstance(f, ast.Name) and f.id == "setattr"
                     and not (len(node.args) >= 2 and isinstance(node.args[1], ast.Constant))):
                 out.append(node.lineno)
-            elif isinstance(f, ast.Attribute) and f.attr in _UPDATES and _is_namespace(f.value):
+            elif isinstance(f, ast.Attribute) and (f.attr == "__setattr__" and id(node) not in forwards
+                                                   or f.attr in _UPDATES and _is_namespace(f.value)):
                 out.append(node.lineno)
         elif isinstance(node, ast.Subscript) and isinstance(node.ctx, (ast.Store, ast.Del)) and _is_namespace(node.value):
             out.append(node.lineno)
     return out
+
+
+def _super_setattr(node: ast.AST) -> bool:
+    """`super().__setattr__(...)`: in a `__setattr__` override, the store it stands for is the
+    `x.name = v` (or `setattr`) that called it, read where it is written."""
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "__setattr__"
+            and isinstance(node.func.value, ast.Call) and isinstance(node.func.value.func, ast.Name)
+            and node.func.value.func.id == "super")
 
 
 def nested_attr_stores(nodes: list[ast.AST], name: str) -> list[int]:
@@ -106,12 +121,41 @@ def _changes(node: ast.AST, name: str, nodes: list[ast.AST]) -> bool:
 
 
 def _literal_loop(key: ast.expr, nodes: list[ast.AST]) -> bool:
-    """`key` is a name bound only as the target of `for` loops over literals."""
+    """`key` is a name bound only as the target of `for` loops over literals, none of them a
+    rules/megatron-core.toml `[config_attribute]` key: a write `d[key] = v` of such a key is
+    not one the readers of that key see by its name (entry_assign.py `_writes`)."""
     if not isinstance(key, ast.Name):
         return False
-    binds = [n for n in nodes if isinstance(n, ast.Name) and n.id == key.id and isinstance(n.ctx, (ast.Store, ast.Del))]
     loops = [n for n in nodes if isinstance(n, (ast.For, ast.AsyncFor)) and isinstance(n.target, ast.Name)
              and n.target.id == key.id]
-    return (bool(loops) and len(binds) == len(loops)
-            and all(isinstance(n.iter, (ast.Tuple, ast.List)) and all(isinstance(e, ast.Constant) for e in n.iter.elts)
+    sizes = set(rulebook.load("megatron-core").data["config_attribute"]["keys"])
+    return (bool(loops) and len(binders(nodes, key.id)) == len(loops)
+            and all(isinstance(n.iter, (ast.Tuple, ast.List))
+                    and all(isinstance(e, ast.Constant) and e.value not in sizes for e in n.iter.elts)
                     for n in loops))
+
+
+def binders(nodes, name: str) -> list[ast.AST]:
+    """The nodes among `nodes` that bind `name`: a store or `del`, a parameter, a `def` or
+    `class`, an `except ... as`, an import, a `match` capture, a `global`/`nonlocal`."""
+    out: list[ast.AST] = []
+    for n in nodes:
+        if isinstance(n, ast.Name):
+            bound = n.id == name and isinstance(n.ctx, (ast.Store, ast.Del))
+        elif isinstance(n, ast.arg):
+            bound = n.arg == name
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound = n.name == name
+        elif isinstance(n, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
+            bound = n.name == name
+        elif isinstance(n, ast.MatchMapping):
+            bound = n.rest == name
+        elif isinstance(n, ast.alias):
+            bound = (n.asname or n.name.split(".")[0]) == name
+        elif isinstance(n, (ast.Global, ast.Nonlocal)):
+            bound = name in n.names
+        else:
+            bound = False
+        if bound:
+            out.append(n)
+    return out

@@ -35,7 +35,7 @@ from auditor.config.deepspeed_entry import read_deepspeed_entry
 from auditor.config.no_training import read_no_training
 from auditor.config.entry_module import read_entry_module
 from auditor.config.entry_path import in_checkout
-from auditor.config.entry_schedule import names_schedule
+from auditor.config.entry_schedule import names_no_schedule
 from auditor.config.entry_stack import (
     UnknownStack,
     builds_no_pipeline,
@@ -557,7 +557,7 @@ def runs_no_pipeline(candidate: Candidate, spelling: Spelling, path: str) -> str
     shipped = _shipped_script(spelling, script)
     if shipped and "not_pipeline" in shipped:
         scratch.script = script  # a name says no pipeline only where the code names no schedule
-        if names_schedule(scratch) is None:
+        if names_no_schedule(scratch):
             return str(shipped["not_pipeline"]).replace("{script}", str(script))
     if shipped or not isinstance(script, str):
         return None

@@ -161,6 +161,24 @@ uv run python -m torch.distributed.run --nproc_per_node=8 examples/conversion/hf
 """
 
 
+# The roundtrip script's shape (Megatron-Bridge@067f987df0 examples/conversion/
+# hf_megatron_roundtrip_multi_gpu.py): it names no pipeline schedule entry. The name rule calls a
+# conversion NOT A PIPELINE RUN only for a file read (config/entry_schedule.py names_no_schedule).
+ROUNDTRIP = """from megatron.bridge import AutoBridge
+
+
+def main(args):
+    bridge = AutoBridge.from_hf_pretrained(args.hf_model_id)
+    model = bridge.to_megatron_model(wrap_with_ddp=False)
+    bridge.save_hf_pretrained(model, args.output_dir)
+"""
+
+
+def _roundtrip(root: Path) -> None:
+    (root / "examples/conversion").mkdir(parents=True, exist_ok=True)
+    (root / "examples/conversion/hf_megatron_roundtrip_multi_gpu.py").write_text(ROUNDTRIP, encoding="utf-8")
+
+
 def _scan(path: Path, *extra: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "auditor", "scan", "--config", str(path), *extra],
                           capture_output=True, text=True, cwd=path.parent, timeout=300,
@@ -170,6 +188,7 @@ def _scan(path: Path, *extra: str) -> subprocess.CompletedProcess:
 def test_a_conversion_is_not_a_pipeline_run(tmp_path):
     path = tmp_path / "roundtrip.sh"
     path.write_text("\n".join(line for line in CONVERSION.splitlines() if "convert.sh" not in line), encoding="utf-8")
+    _roundtrip(tmp_path)
     done = _scan(path)
     assert done.returncode == 0, done.stderr
     headline = next(line for line in done.stdout.splitlines() if line[:1].isupper() and ":" in line)
@@ -177,8 +196,10 @@ def test_a_conversion_is_not_a_pipeline_run(tmp_path):
     assert "hf_megatron_roundtrip_multi_gpu.py" in " ".join(done.stdout.split())
 
 
-def test_a_training_command_after_a_conversion_is_the_run(tmp_path):
+def test_a_training_command_after_a_conversion_is_the_run(tmp_path, monkeypatch):
     examples = _checkout(tmp_path)
+    _roundtrip(tmp_path)
+    monkeypatch.chdir(tmp_path)  # run from the checkout's root, as its README says
     text = CONVERSION.replace("{", "{{").replace("}", "}}") + LOOP.split("\n", 1)[1]
     launch, _ = _launch(examples, text=text)
     assert launch.launcher == "python -m torch.distributed.run run_recipe.py"
