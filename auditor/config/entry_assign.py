@@ -28,6 +28,8 @@ from pathlib import Path
 
 from auditor import rulebook
 from auditor.config.entry_constructs import bound_from_framework, constructs
+from auditor.config.entry_inference import inference_not_pipeline
+from auditor.config.entry_library import library_sizes
 from auditor.config.entry_schedule import names_schedule
 from auditor.config.entry_script import arg_value, argparse_options, iter_closure, stores_of
 from auditor.config.entry_stores import nested_attr_stores, opaque_keywords, unnamed_stores
@@ -55,8 +57,12 @@ def read_entry_assignments(launch: LaunchConfig) -> None:
     keys = rulebook.load("megatron-core").data["config_attribute"]["keys"]
     called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
     elsewhere = _written_elsewhere(Path(entry.path), keys, options)
+    loaded = library_sizes(launch, Path(entry.path), tree, options, keys)
     for key in keys:
         found = _setting(tree, key, options, launch, called)
+        if key in loaded:
+            found = loaded[key] if found is None else (UNKNOWN, f"{loaded[key][1]}, and the script writes it too",
+                                                       found[2])
         if key in elsewhere and found is not None:
             found = (UNKNOWN, f"{elsewhere[key]} writes it too, after the script may",
                      found[2])
@@ -64,6 +70,7 @@ def read_entry_assignments(launch: LaunchConfig) -> None:
             value, why, line = found
             launch.entry_values[key] = (value, f"{entry.path}:{line}: {why}", f"{entry.path}:{line}")
     _forward_only(launch, Path(entry.path))
+    inference_not_pipeline(launch, Path(entry.path), tree)
 
 
 def _other_loops() -> list[tuple[frozenset[str], str]]:
