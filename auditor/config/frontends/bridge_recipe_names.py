@@ -9,8 +9,10 @@ recipe and the closest names the checkout has (difflib); spelt by some verified 
 undecided, naming them, until --target gives the release.
 
 Fail closed: "spelt" is the name as a word anywhere in the packages' files (a definition, a
-re-export, an `__all__` entry alike), with the files of modules they star-import from outside them;
-a module `__getattr__`, `globals()` or a star import not found here spells every name. A script
+re-export, an `__all__` entry alike), with the files of modules they star-import from outside them
+(absolute, or relative to the importing file's package); a module `__getattr__`, a name registered
+at run time (`setattr(`, `sys.modules`, `vars()`, `locals()`, `globals()`, `__dict__`, `exec(`)
+or a star import not found here spells every name. A script
 outside a checkout, a name not known statically or not an identifier, or a release that cannot be
 had decides nothing (the recipe's fields stay unknown, as before).
 """
@@ -32,8 +34,13 @@ from auditor.findings import Finding
 from auditor.sources import SourceSet, resolve
 
 KIND = "launch.recipe-missing"
-_OPEN = re.compile(r"\b__getattr__\b|\bglobals\(\)")  # names made at run time: any name may exist
-_STAR = re.compile(r"^\s*from\s+([A-Za-z_][\w.]*)\s+import\s+\*", re.M)
+# The ways a module gains names at run time (a module __getattr__, a name registered through the
+# module's namespace, code run from a string): where one is in the packages, any name may exist. A
+# name built by formatting (f"{model}_{task}_config", recipes/utils/naming.py at 067f987) becomes
+# a module's name only through one of these, so it is read through them.
+_OPEN = re.compile(r"\b__[gs]etattr__\b|\b(?:globals|vars|locals|setattr|exec)\(|\bsys\.modules\b"
+                   r"|\b__dict__\b")
+_STAR = re.compile(r"^\s*from\s+(\.*[\w.]*)\s+import\s+\*", re.M)
 
 
 def check_recipe(launch: LaunchConfig, srcs: list[SourceSet], planned: bool) -> None:
@@ -151,7 +158,7 @@ def _files(root: Path, packages: tuple[str, ...]) -> list[Path] | None:
         out += found
         for path in found:
             for module in _STAR.findall(_text(path)):
-                target = _module(base, module)
+                target = _module(base, path, module)
                 if target is None:
                     return None
                 if not any(target.is_relative_to(d) for d in seen if d.is_dir()):
@@ -159,9 +166,19 @@ def _files(root: Path, packages: tuple[str, ...]) -> list[Path] | None:
     return out
 
 
-def _module(base: Path, module: str) -> Path | None:
-    rel = Path(*module.split("."))
-    return next((c for c in (base / rel, base / rel.with_suffix(".py")) if c.exists()), None)
+def _module(base: Path, path: Path, module: str) -> Path | None:
+    """The package directory or module file `module` names, star-imported by `path`: absolute
+    from `base`, or relative (leading dots: the file's package, then its parents); None where it
+    is not under `base`."""
+    dots = len(module) - len(module.lstrip("."))
+    if dots > len(path.parents):
+        return None
+    start = base if not dots else path.parents[dots - 1]
+    rest = [p for p in module.lstrip(".").split(".") if p]
+    rel = start.joinpath(*rest)
+    if not rel.is_relative_to(base):
+        return None
+    return next((c for c in (rel, rel.with_suffix(".py")) if c.exists() and (rest or c.is_dir())), None)
 
 
 @functools.lru_cache(maxsize=8192)
