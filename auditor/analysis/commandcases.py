@@ -47,13 +47,16 @@ def _starts_not(doc: dict[str, Any]) -> bool:
 def _run(docs: list[dict[str, Any]], goes_on: Sequence[bool]) -> tuple[list[int], list[int]]:
     """The commands the run is judged on, and those failing at start-up that the script goes on
     past (`goes_on[k]`: bash surely runs what follows command k when it fails). A start-up
-    failure the script may stop on ends the run there; all failing: every command is judged."""
+    failure the script may stop on ends the run there; all failing, or one of them chosen to
+    run (config/chosen_command.py): every command is judged."""
+    if any(map(_chosen_by, docs)):  # one of them runs, not each in turn
+        return list(range(len(docs))), []
     judged: list[int] = []
     passed: list[int] = []
     for k, doc in enumerate(docs):
         if not _starts_not(doc):
             judged.append(k)
-        elif k < len(goes_on) and goes_on[k] and not _chosen_by(doc):
+        elif k < len(goes_on) and goes_on[k]:
             passed.append(k)
         else:
             judged.append(k)

@@ -84,5 +84,11 @@ def test_a_command_that_fails_at_start_up_ends_the_run_only_where_the_script_sto
         stopped = commandcases.merged([_stops(2), _hangs(2, 1)], goes_on=said)
         assert stopped["config"]["command_basis"]["shown"] == 0
         assert not any(f["kind"] == "launch.command-does-not-start" for f in stopped["findings"])
+    # one of them chosen to run (config/chosen_command.py): each may be the run, all judged
+    chosen = [_stops(2), _hangs(2, 1)]
+    for d in chosen:
+        d["findings"].append({"kind": "launch.chosen-command", "severity": "info", "message": "one of 2",
+                              "detail": {"chosen_by": "`$1`", "commands": 2}})
+    assert commandcases.merged(chosen, goes_on=[False, False])["config"]["command_basis"]["shown"] == 1
     # every command fails: the first is shown
     assert commandcases.merged([_stops(2), _stops(4)], goes_on=[True, True])["config"]["command_basis"]["shown"] == 0

@@ -185,3 +185,35 @@ def test_a_name_built_by_formatting_alone_registers_nothing(tmp_path):
         # prose, as megatron-bridge 0.5.0 recipes/utils/determinism_utils.py has it: no call
         '"""requires runtime env vars\n    (``NCCL_ALGO=Ring``)"""\n', encoding="utf-8")
     assert spelt(tmp_path, PACKAGES, "step37_flickr8k_sft_smoke_config") is False
+
+
+@pytest.mark.wheels
+def test_the_tree_the_command_cds_to_is_the_one_judged(tmp_path):
+    """h33-review2 p9_cd.sh, after slurm_pretrain.sh:52,136-139 (`cd "${MEGATRON_BRIDGE_PATH:-
+    /opt/Megatron-Bridge}"` then run_recipe.py): the run imports the recipes of the tree it cds to."""
+    other = tmp_path / "other"
+    _checkout(other)
+    (other / "src/megatron/bridge/recipes/mine.py").write_text("def step37_flickr8k_sft_smoke_config():\n"
+                                                               "    pass\n", encoding="utf-8")
+    script = _checkout(tmp_path / "here") / "slurm_pretrain.sh"
+    script.write_text(LAUNCH.replace("${{MEGATRON_BRIDGE_PATH:-.}}", str(other)).format(
+        recipe="step37_flickr8k_sft_smoke_config"), encoding="utf-8")
+    p = subprocess.run([sys.executable, "-m", "auditor", "scan", "--config", str(script), "--format", "json"],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=600,
+                       env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(Path.home())})
+    moved = json.loads(p.stdout)
+    assert not _missing(moved), moved["verdict"]["headline"]
+
+
+@pytest.mark.wheels
+def test_a_tree_not_here_is_said_to_be_read_as_a_verified_release(tmp_path):
+    script = _checkout(tmp_path) / "slurm_pretrain.sh"
+    script.write_text(LAUNCH.replace("${{MEGATRON_BRIDGE_PATH:-.}}", "/opt/Megatron-Bridge").format(
+        recipe="step37_flickr8k_sft_smoke_config"), encoding="utf-8")
+    p = subprocess.run([sys.executable, "-m", "auditor", "scan", "--config", str(script), "--format", "json"],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=600,
+                       env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(Path.home())})
+    doc = json.loads(p.stdout)
+    headline = doc["verdict"]["headline"]
+    assert headline.startswith("DOES NOT START") and "/opt/Megatron-Bridge" in headline, headline
+    assert "megatron-bridge==VERSION" in _missing(doc)[0]["message"]

@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 import difflib
 import functools
+import os
 import re
 from pathlib import Path
 
@@ -52,6 +53,8 @@ def check_recipe(launch: LaunchConfig, srcs: list[SourceSet], planned: bool) -> 
     runner = book.section("recipe_runner")
     name, _ = recipe_name(lambda option: launch.launcher_flags.get(option.lstrip("-")), runner)
     root = checkout_root(launch.path, launch.script, runner)
+    moved, elsewhere = _run_from(launch, runner["recipe_dirs"][0])
+    root = moved or root
     packages = tuple(d.removeprefix("src/") for d in runner["recipe_dirs"])
     if name is None or not name.isidentifier() or root is None or spelt(root, packages, name) is not False:
         return
@@ -83,13 +86,32 @@ def check_recipe(launch: LaunchConfig, srcs: list[SourceSet], planned: bool) -> 
         return
     near = closest(root, packages, name)
     hint = f" (closest: {', '.join(near)})" if near else ""
+    # the copy the run imports is not here: read as this checkout or a release judged, and said
+    copy = (f"; the run imports the {distribution} at {elsewhere}, not here, read as this checkout or "
+            f"{distribution} {lack} (--target {distribution}==VERSION gives the release there)"
+            if elsewhere else "")
     launch.diagnostics.append(Finding(KIND, "error", (
         f"`{runner['recipe_option']} {name}` names no recipe of this checkout or of {distribution} "
-        f"{lack}{hint}: {runner['missing'].format(recipe=name)}"),
+        f"{lack}{hint}: {runner['missing'].format(recipe=name)}{copy}"),
         fix=f"name a recipe that exists, e.g. {runner['recipe_option']} {near[0]}" if near else
         f"name a recipe that {', '.join(packages)} define(s)",
         where=where, detail={**STARTUP, "recipe": name, "closest": near,
-                             "headline": f"recipe {name} does not exist{hint}"}))
+                             "headline": f"recipe {name} does not exist{hint}" + (
+                                 f" in this checkout nor in {distribution} {lack}, as the copy at "
+                                 f"{elsewhere} is read" if elsewhere else "")}))
+
+
+def _run_from(launch: LaunchConfig, recipes: str) -> tuple[Path | None, str]:
+    """Where a `cd` moved the command (launch.workdir): the checkout there, where it is here (its
+    recipes are the ones imported), else (None, the directory as written): not here, the copy the
+    run imports is read as this checkout or a release judged, and said. (None, "") not moved."""
+    if launch.workdir == "":
+        return None, ""
+    if launch.workdir is None:
+        return None, "a directory not known statically"
+    where = Path(os.getcwd(), launch.workdir)
+    found = next((d for d in (where, *where.parents) if (d / recipes).is_dir()), None)
+    return (found, "") if found is not None else (None, launch.workdir)
 
 
 def _releases(distribution: str, verified: list[str]) -> list[SourceSet] | None:
