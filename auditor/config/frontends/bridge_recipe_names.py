@@ -87,7 +87,7 @@ def check_recipe(launch: LaunchConfig, srcs: list[SourceSet], planned: bool) -> 
     near = closest(root, packages, name)
     hint = f" (closest: {', '.join(near)})" if near else ""
     # the copy the run imports is not here: read as this checkout or a release judged, and said
-    copy = (f"; the run imports the {distribution} at {elsewhere}, not here, read as this checkout or "
+    copy = (f"; the run imports the {distribution} {elsewhere}, not here: read as this checkout or "
             f"{distribution} {lack} (--target {distribution}==VERSION gives the release there)"
             if elsewhere else "")
     launch.diagnostics.append(Finding(KIND, "error", (
@@ -97,21 +97,21 @@ def check_recipe(launch: LaunchConfig, srcs: list[SourceSet], planned: bool) -> 
         f"name a recipe that {', '.join(packages)} define(s)",
         where=where, detail={**STARTUP, "recipe": name, "closest": near,
                              "headline": f"recipe {name} does not exist{hint}" + (
-                                 f" in this checkout nor in {distribution} {lack}, as the copy at "
-                                 f"{elsewhere} is read" if elsewhere else "")}))
+                                 f" in this checkout nor in {distribution} {lack} (the run imports the "
+                                 f"copy {elsewhere}, read as one of these)" if elsewhere else "")}))
 
 
 def _run_from(launch: LaunchConfig, recipes: str) -> tuple[Path | None, str]:
     """Where a `cd` moved the command (launch.workdir): the checkout there, where it is here (its
-    recipes are the ones imported), else (None, the directory as written): not here, the copy the
-    run imports is read as this checkout or a release judged, and said. (None, "") not moved."""
+    recipes are the ones imported), else (None, where it is, as said): not here, the copy the run
+    imports is read as this checkout or a release judged, and said. (None, "") not moved."""
     if launch.workdir == "":
         return None, ""
     if launch.workdir is None:
-        return None, "a directory not known statically"
+        return None, "in a directory not known statically"
     where = Path(os.getcwd(), launch.workdir)
     found = next((d for d in (where, *where.parents) if (d / recipes).is_dir()), None)
-    return (found, "") if found is not None else (None, launch.workdir)
+    return (found, "") if found is not None else (None, f"at {launch.workdir}")
 
 
 def _releases(distribution: str, verified: list[str]) -> list[SourceSet] | None:
