@@ -217,3 +217,19 @@ def test_a_tree_not_here_is_said_to_be_read_as_a_verified_release(tmp_path):
     headline = doc["verdict"]["headline"]
     assert headline.startswith("DOES NOT START") and "/opt/Megatron-Bridge" in headline, headline
     assert "megatron-bridge==VERSION" in _missing(doc)[0]["message"]
+
+
+@pytest.mark.wheels
+@pytest.mark.parametrize("given, said", [("${RECIPE:-step37_flickr8k_sft_smoke_config}", "RECIPE"),
+                                         ("${1:-step37_flickr8k_sft_smoke_config}", "$1")])
+def test_a_recipe_from_a_default_says_it_assumes_the_variable_unset(tmp_path, given, said):
+    """h33-review2 p4_env.sh / p8_pos.sh: `RECIPE=${RECIPE:-...}` (or `${1:-...}`) then `--recipe $RECIPE`:
+    the caller may give another recipe; the verdict holds for the script's own default."""
+    script = _checkout(tmp_path) / "slurm_pretrain.sh"
+    script.write_text(LAUNCH.format(recipe="$RECIPE").replace("#!/bin/bash\n", f"#!/bin/bash\nRECIPE={given}\n"),
+                      encoding="utf-8")
+    p = subprocess.run([sys.executable, "-m", "auditor", "scan", "--config", str(script), "--format", "json"],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=600,
+                       env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(Path.home())})
+    headline = json.loads(p.stdout)["verdict"]["headline"]
+    assert headline.startswith("DOES NOT START") and f"{said} unset" in headline, headline

@@ -27,7 +27,7 @@ import re
 from pathlib import Path
 
 from auditor import rulebook
-from auditor.config.flags import STARTUP
+from auditor.config.flags import STARTUP, normalise
 from auditor.config.frontends.megatron_bridge import RULES, checkout_root, recipe_name
 from auditor.config.model import LaunchConfig
 from auditor.errors import InputError
@@ -86,6 +86,7 @@ def check_recipe(launch: LaunchConfig, srcs: list[SourceSet], planned: bool) -> 
         return
     near = closest(root, packages, name)
     hint = f" (closest: {', '.join(near)})" if near else ""
+    hint += _assumed(launch, runner)
     # the copy the run imports is not here: read as this checkout or a release judged, and said
     copy = (f"; the run imports the {distribution} {elsewhere}, not here: read as this checkout or "
             f"{distribution} {lack} (--target {distribution}==VERSION gives the release there)"
@@ -99,6 +100,15 @@ def check_recipe(launch: LaunchConfig, srcs: list[SourceSet], planned: bool) -> 
                              "headline": f"recipe {name} does not exist{hint}" + (
                                  f" in this checkout nor in {distribution} {lack} (the run imports the "
                                  f"copy {elsewhere}, read as one of these)" if elsewhere else "")}))
+
+
+def _assumed(launch: LaunchConfig, runner: dict) -> str:
+    """The variables the recipe name rests on through a `${NAME:-x}` fallback (`RECIPE=${RECIPE:-x}`,
+    `${1:-x}`): the name is the script's default, which its caller may replace."""
+    options = (runner["recipe_option"], runner["model_option"], runner["mode_option"])
+    names = dict.fromkeys(n for o in options for n in launch.option_fallbacks.get(normalise(o), ()))
+    said = ", ".join(f"${n}" if n.isdigit() else n for n in names)
+    return f" (the script's default, with {said} unset)" if said else ""
 
 
 def _run_from(launch: LaunchConfig, recipes: str) -> tuple[Path | None, str]:
