@@ -27,6 +27,10 @@ LOOP = "for M in gemma3_vl_4bX gemma3_vl_4b; do\n    " + RUN + "\ndone\n"
     ("#!/bin/bash\nM=a\n" + RUN + " || " + RUN.replace("${M}", "b") + "\n", (True, False)),
     ("#!/bin/bash\nM=a\n" + RUN + " && " + RUN.replace("${M}", "b") + "\n", (False, False)),
     ("#!/bin/bash\nM=a\n" + RUN + " || exit 1\nM=b\n" + RUN + "\n", (False, True)),
+    # one branch or the other (NVIDIA/Megatron-LM @ 3bec9aa97d examples/multimodal/nvlm/
+    # sft_qwen20_72b_internvit_6b.sh:151-155, `if [[ $BATCH -eq 0 ]]; then torchrun ... else srun ...`)
+    ("#!/bin/bash\nM=a\nif [[ $BATCH -eq 0 ]]; then\n    " + RUN + "\nelse\n    " + RUN.replace("${M}", "b")
+     + "\nfi\n", (False, False)),
 ])
 def test_the_script_goes_on_past_a_failing_command_only_where_bash_does(text, want):
     assert parse_launch(text, "sft.sh").goes_on == want
