@@ -66,11 +66,13 @@ def _run(docs: list[dict[str, Any]], goes_on: Sequence[bool]) -> tuple[list[int]
 
 def merged(docs: list[dict[str, Any]], goes_on: Sequence[bool] = ()) -> dict[str, Any]:
     """The document of the worst verdict among `docs` (one per training command, in the order the
-    script runs them; among equals, the one reaching the most P2P sites, then the first), its
+    script runs them; among findings, a contradiction before a start-up failure; among equals, the
+    one reaching the most P2P sites, then the first), its
     config.command_basis naming every command's verdict and its launch warnings about the other
     commands replaced by that basis. Judged on the commands that run (_run)."""
     judged, passed = _run(docs, goes_on)
-    shown = min(judged, key=lambda k: (_rank(docs[k]), -_reached(docs[k]), k))
+    # among findings, a hang or a wrong result before a start-up failure: the run shows it first
+    shown = min(judged, key=lambda k: (_rank(docs[k]), _starts_not(docs[k]), -_reached(docs[k]), k))
     doc = docs[shown]
     commands = [{"line": int((d.get("launch") or {}).get("line") or 0), "status": d["verdict"]["status"],
                  "headline": d["verdict"]["headline"],

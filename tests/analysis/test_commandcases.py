@@ -92,3 +92,10 @@ def test_a_command_that_fails_at_start_up_ends_the_run_only_where_the_script_sto
     assert commandcases.merged(chosen, goes_on=[False, False])["config"]["command_basis"]["shown"] == 1
     # every command fails: the first is shown
     assert commandcases.merged([_stops(2), _stops(4)], goes_on=[True, True])["config"]["command_basis"]["shown"] == 0
+
+
+def test_a_hang_before_a_start_up_failure_is_shown() -> None:
+    """The first command hangs: the run never reaches the second, which would not start; the hang
+    is shown whichever reaches more sites."""
+    doc = commandcases.merged([_hangs(2, 1), _stops(2, 9)], goes_on=[False, False])
+    assert doc["config"]["command_basis"]["shown"] == 0
