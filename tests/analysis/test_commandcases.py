@@ -50,3 +50,52 @@ def test_commands_one_of_which_runs_name_what_chooses() -> None:
     assert "one of 2 training commands, chosen by" in note["message"]
     said = commandcases.words(basis)
     assert "the script may run" in said and "line 118" in said and said.endswith("(line 45)")
+
+
+def _stops(pp: int, reached: int = 0) -> dict:
+    """A command that does not start: a recipe name no release defines (config category)."""
+    doc = _doc("findings", pp, reached)
+    doc["verdict"]["headline"] = "DOES NOT START: recipe gemma3_vl_4bX_sft_config does not exist"
+    doc["findings"].append({"kind": "launch.recipe-missing", "severity": "error", "message": "no recipe",
+                            "detail": {"category": "config"}})
+    return doc
+
+
+def _hangs(pp: int, reached: int = 1) -> dict:
+    doc = _doc("findings", pp, reached)
+    doc["sites"] = [{"reachable": "yes", "verdict": "contradiction"}] * reached
+    doc["findings"].append({"kind": "unbatched-p2p", "severity": "error", "message": "may hang"})
+    return doc
+
+
+def test_a_command_that_fails_at_start_up_ends_the_run_only_where_the_script_stops() -> None:
+    """h33-review2 p1_loop.sh / p3_fallback.sh, after Megatron-Bridge 067f987 gemma3_vl/sft.sh:
+    `for MODEL_NAME in gemma3_vl_4bX gemma3_vl_4b; do torchrun run_recipe.py --recipe
+    ${MODEL_NAME}_sft_config ...; done` with no `set -e`: the second iteration trains."""
+    goes_on = commandcases.merged([_stops(2, 5), _doc("clean", 2)], goes_on=[True, True])
+    assert goes_on["config"]["command_basis"]["shown"] == 1
+    note = next(f for f in goes_on["findings"] if f["kind"] == "launch.command-does-not-start")
+    assert note["severity"] == "warning" and "line 45" in note["message"] and "goes on" in note["message"]
+    # a hang in a later command is never hidden behind an earlier command's start-up error
+    hang = commandcases.merged([_stops(2, 9), _hangs(2, 1)], goes_on=[True, True])
+    assert hang["config"]["command_basis"]["shown"] == 1
+    # where the script may stop on it (`set -e`, or not known), the run ends there
+    for said in ([False, True], []):
+        stopped = commandcases.merged([_stops(2), _hangs(2, 1)], goes_on=said)
+        assert stopped["config"]["command_basis"]["shown"] == 0
+        assert not any(f["kind"] == "launch.command-does-not-start" for f in stopped["findings"])
+    # one of them chosen to run (config/chosen_command.py): each may be the run, all judged
+    chosen = [_stops(2), _hangs(2, 1)]
+    for d in chosen:
+        d["findings"].append({"kind": "launch.chosen-command", "severity": "info", "message": "one of 2",
+                              "detail": {"chosen_by": "`$1`", "commands": 2}})
+    assert commandcases.merged(chosen, goes_on=[False, False])["config"]["command_basis"]["shown"] == 1
+    # every command fails: the first is shown
+    assert commandcases.merged([_stops(2), _stops(4)], goes_on=[True, True])["config"]["command_basis"]["shown"] == 0
+
+
+def test_a_hang_before_a_start_up_failure_is_shown() -> None:
+    """The first command hangs: the run never reaches the second, which would not start; the hang
+    is shown whichever reaches more sites."""
+    doc = commandcases.merged([_hangs(2, 1), _stops(2, 9)], goes_on=[False, False])
+    assert doc["config"]["command_basis"]["shown"] == 0

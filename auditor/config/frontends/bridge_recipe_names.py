@@ -9,8 +9,10 @@ recipe and the closest names the checkout has (difflib); spelt by some verified 
 undecided, naming them, until --target gives the release.
 
 Fail closed: "spelt" is the name as a word anywhere in the packages' files (a definition, a
-re-export, an `__all__` entry alike), with the files of modules they star-import from outside them;
-a module `__getattr__`, `globals()` or a star import not found here spells every name. A script
+re-export, an `__all__` entry alike), with the files of modules they star-import from outside them
+(absolute, or relative to the importing file's package); a module `__getattr__`, a name registered
+at run time (`setattr(`, `sys.modules`, `vars()`, `locals()`, `globals()`, `__dict__`, `exec(`)
+or a star import not found here spells every name. A script
 outside a checkout, a name not known statically or not an identifier, or a release that cannot be
 had decides nothing (the recipe's fields stay unknown, as before).
 """
@@ -20,11 +22,12 @@ from __future__ import annotations
 import ast
 import difflib
 import functools
+import os
 import re
 from pathlib import Path
 
 from auditor import rulebook
-from auditor.config.flags import STARTUP
+from auditor.config.flags import STARTUP, normalise
 from auditor.config.frontends.megatron_bridge import RULES, checkout_root, recipe_name
 from auditor.config.model import LaunchConfig
 from auditor.errors import InputError
@@ -32,8 +35,13 @@ from auditor.findings import Finding
 from auditor.sources import SourceSet, resolve
 
 KIND = "launch.recipe-missing"
-_OPEN = re.compile(r"\b__getattr__\b|\bglobals\(\)")  # names made at run time: any name may exist
-_STAR = re.compile(r"^\s*from\s+([A-Za-z_][\w.]*)\s+import\s+\*", re.M)
+# The ways a module gains names at run time (a module __getattr__, a name registered through the
+# module's namespace, code run from a string): where one is in the packages, any name may exist. A
+# name built by formatting (f"{model}_{task}_config", recipes/utils/naming.py at 067f987) becomes
+# a module's name only through one of these, so it is read through them.
+_OPEN = re.compile(r"\b__[gs]etattr__\b|\b(?:globals|vars|locals|setattr|exec)\(|\bsys\.modules\b"
+                   r"|\b__dict__\b")
+_STAR = re.compile(r"^\s*from\s+(\.*[\w.]*)\s+import\s+\*", re.M)
 
 
 def check_recipe(launch: LaunchConfig, srcs: list[SourceSet], planned: bool) -> None:
@@ -45,6 +53,8 @@ def check_recipe(launch: LaunchConfig, srcs: list[SourceSet], planned: bool) -> 
     runner = book.section("recipe_runner")
     name, _ = recipe_name(lambda option: launch.launcher_flags.get(option.lstrip("-")), runner)
     root = checkout_root(launch.path, launch.script, runner)
+    moved, elsewhere = _run_from(launch, runner["recipe_dirs"][0])
+    root = moved or root
     packages = tuple(d.removeprefix("src/") for d in runner["recipe_dirs"])
     if name is None or not name.isidentifier() or root is None or spelt(root, packages, name) is not False:
         return
@@ -76,13 +86,42 @@ def check_recipe(launch: LaunchConfig, srcs: list[SourceSet], planned: bool) -> 
         return
     near = closest(root, packages, name)
     hint = f" (closest: {', '.join(near)})" if near else ""
+    hint += _assumed(launch, runner)
+    # the copy the run imports is not here: read as this checkout or a release judged, and said
+    copy = (f"; the run imports the {distribution} {elsewhere}, not here: read as this checkout or "
+            f"{distribution} {lack} (--target {distribution}==VERSION gives the release there)"
+            if elsewhere else "")
     launch.diagnostics.append(Finding(KIND, "error", (
         f"`{runner['recipe_option']} {name}` names no recipe of this checkout or of {distribution} "
-        f"{lack}{hint}: {runner['missing'].format(recipe=name)}"),
+        f"{lack}{hint}: {runner['missing'].format(recipe=name)}{copy}"),
         fix=f"name a recipe that exists, e.g. {runner['recipe_option']} {near[0]}" if near else
         f"name a recipe that {', '.join(packages)} define(s)",
         where=where, detail={**STARTUP, "recipe": name, "closest": near,
-                             "headline": f"recipe {name} does not exist{hint}"}))
+                             "headline": f"recipe {name} does not exist{hint}" + (
+                                 f" in this checkout nor in {distribution} {lack} (the run imports the "
+                                 f"copy {elsewhere}, read as one of these)" if elsewhere else "")}))
+
+
+def _assumed(launch: LaunchConfig, runner: dict) -> str:
+    """The variables the recipe name rests on through a `${NAME:-x}` fallback (`RECIPE=${RECIPE:-x}`,
+    `${1:-x}`): the name is the script's default, which its caller may replace."""
+    options = (runner["recipe_option"], runner["model_option"], runner["mode_option"])
+    names = dict.fromkeys(n for o in options for n in launch.option_fallbacks.get(normalise(o), ()))
+    said = ", ".join(f"${n}" if n.isdigit() else n for n in names)
+    return f" (the script's default, with {said} unset)" if said else ""
+
+
+def _run_from(launch: LaunchConfig, recipes: str) -> tuple[Path | None, str]:
+    """Where a `cd` moved the command (launch.workdir): the checkout there, where it is here (its
+    recipes are the ones imported), else (None, where it is, as said): not here, the copy the run
+    imports is read as this checkout or a release judged, and said. (None, "") not moved."""
+    if launch.workdir == "":
+        return None, ""
+    if launch.workdir is None:
+        return None, "in a directory not known statically"
+    where = Path(os.getcwd(), launch.workdir)
+    found = next((d for d in (where, *where.parents) if (d / recipes).is_dir()), None)
+    return (found, "") if found is not None else (None, f"at {launch.workdir}")
 
 
 def _releases(distribution: str, verified: list[str]) -> list[SourceSet] | None:
@@ -151,7 +190,7 @@ def _files(root: Path, packages: tuple[str, ...]) -> list[Path] | None:
         out += found
         for path in found:
             for module in _STAR.findall(_text(path)):
-                target = _module(base, module)
+                target = _module(base, path, module)
                 if target is None:
                     return None
                 if not any(target.is_relative_to(d) for d in seen if d.is_dir()):
@@ -159,9 +198,19 @@ def _files(root: Path, packages: tuple[str, ...]) -> list[Path] | None:
     return out
 
 
-def _module(base: Path, module: str) -> Path | None:
-    rel = Path(*module.split("."))
-    return next((c for c in (base / rel, base / rel.with_suffix(".py")) if c.exists()), None)
+def _module(base: Path, path: Path, module: str) -> Path | None:
+    """The package directory or module file `module` names, star-imported by `path`: absolute
+    from `base`, or relative (leading dots: the file's package, then its parents); None where it
+    is not under `base`."""
+    dots = len(module) - len(module.lstrip("."))
+    if dots > len(path.parents):
+        return None
+    start = base if not dots else path.parents[dots - 1]
+    rest = [p for p in module.lstrip(".").split(".") if p]
+    rel = start.joinpath(*rest)
+    if not rel.is_relative_to(base):
+        return None
+    return next((c for c in (rel, rel.with_suffix(".py")) if c.exists() and (rest or c.is_dir())), None)
 
 
 @functools.lru_cache(maxsize=8192)

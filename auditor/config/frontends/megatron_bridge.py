@@ -19,6 +19,7 @@ from auditor.bash.values import Field, Symbolic
 from auditor.config.frontend_parser import find_script
 from auditor.config.frontends.bridge_recipe import RecipeReader, RecipeValue, unknown_fields
 from auditor.config.frontends.reader import Reader
+from auditor.config.launcher import fallbacks
 from auditor.config.model import Flag, LaunchConfig
 from auditor.config.overrides import read_overrides
 from auditor.findings import Finding
@@ -34,6 +35,7 @@ class BridgeRecipeReader(Reader):
              path: str, parser_roots: tuple[Path, ...]) -> None:
         runner = rulebook.load(RULES).section("recipe_runner")
         options, rest = _options(args, runner)
+        config.option_fallbacks = fallbacks(args)
         read_overrides(config, rest, path)
         for option, flag in options.items():
             config.launcher_flags[option.lstrip("-")] = flag
