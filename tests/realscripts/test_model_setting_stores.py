@@ -32,6 +32,7 @@ TARGET = "cfg.models.policy_trainer.megatron_model_cfg"
     LAYERS + f"    match cfg.prune:\n        case True:\n            {TARGET}.num_layers = 30\n",
     "    if cfg.keep_yaml:\n        return cfg\n" + LAYERS,
     "    if cfg.keep_yaml:\n        raise ValueError(cfg)\n" + LAYERS,
+    '    if hf_transformer_config.architectures[0] == "Qwen3ForCausalLM":\n        return cfg\n' + LAYERS,
     f"    m = {TARGET}\n    m.num_layers = hf_transformer_config.num_hidden_layers\n",
 ])
 def test_another_store_or_an_early_return_leaves_the_key_unknown(
