@@ -53,3 +53,16 @@ def test_a_setattr_of_any_name_is_not_absent() -> None:
                "function": "update_cfg", "source": "test"}
     assert place(ast.parse("def update_cfg(cfg):\n    setattr(cfg, k, v)\n"), setting) is Place.ELSEWHERE
     assert place(ast.parse("def update_cfg(cfg):\n    setattr(cfg, 'other', v)\n"), setting) is Place.ABSENT
+
+
+def test_a_return_for_an_architecture_whose_rule_is_not_there_leaves_the_key_unknown() -> None:
+    """The Qwen3-Next return (:24-25) is left to the rule of :116 only where :116 is there."""
+    general = {"code": f"{TARGET}.num_layers = hf_transformer_config.num_hidden_layers",
+               "function": "update_cfg", "source": "test"}
+    special = {"code": f"{TARGET}.num_layers = hf_transformer_config.num_hidden_layers * 2",
+               "function": "update_qwen3_next_cfg", "architecture": "Qwen3NextForCausalLM", "source": "test"}
+    head = ("def update_cfg(cfg):\n    if hf_transformer_config.architectures[0] == 'Qwen3NextForCausalLM':\n"
+            "        return cfg\n    " + general["code"] + "\n")
+    assert place(ast.parse(head), general, [general, special]) is Place.ELSEWHERE
+    full = head + "def update_qwen3_next_cfg(cfg):\n    " + special["code"] + "\n"
+    assert place(ast.parse(full), general, [general, special]) is Place.HERE

@@ -50,14 +50,15 @@ def place(tree: ast.Module, setting: dict[str, Any], siblings: Sequence[dict[str
     table = functions(tree)
     function = table.get(setting["function"])
     mine = dict(_statements(function.body, ())) if function is not None else {}
-    known = {s for other in siblings if other is not setting and other["function"] in table
+    known = {s: other for other in siblings if other is not setting and other["function"] in table
              for s, _ in _statements(table[other["function"]].body, ())
              if ast.dump(s) == ast.dump(ast.parse(other["code"].strip()).body[0])}
+    covered = {other["architecture"] for other in known.values() if "architecture" in other}
     here = seen = elsewhere = False
     for stmt in (n for n in ast.walk(tree) if isinstance(n, ast.stmt) and _stores(n, key)):
         if stmt in mine and ast.dump(stmt) == code:
             seen = True
-            here = here or (_reached(mine[stmt], setting) and not _returned_before(stmt, mine, setting, siblings))
+            here = here or (_reached(mine[stmt], setting) and not _returned_before(stmt, mine, setting, covered))
         elif not (stmt in known and (stmt not in mine or not _may_run(mine[stmt], setting))):
             elsewhere = True
     if here and not elsewhere:
@@ -103,11 +104,10 @@ def _setattr_name(call: ast.Call) -> str | None:
 
 
 def _returned_before(stmt: ast.stmt, mine: dict[ast.stmt, _Path], setting: dict[str, Any],
-                     siblings: Sequence[dict[str, Any]]) -> bool:
+                     covered: set[str]) -> bool:
     """Whether a `return`/`raise` of the function, before `stmt`, may run for the setting's model;
-    one for an architecture another rule of the key covers (update_cfg's Qwen3-Next return,
-    megatron_utils.py:24-25) leaves that model to that rule."""
-    covered = {s["architecture"] for s in siblings if "architecture" in s and s is not setting}
+    one for an architecture whose own rule of the key the module runs (`covered`: update_cfg's
+    Qwen3-Next return, megatron_utils.py:24-25, to :116) leaves that model to that rule."""
     for other, path in mine.items():
         if not isinstance(other, (ast.Return, ast.Raise)) or (other.lineno, other.col_offset) >= (stmt.lineno, stmt.col_offset):
             continue
