@@ -151,7 +151,7 @@ def _from_model(model: dict[str, Any], tree: dict[str, Any], config: LaunchConfi
             out[key] = (Symbolic(f"{key} from the config.json of {shown}: ChatLearn's {relpath}, which sets "
                                  f"it, {why} {config.script}; give it with --set {key}=N"), conf["source"])
             continue
-        places = [assign_place.place(module, s) for s in entries]
+        places = [assign_place.place(module, s, entries) for s in entries]
         if all(p is Place.ABSENT for p in places):
             continue  # this ChatLearn does not take the key from config.json: the YAML's holds
         what = _setting(entries, places, module, found, path, conf)
