@@ -194,9 +194,8 @@ def _commands(inputs: ScanInputs) -> dict[str, Any]:
     (Megatron-Bridge examples/models/gpt_oss/inference.sh); past it a command is judged at its
     own settings and says so (_out_of_budget). A long scan says how far it is on stderr."""
     text = read_script(inputs.config_path) if inputs.text is None else inputs.text
-    read = None if inputs.command is not None else parse_launch(text, inputs.config_path,
-                                                                environ=launch_environ())
-    count = 1 if read is None else read.commands
+    count = 1 if inputs.command is not None else parse_launch(
+        text, inputs.config_path, environ=launch_environ()).commands
     budget, at = [CASE_SCANS], [0]
     with Progress(f"scanning {os.path.basename(inputs.config_path)}",
                   how_far=lambda: (f"command {at[0] + 1} of {count}, "
@@ -207,7 +206,7 @@ def _commands(inputs: ScanInputs) -> dict[str, Any]:
             docs.append(_command(replace(inputs, which=k, text=text), budget))
     if count == 1:
         return docs[0]
-    out = commandcases.merged(docs, read.goes_on if read is not None else ())
+    out = commandcases.merged(docs)
     verdict.finish(out)
     return out
 

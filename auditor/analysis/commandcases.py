@@ -4,14 +4,14 @@ several pipelines (a Hydra config's megatron roles, ROLL's actor_train and refer
 on each: the run is only as good as its worst command, so the document shown is that command's,
 and config.command_basis (written here, read by the verdict) lists every command's verdict.
 
-A command that fails at start-up (a recipe no release defines) ends the run only where the
-script stops on it: where bash goes on to the next command (no `set -e`; config/launch.py says
-which commands surely go on), the commands after it run, so the run is judged on the others (a
-hang in a later command is never hidden behind the start-up error), the error said as a warning."""
+Every command is judged, whether or not the script stops on one that fails: among findings, a
+hang or a wrong result ranks before a start-up failure, so a hang in a later command is never
+hidden behind an earlier command's DOES NOT START (h33-review2), and a command that does not start
+is never left out for the others' CLEAN (whether bash goes on past it -- `set -e` spelt however,
+`$?` tested, `exec` -- is not read here: h33-review7)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from auditor.analysis import causes
@@ -44,35 +44,14 @@ def _starts_not(doc: dict[str, Any]) -> bool:
             and not any(SiteStatus.of(s).contradiction for s in doc.get("sites", [])))
 
 
-def _run(docs: list[dict[str, Any]], goes_on: Sequence[bool]) -> tuple[list[int], list[int]]:
-    """The commands the run is judged on, and those failing at start-up that the script goes on
-    past (`goes_on[k]`: bash surely runs what follows command k when it fails). A start-up
-    failure the script may stop on ends the run there; all failing, or one of them chosen to
-    run (config/chosen_command.py): every command is judged."""
-    if any(map(_chosen_by, docs)):  # one of them runs, not each in turn
-        return list(range(len(docs))), []
-    judged: list[int] = []
-    passed: list[int] = []
-    for k, doc in enumerate(docs):
-        if not _starts_not(doc):
-            judged.append(k)
-        elif k < len(goes_on) and goes_on[k]:
-            passed.append(k)
-        else:
-            judged.append(k)
-            break
-    return (judged, passed) if judged else (list(range(len(docs))), [])
-
-
-def merged(docs: list[dict[str, Any]], goes_on: Sequence[bool] = ()) -> dict[str, Any]:
+def merged(docs: list[dict[str, Any]]) -> dict[str, Any]:
     """The document of the worst verdict among `docs` (one per training command, in the order the
     script runs them; among findings, a contradiction before a start-up failure; among equals, the
     one reaching the most P2P sites, then the first), its
     config.command_basis naming every command's verdict and its launch warnings about the other
-    commands replaced by that basis. Judged on the commands that run (_run)."""
-    judged, passed = _run(docs, goes_on)
+    commands replaced by that basis."""
     # among findings, a hang or a wrong result before a start-up failure: the run shows it first
-    shown = min(judged, key=lambda k: (_rank(docs[k]), _starts_not(docs[k]), -_reached(docs[k]), k))
+    shown = min(range(len(docs)), key=lambda k: (_rank(docs[k]), _starts_not(docs[k]), -_reached(docs[k]), k))
     doc = docs[shown]
     commands = [{"line": int((d.get("launch") or {}).get("line") or 0), "status": d["verdict"]["status"],
                  "headline": d["verdict"]["headline"],
@@ -98,13 +77,6 @@ def merged(docs: list[dict[str, Any]], goes_on: Sequence[bool] = ()) -> dict[str
                     f"command {shown + 1} of {len(docs)}'s, the worst verdict"),
         "fix": "", "site_ids": [], "where": where,
         "detail": {}})
-    doc["findings"] += [{
-        "kind": "launch.command-does-not-start", "severity": "warning",
-        "message": (f"command {k + 1} (line {commands[k]['line']}) does not start "
-                    f"({commands[k]['headline']}); bash goes on to the next command (the script does "
-                    "not stop on a failing command: no `set -e`), so the run is judged on the others"),
-        "fix": "", "site_ids": [], "where": f"{(docs[k].get('launch') or {}).get('path', '')}:{commands[k]['line']}",
-        "detail": {}} for k in passed]
     return doc
 
 

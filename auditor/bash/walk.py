@@ -68,9 +68,6 @@ class Shell(Expander, ABC):
         self.diagnostics = diagnostics
         self.functions: dict[str, Node] = {}
         self.conditional = 0  # how many if/case/loop bodies the walk is inside
-        # per `a || b` / `a && b` list around the walk: whether a part of it failing surely leads
-        # on (the left of `a || b` where no right side exits), for commandcases' judged commands
-        self.failing_leads_on: list[bool] = []
         # Where the commands run, relative to the launch directory (or absolute): "" where no `cd`
         # moved them, None after one whose directory is not known statically (join_workdir)
         self.workdir: str | None = ""
@@ -166,31 +163,22 @@ class Shell(Expander, ABC):
         return (bool(self.errexit) and self._level == 1 and self._listed is cmd
                 and not (self.uncertain or self.subshells or self.conditional or self.opaque))
 
-    def _and_or(self, node: AndOr) -> None:
-        """The right sides of `a && b || c`, each run or not as the status before it decides."""
-        caller: list[str] = []
-        status = outcome(node.first, self._noting(caller))
-        for op, right in node.rest:
-            if status is not None:  # the left side's status is certain: the right runs or not
-                if (op == "&&") == status:
-                    with self._test_decided(_line_of(node.first), caller):
-                        self._node(right)
-                    status = outcome(right, self._noting(caller))
-                continue
-            default_for = _tested_empty(node.first) if op == "&&" else _tested_set(node.first)
-            self._branches([[right]], exhaustive=False, default_for=default_for, block=False)
-
     def _node(self, node: Node) -> None:
         if isinstance(node, Cmd):
             self._command(node, [node], 0)
         elif isinstance(node, AndOr):
-            self.failing_leads_on.append(all(op == "||" and _goes_on(right) for op, right in node.rest))
-            try:
-                self._node(node.first)
-                self.failing_leads_on[-1] = False
-                self._and_or(node)
-            finally:
-                self.failing_leads_on.pop()
+            self._node(node.first)
+            caller: list[str] = []
+            status = outcome(node.first, self._noting(caller))
+            for op, right in node.rest:
+                if status is not None:  # the left side's status is certain: the right runs or not
+                    if (op == "&&") == status:
+                        with self._test_decided(_line_of(node.first), caller):
+                            self._node(right)
+                        status = outcome(right, self._noting(caller))
+                    continue
+                default_for = _tested_empty(node.first) if op == "&&" else _tested_set(node.first)
+                self._branches([[right]], exhaustive=False, default_for=default_for, block=False)
         elif isinstance(node, Pipeline) and len(node.commands) == 1:  # `! cmd` runs in this shell
             self._node(node.commands[0])
         elif isinstance(node, Pipeline):
@@ -802,9 +790,3 @@ def _test_operand(node: Node, flag: str) -> str | None:
         return None
     m = re.fullmatch(r'"?\$\{?([A-Za-z_][A-Za-z0-9_]*)(:-)?\}?"?', raws[2])
     return m.group(1) if m else None
-
-
-def _goes_on(node: Node) -> bool:
-    """A simple command that is no `exit`/`return`: the script goes on after it (a list or a
-    group may exit; read as not known)."""
-    return isinstance(node, Cmd) and bool(node.words) and node.words[0].raw not in ("exit", "return")

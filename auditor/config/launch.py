@@ -438,12 +438,6 @@ def _chosen(shell: LaunchShell, walk: Callable[[dict[str, int]], LaunchShell], s
     return config
 
 
-# What may make bash stop on a failing command: `set -e`/`set -o errexit` (however spelt), a
-# `bash -e` shebang, an ERR trap; where the script's text has none, bash goes on (bash(1), `set -e`).
-_STOPS_ON_FAILURE = re.compile(r"\berrexit\b|\bset\b[^\n;|&#]*\s-[A-Za-z]*e|^#!.*\s-[A-Za-z]*e|\bERR\b|"
-                               r"\bSHELLOPTS\b", re.M)
-
-
 def _build(shell: LaunchShell, spelling: Spelling, path: str,
            parser_roots: tuple[Path, ...] = (), which: int = 0) -> LaunchConfig:
     plain = _last_resort(shell, spelling, path)
@@ -475,8 +469,6 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
     config.launch_dir = chosen.cwd
     config.workdir = chosen.workdir
     config.copies = dict(shell.copies)
-    stops = _STOPS_ON_FAILURE.search("\n".join(shell.lines))
-    config.goes_on = tuple(c.leads_on and not stops for c in training)
     config.env = _environment(shell, chosen)
     launcher_env.apply(config, launcher, chosen.args, chosen.wrapper, spelling)
     config.text = "\n".join(shell.lines)  # what a reader asks of the script (flags.wholly_unknown)

@@ -73,9 +73,6 @@ class LaunchConfig:
     # name ("megatron-lm": examples/mimo/train.py calls megatron.training's pretrain); "" unread
     builds_parser: str = ""
     commands: int = 1  # how many training commands the script runs (a loop over sizes: one per size)
-    # per training command: whether the script surely goes on past it where it fails at start-up
-    # (analysis.commandcases); () where not known
-    goes_on: tuple[bool, ...] = ()
     # the entry script's own options whose value is a `${NAME:-x}` fallback (NAME unset here), by
     # option (config.launcher.fallbacks): a verdict resting on one assumes the caller leaves NAME unset
     option_fallbacks: dict[str, tuple[str, ...]] = field(default_factory=dict)

@@ -50,11 +50,6 @@ class Candidate:
     # the first word as written of the outermost command that runs it (`"${srun_cmd[@]}"` around
     # `bash -lc "$RUN_CMD"`): config.launcher._loop_built asks whether it runs a loop-built array
     first_word: str = ""
-    # where it fails, the script surely goes on past it to the next command (no `source`d or unseen
-    # code, not in an `a && b` list, not one branch of an undecided if/case: the other branch is an
-    # alternative, not what follows): whether bash stops on a failure (`set -e`) is the script's
-    # text (config.launch)
-    leads_on: bool = False
 
 
 def is_interpreter(base: str, launcher: dict) -> bool:
@@ -215,8 +210,6 @@ class LaunchShell(Shell):
                     launcher, invoked, sub, args, wrapper, inline, dict(self.vars),
                     cmd.line, cmd.end_line, self.conditional > 0, fields[0].line, self.cwd, self.workdir,
                     cmd.words[0].raw if cmd.words else "")
-                candidate.leads_on = (all(self.failing_leads_on) and not self.uncertain
-                                      and not self.opaque and not self.sourced)
                 if launcher.get("one_process"):
                     self.last_resort.append(candidate)
                     return None
