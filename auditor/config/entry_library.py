@@ -50,12 +50,33 @@ def library_sizes(launch: LaunchConfig, script: Path, tree: ast.Module, options:
         defs = {f.name: f for f in lib_tree.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
         _add_options(tree, names, defs, options)
         for key in keys:
-            for local, name in names.items():
+            for name in dict.fromkeys(names.values()):
                 if name in defs and key not in out:
-                    found = _through(launch, tree, local, defs[name], lib, lib_tree, key, options)
-                    if found is not None:
+                    bound = [local for local, n in names.items() if n == name]
+                    found = _through(launch, tree, bound, defs[name], lib, lib_tree, key, options)
+                    if found is not None and _used_only_by_calls(tree, module, bound):
                         out[key] = found
+                    elif found is not None:
+                        out[key] = (UNKNOWN, f"{name}() of {module} is reached other than by a plain call "
+                                             f"({lib.name} sets {key} from its arguments)", found[2])
     return out
+
+
+def _used_only_by_calls(tree: ast.Module, module: str, bound: list[str]) -> bool:
+    """The entry reaches the loader only by calling one of the names it imported it as: its module
+    is not imported whole (`import M as m; m.load(pp=2)`), and no name of it is passed, assigned
+    or wrapped (`functools.partial(load, pp=2)`), which the calls read here would miss."""
+    package, _, last = module.rpartition(".")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(a.name == module or module.startswith(a.name + ".")
+                                                for a in node.names):
+            return False
+        if (isinstance(node, ast.ImportFrom) and not node.level and node.module == package
+                and any(a.name == last for a in node.names)):
+            return False
+    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    return not any(isinstance(n, ast.Name) and n.id in bound and isinstance(n.ctx, ast.Load) and id(n) not in called
+                   for n in ast.walk(tree))
 
 
 def _imports(tree: ast.Module) -> dict[str, dict[str, str]]:
@@ -91,17 +112,18 @@ def _add_options(tree: ast.Module, names: dict[str, str], defs: dict[str, Fn],
                 options[dest] = opt | {"abbrev": abbrev}
 
 
-def _through(launch: LaunchConfig, tree: ast.Module, local: str, loader: Fn, lib: Path, lib_tree: ast.Module,
-             key: str, options: dict[str, dict[str, Any]]) -> Found | None:
-    """The value the entry's calls of `loader` set as `key`; None where the loader does not set it
-    plainly, UNKNOWN where the entry's calls do not give one value."""
+def _through(launch: LaunchConfig, tree: ast.Module, bound: list[str], loader: Fn, lib: Path,
+             lib_tree: ast.Module, key: str, options: dict[str, dict[str, Any]]) -> Found | None:
+    """The value the entry's calls of `loader` (under any of the names `bound` to it) set as `key`;
+    None where the loader does not set it plainly, UNKNOWN where the calls do not give one value."""
     param = _loader_param(loader, lib_tree, key)
     if param is None:
         return None
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-             and n.func.id == local]
+             and n.func.id in bound]
     values = []
     for call in calls:
+        local = call.func.id if isinstance(call.func, ast.Name) else loader.name
         given = [k.value for k in call.keywords if k.arg == param]
         if len(given) != 1 or any(k.arg is None for k in call.keywords):
             return UNKNOWN, f"{local}() is called without a plain {param}= ({lib.name} sets {key} from it)", call.lineno

@@ -164,3 +164,38 @@ def test_no_note_where_the_pipeline_size_is_unknown(tmp_path) -> None:
     entry = tmp_path / "scripts" / "inference" / "text_generation.py"
     inference_not_pipeline(config, entry, ast.parse(entry.read_text()))
     assert not _not_pipeline(config)
+
+
+DRAFT = "    load_draft(hf_model_path=\"d\", tp=1, pp=2)\n    StaticInferenceEngine(model)"
+
+
+def test_a_second_name_for_the_loader_is_read_too(tmp_path) -> None:
+    """h33-review7 hole 4 (mbC/i8_alias.sh): a draft model loaded at PP 2 through an alias."""
+    entry = ENTRY.replace("import add_parallelism_args, load_bridge_model\n",
+                          "import add_parallelism_args, load_bridge_model\n"
+                          "from megatron.bridge.inference.text_generation import load_bridge_model as load_draft\n"
+                          ).replace("    StaticInferenceEngine(model)", DRAFT)
+    config = _config(tmp_path, "--pp 1", entry=entry)
+    assert config.entry_values["pipeline_model_parallel_size"][0] is UNKNOWN
+    assert not _not_pipeline(config)
+
+
+def test_a_loader_reached_through_its_module_is_unknown(tmp_path) -> None:
+    """h33-review7 hole 4 (mbB/i7_second_load.sh): `_tg.load_bridge_model(..., pp=2)`."""
+    entry = ENTRY.replace("import add_parallelism_args, load_bridge_model\n",
+                          "import add_parallelism_args, load_bridge_model\n"
+                          "from megatron.bridge.inference import text_generation as _tg\n"
+                          ).replace("    StaticInferenceEngine(model)",
+                                    "    _tg.load_bridge_model(hf_model_path=\"d\", tp=1, pp=2)\n"
+                                    "    StaticInferenceEngine(model)")
+    config = _config(tmp_path, "--pp 1", entry=entry)
+    assert config.entry_values["pipeline_model_parallel_size"][0] is UNKNOWN
+    assert not _not_pipeline(config)
+
+
+def test_a_loader_passed_on_is_unknown(tmp_path) -> None:
+    entry = ENTRY.replace("import argparse\n", "import argparse\nimport functools\n").replace(
+        "    StaticInferenceEngine(model)", "    functools.partial(load_bridge_model, pp=2)()\n"
+                                            "    StaticInferenceEngine(model)")
+    config = _config(tmp_path, "--pp 1", entry=entry)
+    assert config.entry_values["pipeline_model_parallel_size"][0] is UNKNOWN
