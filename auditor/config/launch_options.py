@@ -17,7 +17,7 @@ from auditor.config.entry_script import argparse_options, calls, dotted
 from auditor.config.flags import normalise
 from auditor.config.frontend_parser import at_build, locate
 from auditor.config.lightning_entry import script_file
-from auditor.config.script_run import reached, writes_argv
+from auditor.config.script_run import always_runs, reached, writes_argv
 from auditor.config.model import LaunchConfig
 from auditor.config.torch_version import span
 from auditor.findings import Finding
@@ -109,7 +109,8 @@ def _handoff_refused(launch: LaunchConfig, entry: dict[str, Any]) -> tuple[str, 
 
 def _rejecting_parse(tree: ast.Module, helpers: set[str]) -> int | None:
     """The line of the file's one `parse_args()` of sys.argv, where its one argparse parser
-    reaches no code that could add or tolerate other options; else None (not decided)."""
+    reaches no code that could add or tolerate other options and the parse runs on every path
+    (script_run.always_runs: a refusal is a definite verdict); else None (not decided)."""
     parsers, parses, other = [], [], False
     built = {id(n) for n in at_build(tree)} & reached(tree)
     for node, _, callee in calls(tree):
@@ -130,6 +131,8 @@ def _rejecting_parse(tree: ast.Module, helpers: set[str]) -> int | None:
             other = True  # the parser handed to code not read: its options are unknown
     if other or len(parsers) != 1 or len(parses) != 1 or parses[0].args or parses[0].keywords:
         return None  # (a parse in code the script never runs is not counted: not decided either)
+    if not always_runs(tree, parses[0]):
+        return None  # it may not run, or its exit may be caught (h33-review6 H4): not decided
     return parses[0].lineno
 
 
