@@ -130,3 +130,24 @@ def _is_main_guard(test: ast.expr) -> bool:
         return False
     sides = {ast.unparse(test.left), ast.unparse(test.comparators[0])}
     return sides == {"__name__", "'__main__'"}
+
+
+def exit_caught(tree: ast.Module, target: ast.AST) -> bool:
+    """Whether a try around `target` in its own code (not its callers') has a handler that
+    catches the SystemExit argparse raises: bare `except:`, `except SystemExit` or
+    `except BaseException` (alone or in a tuple); then the run goes on past a failed parse."""
+    parent = {id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
+    child = target
+    while id(child) in parent:
+        up = parent[id(child)]
+        if isinstance(up, _TRIES) and child in up.body and any(_catches_exit(h) for h in up.handlers):
+            return True
+        child = up
+    return False
+
+
+def _catches_exit(handler: ast.ExceptHandler) -> bool:
+    if handler.type is None:
+        return True
+    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(ast.unparse(t).rpartition(".")[2] in ("SystemExit", "BaseException") for t in types)
