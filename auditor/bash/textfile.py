@@ -15,8 +15,11 @@ def read_bounded(path: str, missing: str) -> tuple[str, str]:
         raise OSError(missing)
     if os.path.getsize(path) > MAX_SOURCED:
         raise OSError("larger than a launch script")
+    with open(path, "rb") as handle:
+        data = handle.read(MAX_SOURCED + 1)  # procfs files report size 0: the read is bounded
+    if len(data) > MAX_SOURCED:
+        raise OSError("larger than a launch script")
     try:
-        with open(path, "rb") as handle:
-            return path, handle.read().decode("utf-8-sig").replace("\0", "")
+        return path, data.decode("utf-8-sig").replace("\0", "")
     except UnicodeDecodeError:
         raise OSError("not UTF-8 text") from None

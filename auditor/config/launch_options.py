@@ -17,7 +17,7 @@ from auditor.config.entry_script import argparse_options, calls, dotted
 from auditor.config.flags import normalise
 from auditor.config.frontend_parser import at_build, locate
 from auditor.config.lightning_entry import script_file
-from auditor.config.script_run import reached, writes_argv
+from auditor.config.script_run import always_runs, exit_caught, reached, writes_argv
 from auditor.config.model import LaunchConfig
 from auditor.config.torch_version import span
 from auditor.findings import Finding
@@ -38,9 +38,10 @@ def check(launch: LaunchConfig, releases: tuple[str, ...]) -> list[Finding]:
                 out += _judged(entry, releases, *refused)
     for entry in rules.data.get("launcher_handoff", []):
         if words & set(entry["launchers"]) and not _given(launch, entry.get("unless", ())):
-            refused = _handoff_refused(launch, entry)
-            if refused:
-                out += _judged(entry, releases, *refused)
+            handed = _handoff_refused(launch, entry)
+            if handed:
+                what, fix, where, runs = handed
+                out += (_judged if runs else _if_parsed)(entry, releases, what, fix, where)
     return out
 
 
@@ -71,7 +72,7 @@ def _option_refused(launch: LaunchConfig, entry: dict[str, Any]) -> tuple[str, s
             f"`{entry['code']}`)", f"give {flag.spelling} a free port in {low}..{high} (e.g. 29500)", where)
 
 
-def _handoff_refused(launch: LaunchConfig, entry: dict[str, Any]) -> tuple[str, str, str] | None:
+def _handoff_refused(launch: LaunchConfig, entry: dict[str, Any]) -> tuple[str, str, str, bool] | None:
     """Where the training script's parser rejects what the launcher appends: the script's own
     argparse (one parser, parse_args() of sys.argv), or the Megatron-LM parser of the checkout
     around it (read complete, without ignore_unknown_args)."""
@@ -86,8 +87,10 @@ def _handoff_refused(launch: LaunchConfig, entry: dict[str, Any]) -> tuple[str, 
     name = Path(path).name
     if writes_argv(tree):
         return None  # the command line parsed is not the one the launcher passes
-    line = _rejecting_parse(tree, set(entry.get("helpers", ())))
-    if line is not None:
+    parse = _rejecting_parse(tree, set(entry.get("helpers", ())))
+    runs = True  # the checkout's front end: its parse runs (frontend_parser)
+    if parse is not None:
+        line, runs = parse
         spellings = {s for o in argparse_options(tree).values() for s in o["spellings"]}
         at = f"{name}:{line} parse_args"
     else:
@@ -104,12 +107,14 @@ def _handoff_refused(launch: LaunchConfig, entry: dict[str, Any]) -> tuple[str, 
             f"unrecognized arguments ({at}; {entry['source']}:{entry['line']}: `{entry['code']}`)",
             f"accept `{passes}` in {name}'s parser" + (f" beside `{other}`" if other in spellings else "")
             + ", or pass --use-env to the launcher and read LOCAL_RANK, or use torchrun",
-            f"{launch.path}:{launch.launcher_line}")
+            f"{launch.path}:{launch.launcher_line}", runs)
 
 
-def _rejecting_parse(tree: ast.Module, helpers: set[str]) -> int | None:
-    """The line of the file's one `parse_args()` of sys.argv, where its one argparse parser
-    reaches no code that could add or tolerate other options; else None (not decided)."""
+def _rejecting_parse(tree: ast.Module, helpers: set[str]) -> tuple[int, bool] | None:
+    """(line, whether it runs on every path) of the file's one `parse_args()` of sys.argv, where
+    its one argparse parser reaches no code that could add or tolerate other options and no
+    handler around it catches argparse's exit; else None (not decided). A parse that may not run
+    (script_run.always_runs, h33-review6 H4) leaves the refusal undecided, never definite."""
     parsers, parses, other = [], [], False
     built = {id(n) for n in at_build(tree)} & reached(tree)
     for node, _, callee in calls(tree):
@@ -130,7 +135,9 @@ def _rejecting_parse(tree: ast.Module, helpers: set[str]) -> int | None:
             other = True  # the parser handed to code not read: its options are unknown
     if other or len(parsers) != 1 or len(parses) != 1 or parses[0].args or parses[0].keywords:
         return None  # (a parse in code the script never runs is not counted: not decided either)
-    return parses[0].lineno
+    if exit_caught(tree, parses[0]):
+        return None  # a bare except / SystemExit / BaseException handler: the run goes on
+    return parses[0].lineno, always_runs(tree, parses[0])
 
 
 def _parser_names(tree: ast.Module) -> set[str]:
@@ -138,6 +145,18 @@ def _parser_names(tree: ast.Module) -> set[str]:
     return {t.id for node in ast.walk(tree) if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
             and dotted(node.value.func).endswith("ArgumentParser")
             for t in node.targets if isinstance(t, ast.Name)}
+
+
+def _if_parsed(entry: dict[str, Any], releases: tuple[str, ...], what: str, fix: str, where: str) -> list[Finding]:
+    """A refusal by a parse that runs on some paths only (under a condition, a loop, a try, after a
+    return, or through a call that is): whether the run starts is undecided."""
+    if releases and not any(files.version_in(r, entry.get("versions", "*")) for r in releases):
+        return []
+    return [Finding(KIND, "info", f"where its parse runs: {what}", fix=fix, where=where,
+                    detail={"rule": entry["id"], "source": f"{entry['source']}:{entry['line']}",
+                            "undecided": "whether the run starts: the script's parse_args runs on some paths only "
+                                         "(a condition, loop, try or early return on the way to it)",
+                            "decide": fix.split(", or ")[0] + " (then it starts on every path)"})]
 
 
 def _judged(entry: dict[str, Any], releases: tuple[str, ...], what: str, fix: str, where: str) -> list[Finding]:

@@ -68,3 +68,86 @@ def writes_argv(tree: ast.Module) -> bool:
         if target is not None and ast.unparse(target) in names:
             return True
     return any(isinstance(n, ast.AugAssign) and ast.unparse(n.target) in names for n in ast.walk(tree))
+
+
+_TRIES = (ast.Try, getattr(ast, "TryStar", ast.Try))  # TryStar: Python 3.11
+_NEVER = (ast.ClassDef, ast.Lambda, ast.Match, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def always_runs(tree: ast.Module, target: ast.AST) -> bool:
+    """Whether `target` runs on every run of `tree` as a program that gets that far (h33-review6
+    H4): on the way up from it to module level no if, conditional expression, boolean operator,
+    loop, comprehension, lambda, match, class body or try with a handler (its `finally` excepted)
+    may hold it,
+    except the body of a module-level `if __name__ == "__main__":` (a condition's test, a loop's
+    iterable and a boolean operator's first operand do run); a function holding it must have no
+    return before it and be called so, by name, from code that itself always runs. Fail open for a
+    definite verdict: anything else (a callback, a method, a call under a condition) is False."""
+    parent = {id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
+    return _always(tree, target, parent, set())
+
+
+def _always(tree: ast.Module, node: ast.AST, parent: dict[int, ast.AST], seen: set[str]) -> bool:
+    child = node
+    while id(child) in parent:
+        up = parent[id(child)]
+        if isinstance(up, _DEFS):
+            return _called_always(tree, up, node, parent, seen)
+        if isinstance(up, _NEVER):
+            return False
+        if isinstance(up, (ast.For, ast.AsyncFor)) and child is not up.iter:
+            return False  # a loop body may run no time
+        if isinstance(up, ast.While) and child is not up.test:
+            return False
+        if isinstance(up, ast.BoolOp) and child is not up.values[0]:
+            return False
+        if isinstance(up, (ast.If, ast.IfExp)) and child is not up.test and not (
+                up in tree.body and child in up.body and _is_main_guard(up.test)):
+            return False
+        if isinstance(up, _TRIES) and child not in up.finalbody and (up.handlers or child not in up.body):
+            return False  # a handler may catch its exit, or skip it after an earlier statement raised
+        child = up
+    return True
+
+
+def _called_always(tree: ast.Module, fn: ast.AST, node: ast.AST, parent: dict[int, ast.AST],
+                   seen: set[str]) -> bool:
+    """Whether function `fn` (holding `node`) gets to `node` on every call and is called by name
+    from code that always runs."""
+    assert isinstance(fn, _DEFS)
+    if fn.name in seen or isinstance(parent.get(id(fn)), ast.ClassDef):
+        return False
+    if any(isinstance(r, ast.Return) and r.lineno < getattr(node, "lineno", 0) for r in _own_code(fn)):
+        return False  # a return before it: the call may end first
+    seen = seen | {fn.name}
+    return any(isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id == fn.name
+               and _always(tree, c, parent, seen) for c in ast.walk(tree))
+
+
+def _is_main_guard(test: ast.expr) -> bool:
+    """`__name__ == "__main__"`, either way round."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = {ast.unparse(test.left), ast.unparse(test.comparators[0])}
+    return sides == {"__name__", "'__main__'"}
+
+
+def exit_caught(tree: ast.Module, target: ast.AST) -> bool:
+    """Whether a try around `target` in its own code (not its callers') has a handler that
+    catches the SystemExit argparse raises: bare `except:`, `except SystemExit` or
+    `except BaseException` (alone or in a tuple); then the run goes on past a failed parse."""
+    parent = {id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
+    child = target
+    while id(child) in parent:
+        up = parent[id(child)]
+        if isinstance(up, _TRIES) and child in up.body and any(_catches_exit(h) for h in up.handlers):
+            return True
+        child = up
+    return False
+
+
+def _catches_exit(handler: ast.ExceptHandler) -> bool:
+    if handler.type is None:
+        return True
+    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(ast.unparse(t).rpartition(".")[2] in ("SystemExit", "BaseException") for t in types)

@@ -64,3 +64,16 @@ def test_an_unknown_or_escaping_name_leaves_the_directory_unknown(tmp_path: Path
 
 def test_a_tool_without_the_rules_lines_is_not_followed(tmp_path: Path) -> None:
     assert checkout_copy.printed(RULE, _checkout(tmp_path, "echo /somewhere\n"), "exp1", "", resolved=False) is None
+
+
+def test_a_file_reporting_size_zero_is_read_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """procfs files (`source /proc/self/pagemap`) report size 0 however much they hold: the read
+    itself is bounded (h33-review6 Minor)."""
+    big = tmp_path / "pagemap"
+    big.write_bytes(b"#" * (textfile.MAX_SOURCED + 1))
+    monkeypatch.setattr(os.path, "getsize", lambda _path: 0)
+    with pytest.raises(OSError, match="larger"):
+        textfile.read_bounded(str(big), "missing")
+    small = tmp_path / "env.sh"
+    small.write_bytes(b"#" * textfile.MAX_SOURCED)
+    assert len(textfile.read_bounded(str(small), "missing")[1]) == textfile.MAX_SOURCED
