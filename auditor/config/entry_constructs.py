@@ -42,7 +42,7 @@ def _in_class_body(tree: ast.Module, scope: ast.AST) -> bool:
 
 
 def _taken_out(value: ast.expr, spread: set[str], scope: ast.AST) -> bool:
-    """`value` is a name `scope` binds once, to `D.pop(...)` / `D.get(...)` / `D[...]` of a dict
+    """`value` is a name `scope` binds once, to `D.pop("k"[, literal])` / `D.get(...)` / `D[...]` of a dict
     `D` the call also hands as `**D`: handing the item by name hands what the dict held."""
     if not isinstance(value, ast.Name):
         return False
@@ -55,12 +55,25 @@ def _taken_out(value: ast.expr, spread: set[str], scope: ast.AST) -> bool:
         return False
     item = assigns[0]
     if isinstance(item, ast.Call) and isinstance(item.func, ast.Attribute) and item.func.attr in ("pop", "get"):
+        # `D.pop("k", provider)` hands the default, perhaps the provider: only a literal key, and
+        # no default or a literal one (`{}`, None), takes out what the dict held.
+        if (item.keywords or not 1 <= len(item.args) <= 2 or not isinstance(item.args[0], ast.Constant)
+                or len(item.args) == 2 and not _literal(item.args[1])):
+            return False
         item = item.func.value
     elif isinstance(item, ast.Subscript):
         item = item.value
     else:
         return False
     return isinstance(item, ast.Name) and item.id in spread
+
+
+def _literal(node: ast.expr) -> bool:
+    try:
+        ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
 
 
 def _is_classmethod(scope: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:

@@ -43,28 +43,104 @@ def _read(config: LaunchConfig) -> tuple[bool, str | None]:
 
 @functools.lru_cache(maxsize=32)
 def _named(script: Path, mtime_ns: int) -> tuple[bool, str | None]:
-    """(whether the script and its closure were read, the schedule entry named)."""
+    """(whether the script and its closure were read and every use of an entry's name resolved,
+    the schedule entry named). A name of an entry reached in a way not resolved here (a star
+    import from the framework, an attribute of a framework module not known to hold it, a call of
+    a name nothing in the file binds) is (False, None): not known to name none."""
     entries = [(e["module"], n.split(".")[0]) for e in rulebook.load("stacks").data["schedule_entry"]
                for n in e["names"]]
     stop = frozenset(m.split(".")[0] for m in modeled_packages())
+    unresolved = False
     try:
         for _, tree in iter_closure(script, stop):
+            aliases = _aliases(tree)
+            bound = _bound(tree)
             for node in ast.walk(tree):
-                hit = next((f"{m}.{n}" for m, n in entries if _names(node, m, n)), None)
-                if hit:
-                    return True, hit
+                for m, n in entries:
+                    said = _names(node, m, n, aliases, bound)
+                    if said is True:
+                        return True, f"{m}.{n}"
+                    unresolved = unresolved or said is None
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
         return False, None
-    return True, None
+    return not unresolved, None
 
 
-def _names(node: ast.AST, module: str, name: str) -> bool:
-    """Whether `node` imports `name` from `module` (`from megatron.core.pipeline_parallel.schedules
-    import get_forward_backward_func`) or names it on the module (`schedules.NAME`, the module
-    spelled in full or by its last part): `model.train()` is not Megatron-LM's `train`."""
+def _aliases(tree: ast.Module) -> dict[str, str]:
+    """Local name -> the dotted module path it stands for (`import a.b.c as x`: x -> a.b.c;
+    `from a.b import c [as x]`: x -> a.b.c, c perhaps a submodule or a re-exported name;
+    `import a.b`: a -> a)."""
+    out: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname:
+                    out[a.asname] = a.name
+                else:
+                    root = a.name.split(".")[0]
+                    out[root] = root
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for a in node.names:
+                if a.name != "*":
+                    out[a.asname or a.name] = f"{node.module}.{a.name}"
+    return out
+
+
+def _bound(tree: ast.Module) -> set[str]:
+    """Names the module binds anywhere (definitions, assignments, parameters, imports)."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            out.add(node.id)
+        elif isinstance(node, ast.arg):
+            out.add(node.arg)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            out.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return out
+
+
+def _resolve(expr: ast.expr, aliases: dict[str, str]) -> str | None:
+    """The dotted path `expr` (a name or a chain of attributes) stands for through `aliases`,
+    or None where its root is not an import."""
+    parts: list[str] = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name) or expr.id not in aliases:
+        return None
+    return ".".join([aliases[expr.id], *reversed(parts)])
+
+
+def _names(node: ast.AST, module: str, name: str, aliases: dict[str, str], bound: set[str]) -> bool | None:
+    """True where `node` names `name` of `module`: imports it from the module or a package above
+    it that may re-export it (`from megatron.core.pipeline_parallel import
+    get_forward_backward_func`, megatron-core pipeline_parallel/__init__.py), or reaches it as an
+    attribute of that module or package, spelled in full, by its last part or through an import
+    alias (`sched.NAME`, `pipeline_parallel.NAME`). None where it may name it and that is not
+    resolved (a star import from the framework; `X.NAME` with X an import of the framework's
+    package that is not such a module; a call of the bare NAME that nothing in the file binds).
+    False otherwise: `model.train()` is not Megatron-LM's `train`."""
+    top = module.split(".")[0]
+    above = {module.rsplit(".", k)[0] for k in range(module.count(".") + 1)}
     if isinstance(node, ast.ImportFrom):
-        return node.module == module and any(a.name == name for a in node.names)
+        if node.level or not node.module or node.module.split(".")[0] != top:
+            return False
+        if any(a.name == name for a in node.names):
+            return True if node.module in above else None
+        return None if any(a.name == "*" for a in node.names) else False
     if isinstance(node, ast.Attribute) and node.attr == name:
         base = ast.unparse(node.value)
-        return base == module or base == module.rsplit(".", 1)[-1]
+        if base == module or base == module.rsplit(".", 1)[-1]:
+            return True
+        path = _resolve(node.value, aliases)
+        if path is None:
+            return False
+        if path in above:
+            return True
+        return None if path.split(".")[0] == top else False
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name
+            and name not in bound):
+        return None
     return False

@@ -122,3 +122,34 @@ def test_a_constructor_handed_an_object_may_write_it(tmp_path) -> None:
     """`Options(provider, **config)`: the new object's code is handed something to write."""
     config = _with_utils(tmp_path, PATCH + OPTIONS + "\n\ndef wrap(provider, config):\n    return Options(provider, **config)\n")
     assert config.entry_values[PP][0] is UNKNOWN and not _not_pipeline(config)
+
+
+def _handed_provider(tmp_path, taken: str):
+    """vlm_generate_utils.py:54-60's shape with the provider handed in and `taken` the item taken
+    out of the dict (h33-review6 H3)."""
+    utils = (PATCH.replace("def patch_processor(klass):", "def patch_processor(klass, provider):")
+             .replace('config.pop("media_proc_cfg", {})', taken))
+    folder = tmp_path / "examples" / "conversion"
+    folder.mkdir(parents=True)
+    (folder / "gen_utils.py").write_text(utils)
+    code = USES.replace("        model = model_provider.provide_distributed_model",
+                        "        gen_utils.patch_processor(Processor, model_provider)\n"
+                        "        model = model_provider.provide_distributed_model")
+    assert code != USES
+    return _config(tmp_path, code, "--tp 1 --pp 1")
+
+
+def test_an_item_taken_out_with_the_provider_as_default_may_hand_the_provider(tmp_path) -> None:
+    for i, taken in enumerate(('config.pop("media_proc_cfg", provider)', 'config.get("media_proc_cfg", provider)',
+                               'config.pop(key_name)', 'config.pop("media_proc_cfg", default=provider)')):
+        (tmp_path / str(i)).mkdir()
+        config = _handed_provider(tmp_path / str(i), taken)
+        assert config.entry_values[PP][0] is UNKNOWN and not _not_pipeline(config), taken
+
+
+def test_an_item_taken_out_with_a_literal_key_and_default_keeps_the_size_read(tmp_path) -> None:
+    for i, taken in enumerate(('config.pop("media_proc_cfg", None)', 'config.get("media_proc_cfg")',
+                               'config["media_proc_cfg"]')):
+        (tmp_path / str(i)).mkdir()
+        config = _handed_provider(tmp_path / str(i), taken)
+        assert config.entry_values[PP][0] == 1, (taken, config.entry_values[PP])
