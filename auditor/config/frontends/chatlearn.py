@@ -133,7 +133,7 @@ def _from_model(model: dict[str, Any], tree: dict[str, Any], config: LaunchConfi
     architecture over the general one; unknown, naming `--set KEY=N`, where no fact decides.
     A setting holds where the run's own checkout runs its `code` at the place the rule names
     (config/frontends/assign_place.py; pai-chatlearn 1.2.0 on PyPI has no Qwen3-Next branch);
-    with no checkout found, each key is unknown."""
+    with no checkout found, only what every release the rules cover sets alike is known."""
     conf = model["config"]
     if conf is None:
         return {}
