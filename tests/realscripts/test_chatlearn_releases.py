@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from auditor.bash.values import Symbolic
-from tests.realscripts.test_chatlearn import MEGATRON
+from tests.realscripts.test_chatlearn import MEGATRON, RULES
 from tests.realscripts.test_chatlearn_copy import _read, pai_tree
 
 
@@ -43,3 +43,10 @@ def test_a_key_the_releases_set_apart_stays_unknown(tmp_path: Path, monkeypatch:
     monkeypatch.chdir(script.parent)
     value = _read(script).flags["num_layers"].value
     assert isinstance(value, Symbolic) and "--set num_layers=N" in str(value)
+
+
+def test_the_releases_named_are_the_ones_the_rules_are_checked_on() -> None:
+    """A release added to `releases` must first be checked like these two
+    (test_chatlearn.py: test_the_rules_quote_the_chatlearn_checkout, test_the_rules_hold_on_the_pypi_release)."""
+    quoted = {s["source"].split()[0] for s in RULES["model_setting"]}
+    assert RULES["model_config"]["releases"] == [*sorted(quoted), "pai-chatlearn==1.2.0"]
