@@ -110,7 +110,7 @@ TABLES: dict[str, Table] = {
     "role_default": _table(True, "key value source code", ""),
     # Where the front end reads the model's config.json and which settings it takes from it
     # (ChatLearn's update_cfg; the facts are rules/models.toml's, config/model_facts.py).
-    "model_config": _table(False, "path_key source code", ""),
+    "model_config": _table(False, "path_key source code", "releases"),
     "model_setting": _table(True, "key fact function source code", "architecture factor guards"),
     # torch's P2P API (rulebook.apis, auditor/dynamic/hooks.py).
     "p2p_api": _table(True, "name qualnames params issues", f"peer group op wire {_SELECT}"),
@@ -234,7 +234,7 @@ TYPES: dict[str, dict[str, type]] = {
     "dotlist_config": {"algorithms": list, "file_options": list, "backend_key": str, "megatron_backend": str,
                        "megatron_roles": list, "not_pipeline": dict, "file_loaded": str},
     "role_default": {"key": str, "value": str},
-    "model_config": {"path_key": str},
+    "model_config": {"path_key": str, "releases": list},
     "model": {"names": list, "values": dict, "also": list, "architecture": str, "provider": dict},
     "model_setting": {"key": str, "fact": str, "function": str, "architecture": str, "factor": int, "guards": list},
     "entry_module": {"modules": list, "not_pipeline": str, "checked": list},

@@ -111,13 +111,19 @@ def test_a_model_path_not_known_statically_leaves_the_layer_count_unknown(
     assert "--set num_layers=N" in str(flag.value)
 
 
-def test_a_checkout_not_found_leaves_the_layer_count_unknown(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    script = _tree(tmp_path, "Qwen3-235B-A22B", 4)
+@pytest.mark.parametrize("model,expected", [("Qwen3-235B-A22B", "94"), ("Qwen3-Next-80B-A3B-Instruct", None)])
+def test_a_checkout_not_found_decides_only_what_every_covered_release_sets(
+        model: str, expected: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """rules/chatlearn.toml `[model_config] releases`: all run update_cfg's general line; only the
+    checkout doubles Qwen3-Next's layers, so that one stays unknown."""
+    script = _tree(tmp_path, model, 4)
     (tmp_path / "chatlearn" / "utils" / "megatron_utils.py").unlink()
     monkeypatch.chdir(tmp_path)
     flag = _read(script).flags["num_layers"]
-    assert isinstance(flag.value, Symbolic) and "--set num_layers=N" in str(flag.value)
+    if expected is not None:
+        assert flag.value == expected
+    else:
+        assert isinstance(flag.value, Symbolic) and "--set num_layers=N" in str(flag.value)
 
 
 def test_only_a_moe_architecture_sets_the_experts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

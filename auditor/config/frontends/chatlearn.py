@@ -133,7 +133,7 @@ def _from_model(model: dict[str, Any], tree: dict[str, Any], config: LaunchConfi
     architecture over the general one; unknown, naming `--set KEY=N`, where no fact decides.
     A setting holds where the run's own checkout runs its `code` at the place the rule names
     (config/frontends/assign_place.py; pai-chatlearn 1.2.0 on PyPI has no Qwen3-Next branch);
-    with no checkout found, each key is unknown."""
+    with no checkout found, only what every release the rules cover sets alike is known."""
     conf = model["config"]
     if conf is None:
         return {}
@@ -146,6 +146,9 @@ def _from_model(model: dict[str, Any], tree: dict[str, Any], config: LaunchConfi
         relpath = _relpath(entries[0])
         root = _checkout(config, relpath)
         module = _module(root / relpath) if root is not None else None
+        if root is None and (agreed := _in_every_release(entries, found, conf)) is not None:
+            out[key] = agreed
+            continue
         if module is None:
             why = ("is not found around the entry" if root is None else "does not parse, in the checkout of")
             out[key] = (Symbolic(f"{key} from the config.json of {shown}: ChatLearn's {relpath}, which sets "
@@ -162,6 +165,24 @@ def _from_model(model: dict[str, Any], tree: dict[str, Any], config: LaunchConfi
             out[key] = (Symbolic(f"{key} from the config.json of {shown} ({conf['source']}): {what}; "
                                  f"give it with --set {key}=N"), conf["source"])
     return out
+
+
+def _in_every_release(entries: list[dict[str, Any]], found: model_facts.ModelFacts | None,
+                      conf: dict[str, Any]) -> tuple[str, str] | None:
+    """The key's value where the run's checkout is not here but every release `[model_config]
+    releases` names sets it the same way for the model: the general entry runs (no entry for the
+    model's architecture, which a release may lack) and rules/models.toml states the fact; else None."""
+    general = next((s for s in entries if "architecture" not in s), None)
+    special = [s for s in entries if "architecture" in s]
+    releases = conf.get("releases", [])
+    if not releases or general is None or found is None or general["fact"] not in found.values:
+        return None
+    if special and (found.architecture is None or any(s["architecture"] == found.architecture for s in special)):
+        return None
+    value = found.values[general["fact"]] * int(general.get("factor", 1))
+    return (str(value), f"{found.name} config.json via {general['source']} (ChatLearn's checkout is not found "
+                        f"around the entry; every release the rules cover sets it so: {', '.join(releases)}): "
+                        f"{found.source}")
 
 
 def _setting(entries: list[dict[str, Any]], places: list[Place], module: ast.Module,
