@@ -22,27 +22,8 @@ import pytest
 from auditor import cli
 
 from tests.realscripts.test_nemo_rl_code_snapshot import CONFIG
+from tests.realscripts.test_nemo_rl_code_snapshot import SNAPSHOT_TOOL as TOOL  # the checkout's tool
 
-# The tool as the checkout ships it (tools/code_snapshot.sh at the commit above, its messages left out).
-TOOL = """#!/bin/bash
-set -euo pipefail
-SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" &>/dev/null && pwd)
-PROJECT_ROOT=${SCRIPT_DIR}/..
-cd ${PROJECT_ROOT}
-EXP_NAME=$1
-CODE_SNAPSHOT_DIRNAME=${CODE_SNAPSHOT_DIRNAME:-code_snapshots}
-SNAPSHOT_DIR="$PROJECT_ROOT/${CODE_SNAPSHOT_DIRNAME}/${EXP_NAME}"
-if [[ ! -d "$SNAPSHOT_DIR" ]]; then
-  mkdir -p $SNAPSHOT_DIR
-else
-  echo ${SNAPSHOT_DIR}
-  exit
-fi
-rsync -a --files-from=<(
-  git ls-files --recurse-submodules --cached --full-name
-) ./ $SNAPSHOT_DIR/
-echo ${SNAPSHOT_DIR}
-"""
 SCRIPT = """#!/bin/bash
 set -euo pipefail
 SCRIPT_DIR="$(cd "$(dirname "${{BASH_SOURCE[0]}}")" && pwd)"
