@@ -54,9 +54,9 @@ def _scan(capsys, tmp_path: Path, pp: int, cd: str = "${CODE_DIR}", *more: str) 
     return json.loads(capsys.readouterr().out)
 
 
-@pytest.mark.parametrize("pp", [1, 2])
-def test_the_config_is_read_from_the_checkout_root_the_script_finds(capsys, tmp_path, pp):
-    doc = _scan(capsys, tmp_path, pp)
+def assert_read_at(doc: dict, pp: int) -> None:
+    """The recipe grpo-megatron.yaml was read: at PP 1 the Megatron policy is CLEAN, at PP > 1 the
+    size comes from the file."""
     if pp == 1:
         assert doc["verdict"]["status"] == "clean", doc["verdict"]["headline"]
         assert "Megatron backend at pipeline_model_parallel_size 1" in doc["config"]["provenance"][
@@ -64,6 +64,12 @@ def test_the_config_is_read_from_the_checkout_root_the_script_finds(capsys, tmp_
     else:
         assert doc["config"]["effective"]["pipeline_model_parallel_size"] == pp, doc["verdict"]["headline"]
         assert "grpo-megatron.yaml" in doc["config"]["provenance"]["pipeline_model_parallel_size"]
+
+
+@pytest.mark.parametrize("pp", [1, 2])
+def test_the_config_is_read_from_the_checkout_root_the_script_finds(capsys, tmp_path, pp):
+    doc = _scan(capsys, tmp_path, pp)
+    assert_read_at(doc, pp)
 
 
 def _unread(doc: dict) -> str:

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from auditor import cli, rulebook
+from tests.realscripts.test_nemo_rl_code_dir import assert_read_at
 
 CONFIG = """policy:
   dtensor_cfg:
@@ -88,13 +89,7 @@ def _scan(capsys, tmp_path: Path, pp: int, tool: str = SNAPSHOT_TOOL) -> dict:
 @pytest.mark.parametrize("pp", [1, 2])
 def test_the_config_is_read_from_the_checkout_the_snapshot_copies(capsys, tmp_path, pp):
     doc = _scan(capsys, tmp_path, pp)
-    if pp == 1:
-        assert doc["verdict"]["status"] == "clean", doc["verdict"]["headline"]
-        assert "Megatron backend at pipeline_model_parallel_size 1" in doc["config"]["provenance"][
-            "pipeline_model_parallel_size"]
-    else:
-        assert doc["config"]["effective"]["pipeline_model_parallel_size"] == pp, doc["verdict"]["headline"]
-        assert "grpo-megatron.yaml" in doc["config"]["provenance"]["pipeline_model_parallel_size"]
+    assert_read_at(doc, pp)
 
 
 def test_a_script_of_that_name_that_copies_nothing_is_not_followed(capsys, tmp_path):
