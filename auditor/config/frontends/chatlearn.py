@@ -159,8 +159,7 @@ def _from_model(model: dict[str, Any], tree: dict[str, Any], config: LaunchConfi
             continue  # this ChatLearn does not take the key from config.json: the YAML's holds
         what = _setting(entries, places, module, found, path, conf)
         if isinstance(what, dict) and found is not None:
-            value = found.values[what["fact"]] * int(what.get("factor", 1))
-            out[key] = (str(value), f"{found.name} config.json via {what['source']}: {found.source}")
+            out[key] = (_applied(what, found), f"{found.name} config.json via {what['source']}: {found.source}")
         elif isinstance(what, str):
             out[key] = (Symbolic(f"{key} from the config.json of {shown} ({conf['source']}): {what}; "
                                  f"give it with --set {key}=N"), conf["source"])
@@ -179,10 +178,14 @@ def _in_every_release(entries: list[dict[str, Any]], found: model_facts.ModelFac
         return None
     if special and (found.architecture is None or any(s["architecture"] == found.architecture for s in special)):
         return None
-    value = found.values[general["fact"]] * int(general.get("factor", 1))
-    return (str(value), f"{found.name} config.json via {general['source']} (ChatLearn's checkout is not found "
+    return (_applied(general, found), f"{found.name} config.json via {general['source']} (ChatLearn's checkout is not found "
                         f"around the entry; every release the rules cover sets it so: {', '.join(releases)}): "
                         f"{found.source}")
+
+
+def _applied(setting: dict[str, Any], found: model_facts.ModelFacts) -> str:
+    """The value `setting` gives the key: the model's fact, times its `factor` (Qwen3-Next's layers)."""
+    return str(found.values[setting["fact"]] * int(setting.get("factor", 1)))
 
 
 def _setting(entries: list[dict[str, Any]], places: list[Place], module: ast.Module,
