@@ -20,6 +20,7 @@ from typing import Any
 
 from auditor.bash.absent import absent_from_launch_dirs
 from auditor.bash.checkout_copy import in_copy
+from auditor.bash.textfile import read_bounded
 from auditor.bash.values import EnvVar, Field, Symbolic
 from auditor.config.flags import STARTUP, normalise
 from auditor.config.frontend_parser import find_script
@@ -141,8 +142,8 @@ def load_file(name: str, launch_path: str, workdir: str | None,
     if found is None:
         raise Unreadable(f"not found in {Path(launch_path).resolve().parent} or a directory above it")
     try:
-        text = found.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_bounded(str(found), "not a regular file")[1]
+    except OSError as exc:
         raise Unreadable(f"{found}: {exc}") from None
     if found.suffix == ".json":
         try:

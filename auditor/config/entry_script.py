@@ -122,6 +122,15 @@ def _resolve(name: str, roots: list[Path]) -> list[Path]:
     return []
 
 
+def is_main_guard(stmt: ast.stmt) -> bool:
+    """`if __name__ == "__main__":`, either way round: the block that runs when the file is the
+    program and not when it is imported (`!=` is the other way and is not one)."""
+    test = stmt.test if isinstance(stmt, ast.If) else None
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    return {ast.unparse(test.left), ast.unparse(test.comparators[0])} == {"__name__", "'__main__'"}
+
+
 def dotted(node: ast.expr) -> str:
     if isinstance(node, ast.Name):
         return node.id

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor import rulebook
-from auditor.config.entry_script import MAX_MODULES, iter_closure, uses_or_imports
+from auditor.config.entry_script import MAX_MODULES, is_main_guard, iter_closure, uses_or_imports
 from auditor.config.entry_stack import runs_code
 from auditor.config.model import LaunchConfig
 from auditor.config.pipelining_script import is_pipelining_script
@@ -104,7 +104,7 @@ def _imported_code(modules: list[tuple[Path, ast.Module]], entry: Path) -> list[
     """The code that can run: the entry whole; of a module it imports, neither its main block nor
     a top-level function that only such code names (pretrain_gpt.py's git_ds_info, which runs
     `git` through subprocess from its main block only)."""
-    bodies = {path: list(tree.body) if path == entry else [s for s in tree.body if not _main_guard(s)]
+    bodies = {path: list(tree.body) if path == entry else [s for s in tree.body if not is_main_guard(s)]
               for path, tree in modules}
     while True:
         named = {n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else a.asname or a.name
@@ -116,13 +116,6 @@ def _imported_code(modules: list[tuple[Path, ast.Module]], entry: Path) -> list[
         if kept == bodies:
             return [ast.Module(body=body, type_ignores=[]) for body in bodies.values()]
         bodies = kept
-
-
-def _main_guard(stmt: ast.stmt) -> bool:
-    """`if __name__ == "__main__":`"""
-    test = stmt.test if isinstance(stmt, ast.If) else None
-    return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
-            and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators))
 
 
 def _uses(tree: ast.Module, own: set[str], loops: set[str], attributes: set[str]) -> bool:

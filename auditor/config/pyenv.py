@@ -25,7 +25,7 @@ from typing import Any
 from auditor import rulebook
 from auditor.bash.values import EnvVar, Symbolic
 from auditor.config.entry_path import in_checkout
-from auditor.config.entry_script import parsed
+from auditor.config.entry_script import is_main_guard, parsed
 from auditor.config.model import LaunchConfig
 from auditor.findings import Finding
 
@@ -141,15 +141,6 @@ def _imports(stmt: ast.stmt) -> list[str]:
     return []
 
 
-def _main_guard(stmt: ast.stmt) -> bool:
-    """`if __name__ == "__main__":`, which runs when torchrun runs the script."""
-    test = stmt.test if isinstance(stmt, ast.If) else None
-    return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name)
-            and test.left.id == "__name__" and len(test.comparators) == 1
-            and isinstance(test.comparators[0], ast.Constant)
-            and test.comparators[0].value == "__main__")
-
-
 def entry_tree(launch: LaunchConfig) -> tuple[EntryFile, ast.Module] | None:
     """The launch's entry script and its parse, for the readers of what its code states
     (config/lightning_entry, config/pipelining_script); None where it is not found or not read
@@ -185,7 +176,7 @@ def settings(text: str) -> list[Setting]:
     def top(body: list[ast.stmt]) -> None:
         nonlocal torch_at, other_at
         for stmt in body:
-            if _main_guard(stmt):
+            if is_main_guard(stmt):
                 top(stmt.body)  # type: ignore[attr-defined]
                 continue
             for module in _imports(stmt):

@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 from collections import deque
 
+from auditor.config.entry_script import is_main_guard
+
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse",
                        "__setitem__", "__delitem__", "__iadd__"})
@@ -102,7 +104,7 @@ def _always(tree: ast.Module, node: ast.AST, parent: dict[int, ast.AST], seen: s
         if isinstance(up, ast.BoolOp) and child is not up.values[0]:
             return False
         if isinstance(up, (ast.If, ast.IfExp)) and child is not up.test and not (
-                up in tree.body and child in up.body and _is_main_guard(up.test)):
+                up in tree.body and child in up.body and is_main_guard(up)):
             return False
         if isinstance(up, _TRIES) and child not in up.finalbody and (up.handlers or child not in up.body):
             return False  # a handler may catch its exit, or skip it after an earlier statement raised
@@ -122,14 +124,6 @@ def _called_always(tree: ast.Module, fn: ast.AST, node: ast.AST, parent: dict[in
     seen = seen | {fn.name}
     return any(isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id == fn.name
                and _always(tree, c, parent, seen) for c in ast.walk(tree))
-
-
-def _is_main_guard(test: ast.expr) -> bool:
-    """`__name__ == "__main__"`, either way round."""
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
-        return False
-    sides = {ast.unparse(test.left), ast.unparse(test.comparators[0])}
-    return sides == {"__name__", "'__main__'"}
 
 
 def exit_caught(tree: ast.Module, target: ast.AST) -> bool:

@@ -73,3 +73,14 @@ def test_yaml_cfg_replaces_every_other_flag(tmp_path):
         "virtual_pipeline_model_parallel_size": "None"}
     [ignored] = [d for d in config.diagnostics if d.kind == "launch.yaml-cfg"]
     assert ignored.message.endswith("ignores the command line's other flags: --pipeline-model-parallel-size")
+
+
+
+def test_a_config_larger_than_a_launch_file_is_unread_not_loaded(tmp_path):
+    """A `--config` naming a data file by mistake: bounded like a sourced file (bash/textfile),
+    its settings unknown, never the whole file in memory."""
+    text = json.dumps({"pipeline_model_parallel_size": 4, "pad": "x" * (1 << 21)})
+    config = swift(tmp_path, "sft.json", text)
+    [unread] = [d for d in config.diagnostics if d.kind == "launch.config-file-unread"]
+    assert "larger than" in unread.message
+    assert isinstance(config.flags["pipeline_model_parallel_size"].value, Symbolic)
