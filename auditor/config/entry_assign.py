@@ -53,6 +53,8 @@ def read_entry_assignments(launch: LaunchConfig) -> None:
     # leaves unknown stays the front end's reading (other readers own such entries' settings:
     # config/bridge_mimo.py for examples/megatron_mimo/).
     guessed = launch.style == "megatron-lm"
+    if guessed and any(d.kind == "launch.unresolved-args" for d in launch.diagnostics):
+        return  # words not seen (`"${ARGS[@]}"`: examples/inference/run_openai_server.sh) may give its flags
     if not any(f.name == "megatron-core" for f in launch.stack.frameworks):
         return
     read = entry_tree(launch)

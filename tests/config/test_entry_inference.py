@@ -205,4 +205,4 @@ def test_arguments_passed_on_may_give_the_size(tmp_path: Path) -> None:
     (tmp_path / "run.sh").write_text(f'ARGS=()\nfor a in "$@"; do ARGS+=("$a"); done\ntorchrun {entry} "${{ARGS[@]}}"\n')
     config = parse_launch((tmp_path / "run.sh").read_text(), str(tmp_path / "run.sh"))
     assert any(d.kind == "launch.unresolved-args" for d in config.diagnostics)
-    assert not _not_pipeline(config)
+    assert not _not_pipeline(config) and "pipeline_model_parallel_size" not in config.entry_values
