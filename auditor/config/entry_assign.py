@@ -28,7 +28,6 @@ from pathlib import Path
 
 from auditor import rulebook
 from auditor.config.entry_constructs import bound_from_framework, constructs
-from auditor.config.entry_inference import inference_not_pipeline
 from auditor.config.entry_library import library_sizes
 from auditor.config.entry_schedule import names_schedule
 from auditor.config.entry_script import arg_value, argparse_options, iter_closure, stores_of
@@ -38,13 +37,24 @@ from auditor.config.expr import UNKNOWN
 from auditor.config.model import LaunchConfig
 from auditor.config.pyenv import entry_tree
 from auditor.findings import Finding
+from auditor.rulebook.frameworks import launched_by
 
 SCHEDULES = "megatron.core.pipeline_parallel.schedules."
 
 def read_entry_assignments(launch: LaunchConfig) -> None:
     """Put the sizes the entry script surely sets on its model config into `launch.entry_values`."""
-    if launch.style == "megatron-lm" or launch.builds_parser or launch.script_module:
-        return
+    if launch.builds_parser or launch.script_module:
+        return  # Megatron-LM's parser owns the flags, or a module this reader does not read
+    if launch.style == "megatron-lm" and ("megatron-lm" in launch.checkouts or _megatron_lm_by_name(launch)):
+        return  # an entry of a Megatron-LM checkout, or one of its pretrain_*.py: its front end reads the flags
+    # Megatron-LM's front end only by guess (a generator of its own argparse in a folder no
+    # script rule names: Megatron-Bridge's examples/models/nemotron/nemotron_3_omni/
+    # hf_to_megatron_generate_nemotron_omni.py): what the entry surely sets is read, and a size it
+    # leaves unknown stays the front end's reading (other readers own such entries' settings:
+    # config/bridge_mimo.py for examples/megatron_mimo/).
+    guessed = launch.style == "megatron-lm"
+    if guessed and any(d.kind == "launch.unresolved-args" for d in launch.diagnostics):
+        return  # words not seen (`"${ARGS[@]}"`: examples/inference/run_openai_server.sh) may give its flags
     if not any(f.name == "megatron-core" for f in launch.stack.frameworks):
         return
     read = entry_tree(launch)
@@ -66,11 +76,17 @@ def read_entry_assignments(launch: LaunchConfig) -> None:
         if key in elsewhere and found is not None:
             found = (UNKNOWN, f"{elsewhere[key]} writes it too, after the script may",
                      found[2])
-        if found is not None and key not in launch.entry_values:
+        if found is not None and key not in launch.entry_values and not (guessed and found[0] is UNKNOWN):
             value, why, line = found
             launch.entry_values[key] = (value, f"{entry.path}:{line}: {why}", f"{entry.path}:{line}")
     _forward_only(launch, Path(entry.path))
-    inference_not_pipeline(launch, Path(entry.path), tree)
+
+
+def _megatron_lm_by_name(launch: LaunchConfig) -> bool:
+    """The launch runs a script Megatron-LM's argument stage runs for by its name (rules/megatron-lm.toml
+    `[[stage]]` mlm-arguments `launchers`: `torchrun pretrain_*.py`)."""
+    stage = next(s for s in rulebook.load("megatron-lm").data["stage"] if s["name"] == "mlm-arguments")
+    return launched_by(launch.launcher, stage["launchers"])
 
 
 def _other_loops() -> list[tuple[frozenset[str], str]]:

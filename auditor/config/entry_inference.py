@@ -1,13 +1,22 @@
-"""An entry that generates text with megatron-core's inference engine at a pipeline size of 1 is
-NOT A PIPELINE RUN (rules/megatron-core.toml `[inference_engine]`).
+"""An entry that generates text with a Megatron inference engine (or serves it) at a pipeline size
+of 1 is NOT A PIPELINE RUN (rules `[inference_engine]`: megatron-core's megatron.core.inference,
+rules/megatron-core.toml; the text_generation packages of Megatron-LM checkouts before it,
+rules/megatron-lm.toml).
 
 Megatron-Bridge scripts/inference/text_generation.py (067f987df0) imports StaticInferenceEngine
 and MegatronLLM from megatron.core.inference (:33-37) and builds its model at `--pp` (:212-226);
-examples/models/falcon_h1/inference.sh runs it with `--pp 1`. The engine trains nothing, and at
-PP 1 no stage sends to another. The note is given only where the entry imports such a module,
-its code names no schedule entry (config/entry_schedule.py: a forward_backward function or a
-training loop, which a script may run besides), and the pipeline size it surely sets
-(config/entry_assign.py, config/entry_library.py) is the int 1.
+examples/models/falcon_h1/inference.sh runs it with `--pp 1`. Megatron-LM's
+tools/run_text_generation_server.py (d98e8a64dd) imports MegatronServer from
+megatron.core.inference.text_generation_server (:26) and reads its sizes with Megatron-LM's own
+parser; examples/mamba/run_text_gen_server_8b_gpt3.sh passes `--pipeline-model-parallel-size 1`.
+Pai-Megatron-Patch's generate_text_megatron_llama.py reaches megatron.text_generation through its
+local megatron_patch/generation package. The engine trains nothing, and at PP 1 no stage sends to
+another. The note is given only where the entry or a local module it imports imports such a
+module, the entry and its local modules were read and name no schedule entry
+(config/entry_schedule.py `names_no_schedule`: a forward_backward function or a training loop,
+which a script may run besides), and the pipeline size surely is the int 1: set by the entry's
+own code (config/entry_assign.py, config/entry_library.py), or, where Megatron-LM's parser reads
+the launch line (`builds_parser`), the literal `1` its `--pipeline-model-parallel-size` is given.
 """
 
 from __future__ import annotations
@@ -16,25 +25,126 @@ import ast
 from pathlib import Path
 
 from auditor import rulebook
-from auditor.config.entry_schedule import names_schedule
+from auditor.config.entry_schedule import names_no_schedule
+from auditor.config.entry_script import iter_closure
+from auditor.config.entry_stack import modeled_packages
 from auditor.config.model import LaunchConfig
+from auditor.config.pyenv import entry_tree
 from auditor.findings import Finding
+from auditor.rulebook.frameworks import frameworks
+
+TABLE = "inference_engine"
+PP = "pipeline_model_parallel_size"
 
 
-def inference_not_pipeline(launch: LaunchConfig, script: Path, tree: ast.Module) -> None:
-    """Add a `launch.not-pipeline` note where `script` generates with megatron-core's inference
-    engine at a pipeline size of 1 (see the module docstring)."""
-    pp = launch.entry_values.get("pipeline_model_parallel_size")
-    if pp is None or type(pp[0]) is not int or pp[0] != 1:
+def read_inference_entry(launch: LaunchConfig) -> None:
+    """Add a `launch.not-pipeline` note where the entry generates with an inference engine at
+    a pipeline size of 1 (see the module docstring)."""
+    if any(d.kind == "launch.not-pipeline" for d in launch.diagnostics):
         return
-    modules = rulebook.load("megatron-core").data["inference_engine"]["modules"]
-    engine = next((n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and not n.level and n.module
-                   and any(n.module == m or n.module.startswith(m + ".") for m in modules)), None)
-    if engine is None or names_schedule(launch) is not None:
+    if any(d.kind == "launch.unresolved-args" for d in launch.diagnostics):
+        return  # words not seen (`"${ARGS[@]}"`, `$EXTRA_ARGS`) may give the size: not surely 1
+    pp = _pipeline_size(launch)
+    if pp is None:
         return
+    read = entry_tree(launch)
+    if read is None:
+        return
+    script = Path(read[0].path)
+    engine = _engine(script, launch.checkouts.get("megatron-lm"))
+    if engine is None or not names_no_schedule(launch):
+        return
+    module, server, where = engine
+    does = "serves text generation" if server else "generates text"
     launch.diagnostics.append(Finding(
         "launch.not-pipeline", "info",
-        f"{script.name} generates text with megatron-core's inference engine ({engine.module}, "
-        f"line {engine.lineno}), which trains nothing, at pipeline size 1 "
-        f"({pp[1].removeprefix(pp[2] + ': ')}): no stage sends to another",
+        f"{script.name} {does} with an inference engine ({module}, {where}), which trains nothing, "
+        f"at pipeline size 1 ({pp}): no stage sends to another",
         where=f"{launch.path}:{launch.command_line}", detail={"command": launch.launcher}))
+
+
+def _pipeline_size(launch: LaunchConfig) -> str | None:
+    """Where the run's pipeline size surely is the int 1, the words saying why; else None."""
+    set_by_entry = launch.entry_values.get(PP)
+    if set_by_entry is not None:
+        value, why, where = set_by_entry
+        return why.removeprefix(where + ": ") if type(value) is int and value == 1 else None
+    if launch.builds_parser != "megatron-lm":
+        return None
+    if any(name != PP and PP in name and f.value != "0" for name, f in launch.flags.items()):
+        return None  # more stages besides (`--encoder-pipeline-model-parallel-size 1`, Megatron-LM core_r0.9)
+    flag = launch.flags.get(PP)
+    if flag is None:
+        return None if _writes_pp(launch) else "not given: Megatron-LM's parser default, and the entry writes it nowhere"
+    if flag.value != "1" or len(flag.values) > 1:
+        return None  # not the literal 1
+    return f"{flag.spelling} 1, line {flag.line}, read by Megatron-LM's parser"
+
+
+def _writes_pp(launch: LaunchConfig) -> bool:
+    """Whether the entry or a local module it imports may set the pipeline size itself (an
+    attribute stored, a keyword, a dict key or a string naming it: `args_defaults=
+    {"pipeline_model_parallel_size": 2}`), or cannot be read: then the parser's default is not
+    known to hold."""
+    read = entry_tree(launch)
+    if read is None:
+        return True
+    stop = frozenset(m.split(".")[0] for m in modeled_packages())
+    try:
+        for _, tree in iter_closure(Path(read[0].path), stop):
+            for node in ast.walk(tree):
+                if (isinstance(node, ast.Attribute) and node.attr == PP and not isinstance(node.ctx, ast.Load)
+                        or isinstance(node, ast.keyword) and node.arg == PP
+                        or isinstance(node, ast.Constant) and node.value == PP):
+                    return True
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+        return True
+    return False
+
+
+def _engines() -> list[tuple[str, bool]]:
+    """(module, whether it is a server) of every rules file's `[inference_engine]`."""
+    out = []
+    for framework in frameworks():
+        table = rulebook.load(framework.name).data.get(TABLE)
+        if table:
+            servers = set(table.get("servers", []))
+            out += [(m, m in servers) for m in [*table.get("servers", []), *table["modules"]] if (m, m in servers) not in out]
+    return out
+
+
+def _engine(script: Path, checkout: Path | None) -> tuple[str, bool, str] | None:
+    """(module imported, whether it is a server, `file:line`) of the first inference-engine
+    import in the script or a local module it imports (a server's import preferred); None
+    where there is none or the closure cannot be read, or where it imports an engine module the
+    Megatron-LM `checkout` the entry runs from does not hold (Megatron-LM d98e8a64dd
+    examples/multimodal/run_text_generation.py:26 still imports megatron.inference.text_generation,
+    gone from that tree: the run stops at the import, and is not called inference here)."""
+    engines = _engines()
+    stop = frozenset(m.split(".")[0] for m in modeled_packages())
+    found: list[tuple[str, bool, str]] = []
+    try:
+        for path, tree in iter_closure(script, stop):
+            for node in ast.walk(tree):
+                if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                    continue
+                names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                         else [node.module] if not node.level and node.module else [])
+                for name in names:
+                    hit = next(((m, s) for m, s in engines if name == m or name.startswith(m + ".")), None)
+                    if hit is not None and not _held(name, checkout):
+                        return None
+                    if hit is not None:
+                        found.append((name, hit[1], f"{path.name}:{node.lineno}"))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+        return None
+    return next((f for f in found if f[1]), found[0] if found else None)
+
+
+def _held(module: str, checkout: Path | None) -> bool:
+    """Whether the checkout holds the imported module, as a package or a file (True where no
+    checkout holding its top package is known)."""
+    if checkout is None or not (checkout / module.split(".")[0]).is_dir():
+        return True
+    path = checkout.joinpath(*module.split("."))
+    return path.is_dir() or path.with_suffix(".py").is_file()

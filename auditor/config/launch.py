@@ -32,6 +32,7 @@ from auditor.config.frontends.megatron_lm import judge_on_checkout
 from auditor.config.entry_copy import entry_name
 from auditor.config.launcher import torchrun_options, world_size, world_variables
 from auditor.config.deepspeed_entry import read_deepspeed_entry
+from auditor.config.entry_inference import read_inference_entry
 from auditor.config.no_training import read_no_training
 from auditor.config.entry_module import read_entry_module
 from auditor.config.entry_path import in_checkout
@@ -229,6 +230,7 @@ def parse_launch(
     read_no_training(config)  # an evaluation or inference entry of a framework's checkout
     read_lightning_entry(config)  # `python train.py` building nl.MegatronStrategy: its sizes
     read_entry_assignments(config)  # `--pp` of the entry's own argparse set on its model provider
+    read_inference_entry(config)  # a text-generation engine or server at PP 1
     read_mimo_components(config)  # `--component language=tp=4,pp=2` of a Megatron-Bridge MIMO entry
     own_pipeline(config)  # `torchrun run_train.py` on nanotron's own pipeline engine: not covered
     unknown_stack(config)  # `torchrun train.py` handing the run to a package no rules model

@@ -71,7 +71,7 @@ TABLES: dict[str, Table] = {
     # The schedules' forward-only parameter (config/entry_assign.py).
     "forward_only": _table(False, "param source code", "about"),
     # megatron-core's inference engine modules (config/entry_inference.py).
-    "inference_engine": _table(False, "modules source code", "about"),
+    "inference_engine": _table(False, "modules source code", "about servers"),
     # The call-graph interpreter (rulebook.interpreter).
     "entry_point": _table(True, "name code", "about launchers source versions unknown when"),
     "symbol": _table(True, "function", "config group returns versions unknown source"),
@@ -245,7 +245,7 @@ TYPES: dict[str, dict[str, type]] = {
                     "uncovered": dict},
     "config_attribute": {"keys": list},
     "forward_only": {"param": str},
-    "inference_engine": {"modules": list},
+    "inference_engine": {"modules": list, "servers": list},
     "stage_predicate": {"function": str, "at": dict, "value": bool, "checked": list, "param": str,
                         "position": int, "default": bool},
     "batch_wrapper": {"modules": list, "key": str},

@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from auditor.config.entry_inference import inference_not_pipeline
+from auditor.config.entry_inference import read_inference_entry
 from auditor.config.entry_library import library_sizes
 from auditor.config.entry_script import argparse_options
 from auditor.config.expr import UNKNOWN
@@ -161,8 +161,7 @@ def test_the_adders_options_join_the_entry_s_and_name_the_loader(tmp_path) -> No
 
 def test_no_note_where_the_pipeline_size_is_unknown(tmp_path) -> None:
     config = _config(tmp_path, "--pp ${PP}")
-    entry = tmp_path / "scripts" / "inference" / "text_generation.py"
-    inference_not_pipeline(config, entry, ast.parse(entry.read_text()))
+    read_inference_entry(config)
     assert not _not_pipeline(config)
 
 

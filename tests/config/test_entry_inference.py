@@ -1,0 +1,208 @@
+"""Inference and serving entries at a pipeline size of 1 are NOT A PIPELINE RUN, decided from what
+the entry's code imports and names (config/entry_inference.py), not from its file name.
+
+Shapes, each cited where it is built:
+- NVIDIA/Megatron-LM d98e8a64dd tools/run_text_generation_server.py: `initialize_megatron(...)`
+  (Megatron-LM's parser reads the launch line) and MegatronServer from
+  megatron.core.inference.text_generation_server (:26); examples/mamba/run_text_gen_server_8b_gpt3.sh
+  runs it with `--pipeline-model-parallel-size 1` (:22).
+- alibaba/Pai-Megatron-Patch a098ca5acb examples/llama2/generate_text_megatron_llama.py:
+  `initialize_megatron(extra_args_provider=get_patch_args)`, generation through the local package
+  megatron_patch/generation (api.py:18 imports megatron.text_generation.communication);
+  run_text_generation_megatron_llama.sh passes `--pipeline-model-parallel-size 1` (:99).
+- NVIDIA-NeMo/Megatron-Bridge 067f987df0 examples/models/nemotron/nemotron_3_omni/
+  hf_to_megatron_generate_nemotron_omni.py: its own argparse (`--pp`, default 1, :1006), written
+  on the provider (:707), megatron-core's schedule called forward_only=True (:914), in a folder no
+  script rule names; inference.sh runs it without --pp.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from auditor.config.launch import parse_launch
+
+SERVER = """\
+import torch
+from megatron.core.inference.engines import StaticInferenceEngine
+from megatron.core.inference.text_generation_server import MegatronServer
+from megatron.training import get_model
+from megatron.training.initialize import initialize_megatron
+
+if __name__ == "__main__":
+    initialize_megatron(args_defaults={"no_load_rng": True})
+    model = get_model(None, wrap_with_ddp=False)
+    MegatronServer(StaticInferenceEngine(model)).run("0.0.0.0", port=5000)
+"""
+
+PAI_ENTRY = """\
+from megatron import get_args
+from megatron.initialize import initialize_megatron
+from megatron_patch.generation.api import generate_and_post_process
+from megatron_patch.arguments import get_patch_args
+{extra}
+
+if __name__ == "__main__":
+    initialize_megatron(extra_args_provider=get_patch_args)
+    generate_and_post_process(None, prompts=["hi"])
+"""
+
+PAI_API = """\
+import torch
+from megatron.core import mpu
+from megatron.text_generation.communication import broadcast_float_list
+
+
+def generate_and_post_process(model, prompts):
+    return broadcast_float_list(1, None)
+"""
+
+OMNI = """\
+import argparse
+
+import torch
+from megatron.bridge import AutoBridge
+from megatron.core.pipeline_parallel.schedules import get_forward_backward_func
+
+
+def main(args):
+    pp = args.pp
+    bridge = AutoBridge.from_hf_pretrained(args.hf_model_path)
+    model_provider = bridge.to_megatron_provider(load_weights=False)
+    model_provider.tensor_model_parallel_size = args.tp
+    model_provider.pipeline_model_parallel_size = pp
+    model = model_provider.provide_distributed_model(wrap_with_ddp=False)
+    for step in range(args.max_new_tokens):
+        fwd_bwd_function = get_forward_backward_func()
+        fwd_bwd_function(forward_step_func=None, data_iterator=None, model=model, num_microbatches=1,
+                         forward_only=True, seq_length=16, micro_batch_size=1)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--hf_model_path", type=str, required=True)
+    parser.add_argument("--tp", type=int, default=1)
+    parser.add_argument("--pp", type=int, default=1)
+    parser.add_argument("--max_new_tokens", type=int, default=20)
+    main(parser.parse_args())
+"""
+
+
+def _launch(tmp_path: Path, entry: str, text: str, flags: str, files: dict[str, str] | None = None):
+    for name, body in {entry: text, **(files or {})}.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(body)
+    script = tmp_path / "run.sh"
+    script.write_text(f"torchrun --nproc_per_node 1 {entry} {flags}\n")
+    return parse_launch(script.read_text(), str(script))
+
+
+def _not_pipeline(config) -> list[str]:
+    return [d.message for d in config.diagnostics if d.kind == "launch.not-pipeline"]
+
+
+def test_a_text_generation_server_at_pp_1_is_not_a_pipeline_run(tmp_path: Path) -> None:
+    """Megatron-LM's parser reads the launch line: its literal `--pipeline-model-parallel-size 1`."""
+    config = _launch(tmp_path, "tools/run_text_generation_server.py", SERVER,
+                     "--tensor-model-parallel-size 1 --pipeline-model-parallel-size 1 --num-layers 4")
+    assert config.builds_parser == "megatron-lm"
+    said = _not_pipeline(config)
+    assert said and "serves text generation" in said[0] and "text_generation_server" in said[0]
+    assert "--pipeline-model-parallel-size 1" in said[0]
+
+
+def test_a_server_at_pp_2_or_an_unknown_size_is_left_to_the_analysis(tmp_path: Path) -> None:
+    for flags in ("--pipeline-model-parallel-size 2", "--pipeline-model-parallel-size $PP"):
+        config = _launch(tmp_path, "tools/run_text_generation_server.py", SERVER, flags)
+        assert not _not_pipeline(config), flags
+
+
+def test_a_server_that_also_trains_is_not_called_inference(tmp_path: Path) -> None:
+    """An entry that names a training loop besides may train: the unknown stays unknown."""
+    text = SERVER.replace("from megatron.training import get_model\n",
+                          "from megatron.training import get_model, pretrain\n")
+    config = _launch(tmp_path, "tools/run_text_generation_server.py", text, "--pipeline-model-parallel-size 1")
+    assert not _not_pipeline(config)
+
+
+def test_generation_reached_through_a_local_package_is_read(tmp_path: Path) -> None:
+    """Pai-Megatron-Patch: the engine is imported by megatron_patch/generation/api.py, not the entry."""
+    files = {"megatron_patch/__init__.py": "", "megatron_patch/arguments.py": "def get_patch_args(p):\n    return p\n",
+             "megatron_patch/generation/__init__.py": "", "megatron_patch/generation/api.py": PAI_API}
+    entry = "examples/llama2/generate_text_megatron_llama.py"
+    config = _launch(tmp_path, entry, PAI_ENTRY.format(extra=""), "--pipeline-model-parallel-size 1", files)
+    said = _not_pipeline(config)
+    assert said and "generates text" in said[0] and "megatron.text_generation" in said[0] and "api.py:3" in said[0]
+    trains = PAI_ENTRY.format(extra="from megatron.training import pretrain")
+    config = _launch(tmp_path, entry, trains, "--pipeline-model-parallel-size 1", files)
+    assert not _not_pipeline(config)
+
+
+def test_a_generator_with_its_own_parser_in_any_folder_is_read(tmp_path: Path) -> None:
+    """Megatron-Bridge's nemotron_3_omni generator: no script rule names its folder, so the
+    launch is read as Megatron-LM's front end by guess; its own argparse sets PP on the provider."""
+    entry = "examples/models/nemotron/omni/hf_to_megatron_generate_omni.py"
+    config = _launch(tmp_path, entry, OMNI, "--hf_model_path x --tp 4")
+    assert config.entry_values["pipeline_model_parallel_size"][0] == 1
+    said = _not_pipeline(config)
+    assert said and "forward only" in said[0] and "pipeline size 1" in said[0]
+    config = _launch(tmp_path, entry, OMNI, "--hf_model_path x --pp 2")
+    assert config.entry_values["pipeline_model_parallel_size"][0] == 2
+    assert not _not_pipeline(config)
+
+
+def test_the_parser_default_counts_only_where_nothing_else_may_set_the_size(tmp_path: Path) -> None:
+    """Megatron-LM d98e8a64dd examples/inference/run_offline_inference.sh passes no
+    --pipeline-model-parallel-size (Megatron-LM's default, 1), but `$EXTRA_ARGS` (:88) may add
+    words not seen; an entry may also set the size itself (`args_defaults`)."""
+    entry = "tools/run_text_generation_server.py"
+    said = _not_pipeline(_launch(tmp_path, entry, SERVER, "--num-layers 4"))
+    assert said and "parser default" in said[0]
+    assert not _not_pipeline(_launch(tmp_path, entry, SERVER, "$EXTRA_ARGS --num-layers 4"))
+    sets = SERVER.replace('{"no_load_rng": True}', '{"pipeline_model_parallel_size": 2}')
+    assert not _not_pipeline(_launch(tmp_path, entry, sets, "--num-layers 4"))
+
+
+def test_an_engine_module_the_checkout_lacks_is_no_engine(tmp_path: Path) -> None:
+    """Megatron-LM d98e8a64dd examples/multimodal/run_text_generation.py:26 imports
+    megatron.inference.text_generation, which that checkout no longer holds: the run stops there."""
+    (tmp_path / "megatron/training").mkdir(parents=True)
+    (tmp_path / "megatron/training/arguments.py").write_text(
+        "import argparse\n\n\ndef parse_args():\n    parser = argparse.ArgumentParser()\n"
+        "    parser.add_argument('--pipeline-model-parallel-size', type=int, default=1)\n"
+        "    return parser.parse_args()\n")
+    stale = SERVER.replace("from megatron.core.inference.engines import StaticInferenceEngine\n",
+                           "from megatron.inference.text_generation.api import generate_and_post_process\n")
+    config = _launch(tmp_path, "tools/run_text_generation_server.py", stale, "--pipeline-model-parallel-size 1")
+    assert config.checkouts["megatron-lm"] == tmp_path and not _not_pipeline(config)
+    (tmp_path / "megatron/inference/text_generation").mkdir(parents=True)
+    (tmp_path / "megatron/core/inference/text_generation_server").mkdir(parents=True)
+    (tmp_path / "megatron/inference/text_generation/api.py").write_text("def generate_and_post_process():\n    pass\n")
+    config = _launch(tmp_path, "tools/run_text_generation_server.py", stale, "--pipeline-model-parallel-size 1")
+    assert _not_pipeline(config)
+
+
+def test_encoder_stages_besides_are_more_than_one_stage(tmp_path: Path) -> None:
+    """Megatron-LM core_r0.9's `--encoder-pipeline-model-parallel-size 1` puts the encoder on a
+    stage of its own: with `--pipeline-model-parallel-size 1` that is two stages."""
+    entry = "tools/run_text_generation_server.py"
+    flags = "--pipeline-model-parallel-size 1 --encoder-pipeline-model-parallel-size {}"
+    assert not _not_pipeline(_launch(tmp_path, entry, SERVER, flags.format(1)))
+    assert _not_pipeline(_launch(tmp_path, entry, SERVER, flags.format(0)))
+
+
+def test_arguments_passed_on_may_give_the_size(tmp_path: Path) -> None:
+    """Megatron-Bridge 067f987df0 examples/inference/run_openai_server.sh hands the caller's
+    arguments on (`scripts/inference/openai_server.py "${ARGS[@]}"`): `--pp` may be among them,
+    so the entry's default is not surely the run's."""
+    entry = "examples/models/nemotron/omni/hf_to_megatron_generate_omni.py"
+    text = OMNI.replace("import torch\n", "import torch\nfrom megatron.core.inference.apis import MegatronAsyncLLM\n")
+    text = text.replace("        fwd_bwd_function = get_forward_backward_func()\n", "").replace(
+        "        fwd_bwd_function(forward_step_func=None, data_iterator=None, model=model, num_microbatches=1,\n"
+        "                         forward_only=True, seq_length=16, micro_batch_size=1)\n", "        MegatronAsyncLLM(model)\n")
+    text = text.replace("from megatron.core.pipeline_parallel.schedules import get_forward_backward_func\n", "")
+    assert _not_pipeline(_launch(tmp_path, entry, text, "--hf_model_path x"))
+    (tmp_path / "run.sh").write_text(f'ARGS=()\nfor a in "$@"; do ARGS+=("$a"); done\ntorchrun {entry} "${{ARGS[@]}}"\n')
+    config = parse_launch((tmp_path / "run.sh").read_text(), str(tmp_path / "run.sh"))
+    assert any(d.kind == "launch.unresolved-args" for d in config.diagnostics)
+    assert not _not_pipeline(config) and "pipeline_model_parallel_size" not in config.entry_values
