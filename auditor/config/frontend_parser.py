@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from auditor.rulebook.files import load as load_rules, names as rule_names
 from auditor.config.entry_path import in_checkout
 from auditor.config.parser_entry import entry_calls, parse_time_bases, parse_time_methods
 
@@ -147,6 +148,7 @@ class _Reader:
 
     def read_tree(self, tree: ast.AST) -> None:
         at_parse = parse_time_code(tree)
+        imported = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
         funcs: list[ast.AST] = [n for n in at_build(tree, at_parse) if isinstance(n, ast.FunctionDef)]
         local = {f.name for f in funcs if isinstance(f, ast.FunctionDef)}
         for func in funcs or [tree]:
@@ -171,8 +173,13 @@ class _Reader:
                 elif name not in local | params and name not in ARGPARSE_METHODS \
                         and _owner(call) not in factories and any(
                         isinstance(a, ast.Name) and a.id == "parser" for a in call.args):
+                    helper = _helper(call, imported)
+                    if helper is not None:  # a library call whose flags the rules list
+                        for spelling, action in helper["flags"].items():
+                            self.flags.setdefault(spelling, {"dest": spelling.lstrip("-").replace("-", "_"),
+                                                             "action": action})
+                        continue
                     # the parser handed to code not read here, which may add flags to it
-                    # (Megatron-DeepSpeed: `parser = deepspeed.add_config_arguments(parser)`)
                     self.missing.append(f"`{ast.unparse(call.func)}(parser)` may add flags, and "
                                         "is not read")
 
@@ -280,6 +287,19 @@ def _class(root: Path, name: str) -> ast.ClassDef | None:
                 if isinstance(node, ast.ClassDef) and node.name == name:
                     return node
     return None
+
+
+@functools.cache
+def parser_helpers() -> tuple[dict[str, Any], ...]:
+    """The library calls whose flags the rules list (rules/*.toml [[parser_helper]])."""
+    return tuple(h for name in rule_names() for h in load_rules(name).data.get("parser_helper", []))
+
+
+def _helper(call: ast.Call, imported: set[str]) -> dict[str, Any] | None:
+    """The [[parser_helper]] `call` is, called through its module as the file imports it
+    (`import deepspeed` then `deepspeed.add_config_arguments(parser)`); else None."""
+    func = ast.unparse(call.func)
+    return next((h for h in parser_helpers() if func == h["call"] and h["module"] in imported), None)
 
 
 def parse_time_code(tree: ast.AST) -> frozenset[int]:
