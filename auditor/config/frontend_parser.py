@@ -23,7 +23,7 @@ from typing import Any
 
 from auditor.rulebook.files import load as load_rules, names as rule_names
 from auditor.config.entry_path import in_checkout
-from auditor.config.parser_entry import entry_calls, parse_time_bases, parse_time_methods
+from auditor.config.parser_entry import calls_parser_entry, entry_calls, parse_time_bases, parse_time_methods
 
 PARSER_FILES = ("megatron/training/arguments.py", "megatron/arguments.py")
 _LIST = re.compile(r"(Optional\[)?(list|List)\[")
@@ -110,8 +110,13 @@ def read_parser(parser: Path, script: Path | None = None) -> FrontEnd | None:
         tree = _parse(_text(script))
         if tree is None:
             return None
-        names = {getattr(c.func, "attr", getattr(c.func, "id", None)) for c in _calls(tree)}
-        if not names & entry_calls():
+        # `parser.parse_args()` is argparse's own method on a parser the script built
+        # (Megatron-DeepSpeed tools/preprocess_data.py, examples_deepspeed/universal_checkpointing/
+        # tb_analysis/tb_analysis_script.py): Megatron-LM's parse_args only where it is bound
+        # from Megatron-LM's modules (parser_entry.calls_parser_entry).
+        names = {getattr(c.func, "attr", getattr(c.func, "id", None)) for c in _calls(tree)
+                 if not (isinstance(c.func, ast.Attribute) and c.func.attr == "parse_args")}
+        if not names & entry_calls() and not calls_parser_entry(script):
             return None
         reader.read_tree(tree)
         accepts_unknown = _ignores_unknown(tree)

@@ -306,3 +306,23 @@ def test_a_misspelt_flag_a_partly_read_parser_lacks_leaves_its_setting_unknown(t
     given = read_launch(checkout(tmp_path / "b", {"megatron/arguments.py": ARGUMENTS_2308,
                                                     "pretrain_gpt.py": head}))
     assert given.flags["pipeline_model_parallel_size"].value == "2"  # spelt right: known
+
+
+def test_argparse_s_own_parse_args_builds_no_megatron_front_end(tmp_path, monkeypatch):
+    """microsoft/Megatron-DeepSpeed@f4157bea69
+    examples_deepspeed/universal_checkpointing/tb_analysis/tb_analysis_script.py: `from arguments
+    import parser` (its own ArgumentParser) then `args = parser.parse_args()`, run with --tb_dir by
+    megatron_gpt/run_tb_analysis_gpt.sh: argparse's method, not Megatron-LM's parse_args, so the
+    checkout's megatron/arguments.py says nothing about its flags."""
+    own = "from arguments import parser\nargs = parser.parse_args()\n"
+    script = checkout(tmp_path, {"megatron/arguments.py": ARGUMENTS_2308, "tools/tb/tb_analysis_script.py": own,
+                                 "tools/tb/arguments.py": "from argparse import ArgumentParser\n"
+                                 "parser = ArgumentParser()\nparser.add_argument('--tb_dir')\n"})
+    script.write_text("python3 tools/tb/tb_analysis_script.py --tb_dir out --plot_name x.png\n")
+    monkeypatch.chdir(tmp_path)  # the job runs from the checkout's root, as the upstream script does
+    assert spelling(read_launch(script)) == []
+    # Megatron-LM's own, bound from its module, still is
+    bound = "from megatron.arguments import parse_args\nargs = parse_args()\n"
+    (tmp_path / "tools/tb/tb_analysis_script.py").write_text(bound)
+    read_parser.cache_clear()
+    assert [s for s, _ in spelling(read_launch(script))] == ["error", "error"]
