@@ -296,8 +296,8 @@ def read_entry_imports(config: LaunchConfig, entry: Path, path: str) -> None:
     """An import the training script (a script path, not `-m`) cannot satisfy: an error naming
     the import and its line where the copy it reads is certain; else, where the checkout's own
     package lacks it and the run imports an installed copy, an undecided start-up check."""
-    if config.script_module:
-        return
+    if config.script_module or config.script_read:
+        return  # `-m`, or a file read in place of the cluster's (config.entry_path): its copy differs
     roots = entry_roots(entry, config.env)
     where = f"{path}:{config.command_line}"
     for gap in missing_imports(entry, roots)[:1]:

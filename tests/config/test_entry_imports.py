@@ -162,3 +162,15 @@ def test_a_sys_path_insert_before_the_import_leaves_it_open(tmp_path, monkeypatc
                                          "from megatron.legacy.model import GPTModel\n")
     monkeypatch.chdir(tmp_path)
     assert errors(read_launch(launch)) == []
+
+
+def test_an_entry_read_in_place_of_the_cluster_s_file_decides_nothing(tmp_path, monkeypatch):
+    """bigcode-project/Megatron-LM@7c325cd34a examples/finetune_starcoderplus.slurm runs
+    `$SCRIPT_REPO/pretrain_gpt.py` (SCRIPT_REPO=/fsx/leandro/git/Megatron-LM-BC), read from the
+    local checkout at the same tail path: the cluster's copy beside it may differ."""
+    launch = megatron_checkout(tmp_path, "from megatron.legacy.model import GPTModel\n")
+    launch.write_text("torchrun --nproc_per_node 8 /fsx/someone/git/Megatron-LM/pretrain_gpt.py --num-layers 2\n")
+    monkeypatch.chdir(tmp_path)
+    config = read_launch(launch)
+    assert config.script_read.endswith("pretrain_gpt.py")
+    assert errors(config) == []
