@@ -57,9 +57,10 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
     # A recorded run's evidence gaps (analysis.runevidence): ranks that left none come first.
     out = [Undecided(u["what"], u["decide"]) for u in (doc.get("run") or {}).get("undecided", [])]
     # A launch finding that leaves the run undecided says what and how to decide it
-    # (config.launch `launch.front-end-unread`).
-    out += [Undecided(f["detail"]["undecided"], f["detail"]["decide"]) for f in doc.get("findings", [])
-            if "undecided" in (f.get("detail") or {})]
+    # (config.launch `launch.front-end-unread`); one about whether the run starts says so ("aside":
+    # "startup", config.entry_imports).
+    out += [Undecided(f["detail"]["undecided"], f["detail"]["decide"], f["detail"].get("aside", ""))
+            for f in doc.get("findings", []) if "undecided" in (f.get("detail") or {})]
     run = RunConfig.from_json(doc.get("config", {}))
     for release, all_keys in run.outside_rules.items():
         keys = list(dict.fromkeys(k for k in all_keys if run.is_unknown(k)))

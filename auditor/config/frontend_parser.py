@@ -21,8 +21,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from auditor.rulebook.files import load as load_rules, names as rule_names
 from auditor.config.entry_path import in_checkout
-from auditor.config.parser_entry import entry_calls, parse_time_bases, parse_time_methods
+from auditor.config.parser_entry import calls_parser_entry, entry_calls, parse_time_bases, parse_time_methods
 
 PARSER_FILES = ("megatron/training/arguments.py", "megatron/arguments.py")
 _LIST = re.compile(r"(Optional\[)?(list|List)\[")
@@ -109,8 +110,13 @@ def read_parser(parser: Path, script: Path | None = None) -> FrontEnd | None:
         tree = _parse(_text(script))
         if tree is None:
             return None
-        names = {getattr(c.func, "attr", getattr(c.func, "id", None)) for c in _calls(tree)}
-        if not names & entry_calls():
+        # `parser.parse_args()` is argparse's own method on a parser the script built
+        # (Megatron-DeepSpeed tools/preprocess_data.py, examples_deepspeed/universal_checkpointing/
+        # tb_analysis/tb_analysis_script.py): Megatron-LM's parse_args only where it is bound
+        # from Megatron-LM's modules (parser_entry.calls_parser_entry).
+        names = {getattr(c.func, "attr", getattr(c.func, "id", None)) for c in _calls(tree)
+                 if not (isinstance(c.func, ast.Attribute) and c.func.attr == "parse_args")}
+        if not names & entry_calls() and not calls_parser_entry(script):
             return None
         reader.read_tree(tree)
         accepts_unknown = _ignores_unknown(tree)
@@ -147,6 +153,7 @@ class _Reader:
 
     def read_tree(self, tree: ast.AST) -> None:
         at_parse = parse_time_code(tree)
+        imported = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
         funcs: list[ast.AST] = [n for n in at_build(tree, at_parse) if isinstance(n, ast.FunctionDef)]
         local = {f.name for f in funcs if isinstance(f, ast.FunctionDef)}
         for func in funcs or [tree]:
@@ -171,8 +178,13 @@ class _Reader:
                 elif name not in local | params and name not in ARGPARSE_METHODS \
                         and _owner(call) not in factories and any(
                         isinstance(a, ast.Name) and a.id == "parser" for a in call.args):
+                    helper = _helper(call, imported)
+                    if helper is not None:  # a library call whose flags the rules list
+                        for spelling, action in helper["flags"].items():
+                            self.flags.setdefault(spelling, {"dest": spelling.lstrip("-").replace("-", "_"),
+                                                             "action": action})
+                        continue
                     # the parser handed to code not read here, which may add flags to it
-                    # (Megatron-DeepSpeed: `parser = deepspeed.add_config_arguments(parser)`)
                     self.missing.append(f"`{ast.unparse(call.func)}(parser)` may add flags, and "
                                         "is not read")
 
@@ -280,6 +292,19 @@ def _class(root: Path, name: str) -> ast.ClassDef | None:
                 if isinstance(node, ast.ClassDef) and node.name == name:
                     return node
     return None
+
+
+@functools.cache
+def parser_helpers() -> tuple[dict[str, Any], ...]:
+    """The library calls whose flags the rules list (rules/*.toml [[parser_helper]])."""
+    return tuple(h for name in rule_names() for h in load_rules(name).data.get("parser_helper", []))
+
+
+def _helper(call: ast.Call, imported: set[str]) -> dict[str, Any] | None:
+    """The [[parser_helper]] `call` is, called through its module as the file imports it
+    (`import deepspeed` then `deepspeed.add_config_arguments(parser)`); else None."""
+    func = ast.unparse(call.func)
+    return next((h for h in parser_helpers() if func == h["call"] and h["module"] in imported), None)
 
 
 def parse_time_code(tree: ast.AST) -> frozenset[int]:

@@ -34,6 +34,7 @@ from auditor.config.launcher import torchrun_options, world_size, world_variable
 from auditor.config.deepspeed_entry import read_deepspeed_entry
 from auditor.config.entry_inference import read_inference_entry
 from auditor.config.no_training import read_no_training
+from auditor.config.entry_imports import read_entry_imports
 from auditor.config.entry_module import read_entry_module
 from auditor.config.entry_path import in_checkout
 from auditor.config.entry_schedule import names_no_schedule
@@ -217,6 +218,7 @@ def parse_launch(
     entry = find_script(path, config.script_read or config.script) if isinstance(config.script, str) else None
     if entry is not None:
         judge_on_source_tree(config, entry, path)
+        read_entry_imports(config, entry, path)  # a module the script imports and cannot find
     torch_pins = [(v, ln) for name, v, ln in pins if name == "torch"]
     if len({pin for pin, _ in torch_pins}) > 1:  # config.torch_version judges each of them
         config.diagnostics.append(Finding(

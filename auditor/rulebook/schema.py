@@ -44,6 +44,9 @@ TABLES: dict[str, Table] = {
     # What makes a training script of any name a front end's: the calls it makes into the
     # front end's own modules (config/parser_entry.py).
     "parser_entry": _table(False, "front_end calls modules source code", "about parse_time_bases parse_time_methods"),
+    # A library call a Megatron-LM parser is handed to (`parser = deepspeed.add_config_arguments(
+    # parser)`), and the flags it adds in every release `checked` (config/frontend_parser.py).
+    "parser_helper": _table(True, "call module flags checked source code", "about"),
     "arg": _table(True, "stage key type", f"default class aliases {_SELECT}"),
     # `torch`: a PEP 440 specifier over the torch release the rule holds on, for a framework's code
     # that itself branches on torch's version (DeepSpeed's init_process_group); with torch's
@@ -218,6 +221,7 @@ TYPES: dict[str, dict[str, type]] = {
     "parser_entry": {"front_end": str, "calls": list, "modules": list, "parse_time_bases": list,
                      "parse_time_methods": list},
     "setting_cases": {"key": str, "values": list, "why": str},
+    "parser_helper": {"call": str, "module": str, "flags": dict, "checked": list},
     "front_end": {"scripts": list, "flags": list, "layout_flags": list, "launcher": str},
     "script_call": {"callee": list, "param": str, "key": str, "position": int, "read": str},
     "command_runner": {"program": str, "subcommand": str, "value_options": list, "module_options": list,
@@ -270,7 +274,7 @@ REMEDY_EDITS = {"unset_env": False, "set_env": True, "rename_env": True, "set_fl
                 "eager_init": True, "pass_group": True, "batch_p2p": True,
                 }  # edit -> whether it needs a `value`
 REMEDY_KEYS = frozenset(["option", "edit", "name", "value", "default"])
-_SPOKEN = {str: "a string", int: "an integer", list: "a list"}
+_SPOKEN = {str: "a string", int: "an integer", list: "a list", dict: "a table"}
 
 
 def problem(data: dict[str, Any]) -> str | None:

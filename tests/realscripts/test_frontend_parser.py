@@ -222,25 +222,56 @@ def test_a_script_that_builds_its_own_parser_has_no_megatron_front_end(tmp_path)
     assert spelling(read_launch(script)) == []
 
 
-def test_a_parser_handed_to_code_not_read_is_incomplete(tmp_path):
-    """microsoft/Megatron-DeepSpeed@f4157bea69 megatron/arguments.py: `parser =
-    deepspeed.add_config_arguments(parser)` adds --deepspeed_config and friends from DeepSpeed,
-    which is not read: a flag missing from the table is then not known to be rejected (its
-    examples_deepspeed/pretrain_llama2_distributed.sh passes --deepspeed_config)."""
+def _mds_checkout(tmp_path: Path, call: str) -> Path:
+    """A Megatron-DeepSpeed-shaped checkout whose parse_args hands its parser to `call` (as
+    microsoft/Megatron-DeepSpeed@f4157bea69 megatron/arguments.py:11, :54: `import deepspeed`,
+    `parser = deepspeed.add_config_arguments(parser)`)."""
     checkout = tmp_path / "Megatron-DeepSpeed"
     (checkout / "megatron").mkdir(parents=True)
     (checkout / "megatron" / "arguments.py").write_text(ARGUMENTS_2308.replace(
+        "import argparse\n", "import argparse\nimport deepspeed\n").replace(
         "    if extra_args_provider is not None:",
-        "    parser = deepspeed.add_config_arguments(parser)\n    if extra_args_provider is not None:"))
+        f"    parser = {call}(parser)\n    if extra_args_provider is not None:"))
     (checkout / "pretrain_gpt.py").write_text(PRETRAIN)
+    return checkout
+
+
+def test_a_parser_handed_to_code_not_read_is_incomplete(tmp_path):
+    """A parser handed to a call the rules do not list (`megatron_ext.add_args(parser)`) may
+    gain any flag: a flag missing from the table is then not known to be rejected."""
+    checkout = _mds_checkout(tmp_path, "megatron_ext.add_args")
     front = read_parser(checkout / "megatron" / "arguments.py", checkout / "pretrain_gpt.py")
     assert front is not None and not front.complete
-    assert "deepspeed.add_config_arguments(parser)" in front.why_incomplete
+    assert "megatron_ext.add_args(parser)" in front.why_incomplete
     script = checkout / "run.sh"
     script.write_text("torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 2 "
-                      "--pipeline-model-parallel-size 2 --deepspeed_config ds.json\n")
+                      "--pipeline-model-parallel-size 2 --my-ext-flag 1\n")
     config = read_launch(script)
     assert not [d for d in config.diagnostics if d.severity == "error"], config.diagnostics
+
+
+def test_deepspeed_s_add_config_arguments_adds_the_flags_the_rules_list(tmp_path):
+    """Megatron-DeepSpeed's `deepspeed.add_config_arguments(parser)` adds --deepspeed,
+    --deepspeed_config and the rest of rules/deepspeed.toml [[parser_helper]], nothing else: the
+    parser is read whole, --deepspeed_config is accepted (its
+    examples_deepspeed/pretrain_llama2_distributed.sh), and a flag it lacks is an error
+    (examples/finetune_race_distributed.sh:32 `--activations-checkpoint-method uniform`)."""
+    checkout = _mds_checkout(tmp_path, "deepspeed.add_config_arguments")
+    front = read_parser(checkout / "megatron" / "arguments.py", checkout / "pretrain_gpt.py")
+    assert front is not None and front.complete, front.why_incomplete if front else None
+    assert front.flags["--deepspeed"]["action"] == "store_true"
+    assert front.flags["--deepspeed_config"]["action"] == "store"
+    script = checkout / "run.sh"
+    script.write_text("torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 2 --deepspeed "
+                      "--deepspeed_config ds.json --activations-checkpoint-method uniform\n")
+    found = spelling(read_launch(script))
+    assert [s for s, _ in found] == ["error"] and "`--activations-checkpoint-method`" in found[0][1]
+    # the same call, its module not imported as `deepspeed`: not the library's, not read
+    (checkout / "megatron" / "arguments.py").write_text(
+        (checkout / "megatron" / "arguments.py").read_text().replace("import deepspeed\n", ""))
+    read_parser.cache_clear()
+    found = spelling(read_launch(script))
+    assert {s for s, _ in found} == {"warning"} and any("`--deepspeed_config`" in m for _, m in found)
 
 
 def test_a_factory_s_build_group_is_read_not_unread_code(tmp_path):
@@ -275,3 +306,23 @@ def test_a_misspelt_flag_a_partly_read_parser_lacks_leaves_its_setting_unknown(t
     given = read_launch(checkout(tmp_path / "b", {"megatron/arguments.py": ARGUMENTS_2308,
                                                     "pretrain_gpt.py": head}))
     assert given.flags["pipeline_model_parallel_size"].value == "2"  # spelt right: known
+
+
+def test_argparse_s_own_parse_args_builds_no_megatron_front_end(tmp_path, monkeypatch):
+    """microsoft/Megatron-DeepSpeed@f4157bea69
+    examples_deepspeed/universal_checkpointing/tb_analysis/tb_analysis_script.py: `from arguments
+    import parser` (its own ArgumentParser) then `args = parser.parse_args()`, run with --tb_dir by
+    megatron_gpt/run_tb_analysis_gpt.sh: argparse's method, not Megatron-LM's parse_args, so the
+    checkout's megatron/arguments.py says nothing about its flags."""
+    own = "from arguments import parser\nargs = parser.parse_args()\n"
+    script = checkout(tmp_path, {"megatron/arguments.py": ARGUMENTS_2308, "tools/tb/tb_analysis_script.py": own,
+                                 "tools/tb/arguments.py": "from argparse import ArgumentParser\n"
+                                 "parser = ArgumentParser()\nparser.add_argument('--tb_dir')\n"})
+    script.write_text("python3 tools/tb/tb_analysis_script.py --tb_dir out --plot_name x.png\n")
+    monkeypatch.chdir(tmp_path)  # the job runs from the checkout's root, as the upstream script does
+    assert spelling(read_launch(script)) == []
+    # Megatron-LM's own, bound from its module, still is
+    bound = "from megatron.arguments import parse_args\nargs = parse_args()\n"
+    (tmp_path / "tools/tb/tb_analysis_script.py").write_text(bound)
+    read_parser.cache_clear()
+    assert [s for s, _ in spelling(read_launch(script))] == ["error", "error"]

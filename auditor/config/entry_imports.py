@@ -1,0 +1,326 @@
+"""Whether the modules a training script imports on start-up can be found, as Python finds them
+(issue 22: a run that cannot start).
+
+`python nemo/collections/diffusion/vae/train_vae.py` (NVIDIA/NeMo@8cfedd7203, :37) imports
+`nemo.collections.diffusion.train`, which the checkout no longer holds. Whether that stops the
+run depends on which copy of `nemo` Python imports. sys.path, for `python SCRIPT` (and torchrun,
+srun, deepspeed running a script path), is the script's directory first, then each PYTHONPATH
+entry, then the installed packages. The first of these known roots that holds the top-level
+package as a regular package (an `__init__.py`) or a module is the copy every import of it reads;
+a submodule that copy lacks (no `b.py`, `b/`, compiled `b.*.so`, nor any file `b.*` a build may
+turn into one) raises ModuleNotFoundError on every rank: the run does not start. That is certain
+only where nothing may come first: an unknown PYTHONPATH entry before the root, a namespace
+portion, a package `__init__` that edits `__path__` or `sys.modules`, or the script's own
+`sys.path.insert` before the import each leave it open, and then nothing is said.
+
+Where no known root holds the package but the checkout the script sits in does (its own
+package, `nemo/` of the NeMo checkout), the run imports an installed copy this audit did not
+read (a release, or the checkout itself through `pip install -e .`): a submodule the checkout
+lacks is an undecided start-up check, never DOES NOT START.
+
+Only imports that run on every start are read: the module-level `import`/`from ... import`
+statements of the script (its `if __name__ == "__main__":` block included) outside any try,
+condition or function, and, in a copy that is certain, those of the modules they load, at most
+`_LIMIT` files deep in all.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+
+from auditor.bash.absent import checkout_root
+from auditor.bash.values import EnvVar, segments
+from auditor.config.entry_script import parsed
+from auditor.config.flags import STARTUP
+from auditor.config.model import LaunchConfig
+from auditor.findings import Finding
+
+_LIMIT = 400  # files read through the imports of one copy
+# sys.path edits that may put a root before the known ones (append and extend go after them)
+_PATH_FRONT = re.compile(r"sys\.path\s*(\.insert\b|\[|=|\+=)|\bpath\.insert\(")
+
+
+@dataclass(frozen=True)
+class Root:
+    path: Path | None  # None: an entry whose text is not known
+    why: str
+
+
+@dataclass(frozen=True)
+class Missing:
+    """An import that fails: `module` (as written at `file`:`line`), the part `absent` of it the
+    copy under `package` lacks."""
+
+    module: str
+    file: Path
+    line: int
+    absent: str
+    package: Path
+    root: Root
+
+
+def entry_roots(entry: Path, env: dict[str, EnvVar]) -> list[Root]:
+    """sys.path before the installed packages, for `python ENTRY`: the script's directory, then
+    the PYTHONPATH entries (an entry not known, or relative, as None: it may hold anything)."""
+    here = entry.resolve().parent
+    roots = [Root(here, f"the training script's directory {here}, first on sys.path")]
+    var = env.get("PYTHONPATH")
+    if var is not None:
+        where = "the caller's environment" if var.how == "environ" else f"line {var.line}"
+        for text in _entries(var):
+            known = text is not None and os.path.isabs(text)
+            roots.append(Root(Path(text) if known and text else None,
+                              f"the PYTHONPATH entry {text} ({where})" if text else "a PYTHONPATH entry not known"))
+    return roots
+
+
+def _entries(var: EnvVar) -> list[str | None]:
+    """The PYTHONPATH entries in order, None for one with an unknown piece."""
+    out: list[str | None] = []
+    current, unknown = "", False
+    for text, is_unknown in segments(var.value):
+        parts = text.split(os.pathsep) if not is_unknown else [text]
+        for k, part in enumerate(parts):
+            if k:
+                out.append(None if unknown else current)
+                current, unknown = "", False
+            current += part
+            unknown = unknown or is_unknown
+    out.append(None if unknown else current)
+    return [e for e in out if e != ""]
+
+
+def _top(root: Path, name: str) -> str:
+    """What `root` holds under the top-level name: "package" (regular), "module", "namespace"
+    (a directory without __init__.py), "other" (an extension module), or ""."""
+    if (root / name / "__init__.py").is_file():
+        return "package"
+    if (root / f"{name}.py").is_file():
+        return "module"
+    if any(p.is_file() for p in root.glob(f"{name}.*") if p.suffix in (".so", ".pyd", ".pyc")):
+        return "other"
+    return "namespace" if (root / name).is_dir() else ""
+
+
+def _child(package: Path, name: str) -> str:
+    """Whether the package directory holds submodule `name`: "module", "package", "absent", or
+    "maybe" (a file `name.*` that is no Python source: a build may make the module of it)."""
+    if (package / f"{name}.py").is_file():
+        return "module"
+    if (package / name).is_dir():
+        return "package"  # regular, or a namespace portion inside a regular package: importable
+    if any(package.glob(f"{name}.*")):
+        return "maybe"
+    return "absent"
+
+
+def _opaque_init(package: Path) -> bool:
+    """An `__init__.py` that may make submodules out of nothing (`__path__` edits,
+    pkgutil.extend_path, `sys.modules[...] =`, a module `__getattr__`)."""
+    try:
+        text = (package / "__init__.py").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return True
+    return any(s in text for s in ("__path__", "sys.modules", "extend_path", "def __getattr__"))
+
+
+class _Resolver:
+    def __init__(self, roots: list[Root]) -> None:
+        self.roots = roots
+
+    def where(self, top: str) -> tuple[Root, str] | None:
+        """The known root whose copy of `top` every import reads, and what it holds there; None
+        where that is not certain (an unknown root first, a namespace portion) or no known root
+        holds it (the installed packages do, or nothing)."""
+        for root in self.roots:
+            if root.path is None:
+                return None
+            held = _top(root.path, top)
+            if held in ("package", "module"):
+                return root, held
+            if held:
+                return None
+        return None
+
+
+def _statements(tree: ast.Module, main: bool = True) -> list[ast.Import | ast.ImportFrom]:
+    """The import statements of a module that run whenever it is loaded as a program, in order:
+    those at module level, and in the body of a module-level `if __name__ == "__main__":` (not
+    in a try, another condition, a loop or a function)."""
+    out: list[ast.Import | ast.ImportFrom] = []
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            out.append(stmt)
+        elif main and isinstance(stmt, ast.If) and _is_main_guard(stmt.test):
+            out += [s for s in stmt.body if isinstance(s, (ast.Import, ast.ImportFrom))]
+    return out
+
+
+def _is_main_guard(test: ast.expr) -> bool:
+    return isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq) \
+        and {ast.unparse(test.left), ast.unparse(test.comparators[0])} == {"__name__", "'__main__'"}
+
+
+def _first_path_edit(tree: ast.Module) -> int:
+    """The first line where the script may put another root before the known ones (anything but
+    `sys.path.append`/`extend`, which go after the installed packages); past the end if none."""
+    lines = [node.lineno for node in ast.walk(tree)
+             if isinstance(node, ast.Attribute) and ast.unparse(node).startswith("sys.path.")
+             and node.attr not in ("append", "extend")]
+    lines += [node.lineno for node in ast.walk(tree) if isinstance(node, (ast.Assign, ast.AugAssign))
+              and any("sys.path" in ast.unparse(t) for t in getattr(node, "targets", [getattr(node, "target", None)]) if t)]
+    return min(lines, default=1 << 30)
+
+
+def _names(node: ast.Import | ast.ImportFrom, package: str | None) -> list[tuple[str, bool]]:
+    """The modules a statement loads, each with whether its last part must be a module
+    (`import a.b`: yes; `from a import b`: `a` must, `b` may be an attribute)."""
+    if isinstance(node, ast.Import):
+        return [(a.name, True) for a in node.names]
+    if node.level:
+        if package is None:
+            return []
+        parts = package.split(".")
+        if node.level - 1 > len(parts) - 1:
+            return []
+        base = ".".join(parts[: len(parts) - (node.level - 1)])
+        module = f"{base}.{node.module}" if node.module else base
+    else:
+        module = node.module or ""
+    out = [(module, True)] if module else []
+    out += [(f"{module}.{a.name}", False) for a in node.names if a.name != "*"]
+    return out
+
+
+def missing_imports(entry: Path, roots: list[Root]) -> list[Missing]:
+    """The imports the script certainly cannot satisfy on start-up, first one per module."""
+    resolver = _Resolver(roots)
+    out: list[Missing] = []
+    seen: set[Path] = set()
+    todo: deque[tuple[Path, str | None]] = deque([(entry, None)])
+    while todo and len(seen) < _LIMIT:
+        file, package = todo.popleft()
+        if file in seen:
+            continue
+        seen.add(file)
+        try:
+            text = file.read_text(encoding="utf-8", errors="replace")
+            tree = parsed(text)
+        except (OSError, SyntaxError, ValueError):
+            continue
+        if file != entry and _PATH_FRONT.search(text):
+            return []  # a module it loads may put another copy first: nothing is certain
+        edit = _first_path_edit(tree) if file == entry else 1 << 30
+        for node in _statements(tree, main=file == entry):
+            if node.lineno >= edit:
+                break  # the script's own sys.path edit may bring another copy first
+            for module, must in _names(node, package):
+                found = _load(module, must, resolver)
+                if isinstance(found, Missing):
+                    out.append(Missing(module, file, node.lineno, found.absent, found.package, found.root))
+                    break
+                todo.extend(found)
+    return out
+
+
+def _load(module: str, must: bool, resolver: _Resolver) -> Missing | list[tuple[Path, str | None]]:
+    """The files loading `module` runs (each with its package), or what certainly fails."""
+    parts = module.split(".")
+    if not all(p.isidentifier() for p in parts):
+        return []
+    where = resolver.where(parts[0])
+    if where is None:
+        return []
+    root, held = where
+    assert root.path is not None
+    if held == "module":
+        return [(root.path / f"{parts[0]}.py", None)] if len(parts) == 1 else []
+    here = root.path / parts[0]
+    files: list[tuple[Path, str | None]] = [(here / "__init__.py", parts[0])]
+    for k, name in enumerate(parts[1:], start=1):
+        if _opaque_init(here):
+            return files
+        child = _child(here, name)
+        last = k == len(parts) - 1
+        if child == "absent" and (must or not last):
+            return Missing(module, Path(), 0, ".".join(parts[: k + 1]), here, root)
+        if child in ("absent", "maybe"):
+            return files  # an attribute of the package, or a module a build makes
+        package = ".".join(parts[: k + 1])
+        if child == "module":
+            files.append((here / f"{name}.py", ".".join(parts[:k])))
+            return files  # a module: `a.b.c` past it is not looked into
+        here = here / name
+        if (here / "__init__.py").is_file():
+            files.append((here / "__init__.py", package))
+        else:
+            return files  # a namespace portion: other roots may add to it
+    return files
+
+
+def own_package_gaps(entry: Path, launch_path: str,
+                     roots: list[Root]) -> list[tuple[ast.Import | ast.ImportFrom, str, str, Path]]:
+    """The script's own imports of its checkout's package that no known root holds (the run
+    imports an installed copy) and that the checkout's copy lacks: (statement, module, the part
+    absent, checkout)."""
+    checkout = checkout_root(launch_path)
+    if checkout is None:
+        return []
+    try:
+        tree = parsed(entry.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError, ValueError):
+        return []
+    resolver = _Resolver(roots)
+    here = _Resolver([Root(checkout, "the checkout")])
+    out = []
+    for node in _statements(tree):
+        for module, must in _names(node, None):
+            top = module.split(".")[0]
+            if not top.isidentifier() or _top(checkout, top) != "package":
+                continue
+            if resolver.where(top) is not None:
+                continue  # a known root holds it: missing_imports judges it
+            found = _load(module, must, here)
+            if isinstance(found, Missing):
+                out.append((node, module, found.absent, checkout))
+                break
+    return out
+
+
+def read_entry_imports(config: LaunchConfig, entry: Path, path: str) -> None:
+    """An import the training script (a script path, not `-m`) cannot satisfy: an error naming
+    the import and its line where the copy it reads is certain; else, where the checkout's own
+    package lacks it and the run imports an installed copy, an undecided start-up check."""
+    if config.script_module or config.script_read:
+        return  # `-m`, or a file read in place of the cluster's (config.entry_path): its copy differs
+    roots = entry_roots(entry, config.env)
+    where = f"{path}:{config.command_line}"
+    for gap in missing_imports(entry, roots)[:1]:
+        at = f"{gap.file}:{gap.line}"
+        config.diagnostics.append(Finding(
+            "launch.import-missing", "error",
+            f"`{gap.module}` ({at}) cannot be imported: Python takes `{gap.absent.split('.')[0]}` from "
+            f"{gap.root.why}, whose copy ({gap.package}) holds no `{gap.absent.rsplit('.', 1)[-1]}`; "
+            "ModuleNotFoundError stops every rank before training",
+            fix=f"import `{gap.absent}` from where it now lives, or run a checkout that has it",
+            where=where, detail={**STARTUP, "module": gap.module, "file": str(gap.file), "line": gap.line}))
+    for node, module, absent, checkout in own_package_gaps(entry, path, roots)[:1]:
+        top = module.split(".")[0]
+        unknown = next((r for r in roots if r.path is None), None)
+        whence = (f"{unknown.why} comes before the checkout and may hold another" if unknown is not None
+                  else f"no root before the installed packages holds it ({', '.join(r.why for r in roots)}), "
+                  "so the run imports an installed copy, not read here")
+        config.diagnostics.append(Finding(
+            "launch.import-unread-copy", "info",
+            f"`{module}` ({entry}:{node.lineno}) is not in the checkout {checkout} (no `{absent}`); "
+            f"whether the run's `{top}` has it is not known: {whence}",
+            where=where, detail={"undecided": f"whether the `{top}` the run imports has `{absent}`, which "
+                                 f"{entry.name}:{node.lineno} imports and the checkout lacks "
+                                 "(without it the run does not start)",
+                                 "decide": f"python -c 'import {absent}' in the job's environment",
+                                 "aside": "startup"}))
