@@ -6,6 +6,8 @@ user's. rules/models.toml states the facts of published models, each citing wher
 (a pinned release's model provider where one exists). A model is found by its whole hub id or by
 a local path whose last component is the name (`${CHATLEARN}/pretrained_models/Qwen3-235B-A22B`);
 a name no entry has is not found, and what the caller takes from it is unknown, never a default.
+A path the script leaves partly unresolved names its model where its last component is written
+out (`${RAY_DATA_HOME}/models/Qwen3-235B-A22B`, RAY_DATA_HOME from $HOME): `find` takes either.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from auditor import rulebook
+from auditor.bash.values import Symbolic
 
 RULES = "models"
 
@@ -57,6 +60,18 @@ def lookup(given: str) -> ModelFacts | None:
                 source += f"; {given.rstrip('/').rsplit('/', 1)[-1]} as {entry['names'][0]}: {entry['also_source']}"
             return ModelFacts(entry["names"][0], dict(entry.get("values", {})), entry.get("architecture"),
                               entry.get("torch_dtype"), source)
+    return None
+
+
+def find(given: object) -> ModelFacts | None:
+    """The entry naming the model a launch value gives: a known path or hub id (`lookup`), or a
+    path not known statically whose last component is written literally; else None."""
+    if isinstance(given, str):
+        return lookup(given)
+    if isinstance(given, Symbolic):
+        head, slash, last = given.text.rstrip("/").rpartition("/")
+        if slash and last and not any(c in last for c in "$`*?[]{}()\"\' "):
+            return lookup(given.text)  # `$DIR/name` is a directory (_local); `org$X/name` no hub id here
     return None
 
 
