@@ -302,7 +302,7 @@ class _Deriver:
             shown = "no --model" if given is None else f"the default model path {given}"
 
         def why(keys: str) -> str:
-            if found is None and given is not None and not isinstance(given, str):
+            if found is None and given is not None and model_facts.named(given) is None:
                 return f"{shown}: the model path is not known statically; give its sizes with --set KEY=N"
             return (f"{shown}: rules/models.toml names no such model; give its sizes with --set KEY=N" if found is None
                     else f"{shown}: rules/models.toml does not state its {keys}; give it with --set KEY=N")

@@ -63,16 +63,23 @@ def lookup(given: str) -> ModelFacts | None:
     return None
 
 
-def find(given: object) -> ModelFacts | None:
-    """The entry naming the model a launch value gives: a known path or hub id (`lookup`), or a
-    path not known statically whose last component is written literally; else None."""
+def named(given: object) -> str | None:
+    """The model name or path a launch value gives: itself if known, or the text of a path not
+    known statically whose last component is written literally (`$DIR/name`: a directory, by
+    _local; `org$X/name` is no hub id an entry names); else None."""
     if isinstance(given, str):
-        return lookup(given)
+        return given
     if isinstance(given, Symbolic):
-        head, slash, last = given.text.rstrip("/").rpartition("/")
+        _, slash, last = given.text.rstrip("/").rpartition("/")
         if slash and last and not any(c in last for c in "$`*?[]{}()\"\' "):
-            return lookup(given.text)  # `$DIR/name` is a directory (_local); `org$X/name` no hub id here
+            return given.text
     return None
+
+
+def find(given: object) -> ModelFacts | None:
+    """The entry naming the model a launch value gives (`named`), or None."""
+    name = named(given)
+    return None if name is None else lookup(name)
 
 
 def size_keys() -> list[str]:

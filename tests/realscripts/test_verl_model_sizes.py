@@ -82,6 +82,8 @@ def test_a_model_not_named_or_not_known_leaves_the_sizes_unknown(tmp_path: Path)
     values = _values(_write(tmp_path / "b", "$LLM", 2))
     assert values["num_layers"].value is UNKNOWN and "not known statically" in values["num_layers"].provenance
     assert not isinstance(values["num_layers"].value, Symbolic)
+    values = _values(_write(tmp_path / "c", "$RAY_DATA_HOME/models/MiMo-7B-RL", 2))
+    assert values["num_layers"].value is UNKNOWN and "names no such model" in values["num_layers"].provenance
 
 
 def _scan(path: Path) -> dict:

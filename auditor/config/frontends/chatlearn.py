@@ -195,7 +195,7 @@ def _setting(entries: list[dict[str, Any]], places: list[Place], module: ast.Mod
     architecture wins over the general one; it is ABSENT only where its function is not defined
     apart from the general one's (pai-chatlearn 1.2.0 has no update_qwen3_next_cfg: the general
     one runs). An entry ELSEWHERE leaves the key unknown."""
-    if found is None and not isinstance(path, str):
+    if found is None and model_facts.named(path) is None:
         return f"{conf['path_key']} is not known statically"
     if found is None:
         return f"{conf['path_key']}={yaml_text(path)} is no model rules/models.toml names"
