@@ -279,8 +279,9 @@ class _Deriver:
         self.pinned.add("distributed_backend")
 
     def model_sizes(self) -> None:
-        """The sizes of the model `--model` names (a hub id or a path ending in the name), as
-        rules/models.toml states them (config/model_facts.py).
+        """The sizes of the model the front end's `model` argument names (ms-swift's `--model`,
+        verl's `actor_rollout_ref.model.path`, or its default: a hub id or a path ending in the
+        name), as rules/models.toml states them (config/model_facts.py).
 
         Without a match, and for every size the entry does not state, the key is unknown: the
         real value comes from the checkpoint's config.json, which p2paudit does not read. A front
@@ -288,14 +289,21 @@ class _Deriver:
         """
         if self.frontend_args and "model" not in self.frontend_args:
             return
-        flag = self.launch.flags.get("model")
-        found = model_facts.lookup(flag.value) if flag is not None and isinstance(flag.value, str) else None
-        if found is not None and flag is not None:
+        flag = next((self.launch.flags[n] for n in ["model", *self._aliases("model")] if n in self.launch.flags), None)
+        given = flag.value if flag is not None else self._running_default("model")
+        found = model_facts.find(given)
+        if found is not None:
             for key, value in found.values.items():
-                self.put(key, value, f"{found.name} config.json: {key}={value}", found.source, (flag.line,))
-        shown = f"--model {flag.value}" if flag else "no --model"
+                self.put(key, value, f"{found.name} config.json: {key}={value}", found.source,
+                         (flag.line,) if flag is not None else ())
+        if flag is not None:
+            shown = f"{flag.spelling}{' ' if flag.spelling.startswith('-') else '='}{flag.value}"
+        else:
+            shown = "no --model" if given is None else f"the default model path {given}"
 
         def why(keys: str) -> str:
+            if found is None and given is not None and model_facts.named(given) is None:
+                return f"{shown}: the model path is not known statically; give its sizes with --set KEY=N"
             return (f"{shown}: rules/models.toml names no such model; give its sizes with --set KEY=N" if found is None
                     else f"{shown}: rules/models.toml does not state its {keys}; give it with --set KEY=N")
         left = [k for k in model_facts.size_keys() if k not in self.pinned and (found is None or k not in found.values)]
@@ -462,14 +470,25 @@ class _Deriver:
         for name in compile_expr(raw["value"]).names():
             if name in self.pinned and self.values[name].value is not None:
                 return f"--set {name}", self.values[name].value, ()
-            aliases = [a for es in self.book.entries.values() for e in es
-                       if e.table == "arg" and e.key == name for a in e.data.get("aliases", [])]
-            aliases += [a for table, raws in self.book.uncovered.values() if table == "arg"
-                        and raws[0]["key"] == name for r in raws for a in r.get("aliases", [])]
-            flag = next((self.launch.flags[n] for n in [name, *aliases] if n in self.launch.flags), None)
+            flag = next((self.launch.flags[n] for n in [name, *self._aliases(name)] if n in self.launch.flags), None)
             if flag is not None:
                 return f"{flag.spelling} at {self.launch.path}:{flag.line}", flag.value, (flag.line,)
         return None
+
+    def _aliases(self, name: str) -> list[str]:
+        """The other spellings of the [[arg]] `name`, also of entries no rule admits for the
+        version (verl's `actor_rollout_ref.model.path` for `model`)."""
+        aliases = [a for es in self.book.entries.values() for e in es
+                   if e.table == "arg" and e.key == name for a in e.data.get("aliases", [])]
+        return aliases + [a for table, raws in self.book.uncovered.values() if table == "arg"
+                          and raws[0]["key"] == name for r in raws for a in r.get("aliases", [])]
+
+    def _running_default(self, name: str) -> Any:
+        """The default of the [[arg]] `name` of this launcher's front end, as its release states it
+        (verl's `actor_rollout_ref.model.path: ~/models/deepseek-llm-7b-chat`); None if none."""
+        running = {s.name for s in self.book.stages if s.runs_for(self.launch.launcher, self.launch.builds_parser)}
+        return next((e.data.get("default") for es in self.book.entries.values() for e in es
+                     if e.table == "arg" and e.key == name and e.stage in running), None)
 
     def _apply(self, entry: Entry) -> None:
         try:

@@ -6,6 +6,8 @@ user's. rules/models.toml states the facts of published models, each citing wher
 (a pinned release's model provider where one exists). A model is found by its whole hub id or by
 a local path whose last component is the name (`${CHATLEARN}/pretrained_models/Qwen3-235B-A22B`);
 a name no entry has is not found, and what the caller takes from it is unknown, never a default.
+A path the script leaves partly unresolved names its model where its last component is written
+out (`${RAY_DATA_HOME}/models/Qwen3-235B-A22B`, RAY_DATA_HOME from $HOME): `find` takes either.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from auditor import rulebook
+from auditor.bash.values import Symbolic
 
 RULES = "models"
 
@@ -58,6 +61,25 @@ def lookup(given: str) -> ModelFacts | None:
             return ModelFacts(entry["names"][0], dict(entry.get("values", {})), entry.get("architecture"),
                               entry.get("torch_dtype"), source)
     return None
+
+
+def named(given: object) -> str | None:
+    """The model name or path a launch value gives: itself if known, or the text of a path not
+    known statically whose last component is written literally (`$DIR/name`: a directory, by
+    _local; `org$X/name` is no hub id an entry names); else None."""
+    if isinstance(given, str):
+        return given
+    if isinstance(given, Symbolic):
+        _, slash, last = given.text.rstrip("/").rpartition("/")
+        if slash and last and not any(c in last for c in "$`*?[]{}()\"\' "):
+            return given.text
+    return None
+
+
+def find(given: object) -> ModelFacts | None:
+    """The entry naming the model a launch value gives (`named`), or None."""
+    name = named(given)
+    return None if name is None else lookup(name)
 
 
 def size_keys() -> list[str]:

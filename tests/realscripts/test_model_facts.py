@@ -213,3 +213,21 @@ def test_ms_swift_model_sizes_come_from_the_same_facts() -> None:
     assert (config.value("num_layers"), config.value("num_attention_heads")) == (36, 32)
     assert config.value("num_moe_experts") is UNKNOWN
     assert config.to_json()["provenance"]["num_layers"] == "Qwen/Qwen3-8B config.json: num_layers=36"
+
+
+def test_the_most_named_families_are_found_by_their_hub_id() -> None:
+    """modelscope/ms-swift@2d3694fb18 examples/megatron/multi-node/node1.sh (`--model
+    Qwen/Qwen2.5-14B`, TP 4) and examples/megatron/pretrain.sh (`--model Qwen/Qwen2.5-7B`): the
+    sizes are Megatron-Bridge 0.3.1's Qwen25ModelProvider14B/7B. The -Instruct checkpoint is
+    another hub id no release here states the sizes of: unknown, naming the `--set`."""
+    from auditor.config.expr import UNKNOWN
+    from tests.config.test_effective import derive_text, seed_text
+
+    _, config = derive_text(seed_text().replace("ZhipuAI/GLM-5.1", "Qwen/Qwen2.5-14B"), torch="2.11.0")
+    assert (config.value("num_layers"), config.value("hidden_size"), config.value("num_attention_heads")) == (48, 5120, 40)
+    assert "Qwen25ModelProvider14B" in config.to_json()["sources"]["num_layers"]
+    assert model_facts.lookup("Qwen/Qwen2.5-7B").values["num_layers"] == 28
+    assert model_facts.lookup("/models/Qwen3-32B").values["num_layers"] == 64
+    _, other = derive_text(seed_text().replace("ZhipuAI/GLM-5.1", "Qwen/Qwen2.5-14B-Instruct"), torch="2.11.0")
+    assert other.value("num_layers") is UNKNOWN
+    assert "--set KEY=N" in other.to_json()["provenance"]["num_layers"]

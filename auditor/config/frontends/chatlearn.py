@@ -138,7 +138,7 @@ def _from_model(model: dict[str, Any], tree: dict[str, Any], config: LaunchConfi
     if conf is None:
         return {}
     path = at(tree, conf["path_key"])
-    found = model_facts.lookup(path) if isinstance(path, str) else None
+    found = model_facts.find(path)
     shown = f"{conf['path_key']}={yaml_text(path)}"
     out: dict[str, tuple[Any, str]] = {}
     for key in dict.fromkeys(s["key"] for s in model["settings"]):
@@ -195,7 +195,7 @@ def _setting(entries: list[dict[str, Any]], places: list[Place], module: ast.Mod
     architecture wins over the general one; it is ABSENT only where its function is not defined
     apart from the general one's (pai-chatlearn 1.2.0 has no update_qwen3_next_cfg: the general
     one runs). An entry ELSEWHERE leaves the key unknown."""
-    if not isinstance(path, str):
+    if found is None and model_facts.named(path) is None:
         return f"{conf['path_key']} is not known statically"
     if found is None:
         return f"{conf['path_key']}={yaml_text(path)} is no model rules/models.toml names"
