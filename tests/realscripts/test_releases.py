@@ -209,6 +209,7 @@ def test_a_deepspeed_run_agrees_across_its_covered_releases(tmp_path):
     text = (ROOT / "examples" / "deepspeed_pipe_pp2.sh").read_text()
     script = tmp_path / "pipe.sh"
     script.write_text(text.replace("# deepspeed==0.16.0\n", ""))
+    (tmp_path / "train.py").write_text((ROOT / "examples" / "train.py").read_text())  # read beside it
     code, doc = scan(script)
     basis = doc["config"]["release_basis"]
     covered = Stack.of("deepspeed train.py").covered_releases["deepspeed"]
