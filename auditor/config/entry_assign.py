@@ -125,10 +125,9 @@ def _written_elsewhere(script: Path, keys: list[str], options: dict[str, dict[st
                 fresh = bound_from_framework(tree, keys, stop)
             else:
                 scopes = [tree, *(f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)))]
+                unnamed = [u[0] for scope in scopes for u in _unnamed(scope, tree, fresh)]  # any key's
                 for k in keys:
-                    lines = [line for scope in scopes for line in
-                             [*(w[0] for w in _writes(scope, k, tree)),
-                              *(u[0] for u in _unnamed(scope, tree, fresh))]]
+                    lines = [*(w[0] for scope in scopes for w in _writes(scope, k, tree)), *unnamed]
                     if lines and k not in out:
                         out[k] = f"{path.name}:{min(lines)}"
                 for dest, found in stores_of(tree, options).items():

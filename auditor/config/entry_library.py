@@ -49,6 +49,8 @@ def library_sizes(launch: LaunchConfig, script: Path, tree: ast.Module, options:
             continue
         defs = {f.name: f for f in lib_tree.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
         _add_options(tree, names, defs, options)
+        if _writes_unnamed(lib_tree):
+            continue  # no loader of it sets a key surely, whichever key
         for key in keys:
             for name in dict.fromkeys(names.values()):
                 if name in defs and key not in out:
@@ -140,11 +142,17 @@ def _through(launch: LaunchConfig, tree: ast.Module, bound: list[str], loader: F
                    f"{loader.name}() sets {key} from {param}"), line
 
 
-def _loader_param(loader: Fn, lib_tree: ast.Module, key: str) -> str | None:
-    """The parameter of `loader` its setter surely sets as `key` (see the module docstring)."""
+def _writes_unnamed(lib_tree: ast.Module) -> bool:
+    """Whether a function of the module may write any attribute or keyword (a store by a name not
+    written, `**` keywords not spelled out): then no loader of it surely sets a key."""
     funcs = [f for f in ast.walk(lib_tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    if any(unnamed_stores(list(ast.walk(f))) or opaque_keywords(list(ast.walk(f)), f, lib_tree) for f in funcs):
-        return None
+    return any(unnamed_stores(list(ast.walk(f))) or opaque_keywords(list(ast.walk(f)), f, lib_tree) for f in funcs)
+
+
+def _loader_param(loader: Fn, lib_tree: ast.Module, key: str) -> str | None:
+    """The parameter of `loader` its setter surely sets as `key` (see the module docstring), in a
+    `lib_tree` of which no function may write any key (_writes_unnamed, asked once per module)."""
+    funcs = [f for f in ast.walk(lib_tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
     writes = {f.name: _key_params(f, key) for f in funcs}
     if any(w is None for w in writes.values()) or not any(writes.values()):
         return None  # a write not of a parameter, or none

@@ -51,6 +51,7 @@ from auditor.config.entry_copy import hydra_main
 from auditor.config.model import LaunchConfig
 from auditor.config.one_process import surely_one
 from auditor.config.pyenv import locate, located_stat
+from auditor.config.shell_command import runs_only_utility
 from auditor.errors import InputError
 from auditor.findings import Finding
 from auditor.rulebook.frameworks import audited_packages, frameworks, launched_by
@@ -176,8 +177,10 @@ def _pipeline_free(path: str, mtime_ns: int, size: int) -> tuple[int, str] | Non
 
 
 def runs_code(tree: ast.Module, dynamic: list[str]) -> bool:
-    """Whether the file calls what imports or runs code this reader does not see."""
-    return any(isinstance(node, ast.Call) and dotted(node.func) in dynamic for node in ast.walk(tree))
+    """Whether the file calls what imports or runs code this reader does not see (a command line
+    of a file utility, `os.system("cp ...")`, runs none: config.shell_command)."""
+    return any(isinstance(node, ast.Call) and dotted(node.func) in dynamic and not runs_only_utility(node)
+               for node in ast.walk(tree))
 
 
 def _import_line(tree: ast.Module, modules: list[str]) -> int:

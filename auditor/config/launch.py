@@ -457,7 +457,11 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
     # A command that trains comes first: `swift export` caching a dataset before `megatron rlhf`
     # is not the run's command.
     training = [c for c in shell.candidates if not runs_no_pipeline(c, spelling, path)]
-    ordered = training + [c for c in shell.candidates if c not in training]
+    # Where none trains a pipeline, one that trains at all (a launcher `subcommands` entry:
+    # `swift sft` after `swift export` caches its dataset) is what the run is, and what the
+    # headline names.
+    rest = [c for c in shell.candidates if c not in training]
+    ordered = training + sorted(rest, key=lambda c: c.subcommand not in c.launcher.get("subcommands", ()))
     # One command whose front end runs several configurations (a Hydra config's roles): `which`
     # is the configuration, read by the front end's reader (config.case).
     cases = len(ordered) == 1 and for_style(ordered[0].launcher["style"]).cases

@@ -7,7 +7,8 @@ program starts no processes of its own and joins no world the environment names;
 world size is unknown, with the reason, never 1:
 - a call in the entry or its local modules (entry_script.iter_closure, through each file's
   import aliases) matches the rule's `process_starters` (`mp.spawn(main, nprocs=8)`,
-  `subprocess.run(["torchrun", ...])`, accelerate's notebook_launcher), or one of them imports a
+  `subprocess.run(["torchrun", ...])`, accelerate's notebook_launcher; not a command line of a
+  file utility, `os.system("cp ...")`: config.shell_command), or one of them imports a
   package of `process_packages` (Lightning's Trainer starts a process per device);
 - the shell starts it together with others: several `python` commands, or one in the background
   (config.launch `_together`), each may join one world;
@@ -31,6 +32,7 @@ from auditor.bash.values import Symbolic
 from auditor.config.entry_script import MAX_MODULES, aliases, calls, foreign_imports, iter_closure
 from auditor.config.model import LaunchConfig
 from auditor.config.pyenv import locate
+from auditor.config.shell_command import runs_only_utility
 
 
 def world(config: LaunchConfig, launcher: dict, path: str, together: str = "") -> None:
@@ -100,7 +102,7 @@ def _calls(file: Path, tree: ast.Module, script: Path, launcher: dict) -> str:
     unread = {n.split(".")[0] for n in foreign_imports(tree, file, script)} - inert
     imported_heads = set(aliases(tree))
     for node, written, imported in calls(tree):
-        if any(fnmatch.fnmatchcase(imported, p) for p in starters):
+        if any(fnmatch.fnmatchcase(imported, p) for p in starters) and not runs_only_utility(node):
             return (f"{file.name}:{node.lineno} calls `{written}` ({imported}): the program starts "
                     "processes of its own, how many is not read here; give it as --set world_size=N")
         given = [k.arg or "**kwargs" for k in node.keywords if k.arg in named or k.arg is None] + (

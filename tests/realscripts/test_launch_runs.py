@@ -63,6 +63,18 @@ def test_a_training_command_beats_a_preparation_step() -> None:
     assert not any(d.kind == "launch.not-pipeline" for d in config.diagnostics)
 
 
+def test_the_headline_names_the_command_that_trains_where_none_is_a_pipeline() -> None:
+    # ms-swift examples/train/cached_dataset/sft.sh (commit 3602360a56): `swift export` caches the
+    # dataset, then `swift sft --deepspeed zero3` trains: the run is data parallel training, not
+    # an export that "trains nothing"
+    config = parse_launch("swift export --model m --to_cached_dataset true --output_dir cache\n"
+                          "NPROC_PER_NODE=4 swift sft --model m --cached_dataset cache/train "
+                          "--deepspeed zero3\n", "sft.sh")
+    assert config.launcher == "swift sft"
+    [said] = [d for d in config.diagnostics if d.kind == "launch.not-pipeline"]
+    assert "Hugging Face Trainer" in said.message and "trains nothing" not in said.message
+
+
 def test_simulate_of_a_run_without_a_pipeline_is_one_line_of_bad_input(tmp_path: Path) -> None:
     path = tmp_path / "run.sh"
     path.write_text(EXPORT)
