@@ -274,3 +274,32 @@ def test_imports_that_do_not_run_at_start_or_after_unread_code_decide_nothing(tm
               {"megatron/shim.py": "import sys\nclass F:\n    pass\nsys.meta_path.insert(0, F())\n"})]
     for pretrain, extra in cases:
         assert errors(scan(tmp_path, monkeypatch, pretrain, extra)) == [], pretrain
+
+
+ARGUMENTS = """import argparse
+def parse_args(extra_args_provider=None, ignore_unknown_args=False):
+    parser = argparse.ArgumentParser(description='Megatron-LM Arguments', allow_abbrev=False)
+    parser = _add_network_size_args(parser)
+    return parser.parse_args()
+def _add_network_size_args(parser):
+    group = parser.add_argument_group(title='network size')
+    group.add_argument('--num-layers', type=int, default=None)
+    group.add_argument('--pipeline-model-parallel-size', type=int, default=1)
+    return parser
+"""
+
+
+def test_the_parser_read_whole_is_the_moved_script_s(tmp_path, monkeypatch):
+    """Megatron-DeepSpeed examples/finetune_race_distributed.sh passes a flag its
+    megatron/arguments.py lacks (argparse exits). After `cd $SOMEWHERE` the script and parser
+    that run are another checkout's: the flag is undecided, not a certain error."""
+    flags = "--num-layers 2 --pipeline-model-parallel-size 2 --activations-checkpoint-method uniform\n"
+    extra = {"megatron/arguments.py": ARGUMENTS}
+    script = "from megatron.training import pretrain\nif __name__ == '__main__':\n    pretrain()\n"
+    here = scan(tmp_path, monkeypatch, script, extra,
+                run="torchrun --nproc_per_node 8 pretrain_gpt.py " + flags)
+    assert any(d.severity == "error" and d.kind == "launch.megatron-spelling" for d in here.diagnostics)
+    moved = scan(tmp_path, monkeypatch, script, extra,
+                 run="cd $SOMEWHERE\ntorchrun --nproc_per_node 8 pretrain_gpt.py " + flags)
+    assert [d.kind for d in moved.diagnostics if d.severity == "error"] == []
+    assert any(d.kind == "launch.front-end-unread" for d in moved.diagnostics)
