@@ -27,6 +27,7 @@ condition or function, and, in a copy that is certain, those of the modules they
 from __future__ import annotations
 
 import ast
+import fnmatch
 import os
 import re
 from collections import deque
@@ -42,7 +43,17 @@ from auditor.findings import Finding
 
 _LIMIT = 400  # files read through the imports of one copy
 # sys.path edits that may put a root before the known ones (append and extend go after them)
-_PATH_FRONT = re.compile(r"sys\.path\s*(\.insert\b|\[|=|\+=)|\bpath\.insert\(")
+_PATH_FRONT = re.compile(r"sys\.path\s*(\.insert\b|\[|=|\+=)|\bpath\.insert\(|from\s+sys\s+import\b[^\n]*\bpath\b")
+# a module that makes modules out of nothing (`sys.modules[...] =`, an import hook, a finder)
+_MAKES_MODULES = re.compile(r"sys\.modules\s*(\[|\.update|\.setdefault)|meta_path|path_hooks|rootutils")
+# calls in the script before an import that cannot edit sys.path or make modules; any other call
+# (`main()`, `use()`, `rootutils.setup_root(...)`) may, or may end the run: imports after it are
+# not read as certain
+_HARMLESS_CALLS = re.compile(r"(os|os\.path|pathlib|warnings|logging|argparse|typing|re|json|math|time|"
+                             r"datetime|functools|collections|dataclasses|torch)\.[\w.]*|"
+                             r"sys\.path\.(append|extend)|os\.environ\.[\w.]*|Path|print|int|str|float|"
+                             r"bool|dict|list|set|tuple|len|getattr|setattr|isinstance|range|TypeVar|"
+                             r"logging|dataclass|field|namedtuple")
 
 
 @dataclass(frozen=True)
@@ -73,7 +84,8 @@ def entry_roots(entry: Path, env: dict[str, EnvVar]) -> list[Root]:
     if var is not None:
         where = "the caller's environment" if var.how == "environ" else f"line {var.line}"
         for text in _entries(var):
-            known = text is not None and os.path.isabs(text)
+            # a root that is no directory here (a container's path, a zip or egg) may hold anything
+            known = text is not None and os.path.isabs(text) and os.path.isdir(text)
             roots.append(Root(Path(text) if known and text else None,
                               f"the PYTHONPATH entry {text} ({where})" if text else "a PYTHONPATH entry not known"))
     return roots
@@ -107,16 +119,53 @@ def _top(root: Path, name: str) -> str:
     return "namespace" if (root / name).is_dir() else ""
 
 
-def _child(package: Path, name: str) -> str:
-    """Whether the package directory holds submodule `name`: "module", "package", "absent", or
-    "maybe" (a file `name.*` that is no Python source: a build may make the module of it)."""
+def _child(package: Path, name: str, dotted: str = "") -> str:
+    """Whether the package directory holds submodule `name` (`dotted` in full): "module",
+    "package", "absent", or "maybe" (a file `name.*` that is no Python source, or a module a
+    build writes: `pip install -e .` may make it)."""
     if (package / f"{name}.py").is_file():
         return "module"
     if (package / name).is_dir():
         return "package"  # regular, or a namespace portion inside a regular package: importable
-    if any(package.glob(f"{name}.*")):
+    if any(package.glob(f"{name}.*")) or _built(package, name, dotted):
         return "maybe"
     return "absent"
+
+
+_EXTENSION = re.compile(r"Extension\s*\(\s*(?:name\s*=\s*)?['\"]([\w.]+)['\"]")
+_WRITTEN = re.compile(r"\b(?:write_to|version_file)\s*[=:]\s*['\"]([^'\"]+)['\"]")
+
+
+def _built(package: Path, name: str, dotted: str) -> bool:
+    """Whether a build of the project around `package` writes submodule `name`: an extension
+    module setup.py or pyproject.toml names (`CUDAExtension('megatron.core._C', ...)`), a file
+    setuptools_scm writes (`write_to`, `version_file`), or a path the project's .gitignore keeps
+    out of the checkout (made where it runs, never committed)."""
+    for project in [package, *package.parents][:6]:
+        for build in ("setup.py", "pyproject.toml", "setup.cfg"):
+            try:
+                text = (project / build).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            if dotted and dotted in _EXTENSION.findall(text):
+                return True
+            for written in _WRITTEN.findall(text):
+                target = (project / written).resolve()
+                if target.parent == package.resolve() and target.stem == name:
+                    return True
+        try:
+            ignored = (project / ".gitignore").read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            continue
+        for candidate in (package / f"{name}.py", package / name):
+            rel = os.path.relpath(candidate, project)
+            for pattern in (p.strip().rstrip("/") for p in ignored):
+                if not pattern or pattern.startswith(("#", "!")):
+                    continue
+                if fnmatch.fnmatchcase(rel, pattern.lstrip("/")) if "/" in pattern \
+                        else fnmatch.fnmatchcase(candidate.name, pattern):
+                    return True
+    return False
 
 
 def _opaque_init(package: Path) -> bool:
@@ -149,16 +198,38 @@ class _Resolver:
 
 
 def _statements(tree: ast.Module, main: bool = True) -> list[ast.Import | ast.ImportFrom]:
-    """The import statements of a module that run whenever it is loaded as a program, in order:
-    those at module level, and in the body of a module-level `if __name__ == "__main__":` (not
-    in a try, another condition, a loop or a function)."""
+    """The import statements of a module that run whenever it is loaded, in order: those at
+    module level (not in a try, a condition, a loop or a function). Of the program (`main`), only
+    those before its training starts: in the body of a module-level `if __name__ == "__main__":`
+    too, and none past the first call that may run unread code (`main()`, a helper that may edit
+    sys.path, `raise`), nor past the main block (they run after it, once training is over)."""
     out: list[ast.Import | ast.ImportFrom] = []
     for stmt in tree.body:
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
             out.append(stmt)
-        elif main and isinstance(stmt, ast.If) and _is_main_guard(stmt.test):
-            out += [s for s in stmt.body if isinstance(s, (ast.Import, ast.ImportFrom))]
+        elif not main:
+            continue
+        elif isinstance(stmt, ast.If) and _is_main_guard(stmt.test):
+            for inner in stmt.body:
+                if isinstance(inner, (ast.Import, ast.ImportFrom)):
+                    out.append(inner)
+                elif _may_run_code(inner):
+                    break
+            break
+        elif _may_run_code(stmt):
+            break
     return out
+
+
+def _may_run_code(stmt: ast.stmt) -> bool:
+    """Whether a statement of the program may run code this audit did not read before the next
+    import (a call outside _HARMLESS_CALLS, or a `raise`); definitions run nothing."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return False
+    if isinstance(stmt, ast.Raise):
+        return True
+    return any(isinstance(node, ast.Call) and not _HARMLESS_CALLS.fullmatch(ast.unparse(node.func))
+               for node in ast.walk(stmt))
 
 
 def _is_main_guard(test: ast.expr) -> bool:
@@ -173,8 +244,25 @@ def _first_path_edit(tree: ast.Module) -> int:
              if isinstance(node, ast.Attribute) and ast.unparse(node).startswith("sys.path.")
              and node.attr not in ("append", "extend")]
     lines += [node.lineno for node in ast.walk(tree) if isinstance(node, (ast.Assign, ast.AugAssign))
-              and any("sys.path" in ast.unparse(t) for t in getattr(node, "targets", [getattr(node, "target", None)]) if t)]
+              and any(re.search(r"sys\.(path|modules|meta_path)", ast.unparse(t))
+                      for t in getattr(node, "targets", [getattr(node, "target", None)]) if t)]
+    # `from sys import path` (then `path.insert(0, ...)`), an import hook or module alias made here
+    lines += [node.lineno for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+              and node.module == "sys" and any(a.name in ("path", "meta_path", "modules", "path_hooks")
+                                               for a in node.names)]
+    lines += [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+              and ast.unparse(node).startswith(("sys.meta_path", "sys.path_hooks", "sys.modules."))]
     return min(lines, default=1 << 30)
+
+
+def _loading_code(tree: ast.Module, text: str) -> str:
+    """The text of a module less its function and class bodies: what runs when it is loaded
+    (a `sys.modules[...] =` inside a function that loads old checkpoints makes nothing on import)."""
+    lines = text.splitlines()
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and stmt.end_lineno:
+            lines[stmt.lineno - 1: stmt.end_lineno] = [""] * (stmt.end_lineno - stmt.lineno + 1)
+    return "\n".join(lines)
 
 
 def _names(node: ast.Import | ast.ImportFrom, package: str | None) -> list[tuple[str, bool]]:
@@ -213,8 +301,8 @@ def missing_imports(entry: Path, roots: list[Root]) -> list[Missing]:
             tree = parsed(text)
         except (OSError, SyntaxError, ValueError):
             continue
-        if file != entry and _PATH_FRONT.search(text):
-            return []  # a module it loads may put another copy first: nothing is certain
+        if file != entry and (_PATH_FRONT.search(text) or _MAKES_MODULES.search(_loading_code(tree, text))):
+            return []  # a module it loads may put another copy first, or make modules: nothing is certain
         edit = _first_path_edit(tree) if file == entry else 1 << 30
         for node in _statements(tree, main=file == entry):
             if node.lineno >= edit:
@@ -242,12 +330,13 @@ def _load(module: str, must: bool, resolver: _Resolver) -> Missing | list[tuple[
         return [(root.path / f"{parts[0]}.py", None)] if len(parts) == 1 else []
     here = root.path / parts[0]
     files: list[tuple[Path, str | None]] = [(here / "__init__.py", parts[0])]
+    portion = False  # inside a namespace portion: other roots may add to it, nothing is absent
     for k, name in enumerate(parts[1:], start=1):
-        if _opaque_init(here):
+        if not portion and _opaque_init(here):
             return files
-        child = _child(here, name)
+        child = _child(here, name, ".".join(parts[: k + 1]))
         last = k == len(parts) - 1
-        if child == "absent" and (must or not last):
+        if child == "absent" and (must or not last) and not portion:
             return Missing(module, Path(), 0, ".".join(parts[: k + 1]), here, root)
         if child in ("absent", "maybe"):
             return files  # an attribute of the package, or a module a build makes
@@ -259,7 +348,7 @@ def _load(module: str, must: bool, resolver: _Resolver) -> Missing | list[tuple[
         if (here / "__init__.py").is_file():
             files.append((here / "__init__.py", package))
         else:
-            return files  # a namespace portion: other roots may add to it
+            portion = True  # its modules are still read: one may edit sys.path
     return files
 
 
@@ -292,16 +381,48 @@ def own_package_gaps(entry: Path, launch_path: str,
     return out
 
 
-def read_entry_imports(config: LaunchConfig, entry: Path, path: str) -> None:
+_PYTHON_OPTIONS = re.compile(r"\bpython[\d.]*((?:\s+-[A-Za-z]+)+)")
+
+
+def search_path_differs(config: LaunchConfig) -> str:
+    """Why sys.path of the run is not the one entry_roots takes, or "": an interpreter option on
+    the training command (`-P`, `-I`: no script directory; `-E`, `-I`: no PYTHONPATH) or
+    PYTHONSAFEPATH set (python(1), "Miscellaneous options")."""
+    safe = config.env.get("PYTHONSAFEPATH")
+    if safe is not None and safe.value != "":
+        return f"PYTHONSAFEPATH is set (line {safe.line}): the script's directory is not on sys.path"
+    lines = config.text.splitlines()[max(config.command_line - 1, 0): max(config.end_line, config.command_line)]
+    for match in _PYTHON_OPTIONS.finditer("\n".join(lines)):
+        for option in match.group(1).split():
+            letters = set(option[1:]) if not option.startswith("--") else set()
+            if letters & {"P", "I", "E"}:
+                return f"python {option} (line {config.command_line}) changes the search path"
+    return ""
+
+
+def read_entry_imports(config: LaunchConfig, entry: Path, path: str, copy_differs: str = "") -> None:
     """An import the training script (a script path, not `-m`) cannot satisfy: an error naming
-    the import and its line where the copy it reads is certain; else, where the checkout's own
+    the import and its line where the copy it reads is certain (not where `copy_differs` says why
+    the run may start another file, nor where the search path differs: search_path_differs, both
+    an undecided start-up check instead); else, where the checkout's own
     package lacks it and the run imports an installed copy, an undecided start-up check."""
     if config.script_module or config.script_read:
         return  # `-m`, or a file read in place of the cluster's (config.entry_path): its copy differs
     roots = entry_roots(entry, config.env)
     where = f"{path}:{config.command_line}"
+    differs = copy_differs or search_path_differs(config)
     for gap in missing_imports(entry, roots)[:1]:
         at = f"{gap.file}:{gap.line}"
+        if differs:  # another copy may come first: undecided, never DOES NOT START
+            config.diagnostics.append(Finding(
+                "launch.import-unread-copy", "info",
+                f"`{gap.module}` ({at}) is not in {gap.package} (no `{gap.absent}`), which Python would "
+                f"take `{gap.absent.split('.')[0]}` from; but {differs}, so another copy may come first",
+                where=where, detail={"undecided": f"whether the run can import `{gap.absent}` ({at}); "
+                                     "without it the run does not start",
+                                     "decide": f"python -c 'import {gap.absent}' in the job's environment",
+                                     "aside": "startup"}))
+            continue
         config.diagnostics.append(Finding(
             "launch.import-missing", "error",
             f"`{gap.module}` ({at}) cannot be imported: Python takes `{gap.absent.split('.')[0]}` from "

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import os
 import re
 from collections import deque
 from dataclasses import dataclass, field, replace
@@ -52,13 +53,13 @@ class FrontEnd:
     root: Path | None = None  # the checkout read (None: a release's files)
 
 
-def locate(launch_path: str, script: str, roots: tuple[Path, ...] = ()) -> FrontEnd | None:
+def locate(launch_path: str, script: str, roots: tuple[Path, ...] = (), workdir: str | None = "") -> FrontEnd | None:
     """The front end of `script` (as the training command names it). Found from the launch
     script's directory up, it is read with the `megatron/` parser of its checkout (the script's
     directory or one above); a script that builds no Megatron-LM parser, or has no checkout
     around it, has no front end read. Not found, the parser of the first of `roots` (a release's
     files) is read, incompletely: what the unread training script adds is not known."""
-    found = find_script(launch_path, script, entry=True)
+    found = find_script(launch_path, script, entry=True, workdir=workdir)
     if found is not None:
         for root in [found.parent, *found.parent.parents]:
             parser = _parser(root)
@@ -76,12 +77,21 @@ def locate(launch_path: str, script: str, roots: tuple[Path, ...] = ()) -> Front
     return None
 
 
-def find_script(launch_path: str, script: str, entry: bool = False) -> Path | None:
+def find_script(launch_path: str, script: str, entry: bool = False, workdir: str | None = "") -> Path | None:
     """The file a launch names (its training script, a config file it passes on): at its absolute
     path, else from the launch script's directory up; None where no such file is there. `entry`:
     the training script, whose absolute path of another machine is looked up in the checkout the
-    launch script sits in (config.entry_path)."""
+    launch script sits in (config.entry_path). A relative name after a `cd` or a runner's
+    working-directory option (`workdir`, config.workdir) is opened there, as the run opens it: under
+    an absolute one as that absolute path; not at all where the directory is not known."""
     here = Path(launch_path).resolve().parent
+    if workdir != "" and not Path(script).is_absolute():
+        if workdir is None:
+            return None
+        if not Path(workdir).is_absolute():
+            found = next((c for d in [here, *here.parents] if (c := d / workdir / script).is_file()), None)
+            return found if found is not None or not entry else in_checkout(launch_path, script)
+        script = os.path.normpath(os.path.join(workdir, script))
     candidates = [Path(script)] if Path(script).is_absolute() else [d / script for d in [here, *here.parents]]
     found = next((c for c in candidates if c.is_file()), None)
     return found if found is not None or not entry else in_checkout(launch_path, script)

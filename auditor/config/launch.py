@@ -218,7 +218,14 @@ def parse_launch(
     entry = find_script(path, config.script_read or config.script) if isinstance(config.script, str) else None
     if entry is not None:
         judge_on_source_tree(config, entry, path)
-        read_entry_imports(config, entry, path)  # a module the script imports and cannot find
+        # a module the script imports and cannot find; after a `cd` or a runner's working
+        # directory, the file read is the one that runs only where it is found there
+        moved = find_script(path, config.script_read or str(config.script), workdir=config.workdir)
+        read_entry_imports(config, entry, path, copy_differs="" if moved == entry else (
+            f"the command runs in {config.workdir}, where {config.script} is not this file"
+            if config.workdir is not None else
+            "a `cd` or a working-directory option before the command moves it to a directory not "
+            f"known statically, whose {config.script} may be another copy"))
     torch_pins = [(v, ln) for name, v, ln in pins if name == "torch"]
     if len({pin for pin, _ in torch_pins}) > 1:  # config.torch_version judges each of them
         config.diagnostics.append(Finding(

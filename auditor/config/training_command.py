@@ -210,6 +210,10 @@ class LaunchShell(Shell):
                     launcher, invoked, sub, args, wrapper, inline, dict(self.vars),
                     cmd.line, cmd.end_line, self.conditional > 0, fields[0].line, self.cwd, self.workdir,
                     cmd.words[0].raw if cmd.words else "")
+                moved = self._wrapper_workdir(fields[:k + 1] + args)
+                if moved != "":  # `srun --container-workdir=DIR python x.py`: the command runs in DIR
+                    candidate.workdir = join_workdir(candidate.workdir, moved)
+                    candidate.cwd = join_workdir(candidate.cwd, moved)
                 if launcher.get("one_process"):
                     self.last_resort.append(candidate)
                     return None
@@ -272,6 +276,27 @@ class LaunchShell(Shell):
             j += 2 if flag in ("-X", "-W") else 1
         script = fields[j].value if j < len(fields) else None
         return rule if isinstance(script, str) and script.endswith(".py") else None
+
+    def _wrapper_workdir(self, words: list[Field]) -> str | None:
+        """The directory a wrapper's option (`srun --container-workdir=DIR`, [wrappers]
+        cwd_options) runs the command in: "" where none is given, None where one is not known
+        statically. Only the options right after a wrapper program are read."""
+        moved: str | None = ""
+        options = self.spelling.cwd_options
+        inside = False
+        for k, word in enumerate(words):
+            value = word.value
+            if isinstance(value, str) and os.path.basename(value) in self.spelling.wrappers:
+                inside = True
+                continue
+            if not inside or not isinstance(value, str) or not value.startswith("-"):
+                inside = inside and not isinstance(value, str)
+                continue
+            name, eq, given = value.partition("=")
+            if name in options:
+                after = words[k + 1].value if k + 1 < len(words) else None
+                moved = given if eq else after if isinstance(after, str) else None
+        return moved
 
     def _runner(self, fields: list[Field]) -> tuple[list[Field], list[Field], str | None] | None:
         """(the runner's words, the command it runs, the directory it runs it in: "" where no

@@ -40,6 +40,7 @@ class Spelling:
     operand_required: frozenset[str] = frozenset()  # programs that fail given no operand ([wrappers])
     environment_set: tuple[str, ...] = ()  # variables a job's environment sets (fnmatch; [wrappers])
     batch_flags: frozenset[str] = frozenset()  # sbatch's options that take no value ([wrappers])
+    cwd_options: frozenset[str] = frozenset()  # wrapper options that move the command ([wrappers])
     checkout_copies: tuple[dict, ...] = ()  # tools printing a copy of their checkout ([[checkout_copy]])
     # The run's own parser where it was read (auditor.config.frontend_parser.FrontEnd): flags
     # are then its spellings; None: checked against the rules only, never an error.
@@ -69,6 +70,7 @@ class Spelling:
             operand_required=frozenset(p for rs in every for p in rs.section("wrappers").get("operand_required", ())),
             environment_set=tuple(p for rs in every for p in rs.section("wrappers").get("environment_set", ())),
             batch_flags=frozenset(p for rs in every for p in rs.section("wrappers").get("batch_flags", ())),
+            cwd_options=frozenset(p for rs in every for p in rs.section("wrappers").get("cwd_options", ())),
             checkout_copies=tuple(e for rs in every for e in rs.table("checkout_copy")),
             python_runners=tuple(tuple(r.split()) for rs in every
                                  for r in rs.section("wrappers").get("python_runners", ())),

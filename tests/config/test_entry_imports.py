@@ -21,7 +21,7 @@ from auditor.config.launch import read_launch
 VAE_SH = """#!/bin/bash
 #SBATCH --nodes=16 --ntasks-per-node=8
 DIR=`pwd`
-srun --container-image ${{IMAGE}} bash -c "cd ${{DIR}} ; {pythonpath}python -u nemo/collections/diffusion/vae/train_vae.py --yes $*"
+srun --container-image ${{IMAGE}} bash -c "{cd}{pythonpath}python -u nemo/collections/diffusion/vae/train_vae.py --yes $*"
 """
 
 TRAIN_VAE = """
@@ -32,7 +32,8 @@ from nemo.lightning.io.mixin import IOMixin
 """
 
 
-def nemo_checkout(tmp_path: Path, pythonpath: str = "", train_vae: str = TRAIN_VAE) -> Path:
+def nemo_checkout(tmp_path: Path, pythonpath: str = "", train_vae: str = TRAIN_VAE,
+                  cd: str = "cd ${{DIR}} ; ") -> Path:
     """A NeMo-shaped checkout (setup.py, nemo/ a regular package without diffusion/train.py) and
     its launch script; the launch script's path."""
     files = {
@@ -46,7 +47,7 @@ def nemo_checkout(tmp_path: Path, pythonpath: str = "", train_vae: str = TRAIN_V
         "nemo/lightning/__init__.py": "",
         "nemo/lightning/io/__init__.py": "",
         "nemo/lightning/io/mixin.py": "class IOMixin: ...\n",
-        "nemo/collections/diffusion/vae/train_vae.sh": VAE_SH.format(pythonpath=pythonpath),
+        "nemo/collections/diffusion/vae/train_vae.sh": VAE_SH.format(pythonpath=pythonpath, cd=cd.format()),
     }
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
@@ -78,7 +79,7 @@ def test_an_installed_copy_leaves_a_module_the_checkout_lacks_undecided(tmp_path
 def test_a_pythonpath_the_script_sets_to_the_checkout_makes_it_certain(tmp_path, monkeypatch):
     """`PYTHONPATH=<the checkout>` before python: `nemo` is the checkout's, which lacks the
     module: an error naming the import and its line."""
-    launch = nemo_checkout(tmp_path, pythonpath=f"PYTHONPATH={tmp_path} ")
+    launch = nemo_checkout(tmp_path, pythonpath=f"PYTHONPATH={tmp_path} ", cd="")
     monkeypatch.chdir(tmp_path)
     config = read_launch(launch)
     [error] = errors(config)
@@ -174,3 +175,131 @@ def test_an_entry_read_in_place_of_the_cluster_s_file_decides_nothing(tmp_path, 
     config = read_launch(launch)
     assert config.script_read.endswith("pretrain_gpt.py")
     assert errors(config) == []
+
+
+def test_a_cd_the_walk_cannot_place_leaves_the_copy_undecided(tmp_path, monkeypatch):
+    """train_vae.sh's own `bash -c "cd ${DIR} ; ..."` (a directory the walk does not know): the
+    train_vae.py that runs there may be another file than the one read: undecided, not an error."""
+    launch = nemo_checkout(tmp_path, pythonpath=f"PYTHONPATH={tmp_path} ")
+    monkeypatch.chdir(tmp_path)
+    config = read_launch(launch)
+    assert errors(config) == []
+    assert any("nemo.collections.diffusion.train" in u.what for u in startup_undecided(config))
+
+
+def test_a_pythonpath_root_that_is_no_directory_here_may_hold_it(tmp_path, monkeypatch):
+    """`PYTHONPATH=/opt/NeMo:<checkout>` (a container's copy) or `<checkout>/deps.zip:<checkout>`:
+    the first root is not read, and may hold another `nemo`."""
+    for first in ("/opt/NeMo-in-the-container", f"{tmp_path}/deps.zip"):
+        launch = nemo_checkout(tmp_path, pythonpath=f"PYTHONPATH={first}:{tmp_path} ", cd="")
+        (tmp_path / "deps.zip").write_bytes(b"PK")
+        monkeypatch.chdir(tmp_path)
+        assert errors(read_launch(launch)) == [], first
+
+
+MISSING = "from megatron.legacy.model import GPTModel\n"
+
+
+def scan(tmp_path, monkeypatch, pretrain: str, extra: dict[str, str] | None = None, run: str = ""):
+    launch = megatron_checkout(tmp_path, pretrain, extra)
+    if run:
+        launch.write_text(run)
+    monkeypatch.chdir(tmp_path)
+    return read_launch(launch)
+
+
+def test_a_cd_to_another_checkout_leaves_the_copy_undecided(tmp_path, monkeypatch):
+    """Megatron-DeepSpeed-shaped `cd ${MDS_DIR:-/workspace/Megatron-DeepSpeed}` then `torchrun
+    pretrain_gpt.py`: the job runs the copy there, not the one read here."""
+    for cd in ("cd /workspace/Megatron-DeepSpeed\n", "cd $MEGATRON_PATH\n"):
+        config = scan(tmp_path, monkeypatch, MISSING,
+                      run=cd + "torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 2\n")
+        assert errors(config) == [], cd
+        assert startup_undecided(config), cd
+
+
+def test_a_container_workdir_moves_the_script(tmp_path, monkeypatch):
+    """pyxis `srun --container-workdir=/opt/Megatron-DeepSpeed python pretrain_gpt.py` (as NeMo's
+    and Megatron-DeepSpeed's SLURM examples run in a container): the script is the container's."""
+    config = scan(tmp_path, monkeypatch, MISSING,
+                  run="srun --container-image=img --container-workdir=/opt/Megatron-DeepSpeed "
+                      "python pretrain_gpt.py --num-layers 2\n")
+    assert config.workdir == "/opt/Megatron-DeepSpeed"
+    assert errors(config) == []
+
+
+def test_interpreter_options_change_the_search_path(tmp_path, monkeypatch):
+    """`python -P`/`-I` (no script directory on sys.path), `-E` (no PYTHONPATH), PYTHONSAFEPATH:
+    the roots read are not the run's."""
+    runs = ["python -P pretrain_gpt.py --num-layers 2\n", "python -I pretrain_gpt.py --num-layers 2\n",
+            "python -E pretrain_gpt.py --num-layers 2\n",
+            "export PYTHONSAFEPATH=1\ntorchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 2\n"]
+    for run in runs:
+        config = scan(tmp_path, monkeypatch, MISSING, run=run)
+        assert errors(config) == [], run
+        assert startup_undecided(config), run
+    assert errors(scan(tmp_path, monkeypatch, MISSING, run="python -u pretrain_gpt.py --num-layers 2\n"))
+
+
+def test_modules_a_build_writes_may_be_there(tmp_path, monkeypatch):
+    """setuptools_scm `write_to = 'megatron/_version.py'`, setup.py `CUDAExtension('megatron.core._C',
+    ...)` (an in-place `pip install -e .`), a path .gitignore keeps out of the checkout."""
+    cases = [({"pyproject.toml": "[tool.setuptools_scm]\nwrite_to = 'megatron/_version.py'\n"},
+              "from megatron._version import __version__\n"),
+             ({"setup.py": "setup(ext_modules=[CUDAExtension('megatron.core._C', ['csrc/ops.cu'])])\n"},
+              "import megatron.core._C\n"),
+             ({".gitignore": "megatron/core/fused_kernels.py\n"}, "import megatron.core.fused_kernels\n")]
+    for extra, pretrain in cases:
+        assert errors(scan(tmp_path, monkeypatch, pretrain, extra)) == [], pretrain
+        for name in extra:
+            (tmp_path / name).unlink()
+        assert errors(scan(tmp_path, monkeypatch, pretrain)), pretrain
+
+
+def test_imports_that_do_not_run_at_start_or_after_unread_code_decide_nothing(tmp_path, monkeypatch):
+    """An import after the main block (it runs once training is over); after `from sys import
+    path; path.insert(...)`; after a helper that may edit sys.path (rootutils.setup_root(...,
+    pythonpath=True), a namespace module's function); after a module that sets
+    `sys.modules[...]` or a `sys.meta_path` finder."""
+    cases = [("from megatron.training import pretrain\nif __name__ == '__main__':\n    pretrain()\n"
+              "    raise SystemExit(0)\n" + MISSING, {}),
+             ("from sys import path\npath.insert(0, '/opt/Megatron-LM')\n" + MISSING, {}),
+             ("import rootutils\nrootutils.setup_root(__file__, indicator='.project-root', pythonpath=True)\n"
+              + MISSING, {}),
+             ("from tools.paths import use\nuse()\n" + MISSING,
+              {"tools/paths.py": "import sys\ndef use():\n    sys.path.insert(0, '/opt/Megatron-LM')\n"}),
+             ("import megatron.compat\n" + MISSING,
+              {"megatron/compat.py": "import sys\nimport megatron.core.mpu as m\nsys.modules['megatron.legacy'] = m\n"}),
+             ("import megatron.shim\n" + MISSING,
+              {"megatron/shim.py": "import sys\nclass F:\n    pass\nsys.meta_path.insert(0, F())\n"})]
+    for pretrain, extra in cases:
+        assert errors(scan(tmp_path, monkeypatch, pretrain, extra)) == [], pretrain
+
+
+ARGUMENTS = """import argparse
+def parse_args(extra_args_provider=None, ignore_unknown_args=False):
+    parser = argparse.ArgumentParser(description='Megatron-LM Arguments', allow_abbrev=False)
+    parser = _add_network_size_args(parser)
+    return parser.parse_args()
+def _add_network_size_args(parser):
+    group = parser.add_argument_group(title='network size')
+    group.add_argument('--num-layers', type=int, default=None)
+    group.add_argument('--pipeline-model-parallel-size', type=int, default=1)
+    return parser
+"""
+
+
+def test_the_parser_read_whole_is_the_moved_script_s(tmp_path, monkeypatch):
+    """Megatron-DeepSpeed examples/finetune_race_distributed.sh passes a flag its
+    megatron/arguments.py lacks (argparse exits). After `cd $SOMEWHERE` the script and parser
+    that run are another checkout's: the flag is undecided, not a certain error."""
+    flags = "--num-layers 2 --pipeline-model-parallel-size 2 --activations-checkpoint-method uniform\n"
+    extra = {"megatron/arguments.py": ARGUMENTS}
+    script = "from megatron.training import pretrain\nif __name__ == '__main__':\n    pretrain()\n"
+    here = scan(tmp_path, monkeypatch, script, extra,
+                run="torchrun --nproc_per_node 8 pretrain_gpt.py " + flags)
+    assert any(d.severity == "error" and d.kind == "launch.megatron-spelling" for d in here.diagnostics)
+    moved = scan(tmp_path, monkeypatch, script, extra,
+                 run="cd $SOMEWHERE\ntorchrun --nproc_per_node 8 pretrain_gpt.py " + flags)
+    assert [d.kind for d in moved.diagnostics if d.severity == "error"] == []
+    assert any(d.kind == "launch.front-end-unread" for d in moved.diagnostics)

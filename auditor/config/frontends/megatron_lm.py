@@ -27,13 +27,13 @@ class MegatronReader(Reader):
              path: str, parser_roots: tuple[Path, ...]) -> None:
         builds = False
         if isinstance(config.script, str):
-            front = locate(path, config.script_read or config.script, parser_roots)
+            front = locate(path, config.script_read or config.script, parser_roots, config.workdir)
             spelling = with_front_end(spelling, front)
             if front is not None and front.root is not None:
                 config.checkouts[self.style] = front.root
                 builds = True
             else:  # no checkout around it: what the script calls says whose parser it builds
-                found = find_script(path, config.script_read or config.script, entry=True)
+                found = find_script(path, config.script_read or config.script, entry=True, workdir=config.workdir)
                 builds = found is not None and calls_parser_entry(found)
         if read_positional_file(config, args, spelling, path):
             return  # an entry reading its first argument as a config file: its front end's
@@ -58,7 +58,8 @@ def _unread_front_end(config: LaunchConfig, spelling: Spelling, path: str) -> No
     script = config.script
     unknown = [f for f in config.flags.values() if f.spelling.startswith("--")
                and f.spelling not in spelling.flags and f.spelling not in spelling.no_flags]
-    found = find_script(path, config.script_read or script, entry=True) if isinstance(script, str) else None
+    found = (find_script(path, config.script_read or script, entry=True, workdir=config.workdir)
+             if isinstance(script, str) else None)
     if not unknown or (found is not None and not config.script_module):
         return
     if found is not None:
