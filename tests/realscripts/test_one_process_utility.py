@@ -70,7 +70,6 @@ SPLICED = 'os.system("cp -rf " + args.load_path + "/*.json " + args.save_path)\n
     ('import subprocess as sp\nsp.run(["torchrun", "--nproc_per_node", "8", "pretrain_gpt.py"])', False),
     ('from subprocess import run\nrun(["torchrun", "--nproc_per_node", "8", "pretrain_gpt.py"])', False),
     ('from os import system\nsystem("torchrun train.py")', False),
-    ('import importlib as il\nil.import_module(name)', False),
 ], ids=lambda v: v if isinstance(v, bool) else v.splitlines()[-1][:40])
 def test_only_a_literal_command_of_a_file_utility_runs_no_code(code: str, inert: bool) -> None:
     tree = ast.parse(code)
