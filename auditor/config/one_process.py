@@ -102,7 +102,7 @@ def _calls(file: Path, tree: ast.Module, script: Path, launcher: dict) -> str:
     unread = {n.split(".")[0] for n in foreign_imports(tree, file, script)} - inert
     imported_heads = set(aliases(tree))
     for node, written, imported in calls(tree):
-        if any(fnmatch.fnmatchcase(imported, p) for p in starters) and not runs_only_utility(node):
+        if any(fnmatch.fnmatchcase(imported, p) for p in starters) and not runs_only_utility(node, imported):
             return (f"{file.name}:{node.lineno} calls `{written}` ({imported}): the program starts "
                     "processes of its own, how many is not read here; give it as --set world_size=N")
         given = [k.arg or "**kwargs" for k in node.keywords if k.arg in named or k.arg is None] + (

@@ -1,9 +1,13 @@
-"""Whether a call that runs a command line (`os.system("cp -rf " + src + "/*.json " + dst)`,
-`subprocess.run(["mkdir", "-p", out])`) runs only a file utility: a program of rules/stacks.toml
-`[no_pipeline] inert_programs` (cp, mkdir, ...), written as a literal at the head of the line,
-with no shell operator in the literal text that could start a second program. Such a call runs
-no Python and starts no rank, so it neither hides a pipeline (entry_stack.runs_code) nor makes
-a one-process run more (config.one_process). Anything else stays a call that runs code unseen.
+"""Whether a call that runs a command line (`os.system("cp -rf /tmp/a /tmp/b")`,
+`subprocess.run(["mkdir", "-p", "out"])`) runs only a file utility: the callee is one of
+rules/stacks.toml `[no_pipeline] command_runners` (os.system, subprocess.*: never exec, eval,
+runpy or a process starter), its program is one of `inert_programs` (cp, mkdir, ...), and the
+whole command is literal: a shell string with no shell operator, or an argv list of literal
+strings. A piece computed at run time (`"cp " + src`, `f"cp {src} {dst}"`) may hold `; torchrun
+...`, so it is not read as inert; nor is a call given `runner_keywords` (`executable=`,
+`preexec_fn=`) or `**kwargs`, which run another program or Python. Such an inert call runs no
+Python and starts no rank, so it neither hides a pipeline (entry_stack.runs_code) nor makes a
+one-process run more (config.one_process). Anything else stays a call that runs code unseen.
 """
 
 from __future__ import annotations
@@ -16,37 +20,35 @@ from auditor import rulebook
 _OPERATOR = re.compile(r"[;&|`\n<>]|\$\(")
 
 
-def runs_only_utility(call: ast.Call) -> bool:
-    """Whether `call`'s first argument is a command line or argv whose program is an inert one."""
-    if not call.args:
+def runs_only_utility(call: ast.Call, callee: str) -> bool:
+    """Whether `call` of `callee` (its dotted name through the file's import aliases) runs a
+    literal command line or argv whose program is an inert one."""
+    rules = rulebook.load("stacks").data["no_pipeline"]
+    if callee not in rules.get("command_runners", []) or not call.args:
         return False
-    head = _literal_head(call.args[0])
-    if head is None:
+    if any(k.arg is None or k.arg in rules.get("runner_keywords", []) for k in call.keywords):
         return False
-    text, whole = head
-    # the program's name is complete: the whole argv element, or followed by a blank in the literal
-    word = text if whole else (m.group(1) if (m := re.match(r"\s*(\S+)\s", text)) else "")
-    programs = rulebook.load("stacks").data["no_pipeline"].get("inert_programs", [])
-    return word in programs and (whole or _no_operator(call.args[0]))
+    programs = rules.get("inert_programs", [])
+    command = call.args[0]
+    if isinstance(command, (ast.List, ast.Tuple)):
+        argv = [_literal(e) for e in command.elts]
+        return bool(argv) and None not in argv and argv[0] in programs
+    text = _literal(command)
+    if text is None or _OPERATOR.search(text):
+        return False
+    words = text.split()
+    return bool(words) and words[0] in programs
 
 
-def _literal_head(node: ast.expr) -> tuple[str, bool] | None:
-    """The literal text a command starts with, and whether it is the whole program word (an argv
-    list's first element); None where it does not start with a literal."""
+def _literal(node: ast.expr) -> str | None:
+    """The text of a string every piece of which is literal (a constant, `+` of constants, an
+    f-string with no placeholder); None where any piece is computed at run time."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value, False
+        return node.value
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        return _literal_head(node.left)
-    if isinstance(node, ast.JoinedStr) and node.values:
-        first = node.values[0]
-        return (first.value, False) if isinstance(first, ast.Constant) and isinstance(first.value, str) else None
-    if isinstance(node, (ast.List, ast.Tuple)) and node.elts:
-        first = node.elts[0]
-        return (first.value, True) if isinstance(first, ast.Constant) and isinstance(first.value, str) else None
+        left, right = _literal(node.left), _literal(node.right)
+        return None if left is None or right is None else left + right
+    if isinstance(node, ast.JoinedStr):
+        parts = [_literal(v) for v in node.values]
+        return None if None in parts else "".join(p for p in parts if p is not None)
     return None
-
-
-def _no_operator(node: ast.expr) -> bool:
-    """Whether no literal part of a command line string holds a shell operator."""
-    return not any(isinstance(n, ast.Constant) and isinstance(n.value, str) and _OPERATOR.search(n.value)
-                   for n in ast.walk(node))

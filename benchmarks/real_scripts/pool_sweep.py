@@ -28,6 +28,7 @@ import functools
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
 import threading
@@ -70,20 +71,27 @@ def project(rel: str) -> str:
 
 
 def sample(entries: list[tuple[str, bool]], n: int, seed: int) -> list[tuple[str, bool]]:
-    """Every PP script, then the rest in per-project shares proportional to the project's size
-    (at least one each), drawn with `random.Random(seed)`."""
+    """At most `n` scripts, drawn with `random.Random(seed)`: every PP script (a draw of `n` of
+    them where they are more, said on stderr), then the rest in per-project shares proportional
+    to the project's size (at least one each while the budget allows, the largest shares cut
+    first where the minimum overshoots it)."""
     rng = random.Random(seed)
     chosen = [e for e in entries if e[1]]
+    if len(chosen) > n:
+        print(f"--sample {n}: {len(chosen)} PP scripts exceed it; {n} of them drawn, no other",
+              file=sys.stderr)
+        return sorted(rng.sample(chosen, n))
     rest: dict[str, list[tuple[str, bool]]] = collections.defaultdict(list)
     for e in entries:
         if not e[1]:
             rest[project(e[0])].append(e)
-    left = max(n - len(chosen), 0)
+    left = n - len(chosen)
     total = sum(len(v) for v in rest.values()) or 1
+    shares = {name: min(len(pool), max(1, round(left * len(pool) / total))) for name, pool in rest.items()}
+    while sum(shares.values()) > left:
+        shares[max(sorted(shares), key=lambda k: shares[k])] -= 1
     for name in sorted(rest):
-        pool = sorted(rest[name])
-        k = min(len(pool), max(1, round(left * len(pool) / total)))
-        chosen += rng.sample(pool, k)
+        chosen += rng.sample(sorted(rest[name]), shares[name])
     return sorted(chosen)
 
 
@@ -93,29 +101,32 @@ def bash_accepts(script: Path) -> bool:
 
 def run_timed(cmd: list[str], cwd: Path, timeout: float) -> tuple[subprocess.CompletedProcess[bytes], float]:
     """The scan's result and its own CPU seconds (user + system, its children included): on 2
-    cores shared with other work, wall seconds say more of the machine than of the scan."""
+    cores shared with other work, wall seconds say more of the machine than of the scan. The
+    scan runs in its own session; past `timeout` its whole process group is killed (its pool
+    workers too), and only while its leader is not yet reaped, so no other process is hit."""
     with subprocess.Popen(cmd, cwd=cwd, env=rs.clean_env(), stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE) as proc:
+                          stderr=subprocess.PIPE, start_new_session=True) as proc:
         out: dict[str, bytes] = {}
         readers = [threading.Thread(target=lambda n=n, f=f: out.__setitem__(n, f.read()))
                    for n, f in (("out", proc.stdout), ("err", proc.stderr))]
         for t in readers:
             t.start()
-        killed = threading.Event()
-
-        def kill() -> None:
-            killed.set()
-            proc.kill()
-
-        timer = threading.Timer(timeout, kill)
-        timer.start()
-        _, status, usage = os.wait4(proc.pid, 0)
-        timer.cancel()
+        deadline, killed = time.monotonic() + timeout, False
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if not killed and time.monotonic() > deadline:
+                os.killpg(proc.pid, signal.SIGKILL)  # the leader is unreaped: its group id is its own
+                killed = True
+            time.sleep(0.1)
         proc.returncode = os.waitstatus_to_exitcode(status)
+        if killed:
+            for t in readers:
+                t.join(timeout=5)
+            raise subprocess.TimeoutExpired(cmd, timeout)
         for t in readers:
             t.join()
-        if killed.is_set():
-            raise subprocess.TimeoutExpired(cmd, timeout)
     done = subprocess.CompletedProcess(cmd, proc.returncode, out.get("out", b""), out.get("err", b""))
     return done, usage.ru_utime + usage.ru_stime
 
@@ -161,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("list", type=Path, help="scripts, one a line, relative to CORPUS")
     ap.add_argument("corpus", type=Path, help="the directory of the pinned trees")
-    ap.add_argument("--sample", type=int, default=0, help="a stratified sample of N (0: all)")
+    ap.add_argument("--sample", type=int, default=0, help="a stratified sample of at most N (0: all)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=300.0)

@@ -1,13 +1,15 @@
-"""A one-process conversion script that copies files with `os.system("cp ...")` still runs one
-process and builds no pipeline (config/shell_command.py).
+"""A one-process conversion script that copies files with a wholly literal command line
+(`os.system("mkdir -p out")`) still runs one process and builds no pipeline; a command line with
+a piece computed at run time, a program that runs others through its options, or a call that is
+not a command runner at all stays code run unseen (config/shell_command.py).
 
 CONVERT_PY is written after alibaba/Pai-Megatron-Patch toolkits/model_checkpoints_convertor/
-baichuan2/checkpoint_reshaping_and_interoperability.py (commit a098ca5acb), run by its
-model_convertor.sh as `python checkpoint_reshaping_and_interoperability.py --load_path ...
---save_path ...`: it converts weights with torch and copies the tokenizer and config files with
-`os.system("cp -rf " + args.load_path + "/*.json " + args.save_path)`. Read as a process starter
-and as code run unseen, that `cp` made the world unknown and left the scan INCONCLUSIVE on
-megatron-core's pipeline checks; a command line that may run Python stays both.
+baichuan2/checkpoint_reshaping_and_interoperability.py and falcon40b/ (commit a098ca5acb), run by
+their model_convertor.sh as `python checkpoint_reshaping_and_interoperability.py --load_path ...
+--save_path ...`: they convert weights with torch and copy the tokenizer and config files with
+`os.system("cp -rf " + args.load_path + "/*.json " + args.save_path)` and `os.system(f'mkdir -p
+{args.save_path}')`. The spliced `args.load_path` may hold `; torchrun ...` (a default, a
+variable holding ` && torchrun ...`), so that command is not read as inert: only a literal one is.
 """
 
 from __future__ import annotations
@@ -34,26 +36,52 @@ parser.add_argument("--load_path")
 parser.add_argument("--save_path")
 args = parser.parse_args()
 torch.save(torch.load(args.load_path + "/pytorch_model.bin"), args.save_path + "/model.pt")
-os.system("cp -rf " + args.load_path + "/*.json " + args.save_path)
-os.system(f'mkdir -p {args.save_path}')
+os.system("cp -rf " + "in/*.json " + "out")
+os.system(f'mkdir -p out')
 """
+SPLICED = 'os.system("cp -rf " + args.load_path + "/*.json " + args.save_path)\n'
 
 
-@pytest.mark.parametrize("call, inert", [
-    ('os.system("cp -rf " + src + "/*.json " + dst)', True),
-    ("os.system(f'mkdir -p {dst}')", True),
-    ('subprocess.run(["cp", src, dst])', True),
-    ('os.system("cp " + src + " " + dst + "; python train.py")', False),  # a second program
-    ('os.system("python convert.py " + src)', False),
-    ('os.system(cmd)', False),
-    ('os.system("cpx " + src)', False),
-    ('subprocess.run(["torchrun", "train.py"])', False),
-])
-def test_only_a_literal_file_utility_runs_no_code(call: str, inert: bool) -> None:
-    node = ast.parse(call).body[0].value  # type: ignore[attr-defined]
-    assert runs_only_utility(node) is inert
+@pytest.mark.parametrize("code, inert", [
+    ('import os\nos.system("cp -rf " + "in/*.json " + "out")', True),
+    ("import os\nos.system(f'mkdir -p out')", True),
+    ('import subprocess\nsubprocess.run(["cp", "-r", "in", "out"])', True),
+    ('import subprocess as sp\nsp.run(["mkdir", "-p", "out"])', True),
+    # a piece computed at run time may hold a shell operator (review 4: hidden_var, fstring_var)
+    ('import os\nos.system("cp -rf " + src + "/*.json " + dst)', False),
+    ('import os\nthen = " && torchrun --nproc_per_node 8 pretrain_gpt.py"\nos.system("cp -rf a b" + then)', False),
+    ('import os\nos.system(f"cp -rf {src}/*.json {dst} {args.post_cmd}")', False),
+    ("import os\nos.system(f'mkdir -p {dst}')", False),
+    ('import subprocess\nsubprocess.run(["cp", src, dst])', False),
+    ('import os\nos.system("cp a b; python train.py")', False),  # a second program
+    ('import os\nos.system("python convert.py in")', False),
+    ('import os\nos.system("cpx in")', False),
+    # not a command runner, whatever its first argument reads (review 4: exec_py)
+    ("exec(\"cat = __import__('torch.multiprocessing').multiprocessing.spawn(print, nprocs=8)\")", False),
+    ('eval("ls")', False),
+    # programs that run others through their options (review 4: tar_exec, rsync_e)
+    ("import os\nos.system(\"tar -xf a.tar --checkpoint=1 --checkpoint-action=exec='torchrun w.py'\")", False),
+    ('import subprocess\nsubprocess.run(["rsync", "-a", "--rsync-path=torchrun w.py", "x", "h:y"])', False),
+    # keywords that run another program or Python (review 4: executable_kw)
+    ('import subprocess\nsubprocess.run(["echo", "w.py"], executable="torchrun")', False),
+    ('import subprocess\nsubprocess.run(["ls"], preexec_fn=main)', False),
+    ('import subprocess\nsubprocess.run(["ls"], **kw)', False),
+    # the runner through an import alias (review 4: sp_alias, alias_run)
+    ('import subprocess as sp\nsp.run(["torchrun", "--nproc_per_node", "8", "pretrain_gpt.py"])', False),
+    ('from subprocess import run\nrun(["torchrun", "--nproc_per_node", "8", "pretrain_gpt.py"])', False),
+    ('from os import system\nsystem("torchrun train.py")', False),
+], ids=lambda v: v if isinstance(v, bool) else v.splitlines()[-1][:40])
+def test_only_a_literal_command_of_a_file_utility_runs_no_code(code: str, inert: bool) -> None:
+    tree = ast.parse(code)
     dynamic = load("stacks").data["no_pipeline"]["dynamic"]
-    assert runs_code(ast.parse(call), dynamic) is not inert
+    assert runs_code(tree, dynamic) is not inert
+
+
+def test_the_callee_not_the_position_decides() -> None:
+    """`exec("cat = ...")` starts with an inert program's name but runs Python."""
+    node = ast.parse('exec("cat = 1")').body[0].value  # type: ignore[attr-defined]
+    assert not runs_only_utility(node, "exec")
+    assert runs_only_utility(node, "os.system")  # the same text as a command line runs `cat`
 
 
 def test_a_converter_copying_files_is_one_process_that_builds_no_pipeline(capsys, tmp_path, monkeypatch):
@@ -64,8 +92,21 @@ def test_a_converter_copying_files_is_one_process_that_builds_no_pipeline(capsys
     assert doc["verdict"]["status"] == "not-pipeline" and code == 0, doc["verdict"]["headline"]
 
 
-def test_a_command_that_may_run_python_still_starts_processes(tmp_path, monkeypatch):
-    runs = CONVERT_PY.replace('"cp -rf "', '"python copy.py "')
+@pytest.mark.parametrize("line", [
+    SPLICED,  # the upstream shape: args.load_path is spliced into the shell text
+    'then_train = " && torchrun --nproc_per_node 8 pretrain_gpt.py"\nos.system("cp -rf a b" + then_train)\n',
+    'import subprocess as sp\nsp.run(["torchrun", "--nproc_per_node", "8", "pretrain_gpt.py"])\n',
+], ids=["spliced", "hidden-var", "alias"])
+def test_a_command_that_may_run_python_still_starts_processes(tmp_path, monkeypatch, line):
+    runs = CONVERT_PY + line
     config = read_launch(_tree(tmp_path, monkeypatch, CONVERT, {"checkpoint_reshaping_and_interoperability.py": runs}))
     assert isinstance(config.nproc_per_node, Symbolic)
-    assert "calls `os.system`" in config.world_source["nproc_per_node"]
+
+
+def test_a_hidden_torchrun_through_an_alias_is_not_read_as_no_pipeline(capsys, tmp_path, monkeypatch):
+    """`import subprocess as sp; sp.run([... torchrun ...])` ran unseen code under another name."""
+    runs = CONVERT_PY.replace("import os\n", "import os\nimport subprocess as sp\n") + (
+        'sp.run(["torchrun", "--nproc_per_node", "8", "pretrain_gpt.py", "--pipeline-model-parallel-size", "4"])\n')
+    script = _tree(tmp_path, monkeypatch, CONVERT, {"checkpoint_reshaping_and_interoperability.py": runs})
+    code, doc = _scan(capsys, script)
+    assert doc["verdict"]["status"] != "not-pipeline", doc["verdict"]["headline"]
