@@ -100,11 +100,6 @@ def test_actor_tensor_size_is_read(tmp_path: Path) -> None:
     assert any("num_attention_heads 28" in m for m in _checks(tmp_path, extra, pp=2))
 
 
-def test_layout_leaves_virtual_size_unknown(tmp_path: Path) -> None:
-    """megatron-core derives the virtual size from a layout's stages: unknown, never None."""
-    extra = f"+{OTC}.pipeline_model_parallel_layout='Et*7|t*7|t*7|t*6L'"
-    assert _values(tmp_path, extra, MOONLIGHT, 2)["virtual_pipeline_model_parallel_size"] is UNKNOWN
-
 
 def test_query_groups_must_split_over_tp(tmp_path: Path) -> None:
     """ms-swift `--model Qwen/Qwen2.5-3B` at TP 4 (as /tmp review k1 wrote it after ms-swift's
