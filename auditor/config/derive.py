@@ -61,6 +61,7 @@ from auditor.config.expr import (
     show,
 )
 from auditor.config.model import LaunchConfig
+from auditor.config.overrides import hydra_dict
 from auditor.config.torch_version import resolve as resolve_torch
 from auditor.errors import InputError
 from auditor.findings import Finding
@@ -311,6 +312,63 @@ class _Deriver:
             self.put(key, UNKNOWN, why(key), "model config.json")
         if left:
             self.notes.append(why(", ".join(left)))
+        for raw in self._model_overrides():
+            self._model_override(raw, given)
+
+    def _model_overrides(self) -> list[dict[str, Any]]:
+        """The [[model_override]]s of the frameworks whose stages run for this launcher."""
+        running = dict.fromkeys(s.framework for s in self.book.stages
+                                if s.runs_for(self.launch.launcher, self.launch.builds_parser))
+        return [raw for fw in running
+                for raw in rulebook_files.load(fw, self.book.versions.get(fw)).table("model_override")]
+
+    def _model_override(self, raw: dict[str, Any], model: Any) -> None:
+        """One [[model_override]]: what the launch keys it names change in the model's sizes
+        (schema.py). Never a default in place of what the script gives: a value not known, or a
+        dict the reader cannot split, leaves the setting unknown, pinned against later rules."""
+        flags = self.launch.flags
+        read = {a for es in self.book.entries.values() for e in es if e.table == "arg" for a in e.data.get("aliases", [])}
+        first, *others = raw["keys"]
+        where = f"{raw['source']} ({raw.get('about', '')})"
+        for key in raw["keys"]:
+            flag = flags.get(key)
+            if flag is None:
+                continue
+            line = (flag.line,)
+            if raw.get("whole"):
+                if flag.value is not None and (model_facts.named(flag.value) != model_facts.named(model)
+                                               or model_facts.named(flag.value) is None):
+                    for size in model_facts.size_keys():
+                        self.put(size, UNKNOWN, f"{key}={flag.value}: the model's config.json is that one; "
+                                 f"give {size} with --set {size}=N", where, line)
+                continue
+            if flag.value is not None and hydra_dict(flag.value) is None:  # `key=${X}`, `key=null`
+                for name in [*raw.get("settings", []), *dict.fromkeys(raw.get("hf_sizes", {}).values())]:
+                    if name not in self.pinned:
+                        self.put(name, UNKNOWN, f"{key}={flag.value} is no dict p2paudit can read; it may set "
+                                 f"{name}: give it with --set {name}=VALUE", where, line)
+                        self.pinned.add(name)
+        for name, size in raw.get("hf_sizes", {}).items():
+            given = next((flags[f"{k}.{name}"] for k in raw["keys"] if f"{k}.{name}" in flags), None)
+            if given is not None:
+                self.put(size, UNKNOWN, f"{given.name}={given.value} changes the model's config.json; "
+                         f"give {size} with --set {size}=N", where, (given.line,))
+        for name in raw.get("settings", []):
+            mine = flags.get(f"{first}.{name}")
+            theirs = [flags[f"{k}.{name}"] for k in others if f"{k}.{name}" in flags]
+            if name in self.pinned or (mine is None and not theirs) or f"{first}.{name}" in read:
+                continue
+            value = coerce(mine.value, self.arg_types.get(name, "auto"), mine.name, mine.line) \
+                if mine is not None else UNKNOWN
+            if any(coerce(t.value, self.arg_types.get(name, "auto"), t.name, t.line) != value for t in theirs):
+                at = theirs[0]
+                self.put(name, UNKNOWN, f"{at.name}={at.value} gives the other model another {name}; "
+                         f"give it with --set {name}=VALUE", where, (at.line,))
+            else:
+                assert mine is not None
+                self.put(name, value, f"{mine.spelling}={mine.value}: merged over the config built from "
+                         f"config.json", where, (mine.line,))
+            self.pinned.add(name)
 
     # -- stages --
 

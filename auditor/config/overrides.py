@@ -56,6 +56,10 @@ def read_overrides(config: LaunchConfig, args: list[Field], path: str) -> None:
                 f"`{setting}`, wins", fix="keep one", where=f"{path}:{f.line}"))
         config.flags[key] = Flag(key, setting, f.line, head.partition("=")[0], (setting,))
         order.append(key)
+        for inner, value in (hydra_dict(setting) or {}).items():
+            dotted = f"{key}.{inner}"
+            config.flags[dotted] = Flag(dotted, value, f.line, head.partition("=")[0], (value,))
+            order.append(dotted)
     for word, at in opened:
         word.after = frozenset(order[at:])
 
@@ -86,6 +90,48 @@ def _after_equals(value: Scalar) -> Scalar:
     if isinstance(result, str) and len(result) >= 2 and result[0] == result[-1] and result[0] in "'\"":
         return result[1:-1]
     return result if not isinstance(result, Partial) or result.text else ""
+
+
+def hydra_dict(value: Scalar | None) -> dict[str, str] | None:
+    """The keys a Hydra dict value sets, flattened (`{a:1,b:{c:2}}` -> a: "1", b.c: "2"; each
+    value's text as a dotted override would give it), so that `x={num_layers:24}` reads as
+    `x.num_layers=24` (Hydra's grammar, "Dictionaries"). None for no dict, or one this reader
+    cannot split (an unknown piece, an unbalanced bracket)."""
+    if not isinstance(value, str) or not (value.startswith("{") and value.endswith("}")):
+        return None
+    out: dict[str, str] = {}
+    for item in _split_top(value[1:-1].strip()):
+        name, colon, text = item.partition(":")
+        name, text = name.strip().strip("'\""), text.strip()
+        if not colon or not re.fullmatch(r"[A-Za-z_]\w*", name) or not text:
+            return None
+        nested = hydra_dict(text) if text.startswith("{") else None
+        if text.startswith("{") and nested is None:
+            return None
+        out.update({f"{name}.{k}": v for k, v in nested.items()} if nested is not None else {name: _unquoted(text)})
+    return out
+
+
+def _split_top(text: str) -> list[str]:
+    """`text` split at its commas outside brackets and quotes (an empty text: no item)."""
+    items, depth, quote, start = [], 0, "", 0
+    for i, c in enumerate(text):
+        if quote:
+            quote = "" if c == quote else quote
+        elif c in "'\"":
+            quote = c
+        elif c in "[{":
+            depth += 1
+        elif c in "]}":
+            depth -= 1
+        elif c == "," and depth == 0:
+            items.append(text[start:i])
+            start = i + 1
+    return [*items, text[start:]] if text else []
+
+
+def _unquoted(text: str) -> str:
+    return text[1:-1] if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"" else text
 
 
 def typed(text: str) -> Any:

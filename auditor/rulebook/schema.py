@@ -57,6 +57,11 @@ TABLES: dict[str, Table] = {
                     f"{_SELECT}"),
     # Model facts (rules/models.toml, looked up by config/model_facts.py).
     "model": _table(True, "names", "values torch_dtype versions source also also_source architecture provider"),
+    # What a front end's launch keys change in the model its `model` argument names
+    # (config/derive.py model_sizes): under each of `keys`, a `settings` field given is taken (it
+    # wins over config.json), an `hf_sizes` name given makes that size unknown; `whole`: the key
+    # itself names another config.json, so every size is unknown unless it names the same model.
+    "model_override": _table(True, "keys source", f"settings hf_sizes whole about {_SELECT}"),
     # The values a setting a script leaves unknown is judged at (auditor/scan.py, issue 22).
     "setting_cases": _table(True, "key values why", "source"),
     # What a DeepSpeed training script hands DeepSpeed (config/deepspeed_entry.py).
