@@ -269,3 +269,17 @@ def test_a_closure_cut_short_is_not_read(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(entry_inference, "MAX_MODULES", 1)
     config = _launch(tmp_path, "tools/run_text_generation_server.py", SERVER, "--pipeline-model-parallel-size 1")
     assert not _not_pipeline(config)
+
+
+def test_a_size_the_guessed_front_end_s_entry_leaves_unknown_stays_unknown(tmp_path: Path) -> None:
+    """The nemotron_3_omni shape with `--pp` defaulting to `$PP` of the job's environment (or a
+    YAML of overrides set on the provider): the size is unknown, not megatron-core's default 1."""
+    from auditor.config.expr import UNKNOWN
+
+    entry = "examples/models/nemotron/omni/hf_to_megatron_generate_omni.py"
+    text = OMNI.replace('parser.add_argument("--pp", type=int, default=1)',
+                        'parser.add_argument("--pp", type=int, default=int(os.environ.get("PP", 1)))'
+                        ).replace("import argparse\n", "import argparse\nimport os\n")
+    config = _launch(tmp_path, entry, text, "--hf_model_path x --tp 4")
+    assert config.entry_values["pipeline_model_parallel_size"][0] is UNKNOWN
+    assert not _not_pipeline(config)
