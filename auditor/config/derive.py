@@ -44,6 +44,7 @@ from typing import Any
 
 from auditor.bash.values import EnvVar, Symbolic
 from auditor.config.across_torch import merge_across_torch
+from auditor.config.checkpoint_args import checkpoint_sizes
 from auditor.config.coerce import coerce
 from auditor.config.effective import EffectiveConfig, Value, env_value
 from auditor.config.envread import ENV_PREFIX, SET_ENV, STATED, env_key, given, readers
@@ -106,7 +107,7 @@ def derive(
                     f"{launch.path}:{launch.command_line}: {launch.launcher}",
                     f"{launch.path}:{launch.command_line}", (launch.command_line,))
         deriver.pin_overrides(overrides or {})
-        deriver.pin_open(open_settings(launch))
+        deriver.pin_open({**checkpoint_sizes(launch), **open_settings(launch)})
         deriver.launch_inputs()
         deriver.model_sizes()
         deriver.run()
@@ -244,8 +245,9 @@ class _Deriver:
                          "script leaves unknown")
 
     def pin_open(self, settings: dict[str, tuple[str, int]]) -> None:
-        """Settings a word not known statically may set (config.flags.open_settings): unknown,
-        whatever the rules derive, unless --set gives them."""
+        """Settings a word not known statically may set (config.flags.open_settings) or the
+        checkpoint gives (config.checkpoint_args): unknown, whatever the rules derive, unless --set
+        gives them."""
         for key, (why, line) in settings.items():
             if key not in self.pinned:
                 self.values[key] = Value(UNKNOWN, why, self.launch.path, (why,), (line,))

@@ -76,7 +76,7 @@ def read_entry_assignments(launch: LaunchConfig) -> None:
         if key in elsewhere and found is not None:
             found = (UNKNOWN, f"{elsewhere[key]} writes it too, after the script may",
                      found[2])
-        if found is not None and key not in launch.entry_values and not (guessed and found[0] is UNKNOWN):
+        if found is not None and key not in launch.entry_values:
             value, why, line = found
             launch.entry_values[key] = (value, f"{entry.path}:{line}: {why}", f"{entry.path}:{line}")
     _forward_only(launch, Path(entry.path))

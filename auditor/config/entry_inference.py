@@ -25,11 +25,14 @@ import ast
 from pathlib import Path
 
 from auditor import rulebook
+from auditor.config.checkpoint_args import checkpoint_sizes
 from auditor.config.entry_schedule import names_no_schedule
-from auditor.config.entry_script import iter_closure
+from auditor.config.entry_script import MAX_MODULES, iter_closure
 from auditor.config.entry_stack import modeled_packages
 from auditor.config.model import LaunchConfig
+from auditor.config.no_training import names_p2p
 from auditor.config.pyenv import entry_tree
+from auditor.config.script_run import writes_argv
 from auditor.findings import Finding
 from auditor.rulebook.frameworks import frameworks
 
@@ -69,8 +72,8 @@ def _pipeline_size(launch: LaunchConfig) -> str | None:
     if set_by_entry is not None:
         value, why, where = set_by_entry
         return why.removeprefix(where + ": ") if type(value) is int and value == 1 else None
-    if launch.builds_parser != "megatron-lm":
-        return None
+    if launch.builds_parser != "megatron-lm" or PP in checkpoint_sizes(launch):
+        return None  # not Megatron-LM's parser, or the checkpoint gives the size (config/checkpoint_args.py)
     if any(name != PP and PP in name and f.value != "0" for name, f in launch.flags.items()):
         return None  # more stages besides (`--encoder-pipeline-model-parallel-size 1`, Megatron-LM core_r0.9)
     flag = launch.flags.get(PP)
@@ -84,14 +87,20 @@ def _pipeline_size(launch: LaunchConfig) -> str | None:
 def _writes_pp(launch: LaunchConfig) -> bool:
     """Whether the entry or a local module it imports may set the pipeline size itself (an
     attribute stored, a keyword, a dict key or a string naming it: `args_defaults=
-    {"pipeline_model_parallel_size": 2}`), or cannot be read: then the parser's default is not
-    known to hold."""
+    {"pipeline_model_parallel_size": 2}`; any write to sys.argv, config/script_run.py
+    `writes_argv`: Megatron-LM d98e8a64dd tools/run_dynamic_text_generation_server.py:237-263
+    injects flags there), or cannot be read whole: then the parser's default is not known to hold."""
     read = entry_tree(launch)
     if read is None:
         return True
     stop = frozenset(m.split(".")[0] for m in modeled_packages())
     try:
-        for _, tree in iter_closure(Path(read[0].path), stop):
+        modules = list(iter_closure(Path(read[0].path), stop))
+        if len(modules) >= MAX_MODULES:
+            return True  # the closure was cut: a module not read may set it
+        for _, tree in modules:
+            if writes_argv(tree):
+                return True  # a rewritten sys.argv (`sys.argv[1:1] = ["--pipeline-model-parallel-size", ...]`)
             for node in ast.walk(tree):
                 if (isinstance(node, ast.Attribute) and node.attr == PP and not isinstance(node.ctx, ast.Load)
                         or isinstance(node, ast.keyword) and node.arg == PP
@@ -116,7 +125,8 @@ def _engines() -> list[tuple[str, bool]]:
 def _engine(script: Path, checkout: Path | None) -> tuple[str, bool, str] | None:
     """(module imported, whether it is a server, `file:line`) of the first inference-engine
     import in the script or a local module it imports (a server's import preferred); None
-    where there is none or the closure cannot be read, or where it imports an engine module the
+    where there is none, the closure cannot be read whole (or is cut at MAX_MODULES), a module
+    of it calls torch's P2P API itself (config/no_training.py `names_p2p`), or where it imports an engine module the
     Megatron-LM `checkout` the entry runs from does not hold (Megatron-LM d98e8a64dd
     examples/multimodal/run_text_generation.py:26 still imports megatron.inference.text_generation,
     gone from that tree: the run stops at the import, and is not called inference here)."""
@@ -124,7 +134,12 @@ def _engine(script: Path, checkout: Path | None) -> tuple[str, bool, str] | None
     stop = frozenset(m.split(".")[0] for m in modeled_packages())
     found: list[tuple[str, bool, str]] = []
     try:
-        for path, tree in iter_closure(script, stop):
+        modules = list(iter_closure(script, stop))
+        if len(modules) >= MAX_MODULES:
+            return None  # the closure was cut: a module not read may train or send
+        for path, tree in modules:
+            if names_p2p(tree):
+                return None  # its own sends (dist.isend, P2POp): not the engine's forward only
             for node in ast.walk(tree):
                 if not isinstance(node, (ast.Import, ast.ImportFrom)):
                     continue

@@ -80,6 +80,8 @@ TABLES: dict[str, Table] = {
     "forward_only": _table(False, "param source code", "about"),
     # megatron-core's inference engine modules (config/entry_inference.py).
     "inference_engine": _table(False, "modules source code", "about servers"),
+    # The sizes Megatron-LM takes from the checkpoint (config/checkpoint_args.py).
+    "checkpoint_args": _table(False, "flag gate modules keys source code", "about"),
     # The call-graph interpreter (rulebook.interpreter).
     "entry_point": _table(True, "name code", "about launchers source versions unknown when"),
     "symbol": _table(True, "function", "config group returns versions unknown source"),
@@ -255,6 +257,7 @@ TYPES: dict[str, dict[str, type]] = {
     "config_attribute": {"keys": list},
     "forward_only": {"param": str},
     "inference_engine": {"modules": list, "servers": list},
+    "checkpoint_args": {"flag": str, "gate": str, "modules": list, "keys": list},
     "stage_predicate": {"function": str, "at": dict, "value": bool, "checked": list, "param": str,
                         "position": int, "default": bool},
     "batch_wrapper": {"modules": list, "key": str},

@@ -206,3 +206,80 @@ def test_arguments_passed_on_may_give_the_size(tmp_path: Path) -> None:
     config = parse_launch((tmp_path / "run.sh").read_text(), str(tmp_path / "run.sh"))
     assert any(d.kind == "launch.unresolved-args" for d in config.diagnostics)
     assert not _not_pipeline(config) and "pipeline_model_parallel_size" not in config.entry_values
+
+
+def test_sizes_from_the_checkpoint_are_not_the_launch_line_s(tmp_path: Path) -> None:
+    """bigcode-project/Megatron-LM examples/run_text_generation_server_345M.sh passes
+    `--pipeline-model-parallel-size 1 --use-checkpoint-args`; megatron/checkpointing.py:493-494
+    then forces the checkpoint's size (Megatron-LM d98e8a64dd checkpointing.py:2355-2360 only with
+    --use-mp-args-from-checkpoint-args too): the size is unknown, in the note and in derive."""
+    from auditor.config.derive import derive
+
+    for flags in ("--pipeline-model-parallel-size 1 --use-checkpoint-args --load /ckpt",
+                  "--use-checkpoint-args --use-mp-args-from-checkpoint-args --load /ckpt"):
+        config = _launch(tmp_path, "tools/run_text_generation_server.py", SERVER, flags)
+        assert not _not_pipeline(config), flags
+        value = derive(config, {"megatron-core": "0.17.0"}).get("pipeline_model_parallel_size")
+        assert value is not None and not value.known and "checkpoint" in value.provenance, flags
+
+
+def test_a_checkout_gating_the_sizes_keeps_the_launch_line_s(tmp_path: Path) -> None:
+    """Megatron-LM d98e8a64dd examples/inference/run_inference_server.sh: `--use-checkpoint-args`
+    alone, and its checkpointing.py takes the sizes only behind use_mp_args_from_checkpoint_args."""
+    (tmp_path / "megatron/training").mkdir(parents=True)
+    (tmp_path / "megatron/training/checkpointing.py").write_text(
+        "def load_args_from_checkpoint(args):\n    if args.use_mp_args_from_checkpoint_args:\n        pass\n")
+    config = _launch(tmp_path, "tools/run_text_generation_server.py", SERVER,
+                     "--pipeline-model-parallel-size 1 --use-checkpoint-args --load /ckpt")
+    if "megatron-lm" in config.checkouts:
+        assert _not_pipeline(config)
+
+
+def test_a_sys_argv_rewrite_may_give_the_size(tmp_path: Path) -> None:
+    """Megatron-LM d98e8a64dd tools/run_dynamic_text_generation_server.py:237-263 puts flags into
+    sys.argv before the parser reads it: the parser's default 1 is not known to hold."""
+    text = SERVER.replace('    initialize_megatron(', '    sys.argv[1:1] = ["--pipeline-model-parallel-size", "2"]\n'
+                          '    initialize_megatron(').replace("import torch\n", "import sys\n\nimport torch\n")
+    config = _launch(tmp_path, "tools/run_text_generation_server.py", text, "--num-layers 4")
+    assert not _not_pipeline(config)
+
+
+def test_a_helper_module_of_the_inference_package_is_no_engine(tmp_path: Path) -> None:
+    """Megatron-LM d98e8a64dd examples/rl/benchmark_refit.py imports megatron.core.inference.shards
+    and reshards weights with P2POp: neither the import nor the script is an engine's generation."""
+    text = SERVER.replace("from megatron.core.inference.engines import StaticInferenceEngine\n",
+                          "").replace("from megatron.core.inference.text_generation_server import MegatronServer\n",
+                                      "from megatron.core.inference.shards import MegatronServer\n")
+    config = _launch(tmp_path, "tools/run_text_generation_server.py", text, "--pipeline-model-parallel-size 1")
+    assert not _not_pipeline(config)
+
+
+def test_an_entry_s_own_p2p_calls_are_sends(tmp_path: Path) -> None:
+    """config/no_training.py's guard: an entry that calls torch's P2P API sends, whatever engine it uses."""
+    for call in ("torch.distributed.isend(None, dst=1)", "torch.distributed.batch_isend_irecv([])"):
+        text = SERVER.replace('    MegatronServer(', f'    {call}\n    MegatronServer(')
+        config = _launch(tmp_path, "tools/run_text_generation_server.py", text, "--pipeline-model-parallel-size 1")
+        assert not _not_pipeline(config), call
+
+
+def test_a_closure_cut_short_is_not_read(tmp_path: Path, monkeypatch) -> None:
+    """A closure cut at MAX_MODULES leaves modules unread, as config/no_training.py counts it."""
+    from auditor.config import entry_inference
+
+    monkeypatch.setattr(entry_inference, "MAX_MODULES", 1)
+    config = _launch(tmp_path, "tools/run_text_generation_server.py", SERVER, "--pipeline-model-parallel-size 1")
+    assert not _not_pipeline(config)
+
+
+def test_a_size_the_guessed_front_end_s_entry_leaves_unknown_stays_unknown(tmp_path: Path) -> None:
+    """The nemotron_3_omni shape with `--pp` defaulting to `$PP` of the job's environment (or a
+    YAML of overrides set on the provider): the size is unknown, not megatron-core's default 1."""
+    from auditor.config.expr import UNKNOWN
+
+    entry = "examples/models/nemotron/omni/hf_to_megatron_generate_omni.py"
+    text = OMNI.replace('parser.add_argument("--pp", type=int, default=1)',
+                        'parser.add_argument("--pp", type=int, default=int(os.environ.get("PP", 1)))'
+                        ).replace("import argparse\n", "import argparse\nimport os\n")
+    config = _launch(tmp_path, entry, text, "--hf_model_path x --tp 4")
+    assert config.entry_values["pipeline_model_parallel_size"][0] is UNKNOWN
+    assert not _not_pipeline(config)
