@@ -57,7 +57,7 @@ _HARMLESS_CALLS = re.compile(r"(os|os\.path|pathlib|warnings|logging|argparse|ty
 
 
 @dataclass(frozen=True)
-class Root:
+class SearchRoot:
     path: Path | None  # None: an entry whose text is not known
     why: str
 
@@ -72,21 +72,21 @@ class Missing:
     line: int
     absent: str
     package: Path
-    root: Root
+    root: SearchRoot
 
 
-def entry_roots(entry: Path, env: dict[str, EnvVar]) -> list[Root]:
+def entry_roots(entry: Path, env: dict[str, EnvVar]) -> list[SearchRoot]:
     """sys.path before the installed packages, for `python ENTRY`: the script's directory, then
     the PYTHONPATH entries (an entry not known, or relative, as None: it may hold anything)."""
     here = entry.resolve().parent
-    roots = [Root(here, f"the training script's directory {here}, first on sys.path")]
+    roots = [SearchRoot(here, f"the training script's directory {here}, first on sys.path")]
     var = env.get("PYTHONPATH")
     if var is not None:
         where = "the caller's environment" if var.how == "environ" else f"line {var.line}"
         for text in _entries(var):
             # a root that is no directory here (a container's path, a zip or egg) may hold anything
             known = text is not None and os.path.isabs(text) and os.path.isdir(text)
-            roots.append(Root(Path(text) if known and text else None,
+            roots.append(SearchRoot(Path(text) if known and text else None,
                               f"the PYTHONPATH entry {text} ({where})" if text else "a PYTHONPATH entry not known"))
     return roots
 
@@ -179,10 +179,10 @@ def _opaque_init(package: Path) -> bool:
 
 
 class _Resolver:
-    def __init__(self, roots: list[Root]) -> None:
+    def __init__(self, roots: list[SearchRoot]) -> None:
         self.roots = roots
 
-    def where(self, top: str) -> tuple[Root, str] | None:
+    def where(self, top: str) -> tuple[SearchRoot, str] | None:
         """The known root whose copy of `top` every import reads, and what it holds there; None
         where that is not certain (an unknown root first, a namespace portion) or no known root
         holds it (the installed packages do, or nothing)."""
@@ -285,7 +285,7 @@ def _names(node: ast.Import | ast.ImportFrom, package: str | None) -> list[tuple
     return out
 
 
-def missing_imports(entry: Path, roots: list[Root]) -> list[Missing]:
+def missing_imports(entry: Path, roots: list[SearchRoot]) -> list[Missing]:
     """The imports the script certainly cannot satisfy on start-up, first one per module."""
     resolver = _Resolver(roots)
     out: list[Missing] = []
@@ -353,7 +353,7 @@ def _load(module: str, must: bool, resolver: _Resolver) -> Missing | list[tuple[
 
 
 def own_package_gaps(entry: Path, launch_path: str,
-                     roots: list[Root]) -> list[tuple[ast.Import | ast.ImportFrom, str, str, Path]]:
+                     roots: list[SearchRoot]) -> list[tuple[ast.Import | ast.ImportFrom, str, str, Path]]:
     """The script's own imports of its checkout's package that no known root holds (the run
     imports an installed copy) and that the checkout's copy lacks: (statement, module, the part
     absent, checkout)."""
@@ -365,7 +365,7 @@ def own_package_gaps(entry: Path, launch_path: str,
     except (OSError, SyntaxError, ValueError):
         return []
     resolver = _Resolver(roots)
-    here = _Resolver([Root(checkout, "the checkout")])
+    here = _Resolver([SearchRoot(checkout, "the checkout")])
     out = []
     for node in _statements(tree):
         for module, must in _names(node, None):

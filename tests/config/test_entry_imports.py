@@ -303,3 +303,16 @@ def test_the_parser_read_whole_is_the_moved_script_s(tmp_path, monkeypatch):
                  run="cd $SOMEWHERE\ntorchrun --nproc_per_node 8 pretrain_gpt.py " + flags)
     assert [d.kind for d in moved.diagnostics if d.severity == "error"] == []
     assert any(d.kind == "launch.front-end-unread" for d in moved.diagnostics)
+
+
+def test_missing_imports_names_the_module_the_package_lacks(tmp_path: Path):
+    """The reader itself: the entry's own package copy lacks `pkg.gone` (NeMo train_vae.py:37's
+    shape, a module moved away), found beside the entry as Python's sys.path[0] finds it."""
+    from auditor.config.entry_imports import entry_roots, missing_imports
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    entry = tmp_path / "train.py"
+    entry.write_text("import os\nfrom pkg.gone import thing\n")
+    [miss] = missing_imports(entry, entry_roots(entry, {}))
+    assert "pkg.gone" in str(miss)

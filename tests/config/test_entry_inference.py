@@ -283,3 +283,16 @@ def test_a_size_the_guessed_front_end_s_entry_leaves_unknown_stays_unknown(tmp_p
     config = _launch(tmp_path, entry, text, "--hf_model_path x --tp 4")
     assert config.entry_values["pipeline_model_parallel_size"][0] is UNKNOWN
     assert not _not_pipeline(config)
+
+
+def test_checkpoint_sizes_are_the_flags_the_checkpoint_overrides(tmp_path):
+    """config/checkpoint_args.py alone: `--use-checkpoint-args` hands the pipeline size to the
+    checkpoint (Megatron-LM bigcode checkpointing.py:493-494), so the size is no longer the flag's."""
+    from auditor.config.checkpoint_args import checkpoint_sizes
+    from auditor.config.model import Flag, LaunchConfig
+
+    launch = LaunchConfig(str(tmp_path / "run.sh"), "torchrun tools/run_text_generation_server.py", 3)
+    launch.builds_parser = "megatron-lm"
+    assert "pipeline_model_parallel_size" not in checkpoint_sizes(launch)
+    launch.flags["use_checkpoint_args"] = Flag("use_checkpoint_args", "true", 4, "--use-checkpoint-args")
+    assert "pipeline_model_parallel_size" in checkpoint_sizes(launch)

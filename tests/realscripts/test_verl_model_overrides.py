@@ -98,16 +98,3 @@ def test_actor_tensor_size_is_read(tmp_path: Path) -> None:
     extra = "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=8"
     assert _values(tmp_path, extra, pp=2)["tensor_model_parallel_size"] == 8
     assert any("num_attention_heads 28" in m for m in _checks(tmp_path, extra, pp=2))
-
-
-
-def test_query_groups_must_split_over_tp(tmp_path: Path) -> None:
-    """ms-swift `--model Qwen/Qwen2.5-3B` at TP 4 (as /tmp review k1 wrote it after ms-swift's
-    examples/megatron/*.sh): 16 heads split, its 2 query groups (Megatron-Bridge 0.3.1
-    qwen_provider.py:181) do not; megatron-core 0.15.0 transformer_config.py:758 refuses."""
-    path = tmp_path / "sft.sh"
-    path.write_text("NPROC_PER_NODE=8 \\\nmegatron sft \\\n    --model Qwen/Qwen2.5-3B \\\n"
-                    "    --tensor_model_parallel_size 4 \\\n    --pipeline_model_parallel_size 2\n")
-    versions = {"ms-swift": "4.3.0", "megatron-core": "0.15.0", "mcore-bridge": "1.0.2"}
-    config = derive(parse_launch(path.read_text(), str(path)), versions, torch_version="2.10.0")
-    assert any("num_query_groups 2" in f.message for f in config.findings if f.severity == "error")
