@@ -55,6 +55,11 @@ NOT_LAUNCH = {
     ("NVIDIA-NeMo/RL", "tools/external_gym_vllm/run_in_allocation.sh"),
     ("NVIDIA/Megatron-LM", "examples/post_training/modelopt/slurm/sbatch.sh"),
     ("NVIDIA/NeMo", "scripts/dataset_processing/spoken_wikipedia/run.sh"),  # data preparation (test14)
+    ("NVIDIA/NeMo", "scripts/freesound_download_resample/download_resample_freesound.sh"),  # data (test15)
+    ("NVIDIA/NeMo", "scripts/installers/install_k2.sh"),  # installs a package (test15)
+    ("microsoft/Megatron-DeepSpeed", "examples/sc21/CONFIG.sh"),  # settings sourced by others (test15)
+    ("NVIDIA/NeMo", "tools/ctc_segmentation/run_filter.sh"),  # filters a data set (test15)
+    ("bigcode-project/Megatron-LM", "examples/detxoify_lm/annotations/preprocess.sh"),  # data (test15)
 }
 
 CorpusEntry = tuple[str, str]
