@@ -13,11 +13,8 @@ from auditor.commands import options
 from auditor.commands.output import emit, emit_report, emit_unscanned
 from auditor.config.coerce import overrides_from
 from auditor.config.flags import normalise
-from auditor.config import torch_version
 from auditor.config.launch import CommandNotFollowed, NotAPipelineRun, NotCoveredRun, ScriptExits
 from auditor.config.entry_stack import UnknownStack
-from auditor.config.launch_options import check as launcher_refusals
-from auditor.config.model import LaunchConfig
 from auditor.config.releases import ReleaseUnavailable
 from auditor.config.settings import ANSWERED_UNREAD, check_unscanned
 from auditor.dynamic.runs import read_run
@@ -25,8 +22,7 @@ from auditor.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from auditor.fix import pointer
 from auditor.report import text
 from auditor.report.formats import Context, context
-from auditor.rulebook import files
-from auditor.scan import ScanInputs, run_scan
+from auditor.scan import ScanInputs, launcher_refuses, not_pipeline_verdict, run_scan
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -72,18 +68,12 @@ def _given(args: argparse.Namespace, overrides: dict[str, str]) -> dict[str, str
 def _unscanned_answer(args: argparse.Namespace, exc: InputError) -> int:
     """The answer for a run decided, or left undecided, before any scan."""
     if isinstance(exc, NotAPipelineRun):  # decided: nothing of what p2paudit audits runs here
-        refused = None if exc.config is None else _launcher_refuses(exc.config, args.torch)
-        since = None if refused is None or exc.config is None else _refused_since(exc.config, args.torch)
-        if refused is not None and since is None:  # torch's launcher stops it first: the sharper answer
-            return emit_unscanned(args, verdict.script_exits(refused))
-        # A refusal only from a torch release on, where the run states none: what it is holds on
-        # every torch and comes first; the refusal is said after it.
-        after = f". On torch {since} it does not start: {refused}" if since else ""
-        return emit_unscanned(args, verdict.not_pipeline(exc.what.rstrip(".") + after), exc.config)
+        said = not_pipeline_verdict(exc, args.torch)
+        return emit_unscanned(args, said, None if said.status == "findings" else exc.config)
     if isinstance(exc, NotCoveredRun):  # a pipeline engine no rules model: what it is, never clean
         return emit_unscanned(args, verdict.not_covered(exc.what, exc.decide), exc.config)
     if isinstance(exc, UnknownStack):  # a package no rules model runs the training: undecided
-        refused = None if exc.config is None else _launcher_refuses(exc.config, args.torch)
+        refused = None if exc.config is None else launcher_refuses(exc.config, args.torch)
         if refused is not None:  # torch's launcher stops it first, whatever the stack
             return emit_unscanned(args, verdict.script_exits(refused))
         return emit_unscanned(args, verdict.not_followed(exc.what, exc.decide), exc.config)
@@ -93,31 +83,6 @@ def _unscanned_answer(args: argparse.Namespace, exc: InputError) -> int:
         return emit_unscanned(args, verdict.not_followed(f"{exc.subject}: {exc.what}", exc.DECIDE))
     assert isinstance(exc, ReleaseUnavailable)  # the release rules/ verifies is not on the index
     return emit_unscanned(args, verdict.not_followed(f"{exc.subject}: {exc.what}", exc.decide))
-
-def _launcher_refuses(launch: LaunchConfig, torch: str | None) -> str | None:
-    """What torch's launcher refuses on every torch release judged for this run, before any
-    worker starts (config.launch_options); None where it starts on some."""
-    releases = torch_version.resolve(torch, launch).releases
-    errors = [f for f in launcher_refusals(launch, releases) if f.severity == "error"]
-    if not errors:
-        return None
-    more = f". {len(errors) - 1} other cause(s): {errors[1].message}" if len(errors) > 1 else ""
-    return f"{errors[0].message} ({errors[0].where}){more}"
-
-
-def _refused_since(launch: LaunchConfig, torch: str | None) -> str | None:
-    """The torch release from which on every launcher refusal of `launch` holds (their rules'
-    `refused_since`: older launchers start the run), where the run states no torch (no --torch,
-    no pin); else None: the refusal is the run's, whichever torch it runs."""
-    if torch is not None or any(s.version for s in torch_version.stated(launch)):
-        return None
-    releases = torch_version.resolve(None, launch).releases
-    rules = {e["id"]: e for table in ("launcher_option", "launcher_handoff")
-             for e in files.load("torch").data.get(table, [])}
-    since = {rules.get(f.detail.get("rule"), {}).get("refused_since") for f in launcher_refusals(launch, releases)
-             if f.severity == "error"}
-    return None if None in since or len(since) != 1 else f"{since.pop()} and later (every release judged; the run states none)"
-
 
 def _run(args: argparse.Namespace, base: ScanInputs, overrides: dict[str, str]) -> int:
     if args.matrix:

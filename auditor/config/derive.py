@@ -165,7 +165,7 @@ class _Deriver:
         self.outside_rules: dict[str, list[str]] = {}
         # Checks not reported because an earlier check that stops the run fired (`supersedes`).
         self.superseded: set[str] = set()
-        running = {s.name for s in book.stages if s.runs_for(launch.launcher, launch.builds_parser)}
+        running = {s.name for s in book.stages if s.runs_for(launch.launcher, launch.builds_parser, launch.style)}
         args = [e for es in book.entries.values() for e in es if e.table == "arg"]
         # The arguments of this launcher's front end, also those no rule admits for its version.
         self.frontend_args = {e.key for e in args if e.stage in running} | {
@@ -320,7 +320,7 @@ class _Deriver:
     def _model_overrides(self) -> list[dict[str, Any]]:
         """The [[model_override]]s of the frameworks whose stages run for this launcher."""
         running = dict.fromkeys(s.framework for s in self.book.stages
-                                if s.runs_for(self.launch.launcher, self.launch.builds_parser))
+                                if s.runs_for(self.launch.launcher, self.launch.builds_parser, self.launch.style))
         return [raw for fw in running
                 for raw in rulebook_files.load(fw, self.book.versions.get(fw)).table("model_override")]
 
@@ -375,15 +375,15 @@ class _Deriver:
     # -- stages --
 
     def run(self) -> None:
-        launcher, builds = self.launch.launcher, self.launch.builds_parser
-        frontend = any(s.flags and s.launchers is not None and s.runs_for(launcher, builds)
+        launcher, builds, style = self.launch.launcher, self.launch.builds_parser, self.launch.style
+        frontend = any(s.flags and s.launchers is not None and s.runs_for(launcher, builds, style)
                        for s in self.book.stages)
         if not frontend:
             known = sorted({p for s in self.book.stages if s.flags for p in (s.launchers or ())})
             self.notes.append(f"launcher {launcher!r} matches no rules frontend ({', '.join(known)}): "
                               "what its argument handling decides is unknown")
         for stage in self.book.stages:
-            if not stage.runs_for(launcher, builds):
+            if not stage.runs_for(launcher, builds, style):
                 if not frontend:
                     self._mark_unknown(stage, f"launcher {launcher!r} has no rules for "
                                               f"{stage.framework}'s {stage.name}", other_frontend=True)
@@ -546,7 +546,7 @@ class _Deriver:
     def _running_default(self, name: str) -> Any:
         """The default of the [[arg]] `name` of this launcher's front end, as its release states it
         (verl's `actor_rollout_ref.model.path: ~/models/deepseek-llm-7b-chat`); None if none."""
-        running = {s.name for s in self.book.stages if s.runs_for(self.launch.launcher, self.launch.builds_parser)}
+        running = {s.name for s in self.book.stages if s.runs_for(self.launch.launcher, self.launch.builds_parser, self.launch.style)}
         return next((e.data.get("default") for es in self.book.entries.values() for e in es
                      if e.table == "arg" and e.key == name and e.stage in running), None)
 

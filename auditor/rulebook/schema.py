@@ -40,7 +40,7 @@ TABLES: dict[str, Table] = {
     "framework": _table(False, "name", "distribution position launchers runs_on packages read "
                                        "verified latest_read needs releases comm_wrappers simulated"),
     # The config pipeline (rulebook.stages, evaluated by auditor/config/derive.py).
-    "stage": _table(True, "name order", "launchers flags about front_ends"),
+    "stage": _table(True, "name order", "launchers flags about front_ends styles"),
     # What makes a training script of any name a front end's: the calls it makes into the
     # front end's own modules (config/parser_entry.py).
     "parser_entry": _table(False, "front_end calls modules source code", "about parse_time_bases parse_time_methods"),
@@ -224,7 +224,7 @@ TYPES: dict[str, dict[str, type]] = {
                   "runs_on": str, "packages": list, "needs": list, "read": str, "verified": list,
                   "latest_read": str, "releases": list, "comm_wrappers": list},
     # launcher patterns (rulebook.frameworks.launched_by) and a wrapper's module prefixes
-    "stage": {"launchers": list, "front_ends": list},
+    "stage": {"launchers": list, "front_ends": list, "styles": list},
     "parser_entry": {"front_end": str, "calls": list, "modules": list, "parse_time_bases": list,
                      "parse_time_methods": list},
     "setting_cases": {"key": str, "values": list, "why": str},

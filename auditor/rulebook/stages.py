@@ -29,10 +29,13 @@ class Stage:
     # the front ends whose parser, read from the training script, makes the stage run whatever
     # the script's name (`front_ends`; LaunchConfig.builds_parser)
     front_ends: tuple[str, ...] = ()
+    # the front ends, by the `style` a [[swift_script]] gives its entry, whose own argparse the
+    # stage stands for (`styles`; LaunchConfig.style): Megatron-Bridge's generate programs
+    styles: tuple[str, ...] = ()
 
-    def runs_for(self, launcher: str, builds_parser: str = "") -> bool:
+    def runs_for(self, launcher: str, builds_parser: str = "", style: str = "") -> bool:
         return (self.launchers is None or launched_by(launcher, self.launchers)
-                or builds_parser in self.front_ends)
+                or builds_parser in self.front_ends or style in self.styles)
 
 
 @dataclass(frozen=True)
@@ -102,7 +105,7 @@ def load_rulebook(versions: dict[str, str | None], directory: Path | None = None
             stages.append(Stage(s["name"], int(s["order"]), fw,
                                 tuple(launchers) if launchers is not None else None,
                                 bool(s.get("flags", False)), s.get("about", ""),
-                                tuple(s.get("front_ends", ()))))
+                                tuple(s.get("front_ends", ())), tuple(s.get("styles", ()))))
         root = (checkouts or {}).get(fw)
         if (root is None or version is None or version in framework.verified
                 or not checkout.is_release(str(framework.distribution), root, version)):

@@ -61,7 +61,8 @@ if __name__ == "__main__":
 # The same program on a virtual pipeline: megatron-core runs the interleaved schedule.
 INTERLEAVED = GENERATE.replace("virtual_pipeline_model_parallel_size = None",
                                "virtual_pipeline_model_parallel_size = 2")
-# The real file does not set the virtual pipeline size: the provider's, not known statically.
+# The real file does not set the virtual pipeline size: the provider's, GPTModelProvider's None
+# (Megatron-Bridge@067f987df0 src/megatron/bridge/models/gpt_provider.py:199; no provider sets it).
 UNSTATED = GENERATE.replace("    model_provider.virtual_pipeline_model_parallel_size = None\n", "")
 # A call that may train (forward_only not surely True): judged as a training step.
 MAY_TRAIN = GENERATE.replace("forward_only=True", "forward_only=args.eval_only")
@@ -108,14 +109,19 @@ def test_forward_only_on_a_virtual_pipeline_still_hangs(tmp_path) -> None:
     assert "torch.detail-unbatches" in _rules(doc)
 
 
-def test_an_unstated_virtual_pipeline_stays_undecided(tmp_path) -> None:
-    """Forward only, but whether megatron-core interleaves is the provider's: not a finding, not
-    CLEAN; --set virtual_pipeline_model_parallel_size decides it."""
+def test_an_unstated_virtual_pipeline_is_the_provider_s_default(tmp_path) -> None:
+    """Forward only, and nothing sets the virtual pipeline size: the program's own argparse is its
+    front end (rules/megatron-bridge.toml stage bridge-entry-args), so no Megatron-LM
+    validate_args rule decides it and megatron-core's default, None, holds: the non-interleaved
+    schedule, one-way exchanges, no DETAIL hang and nothing left undecided on it."""
     code, doc = _scan(_write(tmp_path, UNSTATED))
     assert "torch.detail-unbatches" not in _rules(doc)
-    assert doc["verdict"]["status"] == "inconclusive"
-    assert any("torch.detail-unbatches" in u and "virtual_pipeline_model_parallel_size" in u
-               for u in doc["config"]["undecided"]), doc["config"]["undecided"]
+    assert doc["config"]["effective"]["virtual_pipeline_model_parallel_size"] is None
+    assert doc["config"]["effective"]["overlap_p2p_comm"] is False
+    assert doc["config"]["effective"]["pipeline_exchanges_one_way"] is True
+    assert not any("virtual_pipeline_model_parallel_size" in u or "mlm." in u
+                   for u in doc["config"]["undecided"]), doc["config"]["undecided"]
+    assert doc["verdict"]["status"] == "clean", doc["verdict"]
 
 
 def test_a_call_that_may_train_is_judged_as_today(tmp_path) -> None:
