@@ -17,18 +17,26 @@ module, the entry and its local modules were read and name no schedule entry
 which a script may run besides), and the pipeline size surely is the int 1: set by the entry's
 own code (config/entry_assign.py, config/entry_library.py), or, where Megatron-LM's parser reads
 the launch line (`builds_parser`), the literal `1` its `--pipeline-model-parallel-size` is given.
+
+An entry that imports no engine is NOT A PIPELINE RUN on the same terms where the code it runs
+reaches no training step (rules/stacks.toml `[training_step]`) and says what it does instead
+(evaluates, generates): Pai-Megatron-Patch's examples/llama/evaluate_huggingface_llama.py runs
+model.eval() under torch.no_grad() at `--pipeline-model-parallel-size 1`. Its reach is read with
+the stdlib `ast`, not the call graph of analysis/schedule_reach.py: an over-reach finds more
+steps, never fewer.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from auditor import rulebook
 from auditor.config.checkpoint_args import checkpoint_sizes
 from auditor.config.entry_schedule import names_no_schedule
-from auditor.config.entry_script import MAX_MODULES, iter_closure
-from auditor.config.entry_stack import modeled_packages
+from auditor.config.entry_script import MAX_MODULES, is_main_guard, iter_closure
+from auditor.config.entry_stack import modeled_packages, runs_code
 from auditor.config.model import LaunchConfig
 from auditor.config.no_training import names_p2p
 from auditor.config.pyenv import entry_tree
@@ -45,7 +53,8 @@ def read_inference_entry(launch: LaunchConfig) -> None:
     a pipeline size of 1 (see the module docstring)."""
     if any(d.kind == "launch.not-pipeline" for d in launch.diagnostics):
         return
-    if any(d.kind == "launch.unresolved-args" for d in launch.diagnostics):
+    if any(_may_carry_flags(word, launch.text) for d in launch.diagnostics if d.kind == "launch.unresolved-args"
+           for word in d.detail.get("values", [])):
         return  # words not seen (`"${ARGS[@]}"`, `$EXTRA_ARGS`) may give the size: not surely 1
     pp = _pipeline_size(launch)
     if pp is None:
@@ -55,14 +64,20 @@ def read_inference_entry(launch: LaunchConfig) -> None:
         return
     script = Path(read[0].path)
     engine = _engine(script, launch.checkouts.get("megatron-lm"))
-    if engine is None or not names_no_schedule(launch):
-        return
-    module, server, where = engine
-    does = "serves text generation" if server else "generates text"
+    if engine is not None and names_no_schedule(launch):
+        module, server, where = engine
+        does = "serves text generation" if server else "generates text"
+        what = f"{script.name} {does} with an inference engine ({module}, {where}), which trains nothing"
+    else:
+        step = _no_training_step(script)
+        if step is None:
+            return
+        does, functions, local = step
+        what = (f"{script.name} {does}: the entry and the {functions} local function(s) it reaches "
+                f"({local} local module(s) read) call no training step (rules/stacks.toml [training_step]: "
+                "no backward, optimizer step, Trainer.train, training loop or forward_backward function)")
     launch.diagnostics.append(Finding(
-        "launch.not-pipeline", "info",
-        f"{script.name} {does} with an inference engine ({module}, {where}), which trains nothing, "
-        f"at pipeline size 1 ({pp}): no stage sends to another",
+        "launch.not-pipeline", "info", f"{what}, at pipeline size 1 ({pp}): no stage sends to another",
         where=f"{launch.path}:{launch.command_line}", detail={"command": launch.launcher}))
 
 
@@ -163,3 +178,93 @@ def _held(module: str, checkout: Path | None) -> bool:
         return True
     path = checkout.joinpath(*module.split("."))
     return path.is_dir() or path.with_suffix(".py").is_file()
+
+
+def _may_carry_flags(word: str, script: str) -> bool:
+    """Whether an unresolved word of the command may carry flags this reading does not see:
+    anything but a plain string variable the script itself assigns (`${pr_options}`, set to
+    " --fp16" or " --bf16" by an if whose test is not known: Pai-Megatron-Patch a098ca5acb
+    examples/llama/run_evaluate_huggingface_llama.sh:55-61, read as written, as derive reads it).
+    An array (`"${ARGS[@]}"` filled from the caller's arguments), a command substitution, a
+    positional, a variable the script never assigns or assigns from such words may."""
+    plain = re.fullmatch(r"\$\{?([A-Za-z_]\w*)\}?", word.strip('"'))
+    if plain is None:
+        return True
+    assigned = re.findall(rf"(?<![\w$]){plain.group(1)}(\[[^\]]*\])?\+?=(.*)$", script, re.MULTILINE)
+    return not assigned or any(index or _OPAQUE.search(value) for index, value in assigned)
+
+
+# What an assignment may take words from that no reading sees: an array, a command substitution,
+# the script's arguments (`args=$(cat extra.txt)`, `opts="$@"`).
+_OPAQUE = re.compile(r"^\(|\$\(|`|\$\{?[@*]")
+
+
+def _no_training_step(script: Path) -> tuple[str, int, int] | None:
+    """(what the entry does, local functions reached, local modules read) where the entry run as
+    __main__ and every local function it reaches call no training step (rules/stacks.toml
+    `[training_step]`) and make a call saying what it does instead (`does`: evaluates,
+    generates); None otherwise, or where the closure cannot be read whole, is cut at
+    MAX_MODULES, runs code unseen (`exec`, `importlib`: rules/stacks.toml `dynamic`) or calls
+    torch's P2P API itself. Reached: the entry's statements, every local module's top-level code
+    (run on import; not a module's main block), and, transitively, each local function or class
+    that reached code names (called, handed on, or as an attribute of anything: an over-reach
+    only finds more). Pai-Megatron-Patch a098ca5acb examples/llama/evaluate_huggingface_llama.py
+    imports megatron_patch/training.py, whose train_step runs the schedule, but calls only its
+    get_model; its own evaluate() runs model.eval() under torch.no_grad()."""
+    rule = rulebook.load("stacks").data["training_step"]
+    dynamic = rulebook.load("stacks").data["no_pipeline"]["dynamic"]
+    stop = frozenset(m.split(".")[0] for m in modeled_packages())
+    try:
+        modules = list(iter_closure(script, stop))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+        return None
+    if len(modules) >= MAX_MODULES or any(names_p2p(t) or runs_code(t, dynamic) for _, t in modules):
+        return None
+    top: dict[Path, dict[str, ast.AST]] = {}  # a module's own functions and classes, by name
+    methods_of: dict[str, list[ast.AST]] = {}  # every local class's methods, by name
+    imported: dict[Path, set[str]] = {}  # names a module imports with `from X import name`
+    todo: list[tuple[Path, ast.AST]] = []
+    for path, tree in modules:
+        top[path], imported[path] = {}, set()
+        for stmt in tree.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                top[path][stmt.name] = stmt
+                heads = [*stmt.decorator_list, *(stmt.bases if isinstance(stmt, ast.ClassDef) else [])]
+                todo += [(path, h) for h in heads]
+            elif path == script or not is_main_guard(stmt):
+                todo.append((path, stmt))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                imported[path].update(a.asname or a.name for a in node.names)
+            if isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        methods_of.setdefault(item.name, []).append(item)
+    where = {id(d): path for path, named in top.items() for d in named.values()}
+    where |= {id(m): path for path, tree in modules for node in ast.walk(tree) if isinstance(node, ast.ClassDef)
+              for m in node.body}
+    steps, methods = set(rule["names"]), set(rule["methods"])
+    called: set[str] = set()
+    reached: set[int] = set()
+    while todo:
+        path, code = todo.pop()
+        for node in ast.walk(code):
+            if isinstance(node, ast.Name):
+                name = node.id
+                # its own module's function, else one a `from X import` of a local module gives
+                found = ([top[path][name]] if name in top[path] else
+                         [d[name] for p, d in top.items() if p != path and name in d] if name in imported[path] else [])
+            elif isinstance(node, ast.Attribute):
+                name = node.attr
+                found = [*methods_of.get(name, []), *(d[name] for d in top.values() if name in d)]
+            else:
+                continue
+            if name in steps or isinstance(node, ast.Attribute) and name in methods:
+                return None  # a training step, or a name that may be one
+            called.add(name)
+            for d in found:
+                if id(d) not in reached:
+                    reached.add(id(d))
+                    todo.append((where[id(d)], d))
+    does = next((d["what"] for d in rule["does"] if called & set(d["calls"])), None)
+    return None if does is None else (does, len(reached), len(modules) - 1)

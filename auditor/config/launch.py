@@ -550,6 +550,21 @@ def _shipped_script(spelling: Spelling, script: object) -> dict | None:
                  and launched_by(script, ["*" + s["pattern"]])), None)
 
 
+def _routed(spelling: Spelling, shipped: dict, script: object) -> str | None:
+    """What a front end's own file run by path is where a launcher of the script rule's
+    `front_ends` routes a subcommand to it and says that subcommand trains no pipeline:
+    `torchrun swift/cli/rlhf.py` is `swift rlhf` (ms-swift swift/cli/main.py ROUTE_MAPPING)."""
+    if not isinstance(script, str) or not script.endswith(".py"):
+        return None
+    parts = script.removesuffix(".py").split("/")
+    for launcher in (x for x in spelling.launchers if x["name"] in shipped.get("front_ends", ())):
+        for sub, module in launcher.get("routes", {}).items():
+            tail = module.split(".")
+            if parts[-len(tail):] == tail and (what := launcher.get("not_pipeline", {}).get(sub)):
+                return f"{script} is the file `{launcher['program']} {sub}` runs (its ROUTE_MAPPING): {what}"
+    return None
+
+
 def _sized(launcher: dict) -> bool:
     """Whether the launcher rules say how many processes it starts (an environment variable,
     a flag or a config key)."""
@@ -570,6 +585,9 @@ def runs_no_pipeline(candidate: Candidate, spelling: Spelling, path: str) -> str
     if scratch.script_module and isinstance(script, str) and (what := packaged_entry(script)):
         return what  # `deepspeed --module MODULE`, `ray job submit -- python3 -m MODULE`
     shipped = _shipped_script(spelling, script)
+    routed = _routed(spelling, shipped, script) if shipped else None
+    if routed is not None:
+        return routed
     if shipped and "not_pipeline" in shipped:
         scratch.script = script  # a name says no pipeline only where the code names no schedule
         if names_no_schedule(scratch):

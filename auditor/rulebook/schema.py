@@ -144,14 +144,16 @@ TABLES: dict[str, Table] = {
     "launcher": _table(True, "name style",
                        "program programs subcommands python_modules torchrun_subcommands env_nproc "
                        "env_nnodes nproc_flags nnodes_flags nproc_default nnodes_default env_prefix "
-                       f"device_count_values boolean_options env_options env_separator env_keep_all env_keep_none env_always env_caller_wins env_default module_options interpreters python_scripts not_pipeline pair_options directive directive_options nproc_keys nnodes_keys entry_builds script_copies hydra_copies one_process process_starters process_packages world_env world_joins world_join_params inert_packages {_SELECT}"),
+                       f"device_count_values boolean_options env_options env_separator env_keep_all env_keep_none env_always env_caller_wins env_default module_options interpreters python_scripts not_pipeline pair_options directive directive_options nproc_keys nnodes_keys entry_builds script_copies hydra_copies one_process process_starters process_packages world_env world_joins world_join_params inert_packages routes {_SELECT}"),
     # What torch's own launcher refuses, or hands the script, before any worker trains
     # (auditor/config/launch_options.py).
     "launcher_option": _table(True, "id launchers options source code line", f"type parsed_at range unless {_SELECT}"),
     "launcher_handoff": _table(True, "id launchers passes source code line", f"unless helpers refused_since {_SELECT}"),
     # A script the launcher starts that has a front end of its own (`style`); `not_pipeline`: what
     # it is where it trains no pipeline (a checkpoint conversion), `{script}` its path as written.
-    "swift_script": _table(True, "pattern style", f"not_pipeline {_SELECT}"),
+    # `front_ends`: launchers whose `routes` (subcommand -> module) may name the script: it is that
+    # subcommand (`torchrun swift/cli/rlhf.py` is `swift rlhf`).
+    "swift_script": _table(True, "pattern style", f"not_pipeline front_ends {_SELECT}"),
     # Megatron-Bridge's run_recipe.py front end (auditor/config/frontends/megatron_bridge.py).
     "recipe_runner": _table(False, "recipe_option model_option mode_option tasks flag_options overrides "
                                    "recipe_dirs keys layout_keys topology_keys layout_override", "missing source"),
@@ -171,6 +173,8 @@ TABLES: dict[str, Table] = {
     # The pipeline schedules and training loops a call graph from the entry may reach
     # (analysis/schedule_reach.py).
     "schedule_entry": _table(True, "stack what module names checked source", ""),
+    # What a training step is called, and what an entry that takes none does (config/entry_inference.py).
+    "training_step": _table(False, "names methods does source", ""),
     "unknown_stack": _table(False, "covers decide source", ""),
     "unread_entry": _table(False, "covers decide_name decide_file", ""),
     # A Python entry with `@hydra.main` that no front end's rules read (config/entry_stack.py).
