@@ -21,7 +21,6 @@ from auditor.analysis.batching import (
     site_findings,
 )
 from auditor.config import releases
-from auditor.config import torch_version
 from auditor.config.checkout_release import settled_by_targets
 from auditor.config.derive import derive
 from auditor.config.effective import EffectiveConfig
@@ -213,8 +212,8 @@ def _commands(inputs: ScanInputs) -> dict[str, Any]:
             except NotAPipelineRun as exc:  # this command's class; the others are judged still
                 unpipelined.append(exc)
                 docs.append(_not_pipeline_command(inputs, exc))
-    if len(unpipelined) == count:  # every command runs no pipeline: the script runs none
-        raise unpipelined[0]
+    if len(unpipelined) == count and (count == 1 or all(d["verdict"]["status"] == "not-pipeline" for d in docs)):
+        raise unpipelined[0]  # every command runs no pipeline, and each starts: the script runs none
     if count == 1:
         return docs[0]
     out = commandcases.merged(docs)
@@ -226,50 +225,14 @@ def _not_pipeline_command(inputs: ScanInputs, exc: NotAPipelineRun) -> dict[str,
     """The document of one command, among others that run a pipeline, that runs none (a
     generate program at pipeline size 1 beside the same program at 2: Megatron-Bridge
     examples/models/qwen/qwen3_vl/inference.sh), its pipeline size where its entry sets it."""
-    doc = unscanned_document(inputs.config_path, not_pipeline_verdict(exc, inputs.torch_version), exc.config)
+    said = verdict.unpipelined(exc.what, exc.config, inputs.torch_version)
+    doc = unscanned_document(inputs.config_path, said, exc.config)
+    if said.status == "findings" and exc.config is not None:  # its launcher refuses it: a start-up error
+        doc["findings"] += [f.to_json() for f in verdict.launcher_refusals(exc.config, inputs.torch_version)]
     size = None if exc.config is None else exc.config.entry_values.get("pipeline_model_parallel_size")
     if size is not None and size[0] is not UNKNOWN:
         doc["config"]["effective"] = {"pipeline_model_parallel_size": size[0]}
     return doc
-
-
-def not_pipeline_verdict(exc: NotAPipelineRun, torch: str | None) -> verdict.RunVerdict:
-    """The verdict on a command that runs no pipeline: DOES NOT START where torch's launcher
-    refuses it on every torch judged; else NOT A PIPELINE RUN, saying from which torch release
-    on it does not start where only later releases refuse it and the run states none."""
-    refused = None if exc.config is None else launcher_refuses(exc.config, torch)
-    since = None if refused is None or exc.config is None else _refused_since(exc.config, torch)
-    if refused is not None and since is None:  # torch's launcher stops it first: the sharper answer
-        return verdict.script_exits(refused)
-    # A refusal only from a torch release on, where the run states none: what it is holds on
-    # every torch and comes first; the refusal is said after it.
-    after = f". On torch {since} it does not start: {refused}" if since else ""
-    return verdict.not_pipeline(exc.what.rstrip(".") + after)
-
-
-def launcher_refuses(launch: LaunchConfig, torch: str | None) -> str | None:
-    """What torch's launcher refuses on every torch release judged for this run, before any
-    worker starts (config.launch_options); None where it starts on some."""
-    judged = torch_version.resolve(torch, launch).releases
-    errors = [f for f in launcher_refusals(launch, judged) if f.severity == "error"]
-    if not errors:
-        return None
-    more = f". {len(errors) - 1} other cause(s): {errors[1].message}" if len(errors) > 1 else ""
-    return f"{errors[0].message} ({errors[0].where}){more}"
-
-
-def _refused_since(launch: LaunchConfig, torch: str | None) -> str | None:
-    """The torch release from which on every launcher refusal of `launch` holds (their rules'
-    `refused_since`: older launchers start the run), where the run states no torch (no --torch,
-    no pin); else None: the refusal is the run's, whichever torch it runs."""
-    if torch is not None or any(s.version for s in torch_version.stated(launch)):
-        return None
-    judged = torch_version.resolve(None, launch).releases
-    rules = {e["id"]: e for table in ("launcher_option", "launcher_handoff")
-             for e in rulebook_files.load("torch").data.get(table, [])}
-    since = {rules.get(f.detail.get("rule"), {}).get("refused_since") for f in launcher_refusals(launch, judged)
-             if f.severity == "error"}
-    return None if None in since or len(since) != 1 else f"{since.pop()} and later (every release judged; the run states none)"
 
 
 # How many scans, past the commands' own, the settings' cases may take for one script (all its

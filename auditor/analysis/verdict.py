@@ -30,9 +30,14 @@ from auditor.analysis.undecided import (
     undecided_inputs,
     undecided_words,
 )
+from auditor.config import torch_version
+from auditor.config.launch_options import check as launcher_check
+from auditor.config.model import LaunchConfig
 from auditor.config.runconfig import RunConfig
 from auditor.config.torch_version import span
 from auditor.errors import EXIT_FINDINGS, EXIT_OK
+from auditor.findings import Finding
+from auditor.rulebook import files as rulebook_files
 
 SITE_VERDICTS = ("contradiction", "ok", "unknown", "unreachable")
 RUN_VERDICTS = ("findings", "inconclusive", "clean", "inventory", "not-pipeline", "not-covered")
@@ -112,6 +117,51 @@ def script_exits(what: str) -> RunVerdict:
     return RunVerdict("findings", f"DOES NOT START: {what}.", errors=1)
 
 
+def unpipelined(what: str, launch: LaunchConfig | None, torch: str | None) -> RunVerdict:
+    """The verdict on a command that runs no pipeline (`what` it is): DOES NOT START where
+    torch's launcher refuses it on every torch judged; else NOT A PIPELINE RUN, saying from which
+    torch release on it does not start where only later releases refuse it and the run states none."""
+    refused = None if launch is None else launcher_refuses(launch, torch)
+    since = None if refused is None or launch is None else _refused_since(launch, torch)
+    if refused is not None and since is None:  # torch's launcher stops it first: the sharper answer
+        return script_exits(refused)
+    # A refusal only from a torch release on, where the run states none: what it is holds on
+    # every torch and comes first; the refusal is said after it.
+    after = f". On torch {since} it does not start: {refused}" if since else ""
+    return not_pipeline(what.rstrip(".") + after)
+
+
+def launcher_refusals(launch: LaunchConfig, torch: str | None) -> list[Finding]:
+    """torch's launcher's refusals of this run on every torch release judged for it, before any
+    worker starts (config.launch_options, read from rules/torch.toml): start-up errors."""
+    judged = torch_version.resolve(torch, launch).releases
+    return [f for f in launcher_check(launch, judged) if f.severity == "error"]
+
+
+def launcher_refuses(launch: LaunchConfig, torch: str | None) -> str | None:
+    """What torch's launcher refuses on every torch release judged for this run, in words; None
+    where it starts on some."""
+    errors = launcher_refusals(launch, torch)
+    if not errors:
+        return None
+    more = f". {len(errors) - 1} other cause(s): {errors[1].message}" if len(errors) > 1 else ""
+    return f"{errors[0].message} ({errors[0].where}){more}"
+
+
+def _refused_since(launch: LaunchConfig, torch: str | None) -> str | None:
+    """The torch release from which on every launcher refusal of `launch` holds (their rules'
+    `refused_since`: older launchers start the run), where the run states no torch (no --torch,
+    no pin); else None: the refusal is the run's, whichever torch it runs."""
+    if torch is not None or any(s.version for s in torch_version.stated(launch)):
+        return None
+    judged = torch_version.resolve(None, launch).releases
+    rules = {e["id"]: e for table in ("launcher_option", "launcher_handoff")
+             for e in rulebook_files.load("torch").data.get(table, [])}
+    since = {rules.get(f.detail.get("rule"), {}).get("refused_since") for f in launcher_check(launch, judged)
+             if f.severity == "error"}
+    return None if None in since or len(since) != 1 else f"{since.pop()} and later (every release judged; the run states none)"
+
+
 def not_followed(what: str, decide: str) -> RunVerdict:
     """The verdict on a valid script whose training command could not be followed."""
     return RunVerdict("inconclusive", f"INCONCLUSIVE: {what}; decide it with {decide}.",
@@ -128,6 +178,9 @@ def finish(doc: dict[str, Any]) -> RunVerdict:
 def judge(doc: dict[str, Any]) -> RunVerdict:
     sites = doc.get("sites", [])
     scanned = any("reachable" in s for s in sites)
+    basis = (doc.get("config") or {}).get("command_basis")
+    if not scanned and not doc.get("run") and basis:
+        return _decided_unscanned(doc, basis)
     if not scanned and not doc.get("run"):
         return _inventory(doc)
     bad = [s for s in sites if SiteStatus.of(s).contradiction]
@@ -360,6 +413,18 @@ def gate_not_pipeline(what: str, baseline: dict[str, Any]) -> RunVerdict:
                                   f"({status or 'no verdict'}); the new scan reads it as no pipeline "
                                   f"run and judges none: {what.rstrip('.')}. Compare the two readings, "
                                   f"then remake the baseline", errors=1)
+
+
+def _decided_unscanned(doc: dict[str, Any], basis: dict[str, Any]) -> RunVerdict:
+    """A script's document whose worst command was decided before any scan (a command that runs
+    no pipeline, which torch's launcher may refuse: `unpipelined`): that command's verdict, as
+    the basis keeps it, said over every command."""
+    shown = basis["commands"][basis["shown"]]
+    findings = doc.get("findings", [])
+    causes = [c.to_json(findings) for c in causes_of.group(findings)]
+    errors = [c for c in causes if c["severity"] == "error"]
+    return RunVerdict(shown["status"], f"{shown['headline']} {commandcases.words(basis)}.",
+                      errors=max(len(errors), int(shown["status"] == "findings")), causes=causes)
 
 
 def _inventory(doc: dict[str, Any]) -> RunVerdict:

@@ -22,7 +22,7 @@ from auditor.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from auditor.fix import pointer
 from auditor.report import text
 from auditor.report.formats import Context, context
-from auditor.scan import ScanInputs, launcher_refuses, not_pipeline_verdict, run_scan
+from auditor.scan import ScanInputs, run_scan
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -68,12 +68,12 @@ def _given(args: argparse.Namespace, overrides: dict[str, str]) -> dict[str, str
 def _unscanned_answer(args: argparse.Namespace, exc: InputError) -> int:
     """The answer for a run decided, or left undecided, before any scan."""
     if isinstance(exc, NotAPipelineRun):  # decided: nothing of what p2paudit audits runs here
-        said = not_pipeline_verdict(exc, args.torch)
+        said = verdict.unpipelined(exc.what, exc.config, args.torch)
         return emit_unscanned(args, said, None if said.status == "findings" else exc.config)
     if isinstance(exc, NotCoveredRun):  # a pipeline engine no rules model: what it is, never clean
         return emit_unscanned(args, verdict.not_covered(exc.what, exc.decide), exc.config)
     if isinstance(exc, UnknownStack):  # a package no rules model runs the training: undecided
-        refused = None if exc.config is None else launcher_refuses(exc.config, args.torch)
+        refused = None if exc.config is None else verdict.launcher_refuses(exc.config, args.torch)
         if refused is not None:  # torch's launcher stops it first, whatever the stack
             return emit_unscanned(args, verdict.script_exits(refused))
         return emit_unscanned(args, verdict.not_followed(exc.what, exc.decide), exc.config)

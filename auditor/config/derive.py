@@ -45,6 +45,7 @@ from typing import Any
 from auditor.bash.values import EnvVar, Symbolic
 from auditor.config.across_torch import merge_across_torch
 from auditor.config.checkpoint_args import checkpoint_sizes
+from auditor.config.generate_entry import entry_defaults, entry_set
 from auditor.config.coerce import coerce
 from auditor.config.effective import EffectiveConfig, Value, env_value
 from auditor.config.envread import ENV_PREFIX, SET_ENV, STATED, env_key, given, readers
@@ -107,7 +108,7 @@ def derive(
                     f"{launch.path}:{launch.command_line}: {launch.launcher}",
                     f"{launch.path}:{launch.command_line}", (launch.command_line,))
         deriver.pin_overrides(overrides or {})
-        deriver.pin_open({**checkpoint_sizes(launch), **open_settings(launch)})
+        deriver.pin_open({**checkpoint_sizes(launch), **entry_set(launch), **open_settings(launch)})
         deriver.launch_inputs()
         deriver.model_sizes()
         deriver.run()
@@ -165,7 +166,7 @@ class _Deriver:
         self.outside_rules: dict[str, list[str]] = {}
         # Checks not reported because an earlier check that stops the run fired (`supersedes`).
         self.superseded: set[str] = set()
-        running = {s.name for s in book.stages if s.runs_for(launch.launcher, launch.builds_parser, launch.style)}
+        running = {s.name for s in _running(book, launch)}
         args = [e for es in book.entries.values() for e in es if e.table == "arg"]
         # The arguments of this launcher's front end, also those no rule admits for its version.
         self.frontend_args = {e.key for e in args if e.stage in running} | {
@@ -319,8 +320,7 @@ class _Deriver:
 
     def _model_overrides(self) -> list[dict[str, Any]]:
         """The [[model_override]]s of the frameworks whose stages run for this launcher."""
-        running = dict.fromkeys(s.framework for s in self.book.stages
-                                if s.runs_for(self.launch.launcher, self.launch.builds_parser, self.launch.style))
+        running = dict.fromkeys(s.framework for s in _running(self.book, self.launch))
         return [raw for fw in running
                 for raw in rulebook_files.load(fw, self.book.versions.get(fw)).table("model_override")]
 
@@ -375,18 +375,25 @@ class _Deriver:
     # -- stages --
 
     def run(self) -> None:
-        launcher, builds, style = self.launch.launcher, self.launch.builds_parser, self.launch.style
-        frontend = any(s.flags and s.launchers is not None and s.runs_for(launcher, builds, style)
-                       for s in self.book.stages)
+        launcher = self.launch.launcher
+        running = _running(self.book, self.launch)
+        frontend = any(s.flags and s.launchers is not None for s in running)
+        # An entry's own argparse (a Bridge generate program): what the other front ends' stages
+        # would decide stays unknown, but for the megatron-core defaults it surely runs.
+        spared = entry_defaults(self.launch) if any(s.styles for s in running) else None
         if not frontend:
             known = sorted({p for s in self.book.stages if s.flags for p in (s.launchers or ())})
             self.notes.append(f"launcher {launcher!r} matches no rules frontend ({', '.join(known)}): "
                               "what its argument handling decides is unknown")
         for stage in self.book.stages:
-            if not stage.runs_for(launcher, builds, style):
+            if stage not in running:
                 if not frontend:
                     self._mark_unknown(stage, f"launcher {launcher!r} has no rules for "
                                               f"{stage.framework}'s {stage.name}", other_frontend=True)
+                elif spared is not None:
+                    self._mark_unknown(stage, f"{self.launch.style}: its entry parses its own arguments, and "
+                                              f"what {stage.framework}'s {stage.name} would decide is not "
+                                              "read for it", other_frontend=True, spared=spared)
                 continue
             if self.versions.get(stage.framework) is None and stage.framework != "torch":
                 off = self.stack is not None and stage.framework not in self.stack
@@ -402,11 +409,14 @@ class _Deriver:
                 self._apply(entry)
             self._uncovered(stage)
 
-    def _mark_unknown(self, stage: Stage, why: str, other_frontend: bool = False) -> None:
+    def _mark_unknown(self, stage: Stage, why: str, other_frontend: bool = False,
+                      spared: frozenset[str] | None = None) -> None:
         """What the stage would decide is unknown. `other_frontend`: the stage belongs to a front
         end the launcher is not; whatever front end it has derives unknown values too, and reads
         the flags it was given in an unknown way, but a flag it was not given leaves
-        megatron-core's own default in place."""
+        megatron-core's own default in place. `spared`: the launch's front end is an entry's own
+        argparse, which surely runs none of the stage (its checks included) and leaves these
+        settings at megatron-core's default (config/generate_entry.py)."""
         def decided(table: str, raw: dict[str, Any]) -> bool:
             if table != "arg" or not other_frontend:
                 return table != "check"
@@ -430,8 +440,11 @@ class _Deriver:
         # is its flag's; torchtitan's init on a DeepSpeed run, whose init DeepSpeed's rules state).
         off_stack = self.stack is not None and stage.framework not in self.stack
         own = self.frontend_args | set(self.launch.entry_values) | self.own_rules
-        for key in dict.fromkeys(k for k in keys if k and k not in mine and not (off_stack and k in own)):
+        for key in dict.fromkeys(k for k in keys if k and k not in mine and not (off_stack and k in own)
+                                 and k not in (spared or ())):
             self.put(key, UNKNOWN, why, stage.framework)
+        if spared is not None:
+            return
         self.undecided.extend(f"{e.id}: {why}" for e in entries if e.table == "check")
         # Checks with version ranges are not admitted for an unknown version: undecided too, where
         # the framework is part of this run's stack (a DeepSpeed run has no megatron-core checks).
@@ -546,7 +559,7 @@ class _Deriver:
     def _running_default(self, name: str) -> Any:
         """The default of the [[arg]] `name` of this launcher's front end, as its release states it
         (verl's `actor_rollout_ref.model.path: ~/models/deepseek-llm-7b-chat`); None if none."""
-        running = {s.name for s in self.book.stages if s.runs_for(self.launch.launcher, self.launch.builds_parser, self.launch.style)}
+        running = {s.name for s in _running(self.book, self.launch)}
         return next((e.data.get("default") for es in self.book.entries.values() for e in es
                      if e.table == "arg" and e.key == name and e.stage in running), None)
 
@@ -719,6 +732,12 @@ SIZE_INPUTS = ("pipeline_model_parallel_size", "tensor_model_parallel_size",
 # Name parts by which an unread front end's own flags may spell a size (`--pp 2`, `--pp_size 2`,
 # `--pipe-parallel-size 2`): such a flag may set it, so megatron-core's default is not assumed.
 _SPELLED_WITH = {"pipeline_model_parallel_size": ("pp", "pipe", "pipeline")}
+
+
+def _running(book: RuleBook, launch: LaunchConfig) -> list[Stage]:
+    """The stages that run for this launch: by its launcher, the front end whose parser its
+    script builds, or the style of its entry (rulebook.stages Stage.runs_for)."""
+    return [s for s in book.stages if s.runs_for(launch.launcher, launch.builds_parser, launch.style)]
 
 
 def _named_in_words(launch: LaunchConfig, names: list[str]) -> bool:

@@ -82,6 +82,10 @@ TABLES: dict[str, Table] = {
     "inference_engine": _table(False, "modules source code", "about servers"),
     # The sizes Megatron-LM takes from the checkpoint (config/checkpoint_args.py).
     "checkpoint_args": _table(False, "flag gate modules keys source code", "about"),
+    # What a Megatron-Bridge generate entry leaves at megatron-core's defaults, and what sets
+    # them otherwise (config/generate_entry.py).
+    "entry_defaults": _table(False, "styles keys source code", "about"),
+    "entry_setter": _table(True, "id flags keys why source code", "values"),
     # The call-graph interpreter (rulebook.interpreter).
     "entry_point": _table(True, "name code", "about launchers source versions unknown when"),
     "symbol": _table(True, "function", "config group returns versions unknown source"),
@@ -262,6 +266,8 @@ TYPES: dict[str, dict[str, type]] = {
     "forward_only": {"param": str},
     "inference_engine": {"modules": list, "servers": list},
     "checkpoint_args": {"flag": str, "gate": str, "modules": list, "keys": list},
+    "entry_defaults": {"styles": list, "keys": list},
+    "entry_setter": {"id": str, "flags": list, "keys": list, "why": str, "values": list},
     "stage_predicate": {"function": str, "at": dict, "value": bool, "checked": list, "param": str,
                         "position": int, "default": bool},
     "batch_wrapper": {"modules": list, "key": str},

@@ -65,3 +65,42 @@ def test_the_order_of_the_commands_does_not_matter(tmp_path: Path) -> None:
     commands = doc["config"]["command_basis"]["commands"]
     assert [c["status"] == "not-pipeline" for c in commands] == [True, False], commands
     assert doc["config"]["command_basis"]["shown"] == 1
+
+
+# A command that runs no pipeline whose launcher refuses it (a port past 65535: torch's
+# rendezvous utils.py:102): the script does not start, whatever the other commands do.
+REFUSED = "--master_port 70000 "
+
+
+def _scan_lines(tmp_path: Path, *runs: str) -> tuple[int, dict]:
+    conversion = tmp_path / "examples" / "conversion"
+    conversion.mkdir(parents=True, exist_ok=True)
+    (conversion / "hf_to_megatron_generate_text.py").write_text(GENERATE)
+    script = tmp_path / "inference.sh"
+    script.write_text("".join(runs))
+    proc = subprocess.run([sys.executable, "-m", "auditor", "scan", "--config", str(script), *TARGET,
+                           "--format", "json"], check=False, capture_output=True, text=True, cwd=ROOT,
+                          timeout=600)
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def _run(sizes: str, launcher: str = "") -> str:
+    return RUN.format(n=4 if "--pp" in sizes else 8, sizes=sizes).replace(
+        "--nproc_per_node=", f"{launcher}--nproc_per_node=")
+
+
+def test_a_refused_one_stage_command_beside_a_pipeline_does_not_start(tmp_path: Path) -> None:
+    """Its document, decided before any scan, was re-judged as an inventory (exit 0)."""
+    code, doc = _scan_lines(tmp_path, _run("--tp 2 --pp 2"), _run("--ep 8", REFUSED))
+    assert code == 1 and doc["verdict"]["status"] == "findings", doc["verdict"]
+    assert doc["verdict"]["headline"].startswith("DOES NOT START"), doc["verdict"]["headline"]
+    assert f"{tmp_path / 'inference.sh'}:2" in doc["verdict"]["headline"]
+    assert doc["config"]["command_basis"]["shown"] == 1
+    assert "launch.launcher-refuses" in {f["kind"] for f in doc["findings"]}
+
+
+def test_every_command_one_stage_one_refused_does_not_start(tmp_path: Path) -> None:
+    """Not the first command's NOT A PIPELINE RUN."""
+    code, doc = _scan_lines(tmp_path, _run("--ep 8"), _run("--ep 8", REFUSED))
+    assert code == 1 and doc["verdict"]["headline"].startswith("DOES NOT START"), doc["verdict"]
+    assert f"{tmp_path / 'inference.sh'}:2" in doc["verdict"]["headline"]

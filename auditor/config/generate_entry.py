@@ -1,0 +1,54 @@
+"""What a Megatron-Bridge generate entry decides beyond the sizes it writes.
+
+Its own argparse is the run's front end (rules/megatron-bridge.toml stage bridge-entry-args):
+Megatron-LM's argument stages never run for it, and what they would decide stays unknown
+(config/derive.py), except the settings rules/megatron-bridge.toml `[entry_defaults]` names,
+whose megatron-core default runs unless an `[[entry_setter]]` applies to the run: a flag of the
+entry that writes them (a pipeline layout, which implies virtual stages), the Megatron checkpoint
+the model is then loaded from (its run_config.yaml), or a model provider that sets them
+(Sarvam-MoE's layout). Those are unknown until --set gives them, as config/checkpoint_args.py
+leaves Megatron-LM's checkpoint sizes.
+"""
+
+from __future__ import annotations
+
+from fnmatch import fnmatch
+
+from auditor import rulebook
+from auditor.bash.values import Scalar, Symbolic
+from auditor.config.model import LaunchConfig
+
+
+def entry_defaults(launch: LaunchConfig) -> frozenset[str]:
+    """The settings whose megatron-core default runs for this entry where no setter applies;
+    empty for another front end's launch."""
+    data = rulebook.load("megatron-bridge").data.get("entry_defaults")
+    return frozenset(data["keys"]) if data and launch.style in data["styles"] else frozenset()
+
+
+def entry_set(launch: LaunchConfig) -> dict[str, tuple[str, int]]:
+    """Those settings something else sets in this run: key -> (why, line of the flag)."""
+    if not entry_defaults(launch):
+        return {}
+    out: dict[str, tuple[str, int]] = {}
+    for setter in rulebook.load("megatron-bridge").data.get("entry_setter", []):
+        flag = next((launch.flags[f] for f in setter["flags"] if f in launch.flags), None)
+        if flag is None or not _names(flag.value, setter.get("values")):
+            continue
+        shown = flag.value.text if isinstance(flag.value, Symbolic) else flag.value
+        why = f"{flag.spelling} {shown} (line {flag.line}): {setter['why']} ({setter['source']})"
+        for key in setter["keys"]:
+            out.setdefault(key, (why, flag.line))
+    return out
+
+
+def _names(value: Scalar, patterns: list[str] | None) -> bool:
+    """Whether the flag's value may be one the setter applies to: any value where it names no
+    patterns; else a match, or a value whose last path part is not known statically (a model
+    directory `${WORKSPACE}/models/GLM-4.5V` is named by its literal last part)."""
+    if patterns is None:
+        return True
+    text = value.text if isinstance(value, Symbolic) else value
+    if not isinstance(text, str) or "$" in text.rstrip("/").rpartition("/")[2]:
+        return True
+    return any(fnmatch(text.lower(), p) for p in patterns)
