@@ -87,3 +87,20 @@ def absent_from_launch_dirs(name: str, entry: str, script: str, limit: int = 200
         judged += 1
         found = found or target.relative_to(root)
     return (found, judged) if found is not None else None
+
+
+def nowhere_in_checkout(name: str, script: str, limit: int = 20000) -> Path | None:
+    """The checkout around `script` where the relative `name`, opened from any of its
+    directories, is no file (links followed): wherever in the checkout a run starts, it finds
+    none. None where one directory opens a file, `name` is absolute, no checkout is around
+    `script`, or it has more than `limit` directories."""
+    if os.path.isabs(name):
+        return None
+    root = checkout_root(script)
+    if root is None:
+        return None
+    for count, (here, dirs, _) in enumerate(os.walk(root)):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        if count >= limit or os.path.isfile(os.path.join(here, name)):
+            return None
+    return root

@@ -21,6 +21,8 @@ class Cmd:
     stdin: Heredoc | None = None  # the here-document the command reads (`sbatch <<EOF`)
     herestring: Word | None = None  # the word a `<<< WORD` here-string feeds it (`read A B <<< "$x"`)
     stdout: Word | None = None  # the file its output goes to (`printf '%s' "$C" > "$FILE"`)
+    # every redirection as written, in order: (operator with its fd, e.g. "<", "2>", the target)
+    redirects: list[tuple[str, Word]] = field(default_factory=list)
 
 
 @dataclass
@@ -296,14 +298,16 @@ class ShellParser:
                         self.p += 1
                     return
 
-    def _redirects(self) -> tuple[Heredoc | None, Word | None, Word | None]:
-        """Skip redirections; the here-document, the here-string and the file standard output
-        is written over (`> FILE`), among them, if any."""
+    def _redirects(self, seen: list[tuple[str, Word]] | None = None) -> tuple[Heredoc | None, Word | None, Word | None]:
+        """Skip redirections (each appended to `seen`); the here-document, the here-string and the
+        file standard output is written over (`> FILE`), among them, if any."""
         document = string = out = None
         while isinstance(op := self._peek(), Operator) and op.text in REDIRECTS:
             self.p += 1
             if isinstance(target := self._peek(), Word):
                 self.p += 1
+                if seen is not None:
+                    seen.append((op.fd + op.text, target))
                 document = target.heredoc or document
                 string = target if op.text == "<<<" else string
                 out = target if op.text in (">", ">|") and op.fd in ("", "1") else out
@@ -314,6 +318,7 @@ class ShellParser:
         words: list[Word] = []
         stdin: Heredoc | None = None
         herestring = stdout = None
+        redirects: list[tuple[str, Word]] = []
         test = isinstance(tok, Word) and tok.raw == "[["
         while (tok := self._peek()) is not None:
             if isinstance(tok, Word):
@@ -322,7 +327,7 @@ class ShellParser:
                 if test and tok.raw == "]]":
                     test = False
             elif isinstance(tok, Operator) and tok.text in REDIRECTS and not test:
-                document, string, out = self._redirects()
+                document, string, out = self._redirects(redirects)
                 stdin, herestring, stdout = document or stdin, string or herestring, out or stdout
             elif test:  # inside `[[ ]]` operators and newlines are part of the test
                 if isinstance(tok, Operator) and tok.text in ("&&", "||"):  # kept: they join tests
@@ -333,4 +338,5 @@ class ShellParser:
         line = words[0].line if words else (tok.line if tok else 0)
         if test:
             self._syntax(line, "`]]` expected")
-        return Cmd(words, line, max((w.end_line for w in words), default=line), stdin, herestring, stdout)
+        return Cmd(words, line, max((w.end_line for w in words), default=line), stdin, herestring, stdout,
+                   redirects)

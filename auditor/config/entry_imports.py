@@ -127,7 +127,7 @@ def _child(package: Path, name: str, dotted: str = "") -> str:
         return "module"
     if (package / name).is_dir():
         return "package"  # regular, or a namespace portion inside a regular package: importable
-    if any(package.glob(f"{name}.*")) or _built(package, name, dotted):
+    if any(package.glob(f"{name}.*")) or built(package, name, dotted):
         return "maybe"
     return "absent"
 
@@ -136,7 +136,7 @@ _EXTENSION = re.compile(r"Extension\s*\(\s*(?:name\s*=\s*)?['\"]([\w.]+)['\"]")
 _WRITTEN = re.compile(r"\b(?:write_to|version_file)\s*[=:]\s*['\"]([^'\"]+)['\"]")
 
 
-def _built(package: Path, name: str, dotted: str) -> bool:
+def built(package: Path, name: str, dotted: str) -> bool:
     """Whether a build of the project around `package` writes submodule `name`: an extension
     module setup.py or pyproject.toml names (`CUDAExtension('megatron.core._C', ...)`), a file
     setuptools_scm writes (`write_to`, `version_file`), or a path the project's .gitignore keeps

@@ -151,6 +151,23 @@ def listed(spellings: list[str], most: int = 8) -> str:
     return shown + (f" and {len(spellings) - most} more" if len(spellings) > most else "")
 
 
+def surely_positional(value: Scalar) -> bool:
+    """A word argparse reads as a positional argument whatever its unknown parts hold: its known
+    first characters do not start an option (argparse tells options by a leading `-`), as
+    `dir>/output/${MODEL_NAME}/checkpoints` split out of `<some dir>/output/...` (NVIDIA/Megatron-LM
+    @d98e8a64dd examples/multimodal/llama_3p1_nemotron_nano_vl_8b_v1/sft_llama_3p1_nemotron_nano_vl_8b_v1.sh
+    :31, :163): where it splits further, its first word still starts with that text."""
+    head, unknown = segments(value)[0]
+    return not unknown and head != "" and not head[0].isspace() and not head.startswith("-")
+
+
+def _extra_argument(config: LaunchConfig, f: Field, single: str, path: str) -> None:
+    config.diagnostics.append(Finding(
+        "launch.extra-argument", "error",
+        f"`{f.value}` follows `{single}`, which takes one value: Megatron-LM's parser rejects "
+        "it as an unrecognized argument", where=f"{path}:{f.line}", detail=dict(STARTUP)))
+
+
 def _unknown_values(config: LaunchConfig, taken: list[tuple[str, Field, list[str]]], path: str) -> None:
     """Flag values not known statically and unquoted: each is that flag's value only if it expands
     to one word; to several, it also sets flags, overriding those written before it."""
@@ -189,6 +206,8 @@ def read_flags(config: LaunchConfig, args: list[Field], spelling: Spelling, path
             if word is not None:
                 opened.append((word, len(order)))
             config.positionals.append(f.value)
+            if single is not None and surely_positional(f.value):
+                _extra_argument(config, f, single, path)
             single = None
             continue
         if f.value == "--":
@@ -197,10 +216,7 @@ def read_flags(config: LaunchConfig, args: list[Field], spelling: Spelling, path
         if not isinstance(option := f.value, str) or not is_option(option):
             config.positionals.append(f.value)
             if single is not None:
-                config.diagnostics.append(Finding(
-                    "launch.extra-argument", "error",
-                    f"`{f.value}` follows `{single}`, which takes one value: Megatron-LM's parser rejects "
-                    "it as an unrecognized argument", where=f"{path}:{f.line}", detail=dict(STARTUP)))
+                _extra_argument(config, f, single, path)
             single = None
             continue
         written, eq, inline_value = option.partition("=") if option.startswith("--") else (option, "", "")

@@ -34,6 +34,7 @@ from auditor.config.launcher import torchrun_options, world_size, world_variable
 from auditor.config.deepspeed_entry import read_deepspeed_entry
 from auditor.config.entry_inference import read_inference_entry
 from auditor.config.no_training import read_no_training
+from auditor.config.entry_absent import read_absent_entry
 from auditor.config.entry_imports import read_entry_imports
 from auditor.config.entry_module import read_entry_module
 from auditor.config.entry_path import in_checkout
@@ -499,6 +500,7 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
         config.launcher = chosen.invoked + (f" {entry_name(config, launcher, path)}" if script is not None else "")
         _entry_in_checkout(config, path)
         read_entry_module(config, path)
+        read_absent_entry(config, launcher, chosen.invoked, chosen.redirects, shell.opaque, path)
         shipped = _shipped_script(spelling, script)
         reader = for_style(shipped["style"]) if shipped else reader
     config.style = reader.style

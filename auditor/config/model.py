@@ -58,6 +58,9 @@ class LaunchConfig:
     # the file read in place of `script`, an absolute path not here (config.entry_path); "" none
     script_read: str = ""
     script_module: bool = False  # `script` is a module name (`-m pkg.mod`): config.entry_module
+    # why `script` surely never runs (config.entry_absent): no file where the run opens it, or a
+    # word of a placeholder bash read as redirections; "" where it may
+    script_absent: str = ""
     launcher_flags: dict[str, Flag] = field(default_factory=dict)  # torchrun's own options
     wrapper: list[Scalar] = field(default_factory=list)  # words before the launcher: srun, env, ...
     positionals: list[Scalar] = field(default_factory=list)  # training arguments that are no flag

@@ -8,7 +8,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Word
 from auditor.bash.parser import Cmd, Node, ShellParser
@@ -50,6 +50,8 @@ class Candidate:
     # the first word as written of the outermost command that runs it (`"${srun_cmd[@]}"` around
     # `bash -lc "$RUN_CMD"`): config.launcher._loop_built asks whether it runs a loop-built array
     first_word: str = ""
+    # the command's redirections as written (`<path`, `2>&1`): (operator, target), in order
+    redirects: list[tuple[str, Word]] = field(default_factory=list)
 
 
 def is_interpreter(base: str, launcher: dict) -> bool:
@@ -209,7 +211,7 @@ class LaunchShell(Shell):
                 candidate = Candidate(
                     launcher, invoked, sub, args, wrapper, inline, dict(self.vars),
                     cmd.line, cmd.end_line, self.conditional > 0, fields[0].line, self.cwd, self.workdir,
-                    cmd.words[0].raw if cmd.words else "")
+                    cmd.words[0].raw if cmd.words else "", list(cmd.redirects))
                 moved = self._wrapper_workdir(fields[:k + 1] + args)
                 if moved != "":  # `srun --container-workdir=DIR python x.py`: the command runs in DIR
                     candidate.workdir = join_workdir(candidate.workdir, moved)
@@ -547,6 +549,7 @@ class LaunchShell(Shell):
         for candidate in self.candidates[before:]:
             candidate.wrapper = prefix + candidate.wrapper
             candidate.first_word = cmd.words[0].raw if cmd.words else candidate.first_word
+            candidate.redirects = list(cmd.redirects) + candidate.redirects  # the outer ones apply first
 
     def _starter(self, prefix: list[Field]) -> tuple[dict, list[Field]] | None:
         """A program in `prefix` that starts the processes of the script it runs (srun), and its

@@ -60,8 +60,8 @@ def _unread_front_end(config: LaunchConfig, spelling: Spelling, path: str) -> No
                and f.spelling not in spelling.flags and f.spelling not in spelling.no_flags]
     found = (find_script(path, config.script_read or script, entry=True, workdir=config.workdir)
              if isinstance(script, str) else None)
-    if not unknown or (found is not None and not config.script_module):
-        return
+    if not unknown or (found is not None and not config.script_module) or config.script_absent:
+        return  # read, or never run (config.entry_absent): nothing to ask of its parser
     if found is not None:
         _foreign_module(config, found, unknown, path)
         return

@@ -1,0 +1,214 @@
+"""A training command that surely never runs its training script (issue 22), told from the tree.
+
+A missing entry: alibaba/Pai-Megatron-Patch@a098ca5acbdeaf7172ce0393fa309b39a77506db
+examples/deepseek_v3/run_mcore_deepseek_lite.sh builds `cmd="torchrun ${DISTRIBUTED_ARGS[@]}
+pretrain_deepseek_250624.py ..."` (:203) and runs `eval $cmd 2>&1 | tee log_new.txt ; exit
+${PIPESTATUS[0]}` (:209) under `set -e` (:2), with no `cd`; its directory holds
+pretrain_deepseek.py only (6a7c390 deleted pretrain_deepseek_250624.py). Run from that directory,
+every worker's python exits 2. Anything that may put the file there, or start the command
+elsewhere, leaves it undecided as before.
+
+A placeholder: NVIDIA/Megatron-LM@d98e8a64ddf34856e74b24714e3bedb2f5a39553
+examples/multimodal/llama_3p1_nemotron_nano_vl_8b_v1/sft_llama_3p1_nemotron_nano_vl_8b_v1.sh:165-173
+runs `srun -l --verbose --container-image <path to docker image> --container-mounts "<some
+mount>" ... sh -c "${run_cmd}"`: bash reads `<path` and `image>` as redirections, and srun runs
+`docker`.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from auditor.config import entry_absent
+from auditor.config.launch import parse_launch
+
+PAI = """#!/bin/bash
+set -e
+CURRENT_DIR="$( cd "$( dirname "$0" )" && pwd )"
+MEGATRON_PATCH_PATH=$( dirname $( dirname ${CURRENT_DIR}))
+export PYTHONPATH=${MEGATRON_PATCH_PATH}:$PYTHONPATH
+NUM_NODES=${WORLD_SIZE:-1}
+GPUS_PER_NODE=${KUBERNETES_CONTAINER_RESOURCE_GPU:-$(python -c "import torch; print(torch.cuda.device_count())")}
+DISTRIBUTED_ARGS=(--nproc_per_node $GPUS_PER_NODE --nnodes $NUM_NODES)
+MODEL_ARGS=(--num-layers 61 --hidden-size 7168)
+INFRA_ARGS=(--tensor-model-parallel-size 2 --pipeline-model-parallel-size 8)
+BEFORE
+cmd="torchrun ${DISTRIBUTED_ARGS[@]} pretrain_deepseek_250624.py \\
+    ${MODEL_ARGS[@]} \\
+    ${INFRA_ARGS[@]}"
+echo $cmd
+eval $cmd 2>&1 | tee log_new.txt ; exit ${PIPESTATUS[0]}
+"""
+
+ENTRY = "from megatron.training import pretrain\nif __name__ == '__main__':\n    pretrain()\n"
+
+
+def _checkout(root: Path, before: str = "", elsewhere: str = "") -> Path:
+    """root/.gitmodules (Pai's top level holds no setup.py), the launch script beside
+    pretrain_deepseek.py in examples/deepseek_v3/, and `elsewhere` (a path) holding the entry."""
+    (root / "examples" / "deepseek_v3").mkdir(parents=True)
+    (root / ".gitmodules").write_text("")
+    (root / "examples" / "deepseek_v3" / "pretrain_deepseek.py").write_text(ENTRY)
+    if elsewhere:
+        (root / elsewhere).parent.mkdir(parents=True, exist_ok=True)
+        (root / elsewhere).write_text(ENTRY)
+    script = root / "examples" / "deepseek_v3" / "run_mcore_deepseek_lite.sh"
+    script.write_text(PAI.replace("BEFORE\n", before))
+    return script
+
+
+def _errors(script: Path, monkeypatch: pytest.MonkeyPatch, cwd: Path | None = None) -> list:
+    monkeypatch.chdir(cwd or script.parent)
+    config = parse_launch(script.read_text(), str(script))
+    return [d for d in config.diagnostics if d.kind == "launch.entry-missing"]
+
+
+def test_an_entry_no_directory_holds_does_not_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    script = _checkout(tmp_path)
+    [error] = _errors(script, monkeypatch)
+    assert error.severity == "error" and error.detail["category"] == "config"
+    assert error.detail["looked_for"] == str(script.parent / "pretrain_deepseek_250624.py")
+    assert "can't open file" in error.message and "(pretrain_deepseek.py is there)" in error.message
+
+
+def test_a_scan_from_outside_the_checkout_says_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The job may start anywhere: only a scan standing in the tree reads where it starts."""
+    script = _checkout(tmp_path / "pai")
+    assert _errors(script, monkeypatch, cwd=tmp_path) == []
+
+
+@pytest.mark.parametrize("before,elsewhere", [
+    ("", "examples/deepseek_v3/pretrain_deepseek_250624.py"),  # there: found and read
+    ("", "examples/other/pretrain_deepseek_250624.py"),  # a run started in examples/other finds it
+    ("cd /opt/pai\n", ""),  # the command starts elsewhere
+    ("wget -q https://example.com/pretrain_deepseek_250624.py\n", ""),  # fetched first
+    ("git clone https://example.com/pai.git .\n", ""),  # a tree written first
+    ("source ./env.sh\n", ""),  # code unread here runs first
+])
+def test_anything_that_may_bring_the_file_leaves_it_undecided(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, before: str, elsewhere: str) -> None:
+    assert _errors(_checkout(tmp_path, before, elsewhere), monkeypatch) == []
+
+
+def test_a_directory_no_script_is_run_from_says_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A launch script kept among configs (no Python script beside it) is run from another tree."""
+    script = _checkout(tmp_path)
+    (script.parent / "pretrain_deepseek.py").unlink()
+    assert _errors(script, monkeypatch) == []
+
+
+def test_a_built_file_is_not_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    script = _checkout(tmp_path)
+    (tmp_path / ".gitignore").write_text("pretrain_deepseek_250624.py\n")  # made where it runs
+    assert _errors(script, monkeypatch) == []
+
+
+def test_python_itself_cannot_open_it(tmp_path: Path) -> None:
+    """What the workers do: `python FILE` of a missing file exits 2 (CPython's main.c)."""
+    run = subprocess.run(["python3", "pretrain_deepseek_250624.py"], cwd=tmp_path, capture_output=True,
+                         text=True, check=False)
+    assert run.returncode == 2 and "can't open file" in run.stderr
+
+
+NEMOTRON = """#!/bin/bash
+which srun
+BATCH=$((1-$?))
+WORKSPACE="<some dir>"
+SOURCE=`pwd`
+OPTIONS=" \\
+    --tensor-model-parallel-size 4 \\
+    --pipeline-model-parallel-size 1 \\
+    --num-layers 32 \\
+    --save ${WORKSPACE}/output/${MODEL_NAME}/checkpoints \\
+"
+if [[ $BATCH -eq 0 ]]; then
+    torchrun --nproc_per_node 8 examples/multimodal/train.py ${OPTIONS}
+else
+    run_cmd="cd ${SOURCE}; python -u examples/multimodal/train.py ${OPTIONS}"
+    srun -l --verbose \\
+    --container-image <path to docker image> \\
+    --container-mounts "<some mount>" \\
+    --output=${LOGS_DIR}/%x_%j.log \\
+    sh -c "${run_cmd}"
+fi
+"""
+
+
+def test_srun_runs_a_word_of_the_placeholder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    config = parse_launch(NEMOTRON, "sft.sh", which=1)
+    [error] = [d for d in config.diagnostics if d.kind == "launch.placeholder-program"]
+    assert config.script == "docker" and error.severity == "error" and error.where == "sft.sh:17"
+    assert "`<path` reads standard input from a file named `path`" in error.message
+    assert "`image>` writes its standard output to a file named by the next word, `--container-mounts`" \
+        in error.message
+    # the script's parser is not asked for: docker is no training script
+    assert not [d for d in config.diagnostics if d.kind == "launch.front-end-unread"]
+
+
+def test_bash_reads_the_placeholder_as_redirections(tmp_path: Path) -> None:
+    """As bash runs it: without a file `path`, the command never runs; with one, its stdout goes
+    to a file named `--container-mounts` and `docker` is an argument."""
+    line = 'printf "%s\\n" --container-image <path to docker image> \\\n --container-mounts "<some mount>"\n'
+    run = subprocess.run(["bash", "-c", line], cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert run.returncode == 1 and "path: No such file or directory" in run.stderr and run.stdout == ""
+    (tmp_path / "path").write_text("")
+    run = subprocess.run(["bash", "-c", line], cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert (tmp_path / "--container-mounts").read_text().split("\n")[:4] == ["--container-image", "to", "docker",
+                                                                            "image"]
+
+
+# megatron/training/arguments.py of the tree the command runs from, as far as these flags go
+ARGUMENTS = """def parse_args(extra_args_provider=None, ignore_unknown_args=False):
+    parser = argparse.ArgumentParser(allow_abbrev=False)
+    parser = _add_network_size_args(parser)
+    return parser.parse_args()
+
+
+def _add_network_size_args(parser):
+    group = parser.add_argument_group(title='network size')
+    group.add_argument('--num-layers', type=int, default=None)
+    group.add_argument('--tensor-model-parallel-size', type=int, default=1)
+    group.add_argument('--pipeline-model-parallel-size', type=int, default=1)
+    group.add_argument('--save', type=str, default=None)
+    return parser
+"""
+
+
+def test_a_stray_word_with_an_unknown_part_is_still_rejected(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Command 1: `--save <some dir>/output/${MODEL_NAME}/checkpoints` splits into `--save <some`
+    and `dir>/output/${MODEL_NAME}/checkpoints`, whose known start is no option whatever
+    MODEL_NAME holds: argparse rejects it (the twin nvlm/sft_34b_internvit.sh is read so through a
+    word with no unknown part)."""
+    (tmp_path / "megatron" / "training").mkdir(parents=True)
+    (tmp_path / "megatron" / "training" / "arguments.py").write_text(ARGUMENTS)
+    (tmp_path / "examples" / "multimodal").mkdir(parents=True)
+    (tmp_path / "examples" / "multimodal" / "train.py").write_text(ENTRY)
+    (tmp_path / "sft.sh").write_text(NEMOTRON)
+    monkeypatch.chdir(tmp_path)
+    config = parse_launch(NEMOTRON, "sft.sh", which=0)
+    errors = [d for d in config.diagnostics if d.kind == "launch.extra-argument"]
+    assert [e.message.split("`")[1] for e in errors] == ["dir>/output/${MODEL_NAME}/checkpoints"]
+    assert "follows `--save <some`" in errors[0].message
+
+
+@pytest.mark.parametrize("word", ["${EXTRA}/x", "$X", " ${EXTRA}"])
+def test_a_word_that_may_start_an_option_is_not_rejected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          word: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    text = f'torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 32 --save /ckpt "{word}"\n'
+    config = parse_launch(text, "run.sh")
+    assert not [d for d in config.diagnostics if d.kind == "launch.extra-argument"]
+
+
+def test_a_module_run_is_never_judged_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`torchrun -m pkg.train`: a module name, looked up on sys.path (config.entry_module), not a
+    file of the launch directory."""
+    monkeypatch.chdir(tmp_path)
+    config = parse_launch("torchrun --nproc_per_node 8 -m pkg.pretrain_x --num-layers 2\n", "run.sh")
+    entry_absent.read_absent_entry(config, {"script_in_cwd": True}, "torchrun", [], [], "run.sh")
+    assert config.script_module and config.script_absent == ""
