@@ -36,6 +36,7 @@ from auditor.bash.values import (
     EnvVar,
     Field,
     FieldBuilder,
+    Partial,
     Scalar,
     Symbolic,
     Var,
@@ -92,6 +93,10 @@ class Shell(Expander, ABC):
         # (by key), and those that made a value unknown (by its text, `${cmd}`)
         self.forced: dict[str, int] = {}
         self.chosen_by: dict[str, set[Choice]] = {}
+        # A string the branches of an undecided if/case disagree on, by the text of the unknown
+        # value it became (`${pr_options}`): its value at each branch's end ("" where one leaves it
+        # unset), or None where one is not known text or the name was merged again (`alternatives`)
+        self.branch_values: dict[str, tuple[str, ...] | None] = {}
         # how many function calls deep the walk is: their `$1` is the call's, not known here, so
         # a test in them is no choice of the script's (a call may go one way, the next another)
         self.in_function = 0
@@ -338,9 +343,25 @@ class Shell(Expander, ABC):
             else:
                 merged[name] = Var(Symbolic(f"${{{name}}}"), max(v.line for v in known),
                                     any(v.exported for v in known))
+                text = f"${{{name}}}"
+                ways = self.alternatives([v.value if v is not None else "" for v in seen])
+                self.branch_values[text] = ways if self.branch_values.get(text, ways) == ways else None
                 if choice is not None:
                     self.chosen_by.setdefault(f"${{{name}}}", set()).add(choice)
         self.vars = merged
+
+    def alternatives(self, values: list[str | Symbolic | list[tuple[Scalar, int]]]) -> tuple[str, ...] | None:
+        """Every text the values may be, a value merged before (`${NAME}` of `branch_values`)
+        standing for each of its own; None where one is an array or holds text not known."""
+        out: list[str] = []
+        for value in values:
+            if isinstance(value, str):
+                out.append(value)
+            elif isinstance(value, Symbolic) and not isinstance(value, Partial) and self.branch_values.get(value.text):
+                out += self.branch_values[value.text] or ()
+            else:
+                return None
+        return tuple(dict.fromkeys(out))
 
     def _command(self, cmd: Cmd, siblings: list[Node], at: int) -> int:
         """Run one simple command; how many following siblings it took (see `external`)."""

@@ -21,24 +21,25 @@ the launch line (`builds_parser`), the literal `1` its `--pipeline-model-paralle
 An entry that imports no engine is NOT A PIPELINE RUN on the same terms where the code it runs
 reaches no training step (rules/stacks.toml `[training_step]`) and says what it does instead
 (evaluates, generates): Pai-Megatron-Patch's examples/llama/evaluate_huggingface_llama.py runs
-model.eval() under torch.no_grad() at `--pipeline-model-parallel-size 1`. Its reach is read with
-the stdlib `ast`, not the call graph of analysis/schedule_reach.py: an over-reach finds more
-steps, never fewer.
+model.eval() under torch.no_grad() at `--pipeline-model-parallel-size 1`. What it reaches is read
+by config/no_training.py `reaches_no_loop` (the one reader of "reaches no training", stdlib `ast`,
+not the call graph of analysis/schedule_reach.py: an over-reach finds more steps, never fewer),
+and the code that can run names no schedule entry (config/entry_schedule.py `named_in`).
 """
 
 from __future__ import annotations
 
 import ast
-import re
 from pathlib import Path
 
 from auditor import rulebook
 from auditor.config.checkpoint_args import checkpoint_sizes
-from auditor.config.entry_schedule import names_no_schedule
-from auditor.config.entry_script import MAX_MODULES, is_main_guard, iter_closure
-from auditor.config.entry_stack import modeled_packages, runs_code
+from auditor.config.entry_schedule import named_in, names_no_schedule
+from auditor.config.entry_script import MAX_MODULES, iter_closure
+from auditor.config.entry_stack import modeled_packages
+from auditor.config.flags import normalise
 from auditor.config.model import LaunchConfig
-from auditor.config.no_training import names_p2p
+from auditor.config.no_training import names_p2p, reaches_no_loop
 from auditor.config.pyenv import entry_tree
 from auditor.config.script_run import writes_argv
 from auditor.findings import Finding
@@ -53,8 +54,7 @@ def read_inference_entry(launch: LaunchConfig) -> None:
     a pipeline size of 1 (see the module docstring)."""
     if any(d.kind == "launch.not-pipeline" for d in launch.diagnostics):
         return
-    if any(_may_carry_flags(word, launch.text) for d in launch.diagnostics if d.kind == "launch.unresolved-args"
-           for word in d.detail.get("values", [])):
+    if _shadowed(launch):
         return  # words not seen (`"${ARGS[@]}"`, `$EXTRA_ARGS`) may give the size: not surely 1
     pp = _pipeline_size(launch)
     if pp is None:
@@ -72,9 +72,9 @@ def read_inference_entry(launch: LaunchConfig) -> None:
         step = _no_training_step(script)
         if step is None:
             return
-        does, functions, local = step
-        what = (f"{script.name} {does}: the entry and the {functions} local function(s) it reaches "
-                f"({local} local module(s) read) call no training step (rules/stacks.toml [training_step]: "
+        does, local = step
+        what = (f"{script.name} {does}: the entry and the {local} local module(s) it imports "
+                f"call no training step (rules/stacks.toml [training_step]: "
                 "no backward, optimizer step, Trainer.train, training loop or forward_backward function)")
     launch.diagnostics.append(Finding(
         "launch.not-pipeline", "info", f"{what}, at pipeline size 1 ({pp}): no stage sends to another",
@@ -180,91 +180,56 @@ def _held(module: str, checkout: Path | None) -> bool:
     return path.is_dir() or path.with_suffix(".py").is_file()
 
 
-def _may_carry_flags(word: str, script: str) -> bool:
-    """Whether an unresolved word of the command may carry flags this reading does not see:
-    anything but a plain string variable the script itself assigns (`${pr_options}`, set to
-    " --fp16" or " --bf16" by an if whose test is not known: Pai-Megatron-Patch a098ca5acb
-    examples/llama/run_evaluate_huggingface_llama.sh:55-61, read as written, as derive reads it).
-    An array (`"${ARGS[@]}"` filled from the caller's arguments), a command substitution, a
-    positional, a variable the script never assigns or assigns from such words may."""
-    plain = re.fullmatch(r"\$\{?([A-Za-z_]\w*)\}?", word.strip('"'))
-    if plain is None:
-        return True
-    assigned = re.findall(rf"(?<![\w$]){plain.group(1)}(\[[^\]]*\])?\+?=(.*)$", script, re.MULTILINE)
-    return not assigned or any(index or _OPAQUE.search(value) for index, value in assigned)
+def _shadowed(launch: LaunchConfig) -> bool:
+    """Whether a word of the command not known statically may give the pipeline size (config/flags.py's
+    findings): an unresolved word, unless every text it may be is known (a string the script sets
+    in the branches of an if it cannot decide: Pai-Megatron-Patch a098ca5acb
+    examples/llama/run_evaluate_huggingface_llama.sh:55-61 sets `pr_options` to " --fp16" or
+    " --bf16") and none names a pipeline flag. An unknown value of a flag the parser's table
+    knows to take one (`--load $1`, Megatron-LM's) is read as that value, as config/flags.py reads
+    it; of a flag not known to (`--fp16 $MORE_ARGS`), it may be further flags."""
+    for d in launch.diagnostics:
+        if d.kind == "launch.unknown-values" and (PP not in launch.flags or any(
+                _sets_pp(s) for s in d.detail.get("unread_before", []))):
+            return True  # `--fp16 $MORE_ARGS`: a value only if --fp16 takes one, which is not known
+        if d.kind == "launch.unresolved-args":
+            ways = d.detail.get("alternatives", {})
+            if any(v not in ways or any(_sets_pp(w) for text in ways[v] for w in text.split())
+                   for v in d.detail.get("values", [])):
+                return True
+    return False
 
 
-# What an assignment may take words from that no reading sees: an array, a command substitution,
-# the script's arguments (`args=$(cat extra.txt)`, `opts="$@"`).
-_OPAQUE = re.compile(r"^\(|\$\(|`|\$\{?[@*]")
+def _sets_pp(word: str) -> bool:
+    """Whether a word is a flag that may set the pipeline size: one naming it
+    (`--encoder-pipeline-model-parallel-size=2` too), or the one that takes the sizes from the
+    checkpoint (rules/megatron-lm.toml `[checkpoint_args]`)."""
+    name = normalise(word.split("=")[0])
+    return word.startswith("-") and (PP in name or name in _checkpoint_flags())
 
 
-def _no_training_step(script: Path) -> tuple[str, int, int] | None:
-    """(what the entry does, local functions reached, local modules read) where the entry run as
-    __main__ and every local function it reaches call no training step (rules/stacks.toml
-    `[training_step]`) and make a call saying what it does instead (`does`: evaluates,
-    generates); None otherwise, or where the closure cannot be read whole, is cut at
-    MAX_MODULES, runs code unseen (`exec`, `importlib`: rules/stacks.toml `dynamic`) or calls
-    torch's P2P API itself. Reached: the entry's statements, every local module's top-level code
-    (run on import; not a module's main block), and, transitively, each local function or class
-    that reached code names (called, handed on, or as an attribute of anything: an over-reach
-    only finds more). Pai-Megatron-Patch a098ca5acb examples/llama/evaluate_huggingface_llama.py
-    imports megatron_patch/training.py, whose train_step runs the schedule, but calls only its
-    get_model; its own evaluate() runs model.eval() under torch.no_grad()."""
+def _no_training_step(script: Path) -> tuple[str, int] | None:
+    """(what the entry does, local modules read) where the code it runs reaches no training step
+    (config/no_training.py `reaches_no_loop` with rules/stacks.toml `[training_step]`: no loop
+    named, under another name too, no step method reached, no pipeline built, no P2P call) and
+    names a call saying what it does instead (`does`: evaluates, generates); None otherwise.
+    Pai-Megatron-Patch a098ca5acb examples/llama/evaluate_huggingface_llama.py imports
+    megatron_patch/training.py, whose train_step runs the schedule, but names only its get_model;
+    its own evaluate() runs model.eval() under torch.no_grad()."""
     rule = rulebook.load("stacks").data["training_step"]
-    dynamic = rulebook.load("stacks").data["no_pipeline"]["dynamic"]
-    stop = frozenset(m.split(".")[0] for m in modeled_packages())
-    try:
-        modules = list(iter_closure(script, stop))
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+    read = reaches_no_loop(script, frozenset(m.split(".")[0] for m in modeled_packages()), rule)
+    if read is None:
         return None
-    if len(modules) >= MAX_MODULES or any(names_p2p(t) or runs_code(t, dynamic) for _, t in modules):
-        return None
-    top: dict[Path, dict[str, ast.AST]] = {}  # a module's own functions and classes, by name
-    methods_of: dict[str, list[ast.AST]] = {}  # every local class's methods, by name
-    imported: dict[Path, set[str]] = {}  # names a module imports with `from X import name`
-    todo: list[tuple[Path, ast.AST]] = []
-    for path, tree in modules:
-        top[path], imported[path] = {}, set()
-        for stmt in tree.body:
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                top[path][stmt.name] = stmt
-                heads = [*stmt.decorator_list, *(stmt.bases if isinstance(stmt, ast.ClassDef) else [])]
-                todo += [(path, h) for h in heads]
-            elif path == script or not is_main_guard(stmt):
-                todo.append((path, stmt))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom):
-                imported[path].update(a.asname or a.name for a in node.names)
-            if isinstance(node, ast.ClassDef):
-                for item in node.body:
-                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                        methods_of.setdefault(item.name, []).append(item)
-    where = {id(d): path for path, named in top.items() for d in named.values()}
-    where |= {id(m): path for path, tree in modules for node in ast.walk(tree) if isinstance(node, ast.ClassDef)
-              for m in node.body}
-    steps, methods = set(rule["names"]), set(rule["methods"])
-    called: set[str] = set()
-    reached: set[int] = set()
-    while todo:
-        path, code = todo.pop()
-        for node in ast.walk(code):
-            if isinstance(node, ast.Name):
-                name = node.id
-                # its own module's function, else one a `from X import` of a local module gives
-                found = ([top[path][name]] if name in top[path] else
-                         [d[name] for p, d in top.items() if p != path and name in d] if name in imported[path] else [])
-            elif isinstance(node, ast.Attribute):
-                name = node.attr
-                found = [*methods_of.get(name, []), *(d[name] for d in top.values() if name in d)]
-            else:
-                continue
-            if name in steps or isinstance(node, ast.Attribute) and name in methods:
-                return None  # a training step, or a name that may be one
-            called.add(name)
-            for d in found:
-                if id(d) not in reached:
-                    reached.add(id(d))
-                    todo.append((where[id(d)], d))
-    does = next((d["what"] for d in rule["does"] if called & set(d["calls"])), None)
-    return None if does is None else (does, len(reached), len(modules) - 1)
+    local, bodies = read
+    if named_in(bodies) != (True, None):
+        return None  # a schedule entry named (`from megatron.training import pretrain as megatron_pretrain`)
+    named = {n.id if isinstance(n, ast.Name) else n.attr for body in bodies for n in ast.walk(body)
+             if isinstance(n, ast.Name | ast.Attribute)}
+    does = next((d["what"] for d in rule["does"] if named & set(d["calls"])), None)
+    return None if does is None else (does, local)
+
+
+def _checkpoint_flags() -> tuple[str, str]:
+    """The flags by which Megatron-LM takes the sizes from the checkpoint."""
+    data = rulebook.load("megatron-lm").data["checkpoint_args"]
+    return data["flag"], data["gate"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import functools
+from collections.abc import Iterable
 from pathlib import Path
 
 from auditor import rulebook
@@ -47,22 +48,28 @@ def _named(script: Path, mtime_ns: int) -> tuple[bool, str | None]:
     the schedule entry named). A name of an entry reached in a way not resolved here (a star
     import from the framework, an attribute of a framework module not known to hold it, a call of
     a name nothing in the file binds) is (False, None): not known to name none."""
-    entries = [(e["module"], n.split(".")[0]) for e in rulebook.load("stacks").data["schedule_entry"]
-               for n in e["names"]]
     stop = frozenset(m.split(".")[0] for m in modeled_packages())
-    unresolved = False
     try:
-        for _, tree in iter_closure(script, stop):
-            aliases = _aliases(tree)
-            bound = _bound(tree)
-            for node in ast.walk(tree):
-                for m, n in entries:
-                    said = _names(node, m, n, aliases, bound)
-                    if said is True:
-                        return True, f"{m}.{n}"
-                    unresolved = unresolved or said is None
+        return named_in(tree for _, tree in iter_closure(script, stop))
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
         return False, None
+
+
+def named_in(trees: Iterable[ast.Module]) -> tuple[bool, str | None]:
+    """(whether every use of an entry's name in the modules was resolved, the schedule entry
+    named): `_named` of the code given (config/no_training.py passes the code that can run)."""
+    entries = [(e["module"], n.split(".")[0]) for e in rulebook.load("stacks").data["schedule_entry"]
+               for n in e["names"]]
+    unresolved = False
+    for tree in trees:
+        aliases = _aliases(tree)
+        bound = _bound(tree)
+        for node in ast.walk(tree):
+            for m, n in entries:
+                said = _names(node, m, n, aliases, bound)
+                if said is True:
+                    return True, f"{m}.{n}"
+                unresolved = unresolved or said is None
     return not unresolved, None
 
 

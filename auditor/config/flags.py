@@ -50,11 +50,13 @@ def unresolved(config: LaunchConfig, f: Field, path: str, where: str,
     settles = where in WORDS_SET and wholly_unknown(f.value, config.text)
     same = next((d for d in config.diagnostics if d.kind == "launch.unresolved-args"
                  and d.where == at and d.detail.get("adds") == where), None)
-    values, before, opened = [str(f.value)], before or [], []
+    values, before, opened, ways = [str(f.value)], before or [], [], {}
     if same is not None:
         values, before = [*same.detail["values"], str(f.value)], same.detail["before"]
-        opened = list(same.detail["open"])
+        opened, ways = list(same.detail["open"]), dict(same.detail.get("alternatives", {}))
         config.diagnostics.remove(same)
+    if (known := config.branch_values.get(str(f.value))) is not None:
+        ways[str(f.value)] = list(known)  # every text it may be: what it may add is seen
     opened += [str(f.value)] if settles else []
     shadows = (f"; written before {'it' if len(values) == 1 else 'them'}, and so overridden by "
                f"whatever {'it adds' if len(values) == 1 else 'they add'}: {listed(before)}"
@@ -67,7 +69,8 @@ def unresolved(config: LaunchConfig, f: Field, path: str, where: str,
         f"that this audit cannot see{shadows}{judged}",
         fix=("--set KEY=VALUE gives a setting it sets, or set the variable in the script" if opened
              else "set the variable in the script, or pass its value to the audit"), where=at,
-        detail={"values": values, "before": before, "adds": where, "open": opened}))
+        detail={"values": values, "before": before, "adds": where, "open": opened,
+                **({"alternatives": ways} if ways else {})}))
     if not settles:
         return None
     word = UnknownWord(str(f.value), f.line)
@@ -168,13 +171,16 @@ def _extra_argument(config: LaunchConfig, f: Field, single: str, path: str) -> N
         "it as an unrecognized argument", where=f"{path}:{f.line}", detail=dict(STARTUP)))
 
 
-def _unknown_values(config: LaunchConfig, taken: list[tuple[str, Field, list[str]]], path: str) -> None:
+def _unknown_values(config: LaunchConfig, taken: list[tuple[str, Field, list[str], bool]], path: str) -> None:
     """Flag values not known statically and unquoted: each is that flag's value only if it expands
-    to one word; to several, it also sets flags, overriding those written before it."""
+    to one word; to several, it also sets flags, overriding those written before it. Each comes
+    with the flags written before it where its flag is not one the parser's table knows to take a
+    value (`--fp16 $MORE_ARGS`, read unchecked): `unread_before`, what such a word may override."""
     if not taken:
         return
-    last_written, last_field, before = taken[-1]
-    values = "; ".join(f"`{written} {f.value}` (line {f.line})" for written, f, _ in taken[:6])
+    unread = sorted({s for _, _, b, unchecked in taken if unchecked for s in b})
+    last_written, last_field, before, _ = taken[-1]
+    values = "; ".join(f"`{written} {f.value}` (line {f.line})" for written, f, _, _ in taken[:6])
     more = f" and {len(taken) - 6} more" if len(taken) > 6 else ""
     shadow = (f"; the last, `{last_written} {last_field.value}`, comes after {listed(before)}, which such "
               "words would override (argparse keeps the last value)") if before else ""
@@ -183,7 +189,7 @@ def _unknown_values(config: LaunchConfig, taken: list[tuple[str, Field, list[str
         f"{len(taken)} flag value(s) are not known statically: {values}{more}; each is read as its flag's "
         f"value, but unquoted it could expand to several words, the rest of them further arguments{shadow}",
         fix="set the variables in the script, or give their values to the audit (environment or --set)",
-        where=f"{path}:{taken[0][1].line}"))
+        where=f"{path}:{taken[0][1].line}", detail={"unread_before": unread} if unread else {}))
 
 
 def read_flags(config: LaunchConfig, args: list[Field], spelling: Spelling, path: str,
@@ -194,7 +200,7 @@ def read_flags(config: LaunchConfig, args: list[Field], spelling: Spelling, path
     (config/frontends/megatron_lm.py); otherwise the flags are read as written."""
     single: str | None = None  # the last Megatron-LM flag that took its one value, as written
     written_so_far: list[str] = []  # flags in order, for what an unknown word could override
-    unknown_values: list[tuple[str, Field, list[str]]] = []
+    unknown_values: list[tuple[str, Field, list[str], bool]] = []
     order: list[str] = []  # every flag's name as written, in order: what stands after a word
     opened: list[tuple[UnknownWord, int]] = []
     k = 0
@@ -232,7 +238,7 @@ def read_flags(config: LaunchConfig, args: list[Field], spelling: Spelling, path
                     break
                 values.append(args[k].value)
                 if isinstance(args[k].value, Symbolic) and args[k].unsplit:
-                    unknown_values.append((str(written), args[k], list(written_so_far)))
+                    unknown_values.append((str(written), args[k], list(written_so_far), entry is None))
                 k += 1
                 if entry is not None and "nargs" not in entry:
                     break

@@ -488,6 +488,7 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
     config.env = _environment(shell, chosen)
     launcher_env.apply(config, launcher, chosen.args, chosen.wrapper, spelling)
     config.text = "\n".join(shell.lines)  # what a reader asks of the script (flags.wholly_unknown)
+    config.branch_values = dict(shell.branch_values)
     args = chosen.args
     reader = for_style(launcher["style"])
     if launcher.get("program"):

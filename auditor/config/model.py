@@ -96,6 +96,9 @@ class LaunchConfig:
     # Words of the training command not known statically that may add arguments (`${EXTRA}`):
     # what they may set is unknown (config.flags.open_settings), in the order written
     unknown_words: list[UnknownWord] = field(default_factory=list)
+    # A string set in the branches of an undecided if/case, by the text of the unknown word it is
+    # (`${pr_options}`): each text it may be, or None where one is not known (bash.walk `branch_values`)
+    branch_values: dict[str, tuple[str, ...] | None] = field(default_factory=dict)
     # A word among the launcher's own options not known statically (`srun ${SRUN_ARGS} ...`), and
     # the launcher options read before it, which it may override (config.launcher.opened_size)
     options_opened: Any = None

@@ -22,6 +22,7 @@ is on an object, not a function of the package the call is rooted at.
 from __future__ import annotations
 
 import ast
+import copy
 import os
 from pathlib import Path
 from typing import Any
@@ -47,11 +48,9 @@ def read_no_training(launch: LaunchConfig) -> None:
     if located is None:
         return
     entry = Path(located[0].path).resolve()
-    dynamic = rulebook.load("stacks").data["no_pipeline"]["dynamic"]
-    p2p_api = rulebook.load("torch").data.get("p2p_api", [])
     for framework in frameworks():
         for rule in rulebook.load(framework.name).data.get(TABLE, []):
-            what = _judge(rule, launch, entry, located[0].written, dynamic, p2p_api)
+            what = _judge(rule, launch, entry, located[0].written)
             if what:
                 launch.diagnostics.append(Finding(
                     "launch.not-pipeline", "info", what, where=f"{launch.path}:{launch.command_line}",
@@ -59,8 +58,7 @@ def read_no_training(launch: LaunchConfig) -> None:
                 return
 
 
-def _judge(rule: dict[str, Any], launch: LaunchConfig, entry: Path, written: str, dynamic: list[str],
-           p2p_api: list[dict[str, Any]]) -> str | None:
+def _judge(rule: dict[str, Any], launch: LaunchConfig, entry: Path, written: str) -> str | None:
     """What the run is where `rule` holds for it, else None."""
     if "modules" in rule and not (launch.script_module and isinstance(launch.script, str)
                                   and launched_by(launch.script, rule["modules"])):
@@ -71,22 +69,40 @@ def _judge(rule: dict[str, Any], launch: LaunchConfig, entry: Path, written: str
     root = _checkout(entry, file, rule["code"])
     if root is None:
         return None
+    steps = {**rulebook.load("stacks").data["training_step"], **rule}  # the rule's own, else the shared table's
+    read = reaches_no_loop(entry, frozenset({rule["package"]}), steps)
+    if read is None:
+        return None
+    loops = ", ".join(steps["loops"] + steps.get("methods", []))
+    return rule["what"].format(entry=written, module=launch.script, loops=loops, local=read[0],
+                               checkout=os.path.relpath(root / file))
+
+
+def reaches_no_loop(entry: Path, own: frozenset[str], steps: dict[str, Any]) -> tuple[int, list[ast.Module]] | None:
+    """(local modules read, the code that can run, module by module) where the entry and the local
+    modules it imports (the closure stops at the packages `own`) name none of `steps`' `loops`,
+    reach none of them or of its `methods` as an attribute, build no pipeline (`pipeline_modules`,
+    `pipeline_names`) and call no P2P API (rules/torch.toml `[[p2p_api]]`); None otherwise, or
+    where the closure cannot be read whole, is cut at MAX_MODULES or runs code unseen
+    (rules/stacks.toml `dynamic`). The one reader of "reaches no training" (config/entry_inference.py
+    too, with rules/stacks.toml `[training_step]`)."""
+    dynamic = rulebook.load("stacks").data["no_pipeline"]["dynamic"]
+    p2p = [api["name"] for api in rulebook.load("torch").data.get("p2p_api", [])]
     try:
-        modules = list(iter_closure(entry, frozenset({rule["package"]})))
+        modules = list(iter_closure(entry, own))
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
         return None
     if len(modules) >= MAX_MODULES:
         return None
-    names = set(rule["loops"]), set(rule["loops"]) | set(rule.get("methods", []))
+    loops = set(steps["loops"])
     local = {part for path, _ in modules for part in path.with_suffix("").parts}  # its own modules' names
-    pipeline = rule["pipeline_modules"], rule["pipeline_names"] + [api["name"] for api in p2p_api]
-    for body in _imported_code(modules, entry):
-        if (runs_code(body, dynamic) or _uses(body, {rule["package"]} | local, *names)
+    pipeline = steps["pipeline_modules"], steps["pipeline_names"] + p2p
+    bodies = _imported_code(modules, entry)
+    for body in bodies:
+        if (runs_code(body, dynamic) or _uses(body, own | local, loops, loops | set(steps.get("methods", [])))
                 or uses_or_imports(body, *pipeline)):
             return None
-    loops = ", ".join(rule["loops"] + rule.get("methods", []))
-    return rule["what"].format(entry=written, module=launch.script, loops=loops, local=len(modules) - 1,
-                               checkout=os.path.relpath(root / file))
+    return len(modules) - 1, bodies
 
 
 def names_p2p(tree: ast.Module) -> bool:
@@ -107,24 +123,50 @@ def _checkout(entry: Path, file: str, code: str) -> Path | None:
 
 
 def _imported_code(modules: list[tuple[Path, ast.Module]], entry: Path) -> list[ast.Module]:
-    """The code that can run: the entry whole; of a module it imports, neither its main block nor
-    a top-level function that only such code names (pretrain_gpt.py's git_ds_info, which runs
-    `git` through subprocess from its main block only)."""
-    bodies = {path: list(tree.body) if path == entry else [s for s in tree.body if not is_main_guard(s)]
-              for path, tree in modules}
-    while True:
-        named = {n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else a.asname or a.name
-                 for body in bodies.values() for s in body for n in ast.walk(s)
-                 if isinstance(n, ast.Name | ast.Attribute | ast.ImportFrom)
-                 for a in (n.names if isinstance(n, ast.ImportFrom) else [ast.alias("")])}
-        kept = {path: body if path == entry else [s for s in body if not isinstance(s, ast.FunctionDef)
-                                                    or s.name in named] for path, body in bodies.items()}
-        if kept == bodies:
-            return [ast.Module(body=body, type_ignores=[]) for body in bodies.values()]
-        bodies = kept
+    """The code that can run: the entry whole; of a module it imports, its top-level code but its
+    main block, and each top-level function that code reached from these names (pretrain_gpt.py's
+    git_ds_info, which runs `git` through subprocess from its main block only, is left out). A
+    function is named by a name in its own module, by a module that imports it by name and uses
+    the name it gets (`from loop import run_training as fit_model`, then `fit_model(...)`; the
+    import alone runs nothing: Pai-Megatron-Patch's evaluate_huggingface_llama.py imports
+    get_model from megatron_patch/training.py, not its train_step), by any name of a module that
+    star-imports, or as an attribute of anything (an over-reach finds more, never less)."""
+    defs = {path: {s.name: s for s in tree.body if isinstance(s, ast.FunctionDef)} for path, tree in modules}
+    kept: dict[Path, list[ast.stmt]] = {
+        path: list(tree.body) if path == entry else
+        [s for s in tree.body if not isinstance(s, ast.FunctionDef) and not is_main_guard(s)]
+        for path, tree in modules}
+    imports = {path: {a.asname or a.name: a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                      for a in n.names} for path, tree in modules}  # the name a module uses -> the one it imports
+    todo = [(path, s) for path, body in kept.items() for s in body]
+    while todo:
+        path, code = todo.pop()
+        nodes = list(ast.walk(code))
+        used = {n.id for n in nodes if isinstance(n, ast.Name)}
+        anywhere = {n.attr for n in nodes if isinstance(n, ast.Attribute)}
+        anywhere |= {imports[path][name] for name in used if name in imports[path]}
+        anywhere |= used if "*" in imports[path] else set()
+        found = [(path, defs[path][name]) for name in used if name in defs[path]]
+        found += [(p, d[name]) for p, d in defs.items() for name in anywhere if name in d]
+        for where, stmt in found:
+            if stmt not in kept[where]:
+                kept[where].append(stmt)
+                todo.append((where, stmt))
+    return [_used_imports(ast.Module(body=body, type_ignores=[])) for body in kept.values()]
 
 
-def _uses(tree: ast.Module, own: set[str], loops: set[str], attributes: set[str]) -> bool:
+def _used_imports(tree: ast.Module) -> ast.Module:
+    """The code with each name a `from X import` gives that it never uses left out (a copy): an
+    import names a loop or a schedule entry only where the code uses what it gets."""
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    tree = copy.deepcopy(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            node.names = [a for a in node.names if a.name == "*" or (a.asname or a.name) in used]
+    return tree
+
+
+def _uses(tree: ast.Module, own: frozenset[str] | set[str], loops: set[str], attributes: set[str]) -> bool:
     """Whether the code names a loop (called, handed on, or imported under another name) or
     reaches one as an attribute of anything but a module of another package it imports."""
     foreign = {a.asname or a.name.split(".")[0] for node in ast.walk(tree) for a in _foreign(node, own)}
@@ -138,7 +180,7 @@ def _uses(tree: ast.Module, own: set[str], loops: set[str], attributes: set[str]
     return False
 
 
-def _foreign(node: ast.AST, own: set[str]) -> list[ast.alias]:
+def _foreign(node: ast.AST, own: frozenset[str] | set[str]) -> list[ast.alias]:
     """The names `node` imports from a package neither the framework's nor local (`own`)."""
     if isinstance(node, ast.Import):
         return [a for a in node.names if a.name.split(".")[0] not in own]

@@ -178,7 +178,7 @@ TABLES: dict[str, Table] = {
     # (analysis/schedule_reach.py).
     "schedule_entry": _table(True, "stack what module names checked source", ""),
     # What a training step is called, and what an entry that takes none does (config/entry_inference.py).
-    "training_step": _table(False, "names methods does source", ""),
+    "training_step": _table(False, "loops methods pipeline_modules pipeline_names does source", ""),
     "unknown_stack": _table(False, "covers decide source", ""),
     "unread_entry": _table(False, "covers decide_name decide_file", ""),
     # A Python entry with `@hydra.main` that no front end's rules read (config/entry_stack.py).
@@ -189,8 +189,9 @@ TABLES: dict[str, Table] = {
     "entry_module": _table(True, "modules not_pipeline checked source code", ""),
     # An entry of a framework's checkout that reaches none of its training loops: NOT A PIPELINE
     # RUN (config/no_training.py).
-    "no_training_entry": _table(True, "package loops pipeline_modules pipeline_names what source code",
-                                "modules flags methods checked"),
+    # `loops`, `pipeline_modules`, `pipeline_names` where not its own: rules/stacks.toml [training_step]
+    "no_training_entry": _table(True, "package what source code",
+                                "modules flags methods checked loops pipeline_modules pipeline_names"),
     # A console script whose environment switches pick its trainer (LLaMA-Factory's USE_MCA): with
     # none on, `not_pipeline` (config/env_backend.py).
     # How NeMo-RL's examples/run_*.py pick each Policy's backend, `roles` the Policies a script builds

@@ -130,3 +130,50 @@ def test_what_it_does_must_be_seen(tmp_path: Path) -> None:
         "    with torch.no_grad():\n", "    if True:\n"))
     config = parse_launch((tmp_path / "examples/llama/run.sh").read_text(), str(tmp_path / "examples/llama/run.sh"))
     assert not _said(config)
+
+
+def test_a_word_that_may_give_the_size_gives_no_note(tmp_path: Path) -> None:
+    """Only where every text a word of the command may be is known (Pai's `${pr_options}`, " --fp16"
+    or " --bf16" by the caller's `$1`) and none names a pipeline flag is the size surely 1: a
+    branch that sets `--pipeline-model-parallel-size 2` after the 1 (argparse keeps the last), an
+    unknown word inside an assigned string, a positional, a never-assigned variable (its only
+    assignment commented out) may give it."""
+    after = "$OPTS"
+    for before in ('if [ "$PR" = big ]; then OPTS="--pipeline-model-parallel-size 2"; fi',
+                   'if [ "$PR" = big ]; then OPTS="--pipeline-model-parallel-size=2"; fi',
+                   'if [ "$PR" = big ]; then OPTS="--use-checkpoint-args"; fi',
+                   'OPTS="--fp16 $MORE_ARGS"',
+                   'if [ "$PR" = fp16 ]; then OPTS="--fp16 $MORE_ARGS"; fi',
+                   'if [ "$PR" = fp16 ]; then OPTS="--fp16 $2"; fi',
+                   'if [ "$PR" = fp16 ]; then OPTS="$EXTRA_ARGS"; fi',
+                   'if [ "$PR" = fp16 ]; then OPTS="--fp16 ${MP_ARGS}"; fi',
+                   '# OPTS=""'):
+        assert not _said(_launch(tmp_path, before=before, after=after)), before
+    assert _said(_launch(tmp_path, before='if [ "$PR" = big ]; then OPTS="--fp16 --bf16"; fi', after=after))
+
+
+def test_a_pipeline_built_outside_megatron_gives_no_note(tmp_path: Path) -> None:
+    """A pipeline the entry builds itself runs P2P in its eval: torch.distributed.pipelining's
+    ScheduleGPipe(...).eval (torch 2.13 schedules.py _PipelineSchedule.eval), DeepSpeed's
+    PipelineModule run by engine.eval_batch (deepspeed/runtime/pipe/engine.py PipelineEngine.eval_batch)."""
+    torch_pp = ("\n            from torch.distributed.pipelining import PipelineStage, ScheduleGPipe"
+                "\n            ScheduleGPipe(PipelineStage(model, 0, 2, None), n_microbatches=4).eval(batch)")
+    ds_pp = ("\n            from deepspeed.pipe import PipelineModule"
+             "\n            engine = deepspeed.initialize(model=PipelineModule(layers=[], num_stages=2))[0]"
+             "\n            engine.eval_batch(iter([batch]))")
+    for extra in (torch_pp, ds_pp):
+        assert not _said(_launch(tmp_path, extra=extra)), extra
+
+
+def test_a_loop_imported_under_another_name_is_followed(tmp_path: Path) -> None:
+    """`from megatron_patch.loop import run_training as fit_model` (a local loop calling
+    backward), `from megatron.training import pretrain as megatron_pretrain` (Megatron-LM
+    pretrain_gpt.py's call, aliased)."""
+    (tmp_path / "megatron_patch").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "megatron_patch/loop.py").write_text(
+        "def run_training(model, data):\n    for batch in data:\n        model(batch).backward()\n")
+    alias = "\n            from megatron_patch.loop import run_training as fit_model\n            fit_model(model, [])"
+    assert not _said(_launch(tmp_path, extra=alias))
+    pretrain = ("\n            from megatron.training import pretrain as megatron_pretrain"
+                "\n            megatron_pretrain(None, None, None, forward_step)")
+    assert not _said(_launch(tmp_path, extra=pretrain))
