@@ -14,10 +14,14 @@ starts: a launch script kept in a repository of configs is run from another tree
 not in a container image (whose files are not these), the file is no `.py` found where this audit
 looks for one (frontend_parser.find_script: that directory, the launch script's and those above),
 nor opened from any directory of the checkout around the launch script (a run started elsewhere
-in it finds none either), and nothing before the command may make it: no code unread here
-(Shell.opaque), no other word of the script naming it, no command that fetches or unpacks files,
-no build of the checkout (entry_imports.built). Otherwise nothing is said, and the scan asks for
-the command (--command) as before.
+in it finds none either), and nothing may make it or move the run: the command runs
+unconditionally (Candidate.conditional), every command before it only sets variables or is a
+wholly literal command of an inert program (_only_inert_before: anything else, `source`,
+`./prep.sh`, `tar`, `VAR=1 prog`, a command substitution, may write it), no code unread here
+(Shell.opaque), no other word of the script naming it, no container or working directory named
+anywhere, comments included (torch_version.runs_elsewhere), no submodule left unchecked-out (a
+recursive clone fills it, and a run may start in it), no build of the checkout
+(entry_imports.built). Otherwise nothing is said, and the scan asks for the command (--command).
 
 A placeholder. NVIDIA/Megatron-LM@d98e8a64dd examples/multimodal/llama_3p1_nemotron_nano_vl_8b_v1/
 sft_llama_3p1_nemotron_nano_vl_8b_v1.sh:170 writes `srun ... --container-image <path to docker
@@ -25,6 +29,8 @@ image> \\`: bash reads `<path` as standard input from a file named `path` and `i
 standard output to a file named by the next word; `to docker image` stay words, so srun's
 `--container-image` takes `to` and srun runs `docker`. The training command is an argument of
 that program, and where `path` is missing bash runs nothing at all: train.py never starts.
+Said only where the shell opening `<path` stands in a directory known here that holds neither
+`path` nor a file named as the program.
 """
 
 from __future__ import annotations
@@ -34,47 +40,52 @@ import os
 import re
 from pathlib import Path
 
+from collections.abc import Iterator
+
+from auditor import rulebook
 from auditor.bash.absent import checkout_root, nowhere_in_checkout
-from auditor.bash.lexer import Word
+from auditor.bash.lexer import ASSIGN, Lexer, Word
+from auditor.bash.parser import AndOr, Branches, Cmd, CommandGroup, Node, Pipeline, ShellLoop, ShellParser
 from auditor.config.entry_imports import built
 from auditor.config.flags import STARTUP
 from auditor.config.frontend_parser import find_script
 from auditor.config.model import LaunchConfig
+from auditor.config.torch_version import runs_elsewhere
+from auditor.config.training_command import Candidate
 from auditor.findings import Finding
 
-# Commands that may write files into the directory they run in without naming them: a clone, a
-# download, an archive unpacked, a copy or link of a tree, a build
-_MAKES_FILES = re.compile(r"(?:^|[;&|(`{]|\bthen\b|\bdo\b|\belse\b)\s*(?:sudo\s+)?(?:[\w./-]*/)?"
-                          r"(git|wget|curl|tar|unzip|rsync|cp|scp|mv|ln|patch|make|pip3?|hf|"
-                          r"huggingface-cli|modelscope|ossutil\w*|aws|gsutil|hdfs|"
-                          r"(?:bash|sh|python[\d.]*)(?![\w.-]|\s+-c\b))(?![\w.-])", re.M)
-_CONTAINER = re.compile(r"--container-image\b")
+# Shell builtins that set variables or options only: they run nothing and write no file.
+_SETS_STATE = ("export", "set", "unset", "readonly")
+# Of rules/stacks.toml `inert_programs` (no code run), those that write a file where no
+# redirection says so (`cp -r ../src/* .`): not inert here, where a file made is what matters.
+_WRITES = ("cp", "mv", "ln", "touch")
 
 
-def read_absent_entry(config: LaunchConfig, launcher: dict, invoked: str,
-                      redirects: list[tuple[str, Word]], opaque: list[tuple[int, str]], path: str) -> None:
+def read_absent_entry(config: LaunchConfig, launcher: dict, chosen: Candidate,
+                      opaque: list[tuple[int, str]], path: str) -> None:
     """An error (a start-up failure) where the command surely never runs its training script;
     config.script_absent says why, so that no reader asks for the script's parser."""
     script = config.script
     if not isinstance(script, str) or config.script_module or config.script_read:
         return
-    where = _placeholder(config, invoked, redirects, path)
-    if where is None and launcher.get("script_in_cwd"):
+    where = _placeholder(config, chosen, path)
+    if where is None and launcher.get("script_in_cwd") and not chosen.conditional:
         where = _missing(config, opaque, path)
     if where is not None:
         config.script_absent = where
 
 
-def _placeholder(config: LaunchConfig, invoked: str, redirects: list[tuple[str, Word]], path: str) -> str | None:
+def _placeholder(config: LaunchConfig, chosen: Candidate, path: str) -> str | None:
     """The program is a word between a `<WORD` redirection and the `>` closing it on one line
     (`<path to docker image>`): what bash does with it, said as an error."""
     lines = config.text.split("\n")
     program = str(config.script)
+    invoked, redirects = chosen.invoked, chosen.redirects
     for k, (op, target) in enumerate(redirects):
         if op not in ("<", "0<") or target.line > len(lines):
             continue
         m = re.search(rf"<{re.escape(target.raw)}((?:[ \t]+[^\s<>|&;()'\"]+)+)>", lines[target.line - 1])
-        if m is None or program not in m.group(1).split():
+        if m is None or program not in m.group(1).split() or not _unopenable(chosen.opened_in[k], target, program):
             continue
         out = next((t for o, t in redirects[k + 1:] if o in (">", "1>", ">|")), None)
         placeholder = f"<{target.raw}{m.group(1)}>"
@@ -99,19 +110,17 @@ def _missing(config: LaunchConfig, opaque: list[tuple[int, str]], path: str) -> 
     if (os.path.isabs(script) or not script.endswith(".py") or config.workdir != ""
             or config.launch_dir is None or "no_python" in config.launcher_flags):
         return None
-    text = _code(config.text)
-    before = "\n".join(text.split("\n")[: config.command_line - 1])
-    if (any(line < config.command_line for line, _ in opaque) or _CONTAINER.search(text)
-            or text.count(os.path.basename(script)) != 1 or _MAKES_FILES.search(before)):
-        return None  # unread code, a container's files, another word naming it, a command making files
+    if (any(line < config.command_line for line, _ in opaque) or runs_elsewhere(config) is not None
+            or config.text.count(os.path.basename(script)) != 1 or not _only_inert_before(config)):
+        return None  # unread code, a container or directory given, another word naming it, a command that may make it
     looked = Path(config.launch_dir, script)
     if looked.exists() or find_script(path, script, entry=True) is not None:
         return None
     checkout = checkout_root(path) if Path(path).is_file() else None
     if checkout is None or not looked.resolve().is_relative_to(checkout) or not _scripts(looked.parent):
         return None  # the audit stands outside the tree, or where no script is run from
-    if built(looked.parent, looked.stem, "") or nowhere_in_checkout(script, path) is None:
-        return None  # a build makes it, or a directory of the checkout holds it
+    if built(looked.parent, looked.stem, "") or nowhere_in_checkout(script, path) is None or _unpopulated(checkout):
+        return None  # a build makes it, a directory of the checkout or a submodule not checked out may hold it
     near = _near(looked)
     why = (f"`{config.launcher}` (line {config.command_line}) opens {script} in the directory this audit "
            "runs in (the script moves it nowhere): no such file there, nor from any directory of the "
@@ -122,6 +131,20 @@ def _missing(config: LaunchConfig, opaque: list[tuple[int, str]], path: str) -> 
             + "launch from the directory that holds the training script (--command gives that command)",
         where=f"{path}:{config.command_line}", detail={**STARTUP, "looked_for": str(looked)}))
     return why
+
+
+def _unpopulated(checkout: Path) -> bool:
+    """Whether the checkout's .gitmodules names a path that is absent or empty here: a recursive
+    clone fills it, and a run may start inside it (`cd PAI-Megatron-LM && bash ../examples/...`)."""
+    try:
+        text = (checkout / ".gitmodules").read_text(errors="replace")
+    except OSError:
+        return False
+    for name in re.findall(r"^\s*path\s*=\s*(.+?)\s*$", text, re.M):
+        here = checkout / name
+        if not here.is_dir() or not any(here.iterdir()):
+            return True
+    return False
 
 
 def _scripts(directory: Path) -> list[str]:
@@ -138,6 +161,66 @@ def _near(looked: Path) -> str:
     return close[0] if close else ""
 
 
-def _code(text: str) -> str:
-    """The script less its comment lines."""
-    return "\n".join("" if line.lstrip().startswith("#") else line for line in text.split("\n"))
+def _unopenable(opened_in: str | None, target: Word, program: str) -> bool:
+    """Whether bash surely fails to open the `<WORD` file, so runs nothing: the shell opening it
+    stands in a directory known here (Candidate.opened_in: no `cd` before), WORD is literal and
+    no such file is there, nor is the program word a file there."""
+    if opened_in is None or any(p.kind != "lit" for p in target.parts):
+        return False
+    return not Path(opened_in, target.raw).exists() and not Path(opened_in, program).exists()
+
+
+def _only_inert_before(config: LaunchConfig) -> bool:
+    """Whether every command before the training command sets variables or options only, or is a
+    wholly literal command of an inert program (rules/stacks.toml `inert_programs`, less those
+    that write files) with no redirection but to /dev/null or a descriptor; and one command,
+    itself running no command substitution, holds the training command's line. Anything else
+    (`source`, `./prepare.sh`, `tar`, `VAR=1 prog`, a here-document) may make the file."""
+    programs = [p for p in rulebook.load("stacks").data["no_pipeline"].get("inert_programs", []) if p not in _WRITES]
+    nodes = ShellParser(Lexer(config.text, config.path).tokens(), config.path, []).parse()
+    at = [c for c in _commands(nodes) if c.line <= config.command_line <= c.end_line]
+    if len(at) != 1 or any(_substitutes(w) for w in at[0].words):
+        return False
+    return all(_inert(c, programs) for c in _commands(nodes) if c.end_line < config.command_line)
+
+
+def _commands(nodes: list[Node]) -> Iterator[Cmd]:
+    """Every simple command of `nodes`, conditions, bodies and function bodies included."""
+    for node in nodes:
+        if isinstance(node, Cmd):
+            yield node
+        elif isinstance(node, Branches):
+            for part in (*node.conditions, *node.bodies):
+                yield from _commands(part)
+        elif isinstance(node, ShellLoop):
+            yield from _commands(node.condition + node.body)
+        elif isinstance(node, CommandGroup):
+            yield from _commands(node.body)
+        elif isinstance(node, AndOr):
+            yield from _commands([node.first, *(n for _, n in node.rest)])
+        elif isinstance(node, Pipeline):
+            yield from _commands(node.commands)
+        else:
+            yield from _commands([node.body])
+
+
+def _inert(cmd: Cmd, programs: list[str]) -> bool:
+    """A command that runs nothing and writes no file (see _only_inert_before)."""
+    if cmd.stdin is not None or cmd.herestring is not None or any(_substitutes(w) for w in cmd.words):
+        return False
+    if any(op.lstrip("0123456789") not in (">&", "<&") and t.raw != "/dev/null" for op, t in cmd.redirects):
+        return False
+    if not cmd.words or all(ASSIGN.match(w.raw) for w in cmd.words):
+        return True  # assignments only
+    head = cmd.words[0]
+    if head.raw in _SETS_STATE:
+        return True
+    literal = all(p.kind == "lit" for w in cmd.words for p in w.parts)
+    return literal and head.raw in programs
+
+
+def _substitutes(word: Word) -> bool:
+    """Whether a word may run a command substitution (`$(...)`, backquotes), inside a parameter's
+    default (`${X:-$(python -c ...)}`) or an array's elements included."""
+    return any(p.kind == "cmd" or p.kind != "lit" and ("$(" in p.text or "`" in p.text)
+               or any(_substitutes(e) for e in p.elements) for p in word.parts)

@@ -501,7 +501,7 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
         config.launcher = chosen.invoked + (f" {entry_name(config, launcher, path)}" if script is not None else "")
         _entry_in_checkout(config, path)
         read_entry_module(config, path)
-        read_absent_entry(config, launcher, chosen.invoked, chosen.redirects, shell.opaque, path)
+        read_absent_entry(config, launcher, chosen, shell.opaque, path)
         shipped = _shipped_script(spelling, script)
         reader = for_style(shipped["style"]) if shipped else reader
     config.style = reader.style

@@ -29,6 +29,12 @@ from auditor.rulebook import files
 _PIN = re.compile(r"(?<![\w.-])torch\s*==\s*([0-9][0-9A-Za-z.+_-]*[0-9A-Za-z])")
 # An NGC PyTorch image: registry path, then the YY.MM tag (`-py3`, `-py3-igpu`, ...).
 _IMAGE = re.compile(r"(nvcr\.io/nvidia/pytorch):(\d\d\.\d\d)(-[\w.-]+)?")
+# A container or a working directory given to the run, wherever the script names it (a comment,
+# `#SBATCH --chdir=`, `srun --container-image=`, `docker run -w`): its files or its directory
+# are not the tree this audit reads (config/entry_absent.py).
+_ELSEWHERE = re.compile(r"--container[\w-]*|\b(?:docker|podman|apptainer|singularity|enroot|nvidia-docker)\b"
+                        r"|--(?:chdir|workdir|wdir|cwd)\b|-cwd\b|(?:\bsbatch|\bsrun|\bsalloc|#\s*SBATCH|#\s*PBS)\b"
+                        r".*\s-[Dd](?:\s|=|$|/)")
 
 
 @dataclass(frozen=True)
@@ -79,6 +85,15 @@ def stated(launch: LaunchConfig) -> list[Statement]:
             entry = images.get((m.group(1), m.group(2)))
             out.append(Statement(entry["torch"] if entry else None, where))
     return out
+
+
+def runs_elsewhere(launch: LaunchConfig) -> str | None:
+    """Where the script's text, comments included, names a container image (an NGC one or any
+    other) or a working directory for the run: "path:line: text"; None where it names none."""
+    for n, line in enumerate(launch.text.split("\n"), 1):
+        if _IMAGE.search(line) or _ELSEWHERE.search(line):
+            return f"{launch.path}:{n}: {line.strip()[:80]}"
+    return None
 
 
 def resolve(explicit: str | None, launch: LaunchConfig) -> TorchBasis:

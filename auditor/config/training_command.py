@@ -52,6 +52,9 @@ class Candidate:
     first_word: str = ""
     # the command's redirections as written (`<path`, `2>&1`): (operator, target), in order
     redirects: list[tuple[str, Word]] = field(default_factory=list)
+    # for each redirection, the directory the shell opening it stands in (before any wrapper's
+    # working-directory option, `srun --container-image`, moves the command): None where not known
+    opened_in: list[str | None] = field(default_factory=list)
 
 
 def is_interpreter(base: str, launcher: dict) -> bool:
@@ -211,7 +214,7 @@ class LaunchShell(Shell):
                 candidate = Candidate(
                     launcher, invoked, sub, args, wrapper, inline, dict(self.vars),
                     cmd.line, cmd.end_line, self.conditional > 0, fields[0].line, self.cwd, self.workdir,
-                    cmd.words[0].raw if cmd.words else "", list(cmd.redirects))
+                    cmd.words[0].raw if cmd.words else "", list(cmd.redirects), [self.cwd] * len(cmd.redirects))
                 moved = self._wrapper_workdir(fields[:k + 1] + args)
                 if moved != "":  # `srun --container-workdir=DIR python x.py`: the command runs in DIR
                     candidate.workdir = join_workdir(candidate.workdir, moved)
@@ -528,6 +531,7 @@ class LaunchShell(Shell):
         # it again leaves exactly those parts symbolic.
         text = str(value)
         before = len(self.candidates)
+        outer = self.cwd  # where this shell opens the redirections of the command running `value`
         saved, saved_reading = self.starter, self.reading
         self.starter = self._starter(prefix) or saved
         self.reading = reading
@@ -549,6 +553,7 @@ class LaunchShell(Shell):
         for candidate in self.candidates[before:]:
             candidate.wrapper = prefix + candidate.wrapper
             candidate.first_word = cmd.words[0].raw if cmd.words else candidate.first_word
+            candidate.opened_in = [outer] * len(cmd.redirects) + candidate.opened_in
             candidate.redirects = list(cmd.redirects) + candidate.redirects  # the outer ones apply first
 
     def _starter(self, prefix: list[Field]) -> tuple[dict, list[Field]] | None:

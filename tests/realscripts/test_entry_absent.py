@@ -1,7 +1,8 @@
 """A training command that surely never runs its training script (issue 22), told from the tree.
 
 A missing entry: alibaba/Pai-Megatron-Patch@a098ca5acbdeaf7172ce0393fa309b39a77506db
-examples/deepseek_v3/run_mcore_deepseek_lite.sh builds `cmd="torchrun ${DISTRIBUTED_ARGS[@]}
+examples/deepseek_v3/run_mcore_deepseek_lite.sh (its shape; the upstream file itself runs
+`$(python -c ...)` first and names submodules, so it stays undecided) builds `cmd="torchrun ${DISTRIBUTED_ARGS[@]}
 pretrain_deepseek_250624.py ..."` (:203) and runs `eval $cmd 2>&1 | tee log_new.txt ; exit
 ${PIPESTATUS[0]}` (:209) under `set -e` (:2), with no `cd`; its directory holds
 pretrain_deepseek.py only (6a7c390 deleted pretrain_deepseek_250624.py). Run from that directory,
@@ -22,26 +23,21 @@ from pathlib import Path
 
 import pytest
 
-from auditor.config import entry_absent
 from auditor.config.launch import parse_launch
 
 PAI = """#!/bin/bash
 set -e
-CURRENT_DIR="$( cd "$( dirname "$0" )" && pwd )"
-MEGATRON_PATCH_PATH=$( dirname $( dirname ${CURRENT_DIR}))
-export PYTHONPATH=${MEGATRON_PATCH_PATH}:$PYTHONPATH
+export CUDA_DEVICE_MAX_CONNECTIONS=1
 NUM_NODES=${WORLD_SIZE:-1}
-GPUS_PER_NODE=${KUBERNETES_CONTAINER_RESOURCE_GPU:-$(python -c "import torch; print(torch.cuda.device_count())")}
-DISTRIBUTED_ARGS=(--nproc_per_node $GPUS_PER_NODE --nnodes $NUM_NODES)
+DISTRIBUTED_ARGS=(--nproc_per_node 8 --nnodes $NUM_NODES)
 MODEL_ARGS=(--num-layers 61 --hidden-size 7168)
 INFRA_ARGS=(--tensor-model-parallel-size 2 --pipeline-model-parallel-size 8)
 BEFORE
-cmd="torchrun ${DISTRIBUTED_ARGS[@]} pretrain_deepseek_250624.py \\
-    ${MODEL_ARGS[@]} \\
-    ${INFRA_ARGS[@]}"
-echo $cmd
-eval $cmd 2>&1 | tee log_new.txt ; exit ${PIPESTATUS[0]}
+torchrun ${DISTRIBUTED_ARGS[@]} pretrain_deepseek_250624.py ${MODEL_ARGS[@]} ${INFRA_ARGS[@]}
 """
+# The upstream lines kept as written: `$(python -c ...)` and `eval` run code before the command
+PAI_UPSTREAM = PAI.replace("BEFORE\n", 'GPUS_PER_NODE=${KUBERNETES_CONTAINER_RESOURCE_GPU:-$(python -c '
+                           '"import torch; print(torch.cuda.device_count())")}\n')
 
 ENTRY = "from megatron.training import pretrain\nif __name__ == '__main__':\n    pretrain()\n"
 
@@ -87,10 +83,39 @@ def test_a_scan_from_outside_the_checkout_says_nothing(tmp_path: Path, monkeypat
     ("wget -q https://example.com/pretrain_deepseek_250624.py\n", ""),  # fetched first
     ("git clone https://example.com/pai.git .\n", ""),  # a tree written first
     ("source ./env.sh\n", ""),  # code unread here runs first
+    ("./prepare_code.sh\n", ""),  # a script of the tree runs first
+    ("if ! tar xzf code.tar.gz; then exit 1; fi\n", ""),  # an archive unpacked under `!`
+    ("HF_HUB_ENABLE_HF_TRANSFER=1 huggingface-cli download org/code --local-dir .\n", ""),  # env-prefixed
+    ("cat ../../snapshot.list | xargs -n1 install -t .\n", ""),  # files listed, then copied
+    ("#SBATCH --chdir=/opt/Megatron-LM\n", ""),  # the job's directory, in a directive
+    ("#SBATCH --container-workdir=/workspace/megatron\n", ""),  # a container's directory
 ])
 def test_anything_that_may_bring_the_file_leaves_it_undecided(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, before: str, elsewhere: str) -> None:
     assert _errors(_checkout(tmp_path, before, elsewhere), monkeypatch) == []
+
+
+def test_the_upstream_lines_leave_it_undecided(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A command substitution runs code before the training command: it may make the file."""
+    script = _checkout(tmp_path)
+    script.write_text(PAI_UPSTREAM)
+    assert _errors(script, monkeypatch) == []
+
+
+def test_a_conditional_command_is_undecided(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`if [ "$1" = new ]; then torchrun ...; else ...; fi`: the branch may never run."""
+    script = _checkout(tmp_path)
+    script.write_text(PAI.replace("BEFORE\ntorchrun", 'if [ "$1" = new ]; then torchrun').rstrip() + "\nfi\n")
+    assert _errors(script, monkeypatch) == []
+
+
+def test_a_submodule_not_checked_out_leaves_it_undecided(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pai's .gitmodules names backends/megatron/*: a recursive clone fills them, and a run may
+    start inside one (`cd PAI-Megatron-LM && bash ../examples/...`)."""
+    script = _checkout(tmp_path)
+    (tmp_path / ".gitmodules").write_text('[submodule "PAI-Megatron-LM"]\n\tpath = PAI-Megatron-LM\n')
+    (tmp_path / "PAI-Megatron-LM").mkdir()
+    assert _errors(script, monkeypatch) == []
 
 
 def test_a_directory_no_script_is_run_from_says_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -149,6 +174,15 @@ def test_srun_runs_a_word_of_the_placeholder(tmp_path: Path, monkeypatch: pytest
     assert not [d for d in config.diagnostics if d.kind == "launch.front-end-unread"]
 
 
+def test_a_placeholder_whose_file_is_there_says_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`torchrun --nproc_per_node 8 <hosts.txt train.py --num-layers=4>train.log` with hosts.txt
+    there: bash opens it and torchrun runs train.py."""
+    (tmp_path / "hosts.txt").write_text("")
+    monkeypatch.chdir(tmp_path)
+    config = parse_launch("torchrun --nproc_per_node 8 <hosts.txt pretrain_x.py --num-layers=4>train.log\n", "run.sh")
+    assert not [d for d in config.diagnostics if d.kind == "launch.placeholder-program"]
+
+
 def test_bash_reads_the_placeholder_as_redirections(tmp_path: Path) -> None:
     """As bash runs it: without a file `path`, the command never runs; with one, its stdout goes
     to a file named `--container-mounts` and `docker` is an argument."""
@@ -199,16 +233,27 @@ def test_a_stray_word_with_an_unknown_part_is_still_rejected(tmp_path: Path,
 @pytest.mark.parametrize("word", ["${EXTRA}/x", "$X", " ${EXTRA}"])
 def test_a_word_that_may_start_an_option_is_not_rejected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                           word: str) -> None:
+    """The tree's parser is read, so a literal stray word there is rejected; one whose unknown
+    part may begin `--` is not."""
+    (tmp_path / "megatron" / "training").mkdir(parents=True)
+    (tmp_path / "megatron" / "training" / "arguments.py").write_text(ARGUMENTS)
+    (tmp_path / "pretrain_gpt.py").write_text(ENTRY)
     monkeypatch.chdir(tmp_path)
-    text = f'torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 32 --save /ckpt "{word}"\n'
-    config = parse_launch(text, "run.sh")
-    assert not [d for d in config.diagnostics if d.kind == "launch.extra-argument"]
+
+    def rejected(word: str) -> list:
+        text = f'torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 32 --save /ckpt "{word}"\n'
+        return [d for d in parse_launch(text, "run.sh").diagnostics if d.kind == "launch.extra-argument"]
+    assert rejected("stray/x") and not rejected(word)
 
 
 def test_a_module_run_is_never_judged_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`torchrun -m pkg.train`: a module name, looked up on sys.path (config.entry_module), not a
-    file of the launch directory."""
+    """`torchrun -m pkg.train.py`: module `py` of package pkg.train, looked up on sys.path
+    (config.entry_module; an installed package, not in this checkout), never a file `pkg.train.py`
+    of the launch directory, although a checkout whose directory runs scripts holds none."""
+    (tmp_path / ".gitmodules").write_text("")
+    (tmp_path / "pretrain_gpt.py").write_text(ENTRY)
+    script = tmp_path / "run.sh"
+    script.write_text("torchrun --nproc_per_node 8 -m pkg.train.py --num-layers 2\n")
     monkeypatch.chdir(tmp_path)
-    config = parse_launch("torchrun --nproc_per_node 8 -m pkg.pretrain_x --num-layers 2\n", "run.sh")
-    entry_absent.read_absent_entry(config, {"script_in_cwd": True}, "torchrun", [], [], "run.sh")
+    config = parse_launch(script.read_text(), str(script))
     assert config.script_module and config.script_absent == ""
