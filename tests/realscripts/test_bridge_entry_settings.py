@@ -159,3 +159,14 @@ def test_a_checkpoint_s_undecided_names_its_own_setting(tmp_path: Path) -> None:
     steps = [u["decide"] for u in doc["verdict"]["undecided"]]
     assert steps and all(s.startswith("--set pipeline_model_parallel_layout=VALUE") and "run_config.yaml" in s
                          for s in steps), steps
+
+
+def test_a_case_that_stays_undecided_ends_the_split(tmp_path: Path) -> None:
+    """batch_p2p_comm=False stays undecided on the checkpoint's layout (mtp_standalone, which no
+    setting's cases split) whatever variable_seq_lengths is: True cannot settle the verdict, and
+    is not scanned (the time bridge-gptoss-inference doubled by)."""
+    code, doc = _scan(tmp_path, "--hf_model_path x/y --megatron_model_path /ckpt/run")
+    basis = doc["config"]["setting_basis"]
+    assert basis["key"] == "batch_p2p_comm", basis["key"]
+    assert [c.get("skipped", False) for c in basis["cases"]] == [False, True], basis["cases"]
+    assert doc["verdict"]["status"] == "inconclusive", doc["verdict"]["headline"]
