@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -264,16 +265,25 @@ def _cases(inputs: ScanInputs, doc: dict[str, Any], budget: list[int],
         return _out_of_budget(doc, table)
     budget[0] -= len(table["values"])
     key = table["key"]
-    docs = []
+    docs: list[dict[str, Any]] = []
+    cases = []
+    stuck = None  # the value of a case that keeps the split undecided, whatever the others give
     for v in table["values"]:
+        if stuck is not None:  # not scanned: no value of this one can settle the split
+            budget[0] += 1
+            cases.append({"value": v, "status": "inconclusive", "starts": True, "skipped": True,
+                          "headline": f"not judged: at {key}={stuck} the run stays undecided whatever "
+                                      f"{key}={v} gives"})
+            continue
         case = replace(inputs, overrides={**(inputs.overrides or {}), key: str(v)},
                        case_keys=inputs.case_keys | {key})
         one = _scan_releases(case)
-        docs.append(_cases(case, one, budget, within=True) or one)
-    cases = [{"value": v, "status": d["verdict"]["status"], "headline": d["verdict"]["headline"],
-              "starts": not settingcases.does_not_start(d["verdict"]),
-              **({"split": d["config"]["setting_basis"]} if "setting_basis" in d["config"] else {})}
-             for v, d in zip(table["values"], docs)]
+        d = _cases(case, one, budget, within=True) or one
+        docs.append(d)
+        stuck = v if _stays_undecided(d, case.overrides, tables) else None
+        cases.append({"value": v, "status": d["verdict"]["status"], "headline": d["verdict"]["headline"],
+                      "starts": not settingcases.does_not_start(d["verdict"]),
+                      **({"split": d["config"]["setting_basis"]} if "setting_basis" in d["config"] else {})})
     basis = {"key": key, "why": table["why"], "stated": run.provenance(key),
              "cases": cases}
     # Shown: a case that starts, past the first (PP 2 shows the pipeline's sites; PP 1 has none).
@@ -289,6 +299,18 @@ def _cases(inputs: ScanInputs, doc: dict[str, Any], budget: list[int],
             f"{', '.join(str(c['value']) for c in cases)}: this document is the case {key}={cases[shown]['value']}")
     verdict.finish(out)
     return out
+
+
+def _stays_undecided(doc: dict[str, Any], overrides: dict[str, str] | None, tables: list[dict[str, Any]]) -> bool:
+    """A case that starts and stays undecided on something no setting's cases split (an undecided
+    entry naming none that is open: the pipeline layout a checkpoint gives, the torch backend):
+    the split it is a case of cannot settle (settingcases.settled), whatever its other values give."""
+    run = RunConfig.from_json(doc.get("config", {}))
+    if doc["verdict"]["status"] != "inconclusive" or settingcases.does_not_start(doc["verdict"]):
+        return False
+    keys = [t["key"] for t in tables if run.is_open(t["key"]) and t["key"] not in (overrides or {})]
+    return any(not any(re.search(rf"\b{re.escape(k)}\b", f"{u.get('what', '')} {u.get('decide', '')}") for k in keys)
+               for u in doc["verdict"].get("undecided") or [])
 
 
 def _out_of_budget(doc: dict[str, Any], table: dict[str, Any]) -> dict[str, Any]:

@@ -186,8 +186,15 @@ def _decide_for(group: list[dict[str, Any]], run: RunConfig,
         return "`p2paudit record` of a run, then `p2paudit report` (its replay decides the order)"
     tests = sorted({t for s in group for t in s.get("decided_by") or []})
     keys = [m.group(1) for t in tests for m in [re.fullmatch(r"(?:\w+\.)*config\.(\w+)", t)] if m]
+    keys += [t for t in tests if t.isidentifier() and run.value(t) is not None]  # a setting by name
     if tests and len(keys) == len(tests):
-        return " ".join(f"--set {k}=VALUE" for k in dict.fromkeys(keys))
+        roots = dict.fromkeys(r for k in keys for r in _given_from(k, run, frozenset()))
+        derived = [k for k in dict.fromkeys(keys) if k not in roots]
+        said = next((m.group(1) for k in roots for m in [re.search(r"; read it from (.+)$", run.provenance(k))]
+                     if m), "")
+        notes = ([f"what {', '.join(derived)} derive{'s' if len(derived) == 1 else ''} from"] if derived else []) \
+            + ([f"read them from {said}"] if said else [])
+        return " ".join(f"--set {k}=VALUE" for k in roots) + (f" ({'; '.join(notes)})" if notes else "")
     if tests:
         return f"--set the config value of {', '.join(tests)}"
     if "batch_p2p_comm" not in (list(NEEDED_KEYS) if run.needs is None else run.needs):
@@ -199,6 +206,13 @@ def _decide_for(group: list[dict[str, Any]], run: RunConfig,
     if run.is_open("batch_p2p_comm"):
         return _needed_decide("batch_p2p_comm", run)
     return "--set KEY=VALUE for the config value the guard reads, or --target a release the rules cover"
+
+
+def _given_from(key: str, run: RunConfig, seen: frozenset[str]) -> list[str]:
+    """The settings a user gives for `key` (#22): an unknown value the rules derived, by the
+    unknown inputs it rests on, in turn (mtp_standalone: the pipeline layout); else `key`."""
+    inputs = [k for k in run.unknown_inputs(key) if k not in seen]
+    return [r for k in inputs for r in _given_from(k, run, seen | {key})] if inputs else [key]
 
 
 def undecided_words(undecided: list[Undecided]) -> str:

@@ -7,7 +7,9 @@ whose megatron-core default runs unless an `[[entry_setter]]` applies to the run
 entry that writes them (a pipeline layout, which implies virtual stages), the Megatron checkpoint
 the model is then loaded from (its run_config.yaml), or a model provider that sets them
 (Sarvam-MoE's layout). Those are unknown until --set gives them, as config/checkpoint_args.py
-leaves Megatron-LM's checkpoint sizes.
+leaves Megatron-LM's checkpoint sizes, except where the script itself wrote that checkpoint
+before from the same HF model (the setter's `written_by`: `convert.sh import`), which holds the
+HF model provider's settings: those of the HF branch.
 """
 
 from __future__ import annotations
@@ -33,10 +35,13 @@ def entry_set(launch: LaunchConfig) -> dict[str, tuple[str, int]]:
     out: dict[str, tuple[str, int]] = {}
     for setter in rulebook.load("megatron-bridge").data.get("entry_setter", []):
         flag = next((launch.flags[f] for f in setter["flags"] if f in launch.flags), None)
-        if flag is None or not _names(flag.value, setter.get("values")):
+        if flag is None or not _names(flag.value, setter.get("values")) \
+                or _written(launch, flag.value, setter.get("written_by")):
             continue
         shown = flag.value.text if isinstance(flag.value, Symbolic) else flag.value
         why = f"{flag.spelling} {shown} (line {flag.line}): {setter['why']} ({setter['source']})"
+        if setter.get("decide"):
+            why += f"; read it from {setter['decide']}"
         for key in setter["keys"]:
             out.setdefault(key, (why, flag.line))
     return out
@@ -52,3 +57,42 @@ def _names(value: Scalar, patterns: list[str] | None) -> bool:
     if not isinstance(text, str) or "$" in text.rstrip("/").rpartition("/")[2]:
         return True
     return any(fnmatch(text.lower(), p) for p in patterns)
+
+
+def _written(launch: LaunchConfig, loaded: Scalar, writer: dict[str, str] | None) -> bool:
+    """Whether the checkpoint `loaded` names is one an unconditional earlier command of the script
+    wrote (`writer`: its program and subcommand), from the model the entry names too (`model`
+    against the entry's `model_flag`), with no size that changes what it writes (`sizes` absent or
+    1): its output directory (`path`) is `loaded` itself or the `child` it writes, as written."""
+    if writer is None:
+        return False
+    model = launch.flags.get(writer["model_flag"])
+    want = _text(loaded).rstrip("/")
+    for command in reversed(launch.earlier):
+        if command.program != writer["program"] or command.subcommand != writer["subcommand"]:
+            continue
+        options = _options(command.words)
+        path = _text(options.get(writer["path"])).rstrip("/")
+        if not path or want not in (path, f"{path}/{writer['child']}"):
+            continue
+        return (not command.conditional and model is not None and _text(model.value) != ""
+                and _text(options.get(writer["model"])) == _text(model.value)
+                and _text(options.get(writer["sizes"], "1")) == "1")
+    return False
+
+
+def _options(words: tuple[Scalar, ...]) -> dict[str, Scalar]:
+    """`--name value` and `--name=value` words, by `--name` (the last giving wins)."""
+    out: dict[str, Scalar] = {}
+    for k, word in enumerate(words):
+        text = _text(word)
+        name, eq, value = text.partition("=")
+        if not name.startswith("--"):
+            continue
+        out[name] = value if eq else (words[k + 1] if k + 1 < len(words) else None)
+    return out
+
+
+def _text(value: Scalar) -> str:
+    """A word as written: a value not known statically by its text (`${WORKSPACE}/models/M`)."""
+    return value.text if isinstance(value, Symbolic) else value if isinstance(value, str) else ""

@@ -51,7 +51,7 @@ from auditor.config.bridge_mimo import read_mimo_components
 from auditor.config.entry_assign import read_entry_assignments
 from auditor.config.lightning_entry import read_lightning_entry
 from auditor.config.pipelining_script import read_pipelining_script
-from auditor.config.model import LaunchConfig
+from auditor.config.model import EarlierCommand, LaunchConfig
 from auditor.config import chosen_command, launcher_env, one_process
 from auditor.config.pyenv import locate
 from auditor.config.source_tree import judge_on_source_tree
@@ -489,6 +489,9 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
     launcher_env.apply(config, launcher, chosen.args, chosen.wrapper, spelling)
     config.text = "\n".join(shell.lines)  # what a reader asks of the script (flags.wholly_unknown)
     config.branch_values = dict(shell.branch_values)
+    config.earlier = [EarlierCommand(c.launcher.get("program") or c.invoked, c.subcommand, c.line, c.conditional,
+                                     tuple(f.value for f in c.args))
+                      for c in shell.candidates if c.line < chosen.line]
     args = chosen.args
     reader = for_style(launcher["style"])
     if launcher.get("program"):

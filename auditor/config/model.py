@@ -38,6 +38,18 @@ class UnknownWord:
 
 
 @dataclass
+class EarlierCommand:
+    """A command the script runs before the launch that another launcher rule matched (`convert.sh
+    import` writing the checkpoint a generate command loads: config/generate_entry.py)."""
+
+    program: str  # the launcher rule's program (`convert.sh`), else how it was invoked
+    subcommand: str
+    line: int
+    conditional: bool  # inside an if/case/loop: it may not have run
+    words: tuple[Scalar, ...]  # its arguments as the shell passes them
+
+
+@dataclass
 class LaunchConfig:
     path: str
     launcher: str  # e.g. "megatron sft", "swift sft", "torchrun pretrain_gpt.py"
@@ -103,6 +115,7 @@ class LaunchConfig:
     # the launcher options read before it, which it may override (config.launcher.opened_size)
     options_opened: Any = None
     options_before: dict[str, Flag] = field(default_factory=dict)
+    earlier: list[EarlierCommand] = field(default_factory=list)  # see EarlierCommand
     _stack: Stack | None = field(default=None, init=False, repr=False, compare=False)
 
     @property

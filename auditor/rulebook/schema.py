@@ -85,7 +85,7 @@ TABLES: dict[str, Table] = {
     # What a Megatron-Bridge generate entry leaves at megatron-core's defaults, and what sets
     # them otherwise (config/generate_entry.py).
     "entry_defaults": _table(False, "styles keys source code", "about"),
-    "entry_setter": _table(True, "id flags keys why source code", "values"),
+    "entry_setter": _table(True, "id flags keys why source code", "values decide written_by"),
     # The call-graph interpreter (rulebook.interpreter).
     "entry_point": _table(True, "name code", "about launchers source versions unknown when"),
     "symbol": _table(True, "function", "config group returns versions unknown source"),
@@ -268,7 +268,8 @@ TYPES: dict[str, dict[str, type]] = {
     "inference_engine": {"modules": list, "servers": list},
     "checkpoint_args": {"flag": str, "gate": str, "modules": list, "keys": list},
     "entry_defaults": {"styles": list, "keys": list},
-    "entry_setter": {"id": str, "flags": list, "keys": list, "why": str, "values": list},
+    "entry_setter": {"id": str, "flags": list, "keys": list, "why": str, "values": list, "decide": str,
+                     "written_by": dict},
     "stage_predicate": {"function": str, "at": dict, "value": bool, "checked": list, "param": str,
                         "position": int, "default": bool},
     "batch_wrapper": {"modules": list, "key": str},

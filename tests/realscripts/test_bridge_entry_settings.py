@@ -68,12 +68,20 @@ RUN = ("torchrun --nproc_per_node=4 examples/conversion/hf_to_megatron_generate_
 TARGET = ("--target", "megatron-core==0.17.0", "--torch", "2.10.0", "--set", "distributed_backend=nccl")
 
 
-def _scan(tmp_path: Path, extra: str, *more: str) -> tuple[int, dict]:
+# The script writes the checkpoint it then loads: `convert.sh import` (as
+# NVIDIA-NeMo/Megatron-Bridge@067f987df0 examples/models/qwen/qwen3_asr/inference.sh:49-58 and
+# examples/models/vlm/ernie_vl/conversion.sh:28-37), whose run_config.yaml holds the HF model's
+# provider (AutoBridge.import_ckpt -> save_megatron_model at iteration 0).
+IMPORT = ("WORKSPACE=${{WORKSPACE:-/workspace}}\n./scripts/conversion/convert.sh import \\\n"
+          "    --hf-model {model} \\\n    --megatron-path ${{WORKSPACE}}/models/GLM-4.5V {more}\n")
+
+
+def _scan(tmp_path: Path, extra: str, *more: str, before: str = "") -> tuple[int, dict]:
     conversion = tmp_path / "examples" / "conversion"
     conversion.mkdir(parents=True, exist_ok=True)
     (conversion / "hf_to_megatron_generate_text.py").write_text(GENERATE)
     script = tmp_path / "inference.sh"
-    script.write_text(RUN.format(extra=extra))
+    script.write_text(before + RUN.format(extra=extra))
     proc = subprocess.run([sys.executable, "-m", "auditor", "scan", "--config", str(script), *TARGET, *more,
                            "--format", "json"], check=False, capture_output=True, text=True, cwd=ROOT,
                           timeout=600)
@@ -123,4 +131,42 @@ def test_a_provider_layout_leaves_the_split_undecided(tmp_path: Path) -> None:
     assert doc["config"]["effective"]["pipeline_model_parallel_layout"] == "unknown"
     assert "layer-split" not in {f["kind"] for f in doc["findings"]}
     assert any(u.startswith("mcore.even-split") for u in doc["config"]["undecided"]), doc["config"]["undecided"]
+    assert doc["verdict"]["status"] == "inconclusive", doc["verdict"]["headline"]
+
+
+def test_a_checkpoint_the_script_imports_has_the_hf_settings(tmp_path: Path) -> None:
+    """Imported by the same script from the same HF model at PP 1: the HF branch's settings."""
+    loaded = "--hf_model_path zai-org/GLM-4.5V --megatron_model_path ${WORKSPACE}/models/GLM-4.5V/iter_0000000"
+    code, doc = _scan(tmp_path, loaded, before=IMPORT.format(model="zai-org/GLM-4.5V", more=""))
+    effective = doc["config"]["effective"]
+    assert effective["virtual_pipeline_model_parallel_size"] is None, effective
+    assert effective["overlap_p2p_comm"] is False and effective["batch_p2p_comm"] is True
+    assert doc["verdict"]["status"] == "clean", doc["verdict"]["headline"]
+
+
+def test_a_checkpoint_imported_otherwise_stays_the_checkpoint_s(tmp_path: Path) -> None:
+    """Another HF model, another directory, or an import at PP 2 (a generated layout): unknown."""
+    loaded = "--hf_model_path zai-org/GLM-4.5V --megatron_model_path ${WORKSPACE}/models/GLM-4.5V/iter_0000000"
+    for model, more, path in (("other/Model", "", loaded), ("zai-org/GLM-4.5V", "--pp 2", loaded),
+                              ("zai-org/GLM-4.5V", "", loaded.replace("GLM-4.5V/iter", "GLM-4.5V-b/iter"))):
+        code, doc = _scan(tmp_path, path, before=IMPORT.format(model=model, more=more))
+        assert doc["config"]["effective"]["overlap_p2p_comm"] == "unknown", (model, more, path)
+
+
+def test_a_checkpoint_s_undecided_names_its_own_setting(tmp_path: Path) -> None:
+    """#22: the step that decides it is a setting the checkpoint states, never a derived one."""
+    code, doc = _scan(tmp_path, "--hf_model_path x/y --megatron_model_path /ckpt/run")
+    steps = [u["decide"] for u in doc["verdict"]["undecided"]]
+    assert steps and all(s.startswith("--set pipeline_model_parallel_layout=VALUE") and "run_config.yaml" in s
+                         for s in steps), steps
+
+
+def test_a_case_that_stays_undecided_ends_the_split(tmp_path: Path) -> None:
+    """batch_p2p_comm=False stays undecided on the checkpoint's layout (mtp_standalone, which no
+    setting's cases split) whatever variable_seq_lengths is: True cannot settle the verdict, and
+    is not scanned (the time bridge-gptoss-inference doubled by)."""
+    code, doc = _scan(tmp_path, "--hf_model_path x/y --megatron_model_path /ckpt/run")
+    basis = doc["config"]["setting_basis"]
+    assert basis["key"] == "batch_p2p_comm", basis["key"]
+    assert [c.get("skipped", False) for c in basis["cases"]] == [False, True], basis["cases"]
     assert doc["verdict"]["status"] == "inconclusive", doc["verdict"]["headline"]
