@@ -157,9 +157,12 @@ def first_screen(script: Path, cwd: Path, timeout: float) -> list[str]:
         return []
     lines = p.stdout.splitlines()
     problems = [f"{len(ln)} columns" for ln in lines if len(ln) > 80][:1]
-    doc = subprocess.run([sys.executable, "-m", "auditor", "scan", "--config", str(script),
-                          "--format", "json"], check=False, cwd=cwd, env=env, capture_output=True,
-                         text=True, timeout=timeout).stdout
+    try:
+        doc = subprocess.run([sys.executable, "-m", "auditor", "scan", "--config", str(script),
+                              "--format", "json"], check=False, cwd=cwd, env=env, capture_output=True,
+                             text=True, timeout=timeout).stdout
+    except subprocess.TimeoutExpired:  # the text scan finished in time, the JSON one did not
+        return ["timeout"]
     try:
         causes = [(c["kind"], c["where"], c["headline"])
                   for c in json.loads(doc)["verdict"].get("causes", [])]
