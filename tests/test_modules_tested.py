@@ -37,6 +37,7 @@ UNTESTED: dict[str, str] = {
     "auditor.commands.sites": CLI.format("tests/e2e/test_sites_cli.py"),
     "auditor.simulate.run": CLI.format("tests/simulate/test_simulate.py (simulate's orchestration)"),
     "auditor.config.titan": INNER.format("scan: tests/titan/test_titan_config.py"),
+    "auditor.config.entry_absent": INNER.format("config.launch: tests/realscripts/test_entry_absent.py"),
     "auditor.simulate.titan_plan": INNER.format("simulate: tests/titan/test_titan_simulate.py"),
     "auditor.dynamic.linecov": INNER.format("dynamic.record: `record --coverage`, tests/dynamic/test_record_runs.py"),
     "auditor.dynamic.opstate": INNER.format("dynamic.recorder: tests/dynamic/test_record_unit.py"),

@@ -18,13 +18,9 @@ which a script may run besides), and the pipeline size surely is the int 1: set 
 own code (config/entry_assign.py, config/entry_library.py), or, where Megatron-LM's parser reads
 the launch line (`builds_parser`), the literal `1` its `--pipeline-model-parallel-size` is given.
 
-An entry that imports no engine is NOT A PIPELINE RUN on the same terms where the code it runs
-reaches no training step (rules/stacks.toml `[training_step]`) and says what it does instead
-(evaluates, generates): Pai-Megatron-Patch's examples/llama/evaluate_huggingface_llama.py runs
-model.eval() under torch.no_grad() at `--pipeline-model-parallel-size 1`. What it reaches is read
-by config/no_training.py `reaches_no_loop` (the one reader of "reaches no training", stdlib `ast`,
-not the call graph of analysis/schedule_reach.py: an over-reach finds more steps, never fewer),
-and the code that can run names no schedule entry (config/entry_schedule.py `named_in`).
+An entry that imports no engine gets no note: what it calls outside the code read here (a
+package no source holds, a module its release lacks, `Engine(...).generate()` of either) may
+train, so "reaches no training step" cannot be read from the entry alone (turn-15 CI rehearsal).
 """
 
 from __future__ import annotations
@@ -34,12 +30,12 @@ from pathlib import Path
 
 from auditor import rulebook
 from auditor.config.checkpoint_args import checkpoint_sizes
-from auditor.config.entry_schedule import named_in, names_no_schedule
+from auditor.config.entry_schedule import names_no_schedule
 from auditor.config.entry_script import MAX_MODULES, iter_closure
 from auditor.config.entry_stack import modeled_packages
 from auditor.config.flags import normalise
 from auditor.config.model import LaunchConfig
-from auditor.config.no_training import names_p2p, reaches_no_loop
+from auditor.config.no_training import names_p2p
 from auditor.config.pyenv import entry_tree
 from auditor.config.script_run import writes_argv
 from auditor.findings import Finding
@@ -64,18 +60,11 @@ def read_inference_entry(launch: LaunchConfig) -> None:
         return
     script = Path(read[0].path)
     engine = _engine(script, launch.checkouts.get("megatron-lm"))
-    if engine is not None and names_no_schedule(launch):
-        module, server, where = engine
-        does = "serves text generation" if server else "generates text"
-        what = f"{script.name} {does} with an inference engine ({module}, {where}), which trains nothing"
-    else:
-        step = _no_training_step(script)
-        if step is None:
-            return
-        does, local = step
-        what = (f"{script.name} {does}: the entry and the {local} local module(s) it imports "
-                f"call no training step (rules/stacks.toml [training_step]: "
-                "no backward, optimizer step, Trainer.train, training loop or forward_backward function)")
+    if engine is None or not names_no_schedule(launch):
+        return  # no engine, or a schedule named besides (which a script may run)
+    module, server, where = engine
+    does = "serves text generation" if server else "generates text"
+    what = f"{script.name} {does} with an inference engine ({module}, {where}), which trains nothing"
     launch.diagnostics.append(Finding(
         "launch.not-pipeline", "info", f"{what}, at pipeline size 1 ({pp}): no stage sends to another",
         where=f"{launch.path}:{launch.command_line}", detail={"command": launch.launcher}))
@@ -206,27 +195,6 @@ def _sets_pp(word: str) -> bool:
     checkpoint (rules/megatron-lm.toml `[checkpoint_args]`)."""
     name = normalise(word.split("=")[0])
     return word.startswith("-") and (PP in name or name in _checkpoint_flags())
-
-
-def _no_training_step(script: Path) -> tuple[str, int] | None:
-    """(what the entry does, local modules read) where the code it runs reaches no training step
-    (config/no_training.py `reaches_no_loop` with rules/stacks.toml `[training_step]`: no loop
-    named, under another name too, no step method reached, no pipeline built, no P2P call) and
-    names a call saying what it does instead (`does`: evaluates, generates); None otherwise.
-    Pai-Megatron-Patch a098ca5acb examples/llama/evaluate_huggingface_llama.py imports
-    megatron_patch/training.py, whose train_step runs the schedule, but names only its get_model;
-    its own evaluate() runs model.eval() under torch.no_grad()."""
-    rule = rulebook.load("stacks").data["training_step"]
-    read = reaches_no_loop(script, frozenset(m.split(".")[0] for m in modeled_packages()), rule)
-    if read is None:
-        return None
-    local, bodies = read
-    if named_in(bodies) != (True, None):
-        return None  # a schedule entry named (`from megatron.training import pretrain as megatron_pretrain`)
-    named = {n.id if isinstance(n, ast.Name) else n.attr for body in bodies for n in ast.walk(body)
-             if isinstance(n, ast.Name | ast.Attribute)}
-    does = next((d["what"] for d in rule["does"] if named & set(d["calls"])), None)
-    return None if does is None else (does, local)
 
 
 def _checkpoint_flags() -> tuple[str, str]:

@@ -177,8 +177,8 @@ TABLES: dict[str, Table] = {
     # The pipeline schedules and training loops a call graph from the entry may reach
     # (analysis/schedule_reach.py).
     "schedule_entry": _table(True, "stack what module names checked source", ""),
-    # What a training step is called, and what an entry that takes none does (config/entry_inference.py).
-    "training_step": _table(False, "loops methods pipeline_modules pipeline_names does source", ""),
+    # What a training step is called (config/no_training.py).
+    "training_step": _table(False, "loops methods pipeline_modules pipeline_names source", ""),
     "unknown_stack": _table(False, "covers decide source", ""),
     "unread_entry": _table(False, "covers decide_name decide_file", ""),
     # A Python entry with `@hydra.main` that no front end's rules read (config/entry_stack.py).
