@@ -26,6 +26,8 @@ train, so "reaches no training step" cannot be read from the entry alone (turn-1
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
+from functools import cache, partial
 from pathlib import Path
 
 from auditor import rulebook
@@ -52,14 +54,15 @@ def read_inference_entry(launch: LaunchConfig) -> None:
         return
     if _shadowed(launch):
         return  # words not seen (`"${ARGS[@]}"`, `$EXTRA_ARGS`) may give the size: not surely 1
-    pp = _pipeline_size(launch)
+    closure = cache(partial(_closure, launch))  # read once, by the size and the engine reader alike
+    pp = _pipeline_size(launch, closure)
     if pp is None:
         return
-    read = entry_tree(launch)
-    if read is None:
+    modules = closure()
+    if modules is None:
         return
-    script = Path(read[0].path)
-    engine = _engine(script, launch.checkouts.get("megatron-lm"))
+    script = modules[0][0]
+    engine = _engine(modules, launch.checkouts.get("megatron-lm"))
     if engine is None or not names_no_schedule(launch):
         return  # no engine, or a schedule named besides (which a script may run)
     module, server, where = engine
@@ -70,7 +73,22 @@ def read_inference_entry(launch: LaunchConfig) -> None:
         where=f"{launch.path}:{launch.command_line}", detail={"command": launch.launcher}))
 
 
-def _pipeline_size(launch: LaunchConfig) -> str | None:
+def _closure(launch: LaunchConfig) -> list[tuple[Path, ast.Module]] | None:
+    """The entry and the local modules it imports (the closure stops at the packages the rules
+    model), entry first; None where it cannot be read whole or is cut at MAX_MODULES: a module not
+    read may set the size, train or send."""
+    read = entry_tree(launch)
+    if read is None:
+        return None
+    stop = frozenset(m.split(".")[0] for m in modeled_packages())
+    try:
+        modules = list(iter_closure(Path(read[0].path), stop))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+        return None
+    return modules if modules and len(modules) < MAX_MODULES else None
+
+
+def _pipeline_size(launch: LaunchConfig, closure: Callable[[], list[tuple[Path, ast.Module]] | None]) -> str | None:
     """Where the run's pipeline size surely is the int 1, the words saying why; else None."""
     set_by_entry = launch.entry_values.get(PP)
     if set_by_entry is not None:
@@ -82,36 +100,29 @@ def _pipeline_size(launch: LaunchConfig) -> str | None:
         return None  # more stages besides (`--encoder-pipeline-model-parallel-size 1`, Megatron-LM core_r0.9)
     flag = launch.flags.get(PP)
     if flag is None:
-        return None if _writes_pp(launch) else "not given: Megatron-LM's parser default, and the entry writes it nowhere"
+        return None if _writes_pp(closure()) else "not given: Megatron-LM's parser default, and the entry writes it nowhere"
     if flag.value != "1" or len(flag.values) > 1:
         return None  # not the literal 1
     return f"{flag.spelling} 1, line {flag.line}, read by Megatron-LM's parser"
 
 
-def _writes_pp(launch: LaunchConfig) -> bool:
+def _writes_pp(modules: list[tuple[Path, ast.Module]] | None) -> bool:
     """Whether the entry or a local module it imports may set the pipeline size itself (an
     attribute stored, a keyword, a dict key or a string naming it: `args_defaults=
     {"pipeline_model_parallel_size": 2}`; any write to sys.argv, config/script_run.py
     `writes_argv`: Megatron-LM d98e8a64dd tools/run_dynamic_text_generation_server.py:237-263
-    injects flags there), or cannot be read whole: then the parser's default is not known to hold."""
-    read = entry_tree(launch)
-    if read is None:
+    injects flags there), or cannot be read whole (`modules` None): then the parser's default is
+    not known to hold."""
+    if modules is None:
         return True
-    stop = frozenset(m.split(".")[0] for m in modeled_packages())
-    try:
-        modules = list(iter_closure(Path(read[0].path), stop))
-        if len(modules) >= MAX_MODULES:
-            return True  # the closure was cut: a module not read may set it
-        for _, tree in modules:
-            if writes_argv(tree):
-                return True  # a rewritten sys.argv (`sys.argv[1:1] = ["--pipeline-model-parallel-size", ...]`)
-            for node in ast.walk(tree):
-                if (isinstance(node, ast.Attribute) and node.attr == PP and not isinstance(node.ctx, ast.Load)
-                        or isinstance(node, ast.keyword) and node.arg == PP
-                        or isinstance(node, ast.Constant) and node.value == PP):
-                    return True
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
-        return True
+    for _, tree in modules:
+        if writes_argv(tree):
+            return True  # a rewritten sys.argv (`sys.argv[1:1] = ["--pipeline-model-parallel-size", ...]`)
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and node.attr == PP and not isinstance(node.ctx, ast.Load)
+                    or isinstance(node, ast.keyword) and node.arg == PP
+                    or isinstance(node, ast.Constant) and node.value == PP):
+                return True
     return False
 
 
@@ -126,7 +137,7 @@ def _engines() -> list[tuple[str, bool]]:
     return out
 
 
-def _engine(script: Path, checkout: Path | None) -> tuple[str, bool, str] | None:
+def _engine(modules: list[tuple[Path, ast.Module]], checkout: Path | None) -> tuple[str, bool, str] | None:
     """(module imported, whether it is a server, `file:line`) of the first inference-engine
     import in the script or a local module it imports (a server's import preferred); None
     where there is none, the closure cannot be read whole (or is cut at MAX_MODULES), a module
@@ -135,28 +146,21 @@ def _engine(script: Path, checkout: Path | None) -> tuple[str, bool, str] | None
     examples/multimodal/run_text_generation.py:26 still imports megatron.inference.text_generation,
     gone from that tree: the run stops at the import, and is not called inference here)."""
     engines = _engines()
-    stop = frozenset(m.split(".")[0] for m in modeled_packages())
     found: list[tuple[str, bool, str]] = []
-    try:
-        modules = list(iter_closure(script, stop))
-        if len(modules) >= MAX_MODULES:
-            return None  # the closure was cut: a module not read may train or send
-        for path, tree in modules:
-            if names_p2p(tree):
-                return None  # its own sends (dist.isend, P2POp): not the engine's forward only
-            for node in ast.walk(tree):
-                if not isinstance(node, (ast.Import, ast.ImportFrom)):
-                    continue
-                names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                         else [node.module] if not node.level and node.module else [])
-                for name in names:
-                    hit = next(((m, s) for m, s in engines if name == m or name.startswith(m + ".")), None)
-                    if hit is not None and not _held(name, checkout):
-                        return None
-                    if hit is not None:
-                        found.append((name, hit[1], f"{path.name}:{node.lineno}"))
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
-        return None
+    for path, tree in modules:
+        if names_p2p(tree):
+            return None  # its own sends (dist.isend, P2POp): not the engine's forward only
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                continue
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module] if not node.level and node.module else [])
+            for name in names:
+                hit = next(((m, s) for m, s in engines if name == m or name.startswith(m + ".")), None)
+                if hit is not None and not _held(name, checkout):
+                    return None
+                if hit is not None:
+                    found.append((name, hit[1], f"{path.name}:{node.lineno}"))
     return next((f for f in found if f[1]), found[0] if found else None)
 
 
