@@ -60,6 +60,11 @@ NOT_LAUNCH = {
     ("microsoft/Megatron-DeepSpeed", "examples/sc21/CONFIG.sh"),  # settings sourced by others (test15)
     ("NVIDIA/NeMo", "tools/ctc_segmentation/run_filter.sh"),  # filters a data set (test15)
     ("bigcode-project/Megatron-LM", "examples/detxoify_lm/annotations/preprocess.sh"),  # data (test15)
+    ("bigcode-project/Megatron-LM", "tools/retro/examples/preprocess_data.sh"),  # data (test16)
+    ("microsoft/DeepSpeedExamples",
+     "training/data_efficiency/gpt_finetuning/finetune/ds_analyze_gpt_data_reduce.sh"),  # data (test16)
+    ("pytorch/torchtitan", "scripts/ci/pytorch_ci_test_runner.sh"),  # runs a test suite (test16)
+    ("NVIDIA/Megatron-LM", "tools/bisect.sh"),  # git bisect over functional tests (test16)
 }
 
 CorpusEntry = tuple[str, str]
