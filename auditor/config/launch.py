@@ -365,6 +365,7 @@ def _given_command(shell: LaunchShell, command: str, path: str, after: int) -> N
     shell.last_resort.clear()
     shell.unresolved_commands.clear()
     shell.exited = None  # the user's command runs, wherever the script's own walk stopped
+    shell.given = True
     try:
         tokens = Lexer(command, "--command", after).tokens()
     except InputError as exc:
@@ -386,7 +387,7 @@ def _last_resort(shell: LaunchShell, spelling: Spelling, path: str) -> str:
     """`python SCRIPT.py` with no launcher around it is the run's command only where the walk met
     no launcher command, no program it could not follow and no command it could not read, and
     its entry is found here (config.pyenv.locate); else what was not found, for the message."""
-    if shell.candidates or shell.unfollowed or shell.unresolved_commands or shell.opaque:
+    if _trains(shell, spelling, path) or shell.unfollowed or shell.unresolved_commands or shell.opaque:
         return ""
     if shell.names_launcher:
         named = shell.names_launcher[0]
@@ -402,6 +403,38 @@ def _last_resort(shell: LaunchShell, spelling: Spelling, path: str) -> str:
             return f"; line {candidate.line} runs `{candidate.invoked} {scratch.script}`, whose entry is not read: {missing}"
     shell.candidates.extend(shell.last_resort)
     return ""
+
+
+def _trains(shell: LaunchShell, spelling: Spelling, path: str) -> bool:
+    """Whether a command the walk followed may train a pipeline: one runs_no_pipeline says
+    nothing of. A command that trains none (a checkpoint conversion, `python -m
+    deepspeed.checkpoint.ds_to_universal`; `megatron export`) is no run a plain `python` command
+    or one not followed would stand beside."""
+    return any(not runs_no_pipeline(c, spelling, path) for c in shell.candidates)
+
+
+def _beside_no_pipeline(shell: LaunchShell, spelling: Spelling, path: str, plain: str) -> str:
+    """Where every command the walk followed trains no pipeline, what else it met that may: a
+    program it could not follow, a command it could not read, code it could not see, or a
+    `python SCRIPT` whose entry is not read (`plain`); for the message, "" where there is none.
+    The command that trains none is then not surely what the run is: a conversion after an
+    unfollowed training command (`$LAUNCHER train.py; python -m
+    deepspeed.checkpoint.ds_to_universal ...`) is not all the script runs. `--command` says
+    what the run is."""
+    if not shell.candidates or shell.given or _trains(shell, spelling, path):
+        return ""
+    said = [f"; line {f.line} runs `{f.value}`, which is not followed" for f in shell.unfollowed[:2]
+            if f not in shell.unresolved_commands]
+    said += [f"; line {f.line} runs `{f.value}`, which starts a launcher this reader does not follow"
+             for f in shell.names_launcher[:1]]
+    said += [f"; line {f.line} runs `{f.value}`, which is not known statically" for f in shell.unresolved_commands[:2]]
+    said += [f"; line {line}: {what}" for line, what in shell.opaque[:1]]
+    said += [plain] if plain else []
+    if not said:
+        return ""
+    first = shell.candidates[0]
+    return (f"; line {first.line} runs `{first.invoked}`, which trains no pipeline, but the script "
+            f"may run another command{''.join(said)}")
 
 
 def _together(shell: LaunchShell, chosen: Candidate) -> str:
@@ -454,9 +487,10 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
            parser_roots: tuple[Path, ...] = (), which: int = 0) -> LaunchConfig:
     plain = _last_resort(shell, spelling, path)
     _stops_before_training(shell, path)
-    if not shell.candidates:
-        unknown = plain + "".join(f"; line {f.line} runs `{f.value}`, which is not known statically"
-                          for f in shell.unresolved_commands[:3])
+    beside = _beside_no_pipeline(shell, spelling, path, plain)
+    if not shell.candidates or beside:
+        unknown = beside or plain + "".join(f"; line {f.line} runs `{f.value}`, which is not known statically"
+                                            for f in shell.unresolved_commands[:3])
         unseen = "".join(f"; line {line}: {what}" for line, what in shell.opaque[:2])
         unseen += "".join(f"; {what}" for what in shell.hidden_from_job[:2])
         raise CommandNotFollowed(path, f"the training command could not be followed: looked for "

@@ -90,6 +90,7 @@ class LaunchShell(Shell):
         # command only where the script runs no launcher (config.launch._build)
         self.last_resort: list[Candidate] = []
         self.names_launcher: list[Field] = []  # `debugpy-run -m torch.distributed.run`: a launcher inside
+        self.given = False  # the training command is the one `--command` gives (config.launch)
 
     def allocate(self, lexer: Lexer, tokens: list) -> None:
         """The allocation a job script's directives ask for (`#SBATCH --nodes=128`), as every
