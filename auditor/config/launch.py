@@ -531,7 +531,8 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
     if launcher.get("program"):
         config.launcher = f"{launcher['program']} {chosen.subcommand}"
     elif reader.module_is_program:
-        config.launcher = chosen.invoked
+        config.launcher = chosen.invoked if chosen.invoked.startswith("python -m ") else \
+            f"{chosen.invoked} {_program(chosen)}"
     else:
         args, script = torchrun_options(config, launcher, args, path, spelling.python_runners)
         config.script = script
@@ -611,6 +612,14 @@ def _sized(launcher: dict) -> bool:
     return any(launcher.get(k) for k in ("env_nproc", "nproc_flags", "nproc_keys"))
 
 
+def _program(candidate: Candidate) -> str:
+    """What a launcher whose module is the program runs: the `-m` module, or the file a
+    `python_scripts` pattern matched (`python CKPT/zero_to_fp32.py`), its first argument."""
+    if candidate.invoked.startswith("python -m "):
+        return candidate.invoked.removeprefix("python -m ")
+    return str(candidate.args[0].value) if candidate.args else ""
+
+
 def runs_no_pipeline(candidate: Candidate, spelling: Spelling, path: str) -> str | None:
     """What a command that trains no pipeline is, from the rules (`not_pipeline` of its launcher's
     subcommand: `megatron export`; or of the script it starts: a checkpoint conversion); None
@@ -619,7 +628,7 @@ def runs_no_pipeline(candidate: Candidate, spelling: Spelling, path: str) -> str
     if what or candidate.launcher.get("program"):
         return what
     if for_style(candidate.launcher["style"]).module_is_program:  # `python -m MODULE`: the module
-        return packaged_entry(candidate.invoked.removeprefix("python -m "))
+        return packaged_entry(_program(candidate))
     scratch = LaunchConfig(path=path, launcher="", command_line=candidate.line, end_line=candidate.end_line)
     script = torchrun_options(scratch, candidate.launcher, candidate.args, path, spelling.python_runners)[1]
     if scratch.script_module and isinstance(script, str) and (what := packaged_entry(script)):

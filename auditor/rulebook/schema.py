@@ -186,7 +186,7 @@ TABLES: dict[str, Table] = {
     # The modules of a framework's package a launcher runs (`-m`, `deepspeed --module`) that train
     # no pipeline: `not_pipeline` says what the run is (config/entry_stack.py packaged_entry);
     # `checked`: the releases the test reads it in.
-    "entry_module": _table(True, "modules not_pipeline checked source code", ""),
+    "entry_module": _table(True, "modules not_pipeline checked source code", "scripts"),
     # An entry of a framework's checkout that reaches none of its training loops: NOT A PIPELINE
     # RUN (config/no_training.py).
     # `loops`, `pipeline_modules`, `pipeline_names` where not its own: rules/stacks.toml [training_step]
@@ -257,7 +257,7 @@ TYPES: dict[str, dict[str, type]] = {
     "model_config": {"path_key": str, "releases": list},
     "model": {"names": list, "values": dict, "also": list, "architecture": str, "provider": dict},
     "model_setting": {"key": str, "fact": str, "function": str, "architecture": str, "factor": int, "guards": list},
-    "entry_module": {"modules": list, "not_pipeline": str, "checked": list},
+    "entry_module": {"modules": list, "not_pipeline": str, "checked": list, "scripts": list},
     "no_training_entry": {"package": str, "loops": list, "pipeline_modules": list, "pipeline_names": list, "what": str,
                           "modules": list, "flags": list, "methods": list, "checked": list},
     "neox_pipeline": {"key": str, "default": int, "dir_options": list, "suffixes": list, "how": dict},

@@ -59,6 +59,11 @@ fi
 """
 
 TO_FP32 = 'python3 -m deepspeed.utils.zero_to_fp32 "$@"\n'
+# By the file: the copy DeepSpeed's engine writes into the checkpoint (a path the caller gives), and
+# a DeepSpeed checkout's (microsoft/Megatron-DeepSpeed@66f82d655f
+# examples_deepspeed/universal_checkpointing/README.md:52).
+COPY_IN_CHECKPOINT = 'CKPT=$1\npython $CKPT/zero_to_fp32.py $CKPT "$2"\n'
+IN_CHECKOUT = "python ${HOME}/DeepSpeed/deepspeed/checkpoint/ds_to_universal.py --input_folder a --output_folder b\n"
 
 # A pipeline trainer of the script's own, run with plain `python` before the conversion.
 TRAIN = """import torch.distributed as dist
@@ -78,8 +83,11 @@ def _scan(capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str, *more: 
 
 
 @pytest.mark.parametrize("text, module", [(CONVERT, "deepspeed.checkpoint.ds_to_universal"),
-                                          (TO_FP32, "deepspeed.utils.zero_to_fp32")],
-                         ids=["ds-to-universal-extra-args", "zero-to-fp32-all-args"])
+                                          (TO_FP32, "deepspeed.utils.zero_to_fp32"),
+                                          (COPY_IN_CHECKPOINT, "$1/zero_to_fp32.py"),
+                                          (IN_CHECKOUT, "${HOME}/DeepSpeed/deepspeed/checkpoint/ds_to_universal.py")],
+                         ids=["ds-to-universal-extra-args", "zero-to-fp32-all-args", "copy-in-checkpoint",
+                              "file-of-a-checkout"])
 def test_a_conversion_tool_is_not_a_pipeline_run(capsys, tmp_path, text, module):
     """The module is the program whatever the caller's arguments (`$EXTRA_ARGS`, `"$@"`): the
     rules say it converts a checkpoint in one process. (A program that is itself the caller's,
@@ -89,7 +97,17 @@ def test_a_conversion_tool_is_not_a_pipeline_run(capsys, tmp_path, text, module)
     assert code == 0
     assert module in verdict["headline"] and "converts a saved ZeRO checkpoint" in verdict["headline"]
     looked = Spelling.load(None).looked_for()  # `trains = false`: no training command looked for
-    assert "torchrun SCRIPT" in looked and module not in looked
+    assert "torchrun SCRIPT" in looked and "zero_to_fp32" not in looked and "ds_to_universal" not in looked
+
+
+def test_a_tool_run_by_its_file_is_known_by_the_parts_the_rule_names(capsys, tmp_path):
+    """`$CKPT/zero_to_fp32.py` ends in the parts the rule names, known; `$DIR/checkpoint/
+    ds_to_universal.py` does not (DIR may end in anything but `deepspeed`): that program is not
+    the tool, and is not followed."""
+    _, verdict = _scan(capsys, tmp_path, COPY_IN_CHECKPOINT)
+    assert verdict["status"] == "not-pipeline", verdict["headline"]
+    _, verdict = _scan(capsys, tmp_path, "python $DIR/checkpoint/ds_to_universal.py --input_folder a\n")
+    assert verdict["status"] == "inconclusive" and "--command" in verdict["headline"], verdict["headline"]
 
 
 def test_a_conversion_after_a_command_not_followed_is_not_the_run(capsys, tmp_path):
@@ -132,10 +150,15 @@ COMMUNICATES = ("torch.distributed", "deepspeed.comm", "init_distributed", "deep
 @pytest.mark.parametrize("version", TOOL["checked"])
 def test_each_checked_release_ships_the_tools_as_one_process_programs(release, version):
     """Each release named: every module is a file of the package with a main block (`code`), and
-    none imports or calls what communicates or pipelines."""
+    none imports or calls what communicates or pipelines; each of `scripts` is one of those files
+    by its tail path, zero_to_fp32.py the file the engine copies into each checkpoint."""
     root = Path(release(f"deepspeed=={version}").root)
     package = next(p.parent for p in sorted(root.rglob("deepspeed/checkpoint/ds_to_universal.py"))).parent.parent
-    for module in TOOL["modules"]:
-        text = (package / (module.replace(".", "/") + ".py")).read_text(encoding="utf-8")
-        assert TOOL["code"] in text, module
-        assert not [s for s in COMMUNICATES if s in text], module
+    files = [module.replace(".", "/") + ".py" for module in TOOL["modules"]]
+    for file in files:
+        text = (package / file).read_text(encoding="utf-8")
+        assert TOOL["code"] in text, file
+        assert not [s for s in COMMUNICATES if s in text], file
+    assert all(any(f.endswith(tail) for f in files) for tail in TOOL["scripts"])
+    engine = (package / "deepspeed/runtime/engine.py").read_text(encoding="utf-8")
+    assert '"zero_to_fp32.py"' in engine[engine.index("def _copy_recovery_script"):][:400]
