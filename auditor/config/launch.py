@@ -415,8 +415,9 @@ def _trains(shell: LaunchShell, spelling: Spelling, path: str) -> bool:
 
 def _beside_no_pipeline(shell: LaunchShell, spelling: Spelling, path: str, plain: str) -> str:
     """Where every command the walk followed trains no pipeline, what else it met that may: a
-    program it could not follow, a command it could not read, code it could not see, or a
-    `python SCRIPT` whose entry is not read (`plain`); for the message, "" where there is none.
+    program it could not follow, a command it could not read, code it could not see (but the
+    arguments of the `eval` that ran the command), or a `python SCRIPT` whose entry is not read
+    (`plain`); for the message, "" where there is none.
     The command that trains none is then not surely what the run is: a conversion after an
     unfollowed training command (`$LAUNCHER train.py; python -m
     deepspeed.checkpoint.ds_to_universal ...`) is not all the script runs. `--command` says
@@ -428,9 +429,11 @@ def _beside_no_pipeline(shell: LaunchShell, spelling: Spelling, path: str, plain
     said += [f"; line {f.line} runs `{f.value}`, which starts a launcher this reader does not follow"
              for f in shell.names_launcher[:1]]
     said += [f"; line {f.line} runs `{f.value}`, which is not known statically" for f in shell.unresolved_commands[:2]]
-    said += [f"; line {line}: {what}" for line, what in shell.opaque[:1]]
     said += [plain] if plain else []
-    if not said:
+    # unseen code (listed after this by _build), but for an `eval` that ran a command followed:
+    # the caller's words in its arguments (`eval $cmd`, cmd holding `$1`) are that command's
+    ran = {c.line for c in shell.candidates}
+    if not said and all(line in ran for line, _ in shell.opaque):
         return ""
     first = shell.candidates[0]
     return (f"; line {first.line} runs `{first.invoked}`, which trains no pipeline, but the script "

@@ -120,6 +120,18 @@ def test_a_conversion_after_a_command_not_followed_is_not_the_run(capsys, tmp_pa
     assert "line 1 runs `$LAUNCHER`" in verdict["headline"] and "--command" in verdict["headline"]
 
 
+def test_the_callers_words_in_the_tools_eval_are_its_arguments(capsys, tmp_path):
+    """`eval $cmd`, cmd the tool with the caller's `$1`, `${@:3}`: the eval's unknown words are
+    the tool's arguments, not another command. Unseen code elsewhere (`eval "$SETUP"`, whose
+    command is itself unknown) may train: undecided."""
+    text = ('cmd="python -m deepspeed.checkpoint.ds_to_universal --input_folder $1 --output_folder $2 ${@:3}"\n'
+            "eval $cmd\n")
+    _, verdict = _scan(capsys, tmp_path, text)
+    assert verdict["status"] == "not-pipeline", verdict["headline"]
+    _, verdict = _scan(capsys, tmp_path, 'eval "$SETUP"\n' + text)
+    assert verdict["status"] == "inconclusive" and "`eval` of text not known statically" in verdict["headline"]
+
+
 def test_a_plain_python_trainer_beside_a_conversion_is_the_run(tmp_path):
     """`python train.py` with no launcher is the run's command where the only launcher command
     the script runs trains no pipeline: the trainer is read, not the conversion."""
