@@ -115,12 +115,22 @@ def packaged_entry(module: str) -> str | None:
     """What the run is where the launcher runs `module` of a framework's package that trains no
     pipeline (a rules file's `[[entry_module]]`: OpenRLHF's `openrlhf.cli.*`, started by `python
     -m`, `deepspeed --module` or behind `ray job submit --`), else None. The module's name says
-    it: its file is in the cluster's installed package, not here."""
+    it: its file is in the cluster's installed package, not here. A `.py` path is the same
+    program run by its file where it ends in one of the entry's `scripts` (DeepSpeed's
+    zero_to_fp32.py, which the engine copies into each checkpoint it saves)."""
     for framework in frameworks():
         for entry in rulebook.load(framework.name).data.get("entry_module", []):
-            if launched_by(module, entry["modules"]):
+            if launched_by(module, entry["modules"]) or module.endswith(".py") and any(
+                    _ends_in(module, tail) for tail in entry.get("scripts", ())):
                 return str(entry["not_pipeline"]).replace("{module}", module)
     return None
+
+
+def _ends_in(path: str, tail: str) -> bool:
+    """Whether `path`'s last parts are `tail`'s (`$HOME/DeepSpeed/deepspeed/checkpoint/x.py`
+    ends in `deepspeed/checkpoint/x.py`)."""
+    parts, wanted = os.path.normpath(path).split("/"), tail.split("/")
+    return parts[-len(wanted):] == wanted
 
 
 def builds_no_pipeline(launch: LaunchConfig) -> str | None:

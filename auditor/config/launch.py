@@ -365,6 +365,7 @@ def _given_command(shell: LaunchShell, command: str, path: str, after: int) -> N
     shell.last_resort.clear()
     shell.unresolved_commands.clear()
     shell.exited = None  # the user's command runs, wherever the script's own walk stopped
+    shell.given = True
     try:
         tokens = Lexer(command, "--command", after).tokens()
     except InputError as exc:
@@ -386,7 +387,7 @@ def _last_resort(shell: LaunchShell, spelling: Spelling, path: str) -> str:
     """`python SCRIPT.py` with no launcher around it is the run's command only where the walk met
     no launcher command, no program it could not follow and no command it could not read, and
     its entry is found here (config.pyenv.locate); else what was not found, for the message."""
-    if shell.candidates or shell.unfollowed or shell.unresolved_commands or shell.opaque:
+    if _trains(shell, spelling, path) or shell.unfollowed or shell.unresolved_commands or shell.opaque:
         return ""
     if shell.names_launcher:
         named = shell.names_launcher[0]
@@ -402,6 +403,41 @@ def _last_resort(shell: LaunchShell, spelling: Spelling, path: str) -> str:
             return f"; line {candidate.line} runs `{candidate.invoked} {scratch.script}`, whose entry is not read: {missing}"
     shell.candidates.extend(shell.last_resort)
     return ""
+
+
+def _trains(shell: LaunchShell, spelling: Spelling, path: str) -> bool:
+    """Whether a command the walk followed may train a pipeline: one runs_no_pipeline says
+    nothing of. A command that trains none (a checkpoint conversion, `python -m
+    deepspeed.checkpoint.ds_to_universal`; `megatron export`) is no run a plain `python` command
+    or one not followed would stand beside."""
+    return any(not runs_no_pipeline(c, spelling, path) for c in shell.candidates)
+
+
+def _beside_no_pipeline(shell: LaunchShell, spelling: Spelling, path: str, plain: str) -> str:
+    """Where every command the walk followed trains no pipeline, what else it met that may: a
+    program it could not follow, a command it could not read, code it could not see (but the
+    arguments of the `eval` that ran the command), or a `python SCRIPT` whose entry is not read
+    (`plain`); for the message, "" where there is none.
+    The command that trains none is then not surely what the run is: a conversion after an
+    unfollowed training command (`$LAUNCHER train.py; python -m
+    deepspeed.checkpoint.ds_to_universal ...`) is not all the script runs. `--command` says
+    what the run is."""
+    if not shell.candidates or shell.given or _trains(shell, spelling, path):
+        return ""
+    said = [f"; line {f.line} runs `{f.value}`, which is not followed" for f in shell.unfollowed[:2]
+            if f not in shell.unresolved_commands]
+    said += [f"; line {f.line} runs `{f.value}`, which starts a launcher this reader does not follow"
+             for f in shell.names_launcher[:1]]
+    said += [f"; line {f.line} runs `{f.value}`, which is not known statically" for f in shell.unresolved_commands[:2]]
+    said += [plain] if plain else []
+    # unseen code (listed after this by _build), but for an `eval` that ran a command followed:
+    # the caller's words in its arguments (`eval $cmd`, cmd holding `$1`) are that command's
+    ran = {c.line for c in shell.candidates}
+    if not said and all(line in ran for line, _ in shell.opaque):
+        return ""
+    first = shell.candidates[0]
+    return (f"; line {first.line} runs `{first.invoked}`, which trains no pipeline, but the script "
+            f"may run another command{''.join(said)}")
 
 
 def _together(shell: LaunchShell, chosen: Candidate) -> str:
@@ -454,9 +490,10 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
            parser_roots: tuple[Path, ...] = (), which: int = 0) -> LaunchConfig:
     plain = _last_resort(shell, spelling, path)
     _stops_before_training(shell, path)
-    if not shell.candidates:
-        unknown = plain + "".join(f"; line {f.line} runs `{f.value}`, which is not known statically"
-                          for f in shell.unresolved_commands[:3])
+    beside = _beside_no_pipeline(shell, spelling, path, plain)
+    if not shell.candidates or beside:
+        unknown = beside or plain + "".join(f"; line {f.line} runs `{f.value}`, which is not known statically"
+                                            for f in shell.unresolved_commands[:3])
         unseen = "".join(f"; line {line}: {what}" for line, what in shell.opaque[:2])
         unseen += "".join(f"; {what}" for what in shell.hidden_from_job[:2])
         raise CommandNotFollowed(path, f"the training command could not be followed: looked for "
@@ -497,7 +534,8 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
     if launcher.get("program"):
         config.launcher = f"{launcher['program']} {chosen.subcommand}"
     elif reader.module_is_program:
-        config.launcher = chosen.invoked
+        config.launcher = chosen.invoked if chosen.invoked.startswith("python -m ") else \
+            f"{chosen.invoked} {_program(chosen)}"
     else:
         args, script = torchrun_options(config, launcher, args, path, spelling.python_runners)
         config.script = script
@@ -577,6 +615,14 @@ def _sized(launcher: dict) -> bool:
     return any(launcher.get(k) for k in ("env_nproc", "nproc_flags", "nproc_keys"))
 
 
+def _program(candidate: Candidate) -> str:
+    """What a launcher whose module is the program runs: the `-m` module, or the file a
+    `python_scripts` pattern matched (`python CKPT/zero_to_fp32.py`), its first argument."""
+    if candidate.invoked.startswith("python -m "):
+        return candidate.invoked.removeprefix("python -m ")
+    return str(candidate.args[0].value) if candidate.args else ""
+
+
 def runs_no_pipeline(candidate: Candidate, spelling: Spelling, path: str) -> str | None:
     """What a command that trains no pipeline is, from the rules (`not_pipeline` of its launcher's
     subcommand: `megatron export`; or of the script it starts: a checkpoint conversion); None
@@ -585,7 +631,7 @@ def runs_no_pipeline(candidate: Candidate, spelling: Spelling, path: str) -> str
     if what or candidate.launcher.get("program"):
         return what
     if for_style(candidate.launcher["style"]).module_is_program:  # `python -m MODULE`: the module
-        return packaged_entry(candidate.invoked.removeprefix("python -m "))
+        return packaged_entry(_program(candidate))
     scratch = LaunchConfig(path=path, launcher="", command_line=candidate.line, end_line=candidate.end_line)
     script = torchrun_options(scratch, candidate.launcher, candidate.args, path, spelling.python_runners)[1]
     if scratch.script_module and isinstance(script, str) and (what := packaged_entry(script)):

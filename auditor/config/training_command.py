@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Word
 from auditor.bash.parser import Cmd, Node, ShellParser
-from auditor.bash.values import EnvVar, Field, Scalar, Symbolic, Var
+from auditor.bash.values import EnvVar, Field, Scalar, Symbolic, Var, segments
 from auditor.bash.walk import Shell, join_workdir
 from auditor.config.batch_job import allocation_options, in_checkout, job_file_at
 from auditor.config.entry_copy import hydra_copy, is_copy
@@ -57,6 +57,15 @@ class Candidate:
     opened_in: list[str | None] = field(default_factory=list)
 
 
+def _known_tail(value: Symbolic) -> str | None:
+    """The whole path parts a word known in part ends in (`$CKPT/zero_to_fp32.py`:
+    `/zero_to_fp32.py`), None where its last piece is unknown or no `/` starts the known rest."""
+    pieces = segments(value)
+    last = max((k for k, (_, unknown) in enumerate(pieces) if unknown), default=-1)
+    known = "".join(text for text, _ in pieces[last + 1:])
+    return known if known.startswith("/") else None
+
+
 def is_interpreter(base: str, launcher: dict) -> bool:
     """`python3.10` is `python3` for a launcher whose rule lists `python3` among its interpreters."""
     return re.sub(r"[0-9.]+$", "", base) in {re.sub(r"[0-9.]+$", "", i) for i in launcher.get("interpreters", ())}
@@ -90,6 +99,7 @@ class LaunchShell(Shell):
         # command only where the script runs no launcher (config.launch._build)
         self.last_resort: list[Candidate] = []
         self.names_launcher: list[Field] = []  # `debugpy-run -m torch.distributed.run`: a launcher inside
+        self.given = False  # the training command is the one `--command` gives (config.launch)
 
     def allocate(self, lexer: Lexer, tokens: list) -> None:
         """The allocation a job script's directives ask for (`#SBATCH --nodes=128`), as every
@@ -386,9 +396,13 @@ class LaunchShell(Shell):
         """`python examples/start_rlvr_pipeline.py ...`: python runs a script the launcher names
         (`python_scripts`, fnmatch over its file name, or over as many trailing path parts as a
         pattern has: `chatlearn/entrypoint.py`), or a copy of it (`script_copies`,
-        config/entry_copy.py), which starts the workers itself."""
+        config/entry_copy.py), which starts the workers itself. A tool that trains nothing
+        (`trains = false`: its name says what it is, its file is not read) is known by the path
+        parts after the last unknown piece of the word."""
         patterns = launcher.get("python_scripts", ())
         value = fields[j].value if j < len(fields) else None
+        if isinstance(value, Symbolic) and launcher.get("trains") is False:
+            value = _known_tail(value)  # `python $CKPT/zero_to_fp32.py`: a tool known by its name
         return bool(patterns) and isinstance(value, str) and (any(
             fnmatch.fnmatchcase("/".join(os.path.normpath(value).split("/")[-(p.count("/") + 1):]), p)
             for p in patterns) or is_copy(launcher, value, self.path))

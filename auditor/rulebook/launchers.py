@@ -83,6 +83,8 @@ class Spelling:
     def looked_for(self) -> str:
         names = []
         for launcher in self.launchers:
+            if launcher.get("trains") is False:  # a tool run as a program (a checkpoint conversion)
+                continue
             if launcher.get("subcommands"):  # a program with none trains nothing (a conversion wrapper)
                 names.append(f"`{launcher['program']} {'|'.join(launcher['subcommands'])}`")
             python = f" {launcher['interpreters'][0]}" if launcher.get("interpreters") else ""

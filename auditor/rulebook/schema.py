@@ -148,7 +148,7 @@ TABLES: dict[str, Table] = {
     "launcher": _table(True, "name style",
                        "program programs subcommands python_modules torchrun_subcommands env_nproc "
                        "env_nnodes nproc_flags nnodes_flags nproc_default nnodes_default env_prefix "
-                       f"device_count_values boolean_options env_options env_separator env_keep_all env_keep_none env_always env_caller_wins env_default module_options interpreters python_scripts not_pipeline pair_options directive directive_options nproc_keys nnodes_keys entry_builds script_copies hydra_copies one_process process_starters process_packages world_env world_joins world_join_params inert_packages routes script_in_cwd {_SELECT}"),
+                       f"device_count_values boolean_options env_options env_separator env_keep_all env_keep_none env_always env_caller_wins env_default module_options interpreters python_scripts not_pipeline pair_options directive directive_options nproc_keys nnodes_keys entry_builds script_copies hydra_copies one_process process_starters process_packages world_env world_joins world_join_params inert_packages routes script_in_cwd trains {_SELECT}"),
     # What torch's own launcher refuses, or hands the script, before any worker trains
     # (auditor/config/launch_options.py).
     "launcher_option": _table(True, "id launchers options source code line", f"type parsed_at range unless {_SELECT}"),
@@ -186,7 +186,7 @@ TABLES: dict[str, Table] = {
     # The modules of a framework's package a launcher runs (`-m`, `deepspeed --module`) that train
     # no pipeline: `not_pipeline` says what the run is (config/entry_stack.py packaged_entry);
     # `checked`: the releases the test reads it in.
-    "entry_module": _table(True, "modules not_pipeline checked source code", ""),
+    "entry_module": _table(True, "modules not_pipeline checked source code", "scripts"),
     # An entry of a framework's checkout that reaches none of its training loops: NOT A PIPELINE
     # RUN (config/no_training.py).
     # `loops`, `pipeline_modules`, `pipeline_names` where not its own: rules/stacks.toml [training_step]
@@ -247,7 +247,7 @@ TYPES: dict[str, dict[str, type]] = {
                         "unless": list, "line": int},
     "launcher_handoff": {"launchers": list, "passes": str, "unless": list, "helpers": list, "line": int,
                          "refused_since": str},
-    "launcher": {"python_scripts": list, "script_copies": dict, "hydra_copies": dict},
+    "launcher": {"python_scripts": list, "script_copies": dict, "hydra_copies": dict, "trains": bool},
     "hydra_compose": {"launchers": list, "path_options": list, "name_options": list, "role_values": list},
     "hydra_strategy": {"main": str, "config_path": str, "config_name": str, "path_options": list,
                        "name_options": list, "keys": list, "not_pipeline": dict},
@@ -257,7 +257,7 @@ TYPES: dict[str, dict[str, type]] = {
     "model_config": {"path_key": str, "releases": list},
     "model": {"names": list, "values": dict, "also": list, "architecture": str, "provider": dict},
     "model_setting": {"key": str, "fact": str, "function": str, "architecture": str, "factor": int, "guards": list},
-    "entry_module": {"modules": list, "not_pipeline": str, "checked": list},
+    "entry_module": {"modules": list, "not_pipeline": str, "checked": list, "scripts": list},
     "no_training_entry": {"package": str, "loops": list, "pipeline_modules": list, "pipeline_names": list, "what": str,
                           "modules": list, "flags": list, "methods": list, "checked": list},
     "neox_pipeline": {"key": str, "default": int, "dir_options": list, "suffixes": list, "how": dict},
