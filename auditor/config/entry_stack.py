@@ -222,6 +222,62 @@ def modeled_packages() -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def deepspeed_pipeline(launch: LaunchConfig) -> None:
+    """A `launch.unknown-stack` finding where a torch launcher's entry, read as Megatron-LM's
+    front end only as a guess, builds DeepSpeed's PipelineModule and imports no other stack the
+    rules model (rules/stacks.toml [torch_launched_deepspeed]): DeepSpeed's pipeline engine runs,
+    whose P2P the guessed reading does not see (`torchrun eval.py` of an eval_batch loop read
+    CLEAN with 0 sites). A run already said to be something else is left as said."""
+    if any(d.kind in ("launch.not-pipeline", "launch.not-covered", "launch.unknown-stack")
+           for d in launch.diagnostics) or not read_as_guess(launch):
+        return
+    located = _located(launch)
+    if located is None:
+        return
+    entry, stat = located
+    try:
+        found = _deepspeed_pipeline(entry.path, stat.st_mtime_ns, stat.st_size)
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+        return  # pyenv.read_entry says why the script is not read
+    if found is None:
+        return
+    where, line = found
+    data = rulebook.load(RULES).data["torch_launched_deepspeed"]
+    name = entry.written if launch.script_module else os.path.basename(entry.written)
+    launch.diagnostics.append(Finding(
+        "launch.unknown-stack", "warning",
+        f"{name} builds DeepSpeed's PipelineModule ({where}:{line}) and imports no other stack the "
+        f"rules model: {data['covers']}",
+        where=f"{launch.path}:{launch.command_line}",
+        detail={"undecided": f"the pipeline {name} runs on DeepSpeed's engine",
+                "decide": data["decide"].replace("COMMAND", f"{entry.written} ..."), "packages": ["deepspeed"]}))
+
+
+@functools.lru_cache(maxsize=16)
+def _deepspeed_pipeline(path: str, mtime_ns: int, size: int) -> tuple[str, int] | None:
+    """(file, line) where the closure of the entry at `path` first uses DeepSpeed's
+    PipelineModule, where no module imports another stack the rules model; else None (also where
+    the closure was cut: a module not read may import megatron)."""
+    model = rulebook.load("deepspeed").data["pipeline_model"]
+    own = set(rulebook.load("deepspeed").data["framework"]["packages"]) | set(model["modules"])
+    others = [m for m in modeled_packages() if m.split(".")[0] not in own]
+    found: tuple[str, int] | None = None
+    read = 0
+    for module, tree in iter_closure(Path(path)):
+        read += 1
+        if uses_or_imports(tree, others, []):
+            return None
+        if found is None and uses_modules(tree, model["modules"], model["names"]):
+            found = (module.name, _import_line(tree, model["modules"]) or _name_line(tree, model["names"]))
+    return None if read >= MAX_MODULES else found
+
+
+def _name_line(tree: ast.Module, names: list[str]) -> int:
+    """The first line naming one of `names` (`deepspeed.pipe.PipelineModule(...)`)."""
+    return min((int(getattr(n, "lineno", 0)) for n in ast.walk(tree)
+                if isinstance(n, ast.Attribute) and n.attr in names), default=0)
+
+
 def unknown_stack(launch: LaunchConfig) -> None:
     """A `launch.unknown-stack` finding where the entry and its local modules import no stack the
     rules model and call no torch P2P themselves, but import a package neither `[no_pipeline]`
