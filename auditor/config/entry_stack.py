@@ -176,7 +176,7 @@ def _pipeline_free(path: str, mtime_ns: int, size: int) -> tuple[int, str] | Non
     return read - 1, ", ".join(sorted(used)) or "none"
 
 
-def runs_code(tree: ast.Module, dynamic: list[str]) -> bool:
+def runs_code(tree: ast.Module, dynamic: list[str], runners: frozenset[str] | None = None) -> bool:
     """Whether the file calls what imports or runs code this reader does not see: by the name
     written, and a command runner (rules/stacks.toml `command_runners`) also by the one imported
     (`import subprocess as sp; sp.run(...)`, `from subprocess import run`: entry_script.calls); a
@@ -184,7 +184,8 @@ def runs_code(tree: ast.Module, dynamic: list[str]) -> bool:
     (config.shell_command). An aliased `import_module` is not yet read (Pai-Megatron-Patch's
     distributed_checkpoints_convertor/impl/convert.py: its manifest rows rest on that)."""
     wanted = set(dynamic)
-    runners = set(rulebook.load("stacks").data["no_pipeline"].get("command_runners", []))
+    if runners is None:  # `runners`: the command runners counted also by the name imported
+        runners = frozenset(rulebook.load("stacks").data["no_pipeline"].get("command_runners", []))
     return any((written in wanted or imported in runners) and not runs_only_utility(node, imported)
                for node, written, imported in calls(tree))
 
