@@ -47,6 +47,7 @@ from auditor.config.entry_script import (
     uses_or_imports,
 )
 from auditor.config.deepspeed_entry import LAUNCHERS as DEEPSPEED_LAUNCHERS
+from auditor.config.entry_absent import absent_here
 from auditor.config.entry_copy import hydra_main
 from auditor.config.model import LaunchConfig
 from auditor.config.one_process import surely_one
@@ -364,12 +365,16 @@ def unread_entry(launch: LaunchConfig) -> None:
     """A `launch.unknown-stack` finding where the entry a torch launcher (read as Megatron-LM's
     front end only as a guess) or deepspeed runs is not read (pyenv.locate says why): its imports
     decide the stack, so neither megatron-core's defaults nor DeepSpeed's pipeline engine is
-    judged. An entry named as a front end the rules know by name keeps that front end."""
+    judged. An entry named as a front end the rules know by name keeps that front end, unless
+    the job is meant to start here and the file is not here (config.entry_absent.absent_here):
+    a file not read is never CLEAN."""
     if any(d.kind in ("launch.not-pipeline", "launch.not-covered", "launch.unknown-stack")
            for d in launch.diagnostics):
         return
     guessed = read_as_guess(launch) and launched_by(launch.launcher, LAUNCHERS)
-    if not (guessed or launched_by(launch.launcher, DEEPSPEED_LAUNCHERS)) or _named_front_end(launch):
+    if not (guessed or launched_by(launch.launcher, DEEPSPEED_LAUNCHERS)):
+        return
+    if _named_front_end(launch) and not absent_here(launch):
         return
     if launched_by(launch.launcher, WRAPPERS) and not str(launch.script).endswith(".py"):
         return  # `srun docker ...`: a program, not a Python entry; the launcher's rules judge it
