@@ -35,12 +35,13 @@ from pathlib import Path
 from typing import Any
 
 from auditor import rulebook
-from auditor.config.entry_script import ANCESTORS, MAX_MODULES, iter_closure
+from auditor.config.entry_script import ANCESTORS, MAX_MODULES, calls, iter_closure
 from auditor.config.effective import EffectiveConfig
 from auditor.config.entry_stack import LAUNCHERS, modeled_packages, read_as_guess, runs_code
 from auditor.config.expr import UNKNOWN
 from auditor.config.model import LaunchConfig
 from auditor.config.pyenv import located_stat
+from auditor.config.shell_command import runs_only_utility
 from auditor.findings import Finding
 from auditor.rulebook import files, interpreter
 from auditor.rulebook.frameworks import launched_by, versioned
@@ -72,7 +73,9 @@ def finding(launch: LaunchConfig, srcs: list[SourceSet], effective: EffectiveCon
         found = _ask(key, entry.path, srcs, answers)
     if not isinstance(found, tuple):
         return None
-    local, functions = found
+    local, functions, commands = found
+    if commands:
+        return _runs_command(launch, entry.written, commands, functions)
     whats = [e["what"] for e in rulebook.load(RULES).data["schedule_entry"]]
     where = "at any pipeline size"
     if answers:
@@ -91,11 +94,32 @@ def finding(launch: LaunchConfig, srcs: list[SourceSet], effective: EffectiveCon
                    detail={"entry": entry.written, "functions": functions})
 
 
+def _runs_command(launch: LaunchConfig, entry: str, commands: Commands, functions: int) -> Finding:
+    """An entry that reaches no schedule itself but runs a command line (`os.system(cmd)`,
+    `subprocess.run(cmd)`: a program, not a file utility): that command may be the training run,
+    and it was not read, so the run is undecided (never CLEAN on the entry's own settings, never
+    NOT A PIPELINE RUN); --command gives the command it runs."""
+    name = os.path.basename(entry)
+    file, line, callee = commands[0]
+    more = f" (and {len(commands) - 1} other command run(s))" if len(commands) > 1 else ""
+    what = (f"{name} reaches no pipeline schedule itself ({functions} function(s) walked), but runs a "
+            f"command this audit does not read ({file}:{line} `{callee}(...)`{more}): the training "
+            "it may start is not judged")
+    return Finding("entry.runs-command", "warning", what, where=f"{launch.path}:{launch.command_line}",
+                   detail={"entry": entry, "commands": [f"{f}:{n}" for f, n, _ in commands],
+                           "undecided": f"the command {file}:{line} runs (`{callee}(...)`), not read here: "
+                                        "the training it may start",
+                           "decide": f"--command 'CMD ...' giving the command {file}:{line} runs, as it builds it"})
+
+
 HITS = "hits"  # _unreached: the walk was certain, but met P2P sites outside a schedule
-_ASKED: dict[tuple, tuple[int, int] | str | None] = {}
+# The command lines the entry's closure runs (file, line, callee as written): config.shell_command
+Commands = tuple[tuple[str, int, str], ...]
+_ASKED: dict[tuple, tuple[int, int, Commands] | str | None] = {}
 
 
-def _ask(key: tuple, path: str, srcs: list[SourceSet], answers: tuple[dict, ...]) -> tuple[int, int] | str | None:
+def _ask(key: tuple, path: str, srcs: list[SourceSet],
+         answers: tuple[dict, ...]) -> tuple[int, int, Commands] | str | None:
     """_unreached, once per script, releases and stage answers (each setting case and command
     of a scan asks again)."""
     full = (*key, tuple(p["function"] for p in answers))
@@ -134,19 +158,22 @@ def _given(effective: EffectiveConfig, key: str) -> bool:
     return v is not None and v.source == "--set"
 
 
-def _unreached(path: str, srcs: list[SourceSet], answers: tuple[dict, ...]) -> tuple[int, int] | str | None:
-    """(local modules, functions walked) where the walk from the script at `path` surely reaches
-    no schedule entry, HITS where it surely reaches none but meets P2P sites, else None.
+def _unreached(path: str, srcs: list[SourceSet],
+               answers: tuple[dict, ...]) -> tuple[int, int, Commands] | str | None:
+    """(local modules, functions walked, command lines run) where the walk from the script at
+    `path` surely reaches no schedule entry, HITS where it surely reaches none but meets P2P
+    sites, else None.
     `answers`: stage predicates answered as constants, their settings `at` known to the walk."""
     script = Path(path).resolve()
     try:
         text = script.read_text(encoding="utf-8")
         tree = ast.parse(f"__name__ = '__main__'\n{text}")
-        closure = _closure(script, os.stat(script).st_mtime_ns)
+        read = _closure(script, os.stat(script).st_mtime_ns)
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
         return None
-    if closure is None:
+    if read is None:
         return None  # the closure was cut, or the script's own code runs code unseen
+    closure, commands = read
     data = rulebook.load(RULES).data
     stops = frozenset(f"{e['module']}.{n}" for e in data["schedule_entry"] for n in e["names"])
     local = _local_sources(script, closure)
@@ -168,21 +195,27 @@ def _unreached(path: str, srcs: list[SourceSet], answers: tuple[dict, ...]) -> t
         return None
     if interp.hits:  # P2P of its own outside a schedule (megatron-core's inference at PP > 1)
         return HITS
-    return len(closure) - 1, len(interp.nodes)
+    return len(closure) - 1, len(interp.nodes), commands
 
 
 @functools.lru_cache(maxsize=8)
-def _closure(script: Path, mtime_ns: int) -> list[Path] | None:
-    """The script's local modules (entry_script.iter_closure), or None where the closure was cut
-    or its code runs code unseen (`exec`, `importlib.import_module`: rules/stacks.toml
-    `dynamic`); read once per script, whichever releases the scan judges it on. A framework
-    the script's checkout holds (Megatron-LM's megatron/) is not its own code: it is walked as
-    a source (_local_sources), its plug-in loading not weighed, as a release's is."""
+def _closure(script: Path, mtime_ns: int) -> tuple[list[Path], Commands] | None:
+    """The script's local modules (entry_script.iter_closure) and the command lines they run
+    (a `command_runners` call of more than a file utility: the walk goes on, and the command,
+    not read, is said), or None where the closure was cut or its code runs code unseen
+    otherwise (`exec`, `importlib.import_module`: rules/stacks.toml `dynamic`); read once per
+    script, whichever releases the scan judges it on. A framework the script's checkout holds
+    (Megatron-LM's megatron/) is not its own code: it is walked as a source (_local_sources),
+    its plug-in loading not weighed, as a release's is."""
     read = list(iter_closure(script, _frameworks()))
-    dynamic = rulebook.load(RULES).data["no_pipeline"]["dynamic"]
-    if len(read) >= MAX_MODULES or any(runs_code(t, dynamic) for _, t in read):
+    data = rulebook.load(RULES).data["no_pipeline"]
+    runners = set(data.get("command_runners", []))
+    others = [d for d in data["dynamic"] if d not in runners]
+    if len(read) >= MAX_MODULES or any(runs_code(t, others, runners=frozenset()) for _, t in read):
         return None
-    return [p for p, _ in read]
+    commands = tuple((p.name, int(node.lineno), written) for p, t in read for node, written, imported in calls(t)
+                     if (written in runners or imported in runners) and not runs_only_utility(node, imported))
+    return [p for p, _ in read], commands
 
 
 def _local_sources(script: Path, closure: list[Path]) -> list[SourceSet]:

@@ -191,6 +191,19 @@ class Expander:
                       (n not in self.vars or n in self.vars[n].fallbacks) and n not in names]
         return fields
 
+    def expand_argument(self, word: Word) -> list[Field]:
+        """`expand` for an argument of a command (not its program): an unquoted word that is
+        empty only through an empty fallback of a variable the caller gives (`${EXTRA_ARGS:-}`,
+        or `$OPTS` after `OPTS=${EXTRA_ARGS:-}`: see `expand_noting_caller`) stands for what the
+        caller may set, one unknown word per such variable, as `$EXTRA_ARGS` unset does. Its
+        empty default states no value, only keeps `set -u` quiet; a default with text
+        (`${EXTRA_ARGS:-"--bf16"}`) is the script's own statement and is read as written."""
+        names: list[str] = []
+        fields = self.expand_noting_caller(word, names)
+        if fields or not names or any(p.quoted for p in word.parts):
+            return fields
+        return [Field(Symbolic(f"${{{name}:-}}"), word.line, unsplit=True, fallbacks=(name,)) for name in names]
+
     def document_text(self, document: Heredoc, line: int) -> str | Symbolic | None:
         """A here-document's text as bash gives it: expanded as a double-quoted word where its
         delimiter is unquoted; None where it does not read as one word."""

@@ -133,6 +133,27 @@ def _missing(config: LaunchConfig, opaque: list[tuple[int, str]], path: str) -> 
     return why
 
 
+def absent_here(config: LaunchConfig) -> bool:
+    """Whether the relative `.py` training script is not where the job is meant to start, which
+    the rules' knowing it by name (`torchrun pretrain_gpt.py`: Megatron-LM's front end) does not
+    replace: the command opens it in the directory this audit stands in (no `cd`, no
+    working-directory option, no container or directory named anywhere), a directory of the
+    checkout around the launch script that holds Python scripts (one jobs are run from: see
+    `_missing`, whose further conditions, where they all hold, make it DOES NOT START instead),
+    and no such file is there, nor beside the launch script or above it. Outside a checkout, or
+    from a directory no script is run from, the job starts in another tree (a Megatron-LM clone)."""
+    script = config.script
+    if (not isinstance(script, str) or config.script_module or config.script_read or config.script_absent
+            or os.path.isabs(script) or not script.endswith(".py") or config.workdir != ""
+            or config.launch_dir is None or runs_elsewhere(config) is not None):
+        return False
+    looked = Path(config.launch_dir, script)
+    checkout = checkout_root(config.path) if Path(config.path).is_file() else None
+    if checkout is None or not looked.resolve().is_relative_to(checkout) or not _scripts(looked.parent):
+        return False
+    return not looked.exists() and find_script(config.path, script, entry=True) is None
+
+
 def _unpopulated(checkout: Path) -> bool:
     """Whether the checkout's .gitmodules names a path that is absent or empty here: a recursive
     clone fills it, and a run may start inside it (`cd PAI-Megatron-LM && bash ../examples/...`)."""

@@ -47,6 +47,7 @@ from auditor.config.entry_script import (
     uses_or_imports,
 )
 from auditor.config.deepspeed_entry import LAUNCHERS as DEEPSPEED_LAUNCHERS
+from auditor.config.entry_absent import absent_here
 from auditor.config.entry_copy import hydra_main
 from auditor.config.model import LaunchConfig
 from auditor.config.one_process import surely_one
@@ -186,7 +187,7 @@ def _pipeline_free(path: str, mtime_ns: int, size: int) -> tuple[int, str] | Non
     return read - 1, ", ".join(sorted(used)) or "none"
 
 
-def runs_code(tree: ast.Module, dynamic: list[str]) -> bool:
+def runs_code(tree: ast.Module, dynamic: list[str], runners: frozenset[str] | None = None) -> bool:
     """Whether the file calls what imports or runs code this reader does not see: by the name
     written, and a command runner (rules/stacks.toml `command_runners`) also by the one imported
     (`import subprocess as sp; sp.run(...)`, `from subprocess import run`: entry_script.calls); a
@@ -194,7 +195,8 @@ def runs_code(tree: ast.Module, dynamic: list[str]) -> bool:
     (config.shell_command). An aliased `import_module` is not yet read (Pai-Megatron-Patch's
     distributed_checkpoints_convertor/impl/convert.py: its manifest rows rest on that)."""
     wanted = set(dynamic)
-    runners = set(rulebook.load("stacks").data["no_pipeline"].get("command_runners", []))
+    if runners is None:  # `runners`: the command runners counted also by the name imported
+        runners = frozenset(rulebook.load("stacks").data["no_pipeline"].get("command_runners", []))
     return any((written in wanted or imported in runners) and not runs_only_utility(node, imported)
                for node, written, imported in calls(tree))
 
@@ -230,6 +232,62 @@ def modeled_packages() -> list[str]:
         out += rulebook.load(framework.name).data.get("pipeline_model", {}).get("modules", [])
     out += [m for stack in rulebook.load(RULES).data.get("own_pipeline", []) for m in stack["modules"]]
     return list(dict.fromkeys(out))
+
+
+def deepspeed_pipeline(launch: LaunchConfig) -> None:
+    """A `launch.unknown-stack` finding where a torch launcher's entry, read as Megatron-LM's
+    front end only as a guess, builds DeepSpeed's PipelineModule and imports no other stack the
+    rules model (rules/stacks.toml [torch_launched_deepspeed]): DeepSpeed's pipeline engine runs,
+    whose P2P the guessed reading does not see (`torchrun eval.py` of an eval_batch loop read
+    CLEAN with 0 sites). A run already said to be something else is left as said."""
+    if any(d.kind in ("launch.not-pipeline", "launch.not-covered", "launch.unknown-stack")
+           for d in launch.diagnostics) or not read_as_guess(launch):
+        return
+    located = _located(launch)
+    if located is None:
+        return
+    entry, stat = located
+    try:
+        found = _deepspeed_pipeline(entry.path, stat.st_mtime_ns, stat.st_size)
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+        return  # pyenv.read_entry says why the script is not read
+    if found is None:
+        return
+    where, line = found
+    data = rulebook.load(RULES).data["torch_launched_deepspeed"]
+    name = entry.written if launch.script_module else os.path.basename(entry.written)
+    launch.diagnostics.append(Finding(
+        "launch.unknown-stack", "warning",
+        f"{name} builds DeepSpeed's PipelineModule ({where}:{line}) and imports no other stack the "
+        f"rules model: {data['covers']}",
+        where=f"{launch.path}:{launch.command_line}",
+        detail={"undecided": f"the pipeline {name} runs on DeepSpeed's engine",
+                "decide": data["decide"].replace("COMMAND", f"{entry.written} ..."), "packages": ["deepspeed"]}))
+
+
+@functools.lru_cache(maxsize=16)
+def _deepspeed_pipeline(path: str, mtime_ns: int, size: int) -> tuple[str, int] | None:
+    """(file, line) where the closure of the entry at `path` first uses DeepSpeed's
+    PipelineModule, where no module imports another stack the rules model; else None (also where
+    the closure was cut: a module not read may import megatron)."""
+    model = rulebook.load("deepspeed").data["pipeline_model"]
+    own = set(rulebook.load("deepspeed").data["framework"]["packages"]) | set(model["modules"])
+    others = [m for m in modeled_packages() if m.split(".")[0] not in own]
+    found: tuple[str, int] | None = None
+    read = 0
+    for module, tree in iter_closure(Path(path)):
+        read += 1
+        if uses_or_imports(tree, others, []):
+            return None
+        if found is None and uses_modules(tree, model["modules"], model["names"]):
+            found = (module.name, _import_line(tree, model["modules"]) or _name_line(tree, model["names"]))
+    return None if read >= MAX_MODULES else found
+
+
+def _name_line(tree: ast.Module, names: list[str]) -> int:
+    """The first line naming one of `names` (`deepspeed.pipe.PipelineModule(...)`)."""
+    return min((int(getattr(n, "lineno", 0)) for n in ast.walk(tree)
+                if isinstance(n, ast.Attribute) and n.attr in names), default=0)
 
 
 def unknown_stack(launch: LaunchConfig) -> None:
@@ -317,12 +375,16 @@ def unread_entry(launch: LaunchConfig) -> None:
     """A `launch.unknown-stack` finding where the entry a torch launcher (read as Megatron-LM's
     front end only as a guess) or deepspeed runs is not read (pyenv.locate says why): its imports
     decide the stack, so neither megatron-core's defaults nor DeepSpeed's pipeline engine is
-    judged. An entry named as a front end the rules know by name keeps that front end."""
+    judged. An entry named as a front end the rules know by name keeps that front end, unless
+    the job is meant to start here and the file is not here (config.entry_absent.absent_here):
+    a file not read is never CLEAN."""
     if any(d.kind in ("launch.not-pipeline", "launch.not-covered", "launch.unknown-stack")
            for d in launch.diagnostics):
         return
     guessed = read_as_guess(launch) and launched_by(launch.launcher, LAUNCHERS)
-    if not (guessed or launched_by(launch.launcher, DEEPSPEED_LAUNCHERS)) or _named_front_end(launch):
+    if not (guessed or launched_by(launch.launcher, DEEPSPEED_LAUNCHERS)):
+        return
+    if _named_front_end(launch) and not absent_here(launch):
         return
     if launched_by(launch.launcher, WRAPPERS) and not str(launch.script).endswith(".py"):
         return  # `srun docker ...`: a program, not a Python entry; the launcher's rules judge it

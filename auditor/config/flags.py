@@ -83,7 +83,8 @@ def wholly_unknown(value: Scalar, script: str) -> bool:
     (`$(cat x)`) or a variable the script (`script`, its text) never assigns (`${EXTRA}`, `$1`),
     or an override whose key is such a word (`${KEY}=fsdp`). A path with known text
     (`$BASE_DIR/data.jsonl`) is an argument; a variable the script assigns where this reading
-    cannot tell which branch ran (`if ...; then ARGS+=(...)`) is read as written, with the warning."""
+    cannot tell which branch ran (`if ...; then ARGS+=(...)`) is read as written, with the warning.
+    `X=${X:-}` assigns no value of the script's own: X stays the caller's."""
     pieces = segments(value)
     if not pieces[0][1] or not all(unknown or "=" in text for text, unknown in pieces[1:2]):
         return False
@@ -93,9 +94,13 @@ def wholly_unknown(value: Scalar, script: str) -> bool:
     m = _NAMED.match(head)
     if m is not None and m.group(1).isdigit():  # `$1`: only `set --` gives the script's arguments
         return re.search(r"\bset\s+--", script) is None
-    return m is not None and re.search(
-        rf"(?<![\w$]){re.escape(m.group(1))}(\[[^\]]*\])?\+?=|\b(read|for|mapfile|readarray)\b[^\n;]*\b"
-        rf"{re.escape(m.group(1))}\b", script) is None
+    if m is None:
+        return False
+    name = re.escape(m.group(1))
+    own = re.sub(rf'(?<![\w$]){name}="?\$\{{{name}:?[-=]\}}"?(?![^\s;])', "", script)
+    return re.search(
+        rf"(?<![\w$]){name}(\[[^\]]*\])?\+?=|\b(read|for|mapfile|readarray)\b[^\n;]*\b"
+        rf"{name}\b", own) is None
 
 
 _NAMED = re.compile(r"\$\{?[#!]?([A-Za-z_]\w*|\d+)")

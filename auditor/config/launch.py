@@ -42,6 +42,7 @@ from auditor.config.entry_schedule import names_no_schedule
 from auditor.config.entry_stack import (
     UnknownStack,
     builds_no_pipeline,
+    deepspeed_pipeline,
     own_pipeline,
     packaged_entry,
     unknown_stack,
@@ -243,6 +244,7 @@ def parse_launch(
     read_inference_entry(config)  # a text-generation engine or server at PP 1
     read_mimo_components(config)  # `--component language=tp=4,pp=2` of a Megatron-Bridge MIMO entry
     own_pipeline(config)  # `torchrun run_train.py` on nanotron's own pipeline engine: not covered
+    deepspeed_pipeline(config)  # `torchrun train.py` building DeepSpeed's PipelineModule
     unknown_stack(config)  # `torchrun train.py` handing the run to a package no rules model
     unread_entry(config)  # `torchrun -m $MODULE`, `deepspeed missing.py`: the stack is not known
     return config

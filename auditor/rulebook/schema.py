@@ -181,6 +181,7 @@ TABLES: dict[str, Table] = {
     "training_step": _table(False, "loops methods pipeline_modules pipeline_names source", ""),
     "unknown_stack": _table(False, "covers decide source", ""),
     "unread_entry": _table(False, "covers decide_name decide_file", ""),
+    "torch_launched_deepspeed": _table(False, "covers decide source", ""),
     # A Python entry with `@hydra.main` that no front end's rules read (config/entry_stack.py).
     "hydra_entry": _table(False, "covers decide source", ""),
     # The modules of a framework's package a launcher runs (`-m`, `deepspeed --module`) that train

@@ -201,3 +201,63 @@ def test_a_checkout_s_src_package_is_walked(capsys, monkeypatch, tmp_path, call,
     script.write_text(GENERATE_SH, encoding="utf-8")
     code, doc = _scan(capsys, script)
     assert (doc["verdict"]["status"] == "not-pipeline") == (status == "not-pipeline"), doc["verdict"]["headline"]
+
+
+# microsoft/DeepSpeedExamples@83757d9c937daabd1089a08051061706cb73900d applications/DeepSpeed-Chat/
+# e2e_rlhf.py:159-173: the entry builds `cmd = f"bash {script} {output_dir} {zero_stage}"` at run
+# time and starts it with `subprocess.Popen(cmd, cwd=working_dir, shell=True)`; here the command it
+# builds is a torchrun of a pipeline run. Before, the scan read the entry's own settings (PP 1 on
+# megatron-core's defaults): CLEAN, the command never read.
+DRIVER_SH = "#!/bin/bash\n# megatron-core==0.19.2 torch==2.11.0\n{launcher} e2e.py --pp 4\n"
+DRIVER_PY = """import argparse
+import subprocess
+{more}
+
+def get_cmd(args):
+    return (f"torchrun --nproc_per_node 8 pretrain_gpt.py "
+            f"--pipeline-model-parallel-size {{args.pp}}")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--pp", type=int, default=1)
+    args = parser.parse_args()
+    {run}
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def _driver(tmp_path: Path, run: str, launcher: str = "python", more: str = "") -> Path:
+    (tmp_path / "e2e.py").write_text(DRIVER_PY.format(run=run, more=more), encoding="utf-8")
+    script = tmp_path / "driver.sh"
+    script.write_text(DRIVER_SH.format(launcher=launcher), encoding="utf-8")
+    return script
+
+
+@pytest.mark.parametrize("run, launcher, more", [
+    ("p = subprocess.Popen(get_cmd(args), shell=True)\n    p.wait()", "python", ""),
+    ("subprocess.run(get_cmd(args).split(), check=True)", "torchrun --nproc_per_node 1", ""),
+    ("os.system(get_cmd(args))", "python", "import os\nfrom megatron.training import get_args"),
+])
+def test_an_entry_running_a_command_it_builds_is_undecided(capsys, tmp_path, run, launcher, more):
+    code, doc = _scan(capsys, _driver(tmp_path, run, launcher, more))
+    jsonschema.Draft202012Validator(SCHEMA).validate(doc)
+    verdict = doc["verdict"]
+    assert verdict["status"] == "inconclusive" and code == 1, verdict["headline"]
+    [said] = [f for f in doc["findings"] if f["kind"] == "entry.runs-command"]
+    line = DRIVER_PY.format(run=run, more=more).split("\n").index(f"    {run.splitlines()[0]}") + 1
+    assert said["detail"]["commands"] == [f"e2e.py:{line}"]
+    assert f"the command e2e.py:{line} runs" in verdict["headline"]
+    assert f"--command 'CMD ...' giving the command e2e.py:{line} runs" in verdict["headline"]
+    assert not any(f["kind"] == KIND for f in doc["findings"])
+
+
+def test_a_literal_file_utility_is_no_command_to_read(capsys, tmp_path):
+    """`os.system("mkdir -p out")` starts no program this audit should read."""
+    code, doc = _scan(capsys, _driver(tmp_path, 'os.system("mkdir -p out")', "torchrun --nproc_per_node 1",
+                                      "import os\nfrom megatron.training import get_args"))
+    assert not any(f["kind"] == "entry.runs-command" for f in doc["findings"])
+    assert doc["verdict"]["status"] == "not-pipeline", doc["verdict"]["headline"]

@@ -11,7 +11,11 @@ The constructs are those of upstream launch scripts:
 - `$@` last among Hydra overrides: volcengine/verl b178a3cd56 examples/gpg_trainer/run_qwen2-7b_math.sh
   (`trainer.total_epochs=15 $@`);
 - `${DISTRIBUTED_ARGS}` among torchrun's options: NVIDIA/Megatron-LM core_v0.17.0
-  examples/gpt3/train_gpt3_175b_distributed.sh (`torchrun ${DISTRIBUTED_ARGS[@]} pretrain_gpt.py`).
+  examples/gpt3/train_gpt3_175b_distributed.sh (`torchrun ${DISTRIBUTED_ARGS[@]} pretrain_gpt.py`);
+- a caller's variable behind an empty fallback, spliced unquoted into the command:
+  NVIDIA-NeMo/Megatron-Bridge 067f987df03b8355b03192d88d70f1709fedf51a
+  examples/models/nemotron/nemotron_3/ultra/slurm_pretrain.sh:47 (`EXTRA_OVERRIDES=${EXTRA_OVERRIDES:-}`,
+  then `${EXTRA_OVERRIDES}` last on the training command, :173).
 """
 
 from __future__ import annotations
@@ -168,3 +172,37 @@ def test_a_variable_the_script_assigns_on_a_branch_is_read_as_written() -> None:
     [warned] = [d for d in config.diagnostics if d.kind == "launch.unresolved-args"]
     assert config.unknown_words == [] and warned.detail["open"] == []  # no verdict says it holds whatever LOG adds
     assert _effective(body)["pipeline_model_parallel_size"] == 4
+
+
+@pytest.mark.parametrize("splice", ["OPTS=${EXTRA_ARGS:-}\n", "EXTRA_ARGS=${EXTRA_ARGS:-}\n"])
+def test_an_empty_fallback_of_a_callers_variable_may_set_what_is_written_before_it(splice: str) -> None:
+    """`${EXTRA_ARGS:-}` is empty only where the caller sets nothing: its empty default states no
+    value, so the word may add `--pipeline-model-parallel-size 4` as `${EXTRA_ARGS}` unset may
+    (before this, read as empty: PP 1 and no finding, CLEAN)."""
+    var = splice.split("=")[0]
+    body = f"{splice}torchrun --nproc-per-node 8 pretrain_gpt.py {MODEL} --pipeline-model-parallel-size 2 ${var}\n"
+    values = _effective(body)
+    assert values == dict.fromkeys(values, UNKNOWN)
+    config = parse_launch(HEAD + body, "train.sh")
+    assert [w.text for w in config.unknown_words] == ["${EXTRA_ARGS:-}"]
+    [said] = [d for d in config.diagnostics if d.kind == "launch.unresolved-args"]
+    assert "`--pipeline-model-parallel-size`" in said.message and said.where == "train.sh:5"
+    assert _effective(body, {"pipeline_model_parallel_size": "2"})["pipeline_model_parallel_size"] == 2
+
+
+def test_a_fallback_with_text_is_the_scripts_own_statement() -> None:
+    """`${EXTRA_ARGS:-"--bf16"}` states what the run gets where the caller sets nothing: read as
+    written (the verdict assumes the caller leaves it unset, as for a launcher option's fallback)."""
+    values = _effective('OPTS=${EXTRA_ARGS:-"--bf16"}\n'
+                        f"torchrun --nproc-per-node 8 pretrain_gpt.py {MODEL} --pipeline-model-parallel-size 2 $OPTS\n")
+    assert values["pipeline_model_parallel_size"] == 2
+
+
+def test_a_quoted_empty_fallback_and_a_set_variable_add_no_unknown_word() -> None:
+    """`"${EXTRA_ARGS:-}"` is one argument, empty or the caller's whole text: not split into flags
+    here either way; a variable the script sets keeps its value."""
+    for body in (f'torchrun --nproc-per-node 8 pretrain_gpt.py {MODEL} --pipeline-model-parallel-size 2 '
+                 f'"${{EXTRA_ARGS:-}}"\n',
+                 f"EXTRA_ARGS=--bf16\nOPTS=${{EXTRA_ARGS:-}}\n"
+                 f"torchrun --nproc-per-node 8 pretrain_gpt.py {MODEL} --pipeline-model-parallel-size 2 $OPTS\n"):
+        assert parse_launch(HEAD + body, "train.sh").unknown_words == []

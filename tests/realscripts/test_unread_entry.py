@@ -8,7 +8,12 @@ The constructs, written here after upstream scripts:
 - `deepspeed main.py ...`: microsoft/DeepSpeedExamples@83757d9c93
   training/imagenet/run_ds_fp16.sh:3, audited away from its directory (main.py not found);
 - `torchrun pretrain_gpt.py`: NVIDIA/Megatron-LM's front end, known by its name to the rules
-  (rules/megatron-lm.toml [[stage]] `launchers`), read as before even where the file is absent.
+  (rules/megatron-lm.toml [[stage]] `launchers`), read as before where its path is not known
+  statically or the run starts elsewhere (a `cd`); but NVIDIA/Megatron-LM core_v0.17.0
+  examples/gpt3/train_gpt3_175b_distributed.sh's relative `torchrun ${DISTRIBUTED_ARGS[@]}
+  pretrain_gpt.py ...` run from a folder of a checkout jobs are run from, without the file (no
+  `cd`, no container; a `source` before it, which may make it, so not DOES NOT START) was read
+  CLEAN on megatron-core's defaults: not read, so INCONCLUSIVE.
 """
 
 from __future__ import annotations
@@ -84,3 +89,52 @@ def test_a_front_end_known_by_name_is_judged_without_its_file(capsys, tmp_path, 
     code, doc = _scan(capsys, tmp_path, "torchrun --nproc_per_node 8 $MEGATRON/pretrain_gpt.py --num-layers 4")
     assert "is not read" not in doc["verdict"]["headline"]
     assert doc["sites"]
+
+
+PRETRAIN = "torchrun --nproc_per_node 8 pretrain_gpt.py --tensor-model-parallel-size 2 --num-layers 4"
+
+
+def _checkout(tmp_path: Path) -> None:
+    """A checkout whose folder jobs are run from (it holds Python scripts), without the file."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "prepare_data.py").write_text("print('data')\n", encoding="utf-8")
+    (tmp_path / "env.sh").write_text("export NCCL_DEBUG=WARN\n", encoding="utf-8")
+
+
+def test_a_front_end_known_by_name_absent_where_the_job_starts_is_not_read(capsys, tmp_path, monkeypatch):
+    """`source ./env.sh` may make the file (config/entry_absent.py: so not DOES NOT START)."""
+    _checkout(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    code, doc = _scan(capsys, tmp_path, "source ./env.sh\n" + PRETRAIN)
+    verdict = doc["verdict"]
+    assert verdict["status"] == "inconclusive" and code == 1, verdict["headline"]
+    assert "the training script is not read (pretrain_gpt.py is neither beside" in verdict["headline"]
+    assert "where pretrain_gpt.py is" in verdict["undecided"][0]["decide"]
+    assert not doc["sites"]
+
+
+@pytest.mark.parametrize("before, checkout", [
+    ("source ./env.sh\ncd /opt/Megatron-LM\n", True),  # the job starts elsewhere
+    ("source ./env.sh\ncd $MEGATRON_PATH && ", True),
+    ("# run inside nvcr.io/nvidia/pytorch:24.05-py3\nsource ./env.sh\n", True),  # in a container
+    ("source ./env.sh\n", False),  # no checkout around it: a Megatron-LM clone elsewhere
+])
+def test_a_front_end_known_by_name_started_elsewhere_keeps_its_reading(capsys, tmp_path, monkeypatch,
+                                                                       before, checkout):
+    if checkout:
+        _checkout(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    code, doc = _scan(capsys, tmp_path, before + PRETRAIN)
+    assert "is not read" not in doc["verdict"]["headline"]
+    assert doc["sites"]
+
+
+def test_a_front_end_known_by_name_found_above_keeps_its_reading(capsys, tmp_path, monkeypatch):
+    """The checkout's pretrain_gpt.py above the launch script's folder is the one read."""
+    _checkout(tmp_path)
+    (tmp_path / "pretrain_gpt.py").write_text("from megatron.training import pretrain\n", encoding="utf-8")
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "tool.py").write_text("print(1)\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path / "examples")
+    code, doc = _scan(capsys, tmp_path / "examples", PRETRAIN)
+    assert "is not read" not in doc["verdict"]["headline"]
