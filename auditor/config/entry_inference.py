@@ -26,6 +26,7 @@ train, so "reaches no training step" cannot be read from the entry alone (turn-1
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable
 from functools import cache, partial
 from pathlib import Path
@@ -35,7 +36,7 @@ from auditor.config.checkpoint_args import checkpoint_sizes
 from auditor.config.entry_schedule import names_no_schedule
 from auditor.config.entry_script import MAX_MODULES, iter_closure
 from auditor.config.entry_stack import modeled_packages
-from auditor.config.flags import normalise
+from auditor.config.flags import listed, normalise
 from auditor.config.model import LaunchConfig
 from auditor.config.no_training import names_p2p
 from auditor.config.pyenv import entry_tree
@@ -68,8 +69,11 @@ def read_inference_entry(launch: LaunchConfig) -> None:
     module, server, where = engine
     does = "serves text generation" if server else "generates text"
     what = f"{script.name} {does} with an inference engine ({module}, {where}), which trains nothing"
+    one = _read_as_one(launch)
+    said = (f"; {listed(one, 4)} {'is' if len(one) == 1 else 'are'} read as one word each, their flags' values: "
+            "expanded to several, a later word naming a pipeline flag would set the size" if one else "")
     launch.diagnostics.append(Finding(
-        "launch.not-pipeline", "info", f"{what}, at pipeline size 1 ({pp}): no stage sends to another",
+        "launch.not-pipeline", "info", f"{what}, at pipeline size 1 ({pp}): no stage sends to another{said}",
         where=f"{launch.path}:{launch.command_line}", detail={"command": launch.launcher}))
 
 
@@ -178,11 +182,11 @@ def _shadowed(launch: LaunchConfig) -> bool:
     findings): an unresolved word, unless every text it may be is known (a string the script sets
     in the branches of an if it cannot decide: Pai-Megatron-Patch a098ca5acb
     examples/llama/run_evaluate_huggingface_llama.sh:55-61 sets `pr_options` to " --fp16" or
-    " --bf16") and none names a pipeline flag. An unknown value of a flag the parser's table
-    knows to take one (`--load $1`, Megatron-LM's) is read as that value, as config/flags.py reads
-    it; of a flag not known to (`--fp16 $MORE_ARGS`), it may be further flags."""
+    " --bf16") and none names a pipeline flag; an unknown value of a flag the parser's table does
+    not know to take one (`--fp16 $MORE_ARGS`), which may be further flags. An unknown value of a
+    flag known to take one (`--load $1`) is that value (see _read_as_one)."""
     for d in launch.diagnostics:
-        if d.kind == "launch.unknown-values" and (PP not in launch.flags or any(
+        if d.kind == "launch.unknown-values" and d.detail.get("unchecked") and (PP not in launch.flags or any(
                 _sets_pp(s) for s in d.detail.get("unread_before", []))):
             return True  # `--fp16 $MORE_ARGS`: a value only if --fp16 takes one, which is not known
         if d.kind == "launch.unresolved-args":
@@ -191,6 +195,25 @@ def _shadowed(launch: LaunchConfig) -> bool:
                    for v in d.detail.get("values", [])):
                 return True
     return False
+
+
+def _read_as_one(launch: LaunchConfig) -> list[str]:
+    """The unquoted unknown values of flags known to take one (`--load $2`, `--sample-input-file $1`:
+    bigcode-project/Megatron-LM 7c325cd34a examples/detxoify_lm/generate-1.3b.sh:24, :35, the
+    caller's arguments) that could override the size were they several words: where no size is
+    written, or one is written before them. Each is read as its flag's one value, as config/flags.py
+    reads it for every verdict; expanded to no word it leaves its flag without a value, which
+    argparse rejects (the run does not start), and to several, a later word would be an argument
+    of its own: the note says so. An arithmetic expansion (`$(($RANDOM))`) is one word."""
+    out: list[str] = []
+    for d in launch.diagnostics:
+        if d.kind == "launch.unknown-values" and (PP not in launch.flags or any(
+                _sets_pp(s) for s in d.detail.get("one_word_before", []))):
+            out += [w for w in d.detail.get("one_word", []) if not _ARITHMETIC.fullmatch(w.partition(" ")[2])]
+    return out
+
+
+_ARITHMETIC = re.compile(r"\$\(\([^()]*(\([^()]*\)[^()]*)*\)\)")
 
 
 def _sets_pp(word: str) -> bool:

@@ -296,3 +296,100 @@ def test_checkpoint_sizes_are_the_flags_the_checkpoint_overrides(tmp_path):
     assert "pipeline_model_parallel_size" not in checkpoint_sizes(launch)
     launch.flags["use_checkpoint_args"] = Flag("use_checkpoint_args", "true", 4, "--use-checkpoint-args")
     assert "pipeline_model_parallel_size" in checkpoint_sizes(launch)
+
+
+ARGUMENTS = """\
+import argparse
+
+
+def parse_args(extra_args_provider=None):
+    parser = argparse.ArgumentParser(allow_abbrev=False)
+    parser.add_argument('--pipeline-model-parallel-size', type=int, default=1)
+    parser.add_argument('--num-layers', type=int, default=None)
+    parser.add_argument('--load', type=str, default=None)
+    parser.add_argument('--seed', type=int, default=1234)
+    parser.add_argument('--fp16', action='store_true')
+    if extra_args_provider is not None:
+        parser = extra_args_provider(parser)
+    return parser.parse_args()
+"""
+
+# bigcode-project/Megatron-LM 7c325cd34a examples/detxoify_lm/generate_samples_gpt.py: its own
+# provider adds --sample-input-file (:36-58), `initialize_megatron(extra_args_provider=...)`
+# (:129), generation through megatron.text_generation (:20).
+DETOXIFY = """\
+from megatron.initialize import initialize_megatron
+from megatron.text_generation import generate_and_post_process
+
+
+def add_text_generate_args(parser):
+    group = parser.add_argument_group(title='text generation')
+    group.add_argument("--sample-input-file", type=str, default=None)
+    return parser
+
+
+if __name__ == "__main__":
+    initialize_megatron(extra_args_provider=add_text_generate_args)
+    generate_and_post_process(None, prompts=["hi"])
+"""
+
+
+def _checkout(tmp_path: Path) -> None:
+    (tmp_path / "megatron/training").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "megatron/training/arguments.py").write_text(ARGUMENTS)
+    for package in ("megatron/text_generation", "megatron/core/inference/engines",
+                    "megatron/core/inference/text_generation_server"):
+        (tmp_path / package).mkdir(parents=True, exist_ok=True)
+
+
+def test_an_unknown_value_of_a_known_flag_is_read_as_its_value_and_said(tmp_path: Path) -> None:
+    """bigcode-project/Megatron-LM 7c325cd34a examples/detxoify_lm/generate-1.3b.sh gives no
+    --pipeline-model-parallel-size and the caller's `--load $2` (:24) and `--sample-input-file $1`
+    (:35): each is its flag's one value (no word leaves the flag without one, which argparse
+    rejects); several words could carry a pipeline flag, which the note says. A value of a flag
+    no table knows (`--top-k $K`) may itself be flags: no note."""
+    _checkout(tmp_path)
+    entry = "examples/detxoify_lm/generate_samples_gpt.py"
+    config = _launch(tmp_path, entry, DETOXIFY, "--num-layers 4 --load $2 --sample-input-file $1 --seed $(($RANDOM))")
+    assert config.builds_parser == "megatron-lm"
+    [said] = _not_pipeline(config)
+    assert "parser default" in said and "`--load $2`, `--sample-input-file $1` are read as one word" in said
+    assert "RANDOM" not in said  # an arithmetic expansion is one word
+    [said] = _not_pipeline(_launch(tmp_path, entry, DETOXIFY, "--load $2 --pipeline-model-parallel-size 1"))
+    assert "read as one word" not in said  # the size written after it stands
+    [said] = _not_pipeline(_launch(tmp_path, entry, DETOXIFY, "--pipeline-model-parallel-size 1 --load $2"))
+    assert "`--load $2` is read as one word" in said
+    assert not _not_pipeline(_launch(tmp_path, entry, DETOXIFY, "--load $2 --top-k $K"))
+    assert not _not_pipeline(_launch(tmp_path, entry, DETOXIFY, "--pipeline-model-parallel-size 2 --load $2"))
+
+
+# NVIDIA/Megatron-LM d98e8a64dd tools/run_hybrid_text_generation_server.py (:8-11) runs the main of
+# tools/run_text_generation_server.py, which builds Megatron-LM's parser (:120-130).
+HYBRID = """\
+import os
+import sys
+
+sys.path.append(os.path.abspath(os.path.join(os.path.dirname(__file__), os.path.pardir)))
+
+from run_text_generation_server import main
+
+if __name__ == "__main__":
+    main(model_type="hybrid")
+"""
+
+
+def test_a_wrapper_running_a_sibling_s_main_builds_its_parser(tmp_path: Path) -> None:
+    """examples/mamba/run_text_gen_server_8b.sh runs the hybrid wrapper with
+    `--pipeline-model-parallel-size 1 --load $1`: the sibling's parser reads the flags."""
+    _checkout(tmp_path)
+    server = SERVER.replace('if __name__ == "__main__":\n', "def main(model_type='gpt'):\n")
+    files = {"tools/run_text_generation_server.py": server}
+    entry = "tools/run_hybrid_text_generation_server.py"
+    config = _launch(tmp_path, entry, HYBRID, "--pipeline-model-parallel-size 1 --load $1", files)
+    assert config.builds_parser == "megatron-lm"
+    [said] = _not_pipeline(config)
+    assert "serves text generation" in said and "run_text_generation_server.py:3" in said
+    files = {"tools/run_text_generation_server.py": "def main(model_type='gpt'):\n    pass\n"}
+    _checkout(tmp_path / "other")  # a tree of its own: the parser read is cached by path
+    config = _launch(tmp_path / "other", entry, HYBRID, "--pipeline-model-parallel-size 1", files)
+    assert config.builds_parser == "" and not any("serves text generation" in m for m in _not_pipeline(config))
