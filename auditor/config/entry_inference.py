@@ -66,11 +66,14 @@ def read_inference_entry(launch: LaunchConfig) -> None:
     engine = _engine(modules, launch.checkouts.get("megatron-lm"))
     if engine is None or not names_no_schedule(launch):
         return  # no engine, or a schedule named besides (which a script may run)
-    module, server, where = engine
+    module, server, where, lacked = engine
     does = "serves text generation" if server else "generates text"
     what = f"{script.name} {does} with an inference engine ({module}, {where}), which trains nothing"
+    if lacked:
+        what += (f" (it also imports {lacked[0]}, which the Megatron-LM checkout does not hold: the run "
+                 "stops at that import unless another megatron on the path gives it)")
     one = _read_as_one(launch)
-    said = (f"; {listed(one, 4)} {'is' if len(one) == 1 else 'are'} read as one word each, their flags' values: "
+    said = (f"; {listed(one, 3)} {'is' if len(one) == 1 else 'are'} read as one word each, their flags' values: "
             "expanded to several, a later word naming a pipeline flag would set the size" if one else "")
     launch.diagnostics.append(Finding(
         "launch.not-pipeline", "info", f"{what}, at pipeline size 1 ({pp}): no stage sends to another{said}",
@@ -141,16 +144,20 @@ def _engines() -> list[tuple[str, bool]]:
     return out
 
 
-def _engine(modules: list[tuple[Path, ast.Module]], checkout: Path | None) -> tuple[str, bool, str] | None:
-    """(module imported, whether it is a server, `file:line`) of the first inference-engine
-    import in the script or a local module it imports (a server's import preferred); None
-    where there is none, the closure cannot be read whole (or is cut at MAX_MODULES), a module
-    of it calls torch's P2P API itself (config/no_training.py `names_p2p`), or where it imports an engine module the
-    Megatron-LM `checkout` the entry runs from does not hold (Megatron-LM d98e8a64dd
+def _engine(modules: list[tuple[Path, ast.Module]], checkout: Path | None) -> tuple[str, bool, str, list[str]] | None:
+    """(module imported, whether it is a server, `file:line`, the engine imports the checkout
+    lacks) of the first inference-engine import in the script or a local module it imports (a
+    server's import preferred); None where there is none the Megatron-LM `checkout` the entry
+    runs from holds, the closure cannot be read whole (or is cut at MAX_MODULES), or a module of
+    it calls torch's P2P API itself (config/no_training.py `names_p2p`). An engine module the
+    checkout lacks beside one it holds (Megatron-LM d98e8a64dd
     examples/multimodal/run_text_generation.py:26 still imports megatron.inference.text_generation,
-    gone from that tree: the run stops at the import, and is not called inference here)."""
+    gone from that tree, and megatron.core.inference.engines, :30) stops the run at its import
+    unless another megatron on the path gives it: either way no training step runs, and the note
+    says so; an entry whose only engine is such a module is not called inference."""
     engines = _engines()
     found: list[tuple[str, bool, str]] = []
+    lacked: list[str] = []
     for path, tree in modules:
         if names_p2p(tree):
             return None  # its own sends (dist.isend, P2POp): not the engine's forward only
@@ -162,10 +169,11 @@ def _engine(modules: list[tuple[Path, ast.Module]], checkout: Path | None) -> tu
             for name in names:
                 hit = next(((m, s) for m, s in engines if name == m or name.startswith(m + ".")), None)
                 if hit is not None and not _held(name, checkout):
-                    return None
-                if hit is not None:
+                    lacked.append(f"{name} ({path.name}:{node.lineno})")
+                elif hit is not None:
                     found.append((name, hit[1], f"{path.name}:{node.lineno}"))
-    return next((f for f in found if f[1]), found[0] if found else None)
+    first = next((f for f in found if f[1]), found[0] if found else None)
+    return (*first, list(dict.fromkeys(lacked))) if first else None
 
 
 def _held(module: str, checkout: Path | None) -> bool:

@@ -165,7 +165,8 @@ def test_the_parser_default_counts_only_where_nothing_else_may_set_the_size(tmp_
 
 def test_an_engine_module_the_checkout_lacks_is_no_engine(tmp_path: Path) -> None:
     """Megatron-LM d98e8a64dd examples/multimodal/run_text_generation.py:26 imports
-    megatron.inference.text_generation, which that checkout no longer holds: the run stops there."""
+    megatron.inference.text_generation, which that checkout no longer holds: the run stops there.
+    Where that is its only engine, the entry is not called inference."""
     (tmp_path / "megatron/training").mkdir(parents=True)
     (tmp_path / "megatron/training/arguments.py").write_text(
         "import argparse\n\n\ndef parse_args():\n    parser = argparse.ArgumentParser()\n"
@@ -393,3 +394,52 @@ def test_a_wrapper_running_a_sibling_s_main_builds_its_parser(tmp_path: Path) ->
     _checkout(tmp_path / "other")  # a tree of its own: the parser read is cached by path
     config = _launch(tmp_path / "other", entry, HYBRID, "--pipeline-model-parallel-size 1", files)
     assert config.builds_parser == "" and not any("serves text generation" in m for m in _not_pipeline(config))
+
+
+# NVIDIA/Megatron-LM d98e8a64dd examples/multimodal/run_text_generation.py: megatron.inference.
+# text_generation (:26, gone from that tree) beside megatron.core.inference.engines (:30).
+VLM = """\
+from megatron.core.inference.engines import StaticInferenceEngine
+from megatron.inference.text_generation.api import generate_and_post_process
+from megatron.training.initialize import initialize_megatron
+
+if __name__ == "__main__":
+    initialize_megatron()
+    StaticInferenceEngine(None).generate(prompts=["hi"])
+"""
+
+# examples/multimodal/nvlm/run_text_generation_qwen20_72b_internvit_6b.sh:67-78, :137: two ifs
+# append to EXTRA_ARGS, passed unquoted after `--pipeline-model-parallel-size 1` (:108).
+TILING = """\
+EXTRA_ARGS=""
+if [[ $USE_TILING -eq 1 ]]; then
+    EXTRA_ARGS+=" --pixel-shuffle --use-tiling --max-num-tiles 6"
+fi
+if [[ $USE_PIXEL_SHUFFLE_ONLY -eq 1 ]]; then
+    EXTRA_ARGS+=" {more}"
+fi
+torchrun --nproc_per_node 8 examples/multimodal/run_text_generation.py --pipeline-model-parallel-size 1 \\
+    --num-layers 4 ${{EXTRA_ARGS}} --seed 1234
+"""
+
+
+def test_an_if_appending_to_a_string_keeps_every_text_it_may_be(tmp_path: Path) -> None:
+    """The nvlm shape: `${EXTRA_ARGS}` is one of four known texts, none naming a pipeline flag;
+    the engine module the checkout lacks is said, the one it holds decides."""
+    _checkout(tmp_path)
+    entry = "examples/multimodal/run_text_generation.py"
+    _launch(tmp_path, entry, VLM, "")
+    script = tmp_path / "run.sh"
+    script.write_text(TILING.format(more="--pixel-shuffle"))
+    config = parse_launch(script.read_text(), str(script))
+    [unresolved] = [d for d in config.diagnostics if d.kind == "launch.unresolved-args"]
+    assert sorted(unresolved.detail["alternatives"]["${EXTRA_ARGS}"]) == [
+        "", " --pixel-shuffle", " --pixel-shuffle --use-tiling --max-num-tiles 6",
+        " --pixel-shuffle --use-tiling --max-num-tiles 6 --pixel-shuffle"]
+    [said] = _not_pipeline(config)
+    assert "megatron.core.inference.engines" in said and "stops at that import" in said
+    assert "megatron.inference.text_generation.api (run_text_generation.py:2)" in said
+    script.write_text(TILING.format(more="--pipeline-model-parallel-size 2"))
+    assert not _not_pipeline(parse_launch(script.read_text(), str(script)))
+    script.write_text(TILING.format(more="$MORE"))  # a text not known: may be any flag
+    assert not _not_pipeline(parse_launch(script.read_text(), str(script)))
