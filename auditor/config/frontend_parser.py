@@ -25,6 +25,7 @@ from typing import Any
 from auditor.rulebook.files import load as load_rules, names as rule_names
 from auditor.config.entry_path import in_checkout
 from auditor.config.entry_script import is_main_guard
+from auditor.config.script_run import writes_argv
 from auditor.config.parser_entry import calls_parser_entry, entry_calls, parse_time_bases, parse_time_methods
 
 PARSER_FILES = ("megatron/training/arguments.py", "megatron/arguments.py")
@@ -424,7 +425,11 @@ def _delegate(tree: ast.Module, script: Path) -> Path | None:
     is `from run_text_generation_server import main` and `main(model_type="hybrid")` under its
     main guard (:8-11), and that module's main calls parse_and_validate_args (:122). Python finds
     the module beside the script first (sys.path[0]); one step only, so that two wrappers calling
-    each other end. None where there is no such module."""
+    each other end. None where there is no such module, or where the wrapper parses arguments or
+    rewrites sys.argv itself (what the parser then reads is not the launch line as written)."""
+    if writes_argv(tree) or any(getattr(c.func, "attr", getattr(c.func, "id", None)) in _OWN_PARSING
+                                for c in _calls(tree)):
+        return None
     run = [s for s in tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
     run += [s for g in tree.body if is_main_guard(g) for s in getattr(g, "body", [])]
     called = {c.func.id for s in run for c in _calls(s) if isinstance(c.func, ast.Name)}
@@ -438,6 +443,10 @@ def _delegate(tree: ast.Module, script: Path) -> Path | None:
         if found is not None and _builds_parser(found, module):
             return module
     return None
+
+
+# a wrapper's own argument handling (_delegate)
+_OWN_PARSING = frozenset({"add_argument", "parse_args", "parse_known_args", "ArgumentParser"})
 
 
 def _builds_parser(tree: ast.Module, script: Path) -> bool:

@@ -443,3 +443,17 @@ def test_an_if_appending_to_a_string_keeps_every_text_it_may_be(tmp_path: Path) 
     assert not _not_pipeline(parse_launch(script.read_text(), str(script)))
     script.write_text(TILING.format(more="$MORE"))  # a text not known: may be any flag
     assert not _not_pipeline(parse_launch(script.read_text(), str(script)))
+
+
+def test_a_wrapper_with_arguments_of_its_own_is_not_the_sibling_s_front_end(tmp_path: Path) -> None:
+    """A wrapper that parses arguments or rewrites sys.argv before running the sibling's main:
+    the sibling's parser does not read the launch line as written."""
+    server = SERVER.replace('if __name__ == "__main__":\n', "def main(model_type='gpt'):\n")
+    entry = "tools/run_hybrid_text_generation_server.py"
+    for k, own in enumerate(("sys.argv.append('--pipeline-model-parallel-size=2')",
+                             "argparse.ArgumentParser().parse_known_args()")):
+        _checkout(tmp_path / str(k))  # a tree each: the parser read is cached by path
+        text = HYBRID.replace("    main(", f"    import argparse\n    {own}\n    main(")
+        config = _launch(tmp_path / str(k), entry, text, "--pipeline-model-parallel-size 1",
+                         {"tools/run_text_generation_server.py": server})
+        assert config.builds_parser == "" and not any("serves" in m for m in _not_pipeline(config)), own
