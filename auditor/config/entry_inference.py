@@ -16,7 +16,10 @@ module, the entry and its local modules were read and name no schedule entry
 (config/entry_schedule.py `names_no_schedule`: a forward_backward function or a training loop,
 which a script may run besides), and the pipeline size surely is the int 1: set by the entry's
 own code (config/entry_assign.py, config/entry_library.py), or, where Megatron-LM's parser reads
-the launch line (`builds_parser`), the literal `1` its `--pipeline-model-parallel-size` is given.
+the launch line (`builds_parser`), the literal `1` its `--pipeline-model-parallel-size` is given. An unquoted unknown value of a
+flag the parser's table knows to take one (`--load $2`) is that value, as for every verdict; the
+note names those that could override the size were they several words. An engine import the
+checkout lacks, beside one it holds, is named too: the run stops there or generates.
 
 An entry that imports no engine gets no note: what it calls outside the code read here (a
 package no source holds, a module its release lacks, `Engine(...).generate()` of either) may

@@ -4,7 +4,9 @@
 A rules file's `[[no_training_entry]]` names the functions through which the framework steps its
 pipeline schedule (`loops`: called by name; `methods`: reached on an object, `trainer.train()`,
 `self.pp_schedule`), the flags that make the run one stage (`flags`: Megatron-DeepSpeed's
-`--no-pipeline-parallel`, whose validate_args asserts PP 1) and the entry modules it is about
+`--no-pipeline-parallel`, whose validate_args asserts PP 1; or `absent`: the flags whose
+absence leaves the parser's default of one stage, where no word of the command is unknown and the
+entry's code names none of them) and the entry modules it is about
 (`modules`: torchtitan's `-m torchtitan.models.*.inference.*`). It holds only where the code it
 was read on is the code that runs: the checkout around the entry holds the rule's `code` in the
 file its `source` cites. The entry and the local modules it imports (not the framework's own package,
