@@ -60,6 +60,10 @@ def join_workdir(base: str | None, directory: Scalar) -> str | None:
     return None if base is None else os.path.normpath(os.path.join(base, directory))
 
 
+# the most texts a value known in part is read as (Shell._partial_texts)
+MAX_ALTERNATIVES = 64
+
+
 class Shell(Expander, ABC):
     """Walks a parsed script in order, keeping variables as bash would; builtins, assignments and
     functions are run here, every other command goes to `external`."""
@@ -345,7 +349,12 @@ class Shell(Expander, ABC):
                                     any(v.exported for v in known))
                 text = f"${{{name}}}"
                 ways = self.alternatives([v.value if v is not None else "" for v in seen])
-                self.branch_values[text] = ways if self.branch_values.get(text, ways) == ways else None
+                prior = self.branch_values.get(text, ways)
+                # merged again: its texts now, where they hold every text it was (an if that
+                # appends to it, `EXTRA_ARGS+=" --pixel-shuffle"`, or leaves it): a reading of an
+                # earlier use still sees each text it may be
+                self.branch_values[text] = ways if prior == ways or (
+                    ways is not None and prior is not None and set(prior) <= set(ways)) else None
                 if choice is not None:
                     self.chosen_by.setdefault(f"${{{name}}}", set()).add(choice)
         self.vars = merged
@@ -357,7 +366,12 @@ class Shell(Expander, ABC):
         for value in values:
             if isinstance(value, str):
                 out.append(value)
-            elif isinstance(value, Symbolic) and not isinstance(value, Partial) and self.branch_values.get(value.text):
+            elif isinstance(value, Partial):
+                texts = self._partial_texts(value)
+                if texts is None:
+                    return None
+                out += texts
+            elif isinstance(value, Symbolic) and self.branch_values.get(value.text):
                 out += self.branch_values[value.text] or ()
             else:
                 return None
@@ -368,6 +382,19 @@ class Shell(Expander, ABC):
         `expand_argument` reads them (a caller's variable behind an empty fallback may add any)."""
         fields = self.expand(words[0]) if words else []
         return fields + [f for w in words[1:] for f in (self.expand_argument(w) if fields else self.expand(w))]
+
+    def _partial_texts(self, value: Partial) -> list[str] | None:
+        """Every text a value known in part may be, where each unknown piece is a value merged
+        before (`${EXTRA_ARGS} --pixel-shuffle` after an if that set EXTRA_ARGS: NVIDIA/Megatron-LM
+        d98e8a64dd examples/multimodal/nvlm/run_text_generation_qwen20_72b_internvit_6b.sh:70-78);
+        None where a piece is not such a value, or they are more than MAX_ALTERNATIVES."""
+        texts = [""]
+        for text, unknown in value.segments:
+            ways = self.branch_values.get(text) if unknown else (text,)
+            if not ways or len(texts) * len(ways) > MAX_ALTERNATIVES:
+                return None
+            texts = [t + w for t in texts for w in ways]
+        return texts
 
     def _command(self, cmd: Cmd, siblings: list[Node], at: int) -> int:
         """Run one simple command; how many following siblings it took (see `external`)."""

@@ -16,7 +16,10 @@ module, the entry and its local modules were read and name no schedule entry
 (config/entry_schedule.py `names_no_schedule`: a forward_backward function or a training loop,
 which a script may run besides), and the pipeline size surely is the int 1: set by the entry's
 own code (config/entry_assign.py, config/entry_library.py), or, where Megatron-LM's parser reads
-the launch line (`builds_parser`), the literal `1` its `--pipeline-model-parallel-size` is given.
+the launch line (`builds_parser`), the literal `1` its `--pipeline-model-parallel-size` is given. An unquoted unknown value of a
+flag the parser's table knows to take one (`--load $2`) is that value, as for every verdict; the
+note names those that could override the size were they several words. An engine import the
+checkout lacks, beside one it holds, is named too: the run stops there or generates.
 
 An entry that imports no engine gets no note: what it calls outside the code read here (a
 package no source holds, a module its release lacks, `Engine(...).generate()` of either) may
@@ -26,6 +29,7 @@ train, so "reaches no training step" cannot be read from the entry alone (turn-1
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable
 from functools import cache, partial
 from pathlib import Path
@@ -35,7 +39,7 @@ from auditor.config.checkpoint_args import checkpoint_sizes
 from auditor.config.entry_schedule import names_no_schedule
 from auditor.config.entry_script import MAX_MODULES, iter_closure
 from auditor.config.entry_stack import modeled_packages
-from auditor.config.flags import normalise
+from auditor.config.flags import listed, normalise
 from auditor.config.model import LaunchConfig
 from auditor.config.no_training import names_p2p
 from auditor.config.pyenv import entry_tree
@@ -65,11 +69,17 @@ def read_inference_entry(launch: LaunchConfig) -> None:
     engine = _engine(modules, launch.checkouts.get("megatron-lm"))
     if engine is None or not names_no_schedule(launch):
         return  # no engine, or a schedule named besides (which a script may run)
-    module, server, where = engine
+    module, server, where, lacked = engine
     does = "serves text generation" if server else "generates text"
     what = f"{script.name} {does} with an inference engine ({module}, {where}), which trains nothing"
+    if lacked:
+        what += (f" (it also imports {lacked[0]}, which the Megatron-LM checkout does not hold: the run "
+                 "stops at that import unless another megatron on the path gives it)")
+    one = _read_as_one(launch)
+    said = (f"; {listed(one, 3)} {'is' if len(one) == 1 else 'are'} read as one word each, their flags' values: "
+            "expanded to several, a later word naming a pipeline flag would set the size" if one else "")
     launch.diagnostics.append(Finding(
-        "launch.not-pipeline", "info", f"{what}, at pipeline size 1 ({pp}): no stage sends to another",
+        "launch.not-pipeline", "info", f"{what}, at pipeline size 1 ({pp}): no stage sends to another{said}",
         where=f"{launch.path}:{launch.command_line}", detail={"command": launch.launcher}))
 
 
@@ -137,16 +147,20 @@ def _engines() -> list[tuple[str, bool]]:
     return out
 
 
-def _engine(modules: list[tuple[Path, ast.Module]], checkout: Path | None) -> tuple[str, bool, str] | None:
-    """(module imported, whether it is a server, `file:line`) of the first inference-engine
-    import in the script or a local module it imports (a server's import preferred); None
-    where there is none, the closure cannot be read whole (or is cut at MAX_MODULES), a module
-    of it calls torch's P2P API itself (config/no_training.py `names_p2p`), or where it imports an engine module the
-    Megatron-LM `checkout` the entry runs from does not hold (Megatron-LM d98e8a64dd
+def _engine(modules: list[tuple[Path, ast.Module]], checkout: Path | None) -> tuple[str, bool, str, list[str]] | None:
+    """(module imported, whether it is a server, `file:line`, the engine imports the checkout
+    lacks) of the first inference-engine import in the script or a local module it imports (a
+    server's import preferred); None where there is none the Megatron-LM `checkout` the entry
+    runs from holds, the closure cannot be read whole (or is cut at MAX_MODULES), or a module of
+    it calls torch's P2P API itself (config/no_training.py `names_p2p`). An engine module the
+    checkout lacks beside one it holds (Megatron-LM d98e8a64dd
     examples/multimodal/run_text_generation.py:26 still imports megatron.inference.text_generation,
-    gone from that tree: the run stops at the import, and is not called inference here)."""
+    gone from that tree, and megatron.core.inference.engines, :30) stops the run at its import
+    unless another megatron on the path gives it: either way no training step runs, and the note
+    says so; an entry whose only engine is such a module is not called inference."""
     engines = _engines()
     found: list[tuple[str, bool, str]] = []
+    lacked: list[str] = []
     for path, tree in modules:
         if names_p2p(tree):
             return None  # its own sends (dist.isend, P2POp): not the engine's forward only
@@ -158,10 +172,11 @@ def _engine(modules: list[tuple[Path, ast.Module]], checkout: Path | None) -> tu
             for name in names:
                 hit = next(((m, s) for m, s in engines if name == m or name.startswith(m + ".")), None)
                 if hit is not None and not _held(name, checkout):
-                    return None
-                if hit is not None:
+                    lacked.append(f"{name} ({path.name}:{node.lineno})")
+                elif hit is not None:
                     found.append((name, hit[1], f"{path.name}:{node.lineno}"))
-    return next((f for f in found if f[1]), found[0] if found else None)
+    first = next((f for f in found if f[1]), found[0] if found else None)
+    return (*first, list(dict.fromkeys(lacked))) if first else None
 
 
 def _held(module: str, checkout: Path | None) -> bool:
@@ -178,11 +193,11 @@ def _shadowed(launch: LaunchConfig) -> bool:
     findings): an unresolved word, unless every text it may be is known (a string the script sets
     in the branches of an if it cannot decide: Pai-Megatron-Patch a098ca5acb
     examples/llama/run_evaluate_huggingface_llama.sh:55-61 sets `pr_options` to " --fp16" or
-    " --bf16") and none names a pipeline flag. An unknown value of a flag the parser's table
-    knows to take one (`--load $1`, Megatron-LM's) is read as that value, as config/flags.py reads
-    it; of a flag not known to (`--fp16 $MORE_ARGS`), it may be further flags."""
+    " --bf16") and none names a pipeline flag; an unknown value of a flag the parser's table does
+    not know to take one (`--fp16 $MORE_ARGS`), which may be further flags. An unknown value of a
+    flag known to take one (`--load $1`) is that value (see _read_as_one)."""
     for d in launch.diagnostics:
-        if d.kind == "launch.unknown-values" and (PP not in launch.flags or any(
+        if d.kind == "launch.unknown-values" and d.detail.get("unchecked") and (PP not in launch.flags or any(
                 _sets_pp(s) for s in d.detail.get("unread_before", []))):
             return True  # `--fp16 $MORE_ARGS`: a value only if --fp16 takes one, which is not known
         if d.kind == "launch.unresolved-args":
@@ -191,6 +206,25 @@ def _shadowed(launch: LaunchConfig) -> bool:
                    for v in d.detail.get("values", [])):
                 return True
     return False
+
+
+def _read_as_one(launch: LaunchConfig) -> list[str]:
+    """The unquoted unknown values of flags known to take one (`--load $2`, `--sample-input-file $1`:
+    bigcode-project/Megatron-LM 7c325cd34a examples/detxoify_lm/generate-1.3b.sh:24, :35, the
+    caller's arguments) that could override the size were they several words: where no size is
+    written, or one is written before them. Each is read as its flag's one value, as config/flags.py
+    reads it for every verdict; expanded to no word it leaves its flag without a value, which
+    argparse rejects (the run does not start), and to several, a later word would be an argument
+    of its own: the note says so. An arithmetic expansion (`$(($RANDOM))`) is one word."""
+    out: list[str] = []
+    for d in launch.diagnostics:
+        if d.kind == "launch.unknown-values" and (PP not in launch.flags or any(
+                _sets_pp(s) for s in d.detail.get("one_word_before", []))):
+            out += [w for w in d.detail.get("one_word", []) if not _ARITHMETIC.fullmatch(w.partition(" ")[2])]
+    return out
+
+
+_ARITHMETIC = re.compile(r"\$\(\([^()]*(\([^()]*\)[^()]*)*\)\)")
 
 
 def _sets_pp(word: str) -> bool:

@@ -180,10 +180,18 @@ def _unknown_values(config: LaunchConfig, taken: list[tuple[str, Field, list[str
     """Flag values not known statically and unquoted: each is that flag's value only if it expands
     to one word; to several, it also sets flags, overriding those written before it. Each comes
     with the flags written before it where its flag is not one the parser's table knows to take a
-    value (`--fp16 $MORE_ARGS`, read unchecked): `unread_before`, what such a word may override."""
+    value (`--fp16 $MORE_ARGS`, read unchecked): `unread_before`, what such a word may override;
+    the words of the others, read as one value each (`one_word`), with what they may override
+    were they several (`one_word_before`); `unchecked`: whether any such word is unchecked."""
     if not taken:
         return
     unread = sorted({s for _, _, b, unchecked in taken if unchecked for s in b})
+    one = [(f"{written} {f.value}", b) for written, f, b, unchecked in taken if not unchecked]
+    detail: dict[str, object] = {"unread_before": unread} if unread else {}
+    if one:
+        detail |= {"one_word": [w for w, _ in one], "one_word_before": sorted({s for _, b in one for s in b})}
+    if any(unchecked for *_, unchecked in taken):
+        detail["unchecked"] = True
     last_written, last_field, before, _ = taken[-1]
     values = "; ".join(f"`{written} {f.value}` (line {f.line})" for written, f, _, _ in taken[:6])
     more = f" and {len(taken) - 6} more" if len(taken) > 6 else ""
@@ -194,7 +202,7 @@ def _unknown_values(config: LaunchConfig, taken: list[tuple[str, Field, list[str
         f"{len(taken)} flag value(s) are not known statically: {values}{more}; each is read as its flag's "
         f"value, but unquoted it could expand to several words, the rest of them further arguments{shadow}",
         fix="set the variables in the script, or give their values to the audit (environment or --set)",
-        where=f"{path}:{taken[0][1].line}", detail={"unread_before": unread} if unread else {}))
+        where=f"{path}:{taken[0][1].line}", detail=detail))
 
 
 def read_flags(config: LaunchConfig, args: list[Field], spelling: Spelling, path: str,

@@ -24,6 +24,8 @@ from typing import Any
 
 from auditor.rulebook.files import load as load_rules, names as rule_names
 from auditor.config.entry_path import in_checkout
+from auditor.config.entry_script import is_main_guard
+from auditor.config.script_run import writes_argv
 from auditor.config.parser_entry import calls_parser_entry, entry_calls, parse_time_bases, parse_time_methods
 
 PARSER_FILES = ("megatron/training/arguments.py", "megatron/arguments.py")
@@ -124,10 +126,9 @@ def read_parser(parser: Path, script: Path | None = None) -> FrontEnd | None:
         # (Megatron-DeepSpeed tools/preprocess_data.py, examples_deepspeed/universal_checkpointing/
         # tb_analysis/tb_analysis_script.py): Megatron-LM's parse_args only where it is bound
         # from Megatron-LM's modules (parser_entry.calls_parser_entry).
-        names = {getattr(c.func, "attr", getattr(c.func, "id", None)) for c in _calls(tree)
-                 if not (isinstance(c.func, ast.Attribute) and c.func.attr == "parse_args")}
-        if not names & entry_calls() and not calls_parser_entry(script):
-            return None
+        if not _builds_parser(tree, script):
+            delegate = _delegate(tree, script)
+            return read_parser(parser, delegate) if delegate is not None else None
         reader.read_tree(tree)
         accepts_unknown = _ignores_unknown(tree)
         local = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
@@ -416,6 +417,43 @@ def _sibling_provider(provider: ast.expr | None, tree: ast.Module,
         if found is not None:
             return found, ast.Name(alias.name if alias else provider.id)
     return None
+
+
+def _delegate(tree: ast.Module, script: Path) -> Path | None:
+    """The module beside `script` whose function the script runs as the program and that builds
+    Megatron-LM's parser itself: Megatron-LM d98e8a64dd tools/run_hybrid_text_generation_server.py
+    is `from run_text_generation_server import main` and `main(model_type="hybrid")` under its
+    main guard (:8-11), and that module's main calls parse_and_validate_args (:122). Python finds
+    the module beside the script first (sys.path[0]); one step only, so that two wrappers calling
+    each other end. None where there is no such module, or where the wrapper parses arguments or
+    rewrites sys.argv itself (what the parser then reads is not the launch line as written)."""
+    if writes_argv(tree) or any(getattr(c.func, "attr", getattr(c.func, "id", None)) in _OWN_PARSING
+                                for c in _calls(tree)):
+        return None
+    run = [s for s in tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    run += [s for g in tree.body if is_main_guard(g) for s in getattr(g, "body", [])]
+    called = {c.func.id for s in run for c in _calls(s) if isinstance(c.func, ast.Name)}
+    for stmt in tree.body:
+        if not isinstance(stmt, ast.ImportFrom) or stmt.level or not stmt.module:
+            continue
+        module = script.parent / (stmt.module.replace(".", "/") + ".py")
+        if module == script or not module.is_file() or not any((a.asname or a.name) in called for a in stmt.names):
+            continue
+        found = _parse(_text(module))
+        if found is not None and _builds_parser(found, module):
+            return module
+    return None
+
+
+# a wrapper's own argument handling (_delegate)
+_OWN_PARSING = frozenset({"add_argument", "parse_args", "parse_known_args", "ArgumentParser"})
+
+
+def _builds_parser(tree: ast.Module, script: Path) -> bool:
+    """Whether the script calls an entry of Megatron-LM's parser (see read_parser)."""
+    names = {getattr(c.func, "attr", getattr(c.func, "id", None)) for c in _calls(tree)
+             if not (isinstance(c.func, ast.Attribute) and c.func.attr == "parse_args")}
+    return bool(names & entry_calls()) or calls_parser_entry(script)
 
 
 def _ignores_unknown(tree: ast.AST) -> bool:

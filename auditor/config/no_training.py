@@ -4,7 +4,9 @@
 A rules file's `[[no_training_entry]]` names the functions through which the framework steps its
 pipeline schedule (`loops`: called by name; `methods`: reached on an object, `trainer.train()`,
 `self.pp_schedule`), the flags that make the run one stage (`flags`: Megatron-DeepSpeed's
-`--no-pipeline-parallel`, whose validate_args asserts PP 1) and the entry modules it is about
+`--no-pipeline-parallel`, whose validate_args asserts PP 1; or `absent`: the flags whose
+absence leaves the parser's default of one stage, where no word of the command is unknown and the
+entry's code names none of them) and the entry modules it is about
 (`modules`: torchtitan's `-m torchtitan.models.*.inference.*`). It holds only where the code it
 was read on is the code that runs: the checkout around the entry holds the rule's `code` in the
 file its `source` cites. The entry and the local modules it imports (not the framework's own package,
@@ -33,6 +35,7 @@ from auditor.config.entry_stack import runs_code
 from auditor.config.model import LaunchConfig
 from auditor.config.pipelining_script import is_pipelining_script
 from auditor.config.pyenv import located_stat
+from auditor.config.script_run import writes_argv
 from auditor.findings import Finding
 from auditor.rulebook.frameworks import frameworks, launched_by
 
@@ -65,17 +68,37 @@ def _judge(rule: dict[str, Any], launch: LaunchConfig, entry: Path, written: str
         return None
     if any(getattr(launch.flags.get(k), "value", None) is not True for k in rule.get("flags", [])):
         return None
+    absent = rule.get("absent", [])
+    if any(k in launch.flags for k in absent) or absent and _words_unseen(launch):
+        return None
     file = rule["source"].split()[1].rsplit(":", 1)[0]  # "OWNER/NAME@COMMIT PATH:LINE"
     root = _checkout(entry, file, rule["code"])
     if root is None:
         return None
     steps = {**rulebook.load("stacks").data["training_step"], **rule}  # the rule's own, else the shared table's
     read = reaches_no_loop(entry, frozenset({rule["package"]}), steps)
-    if read is None:
+    if read is None or any(_names_key(body, absent) for body in read[1]):
         return None
     loops = ", ".join(steps["loops"] + steps.get("methods", []))
     return rule["what"].format(entry=written, module=launch.script, loops=loops, local=read[0],
                                checkout=os.path.relpath(root / file))
+
+
+def _words_unseen(launch: LaunchConfig) -> bool:
+    """Whether the command has words not known statically (`$EXTRA_ARGS`, `--load $CKPT` read as
+    written): any may be a flag a rule's `absent` names."""
+    return any(d.kind in ("launch.unresolved-args", "launch.unknown-values") for d in launch.diagnostics)
+
+
+def _names_key(body: ast.Module, keys: list[str]) -> bool:
+    """Whether the code may set one of `keys` itself, not through the launch line: a string naming
+    it (`args_defaults={'use_checkpoint_args': True}`: Megatron-DeepSpeed f4157bea69
+    megatron/initialize.py:55), a keyword or an attribute stored, or any write to sys.argv."""
+    if keys and writes_argv(body):
+        return True
+    return any(isinstance(n, ast.Constant) and n.value in keys or isinstance(n, ast.keyword) and n.arg in keys
+               or isinstance(n, ast.Attribute) and n.attr in keys and not isinstance(n.ctx, ast.Load)
+               for n in ast.walk(body))
 
 
 def reaches_no_loop(entry: Path, own: frozenset[str], steps: dict[str, Any]) -> tuple[int, list[ast.Module]] | None:

@@ -192,7 +192,7 @@ TABLES: dict[str, Table] = {
     # RUN (config/no_training.py).
     # `loops`, `pipeline_modules`, `pipeline_names` where not its own: rules/stacks.toml [training_step]
     "no_training_entry": _table(True, "package what source code",
-                                "modules flags methods checked loops pipeline_modules pipeline_names"),
+                                "modules flags absent methods checked loops pipeline_modules pipeline_names"),
     # A console script whose environment switches pick its trainer (LLaMA-Factory's USE_MCA): with
     # none on, `not_pipeline` (config/env_backend.py).
     # How NeMo-RL's examples/run_*.py pick each Policy's backend, `roles` the Policies a script builds
@@ -260,7 +260,7 @@ TYPES: dict[str, dict[str, type]] = {
     "model_setting": {"key": str, "fact": str, "function": str, "architecture": str, "factor": int, "guards": list},
     "entry_module": {"modules": list, "not_pipeline": str, "checked": list, "scripts": list},
     "no_training_entry": {"package": str, "loops": list, "pipeline_modules": list, "pipeline_names": list, "what": str,
-                          "modules": list, "flags": list, "methods": list, "checked": list},
+                          "modules": list, "flags": list, "absent": list, "methods": list, "checked": list},
     "neox_pipeline": {"key": str, "default": int, "dir_options": list, "suffixes": list, "how": dict},
     "env_backend": {"launchers": list, "switches": list, "env_true": list, "not_pipeline": str, "checked": list,
                     "uncovered": dict},

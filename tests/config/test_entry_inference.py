@@ -165,7 +165,8 @@ def test_the_parser_default_counts_only_where_nothing_else_may_set_the_size(tmp_
 
 def test_an_engine_module_the_checkout_lacks_is_no_engine(tmp_path: Path) -> None:
     """Megatron-LM d98e8a64dd examples/multimodal/run_text_generation.py:26 imports
-    megatron.inference.text_generation, which that checkout no longer holds: the run stops there."""
+    megatron.inference.text_generation, which that checkout no longer holds: the run stops there.
+    Where that is its only engine, the entry is not called inference."""
     (tmp_path / "megatron/training").mkdir(parents=True)
     (tmp_path / "megatron/training/arguments.py").write_text(
         "import argparse\n\n\ndef parse_args():\n    parser = argparse.ArgumentParser()\n"
@@ -296,3 +297,163 @@ def test_checkpoint_sizes_are_the_flags_the_checkpoint_overrides(tmp_path):
     assert "pipeline_model_parallel_size" not in checkpoint_sizes(launch)
     launch.flags["use_checkpoint_args"] = Flag("use_checkpoint_args", "true", 4, "--use-checkpoint-args")
     assert "pipeline_model_parallel_size" in checkpoint_sizes(launch)
+
+
+ARGUMENTS = """\
+import argparse
+
+
+def parse_args(extra_args_provider=None):
+    parser = argparse.ArgumentParser(allow_abbrev=False)
+    parser.add_argument('--pipeline-model-parallel-size', type=int, default=1)
+    parser.add_argument('--num-layers', type=int, default=None)
+    parser.add_argument('--load', type=str, default=None)
+    parser.add_argument('--seed', type=int, default=1234)
+    parser.add_argument('--fp16', action='store_true')
+    if extra_args_provider is not None:
+        parser = extra_args_provider(parser)
+    return parser.parse_args()
+"""
+
+# bigcode-project/Megatron-LM 7c325cd34a examples/detxoify_lm/generate_samples_gpt.py: its own
+# provider adds --sample-input-file (:36-58), `initialize_megatron(extra_args_provider=...)`
+# (:129), generation through megatron.text_generation (:20).
+DETOXIFY = """\
+from megatron.initialize import initialize_megatron
+from megatron.text_generation import generate_and_post_process
+
+
+def add_text_generate_args(parser):
+    group = parser.add_argument_group(title='text generation')
+    group.add_argument("--sample-input-file", type=str, default=None)
+    return parser
+
+
+if __name__ == "__main__":
+    initialize_megatron(extra_args_provider=add_text_generate_args)
+    generate_and_post_process(None, prompts=["hi"])
+"""
+
+
+def _checkout(tmp_path: Path) -> None:
+    (tmp_path / "megatron/training").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "megatron/training/arguments.py").write_text(ARGUMENTS)
+    for package in ("megatron/text_generation", "megatron/core/inference/engines",
+                    "megatron/core/inference/text_generation_server"):
+        (tmp_path / package).mkdir(parents=True, exist_ok=True)
+
+
+def test_an_unknown_value_of_a_known_flag_is_read_as_its_value_and_said(tmp_path: Path) -> None:
+    """bigcode-project/Megatron-LM 7c325cd34a examples/detxoify_lm/generate-1.3b.sh gives no
+    --pipeline-model-parallel-size and the caller's `--load $2` (:24) and `--sample-input-file $1`
+    (:35): each is its flag's one value (no word leaves the flag without one, which argparse
+    rejects); several words could carry a pipeline flag, which the note says. A value of a flag
+    no table knows (`--top-k $K`) may itself be flags: no note."""
+    _checkout(tmp_path)
+    entry = "examples/detxoify_lm/generate_samples_gpt.py"
+    config = _launch(tmp_path, entry, DETOXIFY, "--num-layers 4 --load $2 --sample-input-file $1 --seed $(($RANDOM))")
+    assert config.builds_parser == "megatron-lm"
+    [said] = _not_pipeline(config)
+    assert "parser default" in said and "`--load $2`, `--sample-input-file $1` are read as one word" in said
+    assert "RANDOM" not in said  # an arithmetic expansion is one word
+    [said] = _not_pipeline(_launch(tmp_path, entry, DETOXIFY, "--load $2 --pipeline-model-parallel-size 1"))
+    assert "read as one word" not in said  # the size written after it stands
+    [said] = _not_pipeline(_launch(tmp_path, entry, DETOXIFY, "--pipeline-model-parallel-size 1 --load $2"))
+    assert "`--load $2` is read as one word" in said
+    assert not _not_pipeline(_launch(tmp_path, entry, DETOXIFY, "--load $2 --top-k $K"))
+    assert not _not_pipeline(_launch(tmp_path, entry, DETOXIFY, "--pipeline-model-parallel-size 2 --load $2"))
+
+
+# NVIDIA/Megatron-LM d98e8a64dd tools/run_hybrid_text_generation_server.py (:8-11) runs the main of
+# tools/run_text_generation_server.py, which builds Megatron-LM's parser (:120-130).
+HYBRID = """\
+import os
+import sys
+
+sys.path.append(os.path.abspath(os.path.join(os.path.dirname(__file__), os.path.pardir)))
+
+from run_text_generation_server import main
+
+if __name__ == "__main__":
+    main(model_type="hybrid")
+"""
+
+
+def test_a_wrapper_running_a_sibling_s_main_builds_its_parser(tmp_path: Path) -> None:
+    """examples/mamba/run_text_gen_server_8b.sh runs the hybrid wrapper with
+    `--pipeline-model-parallel-size 1 --load $1`: the sibling's parser reads the flags."""
+    _checkout(tmp_path)
+    server = SERVER.replace('if __name__ == "__main__":\n', "def main(model_type='gpt'):\n")
+    files = {"tools/run_text_generation_server.py": server}
+    entry = "tools/run_hybrid_text_generation_server.py"
+    config = _launch(tmp_path, entry, HYBRID, "--pipeline-model-parallel-size 1 --load $1", files)
+    assert config.builds_parser == "megatron-lm"
+    [said] = _not_pipeline(config)
+    assert "serves text generation" in said and "run_text_generation_server.py:3" in said
+    files = {"tools/run_text_generation_server.py": "def main(model_type='gpt'):\n    pass\n"}
+    _checkout(tmp_path / "other")  # a tree of its own: the parser read is cached by path
+    config = _launch(tmp_path / "other", entry, HYBRID, "--pipeline-model-parallel-size 1", files)
+    assert config.builds_parser == "" and not any("serves text generation" in m for m in _not_pipeline(config))
+
+
+# NVIDIA/Megatron-LM d98e8a64dd examples/multimodal/run_text_generation.py: megatron.inference.
+# text_generation (:26, gone from that tree) beside megatron.core.inference.engines (:30).
+VLM = """\
+from megatron.core.inference.engines import StaticInferenceEngine
+from megatron.inference.text_generation.api import generate_and_post_process
+from megatron.training.initialize import initialize_megatron
+
+if __name__ == "__main__":
+    initialize_megatron()
+    StaticInferenceEngine(None).generate(prompts=["hi"])
+"""
+
+# examples/multimodal/nvlm/run_text_generation_qwen20_72b_internvit_6b.sh:67-78, :137: two ifs
+# append to EXTRA_ARGS, passed unquoted after `--pipeline-model-parallel-size 1` (:108).
+TILING = """\
+EXTRA_ARGS=""
+if [[ $USE_TILING -eq 1 ]]; then
+    EXTRA_ARGS+=" --pixel-shuffle --use-tiling --max-num-tiles 6"
+fi
+if [[ $USE_PIXEL_SHUFFLE_ONLY -eq 1 ]]; then
+    EXTRA_ARGS+=" {more}"
+fi
+torchrun --nproc_per_node 8 examples/multimodal/run_text_generation.py --pipeline-model-parallel-size 1 \\
+    --num-layers 4 ${{EXTRA_ARGS}} --seed 1234
+"""
+
+
+def test_an_if_appending_to_a_string_keeps_every_text_it_may_be(tmp_path: Path) -> None:
+    """The nvlm shape: `${EXTRA_ARGS}` is one of four known texts, none naming a pipeline flag;
+    the engine module the checkout lacks is said, the one it holds decides."""
+    _checkout(tmp_path)
+    entry = "examples/multimodal/run_text_generation.py"
+    _launch(tmp_path, entry, VLM, "")
+    script = tmp_path / "run.sh"
+    script.write_text(TILING.format(more="--pixel-shuffle"))
+    config = parse_launch(script.read_text(), str(script))
+    [unresolved] = [d for d in config.diagnostics if d.kind == "launch.unresolved-args"]
+    assert sorted(unresolved.detail["alternatives"]["${EXTRA_ARGS}"]) == [
+        "", " --pixel-shuffle", " --pixel-shuffle --use-tiling --max-num-tiles 6",
+        " --pixel-shuffle --use-tiling --max-num-tiles 6 --pixel-shuffle"]
+    [said] = _not_pipeline(config)
+    assert "megatron.core.inference.engines" in said and "stops at that import" in said
+    assert "megatron.inference.text_generation.api (run_text_generation.py:2)" in said
+    script.write_text(TILING.format(more="--pipeline-model-parallel-size 2"))
+    assert not _not_pipeline(parse_launch(script.read_text(), str(script)))
+    script.write_text(TILING.format(more="$MORE"))  # a text not known: may be any flag
+    assert not _not_pipeline(parse_launch(script.read_text(), str(script)))
+
+
+def test_a_wrapper_with_arguments_of_its_own_is_not_the_sibling_s_front_end(tmp_path: Path) -> None:
+    """A wrapper that parses arguments or rewrites sys.argv before running the sibling's main:
+    the sibling's parser does not read the launch line as written."""
+    server = SERVER.replace('if __name__ == "__main__":\n', "def main(model_type='gpt'):\n")
+    entry = "tools/run_hybrid_text_generation_server.py"
+    for k, own in enumerate(("sys.argv.append('--pipeline-model-parallel-size=2')",
+                             "argparse.ArgumentParser().parse_known_args()")):
+        _checkout(tmp_path / str(k))  # a tree each: the parser read is cached by path
+        text = HYBRID.replace("    main(", f"    import argparse\n    {own}\n    main(")
+        config = _launch(tmp_path / str(k), entry, text, "--pipeline-model-parallel-size 1",
+                         {"tools/run_text_generation_server.py": server})
+        assert config.builds_parser == "" and not any("serves" in m for m in _not_pipeline(config)), own

@@ -205,6 +205,79 @@ def test_mds_rule_needs_the_megatron_deepspeed_parser(tmp_path: Path, monkeypatc
     assert _not_pipeline(script) is None
 
 
+# microsoft/Megatron-DeepSpeed@f4157bea69 examples_deepspeed/generate_text.sh (:22-51): deepspeed
+# runs tools/generate_samples_gpt.py with no pipeline flag; the entry (:24-36, :115-150) builds a
+# GPTModel through megatron.training.get_model and generates with megatron.text_generation_utils;
+# megatron/arguments.py:1154 defaults --pipeline-model-parallel-size to 1.
+GENERATE_SH = dedent('''\
+    launch_cmd="deepspeed --num_nodes 1 --num_gpus 1"
+    program_cmd="tools/generate_samples_gpt.py \\
+           --tensor-model-parallel-size 1 \\
+           --num-layers 24 \\
+           --num-samples 0 \\
+           --load dataset/checkpoints/gpt2_345m {more}"
+    $launch_cmd $program_cmd
+    ''')
+
+GENERATE = dedent('''\
+    import os
+    import sys
+    sys.path.append(os.path.abspath(os.path.join(os.path.dirname(__file__), os.path.pardir)))
+    from megatron import get_args
+    from megatron.initialize import initialize_megatron
+    from megatron.model import GPTModel
+    from megatron.training import get_model
+    from megatron.text_generation_utils import generate_samples_interactive
+
+    def main():
+        initialize_megatron(extra_args_provider=None, args_defaults={{'tokenizer_type': 'GPT2BPETokenizer'{defaults}}})
+        model = get_model(lambda pre_process=True, post_process=True: GPTModel())
+        generate_samples_interactive(model[0])
+
+    if __name__ == "__main__":
+        main()
+    ''')
+
+
+def _generate(root: Path, more: str = "", defaults: str = "") -> Path:
+    script = _mds(root, GENERATE_SH.format(more=more))
+    _tree(root, {"megatron/arguments.py": ARGUMENTS + dedent('''\
+
+                     def _add_distributed_args(group):
+                         group.add_argument('--pipeline-model-parallel-size', type=int, default=1,
+                                            help='Degree of pipeline model parallelism.')
+                     '''),
+                 "megatron/text_generation_utils.py": "def generate_samples_interactive(model):\n    pass\n",
+                 # megatron/model/gpt_model.py:22 imports deepspeed.pipe for GPTModelPipe (:322)
+                 "megatron/model/__init__.py": "from deepspeed.pipe import PipelineModule\n\n\n"
+                                               "class GPTModel: pass\n\n\nclass GPTModelPipe(PipelineModule): pass\n",
+                 "tools/generate_samples_gpt.py": GENERATE.format(defaults=defaults)})
+    return script
+
+
+def test_mds_generation_at_the_default_pipeline_size_is_not_a_pipeline_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    script = _generate(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    said = _not_pipeline(script)
+    assert said is not None and "generate_samples_gpt.py" in said and "default 1" in said and "one stage" in said
+
+
+@pytest.mark.parametrize("more, defaults", [
+    ("--pipeline-model-parallel-size 2", ""),  # a size given
+    ("--use-checkpoint-args", ""),  # the checkpoint's size (megatron/checkpointing.py:526)
+    ("$EXTRA_ARGS", ""),  # a word not seen may be either
+    ("--seed $SEED", ""),  # read as written: `$SEED` may be several words
+    ("", ", 'use_checkpoint_args': True"),  # the entry's own default (megatron/initialize.py:55)
+])
+def test_mds_generation_whose_size_may_be_set_is_left_to_the_analysis(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, more: str, defaults: str) -> None:
+    script = _generate(tmp_path, more, defaults)
+    monkeypatch.chdir(tmp_path)
+    said = _not_pipeline(script)
+    assert said is None or "default 1" not in said
+
+
 FLUX_SH = FLUX.replace("-m proj.models.", "-m torchtitan.models.")  # run_infer.sh as it is upstream
 
 INFER = dedent('''\
