@@ -31,6 +31,7 @@ import functools
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,7 @@ from auditor.config.effective import EffectiveConfig
 from auditor.config.entry_stack import LAUNCHERS, modeled_packages, read_as_guess, runs_code
 from auditor.config.expr import UNKNOWN
 from auditor.config.model import LaunchConfig
+from auditor.config.no_training import names_p2p
 from auditor.config.pyenv import located_stat
 from auditor.findings import Finding
 from auditor.rulebook import files, interpreter
@@ -49,6 +51,7 @@ from auditor.static.interp.callgraph import Interpreter
 from auditor.static.interp.program import Program
 from auditor.static.interp.shared import ReachedStop
 from auditor.static.ir.build import build as build_ir
+from auditor.static.sites.sites import Site
 from auditor.static.source import Source
 
 RULES = "stacks"
@@ -67,7 +70,7 @@ def finding(launch: LaunchConfig, srcs: list[SourceSet], effective: EffectiveCon
     entry, stat = located
     key = (entry.path, stat.st_mtime_ns, stat.st_size, tuple((s.name, s.version, str(s.root)) for s in srcs))
     found = _ask(key, entry.path, srcs, ())
-    answers = _answers(srcs, functools.partial(_stated, effective)) if found == HITS else ()
+    answers = _answers(srcs, functools.partial(_stated, effective)) if isinstance(found, Reached) else ()
     if answers:  # only P2P outside a schedule kept it: at settings the stage predicates decide
         found = _ask(key, entry.path, srcs, answers)
     if not isinstance(found, tuple):
@@ -91,11 +94,69 @@ def finding(launch: LaunchConfig, srcs: list[SourceSet], effective: EffectiveCon
                    detail={"entry": entry.written, "functions": functions})
 
 
-HITS = "hits"  # _unreached: the walk was certain, but met P2P sites outside a schedule
-_ASKED: dict[tuple, tuple[int, int] | str | None] = {}
+@dataclass(frozen=True)
+class Reached:
+    """_unreached where the walk was certain and reached no schedule entry, but met P2P sites
+    outside any schedule (megatron-core's pipelined inference at PP > 1): those sites' ids, and
+    the functions walked."""
+
+    sites: frozenset[str]
+    functions: int
 
 
-def _ask(key: tuple, path: str, srcs: list[SourceSet], answers: tuple[dict, ...]) -> tuple[int, int] | str | None:
+_ASKED: dict[tuple, tuple[int, int] | Reached | None] = {}
+
+
+def generation(launch: LaunchConfig, srcs: list[SourceSet]) -> tuple[str, Reached] | None:
+    """(the entry's file name, what it reaches) where the walk from the entry script, at every
+    setting unknown (any pipeline size), is certain (see the module docstring), reaches no
+    schedule entry and meets P2P sites outside any schedule: a generation entry
+    (Megatron-Bridge scripts/inference/text_generation.py, whose engine sends activations
+    between stages itself, megatron/core/inference/communication_utils.py). Those sites are
+    all the P2P the run can issue; a schedule's are not reached. Read for an entry guessed to
+    be Megatron-LM's and for the generation styles of rules/megatron-bridge.toml
+    `[generation_entry]`, whose entries run no training loop of a front end."""
+    styles = rulebook.load("megatron-bridge").data["generation_entry"]["styles"]
+    if not launched_by(launch.launcher, LAUNCHERS) or not (read_as_guess(launch) or launch.style in styles):
+        return None
+    located = located_stat(launch)
+    if located is None:
+        return None
+    entry, stat = located
+    key = (entry.path, stat.st_mtime_ns, stat.st_size, tuple((s.name, s.version, str(s.root)) for s in srcs))
+    found = _ask(key, entry.path, srcs, ())
+    return (os.path.basename(entry.path), found) if isinstance(found, Reached) else None
+
+
+def one_op_batches(reached: Reached, sites: list[Site]) -> Site | None:
+    """A batch call the walk meets where every P2P site it meets (all in `sites`, the scan's
+    inventory) is batched, and every batch_isend_irecv it meets is handed a display of one op
+    (`batch_isend_irecv([send_next_op])`, megatron/core/inference/communication_utils.py): each
+    exchange is then one op, one way, and runs the same coalesced or op by op (torch 2.10 under
+    TORCH_DISTRIBUTED_DEBUG=DETAIL). Else None: a batch of a list built at run time, an op
+    issued on its own."""
+    by_id = {s.id: s for s in sites}
+    met = sorted((by_id[i] for i in reached.sites), key=lambda s: s.id)
+    calls = [s for s in met if s.issues == "batch"]
+    if not calls or not all(s.batched for s in met) or not all(_one_item(s.text) for s in calls):
+        return None
+    return calls[0]
+
+
+def _one_item(text: str) -> bool:
+    """Whether the call `text` is given one argument, a list or tuple display of one item."""
+    try:
+        call = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError:
+        return False
+    if not isinstance(call, ast.Call) or call.keywords or len(call.args) != 1:
+        return False
+    arg = call.args[0]
+    return isinstance(arg, (ast.List, ast.Tuple)) and len(arg.elts) == 1 \
+        and not isinstance(arg.elts[0], ast.Starred)
+
+
+def _ask(key: tuple, path: str, srcs: list[SourceSet], answers: tuple[dict, ...]) -> tuple[int, int] | Reached | None:
     """_unreached, once per script, releases and stage answers (each setting case and command
     of a scan asks again)."""
     full = (*key, tuple(p["function"] for p in answers))
@@ -134,9 +195,9 @@ def _given(effective: EffectiveConfig, key: str) -> bool:
     return v is not None and v.source == "--set"
 
 
-def _unreached(path: str, srcs: list[SourceSet], answers: tuple[dict, ...]) -> tuple[int, int] | str | None:
+def _unreached(path: str, srcs: list[SourceSet], answers: tuple[dict, ...]) -> tuple[int, int] | Reached | None:
     """(local modules, functions walked) where the walk from the script at `path` surely reaches
-    no schedule entry, HITS where it surely reaches none but meets P2P sites, else None.
+    no schedule entry, Reached where it surely reaches none but meets P2P sites, else None.
     `answers`: stage predicates answered as constants, their settings `at` known to the walk."""
     script = Path(path).resolve()
     try:
@@ -147,6 +208,8 @@ def _unreached(path: str, srcs: list[SourceSet], answers: tuple[dict, ...]) -> t
         return None
     if closure is None:
         return None  # the closure was cut, or the script's own code runs code unseen
+    if names_p2p(tree):
+        return None  # P2P of the script's own, which the walk does not see as sites
     data = rulebook.load(RULES).data
     stops = frozenset(f"{e['module']}.{n}" for e in data["schedule_entry"] for n in e["names"])
     local = _local_sources(script, closure)
@@ -167,7 +230,7 @@ def _unreached(path: str, srcs: list[SourceSet], answers: tuple[dict, ...]) -> t
     if not _certain(interp, stops, program):
         return None
     if interp.hits:  # P2P of its own outside a schedule (megatron-core's inference at PP > 1)
-        return HITS
+        return Reached(frozenset(h.site for h in interp.hits), len(interp.nodes))
     return len(closure) - 1, len(interp.nodes)
 
 
