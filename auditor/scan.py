@@ -406,8 +406,8 @@ def _scan_one(inputs: ScanInputs, read: tuple[LaunchConfig, list[SourceSet]]) ->
     sites = [site for inv in invs for site in inv.sites]
     script = script_entry(launch)
     generating = None if inputs.entries or script is not None else schedule_reach.generation(launch, srcs)
-    if generating is not None and not generating[1].sites <= {s.id for s in sites}:
-        generating = None  # it meets P2P of code the scan does not judge (a checkout's own megatron/)
+    if generating is not None and not schedule_reach.only_these(generating[1], sites):
+        generating = None
     if generating is not None:
         _one_way(launch, generating, sites)
     effective = derive(launch, versions, inputs.overrides, inputs.torch_version)

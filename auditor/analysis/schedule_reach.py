@@ -102,6 +102,7 @@ class Reached:
 
     sites: frozenset[str]
     functions: int
+    unresolved: frozenset[str]  # the last name of each call the walk could not resolve
 
 
 _ASKED: dict[tuple, tuple[int, int] | Reached | None] = {}
@@ -126,6 +127,15 @@ def generation(launch: LaunchConfig, srcs: list[SourceSet]) -> tuple[str, Reache
     key = (entry.path, stat.st_mtime_ns, stat.st_size, tuple((s.name, s.version, str(s.root)) for s in srcs))
     found = _ask(key, entry.path, srcs, ())
     return (os.path.basename(entry.path), found) if isinstance(found, Reached) else None
+
+
+def only_these(reached: Reached, sites: list[Site]) -> bool:
+    """Whether the sites the walk meets are all the P2P of `sites` (the scan's inventory) the
+    run can issue: each is of the inventory (not of a checkout's own megatron/, which the scan
+    does not judge), and no call the walk could not resolve bears the name of a function that
+    holds one (as none may bear a schedule entry's, `_certain`)."""
+    holders = {s.function.rsplit(".", 1)[-1] for s in sites}
+    return reached.sites <= {s.id for s in sites} and not reached.unresolved & holders
 
 
 def one_op_batches(reached: Reached, sites: list[Site]) -> Site | None:
@@ -230,7 +240,8 @@ def _unreached(path: str, srcs: list[SourceSet], answers: tuple[dict, ...]) -> t
     if not _certain(interp, stops, program):
         return None
     if interp.hits:  # P2P of its own outside a schedule (megatron-core's inference at PP > 1)
-        return Reached(frozenset(h.site for h in interp.hits), len(interp.nodes))
+        return Reached(frozenset(h.site for h in interp.hits), len(interp.nodes),
+                       frozenset(t.rsplit(".", 1)[-1].strip() for t in interp.unresolved))
     return len(closure) - 1, len(interp.nodes)
 
 

@@ -59,6 +59,8 @@ SCHEDULE = ("from megatron.core.pipeline_parallel import get_forward_backward_fu
 BUILT = ("", "    ops = [torch.distributed.P2POp(torch.distributed.isend, buffer, 1)]\n"
              "    ops.append(torch.distributed.P2POp(torch.distributed.irecv, buffer, 1))\n"
              "    torch.distributed.batch_isend_irecv(ops)\n")
+# a call the walk cannot resolve, named as a function that holds a P2P site of the release
+UNRESOLVED = ("\n\ndef relay(stage):\n    stage.send_forward(stage)\n", "    relay(buffer)\n")
 
 
 def _scan(capsys, monkeypatch, tmp_path: Path, detail: bool, imports: str = "", extra: str = "") -> dict:
@@ -89,7 +91,7 @@ def test_generation_entry_is_judged_on_what_it_reaches(capsys, monkeypatch, tmp_
     assert "communication_utils.py" in one_way and "is one op" in one_way, one_way
 
 
-@pytest.mark.parametrize("imports, extra", [SCHEDULE, BUILT])
+@pytest.mark.parametrize("imports, extra", [SCHEDULE, BUILT, UNRESOLVED])
 def test_an_entry_that_may_run_more_is_judged_as_before(capsys, monkeypatch, tmp_path, imports, extra):
     doc = _scan(capsys, monkeypatch, tmp_path, True, imports, extra)
     assert doc["entries"] != ["generate.py (its own code)"], doc["entries"]
