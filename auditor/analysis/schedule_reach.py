@@ -22,6 +22,12 @@ count, and the run is NOT A PIPELINE RUN at those settings only (said so). A gua
 else keeps its site. A framework's own dynamic imports (megatron-core's layer specs) are its plug-in loading, not
 weighed, in a release or in the checkout the entry runs from. Anything less certain leaves the
 verdict as it was.
+
+At PP > 1 the same certain walk decides what such an entry reaches (`generation`, read by
+scan.py): only the P2P sites it meets, all of the scan's inventory and none behind a call it could
+not resolve named as their function, not the schedule's that the rules' entry point (a training
+step) would reach; where each is in a batch of one op (`one_op_batches`), the exchanges are
+one-way.
 """
 
 from __future__ import annotations
