@@ -16,7 +16,6 @@ from packaging.utils import canonicalize_name
 from auditor.analysis import commandcases, schedule_reach, settingcases, verdict
 from auditor.analysis.backend import PIPELINE_BACKEND
 from auditor.analysis.batching import (
-    ONE_WAY,
     coalesces_key,
     effectively_batched,
     site_doc,
@@ -402,15 +401,9 @@ def _scan_one(inputs: ScanInputs, read: tuple[LaunchConfig, list[SourceSet]]) ->
     started = time.perf_counter()
     launch, srcs = read
     versions = {s.name: s.version for s in srcs}
+    effective = derive(launch, versions, inputs.overrides, inputs.torch_version)
     invs = [inventory(s, jobs=inputs.jobs, progress=inputs.progress) for s in srcs]
     sites = [site for inv in invs for site in inv.sites]
-    script = script_entry(launch)
-    generating = None if inputs.entries or script is not None else schedule_reach.generation(launch, srcs)
-    if generating is not None and not schedule_reach.only_these(generating[1], sites):
-        generating = None
-    if generating is not None:
-        _one_way(launch, generating, sites)
-    effective = derive(launch, versions, inputs.overrides, inputs.torch_version)
     scope = torch_scope(launch, srcs)
     if scope is not None:  # torch's sites are its pipelining's
         outside = [s for s in sites if s.package == "torch" and not s.path.startswith(scope)]
@@ -419,6 +412,7 @@ def _scan_one(inputs: ScanInputs, read: tuple[LaunchConfig, list[SourceSet]]) ->
             effective.notes.append(f"{len(outside)} P2P site(s) of torch outside {', '.join(scope)} are not "
                                    f"this run's pipeline: not judged (rules/torchtitan.toml [torch_source])")
     rules, bound, generic = interpreter.load(versions)
+    script = script_entry(launch)
     if inputs.entries:
         entry_specs = [(spec, entry_code(spec)) for spec in inputs.entries]
     elif script is not None:  # a script pipelining with torch itself: its own code is the entry
@@ -440,9 +434,6 @@ def _scan_one(inputs: ScanInputs, read: tuple[LaunchConfig, list[SourceSet]]) ->
             results = _reach_all(interp, reach, program, sites)
     finally:
         program.close()
-    if generating is not None:
-        results = _generation_reach(results, *generating)
-        effective.notes.append(_generation_note(*generating))
     wrappers = [batch_wrappers(r) for r in effective.torch_releases or (None,)]
     keys = {s.id: _coalesces_key(s, wrappers) for s in sites}
     unbatched = {s.id: effectively_batched(s, effective, keys[s.id]) for s in sites}
@@ -465,7 +456,7 @@ def _scan_one(inputs: ScanInputs, read: tuple[LaunchConfig, list[SourceSet]]) ->
                      **({"entry_read": {"script": launch.script, "read": launch.script_read,
                                         **({"module": True} if launch.script_module else {})}}
                         if launch.script_read else {})}
-    doc["entries"] = [f"{generating[0]} (its own code)"] if generating else [name for name, _ in entry_specs]
+    doc["entries"] = [name for name, _ in entry_specs]
     doc["patches"] = [
         {"target": p.target, "replacement": p.replacement, "status": p.status,
          "installed_in": interp.nodes[p.node].short}
@@ -486,42 +477,6 @@ def _scan_one(inputs: ScanInputs, read: tuple[LaunchConfig, list[SourceSet]]) ->
                    launch.stack.names)
     verdict.finish(doc)
     return doc
-
-
-def _one_way(launch: LaunchConfig, generating: tuple[str, schedule_reach.Reached], sites: list[Site]) -> None:
-    """`pipeline_exchanges_one_way` True among the entry's values where the P2P a generation
-    entry reaches is only batches of one op (schedule_reach.one_op_batches): run op by op or
-    coalesced, such a batch is the same op (rules/torch.toml torch.detail-unbatches reads it)."""
-    name, reached = generating
-    call = schedule_reach.one_op_batches(reached, sites)
-    if call is not None:
-        at = f"{call.path}:{call.line}"
-        launch.entry_values[ONE_WAY] = (
-            True, f"{name} reaches no pipeline schedule, and each P2P batch it reaches is one op "
-                  f"({at} `{call.text.strip()}`): one-way exchanges", at)
-
-
-def _generation_reach(results: dict[str, SiteReach], name: str,
-                      reached: schedule_reach.Reached) -> dict[str, SiteReach]:
-    """The sites a generation entry's certain walk meets are reached; no other is (a
-    pipeline schedule's, which the rules' entry point would reach, never runs for it)."""
-    out = {}
-    for sid, r in results.items():
-        if sid in reached.sites:
-            out[sid] = r if r.reachable == "yes" else SiteReach(
-                "yes", reason=f"reached from {name} (schedule_reach: the walk from it meets this site)")
-        else:
-            out[sid] = r if r.reachable == "no" else SiteReach(
-                "no", reason=f"{name} reaches no pipeline schedule and not this site "
-                             "(schedule_reach: every call of the walk from it followed)")
-    return out
-
-
-def _generation_note(name: str, reached: schedule_reach.Reached) -> str:
-    return (f"{name} reaches no pipeline schedule (rules/stacks.toml [[schedule_entry]]; "
-            f"{reached.functions} function(s) walked from it, every call followed or into packages "
-            f"that build no pipeline): only the {len(reached.sites)} P2P site(s) its walk meets are "
-            "reached, the schedule's P2P is not (analysis/schedule_reach.py)")
 
 
 def _runs(entry: interpreter.EntryPoint, effective: EffectiveConfig) -> bool:

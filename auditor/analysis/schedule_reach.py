@@ -22,12 +22,6 @@ count, and the run is NOT A PIPELINE RUN at those settings only (said so). A gua
 else keeps its site. A framework's own dynamic imports (megatron-core's layer specs) are its plug-in loading, not
 weighed, in a release or in the checkout the entry runs from. Anything less certain leaves the
 verdict as it was.
-
-At PP > 1 the same certain walk decides what such an entry reaches (`generation`, read by
-scan.py): only the P2P sites it meets, all of the scan's inventory and none behind a call it could
-not resolve named as their function, not the schedule's that the rules' entry point (a training
-step) would reach; where each is in a batch of one op (`one_op_batches`), the exchanges are
-one-way.
 """
 
 from __future__ import annotations
@@ -37,7 +31,6 @@ import functools
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +40,6 @@ from auditor.config.effective import EffectiveConfig
 from auditor.config.entry_stack import LAUNCHERS, modeled_packages, read_as_guess, runs_code
 from auditor.config.expr import UNKNOWN
 from auditor.config.model import LaunchConfig
-from auditor.config.no_training import names_p2p
 from auditor.config.pyenv import located_stat
 from auditor.config.shell_command import runs_only_utility
 from auditor.findings import Finding
@@ -58,7 +50,6 @@ from auditor.static.interp.callgraph import Interpreter
 from auditor.static.interp.program import Program
 from auditor.static.interp.shared import ReachedStop
 from auditor.static.ir.build import build as build_ir
-from auditor.static.sites.sites import Site
 from auditor.static.source import Source
 
 RULES = "stacks"
@@ -77,7 +68,7 @@ def finding(launch: LaunchConfig, srcs: list[SourceSet], effective: EffectiveCon
     entry, stat = located
     key = (entry.path, stat.st_mtime_ns, stat.st_size, tuple((s.name, s.version, str(s.root)) for s in srcs))
     found = _ask(key, entry.path, srcs, ())
-    answers = _answers(srcs, functools.partial(_stated, effective)) if isinstance(found, Reached) else ()
+    answers = _answers(srcs, functools.partial(_stated, effective)) if found == HITS else ()
     if answers:  # only P2P outside a schedule kept it: at settings the stage predicates decide
         found = _ask(key, entry.path, srcs, answers)
     if not isinstance(found, tuple):
@@ -121,87 +112,14 @@ def _runs_command(launch: LaunchConfig, entry: str, commands: Commands, function
                            "decide": f"--command 'CMD ...' giving the command {file}:{line} runs, as it builds it"})
 
 
+HITS = "hits"  # _unreached: the walk was certain, but met P2P sites outside a schedule
 # The command lines the entry's closure runs (file, line, callee as written): config.shell_command
 Commands = tuple[tuple[str, int, str], ...]
-
-
-@dataclass(frozen=True)
-class Reached:
-    """_unreached where the walk was certain and reached no schedule entry, but met P2P sites
-    outside any schedule (megatron-core's pipelined inference at PP > 1): those sites' ids, and
-    the functions walked."""
-
-    sites: frozenset[str]
-    functions: int
-    unresolved: frozenset[str]  # the last name of each call the walk could not resolve
-    commands: Commands  # command lines the closure runs: none, or the sites are not all it issues
-
-
-_ASKED: dict[tuple, tuple[int, int, Commands] | Reached | None] = {}
-
-
-def generation(launch: LaunchConfig, srcs: list[SourceSet]) -> tuple[str, Reached] | None:
-    """(the entry's file name, what it reaches) where the walk from the entry script, at every
-    setting unknown (any pipeline size), is certain (see the module docstring), reaches no
-    schedule entry and meets P2P sites outside any schedule: a generation entry
-    (Megatron-Bridge scripts/inference/text_generation.py, whose engine sends activations
-    between stages itself, megatron/core/inference/communication_utils.py). Those sites are
-    all the P2P the run can issue; a schedule's are not reached. Read for an entry guessed to
-    be Megatron-LM's and for the generation styles of rules/megatron-bridge.toml
-    `[generation_entry]`, whose entries run no training loop of a front end."""
-    styles = rulebook.load("megatron-bridge").data["generation_entry"]["styles"]
-    if not launched_by(launch.launcher, LAUNCHERS) or not (read_as_guess(launch) or launch.style in styles):
-        return None
-    located = located_stat(launch)
-    if located is None:
-        return None
-    entry, stat = located
-    key = (entry.path, stat.st_mtime_ns, stat.st_size, tuple((s.name, s.version, str(s.root)) for s in srcs))
-    found = _ask(key, entry.path, srcs, ())
-    if not isinstance(found, Reached) or found.commands:
-        return None  # a command it runs may issue P2P of its own
-    return os.path.basename(entry.path), found
-
-
-def only_these(reached: Reached, sites: list[Site]) -> bool:
-    """Whether the sites the walk meets are all the P2P of `sites` (the scan's inventory) the
-    run can issue: each is of the inventory (not of a checkout's own megatron/, which the scan
-    does not judge), and no call the walk could not resolve bears the name of a function that
-    holds one (as none may bear a schedule entry's, `_certain`)."""
-    holders = {s.function.rsplit(".", 1)[-1] for s in sites}
-    return reached.sites <= {s.id for s in sites} and not reached.unresolved & holders
-
-
-def one_op_batches(reached: Reached, sites: list[Site]) -> Site | None:
-    """A batch call the walk meets where every P2P site it meets (all in `sites`, the scan's
-    inventory) is batched, and every batch_isend_irecv it meets is handed a display of one op
-    (`batch_isend_irecv([send_next_op])`, megatron/core/inference/communication_utils.py): each
-    exchange is then one op, one way, and runs the same coalesced or op by op (torch 2.10 under
-    TORCH_DISTRIBUTED_DEBUG=DETAIL). Else None: a batch of a list built at run time, an op
-    issued on its own."""
-    by_id = {s.id: s for s in sites}
-    met = sorted((by_id[i] for i in reached.sites), key=lambda s: s.id)
-    calls = [s for s in met if s.issues == "batch"]
-    if not calls or not all(s.batched for s in met) or not all(_one_item(s.text) for s in calls):
-        return None
-    return calls[0]
-
-
-def _one_item(text: str) -> bool:
-    """Whether the call `text` is given one argument, a list or tuple display of one item."""
-    try:
-        call = ast.parse(text.strip(), mode="eval").body
-    except SyntaxError:
-        return False
-    if not isinstance(call, ast.Call) or call.keywords or len(call.args) != 1:
-        return False
-    arg = call.args[0]
-    return isinstance(arg, (ast.List, ast.Tuple)) and len(arg.elts) == 1 \
-        and not isinstance(arg.elts[0], ast.Starred)
+_ASKED: dict[tuple, tuple[int, int, Commands] | str | None] = {}
 
 
 def _ask(key: tuple, path: str, srcs: list[SourceSet],
-         answers: tuple[dict, ...]) -> tuple[int, int, Commands] | Reached | None:
+         answers: tuple[dict, ...]) -> tuple[int, int, Commands] | str | None:
     """_unreached, once per script, releases and stage answers (each setting case and command
     of a scan asks again)."""
     full = (*key, tuple(p["function"] for p in answers))
@@ -241,9 +159,9 @@ def _given(effective: EffectiveConfig, key: str) -> bool:
 
 
 def _unreached(path: str, srcs: list[SourceSet],
-               answers: tuple[dict, ...]) -> tuple[int, int, Commands] | Reached | None:
+               answers: tuple[dict, ...]) -> tuple[int, int, Commands] | str | None:
     """(local modules, functions walked, command lines run) where the walk from the script at
-    `path` surely reaches no schedule entry, Reached where it surely reaches none but meets P2P
+    `path` surely reaches no schedule entry, HITS where it surely reaches none but meets P2P
     sites, else None.
     `answers`: stage predicates answered as constants, their settings `at` known to the walk."""
     script = Path(path).resolve()
@@ -256,8 +174,6 @@ def _unreached(path: str, srcs: list[SourceSet],
     if read is None:
         return None  # the closure was cut, or the script's own code runs code unseen
     closure, commands = read
-    if names_p2p(tree):
-        return None  # P2P of the script's own, which the walk does not see as sites
     data = rulebook.load(RULES).data
     stops = frozenset(f"{e['module']}.{n}" for e in data["schedule_entry"] for n in e["names"])
     local = _local_sources(script, closure)
@@ -278,8 +194,7 @@ def _unreached(path: str, srcs: list[SourceSet],
     if not _certain(interp, stops, program):
         return None
     if interp.hits:  # P2P of its own outside a schedule (megatron-core's inference at PP > 1)
-        return Reached(frozenset(h.site for h in interp.hits), len(interp.nodes),
-                       frozenset(t.rsplit(".", 1)[-1].strip() for t in interp.unresolved), commands)
+        return HITS
     return len(closure) - 1, len(interp.nodes), commands
 
 

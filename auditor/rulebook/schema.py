@@ -86,9 +86,6 @@ TABLES: dict[str, Table] = {
     # them otherwise (config/generate_entry.py).
     "entry_defaults": _table(False, "styles keys source code", "about"),
     "entry_setter": _table(True, "id flags keys why source code", "values decide written_by"),
-    # The entry styles whose own code is walked for the P2P it reaches (analysis/schedule_reach.py
-    # `generation`).
-    "generation_entry": _table(False, "styles source code", "about"),
     # The call-graph interpreter (rulebook.interpreter).
     "entry_point": _table(True, "name code", "about launchers source versions unknown when"),
     "symbol": _table(True, "function", "config group returns versions unknown source"),
@@ -272,7 +269,6 @@ TYPES: dict[str, dict[str, type]] = {
     "inference_engine": {"modules": list, "servers": list},
     "checkpoint_args": {"flag": str, "gate": str, "modules": list, "keys": list},
     "entry_defaults": {"styles": list, "keys": list},
-    "generation_entry": {"styles": list},
     "entry_setter": {"id": str, "flags": list, "keys": list, "why": str, "values": list, "decide": str,
                      "written_by": dict},
     "stage_predicate": {"function": str, "at": dict, "value": bool, "checked": list, "param": str,

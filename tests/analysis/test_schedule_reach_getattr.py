@@ -49,26 +49,6 @@ def test_computed_getattr_only_read_keeps_the_walk_certain(capsys, monkeypatch, 
     assert any(f["kind"] == KIND for f in doc["findings"]), head
 
 
-# text_generation.py:114-122 as written: the value assigned, then tested and printed. The loop over
-# literal pairs binds `attribute` to the names written (static/interp/statements.py
-# `_literal_rows`); before, it was any name and the walk uncertain. A pair with a computed name
-# keeps the run.
-ASSIGNED = """
-def show(output):
-    for label, attribute in (("Prompt log probs", "prompt_log_probs"), ("Generated", {name})):
-        value = getattr(output, attribute, None)
-        if value is not None:
-            print(label, value)
-"""
-
-
-@pytest.mark.parametrize("name, certain", [('"generated_log_probs"', True), ("sys.argv[1]", False)])
-def test_loop_over_literal_pairs_names_the_attributes(capsys, monkeypatch, tmp_path, name, certain):
-    _, doc = _scan(capsys, monkeypatch, _with(tmp_path, ASSIGNED.format(name=name), "show(sys)"))
-    head = doc["verdict"]["headline"]
-    assert (doc["verdict"]["status"] == "not-pipeline") is certain, head
-
-
 @pytest.mark.parametrize("tail, call", [
     # the computed attribute called: it may be a schedule's entry
     ("def go(obj, name):\n    getattr(obj, name)()\n", "go(sys, sys.argv[1])"),

@@ -170,15 +170,10 @@ class Statements(InterpreterCore):
         if test is not None:
             can_true, _ = truth_of(self.eval(test, state, frame))
         else:
-            assert target is not None, "a for loop has a target"
-            columns = self._literal_rows(stmt, state, frame)
-            if columns is None:
-                self.assign(target, elements_of(self.eval(iterable, state, frame)), state, frame)
-            else:
-                assert isinstance(target, ir.Seq)
-                for t, values in zip(target.items, columns):
-                    self.assign(t, values, state, frame)
+            items = elements_of(self.eval(iterable, state, frame))
             can_true = TRUE
+            assert target is not None, "a for loop has a target"
+            self.assign(target, items, state, frame)
         if can_true == FALSE:
             return self.exec_block(orelse, state, frame)
         env = dict(state.env)
@@ -191,26 +186,6 @@ class Statements(InterpreterCore):
             if len(self.patches) == patches:
                 break
         return self.exec_block(orelse, State(env, state.guards, state.status), frame)
-
-    def _literal_rows(self, stmt: ir.Loop, state: State, frame: Frame) -> list[frozenset] | None:
-        """`for a, b in ((x1, y1), (x2, y2)):` over a display of displays as long as the target:
-        what each target name can be, column by column (a holds x1 or x2), so that
-        `getattr(output, b)` names its attributes (Megatron-Bridge scripts/inference/
-        text_generation.py:114-122). None for any other loop (a starred target or item, rows of
-        another length, an iterable not written out): its targets are what iterating gives."""
-        target, iterable = stmt.target, stmt.iter
-        if not isinstance(target, ir.Seq) or not isinstance(iterable, ir.Seq) or not iterable.items \
-                or "*" in stmt.text.partition(" in ")[0]:
-            return None
-        width = len(target.items)
-        rows = [r for r in iterable.items if isinstance(r, ir.Seq) and len(r.items) == width
-                and not any(isinstance(i, ir.Sub) and i.index is None for i in r.items)]
-        if len(rows) != len(iterable.items):
-            return None
-        columns: list[frozenset] = [frozenset()] * width
-        for row in rows:
-            columns = [c | self.eval(item, state, frame) for c, item in zip(columns, row.items)]
-        return [cap(c) for c in columns]
 
     def block(self, stmts: list[ir.Stmt], start: int, guards: tuple[Guard, ...], state: State,
               frame: Frame) -> None:
