@@ -387,13 +387,11 @@ _BACKGROUND = re.compile(r"(?<![&>|])&\s*(#.*)?$")  # `cmd &` ends a line; `&&`,
 
 def _last_resort(shell: LaunchShell, spelling: Spelling, path: str) -> str:
     """`python SCRIPT.py` with no launcher around it is the run's command only where the walk met
-    no launcher command, no program it could not follow and no command it could not read, and
-    its entry is found here (config.pyenv.locate); else what was not found, for the message."""
-    if _trains(shell, spelling, path) or shell.unfollowed or shell.unresolved_commands or shell.opaque:
+    no launcher command that may train, no command it did not follow that may train (`unfollowed`:
+    a script not read, `ssh`, a program no rules name) and no code it could not see, and its entry
+    is found here (config.pyenv.locate); else where the entry is not found, for the message."""
+    if _training(shell.candidates, spelling, path) or shell.unfollowed or shell.opaque:
         return ""
-    if shell.names_launcher:
-        named = shell.names_launcher[0]
-        return f"; line {named.line} runs `{named.value}`, which starts a launcher this reader does not follow"
     for candidate in shell.last_resort:
         scratch = LaunchConfig(path=path, launcher="", command_line=candidate.line, end_line=candidate.end_line)
         scratch.script = torchrun_options(scratch, candidate.launcher, candidate.args, path,
@@ -407,39 +405,39 @@ def _last_resort(shell: LaunchShell, spelling: Spelling, path: str) -> str:
     return ""
 
 
-def _trains(shell: LaunchShell, spelling: Spelling, path: str) -> bool:
-    """Whether a command the walk followed may train a pipeline: one runs_no_pipeline says
+def _training(candidates: list[Candidate], spelling: Spelling, path: str) -> list[Candidate]:
+    """The commands the walk followed that may train a pipeline: those runs_no_pipeline says
     nothing of. A command that trains none (a checkpoint conversion, `python -m
     deepspeed.checkpoint.ds_to_universal`; `megatron export`) is no run a plain `python` command
     or one not followed would stand beside."""
-    return any(not runs_no_pipeline(c, spelling, path) for c in shell.candidates)
+    return [c for c in candidates if not runs_no_pipeline(c, spelling, path)]
+
+
+def _unfollowed(shell: LaunchShell, most: int) -> str:
+    """The first `most` commands the walk did not follow that may train, for the message: those
+    whose program is not known statically first (the likeliest run), then in the script's order."""
+    ordered = sorted(shell.unfollowed, key=lambda u: isinstance(u.program, str))
+    return "".join(f"; {u.said()}" for u in ordered[:most])
 
 
 def _beside_no_pipeline(shell: LaunchShell, spelling: Spelling, path: str, plain: str) -> str:
     """Where every command the walk followed trains no pipeline, what else it met that may: a
-    program it could not follow, a command it could not read, code it could not see (but the
-    arguments of the `eval` that ran the command), or a `python SCRIPT` whose entry is not read
-    (`plain`); for the message, "" where there is none.
+    command it did not follow that may train (`unfollowed`), code it could not see (but the
+    script's own arguments of the `eval` that ran the command, `callers_words`), or a `python
+    SCRIPT` whose entry is not read (`plain`); for the message, "" where there is none.
     The command that trains none is then not surely what the run is: a conversion after an
-    unfollowed training command (`$LAUNCHER train.py; python -m
+    unfollowed training command (`bash run_bf16.sh; python -m
     deepspeed.checkpoint.ds_to_universal ...`) is not all the script runs. `--command` says
     what the run is."""
-    if not shell.candidates or shell.given or _trains(shell, spelling, path):
+    if not shell.candidates or shell.given or _training(shell.candidates, spelling, path):
         return ""
-    said = [f"; line {f.line} runs `{f.value}`, which is not followed" for f in shell.unfollowed[:2]
-            if f not in shell.unresolved_commands]
-    said += [f"; line {f.line} runs `{f.value}`, which starts a launcher this reader does not follow"
-             for f in shell.names_launcher[:1]]
-    said += [f"; line {f.line} runs `{f.value}`, which is not known statically" for f in shell.unresolved_commands[:2]]
-    said += [plain] if plain else []
-    # unseen code (listed after this by _build), but for an `eval` that ran a command followed:
-    # the caller's words in its arguments (`eval $cmd`, cmd holding `$1`) are that command's
-    ran = {c.line for c in shell.candidates}
-    if not said and all(line in ran for line, _ in shell.opaque):
+    said = _unfollowed(shell, 3) + plain
+    # unseen code is listed after this by _build
+    if not said and all(k in shell.callers_words for k in range(len(shell.opaque))):
         return ""
     first = shell.candidates[0]
     return (f"; line {first.line} runs `{first.invoked}`, which trains no pipeline, but the script "
-            f"may run another command{''.join(said)}")
+            f"may run another command{said}")
 
 
 def _together(shell: LaunchShell, chosen: Candidate) -> str:
@@ -471,9 +469,9 @@ def _chosen(shell: LaunchShell, walk: Callable[[dict[str, int]], LaunchShell], s
     for forced in chosen_command.combinations(choices):
         way = walk(forced)
         unknown = _last_resort(way, spelling, path)
-        if unknown or not way.candidates and (way.unresolved_commands or way.unfollowed or way.opaque):
+        if unknown or not way.candidates and (way.unfollowed or way.opaque):
             return None
-        training = [c for c in way.candidates if not runs_no_pipeline(c, spelling, path)]
+        training = _training(way.candidates, spelling, path)
         if len(way.candidates) == 1 and for_style(way.candidates[0].launcher["style"]).cases:
             return None  # its configurations are counted by its reader: not one command each
         commands += [(way, forced, k) for k in range(max(len(training), 1) if way.candidates else 0)]
@@ -494,8 +492,7 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
     _stops_before_training(shell, path)
     beside = _beside_no_pipeline(shell, spelling, path, plain)
     if not shell.candidates or beside:
-        unknown = beside or plain + "".join(f"; line {f.line} runs `{f.value}`, which is not known statically"
-                                            for f in shell.unresolved_commands[:3])
+        unknown = beside or plain + _unfollowed(shell, 3)
         unseen = "".join(f"; line {line}: {what}" for line, what in shell.opaque[:2])
         unseen += "".join(f"; {what}" for what in shell.hidden_from_job[:2])
         raise CommandNotFollowed(path, f"the training command could not be followed: looked for "
@@ -503,7 +500,7 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
                                        f"`eval` and here-documents{unknown}{unseen}")
     # A command that trains comes first: `swift export` caching a dataset before `megatron rlhf`
     # is not the run's command.
-    training = [c for c in shell.candidates if not runs_no_pipeline(c, spelling, path)]
+    training = _training(shell.candidates, spelling, path)
     # Where none trains a pipeline, one that trains at all (a launcher `subcommands` entry:
     # `swift sft` after `swift export` caches its dataset) is what the run is, and what the
     # headline names.

@@ -25,6 +25,24 @@ from auditor.rulebook.launchers import Spelling
 
 _COMMAND_OPTIONS = ("-c", "--wrap")  # `bash -c TEXT`, `sbatch --wrap=TEXT`: TEXT is a script
 _BUNDLED_C = re.compile(r"-[a-z]*c[a-z]*")  # `bash -lc TEXT`, `sh -ec TEXT`: -c among short options
+# The script's own arguments as an unknown piece of a word: `$1`, `$@`, `${*}`, `${@:3}` (a variable
+# set only from them holds their text: `EXTRA_ARGS="$@"`).
+_POSITIONAL = re.compile(r"\$(?:[1-9][0-9]*|[@*]|\{(?:[1-9][0-9]*|[@*])(?::[0-9]+(?::[0-9]+)?)?\})")
+# `A=1` after `env`: an assignment among a wrapper's words, no program
+_ENV_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
+@dataclass(frozen=True)
+class Unfollowed:
+    """A command the walk ran but did not follow that may train (LaunchShell.may_train): the
+    word that says so and why, for the message of an undecided run."""
+
+    line: int
+    program: Scalar
+    why: str
+
+    def said(self) -> str:
+        return f"line {self.line} runs `{self.program}`, {self.why}"
 
 
 @dataclass
@@ -81,9 +99,15 @@ class LaunchShell(Shell):
         self.spelling = spelling
         self.candidates: list[Candidate] = []
         self.unresolved_commands: list[Field] = []  # commands whose name is itself unknown
-        # Programs that may start training but were not followed (`python chatlearn/entrypoint.py`,
-        # an unknown launcher): an `exit` after one is no proof the run never starts.
-        self.unfollowed: list[Field] = []
+        # Every command that may train and was not followed (may_train: `python chatlearn/
+        # entrypoint.py`, `$LAUNCHER`, `bash missing.sh`, `ssh host "..."`, `colossalai run`):
+        # the one list config.launch asks whether the script may run a command it did not read.
+        # An `exit` after one is no proof the run never starts.
+        self.unfollowed: list[Unfollowed] = []
+        self.shelled = 0  # how many commands `_shell_c` took (a script read, or said not read)
+        # the entries of `opaque` that are an `eval`'s unknown words where every one is the
+        # script's own arguments and the eval ran a command followed: that command's arguments
+        self.callers_words: set[int] = set()
         self.starter: tuple[dict, list[Field]] | None = None  # srun around a `bash -c` being read
         self.clobbered = spelling.env_names  # what unseen code (`source`, `eval`) makes unknown
         self.operand_required = spelling.operand_required  # `set -e` + `X=$(dirname)` (bash.errexit)
@@ -98,7 +122,6 @@ class LaunchShell(Shell):
         # `python SCRIPT.py` with no launcher around it (a `one_process` launcher rule): the run's
         # command only where the script runs no launcher (config.launch._build)
         self.last_resort: list[Candidate] = []
-        self.names_launcher: list[Field] = []  # `debugpy-run -m torch.distributed.run`: a launcher inside
         self.given = False  # the training command is the one `--command` gives (config.launch)
 
     def allocate(self, lexer: Lexer, tokens: list) -> None:
@@ -125,28 +148,54 @@ class LaunchShell(Shell):
 
     def external(self, fields: list[Field], inline: dict[str, EnvVar], cmd: Cmd,
                  siblings: list[Node], at: int) -> int:
-        before = len(self.last_resort)
+        before = len(self.last_resort), self.shelled
         candidate = self._launch(fields, inline, cmd)
         if candidate is None:
-            if len(self.last_resort) == before and self._may_train(fields):
-                self.unfollowed.append(fields[0])
-            elif len(self.last_resort) == before and self._names_launcher(fields):
-                self.names_launcher.append(fields[0])
+            if (len(self.last_resort), self.shelled) == before and (why := self.may_train(fields)):
+                self.unfollowed.append(Unfollowed(why[0].line, why[0].value, why[1]))
             return 0
         return self._join_broken_continuation(siblings, at, cmd, candidate) - at
 
-    def _may_train(self, fields: list[Field]) -> bool:
-        """A command whose program (behind wrappers) is a Python interpreter or a launcher the
-        rules name: it may be a training command this reader does not follow."""
-        programs = {p for e in self.spelling.launchers for p in (e.get("programs") or [e.get("program")]) if p}
+    def _eval(self, fields: list[Field], cmd: Cmd) -> None:
+        """`eval $cmd`, as the shell reads it; where its command is known, it ran a command followed
+        and every unknown word is the script's own arguments (`$1`, `"$@"`, a variable set only
+        from them), the unseen code it leaves is that command's arguments (`callers_words`), not
+        another command: `$(cat x)` or `$POST` may be anything."""
+        ran, seen = len(self.candidates), len(self.opaque)
+        super()._eval(fields, cmd)
+        unknown = [text for f in fields for text, is_unknown in segments(f.value) if is_unknown]
+        if (fields and isinstance(fields[0].value, str) and len(self.candidates) > ran and len(self.opaque) > seen
+                and all(_POSITIONAL.fullmatch(text) for text in unknown)):
+            self.callers_words.add(len(self.opaque) - 1)  # the eval's own entry, added last
+
+    def may_train(self, fields: list[Field]) -> tuple[Field, str] | None:
+        """Where a command the walk did not follow may train: the word that says so and why;
+        None where it surely trains nothing. The one place that decides it: any program but those
+        the rules say train nothing (`[wrappers] no_training`: `mkdir`, `pip`, `nvidia-smi`)
+        may, a Python interpreter, a launcher or a word not known statically first of all;
+        behind a wrapper (`srun -N 2 hostname`, `command -v rsync`), the first word after the
+        wrapper's own options and their numbers decides, and a wrapper with no program runs none."""
+        ran = self._runner(fields)
+        if ran is not None:  # `conda run -n env COMMAND`: the command it runs
+            return self.may_train(ran[1]) if ran[1] else None
+        wrapped = False
         for f in fields:
             if not isinstance(f.value, str):
-                return True  # an unknown word: anything
+                return f, "which is not known statically"
             base = os.path.basename(f.value)
             if base in self.spelling.wrappers:
-                continue
-            return bool(re.fullmatch(r"python[0-9.]*", base)) or base in programs
-        return False
+                wrapped = True
+            elif wrapped and (f.value.startswith("-") or f.value.isdigit() or _ENV_WORD.match(f.value)):
+                continue  # a wrapper's option, its number or an assignment (`env A=1`)
+            elif base in self.spelling.no_training:
+                options = self.spelling.program_options.get(base, ())
+                runs = next((g.value for g in fields if g.value in options), None)
+                return (f, f"whose `{runs}` runs another program") if runs else None
+            elif self._names_launcher(fields):
+                return fields[0], "which starts a launcher this reader does not follow"
+            else:
+                return f, "which is not followed"
+        return None
 
     def _names_launcher(self, fields: list[Field]) -> bool:
         """A program not followed whose words name a launcher (`debugpy-run -m torch.distributed.run
@@ -212,6 +261,8 @@ class LaunchShell(Shell):
             if launcher is not None:
                 wrapper = fields[:k]
                 if wrapper and not isinstance(wrapper[0].value, str):
+                    # read as a wrapper, it may as well be a command of its own that trains
+                    self.unfollowed.append(Unfollowed(wrapper[0].line, wrapper[0].value, "which is not known statically"))
                     self.diagnostics.append(Finding(
                         "launch.unknown-prefix", "info",
                         f"`{wrapper[0].value}` before the `{invoked}` command is not known statically; read "
@@ -430,6 +481,7 @@ class LaunchShell(Shell):
             if eq and option in _COMMAND_OPTIONS:
                 self._inner(prefix + fields[:k + 1], option, inline_text, f.line, cmd)
                 return None
+        self.shelled += 1
         batch = os.path.basename(str(prefix[-1].value)) in self.spelling.batch
         at = (job_file_at(fields, self.spelling) if batch
               else next((k for k, f in enumerate(fields) if not str(f.value).startswith("-")), None))
@@ -452,6 +504,8 @@ class LaunchShell(Shell):
                 "launch.unread-file", "info",
                 f"`{script.value}` runs as a separate script and is not read here ({exc}); audit it directly "
                 "if it holds the training command", where=f"{self.path}:{cmd.line}"))
+            self.unfollowed.append(Unfollowed(cmd.line, f"{prefix[-1].value} {script.value}",
+                                              f"a script not read here ({exc})"))
             return None
         saved = self.positional, self.vars, self.functions, self.referenced
         self.positional = fields[at + 1:]

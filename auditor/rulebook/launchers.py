@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,9 @@ class Spelling:
     environment_set: tuple[str, ...] = ()  # variables a job's environment sets (fnmatch; [wrappers])
     batch_flags: frozenset[str] = frozenset()  # sbatch's options that take no value ([wrappers])
     cwd_options: frozenset[str] = frozenset()  # wrapper options that move the command ([wrappers])
+    no_training: frozenset[str] = frozenset()  # programs that start no training ([wrappers])
+    # their options that run another program (`find -exec`), by program ([wrappers])
+    program_options: dict[str, tuple[str, ...]] = field(default_factory=dict)
     checkout_copies: tuple[dict, ...] = ()  # tools printing a copy of their checkout ([[checkout_copy]])
     # The run's own parser where it was read (auditor.config.frontend_parser.FrontEnd): flags
     # are then its spellings; None: checked against the rules only, never an error.
@@ -71,6 +74,9 @@ class Spelling:
             environment_set=tuple(p for rs in every for p in rs.section("wrappers").get("environment_set", ())),
             batch_flags=frozenset(p for rs in every for p in rs.section("wrappers").get("batch_flags", ())),
             cwd_options=frozenset(p for rs in every for p in rs.section("wrappers").get("cwd_options", ())),
+            no_training=frozenset(p for rs in every for p in rs.section("wrappers").get("no_training", ())),
+            program_options={k: tuple(v) for rs in every
+                             for k, v in rs.section("wrappers").get("program_options", {}).items()},
             checkout_copies=tuple(e for rs in every for e in rs.table("checkout_copy")),
             python_runners=tuple(tuple(r.split()) for rs in every
                                  for r in rs.section("wrappers").get("python_runners", ())),

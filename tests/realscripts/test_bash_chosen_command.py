@@ -140,15 +140,16 @@ def test_tests_written_alike_are_one_choice() -> None:
 
 
 def test_too_many_ways_leave_the_command_unfollowed() -> None:
-    """Each if over another unknown doubles the ways the command's name can go: past MAX_WALKS
-    none is walked, and the command stays not followed; within it, the one way that names a
-    launcher (`torchrun`) is the command."""
-    pieces = [("torch", ""), ("run", ""), ("", "x"), ("", "y")]
+    """Each if over another unknown doubles the ways the command can go: past MAX_WALKS none is
+    walked, and the command stays not followed; within it, the ways that name a launcher
+    (`torchrun`) are the commands, those of a program that trains nothing (`echo`) none. (A way
+    of a program no rule names may train: LaunchShell.may_train, and the command is not followed.)"""
+    pieces = [("/usr/bin/", "echo "), ("a/", "b/"), ("c/", "d/"), ("e/", "f/")]
 
     def script(count: int) -> str:
         parts = "".join(f'if [ "${k + 1}" = a ]; then P{k}="{yes}"; else P{k}="{no}"; fi\n'
                         for k, (yes, no) in enumerate(pieces[:count]))
-        name = "".join(f"$P{k}" for k in range(count))
+        name = "".join(f"${{P{k}}}" for k in range(count)) + "torchrun"
         return parts + f'eval "{name} pretrain_gpt.py --pipeline-model-parallel-size 2"\n'
 
     assert 2 ** 3 <= MAX_WALKS < 2 ** 4

@@ -115,6 +115,15 @@ def test_an_exit_after_a_program_not_followed_is_no_sure_stop(program):
         parse_launch(text, "run.sh")
 
 
+@pytest.mark.parametrize("program", ["bash scripts/pretrain_gpt.sh", 'ssh $HEAD "bash train.sh"',
+                                     "colossalai run --nproc_per_node 8 train.py"])
+def test_an_exit_after_a_command_not_read_is_no_sure_stop(program):
+    """A script not read, a command on another host, a program no rule names: each may be the
+    training run, done before the `exit` (review r36-wrapped: they were DOES NOT START)."""
+    with pytest.raises(CommandNotFollowed):
+        parse_launch(f"{program}\nexit 1\n", "run.sh")
+
+
 def test_an_exit_after_a_program_that_trains_nothing_still_stops():
     """`pip install`, `echo`, `mkdir` start no training: the exit before the command still stops it."""
     text = "pip install -r req.txt\nmkdir -p logs\nexit 1\ntorchrun --nproc_per_node 2 pretrain_gpt.py\n"

@@ -158,7 +158,13 @@ def test_a_launcher_command_comes_before_a_plain_python_one(tmp_path, monkeypatc
     # debug_config_tiny_llama.py` writes the config, `debugpy-run -m torch.distributed.run` trains
     ("python convert_ckpt.py a b\ndebugpy-run -m torch.distributed.run -p 5678 -- --nproc_per_node=2 x.py\n",
      "line 2 runs `debugpy-run`, which starts a launcher"),
-], ids=["missing-entry", "python-c", "unknown-command", "module-not-here", "launcher-inside"])
+    # microsoft/Megatron-DeepSpeed@66f82d655f examples_deepspeed/universal_checkpointing/README.md:29,72:
+    # the data step, then a training script not read
+    ("python convert_ckpt.py a b\nbash $MDS/megatron_gpt/run_universal_bf16.sh\n",
+     "line 2 runs `bash $MDS/megatron_gpt/run_universal_bf16.sh`, a script not read here"),
+    ("python convert_ckpt.py a b\nssh $HEAD bash train.sh\n", "line 2 runs `ssh`, which is not followed"),
+], ids=["missing-entry", "python-c", "unknown-command", "module-not-here", "launcher-inside", "script-not-read",
+        "other-host"])
 def test_a_plain_python_command_is_no_command_where_doubt_remains(capsys, tmp_path, monkeypatch, launch, said):
     code, doc = _scan(capsys, _tree(tmp_path, monkeypatch, launch, {"convert_ckpt.py": CONVERT_PY}))
     assert doc["verdict"]["status"] == "inconclusive" and code == 1
