@@ -41,9 +41,8 @@ from auditor.config.entry_script import MAX_MODULES, iter_closure
 from auditor.config.entry_stack import modeled_packages
 from auditor.config.flags import listed, normalise
 from auditor.config.model import LaunchConfig
-from auditor.config.no_training import names_p2p
+from auditor.config.no_training import may_set, names_p2p
 from auditor.config.pyenv import entry_tree
-from auditor.config.script_run import writes_argv
 from auditor.findings import Finding
 from auditor.rulebook.frameworks import frameworks
 
@@ -117,23 +116,11 @@ def _pipeline_size(launch: LaunchConfig, closure: Callable[[], list[tuple[Path, 
 
 
 def _writes_pp(modules: list[tuple[Path, ast.Module]] | None) -> bool:
-    """Whether the entry or a local module it imports may set the pipeline size itself (an
-    attribute stored, a keyword, a dict key or a string naming it: `args_defaults=
-    {"pipeline_model_parallel_size": 2}`; any write to sys.argv, config/script_run.py
-    `writes_argv`: Megatron-LM d98e8a64dd tools/run_dynamic_text_generation_server.py:237-263
-    injects flags there), or cannot be read whole (`modules` None): then the parser's default is
-    not known to hold."""
-    if modules is None:
-        return True
-    for _, tree in modules:
-        if writes_argv(tree):
-            return True  # a rewritten sys.argv (`sys.argv[1:1] = ["--pipeline-model-parallel-size", ...]`)
-        for node in ast.walk(tree):
-            if (isinstance(node, ast.Attribute) and node.attr == PP and not isinstance(node.ctx, ast.Load)
-                    or isinstance(node, ast.keyword) and node.arg == PP
-                    or isinstance(node, ast.Constant) and node.value == PP):
-                return True
-    return False
+    """Whether the entry or a local module it imports may set the pipeline size itself
+    (config/no_training.py `may_set`: Megatron-LM d98e8a64dd tools/run_dynamic_text_generation_server.py:237-263
+    injects flags into sys.argv), or cannot be read whole (`modules` None): then the parser's
+    default is not known to hold."""
+    return modules is None or any(may_set(tree, [PP]) for _, tree in modules)
 
 
 def _engines() -> list[tuple[str, bool]]:

@@ -77,7 +77,7 @@ def _judge(rule: dict[str, Any], launch: LaunchConfig, entry: Path, written: str
         return None
     steps = {**rulebook.load("stacks").data["training_step"], **rule}  # the rule's own, else the shared table's
     read = reaches_no_loop(entry, frozenset({rule["package"]}), steps)
-    if read is None or any(_names_key(body, absent) for body in read[1]):
+    if read is None or any(may_set(body, absent) for body in read[1]):
         return None
     loops = ", ".join(steps["loops"] + steps.get("methods", []))
     return rule["what"].format(entry=written, module=launch.script, loops=loops, local=read[0],
@@ -90,15 +90,35 @@ def _words_unseen(launch: LaunchConfig) -> bool:
     return any(d.kind in ("launch.unresolved-args", "launch.unknown-values") for d in launch.diagnostics)
 
 
-def _names_key(body: ast.Module, keys: list[str]) -> bool:
-    """Whether the code may set one of `keys` itself, not through the launch line: a string naming
-    it (`args_defaults={'use_checkpoint_args': True}`: Megatron-DeepSpeed f4157bea69
-    megatron/initialize.py:55), a keyword or an attribute stored, or any write to sys.argv."""
-    if keys and writes_argv(body):
+def may_set(body: ast.Module, keys: list[str]) -> bool:
+    """Whether the code may set one of `keys` itself, not through the launch line (the one reader
+    of it: config/entry_inference.py too): a string naming it (`args_defaults={'use_checkpoint_args':
+    True}`: Megatron-DeepSpeed f4157bea69 megatron/initialize.py:50), a keyword or an attribute
+    stored, any write to sys.argv (config/script_run.py `writes_argv`), or settings the code hands
+    on without writing their keys: a `setattr` of a name not written out, a mapping not written
+    out given to a keyword of rules/stacks.toml `[settings_mapping]` (`external_args=overrides`, a
+    dict loaded from a file: initialize_megatron sets each of its keys, :51-53) or as `**cfg` to
+    any call (`parser.set_defaults(**yaml.safe_load(...))`)."""
+    if not keys:
+        return False
+    if writes_argv(body):
         return True
-    return any(isinstance(n, ast.Constant) and n.value in keys or isinstance(n, ast.keyword) and n.arg in keys
-               or isinstance(n, ast.Attribute) and n.attr in keys and not isinstance(n.ctx, ast.Load)
-               for n in ast.walk(body))
+    mapping = set(rulebook.load("stacks").data["settings_mapping"]["keywords"])
+    for n in ast.walk(body):
+        if (isinstance(n, ast.Constant) and n.value in keys or isinstance(n, ast.keyword) and n.arg in keys
+                or isinstance(n, ast.Attribute) and n.attr in keys and not isinstance(n.ctx, ast.Load)):
+            return True
+        if isinstance(n, ast.keyword) and (n.arg is None or n.arg in mapping) and not _written_out(n.value):
+            return True  # `**cfg`, `external_args=overrides`: keys not seen
+        if (isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "setattr"
+                and len(n.args) > 1 and not isinstance(n.args[1], ast.Constant)):
+            return True  # `setattr(args, key, value)` of a key not written out
+    return False
+
+
+def _written_out(node: ast.expr) -> bool:
+    """Whether a mapping's keys are all in the code: a dict display of constant keys, no `**` in it."""
+    return isinstance(node, ast.Dict) and all(isinstance(k, ast.Constant) for k in node.keys)
 
 
 def reaches_no_loop(entry: Path, own: frozenset[str], steps: dict[str, Any]) -> tuple[int, list[ast.Module]] | None:

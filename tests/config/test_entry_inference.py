@@ -245,6 +245,19 @@ def test_a_sys_argv_rewrite_may_give_the_size(tmp_path: Path) -> None:
     assert not _not_pipeline(config)
 
 
+def test_settings_handed_on_unseen_may_give_the_size(tmp_path: Path) -> None:
+    """r36-textgen review: a mapping whose keys the code does not write out (`set_defaults(**cfg)`,
+    `args_defaults=cfg`) or sys.argv changed through another name may set the size."""
+    for old, new in [('{"no_load_rng": True}', "CFG"),
+                     ('    initialize_megatron(', '    PARSER.set_defaults(**CFG)\n    initialize_megatron('),
+                     ('    initialize_megatron(', '    argv = sys.argv\n    argv.extend(["--pipeline-model-parallel-size", "2"])\n'
+                                                 '    initialize_megatron('),
+                     ("import torch\n", "import sys as system\nsystem.argv += ['--pipeline-model-parallel-size', '2']\n")]:
+        text = SERVER.replace(old, new, 1).replace("import torch\n", "import sys\n\nimport torch\n")
+        config = _launch(tmp_path, "tools/run_text_generation_server.py", text, "--num-layers 4")
+        assert not _not_pipeline(config), new
+
+
 def test_a_helper_module_of_the_inference_package_is_no_engine(tmp_path: Path) -> None:
     """Megatron-LM d98e8a64dd examples/rl/benchmark_refit.py imports megatron.core.inference.shards
     and reshards weights with P2POp: neither the import nor the script is an engine's generation."""

@@ -263,6 +263,31 @@ def test_mds_generation_at_the_default_pipeline_size_is_not_a_pipeline_run(
     assert said is not None and "generate_samples_gpt.py" in said and "default 1" in said and "one stage" in said
 
 
+# r36-textgen review item 1: tools/generate_samples_gpt.py (Megatron-DeepSpeed f4157bea69) with its
+# initialize_megatron call or its extra-args provider changed to take settings from a file:
+# megatron/initialize.py:51-53 sets each key of `external_args` on the args unchecked.
+@pytest.mark.parametrize("old, new", [
+    ("args_defaults=", "external_args=json.load(open('gen_overrides.json')), args_defaults="),
+    ("args_defaults={", "args_defaults=CFG or {"),  # a mapping loaded elsewhere (`use_checkpoint_args`)
+    ("    initialize_megatron(", "    get_parser().set_defaults(**yaml.safe_load(open(os.environ['GEN_CFG'])))\n"
+                                 "    initialize_megatron("),
+    ("    initialize_megatron(", "    argv = sys.argv\n    argv.extend(['--pipeline-model-parallel-size', '2'])\n"
+                                 "    initialize_megatron("),
+    ("import sys\n", "import sys as system\n"
+                     "system.argv += ['--pipeline-model-parallel-size', '2']\n"),
+])
+def test_mds_generation_whose_code_may_set_the_size_unseen_is_left_to_the_analysis(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, old: str, new: str) -> None:
+    script = _generate(tmp_path)
+    entry = tmp_path / "tools/generate_samples_gpt.py"
+    text = entry.read_text()
+    assert old in text
+    entry.write_text(text.replace(old, new, 1))
+    monkeypatch.chdir(tmp_path)
+    said = _not_pipeline(script)
+    assert said is None or "default 1" not in said
+
+
 @pytest.mark.parametrize("more, defaults", [
     ("--pipeline-model-parallel-size 2", ""),  # a size given
     ("--use-checkpoint-args", ""),  # the checkpoint's size (megatron/checkpointing.py:526)
