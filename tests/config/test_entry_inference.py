@@ -470,3 +470,22 @@ def test_a_wrapper_with_arguments_of_its_own_is_not_the_sibling_s_front_end(tmp_
         config = _launch(tmp_path / str(k), entry, text, "--pipeline-model-parallel-size 1",
                          {"tools/run_text_generation_server.py": server})
         assert config.builds_parser == "" and not any("serves" in m for m in _not_pipeline(config)), own
+
+
+def test_texts_an_if_in_a_subshell_sets_end_with_it(tmp_path: Path) -> None:
+    """r36-textgen review item 3: an if inside `( ... )` sets EXTRA_ARGS there only; outside, it is
+    the caller's (which may carry a pipeline flag), not the texts of the subshell's branches."""
+    _checkout(tmp_path)
+    entry = "tools/run_text_generation_server.py"
+    (tmp_path / entry).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / entry).write_text(SERVER)
+    script = tmp_path / "run.sh"
+    script.write_text(
+        '(\n  if [ "$USE_FP8" = 1 ]; then EXTRA_ARGS="--fp8-format hybrid"; else EXTRA_ARGS="--bf16"; fi\n'
+        '  echo "probe: ${EXTRA_ARGS}"\n)\n'
+        'OPTS="--seed 42 ${EXTRA_ARGS}"\n'
+        f"torchrun --nproc_per_node 8 {entry} --tensor-model-parallel-size 1 \\\n"
+        "  --pipeline-model-parallel-size 1 --load /ckpt/llama --micro-batch-size 1 $OPTS\n")
+    assert not _not_pipeline(parse_launch(script.read_text(), str(script)))
+    script.write_text(script.read_text().replace("(\n", "{\n").replace("\n)\n", "\n}\n"))
+    assert _not_pipeline(parse_launch(script.read_text(), str(script)))  # a group in this shell: its texts
