@@ -41,7 +41,7 @@ from auditor.config.entry_script import MAX_MODULES, iter_closure
 from auditor.config.entry_stack import modeled_packages
 from auditor.config.flags import listed, normalise
 from auditor.config.model import LaunchConfig
-from auditor.config.no_training import may_set, names_p2p
+from auditor.config.no_training import may_set, names_p2p, ran_unseen
 from auditor.config.pyenv import entry_tree
 from auditor.findings import Finding
 from auditor.rulebook.frameworks import frameworks
@@ -182,7 +182,10 @@ def _shadowed(launch: LaunchConfig) -> bool:
     examples/llama/run_evaluate_huggingface_llama.sh:55-61 sets `pr_options` to " --fp16" or
     " --bf16") and none names a pipeline flag; an unknown value of a flag the parser's table does
     not know to take one (`--fp16 $MORE_ARGS`), which may be further flags. An unknown value of a
-    flag known to take one (`--load $1`) is that value (see _read_as_one)."""
+    flag known to take one (`--load $1`) is that value (see _read_as_one). Code not read that ran
+    before the command (config/no_training.py `ran_unseen`) may have changed any of its words."""
+    if ran_unseen(launch):
+        return True  # `source "$1"` after the command's variables were set: any may be other words
     for d in launch.diagnostics:
         if d.kind == "launch.unknown-values" and d.detail.get("unchecked") and (PP not in launch.flags or any(
                 _sets_pp(s) for s in d.detail.get("unread_before", []))):

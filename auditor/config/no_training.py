@@ -86,8 +86,21 @@ def _judge(rule: dict[str, Any], launch: LaunchConfig, entry: Path, written: str
 
 def _words_unseen(launch: LaunchConfig) -> bool:
     """Whether the command has words not known statically (`$EXTRA_ARGS`, `--load $CKPT` read as
-    written): any may be a flag a rule's `absent` names."""
-    return any(d.kind in ("launch.unresolved-args", "launch.unknown-values") for d in launch.diagnostics)
+    written): any may be a flag a rule's `absent` names; or code not read ran before it."""
+    return ran_unseen(launch) or any(d.kind in ("launch.unresolved-args", "launch.unknown-values")
+                                     for d in launch.diagnostics)
+
+
+def ran_unseen(launch: LaunchConfig) -> bool:
+    """Whether code the walk could not read ran before the command (a `source` of a file not read,
+    an `eval` of unknown text: `launch.unknown-settings`): it may have set any variable the command
+    is built from, after the script set it, or defined a function named as its launcher."""
+    for d in launch.diagnostics:
+        if d.kind == "launch.unknown-settings":
+            path, _, line = (d.where or "").rpartition(":")
+            if not (path == launch.path and line.isdigit() and int(line) > launch.command_line):
+                return True
+    return False
 
 
 def may_set(body: ast.Module, keys: list[str]) -> bool:

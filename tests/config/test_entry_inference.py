@@ -489,3 +489,17 @@ def test_texts_an_if_in_a_subshell_sets_end_with_it(tmp_path: Path) -> None:
     assert not _not_pipeline(parse_launch(script.read_text(), str(script)))
     script.write_text(script.read_text().replace("(\n", "{\n").replace("\n)\n", "\n}\n"))
     assert _not_pipeline(parse_launch(script.read_text(), str(script)))  # a group in this shell: its texts
+
+
+def test_code_not_read_before_the_command_may_change_its_words(tmp_path: Path) -> None:
+    """r36-textgen review item 2: `source "$1"` after the command's variables are set may reset
+    them (a pipeline flag in OPTS): no note. A source after the command changes nothing of it."""
+    entry = "tools/run_text_generation_server.py"
+    (tmp_path / "tools").mkdir(parents=True, exist_ok=True)
+    (tmp_path / entry).write_text(SERVER)
+    script = tmp_path / "run.sh"
+    command = f"torchrun --nproc_per_node 1 {entry} --pipeline-model-parallel-size 1 $OPTS\n"
+    script.write_text(f'OPTS="--num-layers 4"\nsource "$1"\n{command}')
+    assert not _not_pipeline(parse_launch(script.read_text(), str(script)))
+    script.write_text(f'OPTS="--num-layers 4"\n{command}source "$1"\n')
+    assert _not_pipeline(parse_launch(script.read_text(), str(script)))

@@ -303,6 +303,18 @@ def test_mds_generation_whose_size_may_be_set_is_left_to_the_analysis(
     assert said is None or "default 1" not in said
 
 
+@pytest.mark.parametrize("sourced", ['source "$1"', "source ./cluster_env.sh"])
+def test_mds_generation_after_code_not_read_is_left_to_the_analysis(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sourced: str) -> None:
+    """r36-textgen review item 2: a file not read, sourced after the command's variables are set,
+    may change them (or define a function `deepspeed`): the words are not known to be these."""
+    script = _generate(tmp_path)
+    script.write_text(script.read_text().replace("$launch_cmd $program_cmd", f"{sourced}\n$launch_cmd $program_cmd"))
+    monkeypatch.chdir(tmp_path)
+    said = _not_pipeline(script)
+    assert said is None or "default 1" not in said
+
+
 FLUX_SH = FLUX.replace("-m proj.models.", "-m torchtitan.models.")  # run_infer.sh as it is upstream
 
 INFER = dedent('''\
