@@ -75,8 +75,9 @@ def read_inference_entry(launch: LaunchConfig) -> None:
         what += (f" (it also imports {lacked[0]}, which the Megatron-LM checkout does not hold: the run "
                  "stops at that import unless another megatron on the path gives it)")
     one = _read_as_one(launch)
-    said = (f"; {listed(one, 3)} {'is' if len(one) == 1 else 'are'} read as one word each, their flags' values: "
-            "expanded to several, a later word naming a pipeline flag would set the size" if one else "")
+    read = "is read as one word, its flag's value" if len(one) == 1 else "are read as one word each, their flags' values"
+    said = (f"; {listed(one, 3)} {read}: expanded to several, a later word naming a pipeline flag "
+            "would set the size" if one else "")
     launch.diagnostics.append(Finding(
         "launch.not-pipeline", "info", f"{what}, at pipeline size 1 ({pp}): no stage sends to another{said}",
         where=f"{launch.path}:{launch.command_line}", detail={"command": launch.launcher}))

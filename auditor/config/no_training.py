@@ -3,7 +3,7 @@
 
 A rules file's `[[no_training_entry]]` names the functions through which the framework steps its
 pipeline schedule (`loops`: called by name; `methods`: reached on an object, `trainer.train()`,
-`self.pp_schedule`), the flags that make the run one stage (`flags`: Megatron-DeepSpeed's
+`self.pp_schedule`, besides rules/stacks.toml `[training_step]`'s), the flags that make the run one stage (`flags`: Megatron-DeepSpeed's
 `--no-pipeline-parallel`, whose validate_args asserts PP 1; or `absent`: the flags whose
 absence leaves the parser's default of one stage, where no word of the command is unknown and the
 entry's code names none of them) and the entry modules it is about
@@ -75,7 +75,9 @@ def _judge(rule: dict[str, Any], launch: LaunchConfig, entry: Path, written: str
     root = _checkout(entry, file, rule["code"])
     if root is None:
         return None
-    steps = {**rulebook.load("stacks").data["training_step"], **rule}  # the rule's own, else the shared table's
+    shared = rulebook.load("stacks").data["training_step"]
+    steps = {**shared, **rule,  # the rule's own, else the shared table's; its methods besides the shared ones
+             "methods": list(dict.fromkeys(shared["methods"] + rule.get("methods", [])))}
     read = reaches_no_loop(entry, frozenset({rule["package"]}), steps)
     if read is None or any(may_set(body, absent) for body in read[1]):
         return None

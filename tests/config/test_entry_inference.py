@@ -372,7 +372,7 @@ def test_an_unknown_value_of_a_known_flag_is_read_as_its_value_and_said(tmp_path
     [said] = _not_pipeline(_launch(tmp_path, entry, DETOXIFY, "--load $2 --pipeline-model-parallel-size 1"))
     assert "read as one word" not in said  # the size written after it stands
     [said] = _not_pipeline(_launch(tmp_path, entry, DETOXIFY, "--pipeline-model-parallel-size 1 --load $2"))
-    assert "`--load $2` is read as one word" in said
+    assert "`--load $2` is read as one word, its flag's value" in said
     assert not _not_pipeline(_launch(tmp_path, entry, DETOXIFY, "--load $2 --top-k $K"))
     assert not _not_pipeline(_launch(tmp_path, entry, DETOXIFY, "--pipeline-model-parallel-size 2 --load $2"))
 

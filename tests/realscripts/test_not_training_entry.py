@@ -275,6 +275,8 @@ def test_mds_generation_at_the_default_pipeline_size_is_not_a_pipeline_run(
                                  "    initialize_megatron("),
     ("import sys\n", "import sys as system\n"
                      "system.argv += ['--pipeline-model-parallel-size', '2']\n"),
+    # review minor: the rule's `methods` (train_batch) add to the shared ones, a step on any object
+    ("    generate_samples_interactive(", "    model[0].backward(None)\n    generate_samples_interactive("),
 ])
 def test_mds_generation_whose_code_may_set_the_size_unseen_is_left_to_the_analysis(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, old: str, new: str) -> None:
