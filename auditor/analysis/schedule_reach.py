@@ -47,7 +47,7 @@ from auditor.config.effective import EffectiveConfig
 from auditor.config.entry_stack import LAUNCHERS, modeled_packages, read_as_guess, runs_code
 from auditor.config.expr import UNKNOWN
 from auditor.config.model import LaunchConfig
-from auditor.config.no_training import names_p2p
+from auditor.config.entry_script import names_p2p
 from auditor.config.pyenv import located_stat
 from auditor.config.shell_command import runs_only_utility
 from auditor.findings import Finding

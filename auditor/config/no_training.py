@@ -163,12 +163,6 @@ def reaches_no_loop(entry: Path, own: frozenset[str], steps: dict[str, Any]) -> 
     return len(modules) - 1, bodies
 
 
-def names_p2p(tree: ast.Module) -> bool:
-    """Whether the code calls or imports torch's P2P API (rules/torch.toml `[[p2p_api]]`:
-    dist.send/recv/isend/irecv, P2POp, batch_isend_irecv): its own sends, whatever else it runs."""
-    return uses_or_imports(tree, [], [api["name"] for api in rulebook.load("torch").data.get("p2p_api", [])])
-
-
 def _checkout(entry: Path, file: str, code: str) -> Path | None:
     """The directory above `entry` whose `file` holds `code`: the framework code the rule was read on."""
     for parent in list(entry.parents)[:DEPTH]:
