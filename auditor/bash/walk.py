@@ -192,13 +192,13 @@ class Shell(Expander, ABC):
             self._node(node.commands[0])
         elif isinstance(node, Pipeline):
             for command in node.commands:
-                saved = dict(self.vars)
+                saved, texts = dict(self.vars), dict(self.branch_values)
                 self.subshells += 1
                 try:
                     self._node(command)
                 finally:
                     self.subshells -= 1
-                self.vars = saved
+                self.vars, self.branch_values = saved, texts
         elif isinstance(node, Branches):
             self._if_or_case(node)
         elif isinstance(node, ShellLoop):
@@ -213,14 +213,14 @@ class Shell(Expander, ABC):
                 return  # `while [[ "$X" == */ ]]` of an X that does not end in `/`: no pass runs
             self._branches([node.body], exhaustive=False, passes=node.line)
         elif isinstance(node, CommandGroup):
-            saved = dict(self.vars)
+            saved, texts = dict(self.vars), dict(self.branch_values)
             self.subshells += node.subshell
             try:
                 self.run(node.body)
             finally:
                 self.subshells -= node.subshell
-            if node.subshell:
-                self.vars = saved
+            if node.subshell:  # its variables, and the texts its ifs left them, end with it
+                self.vars, self.branch_values = saved, texts
         elif isinstance(node, Function):
             self.functions[node.name] = node.body
 

@@ -7,7 +7,9 @@ how many stages it has and which backend it initialises are in the script's call
 `deepspeed.init_distributed(dist_backend=args.backend)`), their values in its argparse defaults
 and the flags the launch script gives. rules/deepspeed.toml says which calls and modules count
 (`[pipeline_model]`, `[[script_call]]`); this reads them with the stdlib `ast`, never running
-anything. A value that is no literal, argparse default or given flag stays unknown.
+anything. A value that is no literal, argparse default or given flag stays unknown. A script
+that calls torch's P2P API itself (a hand-written stage loop) gets no ZeRO note: its own sends
+are the analysis's, as under torchrun.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 
 from auditor import rulebook
 from auditor.rulebook.frameworks import launched_by
-from auditor.config.entry_script import local_closure, put_calls, uses_modules
+from auditor.config.entry_script import local_closure, names_p2p, put_calls, uses_modules
 from auditor.config.model import LaunchConfig
 from auditor.config.pyenv import locate
 from auditor.findings import Finding
@@ -43,6 +45,8 @@ def read_deepspeed_entry(launch: LaunchConfig) -> None:
     model = data["pipeline_model"]
     users = [p for p, tree in modules.items() if uses_modules(tree, model["modules"], model["names"])]
     where = f"{launch.path}:{launch.command_line}"
+    if not users and any(names_p2p(tree) for tree in modules.values()):
+        return  # its own sends (dist.send/recv, P2POp): stages of its own, left to the analysis
     if not users:
         shown = sorted(os.path.relpath(p, Path(entry.path).parent) for p in modules if str(p) != entry.path)
         launch.diagnostics.append(Finding(

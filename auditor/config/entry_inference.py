@@ -37,13 +37,12 @@ from pathlib import Path
 from auditor import rulebook
 from auditor.config.checkpoint_args import checkpoint_sizes
 from auditor.config.entry_schedule import names_no_schedule
-from auditor.config.entry_script import MAX_MODULES, iter_closure
+from auditor.config.entry_script import MAX_MODULES, iter_closure, names_p2p
 from auditor.config.entry_stack import modeled_packages
 from auditor.config.flags import listed, normalise
 from auditor.config.model import LaunchConfig
-from auditor.config.no_training import names_p2p
+from auditor.config.no_training import may_set, ran_unseen
 from auditor.config.pyenv import entry_tree
-from auditor.config.script_run import writes_argv
 from auditor.findings import Finding
 from auditor.rulebook.frameworks import frameworks
 
@@ -76,8 +75,9 @@ def read_inference_entry(launch: LaunchConfig) -> None:
         what += (f" (it also imports {lacked[0]}, which the Megatron-LM checkout does not hold: the run "
                  "stops at that import unless another megatron on the path gives it)")
     one = _read_as_one(launch)
-    said = (f"; {listed(one, 3)} {'is' if len(one) == 1 else 'are'} read as one word each, their flags' values: "
-            "expanded to several, a later word naming a pipeline flag would set the size" if one else "")
+    read = "is read as one word, its flag's value" if len(one) == 1 else "are read as one word each, their flags' values"
+    said = (f"; {listed(one, 3)} {read}: expanded to several, a later word naming a pipeline flag "
+            "would set the size" if one else "")
     launch.diagnostics.append(Finding(
         "launch.not-pipeline", "info", f"{what}, at pipeline size 1 ({pp}): no stage sends to another{said}",
         where=f"{launch.path}:{launch.command_line}", detail={"command": launch.launcher}))
@@ -117,23 +117,11 @@ def _pipeline_size(launch: LaunchConfig, closure: Callable[[], list[tuple[Path, 
 
 
 def _writes_pp(modules: list[tuple[Path, ast.Module]] | None) -> bool:
-    """Whether the entry or a local module it imports may set the pipeline size itself (an
-    attribute stored, a keyword, a dict key or a string naming it: `args_defaults=
-    {"pipeline_model_parallel_size": 2}`; any write to sys.argv, config/script_run.py
-    `writes_argv`: Megatron-LM d98e8a64dd tools/run_dynamic_text_generation_server.py:237-263
-    injects flags there), or cannot be read whole (`modules` None): then the parser's default is
-    not known to hold."""
-    if modules is None:
-        return True
-    for _, tree in modules:
-        if writes_argv(tree):
-            return True  # a rewritten sys.argv (`sys.argv[1:1] = ["--pipeline-model-parallel-size", ...]`)
-        for node in ast.walk(tree):
-            if (isinstance(node, ast.Attribute) and node.attr == PP and not isinstance(node.ctx, ast.Load)
-                    or isinstance(node, ast.keyword) and node.arg == PP
-                    or isinstance(node, ast.Constant) and node.value == PP):
-                return True
-    return False
+    """Whether the entry or a local module it imports may set the pipeline size itself
+    (config/no_training.py `may_set`: Megatron-LM d98e8a64dd tools/run_dynamic_text_generation_server.py:237-263
+    injects flags into sys.argv), or cannot be read whole (`modules` None): then the parser's
+    default is not known to hold."""
+    return modules is None or any(may_set(tree, [PP]) for _, tree in modules)
 
 
 def _engines() -> list[tuple[str, bool]]:
@@ -152,7 +140,7 @@ def _engine(modules: list[tuple[Path, ast.Module]], checkout: Path | None) -> tu
     lacks) of the first inference-engine import in the script or a local module it imports (a
     server's import preferred); None where there is none the Megatron-LM `checkout` the entry
     runs from holds, the closure cannot be read whole (or is cut at MAX_MODULES), or a module of
-    it calls torch's P2P API itself (config/no_training.py `names_p2p`). An engine module the
+    it calls torch's P2P API itself (config/entry_script.py `names_p2p`). An engine module the
     checkout lacks beside one it holds (Megatron-LM d98e8a64dd
     examples/multimodal/run_text_generation.py:26 still imports megatron.inference.text_generation,
     gone from that tree, and megatron.core.inference.engines, :30) stops the run at its import
@@ -195,7 +183,10 @@ def _shadowed(launch: LaunchConfig) -> bool:
     examples/llama/run_evaluate_huggingface_llama.sh:55-61 sets `pr_options` to " --fp16" or
     " --bf16") and none names a pipeline flag; an unknown value of a flag the parser's table does
     not know to take one (`--fp16 $MORE_ARGS`), which may be further flags. An unknown value of a
-    flag known to take one (`--load $1`) is that value (see _read_as_one)."""
+    flag known to take one (`--load $1`) is that value (see _read_as_one). Code not read that ran
+    before the command (config/no_training.py `ran_unseen`) may have changed any of its words."""
+    if ran_unseen(launch):
+        return True  # `source "$1"` after the command's variables were set: any may be other words
     for d in launch.diagnostics:
         if d.kind == "launch.unknown-values" and d.detail.get("unchecked") and (PP not in launch.flags or any(
                 _sets_pp(s) for s in d.detail.get("unread_before", []))):

@@ -3,7 +3,7 @@
 
 A rules file's `[[no_training_entry]]` names the functions through which the framework steps its
 pipeline schedule (`loops`: called by name; `methods`: reached on an object, `trainer.train()`,
-`self.pp_schedule`), the flags that make the run one stage (`flags`: Megatron-DeepSpeed's
+`self.pp_schedule`, besides rules/stacks.toml `[training_step]`'s), the flags that make the run one stage (`flags`: Megatron-DeepSpeed's
 `--no-pipeline-parallel`, whose validate_args asserts PP 1; or `absent`: the flags whose
 absence leaves the parser's default of one stage, where no word of the command is unknown and the
 entry's code names none of them) and the entry modules it is about
@@ -75,9 +75,11 @@ def _judge(rule: dict[str, Any], launch: LaunchConfig, entry: Path, written: str
     root = _checkout(entry, file, rule["code"])
     if root is None:
         return None
-    steps = {**rulebook.load("stacks").data["training_step"], **rule}  # the rule's own, else the shared table's
+    shared = rulebook.load("stacks").data["training_step"]
+    steps = {**shared, **rule,  # the rule's own, else the shared table's; its methods besides the shared ones
+             "methods": list(dict.fromkeys(shared["methods"] + rule.get("methods", [])))}
     read = reaches_no_loop(entry, frozenset({rule["package"]}), steps)
-    if read is None or any(_names_key(body, absent) for body in read[1]):
+    if read is None or any(may_set(body, absent) for body in read[1]):
         return None
     loops = ", ".join(steps["loops"] + steps.get("methods", []))
     return rule["what"].format(entry=written, module=launch.script, loops=loops, local=read[0],
@@ -86,19 +88,52 @@ def _judge(rule: dict[str, Any], launch: LaunchConfig, entry: Path, written: str
 
 def _words_unseen(launch: LaunchConfig) -> bool:
     """Whether the command has words not known statically (`$EXTRA_ARGS`, `--load $CKPT` read as
-    written): any may be a flag a rule's `absent` names."""
-    return any(d.kind in ("launch.unresolved-args", "launch.unknown-values") for d in launch.diagnostics)
+    written): any may be a flag a rule's `absent` names; or code not read ran before it."""
+    return ran_unseen(launch) or any(d.kind in ("launch.unresolved-args", "launch.unknown-values")
+                                     for d in launch.diagnostics)
 
 
-def _names_key(body: ast.Module, keys: list[str]) -> bool:
-    """Whether the code may set one of `keys` itself, not through the launch line: a string naming
-    it (`args_defaults={'use_checkpoint_args': True}`: Megatron-DeepSpeed f4157bea69
-    megatron/initialize.py:55), a keyword or an attribute stored, or any write to sys.argv."""
-    if keys and writes_argv(body):
+def ran_unseen(launch: LaunchConfig) -> bool:
+    """Whether code the walk could not read ran before the command (a `source` of a file not read,
+    an `eval` of unknown text: `launch.unknown-settings`): it may have set any variable the command
+    is built from, after the script set it, or defined a function named as its launcher."""
+    for d in launch.diagnostics:
+        if d.kind == "launch.unknown-settings":
+            path, _, line = (d.where or "").rpartition(":")
+            if not (path == launch.path and line.isdigit() and int(line) > launch.command_line):
+                return True
+    return False
+
+
+def may_set(body: ast.Module, keys: list[str]) -> bool:
+    """Whether the code may set one of `keys` itself, not through the launch line (the one reader
+    of it: config/entry_inference.py too): a string naming it (`args_defaults={'use_checkpoint_args':
+    True}`: Megatron-DeepSpeed f4157bea69 megatron/initialize.py:50), a keyword or an attribute
+    stored, any write to sys.argv (config/script_run.py `writes_argv`), or settings the code hands
+    on without writing their keys: a `setattr` of a name not written out, a mapping not written
+    out given to a keyword of rules/stacks.toml `[settings_mapping]` (`external_args=overrides`, a
+    dict loaded from a file: initialize_megatron sets each of its keys, :51-53) or as `**cfg` to
+    any call (`parser.set_defaults(**yaml.safe_load(...))`)."""
+    if not keys:
+        return False
+    if writes_argv(body):
         return True
-    return any(isinstance(n, ast.Constant) and n.value in keys or isinstance(n, ast.keyword) and n.arg in keys
-               or isinstance(n, ast.Attribute) and n.attr in keys and not isinstance(n.ctx, ast.Load)
-               for n in ast.walk(body))
+    mapping = set(rulebook.load("stacks").data["settings_mapping"]["keywords"])
+    for n in ast.walk(body):
+        if (isinstance(n, ast.Constant) and n.value in keys or isinstance(n, ast.keyword) and n.arg in keys
+                or isinstance(n, ast.Attribute) and n.attr in keys and not isinstance(n.ctx, ast.Load)):
+            return True
+        if isinstance(n, ast.keyword) and (n.arg is None or n.arg in mapping) and not _written_out(n.value):
+            return True  # `**cfg`, `external_args=overrides`: keys not seen
+        if (isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "setattr"
+                and len(n.args) > 1 and not isinstance(n.args[1], ast.Constant)):
+            return True  # `setattr(args, key, value)` of a key not written out
+    return False
+
+
+def _written_out(node: ast.expr) -> bool:
+    """Whether a mapping's keys are all in the code: a dict display of constant keys, no `**` in it."""
+    return isinstance(node, ast.Dict) and all(isinstance(k, ast.Constant) for k in node.keys)
 
 
 def reaches_no_loop(entry: Path, own: frozenset[str], steps: dict[str, Any]) -> tuple[int, list[ast.Module]] | None:
@@ -126,12 +161,6 @@ def reaches_no_loop(entry: Path, own: frozenset[str], steps: dict[str, Any]) -> 
                 or uses_or_imports(body, *pipeline)):
             return None
     return len(modules) - 1, bodies
-
-
-def names_p2p(tree: ast.Module) -> bool:
-    """Whether the code calls or imports torch's P2P API (rules/torch.toml `[[p2p_api]]`:
-    dist.send/recv/isend/irecv, P2POp, batch_isend_irecv): its own sends, whatever else it runs."""
-    return uses_or_imports(tree, [], [api["name"] for api in rulebook.load("torch").data.get("p2p_api", [])])
 
 
 def _checkout(entry: Path, file: str, code: str) -> Path | None:

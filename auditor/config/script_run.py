@@ -59,9 +59,16 @@ def _own_code(node: ast.AST) -> list[ast.AST]:
 def writes_argv(tree: ast.Module) -> bool:
     """Whether the script stores to `sys.argv` (`sys.argv = ...`, `sys.argv[1:] = ...`,
     `del sys.argv[1]`) or changes it in place (`sys.argv.append(...)`), also as `argv` imported
-    from sys."""
+    from sys, through sys imported under another name (`import sys as s; s.argv += [...]`) or a
+    name bound to it (`argv = sys.argv; argv.extend([...])`): the same list."""
     names = {"sys.argv"} | {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
                             and n.module == "sys" for a in n.names if a.name == "argv"}
+    names |= {f"{a.asname}.argv" for n in ast.walk(tree) if isinstance(n, ast.Import)
+              for a in n.names if a.name == "sys" and a.asname}
+    bound = [(t, n.value) for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AnnAssign))
+             for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Name)]
+    while new := {t.id for t, value in bound if value is not None and ast.unparse(value) in names} - names:
+        names |= new  # `argv = sys.argv`, then `args = argv`: every name of the one list
     for node in ast.walk(tree):
         target = node.value if isinstance(node, ast.Subscript) and isinstance(node.ctx, (ast.Store, ast.Del)) \
             else node if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, (ast.Store, ast.Del)) \

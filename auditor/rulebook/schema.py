@@ -179,6 +179,8 @@ TABLES: dict[str, Table] = {
     "schedule_entry": _table(True, "stack what module names checked source", ""),
     # What a training step is called (config/no_training.py).
     "training_step": _table(False, "loops methods pipeline_modules pipeline_names source", ""),
+    # Calls through which an entry's code may set its parser's settings (config/no_training.py).
+    "settings_mapping": _table(False, "keywords source", ""),
     "unknown_stack": _table(False, "covers decide source", ""),
     "unread_entry": _table(False, "covers decide_name decide_file", ""),
     "torch_launched_deepspeed": _table(False, "covers decide source", ""),

@@ -194,6 +194,28 @@ def test_a_local_module_that_builds_a_pipeline_module_makes_it_a_pipeline_run(tm
     assert not [d for d in launch.diagnostics if d.kind == "launch.not-pipeline"]
 
 
+def test_an_entry_s_own_sends_are_left_to_the_analysis(tmp_path, monkeypatch):
+    """r36-textgen review: a hand-written two-stage loop (torch.distributed send/recv of the
+    activations, rules/torch.toml [[p2p_api]]) run by `deepspeed --num_gpus 2` never imports
+    deepspeed.pipe, yet its stages send to each other: no ZeRO note, as under torchrun."""
+    (tmp_path / "train.py").write_text(dedent('''
+        import torch
+        import torch.distributed as dist
+
+        dist.init_process_group("nccl")
+        act = torch.zeros(4, device="cuda")
+        if dist.get_rank() == 0:
+            dist.send(act, dst=1)
+        else:
+            dist.recv(act, src=0)
+        '''))
+    (tmp_path / "run.sh").write_text("#!/bin/bash\n\ndeepspeed --num_gpus 2 train.py\n")
+    monkeypatch.chdir(tmp_path)
+    launch = read_launch("run.sh")
+    assert launch.script == "train.py"
+    assert not [d for d in launch.diagnostics if d.kind == "launch.not-pipeline"]
+
+
 def test_the_facts_are_the_releases_code():
     """[pipeline_model] and [[script_call]] quote each verified release (whitespace aside)."""
     data = rulebook.load("deepspeed").data

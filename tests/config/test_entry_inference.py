@@ -245,6 +245,19 @@ def test_a_sys_argv_rewrite_may_give_the_size(tmp_path: Path) -> None:
     assert not _not_pipeline(config)
 
 
+def test_settings_handed_on_unseen_may_give_the_size(tmp_path: Path) -> None:
+    """r36-textgen review: a mapping whose keys the code does not write out (`set_defaults(**cfg)`,
+    `args_defaults=cfg`) or sys.argv changed through another name may set the size."""
+    for old, new in [('{"no_load_rng": True}', "CFG"),
+                     ('    initialize_megatron(', '    PARSER.set_defaults(**CFG)\n    initialize_megatron('),
+                     ('    initialize_megatron(', '    argv = sys.argv\n    argv.extend(["--pipeline-model-parallel-size", "2"])\n'
+                                                 '    initialize_megatron('),
+                     ("import torch\n", "import sys as system\nsystem.argv += ['--pipeline-model-parallel-size', '2']\n")]:
+        text = SERVER.replace(old, new, 1).replace("import torch\n", "import sys\n\nimport torch\n")
+        config = _launch(tmp_path, "tools/run_text_generation_server.py", text, "--num-layers 4")
+        assert not _not_pipeline(config), new
+
+
 def test_a_helper_module_of_the_inference_package_is_no_engine(tmp_path: Path) -> None:
     """Megatron-LM d98e8a64dd examples/rl/benchmark_refit.py imports megatron.core.inference.shards
     and reshards weights with P2POp: neither the import nor the script is an engine's generation."""
@@ -359,7 +372,7 @@ def test_an_unknown_value_of_a_known_flag_is_read_as_its_value_and_said(tmp_path
     [said] = _not_pipeline(_launch(tmp_path, entry, DETOXIFY, "--load $2 --pipeline-model-parallel-size 1"))
     assert "read as one word" not in said  # the size written after it stands
     [said] = _not_pipeline(_launch(tmp_path, entry, DETOXIFY, "--pipeline-model-parallel-size 1 --load $2"))
-    assert "`--load $2` is read as one word" in said
+    assert "`--load $2` is read as one word, its flag's value" in said
     assert not _not_pipeline(_launch(tmp_path, entry, DETOXIFY, "--load $2 --top-k $K"))
     assert not _not_pipeline(_launch(tmp_path, entry, DETOXIFY, "--pipeline-model-parallel-size 2 --load $2"))
 
@@ -457,3 +470,36 @@ def test_a_wrapper_with_arguments_of_its_own_is_not_the_sibling_s_front_end(tmp_
         config = _launch(tmp_path / str(k), entry, text, "--pipeline-model-parallel-size 1",
                          {"tools/run_text_generation_server.py": server})
         assert config.builds_parser == "" and not any("serves" in m for m in _not_pipeline(config)), own
+
+
+def test_texts_an_if_in_a_subshell_sets_end_with_it(tmp_path: Path) -> None:
+    """r36-textgen review item 3: an if inside `( ... )` sets EXTRA_ARGS there only; outside, it is
+    the caller's (which may carry a pipeline flag), not the texts of the subshell's branches."""
+    _checkout(tmp_path)
+    entry = "tools/run_text_generation_server.py"
+    (tmp_path / entry).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / entry).write_text(SERVER)
+    script = tmp_path / "run.sh"
+    script.write_text(
+        '(\n  if [ "$USE_FP8" = 1 ]; then EXTRA_ARGS="--fp8-format hybrid"; else EXTRA_ARGS="--bf16"; fi\n'
+        '  echo "probe: ${EXTRA_ARGS}"\n)\n'
+        'OPTS="--seed 42 ${EXTRA_ARGS}"\n'
+        f"torchrun --nproc_per_node 8 {entry} --tensor-model-parallel-size 1 \\\n"
+        "  --pipeline-model-parallel-size 1 --load /ckpt/llama --micro-batch-size 1 $OPTS\n")
+    assert not _not_pipeline(parse_launch(script.read_text(), str(script)))
+    script.write_text(script.read_text().replace("(\n", "{\n").replace("\n)\n", "\n}\n"))
+    assert _not_pipeline(parse_launch(script.read_text(), str(script)))  # a group in this shell: its texts
+
+
+def test_code_not_read_before_the_command_may_change_its_words(tmp_path: Path) -> None:
+    """r36-textgen review item 2: `source "$1"` after the command's variables are set may reset
+    them (a pipeline flag in OPTS): no note. A source after the command changes nothing of it."""
+    entry = "tools/run_text_generation_server.py"
+    (tmp_path / "tools").mkdir(parents=True, exist_ok=True)
+    (tmp_path / entry).write_text(SERVER)
+    script = tmp_path / "run.sh"
+    command = f"torchrun --nproc_per_node 1 {entry} --pipeline-model-parallel-size 1 $OPTS\n"
+    script.write_text(f'OPTS="--num-layers 4"\nsource "$1"\n{command}')
+    assert not _not_pipeline(parse_launch(script.read_text(), str(script)))
+    script.write_text(f'OPTS="--num-layers 4"\n{command}source "$1"\n')
+    assert _not_pipeline(parse_launch(script.read_text(), str(script)))
