@@ -377,12 +377,6 @@ class Shell(Expander, ABC):
                 return None
         return tuple(dict.fromkeys(out))
 
-    def _command_fields(self, words: list[Word]) -> list[Field]:
-        """A command's words expanded: its program as written, its arguments as
-        `expand_argument` reads them (a caller's variable behind an empty fallback may add any)."""
-        fields = self.expand(words[0]) if words else []
-        return fields + [f for w in words[1:] for f in (self.expand_argument(w) if fields else self.expand(w))]
-
     def _partial_texts(self, value: Partial) -> list[str] | None:
         """Every text a value known in part may be, where each unknown piece is a value merged
         before (`${EXTRA_ARGS} --pixel-shuffle` after an if that set EXTRA_ARGS: NVIDIA/Megatron-LM
@@ -405,7 +399,7 @@ class Shell(Expander, ABC):
         while (not isinstance(cmd, _Evaluated) and k < len(words) and ASSIGN.match(words[k].raw)
                and words[k].parts[0].kind == "lit"):
             k += 1
-        fields = cmd.fields if isinstance(cmd, _Evaluated) else self._command_fields(words[k:])
+        fields = cmd.fields if isinstance(cmd, _Evaluated) else [f for w in words[k:] for f in self.expand(w)]
         if not fields:
             for w in words[:k]:
                 self.assign(w, exported=False)
