@@ -19,6 +19,7 @@ from auditor.bash.values import (
     Var,
     concat,
     integer_arithmetic,
+    is_callers,
     join,
     segments,
     unknown_rest,
@@ -354,6 +355,8 @@ class Expander:
             return (value, line) if value is not None else unknown
         op_match = _PARAM_OP.fullmatch(rest)
         # a value known in part (`export COMMAND="python ${X} ..."`) is surely set and not empty
+        if is_callers(value) and op_match and op_match.group(1).endswith("-"):
+            return value, line  # the caller's value, or the script's where it was empty
         if not op_match or (isinstance(value, Symbolic) and not any(t for t, u in segments(value) if not u)):
             return unknown
         op, argument = op_match.groups()

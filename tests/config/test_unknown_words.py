@@ -239,3 +239,23 @@ def test_an_empty_fallback_glued_to_a_path_or_tested_reads_empty() -> None:
             f'torchrun --nproc-per-node 8 pretrain_gpt.py {MODEL} --pipeline-model-parallel-size $PP '
             '--data-path "${DATA_ROOT:-}/x"\n')
     assert _effective(body)["pipeline_model_parallel_size"] == 2
+
+
+@pytest.mark.parametrize("guard", [
+    'if [ -z "${EXTRA_ARGS}" ]; then EXTRA_ARGS="--bf16"; fi\n',
+    'if [ -z "${EXTRA_ARGS:-}" ]; then EXTRA_ARGS=""; fi\n',
+])
+def test_a_default_set_where_the_caller_left_it_empty_keeps_the_callers_value_possible(guard: str) -> None:
+    """The default holds only where the caller gave nothing; where it gave a value that value
+    is spliced, any flags (before this, the default read as certain: PP 1, CLEAN)."""
+    body = f"{guard}torchrun --nproc-per-node 8 pretrain_gpt.py {MODEL} --pipeline-model-parallel-size 2 $EXTRA_ARGS\n"
+    values = _effective(body)
+    assert values == dict.fromkeys(values, UNKNOWN)
+    assert len(parse_launch(HEAD + body, "train.sh").unknown_words) == 1
+
+
+def test_a_variable_a_branch_sets_untested_is_read_as_written() -> None:
+    """A branch whose test does not read the variable: the script's own values, as before."""
+    body = (f'if [ "$MODE" = pp ]; then EXTRA_ARGS="--pipeline-model-parallel-size 4"; fi\n'
+            f"torchrun --nproc-per-node 8 pretrain_gpt.py {MODEL} $EXTRA_ARGS\n")
+    assert parse_launch(HEAD + body, "train.sh").unknown_words == []
