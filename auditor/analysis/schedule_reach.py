@@ -210,7 +210,8 @@ def _closure(script: Path, mtime_ns: int) -> tuple[list[Path], Commands] | None:
     read = list(iter_closure(script, _frameworks()))
     data = rulebook.load(RULES).data["no_pipeline"]
     runners = set(data.get("command_runners", []))
-    if len(read) >= MAX_MODULES or any(runs_code(t, data["dynamic"], runners=frozenset()) for _, t in read):
+    others = [d for d in data["dynamic"] if d not in runners]
+    if len(read) >= MAX_MODULES or any(runs_code(t, others, runners=frozenset()) for _, t in read):
         return None
     commands = tuple((p.name, int(node.lineno), written) for p, t in read for node, written, imported in calls(t)
                      if (written in runners or imported in runners) and not runs_only_utility(node, imported))

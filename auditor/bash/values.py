@@ -21,19 +21,6 @@ class Symbolic:
 
 Scalar = str | bool | int | float | Symbolic | None
 
-_CALLERS = " (the caller's value, where the script sets none)"
-
-
-def callers_value(name: str) -> Symbolic:
-    """The value of a variable the script sets only where the caller left it empty (`if [ -z
-    "$X" ]; then X=--bf16; fi`): the caller's where it gave one, any text, not the default."""
-    return Symbolic(f"${{{name}}}{_CALLERS}")
-
-
-def is_callers(value: object) -> bool:
-    """Whether `value` is (or begins with) a `callers_value`."""
-    return isinstance(value, Symbolic) and _CALLERS in value.text.split("}", 1)[-1][:len(_CALLERS)]
-
 
 @dataclass
 class EnvVar:

@@ -40,9 +40,7 @@ from auditor.bash.values import (
     Scalar,
     Symbolic,
     Var,
-    callers_value,
     concat,
-    is_callers,
     join,
     segments,
     unknown_rest,
@@ -261,8 +259,7 @@ class Shell(Expander, ABC):
             if decided is None:
                 rest = [c + b for c, b in zip(node.conditions[k:], node.bodies[k:])]
                 if not self._chosen(self._choice(if_choice, node, k), rest, caller):
-                    self._branches(rest, node.exhaustive, choice=self._choice(if_choice, node, k),
-                                   read=_names_read(cond))
+                    self._branches(rest, node.exhaustive, choice=self._choice(if_choice, node, k))
                 return
             self.run(cond)
             if decided:
@@ -296,30 +293,21 @@ class Shell(Expander, ABC):
         """The walk inside what the test at `line` surely runs (`caller`: see `caller_tested`)."""
         self.tested.append(line)
         self.caller_tested.append(caller)
-        before = {n: self.vars.get(n) for n in caller}
         try:
             yield
         finally:
             self.tested.pop()
             self.caller_tested.pop()
-        for name, was in before.items():  # set only where the caller left it empty
-            now = self.vars.get(name)
-            if now is not None and now is not was and not is_callers(now.value):
-                self.vars[name] = Var(callers_value(name), now.line, now.exported)
 
     def _branches(self, bodies: list[list[Node]], exhaustive: bool, default_for: str | None = None,
-                  block: bool = True, passes: int = 0, choice: Choice | None = None,
-                  read: frozenset[str] = frozenset()) -> None:
+                  block: bool = True, passes: int = 0, choice: Choice | None = None) -> None:
         """Run each branch from the same state; a variable the branches disagree on becomes symbolic,
         an array the words they all begin with and then an unknown one (`_array_merged`).
 
         `block`: an if/case/loop body (counted in `conditional`), not the right side of
         `cd dir && torchrun ...`. `passes`: the line of a loop whose body, read once here, runs an
         unknown number of times. `choice`: the if/case the branches are, noted in `chosen_by` for
-        each value it leaves unknown. `read`: the variables the undecided test reads; one of them
-        the script has not set nor the environment given is the caller's, and a branch that does
-        not set it leaves the caller's value, not known (`if [ -z "$X" ]; then X=--bf16; fi`: X
-        is `--bf16` or whatever the caller gives), not empty.
+        each value it leaves unknown.
         """
         before = dict(self.vars)
         ends = []
@@ -360,10 +348,6 @@ class Shell(Expander, ABC):
                 merged[name] = Var(Symbolic(f"${{{name}}}"), max(v.line for v in known),
                                     any(v.exported for v in known))
                 text = f"${{{name}}}"
-                if name in read and name not in before and name not in self.environ and None in seen:
-                    merged[name] = Var(callers_value(name), max(v.line for v in known),
-                                       any(v.exported for v in known))
-                    continue
                 ways = self.alternatives([v.value if v is not None else "" for v in seen])
                 prior = self.branch_values.get(text, ways)
                 # merged again: its texts now, where they hold every text it was (an if that
@@ -393,6 +377,12 @@ class Shell(Expander, ABC):
                 return None
         return tuple(dict.fromkeys(out))
 
+    def _command_fields(self, words: list[Word]) -> list[Field]:
+        """A command's words expanded: its program as written, its arguments as
+        `expand_argument` reads them (a caller's variable behind an empty fallback may add any)."""
+        fields = self.expand(words[0]) if words else []
+        return fields + [f for w in words[1:] for f in (self.expand_argument(w) if fields else self.expand(w))]
+
     def _partial_texts(self, value: Partial) -> list[str] | None:
         """Every text a value known in part may be, where each unknown piece is a value merged
         before (`${EXTRA_ARGS} --pixel-shuffle` after an if that set EXTRA_ARGS: NVIDIA/Megatron-LM
@@ -415,7 +405,7 @@ class Shell(Expander, ABC):
         while (not isinstance(cmd, _Evaluated) and k < len(words) and ASSIGN.match(words[k].raw)
                and words[k].parts[0].kind == "lit"):
             k += 1
-        fields = cmd.fields if isinstance(cmd, _Evaluated) else [f for w in words[k:] for f in self.expand(w)]
+        fields = cmd.fields if isinstance(cmd, _Evaluated) else self._command_fields(words[k:])
         if not fields:
             for w in words[:k]:
                 self.assign(w, exported=False)
@@ -854,22 +844,3 @@ def _test_operand(node: Node, flag: str) -> str | None:
         return None
     m = re.fullmatch(r'"?\$\{?([A-Za-z_][A-Za-z0-9_]*)(:-)?\}?"?', raws[2])
     return m.group(1) if m else None
-
-
-def _names_read(nodes: list[Node]) -> frozenset[str]:
-    """The variables a test's commands expand (`[ -z "${X:-}" ]`: X)."""
-    names: set[str] = set()
-    for node in nodes:
-        while isinstance(node, (Pipeline, AndOr)):
-            if isinstance(node, AndOr):
-                names |= _names_read([right for _, right in node.rest])
-                node = node.first
-            else:
-                names |= _names_read(node.commands[1:])
-                node = node.commands[0]
-        if isinstance(node, Cmd):
-            names.update(m.group(1) for w in node.words for m in _READ.finditer(w.raw))
-    return frozenset(names)
-
-
-_READ = re.compile(r"\$\{?[#!]?([A-Za-z_][A-Za-z0-9_]*)")

@@ -216,14 +216,8 @@ def stores_of(tree: ast.Module, options: dict[str, dict[str, Any]]) -> dict[str,
 
 def calls(tree: ast.Module) -> Iterator[tuple[ast.Call, str, str]]:
     """Every call in the file: the node, the callee as written (`nl.MegatronStrategy`) and as
-    imported (`nemo.lightning.MegatronStrategy`, through the file's import aliases, and a name
-    bound to an imported one's attribute: `run = subprocess.run`)."""
+    imported (`nemo.lightning.MegatronStrategy`, through the file's import aliases)."""
     imported = aliases(tree)
-    for node in ast.walk(tree):
-        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-                and isinstance(node.value, ast.Attribute) and dotted(node.value).partition(".")[0] in imported):
-            head, _, rest = dotted(node.value).partition(".")
-            imported.setdefault(node.targets[0].id, f"{imported[head]}.{rest}")
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             written = dotted(node.func)

@@ -194,9 +194,9 @@ def runs_code(tree: ast.Module, dynamic: list[str], runners: frozenset[str] | No
     literal command line of a file utility, `os.system("mkdir -p out")`, runs none
     (config.shell_command). An aliased `import_module` is not yet read (Pai-Megatron-Patch's
     distributed_checkpoints_convertor/impl/convert.py: its manifest rows rest on that)."""
-    if runners is None:  # `runners`: the command runners, by the name written or imported
+    wanted = set(dynamic)
+    if runners is None:  # `runners`: the command runners counted also by the name imported
         runners = frozenset(rulebook.load("stacks").data["no_pipeline"].get("command_runners", []))
-    wanted = set(dynamic) | runners
     return any((written in wanted or imported in runners) and not runs_only_utility(node, imported)
                for node, written, imported in calls(tree))
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import difflib
 import re
 
-from auditor.bash.values import Field, Scalar, Symbolic, is_callers, join, segments
+from auditor.bash.values import Field, Scalar, Symbolic, join, segments
 from auditor.config.model import Flag, LaunchConfig, UnknownWord
 from auditor.findings import Finding
 from auditor.rulebook import files
@@ -89,7 +89,7 @@ def wholly_unknown(value: Scalar, script: str) -> bool:
     if not pieces[0][1] or not all(unknown or "=" in text for text, unknown in pieces[1:2]):
         return False
     head = pieces[0][0]
-    if head.startswith(("$(", "`")) or is_callers(Symbolic(head)):
+    if head.startswith(("$(", "`")):
         return True
     m = _NAMED.match(head)
     if m is not None and m.group(1).isdigit():  # `$1`: only `set --` gives the script's arguments

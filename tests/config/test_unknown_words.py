@@ -15,9 +15,7 @@ The constructs are those of upstream launch scripts:
 - a caller's variable behind an empty fallback, spliced unquoted into the command:
   NVIDIA-NeMo/Megatron-Bridge 067f987df03b8355b03192d88d70f1709fedf51a
   examples/models/nemotron/nemotron_3/ultra/slurm_pretrain.sh:47 (`EXTRA_OVERRIDES=${EXTRA_OVERRIDES:-}`,
-  then `${EXTRA_OVERRIDES}` last on the training command, :173);
-- the same empty fallback inside an array (`EXTRA=(${EXTRA_ARGS:-})`), a quoted text later split,
-  `eval` or `bash -c`: the forms of review r36-falseclean (none among the pinned scripts).
+  then `${EXTRA_OVERRIDES}` last on the training command, :173).
 """
 
 from __future__ import annotations
@@ -208,54 +206,3 @@ def test_a_quoted_empty_fallback_and_a_set_variable_add_no_unknown_word() -> Non
                  f"EXTRA_ARGS=--bf16\nOPTS=${{EXTRA_ARGS:-}}\n"
                  f"torchrun --nproc-per-node 8 pretrain_gpt.py {MODEL} --pipeline-model-parallel-size 2 $OPTS\n"):
         assert parse_launch(HEAD + body, "train.sh").unknown_words == []
-
-
-@pytest.mark.parametrize("splice", [
-    'EXTRA=(${EXTRA_ARGS:-})\nARGS+=("${EXTRA[@]}")\n',
-    "ARGS+=(${EXTRA_ARGS:-})\n",
-    'TRAIN="${ARGS[*]} ${EXTRA_ARGS:-}"\nARGS=($TRAIN)\n',
-    'TRAIN="${ARGS[*]}"\nTRAIN+=" ${EXTRA_ARGS:-}"\nARGS=($TRAIN)\n',
-])
-def test_an_empty_fallback_spliced_into_an_array_or_a_split_text_may_set_flags(splice: str) -> None:
-    """`${EXTRA_ARGS:-}` in an array or in a quoted text split later gives the caller's words
-    there as it does as a word of the command (before this, read as empty there: PP 1, CLEAN)."""
-    body = (f"ARGS=({MODEL} --pipeline-model-parallel-size 2)\n{splice}"
-            'torchrun --nproc-per-node 8 pretrain_gpt.py "${ARGS[@]}"\n')
-    values = _effective(body)
-    assert values == dict.fromkeys(values, UNKNOWN)
-    assert [w.text for w in parse_launch(HEAD + body, "train.sh").unknown_words] == ["${EXTRA_ARGS:-}"]
-
-
-@pytest.mark.parametrize("run", ['eval ${CMD}', 'bash -c "${CMD}"'])
-def test_an_empty_fallback_in_a_command_text_run_later_may_set_flags(run: str) -> None:
-    body = (f'CMD="torchrun --nproc-per-node 8 pretrain_gpt.py {MODEL} --pipeline-model-parallel-size 2 '
-            f'${{EXTRA_ARGS:-}}"\n{run}\n')
-    assert _effective(body)["pipeline_model_parallel_size"] is UNKNOWN
-
-
-def test_an_empty_fallback_glued_to_a_path_or_tested_reads_empty() -> None:
-    """`"${DATA_ROOT:-}/x"` is one path, no flags; a test reads it as empty (the caller noted)."""
-    body = (f'if [ -z "${{EXTRA_ARGS:-}}" ]; then PP=2; else PP=4; fi\n'
-            f'torchrun --nproc-per-node 8 pretrain_gpt.py {MODEL} --pipeline-model-parallel-size $PP '
-            '--data-path "${DATA_ROOT:-}/x"\n')
-    assert _effective(body)["pipeline_model_parallel_size"] == 2
-
-
-@pytest.mark.parametrize("guard", [
-    'if [ -z "${EXTRA_ARGS}" ]; then EXTRA_ARGS="--bf16"; fi\n',
-    'if [ -z "${EXTRA_ARGS:-}" ]; then EXTRA_ARGS=""; fi\n',
-])
-def test_a_default_set_where_the_caller_left_it_empty_keeps_the_callers_value_possible(guard: str) -> None:
-    """The default holds only where the caller gave nothing; where it gave a value that value
-    is spliced, any flags (before this, the default read as certain: PP 1, CLEAN)."""
-    body = f"{guard}torchrun --nproc-per-node 8 pretrain_gpt.py {MODEL} --pipeline-model-parallel-size 2 $EXTRA_ARGS\n"
-    values = _effective(body)
-    assert values == dict.fromkeys(values, UNKNOWN)
-    assert len(parse_launch(HEAD + body, "train.sh").unknown_words) == 1
-
-
-def test_a_variable_a_branch_sets_untested_is_read_as_written() -> None:
-    """A branch whose test does not read the variable: the script's own values, as before."""
-    body = (f'if [ "$MODE" = pp ]; then EXTRA_ARGS="--pipeline-model-parallel-size 4"; fi\n'
-            f"torchrun --nproc-per-node 8 pretrain_gpt.py {MODEL} $EXTRA_ARGS\n")
-    assert parse_launch(HEAD + body, "train.sh").unknown_words == []
