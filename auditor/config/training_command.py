@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Word
 from auditor.bash.parser import Cmd, Node, ShellParser
-from auditor.bash.values import EnvVar, Field, Scalar, Symbolic, Var, segments
+from auditor.bash.values import EnvVar, Field, Partial, Scalar, Symbolic, Var, segments
 from auditor.bash.walk import Shell, join_workdir
 from auditor.config.batch_job import allocation_options, in_checkout, job_file_at
 from auditor.config.entry_copy import hydra_copy, is_copy
@@ -179,15 +179,26 @@ class LaunchShell(Shell):
         if ran is not None:  # `conda run -n env COMMAND`: the command it runs
             return self.may_train(ran[1]) if ran[1] else None
         wrapped = False
-        for f in fields:
+        unknown: Field | None = None  # an unknown word after a wrapper's option: its value, or the program
+        for i, f in enumerate(fields):
             if not isinstance(f.value, str):
+                after = fields[i - 1].value if i else None
+                if wrapped and unknown is None and isinstance(after, str) and after.startswith("--") \
+                        and "=" not in after:
+                    unknown = f  # `srun --container-image ${IMAGE} bash -c ...`: decided by what follows
+                    continue
                 return f, "which is not known statically"
             base = os.path.basename(f.value)
+            if base in ("bash", "sh") and fields[i + 1:i + 2] and fields[i + 1].value == "-c" \
+                    and fields[i + 2:i + 3] and isinstance(fields[i + 2].value, (str, Partial)):
+                return None  # `bash -c "..."` known: the walk reads its commands on their own (_shell_c)
             if base in self.spelling.wrappers:
                 wrapped = True
             elif wrapped and (f.value.startswith("-") or f.value.isdigit() or _ENV_WORD.match(f.value)):
                 continue  # a wrapper's option, its number or an assignment (`env A=1`)
             elif base in self.spelling.no_training:
+                if unknown is not None:  # `srun --exclusive ${CMD} hostname`: ${CMD} may be the program
+                    return unknown, "which is not known statically"
                 options = self.spelling.program_options.get(base, ())
                 runs = next((g.value for g in fields if g.value in options), None)
                 return (f, f"whose `{runs}` runs another program") if runs else None
@@ -195,7 +206,7 @@ class LaunchShell(Shell):
                 return fields[0], "which starts a launcher this reader does not follow"
             else:
                 return f, "which is not followed"
-        return None
+        return (unknown, "which is not known statically") if unknown is not None else None
 
     def _names_launcher(self, fields: list[Field]) -> bool:
         """A program not followed whose words name a launcher (`debugpy-run -m torch.distributed.run
