@@ -34,7 +34,8 @@ import functools
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from auditor import rulebook
 from auditor.config.entry_script import (
@@ -89,6 +90,23 @@ def _located(launch: LaunchConfig) -> tuple[Any, os.stat_result] | None:
     return located_stat(launch) if launched_by(launch.launcher, LAUNCHERS) else None
 
 
+_Found = TypeVar("_Found")
+
+
+def _entry_read(launch: LaunchConfig, reader: Callable[[str, int, int], _Found | None]) -> tuple[Any, _Found] | None:
+    """The entry found here and what `reader` (cached on path, mtime, size) finds in it; None where
+    there is no entry, it is not read (pyenv.read_entry says why) or `reader` finds nothing."""
+    located = _located(launch)
+    if located is None:
+        return None
+    entry, stat = located
+    try:
+        found = reader(entry.path, stat.st_mtime_ns, stat.st_size)
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+        return None
+    return None if found is None else (entry, found)
+
+
 def own_pipeline(launch: LaunchConfig) -> None:
     """A `launch.not-covered` finding where the entry script imports a framework of
     `[[own_pipeline]]` (its trainer is what the entry runs: nanotron's run_train.py, a
@@ -137,17 +155,10 @@ def _ends_in(path: str, tail: str) -> bool:
 def builds_no_pipeline(launch: LaunchConfig) -> str | None:
     """What the run is where its entry surely builds no pipeline (see the module's docstring),
     else None."""
-    located = _located(launch)
-    if located is None:
+    read = _entry_read(launch, _pipeline_free)
+    if read is None:
         return None
-    entry, stat = located
-    try:
-        found = _pipeline_free(entry.path, stat.st_mtime_ns, stat.st_size)
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
-        return None  # pyenv.read_entry says why the script is not read
-    if found is None:
-        return None
-    shown, packages = found
+    entry, (shown, packages) = read
     return (f"`{launch.launcher}` builds no pipeline: {entry.written} and the {shown} local module(s) "
             f"it imports use only the standard library and packages that build none ({packages}; "
             f"not torch's pipelining or P2P, DeepSpeed's PipelineModule or transformers' Trainer: "
@@ -243,17 +254,10 @@ def deepspeed_pipeline(launch: LaunchConfig) -> None:
     if any(d.kind in ("launch.not-pipeline", "launch.not-covered", "launch.unknown-stack")
            for d in launch.diagnostics) or not read_as_guess(launch):
         return
-    located = _located(launch)
-    if located is None:
+    read = _entry_read(launch, _deepspeed_pipeline)
+    if read is None:
         return
-    entry, stat = located
-    try:
-        found = _deepspeed_pipeline(entry.path, stat.st_mtime_ns, stat.st_size)
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
-        return  # pyenv.read_entry says why the script is not read
-    if found is None:
-        return
-    where, line = found
+    entry, (where, line) = read
     data = rulebook.load(RULES).data["torch_launched_deepspeed"]
     name = entry.written if launch.script_module else os.path.basename(entry.written)
     launch.diagnostics.append(Finding(
