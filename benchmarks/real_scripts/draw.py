@@ -65,6 +65,10 @@ NOT_LAUNCH = {
      "training/data_efficiency/gpt_finetuning/finetune/ds_analyze_gpt_data_reduce.sh"),  # data (test16)
     ("pytorch/torchtitan", "scripts/ci/pytorch_ci_test_runner.sh"),  # runs a test suite (test16)
     ("NVIDIA/Megatron-LM", "tools/bisect.sh"),  # git bisect over functional tests (test16)
+    ("NVIDIA-NeMo/RL", "tools/x_token/build_projection_matrix.sh"),  # tokenizer data (test17)
+    ("EleutherAI/gpt-neox", "tools/datasets/multinode_prepare_data.sh"),  # data (test17)
+    ("NVIDIA-NeMo/RL", "tools/build-custom-trtllm.sh"),  # builds a wheel (test17)
+    ("NVIDIA-NeMo/RL", "tools/launch-bisect.sh"),  # git bisect step over a test case (test17)
 }
 
 CorpusEntry = tuple[str, str]
