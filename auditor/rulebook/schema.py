@@ -65,7 +65,9 @@ TABLES: dict[str, Table] = {
     # The values a setting a script leaves unknown is judged at (auditor/scan.py, issue 22).
     "setting_cases": _table(True, "key values why", "source"),
     # What a DeepSpeed training script hands DeepSpeed (config/deepspeed_entry.py).
-    "pipeline_model": _table(False, "modules names source code", "about"),
+    # `engine`: the calls that build the framework's engine from the model (deepspeed.initialize),
+    # quoted by `engine_source`/`engine_code` (config/entry_stack.py deepspeed_engine).
+    "pipeline_model": _table(False, "modules names source code", "about engine engine_source engine_code"),
     # `position` absent: a keyword-only parameter; `default`: what leaving it out states;
     # `unset = "unknown"`: leaving it out lets the callee decide at run time; `read`: the
     # NAME==VERSION whose source `source`/`code` cite (a file no release selects).
