@@ -113,7 +113,7 @@ TABLES: dict[str, Table] = {
     # A Python entry that composes a Hydra config from --config_path/--config_name and runs one
     # configuration per role (auditor/config/hydra_compose.py).
     "hydra_compose": _table(True, "launchers path_options name_options role_key role_values settings_key",
-                            f"path_default devices_key {_SELECT}"),
+                            f"path_default devices_key train_values stages_key {_SELECT}"),
     # A Hydra main whose composed config names the trainer's strategy (verl's
     # actor_rollout_ref.actor.strategy): FSDP runs no pipeline (auditor/config/frontends/hydra_strategy.py).
     "hydra_strategy": _table(False, "main config_path config_name path_options name_options keys not_pipeline",
