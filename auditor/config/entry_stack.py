@@ -277,9 +277,11 @@ def deepspeed_engine(launch: LaunchConfig) -> None:
     guess, imports no megatron nor any other stack the rules model but DeepSpeed, builds the
     engine itself (rules/deepspeed.toml [pipeline_model] `engine`) and never its PipelineModule,
     names no torch P2P and none of rules/stacks.toml [no_pipeline]'s exceptions (transformers'
-    Trainer, torch's pipelining): deepspeed.initialize gives it DeepSpeed's data-parallel engine
-    whichever launcher starts the ranks, the reading `deepspeed SCRIPT` gets
-    (config.deepspeed_entry), not megatron-core's schedules on their defaults."""
+    Trainer, torch's pipelining, `may_pipeline`: accelerate), and loads no module by a computed
+    name nor starts a program (its `dynamic` calls but `runs_text`): deepspeed.initialize gives it
+    DeepSpeed's data-parallel engine whichever launcher starts the ranks, the reading `deepspeed
+    SCRIPT` gets (config.deepspeed_entry: third-party packages not read), not megatron-core's
+    schedules on their defaults."""
     read = _deepspeed_read(launch)
     if read is None:
         return
@@ -300,7 +302,7 @@ class _DeepSpeedUse(NamedTuple):
 
     pipeline: tuple[str, int] | None  # (file, line) first using its PipelineModule
     engine: tuple[str, int] | None  # (file, line) first calling deepspeed.initialize
-    plain: bool  # no torch P2P API and none of [no_pipeline]'s excepted modules or names
+    plain: bool  # no torch P2P API, none of [no_pipeline]'s exceptions, no code run by a name or program
     modules: tuple[str, ...]  # the local modules read, relative to the entry's folder
 
 
@@ -324,6 +326,8 @@ def _deepspeed_use(path: str, mtime_ns: int, size: int) -> _DeepSpeedUse | None:
     others = [m for m in modeled_packages() if m.split(".")[0] not in own]
     excepted = rulebook.load(RULES).data["no_pipeline"]
     excepted_names = excepted["except_names"] + [api["name"] for api in rulebook.load("torch").data.get("p2p_api", [])]
+    excepted_modules = excepted["except_modules"] + excepted["may_pipeline"]
+    unseen = [call for call in excepted["dynamic"] if call not in excepted["runs_text"]]
     pipeline: tuple[str, int] | None = None
     engine: tuple[str, int] | None = None
     plain = True
@@ -338,7 +342,7 @@ def _deepspeed_use(path: str, mtime_ns: int, size: int) -> _DeepSpeedUse | None:
         if engine is None:
             engine = next(((module.name, node.lineno) for node, _, imported in calls(tree)
                            if imported in model["engine"]), None)
-        plain = plain and not uses_or_imports(tree, excepted["except_modules"], excepted_names)
+        plain = plain and not (uses_or_imports(tree, excepted_modules, excepted_names) or runs_code(tree, unseen))
     if len(modules) + 1 >= MAX_MODULES:
         return None
     return _DeepSpeedUse(pipeline, engine, plain, tuple(sorted(modules)))

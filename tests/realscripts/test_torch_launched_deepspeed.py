@@ -140,10 +140,19 @@ def main():
 if __name__ == "__main__":
     main()
 """
-# turing/utils.py imports tensorboardX (get_sample_writer), a package no rules file lists: the
-# closure is not surely pipeline-free by its imports alone (rules/stacks.toml [no_pipeline]).
+# turing/utils.py imports tensorboardX (get_sample_writer), a package no rules file lists, and
+# builds its batch class from a text template it exec's (namedtorchbatch, :153): the closure is not
+# surely pipeline-free by its imports alone (rules/stacks.toml [no_pipeline]).
 BERT_MODELS = """import torch
 from tensorboardX import SummaryWriter
+
+_class_template = "class {typename}(tuple):\\n    __slots__ = ()\\n"
+
+
+def namedtorchbatch(typename):
+    namespace = dict(__name__="namedtuple_%s" % typename)
+    exec(_class_template.format(typename=typename), namespace)
+    return namespace[typename]
 
 
 class BertMultiTask:
@@ -196,6 +205,11 @@ def test_other_launchers_of_a_deepspeed_engine_are_read_so_too(tmp_path, launche
     ("import torch\n", "import torch\nfrom torch.distributed import isend\n"),
     # megatron too: a front end of its own
     ("import torch\n", "import torch\nfrom megatron.training import pretrain\n"),
+    # accelerate: its Megatron-LM plugin, turned on from the environment (rules/stacks.toml may_pipeline)
+    ("import torch\n", "import torch\nimport accelerate\n"),
+    # a module loaded by a name, or another program run: what runs is not read here
+    ("import torch\n", "import torch\nimport importlib\nimportlib.import_module('megatron.training')\n"),
+    ("import torch\n", "import torch\nimport os\nos.execvp('torchrun', ['torchrun', 'pretrain_gpt.py'])\n"),
 ])
 def test_an_entry_that_is_more_than_a_deepspeed_engine_keeps_its_reading(tmp_path, monkeypatch, change):
     monkeypatch.chdir(_bert(tmp_path, BERT_TRAIN.replace(*change)))
