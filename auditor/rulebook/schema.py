@@ -65,7 +65,9 @@ TABLES: dict[str, Table] = {
     # The values a setting a script leaves unknown is judged at (auditor/scan.py, issue 22).
     "setting_cases": _table(True, "key values why", "source"),
     # What a DeepSpeed training script hands DeepSpeed (config/deepspeed_entry.py).
-    "pipeline_model": _table(False, "modules names source code", "about"),
+    # `engine`: the calls that build the framework's engine from the model (deepspeed.initialize),
+    # quoted by `engine_source`/`engine_code` (config/entry_stack.py deepspeed_engine).
+    "pipeline_model": _table(False, "modules names source code", "about engine engine_source engine_code"),
     # `position` absent: a keyword-only parameter; `default`: what leaving it out states;
     # `unset = "unknown"`: leaving it out lets the callee decide at run time; `read`: the
     # NAME==VERSION whose source `source`/`code` cite (a file no release selects).
@@ -111,7 +113,7 @@ TABLES: dict[str, Table] = {
     # A Python entry that composes a Hydra config from --config_path/--config_name and runs one
     # configuration per role (auditor/config/hydra_compose.py).
     "hydra_compose": _table(True, "launchers path_options name_options role_key role_values settings_key",
-                            f"path_default devices_key {_SELECT}"),
+                            f"path_default devices_key train_values stages_key {_SELECT}"),
     # A Hydra main whose composed config names the trainer's strategy (verl's
     # actor_rollout_ref.actor.strategy): FSDP runs no pipeline (auditor/config/frontends/hydra_strategy.py).
     "hydra_strategy": _table(False, "main config_path config_name path_options name_options keys not_pipeline",
@@ -173,7 +175,7 @@ TABLES: dict[str, Table] = {
     "backend": _table(True, "name what env paths covers short decide", "source"),
     # What a Python entry's imports say about its stack (rules/stacks.toml, config/entry_stack.py).
     "own_pipeline": _table(True, "name modules what covers decide source", ""),
-    "no_pipeline": _table(False, "packages except_modules except_names dynamic source", "about modules inert_programs command_runners runner_keywords"),
+    "no_pipeline": _table(False, "packages except_modules except_names dynamic source", "about modules inert_programs command_runners runner_keywords runs_text may_pipeline"),
     # The pipeline schedules and training loops a call graph from the entry may reach
     # (analysis/schedule_reach.py).
     "schedule_entry": _table(True, "stack what module names checked source", ""),
