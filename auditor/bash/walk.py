@@ -329,13 +329,13 @@ class Shell(Expander, ABC):
             if name == default_for and before.get(name) is None:
                 seen = [v for v in seen if v is not None]
             known = [v for v in seen if v is not None]
-            array = _array_merged(name, seen, passes)
+            array = _array_merged(name, seen, passes) or _appended(seen, passes)
             if len(known) == len(seen) and all(v.value == known[0].value for v in known):
                 merged[name] = Var(known[0].value, max(v.line for v in known), any(v.exported for v in known),
                                    _caller_fallbacks(known))
             elif array is not None:
                 merged[name] = Var(array, max(v.line for v in known), any(v.exported for v in known))
-                if choice is not None:
+                if choice is not None and isinstance(array, list):
                     self.chosen_by.setdefault(f"${{{name}[@]}}", set()).add(choice)
                 if passes and array is known[0].value:
                     self.diagnostics.append(Finding(
@@ -343,7 +343,8 @@ class Shell(Expander, ABC):
                         f"the loop at line {passes} runs an unknown number of times: `{name}`, which "
                         "each pass appends to, is read after one pass (with none, what it appends would not run)",
                         fix="give the loop's values in the script, or the command with --command",
-                        where=f"{self.reading}:{passes}", detail={"array": name, "line": passes}))
+                        where=f"{self.reading}:{passes}",
+                        detail={"array" if isinstance(array, list) else "string": name, "line": passes}))
             else:
                 merged[name] = Var(Symbolic(f"${{{name}}}"), max(v.line for v in known),
                                     any(v.exported for v in known))
@@ -377,12 +378,6 @@ class Shell(Expander, ABC):
                 return None
         return tuple(dict.fromkeys(out))
 
-    def _command_fields(self, words: list[Word]) -> list[Field]:
-        """A command's words expanded: its program as written, its arguments as
-        `expand_argument` reads them (a caller's variable behind an empty fallback may add any)."""
-        fields = self.expand(words[0]) if words else []
-        return fields + [f for w in words[1:] for f in (self.expand_argument(w) if fields else self.expand(w))]
-
     def _partial_texts(self, value: Partial) -> list[str] | None:
         """Every text a value known in part may be, where each unknown piece is a value merged
         before (`${EXTRA_ARGS} --pixel-shuffle` after an if that set EXTRA_ARGS: NVIDIA/Megatron-LM
@@ -405,7 +400,7 @@ class Shell(Expander, ABC):
         while (not isinstance(cmd, _Evaluated) and k < len(words) and ASSIGN.match(words[k].raw)
                and words[k].parts[0].kind == "lit"):
             k += 1
-        fields = cmd.fields if isinstance(cmd, _Evaluated) else self._command_fields(words[k:])
+        fields = cmd.fields if isinstance(cmd, _Evaluated) else [f for w in words[k:] for f in self.expand(w)]
         if not fields:
             for w in words[:k]:
                 self.assign(w, exported=False)
@@ -760,6 +755,24 @@ def _array_merged(name: str, seen: list[Var | None], passes: int) -> list[tuple[
     while all(len(a) > common and a[common] == arrays[0][common] for a in arrays):
         common += 1
     return [*arrays[0][:common], rest] if common else None
+
+
+def _appended(seen: list[Var | None], passes: int) -> str | Symbolic | None:
+    """A string a loop body of unknown passes (`passes`, its line) appends to, read after one
+    pass as an array is (`_array_merged`): `SRUN_CMD="${SRUN_CMD} --container-mounts=${mount}"`
+    per word of a caller's CONTAINER_MOUNTS (NVIDIA-NeMo/Megatron-Bridge 067f987df0
+    examples/models/stepfun/step37/slurm_pretrain.sh:143-146) keeps the srun it begins with.
+    None where the body does more than append to a string."""
+    if not passes or len(seen) != 2 or seen[0] is None or seen[1] is None:
+        return None
+    after, before = seen[0].value, seen[1].value
+    if isinstance(after, list) or isinstance(before, list):
+        return None
+    head, tail = segments(after), segments(before)
+    if not tail or len(head) < len(tail) or head[:len(tail) - 1] != tail[:-1] or len(str(after)) <= len(str(before)):
+        return None
+    last, mine = tail[-1], head[len(tail) - 1]
+    return after if mine[1] == last[1] and mine[0].startswith(last[0]) and (not last[1] or mine == last) else None
 
 
 MAX_ITERATIONS = 16  # a `for` loop over more known items than this is read once, its variable unknown

@@ -213,16 +213,22 @@ def world_size(config: LaunchConfig, launcher: dict, chosen: Candidate, spelling
 
 
 def _loop_built(config: LaunchConfig, chosen: Candidate) -> None:
-    """The training command run as an array (`"${srun_cmd[@]}"`, its first word as written) that a
-    loop of unknown passes appends to (bash.walk `launch.loop-once`) is read after one pass; each
-    pass may add a group (srun's `:`-separated heterogeneous components) or sizes of its own: the
-    counts are unknown."""
+    """The training command run as an array (`"${srun_cmd[@]}"`) or a string (`${SRUN_CMD}`), its
+    first word as written, that a loop of unknown passes appends to (bash.walk `launch.loop-once`)
+    is read after one pass; each pass may add a group (srun's `:`-separated heterogeneous
+    components) or sizes of its own: the counts are unknown."""
     for d in config.diagnostics:
-        name = d.detail.get("array") if d.kind == "launch.loop-once" else None
-        if name and re.fullmatch(rf'"?\$\{{{re.escape(name)}\[[@*]\]\}}"?', chosen.first_word):
+        if d.kind != "launch.loop-once":
+            continue
+        array, string = d.detail.get("array"), d.detail.get("string")
+        name = str(array or string)
+        word = (rf'"?\$\{{{re.escape(name)}\[[@*]\]\}}"?' if array else
+                rf'"?\$(?:{re.escape(name)}|\{{{re.escape(name)}\}})"?')
+        if (array or string) and re.fullmatch(word, chosen.first_word):
             why = (f"`{name}` is read after one pass of the loop at line {d.detail['line']}, which runs an "
                    "unknown number of times: give it as --set world_size=N")
-            config.nproc_per_node, config.nnodes = Symbolic(f"${{{name}[@]}}"), Symbolic(f"${{{name}[@]}}")
+            shown = f"${{{name}[@]}}" if array else f"${{{name}}}"
+            config.nproc_per_node, config.nnodes = Symbolic(shown), Symbolic(shown)
             config.world_source = {"nproc_per_node": why, "nnodes": why}
             return
 
