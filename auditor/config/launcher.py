@@ -117,7 +117,7 @@ def _opens_options(config: LaunchConfig, launcher: dict, word: Field) -> None:
     variable a rule reads."""
     config.options_opened = word
     config.options_before = dict(config.launcher_flags)
-    if not wholly_unknown(word.value, config.text):  # an array some branch extends: read as written
+    if not wholly_unknown(word.value, config):  # an array some branch extends: read as written
         return
     for option in launcher.get("env_options", ()):
         for name in Spelling.load(None).env_names:

@@ -21,7 +21,11 @@ The constructs are those of upstream launch scripts:
 - a loop over such a caller's words appending to the string that runs the command:
   NVIDIA-NeMo/Megatron-Bridge 067f987df0 examples/models/stepfun/step37/slurm_pretrain.sh:143-156
   (`SRUN_CMD="${SRUN_CMD} --container-mounts=${mount}"` for each word of `${CONTAINER_MOUNTS}`,
-  then `${SRUN_CMD} ... bash -c "...; ${INNER_SCRIPT}"`).
+  then `${SRUN_CMD} ... bash -c "...; ${INNER_SCRIPT}"`);
+- a default set only where the caller left the variable empty (`if [ -z "$X" ]; then X=...; fi`,
+  `[ -z "$X" ] && X=...`: review r36-falseclean 4), and one a test decided through the caller's
+  empty default: NVIDIA-NeMo/Megatron-Bridge 067f987df0 examples/models/deepseek_v4/inference.sh:46-51
+  (`if [[ -z "${PP:-}" ]]; then case ... PP=1 ...; fi`, then `--pp ${PP}`).
 """
 
 from __future__ import annotations
@@ -269,3 +273,33 @@ def test_a_plain_python_behind_an_unknown_program_is_no_guess_of_the_run(tmp_pat
     with pytest.raises(CommandNotFollowed, match=r"\$\{PREFIX\}"):
         parse_launch(script.read_text(), str(script))
 
+
+@pytest.mark.parametrize("guard, word", [
+    ('if [ -z "${EXTRA_ARGS}" ]; then EXTRA_ARGS="--bf16"; fi\n', "$EXTRA_ARGS"),
+    ('[ -z "$EXTRA_ARGS" ] && EXTRA_ARGS="--bf16"\n', "$EXTRA_ARGS"),
+    ('[ -n "$EXTRA_ARGS" ] || EXTRA_ARGS="--bf16"\n', "$EXTRA_ARGS"),
+    ('if [ -z "${EXTRA_ARGS:-}" ]; then EXTRA_ARGS=""; fi\n', "${EXTRA_ARGS:-}"),
+])
+def test_a_default_set_where_the_caller_left_it_empty_keeps_the_callers_value_possible(guard: str, word: str) -> None:
+    """Where the test does not take the branch, the caller gave the variable: its value is
+    spliced, any flags (before this, read as empty there or the branch's value certain: PP 2,
+    CLEAN); an empty value set where the caller left it empty is the empty default still."""
+    body = f"{guard}torchrun --nproc-per-node 8 pretrain_gpt.py {MODEL} --pipeline-model-parallel-size 2 {word}\n"
+    values = _effective(body)
+    assert values == dict.fromkeys(values, UNKNOWN)
+    assert len(parse_launch(HEAD + body, "train.sh").unknown_words) == 1
+
+
+def test_a_default_a_test_decided_through_the_empty_default_is_the_scripts_statement() -> None:
+    """`if [[ -z "${PP:-}" ]]; then PP=4; fi` states the run's PP where the caller sets none, as
+    `PP=${PP:-4}` does: read as written."""
+    body = (f'if [[ -z "${{PP:-}}" ]]; then\n    PP=4\nfi\n'
+            f"torchrun --nproc-per-node 8 pretrain_gpt.py {MODEL} --pipeline-model-parallel-size ${{PP}}\n")
+    assert _effective(body)["pipeline_model_parallel_size"] == 4
+
+
+def test_a_variable_a_branch_sets_untested_is_read_as_written() -> None:
+    """A branch whose test does not read the variable: the script's own values, as before."""
+    body = (f'if [ "$MODE" = pp ]; then EXTRA_ARGS="--pipeline-model-parallel-size 4"; fi\n'
+            f"torchrun --nproc-per-node 8 pretrain_gpt.py {MODEL} $EXTRA_ARGS\n")
+    assert parse_launch(HEAD + body, "train.sh").unknown_words == []
