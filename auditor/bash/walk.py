@@ -342,7 +342,8 @@ class Shell(Expander, ABC):
             seen = [end.get(name) for end in ends]
             known = [v for v in seen if v is not None]
             if name in read and name not in before and name not in self.environ and None in seen:
-                merged[name] = Var(Symbolic(f"${{{name}}}"), max(v.line for v in known), any(v.exported for v in known))
+                merged[name] = Var(Symbolic(f"${{{name}}}"), max(v.line for v in known),
+                                   any(v.exported for v in known))
                 self.callers_values.add(name)
                 self.branch_values[f"${{{name}}}"] = None  # the caller's text among them: not known
                 continue
@@ -786,10 +787,10 @@ def _appended(seen: list[Var | None], passes: int) -> str | Symbolic | None:
     if isinstance(after, list) or isinstance(before, list):
         return None
     head, tail = segments(after), segments(before)
-    if not tail or len(head) < len(tail) or head[:len(tail) - 1] != tail[:-1] or len(str(after)) <= len(str(before)):
+    if len(str(after)) <= len(str(before)) or len(head) < len(tail) or head[:len(tail) - 1] != tail[:-1]:
         return None
-    last, mine = tail[-1], head[len(tail) - 1]
-    return after if mine[1] == last[1] and mine[0].startswith(last[0]) and (not last[1] or mine == last) else None
+    (text, unknown), (mine, its) = tail[-1], head[len(tail) - 1]  # `before`'s last piece: begun the same
+    return after if its == unknown and mine.startswith(text) and (not unknown or mine == text) else None
 
 
 MAX_ITERATIONS = 16  # a `for` loop over more known items than this is read once, its variable unknown
