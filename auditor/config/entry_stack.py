@@ -289,9 +289,11 @@ def _deepspeed_pipeline(path: str, mtime_ns: int, size: int) -> tuple[str, int] 
 
 
 def _name_line(tree: ast.Module, names: list[str]) -> int:
-    """The first line naming one of `names` (`deepspeed.pipe.PipelineModule(...)`)."""
+    """The first line naming one of `names`, as an attribute (`deepspeed.pipe.PipelineModule(...)`)
+    or bare (`from deepspeed import PipelineModule`, then `PipelineModule(...)`)."""
     return min((int(getattr(n, "lineno", 0)) for n in ast.walk(tree)
-                if isinstance(n, ast.Attribute) and n.attr in names), default=0)
+                if isinstance(n, ast.Attribute) and n.attr in names or isinstance(n, ast.Name) and n.id in names),
+               default=0)
 
 
 def unknown_stack(launch: LaunchConfig) -> None:
