@@ -58,7 +58,7 @@ from auditor.config.entry_copy import hydra_main
 from auditor.config.model import LaunchConfig
 from auditor.config.one_process import surely_one
 from auditor.config.pyenv import locate, located_stat
-from auditor.config.shell_command import runs_only_utility
+from auditor.config.shell_command import starts_programs
 from auditor.errors import InputError
 from auditor.findings import Finding
 from auditor.rulebook.frameworks import audited_packages, frameworks, launched_by
@@ -203,18 +203,18 @@ def _pipeline_free(path: str, mtime_ns: int, size: int) -> tuple[int, str] | Non
     return read - 1, ", ".join(sorted(used)) or "none"
 
 
-def runs_code(tree: ast.Module, dynamic: list[str], runners: frozenset[str] | None = None) -> bool:
-    """Whether the file calls what imports or runs code this reader does not see: by the name
-    written, and a command runner (rules/stacks.toml `command_runners`) also by the one imported
-    (`import subprocess as sp; sp.run(...)`, `from subprocess import run`: entry_script.calls); a
-    literal command line of a file utility, `os.system("mkdir -p out")`, runs none
-    (config.shell_command). An aliased `import_module` is not yet read (Pai-Megatron-Patch's
+def runs_code(tree: ast.Module, dynamic: list[str]) -> bool:
+    """Whether the file calls what loads or runs code this reader does not see: one of `dynamic`
+    by the name written (exec, eval, importlib.import_module), or a call that starts a process
+    (`starts_programs`). An aliased `import_module` is not yet read (Pai-Megatron-Patch's
     distributed_checkpoints_convertor/impl/convert.py: its manifest rows rest on that)."""
-    wanted = set(dynamic)
-    if runners is None:  # `runners`: the command runners counted also by the name imported
-        runners = frozenset(rulebook.load("stacks").data["no_pipeline"].get("command_runners", []))
-    return any((written in wanted or imported in runners) and not runs_only_utility(node, imported)
-               for node, written, imported in calls(tree))
+    return loads_code(tree, dynamic) or bool(starts_programs(tree))
+
+
+def loads_code(tree: ast.Module, dynamic: list[str]) -> bool:
+    """Whether the file calls one of `dynamic` (rules/stacks.toml: exec, eval, import_module,
+    runpy), which load or run Python not seen here, by the name written."""
+    return any(written in dynamic for _, written, _ in calls(tree))
 
 
 def _import_line(tree: ast.Module, modules: list[str]) -> int:
@@ -349,9 +349,11 @@ def _deepspeed_use(path: str, mtime_ns: int, size: int) -> _DeepSpeedUse | None:
 
 
 def _name_line(tree: ast.Module, names: list[str]) -> int:
-    """The first line naming one of `names` (`deepspeed.pipe.PipelineModule(...)`)."""
+    """The first line naming one of `names`, as an attribute (`deepspeed.pipe.PipelineModule(...)`)
+    or bare (`from deepspeed import PipelineModule`, then `PipelineModule(...)`)."""
     return min((int(getattr(n, "lineno", 0)) for n in ast.walk(tree)
-                if isinstance(n, ast.Attribute) and n.attr in names), default=0)
+                if isinstance(n, ast.Attribute) and n.attr in names or isinstance(n, ast.Name) and n.id in names),
+               default=0)
 
 
 def unknown_stack(launch: LaunchConfig) -> None:

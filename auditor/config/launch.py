@@ -527,6 +527,7 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
     launcher_env.apply(config, launcher, chosen.args, chosen.wrapper, spelling)
     config.text = "\n".join(shell.lines)  # what a reader asks of the script (flags.wholly_unknown)
     config.branch_values = dict(shell.branch_values)
+    config.callers_values = frozenset(shell.callers_values)
     config.earlier = [EarlierCommand(c.launcher.get("program") or c.invoked, c.subcommand, c.line, c.conditional,
                                      tuple(f.value for f in c.args))
                       for c in shell.candidates if c.line < chosen.line]

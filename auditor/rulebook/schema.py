@@ -215,7 +215,8 @@ TABLES: dict[str, Table] = {
     # What stops a GPT-NeoX pipeline run before it trains (config/frontends/neox.py).
     "neox_stop": _table(True, "key default stops message fix source code", ""),
     # A front end known by its flags that puts the run on another stack (config.launch).
-    "front_end": _table(True, "name scripts flags launcher what", "layout_flags flags_as_written source code"),
+    "front_end": _table(True, "name scripts flags launcher what",
+                        "layout_flags flags_as_written pipeline_models pipeline_models_source source code"),
     # Config files the trainer reads (auditor/config/configfiles.py).
     "config_file": _table(True, "kind launchers", f"suffixes env_key flag sections cli_source cli_code "
                                                      f"extended_by own_modules file_loaded {_SELECT}"),
@@ -243,7 +244,7 @@ TYPES: dict[str, dict[str, type]] = {
                      "parse_time_methods": list},
     "setting_cases": {"key": str, "values": list, "why": str},
     "parser_helper": {"call": str, "module": str, "flags": dict, "checked": list},
-    "front_end": {"scripts": list, "flags": list, "layout_flags": list, "launcher": str},
+    "front_end": {"scripts": list, "flags": list, "layout_flags": list, "launcher": str, "pipeline_models": list},
     "script_call": {"callee": list, "param": str, "key": str, "position": int, "read": str},
     "command_runner": {"program": str, "subcommand": str, "value_options": list, "module_options": list,
                        "cwd_options": list},

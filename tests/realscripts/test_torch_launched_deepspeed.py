@@ -68,6 +68,16 @@ def _scan(capsys, script: Path, *more: str) -> tuple[int, dict]:
     return code, json.loads(capsys.readouterr().out)
 
 
+def test_the_line_named_is_the_pipeline_classs_where_its_module_is_not_imported(capsys, tmp_path):
+    """`from deepspeed import PipelineModule`, then `PipelineModule(...)`: the line of the bare
+    name (review r36-falseclean: it said `evalpipe.py:0`)."""
+    entry = EVAL_PIPE.replace("from deepspeed.pipe import PipelineModule", "from deepspeed import PipelineModule")
+    _, doc = _scan(capsys, _write(tmp_path, "torchrun --nproc_per_node 2", entry))
+    line = entry.split("\n").index("    net = PipelineModule(layers=[torch.nn.Linear(32, 32) for _ in range(8)], "
+                                    "loss_fn=torch.nn.MSELoss(),") + 1
+    assert f"builds DeepSpeed's PipelineModule (evalpipe.py:{line})" in doc["verdict"]["headline"]
+
+
 def test_torchrun_of_a_deepspeed_pipeline_is_inconclusive_naming_deepspeeds_launcher(capsys, tmp_path):
     code, doc = _scan(capsys, _write(tmp_path, "torchrun --nproc_per_node 2"))
     verdict = doc["verdict"]
