@@ -81,6 +81,9 @@ class Shell(Expander, ABC):
         self.sourced: list[str] = []  # the files `source`/`.` named, read or not
         self.uncertain = 0  # how many branches that may not run (if/case/loop bodies, `a && b`) the walk is in
         self.subshells = 0  # how many subshells (`( ... )`, a pipeline's parts, `bash -c`) the walk is in
+        # (uncertain, subshells) where the shell the walk is in began (`own_shell`): a `cd` of that
+        # shell's own path of commands is sure there, whatever branch started the shell
+        self._shell_base = (0, 0)
         self.exited: Exit | None = None  # the `exit` the script surely reaches: nothing after it runs
         self.tested: list[int] = []  # the lines of the decided tests (if/case/&&) around the walk
         # per decided test on `tested`: the variables the caller gives that it read through an
@@ -195,11 +198,8 @@ class Shell(Expander, ABC):
         elif isinstance(node, Pipeline):
             for command in node.commands:
                 saved, texts = dict(self.vars), dict(self.branch_values)
-                self.subshells += 1
-                try:
+                with self.own_shell():
                     self._node(command)
-                finally:
-                    self.subshells -= 1
                 self.vars, self.branch_values = saved, texts
         elif isinstance(node, Branches):
             self._if_or_case(node)
@@ -216,15 +216,30 @@ class Shell(Expander, ABC):
             self._branches([node.body], exhaustive=False, passes=node.line)
         elif isinstance(node, CommandGroup):
             saved, texts = dict(self.vars), dict(self.branch_values)
-            self.subshells += node.subshell
-            try:
+            if node.subshell:
+                with self.own_shell():
+                    self.run(node.body)
+            else:
                 self.run(node.body)
-            finally:
-                self.subshells -= node.subshell
             if node.subshell:  # its variables, and the texts its ifs left them, end with it
                 self.vars, self.branch_values = saved, texts
         elif isinstance(node, Function):
             self.functions[node.name] = node.body
+
+    @contextmanager
+    def own_shell(self) -> Iterator[None]:
+        """Walk a subshell or a child shell (`( ... )`, a pipeline's part, `bash -c`): a `cd` on
+        its own path of commands moves the commands after it there, wherever that shell was
+        started from (`srun ... bash -c "cd /opt/x && python y.py"` in a loop body runs y.py in
+        /opt/x), and never the commands after it in this shell."""
+        saved = self.workdir, self.cwd, self._shell_base
+        self.subshells += 1
+        self._shell_base = (self.uncertain, self.subshells)
+        try:
+            yield
+        finally:
+            self.subshells -= 1
+            self.workdir, self.cwd, self._shell_base = saved
 
     def _loop_items(self, node: ShellLoop) -> list[Field] | None:
         """The values a `for VAR in WORDS` loop surely takes, in order: every word known, at most
@@ -446,7 +461,7 @@ class Shell(Expander, ABC):
             return 0
         if head in ("cd", "pushd", "popd"):  # from here on `pwd` is not the launch directory
             self.cwd = None
-            sure = head == "cd" and not (self.uncertain or self.subshells) and len(fields) == 2
+            sure = head == "cd" and (self.uncertain, self.subshells) == self._shell_base and len(fields) == 2
             self.workdir = join_workdir(self.workdir, fields[1].value) if sure else None
         if cmd.stdout is not None and head in ("printf", "echo", "cat"):
             self._write(str(head), fields[1:], cmd)

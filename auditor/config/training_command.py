@@ -623,19 +623,18 @@ class LaunchShell(Shell):
         self.starter = self._starter(prefix) or saved
         self.reading = reading
         self.depth += 1
-        self.subshells += 1  # a shell of its own: its `exit` ends it, not this script
         try:
-            lexer = Lexer(text, path, line - 1)
-            tokens = lexer.tokens()
-            self.allocate(lexer, tokens)
-            self.run(ShellParser(tokens, path, self.diagnostics).parse())
+            with self.own_shell():  # a shell of its own: its `exit` ends it, not this script
+                lexer = Lexer(text, path, line - 1)
+                tokens = lexer.tokens()
+                self.allocate(lexer, tokens)
+                self.run(ShellParser(tokens, path, self.diagnostics).parse())
         except InputError as exc:  # the inner shell fails at run time; the script itself is fine
             self.diagnostics.append(Finding(
                 "launch.syntax", "warning", f"the `{how}` script cannot be read: {exc.cause}",
                 where=f"{path}:{exc.line or cmd.line}"))
         finally:
             self.depth -= 1
-            self.subshells -= 1
             self.starter, self.reading = saved, saved_reading
         for candidate in self.candidates[before:]:
             candidate.wrapper = prefix + candidate.wrapper
