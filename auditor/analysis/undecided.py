@@ -88,7 +88,13 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
         owner = owner_of(why.split(":", 1)[0])
         _, unknown_keys = why.partition(": unknown ")[::2]  # a check's `when` (config.derive)
         torch_rule = owner is not None and owner.name == "torch"
-        if torch_rule and not torch_known:
+        # A variable of the job's environment (env.NAME: never derived from the torch release)
+        # decides a torch check on every release; where the releases then disagree, that is its
+        # own undecided line (config.across_torch), which names --torch.
+        env_keys = [k.strip() for k in unknown_keys.split(",")] if unknown_keys else []
+        if torch_rule and not torch_known and env_keys and all(env_key(k) for k in env_keys):
+            decide = " ".join(f"--set {k}=VALUE" for k in env_keys)
+        elif torch_rule and not torch_known:
             decide = "--torch X.Y.Z (the cluster's torch release)"
         elif unknown_keys and all(_settable(k.strip()) for k in unknown_keys.split(",")):
             decide = " ".join(f"--set {k.strip()}=VALUE" for k in unknown_keys.split(","))

@@ -88,3 +88,20 @@ def test_a_level_torch_rejects_is_refused(capsys, tmp_path: Path) -> None:
     code, _, err = _scan(capsys, tmp_path, "--set", f"{ROOT}=VERBOSE")
     assert code == EXIT_INPUT
     assert "OFF, INFO, DETAIL" in err and err.count("\n") == 1
+
+
+@pytest.mark.wheels
+def test_with_torch_not_stated_the_check_still_names_the_variable(capsys, tmp_path: Path) -> None:
+    """No --torch: every covered release is judged. The check is undecided on the releases that
+    have it because the level is unknown, and `--torch` alone does not decide it there (2.10.0
+    still needs the level); the level does, on every release (where the releases then disagree,
+    that is its own undecided line naming --torch). So the check names the variable, as the
+    sites do: finetune_starcoderplus.slurm out of the box named `--torch X.Y.Z` first."""
+    script = tmp_path / "finetune.slurm"
+    script.write_text(SCRIPT.replace("export TORCH_DISTRIBUTED_DEBUG=DETAIL\n", ""), encoding="utf-8")
+    cli.main(["scan", "--config", str(script), "--format", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["verdict"]["status"] == "inconclusive"
+    check = [u for u in doc["verdict"]["undecided"] if u["what"].startswith("check torch.detail-unbatches")]
+    assert [u["decide"] for u in check] == [f"--set {ROOT}=VALUE"]
+    assert f"decide it with --set {ROOT}=VALUE" in doc["verdict"]["headline"]
