@@ -243,7 +243,7 @@ def undecided(launch: LaunchConfig, written: str, engine: Engine) -> None:
         where=f"{launch.path}:{launch.command_line}",
         detail={"undecided": f"what {written} runs besides DeepSpeed ({where}:{line})",
                 "decide": data["decide"].replace("COMMAND", f"{command} ..."),
-                "packages": [what.split()[1]] if what.startswith("imports ") else []}))
+                "packages": [what.split()[1].rstrip(",")] if what.startswith("imports ") else []}))
 
 
 def _guessed(launch: LaunchConfig) -> tuple[Any, Engine] | None:

@@ -139,6 +139,8 @@ def test_a_megatron_copy_beside_the_entry_is_not_deepspeeds_pipeline_engine(tmp_
     monkeypatch.chdir(tmp_path)
     what = _undecided("run.sh")
     assert "domino/tensor_parallel/partition.py:3 imports megatron, a stack the rules model" in what
+    (said,) = [d for d in read_launch("run.sh").diagnostics if d.kind == "launch.unknown-stack"]
+    assert said.detail["packages"] == ["megatron"]
 
 
 @pytest.mark.parametrize("added", [
