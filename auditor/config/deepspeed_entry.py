@@ -7,61 +7,51 @@ how many stages it has and which backend it initialises are in the script's call
 `deepspeed.init_distributed(dist_backend=args.backend)`), their values in its argparse defaults
 and the flags the launch script gives. rules/deepspeed.toml says which calls and modules count
 (`[pipeline_model]`, `[[script_call]]`); this reads them with the stdlib `ast`, never running
-anything. A value that is no literal, argparse default or given flag stays unknown. A script
-that calls torch's P2P API itself (a hand-written stage loop) gets no ZeRO note: its own sends
-are the analysis's, as under torchrun.
+anything. A value that is no literal, argparse default or given flag stays unknown. Which
+engine the script runs, or whether that is known at all, is config.deepspeed_engine's to say:
+a script that calls torch's P2P API itself (a hand-written stage loop) never builds the
+PipelineEngine, and its own sends are not read here: INCONCLUSIVE, naming them.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from auditor import rulebook
-from auditor.rulebook.frameworks import launched_by
-from auditor.config.entry_script import local_closure, names_p2p, put_calls, uses_modules
+from auditor.config.deepspeed_engine import engine_of, undecided, zero_engine
+from auditor.config.entry_script import parsed, put_calls
+from auditor.config.entry_stack import DEEPSPEED_LAUNCHERS as LAUNCHERS
 from auditor.config.model import LaunchConfig
-from auditor.config.pyenv import locate
+from auditor.config.pyenv import located_stat
 from auditor.findings import Finding
-
-# The launchers whose training script is DeepSpeed's user code (rules [[launcher]] deepspeed);
-# Megatron-DeepSpeed's front end has rules of its own.
-LAUNCHERS = ("deepspeed *",)
+from auditor.rulebook.frameworks import launched_by
 
 
 def read_deepspeed_entry(launch: LaunchConfig) -> None:
-    """Say when the script builds no pipeline (a `launch.not-pipeline` finding), else put the
-    values its DeepSpeed calls state into `launch.entry_values`."""
+    """Say what the script runs where it builds no PipelineModule (config.deepspeed_engine, the one
+    reading: DeepSpeed's data-parallel engine, a `launch.not-pipeline` finding; or something that
+    reading cannot vouch for, a `launch.unknown-stack` one naming it, never the PipelineEngine it
+    never builds), else put the values its DeepSpeed calls state into `launch.entry_values`."""
     if not launched_by(launch.launcher, LAUNCHERS):
         return
-    entry, _ = locate(launch)
-    if entry is None:
+    located = located_stat(launch)
+    if located is None:
         return
-    data = rulebook.load("deepspeed").data
+    entry, stat = located
     try:
-        modules = local_closure(Path(entry.path))
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+        engine = engine_of(entry.path, stat.st_mtime_ns, stat.st_size)
+        tree = parsed(Path(entry.path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
         return  # pyenv.read_entry says why the script is not read
-    model = data["pipeline_model"]
-    users = [p for p, tree in modules.items() if uses_modules(tree, model["modules"], model["names"])]
-    where = f"{launch.path}:{launch.command_line}"
-    if not users and any(names_p2p(tree) for tree in modules.values()):
-        return  # its own sends (dist.send/recv, P2POp): stages of its own, left to the analysis
-    if not users:
-        shown = sorted(os.path.relpath(p, Path(entry.path).parent) for p in modules if str(p) != entry.path)
+    if engine is None:
+        return  # the closure was cut: a module not read may build the PipelineModule
+    reading = engine.reading()
+    if reading == "undecided":
+        undecided(launch, entry.written, engine)
+    elif reading == "zero":
         launch.diagnostics.append(Finding(
-            "launch.not-pipeline", "info", zero_engine(launch.launcher, entry.written, len(shown)),
-            where=where, detail={"command": launch.launcher, "modules": shown}))
-        return
-    put_calls(launch, data.get("script_call", []), modules[Path(entry.path)], entry.path)
-
-
-def zero_engine(launcher: str, written: str, modules: int) -> str:
-    """What a run is whose entry `written` and its `modules` local modules never build DeepSpeed's
-    PipelineModule: DeepSpeed's data-parallel engine (the one reading, whichever launcher starts
-    the ranks: config.entry_stack.deepspeed_engine for torch's and the clusters' launchers)."""
-    model = rulebook.load("deepspeed").data["pipeline_model"]
-    return (f"`{launcher}` trains with DeepSpeed's data-parallel engine (ZeRO), not its pipeline: "
-            f"{written} and the {modules} local module(s) it imports never import "
-            f"{' or '.join(model['modules'])}, so deepspeed.initialize gets no {model['names'][0]} "
-            f"({model['source']}: `{model['code']}`); the third-party packages they import are not read")
+            "launch.not-pipeline", "info", zero_engine(launch.launcher, entry.written, len(engine.modules)),
+            where=f"{launch.path}:{launch.command_line}",
+            detail={"command": launch.launcher, "modules": list(engine.modules)}))
+    else:
+        put_calls(launch, rulebook.load("deepspeed").data.get("script_call", []), tree, entry.path)

@@ -13,11 +13,8 @@ with the stdlib `ast` (entry_script.iter_closure), never run:
   checkout) and nothing imports or runs code at run time: the run is
   no pipeline run (`builds_no_pipeline`, called by config.launch.runs_no_pipeline, the one place
   that decides it). Anything less certain is left to the analysis;
-- no module of the closure imports a stack the rules model but DeepSpeed, the entry builds
-  DeepSpeed's engine (deepspeed.initialize) and never its PipelineModule: DeepSpeed's
-  data-parallel engine, whichever launcher starts the ranks (`deepspeed_engine`: `mpirun python
-  deepspeed_train.py` reads as `deepspeed deepspeed_train.py` does); with a PipelineModule, the
-  pipeline engine this launcher's reading does not see (`deepspeed_pipeline`, INCONCLUSIVE);
+- the entry builds DeepSpeed's engine (deepspeed.initialize) or its PipelineModule: which engine
+  runs is config.deepspeed_engine's to say, for every launcher;
 - no module of the closure imports a stack the rules model (`modeled_packages`: megatron and
   its wrappers, DeepSpeed, torch's pipelining, torchtitan...) or names torch's P2P API, yet one
   imports a third-party package that is neither `[no_pipeline]` nor modelled (`fancylib.run(args)`,
@@ -40,7 +37,7 @@ import os
 import sys
 from pathlib import Path
 from collections.abc import Callable
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
 from auditor import rulebook
 from auditor.config.entry_script import (
@@ -52,7 +49,6 @@ from auditor.config.entry_script import (
     uses_modules,
     uses_or_imports,
 )
-from auditor.config.deepspeed_entry import LAUNCHERS as DEEPSPEED_LAUNCHERS, zero_engine
 from auditor.config.entry_absent import absent_here
 from auditor.config.entry_copy import hydra_main
 from auditor.config.model import LaunchConfig
@@ -72,6 +68,9 @@ GUESSED_STYLE = "megatron-lm"
 # Of those, the cluster's wrappers, which start any program (`srun docker run ...`): only a
 # `.py` entry of theirs is a Python entry whose imports decide the stack.
 WRAPPERS = ("srun *", "mpirun *", "mpiexec *")
+# `deepspeed SCRIPT`: the script is DeepSpeed's user code (rules [[launcher]] deepspeed;
+# config.deepspeed_entry reads it); Megatron-DeepSpeed's front end has rules of its own.
+DEEPSPEED_LAUNCHERS = ("deepspeed *",)
 LAUNCHERS = ("torchrun", "torchrun *", "python -m torch.distributed.*", "python", "python *", "python3",
              "python3 *", "srun *", "mpirun *", "mpiexec *")
 
@@ -98,7 +97,7 @@ def _located(launch: LaunchConfig) -> tuple[Any, os.stat_result] | None:
 _Found = TypeVar("_Found")
 
 
-def _entry_read(launch: LaunchConfig, reader: Callable[[str, int, int], _Found | None]) -> tuple[Any, _Found] | None:
+def entry_read(launch: LaunchConfig, reader: Callable[[str, int, int], _Found | None]) -> tuple[Any, _Found] | None:
     """The entry found here and what `reader` (cached on path, mtime, size) finds in it; None where
     there is no entry, it is not read (pyenv.read_entry says why) or `reader` finds nothing."""
     located = _located(launch)
@@ -129,7 +128,7 @@ def own_pipeline(launch: LaunchConfig) -> None:
         launch.diagnostics.append(Finding(
             "launch.not-covered", "warning",
             f"{os.path.basename(entry.written)} trains with {stack['what']} ({os.path.basename(entry.path)}:"
-            f"{_import_line(tree, stack['modules'])} imports {stack['modules'][0]}): {stack['covers']}",
+            f"{import_line(tree, stack['modules'])} imports {stack['modules'][0]}): {stack['covers']}",
             where=f"{launch.path}:{launch.command_line}",
             detail={"stack": stack["name"], "decide": stack["decide"], "source": stack["source"]}))
         return
@@ -160,7 +159,7 @@ def _ends_in(path: str, tail: str) -> bool:
 def builds_no_pipeline(launch: LaunchConfig) -> str | None:
     """What the run is where its entry surely builds no pipeline (see the module's docstring),
     else None."""
-    read = _entry_read(launch, _pipeline_free)
+    read = entry_read(launch, _pipeline_free)
     if read is None:
         return None
     entry, (shown, packages) = read
@@ -217,7 +216,7 @@ def loads_code(tree: ast.Module, dynamic: list[str]) -> bool:
     return any(written in dynamic for _, written, _ in calls(tree))
 
 
-def _import_line(tree: ast.Module, modules: list[str]) -> int:
+def import_line(tree: ast.Module, modules: list[str]) -> int:
     """The first line importing one of `modules`."""
     for node in ast.walk(tree):
         names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
@@ -248,112 +247,6 @@ def modeled_packages() -> list[str]:
         out += rulebook.load(framework.name).data.get("pipeline_model", {}).get("modules", [])
     out += [m for stack in rulebook.load(RULES).data.get("own_pipeline", []) for m in stack["modules"]]
     return list(dict.fromkeys(out))
-
-
-def deepspeed_pipeline(launch: LaunchConfig) -> None:
-    """A `launch.unknown-stack` finding where a torch launcher's entry, read as Megatron-LM's
-    front end only as a guess, builds DeepSpeed's PipelineModule and imports no other stack the
-    rules model (rules/stacks.toml [torch_launched_deepspeed]): DeepSpeed's pipeline engine runs,
-    whose P2P the guessed reading does not see (`torchrun eval.py` of an eval_batch loop read
-    CLEAN with 0 sites). A run already said to be something else is left as said."""
-    read = _deepspeed_read(launch)
-    if read is None or read[1].pipeline is None:
-        return
-    entry, (where, line) = read[0], read[1].pipeline
-    data = rulebook.load(RULES).data["torch_launched_deepspeed"]
-    name = entry.written if launch.script_module else os.path.basename(entry.written)
-    launch.diagnostics.append(Finding(
-        "launch.unknown-stack", "warning",
-        f"{name} builds DeepSpeed's PipelineModule ({where}:{line}) and imports no other stack the "
-        f"rules model: {data['covers']}",
-        where=f"{launch.path}:{launch.command_line}",
-        detail={"undecided": f"the pipeline {name} runs on DeepSpeed's engine",
-                "decide": data["decide"].replace("COMMAND", f"{entry.written} ..."), "packages": ["deepspeed"]}))
-
-
-def deepspeed_engine(launch: LaunchConfig) -> None:
-    """A `launch.not-pipeline` finding where the entry of a launcher that names no framework
-    (torchrun, python, a cluster's mpirun or srun), read as Megatron-LM's front end only as a
-    guess, imports no megatron nor any other stack the rules model but DeepSpeed, builds the
-    engine itself (rules/deepspeed.toml [pipeline_model] `engine`) and never its PipelineModule,
-    names no torch P2P and none of rules/stacks.toml [no_pipeline]'s exceptions (transformers'
-    Trainer, torch's pipelining, `may_pipeline`: accelerate), and loads no module by a computed
-    name nor starts a program (its `dynamic` calls but `runs_text`): deepspeed.initialize gives it
-    DeepSpeed's data-parallel engine whichever launcher starts the ranks, the reading `deepspeed
-    SCRIPT` gets (config.deepspeed_entry: third-party packages not read), not megatron-core's
-    schedules on their defaults."""
-    read = _deepspeed_read(launch)
-    if read is None:
-        return
-    entry, found = read
-    if found.pipeline is not None or found.engine is None or not found.plain:
-        return
-    where, line = found.engine
-    launch.diagnostics.append(Finding(
-        "launch.not-pipeline", "info",
-        f"{zero_engine(launch.launcher, entry.written, len(found.modules))} (deepspeed.initialize at "
-        f"{where}:{line} builds the engine, whichever launcher starts the ranks; the entry imports "
-        "no megatron)", where=f"{launch.path}:{launch.command_line}",
-        detail={"command": launch.launcher, "modules": list(found.modules)}))
-
-
-class _DeepSpeedUse(NamedTuple):
-    """What the closure of a torch-launched entry that imports no stack but DeepSpeed does with it."""
-
-    pipeline: tuple[str, int] | None  # (file, line) first using its PipelineModule
-    engine: tuple[str, int] | None  # (file, line) first calling deepspeed.initialize
-    plain: bool  # no torch P2P API, none of [no_pipeline]'s exceptions, no code run by a name or program
-    modules: tuple[str, ...]  # the local modules read, relative to the entry's folder
-
-
-def _deepspeed_read(launch: LaunchConfig) -> tuple[Any, _DeepSpeedUse] | None:
-    """The entry and what its closure does with DeepSpeed, for a run read as Megatron-LM's front
-    end only as a guess and not yet said to be anything else; None otherwise."""
-    if any(d.kind in ("launch.not-pipeline", "launch.not-covered", "launch.unknown-stack")
-           for d in launch.diagnostics) or not read_as_guess(launch):
-        return None
-    return _entry_read(launch, _deepspeed_use)
-
-
-@functools.lru_cache(maxsize=16)
-def _deepspeed_use(path: str, mtime_ns: int, size: int) -> _DeepSpeedUse | None:
-    """What the closure of the entry at `path` does with DeepSpeed (`_DeepSpeedUse`), where no
-    module imports another stack the rules model; else None (also where the closure was cut: a
-    module not read may import megatron)."""
-    data = rulebook.load("deepspeed").data
-    model = data["pipeline_model"]
-    own = set(data["framework"]["packages"]) | set(model["modules"])
-    others = [m for m in modeled_packages() if m.split(".")[0] not in own]
-    excepted = rulebook.load(RULES).data["no_pipeline"]
-    excepted_names = excepted["except_names"] + [api["name"] for api in rulebook.load("torch").data.get("p2p_api", [])]
-    excepted_modules = excepted["except_modules"] + excepted["may_pipeline"]
-    unseen = [call for call in excepted["dynamic"] if call not in excepted["runs_text"]]
-    pipeline: tuple[str, int] | None = None
-    engine: tuple[str, int] | None = None
-    plain = True
-    modules: list[str] = []
-    for module, tree in iter_closure(Path(path)):
-        if uses_or_imports(tree, others, []):
-            return None
-        if module != Path(path):
-            modules.append(os.path.relpath(module, Path(path).parent))
-        if pipeline is None and uses_modules(tree, model["modules"], model["names"]):
-            pipeline = (module.name, _import_line(tree, model["modules"]) or _name_line(tree, model["names"]))
-        if engine is None:
-            engine = next(((module.name, node.lineno) for node, _, imported in calls(tree)
-                           if imported in model["engine"]), None)
-        plain = plain and not (uses_or_imports(tree, excepted_modules, excepted_names) or runs_code(tree, unseen))
-    if len(modules) + 1 >= MAX_MODULES:
-        return None
-    return _DeepSpeedUse(pipeline, engine, plain, tuple(sorted(modules)))
-
-
-def _name_line(tree: ast.Module, names: list[str]) -> int:
-    """The first line naming one of `names`, as an attribute (`deepspeed.pipe.PipelineModule(...)`)
-    or bare (`from deepspeed import PipelineModule`, then `PipelineModule(...)`)."""
-    return min((int(getattr(n, "lineno", 0)) for n in ast.walk(tree)
-                if isinstance(n, ast.Attribute) and n.attr in names or isinstance(n, ast.Name) and n.id in names),
-               default=0)
 
 
 def unknown_stack(launch: LaunchConfig) -> None:
@@ -431,7 +324,7 @@ def _unmodelled(path: str, mtime_ns: int, size: int) -> tuple[dict[str, tuple[st
         for name in foreign_imports(tree, module, Path(path)):
             top = name.split(".")[0]
             if top not in allowed and top not in unknown:
-                unknown[top] = (module.name, _import_line(tree, [top]))
+                unknown[top] = (module.name, import_line(tree, [top]))
     if read >= MAX_MODULES or not unknown:
         return None
     return unknown, read - 1

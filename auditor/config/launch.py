@@ -39,11 +39,10 @@ from auditor.config.entry_imports import read_entry_imports
 from auditor.config.entry_module import read_entry_module
 from auditor.config.entry_path import in_checkout
 from auditor.config.entry_schedule import names_no_schedule
+from auditor.config.deepspeed_engine import deepspeed_engine, deepspeed_pipeline
 from auditor.config.entry_stack import (
     UnknownStack,
     builds_no_pipeline,
-    deepspeed_engine,
-    deepspeed_pipeline,
     own_pipeline,
     packaged_entry,
     unknown_stack,

@@ -66,7 +66,7 @@ TABLES: dict[str, Table] = {
     "setting_cases": _table(True, "key values why", "source"),
     # What a DeepSpeed training script hands DeepSpeed (config/deepspeed_entry.py).
     # `engine`: the calls that build the framework's engine from the model (deepspeed.initialize),
-    # quoted by `engine_source`/`engine_code` (config/entry_stack.py deepspeed_engine).
+    # quoted by `engine_source`/`engine_code` (config/deepspeed_engine.py).
     "pipeline_model": _table(False, "modules names source code", "about engine engine_source engine_code"),
     # `position` absent: a keyword-only parameter; `default`: what leaving it out states;
     # `unset = "unknown"`: leaving it out lets the callee decide at run time; `read`: the
@@ -176,7 +176,7 @@ TABLES: dict[str, Table] = {
     "backend": _table(True, "name what env paths covers short decide", "source"),
     # What a Python entry's imports say about its stack (rules/stacks.toml, config/entry_stack.py).
     "own_pipeline": _table(True, "name modules what covers decide source", ""),
-    "no_pipeline": _table(False, "packages except_modules except_names dynamic source", "about modules inert_programs command_runners runner_keywords runs_text may_pipeline"),
+    "no_pipeline": _table(False, "packages except_modules except_names dynamic source", "about modules inert_programs command_runners runner_keywords runs_text inert_names"),
     # The pipeline schedules and training loops a call graph from the entry may reach
     # (analysis/schedule_reach.py).
     "schedule_entry": _table(True, "stack what module names checked source", ""),
@@ -187,6 +187,7 @@ TABLES: dict[str, Table] = {
     "unknown_stack": _table(False, "covers decide source", ""),
     "unread_entry": _table(False, "covers decide_name decide_file", ""),
     "torch_launched_deepspeed": _table(False, "covers decide source", ""),
+    "deepspeed_no_pipeline_module": _table(False, "covers decide source", ""),
     # A Python entry with `@hydra.main` that no front end's rules read (config/entry_stack.py).
     "hydra_entry": _table(False, "covers decide source", ""),
     # The modules of a framework's package a launcher runs (`-m`, `deepspeed --module`) that train

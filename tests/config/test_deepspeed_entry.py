@@ -197,7 +197,8 @@ def test_a_local_module_that_builds_a_pipeline_module_makes_it_a_pipeline_run(tm
 def test_an_entry_s_own_sends_are_left_to_the_analysis(tmp_path, monkeypatch):
     """r36-textgen review: a hand-written two-stage loop (torch.distributed send/recv of the
     activations, rules/torch.toml [[p2p_api]]) run by `deepspeed --num_gpus 2` never imports
-    deepspeed.pipe, yet its stages send to each other: no ZeRO note, as under torchrun."""
+    deepspeed.pipe, yet its stages send to each other: no ZeRO note, and (h38) no PipelineEngine
+    either, which it never builds: its own sends are what runs, undecided (config/deepspeed_engine.py)."""
     (tmp_path / "train.py").write_text(dedent('''
         import torch
         import torch.distributed as dist
@@ -214,6 +215,8 @@ def test_an_entry_s_own_sends_are_left_to_the_analysis(tmp_path, monkeypatch):
     launch = read_launch("run.sh")
     assert launch.script == "train.py"
     assert not [d for d in launch.diagnostics if d.kind == "launch.not-pipeline"]
+    (said,) = [d for d in launch.diagnostics if d.kind == "launch.unknown-stack"]
+    assert "train.py:8 names torch's P2P API itself" in said.message
 
 
 def test_the_facts_are_the_releases_code():

@@ -1,6 +1,6 @@
 """A torch launcher's entry that builds DeepSpeed's PipelineModule runs DeepSpeed's pipeline
 engine, whoever starts its ranks: INCONCLUSIVE, naming DeepSpeed's launcher's reading, never
-CLEAN on megatron-core's defaults (auditor/config/entry_stack.py `deepspeed_pipeline`,
+CLEAN on megatron-core's defaults (auditor/config/deepspeed_engine.py `deepspeed_pipeline`,
 rules/stacks.toml `[torch_launched_deepspeed]`).
 
 EVAL_PIPE is written after microsoft/DeepSpeedExamples@83757d9c937daabd1089a08051061706cb73900d
