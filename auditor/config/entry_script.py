@@ -39,12 +39,6 @@ def put_calls(launch: LaunchConfig, specs: list[dict[str, Any]], tree: ast.Modul
             launch.entry_values[spec["key"]] = (value, f"{path}:{line}: {why}", f"{path}:{line}")
 
 
-def local_closure(script: Path) -> dict[Path, ast.Module]:
-    """The script and every module it imports that lies beside it or in a package of a directory
-    above it (up to `ANCESTORS`), transitively: the training code its authors wrote."""
-    return dict(iter_closure(script))
-
-
 @functools.lru_cache(maxsize=8)
 def parsed(text: str) -> ast.Module:
     """An entry script's text parsed once (every reader of the launch asks for it; a scan reads
@@ -53,9 +47,10 @@ def parsed(text: str) -> ast.Module:
 
 
 def iter_closure(script: Path, stop: frozenset[str] = frozenset()) -> Iterator[tuple[Path, ast.Module]]:
-    """local_closure's modules one at a time, the script first (at most MAX_MODULES), for a
-    reader that can stop at the first module that answers its question; an absolute import of
-    a package in `stop` is not followed."""
+    """The script and every module it imports that lies beside it or in a package of a directory
+    above it (up to `ANCESTORS`), transitively -- the training code its authors wrote -- one at a
+    time, the script first (at most MAX_MODULES), for a reader that can stop at the first module
+    that answers its question; an absolute import of a package in `stop` is not followed."""
     roots = [script.parent, *list(script.parent.parents)[:ANCESTORS]]
     seen: set[Path] = set()
     todo = [script]
@@ -74,7 +69,7 @@ def iter_closure(script: Path, stop: frozenset[str] = frozenset()) -> Iterator[t
 
 
 def foreign_imports(tree: ast.Module, path: Path, script: Path) -> list[str]:
-    """The absolute imports of `path` (a module of `script`'s local_closure) that no local file
+    """The absolute imports of `path` (a module of `script`'s iter_closure) that no local file
     gives: third-party packages or the standard library."""
     roots = [path.parent, script.parent, *list(script.parent.parents)[:ANCESTORS]]
 
