@@ -611,7 +611,7 @@ class Shell(Expander, ABC):
         """`source FILE [ARGS]`: the file bash reads (see `locate`) is part of the launch and is read
         in this shell; one that cannot be read may set anything. ARGS, where given, are its $1 $2
         ... while it runs (bash(1) `source`: "they become the positional parameters when filename
-        is executed"; `source ./train_dpo_llama.sh slurm`)."""
+        is executed"; `source ./train_dpo_llama.sh slurm`), where each is known statically."""
         self.sourced.append(str(target.value))
         def what(why: str) -> str:
             return f"`source {target.value}` (not read: {why})"
@@ -640,8 +640,8 @@ class Shell(Expander, ABC):
             "launch.sourced", "info", f"`source {target.value}` read from {path}", where=f"{self.path}:{cmd.line}"))
         self.depth += 1
         saved, self.reading = self.reading, path  # ${BASH_SOURCE[0]} is the sourced file
-        positional = self.positional
-        if args:
+        positional, given = self.positional, bool(args) and all(isinstance(f.value, str) for f in args)
+        if given:  # a word not known statically may be any number of them: $# and $1 stay unknown
             self.positional = args
         try:
             self.run(ShellParser(Lexer(text, path, base).tokens(), path, self.diagnostics).parse())
@@ -650,7 +650,7 @@ class Shell(Expander, ABC):
         finally:
             self.depth -= 1
             self.reading = saved
-            if args:
+            if given:
                 self.positional = positional
 
     def locate(self, name: str, sourced: bool) -> tuple[str, str]:
