@@ -611,7 +611,8 @@ class Shell(Expander, ABC):
         """`source FILE [ARGS]`: the file bash reads (see `locate`) is part of the launch and is read
         in this shell; one that cannot be read may set anything. ARGS, where given, are its $1 $2
         ... while it runs (bash(1) `source`: "they become the positional parameters when filename
-        is executed"; `source ./train_dpo_llama.sh slurm`), where each is known statically."""
+        is executed"; `source ./train_dpo_llama.sh slurm`): an unknown one is an unknown word there,
+        and past one that may split, $# and $N are unknown."""
         self.sourced.append(str(target.value))
         def what(why: str) -> str:
             return f"`source {target.value}` (not read: {why})"
@@ -640,8 +641,8 @@ class Shell(Expander, ABC):
             "launch.sourced", "info", f"`source {target.value}` read from {path}", where=f"{self.path}:{cmd.line}"))
         self.depth += 1
         saved, self.reading = self.reading, path  # ${BASH_SOURCE[0]} is the sourced file
-        positional, given = self.positional, bool(args) and all(isinstance(f.value, str) for f in args)
-        if given:  # a word not known statically may be any number of them: $# and $1 stay unknown
+        positional, given = self.positional, bool(args)
+        if given:  # the file's $@ is ARGS, known or not, never the caller's (expand._param)
             self.positional = args
         try:
             self.run(ShellParser(Lexer(text, path, base).tokens(), path, self.diagnostics).parse())

@@ -108,3 +108,17 @@ def test_source_with_arguments_gives_the_file_its_positional_parameters(tmp_path
     assert given.launcher.startswith("torchrun")  # `[[ ${1} != "slurm" ]]` is false: no deepspeed
     other = parse_launch(text.format(arg="local"), str(tmp_path / "run.sh"))
     assert other.launcher.startswith("deepspeed")
+
+
+def test_past_a_sourced_argument_that_may_split_the_count_and_the_next_are_unknown(tmp_path: Path,
+                                                                                 monkeypatch) -> None:
+    """`source conf.sh $EXTRA 4`: bash splits $EXTRA into any number of words, so conf.sh's $# and
+    $2 are not known (r38-rl: `PP=${2:-1}` read as 4 there would be a guess)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "conf.sh").write_text("PP=${2:-1}\n")
+    text = ("source ./conf.sh {args}\n"
+            "torchrun --nproc_per_node 8 pretrain_gpt.py --pipeline-model-parallel-size $PP\n")
+    split = parse_launch(text.format(args="$EXTRA 4"), str(tmp_path / "run.sh"))
+    assert not isinstance(split.flags["pipeline_model_parallel_size"].value, str)
+    quoted = parse_launch(text.format(args='"$EXTRA" 4'), str(tmp_path / "run.sh"))
+    assert quoted.flags["pipeline_model_parallel_size"].value == "4"  # one word, whatever it holds
