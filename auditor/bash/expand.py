@@ -312,8 +312,9 @@ class Expander:
         unknown = Symbolic(part.src), part.line
         m = _PARAM.fullmatch(part.text)
         if m and self.positional is not None and m.group(2) in ("@", "*", "#") and not m.group(3):
-            if m.group(2) == "#" or m.group(1):  # `$#`, `${#@}`: how many
-                return str(len(self.positional)), part.line
+            if m.group(2) == "#" or m.group(1):  # `$#`, `${#@}`: how many (unknown past a word that may split)
+                return (unknown if any(f.unsplit for f in self.positional)
+                        else (str(len(self.positional)), part.line))
             return ([(f.value, f.line) for f in self.positional], part.line) if not m.group(4) else unknown
         if not m or not (NAME.fullmatch(m.group(2)) or m.group(2).isdigit()) or self.depth >= MAX_NESTING:
             return unknown
@@ -321,6 +322,8 @@ class Expander:
         self.referenced.add(name)
         var = self.vars.get(name)
         if var is None and name.isdigit() and self.positional is not None and name != "0":
+            if any(f.unsplit for f in self.positional[:int(name)]):
+                return unknown  # past a word that may be several, $N is not known
             given = self.positional[int(name) - 1] if int(name) <= len(self.positional) else None
             var = Var(given.value if given else "", given.line if given else part.line, False)
         if var is None and name in self.environ:

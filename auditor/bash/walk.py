@@ -451,7 +451,7 @@ class Shell(Expander, ABC):
                 self._unset_word(f.value, cmd.line)
             return 0
         if head in ("source", ".") and len(fields) > 1:
-            self._source(fields[1], cmd)
+            self._source(fields[1], cmd, fields[2:])
             return 0
         if head == "exit":
             self._exit(fields[1:], cmd)
@@ -607,9 +607,12 @@ class Shell(Expander, ABC):
             fix="set the variables the run depends on (e.g. TORCH_DISTRIBUTED_DEBUG) in the script itself",
             where=f"{self.path}:{line}"))
 
-    def _source(self, target: Field, cmd: Cmd) -> None:
-        """`source FILE`: the file bash reads (see `locate`) is part of the launch and is read in
-        this shell; one that cannot be read may set anything."""
+    def _source(self, target: Field, cmd: Cmd, args: list[Field]) -> None:
+        """`source FILE [ARGS]`: the file bash reads (see `locate`) is part of the launch and is read
+        in this shell; one that cannot be read may set anything. ARGS, where given, are its $1 $2
+        ... while it runs (bash(1) `source`: "they become the positional parameters when filename
+        is executed"; `source ./train_dpo_llama.sh slurm`): an unknown one is an unknown word there,
+        and past one that may split, $# and $N are unknown."""
         self.sourced.append(str(target.value))
         def what(why: str) -> str:
             return f"`source {target.value}` (not read: {why})"
@@ -638,6 +641,9 @@ class Shell(Expander, ABC):
             "launch.sourced", "info", f"`source {target.value}` read from {path}", where=f"{self.path}:{cmd.line}"))
         self.depth += 1
         saved, self.reading = self.reading, path  # ${BASH_SOURCE[0]} is the sourced file
+        positional, given = self.positional, bool(args)
+        if given:  # the file's $@ is ARGS, known or not, never the caller's (expand._param)
+            self.positional = args
         try:
             self.run(ShellParser(Lexer(text, path, base).tokens(), path, self.diagnostics).parse())
         except InputError as exc:
@@ -645,6 +651,8 @@ class Shell(Expander, ABC):
         finally:
             self.depth -= 1
             self.reading = saved
+            if given:
+                self.positional = positional
 
     def locate(self, name: str, sourced: bool) -> tuple[str, str]:
         """(path, text) of the file bash opens for `source NAME` (`sourced`) or `bash NAME`: an

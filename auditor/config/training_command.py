@@ -32,6 +32,14 @@ _POSITIONAL = re.compile(r"\$(?:[1-9][0-9]*|[@*]|\{(?:[1-9][0-9]*|[@*])(?::[0-9]
 _ENV_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 
+def _known_option(f: Field) -> bool:
+    """A word that is one option whatever its unknown part (`--container-mounts="$DIR:/w"`): its
+    known text starts with `-`, and bash does not split it (quoted), so no program hides in it."""
+    pieces = segments(f.value)
+    return not isinstance(f.value, str) and not f.unsplit and bool(pieces) and not pieces[0][1] \
+        and pieces[0][0].startswith("-")
+
+
 @dataclass(frozen=True)
 class Unfollowed:
     """A command the walk ran but did not follow that may train (LaunchShell.may_train): the
@@ -171,8 +179,8 @@ class LaunchShell(Shell):
     def may_train(self, fields: list[Field]) -> tuple[Field, str] | None:
         """Where a command the walk did not follow may train: the word that says so and why;
         None where it surely trains nothing. The one place that decides it: any program but those
-        the rules say train nothing (`[wrappers] no_training`: `mkdir`, `pip`, `nvidia-smi`)
-        may, a Python interpreter, a launcher or a word not known statically first of all;
+        the rules say train nothing (`[wrappers] no_training`: `mkdir`, `pip`, `nvidia-smi`; and
+        `no_training_subcommands`: `ray stop`) may, a Python interpreter, a launcher or a word not known statically first of all;
         behind a wrapper (`srun -N 2 hostname`, `command -v rsync`), the first word after the
         wrapper's own options and their numbers decides, and a wrapper with no program runs none."""
         ran = self._runner(fields)
@@ -181,6 +189,8 @@ class LaunchShell(Shell):
         wrapped = False
         unknown: Field | None = None  # an unknown word after a wrapper's option: its value, or the program
         for i, f in enumerate(fields):
+            if wrapped and _known_option(f):
+                continue  # `srun --container-mounts="$DIR:/w" bash -c ...`: an option, its value unknown
             if not isinstance(f.value, str):
                 after = fields[i - 1].value if i else None
                 if wrapped and unknown is None and isinstance(after, str) and after.startswith("--") \
@@ -202,6 +212,8 @@ class LaunchShell(Shell):
                 options = self.spelling.program_options.get(base, ())
                 runs = next((g.value for g in fields if g.value in options), None)
                 return (f, f"whose `{runs}` runs another program") if runs else None
+            elif fields[i + 1:i + 2] and fields[i + 1].value in self.spelling.no_training_subcommands.get(base, ()):
+                return None  # `ray stop --force`: a subcommand that runs no program of the run's
             elif self._names_launcher(fields):
                 return fields[0], "which starts a launcher this reader does not follow"
             else:
@@ -256,7 +268,7 @@ class LaunchShell(Shell):
                 return candidate
             if base in self.spelling.shells or base in self.spelling.batch:
                 self._unknown_prefix(fields[:k], f"`{base}` command", cmd)
-                return self._shell_c(fields[:k + 1], fields[k + 1:], cmd)
+                return self._shell_c(fields[:k + 1], fields[k + 1:], cmd, inline)
             launcher, invoked, sub, start = self._match_launcher(fields, k)
             if launcher is None and "/" in f.value and (shell := self._shebang(f.value)) is not None:
                 return self._shell_c(fields[:k] + [Field(shell, f.line)], fields[k:], cmd)  # `srun ./job.sh`
@@ -488,8 +500,11 @@ class LaunchShell(Shell):
                 return False
         return False
 
-    def _shell_c(self, prefix: list[Field], fields: list[Field], cmd: Cmd) -> Candidate | None:
-        """`bash -c "torchrun ..."`: read the string as a script of its own, in this shell."""
+    def _shell_c(self, prefix: list[Field], fields: list[Field], cmd: Cmd,
+                 inline: dict[str, EnvVar] | None = None) -> Candidate | None:
+        """`bash -c "torchrun ..."`: read the string as a script of its own, in this shell.
+        `inline`: the command's `VAR=x` prefix, which a job that sbatch submits gets (`COMMAND=$COMMAND
+        sbatch ray.sub`) as it gets the exported variables."""
         for k, f in enumerate(fields):
             option, eq, inline_text = str(f.value).partition("=")
             bundled = (isinstance(f.value, str) and _BUNDLED_C.fullmatch(f.value) is not None
@@ -529,14 +544,14 @@ class LaunchShell(Shell):
         saved = self.positional, self.vars, self.functions, self.referenced
         self.positional = fields[at + 1:]
         if batch:  # the job gets the environment, not the submitting shell's variables and functions
-            self._submit(fields[:at], path, cmd)
+            self._submit(fields[:at], path, cmd, inline or {})
             self.referenced = set()
         try:
             self._inner(prefix + fields[:at + 1], str(script.value), text, line, cmd, path)
         finally:
             read, self.referenced = self.referenced, saved[3] | self.referenced
             if batch:
-                self._not_exported(saved[1], read, path, cmd)
+                self._not_exported(saved[1], read - set(inline or {}), path, cmd)
             self.positional, self.vars, self.functions = saved[:3]
             self.submitted.clear()
         return None
@@ -569,10 +584,15 @@ class LaunchShell(Shell):
             fix="run p2paudit from the directory the job is submitted from", where=f"{self.path}:{cmd.line}"))
         return self.locate(found, sourced=False)
 
-    def _submit(self, options: list[Field], path: str, cmd: Cmd) -> None:
-        """Start the walk of a job file as sbatch runs it: with the variables the script exports,
-        and the allocation its options ask for, which the file's `#SBATCH` lines do not change."""
+    def _submit(self, options: list[Field], path: str, cmd: Cmd, inline: dict[str, EnvVar]) -> None:
+        """Start the walk of a job file as sbatch runs it: with the variables the script exports and
+        those its `VAR=x` prefix sets (bash(1) "Environment": they are in the environment of the
+        command, which sbatch passes on), and the allocation its options ask for, which the file's
+        `#SBATCH` lines do not change."""
         self.vars = {n: v for n, v in self.vars.items() if v.exported and not isinstance(v.value, list)}
+        for name, var in inline.items():
+            self.vars[name] = Var(var.value if isinstance(var.value, (str, Symbolic)) else str(var.value),
+                                  var.line, True)
         self._batch_export(options)
         self.functions = {}
         given = allocation_options(options, self.spelling)
@@ -586,7 +606,8 @@ class LaunchShell(Shell):
         self.diagnostics.append(Finding(
             "launch.job-file", "info",
             f"`{cmd.words[0].raw}` at line {cmd.line} submits the job file {path}: read with the variables the "
-            "script exports" + (f"; its options set {', '.join(sorted(given))}, over the file's #SBATCH lines"
+            "script exports" + (f" and {', '.join(sorted(inline))}, which its prefix sets" if inline else "")
+            + (f"; its options set {', '.join(sorted(given))}, over the file's #SBATCH lines"
                                 if given else ""), where=f"{self.path}:{cmd.line}"))
 
     def _batch_export(self, options: list[Field]) -> None:

@@ -44,6 +44,8 @@ class Spelling:
     no_training: frozenset[str] = frozenset()  # programs that start no training ([wrappers])
     # their options that run another program (`find -exec`), by program ([wrappers])
     program_options: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # subcommands of a program that start no training where others may (`ray stop`; [wrappers])
+    no_training_subcommands: dict[str, frozenset[str]] = field(default_factory=dict)
     checkout_copies: tuple[dict, ...] = ()  # tools printing a copy of their checkout ([[checkout_copy]])
     # The run's own parser where it was read (auditor.config.frontend_parser.FrontEnd): flags
     # are then its spellings; None: checked against the rules only, never an error.
@@ -77,6 +79,8 @@ class Spelling:
             no_training=frozenset(p for rs in every for p in rs.section("wrappers").get("no_training", ())),
             program_options={k: tuple(v) for rs in every
                              for k, v in rs.section("wrappers").get("program_options", {}).items()},
+            no_training_subcommands={k: frozenset(v) for rs in every
+                                     for k, v in rs.section("wrappers").get("no_training_subcommands", {}).items()},
             checkout_copies=tuple(e for rs in every for e in rs.table("checkout_copy")),
             python_runners=tuple(tuple(r.split()) for rs in every
                                  for r in rs.section("wrappers").get("python_runners", ())),

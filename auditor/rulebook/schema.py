@@ -170,7 +170,8 @@ TABLES: dict[str, Table] = {
     # (auditor/bash/expand.py `_checkout_copy`).
     "checkout_copy": _table(True, "script root marks folder_var folder_default source", ""),
     "wrappers": _table(False, "", "programs shells batch separated python_runners operand_required "
-                                  "operand_source environment_set batch_flags cwd_options no_training program_options"),
+                                  "operand_source environment_set batch_flags cwd_options no_training program_options "
+                                  "no_training_subcommands"),
     # `uv run [options] COMMAND` (config.training_command): the options that take a value.
     "command_runner": _table(True, "program subcommand value_options source", "module_options cwd_options"),
     "backend": _table(True, "name what env paths covers short decide", "source"),

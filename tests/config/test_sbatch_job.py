@@ -135,6 +135,19 @@ def test_an_unexported_command_does_not_reach_the_job(tmp_path: Path) -> None:
     assert "reads COMMAND, which the script sets at line 5 without `export`" in str(caught.value)
 
 
+def test_a_command_given_as_the_sbatch_prefix_reaches_the_job(tmp_path: Path) -> None:
+    """NVIDIA-NeMo/RL examples/nemo_gym/launch_nemo_gym_multinode_training.sh (same commit) reads
+    the run into COMMAND from a heredoc without `export` (:22-34) and submits `COMMAND=$COMMAND
+    CONTAINER=... sbatch ... ray.sub` (:42-52): the prefix puts it in sbatch's environment."""
+    path = _checkout(tmp_path)
+    text = LAUNCH.replace("export COMMAND=", "COMMAND=").replace('"${SBATCH_CMD[@]}"', "")
+    text += "COMMAND=$COMMAND \\\nMOUNTS=/a:/a \\\nsbatch --nodes=4 ray.sub\n"
+    config = parse_launch(text, str(path))
+    assert config.launcher.startswith("torchrun")
+    assert config.flags["pipeline_model_parallel_size"].value == "2"
+    assert not any(d.kind == "launch.not-exported-to-job" for d in config.diagnostics)
+
+
 JOB = """#!/bin/bash
 #SBATCH --nodes=1
 #SBATCH --ntasks-per-node=8

@@ -309,11 +309,46 @@ def test_a_megatron_reward_worker_is_a_role_too(tmp_path):
 
 def test_arguments_the_entry_is_also_given_leave_the_config_unknown(tmp_path):
     script = roll_tree(tmp_path, "qwen2.5-7B-sft_megatron", SFT, "sft_config", kind="sft")
-    script.write_text(script.read_text().replace("--config_name sft_config", "--config_name sft_config $@"))
+    script.write_text(script.read_text().replace("--config_name sft_config", "--config_name sft_config ${EXTRA}"))
     config = _read(script)
     assert any(d.kind == "launch.config-file-unread" for d in config.diagnostics)
     eff = derive(config, {"mcore-adapter": "0.10.0.dev0", "megatron-core": "0.15.0"}, torch_version="2.10.0")
     assert eff.values["pipeline_model_parallel_size"].value is UNKNOWN
+
+
+def test_the_launch_scripts_own_arguments_add_nothing_as_written(tmp_path):
+    """alibaba/ROLL examples/qwen3-8B-onpolicy-distill-megatron/run_onpolicy_distill_pipeline.sh
+    (same commit) :14-17 hands the entry `"$@"`: the script run as written (flags.unresolved) has
+    none, so the composed config is read."""
+    script = roll_tree(tmp_path, "qwen2.5-7B-sft_megatron", SFT, "sft_config", kind="sft")
+    script.write_text(script.read_text().replace("--config_name sft_config", '--config_name sft_config \\\n    "$@"'))
+    config = _read(script)
+    assert not any(d.kind == "launch.config-file-unread" for d in config.diagnostics)
+    assert any(d.kind == "launch.script-arguments" for d in config.diagnostics)
+    assert config.flags["pipeline_model_parallel_size"].value == "2"
+
+
+@pytest.mark.parametrize("args", ['', '"$OVERRIDES"', "$OVERRIDES"])
+def test_a_sourced_files_arguments_are_its_own_not_the_scripts(tmp_path, monkeypatch, args):
+    """`source FILE ARGS` gives FILE its ARGS as "$@" (bash(1) `source`), known or not: an inner
+    script's `"$@"` handed to the entry is then `$OVERRIDES`, which may set any Hydra key (the
+    pipeline size too), not the launch script's own arguments (none as written). Shape of
+    alibaba/ROLL examples/qwen3-8B-onpolicy-distill-megatron/run_onpolicy_distill_pipeline.sh
+    (same commit) :14-17 reached through `source`; without ARGS the file shares the script's."""
+    roll_tree(tmp_path, "qwen2.5-7B-sft_megatron", SFT, "sft_config", kind="sft")
+    inner = tmp_path / "examples" / "qwen2.5-7B-sft_megatron" / "inner.sh"
+    inner.write_text("python examples/start_sft_pipeline.py --config_path qwen2.5-7B-sft_megatron "
+                     '--config_name sft_config "$@"\n')
+    launch = tmp_path / "launch.sh"
+    launch.write_text(f"#!/bin/bash\nsource examples/qwen2.5-7B-sft_megatron/inner.sh {args}\n")
+    monkeypatch.chdir(tmp_path)  # the job starts in the checkout, as the scan is run there
+    config = _read(launch)
+    if not args:
+        assert any(d.kind == "launch.script-arguments" for d in config.diagnostics)
+        assert config.flags["pipeline_model_parallel_size"].value == "2"
+    else:
+        assert not any(d.kind == "launch.script-arguments" for d in config.diagnostics)
+        assert not isinstance(config.flags["pipeline_model_parallel_size"].value, str)  # not known
 
 
 def test_a_source_trees_pyproject_bounds_the_releases_it_runs_with(tmp_path):

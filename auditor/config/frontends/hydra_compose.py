@@ -18,6 +18,7 @@ from auditor.bash.absent import checkout_root
 from auditor.bash.values import Field, Symbolic
 from auditor.config.configfiles import unknown_file
 from auditor.config.entry_copy import HydraMain, hydra_copy
+from auditor.config.flags import SCRIPT_ARGUMENTS, unresolved
 from auditor.config.frontend_parser import find_script
 from auditor.config.frontends.reader import Reader
 from auditor.config.hydra_compose import Unreadable, Unresolved, at, compose, device_count
@@ -38,7 +39,7 @@ class HydraComposeReader(Reader):
         where = f"{path}:{config.command_line}"
         script = config.script if isinstance(config.script, str) else None
         main = hydra_copy(launcher, script, path)  # a @hydra.main copy: its decorator names the config
-        config_path, name = _options(config, args, rule, main)
+        config_path, name = _options(config, args, rule, main, path)
         entry = find_script(path, script) if script else None
         # a copy's `a.b=c` words are Hydra overrides of its config; `$@`, a word not known
         # statically, a group override (`a/b=c`, another file), an argparse positional: unknown
@@ -166,10 +167,11 @@ def _rule(launcher: str) -> dict[str, Any]:
 
 
 def _options(config: LaunchConfig, args: list[Field], rule: dict[str, Any],
-             main: HydraMain | None) -> tuple[Any, Any]:
+             main: HydraMain | None, path: str) -> tuple[Any, Any]:
     """(config path, config name) the entry's own options give, argparse-style (`--opt VALUE`,
     `--opt=VALUE`); else a @hydra.main copy's decorator's, else the path's default where the rules
-    state one. Other words are positionals."""
+    state one. Other words are positionals, but the launch script's own arguments (`"$@"`), which
+    the script run as written does not have."""
     given: dict[str, Any] = {}
     k = 0
     while k < len(args):
@@ -187,7 +189,10 @@ def _options(config: LaunchConfig, args: list[Field], rule: dict[str, Any],
                                                                  args[k].line, option)
                 break
         else:
-            config.positionals.append(word)
+            if str(word) in SCRIPT_ARGUMENTS:  # `"$@"`: the script run as written has none (flags.unresolved)
+                unresolved(config, args[k], path, "overrides")
+            else:
+                config.positionals.append(word)
         k += 1
     if main is not None:
         return given.get("path_options", main.config_path), given.get("name_options", main.config_name)

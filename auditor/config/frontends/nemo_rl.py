@@ -29,7 +29,7 @@ from auditor.config.entry_script import dotted
 from auditor.config.expr import UNKNOWN
 from auditor.config.frontend_parser import find_script
 from auditor.config.frontends.reader import Reader
-from auditor.config.hydra_compose import at
+from auditor.config.hydra_compose import Unresolved, at
 from auditor.config.model import LaunchConfig
 from auditor.config.overrides import override, read_overrides, set_key, typed
 from auditor.findings import Finding
@@ -200,9 +200,16 @@ def _worker_env(config: LaunchConfig, rule: dict, data: dict[str, Any], script: 
 
 
 def _overridden(rule: dict, data: dict[str, Any], script: str) -> list[str]:
-    """The Policies whose config sets model_overrides (nemo_rl/models/megatron/setup.py:662)."""
-    return [role for role, section in _roles(rule, data, script)
-            if isinstance(section, dict) and at(section, rule["model_overrides_key"])]
+    """The Policies whose config sets model_overrides (nemo_rl/models/megatron/setup.py:662);
+    NemoUndecided where an override not known statically may set them or not."""
+    found = []
+    for role, section in _roles(rule, data, script):
+        value = at(section, rule["model_overrides_key"]) if isinstance(section, dict) else None
+        if isinstance(value, Unresolved):
+            raise NemoUndecided(f"{role}.{rule['model_overrides_key']} is set by {value.text}, {value.why}")
+        if value:
+            found.append(role)
+    return found
 
 
 def _roles(rule: dict, data: dict[str, Any], script: str) -> list[tuple[str, Any]]:
@@ -300,14 +307,17 @@ def _composed(rule: dict, args: list[Field], path: str,
     except Unreadable as exc:
         raise NemoUndecided(f"{files[-1] if files else default} is not read: {exc}") from None
     for word in args:
-        if not isinstance(word.value, str) and word.value != rule["config_option"]:
-            raise NemoUndecided(f"the word {word.value} may override any key")
         given = override(word.value)
+        if not isinstance(word.value, str) and given is None:
+            raise NemoUndecided(f"the word {word.value} may override any key")
         if given is None:
             continue
         key, value = given
         if not isinstance(value, str) and value is not None:
-            raise NemoUndecided(f"the override {word.value} is not known statically")
+            # `++cluster.num_nodes=$NUM_ACTOR_NODES`: that key, its value unknown (read_overrides reads
+            # the word so): a reading of it, or of a key under it, is undecided, the others stand
+            set_key(data, key, Unresolved(str(word.value), "its value is not known statically"))
+            continue
         set_key(data, key, None if value is None else typed(value))
     return data, f"{Path(found).name} and the overrides"
 
