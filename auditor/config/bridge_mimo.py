@@ -7,7 +7,8 @@ name -> `ModuleParallelismConfig(tensor_model_parallel_size=int(os.environ.get("
 ...)` (examples/megatron_mimo/llava/megatron_mimo_training_llava_audio.py), and sets the language
 module's sizes on the language model config the pipeline schedule reads. Read here: those sizes,
 with what the MIMO training path fixes on that config whatever the layout (no virtual stages,
-megatron-core's P2P defaults where the entry's code names no P2P setting), and whether the
+megatron-core's P2P defaults where the entry's code names no P2P setting, no global
+initialize_model_parallel splitting the whole world by the language module's sizes), and whether the
 modules exchange across ranks (`bridge_key`): modules never share ranks, and each edge of the
 provider's topology between two modules of the layout is a BridgeCommunicator batching
 isend+irecv whatever batch_p2p_comm, a pipeline of two stages or more even at a language PP of 1.
@@ -53,6 +54,8 @@ def read_mimo_components(launch: LaunchConfig) -> None:
         launch.entry_values[key] = (value, where, entry.path)
     for key in rules["unset"]:
         launch.entry_values[key] = (None, where, entry.path)
+    # each module's grid spans its own ranks: no global parallel state splits the whole world
+    launch.entry_values[rules["no_global_key"]] = (False, where, entry.path)
     _comm_settings(launch, rules, Path(entry.path), where)
     dest = next((d for d, o in argparse_options(tree).items() if rules["option"] in o["spellings"]), None)
     layout = (_from_components(launch, rules, dest) if dest is not None

@@ -270,3 +270,18 @@ def test_detail_on_torch_2_10_hangs_the_exchange_between_modules(tmp_path) -> No
 
     assert fired("2.10.0")
     assert not fired("2.11.0")
+
+
+def test_the_whole_world_is_not_split_by_the_language_module_s_sizes(tmp_path) -> None:
+    """slurm_sft.sh's default layout: language TP=4 PP=2 DP=2 on ranks 0-15, images on rank 16:
+    17 ranks, which TP*PP*CP = 8 does not divide. MIMO never runs megatron-core's
+    initialize_model_parallel (its provider raises NotImplementedError,
+    megatron_mimo_provider.py:656-671): each module's grid spans its own ranks, so the run starts."""
+    from auditor.config.derive import derive
+
+    config = _config(tmp_path, '--component "language=tp=4,pp=2,cp=1,dp=2,rank_offset=0" '
+                               '--component "images=tp=1,pp=1,cp=1,dp=1,rank_offset=16"')
+    assert config.entry_values["initializes_model_parallel"][0] is False
+    read_entry(config)
+    derived = derive(config, {"megatron-core": "0.17.0"}, {"world_size": "17"}, "2.10.0")
+    assert not any(f.detail.get("rule") == "mcore.world-divisible" for f in derived.findings)
