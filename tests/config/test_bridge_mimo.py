@@ -285,3 +285,93 @@ def test_the_whole_world_is_not_split_by_the_language_module_s_sizes(tmp_path) -
     read_entry(config)
     derived = derive(config, {"megatron-core": "0.17.0"}, {"world_size": "17"}, "2.10.0")
     assert not any(f.detail.get("rule") == "mcore.world-divisible" for f in derived.findings)
+
+
+# --- a layout not given on the command line, and other spellings of the MIMO imports ------------
+# After Megatron-Bridge@067f987df0 examples/megatron_mimo/qwen35_vl/finetune_qwen35_vl.py:98-101
+# G_DEFAULT_COMPONENTS = ["language=tp=1,dp=1,rank_offset=0", "images=tp=1,dp=1,rank_offset=1"],
+# used as `components = args.component or G_DEFAULT_COMPONENTS` (:1255) where no --component is
+# given (the entry's docstring, :24-25, runs it that way on 2 ranks).
+
+DEFAULTED = ENTRY.replace('import argparse\n', 'import argparse\n\nG_DEFAULT_COMPONENTS = [\n'
+                          '    "language=tp=1,dp=1,rank_offset=0",\n    "images=tp=1,dp=1,rank_offset=1",\n]\n') \
+    .replace("args.component)", "args.component or G_DEFAULT_COMPONENTS)")
+
+
+def _entry(tmp_path, entry: str, args: str = "", prefix: str = ""):
+    folder = tmp_path / "examples" / "megatron_mimo" / "qwen35_vl"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "finetune_qwen35_vl.py").write_text(entry)
+    script = tmp_path / "sft.sh"
+    script.write_text(f"{prefix}torchrun --nproc_per_node=2 examples/megatron_mimo/qwen35_vl/finetune_qwen35_vl.py {args}\n")
+    return parse_launch(script.read_text(), str(script))
+
+
+def _detail_fires(config) -> object:
+    """torch.detail-unbatches on torch 2.10: True (fires), UNKNOWN (undecided) or False."""
+    from auditor.config.derive import derive
+
+    read_entry(config)
+    derived = derive(config, {"megatron-core": "0.17.0"}, None, "2.10.0")
+    if any(f.detail.get("rule") == "torch.detail-unbatches" for f in derived.findings):
+        return True
+    return UNKNOWN if any(u.startswith("torch.detail-unbatches") for u in derived.undecided) else False
+
+
+def test_no_component_given_reads_the_entry_s_default_layout(tmp_path) -> None:
+    config = _entry(tmp_path, DEFAULTED, prefix="export TORCH_DISTRIBUTED_DEBUG=DETAIL\n")
+    values = _values(config)
+    assert values["pipeline_model_parallel_size"] == 1 and values["tensor_model_parallel_size"] == 1
+    assert values["pipeline_batches_between_modules"] is True  # language and images, disjoint ranks
+    assert "default layout" in config.entry_values["pipeline_model_parallel_size"][1]
+    assert _detail_fires(config) is True
+
+
+def test_a_layout_not_read_leaves_the_exchange_between_modules_unknown(tmp_path) -> None:
+    """No --component and a default not read, or a spec not known statically: whether two
+    modules exchange is unknown, so DETAIL on 2.10 is undecided, not CLEAN."""
+    config = _entry(tmp_path, ENTRY, prefix="export TORCH_DISTRIBUTED_DEBUG=DETAIL\n")
+    assert _values(config)["pipeline_batches_between_modules"] is UNKNOWN
+    assert _detail_fires(config) is UNKNOWN
+    config = _entry(tmp_path, ENTRY, '--component "$LANG_SPEC" --component images=tp=1,dp=1,rank_offset=1',
+                    prefix="export TORCH_DISTRIBUTED_DEBUG=DETAIL\n")
+    assert _values(config)["pipeline_batches_between_modules"] is UNKNOWN
+    assert _detail_fires(config) is UNKNOWN
+
+
+def test_the_training_loop_imported_from_its_package_is_the_mimo_loop(tmp_path) -> None:
+    """`from megatron.bridge.training import pretrain_megatron_mimo as _pm` names the module
+    itself; `from megatron.bridge.models import megatron_mimo` likewise."""
+    entry = (DEFAULTED.replace("from megatron.bridge.training.train_megatron_mimo import train_megatron_mimo",
+                               "from megatron.bridge.training import pretrain_megatron_mimo as _pm")
+             .replace("from megatron.bridge.models.megatron_mimo.megatron_mimo_provider import MegatronMIMOProvider",
+                      "from megatron.bridge.models import megatron_mimo\n"
+                      "MegatronMIMOProvider = megatron_mimo.MegatronMIMOProvider")
+             .replace("train_megatron_mimo(provider)", "_pm.pretrain_megatron_mimo(provider)"))
+    config = _entry(tmp_path, entry, prefix="export TORCH_DISTRIBUTED_DEBUG=DETAIL\n")
+    assert _values(config)["pipeline_batches_between_modules"] is True
+    assert _detail_fires(config) is True
+
+
+def test_a_helper_module_running_the_mimo_loop_is_read(tmp_path) -> None:
+    """The entry hands the provider to a local module that imports the MIMO loop."""
+    entry = DEFAULTED.replace("from megatron.bridge.training.train_megatron_mimo import train_megatron_mimo",
+                              "from mimo_loop import train_megatron_mimo")
+    (tmp_path / "examples" / "megatron_mimo" / "qwen35_vl").mkdir(parents=True)
+    (tmp_path / "examples" / "megatron_mimo" / "qwen35_vl" / "mimo_loop.py").write_text(
+        "from megatron.bridge.training.train_megatron_mimo import train_megatron_mimo\n")
+    config = _entry(tmp_path, entry)
+    assert _values(config)["pipeline_batches_between_modules"] is True
+
+
+def test_an_entry_setting_up_the_global_parallel_state_keeps_its_checks(tmp_path) -> None:
+    """A MIMO entry whose own code calls megatron-core's initialize_model_parallel (as the
+    Bridge's examples/megatron_mimo/llava/verify_clip_conversion.py:63 does, outside MIMO) splits
+    the whole world: mcore.world-divisible is its."""
+    entry = DEFAULTED.replace('    dist.init_process_group("nccl")\n',
+                              '    dist.init_process_group("nccl")\n'
+                              '    from megatron.core import parallel_state as ps\n'
+                              '    ps.initialize_model_parallel(tensor_model_parallel_size=1)\n')
+    config = _entry(tmp_path, entry)
+    value, why, _ = config.entry_values["initializes_model_parallel"]
+    assert value is True and "finetune_qwen35_vl.py" in why
