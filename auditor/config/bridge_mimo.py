@@ -26,7 +26,7 @@ from typing import Any
 
 from auditor import rulebook
 from auditor.config.effective import env_value
-from auditor.config.entry_script import argparse_options, dotted, iter_closure
+from auditor.config.entry_script import aliases, argparse_options, dotted, iter_closure
 from auditor.config.expr import UNKNOWN
 from auditor.config.model import Flag, LaunchConfig
 from auditor.config.pyenv import entry_tree
@@ -47,20 +47,30 @@ def read_mimo_components(launch: LaunchConfig) -> None:
     if read is None:
         return
     entry, tree = read
-    closure = _closure(Path(entry.path))
-    if not _imports(closure, rules["module"]) or not any(_imports(closure, m) for m in rules["trains"]):
-        return  # no MIMO entry, or one that runs no MIMO training loop (a checkpoint conversion)
+    closure, complete = entry_closure(Path(entry.path))
+    if not (_imports(closure, rules["module"]) or any(
+            dotted(call.func).startswith(rules["module"] + ".") for _, call in calls_named(closure, ""))):
+        return  # no MIMO entry: it neither imports MegatronMIMO nor calls into it by its dotted name
+    loop = _runs_loop(closure, rules["trains"], complete)
+    if loop is False:
+        return  # one that cannot reach the MIMO training loop (a checkpoint conversion)
+    if isinstance(loop, str):
+        # whether the loop, and so the exchange between modules, runs is not read: never "no bridge"
+        why = f"{entry.path}: whether the entry runs the MegatronMIMO training loop is not read ({loop})"
+        launch.entry_values[rules["bridge_key"]] = (UNKNOWN, why, entry.path)
+        launch.entry_values[rules["no_global_key"]] = (UNKNOWN, why, entry.path)
+        launch.diagnostics.append(Finding(
+            "launch.mimo-component", "info", f"the MegatronMIMO training loop is not found: {loop}",
+            fix=f"--set {rules['bridge_key']}=true", where=f"{launch.path}:{launch.command_line}"))
+        return
     where = f"{entry.path}: the MegatronMIMO training path ({rules['source']})"
     for key, value in rules["fixed"].items():
         launch.entry_values[key] = (value, where, entry.path)
     for key in rules["unset"]:
         launch.entry_values[key] = (None, where, entry.path)
     # each module's grid spans its own ranks: no global parallel state splits the whole world,
-    # unless the entry's own code sets one up (then megatron-core's checks are its)
-    calls = _global_init(closure, rules["global_init"])
-    launch.entry_values[rules["no_global_key"]] = (
-        (True, f"{calls}: the entry sets up megatron-core's global parallel state itself", entry.path) if calls
-        else (False, where, entry.path))
+    # unless the entry's own code sets one up (then megatron-core's checks are its, with its sizes)
+    launch.entry_values[rules["no_global_key"]] = _global_init(closure, rules, where, entry.path)
     _comm_settings(launch, rules, Path(entry.path), where)
     dest = next((d for d, o in argparse_options(tree).items() if rules["option"] in o["spellings"]), None)
     layout = (_from_components(launch, rules, dest, tree) if dest is not None
@@ -88,17 +98,55 @@ def layout_origin(launch: LaunchConfig, rules: dict[str, Any], dest: str | None,
     return entry, f"{rules['layout_class']}(...) of the `{rules['language']}` module in the entry's code"
 
 
-def _closure(script: Path) -> list[tuple[Path, ast.Module]]:
-    """The entry and the local modules it imports (a helper module may run the MIMO loop); the
-    entry alone where a local module cannot be read."""
-    stop = frozenset(rulebook.load("megatron-core").data["framework"]["packages"])  # not megatron's own code
+def entry_closure(script: Path) -> tuple[list[tuple[Path, ast.Module]], bool]:
+    """The entry and the local modules it imports, not megatron's own code (a checkout around
+    the entry also holds it), and whether all of them were read: the entry alone, or nothing,
+    where one cannot be read."""
+    stop = frozenset(rulebook.load("megatron-core").data["framework"]["packages"])
     try:
-        return list(iter_closure(script, stop))
+        return list(iter_closure(script, stop)), True
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
         try:
-            return [(script, ast.parse(script.read_text(encoding="utf-8")))]
+            return [(script, ast.parse(script.read_text(encoding="utf-8")))], False
         except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
-            return []
+            return [], False
+
+
+def calls_named(closure: list[tuple[Path, ast.Module]], name: str) -> list[tuple[Path, ast.Call]]:
+    """The calls in the closure whose callee's last name is `name` (every call for "")."""
+    return [(path, node) for path, tree in closure for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and (not name or dotted(node.func).rpartition(".")[2] == name)]
+
+
+def _runs_loop(closure: list[tuple[Path, ast.Module]], trains: list[str], complete: bool) -> bool | str:
+    """True where the closure runs a MIMO training loop (imports one of `trains`, or calls a
+    dotted name ending in a loop's name: `megatron.bridge.training.train_megatron_mimo.
+    train_megatron_mimo(...)`); False where nothing in it can reach one (it names no loop, and
+    imports nothing, nor looks up a name in megatron's modules, not known statically); else why
+    that is not known."""
+    if any(_imports(closure, m) for m in trains):
+        return True
+    loops = {m.rpartition(".")[2] for m in trains}
+    if any("." in dotted(call.func) for loop in loops for _, call in calls_named(closure, loop)):
+        return True
+    if not complete:
+        return "a local module of the entry cannot be read"
+    for path, tree in closure:
+        megatron = {name for name, full in aliases(tree).items() if full.split(".")[0] == trains[0].split(".")[0]}
+        for node in ast.walk(tree):
+            words = ([node.id] if isinstance(node, ast.Name) else [node.attr] if isinstance(node, ast.Attribute)
+                     else [node.name, node.asname or ""] if isinstance(node, ast.alias)
+                     else [node.value] if isinstance(node, ast.Constant) and isinstance(node.value, str) else [])
+            named = next((w for w in words if w in loops), None)
+            if named:
+                return f"{path.name}:{getattr(node, 'lineno', 0)} names {named} outside an import of {' or '.join(trains)}"
+            if not isinstance(node, ast.Call) or all(isinstance(a, ast.Constant) for a in node.args[:2]):
+                continue
+            callee = dotted(node.func).rpartition(".")[2]
+            if callee in ("import_module", "__import__") or callee == "getattr" and node.args and \
+                    dotted(node.args[0]).split(".")[0] in megatron:
+                return f"{path.name}:{node.lineno} imports or looks up a name not known statically"
+    return False
 
 
 def _imports(closure: list[tuple[Path, ast.Module]], module: str) -> bool:
@@ -122,13 +170,46 @@ def _imports(closure: list[tuple[Path, ast.Module]], module: str) -> bool:
     return False
 
 
-def _global_init(closure: list[tuple[Path, ast.Module]], name: str) -> str:
-    """`file:line` of a call of `name` (megatron-core's initialize_model_parallel) in the
-    closure, "" where there is none: such an entry sets up the global parallel state itself."""
-    for path, tree in closure:
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and dotted(node.func).rpartition(".")[2] == name:
-                return f"{path.name}:{node.lineno}"
+def _global_init(closure: list[tuple[Path, ast.Module]], rules: dict[str, Any], where: str,
+                 entry: str) -> tuple[Any, str, str]:
+    """`no_global_key`: False where the closure calls no initialize_model_parallel, or only
+    megatron-core's with literal arguments splitting the world by 1 (which divides any world);
+    unknown where one may split it by other sizes (its own, not the language module's) or is not
+    megatron-core's function: whether and with what it runs is not read here."""
+    name = rules["global_init"].rpartition(".")[2]
+    calls = calls_named(closure, name)
+    if not calls:
+        return False, where, entry
+    imported = {path: aliases(tree) for path, tree in closure}
+    for path, call in calls:
+        head, _, rest = dotted(call.func).partition(".")
+        callee = imported[path].get(head, head) + (f".{rest}" if rest else "")
+        at = f"{path.name}:{call.lineno}"
+        if callee != rules["global_init"]:
+            return UNKNOWN, f"{at}: `{dotted(call.func) or name}(...)` may set up a global parallel state " \
+                            f"({rules['global_init']} not resolved)", entry
+        split = _splits(call, rules)
+        if split:
+            return UNKNOWN, f"{at}: {name}(...) sets up megatron-core's global parallel state with its own " \
+                            f"sizes ({split}): its checks are not decided here", entry
+    return False, f"{calls[0][0].name}:{calls[0][1].lineno}: the entry's own {name}(...) splits the world by 1 " \
+                  f"(literal sizes), which divides any world; {where}", entry
+
+
+def _splits(call: ast.Call, rules: dict[str, Any]) -> str:
+    """Why megatron-core's initialize_model_parallel call may split the world by more than 1;
+    "" where its arguments are literals that split it by 1."""
+    if len(call.args) > len(rules["global_positional"]) or any(isinstance(a, ast.Starred) for a in call.args):
+        return "positional arguments not read"
+    given = [*zip(rules["global_positional"], call.args), *((k.arg, k.value) for k in call.keywords)]
+    for arg, value in given:
+        if arg is None:
+            return "**kwargs"
+        literal = value.value if isinstance(value, ast.Constant) else value
+        if arg in rules["global_other"] or literal is None and arg not in rules["global_ones"]:
+            continue
+        if not (arg in rules["global_ones"] and type(literal) is int and literal == 1):
+            return f"{arg}={ast.unparse(value)}"
     return ""
 
 
@@ -236,10 +317,10 @@ def _argparse_dest(call: ast.Call) -> str | None:
 
 
 def _str_list(node: ast.expr | None) -> list[str] | None:
-    if isinstance(node, (ast.List, ast.Tuple)) and all(
-            isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
-        return [str(e.value) for e in node.elts if isinstance(e, ast.Constant)]
-    return None
+    if not isinstance(node, (ast.List, ast.Tuple)):
+        return None
+    found = [e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    return found if len(found) == len(node.elts) else None
 
 
 def _spec(text: str, rules: dict[str, Any]) -> dict[str, int] | None:

@@ -20,12 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from auditor import rulebook
-from auditor.config.entry_script import argparse_options, dotted, iter_closure
+from auditor.config.bridge_mimo import calls_named, entry_closure
+from auditor.config.entry_script import argparse_options
 from auditor.config.expr import UNKNOWN
 from auditor.config.model import LaunchConfig
 from auditor.config.pyenv import entry_tree
-
-Closure = list[tuple[Path, ast.Module]]
 
 
 def read_mlm_mimo(launch: LaunchConfig) -> None:
@@ -37,13 +36,10 @@ def read_mlm_mimo(launch: LaunchConfig) -> None:
     if rules is None or read is None:
         return
     entry, _ = read
-    # the entry's own code: not megatron's, whose modules a checkout around it also holds
-    stop = frozenset(rulebook.load("megatron-core").data["framework"]["packages"])
-    try:
-        closure = list(iter_closure(Path(entry.path), stop))
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+    closure, complete = entry_closure(Path(entry.path))
+    if not complete:
         return
-    built = _calls(closure, rules["communicator"])
+    built = calls_named(closure, rules["communicator"])
     if not built:
         return
     path, call = built[0]
@@ -57,19 +53,13 @@ def read_mlm_mimo(launch: LaunchConfig) -> None:
         if value is not None:
             launch.entry_values[key] = value
     launch.entry_values[rules["bridge_key"]] = _bridge(launch, rules, built, where, at)
-    skips = [c for _, c in _calls(closure, "") if any(
+    skips = [c for _, c in calls_named(closure, "") if any(
         k.arg == rules["skip_init"] and isinstance(k.value, ast.Constant) and k.value.value is True
         for k in c.keywords)]
     if skips:
         launch.entry_values[rules["no_global_key"]] = (
             False, f"{entry.path}: {rules['skip_init']}=True (each module's grid spans its own ranks; "
                    f"{rules['source']})", entry.path)
-
-
-def _calls(closure: Closure, name: str) -> list[tuple[Path, ast.Call]]:
-    """The calls in the closure whose callee's last name is `name` (every call for "")."""
-    return [(path, node) for path, tree in closure for node in ast.walk(tree)
-            if isinstance(node, ast.Call) and (not name or dotted(node.func).rpartition(".")[2] == name)]
 
 
 def _size(launch: LaunchConfig, dest: str, options: dict[str, dict[str, Any]],

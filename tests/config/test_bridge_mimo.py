@@ -367,11 +367,87 @@ def test_a_helper_module_running_the_mimo_loop_is_read(tmp_path) -> None:
 def test_an_entry_setting_up_the_global_parallel_state_keeps_its_checks(tmp_path) -> None:
     """A MIMO entry whose own code calls megatron-core's initialize_model_parallel (as the
     Bridge's examples/megatron_mimo/llava/verify_clip_conversion.py:63 does, outside MIMO) splits
-    the whole world: mcore.world-divisible is its."""
-    entry = DEFAULTED.replace('    dist.init_process_group("nccl")\n',
-                              '    dist.init_process_group("nccl")\n'
-                              '    from megatron.core import parallel_state as ps\n'
-                              '    ps.initialize_model_parallel(tensor_model_parallel_size=1)\n')
-    config = _entry(tmp_path, entry)
-    value, why, _ = config.entry_values["initializes_model_parallel"]
-    assert value is True and "finetune_qwen35_vl.py" in why
+    the whole world by that call's own sizes, not the language module's: by 1 it divides any
+    world; by others (or a call that is not megatron-core's function) it is not decided here."""
+    def value(call: str) -> object:
+        entry = DEFAULTED.replace('    dist.init_process_group("nccl")\n',
+                                  '    dist.init_process_group("nccl")\n'
+                                  '    from megatron.core import parallel_state as ps\n'
+                                  f'    {call}\n')
+        return _entry(tmp_path, entry).entry_values["initializes_model_parallel"][0]
+
+    assert value("ps.initialize_model_parallel(tensor_model_parallel_size=1, order='tp-cp-ep-dp-pp')") is False
+    assert value("ps.initialize_model_parallel(1, 1)") is False
+    assert value("ps.initialize_model_parallel(tensor_model_parallel_size=4)") is UNKNOWN
+    assert value("ps.initialize_model_parallel(tensor_model_parallel_size=args.tp)") is UNKNOWN
+    assert value("ps.initialize_model_parallel(1, 1, 2)") is UNKNOWN  # virtual stages at PP 1 raise
+    assert value("provider.initialize_model_parallel(seed=0)") is UNKNOWN  # a provider's own method
+
+
+# --- the review's repro (r38-mimo): the review's run line, 17 ranks, the language module at
+# TP=4 PP=2 on ranks 0-15 and images on rank 16, under DETAIL ------------------------------------
+
+def _repro(tmp_path, entry: str):
+    folder = tmp_path / "examples" / "megatron_mimo" / "qwen35_vl"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "finetune_qwen35_vl.py").write_text(entry)
+    script = tmp_path / "run.sh"
+    script.write_text("export TORCH_DISTRIBUTED_DEBUG=DETAIL\n"
+                      "torchrun --nproc_per_node=17 examples/megatron_mimo/qwen35_vl/finetune_qwen35_vl.py "
+                      '--component "language=tp=4,pp=2,cp=1,dp=2,rank_offset=0" '
+                      '--component "images=tp=1,pp=1,cp=1,dp=1,rank_offset=16"\n')
+    return parse_launch(script.read_text(), str(script))
+
+
+def _derived(config):
+    from auditor.config.derive import derive
+
+    read_entry(config)
+    return derive(config, {"megatron-core": "0.17.0"}, {"world_size": "17"}, "2.10.0")
+
+
+def _rules(derived) -> set:
+    return {f.detail.get("rule") for f in derived.findings}
+
+
+def test_the_loop_reached_through_an_attribute_chain_is_the_mimo_loop(tmp_path) -> None:
+    """`import megatron.bridge.training` then
+    `megatron.bridge.training.train_megatron_mimo.train_megatron_mimo(provider)`: the MIMO loop
+    runs (a dotted call ending in its name), so the modules exchange and DETAIL hangs them."""
+    entry = ENTRY.replace("from megatron.bridge.training.train_megatron_mimo import train_megatron_mimo",
+                          "import megatron.bridge.training") \
+        .replace("    train_megatron_mimo(provider)", "    megatron.bridge.training.train_megatron_mimo.train_megatron_mimo(provider)")
+    config = _repro(tmp_path, entry)
+    assert _values(config)["pipeline_batches_between_modules"] is True
+    assert _values(config)["initializes_model_parallel"] is False
+    derived = _derived(config)
+    assert "torch.detail-unbatches" in _rules(derived) and "mcore.world-divisible" not in _rules(derived)
+
+
+def test_a_loop_named_outside_an_import_leaves_the_module_bridges_unknown(tmp_path) -> None:
+    """`from megatron.bridge import training` and the loop looked up by name: whether it runs is
+    not read, so the exchange between modules is unknown (never "no bridge"), with its --set."""
+    entry = ENTRY.replace("from megatron.bridge.training.train_megatron_mimo import train_megatron_mimo",
+                          "from megatron.bridge import training") \
+        .replace("    train_megatron_mimo(provider)",
+                 '    loop = getattr(training.train_megatron_mimo, "train_megatron_mimo")\n    loop(provider)')
+    config = _repro(tmp_path, entry)
+    assert _values(config)["pipeline_batches_between_modules"] is UNKNOWN
+    note = next(d for d in config.diagnostics if d.kind == "launch.mimo-component")
+    assert note.fix == "--set pipeline_batches_between_modules=true"
+    derived = _derived(config)
+    assert any(u.startswith("torch.detail-unbatches") for u in derived.undecided) \
+        or "torch.detail-unbatches" in _rules(derived)
+
+
+def test_the_entry_s_own_global_init_splits_the_world_by_its_own_sizes(tmp_path) -> None:
+    """`ps.initialize_model_parallel(tensor_model_parallel_size=1, pipeline_model_parallel_size=1)`
+    after init_process_group: 17 ranks split by 1x1 start; the language module's TP*PP = 8 is not
+    that call's."""
+    entry = ENTRY.replace('    dist.init_process_group("nccl")\n',
+                          '    dist.init_process_group("nccl")\n'
+                          '    from megatron.core import parallel_state as ps\n'
+                          '    ps.initialize_model_parallel(tensor_model_parallel_size=1, pipeline_model_parallel_size=1)\n')
+    derived = _derived(_repro(tmp_path, entry))
+    assert "mcore.world-divisible" not in _rules(derived)
+    assert "torch.detail-unbatches" in _rules(derived)
