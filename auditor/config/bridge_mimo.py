@@ -7,7 +7,8 @@ name -> `ModuleParallelismConfig(tensor_model_parallel_size=int(os.environ.get("
 ...)` (examples/megatron_mimo/llava/megatron_mimo_training_llava_audio.py), and sets the language
 module's sizes on the language model config the pipeline schedule reads. Read here: those sizes,
 with what the MIMO training path fixes on that config whatever the layout (no virtual stages,
-megatron-core's P2P defaults where the entry's code names no P2P setting), and whether the
+megatron-core's P2P defaults where the entry's code names no P2P setting, no global
+initialize_model_parallel splitting the whole world by the language module's sizes), and whether the
 modules exchange across ranks (`bridge_key`): modules never share ranks, and each edge of the
 provider's topology between two modules of the layout is a BridgeCommunicator batching
 isend+irecv whatever batch_p2p_comm, a pipeline of two stages or more even at a language PP of 1.
@@ -25,7 +26,7 @@ from typing import Any
 
 from auditor import rulebook
 from auditor.config.effective import env_value
-from auditor.config.entry_script import argparse_options, dotted, iter_closure
+from auditor.config.entry_script import aliases, argparse_options, dotted, iter_closure
 from auditor.config.expr import UNKNOWN
 from auditor.config.model import Flag, LaunchConfig
 from auditor.config.pyenv import entry_tree
@@ -46,18 +47,39 @@ def read_mimo_components(launch: LaunchConfig) -> None:
     if read is None:
         return
     entry, tree = read
-    if not _imports(tree, rules["module"]) or not any(_imports(tree, m) for m in rules["trains"]):
-        return  # no MIMO entry, or one that runs no MIMO training loop (a checkpoint conversion)
+    closure, complete = entry_closure(Path(entry.path))
+    if not (_imports(closure, rules["module"]) or any(
+            dotted(call.func).startswith(rules["module"] + ".") for _, call in calls_named(closure, ""))):
+        return  # no MIMO entry: it neither imports MegatronMIMO nor calls into it by its dotted name
+    loop = _runs_loop(closure, rules["trains"], complete)
+    if loop is False:
+        return  # one that cannot reach the MIMO training loop (a checkpoint conversion)
+    if isinstance(loop, str):
+        # whether the loop, and so the exchange between modules, runs is not read: never "no bridge"
+        why = f"{entry.path}: whether the entry runs the MegatronMIMO training loop is not read ({loop})"
+        launch.entry_values[rules["bridge_key"]] = (UNKNOWN, why, entry.path)
+        launch.entry_values[rules["no_global_key"]] = (UNKNOWN, why, entry.path)
+        launch.diagnostics.append(Finding(
+            "launch.mimo-component", "info", f"the MegatronMIMO training loop is not found: {loop}",
+            fix=f"--set {rules['bridge_key']}=true", where=f"{launch.path}:{launch.command_line}"))
+        return
     where = f"{entry.path}: the MegatronMIMO training path ({rules['source']})"
     for key, value in rules["fixed"].items():
         launch.entry_values[key] = (value, where, entry.path)
     for key in rules["unset"]:
         launch.entry_values[key] = (None, where, entry.path)
+    # each module's grid spans its own ranks: no global parallel state splits the whole world,
+    # unless the entry's own code sets one up (then megatron-core's checks are its, with its sizes)
+    launch.entry_values[rules["no_global_key"]] = _global_init(closure, rules, where, entry.path)
     _comm_settings(launch, rules, Path(entry.path), where)
     dest = next((d for d, o in argparse_options(tree).items() if rules["option"] in o["spellings"]), None)
-    layout = (_from_components(launch, rules, dest) if dest is not None
+    layout = (_from_components(launch, rules, dest, tree) if dest is not None
               else _from_code(launch, rules, tree, entry.path))
     if layout is None:
+        # the layout decides whether two modules exchange: a MIMO run of one module has no bridge
+        launch.entry_values[rules["bridge_key"]] = (
+            UNKNOWN, f"{entry.path}: the MIMO layout is not read (see the note on it); the modules it "
+                     f"lays out on disjoint ranks batch between them whatever batch_p2p_comm", entry.path)
         return
     language, at, why = layout[rules["language"]], *layout_origin(launch, rules, dest, entry.path)
     for key, value in language.items():
@@ -67,21 +89,128 @@ def read_mimo_components(launch: LaunchConfig) -> None:
 
 def layout_origin(launch: LaunchConfig, rules: dict[str, Any], dest: str | None, entry: str) -> tuple[str, str]:
     """(file:line, words) of where the language module's sizes are written."""
-    if dest is not None:
+    if dest is not None and dest in launch.flags:
         flag = next(f for f in [*launch.flag_repeats.get(dest, []), launch.flags[dest]]
                     if isinstance(f.value, str) and f.value.partition("=")[0] == rules["language"])
         return f"{launch.path}:{flag.line}", f"{rules['option']} {flag.value} (the language module)"
+    if dest is not None:
+        return entry, f"the entry's default layout, no {rules['option']} given (the language module's spec)"
     return entry, f"{rules['layout_class']}(...) of the `{rules['language']}` module in the entry's code"
 
 
-def _imports(tree: ast.Module, module: str) -> bool:
-    """The entry imports `module` or one of its submodules."""
-    for node in ast.walk(tree):
-        names = ([node.module or ""] if isinstance(node, ast.ImportFrom)
-                 else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
-        if any(n == module or n.startswith(module + ".") for n in names):
-            return True
+def entry_closure(script: Path) -> tuple[list[tuple[Path, ast.Module]], bool]:
+    """The entry and the local modules it imports, not megatron's own code (a checkout around
+    the entry also holds it), and whether all of them were read: the entry alone, or nothing,
+    where one cannot be read."""
+    stop = frozenset(rulebook.load("megatron-core").data["framework"]["packages"])
+    try:
+        return list(iter_closure(script, stop)), True
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+        try:
+            return [(script, ast.parse(script.read_text(encoding="utf-8")))], False
+        except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+            return [], False
+
+
+def calls_named(closure: list[tuple[Path, ast.Module]], name: str) -> list[tuple[Path, ast.Call]]:
+    """The calls in the closure whose callee's last name is `name` (every call for "")."""
+    return [(path, node) for path, tree in closure for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and (not name or dotted(node.func).rpartition(".")[2] == name)]
+
+
+def _runs_loop(closure: list[tuple[Path, ast.Module]], trains: list[str], complete: bool) -> bool | str:
+    """True where the closure runs a MIMO training loop (imports one of `trains`, or calls a
+    dotted name ending in a loop's name: `megatron.bridge.training.train_megatron_mimo.
+    train_megatron_mimo(...)`); False where nothing in it can reach one (it names no loop, and
+    imports nothing, nor looks up a name in megatron's modules, not known statically); else why
+    that is not known."""
+    if any(_imports(closure, m) for m in trains):
+        return True
+    loops = {m.rpartition(".")[2] for m in trains}
+    if any("." in dotted(call.func) for loop in loops for _, call in calls_named(closure, loop)):
+        return True
+    if not complete:
+        return "a local module of the entry cannot be read"
+    for path, tree in closure:
+        megatron = {name for name, full in aliases(tree).items() if full.split(".")[0] == trains[0].split(".")[0]}
+        for node in ast.walk(tree):
+            words = ([node.id] if isinstance(node, ast.Name) else [node.attr] if isinstance(node, ast.Attribute)
+                     else [node.name, node.asname or ""] if isinstance(node, ast.alias)
+                     else [node.value] if isinstance(node, ast.Constant) and isinstance(node.value, str) else [])
+            named = next((w for w in words if w in loops), None)
+            if named:
+                return f"{path.name}:{getattr(node, 'lineno', 0)} names {named} outside an import of {' or '.join(trains)}"
+            if not isinstance(node, ast.Call) or all(isinstance(a, ast.Constant) for a in node.args[:2]):
+                continue
+            callee = dotted(node.func).rpartition(".")[2]
+            if callee in ("import_module", "__import__") or callee == "getattr" and node.args and \
+                    dotted(node.args[0]).split(".")[0] in megatron:
+                return f"{path.name}:{node.lineno} imports or looks up a name not known statically"
     return False
+
+
+def _imports(closure: list[tuple[Path, ast.Module]], module: str) -> bool:
+    """A module of the closure imports `module` or one of its submodules, in any spelling:
+    `import a.b.c`, `from a.b.c import f`, `from a.b import c` (c the module itself), or
+    `importlib.import_module("a.b.c")`."""
+    for _, tree in closure:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                names = [base, *(f"{base}.{a.name}" for a in node.names)]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif (isinstance(node, ast.Call) and dotted(node.func).rpartition(".")[2] == "import_module"
+                  and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+                names = [node.args[0].value]
+            else:
+                continue
+            if any(n == module or n.startswith(module + ".") for n in names):
+                return True
+    return False
+
+
+def _global_init(closure: list[tuple[Path, ast.Module]], rules: dict[str, Any], where: str,
+                 entry: str) -> tuple[Any, str, str]:
+    """`no_global_key`: False where the closure calls no initialize_model_parallel, or only
+    megatron-core's with literal arguments splitting the world by 1 (which divides any world);
+    unknown where one may split it by other sizes (its own, not the language module's) or is not
+    megatron-core's function: whether and with what it runs is not read here."""
+    name = rules["global_init"].rpartition(".")[2]
+    calls = calls_named(closure, name)
+    if not calls:
+        return False, where, entry
+    imported = {path: aliases(tree) for path, tree in closure}
+    for path, call in calls:
+        head, _, rest = dotted(call.func).partition(".")
+        callee = imported[path].get(head, head) + (f".{rest}" if rest else "")
+        at = f"{path.name}:{call.lineno}"
+        if callee != rules["global_init"]:
+            return UNKNOWN, f"{at}: `{dotted(call.func) or name}(...)` may set up a global parallel state " \
+                            f"({rules['global_init']} not resolved)", entry
+        split = _splits(call, rules)
+        if split:
+            return UNKNOWN, f"{at}: {name}(...) sets up megatron-core's global parallel state with its own " \
+                            f"sizes ({split}): its checks are not decided here", entry
+    return False, f"{calls[0][0].name}:{calls[0][1].lineno}: the entry's own {name}(...) splits the world by 1 " \
+                  f"(literal sizes), which divides any world; {where}", entry
+
+
+def _splits(call: ast.Call, rules: dict[str, Any]) -> str:
+    """Why megatron-core's initialize_model_parallel call may split the world by more than 1;
+    "" where its arguments are literals that split it by 1."""
+    if len(call.args) > len(rules["global_positional"]) or any(isinstance(a, ast.Starred) for a in call.args):
+        return "positional arguments not read"
+    given = [*zip(rules["global_positional"], call.args), *((k.arg, k.value) for k in call.keywords)]
+    for arg, value in given:
+        if arg is None:
+            return "**kwargs"
+        literal = value.value if isinstance(value, ast.Constant) else value
+        if arg in rules["global_other"] or literal is None and arg not in rules["global_ones"]:
+            continue
+        if not (arg in rules["global_ones"] and type(literal) is int and literal == 1):
+            return f"{arg}={ast.unparse(value)}"
+    return ""
 
 
 def _comm_settings(launch: LaunchConfig, rules: dict[str, Any], script: Path, where: str) -> None:
@@ -108,12 +237,18 @@ def _comm_settings(launch: LaunchConfig, rules: dict[str, Any], script: Path, wh
                                     else (value, where, str(script)))
 
 
-def _from_components(launch: LaunchConfig, rules: dict[str, Any], dest: str) -> Layout | None:
-    """The layout the launch line's `--component` specs give; None (with a note) where it is not
-    known statically or the entry would reject it."""
+def _from_components(launch: LaunchConfig, rules: dict[str, Any], dest: str, tree: ast.Module) -> Layout | None:
+    """The layout the launch line's `--component` specs give, or where it gives none the entry's
+    own default; None (with a note) where it is not known statically or the entry would reject it."""
     if dest not in launch.flags:
-        _unread(launch, rules, None, "none is given, so the entry's own default layout holds")
-        return None
+        if launch.unknown_words:
+            _unread(launch, rules, None, "none is given, and a word not known statically may add one")
+            return None
+        default = _default_components(tree, dest)
+        if default is None:
+            _unread(launch, rules, None, "none is given, and the entry's own default layout is not read")
+            return None
+        return _layout(launch, rules, [(text, None) for text in default])
     given = [*launch.flag_repeats.get(dest, []), launch.flags[dest]]
     # argparse appends each one: not a repeated flag whose last value wins
     launch.diagnostics[:] = [d for d in launch.diagnostics
@@ -121,24 +256,71 @@ def _from_components(launch: LaunchConfig, rules: dict[str, Any], dest: str) -> 
     if launch.unknown_words and dest not in launch.unknown_words[-1].after:
         _unread(launch, rules, given[-1], "a word not known statically may add another `--component`")
         return None
-    language = [f for f in given if isinstance(f.value, str) and f.value.partition("=")[0] == rules["language"]]
     unknown = [f for f in given if not isinstance(f.value, str)]
-    if unknown or len(language) != 1:
-        why = (f"`{unknown[0].spelling} {unknown[0].value}` is not known statically" if unknown else
-               f"{len(language)} `{rules['option']} {rules['language']}=...` given (the entry wants one)")
-        _unread(launch, rules, (unknown or given)[0], why)
+    if unknown:
+        _unread(launch, rules, unknown[0], f"`{unknown[0].spelling} {unknown[0].value}` is not known statically")
+        return None
+    return _layout(launch, rules, [(str(f.value), f) for f in given])
+
+
+def _layout(launch: LaunchConfig, rules: dict[str, Any], specs: list[tuple[str, Flag | None]]) -> Layout | None:
+    """The modules' sizes of `specs` (text, the flag giving it or None for the entry's default);
+    None (with a note) where the entry would reject them."""
+    language = [text for text, _ in specs if text.partition("=")[0] == rules["language"]]
+    if len(language) != 1:
+        _unread(launch, rules, specs[0][1] if specs else None,
+                f"{len(language)} `{rules['option']} {rules['language']}=...` given (the entry wants one)")
         return None
     layout: Layout = {}
-    for flag in given:
-        name = str(flag.value).partition("=")[0]
-        sizes = _spec(str(flag.value), rules)
+    for text, flag in specs:
+        name = text.partition("=")[0]
+        sizes = _spec(text, rules)
         if sizes is None or name in layout:
-            why = (f"`{flag.value}` is no spec the entry's parser reads" if sizes is None
+            why = (f"`{text}` is no spec the entry's parser reads" if sizes is None
                    else f"`{rules['option']} {name}=...` is given twice (the entry refuses it)")
             _unread(launch, rules, flag, why)
             return None
         layout[name] = sizes
     return layout
+
+
+def _default_components(tree: ast.Module, dest: str) -> list[str] | None:
+    """The specs the entry uses where no `--component` is given: its add_argument's list literal
+    default, or `args.DEST or NAME` of a module-level NAME = [literal specs]
+    (finetune_qwen35_vl.py:98, :1255); None where neither is read."""
+    nodes = list(ast.walk(tree))
+    for node in nodes:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument" \
+                and _argparse_dest(node) == dest:
+            default = next((k.value for k in node.keywords if k.arg == "default"), None)
+            found = _str_list(default)
+            if found is not None:
+                return found
+    names = {v.values[1].id for v in nodes if isinstance(v, ast.BoolOp) and isinstance(v.op, ast.Or)
+             and len(v.values) == 2 and isinstance(v.values[0], ast.Attribute) and v.values[0].attr == dest
+             and isinstance(v.values[1], ast.Name)}
+    bound = [_str_list(n.value) for n in tree.body if isinstance(n, ast.Assign)
+             for t in n.targets if isinstance(t, ast.Name) and t.id in names]
+    if len(names) == 1 and len(bound) == 1:
+        return bound[0]
+    return None
+
+
+def _argparse_dest(call: ast.Call) -> str | None:
+    """The dest of an add_argument call, as argparse names it from its first long spelling."""
+    given = next((k.value for k in call.keywords if k.arg == "dest"), None)
+    if isinstance(given, ast.Constant) and isinstance(given.value, str):
+        return given.value
+    spellings = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    long = next((s for s in spellings if s.startswith("--")), spellings[0] if spellings else None)
+    return long.lstrip("-").replace("-", "_") if long else None
+
+
+def _str_list(node: ast.expr | None) -> list[str] | None:
+    if not isinstance(node, (ast.List, ast.Tuple)):
+        return None
+    found = [e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    return found if len(found) == len(node.elts) else None
 
 
 def _spec(text: str, rules: dict[str, Any]) -> dict[str, int] | None:

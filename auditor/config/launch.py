@@ -49,6 +49,7 @@ from auditor.config.entry_stack import (
     unread_entry,
 )
 from auditor.config.bridge_mimo import read_mimo_components
+from auditor.config.mlm_mimo import read_mlm_mimo
 from auditor.config.entry_assign import read_entry_assignments
 from auditor.config.lightning_entry import read_lightning_entry
 from auditor.config.pipelining_script import read_pipelining_script
@@ -243,6 +244,7 @@ def parse_launch(
     read_entry_assignments(config)  # `--pp` of the entry's own argparse set on its model provider
     read_inference_entry(config)  # a text-generation engine or server at PP 1
     read_mimo_components(config)  # `--component language=tp=4,pp=2` of a Megatron-Bridge MIMO entry
+    read_mlm_mimo(config)  # Megatron-LM's examples/mimo: module grids joined by a MultiModulePipelineCommunicator
     own_pipeline(config)  # `torchrun run_train.py` on nanotron's own pipeline engine: not covered
     deepspeed_pipeline(config)  # `torchrun train.py` building DeepSpeed's PipelineModule
     deepspeed_engine(config)  # `mpirun python train.py` on DeepSpeed's data-parallel engine

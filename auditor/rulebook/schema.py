@@ -165,7 +165,10 @@ TABLES: dict[str, Table] = {
                                    "recipe_dirs keys layout_keys topology_keys layout_override", "missing source"),
     # Megatron-Bridge MIMO entries' `--component` specs (auditor/config/bridge_mimo.py).
     "mimo": _table(False, "module option language fields other_fields field_default layout_class fixed unset "
-                          "comm_defaults comm_names trains provider topology bridge_key source", ""),
+                          "comm_defaults comm_names trains provider topology bridge_key no_global_key global_init global_ones global_positional global_other source", ""),
+    # Megatron-LM MIMO entries: module grids and the communicator between them (auditor/config/mlm_mimo.py).
+    "mimo_grids": _table(False, "communicator topology language none_is single skip_init bridge_key no_global_key "
+                                "source", ""),
     # A tool a checkout ships that prints a directory holding a copy of the checkout's files
     # (auditor/bash/expand.py `_checkout_copy`).
     "checkout_copy": _table(True, "script root marks folder_var folder_default source", ""),

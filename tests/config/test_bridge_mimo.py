@@ -270,3 +270,184 @@ def test_detail_on_torch_2_10_hangs_the_exchange_between_modules(tmp_path) -> No
 
     assert fired("2.10.0")
     assert not fired("2.11.0")
+
+
+def test_the_whole_world_is_not_split_by_the_language_module_s_sizes(tmp_path) -> None:
+    """slurm_sft.sh's default layout: language TP=4 PP=2 DP=2 on ranks 0-15, images on rank 16:
+    17 ranks, which TP*PP*CP = 8 does not divide. MIMO never runs megatron-core's
+    initialize_model_parallel (its provider raises NotImplementedError,
+    megatron_mimo_provider.py:656-671): each module's grid spans its own ranks, so the run starts."""
+    from auditor.config.derive import derive
+
+    config = _config(tmp_path, '--component "language=tp=4,pp=2,cp=1,dp=2,rank_offset=0" '
+                               '--component "images=tp=1,pp=1,cp=1,dp=1,rank_offset=16"')
+    assert config.entry_values["initializes_model_parallel"][0] is False
+    read_entry(config)
+    derived = derive(config, {"megatron-core": "0.17.0"}, {"world_size": "17"}, "2.10.0")
+    assert not any(f.detail.get("rule") == "mcore.world-divisible" for f in derived.findings)
+
+
+# --- a layout not given on the command line, and other spellings of the MIMO imports ------------
+# After Megatron-Bridge@067f987df0 examples/megatron_mimo/qwen35_vl/finetune_qwen35_vl.py:98-101
+# G_DEFAULT_COMPONENTS = ["language=tp=1,dp=1,rank_offset=0", "images=tp=1,dp=1,rank_offset=1"],
+# used as `components = args.component or G_DEFAULT_COMPONENTS` (:1255) where no --component is
+# given (the entry's docstring, :24-25, runs it that way on 2 ranks).
+
+DEFAULTED = ENTRY.replace('import argparse\n', 'import argparse\n\nG_DEFAULT_COMPONENTS = [\n'
+                          '    "language=tp=1,dp=1,rank_offset=0",\n    "images=tp=1,dp=1,rank_offset=1",\n]\n') \
+    .replace("args.component)", "args.component or G_DEFAULT_COMPONENTS)")
+
+
+def _entry(tmp_path, entry: str, args: str = "", prefix: str = ""):
+    folder = tmp_path / "examples" / "megatron_mimo" / "qwen35_vl"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "finetune_qwen35_vl.py").write_text(entry)
+    script = tmp_path / "sft.sh"
+    script.write_text(f"{prefix}torchrun --nproc_per_node=2 examples/megatron_mimo/qwen35_vl/finetune_qwen35_vl.py {args}\n")
+    return parse_launch(script.read_text(), str(script))
+
+
+def _detail_fires(config) -> object:
+    """torch.detail-unbatches on torch 2.10: True (fires), UNKNOWN (undecided) or False."""
+    from auditor.config.derive import derive
+
+    read_entry(config)
+    derived = derive(config, {"megatron-core": "0.17.0"}, None, "2.10.0")
+    if any(f.detail.get("rule") == "torch.detail-unbatches" for f in derived.findings):
+        return True
+    return UNKNOWN if any(u.startswith("torch.detail-unbatches") for u in derived.undecided) else False
+
+
+def test_no_component_given_reads_the_entry_s_default_layout(tmp_path) -> None:
+    config = _entry(tmp_path, DEFAULTED, prefix="export TORCH_DISTRIBUTED_DEBUG=DETAIL\n")
+    values = _values(config)
+    assert values["pipeline_model_parallel_size"] == 1 and values["tensor_model_parallel_size"] == 1
+    assert values["pipeline_batches_between_modules"] is True  # language and images, disjoint ranks
+    assert "default layout" in config.entry_values["pipeline_model_parallel_size"][1]
+    assert _detail_fires(config) is True
+
+
+def test_a_layout_not_read_leaves_the_exchange_between_modules_unknown(tmp_path) -> None:
+    """No --component and a default not read, or a spec not known statically: whether two
+    modules exchange is unknown, so DETAIL on 2.10 is undecided, not CLEAN."""
+    config = _entry(tmp_path, ENTRY, prefix="export TORCH_DISTRIBUTED_DEBUG=DETAIL\n")
+    assert _values(config)["pipeline_batches_between_modules"] is UNKNOWN
+    assert _detail_fires(config) is UNKNOWN
+    config = _entry(tmp_path, ENTRY, '--component "$LANG_SPEC" --component images=tp=1,dp=1,rank_offset=1',
+                    prefix="export TORCH_DISTRIBUTED_DEBUG=DETAIL\n")
+    assert _values(config)["pipeline_batches_between_modules"] is UNKNOWN
+    assert _detail_fires(config) is UNKNOWN
+
+
+def test_the_training_loop_imported_from_its_package_is_the_mimo_loop(tmp_path) -> None:
+    """`from megatron.bridge.training import pretrain_megatron_mimo as _pm` names the module
+    itself; `from megatron.bridge.models import megatron_mimo` likewise."""
+    entry = (DEFAULTED.replace("from megatron.bridge.training.train_megatron_mimo import train_megatron_mimo",
+                               "from megatron.bridge.training import pretrain_megatron_mimo as _pm")
+             .replace("from megatron.bridge.models.megatron_mimo.megatron_mimo_provider import MegatronMIMOProvider",
+                      "from megatron.bridge.models import megatron_mimo\n"
+                      "MegatronMIMOProvider = megatron_mimo.MegatronMIMOProvider")
+             .replace("train_megatron_mimo(provider)", "_pm.pretrain_megatron_mimo(provider)"))
+    config = _entry(tmp_path, entry, prefix="export TORCH_DISTRIBUTED_DEBUG=DETAIL\n")
+    assert _values(config)["pipeline_batches_between_modules"] is True
+    assert _detail_fires(config) is True
+
+
+def test_a_helper_module_running_the_mimo_loop_is_read(tmp_path) -> None:
+    """The entry hands the provider to a local module that imports the MIMO loop."""
+    entry = DEFAULTED.replace("from megatron.bridge.training.train_megatron_mimo import train_megatron_mimo",
+                              "from mimo_loop import train_megatron_mimo")
+    (tmp_path / "examples" / "megatron_mimo" / "qwen35_vl").mkdir(parents=True)
+    (tmp_path / "examples" / "megatron_mimo" / "qwen35_vl" / "mimo_loop.py").write_text(
+        "from megatron.bridge.training.train_megatron_mimo import train_megatron_mimo\n")
+    config = _entry(tmp_path, entry)
+    assert _values(config)["pipeline_batches_between_modules"] is True
+
+
+def test_an_entry_setting_up_the_global_parallel_state_keeps_its_checks(tmp_path) -> None:
+    """A MIMO entry whose own code calls megatron-core's initialize_model_parallel (as the
+    Bridge's examples/megatron_mimo/llava/verify_clip_conversion.py:63 does, outside MIMO) splits
+    the whole world by that call's own sizes, not the language module's: by 1 it divides any
+    world; by others (or a call that is not megatron-core's function) it is not decided here."""
+    def value(call: str) -> object:
+        entry = DEFAULTED.replace('    dist.init_process_group("nccl")\n',
+                                  '    dist.init_process_group("nccl")\n'
+                                  '    from megatron.core import parallel_state as ps\n'
+                                  f'    {call}\n')
+        return _entry(tmp_path, entry).entry_values["initializes_model_parallel"][0]
+
+    assert value("ps.initialize_model_parallel(tensor_model_parallel_size=1, order='tp-cp-ep-dp-pp')") is False
+    assert value("ps.initialize_model_parallel(1, 1)") is False
+    assert value("ps.initialize_model_parallel(tensor_model_parallel_size=4)") is UNKNOWN
+    assert value("ps.initialize_model_parallel(tensor_model_parallel_size=args.tp)") is UNKNOWN
+    assert value("ps.initialize_model_parallel(1, 1, 2)") is UNKNOWN  # virtual stages at PP 1 raise
+    assert value("provider.initialize_model_parallel(seed=0)") is UNKNOWN  # a provider's own method
+
+
+# --- the review's repro (r38-mimo): the review's run line, 17 ranks, the language module at
+# TP=4 PP=2 on ranks 0-15 and images on rank 16, under DETAIL ------------------------------------
+
+def _repro(tmp_path, entry: str):
+    folder = tmp_path / "examples" / "megatron_mimo" / "qwen35_vl"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "finetune_qwen35_vl.py").write_text(entry)
+    script = tmp_path / "run.sh"
+    script.write_text("export TORCH_DISTRIBUTED_DEBUG=DETAIL\n"
+                      "torchrun --nproc_per_node=17 examples/megatron_mimo/qwen35_vl/finetune_qwen35_vl.py "
+                      '--component "language=tp=4,pp=2,cp=1,dp=2,rank_offset=0" '
+                      '--component "images=tp=1,pp=1,cp=1,dp=1,rank_offset=16"\n')
+    return parse_launch(script.read_text(), str(script))
+
+
+def _derived(config):
+    from auditor.config.derive import derive
+
+    read_entry(config)
+    return derive(config, {"megatron-core": "0.17.0"}, {"world_size": "17"}, "2.10.0")
+
+
+def _rules(derived) -> set:
+    return {f.detail.get("rule") for f in derived.findings}
+
+
+def test_the_loop_reached_through_an_attribute_chain_is_the_mimo_loop(tmp_path) -> None:
+    """`import megatron.bridge.training` then
+    `megatron.bridge.training.train_megatron_mimo.train_megatron_mimo(provider)`: the MIMO loop
+    runs (a dotted call ending in its name), so the modules exchange and DETAIL hangs them."""
+    entry = ENTRY.replace("from megatron.bridge.training.train_megatron_mimo import train_megatron_mimo",
+                          "import megatron.bridge.training") \
+        .replace("    train_megatron_mimo(provider)", "    megatron.bridge.training.train_megatron_mimo.train_megatron_mimo(provider)")
+    config = _repro(tmp_path, entry)
+    assert _values(config)["pipeline_batches_between_modules"] is True
+    assert _values(config)["initializes_model_parallel"] is False
+    derived = _derived(config)
+    assert "torch.detail-unbatches" in _rules(derived) and "mcore.world-divisible" not in _rules(derived)
+
+
+def test_a_loop_named_outside_an_import_leaves_the_module_bridges_unknown(tmp_path) -> None:
+    """`from megatron.bridge import training` and the loop looked up by name: whether it runs is
+    not read, so the exchange between modules is unknown (never "no bridge"), with its --set."""
+    entry = ENTRY.replace("from megatron.bridge.training.train_megatron_mimo import train_megatron_mimo",
+                          "from megatron.bridge import training") \
+        .replace("    train_megatron_mimo(provider)",
+                 '    loop = getattr(training.train_megatron_mimo, "train_megatron_mimo")\n    loop(provider)')
+    config = _repro(tmp_path, entry)
+    assert _values(config)["pipeline_batches_between_modules"] is UNKNOWN
+    note = next(d for d in config.diagnostics if d.kind == "launch.mimo-component")
+    assert note.fix == "--set pipeline_batches_between_modules=true"
+    derived = _derived(config)
+    assert any(u.startswith("torch.detail-unbatches") for u in derived.undecided) \
+        or "torch.detail-unbatches" in _rules(derived)
+
+
+def test_the_entry_s_own_global_init_splits_the_world_by_its_own_sizes(tmp_path) -> None:
+    """`ps.initialize_model_parallel(tensor_model_parallel_size=1, pipeline_model_parallel_size=1)`
+    after init_process_group: 17 ranks split by 1x1 start; the language module's TP*PP = 8 is not
+    that call's."""
+    entry = ENTRY.replace('    dist.init_process_group("nccl")\n',
+                          '    dist.init_process_group("nccl")\n'
+                          '    from megatron.core import parallel_state as ps\n'
+                          '    ps.initialize_model_parallel(tensor_model_parallel_size=1, pipeline_model_parallel_size=1)\n')
+    derived = _derived(_repro(tmp_path, entry))
+    assert "mcore.world-divisible" not in _rules(derived)
+    assert "torch.detail-unbatches" in _rules(derived)
