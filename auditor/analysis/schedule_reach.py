@@ -117,6 +117,7 @@ def _runs_command(launch: LaunchConfig, entry: str, commands: Commands, function
 
 
 HITS = "hits"  # _unreached: the walk was certain, but met P2P sites outside a schedule
+REACHED = "reached"  # _unreached: the walk reached a schedule entry: the entry trains itself
 # The command lines the entry's closure runs (file, line, the starter as written):
 # config.shell_command starts_programs
 Commands = tuple[tuple[str, int, str], ...]
@@ -167,7 +168,7 @@ def _unreached(path: str, srcs: list[SourceSet],
                answers: tuple[dict, ...]) -> tuple[int, int, Commands] | str | None:
     """(local modules, functions walked, command lines run) where the walk from the script at
     `path` surely reaches no schedule entry, HITS where it surely reaches none but meets P2P
-    sites, else None.
+    sites, REACHED where it reaches one, else None.
     `answers`: stage predicates answered as constants, their settings `at` known to the walk."""
     script = Path(path).resolve()
     try:
@@ -190,7 +191,9 @@ def _unreached(path: str, srcs: list[SourceSet],
         interp.stop_at = stops
         code = f"__name__ = '__main__'\n{text}"
         interp.run_module_ir("<entry 0>", build_ir(tree, Source(code), "<entry 0>", False, {}))
-    except (ReachedStop, RecursionError):
+    except ReachedStop:
+        return REACHED
+    except RecursionError:
         return None
     finally:
         program.close()

@@ -58,8 +58,9 @@ def _literal(node: ast.expr) -> str | None:
 
 class Start(NamedTuple):
     """Where code may start another program: the call (else the reference), what to check as
-    written, and whether the starter is named (False: `getattr(os, name)`, a starter module
-    handed on, a star import of a command library: which program it starts, if any, is not read)."""
+    written, and whether the starter is named: a standard-library one the call-graph walk
+    follows (False: `getattr(os, name)`, a starter module handed on, a command library's name:
+    the walk cannot follow it, and which program it starts, if any, is not read)."""
     node: ast.AST
     text: str
     named: bool = True
@@ -109,8 +110,9 @@ def starts_programs(tree: ast.Module) -> list[Start]:
                 or (head in bound and _within(imported, libraries))
                 or (isinstance(node, ast.Attribute) and methods & set(written.split(".")[1:] or [node.attr]))):
             if not _bound_here(parent, node, bound, imported):
-                out.append(Start(parent, f"`{written}(...)`") if called and parent is not None
-                           else Start(node, f"`{written}` (a program starter used as a value)"))
+                named = not (head in bound and _within(imported, libraries))
+                out.append(Start(parent, f"`{written}(...)`", named) if called and parent is not None
+                           else Start(node, f"`{written}` (a program starter used as a value)", named))
         elif head in bound and imported in modules and not _bound_here(parent, node, bound, imported):
             reach = _getattr(parent, node, imported, runners | libraries)
             if reach is None:
