@@ -89,6 +89,7 @@ def starts_programs(tree: ast.Module) -> list[Start]:
         if isinstance(node, ast.ImportFrom) and not node.level and any(a.name == "*" for a in node.names):
             bound.update({r.rpartition(".")[2]: r for r in runners if r.rpartition(".")[0] == node.module})
     parents = {id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
+    typed = {id(n) for t in _annotations(tree) for n in ast.walk(t)}  # `proc: subprocess.Popen` runs nothing
     out: list[Start] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module in libraries and any(a.name == "*" for a in node.names):
@@ -96,8 +97,8 @@ def starts_programs(tree: ast.Module) -> list[Start]:
         if not isinstance(node, (ast.Name, ast.Attribute)) or not isinstance(node.ctx, ast.Load):
             continue
         parent = parents.get(id(node))
-        if isinstance(parent, ast.Attribute):
-            continue  # read as the whole chain (`subprocess.run`, not `subprocess`)
+        if isinstance(parent, ast.Attribute) or id(node) in typed or _type_test(parent, node):
+            continue  # read as the whole chain (`subprocess.run`, not `subprocess`); a type only
         written = dotted(node)
         head, _, rest = written.partition(".")
         imported = bound.get(head, head) + (f".{rest}" if rest else "")
@@ -120,6 +121,25 @@ def starts_programs(tree: ast.Module) -> list[Start]:
             elif reach.text:
                 out.append(reach)
     return sorted(out, key=lambda o: (getattr(o[0], "lineno", 0), getattr(o[0], "col_offset", 0)))
+
+
+def _annotations(tree: ast.Module) -> list[ast.expr]:
+    """The file's annotations (of parameters, returns, annotated names): types, never called."""
+    out: list[ast.expr | None] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg):
+            out.append(node.annotation)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out.append(node.returns)
+        elif isinstance(node, ast.AnnAssign):
+            out.append(node.annotation)
+    return [a for a in out if a is not None]
+
+
+def _type_test(parent: ast.AST | None, node: ast.expr) -> bool:
+    """`node` is the type `isinstance(p, subprocess.Popen)` tests against: it is not called there."""
+    return (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name)
+            and parent.func.id in ("isinstance", "issubclass") and node in parent.args[1:])
 
 
 def _within(name: str, names: set[str]) -> bool:

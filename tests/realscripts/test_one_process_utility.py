@@ -85,6 +85,9 @@ SPLICED = 'os.system("cp -rf " + args.load_path + "/*.json " + args.save_path)\n
     ('import os\nif hasattr(os, "sched_getaffinity"): n = len(os.sched_getaffinity(0))', True),
     ('def meta(sp):\n    return [getattr(sp, f) for f in FIELDS]', True),
     ('import subprocess\nrun = subprocess.run\nrun(["mkdir", "-p", "out"])', True),
+    # a type only: huggingface/nanotron@2411b022a7 src/nanotron/s3_checkpoints/s3_mover.py:84
+    ('import subprocess\nprocess: Optional[subprocess.Popen] = None\nok = isinstance(process, subprocess.Popen)', True),
+    ('import subprocess\ndef wait(p: subprocess.Popen) -> subprocess.CompletedProcess: ...', True),
 ], ids=lambda v: v if isinstance(v, bool) else v.splitlines()[-1][:40])
 def test_only_a_literal_command_of_a_file_utility_runs_no_code(code: str, inert: bool) -> None:
     tree = ast.parse(code)
