@@ -70,6 +70,9 @@ def finding(launch: LaunchConfig, srcs: list[SourceSet], effective: EffectiveCon
     answers = _answers(srcs, functools.partial(_stated, effective)) if found == HITS else ()
     if answers:  # only P2P outside a schedule kept it: at settings the stage predicates decide
         found = _ask(key, entry.path, srcs, answers)
+    if found is None:  # the walk is not certain: the entry may train, unless it starts what it cannot name
+        unnamed = _unnamed(entry.path)
+        return _runs_command(launch, entry.written, unnamed, 0) if unnamed else None
     if not isinstance(found, tuple):
         return None
     local, functions, commands = found
@@ -95,24 +98,28 @@ def finding(launch: LaunchConfig, srcs: list[SourceSet], effective: EffectiveCon
 
 def _runs_command(launch: LaunchConfig, entry: str, commands: Commands, functions: int) -> Finding:
     """An entry that reaches no schedule itself but runs a command line (`os.system(cmd)`,
-    `subprocess.run(cmd)`: a program, not a file utility): that command may be the training run,
-    and it was not read, so the run is undecided (never CLEAN on the entry's own settings, never
-    NOT A PIPELINE RUN); --command gives the command it runs."""
+    `subprocess.run(cmd)`: a program, not a file utility), or whose walk is not certain but that
+    reaches a starter it cannot name (`getattr(os, name)`: `functions` 0): that command may be the
+    training run, and it was not read, so the run is undecided (never CLEAN on the entry's own
+    settings, never NOT A PIPELINE RUN); --command gives the command it runs."""
     name = os.path.basename(entry)
     file, line, callee = commands[0]
     more = f" (and {len(commands) - 1} other command run(s))" if len(commands) > 1 else ""
-    what = (f"{name} reaches no pipeline schedule itself ({functions} function(s) walked), but runs a "
-            f"command this audit does not read ({file}:{line} `{callee}(...)`{more}): the training "
+    lead = (f"reaches no pipeline schedule itself ({functions} function(s) walked), but runs a command" if functions
+            else "may start a program")
+    what = (f"{name} {lead} this audit does not read ({file}:{line} {callee}{more}): the training "
             "it may start is not judged")
     return Finding("entry.runs-command", "warning", what, where=f"{launch.path}:{launch.command_line}",
                    detail={"entry": entry, "commands": [f"{f}:{n}" for f, n, _ in commands],
-                           "undecided": f"the command {file}:{line} runs (`{callee}(...)`), not read here: "
+                           "undecided": f"the command {file}:{line} runs ({callee}), not read here: "
                                         "the training it may start",
                            "decide": f"--command 'CMD ...' giving the command {file}:{line} runs, as it builds it"})
 
 
 HITS = "hits"  # _unreached: the walk was certain, but met P2P sites outside a schedule
-# The command lines the entry's closure runs (file, line, callee as written): config.shell_command
+REACHED = "reached"  # _unreached: the walk reached a schedule entry: the entry trains itself
+# The command lines the entry's closure runs (file, line, the starter as written):
+# config.shell_command starts_programs
 Commands = tuple[tuple[str, int, str], ...]
 _ASKED: dict[tuple, tuple[int, int, Commands] | str | None] = {}
 
@@ -161,7 +168,7 @@ def _unreached(path: str, srcs: list[SourceSet],
                answers: tuple[dict, ...]) -> tuple[int, int, Commands] | str | None:
     """(local modules, functions walked, command lines run) where the walk from the script at
     `path` surely reaches no schedule entry, HITS where it surely reaches none but meets P2P
-    sites, else None.
+    sites, REACHED where it reaches one, else None.
     `answers`: stage predicates answered as constants, their settings `at` known to the walk."""
     script = Path(path).resolve()
     try:
@@ -172,7 +179,7 @@ def _unreached(path: str, srcs: list[SourceSet],
         return None
     if read is None:
         return None  # the closure was cut, or the script's own code runs code unseen
-    closure, commands = read
+    closure, commands, _ = read
     data = rulebook.load(RULES).data
     stops = frozenset(f"{e['module']}.{n}" for e in data["schedule_entry"] for n in e["names"])
     local = _local_sources(script, closure)
@@ -184,7 +191,9 @@ def _unreached(path: str, srcs: list[SourceSet],
         interp.stop_at = stops
         code = f"__name__ = '__main__'\n{text}"
         interp.run_module_ir("<entry 0>", build_ir(tree, Source(code), "<entry 0>", False, {}))
-    except (ReachedStop, RecursionError):
+    except ReachedStop:
+        return REACHED
+    except RecursionError:
         return None
     finally:
         program.close()
@@ -198,10 +207,11 @@ def _unreached(path: str, srcs: list[SourceSet],
 
 
 @functools.lru_cache(maxsize=8)
-def _closure(script: Path, mtime_ns: int) -> tuple[list[Path], Commands] | None:
-    """The script's local modules (entry_script.iter_closure) and the command lines they run
-    (a `command_runners` call of more than a file utility: the walk goes on, and the command,
-    not read, is said), or None where the closure was cut or its code runs code unseen
+def _closure(script: Path, mtime_ns: int) -> tuple[list[Path], Commands, Commands] | None:
+    """The script's local modules (entry_script.iter_closure), the command lines they run
+    (config.shell_command starts_programs, not a file utility: the walk goes on, and the command,
+    not read, is said) and of these the starters not named (`getattr(os, name)`), or None where
+    the closure was cut or its code runs code unseen
     otherwise (`exec`, `importlib.import_module`: rules/stacks.toml `dynamic`); read once per
     script, whichever releases the scan judges it on. A framework the script's checkout holds
     (Megatron-LM's megatron/) is not its own code: it is walked as a source (_local_sources),
@@ -210,9 +220,20 @@ def _closure(script: Path, mtime_ns: int) -> tuple[list[Path], Commands] | None:
     dynamic = rulebook.load(RULES).data["no_pipeline"]["dynamic"]
     if len(read) >= MAX_MODULES or any(loads_code(t, dynamic) for _, t in read):
         return None
-    commands = tuple((os.path.relpath(p, script.parent), int(node.lineno), written)
-                     for p, t in read for node, written in starts_programs(t))
-    return [p for p, _ in read], commands
+    starts = [(os.path.relpath(p, script.parent), s) for p, t in read for s in starts_programs(t)]
+    commands = tuple((f, int(getattr(s.node, "lineno", 0)), s.text) for f, s in starts)
+    unnamed = tuple(c for c, (_, s) in zip(commands, starts) if not s.named)
+    return [p for p, _ in read], commands, unnamed
+
+
+def _unnamed(path: str) -> Commands:
+    """The starters the entry's closure reaches but cannot name (`_closure`); none where it is not read."""
+    script = Path(path).resolve()
+    try:
+        read = _closure(script, os.stat(script).st_mtime_ns)
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+        return ()
+    return read[2] if read is not None else ()
 
 
 def _local_sources(script: Path, closure: list[Path]) -> list[SourceSet]:

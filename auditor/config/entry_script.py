@@ -150,6 +150,13 @@ def aliases(tree: ast.Module) -> dict[str, str]:
     return out
 
 
+def names(tree: ast.Module) -> dict[str, str]:
+    """Local name -> dotted name: the file's import aliases and the names bound once to one."""
+    imported = aliases(tree)
+    imported.update(_bound_once(tree, imported))
+    return imported
+
+
 def _bound_once(tree: ast.Module, imported: dict[str, str]) -> dict[str, str]:
     """Local name -> dotted name, for a name the file binds once, by a plain assignment of an
     imported name or an attribute of one (`run = subprocess.run`): calling it calls that. A name
@@ -234,8 +241,7 @@ def calls(tree: ast.Module) -> Iterator[tuple[ast.Call, str, str]]:
     """Every call in the file: the node, the callee as written (`nl.MegatronStrategy`) and as
     imported (`nemo.lightning.MegatronStrategy`, through the file's import aliases and the names
     bound once to one: `run = subprocess.run`, `sp = subprocess`)."""
-    imported = aliases(tree)
-    imported.update(_bound_once(tree, imported))
+    imported = names(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             written = dotted(node.func)

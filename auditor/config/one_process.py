@@ -102,7 +102,8 @@ def _calls(file: Path, tree: ast.Module, script: Path, launcher: dict) -> str:
     inert = set(launcher.get("inert_packages", ())) | set(sys.stdlib_module_names)
     unread = {n.split(".")[0] for n in foreign_imports(tree, file, script)} - inert
     imported_heads = set(aliases(tree))
-    programs = {id(node) for node, _ in starts_programs(tree)}
+    started = starts_programs(tree)
+    programs = {id(s.node) for s in started}
     for node, written, imported in calls(tree):
         if id(node) in programs or any(fnmatch.fnmatchcase(imported, p) for p in starters):
             return (f"{file.name}:{node.lineno} calls `{written}` ({imported}): the program starts "
@@ -116,7 +117,9 @@ def _calls(file: Path, tree: ast.Module, script: Path, launcher: dict) -> str:
         if written.split(".")[0] in imported_heads and imported.split(".")[0] in unread:
             return (f"{file.name}:{node.lineno} calls `{written}` ({imported}), a package whose code is not "
                     "read here (rules: inert_packages): it may start processes; give it as --set world_size=N")
-    return ""
+    return next((f"{file.name}:{getattr(s.node, 'lineno', 0)} reaches {s.text}: the program may start processes "
+                 "of its own, how many is not read here; give it as --set world_size=N"
+                 for s in started if not isinstance(s.node, ast.Call)), "")
 
 
 def _imports(tree: ast.Module) -> list[tuple[ast.stmt, str]]:

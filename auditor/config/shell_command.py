@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import ast
 import re
+from typing import NamedTuple
 
 from auditor import rulebook
-from auditor.config.entry_script import calls
+from auditor.config.entry_script import dotted, names
 
 _OPERATOR = re.compile(r"[;&|`\n<>]|\$\(")
 
@@ -55,13 +56,117 @@ def _literal(node: ast.expr) -> str | None:
     return None
 
 
-def starts_programs(tree: ast.Module) -> list[tuple[ast.Call, str]]:
-    """The calls of the file that start a process running another program (rules/stacks.toml
-    `command_runners`: subprocess.*, os.system/exec*/spawn*, asyncio's create_subprocess_*,
-    pty.spawn), by the name written or imported (`import subprocess as sp; sp.run(...)`, `from
-    subprocess import run`, `run = subprocess.run`: entry_script.calls), each with its callee as
-    written; but a literal command line of a file utility, `os.system("mkdir -p out")`, which
-    runs none (`runs_only_utility`). The one reader of "this code runs a command"."""
-    runners = set(rulebook.load("stacks").data["no_pipeline"].get("command_runners", []))
-    return [(node, written) for node, written, imported in calls(tree)
-            if (written in runners or imported in runners) and not runs_only_utility(node, imported)]
+class Start(NamedTuple):
+    """Where code may start another program: the call (else the reference), what to check as
+    written, and whether the starter is named: a standard-library one the call-graph walk
+    follows (False: `getattr(os, name)`, a starter module handed on, a command library's name:
+    the walk cannot follow it, and which program it starts, if any, is not read)."""
+    node: ast.AST
+    text: str
+    named: bool = True
+
+
+def starts_programs(tree: ast.Module) -> list[Start]:
+    """Where the file may start a process running another program, each with what to check, as
+    written: a call of a `command_runners` starter (subprocess.*, os.system/exec*/spawn*,
+    asyncio's create_subprocess_*, pty.spawn) by the name written or imported (`import subprocess
+    as sp; sp.run(...)`, `from subprocess import run`, `from subprocess import *`, `run =
+    subprocess.run`); a starter handed on as a value (`functools.partial(subprocess.run, cmd)`,
+    `pool.submit(os.system, cmd)`, `Process(target=os.system)`, `map(os.system, cmds)`,
+    `run: Callable = subprocess.run`, a name bound to it more than once); one reached by a name
+    this reader cannot name (`getattr(os, name)`, the module itself handed on); a
+    `command_methods` method of an object not typed here (`loop.subprocess_shell(...)`); any name
+    of a `[[command_library]]` (`sh.torchrun(...)`, `invoke.run`). Not a literal command line of
+    a file utility, `os.system("mkdir -p out")` (`runs_only_utility`). The node is the call where
+    the starter is called, else the reference. The one reader of "this code runs a command"."""
+    data = rulebook.load("stacks").data
+    runners = set(data["no_pipeline"].get("command_runners", []))
+    methods = set(data["no_pipeline"].get("command_methods", []))
+    libraries = {m for lib in data.get("command_library", []) for m in lib["modules"]}
+    modules = {r.rpartition(".")[0] for r in runners} | libraries
+    bound = names(tree)
+    for node in ast.walk(tree):  # `from subprocess import *` binds subprocess's starters
+        if isinstance(node, ast.ImportFrom) and not node.level and any(a.name == "*" for a in node.names):
+            bound.update({r.rpartition(".")[2]: r for r in runners if r.rpartition(".")[0] == node.module})
+    parents = {id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
+    typed = {id(n) for t in _annotations(tree) for n in ast.walk(t)}  # `proc: subprocess.Popen` runs nothing
+    out: list[Start] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module in libraries and any(a.name == "*" for a in node.names):
+            out.append(Start(node, f"`from {node.module} import *`", False))
+        if not isinstance(node, (ast.Name, ast.Attribute)) or not isinstance(node.ctx, ast.Load):
+            continue
+        parent = parents.get(id(node))
+        if isinstance(parent, ast.Attribute) or id(node) in typed or _type_test(parent, node):
+            continue  # read as the whole chain (`subprocess.run`, not `subprocess`); a type only
+        written = dotted(node)
+        head, _, rest = written.partition(".")
+        imported = bound.get(head, head) + (f".{rest}" if rest else "")
+        called = isinstance(parent, ast.Call) and parent.func is node
+        if called and (written in runners or imported in runners):
+            if isinstance(parent, ast.Call) and not runs_only_utility(parent, imported):
+                out.append(Start(parent, f"`{written}(...)`"))
+            continue
+        if (_within(written, runners) or _within(imported, runners)
+                or (head in bound and _within(imported, libraries))
+                or (isinstance(node, ast.Attribute) and methods & set(written.split(".")[1:] or [node.attr]))):
+            if not _bound_here(parent, node, bound, imported):
+                named = not (head in bound and _within(imported, libraries))
+                out.append(Start(parent, f"`{written}(...)`", named) if called and parent is not None
+                           else Start(node, f"`{written}` (a program starter used as a value)", named))
+        elif head in bound and imported in modules and not _bound_here(parent, node, bound, imported):
+            reach = _getattr(parent, node, imported, runners | libraries)
+            if reach is None:
+                out.append(Start(node, f"`{written}` (module {imported} handed on: what it starts is not read)", False))
+            elif reach.text:
+                out.append(reach)
+    return sorted(out, key=lambda o: (getattr(o[0], "lineno", 0), getattr(o[0], "col_offset", 0)))
+
+
+def _annotations(tree: ast.Module) -> list[ast.expr]:
+    """The file's annotations (of parameters, returns, annotated names): types, never called."""
+    out: list[ast.expr | None] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg):
+            out.append(node.annotation)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out.append(node.returns)
+        elif isinstance(node, ast.AnnAssign):
+            out.append(node.annotation)
+    return [a for a in out if a is not None]
+
+
+def _type_test(parent: ast.AST | None, node: ast.expr) -> bool:
+    """`node` is the type `isinstance(p, subprocess.Popen)` tests against: it is not called there."""
+    return (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name)
+            and parent.func.id in ("isinstance", "issubclass") and node in parent.args[1:])
+
+
+def _within(name: str, names: set[str]) -> bool:
+    """`name` is one of `names` or an attribute under one (`subprocess.Popen.wait`, `sh.git.log`)."""
+    return name in names or any(name.startswith(f"{n}.") for n in names)
+
+
+def _bound_here(parent: ast.AST | None, node: ast.expr, bound: dict[str, str], imported: str) -> bool:
+    """`node`, `imported` as resolved, is the value of a plain assignment to a name bound once to it
+    (`run = subprocess.run`, `sp = subprocess`): entry_script.names reads each use of that name as
+    the starter it is."""
+    return (isinstance(parent, ast.Assign) and parent.value is node and len(parent.targets) == 1
+            and isinstance(parent.targets[0], ast.Name) and bound.get(parent.targets[0].id) == imported)
+
+
+def _getattr(parent: ast.AST | None, node: ast.expr, module: str,
+             starters: set[str]) -> Start | None:
+    """A starter module as the object of `getattr` / `hasattr`: (the call, what to check) where it
+    may give a starter, (the call, "") where it gives none (`getattr(os, "O_DIRECTORY", 0)`), None
+    where the module is handed on otherwise."""
+    if not (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.args
+            and parent.args[0] is node and parent.func.id in ("getattr", "hasattr") and len(parent.args) > 1):
+        return None
+    name = parent.args[1]
+    text = ast.unparse(parent)
+    if parent.func.id == "hasattr":
+        return Start(parent, "")
+    if isinstance(name, ast.Constant) and isinstance(name.value, str):
+        return Start(parent, f"`{text}`" if _within(f"{module}.{name.value}", starters) else "")
+    return Start(parent, f"`{text}` (a name of {module} this reader cannot name)", False)

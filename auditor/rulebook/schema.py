@@ -180,7 +180,9 @@ TABLES: dict[str, Table] = {
     "backend": _table(True, "name what env paths covers short decide", "source"),
     # What a Python entry's imports say about its stack (rules/stacks.toml, config/entry_stack.py).
     "own_pipeline": _table(True, "name modules what covers decide source", ""),
-    "no_pipeline": _table(False, "packages except_modules except_names dynamic source", "about modules inert_programs command_runners runner_keywords runs_text inert_names"),
+    "no_pipeline": _table(False, "packages except_modules except_names dynamic source", "about modules inert_programs command_runners command_methods runner_keywords runs_text inert_names"),
+    # Third-party libraries whose names start programs (config/shell_command.py starts_programs).
+    "command_library": _table(True, "name modules what source", ""),
     # The pipeline schedules and training loops a call graph from the entry may reach
     # (analysis/schedule_reach.py).
     "schedule_entry": _table(True, "stack what module names checked source", ""),

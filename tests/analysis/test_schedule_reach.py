@@ -264,6 +264,56 @@ def test_an_entry_running_a_command_it_builds_is_undecided(capsys, tmp_path, run
     assert not any(f["kind"] == KIND for f in doc["findings"])
 
 
+# A starter the entry reaches otherwise than by calling it by name (review of turn 17: each read
+# NOT A PIPELINE RUN on the entry's own code, the torchrun it starts never read): handed on as a
+# value (a helper's `functools.partial(subprocess.run, ...)`, as public launchers bind a runner;
+# `multiprocessing.Process(target=os.system, args=(cmd,))`, the form of TensorBoard starters),
+# through a name this reader cannot resolve or an asyncio loop's method. `at`: the text of the
+# line the command is said at.
+@pytest.mark.parametrize("run, more, at", [
+    ("functools.partial(subprocess.run, get_cmd(args), shell=True)()", "import functools", ""),
+    ("ThreadPoolExecutor().submit(subprocess.run, get_cmd(args), shell=True).result()",
+     "from concurrent.futures import ThreadPoolExecutor", ""),
+    ("multiprocessing.Process(target=os.system, args=(get_cmd(args),)).start()", "import multiprocessing, os", ""),
+    ("threading.Thread(target=subprocess.call, args=(get_cmd(args),), kwargs={'shell': True}).start()",
+     "import threading", ""),
+    ("list(map(os.system, [get_cmd(args)]))", "import os", ""),
+    ("getattr(subprocess, 'run')(get_cmd(args), shell=True)", "", ""),
+    ("getattr(os, 'sys' + 'tem')(get_cmd(args))", "import os", ""),
+    ("getoutput(get_cmd(args))", "from subprocess import *", ""),
+    ("run(get_cmd(args), shell=True)", "from typing import Callable\nrun: Callable = subprocess.run",
+     "run: Callable = subprocess.run"),
+    ("r(get_cmd(args), shell=True)", "r = subprocess.Popen\nr = r", "r = subprocess.Popen"),
+    ("asyncio.run(asyncio.get_event_loop().subprocess_shell(asyncio.SubprocessProtocol, get_cmd(args)))",
+     "import asyncio", ""),
+    ("os.startfile(get_cmd(args))", "import os", ""),
+])
+def test_an_entry_reaching_a_starter_otherwise_is_undecided(capsys, tmp_path, run, more, at):
+    code, doc = _scan(capsys, _driver(tmp_path, run, "python", more))
+    verdict = doc["verdict"]
+    assert verdict["status"] == "inconclusive" and code == 1, verdict["headline"]
+    [said] = [f for f in doc["findings"] if f["kind"] == "entry.runs-command"]
+    lines = DRIVER_PY.format(run=run, more=more).split("\n")
+    line = lines.index(at or f"    {run}") + 1
+    assert said["detail"]["commands"][0] == f"e2e.py:{line}"
+    assert f"the command e2e.py:{line} runs" in verdict["headline"]
+
+
+# A command library (microsoft/DeepSpeedExamples@83757d9c937daabd1089a08051061706cb73900d
+# training/HelloDeepSpeed/train_bert_ds.py:498 runs `sh.git.log(...)`): a package no allow-list
+# reads, so the run was undecided before too (its stack unknown); kept so, the library named.
+@pytest.mark.parametrize("run, more, library", [
+    ("sh.bash('-c', get_cmd(args))", "import sh", "sh"),
+    ("invoke.run(get_cmd(args))", "import invoke", "invoke"),
+    ("local['bash']('-c', get_cmd(args))", "from plumbum import local", "plumbum"),
+])
+def test_an_entry_running_a_command_library_is_undecided(capsys, tmp_path, run, more, library):
+    code, doc = _scan(capsys, _driver(tmp_path, run, "python", more))
+    verdict = doc["verdict"]
+    assert verdict["status"] == "inconclusive" and code == 1, verdict["headline"]
+    assert f"runs {library}," in verdict["headline"] or "the command e2e.py:" in verdict["headline"]
+
+
 def test_a_literal_file_utility_is_no_command_to_read(capsys, tmp_path):
     """`os.system("mkdir -p out")` starts no program this audit should read."""
     code, doc = _scan(capsys, _driver(tmp_path, 'os.system("mkdir -p out")', "torchrun --nproc_per_node 1",

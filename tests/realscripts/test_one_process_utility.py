@@ -70,6 +70,24 @@ SPLICED = 'os.system("cp -rf " + args.load_path + "/*.json " + args.save_path)\n
     ('import subprocess as sp\nsp.run(["torchrun", "--nproc_per_node", "8", "pretrain_gpt.py"])', False),
     ('from subprocess import run\nrun(["torchrun", "--nproc_per_node", "8", "pretrain_gpt.py"])', False),
     ('from os import system\nsystem("torchrun train.py")', False),
+    # a starter not called by its name: handed on, through getattr, a star import, a library
+    ('import functools, subprocess\nfunctools.partial(subprocess.run, cmd)()', False),
+    ('import os\nlist(map(os.system, cmds))', False),
+    ('import os\ngetattr(os, name)(cmd)', False),
+    ('import subprocess\nhelper(subprocess)', False),
+    ('from subprocess import *\nPopen(cmd)', False),
+    ('import sh\nsh.git.log("-1", format="%H")', False),  # DeepSpeedExamples HelloDeepSpeed/train_bert_ds.py:498
+    ('import invoke\ninvoke.run(cmd)', False),
+    # ... but not what names no starter: Megatron-LM@d98e8a64dd megatron/rl/rollout_bank.py:199,
+    # megatron/core/inference/inference_request.py:655 (`sp` a local, no module), an alias bound
+    # once to a runner that only runs a file utility
+    ('import os\nfd = os.open(p, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))', True),
+    ('import os\nif hasattr(os, "sched_getaffinity"): n = len(os.sched_getaffinity(0))', True),
+    ('def meta(sp):\n    return [getattr(sp, f) for f in FIELDS]', True),
+    ('import subprocess\nrun = subprocess.run\nrun(["mkdir", "-p", "out"])', True),
+    # a type only: huggingface/nanotron@2411b022a7 src/nanotron/s3_checkpoints/s3_mover.py:84
+    ('import subprocess\nprocess: Optional[subprocess.Popen] = None\nok = isinstance(process, subprocess.Popen)', True),
+    ('import subprocess\ndef wait(p: subprocess.Popen) -> subprocess.CompletedProcess: ...', True),
 ], ids=lambda v: v if isinstance(v, bool) else v.splitlines()[-1][:40])
 def test_only_a_literal_command_of_a_file_utility_runs_no_code(code: str, inert: bool) -> None:
     tree = ast.parse(code)
@@ -96,7 +114,15 @@ def test_a_converter_copying_files_is_one_process_that_builds_no_pipeline(capsys
     SPLICED,  # the upstream shape: args.load_path is spliced into the shell text
     'then_train = " && torchrun --nproc_per_node 8 pretrain_gpt.py"\nos.system("cp -rf a b" + then_train)\n',
     'import subprocess as sp\nsp.run(["torchrun", "--nproc_per_node", "8", "pretrain_gpt.py"])\n',
-], ids=["spliced", "hidden-var", "alias"])
+    # a starter reached otherwise than by a call of its name: each read one process before
+    'import functools, subprocess\nfunctools.partial(subprocess.run, ["torchrun", "pretrain_gpt.py"])()\n',
+    'import multiprocessing\nmultiprocessing.Process(target=os.system, args=("torchrun pretrain_gpt.py",)).start()\n',
+    'name = "sys" + "tem"\ngetattr(os, name)("torchrun pretrain_gpt.py")\n',
+    'from subprocess import *\ncheck_call(["torchrun", "pretrain_gpt.py"])\n',
+    'from typing import Callable\nimport subprocess\nstart: Callable = subprocess.Popen\nstart(["torchrun", "x.py"])\n',
+    'import asyncio\nloop = asyncio.new_event_loop()\n'
+    'loop.run_until_complete(loop.subprocess_exec(asyncio.SubprocessProtocol, "torchrun", "x.py"))\n',
+], ids=["spliced", "hidden-var", "alias", "partial", "process-target", "getattr", "star", "annotated", "loop"])
 def test_a_command_that_may_run_python_still_starts_processes(tmp_path, monkeypatch, line):
     runs = CONVERT_PY + line
     config = read_launch(_tree(tmp_path, monkeypatch, CONVERT, {"checkpoint_reshaping_and_interoperability.py": runs}))
