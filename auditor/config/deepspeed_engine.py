@@ -176,7 +176,7 @@ def unseen_code(tree: ast.Module, dynamic: list[str], runs_text: list[str]) -> i
         if written in dynamic and not (written in runs_text and node.args and _built_here(tree, node.args[0])):
             return node.lineno
     started = starts_programs(tree)
-    return started[0][0].lineno if started else 0
+    return getattr(started[0].node, "lineno", 1) if started else 0
 
 
 def _built_here(tree: ast.Module, node: ast.expr, depth: int = 3) -> bool:
