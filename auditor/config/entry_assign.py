@@ -11,12 +11,17 @@ branch of the function a module-level call runs), and every place the file write
 assignment, a dict's `"key": value`, a call's `key=value`) agrees; anything else leaves the
 setting as the front end read it. Not for Megatron-LM's front end, whose parser owns the flags.
 
-Such a program that passes megatron-core's schedule `forward_only=True` in every call that names
-the parameter (rules/megatron-core.toml `[forward_only]`; none passes another value), at a
-pipeline size of 1 read so, megatron-core runs forward_backward_no_pipelining and
-sends nothing between stages: a `launch.not-pipeline` note (NOT A PIPELINE RUN). At PP > 1 the
-forward-only schedule sends activations between stages: scanned, with `schedule_forward_only`
-True among the entry's values (rules/megatron-core.toml mcore.forward-only-one-way reads it).
+Such a program that passes megatron-core's schedule `forward_only=True` in every call of it (every
+call or mapping naming the parameter or the schedules' required `forward_step_func`,
+rules/megatron-core.toml `[forward_only]`; none passes another value or leaves the default, and
+no training loop is named), at a pipeline size of 1 read so, megatron-core runs
+forward_backward_no_pipelining and sends nothing between stages: a `launch.not-pipeline` note
+(NOT A PIPELINE RUN). At PP > 1 the forward-only schedule sends activations between stages:
+scanned, with `schedule_forward_only` True among the entry's values, and `schedule_microbatches`
+where every such call passes a literal `num_microbatches` (rules/megatron-core.toml
+mcore.forward-only-one-way and mcore.interleaved-microbatches read them). `may_write` says where
+the entry may write a setting other than None (config/generate_entry.py asks it of the pipeline
+layout a checkpoint could carry onto the entry's provider).
 """
 
 from __future__ import annotations
@@ -28,9 +33,9 @@ from pathlib import Path
 
 from auditor import rulebook
 from auditor.config.entry_constructs import bound_from_framework, constructs
-from auditor.config.entry_library import library_sizes
+from auditor.config.entry_library import library_file, library_imports, library_sizes
 from auditor.config.entry_schedule import names_schedule
-from auditor.config.entry_script import arg_value, argparse_options, iter_closure, stores_of
+from auditor.config.entry_script import MAX_MODULES, arg_value, argparse_options, iter_closure, stores_of
 from auditor.config.entry_stores import nested_attr_stores, opaque_keywords, unnamed_stores
 from auditor.config.entry_stack import modeled_packages
 from auditor.config.expr import UNKNOWN
@@ -82,6 +87,58 @@ def read_entry_assignments(launch: LaunchConfig) -> None:
     _forward_only(launch, Path(entry.path))
 
 
+def may_write(launch: LaunchConfig, attrs: list[str]) -> str | None:
+    """Where the entry may write one of `attrs` (on its model provider, or anywhere) a value that
+    is not None, in words (file:line); None where nothing it runs can: the script writes each
+    only as None (a literal, or `args.DEST` whose option the launch line leaves at a None
+    default), writes nothing by a name not written, and neither a local module it imports nor a
+    module of its checkout's `src/` that it or one of those imports from writes one, other than as
+    a literal None."""
+    read = entry_tree(launch)
+    if read is None:
+        return "the entry script is not read"
+    entry, tree = read
+    script = Path(entry.path)
+    options = argparse_options(tree)
+    scopes = [tree, *(f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)))]
+    for attr in attrs:
+        for scope in scopes:
+            for line, shown, expr in _writes(scope, attr, tree):
+                got = None if expr is None else _resolve(expr, scope, options, launch)
+                if got is None or got[0] is not None:
+                    value = "" if expr is None else f" = {ast.unparse(expr)}"
+                    return f"{script.name}:{line}: {shown}{value}, a value that may not be None"
+    unnamed = sorted(u for scope in scopes for u in _unnamed(scope, tree))
+    if unnamed:
+        return f"{script.name}:{unnamed[0][0]}: {unnamed[0][1]}"
+    elsewhere = _written_elsewhere(script, attrs, {k: dict(v) for k, v in options.items()})
+    if elsewhere:
+        return f"{min(elsewhere.values())} writes {', '.join(sorted(elsewhere))}"
+    stop = frozenset(m.split(".")[0] for m in modeled_packages())
+    try:
+        modules = dict.fromkeys(m for _, t in iter_closure(script, stop) for m in library_imports(t))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+        return f"a local module of {script.name} that cannot be read"
+    for module in modules:
+        lib = library_file(script, module)
+        if lib is None:
+            continue
+        try:
+            lib_tree = ast.parse(lib.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+            return f"{lib.name}, which the entry imports from, cannot be read"
+        lib_scopes = [lib_tree, *(f for f in ast.walk(lib_tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)))]
+        for attr in attrs:
+            for scope in lib_scopes:
+                for line, shown, expr in _writes(scope, attr, lib_tree):
+                    if not (isinstance(expr, ast.Constant) and expr.value is None):
+                        return f"{lib.name}:{line}: {shown}"
+        lib_unnamed = sorted(u for scope in lib_scopes for u in _unnamed(scope, lib_tree))
+        if lib_unnamed:
+            return f"{lib.name}:{lib_unnamed[0][0]}: {lib_unnamed[0][1]}"
+    return None
+
+
 def _megatron_lm_by_name(launch: LaunchConfig) -> bool:
     """The launch runs a script Megatron-LM's argument stage runs for by its name (rules/megatron-lm.toml
     `[[stage]]` mlm-arguments `launchers`: `torchrun pretrain_*.py`)."""
@@ -92,23 +149,32 @@ def _megatron_lm_by_name(launch: LaunchConfig) -> bool:
 def _other_loops() -> list[tuple[frozenset[str], str]]:
     """(modules, name) of each rules/stacks.toml `[[schedule_entry]]` name outside megatron-core's
     schedules (Megatron-LM's pretrain, DeepSpeed's train_batch): its module and the packages
-    above it, which re-export it (`from megatron.training import pretrain`)."""
+    above it, which re-export it (`from megatron.training import pretrain`); and with no modules
+    (from any module) each `[training_step]` loop but those schedules (Megatron-Bridge's
+    `finetune`, ms-swift's `sft_main`)."""
+    stacks = rulebook.load("stacks").data
     out = []
-    for e in rulebook.load("stacks").data["schedule_entry"]:
+    own = set()
+    for e in stacks["schedule_entry"]:
         if f"{e['module']}." == SCHEDULES:
+            own |= {n.rpartition(".")[2] for n in e["names"]}
             continue
         parts = e["module"].split(".")
         modules = frozenset(".".join(parts[:i]) for i in range(2, len(parts) + 1))
         out += [(modules, n.rpartition(".")[2]) for n in e["names"]]
-    return out
+    return out + [(frozenset(), n) for n in stacks["training_step"]["loops"] if n not in own]
 
 
 def _names_loop(node: ast.AST, loops: list[tuple[frozenset[str], str]]) -> bool:
-    """An import of such a name from its module or a package above it, or an attribute of that
-    name (`engine.train_batch()`, `schedule.step()`; also `model.train()`, which only makes the
+    """An import of such a name from its module or a package above it (from any module where it
+    has none), a bare name of one with no modules (`finetune(cfg)`), or an attribute of that name
+    (`engine.train_batch()`, `schedule.step()`; also `model.train()`, which only makes the
     note not given)."""
     if isinstance(node, ast.ImportFrom):
-        return any(node.module in modules and any(a.name == name for a in node.names) for modules, name in loops)
+        return any((not modules or node.module in modules) and any(a.name == name for a in node.names)
+                   for modules, name in loops)
+    if isinstance(node, ast.Name):
+        return any(not modules and node.id == name for modules, name in loops)
     return isinstance(node, ast.Attribute) and any(node.attr == name for _, name in loops)
 
 
@@ -139,18 +205,23 @@ def _written_elsewhere(script: Path, keys: list[str], options: dict[str, dict[st
 
 def _forward_only(launch: LaunchConfig, script: Path) -> None:
     """Where the entry surely runs megatron-core's schedule forward only: `schedule_forward_only`
-    among its values, and a `launch.not-pipeline` note at a pipeline size of 1 it surely sets
-    (see the module docstring)."""
+    among its values (and `schedule_microbatches`, where every call passes a literal count), and
+    a `launch.not-pipeline` note at a pipeline size of 1 it surely sets (see the module docstring)."""
     named = names_schedule(launch) or ""
-    calls = _forward_only_calls(script) if named.startswith(SCHEDULES) else []
+    calls, microbatches = _forward_only_calls(script) if named.startswith(SCHEDULES) else ([], None)
     if not calls:
         return
-    param = rulebook.load("megatron-core").data["forward_only"]["param"]
+    rule = rulebook.load("megatron-core").data["forward_only"]
+    param = rule["param"]
     passed = [f"{path.name}:{line}" for path, line in calls]
     at = f"{calls[0][0]}:{calls[0][1]}"
     launch.entry_values["schedule_forward_only"] = (
         True, f"{script.name} calls megatron-core's {named.rpartition('.')[2]}() with {param}=True "
               f"({', '.join(passed[:2])}; no call passes another value)", at)
+    if microbatches is not None:
+        launch.entry_values["schedule_microbatches"] = (
+            microbatches, f"{script.name}'s schedule calls pass {rule['microbatches']}={microbatches} at most "
+                          f"({', '.join(passed[:2])}; each a literal)", at)
     pp = launch.entry_values.get("pipeline_model_parallel_size")
     if pp is None or pp[0] != 1 or type(pp[0]) is not int:
         return
@@ -164,29 +235,82 @@ def _forward_only(launch: LaunchConfig, script: Path) -> None:
         where=f"{launch.path}:{launch.command_line}", detail={"command": launch.launcher}))
 
 
-def _forward_only_calls(script: Path) -> list[tuple[Path, int]]:
-    """(file, line) of each `forward_only=True` the entry's closure passes; [] where a call may
-    pass another value, a training loop runs the schedule, or the closure cannot be read."""
-    param = rulebook.load("megatron-core").data["forward_only"]["param"]
+def _forward_only_calls(script: Path) -> tuple[list[tuple[Path, int]], int | None]:
+    """(file, line) of each `forward_only=True` the entry's closure passes, and the largest
+    literal count of microbatches its schedule calls pass (None where one passes none or another
+    value); [] where a call may pass another value or none (a call or mapping that names the
+    schedules' `step` keyword: the default, a training step; a call of a schedule passing `**`
+    keywords not written out), a training loop runs the schedule, or the closure cannot be read
+    whole."""
+    rule = rulebook.load("megatron-core").data["forward_only"]
+    param, step, count = rule["param"], rule["step"], rule["microbatches"]
     loops = _other_loops()
     stop = frozenset(m.split(".")[0] for m in modeled_packages())
     passed: list[tuple[Path, int]] = []
+    counts: list[int | None] = []
+    read = 0
     try:
         for path, tree in iter_closure(script, stop):
+            read += 1
+            scopes = [tree, *(f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)))]
+            held = _schedule_names(tree)
+            if any(opaque_keywords([n for n in _own_nodes(scope) if _calls_schedule(n, held)], scope, tree)
+                   for scope in scopes):
+                return [], None  # `fwd_bwd(**kwargs)` with keys not written out: it may train
             for node in ast.walk(tree):
                 if _names_loop(node, loops):
-                    return []  # a training loop runs the schedule inside the framework
-                given = [k.value for k in node.keywords if k.arg == param] if isinstance(node, ast.Call) else []
-                if isinstance(node, ast.Dict):  # `fn(**{"forward_only": ...})`
-                    given = [v for k, v in zip(node.keys, node.values)
-                             if isinstance(k, ast.Constant) and k.value == param]
-                for value in given:
-                    if not (isinstance(value, ast.Constant) and value.value is True):
-                        return []  # a call that may train
-                    passed.append((path, value.lineno))
+                    return [], None  # a training loop runs the schedule inside the framework
+                if (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store)
+                        and isinstance(node.slice, ast.Constant) and node.slice.value in (param, step)):
+                    return [], None  # `kwargs["forward_only"] = ...`: a value not read here
+                given = _schedule_keywords(node)
+                if param not in given and step not in given:
+                    continue
+                value = given.get(param)
+                if not (isinstance(value, ast.Constant) and value.value is True):
+                    return [], None  # a call that may train
+                passed.append((path, value.lineno))
+                n = given.get(count)
+                counts.append(n.value if isinstance(n, ast.Constant) and type(n.value) is int else None)
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
-        return []
-    return passed  # none: the schedule's default, a training step
+        return [], None
+    if read >= MAX_MODULES:
+        return [], None  # the closure was cut: an unread module may train
+    known = [c for c in counts if c is not None]
+    return passed, max(known) if known and len(known) == len(counts) else None
+
+
+def _schedule_names(tree: ast.Module) -> set[str]:
+    """megatron-core's schedule functions (rules/stacks.toml `[[schedule_entry]]`) and the names
+    and attributes `tree` binds to what one of them returns (`fwd_bwd = get_forward_backward_func()`,
+    `self.fb = ...`)."""
+    names = {n.rpartition(".")[2] for e in rulebook.load("stacks").data["schedule_entry"]
+             if f"{e['module']}." == SCHEDULES for n in e["names"]}
+    bound = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and _calls_schedule(node.value, names):
+            bound |= {t.id if isinstance(t, ast.Name) else t.attr for t in node.targets
+                      if isinstance(t, (ast.Name, ast.Attribute))}
+    return names | bound
+
+
+def _calls_schedule(node: ast.AST, names: set[str]) -> bool:
+    """A call of one of `names`, by name or attribute, or of what one returns (`get_forward_backward_func()(...)`)."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func.func if isinstance(node.func, ast.Call) else node.func
+    return (isinstance(func, ast.Name) and func.id in names) or (isinstance(func, ast.Attribute) and func.attr in names)
+
+
+def _schedule_keywords(node: ast.AST) -> dict[str, ast.expr]:
+    """The keywords a call passes by name, or the constant keys of a mapping (`fn(**{...})`,
+    `dict(...)` is a call), with their values."""
+    if isinstance(node, ast.Call):
+        return {k.arg: k.value for k in node.keywords if k.arg is not None}
+    if isinstance(node, ast.Dict):
+        return {k.value: v for k, v in zip(node.keys, node.values)
+                if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+    return {}
 
 
 def _setting(tree: ast.Module, key: str, options: dict[str, dict[str, Any]], launch: LaunchConfig,

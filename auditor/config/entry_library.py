@@ -39,8 +39,8 @@ def library_sizes(launch: LaunchConfig, script: Path, tree: ast.Module, options:
     """key -> (value, why, where) for each of `keys` a loader of the checkout's `src/` sets (see the
     module docstring); `options` gains the argparse options of the adders the entry calls."""
     out: dict[str, Found] = {}
-    for module, names in _imports(tree).items():
-        lib = _source_file(script, module)
+    for module, names in library_imports(tree).items():
+        lib = library_file(script, module)
         if lib is None:
             continue
         try:
@@ -81,7 +81,7 @@ def _used_only_by_calls(tree: ast.Module, module: str, bound: list[str]) -> bool
                    for n in ast.walk(tree))
 
 
-def _imports(tree: ast.Module) -> dict[str, dict[str, str]]:
+def library_imports(tree: ast.Module) -> dict[str, dict[str, str]]:
     """module -> {local name: name} of the entry's absolute `from MODULE import name` lines."""
     out: dict[str, dict[str, str]] = {}
     for node in ast.walk(tree):
@@ -90,7 +90,7 @@ def _imports(tree: ast.Module) -> dict[str, dict[str, str]]:
     return out
 
 
-def _source_file(script: Path, module: str) -> Path | None:
+def library_file(script: Path, module: str) -> Path | None:
     """The one `src/MODULE.py` of a checkout folder above `script`, if any."""
     rel = Path(*module.split(".")).with_suffix(".py")
     found = [r / "src" / rel for r in [script.parent, *list(script.parent.parents)[:ANCESTORS]]
