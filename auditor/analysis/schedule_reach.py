@@ -35,13 +35,12 @@ from pathlib import Path
 from typing import Any
 
 from auditor import rulebook
-from auditor.config.entry_script import ANCESTORS, MAX_MODULES, calls, iter_closure
+from auditor.config.entry_script import ANCESTORS, MAX_MODULES, iter_closure
 from auditor.config.effective import EffectiveConfig
-from auditor.config.entry_stack import LAUNCHERS, modeled_packages, read_as_guess, runs_code
+from auditor.config.entry_stack import LAUNCHERS, loads_code, modeled_packages, read_as_guess, starts_programs
 from auditor.config.expr import UNKNOWN
 from auditor.config.model import LaunchConfig
 from auditor.config.pyenv import located_stat
-from auditor.config.shell_command import runs_only_utility
 from auditor.findings import Finding
 from auditor.rulebook import files, interpreter
 from auditor.rulebook.frameworks import launched_by, versioned
@@ -208,13 +207,11 @@ def _closure(script: Path, mtime_ns: int) -> tuple[list[Path], Commands] | None:
     (Megatron-LM's megatron/) is not its own code: it is walked as a source (_local_sources),
     its plug-in loading not weighed, as a release's is."""
     read = list(iter_closure(script, _frameworks()))
-    data = rulebook.load(RULES).data["no_pipeline"]
-    runners = set(data.get("command_runners", []))
-    others = [d for d in data["dynamic"] if d not in runners]
-    if len(read) >= MAX_MODULES or any(runs_code(t, others, runners=frozenset()) for _, t in read):
+    dynamic = rulebook.load(RULES).data["no_pipeline"]["dynamic"]
+    if len(read) >= MAX_MODULES or any(loads_code(t, dynamic) for _, t in read):
         return None
-    commands = tuple((p.name, int(node.lineno), written) for p, t in read for node, written, imported in calls(t)
-                     if (written in runners or imported in runners) and not runs_only_utility(node, imported))
+    commands = tuple((os.path.relpath(p, script.parent), int(node.lineno), written)
+                     for p, t in read for node, written in starts_programs(t))
     return [p for p, _ in read], commands
 
 

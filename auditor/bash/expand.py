@@ -115,6 +115,7 @@ class Expander:
         self.depth = 0
         self._lexer = Lexer("", path)
         self._taken: list[str] = []  # fallbacks taken in the expansion under way
+        self._testing = 0  # inside `expand_noting_caller`: a test reads an empty default as empty
         self.positional: list[Field] | None = None  # $1 $2 ... of a script read with its arguments
         self.reading = path  # the file being read: the script, or a file it sources
         # `pwd` and $PWD: the directory the job is launched from, taken to be the one this audit
@@ -180,29 +181,26 @@ class Expander:
         return builder.fields
 
     def expand_noting_caller(self, word: Word, names: list[str]) -> list[Field]:
-        """`expand`, adding to `names` the variables an empty result rests on that the caller
-        gives: `${X:-}` (or `$X` after `X=${X:-}`) with X unset here and never set by the script
-        but through its own default. That empty default states no value, only keeps `set -u`
-        quiet: a test of it reads the caller's environment, as `[ -z "$X" ]` does."""
+        """`expand` for a test, adding to `names` the variables an empty result rests on that the
+        caller gives (`_caller_names`): `${X:-}`, or `$X` after `X=${X:-}`. That empty default
+        states no value, only keeps `set -u` quiet: a test of it reads the caller's environment,
+        as `[ -z "$X" ]` does (here it reads empty, the caller's names noted)."""
         before = len(self._taken)
-        fields = self.expand(word)
+        self._testing += 1
+        try:
+            fields = self.expand(word)
+        finally:
+            self._testing -= 1
         if all(f.value == "" for f in fields):
-            names += [n for n in self._taken[before:] if n not in self.environ and
-                      (n not in self.vars or n in self.vars[n].fallbacks) and n not in names]
+            names += [n for n in self._caller_names(self._taken[before:]) if n not in names]
         return fields
 
-    def expand_argument(self, word: Word) -> list[Field]:
-        """`expand` for an argument of a command (not its program): an unquoted word that is
-        empty only through an empty fallback of a variable the caller gives (`${EXTRA_ARGS:-}`,
-        or `$OPTS` after `OPTS=${EXTRA_ARGS:-}`: see `expand_noting_caller`) stands for what the
-        caller may set, one unknown word per such variable, as `$EXTRA_ARGS` unset does. Its
-        empty default states no value, only keeps `set -u` quiet; a default with text
-        (`${EXTRA_ARGS:-"--bf16"}`) is the script's own statement and is read as written."""
-        names: list[str] = []
-        fields = self.expand_noting_caller(word, names)
-        if fields or not names or any(p.quoted for p in word.parts):
-            return fields
-        return [Field(Symbolic(f"${{{name}:-}}"), word.line, unsplit=True, fallbacks=(name,)) for name in names]
+    def _caller_names(self, names: list[str] | tuple[str, ...]) -> list[str]:
+        """Of the variables whose empty fallback was taken, those the caller gives: not in the
+        environment given, and never set by the script but through its own default (`X=${X:-}`);
+        not `$1`..., the script's arguments (it is read run with none)."""
+        return list(dict.fromkeys(n for n in names if not n.isdigit() and n not in self.environ and
+                                  (n not in self.vars or n in self.vars[n].fallbacks)))
 
     def document_text(self, document: Heredoc, line: int) -> str | Symbolic | None:
         """A here-document's text as bash gives it: expanded as a double-quoted word where its
@@ -224,7 +222,7 @@ class Expander:
         return join(values) if len(values) != 1 else values[0]
 
     def _expand_parts(self, parts: list[Part], out: FieldBuilder, line: int) -> None:
-        for part in parts:
+        for k, part in enumerate(parts):
             if part.kind == "lit":
                 out.text(part.text, part.line)
             elif part.kind == "cmd" and self.cwd is not None and _PWD.fullmatch(part.src):
@@ -260,10 +258,26 @@ class Expander:
             elif part.kind == "array":  # `A=(...)` outside an assignment: bash refuses it
                 out.text(f"({' '.join(w.raw for w in part.elements)})", part.line)
             else:
-                self._expand_param(part, out)
+                self._expand_param(part, out, self._own_words(parts, k))
 
-    def _expand_param(self, part: Part, out: FieldBuilder) -> None:
-        value, line = self._param(part)
+    def _own_words(self, parts: list[Part], k: int) -> bool:
+        """Whether the expansion `parts[k]` gives words of its own where its text is split, now
+        or later: outside a test, blanks or the word's ends on both sides, and unquoted or in a
+        quoted text holding more (`EXTRA=(${X:-})`, `ARGS="--bf16 ${X:-}"`, `ARGS+=" ${X:-}"`,
+        `bash -c "torchrun ... ${X:-}"`); not the whole of a quoted word or value (`"${X:-}"`,
+        `OPTS=${X:-}`, read where it is expanded) nor glued to other text (`"${HOME:-}/x"`)."""
+        if self._testing:
+            return False
+        before, after = parts[k - 1] if k else None, parts[k + 1] if k + 1 < len(parts) else None
+        if before is not None and not (before.kind == "lit" and (before.text[-1:].isspace() or
+                                                                 (k == 1 and not before.text))):
+            return False
+        if after is not None and not (after.kind == "lit" and after.text[:1].isspace()):
+            return False
+        return not parts[k].quoted or any(p.text for j, p in enumerate(parts) if j != k)
+
+    def _expand_param(self, part: Part, out: FieldBuilder, own: bool = False) -> None:
+        value, line = self._param(part, own)
         if isinstance(value, list):
             at = part.quoted and not any(star in part.src for star in ("[*]", "$*", "{*"))
             for k, (element, element_line) in enumerate(value):
@@ -288,8 +302,13 @@ class Expander:
         else:
             out.split(str(value), line)
 
-    def _param(self, part: Part) -> tuple[Scalar | list[tuple[Scalar, int]], int]:
-        """The value of one `$NAME` / `${...}` expansion and the line it was assigned on."""
+    def _param(self, part: Part, own: bool = False) -> tuple[Scalar | list[tuple[Scalar, int]], int]:
+        """The value of one `$NAME` / `${...}` expansion and the line it was assigned on. Where it
+        gives words of its own (`own`: see `_own_words`), an empty value resting only on the
+        empty fallback of variables the caller gives (`${EXTRA_ARGS:-}`, or `$OPTS` after
+        `OPTS=${EXTRA_ARGS:-}`) stands for what the caller may set there, unknown (`_callers_words`),
+        as `$EXTRA_ARGS` unset does: that default states no value, only keeps `set -u` quiet. A
+        default with text (`${EXTRA_ARGS:-"--bf16"}`) is the script's own statement."""
         unknown = Symbolic(part.src), part.line
         m = _PARAM.fullmatch(part.text)
         if m and self.positional is not None and m.group(2) in ("@", "*", "#") and not m.group(3):
@@ -330,6 +349,8 @@ class Expander:
         if length:
             return (str(len(value)), line) if isinstance(value, str) else unknown
         if not rest:
+            if own and value == "" and var is not None and var.fallbacks:
+                return self._callers_words(list(var.fallbacks), value, part.line)
             return (value, line) if value is not None else unknown
         op_match = _PARAM_OP.fullmatch(rest)
         # a value known in part (`export COMMAND="python ${X} ..."`) is surely set and not empty
@@ -344,12 +365,20 @@ class Expander:
             fallback = self._fallback(argument, part)
             if op.endswith("="):
                 self.vars[name] = Var(fallback, part.line, name in self.environ, (name,))
+            elif own and fallback == "":
+                return self._callers_words([name, *(var.fallbacks if var else ())], fallback, part.line)
             return fallback, part.line
         if op.endswith("+"):
             if value is None:
                 return unknown
             return (self._fallback(argument, part), part.line) if is_set else ("", part.line)
         return (value, line) if is_set else unknown
+
+    def _callers_words(self, names: list[str], value: str, line: int) -> tuple[Scalar, int]:
+        """An empty value resting on empty fallbacks: unknown (`${NAME:-}` for each of `names`
+        the caller gives, `_caller_names`), as it is where the caller sets them; else `value`."""
+        callers = self._caller_names(names)
+        return (Symbolic(" ".join(f"${{{n}:-}}" for n in callers)) if callers else value), line
 
     def _script_dir(self, command: str) -> str | None:
         """The directory a script-directory idiom gives (`_SCRIPT_DIR`; its name for

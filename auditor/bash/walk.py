@@ -81,6 +81,9 @@ class Shell(Expander, ABC):
         self.sourced: list[str] = []  # the files `source`/`.` named, read or not
         self.uncertain = 0  # how many branches that may not run (if/case/loop bodies, `a && b`) the walk is in
         self.subshells = 0  # how many subshells (`( ... )`, a pipeline's parts, `bash -c`) the walk is in
+        # (uncertain, subshells) where the shell the walk is in began (`own_shell`): a `cd` of that
+        # shell's own path of commands is sure there, whatever branch started the shell
+        self._shell_base = (0, 0)
         self.exited: Exit | None = None  # the `exit` the script surely reaches: nothing after it runs
         self.tested: list[int] = []  # the lines of the decided tests (if/case/&&) around the walk
         # per decided test on `tested`: the variables the caller gives that it read through an
@@ -104,6 +107,9 @@ class Shell(Expander, ABC):
         # how many function calls deep the walk is: their `$1` is the call's, not known here, so
         # a test in them is no choice of the script's (a call may go one way, the next another)
         self.in_function = 0
+        # Variables the script sets only where the caller left them empty or unset, read where a
+        # test it could not decide leaves the caller's value (`_branches` `read`): any text
+        self.callers_values: set[str] = set()
 
     @abstractmethod
     def external(self, fields: list[Field], inline: dict[str, EnvVar], cmd: Cmd,
@@ -186,18 +192,14 @@ class Shell(Expander, ABC):
                             self._node(right)
                         status = outcome(right, self._noting(caller))
                     continue
-                default_for = _tested_empty(node.first) if op == "&&" else _tested_set(node.first)
-                self._branches([[right]], exhaustive=False, default_for=default_for, block=False)
+                self._branches([[right]], exhaustive=False, block=False, read=_names_read([node.first]))
         elif isinstance(node, Pipeline) and len(node.commands) == 1:  # `! cmd` runs in this shell
             self._node(node.commands[0])
         elif isinstance(node, Pipeline):
             for command in node.commands:
                 saved, texts = dict(self.vars), dict(self.branch_values)
-                self.subshells += 1
-                try:
+                with self.own_shell():
                     self._node(command)
-                finally:
-                    self.subshells -= 1
                 self.vars, self.branch_values = saved, texts
         elif isinstance(node, Branches):
             self._if_or_case(node)
@@ -214,15 +216,30 @@ class Shell(Expander, ABC):
             self._branches([node.body], exhaustive=False, passes=node.line)
         elif isinstance(node, CommandGroup):
             saved, texts = dict(self.vars), dict(self.branch_values)
-            self.subshells += node.subshell
-            try:
+            if node.subshell:
+                with self.own_shell():
+                    self.run(node.body)
+            else:
                 self.run(node.body)
-            finally:
-                self.subshells -= node.subshell
             if node.subshell:  # its variables, and the texts its ifs left them, end with it
                 self.vars, self.branch_values = saved, texts
         elif isinstance(node, Function):
             self.functions[node.name] = node.body
+
+    @contextmanager
+    def own_shell(self) -> Iterator[None]:
+        """Walk a subshell or a child shell (`( ... )`, a pipeline's part, `bash -c`): a `cd` on
+        its own path of commands moves the commands after it there, wherever that shell was
+        started from (`srun ... bash -c "cd /opt/x && python y.py"` in a loop body runs y.py in
+        /opt/x), and never the commands after it in this shell."""
+        saved = self.workdir, self.cwd, self._shell_base
+        self.subshells += 1
+        self._shell_base = (self.uncertain, self.subshells)
+        try:
+            yield
+        finally:
+            self.subshells -= 1
+            self.workdir, self.cwd, self._shell_base = saved
 
     def _loop_items(self, node: ShellLoop) -> list[Field] | None:
         """The values a `for VAR in WORDS` loop surely takes, in order: every word known, at most
@@ -259,7 +276,8 @@ class Shell(Expander, ABC):
             if decided is None:
                 rest = [c + b for c, b in zip(node.conditions[k:], node.bodies[k:])]
                 if not self._chosen(self._choice(if_choice, node, k), rest, caller):
-                    self._branches(rest, node.exhaustive, choice=self._choice(if_choice, node, k))
+                    self._branches(rest, node.exhaustive, choice=self._choice(if_choice, node, k),
+                                   read=_names_read([n for c in node.conditions[k:] for n in c]))
                 return
             self.run(cond)
             if decided:
@@ -290,24 +308,35 @@ class Shell(Expander, ABC):
 
     @contextmanager
     def _test_decided(self, line: int, caller: list[str]) -> Iterator[None]:
-        """The walk inside what the test at `line` surely runs (`caller`: see `caller_tested`)."""
+        """The walk inside what the test at `line` surely runs (`caller`: see `caller_tested`). A
+        caller's variable the test read through its empty default and the branch sets empty
+        (`if [ -z "${X:-}" ]; then X=""; fi`) is that empty default still (`X=${X:-}`): where it
+        gives words, the caller's (bash.expand `_param`)."""
         self.tested.append(line)
         self.caller_tested.append(caller)
+        before = {name: self.vars.get(name) for name in caller}
         try:
             yield
         finally:
             self.tested.pop()
             self.caller_tested.pop()
+        for name, was in before.items():
+            now = self.vars.get(name)
+            if now is not None and now is not was and now.value == "":
+                self.vars[name] = Var("", now.line, now.exported, (name,))
 
-    def _branches(self, bodies: list[list[Node]], exhaustive: bool, default_for: str | None = None,
-                  block: bool = True, passes: int = 0, choice: Choice | None = None) -> None:
+    def _branches(self, bodies: list[list[Node]], exhaustive: bool, block: bool = True, passes: int = 0,
+                  choice: Choice | None = None, read: frozenset[str] = frozenset()) -> None:
         """Run each branch from the same state; a variable the branches disagree on becomes symbolic,
         an array the words they all begin with and then an unknown one (`_array_merged`).
 
         `block`: an if/case/loop body (counted in `conditional`), not the right side of
         `cd dir && torchrun ...`. `passes`: the line of a loop whose body, read once here, runs an
         unknown number of times. `choice`: the if/case the branches are, noted in `chosen_by` for
-        each value it leaves unknown.
+        each value it leaves unknown. `read`: the variables the undecided test reads; one the script
+        has not set nor the audit's environment given, which a branch sets and another way leaves
+        unset, holds the caller's value where it is left (`if [ -z "$X" ]; then X=--bf16; fi`, `[ -z
+        "$X" ] && X=2`: not empty there, the test says so): unknown, any text (`callers_values`).
         """
         before = dict(self.vars)
         ends = []
@@ -326,16 +355,20 @@ class Shell(Expander, ABC):
         merged: dict[str, Var] = {}
         for name in set().union(*ends):
             seen = [end.get(name) for end in ends]
-            if name == default_for and before.get(name) is None:
-                seen = [v for v in seen if v is not None]
             known = [v for v in seen if v is not None]
-            array = _array_merged(name, seen, passes)
+            if name in read and name not in before and name not in self.environ and None in seen:
+                merged[name] = Var(Symbolic(f"${{{name}}}"), max(v.line for v in known),
+                                   any(v.exported for v in known))
+                self.callers_values.add(name)
+                self.branch_values[f"${{{name}}}"] = None  # the caller's text among them: not known
+                continue
+            array = _array_merged(name, seen, passes) or _appended(seen, passes)
             if len(known) == len(seen) and all(v.value == known[0].value for v in known):
                 merged[name] = Var(known[0].value, max(v.line for v in known), any(v.exported for v in known),
                                    _caller_fallbacks(known))
             elif array is not None:
                 merged[name] = Var(array, max(v.line for v in known), any(v.exported for v in known))
-                if choice is not None:
+                if choice is not None and isinstance(array, list):
                     self.chosen_by.setdefault(f"${{{name}[@]}}", set()).add(choice)
                 if passes and array is known[0].value:
                     self.diagnostics.append(Finding(
@@ -343,7 +376,8 @@ class Shell(Expander, ABC):
                         f"the loop at line {passes} runs an unknown number of times: `{name}`, which "
                         "each pass appends to, is read after one pass (with none, what it appends would not run)",
                         fix="give the loop's values in the script, or the command with --command",
-                        where=f"{self.reading}:{passes}", detail={"array": name, "line": passes}))
+                        where=f"{self.reading}:{passes}",
+                        detail={"array" if isinstance(array, list) else "string": name, "line": passes}))
             else:
                 merged[name] = Var(Symbolic(f"${{{name}}}"), max(v.line for v in known),
                                     any(v.exported for v in known))
@@ -377,12 +411,6 @@ class Shell(Expander, ABC):
                 return None
         return tuple(dict.fromkeys(out))
 
-    def _command_fields(self, words: list[Word]) -> list[Field]:
-        """A command's words expanded: its program as written, its arguments as
-        `expand_argument` reads them (a caller's variable behind an empty fallback may add any)."""
-        fields = self.expand(words[0]) if words else []
-        return fields + [f for w in words[1:] for f in (self.expand_argument(w) if fields else self.expand(w))]
-
     def _partial_texts(self, value: Partial) -> list[str] | None:
         """Every text a value known in part may be, where each unknown piece is a value merged
         before (`${EXTRA_ARGS} --pixel-shuffle` after an if that set EXTRA_ARGS: NVIDIA/Megatron-LM
@@ -405,7 +433,7 @@ class Shell(Expander, ABC):
         while (not isinstance(cmd, _Evaluated) and k < len(words) and ASSIGN.match(words[k].raw)
                and words[k].parts[0].kind == "lit"):
             k += 1
-        fields = cmd.fields if isinstance(cmd, _Evaluated) else self._command_fields(words[k:])
+        fields = cmd.fields if isinstance(cmd, _Evaluated) else [f for w in words[k:] for f in self.expand(w)]
         if not fields:
             for w in words[:k]:
                 self.assign(w, exported=False)
@@ -433,7 +461,7 @@ class Shell(Expander, ABC):
             return 0
         if head in ("cd", "pushd", "popd"):  # from here on `pwd` is not the launch directory
             self.cwd = None
-            sure = head == "cd" and not (self.uncertain or self.subshells) and len(fields) == 2
+            sure = head == "cd" and (self.uncertain, self.subshells) == self._shell_base and len(fields) == 2
             self.workdir = join_workdir(self.workdir, fields[1].value) if sure else None
         if cmd.stdout is not None and head in ("printf", "echo", "cat"):
             self._write(str(head), fields[1:], cmd)
@@ -762,6 +790,24 @@ def _array_merged(name: str, seen: list[Var | None], passes: int) -> list[tuple[
     return [*arrays[0][:common], rest] if common else None
 
 
+def _appended(seen: list[Var | None], passes: int) -> str | Symbolic | None:
+    """A string a loop body of unknown passes (`passes`, its line) appends to, read after one
+    pass as an array is (`_array_merged`): `SRUN_CMD="${SRUN_CMD} --container-mounts=${mount}"`
+    per word of a caller's CONTAINER_MOUNTS (NVIDIA-NeMo/Megatron-Bridge 067f987df0
+    examples/models/stepfun/step37/slurm_pretrain.sh:143-146) keeps the srun it begins with.
+    None where the body does more than append to a string."""
+    if not passes or len(seen) != 2 or seen[0] is None or seen[1] is None:
+        return None
+    after, before = seen[0].value, seen[1].value
+    if isinstance(after, list) or isinstance(before, list):
+        return None
+    head, tail = segments(after), segments(before)
+    if len(str(after)) <= len(str(before)) or len(head) < len(tail) or head[:len(tail) - 1] != tail[:-1]:
+        return None
+    (text, unknown), (mine, its) = tail[-1], head[len(tail) - 1]  # `before`'s last piece: begun the same
+    return after if its == unknown and mine.startswith(text) and (not unknown or mine == text) else None
+
+
 MAX_ITERATIONS = 16  # a `for` loop over more known items than this is read once, its variable unknown
 
 
@@ -827,20 +873,20 @@ def _line_of(node: Node) -> int:
     return int(getattr(node, "line", 0))
 
 
-def _tested_empty(node: Node) -> str | None:
-    """NAME when node is `[ -z "$NAME" ]` (or test / [[ ]]): `... && NAME=x` gives a default."""
-    return _test_operand(node, "-z")
+def _names_read(nodes: list[Node]) -> frozenset[str]:
+    """The variables a test's commands expand (`[ -z "${X:-}" ]`: X)."""
+    names: set[str] = set()
+    for node in nodes:
+        while isinstance(node, (Pipeline, AndOr)):
+            if isinstance(node, AndOr):
+                names |= _names_read([right for _, right in node.rest])
+                node = node.first
+            else:
+                names |= _names_read(node.commands[1:])
+                node = node.commands[0]
+        if isinstance(node, Cmd):
+            names.update(m.group(1) for w in node.words for m in _READ.finditer(w.raw))
+    return frozenset(names)
 
 
-def _tested_set(node: Node) -> str | None:
-    return _test_operand(node, "-n")
-
-
-def _test_operand(node: Node, flag: str) -> str | None:
-    if not isinstance(node, Cmd) or len(node.words) < 3:
-        return None
-    raws = [w.raw for w in node.words]
-    if raws[0] not in ("[", "[[", "test") or raws[1] != flag:
-        return None
-    m = re.fullmatch(r'"?\$\{?([A-Za-z_][A-Za-z0-9_]*)(:-)?\}?"?', raws[2])
-    return m.group(1) if m else None
+_READ = re.compile(r"\$\{?[#!]?([A-Za-z_][A-Za-z0-9_]*)")

@@ -1,30 +1,44 @@
-"""Megatron-Bridge MIMO entries: each module's parallelism as `--component NAME=tp=N,pp=N,...`.
+"""Megatron-Bridge MIMO entries: each module's parallelism, and the pipeline across modules.
 
-A MegatronMIMO training entry (examples/megatron_mimo/*/finetune_*.py) has no --pp of its own:
-its argparse takes `--component` repeatedly (action="append"), one spec per module, and sets the
-language component's sizes on the language model config the pipeline schedule reads. The run's
-pipeline is that language module's, so its sizes are read here from every `--component` the
-launch line gives, with what the MIMO training path fixes on that config whatever the specs
-(no virtual stages, megatron-core's P2P defaults): all of it rules/megatron-bridge.toml `[mimo]`.
-A spec not known statically, one the entry would reject, or none given (the entry's own default
-layout) leaves the sizes unknown, with a note naming the `--set` that decides them.
+A MegatronMIMO training entry has no --pp of its own. It lays out its modules (a language model,
+image or audio encoders) either from `--component NAME=tp=N,pp=N,...` (argparse action="append",
+examples/megatron_mimo/qwen35_vl/finetune_qwen35_vl.py) or in its own code, a dict of module
+name -> `ModuleParallelismConfig(tensor_model_parallel_size=int(os.environ.get("MIMO_LLM_TP", 4)),
+...)` (examples/megatron_mimo/llava/megatron_mimo_training_llava_audio.py), and sets the language
+module's sizes on the language model config the pipeline schedule reads. Read here: those sizes,
+with what the MIMO training path fixes on that config whatever the layout (no virtual stages,
+megatron-core's P2P defaults where the entry's code names no P2P setting), and whether the
+modules exchange across ranks (`bridge_key`): modules never share ranks, and each edge of the
+provider's topology between two modules of the layout is a BridgeCommunicator batching
+isend+irecv whatever batch_p2p_comm, a pipeline of two stages or more even at a language PP of 1.
+All of it is rules/megatron-bridge.toml `[mimo]`. A layout not known statically, one the entry
+would reject, or none given (the entry's own default layout) leaves the sizes unknown, with a
+note naming the `--set` that decides them; a topology not known statically leaves `bridge_key`
+unknown.
 """
 
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 from typing import Any
 
 from auditor import rulebook
-from auditor.config.entry_script import argparse_options
+from auditor.config.effective import env_value
+from auditor.config.entry_script import argparse_options, dotted, iter_closure
+from auditor.config.expr import UNKNOWN
 from auditor.config.model import Flag, LaunchConfig
 from auditor.config.pyenv import entry_tree
 from auditor.findings import Finding
 
+# module name -> its known sizes (setting -> int, or UNKNOWN), in the order the entry gives them
+Layout = dict[str, dict[str, Any]]
+
 
 def read_mimo_components(launch: LaunchConfig) -> None:
-    """Put the language component's sizes, and the MIMO path's fixed values, into
-    `launch.entry_values` where the entry is a MegatronMIMO one given `--component`."""
+    """Put the language module's sizes, the MIMO path's fixed values and whether the pipeline
+    batches between modules into `launch.entry_values` where the entry runs MegatronMIMO
+    training."""
     rules = rulebook.load("megatron-bridge").data.get("mimo")
     if not rules:
         return
@@ -32,41 +46,32 @@ def read_mimo_components(launch: LaunchConfig) -> None:
     if read is None:
         return
     entry, tree = read
-    if not _imports(tree, rules["module"]):
-        return
-    dest = next((d for d, o in argparse_options(tree).items() if rules["option"] in o["spellings"]), None)
-    if dest is None:
-        return
+    if not _imports(tree, rules["module"]) or not any(_imports(tree, m) for m in rules["trains"]):
+        return  # no MIMO entry, or one that runs no MIMO training loop (a checkpoint conversion)
     where = f"{entry.path}: the MegatronMIMO training path ({rules['source']})"
     for key, value in rules["fixed"].items():
         launch.entry_values[key] = (value, where, entry.path)
     for key in rules["unset"]:
         launch.entry_values[key] = (None, where, entry.path)
-    if dest not in launch.flags:
-        _unread(launch, rules, None, "none is given, so the entry's own default layout holds")
+    _comm_settings(launch, rules, Path(entry.path), where)
+    dest = next((d for d, o in argparse_options(tree).items() if rules["option"] in o["spellings"]), None)
+    layout = (_from_components(launch, rules, dest) if dest is not None
+              else _from_code(launch, rules, tree, entry.path))
+    if layout is None:
         return
-    given = [*launch.flag_repeats.get(dest, []), launch.flags[dest]]
-    # argparse appends each one: not a repeated flag whose last value wins
-    launch.diagnostics[:] = [d for d in launch.diagnostics
-                             if not (d.kind == "launch.repeated-flag" and d.message.startswith(f"`{dest}`"))]
-    if launch.unknown_words and dest not in launch.unknown_words[-1].after:
-        _unread(launch, rules, given[-1], "a word not known statically may add another `--component`")
-        return
-    language = [f for f in given if isinstance(f.value, str) and f.value.partition("=")[0] == rules["language"]]
-    unknown = [f for f in given if not isinstance(f.value, str)]
-    if unknown or len(language) != 1:
-        why = (f"`{unknown[0].spelling} {unknown[0].value}` is not known statically" if unknown else
-               f"{len(language)} `{rules['option']} {rules['language']}=...` given (the entry wants one)")
-        _unread(launch, rules, (unknown or given)[0], why)
-        return
-    flag = language[0]
-    sizes = _spec(str(flag.value), rules)
-    if sizes is None:
-        _unread(launch, rules, flag, f"`{flag.value}` is no spec the entry's parser reads")
-        return
-    at = f"{launch.path}:{flag.line}"
-    for key, value in sizes.items():
-        launch.entry_values[key] = (value, f"{at}: {rules['option']} {flag.value} (the language module)", at)
+    language, at, why = layout[rules["language"]], *layout_origin(launch, rules, dest, entry.path)
+    for key, value in language.items():
+        launch.entry_values[key] = (value, f"{at}: {why}", at)
+    _between_modules(launch, rules, tree, entry.path, layout)
+
+
+def layout_origin(launch: LaunchConfig, rules: dict[str, Any], dest: str | None, entry: str) -> tuple[str, str]:
+    """(file:line, words) of where the language module's sizes are written."""
+    if dest is not None:
+        flag = next(f for f in [*launch.flag_repeats.get(dest, []), launch.flags[dest]]
+                    if isinstance(f.value, str) and f.value.partition("=")[0] == rules["language"])
+        return f"{launch.path}:{flag.line}", f"{rules['option']} {flag.value} (the language module)"
+    return entry, f"{rules['layout_class']}(...) of the `{rules['language']}` module in the entry's code"
 
 
 def _imports(tree: ast.Module, module: str) -> bool:
@@ -77,6 +82,63 @@ def _imports(tree: ast.Module, module: str) -> bool:
         if any(n == module or n.startswith(module + ".") for n in names):
             return True
     return False
+
+
+def _comm_settings(launch: LaunchConfig, rules: dict[str, Any], script: Path, where: str) -> None:
+    """megatron-core's P2P defaults, which nothing on the MIMO path changes: theirs where no
+    module of the entry's local closure names a P2P setting (a keyword, an attribute, a
+    comm_overlap config), unknown where one does (its value is not read here)."""
+    names = set(rules["comm_names"])
+    named = ""
+    try:
+        for path, tree in iter_closure(script):
+            for node in ast.walk(tree):
+                word = (node.arg if isinstance(node, ast.keyword) else node.attr if isinstance(node, ast.Attribute)
+                        else node.id if isinstance(node, ast.Name) else node.value
+                        if isinstance(node, ast.Constant) and isinstance(node.value, str) else None)
+                if word in names:
+                    named = f"{path.name}:{getattr(node, 'lineno', 0)} names {word}"
+                    break
+            if named:
+                break
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+        named = f"a local module of {script.name} cannot be read"
+    for key, value in rules["comm_defaults"].items():
+        launch.entry_values[key] = ((UNKNOWN, f"{named}: not read here", str(script)) if named
+                                    else (value, where, str(script)))
+
+
+def _from_components(launch: LaunchConfig, rules: dict[str, Any], dest: str) -> Layout | None:
+    """The layout the launch line's `--component` specs give; None (with a note) where it is not
+    known statically or the entry would reject it."""
+    if dest not in launch.flags:
+        _unread(launch, rules, None, "none is given, so the entry's own default layout holds")
+        return None
+    given = [*launch.flag_repeats.get(dest, []), launch.flags[dest]]
+    # argparse appends each one: not a repeated flag whose last value wins
+    launch.diagnostics[:] = [d for d in launch.diagnostics
+                             if not (d.kind == "launch.repeated-flag" and d.message.startswith(f"`{dest}`"))]
+    if launch.unknown_words and dest not in launch.unknown_words[-1].after:
+        _unread(launch, rules, given[-1], "a word not known statically may add another `--component`")
+        return None
+    language = [f for f in given if isinstance(f.value, str) and f.value.partition("=")[0] == rules["language"]]
+    unknown = [f for f in given if not isinstance(f.value, str)]
+    if unknown or len(language) != 1:
+        why = (f"`{unknown[0].spelling} {unknown[0].value}` is not known statically" if unknown else
+               f"{len(language)} `{rules['option']} {rules['language']}=...` given (the entry wants one)")
+        _unread(launch, rules, (unknown or given)[0], why)
+        return None
+    layout: Layout = {}
+    for flag in given:
+        name = str(flag.value).partition("=")[0]
+        sizes = _spec(str(flag.value), rules)
+        if sizes is None or name in layout:
+            why = (f"`{flag.value}` is no spec the entry's parser reads" if sizes is None
+                   else f"`{rules['option']} {name}=...` is given twice (the entry refuses it)")
+            _unread(launch, rules, flag, why)
+            return None
+        layout[name] = sizes
+    return layout
 
 
 def _spec(text: str, rules: dict[str, Any]) -> dict[str, int] | None:
@@ -95,9 +157,138 @@ def _spec(text: str, rules: dict[str, Any]) -> dict[str, int] | None:
     return {setting: fields.get(key, rules["field_default"]) for key, setting in rules["fields"].items()}
 
 
+def _from_code(launch: LaunchConfig, rules: dict[str, Any], tree: ast.Module, entry: str) -> Layout | None:
+    """The layout the entry's own code builds: the one dict of module name ->
+    `layout_class(...)` in a function the entry calls, its sizes literals or
+    `int(os.environ.get("NAME", DEFAULT))` of the environment the launch gives the entry. None
+    (with a note) where there is no such dict, more than one, or no language module in it."""
+    called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    found = []
+    for scope in [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]:
+        if scope.name not in called:
+            continue
+        found += [n for n in ast.walk(scope) if isinstance(n, ast.Dict) and n.values and all(
+            isinstance(k, ast.Constant) and isinstance(k.value, str) for k in n.keys) and all(
+            isinstance(v, ast.Call) and dotted(v.func).rpartition(".")[2] == rules["layout_class"] for v in n.values)]
+    if len(found) != 1:
+        _unread(launch, rules, None, f"{len(found)} dicts of {rules['layout_class']}(...) in functions "
+                                     f"{Path(entry).name} calls (one is read)")
+        return None
+    layout: Layout = {}
+    settings = list(rules["fields"].values())
+    for key, call in zip(found[0].keys, found[0].values):
+        assert isinstance(key, ast.Constant) and isinstance(call, ast.Call)
+        given = {k.arg: _int(k.value, launch) for k in call.keywords if k.arg in settings}
+        if call.args or any(k.arg is None for k in call.keywords):
+            given = dict.fromkeys(settings, UNKNOWN)  # positional or **kwargs: not read by name
+        layout[str(key.value)] = {s: given.get(s, rules["field_default"]) for s in settings}
+    if rules["language"] not in layout:
+        _unread(launch, rules, None, f"the {rules['layout_class']} dict of {Path(entry).name} has no "
+                                     f"`{rules['language']}` module")
+        return None
+    return layout
+
+
+def _int(node: ast.expr, launch: LaunchConfig) -> Any:
+    """An int literal, or `int(...)` of a literal or of os.environ.get("NAME", DEFAULT) /
+    os.getenv("NAME", DEFAULT) / os.environ["NAME"] as the launch's environment has NAME (unset:
+    the default); UNKNOWN otherwise."""
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if not (isinstance(node, ast.Call) and dotted(node.func) == "int" and len(node.args) == 1 and not node.keywords):
+        return UNKNOWN
+    inner = node.args[0]
+    if isinstance(inner, ast.Constant):
+        return _as_int(inner.value)
+    if isinstance(inner, ast.Subscript) and dotted(inner.value) == "os.environ":
+        name, default = inner.slice, None
+    elif isinstance(inner, ast.Call) and dotted(inner.func) in ("os.environ.get", "os.getenv") and inner.args:
+        name = inner.args[0]
+        default = inner.args[1] if len(inner.args) > 1 else None
+    else:
+        return UNKNOWN
+    if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+        return UNKNOWN
+    value = env_value(launch.env, name.value, {})
+    if value is None:
+        return _as_int(default.value) if isinstance(default, ast.Constant) else UNKNOWN
+    return _as_int(value)
+
+
+def _as_int(value: Any) -> Any:
+    """int(value) as Python's int() reads a literal or a variable's text; UNKNOWN where it would
+    not (or the value is not known)."""
+    if type(value) is int:
+        return value
+    if isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:
+            return UNKNOWN
+    return UNKNOWN
+
+
+def _between_modules(launch: LaunchConfig, rules: dict[str, Any], tree: ast.Module, entry: str,
+                     layout: Layout) -> None:
+    """`bridge_key`: True where the provider's topology joins two modules of the layout (which
+    never share ranks), unknown where the topology is not known statically."""
+    edges = _topology(tree, rules, list(layout))
+    key = rules["bridge_key"]
+    if edges is None:
+        launch.entry_values[key] = (UNKNOWN, f"{entry}: the `{rules['topology']}` {rules['provider']} gets is "
+                                             "not known statically", entry)
+        return
+    joined = [(a, b) for a, bs in edges.items() for b in bs if a != b and a in layout and b in layout]
+    if joined:
+        a, b = joined[0]
+        launch.entry_values[key] = (True, f"{entry}: modules `{a}` -> `{b}` on disjoint ranks exchange through a "
+                                          f"BridgeCommunicator, batch_isend_irecv whatever batch_p2p_comm "
+                                          f"({rules['source']})", entry)
+    else:
+        launch.entry_values[key] = (False, f"{entry}: the MIMO topology joins no two modules of the layout", entry)
+
+
+def _topology(tree: ast.Module, rules: dict[str, Any], modules: list[str]) -> dict[str, list[str]] | None:
+    """The provider's module graph: the `topology=` dict literal its calls in the entry pass,
+    else the default (each other module feeds the language one); None where a call passes one
+    not known statically, calls disagree, or the entry makes no provider."""
+    default = {m: [rules["language"]] for m in modules if m != rules["language"]}
+    seen: list[dict[str, list[str]] | None] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = dotted(node.func)
+        if name == f"{rules['provider']}.from_standard_provider":
+            seen.append(default)
+        elif name.rpartition(".")[2] == rules["provider"]:
+            given = next((k.value for k in node.keywords if k.arg == rules["topology"]), None)
+            if any(k.arg is None for k in node.keywords):
+                seen.append(None)  # **kwargs may carry a topology
+            elif given is None or isinstance(given, ast.Constant) and given.value is None:
+                seen.append(default)
+            else:
+                seen.append(_literal_graph(given))
+    if not seen or any(s is None for s in seen) or any(s != seen[0] for s in seen):
+        return None
+    return seen[0]
+
+
+def _literal_graph(node: ast.expr) -> dict[str, list[str]] | None:
+    """{"images": ["language"], "language": []} as written; None for anything else."""
+    if not isinstance(node, ast.Dict):
+        return None
+    out: dict[str, list[str]] = {}
+    for key, value in zip(node.keys, node.values):
+        if not (isinstance(key, ast.Constant) and isinstance(key.value, str) and isinstance(value, (ast.List, ast.Tuple))
+                and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts)):
+            return None
+        out[key.value] = [str(e.value) for e in value.elts if isinstance(e, ast.Constant)]
+    return out
+
+
 def _unread(launch: LaunchConfig, rules: dict[str, Any], flag: Flag | None, why: str) -> None:
     pp = rules["fields"]["pp"]
     launch.diagnostics.append(Finding(
         "launch.mimo-component", "info",
-        f"the language module's sizes are not read from `{rules['option']}`: {why}",
+        f"the language module's sizes are not read from the MIMO layout: {why}",
         fix=f"--set {pp}=N", where=f"{launch.path}:{flag.line if flag else launch.command_line}"))

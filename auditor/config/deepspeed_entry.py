@@ -50,14 +50,18 @@ def read_deepspeed_entry(launch: LaunchConfig) -> None:
     if not users:
         shown = sorted(os.path.relpath(p, Path(entry.path).parent) for p in modules if str(p) != entry.path)
         launch.diagnostics.append(Finding(
-            "launch.not-pipeline", "info",
-            f"`{launch.launcher}` trains with DeepSpeed's data-parallel engine (ZeRO), not its "
-            f"pipeline: {entry.written} and the {len(shown)} local module(s) it imports never "
-            f"import {' or '.join(model['modules'])}, so deepspeed.initialize gets no "
-            f"{model['names'][0]} ({model['source']}: `{model['code']}`); the third-party packages "
-            "they import are not read",
+            "launch.not-pipeline", "info", zero_engine(launch.launcher, entry.written, len(shown)),
             where=where, detail={"command": launch.launcher, "modules": shown}))
         return
     put_calls(launch, data.get("script_call", []), modules[Path(entry.path)], entry.path)
 
 
+def zero_engine(launcher: str, written: str, modules: int) -> str:
+    """What a run is whose entry `written` and its `modules` local modules never build DeepSpeed's
+    PipelineModule: DeepSpeed's data-parallel engine (the one reading, whichever launcher starts
+    the ranks: config.entry_stack.deepspeed_engine for torch's and the clusters' launchers)."""
+    model = rulebook.load("deepspeed").data["pipeline_model"]
+    return (f"`{launcher}` trains with DeepSpeed's data-parallel engine (ZeRO), not its pipeline: "
+            f"{written} and the {modules} local module(s) it imports never import "
+            f"{' or '.join(model['modules'])}, so deepspeed.initialize gets no {model['names'][0]} "
+            f"({model['source']}: `{model['code']}`); the third-party packages they import are not read")

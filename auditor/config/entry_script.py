@@ -155,6 +155,27 @@ def aliases(tree: ast.Module) -> dict[str, str]:
     return out
 
 
+def _bound_once(tree: ast.Module, imported: dict[str, str]) -> dict[str, str]:
+    """Local name -> dotted name, for a name the file binds once, by a plain assignment of an
+    imported name or an attribute of one (`run = subprocess.run`): calling it calls that. A name
+    bound more than once (or also imported, a parameter, a loop target) may hold anything."""
+    stores: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            stores[node.id] = stores.get(node.id, 0) + 1
+        elif isinstance(node, ast.arg):
+            stores[node.arg] = stores.get(node.arg, 0) + 2
+    out: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+            continue
+        name, value = node.targets[0].id, dotted(node.value)
+        head, _, rest = value.partition(".")
+        if head in imported and name not in imported and stores.get(name) == 1:
+            out[name] = imported[head] + (f".{rest}" if rest else "")
+    return out
+
+
 def argparse_options(tree: ast.Module) -> dict[str, dict[str, Any]]:
     """dest -> {spellings, type, default, abbrev, stored} of the file's `add_argument` calls.
     `default` is `...` where no literal gives it or `set_defaults` may change it; `abbrev`:
@@ -216,8 +237,10 @@ def stores_of(tree: ast.Module, options: dict[str, dict[str, Any]]) -> dict[str,
 
 def calls(tree: ast.Module) -> Iterator[tuple[ast.Call, str, str]]:
     """Every call in the file: the node, the callee as written (`nl.MegatronStrategy`) and as
-    imported (`nemo.lightning.MegatronStrategy`, through the file's import aliases)."""
+    imported (`nemo.lightning.MegatronStrategy`, through the file's import aliases and the names
+    bound once to one: `run = subprocess.run`, `sp = subprocess`)."""
     imported = aliases(tree)
+    imported.update(_bound_once(tree, imported))
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             written = dotted(node.func)

@@ -13,6 +13,11 @@ with the stdlib `ast` (entry_script.iter_closure), never run:
   checkout) and nothing imports or runs code at run time: the run is
   no pipeline run (`builds_no_pipeline`, called by config.launch.runs_no_pipeline, the one place
   that decides it). Anything less certain is left to the analysis;
+- no module of the closure imports a stack the rules model but DeepSpeed, the entry builds
+  DeepSpeed's engine (deepspeed.initialize) and never its PipelineModule: DeepSpeed's
+  data-parallel engine, whichever launcher starts the ranks (`deepspeed_engine`: `mpirun python
+  deepspeed_train.py` reads as `deepspeed deepspeed_train.py` does); with a PipelineModule, the
+  pipeline engine this launcher's reading does not see (`deepspeed_pipeline`, INCONCLUSIVE);
 - no module of the closure imports a stack the rules model (`modeled_packages`: megatron and
   its wrappers, DeepSpeed, torch's pipelining, torchtitan...) or names torch's P2P API, yet one
   imports a third-party package that is neither `[no_pipeline]` nor modelled (`fancylib.run(args)`,
@@ -35,7 +40,7 @@ import os
 import sys
 from pathlib import Path
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from auditor import rulebook
 from auditor.config.entry_script import (
@@ -47,13 +52,13 @@ from auditor.config.entry_script import (
     uses_modules,
     uses_or_imports,
 )
-from auditor.config.deepspeed_entry import LAUNCHERS as DEEPSPEED_LAUNCHERS
+from auditor.config.deepspeed_entry import LAUNCHERS as DEEPSPEED_LAUNCHERS, zero_engine
 from auditor.config.entry_absent import absent_here
 from auditor.config.entry_copy import hydra_main
 from auditor.config.model import LaunchConfig
 from auditor.config.one_process import surely_one
 from auditor.config.pyenv import locate, located_stat
-from auditor.config.shell_command import runs_only_utility
+from auditor.config.shell_command import starts_programs
 from auditor.errors import InputError
 from auditor.findings import Finding
 from auditor.rulebook.frameworks import audited_packages, frameworks, launched_by
@@ -198,18 +203,18 @@ def _pipeline_free(path: str, mtime_ns: int, size: int) -> tuple[int, str] | Non
     return read - 1, ", ".join(sorted(used)) or "none"
 
 
-def runs_code(tree: ast.Module, dynamic: list[str], runners: frozenset[str] | None = None) -> bool:
-    """Whether the file calls what imports or runs code this reader does not see: by the name
-    written, and a command runner (rules/stacks.toml `command_runners`) also by the one imported
-    (`import subprocess as sp; sp.run(...)`, `from subprocess import run`: entry_script.calls); a
-    literal command line of a file utility, `os.system("mkdir -p out")`, runs none
-    (config.shell_command). An aliased `import_module` is not yet read (Pai-Megatron-Patch's
+def runs_code(tree: ast.Module, dynamic: list[str]) -> bool:
+    """Whether the file calls what loads or runs code this reader does not see: one of `dynamic`
+    by the name written (exec, eval, importlib.import_module), or a call that starts a process
+    (`starts_programs`). An aliased `import_module` is not yet read (Pai-Megatron-Patch's
     distributed_checkpoints_convertor/impl/convert.py: its manifest rows rest on that)."""
-    wanted = set(dynamic)
-    if runners is None:  # `runners`: the command runners counted also by the name imported
-        runners = frozenset(rulebook.load("stacks").data["no_pipeline"].get("command_runners", []))
-    return any((written in wanted or imported in runners) and not runs_only_utility(node, imported)
-               for node, written, imported in calls(tree))
+    return loads_code(tree, dynamic) or bool(starts_programs(tree))
+
+
+def loads_code(tree: ast.Module, dynamic: list[str]) -> bool:
+    """Whether the file calls one of `dynamic` (rules/stacks.toml: exec, eval, import_module,
+    runpy), which load or run Python not seen here, by the name written."""
+    return any(written in dynamic for _, written, _ in calls(tree))
 
 
 def _import_line(tree: ast.Module, modules: list[str]) -> int:
@@ -251,13 +256,10 @@ def deepspeed_pipeline(launch: LaunchConfig) -> None:
     rules model (rules/stacks.toml [torch_launched_deepspeed]): DeepSpeed's pipeline engine runs,
     whose P2P the guessed reading does not see (`torchrun eval.py` of an eval_batch loop read
     CLEAN with 0 sites). A run already said to be something else is left as said."""
-    if any(d.kind in ("launch.not-pipeline", "launch.not-covered", "launch.unknown-stack")
-           for d in launch.diagnostics) or not read_as_guess(launch):
+    read = _deepspeed_read(launch)
+    if read is None or read[1].pipeline is None:
         return
-    read = _entry_read(launch, _deepspeed_pipeline)
-    if read is None:
-        return
-    entry, (where, line) = read
+    entry, (where, line) = read[0], read[1].pipeline
     data = rulebook.load(RULES).data["torch_launched_deepspeed"]
     name = entry.written if launch.script_module else os.path.basename(entry.written)
     launch.diagnostics.append(Finding(
@@ -269,29 +271,89 @@ def deepspeed_pipeline(launch: LaunchConfig) -> None:
                 "decide": data["decide"].replace("COMMAND", f"{entry.written} ..."), "packages": ["deepspeed"]}))
 
 
+def deepspeed_engine(launch: LaunchConfig) -> None:
+    """A `launch.not-pipeline` finding where the entry of a launcher that names no framework
+    (torchrun, python, a cluster's mpirun or srun), read as Megatron-LM's front end only as a
+    guess, imports no megatron nor any other stack the rules model but DeepSpeed, builds the
+    engine itself (rules/deepspeed.toml [pipeline_model] `engine`) and never its PipelineModule,
+    names no torch P2P and none of rules/stacks.toml [no_pipeline]'s exceptions (transformers'
+    Trainer, torch's pipelining, `may_pipeline`: accelerate), and loads no module by a computed
+    name nor starts a program (its `dynamic` calls but `runs_text`): deepspeed.initialize gives it
+    DeepSpeed's data-parallel engine whichever launcher starts the ranks, the reading `deepspeed
+    SCRIPT` gets (config.deepspeed_entry: third-party packages not read), not megatron-core's
+    schedules on their defaults."""
+    read = _deepspeed_read(launch)
+    if read is None:
+        return
+    entry, found = read
+    if found.pipeline is not None or found.engine is None or not found.plain:
+        return
+    where, line = found.engine
+    launch.diagnostics.append(Finding(
+        "launch.not-pipeline", "info",
+        f"{zero_engine(launch.launcher, entry.written, len(found.modules))} (deepspeed.initialize at "
+        f"{where}:{line} builds the engine, whichever launcher starts the ranks; the entry imports "
+        "no megatron)", where=f"{launch.path}:{launch.command_line}",
+        detail={"command": launch.launcher, "modules": list(found.modules)}))
+
+
+class _DeepSpeedUse(NamedTuple):
+    """What the closure of a torch-launched entry that imports no stack but DeepSpeed does with it."""
+
+    pipeline: tuple[str, int] | None  # (file, line) first using its PipelineModule
+    engine: tuple[str, int] | None  # (file, line) first calling deepspeed.initialize
+    plain: bool  # no torch P2P API, none of [no_pipeline]'s exceptions, no code run by a name or program
+    modules: tuple[str, ...]  # the local modules read, relative to the entry's folder
+
+
+def _deepspeed_read(launch: LaunchConfig) -> tuple[Any, _DeepSpeedUse] | None:
+    """The entry and what its closure does with DeepSpeed, for a run read as Megatron-LM's front
+    end only as a guess and not yet said to be anything else; None otherwise."""
+    if any(d.kind in ("launch.not-pipeline", "launch.not-covered", "launch.unknown-stack")
+           for d in launch.diagnostics) or not read_as_guess(launch):
+        return None
+    return _entry_read(launch, _deepspeed_use)
+
+
 @functools.lru_cache(maxsize=16)
-def _deepspeed_pipeline(path: str, mtime_ns: int, size: int) -> tuple[str, int] | None:
-    """(file, line) where the closure of the entry at `path` first uses DeepSpeed's
-    PipelineModule, where no module imports another stack the rules model; else None (also where
-    the closure was cut: a module not read may import megatron)."""
-    model = rulebook.load("deepspeed").data["pipeline_model"]
-    own = set(rulebook.load("deepspeed").data["framework"]["packages"]) | set(model["modules"])
+def _deepspeed_use(path: str, mtime_ns: int, size: int) -> _DeepSpeedUse | None:
+    """What the closure of the entry at `path` does with DeepSpeed (`_DeepSpeedUse`), where no
+    module imports another stack the rules model; else None (also where the closure was cut: a
+    module not read may import megatron)."""
+    data = rulebook.load("deepspeed").data
+    model = data["pipeline_model"]
+    own = set(data["framework"]["packages"]) | set(model["modules"])
     others = [m for m in modeled_packages() if m.split(".")[0] not in own]
-    found: tuple[str, int] | None = None
-    read = 0
+    excepted = rulebook.load(RULES).data["no_pipeline"]
+    excepted_names = excepted["except_names"] + [api["name"] for api in rulebook.load("torch").data.get("p2p_api", [])]
+    excepted_modules = excepted["except_modules"] + excepted["may_pipeline"]
+    unseen = [call for call in excepted["dynamic"] if call not in excepted["runs_text"]]
+    pipeline: tuple[str, int] | None = None
+    engine: tuple[str, int] | None = None
+    plain = True
+    modules: list[str] = []
     for module, tree in iter_closure(Path(path)):
-        read += 1
         if uses_or_imports(tree, others, []):
             return None
-        if found is None and uses_modules(tree, model["modules"], model["names"]):
-            found = (module.name, _import_line(tree, model["modules"]) or _name_line(tree, model["names"]))
-    return None if read >= MAX_MODULES else found
+        if module != Path(path):
+            modules.append(os.path.relpath(module, Path(path).parent))
+        if pipeline is None and uses_modules(tree, model["modules"], model["names"]):
+            pipeline = (module.name, _import_line(tree, model["modules"]) or _name_line(tree, model["names"]))
+        if engine is None:
+            engine = next(((module.name, node.lineno) for node, _, imported in calls(tree)
+                           if imported in model["engine"]), None)
+        plain = plain and not (uses_or_imports(tree, excepted_modules, excepted_names) or runs_code(tree, unseen))
+    if len(modules) + 1 >= MAX_MODULES:
+        return None
+    return _DeepSpeedUse(pipeline, engine, plain, tuple(sorted(modules)))
 
 
 def _name_line(tree: ast.Module, names: list[str]) -> int:
-    """The first line naming one of `names` (`deepspeed.pipe.PipelineModule(...)`)."""
+    """The first line naming one of `names`, as an attribute (`deepspeed.pipe.PipelineModule(...)`)
+    or bare (`from deepspeed import PipelineModule`, then `PipelineModule(...)`)."""
     return min((int(getattr(n, "lineno", 0)) for n in ast.walk(tree)
-                if isinstance(n, ast.Attribute) and n.attr in names), default=0)
+                if isinstance(n, ast.Attribute) and n.attr in names or isinstance(n, ast.Name) and n.id in names),
+               default=0)
 
 
 def unknown_stack(launch: LaunchConfig) -> None:

@@ -47,7 +47,7 @@ def unresolved(config: LaunchConfig, f: Field, path: str, where: str,
     if str(f.value) in SCRIPT_ARGUMENTS:
         _script_arguments(config, f, path)
         return None
-    settles = where in WORDS_SET and wholly_unknown(f.value, config.text)
+    settles = where in WORDS_SET and wholly_unknown(f.value, config)
     same = next((d for d in config.diagnostics if d.kind == "launch.unresolved-args"
                  and d.where == at and d.detail.get("adds") == where), None)
     values, before, opened, ways = [str(f.value)], before or [], [], {}
@@ -78,26 +78,30 @@ def unresolved(config: LaunchConfig, f: Field, path: str, where: str,
     return word
 
 
-def wholly_unknown(value: Scalar, script: str) -> bool:
+def wholly_unknown(value: Scalar, config: LaunchConfig) -> bool:
     """A word that may stand for any argument: unknown throughout, and a command substitution
-    (`$(cat x)`) or a variable the script (`script`, its text) never assigns (`${EXTRA}`, `$1`),
+    (`$(cat x)`) or a variable the script (`config.text`) never assigns (`${EXTRA}`, `$1`),
     or an override whose key is such a word (`${KEY}=fsdp`). A path with known text
     (`$BASE_DIR/data.jsonl`) is an argument; a variable the script assigns where this reading
     cannot tell which branch ran (`if ...; then ARGS+=(...)`) is read as written, with the warning.
-    `X=${X:-}` assigns no value of the script's own: X stays the caller's."""
+    `X=${X:-}` and `X=""` assign no value of the script's own: X stays the caller's; so does a
+    value set only where the caller left it empty (`config.callers_values`)."""
     pieces = segments(value)
     if not pieces[0][1] or not all(unknown or "=" in text for text, unknown in pieces[1:2]):
         return False
     head = pieces[0][0]
     if head.startswith(("$(", "`")):
         return True
+    script = config.text
     m = _NAMED.match(head)
     if m is not None and m.group(1).isdigit():  # `$1`: only `set --` gives the script's arguments
         return re.search(r"\bset\s+--", script) is None
     if m is None:
         return False
+    if m.group(1) in config.callers_values:
+        return True
     name = re.escape(m.group(1))
-    own = re.sub(rf'(?<![\w$]){name}="?\$\{{{name}:?[-=]\}}"?(?![^\s;])', "", script)
+    own = re.sub(rf'(?<![\w$]){name}=(?:"?\$\{{{name}:?[-=]\}}"?|""|\'\')?(?![^\s;])', "", script)
     return re.search(
         rf"(?<![\w$]){name}(\[[^\]]*\])?\+?=|\b(read|for|mapfile|readarray)\b[^\n;]*\b"
         rf"{name}\b", own) is None

@@ -110,7 +110,7 @@ def _overrides(config: LaunchConfig, words: list[Field], name: str, path: str) -
     order: list[str] = []
     for word in words:
         value = word.value
-        if not isinstance(value, str) and (str(value) in SCRIPT_ARGUMENTS or wholly_unknown(value, config.text)):
+        if not isinstance(value, str) and (str(value) in SCRIPT_ARGUMENTS or wholly_unknown(value, config)):
             said = unresolved(config, word, path, "overrides")  # the one rule: flags.open_settings
             if said is not None:
                 opened.append((said, len(order)))

@@ -42,6 +42,7 @@ from auditor.config.entry_schedule import names_no_schedule
 from auditor.config.entry_stack import (
     UnknownStack,
     builds_no_pipeline,
+    deepspeed_engine,
     deepspeed_pipeline,
     own_pipeline,
     packaged_entry,
@@ -245,6 +246,7 @@ def parse_launch(
     read_mimo_components(config)  # `--component language=tp=4,pp=2` of a Megatron-Bridge MIMO entry
     own_pipeline(config)  # `torchrun run_train.py` on nanotron's own pipeline engine: not covered
     deepspeed_pipeline(config)  # `torchrun train.py` building DeepSpeed's PipelineModule
+    deepspeed_engine(config)  # `mpirun python train.py` on DeepSpeed's data-parallel engine
     unknown_stack(config)  # `torchrun train.py` handing the run to a package no rules model
     unread_entry(config)  # `torchrun -m $MODULE`, `deepspeed missing.py`: the stack is not known
     return config
@@ -525,6 +527,7 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
     launcher_env.apply(config, launcher, chosen.args, chosen.wrapper, spelling)
     config.text = "\n".join(shell.lines)  # what a reader asks of the script (flags.wholly_unknown)
     config.branch_values = dict(shell.branch_values)
+    config.callers_values = frozenset(shell.callers_values)
     config.earlier = [EarlierCommand(c.launcher.get("program") or c.invoked, c.subcommand, c.line, c.conditional,
                                      tuple(f.value for f in c.args))
                       for c in shell.candidates if c.line < chosen.line]

@@ -81,25 +81,33 @@ def _launcher_options(config: LaunchConfig, launcher: dict, args: list[Field],
                 return args[k + 1:], (args[k].value if k < len(args) else None)
             return args[k + 1:], value
         option, eq, inline_value = value.partition("=")
-        if option in launcher.get("pair_options", ()):  # `--mca pml ob1`: a key and its value
-            k += 3
-            continue
-        if option in launcher.get("boolean_options", ()):
+        width = _option_width(launcher, args, k)
+        if width == 3:  # `--mca pml ob1`: a key and its value
+            pass
+        elif option in launcher.get("boolean_options", ()):
             config.script_module = config.script_module or option in launcher.get("module_options", ())
             config.launcher_flags[normalise(option)] = Flag(normalise(option), True, args[k].line, option)
-            k += 1
-            continue
-        if eq:
+        elif eq:
             config.launcher_flags[normalise(option)] = Flag(
                 normalise(option), inline_value, args[k].line, option, (inline_value,))
-            k += 1
-        elif k + 1 < len(args) and not is_interpreter(str(args[k + 1].value).rsplit("/", 1)[-1], launcher):
+        elif width == 2:
             given = args[k + 1].value
             config.launcher_flags[normalise(option)] = Flag(normalise(option), given, args[k].line, option, (given,))
-            k += 2
-        else:
-            k += 1
+        k += width
     return [], None
+
+
+def _option_width(launcher: dict, args: list[Field], k: int) -> int:
+    """How many words the launcher's option at `k` takes, as its parser reads them: a key and its
+    value (`pair_options`: `--mca pml ob1`), the option alone (`boolean_options`, `--nnodes=2`),
+    else the option and the next word, its value (not the launcher's interpreter, which starts
+    the program: `srun --exclusive python train.py`); one at the end of the words."""
+    option, eq, _ = str(args[k].value).partition("=")
+    if option in launcher.get("pair_options", ()):
+        return 3
+    if option in launcher.get("boolean_options", ()) or eq or k + 1 >= len(args):
+        return 1
+    return 1 if is_interpreter(str(args[k + 1].value).rsplit("/", 1)[-1], launcher) else 2
 
 
 def _opens_options(config: LaunchConfig, launcher: dict, word: Field) -> None:
@@ -109,7 +117,7 @@ def _opens_options(config: LaunchConfig, launcher: dict, word: Field) -> None:
     variable a rule reads."""
     config.options_opened = word
     config.options_before = dict(config.launcher_flags)
-    if not wholly_unknown(word.value, config.text):  # an array some branch extends: read as written
+    if not wholly_unknown(word.value, config):  # an array some branch extends: read as written
         return
     for option in launcher.get("env_options", ()):
         for name in Spelling.load(None).env_names:
@@ -134,17 +142,25 @@ def opened_size(config: LaunchConfig, launcher: dict, what: str) -> tuple[Scalar
 
 
 def _script_follows(rest: list[Field], launcher: dict) -> bool:
-    """Whether the first word of `rest` that is no option is a `.py` script or this launcher's
-    interpreter (`srun ${SRUN_OPTS[@]} --nodes=1 python train.py`): an unknown word before it
-    is read as the launcher's options, not its program."""
-    for f in rest:
+    """Whether the first word of `rest` that is neither an option nor an option's value (read as
+    `_launcher_options` reads them: `_option_width`) is a `.py` script or this launcher's
+    interpreter (`srun ${SRUN_OPTS[@]} --nodes=1 python train.py`, `mpirun ${MPI_ARGS:-} -np 8
+    python train.py`), or any word after a module option (`torchrun $DISTRIBUTED_ARGS -m
+    examples.inference.gpt.gpt_static_inference`): an unknown word before it is read as the
+    launcher's options, not its program."""
+    k, module = 0, False
+    while k < len(rest):
+        f = rest[k]
         if isinstance(f.value, Partial) and _known_option(f.value):
+            k += 1
             continue
         if not isinstance(f.value, str):
             return False
         if f.value.startswith("-") and f.value != "-":
+            module = module or f.value in launcher.get("module_options", ())
+            k += _option_width(launcher, rest, k)
             continue
-        return f.value.endswith(".py") or is_interpreter(f.value.rsplit("/", 1)[-1], launcher)
+        return module or f.value.endswith(".py") or is_interpreter(f.value.rsplit("/", 1)[-1], launcher)
     return False
 
 
@@ -197,16 +213,22 @@ def world_size(config: LaunchConfig, launcher: dict, chosen: Candidate, spelling
 
 
 def _loop_built(config: LaunchConfig, chosen: Candidate) -> None:
-    """The training command run as an array (`"${srun_cmd[@]}"`, its first word as written) that a
-    loop of unknown passes appends to (bash.walk `launch.loop-once`) is read after one pass; each
-    pass may add a group (srun's `:`-separated heterogeneous components) or sizes of its own: the
-    counts are unknown."""
+    """The training command run as an array (`"${srun_cmd[@]}"`) or a string (`${SRUN_CMD}`), its
+    first word as written, that a loop of unknown passes appends to (bash.walk `launch.loop-once`)
+    is read after one pass; each pass may add a group (srun's `:`-separated heterogeneous
+    components) or sizes of its own: the counts are unknown."""
     for d in config.diagnostics:
-        name = d.detail.get("array") if d.kind == "launch.loop-once" else None
-        if name and re.fullmatch(rf'"?\$\{{{re.escape(name)}\[[@*]\]\}}"?', chosen.first_word):
+        if d.kind != "launch.loop-once":
+            continue
+        array, string = d.detail.get("array"), d.detail.get("string")
+        name = str(array or string)
+        word = (rf'"?\$\{{{re.escape(name)}\[[@*]\]\}}"?' if array else
+                rf'"?\$(?:{re.escape(name)}|\{{{re.escape(name)}\}})"?')
+        if (array or string) and re.fullmatch(word, chosen.first_word):
             why = (f"`{name}` is read after one pass of the loop at line {d.detail['line']}, which runs an "
                    "unknown number of times: give it as --set world_size=N")
-            config.nproc_per_node, config.nnodes = Symbolic(f"${{{name}[@]}}"), Symbolic(f"${{{name}[@]}}")
+            shown = f"${{{name}[@]}}" if array else f"${{{name}}}"
+            config.nproc_per_node, config.nnodes = Symbolic(shown), Symbolic(shown)
             config.world_source = {"nproc_per_node": why, "nnodes": why}
             return
 

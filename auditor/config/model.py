@@ -111,6 +111,9 @@ class LaunchConfig:
     # A string set in the branches of an undecided if/case, by the text of the unknown word it is
     # (`${pr_options}`): each text it may be, or None where one is not known (bash.walk `branch_values`)
     branch_values: dict[str, tuple[str, ...] | None] = field(default_factory=dict)
+    # Variables the script sets only where the caller left them empty (`if [ -z "$X" ]; then
+    # X=--bf16; fi`): the caller's value where it gave one, any text (bash.walk `callers_values`)
+    callers_values: frozenset[str] = frozenset()
     # A word among the launcher's own options not known statically (`srun ${SRUN_ARGS} ...`), and
     # the launcher options read before it, which it may override (config.launcher.opened_size)
     options_opened: Any = None

@@ -35,12 +35,12 @@ from auditor.config.entry_stack import runs_code
 from auditor.config.model import LaunchConfig
 from auditor.config.pipelining_script import is_pipelining_script
 from auditor.config.pyenv import located_stat
+from auditor.config.rule_checkout import rule_checkout
 from auditor.config.script_run import writes_argv
 from auditor.findings import Finding
 from auditor.rulebook.frameworks import frameworks, launched_by
 
 TABLE = "no_training_entry"
-DEPTH = 6  # directories above the entry searched for the framework's checkout
 
 
 def read_no_training(launch: LaunchConfig) -> None:
@@ -72,7 +72,7 @@ def _judge(rule: dict[str, Any], launch: LaunchConfig, entry: Path, written: str
     if any(k in launch.flags for k in absent) or absent and _words_unseen(launch):
         return None
     file = rule["source"].split()[1].rsplit(":", 1)[0]  # "OWNER/NAME@COMMIT PATH:LINE"
-    root = _checkout(entry, file, rule["code"])
+    root = rule_checkout(entry, rule["source"], rule["code"])
     if root is None:
         return None
     shared = rulebook.load("stacks").data["training_step"]
@@ -161,17 +161,6 @@ def reaches_no_loop(entry: Path, own: frozenset[str], steps: dict[str, Any]) -> 
                 or uses_or_imports(body, *pipeline)):
             return None
     return len(modules) - 1, bodies
-
-
-def _checkout(entry: Path, file: str, code: str) -> Path | None:
-    """The directory above `entry` whose `file` holds `code`: the framework code the rule was read on."""
-    for parent in list(entry.parents)[:DEPTH]:
-        try:
-            if code in (parent / file).read_text(encoding="utf-8"):
-                return parent
-        except (OSError, UnicodeDecodeError):
-            continue
-    return None
 
 
 def _imported_code(modules: list[tuple[Path, ast.Module]], entry: Path) -> list[ast.Module]:

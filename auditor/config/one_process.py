@@ -7,15 +7,16 @@ program starts no processes of its own and joins no world the environment names;
 world size is unknown, with the reason, never 1:
 - a call in the entry or its local modules (entry_script.iter_closure, through each file's
   import aliases) matches the rule's `process_starters` (`mp.spawn(main, nprocs=8)`,
-  `subprocess.run(["torchrun", ...])`, accelerate's notebook_launcher; not a command line of a
-  file utility, `os.system("cp ...")`: config.shell_command), or one of them imports a
-  package of `process_packages` (Lightning's Trainer starts a process per device);
+  accelerate's notebook_launcher) or starts another program (rules/stacks.toml
+  `command_runners`, `subprocess.run(["torchrun", ...])`; not a command line of a file utility,
+  `os.system("cp ...")`: config.shell_command), or one of them imports a package of
+  `process_packages` (Lightning's Trainer starts a process per device);
 - the shell starts it together with others: several `python` commands, or one in the background
   (config.launch `_together`), each may join one world;
 - a call joins a world it names itself (`world_joins` with a `world_join_params` argument:
   `init_process_group(init_method="tcp://...", rank=r, world_size=w)`);
 - a call goes into an installed package outside `inert_packages` (or the standard library, whose
-  starters `process_starters` names): its code is not read and may start processes;
+  starters `process_starters` and `command_runners` name): its code is not read and may start processes;
 - a `world_env` variable (WORLD_SIZE, RANK, ...) is set for the command, or the code reads one by
   name: other processes started elsewhere may join it (torch's env:// rendezvous);
 - the entry is not read here (not found, unparsable, more local modules than are read).
@@ -32,7 +33,7 @@ from auditor.bash.values import Symbolic
 from auditor.config.entry_script import MAX_MODULES, aliases, calls, foreign_imports, iter_closure
 from auditor.config.model import LaunchConfig
 from auditor.config.pyenv import locate
-from auditor.config.shell_command import runs_only_utility
+from auditor.config.shell_command import starts_programs
 
 
 def world(config: LaunchConfig, launcher: dict, path: str, together: str = "") -> None:
@@ -101,8 +102,9 @@ def _calls(file: Path, tree: ast.Module, script: Path, launcher: dict) -> str:
     inert = set(launcher.get("inert_packages", ())) | set(sys.stdlib_module_names)
     unread = {n.split(".")[0] for n in foreign_imports(tree, file, script)} - inert
     imported_heads = set(aliases(tree))
+    programs = {id(node) for node, _ in starts_programs(tree)}
     for node, written, imported in calls(tree):
-        if any(fnmatch.fnmatchcase(imported, p) for p in starters) and not runs_only_utility(node, imported):
+        if id(node) in programs or any(fnmatch.fnmatchcase(imported, p) for p in starters):
             return (f"{file.name}:{node.lineno} calls `{written}` ({imported}): the program starts "
                     "processes of its own, how many is not read here; give it as --set world_size=N")
         given = [k.arg or "**kwargs" for k in node.keywords if k.arg in named or k.arg is None] + (

@@ -16,6 +16,7 @@ import ast
 import re
 
 from auditor import rulebook
+from auditor.config.entry_script import calls
 
 _OPERATOR = re.compile(r"[;&|`\n<>]|\$\(")
 
@@ -52,3 +53,15 @@ def _literal(node: ast.expr) -> str | None:
         parts = [_literal(v) for v in node.values]
         return None if None in parts else "".join(p for p in parts if p is not None)
     return None
+
+
+def starts_programs(tree: ast.Module) -> list[tuple[ast.Call, str]]:
+    """The calls of the file that start a process running another program (rules/stacks.toml
+    `command_runners`: subprocess.*, os.system/exec*/spawn*, asyncio's create_subprocess_*,
+    pty.spawn), by the name written or imported (`import subprocess as sp; sp.run(...)`, `from
+    subprocess import run`, `run = subprocess.run`: entry_script.calls), each with its callee as
+    written; but a literal command line of a file utility, `os.system("mkdir -p out")`, which
+    runs none (`runs_only_utility`). The one reader of "this code runs a command"."""
+    runners = set(rulebook.load("stacks").data["no_pipeline"].get("command_runners", []))
+    return [(node, written) for node, written, imported in calls(tree)
+            if (written in runners or imported in runners) and not runs_only_utility(node, imported)]

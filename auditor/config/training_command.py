@@ -255,6 +255,7 @@ class LaunchShell(Shell):
                     candidate.wrapper = fields[:end + 1] + candidate.wrapper
                 return candidate
             if base in self.spelling.shells or base in self.spelling.batch:
+                self._unknown_prefix(fields[:k], f"`{base}` command", cmd)
                 return self._shell_c(fields[:k + 1], fields[k + 1:], cmd)
             launcher, invoked, sub, start = self._match_launcher(fields, k)
             if launcher is None and "/" in f.value and (shell := self._shebang(f.value)) is not None:
@@ -271,13 +272,7 @@ class LaunchShell(Shell):
                 launcher, invoked, sub, args = plain, base, "", fields[k:]
             if launcher is not None:
                 wrapper = fields[:k]
-                if wrapper and not isinstance(wrapper[0].value, str):
-                    # read as a wrapper, it may as well be a command of its own that trains
-                    self.unfollowed.append(Unfollowed(wrapper[0].line, wrapper[0].value, "which is not known statically"))
-                    self.diagnostics.append(Finding(
-                        "launch.unknown-prefix", "info",
-                        f"`{wrapper[0].value}` before the `{invoked}` command is not known statically; read "
-                        "as empty or a wrapper that runs the command", where=f"{self.path}:{cmd.line}"))
+                self._unknown_prefix(wrapper, f"`{invoked}` command", cmd)
                 if wrapper and os.path.basename(str(wrapper[0].value)) == "env":
                     for w in wrapper[1:]:
                         name, eq, value = str(w.value).partition("=")
@@ -299,6 +294,19 @@ class LaunchShell(Shell):
             if not wrapped:
                 return None
         return None
+
+    def _unknown_prefix(self, wrapper: list[Field], what: str, cmd: Cmd) -> None:
+        """A first word not known statically before the command read (`${PROFILE_CMD} python
+        ...`, `${SRUN_CMD} ... bash -c "..."`: a string a loop or a caller's words made unknown):
+        read as empty or a wrapper that runs it, it may as well be a command of its own that
+        trains, so it is one the walk did not follow (`unfollowed`): a plain `python` command
+        read behind it is then no guess of the run's (config.launch `_last_resort`)."""
+        if wrapper and not isinstance(wrapper[0].value, str):
+            self.unfollowed.append(Unfollowed(wrapper[0].line, wrapper[0].value, "which is not known statically"))
+            self.diagnostics.append(Finding(
+                "launch.unknown-prefix", "info",
+                f"`{wrapper[0].value}` before the {what} is not known statically; read "
+                "as empty or a wrapper that runs the command", where=f"{self.path}:{cmd.line}"))
 
     def _shebang(self, name: str) -> str | None:
         """The shell a script file run by its path (`./job.sh`, `srun scripts/run.sh`) names on its
@@ -615,19 +623,18 @@ class LaunchShell(Shell):
         self.starter = self._starter(prefix) or saved
         self.reading = reading
         self.depth += 1
-        self.subshells += 1  # a shell of its own: its `exit` ends it, not this script
         try:
-            lexer = Lexer(text, path, line - 1)
-            tokens = lexer.tokens()
-            self.allocate(lexer, tokens)
-            self.run(ShellParser(tokens, path, self.diagnostics).parse())
+            with self.own_shell():  # a shell of its own: its `exit` ends it, not this script
+                lexer = Lexer(text, path, line - 1)
+                tokens = lexer.tokens()
+                self.allocate(lexer, tokens)
+                self.run(ShellParser(tokens, path, self.diagnostics).parse())
         except InputError as exc:  # the inner shell fails at run time; the script itself is fine
             self.diagnostics.append(Finding(
                 "launch.syntax", "warning", f"the `{how}` script cannot be read: {exc.cause}",
                 where=f"{path}:{exc.line or cmd.line}"))
         finally:
             self.depth -= 1
-            self.subshells -= 1
             self.starter, self.reading = saved, saved_reading
         for candidate in self.candidates[before:]:
             candidate.wrapper = prefix + candidate.wrapper

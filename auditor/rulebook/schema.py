@@ -65,7 +65,9 @@ TABLES: dict[str, Table] = {
     # The values a setting a script leaves unknown is judged at (auditor/scan.py, issue 22).
     "setting_cases": _table(True, "key values why", "source"),
     # What a DeepSpeed training script hands DeepSpeed (config/deepspeed_entry.py).
-    "pipeline_model": _table(False, "modules names source code", "about"),
+    # `engine`: the calls that build the framework's engine from the model (deepspeed.initialize),
+    # quoted by `engine_source`/`engine_code` (config/entry_stack.py deepspeed_engine).
+    "pipeline_model": _table(False, "modules names source code", "about engine engine_source engine_code"),
     # `position` absent: a keyword-only parameter; `default`: what leaving it out states;
     # `unset = "unknown"`: leaving it out lets the callee decide at run time; `read`: the
     # NAME==VERSION whose source `source`/`code` cite (a file no release selects).
@@ -111,7 +113,7 @@ TABLES: dict[str, Table] = {
     # A Python entry that composes a Hydra config from --config_path/--config_name and runs one
     # configuration per role (auditor/config/hydra_compose.py).
     "hydra_compose": _table(True, "launchers path_options name_options role_key role_values settings_key",
-                            f"path_default devices_key {_SELECT}"),
+                            f"path_default devices_key train_values stages_key {_SELECT}"),
     # A Hydra main whose composed config names the trainer's strategy (verl's
     # actor_rollout_ref.actor.strategy): FSDP runs no pipeline (auditor/config/frontends/hydra_strategy.py).
     "hydra_strategy": _table(False, "main config_path config_name path_options name_options keys not_pipeline",
@@ -162,7 +164,8 @@ TABLES: dict[str, Table] = {
     "recipe_runner": _table(False, "recipe_option model_option mode_option tasks flag_options overrides "
                                    "recipe_dirs keys layout_keys topology_keys layout_override", "missing source"),
     # Megatron-Bridge MIMO entries' `--component` specs (auditor/config/bridge_mimo.py).
-    "mimo": _table(False, "module option language fields other_fields field_default fixed unset source", ""),
+    "mimo": _table(False, "module option language fields other_fields field_default layout_class fixed unset "
+                          "comm_defaults comm_names trains provider topology bridge_key source", ""),
     # A tool a checkout ships that prints a directory holding a copy of the checkout's files
     # (auditor/bash/expand.py `_checkout_copy`).
     "checkout_copy": _table(True, "script root marks folder_var folder_default source", ""),
@@ -173,7 +176,7 @@ TABLES: dict[str, Table] = {
     "backend": _table(True, "name what env paths covers short decide", "source"),
     # What a Python entry's imports say about its stack (rules/stacks.toml, config/entry_stack.py).
     "own_pipeline": _table(True, "name modules what covers decide source", ""),
-    "no_pipeline": _table(False, "packages except_modules except_names dynamic source", "about modules inert_programs command_runners runner_keywords"),
+    "no_pipeline": _table(False, "packages except_modules except_names dynamic source", "about modules inert_programs command_runners runner_keywords runs_text may_pipeline"),
     # The pipeline schedules and training loops a call graph from the entry may reach
     # (analysis/schedule_reach.py).
     "schedule_entry": _table(True, "stack what module names checked source", ""),
@@ -213,7 +216,8 @@ TABLES: dict[str, Table] = {
     # What stops a GPT-NeoX pipeline run before it trains (config/frontends/neox.py).
     "neox_stop": _table(True, "key default stops message fix source code", ""),
     # A front end known by its flags that puts the run on another stack (config.launch).
-    "front_end": _table(True, "name scripts flags launcher what", "layout_flags flags_as_written source code"),
+    "front_end": _table(True, "name scripts flags launcher what",
+                        "layout_flags flags_as_written pipeline_models pipeline_models_source source code"),
     # Config files the trainer reads (auditor/config/configfiles.py).
     "config_file": _table(True, "kind launchers", f"suffixes env_key flag sections cli_source cli_code "
                                                      f"extended_by own_modules file_loaded {_SELECT}"),
@@ -241,7 +245,7 @@ TYPES: dict[str, dict[str, type]] = {
                      "parse_time_methods": list},
     "setting_cases": {"key": str, "values": list, "why": str},
     "parser_helper": {"call": str, "module": str, "flags": dict, "checked": list},
-    "front_end": {"scripts": list, "flags": list, "layout_flags": list, "launcher": str},
+    "front_end": {"scripts": list, "flags": list, "layout_flags": list, "launcher": str, "pipeline_models": list},
     "script_call": {"callee": list, "param": str, "key": str, "position": int, "read": str},
     "command_runner": {"program": str, "subcommand": str, "value_options": list, "module_options": list,
                        "cwd_options": list},

@@ -241,6 +241,15 @@ def _driver(tmp_path: Path, run: str, launcher: str = "python", more: str = "") 
     ("p = subprocess.Popen(get_cmd(args), shell=True)\n    p.wait()", "python", ""),
     ("subprocess.run(get_cmd(args).split(), check=True)", "torchrun --nproc_per_node 1", ""),
     ("os.system(get_cmd(args))", "python", "import os\nfrom megatron.training import get_args"),
+    # the standard library's other process starters, and one bound to a name (review
+    # r36-falseclean 3: each read NOT A PIPELINE RUN, the command neither run nor unseen code)
+    ("print(subprocess.getoutput(get_cmd(args)))", "python", ""),
+    ("os.execvpe('bash', ['bash', '-c', get_cmd(args)], os.environ)", "python", "import os"),
+    ("os.spawnvp(os.P_WAIT, 'bash', ['bash', '-c', get_cmd(args)])", "python", "import os"),
+    ("asyncio.run(asyncio.create_subprocess_shell(get_cmd(args)))", "python", "import asyncio"),
+    ("pty.spawn(['bash', '-c', get_cmd(args)])", "python", "import pty"),
+    ("run(get_cmd(args), shell=True)", "python", "run = subprocess.run"),
+    ("sp.call(get_cmd(args), shell=True)", "python", "sp = subprocess"),
 ])
 def test_an_entry_running_a_command_it_builds_is_undecided(capsys, tmp_path, run, launcher, more):
     code, doc = _scan(capsys, _driver(tmp_path, run, launcher, more))

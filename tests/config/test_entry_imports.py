@@ -178,9 +178,11 @@ def test_an_entry_read_in_place_of_the_cluster_s_file_decides_nothing(tmp_path, 
 
 
 def test_a_cd_the_walk_cannot_place_leaves_the_copy_undecided(tmp_path, monkeypatch):
-    """train_vae.sh's own `bash -c "cd ${DIR} ; ..."` (a directory the walk does not know): the
-    train_vae.py that runs there may be another file than the one read: undecided, not an error."""
-    launch = nemo_checkout(tmp_path, pythonpath=f"PYTHONPATH={tmp_path} ")
+    """train_vae.sh's `bash -c "cd ${DIR} ; ..."`, where DIR is a directory the walk does not know
+    (the caller's): the train_vae.py that runs there may be another file than the one read:
+    undecided, not an error. (train_vae.sh's own DIR=`pwd` is read as this audit's directory, as
+    a `cd` outside `bash -c` is.)"""
+    launch = nemo_checkout(tmp_path, pythonpath=f"PYTHONPATH={tmp_path} ", cd="cd ${{WORKDIR}} ; ")
     monkeypatch.chdir(tmp_path)
     config = read_launch(launch)
     assert errors(config) == []

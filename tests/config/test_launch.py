@@ -222,7 +222,8 @@ def test_branches_defaults_and_functions() -> None:
     assert flags["virtual_pipeline_model_parallel_size"] == "2"  # every branch agrees
     assert flags["lr"] == "1e-4"  # case with a `*)` arm
     assert flags["seed"] == "3"  # set from a loop variable: the loop over 1 2 3 ends at 3, as in bash
-    assert (config.nproc_per_node, config.nnodes) == (8, 2)  # [ -z "$NNODES" ] && NNODES=2
+    # [ -z "$NNODES" ] && NNODES=2: 2 only where the caller left NNODES unset, else the caller's
+    assert config.nproc_per_node == 8 and config.nnodes == Symbolic("${NNODES}")
 
 
 def test_quotes_escapes_comments_heredoc() -> None:

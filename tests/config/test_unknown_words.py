@@ -15,7 +15,17 @@ The constructs are those of upstream launch scripts:
 - a caller's variable behind an empty fallback, spliced unquoted into the command:
   NVIDIA-NeMo/Megatron-Bridge 067f987df03b8355b03192d88d70f1709fedf51a
   examples/models/nemotron/nemotron_3/ultra/slurm_pretrain.sh:47 (`EXTRA_OVERRIDES=${EXTRA_OVERRIDES:-}`,
-  then `${EXTRA_OVERRIDES}` last on the training command, :173).
+  then `${EXTRA_OVERRIDES}` last on the training command, :173);
+- the same empty fallback inside an array (`EXTRA=(${EXTRA_ARGS:-})`), a quoted text later split,
+  `eval` or `bash -c`: the forms of review r36-falseclean 1 (none among the pinned scripts);
+- a loop over such a caller's words appending to the string that runs the command:
+  NVIDIA-NeMo/Megatron-Bridge 067f987df0 examples/models/stepfun/step37/slurm_pretrain.sh:143-156
+  (`SRUN_CMD="${SRUN_CMD} --container-mounts=${mount}"` for each word of `${CONTAINER_MOUNTS}`,
+  then `${SRUN_CMD} ... bash -c "...; ${INNER_SCRIPT}"`);
+- a default set only where the caller left the variable empty (`if [ -z "$X" ]; then X=...; fi`,
+  `[ -z "$X" ] && X=...`: review r36-falseclean 4), and one a test decided through the caller's
+  empty default: NVIDIA-NeMo/Megatron-Bridge 067f987df0 examples/models/deepseek_v4/inference.sh:46-51
+  (`if [[ -z "${PP:-}" ]]; then case ... PP=1 ...; fi`, then `--pp ${PP}`).
 """
 
 from __future__ import annotations
@@ -31,7 +41,7 @@ from auditor.config.derive import derive
 from auditor.config.expr import UNKNOWN
 from auditor.config.flags import open_settings
 from auditor.config.frontends.hydra_strategy import judge_strategy
-from auditor.config.launch import parse_launch
+from auditor.config.launch import CommandNotFollowed, parse_launch
 from auditor.config.model import LaunchConfig
 from auditor.config.overrides import read_overrides
 from tests.config.test_hf_config_file import lf_tree
@@ -206,3 +216,90 @@ def test_a_quoted_empty_fallback_and_a_set_variable_add_no_unknown_word() -> Non
                  f"EXTRA_ARGS=--bf16\nOPTS=${{EXTRA_ARGS:-}}\n"
                  f"torchrun --nproc-per-node 8 pretrain_gpt.py {MODEL} --pipeline-model-parallel-size 2 $OPTS\n"):
         assert parse_launch(HEAD + body, "train.sh").unknown_words == []
+
+
+@pytest.mark.parametrize("splice", [
+    'EXTRA=(${EXTRA_ARGS:-})\nARGS+=("${EXTRA[@]}")\n',
+    "ARGS+=(${EXTRA_ARGS:-})\n",
+    'TRAIN="${ARGS[*]} ${EXTRA_ARGS:-}"\nARGS=($TRAIN)\n',
+    'TRAIN="${ARGS[*]}"\nTRAIN+=" ${EXTRA_ARGS:-}"\nARGS=($TRAIN)\n',
+])
+def test_an_empty_fallback_spliced_into_an_array_or_a_split_text_may_set_flags(splice: str) -> None:
+    """`${EXTRA_ARGS:-}` in an array or in a quoted text split later gives the caller's words
+    there as it does as a word of the command (before this, read as empty there: PP 1, CLEAN)."""
+    body = (f"ARGS=({MODEL} --pipeline-model-parallel-size 2)\n{splice}"
+            'torchrun --nproc-per-node 8 pretrain_gpt.py "${ARGS[@]}"\n')
+    values = _effective(body)
+    assert values == dict.fromkeys(values, UNKNOWN)
+    assert [w.text for w in parse_launch(HEAD + body, "train.sh").unknown_words] == ["${EXTRA_ARGS:-}"]
+
+
+@pytest.mark.parametrize("run", ['eval ${CMD}', 'bash -c "${CMD}"'])
+def test_an_empty_fallback_in_a_command_text_run_later_may_set_flags(run: str) -> None:
+    body = (f'CMD="torchrun --nproc-per-node 8 pretrain_gpt.py {MODEL} --pipeline-model-parallel-size 2 '
+            f'${{EXTRA_ARGS:-}}"\n{run}\n')
+    assert _effective(body)["pipeline_model_parallel_size"] is UNKNOWN
+
+
+def test_an_empty_fallback_glued_to_a_path_or_tested_reads_empty() -> None:
+    """`"${DATA_ROOT:-}/x"` is one path, no flags; a test reads it as empty (the caller noted)."""
+    body = (f'if [ -z "${{EXTRA_ARGS:-}}" ]; then PP=2; else PP=4; fi\n'
+            f'torchrun --nproc-per-node 8 pretrain_gpt.py {MODEL} --pipeline-model-parallel-size $PP '
+            '--data-path "${DATA_ROOT:-}/x"\n')
+    assert _effective(body)["pipeline_model_parallel_size"] == 2
+
+
+SRUN_LOOP = ('CONTAINER_MOUNTS=${CONTAINER_MOUNTS:-}\nSRUN_CMD="srun --mpi=pmix"\n'
+             'for mount in ${CONTAINER_MOUNTS}; do\n    SRUN_CMD="${SRUN_CMD} --container-mounts=${mount}"\ndone\n')
+
+
+def test_a_string_a_loop_over_the_callers_words_appends_to_keeps_what_it_begins_with() -> None:
+    """The loop runs once per word the caller gives: SRUN_CMD is read after one pass, as an
+    array a loop appends to is, its srun kept (not an unknown program before `bash -c`)."""
+    body = (SRUN_LOOP + f'${{SRUN_CMD}} --nodes=2 --ntasks-per-node=8 bash -c "python pretrain_gpt.py {MODEL} '
+            '--pipeline-model-parallel-size 2"\n')
+    config = parse_launch(HEAD + body, "train.sh")
+    assert config.wrapper[0] == "srun" and config.launcher.startswith("srun")
+    assert any(d.kind == "launch.loop-once" and d.detail.get("string") == "SRUN_CMD" for d in config.diagnostics)
+
+
+def test_a_plain_python_behind_an_unknown_program_is_no_guess_of_the_run(tmp_path: Path) -> None:
+    """`${PREFIX} bash -c "python train.py"`: an unknown word before `bash` may be a command of its
+    own; the `python` command read behind it is not taken as the run (before, it was, and a
+    plain entry read as Megatron-LM's front end could read CLEAN), as behind a launcher."""
+    (tmp_path / "train.py").write_text("import torch\n")
+    script = tmp_path / "train.sh"
+    script.write_text(HEAD + '${PREFIX} bash -c "python train.py --num-layers 2"\n')
+    with pytest.raises(CommandNotFollowed, match=r"\$\{PREFIX\}"):
+        parse_launch(script.read_text(), str(script))
+
+
+@pytest.mark.parametrize("guard, word", [
+    ('if [ -z "${EXTRA_ARGS}" ]; then EXTRA_ARGS="--bf16"; fi\n', "$EXTRA_ARGS"),
+    ('[ -z "$EXTRA_ARGS" ] && EXTRA_ARGS="--bf16"\n', "$EXTRA_ARGS"),
+    ('[ -n "$EXTRA_ARGS" ] || EXTRA_ARGS="--bf16"\n', "$EXTRA_ARGS"),
+    ('if [ -z "${EXTRA_ARGS:-}" ]; then EXTRA_ARGS=""; fi\n', "${EXTRA_ARGS:-}"),
+])
+def test_a_default_set_where_the_caller_left_it_empty_keeps_the_callers_value_possible(guard: str, word: str) -> None:
+    """Where the test does not take the branch, the caller gave the variable: its value is
+    spliced, any flags (before this, read as empty there or the branch's value certain: PP 2,
+    CLEAN); an empty value set where the caller left it empty is the empty default still."""
+    body = f"{guard}torchrun --nproc-per-node 8 pretrain_gpt.py {MODEL} --pipeline-model-parallel-size 2 {word}\n"
+    values = _effective(body)
+    assert values == dict.fromkeys(values, UNKNOWN)
+    assert len(parse_launch(HEAD + body, "train.sh").unknown_words) == 1
+
+
+def test_a_default_a_test_decided_through_the_empty_default_is_the_scripts_statement() -> None:
+    """`if [[ -z "${PP:-}" ]]; then PP=4; fi` states the run's PP where the caller sets none, as
+    `PP=${PP:-4}` does: read as written."""
+    body = (f'if [[ -z "${{PP:-}}" ]]; then\n    PP=4\nfi\n'
+            f"torchrun --nproc-per-node 8 pretrain_gpt.py {MODEL} --pipeline-model-parallel-size ${{PP}}\n")
+    assert _effective(body)["pipeline_model_parallel_size"] == 4
+
+
+def test_a_variable_a_branch_sets_untested_is_read_as_written() -> None:
+    """A branch whose test does not read the variable: the script's own values, as before."""
+    body = (f'if [ "$MODE" = pp ]; then EXTRA_ARGS="--pipeline-model-parallel-size 4"; fi\n'
+            f"torchrun --nproc-per-node 8 pretrain_gpt.py {MODEL} $EXTRA_ARGS\n")
+    assert parse_launch(HEAD + body, "train.sh").unknown_words == []

@@ -13,6 +13,7 @@ deepspeed.add_config_arguments(parser)` and `--no-pipeline-parallel` / `--pipeli
 
 from __future__ import annotations
 
+import ast
 import os
 import tomllib
 from pathlib import Path
@@ -48,8 +49,25 @@ def _add_distributed_args(parser):
 '''
 PRETRAIN = '''
 from megatron.training import pretrain
+def model_provider(pre_process=True, post_process=True):
+    if args.deepspeed and not args.no_pipeline_parallel:
+        return GPTModelPipe(config=config)
 if __name__ == "__main__":
     pretrain(train_valid_test_datasets_provider, model_provider, forward_step)
+'''
+# finetune_llama.py (:16 `from megatron.model import GPTModel, GPTModelPipe`, :46-47 the pipeline
+# model under --deepspeed, :346 `pretrain(...)`): an entry whose name no `pretrain_*.py` gives
+FINETUNE = '''
+from megatron.model import GPTModel, GPTModelPipe
+from megatron.training import pretrain
+def model_provider(pre_process=True, post_process=True):
+    if args.deepspeed and not args.no_pipeline_parallel:
+        model = GPTModelPipe(config=config, num_tokentypes=0, parallel_output=True)
+    else:
+        model = GPTModel(config=config)
+    return model
+if __name__ == "__main__":
+    pretrain(prompt_train_valid_test_datasets_provider, model_provider, forward_step)
 '''
 LLAMA2 = '''#!/bin/bash
 # torch=={torch}
@@ -86,7 +104,8 @@ DS_RELEASE = "0.16.0"
 
 
 def checkout(root: Path, name: str, text: str) -> Path:
-    for file, body in {"pretrain_gpt.py": PRETRAIN, "megatron/arguments.py": ARGUMENTS}.items():
+    for file, body in {"pretrain_gpt.py": PRETRAIN, "finetune_llama.py": FINETUNE,
+                       "megatron/arguments.py": ARGUMENTS}.items():
         (root / file).parent.mkdir(parents=True, exist_ok=True)
         (root / file).write_text(dedent(body))
     script = root / "examples_deepspeed" / name
@@ -129,6 +148,34 @@ def test_one_stage_is_decided_clean_without_a_torch_question(tmp_path):
     assert not v.undecided
 
 
+FINETUNE_SH = """#!/bin/bash
+torchrun --nproc_per_node 8 {script} --deepspeed --deepspeed_config ds.json \\
+    --tensor-model-parallel-size 2 --pipeline-model-parallel-size 4 --num-layers 32
+"""
+
+
+def test_an_entry_building_its_pipeline_model_is_megatron_deepspeed(tmp_path):
+    """finetune_llama.py builds GPTModelPipe under --deepspeed as pretrain_gpt.py does: the run is
+    Megatron-DeepSpeed's, its pipeline DeepSpeed's engine (review r36-falseclean 2: before, read
+    as Megatron-LM's front end and judged on megatron-core's schedule, FINDINGS under DETAIL)."""
+    launch = read_launch(checkout(tmp_path, "finetune.sh", FINETUNE_SH.format(script="finetune_llama.py")))
+    assert launch.launcher == "megatron-deepspeed finetune_llama.py"
+    assert any(d.kind == "launch.front-end" for d in launch.diagnostics)
+
+
+def test_a_pipeline_model_of_the_same_name_elsewhere_is_no_such_entry(tmp_path):
+    """GPTModelPipe is that framework's class only in its checkout (the front end's `code` in
+    its `source` file); an entry of the checkout that builds none is no such entry either."""
+    elsewhere = tmp_path / "other" / "finetune.sh"
+    elsewhere.parent.mkdir()
+    elsewhere.write_text(FINETUNE_SH.format(script="finetune_llama.py"))
+    (elsewhere.parent / "finetune_llama.py").write_text(dedent(FINETUNE))
+    assert read_launch(elsewhere).launcher != "megatron-deepspeed finetune_llama.py"
+    script = checkout(tmp_path / "mds", "finetune.sh", FINETUNE_SH.format(script="tasks_main.py"))
+    (script.parent / "tasks_main.py").write_text("from megatron.model import GPTModel\nmodel = GPTModel(config)\n")
+    assert not read_launch(script).launcher.startswith("megatron-deepspeed")
+
+
 def test_another_deepspeed_script_is_not_megatron_deepspeed(tmp_path):
     """DeepSpeed-Chat's step 1 passes --deepspeed too (deepspeed.add_config_arguments), with no
     Megatron-LM layout flag: DeepSpeed's own stack, as before."""
@@ -154,6 +201,27 @@ def test_the_rules_quote_the_megatron_deepspeed_checkout():
         path, line = e["source"].split()[1].rsplit(":", 1)
         text = (MDS / path).read_text().splitlines()[int(line) - 1]
         assert e["code"].strip() in text, (e["source"], text)
+
+
+@pytest.mark.skipif(not (MDS / "megatron/model/gpt_model.py").is_file(),
+                    reason="the Megatron-DeepSpeed checkout (benchmarks/real_scripts/fetch.py) is not here")
+def test_each_pipeline_model_is_a_deepspeed_pipeline_module():
+    """The front end's `pipeline_models` are classes of its checkout at `pipeline_models_source`,
+    each a subclass of DeepSpeed's PipelineModule (deepspeed.pipe): building one runs DeepSpeed's
+    pipeline engine, whichever launcher starts the rank."""
+    data = tomllib.loads((ROOT / "rules" / "deepspeed.toml").read_text())
+    fronts = [f for f in data["front_end"] if f.get("pipeline_models")]
+    assert fronts
+    for front in fronts:
+        path, line = front["pipeline_models_source"].split()[1].rsplit(":", 1)
+        tree = ast.parse((MDS / path).read_text())
+        imported = {a.asname or a.name: f"{n.module}.{a.name}" for n in ast.walk(tree)
+                    if isinstance(n, ast.ImportFrom) for a in n.names}
+        classes = {c.name: c for c in ast.walk(tree) if isinstance(c, ast.ClassDef)}
+        for name in front["pipeline_models"]:
+            bases = [imported.get(getattr(b, "id", ""), "") for b in classes[name].bases]
+            assert "deepspeed.pipe.PipelineModule" in bases, (name, bases)
+        assert classes[front["pipeline_models"][0]].lineno == int(line)
 
 
 def mds_checks() -> list:

@@ -31,7 +31,7 @@ from auditor.config.derive import derive
 from auditor.config.expr import UNKNOWN
 from auditor.config.frontends import for_style
 from auditor.config.frontends.hydra_compose import HydraComposeReader
-from auditor.config.launch import CommandNotFollowed, parse_launch
+from auditor.config.launch import CommandNotFollowed, NotAPipelineRun, parse_launch, refuse_not_pipeline
 from auditor.config.releases import requirements
 from auditor.config.source_tree import judge_on_source_tree
 
@@ -339,3 +339,55 @@ def test_roles_are_named_where_each_is_judged():
                                                 "(actor_train: clean at pipeline_model_parallel_size 8")
     note = next(f for f in doc["findings"] if f["kind"] == "launch.several-commands")
     assert "role reference's" in note["message"]
+
+
+# --- a run whose Megatron roles only infer, in one stage -----------------------------------------
+# After alibaba/ROLL@8eb27cc2dc examples/qwen3-8B-rlvr_fsdp2/rlvr_config.yaml: actor_train on
+# fsdp2_train (fsdp_size 16, :126-135), actor_infer on vllm (:151-157), reference on megatron_infer
+# at TP=1 PP=1 EP=1 (:167-173); run by that folder's run_rlvr_pipeline.sh. Before, the reference
+# was judged as the run's one configuration: CLEAN, 0 sites, while training is FSDP2.
+FSDP2 = """exp_name: "qwen3-8B-rlvr-config"
+num_gpus_per_node: 8
+actor_train:
+  strategy_args:
+    strategy_name: fsdp2_train
+    strategy_config:
+      fsdp_size: 16
+      param_dtype: bf16
+  device_mapping: list(range(0,16))
+actor_infer:
+  strategy_args:
+    strategy_name: vllm
+    strategy_config:
+      gpu_memory_utilization: 0.8
+  device_mapping: list(range(0,12))
+reference:
+  strategy_args:
+    strategy_name: megatron_infer
+    strategy_config:
+      tensor_model_parallel_size: 1
+      pipeline_model_parallel_size: {pp}
+      expert_model_parallel_size: 1
+  device_mapping: list(range(0,16))
+"""
+
+
+def test_fsdp2_training_with_a_one_stage_megatron_reference_is_not_a_pipeline_run(tmp_path):
+    script = roll_tree(tmp_path, "qwen3-8B-rlvr_fsdp2", FSDP2.format(pp=1), "rlvr_config")
+    with pytest.raises(NotAPipelineRun) as caught:
+        refuse_not_pipeline(_read(script))
+    assert ("trains with a strategy that pipelines (megatron_train): actor_train (fsdp2_train), actor_infer "
+            "(vllm) run none; those that run one only infer, each at pipeline_model_parallel_size 1 "
+            "(reference (megatron_infer))") in caught.value.what
+
+
+@pytest.mark.parametrize("change", [
+    ("      pipeline_model_parallel_size: 1\n", "      pipeline_model_parallel_size: 2\n"),  # its forward pass pipelines
+    ("      pipeline_model_parallel_size: 1\n", ""),  # not stated: the checkpoint's
+    ("strategy_name: fsdp2_train", "strategy_name: megatron_train"),  # a Megatron trainer: judged
+])
+def test_a_reference_that_may_pipeline_or_a_megatron_trainer_is_judged(tmp_path, change):
+    script = roll_tree(tmp_path, "qwen3-8B-rlvr_fsdp2", FSDP2.format(pp=1).replace(*change), "rlvr_config")
+    config = _read(script)
+    assert not any(d.kind == "launch.not-pipeline" for d in config.diagnostics)
+    assert config.commands >= 1 and config.case_name in ("actor_train", "reference")

@@ -317,7 +317,7 @@ def _unknown_words(config: LaunchConfig, args: list[Field], updates: list[tuple[
         if override(f.value) is not None and f.value not in unseen:
             seen += 1
         elif isinstance(f.value, Symbolic) and f.value in unseen and (
-                str(f.value) in SCRIPT_ARGUMENTS or wholly_unknown(f.value, config.text)):
+                str(f.value) in SCRIPT_ARGUMENTS or wholly_unknown(f.value, config)):
             left.remove(f.value)
             word = unresolved(config, f, path, "overrides")
             if word is not None:

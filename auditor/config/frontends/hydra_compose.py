@@ -78,6 +78,12 @@ class HydraComposeReader(Reader):
                 f"no role of {shown} runs a strategy that pipelines ({', '.join(rule['role_values'])}): "
                 "no Megatron pipeline P2P", where=where, detail={"command": config.launcher}))
             return
+        one_stage = _inferring_in_one_stage(composed.data, roles, rule)
+        if one_stage is not None:
+            config.diagnostics.append(Finding(
+                "launch.not-pipeline", "info", f"no role of {shown} {one_stage}",
+                where=where, detail={"command": config.launcher}))
+            return
         config.commands = len(roles)
         if config.case >= len(roles):
             return  # launch._build says there is no such configuration
@@ -116,6 +122,37 @@ def _roles(data: dict[str, Any], rule: dict[str, Any]) -> list[tuple[str, dict[s
             continue
         out += [(f"{key}.{k}", v) for k, v in value.items() if isinstance(v, dict) and may_pipeline(v)]
     return out
+
+
+def _inferring_in_one_stage(data: dict[str, Any], roles: list[tuple[str, dict[str, Any]]],
+                            rule: dict[str, Any]) -> str | None:
+    """What the run is where no role trains with a strategy that pipelines (`train_values`: ROLL's
+    megatron_train) and each role that runs one only infers in one stage (its settings state
+    `stages_key` 1: a forward pass in one stage sends nothing): what trains instead, said from
+    the roles' strategies; None otherwise (a stage count not stated is the checkpoint's)."""
+    trains, stages = rule.get("train_values"), rule.get("stages_key")
+    if trains is None or stages is None:
+        return None
+    if any(at(value, rule["role_key"]) in trains for _, value in roles):
+        return None
+    settings = [at(value, rule["settings_key"]) for _, value in roles]
+    if not all(isinstance(s, dict) and type(s.get(stages)) is int and s[stages] == 1 for s in settings):
+        return None
+    others = [f"{role} ({name})" for role, value in _strategies(data, rule)
+              if (name := at(value, rule["role_key"])) not in rule["role_values"]]
+    inferring = ", ".join(f"{role} ({at(value, rule['role_key'])})" for role, value in roles)
+    return (f"trains with a strategy that pipelines ({', '.join(trains)}): "
+            f"{', '.join(others) or 'its other roles'} run none; those that run one only infer, each at "
+            f"{stages} 1 ({inferring}): a forward pass in one stage, no pipeline P2P")
+
+
+def _strategies(data: dict[str, Any], rule: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Every role that names a strategy, where `_roles` finds them."""
+    named = [(str(key), value) for key, value in data.items()
+             if isinstance(value, dict) and isinstance(at(value, rule["role_key"]), str)]
+    return named + [(f"{key}.{k}", v) for key, value in data.items() if isinstance(value, dict)
+                    and not isinstance(at(value, rule["role_key"]), str)
+                    for k, v in value.items() if isinstance(v, dict) and isinstance(at(v, rule["role_key"]), str)]
 
 
 def _words(words: list[Any]) -> str:

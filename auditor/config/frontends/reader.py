@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import ast
 import fnmatch
 import os
 from pathlib import Path
 
 from auditor.bash.values import Field
+from auditor.config.entry_script import calls
+from auditor.config.frontend_parser import find_script
 from auditor.config.model import LaunchConfig
+from auditor.config.rule_checkout import rule_checkout
 from auditor.findings import Finding
 from auditor.rulebook.launchers import Spelling
 
@@ -41,11 +45,13 @@ def flags_as_written(config: LaunchConfig, args: list[Field], spelling: Spelling
 def label_front_end(config: LaunchConfig, spelling: Spelling, path: str) -> None:
     """A front end the rules know by its flags (`[[front_end]]`: Megatron-DeepSpeed's
     pretrain_*.py with --deepspeed) runs on another stack than its launcher's: the run is
-    labelled for that stack (`launcher`), and a note says why."""
+    labelled for that stack (`launcher`), and a note says why. Its script is one its `scripts`
+    name, or one of its checkout that builds its pipeline model (`builds_pipeline_model`)."""
     script = os.path.basename(str(config.script)) if isinstance(config.script, str) else None
     given = {f.spelling for f in config.flags.values()}
     for front in spelling.front_ends:
-        if script is None or not any(fnmatch.fnmatchcase(script, p) for p in front["scripts"]):
+        if script is None or not (any(fnmatch.fnmatchcase(script, p) for p in front["scripts"])
+                                  or builds_pipeline_model(config, front, path)):
             continue
         if not set(front["flags"]) <= given or not set(front.get("layout_flags", given)) & given:
             continue
@@ -54,3 +60,21 @@ def label_front_end(config: LaunchConfig, spelling: Spelling, path: str) -> None
             where=f"{path}:{config.command_line}", detail={"front_end": front["name"], "launched": config.launcher}))
         config.launcher = f"{front['launcher']} {script}"
         return
+
+
+def builds_pipeline_model(config: LaunchConfig, front: dict, path: str) -> bool:
+    """Whether the training script, found here, calls one of the front end's `pipeline_models`
+    (Megatron-DeepSpeed's finetune_llama.py:47 `model = GPTModelPipe(`, a DeepSpeed
+    PipelineModule) and sits in the checkout the front end's rule was read on (its `source` file
+    holds its `code`: config.rule_checkout), so that the name is that framework's class."""
+    models = set(front.get("pipeline_models", ()))
+    if not models or not front.get("source") or not isinstance(config.script, str):
+        return False
+    found = find_script(path, config.script_read or config.script, entry=True, workdir=config.workdir)
+    if found is None or rule_checkout(found.resolve(), front["source"], front["code"]) is None:
+        return False
+    try:
+        tree = ast.parse(found.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+        return False
+    return any(written.rsplit(".", 1)[-1] in models for _, written, _ in calls(tree))
