@@ -8,7 +8,8 @@ entry that writes them (a pipeline layout, which implies virtual stages), the Me
 the model is then loaded from (its run_config.yaml), or a model provider that sets them
 (Sarvam-MoE's layout). A setter's `provider_keys` are those the entry's own provider decides
 (the virtual pipeline size that picks the schedule): the checkpoint reaches them only where the
-entry may write one of `provider_writes` on it (config/entry_assign.py `may_write`). Those are
+entry may write one of `provider_writes` on it, or may call the setter's `loader` before its
+provider's `provider_init` sets the parallel state (config/entry_assign.py `may_write`). Those are
 unknown until --set gives them, as config/checkpoint_args.py
 leaves Megatron-LM's checkpoint sizes, except where the script itself wrote that checkpoint
 before from the same HF model (the setter's `written_by`: `convert.sh import`), which holds the
@@ -47,7 +48,8 @@ def entry_set(launch: LaunchConfig) -> dict[str, tuple[str, int]]:
         decide = f"; read it from {setter['decide']}" if setter.get("decide") else ""
         for key in setter["keys"]:
             out.setdefault(key, (why + decide, flag.line))
-        written = may_write(launch, setter["provider_writes"]) if setter.get("provider_keys") else None
+        written = may_write(launch, setter["provider_writes"], setter["loader"], setter["provider_init"]) \
+            if setter.get("provider_keys") else None
         for key in setter.get("provider_keys", []) if written else []:
             out.setdefault(key, (f"{why}, and the entry may set it on its provider from there ({written})"
                                  f"{decide}", flag.line))

@@ -185,10 +185,10 @@ def test_a_checkpoint_s_undecided_names_its_own_setting(tmp_path: Path) -> None:
     the schedule)."""
     code, doc = _scan(tmp_path, "--hf_model_path x/y --megatron_model_path /ckpt/run")
     steps = [u["decide"] for u in doc["verdict"]["undecided"]]
-    stated = {"overlap_p2p_comm", "batch_p2p_comm", "variable_seq_lengths", "pipeline_model_parallel_layout",
-              "virtual_pipeline_model_parallel_size"}
-    keys = [w.removeprefix("--set ").split("=")[0] for s in steps for w in s.split(" --set ") if "=VALUE" in w]
-    assert steps and all(s.startswith("--set ") for s in steps) and set(keys) <= stated, steps
+    assert steps == ["--set overlap_p2p_comm=VALUE --set virtual_pipeline_model_parallel_size=VALUE"], steps
+    provenance = doc["config"]["provenance"]
+    for key in ("overlap_p2p_comm", "virtual_pipeline_model_parallel_size"):
+        assert "--megatron_model_path" in provenance[key] and "run_config.yaml" in provenance[key], provenance[key]
 
 
 def test_a_case_that_stays_undecided_ends_the_split(tmp_path: Path) -> None:

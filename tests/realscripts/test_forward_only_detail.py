@@ -93,6 +93,78 @@ UNSTATED = GENERATE.replace("    model_provider.virtual_pipeline_model_parallel_
 # A call that may train (forward_only not surely True): judged as a training step.
 MAY_TRAIN = GENERATE.replace("forward_only=True", "forward_only=args.eval_only")
 
+# The review's holes (r38), each after the generators' shape above:
+# the schedule handed to a function as a parameter, called there with `**` keywords not written
+# out (a training step at 8 micro-batches): the schedule escapes the calls read.
+IN_A_PARAMETER = GENERATE.replace(
+    "    fwd_bwd_function = get_forward_backward_func()\n",
+    "    train_batches(get_forward_backward_func(), model, [None] * 4)\n"
+    "    fwd_bwd_function = get_forward_backward_func()\n").replace('if __name__ == "__main__":', '''SCHEDULE_KEYS = ("forward_step_func", "data_iterator", "model", "num_microbatches", "seq_length",
+                 "micro_batch_size")
+
+
+def train_batches(fwd_bwd, model, batches):
+    for it in batches:
+        fwd_bwd(**dict(zip(SCHEDULE_KEYS, (None, it, model, 8, 8, 1))))
+
+
+if __name__ == "__main__":''')
+# hf_to_megatron_generate_text.py:118-121, :308-325: the schedule handed to a function of the
+# file that calls it with its own `**kwargs`; its caller's keywords are the schedule's.
+THROUGH_A_HELPER = GENERATE.replace(
+    """    return fwd_bwd_function(forward_step_func=None, data_iterator=None, model=model, num_microbatches=1,
+                            forward_only=True, seq_length=8, micro_batch_size=1)""",
+    """    return _run_megatron_forward(fwd_bwd_function, forward_step_func=None, data_iterator=None, model=model,
+                                 num_microbatches=1, forward_only=True, seq_length=8, micro_batch_size=1)""").replace(
+    'if __name__ == "__main__":', '''def _run_megatron_forward(fwd_bwd_function, **kwargs):
+    return fwd_bwd_function(**kwargs)
+
+
+if __name__ == "__main__":''')
+# The same helper called once more, leaving forward_only at its default: a training step.
+THROUGH_A_HELPER_TRAINS = THROUGH_A_HELPER.replace(
+    "    return _run_megatron_forward(",
+    "    _run_megatron_forward(fwd_bwd_function, forward_step_func=None, data_iterator=None, model=model,\n"
+    "                          num_microbatches=8, seq_length=8, micro_batch_size=1)\n"
+    "    return _run_megatron_forward(")
+# A function of the file called with the schedule's keyword name, whose one schedule call is
+# forward only: no schedule call itself.
+NAMED_HELPER = GENERATE.replace(
+    "    fwd_bwd_function = get_forward_backward_func()\n",
+    "    run_forward(forward_step_func=text_forward_step, data_iterator=None, model=model)\n"
+    "    fwd_bwd_function = get_forward_backward_func()\n").replace('if __name__ == "__main__":', '''def text_forward_step(data_iterator, model):
+    return model(next(data_iterator)), None
+
+
+def run_forward(forward_step_func, data_iterator, model):
+    return get_forward_backward_func()(forward_step_func=forward_step_func, data_iterator=data_iterator,
+                                       model=model, num_microbatches=1, forward_only=True, seq_length=8,
+                                       micro_batch_size=1)
+
+
+if __name__ == "__main__":''')
+# A generator option that bears a training loop's name (Megatron-Bridge's `finetune`).
+FINETUNE_OPTION = GENERATE.replace(
+    "    tp = args.tp\n", "    tp = args.tp\n    if args.finetune:\n        print(\"finetuned weights\")\n").replace(
+    "    main(parser.parse_args())", '''    parser.add_argument("--finetune", action="store_true")
+    main(parser.parse_args())''')
+# On a virtual pipeline, the count the mapping is written with is not the one the call passes.
+_STEP_KWARGS = """    step_kwargs = {"forward_step_func": None, "data_iterator": None, "model": model, "num_microbatches": 1,
+                   "forward_only": True, "seq_length": 8, "micro_batch_size": 1}
+    CHANGE
+    return fwd_bwd_function(**step_kwargs)"""
+_INTERLEAVED_MAPPING = INTERLEAVED_ONE.replace(
+    """    return fwd_bwd_function(forward_step_func=None, data_iterator=None, model=model, num_microbatches=1,
+                            forward_only=True, seq_length=8, micro_batch_size=1)""", _STEP_KWARGS).replace(
+    "    main(parser.parse_args())", '''    parser.add_argument("--num_microbatches", type=int, default=4)
+    main(parser.parse_args())''')
+STALE_COUNTS = {
+    "subscript": _INTERLEAVED_MAPPING.replace("CHANGE", 'step_kwargs["num_microbatches"] = args.num_microbatches'),
+    "update": _INTERLEAVED_MAPPING.replace("CHANGE", "step_kwargs.update(num_microbatches=args.num_microbatches)"),
+    "pop": _INTERLEAVED_MAPPING.replace("CHANGE", 'step_kwargs.pop("num_microbatches")\n    '
+                                        'step_kwargs["num_microbatches"] = args.num_microbatches'),
+}
+
 LAUNCH = """\
 export TORCH_DISTRIBUTED_DEBUG=DETAIL
 uv run python -m torch.distributed.run --nproc_per_node=4 \\
@@ -168,6 +240,50 @@ def test_a_training_step_beside_the_generation_is_judged_as_one(tmp_path, progra
     assert doc["config"]["effective"]["schedule_forward_only"] is False
     assert code == 1 and doc["verdict"]["status"] != "clean", doc["verdict"]["headline"]
     assert program is OPAQUE or "torch.detail-unbatches" in _rules(doc), doc["verdict"]["headline"]
+
+
+def test_a_schedule_handed_to_a_function_may_train(tmp_path) -> None:
+    """r38 #2: `train_batches(get_forward_backward_func(), ...)` calls it with `**` keywords not
+    written out: forward only is not read, the DETAIL hang stands (was CLEAN)."""
+    code, doc = _scan(_write(tmp_path, IN_A_PARAMETER))
+    assert doc["config"]["effective"]["schedule_forward_only"] is False
+    assert code == 1 and doc["verdict"]["status"] != "clean", doc["verdict"]["headline"]
+
+
+def test_a_schedule_run_through_a_helper_s_keywords_is_read(tmp_path) -> None:
+    code, doc = _scan(_write(tmp_path, THROUGH_A_HELPER))
+    assert doc["config"]["effective"]["schedule_forward_only"] is True
+    assert doc["config"]["effective"]["schedule_microbatches"] == 1
+    code, doc = _scan(_write(tmp_path, THROUGH_A_HELPER_TRAINS))
+    assert doc["config"]["effective"]["schedule_forward_only"] is False
+    assert code == 1 and "torch.detail-unbatches" in _rules(doc), doc["verdict"]["headline"]
+
+
+def test_a_helper_named_with_the_step_keyword_is_no_schedule_call(tmp_path) -> None:
+    """r38 #4: `run_forward(forward_step_func=...)` of the file, whose only schedule call is
+    forward only: CLEAN (was FINDINGS)."""
+    code, doc = _scan(_write(tmp_path, NAMED_HELPER))
+    assert doc["config"]["effective"]["schedule_forward_only"] is True
+    assert code == 0 and doc["verdict"]["status"] == "clean", doc["verdict"]["headline"]
+
+
+def test_an_option_named_like_a_training_loop_is_no_loop(tmp_path) -> None:
+    """r38 #5: `args.finetune` is not Megatron-Bridge's finetune(): CLEAN (was FINDINGS)."""
+    code, doc = _scan(_write(tmp_path, FINETUNE_OPTION))
+    assert doc["config"]["effective"]["schedule_forward_only"] is True
+    assert code == 0 and doc["verdict"]["status"] == "clean", doc["verdict"]["headline"]
+
+
+@pytest.mark.parametrize("change", sorted(STALE_COUNTS))
+def test_a_count_changed_after_its_mapping_is_not_read(tmp_path, change) -> None:
+    """r38 #3: the mapping's num_microbatches=1 is replaced before the call (4 by default):
+    not the interleaved schedule's refusal (was DOES NOT START), its two-op batch under DETAIL
+    (`.update` on a mapping also leaves the sizes' reader unsure: not CLEAN either way)."""
+    code, doc = _scan(_write(tmp_path, STALE_COUNTS[change]))
+    assert doc["config"]["effective"]["schedule_microbatches"] is None
+    assert "mcore.interleaved-microbatches" not in _rules(doc)
+    assert code == 1 and doc["verdict"]["status"] in ("findings", "inconclusive"), doc["verdict"]["headline"]
+    assert change == "update" or doc["verdict"]["status"] == "findings", doc["verdict"]["headline"]
 
 
 def test_forward_only_at_one_microbatch_on_a_virtual_pipeline_does_not_start(tmp_path) -> None:
@@ -253,6 +369,17 @@ SAVED_LAYOUT = CHECKPOINT.replace('''        if args.pp_layout:
             if isinstance(saved_layout, list):
                 model_provider.pipeline_model_parallel_layout = saved_layout
         model_provider.finalize()''')
+# r38 #1: the checkpoint loaded before anything sets the parallel state: the checkpoint's
+# provider initializes it (Megatron-Bridge@067f987df0 models/model_provider.py:259-261) with the
+# virtual size its saved layout implies.
+LOADED_FIRST = CHECKPOINT.replace('''        model_provider = bridge.to_megatron_provider(load_weights=False)
+        model_provider.tensor_model_parallel_size = tp
+        model_provider.pipeline_model_parallel_size = pp
+        if args.pp_layout:
+            model_provider.pipeline_model_parallel_layout = args.pp_layout
+        model_provider.finalize()
+        model_provider.initialize_model_parallel(seed=0)
+        mp_overrides''', '''        mp_overrides''')
 CHECKPOINT_MAY_TRAIN = CHECKPOINT.replace("forward_only=True", "forward_only=args.pp > 0")
 LOADS = """\
 export TORCH_DISTRIBUTED_DEBUG=DETAIL
@@ -291,6 +418,15 @@ def test_a_layout_the_entry_reads_from_the_checkpoint_opens_the_schedule(tmp_pat
     code, doc = _loads(tmp_path, SAVED_LAYOUT)
     assert doc["config"]["effective"]["virtual_pipeline_model_parallel_size"] == "unknown"
     assert "saved_layout" in doc["config"]["provenance"]["virtual_pipeline_model_parallel_size"]
+    assert doc["verdict"]["status"] == "inconclusive", doc["verdict"]["headline"]
+
+
+def test_a_checkpoint_loaded_before_the_parallel_state_opens_the_schedule(tmp_path) -> None:
+    """r38 #1: nothing the entry runs sets the parallel state before load_megatron_model: the
+    virtual size is the checkpoint's, undecided (was CLEAN)."""
+    code, doc = _loads(tmp_path, LOADED_FIRST)
+    assert doc["config"]["effective"]["virtual_pipeline_model_parallel_size"] == "unknown"
+    assert "initialize_model_parallel" in doc["config"]["provenance"]["virtual_pipeline_model_parallel_size"]
     assert doc["verdict"]["status"] == "inconclusive", doc["verdict"]["headline"]
 
 
