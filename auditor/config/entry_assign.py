@@ -144,7 +144,7 @@ def _loads_first(trees: list[tuple[Path, ast.Module]], loader: str, init: str) -
     arguments are not read); None where every call has one, and at least one call is read."""
     found = False
     for path, tree in trees:
-        parents = {id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
+        parents = _parents(tree)
         imported = {a.asname or a.name.split(".")[0] for n in ast.walk(tree)
                     if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
         for node in ast.walk(tree):
@@ -416,6 +416,7 @@ def _helpers(tree: ast.Module) -> dict[str, ast.FunctionDef | ast.AsyncFunctionD
 
 
 def _parents(tree: ast.Module) -> dict[int, ast.AST]:
+    """id(node) -> the node that holds it."""
     return {id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
 
 
