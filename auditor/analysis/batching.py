@@ -16,6 +16,7 @@ from auditor.config.expr import UNKNOWN
 from auditor.findings import Finding
 from auditor.rulebook.apis import BatchWrapper
 from auditor.static.interp.graph import AttrPatch
+from auditor.static.interp.formula import UNK, YES
 from auditor.static.interp.reach import SiteReach
 from auditor.static.sites.sites import Site
 
@@ -98,29 +99,55 @@ def site_doc(site: Site, r: SiteReach, effective: EffectiveConfig, unbatched: Un
     """`key`: the site's `coalesces_key`; `needs`: the settings the batching rule reads for
     this run's stack; without batch_p2p_comm among them the stack has no batching setting, and
     an op issued on its own is neither a contradiction nor ok: its order decides, which scan
-    does not replay, unless the stack's rules say its schedule pairs that order (`PAIRED`)."""
+    does not replay, unless the stack's rules say its schedule pairs that order (`PAIRED`).
+    A site a call path reaches under a guard the config leaves undecided is judged as if
+    reached too: where it is ok then, the guard decides nothing (not reached, it issues
+    nothing), and the site is ok whichever way the guard goes."""
     d = site.to_json()
+    v, undecided, why, runs_batched = _judged(site, r.reachable, effective, unbatched, key, needs)
+    reason = r.reason
+    if v == "unknown" and r.reachable == UNK and r.paths:
+        reached = _judged(site, YES, effective, unbatched, key, needs)
+        if reached[0] == "ok":
+            v, undecided, why, runs_batched = reached
+            tests = ", ".join(f"`{t}`" for t in r.decided_by[:3])
+            said = f"reached only under a guard the config leaves undecided{f' ({tests})' if tests else ''}; " \
+                   "ok if reached, so the guard does not decide the verdict"
+            reason = f"{reason}; {said}" if reason else said
+    d.update(
+        reachable=r.reachable, guards=r.guards, conditions=r.conditions, paths=r.paths,
+        groups=r.groups, verdict=v, reason=reason, runs_batched=runs_batched,
+        unbatched_reason=why.words if why else "",
+        undecided=undecided if v == "unknown" else "", decided_by=r.decided_by,
+    )
+    return d
+
+
+def _judged(site: Site, reachable: str, effective: EffectiveConfig, unbatched: Unbatched | None,
+            key: str, needs: list[str]) -> tuple[str, str, Unbatched | None, bool | None]:
+    """(verdict, why it is undecided, why it runs unbatched, runs_batched) of a site whose
+    reachability is `reachable`; the arguments as `site_doc`'s."""
     undecided = coalescing_undecided(site, effective, key) \
-        if unbatched is None and r.reachable == "yes" else ""
+        if unbatched is None and reachable == YES else ""
     runs_batched = None if undecided else unbatched is None
     batch_cfg = effective.value("batch_p2p_comm") if "batch_p2p_comm" in needs else UNKNOWN
     backend = effective.value(PIPELINE_BACKEND)
-    v = verdict.site_verdict(r.reachable, runs_batched, batch_cfg, backend, unbatched is ON_ITS_OWN)
+    v = verdict.site_verdict(reachable, runs_batched, batch_cfg, backend, unbatched is ON_ITS_OWN)
     if v == "ok" and unbatched is not None and backend in OP_BY_OP_POSTED:
         unbatched = Unbatched(unbatched.cause, unbatched.fix, op_by_op_words(backend))
     paired = "batch_p2p_comm" not in needs and unbatched is ON_ITS_OWN \
         and effective.value(PAIRED) is True
-    if v == "unknown" and r.reachable == "yes" and not undecided and paired:
+    if v == "unknown" and reachable == YES and not undecided and paired:
         # No batching setting, but the stack's schedule pairs each blocking op with its
         # neighbour's in one order (rules: DeepSpeed's pipeline engine): nothing to replay.
         v = "ok"
         unbatched = Unbatched(ON_ITS_OWN.cause, ON_ITS_OWN.fix, f"in a paired order: {_provenance(effective, PAIRED)}")
-    if v == "unknown" and r.reachable == "yes" and not undecided and backend in OP_BY_OP_POSTED \
+    if v == "unknown" and reachable == YES and not undecided and backend in OP_BY_OP_POSTED \
             and unbatched is ON_ITS_OWN:
         undecided = (f"issued on its own on {backend}, where a send waits for its receive; "
                      "whether the order of such ops hangs is not replayed by scan")
     one_way = effective.value(ONE_WAY)
-    if (v == "contradiction" or undecided) and r.reachable == "yes" and key == "torch_batch_coalesces" \
+    if (v == "contradiction" or undecided) and reachable == YES and key == "torch_batch_coalesces" \
             and site.issues in BATCH_ISSUED and one_way is not False:
         if one_way is True:
             v, undecided = "ok", ""
@@ -128,18 +155,12 @@ def site_doc(site: Site, r: SiteReach, effective: EffectiveConfig, unbatched: Un
                                   TORCH_OP_BY_OP.fix, f"one-way exchanges: {_provenance(effective, ONE_WAY)}")
         elif v == "contradiction":
             v, undecided = "unknown", f"whether the exchanges are one-way is undecided: {_provenance(effective, ONE_WAY)}"
-    if v == "unknown" and r.reachable == "yes" and not undecided:
+    if v == "unknown" and reachable == YES and not undecided:
         undecided = (f"batch_p2p_comm is undecided ({_provenance(effective, 'batch_p2p_comm')})"
                      if "batch_p2p_comm" in needs else
                      "issued on its own (this stack has no batching setting); whether the order of "
                      "such ops hangs is not replayed by scan")
-    d.update(
-        reachable=r.reachable, guards=r.guards, conditions=r.conditions, paths=r.paths,
-        groups=r.groups, verdict=v, reason=r.reason, runs_batched=runs_batched,
-        unbatched_reason=unbatched.words if unbatched else "",
-        undecided=undecided if v == "unknown" else "", decided_by=r.decided_by,
-    )
-    return d
+    return v, undecided, unbatched, runs_batched
 
 
 def _provenance(effective: EffectiveConfig, key: str) -> str:

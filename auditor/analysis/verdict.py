@@ -1,6 +1,7 @@
 """The one place that decides verdicts: each site's, and the run's.
 
-A site is `contradiction` (reachable, runs unbatched, while the config says batched), `ok`,
+A site is `contradiction` (reachable, runs unbatched, while the config says batched), `ok`
+(also one reached only under an undecided guard that would be ok if reached: analysis.batching),
 `unreachable`, or `unknown` (its reachability, or whether it runs batched, was not decided).
 The run is `findings` (a contradiction or an ERROR finding), `inconclusive` (nothing wrong was
 found, but something the contradiction rule needs was not decided), `clean` (the analysis
@@ -231,10 +232,12 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
                 f"{undecided_words(undecided)}.")
     elif scanned:
         status = "clean"
-        ok = sum(1 for s in sites if SiteStatus.of(s).ok)
+        ok = sum(1 for s in sites if SiteStatus.of(s).ok and not SiteStatus.of(s).reach_unknown)
+        maybe = sum(1 for s in sites if SiteStatus.of(s).ok and SiteStatus.of(s).reach_unknown)
         why = _why_unbatched(doc)
-        head = (f"CLEAN: {ok} reachable P2P site(s): {why}." if why.startswith(OP_BY_OP_POSTED)
-                else f"CLEAN: {ok} reachable P2P site(s), all run as the config says{why}.")
+        more = f" (and {maybe} under a guard the config leaves undecided, ok if reached)" if maybe else ""
+        head = (f"CLEAN: {ok} reachable P2P site(s){more}: {why}." if why.startswith(OP_BY_OP_POSTED)
+                else f"CLEAN: {ok} reachable P2P site(s){more}, all run as the config says{why}.")
     else:
         status = "clean"
         head = ("CLEAN: the recorded run shows no error; its sources were inventoried, not "

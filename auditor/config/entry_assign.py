@@ -11,12 +11,19 @@ branch of the function a module-level call runs), and every place the file write
 assignment, a dict's `"key": value`, a call's `key=value`) agrees; anything else leaves the
 setting as the front end read it. Not for Megatron-LM's front end, whose parser owns the flags.
 
-Such a program that passes megatron-core's schedule `forward_only=True` in every call that names
-the parameter (rules/megatron-core.toml `[forward_only]`; none passes another value), at a
-pipeline size of 1 read so, megatron-core runs forward_backward_no_pipelining and
-sends nothing between stages: a `launch.not-pipeline` note (NOT A PIPELINE RUN). At PP > 1 the
-forward-only schedule sends activations between stages: scanned, with `schedule_forward_only`
-True among the entry's values (rules/megatron-core.toml mcore.forward-only-one-way reads it).
+Such a program that passes megatron-core's schedule `forward_only=True` in every call of it (every
+call or mapping naming the parameter or the schedules' required `forward_step_func`,
+rules/megatron-core.toml `[forward_only]`; none passes another value or leaves the default, no
+schedule escapes the calls read, and no training loop is imported or called), at a pipeline
+size of 1 read so, megatron-core runs
+forward_backward_no_pipelining and sends nothing between stages: a `launch.not-pipeline` note
+(NOT A PIPELINE RUN). At PP > 1 the forward-only schedule sends activations between stages:
+scanned, with `schedule_forward_only` True among the entry's values, and `schedule_microbatches`
+where every such call passes a literal `num_microbatches` (rules/megatron-core.toml
+mcore.forward-only-one-way and mcore.interleaved-microbatches read them). `may_write` says where
+the entry may write a setting other than None, or load a checkpoint before its provider sets the
+parallel state (config/generate_entry.py asks it of the virtual pipeline a checkpoint could carry
+onto the entry's schedule).
 """
 
 from __future__ import annotations
@@ -28,9 +35,9 @@ from pathlib import Path
 
 from auditor import rulebook
 from auditor.config.entry_constructs import bound_from_framework, constructs
-from auditor.config.entry_library import library_sizes
+from auditor.config.entry_library import library_imports, library_sizes, library_trees
 from auditor.config.entry_schedule import names_schedule
-from auditor.config.entry_script import arg_value, argparse_options, iter_closure, stores_of
+from auditor.config.entry_script import MAX_MODULES, arg_value, argparse_options, iter_closure, stores_of
 from auditor.config.entry_stores import nested_attr_stores, opaque_keywords, unnamed_stores
 from auditor.config.entry_stack import modeled_packages
 from auditor.config.expr import UNKNOWN
@@ -40,6 +47,7 @@ from auditor.findings import Finding
 from auditor.rulebook.frameworks import launched_by
 
 SCHEDULES = "megatron.core.pipeline_parallel.schedules."
+FNS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 def read_entry_assignments(launch: LaunchConfig) -> None:
     """Put the sizes the entry script surely sets on its model config into `launch.entry_values`."""
@@ -82,6 +90,93 @@ def read_entry_assignments(launch: LaunchConfig) -> None:
     _forward_only(launch, Path(entry.path))
 
 
+def may_write(launch: LaunchConfig, attrs: list[str], loader: str, init: str) -> str | None:
+    """Where the checkpoint may reach the entry provider's settings, in words (file:line): the
+    entry may write one of `attrs` (on its model provider, or anywhere) a value that is not None,
+    or it may call `loader` before its provider sets the parallel state (`_loads_first`); None
+    where nothing it runs can: the script writes each only as None (a literal, or `args.DEST`
+    whose option the launch line leaves at a None default), writes nothing by a name not written,
+    and neither a local module it imports nor a module of its checkout's `src/` that it or one of
+    those imports from writes one, other than as a literal None."""
+    read = entry_tree(launch)
+    if read is None:
+        return "the entry script is not read"
+    entry, tree = read
+    script = Path(entry.path)
+    options = argparse_options(tree)
+    scopes = _scopes(tree)
+    for attr in attrs:
+        for scope in scopes:
+            for line, shown, expr in _writes(scope, attr, tree):
+                got = None if expr is None else _resolve(expr, scope, options, launch)
+                if got is None or got[0] is not None:
+                    value = "" if expr is None else f" = {ast.unparse(expr)}"
+                    return f"{script.name}:{line}: {shown}{value}, a value that may not be None"
+    unnamed = sorted(u for scope in scopes for u in _unnamed(scope, tree))
+    if unnamed:
+        return f"{script.name}:{unnamed[0][0]}: {unnamed[0][1]}"
+    trees: list[tuple[Path, ast.Module]] = []
+    elsewhere = _written_elsewhere(script, attrs, {k: dict(v) for k, v in options.items()}, trees)
+    if elsewhere:
+        return f"{min(elsewhere.values())} writes {', '.join(sorted(elsewhere))}"
+    modules = dict.fromkeys(m for _, t in trees for m in library_imports(t))
+    for _, lib, lib_tree in library_trees(script, list(modules)):
+        if lib_tree is None:
+            return f"{lib.name}, which the entry imports from, cannot be read"
+        trees.append((lib, lib_tree))
+        lib_scopes = _scopes(lib_tree)
+        for attr in attrs:
+            for scope in lib_scopes:
+                for line, shown, expr in _writes(scope, attr, lib_tree):
+                    if not (isinstance(expr, ast.Constant) and expr.value is None):
+                        return f"{lib.name}:{line}: {shown}"
+        lib_unnamed = sorted(u for scope in lib_scopes for u in _unnamed(scope, lib_tree))
+        if lib_unnamed:
+            return f"{lib.name}:{lib_unnamed[0][0]}: {lib_unnamed[0][1]}"
+    return _loads_first(trees, loader, init)
+
+
+def _loads_first(trees: list[tuple[Path, ast.Module]], loader: str, init: str) -> str | None:
+    """Where one of `trees` may call `loader` before the entry's provider sets the parallel state
+    (rules/megatron-bridge.toml `provider_init`): a reference to it that is not a call, or a call
+    no statement `NAME.init(...)` surely runs before in its function (an earlier statement of its
+    block or of a block around it; NAME not an imported module, `parallel_state`, whose own
+    arguments are not read); None where every call has one, and at least one call is read."""
+    found = False
+    for path, tree in trees:
+        parents = _parents(tree)
+        imported = {a.asname or a.name.split(".")[0] for n in ast.walk(tree)
+                    if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Name) and node.id == loader
+                    or isinstance(node, ast.Attribute) and node.attr == loader):
+                continue
+            found = True
+            call = parents.get(id(node))
+            if not (isinstance(call, ast.Call) and call.func is node) or not _after(call, init, imported, parents):
+                return f"{path.name}:{node.lineno}: {loader} may run before {init} sets the parallel state"
+    return None if found else f"no call of {loader} read: it may run before {init} sets the parallel state"
+
+
+def _after(node: ast.AST, init: str, imported: set[str], parents: dict[int, ast.AST]) -> bool:
+    """Whether a statement `NAME.init(...)` (NAME no import) surely runs before `node`: an earlier
+    statement of a block holding it, up to its function."""
+    while not isinstance(node, (*FNS, ast.Lambda, ast.ClassDef, ast.Module)):
+        parent = parents.get(id(node))
+        if parent is None:
+            return False
+        if isinstance(node, ast.stmt):
+            block = next((b for b in (getattr(parent, f, None) for f in ("body", "orelse", "finalbody"))
+                          if isinstance(b, list) and node in b), [])
+            for stmt in block[:block.index(node)] if node in block else []:
+                call = stmt.value if isinstance(stmt, ast.Expr) else None
+                if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == init
+                        and isinstance(call.func.value, ast.Name) and call.func.value.id not in imported):
+                    return True
+        node = parent
+    return False
+
+
 def _megatron_lm_by_name(launch: LaunchConfig) -> bool:
     """The launch runs a script Megatron-LM's argument stage runs for by its name (rules/megatron-lm.toml
     `[[stage]]` mlm-arguments `launchers`: `torchrun pretrain_*.py`)."""
@@ -92,39 +187,53 @@ def _megatron_lm_by_name(launch: LaunchConfig) -> bool:
 def _other_loops() -> list[tuple[frozenset[str], str]]:
     """(modules, name) of each rules/stacks.toml `[[schedule_entry]]` name outside megatron-core's
     schedules (Megatron-LM's pretrain, DeepSpeed's train_batch): its module and the packages
-    above it, which re-export it (`from megatron.training import pretrain`)."""
+    above it, which re-export it (`from megatron.training import pretrain`); and with no modules
+    (from any module) each `[training_step]` loop but those schedules (Megatron-Bridge's
+    `finetune`, ms-swift's `sft_main`)."""
+    stacks = rulebook.load("stacks").data
     out = []
-    for e in rulebook.load("stacks").data["schedule_entry"]:
+    own = set()
+    for e in stacks["schedule_entry"]:
         if f"{e['module']}." == SCHEDULES:
+            own |= {n.rpartition(".")[2] for n in e["names"]}
             continue
         parts = e["module"].split(".")
         modules = frozenset(".".join(parts[:i]) for i in range(2, len(parts) + 1))
         out += [(modules, n.rpartition(".")[2]) for n in e["names"]]
-    return out
+    return out + [(frozenset(), n) for n in stacks["training_step"]["loops"] if n not in own]
 
 
-def _names_loop(node: ast.AST, loops: list[tuple[frozenset[str], str]]) -> bool:
-    """An import of such a name from its module or a package above it, or an attribute of that
-    name (`engine.train_batch()`, `schedule.step()`; also `model.train()`, which only makes the
-    note not given)."""
+def _names_loop(node: ast.AST, loops: list[tuple[frozenset[str], str]], called: set[int]) -> bool:
+    """An import of such a name from its module or a package above it (from any module where it
+    has none), or an attribute of one with modules (`engine.train_batch()`, `schedule.step()`;
+    also `model.train()`, which only makes the note not given); one with no modules only as what
+    a call calls (`finetune(cfg)`, `ft.finetune(cfg)`; `called`: the ids of calls' callees), never
+    a value that bears its name (`args.finetune`)."""
     if isinstance(node, ast.ImportFrom):
-        return any(node.module in modules and any(a.name == name for a in node.names) for modules, name in loops)
-    return isinstance(node, ast.Attribute) and any(node.attr == name for _, name in loops)
+        return any((not modules or node.module in modules) and any(a.name == name for a in node.names)
+                   for modules, name in loops)
+    named = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+    return any(named == name and (id(node) in called if not modules else isinstance(node, ast.Attribute))
+               for modules, name in loops)
 
 
-def _written_elsewhere(script: Path, keys: list[str], options: dict[str, dict[str, Any]]) -> dict[str, str]:
+def _written_elsewhere(script: Path, keys: list[str], options: dict[str, dict[str, Any]],
+                       trees: list[tuple[Path, ast.Module]] | None = None) -> dict[str, str]:
     """The keys a local module the script imports writes too (it may set them again after the
     script did); every key where the closure cannot be read. An argparse value such a module
-    stores (`args.pp = 2`) is marked `stored` in `options`: its flag does not decide it."""
+    stores (`args.pp = 2`) is marked `stored` in `options`: its flag does not decide it. `trees`
+    gains each file of the closure read, the script first."""
     stop = frozenset(m.split(".")[0] for m in modeled_packages())
     out: dict[str, str] = {}
     fresh = False  # a local module's new object cannot be the script's provider (entry_constructs)
     try:
         for path, tree in iter_closure(script, stop):
+            if trees is not None:
+                trees.append((path, tree))
             if path == script:
                 fresh = bound_from_framework(tree, keys, stop)
             else:
-                scopes = [tree, *(f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)))]
+                scopes = _scopes(tree)
                 unnamed = [u[0] for scope in scopes for u in _unnamed(scope, tree, fresh)]  # any key's
                 for k in keys:
                     lines = [*(w[0] for scope in scopes for w in _writes(scope, k, tree)), *unnamed]
@@ -139,18 +248,23 @@ def _written_elsewhere(script: Path, keys: list[str], options: dict[str, dict[st
 
 def _forward_only(launch: LaunchConfig, script: Path) -> None:
     """Where the entry surely runs megatron-core's schedule forward only: `schedule_forward_only`
-    among its values, and a `launch.not-pipeline` note at a pipeline size of 1 it surely sets
-    (see the module docstring)."""
+    among its values (and `schedule_microbatches`, where every call passes a literal count), and
+    a `launch.not-pipeline` note at a pipeline size of 1 it surely sets (see the module docstring)."""
     named = names_schedule(launch) or ""
-    calls = _forward_only_calls(script) if named.startswith(SCHEDULES) else []
+    calls, microbatches = _forward_only_calls(script) if named.startswith(SCHEDULES) else ([], None)
     if not calls:
         return
-    param = rulebook.load("megatron-core").data["forward_only"]["param"]
+    rule = rulebook.load("megatron-core").data["forward_only"]
+    param = rule["param"]
     passed = [f"{path.name}:{line}" for path, line in calls]
     at = f"{calls[0][0]}:{calls[0][1]}"
     launch.entry_values["schedule_forward_only"] = (
         True, f"{script.name} calls megatron-core's {named.rpartition('.')[2]}() with {param}=True "
               f"({', '.join(passed[:2])}; no call passes another value)", at)
+    if microbatches is not None:
+        launch.entry_values["schedule_microbatches"] = (
+            microbatches, f"{script.name}'s schedule calls pass {rule['microbatches']}={microbatches} at most "
+                          f"({', '.join(passed[:2])}; each a literal)", at)
     pp = launch.entry_values.get("pipeline_model_parallel_size")
     if pp is None or pp[0] != 1 or type(pp[0]) is not int:
         return
@@ -164,29 +278,205 @@ def _forward_only(launch: LaunchConfig, script: Path) -> None:
         where=f"{launch.path}:{launch.command_line}", detail={"command": launch.launcher}))
 
 
-def _forward_only_calls(script: Path) -> list[tuple[Path, int]]:
-    """(file, line) of each `forward_only=True` the entry's closure passes; [] where a call may
-    pass another value, a training loop runs the schedule, or the closure cannot be read."""
-    param = rulebook.load("megatron-core").data["forward_only"]["param"]
+def _forward_only_calls(script: Path) -> tuple[list[tuple[Path, int]], int | None]:
+    """(file, line) of each `forward_only=True` the entry's closure passes, and the largest
+    literal count of microbatches its schedule calls pass (None where one passes none or another
+    value, or the count may be written after: a mapping's `d["num_microbatches"]`, a mapping or
+    a call other than such a call naming it); [] where a call may pass another value or none (a
+    call or mapping that names the schedules' `step` keyword: the default, a training step; a
+    call of a schedule, or of a function of the entry's own that takes `**` keywords, passing
+    `**` keywords not written out; a mapping of them used otherwise than whole, `**kwargs`), a
+    schedule escapes where its calls are not read (`_held`), a training loop runs the schedule,
+    or the closure cannot be read whole. A call of a function of the entry's own that takes no
+    `**` keywords is no schedule call: its body's calls are read (`run(forward_step_func=f)`)."""
+    rule = rulebook.load("megatron-core").data["forward_only"]
+    param, step, count = rule["param"], rule["step"], rule["microbatches"]
+    keys = (param, step, count)
     loops = _other_loops()
     stop = frozenset(m.split(".")[0] for m in modeled_packages())
     passed: list[tuple[Path, int]] = []
+    counts: list[int | None] = []
     try:
-        for path, tree in iter_closure(script, stop):
-            for node in ast.walk(tree):
-                if _names_loop(node, loops):
-                    return []  # a training loop runs the schedule inside the framework
-                given = [k.value for k in node.keywords if k.arg == param] if isinstance(node, ast.Call) else []
-                if isinstance(node, ast.Dict):  # `fn(**{"forward_only": ...})`
-                    given = [v for k, v in zip(node.keys, node.values)
-                             if isinstance(k, ast.Constant) and k.value == param]
-                for value in given:
-                    if not (isinstance(value, ast.Constant) and value.value is True):
-                        return []  # a call that may train
-                    passed.append((path, value.lineno))
+        trees = list(iter_closure(script, stop))
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
-        return []
-    return passed  # none: the schedule's default, a training step
+        return [], None
+    held = _held(trees, rule["getter"])
+    if len(trees) >= MAX_MODULES or held is None:
+        return [], None  # the closure was cut, or a schedule escapes: an unread call may train
+    for path, tree in trees:
+        parents = _parents(tree)
+        helpers = _helpers(tree)
+        forwards = held | {name for name, fn in helpers.items() if fn.args.kwarg}
+        if any(opaque_keywords([n for n in _own_nodes(scope) if _calls_schedule(n, forwards)], scope, tree)
+               for scope in _scopes(tree)):
+            return [], None  # `fwd_bwd(**kwargs)` with keys not written out: it may train
+        called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+        for node in ast.walk(tree):
+            if _names_loop(node, loops, called):
+                return [], None  # a training loop runs the schedule inside the framework
+            if (isinstance(node, ast.Subscript) and isinstance(node.ctx, (ast.Store, ast.Del))
+                    and isinstance(node.slice, ast.Constant) and node.slice.value in keys):
+                if node.slice.value != count:
+                    return [], None  # `kwargs["forward_only"] = ...`: a value not read here
+                counts.append(None)  # a count written after the mapping
+            given = _schedule_keywords(node)
+            if not given.keys() & set(keys) or (
+                    isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id in set(helpers) - forwards):
+                continue  # a function of the entry's own, whose calls are read in its body
+            if _mapping(node) and not _whole(node, parents, tree, keys):
+                return [], None  # a mapping of the keywords that may change before its call
+            if param not in given and step not in given:
+                counts.append(None)  # a count written elsewhere: the call's may be another
+                continue
+            value = given.get(param)
+            if not (isinstance(value, ast.Constant) and value.value is True) or _merged_after(node, param):
+                return [], None  # a call that may train
+            passed.append((path, value.lineno))
+            n = given.get(count)
+            counts.append(n.value if isinstance(n, ast.Constant) and type(n.value) is int
+                          and not _merged_after(node, count) else None)
+    known = [c for c in counts if c is not None]
+    return passed, max(known) if known and len(known) == len(counts) else None
+
+
+def _held(trees: list[tuple[Path, ast.Module]], getter: str) -> set[str] | None:
+    """The names and attributes that may hold one of megatron-core's schedules (rules/stacks.toml
+    `[[schedule_entry]]`) across `trees`: the schedules', and those bound to them or to what
+    `getter` returns (`fwd_bwd = get_forward_backward_func()`, `self.fb = ...`, an `as` name, a
+    parameter of a function of the file handed one: `_run(fwd_bwd, **kwargs)`); None where one
+    may escape that reading (handed to any other call, returned, stored otherwise), so that a
+    call of it is not seen."""
+    names = {n.rpartition(".")[2] for e in rulebook.load("stacks").data["schedule_entry"]
+             if f"{e['module']}." == SCHEDULES for n in e["names"]}
+    held, getters = set(names), {getter}
+    for _ in range(MAX_MODULES):
+        before = (len(held), len(getters))
+        for _, tree in trees:
+            if not _bind(tree, held, getters):
+                return None
+        if (len(held), len(getters)) == before:
+            return held | getters
+    return None
+
+
+def _bind(tree: ast.Module, held: set[str], getters: set[str]) -> bool:
+    """Add to `held` and `getters` what `tree` binds to a schedule or to `getter` (see `_held`);
+    False where one escapes."""
+    parents = _parents(tree)
+    helpers = _helpers(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.alias) and node.asname and node.name.rpartition(".")[2] in held | getters:
+            (getters if node.name.rpartition(".")[2] in getters else held).add(node.asname)
+        named = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+        if named not in held | getters or not isinstance(getattr(node, "ctx", None), ast.Load):
+            continue
+        into = getters if named in getters else held
+        value, up = node, parents.get(id(node))
+        if isinstance(up, ast.Call) and up.func is value:
+            if into is held:
+                continue  # a schedule's call: its keywords are read
+            value, up, into = up, parents.get(id(up)), held  # what the getter returns
+            if isinstance(up, ast.Call) and up.func is value:
+                continue
+        if (isinstance(up, ast.Assign) and up.value is value
+                and all(isinstance(t, (ast.Name, ast.Attribute)) for t in up.targets)):
+            into |= {t.id for t in up.targets if isinstance(t, ast.Name)}
+            into |= {t.attr for t in up.targets if isinstance(t, ast.Attribute)}
+            continue
+        param = _param_of(up, value, helpers)
+        if param is None:
+            return False
+        into.add(param)
+    return True
+
+
+def _param_of(call: ast.AST | None, value: ast.AST, helpers: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]) -> str | None:
+    """The parameter of the entry's own function `call` calls that `value` is handed to by
+    position or by name; None where `call` is no such call or the value goes elsewhere."""
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in helpers):
+        return None
+    args = helpers[call.func.id].args
+    positional = [*args.posonlyargs, *args.args]
+    at = next((i for i, a in enumerate(call.args) if a is value), None)
+    if at is not None:
+        return positional[at].arg if at < len(positional) else None
+    named = next((k.arg for k in call.keywords if k.value is value), None)
+    return named if named in {a.arg for a in [*positional, *args.kwonlyargs]} else None
+
+
+def _helpers(tree: ast.Module) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The functions `tree` defines at module level once and binds no other way, by name."""
+    defs = [f for f in tree.body if isinstance(f, FNS)]
+    bound = [n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)]
+    bound += [n.name for n in ast.walk(tree) if isinstance(n, (*FNS, ast.ClassDef))]
+    bound += [a.asname or a.name for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
+              for a in n.names]
+    return {f.name: f for f in defs if bound.count(f.name) == 1}
+
+
+def _parents(tree: ast.Module) -> dict[int, ast.AST]:
+    """id(node) -> the node that holds it."""
+    return {id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
+
+
+def _calls_schedule(node: ast.AST, names: set[str]) -> bool:
+    """A call of one of `names`, by name or attribute, or of what one returns (`get_forward_backward_func()(...)`)."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func.func if isinstance(node.func, ast.Call) else node.func
+    return (isinstance(func, ast.Name) and func.id in names) or (isinstance(func, ast.Attribute) and func.attr in names)
+
+
+def _schedule_keywords(node: ast.AST) -> dict[str, ast.expr]:
+    """The keywords a call passes by name, or the constant keys of a mapping (`fn(**{...})`,
+    `dict(...)` is a call), with their values."""
+    if isinstance(node, ast.Call):
+        return {k.arg: k.value for k in node.keywords if k.arg is not None}
+    if isinstance(node, ast.Dict):
+        return {k.value: v for k, v in zip(node.keys, node.values)
+                if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+    return {}
+
+
+def _mapping(node: ast.AST) -> bool:
+    """A dict literal or a `dict(...)` call."""
+    return isinstance(node, ast.Dict) or (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                                          and node.func.id == "dict")
+
+
+def _merged_after(node: ast.AST, key: str) -> bool:
+    """A dict literal `{"key": v, **other}`, whose merged mapping may give `key` another value."""
+    if not isinstance(node, ast.Dict):
+        return False
+    at = max(i for i, k in enumerate(node.keys) if isinstance(k, ast.Constant) and k.value == key)
+    return any(k is None for k in node.keys[at + 1:])
+
+
+def _whole(node: ast.AST, parents: dict[int, ast.AST], tree: ast.Module, keys: tuple[str, ...]) -> bool:
+    """Whether the mapping `node` reaches a call as written: passed `**` at once, or bound to a
+    name that every use passes `**` whole or reads or writes by another constant key; rebinding
+    it only to other mappings (which are read on their own)."""
+    up = parents.get(id(node))
+    if isinstance(up, ast.keyword) and up.arg is None:
+        return True
+    if not (isinstance(up, ast.Assign) and len(up.targets) == 1 and isinstance(up.targets[0], ast.Name)):
+        return False
+    name = up.targets[0].id
+    for n in ast.walk(tree):
+        if not (isinstance(n, ast.Name) and n.id == name):
+            continue
+        use = parents.get(id(n))
+        if isinstance(n.ctx, ast.Store) and isinstance(use, ast.Assign) and _mapping(use.value) \
+                and len(use.targets) == 1:
+            continue
+        if isinstance(use, ast.keyword) and use.arg is None:
+            continue
+        if (isinstance(use, ast.Subscript) and use.value is n and isinstance(use.slice, ast.Constant)
+                and (isinstance(use.ctx, ast.Load) or use.slice.value not in keys)):
+            continue
+        return False
+    return True
 
 
 def _setting(tree: ast.Module, key: str, options: dict[str, dict[str, Any]], launch: LaunchConfig,
@@ -194,8 +484,7 @@ def _setting(tree: ast.Module, key: str, options: dict[str, dict[str, Any]], lau
     """(value, why, line) where every write of `key` in the file agrees and one surely runs;
     UNKNOWN where the file writes it otherwise (a value not read, writes that disagree, or one
     that may not run: the provider keeps its own value then); None where it never writes it."""
-    scopes: list[tuple[ast.AST, list[ast.stmt]]] = [(tree, tree.body)]
-    scopes += [(f, f.body) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    scopes: list[tuple[ast.AST, list[ast.stmt]]] = [(f, f.body) for f in _scopes(tree)]
     values: list[tuple[Any, str, int]] = []
     sure = False
     for scope, body in scopes:
@@ -221,6 +510,11 @@ def _setting(tree: ast.Module, key: str, options: dict[str, dict[str, Any]], lau
         return UNKNOWN, (f"{first[1]}, but not on every path that runs (the provider keeps its own value "
                          f"otherwise)"), first[2]
     return first
+
+
+def _scopes(tree: ast.Module) -> list[ast.Module | ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The module and each function of `tree`: the scopes whose own nodes the readers read."""
+    return [tree, *(f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)))]
 
 
 def _own_nodes(scope: ast.AST) -> list[ast.AST]:

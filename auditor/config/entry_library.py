@@ -22,6 +22,7 @@ or an argparse adder of that file it calls defines). Anything else is UNKNOWN (f
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,14 +40,11 @@ def library_sizes(launch: LaunchConfig, script: Path, tree: ast.Module, options:
     """key -> (value, why, where) for each of `keys` a loader of the checkout's `src/` sets (see the
     module docstring); `options` gains the argparse options of the adders the entry calls."""
     out: dict[str, Found] = {}
-    for module, names in _imports(tree).items():
-        lib = _source_file(script, module)
-        if lib is None:
+    imports = library_imports(tree)
+    for module, lib, lib_tree in library_trees(script, list(imports)):
+        if lib_tree is None:
             continue
-        try:
-            lib_tree = ast.parse(lib.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
-            continue
+        names = imports[module]
         defs = {f.name: f for f in lib_tree.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
         _add_options(tree, names, defs, options)
         if _writes_unnamed(lib_tree):
@@ -81,7 +79,7 @@ def _used_only_by_calls(tree: ast.Module, module: str, bound: list[str]) -> bool
                    for n in ast.walk(tree))
 
 
-def _imports(tree: ast.Module) -> dict[str, dict[str, str]]:
+def library_imports(tree: ast.Module) -> dict[str, dict[str, str]]:
     """module -> {local name: name} of the entry's absolute `from MODULE import name` lines."""
     out: dict[str, dict[str, str]] = {}
     for node in ast.walk(tree):
@@ -90,7 +88,20 @@ def _imports(tree: ast.Module) -> dict[str, dict[str, str]]:
     return out
 
 
-def _source_file(script: Path, module: str) -> Path | None:
+def library_trees(script: Path, modules: list[str]) -> Iterator[tuple[str, Path, ast.Module | None]]:
+    """(module, file, its parse; None where it cannot be read) of each of `modules` that is a
+    `src/MODULE.py` of the checkout (`library_file`), in order."""
+    for module in modules:
+        lib = library_file(script, module)
+        if lib is None:
+            continue
+        try:
+            yield module, lib, ast.parse(lib.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+            yield module, lib, None
+
+
+def library_file(script: Path, module: str) -> Path | None:
     """The one `src/MODULE.py` of a checkout folder above `script`, if any."""
     rel = Path(*module.split(".")).with_suffix(".py")
     found = [r / "src" / rel for r in [script.parent, *list(script.parent.parents)[:ANCESTORS]]

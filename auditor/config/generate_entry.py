@@ -6,7 +6,11 @@ Megatron-LM's argument stages never run for it, and what they would decide stays
 whose megatron-core default runs unless an `[[entry_setter]]` applies to the run: a flag of the
 entry that writes them (a pipeline layout, which implies virtual stages), the Megatron checkpoint
 the model is then loaded from (its run_config.yaml), or a model provider that sets them
-(Sarvam-MoE's layout). Those are unknown until --set gives them, as config/checkpoint_args.py
+(Sarvam-MoE's layout). A setter's `provider_keys` are those the entry's own provider decides
+(the virtual pipeline size that picks the schedule): the checkpoint reaches them only where the
+entry may write one of `provider_writes` on it, or may call the setter's `loader` before its
+provider's `provider_init` sets the parallel state (config/entry_assign.py `may_write`). Those are
+unknown until --set gives them, as config/checkpoint_args.py
 leaves Megatron-LM's checkpoint sizes, except where the script itself wrote that checkpoint
 before from the same HF model (the setter's `written_by`: `convert.sh import`), which holds the
 HF model provider's settings: those of the HF branch.
@@ -18,6 +22,7 @@ from fnmatch import fnmatch
 
 from auditor import rulebook
 from auditor.bash.values import Scalar, Symbolic
+from auditor.config.entry_assign import may_write
 from auditor.config.model import LaunchConfig
 
 
@@ -40,10 +45,14 @@ def entry_set(launch: LaunchConfig) -> dict[str, tuple[str, int]]:
             continue
         shown = flag.value.text if isinstance(flag.value, Symbolic) else flag.value
         why = f"{flag.spelling} {shown} (line {flag.line}): {setter['why']} ({setter['source']})"
-        if setter.get("decide"):
-            why += f"; read it from {setter['decide']}"
+        decide = f"; read it from {setter['decide']}" if setter.get("decide") else ""
         for key in setter["keys"]:
-            out.setdefault(key, (why, flag.line))
+            out.setdefault(key, (why + decide, flag.line))
+        written = may_write(launch, setter["provider_writes"], setter["loader"], setter["provider_init"]) \
+            if setter.get("provider_keys") else None
+        for key in setter.get("provider_keys", []) if written else []:
+            out.setdefault(key, (f"{why}, and the entry may set it on its provider from there ({written})"
+                                 f"{decide}", flag.line))
     return out
 
 

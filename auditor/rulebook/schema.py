@@ -79,7 +79,7 @@ TABLES: dict[str, Table] = {
     # name (config/entry_assign.py: `model_provider.pipeline_model_parallel_size = args.pp`).
     "config_attribute": _table(False, "keys source code", "about"),
     # The schedules' forward-only parameter (config/entry_assign.py).
-    "forward_only": _table(False, "param source code", "about"),
+    "forward_only": _table(False, "param step microbatches getter source code", "about"),
     # megatron-core's inference engine modules (config/entry_inference.py).
     "inference_engine": _table(False, "modules source code", "about servers"),
     # The sizes Megatron-LM takes from the checkpoint (config/checkpoint_args.py).
@@ -87,7 +87,7 @@ TABLES: dict[str, Table] = {
     # What a Megatron-Bridge generate entry leaves at megatron-core's defaults, and what sets
     # them otherwise (config/generate_entry.py).
     "entry_defaults": _table(False, "styles keys source code", "about"),
-    "entry_setter": _table(True, "id flags keys why source code", "values decide written_by"),
+    "entry_setter": _table(True, "id flags keys why source code", "values decide written_by provider_keys provider_writes loader provider_init"),
     # The call-graph interpreter (rulebook.interpreter).
     "entry_point": _table(True, "name code", "about launchers source versions unknown when"),
     "symbol": _table(True, "function", "config group returns versions unknown source"),
@@ -278,12 +278,13 @@ TYPES: dict[str, dict[str, type]] = {
     "env_backend": {"launchers": list, "switches": list, "env_true": list, "not_pipeline": str, "checked": list,
                     "uncovered": dict},
     "config_attribute": {"keys": list},
-    "forward_only": {"param": str},
+    "forward_only": {"param": str, "step": str, "microbatches": str, "getter": str},
     "inference_engine": {"modules": list, "servers": list},
     "checkpoint_args": {"flag": str, "gate": str, "modules": list, "keys": list},
     "entry_defaults": {"styles": list, "keys": list},
     "entry_setter": {"id": str, "flags": list, "keys": list, "why": str, "values": list, "decide": str,
-                     "written_by": dict},
+                     "written_by": dict, "provider_keys": list, "provider_writes": list,
+                     "loader": str, "provider_init": str},
     "stage_predicate": {"function": str, "at": dict, "value": bool, "checked": list, "param": str,
                         "position": int, "default": bool},
     "batch_wrapper": {"modules": list, "key": str},
