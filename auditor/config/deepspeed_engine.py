@@ -236,14 +236,18 @@ def undecided(launch: LaunchConfig, written: str, engine: Engine) -> None:
     what, where, line = engine.beyond()
     data = rulebook.load(RULES).data["deepspeed_no_pipeline_module"]
     command = launch.launcher.split()[0]
+    _unknown_stack(launch, f"{written} never builds DeepSpeed's PipelineModule, so deepspeed.initialize "
+                           f"builds no PipelineEngine, but {where}:{line} {what}: {data['covers']}",
+                   f"what {written} runs besides DeepSpeed ({where}:{line})",
+                   data["decide"].replace("COMMAND", f"{command} ..."),
+                   [what.split()[1].rstrip(",")] if what.startswith("imports ") else [])
+
+
+def _unknown_stack(launch: LaunchConfig, message: str, undecided: str, decide: str, packages: list[str]) -> None:
+    """The one shape of this module's `launch.unknown-stack` finding (INCONCLUSIVE), at the command."""
     launch.diagnostics.append(Finding(
-        "launch.unknown-stack", "warning",
-        f"{written} never builds DeepSpeed's PipelineModule, so deepspeed.initialize builds no "
-        f"PipelineEngine, but {where}:{line} {what}: {data['covers']}",
-        where=f"{launch.path}:{launch.command_line}",
-        detail={"undecided": f"what {written} runs besides DeepSpeed ({where}:{line})",
-                "decide": data["decide"].replace("COMMAND", f"{command} ..."),
-                "packages": [what.split()[1].rstrip(",")] if what.startswith("imports ") else []}))
+        "launch.unknown-stack", "warning", message, where=f"{launch.path}:{launch.command_line}",
+        detail={"undecided": undecided, "decide": decide, "packages": packages}))
 
 
 def _guessed(launch: LaunchConfig) -> tuple[Any, Engine] | None:
@@ -267,13 +271,10 @@ def deepspeed_pipeline(launch: LaunchConfig) -> None:
     entry, (where, line) = read[0], read[1].pipeline
     data = rulebook.load(RULES).data["torch_launched_deepspeed"]
     name = entry.written if launch.script_module else os.path.basename(entry.written)
-    launch.diagnostics.append(Finding(
-        "launch.unknown-stack", "warning",
-        f"{name} builds DeepSpeed's PipelineModule ({where}:{line}) and imports no other stack the "
-        f"rules model: {data['covers']}",
-        where=f"{launch.path}:{launch.command_line}",
-        detail={"undecided": f"the pipeline {name} runs on DeepSpeed's engine",
-                "decide": data["decide"].replace("COMMAND", f"{entry.written} ..."), "packages": ["deepspeed"]}))
+    _unknown_stack(launch, f"{name} builds DeepSpeed's PipelineModule ({where}:{line}) and imports no "
+                           f"other stack the rules model: {data['covers']}",
+                   f"the pipeline {name} runs on DeepSpeed's engine",
+                   data["decide"].replace("COMMAND", f"{entry.written} ..."), ["deepspeed"])
 
 
 def deepspeed_engine(launch: LaunchConfig) -> None:
