@@ -15,6 +15,7 @@ from pathlib import Path
 from collections.abc import Sequence
 from typing import Any
 
+from auditor.commands.output import refuse_link
 from auditor.errors import InputError
 from auditor.simulate import machine
 
@@ -108,10 +109,12 @@ def report_format(kind: str) -> tuple[tuple[str, ...], str]:
 
 def check_output(text: str | None) -> None:
     """`-o FILE`, refused before the command does its work (a scan can take minutes) where it
-    cannot be written: its directory missing, or a directory itself. What else is wrong (an
-    input of the command, a full disk) is said where it is written."""
+    cannot be written: its directory missing, a directory itself, or a symbolic link to a file
+    (output.refuse_link). What else is wrong (an input of the command, a full disk) is said
+    where it is written."""
     if text is None or text == "-" or text.startswith(("/dev/", "/proc/")):
         return
+    refuse_link(text)
     if os.path.isdir(text):
         raise InputError(text, "is a directory; -o names the file to write")
     if not os.path.isdir(os.path.dirname(text) or "."):

@@ -26,9 +26,11 @@ TEMP_PREFIX = ".p2paudit-"  # the output's temporary file, beside it until renam
 def emit(text: str, path: str | None) -> None:
     """`text` to stdout, or to `path` as the shell's `>` would put it there, whole or not at all:
     an existing device, FIFO or /dev/stdout is written through (never replaced by a regular
-    file); a symbolic link is followed and kept; only a regular file is replaced, atomically,
-    keeping its mode. A path that is one of the command's inputs is refused. Control characters
-    from the inputs are shown as escapes, never obeyed (terminal.visible)."""
+    file), also through a symbolic link to one; only a regular file is replaced, atomically,
+    keeping its mode. Refused: a path that is one of the command's inputs, and a symbolic link
+    to a file or to nothing (its target is a file the user may not know they are naming: never
+    written over). Control characters from the inputs are shown as escapes, never obeyed
+    (terminal.visible)."""
     text = visible(text)
     if path is None or path == "-":
         sys.stdout.write(text)
@@ -49,7 +51,16 @@ def emit(text: str, path: str | None) -> None:
         alias = "" if seen == os.path.abspath(path) else f" (the same file as {seen})"
         raise InputError(path, f"is an input of this command{alias}: writing the output there "
                                "would destroy it; give -o another file")
-    replace_file(text, os.path.realpath(path), path, st)
+    refuse_link(path)
+    replace_file(text, os.path.realpath(path), path, st)  # realpath: a folder on the way may be a link
+
+
+def refuse_link(path: str) -> None:
+    """A symbolic link to a file or to nothing is refused: writing its target would write over a
+    file the user did not name (a link to a device or FIFO is written through by `emit`)."""
+    if os.path.islink(path) and (os.path.isfile(path) or not os.path.exists(path)):
+        raise InputError(path, f"is a symbolic link to {os.path.realpath(path)}: -o never writes "
+                               "over a link's target; give that file itself or another name")
 
 
 def _special(path: str) -> bool:

@@ -1,5 +1,6 @@
 """Issue 28, items 1-2 and the output's Low items: `-o PATH` is written as the shell's `>` writes
-it, never replaces a device, FIFO or symbolic link, never writes over a file the command read,
+it, never replaces a device, FIFO or symbolic link, never writes over a link's target file or a
+file the command read,
 and fails whole (one line, the old file intact, no temporary file left) when it cannot.
 
 Every device used here is one made in tmp_path (a char node 1:3, a link to /dev/full): no test
@@ -52,22 +53,42 @@ def no_temporary_left(directory: Path) -> None:
 
 # --- item 1: never replace what is not a regular file ------------------------------------------
 
-def test_a_symlink_is_followed_and_kept(tmp_path, toy):
+def test_a_symlink_to_a_file_is_refused_before_the_work(tmp_path, toy, capsys):
+    """The guide: p2paudit never writes over a symlink's target (`latest.txt -> reports/x` would
+    silently overwrite a report the user did not name)."""
     report = tmp_path / "reports" / "sites.txt"
     report.parent.mkdir()
     report.write_text("old\n")
     link = tmp_path / "latest.txt"
     link.symlink_to(report)
-    assert sites(toy, link) == 0
+    assert sites(toy, link) == EXIT_INPUT
+    line = one_error_line(capsys)
+    assert "is a symbolic link to" in line and str(report) in line
     assert link.is_symlink() and os.readlink(link) == str(report)
-    assert "toy_pipeline.py" in report.read_text()
+    assert report.read_text() == "old\n"
+    no_temporary_left(report.parent)
 
 
-def test_a_dangling_symlink_makes_its_target_as_the_shell_does(tmp_path, toy):
+def test_a_dangling_symlink_is_refused_and_nothing_made(tmp_path, toy, capsys):
     link = tmp_path / "latest.txt"
     link.symlink_to(tmp_path / "made.txt")
-    assert sites(toy, link) == 0
-    assert link.is_symlink() and "toy_pipeline.py" in (tmp_path / "made.txt").read_text()
+    assert sites(toy, link) == EXIT_INPUT
+    assert "is a symbolic link to" in one_error_line(capsys)
+    assert link.is_symlink() and not (tmp_path / "made.txt").exists()
+
+
+def test_a_link_made_during_the_work_is_refused_when_written(tmp_path, toy, capsys):
+    """`emit` checks again: the file named may have become a link while the scan ran."""
+    from auditor.commands.output import emit
+    from auditor.errors import InputError
+
+    report = tmp_path / "kept.txt"
+    report.write_text("old\n")
+    link = tmp_path / "out.txt"
+    link.symlink_to(report)
+    with pytest.raises(InputError, match="symbolic link"):
+        emit("new\n", str(link))
+    assert report.read_text() == "old\n"
 
 
 def test_a_fifo_is_written_through(tmp_path, toy):
@@ -140,7 +161,8 @@ def test_scan_refuses_its_launch_script_by_every_name(tmp_path, toy, capsys, mon
         code = cli.main(["scan", "--config", "run.sh", "--target", str(toy.parent),
                          "--torch", "2.10.0", "-o", out])
         assert code == EXIT_INPUT, out
-        assert "is an input of this command" in one_error_line(capsys)
+        line = one_error_line(capsys)
+        assert ("is a symbolic link to" if out == "link.sh" else "is an input of this command") in line
         assert script.read_bytes() == SCRIPT.read_bytes()
         assert (tmp_path / "link.sh").is_symlink()
     no_temporary_left(tmp_path)
