@@ -35,9 +35,10 @@ import contextlib, io, json, sys, time
 from auditor import cli
 from auditor.config import entry_assign, entry_library, entry_script, launch
 if sys.argv[2] == "uncached":
-    caches = [entry_script.parsed, entry_library._writes_unnamed, entry_library._loader_param,
-              entry_library._key_params, *(getattr(entry_assign, n) for n in (
-              "_scopes_of", "_own_nodes_of", "_unnamed_of", "_writes_of", "_parents", "_helpers", "_fresh"))]
+    caches = [entry_script.parsed, *(getattr(entry_library, n) for n in (
+              "_writes_unnamed", "_loader_param", "_key_params", "_name_calls", "_used_only_by_calls")),
+              *(getattr(entry_assign, n) for n in ("_scopes_of", "_own_nodes_of", "_unnamed_of", "_writes_of",
+                                                   "_parents", "_helpers", "_fresh", "_loads_first"))]
     read = launch.read_entry_assignments
     def uncached(config):
         for c in caches:

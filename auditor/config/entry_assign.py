@@ -134,10 +134,11 @@ def may_write(launch: LaunchConfig, attrs: list[str], loader: str, init: str) ->
         lib_unnamed = sorted(u for scope in lib_scopes for u in _unnamed(scope, lib_tree))
         if lib_unnamed:
             return f"{lib.name}:{lib_unnamed[0][0]}: {lib_unnamed[0][1]}"
-    return _loads_first(trees, loader, init)
+    return _loads_first(tuple(trees), loader, init)
 
 
-def _loads_first(trees: list[tuple[Path, ast.Module]], loader: str, init: str) -> str | None:
+@functools.lru_cache(maxsize=64)
+def _loads_first(trees: tuple[tuple[Path, ast.Module], ...], loader: str, init: str) -> str | None:
     """Where one of `trees` may call `loader` before the entry's provider sets the parallel state
     (rules/megatron-bridge.toml `provider_init`): a reference to it that is not a call, or a call
     no statement `NAME.init(...)` surely runs before in its function (an earlier statement of its

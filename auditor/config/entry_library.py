@@ -55,7 +55,7 @@ def library_sizes(launch: LaunchConfig, script: Path, tree: ast.Module, options:
                 if name in defs and key not in out:
                     bound = [local for local, n in names.items() if n == name]
                     found = _through(launch, tree, bound, defs[name], lib, lib_tree, key, options)
-                    if found is not None and _used_only_by_calls(tree, module, bound):
+                    if found is not None and _used_only_by_calls(tree, module, tuple(bound)):
                         out[key] = found
                     elif found is not None:
                         out[key] = (UNKNOWN, f"{name}() of {module} is reached other than by a plain call "
@@ -63,7 +63,8 @@ def library_sizes(launch: LaunchConfig, script: Path, tree: ast.Module, options:
     return out
 
 
-def _used_only_by_calls(tree: ast.Module, module: str, bound: list[str]) -> bool:
+@functools.lru_cache(maxsize=1024)
+def _used_only_by_calls(tree: ast.Module, module: str, bound: tuple[str, ...]) -> bool:
     """The entry reaches the loader only by calling one of the names it imported it as: its module
     is not imported whole (`import M as m; m.load(pp=2)`), and no name of it is passed, assigned
     or wrapped (`functools.partial(load, pp=2)`), which the calls read here would miss."""
@@ -133,8 +134,7 @@ def _through(launch: LaunchConfig, tree: ast.Module, bound: list[str], loader: F
     param = _loader_param(loader, lib_tree, key)
     if param is None:
         return None
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-             and n.func.id in bound]
+    calls = [n for n in _name_calls(tree) if isinstance(n.func, ast.Name) and n.func.id in bound]
     values = []
     for call in calls:
         local = call.func.id if isinstance(call.func, ast.Name) else loader.name
@@ -152,6 +152,14 @@ def _through(launch: LaunchConfig, tree: ast.Module, bound: list[str], loader: F
     (value, why), line = values[0]
     return value, (f"{local}({param}={value!r}) ({why}); {lib.name}:{loader.lineno} "
                    f"{loader.name}() sets {key} from {param}"), line
+
+
+@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=64)
+def _name_calls(tree: ast.Module) -> tuple[ast.Call, ...]:
+    """The calls of `tree` by a bare name, in walk order (cached on the parse: _through asks for
+    each loader and key, in each case a scan judges)."""
+    return tuple(n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name))
 
 
 @functools.lru_cache(maxsize=64)
