@@ -27,7 +27,7 @@ from common import load
 ROOT = Path(__file__).resolve().parent.parent
 # Rows of benchmarks/real_scripts/manifest.toml whose scans judge cases (PP unknown): Megatron-
 # Bridge's generate/inference scripts, several commands each.
-DEFAULT = ["bridge-exaone45-inference", "bridge-glm45v-inference", "bridge-qwen3vl-inference"]
+DEFAULT = ["bridge-gptoss-inference", "bridge-glm45v-inference", "bridge-exaone45-inference"]
 # The child: one scan, its (wall, CPU) printed as JSON; argv[2] "uncached" empties the caches of
 # the entry readers before each read of the entry.
 CHILD = """
