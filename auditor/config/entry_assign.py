@@ -29,6 +29,7 @@ onto the entry's schedule).
 from __future__ import annotations
 
 import ast
+import functools
 from typing import Any
 
 from pathlib import Path
@@ -133,10 +134,11 @@ def may_write(launch: LaunchConfig, attrs: list[str], loader: str, init: str) ->
         lib_unnamed = sorted(u for scope in lib_scopes for u in _unnamed(scope, lib_tree))
         if lib_unnamed:
             return f"{lib.name}:{lib_unnamed[0][0]}: {lib_unnamed[0][1]}"
-    return _loads_first(trees, loader, init)
+    return _loads_first(tuple(trees), loader, init)
 
 
-def _loads_first(trees: list[tuple[Path, ast.Module]], loader: str, init: str) -> str | None:
+@functools.lru_cache(maxsize=64)
+def _loads_first(trees: tuple[tuple[Path, ast.Module], ...], loader: str, init: str) -> str | None:
     """Where one of `trees` may call `loader` before the entry's provider sets the parallel state
     (rules/megatron-bridge.toml `provider_init`): a reference to it that is not a call, or a call
     no statement `NAME.init(...)` surely runs before in its function (an earlier statement of its
@@ -231,7 +233,7 @@ def _written_elsewhere(script: Path, keys: list[str], options: dict[str, dict[st
             if trees is not None:
                 trees.append((path, tree))
             if path == script:
-                fresh = bound_from_framework(tree, keys, stop)
+                fresh = _fresh(tree, tuple(keys), stop)
             else:
                 scopes = _scopes(tree)
                 unnamed = [u[0] for scope in scopes for u in _unnamed(scope, tree, fresh)]  # any key's
@@ -244,6 +246,12 @@ def _written_elsewhere(script: Path, keys: list[str], options: dict[str, dict[st
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
         return dict.fromkeys(keys, f"a local module of {script.name} that cannot be read")
     return out
+
+
+@functools.lru_cache(maxsize=64)
+def _fresh(tree: ast.Module, keys: tuple[str, ...], stop: frozenset[str]) -> bool:
+    """entry_constructs.bound_from_framework, cached on the parse (see _CACHED)."""
+    return bound_from_framework(tree, list(keys), stop)
 
 
 def _forward_only(launch: LaunchConfig, script: Path) -> None:
@@ -405,8 +413,10 @@ def _param_of(call: ast.AST | None, value: ast.AST, helpers: dict[str, ast.Funct
     return named if named in {a.arg for a in [*positional, *args.kwonlyargs]} else None
 
 
+@functools.lru_cache(maxsize=256)
 def _helpers(tree: ast.Module) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
-    """The functions `tree` defines at module level once and binds no other way, by name."""
+    """The functions `tree` defines at module level once and binds no other way, by name (cached
+    per tree, read-only)."""
     defs = [f for f in tree.body if isinstance(f, FNS)]
     bound = [n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)]
     bound += [n.name for n in ast.walk(tree) if isinstance(n, (*FNS, ast.ClassDef))]
@@ -415,8 +425,10 @@ def _helpers(tree: ast.Module) -> dict[str, ast.FunctionDef | ast.AsyncFunctionD
     return {f.name: f for f in defs if bound.count(f.name) == 1}
 
 
+@functools.lru_cache(maxsize=256)
 def _parents(tree: ast.Module) -> dict[int, ast.AST]:
-    """id(node) -> the node that holds it."""
+    """id(node) -> the node that holds it (cached per tree: read-only, and each case of a scan
+    asks again of the same parse, entry_script.parsed)."""
     return {id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
 
 
@@ -512,13 +524,31 @@ def _setting(tree: ast.Module, key: str, options: dict[str, dict[str, Any]], lau
     return first
 
 
+# The readers below ask each scope of a parse the same questions once per key, and a scan asks
+# again for each case of a setting it judges (auditor/scan.py `_cases`: up to 16 parses of the
+# launch, each reading the entry); a parse is the same object for the same text
+# (entry_script.parsed), so what depends only on it is cached on it (never mutated: callers get
+# copies of the lists).
+_CACHED = 8192
+
+
 def _scopes(tree: ast.Module) -> list[ast.Module | ast.FunctionDef | ast.AsyncFunctionDef]:
     """The module and each function of `tree`: the scopes whose own nodes the readers read."""
-    return [tree, *(f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)))]
+    return list(_scopes_of(tree))
+
+
+@functools.lru_cache(maxsize=256)
+def _scopes_of(tree: ast.Module) -> tuple[ast.Module | ast.FunctionDef | ast.AsyncFunctionDef, ...]:
+    return (tree, *(f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))))
 
 
 def _own_nodes(scope: ast.AST) -> list[ast.AST]:
     """The nodes of `scope`, not those of functions or classes defined inside it."""
+    return list(_own_nodes_of(scope))
+
+
+@functools.lru_cache(maxsize=_CACHED)
+def _own_nodes_of(scope: ast.AST) -> tuple[ast.AST, ...]:
     out, todo = [], list(ast.iter_child_nodes(scope))
     while todo:
         node = todo.pop()
@@ -526,23 +556,34 @@ def _own_nodes(scope: ast.AST) -> list[ast.AST]:
             continue
         out.append(node)
         todo.extend(ast.iter_child_nodes(node))
-    return out
+    return tuple(out)
 
 
 def _unnamed(scope: ast.AST, tree: ast.Module, fresh: bool = False) -> list[tuple[int, str]]:
     """(line, what) of each store of `scope` that may write any attribute or keyword: one by a
     name not written, or a call passing `**` keywords the file does not spell out
     (config/entry_stores.py); `fresh`: not a call building a new object (entry_constructs.py)."""
+    return list(_unnamed_of(scope, tree, fresh))
+
+
+@functools.lru_cache(maxsize=_CACHED)
+def _unnamed_of(scope: ast.AST, tree: ast.Module, fresh: bool) -> tuple[tuple[int, str], ...]:
     nodes = _own_nodes(scope)
     calls = [n for n in nodes if not (fresh and constructs(n, scope, tree))]
-    return sorted([*((line, "a store by a name not written") for line in unnamed_stores(nodes)),
-                   *((line, "a call passing ** keywords not written") for line in opaque_keywords(calls, scope, tree))])
+    return tuple(sorted([*((line, "a store by a name not written") for line in unnamed_stores(nodes)),
+                         *((line, "a call passing ** keywords not written")
+                           for line in opaque_keywords(calls, scope, tree))]))
 
 
 def _writes(scope: ast.AST, key: str, tree: ast.Module) -> list[tuple[int, str, ast.expr | None]]:
     """Each place `scope` (of `tree`) writes `key` by name (line, as shown, value): `x.key = v`,
     `x.key += v`, `{"key": v}`, `d["key"] = v`, `f(key=v)`, `setattr(x, "key", v)`; value None
     for a store of `.key` in a compound target (`a.tp, a.key = ...`), whose value is not read."""
+    return list(_writes_of(scope, key, tree))
+
+
+@functools.lru_cache(maxsize=_CACHED)
+def _writes_of(scope: ast.AST, key: str, tree: ast.Module) -> tuple[tuple[int, str, ast.expr | None], ...]:
     out: list[tuple[int, str, ast.expr | None]] = []
     nodes = _own_nodes(scope)
     out += [(line, f"a store of .{key} in a compound target", None) for line in nested_attr_stores(nodes, key)]
@@ -564,7 +605,7 @@ def _writes(scope: ast.AST, key: str, tree: ast.Module) -> list[tuple[int, str, 
             if (isinstance(node.func, ast.Name) and node.func.id == "setattr" and len(node.args) == 3
                     and isinstance(node.args[1], ast.Constant) and node.args[1].value == key):
                 out.append((node.lineno, f"setattr(..., {key!r})", node.args[2]))
-    return out
+    return tuple(out)
 
 
 def _is_attr(target: ast.expr, key: str) -> bool:
