@@ -6,12 +6,17 @@ that name no framework (torchrun, python, a cluster's mpirun or srun: `deepspeed
 deepspeed.initialize builds the PipelineEngine only for a PipelineModule (rules/deepspeed.toml
 [pipeline_model]), whatever launcher starts the ranks. So the closure (stdlib `ast`, never run)
 decides, in this order (`Engine.reading`):
-- it names DeepSpeed's PipelineModule: the pipeline engine (`pipeline`);
+- it names DeepSpeed's PipelineModule (the class: importing deepspeed.runtime.pipe for its
+  process topology builds no engine): the pipeline engine (`pipeline`);
 - it imports another stack the rules model (megatron, torch's pipelining...), names torch's P2P
-  API itself (a hand-written stage loop, a vendored Megatron), one of rules/stacks.toml
-  [no_pipeline]'s exceptions (transformers' Trainer), runs code not read here (importlib, runpy,
-  exec of a file's text, another program), or imports a module resolved to none this reader
-  knows (a package of no rules, a module found only through a `sys.path` edit): what runs is not
+  API itself (a hand-written stage loop, a vendored Megatron), imports DeepSpeed's pipe package
+  for more than its topologies, uses one of rules/stacks.toml [no_pipeline]'s exceptions
+  (transformers' Trainer, unless handed a DeepSpeed config: rules/deepspeed.toml
+  [trainer_engine]), runs code not read here (importlib by any name, a module loaded from a
+  file, runpy, exec of a file's text or of text holding a value not read here, another
+  program), imports a module resolved to none this reader knows (a package of no rules, a
+  module found only through a `sys.path` edit, a bare namespace folder of no module file), or
+  puts a folder first on sys.path that is not known or shadows what was read: what runs is not
   DeepSpeed's engine by its code, and no PipelineEngine runs either (`undecided`, naming it);
 - else every import is the standard library, a local file read, DeepSpeed or a package
   [no_pipeline] lists: DeepSpeed's data-parallel engine (ZeRO) at most, no pipeline (`zero`).
@@ -24,9 +29,12 @@ import ast
 import copy
 import functools
 import os
+import re
+import string
 import sys
+import textwrap
 from pathlib import Path
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from auditor import rulebook
@@ -48,6 +56,8 @@ class Engine(NamedTuple):
     stack: tuple[str, str, int] | None  # (what, file, line): another stack the rules model, imported
     other: tuple[str, str, int] | None  # (what, file, line): else something the engine reading cannot vouch for
     modules: tuple[str, ...]  # the local modules read, relative to the entry's folder
+    trainer: bool = False  # `engine` is transformers' Trainer handed a DeepSpeed config ([trainer_engine])
+    pipe_import: bool = False  # some module imports DeepSpeed's pipe package (its topologies too)
 
     def reading(self) -> str:
         """`pipeline`, `undecided` (see `other`) or `zero`: the one decision (module docstring)."""
@@ -80,56 +90,247 @@ def engine_of(path: str, mtime_ns: int, size: int) -> Engine | None:
     stack: tuple[str, str, int] | None = None
     other: tuple[str, str, int] | None = None
     modules: list[str] = []
-    for module, whole in iter_closure(entry):
+    read = list(iter_closure(entry))
+    if len(read) >= MAX_MODULES:
+        return None
+    pipe_import = any(uses_modules(whole, model["modules"], []) for _, whole in read)
+    closure = [(module, _without(whole, stacks.get("inert_names", []) + model.get("inert_names", [])))
+               for module, whole in read]
+    imported = {name.split(".")[0] for module, tree in closure for name in _absolute_imports(tree)}
+    trainer = _trainer_engine(closure, entry, data["trainer_engine"])
+    if trainer is not None:  # the Trainer's names vouched for: DeepSpeed's engine (rules/deepspeed.toml)
+        vouches = data["trainer_engine"]["vouches"]
+        excepted = ([m for m in excepted[0] if m not in vouches], [n for n in excepted[1] if n not in vouches])
+        engine = trainer
+    for module, tree in closure:
         shown = os.path.relpath(module, entry.parent)
-        tree = _without(whole, stacks.get("inert_names", []))
         if module != entry:
             modules.append(shown)
-        if pipeline is None and uses_modules(tree, model["modules"], model["names"]):
-            pipeline = (shown, import_line(tree, model["modules"]) or _name_line(tree, model["names"]))
+        if pipeline is None and uses_or_imports(tree, [], model["names"]):  # the class, not its package
+            pipeline = (shown, import_line(tree, model["modules"]) or _name_line(tree, model["names"])
+                        or _from_line(tree, model["names"]))
         if engine is None:
             engine = next(((shown, node.lineno) for node, _, imported in calls(tree)
                            if imported in model["engine"]), None)
-        imported = next((m for m in others if uses_or_imports(tree, [m], [])), None)
-        if stack is None and imported is not None:
-            stack = (f"imports {imported}, a stack the rules model", shown, import_line(tree, [imported]))
+        found = next((m for m in others if uses_or_imports(tree, [m], [])), None)
+        if stack is None and found is not None:
+            stack = (f"imports {found}, a stack the rules model", shown, import_line(tree, [found]))
         if other is None:
-            other = _beyond(tree, module, entry, shown, p2p, excepted, allowed, stacks)
-    if len(modules) + 1 >= MAX_MODULES:
-        return None
-    return Engine(pipeline, engine, stack, other, tuple(sorted(modules)))
+            other = _beyond(tree, module, entry, shown, _Rules(p2p, excepted, allowed, stacks, model), imported)
+    return Engine(pipeline, engine, stack, other, tuple(sorted(modules)), trainer is not None, pipe_import)
 
 
-def _beyond(tree: ast.Module, module: Path, entry: Path, shown: str, p2p: list[str],
-            excepted: tuple[list[str], list[str]], allowed: set[str],
-            stacks: dict[str, Any]) -> tuple[str, str, int] | None:
+class _Rules(NamedTuple):
+    """What `_beyond` reads each module against (rules/torch.toml, stacks.toml, deepspeed.toml)."""
+
+    p2p: list[str]  # torch's P2P API
+    excepted: tuple[list[str], list[str]]  # [no_pipeline]'s exceptions: modules, names
+    allowed: set[str]  # packages the engine reading vouches for
+    stacks: dict[str, Any]  # rules/stacks.toml [no_pipeline]
+    model: dict[str, Any]  # rules/deepspeed.toml [pipeline_model]
+
+
+def _beyond(tree: ast.Module, module: Path, entry: Path, shown: str, rules: _Rules,
+            imported: set[str]) -> tuple[str, str, int] | None:
     """What of this module but another modelled stack the engine reading cannot vouch for, as
-    (what, file, line), else None."""
+    (what, file, line), else None. `imported`: the top-level names the closure imports."""
+    p2p, excepted, stacks, model = rules.p2p, rules.excepted, rules.stacks, rules.model
     if uses_or_imports(tree, [], p2p):
         return "names torch's P2P API itself (its own sends)", shown, _name_line(tree, p2p) or _from_line(tree, p2p)
+    if uses_modules(tree, model["modules"], []):  # its inert names dropped (`_without`)
+        return (f"imports DeepSpeed's pipeline package ({' or '.join(model['modules'])}) but never names "
+                f"{' or '.join(model['names'])}: what it uses of it is not read here",
+                shown, import_line(tree, model["modules"]) or _name_line(tree, model["modules"]))
     if uses_or_imports(tree, *excepted):
         return ("uses one of rules/stacks.toml [no_pipeline]'s exceptions (a Trainer, torch's pipelining)",
                 shown, import_line(tree, excepted[0]) or _name_line(tree, excepted[1]) or _from_line(tree, excepted[1]))
-    known = _known(module, entry, allowed)
+    known = _known(module, entry, rules.allowed)
+    roots = [entry.parent, *list(entry.parent.parents)[:ANCESTORS]]
+    for name in _namespace_only(tree, [module.parent, *roots]):
+        if not known(name, False):
+            return (f"imports {name}, found here only as folders without __init__.py or a module file (a "
+                    f"namespace package): a package {name.split('.')[0]} installed anywhere on sys.path is "
+                    "imported instead, not read here"), shown, import_line(tree, [name])
     for name in foreign_imports(_fallbacks_dropped(tree, known), module, entry):
         if not known(name):
             return (f"imports {name}, resolved to no local file, the standard library or a package "
                     f"rules/{RULES}.toml [no_pipeline] lists"), shown, import_line(tree, [name])
-    line = unseen_code(tree, stacks["dynamic"], stacks["runs_text"])
+    shadow = _path_prepended(tree, module, roots, imported)
+    if shadow is not None:
+        return shadow[0], shown, shadow[1]
+    line = unseen_code(tree, stacks["dynamic"] + stacks.get("loaders", []), stacks["runs_text"],
+                       stacks.get("loader_methods", []),
+                       lambda code: all(known(name) for name in foreign_imports(code, module, entry)))
     if line:
-        return "runs code not read here (a module loaded by name, a file's text, another program)", shown, line
+        return "runs code not read here (a module loaded by name or from a file, built text, another program)", shown, line
     return None
 
 
-def _known(module: Path, entry: Path, allowed: set[str]) -> Callable[[str], bool]:
+def _path_prepended(tree: ast.Module, module: Path, roots: list[Path],
+                    imported: set[str]) -> tuple[str, int] | None:
+    """(what, line) where the file puts a folder before the others on sys.path (`sys.path.insert(0,
+    D)`, `sys.path = [D] + sys.path`, `sys.path[:0] = [D]`: DeepSpeedExamples' BingBertGlue
+    run_glue_classifier_bert_large.py:20 puts a DeepSpeed checkout first) that is not known
+    statically, or that holds a module or package named like one the closure imports (`imported`)
+    which this reader resolved elsewhere: that module, not the one read here, is what runs."""
+    for node in ast.walk(tree):
+        added: ast.expr | None = None
+        if isinstance(node, ast.Call) and dotted(node.func) == "sys.path.insert" and len(node.args) == 2:
+            if not (isinstance(node.args[0], ast.Call) and dotted(node.args[0].func) == "len"):
+                added = node.args[1]
+        elif isinstance(node, (ast.Assign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                whole = dotted(target) == "sys.path" and not isinstance(node, ast.AugAssign)
+                if whole or isinstance(target, ast.Subscript) and dotted(target.value) == "sys.path":
+                    added = node.value
+        if added is None:
+            continue
+        folders = _folders(added, module)
+        if folders is None:
+            return ("puts a folder not known statically first on sys.path: an import may find a module there, "
+                    "not the one read here"), int(getattr(node, "lineno", 0))
+        for folder in folders:
+            for top in sorted(imported):
+                there = (folder / f"{top}.py").is_file() or (folder / top).is_dir()
+                first = next((r for r in roots if (r / f"{top}.py").is_file() or (r / top).is_dir()), None)
+                if there and first != folder:
+                    return (f"puts {folder} first on sys.path, whose {top} is imported instead of "
+                            f"{'the local one read here' if first else 'the installed package'}"), int(getattr(node, "lineno", 0))
+    return None
+
+
+def _folders(node: ast.expr, module: Path) -> list[Path] | None:
+    """The folders a sys.path value adds, where known statically: `os.path` calls and `Path`
+    steps from `__file__` (absolute string literals as they are), a list of them, `sys.path`
+    itself adding none; None for anything else (a relative path: the working directory is not
+    known here)."""
+    if isinstance(node, (ast.List, ast.Tuple)):
+        parts = [_folders(e, module) for e in node.elts]
+        return None if any(p is None for p in parts) else [f for p in parts if p for f in p]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _folders(node.left, module), _folders(node.right, module)
+        return None if left is None or right is None else left + right
+    if dotted(node) == "sys.path":
+        return []
+    path = _path(node, module)
+    return None if path is None else [path]
+
+
+def _path(node: ast.expr, module: Path) -> Path | None:
+    """A path expression's value where known statically (see `_folders`), else None."""
+    if isinstance(node, ast.Name) and node.id == "__file__":
+        return module
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return Path(node.value) if os.path.isabs(node.value) else None
+    if isinstance(node, ast.Attribute) and node.attr in ("pardir",) and dotted(node.value) in ("os", "os.path"):
+        return Path("..")
+    if isinstance(node, ast.Attribute) and node.attr == "parent":
+        inner = _path(node.value, module)
+        return None if inner is None else inner.parent
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "parents" \
+            and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int):
+        inner = _path(node.value.value, module)
+        return None if inner is None or node.slice.value >= len(inner.parents) else inner.parents[node.slice.value]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and isinstance(node.right, ast.Constant) \
+            and isinstance(node.right.value, str):
+        inner = _path(node.left, module)
+        return None if inner is None else Path(os.path.normpath(inner / node.right.value))
+    if not isinstance(node, ast.Call):
+        return None
+    called = dotted(node.func)
+    args = [Path(a.value) if called == "os.path.join" and isinstance(a, ast.Constant) and isinstance(a.value, str)
+            else _path(a, module) for a in node.args]
+    if any(a is None for a in args) or node.keywords:
+        return None
+    paths = [a for a in args if a is not None]
+    if called in ("os.path.dirname",) and len(paths) == 1:
+        return paths[0].parent
+    if called in ("os.path.abspath", "os.path.realpath", "os.path.normpath", "str", "Path", "pathlib.Path") \
+            and len(paths) == 1:
+        return Path(os.path.normpath(paths[0]))
+    if called == "os.path.join" and paths:
+        return Path(os.path.normpath(Path(*paths)))
+    if isinstance(node.func, ast.Attribute) and node.func.attr in ("resolve", "absolute") and not node.args:
+        inner = _path(node.func.value, module)
+        return None if inner is None else Path(os.path.normpath(inner))
+    return None
+
+
+def _trainer_engine(closure: list[tuple[Path, ast.Module]], entry: Path, rule: dict[str, Any]) -> Where | None:
+    """The first `TrainingArguments(deepspeed=LITERAL)` of the closure (rules/deepspeed.toml
+    [trainer_engine]) where every use of the `arguments` classes is such a call and every Trainer
+    call is handed arguments, else None (a subclass, HfArgumentParser's dataclasses, a config not
+    known statically, a Trainer on its default arguments: undecided)."""
+    short = {a.rsplit(".", 1)[1] for a in rule["arguments"]}
+    first: Where | None = None
+    for module, tree in closure:
+        called: set[int] = set()
+        for node, _, imported in calls(tree):
+            if imported in rule["trainers"] and len(node.args) < 2 and not any(
+                    k.arg in ("args", None) for k in node.keywords):
+                return None  # its default TrainingArguments: no DeepSpeed
+            if imported not in rule["arguments"]:
+                continue
+            given = [k.value for k in node.keywords if k.arg == rule["keyword"]]
+            if any(k.arg is None for k in node.keywords) or len(given) != 1 or not (
+                    isinstance(given[0], ast.Constant) and isinstance(given[0].value, str) and given[0].value
+                    or isinstance(given[0], ast.Dict) and given[0].keys):
+                return None
+            called.add(id(node.func))
+            first = first or (os.path.relpath(module, entry.parent), node.lineno)
+        if any((isinstance(n, ast.Name) and n.id in short or isinstance(n, ast.Attribute) and n.attr in short)
+               and id(n) not in called for n in ast.walk(tree)):
+            return None  # used otherwise than called with its config
+    return first
+
+
+def _absolute_imports(tree: ast.Module) -> list[str]:
+    """The dotted names the file imports absolutely (`import a.b`, `from a.b import c`: a.b)."""
+    out: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            out.append(node.module)
+    return out
+
+
+def _namespace_only(tree: ast.Module, roots: list[Path]) -> list[str]:
+    """The absolute imports of the file whose package the first root holding it holds as a bare
+    folder (no __init__.py, no module file) and of which no module file is read (`from fairscale.nn
+    import Pipe` beside a `fairscale/` folder of no Python): a namespace package, which Python
+    imports only where no regular package of that name is on sys.path (importlib's PathFinder: a
+    portion is the last resort), so an installed one is what runs. One whose modules the closure
+    reads (DeepSpeedExamples' bing_bert `turing/`, no __init__.py) is the authors' own code."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            wanted = [[a.name] for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            wanted = [[node.module, *(f"{node.module}.{a.name}" for a in node.names)]]
+        else:
+            continue
+        for names in wanted:
+            top = names[0].split(".")[0]
+            root = next((r for r in roots if (r / top).is_dir() or (r / f"{top}.py").is_file()), None)
+            if root is None or (root / f"{top}.py").is_file() or (root / top / "__init__.py").is_file():
+                continue
+            if not any((root / f"{n.replace('.', '/')}.py").is_file()
+                       or (root / n.replace(".", "/") / "__init__.py").is_file() for n in names):
+                out.append(names[0])
+    return out
+
+
+def _known(module: Path, entry: Path, allowed: set[str]) -> Callable[..., bool]:
     """Whether an absolute import `foreign_imports` leaves is still known: `allowed` (or a module
-    of it), or a local namespace package (a folder without __init__.py: its modules are read as
-    the closure imports them)."""
+    of it), or (`folders`) a folder of a local package (its modules are read as the closure
+    imports them; a top-level folder without __init__.py is `_namespace_only`'s to judge)."""
     roots = [module.parent, entry.parent, *list(entry.parent.parents)[:ANCESTORS]]
 
-    def known(name: str) -> bool:
+    def known(name: str, folders: bool = True) -> bool:
         return (any(name == a or name.startswith(f"{a}.") for a in allowed)
-                or any((root / name.replace(".", "/")).is_dir() for root in roots))
+                or folders and any((root / name.replace(".", "/")).is_dir() for root in roots))
     return known
 
 
@@ -167,40 +368,119 @@ def _without(tree: ast.Module, inert: list[str]) -> ast.Module:
     return Drop().visit(copy.deepcopy(tree))
 
 
-def unseen_code(tree: ast.Module, dynamic: list[str], runs_text: list[str]) -> int:
+def unseen_code(tree: ast.Module, dynamic: list[str], runs_text: list[str], methods: Sequence[str] = (),
+                imports_ok: Callable[[ast.Module], bool] = lambda code: False) -> int:
     """The first line that loads or runs code this reader does not see: a `dynamic` call (exec,
-    importlib.import_module, runpy) by the name written, but an exec/eval (`runs_text`) of text
-    the file itself builds from its own string literals (a namedtuple-style class template:
-    DeepSpeedExamples' bing_bert turing/utils.py:153), or a call starting a program; else 0."""
-    for node, written, _ in calls(tree):
-        if written in dynamic and not (written in runs_text and node.args and _built_here(tree, node.args[0])):
+    importlib.import_module, importlib.util.spec_from_file_location, runpy) by the name written
+    or imported (`from importlib import import_module`), a call of one of `methods` on any
+    object (`spec.loader.exec_module(mod)`), but an exec/eval (`runs_text`) of text read here
+    (`_built_here`; `imports_ok`: whether such text's imports are known), or a call starting a
+    program; else 0."""
+    for node, written, imported in calls(tree):
+        if (written in dynamic or imported in dynamic) and not (
+                (written in runs_text or imported in runs_text) and node.args and _built_here(tree, node.args[0], imports_ok)):
+            return node.lineno
+        if isinstance(node.func, ast.Attribute) and node.func.attr in methods:
             return node.lineno
     started = starts_programs(tree)
     return getattr(started[0].node, "lineno", 1) if started else 0
 
 
-def _built_here(tree: ast.Module, node: ast.expr, depth: int = 3) -> bool:
-    """Whether `node` is text the file builds from its own literals: a string literal, an
-    f-string, `TEMPLATE.format(...)` or `TEMPLATE % ...`, or a name every assignment of which is
-    one (not `open(f).read()`: a file's text)."""
+def _built_here(tree: ast.Module, node: ast.expr, imports_ok: Callable[[ast.Module], bool], depth: int = 4) -> bool:
+    """Whether `node` is text whose code this reader reads: a string literal, an f-string,
+    `TEMPLATE % ...` or `A + B` whose every interpolated value is such text too, a template of the
+    file's own literals `.format`ted (`_template_read`), or a name every assignment of which is
+    one (not `open(f).read()`, a file's text, nor `f"import {name}"`: a module named by a value
+    not read here)."""
     if depth < 0:
         return False
     if isinstance(node, ast.Constant):
-        return isinstance(node.value, str)
+        return isinstance(node.value, (str, int, float))
     if isinstance(node, ast.JoinedStr):
-        return True
+        return all(_built_here(tree, v.value, imports_ok, depth - 1) for v in node.values if isinstance(v, ast.FormattedValue))
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format":
-        return _built_here(tree, node.func.value, depth - 1)
+        template = _literal(tree, node.func.value)
+        return template is not None and _template_read(tree, template, node, imports_ok, depth - 1)
+    if isinstance(node, ast.Tuple):
+        return all(_built_here(tree, v, imports_ok, depth - 1) for v in node.elts)
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mod, ast.Add)):
-        return _built_here(tree, node.left, depth - 1) and (
-            isinstance(node.op, ast.Mod) or _built_here(tree, node.right, depth - 1))
+        return _built_here(tree, node.left, imports_ok, depth - 1) and _built_here(tree, node.right, imports_ok, depth - 1)
     if isinstance(node, ast.Name):
         values = [n.value for n in ast.walk(tree) if isinstance(n, ast.Assign)
                   and any(isinstance(t, ast.Name) and t.id == node.id for t in n.targets)]
         stores = sum(1 for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == node.id
                      and isinstance(n.ctx, ast.Store))
-        return bool(values) and len(values) == stores and all(_built_here(tree, v, depth - 1) for v in values)
+        return bool(values) and len(values) == stores and all(_built_here(tree, v, imports_ok, depth - 1) for v in values)
     return False
+
+
+def _literal(tree: ast.Module, node: ast.expr) -> str | None:
+    """The string literal `node` is, or that a name assigned only once holds, else None."""
+    if isinstance(node, ast.Name):
+        values = [n.value for n in ast.walk(tree) if isinstance(n, ast.Assign)
+                  and any(isinstance(t, ast.Name) and t.id == node.id for t in n.targets)]
+        stores = sum(1 for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == node.id
+                     and isinstance(n.ctx, ast.Store))
+        node = values[0] if len(values) == 1 == stores else node
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _template_read(tree: ast.Module, template: str, call: ast.Call, imports_ok: Callable[[ast.Module], bool],
+                   depth: int) -> bool:
+    """Whether `template.format(...)` (`call`) is code this reader reads: the template, each slot
+    taken as a name, is Python whose imports are known (`imports_ok`) and that loads or starts
+    nothing, and each slot
+    whose value is not text read here (`_built_here`) stands where a name or a string's text goes
+    (a class name, an argument, a called name), or is a whole statement whose value joins texts read
+    here (`"\\n".join(T.format(...) for ...)`): the namedtuple-style class template DeepSpeedExamples'
+    bing_bert turing/utils.py:139-153 exec's. A value holding a newline or a quote could still add
+    code there: the slots are taken as the names and text they stand for."""
+    if any(k.arg is None for k in call.keywords) or any(isinstance(a, ast.Starred) for a in call.args):
+        return False
+    named = {k.arg: k.value for k in call.keywords if k.arg}
+    text: list[str] = []
+    slots: dict[str, ast.expr] = {}
+    try:
+        fields = list(string.Formatter().parse(template))
+    except ValueError:
+        return False
+    roots = [re.split(r"[.\[]", f[1], maxsplit=1)[0] for f in fields if f[1] is not None]
+    if "" in roots and any(r.isdigit() for r in roots):
+        return False  # str.format refuses automatic and manual numbering together
+    automatic = 0
+    for literal, field, _, _ in fields:
+        text.append(literal)
+        if field is None:
+            continue
+        root = re.split(r"[.\[]", field, maxsplit=1)[0]
+        index = int(root) if root.isdigit() else None if root else automatic
+        automatic += not root
+        value = named.get(root) if index is None else call.args[index] if index < len(call.args) else None
+        if value is None:
+            return False
+        slots[f"_p2paudit_slot{len(slots)}"] = value
+        text.append(f"_p2paudit_slot{len(slots) - 1}")
+    try:
+        code = ast.parse(textwrap.dedent("".join(text)))  # a class body's lines, indented
+    except SyntaxError:
+        return False
+    stacks = rulebook.load(RULES).data["no_pipeline"]
+    loads = set(stacks["dynamic"]) | set(stacks.get("loaders", [])) | {"compile", "getattr", "open"}
+    if not imports_ok(code) or starts_programs(code) or any(
+            written in loads or imported in loads for _, written, imported in calls(code)):
+        return False
+    statements = {s.value.id for s in ast.walk(code) if isinstance(s, ast.Expr) and isinstance(s.value, ast.Name)}
+    return all(slot not in statements or _built_here(tree, value, imports_ok, depth - 1) or _joined_read(tree, value, imports_ok, depth - 1)
+               for slot, value in slots.items())
+
+
+def _joined_read(tree: ast.Module, node: ast.expr, imports_ok: Callable[[ast.Module], bool], depth: int) -> bool:
+    """`SEP.join(ELT for ...)` (or a list of them) whose SEP and ELT are text read here."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "join"
+            and len(node.args) == 1 and _built_here(tree, node.func.value, imports_ok, depth)):
+        return False
+    parts = node.args[0]
+    return isinstance(parts, (ast.GeneratorExp, ast.ListComp)) and _built_here(tree, parts.elt, imports_ok, depth)
 
 
 def _name_line(tree: ast.Module, names: list[str]) -> int:
@@ -223,8 +503,8 @@ def zero_engine(launcher: str, written: str, modules: int) -> str:
     whichever launcher starts the ranks."""
     model = rulebook.load("deepspeed").data["pipeline_model"]
     return (f"`{launcher}` trains with DeepSpeed's data-parallel engine (ZeRO), not its pipeline: "
-            f"{written} and the {modules} local module(s) it imports never import "
-            f"{' or '.join(model['modules'])}, so deepspeed.initialize gets no {model['names'][0]} "
+            f"{written} and the {modules} local module(s) it imports never name "
+            f"{' or '.join(model['names'])}, so deepspeed.initialize gets no {model['names'][0]} "
             f"({model['source']}: `{model['code']}`), and import only the standard library, DeepSpeed "
             f"and packages that build no pipeline (rules/{RULES}.toml [no_pipeline])")
 
@@ -283,21 +563,25 @@ def deepspeed_engine(launch: LaunchConfig) -> None:
     (rules/deepspeed.toml [pipeline_model] `engine`) and never its PipelineModule: a
     `launch.not-pipeline` finding where the closure reads `zero` (`Engine.reading`), the reading
     `deepspeed SCRIPT` gets, not megatron-core's schedules on their defaults; INCONCLUSIVE
-    naming what it cannot vouch for where `undecided`, but another stack the rules model, whose
-    reading applies."""
+    naming what it cannot vouch for where `undecided` (also where it imports DeepSpeed's pipe
+    package without the engine: its topology beside sends of its own, no PipelineEngine to
+    judge), but another stack the rules model, whose reading applies."""
     read = _guessed(launch)
     if read is None:
         return
     entry, found = read
-    if found.pipeline is not None or found.engine is None or found.stack:  # another stack: its reading
-        return
+    if found.pipeline is not None or found.stack or found.engine is None and not found.pipe_import:
+        return  # another stack: its reading
     if found.reading() == "undecided":
         undecided(launch, os.path.basename(entry.written), found)
         return
+    if found.engine is None:
+        return  # a topology imported, no engine built, nothing else: left to the other readings
     where, line = found.engine
+    builds = (f"{where}:{line} {rulebook.load('deepspeed').data['trainer_engine']['what']}" if found.trainer
+              else f"deepspeed.initialize at {where}:{line} builds the engine")
     launch.diagnostics.append(Finding(
         "launch.not-pipeline", "info",
-        f"{zero_engine(launch.launcher, entry.written, len(found.modules))} (deepspeed.initialize at "
-        f"{where}:{line} builds the engine, whichever launcher starts the ranks; the entry imports "
-        "no megatron)", where=f"{launch.path}:{launch.command_line}",
+        f"{zero_engine(launch.launcher, entry.written, len(found.modules))} ({builds}, whichever launcher "
+        "starts the ranks; the entry imports no megatron)", where=f"{launch.path}:{launch.command_line}",
         detail={"command": launch.launcher, "modules": list(found.modules)}))
