@@ -297,7 +297,7 @@ def _absolute_imports(tree: ast.Module) -> list[str]:
 
 
 def _namespace_only(tree: ast.Module, roots: list[Path]) -> list[str]:
-    """The absolute imports of the file whose package the first root holding it holds as a bare
+    """The absolute imports of the file whose package every root holding it holds as a bare
     folder (no __init__.py, no module file) and of which no module file is read (`from fairscale.nn
     import Pipe` beside a `fairscale/` folder of no Python): a namespace package, which Python
     imports only where no regular package of that name is on sys.path (importlib's PathFinder: a
@@ -313,11 +313,11 @@ def _namespace_only(tree: ast.Module, roots: list[Path]) -> list[str]:
             continue
         for names in wanted:
             top = names[0].split(".")[0]
-            root = next((r for r in roots if (r / top).is_dir() or (r / f"{top}.py").is_file()), None)
-            if root is None or (root / f"{top}.py").is_file() or (root / top / "__init__.py").is_file():
-                continue
-            if not any((root / f"{n.replace('.', '/')}.py").is_file()
-                       or (root / n.replace(".", "/") / "__init__.py").is_file() for n in names):
+            holding = [r for r in roots if (r / top).is_dir() or (r / f"{top}.py").is_file()]
+            if not holding or any((r / f"{top}.py").is_file() or (r / top / "__init__.py").is_file() for r in holding):
+                continue  # a regular package or module (of any root) is what Python imports
+            if not any((r / f"{n.replace('.', '/')}.py").is_file() or (r / n.replace(".", "/") / "__init__.py").is_file()
+                       for r in holding for n in names):  # a namespace's portions are merged across roots
                 out.append(names[0])
     return out
 
@@ -378,7 +378,8 @@ def unseen_code(tree: ast.Module, dynamic: list[str], runs_text: list[str], meth
     program; else 0."""
     for node, written, imported in calls(tree):
         if (written in dynamic or imported in dynamic) and not (
-                (written in runs_text or imported in runs_text) and node.args and _built_here(tree, node.args[0], imports_ok)):
+                (written in runs_text or imported in runs_text) and node.args and _built_here(tree, node.args[0], imports_ok)
+                and _literal_read(tree, node.args[0], imports_ok)):
             return node.lineno
         if isinstance(node.func, ast.Attribute) and node.func.attr in methods:
             return node.lineno
@@ -412,6 +413,19 @@ def _built_here(tree: ast.Module, node: ast.expr, imports_ok: Callable[[ast.Modu
                      and isinstance(n.ctx, ast.Store))
         return bool(values) and len(values) == stores and all(_built_here(tree, v, imports_ok, depth - 1) for v in values)
     return False
+
+
+def _literal_read(tree: ast.Module, node: ast.expr, imports_ok: Callable[[ast.Module], bool]) -> bool:
+    """Whether exec'd text that is a literal (`exec("import megatron")`) is code read here
+    (`_code_read`); text that is no Python raises, running nothing; other text `_built_here` read."""
+    text = _literal(tree, node)
+    if text is None:
+        return True
+    try:
+        code = ast.parse(text)
+    except SyntaxError:
+        return True
+    return _code_read(code, imports_ok)
 
 
 def _literal(tree: ast.Module, node: ast.expr) -> str | None:
@@ -464,14 +478,20 @@ def _template_read(tree: ast.Module, template: str, call: ast.Call, imports_ok: 
         code = ast.parse(textwrap.dedent("".join(text)))  # a class body's lines, indented
     except SyntaxError:
         return False
-    stacks = rulebook.load(RULES).data["no_pipeline"]
-    loads = set(stacks["dynamic"]) | set(stacks.get("loaders", [])) | {"compile", "getattr", "open"}
-    if not imports_ok(code) or starts_programs(code) or any(
-            written in loads or imported in loads for _, written, imported in calls(code)):
+    if not _code_read(code, imports_ok):
         return False
     statements = {s.value.id for s in ast.walk(code) if isinstance(s, ast.Expr) and isinstance(s.value, ast.Name)}
     return all(slot not in statements or _built_here(tree, value, imports_ok, depth - 1) or _joined_read(tree, value, imports_ok, depth - 1)
                for slot, value in slots.items())
+
+
+def _code_read(code: ast.Module, imports_ok: Callable[[ast.Module], bool]) -> bool:
+    """Whether Python text an exec runs is read here: its imports known (`imports_ok`), and it
+    loads (rules/stacks.toml `dynamic`, `loaders`, compile, getattr, open) and starts nothing."""
+    stacks = rulebook.load(RULES).data["no_pipeline"]
+    loads = set(stacks["dynamic"]) | set(stacks.get("loaders", [])) | {"compile", "getattr", "open"}
+    return imports_ok(code) and not starts_programs(code) and not any(
+        written in loads or imported in loads for _, written, imported in calls(code))
 
 
 def _joined_read(tree: ast.Module, node: ast.expr, imports_ok: Callable[[ast.Module], bool], depth: int) -> bool:

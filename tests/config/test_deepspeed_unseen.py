@@ -103,6 +103,7 @@ def test_another_name_of_the_pipe_package_is_not_vouched_for(tmp_path, monkeypat
     ("import sys", "exec(f'import {sys.argv[1]}')"),
     ("import sys", "exec('import %s' % sys.argv[1])"),
     ("import sys", "exec('import {}'.format(sys.argv[1]))"),
+    ("import sys", "CODE = 'import fairscale'\nexec(CODE)"),  # a literal's own import, unresolved
 ])
 def test_code_loaded_at_run_time_is_undecided(tmp_path, monkeypatch, head, tail):
     """False NOT A PIPELINE RUN before: a module loaded by an imported name, from a spec, or
