@@ -56,12 +56,12 @@ engine, _, _, _ = deepspeed.initialize(model=model, model_parameters=model.param
 
 
 def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, launcher: str = "deepspeed --num_gpus 2",
-         files: dict[str, str] | None = None) -> list:
+         files: dict[str, str] | None = None, before: str = "") -> list:
     (tmp_path / "train.py").write_text(dedent(text))
     for name, body in (files or {}).items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(body)
-    (tmp_path / "run.sh").write_text(f"#!/bin/bash\n\n{launcher} train.py\n")
+    (tmp_path / "run.sh").write_text(f"#!/bin/bash\n{before}\n{launcher} train.py\n")
     monkeypatch.chdir(tmp_path)
     launch = read_launch("run.sh")
     assert launch.script == "train.py"
@@ -103,13 +103,42 @@ def test_another_name_of_the_pipe_package_is_not_vouched_for(tmp_path, monkeypat
     ("import sys", "exec(f'import {sys.argv[1]}')"),
     ("import sys", "exec('import %s' % sys.argv[1])"),
     ("import sys", "exec('import {}'.format(sys.argv[1]))"),
-    ("import sys", "CODE = 'import fairscale'\nexec(CODE)"),  # a literal's own import, unresolved
+    # r39 review 2, 3: text not a plain literal, a .format slot as a value, a parameter named like
+    # the literal, a module looked up by a name not written, pkgutil/pydoc/builtins loaders
+    ("import sys", "exec('import ' + 'fairscale')"),
+    ("import sys", "exec(f\"import {'fairscale'}\")"),
+    ("import sys", "exec('model = {}'.format(sys.argv[1]))"),
+    ("import sys", "exec('cfg = {}'.format(open(sys.argv[1]).read()))"),
+    ("import sys\nCODE = 'x = 1'", "def run(CODE):\n    exec(CODE)\nrun(open(sys.argv[1]).read())"),
+    ("import pkgutil, sys", "pkgutil.resolve_name(sys.argv[1])"),
+    ("from pydoc import locate\nimport sys", "locate(sys.argv[1])()"),
+    ("import builtins, sys", "builtins.__import__(sys.argv[1])"),
+    ("import importlib, sys", "getattr(importlib, 'import_module')(sys.argv[1])"),
+    ("import importlib, sys", "getattr(importlib, sys.argv[2])(sys.argv[1])"),
 ])
 def test_code_loaded_at_run_time_is_undecided(tmp_path, monkeypatch, head, tail):
     """False NOT A PIPELINE RUN before: a module loaded by an imported name, from a spec, or
     exec of text holding a value the file does not build."""
     message = _unknown(_run(tmp_path, monkeypatch, ZERO.format(head=head, tail=tail)))
     assert "runs code not read here" in message
+
+
+@pytest.mark.parametrize("tail,said", [
+    ("exec('from deepspeed.pipe import PipelineModule, LayerSpec\\n'\n"
+     "     'model = PipelineModule(layers=[LayerSpec(torch.nn.Linear, 4, 4)] * 2, num_stages=2)')", None),
+    ("exec('import torch.distributed as dist\\ndist.send(torch.zeros(1), dst=1)')", "names torch's P2P API"),
+    ("exec('from transformers import Trainer\\nTrainer(model=None).train()')", "exceptions (a Trainer"),
+    ("CODE = 'import fairscale'\nexec(CODE)", "imports fairscale"),
+    ("Module = getattr(getattr(deepspeed, 'pipe'), 'Pipeline' + 'Module')\n"
+     "Module(layers=[])", "DeepSpeed's pipeline package"),
+])
+def test_an_exec_literal_is_read_in_full_as_a_file(tmp_path, monkeypatch, tail, said):
+    """False NOT A PIPELINE RUN before (r39 review 2): the literal's imports alone were read, not
+    the PipelineModule, the sends or the Trainer it runs."""
+    diagnostics = _run(tmp_path, monkeypatch, ZERO.format(head="", tail=tail))
+    assert not [d for d in diagnostics if d.kind == "launch.not-pipeline"]
+    if said:
+        assert said in _unknown(diagnostics)
 
 
 # bing_bert's turing/utils.py namedtorchbatch, shortened: a class template, a field template
@@ -156,7 +185,7 @@ def test_a_class_template_is_read_where_its_slots_stand_for_names(tmp_path, monk
 
 def test_exec_of_the_files_own_literals_is_still_read(tmp_path, monkeypatch):
     """VALID: text built wholly from the file's literals is what runs (no import in it)."""
-    text = ZERO.format(head="TEMPLATE = 'x = {n}'", tail="exec(TEMPLATE.format(n=1))\nexec(f'y = {2}')")
+    text = ZERO.format(head="TEMPLATE = 'x = {n}'", tail="exec(TEMPLATE.format(n=1))\nexec('y = 2')")
     assert [d for d in _run(tmp_path, monkeypatch, text) if d.kind == "launch.not-pipeline"]
 
 
@@ -179,6 +208,27 @@ def test_a_parent_folder_appended_or_put_first_without_a_shadow_is_read(tmp_path
             "sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))")
     diagnostics = _run(tmp_path, monkeypatch, ZERO.format(head=head, tail=""))
     assert [d for d in diagnostics if d.kind == "launch.not-pipeline"]
+
+
+@pytest.mark.parametrize("head", [
+    # r39 review 4: the name imported, a relative folder (the run's working directory, not the
+    # scanner's), an absolute folder absent here
+    "import os\nfrom sys import path\npath.insert(0, os.environ['SRC'])",
+    "import os, sys\nsys.path.insert(0, os.path.abspath(os.pardir))",
+    "import sys\nsys.path.insert(0, '../src')",
+    "import sys\nsys.path = ['/nonexistent/p2paudit/DeepSpeed'] + sys.path",
+])
+def test_a_folder_put_first_not_known_here_is_undecided(tmp_path, monkeypatch, head):
+    """False NOT A PIPELINE RUN before: `sys.path` spelled otherwise was not seen; `os.pardir` was
+    looked up from the scanner's folder; an absent folder read as shadowing nothing."""
+    assert "first on sys.path" in _unknown(_run(tmp_path, monkeypatch, ZERO.format(head=head, tail="")))
+
+
+def test_an_import_errors_fallback_counts_where_the_package_may_be_missing(tmp_path, monkeypatch):
+    """False NOT A PIPELINE RUN before (r39 review 6): apex (a package the rules allow) may be
+    missing on the cluster, and then fairscale's Pipe is imported."""
+    head = "try:\n    from apex.normalization import FusedLayerNorm\nexcept ImportError:\n    from fairscale.nn import Pipe"
+    assert "fairscale" in _unknown(_run(tmp_path, monkeypatch, ZERO.format(head=head, tail="")))
 
 
 def test_a_namespace_folder_named_like_a_package_is_not_that_package(tmp_path, monkeypatch):
@@ -229,6 +279,102 @@ def test_a_trainer_whose_deepspeed_config_is_not_known_stays_undecided(tmp_path,
     diagnostics = _run(tmp_path, monkeypatch, text, launcher="deepspeed --num_gpus 8")
     assert not [d for d in diagnostics if d.kind == "launch.not-pipeline"]
     assert [d for d in diagnostics if d.kind == "launch.unknown-stack"]
+
+
+# r39 review 1: each Trainer construction, by any name, handed only such arguments on every path
+SUBCLASS = '''
+import torch
+from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+
+class MyTrainer(Trainer):
+    def __init__(self, model):
+        super().__init__(model=model)
+
+
+def unused():
+    return TrainingArguments(output_dir="out", deepspeed="ds_config.json")
+
+
+MyTrainer(AutoModelForCausalLM.from_pretrained("gpt2")).train()
+'''
+PARSER = '''
+from transformers import AutoModelForCausalLM, HfArgumentParser, Trainer, TrainingArguments as TA
+
+(targs,) = HfArgumentParser(TA).parse_args_into_dataclasses()
+Trainer(model=AutoModelForCausalLM.from_pretrained("gpt2"), args=targs).train()
+
+
+def unused():
+    return TA(output_dir="s", deepspeed="ds_config.json")
+'''
+CONDITIONAL = '''
+import os
+from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+model = AutoModelForCausalLM.from_pretrained("gpt2")
+targs = TrainingArguments(output_dir="out", deepspeed="ds_config.json") if os.environ.get("USE_DS") else None
+Trainer(model=model, args=targs).train()
+'''
+PARTIAL = '''
+import functools
+from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+targs = TrainingArguments(output_dir="out", deepspeed="ds_config.json")
+make = functools.partial(Trainer, args=targs)
+make(model=AutoModelForCausalLM.from_pretrained("gpt2")).train()
+'''
+REBOUND = '''
+from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+targs = TrainingArguments(output_dir="out", deepspeed="ds_config.json")
+
+
+def main(targs):
+    Trainer(model=AutoModelForCausalLM.from_pretrained("gpt2"), args=targs).train()
+'''
+
+
+@pytest.mark.parametrize("text", [SUBCLASS, PARSER, CONDITIONAL, PARTIAL, REBOUND])
+@pytest.mark.parametrize("launcher", ["deepspeed --num_gpus 8", "torchrun --nproc_per_node 8"])
+def test_a_trainer_not_handed_the_config_on_every_path_stays_undecided(tmp_path, monkeypatch, text, launcher):
+    """False NOT A PIPELINE RUN before (r39 review 1b, 1c): a subclass's super().__init__ on the
+    default arguments, an alias's parser-built arguments, `X if c else None`, a partial, a
+    parameter shadowing the name: accelerate may take its Megatron-LM branch."""
+    diagnostics = _run(tmp_path, monkeypatch, text, launcher=launcher)
+    assert not [d for d in diagnostics if d.kind == "launch.not-pipeline"]
+    if launcher.startswith("deepspeed"):  # under torchrun no DeepSpeed engine is read: the other readings'
+        assert [d for d in diagnostics if d.kind == "launch.unknown-stack"]
+
+
+@pytest.mark.parametrize("launcher", ["deepspeed --num_gpus 8", "torchrun --nproc_per_node 8"])
+def test_accelerates_own_environment_keeps_the_trainer_undecided(tmp_path, monkeypatch, launcher):
+    """False NOT A PIPELINE RUN before (r39 review 1a): the launch sets accelerate's Megatron-LM
+    variables; what accelerate makes of them beside the DeepSpeed config is not read here."""
+    before = "export ACCELERATE_USE_MEGATRON_LM=true MEGATRON_LM_PP_DEGREE=2"
+    diagnostics = _run(tmp_path, monkeypatch, HF.format(config="'ds.json'"), launcher=launcher, before=before)
+    assert "ACCELERATE_USE_MEGATRON_LM" in _unknown(diagnostics)
+
+
+def test_an_error_of_the_engine_reader_is_undecided(tmp_path, monkeypatch):
+    """False CLEAN before (r39 review 5): `_template_read`'s int('²') raised, and the reader's
+    caller fell back to the PipelineEngine reading. Any error stops at INCONCLUSIVE naming it."""
+    from auditor.config import deepspeed_engine
+
+    text = ZERO.format(head="", tail="exec('x = {²}'.format(1))")
+    diagnostics = _run(tmp_path, monkeypatch, text)
+    assert not [d for d in diagnostics if d.kind == "launch.not-pipeline"]
+    assert [d for d in diagnostics if d.kind == "launch.unknown-stack"]
+
+    def broken(*_: object) -> None:
+        raise RuntimeError("boom")
+    deepspeed_engine.engine_of.cache_clear()
+    monkeypatch.setattr(deepspeed_engine, "_trainer_engine", broken)
+    (tmp_path / "train.py").write_text(dedent(ZERO.format(head="", tail="")) + "\n")
+    launch = read_launch("run.sh")
+    (said,) = [d for d in launch.diagnostics if d.kind == "launch.unknown-stack"]
+    assert "could not be read by config/deepspeed_engine.py (RuntimeError: boom)" in said.message
+    deepspeed_engine.engine_of.cache_clear()
 
 
 def test_the_inert_topologies_are_each_releases_code():
