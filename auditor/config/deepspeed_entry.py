@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from auditor import rulebook
-from auditor.config.deepspeed_engine import engine_of, undecided, zero_engine
+from auditor.config.deepspeed_engine import engine_of, launched, undecided, zero_engine
 from auditor.config.entry_script import parsed, put_calls
 from auditor.config.entry_stack import DEEPSPEED_LAUNCHERS as LAUNCHERS
 from auditor.config.model import LaunchConfig
@@ -38,13 +38,10 @@ def read_deepspeed_entry(launch: LaunchConfig) -> None:
     if located is None:
         return
     entry, stat = located
-    try:
-        engine = engine_of(entry.path, stat.st_mtime_ns, stat.st_size)
-        tree = parsed(Path(entry.path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
-        return  # pyenv.read_entry says why the script is not read
+    engine = engine_of(entry.path, stat.st_mtime_ns, stat.st_size)  # an error read: `undecided`
     if engine is None:
         return  # the closure was cut: a module not read may build the PipelineModule
+    engine = launched(engine, launch)
     reading = engine.reading()
     if reading == "undecided":
         undecided(launch, entry.written, engine)
@@ -54,4 +51,8 @@ def read_deepspeed_entry(launch: LaunchConfig) -> None:
             where=f"{launch.path}:{launch.command_line}",
             detail={"command": launch.launcher, "modules": list(engine.modules)}))
     else:
+        try:
+            tree = parsed(Path(entry.path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+            return  # pyenv.read_entry says why the script is not read
         put_calls(launch, rulebook.load("deepspeed").data.get("script_call", []), tree, entry.path)

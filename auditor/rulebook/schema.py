@@ -67,7 +67,10 @@ TABLES: dict[str, Table] = {
     # What a DeepSpeed training script hands DeepSpeed (config/deepspeed_entry.py).
     # `engine`: the calls that build the framework's engine from the model (deepspeed.initialize),
     # quoted by `engine_source`/`engine_code` (config/deepspeed_engine.py).
-    "pipeline_model": _table(False, "modules names source code", "about engine engine_source engine_code"),
+    "pipeline_model": _table(False, "modules names source code", "about engine engine_source engine_code "
+                                                                      "inert_names inert_source inert_code"),
+    # transformers' Trainer handed a DeepSpeed config (config/deepspeed_engine.py).
+    "trainer_engine": _table(False, "arguments keyword trainers environment vouches what source code", "about"),
     # `position` absent: a keyword-only parameter; `default`: what leaving it out states;
     # `unset = "unknown"`: leaving it out lets the callee decide at run time; `read`: the
     # NAME==VERSION whose source `source`/`code` cite (a file no release selects).
@@ -180,7 +183,8 @@ TABLES: dict[str, Table] = {
     "backend": _table(True, "name what env paths covers short decide", "source"),
     # What a Python entry's imports say about its stack (rules/stacks.toml, config/entry_stack.py).
     "own_pipeline": _table(True, "name modules what covers decide source", ""),
-    "no_pipeline": _table(False, "packages except_modules except_names dynamic source", "about modules inert_programs command_runners command_methods runner_keywords runs_text inert_names"),
+    "no_pipeline": _table(False, "packages except_modules except_names dynamic source", "about modules inert_programs command_runners command_methods runner_keywords runs_text inert_names "
+                                                                                            "loaders loader_methods"),
     # Third-party libraries whose names start programs (config/shell_command.py starts_programs).
     "command_library": _table(True, "name modules what source", ""),
     # The pipeline schedules and training loops a call graph from the entry may reach
