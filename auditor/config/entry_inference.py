@@ -21,12 +21,6 @@ flag the parser's table knows to take one (`--load $2`) is that value, as for ev
 note names those that could override the size were they several words. An engine import the
 checkout lacks, beside one it holds, is named too: the run stops there or generates.
 
-At any pipeline size, such an entry that names no schedule entry and reaches no training loop,
-pipeline builder, P2P call or code not read (config/no_training.py `reaches_no_loop`) exchanges
-between stages only as the engine does, one op one way (rules/megatron-core.toml
-mcore.inference-one-way): `inference_engine_only` True among its values. Megatron-Bridge
-examples/models/gpt_oss/inference.sh runs text_generation.py at `--pp 2`.
-
 An entry that imports no engine gets no note: what it calls outside the code read here (a
 package no source holds, a module its release lacks, `Engine(...).generate()` of either) may
 train, so "reaches no training step" cannot be read from the entry alone (turn-15 CI rehearsal).
@@ -47,26 +41,23 @@ from auditor.config.entry_script import MAX_MODULES, iter_closure, names_p2p
 from auditor.config.entry_stack import modeled_packages
 from auditor.config.flags import listed, normalise
 from auditor.config.model import LaunchConfig
-from auditor.config.no_training import may_set, ran_unseen, reaches_no_loop
+from auditor.config.no_training import may_set, ran_unseen
 from auditor.config.pyenv import entry_tree
 from auditor.findings import Finding
 from auditor.rulebook.frameworks import frameworks
 
 TABLE = "inference_engine"
 PP = "pipeline_model_parallel_size"
-ENGINE_ONLY = "inference_engine_only"
 
 
 def read_inference_entry(launch: LaunchConfig) -> None:
     """Add a `launch.not-pipeline` note where the entry generates with an inference engine at
-    a pipeline size of 1, and `inference_engine_only` among its values where it surely does at
-    any size (see the module docstring)."""
+    a pipeline size of 1 (see the module docstring)."""
     if any(d.kind == "launch.not-pipeline" for d in launch.diagnostics):
         return
-    closure = cache(partial(_closure, launch))  # read once, by the size and the engine reader alike
-    _engine_only(launch, closure)
     if _shadowed(launch):
         return  # words not seen (`"${ARGS[@]}"`, `$EXTRA_ARGS`) may give the size: not surely 1
+    closure = cache(partial(_closure, launch))  # read once, by the size and the engine reader alike
     pp = _pipeline_size(launch, closure)
     if pp is None:
         return
@@ -90,29 +81,6 @@ def read_inference_entry(launch: LaunchConfig) -> None:
     launch.diagnostics.append(Finding(
         "launch.not-pipeline", "info", f"{what}, at pipeline size 1 ({pp}): no stage sends to another{said}",
         where=f"{launch.path}:{launch.command_line}", detail={"command": launch.launcher}))
-
-
-def _engine_only(launch: LaunchConfig, closure: Callable[[], list[tuple[Path, ast.Module]] | None]) -> None:
-    """`inference_engine_only` True among the entry's values where every pipeline exchange it
-    makes is the engine's (rules/megatron-core.toml mcore.inference-one-way): it imports an engine
-    (`_engine`: no P2P call of its own), names no schedule entry, and reaches no training loop,
-    pipeline builder, P2P API or code not read (config/no_training.py `reaches_no_loop`)."""
-    if not any(f.name == "megatron-core" for f in launch.stack.frameworks):
-        return
-    modules = closure()
-    if modules is None:
-        return
-    script = modules[0][0]
-    engine = _engine(modules, launch.checkouts.get("megatron-lm"))
-    if engine is None or engine[3] or not names_no_schedule(launch):
-        return
-    stop = frozenset(m.split(".")[0] for m in modeled_packages())
-    if reaches_no_loop(script, stop, rulebook.load("stacks").data["training_step"]) is None:
-        return  # a training loop, a pipeline of its own, P2P or code not read: not the engine's only
-    module, _, where, _ = engine
-    launch.entry_values[ENGINE_ONLY] = (
-        True, f"{script.name} generates with megatron-core's inference engine ({module}, {where}) and names no "
-              "schedule, training loop, P2P call or code not read", f"{script}:{where.rpartition(':')[2]}")
 
 
 def _closure(launch: LaunchConfig) -> list[tuple[Path, ast.Module]] | None:
