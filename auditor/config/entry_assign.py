@@ -21,7 +21,8 @@ forward_backward_no_pipelining and sends nothing between stages: a `launch.not-p
 scanned, with `schedule_forward_only` True among the entry's values, and `schedule_microbatches`
 where every such call passes a literal `num_microbatches` (rules/megatron-core.toml
 mcore.forward-only-one-way and mcore.interleaved-microbatches read them); a name bound once, at
-module level, to a literal is read as that literal (`forward_only=FORWARD_ONLY`); undecided where the
+module level, to a literal is read as that literal (`forward_only=FORWARD_ONLY`) unless a star
+import in its file may bind it again; undecided where the
 closure loads code not read (`importlib.import_module(f"task_{args.task}")`, whose module may
 train), naming the flags that choose it. `may_write` says where
 the entry may write a setting other than None, or load a checkpoint before its provider sets the
@@ -32,6 +33,7 @@ onto the entry's schedule).
 from __future__ import annotations
 
 import ast
+import functools
 from typing import Any
 
 from pathlib import Path
@@ -97,10 +99,10 @@ def loads_checkpoint(launch: LaunchConfig, loaders: list[str], params: list[str]
                      keywords: list[str]) -> tuple[str, str] | None:
     """(where, in words (file:line), the loader) where the entry or a local module it imports may
     load a checkpoint other than None, whatever its option is called: a call of one of `loaders`
-    (by name or attribute) whose path (its first argument, or a keyword in `params`) is not surely
+    (by name, attribute or an import's other name) whose path (its first argument, or a keyword in `params`) is not surely
     None, a call passing one by a keyword in `keywords` (a library's
     `load_bridge_model(megatron_model_path=...)`: the first loader's), or a loader used otherwise
-    than called. A path read as None (`args.DEST` whose option the launch line leaves at a None
+    than called or named by a string (`getattr(bridge, "load_megatron_model")`). A path read as None (`args.DEST` whose option the launch line leaves at a None
     default, a literal None) loads nothing; a value not read statically may be a checkpoint. None
     where no such call may load one, or nothing is read."""
     read = entry_tree(launch)
@@ -116,16 +118,21 @@ def loads_checkpoint(launch: LaunchConfig, loaders: list[str], params: list[str]
         return f"a local module of {script.name} that cannot be read", loaders[0]
     for path, module in trees:
         parents = _parents(module)
+        renamed = {a.asname: a.name for n in ast.walk(module) if isinstance(n, ast.ImportFrom)
+                   for a in n.names if a.name in loaders and a.asname}  # `import load_megatron_model as load`
         for scope in _scopes(module):
             for node in _own_nodes(scope):
-                named = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+                named = renamed.get(node.id, node.id) if isinstance(node, ast.Name) else \
+                    node.attr if isinstance(node, ast.Attribute) else None
+                if isinstance(node, ast.Constant) and node.value in loaders:  # getattr(bridge, "load_megatron_model")
+                    return f"{path.name}:{node.lineno}: {node.value!r} named by a string", str(node.value)
                 call = node if isinstance(node, ast.Call) else None
                 up = parents.get(id(node))
                 if named in loaders and not (isinstance(up, ast.Call) and up.func is node):
                     return f"{path.name}:{getattr(node, 'lineno', 0)}: {named} used otherwise than called", str(named)
                 if call is None:
                     continue
-                callee = call.func.id if isinstance(call.func, ast.Name) else \
+                callee = renamed.get(call.func.id, call.func.id) if isinstance(call.func, ast.Name) else \
                     call.func.attr if isinstance(call.func, ast.Attribute) else None
                 given = {k.arg: k.value for k in call.keywords if k.arg is not None}
                 paths: list[tuple[ast.expr | None, str]] = [(given[k], loaders[0]) for k in keywords if k in given]
@@ -185,12 +192,14 @@ def may_write(launch: LaunchConfig, attrs: list[str], loader: str, init: str) ->
         lib_unnamed = sorted(u for scope in lib_scopes for u in _unnamed(scope, lib_tree))
         if lib_unnamed:
             return f"{lib.name}:{lib_unnamed[0][0]}: {lib_unnamed[0][1]}"
-    return _loads_first(trees, loader, init)
+    return _loads_first(tuple(trees), loader, init)
 
 
-def _loads_first(trees: list[tuple[Path, ast.Module]], loader: str, init: str) -> str | None:
+@functools.lru_cache(maxsize=64)
+def _loads_first(trees: tuple[tuple[Path, ast.Module], ...], loader: str, init: str) -> str | None:
     """Where one of `trees` may call `loader` before the entry's provider sets the parallel state
-    (rules/megatron-bridge.toml `provider_init`): a reference to it that is not a call, or a call
+    (rules/megatron-bridge.toml `provider_init`): a reference to it (by an import's other name
+    too) that is not a call, its name in a string (`getattr`), or a call
     no statement `NAME.init(...)` surely runs before in its function (an earlier statement of its
     block or of a block around it; NAME not an imported module, `parallel_state`, whose own
     arguments are not read); None where every call has one, and at least one call is read."""
@@ -199,8 +208,12 @@ def _loads_first(trees: list[tuple[Path, ast.Module]], loader: str, init: str) -
         parents = _parents(tree)
         imported = {a.asname or a.name.split(".")[0] for n in ast.walk(tree)
                     if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
+        named = {loader} | {a.asname for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                            for a in n.names if a.name == loader and a.asname}
         for node in ast.walk(tree):
-            if not (isinstance(node, ast.Name) and node.id == loader
+            if isinstance(node, ast.Constant) and node.value == loader:  # getattr(bridge, "load_megatron_model")
+                return f"{path.name}:{node.lineno}: {loader} named by a string, called where it is not read"
+            if not (isinstance(node, ast.Name) and node.id in named
                     or isinstance(node, ast.Attribute) and node.attr == loader):
                 continue
             found = True
@@ -283,7 +296,7 @@ def _written_elsewhere(script: Path, keys: list[str], options: dict[str, dict[st
             if trees is not None:
                 trees.append((path, tree))
             if path == script:
-                fresh = bound_from_framework(tree, keys, stop)
+                fresh = _fresh(tree, tuple(keys), stop)
             else:
                 scopes = _scopes(tree)
                 unnamed = [u[0] for scope in scopes for u in _unnamed(scope, tree, fresh)]  # any key's
@@ -296,6 +309,12 @@ def _written_elsewhere(script: Path, keys: list[str], options: dict[str, dict[st
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
         return dict.fromkeys(keys, f"a local module of {script.name} that cannot be read")
     return out
+
+
+@functools.lru_cache(maxsize=64)
+def _fresh(tree: ast.Module, keys: tuple[str, ...], stop: frozenset[str]) -> bool:
+    """entry_constructs.bound_from_framework, cached on the parse (see _CACHED)."""
+    return bound_from_framework(tree, list(keys), stop)
 
 
 def _forward_only(launch: LaunchConfig, script: Path, options: dict[str, dict[str, Any]]) -> None:
@@ -445,8 +464,8 @@ def _inert_import(call: ast.Call, tree: ast.Module) -> bool:
 def _constant(expr: ast.expr | None, tree: ast.Module, trees: list[tuple[Path, ast.Module]]) -> ast.Constant | None:
     """A literal, or a name `tree` binds once, by a module-level `NAME = literal`, and nothing
     rebinds (`FORWARD_ONLY = True`): no other binding of the name in the file (an assignment, a
-    parameter, an import, a loop or `as` target, `global`), no `globals()`/`vars()` in it, and no
-    module of the closure stores it as an attribute (`gen.FORWARD_ONLY = False`, `setattr`)."""
+    parameter, an import, a loop or `as` target, `global`), no star import in it (whose module,
+    read or not, may bind it), no `globals()`/`vars()`/`exec()`, and no module of the closure stores it as an attribute (`gen.FORWARD_ONLY = False`, `setattr`)."""
     if isinstance(expr, ast.Constant):
         return expr
     if not isinstance(expr, ast.Name):
@@ -455,13 +474,14 @@ def _constant(expr: ast.expr | None, tree: ast.Module, trees: list[tuple[Path, a
     value = next((s.value for s in tree.body if isinstance(s, (ast.Assign, ast.AnnAssign))
                   and [ast.unparse(t) for t in (s.targets if isinstance(s, ast.Assign) else [s.target])] == [name]
                   and isinstance(s.value, ast.Constant)), None)
-    if value is None or _bindings(tree, name) != 1:
-        return None
+    if value is None or _bindings(tree, name) != 1 or any(
+            isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in ast.walk(tree)):
+        return None  # `from run_overrides import *`, before or after it, may bind the name again
     for _, other in trees:
         for node in ast.walk(other):
             if (isinstance(node, ast.Attribute) and node.attr == name and not isinstance(node.ctx, ast.Load)) \
                     or (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                        and (node.func.id in ("globals", "vars")
+                        and (node.func.id in ("globals", "vars", "exec")
                              or node.func.id == "setattr" and any(isinstance(a, ast.Constant) and a.value == name
                                                                   for a in node.args))):
                 return None
@@ -557,8 +577,10 @@ def _param_of(call: ast.AST | None, value: ast.AST, helpers: dict[str, ast.Funct
     return named if named in {a.arg for a in [*positional, *args.kwonlyargs]} else None
 
 
+@functools.lru_cache(maxsize=256)
 def _helpers(tree: ast.Module) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
-    """The functions `tree` defines at module level once and binds no other way, by name."""
+    """The functions `tree` defines at module level once and binds no other way, by name (cached
+    per tree, read-only)."""
     defs = [f for f in tree.body if isinstance(f, FNS)]
     bound = [n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)]
     bound += [n.name for n in ast.walk(tree) if isinstance(n, (*FNS, ast.ClassDef))]
@@ -567,8 +589,10 @@ def _helpers(tree: ast.Module) -> dict[str, ast.FunctionDef | ast.AsyncFunctionD
     return {f.name: f for f in defs if bound.count(f.name) == 1}
 
 
+@functools.lru_cache(maxsize=256)
 def _parents(tree: ast.Module) -> dict[int, ast.AST]:
-    """id(node) -> the node that holds it."""
+    """id(node) -> the node that holds it (cached per tree: read-only, and each case of a scan
+    asks again of the same parse, entry_script.parsed)."""
     return {id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
 
 
@@ -664,13 +688,31 @@ def _setting(tree: ast.Module, key: str, options: dict[str, dict[str, Any]], lau
     return first
 
 
+# The readers below ask each scope of a parse the same questions once per key, and a scan asks
+# again for each case of a setting it judges (auditor/scan.py `_cases`: up to 16 parses of the
+# launch, each reading the entry); a parse is the same object for the same text
+# (entry_script.parsed), so what depends only on it is cached on it (never mutated: callers get
+# copies of the lists).
+_CACHED = 8192
+
+
 def _scopes(tree: ast.Module) -> list[ast.Module | ast.FunctionDef | ast.AsyncFunctionDef]:
     """The module and each function of `tree`: the scopes whose own nodes the readers read."""
-    return [tree, *(f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)))]
+    return list(_scopes_of(tree))
+
+
+@functools.lru_cache(maxsize=256)
+def _scopes_of(tree: ast.Module) -> tuple[ast.Module | ast.FunctionDef | ast.AsyncFunctionDef, ...]:
+    return (tree, *(f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))))
 
 
 def _own_nodes(scope: ast.AST) -> list[ast.AST]:
     """The nodes of `scope`, not those of functions or classes defined inside it."""
+    return list(_own_nodes_of(scope))
+
+
+@functools.lru_cache(maxsize=_CACHED)
+def _own_nodes_of(scope: ast.AST) -> tuple[ast.AST, ...]:
     out, todo = [], list(ast.iter_child_nodes(scope))
     while todo:
         node = todo.pop()
@@ -678,23 +720,34 @@ def _own_nodes(scope: ast.AST) -> list[ast.AST]:
             continue
         out.append(node)
         todo.extend(ast.iter_child_nodes(node))
-    return out
+    return tuple(out)
 
 
 def _unnamed(scope: ast.AST, tree: ast.Module, fresh: bool = False) -> list[tuple[int, str]]:
     """(line, what) of each store of `scope` that may write any attribute or keyword: one by a
     name not written, or a call passing `**` keywords the file does not spell out
     (config/entry_stores.py); `fresh`: not a call building a new object (entry_constructs.py)."""
+    return list(_unnamed_of(scope, tree, fresh))
+
+
+@functools.lru_cache(maxsize=_CACHED)
+def _unnamed_of(scope: ast.AST, tree: ast.Module, fresh: bool) -> tuple[tuple[int, str], ...]:
     nodes = _own_nodes(scope)
     calls = [n for n in nodes if not (fresh and constructs(n, scope, tree))]
-    return sorted([*((line, "a store by a name not written") for line in unnamed_stores(nodes)),
-                   *((line, "a call passing ** keywords not written") for line in opaque_keywords(calls, scope, tree))])
+    return tuple(sorted([*((line, "a store by a name not written") for line in unnamed_stores(nodes)),
+                         *((line, "a call passing ** keywords not written")
+                           for line in opaque_keywords(calls, scope, tree))]))
 
 
 def _writes(scope: ast.AST, key: str, tree: ast.Module) -> list[tuple[int, str, ast.expr | None]]:
     """Each place `scope` (of `tree`) writes `key` by name (line, as shown, value): `x.key = v`,
     `x.key += v`, `{"key": v}`, `d["key"] = v`, `f(key=v)`, `setattr(x, "key", v)`; value None
     for a store of `.key` in a compound target (`a.tp, a.key = ...`), whose value is not read."""
+    return list(_writes_of(scope, key, tree))
+
+
+@functools.lru_cache(maxsize=_CACHED)
+def _writes_of(scope: ast.AST, key: str, tree: ast.Module) -> tuple[tuple[int, str, ast.expr | None], ...]:
     out: list[tuple[int, str, ast.expr | None]] = []
     nodes = _own_nodes(scope)
     out += [(line, f"a store of .{key} in a compound target", None) for line in nested_attr_stores(nodes, key)]
@@ -716,7 +769,7 @@ def _writes(scope: ast.AST, key: str, tree: ast.Module) -> list[tuple[int, str, 
             if (isinstance(node.func, ast.Name) and node.func.id == "setattr" and len(node.args) == 3
                     and isinstance(node.args[1], ast.Constant) and node.args[1].value == key):
                 out.append((node.lineno, f"setattr(..., {key!r})", node.args[2]))
-    return out
+    return tuple(out)
 
 
 def _is_attr(target: ast.expr, key: str) -> bool:

@@ -22,11 +22,12 @@ or an argparse adder of that file it calls defines). Anything else is UNKNOWN (f
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from auditor.config.entry_script import ANCESTORS, arg_value, argparse_options
+from auditor.config.entry_script import ANCESTORS, arg_value, argparse_options, parsed
 from auditor.config.entry_stores import opaque_keywords, unnamed_stores
 from auditor.config.expr import UNKNOWN
 from auditor.config.model import LaunchConfig
@@ -54,7 +55,7 @@ def library_sizes(launch: LaunchConfig, script: Path, tree: ast.Module, options:
                 if name in defs and key not in out:
                     bound = [local for local, n in names.items() if n == name]
                     found = _through(launch, tree, bound, defs[name], lib, lib_tree, key, options)
-                    if found is not None and _used_only_by_calls(tree, module, bound):
+                    if found is not None and _used_only_by_calls(tree, module, tuple(bound)):
                         out[key] = found
                     elif found is not None:
                         out[key] = (UNKNOWN, f"{name}() of {module} is reached other than by a plain call "
@@ -62,7 +63,8 @@ def library_sizes(launch: LaunchConfig, script: Path, tree: ast.Module, options:
     return out
 
 
-def _used_only_by_calls(tree: ast.Module, module: str, bound: list[str]) -> bool:
+@functools.lru_cache(maxsize=1024)
+def _used_only_by_calls(tree: ast.Module, module: str, bound: tuple[str, ...]) -> bool:
     """The entry reaches the loader only by calling one of the names it imported it as: its module
     is not imported whole (`import M as m; m.load(pp=2)`), and no name of it is passed, assigned
     or wrapped (`functools.partial(load, pp=2)`), which the calls read here would miss."""
@@ -96,7 +98,7 @@ def library_trees(script: Path, modules: list[str]) -> Iterator[tuple[str, Path,
         if lib is None:
             continue
         try:
-            yield module, lib, ast.parse(lib.read_text(encoding="utf-8"))
+            yield module, lib, parsed(lib.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
             yield module, lib, None
 
@@ -132,8 +134,7 @@ def _through(launch: LaunchConfig, tree: ast.Module, bound: list[str], loader: F
     param = _loader_param(loader, lib_tree, key)
     if param is None:
         return None
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-             and n.func.id in bound]
+    calls = [n for n in _name_calls(tree) if isinstance(n.func, ast.Name) and n.func.id in bound]
     values = []
     for call in calls:
         local = call.func.id if isinstance(call.func, ast.Name) else loader.name
@@ -153,6 +154,15 @@ def _through(launch: LaunchConfig, tree: ast.Module, bound: list[str], loader: F
                    f"{loader.name}() sets {key} from {param}"), line
 
 
+@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=64)
+def _name_calls(tree: ast.Module) -> tuple[ast.Call, ...]:
+    """The calls of `tree` by a bare name, in walk order (cached on the parse: _through asks for
+    each loader and key, in each case a scan judges)."""
+    return tuple(n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name))
+
+
+@functools.lru_cache(maxsize=64)
 def _writes_unnamed(lib_tree: ast.Module) -> bool:
     """Whether a function of the module may write any attribute or keyword (a store by a name not
     written, `**` keywords not spelled out): then no loader of it surely sets a key."""
@@ -160,9 +170,12 @@ def _writes_unnamed(lib_tree: ast.Module) -> bool:
     return any(unnamed_stores(list(ast.walk(f))) or opaque_keywords(list(ast.walk(f)), f, lib_tree) for f in funcs)
 
 
+@functools.lru_cache(maxsize=4096)
 def _loader_param(loader: Fn, lib_tree: ast.Module, key: str) -> str | None:
     """The parameter of `loader` its setter surely sets as `key` (see the module docstring), in a
-    `lib_tree` of which no function may write any key (_writes_unnamed, asked once per module)."""
+    `lib_tree` of which no function may write any key (_writes_unnamed, asked once per module).
+    Cached on the parse (entry_script.parsed gives the same one for the same text, never
+    mutated): each case of a setting a scan judges asks again (auditor/scan.py `_cases`)."""
     funcs = [f for f in ast.walk(lib_tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
     writes = {f.name: _key_params(f, key) for f in funcs}
     if any(w is None for w in writes.values()) or not any(writes.values()):
@@ -180,9 +193,10 @@ def _loader_param(loader: Fn, lib_tree: ast.Module, key: str) -> str | None:
     return handed.pop()
 
 
-def _key_params(f: Fn, key: str) -> list[str] | None:
+@functools.lru_cache(maxsize=4096)
+def _key_params(f: Fn, key: str) -> tuple[str, ...] | None:
     """The parameters `f` writes as `key` (`setattr(x, "key", p)`, `{"key": p}`, `x.key = p`);
-    None where it writes it from anything else."""
+    None where it writes it from anything else (cached, as _loader_param, which asks per loader)."""
     params = {a.arg for a in ast.walk(f.args) if isinstance(a, ast.arg)}
     out = []
     for node in ast.walk(f):
@@ -205,7 +219,7 @@ def _key_params(f: Fn, key: str) -> list[str] | None:
         if not (isinstance(value, ast.Name) and value.id in params and not _rebound(f, value.id)):
             return None
         out.append(value.id)
-    return out
+    return tuple(out)
 
 
 def _rebound(f: Fn, name: str) -> bool:

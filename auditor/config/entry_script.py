@@ -39,10 +39,12 @@ def put_calls(launch: LaunchConfig, specs: list[dict[str, Any]], tree: ast.Modul
             launch.entry_values[spec["key"]] = (value, f"{path}:{line}: {why}", f"{path}:{line}")
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=128)
 def parsed(text: str) -> ast.Module:
-    """An entry script's text parsed once (every reader of the launch asks for it; a scan reads
-    the launch once per release it judges on); callers never mutate the tree."""
+    """An entry script's or a local module's text parsed once (every reader of the launch asks for
+    it; a scan reads the launch once per release and per setting's case it judges on, and the
+    readers cache what they find on the parse: config/entry_assign.py); callers never mutate the
+    tree."""
     return ast.parse(text)
 
 
@@ -59,7 +61,7 @@ def iter_closure(script: Path, stop: frozenset[str] = frozenset()) -> Iterator[t
         if path in seen:
             continue
         text = path.read_text(encoding="utf-8")
-        tree = parsed(text) if path == script else ast.parse(text)
+        tree = parsed(text)
         seen.add(path)
         yield path, tree
         for where, name in _imported(tree, path):

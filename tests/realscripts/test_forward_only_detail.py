@@ -601,6 +601,50 @@ def test_a_module_constant_is_read_as_its_literal(tmp_path) -> None:
     assert code == 1 and "torch.detail-unbatches" in _rules(doc), doc["verdict"]["headline"]
 
 
+# Overrides star-imported from a local module (the run-config pattern `from run_overrides import *`
+# after the module's defaults, as Megatron-LM's examples import their settings files): the module
+# may bind the constant again, FORWARD_ONLY = False, whether imported before or after it.
+OVERRIDES = "FORWARD_ONLY = False\n"
+STAR_AFTER = CONSTANT.replace("MICROBATCHES = 1\n", "MICROBATCHES = 1\nfrom run_overrides import *  # noqa: F403\n")
+STAR_BEFORE = CONSTANT.replace("\nFORWARD_ONLY = True\n", "\nfrom run_overrides import *  # noqa: F403\nFORWARD_ONLY = True\n")
+
+
+@pytest.mark.parametrize("program", [STAR_AFTER, STAR_BEFORE], ids=["after", "before"])
+def test_a_star_import_cancels_the_constant(tmp_path, program) -> None:
+    """Was CLEAN (FORWARD_ONLY read as its literal True): the star import may rebind it, a
+    training step, FINDINGS under DETAIL as a call passing a name not read."""
+    script = _write(tmp_path, program)
+    (tmp_path / "examples" / "conversion" / "run_overrides.py").write_text(OVERRIDES)
+    code, doc = _scan(script)
+    assert doc["config"]["effective"]["schedule_forward_only"] is False
+    assert code == 1 and "torch.detail-unbatches" in _rules(doc), doc["verdict"]["headline"]
+
+
+# The loader imported under another name (`from megatron.bridge.training.model_load_save import
+# load_megatron_model as load_checkpoint`, Megatron-Bridge@067f987df0 training/model_load_save.py:430)
+# or reached by getattr: the same checkpoint load as OTHER_NAME's.
+_LOADER_CALL = "bridge.load_megatron_model(args.megatron_path,"
+ALIASED = OTHER_NAME.replace(
+    "from megatron.bridge import AutoBridge\n", "from megatron.bridge import AutoBridge\n"
+    "from megatron.bridge.training.model_load_save import load_megatron_model as load_checkpoint\n").replace(
+    _LOADER_CALL, "load_checkpoint(args.megatron_path,")
+BY_GETATTR = OTHER_NAME.replace(_LOADER_CALL, 'getattr(bridge, "load_megatron_model")(args.megatron_path,')
+
+
+@pytest.mark.parametrize("program", [ALIASED, BY_GETATTR], ids=["alias", "getattr"])
+def test_a_loader_under_another_name_loads_the_checkpoint(tmp_path, program) -> None:
+    """Was CLEAN (only calls named load_megatron_model were read): the checkpoint's virtual size."""
+    assert program != OTHER_NAME
+    conversion = tmp_path / "examples" / "conversion"
+    conversion.mkdir(parents=True)
+    (conversion / "hf_to_megatron_generate_vlm.py").write_text(program)
+    script = tmp_path / "inference.sh"
+    script.write_text(LOADS.replace("--megatron_model_path", "--megatron_path"))
+    code, doc = _scan_at(script, ())
+    assert doc["config"]["effective"]["virtual_pipeline_model_parallel_size"] == "unknown"
+    assert doc["verdict"]["status"] == "inconclusive", doc["verdict"]["headline"]
+
+
 # NVIDIA-NeMo/Megatron-Bridge@067f987df0 examples/conversion/compare_text_generation.py:447-452: the
 # model provider is the checkpoint's own (load_model_config), loaded from an option named otherwise.
 CONFIG_LOADED = CHECKPOINT.replace(
