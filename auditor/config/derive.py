@@ -601,6 +601,9 @@ class _Deriver:
         holds = True if when is None else self.eval(when)
         if action == "default" and key in self.values:
             current = self.values[key].value
+            if current is UNKNOWN and when is None:  # unknown whatever the default: it keeps the
+                self._derived_from(key, value_expr)  # why of what left it unknown
+                return
             holds = and3(holds, UNKNOWN if current is UNKNOWN else current is None)
         if holds is False:
             return

@@ -20,7 +20,11 @@ forward_backward_no_pipelining and sends nothing between stages: a `launch.not-p
 (NOT A PIPELINE RUN). At PP > 1 the forward-only schedule sends activations between stages:
 scanned, with `schedule_forward_only` True among the entry's values, and `schedule_microbatches`
 where every such call passes a literal `num_microbatches` (rules/megatron-core.toml
-mcore.forward-only-one-way and mcore.interleaved-microbatches read them). `may_write` says where
+mcore.forward-only-one-way and mcore.interleaved-microbatches read them); a name bound once, at
+module level, to a literal is read as that literal (`forward_only=FORWARD_ONLY`) unless a star
+import in its file may bind it again; undecided where the
+closure loads code not read (`importlib.import_module(f"task_{args.task}")`, whose module may
+train), naming the flags that choose it. `may_write` says where
 the entry may write a setting other than None, or load a checkpoint before its provider sets the
 parallel state (config/generate_entry.py asks it of the virtual pipeline a checkpoint could carry
 onto the entry's schedule).
@@ -38,7 +42,7 @@ from auditor import rulebook
 from auditor.config.entry_constructs import bound_from_framework, constructs
 from auditor.config.entry_library import library_imports, library_sizes, library_trees
 from auditor.config.entry_schedule import names_schedule
-from auditor.config.entry_script import MAX_MODULES, arg_value, argparse_options, iter_closure, stores_of
+from auditor.config.entry_script import MAX_MODULES, arg_value, argparse_options, calls, dotted, iter_closure, stores_of
 from auditor.config.entry_stores import nested_attr_stores, opaque_keywords, unnamed_stores
 from auditor.config.entry_stack import modeled_packages
 from auditor.config.expr import UNKNOWN
@@ -88,7 +92,61 @@ def read_entry_assignments(launch: LaunchConfig) -> None:
         if found is not None and key not in launch.entry_values:
             value, why, line = found
             launch.entry_values[key] = (value, f"{entry.path}:{line}: {why}", f"{entry.path}:{line}")
-    _forward_only(launch, Path(entry.path))
+    _forward_only(launch, Path(entry.path), options)
+
+
+def loads_checkpoint(launch: LaunchConfig, loaders: list[str], params: list[str],
+                     keywords: list[str]) -> tuple[str, str] | None:
+    """(where, in words (file:line), the loader) where the entry or a local module it imports may
+    load a checkpoint other than None, whatever its option is called: a call of one of `loaders`
+    (by name, attribute or an import's other name) whose path (its first argument, or a keyword in `params`) is not surely
+    None, a call passing one by a keyword in `keywords` (a library's
+    `load_bridge_model(megatron_model_path=...)`: the first loader's), or a loader used otherwise
+    than called or named by a string (`getattr(bridge, "load_megatron_model")`). A path read as None (`args.DEST` whose option the launch line leaves at a None
+    default, a literal None) loads nothing; a value not read statically may be a checkpoint. None
+    where no such call may load one, or nothing is read."""
+    read = entry_tree(launch)
+    if read is None:
+        return None
+    entry, tree = read
+    script = Path(entry.path)
+    options = argparse_options(tree)
+    stop = frozenset(m.split(".")[0] for m in modeled_packages())
+    try:
+        trees = list(iter_closure(script, stop))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+        return f"a local module of {script.name} that cannot be read", loaders[0]
+    for path, module in trees:
+        parents = _parents(module)
+        renamed = {a.asname: a.name for n in ast.walk(module) if isinstance(n, ast.ImportFrom)
+                   for a in n.names if a.name in loaders and a.asname}  # `import load_megatron_model as load`
+        for scope in _scopes(module):
+            for node in _own_nodes(scope):
+                named = renamed.get(node.id, node.id) if isinstance(node, ast.Name) else \
+                    node.attr if isinstance(node, ast.Attribute) else None
+                if isinstance(node, ast.Constant) and node.value in loaders:  # getattr(bridge, "load_megatron_model")
+                    return f"{path.name}:{node.lineno}: {node.value!r} named by a string", str(node.value)
+                call = node if isinstance(node, ast.Call) else None
+                up = parents.get(id(node))
+                if named in loaders and not (isinstance(up, ast.Call) and up.func is node):
+                    return f"{path.name}:{getattr(node, 'lineno', 0)}: {named} used otherwise than called", str(named)
+                if call is None:
+                    continue
+                callee = renamed.get(call.func.id, call.func.id) if isinstance(call.func, ast.Name) else \
+                    call.func.attr if isinstance(call.func, ast.Attribute) else None
+                given = {k.arg: k.value for k in call.keywords if k.arg is not None}
+                paths: list[tuple[ast.expr | None, str]] = [(given[k], loaders[0]) for k in keywords if k in given]
+                if callee in loaders:
+                    first = call.args[0] if call.args and not isinstance(call.args[0], ast.Starred) else None
+                    paths.append((first if first is not None else next((given[k] for k in params if k in given),
+                                                                       None), str(callee)))
+                for expr, by in paths:
+                    got = None if expr is None else _resolve(expr, scope, options if path == script else {}, launch)
+                    if got is None or got[0] is not None:
+                        shown = "its path not read" if expr is None else ast.unparse(expr)
+                        value = "a value not read statically" if got is None else f"{got[0]!r} ({got[1]})"
+                        return f"{path.name}:{call.lineno}: {ast.unparse(call.func)}({shown}), {value}", by
+    return None
 
 
 def may_write(launch: LaunchConfig, attrs: list[str], loader: str, init: str) -> str | None:
@@ -140,7 +198,8 @@ def may_write(launch: LaunchConfig, attrs: list[str], loader: str, init: str) ->
 @functools.lru_cache(maxsize=64)
 def _loads_first(trees: tuple[tuple[Path, ast.Module], ...], loader: str, init: str) -> str | None:
     """Where one of `trees` may call `loader` before the entry's provider sets the parallel state
-    (rules/megatron-bridge.toml `provider_init`): a reference to it that is not a call, or a call
+    (rules/megatron-bridge.toml `provider_init`): a reference to it (by an import's other name
+    too) that is not a call, its name in a string (`getattr`), or a call
     no statement `NAME.init(...)` surely runs before in its function (an earlier statement of its
     block or of a block around it; NAME not an imported module, `parallel_state`, whose own
     arguments are not read); None where every call has one, and at least one call is read."""
@@ -149,8 +208,12 @@ def _loads_first(trees: tuple[tuple[Path, ast.Module], ...], loader: str, init: 
         parents = _parents(tree)
         imported = {a.asname or a.name.split(".")[0] for n in ast.walk(tree)
                     if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
+        named = {loader} | {a.asname for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                            for a in n.names if a.name == loader and a.asname}
         for node in ast.walk(tree):
-            if not (isinstance(node, ast.Name) and node.id == loader
+            if isinstance(node, ast.Constant) and node.value == loader:  # getattr(bridge, "load_megatron_model")
+                return f"{path.name}:{node.lineno}: {loader} named by a string, called where it is not read"
+            if not (isinstance(node, ast.Name) and node.id in named
                     or isinstance(node, ast.Attribute) and node.attr == loader):
                 continue
             found = True
@@ -254,18 +317,21 @@ def _fresh(tree: ast.Module, keys: tuple[str, ...], stop: frozenset[str]) -> boo
     return bound_from_framework(tree, list(keys), stop)
 
 
-def _forward_only(launch: LaunchConfig, script: Path) -> None:
+def _forward_only(launch: LaunchConfig, script: Path, options: dict[str, dict[str, Any]]) -> None:
     """Where the entry surely runs megatron-core's schedule forward only: `schedule_forward_only`
     among its values (and `schedule_microbatches`, where every call passes a literal count), and
     a `launch.not-pipeline` note at a pipeline size of 1 it surely sets (see the module docstring)."""
     named = names_schedule(launch) or ""
-    calls, microbatches = _forward_only_calls(script) if named.startswith(SCHEDULES) else ([], None)
+    calls, microbatches, unseen = _forward_only_calls(script) if named.startswith(SCHEDULES) else ([], None, None)
     if not calls:
         return
     rule = rulebook.load("megatron-core").data["forward_only"]
     param = rule["param"]
     passed = [f"{path.name}:{line}" for path, line in calls]
     at = f"{calls[0][0]}:{calls[0][1]}"
+    if unseen is not None:
+        launch.entry_values["schedule_forward_only"] = (UNKNOWN, _unseen_words(options if unseen[0] == script else {}, *unseen), at)
+        return
     launch.entry_values["schedule_forward_only"] = (
         True, f"{script.name} calls megatron-core's {named.rpartition('.')[2]}() with {param}=True "
               f"({', '.join(passed[:2])}; no call passes another value)", at)
@@ -286,11 +352,26 @@ def _forward_only(launch: LaunchConfig, script: Path) -> None:
         where=f"{launch.path}:{launch.command_line}", detail={"command": launch.launcher}))
 
 
-def _forward_only_calls(script: Path) -> tuple[list[tuple[Path, int]], int | None]:
+def _unseen_words(options: dict[str, dict[str, Any]], path: Path, call: ast.Call) -> str:
+    """Why a forward-only entry's schedule is undecided where its closure loads code at run time
+    (`importlib.import_module(f"task_{args.task}")`): the call, and the flags of the entry's own
+    argparse (`options`) its arguments read, which choose that code."""
+    read = [n.attr for a in [*call.args, *(k.value for k in call.keywords)] for n in ast.walk(a)
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.attr in options]
+    flags = [options[d]["spellings"][-1] for d in dict.fromkeys(read)]
+    chosen = f", chosen by {' and '.join(flags)} at run time" if flags else ""
+    return (f"{path.name}:{call.lineno} {ast.unparse(call)} loads code not read here{chosen}: it may run the "
+            f"schedule without forward_only, a training step")
+
+
+def _forward_only_calls(script: Path) -> tuple[list[tuple[Path, int]], int | None, tuple[Path, ast.Call] | None]:
     """(file, line) of each `forward_only=True` the entry's closure passes, and the largest
     literal count of microbatches its schedule calls pass (None where one passes none or another
     value, or the count may be written after: a mapping's `d["num_microbatches"]`, a mapping or
-    a call other than such a call naming it); [] where a call may pass another value or none (a
+    a call other than such a call naming it), and the first call of the closure that loads code
+    not read (rules/stacks.toml `dynamic`: `importlib.import_module(f"task_{args.task}")`), whose
+    code may train. A name bound once, at module level, to a literal is read as that literal
+    (`_constant`). [] where a call may pass another value or none (a
     call or mapping that names the schedules' `step` keyword: the default, a training step; a
     call of a schedule, or of a function of the entry's own that takes `**` keywords, passing
     `**` keywords not written out; a mapping of them used otherwise than whole, `**kwargs`), a
@@ -307,25 +388,28 @@ def _forward_only_calls(script: Path) -> tuple[list[tuple[Path, int]], int | Non
     try:
         trees = list(iter_closure(script, stop))
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
-        return [], None
+        return [], None, None
     held = _held(trees, rule["getter"])
     if len(trees) >= MAX_MODULES or held is None:
-        return [], None  # the closure was cut, or a schedule escapes: an unread call may train
+        return [], None, None  # the closure was cut, or a schedule escapes: an unread call may train
+    dynamic = rulebook.load("stacks").data["no_pipeline"]["dynamic"]
+    unseen = next(((path, node) for path, tree in trees for node, written, callee in calls(tree)
+                   if (written in dynamic or callee in dynamic) and not _inert_import(node, tree)), None)
     for path, tree in trees:
         parents = _parents(tree)
         helpers = _helpers(tree)
         forwards = held | {name for name, fn in helpers.items() if fn.args.kwarg}
         if any(opaque_keywords([n for n in _own_nodes(scope) if _calls_schedule(n, forwards)], scope, tree)
                for scope in _scopes(tree)):
-            return [], None  # `fwd_bwd(**kwargs)` with keys not written out: it may train
+            return [], None, None  # `fwd_bwd(**kwargs)` with keys not written out: it may train
         called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
         for node in ast.walk(tree):
             if _names_loop(node, loops, called):
-                return [], None  # a training loop runs the schedule inside the framework
+                return [], None, None  # a training loop runs the schedule inside the framework
             if (isinstance(node, ast.Subscript) and isinstance(node.ctx, (ast.Store, ast.Del))
                     and isinstance(node.slice, ast.Constant) and node.slice.value in keys):
                 if node.slice.value != count:
-                    return [], None  # `kwargs["forward_only"] = ...`: a value not read here
+                    return [], None, None  # `kwargs["forward_only"] = ...`: a value not read here
                 counts.append(None)  # a count written after the mapping
             given = _schedule_keywords(node)
             if not given.keys() & set(keys) or (
@@ -333,19 +417,99 @@ def _forward_only_calls(script: Path) -> tuple[list[tuple[Path, int]], int | Non
                     and node.func.id in set(helpers) - forwards):
                 continue  # a function of the entry's own, whose calls are read in its body
             if _mapping(node) and not _whole(node, parents, tree, keys):
-                return [], None  # a mapping of the keywords that may change before its call
+                return [], None, None  # a mapping of the keywords that may change before its call
             if param not in given and step not in given:
                 counts.append(None)  # a count written elsewhere: the call's may be another
                 continue
-            value = given.get(param)
-            if not (isinstance(value, ast.Constant) and value.value is True) or _merged_after(node, param):
-                return [], None  # a call that may train
-            passed.append((path, value.lineno))
-            n = given.get(count)
-            counts.append(n.value if isinstance(n, ast.Constant) and type(n.value) is int
+            value = _constant(given.get(param), tree, trees)
+            if not (value is not None and value.value is True) or _merged_after(node, param):
+                return [], None, None  # a call that may train
+            passed.append((path, given[param].lineno))
+            n = _constant(given.get(count), tree, trees)
+            counts.append(n.value if n is not None and type(n.value) is int
                           and not _merged_after(node, count) else None)
     known = [c for c in counts if c is not None]
-    return passed, max(known) if known and len(known) == len(counts) else None
+    return passed, max(known) if known and len(known) == len(counts) else None, unseen
+
+
+def _inert_import(call: ast.Call, tree: ast.Module) -> bool:
+    """An `import_module`/`__import__` of a module named, in every value its name may have, in a
+    package that builds no pipeline (rules/stacks.toml [no_pipeline] `packages`) and in none of
+    its pipeline modules ([training_step] `pipeline_modules`): a literal, or an f-string whose
+    literal head names the package and a dot (NVIDIA-NeMo/Megatron-Bridge@067f987df0
+    examples/conversion/compare_hf_and_megatron/compare.py:151-169 loads
+    `f"transformers.models.{base_name}"`), directly or through a name every binding of which in
+    the file is one. Such code cannot run megatron-core's schedule."""
+    stacks = rulebook.load("stacks").data
+    if not (call.args and dotted(call.func).rpartition(".")[2] in ("import_module", "__import__")):
+        return False
+    arg = call.args[0]
+    values: list[ast.expr] = [arg]
+    if isinstance(arg, ast.Name):
+        values = [n.value for n in ast.walk(tree) if isinstance(n, ast.Assign)
+                  and [ast.unparse(t) for t in n.targets] == [arg.id]]
+        if not values or _bindings(tree, arg.id) != len(values):
+            return False
+    for value in values:
+        head = value.values[0] if isinstance(value, ast.JoinedStr) and value.values else value
+        if not (isinstance(head, ast.Constant) and isinstance(head.value, str)):
+            return False
+        name = head.value if value is head else head.value.rpartition(".")[0]
+        if name.split(".")[0] not in stacks["no_pipeline"]["packages"] or any(
+                m.startswith(name) or name.startswith(m) for m in stacks["training_step"]["pipeline_modules"]):
+            return False
+    return True
+
+
+def _constant(expr: ast.expr | None, tree: ast.Module, trees: list[tuple[Path, ast.Module]]) -> ast.Constant | None:
+    """A literal, or a name `tree` binds once, by a module-level `NAME = literal`, and nothing
+    rebinds (`FORWARD_ONLY = True`): no other binding of the name in the file (an assignment, a
+    parameter, an import, a loop or `as` target, `global`), no star import in it (whose module,
+    read or not, may bind it), no `globals()`/`vars()`/`exec()`, and no module of the closure stores it as an attribute (`gen.FORWARD_ONLY = False`, `setattr`)."""
+    if isinstance(expr, ast.Constant):
+        return expr
+    if not isinstance(expr, ast.Name):
+        return None
+    name = expr.id
+    value = next((s.value for s in tree.body if isinstance(s, (ast.Assign, ast.AnnAssign))
+                  and [ast.unparse(t) for t in (s.targets if isinstance(s, ast.Assign) else [s.target])] == [name]
+                  and isinstance(s.value, ast.Constant)), None)
+    if value is None or _bindings(tree, name) != 1 or any(
+            isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in ast.walk(tree)):
+        return None  # `from run_overrides import *`, before or after it, may bind the name again
+    for _, other in trees:
+        for node in ast.walk(other):
+            if (isinstance(node, ast.Attribute) and node.attr == name and not isinstance(node.ctx, ast.Load)) \
+                    or (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                        and (node.func.id in ("globals", "vars", "exec")
+                             or node.func.id == "setattr" and any(isinstance(a, ast.Constant) and a.value == name
+                                                                  for a in node.args))):
+                return None
+    return value
+
+
+def _bindings(tree: ast.Module, name: str) -> int:
+    """How many places of `tree` bind `name` (a store or del, a parameter, an import, a def or class,
+    a `global`/`nonlocal` declaration, a pattern capture)."""
+    count = 0
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
+            count += 1
+        elif isinstance(node, ast.arg) and node.arg == name:
+            count += 1
+        elif isinstance(node, ast.alias) and (node.asname or node.name.split(".")[0]) == name:
+            count += 1
+        elif isinstance(node, (*FNS, ast.ClassDef)) and node.name == name:
+            count += 1
+        elif isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+            count += 2
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name == name:
+            count += 1
+        elif isinstance(node, ast.MatchMapping) and node.rest == name:
+            count += 1
+        elif isinstance(node, ast.ExceptHandler) and node.name == name:
+            count += 1
+    return count
 
 
 def _held(trees: list[tuple[Path, ast.Module]], getter: str) -> set[str] | None:

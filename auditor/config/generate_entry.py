@@ -9,7 +9,12 @@ the model is then loaded from (its run_config.yaml), or a model provider that se
 (Sarvam-MoE's layout). A setter's `provider_keys` are those the entry's own provider decides
 (the virtual pipeline size that picks the schedule): the checkpoint reaches them only where the
 entry may write one of `provider_writes` on it, or may call the setter's `loader` before its
-provider's `provider_init` sets the parallel state (config/entry_assign.py `may_write`). Those are
+provider's `provider_init` sets the parallel state (config/entry_assign.py `may_write`). Where the
+launch line gives none of the setter's flags, the call that loads the checkpoint decides: a
+`loader` call whose path may not be None (`load_megatron_model(args.megatron_path)`, whatever the
+option is called: config/entry_assign.py `loads_checkpoint`) applies the setter too, and a call of
+its `config_loaders` (`load_model_config`) gives the checkpoint's own model provider, whose
+`provider_keys` are then the checkpoint's whatever the entry writes. Those are
 unknown until --set gives them, as config/checkpoint_args.py
 leaves Megatron-LM's checkpoint sizes, except where the script itself wrote that checkpoint
 before from the same HF model (the setter's `written_by`: `convert.sh import`), which holds the
@@ -22,7 +27,7 @@ from fnmatch import fnmatch
 
 from auditor import rulebook
 from auditor.bash.values import Scalar, Symbolic
-from auditor.config.entry_assign import may_write
+from auditor.config.entry_assign import loads_checkpoint, may_write
 from auditor.config.model import LaunchConfig
 
 
@@ -39,20 +44,30 @@ def entry_set(launch: LaunchConfig) -> dict[str, tuple[str, int]]:
         return {}
     out: dict[str, tuple[str, int]] = {}
     for setter in rulebook.load("megatron-bridge").data.get("entry_setter", []):
+        loads: tuple[str, str] | None = None
         flag = next((launch.flags[f] for f in setter["flags"] if f in launch.flags), None)
-        if flag is None or not _names(flag.value, setter.get("values")) \
-                or _written(launch, flag.value, setter.get("written_by")):
+        if flag is not None and _names(flag.value, setter.get("values")) \
+                and not _written(launch, flag.value, setter.get("written_by")):
+            shown = flag.value.text if isinstance(flag.value, Symbolic) else flag.value
+            said, line = f"{flag.spelling} {shown} (line {flag.line})", flag.line
+        elif flag is None and setter.get("loader") and (loads := loads_checkpoint(
+                launch, [setter["loader"], *setter.get("config_loaders", [])], setter["loader_params"],
+                setter["flags"])):
+            said, line = loads[0], launch.command_line  # a checkpoint loaded under an option of another name
+        else:
             continue
-        shown = flag.value.text if isinstance(flag.value, Symbolic) else flag.value
-        why = f"{flag.spelling} {shown} (line {flag.line}): {setter['why']} ({setter['source']})"
+        why = f"{said}: {setter['why']} ({setter['source']})"
         decide = f"; read it from {setter['decide']}" if setter.get("decide") else ""
         for key in setter["keys"]:
-            out.setdefault(key, (why + decide, flag.line))
-        written = may_write(launch, setter["provider_writes"], setter["loader"], setter["provider_init"]) \
-            if setter.get("provider_keys") else None
+            out.setdefault(key, (why + decide, line))
+        written: str | None = None
+        if loads is not None and loads[1] in setter.get("config_loaders", []):
+            written = f"{loads[1]} gives the model provider itself"
+        elif setter.get("provider_keys"):
+            written = may_write(launch, setter["provider_writes"], setter["loader"], setter["provider_init"])
         for key in setter.get("provider_keys", []) if written else []:
             out.setdefault(key, (f"{why}, and the entry may set it on its provider from there ({written})"
-                                 f"{decide}", flag.line))
+                                 f"{decide}", line))
     return out
 
 

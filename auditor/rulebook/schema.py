@@ -90,7 +90,7 @@ TABLES: dict[str, Table] = {
     # What a Megatron-Bridge generate entry leaves at megatron-core's defaults, and what sets
     # them otherwise (config/generate_entry.py).
     "entry_defaults": _table(False, "styles keys source code", "about"),
-    "entry_setter": _table(True, "id flags keys why source code", "values decide written_by provider_keys provider_writes loader provider_init"),
+    "entry_setter": _table(True, "id flags keys why source code", "values decide written_by provider_keys provider_writes loader loader_params config_loaders provider_init"),
     # The call-graph interpreter (rulebook.interpreter).
     "entry_point": _table(True, "name code", "about launchers source versions unknown when"),
     "symbol": _table(True, "function", "config group returns versions unknown source"),
@@ -288,7 +288,7 @@ TYPES: dict[str, dict[str, type]] = {
     "entry_defaults": {"styles": list, "keys": list},
     "entry_setter": {"id": str, "flags": list, "keys": list, "why": str, "values": list, "decide": str,
                      "written_by": dict, "provider_keys": list, "provider_writes": list,
-                     "loader": str, "provider_init": str},
+                     "loader": str, "loader_params": list, "config_loaders": list, "provider_init": str},
     "stage_predicate": {"function": str, "at": dict, "value": bool, "checked": list, "param": str,
                         "position": int, "default": bool},
     "batch_wrapper": {"modules": list, "key": str},

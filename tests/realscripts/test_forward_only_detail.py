@@ -507,3 +507,166 @@ def _refuses_few_microbatches_first(fn: ast.FunctionDef) -> None:
     before = [n for stmt in fn.body[:at] if not isinstance(stmt, ast.FunctionDef) for n in ast.walk(stmt)
               if isinstance(n, ast.Call) and (getattr(n.func, "attr", None) or getattr(n.func, "id", None)) in P2P]
     assert not before, [ast.unparse(n) for n in before]
+
+
+# A Megatron checkpoint loaded under an option of another name: NVIDIA-NeMo/Megatron-Bridge@067f987df0
+# examples/models/diffusion/inference_dllm.py:83 `bridge.load_megatron_model(args.megatron_path, ...)`.
+# The call that loads it decides, not the option's name: loaded before anything sets the parallel
+# state, the virtual size is the checkpoint's.
+OTHER_NAME = LOADED_FIRST.replace("args.megatron_model_path", "args.megatron_path").replace(
+    '"--megatron_model_path"', '"--megatron_path"')
+
+
+def test_a_checkpoint_under_an_option_of_another_name_opens_the_schedule(tmp_path) -> None:
+    """Was CLEAN (the setter looked for --megatron_model_path only); not given, nothing is loaded:
+    the HF branch's settings, CLEAN as before."""
+    conversion = tmp_path / "examples" / "conversion"
+    conversion.mkdir(parents=True)
+    (conversion / "hf_to_megatron_generate_vlm.py").write_text(OTHER_NAME)
+    script = tmp_path / "inference.sh"
+    script.write_text(LOADS.replace("--megatron_model_path", "--megatron_path"))
+    code, doc = _scan_at(script, ())
+    assert doc["config"]["effective"]["virtual_pipeline_model_parallel_size"] == "unknown"
+    assert "args.megatron_path" in doc["config"]["provenance"]["virtual_pipeline_model_parallel_size"]
+    assert doc["verdict"]["status"] == "inconclusive", doc["verdict"]["headline"]
+    script.write_text(LOADS.replace("--megatron_model_path /workspace/models/y/iter_0000000 ", ""))
+    code, doc = _scan_at(script, ())
+    assert doc["config"]["effective"]["virtual_pipeline_model_parallel_size"] is None
+    assert code == 0 and doc["verdict"]["status"] == "clean", doc["verdict"]["headline"]
+
+
+def _scan_at(script: Path, extra: tuple[str, ...]) -> tuple[int, dict]:
+    proc = subprocess.run([sys.executable, "-m", "auditor", "scan", "--config", str(script), "--target",
+                           "megatron-core==0.17.0", "--torch", "2.10.0", "--set", "distributed_backend=nccl",
+                           *extra, "--format", "json"], check=False, capture_output=True, text=True, cwd=ROOT,
+                          timeout=600)
+    return proc.returncode, json.loads(proc.stdout)
+
+
+# A module chosen by a name given at run time, as NVIDIA-NeMo/Megatron-Bridge@067f987df0
+# scripts/training/recipe_runner.py:206 `importlib.import_module(module_name)` loads a recipe
+# module by its name: its code is not read, and may run the schedule as a training step.
+BY_NAME = GENERATE.replace("import argparse\n", "import argparse\nimport importlib\n").replace(
+    "    fwd_bwd_function = get_forward_backward_func()\n",
+    '    importlib.import_module(f"task_{args.task}").run(model)\n'
+    "    fwd_bwd_function = get_forward_backward_func()\n").replace(
+    "    main(parser.parse_args())", '    parser.add_argument("--task", default="sft")\n    main(parser.parse_args())')
+TASK_SFT = '''from megatron.core.pipeline_parallel.schedules import get_forward_backward_func
+
+
+def run(model):
+    get_forward_backward_func()(forward_step_func=None, data_iterator=None, model=model, num_microbatches=8,
+                                seq_length=8, micro_batch_size=1)
+'''
+
+
+def test_a_module_chosen_by_name_at_run_time_is_unknown_code(tmp_path) -> None:
+    """Was CLEAN (task_sft.py, which trains, never read): whether the schedule runs forward only
+    is undecided, naming the flag that chooses the module; --set decides it."""
+    script = _write(tmp_path, BY_NAME)
+    (tmp_path / "examples" / "conversion" / "task_sft.py").write_text(TASK_SFT)
+    code, doc = _scan(script)
+    assert doc["config"]["effective"]["schedule_forward_only"] == "unknown"
+    assert "--task" in doc["config"]["provenance"]["schedule_forward_only"]
+    assert code == 1 and doc["verdict"]["status"] == "inconclusive", doc["verdict"]["headline"]
+    assert any("schedule_forward_only" in u["decide"] for u in doc["verdict"]["undecided"])
+    # A model class's module of transformers, which runs no schedule (compare.py:151-169): read so.
+    code, doc = _scan(_write(tmp_path, BY_NAME.replace('f"task_{args.task}"', 'f"transformers.models.{args.task}"')))
+    assert doc["config"]["effective"]["schedule_forward_only"] is True
+    assert code == 0 and doc["verdict"]["status"] == "clean", doc["verdict"]["headline"]
+
+
+# hf_to_megatron_generate_text.py's call (:308-323) with a module constant for the literal.
+CONSTANT = GENERATE.replace("forward_only=True", "forward_only=FORWARD_ONLY").replace(
+    "num_microbatches=1", "num_microbatches=MICROBATCHES").replace(
+    "\n\ndef main(args):", "\nFORWARD_ONLY = True\nMICROBATCHES = 1\n\n\ndef main(args):")
+# The constant rebound where a function declares it global: no longer a literal.
+REBOUND = CONSTANT.replace('if __name__ == "__main__":', '''def train_mode():
+    global FORWARD_ONLY
+    FORWARD_ONLY = False
+
+
+if __name__ == "__main__":''')
+
+
+def test_a_module_constant_is_read_as_its_literal(tmp_path) -> None:
+    """Was FINDINGS (forward_only=FORWARD_ONLY read as a training step): CLEAN, at the constant's
+    count; a constant a function may rebind is not read."""
+    code, doc = _scan(_write(tmp_path, CONSTANT))
+    assert doc["config"]["effective"]["schedule_forward_only"] is True
+    assert doc["config"]["effective"]["schedule_microbatches"] == 1
+    assert code == 0 and doc["verdict"]["status"] == "clean", doc["verdict"]["headline"]
+    code, doc = _scan(_write(tmp_path, REBOUND))
+    assert doc["config"]["effective"]["schedule_forward_only"] is False
+    assert code == 1 and "torch.detail-unbatches" in _rules(doc), doc["verdict"]["headline"]
+
+
+# Overrides star-imported from a local module (the run-config pattern `from run_overrides import *`
+# after the module's defaults, as Megatron-LM's examples import their settings files): the module
+# may bind the constant again, FORWARD_ONLY = False, whether imported before or after it.
+OVERRIDES = "FORWARD_ONLY = False\n"
+STAR_AFTER = CONSTANT.replace("MICROBATCHES = 1\n", "MICROBATCHES = 1\nfrom run_overrides import *  # noqa: F403\n")
+STAR_BEFORE = CONSTANT.replace("\nFORWARD_ONLY = True\n", "\nfrom run_overrides import *  # noqa: F403\nFORWARD_ONLY = True\n")
+
+
+@pytest.mark.parametrize("program", [STAR_AFTER, STAR_BEFORE], ids=["after", "before"])
+def test_a_star_import_cancels_the_constant(tmp_path, program) -> None:
+    """Was CLEAN (FORWARD_ONLY read as its literal True): the star import may rebind it, a
+    training step, FINDINGS under DETAIL as a call passing a name not read."""
+    script = _write(tmp_path, program)
+    (tmp_path / "examples" / "conversion" / "run_overrides.py").write_text(OVERRIDES)
+    code, doc = _scan(script)
+    assert doc["config"]["effective"]["schedule_forward_only"] is False
+    assert code == 1 and "torch.detail-unbatches" in _rules(doc), doc["verdict"]["headline"]
+
+
+# The loader imported under another name (`from megatron.bridge.training.model_load_save import
+# load_megatron_model as load_checkpoint`, Megatron-Bridge@067f987df0 training/model_load_save.py:430)
+# or reached by getattr: the same checkpoint load as OTHER_NAME's.
+_LOADER_CALL = "bridge.load_megatron_model(args.megatron_path,"
+ALIASED = OTHER_NAME.replace(
+    "from megatron.bridge import AutoBridge\n", "from megatron.bridge import AutoBridge\n"
+    "from megatron.bridge.training.model_load_save import load_megatron_model as load_checkpoint\n").replace(
+    _LOADER_CALL, "load_checkpoint(args.megatron_path,")
+BY_GETATTR = OTHER_NAME.replace(_LOADER_CALL, 'getattr(bridge, "load_megatron_model")(args.megatron_path,')
+
+
+@pytest.mark.parametrize("program", [ALIASED, BY_GETATTR], ids=["alias", "getattr"])
+def test_a_loader_under_another_name_loads_the_checkpoint(tmp_path, program) -> None:
+    """Was CLEAN (only calls named load_megatron_model were read): the checkpoint's virtual size."""
+    assert program != OTHER_NAME
+    conversion = tmp_path / "examples" / "conversion"
+    conversion.mkdir(parents=True)
+    (conversion / "hf_to_megatron_generate_vlm.py").write_text(program)
+    script = tmp_path / "inference.sh"
+    script.write_text(LOADS.replace("--megatron_model_path", "--megatron_path"))
+    code, doc = _scan_at(script, ())
+    assert doc["config"]["effective"]["virtual_pipeline_model_parallel_size"] == "unknown"
+    assert doc["verdict"]["status"] == "inconclusive", doc["verdict"]["headline"]
+
+
+# NVIDIA-NeMo/Megatron-Bridge@067f987df0 examples/conversion/compare_text_generation.py:447-452: the
+# model provider is the checkpoint's own (load_model_config), loaded from an option named otherwise.
+CONFIG_LOADED = CHECKPOINT.replace(
+    "from megatron.bridge import AutoBridge\n",
+    "from megatron.bridge import AutoBridge\nfrom megatron.bridge.training.model_load_save import load_model_config\n"
+).replace('''    if args.megatron_model_path:
+        model_provider = bridge.to_megatron_provider(load_weights=False)''', '''    if args.ckpt_dir:
+        model_provider, _ = load_model_config(args.ckpt_dir)''').replace(
+    '''        model = bridge.load_megatron_model(args.megatron_model_path, mp_overrides=mp_overrides,
+                                           wrap_with_ddp=False)''',
+    "        model = model_provider.provide_distributed_model(wrap_with_ddp=False)").replace(
+    '"--megatron_model_path"', '"--ckpt_dir"')
+
+
+def test_a_provider_loaded_from_a_checkpoint_keeps_its_virtual_size(tmp_path) -> None:
+    """Was CLEAN: the provider load_model_config gives is the checkpoint's, its virtual size too."""
+    conversion = tmp_path / "examples" / "conversion"
+    conversion.mkdir(parents=True)
+    (conversion / "hf_to_megatron_generate_vlm.py").write_text(CONFIG_LOADED)
+    script = tmp_path / "inference.sh"
+    script.write_text(LOADS.replace("--megatron_model_path", "--ckpt_dir"))
+    code, doc = _scan_at(script, ())
+    assert doc["config"]["effective"]["virtual_pipeline_model_parallel_size"] == "unknown"
+    assert "load_model_config" in doc["config"]["provenance"]["virtual_pipeline_model_parallel_size"]
+    assert doc["verdict"]["status"] == "inconclusive", doc["verdict"]["headline"]
