@@ -183,6 +183,8 @@ TABLES: dict[str, Table] = {
     "no_pipeline": _table(False, "packages except_modules except_names dynamic source", "about modules inert_programs command_runners command_methods runner_keywords runs_text inert_names"),
     # Third-party libraries whose names start programs (config/shell_command.py starts_programs).
     "command_library": _table(True, "name modules what source", ""),
+    # Third-party callables that start a program or a training run (config/shell_command.py starts_programs).
+    "package_starter": _table(True, "name starters what source", ""),
     # The pipeline schedules and training loops a call graph from the entry may reach
     # (analysis/schedule_reach.py).
     "schedule_entry": _table(True, "stack what module names checked source", ""),
