@@ -142,8 +142,7 @@ def starts_programs(tree: ast.Module) -> list[Start]:
 
 def _exported(tree: ast.Module, bound: dict[str, str], starters: set[str], modules: set[str]) -> list[Start]:
     """The module-level bindings of a starter, or a starter module, to a public name
-    (`run = subprocess.run`, `from subprocess import check_call`, `import subprocess as sp`,
-    `from subprocess import *`): a module importing it (`from launch_utils import run`, `from
+    (`run = subprocess.run`, `from subprocess import check_call`, `from subprocess import *`): a module importing it (`from launch_utils import run`, `from
     helpers import *`) calls the starter under a name its own reader cannot resolve."""
     out: list[Start] = []
     todo = list(tree.body)
@@ -163,8 +162,6 @@ def _exported(tree: ast.Module, bound: dict[str, str], starters: set[str], modul
             given = [(a.asname or a.name, f"{stmt.module}.{a.name}") for a in stmt.names]
             if any(a.name == "*" for a in stmt.names) and stmt.module in modules:
                 given = [("*", stmt.module)]
-        elif isinstance(stmt, ast.Import):
-            given = [(a.asname, a.name) for a in stmt.names if a.asname]
         for name, full in given:
             if not name.startswith("_") and (_within(full, starters) or full in modules):
                 out.append(Start(stmt, f"`{ast.unparse(stmt)}` (a program starter this module gives its importers)"))
