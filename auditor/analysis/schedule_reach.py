@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor import rulebook
-from auditor.config.entry_script import ANCESTORS, MAX_MODULES, iter_closure
+from auditor.config.entry_script import ANCESTORS, MAX_MODULES, dotted, iter_closure, names
 from auditor.config.effective import EffectiveConfig
 from auditor.config.entry_stack import LAUNCHERS, loads_code, modeled_packages, read_as_guess, starts_programs
 from auditor.config.expr import UNKNOWN
@@ -212,18 +212,35 @@ def _closure(script: Path, mtime_ns: int) -> tuple[list[Path], Commands, Command
     (config.shell_command starts_programs, not a file utility: the walk goes on, and the command,
     not read, is said) and of these the starters not named (`getattr(os, name)`), or None where
     the closure was cut or its code runs code unseen
-    otherwise (`exec`, `importlib.import_module`: rules/stacks.toml `dynamic`); read once per
+    otherwise (`exec`, `importlib.import_module`: rules/stacks.toml `dynamic`) or that issues
+    torch P2P itself (`own_p2p`: hand-written send/recv, not a site the walk meets); read once per
     script, whichever releases the scan judges it on. A framework the script's checkout holds
     (Megatron-LM's megatron/) is not its own code: it is walked as a source (_local_sources),
     its plug-in loading not weighed, as a release's is."""
     read = list(iter_closure(script, _frameworks()))
     dynamic = rulebook.load(RULES).data["no_pipeline"]["dynamic"]
-    if len(read) >= MAX_MODULES or any(loads_code(t, dynamic) for _, t in read):
+    if len(read) >= MAX_MODULES or any(loads_code(t, dynamic) or own_p2p(t) for _, t in read):
         return None
     starts = [(os.path.relpath(p, script.parent), s) for p, t in read for s in starts_programs(t)]
     commands = tuple((f, int(getattr(s.node, "lineno", 0)), s.text) for f, s in starts)
     unnamed = tuple(c for c, (_, s) in zip(commands, starts) if not s.named)
     return [p for p, _ in read], commands, unnamed
+
+
+def own_p2p(tree: ast.Module) -> bool:
+    """Whether the file calls or hands on torch's P2P API by its imported name (`dist.send(t, 1)`,
+    `dist.P2POp(dist.isend, ...)`, `from torch.distributed import batch_isend_irecv`: rules/torch.toml
+    `[[p2p_api]]` qualnames): its own sends and receives run whatever schedule it reaches, and the
+    walk does not count them as sites. Not `conn.send(...)` of an object not typed here."""
+    qualnames = {q for api in rulebook.load("torch").data.get("p2p_api", []) for q in api["qualnames"]}
+    bound = names(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            written = dotted(node)
+            head, _, rest = written.partition(".")
+            if written and bound.get(head, head) + (f".{rest}" if rest else "") in qualnames:
+                return True
+    return False
 
 
 def _unnamed(path: str) -> Commands:

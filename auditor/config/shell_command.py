@@ -76,13 +76,21 @@ def starts_programs(tree: ast.Module) -> list[Start]:
     `run: Callable = subprocess.run`, a name bound to it more than once); one reached by a name
     this reader cannot name (`getattr(os, name)`, the module itself handed on); a
     `command_methods` method of an object not typed here (`loop.subprocess_shell(...)`); any name
-    of a `[[command_library]]` (`sh.torchrun(...)`, `invoke.run`). Not a literal command line of
+    of a `[[command_library]]` (`sh.torchrun(...)`, `invoke.run`); a `[[package_starter]]` of a
+    package otherwise inert (`psutil.Popen`, torch's `elastic_launch`, `torch.distributed.run.main`:
+    the training run itself); a starter bound in a class (`class Cfg: start = os.system`, used as
+    `Cfg.start(...)`, which names() does not read); a starter module reached through
+    `sys.modules["subprocess"]`. A file that starts nothing itself but gives its importers a
+    starter under a public name (`run = subprocess.run`, `from subprocess import *`) counts at that
+    binding: `from launch_utils import run; run(cmd)` calls it in another file, which names()
+    does not follow. Not a literal command line of
     a file utility, `os.system("mkdir -p out")` (`runs_only_utility`). The node is the call where
     the starter is called, else the reference. The one reader of "this code runs a command"."""
     data = rulebook.load("stacks").data
     runners = set(data["no_pipeline"].get("command_runners", []))
     methods = set(data["no_pipeline"].get("command_methods", []))
     libraries = {m for lib in data.get("command_library", []) for m in lib["modules"]}
+    packaged = {s for p in data.get("package_starter", []) for s in p["starters"]}
     modules = {r.rpartition(".")[0] for r in runners} | libraries
     bound = names(tree)
     for node in ast.walk(tree):  # `from subprocess import *` binds subprocess's starters
@@ -94,6 +102,9 @@ def starts_programs(tree: ast.Module) -> list[Start]:
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module in libraries and any(a.name == "*" for a in node.names):
             out.append(Start(node, f"`from {node.module} import *`", False))
+        if (reached := _from_sys_modules(node, bound, modules | {s.rpartition(".")[0] for s in packaged})) is not None:
+            out.append(reached)
+            continue
         if not isinstance(node, (ast.Name, ast.Attribute)) or not isinstance(node.ctx, ast.Load):
             continue
         parent = parents.get(id(node))
@@ -107,20 +118,72 @@ def starts_programs(tree: ast.Module) -> list[Start]:
             if isinstance(parent, ast.Call) and not runs_only_utility(parent, imported):
                 out.append(Start(parent, f"`{written}(...)`"))
             continue
+        if _within(imported, packaged):
+            out.append(Start(parent, f"`{written}(...)`") if called and parent is not None
+                       else Start(node, f"`{written}` (a process starter used as a value)"))
+            continue
         if (_within(written, runners) or _within(imported, runners)
                 or (head in bound and _within(imported, libraries))
                 or (isinstance(node, ast.Attribute) and methods & set(written.split(".")[1:] or [node.attr]))):
-            if not _bound_here(parent, node, bound, imported):
+            if not _bound_here(parent, node, bound, imported, parents):
                 named = not (head in bound and _within(imported, libraries))
                 out.append(Start(parent, f"`{written}(...)`", named) if called and parent is not None
                            else Start(node, f"`{written}` (a program starter used as a value)", named))
-        elif head in bound and imported in modules and not _bound_here(parent, node, bound, imported):
+        elif head in bound and imported in modules and not _bound_here(parent, node, bound, imported, parents):
             reach = _getattr(parent, node, imported, runners | libraries)
             if reach is None:
                 out.append(Start(node, f"`{written}` (module {imported} handed on: what it starts is not read)", False))
             elif reach.text:
                 out.append(reach)
+    if not out:
+        out = _exported(tree, bound, runners | packaged, modules)
     return sorted(out, key=lambda o: (getattr(o[0], "lineno", 0), getattr(o[0], "col_offset", 0)))
+
+
+def _exported(tree: ast.Module, bound: dict[str, str], starters: set[str], modules: set[str]) -> list[Start]:
+    """The module-level bindings of a starter, or a starter module, to a public name
+    (`run = subprocess.run`, `from subprocess import check_call`, `from subprocess import *`): a module importing it (`from launch_utils import run`, `from
+    helpers import *`) calls the starter under a name its own reader cannot resolve."""
+    out: list[Start] = []
+    todo = list(tree.body)
+    while todo:
+        stmt = todo.pop()
+        if isinstance(stmt, (ast.If, ast.Try, ast.With)):  # still module level
+            todo += [s for f in ("body", "orelse", "finalbody") for s in getattr(stmt, f, [])]
+            todo += [s for h in getattr(stmt, "handlers", []) for s in h.body]
+            continue
+        given: list[tuple[str, str]] = []
+        if isinstance(stmt, ast.Assign):
+            value = dotted(stmt.value)
+            head, _, rest = value.partition(".")
+            full = bound.get(head, head) + (f".{rest}" if rest else "")
+            given = [(t.id, full) for t in stmt.targets if isinstance(t, ast.Name) and value]
+        elif isinstance(stmt, ast.ImportFrom) and stmt.module and not stmt.level:
+            given = [(a.asname or a.name, f"{stmt.module}.{a.name}") for a in stmt.names]
+            if any(a.name == "*" for a in stmt.names) and stmt.module in modules:
+                given = [("*", stmt.module)]
+        for name, full in given:
+            if not name.startswith("_") and (_within(full, starters) or full in modules):
+                out.append(Start(stmt, f"`{ast.unparse(stmt)}` (a program starter this module gives its importers)"))
+    return out
+
+
+def _from_sys_modules(node: ast.AST, bound: dict[str, str], modules: set[str]) -> Start | None:
+    """A starter module taken from `sys.modules` by its name (`sys.modules["subprocess"].run`,
+    `sys.modules.get("os")`): the module handed on, what it starts not read."""
+    if isinstance(node, ast.Subscript):
+        table, key = node.value, node.slice
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" and node.args:
+        table, key = node.func.value, node.args[0]
+    else:
+        return None
+    written = dotted(table)
+    head, _, rest = written.partition(".")
+    if bound.get(head, head) + (f".{rest}" if rest else "") != "sys.modules":
+        return None
+    if not (isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value in modules):
+        return None
+    return Start(node, f"`{ast.unparse(node)}` (module {key.value} reached by name: what it starts is not read)", False)
 
 
 def _annotations(tree: ast.Module) -> list[ast.expr]:
@@ -147,12 +210,15 @@ def _within(name: str, names: set[str]) -> bool:
     return name in names or any(name.startswith(f"{n}.") for n in names)
 
 
-def _bound_here(parent: ast.AST | None, node: ast.expr, bound: dict[str, str], imported: str) -> bool:
+def _bound_here(parent: ast.AST | None, node: ast.expr, bound: dict[str, str], imported: str,
+                parents: dict[int, ast.AST]) -> bool:
     """`node`, `imported` as resolved, is the value of a plain assignment to a name bound once to it
     (`run = subprocess.run`, `sp = subprocess`): entry_script.names reads each use of that name as
-    the starter it is."""
+    the starter it is. Not in a class body: there the name is a class attribute, used as
+    `Cfg.start` or `self.sp`, which names() does not resolve."""
     return (isinstance(parent, ast.Assign) and parent.value is node and len(parent.targets) == 1
-            and isinstance(parent.targets[0], ast.Name) and bound.get(parent.targets[0].id) == imported)
+            and isinstance(parent.targets[0], ast.Name) and bound.get(parent.targets[0].id) == imported
+            and not isinstance(parents.get(id(parent)), ast.ClassDef))
 
 
 def _getattr(parent: ast.AST | None, node: ast.expr, module: str,

@@ -187,6 +187,8 @@ TABLES: dict[str, Table] = {
                                                                                             "loaders loader_methods"),
     # Third-party libraries whose names start programs (config/shell_command.py starts_programs).
     "command_library": _table(True, "name modules what source", ""),
+    # Third-party callables that start a program or a training run (config/shell_command.py starts_programs).
+    "package_starter": _table(True, "name starters what source", ""),
     # The pipeline schedules and training loops a call graph from the entry may reach
     # (analysis/schedule_reach.py).
     "schedule_entry": _table(True, "stack what module names checked source", ""),

@@ -80,11 +80,15 @@ SPLICED = 'os.system("cp -rf " + args.load_path + "/*.json " + args.save_path)\n
     ('import invoke\ninvoke.run(cmd)', False),
     # ... but not what names no starter: Megatron-LM@d98e8a64dd megatron/rl/rollout_bank.py:199,
     # megatron/core/inference/inference_request.py:655 (`sp` a local, no module), an alias bound
-    # once to a runner that only runs a file utility
+    # once to a runner that only runs a file utility, in a function or under a private name
     ('import os\nfd = os.open(p, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))', True),
     ('import os\nif hasattr(os, "sched_getaffinity"): n = len(os.sched_getaffinity(0))', True),
     ('def meta(sp):\n    return [getattr(sp, f) for f in FIELDS]', True),
-    ('import subprocess\nrun = subprocess.run\nrun(["mkdir", "-p", "out"])', True),
+    ('import subprocess\ndef f():\n    run = subprocess.run\n    run(["mkdir", "-p", "out"])', True),
+    ('import subprocess\n_run = subprocess.run\n_run(["mkdir", "-p", "out"])', True),
+    # ... but a public module-level one: another module may import it and run anything with it
+    # (`from launch_utils import run`; review r38-starters 2)
+    ('import subprocess\nrun = subprocess.run\nrun(["mkdir", "-p", "out"])', False),
     # a type only: huggingface/nanotron@2411b022a7 src/nanotron/s3_checkpoints/s3_mover.py:84
     ('import subprocess\nprocess: Optional[subprocess.Popen] = None\nok = isinstance(process, subprocess.Popen)', True),
     ('import subprocess\ndef wait(p: subprocess.Popen) -> subprocess.CompletedProcess: ...', True),

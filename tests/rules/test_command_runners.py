@@ -81,3 +81,19 @@ def test_command_libraries_are_third_party_and_not_read_as_inert() -> None:
     assert len(modules) == len(set(modules))
     allowed = set(RULES["no_pipeline"]["packages"]) | set(RULES["no_pipeline"].get("modules", []))
     assert not {m.split(".")[0] for m in modules} & (set(sys.stdlib_module_names) | allowed)
+
+
+def test_package_starters_start_processes_in_the_installed_package() -> None:
+    """Each `[[package_starter]]` names a callable of its installed package whose own code starts
+    processes: psutil.Popen builds a subprocess.Popen; torch's launcher functions reach
+    elastic_launch / launch_agent / start_processes (torch/distributed/run.py, launcher/api.py)."""
+    starters = {p["name"]: p["starters"] for p in RULES["package_starter"]}
+    assert {"psutil", "torch"} <= set(starters)
+    for names in starters.values():
+        for name in names:
+            module, _, attr = name.rpartition(".")
+            here = getattr(importlib.import_module(module), attr)
+            assert callable(here), name
+            text = inspect.getsource(here)
+            assert re.search(r"subprocess\.Popen\(|elastic_launch|launch_agent|\b(run|launch)\(|start_processes|"
+                             r"LocalElasticAgent|PContext", text), name

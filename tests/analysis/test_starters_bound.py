@@ -1,0 +1,117 @@
+"""Process starters the entry reaches other than by an import alias of the standard library
+(config/shell_command.py starts_programs; review r38-starters 1-3), and an entry issuing torch P2P
+itself (analysis/schedule_reach.py `own_p2p`): before, each read NOT A PIPELINE RUN for
+`torchrun --nproc_per_node 8 e2e.py --pp 4`, the torchrun it starts (or its own sends) never read.
+
+The driver is tests/analysis/test_schedule_reach.py's (microsoft/DeepSpeedExamples@83757d9c93
+applications/DeepSpeed-Chat/e2e_rlhf.py:159-173 builds a command and starts it). The forms:
+a starter bound in a class body and called as `Cfg.start(...)` / `self.sp.check_call(...)`;
+one a local module gives (`run = subprocess.run` in launch_utils.py, `from subprocess import *`
+in helpers.py star-imported by the entry, as public launch helpers re-export subprocess);
+psutil.Popen; `sys.modules["subprocess"].run`; torch's own launcher called from Python
+(`torch.distributed.run.main([...])`, `elastic_launch(config, entrypoint)()`: the training run
+itself, rules/stacks.toml [[package_starter]]).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from auditor.analysis.schedule_reach import KIND, own_p2p
+from auditor.config.shell_command import starts_programs
+from tests.analysis.test_schedule_reach import _driver, _scan
+
+LAUNCHERS = ["torchrun --nproc_per_node 8", "python"]
+FORMS = [
+    # (the entry's call, its module-level lines, local modules {name: text})
+    ("Cfg.start(get_cmd(args))", "import os\n\n\nclass Cfg:\n    start = os.system\n", {}),
+    ("Launcher().go(get_cmd(args))",
+     "class Launcher:\n    runner = subprocess.run\n\n    def go(self, cmd):\n        self.runner(cmd, shell=True)\n", {}),
+    ("Runner().go(get_cmd(args))",
+     "class Runner:\n    sp = subprocess\n\n    def go(self, cmd):\n        self.sp.check_call(cmd, shell=True)\n", {}),
+    ("run(get_cmd(args), shell=True)", "from launch_utils import run",
+     {"launch_utils.py": "import subprocess\n\nrun = subprocess.run\n"}),
+    ("check_call(get_cmd(args), shell=True)", "from launch_utils import check_call",
+     {"launch_utils.py": "from subprocess import check_call\n"}),
+    ("check_call(get_cmd(args), shell=True)", "from helpers import *", {"helpers.py": "from subprocess import *\n"}),
+    ("psutil.Popen(get_cmd(args), shell=True).wait()", "import psutil", {}),
+    ('sys.modules["subprocess"].run(get_cmd(args), shell=True)', "import sys", {}),
+    ("torchrun_main(get_cmd(args).split()[1:])", "from torch.distributed.run import main as torchrun_main", {}),
+    ('elastic_launch(LaunchConfig(1, 1, 8), "python")(get_cmd(args).split()[-1])',
+     "from torch.distributed.launcher.api import LaunchConfig, elastic_launch", {}),
+]
+
+
+def _entry(tmp_path: Path, run: str, more: str, local: dict[str, str], launcher: str) -> Path:
+    for name, text in local.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    return _driver(tmp_path, run, launcher, more)
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+@pytest.mark.parametrize("run, more, local", FORMS)
+def test_a_starter_reached_otherwise_keeps_the_run_undecided(capsys, tmp_path, run, more, local, launcher):
+    code, doc = _scan(capsys, _entry(tmp_path, run, more, local, launcher))
+    verdict = doc["verdict"]
+    assert verdict["status"] == "inconclusive" and code == 1, verdict["headline"]
+    assert not any(f["kind"] == KIND for f in doc["findings"])
+
+
+@pytest.mark.parametrize("run, more, local", FORMS[:3] + FORMS[6:])
+def test_an_entry_importing_megatron_says_the_command(capsys, tmp_path, run, more, local):
+    """Through the call-graph reader (analysis/schedule_reach.py): the command it runs is said."""
+    more = f"{more}\nfrom megatron.training import get_args"
+    code, doc = _scan(capsys, _entry(tmp_path, run, more, local, "torchrun --nproc_per_node 8"))
+    assert doc["verdict"]["status"] == "inconclusive", doc["verdict"]["headline"]
+    assert any(f["kind"] == "entry.runs-command" for f in doc["findings"]), doc["verdict"]["headline"]
+
+
+@pytest.mark.parametrize("text", [
+    # a name a module keeps to itself, a starter only bound in a function, a type only
+    "import subprocess\n\n_run = subprocess.run\n",
+    "import subprocess\n\n\ndef f():\n    run = subprocess.run\n    run(['mkdir', '-p', 'out'])\n",
+    "from subprocess import CalledProcessError, PIPE\n",
+    "import sys\n\nsys.modules['json'].dumps({})\nsys.modules[__name__].x = 1\n",
+    "import psutil\n\nprint(psutil.cpu_count(), psutil.Process().memory_info())\n",
+])
+def test_what_starts_nothing_is_no_starter(text):
+    assert starts_programs(ast.parse(text)) == []
+
+
+# A torchrun'd script with hand-written P2P and no framework (the ring exchange of torch's
+# distributed tutorial, https://pytorch.org/tutorials/intermediate/dist_tuto.html `run`:
+# `dist.send(tensor=tensor, dst=1)` / `dist.recv(tensor=tensor, src=0)`; a batch as megatron-core's
+# p2p_communication.py builds one): a P2P run whose own sites are judged, never NOT A PIPELINE RUN.
+P2P_SH = "#!/bin/bash\n# megatron-core==0.19.2 torch==2.11.0\ntorchrun --nproc_per_node 8 ring.py --pp 4\n"
+P2P_PY = """import torch
+import torch.distributed as dist
+{more}
+
+dist.init_process_group("nccl")
+rank, world = dist.get_rank(), dist.get_world_size()
+buf, out = torch.zeros(4), torch.zeros(4)
+{body}
+"""
+
+
+@pytest.mark.parametrize("more, body", [
+    ("", "if rank % 2 == 0:\n    dist.send(buf, rank + 1)\nelse:\n    dist.recv(buf, rank - 1)"),
+    ("", "ops = [dist.P2POp(dist.isend, buf, (rank + 1) % world), dist.P2POp(dist.irecv, out, (rank - 1) % world)]\n"
+         "for req in dist.batch_isend_irecv(ops):\n    req.wait()"),
+    ("from torch.distributed import isend, irecv", "isend(buf, (rank + 1) % world).wait()\nirecv(out).wait()"),
+])
+def test_an_entry_s_own_p2p_is_no_run_without_a_pipeline(capsys, tmp_path, more, body):
+    (tmp_path / "ring.py").write_text(P2P_PY.format(more=more, body=body), encoding="utf-8")
+    (tmp_path / "ring.sh").write_text(P2P_SH, encoding="utf-8")
+    code, doc = _scan(capsys, tmp_path / "ring.sh")
+    assert doc["verdict"]["status"] != "not-pipeline", doc["verdict"]["headline"]
+    assert not any(f["kind"] == KIND for f in doc["findings"])
+
+
+def test_a_send_of_another_object_is_not_torch_p2p():
+    """A multiprocessing pipe's or a socket's `.send` is no torch P2P (the reader keeps the run)."""
+    assert not own_p2p(ast.parse("import socket\nconn = socket.socket()\nconn.send(b'x')\nparent.recv()\n"))
+    assert own_p2p(ast.parse("import torch.distributed as dist\nops = [dist.P2POp(dist.isend, t, 1)]\n"))
