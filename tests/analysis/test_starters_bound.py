@@ -42,6 +42,9 @@ FORMS = [
     ("torchrun_main(get_cmd(args).split()[1:])", "from torch.distributed.run import main as torchrun_main", {}),
     ('elastic_launch(LaunchConfig(1, 1, 8), "python")(get_cmd(args).split()[-1])',
      "from torch.distributed.launcher.api import LaunchConfig, elastic_launch", {}),
+    # the package's own re-export (torch/distributed/launcher/__init__.py), review r39-starters
+    ('launch_agent(LaunchConfig(1, 1, 8), "python", get_cmd(args).split()[1:])',
+     "from torch.distributed.launcher import LaunchConfig, launch_agent", {}),
 ]
 
 
