@@ -116,6 +116,7 @@ class Expander:
         self._lexer = Lexer("", path)
         self._taken: list[str] = []  # fallbacks taken in the expansion under way
         self._testing = 0  # inside `expand_noting_caller`: a test reads an empty default as empty
+        self.splitting = 0  # expanding text a builtin splits into words (`read`'s here-string)
         self.positional: list[Field] | None = None  # $1 $2 ... of a script read with its arguments
         self.reading = path  # the file being read: the script, or a file it sources
         # `pwd` and $PWD: the directory the job is launched from, taken to be the one this audit
@@ -265,7 +266,8 @@ class Expander:
         or later: outside a test, blanks or the word's ends on both sides, and unquoted or in a
         quoted text holding more (`EXTRA=(${X:-})`, `ARGS="--bf16 ${X:-}"`, `ARGS+=" ${X:-}"`,
         `bash -c "torchrun ... ${X:-}"`); not the whole of a quoted word or value (`"${X:-}"`,
-        `OPTS=${X:-}`, read where it is expanded) nor glued to other text (`"${HOME:-}/x"`)."""
+        `OPTS=${X:-}`, read where it is expanded; but `read` splits its here-string, `splitting`)
+        nor glued to other text (`"${HOME:-}/x"`)."""
         if self._testing:
             return False
         before, after = parts[k - 1] if k else None, parts[k + 1] if k + 1 < len(parts) else None
@@ -274,7 +276,7 @@ class Expander:
             return False
         if after is not None and not (after.kind == "lit" and after.text[:1].isspace()):
             return False
-        return not parts[k].quoted or any(p.text for j, p in enumerate(parts) if j != k)
+        return bool(self.splitting) or not parts[k].quoted or any(p.text for j, p in enumerate(parts) if j != k)
 
     def _expand_param(self, part: Part, out: FieldBuilder, own: bool = False) -> None:
         value, line = self._param(part, own)

@@ -18,7 +18,7 @@ from auditor.bash.conditions import case_branch, condition, outcome
 from auditor.bash.errexit import errexit_change, failing_substitution
 from auditor.bash.expand import Expander
 from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Part, Word
-from auditor.bash.read_builtin import as_double_quoted, read_options, read_partial, read_text
+from auditor.bash.read_builtin import as_double_quoted, read_array, read_options, read_partial, read_text
 from auditor.bash.written import output
 from auditor.bash.textfile import read_bounded
 from auditor.bash.parser import (
@@ -108,7 +108,9 @@ class Shell(Expander, ABC):
         # a test in them is no choice of the script's (a call may go one way, the next another)
         self.in_function = 0
         # Variables the script sets only where the caller left them empty or unset, read where a
-        # test it could not decide leaves the caller's value (`_branches` `read`): any text
+        # test it could not decide leaves the caller's value (`_branches` `read`), and those that
+        # hold words not known (`unknown_words`: a branch's or a loop's, a `read` of input not
+        # known): any text
         self.callers_values: set[str] = set()
 
     @abstractmethod
@@ -185,6 +187,8 @@ class Shell(Expander, ABC):
             self._node(node.first)
             caller: list[str] = []
             status = outcome(node.first, self._noting(caller))
+            if caller and not _guards(node):  # the caller's empty value decides it: no sure choice
+                status = None
             for op, right in node.rest:
                 if status is not None:  # the left side's status is certain: the right runs or not
                     if (op == "&&") == status:
@@ -210,6 +214,9 @@ class Shell(Expander, ABC):
                 return
             if node.var:
                 self.vars[node.var] = Var(Symbolic(f"${node.var}"), node.line, False)
+                if node.items is not None and any(self.unknown_words(f.value, self.vars)
+                                                  for w in node.items for f in self.expand(w)):
+                    self.callers_values.add(node.var)  # `for a in $EXTRA`: each of the caller's words
             self.run(node.condition)
             if node.var is None and condition(node.condition, self._noting([])) is node.until:
                 return  # `while [[ "$X" == */ ]]` of an X that does not end in `/`: no pass runs
@@ -266,23 +273,39 @@ class Shell(Expander, ABC):
         caller: list[str] = []
         if node.subject is not None:
             taken = None if node.fallthrough else case_branch(node.subject, node.patterns, self._noting(caller))
+            body = node.bodies[taken] if taken is not None and taken < len(node.bodies) else []
+            if taken is not None and caller and not _exits(body):  # see `_undecided`
+                taken = None
             if taken is not None:
                 self._decided(node.line, node.bodies[taken] if taken < len(node.bodies) else [], caller)
             elif not self._chosen(self._choice(case_choice, node), node.bodies, caller):
-                self._branches(node.bodies, node.exhaustive, choice=self._choice(case_choice, node))
+                self._branches(node.bodies, node.exhaustive, choice=self._choice(case_choice, node),
+                               read=frozenset(caller))
             return
+        first = None  # the first condition the caller's empty value decided
         for k, (cond, body) in enumerate(zip(node.conditions, node.bodies)):
             decided = condition(cond, self._noting(caller)) if cond else True
-            if decided is None:
-                rest = [c + b for c, b in zip(node.conditions[k:], node.bodies[k:])]
-                if not self._chosen(self._choice(if_choice, node, k), rest, caller):
-                    self._branches(rest, node.exhaustive, choice=self._choice(if_choice, node, k),
-                                   read=_names_read([n for c in node.conditions[k:] for n in c]))
+            first = k if first is None and caller else first
+            if decided is None or (decided and first is not None and not _exits(body)):
+                self._undecided(node, k if first is None else first, caller)
                 return
             self.run(cond)
             if decided:
                 self._decided(node.line, body, caller)
                 return
+        if first is not None:  # no branch runs only where the caller leaves its variables empty
+            self._undecided(node, first, caller)
+
+    def _undecided(self, node: Branches, k: int, caller: list[str]) -> None:
+        """The branches of an if from its `k`th condition on, none of them sure: the test is not
+        decided, or decided only through the empty default of a variable the caller gives (`[ -n
+        "${X:-}" ]`): the caller may give it (`then ARGS="$ARGS $X"`: its words), so the branch
+        an empty value takes is no sure choice, as for `[ -n "$X" ]`. A guard that exits where the
+        caller left it empty is a check of the caller's environment (`_exit`), read as decided."""
+        rest = [c + b for c, b in zip(node.conditions[k:], node.bodies[k:])]
+        if not self._chosen(self._choice(if_choice, node, k), rest, caller):
+            self._branches(rest, node.exhaustive, choice=self._choice(if_choice, node, k),
+                           read=_names_read([n for c in node.conditions[k:] for n in c]))
 
     def _choice(self, make: Callable[..., Choice | None], *args: object) -> Choice | None:
         """The choice an undecided if/case makes (auditor.bash.choices), outside functions."""
@@ -366,7 +389,10 @@ class Shell(Expander, ABC):
             if len(known) == len(seen) and all(v.value == known[0].value for v in known):
                 merged[name] = Var(known[0].value, max(v.line for v in known), any(v.exported for v in known),
                                    _caller_fallbacks(known))
-            elif array is not None:
+                continue
+            if any(self.unknown_words(v.value, before) for v in known):
+                self.callers_values.add(name)
+            if array is not None:
                 merged[name] = Var(array, max(v.line for v in known), any(v.exported for v in known))
                 if choice is not None and isinstance(array, list):
                     self.chosen_by.setdefault(f"${{{name}[@]}}", set()).add(choice)
@@ -379,10 +405,11 @@ class Shell(Expander, ABC):
                         where=f"{self.reading}:{passes}",
                         detail={"array" if isinstance(array, list) else "string": name, "line": passes}))
             else:
-                merged[name] = Var(Symbolic(f"${{{name}}}"), max(v.line for v in known),
-                                    any(v.exported for v in known))
                 text = f"${{{name}}}"
                 ways = self.alternatives([v.value if v is not None else "" for v in seen])
+                extended = _extended(name, seen) if ways is None and not passes else None
+                merged[name] = Var(extended if extended is not None else Symbolic(text), max(v.line for v in known),
+                                   any(v.exported for v in known))
                 prior = self.branch_values.get(text, ways)
                 # merged again: its texts now, where they hold every text it was (an if that
                 # appends to it, `EXTRA_ARGS+=" --pixel-shuffle"`, or leaves it): a reading of an
@@ -392,6 +419,25 @@ class Shell(Expander, ABC):
                 if choice is not None:
                     self.chosen_by.setdefault(f"${{{name}}}", set()).add(choice)
         self.vars = merged
+
+    def unknown_words(self, value: Scalar | list[tuple[Scalar, int]], before: dict[str, Var]) -> bool:
+        """Whether a value holds words of text not known here, standing on their own (blanks or
+        its ends on both sides): a command's output (`$(...)`), or a variable the script had not
+        set (`before`: the caller's, `ARGS="$ARGS $X"` under `[ -n "$X" ]`) or that holds any
+        words (`callers_values`). A value merged from branches where one holds them holds them:
+        where it splits it may add any argument (config.flags `wholly_unknown`), as `$X` does."""
+        for element in ([e for e, _ in value] if isinstance(value, list) else [value]):
+            pieces = segments(element)
+            for k, (text, unknown) in enumerate(pieces):
+                if (not unknown or (k and not pieces[k - 1][0][-1:].isspace())
+                        or (k + 1 < len(pieces) and not pieces[k + 1][0][:1].isspace())):
+                    continue
+                named = _READ.match(text)
+                if text.startswith(("$(", "`")) or (named is not None and not named.group(1).isdigit() and (
+                        named.group(1) in self.callers_values
+                        or (named.group(1) not in before and named.group(1) not in self.environ))):
+                    return True
+        return False
 
     def alternatives(self, values: list[str | Symbolic | list[tuple[Scalar, int]]]) -> tuple[str, ...] | None:
         """Every text the values may be, a value merged before (`${NAME}` of `branch_values`)
@@ -693,22 +739,29 @@ class Shell(Expander, ABC):
             exported = current.exported if current else name in self.environ
             value = values[k] if values is not None else Symbolic(f"${{{name}}} (set by `{builtin}` at line {cmd.line})")
             self.vars[name] = Var(value, cmd.line, exported)
+            if values is None and builtin != "printf":  # input not known: any words
+                self.callers_values.add(name)
         if status and self._errexit_ends(cmd):
             self.exited = Exit(cmd.line, str(status), self.reading, self.tested[-1] if self.tested else None,
                                f"`read` reaches the end of its input before its delimiter and returns "
                                f"{status}, and `set -e` (line {self.errexit}) ends the script")
 
-    def _read_input(self, cmd: Cmd, args: list[Field], names: list[str],
-                    inline: dict[str, EnvVar]) -> tuple[list[str | Symbolic] | None, int | None]:
-        """(values, status) of `read NAMES` from the here-string or here-document of `cmd`
-        (auditor.bash.read_builtin), each None where not known: `-d ''` returns 1 whatever its
-        text, since no shell string holds a NUL."""
+    def _read_input(self, cmd: Cmd, args: list[Field], names: list[str], inline: dict[str, EnvVar]
+                    ) -> tuple[list[str | Symbolic | list[tuple[Scalar, int]]] | None, int | None]:
+        """(values, status) of `read NAMES` (`read -a NAME`: one array) from the here-string or
+        here-document of `cmd` (auditor.bash.read_builtin), each None where not known: `-d ''`
+        returns 1 whatever its text, since no shell string holds a NUL. `read` splits its
+        here-string: a caller's empty default there (`<<< "${X:-}"`) is the caller's words."""
         options = read_options([str(f.value) for f in args])
         if options is None or any(not isinstance(f.value, str) for f in args):
             return None, None
         text: str | Symbolic | None = None
         if cmd.herestring is not None:
-            value = join([f.value for f in self.expand(cmd.herestring)]) if cmd.herestring.parts else ""
+            self.splitting += 1
+            try:
+                value = join([f.value for f in self.expand(cmd.herestring)]) if cmd.herestring.parts else ""
+            finally:
+                self.splitting -= 1
             text = concat([value, "\n"])
         elif cmd.stdin is not None:
             text = cmd.stdin.body
@@ -722,8 +775,19 @@ class Shell(Expander, ABC):
         ifs = inline["IFS"].value if "IFS" in inline else (self.vars["IFS"].value if "IFS" in self.vars else " \t\n")
         if not isinstance(ifs, str):
             return None, nul
+        if isinstance(text, Symbolic) and options.array:  # split as unquoted text is: its unknown words stay
+            if not set(ifs) <= set(" \t\n") or options.delimiter != "\n":
+                return None, nul
+            out = FieldBuilder()
+            self._emit(text, cmd.line, False, out)
+            out.end()
+            return [[(f.value, cmd.line) for f in out.fields]], 0
         if isinstance(text, Symbolic):
-            return read_partial(text, options, names, ifs), nul
+            partial = read_partial(text, options, names, ifs)
+            return (list(partial) if partial is not None else None), nul
+        if options.array:
+            split = read_array(text, options, ifs)
+            return ([[(w, cmd.line) for w in split[0]]], split[1]) if split is not None else (None, nul)
         read = read_text(text, options, names, ifs)
         return (list(read[0]), read[1]) if read is not None else (None, nul)
 
@@ -816,6 +880,45 @@ def _appended(seen: list[Var | None], passes: int) -> str | Symbolic | None:
     return after if its == unknown and mine.startswith(text) and (not unknown or mine == text) else None
 
 
+def _extended(name: str, seen: list[Var | None]) -> str | Symbolic | None:
+    """A string the branches of an undecided test leave as it was or extend, where what they add
+    is not all known (`COMMAND="$COMMAND ${EXTRA_HYDRA_ARGS}"` under `[[ -n "${EXTRA_HYDRA_ARGS:-}"
+    ]]`: NVIDIA-NeMo/RL 7ea279abfb examples/nemo_gym/nemotron-3-super/super_launch.sh:187-189):
+    the text they all begin with, then what the longer one adds where that is only unknown words
+    (they may be empty, as where the branch did not run), else one unknown word standing for it
+    (`${NAME}`, the script's text on a branch). None where they do more than extend it."""
+    values = [v.value for v in seen if v is not None]
+    if len(values) != len(seen) or any(isinstance(v, list) for v in values):
+        return None
+    shortest = min(values, key=lambda v: len(str(v)))
+    base = str(shortest)
+    added = {str(v): v for v in values if str(v) != base}
+    if len(added) != 1 or isinstance(shortest, list):
+        return None
+    [longer] = added.values()
+    if isinstance(longer, list) or not str(longer).startswith(base) or not str(longer)[len(base)].isspace():
+        return None
+    head: list[Scalar] = []
+    rest: list[tuple[str, bool]] = []
+    at = 0
+    for text, unknown in segments(longer):
+        if at + len(text) <= len(base):
+            head.append(Symbolic(text) if unknown else text)
+        elif at >= len(base):
+            rest.append((text, unknown))
+        elif unknown:
+            return None  # an unknown piece across the end of the text they share
+        else:
+            head.append(text[:len(base) - at])
+            rest.append((text[len(base) - at:], False))
+        at += len(text)
+    if segments(concat(head)) != segments(shortest):
+        return None
+    if all(unknown or not text.strip() for text, unknown in rest):
+        return longer
+    return concat([shortest, " ", Symbolic(f"${{{name}}}")])
+
+
 MAX_ITERATIONS = 16  # a `for` loop over more known items than this is read once, its variable unknown
 
 
@@ -856,6 +959,18 @@ def _set_names(builtin: str, args: list[Field]) -> list[str] | None:
 
 _ELEMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\[(.+)\]", re.S)  # `unset 'NAME[i]'`
 _SYNTAX = re.compile(r"[\\\"'`$;&|<>(){}\n#]")  # text that `eval` would read as more than words
+
+
+def _exits(body: list[Node]) -> bool:
+    """Whether a branch surely reaches `exit` (on its own list of commands, or a `{ ...; }` group
+    of it): the guard `if [ -z "${X:-}" ]; then echo ...; exit 1; fi`."""
+    return any((isinstance(n, Cmd) and bool(n.words) and n.words[0].raw == "exit")
+               or (isinstance(n, CommandGroup) and not n.subshell and _exits(n.body)) for n in body)
+
+
+def _guards(node: AndOr) -> bool:
+    """Whether a test's `&&`/`||` list runs `exit` on one side: `[ -z "${X:-}" ] && exit 1`."""
+    return any(_exits([right]) for _, right in node.rest)
 
 
 def _may_leave(nodes: list[Node]) -> bool:

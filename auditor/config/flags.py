@@ -85,8 +85,12 @@ def wholly_unknown(value: Scalar, config: LaunchConfig) -> bool:
     (`$BASE_DIR/data.jsonl`) is an argument; a variable the script assigns where this reading
     cannot tell which branch ran (`if ...; then ARGS+=(...)`) is read as written, with the warning.
     `X=${X:-}` and `X=""` assign no value of the script's own: X stays the caller's; so does a
-    value set only where the caller left it empty (`config.callers_values`)."""
+    value set only where the caller left it empty, or that holds words not known
+    (`config.callers_values`: bash.walk `unknown_words`). An option whose name is not known
+    (`--$a`, for each of a caller's words) may be any option."""
     pieces = segments(value)
+    if not pieces[0][1] and len(pieces) > 1 and pieces[0][0] in ("-", "--"):
+        return True
     if not pieces[0][1] or not all(unknown or "=" in text for text, unknown in pieces[1:2]):
         return False
     head = pieces[0][0]
@@ -103,8 +107,8 @@ def wholly_unknown(value: Scalar, config: LaunchConfig) -> bool:
     name = re.escape(m.group(1))
     own = re.sub(rf'(?<![\w$]){name}=(?:"?\$\{{{name}:?[-=]\}}"?|""|\'\')?(?![^\s;])', "", script)
     return re.search(
-        rf"(?<![\w$]){name}(\[[^\]]*\])?\+?=|\b(read|for|mapfile|readarray)\b[^\n;]*\b"
-        rf"{name}\b", own) is None
+        rf"(?<![\w$]){name}(\[[^\]]*\])?\+?=|\b(read|for|mapfile|readarray)\b[^\n;<]*(?<![\w${{])"
+        rf"{name}\b", own) is None  # the name it sets, not one its input expands (`<<< "$X"`)
 
 
 _NAMED = re.compile(r"\$\{?[#!]?([A-Za-z_]\w*|\d+)")

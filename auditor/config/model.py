@@ -112,7 +112,8 @@ class LaunchConfig:
     # (`${pr_options}`): each text it may be, or None where one is not known (bash.walk `branch_values`)
     branch_values: dict[str, tuple[str, ...] | None] = field(default_factory=dict)
     # Variables the script sets only where the caller left them empty (`if [ -z "$X" ]; then
-    # X=--bf16; fi`): the caller's value where it gave one, any text (bash.walk `callers_values`)
+    # X=--bf16; fi`): the caller's value where it gave one; or that hold words not known (a branch
+    # appends `$X`, a loop over `$EXTRA`, `read -ra A <<< "$X"`): any text (bash.walk `callers_values`)
     callers_values: frozenset[str] = frozenset()
     # A word among the launcher's own options not known statically (`srun ${SRUN_ARGS} ...`), and
     # the launcher options read before it, which it may override (config.launcher.opened_size)
