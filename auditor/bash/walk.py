@@ -183,6 +183,9 @@ class Shell(Expander, ABC):
     def _node(self, node: Node) -> None:
         if isinstance(node, Cmd):
             self._command(node, [node], 0)
+        elif (isinstance(node, AndOr) and (default := _default_set([node.first], node.rest)) is not None
+              and self._as_default(default)):
+            pass
         elif isinstance(node, AndOr):
             self._node(node.first)
             caller: list[str] = []
@@ -271,6 +274,10 @@ class Shell(Expander, ABC):
     def _if_or_case(self, node: Branches) -> None:
         """Run the branch the values tested decide, or every branch still possible, merged."""
         caller: list[str] = []
+        if (node.subject is None and len(node.conditions) == len(node.bodies) == 1 and len(node.bodies[0]) == 1
+                and (default := _default_set(node.conditions[0], [("&&", node.bodies[0][0])])) is not None
+                and self._as_default(default)):
+            return
         if node.subject is not None:
             taken = None if node.fallthrough else case_branch(node.subject, node.patterns, self._noting(caller))
             body = node.bodies[taken] if taken is not None and taken < len(node.bodies) else []
@@ -295,6 +302,19 @@ class Shell(Expander, ABC):
                 return
         if first is not None:  # no branch runs only where the caller leaves its variables empty
             self._undecided(node, first, caller)
+
+    def _as_default(self, default: tuple[str, list[Node]]) -> bool:
+        """Read `[ -z "${X:-}" ] && X=LITERAL` (or its `if`) as `X=${X:-LITERAL}` is read, where
+        the script has not set X (the caller's): the text set, its fallbacks record naming X (the
+        header says it came from a default). False where the script set X: the test decides."""
+        name, body = default
+        if name in self.vars or name in self.environ:
+            return False
+        self.run(body)
+        var = self.vars.get(name)
+        if var is not None and not isinstance(var.value, list):
+            self.vars[name] = Var(var.value, var.line, var.exported, tuple(dict.fromkeys((name, *var.fallbacks))))
+        return True
 
     def _undecided(self, node: Branches, k: int, caller: list[str]) -> None:
         """The branches of an if from its `k`th condition on, none of them sure: the test is not
@@ -966,6 +986,40 @@ def _exits(body: list[Node]) -> bool:
     of it): the guard `if [ -z "${X:-}" ]; then echo ...; exit 1; fi`."""
     return any((isinstance(n, Cmd) and bool(n.words) and n.words[0].raw == "exit")
                or (isinstance(n, CommandGroup) and not n.subshell and _exits(n.body)) for n in body)
+
+
+_EMPTY_DEFAULT = re.compile(r'"?\$\{([A-Za-z_][A-Za-z0-9_]*):?-\}"?')  # `"${X:-}"`
+_LITERAL_SET = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=([^$`\\}]*)")  # `X=4`, `X="--bf16"`: no expansion
+
+
+def _default_set(test: list[Node], rest: list[tuple[str, Node]]) -> tuple[str, list[Node]] | None:
+    """(X, what sets it) where `[ -z "${X:-}" ] && X=LITERAL` (`[[ ]]`, `test`, the `if` with no
+    else; its branch a `case` whose branches only set X so) only sets the variable it tests to
+    text it states: bash's spelling of `X=${X:-LITERAL}`. None for any other test or branch (those
+    stay undecided: `_undecided`)."""
+    if len(test) != 1 or len(rest) != 1 or rest[0][0] != "&&" or not isinstance(test[0], Cmd):
+        return None
+    words = [w.raw for w in test[0].words]
+    if words[:1] == ["test"]:
+        words = ["["] + words[1:] + ["]"]
+    if len(words) != 4 or (words[0], words[3]) not in (("[", "]"), ("[[", "]]")) or words[1] != "-z":
+        return None
+    tested = _EMPTY_DEFAULT.fullmatch(words[2])
+    if tested is None or not _only_sets(tested.group(1), [rest[0][1]]):
+        return None
+    return tested.group(1), [rest[0][1]]
+
+
+def _only_sets(name: str, body: list[Node]) -> bool:
+    """Whether a branch only sets `name` to text it states (`X=4`; a `case` of such branches)."""
+    def sets(node: Node) -> bool:
+        if isinstance(node, Cmd):
+            assigned = _LITERAL_SET.fullmatch(node.words[0].raw) if len(node.words) == 1 else None
+            return (assigned is not None and assigned.group(1) == name and not node.redirects
+                    and node.stdout is None and node.stdin is None and node.herestring is None)
+        return (isinstance(node, Branches) and node.subject is not None and not node.fallthrough
+                and all(_only_sets(name, b) for b in node.bodies))
+    return bool(body) and all(sets(n) for n in body)
 
 
 def _guards(node: AndOr) -> bool:

@@ -26,10 +26,8 @@ SNIPPETS = {
     "redirect alone, then a command": ">/dev/null\nrec x\n",
     "ansi-c and locale quotes": "rec $'a\\tb' $\"c d\" 'e'\"f\"\n",
     "escapes outside and inside quotes": 'rec a\\ b "x\\$y\\z" \\"q\\"\n',
-    # a test of the caller's N (`[ -z "$N" ]`, or its empty default `${N:-}` as `set -u` scripts
-    # write it) decides nothing here: the caller's N stays possible (bash.walk `_branches` `read`,
-    # `_undecided`); N set by the script first, the test is decided as bash decides it
-    "defaults and a test": 'N=\n[ -z "${N:-}" ] && N=4\nrec "${N}" ${M:-8} ${M:=9} "$M"\n',
+    # `[ -z "${N:-}" ] && N=4` is bash's spelling of `N=${N:-4}` (bash.walk `_default_set`)
+    "defaults and a test": '[ -z "${N:-}" ] && N=4\nrec "${N}" ${M:-8} ${M:=9} "$M"\n',
     "arrays": 'A=(x "y z" # note\n  w)\nA+=(v)\nrec "${A[@]}" ${#A[@]} "${A[1]}"\n',
     "functions and groups": 'f() { G=1; }\nf\n{ H=2; }\n( H=3 )\nrec "$G" "$H"\n',
     "heredoc skipped": "cat >/dev/null <<EOF\nrec not-run\nEOF\nrec after\n",

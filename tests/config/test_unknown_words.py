@@ -293,15 +293,20 @@ def test_a_default_set_where_the_caller_left_it_empty_keeps_the_callers_value_po
     assert len(parse_launch(HEAD + body, "train.sh").unknown_words) == 1
 
 
-def test_a_default_set_under_a_test_of_the_callers_empty_default_keeps_the_callers_value() -> None:
+def test_a_default_a_test_decided_through_the_empty_default_is_the_scripts_statement() -> None:
     """`if [[ -z "${PP:-}" ]]; then PP=4; fi` (Megatron-Bridge 067f987df0
-    examples/models/deepseek_v4/inference.sh:46-51, conversion.sh:55-60): PP is the caller's
-    value or 4, so the run's PP is not known; --set decides it (before: 4, and CLEAN where 4
-    reads clean whatever the caller's PP)."""
-    body = (f'if [[ -z "${{PP:-}}" ]]; then\n    PP=4\nfi\n'
+    examples/models/deepseek_v4/inference.sh:46-51) states the run's PP where the caller sets
+    none, as `PP=${PP:-4}` does: read as that default (review r38-inner 4; before: unknown)."""
+    for guard in ('if [[ -z "${PP:-}" ]]; then\n    PP=4\nfi\n', '[ -z "${PP:-}" ] && PP=4\n', 'PP=${PP:-4}\n'):
+        body = f"{guard}torchrun --nproc-per-node 8 pretrain_gpt.py {MODEL} --pipeline-model-parallel-size ${{PP}}\n"
+        assert _effective(body)["pipeline_model_parallel_size"] == 4, guard
+    case = ('if [[ -z "${PP:-}" ]]; then\n    case "${VARIANT:-Flash}" in\n        Pro*) PP=4 ;;\n'
+            '        *) PP=1 ;;\n    esac\nfi\n')  # inference.sh:46-51: the default a case picks
+    body = f"{case}torchrun --nproc-per-node 8 pretrain_gpt.py {MODEL} --pipeline-model-parallel-size ${{PP}}\n"
+    assert _effective(body)["pipeline_model_parallel_size"] == 1
+    body = ('if [[ -z "${PP:-}" ]]; then PP=4; else PP=2; fi\n'
             f"torchrun --nproc-per-node 8 pretrain_gpt.py {MODEL} --pipeline-model-parallel-size ${{PP}}\n")
-    assert _effective(body)["pipeline_model_parallel_size"] is UNKNOWN
-    assert _effective(body, {"pipeline_model_parallel_size": "2"})["pipeline_model_parallel_size"] == 2
+    assert _effective(body)["pipeline_model_parallel_size"] is UNKNOWN  # an else: still undecided
 
 
 def test_a_variable_a_branch_sets_untested_is_read_as_written() -> None:
