@@ -428,8 +428,10 @@ class Shell(Expander, ABC):
                 text = f"${{{name}}}"
                 ways = self.alternatives([v.value if v is not None else "" for v in seen])
                 extended = _extended(name, seen) if ways is None and not passes else None
-                merged[name] = Var(extended if extended is not None else Symbolic(text), max(v.line for v in known),
-                                   any(v.exported for v in known))
+                if extended is not None and extended[1]:  # `ARGS="$ARGS --pp=${PP}"`: the caller's words
+                    self.callers_values.add(name)
+                merged[name] = Var(extended[0] if extended is not None else Symbolic(text),
+                                   max(v.line for v in known), any(v.exported for v in known))
                 prior = self.branch_values.get(text, ways)
                 # merged again: its texts now, where they hold every text it was (an if that
                 # appends to it, `EXTRA_ARGS+=" --pixel-shuffle"`, or leaves it): a reading of an
@@ -900,13 +902,16 @@ def _appended(seen: list[Var | None], passes: int) -> str | Symbolic | None:
     return after if its == unknown and mine.startswith(text) and (not unknown or mine == text) else None
 
 
-def _extended(name: str, seen: list[Var | None]) -> str | Symbolic | None:
+def _extended(name: str, seen: list[Var | None]) -> tuple[str | Symbolic, bool] | None:
     """A string the branches of an undecided test leave as it was or extend, where what they add
     is not all known (`COMMAND="$COMMAND ${EXTRA_HYDRA_ARGS}"` under `[[ -n "${EXTRA_HYDRA_ARGS:-}"
     ]]`: NVIDIA-NeMo/RL 7ea279abfb examples/nemo_gym/nemotron-3-super/super_launch.sh:187-189):
     the text they all begin with, then what the longer one adds where that is only unknown words
     (they may be empty, as where the branch did not run), else one unknown word standing for it
-    (`${NAME}`, the script's text on a branch). None where they do more than extend it."""
+    (`${NAME}`, the script's text on a branch), and whether that word holds the caller's: text
+    not known glued to the script's (`ARGS="$ARGS --pp=${PP}"`, `-$EXTRA`) splits as the caller's
+    words may, so the flags it sets are not known (review r38-inner 1). None where they do more
+    than extend it."""
     values = [v.value for v in seen if v is not None]
     if len(values) != len(seen) or any(isinstance(v, list) for v in values):
         return None
@@ -935,8 +940,8 @@ def _extended(name: str, seen: list[Var | None]) -> str | Symbolic | None:
     if segments(concat(head)) != segments(shortest):
         return None
     if all(unknown or not text.strip() for text, unknown in rest):
-        return longer
-    return concat([shortest, " ", Symbolic(f"${{{name}}}")])
+        return longer, False
+    return concat([shortest, " ", Symbolic(f"${{{name}}}")]), any(unknown for _, unknown in rest)
 
 
 MAX_ITERATIONS = 16  # a `for` loop over more known items than this is read once, its variable unknown

@@ -92,3 +92,16 @@ def test_a_string_built_in_a_loop_over_the_callers_words_may_set_any_flag(loop: 
 
 def test_a_loop_over_known_words_builds_known_flags() -> None:
     assert _pp(f'ARGS=""\nfor a in seed=1 bf16; do ARGS="$ARGS --$a"; done\n{RUN} $ARGS\n') == 2
+
+
+@pytest.mark.parametrize("append", [
+    'if [ -n "${PP:-}" ]; then ARGS="$ARGS --pipeline-model-parallel-size=${PP}"; fi\n',
+    'if [ ! -z "${PP:-}" ]; then ARGS="$ARGS --pipeline-model-parallel-size=${PP}"; fi\n',
+    'if [ -n "${EXTRA:-}" ]; then ARGS="$ARGS -$EXTRA"; fi\n',
+])
+def test_a_string_a_test_extends_with_the_callers_words_glued_to_a_flag_may_set_any(append: str) -> None:
+    """`ARGS="$ARGS --pipeline-model-parallel-size=${PP}"` (`-$EXTRA`) under a test of the caller's
+    variable: its text is the caller's, so the flags ARGS sets are unknown (review r38-inner 1;
+    before: PP 1, CLEAN, the flag glued to the caller's word read as the script's own)."""
+    body = f'ARGS="--seed 1"\n{append}{RUN.replace(" --pipeline-model-parallel-size 2", "")} $ARGS\n'
+    assert _pp(body) is UNKNOWN
