@@ -13,6 +13,7 @@ from auditor.bash.written import cat_document
 from auditor.bash.values import (
     Field,
     FieldBuilder,
+    OptionWords,
     Partial,
     Scalar,
     Symbolic,
@@ -298,7 +299,7 @@ class Expander:
                 Expander._emit(Symbolic(text) if unknown else text, line, quoted, out)
                 line += text.count("\n")  # the next piece starts that many lines further
         elif isinstance(value, Symbolic):
-            out.symbolic(value.text, line, unsplit=not quoted)
+            out.symbolic(value.text, line, unsplit=not quoted, whole=value if isinstance(value, OptionWords) else None)
         elif quoted:
             out.text(str(value), line)
         else:
@@ -340,8 +341,8 @@ class Expander:
             self._taken += var.fallbacks
             if isinstance(value, list):
                 if index in ("@", "*"):
-                    if length:
-                        return str(len(value)), line
+                    if length:  # past an unknown rest (`unknown_rest`) the count is not known
+                        return (str(len(value)), line) if not any(unknown_rest(v) for v, _ in value) else unknown
                     return (value, line) if not rest else unknown
                 position = int(index) if index and index.isdigit() else 0 if index is None else None
                 if position is None:

@@ -36,6 +36,7 @@ from auditor.bash.values import (
     EnvVar,
     Field,
     FieldBuilder,
+    OptionWords,
     Partial,
     Scalar,
     Symbolic,
@@ -869,11 +870,13 @@ def _array_merged(name: str, seen: list[Var | None], passes: int) -> list[tuple[
     then `--container-mounts` added under a test). A loop body of unknown passes (`passes`, its
     line) that only appends is read after one pass, then the unknown rest: what its pass appends
     (`srun_cmd+=(... bash -lc "$RUN_CMD")` per node) is what the script runs where the loop runs
-    at all. None where not every end is an array, or they share no first element."""
+    at all. Where every end only adds options past the shared head (`_options_only`), the rest
+    is `OptionWords`: a runner's options stay options (srun's program still found after them),
+    and the flags they may set are known (config.flags `_branch_flags`). None where not every end
+    is an array, or they share no first element and one adds more than options."""
     arrays = [v.value for v in seen if v is not None and isinstance(v.value, list)]
     if len(arrays) != len(seen):
         return None
-    rest = (Symbolic(f"${{{name}[@]}}"), max((e[1] for a in arrays for e in a), default=0))
     if passes and len(arrays) == 2:
         after, before = arrays
         if len(after) > len(before) and after[:len(before)] == before:
@@ -881,7 +884,27 @@ def _array_merged(name: str, seen: list[Var | None], passes: int) -> list[tuple[
     common = 0
     while all(len(a) > common and a[common] == arrays[0][common] for a in arrays):
         common += 1
-    return [*arrays[0][:common], rest] if common else None
+    line = max((e[1] for a in arrays for e in a), default=0)
+    text = f"${{{name}[@]}}"
+    tails = [[w for w, _ in a[common:]] for a in arrays]
+    if all(map(_options_only, tails)):  # `ARGS=()`, then `ARGS=(--pp 4)` on a branch: some options
+        return [*arrays[0][:common], (OptionWords(text, tuple(w for t in tails for w in t)), line)]
+    return [*arrays[0][:common], (Symbolic(text), line)] if common else None
+
+
+def _options_only(words: list[Scalar]) -> bool:
+    """Whether array elements are options only: each an option whose name is known (its value
+    may be unknown: `--container-mounts=${mount}`; not `--$a`), is the value of the option before it
+    (`--nodelist "$NODE"`), or is itself such a rest (`OptionWords`)."""
+    after_option = False
+    for word in words:
+        head, unknown = segments(word)[0]
+        option = isinstance(word, OptionWords) or (not unknown and head.startswith("-") and head not in ("-", "--")
+                                                   and (isinstance(word, str) or "=" in head))
+        if not option and not after_option:
+            return False
+        after_option = option and not isinstance(word, OptionWords) and "=" not in head
+    return True
 
 
 def _appended(seen: list[Var | None], passes: int) -> str | Symbolic | None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Word
 from auditor.bash.parser import Cmd, Node, ShellParser
-from auditor.bash.values import EnvVar, Field, Partial, Scalar, Symbolic, Var, segments
+from auditor.bash.values import EnvVar, Field, OptionWords, Partial, Scalar, Symbolic, Var, segments
 from auditor.bash.walk import Shell, join_workdir
 from auditor.config.batch_job import allocation_options, in_checkout, job_file_at
 from auditor.config.entry_copy import hydra_copy, is_copy
@@ -189,7 +189,7 @@ class LaunchShell(Shell):
         wrapped = False
         unknown: Field | None = None  # an unknown word after a wrapper's option: its value, or the program
         for i, f in enumerate(fields):
-            if wrapped and _known_option(f):
+            if wrapped and (_known_option(f) or isinstance(f.value, OptionWords)):
                 continue  # `srun --container-mounts="$DIR:/w" bash -c ...`: an option, its value unknown
             if not isinstance(f.value, str):
                 after = fields[i - 1].value if i else None
@@ -389,6 +389,10 @@ class LaunchShell(Shell):
             head = segments(value)[0][0]
             if inside and not isinstance(value, str) and head.partition("=")[0] in options and "=" in head:
                 moved = None  # `--chdir=${DIR}`: a directory not known statically
+                continue
+            if inside and isinstance(value, OptionWords) and any(
+                    segments(w)[0][0].partition("=")[0] in options for w in value.words):
+                moved = None  # a branch may add `--chdir DIR`: where the command runs is not known
                 continue
             if not inside or not isinstance(value, str) or not value.startswith("-"):
                 inside = inside and not isinstance(value, str)
