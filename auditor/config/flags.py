@@ -7,7 +7,7 @@ from __future__ import annotations
 import difflib
 import re
 
-from auditor.bash.values import Field, Scalar, Symbolic, join, segments
+from auditor.bash.values import Field, OptionWords, Scalar, Symbolic, join, segments
 from auditor.config.model import Flag, LaunchConfig, UnknownWord
 from auditor.findings import Finding
 from auditor.rulebook import files
@@ -232,6 +232,8 @@ def read_flags(config: LaunchConfig, args: list[Field], spelling: Spelling, path
             word = unresolved(config, f, path, "flags", written_so_far if f.unsplit else None)
             if word is not None:
                 opened.append((word, len(order)))
+            for name, (spelled, may_be) in _branch_flags(config, f.value, spelling, checked).items():
+                config.flags[name] = Flag(name, may_be, f.line, spelled, (may_be,))
             config.positionals.append(f.value)
             if single is not None and surely_positional(f.value):
                 _extra_argument(config, f, single, path)
@@ -253,7 +255,7 @@ def read_flags(config: LaunchConfig, args: list[Field], spelling: Spelling, path
         values: list[Scalar] = [inline_value] if eq else []
         takes_value = entry is None or entry["action"] == "store"
         if not eq and takes_value:
-            while k < len(args) and not is_option(args[k].value):
+            while k < len(args) and not is_option(args[k].value) and not isinstance(args[k].value, OptionWords):
                 if isinstance(args[k].value, Symbolic) and values and (
                         args[k].unsplit or str(args[k].value) in SCRIPT_ARGUMENTS):  # "$@": words
                     break
@@ -302,6 +304,43 @@ def read_flags(config: LaunchConfig, args: list[Field], spelling: Spelling, path
     for word, at in opened:
         word.after = frozenset(order[at:])
     _unknown_values(config, unknown_values, path)
+
+
+def _branch_flags(config: LaunchConfig, value: Symbolic, spelling: Spelling,
+                  checked: bool) -> dict[str, tuple[str, Scalar]]:
+    """The flags a word not known statically may set where what it holds is known: each text the
+    branches of an undecided test left it (`config.branch_values`: `if [ "$SIZE" = 70B ]; then
+    PP_ARGS="--pipeline-model-parallel-size 4"; else PP_ARGS=""; fi`), or an array's rest of
+    options (`OptionWords`: `PP_ARGS=(--pipeline-model-parallel-size 4)` on a branch). By name:
+    (its spelling, the value every text gives it, else the word: not known). Before, a flag set
+    on one branch only was read as not given (PP 1, CLEAN where PP 4 is not)."""
+    texts: list[list[Scalar]]
+    if isinstance(value, OptionWords):
+        texts = [list(value.words), []]  # any of them, or none: each flag's value is not known
+    else:
+        texts = [list(t.split()) for t in config.branch_values.get(str(value)) or ()]
+    given: list[dict[str, tuple[str, Scalar]]] = []
+    for words in texts:
+        sets: dict[str, tuple[str, Scalar]] = {}
+        for k, word in enumerate(words):
+            head = segments(word)[0][0]
+            if not is_option(head):
+                continue
+            written, eq, inline = head.partition("=") if head.startswith("--") else (head, "", "")
+            entry = spelling.flags.get(written) if checked else None
+            after = words[k + 1] if k + 1 < len(words) else None
+            taken: Scalar = (word if not isinstance(word, str) else inline) if eq else (
+                entry["action"] == "store_true" if entry is not None and entry["action"] != "store"
+                else after if after is not None and not is_option(after) else True)
+            sets[entry["dest"] if entry else normalise(written)] = (written, taken)
+        given.append(sets)
+    out: dict[str, tuple[str, Scalar]] = {}
+    for name in dict.fromkeys(n for sets in given for n in sets):
+        values = {str(sets[name][1]) if name in sets else None for sets in given}
+        written, first = next(sets[name] for sets in given if name in sets)
+        sure = len(values) == 1 and isinstance(first, (str, bool)) and not isinstance(value, OptionWords)
+        out[name] = (written, first if sure else Symbolic(str(value)))
+    return out
 
 
 def _check_megatron_spelling(config: LaunchConfig, spelling: Spelling, written: str,
