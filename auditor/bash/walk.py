@@ -134,7 +134,10 @@ class Shell(Expander, ABC):
                     self._errexit(node)
                     if self.exited is not None:
                         break
+                    ends = self._errexit_ends(node)
                     k += self._command(node, nodes, k)
+                    if ends:
+                        self._failed(node)
                 else:
                     self._node(node)
                 k += 1
@@ -173,6 +176,43 @@ class Shell(Expander, ABC):
                f"(line {self.errexit}) ends the script")
         self.exited = Exit(cmd.line, "1", self.reading, self.tested[-1] if self.tested else None,
                            why, tuple(dict.fromkeys(names)))
+
+    def _failed(self, cmd: Cmd) -> None:
+        """`cmd`, whose failing surely ends the script (`_errexit_ends`), surely fails: `false`, a
+        test decided false (`[ -n "$X" ]`), or a function whose last command is such a list
+        (`log() { [ -n "${VERBOSE:-}" ] && echo "$@"; }`, then `log starting`: bash returns the
+        `[`'s 1, and `set -e` ends the script there). Where that rests on a caller's empty default
+        the caller may give the variable: whether the script goes on is undecided (a finding the
+        verdict names, `launch.may-stop`), and the walk goes on; else the script ends there."""
+        caller: list[str] = []
+        head = cmd.words[0].raw if cmd.words else ""
+        body = self.functions.get(head)
+        if head == "false" and len(cmd.words) == 1:
+            status: bool | None = False
+        elif head in ("[", "[[", "test"):
+            status = outcome(cmd, self._noting(caller))
+        elif isinstance(body, CommandGroup) and not body.subshell and body.body and not _returns(body.body):
+            last = body.body[-1]
+            status = False if isinstance(last, Cmd) and [w.raw for w in last.words] == ["false"] else \
+                outcome(last, self._noting(caller))
+        else:
+            return
+        if status is not False:
+            return
+        what = f"`{' '.join(w.raw for w in cmd.words)}` returns 1 and `set -e` (line {self.errexit}) ends the script"
+        if not caller:
+            self.exited = Exit(cmd.line, "1", self.reading, self.tested[-1] if self.tested else None, what)
+            return
+        names = " and ".join(caller)
+        self.diagnostics.append(Finding(
+            "launch.may-stop", "warning",
+            f"line {cmd.line}: {what} where the caller leaves {names} unset or empty (bash, with no "
+            f"{names}, stops before the training command); with {names} given it goes on",
+            fix="make the command succeed (`|| true`, a function's `return 0`), or give the run's command with --command",
+            where=f"{self.reading}:{cmd.line}",
+            detail={"undecided": f"whether the script reaches its training command ({what} where {names} "
+                                 "is empty)", "decide": "--command 'THE TRAINING LINE' (the run where the caller "
+                                                        f"gives {names}), or a script whose line {cmd.line} succeeds"}))
 
     def _errexit_ends(self, cmd: Cmd) -> bool:
         """Whether `cmd` failing surely ends the script: `set -e` surely in force, `cmd` one of
@@ -1007,6 +1047,25 @@ def _set_names(builtin: str, args: list[Field]) -> list[str] | None:
 
 _ELEMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\[(.+)\]", re.S)  # `unset 'NAME[i]'`
 _SYNTAX = re.compile(r"[\\\"'`$;&|<>(){}\n#]")  # text that `eval` would read as more than words
+
+
+def _returns(body: list[Node]) -> bool:
+    """Whether a function's body may `return` (its status then not its last command's)."""
+    def has(node: Node) -> bool:
+        if isinstance(node, Cmd):
+            return bool(node.words) and node.words[0].raw == "return"
+        if isinstance(node, AndOr):
+            return has(node.first) or any(has(r) for _, r in node.rest)
+        if isinstance(node, Pipeline):
+            return any(has(c) for c in node.commands)
+        if isinstance(node, CommandGroup):
+            return any(map(has, node.body))
+        if isinstance(node, Branches):
+            return any(has(n) for b in node.bodies for n in b) or any(has(n) for c in node.conditions for n in c)
+        if isinstance(node, ShellLoop):
+            return any(map(has, node.body))
+        return False
+    return any(map(has, body))
 
 
 def _exits(body: list[Node]) -> bool:
