@@ -281,6 +281,9 @@ class Expander:
 
     def _expand_param(self, part: Part, out: FieldBuilder, own: bool = False) -> None:
         value, line = self._param(part, own)
+        if isinstance(value, Symbolic) and part.text in ("@", "*"):  # the caller's arguments: any number of words
+            out.symbolic(value.text, line, unsplit=True)
+            return
         if isinstance(value, list):
             at = part.quoted and not any(star in part.src for star in ("[*]", "$*", "{*"))
             for k, (element, element_line) in enumerate(value):
