@@ -464,7 +464,8 @@ class Shell(Expander, ABC):
                         "each pass appends to, is read after one pass (with none, what it appends would not run)",
                         fix="give the loop's values in the script, or the command with --command",
                         where=f"{self.reading}:{passes}",
-                        detail={"array" if isinstance(array, list) else "string": name, "line": passes}))
+                        detail={"array" if isinstance(array, list) else "string": name, "line": passes,
+                                "options": _passes_add_options(array, seen[-1])}))
             else:
                 text = f"${{{name}}}"
                 ways = self.alternatives([v.value if v is not None else "" for v in seen])
@@ -930,6 +931,18 @@ def _array_merged(name: str, seen: list[Var | None], passes: int) -> list[tuple[
     if all(map(_options_only, tails)):  # `ARGS=()`, then `ARGS=(--pp 4)` on a branch: some options
         return [*arrays[0][:common], (OptionWords(text, tuple(w for t in tails for w in t)), line)]
     return [*arrays[0][:common], (Symbolic(text), line)] if common else None
+
+
+def _passes_add_options(after: str | Symbolic | list[tuple[Scalar, int]], before: Var | None) -> bool:
+    """Whether what a loop's pass appends (`after` past `before`'s value) is options only
+    (`SRUN_CMD="${SRUN_CMD} --container-mounts=${mount}"`): no srun `:` group, so the command's
+    counts are its options' (config.launcher `_loop_built`)."""
+    if before is None:
+        return False
+    if isinstance(after, list):
+        prior = before.value if isinstance(before.value, list) else []
+        return _options_only([w for w, _ in after[len(prior):]])
+    return _options_only(list(str(after)[len(str(before.value)):].split()))
 
 
 def _options_only(words: list[Scalar]) -> bool:

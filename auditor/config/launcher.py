@@ -216,9 +216,10 @@ def _loop_built(config: LaunchConfig, chosen: Candidate) -> None:
     """The training command run as an array (`"${srun_cmd[@]}"`) or a string (`${SRUN_CMD}`), its
     first word as written, that a loop of unknown passes appends to (bash.walk `launch.loop-once`)
     is read after one pass; each pass may add a group (srun's `:`-separated heterogeneous
-    components) or sizes of its own: the counts are unknown."""
+    components) or sizes of its own: the counts are unknown. A pass that appends options only
+    (bash.walk `_passes_add_options`) leaves them to the options (`opened_size`)."""
     for d in config.diagnostics:
-        if d.kind != "launch.loop-once":
+        if d.kind != "launch.loop-once" or d.detail.get("options"):  # options only: no group of its own
             continue
         array, string = d.detail.get("array"), d.detail.get("string")
         name = str(array or string)

@@ -49,3 +49,15 @@ def test_the_count_of_an_array_past_an_unknown_rest_is_unknown() -> None:
             f'torchrun --nproc-per-node 8 pretrain_gpt.py {MODEL} --pipeline-model-parallel-size ${{#A[@]}}\n')
     flag = parse_launch(text, "train.sh", environ={}).flags["pipeline_model_parallel_size"]
     assert not isinstance(flag.value, str)
+
+
+def test_a_loop_that_appends_options_only_leaves_the_counts_to_the_options() -> None:
+    """NVIDIA-NeMo/Megatron-Bridge 067f987df0 examples/models/stepfun/step35/slurm_pretrain.sh:180-190:
+    `SRUN_CMD="${SRUN_CMD} --container-mounts=${mount}"` per caller's mount, under `if [ -n
+    "${CONTAINER_MOUNTS}" ]`, then `${SRUN_CMD} --nodes=... --ntasks-per-node=...`: each pass adds
+    an option, no srun `:` group, so the sizes written after it stand (before: unknown)."""
+    text = ('#!/bin/bash\nSRUN_CMD="srun --mpi=pmix"\nif [ -n "${CONTAINER_MOUNTS}" ]; then\n'
+            '    for mount in ${CONTAINER_MOUNTS}; do\n        SRUN_CMD="${SRUN_CMD} --container-mounts=${mount}"\n'
+            f'    done\nfi\n${{SRUN_CMD}} --nodes=2 --ntasks-per-node=8 python pretrain_gpt.py {MODEL}\n')
+    config = parse_launch(text, "job.sh", environ={})
+    assert (config.nproc_per_node, config.nnodes) == (8, 2)

@@ -82,7 +82,8 @@ def test_an_array_a_test_may_extend_keeps_the_words_it_surely_has():
             'torchrun --nproc_per_node 8 pretrain_gpt.py "${ARGS[@]}"\n')
     config = parse_launch(text, "run.sh", environ={})
     assert config.flags["pipeline_model_parallel_size"].value == "4"
-    assert "overlap_p2p_comm" not in config.flags
+    # on one branch only: given or not, its value not known (config.flags `_branch_flags`)
+    assert not isinstance(config.flags["overlap_p2p_comm"].value, (str, bool))
 
 
 @pytest.mark.parametrize(("document", "size"), [
