@@ -135,9 +135,10 @@ class Shell(Expander, ABC):
                     if self.exited is not None:
                         break
                     ends = self._errexit_ends(node)
+                    before = dict(self.vars) if ends else {}
                     k += self._command(node, nodes, k)
                     if ends:
-                        self._failed(node)
+                        self._failed(node, before)
                 else:
                     self._node(node)
                 k += 1
@@ -177,13 +178,17 @@ class Shell(Expander, ABC):
         self.exited = Exit(cmd.line, "1", self.reading, self.tested[-1] if self.tested else None,
                            why, tuple(dict.fromkeys(names)))
 
-    def _failed(self, cmd: Cmd) -> None:
+    def _failed(self, cmd: Cmd, before: dict[str, Var]) -> None:
         """`cmd`, whose failing surely ends the script (`_errexit_ends`), surely fails: `false`, a
         test decided false (`[ -n "$X" ]`), or a function whose last command is such a list
         (`log() { [ -n "${VERBOSE:-}" ] && echo "$@"; }`, then `log starting`: bash returns the
         `[`'s 1, and `set -e` ends the script there). Where that rests on a caller's empty default
         the caller may give the variable: whether the script goes on is undecided (a finding the
-        verdict names, `launch.may-stop`), and the walk goes on; else the script ends there."""
+        verdict names, `launch.may-stop`), and the walk goes on; else the script ends there. A
+        function's `$1` ... `$#` `$@` are the call's words (`log() { [ -n "${1:-}" ]; }; log hi`
+        goes on); where its body shifts them, or sets a variable its last command reads (walked
+        with the script's `$1`, not the call's: `x=${1:-}`; `vars` `before` the call), the
+        outcome is undecided and the walk goes on."""
         caller: list[str] = []
         head = cmd.words[0].raw if cmd.words else ""
         body = self.functions.get(head)
@@ -191,10 +196,19 @@ class Shell(Expander, ABC):
             status: bool | None = False
         elif head in ("[", "[[", "test"):
             status = outcome(cmd, self._noting(caller))
-        elif isinstance(body, CommandGroup) and not body.subshell and body.body and not _returns(body.body):
+        elif isinstance(body, CommandGroup) and not body.subshell and body.body and not _runs(body.body, {"return"}):
             last = body.body[-1]
-            status = False if isinstance(last, Cmd) and [w.raw for w in last.words] == ["false"] else \
-                outcome(last, self._noting(caller))
+            if isinstance(last, Cmd) and [w.raw for w in last.words] == ["false"]:
+                status = False
+            elif _runs(body.body, {"shift", "set"}) or any(
+                    self.vars.get(n) is not before.get(n) for n in _names_read([last])):
+                return
+            else:  # its $1 $2 ... $# $@ are the call's words, never the script's
+                saved, self.positional = self.positional, [f for w in cmd.words[1:] for f in self.expand(w)]
+                try:
+                    status = outcome(last, self._noting(caller))
+                finally:
+                    self.positional = saved
         else:
             return
         if status is not False:
@@ -1062,11 +1076,12 @@ _ELEMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\[(.+)\]", re.S)  # `unset 'NAME
 _SYNTAX = re.compile(r"[\\\"'`$;&|<>(){}\n#]")  # text that `eval` would read as more than words
 
 
-def _returns(body: list[Node]) -> bool:
-    """Whether a function's body may `return` (its status then not its last command's)."""
+def _runs(body: list[Node], heads: set[str]) -> bool:
+    """Whether a function's body may run one of `heads`: `return` (its status then not its last
+    command's), `shift` or `set` (its positional parameters then not the call's words)."""
     def has(node: Node) -> bool:
         if isinstance(node, Cmd):
-            return bool(node.words) and node.words[0].raw == "return"
+            return bool(node.words) and node.words[0].raw in heads
         if isinstance(node, AndOr):
             return has(node.first) or any(has(r) for _, r in node.rest)
         if isinstance(node, Pipeline):

@@ -117,3 +117,29 @@ def test_the_spellings_of_a_default_pipeline_size_agree(spelling: str) -> None:
     assert _pp(f"{spelling}{RUN} $ARGS\n") == 1
     config = parse_launch(HEAD + f"{spelling}{RUN} $ARGS\n", "train.sh", environ={"PP": "4"})
     assert config.flags["pipeline_model_parallel_size"].value == "4"
+
+
+@pytest.mark.parametrize("call", [
+    'log() { [ -n "${1:-}" ] && echo "[train] $1"; }\nlog starting\n',
+    'log() { [ -n "${1-}" ] && echo "[train] $1"; }\nlog starting\n',
+    'check() { test -n "${2:-}"; }\ncheck A B\n',
+    'f() { [ "${1:-0}" -gt 0 ]; }\nf 3\n',
+    'f() { [ $# -gt 1 ]; }\nf a b\n',
+    'f() { x=${1:-}; [ -n "$x" ]; }\nf a\n',
+    'f() { shift; [ -n "${1:-}" ]; }\nf a b\n',
+])
+def test_a_functions_test_of_its_own_words_reads_the_calls(call: str) -> None:
+    """review r39-inner 1: a function's `$1` is the call's word, not the script's (empty) `$1`."""
+    body = f"set -e\n{call}"
+    assert _bash_reaches(body, {})
+    config = parse_launch(HEAD + f"{body}{RUN} --pipeline-model-parallel-size 4\n", "train.sh", environ={})
+    assert not any(d.kind == "launch.may-stop" for d in config.diagnostics)
+
+
+@pytest.mark.parametrize("call", ['check() { test -n "${2:-}"; }\ncheck A\n', 'f() { [ "${1:-0}" -gt 0 ]; }\nf\n',
+                                  'f() { [ $# -gt 1 ]; }\nf a\n'])
+def test_a_function_whose_test_of_the_calls_words_fails_ends_the_script(call: str) -> None:
+    body = f"set -e\n{call}"
+    assert not _bash_reaches(body, {})
+    with pytest.raises(ScriptExits):
+        parse_launch(HEAD + f"{body}{RUN}\n", "train.sh", environ={})
