@@ -232,8 +232,10 @@ def read_flags(config: LaunchConfig, args: list[Field], spelling: Spelling, path
             word = unresolved(config, f, path, "flags", written_so_far if f.unsplit else None)
             if word is not None:
                 opened.append((word, len(order)))
-            for name, (spelled, may_be) in _branch_flags(config, f.value, spelling, checked).items():
-                config.flags[name] = Flag(name, may_be, f.line, spelled, (may_be,))
+            for name, (spelled, may_be, maybe) in _branch_flags(config, f.value, spelling, checked).items():
+                before = config.flags.get(name)
+                config.flags[name] = Flag(name, may_be, f.line, spelled, (may_be,),
+                                          maybe and (before is None or before.maybe))
             config.positionals.append(f.value)
             if single is not None and surely_positional(f.value):
                 _extra_argument(config, f, single, path)
@@ -307,13 +309,14 @@ def read_flags(config: LaunchConfig, args: list[Field], spelling: Spelling, path
 
 
 def _branch_flags(config: LaunchConfig, value: Symbolic, spelling: Spelling,
-                  checked: bool) -> dict[str, tuple[str, Scalar]]:
+                  checked: bool) -> dict[str, tuple[str, Scalar, bool]]:
     """The flags a word not known statically may set where what it holds is known: each text the
     branches of an undecided test left it (`config.branch_values`: `if [ "$SIZE" = 70B ]; then
     PP_ARGS="--pipeline-model-parallel-size 4"; else PP_ARGS=""; fi`), or an array's rest of
     options (`OptionWords`: `PP_ARGS=(--pipeline-model-parallel-size 4)` on a branch). By name:
-    (its spelling, the value every text gives it, else the word: not known). Before, a flag set
-    on one branch only was read as not given (PP 1, CLEAN where PP 4 is not)."""
+    (its spelling, the value every text gives it, else the word: not known, whether a text does
+    not give it: `Flag.maybe`). Before, a flag set on one branch only was read as not given (PP
+    1, CLEAN where PP 4 is not)."""
     texts: list[list[Scalar]]
     if isinstance(value, OptionWords):
         texts = [list(value.words), []]  # any of them, or none: each flag's value is not known
@@ -334,12 +337,12 @@ def _branch_flags(config: LaunchConfig, value: Symbolic, spelling: Spelling,
                 else after if after is not None and not is_option(after) else True)
             sets[entry["dest"] if entry else normalise(written)] = (written, taken)
         given.append(sets)
-    out: dict[str, tuple[str, Scalar]] = {}
+    out: dict[str, tuple[str, Scalar, bool]] = {}
     for name in dict.fromkeys(n for sets in given for n in sets):
         values = {str(sets[name][1]) if name in sets else None for sets in given}
         written, first = next(sets[name] for sets in given if name in sets)
         sure = len(values) == 1 and isinstance(first, (str, bool)) and not isinstance(value, OptionWords)
-        out[name] = (written, first if sure else Symbolic(str(value)))
+        out[name] = (written, first if sure else Symbolic(str(value)), any(name not in sets for sets in given))
     return out
 
 

@@ -23,6 +23,10 @@ class Flag:
     line: int  # 1-based line in the launch script
     spelling: str  # as written, e.g. "--pipeline-model-parallel-size"
     values: tuple[Scalar, ...] = ()  # each value token as passed (`--dataset a b` -> ("a", "b"))
+    # given only where a branch the reading could not decide ran (config.flags `_branch_flags`:
+    # `if [ "$DS" = 1 ]; then A="--deepspeed"; fi; ... $A`): its value is not known, and whether
+    # it is given at all is not either; a reader that asks whether it is given cannot tell
+    maybe: bool = False
 
 
 @dataclass
