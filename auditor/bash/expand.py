@@ -284,6 +284,11 @@ class Expander:
         if isinstance(value, Symbolic) and part.text in ("@", "*"):  # the caller's arguments: any number of words
             out.symbolic(value.text, line, unsplit=True)
             return
+        # `"${ARR[@]}"` of an array not known (branches that disagree on it, one with the caller's
+        # "$@"), or its unknown rest: any number of words, never glued to the word before
+        if isinstance(value, Symbolic) and not isinstance(value, OptionWords) and part.text.endswith("[@]"):
+            out.symbolic(value.text, line, unsplit=True)
+            return
         if isinstance(value, list):
             at = part.quoted and not any(star in part.src for star in ("[*]", "$*", "{*"))
             for k, (element, element_line) in enumerate(value):
@@ -291,6 +296,9 @@ class Expander:
                     out.end()
                 elif k:
                     out.text(" ", element_line)
+                if at and unknown_rest(element) and not isinstance(element, OptionWords):
+                    out.symbolic(str(element), element_line, unsplit=True)
+                    continue
                 self._emit(element, element_line, part.quoted, out)
             return
         self._emit(value, line, part.quoted, out)

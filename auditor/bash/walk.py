@@ -937,7 +937,7 @@ def _array_merged(name: str, seen: list[Var | None], passes: int) -> list[tuple[
         if len(after) > len(before) and after[:len(before)] == before:
             return after
     common = 0
-    while all(len(a) > common and a[common] == arrays[0][common] for a in arrays):
+    while all(len(a) > common and a[common][0] == arrays[0][common][0] for a in arrays):  # words, not lines
         common += 1
     line = max((e[1] for a in arrays for e in a), default=0)
     text = f"${{{name}[@]}}"
@@ -962,10 +962,14 @@ def _passes_add_options(after: str | Symbolic | list[tuple[Scalar, int]], before
 def _options_only(words: list[Scalar]) -> bool:
     """Whether array elements are options only: each an option whose name is known (its value
     may be unknown: `--container-mounts=${mount}`; not `--$a`), is the value of the option before it
-    (`--nodelist "$NODE"`), or is itself such a rest (`OptionWords`)."""
+    (`--nodelist "$NODE"`), or is itself such a rest (`OptionWords`); the script's own `"$@"`
+    adds nothing to the script run as written (config.flags `SCRIPT_ARGUMENTS`)."""
     after_option = False
     for word in words:
         head, unknown = segments(word)[0]
+        if unknown and str(word) in ("$@", "${@}"):
+            after_option = False
+            continue
         option = isinstance(word, OptionWords) or (not unknown and head.startswith("-") and head not in ("-", "--")
                                                    and (isinstance(word, str) or "=" in head))
         if not option and not after_option:

@@ -143,3 +143,23 @@ def test_a_function_whose_test_of_the_calls_words_fails_ends_the_script(call: st
     assert not _bash_reaches(body, {})
     with pytest.raises(ScriptExits):
         parse_launch(HEAD + f"{body}{RUN}\n", "train.sh", environ={})
+
+
+@pytest.mark.parametrize("extra", ['"$@"', '"$EXTRA"', "$(cat extra.txt)"])
+def test_an_array_a_branch_sets_again_with_words_not_known_leaves_its_flags_unknown(extra: str) -> None:
+    """review r39-inner 4: the branch's array and the one before it share `--pp`, on other
+    lines; `"${ARGS[@]}"` of the merge is its own words, never glued to the word before it."""
+    body = (f'ARGS=(--pipeline-model-parallel-size 2)\nif [ "$BIG" = 1 ]; then '
+            f'ARGS=(--pipeline-model-parallel-size 4 {extra}); fi\n')
+    assert _pp(f'{body}{RUN} "${{ARGS[@]}}"\n') is UNKNOWN
+
+
+@pytest.mark.parametrize("extra", ['"$@"', '"$EXTRA"'])
+def test_arrays_the_branches_set_apart_are_their_own_words(extra: str) -> None:
+    """`"${ARGS[@]}"` of arrays the branches set apart, one holding words not known: any number
+    of words, none of them the value of the flag before it, and the flags they may set unknown."""
+    body = (f'if [ "$BIG" = 1 ]; then ARGS=(--pipeline-model-parallel-size 4 {extra}); '
+            f'else ARGS=(--tensor-model-parallel-size 2 {extra}); fi\n')
+    config = parse_launch(HEAD + f'{body}{RUN} "${{ARGS[@]}}"\n', "train.sh", environ={})
+    assert config.flags["max_position_embeddings"].value == "1024"
+    assert derive(config, {"megatron-core": "0.17.0"}, None, "2.10.0").value("pipeline_model_parallel_size") is UNKNOWN
