@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from auditor.bash.values import Symbolic
 from auditor.config.derive import derive
 from auditor.config.expr import UNKNOWN
 from auditor.config.launch import parse_launch
@@ -62,3 +63,17 @@ def test_a_yaml_cfg_a_branch_may_give_keeps_what_both_agree_on(tmp_path: Path) -
     assert _pp(tmp_path, 4) == 4
     assert _pp(tmp_path, 1) is UNKNOWN
     assert _pp(tmp_path, 4, "missing.yaml") is UNKNOWN
+
+
+SRUN_RUN = ('"${SRUN[@]}" python pretrain_gpt.py --num-layers 24 --hidden-size 1024 --num-attention-heads 16 '
+            "--micro-batch-size 1 --global-batch-size 8 --seq-length 1024 --max-position-embeddings 1024 "
+            "--pipeline-model-parallel-size 4\n")
+
+
+@pytest.mark.parametrize("export", ["--export=ALL,TORCH_DISTRIBUTED_DEBUG=DETAIL", "--export=TORCH_DISTRIBUTED_DEBUG=DETAIL"])
+def test_an_environment_option_a_branch_may_give_leaves_what_it_sets_unknown(export: str) -> None:
+    """review r39 item 5: `srun --export=...` only a branch adds (`SRUN+=(...)` under an if)."""
+    body = (f'SRUN=(srun --nodes=2 --ntasks-per-node=8)\nif [ "$DEBUG" = 1 ]; then SRUN+=({export}); fi\n'
+            + SRUN_RUN)
+    config = parse_launch(HEAD + body, "train.sh", environ={})
+    assert isinstance(config.env["TORCH_DISTRIBUTED_DEBUG"].value, Symbolic)
