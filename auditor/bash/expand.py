@@ -13,6 +13,7 @@ from auditor.bash.written import cat_document
 from auditor.bash.values import (
     Field,
     FieldBuilder,
+    OptionWords,
     Partial,
     Scalar,
     Symbolic,
@@ -116,6 +117,7 @@ class Expander:
         self._lexer = Lexer("", path)
         self._taken: list[str] = []  # fallbacks taken in the expansion under way
         self._testing = 0  # inside `expand_noting_caller`: a test reads an empty default as empty
+        self.splitting = 0  # expanding text a builtin splits into words (`read`'s here-string)
         self.positional: list[Field] | None = None  # $1 $2 ... of a script read with its arguments
         self.reading = path  # the file being read: the script, or a file it sources
         # `pwd` and $PWD: the directory the job is launched from, taken to be the one this audit
@@ -265,7 +267,8 @@ class Expander:
         or later: outside a test, blanks or the word's ends on both sides, and unquoted or in a
         quoted text holding more (`EXTRA=(${X:-})`, `ARGS="--bf16 ${X:-}"`, `ARGS+=" ${X:-}"`,
         `bash -c "torchrun ... ${X:-}"`); not the whole of a quoted word or value (`"${X:-}"`,
-        `OPTS=${X:-}`, read where it is expanded) nor glued to other text (`"${HOME:-}/x"`)."""
+        `OPTS=${X:-}`, read where it is expanded; but `read` splits its here-string, `splitting`)
+        nor glued to other text (`"${HOME:-}/x"`)."""
         if self._testing:
             return False
         before, after = parts[k - 1] if k else None, parts[k + 1] if k + 1 < len(parts) else None
@@ -274,10 +277,18 @@ class Expander:
             return False
         if after is not None and not (after.kind == "lit" and after.text[:1].isspace()):
             return False
-        return not parts[k].quoted or any(p.text for j, p in enumerate(parts) if j != k)
+        return bool(self.splitting) or not parts[k].quoted or any(p.text for j, p in enumerate(parts) if j != k)
 
     def _expand_param(self, part: Part, out: FieldBuilder, own: bool = False) -> None:
         value, line = self._param(part, own)
+        if isinstance(value, Symbolic) and part.text in ("@", "*"):  # the caller's arguments: any number of words
+            out.symbolic(value.text, line, unsplit=True)
+            return
+        # `"${ARR[@]}"` of an array not known (branches that disagree on it, one with the caller's
+        # "$@"), or its unknown rest: any number of words, never glued to the word before
+        if isinstance(value, Symbolic) and not isinstance(value, OptionWords) and part.text.endswith("[@]"):
+            out.symbolic(value.text, line, unsplit=True)
+            return
         if isinstance(value, list):
             at = part.quoted and not any(star in part.src for star in ("[*]", "$*", "{*"))
             for k, (element, element_line) in enumerate(value):
@@ -285,6 +296,9 @@ class Expander:
                     out.end()
                 elif k:
                     out.text(" ", element_line)
+                if at and unknown_rest(element) and not isinstance(element, OptionWords):
+                    out.symbolic(str(element), element_line, unsplit=True)
+                    continue
                 self._emit(element, element_line, part.quoted, out)
             return
         self._emit(value, line, part.quoted, out)
@@ -296,7 +310,7 @@ class Expander:
                 Expander._emit(Symbolic(text) if unknown else text, line, quoted, out)
                 line += text.count("\n")  # the next piece starts that many lines further
         elif isinstance(value, Symbolic):
-            out.symbolic(value.text, line, unsplit=not quoted)
+            out.symbolic(value.text, line, unsplit=not quoted, whole=value if isinstance(value, OptionWords) else None)
         elif quoted:
             out.text(str(value), line)
         else:
@@ -338,8 +352,8 @@ class Expander:
             self._taken += var.fallbacks
             if isinstance(value, list):
                 if index in ("@", "*"):
-                    if length:
-                        return str(len(value)), line
+                    if length:  # past an unknown rest (`unknown_rest`) the count is not known
+                        return (str(len(value)), line) if not any(unknown_rest(v) for v, _ in value) else unknown
                     return (value, line) if not rest else unknown
                 position = int(index) if index and index.isdigit() else 0 if index is None else None
                 if position is None:

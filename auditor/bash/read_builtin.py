@@ -14,30 +14,46 @@ _BLANKS = " \t\n"
 
 @dataclass(frozen=True)
 class ReadOptions:
-    """The options of one `read`: -r (backslashes are plain) and -d DELIM ('' is NUL)."""
+    """The options of one `read`: -r (backslashes are plain), -d DELIM ('' is NUL) and -a NAME
+    (the words go to the array NAME)."""
 
     raw: bool
     delimiter: str
+    array: bool = False
 
 
 def read_options(words: list[str]) -> ReadOptions | None:
-    """-r and -d DELIM (also bundled: `-rd ''`) among `read`'s words; None where any other
-    option is given (-p, -a, -n, -t, ...: what they do is not modelled)."""
-    raw, delimiter, k = False, "\n", 0
+    """-r, -d DELIM and -a NAME (also bundled: `-rd ''`, `-ra NAME`) among `read`'s words; None
+    where any other option is given (-p, -n, -t, ...: what they do is not modelled)."""
+    raw, delimiter, array, k = False, "\n", False, 0
     while k < len(words):
         word = words[k]
         k += 1
         if not word.startswith("-") or word == "-":
             continue
         letters = word[1:]
-        if not letters or set(letters) - {"r", "d"} or ("d" in letters and not letters.endswith("d")):
+        if not letters or set(letters) - {"r", "d", "a"} or any(c in letters[:-1] for c in "da"):
             return None
         raw = raw or "r" in letters
-        if letters.endswith("d"):
+        if letters[-1] in "da":
             if k >= len(words):
                 return None
-            delimiter, k = (words[k][:1] or "\0"), k + 1
-    return ReadOptions(raw, delimiter)
+            if letters[-1] == "d":
+                delimiter = words[k][:1] or "\0"
+            array, k = array or letters[-1] == "a", k + 1
+    return ReadOptions(raw, delimiter, array)
+
+
+def read_array(text: str, options: ReadOptions, ifs: str) -> tuple[list[str], int] | None:
+    """(the words, the exit status) of `read -a` on input `text`: its line split on IFS blanks;
+    None for an IFS of other characters (its empty fields are not modelled)."""
+    if not set(ifs) <= set(_BLANKS):
+        return None
+    read = read_text(text, options, ["_"], ifs)
+    if read is None:
+        return None
+    line = read[0][0]
+    return ([w for w in re.split(f"[{re.escape(ifs)}]+", line) if w] if ifs else ([line] if line else [])), read[1]
 
 
 def read_text(text: str, options: ReadOptions, names: list[str], ifs: str) -> tuple[list[str], int] | None:

@@ -59,6 +59,23 @@ class Partial(Symbolic):
         return hash(self.text)
 
 
+@dataclass(frozen=True, eq=False)
+class OptionWords(Symbolic):
+    """An array's unknown rest (`${NAME[@]}`, `unknown_rest`) whose words are all options, each
+    perhaps with its value: what branches of an undecided test or a loop add to a head they share
+    (`srun_base+=(--container-mounts="${mount}")` under `if [ -n "$CONTAINER_MOUNTS" ]`). Among a
+    runner's options it is more of them, never the program they run. `words`: the words it may
+    stand for; it compares as the Symbolic of the same text."""
+
+    words: tuple[Scalar, ...] = ()
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Symbolic) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+
 _UNKNOWN_REST = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\[@\]\}")
 
 
@@ -123,6 +140,7 @@ class FieldBuilder:
         self._segments: list[tuple[str, bool]] | None = None
         self._line = 0
         self._unsplit = False
+        self._whole: Symbolic | None = None  # a value that is the whole field, kept as it is (OptionWords)
 
     def _open(self, line: int) -> list[tuple[str, bool]]:
         """The segments of the field under way, starting one at `line` if none is."""
@@ -133,10 +151,13 @@ class FieldBuilder:
     def text(self, value: str, line: int) -> None:
         self._open(line).append((value, False))
 
-    def symbolic(self, value: str, line: int, unsplit: bool) -> None:
+    def symbolic(self, value: str, line: int, unsplit: bool, whole: Symbolic | None = None) -> None:
+        """`whole`: the value itself, kept where it is all of its field (`"${ARR[@]}"`'s `OptionWords`)."""
+        first = self._segments is None or not "".join(t for t, _ in self._segments)
         self.text("", line)
         self._open(line).append((value, True))
         self._unsplit |= unsplit
+        self._whole = whole if first else None
 
     def split(self, value: str, line: int) -> None:
         """`line`: where `value` starts; a word after a newline in it (a multi-line OPTS="...")
@@ -151,8 +172,10 @@ class FieldBuilder:
     def end(self) -> None:
         if self._segments is not None:
             value = concat([Symbolic(t) if unknown else t for t, unknown in self._segments])
+            if self._whole is not None and str(value) == self._whole.text:
+                value = self._whole
             self.fields.append(Field(value, self._line, self._unsplit))
-        self._segments, self._unsplit = None, False
+        self._segments, self._unsplit, self._whole = None, False, None
 
 
 

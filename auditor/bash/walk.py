@@ -18,7 +18,7 @@ from auditor.bash.conditions import case_branch, condition, outcome
 from auditor.bash.errexit import errexit_change, failing_substitution
 from auditor.bash.expand import Expander
 from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Part, Word
-from auditor.bash.read_builtin import as_double_quoted, read_options, read_partial, read_text
+from auditor.bash.read_builtin import as_double_quoted, read_array, read_options, read_partial, read_text
 from auditor.bash.written import output
 from auditor.bash.textfile import read_bounded
 from auditor.bash.parser import (
@@ -36,6 +36,7 @@ from auditor.bash.values import (
     EnvVar,
     Field,
     FieldBuilder,
+    OptionWords,
     Partial,
     Scalar,
     Symbolic,
@@ -108,7 +109,9 @@ class Shell(Expander, ABC):
         # a test in them is no choice of the script's (a call may go one way, the next another)
         self.in_function = 0
         # Variables the script sets only where the caller left them empty or unset, read where a
-        # test it could not decide leaves the caller's value (`_branches` `read`): any text
+        # test it could not decide leaves the caller's value (`_branches` `read`), and those that
+        # hold words not known (`unknown_words`: a branch's or a loop's, a `read` of input not
+        # known): any text
         self.callers_values: set[str] = set()
 
     @abstractmethod
@@ -131,7 +134,11 @@ class Shell(Expander, ABC):
                     self._errexit(node)
                     if self.exited is not None:
                         break
+                    ends = self._errexit_ends(node)
+                    before = dict(self.vars) if ends else {}
                     k += self._command(node, nodes, k)
+                    if ends:
+                        self._failed(node, before)
                 else:
                     self._node(node)
                 k += 1
@@ -171,6 +178,56 @@ class Shell(Expander, ABC):
         self.exited = Exit(cmd.line, "1", self.reading, self.tested[-1] if self.tested else None,
                            why, tuple(dict.fromkeys(names)))
 
+    def _failed(self, cmd: Cmd, before: dict[str, Var]) -> None:
+        """`cmd`, whose failing surely ends the script (`_errexit_ends`), surely fails: `false`, a
+        test decided false (`[ -n "$X" ]`), or a function whose last command is such a list
+        (`log() { [ -n "${VERBOSE:-}" ] && echo "$@"; }`, then `log starting`: bash returns the
+        `[`'s 1, and `set -e` ends the script there). Where that rests on a caller's empty default
+        the caller may give the variable: whether the script goes on is undecided (a finding the
+        verdict names, `launch.may-stop`), and the walk goes on; else the script ends there. A
+        function's `$1` ... `$#` `$@` are the call's words (`log() { [ -n "${1:-}" ]; }; log hi`
+        goes on); where its body shifts them, or sets a variable its last command reads (walked
+        with the script's `$1`, not the call's: `x=${1:-}`; `vars` `before` the call), the
+        outcome is undecided and the walk goes on."""
+        caller: list[str] = []
+        head = cmd.words[0].raw if cmd.words else ""
+        body = self.functions.get(head)
+        if head == "false" and len(cmd.words) == 1:
+            status: bool | None = False
+        elif head in ("[", "[[", "test"):
+            status = outcome(cmd, self._noting(caller))
+        elif isinstance(body, CommandGroup) and not body.subshell and body.body and not _runs(body.body, {"return"}):
+            last = body.body[-1]
+            if isinstance(last, Cmd) and [w.raw for w in last.words] == ["false"]:
+                status = False
+            elif _runs(body.body, {"shift", "set"}) or any(
+                    self.vars.get(n) is not before.get(n) for n in _names_read([last])):
+                return
+            else:  # its $1 $2 ... $# $@ are the call's words, never the script's
+                saved, self.positional = self.positional, [f for w in cmd.words[1:] for f in self.expand(w)]
+                try:
+                    status = outcome(last, self._noting(caller))
+                finally:
+                    self.positional = saved
+        else:
+            return
+        if status is not False:
+            return
+        what = f"`{' '.join(w.raw for w in cmd.words)}` returns 1 and `set -e` (line {self.errexit}) ends the script"
+        if not caller:
+            self.exited = Exit(cmd.line, "1", self.reading, self.tested[-1] if self.tested else None, what)
+            return
+        names = " and ".join(caller)
+        self.diagnostics.append(Finding(
+            "launch.may-stop", "warning",
+            f"line {cmd.line}: {what} where the caller leaves {names} unset or empty (bash, with no "
+            f"{names}, stops before the training command); with {names} given it goes on",
+            fix="make the command succeed (`|| true`, a function's `return 0`), or give the run's command with --command",
+            where=f"{self.reading}:{cmd.line}",
+            detail={"undecided": f"whether the script reaches its training command ({what} where {names} "
+                                 "is empty)", "decide": "--command 'THE TRAINING LINE' (the run where the caller "
+                                                        f"gives {names}), or a script whose line {cmd.line} succeeds"}))
+
     def _errexit_ends(self, cmd: Cmd) -> bool:
         """Whether `cmd` failing surely ends the script: `set -e` surely in force, `cmd` one of
         the script's own list of commands (not in `a || b`, `! a`, a pipeline or a function), on
@@ -181,10 +238,15 @@ class Shell(Expander, ABC):
     def _node(self, node: Node) -> None:
         if isinstance(node, Cmd):
             self._command(node, [node], 0)
+        elif (isinstance(node, AndOr) and (default := _default_set([node.first], node.rest)) is not None
+              and self._as_default(default)):
+            pass
         elif isinstance(node, AndOr):
             self._node(node.first)
             caller: list[str] = []
             status = outcome(node.first, self._noting(caller))
+            if caller and not _guards(node):  # the caller's empty value decides it: no sure choice
+                status = None
             for op, right in node.rest:
                 if status is not None:  # the left side's status is certain: the right runs or not
                     if (op == "&&") == status:
@@ -210,6 +272,9 @@ class Shell(Expander, ABC):
                 return
             if node.var:
                 self.vars[node.var] = Var(Symbolic(f"${node.var}"), node.line, False)
+                if node.items is not None and any(self.unknown_words(f.value, self.vars)
+                                                  for w in node.items for f in self.expand(w)):
+                    self.callers_values.add(node.var)  # `for a in $EXTRA`: each of the caller's words
             self.run(node.condition)
             if node.var is None and condition(node.condition, self._noting([])) is node.until:
                 return  # `while [[ "$X" == */ ]]` of an X that does not end in `/`: no pass runs
@@ -264,25 +329,58 @@ class Shell(Expander, ABC):
     def _if_or_case(self, node: Branches) -> None:
         """Run the branch the values tested decide, or every branch still possible, merged."""
         caller: list[str] = []
+        if (node.subject is None and len(node.conditions) == len(node.bodies) == 1 and len(node.bodies[0]) == 1
+                and (default := _default_set(node.conditions[0], [("&&", node.bodies[0][0])])) is not None
+                and self._as_default(default)):
+            return
         if node.subject is not None:
             taken = None if node.fallthrough else case_branch(node.subject, node.patterns, self._noting(caller))
+            body = node.bodies[taken] if taken is not None and taken < len(node.bodies) else []
+            if taken is not None and caller and not _exits(body):  # see `_undecided`
+                taken = None
             if taken is not None:
                 self._decided(node.line, node.bodies[taken] if taken < len(node.bodies) else [], caller)
             elif not self._chosen(self._choice(case_choice, node), node.bodies, caller):
-                self._branches(node.bodies, node.exhaustive, choice=self._choice(case_choice, node))
+                self._branches(node.bodies, node.exhaustive, choice=self._choice(case_choice, node),
+                               read=frozenset(caller))
             return
+        first = None  # the first condition the caller's empty value decided
         for k, (cond, body) in enumerate(zip(node.conditions, node.bodies)):
             decided = condition(cond, self._noting(caller)) if cond else True
-            if decided is None:
-                rest = [c + b for c, b in zip(node.conditions[k:], node.bodies[k:])]
-                if not self._chosen(self._choice(if_choice, node, k), rest, caller):
-                    self._branches(rest, node.exhaustive, choice=self._choice(if_choice, node, k),
-                                   read=_names_read([n for c in node.conditions[k:] for n in c]))
+            first = k if first is None and caller else first
+            if decided is None or (decided and first is not None and not _exits(body)):
+                self._undecided(node, k if first is None else first, caller)
                 return
             self.run(cond)
             if decided:
                 self._decided(node.line, body, caller)
                 return
+        if first is not None:  # no branch runs only where the caller leaves its variables empty
+            self._undecided(node, first, caller)
+
+    def _as_default(self, default: tuple[str, list[Node]]) -> bool:
+        """Read `[ -z "${X:-}" ] && X=LITERAL` (or its `if`) as `X=${X:-LITERAL}` is read, where
+        the script has not set X (the caller's): the text set, its fallbacks record naming X (the
+        header says it came from a default). False where the script set X: the test decides."""
+        name, body = default
+        if name in self.vars or name in self.environ:
+            return False
+        self.run(body)
+        var = self.vars.get(name)
+        if var is not None and not isinstance(var.value, list):
+            self.vars[name] = Var(var.value, var.line, var.exported, tuple(dict.fromkeys((name, *var.fallbacks))))
+        return True
+
+    def _undecided(self, node: Branches, k: int, caller: list[str]) -> None:
+        """The branches of an if from its `k`th condition on, none of them sure: the test is not
+        decided, or decided only through the empty default of a variable the caller gives (`[ -n
+        "${X:-}" ]`): the caller may give it (`then ARGS="$ARGS $X"`: its words), so the branch
+        an empty value takes is no sure choice, as for `[ -n "$X" ]`. A guard that exits where the
+        caller left it empty is a check of the caller's environment (`_exit`), read as decided."""
+        rest = [c + b for c, b in zip(node.conditions[k:], node.bodies[k:])]
+        if not self._chosen(self._choice(if_choice, node, k), rest, caller):
+            self._branches(rest, node.exhaustive, choice=self._choice(if_choice, node, k),
+                           read=_names_read([n for c in node.conditions[k:] for n in c]))
 
     def _choice(self, make: Callable[..., Choice | None], *args: object) -> Choice | None:
         """The choice an undecided if/case makes (auditor.bash.choices), outside functions."""
@@ -366,7 +464,10 @@ class Shell(Expander, ABC):
             if len(known) == len(seen) and all(v.value == known[0].value for v in known):
                 merged[name] = Var(known[0].value, max(v.line for v in known), any(v.exported for v in known),
                                    _caller_fallbacks(known))
-            elif array is not None:
+                continue
+            if any(self.unknown_words(v.value, before) for v in known):
+                self.callers_values.add(name)
+            if array is not None:
                 merged[name] = Var(array, max(v.line for v in known), any(v.exported for v in known))
                 if choice is not None and isinstance(array, list):
                     self.chosen_by.setdefault(f"${{{name}[@]}}", set()).add(choice)
@@ -377,12 +478,16 @@ class Shell(Expander, ABC):
                         "each pass appends to, is read after one pass (with none, what it appends would not run)",
                         fix="give the loop's values in the script, or the command with --command",
                         where=f"{self.reading}:{passes}",
-                        detail={"array" if isinstance(array, list) else "string": name, "line": passes}))
+                        detail={"array" if isinstance(array, list) else "string": name, "line": passes,
+                                "options": _passes_add_options(array, seen[-1])}))
             else:
-                merged[name] = Var(Symbolic(f"${{{name}}}"), max(v.line for v in known),
-                                    any(v.exported for v in known))
                 text = f"${{{name}}}"
                 ways = self.alternatives([v.value if v is not None else "" for v in seen])
+                extended = _extended(name, seen) if ways is None and not passes else None
+                if extended is not None and extended[1]:  # `ARGS="$ARGS --pp=${PP}"`: the caller's words
+                    self.callers_values.add(name)
+                merged[name] = Var(extended[0] if extended is not None else Symbolic(text),
+                                   max(v.line for v in known), any(v.exported for v in known))
                 prior = self.branch_values.get(text, ways)
                 # merged again: its texts now, where they hold every text it was (an if that
                 # appends to it, `EXTRA_ARGS+=" --pixel-shuffle"`, or leaves it): a reading of an
@@ -392,6 +497,25 @@ class Shell(Expander, ABC):
                 if choice is not None:
                     self.chosen_by.setdefault(f"${{{name}}}", set()).add(choice)
         self.vars = merged
+
+    def unknown_words(self, value: Scalar | list[tuple[Scalar, int]], before: dict[str, Var]) -> bool:
+        """Whether a value holds words of text not known here, standing on their own (blanks or
+        its ends on both sides): a command's output (`$(...)`), or a variable the script had not
+        set (`before`: the caller's, `ARGS="$ARGS $X"` under `[ -n "$X" ]`) or that holds any
+        words (`callers_values`). A value merged from branches where one holds them holds them:
+        where it splits it may add any argument (config.flags `wholly_unknown`), as `$X` does."""
+        for element in ([e for e, _ in value] if isinstance(value, list) else [value]):
+            pieces = segments(element)
+            for k, (text, unknown) in enumerate(pieces):
+                if (not unknown or (k and not pieces[k - 1][0][-1:].isspace())
+                        or (k + 1 < len(pieces) and not pieces[k + 1][0][:1].isspace())):
+                    continue
+                named = _READ.match(text)
+                if text.startswith(("$(", "`")) or (named is not None and not named.group(1).isdigit() and (
+                        named.group(1) in self.callers_values
+                        or (named.group(1) not in before and named.group(1) not in self.environ))):
+                    return True
+        return False
 
     def alternatives(self, values: list[str | Symbolic | list[tuple[Scalar, int]]]) -> tuple[str, ...] | None:
         """Every text the values may be, a value merged before (`${NAME}` of `branch_values`)
@@ -693,22 +817,29 @@ class Shell(Expander, ABC):
             exported = current.exported if current else name in self.environ
             value = values[k] if values is not None else Symbolic(f"${{{name}}} (set by `{builtin}` at line {cmd.line})")
             self.vars[name] = Var(value, cmd.line, exported)
+            if values is None and builtin != "printf":  # input not known: any words
+                self.callers_values.add(name)
         if status and self._errexit_ends(cmd):
             self.exited = Exit(cmd.line, str(status), self.reading, self.tested[-1] if self.tested else None,
                                f"`read` reaches the end of its input before its delimiter and returns "
                                f"{status}, and `set -e` (line {self.errexit}) ends the script")
 
-    def _read_input(self, cmd: Cmd, args: list[Field], names: list[str],
-                    inline: dict[str, EnvVar]) -> tuple[list[str | Symbolic] | None, int | None]:
-        """(values, status) of `read NAMES` from the here-string or here-document of `cmd`
-        (auditor.bash.read_builtin), each None where not known: `-d ''` returns 1 whatever its
-        text, since no shell string holds a NUL."""
+    def _read_input(self, cmd: Cmd, args: list[Field], names: list[str], inline: dict[str, EnvVar]
+                    ) -> tuple[list[str | Symbolic | list[tuple[Scalar, int]]] | None, int | None]:
+        """(values, status) of `read NAMES` (`read -a NAME`: one array) from the here-string or
+        here-document of `cmd` (auditor.bash.read_builtin), each None where not known: `-d ''`
+        returns 1 whatever its text, since no shell string holds a NUL. `read` splits its
+        here-string: a caller's empty default there (`<<< "${X:-}"`) is the caller's words."""
         options = read_options([str(f.value) for f in args])
         if options is None or any(not isinstance(f.value, str) for f in args):
             return None, None
         text: str | Symbolic | None = None
         if cmd.herestring is not None:
-            value = join([f.value for f in self.expand(cmd.herestring)]) if cmd.herestring.parts else ""
+            self.splitting += 1
+            try:
+                value = join([f.value for f in self.expand(cmd.herestring)]) if cmd.herestring.parts else ""
+            finally:
+                self.splitting -= 1
             text = concat([value, "\n"])
         elif cmd.stdin is not None:
             text = cmd.stdin.body
@@ -722,8 +853,19 @@ class Shell(Expander, ABC):
         ifs = inline["IFS"].value if "IFS" in inline else (self.vars["IFS"].value if "IFS" in self.vars else " \t\n")
         if not isinstance(ifs, str):
             return None, nul
+        if isinstance(text, Symbolic) and options.array:  # split as unquoted text is: its unknown words stay
+            if not set(ifs) <= set(" \t\n") or options.delimiter != "\n":
+                return None, nul
+            out = FieldBuilder()
+            self._emit(text, cmd.line, False, out)
+            out.end()
+            return [[(f.value, cmd.line) for f in out.fields]], 0
         if isinstance(text, Symbolic):
-            return read_partial(text, options, names, ifs), nul
+            partial = read_partial(text, options, names, ifs)
+            return (list(partial) if partial is not None else None), nul
+        if options.array:
+            split = read_array(text, options, ifs)
+            return ([[(w, cmd.line) for w in split[0]]], split[1]) if split is not None else (None, nul)
         read = read_text(text, options, names, ifs)
         return (list(read[0]), read[1]) if read is not None else (None, nul)
 
@@ -783,19 +925,57 @@ def _array_merged(name: str, seen: list[Var | None], passes: int) -> list[tuple[
     then `--container-mounts` added under a test). A loop body of unknown passes (`passes`, its
     line) that only appends is read after one pass, then the unknown rest: what its pass appends
     (`srun_cmd+=(... bash -lc "$RUN_CMD")` per node) is what the script runs where the loop runs
-    at all. None where not every end is an array, or they share no first element."""
+    at all. Where every end only adds options past the shared head (`_options_only`), the rest
+    is `OptionWords`: a runner's options stay options (srun's program still found after them),
+    and the flags they may set are known (config.flags `_branch_flags`). None where not every end
+    is an array, or they share no first element and one adds more than options."""
     arrays = [v.value for v in seen if v is not None and isinstance(v.value, list)]
     if len(arrays) != len(seen):
         return None
-    rest = (Symbolic(f"${{{name}[@]}}"), max((e[1] for a in arrays for e in a), default=0))
     if passes and len(arrays) == 2:
         after, before = arrays
         if len(after) > len(before) and after[:len(before)] == before:
             return after
     common = 0
-    while all(len(a) > common and a[common] == arrays[0][common] for a in arrays):
+    while all(len(a) > common and a[common][0] == arrays[0][common][0] for a in arrays):  # words, not lines
         common += 1
-    return [*arrays[0][:common], rest] if common else None
+    line = max((e[1] for a in arrays for e in a), default=0)
+    text = f"${{{name}[@]}}"
+    tails = [[w for w, _ in a[common:]] for a in arrays]
+    if all(map(_options_only, tails)):  # `ARGS=()`, then `ARGS=(--pp 4)` on a branch: some options
+        return [*arrays[0][:common], (OptionWords(text, tuple(w for t in tails for w in t)), line)]
+    return [*arrays[0][:common], (Symbolic(text), line)] if common else None
+
+
+def _passes_add_options(after: str | Symbolic | list[tuple[Scalar, int]], before: Var | None) -> bool:
+    """Whether what a loop's pass appends (`after` past `before`'s value) is options only
+    (`SRUN_CMD="${SRUN_CMD} --container-mounts=${mount}"`): no srun `:` group, so the command's
+    counts are its options' (config.launcher `_loop_built`)."""
+    if before is None:
+        return False
+    if isinstance(after, list):
+        prior = before.value if isinstance(before.value, list) else []
+        return _options_only([w for w, _ in after[len(prior):]])
+    return _options_only(list(str(after)[len(str(before.value)):].split()))
+
+
+def _options_only(words: list[Scalar]) -> bool:
+    """Whether array elements are options only: each an option whose name is known (its value
+    may be unknown: `--container-mounts=${mount}`; not `--$a`), is the value of the option before it
+    (`--nodelist "$NODE"`), or is itself such a rest (`OptionWords`); the script's own `"$@"`
+    adds nothing to the script run as written (config.flags `SCRIPT_ARGUMENTS`)."""
+    after_option = False
+    for word in words:
+        head, unknown = segments(word)[0]
+        if unknown and str(word) in ("$@", "${@}"):
+            after_option = False
+            continue
+        option = isinstance(word, OptionWords) or (not unknown and head.startswith("-") and head not in ("-", "--")
+                                                   and (isinstance(word, str) or "=" in head))
+        if not option and not after_option:
+            return False
+        after_option = option and not isinstance(word, OptionWords) and "=" not in head
+    return True
 
 
 def _appended(seen: list[Var | None], passes: int) -> str | Symbolic | None:
@@ -814,6 +994,48 @@ def _appended(seen: list[Var | None], passes: int) -> str | Symbolic | None:
         return None
     (text, unknown), (mine, its) = tail[-1], head[len(tail) - 1]  # `before`'s last piece: begun the same
     return after if its == unknown and mine.startswith(text) and (not unknown or mine == text) else None
+
+
+def _extended(name: str, seen: list[Var | None]) -> tuple[str | Symbolic, bool] | None:
+    """A string the branches of an undecided test leave as it was or extend, where what they add
+    is not all known (`COMMAND="$COMMAND ${EXTRA_HYDRA_ARGS}"` under `[[ -n "${EXTRA_HYDRA_ARGS:-}"
+    ]]`: NVIDIA-NeMo/RL 7ea279abfb examples/nemo_gym/nemotron-3-super/super_launch.sh:187-189):
+    the text they all begin with, then what the longer one adds where that is only unknown words
+    (they may be empty, as where the branch did not run), else one unknown word standing for it
+    (`${NAME}`, the script's text on a branch), and whether that word holds the caller's: text
+    not known glued to the script's (`ARGS="$ARGS --pp=${PP}"`, `-$EXTRA`) splits as the caller's
+    words may, so the flags it sets are not known (review r38-inner 1). None where they do more
+    than extend it."""
+    values = [v.value for v in seen if v is not None]
+    if len(values) != len(seen) or any(isinstance(v, list) for v in values):
+        return None
+    shortest = min(values, key=lambda v: len(str(v)))
+    base = str(shortest)
+    added = {str(v): v for v in values if str(v) != base}
+    if len(added) != 1 or isinstance(shortest, list):
+        return None
+    [longer] = added.values()
+    if isinstance(longer, list) or not str(longer).startswith(base) or not str(longer)[len(base)].isspace():
+        return None
+    head: list[Scalar] = []
+    rest: list[tuple[str, bool]] = []
+    at = 0
+    for text, unknown in segments(longer):
+        if at + len(text) <= len(base):
+            head.append(Symbolic(text) if unknown else text)
+        elif at >= len(base):
+            rest.append((text, unknown))
+        elif unknown:
+            return None  # an unknown piece across the end of the text they share
+        else:
+            head.append(text[:len(base) - at])
+            rest.append((text[len(base) - at:], False))
+        at += len(text)
+    if segments(concat(head)) != segments(shortest):
+        return None
+    if all(unknown or not text.strip() for text, unknown in rest):
+        return longer, False
+    return concat([shortest, " ", Symbolic(f"${{{name}}}")]), any(unknown for _, unknown in rest)
 
 
 MAX_ITERATIONS = 16  # a `for` loop over more known items than this is read once, its variable unknown
@@ -856,6 +1078,72 @@ def _set_names(builtin: str, args: list[Field]) -> list[str] | None:
 
 _ELEMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\[(.+)\]", re.S)  # `unset 'NAME[i]'`
 _SYNTAX = re.compile(r"[\\\"'`$;&|<>(){}\n#]")  # text that `eval` would read as more than words
+
+
+def _runs(body: list[Node], heads: set[str]) -> bool:
+    """Whether a function's body may run one of `heads`: `return` (its status then not its last
+    command's), `shift` or `set` (its positional parameters then not the call's words)."""
+    def has(node: Node) -> bool:
+        if isinstance(node, Cmd):
+            return bool(node.words) and node.words[0].raw in heads
+        if isinstance(node, AndOr):
+            return has(node.first) or any(has(r) for _, r in node.rest)
+        if isinstance(node, Pipeline):
+            return any(has(c) for c in node.commands)
+        if isinstance(node, CommandGroup):
+            return any(map(has, node.body))
+        if isinstance(node, Branches):
+            return any(has(n) for b in node.bodies for n in b) or any(has(n) for c in node.conditions for n in c)
+        if isinstance(node, ShellLoop):
+            return any(map(has, node.body))
+        return False
+    return any(map(has, body))
+
+
+def _exits(body: list[Node]) -> bool:
+    """Whether a branch surely reaches `exit` (on its own list of commands, or a `{ ...; }` group
+    of it): the guard `if [ -z "${X:-}" ]; then echo ...; exit 1; fi`."""
+    return any((isinstance(n, Cmd) and bool(n.words) and n.words[0].raw == "exit")
+               or (isinstance(n, CommandGroup) and not n.subshell and _exits(n.body)) for n in body)
+
+
+_EMPTY_DEFAULT = re.compile(r'"?\$\{([A-Za-z_][A-Za-z0-9_]*):?-\}"?')  # `"${X:-}"`
+_LITERAL_SET = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=([^$`\\}]*)")  # `X=4`, `X="--bf16"`: no expansion
+
+
+def _default_set(test: list[Node], rest: list[tuple[str, Node]]) -> tuple[str, list[Node]] | None:
+    """(X, what sets it) where `[ -z "${X:-}" ] && X=LITERAL` (`[[ ]]`, `test`, the `if` with no
+    else; its branch a `case` whose branches only set X so) only sets the variable it tests to
+    text it states: bash's spelling of `X=${X:-LITERAL}`. None for any other test or branch (those
+    stay undecided: `_undecided`)."""
+    if len(test) != 1 or len(rest) != 1 or rest[0][0] != "&&" or not isinstance(test[0], Cmd):
+        return None
+    words = [w.raw for w in test[0].words]
+    if words[:1] == ["test"]:
+        words = ["["] + words[1:] + ["]"]
+    if len(words) != 4 or (words[0], words[3]) not in (("[", "]"), ("[[", "]]")) or words[1] != "-z":
+        return None
+    tested = _EMPTY_DEFAULT.fullmatch(words[2])
+    if tested is None or not _only_sets(tested.group(1), [rest[0][1]]):
+        return None
+    return tested.group(1), [rest[0][1]]
+
+
+def _only_sets(name: str, body: list[Node]) -> bool:
+    """Whether a branch only sets `name` to text it states (`X=4`; a `case` of such branches)."""
+    def sets(node: Node) -> bool:
+        if isinstance(node, Cmd):
+            assigned = _LITERAL_SET.fullmatch(node.words[0].raw) if len(node.words) == 1 else None
+            return (assigned is not None and assigned.group(1) == name and not node.redirects
+                    and node.stdout is None and node.stdin is None and node.herestring is None)
+        return (isinstance(node, Branches) and node.subject is not None and not node.fallthrough
+                and all(_only_sets(name, b) for b in node.bodies))
+    return bool(body) and all(sets(n) for n in body)
+
+
+def _guards(node: AndOr) -> bool:
+    """Whether a test's `&&`/`||` list runs `exit` on one side: `[ -z "${X:-}" ] && exit 1`."""
+    return any(_exits([right]) for _, right in node.rest)
 
 
 def _may_leave(nodes: list[Node]) -> bool:

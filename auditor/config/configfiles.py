@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from auditor.bash.absent import absent_from_launch_dirs
 from auditor.bash.checkout_copy import in_copy
 from auditor.bash.textfile import read_bounded
-from auditor.bash.values import EnvVar, Field, Symbolic
+from auditor.bash.values import EnvVar, Field, Scalar, Symbolic
 from auditor.config.flags import STARTUP, normalise
 from auditor.config.frontend_parser import find_script
 from auditor.config.model import Flag, LaunchConfig
@@ -95,6 +96,45 @@ def _swift_text(value: Any) -> str:
 
 
 def _replaces_flags(config: LaunchConfig, flag: Flag, rule: dict, path: str) -> None:
+    """`--yaml-cfg FILE`: the file's settings replace every command-line flag. Given only on a
+    branch this reading cannot decide (`Flag.maybe`), the run's settings are the command line's
+    or the file's (FILE the branch's text): each setting they do not agree on is not known."""
+    if flag.maybe:
+        written = dict(config.flags)
+        name = _branch_value(config, flag)
+        _replaced(config, replace(flag, value=name, values=(name,)), rule, path, False)
+        config.flags = _either(written, config.flags, flag)
+        return
+    _replaced(config, flag, rule, path, True)
+
+
+def _branch_value(config: LaunchConfig, flag: Flag) -> Scalar:
+    """The file each branch that gives `flag` names (`config.branch_values`: `CFG_ARGS="--yaml-cfg
+    gpt.yaml"` on one branch), where they name one; else its value, not known."""
+    names: set[str] = set()
+    for text in config.branch_values.get(str(flag.value)) or ():
+        words = text.split()
+        names.update(words[k + 1] for k in range(len(words) - 1) if words[k] == flag.spelling)
+    return names.pop() if len(names) == 1 else flag.value
+
+
+def _either(written: dict[str, Flag], replaced: dict[str, Flag], flag: Flag) -> dict[str, Flag]:
+    """The settings where `flag` may replace the command line's: those the two agree on, the
+    rest not known (`flag` may be given or not)."""
+    out: dict[str, Flag] = {}
+    for key in dict.fromkeys([*written, *replaced]):
+        mine, theirs = written.get(key), replaced.get(key)
+        if mine is not None and theirs is not None and str(mine.value) == str(theirs.value):
+            out[key] = mine
+            continue
+        known = mine or theirs
+        assert known is not None
+        out[key] = Flag(key, Symbolic(f"the command line's {key} or {flag.spelling}'s"), known.line,
+                        known.spelling, (), True)
+    return out
+
+
+def _replaced(config: LaunchConfig, flag: Flag, rule: dict, path: str, sure: bool) -> None:
     where = f"{path}:{flag.line}"
     ignored = [f.spelling for name, f in config.flags.items() if name != rule["flag"]]
     if isinstance(flag.value, Symbolic) or not isinstance(flag.value, str):
@@ -105,9 +145,10 @@ def _replaces_flags(config: LaunchConfig, flag: Flag, rule: dict, path: str) -> 
             why = ""
         except Unreadable as exc:
             found, data, why = None, None, str(exc)
-            surely_missing(config, flag.value, flag.spelling, rule.get("file_loaded"), path)
+            if sure:  # a branch that may not run stops nothing surely
+                surely_missing(config, flag.value, flag.spelling, rule.get("file_loaded"), path)
     config.flags = {rule["flag"]: flag}
-    if ignored:
+    if ignored and sure:
         config.diagnostics.append(Finding(
             "launch.yaml-cfg", "warning",
             f"with {flag.spelling} the front end ignores the command line's other flags: {', '.join(ignored)}",

@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from auditor.bash.values import Field, Partial, Scalar, Symbolic, segments
+from auditor.bash.values import Field, OptionWords, Partial, Scalar, Symbolic, segments
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -28,8 +28,13 @@ class Export:
 
 def option_values(rule: dict, words: list[Field]) -> list[tuple[Scalar, int]]:
     """The values of `rule`'s environment options among `words`: `--export=V`, `--export V`."""
-    out = []
+    out: list[tuple[Scalar, int]] = []
     for k, f in enumerate(words):
+        if isinstance(f.value, OptionWords):  # options only a branch may give (`SRUN+=(--export=...)`)
+            given = option_values(rule, [Field(w if isinstance(w, (str, Symbolic)) else str(w), f.line)
+                                         for w in f.value.words])
+            out += [(_may_be(rule, value), line) for value, line in given]
+            continue
         head = segments(f.value)[0]
         if head[1]:
             continue
@@ -85,6 +90,22 @@ def effect(rule: dict, value: Scalar, said: str, caller: Mapping[str, object],
          "the program"] * bool(hidden)
         + [f"{said} lists {', '.join(kept)}, but the caller's own value wins (ALL)"] * bool(set(kept) & read))
     return drops, sets, note
+
+
+def _may_be(rule: dict, value: Scalar) -> Scalar:
+    """An option value only an undecided branch gives: each NAME=VALUE it sets may be set or not
+    (unknown); `ALL` stays (the launcher's default keeps the caller's environment too); one that
+    may drop the caller's environment (no ALL) may leave any variable unknown."""
+    keep, separator = rule.get("env_keep_all"), rule.get("env_separator", "")
+    if not isinstance(value, str) or not separator:
+        return Symbolic(str(value))
+    parts = value.split(separator)
+    if keep and keep not in parts:
+        return Symbolic(f"(on a branch) {value}")  # names no variable: may set any
+    pieces: list[tuple[str, bool]] = []
+    for n, part in enumerate(parts):
+        pieces += [(separator, False)] * bool(n) + [(part, part != keep)]
+    return Partial(value, tuple(pieces))
 
 
 def _after(value: Scalar, cut: int) -> Scalar:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import difflib
 import re
 
-from auditor.bash.values import Field, Scalar, Symbolic, join, segments
+from auditor.bash.values import Field, OptionWords, Scalar, Symbolic, join, segments
 from auditor.config.model import Flag, LaunchConfig, UnknownWord
 from auditor.findings import Finding
 from auditor.rulebook import files
@@ -85,8 +85,12 @@ def wholly_unknown(value: Scalar, config: LaunchConfig) -> bool:
     (`$BASE_DIR/data.jsonl`) is an argument; a variable the script assigns where this reading
     cannot tell which branch ran (`if ...; then ARGS+=(...)`) is read as written, with the warning.
     `X=${X:-}` and `X=""` assign no value of the script's own: X stays the caller's; so does a
-    value set only where the caller left it empty (`config.callers_values`)."""
+    value set only where the caller left it empty, or that holds words not known
+    (`config.callers_values`: bash.walk `unknown_words`). An option whose name is not known
+    (`--$a`, for each of a caller's words) may be any option."""
     pieces = segments(value)
+    if not pieces[0][1] and len(pieces) > 1 and pieces[0][0] in ("-", "--"):
+        return True
     if not pieces[0][1] or not all(unknown or "=" in text for text, unknown in pieces[1:2]):
         return False
     head = pieces[0][0]
@@ -103,8 +107,8 @@ def wholly_unknown(value: Scalar, config: LaunchConfig) -> bool:
     name = re.escape(m.group(1))
     own = re.sub(rf'(?<![\w$]){name}=(?:"?\$\{{{name}:?[-=]\}}"?|""|\'\')?(?![^\s;])', "", script)
     return re.search(
-        rf"(?<![\w$]){name}(\[[^\]]*\])?\+?=|\b(read|for|mapfile|readarray)\b[^\n;]*\b"
-        rf"{name}\b", own) is None
+        rf"(?<![\w$]){name}(\[[^\]]*\])?\+?=|\b(read|for|mapfile|readarray)\b[^\n;<]*(?<![\w${{])"
+        rf"{name}\b", own) is None  # the name it sets, not one its input expands (`<<< "$X"`)
 
 
 _NAMED = re.compile(r"\$\{?[#!]?([A-Za-z_]\w*|\d+)")
@@ -228,6 +232,10 @@ def read_flags(config: LaunchConfig, args: list[Field], spelling: Spelling, path
             word = unresolved(config, f, path, "flags", written_so_far if f.unsplit else None)
             if word is not None:
                 opened.append((word, len(order)))
+            for name, (spelled, may_be, maybe) in _branch_flags(config, f.value, spelling, checked).items():
+                before = config.flags.get(name)
+                config.flags[name] = Flag(name, may_be, f.line, spelled, (may_be,),
+                                          maybe and (before is None or before.maybe))
             config.positionals.append(f.value)
             if single is not None and surely_positional(f.value):
                 _extra_argument(config, f, single, path)
@@ -249,7 +257,7 @@ def read_flags(config: LaunchConfig, args: list[Field], spelling: Spelling, path
         values: list[Scalar] = [inline_value] if eq else []
         takes_value = entry is None or entry["action"] == "store"
         if not eq and takes_value:
-            while k < len(args) and not is_option(args[k].value):
+            while k < len(args) and not is_option(args[k].value) and not isinstance(args[k].value, OptionWords):
                 if isinstance(args[k].value, Symbolic) and values and (
                         args[k].unsplit or str(args[k].value) in SCRIPT_ARGUMENTS):  # "$@": words
                     break
@@ -298,6 +306,44 @@ def read_flags(config: LaunchConfig, args: list[Field], spelling: Spelling, path
     for word, at in opened:
         word.after = frozenset(order[at:])
     _unknown_values(config, unknown_values, path)
+
+
+def _branch_flags(config: LaunchConfig, value: Symbolic, spelling: Spelling,
+                  checked: bool) -> dict[str, tuple[str, Scalar, bool]]:
+    """The flags a word not known statically may set where what it holds is known: each text the
+    branches of an undecided test left it (`config.branch_values`: `if [ "$SIZE" = 70B ]; then
+    PP_ARGS="--pipeline-model-parallel-size 4"; else PP_ARGS=""; fi`), or an array's rest of
+    options (`OptionWords`: `PP_ARGS=(--pipeline-model-parallel-size 4)` on a branch). By name:
+    (its spelling, the value every text gives it, else the word: not known, whether a text does
+    not give it: `Flag.maybe`). Before, a flag set on one branch only was read as not given (PP
+    1, CLEAN where PP 4 is not)."""
+    texts: list[list[Scalar]]
+    if isinstance(value, OptionWords):
+        texts = [list(value.words), []]  # any of them, or none: each flag's value is not known
+    else:
+        texts = [list(t.split()) for t in config.branch_values.get(str(value)) or ()]
+    given: list[dict[str, tuple[str, Scalar]]] = []
+    for words in texts:
+        sets: dict[str, tuple[str, Scalar]] = {}
+        for k, word in enumerate(words):
+            head = segments(word)[0][0]
+            if not is_option(head):
+                continue
+            written, eq, inline = head.partition("=") if head.startswith("--") else (head, "", "")
+            entry = spelling.flags.get(written) if checked else None
+            after = words[k + 1] if k + 1 < len(words) else None
+            taken: Scalar = (word if not isinstance(word, str) else inline) if eq else (
+                entry["action"] == "store_true" if entry is not None and entry["action"] != "store"
+                else after if after is not None and not is_option(after) else True)
+            sets[entry["dest"] if entry else normalise(written)] = (written, taken)
+        given.append(sets)
+    out: dict[str, tuple[str, Scalar, bool]] = {}
+    for name in dict.fromkeys(n for sets in given for n in sets):
+        values = {str(sets[name][1]) if name in sets else None for sets in given}
+        written, first = next(sets[name] for sets in given if name in sets)
+        sure = len(values) == 1 and isinstance(first, (str, bool)) and not isinstance(value, OptionWords)
+        out[name] = (written, first if sure else Symbolic(str(value)), any(name not in sets for sets in given))
+    return out
 
 
 def _check_megatron_spelling(config: LaunchConfig, spelling: Spelling, written: str,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import re
 
-from auditor.bash.values import EnvVar, Field, Partial, Scalar, Symbolic
+from auditor.bash.values import EnvVar, Field, OptionWords, Partial, Scalar, Symbolic
 from auditor.config.flags import normalise, unresolved, wholly_unknown
 from auditor.config.model import Flag, LaunchConfig
 from auditor.config.training_command import Candidate, is_interpreter
@@ -65,7 +65,7 @@ def _launcher_options(config: LaunchConfig, launcher: dict, args: list[Field],
             k += 1
             continue
         if isinstance(value, Symbolic):
-            if _script_follows(args[k + 1:], launcher):
+            if isinstance(value, OptionWords) or _script_follows(args[k + 1:], launcher):
                 unresolved(config, args[k], path, f"{launcher.get('name', 'torchrun')}'s options")
                 _opens_options(config, launcher, args[k])
                 k += 1
@@ -147,11 +147,11 @@ def _script_follows(rest: list[Field], launcher: dict) -> bool:
     interpreter (`srun ${SRUN_OPTS[@]} --nodes=1 python train.py`, `mpirun ${MPI_ARGS:-} -np 8
     python train.py`), or any word after a module option (`torchrun $DISTRIBUTED_ARGS -m
     examples.inference.gpt.gpt_static_inference`): an unknown word before it is read as the
-    launcher's options, not its program."""
+    launcher's options, not its program; so is an array's rest of options (`OptionWords`)."""
     k, module = 0, False
     while k < len(rest):
         f = rest[k]
-        if isinstance(f.value, Partial) and _known_option(f.value):
+        if isinstance(f.value, OptionWords) or (isinstance(f.value, Partial) and _known_option(f.value)):
             k += 1
             continue
         if not isinstance(f.value, str):
@@ -216,9 +216,10 @@ def _loop_built(config: LaunchConfig, chosen: Candidate) -> None:
     """The training command run as an array (`"${srun_cmd[@]}"`) or a string (`${SRUN_CMD}`), its
     first word as written, that a loop of unknown passes appends to (bash.walk `launch.loop-once`)
     is read after one pass; each pass may add a group (srun's `:`-separated heterogeneous
-    components) or sizes of its own: the counts are unknown."""
+    components) or sizes of its own: the counts are unknown. A pass that appends options only
+    (bash.walk `_passes_add_options`) leaves them to the options (`opened_size`)."""
     for d in config.diagnostics:
-        if d.kind != "launch.loop-once":
+        if d.kind != "launch.loop-once" or d.detail.get("options"):  # options only: no group of its own
             continue
         array, string = d.detail.get("array"), d.detail.get("string")
         name = str(array or string)

@@ -23,6 +23,10 @@ class Flag:
     line: int  # 1-based line in the launch script
     spelling: str  # as written, e.g. "--pipeline-model-parallel-size"
     values: tuple[Scalar, ...] = ()  # each value token as passed (`--dataset a b` -> ("a", "b"))
+    # given only where a branch the reading could not decide ran (config.flags `_branch_flags`:
+    # `if [ "$DS" = 1 ]; then A="--deepspeed"; fi; ... $A`): its value is not known, and whether
+    # it is given at all is not either; a reader that asks whether it is given cannot tell
+    maybe: bool = False
 
 
 @dataclass
@@ -112,7 +116,8 @@ class LaunchConfig:
     # (`${pr_options}`): each text it may be, or None where one is not known (bash.walk `branch_values`)
     branch_values: dict[str, tuple[str, ...] | None] = field(default_factory=dict)
     # Variables the script sets only where the caller left them empty (`if [ -z "$X" ]; then
-    # X=--bf16; fi`): the caller's value where it gave one, any text (bash.walk `callers_values`)
+    # X=--bf16; fi`): the caller's value where it gave one; or that hold words not known (a branch
+    # appends `$X`, a loop over `$EXTRA`, `read -ra A <<< "$X"`): any text (bash.walk `callers_values`)
     callers_values: frozenset[str] = frozenset()
     # A word among the launcher's own options not known statically (`srun ${SRUN_ARGS} ...`), and
     # the launcher options read before it, which it may override (config.launcher.opened_size)

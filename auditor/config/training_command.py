@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Word
 from auditor.bash.parser import Cmd, Node, ShellParser
-from auditor.bash.values import EnvVar, Field, Partial, Scalar, Symbolic, Var, segments
+from auditor.bash.values import EnvVar, Field, OptionWords, Partial, Scalar, Symbolic, Var, segments
 from auditor.bash.walk import Shell, join_workdir
 from auditor.config.batch_job import allocation_options, in_checkout, job_file_at
 from auditor.config.entry_copy import hydra_copy, is_copy
@@ -189,7 +189,7 @@ class LaunchShell(Shell):
         wrapped = False
         unknown: Field | None = None  # an unknown word after a wrapper's option: its value, or the program
         for i, f in enumerate(fields):
-            if wrapped and _known_option(f):
+            if wrapped and (_known_option(f) or isinstance(f.value, OptionWords)):
                 continue  # `srun --container-mounts="$DIR:/w" bash -c ...`: an option, its value unknown
             if not isinstance(f.value, str):
                 after = fields[i - 1].value if i else None
@@ -385,6 +385,14 @@ class LaunchShell(Shell):
             value = word.value
             if isinstance(value, str) and os.path.basename(value) in self.spelling.wrappers:
                 inside = True
+                continue
+            head = segments(value)[0][0]
+            if inside and not isinstance(value, str) and head.partition("=")[0] in options and "=" in head:
+                moved = None  # `--chdir=${DIR}`: a directory not known statically
+                continue
+            if inside and isinstance(value, OptionWords) and any(
+                    segments(w)[0][0].partition("=")[0] in options for w in value.words):
+                moved = None  # a branch may add `--chdir DIR`: where the command runs is not known
                 continue
             if not inside or not isinstance(value, str) or not value.startswith("-"):
                 inside = inside and not isinstance(value, str)
@@ -594,6 +602,11 @@ class LaunchShell(Shell):
             self.vars[name] = Var(var.value if isinstance(var.value, (str, Symbolic)) else str(var.value),
                                   var.line, True)
         self._batch_export(options)
+        submit = self.cwd if self.cwd is not None else self.workdir
+        if submit and os.path.isabs(submit) and "SLURM_SUBMIT_DIR" not in self.environ:
+            # sbatch(1): "the directory from which sbatch was invoked", where a job's
+            # `srun --container-workdir=$SLURM_SUBMIT_DIR bash -c ...` starts (NeMo-RL ray.sub:255)
+            self.vars["SLURM_SUBMIT_DIR"] = Var(submit, cmd.line, True)
         self.functions = {}
         given = allocation_options(options, self.spelling)
         for name, value in given.items():
@@ -630,7 +643,9 @@ class LaunchShell(Shell):
 
     def _inner(self, prefix: list[Field], how: str, value: object, line: int, cmd: Cmd,
                path: str | None = None) -> None:
-        """Read `value`, a script that `prefix` runs (from file `path`), in this shell."""
+        """Read `value`, a script that `prefix` runs (from file `path`), in this shell. It starts
+        where the prefix's working-directory option puts it (`_wrapper_workdir`: `srun --chdir`,
+        `-D`), not known where that option's value is not; else where this shell is."""
         reading = path or self.reading  # ${BASH_SOURCE[0]} of a script file is that file
         path = path or self.path
         if self.depth >= MAX_NESTING:
@@ -644,8 +659,11 @@ class LaunchShell(Shell):
         self.starter = self._starter(prefix) or saved
         self.reading = reading
         self.depth += 1
+        moved = self._wrapper_workdir(prefix)
         try:
             with self.own_shell():  # a shell of its own: its `exit` ends it, not this script
+                if moved != "":  # `srun --chdir=DIR bash -c "cd tools && ..."`: it starts in DIR
+                    self.workdir, self.cwd = join_workdir(self.workdir, moved), join_workdir(self.cwd, moved)
                 lexer = Lexer(text, path, line - 1)
                 tokens = lexer.tokens()
                 self.allocate(lexer, tokens)

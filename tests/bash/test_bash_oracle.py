@@ -26,8 +26,7 @@ SNIPPETS = {
     "redirect alone, then a command": ">/dev/null\nrec x\n",
     "ansi-c and locale quotes": "rec $'a\\tb' $\"c d\" 'e'\"f\"\n",
     "escapes outside and inside quotes": 'rec a\\ b "x\\$y\\z" \\"q\\"\n',
-    # `[ -z "$N" ]` itself, undecided here, leaves the caller's N possible (bash.walk `_branches`
-    # `read`): the test reads its empty default, as `set -u` scripts write it, to agree with bash
+    # `[ -z "${N:-}" ] && N=4` is bash's spelling of `N=${N:-4}` (bash.walk `_default_set`)
     "defaults and a test": '[ -z "${N:-}" ] && N=4\nrec "${N}" ${M:-8} ${M:=9} "$M"\n',
     "arrays": 'A=(x "y z" # note\n  w)\nA+=(v)\nrec "${A[@]}" ${#A[@]} "${A[1]}"\n',
     "functions and groups": 'f() { G=1; }\nf\n{ H=2; }\n( H=3 )\nrec "$G" "$H"\n',

@@ -8,15 +8,26 @@ import subprocess
 
 import pytest
 
-from auditor.bash.read_builtin import as_double_quoted, read_options, read_text
+from auditor.bash.read_builtin import ReadOptions, as_double_quoted, read_array, read_options, read_text
 
 
-def test_options_r_and_d_bundled_or_not_and_nothing_else() -> None:
+def test_options_r_d_and_a_bundled_or_not_and_nothing_else() -> None:
     assert read_options(["-r", "-d", "", "X"]) == read_options(["-rd", "", "X"])
     got = read_options(["-rd", "", "X"])
     assert got is not None and got.raw and got.delimiter == "\0"
     assert read_options(["X"]) is not None and read_options(["X"]).delimiter == "\n"  # type: ignore[union-attr]
-    assert read_options(["-p", "prompt", "X"]) is None and read_options(["-a", "ARR"]) is None
+    assert read_options(["-p", "prompt", "X"]) is None and read_options(["-ar", "ARR"]) is None
+    assert read_options(["-ra", "ARR"]) == read_options(["-r", "-a", "ARR"]) == ReadOptions(True, "\n", True)
+
+
+def test_read_a_splits_its_line_on_blanks() -> None:
+    """`read -r -a ARR <<< "--executor local  --gpus 8"` (Megatron-Bridge 067f987df0
+    examples/models/deepseek_v4/conversion.sh:63-64): the words, in order."""
+    options = read_options(["-r", "-a", "ARR"])
+    assert options is not None
+    assert read_array("--executor local  --gpus 8\n", options, " \t\n") == (["--executor", "local", "--gpus", "8"], 0)
+    assert read_array("\n", options, " \t\n") == ([], 0)
+    assert read_array("a,b\n", options, ",") is None
 
 
 @pytest.mark.parametrize("words,names,ifs,text", [

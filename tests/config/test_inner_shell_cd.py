@@ -73,3 +73,29 @@ def test_a_subshell_s_cd_does_not_move_the_commands_after_it(tmp_path) -> None:
                                  "torchrun --nproc_per_node 2 examples/megatron_mimo/qwen35_vl/finetune_qwen35_vl.py "
                                  "--hf-model x\n")
     assert config.workdir == ""
+
+
+def test_an_inner_shell_starts_in_its_prefix_s_working_directory(tmp_path) -> None:
+    """`srun --chdir=DIR bash -c "cd tools && python ..."` (review of h37-detail's reading): the
+    inner shell starts in DIR, so its relative `cd` moves to DIR/tools; with DIR not known
+    statically, the start and so the `cd` from it are not known (before: the launch directory's
+    tools/, a guess where the entry is looked up)."""
+    run = 'bash -c "cd tools && torchrun --nproc_per_node 2 train.py --hf-model x"\n'
+    assert _checkout(tmp_path, f"srun --chdir=/opt/mb {run}").workdir == "/opt/mb/tools"
+    assert _checkout(tmp_path, f"srun -D /opt/mb {run}").workdir == "/opt/mb/tools"
+    assert _checkout(tmp_path, "srun --chdir=/opt/mb bash -c 'torchrun --nproc_per_node 2 train.py'\n").workdir == "/opt/mb"
+    assert _checkout(tmp_path, f"srun --chdir=$DIR {run}").workdir is None
+    assert _checkout(tmp_path, f"srun {run}").workdir == "tools"
+
+
+def test_a_job_s_inner_shell_starts_in_the_submit_directory(tmp_path) -> None:
+    """NVIDIA-NeMo/RL 7ea279abfb ray.sub:255 (`--container-workdir=$SLURM_SUBMIT_DIR`), submitted
+    by examples/nemo_gym/nemotron-3-super-omni/super_omni_launch.sh:129 after `cd` to its code
+    snapshot: sbatch gives the job SLURM_SUBMIT_DIR, the directory it was invoked from (the job
+    file is read from the checkout, batch_job.in_checkout). Without it, reading the srun prefix's
+    working directory made this start unknown, where the submit directory is known."""
+    sub = tmp_path / "snapshot"
+    sub.mkdir()
+    (tmp_path / "job.sub").write_text('#!/bin/bash\nsrun --container-workdir=$SLURM_SUBMIT_DIR bash -c '
+                                 '"torchrun --nproc_per_node 2 train.py --hf-model x"\n')
+    assert _checkout(tmp_path, f"cd {sub}\nsbatch --nodes=1 job.sub\n").workdir == str(sub)

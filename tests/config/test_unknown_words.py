@@ -23,7 +23,7 @@ The constructs are those of upstream launch scripts:
   (`SRUN_CMD="${SRUN_CMD} --container-mounts=${mount}"` for each word of `${CONTAINER_MOUNTS}`,
   then `${SRUN_CMD} ... bash -c "...; ${INNER_SCRIPT}"`);
 - a default set only where the caller left the variable empty (`if [ -z "$X" ]; then X=...; fi`,
-  `[ -z "$X" ] && X=...`: review r36-falseclean 4), and one a test decided through the caller's
+  `[ -z "$X" ] && X=...`: review r36-falseclean 4), also where the test reads the caller's
   empty default: NVIDIA-NeMo/Megatron-Bridge 067f987df0 examples/models/deepseek_v4/inference.sh:46-51
   (`if [[ -z "${PP:-}" ]]; then case ... PP=1 ...; fi`, then `--pp ${PP}`).
 """
@@ -241,12 +241,15 @@ def test_an_empty_fallback_in_a_command_text_run_later_may_set_flags(run: str) -
     assert _effective(body)["pipeline_model_parallel_size"] is UNKNOWN
 
 
-def test_an_empty_fallback_glued_to_a_path_or_tested_reads_empty() -> None:
-    """`"${DATA_ROOT:-}/x"` is one path, no flags; a test reads it as empty (the caller noted)."""
+def test_an_empty_fallback_glued_to_a_path_adds_no_word_and_a_test_of_it_decides_nothing() -> None:
+    """`"${DATA_ROOT:-}/x"` is one path, no flags; a test of the caller's empty default is no
+    sure choice: the caller may give EXTRA_ARGS, so PP is 2 or 4 (before: 2, as if it gave none)."""
     body = (f'if [ -z "${{EXTRA_ARGS:-}}" ]; then PP=2; else PP=4; fi\n'
             f'torchrun --nproc-per-node 8 pretrain_gpt.py {MODEL} --pipeline-model-parallel-size $PP '
             '--data-path "${DATA_ROOT:-}/x"\n')
-    assert _effective(body)["pipeline_model_parallel_size"] == 2
+    assert _effective(body)["pipeline_model_parallel_size"] is UNKNOWN
+    assert parse_launch(HEAD + body, "train.sh").unknown_words == []
+    assert _effective(body, {"pipeline_model_parallel_size": "4"})["pipeline_model_parallel_size"] == 4
 
 
 SRUN_LOOP = ('CONTAINER_MOUNTS=${CONTAINER_MOUNTS:-}\nSRUN_CMD="srun --mpi=pmix"\n'
@@ -291,11 +294,19 @@ def test_a_default_set_where_the_caller_left_it_empty_keeps_the_callers_value_po
 
 
 def test_a_default_a_test_decided_through_the_empty_default_is_the_scripts_statement() -> None:
-    """`if [[ -z "${PP:-}" ]]; then PP=4; fi` states the run's PP where the caller sets none, as
-    `PP=${PP:-4}` does: read as written."""
-    body = (f'if [[ -z "${{PP:-}}" ]]; then\n    PP=4\nfi\n'
+    """`if [[ -z "${PP:-}" ]]; then PP=4; fi` (Megatron-Bridge 067f987df0
+    examples/models/deepseek_v4/inference.sh:46-51) states the run's PP where the caller sets
+    none, as `PP=${PP:-4}` does: read as that default (review r38-inner 4; before: unknown)."""
+    for guard in ('if [[ -z "${PP:-}" ]]; then\n    PP=4\nfi\n', '[ -z "${PP:-}" ] && PP=4\n', 'PP=${PP:-4}\n'):
+        body = f"{guard}torchrun --nproc-per-node 8 pretrain_gpt.py {MODEL} --pipeline-model-parallel-size ${{PP}}\n"
+        assert _effective(body)["pipeline_model_parallel_size"] == 4, guard
+    case = ('if [[ -z "${PP:-}" ]]; then\n    case "${VARIANT:-Flash}" in\n        Pro*) PP=4 ;;\n'
+            '        *) PP=1 ;;\n    esac\nfi\n')  # inference.sh:46-51: the default a case picks
+    body = f"{case}torchrun --nproc-per-node 8 pretrain_gpt.py {MODEL} --pipeline-model-parallel-size ${{PP}}\n"
+    assert _effective(body)["pipeline_model_parallel_size"] == 1
+    body = ('if [[ -z "${PP:-}" ]]; then PP=4; else PP=2; fi\n'
             f"torchrun --nproc-per-node 8 pretrain_gpt.py {MODEL} --pipeline-model-parallel-size ${{PP}}\n")
-    assert _effective(body)["pipeline_model_parallel_size"] == 4
+    assert _effective(body)["pipeline_model_parallel_size"] is UNKNOWN  # an else: still undecided
 
 
 def test_a_variable_a_branch_sets_untested_is_read_as_written() -> None:

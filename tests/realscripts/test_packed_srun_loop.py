@@ -72,7 +72,8 @@ def test_the_command_a_loop_appends_to_an_array_is_followed():
     assert config.flags["micro_batch_size"].value == "2"
     assert [str(w) for w in config.wrapper[:3]] == ["srun", "-l", "--export=ALL"]
     said = [d for d in config.diagnostics if d.kind == "launch.loop-once"]
-    assert [d.where for d in said] == ["slurm_sft.sh:29"] and "`srun_cmd`" in said[0].message
+    # the mounts' loop (line 23) runs where the caller gives CONTAINER_MOUNTS, undecided here
+    assert [d.where for d in said] == ["slurm_sft.sh:23", "slurm_sft.sh:29"] and "`srun_cmd`" in said[1].message
 
 
 def test_an_array_a_test_may_extend_keeps_the_words_it_surely_has():
@@ -81,7 +82,8 @@ def test_an_array_a_test_may_extend_keeps_the_words_it_surely_has():
             'torchrun --nproc_per_node 8 pretrain_gpt.py "${ARGS[@]}"\n')
     config = parse_launch(text, "run.sh", environ={})
     assert config.flags["pipeline_model_parallel_size"].value == "4"
-    assert "overlap_p2p_comm" not in config.flags
+    # on one branch only: given or not, its value not known (config.flags `_branch_flags`)
+    assert not isinstance(config.flags["overlap_p2p_comm"].value, (str, bool))
 
 
 @pytest.mark.parametrize(("document", "size"), [

@@ -46,14 +46,33 @@ def label_front_end(config: LaunchConfig, spelling: Spelling, path: str) -> None
     """A front end the rules know by its flags (`[[front_end]]`: Megatron-DeepSpeed's
     pretrain_*.py with --deepspeed) runs on another stack than its launcher's: the run is
     labelled for that stack (`launcher`), and a note says why. Its script is one its `scripts`
-    name, or one of its checkout that builds its pipeline model (`builds_pipeline_model`)."""
+    name, or one of its checkout that builds its pipeline model (`builds_pipeline_model`). Its
+    flags surely given: a flag only an undecided branch may give (`Flag.maybe`) leaves which
+    stack runs undecided (`launch.unknown-stack`, the flag named), never taken as given."""
     script = os.path.basename(str(config.script)) if isinstance(config.script, str) else None
-    given = {f.spelling for f in config.flags.values()}
+    sure = {f.spelling for f in config.flags.values() if not f.maybe}
+    maybe = {f.spelling for f in config.flags.values() if f.maybe}
+    def chosen(given: set[str]) -> bool:
+        return set(front["flags"]) <= given and bool(set(front.get("layout_flags", given)) & given)
     for front in spelling.front_ends:
         if script is None or not (any(fnmatch.fnmatchcase(script, p) for p in front["scripts"])
                                   or builds_pipeline_model(config, front, path)):
             continue
-        if not set(front["flags"]) <= given or not set(front.get("layout_flags", given)) & given:
+        if not chosen(sure) and chosen(sure | maybe):
+            flags = sorted(set(front["flags"]) & maybe) or sorted(set(front.get("layout_flags", ())) & maybe)
+            line = min(f.line for f in config.flags.values() if f.maybe and f.spelling in flags)
+            named = ", ".join(f"`{f}`" for f in flags)
+            config.diagnostics.append(Finding(
+                "launch.unknown-stack", "warning",
+                f"{named} is given only on a branch this reading cannot decide: with it the run is "
+                f"{front['name']}'s, without it not: which stack runs is not known",
+                fix=f"give {named} (or leave it out) on the training command itself",
+                where=f"{path}:{line}",
+                detail={"undecided": f"whether the run is {front['name']}'s: {named} is given only on "
+                                     "an undecided branch", "decide": "--command 'THE TRAINING LINE' (as the "
+                                                                      "job runs it)", "flags": flags}))
+            continue
+        if not chosen(sure):
             continue
         config.diagnostics.append(Finding(
             "launch.front-end", "info", f"{front['what']} (rules: {front['name']})",
