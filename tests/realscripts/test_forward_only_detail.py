@@ -388,16 +388,26 @@ uv run python -m torch.distributed.run --nproc_per_node=4 examples/conversion/hf
 """
 
 
-def _loads(tmp_path: Path, code: str) -> tuple[int, dict]:
+def _vlm_launch(tmp_path: Path, code: str, launch: str = LOADS) -> Path:
+    """The VLM generator entry `code` in its checkout place and the launch script running it."""
     conversion = tmp_path / "examples" / "conversion"
     conversion.mkdir(parents=True, exist_ok=True)
     (conversion / "hf_to_megatron_generate_vlm.py").write_text(code)
     script = tmp_path / "inference.sh"
-    script.write_text(LOADS)
+    script.write_text(launch)
+    return script
+
+
+def _scan_at(script: Path, extra: tuple[str, ...]) -> tuple[int, dict]:
     proc = subprocess.run([sys.executable, "-m", "auditor", "scan", "--config", str(script), "--target",
                            "megatron-core==0.17.0", "--torch", "2.10.0", "--set", "distributed_backend=nccl",
-                           "--format", "json"], check=False, capture_output=True, text=True, cwd=ROOT, timeout=600)
+                           *extra, "--format", "json"], check=False, capture_output=True, text=True, cwd=ROOT,
+                          timeout=600)
     return proc.returncode, json.loads(proc.stdout)
+
+
+def _loads(tmp_path: Path, code: str) -> tuple[int, dict]:
+    return _scan_at(_vlm_launch(tmp_path, code), ())
 
 
 def test_a_checkpoint_leaves_the_schedule_to_the_entry_s_provider(tmp_path) -> None:
@@ -520,11 +530,7 @@ OTHER_NAME = LOADED_FIRST.replace("args.megatron_model_path", "args.megatron_pat
 def test_a_checkpoint_under_an_option_of_another_name_opens_the_schedule(tmp_path) -> None:
     """Was CLEAN (the setter looked for --megatron_model_path only); not given, nothing is loaded:
     the HF branch's settings, CLEAN as before."""
-    conversion = tmp_path / "examples" / "conversion"
-    conversion.mkdir(parents=True)
-    (conversion / "hf_to_megatron_generate_vlm.py").write_text(OTHER_NAME)
-    script = tmp_path / "inference.sh"
-    script.write_text(LOADS.replace("--megatron_model_path", "--megatron_path"))
+    script = _vlm_launch(tmp_path, OTHER_NAME, LOADS.replace("--megatron_model_path", "--megatron_path"))
     code, doc = _scan_at(script, ())
     assert doc["config"]["effective"]["virtual_pipeline_model_parallel_size"] == "unknown"
     assert "args.megatron_path" in doc["config"]["provenance"]["virtual_pipeline_model_parallel_size"]
@@ -533,14 +539,6 @@ def test_a_checkpoint_under_an_option_of_another_name_opens_the_schedule(tmp_pat
     code, doc = _scan_at(script, ())
     assert doc["config"]["effective"]["virtual_pipeline_model_parallel_size"] is None
     assert code == 0 and doc["verdict"]["status"] == "clean", doc["verdict"]["headline"]
-
-
-def _scan_at(script: Path, extra: tuple[str, ...]) -> tuple[int, dict]:
-    proc = subprocess.run([sys.executable, "-m", "auditor", "scan", "--config", str(script), "--target",
-                           "megatron-core==0.17.0", "--torch", "2.10.0", "--set", "distributed_backend=nccl",
-                           *extra, "--format", "json"], check=False, capture_output=True, text=True, cwd=ROOT,
-                          timeout=600)
-    return proc.returncode, json.loads(proc.stdout)
 
 
 # A module chosen by a name given at run time, as NVIDIA-NeMo/Megatron-Bridge@067f987df0
@@ -635,11 +633,7 @@ BY_GETATTR = OTHER_NAME.replace(_LOADER_CALL, 'getattr(bridge, "load_megatron_mo
 def test_a_loader_under_another_name_loads_the_checkpoint(tmp_path, program) -> None:
     """Was CLEAN (only calls named load_megatron_model were read): the checkpoint's virtual size."""
     assert program != OTHER_NAME
-    conversion = tmp_path / "examples" / "conversion"
-    conversion.mkdir(parents=True)
-    (conversion / "hf_to_megatron_generate_vlm.py").write_text(program)
-    script = tmp_path / "inference.sh"
-    script.write_text(LOADS.replace("--megatron_model_path", "--megatron_path"))
+    script = _vlm_launch(tmp_path, program, LOADS.replace("--megatron_model_path", "--megatron_path"))
     code, doc = _scan_at(script, ())
     assert doc["config"]["effective"]["virtual_pipeline_model_parallel_size"] == "unknown"
     assert doc["verdict"]["status"] == "inconclusive", doc["verdict"]["headline"]
@@ -661,11 +655,7 @@ CONFIG_LOADED = CHECKPOINT.replace(
 
 def test_a_provider_loaded_from_a_checkpoint_keeps_its_virtual_size(tmp_path) -> None:
     """Was CLEAN: the provider load_model_config gives is the checkpoint's, its virtual size too."""
-    conversion = tmp_path / "examples" / "conversion"
-    conversion.mkdir(parents=True)
-    (conversion / "hf_to_megatron_generate_vlm.py").write_text(CONFIG_LOADED)
-    script = tmp_path / "inference.sh"
-    script.write_text(LOADS.replace("--megatron_model_path", "--ckpt_dir"))
+    script = _vlm_launch(tmp_path, CONFIG_LOADED, LOADS.replace("--megatron_model_path", "--ckpt_dir"))
     code, doc = _scan_at(script, ())
     assert doc["config"]["effective"]["virtual_pipeline_model_parallel_size"] == "unknown"
     assert "load_model_config" in doc["config"]["provenance"]["virtual_pipeline_model_parallel_size"]
