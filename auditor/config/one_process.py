@@ -29,11 +29,13 @@ import fnmatch
 import sys
 from pathlib import Path
 
+from auditor import rulebook
 from auditor.bash.values import Symbolic
 from auditor.config.entry_script import MAX_MODULES, aliases, calls, foreign_imports, iter_closure
 from auditor.config.model import LaunchConfig
 from auditor.config.pyenv import locate
 from auditor.config.shell_command import starts_programs
+from auditor.rulebook.frameworks import frameworks
 
 
 def world(config: LaunchConfig, launcher: dict, path: str, together: str = "") -> None:
@@ -63,6 +65,15 @@ def surely_one(config: LaunchConfig) -> bool:
     """Whether `world` found the launch to be one process: a single rank, with no peer to send to."""
     return (config.nproc_per_node, config.nnodes) == (1, 1) and config.world_source.get(
         "nproc_per_node", "").endswith(ONE)
+
+
+def own_processes(config: LaunchConfig) -> str:
+    """Why the program may run more processes than its launcher starts ("" where it surely does
+    not), by the one-process launcher rule's tables (rules/megatron-lm.toml `one_process`), for a
+    launch of any launcher (config/one_rank.py: a one-task srun of a Python entry)."""
+    launcher = next(e for f in frameworks() for e in rulebook.load(f.name).data.get("launcher", [])
+                    if e.get("one_process"))
+    return _starts_processes(config, launcher)
 
 
 def _starts_processes(config: LaunchConfig, launcher: dict) -> str:
