@@ -180,20 +180,34 @@ def _global_init(closure: list[tuple[Path, ast.Module]], rules: dict[str, Any], 
     calls = calls_named(closure, name)
     if not calls:
         return False, where, entry
+    split = global_split(closure, rules)
+    if split:
+        return UNKNOWN, split, entry
+    return False, f"{calls[0][0].name}:{calls[0][1].lineno}: the entry's own {name}(...) splits the world by 1 " \
+                  f"(literal sizes), which divides any world; {where}", entry
+
+
+def global_split(closure: list[tuple[Path, ast.Module]], rules: dict[str, Any] | None = None) -> str:
+    """Why an initialize_model_parallel call of the closure may split the world by more than 1
+    (sizes of its own, `initialize_model_parallel(1, 2)`, or a function not resolved to
+    megatron-core's: rules/megatron-bridge.toml [mimo] `global_init`); "" where it calls none, or
+    only megatron-core's with literal sizes of 1. The one reader of it (config/trains_nothing.py
+    too: a size there on one rank stops the run or pipelines it)."""
+    rules = rules if rules is not None else rulebook.load("megatron-bridge").data["mimo"]
+    name = rules["global_init"].rpartition(".")[2]
     imported = {path: aliases(tree) for path, tree in closure}
-    for path, call in calls:
+    for path, call in calls_named(closure, name):
         head, _, rest = dotted(call.func).partition(".")
         callee = imported[path].get(head, head) + (f".{rest}" if rest else "")
         at = f"{path.name}:{call.lineno}"
         if callee != rules["global_init"]:
-            return UNKNOWN, f"{at}: `{dotted(call.func) or name}(...)` may set up a global parallel state " \
-                            f"({rules['global_init']} not resolved)", entry
+            return f"{at}: `{dotted(call.func) or name}(...)` may set up a global parallel state " \
+                   f"({rules['global_init']} not resolved)"
         split = _splits(call, rules)
         if split:
-            return UNKNOWN, f"{at}: {name}(...) sets up megatron-core's global parallel state with its own " \
-                            f"sizes ({split}): its checks are not decided here", entry
-    return False, f"{calls[0][0].name}:{calls[0][1].lineno}: the entry's own {name}(...) splits the world by 1 " \
-                  f"(literal sizes), which divides any world; {where}", entry
+            return f"{at}: {name}(...) sets up megatron-core's global parallel state with its own " \
+                   f"sizes ({split}): its checks are not decided here"
+    return ""
 
 
 def _splits(call: ast.Call, rules: dict[str, Any]) -> str:

@@ -34,6 +34,7 @@ from auditor.config.launcher import torchrun_options, world_size, world_variable
 from auditor.config.deepspeed_entry import read_deepspeed_entry
 from auditor.config.entry_inference import read_inference_entry
 from auditor.config.no_training import read_no_training
+from auditor.config.trains_nothing import read_trains_nothing
 from auditor.config.entry_absent import read_absent_entry
 from auditor.config.entry_imports import read_entry_imports
 from auditor.config.entry_module import read_entry_module
@@ -248,6 +249,7 @@ def parse_launch(
     own_pipeline(config)  # `torchrun run_train.py` on nanotron's own pipeline engine: not covered
     deepspeed_pipeline(config)  # `torchrun train.py` building DeepSpeed's PipelineModule
     deepspeed_engine(config)  # `mpirun python train.py` on DeepSpeed's data-parallel engine
+    read_trains_nothing(config)  # an entry training nothing on one rank or one stage (after the readers that name the run)
     unknown_stack(config)  # `torchrun train.py` handing the run to a package no rules model
     unread_entry(config)  # `torchrun -m $MODULE`, `deepspeed missing.py`: the stack is not known
     return config

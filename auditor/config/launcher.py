@@ -10,7 +10,7 @@ import re
 
 from auditor.bash.values import EnvVar, Field, OptionWords, Partial, Scalar, Symbolic
 from auditor.config.flags import normalise, unresolved, wholly_unknown
-from auditor.config.model import Flag, LaunchConfig
+from auditor.config.model import Flag, LaunchConfig, Written
 from auditor.config.training_command import Candidate, is_interpreter
 from auditor.findings import Finding
 from auditor.rulebook.launchers import Spelling
@@ -257,14 +257,14 @@ def _launcher_flag(config: LaunchConfig, spellings: list[str], path: str,
         if flag is not None:
             source = f"{flag.spelling} {flag.value} ({path}:{flag.line})"
             taken = taken_by.get(normalise(spelling))
-            if taken:
-                names = ", ".join(taken)
-                known = world_variables()
-                settable = [n for n in taken if n in known]
-                how = f"`{settable[0]}=N p2paudit ...` or " if settable else ""
-                source += (f", the script's fallback for {names}, unset here: the job's own value is "
-                           f"unknown; give it as {how}`--set world_size=N`")
-            return flag.value, source
+            if not taken:
+                return flag.value, Written(source)
+            names = ", ".join(taken)
+            known = world_variables()
+            settable = [n for n in taken if n in known]
+            how = f"`{settable[0]}=N p2paudit ...` or " if settable else ""
+            return flag.value, (f"{source}, the script's fallback for {names}, unset here: the job's own "
+                                f"value is unknown; give it as {how}`--set world_size=N`")
     return None
 
 
@@ -278,7 +278,8 @@ def _torchrun_default(torchrun: dict, what: str, env: dict[str, EnvVar]) -> tupl
         where = (f"line {var.line}" if var.how != "environ" else "the environment of this audit" if not var.line
                  else f"the job's allocation, #SBATCH at line {var.line}"
                  + (f" of {os.path.basename(var.path)}" if var.path else ""))
-        return var.value, f"{var.name}={var.value} ({where})"
+        said = f"{var.name}={var.value} ({where})"
+        return var.value, Written(said) if var.how == "environ" and var.line else said  # #SBATCH: written
     if f"{what}_default" not in torchrun:  # srun: the allocation decides; mpirun: its hosts' slots
         if name:
             return Symbolic(f"${name}"), (f"{torchrun.get('name')} takes it from the job's allocation ({name}), "
@@ -289,7 +290,7 @@ def _torchrun_default(torchrun: dict, what: str, env: dict[str, EnvVar]) -> tupl
             "hosts have slots, unknown here: give --set world_size=N")
     default = torchrun.get(f"{what}_default", "1")
     if f"{what}_flags" in torchrun and not torchrun[f"{what}_flags"]:  # mpirun -np: the whole world
-        return default, f"{torchrun.get('name')} counts every process in its process-count flag"
+        return default, Written(f"{torchrun.get('name')} counts every process in its process-count flag")
     flag = torchrun[f"{what}_flags"][0] if torchrun.get(f"{what}_flags") else f"--{dest.replace('_', '-')}"
     return default, f"{torchrun.get('name', 'torchrun')}'s default {flag} {default}"
 

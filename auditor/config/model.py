@@ -14,6 +14,16 @@ from auditor.findings import Finding
 from auditor.rulebook.frameworks import Stack
 
 
+class Written(str):
+    """A world source the script itself writes: the job's allocation (`#SBATCH --nodes=1`), a
+    launcher option (`--nproc_per_node=1`) that is no `${NAME:-x}` fallback, or the one-process
+    command (`python train.py`). A launcher's default (torchrun's `--nproc-per-node 1`, which
+    the caller's PET_NPROC_PER_NODE replaces) or a variable's fallback is a plain str: a reader
+    that must know the world as the script fixes it (config/trains_nothing.py) trusts only these."""
+
+    __slots__ = ()
+
+
 @dataclass
 class Flag:
     name: str  # normalised: dashes to underscores, no leading dashes; Megatron-LM spellings
@@ -80,7 +90,8 @@ class LaunchConfig:
     launcher_flags: dict[str, Flag] = field(default_factory=dict)  # torchrun's own options
     wrapper: list[Scalar] = field(default_factory=list)  # words before the launcher: srun, env, ...
     positionals: list[Scalar] = field(default_factory=list)  # training arguments that are no flag
-    # Where nproc_per_node / nnodes came from, for provenance: "NPROC_PER_NODE=8 (run.sh:3)".
+    # Where nproc_per_node / nnodes came from, for provenance: "NPROC_PER_NODE=8 (run.sh:3)"; a
+    # `Written` where the script itself fixes it, not a default or fallback the caller may replace.
     world_source: dict[str, str] = field(default_factory=dict)
     text: str = ""  # the script as read (what it states about its torch: config.torch_version)
     # Config keys the entry script's own code decides (config.pyenv): key -> (value, why, file:line)

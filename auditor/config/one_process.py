@@ -29,30 +29,26 @@ import fnmatch
 import sys
 from pathlib import Path
 
+from auditor import rulebook
 from auditor.bash.values import Symbolic
 from auditor.config.entry_script import MAX_MODULES, aliases, calls, foreign_imports, iter_closure
-from auditor.config.model import LaunchConfig
+from auditor.config.model import LaunchConfig, Written
 from auditor.config.pyenv import locate
 from auditor.config.shell_command import starts_programs
+from auditor.rulebook.frameworks import frameworks
 
 
 def world(config: LaunchConfig, launcher: dict, path: str, together: str = "") -> None:
     """Sets `config.nproc_per_node` and `config.nnodes` of a one-process launch, each with where
     it came from: 1 and 1, or unknown with the reason (`together`: why the shell may start more
     copies of it)."""
-    given = next((config.env[n] for n in launcher.get("world_env", ()) if n in config.env), None)
-    if given is not None:
-        where = "the caller's environment" if given.how == "environ" else f"{path}:{given.line}"
-        why = (f"{given.name} is set for `{config.launcher}` ({where}): it joins a world that processes "
-               "started elsewhere make up, unknown here; give it as --set world_size=N")
-    else:
-        why = together or _starts_processes(config, launcher)
+    why = _joins_env(config, launcher, path) or together or _starts_processes(config, launcher)
     if why:
         config.nproc_per_node, config.nnodes = Symbolic("processes the program starts"), 1
         config.world_source = {"nproc_per_node": why, "nnodes": why}
         return
     config.nproc_per_node, config.nnodes = 1, 1
-    one = f"`{config.launcher}` {ONE}"
+    one = Written(f"`{config.launcher}` {ONE}")
     config.world_source = {"nproc_per_node": one, "nnodes": one}
 
 
@@ -63,6 +59,32 @@ def surely_one(config: LaunchConfig) -> bool:
     """Whether `world` found the launch to be one process: a single rank, with no peer to send to."""
     return (config.nproc_per_node, config.nnodes) == (1, 1) and config.world_source.get(
         "nproc_per_node", "").endswith(ONE)
+
+
+def own_processes(config: LaunchConfig) -> str:
+    """Why the program may run in a world bigger than its launcher starts ("" where it surely does
+    not): it joins one the environment names or starts processes of its own, by the one-process
+    launcher rule's tables (rules/megatron-lm.toml `one_process`), as `world` reads a plain
+    `python`, for a launch of any launcher (config/trains_nothing.py: a one-task srun of a Python
+    entry). Without that rule nothing is known."""
+    launcher = next((e for f in frameworks() for e in rulebook.load(f.name).data.get("launcher", [])
+                     if e.get("one_process")), None)
+    if launcher is None:
+        return ("no launcher rule gives the one-process tables (rules: `one_process`): whether the program "
+                "starts or joins more processes is not read")
+    return _joins_env(config, launcher, config.path) or _starts_processes(config, launcher)
+
+
+def _joins_env(config: LaunchConfig, launcher: dict, path: str) -> str:
+    """Why the command joins a world its environment names ("" where none): a `world_env`
+    variable set for it (`export WORLD_SIZE=2 RANK=0 MASTER_ADDR=node0`), whose env:// rendezvous
+    processes started elsewhere join."""
+    given = next((config.env[n] for n in launcher.get("world_env", ()) if n in config.env), None)
+    if given is None:
+        return ""
+    where = "the caller's environment" if given.how == "environ" else f"{path}:{given.line}"
+    return (f"{given.name} is set for `{config.launcher}` ({where}): it joins a world that processes "
+            "started elsewhere make up, unknown here; give it as --set world_size=N")
 
 
 def _starts_processes(config: LaunchConfig, launcher: dict) -> str:
