@@ -134,11 +134,13 @@ class InterpreterCore(ABC):
         self._indexed = len(self.edges)
         return self._by_caller
 
-    def node(self, module: str, qualname: str, context: Any) -> int:
+    def node(self, module: str, qualname: str, context: Any, label: str | None = None) -> int:
+        """The node of `qualname` in `context`, which is its whole key (a hash of it would merge
+        two contexts whose hashes meet); `label` shows it, where its text would be long."""
         key = (module, qualname, context)
         if key not in self.node_index:
             self.node_index[key] = len(self.nodes)
-            self.nodes.append(Node(len(self.nodes), module, qualname, str(context)[:80]))
+            self.nodes.append(Node(len(self.nodes), module, qualname, str(context)[:80] if label is None else label))
         return self.node_index[key]
 
     def config_value(self, key: str) -> Cfg:
@@ -225,6 +227,14 @@ class InterpreterCore(ABC):
     def _hit_groups(self, site_id: str, args: list, kwargs: dict, receivers: frozenset) -> tuple[str, ...]: ...
 
 
+def identity(v: Any) -> tuple[int, Any]:
+    """`v` by identity in a memo key: its address orders keys the same way within a run, and
+    the object itself, held by the key, keeps that address from passing to a later object
+    (a probe's instance is dropped when the probe ends; CPython may give the next one its
+    address, and an address alone would take the new object for the old)."""
+    return (id(v), v)
+
+
 def value_key(values: frozenset) -> tuple:
     out: list[Any] = []
     for v in values:
@@ -234,7 +244,7 @@ def value_key(values: frozenset) -> tuple:
         elif isinstance(v, Elements):
             out.append(("elements", value_key(v.values)))
         elif isinstance(v, Obj):
-            out.append(("obj", id(v)))
+            out.append(("obj", identity(v)))
         elif isinstance(v, Data):
             out.append(("data",))
         else:

@@ -31,3 +31,58 @@ def test_a_scan_is_the_same_under_other_hash_seeds(release, tmp_path):
     docs = [scan_in_fresh_process(seed, tmp_path / f"scan-{seed}.json") for seed in ("1", "2")]
     assert docs[0]["analysis"]["functions_interpreted"] == docs[1]["analysis"]["functions_interpreted"]
     assert docs[0]["sites"] == docs[1]["sites"]
+
+
+# DeepSpeed's PipelineEngine (deepspeed/runtime/pipe/engine.py, deepspeed 0.16.0): the P2P
+# methods `_exec_send_activations`, `_exec_recv_activations`, ... each call helpers on `self`.
+# Each is probed with an instance of its own, which the walk drops when the probe ends; CPython
+# may hand its address to the next probe's instance.
+ENGINE = '''
+import torch.distributed as dist
+
+class Engine:
+    def _group(self):
+        return self.grid.pp_group
+
+    def _send(self, buf):
+        dist.send(buf, 1, group=self._group())
+
+    def _recv(self, buf):
+        dist.recv(buf, 0, group=self._group())
+'''
+
+
+def test_a_later_object_at_a_dead_objects_address_gets_its_own_contexts(tmp_path, monkeypatch):
+    """The memo is keyed by object identity. An address alone is not one: once its object is
+    freed, the next object may get it and be taken for the first, its calls answered from the
+    first object's walk and never interpreted. Rare in a real run (the allocator decides), so
+    here every probe instance has one address, as when CPython reuses it each time."""
+    import builtins
+    from textwrap import dedent
+
+    from auditor.rulebook import interpreter
+    from auditor.static.interp import calls, shared
+    from auditor.static.interp.callgraph import Interpreter
+    from auditor.static.interp.program import Program
+    from auditor import sources
+    from auditor.static.interp.values import Obj
+
+    def reused(v: object) -> int:
+        return 1 if isinstance(v, Obj) and v.where == "probe" else builtins.id(v)
+
+    monkeypatch.setattr(shared, "id", reused, raising=False)
+    monkeypatch.setattr(calls, "id", reused, raising=False)
+    root = tmp_path / "proj"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "engine.py").write_text(dedent(ENGINE))
+    rules, _, _ = interpreter.load({"megatron-core": "0.17.0"})
+    program = Program([sources.resolve(str(root))], jobs=0)
+    try:
+        interp = Interpreter(program, {}, rules)
+        for method in ("Engine._send", "Engine._recv"):
+            assert interp.probe("pkg.engine", method) is not None
+        helper = [n for n in interp.nodes if n.qualname == "Engine._group"]
+        assert len(helper) == 2  # one per probe instance
+    finally:
+        program.close()
