@@ -75,7 +75,10 @@ class InterpreterCore(ABC):
         self.config = config  # key -> value; missing key = unknown
         self.rules = rules
         self.globals: dict[str, dict[str, frozenset]] = {}
+        # closure number -> (the environment, its own closure); numbered in the order the walk
+        # defines them (never by address: the order of values by closure is the same every run)
         self.closures: dict[int, tuple[dict[str, frozenset], int]] = {}
+        self.closure_numbers: dict[int, int] = {}  # id of an environment in `closures` -> its number
         self.class_attrs: dict[Klass, dict[str, frozenset]] = {}  # patched class attributes
         self.nodes: list[Node] = []
         self.node_index: dict[tuple, int] = {}

@@ -86,3 +86,18 @@ def test_a_later_object_at_a_dead_objects_address_gets_its_own_contexts(tmp_path
         assert len(helper) == 2  # one per probe instance
     finally:
         program.close()
+
+
+def test_values_alike_but_for_their_closure_or_instance_keep_the_order_the_walk_made_them():
+    """`ordered` decides which value's turn runs first (and so which contexts the walk makes).
+    Values with one name used to tie and keep their set's order, which follows addresses: a
+    function defined in two calls of its enclosing function (a closure each), two instances
+    made at one place in two contexts. They now keep the order the walk made them in."""
+    from auditor.static.interp.values import Func, Klass, Obj, ordered
+
+    inner = [Func("build.<locals>.step", "pkg.engine", closure) for closure in range(1, 9)]
+    assert ordered(frozenset(inner)) == inner
+    freed = [Obj(Klass("Engine", "pkg.engine"), "old") for _ in range(16)]
+    del freed  # the next objects reuse these addresses, newest freed first
+    made = [Obj(Klass("Engine", "pkg.engine"), "pkg.engine.build:Engine()") for _ in range(8)]
+    assert ordered(frozenset(made)) == made
