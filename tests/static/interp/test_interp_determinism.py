@@ -101,3 +101,36 @@ def test_values_alike_but_for_their_closure_or_instance_keep_the_order_the_walk_
     del freed  # the next objects reuse these addresses, newest freed first
     made = [Obj(Klass("Engine", "pkg.engine"), "pkg.engine.build:Engine()") for _ in range(8)]
     assert ordered(frozenset(made)) == made
+
+
+def test_a_type_test_asks_about_classes_in_one_order():
+    """`isinstance(unwrapped_model, GPTModel)` in megatron-core 0.17.0's
+    megatron/core/pipeline_parallel/combined_1f1b.py (the megatron_lm_gpt_pp2 example's scan): the first value it cannot decide ends the
+    test; a function among the values asks whether GPTModel's hierarchy is closed, which imports
+    its bases' modules, and the walk then has run their top levels (4 contexts more or fewer, in
+    a run of its own). Which value came first followed the set's hash order."""
+    from auditor.static.interp import typetests
+    from auditor.static.interp.values import Data, Func, Klass
+
+    class Recording:
+        def __init__(self) -> None:
+            self.asked: list[Klass] = []
+
+        def mro(self, k: Klass) -> list[Klass]:
+            return [k]
+
+        def closed(self, k: Klass) -> bool:
+            self.asked.append(k)
+            return True
+
+        def defines(self, k: Klass, attr: str) -> bool:
+            return False
+
+    gpt = frozenset({Klass("GPTModel", "megatron.core.models.gpt.gpt_model")})
+    asked = set()
+    for i in range(16):  # values whose hashes fall either way of the function's
+        classes = Recording()
+        typetests.decide("isinstance", [frozenset({Data(f"model {i}"), Func("wrapped", "pkg.m")}), gpt],
+                         None, classes)
+        asked.add(bool(classes.asked))
+    assert len(asked) == 1
