@@ -11,13 +11,13 @@ from auditor.static.interp import typetests
 from auditor.static.interp.formula import conj
 from auditor.static.interp.graph import Edge
 from auditor.static.interp.shared import (
-    CALL_UNKNOWN, INSTANCE, MAX_DEPTH, MAX_NODES, MAX_RECURSION, NO_ARGS, PYTHON_DEPTH, InterpreterCore, ReachedStop, _Super,
+    CALL_UNKNOWN, INSTANCE, MAX_DEPTH, MAX_NODES, MAX_RECURSION, NO_ARGS, PYTHON_DEPTH, InterpreterCore, ReachedStop,
     identity, value_key,
 )
 from auditor.static.interp.state import Frame, State
 from auditor.static.interp.values import (
     Api, Cfg, ConfigObject, ConstValue, Data, DictV, Elements, External, Func, GroupValue, Guarded, Klass, Obj,
-    bare, cap, concrete, describe, elements_of, ordered,
+    _Super, bare, cap, concrete, describe, elements_of, ordered,
 )
 from auditor.static.ir import ir
 

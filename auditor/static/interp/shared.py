@@ -57,15 +57,6 @@ class Lazy:
     attr: str
 
 
-# `super()` inside a method: its class, module and the `self` it was called with. The class
-# name is part of the walk's order (`values.ordered` sorts by type name): it stays `_Super`.
-@dataclass(frozen=True)
-class _Super:
-    cls: str
-    module: str
-    self_values: frozenset
-
-
 class InterpreterCore(ABC):
     """The walk's state and the methods the parts call on each other (`Interpreter` is the one
     concrete class; `typetests` reads its class hierarchy through `mro`, `closed`, `defines`)."""
@@ -239,13 +230,26 @@ def identity(v: Any) -> tuple[int, Any]:
 
 
 def value_key(values: frozenset) -> tuple:
+    """A memo key for what a variable holds: a dict by its entries (two calls with equal
+    `**kwargs` share a context), an object by identity. A dict met again inside itself (a child
+    holding its parent) is keyed there by its serial (which no other dict has, even once it is
+    freed): its entries are being keyed already."""
+    return _value_key(values, set())
+
+
+def _value_key(values: frozenset, open_: set[int]) -> tuple:
     out: list[Any] = []
     for v in values:
-        if isinstance(v, DictV):
-            out.append(("dict", tuple(sorted((k, value_key(x)) for k, x in v.items.items())),
-                        tuple(sorted((repr(k), value_key(x)) for k, x in v.keyed.items())), value_key(v.anykey)))
+        if isinstance(v, DictV) and id(v) in open_:
+            out.append(("dict at", v.serial))
+        elif isinstance(v, DictV):
+            open_.add(id(v))
+            out.append(("dict", tuple(sorted((k, _value_key(x, open_)) for k, x in v.items.items())),
+                        tuple(sorted((repr(k), _value_key(x, open_)) for k, x in v.keyed.items())),
+                        _value_key(v.anykey, open_)))
+            open_.discard(id(v))
         elif isinstance(v, Elements):
-            out.append(("elements", value_key(v.values)))
+            out.append(("elements", _value_key(v.values, open_)))
         elif isinstance(v, Obj):
             out.append(("obj", identity(v)))
         elif isinstance(v, Data):

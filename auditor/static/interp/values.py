@@ -127,6 +127,19 @@ class DictV:
     items: dict[str, frozenset] = field(default_factory=dict)
     keyed: dict[Any, frozenset] = field(default_factory=dict)
     anykey: frozenset = frozenset()  # values put under keys unknown here (`{s.index: s ...}`)
+    # Made before any later dict: what orders it (`ordered`), as for `Obj`. Its entries never
+    # do: a dict may hold itself (a child holding its parent), and one shared down a chain
+    # would be read once per path.
+    serial: int = field(default_factory=itertools.count().__next__)
+
+
+# `super()` inside a method: its class, module and the `self` it was called with. The class
+# name is part of the walk's order (`ordered` sorts by type name): it stays `_Super`.
+@dataclass(frozen=True)
+class _Super:
+    cls: str
+    module: str
+    self_values: frozenset
 
 
 @dataclass(frozen=True)
@@ -160,8 +173,9 @@ def ordered(values: frozenset) -> list:
 
 def _order_key(v: Any) -> tuple:
     """A key that tells apart values a set tells apart, from what is the same in every run:
-    names, constants, the order the walk made objects and closures in (never an address, nor
-    the text of a set, which lists its members in hash order)."""
+    names, constants, the order the walk made objects, dicts and closures in (never an address,
+    nor the text of a set, which lists its members in hash order). A record of names and
+    constants goes by its text, which differs where its fields do."""
     if isinstance(v, Guarded):
         return (*_order_key(v.value), v.status)
     if isinstance(v, Func):
@@ -171,8 +185,9 @@ def _order_key(v: Any) -> tuple:
     if isinstance(v, Obj):
         return ("Obj", v.cls.module, v.cls.qualname, v.where, v.serial)
     if isinstance(v, DictV):
-        return ("DictV", tuple((k, _set_key(x)) for k, x in sorted(v.items.items())),
-                tuple(sorted((repr(k), _set_key(x)) for k, x in v.keyed.items())), _set_key(v.anykey))
+        return ("DictV", v.serial)
+    if isinstance(v, _Super):
+        return ("_Super", v.cls, v.module, _set_key(v.self_values))
     if isinstance(v, Elements):
         return ("Elements", _set_key(v.values))
     return (type(v).__name__, repr(v))  # a record of names and constants

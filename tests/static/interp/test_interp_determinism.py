@@ -134,3 +134,94 @@ def test_a_type_test_asks_about_classes_in_one_order():
                          None, classes)
         asked.add(bool(classes.asked))
     assert len(asked) == 1
+
+
+# A parent/child tree of dicts, each child holding its parent (the shape of a run's state with
+# its sub-runs): the dict reaches itself. Written for this test, after the review's repro.
+TREE = '''
+import os
+
+def helper(opts):
+    return opts
+
+def build():
+    state = {"name": "run", "children": {}}
+    child = {"parent": state}
+    state["children"]["c0"] = child
+    opts = state if os.environ.get("RESUME") else {"name": "fresh"}
+    if isinstance(opts, dict):
+        helper(opts)
+'''
+
+
+def test_a_dict_that_reaches_itself_is_ordered_and_passed_on(tmp_path):
+    """`isinstance` orders the two dicts `opts` can be, and `helper(opts)` keys its memo by
+    them: both used to follow a dict's entries into the dict again, without end (RecursionError,
+    the scan's exit 2)."""
+    from textwrap import dedent
+
+    from auditor import sources
+    from auditor.rulebook import interpreter
+    from auditor.static.interp.callgraph import Interpreter
+    from auditor.static.interp.program import Program
+
+    root = tmp_path / "proj"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "tree.py").write_text(dedent(TREE))
+    rules, _, _ = interpreter.load({"megatron-core": "0.17.0"})
+    program = Program([sources.resolve(str(root))], jobs=0)
+    try:
+        interp = Interpreter(program, {}, rules)
+        assert interp.probe("pkg.tree", "build") is not None
+        assert [n.qualname for n in interp.nodes if n.qualname == "helper"] == ["helper"]
+    finally:
+        program.close()
+
+
+def test_dicts_are_ordered_by_when_they_were_made_not_by_their_entries():
+    """A dict shared down a chain (each holding the one before under two keys) was keyed once
+    per path: twice the time per link. Two dicts with equal entries tied and kept address order."""
+    import time
+
+    from auditor.static.interp.values import ConstValue, DictV, ordered
+
+    made = [DictV({"name": frozenset({ConstValue("fresh")})}) for _ in range(8)]
+    assert ordered(frozenset(made)) == made
+    selfish = DictV()
+    selfish.items["self"] = frozenset({selfish})
+    assert ordered(frozenset({selfish, made[0]})) == [made[0], selfish]
+    link = DictV()
+    for _ in range(18):
+        link = DictV({"a": frozenset({link}), "b": frozenset({link})})
+    start = time.perf_counter()
+    ordered(frozenset({link, DictV()}))
+    assert time.perf_counter() - start < 1
+
+
+def test_a_memo_key_of_a_dict_that_reaches_itself_ends():
+    """`value_key` keys a dict by its entries (two calls with equal `**kwargs` share a context);
+    a dict met again inside itself is keyed there by which dict it is."""
+    from auditor.static.interp.shared import value_key
+    from auditor.static.interp.values import ConstValue, DictV
+
+    state = DictV({"name": frozenset({ConstValue("run")})})
+    state.items["children"] = frozenset({DictV({"parent": frozenset({state})})})
+    assert value_key(frozenset({state})) == value_key(frozenset({state}))
+    twin = DictV({"name": frozenset({ConstValue("run")})})
+    twin.items["children"] = frozenset({DictV({"parent": frozenset({twin})})})
+    assert value_key(frozenset({state})) != value_key(frozenset({twin}))
+    assert value_key(frozenset({DictV({"a": frozenset({ConstValue(1)})})})) == \
+        value_key(frozenset({DictV({"a": frozenset({ConstValue(1)})})}))
+
+
+def test_two_super_calls_are_ordered_by_their_instances():
+    """`super()` in one method called on two instances (two contexts) holds each instance; the
+    two used to tie (their text names the class and place alone) and keep address order."""
+    from auditor.static.interp.values import Klass, Obj, _Super, ordered
+
+    freed = [Obj(Klass("Engine", "pkg.engine"), "old") for _ in range(16)]
+    del freed
+    made = [_Super("Engine", "pkg.engine", frozenset({Obj(Klass("Engine", "pkg.engine"), "pkg.m:Engine()")}))
+            for _ in range(8)]
+    assert ordered(frozenset(made)) == made
