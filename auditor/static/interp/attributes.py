@@ -8,11 +8,11 @@ from typing import Any
 
 from auditor.static.exports import star_binds
 from auditor.static.interp.shared import (
-    MAX_IMPORT_DEPTH, PYTHON_DEPTH, InterpreterCore, Lazy, _Super,
+    MAX_IMPORT_DEPTH, PYTHON_DEPTH, InterpreterCore, Lazy,
 )
 from auditor.static.interp.state import Frame, State
 from auditor.static.interp.values import (
-    MANY, Api, ConfigObject, Data, External, Func, GroupValue, Guarded, Klass, Module, Obj, bare, cap,
+    MANY, Api, ConfigObject, Data, External, Func, GroupValue, Guarded, Klass, Module, Obj, _Super, bare, cap,
     ordered,
 )
 from auditor.static.ir import ir

@@ -11,13 +11,13 @@ from auditor.static.interp import typetests
 from auditor.static.interp.formula import conj
 from auditor.static.interp.graph import Edge
 from auditor.static.interp.shared import (
-    CALL_UNKNOWN, INSTANCE, MAX_DEPTH, MAX_NODES, MAX_RECURSION, NO_ARGS, PYTHON_DEPTH, InterpreterCore, ReachedStop, _Super,
-    value_key,
+    CALL_UNKNOWN, INSTANCE, MAX_DEPTH, MAX_NODES, MAX_RECURSION, NO_ARGS, PYTHON_DEPTH, InterpreterCore, ReachedStop,
+    identity, value_key,
 )
 from auditor.static.interp.state import Frame, State
 from auditor.static.interp.values import (
     Api, Cfg, ConfigObject, ConstValue, Data, DictV, Elements, External, Func, GroupValue, Guarded, Klass, Obj,
-    bare, cap, concrete, describe, elements_of, ordered,
+    _Super, bare, cap, concrete, describe, elements_of, ordered,
 )
 from auditor.static.ir import ir
 
@@ -173,12 +173,12 @@ class Calls(InterpreterCore):
         sequence or dict too) run there with arguments unknown here (`mp.spawn(worker)`,
         `Thread(target=worker)`): each is walked so. A class handed out may be built and its
         methods called there (not by a builtin, which only tests it): `unseen`."""
-        seen: set[int] = set()
+        seen: set[tuple[int, Any]] = set()  # held, so that a value walked keeps its address
         while values:
             for v in map(bare, ordered(values.pop())):
-                if id(v) in seen:
+                if identity(v) in seen:
                     continue
-                seen.add(id(v))
+                seen.add(identity(v))
                 if isinstance(v, Elements):
                     values.append(v.values)
                 elif isinstance(v, DictV):
@@ -271,10 +271,10 @@ class Calls(InterpreterCore):
         walking = (func.module, func.qualname, func.closure)
         if self.walking.get(walking, 0) >= MAX_RECURSION:
             env = self.widened(fir, func, env)
-        context = (func.closure, id(func.bound) if func.bound is not None else 0,
+        context = (func.closure, identity(func.bound) if func.bound is not None else 0,
                    tuple(sorted((k, value_key(v)) for k, v in env.items())), self.version)
         memo_key = (func.module, func.qualname, context)
-        node = self.node(func.module, fir.qualname, hash(context) & 0xFFFFFF)
+        node = self.node(func.module, fir.qualname, context, f"{hash(context) & 0xFFFFFF:06x}")
         if caller is not None:
             cstate, cframe = caller
             self.edges.append(Edge(cframe.node, node, cstate.status, cstate.guards))

@@ -57,15 +57,6 @@ class Lazy:
     attr: str
 
 
-# `super()` inside a method: its class, module and the `self` it was called with. The class
-# name is part of the walk's order (`values.ordered` sorts by type name): it stays `_Super`.
-@dataclass(frozen=True)
-class _Super:
-    cls: str
-    module: str
-    self_values: frozenset
-
-
 class InterpreterCore(ABC):
     """The walk's state and the methods the parts call on each other (`Interpreter` is the one
     concrete class; `typetests` reads its class hierarchy through `mro`, `closed`, `defines`)."""
@@ -75,7 +66,10 @@ class InterpreterCore(ABC):
         self.config = config  # key -> value; missing key = unknown
         self.rules = rules
         self.globals: dict[str, dict[str, frozenset]] = {}
+        # closure number -> (the environment, its own closure); numbered in the order the walk
+        # defines them (never by address: the order of values by closure is the same every run)
         self.closures: dict[int, tuple[dict[str, frozenset], int]] = {}
+        self.closure_numbers: dict[int, int] = {}  # id of an environment in `closures` -> its number
         self.class_attrs: dict[Klass, dict[str, frozenset]] = {}  # patched class attributes
         self.nodes: list[Node] = []
         self.node_index: dict[tuple, int] = {}
@@ -134,11 +128,13 @@ class InterpreterCore(ABC):
         self._indexed = len(self.edges)
         return self._by_caller
 
-    def node(self, module: str, qualname: str, context: Any) -> int:
+    def node(self, module: str, qualname: str, context: Any, label: str | None = None) -> int:
+        """The node of `qualname` in `context`, which is its whole key (a hash of it would merge
+        two contexts whose hashes meet); `label` shows it, where its text would be long."""
         key = (module, qualname, context)
         if key not in self.node_index:
             self.node_index[key] = len(self.nodes)
-            self.nodes.append(Node(len(self.nodes), module, qualname, str(context)[:80]))
+            self.nodes.append(Node(len(self.nodes), module, qualname, str(context)[:80] if label is None else label))
         return self.node_index[key]
 
     def config_value(self, key: str) -> Cfg:
@@ -225,16 +221,37 @@ class InterpreterCore(ABC):
     def _hit_groups(self, site_id: str, args: list, kwargs: dict, receivers: frozenset) -> tuple[str, ...]: ...
 
 
+def identity(v: Any) -> tuple[int, Any]:
+    """`v` by identity in a memo key: its address orders keys the same way within a run, and
+    the object itself, held by the key, keeps that address from passing to a later object
+    (a probe's instance is dropped when the probe ends; CPython may give the next one its
+    address, and an address alone would take the new object for the old)."""
+    return (id(v), v)
+
+
 def value_key(values: frozenset) -> tuple:
+    """A memo key for what a variable holds: a dict by its entries (two calls with equal
+    `**kwargs` share a context), an object by identity. A dict met again inside itself (a child
+    holding its parent) is keyed there by its serial (which no other dict has, even once it is
+    freed): its entries are being keyed already."""
+    return _value_key(values, set())
+
+
+def _value_key(values: frozenset, open_: set[int]) -> tuple:
     out: list[Any] = []
     for v in values:
-        if isinstance(v, DictV):
-            out.append(("dict", tuple(sorted((k, value_key(x)) for k, x in v.items.items())),
-                        tuple(sorted((repr(k), value_key(x)) for k, x in v.keyed.items())), value_key(v.anykey)))
+        if isinstance(v, DictV) and id(v) in open_:
+            out.append(("dict at", v.serial))
+        elif isinstance(v, DictV):
+            open_.add(id(v))
+            out.append(("dict", tuple(sorted((k, _value_key(x, open_)) for k, x in v.items.items())),
+                        tuple(sorted((repr(k), _value_key(x, open_)) for k, x in v.keyed.items())),
+                        _value_key(v.anykey, open_)))
+            open_.discard(id(v))
         elif isinstance(v, Elements):
-            out.append(("elements", value_key(v.values)))
+            out.append(("elements", _value_key(v.values, open_)))
         elif isinstance(v, Obj):
-            out.append(("obj", id(v)))
+            out.append(("obj", identity(v)))
         elif isinstance(v, Data):
             out.append(("data",))
         else:

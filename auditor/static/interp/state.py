@@ -28,7 +28,7 @@ class State:
 class Frame:
     node: int
     module: str
-    closure: int  # id of the environment this frame's function was defined in (0: module)
+    closure: int  # number of the environment this frame's function was defined in (0: module)
     cls: str | None  # qualified class name for methods and class bodies
     kind: str = "function"  # "module" | "class" | "function"
     returns: set = field(default_factory=set)

@@ -106,8 +106,11 @@ class Statements(InterpreterCore):
         """What a function defined here closes over: this frame's locals, if it has any."""
         if frame.kind != "function":
             return frame.closure
-        self.closures[id(state.env)] = (state.env, frame.closure)
-        return id(state.env)
+        number = self.closure_numbers.get(id(state.env))  # `closures` holds the env: its id is its own
+        if number is None:
+            number = self.closure_numbers[id(state.env)] = len(self.closures) + 1
+            self.closures[number] = (state.env, frame.closure)
+        return number
 
     def import_value(self, local: str, target: str, is_module: bool) -> Any:
         if is_module:

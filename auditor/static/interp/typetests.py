@@ -15,7 +15,7 @@ from __future__ import annotations
 import builtins
 from typing import Any, Protocol
 
-from auditor.static.interp.values import Cfg, ConstValue, Data, DictV, External, Func, Klass, Obj, bare
+from auditor.static.interp.values import Cfg, ConstValue, Data, DictV, External, Func, Klass, Obj, bare, ordered
 
 TESTS = frozenset({"isinstance", "issubclass", "callable", "hasattr"})
 UNKNOWN = None  # a test the known values do not decide
@@ -47,7 +47,9 @@ def decide(name: str, args: list[frozenset], specs: list[frozenset] | None,
     answers: set[bool] = set()
     if not args or (name != "callable" and len(args) != 2):
         return frozenset({Data(name)})
-    for value in args[0]:
+    # In one order every run: the first undecided value ends the test, and a value's turn may
+    # import the modules of a class hierarchy (`closed`), which the walk then has run.
+    for value in ordered(args[0]):
         if name == "callable":
             answer = _callable(bare(value), classes)
         elif name == "hasattr":
@@ -64,7 +66,7 @@ def _any_of(name: str, value: Any, specs: list[frozenset], classes: Classes) -> 
     """True if the value is an instance (subclass) of one class of the tuple, False if of none."""
     seen_false = False
     for spec in specs:
-        for cls in spec:
+        for cls in ordered(spec):
             test = _instance if name == "isinstance" else _subclass
             answer = test(value, bare(cls), classes)
             if answer is True:

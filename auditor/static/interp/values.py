@@ -12,6 +12,7 @@ known keys (`DictV`) is read and written through `dict_get` and `dict_put`.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,7 +98,7 @@ class Klass:
 class Func:
     qualname: str
     module: str
-    closure: int = 0  # id of the enclosing frame's environment for nested functions
+    closure: int = 0  # number of the enclosing frame's environment for nested functions
     bound: Any = None  # the instance a method is bound to
     partial: tuple = ()  # (args, kwargs) pre-bound by functools.partial
 
@@ -109,6 +110,9 @@ class Obj:
     cls: Klass
     where: str
     attrs: dict[str, frozenset] = field(default_factory=dict)
+    # Made before any later object: orders two instances of one class made at one place
+    # (two contexts of one function), as their addresses would differently in every run.
+    serial: int = field(default_factory=itertools.count().__next__)
 
     def __repr__(self) -> str:
         return f"Obj({self.cls.qualname}@{self.where})"
@@ -123,6 +127,19 @@ class DictV:
     items: dict[str, frozenset] = field(default_factory=dict)
     keyed: dict[Any, frozenset] = field(default_factory=dict)
     anykey: frozenset = frozenset()  # values put under keys unknown here (`{s.index: s ...}`)
+    # Made before any later dict: what orders it (`ordered`), as for `Obj`. Its entries never
+    # do: a dict may hold itself (a child holding its parent), and one shared down a chain
+    # would be read once per path.
+    serial: int = field(default_factory=itertools.count().__next__)
+
+
+# `super()` inside a method: its class, module and the `self` it was called with. The class
+# name is part of the walk's order (`ordered` sorts by type name): it stays `_Super`.
+@dataclass(frozen=True)
+class _Super:
+    cls: str
+    module: str
+    self_values: frozenset
 
 
 @dataclass(frozen=True)
@@ -155,15 +172,29 @@ def ordered(values: frozenset) -> list:
 
 
 def _order_key(v: Any) -> tuple:
+    """A key that tells apart values a set tells apart, from what is the same in every run:
+    names, constants, the order the walk made objects, dicts and closures in (never an address,
+    nor the text of a set, which lists its members in hash order). A record of names and
+    constants goes by its text, which differs where its fields do."""
     if isinstance(v, Guarded):
         return (*_order_key(v.value), v.status)
     if isinstance(v, Func):
-        return ("Func", v.module, v.qualname, _order_key(v.bound) if v.bound is not None else ())
+        args, kwargs = v.partial or ((), ())
+        return ("Func", v.module, v.qualname, _order_key(v.bound) if v.bound is not None else (), v.closure,
+                tuple(map(_set_key, args)), tuple((k, _set_key(x)) for k, x in kwargs))
     if isinstance(v, Obj):
-        return ("Obj", v.cls.module, v.cls.qualname, v.where)
+        return ("Obj", v.cls.module, v.cls.qualname, v.where, v.serial)
     if isinstance(v, DictV):
-        return ("DictV", tuple(sorted(v.items)))
+        return ("DictV", v.serial)
+    if isinstance(v, _Super):
+        return ("_Super", v.cls, v.module, _set_key(v.self_values))
+    if isinstance(v, Elements):
+        return ("Elements", _set_key(v.values))
     return (type(v).__name__, repr(v))  # a record of names and constants
+
+
+def _set_key(values: frozenset) -> tuple:
+    return tuple(sorted(map(_order_key, values)))
 
 
 def truth(v: Any) -> tuple[int, int]:
