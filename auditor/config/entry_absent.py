@@ -16,12 +16,16 @@ looks for one (frontend_parser.find_script: that directory, the launch script's 
 nor opened from any directory of the checkout around the launch script (a run started elsewhere
 in it finds none either), and nothing may make it or move the run: the command runs
 unconditionally (Candidate.conditional), every command before it only sets variables or is a
-wholly literal command of an inert program (_only_inert_before: anything else, `source`,
+wholly literal command of an inert program, or one of programs that only print (rules/stacks.toml
+`printing_programs`), in command substitutions too: `$(basename $2)` (_only_inert_before: anything else, `source`,
 `./prep.sh`, `tar`, `VAR=1 prog`, a command substitution, may write it), no code unread here
 (Shell.opaque), no other word of the script naming it, no container or working directory named
 anywhere, comments included (torch_version.runs_elsewhere), no submodule left unchecked-out (a
 recursive clone fills it, and a run may start in it), no build of the checkout
 (entry_imports.built). Otherwise nothing is said, and the scan asks for the command (--command).
+Where the script's folder is not there at all (`examples/detxoify_lm/x.py` after the example
+moved), the directory the run opens it from must hold scripts instead. A plain `python SCRIPT`
+whose file is so surely absent is the run's command (launch._last_resort: surely_absent).
 
 A placeholder. NVIDIA/Megatron-LM@d98e8a64dd examples/multimodal/llama_3p1_nemotron_nano_vl_8b_v1/
 sft_llama_3p1_nemotron_nano_vl_8b_v1.sh:170 writes `srun ... --container-image <path to docker
@@ -52,6 +56,7 @@ from auditor.config.frontend_parser import find_script
 from auditor.config.model import LaunchConfig
 from auditor.config.torch_version import runs_elsewhere
 from auditor.config.training_command import Candidate
+from auditor.errors import InputError
 from auditor.findings import Finding
 
 # Shell builtins that set variables or options only: they run nothing and write no file.
@@ -104,8 +109,19 @@ def _placeholder(config: LaunchConfig, chosen: Candidate, path: str) -> str | No
     return None
 
 
-def _missing(config: LaunchConfig, opaque: list[tuple[int, str]], path: str) -> str | None:
-    """The relative `.py` training script no directory the run may open it from holds."""
+def surely_absent(config: LaunchConfig, launcher: dict, chosen: Candidate,
+                  opaque: list[tuple[int, str]], path: str) -> bool:
+    """Whether the command surely opens no training script (as read_absent_entry decides it),
+    so that a plain `python SCRIPT` whose file is not here is still the run's command: what it
+    does is not start (bigcode-project/Megatron-LM@7c325cd34a examples/merge_mp_bert.sh:8
+    runs `python tools/merge_mp_partitions.py`, removed from tools/ by 5df9e1fb)."""
+    return bool(launcher.get("script_in_cwd")) and not chosen.conditional and isinstance(config.script, str) \
+        and not config.script_module and not config.script_read and _absence(config, opaque, path) is not None
+
+
+def _absence(config: LaunchConfig, opaque: list[tuple[int, str]], path: str) -> Path | None:
+    """Where the relative `.py` training script was looked for, where no directory the run may
+    open it from holds it (see the module's docstring); None where that is not certain."""
     script = str(config.script)
     if (os.path.isabs(script) or not script.endswith(".py") or config.workdir != ""
             or config.launch_dir is None or "no_python" in config.launcher_flags):
@@ -117,10 +133,19 @@ def _missing(config: LaunchConfig, opaque: list[tuple[int, str]], path: str) -> 
     if looked.exists() or find_script(path, script, entry=True) is not None:
         return None
     checkout = checkout_root(path) if Path(path).is_file() else None
-    if checkout is None or not looked.resolve().is_relative_to(checkout) or not _scripts(looked.parent):
+    if checkout is None or not looked.resolve().is_relative_to(checkout) or not _run_from(looked, config.launch_dir):
         return None  # the audit stands outside the tree, or where no script is run from
     if built(looked.parent, looked.stem, "") or nowhere_in_checkout(script, path) is None or _unpopulated(checkout):
         return None  # a build makes it, a directory of the checkout or a submodule not checked out may hold it
+    return looked
+
+
+def _missing(config: LaunchConfig, opaque: list[tuple[int, str]], path: str) -> str | None:
+    """The relative `.py` training script no directory the run may open it from holds."""
+    looked = _absence(config, opaque, path)
+    if looked is None:
+        return None
+    script = str(config.script)
     near = _near(looked)
     why = (f"`{config.launcher}` (line {config.command_line}) opens {script} in the directory this audit "
            "runs in (the script moves it nowhere): no such file there, nor from any directory of the "
@@ -149,7 +174,7 @@ def absent_here(config: LaunchConfig) -> bool:
         return False
     looked = Path(config.launch_dir, script)
     checkout = checkout_root(config.path) if Path(config.path).is_file() else None
-    if checkout is None or not looked.resolve().is_relative_to(checkout) or not _scripts(looked.parent):
+    if checkout is None or not looked.resolve().is_relative_to(checkout) or not _run_from(looked, config.launch_dir):
         return False
     return not looked.exists() and find_script(config.path, script, entry=True) is None
 
@@ -166,6 +191,14 @@ def _unpopulated(checkout: Path) -> bool:
         if not here.is_dir() or not any(here.iterdir()):
             return True
     return False
+
+
+def _run_from(looked: Path, launch_dir: str) -> bool:
+    """Whether the directory the script is opened from is one jobs are run from: the script's
+    own folder holds Python scripts, or, where that folder is not there at all (`python
+    examples/detxoify_lm/generate_samples_gpt.py` after the example moved), the launch directory
+    does (Megatron-LM's root, beside pretrain_gpt.py)."""
+    return bool(_scripts(looked.parent)) or not looked.parent.exists() and bool(_scripts(Path(launch_dir)))
 
 
 def _scripts(directory: Path) -> list[str]:
@@ -197,12 +230,14 @@ def _only_inert_before(config: LaunchConfig) -> bool:
     that write files) with no redirection but to /dev/null or a descriptor; and one command,
     itself running no command substitution, holds the training command's line. Anything else
     (`source`, `./prepare.sh`, `tar`, `VAR=1 prog`, a here-document) may make the file."""
-    programs = [p for p in rulebook.load("stacks").data["no_pipeline"].get("inert_programs", []) if p not in _WRITES]
+    rules = rulebook.load("stacks").data["no_pipeline"]
+    programs = [p for p in rules.get("inert_programs", []) if p not in _WRITES]
+    printing = frozenset(rules.get("printing_programs", []))
     nodes = ShellParser(Lexer(config.text, config.path).tokens(), config.path, []).parse()
     at = [c for c in _commands(nodes) if c.line <= config.command_line <= c.end_line]
-    if len(at) != 1 or any(_substitutes(w) for w in at[0].words):
+    if len(at) != 1 or any(_substitutes(w, printing) for w in at[0].words):
         return False
-    return all(_inert(c, programs) for c in _commands(nodes) if c.end_line < config.command_line)
+    return all(_inert(c, programs, printing) for c in _commands(nodes) if c.end_line < config.command_line)
 
 
 def _commands(nodes: list[Node]) -> Iterator[Cmd]:
@@ -225,23 +260,48 @@ def _commands(nodes: list[Node]) -> Iterator[Cmd]:
             yield from _commands([node.body])
 
 
-def _inert(cmd: Cmd, programs: list[str]) -> bool:
-    """A command that runs nothing and writes no file (see _only_inert_before)."""
-    if cmd.stdin is not None or cmd.herestring is not None or any(_substitutes(w) for w in cmd.words):
+def _inert(cmd: Cmd, programs: list[str], printing: frozenset[str]) -> bool:
+    """A command that runs nothing and writes no file (see _only_inert_before): a printing
+    program (rules/stacks.toml `printing_programs`) whatever its arguments, an inert one wholly
+    literal."""
+    if cmd.stdin is not None or cmd.herestring is not None or any(_substitutes(w, printing) for w in cmd.words):
         return False
     if any(op.lstrip("0123456789") not in (">&", "<&") and t.raw != "/dev/null" for op, t in cmd.redirects):
         return False
     if not cmd.words or all(ASSIGN.match(w.raw) for w in cmd.words):
         return True  # assignments only
     head = cmd.words[0]
-    if head.raw in _SETS_STATE:
+    if head.raw in _SETS_STATE or head.raw in printing and all(p.kind == "lit" for p in head.parts):
         return True
     literal = all(p.kind == "lit" for w in cmd.words for p in w.parts)
     return literal and head.raw in programs
 
 
-def _substitutes(word: Word) -> bool:
+def _substitutes(word: Word, printing: frozenset[str]) -> bool:
     """Whether a word may run a command substitution (`$(...)`, backquotes), inside a parameter's
-    default (`${X:-$(python -c ...)}`) or an array's elements included."""
-    return any(p.kind == "cmd" or p.kind != "lit" and ("$(" in p.text or "`" in p.text)
-               or any(_substitutes(e) for e in p.elements) for p in word.parts)
+    default (`${X:-$(python -c ...)}`) or an array's elements included, other than one of
+    printing programs only (`$(basename $2)`, `$(wc -l < $1)`, `$(cd "$(dirname "$0")" && pwd)`:
+    _printing_only)."""
+    return any(p.kind == "cmd" and not _printing_only(p.text, printing)
+               or p.kind not in ("lit", "cmd") and ("$(" in p.text or "`" in p.text)
+               or any(_substitutes(e, printing) for e in p.elements) for p in word.parts)
+
+
+def _printing_only(text: str, printing: frozenset[str]) -> bool:
+    """Whether a command substitution's text runs printing programs only (a `cd` inside it moves
+    only its own subshell), reading files with `<` at most: it writes no file."""
+    try:
+        nodes = ShellParser(Lexer(text, "$(...)").tokens(), "$(...)", []).parse()
+    except InputError:  # text the parser refuses is not known to be harmless
+        return False
+    commands = list(_commands(nodes))
+    for cmd in commands:
+        if cmd.stdin is not None or cmd.herestring is not None or any(_substitutes(w, printing) for w in cmd.words):
+            return False
+        if any(op.lstrip("0123456789") not in ("<", ">&", "<&") and t.raw != "/dev/null" for op, t in cmd.redirects):
+            return False
+        head = cmd.words[0] if cmd.words else None
+        if head is not None and not (all(p.kind == "lit" for p in head.parts)
+                                     and (head.raw in printing or head.raw == "cd")):
+            return False
+    return bool(commands)
