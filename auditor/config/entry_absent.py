@@ -24,8 +24,12 @@ anywhere, comments included (torch_version.runs_elsewhere), no submodule left un
 recursive clone fills it, and a run may start in it), no build of the checkout
 (entry_imports.built). Otherwise nothing is said, and the scan asks for the command (--command).
 Where the script's folder is not there at all (`examples/detxoify_lm/x.py` after the example
-moved), the directory the run opens it from must hold scripts instead. A plain `python SCRIPT`
-whose file is so surely absent is the run's command (launch._last_resort: surely_absent).
+moved) but its first folder is, the directory the run opens it from must hold scripts instead
+(a missing top-level folder, `Megatron-LM/pretrain_gpt.py`, is another tree cloned there). The
+failing command must end the script (_ends_there: `exec`, its last command, or `set -e` in
+force; else bash goes on to the training after it) and sit in no function's body (run where it
+is called, after commands below it). A plain `python SCRIPT` whose file is so surely absent is
+the run's command (launch._last_resort: surely_absent).
 
 A placeholder. NVIDIA/Megatron-LM@d98e8a64dd examples/multimodal/llama_3p1_nemotron_nano_vl_8b_v1/
 sft_llama_3p1_nemotron_nano_vl_8b_v1.sh:170 writes `srun ... --container-image <path to docker
@@ -49,7 +53,7 @@ from collections.abc import Iterator
 from auditor import rulebook
 from auditor.bash.absent import checkout_root, nowhere_in_checkout
 from auditor.bash.lexer import ASSIGN, Lexer, Word
-from auditor.bash.parser import AndOr, Branches, Cmd, CommandGroup, Node, Pipeline, ShellLoop, ShellParser
+from auditor.bash.parser import AndOr, Branches, Cmd, CommandGroup, Function, Node, Pipeline, ShellLoop, ShellParser
 from auditor.config.entry_imports import built
 from auditor.config.flags import STARTUP
 from auditor.config.frontend_parser import find_script
@@ -196,9 +200,16 @@ def _unpopulated(checkout: Path) -> bool:
 def _run_from(looked: Path, launch_dir: str) -> bool:
     """Whether the directory the script is opened from is one jobs are run from: the script's
     own folder holds Python scripts, or, where that folder is not there at all (`python
-    examples/detxoify_lm/generate_samples_gpt.py` after the example moved), the launch directory
-    does (Megatron-LM's root, beside pretrain_gpt.py)."""
-    return bool(_scripts(looked.parent)) or not looked.parent.exists() and bool(_scripts(Path(launch_dir)))
+    examples/detxoify_lm/generate_samples_gpt.py` after the example moved) but its first folder
+    is, the launch directory does (Megatron-LM's root, beside pretrain_gpt.py). A missing
+    top-level folder (`Megatron-LM/pretrain_gpt.py`, a clone a README asks for) is another tree."""
+    if _scripts(looked.parent):
+        return True
+    parts = Path(os.path.normpath(looked)).relative_to(os.path.normpath(launch_dir)).parts \
+        if Path(os.path.normpath(looked)).is_relative_to(os.path.normpath(launch_dir)) else ()
+    # a missing top-level folder (`Megatron-LM/pretrain_gpt.py`) is another tree cloned there
+    return len(parts) > 2 and Path(launch_dir, parts[0]).is_dir() and not looked.parent.exists() \
+        and bool(_scripts(Path(launch_dir)))
 
 
 def _scripts(directory: Path) -> list[str]:
@@ -235,9 +246,56 @@ def _only_inert_before(config: LaunchConfig) -> bool:
     printing = frozenset(rules.get("printing_programs", []))
     nodes = ShellParser(Lexer(config.text, config.path).tokens(), config.path, []).parse()
     at = [c for c in _commands(nodes) if c.line <= config.command_line <= c.end_line]
-    if len(at) != 1 or any(_substitutes(w, printing) for w in at[0].words):
+    if len(at) != 1 or any(_substitutes(w, printing) for w in at[0].words) or _in_function(nodes, at[0]):
+        return False  # a function's body runs where it is called, after what may come below it
+    if not _ends_there(nodes, at[0]):
         return False
     return all(_inert(c, programs, printing) for c in _commands(nodes) if c.end_line < config.command_line)
+
+
+def _in_function(nodes: list[Node], cmd: Cmd) -> bool:
+    """Whether the command sits in a function's body (run where it is called, not where written)."""
+    for node in nodes:
+        if isinstance(node, Function) and any(c is cmd for c in _commands([node.body])):
+            return True
+    return any(_in_function(_children(node), cmd) for node in nodes)
+
+
+def _children(node: Node) -> list[Node]:
+    if isinstance(node, Branches):
+        return [n for part in (*node.conditions, *node.bodies) for n in part]
+    if isinstance(node, ShellLoop):
+        return node.condition + node.body
+    if isinstance(node, CommandGroup):
+        return node.body
+    if isinstance(node, AndOr):
+        return [node.first, *(n for _, n in node.rest)]
+    if isinstance(node, Pipeline):
+        return node.commands
+    if isinstance(node, Function):
+        return [node.body]
+    return []
+
+
+def _ends_there(nodes: list[Node], cmd: Cmd) -> bool:
+    """Whether nothing runs after the failing command, so that its failure is the run's end: it
+    is `exec`, the script's last command, or a top-level command under `set -e` (errexit) set
+    before it at the top level. Without these, bash goes on to the next command (the training)."""
+    if cmd.words and cmd.words[0].raw == "exec":
+        return True
+    if not any(c.line > cmd.end_line for c in _commands(nodes)):
+        return True
+    if not any(node is cmd for node in nodes):
+        return False  # in a list, a condition or a loop: errexit does not stop there
+    errexit = False
+    for node in nodes:
+        if isinstance(node, Cmd) and node.line < cmd.line and node.words and node.words[0].raw == "set":
+            args = [w.raw for w in node.words[1:]]
+            for k, arg in enumerate(args):
+                if arg[:1] in "-+" and arg[1:2] not in ("-", "") and ("e" in arg or arg[1:] == "o"
+                                                                       and args[k + 1:k + 2] == ["errexit"]):
+                    errexit = arg[0] == "-"  # `set +e` turns it off again
+    return errexit
 
 
 def _commands(nodes: list[Node]) -> Iterator[Cmd]:

@@ -13,8 +13,10 @@ only where nothing may come first: an unknown PYTHONPATH entry before the root, 
 portion, a package `__init__` that edits `__path__` or `sys.modules`, or the script's own
 `sys.path.insert` before the import each leave it open, and then nothing is said.
 
-The script's own `sys.path.insert(0, X)`, X a folder known from `__file__`, puts X before all
-of these (before PYTHONPATH too), where no earlier import names a package X holds.
+The script's own `sys.path.insert(0, X)`, X a folder known from `__file__` (through module-level
+names too), puts X before all of these (before PYTHONPATH too), where no earlier import names a
+package X holds or a module beside the script (which may import the package first, from another
+copy that then stays cached).
 
 Where no known root holds the package as a regular one but the checkout the script sits in does
 (its own package, `nemo/` of the NeMo checkout, or a namespace folder: Megatron-LM's megatron/),
@@ -24,7 +26,8 @@ DOES NOT START. Where the run itself puts the checkout on sys.path (the script's
 `sys.path.append(<the tree's root>)`, NVIDIA/Megatron-LM@d98e8a64dd examples/multimodal/
 run_text_generation.py:11; a namespace folder on a known root) it means to import that copy:
 an installed `megatron` may still come first, so the verdict is undecided (INCONCLUSIVE naming
-the import), never CLEAN on code not read.
+the import), never CLEAN on code not read; so too where the folder it adds is not known here. A
+folder holding setup.py or pyproject.toml (a submodule checkout: apex/) is no namespace copy.
 
 Only imports that run on every start are read: the module-level `import`/`from ... import`
 statements of the script (its `if __name__ == "__main__":` block included) outside any try,
@@ -339,14 +342,17 @@ def _front_roots(entry: Path) -> list[tuple[int, Path]]:
         tree = parsed(entry.read_text(encoding="utf-8", errors="replace"))
     except (OSError, SyntaxError, ValueError):
         return []
-    inserts = [(line, folder) for line, how, folder in script_roots(tree, entry) if how == "insert"]
+    inserts = [(line, folder) for line, how, folder in script_roots(tree, entry) if how == "insert" and folder]
     last = max((line for line, _ in inserts), default=0)
     earlier = [alias.name if isinstance(node, ast.Import) else node.module or ""
                for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom)) and node.lineno < last
                for alias in (node.names if isinstance(node, ast.Import) else node.names[:1])]
     if any(isinstance(node, ast.ImportFrom) and node.level and node.lineno < last for node in ast.walk(tree)):
         return []
-    if any(_top(folder, name.split(".")[0]) for name in earlier for _, folder in inserts):
+    # a module beside the script (its folder is sys.path[0]) may import the package first, from
+    # another copy, which stays cached (NVIDIA/Megatron-LM examples/inference/run_server.py
+    # imports server_utils, which imports megatron.training, before its insert)
+    if any(_top(folder, name.split(".")[0]) for name in earlier for folder in (entry.parent, *(f for _, f in inserts))):
         return []
     return sorted(inserts, reverse=True)
 
@@ -415,16 +421,19 @@ def own_package_gaps(entry: Path, launch_path: str,
     for node in _statements(tree, harmless={line for line, _, _ in added}):
         for module, must in _names(node, None):
             top = module.split(".")[0]
-            if not top.isidentifier() or _top(checkout, top) not in ("package", "namespace"):
-                continue
+            held = _top(checkout, top) if top.isidentifier() else None
+            if held not in ("package", "namespace") or held == "namespace" and any(
+                    (checkout / top / name).exists() for name in ("setup.py", "pyproject.toml")):
+                continue  # a project folder (a submodule checkout: apex/) is no copy of the library
             if resolver.where(top) is not None:
                 continue  # a known root holds it: missing_imports judges it
             found = _load(module, must, here)
             if isinstance(found, Missing):
                 placed = _placed(roots, checkout)
                 placed = placed or next((f"the script's own `sys.path.{how}` (line {line})"
+                                         + ("" if folder else " (of a folder not known here)")
                                          for line, how, folder in added
-                                         if line < node.lineno and folder.resolve() == checkout), "")
+                                         if line < node.lineno and (folder is None or folder.resolve() == checkout)), "")
                 out.append((node, module, found.absent, checkout, placed))
                 break
     return out
@@ -441,48 +450,61 @@ def _placed(roots: list[SearchRoot], checkout: Path) -> str:
     return ""
 
 
-def script_roots(tree: ast.Module, entry: Path) -> list[tuple[int, str, Path]]:
+def script_roots(tree: ast.Module, entry: Path) -> list[tuple[int, str, Path | None]]:
     """The folders the script's module-level `sys.path.append(X)` / `sys.path.insert(0, X)` add,
-    where X is known here from `__file__` (NVIDIA/Megatron-LM@d98e8a64dd examples/multimodal/
-    run_text_generation.py:11 appends `os.path.abspath(os.path.join(os.path.dirname(__file__),
-    os.path.pardir, os.path.pardir))`, the checkout's root): (line, "append" or "insert", folder)."""
-    out = []
+    where X is known here from `__file__`, directly or through module-level names (NVIDIA/
+    Megatron-LM@d98e8a64dd examples/multimodal/run_text_generation.py:11 appends
+    `os.path.abspath(os.path.join(os.path.dirname(__file__), os.path.pardir, os.path.pardir))`,
+    the checkout's root; examples/post_training/modelopt/quantize.py:21 appends a path built from
+    `_SCRIPT_DIR`): (line, "append" or "insert", folder, None where X is not known here)."""
+    out: list[tuple[int, str, Path | None]] = []
+    names: dict[str, ast.expr] = {}
     for stmt in tree.body:
+        if isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                if isinstance(target, ast.Name):
+                    names[target.id] = stmt.value
         call = stmt.value if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) else None
-        if call is None or call.keywords:
+        if call is None or ast.unparse(call.func) not in ("sys.path.append", "sys.path.insert"):
             continue
         how = ast.unparse(call.func).removeprefix("sys.path.")
-        if how == "append" and len(call.args) == 1 or how == "insert" and len(call.args) == 2 \
-                and isinstance(call.args[0], ast.Constant) and call.args[0].value == 0:
-            folder = _folder(call.args[-1], entry.resolve())
-            if folder is not None and folder.is_absolute() and folder.is_dir():
-                out.append((stmt.lineno, how, folder))
+        if call.keywords or how == "append" and len(call.args) != 1 or how == "insert" and (
+                len(call.args) != 2 or not isinstance(call.args[0], ast.Constant) or call.args[0].value != 0):
+            out.append((stmt.lineno, how, None))
+            continue
+        folder = _folder(call.args[-1], entry.resolve(), dict(names))
+        known = folder is not None and folder.is_absolute() and folder.is_dir()
+        out.append((stmt.lineno, how, folder if known else None))
     return out
 
 
-def _folder(node: ast.expr, module: Path) -> Path | None:
+def _folder(node: ast.expr, module: Path, names: dict[str, ast.expr]) -> Path | None:
     """A path expression built from `__file__` (os.path.dirname/abspath/realpath/normpath/join
-    with os.pardir or literals, Path(...).parent/.parents[n]/.resolve()); None for anything else."""
+    with os.pardir or literals, Path(...).parent/.parents[n]/.resolve()), through module-level
+    `names` assigned before it; None for anything else."""
     if isinstance(node, ast.Name) and node.id == "__file__":
         return module
+    if isinstance(node, ast.Name):
+        value = names.pop(node.id, None)  # popped: a name defined through itself is not known
+        return None if value is None else _folder(value, module, names)
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return Path(node.value)
     if isinstance(node, ast.Attribute) and node.attr == "pardir" and ast.unparse(node.value) in ("os", "os.path"):
         return Path("..")
     if isinstance(node, ast.Attribute) and node.attr == "parent":
-        inner = _folder(node.value, module)
+        inner = _folder(node.value, module, names)
         return None if inner is None else inner.parent
     if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "parents" \
             and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int):
-        inner = _folder(node.value.value, module)
+        inner = _folder(node.value.value, module, names)
         return None if inner is None or node.slice.value >= len(inner.parents) else inner.parents[node.slice.value]
     if not isinstance(node, ast.Call) or node.keywords:
         return None
     called = ast.unparse(node.func)
     if isinstance(node.func, ast.Attribute) and node.func.attr in ("resolve", "absolute") and not node.args:
-        inner = _folder(node.func.value, module)
+        inner = _folder(node.func.value, module, names)
         return None if inner is None else Path(os.path.normpath(inner))
-    args = [_folder(a, module) for a in node.args]
+    args = [_folder(a, module, dict(names)) for a in node.args]
     if not args or any(a is None for a in args):
         return None
     paths = [a for a in args if a is not None]

@@ -433,3 +433,71 @@ def test_an_insert_after_an_import_is_not_read_as_certain(tmp_path, monkeypatch)
     launch = textgen_checkout(tmp_path, entry.replace("IMPORT\n", GONE), namespace=False)
     monkeypatch.chdir(tmp_path)
     assert errors(read_launch(launch)) == []
+
+
+# Review r40-missing, hole 4 (the shape of NVIDIA/Megatron-LM examples/inference/run_server.py):
+# a local module imported before the insert may import the package first, from another copy,
+# which then stays cached for the imports after the insert.
+RUN_SERVER = """import os
+import sys
+from server_utils import add_server_args
+sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), os.path.pardir, os.path.pardir)))
+from megatron.training import get_args
+from megatron.core.pipeline_parallel import get_forward_backward_func
+"""
+
+
+def test_an_insert_after_a_local_module_s_import_is_not_first(tmp_path, monkeypatch):
+    textgen_checkout(tmp_path, TEXTGEN, namespace=False)
+    (tmp_path / "examples/inference").mkdir(parents=True)
+    (tmp_path / "examples/inference/server_utils.py").write_text("from megatron.training.arguments import parse_args\n")
+    (tmp_path / "examples/inference/run_server.py").write_text(RUN_SERVER)
+    launch = tmp_path / "examples/inference/run_server.sh"
+    launch.write_text("torchrun --nproc_per_node 8 examples/inference/run_server.py --pipeline-model-parallel-size 2\n")
+    monkeypatch.chdir(tmp_path)
+    assert errors(read_launch(launch)) == []
+
+
+# Review r40-missing, hole 5: the root appended through a module-level name, as
+# NVIDIA/Megatron-LM@d98e8a64dd examples/post_training/modelopt/quantize.py:21 appends
+# `os.path.abspath(os.path.join(_SCRIPT_DIR, "../../../"))`.
+THROUGH_NAME = TEXTGEN.replace("sys.path.append(\n", "ROOT = (\n").replace(
+    "\nimport torch\n", "sys.path.append(ROOT)\nimport torch\n")
+
+
+def test_a_root_appended_through_a_name_is_followed(tmp_path, monkeypatch):
+    launch = textgen_checkout(tmp_path, THROUGH_NAME.replace("IMPORT\n", GONE))
+    monkeypatch.chdir(tmp_path)
+    config = read_launch(launch)
+    assert errors(config) == []
+    assert any("megatron.inference.text_generation" in u.what for u in undecided(config))
+
+
+def test_a_root_appended_that_is_not_known_here_is_undecided(tmp_path, monkeypatch):
+    entry = THROUGH_NAME.replace("ROOT = (", "ROOT = os.environ.get('MEGATRON', '/opt/megatron') or (")
+    launch = textgen_checkout(tmp_path, entry.replace("IMPORT\n", GONE))
+    monkeypatch.chdir(tmp_path)
+    config = read_launch(launch)
+    assert errors(config) == []
+    assert any("megatron.inference.text_generation" in u.what for u in undecided(config))
+
+
+# Review r40-missing, hole 6: apex/ is a submodule checkout (NVIDIA/apex: setup.py at its top,
+# the package in apex/apex/), not a namespace copy of the library the run imports.
+def test_a_project_folder_is_no_namespace_copy(tmp_path, monkeypatch):
+    entry = TEXTGEN.replace("IMPORT\n", "from apex.optimizers import FusedAdam\n")
+    launch = textgen_checkout(tmp_path, entry)
+    (tmp_path / "apex/apex/optimizers").mkdir(parents=True)
+    (tmp_path / "apex/setup.py").write_text("")
+    (tmp_path / "apex/apex/optimizers/__init__.py").write_text("")
+    monkeypatch.chdir(tmp_path)
+    config = read_launch(launch)
+    assert errors(config) == [] and undecided(config) == []
+
+
+def test_only_sys_path_s_own_insert_adds_a_root(tmp_path, monkeypatch):
+    """A bare `insert(0, X)` (any list's, any function's) puts nothing on sys.path."""
+    entry = INSERT.replace("sys.path.insert(0,", "insert(0,").replace("import os\n", "import os\nfrom bisect import insort as insert\n")
+    launch = textgen_checkout(tmp_path, entry.replace("IMPORT\n", GONE), namespace=False)
+    monkeypatch.chdir(tmp_path)
+    assert errors(read_launch(launch)) == []

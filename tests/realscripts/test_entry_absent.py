@@ -354,3 +354,83 @@ def test_a_plain_python_command_that_may_start_elsewhere_is_not_followed(
     monkeypatch.chdir(tmp_path)
     with pytest.raises(CommandNotFollowed):
         parse_launch(script.read_text(), str(script))
+
+
+def _absent(script: Path, monkeypatch: pytest.MonkeyPatch, cwd: Path) -> str:
+    """config.script_absent and the entry-missing errors, in words ("" where none; a command not
+    followed says nothing either)."""
+    from auditor.config.launch import CommandNotFollowed
+    monkeypatch.chdir(cwd)
+    try:
+        config = parse_launch(script.read_text(), str(script))
+    except CommandNotFollowed:
+        return ""
+    return config.script_absent + "".join(d.message for d in config.diagnostics if d.kind == "launch.entry-missing")
+
+
+# Review r40-missing, hole 1, after bigcode-project/Megatron-LM@7c325cd34a examples/merge_mp_bert.sh:
+# a gone tool, then the real training; no `set -e`, so bash goes on to the next command.
+THEN_TRAIN = """CHECKPOINT_PATH=checkpoints/gpt_345m
+{first} tools/merge_mp_partitions.py --model-type GPT --load $CHECKPOINT_PATH
+{second} pretrain_gpt.py --pipeline-model-parallel-size 2 --load $CHECKPOINT_PATH
+"""
+
+
+@pytest.mark.parametrize("launcher", ["python", "torchrun --nproc_per_node 8"])
+def test_a_missing_script_with_commands_after_it_is_not_the_end(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, launcher: str) -> None:
+    script = _bigcode(tmp_path)
+    (tmp_path / "pretrain_gpt.py").write_text(ENTRY)
+    script.write_text(THEN_TRAIN.format(first=launcher, second=launcher))
+    assert _absent(script, monkeypatch, tmp_path) == ""
+
+
+@pytest.mark.parametrize("before", ["set -e\n", "set -euo pipefail\n", "set -o errexit\n", "set +e\nset -ex\n"])
+def test_errexit_ends_the_script_at_the_missing_script(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, before: str) -> None:
+    script = _bigcode(tmp_path)
+    (tmp_path / "pretrain_gpt.py").write_text(ENTRY)
+    script.write_text(before + THEN_TRAIN.format(first="python", second="python"))
+    assert "merge_mp_partitions.py" in _absent(script, monkeypatch, tmp_path)
+
+
+# Review r40-missing, hole 2: a function defined above runs after a `tar` that may unpack its script.
+FUNCTION_THEN_PREP = """GPUS_PER_NODE=8
+train() {
+  torchrun --nproc_per_node $GPUS_PER_NODE tools/merge_mp_partitions.py --pipeline-model-parallel-size 2
+}
+tar -xzf /shared/megatron_tools.tar.gz
+train
+"""
+
+
+def test_a_function_called_after_a_command_that_may_write_its_script_says_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    script = _bigcode(tmp_path)
+    script.write_text(FUNCTION_THEN_PREP)
+    assert _absent(script, monkeypatch, tmp_path) == ""
+
+
+# Review r40-missing, hole 3: a project whose README clones Megatron-LM into its root and whose
+# script runs `Megatron-LM/pretrain_gpt.py` (a README runs `python -m torch.distributed.launch ...
+# Megatron-LM/pretrain_gpt.py`): a missing top-level folder is another tree, not a moved example.
+CLONED = """GPUS_PER_NODE=8
+DISTRIBUTED_ARGS="--nproc_per_node $GPUS_PER_NODE --nnodes 1"
+torchrun $DISTRIBUTED_ARGS Megatron-LM/pretrain_gpt.py --pipeline-model-parallel-size 2 --num-layers 24
+"""
+
+
+def test_a_missing_top_level_folder_is_another_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("setup.py", "prepare_data.py", "convert_hf.py"):
+        (tmp_path / name).write_text("")
+    (tmp_path / "scripts").mkdir()
+    script = tmp_path / "scripts/pretrain_gpt_pp2.sh"
+    script.write_text(CLONED)
+    assert _absent(script, monkeypatch, tmp_path) == ""
+
+
+def test_errexit_turned_off_again_lets_bash_go_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    script = _bigcode(tmp_path)
+    (tmp_path / "pretrain_gpt.py").write_text(ENTRY)
+    script.write_text("set -e\nset +e\n" + THEN_TRAIN.format(first="python", second="python"))
+    assert _absent(script, monkeypatch, tmp_path) == ""
