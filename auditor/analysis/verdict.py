@@ -140,8 +140,11 @@ def launcher_refusals(launch: LaunchConfig, torch: str | None) -> list[Finding]:
 
 
 def launcher_refuses(launch: LaunchConfig, torch: str | None) -> str | None:
-    """What torch's launcher refuses on every torch release judged for this run, in words; None
-    where it starts on some."""
+    """What stops the run before its stack matters, in words: the training script its command
+    opens is surely not there (config.script_absent: every rank's python exits 2), or torch's
+    launcher refuses it on every torch release judged for this run; None where it starts."""
+    if launch.script_absent:
+        return launch.script_absent
     errors = launcher_refusals(launch, torch)
     if not errors:
         return None

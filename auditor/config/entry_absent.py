@@ -16,12 +16,20 @@ looks for one (frontend_parser.find_script: that directory, the launch script's 
 nor opened from any directory of the checkout around the launch script (a run started elsewhere
 in it finds none either), and nothing may make it or move the run: the command runs
 unconditionally (Candidate.conditional), every command before it only sets variables or is a
-wholly literal command of an inert program (_only_inert_before: anything else, `source`,
+wholly literal command of an inert program, or one of programs that only print (rules/stacks.toml
+`printing_programs`), in command substitutions too: `$(basename $2)` (_only_inert_before: anything else, `source`,
 `./prep.sh`, `tar`, `VAR=1 prog`, a command substitution, may write it), no code unread here
 (Shell.opaque), no other word of the script naming it, no container or working directory named
 anywhere, comments included (torch_version.runs_elsewhere), no submodule left unchecked-out (a
 recursive clone fills it, and a run may start in it), no build of the checkout
 (entry_imports.built). Otherwise nothing is said, and the scan asks for the command (--command).
+Where the script's folder is not there at all (`examples/detxoify_lm/x.py` after the example
+moved) but its first folder is, the directory the run opens it from must hold scripts instead
+(a missing top-level folder, `Megatron-LM/pretrain_gpt.py`, is another tree cloned there). The
+failing command must end the script (_ends_there: `exec`, its last command, or `set -e` in
+force; else bash goes on to the training after it) and sit in no function's body (run where it
+is called, after commands below it). A plain `python SCRIPT` whose file is so surely absent is
+the run's command (launch._last_resort: surely_absent).
 
 A placeholder. NVIDIA/Megatron-LM@d98e8a64dd examples/multimodal/llama_3p1_nemotron_nano_vl_8b_v1/
 sft_llama_3p1_nemotron_nano_vl_8b_v1.sh:170 writes `srun ... --container-image <path to docker
@@ -45,13 +53,14 @@ from collections.abc import Iterator
 from auditor import rulebook
 from auditor.bash.absent import checkout_root, nowhere_in_checkout
 from auditor.bash.lexer import ASSIGN, Lexer, Word
-from auditor.bash.parser import AndOr, Branches, Cmd, CommandGroup, Node, Pipeline, ShellLoop, ShellParser
+from auditor.bash.parser import AndOr, Branches, Cmd, CommandGroup, Function, Node, Pipeline, ShellLoop, ShellParser
 from auditor.config.entry_imports import built
 from auditor.config.flags import STARTUP
 from auditor.config.frontend_parser import find_script
 from auditor.config.model import LaunchConfig
 from auditor.config.torch_version import runs_elsewhere
 from auditor.config.training_command import Candidate
+from auditor.errors import InputError
 from auditor.findings import Finding
 
 # Shell builtins that set variables or options only: they run nothing and write no file.
@@ -104,8 +113,19 @@ def _placeholder(config: LaunchConfig, chosen: Candidate, path: str) -> str | No
     return None
 
 
-def _missing(config: LaunchConfig, opaque: list[tuple[int, str]], path: str) -> str | None:
-    """The relative `.py` training script no directory the run may open it from holds."""
+def surely_absent(config: LaunchConfig, launcher: dict, chosen: Candidate,
+                  opaque: list[tuple[int, str]], path: str) -> bool:
+    """Whether the command surely opens no training script (as read_absent_entry decides it),
+    so that a plain `python SCRIPT` whose file is not here is still the run's command: what it
+    does is not start (bigcode-project/Megatron-LM@7c325cd34a examples/merge_mp_bert.sh:8
+    runs `python tools/merge_mp_partitions.py`, removed from tools/ by 5df9e1fb)."""
+    return bool(launcher.get("script_in_cwd")) and not chosen.conditional and isinstance(config.script, str) \
+        and not config.script_module and not config.script_read and _absence(config, opaque, path) is not None
+
+
+def _absence(config: LaunchConfig, opaque: list[tuple[int, str]], path: str) -> Path | None:
+    """Where the relative `.py` training script was looked for, where no directory the run may
+    open it from holds it (see the module's docstring); None where that is not certain."""
     script = str(config.script)
     if (os.path.isabs(script) or not script.endswith(".py") or config.workdir != ""
             or config.launch_dir is None or "no_python" in config.launcher_flags):
@@ -117,10 +137,19 @@ def _missing(config: LaunchConfig, opaque: list[tuple[int, str]], path: str) -> 
     if looked.exists() or find_script(path, script, entry=True) is not None:
         return None
     checkout = checkout_root(path) if Path(path).is_file() else None
-    if checkout is None or not looked.resolve().is_relative_to(checkout) or not _scripts(looked.parent):
+    if checkout is None or not looked.resolve().is_relative_to(checkout) or not _run_from(looked, config.launch_dir):
         return None  # the audit stands outside the tree, or where no script is run from
     if built(looked.parent, looked.stem, "") or nowhere_in_checkout(script, path) is None or _unpopulated(checkout):
         return None  # a build makes it, a directory of the checkout or a submodule not checked out may hold it
+    return looked
+
+
+def _missing(config: LaunchConfig, opaque: list[tuple[int, str]], path: str) -> str | None:
+    """The relative `.py` training script no directory the run may open it from holds."""
+    looked = _absence(config, opaque, path)
+    if looked is None:
+        return None
+    script = str(config.script)
     near = _near(looked)
     why = (f"`{config.launcher}` (line {config.command_line}) opens {script} in the directory this audit "
            "runs in (the script moves it nowhere): no such file there, nor from any directory of the "
@@ -149,7 +178,7 @@ def absent_here(config: LaunchConfig) -> bool:
         return False
     looked = Path(config.launch_dir, script)
     checkout = checkout_root(config.path) if Path(config.path).is_file() else None
-    if checkout is None or not looked.resolve().is_relative_to(checkout) or not _scripts(looked.parent):
+    if checkout is None or not looked.resolve().is_relative_to(checkout) or not _run_from(looked, config.launch_dir):
         return False
     return not looked.exists() and find_script(config.path, script, entry=True) is None
 
@@ -166,6 +195,21 @@ def _unpopulated(checkout: Path) -> bool:
         if not here.is_dir() or not any(here.iterdir()):
             return True
     return False
+
+
+def _run_from(looked: Path, launch_dir: str) -> bool:
+    """Whether the directory the script is opened from is one jobs are run from: the script's
+    own folder holds Python scripts, or, where that folder is not there at all (`python
+    examples/detxoify_lm/generate_samples_gpt.py` after the example moved) but its first folder
+    is, the launch directory does (Megatron-LM's root, beside pretrain_gpt.py). A missing
+    top-level folder (`Megatron-LM/pretrain_gpt.py`, a clone a README asks for) is another tree."""
+    if _scripts(looked.parent):
+        return True
+    parts = Path(os.path.normpath(looked)).relative_to(os.path.normpath(launch_dir)).parts \
+        if Path(os.path.normpath(looked)).is_relative_to(os.path.normpath(launch_dir)) else ()
+    # a missing top-level folder (`Megatron-LM/pretrain_gpt.py`) is another tree cloned there
+    return len(parts) > 2 and Path(launch_dir, parts[0]).is_dir() and not looked.parent.exists() \
+        and bool(_scripts(Path(launch_dir)))
 
 
 def _scripts(directory: Path) -> list[str]:
@@ -197,12 +241,61 @@ def _only_inert_before(config: LaunchConfig) -> bool:
     that write files) with no redirection but to /dev/null or a descriptor; and one command,
     itself running no command substitution, holds the training command's line. Anything else
     (`source`, `./prepare.sh`, `tar`, `VAR=1 prog`, a here-document) may make the file."""
-    programs = [p for p in rulebook.load("stacks").data["no_pipeline"].get("inert_programs", []) if p not in _WRITES]
+    rules = rulebook.load("stacks").data["no_pipeline"]
+    programs = [p for p in rules.get("inert_programs", []) if p not in _WRITES]
+    printing = frozenset(rules.get("printing_programs", []))
     nodes = ShellParser(Lexer(config.text, config.path).tokens(), config.path, []).parse()
     at = [c for c in _commands(nodes) if c.line <= config.command_line <= c.end_line]
-    if len(at) != 1 or any(_substitutes(w) for w in at[0].words):
+    if len(at) != 1 or any(_substitutes(w, printing) for w in at[0].words) or _in_function(nodes, at[0]):
+        return False  # a function's body runs where it is called, after what may come below it
+    if not _ends_there(nodes, at[0]):
         return False
-    return all(_inert(c, programs) for c in _commands(nodes) if c.end_line < config.command_line)
+    return all(_inert(c, programs, printing) for c in _commands(nodes) if c.end_line < config.command_line)
+
+
+def _in_function(nodes: list[Node], cmd: Cmd) -> bool:
+    """Whether the command sits in a function's body (run where it is called, not where written)."""
+    for node in nodes:
+        if isinstance(node, Function) and any(c is cmd for c in _commands([node.body])):
+            return True
+    return any(_in_function(_children(node), cmd) for node in nodes)
+
+
+def _children(node: Node) -> list[Node]:
+    if isinstance(node, Branches):
+        return [n for part in (*node.conditions, *node.bodies) for n in part]
+    if isinstance(node, ShellLoop):
+        return node.condition + node.body
+    if isinstance(node, CommandGroup):
+        return node.body
+    if isinstance(node, AndOr):
+        return [node.first, *(n for _, n in node.rest)]
+    if isinstance(node, Pipeline):
+        return node.commands
+    if isinstance(node, Function):
+        return [node.body]
+    return []
+
+
+def _ends_there(nodes: list[Node], cmd: Cmd) -> bool:
+    """Whether nothing runs after the failing command, so that its failure is the run's end: it
+    is `exec`, the script's last command, or a top-level command under `set -e` (errexit) set
+    before it at the top level. Without these, bash goes on to the next command (the training)."""
+    if cmd.words and cmd.words[0].raw == "exec":
+        return True
+    if not any(c.line > cmd.end_line for c in _commands(nodes)):
+        return True
+    if not any(node is cmd for node in nodes):
+        return False  # in a list, a condition or a loop: errexit does not stop there
+    errexit = False
+    for node in nodes:
+        if isinstance(node, Cmd) and node.line < cmd.line and node.words and node.words[0].raw == "set":
+            args = [w.raw for w in node.words[1:]]
+            for k, arg in enumerate(args):
+                if arg[:1] in "-+" and arg[1:2] not in ("-", "") and ("e" in arg or arg[1:] == "o"
+                                                                       and args[k + 1:k + 2] == ["errexit"]):
+                    errexit = arg[0] == "-"  # `set +e` turns it off again
+    return errexit
 
 
 def _commands(nodes: list[Node]) -> Iterator[Cmd]:
@@ -225,23 +318,48 @@ def _commands(nodes: list[Node]) -> Iterator[Cmd]:
             yield from _commands([node.body])
 
 
-def _inert(cmd: Cmd, programs: list[str]) -> bool:
-    """A command that runs nothing and writes no file (see _only_inert_before)."""
-    if cmd.stdin is not None or cmd.herestring is not None or any(_substitutes(w) for w in cmd.words):
+def _inert(cmd: Cmd, programs: list[str], printing: frozenset[str]) -> bool:
+    """A command that runs nothing and writes no file (see _only_inert_before): a printing
+    program (rules/stacks.toml `printing_programs`) whatever its arguments, an inert one wholly
+    literal."""
+    if cmd.stdin is not None or cmd.herestring is not None or any(_substitutes(w, printing) for w in cmd.words):
         return False
     if any(op.lstrip("0123456789") not in (">&", "<&") and t.raw != "/dev/null" for op, t in cmd.redirects):
         return False
     if not cmd.words or all(ASSIGN.match(w.raw) for w in cmd.words):
         return True  # assignments only
     head = cmd.words[0]
-    if head.raw in _SETS_STATE:
+    if head.raw in _SETS_STATE or head.raw in printing and all(p.kind == "lit" for p in head.parts):
         return True
     literal = all(p.kind == "lit" for w in cmd.words for p in w.parts)
     return literal and head.raw in programs
 
 
-def _substitutes(word: Word) -> bool:
+def _substitutes(word: Word, printing: frozenset[str]) -> bool:
     """Whether a word may run a command substitution (`$(...)`, backquotes), inside a parameter's
-    default (`${X:-$(python -c ...)}`) or an array's elements included."""
-    return any(p.kind == "cmd" or p.kind != "lit" and ("$(" in p.text or "`" in p.text)
-               or any(_substitutes(e) for e in p.elements) for p in word.parts)
+    default (`${X:-$(python -c ...)}`) or an array's elements included, other than one of
+    printing programs only (`$(basename $2)`, `$(wc -l < $1)`, `$(cd "$(dirname "$0")" && pwd)`:
+    _printing_only)."""
+    return any(p.kind == "cmd" and not _printing_only(p.text, printing)
+               or p.kind not in ("lit", "cmd") and ("$(" in p.text or "`" in p.text)
+               or any(_substitutes(e, printing) for e in p.elements) for p in word.parts)
+
+
+def _printing_only(text: str, printing: frozenset[str]) -> bool:
+    """Whether a command substitution's text runs printing programs only (a `cd` inside it moves
+    only its own subshell), reading files with `<` at most: it writes no file."""
+    try:
+        nodes = ShellParser(Lexer(text, "$(...)").tokens(), "$(...)", []).parse()
+    except InputError:  # text the parser refuses is not known to be harmless
+        return False
+    commands = list(_commands(nodes))
+    for cmd in commands:
+        if cmd.stdin is not None or cmd.herestring is not None or any(_substitutes(w, printing) for w in cmd.words):
+            return False
+        if any(op.lstrip("0123456789") not in ("<", ">&", "<&") and t.raw != "/dev/null" for op, t in cmd.redirects):
+            return False
+        head = cmd.words[0] if cmd.words else None
+        if head is not None and not (all(p.kind == "lit" for p in head.parts)
+                                     and (head.raw in printing or head.raw == "cd")):
+            return False
+    return bool(commands)

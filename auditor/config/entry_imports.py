@@ -13,10 +13,21 @@ only where nothing may come first: an unknown PYTHONPATH entry before the root, 
 portion, a package `__init__` that edits `__path__` or `sys.modules`, or the script's own
 `sys.path.insert` before the import each leave it open, and then nothing is said.
 
-Where no known root holds the package but the checkout the script sits in does (its own
-package, `nemo/` of the NeMo checkout), the run imports an installed copy this audit did not
-read (a release, or the checkout itself through `pip install -e .`): a submodule the checkout
-lacks is an undecided start-up check, never DOES NOT START.
+The script's own `sys.path.insert(0, X)`, X a folder known from `__file__` (through module-level
+names too), puts X before all of these (before PYTHONPATH too), where no earlier import names a
+package X holds or a module beside the script (which may import the package first, from another
+copy that then stays cached).
+
+Where no known root holds the package as a regular one but the checkout the script sits in does
+(its own package, `nemo/` of the NeMo checkout, or a namespace folder: Megatron-LM's megatron/),
+the run imports an installed copy this audit did not read (a release, or the checkout itself
+through `pip install -e .`): a submodule the checkout lacks is an undecided start-up check, never
+DOES NOT START. Where the run itself puts the checkout on sys.path (the script's own
+`sys.path.append(<the tree's root>)`, NVIDIA/Megatron-LM@d98e8a64dd examples/multimodal/
+run_text_generation.py:11; a namespace folder on a known root) it means to import that copy:
+an installed `megatron` may still come first, so the verdict is undecided (INCONCLUSIVE naming
+the import), never CLEAN on code not read; so too where the folder it adds is not known here. A
+folder holding setup.py or pyproject.toml (a submodule checkout: apex/) is no namespace copy.
 
 Only imports that run on every start are read: the module-level `import`/`from ... import`
 statements of the script (its `if __name__ == "__main__":` block included) outside any try,
@@ -179,8 +190,9 @@ def _opaque_init(package: Path) -> bool:
 
 
 class _Resolver:
-    def __init__(self, roots: list[SearchRoot]) -> None:
+    def __init__(self, roots: list[SearchRoot], namespace: bool = False) -> None:
         self.roots = roots
+        self.namespace = namespace  # a namespace folder is the copy looked into (one root only)
 
     def where(self, top: str) -> tuple[SearchRoot, str] | None:
         """The known root whose copy of `top` every import reads, and what it holds there; None
@@ -190,24 +202,26 @@ class _Resolver:
             if root.path is None:
                 return None
             held = _top(root.path, top)
-            if held in ("package", "module"):
+            if held in ("package", "module") or held == "namespace" and self.namespace:
                 return root, held
             if held:
                 return None
         return None
 
 
-def _statements(tree: ast.Module, main: bool = True) -> list[ast.Import | ast.ImportFrom]:
+def _statements(tree: ast.Module, main: bool = True,
+                harmless: set[int] | frozenset[int] = frozenset()) -> list[ast.Import | ast.ImportFrom]:
     """The import statements of a module that run whenever it is loaded, in order: those at
     module level (not in a try, a condition, a loop or a function). Of the program (`main`), only
     those before its training starts: in the body of a module-level `if __name__ == "__main__":`
     too, and none past the first call that may run unread code (`main()`, a helper that may edit
-    sys.path, `raise`), nor past the main block (they run after it, once training is over)."""
+    sys.path, `raise`), nor past the main block (they run after it, once training is over).
+    Statements at `harmless` lines (sys.path edits read by the caller: script_roots) run on."""
     out: list[ast.Import | ast.ImportFrom] = []
     for stmt in tree.body:
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
             out.append(stmt)
-        elif not main:
+        elif not main or stmt.lineno in harmless:
             continue
         elif isinstance(stmt, ast.If) and _is_main_guard(stmt.test):
             for inner in stmt.body:
@@ -237,9 +251,10 @@ def _is_main_guard(test: ast.expr) -> bool:
         and {ast.unparse(test.left), ast.unparse(test.comparators[0])} == {"__name__", "'__main__'"}
 
 
-def _first_path_edit(tree: ast.Module) -> int:
+def _first_path_edit(tree: ast.Module, known: set[int] | frozenset[int] = frozenset()) -> int:
     """The first line where the script may put another root before the known ones (anything but
-    `sys.path.append`/`extend`, which go after the installed packages); past the end if none."""
+    `sys.path.append`/`extend`, which go after the installed packages, and the `known` lines,
+    whose folder is read: script_roots); past the end if none."""
     lines = [node.lineno for node in ast.walk(tree)
              if isinstance(node, ast.Attribute) and ast.unparse(node).startswith("sys.path.")
              and node.attr not in ("append", "extend")]
@@ -252,7 +267,7 @@ def _first_path_edit(tree: ast.Module) -> int:
                                                for a in node.names)]
     lines += [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Attribute)
               and ast.unparse(node).startswith(("sys.meta_path", "sys.path_hooks", "sys.modules."))]
-    return min(lines, default=1 << 30)
+    return min((line for line in lines if line not in known), default=1 << 30)
 
 
 def _loading_code(tree: ast.Module, text: str) -> str:
@@ -287,7 +302,8 @@ def _names(node: ast.Import | ast.ImportFrom, package: str | None) -> list[tuple
 
 def missing_imports(entry: Path, roots: list[SearchRoot]) -> list[Missing]:
     """The imports the script certainly cannot satisfy on start-up, first one per module."""
-    resolver = _Resolver(roots)
+    front = _front_roots(entry)
+    resolver = _Resolver(_first_roots(front) + roots)
     out: list[Missing] = []
     seen: set[Path] = set()
     todo: deque[tuple[Path, str | None]] = deque([(entry, None)])
@@ -303,8 +319,9 @@ def missing_imports(entry: Path, roots: list[SearchRoot]) -> list[Missing]:
             continue
         if file != entry and (_PATH_FRONT.search(text) or _MAKES_MODULES.search(_loading_code(tree, text))):
             return []  # a module it loads may put another copy first, or make modules: nothing is certain
-        edit = _first_path_edit(tree) if file == entry else 1 << 30
-        for node in _statements(tree, main=file == entry):
+        known = {line for line, _ in front} if file == entry else set()
+        edit = _first_path_edit(tree, known) if file == entry else 1 << 30
+        for node in _statements(tree, main=file == entry, harmless=known):
             if node.lineno >= edit:
                 break  # the script's own sys.path edit may bring another copy first
             for module, must in _names(node, package):
@@ -314,6 +331,35 @@ def missing_imports(entry: Path, roots: list[SearchRoot]) -> list[Missing]:
                     break
                 todo.extend(found)
     return out
+
+
+def _front_roots(entry: Path) -> list[tuple[int, Path]]:
+    """The folders the script's `sys.path.insert(0, X)` put first (script_roots), latest first,
+    where no import before an insert names a top-level module or package such a folder holds
+    (`import os, sys` may come first; `import megatron` before the insert was resolved on the
+    old sys.path and stays so); none otherwise."""
+    try:
+        tree = parsed(entry.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError, ValueError):
+        return []
+    inserts = [(line, folder) for line, how, folder in script_roots(tree, entry) if how == "insert" and folder]
+    last = max((line for line, _ in inserts), default=0)
+    earlier = [alias.name if isinstance(node, ast.Import) else node.module or ""
+               for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom)) and node.lineno < last
+               for alias in (node.names if isinstance(node, ast.Import) else node.names[:1])]
+    if any(isinstance(node, ast.ImportFrom) and node.level and node.lineno < last for node in ast.walk(tree)):
+        return []
+    # a module beside the script (its folder is sys.path[0]) may import the package first, from
+    # another copy, which stays cached (NVIDIA/Megatron-LM examples/inference/run_server.py
+    # imports server_utils, which imports megatron.training, before its insert)
+    if any(_top(folder, name.split(".")[0]) for name in earlier for folder in (entry.parent, *(f for _, f in inserts))):
+        return []
+    return sorted(inserts, reverse=True)
+
+
+def _first_roots(front: list[tuple[int, Path]]) -> list[SearchRoot]:
+    return [SearchRoot(folder, f"the folder line {line} of the script puts first on sys.path "
+                               "(`sys.path.insert(0, ...)`)") for line, folder in front]
 
 
 def _load(module: str, must: bool, resolver: _Resolver) -> Missing | list[tuple[Path, str | None]]:
@@ -329,10 +375,10 @@ def _load(module: str, must: bool, resolver: _Resolver) -> Missing | list[tuple[
     if held == "module":
         return [(root.path / f"{parts[0]}.py", None)] if len(parts) == 1 else []
     here = root.path / parts[0]
-    files: list[tuple[Path, str | None]] = [(here / "__init__.py", parts[0])]
+    files: list[tuple[Path, str | None]] = [(here / "__init__.py", parts[0])] if held == "package" else []
     portion = False  # inside a namespace portion: other roots may add to it, nothing is absent
     for k, name in enumerate(parts[1:], start=1):
-        if not portion and _opaque_init(here):
+        if not portion and (held != "namespace" or k > 1) and _opaque_init(here):
             return files
         child = _child(here, name, ".".join(parts[: k + 1]))
         last = k == len(parts) - 1
@@ -353,10 +399,14 @@ def _load(module: str, must: bool, resolver: _Resolver) -> Missing | list[tuple[
 
 
 def own_package_gaps(entry: Path, launch_path: str,
-                     roots: list[SearchRoot]) -> list[tuple[ast.Import | ast.ImportFrom, str, str, Path]]:
-    """The script's own imports of its checkout's package that no known root holds (the run
-    imports an installed copy) and that the checkout's copy lacks: (statement, module, the part
-    absent, checkout)."""
+                     roots: list[SearchRoot]) -> list[tuple[ast.Import | ast.ImportFrom, str, str, Path, str]]:
+    """The script's own imports of its checkout's package (a regular package, or a namespace
+    folder: Megatron-LM's megatron/ has no __init__.py) whose copy every import reads is not
+    certain (no known root holds it as a regular package first) and that the checkout's copy
+    lacks: (statement, module, the part absent, checkout, `placed`). `placed` says how the run
+    itself puts the checkout on sys.path (a known root no unknown one precedes, or the script's
+    own `sys.path.append`/`insert` before the import), "" where it does not (the run imports an
+    installed copy, or one an unknown root brings)."""
     checkout = checkout_root(launch_path)
     if checkout is None:
         return []
@@ -364,21 +414,108 @@ def own_package_gaps(entry: Path, launch_path: str,
         tree = parsed(entry.read_text(encoding="utf-8", errors="replace"))
     except (OSError, SyntaxError, ValueError):
         return []
-    resolver = _Resolver(roots)
-    here = _Resolver([SearchRoot(checkout, "the checkout")])
+    resolver = _Resolver(_first_roots(_front_roots(entry)) + roots)
+    here = _Resolver([SearchRoot(checkout, "the checkout")], namespace=True)
+    added = script_roots(tree, entry)
     out = []
-    for node in _statements(tree):
+    for node in _statements(tree, harmless={line for line, _, _ in added}):
         for module, must in _names(node, None):
             top = module.split(".")[0]
-            if not top.isidentifier() or _top(checkout, top) != "package":
-                continue
+            held = _top(checkout, top) if top.isidentifier() else None
+            if held not in ("package", "namespace") or held == "namespace" and any(
+                    (checkout / top / name).exists() for name in ("setup.py", "pyproject.toml")):
+                continue  # a project folder (a submodule checkout: apex/) is no copy of the library
             if resolver.where(top) is not None:
                 continue  # a known root holds it: missing_imports judges it
             found = _load(module, must, here)
             if isinstance(found, Missing):
-                out.append((node, module, found.absent, checkout))
+                placed = _placed(roots, checkout)
+                placed = placed or next((f"the script's own `sys.path.{how}` (line {line})"
+                                         + ("" if folder else " (of a folder not known here)")
+                                         for line, how, folder in added
+                                         if line < node.lineno and (folder is None or folder.resolve() == checkout)), "")
+                out.append((node, module, found.absent, checkout, placed))
                 break
     return out
+
+
+def _placed(roots: list[SearchRoot], checkout: Path) -> str:
+    """How the run puts the checkout on sys.path where no root not known comes before it (a
+    caller's `$EXTRA` first may hold anything: then "")."""
+    for root in roots:
+        if root.path is None:
+            return ""
+        if root.path.resolve() == checkout:
+            return root.why
+    return ""
+
+
+def script_roots(tree: ast.Module, entry: Path) -> list[tuple[int, str, Path | None]]:
+    """The folders the script's module-level `sys.path.append(X)` / `sys.path.insert(0, X)` add,
+    where X is known here from `__file__`, directly or through module-level names (NVIDIA/
+    Megatron-LM@d98e8a64dd examples/multimodal/run_text_generation.py:11 appends
+    `os.path.abspath(os.path.join(os.path.dirname(__file__), os.path.pardir, os.path.pardir))`,
+    the checkout's root; examples/post_training/modelopt/quantize.py:21 appends a path built from
+    `_SCRIPT_DIR`): (line, "append" or "insert", folder, None where X is not known here)."""
+    out: list[tuple[int, str, Path | None]] = []
+    names: dict[str, ast.expr] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                if isinstance(target, ast.Name):
+                    names[target.id] = stmt.value
+        call = stmt.value if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) else None
+        if call is None or ast.unparse(call.func) not in ("sys.path.append", "sys.path.insert"):
+            continue
+        how = ast.unparse(call.func).removeprefix("sys.path.")
+        if call.keywords or how == "append" and len(call.args) != 1 or how == "insert" and (
+                len(call.args) != 2 or not isinstance(call.args[0], ast.Constant) or call.args[0].value != 0):
+            out.append((stmt.lineno, how, None))
+            continue
+        folder = _folder(call.args[-1], entry.resolve(), dict(names))
+        known = folder is not None and folder.is_absolute() and folder.is_dir()
+        out.append((stmt.lineno, how, folder if known else None))
+    return out
+
+
+def _folder(node: ast.expr, module: Path, names: dict[str, ast.expr]) -> Path | None:
+    """A path expression built from `__file__` (os.path.dirname/abspath/realpath/normpath/join
+    with os.pardir or literals, Path(...).parent/.parents[n]/.resolve()), through module-level
+    `names` assigned before it; None for anything else."""
+    if isinstance(node, ast.Name) and node.id == "__file__":
+        return module
+    if isinstance(node, ast.Name):
+        value = names.pop(node.id, None)  # popped: a name defined through itself is not known
+        return None if value is None else _folder(value, module, names)
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return Path(node.value)
+    if isinstance(node, ast.Attribute) and node.attr == "pardir" and ast.unparse(node.value) in ("os", "os.path"):
+        return Path("..")
+    if isinstance(node, ast.Attribute) and node.attr == "parent":
+        inner = _folder(node.value, module, names)
+        return None if inner is None else inner.parent
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "parents" \
+            and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int):
+        inner = _folder(node.value.value, module, names)
+        return None if inner is None or node.slice.value >= len(inner.parents) else inner.parents[node.slice.value]
+    if not isinstance(node, ast.Call) or node.keywords:
+        return None
+    called = ast.unparse(node.func)
+    if isinstance(node.func, ast.Attribute) and node.func.attr in ("resolve", "absolute") and not node.args:
+        inner = _folder(node.func.value, module, names)
+        return None if inner is None else Path(os.path.normpath(inner))
+    args = [_folder(a, module, dict(names)) for a in node.args]
+    if not args or any(a is None for a in args):
+        return None
+    paths = [a for a in args if a is not None]
+    if called == "os.path.dirname" and len(paths) == 1:
+        return paths[0].parent
+    if called in ("os.path.abspath", "os.path.realpath", "os.path.normpath", "str", "Path", "pathlib.Path") \
+            and len(paths) == 1 and paths[0].is_absolute():
+        return Path(os.path.normpath(paths[0]))
+    if called == "os.path.join" and paths[0].is_absolute():
+        return Path(os.path.normpath(Path(*paths)))
+    return None
 
 
 _PYTHON_OPTIONS = re.compile(r"\bpython[\d.]*((?:\s+-[A-Za-z]+)+)")
@@ -430,9 +567,20 @@ def read_entry_imports(config: LaunchConfig, entry: Path, path: str, copy_differ
             "ModuleNotFoundError stops every rank before training",
             fix=f"import `{gap.absent}` from where it now lives, or run a checkout that has it",
             where=where, detail={**STARTUP, "module": gap.module, "file": str(gap.file), "line": gap.line}))
-    for node, module, absent, checkout in own_package_gaps(entry, path, roots)[:1]:
+    for node, module, absent, checkout, placed in own_package_gaps(entry, path, roots)[:1]:
         top = module.split(".")[0]
         unknown = next((r for r in roots if r.path is None), None)
+        if placed:  # the run means to import this checkout's copy: what it imports there is not read
+            config.diagnostics.append(Finding(
+                "launch.import-unread-copy", "info",
+                f"`{module}` ({entry}:{node.lineno}) is not in the checkout {checkout} (no `{absent}`), whose "
+                f"`{top}` {placed} puts on sys.path; where no other copy comes first (an installed "
+                f"`{top}`, a caller's PYTHONPATH) ModuleNotFoundError stops every rank, and the code it "
+                "would run is not read here",
+                where=where, detail={"undecided": f"whether the run can import `{absent}` ({entry.name}:"
+                                     f"{node.lineno}), which the checkout lacks (without it the run does not start)",
+                                     "decide": f"python -c 'import {absent}' in the job's environment"}))
+            continue
         whence = (f"{unknown.why} comes before the checkout and may hold another" if unknown is not None
                   else f"no root before the installed packages holds it ({', '.join(r.why for r in roots)}), "
                   "so the run imports an installed copy, not read here")

@@ -35,7 +35,7 @@ from auditor.config.deepspeed_entry import read_deepspeed_entry
 from auditor.config.entry_inference import read_inference_entry
 from auditor.config.no_training import read_no_training
 from auditor.config.trains_nothing import read_trains_nothing
-from auditor.config.entry_absent import read_absent_entry
+from auditor.config.entry_absent import read_absent_entry, surely_absent
 from auditor.config.entry_imports import read_entry_imports
 from auditor.config.entry_module import read_entry_module
 from auditor.config.entry_path import in_checkout
@@ -394,7 +394,8 @@ def _last_resort(shell: LaunchShell, spelling: Spelling, path: str) -> str:
     """`python SCRIPT.py` with no launcher around it is the run's command only where the walk met
     no launcher command that may train, no command it did not follow that may train (`unfollowed`:
     a script not read, `ssh`, a program no rules name) and no code it could not see, and its entry
-    is found here (config.pyenv.locate); else where the entry is not found, for the message."""
+    is found here (config.pyenv.locate), or surely is nowhere the run may open it (the run does
+    not start: entry_absent.surely_absent); else where the entry is not found, for the message."""
     if _training(shell.candidates, spelling, path) or shell.unfollowed or shell.opaque:
         return ""
     for candidate in shell.last_resort:
@@ -404,7 +405,8 @@ def _last_resort(shell: LaunchShell, spelling: Spelling, path: str) -> str:
         scratch.env = _environment(shell, candidate)
         read_entry_module(scratch, path)
         entry, missing = locate(scratch)
-        if entry is None:
+        scratch.launch_dir, scratch.workdir, scratch.text = candidate.cwd, candidate.workdir, "\n".join(shell.lines)
+        if entry is None and not surely_absent(scratch, candidate.launcher, candidate, shell.opaque, path):
             return f"; line {candidate.line} runs `{candidate.invoked} {scratch.script}`, whose entry is not read: {missing}"
     shell.candidates.extend(shell.last_resort)
     return ""

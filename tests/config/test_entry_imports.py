@@ -318,3 +318,186 @@ def test_missing_imports_names_the_module_the_package_lacks(tmp_path: Path):
     entry.write_text("import os\nfrom pkg.gone import thing\n")
     [miss] = missing_imports(entry, entry_roots(entry, {}))
     assert "pkg.gone" in str(miss)
+
+
+# NVIDIA/Megatron-LM@d98e8a64dd examples/multimodal/run_text_generation.py: megatron/ at the root
+# is a namespace folder (no __init__.py); the entry appends the root to sys.path (:11-13), after
+# the installed packages, and imports megatron.inference.text_generation.api (:26), which the
+# tree no longer has (megatron/inference/ holds __init__.py and utils.py).
+TEXTGEN = """import os
+import sys
+from typing import TYPE_CHECKING
+
+# Add megatron to the path.
+sys.path.append(
+    os.path.abspath(os.path.join(os.path.dirname(__file__), os.path.pardir, os.path.pardir))
+)
+
+import torch
+from megatron.core import parallel_state
+IMPORT
+"""
+GONE = "from megatron.inference.text_generation.api import generate_and_post_process\n"
+
+
+def textgen_checkout(tmp_path: Path, entry: str, namespace: bool = True) -> Path:
+    """A Megatron-LM-shaped tree: megatron/ (a namespace folder unless told), megatron/core/,
+    megatron/inference/ without text_generation/, and the VLM generator under examples/."""
+    files = {
+        "setup.py": "",
+        "pretrain_gpt.py": "",
+        "megatron/core/__init__.py": "",
+        "megatron/core/parallel_state.py": "",
+        "megatron/inference/__init__.py": "",
+        "megatron/inference/utils.py": "",
+        "examples/multimodal/run_text_generation.py": entry,
+        "examples/multimodal/text_generation.sh":
+            "TP=4\ntorchrun --nproc_per_node ${TP} examples/multimodal/run_text_generation.py --tensor-model-parallel-size ${TP}\n",
+        **({} if namespace else {"megatron/__init__.py": ""}),
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    return tmp_path / "examples/multimodal/text_generation.sh"
+
+
+def undecided(config) -> list:
+    doc = {"findings": [d.to_json() for d in config.diagnostics]}
+    return [u for u in undecided_inputs(doc) if not u.aside]
+
+
+def test_a_module_the_checkout_the_entry_appends_lacks_is_undecided(tmp_path, monkeypatch):
+    """The entry appends its own tree to sys.path and imports what the tree lacks: an installed
+    `megatron` or a caller's PYTHONPATH may still come first, so never DOES NOT START, but the
+    verdict is undecided (INCONCLUSIVE) naming the import, never CLEAN."""
+    launch = textgen_checkout(tmp_path, TEXTGEN.replace("IMPORT\n", GONE))
+    monkeypatch.chdir(tmp_path)
+    config = read_launch(launch)
+    assert errors(config) == []
+    [u] = undecided(config)
+    assert "megatron.inference.text_generation" in u.what and "run_text_generation.py:12" in u.what
+    assert "import megatron.inference.text_generation" in u.decide
+
+
+def test_imports_that_may_not_run_leave_the_appended_tree_unjudged(tmp_path, monkeypatch):
+    """try/except ImportError, `if TYPE_CHECKING:`, a function body: not every start reads them."""
+    for guarded in ("try:\n    " + GONE + "except ImportError:\n    pass\n",
+                    "if TYPE_CHECKING:\n    " + GONE,
+                    "def generate():\n    " + GONE):
+        launch = textgen_checkout(tmp_path, TEXTGEN.replace("IMPORT\n", guarded))
+        monkeypatch.chdir(tmp_path)
+        config = read_launch(launch)
+        assert errors(config) == [] and undecided(config) == [], guarded
+
+
+def test_without_the_entry_s_own_path_edit_the_installed_copy_stays_aside(tmp_path, monkeypatch):
+    """No append: `megatron` comes from an installed copy, which is not read: a start-up check
+    aside, as for NeMo's train_vae.py."""
+    entry = TEXTGEN.replace("IMPORT\n", GONE).replace("sys.path.append(", "print(")
+    launch = textgen_checkout(tmp_path, entry)
+    monkeypatch.chdir(tmp_path)
+    config = read_launch(launch)
+    assert errors(config) == [] and undecided(config) == []
+    assert any("megatron.inference.text_generation" in u.what for u in startup_undecided(config))
+
+
+INSERT = TEXTGEN.replace("sys.path.append(", "sys.path.insert(0,")
+
+
+def test_a_regular_package_the_entry_puts_first_is_the_copy(tmp_path, monkeypatch):
+    """`sys.path.insert(0, <the tree's root>)` before every import, megatron/ a regular package:
+    it comes before the caller's PYTHONPATH and the installed packages, so the import fails on
+    every rank: DOES NOT START naming the import and its line."""
+    launch = textgen_checkout(tmp_path, INSERT.replace("IMPORT\n", GONE), namespace=False)
+    (tmp_path / "examples/multimodal/text_generation.sh").write_text(
+        "export PYTHONPATH=/opt/other-megatron:$PYTHONPATH\n"
+        "torchrun --nproc_per_node 4 examples/multimodal/run_text_generation.py\n")
+    monkeypatch.chdir(tmp_path)
+    [error] = errors(read_launch(launch))
+    assert "megatron.inference.text_generation" in error.message and "run_text_generation.py:12" in error.message
+
+
+def test_a_namespace_folder_put_first_may_be_shadowed(tmp_path, monkeypatch):
+    """A namespace folder first on sys.path does not shadow a regular `megatron` later on it
+    (an installed copy): undecided, never DOES NOT START."""
+    launch = textgen_checkout(tmp_path, INSERT.replace("IMPORT\n", GONE))
+    monkeypatch.chdir(tmp_path)
+    config = read_launch(launch)
+    assert errors(config) == []
+    assert any("megatron.inference.text_generation" in u.what for u in undecided(config))
+
+
+def test_an_insert_after_an_import_is_not_read_as_certain(tmp_path, monkeypatch):
+    """The first import ran on another sys.path: the insert decides nothing (as before)."""
+    entry = INSERT.replace("import os\nimport sys\n", "import os\nimport sys\nimport megatron.core\n")
+    launch = textgen_checkout(tmp_path, entry.replace("IMPORT\n", GONE), namespace=False)
+    monkeypatch.chdir(tmp_path)
+    assert errors(read_launch(launch)) == []
+
+
+# Review r40-missing, hole 4 (the shape of NVIDIA/Megatron-LM examples/inference/run_server.py):
+# a local module imported before the insert may import the package first, from another copy,
+# which then stays cached for the imports after the insert.
+RUN_SERVER = """import os
+import sys
+from server_utils import add_server_args
+sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), os.path.pardir, os.path.pardir)))
+from megatron.training import get_args
+from megatron.core.pipeline_parallel import get_forward_backward_func
+"""
+
+
+def test_an_insert_after_a_local_module_s_import_is_not_first(tmp_path, monkeypatch):
+    textgen_checkout(tmp_path, TEXTGEN, namespace=False)
+    (tmp_path / "examples/inference").mkdir(parents=True)
+    (tmp_path / "examples/inference/server_utils.py").write_text("from megatron.training.arguments import parse_args\n")
+    (tmp_path / "examples/inference/run_server.py").write_text(RUN_SERVER)
+    launch = tmp_path / "examples/inference/run_server.sh"
+    launch.write_text("torchrun --nproc_per_node 8 examples/inference/run_server.py --pipeline-model-parallel-size 2\n")
+    monkeypatch.chdir(tmp_path)
+    assert errors(read_launch(launch)) == []
+
+
+# Review r40-missing, hole 5: the root appended through a module-level name, as
+# NVIDIA/Megatron-LM@d98e8a64dd examples/post_training/modelopt/quantize.py:21 appends
+# `os.path.abspath(os.path.join(_SCRIPT_DIR, "../../../"))`.
+THROUGH_NAME = TEXTGEN.replace("sys.path.append(\n", "ROOT = (\n").replace(
+    "\nimport torch\n", "sys.path.append(ROOT)\nimport torch\n")
+
+
+def test_a_root_appended_through_a_name_is_followed(tmp_path, monkeypatch):
+    launch = textgen_checkout(tmp_path, THROUGH_NAME.replace("IMPORT\n", GONE))
+    monkeypatch.chdir(tmp_path)
+    config = read_launch(launch)
+    assert errors(config) == []
+    assert any("megatron.inference.text_generation" in u.what for u in undecided(config))
+
+
+def test_a_root_appended_that_is_not_known_here_is_undecided(tmp_path, monkeypatch):
+    entry = THROUGH_NAME.replace("ROOT = (", "ROOT = os.environ.get('MEGATRON', '/opt/megatron') or (")
+    launch = textgen_checkout(tmp_path, entry.replace("IMPORT\n", GONE))
+    monkeypatch.chdir(tmp_path)
+    config = read_launch(launch)
+    assert errors(config) == []
+    assert any("megatron.inference.text_generation" in u.what for u in undecided(config))
+
+
+# Review r40-missing, hole 6: apex/ is a submodule checkout (NVIDIA/apex: setup.py at its top,
+# the package in apex/apex/), not a namespace copy of the library the run imports.
+def test_a_project_folder_is_no_namespace_copy(tmp_path, monkeypatch):
+    entry = TEXTGEN.replace("IMPORT\n", "from apex.optimizers import FusedAdam\n")
+    launch = textgen_checkout(tmp_path, entry)
+    (tmp_path / "apex/apex/optimizers").mkdir(parents=True)
+    (tmp_path / "apex/setup.py").write_text("")
+    (tmp_path / "apex/apex/optimizers/__init__.py").write_text("")
+    monkeypatch.chdir(tmp_path)
+    config = read_launch(launch)
+    assert errors(config) == [] and undecided(config) == []
+
+
+def test_only_sys_path_s_own_insert_adds_a_root(tmp_path, monkeypatch):
+    """A bare `insert(0, X)` (any list's, any function's) puts nothing on sys.path."""
+    entry = INSERT.replace("sys.path.insert(0,", "insert(0,").replace("import os\n", "import os\nfrom bisect import insort as insert\n")
+    launch = textgen_checkout(tmp_path, entry.replace("IMPORT\n", GONE), namespace=False)
+    monkeypatch.chdir(tmp_path)
+    assert errors(read_launch(launch)) == []

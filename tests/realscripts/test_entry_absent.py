@@ -257,3 +257,180 @@ def test_a_module_run_is_never_judged_missing(tmp_path: Path, monkeypatch: pytes
     monkeypatch.chdir(tmp_path)
     config = parse_launch(script.read_text(), str(script))
     assert config.script_module and config.script_absent == ""
+
+
+# NVIDIA/Megatron-LM@d98e8a64dd examples/academic_paper_scripts/detxoify_lm/generate-1.3b.sh: moved
+# with its example, it still runs examples/detxoify_lm/generate_samples_gpt.py (:20) from the
+# tree's root, after command substitutions of programs that only print (:13-14).
+DETOX = """#!/bin/bash
+CHECKPOINT_PATH=$2
+GPUS_PER_NODE=1
+MASTER_PORT=$(($RANDOM + 1024))
+NUM_SAMPLES=$(wc -l < $1)
+PREFIX=$(basename $2)
+BEFORE
+DISTRIBUTED_ARGS="--nproc_per_node $GPUS_PER_NODE --nnodes 1 --master_port $MASTER_PORT"
+python -m torch.distributed.run $DISTRIBUTED_ARGS examples/detxoify_lm/generate_samples_gpt.py \\
+       --tensor-model-parallel-size 1 --load $CHECKPOINT_PATH --num-samples $NUM_SAMPLES
+"""
+
+
+def _megatron(root: Path, before: str = "") -> Path:
+    """A Megatron-LM-shaped root (pretrain_gpt.py, the moved example) and the moved launch script."""
+    (root / "examples/academic_paper_scripts/detxoify_lm").mkdir(parents=True)
+    (root / "setup.py").write_text("")
+    (root / "pretrain_gpt.py").write_text(ENTRY)
+    (root / "examples/academic_paper_scripts/detxoify_lm/generate_samples_gpt.py").write_text(ENTRY)
+    script = root / "examples/academic_paper_scripts/detxoify_lm/generate-1.3b.sh"
+    script.write_text(DETOX.replace("BEFORE\n", before))
+    return script
+
+
+def test_a_moved_example_run_from_the_root_does_not_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`$(wc -l < $1)`, `$(basename $2)` write nothing; examples/detxoify_lm/ is not there at
+    all, and the root it is opened from holds the tree's scripts: every rank exits 2, and the
+    verdict says so whatever stack the unread entry would have used."""
+    from auditor.analysis.verdict import launcher_refuses
+    script = _megatron(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    config = parse_launch(script.read_text(), str(script))
+    [error] = [d for d in config.diagnostics if d.kind == "launch.entry-missing"]
+    assert error.detail["looked_for"] == str(tmp_path / "examples/detxoify_lm/generate_samples_gpt.py")
+    assert "can't open file" in (launcher_refuses(config, None) or "")
+
+
+@pytest.mark.parametrize("before", [
+    "N=$(wc -l < $1 | tee examples/detxoify_lm/generate_samples_gpt.py)\n",  # a substitution that writes
+    "V=$(python -c 'import megatron')\n",  # one that runs code
+    "echo started > log.txt\n",  # a printing program whose output goes to a file
+    "[ -d /opt/megatron ] && cd /opt/megatron\n",  # may move the run
+])
+def test_a_substitution_or_command_that_may_write_or_move_leaves_it_undecided(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, before: str) -> None:
+    assert _errors(_megatron(tmp_path, before), monkeypatch, cwd=tmp_path) == []
+
+
+def test_a_folder_that_is_not_there_from_a_directory_of_no_scripts_says_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run from a directory holding no Python script (a tree of configs), the job starts elsewhere."""
+    script = _megatron(tmp_path)
+    (tmp_path / "pretrain_gpt.py").unlink()
+    assert _errors(script, monkeypatch, cwd=tmp_path) == []
+
+
+# bigcode-project/Megatron-LM@7c325cd34a examples/merge_mp_bert.sh:8 runs a tool its tree removed
+# (5df9e1fb "Remove old merge tool."): a plain `python` command, only assignments before it.
+MERGE = """#!/bin/bash
+TENSOR_MODEL_PARALLEL_SIZE=2
+CHECKPOINT_PATH=checkpoints/bert_345m
+WORLD_SIZE=$TENSOR_MODEL_PARALLEL_SIZE python tools/merge_mp_partitions.py \\
+    --model-type BERT --tensor-model-parallel-size $TENSOR_MODEL_PARALLEL_SIZE --load $CHECKPOINT_PATH
+"""
+
+
+def _bigcode(root: Path, before: str = "") -> Path:
+    (root / "examples").mkdir(parents=True)
+    (root / "tools").mkdir()
+    (root / "setup.py").write_text("")
+    (root / "pretrain_bert.py").write_text(ENTRY)
+    (root / "tools/checkpoint_util.py").write_text("")
+    script = root / "examples/merge_mp_bert.sh"
+    script.write_text(before + MERGE)
+    return script
+
+
+def test_a_plain_python_command_whose_file_is_gone_is_the_run_and_does_not_start(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    script = _bigcode(tmp_path)
+    [error] = _errors(script, monkeypatch, cwd=tmp_path)
+    assert error.detail["looked_for"] == str(tmp_path / "tools/merge_mp_partitions.py")
+
+
+@pytest.mark.parametrize("before", ["cd $MEGATRON_DIR\n", "source ./setup_env.sh\n"])
+def test_a_plain_python_command_that_may_start_elsewhere_is_not_followed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, before: str) -> None:
+    from auditor.config.launch import CommandNotFollowed
+    script = _bigcode(tmp_path, before)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(CommandNotFollowed):
+        parse_launch(script.read_text(), str(script))
+
+
+def _absent(script: Path, monkeypatch: pytest.MonkeyPatch, cwd: Path) -> str:
+    """config.script_absent and the entry-missing errors, in words ("" where none; a command not
+    followed says nothing either)."""
+    from auditor.config.launch import CommandNotFollowed
+    monkeypatch.chdir(cwd)
+    try:
+        config = parse_launch(script.read_text(), str(script))
+    except CommandNotFollowed:
+        return ""
+    return config.script_absent + "".join(d.message for d in config.diagnostics if d.kind == "launch.entry-missing")
+
+
+# Review r40-missing, hole 1, after bigcode-project/Megatron-LM@7c325cd34a examples/merge_mp_bert.sh:
+# a gone tool, then the real training; no `set -e`, so bash goes on to the next command.
+THEN_TRAIN = """CHECKPOINT_PATH=checkpoints/gpt_345m
+{first} tools/merge_mp_partitions.py --model-type GPT --load $CHECKPOINT_PATH
+{second} pretrain_gpt.py --pipeline-model-parallel-size 2 --load $CHECKPOINT_PATH
+"""
+
+
+@pytest.mark.parametrize("launcher", ["python", "torchrun --nproc_per_node 8"])
+def test_a_missing_script_with_commands_after_it_is_not_the_end(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, launcher: str) -> None:
+    script = _bigcode(tmp_path)
+    (tmp_path / "pretrain_gpt.py").write_text(ENTRY)
+    script.write_text(THEN_TRAIN.format(first=launcher, second=launcher))
+    assert _absent(script, monkeypatch, tmp_path) == ""
+
+
+@pytest.mark.parametrize("before", ["set -e\n", "set -euo pipefail\n", "set -o errexit\n", "set +e\nset -ex\n"])
+def test_errexit_ends_the_script_at_the_missing_script(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, before: str) -> None:
+    script = _bigcode(tmp_path)
+    (tmp_path / "pretrain_gpt.py").write_text(ENTRY)
+    script.write_text(before + THEN_TRAIN.format(first="python", second="python"))
+    assert "merge_mp_partitions.py" in _absent(script, monkeypatch, tmp_path)
+
+
+# Review r40-missing, hole 2: a function defined above runs after a `tar` that may unpack its script.
+FUNCTION_THEN_PREP = """GPUS_PER_NODE=8
+train() {
+  torchrun --nproc_per_node $GPUS_PER_NODE tools/merge_mp_partitions.py --pipeline-model-parallel-size 2
+}
+tar -xzf /shared/megatron_tools.tar.gz
+train
+"""
+
+
+def test_a_function_called_after_a_command_that_may_write_its_script_says_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    script = _bigcode(tmp_path)
+    script.write_text(FUNCTION_THEN_PREP)
+    assert _absent(script, monkeypatch, tmp_path) == ""
+
+
+# Review r40-missing, hole 3: a project whose README clones Megatron-LM into its root and whose
+# script runs `Megatron-LM/pretrain_gpt.py` (a README runs `python -m torch.distributed.launch ...
+# Megatron-LM/pretrain_gpt.py`): a missing top-level folder is another tree, not a moved example.
+CLONED = """GPUS_PER_NODE=8
+DISTRIBUTED_ARGS="--nproc_per_node $GPUS_PER_NODE --nnodes 1"
+torchrun $DISTRIBUTED_ARGS Megatron-LM/pretrain_gpt.py --pipeline-model-parallel-size 2 --num-layers 24
+"""
+
+
+def test_a_missing_top_level_folder_is_another_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("setup.py", "prepare_data.py", "convert_hf.py"):
+        (tmp_path / name).write_text("")
+    (tmp_path / "scripts").mkdir()
+    script = tmp_path / "scripts/pretrain_gpt_pp2.sh"
+    script.write_text(CLONED)
+    assert _absent(script, monkeypatch, tmp_path) == ""
+
+
+def test_errexit_turned_off_again_lets_bash_go_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    script = _bigcode(tmp_path)
+    (tmp_path / "pretrain_gpt.py").write_text(ENTRY)
+    script.write_text("set -e\nset +e\n" + THEN_TRAIN.format(first="python", second="python"))
+    assert _absent(script, monkeypatch, tmp_path) == ""
