@@ -443,6 +443,22 @@ def _beside_no_pipeline(shell: LaunchShell, spelling: Spelling, path: str, plain
             f"may run another command{said}")
 
 
+def _no_launch(shell: LaunchShell, path: str, plain: str) -> None:
+    """Raise NotAPipelineRun where the script starts no process that could train: every command
+    it runs is known (no word not known statically, no `eval` or `source` of code not read, no
+    script not followed: `unfollowed`, `opaque`) and each is one the rules say trains nothing
+    ([wrappers] `no_training` and `no_training_subcommands`: `docker build`, `pip`, `make html`;
+    a runner's command judged as its own: `docker run IMAGE bash -c "..."`), and no `python
+    SCRIPT` is left whose entry was not read (`plain`). Text an `echo` prints is no command."""
+    programs = list(dict.fromkeys(program for _, program in shell.inert if program))
+    if (not programs or shell.candidates or shell.last_resort or shell.unfollowed or shell.opaque
+            or shell.unresolved_commands or shell.hidden_from_job or shell.given or plain):
+        return  # a script that runs no program at all (settings to `source`) names nothing it runs
+    runs = ", ".join(f"`{p}`" for p in programs[:6]) + (f" and {len(programs) - 6} more" if len(programs) > 6 else "")
+    raise NotAPipelineRun(path, f"the script starts no training process: every command it runs is known and "
+                                f"none can train ({runs}; no launcher, no Python entry)")
+
+
 def _together(shell: LaunchShell, chosen: Candidate) -> str:
     """Why the shell may start other copies of a plain `python` command alongside it (several of
     them, a loop's included, or one in the background, `cmd &`): they may make up one world."""
@@ -494,6 +510,7 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
     plain = _last_resort(shell, spelling, path)
     _stops_before_training(shell, path)
     beside = _beside_no_pipeline(shell, spelling, path, plain)
+    _no_launch(shell, path, plain)
     if not shell.candidates or beside:
         unknown = beside or plain + _unfollowed(shell, 3)
         unseen = "".join(f"; line {line}: {what}" for line, what in shell.opaque[:2])

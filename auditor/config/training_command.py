@@ -131,6 +131,9 @@ class LaunchShell(Shell):
         # command only where the script runs no launcher (config.launch._build)
         self.last_resort: list[Candidate] = []
         self.given = False  # the training command is the one `--command` gives (config.launch)
+        # (line, program) of each command run that surely trains nothing (may_train): what a
+        # script that starts no training process runs (config.launch `_no_launch`)
+        self.inert: list[tuple[int, str]] = []
 
     def allocate(self, lexer: Lexer, tokens: list) -> None:
         """The allocation a job script's directives ask for (`#SBATCH --nodes=128`), as every
@@ -161,6 +164,8 @@ class LaunchShell(Shell):
         if candidate is None:
             if (len(self.last_resort), self.shelled) == before and (why := self.may_train(fields)):
                 self.unfollowed.append(Unfollowed(why[0].line, why[0].value, why[1]))
+            elif (len(self.last_resort), self.shelled) == before:
+                self.inert.append((cmd.line, self._named(fields)))
             return 0
         return self._join_broken_continuation(siblings, at, cmd, candidate) - at
 
@@ -169,6 +174,17 @@ class LaunchShell(Shell):
         and every unknown word is the script's own arguments (`$1`, `"$@"`, a variable set only
         from them), the unseen code it leaves is that command's arguments (`callers_words`), not
         another command: `$(cat x)` or `$POST` may be anything."""
+        name = _indirect(fields)
+        if name is not None:  # `eval "IMAGE=\$$IMAGE"`: an assignment of a value not known here
+            known = self.vars.get(name)
+            self.vars[name] = Var(Symbolic(f"${name}, the variable whose name it held (eval, line {cmd.line})"),
+                                  cmd.line, known is not None and known.exported)
+            self.diagnostics.append(Finding(
+                "launch.indirect-assignment", "info",
+                f"`eval` at line {cmd.line} is an indirect assignment: it sets {name} to the value of the "
+                f"variable whose name {name} holds, not known here; it runs no command where that name is one",
+                where=f"{self.path}:{cmd.line}"))
+            return
         ran, seen = len(self.candidates), len(self.opaque)
         super()._eval(fields, cmd)
         unknown = [text for f in fields for text, is_unknown in segments(f.value) if is_unknown]
@@ -185,7 +201,7 @@ class LaunchShell(Shell):
         wrapper's own options and their numbers decides, and a wrapper with no program runs none."""
         ran = self._runner(fields)
         if ran is not None:  # `conda run -n env COMMAND`: the command it runs
-            return self.may_train(ran[1]) if ran[1] else None
+            return self._runner_trains(fields, ran[0], ran[1])
         wrapped = False
         unknown: Field | None = None  # an unknown word after a wrapper's option: its value, or the program
         for i, f in enumerate(fields):
@@ -220,6 +236,30 @@ class LaunchShell(Shell):
                 return f, "which is not followed"
         return (unknown, "which is not known statically") if unknown is not None else None
 
+    def _runner_trains(self, fields: list[Field], prefix: list[Field], command: list[Field]) -> tuple[Field, str] | None:
+        """may_train of a runner's command (`docker run IMAGE CMD`): an option that replaces its
+        program (`--entrypoint`), no command where the runner then runs one of its own (the
+        image's CMD) may train; else its command decides."""
+        runner = next(r for r in self.spelling.runners if r["program"] == os.path.basename(str(fields[0].value)))
+        replaced = next((f for f in prefix if isinstance(f.value, str)
+                         and f.value.partition("=")[0] in runner.get("program_options", ())), None)
+        if replaced is not None:
+            return replaced, "which replaces the program the runner starts"
+        if not command:
+            return (fields[0], runner["own_command"]) if runner.get("own_command") else None
+        return self.may_train(command)
+
+    def _named(self, fields: list[Field]) -> str:
+        """A command's program as a reader names it: `docker build`, `make html`, `pip` (its
+        subcommand where the rules judge the program by it), past wrappers and their options."""
+        words = [str(f.value) for f in fields]
+        k = next((i for i, w in enumerate(words) if os.path.basename(w) not in self.spelling.wrappers
+                  and not w.startswith("-") and not _ENV_WORD.match(w)), 0)
+        base = os.path.basename(words[k]) if words else ""
+        sub = words[k + 1] if k + 1 < len(words) else ""
+        judged = base in self.spelling.no_training_subcommands or any(r["program"] == base for r in self.spelling.runners)
+        return f"{base} {sub}" if judged and sub else base
+
     def _names_launcher(self, fields: list[Field]) -> bool:
         """A program not followed whose words name a launcher (`debugpy-run -m torch.distributed.run
         -- train.py`): a plain `python` command elsewhere in the script is then not the run."""
@@ -236,12 +276,16 @@ class LaunchShell(Shell):
         ran = self._runner(fields)
         if ran is not None:  # `uv run [options] python -m torch.distributed.run ...`
             prefix, command, moved = ran
-            candidate = self._launch(command, inline, cmd) if command else None
+            where = self.workdir, self.cwd
+            if moved != "":  # `uv run --directory DIR`, `docker run IMAGE`: the command (a `bash -c`
+                # script's too) runs in DIR, or where the image's WORKDIR puts it
+                self.workdir, self.cwd = join_workdir(self.workdir, moved), join_workdir(self.cwd, moved)
+            try:
+                candidate = self._launch(command, inline, cmd) if command else None
+            finally:
+                self.workdir, self.cwd = where
             if candidate is not None:
                 candidate.wrapper = prefix + candidate.wrapper
-                if moved != "":  # `conda run --cwd DIR`: the command runs in DIR
-                    candidate.workdir = join_workdir(candidate.workdir, moved)
-                    candidate.cwd = join_workdir(candidate.cwd, moved)
             return candidate
         for k, f in enumerate(fields):
             if not isinstance(f.value, str):
@@ -415,7 +459,8 @@ class LaunchShell(Shell):
         if runner is None:
             return None
         k = 2
-        moved: str | None = ""
+        # `docker run IMAGE CMD`: in the image's WORKDIR unless an option names one
+        moved: str | None = None if runner.get("workdir_unknown") else ""
         moves = runner.get("cwd_options", ())
         while k < len(fields) and isinstance(option := fields[k].value, str) and option.startswith("-"):
             name, eq, value = option.partition("=")
@@ -428,6 +473,7 @@ class LaunchShell(Shell):
             k += 2 if option in runner.get("value_options", ()) else 1
         if k < len(fields) and not isinstance(fields[k].value, str):
             moved = None
+        k += runner.get("operands", 0)  # the image or container the command runs in
         command = fields[k:]
         if command and isinstance(command[0].value, str) and command[0].value.endswith(".py"):
             command = [Field("python", command[0].line), *command]
@@ -783,6 +829,29 @@ class LaunchShell(Shell):
 
 
 _UNKNOWN = "?"  # a first field not known statically (LaunchShell._first_field)
+
+
+# `eval "NAME=\$$VAR"` / `eval "NAME=\${$VAR}"` (NVIDIA/Megatron-LM@d98e8a64dd .gitlab/scripts/build.sh:5):
+# the known text ends in `$` or `${`, and the one unknown piece is one variable's value
+_ASSIGNS_FROM = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=\$(\{?)")
+_ONE_VARIABLE = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|\{[A-Za-z_][A-Za-z0-9_]*\})")
+
+
+def _indirect(fields: list[Field]) -> str | None:
+    r"""The name an `eval` of an indirect assignment sets (`eval "IMAGE=\$$IMAGE"`: IMAGE gets
+    the value of the variable IMAGE names), None for any other eval. Read so only where that name
+    is one word (a variable's value, nothing else unknown): bash then reads `IMAGE=$NAME`, an
+    assignment that runs nothing."""
+    if len(fields) != 1:
+        return None
+    pieces = segments(fields[0].value)
+    if len(pieces) not in (2, 3) or pieces[0][1] or not pieces[1][1]:
+        return None
+    head = _ASSIGNS_FROM.fullmatch(pieces[0][0])
+    closing = pieces[2][0] if len(pieces) == 3 else ""
+    if head is None or not _ONE_VARIABLE.fullmatch(pieces[1][0]) or closing != ("}" if head.group(2) else ""):
+        return None
+    return head.group(1)
 
 
 def _code_string(fields: list[Field], k: int) -> bool:
