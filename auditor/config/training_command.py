@@ -576,6 +576,9 @@ class LaunchShell(Shell):
         if at is None:
             if cmd.stdin is not None:  # `sbatch <<EOF`, `bash <<EOF`: the script is stdin
                 self._inner(prefix + fields, "<<", cmd.stdin.body, cmd.stdin.line, cmd)
+            else:  # `... | bash`, `bash < f`, `curl URL | sh`: commands from a pipe or a file, not read
+                self.unfollowed.append(Unfollowed(cmd.line, prefix[-1].value,
+                                                  "which reads its commands from stdin (a pipe or a file), not read here"))
             return None
         script = fields[at]
         line = 1

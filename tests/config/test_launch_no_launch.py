@@ -141,3 +141,19 @@ def test_what_may_train_stays_undecided(tmp_path: Path, text: str) -> None:
     (tmp_path / "run.sh").write_text(text)
     with pytest.raises(CommandNotFollowed):
         parse_launch(text, str(tmp_path / "run.sh"))
+
+
+# Review r40-nolaunch (h40-nolaunchfix). A shell that reads its commands from a pipe or a file
+# (`curl -sSL URL | bash`, as install scripts are run) runs commands not read here.
+@pytest.mark.parametrize("text", [
+    "pip install -r req.txt\ncat <<EOF | bash\ntorchrun --nproc_per_node 8 train.py\nEOF\n",
+    'pip install -r req.txt\necho "torchrun --nproc_per_node 8 train.py" | bash\n',
+    'printf "%s\\n" "torchrun --nproc_per_node 8 train.py" | sh\n',
+    "pip install -r req.txt\nbash < run_train.sh\n",
+    "curl -sSL https://example.invalid/run.sh | bash\n",
+])
+def test_a_shell_reading_commands_from_stdin_is_not_followed(tmp_path: Path, text: str) -> None:
+    (tmp_path / "run.sh").write_text(text)
+    with pytest.raises(CommandNotFollowed) as caught:
+        parse_launch(text, str(tmp_path / "run.sh"))
+    assert "reads its commands from stdin" in str(caught.value)
