@@ -225,16 +225,42 @@ class LaunchShell(Shell):
             elif base in self.spelling.no_training:
                 if unknown is not None:  # `srun --exclusive ${CMD} hostname`: ${CMD} may be the program
                     return unknown, "which is not known statically"
-                options = self.spelling.program_options.get(base, ())
-                runs = next((g.value for g in fields if g.value in options), None)
-                return (f, f"whose `{runs}` runs another program") if runs else None
+                runs = self._runs_command(base, fields[i + 1:])
+                return (f, f"whose {runs} runs another program") if runs else None
             elif fields[i + 1:i + 2] and fields[i + 1].value in self.spelling.no_training_subcommands.get(base, ()):
+                if base in self.spelling.operand_variables:  # `make html SPHINXBUILD=...`, `make html train`
+                    rest = next((g for g in fields[i + 2:] if not isinstance(g.value, str) or not g.value.startswith(
+                        "-") and g.value not in self.spelling.no_training_subcommands[base]), None)
+                    if rest is not None:
+                        return rest, "a target or a variable of a recipe not read here"
                 return None  # `ray stop --force`: a subcommand that runs no program of the run's
             elif self._names_launcher(fields):
                 return fields[0], "which starts a launcher this reader does not follow"
             else:
                 return f, "which is not followed"
         return (unknown, "which is not known statically") if unknown is not None else None
+
+    def _runs_command(self, base: str, args: list[Field]) -> str:
+        """How a program the rules say trains nothing runs a command after all, for the message ("" where
+        it runs none): an option naming one (`find -exec`, `tar --to-command=CMD`, `git bisect run`),
+        its command operand (`trap CMD EXIT`, a function of the script's included, whose body
+        the walk does not run; not `trap - EXIT`, `trap '' INT`, nor one command the rules say
+        trains nothing: `trap "rm -rf DIR" EXIT`), or program text that starts one (awk's `system(`)."""
+        options = self.spelling.program_options.get(base, ())
+        named = next((g.value for g in args if isinstance(g.value, str) and g.value.partition("=")[0] in options), None)
+        if named is not None:
+            return f"`{named.partition('=')[0]}`"
+        if base in self.spelling.command_operand:  # `trap [-lp] [[ARG] SIGNAL ...]`
+            operands = [g for g in args if g.value not in ("-l", "-p", "--")]
+            operand = operands[0].value if len(operands) > 1 else "-"  # one operand: a signal reset
+            if operand in ("-", ""):
+                return ""
+            simple = isinstance(operand, str) and not _COMMAND_TEXT.search(operand)
+            if not simple or self.may_train([Field(w, operands[0].line) for w in str(operand).split()]):
+                return f"command `{operand}`"
+        texts = self.spelling.command_text.get(base, ())
+        started = next((t for g in args for t in texts if t in str(g.value)), None)
+        return f"program text `{started}`" if started else ""
 
     def _runner_trains(self, fields: list[Field], prefix: list[Field], command: list[Field]) -> tuple[Field, str] | None:
         """may_train of a runner's command (`docker run IMAGE CMD`): an option that replaces its
@@ -831,6 +857,8 @@ class LaunchShell(Shell):
                             and _indent(self.lines, node.line) > _indent(self.lines, command.line)) else None
 
 
+# shell syntax in a command string (`trap "cleanup; exit" EXIT`): more than one simple command
+_COMMAND_TEXT = re.compile(r"[;&|()`<>\n]|\$\(")
 _UNKNOWN = "?"  # a first field not known statically (LaunchShell._first_field)
 
 

@@ -157,3 +157,29 @@ def test_a_shell_reading_commands_from_stdin_is_not_followed(tmp_path: Path, tex
     with pytest.raises(CommandNotFollowed) as caught:
         parse_launch(text, str(tmp_path / "run.sh"))
     assert "reads its commands from stdin" in str(caught.value)
+
+
+# Review r40-nolaunch 2: programs the rules say train nothing that run a command string after all.
+@pytest.mark.parametrize("text", [
+    'trap "torchrun --nproc_per_node 8 train.py" EXIT\npip install -r req.txt\n',
+    "git bisect start HEAD v1\ngit bisect run torchrun --nproc_per_node 8 train.py\n",
+    'git submodule foreach "torchrun --nproc_per_node 8 train.py"\n',
+    'awk "BEGIN { system(\\"torchrun --nproc_per_node 8 train.py\\") }"\n',
+    'tar -xf d.tar --to-command="torchrun train.py"\n',
+    'make html SPHINXBUILD="torchrun --nproc_per_node 8 train.py"\n',
+    "make html train\n",
+    "cleanup() { torchrun --nproc_per_node 8 train.py; }\ntrap cleanup EXIT\npip install x\n",
+])
+def test_an_inert_program_running_a_command_string_is_not_followed(tmp_path: Path, text: str) -> None:
+    (tmp_path / "run.sh").write_text(text)
+    with pytest.raises(CommandNotFollowed):
+        parse_launch(text, str(tmp_path / "run.sh"))
+
+
+@pytest.mark.parametrize("text", [
+    "trap - EXIT\ntrap '' INT\npip install x\n",  # a reset, an ignored signal
+    'trap "rm -rf /tmp/x" EXIT\npip install x\n',  # a command the rules say trains nothing
+    "awk '{print $1}' f.txt\nmake clean html\n",
+])
+def test_inert_command_strings_still_run_nothing(tmp_path: Path, text: str) -> None:
+    assert "starts no training process" in _not_pipeline(text, tmp_path / "run.sh")
