@@ -174,17 +174,6 @@ class LaunchShell(Shell):
         and every unknown word is the script's own arguments (`$1`, `"$@"`, a variable set only
         from them), the unseen code it leaves is that command's arguments (`callers_words`), not
         another command: `$(cat x)` or `$POST` may be anything."""
-        name = _indirect(fields)
-        if name is not None:  # `eval "IMAGE=\$$IMAGE"`: an assignment of a value not known here
-            known = self.vars.get(name)
-            self.vars[name] = Var(Symbolic(f"${name}, the variable whose name it held (eval, line {cmd.line})"),
-                                  cmd.line, known is not None and known.exported)
-            self.diagnostics.append(Finding(
-                "launch.indirect-assignment", "info",
-                f"`eval` at line {cmd.line} is an indirect assignment: it sets {name} to the value of the "
-                f"variable whose name {name} holds, not known here; it runs no command where that name is one",
-                where=f"{self.path}:{cmd.line}"))
-            return
         ran, seen = len(self.candidates), len(self.opaque)
         super()._eval(fields, cmd)
         unknown = [text for f in fields for text, is_unknown in segments(f.value) if is_unknown]
@@ -860,29 +849,6 @@ class LaunchShell(Shell):
 # shell syntax in a command string (`trap "cleanup; exit" EXIT`): more than one simple command
 _COMMAND_TEXT = re.compile(r"[;&|()`<>\n]|\$\(")
 _UNKNOWN = "?"  # a first field not known statically (LaunchShell._first_field)
-
-
-# `eval "NAME=\$$VAR"` / `eval "NAME=\${$VAR}"` (NVIDIA/Megatron-LM@d98e8a64dd .gitlab/scripts/build.sh:5):
-# the known text ends in `$` or `${`, and the one unknown piece is one variable's value
-_ASSIGNS_FROM = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=\$(\{?)")
-_ONE_VARIABLE = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|\{[A-Za-z_][A-Za-z0-9_]*\})")
-
-
-def _indirect(fields: list[Field]) -> str | None:
-    r"""The name an `eval` of an indirect assignment sets (`eval "IMAGE=\$$IMAGE"`: IMAGE gets
-    the value of the variable IMAGE names), None for any other eval. Read so only where that name
-    is one word (a variable's value, nothing else unknown): bash then reads `IMAGE=$NAME`, an
-    assignment that runs nothing."""
-    if len(fields) != 1:
-        return None
-    pieces = segments(fields[0].value)
-    if len(pieces) not in (2, 3) or pieces[0][1] or not pieces[1][1]:
-        return None
-    head = _ASSIGNS_FROM.fullmatch(pieces[0][0])
-    closing = pieces[2][0] if len(pieces) == 3 else ""
-    if head is None or not _ONE_VARIABLE.fullmatch(pieces[1][0]) or closing != ("}" if head.group(2) else ""):
-        return None
-    return head.group(1)
 
 
 def _code_string(fields: list[Field], k: int) -> bool:
