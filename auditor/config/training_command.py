@@ -81,6 +81,9 @@ class Candidate:
     # for each redirection, the directory the shell opening it stands in (before any wrapper's
     # working-directory option, `srun --container-image`, moves the command): None where not known
     opened_in: list[str | None] = field(default_factory=list)
+    # in a container (`docker run`): "" not, else the folder here that is its working directory
+    # through a mount, None where none is: a relative entry there is not the file beside the script
+    inside: str | None = ""
 
 
 def _known_tail(value: Symbolic) -> str | None:
@@ -190,7 +193,7 @@ class LaunchShell(Shell):
         wrapper's own options and their numbers decides, and a wrapper with no program runs none."""
         ran = self._runner(fields)
         if ran is not None:  # `conda run -n env COMMAND`: the command it runs
-            return self._runner_trains(fields, ran[0], ran[1])
+            return self._runner_trains(fields, *ran[:3])
         wrapped = False
         unknown: Field | None = None  # an unknown word after a wrapper's option: its value, or the program
         for i, f in enumerate(fields):
@@ -251,11 +254,11 @@ class LaunchShell(Shell):
         started = next((t for g in args for t in texts if t in str(g.value)), None)
         return f"program text `{started}`" if started else ""
 
-    def _runner_trains(self, fields: list[Field], prefix: list[Field], command: list[Field]) -> tuple[Field, str] | None:
-        """may_train of a runner's command (`docker run IMAGE CMD`): an option that replaces its
-        program (`--entrypoint`), no command where the runner then runs one of its own (the
-        image's CMD) may train; else its command decides."""
-        runner = next(r for r in self.spelling.runners if r["program"] == os.path.basename(str(fields[0].value)))
+    def _runner_trains(self, fields: list[Field], runner: dict, prefix: list[Field],
+                       command: list[Field]) -> tuple[Field, str] | None:
+        """may_train of a runner's command (`docker run IMAGE CMD`, `runner` the rule it matched): an
+        option that replaces its program (`--entrypoint`), no command where the runner then runs one
+        of its own (the image's CMD) may train; else its command decides."""
         replaced = next((f for f in prefix if isinstance(f.value, str)
                          and f.value.partition("=")[0] in runner.get("program_options", ())), None)
         if replaced is not None:
@@ -290,17 +293,24 @@ class LaunchShell(Shell):
         wrapped = not isinstance(fields[0].value, str) or os.path.basename(fields[0].value) in self.spelling.wrappers
         ran = self._runner(fields)
         if ran is not None:  # `uv run [options] python -m torch.distributed.run ...`
-            prefix, command, moved = ran
+            rule, prefix, command, moved = ran
             where = self.workdir, self.cwd
-            if moved != "":  # `uv run --directory DIR`, `docker run IMAGE`: the command (a `bash -c`
-                # script's too) runs in DIR, or where the image's WORKDIR puts it
+            if rule.get("workdir_unknown"):  # `docker run IMAGE`: in the container's own files, at
+                # `-w DIR` or where the image's WORKDIR puts it (a `bash -c` script's `cd` from there)
+                self.workdir, self.cwd = moved, moved
+            elif moved != "":  # `uv run --directory DIR`: the command runs in DIR
                 self.workdir, self.cwd = join_workdir(self.workdir, moved), join_workdir(self.cwd, moved)
+            ran_before = len(self.candidates), len(self.last_resort)
             try:
                 candidate = self._launch(command, inline, cmd) if command else None
             finally:
                 self.workdir, self.cwd = where
             if candidate is not None:
                 candidate.wrapper = prefix + candidate.wrapper
+            if rule.get("workdir_unknown"):  # each command it runs, a `bash -c` script's included
+                inner = [candidate] if candidate is not None else []
+                for c in inner + self.candidates[ran_before[0]:] + self.last_resort[ran_before[1]:]:
+                    c.inside = self._host_folder(rule, prefix, c.workdir)
             return candidate
         for k, f in enumerate(fields):
             if not isinstance(f.value, str):
@@ -462,8 +472,37 @@ class LaunchShell(Shell):
                 moved = given if eq else after if isinstance(after, str) else None
         return moved
 
-    def _runner(self, fields: list[Field]) -> tuple[list[Field], list[Field], str | None] | None:
-        """(the runner's words, the command it runs, the directory it runs it in: "" where no
+    def _host_folder(self, runner: dict, prefix: list[Field], workdir: str | None) -> str | None:
+        """The folder here that a container's working directory `workdir` is, through a bind mount
+        of the runner's options (`-v HOST:/workspace`, `--mount type=bind,source=HOST,target=DIR`;
+        the innermost holding it); None where no mount maps it or either side is not known."""
+        if workdir is None or not os.path.isabs(workdir):
+            return None
+        best: tuple[str, str] | None = None
+        for k, f in enumerate(prefix):
+            word = f.value if isinstance(f.value, str) else ""
+            option, eq, given = word.partition("=")
+            if option not in runner.get("mount_options", ()):
+                continue
+            value = given if eq else prefix[k + 1].value if k + 1 < len(prefix) else None
+            if not isinstance(value, str):
+                continue
+            if option == "--mount":
+                parts = dict(p.partition("=")[::2] for p in value.split(","))
+                host = parts.get("source") or parts.get("src") or ""
+                inner = parts.get("target") or parts.get("destination") or parts.get("dst") or ""
+            else:
+                host, _, rest = value.partition(":")
+                inner = rest.partition(":")[0]
+            folder = join_workdir(self.cwd, host) if host.startswith(("/", ".")) else None  # else a named volume
+            inner = os.path.normpath(inner) if inner.startswith("/") else ""
+            if folder is not None and inner and (workdir == inner or workdir.startswith(inner.rstrip("/") + "/")) \
+                    and (best is None or len(inner) > len(best[1])):
+                best = folder, inner
+        return None if best is None else os.path.normpath(os.path.join(best[0], os.path.relpath(workdir, best[1])))
+
+    def _runner(self, fields: list[Field]) -> tuple[dict, list[Field], list[Field], str | None] | None:
+        """(the rule matched, the runner's words, the command it runs, the directory it runs it in: "" where no
         `cwd_options` option moves it, None where that is not known statically) for `uv run
         [options] COMMAND`; `uv run -m MODULE` and `uv run script.py` run python. None when
         `fields` is no such runner. A word not known statically where the options stand may be
@@ -484,7 +523,7 @@ class LaunchShell(Shell):
                 moved = given if isinstance(given, str) else None
             if option in runner.get("module_options", ()):
                 python = Field("python", fields[k].line)
-                return fields[:k], [python, Field("-m", fields[k].line), *fields[k + 1:]], moved
+                return runner, fields[:k], [python, Field("-m", fields[k].line), *fields[k + 1:]], moved
             k += 2 if option in runner.get("value_options", ()) else 1
         if k < len(fields) and not isinstance(fields[k].value, str):
             moved = None
@@ -492,7 +531,7 @@ class LaunchShell(Shell):
         command = fields[k:]
         if command and isinstance(command[0].value, str) and command[0].value.endswith(".py"):
             command = [Field("python", command[0].line), *command]
-        return fields[:k], command, moved
+        return runner, fields[:k], command, moved
 
     def _match_launcher(self, fields: list[Field], k: int) -> tuple[dict | None, str, str, int]:
         """(launcher rule, how it was invoked, subcommand, index of its first argument)."""

@@ -180,7 +180,8 @@ TABLES: dict[str, Table] = {
                                   "no_training_subcommands command_operand command_text operand_variables"),
     # `uv run [options] COMMAND` (config.training_command): the options that take a value.
     "command_runner": _table(True, "program subcommand value_options source",
-                             "module_options cwd_options operands workdir_unknown own_command program_options"),
+                             "module_options cwd_options operands workdir_unknown own_command program_options "
+                             "mount_options"),
     "backend": _table(True, "name what env paths covers short decide", "source"),
     # What a Python entry's imports say about its stack (rules/stacks.toml, config/entry_stack.py).
     "own_pipeline": _table(True, "name modules what covers decide source", ""),
@@ -263,7 +264,7 @@ TYPES: dict[str, dict[str, type]] = {
     "script_call": {"callee": list, "param": str, "key": str, "position": int, "read": str},
     "command_runner": {"program": str, "subcommand": str, "value_options": list, "module_options": list,
                        "cwd_options": list, "operands": int, "workdir_unknown": bool, "own_command": str,
-                       "program_options": list},
+                       "program_options": list, "mount_options": list},
     "entry_point": {"launchers": list},
     "launcher_option": {"launchers": list, "options": list, "type": str, "parsed_at": str, "range": list,
                         "unless": list, "line": int},

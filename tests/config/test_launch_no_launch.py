@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from auditor.config.launch import CommandNotFollowed, NotAPipelineRun, parse_launch
+from auditor.config.pyenv import locate
 
 DOCS = """cd ../
 docker run --rm -v $PWD:/workspace python:3.10 /bin/bash -c "cd /workspace && \\
@@ -189,3 +190,35 @@ def test_an_inert_program_running_a_command_string_is_not_followed(tmp_path: Pat
 ])
 def test_inert_command_strings_still_run_nothing(tmp_path: Path, text: str) -> None:
     assert "starts no training process" in _not_pipeline(text, tmp_path / "run.sh")
+
+
+# Review r40-nolaunch 3: a relative entry in a container is the container's file; the one beside
+# the script is read only where a mount maps its folder to the container's working directory.
+INERT = "import torch\nprint(torch.cuda.device_count())\n"
+
+
+@pytest.mark.parametrize("text", [
+    "docker run --rm --gpus all -v /data/code:/workspace -w /workspace img torchrun --nproc_per_node 8 train.py\n",
+    "docker run --rm --gpus all -w /opt/app img torchrun --nproc_per_node 8 train.py\n",
+    'docker run --rm img bash -c "set -e; cd /opt/app && torchrun --nproc_per_node 8 train.py"\n',
+    "docker exec box torchrun --nproc_per_node 8 train.py\n",
+    "docker run --rm img python train.py\n",
+])
+def test_a_relative_entry_in_a_container_is_not_the_file_here(tmp_path: Path, text: str) -> None:
+    (tmp_path / "train.py").write_text(INERT)
+    (tmp_path / "run.sh").write_text(text)
+    try:
+        config = parse_launch(text, str(tmp_path / "run.sh"))
+    except CommandNotFollowed as caught:
+        assert "not read" in str(caught) or "no mount" in str(caught)
+        return
+    assert locate(config)[0] is None, config.script  # not judged from tmp_path/train.py
+    assert not any(d.kind == "launch.not-pipeline" for d in config.diagnostics)
+
+
+def test_a_mounted_working_directory_is_the_folder_here(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(INERT)
+    text = f"docker run --rm -v {tmp_path}:/workspace -w /workspace img torchrun --nproc_per_node 8 train.py\n"
+    (tmp_path / "run.sh").write_text(text)
+    config = parse_launch(text, str(tmp_path / "run.sh"))
+    assert config.script == str(tmp_path / "train.py")
