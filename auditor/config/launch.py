@@ -23,7 +23,7 @@ from typing import Any
 from auditor.bash.lexer import Lexer
 from auditor.bash.parser import ShellParser
 from auditor.bash.syntax import bash_rejects
-from auditor.bash.values import EnvVar
+from auditor.bash.values import EnvVar, Scalar, Symbolic
 from auditor.config.checkout_release import judge_on_framework_checkout
 from auditor.config.frontend_parser import find_script
 from auditor.config.frontends import for_style
@@ -400,8 +400,8 @@ def _last_resort(shell: LaunchShell, spelling: Spelling, path: str) -> str:
         return ""
     for candidate in shell.last_resort:
         scratch = LaunchConfig(path=path, launcher="", command_line=candidate.line, end_line=candidate.end_line)
-        scratch.script = torchrun_options(scratch, candidate.launcher, candidate.args, path,
-                                          spelling.python_runners)[1]
+        scratch.script = _in_container(candidate, torchrun_options(scratch, candidate.launcher, candidate.args, path,
+                                                                   spelling.python_runners)[1])
         scratch.env = _environment(shell, candidate)
         read_entry_module(scratch, path)
         entry, missing = locate(scratch)
@@ -410,6 +410,18 @@ def _last_resort(shell: LaunchShell, spelling: Spelling, path: str) -> str:
             return f"; line {candidate.line} runs `{candidate.invoked} {scratch.script}`, whose entry is not read: {missing}"
     shell.candidates.extend(shell.last_resort)
     return ""
+
+
+def _in_container(candidate: Candidate, script: Scalar) -> Scalar:
+    """The entry a command in a container (`docker run`, Candidate.inside) opens: a relative one
+    is in the container's working directory, the file here only where a mount maps that folder;
+    else not read (the script's folder is no fallback: the image holds its own files)."""
+    if candidate.inside == "" or not isinstance(script, str) or os.path.isabs(script):
+        return script
+    if candidate.inside is None:
+        return Symbolic(f"{script} in the container's working directory, which no mount maps to a folder here")
+    here = os.path.join(candidate.inside, script)
+    return here if os.path.isfile(here) else Symbolic(f"{script} in the container, mounted from {here}, not a file here")
 
 
 def _training(candidates: list[Candidate], spelling: Spelling, path: str) -> list[Candidate]:
@@ -445,6 +457,23 @@ def _beside_no_pipeline(shell: LaunchShell, spelling: Spelling, path: str, plain
     first = shell.candidates[0]
     return (f"; line {first.line} runs `{first.invoked}`, which trains no pipeline, but the script "
             f"may run another command{said}")
+
+
+def _no_launch(shell: LaunchShell, path: str, plain: str) -> None:
+    """Raise NotAPipelineRun where the script starts no process that could train: every command
+    it runs is known (no word not known statically, no `eval` or `source` of code not read, no
+    script not followed: `unfollowed`, `opaque`) and each is one the rules say trains nothing
+    ([wrappers] `no_training` and `no_training_subcommands`: `docker build`, `pip`, `make html`;
+    a runner's command judged as its own: `docker run IMAGE bash -c "..."`), no `python SCRIPT`
+    is left whose entry was not read (`plain`), and no `--command` gave the run (`shell.given`:
+    the user's command is then what runs). Text an `echo` prints is no command."""
+    programs = list(dict.fromkeys(program for _, program in shell.inert if program))
+    if (not programs or shell.candidates or shell.last_resort or shell.unfollowed or shell.opaque
+            or shell.unresolved_commands or shell.hidden_from_job or shell.given or plain):
+        return  # a script that runs no program at all (settings to `source`) names nothing it runs
+    runs = ", ".join(f"`{p}`" for p in programs[:6]) + (f" and {len(programs) - 6} more" if len(programs) > 6 else "")
+    raise NotAPipelineRun(path, f"the script starts no training process: every command it runs is known and "
+                                f"none can train ({runs}; no launcher, no Python entry)")
 
 
 def _together(shell: LaunchShell, chosen: Candidate) -> str:
@@ -498,6 +527,7 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
     plain = _last_resort(shell, spelling, path)
     _stops_before_training(shell, path)
     beside = _beside_no_pipeline(shell, spelling, path, plain)
+    _no_launch(shell, path, plain)
     if not shell.candidates or beside:
         unknown = beside or plain + _unfollowed(shell, 3)
         unseen = "".join(f"; line {line}: {what}" for line, what in shell.opaque[:2])
@@ -547,6 +577,7 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
         args, script = torchrun_options(config, launcher, args, path, spelling.python_runners)
         config.script = script
         config.launcher = chosen.invoked + (f" {entry_name(config, launcher, path)}" if script is not None else "")
+        config.script = _in_container(chosen, script)
         _entry_in_checkout(config, path)
         read_entry_module(config, path)
         read_absent_entry(config, launcher, chosen, shell.opaque, path)
@@ -640,7 +671,8 @@ def runs_no_pipeline(candidate: Candidate, spelling: Spelling, path: str) -> str
     if for_style(candidate.launcher["style"]).module_is_program:  # `python -m MODULE`: the module
         return packaged_entry(_program(candidate))
     scratch = LaunchConfig(path=path, launcher="", command_line=candidate.line, end_line=candidate.end_line)
-    script = torchrun_options(scratch, candidate.launcher, candidate.args, path, spelling.python_runners)[1]
+    script = _in_container(candidate, torchrun_options(scratch, candidate.launcher, candidate.args, path,
+                                                       spelling.python_runners)[1])
     if scratch.script_module and isinstance(script, str) and (what := packaged_entry(script)):
         return what  # `deepspeed --module MODULE`, `ray job submit -- python3 -m MODULE`
     shipped = _shipped_script(spelling, script)

@@ -81,6 +81,9 @@ class Candidate:
     # for each redirection, the directory the shell opening it stands in (before any wrapper's
     # working-directory option, `srun --container-image`, moves the command): None where not known
     opened_in: list[str | None] = field(default_factory=list)
+    # in a container (`docker run`): "" not, else the folder here that is its working directory
+    # through a mount, None where none is: a relative entry there is not the file beside the script
+    inside: str | None = ""
 
 
 def _known_tail(value: Symbolic) -> str | None:
@@ -131,6 +134,9 @@ class LaunchShell(Shell):
         # command only where the script runs no launcher (config.launch._build)
         self.last_resort: list[Candidate] = []
         self.given = False  # the training command is the one `--command` gives (config.launch)
+        # (line, program) of each command run that surely trains nothing (may_train): what a
+        # script that starts no training process runs (config.launch `_no_launch`)
+        self.inert: list[tuple[int, str]] = []
 
     def allocate(self, lexer: Lexer, tokens: list) -> None:
         """The allocation a job script's directives ask for (`#SBATCH --nodes=128`), as every
@@ -161,6 +167,8 @@ class LaunchShell(Shell):
         if candidate is None:
             if (len(self.last_resort), self.shelled) == before and (why := self.may_train(fields)):
                 self.unfollowed.append(Unfollowed(why[0].line, why[0].value, why[1]))
+            elif (len(self.last_resort), self.shelled) == before:
+                self.inert.append((cmd.line, self._named(fields)))
             return 0
         return self._join_broken_continuation(siblings, at, cmd, candidate) - at
 
@@ -185,7 +193,7 @@ class LaunchShell(Shell):
         wrapper's own options and their numbers decides, and a wrapper with no program runs none."""
         ran = self._runner(fields)
         if ran is not None:  # `conda run -n env COMMAND`: the command it runs
-            return self.may_train(ran[1]) if ran[1] else None
+            return self._runner_trains(fields, *ran[:3])
         wrapped = False
         unknown: Field | None = None  # an unknown word after a wrapper's option: its value, or the program
         for i, f in enumerate(fields):
@@ -209,16 +217,66 @@ class LaunchShell(Shell):
             elif base in self.spelling.no_training:
                 if unknown is not None:  # `srun --exclusive ${CMD} hostname`: ${CMD} may be the program
                     return unknown, "which is not known statically"
-                options = self.spelling.program_options.get(base, ())
-                runs = next((g.value for g in fields if g.value in options), None)
-                return (f, f"whose `{runs}` runs another program") if runs else None
+                runs = self._runs_command(base, fields[i + 1:])
+                return (f, f"whose {runs} runs another program") if runs else None
             elif fields[i + 1:i + 2] and fields[i + 1].value in self.spelling.no_training_subcommands.get(base, ()):
+                if base in self.spelling.operand_variables:  # `make html SPHINXBUILD=...`, `make html train`
+                    rest = next((g for g in fields[i + 2:] if not isinstance(g.value, str) or not g.value.startswith(
+                        "-") and g.value not in self.spelling.no_training_subcommands[base]), None)
+                    if rest is not None:
+                        return rest, "a target or a variable of a recipe not read here"
                 return None  # `ray stop --force`: a subcommand that runs no program of the run's
             elif self._names_launcher(fields):
                 return fields[0], "which starts a launcher this reader does not follow"
             else:
                 return f, "which is not followed"
         return (unknown, "which is not known statically") if unknown is not None else None
+
+    def _runs_command(self, base: str, args: list[Field]) -> str:
+        """How a program the rules say trains nothing runs a command after all, for the message ("" where
+        it runs none): an option naming one (`find -exec`, `tar --to-command=CMD`, `git bisect run`),
+        its command operand (`trap CMD EXIT`, a function of the script's included, whose body
+        the walk does not run; not `trap - EXIT`, `trap '' INT`, nor one command the rules say
+        trains nothing: `trap "rm -rf DIR" EXIT`), or program text that starts one (awk's `system(`)."""
+        options = self.spelling.program_options.get(base, ())
+        named = next((g.value for g in args if isinstance(g.value, str) and g.value.partition("=")[0] in options), None)
+        if named is not None:
+            return f"`{named.partition('=')[0]}`"
+        if base in self.spelling.command_operand:  # `trap [-lp] [[ARG] SIGNAL ...]`
+            operands = [g for g in args if g.value not in ("-l", "-p", "--")]
+            operand = operands[0].value if len(operands) > 1 else "-"  # one operand: a signal reset
+            if operand in ("-", ""):
+                return ""
+            simple = isinstance(operand, str) and not _COMMAND_TEXT.search(operand)
+            if not simple or self.may_train([Field(w, operands[0].line) for w in str(operand).split()]):
+                return f"command `{operand}`"
+        texts = self.spelling.command_text.get(base, ())
+        started = next((t for g in args for t in texts if t in str(g.value)), None)
+        return f"program text `{started}`" if started else ""
+
+    def _runner_trains(self, fields: list[Field], runner: dict, prefix: list[Field],
+                       command: list[Field]) -> tuple[Field, str] | None:
+        """may_train of a runner's command (`docker run IMAGE CMD`, `runner` the rule it matched): an
+        option that replaces its program (`--entrypoint`), no command where the runner then runs one
+        of its own (the image's CMD) may train; else its command decides."""
+        replaced = next((f for f in prefix if isinstance(f.value, str)
+                         and f.value.partition("=")[0] in runner.get("program_options", ())), None)
+        if replaced is not None:
+            return replaced, "which replaces the program the runner starts"
+        if not command:
+            return (fields[0], runner["own_command"]) if runner.get("own_command") else None
+        return self.may_train(command)
+
+    def _named(self, fields: list[Field]) -> str:
+        """A command's program as a reader names it: `docker build`, `make html`, `pip` (its
+        subcommand where the rules judge the program by it), past wrappers and their options."""
+        words = [str(f.value) for f in fields]
+        k = next((i for i, w in enumerate(words) if os.path.basename(w) not in self.spelling.wrappers
+                  and not w.startswith("-") and not _ENV_WORD.match(w)), 0)
+        base = os.path.basename(words[k]) if words else ""
+        sub = words[k + 1] if k + 1 < len(words) else ""
+        judged = base in self.spelling.no_training_subcommands or any(r["program"] == base for r in self.spelling.runners)
+        return f"{base} {sub}" if judged and sub else base
 
     def _names_launcher(self, fields: list[Field]) -> bool:
         """A program not followed whose words name a launcher (`debugpy-run -m torch.distributed.run
@@ -235,13 +293,24 @@ class LaunchShell(Shell):
         wrapped = not isinstance(fields[0].value, str) or os.path.basename(fields[0].value) in self.spelling.wrappers
         ran = self._runner(fields)
         if ran is not None:  # `uv run [options] python -m torch.distributed.run ...`
-            prefix, command, moved = ran
-            candidate = self._launch(command, inline, cmd) if command else None
+            rule, prefix, command, moved = ran
+            where = self.workdir, self.cwd
+            if rule.get("workdir_unknown"):  # `docker run IMAGE`: in the container's own files, at
+                # `-w DIR` or where the image's WORKDIR puts it (a `bash -c` script's `cd` from there)
+                self.workdir, self.cwd = moved, moved
+            elif moved != "":  # `uv run --directory DIR`: the command runs in DIR
+                self.workdir, self.cwd = join_workdir(self.workdir, moved), join_workdir(self.cwd, moved)
+            ran_before = len(self.candidates), len(self.last_resort)
+            try:
+                candidate = self._launch(command, inline, cmd) if command else None
+            finally:
+                self.workdir, self.cwd = where
             if candidate is not None:
                 candidate.wrapper = prefix + candidate.wrapper
-                if moved != "":  # `conda run --cwd DIR`: the command runs in DIR
-                    candidate.workdir = join_workdir(candidate.workdir, moved)
-                    candidate.cwd = join_workdir(candidate.cwd, moved)
+            if rule.get("workdir_unknown"):  # each command it runs, a `bash -c` script's included
+                inner = [candidate] if candidate is not None else []
+                for c in inner + self.candidates[ran_before[0]:] + self.last_resort[ran_before[1]:]:
+                    c.inside = self._host_folder(rule, prefix, c.workdir)
             return candidate
         for k, f in enumerate(fields):
             if not isinstance(f.value, str):
@@ -403,8 +472,37 @@ class LaunchShell(Shell):
                 moved = given if eq else after if isinstance(after, str) else None
         return moved
 
-    def _runner(self, fields: list[Field]) -> tuple[list[Field], list[Field], str | None] | None:
-        """(the runner's words, the command it runs, the directory it runs it in: "" where no
+    def _host_folder(self, runner: dict, prefix: list[Field], workdir: str | None) -> str | None:
+        """The folder here that a container's working directory `workdir` is, through a bind mount
+        of the runner's options (`-v HOST:/workspace`, `--mount type=bind,source=HOST,target=DIR`;
+        the innermost holding it); None where no mount maps it or either side is not known."""
+        if workdir is None or not os.path.isabs(workdir):
+            return None
+        best: tuple[str, str] | None = None
+        for k, f in enumerate(prefix):
+            word = f.value if isinstance(f.value, str) else ""
+            option, eq, given = word.partition("=")
+            if option not in runner.get("mount_options", ()):
+                continue
+            value = given if eq else prefix[k + 1].value if k + 1 < len(prefix) else None
+            if not isinstance(value, str):
+                continue
+            if option == "--mount":
+                parts = dict(p.partition("=")[::2] for p in value.split(","))
+                host = parts.get("source") or parts.get("src") or ""
+                inner = parts.get("target") or parts.get("destination") or parts.get("dst") or ""
+            else:
+                host, _, rest = value.partition(":")
+                inner = rest.partition(":")[0]
+            folder = join_workdir(self.cwd, host) if host.startswith(("/", ".")) else None  # else a named volume
+            inner = os.path.normpath(inner) if inner.startswith("/") else ""
+            if folder is not None and inner and (workdir == inner or workdir.startswith(inner.rstrip("/") + "/")) \
+                    and (best is None or len(inner) > len(best[1])):
+                best = folder, inner
+        return None if best is None else os.path.normpath(os.path.join(best[0], os.path.relpath(workdir, best[1])))
+
+    def _runner(self, fields: list[Field]) -> tuple[dict, list[Field], list[Field], str | None] | None:
+        """(the rule matched, the runner's words, the command it runs, the directory it runs it in: "" where no
         `cwd_options` option moves it, None where that is not known statically) for `uv run
         [options] COMMAND`; `uv run -m MODULE` and `uv run script.py` run python. None when
         `fields` is no such runner. A word not known statically where the options stand may be
@@ -415,7 +513,8 @@ class LaunchShell(Shell):
         if runner is None:
             return None
         k = 2
-        moved: str | None = ""
+        # `docker run IMAGE CMD`: in the image's WORKDIR unless an option names one
+        moved: str | None = None if runner.get("workdir_unknown") else ""
         moves = runner.get("cwd_options", ())
         while k < len(fields) and isinstance(option := fields[k].value, str) and option.startswith("-"):
             name, eq, value = option.partition("=")
@@ -424,14 +523,15 @@ class LaunchShell(Shell):
                 moved = given if isinstance(given, str) else None
             if option in runner.get("module_options", ()):
                 python = Field("python", fields[k].line)
-                return fields[:k], [python, Field("-m", fields[k].line), *fields[k + 1:]], moved
+                return runner, fields[:k], [python, Field("-m", fields[k].line), *fields[k + 1:]], moved
             k += 2 if option in runner.get("value_options", ()) else 1
         if k < len(fields) and not isinstance(fields[k].value, str):
             moved = None
+        k += runner.get("operands", 0)  # the image or container the command runs in
         command = fields[k:]
         if command and isinstance(command[0].value, str) and command[0].value.endswith(".py"):
             command = [Field("python", command[0].line), *command]
-        return fields[:k], command, moved
+        return runner, fields[:k], command, moved
 
     def _match_launcher(self, fields: list[Field], k: int) -> tuple[dict | None, str, str, int]:
         """(launcher rule, how it was invoked, subcommand, index of its first argument)."""
@@ -530,6 +630,9 @@ class LaunchShell(Shell):
         if at is None:
             if cmd.stdin is not None:  # `sbatch <<EOF`, `bash <<EOF`: the script is stdin
                 self._inner(prefix + fields, "<<", cmd.stdin.body, cmd.stdin.line, cmd)
+            else:  # `... | bash`, `bash < f`, `curl URL | sh`: commands from a pipe or a file, not read
+                self.unfollowed.append(Unfollowed(cmd.line, prefix[-1].value,
+                                                  "which reads its commands from stdin (a pipe or a file), not read here"))
             return None
         script = fields[at]
         line = 1
@@ -782,6 +885,8 @@ class LaunchShell(Shell):
                             and _indent(self.lines, node.line) > _indent(self.lines, command.line)) else None
 
 
+# shell syntax in a command string (`trap "cleanup; exit" EXIT`): more than one simple command
+_COMMAND_TEXT = re.compile(r"[;&|()`<>\n]|\$\(")
 _UNKNOWN = "?"  # a first field not known statically (LaunchShell._first_field)
 
 

@@ -44,6 +44,12 @@ class Spelling:
     no_training: frozenset[str] = frozenset()  # programs that start no training ([wrappers])
     # their options that run another program (`find -exec`), by program ([wrappers])
     program_options: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # programs whose first operand is a command string that runs (`trap CMD SIGNAL`; [wrappers])
+    command_operand: frozenset[str] = frozenset()
+    # text in a program's arguments with which it runs a command (awk's `system(`; [wrappers])
+    command_text: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # programs whose operands are targets or `NAME=value` overrides of their recipes (make; [wrappers])
+    operand_variables: frozenset[str] = frozenset()
     # subcommands of a program that start no training where others may (`ray stop`; [wrappers])
     no_training_subcommands: dict[str, frozenset[str]] = field(default_factory=dict)
     checkout_copies: tuple[dict, ...] = ()  # tools printing a copy of their checkout ([[checkout_copy]])
@@ -79,6 +85,9 @@ class Spelling:
             no_training=frozenset(p for rs in every for p in rs.section("wrappers").get("no_training", ())),
             program_options={k: tuple(v) for rs in every
                              for k, v in rs.section("wrappers").get("program_options", {}).items()},
+            command_operand=frozenset(p for rs in every for p in rs.section("wrappers").get("command_operand", ())),
+            command_text={k: tuple(v) for rs in every for k, v in rs.section("wrappers").get("command_text", {}).items()},
+            operand_variables=frozenset(p for rs in every for p in rs.section("wrappers").get("operand_variables", ())),
             no_training_subcommands={k: frozenset(v) for rs in every
                                      for k, v in rs.section("wrappers").get("no_training_subcommands", {}).items()},
             checkout_copies=tuple(e for rs in every for e in rs.table("checkout_copy")),

@@ -177,9 +177,11 @@ TABLES: dict[str, Table] = {
     "checkout_copy": _table(True, "script root marks folder_var folder_default source", ""),
     "wrappers": _table(False, "", "programs shells batch separated python_runners operand_required "
                                   "operand_source environment_set batch_flags cwd_options no_training program_options "
-                                  "no_training_subcommands"),
+                                  "no_training_subcommands command_operand command_text operand_variables"),
     # `uv run [options] COMMAND` (config.training_command): the options that take a value.
-    "command_runner": _table(True, "program subcommand value_options source", "module_options cwd_options"),
+    "command_runner": _table(True, "program subcommand value_options source",
+                             "module_options cwd_options operands workdir_unknown own_command program_options "
+                             "mount_options"),
     "backend": _table(True, "name what env paths covers short decide", "source"),
     # What a Python entry's imports say about its stack (rules/stacks.toml, config/entry_stack.py).
     "own_pipeline": _table(True, "name modules what covers decide source", ""),
@@ -261,7 +263,8 @@ TYPES: dict[str, dict[str, type]] = {
     "front_end": {"scripts": list, "flags": list, "layout_flags": list, "launcher": str, "pipeline_models": list},
     "script_call": {"callee": list, "param": str, "key": str, "position": int, "read": str},
     "command_runner": {"program": str, "subcommand": str, "value_options": list, "module_options": list,
-                       "cwd_options": list},
+                       "cwd_options": list, "operands": int, "workdir_unknown": bool, "own_command": str,
+                       "program_options": list, "mount_options": list},
     "entry_point": {"launchers": list},
     "launcher_option": {"launchers": list, "options": list, "type": str, "parsed_at": str, "range": list,
                         "unless": list, "line": int},

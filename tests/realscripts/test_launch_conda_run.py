@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from auditor import cli
-from auditor.config.launch import CommandNotFollowed, parse_launch
+from auditor.config.launch import NotAPipelineRun, parse_launch
 
 SERVER = ("CUDA_VISIBLE_DEVICES={gpus} conda run --no-capture-output -n vllm python -m "
           "vllm.entrypoints.openai.api_server --model=meta-llama/Meta-Llama-3-8B-Instruct "
@@ -66,5 +66,6 @@ def test_the_separator_before_the_command() -> None:
 
 
 def test_other_conda_subcommands_run_nothing() -> None:
-    with pytest.raises(CommandNotFollowed):
+    # no command of the run's: the script starts no training process (turn 20, h40-nolaunch)
+    with pytest.raises(NotAPipelineRun, match="`conda install`"):
         parse_launch("conda install -y -n deepspeed deepspeed\n", "run.sh")

@@ -189,10 +189,10 @@ def test_an_echo_naming_a_run_script_is_no_command(tmp_path):
     """NVIDIA-NeMo/RL@7ea279abfb examples/nemo_gym/nemotron-3-super-omni/super_omni_launch.sh:223
     prints `echo " Entrypoint : ${ENTRYPOINT}"` (a run_*_nemo_gym.py): the launcher's script pattern
     matched echo's word, and the scan exited 2 ("which frameworks does this launcher run?")."""
-    from auditor.config.launch import CommandNotFollowed, parse_launch
+    from auditor.config.launch import NotAPipelineRun, parse_launch
 
     script = tmp_path / "launch.sh"
     script.write_text('ENTRYPOINT="${ENTRYPOINT:-examples/nemo_gym/run_grpo_nemo_gym.py}"\n'
                       'echo " Entrypoint : ${ENTRYPOINT}"\n')
-    with pytest.raises(CommandNotFollowed):  # INCONCLUSIVE naming --command, as for any script so
+    with pytest.raises(NotAPipelineRun, match="`echo`"):  # it runs only echo: no training process
         parse_launch(script.read_text(), str(script))
