@@ -16,7 +16,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from auditor import rulebook
 from auditor.config.entry_stores import unnamed_stores
 from auditor.config.expr import UNKNOWN
 from auditor.config.model import Flag, LaunchConfig
@@ -371,4 +370,5 @@ def uses_or_imports(tree: ast.Module, modules: list[str], names: list[str]) -> b
 def names_p2p(tree: ast.Module) -> bool:
     """Whether the code calls or imports torch's P2P API (rules/torch.toml `[[p2p_api]]`:
     dist.send/recv/isend/irecv, P2POp, batch_isend_irecv): its own sends, whatever else it runs."""
-    return uses_or_imports(tree, [], [api["name"] for api in rulebook.load("torch").data.get("p2p_api", [])])
+    from auditor.config import own_p2p  # the one reader of it (it reads the closure from here)
+    return own_p2p.of_tree(tree).may

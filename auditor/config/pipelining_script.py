@@ -8,6 +8,12 @@ the script's folder and the installed torch (the schedules' code: which torch th
 stays --torch's and rules/torch.toml's to judge); its entry point is the script itself, run as
 `__main__`, so that the schedule it builds and steps is the one the call graph follows. What the
 script's calls state (init_process_group's backend) joins the config as the script's own values.
+
+An entry read as Megatron-LM's front end only as a guess (`torchrun train.py`) that issues torch
+P2P itself (config.own_p2p) is read the same way for its own ops: the entry and its local modules
+are a source (`script_sources`) and the entry, run as `__main__`, an entry point beside the front
+end's (`own_entry`), so that its sends and receives meet the same batching and laziness analysis
+as a framework's.
 """
 
 from __future__ import annotations
@@ -18,7 +24,9 @@ from pathlib import Path
 
 from auditor import rulebook
 from auditor.config.entry_script import put_calls, uses_modules
-from auditor.config.entry_stack import LAUNCHERS
+from auditor.config.entry_stack import LAUNCHERS, entry_read, modeled_packages, read_as_guess
+from auditor.config.own_p2p import OwnP2P
+from auditor.config.own_p2p import closure as own_closure
 from auditor.config.model import LaunchConfig
 from auditor.config.pyenv import entry_tree, locate
 from auditor.errors import InputError
@@ -73,9 +81,12 @@ def is_pipelining_script(launch: LaunchConfig) -> bool:
 
 
 def script_sources(launch: LaunchConfig, srcs: list[SourceSet]) -> list[SourceSet]:
-    """`srcs` with the script (its folder's modules) added where no target gives it; torch is
-    added by titan.with_pipelining_torch, as for torchtitan."""
-    if not is_pipelining_script(launch):
+    """`srcs` with the script added where no target gives it: a pipelining script's file (torch
+    is added by titan.with_pipelining_torch, as for torchtitan), or, for an entry read as a
+    Megatron-LM front end only as a guess that issues torch P2P itself (`own_p2p`), the entry
+    and its local modules under its folder, so that its own ops are sites the scan judges."""
+    own = own_p2p(launch)
+    if not is_pipelining_script(launch) and own is None:
         return srcs
     entry, _ = locate(launch)
     if entry is None:
@@ -83,10 +94,53 @@ def script_sources(launch: LaunchConfig, srcs: list[SourceSet]) -> list[SourceSe
     here = Path(entry.path).resolve()
     if any(here.is_relative_to(s.root.resolve()) for s in srcs):
         return srcs
+    if own is not None:
+        return [_own_source(here, own[1]), *srcs]
     try:
         return [resolve(str(here)), *srcs]
     except InputError:
         return srcs
+
+
+def own_p2p(launch: LaunchConfig) -> tuple[OwnP2P, list[Path]] | None:
+    """The P2P the entry and its local modules issue themselves (config.own_p2p) and the
+    closure's files, where the run is read as Megatron-LM's front end only because its launcher
+    names no framework (`torchrun train.py`) and they issue some; else None."""
+    if not read_as_guess(launch):
+        return None
+    read = entry_read(launch, _closure_p2p)
+    return None if read is None else read[1]
+
+
+def _closure_p2p(path: str, mtime_ns: int, size: int) -> tuple[OwnP2P, list[Path]] | None:
+    found, files, _ = own_closure(path, mtime_ns, size, frozenset(m.split(".")[0] for m in modeled_packages()))
+    return (found, files) if found.issues else None
+
+
+def _own_source(script: Path, files: list[Path]) -> SourceSet:
+    """The entry's folder as a source: the entry and the closure's files under it, each module
+    named as the import spells it (`utils`, `model.layers`)."""
+    root = script.parent
+    listed = sorted({p.resolve().relative_to(root).as_posix() for p in files if p.resolve().is_relative_to(root)})
+    src = SourceSet(script.stem, None, "dir", root, str(script), listed)
+    src.__dict__["is_package_dir"] = False
+    return src
+
+
+def own_entry(launch: LaunchConfig) -> tuple[str, str, str] | None:
+    """The entry point of an entry issuing P2P itself (`own_p2p`), beside the front end's: (what
+    it is, its module as its source names it, its text), run as `__main__` under that module's
+    name so that the functions it calls are those whose sites the scan found."""
+    if own_p2p(launch) is None:
+        return None
+    entry, _ = locate(launch)
+    if entry is None:
+        return None
+    try:
+        text = Path(entry.path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    return f"{entry.written} (run as __main__)", Path(entry.path).stem, text
 
 
 def script_entry(launch: LaunchConfig) -> tuple[str, str] | None:
