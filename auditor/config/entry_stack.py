@@ -313,8 +313,10 @@ def _unmodelled(path: str, mtime_ns: int, size: int) -> tuple[dict[str, tuple[st
     closure was cut: a module not read may import megatron). Code imported at run time
     (`importlib.import_module`) does not make the stack any better known: still unknown."""
     modeled = modeled_packages()
-    allowed = set(rulebook.load(RULES).data["no_pipeline"]["packages"]) | set(sys.stdlib_module_names)
+    data = rulebook.load(RULES).data["no_pipeline"]
+    allowed = set(data["packages"]) | set(sys.stdlib_module_names)
     allowed |= {"__future__"} | {m.split(".")[0] for m in modeled}
+    excepted = (list(data["except_modules"]), list(data["except_names"]))
     unknown: dict[str, tuple[str, int]] = {}
     read = 0
     for module, tree in iter_closure(Path(path)):
@@ -325,9 +327,30 @@ def _unmodelled(path: str, mtime_ns: int, size: int) -> tuple[dict[str, tuple[st
             top = name.split(".")[0]
             if top not in allowed and top not in unknown:
                 unknown[top] = (module.name, import_line(tree, [top]))
+        for name, line in _excepted(tree, excepted):  # transformers' Trainer: its loop is what runs
+            unknown.setdefault(name, (module.name, line))
     if read >= MAX_MODULES or not unknown:
         return None
     return unknown, read - 1
+
+
+def _excepted(tree: ast.Module, excepted: tuple[list[str], list[str]]) -> list[tuple[str, int]]:
+    """(what, line) of each import of a `[no_pipeline]` package's exception (`from transformers
+    import Trainer`, `transformers.trainer`): a training loop of its own (the Trainer's
+    Accelerator, which may turn accelerate's Megatron-LM plugin on) no rules model."""
+    modules, names = excepted
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            out += [(f"{node.module}.{a.name}", node.lineno) for a in node.names
+                    if a.name in names or any(_under(f"{node.module}.{a.name}", m) or _under(node.module, m) for m in modules)]
+        elif isinstance(node, ast.Import):
+            out += [(a.name, node.lineno) for a in node.names if any(_under(a.name, m) for m in modules)]
+    return out
+
+
+def _under(name: str, module: str) -> bool:
+    return name == module or name.startswith(f"{module}.")
 
 
 def unread_entry(launch: LaunchConfig) -> None:

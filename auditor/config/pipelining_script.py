@@ -23,16 +23,15 @@ import os
 from pathlib import Path
 
 from auditor import rulebook
-from auditor.config.entry_script import put_calls, uses_modules
+from auditor.config.entry_script import iter_closure, put_calls, uses_modules
 from auditor.config.entry_stack import LAUNCHERS, entry_read, modeled_packages, read_as_guess
 from auditor.config.own_p2p import OwnP2P
 from auditor.config.own_p2p import closure as own_closure
 from auditor.config.model import LaunchConfig
 from auditor.config.pyenv import entry_tree, locate
-from auditor.errors import InputError
 from auditor.findings import Finding
 from auditor.rulebook.frameworks import launched_by
-from auditor.sources import SourceSet, resolve
+from auditor.sources import SourceSet
 
 RULES = "pipelining"
 STACK = "pipelining"  # the launcher word rules/pipelining.toml's [framework] claims
@@ -52,18 +51,37 @@ def read_pipelining_script(launch: LaunchConfig) -> None:
     entry, tree = read
     data = rulebook.load(RULES).data
     model = data["pipeline_model"]
-    used = _first_use(tree, model["modules"], model["names"])
-    if used is None or not uses_modules(tree, model["modules"], model["names"]):
+    used = _pipelining_use(entry.path, model["modules"], model["names"])
+    if used is None:
         return
     where = f"{launch.path}:{launch.command_line}"
     launch.diagnostics.append(Finding(
         "launch.front-end", "info",
-        f"{entry.written} pipelines with torch.distributed.pipelining itself ({entry.path}:{used}): its "
+        f"{entry.written} pipelines with torch.distributed.pipelining itself ({used[0]}:{used[1]}): its "
         f"schedules are torch's, judged on torch's rules (rules/{RULES}.toml), not a Megatron-LM front end",
         where=where, detail={"front_end": "torch.distributed.pipelining", "launched": launch.launcher,
                              "script": entry.path}))
     launch.launcher = f"{STACK} {os.path.basename(entry.path)}"
     put_calls(launch, data.get("script_call", []), tree, entry.path)
+
+
+def _pipelining_use(path: str, modules: list[str], names: list[str]) -> tuple[str, int] | None:
+    """(file, line) of the first import of torch's pipelining by the entry at `path`, or else by
+    a local module it imports (entry_script.iter_closure, not into a framework the rules model):
+    the schedule it builds there is the run's all the same."""
+    try:
+        for module, tree in iter_closure(Path(path), _frameworks()):
+            used = _first_use(tree, modules, names)
+            if used is not None and uses_modules(tree, modules, names):
+                return str(module), used
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+        return None  # pyenv.read_entry says why the script is not read
+    return None
+
+
+def _frameworks() -> frozenset[str]:
+    """The top-level import packages of the stacks the rules model (entry_stack.modeled_packages)."""
+    return frozenset(m.split(".")[0] for m in modeled_packages())
 
 
 def _first_use(tree: ast.Module, modules: list[str], names: list[str]) -> int | None:
@@ -96,9 +114,9 @@ def script_sources(launch: LaunchConfig, srcs: list[SourceSet]) -> list[SourceSe
         return srcs
     if own is not None:
         return [_own_source(here, own[1]), *srcs]
-    try:
-        return [resolve(str(here)), *srcs]
-    except InputError:
+    try:  # the script's local modules too: a schedule built in one is walked into
+        return [_own_source(here, [p for p, _ in iter_closure(here, _frameworks())]), *srcs]
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
         return srcs
 
 
@@ -113,7 +131,7 @@ def own_p2p(launch: LaunchConfig) -> tuple[OwnP2P, list[Path]] | None:
 
 
 def _closure_p2p(path: str, mtime_ns: int, size: int) -> tuple[OwnP2P, list[Path]] | None:
-    found, files, _ = own_closure(path, mtime_ns, size, frozenset(m.split(".")[0] for m in modeled_packages()))
+    found, files, _ = own_closure(path, mtime_ns, size, _frameworks())
     return (found, files) if found.issues else None
 
 

@@ -157,3 +157,32 @@ def test_each_spelling_of_the_entry_s_p2p_is_judged_or_undecided(capsys, tmp_pat
         assert _own(doc) and all(s["reachable"] == "yes" for s in _own(doc)), doc["sites"]
     else:
         assert doc["verdict"]["status"] == status and "not known statically" in json.dumps(doc["findings"]), head
+
+
+def test_a_trainer_under_torchrun_is_an_unknown_stack(capsys, tmp_path):
+    """Before: CLEAN 0 sites on megatron-core's defaults. transformers' Trainer runs its own loop
+    (its Accelerator may turn accelerate's Megatron-LM plugin on: rules/stacks.toml)."""
+    (tmp_path / "train.py").write_text(TRAINER.format(more="", body="        return 0.0\n"))
+    (tmp_path / "run.sh").write_text("torchrun --nproc-per-node 2 train.py\n")
+    doc = _scan(capsys, tmp_path / "run.sh", "--torch", "2.11.0")
+    head = doc["verdict"]["headline"]
+    assert doc["verdict"]["status"] == "inconclusive" and "transformers.Trainer" in head, head
+
+
+def test_pipelining_in_a_local_module_is_torch_s_pipelining(capsys, tmp_path):
+    """Before: CLEAN 0 sites (read as Megatron-LM's front end): the schedule is built in a local
+    module the entry imports (pytorch/PiPPy@1bcb2bfb examples keep it in the script; a run split
+    into train.py + pipe.py does the same)."""
+    (tmp_path / "pipe.py").write_text(
+        "import torch\nfrom torch.distributed.pipelining import PipelineStage, ScheduleGPipe\n\n\n"
+        "def run(rank, world):\n    stage = PipelineStage(torch.nn.Linear(8, 8), rank, world, torch.device('cpu'))\n"
+        "    schedule = ScheduleGPipe(stage, 4)\n    if rank == 0:\n        schedule.step(torch.randn(8, 8))\n"
+        "    else:\n        schedule.step()\n")
+    (tmp_path / "train.py").write_text(
+        "import torch.distributed as dist\nfrom pipe import run\n\nif __name__ == '__main__':\n"
+        "    dist.init_process_group('gloo')\n    run(dist.get_rank(), dist.get_world_size())\n")
+    (tmp_path / "run.sh").write_text("torchrun --nproc-per-node 2 train.py\n")
+    doc = _scan(capsys, tmp_path / "run.sh", "--torch", "2.11.0")
+    assert doc["launch"]["launcher"] == "pipelining train.py"
+    assert any(s.get("reachable") == "yes" for s in doc["sites"]), doc["verdict"]["headline"]
+    assert doc["verdict"]["status"] != "clean", doc["verdict"]["headline"]
