@@ -13,7 +13,7 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
-from auditor.analysis import commandcases, schedule_reach, settingcases, verdict
+from auditor.analysis import commandcases, own_sites, schedule_reach, settingcases, verdict
 from auditor.analysis.backend import PIPELINE_BACKEND
 from auditor.analysis.batching import (
     coalesces_key,
@@ -443,11 +443,19 @@ def _scan_one(inputs: ScanInputs, read: tuple[LaunchConfig, list[SourceSet]]) ->
     needs = launch.stack.needs
     site_docs = [site_doc(s, results[s.id], effective, unbatched[s.id], keys[s.id], needs)
                  for s in sites]
+    # the entry's own ops: judged on what its code does (analysis.own_sites), not on batch_p2p_comm
+    own_root = next((s.root for s in srcs if own is not None and s.name == own[1]), None)
+    own_docs = [d for d in site_docs if own is not None and own_root is not None
+                and d["package"] == canonicalize_name(own[1])]
+    own_findings = [] if own_root is None else own_sites.judge(own_docs, {s.id: s for s in sites}, own_root,
+                                                              effective, keys)
     torch_version = effective.value("torch_version")
     findings = [*launch.diagnostics, *effective.findings, *launcher_refusals(launch, effective.torch_releases),
                 *lint(launch, None if torch_version is UNKNOWN else torch_version)]
     backend = effective.value(PIPELINE_BACKEND)
-    findings += site_findings(site_docs, unbatched, interp.patches, backend in ("nccl", UNKNOWN))
+    findings += site_findings([d for d in site_docs if d not in own_docs], unbatched, interp.patches,
+                              backend in ("nccl", UNKNOWN))
+    findings += own_findings
     findings += schedule_reach.own_unjudged(launch, own, site_docs) if own is not None else []
     if script is not None and not inputs.entries:
         findings += schedule_reach.schedule_unreached(launch, script[0], site_docs)

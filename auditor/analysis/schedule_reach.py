@@ -223,7 +223,7 @@ def _closure(script: Path, mtime_ns: int) -> tuple[list[Path], Commands, Command
     its plug-in loading not weighed, as a release's is."""
     read = list(iter_closure(script, _frameworks()))
     dynamic = rulebook.load(RULES).data["no_pipeline"]["dynamic"]
-    if len(read) >= MAX_MODULES or any(loads_code(t, dynamic) or own_p2p.read(t, p.read_text(encoding="utf-8"), str(p)).issues
+    if len(read) >= MAX_MODULES or any(loads_code(t, dynamic) or own_p2p.read(p.read_text(encoding="utf-8"), str(p)).issues
                                        for p, t in read):
         return None
     starts = [(os.path.relpath(p, script.parent), s) for p, t in read for s in starts_programs(t)]
@@ -348,16 +348,35 @@ def own_unjudged(launch: LaunchConfig, own: tuple[str, str, str], site_docs: lis
                                  "decide": "--entry MODULE:FUNCTION naming the function that runs it, "
                                            "or `p2paudit record` of a run"}))
     located = located_stat(launch)
-    computed = () if located is None else own_p2p.closure(located[0].path, located[1].st_mtime_ns,
-                                                           located[1].st_size, _frameworks())[0].computed
-    if computed:
-        file, line, text = computed[0]
+    if located is None:
+        return out
+    found, files = own_p2p.closure(located[0].path, located[1].st_mtime_ns, located[1].st_size, _frameworks())
+    if found.computed:
+        shown = ", ".join(f"{f}:{n} {t}" for f, n, t in found.computed)
         out.append(Finding(
             "entry.own-p2p-unread", "warning",
-            f"{own[0]} calls torch.distributed by a name not known statically ({file}:{line} {text}): "
+            f"{own[0]} calls torch.distributed by a name not known statically ({shown}): "
             "the op it issues is not judged",
-            where=where, detail={"undecided": f"the torch.distributed call at {file}:{line}",
+            where=where, detail={"undecided": f"the torch.distributed call(s) at {shown}",
                                  "decide": "--entry MODULE:FUNCTION naming it, or `p2paudit record` of a run"}))
+    # the files of its own P2P the scan's source does not hold (a local module outside the
+    # entry's folder, found on PYTHONPATH or a sys.path insert): their sites are not judged
+    judged = {s["path"] for s in site_docs if s.get("package") == package}
+    missing = list(dict.fromkeys(f for f, _, _ in found.sites if f not in judged))
+    if missing:
+        out.append(Finding(
+            "entry.own-p2p-unread", "warning",
+            f"{own[0]} issues torch P2P in {', '.join(missing)}, which the scan does not read as a "
+            "source: its ops are not judged",
+            where=where, detail={"undecided": f"the entry's own P2P in {', '.join(missing)}",
+                                 "decide": "`p2paudit record` of a run, then `p2paudit report`"}))
+    if len(files) >= MAX_MODULES:
+        out.append(Finding(
+            "entry.own-p2p-unread", "warning",
+            f"{own[0]} imports more than {MAX_MODULES} local modules: those not read may issue torch P2P "
+            "that is not judged",
+            where=where, detail={"undecided": f"the P2P of the local modules past the first {MAX_MODULES}",
+                                 "decide": "`p2paudit record` of a run"}))
     return out
 
 

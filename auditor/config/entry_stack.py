@@ -195,7 +195,7 @@ def _pipeline_free(path: str, mtime_ns: int, size: int) -> tuple[int, str] | Non
         # torch's P2P called by the closure itself (a pipeline of its own, a vendored framework),
         # or what may be (config.own_p2p): P2P this audit would have to judge
         if (uses_or_imports(tree, excepted_modules, excepted_names) or runs_code(tree, data["dynamic"])
-                or own_p2p.read(tree, module.read_text(encoding="utf-8"), str(module)).may):
+                or own_p2p.read(module.read_text(encoding="utf-8"), str(module)).may):
             return None
         used |= {top for top in foreign if top in data["packages"]}
     if read >= MAX_MODULES:
@@ -321,7 +321,7 @@ def _unmodelled(path: str, mtime_ns: int, size: int) -> tuple[dict[str, tuple[st
     read = 0
     for module, tree in iter_closure(Path(path)):
         read += 1
-        if uses_or_imports(tree, modeled, []) or own_p2p.read(tree, module.read_text(encoding="utf-8"), str(module)).issues:
+        if uses_or_imports(tree, modeled, []) or own_p2p.read(module.read_text(encoding="utf-8"), str(module)).issues:
             return None  # a modelled stack, or P2P of its own that the scan judges (config.own_p2p)
         for name in foreign_imports(tree, module, Path(path)):
             top = name.split(".")[0]

@@ -19,7 +19,7 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
-from auditor.config.entry_script import MAX_MODULES, iter_closure, names
+from auditor.config.entry_script import iter_closure, names
 from auditor.static.names import dotted
 from auditor.static.sites.sites import sites_with_nodes, table
 from auditor.static.source import Source
@@ -51,8 +51,11 @@ class OwnP2P:
         return OwnP2P(self.sites + other.sites, self.unsure + other.unsure, self.computed + other.computed)
 
 
-def read(tree: ast.Module, text: str, path: str) -> OwnP2P:
-    """The P2P of one file: its tree and the text it was parsed from (`path`, as shown)."""
+@functools.lru_cache(maxsize=512)
+def read(text: str, path: str) -> OwnP2P:
+    """The P2P of one file: its text (`path`, as shown). Cached: the entry's readers
+    (config.entry_stack twice, analysis.schedule_reach, `closure`) each ask of the same files."""
+    tree = ast.parse(text)
     api = table()
     found = sites_with_nodes(Source(text), tree, path, Path(path).stem, "entry", api)
     sites = tuple(dict.fromkeys((path, s.line, s.text) for s, _ in found))
@@ -83,30 +86,24 @@ def _on_torch_distributed(node: ast.Call, bound: dict[str, str]) -> bool:
     return target in ("torch.distributed", "torch.distributed.distributed_c10d")
 
 
-def read_file(path: Path) -> OwnP2P:
-    """`read` of the file at `path`; raises what reading or parsing it raises."""
-    text = path.read_text(encoding="utf-8")
-    return read(ast.parse(text), text, str(path))
-
-
 def of_tree(tree: ast.Module) -> OwnP2P:
     """`read` of a tree whose text is not at hand (its lines are the unparsed code's)."""
-    text = ast.unparse(tree)
-    return read(ast.parse(text), text, "<code>")
+    return read(ast.unparse(tree), "<code>")
 
 
 @functools.lru_cache(maxsize=16)
-def closure(path: str, mtime_ns: int, size: int, stop: frozenset[str]) -> tuple[OwnP2P, list[Path], bool]:
-    """The P2P the entry at `path` and its local modules (entry_script.iter_closure) issue, the
-    closure's files, and whether it was read whole (not cut at MAX_MODULES). `stop`: the import
+def closure(path: str, mtime_ns: int, size: int, stop: frozenset[str]) -> tuple[OwnP2P, list[Path]]:
+    """The P2P the entry at `path` and its local modules (entry_script.iter_closure) issue, and
+    the closure's files (MAX_MODULES of them where it was cut: what was not read is unknown).
+    `stop`: the import
     packages of the stacks the rules model (a Megatron-LM checkout's megatron/ beside the entry):
     their P2P is the framework's, judged from its release, not the entry's own. Shown relative to
     the entry's folder."""
     script = Path(path)
     out = OwnP2P()
     files = []
-    for module, tree in iter_closure(script, stop):
+    for module, _ in iter_closure(script, stop):
         files.append(module)
         shown = str(module.relative_to(script.parent)) if module.is_relative_to(script.parent) else str(module)
-        out += read(tree, module.read_text(encoding="utf-8"), shown)
-    return out, files, len(files) < MAX_MODULES
+        out += read(module.read_text(encoding="utf-8"), shown)
+    return out, files

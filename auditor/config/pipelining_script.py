@@ -131,7 +131,7 @@ def own_p2p(launch: LaunchConfig) -> tuple[OwnP2P, list[Path]] | None:
 
 
 def _closure_p2p(path: str, mtime_ns: int, size: int) -> tuple[OwnP2P, list[Path]] | None:
-    found, files, _ = own_closure(path, mtime_ns, size, _frameworks())
+    found, files = own_closure(path, mtime_ns, size, _frameworks())
     return (found, files) if found.issues else None
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from auditor import cli
+from auditor.analysis.own_sites import DECIDE
 from auditor.config.own_p2p import of_tree
 
 RING = """import argparse
@@ -186,3 +187,80 @@ def test_pipelining_in_a_local_module_is_torch_s_pipelining(capsys, tmp_path):
     assert doc["launch"]["launcher"] == "pipelining train.py"
     assert any(s.get("reachable") == "yes" for s in doc["sites"]), doc["verdict"]["headline"]
     assert doc["verdict"]["status"] != "clean", doc["verdict"]["headline"]
+
+
+@pytest.mark.parametrize("how", ["export PYTHONPATH=.\n", "sys.path"])
+def test_own_p2p_outside_the_entry_s_folder_is_undecided(capsys, tmp_path, how):
+    """Before: CLEAN 0 sites (review r40-ownp2p c4): the ring in common/ring.py, found on
+    PYTHONPATH or a sys.path insert of the parent, outside the folder the scan reads as source."""
+    (tmp_path / "common").mkdir()
+    (tmp_path / "common" / "__init__.py").write_text("")
+    (tmp_path / "common" / "ring.py").write_text("import torch.distributed as dist\n\n\ndef exchange(buf, rank, world):\n" + BATCH)
+    more = "from common.ring import exchange"
+    if how == "sys.path":
+        more = "import os\nimport sys\nsys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))\n" + more
+    text = RING.format(more=more, body="    pass").replace("\n\ndef exchange(buf, rank, world):\n    pass\n", "")
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "train.py").write_text(text)
+    (tmp_path / "run.sh").write_text((how if how.startswith("export") else "") + DETAIL_SH.replace("train.py", "scripts/train.py"))
+    doc = _scan(capsys, tmp_path / "run.sh", "--torch", "2.10.0", *SETS)
+    assert doc["verdict"]["status"] in ("inconclusive", "findings"), doc["verdict"]["headline"]
+    assert "ring.py" in json.dumps(doc["verdict"]), doc["verdict"]["headline"]
+
+
+# What the entry's own code does decides, never megatron-core's batch_p2p_comm (review r40-ownp2p c1-c3)
+ONE_OP_BATCH = ("    ops = [dist.P2POp(dist.isend, buf, 1)] if rank == 0 else [dist.P2POp(dist.irecv, buf, 0)]\n"
+                "    for req in dist.batch_isend_irecv(ops):\n        req.wait()\n")
+ONE_OP = ("    if rank == 0:\n        req = dist.isend(buf, 1)\n    else:\n        req = dist.irecv(buf, 0)\n"
+          "    req.wait()\n")
+SEND_FIRST = ("    out = torch.empty_like(buf)\n    dist.send(buf, (rank + 1) % world)\n"
+              "    dist.recv(out, (rank - 1 + world) % world)\n")
+
+
+@pytest.mark.parametrize("body", [ONE_OP_BATCH, ONE_OP])
+def test_one_op_per_rank_is_no_ordering_hang(capsys, tmp_path, body):
+    """Before: FINDINGS worded as batch_p2p_comm's two-communicator hang; each rank talks to one
+    peer, so there is one communicator and no order of creating them."""
+    (tmp_path / "train.py").write_text(RING.format(more="", body=body))
+    (tmp_path / "run.sh").write_text(DETAIL_SH)
+    doc = _scan(capsys, tmp_path / "run.sh", "--torch", "2.10.0", *SETS)
+    assert _own(doc) and all(s["reachable"] == "yes" for s in _own(doc)), doc["sites"]
+    assert doc["verdict"]["status"] == "clean", doc["verdict"]["headline"]
+
+
+@pytest.mark.parametrize("batch", ["true", "false", None])
+def test_a_send_first_ring_is_never_clean_nor_batch_p2p_comm_s(capsys, tmp_path, batch):
+    """Before: CLEAN with --set batch_p2p_comm=false, and an INCONCLUSIVE asking for
+    batch_p2p_comm without it: a setting the entry's own code never reads."""
+    (tmp_path / "train.py").write_text(RING.format(more="", body=SEND_FIRST))
+    (tmp_path / "run.sh").write_text("torchrun --nproc-per-node 4 train.py --pipeline-model-parallel-size 2\n")
+    sets = SETS[:4] + (["--set", f"batch_p2p_comm={batch}"] if batch else [])
+    doc = _scan(capsys, tmp_path / "run.sh", "--torch", "2.11.0", *sets)
+    head = doc["verdict"]["headline"]
+    assert doc["verdict"]["status"] == "inconclusive", head
+    assert "train.py:9" in head and "batch_p2p_comm" not in head, head
+    assert any(u["decide"] == DECIDE for u in doc["verdict"]["undecided"]), doc["verdict"]["undecided"]
+
+
+def test_a_closure_cut_at_max_modules_is_undecided(capsys, tmp_path):
+    """Before: CLEAN (the two-op batch coalesces on 2.11): the local modules past
+    entry_script.MAX_MODULES are not read, and may issue P2P of their own."""
+    from auditor.config.entry_script import MAX_MODULES
+    for i in range(MAX_MODULES + 5):
+        (tmp_path / f"m{i}.py").write_text("")
+    more = "\n".join(f"import m{i}" for i in range(MAX_MODULES + 5))
+    (tmp_path / "train.py").write_text(RING.format(more=more, body=BATCH))
+    (tmp_path / "run.sh").write_text(DETAIL_SH)
+    doc = _scan(capsys, tmp_path / "run.sh", "--torch", "2.11.0", *SETS)
+    assert doc["verdict"]["status"] == "inconclusive", doc["verdict"]["headline"]
+    assert f"past the first {MAX_MODULES}" in json.dumps(doc["verdict"]), doc["verdict"]["headline"]
+
+
+def test_every_computed_name_is_named(capsys, tmp_path):
+    """Before: only the first `getattr(dist, NAME)` was named."""
+    body = "    getattr(dist, 'send' if rank % 2 == 0 else 'recv')(buf, 1 - rank)\n    getattr(dist, OP)(buf, 0)\n"
+    (tmp_path / "train.py").write_text(RING.format(more="OP = 'recv'", body=body))
+    (tmp_path / "run.sh").write_text(DETAIL_SH)
+    doc = _scan(capsys, tmp_path / "run.sh", "--torch", "2.11.0", *SETS)
+    said = json.dumps([f for f in doc["findings"] if f["kind"] == "entry.own-p2p-unread"])
+    assert "train.py:8" in said and "train.py:9 getattr(dist, OP)" in said, said
