@@ -13,7 +13,7 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
-from auditor.analysis import commandcases, schedule_reach, settingcases, verdict
+from auditor.analysis import commandcases, own_sites, schedule_reach, settingcases, verdict
 from auditor.analysis.backend import PIPELINE_BACKEND
 from auditor.analysis.batching import (
     coalesces_key,
@@ -41,7 +41,7 @@ from auditor.config.model import LaunchConfig
 from auditor.config.runconfig import RunConfig
 from auditor.config.pyenv import read_entry
 from auditor.config.settings import check_settings
-from auditor.config.pipelining_script import script_entry, script_sources
+from auditor.config.pipelining_script import own_entry, script_entry, script_sources
 from auditor.config.titan import read_job_config, torch_scope, with_pipelining_torch
 from auditor.errors import InputError
 from auditor.progress import Progress
@@ -57,7 +57,8 @@ from auditor.static.inventory import inventory
 from auditor.static.ir.build import build as build_ir
 from auditor.static.interp.program import Program
 from auditor.static.interp.reach import BlockedCallee, Reachability, SiteReach, site_reach
-from auditor.static.sites.sites import Site
+from auditor.static.sites.sites import Site, sites_with_nodes
+from auditor.static.sites.sites import table as site_table
 from auditor.static.source import Source
 
 
@@ -424,12 +425,14 @@ def _scan_one(inputs: ScanInputs, read: tuple[LaunchConfig, list[SourceSet]]) ->
         effective.notes += [f"entry point {e.name} does not run: its rules' `when`, {e.when}, is false "
                             f"for this config (rules/{e.framework}.toml){_why_false(e, effective)}"
                             for e, ok in runs if not ok]
+    own = None if inputs.entries or script is not None else own_entry(launch)
     program = Program(srcs, jobs=inputs.jobs)
     try:
         interp = Interpreter(program, interpreter_config(effective), rules)
         with Progress("call graph from the entry points",
                       how_far=lambda: f"{len(interp.nodes)} functions reached"), collector_paused():
             starts = _run_entries(interp, program, srcs, entry_specs, bool(inputs.entries))
+            starts += _run_own(interp, own) if own is not None else []
             reach = Reachability(interp, starts)
             results = _reach_all(interp, reach, program, sites)
     finally:
@@ -440,11 +443,22 @@ def _scan_one(inputs: ScanInputs, read: tuple[LaunchConfig, list[SourceSet]]) ->
     needs = launch.stack.needs
     site_docs = [site_doc(s, results[s.id], effective, unbatched[s.id], keys[s.id], needs)
                  for s in sites]
+    # the entry's own ops: judged on what its code does (analysis.own_sites), not on batch_p2p_comm
+    own_root = next((s.root for s in srcs if own is not None and s.name == own[1]), None)
+    own_docs = [d for d in site_docs if own is not None and own_root is not None
+                and d["package"] == canonicalize_name(own[1])]
+    own_findings = [] if own_root is None else own_sites.judge(own_docs, {s.id: s for s in sites}, own_root,
+                                                              effective, keys)
     torch_version = effective.value("torch_version")
     findings = [*launch.diagnostics, *effective.findings, *launcher_refusals(launch, effective.torch_releases),
                 *lint(launch, None if torch_version is UNKNOWN else torch_version)]
     backend = effective.value(PIPELINE_BACKEND)
-    findings += site_findings(site_docs, unbatched, interp.patches, backend in ("nccl", UNKNOWN))
+    findings += site_findings([d for d in site_docs if d not in own_docs], unbatched, interp.patches,
+                              backend in ("nccl", UNKNOWN))
+    findings += own_findings
+    findings += schedule_reach.own_unjudged(launch, own, site_docs) if own is not None else []
+    if script is not None and not inputs.entries:
+        findings += schedule_reach.schedule_unreached(launch, script[0], site_docs)
     unscheduled = None if inputs.entries or script is not None else schedule_reach.finding(launch, srcs, effective)
     findings += [unscheduled] if unscheduled is not None else []
     analyses = [inv.analysis for inv in invs]
@@ -456,7 +470,7 @@ def _scan_one(inputs: ScanInputs, read: tuple[LaunchConfig, list[SourceSet]]) ->
                      **({"entry_read": {"script": launch.script, "read": launch.script_read,
                                         **({"module": True} if launch.script_module else {})}}
                         if launch.script_read else {})}
-    doc["entries"] = [name for name, _ in entry_specs]
+    doc["entries"] = [name for name, _ in entry_specs] + ([own[0]] if own is not None else [])
     doc["patches"] = [
         {"target": p.target, "replacement": p.replacement, "status": p.status,
          "installed_in": interp.nodes[p.node].short}
@@ -525,6 +539,23 @@ def _run_entries(interp: Interpreter, program: Program, srcs: list[SourceSet],
     # Code a module runs on import ran too: its module-level node is a start of its own.
     starts += [n.id for n in interp.nodes if n.qualname == "<module>" and n.context == "import"]
     return starts
+
+
+def _run_own(interp: Interpreter, own: tuple[str, str, str]) -> list[int]:
+    """Interpret an entry issuing P2P itself (pipelining_script.own_entry) as `__main__`, under
+    the module name its source gives it, so that its functions are those whose sites were found:
+    `__name__` is bound before its first line, its lines kept as written."""
+    _, module, text = own
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return []  # pyenv.read_entry says why the script is not read
+    code = Source(text)
+    # the sites the inventory found in it, as the same finder numbers them (its IR marks them)
+    found = sites_with_nodes(code, tree, f"{module}.py", module, canonicalize_name(module), site_table())
+    tree.body.insert(0, ast.parse("__name__ = '__main__'").body[0])
+    return [interp.run_module_ir(module, build_ir(tree, code, module, False,
+                                                  {id(node): site.id for site, node in found}))]
 
 
 def _check_entry_module(spec: str, program: Program, srcs: list[SourceSet]) -> None:

@@ -34,8 +34,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from packaging.utils import canonicalize_name
+
 from auditor import rulebook
-from auditor.config.entry_script import ANCESTORS, MAX_MODULES, dotted, iter_closure, names
+from auditor.analysis.sitestatus import SiteStatus
+from auditor.config import own_p2p
+from auditor.config.entry_script import ANCESTORS, MAX_MODULES, iter_closure
 from auditor.config.effective import EffectiveConfig
 from auditor.config.entry_stack import LAUNCHERS, loads_code, modeled_packages, read_as_guess, starts_programs
 from auditor.config.expr import UNKNOWN
@@ -213,34 +217,19 @@ def _closure(script: Path, mtime_ns: int) -> tuple[list[Path], Commands, Command
     not read, is said) and of these the starters not named (`getattr(os, name)`), or None where
     the closure was cut or its code runs code unseen
     otherwise (`exec`, `importlib.import_module`: rules/stacks.toml `dynamic`) or that issues
-    torch P2P itself (`own_p2p`: hand-written send/recv, not a site the walk meets); read once per
+    torch P2P itself, or may (config.own_p2p: hand-written send/recv, not a site the walk meets); read once per
     script, whichever releases the scan judges it on. A framework the script's checkout holds
     (Megatron-LM's megatron/) is not its own code: it is walked as a source (_local_sources),
     its plug-in loading not weighed, as a release's is."""
     read = list(iter_closure(script, _frameworks()))
     dynamic = rulebook.load(RULES).data["no_pipeline"]["dynamic"]
-    if len(read) >= MAX_MODULES or any(loads_code(t, dynamic) or own_p2p(t) for _, t in read):
+    if len(read) >= MAX_MODULES or any(loads_code(t, dynamic) or own_p2p.read(p.read_text(encoding="utf-8"), str(p)).issues
+                                       for p, t in read):
         return None
     starts = [(os.path.relpath(p, script.parent), s) for p, t in read for s in starts_programs(t)]
     commands = tuple((f, int(getattr(s.node, "lineno", 0)), s.text) for f, s in starts)
     unnamed = tuple(c for c, (_, s) in zip(commands, starts) if not s.named)
     return [p for p, _ in read], commands, unnamed
-
-
-def own_p2p(tree: ast.Module) -> bool:
-    """Whether the file calls or hands on torch's P2P API by its imported name (`dist.send(t, 1)`,
-    `dist.P2POp(dist.isend, ...)`, `from torch.distributed import batch_isend_irecv`: rules/torch.toml
-    `[[p2p_api]]` qualnames): its own sends and receives run whatever schedule it reaches, and the
-    walk does not count them as sites. Not `conn.send(...)` of an object not typed here."""
-    qualnames = {q for api in rulebook.load("torch").data.get("p2p_api", []) for q in api["qualnames"]}
-    bound = names(tree)
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Name, ast.Attribute)):
-            written = dotted(node)
-            head, _, rest = written.partition(".")
-            if written and bound.get(head, head) + (f".{rest}" if rest else "") in qualnames:
-                return True
-    return False
 
 
 def _unnamed(path: str) -> Commands:
@@ -337,3 +326,73 @@ def _packages(program: Program) -> set[str]:
         parts = module.split(".")
         out.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
     return out
+
+
+def own_unjudged(launch: LaunchConfig, own: tuple[str, str, str], site_docs: list[dict[str, Any]]) -> list[Finding]:
+    """What of the entry's own P2P (config.pipelining_script.own_entry: its module `own[1]`) the
+    scan does not judge, each an undecided finding: a site of the entry's own code no call path
+    from the entry reaches (a Trainer subclass's `training_step`, called by a loop not read), and
+    a call of torch.distributed by a name not known statically. Never CLEAN on what was not read."""
+    where = f"{launch.path}:{launch.command_line}"
+    package = canonicalize_name(own[1])
+    out = []
+    quiet = list(dict.fromkeys(f"{s['path']}:{s['line']}" for s in site_docs
+                               if s.get("package") == package and SiteStatus.of(s).quiet))
+    if quiet:
+        shown = ", ".join(quiet[:3]) + (f" (+{len(quiet) - 3} more)" if len(quiet) > 3 else "")
+        out.append(Finding(
+            "entry.own-p2p-unreached", "warning",
+            f"{own[0]} issues torch P2P itself that no call path from it reaches ({shown}): code "
+            "not read here (a library's training loop calling its hooks) may run it, so it is not judged",
+            where=where, detail={"undecided": f"the entry's own P2P at {shown}",
+                                 "decide": "--entry MODULE:FUNCTION naming the function that runs it, "
+                                           "or `p2paudit record` of a run"}))
+    located = located_stat(launch)
+    if located is None:
+        return out
+    found, files = own_p2p.closure(located[0].path, located[1].st_mtime_ns, located[1].st_size, _frameworks())
+    if found.computed:
+        shown = ", ".join(f"{f}:{n} {t}" for f, n, t in found.computed)
+        out.append(Finding(
+            "entry.own-p2p-unread", "warning",
+            f"{own[0]} calls torch.distributed by a name not known statically ({shown}): "
+            "the op it issues is not judged",
+            where=where, detail={"undecided": f"the torch.distributed call(s) at {shown}",
+                                 "decide": "--entry MODULE:FUNCTION naming it, or `p2paudit record` of a run"}))
+    # the files of its own P2P the scan's source does not hold (a local module outside the
+    # entry's folder, found on PYTHONPATH or a sys.path insert): their sites are not judged
+    judged = {s["path"] for s in site_docs if s.get("package") == package}
+    missing = list(dict.fromkeys(f for f, _, _ in found.sites if f not in judged))
+    if missing:
+        out.append(Finding(
+            "entry.own-p2p-unread", "warning",
+            f"{own[0]} issues torch P2P in {', '.join(missing)}, which the scan does not read as a "
+            "source: its ops are not judged",
+            where=where, detail={"undecided": f"the entry's own P2P in {', '.join(missing)}",
+                                 "decide": "`p2paudit record` of a run, then `p2paudit report`"}))
+    if len(files) >= MAX_MODULES:
+        out.append(Finding(
+            "entry.own-p2p-unread", "warning",
+            f"{own[0]} imports more than {MAX_MODULES} local modules: those not read may issue torch P2P "
+            "that is not judged",
+            where=where, detail={"undecided": f"the P2P of the local modules past the first {MAX_MODULES}",
+                                 "decide": "`p2paudit record` of a run"}))
+    return out
+
+
+def schedule_unreached(launch: LaunchConfig, script: str, site_docs: list[dict[str, Any]]) -> list[Finding]:
+    """An undecided finding where a script pipelining with torch itself (`script`,
+    config.pipelining_script) reaches none of the schedule's P2P sites from its `__main__` and
+    some are not analysed: the schedule it builds runs from code not read (a Trainer subclass's
+    `training_step`, called by transformers' loop), so what runs is not judged: never CLEAN 0 sites."""
+    if any(SiteStatus.of(s).reached for s in site_docs) or not any(SiteStatus.of(s).quiet for s in site_docs):
+        return []
+    return [Finding(
+        "entry.schedule-unreached", "warning",
+        f"{script} pipelines with torch.distributed.pipelining, but no call path from it reaches a "
+        "schedule's P2P: the schedule it builds runs from code not read here (a library's training "
+        "loop calling its hooks), so it is not judged",
+        where=f"{launch.path}:{launch.command_line}",
+        detail={"undecided": f"the pipeline schedule {script} builds",
+                "decide": "--entry MODULE:FUNCTION naming the function that steps the schedule, "
+                          "or `p2paudit record` of a run"})]

@@ -179,6 +179,8 @@ def _decide_for(group: list[dict[str, Any]], run: RunConfig,
     the config tests their reachability rests on; in a stack with no batching setting, a
     recorded run's replay of their order, or simulate where it runs the stack's schedule."""
     launch = launch or {}
+    if group[0].get("decide"):  # the entry's own P2P (analysis.own_sites): no setting decides it
+        return str(group[0]["decide"])
     if group[0].get("runs_batched") is None:
         if backend is not None:
             return str(backend["decide"])

@@ -37,7 +37,8 @@ from pathlib import Path
 from auditor import rulebook
 from auditor.config.checkpoint_args import checkpoint_sizes
 from auditor.config.entry_schedule import names_no_schedule
-from auditor.config.entry_script import MAX_MODULES, iter_closure, names_p2p
+from auditor.config import own_p2p
+from auditor.config.entry_script import MAX_MODULES, iter_closure
 from auditor.config.entry_stack import modeled_packages
 from auditor.config.flags import listed, normalise
 from auditor.config.model import LaunchConfig
@@ -140,7 +141,7 @@ def _engine(modules: list[tuple[Path, ast.Module]], checkout: Path | None) -> tu
     lacks) of the first inference-engine import in the script or a local module it imports (a
     server's import preferred); None where there is none the Megatron-LM `checkout` the entry
     runs from holds, the closure cannot be read whole (or is cut at MAX_MODULES), or a module of
-    it calls torch's P2P API itself (config/entry_script.py `names_p2p`). An engine module the
+    it issues torch's P2P itself, or may (config.own_p2p). An engine module the
     checkout lacks beside one it holds (Megatron-LM d98e8a64dd
     examples/multimodal/run_text_generation.py:26 still imports megatron.inference.text_generation,
     gone from that tree, and megatron.core.inference.engines, :30) stops the run at its import
@@ -150,7 +151,7 @@ def _engine(modules: list[tuple[Path, ast.Module]], checkout: Path | None) -> tu
     found: list[tuple[str, bool, str]] = []
     lacked: list[str] = []
     for path, tree in modules:
-        if names_p2p(tree):
+        if own_p2p.of_tree(tree).may:
             return None  # its own sends (dist.isend, P2POp): not the engine's forward only
         for node in ast.walk(tree):
             if not isinstance(node, (ast.Import, ast.ImportFrom)):

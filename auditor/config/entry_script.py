@@ -16,7 +16,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from auditor import rulebook
 from auditor.config.entry_stores import unnamed_stores
 from auditor.config.expr import UNKNOWN
 from auditor.config.model import Flag, LaunchConfig
@@ -366,9 +365,3 @@ def uses_or_imports(tree: ast.Module, modules: list[str], names: list[str]) -> b
     Trainer`, `from torch.distributed import send`), which it may then use under another name."""
     return uses_modules(tree, modules, names) or any(
         isinstance(node, ast.ImportFrom) and any(a.name in names for a in node.names) for node in ast.walk(tree))
-
-
-def names_p2p(tree: ast.Module) -> bool:
-    """Whether the code calls or imports torch's P2P API (rules/torch.toml `[[p2p_api]]`:
-    dist.send/recv/isend/irecv, P2POp, batch_isend_irecv): its own sends, whatever else it runs."""
-    return uses_or_imports(tree, [], [api["name"] for api in rulebook.load("torch").data.get("p2p_api", [])])

@@ -8,15 +8,16 @@ with the stdlib `ast` (entry_script.iter_closure), never run:
   (`own_pipeline`);
 - every import is the standard library, a local module or a package that builds no pipeline
   (`[no_pipeline]`), used without the exceptions (DeepSpeed's PipelineModule, torch's
-  pipelining, transformers' Trainer), no local code names torch's P2P API (rules/torch.toml
-  `[[p2p_api]]`: a pipeline of its own, or a framework vendored beside the script, Megatron-LM's
-  checkout) and nothing imports or runs code at run time: the run is
+  pipelining, transformers' Trainer), no local code issues torch's P2P or may (config.own_p2p:
+  a pipeline of its own, or a framework vendored beside the script, Megatron-LM's checkout) and
+  nothing imports or runs code at run time: the run is
   no pipeline run (`builds_no_pipeline`, called by config.launch.runs_no_pipeline, the one place
   that decides it). Anything less certain is left to the analysis;
 - the entry builds DeepSpeed's engine (deepspeed.initialize) or its PipelineModule: which engine
   runs is config.deepspeed_engine's to say, for every launcher;
 - no module of the closure imports a stack the rules model (`modeled_packages`: megatron and
-  its wrappers, DeepSpeed, torch's pipelining, torchtitan...) or names torch's P2P API, yet one
+  its wrappers, DeepSpeed, torch's pipelining, torchtitan...) or issues torch's P2P (config.own_p2p:
+  its ops are then judged, config.pipelining_script.own_entry), yet one
   imports a third-party package that is neither `[no_pipeline]` nor modelled (`fancylib.run(args)`,
   accelerate's loop): the stack is unknown (`unknown_stack`, rules/stacks.toml
   `[unknown_stack]`), INCONCLUSIVE, never a verdict on megatron-core's defaults;
@@ -49,6 +50,7 @@ from auditor.config.entry_script import (
     uses_modules,
     uses_or_imports,
 )
+from auditor.config import own_p2p
 from auditor.config.entry_absent import absent_here
 from auditor.config.entry_copy import hydra_main
 from auditor.config.model import LaunchConfig
@@ -182,9 +184,6 @@ def _pipeline_free(path: str, mtime_ns: int, size: int) -> tuple[int, str] | Non
         model = rulebook.load(other).data["pipeline_model"]
         excepted_modules += model["modules"]
         excepted_names += model["names"]
-    # torch's P2P API called by the closure itself (a pipeline of its own, a vendored framework):
-    # P2P this audit would have to judge
-    excepted_names += [api["name"] for api in rulebook.load("torch").data.get("p2p_api", [])]
     allowed = set(data["packages"]) | set(sys.stdlib_module_names) | {"__future__"}
     used: set[str] = set()
     read = 0
@@ -193,8 +192,10 @@ def _pipeline_free(path: str, mtime_ns: int, size: int) -> tuple[int, str] | Non
         foreign = [name.split(".")[0] for name in foreign_imports(tree, module, Path(path))]
         if any(top not in allowed for top in foreign):
             return None
-        if (uses_or_imports(tree, excepted_modules, excepted_names)
-                or runs_code(tree, data["dynamic"])):
+        # torch's P2P called by the closure itself (a pipeline of its own, a vendored framework),
+        # or what may be (config.own_p2p): P2P this audit would have to judge
+        if (uses_or_imports(tree, excepted_modules, excepted_names) or runs_code(tree, data["dynamic"])
+                or own_p2p.read(module.read_text(encoding="utf-8"), str(module)).may):
             return None
         used |= {top for top in foreign if top in data["packages"]}
     if read >= MAX_MODULES:
@@ -308,26 +309,48 @@ def _undecided(launch: LaunchConfig, name: str, packages: str, what: str, data: 
 def _unmodelled(path: str, mtime_ns: int, size: int) -> tuple[dict[str, tuple[str, int]], int] | None:
     """({package: (file, line) first importing it}, local modules read) for the third-party
     packages of the closure of the entry at `path` that are neither `[no_pipeline]` nor modelled,
-    where no module imports a modelled stack or names torch's P2P API; else None (also where the
+    where no module imports a modelled stack or issues torch's P2P (config.own_p2p); else None (also where the
     closure was cut: a module not read may import megatron). Code imported at run time
     (`importlib.import_module`) does not make the stack any better known: still unknown."""
     modeled = modeled_packages()
-    p2p = [api["name"] for api in rulebook.load("torch").data.get("p2p_api", [])]
-    allowed = set(rulebook.load(RULES).data["no_pipeline"]["packages"]) | set(sys.stdlib_module_names)
+    data = rulebook.load(RULES).data["no_pipeline"]
+    allowed = set(data["packages"]) | set(sys.stdlib_module_names)
     allowed |= {"__future__"} | {m.split(".")[0] for m in modeled}
+    excepted = (list(data["except_modules"]), list(data["except_names"]))
     unknown: dict[str, tuple[str, int]] = {}
     read = 0
     for module, tree in iter_closure(Path(path)):
         read += 1
-        if uses_or_imports(tree, modeled, p2p):
-            return None
+        if uses_or_imports(tree, modeled, []) or own_p2p.read(module.read_text(encoding="utf-8"), str(module)).issues:
+            return None  # a modelled stack, or P2P of its own that the scan judges (config.own_p2p)
         for name in foreign_imports(tree, module, Path(path)):
             top = name.split(".")[0]
             if top not in allowed and top not in unknown:
                 unknown[top] = (module.name, import_line(tree, [top]))
+        for name, line in _excepted(tree, excepted):  # transformers' Trainer: its loop is what runs
+            unknown.setdefault(name, (module.name, line))
     if read >= MAX_MODULES or not unknown:
         return None
     return unknown, read - 1
+
+
+def _excepted(tree: ast.Module, excepted: tuple[list[str], list[str]]) -> list[tuple[str, int]]:
+    """(what, line) of each import of a `[no_pipeline]` package's exception (`from transformers
+    import Trainer`, `transformers.trainer`): a training loop of its own (the Trainer's
+    Accelerator, which may turn accelerate's Megatron-LM plugin on) no rules model."""
+    modules, names = excepted
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            out += [(f"{node.module}.{a.name}", node.lineno) for a in node.names
+                    if a.name in names or any(_under(f"{node.module}.{a.name}", m) or _under(node.module, m) for m in modules)]
+        elif isinstance(node, ast.Import):
+            out += [(a.name, node.lineno) for a in node.names if any(_under(a.name, m) for m in modules)]
+    return out
+
+
+def _under(name: str, module: str) -> bool:
+    return name == module or name.startswith(f"{module}.")
 
 
 def unread_entry(launch: LaunchConfig) -> None:

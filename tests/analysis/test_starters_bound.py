@@ -1,6 +1,6 @@
 """Process starters the entry reaches other than by an import alias of the standard library
 (config/shell_command.py starts_programs; review r38-starters 1-3), and an entry issuing torch P2P
-itself (analysis/schedule_reach.py `own_p2p`): before, each read NOT A PIPELINE RUN for
+itself (config/own_p2p.py, asked by analysis/schedule_reach.py): before, each read NOT A PIPELINE RUN for
 `torchrun --nproc_per_node 8 e2e.py --pp 4`, the torchrun it starts (or its own sends) never read.
 
 The driver is tests/analysis/test_schedule_reach.py's (microsoft/DeepSpeedExamples@83757d9c93
@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from auditor.analysis.schedule_reach import KIND, own_p2p
+from auditor.analysis.schedule_reach import KIND
+from auditor.config.own_p2p import of_tree
 from auditor.config.shell_command import starts_programs
 from tests.analysis.test_schedule_reach import _driver, _scan
 
@@ -116,5 +117,5 @@ def test_an_entry_s_own_p2p_is_no_run_without_a_pipeline(capsys, tmp_path, more,
 
 def test_a_send_of_another_object_is_not_torch_p2p():
     """A multiprocessing pipe's or a socket's `.send` is no torch P2P (the reader keeps the run)."""
-    assert not own_p2p(ast.parse("import socket\nconn = socket.socket()\nconn.send(b'x')\nparent.recv()\n"))
-    assert own_p2p(ast.parse("import torch.distributed as dist\nops = [dist.P2POp(dist.isend, t, 1)]\n"))
+    assert not of_tree(ast.parse("import socket\nconn = socket.socket()\nconn.send(b'x')\nparent.recv()\n")).issues
+    assert of_tree(ast.parse("import torch.distributed as dist\nops = [dist.P2POp(dist.isend, t, 1)]\n")).issues

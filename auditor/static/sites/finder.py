@@ -120,7 +120,17 @@ class Finder:
 
     def visit_Import(self, node: ast.Import | ast.ImportFrom) -> bool:
         self.scope.names.bind_import(node)
+        if isinstance(node, ast.ImportFrom) and not node.level and node.names[0].name == "*":
+            self._bind_star(node.module or "")
         return False
+
+    def _bind_star(self, module: str) -> None:
+        """`from torch.distributed import *` binds the module's public names, the P2P API among
+        them (`isend(t, 1)` is torch's): each API whose qualname is `module.NAME`, NAME public."""
+        for qualname in [*self.table.by_qualname, *self.table.coalescing]:
+            owner, _, name = qualname.rpartition(".")
+            if owner == module and not name.startswith("_"):
+                self.scope.names.bind(name, qualname)
 
     visit_ImportFrom = visit_Import
 
