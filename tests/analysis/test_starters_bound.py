@@ -45,6 +45,14 @@ FORMS = [
     # the package's own re-export (torch/distributed/launcher/__init__.py), review r39-starters
     ('launch_agent(LaunchConfig(1, 1, 8), "python", get_cmd(args).split()[1:])',
      "from torch.distributed.launcher import LaunchConfig, launch_agent", {}),
+    # a starter module a local module gives under its import alias, or as its attribute, and
+    # torchrun's module reached through getattr (review r39-starters 2, 5)
+    ("sp.run(get_cmd(args), shell=True)", "from launch_utils import sp", {"launch_utils.py": "import subprocess as sp\n"}),
+    ("launch_utils.subprocess.run(get_cmd(args), shell=True)", "import launch_utils",
+     {"launch_utils.py": "import subprocess\n"}),
+    ("lu.sp.Popen(get_cmd(args), shell=True).wait()", "import launch_utils as lu",
+     {"launch_utils.py": "import subprocess as sp\n"}),
+    ('getattr(trun, "main")(get_cmd(args).split()[1:])', "from torch.distributed import run as trun", {}),
 ]
 
 
