@@ -137,8 +137,10 @@ def starts_programs(tree: ast.Module) -> list[Start]:
                            else Start(node, f"`{written}` (a program starter used as a value)", named))
         elif head in bound and imported in starter_modules and not _bound_here(parent, node, bound, imported, parents):
             reach = _getattr(parent, node, imported, runners | libraries | packaged)
-            if reach is None:
-                out.append(Start(node, f"`{written}` (module {imported} handed on: what it starts is not read)", False))
+            if reach is None:  # a package starter's module only through getattr: not `if psutil is None`
+                if imported in modules:
+                    out.append(Start(node, f"`{written}` (module {imported} handed on: what it starts is not read)",
+                                     False))
             elif reach.text:
                 out.append(reach)
     if not out:

@@ -87,6 +87,7 @@ def test_an_entry_importing_megatron_says_the_command(capsys, tmp_path, run, mor
     "from subprocess import CalledProcessError, PIPE\n",
     "import sys\n\nsys.modules['json'].dumps({})\nsys.modules[__name__].x = 1\n",
     "import psutil\n\nprint(psutil.cpu_count(), psutil.Process().memory_info())\n",
+    "try:\n    import psutil\nexcept ImportError:\n    psutil = None\nif psutil is not None:\n    print(psutil.cpu_count())\n",
 ])
 def test_what_starts_nothing_is_no_starter(text):
     assert starts_programs(ast.parse(text)) == []
