@@ -150,9 +150,12 @@ def starts_programs(tree: ast.Module) -> list[Start]:
 
 def _exported(tree: ast.Module, bound: dict[str, str], starters: set[str], modules: set[str]) -> list[Start]:
     """The module-level bindings of a starter, or a starter module, to a public name
-    (`run = subprocess.run`, `from subprocess import check_call`, `from subprocess import *`): a module importing it (`from launch_utils import run`, `from
-    helpers import *`) calls the starter under a name its own reader cannot resolve."""
+    (`run = subprocess.run`, `from subprocess import check_call`, `from subprocess import *`, an
+    alias the file itself never reads, `import subprocess as sp`): a module importing it (`from
+    launch_utils import run`, `from helpers import *`, `from launch_utils import sp`) calls the
+    starter under a name its own reader cannot resolve."""
     out: list[Start] = []
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     todo = list(tree.body)
     while todo:
         stmt = todo.pop()
@@ -166,8 +169,8 @@ def _exported(tree: ast.Module, bound: dict[str, str], starters: set[str], modul
             head, _, rest = value.partition(".")
             full = bound.get(head, head) + (f".{rest}" if rest else "")
             given = [(t.id, full) for t in stmt.targets if isinstance(t, ast.Name) and value]
-        elif isinstance(stmt, ast.Import):  # `import subprocess as sp`: `from launch_utils import sp`
-            given = [(a.asname, a.name) for a in stmt.names if a.asname and a.asname != a.name]
+        elif isinstance(stmt, ast.Import):  # `import subprocess as sp` only for importers: `from launch_utils import sp`
+            given = [(a.asname, a.name) for a in stmt.names if a.asname and a.asname != a.name and a.asname not in used]
         elif isinstance(stmt, ast.ImportFrom) and stmt.module and not stmt.level:
             given = [(a.asname or a.name, f"{stmt.module}.{a.name}") for a in stmt.names]
             if any(a.name == "*" for a in stmt.names) and stmt.module in modules:
