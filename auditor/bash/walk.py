@@ -195,7 +195,7 @@ class Shell(Expander, ABC):
         if head == "false" and len(cmd.words) == 1:
             status: bool | None = False
         elif head in ("[", "[[", "test"):
-            status = outcome(cmd, self._noting(caller))
+            status = outcome(cmd, self._noting(caller, True))
         elif isinstance(body, CommandGroup) and not body.subshell and body.body and not _runs(body.body, {"return"}):
             last = body.body[-1]
             if isinstance(last, Cmd) and [w.raw for w in last.words] == ["false"]:
@@ -206,7 +206,7 @@ class Shell(Expander, ABC):
             else:  # its $1 $2 ... $# $@ are the call's words, never the script's
                 saved, self.positional = self.positional, [f for w in cmd.words[1:] for f in self.expand(w)]
                 try:
-                    status = outcome(last, self._noting(caller))
+                    status = outcome(last, self._noting(caller, True))
                 finally:
                     self.positional = saved
         else:
@@ -221,7 +221,7 @@ class Shell(Expander, ABC):
         self.diagnostics.append(Finding(
             "launch.may-stop", "warning",
             f"line {cmd.line}: {what} where the caller leaves {names} unset or empty (bash, with no "
-            f"{names}, stops before the training command); with {names} given it goes on",
+            f"{names}, stops before the training command); with {names} given it may go on",
             fix="make the command succeed (`|| true`, a function's `return 0`), or give the run's command with --command",
             where=f"{self.reading}:{cmd.line}",
             detail={"undecided": f"whether the script reaches its training command ({what} where {names} "
@@ -395,9 +395,10 @@ class Shell(Expander, ABC):
         self._decided(choice.line, bodies[taken] if taken < len(bodies) else [], caller)
         return True
 
-    def _noting(self, caller: list[str]) -> Callable[[Word], list[Field]]:
-        """`expand` for a test, noting in `caller` what it reads of the caller's environment."""
-        return lambda word: self.expand_noting_caller(word, caller)
+    def _noting(self, caller: list[str], defaults: bool = False) -> Callable[[Word], list[Field]]:
+        """`expand` for a test, noting in `caller` what it reads of the caller's environment
+        (`defaults`: through any default, `expand_noting_caller`)."""
+        return lambda word: self.expand_noting_caller(word, caller, defaults)
 
     def _decided(self, line: int, body: list[Node], caller: list[str]) -> None:
         """Run the branch a test at `line` surely takes."""

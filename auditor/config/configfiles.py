@@ -110,11 +110,14 @@ def _replaces_flags(config: LaunchConfig, flag: Flag, rule: dict, path: str) -> 
 
 def _branch_value(config: LaunchConfig, flag: Flag) -> Scalar:
     """The file each branch that gives `flag` names (`config.branch_values`: `CFG_ARGS="--yaml-cfg
-    gpt.yaml"` on one branch), where they name one; else its value, not known."""
+    gpt.yaml"` or `--yaml-cfg=gpt.yaml` on one branch), where they name one; else its value, not
+    known."""
     names: set[str] = set()
+    glued = f"{flag.spelling}="
     for text in config.branch_values.get(str(flag.value)) or ():
         words = text.split()
         names.update(words[k + 1] for k in range(len(words) - 1) if words[k] == flag.spelling)
+        names.update(w.removeprefix(glued) for w in words if w.startswith(glued))
     return names.pop() if len(names) == 1 else flag.value
 
 

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from auditor.config.entry_script import ANCESTORS, arg_value, argparse_options, parsed
+from auditor.config.entry_script import ANCESTORS, arg_value, argparse_options, namespaces, parsed
 from auditor.config.entry_stores import opaque_keywords, unnamed_stores
 from auditor.config.expr import UNKNOWN
 from auditor.config.model import LaunchConfig
@@ -117,6 +117,7 @@ def _add_options(tree: ast.Module, names: dict[str, str], defs: dict[str, Fn],
     left with no known default (which of the two wins is not read)."""
     called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
     abbrev = all(o["abbrev"] for o in options.values())
+    parsed_as = namespaces(tree)  # the entry's names of the namespace the adder's options land in
     for local, name in names.items():
         if local not in called or name not in defs:
             continue
@@ -124,7 +125,7 @@ def _add_options(tree: ast.Module, names: dict[str, str], defs: dict[str, Fn],
             if dest in options:
                 options[dest]["default"] = ...
             else:
-                options[dest] = opt | {"abbrev": abbrev}
+                options[dest] = opt | {"abbrev": abbrev, "namespaces": parsed_as}
 
 
 def _through(launch: LaunchConfig, tree: ast.Module, bound: list[str], loader: Fn, lib: Path,

@@ -221,7 +221,62 @@ def argparse_options(tree: ast.Module) -> dict[str, dict[str, Any]]:
         }
     for stored, line in stores_of(tree, out).items():
         out[stored]["stored"] = line
+    parsed_as = namespaces(tree)
+    for opt in out.values():
+        opt["namespaces"] = parsed_as
     return out
+
+
+_PARSES = frozenset({"parse_args", "parse_known_args", "parse_intermixed_args", "parse_known_intermixed_args"})
+
+
+def namespaces(tree: ast.Module) -> frozenset[str]:
+    """The names the file binds to its parsed argparse namespace: only their attributes are the
+    options (`arg_value`; `cfg.megatron_path` of a config object is no `--megatron-path`, review
+    r39-bridge). A name assigned `parser.parse_args()` (or the first of `parse_known_args()`),
+    the result of a local function returning one, or a local function's parameter some call
+    hands one, by name only (no scope)."""
+    defs = [f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    by_name = {f.name: f for f in defs}
+    found: set[str] = set()
+    returning: set[str] = set()
+
+    def parsed(value: ast.expr | None, first: bool = False) -> bool:
+        if isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant) and value.slice.value == 0:
+            return parsed(value.value, True)
+        if isinstance(value, ast.Name):
+            return value.id in found
+        if not isinstance(value, ast.Call):
+            return False
+        func = value.func
+        if isinstance(func, ast.Attribute) and func.attr in _PARSES:
+            return first or func.attr in ("parse_args", "parse_intermixed_args")
+        return isinstance(func, ast.Name) and func.id in returning
+
+    def bind(target: ast.expr, value: ast.expr | None) -> None:
+        if isinstance(target, ast.Name) and parsed(value):
+            found.add(target.id)
+        elif isinstance(target, ast.Tuple) and target.elts and isinstance(target.elts[0], ast.Name) \
+                and parsed(value, True):
+            found.add(target.elts[0].id)  # `args, rest = parser.parse_known_args()`
+
+    size = -1
+    while size != len(found) + len(returning):
+        size = len(found) + len(returning)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    bind(target, node.value)
+            elif isinstance(node, ast.AnnAssign):
+                bind(node.target, node.value)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in by_name:
+                params = by_name[node.func.id].args
+                positional = [*params.posonlyargs, *params.args]
+                found.update(p.arg for p, a in zip(positional, node.args) if parsed(a))
+                found.update(k.arg for k in node.keywords if k.arg and parsed(k.value))
+        returning.update(f.name for f in defs if any(isinstance(n, ast.Return) and parsed(n.value)
+                                                     for n in ast.walk(f)))
+    return frozenset(found)
 
 
 def stores_of(tree: ast.Module, options: dict[str, dict[str, Any]]) -> dict[str, int]:
@@ -292,8 +347,8 @@ def _left_out(spec: dict[str, Any], written: str, line: int) -> tuple[Any, str, 
 
 
 def arg_value(node: ast.expr, options: dict[str, dict[str, Any]], launch: LaunchConfig) -> tuple[Any, str] | None:
-    """A literal, or `args.DEST` of the script's argparse: the flag the launch script gives,
-    else the argument's default."""
+    """A literal, or `args.DEST` of the script's argparse (`args` a name of its parsed namespace,
+    `namespaces`): the flag the launch script gives, else the argument's default."""
     if isinstance(node, ast.Constant):
         return node.value, "a literal"
     if isinstance(node, (ast.List, ast.Tuple)):  # Trainer(devices=[0, 1]): device indices
@@ -302,6 +357,8 @@ def arg_value(node: ast.expr, options: dict[str, dict[str, Any]], launch: Launch
     if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)) or node.attr not in options:
         return None
     opt = options[node.attr]
+    if node.value.id not in opt.get("namespaces", ()):
+        return None  # an attribute of another object (`cfg.megatron_path`), not the parsed option
     convert = _TYPES.get(opt["type"])
     if opt.get("stored"):
         return None  # the file stores another value into it

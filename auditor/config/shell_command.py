@@ -92,6 +92,7 @@ def starts_programs(tree: ast.Module) -> list[Start]:
     libraries = {m for lib in data.get("command_library", []) for m in lib["modules"]}
     packaged = {s for p in data.get("package_starter", []) for s in p["starters"]}
     modules = {r.rpartition(".")[0] for r in runners} | libraries
+    starter_modules = modules | {s.rpartition(".")[0] for s in packaged}
     bound = names(tree)
     for node in ast.walk(tree):  # `from subprocess import *` binds subprocess's starters
         if isinstance(node, ast.ImportFrom) and not node.level and any(a.name == "*" for a in node.names):
@@ -102,7 +103,7 @@ def starts_programs(tree: ast.Module) -> list[Start]:
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module in libraries and any(a.name == "*" for a in node.names):
             out.append(Start(node, f"`from {node.module} import *`", False))
-        if (reached := _from_sys_modules(node, bound, modules | {s.rpartition(".")[0] for s in packaged})) is not None:
+        if (reached := _from_sys_modules(node, bound, starter_modules)) is not None:
             out.append(reached)
             continue
         if not isinstance(node, (ast.Name, ast.Attribute)) or not isinstance(node.ctx, ast.Load):
@@ -118,6 +119,11 @@ def starts_programs(tree: ast.Module) -> list[Start]:
             if isinstance(parent, ast.Call) and not runs_only_utility(parent, imported):
                 out.append(Start(parent, f"`{written}(...)`"))
             continue
+        if head in bound and (through := _through_module(rest, runners | packaged)):
+            # `launch_utils.subprocess.run(...)`: a starter module another module imports, reached as its attribute
+            out.append(Start(parent, f"`{written}(...)` ({through})") if called and parent is not None
+                       else Start(node, f"`{written}` ({through}, used as a value)"))
+            continue
         if _within(imported, packaged):
             out.append(Start(parent, f"`{written}(...)`") if called and parent is not None
                        else Start(node, f"`{written}` (a process starter used as a value)"))
@@ -129,22 +135,27 @@ def starts_programs(tree: ast.Module) -> list[Start]:
                 named = not (head in bound and _within(imported, libraries))
                 out.append(Start(parent, f"`{written}(...)`", named) if called and parent is not None
                            else Start(node, f"`{written}` (a program starter used as a value)", named))
-        elif head in bound and imported in modules and not _bound_here(parent, node, bound, imported, parents):
-            reach = _getattr(parent, node, imported, runners | libraries)
-            if reach is None:
-                out.append(Start(node, f"`{written}` (module {imported} handed on: what it starts is not read)", False))
+        elif head in bound and imported in starter_modules and not _bound_here(parent, node, bound, imported, parents):
+            reach = _getattr(parent, node, imported, runners | libraries | packaged)
+            if reach is None:  # a package starter's module only through getattr: not `if psutil is None`
+                if imported in modules:
+                    out.append(Start(node, f"`{written}` (module {imported} handed on: what it starts is not read)",
+                                     False))
             elif reach.text:
                 out.append(reach)
     if not out:
-        out = _exported(tree, bound, runners | packaged, modules)
+        out = _exported(tree, bound, runners | packaged, starter_modules)
     return sorted(out, key=lambda o: (getattr(o[0], "lineno", 0), getattr(o[0], "col_offset", 0)))
 
 
 def _exported(tree: ast.Module, bound: dict[str, str], starters: set[str], modules: set[str]) -> list[Start]:
     """The module-level bindings of a starter, or a starter module, to a public name
-    (`run = subprocess.run`, `from subprocess import check_call`, `from subprocess import *`): a module importing it (`from launch_utils import run`, `from
-    helpers import *`) calls the starter under a name its own reader cannot resolve."""
+    (`run = subprocess.run`, `from subprocess import check_call`, `from subprocess import *`, an
+    alias the file itself never reads, `import subprocess as sp`): a module importing it (`from
+    launch_utils import run`, `from helpers import *`, `from launch_utils import sp`) calls the
+    starter under a name its own reader cannot resolve."""
     out: list[Start] = []
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     todo = list(tree.body)
     while todo:
         stmt = todo.pop()
@@ -158,6 +169,8 @@ def _exported(tree: ast.Module, bound: dict[str, str], starters: set[str], modul
             head, _, rest = value.partition(".")
             full = bound.get(head, head) + (f".{rest}" if rest else "")
             given = [(t.id, full) for t in stmt.targets if isinstance(t, ast.Name) and value]
+        elif isinstance(stmt, ast.Import):  # `import subprocess as sp` only for importers: `from launch_utils import sp`
+            given = [(a.asname, a.name) for a in stmt.names if a.asname and a.asname != a.name and a.asname not in used]
         elif isinstance(stmt, ast.ImportFrom) and stmt.module and not stmt.level:
             given = [(a.asname or a.name, f"{stmt.module}.{a.name}") for a in stmt.names]
             if any(a.name == "*" for a in stmt.names) and stmt.module in modules:
@@ -166,6 +179,15 @@ def _exported(tree: ast.Module, bound: dict[str, str], starters: set[str], modul
             if not name.startswith("_") and (_within(full, starters) or full in modules):
                 out.append(Start(stmt, f"`{ast.unparse(stmt)}` (a program starter this module gives its importers)"))
     return out
+
+
+def _through_module(rest: str, starters: set[str]) -> str:
+    """Where the chain after an imported name (`subprocess.run` of `launch_utils.subprocess.run`)
+    ends in a starter by its module's own name, that starter ("" where none): the imported module
+    gives the starter module to its importers as an attribute."""
+    parts = rest.split(".")
+    return next((".".join(parts[i:]) for i in range(len(parts) - 1)
+                 if _within(".".join(parts[i:]), starters)), "")
 
 
 def _from_sys_modules(node: ast.AST, bound: dict[str, str], modules: set[str]) -> Start | None:

@@ -46,6 +46,14 @@ FORMS = [
     # the package's own re-export (torch/distributed/launcher/__init__.py), review r39-starters
     ('launch_agent(LaunchConfig(1, 1, 8), "python", get_cmd(args).split()[1:])',
      "from torch.distributed.launcher import LaunchConfig, launch_agent", {}),
+    # a starter module a local module gives under its import alias, or as its attribute, and
+    # torchrun's module reached through getattr (review r39-starters 2, 5)
+    ("sp.run(get_cmd(args), shell=True)", "from launch_utils import sp", {"launch_utils.py": "import subprocess as sp\n"}),
+    ("launch_utils.subprocess.run(get_cmd(args), shell=True)", "import launch_utils",
+     {"launch_utils.py": "import subprocess\n"}),
+    ("lu.sp.Popen(get_cmd(args), shell=True).wait()", "import launch_utils as lu",
+     {"launch_utils.py": "import subprocess as sp\n"}),
+    ('getattr(trun, "main")(get_cmd(args).split()[1:])', "from torch.distributed import run as trun", {}),
 ]
 
 
@@ -80,6 +88,7 @@ def test_an_entry_importing_megatron_says_the_command(capsys, tmp_path, run, mor
     "from subprocess import CalledProcessError, PIPE\n",
     "import sys\n\nsys.modules['json'].dumps({})\nsys.modules[__name__].x = 1\n",
     "import psutil\n\nprint(psutil.cpu_count(), psutil.Process().memory_info())\n",
+    "try:\n    import psutil\nexcept ImportError:\n    psutil = None\nif psutil is not None:\n    print(psutil.cpu_count())\n",
 ])
 def test_what_starts_nothing_is_no_starter(text):
     assert starts_programs(ast.parse(text)) == []

@@ -49,20 +49,21 @@ def test_a_front_end_every_branch_chooses_is_that_front_ends() -> None:
     assert not any(d.kind == "launch.unknown-stack" for d in config.diagnostics)
 
 
-def _pp(tmp_path: Path, pp: int, given: str = "gpt.yaml") -> object:
+def _pp(tmp_path: Path, pp: int, given: str = "gpt.yaml", glue: str = " ") -> object:
     (tmp_path / "gpt.yaml").write_text(f"model_parallel:\n  pipeline_model_parallel_size: {pp}\n")
     script = tmp_path / "train.sh"
-    script.write_text(HEAD + f'CFG_ARGS=""\nif [ "$USE_YAML" = 1 ]; then CFG_ARGS="--yaml-cfg {given}"; fi\n'
+    script.write_text(HEAD + f'CFG_ARGS=""\nif [ "$USE_YAML" = 1 ]; then CFG_ARGS="--yaml-cfg{glue}{given}"; fi\n'
                       f"{RUN} $CFG_ARGS\n")
     config = parse_launch(script.read_text(), str(script), environ={})
     assert not any(d.kind == "launch.yaml-cfg" for d in config.diagnostics)
     return derive(config, {"megatron-core": "0.17.0"}, None, "2.10.0").value("pipeline_model_parallel_size")
 
 
-def test_a_yaml_cfg_a_branch_may_give_keeps_what_both_agree_on(tmp_path: Path) -> None:
-    assert _pp(tmp_path, 4) == 4
-    assert _pp(tmp_path, 1) is UNKNOWN
-    assert _pp(tmp_path, 4, "missing.yaml") is UNKNOWN
+@pytest.mark.parametrize("glue", [" ", "="])  # `--yaml-cfg=FILE` was not read (review r39-inner, minor)
+def test_a_yaml_cfg_a_branch_may_give_keeps_what_both_agree_on(tmp_path: Path, glue: str) -> None:
+    assert _pp(tmp_path, 4, glue=glue) == 4
+    assert _pp(tmp_path, 1, glue=glue) is UNKNOWN
+    assert _pp(tmp_path, 4, "missing.yaml", glue) is UNKNOWN
 
 
 SRUN_RUN = ('"${SRUN[@]}" python pretrain_gpt.py --num-layers 24 --hidden-size 1024 --num-attention-heads 16 '

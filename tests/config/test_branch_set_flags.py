@@ -72,7 +72,11 @@ def _bash_reaches(body: str, env: dict[str, str]) -> bool:
     return "REACHED" in done.stdout
 
 
-@pytest.mark.parametrize("stop", [LOG + "log starting\n", '[ -n "${VERBOSE:-}" ]\n'])
+@pytest.mark.parametrize("stop", [
+    LOG + "log starting\n", '[ -n "${VERBOSE:-}" ]\n',
+    # a default with text rests on the caller too: it gives VERBOSE=1 and the script goes on
+    # (review r39-inner, minor: read DOES NOT START)
+    LOG.replace('-n "${VERBOSE:-}"', '"${VERBOSE:-0}" = 1') + "log starting\n", '[ "${VERBOSE:-0}" = 1 ]\n'])
 def test_a_stop_under_set_e_that_rests_on_the_caller_is_undecided(stop: str) -> None:
     body = f"set -e\n{stop}"
     assert not _bash_reaches(body, {}) and _bash_reaches(body, {"VERBOSE": "1"})

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 
-from auditor.config.entry_script import argparse_options, call_value
+from auditor.config.entry_script import argparse_options, call_value, namespaces
 from auditor.config.expr import UNKNOWN
 from auditor.config.model import LaunchConfig
 
@@ -53,3 +53,12 @@ def test_a_keyword_only_parameter_is_never_read_by_position():
     for trainer, devices in [("devices=2", 2), ("'gpu', 'auto', 4", "auto")]:
         tree = ast.parse(SCRIPT.format(args="", trainer=trainer))
         assert call_value(tree, spec, {}, LaunchConfig(path="run.sh", launcher="", command_line=1))[0] == devices
+
+
+def test_only_the_parsed_namespace_s_attributes_are_options():
+    """review r39-bridge: `cfg.pp_size` of another object read as --pp_size's default."""
+    assert _value("pipeline_model_parallel_size=cfg.pp_size") is None
+    text = ("import argparse\np = argparse.ArgumentParser()\n"
+            "def get():\n    return p.parse_args()\ndef run(opts):\n    pass\n"
+            "a = get()\nb, rest = p.parse_known_args()\nc = p.parse_known_args()[0]\nrun(a)\ncfg = load(a)\n")
+    assert namespaces(ast.parse(text)) == {"a", "b", "c", "opts"}

@@ -660,3 +660,23 @@ def test_a_provider_loaded_from_a_checkpoint_keeps_its_virtual_size(tmp_path) ->
     assert doc["config"]["effective"]["virtual_pipeline_model_parallel_size"] == "unknown"
     assert "load_model_config" in doc["config"]["provenance"]["virtual_pipeline_model_parallel_size"]
     assert doc["verdict"]["status"] == "inconclusive", doc["verdict"]["headline"]
+
+
+# The checkpoint path read off another object whose attribute merely shares the option's name
+# (review r39-bridge: `cfg.megatron_path` was read as --megatron_path's default None, "loads
+# nothing"): only the parsed namespace's attributes are the options (entry_script.namespaces).
+OTHER_OBJECT = OTHER_NAME.replace("import argparse\n", "import argparse\nimport json\nimport types\n").replace(
+    "    tp = args.tp\n", '    tp = args.tp\n    cfg = types.SimpleNamespace(**json.load(open("run.json")))\n').replace(
+    "args.megatron_path", "cfg.megatron_path")
+
+
+def test_an_attribute_of_another_object_is_no_option(tmp_path) -> None:
+    """Was CLEAN; the path the run loads is not read: the checkpoint's virtual size, unknown."""
+    launch = LOADS.replace("--megatron_model_path /workspace/models/y/iter_0000000 ", "")
+    script = _vlm_launch(tmp_path, OTHER_OBJECT, launch)
+    code, doc = _scan_at(script, ())
+    assert doc["config"]["effective"]["virtual_pipeline_model_parallel_size"] == "unknown"
+    assert doc["verdict"]["status"] == "inconclusive", doc["verdict"]["headline"]
+    script = _vlm_launch(tmp_path, OTHER_NAME, launch)  # the namespace's own: nothing is loaded
+    code, doc = _scan_at(script, ())
+    assert code == 0 and doc["verdict"]["status"] == "clean", doc["verdict"]["headline"]
