@@ -151,14 +151,8 @@ def own_entry(launch: LaunchConfig) -> tuple[str, str, str] | None:
     name so that the functions it calls are those whose sites the scan found."""
     if own_p2p(launch) is None:
         return None
-    entry, _ = locate(launch)
-    if entry is None:
-        return None
-    try:
-        text = Path(entry.path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-    return f"{entry.written} (run as __main__)", Path(entry.path).stem, text
+    read = _entry_text(launch)
+    return None if read is None else (read[0], Path(read[1]).stem, read[2])
 
 
 def script_entry(launch: LaunchConfig) -> tuple[str, str] | None:
@@ -166,6 +160,12 @@ def script_entry(launch: LaunchConfig) -> tuple[str, str] | None:
     (its `if __name__ == "__main__":` block is what torchrun runs)."""
     if not is_pipelining_script(launch):
         return None
+    read = _entry_text(launch)
+    return None if read is None else (read[0], f"__name__ = '__main__'\n{read[2]}")
+
+
+def _entry_text(launch: LaunchConfig) -> tuple[str, str, str] | None:
+    """(what runs, the entry's path, its text): None where the entry is not found or not read."""
     entry, _ = locate(launch)
     if entry is None:
         return None
@@ -173,4 +173,4 @@ def script_entry(launch: LaunchConfig) -> tuple[str, str] | None:
         text = Path(entry.path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return None
-    return f"{entry.written} (run as __main__)", f"__name__ = '__main__'\n{text}"
+    return f"{entry.written} (run as __main__)", str(entry.path), text
