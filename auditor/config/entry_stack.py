@@ -254,8 +254,10 @@ def unknown_stack(launch: LaunchConfig) -> None:
     """A `launch.unknown-stack` finding where the entry and its local modules import no stack the
     rules model and call no torch P2P themselves, but import a package neither `[no_pipeline]`
     nor modelled: what the run is and the step that decides it (config.launch raises
-    UnknownStack on it). A run already said to be no pipeline, or not covered, is left as said."""
-    if any(d.kind in ("launch.not-pipeline", "launch.not-covered") for d in launch.diagnostics):
+    UnknownStack on it). A run already said to be no pipeline, not covered, or of an unknown stack
+    (a reader that knows more said why: the DeepSpeed engine's) is left as said."""
+    if any(d.kind in ("launch.not-pipeline", "launch.not-covered", "launch.unknown-stack")
+           for d in launch.diagnostics):
         return
     if not read_as_guess(launch):
         return
