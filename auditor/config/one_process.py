@@ -29,13 +29,12 @@ import fnmatch
 import sys
 from pathlib import Path
 
-from auditor import rulebook
 from auditor.bash.values import Symbolic
 from auditor.config.entry_script import MAX_MODULES, aliases, calls, foreign_imports, iter_closure
 from auditor.config.model import LaunchConfig, Written
 from auditor.config.pyenv import locate
 from auditor.config.shell_command import starts_programs
-from auditor.rulebook.frameworks import frameworks
+from auditor.rulebook.launchers import Spelling
 
 
 def world(config: LaunchConfig, launcher: dict, path: str, together: str = "") -> None:
@@ -67,8 +66,7 @@ def own_processes(config: LaunchConfig) -> str:
     launcher rule's tables (rules/megatron-lm.toml `one_process`), as `world` reads a plain
     `python`, for a launch of any launcher (config/trains_nothing.py: a one-task srun of a Python
     entry). Without that rule nothing is known."""
-    launcher = next((e for f in frameworks() for e in rulebook.load(f.name).data.get("launcher", [])
-                     if e.get("one_process")), None)
+    launcher = next((e for e in Spelling.load(None).launchers if e.get("one_process")), None)
     if launcher is None:
         return ("no launcher rule gives the one-process tables (rules: `one_process`): whether the program "
                 "starts or joins more processes is not read")

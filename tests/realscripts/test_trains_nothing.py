@@ -12,6 +12,7 @@ getattr, builds the tokenizer and packs the dataset with megatron.bridge's build
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from textwrap import dedent
 
@@ -20,6 +21,7 @@ import pytest
 from auditor.config import one_process
 from auditor.config.launch import read_launch
 from auditor.config.one_process import own_processes
+from auditor.rulebook.launchers import Spelling
 
 JOB = dedent('''\
     #!/bin/bash
@@ -241,5 +243,7 @@ def test_own_processes_without_the_one_process_rule_is_unknown(tmp_path: Path, m
     monkeypatch.chdir(tmp_path)
     _job_notes(tmp_path, ONE_TASK.format(export="", args="--recipe r"))
     config = read_launch(tmp_path / "job.sh")
-    monkeypatch.setattr(one_process, "frameworks", lambda: [])
+    rules = Spelling.load(None)
+    bare = dataclasses.replace(rules, launchers=tuple(e for e in rules.launchers if not e.get("one_process")))
+    monkeypatch.setattr(one_process.Spelling, "load", staticmethod(lambda version: bare))
     assert "one_process" in own_processes(config)
