@@ -82,7 +82,7 @@ def _judge(rule: dict[str, Any], launch: LaunchConfig, entry: Path, written: str
     if read is None or any(may_set(body, absent) for body in read[1]):
         return None
     loops = ", ".join(steps["loops"] + steps.get("methods", []))
-    return rule["what"].format(entry=written, module=launch.script, loops=loops, local=read[0],
+    return rule["what"].format(entry=written, module=launch.script, loops=loops, local=len(read[0]) - 1,
                                checkout=os.path.relpath(root / file))
 
 
@@ -136,9 +136,10 @@ def _written_out(node: ast.expr) -> bool:
     return isinstance(node, ast.Dict) and all(isinstance(k, ast.Constant) for k in node.keys)
 
 
-def reaches_no_loop(entry: Path, own: frozenset[str], steps: dict[str, Any]) -> tuple[int, list[ast.Module]] | None:
-    """(local modules read, the code that can run, module by module) where the entry and the local
-    modules it imports (the closure stops at the packages `own`) name none of `steps`' `loops`,
+def reaches_no_loop(entry: Path, own: frozenset[str], steps: dict[str, Any]) -> tuple[list[tuple[Path, ast.Module]], list[ast.Module]] | None:
+    """(the modules read with their parse, the entry first; the code that can run, module by
+    module) where the entry and the local modules it imports (the closure stops at the packages
+    `own`) name none of `steps`' `loops`,
     reach none of them or of its `methods` as an attribute, build no pipeline (`pipeline_modules`,
     `pipeline_names`) and call no P2P API (rules/torch.toml `[[p2p_api]]`); None otherwise, or
     where the closure cannot be read whole, is cut at MAX_MODULES or runs code unseen
@@ -160,7 +161,7 @@ def reaches_no_loop(entry: Path, own: frozenset[str], steps: dict[str, Any]) -> 
         if (runs_code(body, dynamic) or _uses(body, own | local, loops, loops | set(steps.get("methods", [])))
                 or uses_or_imports(body, *pipeline)):
             return None
-    return len(modules) - 1, bodies
+    return modules, bodies
 
 
 def _imported_code(modules: list[tuple[Path, ast.Module]], entry: Path) -> list[ast.Module]:

@@ -42,7 +42,7 @@ from auditor.config.bridge_mimo import global_split
 from auditor.config.entry_imports import SearchRoot, entry_roots, missing_imports, own_package_gaps
 from auditor.config.entry_inference import PP
 from auditor.config.entry_schedule import names_no_schedule
-from auditor.config.entry_script import ANCESTORS, iter_closure
+from auditor.config.entry_script import ANCESTORS
 from auditor.config.entry_stack import modeled_packages
 from auditor.config.model import LaunchConfig, Written
 from auditor.config.no_training import ran_unseen, reaches_no_loop
@@ -74,17 +74,14 @@ def read_trains_nothing(launch: LaunchConfig) -> None:
     read = reaches_no_loop(entry, own, steps)
     if read is None:
         return
-    try:
-        closure = list(iter_closure(entry, own))
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
-        return
+    closure, bodies = read
     # megatron-core set up with sizes of its own (`initialize_model_parallel(1, 2)`): on one rank
     # it does not start, in a world joined elsewhere it pipelines
     if _unread_import(launch, entry, [p for p, _ in closure]) or global_split(closure):
         return
     launch.diagnostics.append(Finding(
         "launch.not-pipeline", "info",
-        f"{located[0].written} is {_kind(read[1])}, on one rank ({world}): it and the {read[0]} local "
+        f"{located[0].written} is {_kind(bodies)}, on one rank ({world}): it and the {len(closure) - 1} local "
         "module(s) it imports reach no training step (rules/stacks.toml [training_step]), build no "
         "pipeline, call no torch P2P op and start no process of their own; a single rank has no peer",
         where=f"{launch.path}:{launch.command_line}", detail={"command": launch.launcher}))
