@@ -52,6 +52,7 @@ from collections.abc import Iterator
 
 from auditor import rulebook
 from auditor.bash.absent import checkout_root, nowhere_in_checkout
+from auditor.bash.errexit import errexit_change
 from auditor.bash.lexer import ASSIGN, Lexer, Word
 from auditor.bash.parser import AndOr, Branches, Cmd, CommandGroup, Function, Node, Pipeline, ShellLoop, ShellParser
 from auditor.config.entry_imports import built
@@ -262,6 +263,7 @@ def _in_function(nodes: list[Node], cmd: Cmd) -> bool:
 
 
 def _children(node: Node) -> list[Node]:
+    """The nodes a compound command holds: its conditions, bodies, list members, function body."""
     if isinstance(node, Branches):
         return [n for part in (*node.conditions, *node.bodies) for n in part]
     if isinstance(node, ShellLoop):
@@ -290,11 +292,8 @@ def _ends_there(nodes: list[Node], cmd: Cmd) -> bool:
     errexit = False
     for node in nodes:
         if isinstance(node, Cmd) and node.line < cmd.line and node.words and node.words[0].raw == "set":
-            args = [w.raw for w in node.words[1:]]
-            for k, arg in enumerate(args):
-                if arg[:1] in "-+" and arg[1:2] not in ("-", "") and ("e" in arg or arg[1:] == "o"
-                                                                       and args[k + 1:k + 2] == ["errexit"]):
-                    errexit = arg[0] == "-"  # `set +e` turns it off again
+            change = errexit_change([w.raw for w in node.words[1:]])  # `set +e` turns it off again
+            errexit = errexit if change is None else change
     return errexit
 
 
@@ -303,28 +302,15 @@ def _commands(nodes: list[Node]) -> Iterator[Cmd]:
     for node in nodes:
         if isinstance(node, Cmd):
             yield node
-        elif isinstance(node, Branches):
-            for part in (*node.conditions, *node.bodies):
-                yield from _commands(part)
-        elif isinstance(node, ShellLoop):
-            yield from _commands(node.condition + node.body)
-        elif isinstance(node, CommandGroup):
-            yield from _commands(node.body)
-        elif isinstance(node, AndOr):
-            yield from _commands([node.first, *(n for _, n in node.rest)])
-        elif isinstance(node, Pipeline):
-            yield from _commands(node.commands)
         else:
-            yield from _commands([node.body])
+            yield from _commands(_children(node))
 
 
 def _inert(cmd: Cmd, programs: list[str], printing: frozenset[str]) -> bool:
     """A command that runs nothing and writes no file (see _only_inert_before): a printing
     program (rules/stacks.toml `printing_programs`) whatever its arguments, an inert one wholly
     literal."""
-    if cmd.stdin is not None or cmd.herestring is not None or any(_substitutes(w, printing) for w in cmd.words):
-        return False
-    if any(op.lstrip("0123456789") not in (">&", "<&") and t.raw != "/dev/null" for op, t in cmd.redirects):
+    if not _quiet(cmd, printing):
         return False
     if not cmd.words or all(ASSIGN.match(w.raw) for w in cmd.words):
         return True  # assignments only
@@ -333,6 +319,15 @@ def _inert(cmd: Cmd, programs: list[str], printing: frozenset[str]) -> bool:
         return True
     literal = all(p.kind == "lit" for w in cmd.words for p in w.parts)
     return literal and head.raw in programs
+
+
+def _quiet(cmd: Cmd, printing: frozenset[str], reads: bool = False) -> bool:
+    """Whether a command is fed nothing (no here-document or here-string), runs no command
+    substitution but of printing programs, and redirects only to /dev/null or a descriptor
+    (or, where it `reads`, from a file with `<`): it writes no file."""
+    allowed = ("<", ">&", "<&") if reads else (">&", "<&")
+    return cmd.stdin is None and cmd.herestring is None and not any(_substitutes(w, printing) for w in cmd.words) \
+        and all(op.lstrip("0123456789") in allowed or t.raw == "/dev/null" for op, t in cmd.redirects)
 
 
 def _substitutes(word: Word, printing: frozenset[str]) -> bool:
@@ -354,9 +349,7 @@ def _printing_only(text: str, printing: frozenset[str]) -> bool:
         return False
     commands = list(_commands(nodes))
     for cmd in commands:
-        if cmd.stdin is not None or cmd.herestring is not None or any(_substitutes(w, printing) for w in cmd.words):
-            return False
-        if any(op.lstrip("0123456789") not in ("<", ">&", "<&") and t.raw != "/dev/null" for op, t in cmd.redirects):
+        if not _quiet(cmd, printing, reads=True):
             return False
         head = cmd.words[0] if cmd.words else None
         if head is not None and not (all(p.kind == "lit" for p in head.parts)
