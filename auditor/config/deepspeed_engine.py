@@ -41,7 +41,7 @@ from typing import Any, NamedTuple
 from auditor import rulebook
 from auditor.config.entry_script import (
     ANCESTORS, MAX_MODULES, calls, dotted, foreign_imports, iter_closure, names, uses_modules,
-    uses_or_imports)
+    path_value, uses_or_imports)
 from auditor.config.entry_script import _imported as imported_names, _resolve as resolve
 from auditor.config.entry_stack import RULES, entry_read, import_line, modeled_packages, read_as_guess
 from auditor.config.model import LaunchConfig
@@ -245,48 +245,8 @@ def _folders(node: ast.expr, module: Path, full: Callable[[ast.expr], str]) -> l
         return None if left is None or right is None else left + right
     if full(node) == "sys.path":
         return []
-    path = _path(node, module)
+    path = path_value(node, module)
     return None if path is None or not path.is_absolute() or not path.exists() else [path]
-
-
-def _path(node: ast.expr, module: Path) -> Path | None:
-    """A path expression's value where known statically (see `_folders`), else None."""
-    if isinstance(node, ast.Name) and node.id == "__file__":
-        return module
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return Path(node.value) if os.path.isabs(node.value) else None
-    if isinstance(node, ast.Attribute) and node.attr in ("pardir",) and dotted(node.value) in ("os", "os.path"):
-        return Path("..")
-    if isinstance(node, ast.Attribute) and node.attr == "parent":
-        inner = _path(node.value, module)
-        return None if inner is None else inner.parent
-    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "parents" \
-            and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int):
-        inner = _path(node.value.value, module)
-        return None if inner is None or node.slice.value >= len(inner.parents) else inner.parents[node.slice.value]
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and isinstance(node.right, ast.Constant) \
-            and isinstance(node.right.value, str):
-        inner = _path(node.left, module)
-        return None if inner is None else Path(os.path.normpath(inner / node.right.value))
-    if not isinstance(node, ast.Call):
-        return None
-    called = dotted(node.func)
-    args = [Path(a.value) if called == "os.path.join" and isinstance(a, ast.Constant) and isinstance(a.value, str)
-            else _path(a, module) for a in node.args]
-    if any(a is None for a in args) or node.keywords:
-        return None
-    paths = [a for a in args if a is not None]
-    if called in ("os.path.dirname",) and len(paths) == 1:
-        return paths[0].parent
-    if called in ("os.path.abspath", "os.path.realpath", "os.path.normpath", "str", "Path", "pathlib.Path") \
-            and len(paths) == 1:
-        return Path(os.path.normpath(paths[0]))
-    if called == "os.path.join" and paths:
-        return Path(os.path.normpath(Path(*paths)))
-    if isinstance(node.func, ast.Attribute) and node.func.attr in ("resolve", "absolute") and not node.args:
-        inner = _path(node.func.value, module)
-        return None if inner is None else Path(os.path.normpath(inner))
-    return None
 
 
 def _trainer_engine(closure: list[tuple[Path, ast.Module]], entry: Path, rule: dict[str, Any]) -> Where | None:

@@ -47,7 +47,7 @@ from pathlib import Path
 
 from auditor.bash.absent import checkout_root
 from auditor.bash.values import EnvVar, segments
-from auditor.config.entry_script import parsed
+from auditor.config.entry_script import parsed, path_value
 from auditor.config.flags import STARTUP
 from auditor.config.model import LaunchConfig
 from auditor.findings import Finding
@@ -472,50 +472,10 @@ def script_roots(tree: ast.Module, entry: Path) -> list[tuple[int, str, Path | N
                 len(call.args) != 2 or not isinstance(call.args[0], ast.Constant) or call.args[0].value != 0):
             out.append((stmt.lineno, how, None))
             continue
-        folder = _folder(call.args[-1], entry.resolve(), dict(names))
+        folder = path_value(call.args[-1], entry.resolve(), dict(names))
         known = folder is not None and folder.is_absolute() and folder.is_dir()
         out.append((stmt.lineno, how, folder if known else None))
     return out
-
-
-def _folder(node: ast.expr, module: Path, names: dict[str, ast.expr]) -> Path | None:
-    """A path expression built from `__file__` (os.path.dirname/abspath/realpath/normpath/join
-    with os.pardir or literals, Path(...).parent/.parents[n]/.resolve()), through module-level
-    `names` assigned before it; None for anything else."""
-    if isinstance(node, ast.Name) and node.id == "__file__":
-        return module
-    if isinstance(node, ast.Name):
-        value = names.pop(node.id, None)  # popped: a name defined through itself is not known
-        return None if value is None else _folder(value, module, names)
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return Path(node.value)
-    if isinstance(node, ast.Attribute) and node.attr == "pardir" and ast.unparse(node.value) in ("os", "os.path"):
-        return Path("..")
-    if isinstance(node, ast.Attribute) and node.attr == "parent":
-        inner = _folder(node.value, module, names)
-        return None if inner is None else inner.parent
-    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "parents" \
-            and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int):
-        inner = _folder(node.value.value, module, names)
-        return None if inner is None or node.slice.value >= len(inner.parents) else inner.parents[node.slice.value]
-    if not isinstance(node, ast.Call) or node.keywords:
-        return None
-    called = ast.unparse(node.func)
-    if isinstance(node.func, ast.Attribute) and node.func.attr in ("resolve", "absolute") and not node.args:
-        inner = _folder(node.func.value, module, names)
-        return None if inner is None else Path(os.path.normpath(inner))
-    args = [_folder(a, module, dict(names)) for a in node.args]
-    if not args or any(a is None for a in args):
-        return None
-    paths = [a for a in args if a is not None]
-    if called == "os.path.dirname" and len(paths) == 1:
-        return paths[0].parent
-    if called in ("os.path.abspath", "os.path.realpath", "os.path.normpath", "str", "Path", "pathlib.Path") \
-            and len(paths) == 1 and paths[0].is_absolute():
-        return Path(os.path.normpath(paths[0]))
-    if called == "os.path.join" and paths[0].is_absolute():
-        return Path(os.path.normpath(Path(*paths)))
-    return None
 
 
 _PYTHON_OPTIONS = re.compile(r"\bpython[\d.]*((?:\s+-[A-Za-z]+)+)")

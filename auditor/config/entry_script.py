@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -135,6 +136,55 @@ def dotted(node: ast.expr) -> str:
         inner = dotted(node.value)
         return f"{inner}.{node.attr}" if inner else ""
     return ""
+
+
+def path_value(node: ast.expr, module: Path, names: dict[str, ast.expr] | None = None) -> Path | None:
+    """A path expression's value where known statically, built from `__file__` (`module`):
+    `os.path` dirname/abspath/realpath/normpath/join (string literals and `os.pardir` joined in),
+    `Path(...)`, `.parent`, `.parents[n]`, `/ "x"`, `.resolve()`/`.absolute()`, absolute string
+    literals, and module-level `names` where given (a name's assigned expression, popped: a name
+    defined through itself is not known); None for anything else. A relative value (`os.pardir`
+    alone) is returned as such: where the run starts is the caller's question. The one reader of
+    sys.path folders (config/entry_imports.py script_roots, config/deepspeed_engine.py)."""
+    if isinstance(node, ast.Name) and node.id == "__file__":
+        return module
+    if isinstance(node, ast.Name):
+        value = names.pop(node.id, None) if names is not None else None
+        return None if value is None else path_value(value, module, names)
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return Path(node.value) if os.path.isabs(node.value) else None
+    if isinstance(node, ast.Attribute) and node.attr == "pardir" and dotted(node.value) in ("os", "os.path"):
+        return Path("..")
+    if isinstance(node, ast.Attribute) and node.attr == "parent":
+        inner = path_value(node.value, module, names)
+        return None if inner is None else inner.parent
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "parents" \
+            and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int):
+        inner = path_value(node.value.value, module, names)
+        return None if inner is None or node.slice.value >= len(inner.parents) else inner.parents[node.slice.value]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and isinstance(node.right, ast.Constant) \
+            and isinstance(node.right.value, str):
+        inner = path_value(node.left, module, names)
+        return None if inner is None else Path(os.path.normpath(inner / node.right.value))
+    if not isinstance(node, ast.Call) or node.keywords:
+        return None
+    called = dotted(node.func)
+    if isinstance(node.func, ast.Attribute) and node.func.attr in ("resolve", "absolute") and not node.args:
+        inner = path_value(node.func.value, module, names)
+        return None if inner is None else Path(os.path.normpath(inner))
+    args = [Path(a.value) if called == "os.path.join" and isinstance(a, ast.Constant) and isinstance(a.value, str)
+            else path_value(a, module, None if names is None else dict(names)) for a in node.args]
+    if not args or any(a is None for a in args):
+        return None
+    paths = [a for a in args if a is not None]
+    if called == "os.path.dirname" and len(paths) == 1:
+        return paths[0].parent
+    if called in ("os.path.abspath", "os.path.realpath", "os.path.normpath", "str", "Path", "pathlib.Path") \
+            and len(paths) == 1:
+        return Path(os.path.normpath(paths[0]))
+    if called == "os.path.join":
+        return Path(os.path.normpath(Path(*paths)))
+    return None
 
 
 def aliases(tree: ast.Module) -> dict[str, str]:
