@@ -19,8 +19,7 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
-from auditor.config.entry_script import iter_closure, names
-from auditor.static.names import dotted
+from auditor.config.entry_script import dotted, iter_closure, names
 from auditor.static.sites.sites import sites_with_nodes, table
 from auditor.static.source import Source
 
@@ -80,7 +79,7 @@ def _on_torch_distributed(node: ast.Call, bound: dict[str, str]) -> bool:
         return False
     if isinstance(node.args[1], ast.Constant):
         return False  # `getattr(dist, "send")`: the finder reads it
-    written = dotted(node.args[0]) or ""
+    written = dotted(node.args[0])
     head, _, rest = written.partition(".")
     target = bound.get(head, head) + (f".{rest}" if rest else "")
     return target in ("torch.distributed", "torch.distributed.distributed_c10d")
