@@ -142,14 +142,10 @@ def _width(node: ast.expr, scope: ast.AST) -> int | None:
 def _one_op_per_rank(alone: list[Site], root: Path, trees: dict[str, ast.Module | None]) -> bool:
     """Whether the reached own ops issued on its own are each on its own branch of one `if` (so a
     rank issues one of them) and each names a literal peer: a rank talks to one peer only."""
-    if not alone or len({s.path for s in alone}) != 1:
+    if not alone or len({s.path for s in alone}) != 1 or not all(_literal_peer(s) for s in alone):
         return False
     tree = _tree(alone[0], root, trees)
     if tree is None:
-        return False
-    calls = {s.line: c for c in ast.walk(tree) if isinstance(c, ast.Call) for s in alone
-             if c.lineno == s.line and (getattr(c.func, "attr", None) or getattr(c.func, "id", None)) == s.api}
-    if len(calls) != len(alone) or not all(_literal_peer(c) for c in calls.values()):
         return False
     if len(alone) == 1:
         return True
@@ -158,13 +154,11 @@ def _one_op_per_rank(alone: list[Site], root: Path, trees: dict[str, ast.Module 
     return None not in at and len(set(at)) == len(at) and len(alone) <= len(branches)
 
 
-def _literal_peer(call: ast.Call) -> bool:
-    """A literal peer on the default group (a group handed in may be one of several)."""
-    if len(call.args) > 2 or any(k.arg == "group" for k in call.keywords):
-        return False
-    peer = call.args[1] if len(call.args) > 1 else next(
-        (k.value for k in call.keywords if k.arg in ("dst", "src", "peer", "group_dst", "group_src")), None)
-    return isinstance(peer, ast.Constant) and isinstance(peer.value, int)
+def _literal_peer(site: Site) -> bool:
+    """A direct call (no alias, no reference) naming a literal peer on the default group, as the
+    site finder read its arguments (a group handed in may be one of several)."""
+    return site.form == "call" and site.via is None and site.group == "default" \
+        and site.peer is not None and site.peer.isdigit()
 
 
 def _branches(scope: ast.AST) -> list[tuple[int, int]]:
