@@ -41,7 +41,7 @@ from auditor.analysis.sitestatus import SiteStatus
 from auditor.config import own_p2p
 from auditor.config.entry_script import ANCESTORS, MAX_MODULES, iter_closure
 from auditor.config.effective import EffectiveConfig
-from auditor.config.entry_stack import LAUNCHERS, loads_code, modeled_packages, read_as_guess, starts_programs
+from auditor.config.entry_stack import LAUNCHERS, loads_code, modeled_roots, read_as_guess, starts_programs
 from auditor.config.expr import UNKNOWN
 from auditor.config.model import LaunchConfig
 from auditor.config.pyenv import located_stat
@@ -221,7 +221,7 @@ def _closure(script: Path, mtime_ns: int) -> tuple[list[Path], Commands, Command
     script, whichever releases the scan judges it on. A framework the script's checkout holds
     (Megatron-LM's megatron/) is not its own code: it is walked as a source (_local_sources),
     its plug-in loading not weighed, as a release's is."""
-    read = list(iter_closure(script, _frameworks()))
+    read = list(iter_closure(script, modeled_roots()))
     dynamic = rulebook.load(RULES).data["no_pipeline"]["dynamic"]
     if len(read) >= MAX_MODULES or any(loads_code(t, dynamic) or own_p2p.read(p.read_text(encoding="utf-8"), str(p)).issues
                                        for p, t in read):
@@ -262,15 +262,10 @@ def _local_sources(script: Path, closure: list[Path]) -> list[SourceSet]:
     # release stands in for in the scan, and megatron/inference, which no release ships): what
     # its imports run, first on sys.path, read as far as the walk goes.
     for i, root in enumerate(roots):
-        files = [p.relative_to(root).as_posix() for name in sorted(_frameworks()) if (root / name).is_dir()
+        files = [p.relative_to(root).as_posix() for name in sorted(modeled_roots()) if (root / name).is_dir()
                  for p in sorted((root / name).rglob("*.py"))][:SRC_FILES]
         out += [_folder(f"p2paudit-entry-framework-{i}", root, files)] if files else []
     return out
-
-
-def _frameworks() -> frozenset[str]:
-    """The top-level import packages of the stacks the rules model (entry_stack.modeled_packages)."""
-    return frozenset(m.split(".")[0] for m in modeled_packages())
 
 
 def _folder(name: str, root: Path, files: list[str]) -> SourceSet:
@@ -350,7 +345,7 @@ def own_unjudged(launch: LaunchConfig, own: tuple[str, str, str], site_docs: lis
     located = located_stat(launch)
     if located is None:
         return out
-    found, files = own_p2p.closure(located[0].path, located[1].st_mtime_ns, located[1].st_size, _frameworks())
+    found, files = own_p2p.closure(located[0].path, located[1].st_mtime_ns, located[1].st_size, modeled_roots())
     if found.computed:
         shown = ", ".join(f"{f}:{n} {t}" for f, n, t in found.computed)
         out.append(Finding(

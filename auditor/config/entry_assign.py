@@ -43,8 +43,8 @@ from auditor.config.entry_constructs import bound_from_framework, constructs
 from auditor.config.entry_library import library_imports, library_sizes, library_trees
 from auditor.config.entry_schedule import names_schedule
 from auditor.config.entry_script import MAX_MODULES, arg_value, argparse_options, calls, dotted, iter_closure, stores_of
+from auditor.config.entry_stack import modeled_roots
 from auditor.config.entry_stores import nested_attr_stores, opaque_keywords, unnamed_stores
-from auditor.config.entry_stack import modeled_packages
 from auditor.config.expr import UNKNOWN
 from auditor.config.model import LaunchConfig
 from auditor.config.pyenv import entry_tree
@@ -111,7 +111,7 @@ def loads_checkpoint(launch: LaunchConfig, loaders: list[str], params: list[str]
     entry, tree = read
     script = Path(entry.path)
     options = argparse_options(tree)
-    stop = frozenset(m.split(".")[0] for m in modeled_packages())
+    stop = modeled_roots()
     try:
         trees = list(iter_closure(script, stop))
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
@@ -288,7 +288,7 @@ def _written_elsewhere(script: Path, keys: list[str], options: dict[str, dict[st
     script did); every key where the closure cannot be read. An argparse value such a module
     stores (`args.pp = 2`) is marked `stored` in `options`: its flag does not decide it. `trees`
     gains each file of the closure read, the script first."""
-    stop = frozenset(m.split(".")[0] for m in modeled_packages())
+    stop = modeled_roots()
     out: dict[str, str] = {}
     fresh = False  # a local module's new object cannot be the script's provider (entry_constructs)
     try:
@@ -382,7 +382,7 @@ def _forward_only_calls(script: Path) -> tuple[list[tuple[Path, int]], int | Non
     param, step, count = rule["param"], rule["step"], rule["microbatches"]
     keys = (param, step, count)
     loops = _other_loops()
-    stop = frozenset(m.split(".")[0] for m in modeled_packages())
+    stop = modeled_roots()
     passed: list[tuple[Path, int]] = []
     counts: list[int | None] = []
     try:

@@ -39,7 +39,7 @@ from auditor.config.checkpoint_args import checkpoint_sizes
 from auditor.config.entry_schedule import names_no_schedule
 from auditor.config import own_p2p
 from auditor.config.entry_script import MAX_MODULES, iter_closure
-from auditor.config.entry_stack import modeled_packages
+from auditor.config.entry_stack import modeled_roots
 from auditor.config.flags import listed, normalise
 from auditor.config.model import LaunchConfig
 from auditor.config.no_training import may_set, ran_unseen
@@ -91,7 +91,7 @@ def _closure(launch: LaunchConfig) -> list[tuple[Path, ast.Module]] | None:
     read = entry_tree(launch)
     if read is None:
         return None
-    stop = frozenset(m.split(".")[0] for m in modeled_packages())
+    stop = modeled_roots()
     try:
         modules = list(iter_closure(Path(read[0].path), stop))
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from auditor import rulebook
 from auditor.config.entry_script import iter_closure
-from auditor.config.entry_stack import modeled_packages
+from auditor.config.entry_stack import modeled_roots
 from auditor.config.model import LaunchConfig
 from auditor.config.pyenv import located_stat
 
@@ -48,7 +48,7 @@ def _named(script: Path, mtime_ns: int) -> tuple[bool, str | None]:
     the schedule entry named). A name of an entry reached in a way not resolved here (a star
     import from the framework, an attribute of a framework module not known to hold it, a call of
     a name nothing in the file binds) is (False, None): not known to name none."""
-    stop = frozenset(m.split(".")[0] for m in modeled_packages())
+    stop = modeled_roots()
     try:
         return named_in(tree for _, tree in iter_closure(script, stop))
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):

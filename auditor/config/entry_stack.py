@@ -250,6 +250,12 @@ def modeled_packages() -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def modeled_roots() -> frozenset[str]:
+    """The top-level import packages of the stacks the rules model (`modeled_packages`): where a
+    reader of the entry's own code stops, their code being the framework's, not the entry's."""
+    return frozenset(m.split(".")[0] for m in modeled_packages())
+
+
 def unknown_stack(launch: LaunchConfig) -> None:
     """A `launch.unknown-stack` finding where the entry and its local modules import no stack the
     rules model and call no torch P2P themselves, but import a package neither `[no_pipeline]`

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from auditor import rulebook
 from auditor.config.entry_script import iter_closure, put_calls, uses_modules
-from auditor.config.entry_stack import LAUNCHERS, entry_read, modeled_packages, read_as_guess
+from auditor.config.entry_stack import LAUNCHERS, entry_read, modeled_roots, read_as_guess
 from auditor.config.own_p2p import OwnP2P
 from auditor.config.own_p2p import closure as own_closure
 from auditor.config.model import LaunchConfig
@@ -70,18 +70,13 @@ def _pipelining_use(path: str, modules: list[str], names: list[str]) -> tuple[st
     a local module it imports (entry_script.iter_closure, not into a framework the rules model):
     the schedule it builds there is the run's all the same."""
     try:
-        for module, tree in iter_closure(Path(path), _frameworks()):
+        for module, tree in iter_closure(Path(path), modeled_roots()):
             used = _first_use(tree, modules, names)
             if used is not None and uses_modules(tree, modules, names):
                 return str(module), used
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
         return None  # pyenv.read_entry says why the script is not read
     return None
-
-
-def _frameworks() -> frozenset[str]:
-    """The top-level import packages of the stacks the rules model (entry_stack.modeled_packages)."""
-    return frozenset(m.split(".")[0] for m in modeled_packages())
 
 
 def _first_use(tree: ast.Module, modules: list[str], names: list[str]) -> int | None:
@@ -115,7 +110,7 @@ def script_sources(launch: LaunchConfig, srcs: list[SourceSet]) -> list[SourceSe
     if own is not None:
         return [_own_source(here, own[1]), *srcs]
     try:  # the script's local modules too: a schedule built in one is walked into
-        return [_own_source(here, [p for p, _ in iter_closure(here, _frameworks())]), *srcs]
+        return [_own_source(here, [p for p, _ in iter_closure(here, modeled_roots())]), *srcs]
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
         return srcs
 
@@ -131,7 +126,7 @@ def own_p2p(launch: LaunchConfig) -> tuple[OwnP2P, list[Path]] | None:
 
 
 def _closure_p2p(path: str, mtime_ns: int, size: int) -> tuple[OwnP2P, list[Path]] | None:
-    found, files = own_closure(path, mtime_ns, size, _frameworks())
+    found, files = own_closure(path, mtime_ns, size, modeled_roots())
     return (found, files) if found.issues else None
 
 

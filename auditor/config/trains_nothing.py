@@ -43,7 +43,7 @@ from auditor.config.entry_imports import SearchRoot, entry_roots, missing_import
 from auditor.config.entry_inference import PP
 from auditor.config.entry_schedule import names_no_schedule
 from auditor.config.entry_script import ANCESTORS
-from auditor.config.entry_stack import modeled_packages
+from auditor.config.entry_stack import modeled_roots
 from auditor.config.model import LaunchConfig, Written
 from auditor.config.no_training import ran_unseen, reaches_no_loop
 from auditor.config.one_process import own_processes
@@ -70,7 +70,7 @@ def read_trains_nothing(launch: LaunchConfig) -> None:
         return
     entry = Path(located[0].path).resolve()
     steps = rulebook.load("stacks").data["training_step"]
-    own = frozenset(m.split(".")[0] for m in modeled_packages())
+    own = modeled_roots()
     read = reaches_no_loop(entry, own, steps)
     if read is None:
         return
