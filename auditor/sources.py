@@ -79,6 +79,15 @@ class SourceSet:
     def __post_init__(self) -> None:
         self.name = canonicalize_name(self.name)
 
+    @classmethod
+    def folder(cls, name: str, root: Path, origin: str, files: list[str]) -> SourceSet:
+        """A folder read as a sys.path entry (an entry script's own folder): its modules are named
+        as an import from it spells them (`utils`, `model.layers`), never under the folder's own
+        name, even where it holds an `__init__.py`."""
+        src = cls(name, None, "dir", root, origin, files)
+        src.__dict__["is_package_dir"] = False  # the cached_property, fixed
+        return src
+
     def module_name(self, relpath: str) -> str:
         parts = relpath[:-3].split("/") if relpath.endswith(".py") else relpath.split("/")
         if parts and parts[-1] == "__init__":

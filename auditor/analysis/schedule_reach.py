@@ -250,28 +250,22 @@ def _local_sources(script: Path, closure: list[Path]) -> list[SourceSet]:
     out = []
     for i, root in enumerate(roots):
         files = sorted(p.relative_to(root).as_posix() for p in closure if p.is_relative_to(root))
-        out += [_folder(f"p2paudit-entry-{i}", root, files)] if files else []
+        out += [SourceSet.folder(f"p2paudit-entry-{i}", root, str(root), files)] if files else []
     # A checkout's own package in the src layout (Megatron-Bridge's src/megatron/bridge), which
     # the run imports once the checkout is installed (`uv run`, `pip install -e .`).
     for i, root in enumerate(roots):
         src = root / "src"
         if src.is_dir() and not src.is_relative_to(script.parent):
             files = sorted(p.relative_to(src).as_posix() for p in src.rglob("*.py"))[:SRC_FILES]
-            out += [_folder(f"p2paudit-entry-src-{i}", src, files)] if files else []
+            out += [SourceSet.folder(f"p2paudit-entry-src-{i}", src, str(src), files)] if files else []
     # The checkout of a framework the entry runs from (Megatron-LM's megatron/, whose core the
     # release stands in for in the scan, and megatron/inference, which no release ships): what
     # its imports run, first on sys.path, read as far as the walk goes.
     for i, root in enumerate(roots):
         files = [p.relative_to(root).as_posix() for name in sorted(modeled_roots()) if (root / name).is_dir()
                  for p in sorted((root / name).rglob("*.py"))][:SRC_FILES]
-        out += [_folder(f"p2paudit-entry-framework-{i}", root, files)] if files else []
+        out += [SourceSet.folder(f"p2paudit-entry-framework-{i}", root, str(root), files)] if files else []
     return out
-
-
-def _folder(name: str, root: Path, files: list[str]) -> SourceSet:
-    src = SourceSet(name, None, "dir", root, str(root), files)
-    src.__dict__["is_package_dir"] = False  # module names as the import spells them
-    return src
 
 
 def _certain(interp: Interpreter, stops: frozenset[str], program: Program) -> bool:

@@ -135,9 +135,7 @@ def _own_source(script: Path, files: list[Path]) -> SourceSet:
     named as the import spells it (`utils`, `model.layers`)."""
     root = script.parent
     listed = sorted({p.resolve().relative_to(root).as_posix() for p in files if p.resolve().is_relative_to(root)})
-    src = SourceSet(script.stem, None, "dir", root, str(script), listed)
-    src.__dict__["is_package_dir"] = False
-    return src
+    return SourceSet.folder(script.stem, root, str(script), listed)
 
 
 def own_entry(launch: LaunchConfig) -> tuple[str, str, str] | None:
