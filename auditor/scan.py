@@ -444,7 +444,7 @@ def _scan_one(inputs: ScanInputs, read: tuple[LaunchConfig, list[SourceSet]]) ->
     site_docs = [site_doc(s, results[s.id], effective, unbatched[s.id], keys[s.id], needs)
                  for s in sites]
     # the entry's own ops: judged on what its code does (analysis.own_sites), not on batch_p2p_comm
-    own_root = next((s.root for s in srcs if own is not None and s.name == own[1]), None)
+    own_root = next((s.root for s in srcs if own is not None and s.name == canonicalize_name(own[1])), None)
     own_docs = [d for d in site_docs if own is not None and own_root is not None
                 and d["package"] == canonicalize_name(own[1])]
     own_findings = [] if own_root is None else own_sites.judge(own_docs, {s.id: s for s in sites}, own_root,
