@@ -46,3 +46,20 @@ def test_each_command_starts_an_empty_set_and_notes_reads_elsewhere(tmp_path: Pa
     assert reads.input_named(str(trace)) is None
     reads.note(trace)  # read by a rank, in another process
     assert reads.input_named(str(trace)) == str(trace)
+
+
+def test_a_listed_folder_holds_every_path_below_it(tmp_path: Path) -> None:
+    """A folder read by listing it (a trace) is an input as a whole: a file written inside it,
+    at any depth and by any spelling, would join it."""
+    trace = tmp_path / "trace"
+    (trace / "sub").mkdir(parents=True)
+    (tmp_path / "alias").symlink_to(trace)
+    reads.watch()
+    assert reads.folder_holding(trace / "rank-9.jsonl") is None  # not read yet
+    reads.note_folder(trace)
+    for path in (trace / "rank-9.jsonl", trace / "sub" / "new" / "x.json", tmp_path / "alias" / "r.json",
+                 trace / ".." / "trace" / "r.json", trace):
+        assert reads.folder_holding(path) == str(trace)
+    assert reads.folder_holding(tmp_path / "report.json") is None
+    reads.watch()  # the next command
+    assert reads.folder_holding(trace / "rank-9.jsonl") is None

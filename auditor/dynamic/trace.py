@@ -34,6 +34,7 @@ from auditor.dynamic.rankfile import (
     no_constant,
     rank_trace,
 )
+from auditor import reads
 from auditor.errors import InputError
 
 RANK_FILE = re.compile(r"^rank-(\d+)(?:\.(\d+))?\.jsonl$")
@@ -258,6 +259,7 @@ def rank_files(root: Path) -> list[tuple[Path, int]]:
     if not root.is_dir():
         raise InputError(str(root), f"a file, not a trace directory: give {root.parent}" if root.is_file()
                          else "no such trace directory")
+    reads.note_folder(root)  # a file written inside it would join the trace
     files = [(f, int(m.group(1))) for f in sorted(root.iterdir())
              if (m := RANK_FILE.match(f.name)) and f.is_file()]
     if not files:

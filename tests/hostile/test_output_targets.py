@@ -186,9 +186,35 @@ def test_report_refuses_its_scan_document_and_a_trace_file(tmp_path, toy, capsys
         assert code == EXIT_INPUT
         assert "is an input" in one_error_line(capsys)
         assert out.read_bytes() == before
-    # a new file in the trace directory is no input
-    assert cli.main(["report", "--scan", str(doc), "--trace", str(trace), "--format", "json",
-                     "-o", str(trace / "report.json")]) == 0
+
+
+@pytest.mark.parametrize("name", ["rank-9.jsonl", "report.json", "../trace/rank-1.7.jsonl"])
+def test_report_never_adds_a_file_to_its_trace_folder(tmp_path, capsys, name):
+    """`report --trace T -o T/rank-9.jsonl` wrote a new file into the folder it reads: the next
+    `report --trace T` failed on it (or, a JSON document named as a rank, read it as one). Any
+    new file inside a folder the command lists is refused, by any spelling, before writing."""
+    trace = Path(shutil.copytree(PIPELINE, tmp_path / "trace"))
+    before = sorted(p.name for p in trace.iterdir())
+    code = cli.main(["report", "--trace", str(trace), "--format", "json", "-o", str(trace / name)])
+    assert code == EXIT_INPUT
+    line = one_error_line(capsys)
+    assert name in line and f"is inside {trace}" in line
+    assert sorted(p.name for p in trace.iterdir()) == before
+    assert cli.main(["report", "--trace", str(trace), "--format", "json",
+                     "-o", str(tmp_path / "report.json")]) == 0  # beside it: written
+
+
+def test_export_and_flight_recorder_never_write_into_their_input_folder(tmp_path, capsys):
+    pytest.importorskip("pyarrow")
+    trace = Path(shutil.copytree(PIPELINE, tmp_path / "trace"))
+    assert cli.main(["export", str(trace), "-o", str(trace / "tables")]) == EXIT_INPUT
+    assert "is inside" in one_error_line(capsys) and not (trace / "tables").exists()
+    dumps = Path(shutil.copytree(ROOT / "tests" / "fr_dumps" / "gloo-clean" / "json", tmp_path / "fr"))
+    before = sorted(p.name for p in dumps.rglob("*"))
+    assert cli.main(["report", "--flight-recorder", str(dumps), "--format", "json",
+                     "-o", str(dumps / "report-1.json")]) == EXIT_INPUT
+    assert "is inside" in one_error_line(capsys)
+    assert sorted(p.name for p in dumps.rglob("*")) == before
 
 
 def test_diff_refuses_either_document(tmp_path, toy, capsys):
