@@ -260,6 +260,8 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
     if status in ("clean", "findings") and scanned and torch is not None and torch.version is None \
             and torch.releases:
         head += f" {across_words(list(torch.releases), torch.why_across or 'none stated')}."
+    elif status in ("clean", "findings") and scanned and torch is not None and torch.by_range:
+        head += f" Torch {torch.version}: {torch.by_range}."  # a release the rules do not list
     release_basis = run.release_basis or {}
     if status in ("clean", "findings") and release_basis.get("free"):
         head += f" {releases_words(release_basis)}."
