@@ -117,8 +117,8 @@ class TraceWriter:
 
     def fail(self, exc: BaseException) -> None:
         """Stop recording in this process, say so once, leave the program be: the trace's
-        filesystem is full (a last `off` line says so, in the room `MappedFile` kept for it), or
-        the recorder hit an internal error."""
+        filesystem is full or the file reached the process's `ulimit -f` (a last `off` line says
+        which, in the room `MappedFile` kept for it), or the recorder hit an internal error."""
         if not self.on:
             return
         self.on = False
@@ -129,8 +129,8 @@ class TraceWriter:
             print(f"p2paudit record: warning: the trace's {full}{where}: recording "
                   f"stopped in this process ({self.path or self.directory} holds what was "
                   f"written); the run goes on", file=sys.stderr, flush=True)
-            error = FILE_LIMIT if limit else DISK_FULL  # reason "disk full": no room, either way
-            body = f'"api":"recorder","phase":"off","error":"{error}","reason":"disk full"'
+            error, reason = (FILE_LIMIT, "file size limit") if limit else (DISK_FULL, "disk full")
+            body = f'"api":"recorder","phase":"off","error":"{error}","reason":"{reason}"'
         else:  # an OSError here is the trace's folder or file, not the recorder (read-only, gone)
             what = "warning: cannot write the trace" if isinstance(exc, OSError) else "internal error"
             print(f"p2paudit record: {what}{where}, recording stopped in this process: "

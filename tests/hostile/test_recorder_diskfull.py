@@ -142,7 +142,7 @@ def test_a_file_size_limit_stops_the_trace_and_reads_incomplete(tmp_path: Path) 
     assert done.stderr.count("file size limit (ulimit -f) (rank") == 2, done.stderr
     for rank in (0, 1):
         stop = json.loads((out / f"rank-{rank}.jsonl").read_text().splitlines()[-1])
-        assert stop["phase"] == "off" and stop["reason"] == "disk full"
+        assert stop["phase"] == "off" and stop["reason"] == "file size limit"
         assert "file size limit" in stop["error"]
     status, joined, _ = report_json(tmp_path, out)
     head = joined["verdict"]["headline"]
