@@ -10,21 +10,25 @@ them all, whoever reads. A file opened to be created or written is not an input.
 outside this process; `input_named()` answers whether a path is the same file as any of them
 (same device and inode: through symbolic links, hard links and relative spellings).
 
-A folder read by listing it (a trace's rank files, Flight Recorder dumps, a folder of NCCL logs)
-is an input as a whole: a file written anywhere inside it joins what the next run of the command
-reads (a report named rank-9.jsonl becomes a rank). Its reader says so (`note_folder()`); the
-audit events of listing are not used, as imports list every folder on sys.path.
-`folder_holding()` answers whether a path lies inside one.
+A folder read by listing it is an input where its reader would pick a new file up: a file
+written there joins what the next run of the command reads (a report named rank-9.jsonl becomes
+a rank). A trace reads the rank-N.jsonl and hang-rank-N.json at its top level, a folder of NCCL
+logs every file at its top level, a Flight Recorder folder every file at any depth (torch's
+reader walks subfolders). Its reader says so (`note_folder()`, with what it picks up); the audit
+events of listing are not used, as imports list every folder on sys.path. `folder_holding()`
+answers whether a path lies where one would read it.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 _opened: set[str] | None = None  # absolute paths; None: not watching
-_folders: set[str] = set()  # absolute paths of the folders read by listing them
+# absolute paths of the folders read by listing them -> (read at any depth, the names it reads)
+_folders: dict[str, tuple[bool, Callable[[str], bool]]] = {}
 _hooked = False
 _WRITE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 
@@ -62,15 +66,18 @@ def note(path: str | os.PathLike[str]) -> None:
         _opened.add(os.path.abspath(os.fspath(path)))
 
 
-def note_folder(path: str | os.PathLike[str]) -> None:
-    """A folder this command reads every (matching) file of: nothing may be written inside it."""
+def note_folder(path: str | os.PathLike[str], deep: bool = False,
+                picks: Callable[[str], bool] = lambda name: True) -> None:
+    """A folder this command reads by listing it: the files named as `picks` accepts at its top
+    level, or (`deep`) every file at any depth. No output may be written where it would read."""
     if _opened is not None:
-        _folders.add(os.path.abspath(os.fspath(path)))
+        _folders[os.path.abspath(os.fspath(path))] = (deep, picks)
 
 
-def folder_holding(path: str | os.PathLike[str]) -> str | None:
-    """The input folder (as noted) that `path` lies inside at any depth, or is, or None. Matched
-    by device and inode along `path`'s existing ancestors: through links and other spellings."""
+def folder_holding(path: str | os.PathLike[str]) -> tuple[str, bool] | None:
+    """(the input folder as noted, whether it is read at any depth) where its reader would read
+    `path` (or `path` is that folder), else None. Matched by device and inode along `path`'s
+    existing ancestors: through links and other spellings."""
     if not _folders:
         return None
     stats: dict[tuple[int, int], str] = {}
@@ -80,18 +87,22 @@ def folder_holding(path: str | os.PathLike[str]) -> str | None:
         except OSError:
             continue
         stats.setdefault((st.st_dev, st.st_ino), folder)
-    here = os.path.realpath(os.fspath(path))  # real ancestors: `..` after a link goes where it leads
+    target = os.path.realpath(os.fspath(path))  # real ancestors: `..` after a link goes where it leads
+    here, depth = target, 0
     while True:
         try:
             st = os.stat(here)
-            if (st.st_dev, st.st_ino) in stats:
-                return stats[(st.st_dev, st.st_ino)]
+            noted = stats.get((st.st_dev, st.st_ino))
+            if noted is not None:
+                deep, picks = _folders[noted]
+                if depth == 0 or deep or depth == 1 and picks(os.path.basename(target)):
+                    return noted, deep
         except OSError:
             pass
         up = os.path.dirname(here)
         if up == here:
             return None
-        here = up
+        here, depth = up, depth + 1
 
 
 def input_named(path: str) -> str | None:

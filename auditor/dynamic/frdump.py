@@ -123,7 +123,7 @@ def read_dumps(path: str | os.PathLike[str]) -> tuple[list[Dump], list[str]]:
         raise InputError(str(root), "no such Flight Recorder dump directory")
     dumps: dict[int, Dump] = {}
     notes: list[str] = []
-    reads.note_folder(root)  # every file below it is read: nothing may be written there
+    reads.note_folder(root, deep=True)  # every file below it is read: nothing may be written there
     for file in sorted(root.rglob("*")):  # torch's reader walks subdirectories too
         name = file.relative_to(root).as_posix()
         if any(part.startswith(".") for part in file.relative_to(root).parts) or not file.is_file():
