@@ -12,8 +12,10 @@
 - A release the rules do not list (2.10.1, wherever it is stated: --torch, a pin, an image's
   build) is judged by the rules' ranges, and the header says so (`by_range`: "judged as 2.10.x
   by range >= 2.10, < 2.11" for a patch on a listed line). Where no variant of a rule admits it
-  (older or newer than the ranges reach), that rule's setting is unknown and the verdict names
-  --torch X.Y.Z (config.derive's outside-the-rules unknowns).
+  (older than the ranges reach), that rule's setting is unknown and the verdict names
+  --torch X.Y.Z (config.derive's outside-the-rules unknowns). One newer than every listed
+  release is judged by no range (rulebook.files: nobody checked the open-ended ones against it):
+  every setting that depends on the release is unknown, and the header says that.
 
 The torch installed where p2paudit runs never decides: it is this machine's build (a `+cpu`
 build on a laptop), not evidence of the cluster's. A note names it with the `--torch` that
@@ -162,8 +164,11 @@ def by_range(releases: tuple[str, ...]) -> str:
     if known[0] < v < known[-1] and any(k.release[:2] == (major, minor) and k < v for k in known):
         return (f"not a release the rules list; judged as {major}.{minor}.x by range "
                 f">= {major}.{minor}, < {major}.{minor + 1}")
-    where = ("newer than every release the rules list" if v > known[-1] else
-             "older than every release the rules list" if v < known[0] else
+    if Version(v.base_version) > known[-1]:  # rulebook.files: no open-ended range was checked
+        return (f"newer than every release the rules list ({span(listed)}): no rule's range "
+                "was checked against it, so every setting that depends on the torch release is "
+                "unknown (--torch X.Y.Z gives a listed release)")
+    where = ("older than every release the rules list" if v < known[0] else
              "on a line no release the rules list is on")
     return (f"{where} ({span(listed)}): judged by the rules' ranges; what none admits is "
             "unknown (--torch X.Y.Z gives a listed release)")

@@ -95,6 +95,12 @@ def test_beyond_the_listed_releases_is_said_and_left_unknown(version, side, monk
     basis, launch = stated_as("pip", version, monkeypatch)
     assert basis.by_range.startswith(f"{side} than every release the rules list (2.7.0-")
     assert "--torch X.Y.Z" in basis.by_range
+    # newer: rulebook.files reads no range for it (nobody checked the open-ended ones), so
+    # saying "judged by the rules' ranges" was untrue; older: the ranges do judge it
+    judged = "judged by the rules' ranges" in basis.by_range
+    assert judged is (side == "older"), basis.by_range
+    assert ("every setting that depends on the torch release is unknown" in basis.by_range) \
+        is (side == "newer")
     config = derive(launch, STACK, None, None)
     assert f"torch {version}" in config.outside_rules
 
