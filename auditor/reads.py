@@ -9,15 +9,26 @@ them all, whoever reads. A file opened to be created or written is not an input.
 `watch()` starts a command's set (the CLI calls it once per command); `note()` adds a path read
 outside this process; `input_named()` answers whether a path is the same file as any of them
 (same device and inode: through symbolic links, hard links and relative spellings).
+
+A folder read by listing it is an input where its reader would pick a new file up: a file
+written there joins what the next run of the command reads (a report named rank-9.jsonl becomes
+a rank). A trace reads the rank-N.jsonl and hang-rank-N.json at its top level, a folder of NCCL
+logs every file at its top level, a Flight Recorder folder every file at any depth (torch's
+reader walks subfolders). Its reader says so (`note_folder()`, with what it picks up); the audit
+events of listing are not used, as imports list every folder on sys.path. `folder_holding()`
+answers whether a path lies where one would read it.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 _opened: set[str] | None = None  # absolute paths; None: not watching
+# absolute paths of the folders read by listing them -> (read at any depth, the names it reads)
+_folders: dict[str, tuple[bool, Callable[[str], bool]]] = {}
 _hooked = False
 _WRITE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 
@@ -43,6 +54,7 @@ def watch() -> None:
     """Start an empty set of the files read from now on."""
     global _opened, _hooked
     _opened = set()
+    _folders.clear()
     if not _hooked:
         sys.addaudithook(_on_event)  # hooks cannot be removed: one, installed once
         _hooked = True
@@ -52,6 +64,45 @@ def note(path: str | os.PathLike[str]) -> None:
     """A file this command reads in another process (a worker, a rank), or reads later."""
     if _opened is not None:
         _opened.add(os.path.abspath(os.fspath(path)))
+
+
+def note_folder(path: str | os.PathLike[str], deep: bool = False,
+                picks: Callable[[str], bool] = lambda name: True) -> None:
+    """A folder this command reads by listing it: the files named as `picks` accepts at its top
+    level, or (`deep`) every file at any depth. No output may be written where it would read."""
+    if _opened is not None:
+        _folders[os.path.abspath(os.fspath(path))] = (deep, picks)
+
+
+def folder_holding(path: str | os.PathLike[str]) -> tuple[str, bool] | None:
+    """(the input folder as noted, whether it is read at any depth) where its reader would read
+    `path` (or `path` is that folder), else None. Matched by device and inode along `path`'s
+    existing ancestors: through links and other spellings."""
+    if not _folders:
+        return None
+    stats: dict[tuple[int, int], str] = {}
+    for folder in sorted(_folders):
+        try:
+            st = os.stat(folder)
+        except OSError:
+            continue
+        stats.setdefault((st.st_dev, st.st_ino), folder)
+    target = os.path.realpath(os.fspath(path))  # real ancestors: `..` after a link goes where it leads
+    here, depth = target, 0
+    while True:
+        try:
+            st = os.stat(here)
+            noted = stats.get((st.st_dev, st.st_ino))
+            if noted is not None:
+                deep, picks = _folders[noted]
+                if depth == 0 or deep or depth == 1 and picks(os.path.basename(target)):
+                    return noted, deep
+        except OSError:
+            pass
+        up = os.path.dirname(here)
+        if up == here:
+            return None
+        here, depth = up, depth + 1
 
 
 def input_named(path: str) -> str | None:

@@ -46,3 +46,26 @@ def test_each_command_starts_an_empty_set_and_notes_reads_elsewhere(tmp_path: Pa
     assert reads.input_named(str(trace)) is None
     reads.note(trace)  # read by a rank, in another process
     assert reads.input_named(str(trace)) == str(trace)
+
+
+def test_a_listed_folder_holds_what_its_reader_picks_up(tmp_path: Path) -> None:
+    """A folder read by listing it (a trace) is an input where its reader would pick a new file
+    up, by any spelling: at its top level under the names it reads, or at any depth for a
+    folder read with every folder below it (Flight Recorder dumps)."""
+    trace, dumps = tmp_path / "trace", tmp_path / "fr"
+    (trace / "sub").mkdir(parents=True)
+    (dumps / "sub").mkdir(parents=True)
+    (tmp_path / "alias").symlink_to(trace)
+    reads.watch()
+    assert reads.folder_holding(trace / "rank-9.jsonl") is None  # not read yet
+    reads.note_folder(trace, picks=lambda name: name.startswith("rank-"))
+    reads.note_folder(dumps, deep=True)
+    for path in (trace / "rank-9.jsonl", tmp_path / "alias" / "rank-1.jsonl",
+                 trace / ".." / "trace" / "rank-2.jsonl", trace):
+        assert reads.folder_holding(path) == (str(trace), False)
+    for path in (trace / "report.json", trace / "sub" / "rank-9.jsonl", tmp_path / "report.json"):
+        assert reads.folder_holding(path) is None
+    for path in (dumps / "report.json", dumps / "sub" / "new" / "x.json"):
+        assert reads.folder_holding(path) == (str(dumps), True)
+    reads.watch()  # the next command
+    assert reads.folder_holding(trace / "rank-9.jsonl") is None

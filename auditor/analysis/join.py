@@ -93,6 +93,21 @@ def join(
     by_id = {s["id"]: s for s in sites}
     # No target: no scan was given (report --trace alone), so nothing fired "outside" it.
     misses = _misses(uses, mapped, by_id, sites, doc["targets"]) if doc.get("targets") else []
+    waitfor = {"hang": model.hang, "conditions": model.conditions.to_json(),
+               "cycle": model.cycle, "blocked": model.blocked, "replayed_ops": replayed,
+               "mismatched_pairs": model.mismatched_pairs,
+               "count_mismatches": model.count_mismatches,
+               "complete": replayed == sum(rt.ops for rt in trace.ranks.values()),
+               "run_completed": completed, "deadlock": deadlock.to_json()}
+    cut = {str(r): f"{rt.path.name}:{rt.stopped_line}" for r, rt in trace.ranks.items()
+           if rt.stopped is not None}
+    if cut:
+        # A rank's file ends where its recorder stopped (a full disk, ulimit -f), mid-batch as
+        # often as not: the replay sees that end as the rank waiting there, and an exchange cut
+        # on one side as unequal counts. Past the shortest common recorded prefix nothing is
+        # evidence, so neither the replay's cycle nor its count check speaks (a send/receive
+        # pair whose sides were both recorded still does: FIFO pairing of prefixes is exact).
+        waitfor.update(hang=None, cycle="", blocked=[], count_mismatches=[], recording_stopped=cut)
     run: dict[str, Any] = {
         "trace": _trace_summary(trace),
         "matched": dict(Counter(how.values())),
@@ -100,12 +115,7 @@ def join(
         "unfired": _unfired(sites, trace),
         "unresolved": _unresolved(sites),
         "pairs": _pairs(trace, nccl_like),
-        "waitfor": {"hang": model.hang, "conditions": model.conditions.to_json(),
-                    "cycle": model.cycle, "blocked": model.blocked, "replayed_ops": replayed,
-                    "mismatched_pairs": model.mismatched_pairs,
-                    "count_mismatches": model.count_mismatches,
-                    "complete": replayed == sum(rt.ops for rt in trace.ranks.values()),
-                    "run_completed": completed, "deadlock": deadlock.to_json()},
+        "waitfor": waitfor,
         "timeline": _timeline(trace, model),
         "undecided": undecided_evidence(trace),
     }

@@ -36,7 +36,8 @@ def simulation_verdict(sim: dict[str, Any]) -> RunVerdict:
     if sim.get("not_run") == "incomplete":
         return RunVerdict("inconclusive", f"INCONCLUSIVE: {sim['hypothetical']}",
                           [Undecided("whether this order hangs (its trace is incomplete)",
-                                     "--trace-dir on a filesystem with room (df -h)")])
+                                     "--trace-dir on a filesystem with room (df -h), in a "
+                                     "shell without a file size limit (ulimit -f)")])
     problems = []
     deadlock = sim.get("deadlock")
     if sim["unpredicted"]:

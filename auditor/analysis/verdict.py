@@ -260,6 +260,8 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
     if status in ("clean", "findings") and scanned and torch is not None and torch.version is None \
             and torch.releases:
         head += f" {across_words(list(torch.releases), torch.why_across or 'none stated')}."
+    elif status in ("clean", "findings") and scanned and torch is not None and torch.by_range:
+        head += f" Torch {torch.version}: {torch.by_range}."  # a release the rules do not list
     release_basis = run.release_basis or {}
     if status in ("clean", "findings") and release_basis.get("free"):
         head += f" {releases_words(release_basis)}."
@@ -280,7 +282,9 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
         head += f" Start-up: {len(startup)} check(s) not decided, listed below (whether the run starts)."
     if advisory and status != "findings":
         head += f" Warnings: {len(advisory)} check(s) not decided, listed below (whether they warn)."
-    deadlock = ((doc.get("run") or {}).get("waitfor") or {}).get("deadlock")
+    waitfor = (doc.get("run") or {}).get("waitfor") or {}
+    # A trace cut where a recorder stopped: the order's replay speaks of no run (analysis.join).
+    deadlock = None if waitfor.get("recording_stopped") else waitfor.get("deadlock")
     return RunVerdict(status, head, undecided, len(bad), len(errors), len(quiet), deadlock, startup,
                       causes, advisory)
 

@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from auditor.commands.output import refuse_input
 from auditor.errors import EXIT_OK
 from auditor.report.parquet import write_tables
 from auditor.simulate import machine
@@ -28,7 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     out = Path(args.output)
     ops, files = write_tables(args.trace, out, args.jobs,
-                              lambda note: print(f"p2paudit export: {note}", file=sys.stderr))
+                              lambda note: print(f"p2paudit export: {note}", file=sys.stderr),
+                              refuse_input)
     print(f"p2paudit export: {ops} ops of {files} rank file(s) -> {out / 'ops.parquet'}, "
           f"{out / 'groups.parquet'}", file=sys.stderr)
     return EXIT_OK

@@ -46,13 +46,28 @@ def emit(text: str, path: str | None) -> None:
     if st is not None and not stat.S_ISREG(st.st_mode) or _special(path):
         _write_through(text, path)
         return
+    refuse_input(path)
+    refuse_link(path)
+    replace_file(text, os.path.realpath(path), path, st)  # realpath: a folder on the way may be a link
+
+
+def refuse_input(path: str) -> None:
+    """The one check that an output path is none of the command's inputs: a file it read (writing
+    there would destroy it), or a path where a folder it read by listing would pick it up (a
+    rank-N.jsonl in a trace folder: the file would join the input the next run reads, a report
+    taken for a rank)."""
     seen = reads.input_named(path)
     if seen is not None:
         alias = "" if seen == os.path.abspath(path) else f" (the same file as {seen})"
         raise InputError(path, f"is an input of this command{alias}: writing the output there "
                                "would destroy it; give -o another file")
-    refuse_link(path)
-    replace_file(text, os.path.realpath(path), path, st)  # realpath: a folder on the way may be a link
+    held = reads.folder_holding(path)
+    if held is not None:
+        folder, deep = held
+        where = (f"is inside {folder}, a folder this command reads with every folder below it"
+                 if deep else f"is in {folder}, whose files named so this command reads")
+        raise InputError(path, f"{where}: a file written there joins the input the next run "
+                               "reads; give -o a path outside it")
 
 
 def refuse_link(path: str) -> None:

@@ -117,6 +117,7 @@ def derive(
     merged.torch_releases = basis.releases
     merged.torch_origin = basis.origin
     merged.torch_why_across = basis.why_across
+    merged.torch_by_range = basis.by_range
     merged.torch_stated = basis.version
     if basis.across:
         merged.versions["torch"] = None

@@ -52,6 +52,7 @@ class EffectiveConfig:
     torch_origin: str = ""
     torch_stated: str | None = None  # None: no release stated, judged across torch_releases
     torch_why_across: str = ""  # why judged across torch_releases (TorchBasis.why_across)
+    torch_by_range: str = ""  # an unlisted release decided by the rules' ranges (TorchBasis.by_range)
     # derived key -> the unknown inputs its unknown value rests on (what `--set` decides it)
     unknown_inputs: dict[str, list[str]] = field(default_factory=dict)
 
@@ -76,7 +77,7 @@ class EffectiveConfig:
                                      v.provenance, v.source, v.history)
                     for k, v in sorted(self.values.items())}
         torch = TorchJudged(self.torch_stated, self.torch_releases, self.torch_origin,
-                            self.torch_why_across)
+                            self.torch_why_across, self.torch_by_range)
         return RunConfig(settings, dict(self.versions), list(self.undecided),
                          {k: list(v) for k, v in self.outside_rules.items()}, list(self.notes),
                          torch, needs, inputs_order=tuple(self.unknown_inputs))

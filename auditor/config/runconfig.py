@@ -65,10 +65,12 @@ class TorchJudged:
     releases: tuple[str, ...]
     origin: str
     why_across: str = ""
+    by_range: str = ""  # `version` is not a listed release: how the rules' ranges judge it
 
     def to_json(self) -> dict[str, Any]:
         return {"version": self.version, "releases": list(self.releases), "origin": self.origin,
-                **({"why_across": self.why_across} if self.why_across else {})}
+                **({"why_across": self.why_across} if self.why_across else {}),
+                **({"by_range": self.by_range} if self.by_range else {})}
 
 
 @dataclass
@@ -142,7 +144,8 @@ class RunConfig:
                                           tuple(history.get(key, ())))
         basis = config.get("torch_basis")
         torch = TorchJudged(basis.get("version"), tuple(basis.get("releases", ())),
-                            basis.get("origin", ""), basis.get("why_across", "")) if basis else None
+                            basis.get("origin", ""), basis.get("why_across", ""),
+                            basis.get("by_range", "")) if basis else None
         return cls(settings, dict(config.get("versions") or {}), list(config.get("undecided") or []),
                    {k: list(v) for k, v in (config.get("outside_rules") or {}).items()},
                    list(config.get("notes") or []), torch,

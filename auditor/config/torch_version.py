@@ -9,6 +9,13 @@
 - Nothing stated (or only an image no rule maps): every release of rules/torch.toml
   `[framework] releases`; what they all agree on is decided, the rest is unknown, naming the
   releases that differ.
+- A release the rules do not list (2.10.1, wherever it is stated: --torch, a pin, an image's
+  build) is judged by the rules' ranges, and the header says so (`by_range`: "judged as 2.10.x
+  by range >= 2.10, < 2.11" for a patch on a listed line). Where no variant of a rule admits it
+  (older than the ranges reach), that rule's setting is unknown and the verdict names
+  --torch X.Y.Z (config.derive's outside-the-rules unknowns). One newer than every listed
+  release is judged by no range (rulebook.files: nobody checked the open-ended ones against it):
+  every setting that depends on the release is unknown, and the header says that.
 
 The torch installed where p2paudit runs never decides: it is this machine's build (a `+cpu`
 build on a laptop), not evidence of the cluster's. A note names it with the `--torch` that
@@ -20,6 +27,8 @@ from __future__ import annotations
 import importlib.metadata
 import re
 from dataclasses import dataclass
+
+from packaging.version import Version
 
 from auditor.config.model import LaunchConfig
 from auditor.config.versions import read_release, shown
@@ -54,6 +63,7 @@ class TorchBasis:
     origin: str  # the provenance sentence of torch_version
     notes: tuple[str, ...] = ()
     why_across: str = ""  # where judged across releases, why in a few words (the header's)
+    by_range: str = ""  # a release the rules do not list, decided by their ranges: how (the header's)
 
     @property
     def across(self) -> bool:
@@ -124,6 +134,7 @@ def resolve(explicit: str | None, launch: LaunchConfig) -> TorchBasis:
     disagree = "; ".join(f"torch {s.version} ({s.where})" for s in known)
     notes.append(f"the script states different torch builds: {disagree}; each is evaluated, and "
                  "what they disagree on is unknown (--torch X.Y.Z decides)")
+    notes += [f"torch {v}: {u}" for v in distinct if (u := by_range(_releases(v)))]
     return TorchBasis(None, releases, f"the script states {len(distinct)} torch builds: "
                       f"{', '.join(distinct)}; --torch X.Y.Z gives the cluster's", tuple(notes),
                       f"the script states {len(distinct)} builds")
@@ -131,9 +142,36 @@ def resolve(explicit: str | None, launch: LaunchConfig) -> TorchBasis:
 
 def _one(version: str, origin: str, notes: list[str]) -> TorchBasis:
     reading = read_release(version, f"torch version ({origin})")
-    origin = f"torch {version} ({origin})" + (f"; {reading.note}" if reading.note else "")
+    unlisted = by_range(reading.releases)
+    said = [w for w in (reading.note, unlisted) if w]
+    origin = f"torch {version} ({origin})" + "".join(f"; {w}" for w in said)
     notes += [reading.note] if not reading.exact else []
-    return TorchBasis(version, reading.releases, origin, tuple(notes))
+    notes += [f"torch {version}: {unlisted}"] if unlisted else []
+    return TorchBasis(version, reading.releases, origin, tuple(notes), by_range=unlisted)
+
+
+def by_range(releases: tuple[str, ...]) -> str:
+    """How a release rules/torch.toml does not list is judged, in words; "" where it is listed
+    (a pre-release build's earlier line, read as X.Y.99, is judged by range on purpose: its own
+    note says so). Either way its rules are those whose ranges admit it: one that admits no
+    variant leaves its setting unknown (config.derive: outside the releases the rules cover)."""
+    listed = covered_releases()
+    release = releases[-1]
+    if not listed or release in listed:
+        return ""
+    v, known = Version(release), [Version(r) for r in listed]
+    major, minor = v.release[:2]
+    if known[0] < v < known[-1] and any(k.release[:2] == (major, minor) and k < v for k in known):
+        return (f"not a release the rules list; judged as {major}.{minor}.x by range "
+                f">= {major}.{minor}, < {major}.{minor + 1}")
+    if Version(v.base_version) > known[-1]:  # rulebook.files: no open-ended range was checked
+        return (f"newer than every release the rules list ({span(listed)}): no rule's range "
+                "was checked against it, so every setting that depends on the torch release is "
+                "unknown (--torch X.Y.Z gives a listed release)")
+    where = ("older than every release the rules list" if v < known[0] else
+             "on a line no release the rules list is on")
+    return (f"{where} ({span(listed)}): judged by the rules' ranges; what none admits is "
+            "unknown (--torch X.Y.Z gives a listed release)")
 
 
 def _releases(version: str | None) -> tuple[str, ...]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from auditor import reads
 from auditor.errors import InputError
 
 SUFFIXES = (".json", ".pkl", ".pickle")
@@ -122,6 +123,7 @@ def read_dumps(path: str | os.PathLike[str]) -> tuple[list[Dump], list[str]]:
         raise InputError(str(root), "no such Flight Recorder dump directory")
     dumps: dict[int, Dump] = {}
     notes: list[str] = []
+    reads.note_folder(root, deep=True)  # every file below it is read: nothing may be written there
     for file in sorted(root.rglob("*")):  # torch's reader walks subdirectories too
         name = file.relative_to(root).as_posix()
         if any(part.startswith(".") for part in file.relative_to(root).parts) or not file.is_file():

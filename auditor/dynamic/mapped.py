@@ -18,6 +18,11 @@ import os
 
 from auditor.errors import NO_SPACE
 
+# No room for the file to grow: a full filesystem or quota, or the process's file size limit
+# (`ulimit -f`, RLIMIT_FSIZE: EFBIG; Python ignores the SIGXFSZ that comes with it). Each stops
+# the file with its last line in the reserve; read as anything else (a filesystem that cannot
+# reserve blocks), the limit left the file without that line, and the trace read CLEAN.
+NO_ROOM = (*NO_SPACE, errno.EFBIG)
 
 
 class DiskFull(OSError):
@@ -109,7 +114,7 @@ class MappedFile:
                 return size
             except OSError as exc:
                 os.ftruncate(self.fd, old_size)  # a partial reservation may have moved the end
-                if exc.errno not in NO_SPACE:
+                if exc.errno not in NO_ROOM:
                     raise
                 if step <= mmap.PAGESIZE:
                     self.full = True
@@ -120,7 +125,7 @@ class MappedFile:
         try:
             written = os.pwrite(self.fd, data, self.base)
         except OSError as exc:
-            if exc.errno in NO_SPACE:
+            if exc.errno in NO_ROOM:
                 self.full = True
                 raise DiskFull(exc.errno, "no space left for the trace") from None
             raise

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from auditor import reads
 from auditor.errors import InputError
 
 PREFIX = re.compile(r"^(?:\[\d+\] )?(?P<host>[^\s:]+):(?P<pid>\d+):(?P<tid>\d+) "
@@ -144,6 +145,7 @@ def log_files(paths: list[Path]) -> list[Path]:
     out: list[Path] = []
     for p in paths:
         if p.is_dir():
+            reads.note_folder(p)
             files = sorted(f for f in p.iterdir() if f.is_file())
             if not files:
                 raise InputError(str(p), "--nccl-log: an empty directory (one log per rank)")

@@ -27,7 +27,8 @@ line) is refused with the file and line. The lines, one JSON object each:
   ends learnt just before it was written (dropped Works), read as end lines with that line's
   `seq` and `t`, before its op;
 - `phase: "off"`: the recorder stopped recording in this process (`error`: why; `reason`: "disk
-  full" when the trace's filesystem filled, "internal error"): what the process did after it is
+  full" when the trace's filesystem filled, "file size limit" at the process's `ulimit -f`,
+  "internal error"): what the process did after it is
   not in the file, so its open ops are not pending but unknown (`stopped`);
 - `phase: "exception"` (an uncaught exception: `error`, `type`, `thread`, `main`, `at`) and
   `phase: "exit"` (how the process ended: `how` "exit", "exception" or "signal"), written by

@@ -25,6 +25,7 @@ from multiprocessing import get_all_start_methods, get_context
 from pathlib import Path
 from typing import Any, TypeVar
 
+from auditor import reads
 from auditor.dynamic.rankfile import (
     HEAD_OPS,
     RankTrace,
@@ -258,6 +259,7 @@ def rank_files(root: Path) -> list[tuple[Path, int]]:
     if not root.is_dir():
         raise InputError(str(root), f"a file, not a trace directory: give {root.parent}" if root.is_file()
                          else "no such trace directory")
+    reads.note_folder(root, picks=lambda name: bool(RANK_FILE.match(name) or HANG_FILE.match(name)))
     files = [(f, int(m.group(1))) for f in sorted(root.iterdir())
              if (m := RANK_FILE.match(f.name)) and f.is_file()]
     if not files:

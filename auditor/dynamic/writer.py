@@ -7,6 +7,7 @@ written under one lock, the meta line first, and held in memory until the rank i
 from __future__ import annotations
 
 import atexit
+import errno
 import json
 import os
 import socket
@@ -18,11 +19,12 @@ from time import monotonic_ns as _monotonic_ns
 
 from auditor import __version__
 from auditor.dynamic import ending, trace
-from auditor.dynamic.mapped import NO_SPACE, MappedFile
+from auditor.dynamic.mapped import NO_ROOM, MappedFile
 from auditor.dynamic.opstate import COMPACT, TracedOp
 
 
 DISK_FULL = "recording stopped: disk full"  # the `off` line's error when the filesystem filled
+FILE_LIMIT = "recording stopped: the file size limit (ulimit -f)"  # ... when the file hit RLIMIT_FSIZE
 
 
 class TraceWriter:
@@ -115,20 +117,24 @@ class TraceWriter:
 
     def fail(self, exc: BaseException) -> None:
         """Stop recording in this process, say so once, leave the program be: the trace's
-        filesystem is full (a last `off` line says so, in the room `MappedFile` kept for it), or
-        the recorder hit an internal error."""
+        filesystem is full or the file reached the process's `ulimit -f` (a last `off` line says
+        which, in the room `MappedFile` kept for it), or the recorder hit an internal error."""
         if not self.on:
             return
         self.on = False
         where = f" (rank {self.rank})" if self.rank is not None else ""
-        if isinstance(exc, OSError) and exc.errno in NO_SPACE:
-            print(f"p2paudit record: warning: the trace's filesystem is full{where}: recording "
+        if isinstance(exc, OSError) and exc.errno in NO_ROOM:
+            limit = exc.errno == errno.EFBIG
+            full = "file reached the file size limit (ulimit -f)" if limit else "filesystem is full"
+            print(f"p2paudit record: warning: the trace's {full}{where}: recording "
                   f"stopped in this process ({self.path or self.directory} holds what was "
                   f"written); the run goes on", file=sys.stderr, flush=True)
-            body = f'"api":"recorder","phase":"off","error":"{DISK_FULL}","reason":"disk full"'
-        else:
-            print(f"p2paudit record: internal error{where}, recording stopped in this process: "
-                  f"{type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+            error, reason = (FILE_LIMIT, "file size limit") if limit else (DISK_FULL, "disk full")
+            body = f'"api":"recorder","phase":"off","error":"{error}","reason":"{reason}"'
+        else:  # an OSError here is the trace's folder or file, not the recorder (read-only, gone)
+            what = "warning: cannot write the trace" if isinstance(exc, OSError) else "internal error"
+            print(f"p2paudit record: {what}{where}, recording stopped in this process: "
+                  f"{type(exc).__name__}: {exc}; the run goes on", file=sys.stderr, flush=True)
             error = json.dumps(f"{type(exc).__name__}: {exc}")
             body = f'"api":"recorder","phase":"off","error":{error},"reason":"internal error"'
         try:

@@ -47,11 +47,15 @@ COLUMNS = {"seq", "t", "rank", "api", "phase", "kind", "batched", "peer", "group
            "op_site", "via", "batch", "shape", "dtype", "comm_init", "ends"}
 
 
-def write_tables(trace: str, out: Path, jobs: int | None, note: Callable[[str], None]) -> tuple[int, int]:
+def write_tables(trace: str, out: Path, jobs: int | None, note: Callable[[str], None],
+                 refuse: Callable[[str], None]) -> tuple[int, int]:
     """OUT/ops.parquet and OUT/groups.parquet of the trace directory; each rank file's notes
-    (a cut last line, a stopped recorder) go to `note`. Returns (ops, rank files)."""
+    (a cut last line, a stopped recorder) go to `note`; `refuse` raises for a table path that is
+    an input (inside the trace folder, once listed). Returns (ops, rank files)."""
     pa, pq = _pyarrow()
     files = sorted(rank_files(Path(trace)), key=lambda entry: (entry[1], entry[0].name))
+    for name in ("ops.parquet", "groups.parquet"):
+        refuse(str(out / name))
     if jobs is not None and jobs < 1:
         raise InputError("--jobs", f"must be at least 1, not {jobs}")
     if out.exists() and not out.is_dir():

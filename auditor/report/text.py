@@ -84,6 +84,8 @@ def torch_words(config: dict[str, Any]) -> str:
         why = run.torch.why_across or "none stated"
         return f"{releases[0]}-{releases[-1]} ({why}: each judged)" if len(releases) > 1 \
             else releases[0]
+    if version is not None and run.torch is not None and run.torch.by_range:
+        return f"{version} ({run.torch.by_range})"
     return version or JSON_UNKNOWN
 
 

@@ -186,9 +186,53 @@ def test_report_refuses_its_scan_document_and_a_trace_file(tmp_path, toy, capsys
         assert code == EXIT_INPUT
         assert "is an input" in one_error_line(capsys)
         assert out.read_bytes() == before
-    # a new file in the trace directory is no input
-    assert cli.main(["report", "--scan", str(doc), "--trace", str(trace), "--format", "json",
-                     "-o", str(trace / "report.json")]) == 0
+
+
+@pytest.mark.parametrize("name", ["rank-9.jsonl", "hang-rank-3.json", "../trace/rank-1.7.jsonl"])
+def test_report_never_adds_a_file_to_its_trace_folder(tmp_path, capsys, name):
+    """`report --trace T -o T/rank-9.jsonl` wrote a new file into the folder it reads: the next
+    `report --trace T` failed on it (or, a JSON document named as a rank, read it as one). A file
+    the trace reader would pick up (rank-N.jsonl, hang-rank-N.json at its top level) is refused,
+    by any spelling, before writing."""
+    trace = Path(shutil.copytree(PIPELINE, tmp_path / "trace"))
+    before = sorted(p.name for p in trace.iterdir())
+    code = cli.main(["report", "--trace", str(trace), "--format", "json", "-o", str(trace / name)])
+    assert code == EXIT_INPUT
+    line = one_error_line(capsys)
+    assert name in line and f"is in {trace}, whose files named so this command reads" in line
+    assert sorted(p.name for p in trace.iterdir()) == before
+    assert cli.main(["report", "--trace", str(trace), "--format", "json",
+                     "-o", str(tmp_path / "report.json")]) == 0  # beside it: written
+
+
+@pytest.mark.parametrize("name", ["report.json", "out/rank-9.jsonl"])
+def test_report_writes_in_its_trace_folder_where_the_reader_never_looks(tmp_path, name):
+    """The trace reader lists only its folder's top level, and there only rank and hang files:
+    a report.json beside them, or anything in a subfolder, is no input and is written (refusing
+    it said, untruly, that the file would join the input)."""
+    trace = Path(shutil.copytree(PIPELINE, tmp_path / "trace"))
+    (trace / "out").mkdir()
+    argv = ["report", "--trace", str(trace), "--format", "json"]
+    assert cli.main([*argv, "-o", str(trace / name)]) == 0
+    assert (trace / name).is_file()
+    assert cli.main([*argv, "-o", str(tmp_path / "again.json")]) == 0  # the trace reads as before
+
+
+def test_export_and_flight_recorder_never_write_into_their_input_folder(tmp_path, capsys):
+    pytest.importorskip("pyarrow")
+    trace = Path(shutil.copytree(PIPELINE, tmp_path / "trace"))
+    assert cli.main(["export", str(trace), "-o", str(trace / "tables")]) == 0  # never read
+    assert cli.main(["export", str(trace), "-o", str(tmp_path / "tables")]) == 0
+    capsys.readouterr()
+    dumps = Path(shutil.copytree(ROOT / "tests" / "fr_dumps" / "gloo-clean" / "json", tmp_path / "fr"))
+    (dumps / "sub").mkdir()
+    before = sorted(p.name for p in dumps.rglob("*"))
+    for out in (dumps / "report-1.json", dumps / "sub" / "report-1.json"):  # torch walks subfolders
+        assert cli.main(["report", "--flight-recorder", str(dumps), "--format", "json",
+                         "-o", str(out)]) == EXIT_INPUT
+        assert f"is inside {dumps}, a folder this command reads with every folder below it" \
+            in one_error_line(capsys)
+    assert sorted(p.name for p in dumps.rglob("*")) == before
 
 
 def test_diff_refuses_either_document(tmp_path, toy, capsys):

@@ -121,6 +121,34 @@ def test_recorded_job_survives_a_full_trace_filesystem(tmp_path: Path, full_fs: 
     assert joined["run"]["trace"]["incomplete"].keys() == {"0", "1"}
 
 
+def test_a_file_size_limit_stops_the_trace_and_reads_incomplete(tmp_path: Path) -> None:
+    """`ulimit -f` (RLIMIT_FSIZE) on the job: growing the rank file past it is EFBIG, not
+    ENOSPC. It was read as a filesystem that cannot reserve blocks: the file went on with one
+    pwrite a line, the limit cut it without its stop line, and `report` called the run CLEAN.
+    Now it stops as on a full disk: exit 0, one warning per rank, INCONCLUSIVE incomplete."""
+    import resource
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, resource.RLIM_INFINITY))
+
+    out = tmp_path / "trace"
+    done = subprocess.run(
+        [sys.executable, "-m", "auditor", "record", "--out", str(out), "--", sys.executable,
+         "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(JOB)],
+        env=dict(os.environ, FILL_PAIRS="3000"), cwd=REPO, capture_output=True, text=True,
+        timeout=300, preexec_fn=limit)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count(": done") == 2
+    assert done.stderr.count("file size limit (ulimit -f) (rank") == 2, done.stderr
+    for rank in (0, 1):
+        stop = json.loads((out / f"rank-{rank}.jsonl").read_text().splitlines()[-1])
+        assert stop["phase"] == "off" and stop["reason"] == "file size limit"
+        assert "file size limit" in stop["error"]
+    status, joined, _ = report_json(tmp_path, out)
+    head = joined["verdict"]["headline"]
+    assert status == 1 and head.startswith("INCONCLUSIVE") and "incomplete" in head, head
+
+
 def write_lines(path: Path, lines: list[dict]) -> None:
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
 
