@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import functools
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -285,17 +285,20 @@ def namespaces(tree: ast.Module) -> frozenset[str]:
     options (`arg_value`; `cfg.megatron_path` of a config object is no `--megatron-path`, review
     r39-bridge). A name assigned `parser.parse_args()` (or the first of `parse_known_args()`),
     the result of a local function returning one, or a local function's parameter some call
-    hands one, by name only (no scope)."""
+    hands one, by name only (no scope). A name also bound to anything else anywhere in the file
+    (`args = SimpleNamespace(**json.load(f))`, a call handing that parameter another value, a
+    loop or `with` target) is none: which object a read of it sees is not read (review r40-holes)."""
     defs = [f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
     by_name = {f.name: f for f in defs}
     found: set[str] = set()
     returning: set[str] = set()
+    other: set[str] = set()  # names bound to something else too
 
     def parsed(value: ast.expr | None, first: bool = False) -> bool:
         if isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant) and value.slice.value == 0:
             return parsed(value.value, True)
         if isinstance(value, ast.Name):
-            return value.id in found
+            return value.id in found and value.id not in other
         if not isinstance(value, ast.Call):
             return False
         func = value.func
@@ -310,9 +313,7 @@ def namespaces(tree: ast.Module) -> frozenset[str]:
                 and parsed(value, True):
             found.add(target.elts[0].id)  # `args, rest = parser.parse_known_args()`
 
-    size = -1
-    while size != len(found) + len(returning):
-        size = len(found) + len(returning)
+    def walk(settled: bool) -> None:
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign):
                 for target in node.targets:
@@ -322,11 +323,51 @@ def namespaces(tree: ast.Module) -> frozenset[str]:
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in by_name:
                 params = by_name[node.func.id].args
                 positional = [*params.posonlyargs, *params.args]
-                found.update(p.arg for p, a in zip(positional, node.args) if parsed(a))
-                found.update(k.arg for k in node.keywords if k.arg and parsed(k.value))
+                given = [*zip(positional, node.args), *((p, k.value) for k in node.keywords if k.arg
+                                                        for p in [*positional, *params.kwonlyargs] if p.arg == k.arg)]
+                found.update(p.arg for p, a in given if parsed(a))
+                if settled:
+                    other.update(p.arg for p, a in given if not isinstance(a, ast.Starred) and not parsed(a))
         returning.update(f.name for f in defs if any(isinstance(n, ast.Return) and parsed(n.value)
                                                      for n in ast.walk(f)))
-    return frozenset(found)
+        if settled:
+            other.update(_bound_otherwise(tree, found, parsed))
+
+    for settled in (False, True):  # every name given a namespace somewhere, then those given another value too
+        size = -1
+        while size != len(found) + len(returning) + len(other):
+            size = len(found) + len(returning) + len(other)
+            walk(settled)
+    return frozenset(found - other)
+
+
+def _bound_otherwise(tree: ast.Module, found: set[str], parsed: Callable[..., bool]) -> set[str]:
+    """The names of `found` some statement of the file binds to a value `parsed` does not take for
+    the namespace: a plain or annotated assignment of another value, an augmented one, a loop,
+    `with`, `except`, import, `def` or `class` binding, a `del`; parameters are read at the calls."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.AnnAssign) and node.value is None:
+            continue  # `args: Namespace`: a declaration binds nothing
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name) and not parsed(node.value):
+                    out.add(target.id)
+                elif isinstance(target, (ast.Tuple, ast.List)):
+                    first = parsed(node.value, True)
+                    out.update(n.id for i, e in enumerate(target.elts) for n in ast.walk(e)
+                               if isinstance(n, ast.Name) and (i or not first or not isinstance(e, ast.Name)))
+        elif isinstance(node, (ast.AugAssign, ast.For, ast.AsyncFor, ast.comprehension, ast.NamedExpr,
+                               ast.withitem, ast.Delete)):
+            bound: list[ast.expr | None] = (list(node.targets) if isinstance(node, ast.Delete) else
+                                            [node.optional_vars] if isinstance(node, ast.withitem) else [node.target])
+            out.update(n.id for t in bound if t is not None for n in ast.walk(t) if isinstance(n, ast.Name))
+        elif isinstance(node, (ast.ExceptHandler, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.update([node.name] if node.name else [])
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            out.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return out & found
 
 
 def stores_of(tree: ast.Module, options: dict[str, dict[str, Any]]) -> dict[str, int]:
