@@ -208,6 +208,27 @@ def names(tree: ast.Module) -> dict[str, str]:
     return imported
 
 
+def through_local(imported: str, path: Path) -> str:
+    """`imported` (a dotted name as the file at `path` imports it) with a name a local module binds
+    read as what that module binds it to: `launch_utils.sp.run` is `subprocess.run` where
+    launch_utils.py beside (or in a package above) has `import subprocess as sp` or `sp = subprocess`,
+    whether or not it reads `sp` itself (review r40-holes 2); else `imported` unchanged."""
+    roots = [path.parent, *list(path.parent.parents)[:ANCESTORS]]
+    for _ in range(4):  # a module giving another local module's name on
+        parts = imported.split(".")
+        files = _resolve(".".join(parts[:-1]), roots)
+        if not files or len(files) >= len(parts) or files[-1].suffix != ".py":
+            return imported
+        try:
+            given = names(parsed(files[-1].read_text(encoding="utf-8"))).get(parts[len(files)])
+        except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+            return imported
+        if given is None:
+            return imported
+        imported = ".".join([given, *parts[len(files) + 1:]])
+    return imported
+
+
 def _bound_once(tree: ast.Module, imported: dict[str, str]) -> dict[str, str]:
     """Local name -> dotted name, for a name the file binds once, by a plain assignment of an
     imported name or an attribute of one (`run = subprocess.run`): calling it calls that. A name
