@@ -306,14 +306,17 @@ def namespaces(tree: ast.Module) -> frozenset[str]:
     options (`arg_value`; `cfg.megatron_path` of a config object is no `--megatron-path`, review
     r39-bridge). A name assigned `parser.parse_args()` (or the first of `parse_known_args()`),
     the result of a local function returning one, or a local function's parameter some call
-    hands one, by name only (no scope). A name also bound to anything else anywhere in the file
+    hands one, by name only. A name also bound to anything else in a scope it holds the namespace in
     (`args = SimpleNamespace(**json.load(f))`, a call handing that parameter another value, a
     loop or `with` target) is none: which object a read of it sees is not read (review r40-holes)."""
     defs = [f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
     by_name = {f.name: f for f in defs}
+    scope = _Scopes(tree)
     found: set[str] = set()
+    homes: dict[str, set[ast.AST]] = {}  # name -> the scopes (module, function) it holds the namespace in
     returning: set[str] = set()
     other: set[str] = set()  # names bound to something else too
+    other_defs: set[str] = set()  # functions some `return` of which gives something else
 
     def parsed(value: ast.expr | None, first: bool = False) -> bool:
         if isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant) and value.slice.value == 0:
@@ -323,50 +326,89 @@ def namespaces(tree: ast.Module) -> frozenset[str]:
         if not isinstance(value, ast.Call):
             return False
         func = value.func
-        if isinstance(func, ast.Attribute) and func.attr in _PARSES:
-            return first or func.attr in ("parse_args", "parse_intermixed_args")
-        return isinstance(func, ast.Name) and func.id in returning
+        if isinstance(func, ast.Attribute) and func.attr in _PARSES:  # `namespace=cfg` fills cfg: no defaults
+            return (first or func.attr in ("parse_args", "parse_intermixed_args")) and len(value.args) < 2 \
+                and not any(k.arg in ("namespace", None) for k in value.keywords)
+        return isinstance(func, ast.Name) and func.id in returning and func.id not in other_defs
 
-    def bind(target: ast.expr, value: ast.expr | None) -> None:
+    def home(name: str, where: ast.AST) -> None:
+        found.add(name)
+        homes.setdefault(name, set()).add(where)
+
+    def bind(target: ast.expr, value: ast.expr | None, node: ast.AST) -> None:
         if isinstance(target, ast.Name) and parsed(value):
-            found.add(target.id)
+            home(target.id, scope.home(node, target.id))
         elif isinstance(target, ast.Tuple) and target.elts and isinstance(target.elts[0], ast.Name) \
                 and parsed(value, True):
-            found.add(target.elts[0].id)  # `args, rest = parser.parse_known_args()`
+            home(target.elts[0].id, scope.home(node, target.elts[0].id))  # `args, rest = parse_known_args()`
 
     def walk(settled: bool) -> None:
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign):
                 for target in node.targets:
-                    bind(target, node.value)
+                    bind(target, node.value, node)
             elif isinstance(node, ast.AnnAssign):
-                bind(node.target, node.value)
+                bind(node.target, node.value, node)
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in by_name:
-                params = by_name[node.func.id].args
-                positional = [*params.posonlyargs, *params.args]
+                define = by_name[node.func.id]
+                positional = [*define.args.posonlyargs, *define.args.args]
                 given = [*zip(positional, node.args), *((p, k.value) for k in node.keywords if k.arg
-                                                        for p in [*positional, *params.kwonlyargs] if p.arg == k.arg)]
-                found.update(p.arg for p, a in given if parsed(a))
+                                                        for p in [*positional, *define.args.kwonlyargs]
+                                                        if p.arg == k.arg)]
+                for p, a in given:
+                    if parsed(a):
+                        home(p.arg, define)
                 if settled:
-                    other.update(p.arg for p, a in given if not isinstance(a, ast.Starred) and not parsed(a))
-        returning.update(f.name for f in defs if any(isinstance(n, ast.Return) and parsed(n.value)
-                                                     for n in ast.walk(f)))
-        if settled:
-            other.update(_bound_otherwise(tree, found, parsed))
+                    other.update(p.arg for p, a in given if not isinstance(a, ast.Starred) and not parsed(a)
+                                 and define in homes.get(p.arg, ()))
+        returns = [(f, n) for f in defs for n in ast.walk(f) if isinstance(n, ast.Return) and scope.of[n] is f]
+        returning.update(f.name for f, n in returns if parsed(n.value))
+        if settled:  # a function returning the namespace on one path and a config on another is neither
+            other_defs.update(f.name for f, n in returns if not parsed(n.value))
+            other.update(_bound_otherwise(tree, homes, parsed, scope))
 
     for settled in (False, True):  # every name given a namespace somewhere, then those given another value too
         size = -1
-        while size != len(found) + len(returning) + len(other):
-            size = len(found) + len(returning) + len(other)
+        while size != len(found) + len(returning) + len(other) + len(other_defs):
+            size = len(found) + len(returning) + len(other) + len(other_defs)
             walk(settled)
     return frozenset(found - other)
 
 
-def _bound_otherwise(tree: ast.Module, found: set[str], parsed: Callable[..., bool]) -> set[str]:
-    """The names of `found` some statement of the file binds to a value `parsed` does not take for
-    the namespace: a plain or annotated assignment of another value, an augmented one, a loop,
-    `with`, `except`, import, `def` or `class` binding, a `del`; parameters are read at the calls."""
-    out: set[str] = set()
+_SCOPE_NODES = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+class _Scopes:
+    """Each node's enclosing module, function, lambda or class (a comprehension is none: its
+    loop variables are read apart, a walrus in it binds the enclosing function's name)."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+        self.of: dict[ast.AST, ast.AST] = {tree: tree}
+        stack: list[ast.AST] = [tree]
+        while stack:
+            node = stack.pop()
+            inner = node if isinstance(node, _SCOPE_NODES) else self.of[node]
+            for child in ast.iter_child_nodes(node):
+                self.of[child] = inner
+                stack.append(child)
+        self.declared = {(self.of[n], name): isinstance(n, ast.Global)
+                         for n in ast.walk(tree) if isinstance(n, (ast.Global, ast.Nonlocal)) for name in n.names}
+
+    def home(self, node: ast.AST, name: str) -> ast.AST:
+        """The scope a binding of `name` at `node` binds it in: the module for a `global` name."""
+        where = self.of[node]
+        return self.tree if self.declared.get((where, name)) else where
+
+
+def _bound_otherwise(tree: ast.Module, homes: dict[str, set[ast.AST]], parsed: Callable[..., bool],
+                     scope: _Scopes) -> set[str]:
+    """The names of `homes` some statement binds, in a scope the name holds the namespace in, to a
+    value `parsed` does not take for the namespace: a plain or annotated assignment of another
+    value, an augmented one, a loop, `with`, `except`, import, `def` or `class` binding, a `del`;
+    parameters are read at the calls. An unrelated function's own `args = get_args()` and a
+    comprehension's loop variable bind another name (review r41-interp 2); a `nonlocal` one counts."""
+    bound: list[tuple[ast.AST, str]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.AnnAssign) and node.value is None:
             continue  # `args: Namespace`: a declaration binds nothing
@@ -374,21 +416,23 @@ def _bound_otherwise(tree: ast.Module, found: set[str], parsed: Callable[..., bo
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
                 if isinstance(target, ast.Name) and not parsed(node.value):
-                    out.add(target.id)
+                    bound.append((node, target.id))
                 elif isinstance(target, (ast.Tuple, ast.List)):
                     first = parsed(node.value, True)
-                    out.update(n.id for i, e in enumerate(target.elts) for n in ast.walk(e)
-                               if isinstance(n, ast.Name) and (i or not first or not isinstance(e, ast.Name)))
-        elif isinstance(node, (ast.AugAssign, ast.For, ast.AsyncFor, ast.comprehension, ast.NamedExpr,
-                               ast.withitem, ast.Delete)):
-            bound: list[ast.expr | None] = (list(node.targets) if isinstance(node, ast.Delete) else
-                                            [node.optional_vars] if isinstance(node, ast.withitem) else [node.target])
-            out.update(n.id for t in bound if t is not None for n in ast.walk(t) if isinstance(n, ast.Name))
+                    bound.extend((node, n.id) for i, e in enumerate(target.elts) for n in ast.walk(e)
+                                 if isinstance(n, ast.Name) and (i or not first or not isinstance(e, ast.Name)))
+        elif isinstance(node, (ast.AugAssign, ast.For, ast.AsyncFor, ast.NamedExpr, ast.withitem, ast.Delete)):
+            targets_of: list[ast.expr | None] = (list(node.targets) if isinstance(node, ast.Delete) else
+                                                 [node.optional_vars] if isinstance(node, ast.withitem) else
+                                                 [node.target])
+            bound.extend((node, n.id) for t in targets_of if t is not None for n in ast.walk(t)
+                         if isinstance(n, ast.Name))
         elif isinstance(node, (ast.ExceptHandler, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            out.update([node.name] if node.name else [])
+            bound.extend([(node, node.name)] if node.name else [])
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            out.update((a.asname or a.name).split(".")[0] for a in node.names)
-    return out & found
+            bound.extend((node, (a.asname or a.name).split(".")[0]) for a in node.names)
+    return {name for node, name in bound if name in homes
+            and (scope.home(node, name) in homes[name] or scope.declared.get((scope.of[node], name)) is False)}
 
 
 def stores_of(tree: ast.Module, options: dict[str, dict[str, Any]]) -> dict[str, int]:

@@ -86,3 +86,35 @@ def test_a_namespace_name_declared_or_unpacked_stays_the_options():
     text = ("import argparse\np = argparse.ArgumentParser()\nargs: argparse.Namespace\n"
             "def main(args):\n    pass\nargs, rest = p.parse_known_args()\nmain(args=args)\n")
     assert namespaces(ast.parse(text)) == {"args"}
+
+
+@pytest.mark.parametrize("helper", [
+    "def get():\n    o = p.parse_args()\n    if o.config:\n        o = types.SimpleNamespace(**json.load(open(o.config)))\n"
+    "    return o\n",  # review r41-interp item 1
+    "def get():\n    o = p.parse_args()\n    if o.config:\n        return load(o.config)\n    return o\n",
+    "def get():\n    return p.parse_args(namespace=cfg)\n",
+])
+def test_a_helper_returning_anything_else_gives_no_namespace(helper):
+    """Was {"args"}: `returning` was filled once and never taken back."""
+    text = f"import argparse\np = argparse.ArgumentParser()\n{helper}def main(args):\n    pass\nmain(get())\n"
+    assert "args" not in namespaces(ast.parse(text))
+
+
+@pytest.mark.parametrize("elsewhere", [
+    "def helper():\n    args = get_config()\n    return args.x\n",  # Megatron-style `args = get_args()`
+    "xs = [args.x for args in runs]\n",  # a comprehension's variable is its own
+    "def helper(args):\n    pass\nhelper(cfg)\n",  # another function's parameter
+])
+def test_a_name_bound_in_another_scope_stays_the_namespace(elsewhere):
+    """Was set(): review r41-interp item 2, a rebinding counts only where the namespace name lives."""
+    text = f"import argparse\np = argparse.ArgumentParser()\n{elsewhere}args = p.parse_args()\n"
+    assert namespaces(ast.parse(text)) == {"args"}
+
+
+@pytest.mark.parametrize("rebinding", [
+    "args = get_config()\n",
+    "def reset():\n    global args\n    args = get_config()\n",
+])
+def test_a_rebinding_where_the_namespace_lives_still_counts(rebinding):
+    text = f"import argparse\np = argparse.ArgumentParser()\nargs = p.parse_args()\n{rebinding}"
+    assert namespaces(ast.parse(text)) == set()
