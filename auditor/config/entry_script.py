@@ -208,6 +208,40 @@ def names(tree: ast.Module) -> dict[str, str]:
     return imported
 
 
+def star_names(tree: ast.Module, path: Path) -> dict[str, str]:
+    """Local name -> dotted name for the names `from launch_utils import *` binds, where
+    launch_utils is a local module beside the file at `path` (or in a package above): its public
+    names() bindings (`import subprocess as sp` gives sp), only those of a literal `__all__` where
+    it has one (review r41-interp 3). A later star import wins, as when the file runs."""
+    roots = [path.parent, *list(path.parent.parents)[:ANCESTORS]]
+    out: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.ImportFrom) and node.module and not node.level
+                and any(a.name == "*" for a in node.names)):
+            continue
+        files = _resolve(node.module, roots)
+        if not files or len(files) != len(node.module.split(".")):
+            continue
+        try:
+            module = parsed(files[-1].read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+            continue
+        public = _literal_all(module)
+        out.update({k: v for k, v in names(module).items()
+                    if (k in public if public is not None else not k.startswith("_"))})
+    return out
+
+
+def _literal_all(module: ast.Module) -> set[str] | None:
+    """The module's `__all__` where it is one literal list or tuple of strings; else None."""
+    for stmt in module.body:
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in stmt.targets) \
+                and isinstance(stmt.value, (ast.List, ast.Tuple)) \
+                and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in stmt.value.elts):
+            return {e.value for e in stmt.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+    return None
+
+
 def through_local(imported: str, path: Path) -> str:
     """`imported` (a dotted name as the file at `path` imports it) with a name a local module binds
     read as what that module binds it to: `launch_utils.sp.run` is `subprocess.run` where

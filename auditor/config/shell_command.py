@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from auditor import rulebook
-from auditor.config.entry_script import dotted, names, through_local
+from auditor.config.entry_script import dotted, names, star_names, through_local
 
 _OPERATOR = re.compile(r"[;&|`\n<>]|\$\(")
 
@@ -86,7 +86,8 @@ def starts_programs(tree: ast.Module, path: Path | None = None) -> list[Start]:
     starter under a public name (`run = subprocess.run`, `from subprocess import *`) counts at that
     binding: `from launch_utils import run; run(cmd)` calls it in another file, which names()
     does not follow; where the file's `path` is given, a name a local module gives is read as
-    what that module binds it to (`from launch_utils import sp` is subprocess: entry_script.through_local).
+    what that module binds it to (`from launch_utils import sp` is subprocess: entry_script.through_local;
+    `from launch_utils import *` gives its public names: entry_script.star_names).
     Not a literal command line of
     a file utility, `os.system("mkdir -p out")` (`runs_only_utility`). The node is the call where
     the starter is called, else the reference. The one reader of "this code runs a command"."""
@@ -97,7 +98,7 @@ def starts_programs(tree: ast.Module, path: Path | None = None) -> list[Start]:
     packaged = {s for p in data.get("package_starter", []) for s in p["starters"]}
     modules = {r.rpartition(".")[0] for r in runners} | libraries
     starter_modules = modules | {s.rpartition(".")[0] for s in packaged}
-    bound = names(tree)
+    bound = names(tree) if path is None else {**star_names(tree, path), **names(tree)}
     for node in ast.walk(tree):  # `from subprocess import *` binds subprocess's starters
         if isinstance(node, ast.ImportFrom) and not node.level and any(a.name == "*" for a in node.names):
             bound.update({r.rpartition(".")[2]: r for r in runners if r.rpartition(".")[0] == node.module})

@@ -69,6 +69,11 @@ FORMS = [
      "import psutil\n\n\nclass R:\n    lib = psutil\n\n    def go(self, cmd):\n        self.lib.Popen(cmd, shell=True).wait()\n",
      {}),
     ("launch(psutil, get_cmd(args))", "import psutil\n\n\ndef launch(m, cmd):\n    m.Popen(cmd, shell=True).wait()\n", {}),
+    # review r41-interp 3: a local module's alias reached through a star import
+    ("sp.run(get_cmd(args), shell=True)", "from launch_utils import *",
+     {"launch_utils.py": "import subprocess as sp\n\nERRORS = (sp.CalledProcessError,)\n"}),
+    ("sp.run(get_cmd(args), shell=True)", "from launch_utils import *",
+     {"launch_utils.py": "import subprocess as sp\n\n__all__ = ['sp', 'ERRORS']\nERRORS = (sp.CalledProcessError,)\n"}),
 ]
 
 
