@@ -266,7 +266,7 @@ def _fallbacks(tree: ast.Module, main: bool = True,
     """The module-level class statements whose base a failed import's fallback binds to a constant
     (Megatron-LM's examples/multimodal/run_text_generation.py imports ForwardStep and subclasses it,
     :27 and :458; guarded, `except ImportError: ForwardStep = None`), each where it surely runs:
-    no statement between rebinds the name (a `from x import *` may), and none before it in the
+    no statement between rebinds the name (a `from x import *`, `setattr` or `globals()` may), and none before it in the
     program may run code not read (`_statements`' rule). A fallback binding anything else (a
     class, a name), or a handler doing more than bind constants, is not read."""
     out: list[_Fallback] = []
@@ -278,7 +278,7 @@ def _fallbacks(tree: ast.Module, main: bool = True,
                 out.append(_Fallback(bound[base][0], base, bound[base][1], stmt))
         for name in [n for n in bound if binders(list(ast.walk(stmt)), n)]:
             del bound[name]
-        if isinstance(stmt, ast.ImportFrom) and any(a.name == "*" for a in stmt.names):
+        if isinstance(stmt, ast.ImportFrom) and any(a.name == "*" for a in stmt.names) or _rebinds_by_reflection(stmt):
             bound.clear()
         if isinstance(stmt, ast.Try):
             handler = _import_handler(stmt)
@@ -287,6 +287,19 @@ def _fallbacks(tree: ast.Module, main: bool = True,
         elif main and stmt.lineno not in harmless and _may_run_code(stmt):
             break
     return out
+
+
+_REFLECTION = frozenset({"setattr", "delattr", "globals", "vars", "locals", "exec", "eval", "__import__"})
+
+
+def _rebinds_by_reflection(stmt: ast.stmt) -> bool:
+    """Whether a statement (or a function it defines, called later) may bind a module name
+    without naming it: `setattr(sys.modules[__name__], "ForwardStep", X)`, `globals()[...]`,
+    `exec`, a module's `__dict__` (review r41-interp 4); binders() reads only the written names."""
+    return any(isinstance(n, ast.Name) and n.id in _REFLECTION
+               or isinstance(n, ast.Attribute) and (n.attr == "__dict__" or n.attr == "modules"
+                                                    and isinstance(n.value, ast.Name) and n.value.id == "sys")
+               for n in ast.walk(stmt))
 
 
 def _import_handler(guarded: ast.Try) -> ast.ExceptHandler | None:

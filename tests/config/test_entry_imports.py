@@ -539,6 +539,9 @@ def test_a_fallback_of_none_subclassed_does_not_start(tmp_path, monkeypatch):
     ("\n\nclass VLMForwardStep", "\nfrom megatron.core.mpu import *\n\nclass VLMForwardStep"),
     ("(ForwardStep):", "(ForwardStep, metaclass=Meta):"),
     ("ForwardStep = None\n", "ForwardStep = None\nfinally:\n    setup()\n"),
+    # review r41-interp 4: a binding that does not write the name
+    ("\n\nclass VLMForwardStep", "\nsetattr(sys.modules[__name__], 'ForwardStep', object)\n\nclass VLMForwardStep"),
+    ("\n\nclass VLMForwardStep", "\nglobals()['ForwardStep'] = object\n\nclass VLMForwardStep"),
 ])
 def test_a_fallback_that_may_not_fail_decides_nothing(tmp_path, monkeypatch, change):
     entry = GUARDED.replace(*change)
