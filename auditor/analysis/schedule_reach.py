@@ -226,7 +226,7 @@ def _closure(script: Path, mtime_ns: int) -> tuple[list[Path], Commands, Command
     if len(read) >= MAX_MODULES or any(loads_code(t, dynamic) or own_p2p.read(p.read_text(encoding="utf-8"), str(p)).issues
                                        for p, t in read):
         return None
-    starts = [(os.path.relpath(p, script.parent), s) for p, t in read for s in starts_programs(t)]
+    starts = [(os.path.relpath(p, script.parent), s) for p, t in read for s in starts_programs(t, p)]
     commands = tuple((f, int(getattr(s.node, "lineno", 0)), s.text) for f, s in starts)
     unnamed = tuple(c for c, (_, s) in zip(commands, starts) if not s.named)
     return [p for p, _ in read], commands, unnamed

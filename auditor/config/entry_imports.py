@@ -48,6 +48,7 @@ from pathlib import Path
 from auditor.bash.absent import checkout_root
 from auditor.bash.values import EnvVar, segments
 from auditor.config.entry_script import parsed, path_value
+from auditor.config.entry_stores import binders
 from auditor.config.flags import STARTUP
 from auditor.config.model import LaunchConfig
 from auditor.findings import Finding
@@ -84,6 +85,28 @@ class Missing:
     absent: str
     package: Path
     root: SearchRoot
+    stop: str = ""  # where a guarded import's failure stops the run: `_Fallback.stop`
+
+
+@dataclass(frozen=True)
+class _Fallback:
+    """A module-level `try:` of imports whose `except ImportError:` binds `name` to a constant (no
+    class), and the module-level `class` statement after it that surely runs with `name` among
+    its bases: where an import of the `try` surely fails, that statement raises TypeError."""
+
+    guarded: ast.Try
+    name: str
+    handler: ast.ExceptHandler
+    cls: ast.ClassDef
+
+    def stop(self, file: Path) -> str:
+        return (f"the `except` at line {self.handler.lineno} binds `{self.name}` to "
+                f"{ast.unparse(self._value())}, so `class {self.cls.name}({self.name})` ({file}:{self.cls.lineno}) "
+                "raises TypeError")
+
+    def _value(self) -> ast.expr:
+        return next(st.value for st in self.handler.body if isinstance(st, ast.Assign)
+                    and any(isinstance(t, ast.Name) and t.id == self.name for t in st.targets))
 
 
 def entry_roots(entry: Path, env: dict[str, EnvVar]) -> list[SearchRoot]:
@@ -235,6 +258,79 @@ def _statements(tree: ast.Module, main: bool = True,
     return out
 
 
+_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+
+
+def _fallbacks(tree: ast.Module, main: bool = True,
+               harmless: set[int] | frozenset[int] = frozenset()) -> list[_Fallback]:
+    """The module-level class statements whose base a failed import's fallback binds to a constant
+    (Megatron-LM's examples/multimodal/run_text_generation.py imports ForwardStep and subclasses it,
+    :27 and :458; guarded, `except ImportError: ForwardStep = None`), each where it surely runs:
+    no statement between rebinds the name (a `from x import *`, `setattr` or `globals()` may), and none before it in the
+    program may run code not read (`_statements`' rule). A fallback binding anything else (a
+    class, a name), or a handler doing more than bind constants, is not read."""
+    out: list[_Fallback] = []
+    bound: dict[str, tuple[ast.Try, ast.ExceptHandler]] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.ClassDef):
+            base = next((b.id for b in stmt.bases if isinstance(b, ast.Name) and b.id in bound), None)
+            if base is not None and not stmt.keywords:  # a metaclass may take any base
+                out.append(_Fallback(bound[base][0], base, bound[base][1], stmt))
+        for name in [n for n in bound if binders(list(ast.walk(stmt)), n)]:
+            del bound[name]
+        if isinstance(stmt, ast.ImportFrom) and any(a.name == "*" for a in stmt.names) or _rebinds_by_reflection(stmt):
+            bound.clear()
+        if isinstance(stmt, ast.Try):
+            handler = _import_handler(stmt)
+            if handler is not None:
+                bound.update(dict.fromkeys(_constants(handler), (stmt, handler)))
+        elif main and stmt.lineno not in harmless and _may_run_code(stmt):
+            break
+    return out
+
+
+_REFLECTION = frozenset({"setattr", "delattr", "globals", "vars", "locals", "exec", "eval", "__import__"})
+
+
+def _rebinds_by_reflection(stmt: ast.stmt) -> bool:
+    """Whether a statement (or a function it defines, called later) may bind a module name
+    without naming it: `setattr(sys.modules[__name__], "ForwardStep", X)`, `globals()[...]`,
+    `exec`, a module's `__dict__` (review r41-interp 4); binders() reads only the written names."""
+    return any(isinstance(n, ast.Name) and n.id in _REFLECTION
+               or isinstance(n, ast.Attribute) and (n.attr == "__dict__" or n.attr == "modules"
+                                                    and isinstance(n.value, ast.Name) and n.value.id == "sys")
+               for n in ast.walk(stmt))
+
+
+def _import_handler(guarded: ast.Try) -> ast.ExceptHandler | None:
+    """The handler that runs where an import of `guarded` fails: the first that catches
+    ModuleNotFoundError, where the `try` holds only imports and no `finally`; None otherwise (a
+    handler type not read here may catch it first)."""
+    if guarded.finalbody or not all(isinstance(st, (ast.Import, ast.ImportFrom, ast.Pass)) for st in guarded.body):
+        return None
+    for handler in guarded.handlers:
+        types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+        named = [ast.unparse(t).rpartition(".")[2] if t is not None else "" for t in types]
+        if handler.type is None or _IMPORT_ERRORS & set(named):
+            return handler
+        if not all(n.endswith(("Error", "Exception", "Warning", "Interrupt", "Exit")) for n in named):
+            return None  # a name for a tuple of types, which may hold ImportError
+    return None
+
+
+def _constants(handler: ast.ExceptHandler) -> list[str]:
+    """The names a handler surely binds to a constant (`ForwardStep = None`), where all it does is
+    such bindings, `pass` and calls that run no unread code (a warning, a log line); else none."""
+    names: list[str] = []
+    for stmt in handler.body:
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant) \
+                and all(isinstance(t, ast.Name) for t in stmt.targets):
+            names += [t.id for t in stmt.targets if isinstance(t, ast.Name)]
+        elif not (isinstance(stmt, ast.Pass) or isinstance(stmt, ast.Expr) and not _may_run_code(stmt)):
+            return []
+    return [n for n in names if n != handler.name]
+
+
 def _may_run_code(stmt: ast.stmt) -> bool:
     """Whether a statement of the program may run code this audit did not read before the next
     import (a call outside _HARMLESS_CALLS, or a `raise`); definitions run nothing."""
@@ -321,16 +417,37 @@ def missing_imports(entry: Path, roots: list[SearchRoot]) -> list[Missing]:
             return []  # a module it loads may put another copy first, or make modules: nothing is certain
         known = {line for line, _ in front} if file == entry else set()
         edit = _first_path_edit(tree, known) if file == entry else 1 << 30
+        gaps: list[Missing] = []
         for node in _statements(tree, main=file == entry, harmless=known):
             if node.lineno >= edit:
                 break  # the script's own sys.path edit may bring another copy first
             for module, must in _names(node, package):
                 found = _load(module, must, resolver)
                 if isinstance(found, Missing):
-                    out.append(Missing(module, file, node.lineno, found.absent, found.package, found.root))
+                    gaps.append(Missing(module, file, node.lineno, found.absent, found.package, found.root))
                     break
                 todo.extend(found)
+            if gaps:
+                break
+        for fallback in _fallbacks(tree, main=file == entry, harmless=known):
+            if fallback.cls.lineno >= min([edit, *(g.line for g in gaps)]):
+                break  # an import before it stops the run first, or a sys.path edit may bring another copy
+            gap = next((g for g in _guarded_gaps(fallback.guarded, file, package, resolver)), None)
+            if gap is not None:
+                gaps = [Missing(gap.module, file, gap.line, gap.absent, gap.package, gap.root, fallback.stop(file))]
+                break
+        out += gaps
     return out
+
+
+def _guarded_gaps(guarded: ast.Try, file: Path, package: str | None, resolver: _Resolver) -> list[Missing]:
+    """The import of a `try` body that surely fails (its handler then runs), first only."""
+    for node in guarded.body:
+        for module, must in _names(node, package) if isinstance(node, (ast.Import, ast.ImportFrom)) else []:
+            found = _load(module, must, resolver)
+            if isinstance(found, Missing):
+                return [Missing(module, file, node.lineno, found.absent, found.package, found.root)]
+    return []
 
 
 def _front_roots(entry: Path) -> list[tuple[int, Path]]:
@@ -399,14 +516,15 @@ def _load(module: str, must: bool, resolver: _Resolver) -> Missing | list[tuple[
 
 
 def own_package_gaps(entry: Path, launch_path: str,
-                     roots: list[SearchRoot]) -> list[tuple[ast.Import | ast.ImportFrom, str, str, Path, str]]:
+                     roots: list[SearchRoot]) -> list[tuple[ast.Import | ast.ImportFrom, str, str, Path, str, str]]:
     """The script's own imports of its checkout's package (a regular package, or a namespace
     folder: Megatron-LM's megatron/ has no __init__.py) whose copy every import reads is not
     certain (no known root holds it as a regular package first) and that the checkout's copy
-    lacks: (statement, module, the part absent, checkout, `placed`). `placed` says how the run
-    itself puts the checkout on sys.path (a known root no unknown one precedes, or the script's
+    lacks: (statement, module, the part absent, checkout, `placed`, `stop`). `placed` says how the
+    run itself puts the checkout on sys.path (a known root no unknown one precedes, or the script's
     own `sys.path.append`/`insert` before the import), "" where it does not (the run imports an
-    installed copy, or one an unknown root brings)."""
+    installed copy, or one an unknown root brings); `stop`, for an import in a `try` whose fallback
+    a class statement then subclasses (`_fallbacks`), where its failure stops the run, else ""."""
     checkout = checkout_root(launch_path)
     if checkout is None:
         return []
@@ -418,7 +536,8 @@ def own_package_gaps(entry: Path, launch_path: str,
     here = _Resolver([SearchRoot(checkout, "the checkout")], namespace=True)
     added = script_roots(tree, entry)
     out = []
-    for node in _statements(tree, harmless={line for line, _, _ in added}):
+
+    def gap(node: ast.Import | ast.ImportFrom, stop: str = "") -> bool:
         for module, must in _names(node, None):
             top = module.split(".")[0]
             held = _top(checkout, top) if top.isidentifier() else None
@@ -434,7 +553,17 @@ def own_package_gaps(entry: Path, launch_path: str,
                                          + ("" if folder else " (of a folder not known here)")
                                          for line, how, folder in added
                                          if line < node.lineno and (folder is None or folder.resolve() == checkout)), "")
-                out.append((node, module, found.absent, checkout, placed))
+                out.append((node, module, found.absent, checkout, placed, stop))
+                return True
+        return False
+    harmless = {line for line, _, _ in added}
+    for node in _statements(tree, harmless=harmless):
+        gap(node)
+    for fallback in _fallbacks(tree, harmless=harmless):
+        if not out or fallback.cls.lineno < out[0][0].lineno:
+            if any(gap(node, fallback.stop(entry)) for node in fallback.guarded.body
+                   if isinstance(node, (ast.Import, ast.ImportFrom))):
+                out.insert(0, out.pop())
                 break
     return out
 
@@ -514,7 +643,8 @@ def read_entry_imports(config: LaunchConfig, entry: Path, path: str, copy_differ
             config.diagnostics.append(Finding(
                 "launch.import-unread-copy", "info",
                 f"`{gap.module}` ({at}) is not in {gap.package} (no `{gap.absent}`), which Python would "
-                f"take `{gap.absent.split('.')[0]}` from; but {differs}, so another copy may come first",
+                f"take `{gap.absent.split('.')[0]}` from{f' ({gap.stop})' if gap.stop else ''}; but {differs}, "
+                "so another copy may come first",
                 where=where, detail={"undecided": f"whether the run can import `{gap.absent}` ({at}); "
                                      "without it the run does not start",
                                      "decide": f"python -c 'import {gap.absent}' in the job's environment",
@@ -524,19 +654,22 @@ def read_entry_imports(config: LaunchConfig, entry: Path, path: str, copy_differ
             "launch.import-missing", "error",
             f"`{gap.module}` ({at}) cannot be imported: Python takes `{gap.absent.split('.')[0]}` from "
             f"{gap.root.why}, whose copy ({gap.package}) holds no `{gap.absent.rsplit('.', 1)[-1]}`; "
-            "ModuleNotFoundError stops every rank before training",
+            + (f"{gap.stop} on every rank before training" if gap.stop
+               else "ModuleNotFoundError stops every rank before training"),
             fix=f"import `{gap.absent}` from where it now lives, or run a checkout that has it",
             where=where, detail={**STARTUP, "module": gap.module, "file": str(gap.file), "line": gap.line}))
-    for node, module, absent, checkout, placed in own_package_gaps(entry, path, roots)[:1]:
+    for node, module, absent, checkout, placed, stop in own_package_gaps(entry, path, roots)[:1]:
         top = module.split(".")[0]
+        then = f" ({stop})" if stop else ""
         unknown = next((r for r in roots if r.path is None), None)
         if placed:  # the run means to import this checkout's copy: what it imports there is not read
             config.diagnostics.append(Finding(
                 "launch.import-unread-copy", "info",
                 f"`{module}` ({entry}:{node.lineno}) is not in the checkout {checkout} (no `{absent}`), whose "
                 f"`{top}` {placed} puts on sys.path; where no other copy comes first (an installed "
-                f"`{top}`, a caller's PYTHONPATH) ModuleNotFoundError stops every rank, and the code it "
-                "would run is not read here",
+                f"`{top}`, a caller's PYTHONPATH) "
+                + (f"its `except` runs{then}, stopping every rank" if stop else "ModuleNotFoundError stops every rank")
+                + ", and the code it would run is not read here",
                 where=where, detail={"undecided": f"whether the run can import `{absent}` ({entry.name}:"
                                      f"{node.lineno}), which the checkout lacks (without it the run does not start)",
                                      "decide": f"python -c 'import {absent}' in the job's environment"}))
@@ -546,7 +679,7 @@ def read_entry_imports(config: LaunchConfig, entry: Path, path: str, copy_differ
                   "so the run imports an installed copy, not read here")
         config.diagnostics.append(Finding(
             "launch.import-unread-copy", "info",
-            f"`{module}` ({entry}:{node.lineno}) is not in the checkout {checkout} (no `{absent}`); "
+            f"`{module}` ({entry}:{node.lineno}) is not in the checkout {checkout} (no `{absent}`){then}; "
             f"whether the run's `{top}` has it is not known: {whence}",
             where=where, detail={"undecided": f"whether the `{top}` the run imports has `{absent}`, which "
                                  f"{entry.name}:{node.lineno} imports and the checkout lacks "

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import functools
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -208,6 +208,61 @@ def names(tree: ast.Module) -> dict[str, str]:
     return imported
 
 
+def star_names(tree: ast.Module, path: Path) -> dict[str, str]:
+    """Local name -> dotted name for the names `from launch_utils import *` binds, where
+    launch_utils is a local module beside the file at `path` (or in a package above): its public
+    names() bindings (`import subprocess as sp` gives sp), only those of a literal `__all__` where
+    it has one (review r41-interp 3). A later star import wins, as when the file runs."""
+    roots = [path.parent, *list(path.parent.parents)[:ANCESTORS]]
+    out: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.ImportFrom) and node.module and not node.level
+                and any(a.name == "*" for a in node.names)):
+            continue
+        files = _resolve(node.module, roots)
+        if not files or len(files) != len(node.module.split(".")):
+            continue
+        try:
+            module = parsed(files[-1].read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+            continue
+        public = _literal_all(module)
+        out.update({k: v for k, v in names(module).items()
+                    if (k in public if public is not None else not k.startswith("_"))})
+    return out
+
+
+def _literal_all(module: ast.Module) -> set[str] | None:
+    """The module's `__all__` where it is one literal list or tuple of strings; else None."""
+    for stmt in module.body:
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in stmt.targets) \
+                and isinstance(stmt.value, (ast.List, ast.Tuple)) \
+                and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in stmt.value.elts):
+            return {e.value for e in stmt.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+    return None
+
+
+def through_local(imported: str, path: Path) -> str:
+    """`imported` (a dotted name as the file at `path` imports it) with a name a local module binds
+    read as what that module binds it to: `launch_utils.sp.run` is `subprocess.run` where
+    launch_utils.py beside (or in a package above) has `import subprocess as sp` or `sp = subprocess`,
+    whether or not it reads `sp` itself (review r40-holes 2); else `imported` unchanged."""
+    roots = [path.parent, *list(path.parent.parents)[:ANCESTORS]]
+    for _ in range(4):  # a module giving another local module's name on
+        parts = imported.split(".")
+        files = _resolve(".".join(parts[:-1]), roots)
+        if not files or len(files) >= len(parts) or files[-1].suffix != ".py":
+            return imported
+        try:
+            given = names(parsed(files[-1].read_text(encoding="utf-8"))).get(parts[len(files)])
+        except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+            return imported
+        if given is None:
+            return imported
+        imported = ".".join([given, *parts[len(files) + 1:]])
+    return imported
+
+
 def _bound_once(tree: ast.Module, imported: dict[str, str]) -> dict[str, str]:
     """Local name -> dotted name, for a name the file binds once, by a plain assignment of an
     imported name or an attribute of one (`run = subprocess.run`): calling it calls that. A name
@@ -285,48 +340,133 @@ def namespaces(tree: ast.Module) -> frozenset[str]:
     options (`arg_value`; `cfg.megatron_path` of a config object is no `--megatron-path`, review
     r39-bridge). A name assigned `parser.parse_args()` (or the first of `parse_known_args()`),
     the result of a local function returning one, or a local function's parameter some call
-    hands one, by name only (no scope)."""
+    hands one, by name only. A name also bound to anything else in a scope it holds the namespace in
+    (`args = SimpleNamespace(**json.load(f))`, a call handing that parameter another value, a
+    loop or `with` target) is none: which object a read of it sees is not read (review r40-holes)."""
     defs = [f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
     by_name = {f.name: f for f in defs}
+    scope = _Scopes(tree)
     found: set[str] = set()
+    homes: dict[str, set[ast.AST]] = {}  # name -> the scopes (module, function) it holds the namespace in
     returning: set[str] = set()
+    other: set[str] = set()  # names bound to something else too
+    other_defs: set[str] = set()  # functions some `return` of which gives something else
 
     def parsed(value: ast.expr | None, first: bool = False) -> bool:
         if isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant) and value.slice.value == 0:
             return parsed(value.value, True)
         if isinstance(value, ast.Name):
-            return value.id in found
+            return value.id in found and value.id not in other
         if not isinstance(value, ast.Call):
             return False
         func = value.func
-        if isinstance(func, ast.Attribute) and func.attr in _PARSES:
-            return first or func.attr in ("parse_args", "parse_intermixed_args")
-        return isinstance(func, ast.Name) and func.id in returning
+        if isinstance(func, ast.Attribute) and func.attr in _PARSES:  # `namespace=cfg` fills cfg: no defaults
+            return (first or func.attr in ("parse_args", "parse_intermixed_args")) and len(value.args) < 2 \
+                and not any(k.arg in ("namespace", None) for k in value.keywords)
+        return isinstance(func, ast.Name) and func.id in returning and func.id not in other_defs
 
-    def bind(target: ast.expr, value: ast.expr | None) -> None:
+    def home(name: str, where: ast.AST) -> None:
+        found.add(name)
+        homes.setdefault(name, set()).add(where)
+
+    def bind(target: ast.expr, value: ast.expr | None, node: ast.AST) -> None:
         if isinstance(target, ast.Name) and parsed(value):
-            found.add(target.id)
+            home(target.id, scope.home(node, target.id))
         elif isinstance(target, ast.Tuple) and target.elts and isinstance(target.elts[0], ast.Name) \
                 and parsed(value, True):
-            found.add(target.elts[0].id)  # `args, rest = parser.parse_known_args()`
+            home(target.elts[0].id, scope.home(node, target.elts[0].id))  # `args, rest = parse_known_args()`
 
-    size = -1
-    while size != len(found) + len(returning):
-        size = len(found) + len(returning)
+    def walk(settled: bool) -> None:
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign):
                 for target in node.targets:
-                    bind(target, node.value)
+                    bind(target, node.value, node)
             elif isinstance(node, ast.AnnAssign):
-                bind(node.target, node.value)
+                bind(node.target, node.value, node)
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in by_name:
-                params = by_name[node.func.id].args
-                positional = [*params.posonlyargs, *params.args]
-                found.update(p.arg for p, a in zip(positional, node.args) if parsed(a))
-                found.update(k.arg for k in node.keywords if k.arg and parsed(k.value))
-        returning.update(f.name for f in defs if any(isinstance(n, ast.Return) and parsed(n.value)
-                                                     for n in ast.walk(f)))
-    return frozenset(found)
+                define = by_name[node.func.id]
+                positional = [*define.args.posonlyargs, *define.args.args]
+                given = [*zip(positional, node.args), *((p, k.value) for k in node.keywords if k.arg
+                                                        for p in [*positional, *define.args.kwonlyargs]
+                                                        if p.arg == k.arg)]
+                for p, a in given:
+                    if parsed(a):
+                        home(p.arg, define)
+                if settled:
+                    other.update(p.arg for p, a in given if not isinstance(a, ast.Starred) and not parsed(a)
+                                 and define in homes.get(p.arg, ()))
+        returns = [(f, n) for f in defs for n in ast.walk(f) if isinstance(n, ast.Return) and scope.of[n] is f]
+        returning.update(f.name for f, n in returns if parsed(n.value))
+        if settled:  # a function returning the namespace on one path and a config on another is neither
+            other_defs.update(f.name for f, n in returns if not parsed(n.value))
+            other.update(_bound_otherwise(tree, homes, parsed, scope))
+
+    for settled in (False, True):  # every name given a namespace somewhere, then those given another value too
+        size = -1
+        while size != len(found) + len(returning) + len(other) + len(other_defs):
+            size = len(found) + len(returning) + len(other) + len(other_defs)
+            walk(settled)
+    return frozenset(found - other)
+
+
+_SCOPE_NODES = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+class _Scopes:
+    """Each node's enclosing module, function, lambda or class (a comprehension is none: its
+    loop variables are read apart, a walrus in it binds the enclosing function's name)."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+        self.of: dict[ast.AST, ast.AST] = {tree: tree}
+        stack: list[ast.AST] = [tree]
+        while stack:
+            node = stack.pop()
+            inner = node if isinstance(node, _SCOPE_NODES) else self.of[node]
+            for child in ast.iter_child_nodes(node):
+                self.of[child] = inner
+                stack.append(child)
+        self.declared = {(self.of[n], name): isinstance(n, ast.Global)
+                         for n in ast.walk(tree) if isinstance(n, (ast.Global, ast.Nonlocal)) for name in n.names}
+
+    def home(self, node: ast.AST, name: str) -> ast.AST:
+        """The scope a binding of `name` at `node` binds it in: the module for a `global` name."""
+        where = self.of[node]
+        return self.tree if self.declared.get((where, name)) else where
+
+
+def _bound_otherwise(tree: ast.Module, homes: dict[str, set[ast.AST]], parsed: Callable[..., bool],
+                     scope: _Scopes) -> set[str]:
+    """The names of `homes` some statement binds, in a scope the name holds the namespace in, to a
+    value `parsed` does not take for the namespace: a plain or annotated assignment of another
+    value, an augmented one, a loop, `with`, `except`, import, `def` or `class` binding, a `del`;
+    parameters are read at the calls. An unrelated function's own `args = get_args()` and a
+    comprehension's loop variable bind another name (review r41-interp 2); a `nonlocal` one counts."""
+    bound: list[tuple[ast.AST, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.AnnAssign) and node.value is None:
+            continue  # `args: Namespace`: a declaration binds nothing
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name) and not parsed(node.value):
+                    bound.append((node, target.id))
+                elif isinstance(target, (ast.Tuple, ast.List)):
+                    first = parsed(node.value, True)
+                    bound.extend((node, n.id) for i, e in enumerate(target.elts) for n in ast.walk(e)
+                                 if isinstance(n, ast.Name) and (i or not first or not isinstance(e, ast.Name)))
+        elif isinstance(node, (ast.AugAssign, ast.For, ast.AsyncFor, ast.NamedExpr, ast.withitem, ast.Delete)):
+            targets_of: list[ast.expr | None] = (list(node.targets) if isinstance(node, ast.Delete) else
+                                                 [node.optional_vars] if isinstance(node, ast.withitem) else
+                                                 [node.target])
+            bound.extend((node, n.id) for t in targets_of if t is not None for n in ast.walk(t)
+                         if isinstance(n, ast.Name))
+        elif isinstance(node, (ast.ExceptHandler, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.extend([(node, node.name)] if node.name else [])
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.extend((node, (a.asname or a.name).split(".")[0]) for a in node.names)
+    return {name for node, name in bound if name in homes
+            and (scope.home(node, name) in homes[name] or scope.declared.get((scope.of[node], name)) is False)}
 
 
 def stores_of(tree: ast.Module, options: dict[str, dict[str, Any]]) -> dict[str, int]:

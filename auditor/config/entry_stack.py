@@ -194,7 +194,7 @@ def _pipeline_free(path: str, mtime_ns: int, size: int) -> tuple[int, str] | Non
             return None
         # torch's P2P called by the closure itself (a pipeline of its own, a vendored framework),
         # or what may be (config.own_p2p): P2P this audit would have to judge
-        if (uses_or_imports(tree, excepted_modules, excepted_names) or runs_code(tree, data["dynamic"])
+        if (uses_or_imports(tree, excepted_modules, excepted_names) or runs_code(tree, data["dynamic"], module)
                 or own_p2p.read(module.read_text(encoding="utf-8"), str(module)).may):
             return None
         used |= {top for top in foreign if top in data["packages"]}
@@ -203,12 +203,12 @@ def _pipeline_free(path: str, mtime_ns: int, size: int) -> tuple[int, str] | Non
     return read - 1, ", ".join(sorted(used)) or "none"
 
 
-def runs_code(tree: ast.Module, dynamic: list[str]) -> bool:
+def runs_code(tree: ast.Module, dynamic: list[str], path: Path | None = None) -> bool:
     """Whether the file calls what loads or runs code this reader does not see: one of `dynamic`
     by the name written (exec, eval, importlib.import_module), or a call that starts a process
-    (`starts_programs`). An aliased `import_module` is not yet read (Pai-Megatron-Patch's
+    (`starts_programs`, through the local modules beside `path`). An aliased `import_module` is not yet read (Pai-Megatron-Patch's
     distributed_checkpoints_convertor/impl/convert.py: its manifest rows rest on that)."""
-    return loads_code(tree, dynamic) or bool(starts_programs(tree))
+    return loads_code(tree, dynamic) or bool(starts_programs(tree, path))
 
 
 def loads_code(tree: ast.Module, dynamic: list[str]) -> bool:

@@ -122,7 +122,7 @@ def _calls(file: Path, tree: ast.Module, script: Path, launcher: dict) -> str:
     inert = set(launcher.get("inert_packages", ())) | set(sys.stdlib_module_names)
     unread = {n.split(".")[0] for n in foreign_imports(tree, file, script)} - inert
     imported_heads = set(aliases(tree))
-    started = starts_programs(tree)
+    started = starts_programs(tree, file)
     programs = {id(s.node) for s in started}
     for node, written, imported in calls(tree):
         if id(node) in programs or any(fnmatch.fnmatchcase(imported, p) for p in starters):

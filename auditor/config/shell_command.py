@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
+from pathlib import Path
 from typing import NamedTuple
 
 from auditor import rulebook
-from auditor.config.entry_script import dotted, names
+from auditor.config.entry_script import dotted, names, star_names, through_local
 
 _OPERATOR = re.compile(r"[;&|`\n<>]|\$\(")
 
@@ -66,7 +68,7 @@ class Start(NamedTuple):
     named: bool = True
 
 
-def starts_programs(tree: ast.Module) -> list[Start]:
+def starts_programs(tree: ast.Module, path: Path | None = None) -> list[Start]:
     """Where the file may start a process running another program, each with what to check, as
     written: a call of a `command_runners` starter (subprocess.*, os.system/exec*/spawn*,
     asyncio's create_subprocess_*, pty.spawn) by the name written or imported (`import subprocess
@@ -83,7 +85,10 @@ def starts_programs(tree: ast.Module) -> list[Start]:
     `sys.modules["subprocess"]`. A file that starts nothing itself but gives its importers a
     starter under a public name (`run = subprocess.run`, `from subprocess import *`) counts at that
     binding: `from launch_utils import run; run(cmd)` calls it in another file, which names()
-    does not follow. Not a literal command line of
+    does not follow; where the file's `path` is given, a name a local module gives is read as
+    what that module binds it to (`from launch_utils import sp` is subprocess: entry_script.through_local;
+    `from launch_utils import *` gives its public names: entry_script.star_names).
+    Not a literal command line of
     a file utility, `os.system("mkdir -p out")` (`runs_only_utility`). The node is the call where
     the starter is called, else the reference. The one reader of "this code runs a command"."""
     data = rulebook.load("stacks").data
@@ -93,12 +98,20 @@ def starts_programs(tree: ast.Module) -> list[Start]:
     packaged = {s for p in data.get("package_starter", []) for s in p["starters"]}
     modules = {r.rpartition(".")[0] for r in runners} | libraries
     starter_modules = modules | {s.rpartition(".")[0] for s in packaged}
-    bound = names(tree)
+    bound = names(tree) if path is None else {**star_names(tree, path), **names(tree)}
     for node in ast.walk(tree):  # `from subprocess import *` binds subprocess's starters
         if isinstance(node, ast.ImportFrom) and not node.level and any(a.name == "*" for a in node.names):
             bound.update({r.rpartition(".")[2]: r for r in runners if r.rpartition(".")[0] == node.module})
     parents = {id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
     typed = {id(n) for t in _annotations(tree) for n in ast.walk(t)}  # `proc: subprocess.Popen` runs nothing
+    seen: dict[str, str] = {}
+
+    def resolved(name: str) -> str:  # through a local module's own names, once per name
+        if path is None or name.split(".")[0] in sys.stdlib_module_names:
+            return name
+        if name not in seen:
+            seen[name] = through_local(name, path)
+        return seen[name]
     out: list[Start] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module in libraries and any(a.name == "*" for a in node.names):
@@ -113,7 +126,7 @@ def starts_programs(tree: ast.Module) -> list[Start]:
             continue  # read as the whole chain (`subprocess.run`, not `subprocess`); a type only
         written = dotted(node)
         head, _, rest = written.partition(".")
-        imported = bound.get(head, head) + (f".{rest}" if rest else "")
+        imported = resolved(bound.get(head, head) + (f".{rest}" if rest else "")) if head in bound else written
         called = isinstance(parent, ast.Call) and parent.func is node
         if called and (written in runners or imported in runners):
             if isinstance(parent, ast.Call) and not runs_only_utility(parent, imported):
@@ -137,8 +150,8 @@ def starts_programs(tree: ast.Module) -> list[Start]:
                            else Start(node, f"`{written}` (a program starter used as a value)", named))
         elif head in bound and imported in starter_modules and not _bound_here(parent, node, bound, imported, parents):
             reach = _getattr(parent, node, imported, runners | libraries | packaged)
-            if reach is None:  # a package starter's module only through getattr: not `if psutil is None`
-                if imported in modules:
+            if reach is None:  # handed on; a package's module only tested (`if psutil is not None`) starts nothing
+                if imported in modules or not _tested(node, parents):
                     out.append(Start(node, f"`{written}` (module {imported} handed on: what it starts is not read)",
                                      False))
             elif reach.text:
@@ -225,6 +238,18 @@ def _type_test(parent: ast.AST | None, node: ast.expr) -> bool:
     """`node` is the type `isinstance(p, subprocess.Popen)` tests against: it is not called there."""
     return (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name)
             and parent.func.id in ("isinstance", "issubclass") and node in parent.args[1:])
+
+
+def _tested(node: ast.expr, parents: dict[int, ast.AST]) -> bool:
+    """`node` is only compared or tested for truth (`psutil is not None`, `if psutil and x:`,
+    `not psutil`): an optional package's availability check, which hands the module to no code
+    (review r40-holes 3: any other use, an argument or a class attribute, may call its starter)."""
+    parent = parents.get(id(node))
+    while isinstance(parent, ast.BoolOp) or isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not):
+        node, parent = parent, parents.get(id(parent))
+    if isinstance(parent, ast.Compare):
+        return True
+    return isinstance(parent, (ast.If, ast.While, ast.IfExp, ast.Assert)) and parent.test is node
 
 
 def _within(name: str, names: set[str]) -> bool:

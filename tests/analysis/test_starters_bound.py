@@ -54,6 +54,26 @@ FORMS = [
     ("lu.sp.Popen(get_cmd(args), shell=True).wait()", "import launch_utils as lu",
      {"launch_utils.py": "import subprocess as sp\n"}),
     ('getattr(trun, "main")(get_cmd(args).split()[1:])', "from torch.distributed import run as trun", {}),
+    # review r40-holes 2: the local module reads its alias itself (an exception class, torchrun's
+    # parser) and still gives it to the entry
+    ("sp.run(get_cmd(args), shell=True)", "from launch_utils import sp",
+     {"launch_utils.py": "import subprocess as sp\n\n\ndef git_rev():\n    try:\n        return open('.git/HEAD').read()\n"
+                         "    except (OSError, sp.SubprocessError):\n        return 'unknown'\n"}),
+    ("lu.sp.Popen(get_cmd(args), shell=True).wait()", "import launch_utils as lu",
+     {"launch_utils.py": "import subprocess as sp\n\nERRORS = (sp.CalledProcessError,)\n"}),
+    ("trun.main(get_cmd(args).split()[1:])", "from launch_utils import trun",
+     {"launch_utils.py": "import torch.distributed.run as trun\n\n\ndef launcher_parser():\n"
+                         "    return trun.get_args_parser()\n"}),
+    # review r40-holes 3: psutil's module handed on as a class attribute or an argument
+    ("R().go(get_cmd(args))",
+     "import psutil\n\n\nclass R:\n    lib = psutil\n\n    def go(self, cmd):\n        self.lib.Popen(cmd, shell=True).wait()\n",
+     {}),
+    ("launch(psutil, get_cmd(args))", "import psutil\n\n\ndef launch(m, cmd):\n    m.Popen(cmd, shell=True).wait()\n", {}),
+    # review r41-interp 3: a local module's alias reached through a star import
+    ("sp.run(get_cmd(args), shell=True)", "from launch_utils import *",
+     {"launch_utils.py": "import subprocess as sp\n\nERRORS = (sp.CalledProcessError,)\n"}),
+    ("sp.run(get_cmd(args), shell=True)", "from launch_utils import *",
+     {"launch_utils.py": "import subprocess as sp\n\n__all__ = ['sp', 'ERRORS']\nERRORS = (sp.CalledProcessError,)\n"}),
 ]
 
 
@@ -89,6 +109,8 @@ def test_an_entry_importing_megatron_says_the_command(capsys, tmp_path, run, mor
     "import sys\n\nsys.modules['json'].dumps({})\nsys.modules[__name__].x = 1\n",
     "import psutil\n\nprint(psutil.cpu_count(), psutil.Process().memory_info())\n",
     "try:\n    import psutil\nexcept ImportError:\n    psutil = None\nif psutil is not None:\n    print(psutil.cpu_count())\n",
+    "try:\n    import psutil\nexcept ImportError:\n    psutil = None\nif not psutil or x:\n    pass\n"
+    "HAVE = psutil is not None and psutil.cpu_count() > 1\nwhile psutil:\n    break\n",
 ])
 def test_what_starts_nothing_is_no_starter(text):
     assert starts_programs(ast.parse(text)) == []
@@ -128,3 +150,14 @@ def test_a_send_of_another_object_is_not_torch_p2p():
     """A multiprocessing pipe's or a socket's `.send` is no torch P2P (the reader keeps the run)."""
     assert not of_tree(ast.parse("import socket\nconn = socket.socket()\nconn.send(b'x')\nparent.recv()\n")).issues
     assert of_tree(ast.parse("import torch.distributed as dist\nops = [dist.P2POp(dist.isend, t, 1)]\n")).issues
+
+
+def test_a_local_module_s_alias_running_a_file_utility_starts_nothing(tmp_path):
+    """The alias a local module gives, read through it: `sp.run(["mkdir", ...])` is a file
+    utility's command line (review r40-holes 2's fix must not count every alias given on)."""
+    (tmp_path / "launch_utils.py").write_text("import subprocess as sp\n\nsp.run(['mkdir', '-p', 'out'])\n")
+    entry = tmp_path / "e2e.py"
+    entry.write_text("from launch_utils import sp\n\nsp.run(['mkdir', '-p', 'logs'])\n")
+    assert starts_programs(ast.parse(entry.read_text()), entry) == []
+    entry.write_text("from launch_utils import sp\n\nsp.run(cmd, shell=True)\n")
+    assert starts_programs(ast.parse(entry.read_text()), entry) != []

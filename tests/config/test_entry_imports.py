@@ -13,7 +13,10 @@ submodule it lacks stops every rank: DOES NOT START naming the import and its li
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
+
+import pytest
 
 from auditor.analysis.undecided import undecided_inputs
 from auditor.config.launch import read_launch
@@ -501,3 +504,67 @@ def test_only_sys_path_s_own_insert_adds_a_root(tmp_path, monkeypatch):
     launch = textgen_checkout(tmp_path, entry.replace("IMPORT\n", GONE), namespace=False)
     monkeypatch.chdir(tmp_path)
     assert errors(read_launch(launch)) == []
+
+
+# NVIDIA/Megatron-LM@d98e8a64dd examples/multimodal/run_text_generation.py imports ForwardStep
+# (:27) and subclasses it at module level (:458, `class VLMForwardStep(ForwardStep):`); the
+# variant guards the import as optional dependencies are (`except ImportError: ForwardStep = None`).
+# Where the import surely fails the class statement raises TypeError on every rank.
+FORWARD_STEP = "from megatron.inference.text_generation.forward_step import ForwardStep\n"
+SUBCLASS = "\n\nclass VLMForwardStep(ForwardStep):\n    pass\n"
+GUARDED = ("import torch\ntry:\n    " + FORWARD_STEP + "except ImportError:\n    ForwardStep = None\n"
+           + SUBCLASS + "\n\nif __name__ == '__main__':\n    main()\n")
+
+
+def test_a_fallback_of_none_subclassed_does_not_start(tmp_path, monkeypatch):
+    """Was CLEAN (an import under try not read): the class statement names its line."""
+    launch = megatron_checkout(tmp_path, GUARDED)
+    monkeypatch.chdir(tmp_path)
+    [error] = errors(read_launch(launch))
+    assert "megatron.inference.text_generation.forward_step" in error.message
+    assert "`class VLMForwardStep(ForwardStep)`" in error.message and "pretrain_gpt.py:8" in error.message
+    assert "TypeError" in error.message
+
+
+@pytest.mark.parametrize("change", [
+    ("ForwardStep = None", "ForwardStep = object"),  # a real class
+    ("ForwardStep = None", "from megatron.core import ForwardStep"),
+    ("except ImportError:", "except AttributeError:\n    raise\nexcept errors:"),  # a handler type not read
+    (SUBCLASS, "\n\ndef make():\n    class VLMForwardStep(ForwardStep):\n        pass\n"),  # never called
+    ("\n\nclass VLMForwardStep", "\n\nif TYPE_CHECKING:\n  class VLMForwardStep"),
+    ("try:\n    " + FORWARD_STEP + "except ImportError:\n    ForwardStep = None\n",  # a version check
+     "if sys.version_info >= (3, 8):\n    try:\n        " + FORWARD_STEP + "    except ImportError:\n"
+     "        ForwardStep = None\nelse:\n    ForwardStep = object\n"),
+    ("\n\nclass VLMForwardStep", "\nmain()\n\nclass VLMForwardStep"),  # after code not read
+    ("\n\nclass VLMForwardStep", "\nfrom megatron.core.mpu import *\n\nclass VLMForwardStep"),
+    ("(ForwardStep):", "(ForwardStep, metaclass=Meta):"),
+    ("ForwardStep = None\n", "ForwardStep = None\nfinally:\n    setup()\n"),
+    # review r41-interp 4: a binding that does not write the name
+    ("\n\nclass VLMForwardStep", "\nsetattr(sys.modules[__name__], 'ForwardStep', object)\n\nclass VLMForwardStep"),
+    ("\n\nclass VLMForwardStep", "\nglobals()['ForwardStep'] = object\n\nclass VLMForwardStep"),
+])
+def test_a_fallback_that_may_not_fail_decides_nothing(tmp_path, monkeypatch, change):
+    entry = GUARDED.replace(*change)
+    assert entry != GUARDED and ast.parse(entry)
+    launch = megatron_checkout(tmp_path, entry)
+    monkeypatch.chdir(tmp_path)
+    assert errors(read_launch(launch)) == []
+
+
+def test_a_guarded_import_the_present_copy_holds_decides_nothing(tmp_path, monkeypatch):
+    launch = megatron_checkout(tmp_path, GUARDED.replace(FORWARD_STEP, "from megatron.core.mpu import ForwardStep\n"))
+    monkeypatch.chdir(tmp_path)
+    assert errors(read_launch(launch)) == []
+
+
+def test_a_fallback_subclassed_in_the_appended_tree_is_undecided(tmp_path, monkeypatch):
+    """The upstream shape (its own tree appended, megatron/ a namespace folder): another copy may
+    come first, so INCONCLUSIVE naming the import and the class, never DOES NOT START."""
+    launch = textgen_checkout(tmp_path, TEXTGEN.replace("IMPORT\n", GUARDED.replace("import torch\n", "")))
+    monkeypatch.chdir(tmp_path)
+    config = read_launch(launch)
+    assert errors(config) == []
+    [u] = undecided(config)
+    assert "megatron.inference.text_generation" in u.what and "run_text_generation.py:13" in u.what
+    [finding] = [d for d in config.diagnostics if d.kind == "launch.import-unread-copy"]
+    assert "class VLMForwardStep(ForwardStep)" in finding.message

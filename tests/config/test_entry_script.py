@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import ast
 
+import pytest
+
 from auditor.config.entry_script import argparse_options, call_value, namespaces
 from auditor.config.expr import UNKNOWN
 from auditor.config.model import LaunchConfig
@@ -62,3 +64,57 @@ def test_only_the_parsed_namespace_s_attributes_are_options():
             "def get():\n    return p.parse_args()\ndef run(opts):\n    pass\n"
             "a = get()\nb, rest = p.parse_known_args()\nc = p.parse_known_args()[0]\nrun(a)\ncfg = load(a)\n")
     assert namespaces(ast.parse(text)) == {"a", "b", "c", "opts"}
+
+
+@pytest.mark.parametrize("rebinding", [
+    "args = types.SimpleNamespace(**json.load(open('run.json')))",  # review r40-holes item 1
+    "args = argparse.Namespace(**cfg)",
+    "args = Config.fromfile(args.config)",
+    "for args in runs:\n        pass",
+    "with open('x') as args:\n        pass",
+    "show(cfg)",  # the function's parameter handed another object
+])
+def test_a_namespace_name_bound_to_anything_else_is_none(rebinding):
+    """Was {"args"}: a name read by name only, bound also to another object, is not the options."""
+    text = ("import argparse\np = argparse.ArgumentParser()\n"
+            f"def show(args):\n    print(args.pp)\ndef main(args):\n    {rebinding}\n    show(args)\n"
+            "main(p.parse_args())\n")
+    assert namespaces(ast.parse(text)) == set()
+
+
+def test_a_namespace_name_declared_or_unpacked_stays_the_options():
+    text = ("import argparse\np = argparse.ArgumentParser()\nargs: argparse.Namespace\n"
+            "def main(args):\n    pass\nargs, rest = p.parse_known_args()\nmain(args=args)\n")
+    assert namespaces(ast.parse(text)) == {"args"}
+
+
+@pytest.mark.parametrize("helper", [
+    "def get():\n    o = p.parse_args()\n    if o.config:\n        o = types.SimpleNamespace(**json.load(open(o.config)))\n"
+    "    return o\n",  # review r41-interp item 1
+    "def get():\n    o = p.parse_args()\n    if o.config:\n        return load(o.config)\n    return o\n",
+    "def get():\n    return p.parse_args(namespace=cfg)\n",
+])
+def test_a_helper_returning_anything_else_gives_no_namespace(helper):
+    """Was {"args"}: `returning` was filled once and never taken back."""
+    text = f"import argparse\np = argparse.ArgumentParser()\n{helper}def main(args):\n    pass\nmain(get())\n"
+    assert "args" not in namespaces(ast.parse(text))
+
+
+@pytest.mark.parametrize("elsewhere", [
+    "def helper():\n    args = get_config()\n    return args.x\n",  # Megatron-style `args = get_args()`
+    "xs = [args.x for args in runs]\n",  # a comprehension's variable is its own
+    "def helper(args):\n    pass\nhelper(cfg)\n",  # another function's parameter
+])
+def test_a_name_bound_in_another_scope_stays_the_namespace(elsewhere):
+    """Was set(): review r41-interp item 2, a rebinding counts only where the namespace name lives."""
+    text = f"import argparse\np = argparse.ArgumentParser()\n{elsewhere}args = p.parse_args()\n"
+    assert namespaces(ast.parse(text)) == {"args"}
+
+
+@pytest.mark.parametrize("rebinding", [
+    "args = get_config()\n",
+    "def reset():\n    global args\n    args = get_config()\n",
+])
+def test_a_rebinding_where_the_namespace_lives_still_counts(rebinding):
+    text = f"import argparse\np = argparse.ArgumentParser()\nargs = p.parse_args()\n{rebinding}"
+    assert namespaces(ast.parse(text)) == set()

@@ -680,3 +680,41 @@ def test_an_attribute_of_another_object_is_no_option(tmp_path) -> None:
     script = _vlm_launch(tmp_path, OTHER_NAME, launch)  # the namespace's own: nothing is loaded
     code, doc = _scan_at(script, ())
     assert code == 0 and doc["verdict"]["status"] == "clean", doc["verdict"]["headline"]
+
+
+# Review r40-holes item 1: the namespace's name bound again to a config object read from a file
+# (`args = SimpleNamespace(**json.load(f))`, a research-code idiom beside Megatron-Bridge's
+# examples/conversion/hf_to_megatron_generate_vlm.py `main(args)`): `args.megatron_path` after it
+# is no longer --megatron_path, so its default (None: no checkpoint) is not what the run loads.
+REBOUND_NAMESPACE = OTHER_NAME.replace("import argparse\n", "import argparse\nimport json\nimport types\n", 1).replace(
+    "    tp = args.tp\n", '    tp = args.tp\n    args = types.SimpleNamespace(**json.load(open("run.json")))\n', 1)
+
+
+def test_a_namespace_name_bound_again_is_not_the_option(tmp_path) -> None:
+    """Was CLEAN (5 sites): `args` read by name as the parsed options although bound to a file's
+    config; whether the checkpoint (its virtual size) loads is undecided."""
+    assert REBOUND_NAMESPACE.count("types.SimpleNamespace") == 1
+    launch = LOADS.replace("--megatron_model_path /workspace/models/y/iter_0000000 ", "")
+    code, doc = _scan_at(_vlm_launch(tmp_path, REBOUND_NAMESPACE, launch), ())
+    assert doc["verdict"]["status"] == "inconclusive", doc["verdict"]["headline"]
+    code, doc = _scan_at(_vlm_launch(tmp_path, OTHER_NAME, launch), ())  # not bound again: the option's default
+    assert doc["verdict"]["status"] == "clean", doc["verdict"]["headline"]
+
+
+# Review r41-interp item 1: a helper returning the parsed options on one path and a config read
+# from a file on another (`def parse_args(): opts = parser.parse_args(); if opts.config: opts =
+# SimpleNamespace(**json.load(...)); return opts`, then `main(parse_args())`, beside Megatron-Bridge's
+# examples/conversion/hf_to_megatron_generate_vlm.py `main(parser.parse_args())`).
+RETURNS_EITHER = OTHER_NAME.replace("import argparse\n", "import argparse\nimport json\nimport types\n", 1).replace(
+    "    main(parser.parse_args())",
+    "    def parse_args():\n        opts = parser.parse_args()\n        if opts.config:\n"
+    "            opts = types.SimpleNamespace(**json.load(open(opts.config)))\n        return opts\n"
+    "    main(parse_args())", 1)
+
+
+def test_a_helper_returning_a_config_too_gives_no_namespace(tmp_path) -> None:
+    """Was CLEAN: the helper counted as returning the options although one path returns a config."""
+    assert RETURNS_EITHER.count("main(parse_args())") == 1
+    launch = LOADS.replace("--megatron_model_path /workspace/models/y/iter_0000000 ", "")
+    code, doc = _scan_at(_vlm_launch(tmp_path, RETURNS_EITHER, launch), ())
+    assert doc["verdict"]["status"] == "inconclusive", doc["verdict"]["headline"]
