@@ -251,6 +251,7 @@ def _local_sources(script: Path, closure: list[Path]) -> list[SourceSet]:
     for i, root in enumerate(roots):
         files = sorted(p.relative_to(root).as_posix() for p in closure if p.is_relative_to(root))
         out += [SourceSet.folder(f"p2paudit-entry-{i}", root, str(root), files)] if files else []
+    out += _sibling_sources(script, closure, roots)
     # A checkout's own package in the src layout (Megatron-Bridge's src/megatron/bridge), which
     # the run imports once the checkout is installed (`uv run`, `pip install -e .`).
     for i, root in enumerate(roots):
@@ -266,6 +267,53 @@ def _local_sources(script: Path, closure: list[Path]) -> list[SourceSet]:
                  for p in sorted((root / name).rglob("*.py"))][:SRC_FILES]
         out += [SourceSet.folder(f"p2paudit-entry-framework-{i}", root, str(root), files)] if files else []
     return out
+
+
+def _sibling_sources(script: Path, closure: list[Path], roots: list[Path]) -> list[SourceSet]:
+    """The local modules of each folder below the script's that holds one of the closure, under
+    their bare names, where a module of that folder imports them so only as the fallback of a
+    failed import (`try: from .utils import X` / `except ImportError: from utils import X`,
+    DeepSpeedExamples@83757d9c93 benchmarks/inference/mii/src/client.py:22-31, so that the file
+    also runs as a script from its folder): then that sibling is what the fallback imports. Read
+    after the script's own roots, before the releases; a bare import elsewhere (which Python
+    may resolve to an installed package) or a name of the standard library or of a modeled
+    stack is not taken."""
+    taken = set(sys.stdlib_module_names) | modeled_roots()
+    folders = sorted({p.parent for p in closure if p.parent != script.parent
+                      and p.parent.is_relative_to(script.parent) and p.parent not in roots})
+    out = []
+    for i, folder in enumerate(folders):
+        here = {p.stem: p for p in closure if p.parent == folder and p.stem not in taken}
+        fallback = _fallback_imports([p for p in closure if p.parent == folder]) & set(here)
+        files = sorted(here[name].name for name in fallback)
+        out += [SourceSet.folder(f"p2paudit-entry-sibling-{i}", folder, str(folder), files)] if files else []
+    return out
+
+
+_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
+
+
+def _fallback_imports(files: list[Path]) -> set[str]:
+    """The bare top-level names the files import only in the body of an `except ImportError`
+    (or ModuleNotFoundError) handler: none where a file also imports the name elsewhere."""
+    inside: set[str] = set()
+    outside: set[str] = set()
+    for file in files:
+        try:
+            tree = ast.parse(file.read_text(encoding="utf-8", errors="replace"))
+        except (OSError, SyntaxError, ValueError):
+            return set()
+        handled: set[int] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ExceptHandler) and node.type is not None and \
+                    {getattr(n, "id", None) for n in ast.walk(node.type)} & _IMPORT_ERRORS:
+                handled |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+        for node in ast.walk(tree):
+            names = ([a.name.split(".")[0] for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module.split(".")[0]] if isinstance(node, ast.ImportFrom) and node.module
+                     and not node.level else [])
+            (inside if id(node) in handled else outside).update(names)
+    return inside - outside
 
 
 def _certain(interp: Interpreter, stops: frozenset[str], program: Program) -> bool:
