@@ -16,7 +16,8 @@ from typing import Any
 
 from auditor import rulebook
 from auditor.bash.absent import checkout_root
-from auditor.config.entry_script import parsed
+from auditor.config import own_p2p
+from auditor.config.entry_script import parsed, uses_or_imports
 
 
 @functools.cache
@@ -104,4 +105,26 @@ def _own_function_builds(script: Path, module: str, name: str) -> bool:
     except (OSError, SyntaxError, ValueError):
         return False
     body = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
-    return body is not None and _calls_entry(body, tree)
+    return body is not None and _calls_entry(body, tree) and not _changes_the_run(tree)
+
+
+def _changes_the_run(tree: ast.Module) -> bool:
+    """Whether the module may run other than Megatron-LM's parser with its defaults says: it
+    writes a P2P-relevant key (rules/megatron-core.toml [config_attribute]: `config.batch_p2p_comm
+    = True`, `args.X = ...`, or any `setattr`), imports a stack other than Megatron's (DeepSpeed's
+    PipelineModule, torch.distributed.pipelining: rules/stacks.toml [training_step]
+    `pipeline_modules`/`pipeline_names`, or any modelled package) or issues torch P2P itself
+    (config.own_p2p). Then the run stays undecided rather than read on those defaults."""
+    keys = set(rulebook.load("megatron-core").data["config_attribute"]["keys"])
+    for node in ast.walk(tree):
+        targets = (node.targets if isinstance(node, ast.Assign) else
+                   [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+        if any(isinstance(t, ast.Attribute) and t.attr in keys
+               for target in targets for t in ast.walk(target)):
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr":
+            return True
+    from auditor.config.entry_stack import modeled_packages  # it imports this module (frontend_parser)
+    steps = rulebook.load("stacks").data["training_step"]
+    others = [m for m in [*modeled_packages(), *steps["pipeline_modules"]] if m.split(".")[0] != "megatron"]
+    return uses_or_imports(tree, others, steps["pipeline_names"]) or own_p2p.of_tree(tree).may

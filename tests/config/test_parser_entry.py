@@ -5,6 +5,8 @@ Pai-Megatron-Patch@a098ca5acb examples/llama2/finetune_megatron_llama.py calls
 
 from __future__ import annotations
 
+import pytest
+
 from auditor.config.parser_entry import calls_parser_entry, entry_calls
 
 
@@ -68,3 +70,27 @@ def test_a_package_outside_the_checkout_is_not_read(tmp_path) -> None:
                                        "initialize_megatron\n    initialize_megatron()\n")
     (tmp_path / "setup.py").unlink()
     assert not calls_parser_entry(script)
+
+
+_INIT = ("def pretrain(*a):\n    from megatron.initialize import initialize_megatron\n"
+         "    initialize_megatron()\n")
+
+
+@pytest.mark.parametrize("body", [
+    # its own loop sets the schedule's P2P keys on the model config before the schedule runs
+    "    config = get_model_config(model[0])\n    config.batch_p2p_comm = True\n",
+    "    config = get_model_config(model[0])\n    config.variable_seq_lengths = True\n"
+    "    config.batch_p2p_comm = False\n",
+    "    setattr(config, name, True)\n",
+    "    args.overlap_p2p_comm = True\n",
+    # another pipeline engine: DeepSpeed's PipelineModule run by deepspeed.initialize
+    "    from deepspeed.pipe import PipelineModule\n    engine = PipelineModule(layers=[])\n",
+    "    import deepspeed\n    deepspeed.initialize(model=model)\n",
+    # P2P of its own
+    "    import torch.distributed as dist\n    dist.send(t, 1)\n",
+], ids=["batch-p2p", "variable-seq", "setattr", "args-key", "deepspeed-pipe", "deepspeed", "own-p2p"])
+def test_the_checkouts_own_pretrain_that_changes_the_run_is_not(tmp_path, body) -> None:
+    # Megatron-LM's parser with its defaults says nothing of a run the function then changes:
+    # read on those defaults it was CLEAN where batch_p2p_comm=True with VPP does not start.
+    assert calls_parser_entry(_patch_checkout(tmp_path / "plain", _INIT))
+    assert not calls_parser_entry(_patch_checkout(tmp_path / "changed", _INIT + body))

@@ -123,9 +123,12 @@ def pretrain(provider, model_provider, model_type, forward_step, extra_args_prov
 """
 
 
-@pytest.mark.parametrize("training,builds", [(PATCH_TRAINING, "megatron-lm"),
-                                             ("def pretrain(*args, **kwargs):\n    return args\n", "")],
-                         ids=["initializes-megatron", "own-loop"])
+@pytest.mark.parametrize("training,builds", [
+    (PATCH_TRAINING, "megatron-lm"),
+    ("def pretrain(*args, **kwargs):\n    return args\n", ""),
+    # its own loop then sets a P2P key of the schedule: the parser's defaults do not say the run
+    (PATCH_TRAINING + "    config = get_model_config(model[0])\n    config.batch_p2p_comm = True\n", ""),
+], ids=["initializes-megatron", "own-loop", "sets-batch-p2p"])
 def test_the_checkouts_own_pretrain_that_initializes_megatron(tmp_path, training, builds):
     script = pai(tmp_path, "finetune_megatron_llama_withGA.py", PATCH_PRETRAIN)
     (tmp_path / "setup.py").write_text("")
