@@ -80,3 +80,28 @@ def test_a_fallback_to_a_sibling_is_walked(capsys, tmp_path):
 def test_no_fallback_or_code_not_read_keeps_the_analysis(capsys, tmp_path, client):
     doc = _scan(capsys, _tree(tmp_path, client))
     assert doc["verdict"]["status"] != "not-pipeline", doc["verdict"]["headline"]
+
+
+def test_a_fallback_is_matched_by_its_dotted_handler(capsys, tmp_path):
+    doc = _scan(capsys, _tree(tmp_path, CLIENT.replace("except ImportError", "except builtins.ImportError")
+                              .replace("import torch\n", "import builtins\nimport torch\n")))
+    assert doc["verdict"]["status"] == "not-pipeline", doc["verdict"]["headline"]
+
+
+@pytest.mark.parametrize("convert,client", [
+    # the entry, from another folder, imports the same bare name: Python finds it on its own path
+    (CONVERT.replace("from src.client import save\n", "from src.client import save\nimport helpers\n")
+     .replace("    save(torch.load(args.load))", "    state = torch.load(args.load)\n    save(state)\n"
+              "    helpers.train(state)"), CLIENT),
+    # the try body imports another name relatively (src/other.py, beside src/helpers.py): the
+    # bare import is no fallback to a sibling
+    (CONVERT, CLIENT.replace("from .helpers import write", "from .other import write")
+     .replace("import torch\n", "import torch\nfrom . import helpers\n")),
+], ids=["imported-elsewhere", "other-relative-name"])
+def test_a_bare_name_that_is_no_siblings_fallback_is_not_read(capsys, tmp_path, convert, client):
+    script = _tree(tmp_path, client)
+    (tmp_path / "convert.py").write_text(convert)
+    (tmp_path / "src" / "helpers.py").write_text(HELPERS + "\n\ndef train(state):\n    write(state)\n")
+    (tmp_path / "src" / "other.py").write_text(HELPERS)
+    doc = _scan(capsys, script)
+    assert doc["verdict"]["status"] != "not-pipeline", doc["verdict"]["headline"]
