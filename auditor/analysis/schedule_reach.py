@@ -39,7 +39,7 @@ from packaging.utils import canonicalize_name
 from auditor import rulebook
 from auditor.analysis.sitestatus import SiteStatus
 from auditor.config import own_p2p
-from auditor.config.entry_script import ANCESTORS, MAX_MODULES, iter_closure
+from auditor.config.entry_script import ANCESTORS, MAX_MODULES, dotted, iter_closure
 from auditor.config.effective import EffectiveConfig
 from auditor.config.entry_stack import LAUNCHERS, loads_code, modeled_roots, read_as_guess, starts_programs
 from auditor.config.expr import UNKNOWN
@@ -251,6 +251,7 @@ def _local_sources(script: Path, closure: list[Path]) -> list[SourceSet]:
     for i, root in enumerate(roots):
         files = sorted(p.relative_to(root).as_posix() for p in closure if p.is_relative_to(root))
         out += [SourceSet.folder(f"p2paudit-entry-{i}", root, str(root), files)] if files else []
+    out += _sibling_sources(script, closure, roots)
     # A checkout's own package in the src layout (Megatron-Bridge's src/megatron/bridge), which
     # the run imports once the checkout is installed (`uv run`, `pip install -e .`).
     for i, root in enumerate(roots):
@@ -266,6 +267,73 @@ def _local_sources(script: Path, closure: list[Path]) -> list[SourceSet]:
                  for p in sorted((root / name).rglob("*.py"))][:SRC_FILES]
         out += [SourceSet.folder(f"p2paudit-entry-framework-{i}", root, str(root), files)] if files else []
     return out
+
+
+def _sibling_sources(script: Path, closure: list[Path], roots: list[Path]) -> list[SourceSet]:
+    """The local modules of each folder below the script's that holds one of the closure, under
+    their bare names, where a module of that folder imports them so only as the fallback of a
+    failed relative import of the same name (`try: from .utils import X` / `except ImportError:
+    from utils import X`, DeepSpeedExamples@83757d9c93 benchmarks/inference/mii/src/client.py:22-31,
+    so that the file also runs as a script from its folder): then that sibling is what the
+    fallback imports. Read after the script's own roots, before the releases. A name any other
+    file of the closure imports bare (which Python resolves from its own path, perhaps to an
+    installed package), or a name of the standard library or of a modeled stack, is not taken."""
+    taken = set(sys.stdlib_module_names) | modeled_roots()
+    read = {p: _bare_imports(p) for p in closure}
+    if any(r is None for r in read.values()):
+        return []
+    folders = sorted({p.parent for p in closure if p.parent != script.parent
+                      and p.parent.is_relative_to(script.parent) and p.parent not in roots})
+    out = []
+    for i, folder in enumerate(folders):
+        here = {p.stem: p for p in closure if p.parent == folder and p.stem not in taken}
+        fallback: set[str] = set()
+        elsewhere: set[str] = set()
+        for file, found in read.items():
+            assert found is not None
+            fallback |= found[0] if file.parent == folder else set()
+            elsewhere |= found[1] | (found[0] if file.parent != folder else set())
+        files = sorted(here[name].name for name in (fallback - elsewhere) & set(here))
+        out += [SourceSet.folder(f"p2paudit-entry-sibling-{i}", folder, str(folder), files)] if files else []
+    return out
+
+
+_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "builtins.ImportError",
+                            "builtins.ModuleNotFoundError"})
+
+
+def _bare_imports(file: Path) -> tuple[set[str], set[str]] | None:
+    """The bare top-level names `file` imports: (those imported only as the fallback of a failed
+    relative import of the same name, in an `except ImportError` handler whose try body does
+    `from .NAME import ...`; all others). None where the file is not read."""
+    try:
+        tree = ast.parse(file.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    fallback: dict[int, str] = {}  # id of an import in such a handler -> its name
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Try):
+            continue
+        relative = {n.module.split(".")[0] for stmt in node.body for n in ast.walk(stmt)
+                    if isinstance(n, ast.ImportFrom) and n.level == 1 and n.module}
+        for handler in node.handlers:
+            kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+            if not {dotted(k) for k in kinds if k is not None} & _IMPORT_ERRORS:
+                continue
+            for n in (n for stmt in handler.body for n in ast.walk(stmt)):
+                if isinstance(n, ast.ImportFrom) and not n.level and n.module and \
+                        n.module.split(".")[0] in relative:
+                    fallback[id(n)] = n.module.split(".")[0]
+    inside: set[str] = set()
+    outside: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in fallback:
+            inside.add(fallback[id(node)])
+        elif isinstance(node, ast.Import):
+            outside |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            outside.add(node.module.split(".")[0])
+    return inside - outside, outside
 
 
 def _certain(interp: Interpreter, stops: frozenset[str], program: Program) -> bool:

@@ -3,7 +3,9 @@ the parser's entries (`pretrain`, `initialize_megatron`, `parse_args`) bound fro
 own modules (rules/megatron-lm.toml [parser_entry]). Such a script is Megatron-LM's front end
 wherever it lies: Pai-Megatron-Patch's finetune_*.py and evaluate_*.py import Megatron-LM from a
 submodule a plain clone lacks. A `pretrain` of its own, or another package's, is not (issue 22
-items 6 and 9)."""
+items 6 and 9), unless that package is the script's own checkout's and its function itself calls
+one of the parser's entries (Pai-Megatron-Patch's megatron_patch.training.pretrain runs
+`initialize_megatron` first)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from auditor import rulebook
-from auditor.config.entry_script import parsed
+from auditor.bash.absent import checkout_root
+from auditor.config import own_p2p
+from auditor.config.entry_script import parsed, uses_or_imports
 
 
 @functools.cache
@@ -39,14 +43,32 @@ def parse_time_methods() -> frozenset[str]:
 
 def calls_parser_entry(script: Path) -> bool:
     """Whether `script` calls one of the parser's entries bound from Megatron-LM's modules:
-    `from MODULE import NAME [as X]` then `X(...)`, or `MODULE.NAME(...)` of an imported MODULE."""
+    `from MODULE import NAME [as X]` then `X(...)`, or `MODULE.NAME(...)` of an imported MODULE;
+    or a function of its own checkout's package that does so (`_own_function_builds`)."""
     try:
         tree = parsed(script.read_text(encoding="utf-8", errors="replace"))
     except (OSError, SyntaxError, ValueError):
         return False
+    if _calls_entry(tree, tree):
+        return True
+    own = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    called = {c.func.id for c in ast.walk(tree) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)}
+    modules = set(_rule()["modules"])
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and not node.level and node.module and node.module not in modules:
+            for alias in node.names:
+                if (alias.asname or alias.name) in called - own and \
+                        _own_function_builds(script, node.module, alias.name):
+                    return True
+    return False
+
+
+def _calls_entry(scope: ast.AST, tree: ast.Module) -> bool:
+    """Whether `scope` (the module, or one function of it) calls a parser entry bound from
+    Megatron-LM's modules by an import anywhere in `tree` (a function-local import included)."""
     modules, calls = set(_rule()["modules"]), entry_calls()
-    names: set[str] = set()  # the script's names for an entry
-    holders: set[str] = set()  # the script's names for a Megatron-LM module
+    names: set[str] = set()  # the module's names for an entry
+    holders: set[str] = set()  # the module's names for a Megatron-LM module
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and not node.level and node.module in modules:
             names |= {a.asname or a.name for a in node.names if a.name in calls}
@@ -55,10 +77,54 @@ def calls_parser_entry(script: Path) -> bool:
         elif isinstance(node, ast.Import):
             holders |= {a.asname or a.name for a in node.names if a.name in modules}
     own = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+    for call in (n for n in ast.walk(scope) if isinstance(n, ast.Call)):
         func = call.func
         if isinstance(func, ast.Name) and func.id in names - own:
             return True
         if isinstance(func, ast.Attribute) and func.attr in calls and ast.unparse(func.value) in holders:
             return True
     return False
+
+
+def _own_function_builds(script: Path, module: str, name: str) -> bool:
+    """Whether `module`, a file of the script's own checkout (`pkg/mod.py` under the checkout
+    root, a regular package), defines a top-level function `name` whose body calls one of the
+    parser's entries bound from Megatron-LM's modules. A package the checkout lacks, a class, or
+    a function that only passes the call on is not read (no Megatron-LM parser is claimed)."""
+    root = checkout_root(str(script))
+    if root is None:
+        return False
+    parts = module.split(".")
+    if not all((root / Path(*parts[:i])).joinpath("__init__.py").is_file() for i in range(1, len(parts))):
+        return False
+    file = root / Path(*parts[:-1]) / f"{parts[-1]}.py"
+    if not file.is_file():
+        return False
+    try:
+        tree = parsed(file.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError, ValueError):
+        return False
+    body = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+    return body is not None and _calls_entry(body, tree) and not _changes_the_run(tree)
+
+
+def _changes_the_run(tree: ast.Module) -> bool:
+    """Whether the module may run other than Megatron-LM's parser with its defaults says: it
+    writes a P2P-relevant key (rules/megatron-core.toml [config_attribute]: `config.batch_p2p_comm
+    = True`, `args.X = ...`, or any `setattr`), imports a stack other than Megatron's (DeepSpeed's
+    PipelineModule, torch.distributed.pipelining: rules/stacks.toml [training_step]
+    `pipeline_modules`/`pipeline_names`, or any modelled package) or issues torch P2P itself
+    (config.own_p2p). Then the run stays undecided rather than read on those defaults."""
+    keys = set(rulebook.load("megatron-core").data["config_attribute"]["keys"])
+    for node in ast.walk(tree):
+        targets = (node.targets if isinstance(node, ast.Assign) else
+                   [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+        if any(isinstance(t, ast.Attribute) and t.attr in keys
+               for target in targets for t in ast.walk(target)):
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr":
+            return True
+    from auditor.config.entry_stack import modeled_packages  # it imports this module (frontend_parser)
+    steps = rulebook.load("stacks").data["training_step"]
+    others = [m for m in [*modeled_packages(), *steps["pipeline_modules"]] if m.split(".")[0] != "megatron"]
+    return uses_or_imports(tree, others, steps["pipeline_names"]) or own_p2p.of_tree(tree).may

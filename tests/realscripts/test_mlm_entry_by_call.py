@@ -104,3 +104,40 @@ def test_the_rule_quotes_each_verified_release():
     for version in rulebook.load("megatron-lm").section("framework")["verified"]:
         text = (sources.resolve(f"megatron-core=={version}").root / path).read_text(encoding="utf-8")
         assert text.splitlines()[int(line) - 1] == rule["code"], version
+
+
+# examples/llama2/finetune_megatron_llama_withGA.py (a098ca5acb): `from megatron_patch.training
+# import pretrain` (:30), `pretrain(...)` (:121); megatron_patch/training.py:51-91 `def pretrain`
+# imports initialize_megatron from megatron.initialize inside its body and calls it first.
+PATCH_PRETRAIN = """\
+from megatron_patch.training import pretrain
+from megatron_patch.arguments import get_patch_args
+
+if __name__ == "__main__":
+    pretrain(None, None, None, None, extra_args_provider=get_patch_args)
+"""
+PATCH_TRAINING = """\
+def pretrain(provider, model_provider, model_type, forward_step, extra_args_provider=None):
+    from megatron.initialize import initialize_megatron
+    initialize_megatron(extra_args_provider=extra_args_provider)
+"""
+
+
+@pytest.mark.parametrize("training,builds", [
+    (PATCH_TRAINING, "megatron-lm"),
+    ("def pretrain(*args, **kwargs):\n    return args\n", ""),
+    # its own loop then sets a P2P key of the schedule: the parser's defaults do not say the run
+    (PATCH_TRAINING + "    config = get_model_config(model[0])\n    config.batch_p2p_comm = True\n", ""),
+], ids=["initializes-megatron", "own-loop", "sets-batch-p2p"])
+def test_the_checkouts_own_pretrain_that_initializes_megatron(tmp_path, training, builds):
+    script = pai(tmp_path, "finetune_megatron_llama_withGA.py", PATCH_PRETRAIN)
+    (tmp_path / "setup.py").write_text("")
+    (tmp_path / "megatron_patch").mkdir()
+    (tmp_path / "megatron_patch/__init__.py").write_text("")
+    (tmp_path / "megatron_patch/training.py").write_text(training)
+    launch = read_launch(script)
+    assert launch.builds_parser == builds
+    if builds:
+        config = derive(launch, {"megatron-core": "0.17.0"}, torch_version="2.11.0")
+        assert config.value("overlap_p2p_comm") is False  # Megatron-LM's default without VPP
+        assert config.value("pipeline_model_parallel_size") == 2
