@@ -182,21 +182,24 @@ class Expander:
                 f.fallbacks = taken
         return builder.fields
 
-    def expand_noting_caller(self, word: Word, names: list[str], defaults: bool = False) -> list[Field]:
+    def expand_noting_caller(self, word: Word, names: list[str], defaulted: list[str] | None = None) -> list[Field]:
         """`expand` for a test, adding to `names` the variables an empty result rests on that the
         caller gives (`_caller_names`): `${X:-}`, or `$X` after `X=${X:-}`. That empty default
         states no value, only keeps `set -u` quiet: a test of it reads the caller's environment,
-        as `[ -z "$X" ]` does (here it reads empty, the caller's names noted). `defaults`: a
-        default with text counts too (`${VERBOSE:-0}`), for a reader that must not rest a sure
-        answer on the caller leaving the variable unset (the script stopping, bash.walk `_failed`)."""
+        as `[ -z "$X" ]` does (here it reads empty, the caller's names noted). `defaulted`: those
+        read through any default, text or empty (`${VERBOSE:-0}`), for a reader that must not rest
+        a sure stop on the caller leaving the variable unset (bash.walk `_stops`)."""
         before = len(self._taken)
         self._testing += 1
         try:
             fields = self.expand(word)
         finally:
             self._testing -= 1
-        if defaults or all(f.value == "" for f in fields):
-            names += [n for n in self._caller_names(self._taken[before:]) if n not in names]
+        taken = self._caller_names(self._taken[before:])
+        if all(f.value == "" for f in fields):
+            names += [n for n in taken if n not in names]
+        if defaulted is not None:
+            defaulted += [n for n in taken if n not in defaulted]
         return fields
 
     def _caller_names(self, names: list[str] | tuple[str, ...]) -> list[str]:
