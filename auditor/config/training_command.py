@@ -265,6 +265,8 @@ class LaunchShell(Shell):
             return replaced, "which replaces the program the runner starts"
         if not command:
             return (fields[0], runner["own_command"]) if runner.get("own_command") else None
+        if runner.get("script_program") and isinstance(command[0].value, str) and command[0].value.endswith(".py"):
+            return command[0], runner["script_program"]  # `docker run img train.py`: its ENTRYPOINT's
         return self.may_train(command)
 
     def _named(self, fields: list[Field]) -> str:
@@ -529,7 +531,8 @@ class LaunchShell(Shell):
             moved = None
         k += runner.get("operands", 0)  # the image or container the command runs in
         command = fields[k:]
-        if command and isinstance(command[0].value, str) and command[0].value.endswith(".py"):
+        if command and runner.get("python_scripts") and isinstance(command[0].value, str) \
+                and command[0].value.endswith(".py"):  # `uv run train.py` is `python train.py`
             command = [Field("python", command[0].line), *command]
         return runner, fields[:k], command, moved
 

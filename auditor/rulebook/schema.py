@@ -181,7 +181,7 @@ TABLES: dict[str, Table] = {
     # `uv run [options] COMMAND` (config.training_command): the options that take a value.
     "command_runner": _table(True, "program subcommand value_options source",
                              "module_options cwd_options operands workdir_unknown own_command program_options "
-                             "mount_options"),
+                             "mount_options python_scripts script_program"),
     "backend": _table(True, "name what env paths covers short decide", "source"),
     # What a Python entry's imports say about its stack (rules/stacks.toml, config/entry_stack.py).
     "own_pipeline": _table(True, "name modules what covers decide source", ""),
@@ -264,7 +264,8 @@ TYPES: dict[str, dict[str, type]] = {
     "script_call": {"callee": list, "param": str, "key": str, "position": int, "read": str},
     "command_runner": {"program": str, "subcommand": str, "value_options": list, "module_options": list,
                        "cwd_options": list, "operands": int, "workdir_unknown": bool, "own_command": str,
-                       "program_options": list, "mount_options": list},
+                       "program_options": list, "mount_options": list, "python_scripts": bool,
+                       "script_program": str},
     "entry_point": {"launchers": list},
     "launcher_option": {"launchers": list, "options": list, "type": str, "parsed_at": str, "range": list,
                         "unless": list, "line": int},
