@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Word
 from auditor.bash.parser import Cmd, Node, ShellParser
+from auditor.bash.sed_script import runs_command as sed_runs_command
 from auditor.bash.values import EnvVar, Field, OptionWords, Partial, Scalar, Symbolic, Var, segments
 from auditor.bash.walk import Shell, join_workdir
 from auditor.config.batch_job import allocation_options, in_checkout, job_file_at
@@ -250,6 +251,8 @@ class LaunchShell(Shell):
             simple = isinstance(operand, str) and not _COMMAND_TEXT.search(operand)
             if not simple or self.may_train([Field(w, operands[0].line) for w in str(operand).split()]):
                 return f"command `{operand}`"
+        if base in self.spelling.sed_scripts:  # `sed -n '1e torchrun ...'`, `sed 's/^/cmd /e'`
+            return sed_runs_command([g.value for g in args])
         texts = self.spelling.command_text.get(base, ())
         started = next((t for g in args for t in texts if t in str(g.value)), None)
         return f"program text `{started}`" if started else ""
@@ -355,6 +358,7 @@ class LaunchShell(Shell):
                 launcher, invoked, sub, args = plain, base, "", fields[k:]
             if launcher is not None:
                 wrapper = fields[:k]
+                args = self._input_words(wrapper, args)
                 self._unknown_prefix(wrapper, f"`{invoked}` command", cmd)
                 if wrapper and os.path.basename(str(wrapper[0].value)) == "env":
                     for w in wrapper[1:]:
@@ -377,6 +381,31 @@ class LaunchShell(Shell):
             if not wrapped:
                 return None
         return None
+
+    def _input_words(self, wrapper: list[Field], args: list[Field]) -> list[Field]:
+        """The command's arguments where a wrapper adds words read from its input (rules
+        `input_words`: `ls *.py | xargs torchrun --nproc_per_node 8`): after them, or where its
+        replace-str stands (`xargs -I{} torchrun {}`), a word not known statically, never none."""
+        for k, word in enumerate(wrapper):
+            options = self.spelling.input_words.get(os.path.basename(str(word.value)))
+            if options is None:
+                continue
+            replace = None
+            for j in range(k + 1, len(wrapper)):
+                text = str(wrapper[j].value)
+                name, eq, value = text.partition("=")
+                glued = next((o for o in options if not o.startswith("--") and text.startswith(o)), None)
+                if name in options and name.startswith("--"):
+                    replace = value if eq else "{}"
+                elif text in options and text != "-i":
+                    replace = str(wrapper[j + 1].value) if j + 1 < len(wrapper) else "{}"
+                elif glued is not None:
+                    replace = text[len(glued):] or "{}"
+            unknown = Symbolic(f"the words `{word.value}` reads from its input")
+            if replace is None:
+                return [*args, Field(unknown, args[-1].line if args else word.line)]
+            return [Field(unknown, f.line) if replace in str(f.value) else f for f in args]
+        return args
 
     def _unknown_prefix(self, wrapper: list[Field], what: str, cmd: Cmd) -> None:
         """A first word not known statically before the command read (`${PROFILE_CMD} python
