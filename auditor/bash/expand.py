@@ -116,6 +116,9 @@ class Expander:
         self.depth = 0
         self._lexer = Lexer("", path)
         self._taken: list[str] = []  # fallbacks taken in the expansion under way
+        # in a test (`_testing`), the variables whose default the test itself spells out and takes
+        # (`[ "${VERBOSE:-0}" = 1 ]`), not one an assignment stated before (`X=${X:-0}`)
+        self._inline: list[str] = []
         self._testing = 0  # inside `expand_noting_caller`: a test reads an empty default as empty
         self.splitting = 0  # expanding text a builtin splits into words (`read`'s here-string)
         self.positional: list[Field] | None = None  # $1 $2 ... of a script read with its arguments
@@ -187,19 +190,20 @@ class Expander:
         caller gives (`_caller_names`): `${X:-}`, or `$X` after `X=${X:-}`. That empty default
         states no value, only keeps `set -u` quiet: a test of it reads the caller's environment,
         as `[ -z "$X" ]` does (here it reads empty, the caller's names noted). `defaulted`: those
-        read through any default, text or empty (`${VERBOSE:-0}`), for a reader that must not rest
-        a sure stop on the caller leaving the variable unset (bash.walk `_stops`)."""
-        before = len(self._taken)
+        read through a default the test itself spells out, text or empty (`${VERBOSE:-0}`; not `$X`
+        after the script's own `X=${X:-0}`, a value it states), for a reader that must not rest a
+        sure stop on the caller leaving the variable unset (bash.walk `_stops`)."""
+        before, inline = len(self._taken), len(self._inline)
         self._testing += 1
         try:
             fields = self.expand(word)
         finally:
             self._testing -= 1
-        taken = self._caller_names(self._taken[before:])
         if all(f.value == "" for f in fields):
-            names += [n for n in taken if n not in names]
+            names += [n for n in self._caller_names(self._taken[before:]) if n not in names]
         if defaulted is not None:
-            defaulted += [n for n in taken if n not in defaulted]
+            defaulted += [n for n in self._caller_names(self._inline[inline:]) if n not in defaulted]
+        del self._inline[inline:]
         return fields
 
     def _caller_names(self, names: list[str] | tuple[str, ...]) -> list[str]:
@@ -384,6 +388,8 @@ class Expander:
             if is_set:
                 return value, line
             self._taken.append(name)
+            if self._testing:
+                self._inline.append(name)
             fallback = self._fallback(argument, part)
             if op.endswith("="):
                 self.vars[name] = Var(fallback, part.line, name in self.environ, (name,))
