@@ -87,9 +87,10 @@ class Shell(Expander, ABC):
         self._shell_base = (0, 0)
         self.exited: Exit | None = None  # the `exit` the script surely reaches: nothing after it runs
         self.tested: list[int] = []  # the lines of the decided tests (if/case/&&) around the walk
-        # per decided test on `tested`: the variables the caller gives that it read through a
-        # default (`[ -z "${X:-}" ]`, `[ "${V:-0}" = 1 ]`): an `exit` it leads to is no sure stop (`_stops`)
-        self.caller_tested: list[list[str]] = []
+        # per decided test on `tested`: the variables the caller gives that it read through an
+        # empty default (`[ -z "${X:-}" ]`), and through any default (`[ "${V:-0}" = 1 ]`): an
+        # `exit` it leads to is no sure stop (`_exit`)
+        self.caller_tested: list[tuple[list[str], list[str]]] = []
         self.operand_required: frozenset[str] = frozenset()  # programs failing on no operand (errexit)
         self.environment_set: tuple[str, ...] = ()  # variables a job's environment sets (fnmatch)
         self.errexit = 0  # the line of the `set -e` surely in force; 0: off, or not certain
@@ -120,6 +121,10 @@ class Shell(Expander, ABC):
         """A program the script runs (`fields` expanded, `inline` its `VAR=x` prefix); it leaves
         the shell's variables alone. `cmd` is `siblings[at]`; returns how many of the commands
         after it the reader takes as part of it (0 for a command inside a pipeline or `&&`)."""
+
+    def trained(self) -> bool:
+        """Whether the walk has met a training command so far (`_exit`)."""
+        return False
 
     # -- walking
 
@@ -402,7 +407,7 @@ class Shell(Expander, ABC):
         (`if [ -z "${X:-}" ]; then X=""; fi`) is that empty default still (`X=${X:-}`): where it
         gives words, the caller's (bash.expand `_param`)."""
         self.tested.append(line)
-        self.caller_tested.append(list(dict.fromkeys([*caller, *(defaulted or [])])))
+        self.caller_tested.append((caller, defaulted or []))
         before = {name: self.vars.get(name) for name in caller}
         try:
             yield
@@ -670,10 +675,14 @@ class Shell(Expander, ABC):
     def _exit(self, args: list[Field], cmd: Cmd) -> None:
         """`exit` on the path the walk is certain of (no undecided branch or loop around it, not
         in a subshell) ends the script: bash runs nothing after it, so neither does the walk. One
-        that a test of the caller's environment leads to (`caller_tested`) is no sure stop."""
+        that a test of the caller's environment leads to (`caller_tested`) is no sure stop; one
+        through a default with text (`${RUN_EVAL:-0}`) only before any training command ran: after
+        one, it ends the default run, whose command that was (`trained`)."""
         if self.uncertain or self.subshells:
             return
-        caller = list(dict.fromkeys(n for names in self.caller_tested for n in names))
+        trained = self.trained()
+        caller = list(dict.fromkeys(n for empty, defaulted in self.caller_tested
+                                    for n in (empty if trained else [*empty, *defaulted])))
         self._stops(cmd.line, str(args[0].value) if args else "0", caller)
 
     def _stops(self, line: int, status: str, caller: list[str], failed: str | None = None) -> None:

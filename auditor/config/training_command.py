@@ -139,6 +139,9 @@ class LaunchShell(Shell):
         # script that starts no training process runs (config.launch `_no_launch`)
         self.inert: list[tuple[int, str]] = []
 
+    def trained(self) -> bool:
+        return bool(self.candidates or self.last_resort)
+
     def allocate(self, lexer: Lexer, tokens: list) -> None:
         """The allocation a job script's directives ask for (`#SBATCH --nodes=128`), as every
         variable the job gets from each option (SLURM_JOB_NUM_NODES and SLURM_NNODES), unless

@@ -57,3 +57,18 @@ def test_an_exit_the_script_itself_decides_still_ends_it(guard: str) -> None:
     assert not _bash_reaches(HEAD + guard, {"VERBOSE": "1"} if "VERBOSE=0" in guard else {})
     with pytest.raises(ScriptExits):
         parse_launch(HEAD + guard + RUN, "train.sh", environ={})
+
+
+@pytest.mark.parametrize("guard", [
+    '[ "${RUN_EVAL:-0}" = 1 ] || exit 0\n' + RUN.replace("size 4", "size 3"),
+    'if [[ "${STAGE:-pretrain}" == "pretrain" ]]; then\n  ' + RUN + '  exit 0\nfi\n' + RUN.replace("size 4", "size 3"),
+    'case "${MODE:-train}" in\n  train) ' + RUN.rstrip() + '; exit 0 ;;\nesac\n' + RUN.replace("size 4", "size 3"),
+])
+def test_the_default_runs_exit_after_its_training_command_ends_the_walk(guard: str) -> None:
+    """Past a training command, a caller-default exit ends the default run (review h41 item 1):
+    only before any training command is it a check of the caller's environment. Reading on took
+    the pp3 command (3 stages of 8 GPUs) as the run's and said DOES NOT START."""
+    body = guard if guard.startswith(("if", "case")) else RUN + guard
+    config = parse_launch(HEAD + body, "train.sh", environ={})
+    assert config.commands == 1 and config.flags["pipeline_model_parallel_size"].value == "4"
+    assert not [d for d in config.diagnostics if d.kind == "launch.caller-guard"]
