@@ -2,13 +2,15 @@
 its output to the output stream" (also `e` alone: the pattern space as a command line), and the
 `s` command's `e` flag ("the command that is found in pattern space is executed"). Its script is
 the first operand, or each `-e`/`--expression` value; a `-f`/`--file` script is not read here, so it
-may hold one. Read on the words as written (a word not known statically may hold one)."""
+may hold one. Read on the words as written: text not known statically may hold one where a
+command letter or the `s` flags are read, not inside an address or an `s` pattern or replacement
+(`s|DATA_DIR|${DATA_DIR}|g`, `/^${KEY}:/d`), read as data there."""
 
 from __future__ import annotations
 
 import re
 
-from auditor.bash.values import Scalar
+from auditor.bash.values import Scalar, segments
 
 # An address (a line number, `$`, `/re/` with its flags, `\%re%`, a `first~step`), a range of two,
 # then `!`: what may stand before a command letter.
@@ -18,6 +20,9 @@ _E_COMMAND = re.compile(rf"{_AT}e(?:\s|;|}}|$)")
 # `s` with any delimiter, its flags after the third delimiter
 _SUBSTITUTE = re.compile(rf"{_AT}s(?P<d>.)(?:(?!(?P=d))[^\\\n]|\\.)*(?P=d)(?:(?!(?P=d))[^\\\n]|\\.)*(?P=d)"
                          r"(?P<flags>[0-9a-zA-Z]*)")
+# an address before a command letter other than `e` (`/^${KEY}:/d`)
+_ADDRESSED = re.compile(rf"{_AT}(?=[a-df-zA-Z=#:{{}}])")
+_UNKNOWN = "\0"  # stands for text not known statically in the script read
 _VALUE_OPTIONS = ("-l", "--line-length")
 _FILE = "script file `{}` (not read here: an `e` command there)"
 
@@ -56,8 +61,10 @@ def runs_command(args: list[Scalar]) -> str:
     if not scripts and operands:
         scripts = operands[:1]
     for script in scripts:
-        if not isinstance(script, str):
-            return f"script `{script}` (not known statically: an `e` command there)"
-        if _E_COMMAND.search(script) or any("e" in m.group("flags") for m in _SUBSTITUTE.finditer(script)):
+        text = "".join(_UNKNOWN if unknown else piece for piece, unknown in segments(script))
+        if _E_COMMAND.search(text) or any("e" in m.group("flags") for m in _SUBSTITUTE.finditer(text)):
             return f"`e` command in the script `{script}`"
+        data = {k for m in (*_SUBSTITUTE.finditer(text), *_ADDRESSED.finditer(text)) for k in range(*m.span())}
+        if any(c == _UNKNOWN and k not in data for k, c in enumerate(text)):
+            return f"script `{script}` (not known statically: an `e` command there)"
     return ""

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Word
 from auditor.bash.parser import Cmd, Node, ShellParser
 from auditor.bash.sed_script import runs_command as sed_runs_command
-from auditor.bash.values import EnvVar, Field, OptionWords, Partial, Scalar, Symbolic, Var, segments
+from auditor.bash.values import EnvVar, Field, OptionWords, Partial, Scalar, Symbolic, Var, concat, segments
 from auditor.bash.walk import Shell, join_workdir
 from auditor.config.batch_job import allocation_options, in_checkout, job_file_at
 from auditor.config.entry_copy import hydra_copy, is_copy
@@ -246,6 +246,8 @@ class LaunchShell(Shell):
         named = next((g.value for g in args if isinstance(g.value, str) and g.value.partition("=")[0] in options), None)
         if named is not None:
             return f"`{named.partition('=')[0]}`"
+        if (given := self._command_option(base, args)):
+            return given
         if base in self.spelling.command_operand:  # `trap [-lp] [[ARG] SIGNAL ...]`
             operands = [g for g in args if g.value not in ("-l", "-p", "--")]
             operand = operands[0].value if len(operands) > 1 else "-"  # one operand: a signal reset
@@ -259,6 +261,29 @@ class LaunchShell(Shell):
         texts = self.spelling.command_text.get(base, ())
         started = next((t for g in args for t in texts if t in str(g.value)), None)
         return f"program text `{started}`" if started else ""
+
+    def _command_option(self, base: str, args: list[Field]) -> str:
+        """An option's command line that may train (rules `command_options`: `rsync -e CMD`), read
+        as any command (may_train), "" where none may: a remote shell first (`-e "ssh -p 2222"`)
+        runs only the program's own command on the other host."""
+        options = self.spelling.command_options.get(base, ())
+        for k, g in enumerate(args):
+            pieces = segments(g.value)
+            name, eq, value = pieces[0][0].partition("=") if not pieces[0][1] else ("", "", "")
+            short = next((o for o in options if len(o) == 2 and re.fullmatch(rf"-[a-zA-Z]*{o[1]}", name)), None)
+            if not eq and (name in options or short) and k + 1 < len(args):
+                given = args[k + 1].value
+                line: str | Symbolic = given if isinstance(given, Symbolic) else str(given)
+            elif eq and name in options:
+                line = concat([value, *(Symbolic(t) if unknown else t for t, unknown in pieces[1:])])
+            else:
+                continue
+            words = [Field(w, g.line) for w in line.split()] if isinstance(line, str) else [Field(line, g.line)]
+            if not words or os.path.basename(str(words[0].value)) in self.spelling.remote_shells:
+                continue
+            if self.may_train(words):
+                return f"`{short or name}` command `{line}`"
+        return ""
 
     def _runner_trains(self, fields: list[Field], runner: dict, prefix: list[Field],
                        command: list[Field]) -> tuple[Field, str] | None:

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from auditor.bash.sed_script import runs_command
-from auditor.bash.values import Symbolic
+from auditor.bash.values import Partial, Scalar, Symbolic
 from auditor.config.launch import CommandNotFollowed, NotAPipelineRun, parse_launch
 
 
@@ -32,6 +32,11 @@ from auditor.config.launch import CommandNotFollowed, NotAPipelineRun, parse_lau
     "sed -f edit.sed cfg.txt",
     'rsync -e "torchrun --nproc_per_node 8 train.py" a host:b',
     'rsync -a --rsh="torchrun train.py" a host:b',
+    'rsync -e "$RSH" a host:b',
+    'rsync --rsync-path="$REMOTE" a host:b',
+    'sed -i "${LINE}e date" cfg.txt',
+    'sed -i "s/a/b/${FLAGS}" cfg.txt',
+    'sed -i "${SCRIPT}" cfg.txt',
 ])
 def test_a_utility_that_runs_a_command_may_train(tmp_path: Path, line: str) -> None:
     text = f"pip install -r req.txt\n{line}\n"
@@ -47,6 +52,14 @@ def test_a_utility_that_runs_a_command_may_train(tmp_path: Path, line: str) -> N
     "rsync -av src/ host:dst/",
     "find -L ckpt -maxdepth 1 -type f -name '*.json' -print0 | xargs -0 cp -t out",
     "lsof -ti:8080 | xargs kill -9 2>/dev/null || true",
+    # review h41 item 2: the remote shell rsync runs its own server through, and a variable
+    # in the pattern or replacement of an `s` command (data, no command letter or flag) -- the
+    # shape of microsoft/Megatron-DeepSpeed examples' `sed "s/CONFIG_BATCH_SIZE/${GLOBAL_BATCH_SIZE}/"`
+    'rsync -avz -e "ssh -p 2222" host:/data/ ./data/',
+    "rsync -avze ssh host:/data/ ./data/",
+    'rsync -a --rsh="ssh -i key" --rsync-path="sudo rsync" host:/data/ ./data/',
+    'sed -i "s|DATA_DIR|${DATA_DIR}|g" cfg.yaml',
+    'sed -i -e "s/BS/${BS}/" -e "/^${KEY}:/d" cfg.yaml',
 ])
 def test_a_utility_that_runs_none_stays_inert(tmp_path: Path, line: str) -> None:
     text = f"pip install -r req.txt\n{line}\n"
@@ -77,6 +90,9 @@ def test_what_xargs_reads_is_the_commands_words(tmp_path: Path, line: str) -> No
     (["-i", "/^e/d", "f"], False),
     (["y/abc/xyz/", "f"], False),
     (["s/a/b/w out.txt", "f"], False),
+    ([Partial("s|X|${X}|g", (("s|X|", False), ("${X}", True), ("|g", False))), "f"], False),
+    ([Partial("s|X|y|${F}", (("s|X|y|", False), ("${F}", True))), "f"], True),
+    ([Partial("${A}d", (("${A}", True), ("d", False))), "f"], True),
 ])
-def test_the_sed_script_reader(args: list[str], runs: bool) -> None:
+def test_the_sed_script_reader(args: list[Scalar], runs: bool) -> None:
     assert bool(runs_command(list(args))) is runs
