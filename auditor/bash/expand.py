@@ -116,6 +116,9 @@ class Expander:
         self.depth = 0
         self._lexer = Lexer("", path)
         self._taken: list[str] = []  # fallbacks taken in the expansion under way
+        # in a test (`_testing`), the variables whose default the test itself spells out and takes
+        # (`[ "${VERBOSE:-0}" = 1 ]`), not one an assignment stated before (`X=${X:-0}`)
+        self._inline: list[str] = []
         self._testing = 0  # inside `expand_noting_caller`: a test reads an empty default as empty
         self.splitting = 0  # expanding text a builtin splits into words (`read`'s here-string)
         self.positional: list[Field] | None = None  # $1 $2 ... of a script read with its arguments
@@ -182,21 +185,25 @@ class Expander:
                 f.fallbacks = taken
         return builder.fields
 
-    def expand_noting_caller(self, word: Word, names: list[str], defaults: bool = False) -> list[Field]:
+    def expand_noting_caller(self, word: Word, names: list[str], defaulted: list[str] | None = None) -> list[Field]:
         """`expand` for a test, adding to `names` the variables an empty result rests on that the
         caller gives (`_caller_names`): `${X:-}`, or `$X` after `X=${X:-}`. That empty default
         states no value, only keeps `set -u` quiet: a test of it reads the caller's environment,
-        as `[ -z "$X" ]` does (here it reads empty, the caller's names noted). `defaults`: a
-        default with text counts too (`${VERBOSE:-0}`), for a reader that must not rest a sure
-        answer on the caller leaving the variable unset (the script stopping, bash.walk `_failed`)."""
-        before = len(self._taken)
+        as `[ -z "$X" ]` does (here it reads empty, the caller's names noted). `defaulted`: those
+        read through a default the test itself spells out, text or empty (`${VERBOSE:-0}`; not `$X`
+        after the script's own `X=${X:-0}`, a value it states), for a reader that must not rest a
+        sure stop on the caller leaving the variable unset (bash.walk `_stops`)."""
+        before, inline = len(self._taken), len(self._inline)
         self._testing += 1
         try:
             fields = self.expand(word)
         finally:
             self._testing -= 1
-        if defaults or all(f.value == "" for f in fields):
+        if all(f.value == "" for f in fields):
             names += [n for n in self._caller_names(self._taken[before:]) if n not in names]
+        if defaulted is not None:
+            defaulted += [n for n in self._caller_names(self._inline[inline:]) if n not in defaulted]
+        del self._inline[inline:]
         return fields
 
     def _caller_names(self, names: list[str] | tuple[str, ...]) -> list[str]:
@@ -381,6 +388,8 @@ class Expander:
             if is_set:
                 return value, line
             self._taken.append(name)
+            if self._testing:
+                self._inline.append(name)
             fallback = self._fallback(argument, part)
             if op.endswith("="):
                 self.vars[name] = Var(fallback, part.line, name in self.environ, (name,))

@@ -88,8 +88,9 @@ class Shell(Expander, ABC):
         self.exited: Exit | None = None  # the `exit` the script surely reaches: nothing after it runs
         self.tested: list[int] = []  # the lines of the decided tests (if/case/&&) around the walk
         # per decided test on `tested`: the variables the caller gives that it read through an
-        # empty default (`[ -z "${X:-}" ]`): an `exit` it leads to is no sure stop (`_exit`)
-        self.caller_tested: list[list[str]] = []
+        # empty default (`[ -z "${X:-}" ]`), and through any default (`[ "${V:-0}" = 1 ]`): an
+        # `exit` it leads to is no sure stop (`_exit`)
+        self.caller_tested: list[tuple[list[str], list[str]]] = []
         self.operand_required: frozenset[str] = frozenset()  # programs failing on no operand (errexit)
         self.environment_set: tuple[str, ...] = ()  # variables a job's environment sets (fnmatch)
         self.errexit = 0  # the line of the `set -e` surely in force; 0: off, or not certain
@@ -120,6 +121,10 @@ class Shell(Expander, ABC):
         """A program the script runs (`fields` expanded, `inline` its `VAR=x` prefix); it leaves
         the shell's variables alone. `cmd` is `siblings[at]`; returns how many of the commands
         after it the reader takes as part of it (0 for a command inside a pipeline or `&&`)."""
+
+    def trained(self) -> bool:
+        """Whether the walk has met a training command so far (`_exit`)."""
+        return False
 
     # -- walking
 
@@ -195,7 +200,7 @@ class Shell(Expander, ABC):
         if head == "false" and len(cmd.words) == 1:
             status: bool | None = False
         elif head in ("[", "[[", "test"):
-            status = outcome(cmd, self._noting(caller, True))
+            status = outcome(cmd, self._noting(caller, caller))
         elif isinstance(body, CommandGroup) and not body.subshell and body.body and not _runs(body.body, {"return"}):
             last = body.body[-1]
             if isinstance(last, Cmd) and [w.raw for w in last.words] == ["false"]:
@@ -206,27 +211,14 @@ class Shell(Expander, ABC):
             else:  # its $1 $2 ... $# $@ are the call's words, never the script's
                 saved, self.positional = self.positional, [f for w in cmd.words[1:] for f in self.expand(w)]
                 try:
-                    status = outcome(last, self._noting(caller, True))
+                    status = outcome(last, self._noting(caller, caller))
                 finally:
                     self.positional = saved
         else:
             return
-        if status is not False:
-            return
-        what = f"`{' '.join(w.raw for w in cmd.words)}` returns 1 and `set -e` (line {self.errexit}) ends the script"
-        if not caller:
-            self.exited = Exit(cmd.line, "1", self.reading, self.tested[-1] if self.tested else None, what)
-            return
-        names = " and ".join(caller)
-        self.diagnostics.append(Finding(
-            "launch.may-stop", "warning",
-            f"line {cmd.line}: {what} where the caller leaves {names} unset or empty (bash, with no "
-            f"{names}, stops before the training command); with {names} given it may go on",
-            fix="make the command succeed (`|| true`, a function's `return 0`), or give the run's command with --command",
-            where=f"{self.reading}:{cmd.line}",
-            detail={"undecided": f"whether the script reaches its training command ({what} where {names} "
-                                 "is empty)", "decide": "--command 'THE TRAINING LINE' (the run where the caller "
-                                                        f"gives {names}), or a script whose line {cmd.line} succeeds"}))
+        if status is False:
+            what = f"`{' '.join(w.raw for w in cmd.words)}` returns 1 and `set -e` (line {self.errexit}) ends the script"
+            self._stops(cmd.line, "1", caller, what)
 
     def _errexit_ends(self, cmd: Cmd) -> bool:
         """Whether `cmd` failing surely ends the script: `set -e` surely in force, `cmd` one of
@@ -244,15 +236,16 @@ class Shell(Expander, ABC):
         elif isinstance(node, AndOr):
             self._node(node.first)
             caller: list[str] = []
-            status = outcome(node.first, self._noting(caller))
+            defaulted: list[str] = []
+            status = outcome(node.first, self._noting(caller, defaulted))
             if caller and not _guards(node):  # the caller's empty value decides it: no sure choice
                 status = None
             for op, right in node.rest:
                 if status is not None:  # the left side's status is certain: the right runs or not
                     if (op == "&&") == status:
-                        with self._test_decided(_line_of(node.first), caller):
+                        with self._test_decided(_line_of(node.first), caller, defaulted):
                             self._node(right)
-                        status = outcome(right, self._noting(caller))
+                        status = outcome(right, self._noting(caller, defaulted))
                     continue
                 self._branches([[right]], exhaustive=False, block=False, read=_names_read([node.first]))
         elif isinstance(node, Pipeline) and len(node.commands) == 1:  # `! cmd` runs in this shell
@@ -329,31 +322,32 @@ class Shell(Expander, ABC):
     def _if_or_case(self, node: Branches) -> None:
         """Run the branch the values tested decide, or every branch still possible, merged."""
         caller: list[str] = []
+        defaulted: list[str] = []  # read through any default: an exit it leads to rests on it
         if (node.subject is None and len(node.conditions) == len(node.bodies) == 1 and len(node.bodies[0]) == 1
                 and (default := _default_set(node.conditions[0], [("&&", node.bodies[0][0])])) is not None
                 and self._as_default(default)):
             return
         if node.subject is not None:
-            taken = None if node.fallthrough else case_branch(node.subject, node.patterns, self._noting(caller))
+            taken = None if node.fallthrough else case_branch(node.subject, node.patterns, self._noting(caller, defaulted))
             body = node.bodies[taken] if taken is not None and taken < len(node.bodies) else []
             if taken is not None and caller and not _exits(body):  # see `_undecided`
                 taken = None
             if taken is not None:
-                self._decided(node.line, node.bodies[taken] if taken < len(node.bodies) else [], caller)
+                self._decided(node.line, node.bodies[taken] if taken < len(node.bodies) else [], caller, defaulted)
             elif not self._chosen(self._choice(case_choice, node), node.bodies, caller):
                 self._branches(node.bodies, node.exhaustive, choice=self._choice(case_choice, node),
                                read=frozenset(caller))
             return
         first = None  # the first condition the caller's empty value decided
         for k, (cond, body) in enumerate(zip(node.conditions, node.bodies)):
-            decided = condition(cond, self._noting(caller)) if cond else True
+            decided = condition(cond, self._noting(caller, defaulted)) if cond else True
             first = k if first is None and caller else first
             if decided is None or (decided and first is not None and not _exits(body)):
                 self._undecided(node, k if first is None else first, caller)
                 return
             self.run(cond)
             if decided:
-                self._decided(node.line, body, caller)
+                self._decided(node.line, body, caller, defaulted)
                 return
         if first is not None:  # no branch runs only where the caller leaves its variables empty
             self._undecided(node, first, caller)
@@ -395,24 +389,25 @@ class Shell(Expander, ABC):
         self._decided(choice.line, bodies[taken] if taken < len(bodies) else [], caller)
         return True
 
-    def _noting(self, caller: list[str], defaults: bool = False) -> Callable[[Word], list[Field]]:
+    def _noting(self, caller: list[str], defaulted: list[str] | None = None) -> Callable[[Word], list[Field]]:
         """`expand` for a test, noting in `caller` what it reads of the caller's environment
-        (`defaults`: through any default, `expand_noting_caller`)."""
-        return lambda word: self.expand_noting_caller(word, caller, defaults)
+        through an empty default, in `defaulted` through any default (`expand_noting_caller`)."""
+        return lambda word: self.expand_noting_caller(word, caller, defaulted)
 
-    def _decided(self, line: int, body: list[Node], caller: list[str]) -> None:
+    def _decided(self, line: int, body: list[Node], caller: list[str], defaulted: list[str] | None = None) -> None:
         """Run the branch a test at `line` surely takes."""
-        with self._test_decided(line, caller):
+        with self._test_decided(line, caller, defaulted):
             self.run(body)
 
     @contextmanager
-    def _test_decided(self, line: int, caller: list[str]) -> Iterator[None]:
-        """The walk inside what the test at `line` surely runs (`caller`: see `caller_tested`). A
+    def _test_decided(self, line: int, caller: list[str], defaulted: list[str] | None = None) -> Iterator[None]:
+        """The walk inside what the test at `line` surely runs (`caller`, and `defaulted`, the
+        caller's variables it read through a default with text: see `caller_tested`). A
         caller's variable the test read through its empty default and the branch sets empty
         (`if [ -z "${X:-}" ]; then X=""; fi`) is that empty default still (`X=${X:-}`): where it
         gives words, the caller's (bash.expand `_param`)."""
         self.tested.append(line)
-        self.caller_tested.append(caller)
+        self.caller_tested.append((caller, defaulted or []))
         before = {name: self.vars.get(name) for name in caller}
         try:
             yield
@@ -680,24 +675,49 @@ class Shell(Expander, ABC):
     def _exit(self, args: list[Field], cmd: Cmd) -> None:
         """`exit` on the path the walk is certain of (no undecided branch or loop around it, not
         in a subshell) ends the script: bash runs nothing after it, so neither does the walk. One
-        that a test of the caller's environment leads to (`caller_tested`) is no sure stop."""
+        that a test of the caller's environment leads to (`caller_tested`) is no sure stop; one
+        through a default with text (`${RUN_EVAL:-0}`) only before any training command ran: after
+        one, it ends the default run, whose command that was (`trained`)."""
         if self.uncertain or self.subshells:
             return
-        caller = list(dict.fromkeys(n for names in self.caller_tested for n in names))
-        if caller:
-            names = " and ".join(caller)
+        trained = self.trained()
+        caller = list(dict.fromkeys(n for empty, defaulted in self.caller_tested
+                                    for n in (empty if trained else [*empty, *defaulted])))
+        self._stops(cmd.line, str(args[0].value) if args else "0", caller)
+
+    def _stops(self, line: int, status: str, caller: list[str], failed: str | None = None) -> None:
+        """The one place that decides the script surely ends at `line`: an `exit` (`failed`
+        None) or a command whose failing `set -e` ends it (`failed`: why it fails). Where the
+        test that leads there read `caller`, variables the caller gives that the script never sets
+        but through a default (`${X:-}`, `${VERBOSE:-0}`), the stop rests on the caller leaving
+        them unset: no sure stop. An `exit` so guarded is a check of the caller's environment
+        (`[ "${CONFIRM:-no}" = yes ] || exit 1`): the walk goes on past it with each the caller's
+        value, not known here (`launch.caller-guard`); a failing command is undecided
+        (`launch.may-stop`, which the verdict names)."""
+        if not caller:
+            self.exited = Exit(line, status, self.reading, self.tested[-1] if self.tested else None, failed or "")
+            return
+        names = " and ".join(caller)
+        if failed is None:
             self.diagnostics.append(Finding(
                 "launch.caller-guard", "info",
-                f"the `exit` at line {cmd.line} runs only where the caller leaves {names} unset or empty "
-                f"(the script reads {'it' if len(caller) == 1 else 'them'} through an empty default and "
-                "sets no value): read as a check of the caller's environment, the walk goes on past it "
-                f"with {names} the caller's value, not empty and not known here",
-                where=f"{self.reading}:{cmd.line}"))
-            for name in caller:  # past the guard: what the caller gives, not empty and not known
-                self.vars[name] = Var(Symbolic(f"${name}"), cmd.line, True)
+                f"the `exit` at line {line} runs only where the caller leaves {names} unset or empty "
+                f"(the script reads {'it' if len(caller) == 1 else 'them'} through a default and "
+                "sets no value of its own): read as a check of the caller's environment, the walk goes on "
+                f"past it with {names} the caller's value, not known here",
+                where=f"{self.reading}:{line}"))
+            for name in caller:  # past the guard: what the caller gives, not known
+                self.vars[name] = Var(Symbolic(f"${name}"), line, True)
             return
-        status = str(args[0].value) if args else "0"
-        self.exited = Exit(cmd.line, status, self.reading, self.tested[-1] if self.tested else None)
+        self.diagnostics.append(Finding(
+            "launch.may-stop", "warning",
+            f"line {line}: {failed} where the caller leaves {names} unset or empty (bash, with no "
+            f"{names}, stops before the training command); with {names} given it may go on",
+            fix="make the command succeed (`|| true`, a function's `return 0`), or give the run's command with --command",
+            where=f"{self.reading}:{line}",
+            detail={"undecided": f"whether the script reaches its training command ({failed} where {names} "
+                                 "is empty)", "decide": "--command 'THE TRAINING LINE' (the run where the caller "
+                                                        f"gives {names}), or a script whose line {line} succeeds"}))
 
     def _write(self, program: str, args: list[Field], cmd: Cmd) -> None:
         """`printf '%s' "$C" > "$F"`, `echo ... > F`, `cat > F <<EOF`: F's text, where known

@@ -210,6 +210,34 @@ def world_size(config: LaunchConfig, launcher: dict, chosen: Candidate, spelling
     config.nproc_per_node, config.world_source["nproc_per_node"] = _nproc(nproc, device_values, env, path)
     config.nnodes, config.world_source["nnodes"] = _nnodes(config, nnodes, path)
     _loop_built(config, chosen)
+    _env_world(config, launcher, path)
+
+
+def _env_world(config: LaunchConfig, launcher: dict, path: str) -> None:
+    """A launcher that starts its processes but tells them no world (srun, mpirun: the rule's
+    `world_size_env`, the variable torch's env:// takes the world size from, which it leaves as
+    the caller set it): a value the script sets for the command decides torch's world, not the
+    launcher's count of processes. Where it is the launcher's own count (that count written out,
+    or its variable, `WORLD_SIZE=$SLURM_NTASKS`: `world_size_agrees`) nothing changes; else the
+    world is unknown, with where the value came from (`export WORLD_SIZE=2` around a one-task
+    `srun python relay.py`: rank 0 waits on a rank 1 the launcher never starts, or joins processes
+    started elsewhere)."""
+    name = launcher.get("world_size_env")
+    var = config.env.get(name) if name else None
+    if var is None or var.how == "assign":
+        return
+    text = str(var.value).strip()
+    if text.isdigit() and int(text) == config.world_size:
+        return
+    if any(re.fullmatch(rf"\$(?:{re.escape(n)}|\{{{re.escape(n)}\}})", text) for n in launcher.get("world_size_agrees", ())):
+        return
+    where = "the caller's environment" if var.how == "environ" else f"{path}:{var.line}"
+    why = (f"{var.name}={var.value} is set for `{config.launcher}` ({where}), and {launcher.get('name')} leaves it as "
+           f"set: torch's env:// takes the world size from it, not from the processes "
+           f"{launcher.get('name')} starts ({config.world_source.get('nproc_per_node', 'unknown')}); give it as "
+           "--set world_size=N")
+    config.nproc_per_node, config.nnodes = Symbolic(f"${var.name}"), Symbolic(f"${var.name}")
+    config.world_source = {"nproc_per_node": why, "nnodes": why}
 
 
 def _loop_built(config: LaunchConfig, chosen: Candidate) -> None:

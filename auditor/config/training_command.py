@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Word
 from auditor.bash.parser import Cmd, Node, ShellParser
-from auditor.bash.values import EnvVar, Field, OptionWords, Partial, Scalar, Symbolic, Var, segments
+from auditor.bash.sed_script import runs_command as sed_runs_command
+from auditor.bash.values import EnvVar, Field, OptionWords, Partial, Scalar, Symbolic, Var, concat, segments
 from auditor.bash.walk import Shell, join_workdir
 from auditor.config.batch_job import allocation_options, in_checkout, job_file_at
 from auditor.config.entry_copy import hydra_copy, is_copy
@@ -138,6 +139,9 @@ class LaunchShell(Shell):
         # script that starts no training process runs (config.launch `_no_launch`)
         self.inert: list[tuple[int, str]] = []
 
+    def trained(self) -> bool:
+        return bool(self.candidates or self.last_resort)
+
     def allocate(self, lexer: Lexer, tokens: list) -> None:
         """The allocation a job script's directives ask for (`#SBATCH --nodes=128`), as every
         variable the job gets from each option (SLURM_JOB_NUM_NODES and SLURM_NNODES), unless
@@ -242,6 +246,8 @@ class LaunchShell(Shell):
         named = next((g.value for g in args if isinstance(g.value, str) and g.value.partition("=")[0] in options), None)
         if named is not None:
             return f"`{named.partition('=')[0]}`"
+        if (given := self._command_option(base, args)):
+            return given
         if base in self.spelling.command_operand:  # `trap [-lp] [[ARG] SIGNAL ...]`
             operands = [g for g in args if g.value not in ("-l", "-p", "--")]
             operand = operands[0].value if len(operands) > 1 else "-"  # one operand: a signal reset
@@ -250,9 +256,34 @@ class LaunchShell(Shell):
             simple = isinstance(operand, str) and not _COMMAND_TEXT.search(operand)
             if not simple or self.may_train([Field(w, operands[0].line) for w in str(operand).split()]):
                 return f"command `{operand}`"
+        if base in self.spelling.sed_scripts:  # `sed -n '1e torchrun ...'`, `sed 's/^/cmd /e'`
+            return sed_runs_command([g.value for g in args])
         texts = self.spelling.command_text.get(base, ())
         started = next((t for g in args for t in texts if t in str(g.value)), None)
         return f"program text `{started}`" if started else ""
+
+    def _command_option(self, base: str, args: list[Field]) -> str:
+        """An option's command line that may train (rules `command_options`: `rsync -e CMD`), read
+        as any command (may_train), "" where none may: a remote shell first (`-e "ssh -p 2222"`)
+        runs only the program's own command on the other host."""
+        options = self.spelling.command_options.get(base, ())
+        for k, g in enumerate(args):
+            pieces = segments(g.value)
+            name, eq, value = pieces[0][0].partition("=") if not pieces[0][1] else ("", "", "")
+            short = next((o for o in options if len(o) == 2 and re.fullmatch(rf"-[a-zA-Z]*{o[1]}", name)), None)
+            if not eq and (name in options or short) and k + 1 < len(args):
+                given = args[k + 1].value
+                line: str | Symbolic = given if isinstance(given, Symbolic) else str(given)
+            elif eq and name in options:
+                line = concat([value, *(Symbolic(t) if unknown else t for t, unknown in pieces[1:])])
+            else:
+                continue
+            words = [Field(w, g.line) for w in line.split()] if isinstance(line, str) else [Field(line, g.line)]
+            if not words or os.path.basename(str(words[0].value)) in self.spelling.remote_shells:
+                continue
+            if self.may_train(words):
+                return f"`{short or name}` command `{line}`"
+        return ""
 
     def _runner_trains(self, fields: list[Field], runner: dict, prefix: list[Field],
                        command: list[Field]) -> tuple[Field, str] | None:
@@ -265,6 +296,8 @@ class LaunchShell(Shell):
             return replaced, "which replaces the program the runner starts"
         if not command:
             return (fields[0], runner["own_command"]) if runner.get("own_command") else None
+        if runner.get("script_program") and isinstance(command[0].value, str) and command[0].value.endswith(".py"):
+            return command[0], runner["script_program"]  # `docker run img train.py`: its ENTRYPOINT's
         return self.may_train(command)
 
     def _named(self, fields: list[Field]) -> str:
@@ -353,6 +386,7 @@ class LaunchShell(Shell):
                 launcher, invoked, sub, args = plain, base, "", fields[k:]
             if launcher is not None:
                 wrapper = fields[:k]
+                args = self._input_words(wrapper, args)
                 self._unknown_prefix(wrapper, f"`{invoked}` command", cmd)
                 if wrapper and os.path.basename(str(wrapper[0].value)) == "env":
                     for w in wrapper[1:]:
@@ -375,6 +409,31 @@ class LaunchShell(Shell):
             if not wrapped:
                 return None
         return None
+
+    def _input_words(self, wrapper: list[Field], args: list[Field]) -> list[Field]:
+        """The command's arguments where a wrapper adds words read from its input (rules
+        `input_words`: `ls *.py | xargs torchrun --nproc_per_node 8`): after them, or where its
+        replace-str stands (`xargs -I{} torchrun {}`), a word not known statically, never none."""
+        for k, word in enumerate(wrapper):
+            options = self.spelling.input_words.get(os.path.basename(str(word.value)))
+            if options is None:
+                continue
+            replace = None
+            for j in range(k + 1, len(wrapper)):
+                text = str(wrapper[j].value)
+                name, eq, value = text.partition("=")
+                glued = next((o for o in options if not o.startswith("--") and text.startswith(o)), None)
+                if name in options and name.startswith("--"):
+                    replace = value if eq else "{}"
+                elif text in options and text != "-i":
+                    replace = str(wrapper[j + 1].value) if j + 1 < len(wrapper) else "{}"
+                elif glued is not None:
+                    replace = text[len(glued):] or "{}"
+            unknown = Symbolic(f"the words `{word.value}` reads from its input")
+            if replace is None:
+                return [*args, Field(unknown, args[-1].line if args else word.line)]
+            return [Field(unknown, f.line) if replace in str(f.value) else f for f in args]
+        return args
 
     def _unknown_prefix(self, wrapper: list[Field], what: str, cmd: Cmd) -> None:
         """A first word not known statically before the command read (`${PROFILE_CMD} python
@@ -529,7 +588,8 @@ class LaunchShell(Shell):
             moved = None
         k += runner.get("operands", 0)  # the image or container the command runs in
         command = fields[k:]
-        if command and isinstance(command[0].value, str) and command[0].value.endswith(".py"):
+        if command and runner.get("python_scripts") and isinstance(command[0].value, str) \
+                and command[0].value.endswith(".py"):  # `uv run train.py` is `python train.py`
             command = [Field("python", command[0].line), *command]
         return runner, fields[:k], command, moved
 

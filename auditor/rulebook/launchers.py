@@ -48,6 +48,15 @@ class Spelling:
     command_operand: frozenset[str] = frozenset()
     # text in a program's arguments with which it runs a command (awk's `system(`; [wrappers])
     command_text: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # options whose value is a command line the program starts (rsync -e; [wrappers]), and the
+    # remote shells that run only the command their caller gives them (ssh)
+    command_options: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    remote_shells: frozenset[str] = frozenset()
+    # programs with GNU sed's script language, whose `e` runs a command (auditor.bash.sed_script; [wrappers])
+    sed_scripts: frozenset[str] = frozenset()
+    # wrappers that add words read from their input to the command, with their options naming
+    # where (xargs -I; [wrappers])
+    input_words: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # programs whose operands are targets or `NAME=value` overrides of their recipes (make; [wrappers])
     operand_variables: frozenset[str] = frozenset()
     # subcommands of a program that start no training where others may (`ray stop`; [wrappers])
@@ -88,6 +97,10 @@ class Spelling:
             command_operand=frozenset(p for rs in every for p in rs.section("wrappers").get("command_operand", ())),
             command_text={k: tuple(v) for rs in every for k, v in rs.section("wrappers").get("command_text", {}).items()},
             operand_variables=frozenset(p for rs in every for p in rs.section("wrappers").get("operand_variables", ())),
+            command_options={k: tuple(v) for rs in every for k, v in rs.section("wrappers").get("command_options", {}).items()},
+            remote_shells=frozenset(p for rs in every for p in rs.section("wrappers").get("remote_shells", ())),
+            sed_scripts=frozenset(p for rs in every for p in rs.section("wrappers").get("sed_scripts", ())),
+            input_words={k: tuple(v) for rs in every for k, v in rs.section("wrappers").get("input_words", {}).items()},
             no_training_subcommands={k: frozenset(v) for rs in every
                                      for k, v in rs.section("wrappers").get("no_training_subcommands", {}).items()},
             checkout_copies=tuple(e for rs in every for e in rs.table("checkout_copy")),
