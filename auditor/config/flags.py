@@ -449,10 +449,27 @@ def not_in_parser(front: FrontEnd, written: str, where: str, hint: str = "", sur
         return Finding("launch.megatron-spelling", "warning",
                        f"`{written}` is not among the flags read from {front.path}{hint}; whether it "
                        f"is rejected is not known: {front.why_incomplete}", fix=fix, where=where)
+    if front.unstated:
+        return _unstated(front, written, where, where_read, hint)
     return Finding("launch.megatron-spelling", "error",
                    f"`{written}` does not exist in {where_read}: {front.rejects} (its parser, "
                    f"{front.path}, was read){hint}", fix=fix, where=where,
                    detail={**STARTUP, "flag": written, **({"closest": near[0]} if near else {})})
+
+
+def _unstated(front: FrontEnd, written: str, where: str, where_read: str, hint: str) -> Finding:
+    """A flag the release read lacks where the run's release is not stated: an older release
+    than the rules cover may define it. Spelt like a flag of the release (a P2P setting it may
+    mean), the run is undecided; else a warning. Both name the --target that decides it."""
+    decide = f"--target {front.unstated}==VERSION (the release the run uses)"
+    message = (f"`{written}` does not exist in {where_read} ({front.path}); the {front.unstated} "
+               f"release the run uses is not stated and an older one may define it (where it does "
+               f"not, {front.rejects}){hint}")
+    near = difflib.get_close_matches(written, list(front.flags), n=1, cutoff=0.9)
+    detail = {"undecided": f"whether `{written}` is a flag of the {front.unstated} release the run "
+                           f"uses (it may mean `{near[0]}`)", "decide": decide} if near else {}
+    return Finding("launch.megatron-spelling", "warning", message, fix=decide, where=where,
+                   detail={"flag": written, **detail})
 
 
 def check_front_end(config: LaunchConfig, front: FrontEnd, path: str) -> None:

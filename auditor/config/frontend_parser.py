@@ -58,6 +58,9 @@ class FrontEnd:
     abbrev: bool = False
     rejects: str = "argparse rejects it"  # what the front end does with a flag it lacks, and where
     lenient: str = ""  # with accepts_unknown: what makes it take unknown flags ("" ignore_unknown_args)
+    # the distribution read where the run's release is not stated: an older one (not covered by
+    # the rules) may define a flag this one lacks, so that flag is undecided, not an error
+    unstated: str = ""
 
 
 def locate(launch_path: str, script: str, roots: tuple[Path, ...] = (), workdir: str | None = "") -> FrontEnd | None:

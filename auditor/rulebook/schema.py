@@ -158,7 +158,7 @@ TABLES: dict[str, Table] = {
     # (auditor/config/launch_options.py).
     # What a front end does with a flag its parser lacks where it parses leniently and then raises
     # on what is left (ms-swift's _parse_args; config/frontends/swift_fields.py).
-    "unknown_flags": _table(False, "source code lenient_field checked", "about"),
+    "unknown_flags": _table(False, "source code lenient_field checked", "about diverts diverts_source diverts_code"),
     "launcher_option": _table(True, "id launchers options source code line", f"type parsed_at range unless {_SELECT}"),
     "launcher_handoff": _table(True, "id launchers passes source code line", f"unless helpers refused_since {_SELECT}"),
     # A script the launcher starts that has a front end of its own (`style`); `not_pipeline`: what

@@ -52,6 +52,26 @@ class MegatronArguments:
     train_iters: Optional[int] = None
     padding_free: bool = field(default=True, metadata={'help': 'x'})
 ''',
+    # ms-swift 4.6.0 swift/megatron/arguments/rlhf_args.py and swift/cli/_megatron/rlhf.py:6-20:
+    # `--use_ray [true|false]` is stripped and swift.ray.megatron.pipeline.main reads the rest
+    "swift/megatron/arguments/rlhf_args.py": '''
+from dataclasses import dataclass
+from .megatron_base_args import MegatronBaseArguments
+
+@dataclass
+class MegatronRLHFArguments(MegatronBaseArguments):
+    rlhf_type: str = 'dpo'
+''',
+    "swift/cli/_megatron/rlhf.py": '''
+import sys
+
+def _use_ray() -> bool:
+    if '--use_ray' not in sys.argv:
+        return False
+    idx = sys.argv.index('--use_ray')
+    sys.argv.pop(idx)
+    return True
+''',
     "swift/arguments/base_args/base_args.py": '''
 from dataclasses import dataclass, field
 
@@ -73,19 +93,20 @@ megatron sft \\
 """
 
 
-def release(tmp_path: Path, bases: str = "") -> SourceSet:
+def release(tmp_path: Path, bases: str = "", kind: str = "dir") -> SourceSet:
     root = tmp_path / "release"
     for name, text in FILES.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text.replace("BASES", bases))
-    return SourceSet("ms-swift", "4.6.0", "dir", root, "ms-swift==4.6.0")
+    return SourceSet("ms-swift", "4.6.0", kind, root, "ms-swift==4.6.0")
 
 
-def judged(tmp_path: Path, flag: str, more: str = "", bases: str = "") -> LaunchConfig:
+def judged(tmp_path: Path, flag: str, more: str = "", bases: str = "", planned: bool = False,
+           launch: str = LAUNCH) -> LaunchConfig:
     script = tmp_path / "sft.sh"
-    script.write_text(LAUNCH.replace("FLAG", flag).replace("MORE", more))
+    script.write_text(launch.replace("FLAG", flag).replace("MORE", more))
     config = parse_launch(script.read_text(), str(script))
-    check_swift_flags(config, [release(tmp_path, bases)])
+    check_swift_flags(config, [release(tmp_path, bases, "wheel" if planned else "dir")], planned)
     return config
 
 
@@ -142,3 +163,31 @@ def test_a_base_outside_the_release_leaves_it_incomplete(tmp_path):
     [(severity, message)] = said(config)
     assert severity == "warning" and "Seq2SeqTrainingArguments" in message
     assert isinstance(config.flags["pipeline_model_parallel_size"].value, Symbolic)
+
+
+def test_use_ray_hands_the_command_line_to_another_reader(tmp_path):
+    """modelscope/ms-swift@3602360a56 examples/ray/grpo/multi_turn/frozen_lake_colocate.sh:
+    `megatron rlhf --use_ray --config X.yaml`: the release's rlhf.py strips `--use_ray` and runs
+    the ray pipeline, which reads `--config` itself; MegatronRLHFArguments never parses it."""
+    ray = "megatron rlhf --use_ray FLAG --config frozen_lake_colocate.yaml\n"
+    assert said(judged(tmp_path, "", launch=ray)) == []
+    assert said(judged(tmp_path, "true", launch=ray)) == []
+    errors = said(judged(tmp_path, "false", launch=ray))
+    assert any(s == "error" and "`--config`" in m for s, m in errors)
+
+
+def test_an_unstated_release_may_be_older_than_the_rules_cover(tmp_path):
+    """No release stated (`# ms-swift==`, a pin, --target): ms-swift 3.x (v3.12.6
+    examples/megatron/lora/dense.sh `--load_safetensors true`) defines flags 4.x lacks, so a flag
+    the covered releases lack is undecided, naming the --target that decides it; one spelt like
+    a field leaves that field's setting unknown."""
+    config = judged(tmp_path, "--pipline_model_parallel_size", planned=True)
+    [finding] = [d for d in config.diagnostics if d.kind == "launch.megatron-spelling"]
+    assert finding.severity != "error"
+    assert "--pipline_model_parallel_size" in finding.detail["undecided"]
+    assert finding.detail["decide"].startswith("--target ms-swift==VERSION")
+    assert isinstance(config.flags["pipeline_model_parallel_size"].value, Symbolic)
+    config = judged(tmp_path, "--load_safetensors", planned=True)
+    [finding] = [d for d in config.diagnostics if d.kind == "launch.megatron-spelling"]
+    assert finding.severity == "warning" and "--target ms-swift==VERSION" in str(finding.fix)
+    assert "undecided" not in (finding.detail or {})

@@ -47,13 +47,17 @@ def test_each_args_class_is_read_whole_and_the_pipeline_raises(version, release)
         front = dataclass_front_end(root, name, f"ms-swift {version}")
         assert front is not None and front.complete, front and front.why_incomplete
         assert {"--pipeline_model_parallel_size", "--ignore_args_error"} <= set(front.flags)
+    diverts, _, at = RULES["unknown_flags"]["diverts_source"].partition(":")
+    if version != "4.1.0":  # no ray pipeline before 4.3.0
+        assert RULES["unknown_flags"]["diverts_code"] in (root / diverts).read_text().splitlines()[int(at) - 1]
+        assert f"{megatron['routes']['rlhf'].replace('.', '/')}.py" == diverts
 
 
-def scan(tmp_path: Path, flag: str) -> dict:
+def scan(tmp_path: Path, flag: str, *target: str) -> dict:
     script = tmp_path / "sft.sh"
     script.write_text(LAUNCH.replace("FLAG", flag))
     proc = subprocess.run([sys.executable, "-m", "auditor", "scan", "--config", str(script), "--torch",
-                           "2.10.0", "--format", "json"], check=False, capture_output=True, text=True,
+                           "2.10.0", "--format", "json", *target], check=False, capture_output=True, text=True,
                           cwd=ROOT, timeout=600)
     assert proc.stdout, proc.stderr
     return json.loads(proc.stdout)
@@ -61,11 +65,16 @@ def scan(tmp_path: Path, flag: str) -> dict:
 
 @pytest.mark.usefixtures("release")
 def test_a_misspelt_pipeline_size_does_not_start(tmp_path):
-    doc = scan(tmp_path, "--pipline_model_parallel_size")
+    doc = scan(tmp_path, "--pipline_model_parallel_size", "--target", "ms-swift==4.6.0")
     assert doc["verdict"]["headline"].startswith("DOES NOT START: `--pipline_model_parallel_size` does not exist")
     [error] = [f for f in doc["findings"] if f["kind"] == "launch.megatron-spelling"]
     assert error["severity"] == "error" and error["where"].endswith("sft.sh:6")
     assert error["detail"]["closest"] == "--pipeline_model_parallel_size"
+    # no release stated: ms-swift 3.x (older than the rules cover) may define it
+    unstated = scan(tmp_path, "--pipline_model_parallel_size")
+    head = unstated["verdict"]["headline"]
+    assert head.startswith("INCONCLUSIVE") and "--pipline_model_parallel_size" in head, head
+    assert "--target ms-swift==VERSION" in head
     right = scan(tmp_path, "--pipeline_model_parallel_size")
     assert not [f for f in right["findings"] if f["kind"] == "launch.megatron-spelling"]
     assert right["verdict"]["headline"].startswith("FINDINGS")

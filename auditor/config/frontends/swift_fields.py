@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import functools
+from dataclasses import replace
 from pathlib import Path
 
 from auditor.config.flags import check_front_end
@@ -24,17 +25,21 @@ _NO_FIELDS = frozenset({"object", "ABC", "Generic"})
 _FALSE = frozenset({"no", "false", "f", "n", "0"})
 
 
-def check_swift_flags(launch: LaunchConfig, srcs: list[SourceSet]) -> None:
+def check_swift_flags(launch: LaunchConfig, srcs: list[SourceSet], planned: bool = False) -> None:
     """The command's flags judged against the fields of the arguments class its subcommand
     parses in the ms-swift release judged (`srcs`); nothing where the release, the subcommand or
-    the class is not known (then the flags stay as written, as before)."""
+    the class is not known (then the flags stay as written, as before), nor where the release's
+    CLI hands the command line to another reader ([unknown_flags] `diverts`). `planned`: the
+    releases are a combination chosen for a script that states none; ms-swift's may then be one
+    older than the rules cover, so a flag it lacks is undecided, not a run that does not start."""
     rules = files.load("ms-swift").data
     lenient = rules.get("unknown_flags", {})
     program, _, sub = launch.launcher.partition(" ")
     launcher = next((e for e in rules.get("launcher", []) if e.get("program") == program), None)
     release = next((s for s in srcs if s.name == "ms-swift"), None)
     name = (launcher or {}).get("args_classes", {}).get(sub)
-    if launch.style != "ms-swift" or release is None or name is None or not lenient:
+    if launch.style != "ms-swift" or release is None or name is None or not lenient \
+            or _diverted(launch, release.root, (launcher or {}).get("routes", {}).get(sub), lenient):
         return
     front = dataclass_front_end(release.root, name, f"ms-swift {release.version or '(unstated)'}")
     if front is None:
@@ -50,7 +55,24 @@ def check_swift_flags(launch: LaunchConfig, srcs: list[SourceSet]) -> None:
     else:
         front = FrontEnd(front.path, front.flags, front.complete and not why,
                          front.why_incomplete or why, False, front.origin, abbrev=True, rejects=rejects)
+    if planned and release.name not in launch.pins and release.kind in ("wheel", "sdist"):
+        front = replace(front, unstated=release.name)
     check_front_end(launch, front, launch.path)
+
+
+def _diverted(launch: LaunchConfig, root: Path, module: str | None, rules: dict) -> bool:
+    """Whether the subcommand's CLI module in the release (`routes`) takes the command line away
+    from the arguments class: ms-swift >= 4.3's `megatron rlhf` strips `--use_ray [true|false]`
+    and runs swift.ray.megatron.pipeline.main, which reads `--config` itself
+    (swift/cli/_megatron/rlhf.py:6-20); `--use_ray false` leaves it to the class."""
+    flag = next((f for f in launch.flags.values() if f.spelling == rules.get("diverts")), None)
+    if flag is None or module is None or str(flag.value).lower() == "false":
+        return False
+    path = root / (module.replace(".", "/") + ".py")
+    try:
+        return rules["diverts_code"] in path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
 
 
 def _not_sure(launch: LaunchConfig, field: str) -> str:
