@@ -59,7 +59,7 @@ from auditor.config.pyenv import locate, located_stat
 from auditor.config.shell_command import starts_programs
 from auditor.errors import InputError
 from auditor.findings import Finding
-from auditor.rulebook.frameworks import audited_packages, frameworks, launched_by
+from auditor.rulebook.frameworks import frameworks, launched_by, modeled_packages
 
 RULES = "stacks"
 # The reader the rules give a launcher that names no framework (torchrun's, python's): the entry
@@ -237,17 +237,6 @@ class UnknownStack(InputError):
         self.what = what
         self.decide = decide
         self.config = config
-
-
-def modeled_packages() -> list[str]:
-    """The import packages (or modules) of every stack the rules model: each rules file's
-    [framework] `packages`, the modules of its [pipeline_model] (torch.distributed.pipelining)
-    and those of rules/stacks.toml [[own_pipeline]]. The one place that lists them."""
-    out = list(audited_packages())
-    for framework in frameworks():
-        out += rulebook.load(framework.name).data.get("pipeline_model", {}).get("modules", [])
-    out += [m for stack in rulebook.load(RULES).data.get("own_pipeline", []) for m in stack["modules"]]
-    return list(dict.fromkeys(out))
 
 
 def modeled_roots() -> frozenset[str]:

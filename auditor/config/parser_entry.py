@@ -18,6 +18,7 @@ from auditor import rulebook
 from auditor.bash.absent import checkout_root
 from auditor.config import own_p2p
 from auditor.config.entry_script import parsed, uses_or_imports
+from auditor.rulebook.frameworks import modeled_packages
 
 
 @functools.cache
@@ -124,7 +125,6 @@ def _changes_the_run(tree: ast.Module) -> bool:
             return True
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr":
             return True
-    from auditor.config.entry_stack import modeled_packages  # it imports this module (frontend_parser)
     steps = rulebook.load("stacks").data["training_step"]
     others = [m for m in [*modeled_packages(), *steps["pipeline_modules"]] if m.split(".")[0] != "megatron"]
     return uses_or_imports(tree, others, steps["pipeline_names"]) or own_p2p.of_tree(tree).may

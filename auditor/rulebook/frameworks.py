@@ -238,3 +238,14 @@ NOT_THIS_STACK = "a setting this run's stack does not have"
 def audited_packages(directory: Path | None = None) -> list[str]:
     """The import packages of every framework's own code, in stack order."""
     return list(dict.fromkeys(p for f in frameworks(directory) for p in f.packages))
+
+
+def modeled_packages() -> list[str]:
+    """The import packages (or modules) of every stack the rules model: each rules file's
+    [framework] `packages`, the modules of its [pipeline_model] (torch.distributed.pipelining)
+    and those of rules/stacks.toml [[own_pipeline]]. The one place that lists them."""
+    out = list(audited_packages())
+    for framework in frameworks():
+        out += files.load(framework.name).data.get("pipeline_model", {}).get("modules", [])
+    out += [m for stack in files.load("stacks").data.get("own_pipeline", []) for m in stack["modules"]]
+    return list(dict.fromkeys(out))
