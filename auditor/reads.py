@@ -66,8 +66,13 @@ def note(path: str | os.PathLike[str]) -> None:
         _opened.add(os.path.abspath(os.fspath(path)))
 
 
+def _every(name: str) -> bool:
+    """`note_folder`'s default: every file name is read."""
+    return True
+
+
 def note_folder(path: str | os.PathLike[str], deep: bool = False,
-                picks: Callable[[str], bool] = lambda name: True) -> None:
+                picks: Callable[[str], bool] = _every) -> None:
     """A folder this command reads by listing it: the files named as `picks` accepts at its top
     level, or (`deep`) every file at any depth. No output may be written where it would read."""
     if _opened is not None:
