@@ -39,7 +39,7 @@ from packaging.utils import canonicalize_name
 from auditor import rulebook
 from auditor.analysis.sitestatus import SiteStatus
 from auditor.config import own_p2p
-from auditor.config.entry_script import ANCESTORS, MAX_MODULES, dotted, iter_closure
+from auditor.config.entry_script import MAX_MODULES, dotted, iter_closure, local_roots
 from auditor.config.effective import EffectiveConfig
 from auditor.config.entry_stack import LAUNCHERS, loads_code, modeled_roots, read_as_guess, starts_programs
 from auditor.config.expr import UNKNOWN
@@ -246,7 +246,7 @@ def _local_sources(script: Path, closure: list[Path]) -> list[SourceSet]:
     """The closure's files under each directory an import may name them from (the script's
     folder and up to ANCESTORS above it), one SourceSet each: `utils` and
     `tools.checkpoint.x.utils` are the same file, as each import spells it."""
-    roots = [script.parent, *list(script.parent.parents)[:ANCESTORS]]
+    roots = local_roots(script)
     out = []
     for i, root in enumerate(roots):
         files = sorted(p.relative_to(root).as_posix() for p in closure if p.is_relative_to(root))

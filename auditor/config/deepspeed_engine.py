@@ -40,7 +40,7 @@ from typing import Any, NamedTuple
 
 from auditor import rulebook
 from auditor.config.entry_script import (
-    ANCESTORS, MAX_MODULES, calls, dotted, foreign_imports, iter_closure, names, uses_modules,
+    MAX_MODULES, calls, dotted, foreign_imports, iter_closure, local_roots, names, uses_modules,
     path_value, uses_or_imports)
 from auditor.config.entry_script import _imported as imported_names, _resolve as resolve
 from auditor.config.entry_stack import RULES, entry_read, import_line, modeled_packages, read_as_guess
@@ -171,7 +171,7 @@ def _beyond(tree: ast.Module, module: Path, entry: Path, shown: str, rules: _Rul
         return ("uses one of rules/stacks.toml [no_pipeline]'s exceptions (a Trainer, torch's pipelining)",
                 shown, import_line(tree, excepted[0]) or _name_line(tree, excepted[1]) or _from_line(tree, excepted[1]))
     known = _known(module, entry, rules.allowed)
-    roots = [entry.parent, *list(entry.parent.parents)[:ANCESTORS]]
+    roots = local_roots(entry)
     for name in _namespace_only(tree, [module.parent, *roots]):
         if not known(name, False):
             return (f"imports {name}, found here only as folders without __init__.py or a module file (a "
@@ -352,7 +352,7 @@ def _known(module: Path, entry: Path, allowed: set[str]) -> Callable[..., bool]:
     """Whether an absolute import `foreign_imports` leaves is still known: `allowed` (or a module
     of it), or (`folders`) a folder of a local package (its modules are read as the closure
     imports them; a top-level folder without __init__.py is `_namespace_only`'s to judge)."""
-    roots = [module.parent, entry.parent, *list(entry.parent.parents)[:ANCESTORS]]
+    roots = [module.parent, *local_roots(entry)]
 
     def known(name: str, folders: bool = True) -> bool:
         return (any(name == a or name.startswith(f"{a}.") for a in allowed)
@@ -458,7 +458,7 @@ def _with_exec_code(tree: ast.Module, module: Path, entry: Path, paths: set[Path
         raise RecursionError("exec of code that exec's code, nested too deep to read")
     body = list(tree.body)
     unread = 0
-    roots = [module.parent, entry.parent, *list(entry.parent.parents)[:ANCESTORS]]
+    roots = [module.parent, *local_roots(entry)]
     for node, code in codes:
         code, inner = _with_exec_code(code, module, entry, paths, runs_text, depth - 1)
         for where, name in imported_names(code, module):

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from auditor.config.entry_script import ANCESTORS, arg_value, argparse_options, namespaces, parsed
+from auditor.config.entry_script import arg_value, argparse_options, local_roots, namespaces, parsed
 from auditor.config.entry_stores import opaque_keywords, unnamed_stores
 from auditor.config.expr import UNKNOWN
 from auditor.config.model import LaunchConfig
@@ -106,7 +106,7 @@ def library_trees(script: Path, modules: list[str]) -> Iterator[tuple[str, Path,
 def library_file(script: Path, module: str) -> Path | None:
     """The one `src/MODULE.py` of a checkout folder above `script`, if any."""
     rel = Path(*module.split(".")).with_suffix(".py")
-    found = [r / "src" / rel for r in [script.parent, *list(script.parent.parents)[:ANCESTORS]]
+    found = [r / "src" / rel for r in local_roots(script)
              if (r / "src" / rel).is_file()]
     return found[0] if len(found) == 1 else None
 

@@ -48,12 +48,19 @@ def parsed(text: str) -> ast.Module:
     return ast.parse(text)
 
 
+def local_roots(script: Path) -> list[Path]:
+    """The folders an absolute import of `script`'s own code is looked up in: its folder and up
+    to `ANCESTORS` above it (a package of a directory above: Pai's examples/llama/x.py importing
+    megatron_patch from the checkout root)."""
+    return [script.parent, *list(script.parent.parents)[:ANCESTORS]]
+
+
 def iter_closure(script: Path, stop: frozenset[str] = frozenset()) -> Iterator[tuple[Path, ast.Module]]:
     """The script and every module it imports that lies beside it or in a package of a directory
     above it (up to `ANCESTORS`), transitively -- the training code its authors wrote -- one at a
     time, the script first (at most MAX_MODULES), for a reader that can stop at the first module
     that answers its question; an absolute import of a package in `stop` is not followed."""
-    roots = [script.parent, *list(script.parent.parents)[:ANCESTORS]]
+    roots = local_roots(script)
     seen: set[Path] = set()
     todo = [script]
     while todo and len(seen) < MAX_MODULES:
@@ -73,7 +80,7 @@ def iter_closure(script: Path, stop: frozenset[str] = frozenset()) -> Iterator[t
 def foreign_imports(tree: ast.Module, path: Path, script: Path) -> list[str]:
     """The absolute imports of `path` (a module of `script`'s iter_closure) that no local file
     gives: third-party packages or the standard library."""
-    roots = [path.parent, script.parent, *list(script.parent.parents)[:ANCESTORS]]
+    roots = [path.parent, *local_roots(script)]
 
     def local(name: str) -> bool:  # a local file, or a bare local namespace package (runs nothing)
         return bool(_resolve(name, roots)) or ("." not in name and any((r / name).is_dir() for r in roots))
@@ -213,7 +220,7 @@ def star_names(tree: ast.Module, path: Path) -> dict[str, str]:
     launch_utils is a local module beside the file at `path` (or in a package above): its public
     names() bindings (`import subprocess as sp` gives sp), only those of a literal `__all__` where
     it has one (review r41-interp 3). A later star import wins, as when the file runs."""
-    roots = [path.parent, *list(path.parent.parents)[:ANCESTORS]]
+    roots = local_roots(path)
     out: dict[str, str] = {}
     for node in ast.walk(tree):
         if not (isinstance(node, ast.ImportFrom) and node.module and not node.level
@@ -247,7 +254,7 @@ def through_local(imported: str, path: Path) -> str:
     read as what that module binds it to: `launch_utils.sp.run` is `subprocess.run` where
     launch_utils.py beside (or in a package above) has `import subprocess as sp` or `sp = subprocess`,
     whether or not it reads `sp` itself (review r40-holes 2); else `imported` unchanged."""
-    roots = [path.parent, *list(path.parent.parents)[:ANCESTORS]]
+    roots = local_roots(path)
     for _ in range(4):  # a module giving another local module's name on
         parts = imported.split(".")
         files = _resolve(".".join(parts[:-1]), roots)

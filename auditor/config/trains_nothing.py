@@ -42,7 +42,7 @@ from auditor.config.bridge_mimo import global_split
 from auditor.config.entry_imports import SearchRoot, entry_roots, missing_imports, own_package_gaps
 from auditor.config.entry_inference import PP
 from auditor.config.entry_schedule import names_no_schedule
-from auditor.config.entry_script import ANCESTORS
+from auditor.config.entry_script import local_roots
 from auditor.config.entry_stack import modeled_roots
 from auditor.config.model import LaunchConfig, Written
 from auditor.config.no_training import ran_unseen, reaches_no_loop
@@ -129,5 +129,5 @@ def _unread_import(launch: LaunchConfig, entry: Path, closure: list[Path]) -> bo
         return True
     roots = entry_roots(entry, launch.env)
     local = [SearchRoot(r, f"{r}, where the entry's local modules are read")
-             for r in [entry.parent, *list(entry.parent.parents)[:ANCESTORS]]]
+             for r in local_roots(entry)]
     return bool(missing_imports(entry, local)) or any(own_package_gaps(p, launch.path, roots) for p in closure)
