@@ -39,7 +39,7 @@ from packaging.utils import canonicalize_name
 from auditor import rulebook
 from auditor.analysis.sitestatus import SiteStatus
 from auditor.config import own_p2p
-from auditor.config.entry_script import MAX_MODULES, dotted, iter_closure, local_roots
+from auditor.config.entry_script import MAX_MODULES, handler_types, iter_closure, local_roots, parsed
 from auditor.config.effective import EffectiveConfig
 from auditor.config.entry_stack import LAUNCHERS, loads_code, modeled_roots, read_as_guess, starts_programs
 from auditor.config.expr import UNKNOWN
@@ -307,7 +307,7 @@ def _bare_imports(file: Path) -> tuple[set[str], set[str]] | None:
     relative import of the same name, in an `except ImportError` handler whose try body does
     `from .NAME import ...`; all others). None where the file is not read."""
     try:
-        tree = ast.parse(file.read_text(encoding="utf-8", errors="replace"))
+        tree = parsed(file.read_text(encoding="utf-8", errors="replace"))  # iter_closure's parse, cached
     except (OSError, SyntaxError, ValueError):
         return None
     fallback: dict[int, str] = {}  # id of an import in such a handler -> its name
@@ -317,8 +317,7 @@ def _bare_imports(file: Path) -> tuple[set[str], set[str]] | None:
         relative = {n.module.split(".")[0] for stmt in node.body for n in ast.walk(stmt)
                     if isinstance(n, ast.ImportFrom) and n.level == 1 and n.module}
         for handler in node.handlers:
-            kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
-            if not {dotted(k) for k in kinds if k is not None} & _IMPORT_ERRORS:
+            if not handler_types(handler) & _IMPORT_ERRORS:
                 continue
             for n in (n for stmt in handler.body for n in ast.walk(stmt)):
                 if isinstance(n, ast.ImportFrom) and not n.level and n.module and \

@@ -40,7 +40,7 @@ from typing import Any, NamedTuple
 
 from auditor import rulebook
 from auditor.config.entry_script import (
-    MAX_MODULES, calls, dotted, foreign_imports, iter_closure, local_roots, names, uses_modules,
+    MAX_MODULES, calls, dotted, foreign_imports, handler_types, iter_closure, local_roots, names, uses_modules,
     path_value, uses_or_imports)
 from auditor.config.entry_script import _imported as imported_names, _resolve as resolve
 from auditor.config.entry_stack import RULES, entry_read, import_line, modeled_packages, read_as_guess
@@ -375,9 +375,7 @@ def _fallbacks_dropped(tree: ast.Module) -> ast.Module:
             imported += [m.module or "" for n in node.body for m in ast.walk(n)
                          if isinstance(m, ast.ImportFrom) and not m.level]
             if imported and all(name.split(".")[0] in sys.stdlib_module_names for name in imported):
-                node.handlers = [h for h in node.handlers if not (
-                    {dotted(t) for t in (h.type.elts if isinstance(h.type, ast.Tuple) else [h.type])
-                     if t is not None} & caught)]
+                node.handlers = [h for h in node.handlers if not handler_types(h) & caught]
             return node  # read by ast.walk only, never compiled
     return Drop().visit(copy.deepcopy(tree))
 

@@ -432,7 +432,7 @@ def missing_imports(entry: Path, roots: list[SearchRoot]) -> list[Missing]:
         for fallback in _fallbacks(tree, main=file == entry, harmless=known):
             if fallback.cls.lineno >= min([edit, *(g.line for g in gaps)]):
                 break  # an import before it stops the run first, or a sys.path edit may bring another copy
-            gap = next((g for g in _guarded_gaps(fallback.guarded, file, package, resolver)), None)
+            gap = _guarded_gap(fallback.guarded, file, package, resolver)
             if gap is not None:
                 gaps = [Missing(gap.module, file, gap.line, gap.absent, gap.package, gap.root, fallback.stop(file))]
                 break
@@ -440,14 +440,14 @@ def missing_imports(entry: Path, roots: list[SearchRoot]) -> list[Missing]:
     return out
 
 
-def _guarded_gaps(guarded: ast.Try, file: Path, package: str | None, resolver: _Resolver) -> list[Missing]:
-    """The import of a `try` body that surely fails (its handler then runs), first only."""
+def _guarded_gap(guarded: ast.Try, file: Path, package: str | None, resolver: _Resolver) -> Missing | None:
+    """The first import of a `try` body that surely fails (its handler then runs), or None."""
     for node in guarded.body:
         for module, must in _names(node, package) if isinstance(node, (ast.Import, ast.ImportFrom)) else []:
             found = _load(module, must, resolver)
             if isinstance(found, Missing):
-                return [Missing(module, file, node.lineno, found.absent, found.package, found.root)]
-    return []
+                return Missing(module, file, node.lineno, found.absent, found.package, found.root)
+    return None
 
 
 def _front_roots(entry: Path) -> list[tuple[int, Path]]:

@@ -145,6 +145,12 @@ def dotted(node: ast.expr) -> str:
     return ""
 
 
+def handler_types(handler: ast.ExceptHandler) -> set[str]:
+    """The exception types an `except` names, as written (`dotted`; none for a bare `except:`)."""
+    kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return {dotted(k) for k in kinds if k is not None}
+
+
 def path_value(node: ast.expr, module: Path, names: dict[str, ast.expr] | None = None) -> Path | None:
     """A path expression's value where known statically, built from `__file__` (`module`):
     `os.path` dirname/abspath/realpath/normpath/join (string literals and `os.pardir` joined in),
