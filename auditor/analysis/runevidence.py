@@ -171,7 +171,9 @@ def stopped_findings(trace: Trace) -> list[Finding]:
             detail={"raised": {str(r): [_op(e) for e in ops[:EXAMPLES]]
                                for r, ops in raised.items()}},
             chosen=[f"{chosen['path']}:{chosen.get('line')}"] if chosen.get("path") else []))
-    unclosed = {r: rt.unclosed for r, rt in trace.ranks.items() if rt.unclosed}
+    # a file whose recording stopped (an `off` line, or ops its peers saw complete are not in it)
+    # says nothing of how its process ended: its unclosed end is no kill
+    unclosed = {r: rt.unclosed for r, rt in trace.ranks.items() if rt.unclosed and rt.stopped is None}
     if unclosed:
         rank = min(unclosed)
         out.append(Finding(

@@ -157,11 +157,51 @@ def read_trace_dir(path: str | os.PathLike[str], head_ops: int = HEAD_OPS,
             skipped.append(f"{file.name}: hang file of rank {rank}, which has no trace file")
     world_size = _world_size(root, ranks)
     _one_run(root, by_rank, ranks)
+    _short_of_sends(ranks)
     silent = {rank: "its file holds only its meta line" for rank, rt in ranks.items()
               if not rt.lines}
     return evidence(root, ranks, world_size, earlier, skipped, silent,
                     "no trace file (the process never initialised, or wrote to another node's "
                     "directory)")
+
+
+# How a recorded receive ends where it surely completed: a waited or polled Work, or a blocking
+# recv that returned (an irecv's "return" is only its call returning).
+_RECEIVED = {"recv": ("return", "wait", "polled"), "irecv": ("wait", "polled")}
+_SENT = ("send", "isend")
+
+
+def _short_of_sends(ranks: dict[int, RankTrace]) -> None:
+    """Mark `stopped` a rank file that holds fewer sends to a peer, on one group, than the peer's
+    file records receives from it that completed: those receives were sent, so the file lacks
+    ops that happened (cut after it was written: `head -c`, a copy taken mid-write, a disk that
+    lost its tail). Read as a stopped recorder is (nothing past its end is evidence), not as a
+    rank that waited at its last line or sent too few. Only where the sender's file is read
+    whole (`complete`) and its process did not end by itself (an exit line closes the file)."""
+    sends: dict[tuple[Any, int, int], int] = {}
+    received: dict[tuple[Any, int, int], int] = {}
+    for rank, rt in ranks.items():
+        for event in rt.head:
+            if event.get("phase") != "start" or event.get("kind") != "p2p" or event.get("peer") is None:
+                continue
+            api, end, group = event.get("api"), event.get("end"), event.get("group")
+            group = group.get("name") if isinstance(group, dict) else group  # as the reader resolved it
+            if api in _SENT:
+                key = (group, rank, event["peer"])
+                sends[key] = sends.get(key, 0) + 1
+            elif end is not None and end.get("how") in _RECEIVED.get(str(api), ()):
+                key = (group, event["peer"], rank)
+                received[key] = received.get(key, 0) + 1
+    for (group, src, dst), count in sorted(received.items(), key=str):
+        sender = ranks.get(src)
+        sent = sends.get((group, src, dst), 0)
+        if sender is None or not sender.complete or sender.exit is not None or sender.stopped is not None \
+                or count <= sent:
+            continue
+        sender.stopped = (f"its file holds {sent} send(s) to rank {dst} on group {group}, where rank "
+                          f"{dst}'s file records {count} receive(s) from it that completed: the file "
+                          "lacks ops that happened (cut after it was written?)")
+        sender.stopped_line = sender.lines + 1
 
 
 def evidence(root: Path, ranks: dict[int, RankTrace], world_size: int | None,
