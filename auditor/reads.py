@@ -7,8 +7,9 @@ process, through `open`, `Path.read_*`, `os.open`, tarfile and zipfile alike, so
 them all, whoever reads. A file opened to be created or written is not an input.
 
 `watch()` starts a command's set (the CLI calls it once per command); `note()` adds a path read
-outside this process; `input_named()` answers whether a path is the same file as any of them
-(same device and inode: through symbolic links, hard links and relative spellings).
+outside this process, or an input of the run the command judges, saying how it is one (`why`);
+`input_named()` answers whether a path is the same file as any of them (same device and inode:
+through symbolic links, hard links and relative spellings).
 
 A folder read by listing it is an input where its reader would pick a new file up: a file
 written there joins what the next run of the command reads (a report named rank-9.jsonl becomes
@@ -27,6 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 _opened: set[str] | None = None  # absolute paths; None: not watching
+_why: dict[str, str] = {}  # absolute path -> how a noted file is an input, where not read here
 # absolute paths of the folders read by listing them -> (read at any depth, the names it reads)
 _folders: dict[str, tuple[bool, Callable[[str], bool]]] = {}
 _hooked = False
@@ -54,16 +56,26 @@ def watch() -> None:
     """Start an empty set of the files read from now on."""
     global _opened, _hooked
     _opened = set()
+    _why.clear()
     _folders.clear()
     if not _hooked:
         sys.addaudithook(_on_event)  # hooks cannot be removed: one, installed once
         _hooked = True
 
 
-def note(path: str | os.PathLike[str]) -> None:
-    """A file this command reads in another process (a worker, a rank), or reads later."""
+def note(path: str | os.PathLike[str], why: str = "") -> None:
+    """A file this command reads in another process (a worker, a rank), or reads later; or an
+    input of the run it judges, `why` saying how (a recorded run's script)."""
     if _opened is not None:
-        _opened.add(os.path.abspath(os.fspath(path)))
+        absolute = os.path.abspath(os.fspath(path))
+        _opened.add(absolute)
+        if why:
+            _why[absolute] = why
+
+
+def why(path: str) -> str:
+    """How `path` (as `input_named` gave it) is an input where it was noted so; "" otherwise."""
+    return _why.get(path, "")
 
 
 def _every(name: str) -> bool:

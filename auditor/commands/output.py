@@ -53,14 +53,15 @@ def emit(text: str, path: str | None) -> None:
 
 def refuse_input(path: str) -> None:
     """The one check that an output path is none of the command's inputs: a file it read (writing
-    there would destroy it), or a path where a folder it read by listing would pick it up (a
+    there would destroy it) or one the run it judges names (dynamic.runinputs), or a path where a folder it read by listing would pick it up (a
     rank-N.jsonl in a trace folder: the file would join the input the next run reads, a report
     taken for a rank)."""
     seen = reads.input_named(path)
     if seen is not None:
         alias = "" if seen == os.path.abspath(path) else f" (the same file as {seen})"
-        raise InputError(path, f"is an input of this command{alias}: writing the output there "
-                               "would destroy it; give -o another file")
+        how = f", {reads.why(seen)}" if reads.why(seen) else ""
+        raise InputError(path, f"is an input of this command{alias}{how}: writing the output "
+                               "there would destroy it; give -o another file")
     held = reads.folder_holding(path)
     if held is not None:
         folder, deep = held

@@ -7,9 +7,9 @@ lines (`head`: what the timeline and the wait-for replay read), and the ops that
 (`open_ops`), never every event. Groups are interned once per file (`groups`). A line that
 contradicts its file (another rank's line, a peer outside its group, a line that is not a trace
 line) is refused with the file and line. The lines, one JSON object each:
-- the first line of a file: `phase: "meta"` (pid, host, versions, argv, and the clocks: `t` of
-  every line is seconds since `mono0`, this process's time.monotonic() when recording started,
-  which was `wall0` in time.time());
+- the first line of a file: `phase: "meta"` (pid, host, versions, argv and its `cwd`, and the
+  clocks: `t` of every line is seconds since `mono0`, this process's time.monotonic() when
+  recording started, which was `wall0` in time.time());
 - `phase: "group"`: a process group, once per process before its first op (`group`: ranks, size,
   desc, name, backend, eager); op lines then give the group's name as their `group` (traces of
   earlier recorders repeat the whole group in every op line: read the same way);

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from auditor import reads
+from auditor.dynamic import runinputs
 from auditor.dynamic.rankfile import (
     HEAD_OPS,
     RankTrace,
@@ -158,6 +159,7 @@ def read_trace_dir(path: str | os.PathLike[str], head_ops: int = HEAD_OPS,
     world_size = _world_size(root, ranks)
     _one_run(root, by_rank, ranks)
     _short_of_sends(ranks)
+    runinputs.note(rt.meta for traces in by_rank.values() for rt in traces)
     silent = {rank: "its file holds only its meta line" for rank, rt in ranks.items()
               if not rt.lines}
     return evidence(root, ranks, world_size, earlier, skipped, silent,

@@ -98,6 +98,7 @@ class TraceWriter:
             meta = {
                 "seq": 0, "t": 0.0, "rank": rank, "api": "process", "phase": "meta",
                 "pid": os.getpid(), "host": socket.gethostname(), "argv": list(sys.argv),
+                "cwd": _cwd(),
                 "python": sys.version.split()[0], "torch": getattr(torch, "__version__", None),
                 "recorder": f"p2paudit {__version__}", "hang_after": self.hang_after,
                 "mono0": self.mono0, "wall0": self.wall0,
@@ -153,4 +154,14 @@ def env_int(name: str) -> int | None:
     try:
         return int(os.environ[name])
     except (KeyError, ValueError):
+        return None
+
+
+def _cwd() -> str | None:
+    """The process's working directory, which its relative argv is read from (None where it was
+    removed): the files the recorded run names are inputs no report may write over
+    (dynamic.runinputs)."""
+    try:
+        return os.getcwd()
+    except OSError:
         return None
