@@ -21,6 +21,7 @@ What each line of code did is read in `uses`; the findings the join adds are wor
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 from auditor.analysis.runevidence import evidence_complete, stopped_findings, undecided_evidence
@@ -84,12 +85,15 @@ def join(
     # A rank without evidence, or whose process never closed its file, may be the one stuck.
     completed = _completed(trace) and evidence_complete(trace)
     # On a CPU (gloo) recording, the NCCL questions are asked of what NCCL would do with it.
-    nccl_like = conditions
+    nccl_like, ran_on = conditions, ""
     if not backend(conditions.backend).runs_nccl:
         nccl_like = Conditions.for_transport("net", conditions.init).with_bounds(bounds)
+        ran_on = conditions.backend
+    cut = {str(r): f"{rt.path.name}:{rt.stopped_line}" for r, rt in trace.ranks.items()
+           if rt.stopped is not None}
     # Can this order deadlock (zero buffering), and will it over the transport asked (--transport,
-    # else the network's candidates) with the recorded sizes?
-    deadlock = order.deadlock(nccl_like)
+    # else the network's candidates) with the recorded sizes? Not asked of a cut order (below).
+    deadlock = None if cut else replace(order.deadlock(nccl_like), ran_on=ran_on)
     by_id = {s["id"]: s for s in sites}
     # No target: no scan was given (report --trace alone), so nothing fired "outside" it.
     misses = _misses(uses, mapped, by_id, sites, doc["targets"]) if doc.get("targets") else []
@@ -98,15 +102,16 @@ def join(
                "mismatched_pairs": model.mismatched_pairs,
                "count_mismatches": model.count_mismatches,
                "complete": replayed == sum(rt.ops for rt in trace.ranks.values()),
-               "run_completed": completed, "deadlock": deadlock.to_json()}
-    cut = {str(r): f"{rt.path.name}:{rt.stopped_line}" for r, rt in trace.ranks.items()
-           if rt.stopped is not None}
-    if cut:
+               "run_completed": completed}
+    if deadlock is not None:
+        waitfor["deadlock"] = deadlock.to_json()
+    else:
         # A rank's file ends where its recorder stopped (a full disk, ulimit -f), mid-batch as
         # often as not: the replay sees that end as the rank waiting there, and an exchange cut
         # on one side as unequal counts. Past the shortest common recorded prefix nothing is
-        # evidence, so neither the replay's cycle nor its count check speaks (a send/receive
-        # pair whose sides were both recorded still does: FIFO pairing of prefixes is exact).
+        # evidence, so neither the replay's cycle nor its count check speaks, nor whether the
+        # order can or will deadlock (a send/receive pair whose sides were both recorded still
+        # does: FIFO pairing of prefixes is exact).
         waitfor.update(hang=None, cycle="", blocked=[], count_mismatches=[], recording_stopped=cut)
     run: dict[str, Any] = {
         "trace": _trace_summary(trace),

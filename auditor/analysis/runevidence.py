@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from auditor.dynamic.rankfile import RankTrace
 from auditor.dynamic.trace import Trace, merge_spans, span_words
 from auditor.findings import Finding
 
@@ -19,9 +20,18 @@ EXAMPLES = 4  # ranks described one by one in a message
 ERROR_SHOWN = 200  # characters of an exception's message a headline quotes
 
 
+# How to record the run whole again, by the reason its `off` line gives for stopping (its
+# `error` is free text: an internal error's message may name a full disk it did not meet).
+RECORD_AGAIN = {
+    "file size limit": "without the file size limit (`ulimit -f unlimited` in the shell that "
+                       "starts the job)",
+    "disk full": "with --out on a filesystem with room (df -h)",
+}
+
+
 def undecided_evidence(trace: Trace) -> list[dict[str, str]]:
     """{what, decide} for each gap in the evidence: ranks of the run without a file or without an
-    event. (A rank whose recorder stopped, `phase: "off"`, is the trace summary's `incomplete`.)"""
+    event, then ranks whose recorder stopped (`phase: "off"`)."""
     out = []
     spans = trace.no_evidence()
     if spans:
@@ -38,7 +48,26 @@ def undecided_evidence(trace: Trace) -> list[dict[str, str]]:
                       "files gathered into one directory)" if flight_recorder else
                       "every node's trace directory gathered into one (rank-N.jsonl of each "
                       "rank), or a run recorded again"})
+    stopped = {r: rt for r, rt in trace.ranks.items() if rt.stopped is not None}
+    if stopped:
+        out.append(_incomplete(stopped))
     return out
+
+
+def _incomplete(stopped: dict[int, RankTrace]) -> dict[str, str]:
+    """Ranks whose recorder stopped: where each stopped, why, and what records the run whole
+    again for that reason."""
+    by_why: dict[str, list[str]] = {}
+    for rank, rt in stopped.items():
+        by_why.setdefault(str(rt.stopped), []).append(f"rank {rank} at {rt.path.name}:{rt.stopped_line}")
+    again = list(dict.fromkeys(RECORD_AGAIN[rt.stopped_reason] for rt in stopped.values()
+                               if rt.stopped_reason in RECORD_AGAIN))
+    where = "; ".join(f"{why}: {', '.join(at)}" for why, at in by_why.items())
+    return {"what": f"what rank(s) {', '.join(map(str, stopped))} did after their trace ends: the "
+                    f"trace is incomplete ({where}); the wait-for replay and the send/receive "
+                    "counts judge nothing past the shortest common recorded prefix",
+            "decide": "`p2paudit record` again " + " and ".join(again) if again else
+                      "fix the recorder error the trace names, then `p2paudit record` again"}
 
 
 def evidence_complete(trace: Trace) -> bool:

@@ -97,7 +97,7 @@ def run_findings(uses: dict[Key, Use], mapped: dict[Key, str], by_id: dict[str, 
     return out
 
 
-def replay_findings(wf: dict[str, Any], deadlock: Deadlock) -> list[Finding]:
+def replay_findings(wf: dict[str, Any], deadlock: Deadlock | None) -> list[Finding]:
     """What the wait-for replay adds, by what the run did.
 
     - `wait-for-cycle` (error): the run stopped in an op (or an op raised) and the replay finds
@@ -129,6 +129,7 @@ def replay_findings(wf: dict[str, Any], deadlock: Deadlock) -> list[Finding]:
                 f"{Conditions(**wf['conditions']).words()}: {wf['cycle']}",
                 fix=fix, detail={"blocked": wf["blocked"][:EXAMPLES]}))
         return out
+    assert deadlock is not None  # asked of every order a recorder did not cut (a cut run never completed)
     if wf["hang"] and not backend(wf["conditions"]["backend"]).runs_nccl:
         out.append(Finding(
             "replay-disagrees-with-run", "warning",

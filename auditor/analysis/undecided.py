@@ -126,9 +126,6 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
         out.append(Undecided(
             f"{len(group)} reached site(s), e.g. {first['path']}:{first['line']} {first['api']} "
             f"in {first['function']}: {why}", _decide_for(group, run, backend, doc.get("launch"))))
-    incomplete = ((doc.get("run") or {}).get("trace") or {}).get("incomplete") or {}
-    if incomplete:
-        out.append(_incomplete(incomplete))
     analysis = doc.get("analysis", {})
     if analysis.get("budget_exhausted"):
         cuts = analysis.get("budget_cuts") or []
@@ -223,25 +220,3 @@ def undecided_words(undecided: list[Undecided]) -> str:
     more = f" (+{len(undecided) - 1} more, listed below)" if len(undecided) > 1 else ""
     return f"{first.what}; decide it with {first.decide}{more}"
 
-
-def _incomplete(incomplete: dict[str, str]) -> Undecided:
-    """Ranks whose recorder stopped (run.trace.incomplete: "FILE:LINE: why"): where each stopped,
-    why, and what records the run whole for that cause."""
-    by_why: dict[str, list[str]] = {}
-    for rank, entry in incomplete.items():
-        at, why = str(entry).split(": ", 1)
-        by_why.setdefault(why, []).append(f"rank {rank} at {at}")
-    decide = []
-    if any("ulimit -f" in why for why in by_why):
-        decide.append("without the file size limit (`ulimit -f unlimited` in the shell that "
-                      "starts the job)")
-    if any("disk full" in why for why in by_why):
-        decide.append("with --out on a filesystem with room (df -h)")
-    fix = ("`p2paudit record` again " + " and ".join(decide) if decide else
-           "fix the recorder error the trace names, then `p2paudit record` again")
-    where = "; ".join(f"{why}: {', '.join(at)}" for why, at in by_why.items())
-    return Undecided(
-        f"what rank(s) {', '.join(incomplete)} did after their trace ends: the trace is "
-        f"incomplete ({where}); "
-        "the wait-for replay and the send/receive counts judge nothing past the shortest "
-        "common recorded prefix", fix)

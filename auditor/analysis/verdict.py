@@ -282,9 +282,8 @@ def judge(doc: dict[str, Any]) -> RunVerdict:
         head += f" Start-up: {len(startup)} check(s) not decided, listed below (whether the run starts)."
     if advisory and status != "findings":
         head += f" Warnings: {len(advisory)} check(s) not decided, listed below (whether they warn)."
-    waitfor = (doc.get("run") or {}).get("waitfor") or {}
-    # A trace cut where a recorder stopped: the order's replay speaks of no run (analysis.join).
-    deadlock = None if waitfor.get("recording_stopped") else waitfor.get("deadlock")
+    # None where a recorder stopped: a cut order's replay speaks of no run (analysis.join)
+    deadlock = ((doc.get("run") or {}).get("waitfor") or {}).get("deadlock")
     return RunVerdict(status, head, undecided, len(bad), len(errors), len(quiet), deadlock, startup,
                       causes, advisory)
 

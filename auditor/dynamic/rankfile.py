@@ -108,6 +108,9 @@ class RankTrace:
     hang: dict[str, Any] | None = None
     stopped: str | None = None  # the `off` line's error: the file ends before the process did
     stopped_line: int = 0
+    # the `off` line's reason ("disk full", "file size limit", "internal error"): what to record
+    # again with; earlier recorders wrote none, for an internal error
+    stopped_reason: str = ""
     exceptions: list[dict[str, Any]] = field(default_factory=list)  # `exception` lines
     exit: dict[str, Any] | None = None  # the `exit` line: how the process ended
 
@@ -405,6 +408,7 @@ def rank_trace(rank: int, path: Path, lines: Iterable[tuple[int | None, dict[str
                 trace.exit = event
             elif phase == "off":
                 trace.stopped, trace.stopped_line = str(event.get("error")), number or 0
+                trace.stopped_reason = str(event.get("reason") or "internal error")
                 trace.notes.append(f"{_at(path, number)}: the recorder stopped in this process "
                                    f"({event.get('error')}): later ops are not in the trace")
                 if ops <= keep:

@@ -130,9 +130,12 @@ def yes_no(value: bool | None) -> str:
 def deadlock_lines(d: dict[str, Any]) -> list[str]:
     """MUST's two verdicts (waitfor.deadlock.Deadlock.to_json), one line each, then each transport's
     bound and what it says."""
-    lines = [f"can deadlock: {yes_no(d['can_deadlock'])} (zero-buffer contract: every send waits "
-             f"for its receive)" + (f": {d['cycle']}" if d["can_deadlock"] and d["cycle"] else ""),
-             f"will deadlock here: {yes_no(d['will_deadlock'])} (over {d['transport']}, with the "
+    # a run on another backend (gloo): what NCCL would do with its order, not what happened
+    under = f" under NCCL (the run ran on {d['ran_on']})" if d.get("ran_on") else ""
+    here = under or " here"
+    lines = [f"can deadlock{under}: {yes_no(d['can_deadlock'])} (zero-buffer contract: every "
+             f"send waits for its receive)" + (f": {d['cycle']}" if d["can_deadlock"] and d["cycle"] else ""),
+             f"will deadlock{here}: {yes_no(d['will_deadlock'])} (over {d['transport']}, with the "
              f"recorded sizes; bounds from rules/nccl.toml"
              + (" and the NCCL log" if any(t["transport"].get("log") for t in d["transports"])
                 else "") + f", NCCL {d['nccl']})"]

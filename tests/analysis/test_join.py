@@ -16,6 +16,7 @@ from auditor import sources
 from auditor.analysis.join import join
 from auditor.dynamic.trace import read_trace_dir
 from auditor.report import document
+from auditor.report.text import deadlock_lines
 from auditor.scan import ScanInputs, run_scan
 from auditor.static.inventory import inventory
 
@@ -334,3 +335,17 @@ def test_init_override_keeps_the_recorded_transport(tmp_path):
     assert recorded["transport"] == "gloo"
     overridden = join(doc, trace, init="eager")["run"]["waitfor"]["conditions"]
     assert (overridden["transport"], overridden["init"]) == ("gloo", "eager")
+
+
+def test_a_gloo_runs_deadlock_verdicts_say_they_ask_of_nccl():
+    """Found in review (h42): the document of a gloo recording said `waitfor.deadlock.transport`
+    "net" beside `waitfor.conditions.transport` "gloo", and the report printed "will deadlock
+    here ... over net" under a gloo run: the verdicts are what NCCL would do with the order
+    (docs/traces.md), and now say the backend the run ran on."""
+    doc = {"sites": [], "targets": [], "findings": [], "config": {}}
+    gloo = join(doc, read_trace_dir(FIXTURES / "pipeline"))["run"]["waitfor"]
+    assert gloo["conditions"]["backend"] == "gloo"
+    assert gloo["deadlock"]["transport"] == "net" and gloo["deadlock"]["ran_on"] == "gloo"
+    assert "will deadlock under NCCL (the run ran on gloo)" in "\n".join(deadlock_lines(gloo["deadlock"]))
+    nccl = join(doc, read_trace_dir(FIXTURES / "eager_nccl"))["run"]["waitfor"]["deadlock"]
+    assert nccl["ran_on"] is None and "will deadlock here" in "\n".join(deadlock_lines(nccl))

@@ -57,14 +57,15 @@ def rank_lines(rank: int, steps: int, recv_dtype: str = "float32") -> list[dict]
     return [{"seq": seq, "t": seq / 1000, "rank": rank, **line} for seq, line in enumerate(lines)]
 
 
-def cut_trace(root: Path, cuts: tuple[int, int], recv_dtype: str = "float32") -> Path:
+def cut_trace(root: Path, cuts: tuple[int, int], recv_dtype: str = "float32",
+              error: str = LIMIT, reason: str = "file size limit") -> Path:
     """Both ranks' files of a 40-step run, rank r's cut after its first cuts[r] lines and ended
     by the recorder's `off` line, as the writer leaves a file at its size limit."""
     root.mkdir()
     for rank, keep in enumerate(cuts):
         lines = rank_lines(rank, 40, recv_dtype if rank == 1 else "float32")[:keep]
         lines.append({"seq": keep + 1, "t": 1.0, "rank": rank, "api": "recorder", "phase": "off",
-                      "error": LIMIT, "reason": "file size limit"})
+                      "error": error, "reason": reason})
         (root / f"rank-{rank}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     return root
 
@@ -88,6 +89,8 @@ def test_a_cut_trace_is_incomplete_not_a_deadlock(tmp_path: Path, cuts: tuple[in
     assert not [f["kind"] for f in joined["findings"] if f["kind"] in REPLAY]
     wf = joined["run"]["waitfor"]
     assert wf["hang"] is None and wf["cycle"] == "" and wf["count_mismatches"] == []
+    # nor can or will the cut order deadlock: no verdict on it beside "recording stopped"
+    assert "deadlock" not in wf and "deadlock" not in joined["verdict"]
     assert wf["recording_stopped"] == {str(r): f"rank-{r}.jsonl:{k + 1}" for r, k in enumerate(cuts)}
     jsonschema = pytest.importorskip("jsonschema")
     schema = json.loads((REPO / "docs/schema/scan-document.schema.json").read_text())
@@ -101,6 +104,25 @@ def test_a_pair_both_ranks_recorded_is_still_judged(tmp_path: Path) -> None:
     assert code == EXIT_FINDINGS, joined["verdict"]["headline"]
     kinds = [f["kind"] for f in joined["findings"] if f["severity"] == "error"]
     assert "p2p-mismatch" in kinds and not set(kinds) & set(REPLAY), kinds
+
+
+@pytest.mark.parametrize("error, reason, decide", [
+    # an internal error whose message names a full disk and a file size limit it never met (a
+    # trace folder so named): nothing but fixing the error records the run whole
+    ("OSError: cannot write /scratch/disk full/ulimit -f/rank-0.jsonl", "internal error",
+     "fix the recorder error the trace names"),
+    # the reason decides, however the error is worded
+    ("recording stopped: RLIMIT_FSIZE", "file size limit", "`ulimit -f unlimited`"),
+    ("recording stopped: ENOSPC", "disk full", "a filesystem with room")])
+def test_the_stop_reason_decides_what_records_the_run_again(tmp_path, error, reason, decide):
+    """The `off` line's `reason` (trace-line schema) names what stopped the recorder; its `error`
+    is free text. Before, `decide` was read from the text: the internal error above was told to
+    record again without `ulimit -f` on a disk with room, and a reworded limit to fix an error."""
+    code, joined = report(cut_trace(tmp_path / "trace", (19, 19), error=error, reason=reason),
+                          tmp_path / "out.json")
+    [stopped] = [u for u in joined["verdict"]["undecided"] if "trace is incomplete" in u["what"]]
+    assert decide in stopped["decide"] and error in stopped["what"], stopped
+    assert len([w for w in ("fix the recorder", "ulimit -f", "with room") if w in stopped["decide"]]) == 1
 
 
 @pytest.mark.parametrize("kib", [20, 24, 40, 64, 100])

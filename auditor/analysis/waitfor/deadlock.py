@@ -44,6 +44,9 @@ class Deadlock:
     cycle_here: str = ""  # where `will`: the cycle with the first hanging transport's bound
     where: str = ""  # path:line of the first send left waiting (the cycle_here replay, else zero's)
     chosen: str = ""  # path:line of the framework line that chose that send, where not `where`
+    # The backend the run ran on where it is not NCCL (a gloo recording): these verdicts are what
+    # NCCL would do with its order, not what happened (its own replay: waitfor.conditions)
+    ran_on: str = ""
 
     def decide(self) -> str:
         """What decides an undecided `will`."""
@@ -57,7 +60,7 @@ class Deadlock:
         return {"can_deadlock": self.can, "will_deadlock": self.will, "transport": self.asked,
                 "cycle": self.cycle, "cycle_here": self.cycle_here, "where": self.where,
                 "chosen": self.chosen,
-                "nccl": self.nccl,
+                "nccl": self.nccl, "ran_on": self.ran_on or None,
                 "decide": self.decide() if self.will is None else None,
                 "transports": [v.to_json() for v in self.transports]}
 
