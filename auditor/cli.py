@@ -106,7 +106,7 @@ def _run(args: argparse.Namespace) -> int:
         command = importlib.import_module(COMMANDS[args.command][0])
         if getattr(args, "output_is_file", False):  # before the work, not after it
             from auditor.commands.options import check_output
-            check_output(args.output)
+            check_output(args)
         if not getattr(args, "set", None):
             return command.run(args)
         from auditor.config.settings import keys_first

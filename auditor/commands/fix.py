@@ -54,8 +54,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.apply and args.output:
         raise InputError("--apply", "writes the script itself; leave out -o")
-    if args.output and args.output != "-" and _same_file(args.output, args.config):
-        raise InputError(args.output, "-o names the launch script, an input: give another file")
     options.check_config(args.config)
     # A script scan refuses (missing, a directory, not UTF-8) is refused here with scan's line,
     # before the patcher reads it as text. Without --target, a script that states not every
@@ -73,9 +71,6 @@ def run(args: argparse.Namespace) -> int:
                         args.entry, args.jobs, progress=sys.stderr.isatty(),
                         command=args.training_command)
     plan = fix_plan.make(inputs, set(args.option), args.simulate)
-    read = [p for p in plan.sources if args.output and args.output != "-" and _same_file(args.output, p)]
-    if read:
-        raise InputError(args.output, f"-o names {read[0]}, an input: give another file")
     known = {o.option for p in plan.proposals for o in p.options}
     unknown = sorted(set(args.option) - known)
     if unknown:
@@ -99,13 +94,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         emit(plan.diff(), args.output)
     return plan.exit_code
-
-
-def _same_file(a: str, b: str) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return os.path.realpath(a) == os.path.realpath(b)
 
 
 def apply(plan: fix_plan.FixPlan) -> str:

@@ -15,7 +15,8 @@ from pathlib import Path
 from collections.abc import Sequence
 from typing import Any
 
-from auditor.commands.output import refuse_link
+from auditor import reads
+from auditor.commands.output import refuse_input, refuse_link
 from auditor.errors import InputError
 from auditor.simulate import machine
 
@@ -107,14 +108,25 @@ def report_format(kind: str) -> tuple[tuple[str, ...], str]:
     return formats.choices(kind), formats.DEFAULTS[kind]
 
 
-def check_output(text: str | None) -> None:
-    """`-o FILE`, refused before the command does its work (a scan can take minutes) where it
-    cannot be written: its directory missing, a directory itself, or a symbolic link to a file
-    (output.refuse_link). What else is wrong (an input of the command, a full disk) is said
-    where it is written."""
+# The options (their dests) that name a file the command reads: known before it reads them.
+INPUT_FILES = ("config", "scan", "baseline", "before", "after")
+
+
+def check_output(args: argparse.Namespace) -> None:
+    """`-o FILE`, refused before the command does its work (a scan or a simulation can take
+    minutes) where it cannot be written: its directory missing, a directory itself, a symbolic
+    link to a file (output.refuse_link), or a file the command line names as an input
+    (`INPUT_FILES`, noted here as read later: output.refuse_input). What else is wrong (an input
+    found in the work, a full disk) is said where it is written."""
+    for dest in INPUT_FILES:
+        named = getattr(args, dest, None)
+        if isinstance(named, str):
+            reads.note(named)
+    text = args.output
     if text is None or text == "-" or text.startswith(("/dev/", "/proc/")):
         return
     refuse_link(text)
+    refuse_input(text)
     if os.path.isdir(text):
         raise InputError(text, "is a directory; -o names the file to write")
     if not os.path.isdir(os.path.dirname(text) or "."):
