@@ -25,6 +25,7 @@ most needs reading would be refused, or silently shortened. Hang files are not e
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Callable
@@ -60,7 +61,11 @@ def write_tables(trace: str, out: Path, jobs: int | None, note: Callable[[str], 
         raise InputError("--jobs", f"must be at least 1, not {jobs}")
     if out.exists() and not out.is_dir():
         raise InputError(str(out), "exists and is not a directory")
-    out.mkdir(parents=True, exist_ok=True)
+    made = not out.exists()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(str(out), f"cannot make the output directory: {_cause(exc)}") from None
     for name in ("ops.parquet", "groups.parquet"):  # renamed over below: only a regular file
         target = out / name
         if target.is_symlink() or (target.exists() and not target.is_file()):
@@ -85,17 +90,29 @@ def write_tables(trace: str, out: Path, jobs: int | None, note: Callable[[str], 
             for writer, table in zip(writers, pair):
                 writer.write_table(table)
             ops += pair[0].num_rows
-    except BaseException:
+        while writers:
+            writers.pop().close()  # flushes: a full disk may first show here
+        for name, path in partial.items():
+            os.replace(path, out / name)
+    except BaseException as exc:
         for writer in writers:
-            writer.close()
-        for path in partial.values():
-            path.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                writer.close()
+        with contextlib.suppress(OSError):  # a read-only folder refuses even to unlink nothing
+            for path in partial.values():
+                path.unlink(missing_ok=True)
+            if made:
+                out.rmdir()
+        if isinstance(exc, OSError):  # a read-only folder, a full disk, a file size limit
+            raise InputError(str(out), f"cannot write the tables: {_cause(exc)}; nothing "
+                                       "written, tables there left as they were") from None
         raise
-    for writer in writers:
-        writer.close()
-    for name, path in partial.items():
-        os.replace(path, out / name)
     return ops, len(files)
+
+
+def _cause(exc: OSError) -> str:
+    """The system's words for an OSError (pyarrow's add its own text around the errno)."""
+    return os.strerror(exc.errno) if exc.errno else str(exc)
 
 
 def _pyarrow() -> tuple[Any, Any]:

@@ -5,6 +5,9 @@ is never replaced (issue 28 item 1, as for -o of every other command), and the J
 from __future__ import annotations
 
 import os
+import resource
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,7 +16,8 @@ from auditor import jsonio
 from auditor.cli import main as cli_main
 from auditor.errors import EXIT_INPUT, InputError
 
-FIXTURE = Path(__file__).resolve().parents[1] / "record_fixtures" / "pipeline"
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURE = ROOT / "tests" / "record_fixtures" / "pipeline"
 
 
 def test_export_never_replaces_a_linked_table(tmp_path, capsys):
@@ -28,6 +32,34 @@ def test_export_never_replaces_a_linked_table(tmp_path, capsys):
     assert "ops.parquet" in err and "not a regular file" in err and len(err.strip().splitlines()) == 1
     assert (out / "ops.parquet").is_symlink() and keep.read_bytes() == b"the user's own table"
     assert not list(out.glob(".*partial"))
+
+
+@pytest.mark.parametrize("where", ["existing", "new"])
+def test_export_that_cannot_write_is_one_line_and_leaves_nothing(tmp_path, where):
+    """A file size limit (as a full disk or a read-only folder: the tables cannot be written).
+    Before: "internal error: OSError: [Errno 27] ..." (a 64 KiB tmpfs: [Errno 28], a read-only
+    bind mount: [Errno 30]), the folder made left behind. Now exit 2, one line naming the folder,
+    the tables already there intact, no partial table, no folder made."""
+    pytest.importorskip("pyarrow")
+    out = tmp_path / "out"
+    if where == "existing":
+        out.mkdir()
+        (out / "ops.parquet").write_bytes(b"the last export")
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    done = subprocess.run([sys.executable, "-m", "auditor", "export", str(FIXTURE), "-o", str(out)],
+                          preexec_fn=limit, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == EXIT_INPUT, done.stderr
+    assert done.stderr.strip() == (f"p2paudit export: error: {out}: cannot write the tables: File "
+                                   "too large; nothing written, tables there left as they were")
+    if where == "existing":
+        assert sorted(p.name for p in out.iterdir()) == ["ops.parquet"]
+        assert (out / "ops.parquet").read_bytes() == b"the last export"
+    else:
+        assert not out.exists()
 
 
 def test_the_json_writers_refuse_nan():
