@@ -13,20 +13,23 @@ from __future__ import annotations
 from typing import Any
 
 from auditor.dynamic.rankfile import RankTrace
-from auditor.dynamic.trace import Trace, merge_spans, span_words
+from auditor.dynamic.trace import FILE_CUT, Trace, merge_spans, span_words
 from auditor.findings import Finding
 
 EXAMPLES = 4  # ranks described one by one in a message
 ERROR_SHOWN = 200  # characters of an exception's message a headline quotes
 
 
-# How to record the run whole again, by the reason its `off` line gives for stopping (its
-# `error` is free text: an internal error's message may name a full disk it did not meet).
-RECORD_AGAIN = {
-    "file size limit": "without the file size limit (`ulimit -f unlimited` in the shell that "
-                       "starts the job)",
-    "disk full": "with --out on a filesystem with room (df -h)",
+# What gives the whole of a run whose rank file ends early, by why it does: the `off` line's
+# reason (its `error` is free text: an internal error's message may name a full disk it never
+# met), or a file the reader found cut (trace: FILE_CUT). Any other reason: UNKNOWN_STOP.
+STEP_BY_REASON = {
+    "file size limit": "`p2paudit record` again without the file size limit (`ulimit -f "
+                       "unlimited` in the shell that starts the job)",
+    "disk full": "`p2paudit record` again with --out on a filesystem with room (df -h)",
+    FILE_CUT: "the rank files whole, copied once the run has ended (or `p2paudit record` again)",
 }
+UNKNOWN_STOP = "fix the recorder error the trace names, then `p2paudit record` again"
 
 
 def undecided_evidence(trace: Trace) -> list[dict[str, str]]:
@@ -55,19 +58,18 @@ def undecided_evidence(trace: Trace) -> list[dict[str, str]]:
 
 
 def _incomplete(stopped: dict[int, RankTrace]) -> dict[str, str]:
-    """Ranks whose recorder stopped: where each stopped, why, and what records the run whole
-    again for that reason."""
+    """Ranks whose file ends early: where each ends, why, and what gives the whole run for
+    that reason."""
     by_why: dict[str, list[str]] = {}
     for rank, rt in stopped.items():
         by_why.setdefault(str(rt.stopped), []).append(f"rank {rank} at {rt.path.name}:{rt.stopped_line}")
-    again = list(dict.fromkeys(RECORD_AGAIN[rt.stopped_reason] for rt in stopped.values()
-                               if rt.stopped_reason in RECORD_AGAIN))
+    steps = dict.fromkeys(STEP_BY_REASON.get(rt.stopped_reason, UNKNOWN_STOP)
+                          for rt in stopped.values())
     where = "; ".join(f"{why}: {', '.join(at)}" for why, at in by_why.items())
     return {"what": f"what rank(s) {', '.join(map(str, stopped))} did after their trace ends: the "
                     f"trace is incomplete ({where}); the wait-for replay and the send/receive "
                     "counts judge nothing past the shortest common recorded prefix",
-            "decide": "`p2paudit record` again " + " and ".join(again) if again else
-                      "fix the recorder error the trace names, then `p2paudit record` again"}
+            "decide": "; ".join(steps)}
 
 
 def evidence_complete(trace: Trace) -> bool:

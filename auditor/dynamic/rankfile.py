@@ -108,8 +108,8 @@ class RankTrace:
     hang: dict[str, Any] | None = None
     stopped: str | None = None  # the `off` line's error: the file ends before the process did
     stopped_line: int = 0
-    # the `off` line's reason ("disk full", "file size limit", "internal error"): what to record
-    # again with; earlier recorders wrote none, for an internal error
+    # the `off` line's reason ("disk full", "file size limit", "internal error"; earlier
+    # recorders wrote none, for an internal error), or trace.FILE_CUT: what gives the whole run
     stopped_reason: str = ""
     exceptions: list[dict[str, Any]] = field(default_factory=list)  # `exception` lines
     exit: dict[str, Any] | None = None  # the `exit` line: how the process ended

@@ -167,6 +167,8 @@ def read_trace_dir(path: str | os.PathLike[str], head_ops: int = HEAD_OPS,
                     "directory)")
 
 
+FILE_CUT = "file cut"  # the `stopped_reason` of a file found to lack ops that happened
+
 # How a recorded receive ends where it surely completed: a waited or polled Work, or a blocking
 # recv that returned (an irecv's "return" is only its call returning).
 _RECEIVED = {"recv": ("return", "wait", "polled"), "irecv": ("wait", "polled")}
@@ -204,6 +206,7 @@ def _short_of_sends(ranks: dict[int, RankTrace]) -> None:
                           f"{dst}'s file records {count} receive(s) from it that completed: the file "
                           "lacks ops that happened (cut after it was written?)")
         sender.stopped_line = sender.lines + 1
+        sender.stopped_reason = FILE_CUT
 
 
 def evidence(root: Path, ranks: dict[int, RankTrace], world_size: int | None,

@@ -55,6 +55,8 @@ def test_a_file_cut_after_the_run_is_incomplete(tmp_path: Path, cut: str) -> Non
     assert code == EXIT_FINDINGS and head.startswith("INCONCLUSIVE") and "incomplete" in head, head
     assert "rank 1 at rank-1.jsonl:" in head and "HANG" not in head, head
     assert not [f["kind"] for f in joined["findings"] if f["kind"] in REPLAY], joined["findings"]
+    # no recorder error to fix: the whole files give the run (h42: decided by the reason)
+    assert "decide it with the rank files whole, copied once the run has ended" in head, head
 
 
 def test_the_whole_run_stays_clean(tmp_path: Path) -> None:
