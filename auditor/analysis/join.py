@@ -74,8 +74,9 @@ def join(
     for s in sites:
         s["fired"] = {str(r): n for r, n in sorted(fired.get(s["id"], Counter()).items())}
 
+    recorded = None  # the conditions the run had, before --transport/--init override them
     if conditions is None:
-        conditions = _conditions(trace)
+        conditions = recorded = _conditions(trace)
         if transport is not None or init is not None:
             conditions = _override(conditions, transport, init)
         if backend(conditions.backend).runs_nccl:
@@ -85,10 +86,11 @@ def join(
     # A rank without evidence, or whose process never closed its file, may be the one stuck.
     completed = _completed(trace) and evidence_complete(trace)
     # On a CPU (gloo) recording, the NCCL questions are asked of what NCCL would do with it.
-    nccl_like, ran_on = conditions, ""
+    nccl_like = conditions
     if not backend(conditions.backend).runs_nccl:
         nccl_like = Conditions.for_transport("net", conditions.init).with_bounds(bounds)
-        ran_on = conditions.backend
+    run_backend = (recorded or conditions).backend
+    ran_on = "" if backend(run_backend).runs_nccl else run_backend
     cut = {str(r): f"{rt.path.name}:{rt.stopped_line}" for r, rt in trace.ranks.items()
            if rt.stopped is not None}
     # Can this order deadlock (zero buffering), and will it over the transport asked (--transport,

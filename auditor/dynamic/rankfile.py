@@ -49,6 +49,8 @@ from typing import Any, NamedTuple
 
 from auditor.errors import InputError
 
+FILE_LIMIT = "recording stopped: the file size limit (ulimit -f)"  # the `off` line's error at RLIMIT_FSIZE
+
 OPTIONAL = ("batched", "peer", "group", "shape", "dtype", "via", "batch", "op_site",
             "comm_init", "error", "chosen")
 KINDS = ("p2p", "collective", "setup")
@@ -408,7 +410,9 @@ def rank_trace(rank: int, path: Path, lines: Iterable[tuple[int | None, dict[str
                 trace.exit = event
             elif phase == "off":
                 trace.stopped, trace.stopped_line = str(event.get("error")), number or 0
-                trace.stopped_reason = str(event.get("reason") or "internal error")
+                # recorders before e1960c0 wrote reason "disk full" beside the file size limit's error
+                trace.stopped_reason = "file size limit" if event.get("error") == FILE_LIMIT \
+                    else str(event.get("reason") or "internal error")
                 trace.notes.append(f"{_at(path, number)}: the recorder stopped in this process "
                                    f"({event.get('error')}): later ops are not in the trace")
                 if ops <= keep:

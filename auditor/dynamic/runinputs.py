@@ -6,7 +6,8 @@ opens) never learns of them; yet `report --trace T -o ring.py` would replace the
 run was recorded from. Each is noted as an input of the command (`reads.note`), so that `-o`
 refuses it as it refuses a file the command read. A trace of an earlier recorder has no `cwd`:
 its relative words are read from this command's working directory, where the user most likely
-recorded it.
+recorded it; a recorded `cwd` is read too, and so is this command's own working directory (a job
+folder copied or moved since holds its script there).
 """
 
 from __future__ import annotations
@@ -22,10 +23,10 @@ WHY = "a file the recorded run names on its command line (its meta line's argv)"
 
 def named_files(argv: list[str], cwd: str | None) -> list[str]:
     """The regular files `argv`'s words name, each word whole and the value of `--key=value`,
-    read from `cwd` (this process's working directory where None)."""
+    read from `cwd` and from this process's working directory."""
     words = [w for word in argv for w in (word, word.partition("=")[2]) if w]
-    base = cwd or os.getcwd()
-    return [path for path in dict.fromkeys(os.path.join(base, w) for w in words)
+    bases = dict.fromkeys(b for b in (cwd, os.getcwd()) if b)
+    return [path for path in dict.fromkeys(os.path.join(base, w) for base in bases for w in words)
             if os.path.isfile(path)]
 
 

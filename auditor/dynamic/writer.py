@@ -20,11 +20,11 @@ from time import monotonic_ns as _monotonic_ns
 from auditor import __version__
 from auditor.dynamic import ending, trace
 from auditor.dynamic.mapped import NO_ROOM, MappedFile
+from auditor.dynamic.rankfile import FILE_LIMIT
 from auditor.dynamic.opstate import COMPACT, TracedOp
 
 
 DISK_FULL = "recording stopped: disk full"  # the `off` line's error when the filesystem filled
-FILE_LIMIT = "recording stopped: the file size limit (ulimit -f)"  # ... when the file hit RLIMIT_FSIZE
 
 
 class TraceWriter:

@@ -349,3 +349,8 @@ def test_a_gloo_runs_deadlock_verdicts_say_they_ask_of_nccl():
     assert "will deadlock under NCCL (the run ran on gloo)" in "\n".join(deadlock_lines(gloo["deadlock"]))
     nccl = join(doc, read_trace_dir(FIXTURES / "eager_nccl"))["run"]["waitfor"]["deadlock"]
     assert nccl["ran_on"] is None and "will deadlock here" in "\n".join(deadlock_lines(nccl))
+    # --transport overrides the model asked, not the backend the run ran on (review r42-reliab)
+    asked = join(doc, read_trace_dir(FIXTURES / "eager_nccl"), transport="gloo")["run"]["waitfor"]
+    assert asked["conditions"]["backend"] == "gloo" and asked["deadlock"]["ran_on"] is None
+    net = join(doc, read_trace_dir(FIXTURES / "pipeline"), transport="net")["run"]["waitfor"]["deadlock"]
+    assert net["ran_on"] == "gloo"

@@ -80,6 +80,17 @@ def test_an_earlier_recorders_trace_reads_argv_from_here(tmp_path, monkeypatch, 
     assert json.loads((folder / "report.json").read_text())["run"]
 
 
+def test_a_job_folder_copied_since_keeps_its_script(tmp_path, monkeypatch, capsys):
+    """The recorded `cwd` no longer holds the job (the folder was copied or moved, review
+    r42-reliab): the script named on the command line is also looked for here."""
+    folder = job(tmp_path)
+    recorded = trace(tmp_path / "T", ["ring.py"], str(tmp_path / "gone"))
+    monkeypatch.chdir(folder)
+    refused(capsys, cli.main(["report", "--trace", str(recorded), "-o", "ring.py"]),
+            folder / "ring.py")
+    assert (folder / "ring.py").read_text() == SCRIPT
+
+
 def test_a_recorded_gloo_run_keeps_its_script(tmp_path):
     """The real thing: `p2paudit record -- torchrun ring.py` in the job's folder, then `report
     -o` naming the script by its absolute path from elsewhere."""

@@ -150,3 +150,15 @@ def test_a_real_run_under_a_file_size_limit_reads_incomplete(tmp_path: Path, kib
     assert code == EXIT_FINDINGS and head.startswith("INCONCLUSIVE"), head
     assert "incomplete" in head and "rank 0 at rank-0.jsonl:" in head and "rank 1 at" in head
     assert not [f["kind"] for f in joined["findings"] if f["kind"] in REPLAY]
+
+
+def test_an_earlier_recorders_file_size_stop_keeps_its_step(tmp_path: Path) -> None:
+    """Recorders before e1960c0 wrote reason "disk full" beside the file size limit's error
+    (review r42-reliab): the step is still to lift the limit, not to free disk space."""
+    root = cut_trace(tmp_path / "trace", (19, 58))
+    for rank in (0, 1):
+        path = root / f"rank-{rank}.jsonl"
+        path.write_text(path.read_text().replace('"reason": "file size limit"', '"reason": "disk full"'))
+    code, joined = report(root, tmp_path / "out.json")
+    head = joined["verdict"]["headline"]
+    assert code == EXIT_FINDINGS and "ulimit -f unlimited" in head and "df -h" not in head, head
