@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import NoReturn
 
 from auditor import __version__, reads
-from auditor.errors import EXIT_INPUT, InputError
+from auditor.errors import EXIT_INPUT, InputError, no_room
 from auditor.terminal import Visible, visible
 
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -125,11 +125,22 @@ def _run(args: argparse.Namespace) -> int:
         print(f"p2paudit {args.command}: error: an input nests too deeply to be read (rerun with "
               f"`p2paudit --debug {args.command} ...` to see which)", file=sys.stderr)
         return EXIT_INPUT
-    except Exception as exc:  # a crash is exit 2 with one line, never findings
-        if args.debug:
-            raise
-        text = str(exc).splitlines()[0] if str(exc) else ""
-        print(f"p2paudit {args.command}: internal error: {type(exc).__name__}"
-              f"{': ' + text if text else ''} (rerun with `p2paudit --debug {args.command} ...` "
-              "for the traceback, and report it)", file=sys.stderr)
+    except OSError as exc:  # no room to write is the machine's state, not p2paudit's crash
+        room = no_room(exc)
+        if room is None or args.debug:
+            return _crashed(args, exc)
+        print(f"p2paudit {args.command}: error: {room}", file=sys.stderr)
         return EXIT_INPUT
+    except Exception as exc:
+        return _crashed(args, exc)
+
+
+def _crashed(args: argparse.Namespace, exc: Exception) -> int:
+    """A crash is exit 2 with one line, never findings."""
+    if args.debug:
+        raise exc
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    print(f"p2paudit {args.command}: internal error: {type(exc).__name__}"
+          f"{': ' + text if text else ''} (rerun with `p2paudit --debug {args.command} ...` "
+          "for the traceback, and report it)", file=sys.stderr)
+    return EXIT_INPUT

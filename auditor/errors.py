@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import os
 
 
 class InputError(Exception):
@@ -21,3 +22,19 @@ EXIT_FINDINGS = 1
 EXIT_INPUT = 2
 # What a full filesystem (or an exceeded quota) raises: said as such, never as a corrupt input.
 NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+
+
+def no_room(exc: OSError) -> str | None:
+    """The one line for an OSError that says this machine has no room to write (a full disk or
+    quota, a file size limit, a read-only filesystem, no usable temporary folder), naming what
+    to change; None for any other OSError."""
+    where = f"{exc.filename}: " if exc.filename else ""
+    if exc.errno in (*NO_SPACE, errno.EFBIG, errno.EROFS):
+        return (f"{where}cannot write: {os.strerror(exc.errno)} (a full disk or quota, `ulimit -f`, "
+                "a read-only filesystem): free space or raise the limit, or point TMPDIR and "
+                "P2PAUDIT_CACHE at a folder that has room")
+    if (exc.strerror or "").startswith("No usable temporary directory"):
+        return ("no temporary folder can be written (a full disk or quota, `ulimit -f`, a "
+                "read-only filesystem): free space or raise the limit, or point TMPDIR at a "
+                "folder that has room")
+    return None

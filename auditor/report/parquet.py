@@ -61,10 +61,11 @@ def write_tables(trace: str, out: Path, jobs: int | None, note: Callable[[str], 
         raise InputError("--jobs", f"must be at least 1, not {jobs}")
     if out.exists() and not out.is_dir():
         raise InputError(str(out), "exists and is not a directory")
-    made = not out.exists()
+    made = _missing(out)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
+        _remove_empty(made)
         raise InputError(str(out), f"cannot make the output directory: {_cause(exc)}") from None
     for name in ("ops.parquet", "groups.parquet"):  # renamed over below: only a regular file
         target = out / name
@@ -74,12 +75,12 @@ def write_tables(trace: str, out: Path, jobs: int | None, note: Callable[[str], 
     # Written under temporary names, renamed once whole: a failed export leaves no table that
     # looks complete.
     partial = {name: out / f".{name}.partial" for name in ("ops.parquet", "groups.parquet")}
-    # The one reader judges the trace first (every line, peers in their groups, one world, one
-    # run), so that export refuses what `report` refuses, with the same line.
-    read_trace_dir(trace, head_ops=0, jobs=jobs)
     writers: list[Any] = []
     ops = 0
     try:
+        # The one reader judges the trace first (every line, peers in their groups, one world,
+        # one run), so that export refuses what `report` refuses, with the same line.
+        read_trace_dir(trace, head_ops=0, jobs=jobs)
         workers = min(jobs or os.cpu_count() or 1, len(files))
         for *pair, notes in per_rank_file(convert_rank_file, files, workers):
             for line in notes:
@@ -101,13 +102,32 @@ def write_tables(trace: str, out: Path, jobs: int | None, note: Callable[[str], 
         with contextlib.suppress(OSError):  # a read-only folder refuses even to unlink nothing
             for path in partial.values():
                 path.unlink(missing_ok=True)
-            if made:
-                out.rmdir()
+        _remove_empty(made)
         if isinstance(exc, OSError):  # a read-only folder, a full disk, a file size limit
             raise InputError(str(out), f"cannot write the tables: {_cause(exc)}; nothing "
                                        "written, tables there left as they were") from None
         raise
     return ops, len(files)
+
+
+def _missing(out: Path) -> list[Path]:
+    """`out` and each of its parents that does not exist yet, innermost first: what export
+    makes, and so what a failed export takes away again."""
+    missing: list[Path] = []
+    folder = out.absolute()
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    """Remove the folders export made (innermost first), each only while it is empty."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
 
 
 def _cause(exc: OSError) -> str:

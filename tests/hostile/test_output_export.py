@@ -34,14 +34,15 @@ def test_export_never_replaces_a_linked_table(tmp_path, capsys):
     assert not list(out.glob(".*partial"))
 
 
-@pytest.mark.parametrize("where", ["existing", "new"])
+@pytest.mark.parametrize("where", ["existing", "new", "nested"])
 def test_export_that_cannot_write_is_one_line_and_leaves_nothing(tmp_path, where):
     """A file size limit (as a full disk or a read-only folder: the tables cannot be written).
     Before: "internal error: OSError: [Errno 27] ..." (a 64 KiB tmpfs: [Errno 28], a read-only
     bind mount: [Errno 30]), the folder made left behind. Now exit 2, one line naming the folder,
-    the tables already there intact, no partial table, no folder made."""
+    the tables already there intact, no partial table, no folder made (nested: before turn 23
+    the parents export made, new/a/b, were left)."""
     pytest.importorskip("pyarrow")
-    out = tmp_path / "out"
+    out = tmp_path / "new" / "a" / "b" / "out" if where == "nested" else tmp_path / "out"
     if where == "existing":
         out.mkdir()
         (out / "ops.parquet").write_bytes(b"the last export")
@@ -59,7 +60,20 @@ def test_export_that_cannot_write_is_one_line_and_leaves_nothing(tmp_path, where
         assert sorted(p.name for p in out.iterdir()) == ["ops.parquet"]
         assert (out / "ops.parquet").read_bytes() == b"the last export"
     else:
-        assert not out.exists()
+        assert not (tmp_path / "new").exists() and not out.exists()
+
+
+def test_an_export_refused_for_its_trace_makes_no_folder(tmp_path, capsys):
+    """The trace is judged after -o is made (a folder that cannot be made is said before the
+    long read); a trace refused then takes the folders export made away again."""
+    pytest.importorskip("pyarrow")
+    trace = tmp_path / "trace"
+    trace.mkdir()
+    (trace / "rank-0.jsonl").write_text("not a trace line\n")
+    out = tmp_path / "new" / "out"
+    assert cli_main(["export", str(trace), "-o", str(out)]) == EXIT_INPUT
+    assert "rank-0.jsonl" in capsys.readouterr().err
+    assert not (tmp_path / "new").exists()
 
 
 def test_the_json_writers_refuse_nan():
