@@ -65,6 +65,9 @@ def merged(docs: list[dict[str, Any]]) -> dict[str, Any]:
     chosen = _chosen_by(doc)
     if chosen:
         doc["config"]["command_basis"]["chosen_by"] = chosen
+    guarded = _detail(doc, "launch.caller-runs", "guarded")
+    if guarded:
+        doc["config"]["command_basis"]["guarded"] = guarded
     said = "; ".join(f"{k + 1}: {_which(c)}, pipeline_model_parallel_size "
                      f"{c['pipeline_model_parallel_size']}, {c['status']}" for k, c in enumerate(commands))
     where = f"{(doc.get('launch') or {}).get('path', '')}:{commands[shown]['line']}"
@@ -73,7 +76,7 @@ def merged(docs: list[dict[str, Any]]) -> dict[str, Any]:
         "kind": "launch.several-commands", "severity": "info",
         "message": (f"the config runs {len(docs)} pipelines (its roles), each judged ({said}); this document "
                     f"is role {roles[shown]}'s, the worst verdict" if all(roles) else
-                    f"the script runs {_runs(len(docs), chosen)}, each judged ({said}); this document is "
+                    f"the script {'may run' if guarded else 'runs'} {_runs(len(docs), chosen)}, each judged ({said}); this document is "
                     f"command {shown + 1} of {len(docs)}'s, the worst verdict"),
         "fix": "", "site_ids": [], "where": where,
         "detail": {}})
@@ -83,8 +86,14 @@ def merged(docs: list[dict[str, Any]]) -> dict[str, Any]:
 def _chosen_by(doc: dict[str, Any]) -> str:
     """What chooses which of the commands runs, where one of them does (the tests that
     config/chosen_command.py names); "" where the script runs each."""
-    return next((f["detail"]["chosen_by"] for f in doc.get("findings", [])
-                 if f.get("kind") == "launch.chosen-command" and "chosen_by" in (f.get("detail") or {})), "")
+    return _detail(doc, "launch.chosen-command", "chosen_by")
+
+
+def _detail(doc: dict[str, Any], kind: str, key: str) -> str:
+    """The `key` of the first finding of `kind` that has one: what config/chosen_command.py says
+    chooses the commands (`chosen_by`), or lets the later ones run (`guarded`)."""
+    return next((f["detail"][key] for f in doc.get("findings", [])
+                 if f.get("kind") == kind and key in (f.get("detail") or {})), "")
 
 
 def _runs(count: int, chosen: str) -> str:
@@ -108,6 +117,6 @@ def words(basis: dict[str, Any]) -> str:
     each = ", ".join(f"{c['status']} at pipeline_model_parallel_size {c['pipeline_model_parallel_size']}"
                      for c in commands)
     runs = (f"may run ({each}; it runs the one {basis['chosen_by']} chooses)" if basis.get("chosen_by")
-            else f"runs ({each})")
+            else f"may run ({each}; {basis['guarded']})" if basis.get("guarded") else f"runs ({each})")
     return (f"Judged on each of the {len(commands)} training commands the script {runs}; "
             f"shown: command {basis['shown'] + 1} (line {shown['line']})")

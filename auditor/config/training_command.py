@@ -14,7 +14,7 @@ from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Word
 from auditor.bash.parser import Cmd, Node, ShellParser
 from auditor.bash.sed_script import runs_command as sed_runs_command
 from auditor.bash.values import EnvVar, Field, OptionWords, Partial, Scalar, Symbolic, Var, concat, segments
-from auditor.bash.walk import Shell, join_workdir
+from auditor.bash.walk import Guard, Shell, join_workdir
 from auditor.config.batch_job import allocation_options, in_checkout, job_file_at
 from auditor.config.entry_copy import hydra_copy, is_copy
 from auditor.config.entry_module import module_file, module_roots
@@ -85,6 +85,9 @@ class Candidate:
     # in a container (`docker run`): "" not, else the folder here that is its working directory
     # through a mount, None where none is: a relative entry there is not the file beside the script
     inside: str | None = ""
+    # the stops before it, past an earlier training command, that the caller's variables decide
+    # (bash.walk `_stops`): it runs only where the caller gives them
+    after: tuple[Guard, ...] = ()
 
 
 def _known_tail(value: Symbolic) -> str | None:
@@ -396,7 +399,8 @@ class LaunchShell(Shell):
                 candidate = Candidate(
                     launcher, invoked, sub, args, wrapper, inline, dict(self.vars),
                     cmd.line, cmd.end_line, self.conditional > 0, fields[0].line, self.cwd, self.workdir,
-                    cmd.words[0].raw if cmd.words else "", list(cmd.redirects), [self.cwd] * len(cmd.redirects))
+                    cmd.words[0].raw if cmd.words else "", list(cmd.redirects), [self.cwd] * len(cmd.redirects),
+                    after=self.guards)
                 moved = self._wrapper_workdir(fields[:k + 1] + args)
                 if moved != "":  # `srun --container-workdir=DIR python x.py`: the command runs in DIR
                     candidate.workdir = join_workdir(candidate.workdir, moved)

@@ -86,3 +86,20 @@ def test_a_hang_before_a_start_up_failure_is_shown() -> None:
     is shown whichever reaches more sites."""
     doc = commandcases.merged([_hangs(2, 1), _stops(2, 9)])
     assert doc["config"]["command_basis"]["shown"] == 0
+
+
+def test_commands_a_callers_variable_lets_run_name_it() -> None:
+    """`[ "${RUN_EVAL:-0}" = 1 ] || exit 0` between two training commands (review h42 item 5;
+    config/chosen_command.py `guarded` notes it): the basis says the later one runs only where the
+    caller sets RUN_EVAL, never that the script runs both."""
+    said = {"kind": "launch.caller-runs", "severity": "info", "message": "line 7 runs only where ...",
+            "detail": {"guarded": "the training command at line 7 runs only where the caller sets RUN_EVAL, "
+                                  "line 6 ending the default run before"}}
+    docs = [_doc("clean", 4), _doc("findings", 3, 2)]
+    for d in docs:
+        d["findings"].append(dict(said))
+    doc = commandcases.merged(docs)
+    words = commandcases.words(doc["config"]["command_basis"])
+    assert "may run" in words and "only where the caller sets RUN_EVAL" in words
+    note = next(f for f in doc["findings"] if f["kind"] == "launch.several-commands")
+    assert "the script may run 2 training commands" in note["message"]
