@@ -210,10 +210,10 @@ def world_size(config: LaunchConfig, launcher: dict, chosen: Candidate, spelling
     config.nproc_per_node, config.world_source["nproc_per_node"] = _nproc(nproc, device_values, env, path)
     config.nnodes, config.world_source["nnodes"] = _nnodes(config, nnodes, path)
     _loop_built(config, chosen)
-    _env_world(config, launcher, path)
+    _env_world(config, launcher, chosen, path)
 
 
-def _env_world(config: LaunchConfig, launcher: dict, path: str) -> None:
+def _env_world(config: LaunchConfig, launcher: dict, chosen: Candidate, path: str) -> None:
     """A launcher that starts its processes but tells them no world (srun, mpirun: the rule's
     `world_size_env`, the variable torch's env:// takes the world size from, which it leaves as
     the caller set it): a value the script sets for the command decides torch's world, not the
@@ -221,7 +221,10 @@ def _env_world(config: LaunchConfig, launcher: dict, path: str) -> None:
     or its variable, `WORLD_SIZE=$SLURM_NTASKS`: `world_size_agrees`) nothing changes; else the
     world is unknown, with where the value came from (`export WORLD_SIZE=2` around a one-task
     `srun python relay.py`: rank 0 waits on a rank 1 the launcher never starts, or joins processes
-    started elsewhere)."""
+    started elsewhere). The variable is the launcher's own count only where the launcher set it:
+    expanded in the shell it runs on each task (`chosen.in_task`), or where the launcher is given
+    no size of its own (`step_size_options`) and its step is the whole allocation; a batch
+    script's `$SLURM_NTASKS` is the allocation's count, not that of `srun --ntasks-per-node=2`."""
     name = launcher.get("world_size_env")
     var = config.env.get(name) if name else None
     if var is None or var.how == "assign":
@@ -229,10 +232,20 @@ def _env_world(config: LaunchConfig, launcher: dict, path: str) -> None:
     text = str(var.value).strip()
     if text.isdigit() and int(text) == config.world_size:
         return
-    if any(re.fullmatch(rf"\$(?:{re.escape(n)}|\{{{re.escape(n)}\}})", text) for n in launcher.get("world_size_agrees", ())):
+    sized = [str(f.spelling) for o in launcher.get("step_size_options", ())
+             if (f := config.launcher_flags.get(normalise(o))) is not None]
+    if config.options_opened is not None and not sized:
+        sized = [str(config.options_opened.value)]
+    agrees = next((n for n in launcher.get("world_size_agrees", ())
+                   if re.fullmatch(rf"\$(?:{re.escape(n)}|\{{{re.escape(n)}\}})", text)), None)
+    if agrees is not None and (name in chosen.in_task or not sized):
         return
     where = "the caller's environment" if var.how == "environ" else f"{path}:{var.line}"
-    why = (f"{var.name}={var.value} is set for `{config.launcher}` ({where}), and {launcher.get('name')} leaves it as "
+    counted = (f"{var.name}={var.value} is set for `{config.launcher}` ({where}) where {agrees} is the "
+               f"allocation's task count, not that of the step {launcher.get('name')} starts with its own "
+               f"{', '.join(sized)}" if agrees is not None else
+               f"{var.name}={var.value} is set for `{config.launcher}` ({where})")
+    why = (f"{counted}, and {launcher.get('name')} leaves it as "
            f"set: torch's env:// takes the world size from it, not from the processes "
            f"{launcher.get('name')} starts ({config.world_source.get('nproc_per_node', 'unknown')}); give it as "
            "--set world_size=N")

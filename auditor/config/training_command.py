@@ -88,6 +88,10 @@ class Candidate:
     # the stops before it, past an earlier training command, that the caller's variables decide
     # (bash.walk `_stops`): it runs only where the caller gives them
     after: tuple[Guard, ...] = ()
+    # the variables of its environment that the shell a starter runs on each task set (`srun ...
+    # bash -c "export WORLD_SIZE=$SLURM_NTASKS; python ..."`), expanded where the starter's own
+    # SLURM_* are the task's: config.launcher `_env_world`
+    in_task: frozenset[str] = frozenset()
 
 
 def _known_tail(value: Symbolic) -> str | None:
@@ -822,8 +826,10 @@ class LaunchShell(Shell):
         text = str(value)
         before = len(self.candidates)
         outer = self.cwd  # where this shell opens the redirections of the command running `value`
+        outside = dict(self.vars)  # what the task's own shell sets differs from these
         saved, saved_reading = self.starter, self.reading
-        self.starter = self._starter(prefix) or saved
+        starts = self._starter(prefix)
+        self.starter = starts or saved
         self.reading = reading
         self.depth += 1
         moved = self._wrapper_workdir(prefix)
@@ -843,6 +849,9 @@ class LaunchShell(Shell):
             self.depth -= 1
             self.starter, self.reading = saved, saved_reading
         for candidate in self.candidates[before:]:
+            if starts is not None:  # set in the task's shell, inline on its command included
+                candidate.in_task |= frozenset(candidate.inline) | frozenset(
+                    n for n, v in candidate.env.items() if outside.get(n) is not v)
             candidate.wrapper = prefix + candidate.wrapper
             candidate.first_word = cmd.words[0].raw if cmd.words else candidate.first_word
             candidate.opened_in = [outer] * len(cmd.redirects) + candidate.opened_in

@@ -46,3 +46,32 @@ def test_torchrun_sets_the_world_size_itself() -> None:
     config = parse_launch(HEAD + f"export WORLD_SIZE=2\ntorchrun --nproc_per_node 4 {RUN.split(' ', 1)[1]}",
                           "job.sh", environ={})
     assert config.world_size == 4
+
+
+@pytest.mark.parametrize("body", [
+    # the batch script expands $SLURM_NTASKS: the allocation's count, not the step's (review h42 item 1)
+    "export WORLD_SIZE=$SLURM_NTASKS\nsrun --ntasks-per-node=2 python scripts/relay.py\n",
+    "export WORLD_SIZE=${SLURM_NTASKS}\nsrun -N 1 --ntasks-per-node=2 python scripts/relay.py\n",
+    "WORLD_SIZE=$SLURM_NPROCS srun -n 2 python scripts/relay.py\n",
+])
+def test_a_batch_scripts_task_count_is_not_the_steps_srun_sizes(body: str) -> None:
+    """`#SBATCH --ntasks=16` (or any allocation), then a step of fewer tasks: sbatch(1) sets
+    SLURM_NTASKS for the batch script to the allocation's count, srun(1) its own in each task's
+    environment; torch takes WORLD_SIZE as the batch script expanded it. Read before as srun's own
+    count (CLEAN on a world of 2 ranks that waits on 16). In the task's own shell
+    (NVIDIA-NeMo/Megatron-Bridge 067f987df0 examples/models/stepfun/step35/slurm_pretrain.sh:168,
+    `export WORLD_SIZE=${SLURM_NTASKS}` in the script `srun ... bash -c` runs) it is srun's."""
+    config = parse_launch("#!/bin/bash\n#SBATCH --nodes=1\n" + body, "job.sh", environ={})
+    assert config.world_size is None and isinstance(config.nproc_per_node, Symbolic)
+    why = config.world_source["nproc_per_node"]
+    assert "allocation's task count" in why and "job.sh:3" in why and "--set world_size=N" in why
+
+
+@pytest.mark.parametrize("body, world", [
+    ("export WORLD_SIZE=$SLURM_NTASKS\nsrun python scripts/relay.py\n", 1),  # the step is the allocation
+    ("srun --ntasks-per-node=2 bash -c 'export WORLD_SIZE=$SLURM_NTASKS; python scripts/relay.py'\n", 2),
+    ("srun --ntasks-per-node=2 bash -c 'WORLD_SIZE=$SLURM_NTASKS python scripts/relay.py'\n", 2),
+])
+def test_a_task_count_srun_sets_is_its_own(body: str, world: int) -> None:
+    config = parse_launch("#!/bin/bash\n#SBATCH --nodes=1\n#SBATCH --ntasks-per-node=1\n" + body, "job.sh", environ={})
+    assert config.world_size == world, config.world_source
