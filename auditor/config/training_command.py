@@ -19,6 +19,7 @@ from auditor.config.batch_job import allocation_options, in_checkout, job_file_a
 from auditor.config.entry_copy import hydra_copy, is_copy
 from auditor.config.entry_module import module_file, module_roots
 from auditor.config.export_option import effect, option_values
+from auditor.config.input_words import through_input
 from auditor.config.lightning_entry import builds
 from auditor.errors import InputError
 from auditor.findings import Finding
@@ -174,6 +175,7 @@ class LaunchShell(Shell):
     def external(self, fields: list[Field], inline: dict[str, EnvVar], cmd: Cmd,
                  siblings: list[Node], at: int) -> int:
         before = len(self.last_resort), self.shelled
+        fields = through_input(fields, self.spelling)  # `... | xargs CMD`: CMD with the words read
         candidate = self._launch(fields, inline, cmd)
         if candidate is None:
             if (len(self.last_resort), self.shelled) == before and (why := self.may_train(fields)):
@@ -393,7 +395,6 @@ class LaunchShell(Shell):
                 launcher, invoked, sub, args = plain, base, "", fields[k:]
             if launcher is not None:
                 wrapper = fields[:k]
-                args = self._input_words(wrapper, args)
                 self._unknown_prefix(wrapper, f"`{invoked}` command", cmd)
                 if wrapper and os.path.basename(str(wrapper[0].value)) == "env":
                     for w in wrapper[1:]:
@@ -417,31 +418,6 @@ class LaunchShell(Shell):
             if not wrapped:
                 return None
         return None
-
-    def _input_words(self, wrapper: list[Field], args: list[Field]) -> list[Field]:
-        """The command's arguments where a wrapper adds words read from its input (rules
-        `input_words`: `ls *.py | xargs torchrun --nproc_per_node 8`): after them, or where its
-        replace-str stands (`xargs -I{} torchrun {}`), a word not known statically, never none."""
-        for k, word in enumerate(wrapper):
-            options = self.spelling.input_words.get(os.path.basename(str(word.value)))
-            if options is None:
-                continue
-            replace = None
-            for j in range(k + 1, len(wrapper)):
-                text = str(wrapper[j].value)
-                name, eq, value = text.partition("=")
-                glued = next((o for o in options if not o.startswith("--") and text.startswith(o)), None)
-                if name in options and name.startswith("--"):
-                    replace = value if eq else "{}"
-                elif text in options and text != "-i":
-                    replace = str(wrapper[j + 1].value) if j + 1 < len(wrapper) else "{}"
-                elif glued is not None:
-                    replace = text[len(glued):] or "{}"
-            unknown = Symbolic(f"the words `{word.value}` reads from its input")
-            if replace is None:
-                return [*args, Field(unknown, args[-1].line if args else word.line)]
-            return [Field(unknown, f.line) if replace in str(f.value) else f for f in args]
-        return args
 
     def _unknown_prefix(self, wrapper: list[Field], what: str, cmd: Cmd) -> None:
         """A first word not known statically before the command read (`${PROFILE_CMD} python
