@@ -10,6 +10,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from auditor.bash.getopt import Grammar
 from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Word
 from auditor.bash.parser import Cmd, Node, ShellParser
 from auditor.bash.sed_script import runs_command as sed_runs_command
@@ -262,14 +263,20 @@ class LaunchShell(Shell):
             operand = operands[0].value if len(operands) > 1 else "-"  # one operand: a signal reset
             if operand in ("-", ""):
                 return ""
-            simple = isinstance(operand, str) and not _COMMAND_TEXT.search(operand)
-            if not simple or self.may_train([Field(w, operands[0].line) for w in str(operand).split()]):
+            if not isinstance(operand, str) or self._may_run(operand, operands[0].line):
                 return f"command `{operand}`"
         if base in self.spelling.sed_scripts:  # `sed -n '1e torchrun ...'`, `sed 's/^/cmd /e'`
-            return sed_runs_command([g.value for g in args])
+            grammar = Grammar.of(self.spelling.option_grammar.get("sed", {}))
+            return next((what for what, line in sed_runs_command([g.value for g in args], grammar)
+                         if not isinstance(line, str) or self._may_run(line, args[0].line)), "")
         texts = self.spelling.command_text.get(base, ())
         started = next((t for g in args for t in texts if t in str(g.value)), None)
         return f"program text `{started}`" if started else ""
+
+    def _may_run(self, line: str, at: int) -> bool:
+        """Whether a command line a program runs (`trap CMD`, sed's `e CMD`) may train: shell
+        syntax in it (more than one simple command) may, else its words decide (may_train)."""
+        return bool(_COMMAND_TEXT.search(line)) or self.may_train([Field(w, at) for w in line.split()]) is not None
 
     def _command_option(self, base: str, args: list[Field]) -> str:
         """An option's command line that may train (rules `command_options`: `rsync -e CMD`), read
