@@ -35,7 +35,7 @@ def through_input(fields: list[Field], spelling: Spelling) -> list[Field]:
             replace = option.value if isinstance(option.value, str) and option.value else "{}"
     start = at + 1 + words.operands[0] if words.operands else len(fields)
     command = fields[start:] or [Field(_ECHO, fields[at].line)]
-    unknown = Symbolic(f"the words `{name}` reads from its input")
+    unknown = Symbolic(f"$(the words {name} reads from its input)")  # read again (`bash -c`): unknown still
     if replace is None:
         command = [*command, Field(unknown, command[-1].line, unsplit=True)]
     else:

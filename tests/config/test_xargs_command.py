@@ -46,7 +46,7 @@ def test_a_wrapper_with_no_program_runs_the_words_xargs_reads(tmp_path: Path, li
     (tmp_path / "run.sh").write_text(text)
     with pytest.raises(CommandNotFollowed) as caught:
         parse_launch(text, str(tmp_path / "run.sh"))
-    assert "the words `xargs` reads from its input" in str(caught.value)
+    assert "the words xargs reads from its input" in str(caught.value)
 
 
 def test_the_options_after_xargss_command_are_the_commands(tmp_path: Path) -> None:
@@ -84,3 +84,14 @@ def test_an_inert_program_xargs_runs_stays_inert(tmp_path: Path, line: str) -> N
     (tmp_path / "run.sh").write_text(text)
     with pytest.raises(NotAPipelineRun):
         parse_launch(text, str(tmp_path / "run.sh"))
+
+
+def test_the_words_xargs_replaces_in_a_shells_script_stay_unknown(tmp_path: Path) -> None:
+    """`xargs -I{} bash -c "torchrun ... --lr {}"`: the `-c` script is read again with the words in
+    it; `--lr` was the literal `{}` before, then the unknown word's own text."""
+    assert _xargs('xargs -I{} bash -c "echo --lr {}"', "0.1\n").strip() == "--lr 0.1"
+    text = f'cat lrs | xargs -I{{}} bash -c "torchrun {RUN} --lr {{}}"\n'
+    (tmp_path / "run.sh").write_text(text)
+    config = parse_launch(text, str(tmp_path / "run.sh"))
+    assert config.flags["pipeline_model_parallel_size"].value == "4"
+    assert not isinstance(config.flags["lr"].value, str) and "xargs" in str(config.flags["lr"].value)
