@@ -22,7 +22,10 @@ from pathlib import Path
 
 import pytest
 
+from auditor.bash.values import Field
+from auditor.config.input_words import through_input
 from auditor.config.launch import CommandNotFollowed, NotAPipelineRun, parse_launch
+from auditor.rulebook.launchers import Spelling
 
 RUN = ("--nproc_per_node 8 pretrain_gpt.py --num-layers 24 --hidden-size 1024 --num-attention-heads 16 "
        "--micro-batch-size 1 --global-batch-size 8 --seq-length 1024 --max-position-embeddings 1024 "
@@ -95,3 +98,20 @@ def test_the_words_xargs_replaces_in_a_shells_script_stay_unknown(tmp_path: Path
     config = parse_launch(text, str(tmp_path / "run.sh"))
     assert config.flags["pipeline_model_parallel_size"].value == "4"
     assert not isinstance(config.flags["lr"].value, str) and "xargs" in str(config.flags["lr"].value)
+
+
+@pytest.mark.parametrize("words, command", [
+    ("xargs -n1 numactl -i all python x.py", ["numactl", "-i", "all", "python", "x.py", "$"]),
+    ("nohup xargs -I{} cp {} --to={}/x", ["cp", "$", "--to=$/x"]),
+    ("xargs -0", ["echo", "$"]),
+    ("env A=1 python x.py", None),  # no xargs: as it was
+])
+def test_xargs_as_it_runs(words: str, command: list[str] | None) -> None:
+    fields = [Field(w, 1) for w in words.split()]
+    got = through_input(fields, Spelling.load(None))
+    if command is None:
+        assert got == fields
+        return
+    at = next(k for k, f in enumerate(got) if f.value == "xargs")
+    shown = [str(f.value).replace("$(the words xargs reads from its input)", "$") for f in got[at + 1:]]
+    assert shown == command
