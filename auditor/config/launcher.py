@@ -232,12 +232,10 @@ def _env_world(config: LaunchConfig, launcher: dict, chosen: Candidate, path: st
     text = str(var.value).strip()
     if text.isdigit() and int(text) == config.world_size:
         return
-    sized = [str(f.spelling) for o in launcher.get("step_size_options", ())
-             if (f := config.launcher_flags.get(normalise(o))) is not None]
+    sized = _step_sizes(config, launcher)
     if config.options_opened is not None and not sized:
         sized = [str(config.options_opened.value)]
-    agrees = next((n for n in launcher.get("world_size_agrees", ())
-                   if re.fullmatch(rf"\$(?:{re.escape(n)}|\{{{re.escape(n)}\}})", text)), None)
+    agrees = next((n for n in launcher.get("world_size_agrees", ()) if _names(text, (n,))), None)
     if agrees is not None and (name in chosen.in_task or not sized):
         return
     where = "the caller's environment" if var.how == "environ" else f"{path}:{var.line}"
@@ -251,6 +249,40 @@ def _env_world(config: LaunchConfig, launcher: dict, chosen: Candidate, path: st
            "--set world_size=N")
     config.nproc_per_node, config.nnodes = Symbolic(f"${var.name}"), Symbolic(f"${var.name}")
     config.world_source = {"nproc_per_node": why, "nnodes": why}
+    # the world decides the start-up checks and the stages: the verdict rests on it, never CLEAN
+    config.diagnostics.append(Finding(
+        "launch.world-unknown", "info", why.rsplit("; ", 1)[0], fix="--set world_size=N",
+        where=f"{path}:{var.line}" if var.how != "environ" else path,
+        detail={"undecided": f"the world size ({var.name}={var.value} for `{config.launcher}`)",
+                "decide": "--set world_size=N (the job's task count)"}))
+
+
+def _step_sizes(config: LaunchConfig, launcher: dict) -> list[str]:
+    """The launcher's own step sizes (`step_size_options`) that may differ from the allocation:
+    `srun -n $SLURM_NTASKS`, `srun -N 2` under `#SBATCH --nodes=2` or `srun -n 16` where the
+    allocation counts 16 tasks size the step as the allocation, so the batch script's
+    `$SLURM_NTASKS` is the step's count too; a size whose allocation is not stated differs."""
+    out = []
+    for option in launcher.get("step_size_options", ()):
+        flag = config.launcher_flags.get(normalise(option))
+        if flag is None:
+            continue
+        text = str(flag.value).strip().removeprefix(f"{flag.spelling}=")  # `--ntasks=${SLURM_NTASKS}`
+        names = launcher.get("directive_options", {}).get(option, ())
+        if _names(text, names):
+            continue
+        if any(n in config.env and str(config.env[n].value) == text for n in names):
+            continue
+        counts = set(names) & set(launcher.get("world_size_agrees", ()))
+        if counts and text.isdigit() and int(text) == config.world_size:
+            continue  # the tasks the allocation's nodes and tasks per node make up
+        out.append(str(flag.spelling))
+    return out
+
+
+def _names(text: str, names: tuple[str, ...] | list[str]) -> bool:
+    """Whether `text` is one of the variables `names`, unexpanded (`$SLURM_NTASKS`, `${SLURM_NTASKS}`)."""
+    return any(re.fullmatch(rf"\$(?:{re.escape(n)}|\{{{re.escape(n)}\}})", text) for n in names)
 
 
 def _loop_built(config: LaunchConfig, chosen: Candidate) -> None:
