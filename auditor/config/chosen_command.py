@@ -72,4 +72,5 @@ def guarded(config: LaunchConfig, path: str, training: list[Candidate], lines: l
         f"{said}: {where} ends the script, after an earlier command ran, where the caller leaves {names} unset"
         f"{f' ({stop.what})' if stop.what else ''}; each training command is judged",
         fix=f"give the command of the run with --command '...' (or audit the run with {names} set)",
-        where=f"{path}:{later[0].line}", detail={"guarded": f"{said}, {where} ending the default run before"}))
+        where=f"{path}:{later[0].line}", detail={"guarded": f"{said}, {where} ending the default run before",
+                                                 "lines": [c.line for c in later], "names": names}))

@@ -87,6 +87,8 @@ def test_a_stop_past_a_training_command_leaves_the_rest_to_the_caller(guard: str
     assert later.flags["pipeline_model_parallel_size"].value == "3"
     said = [d for d in later.diagnostics if d.kind == "launch.caller-runs"]
     assert len(said) == 1 and f"only where the caller sets {caller}" in said[0].message
+    # the lines commandcases matches each document's command by, to show the default run's
+    assert said[0].detail["lines"] == [later.command_line] and said[0].detail["names"] == caller
     assert not [d for d in later.diagnostics if d.kind in ("launch.caller-guard", "launch.may-stop")]
 
 
