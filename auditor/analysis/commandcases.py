@@ -8,7 +8,10 @@ Every command is judged, whether or not the script stops on one that fails: amon
 hang or a wrong result ranks before a start-up failure, so a hang in a later command is never
 hidden behind an earlier command's DOES NOT START (h33-review2), and a command that does not start
 is never left out for the others' CLEAN (whether bash goes on past it -- `set -e` spelt however,
-`$?` tested, `exec` -- is not read here: h33-review7)."""
+`$?` tested, `exec` -- is not read here: h33-review7). A command that runs only where the caller
+sets a variable (`[ "${RUN_EVAL:-0}" = 1 ] || exit 0` before it: config/chosen_command.py
+`guarded`) is no part of the run as launched: the shown verdict is the default run's, and that
+command's verdict is said with its condition (review r42-shell item 2)."""
 
 from __future__ import annotations
 
@@ -50,13 +53,18 @@ def merged(docs: list[dict[str, Any]]) -> dict[str, Any]:
     one reaching the most P2P sites, then the first), its
     config.command_basis naming every command's verdict and its launch warnings about the other
     commands replaced by that basis."""
-    # among findings, a hang or a wrong result before a start-up failure: the run shows it first
-    shown = min(range(len(docs)), key=lambda k: (_rank(docs[k]), _starts_not(docs[k]), -_reached(docs[k]), k))
-    doc = docs[shown]
     commands = [{"line": int((d.get("launch") or {}).get("line") or 0), "status": d["verdict"]["status"],
                  "headline": d["verdict"]["headline"],
                  "pipeline_model_parallel_size": d.get("config", {}).get("effective", {}).get(
                      "pipeline_model_parallel_size")} for d in docs]
+    later = set(_detail(docs[0], "launch.caller-runs", "lines") or ())
+    default = [k for k, c in enumerate(commands) if c["line"] not in later] or list(range(len(docs)))
+    for c in commands:
+        if c["line"] in later:
+            c["caller_sets"] = _detail(docs[0], "launch.caller-runs", "names")
+    # among findings, a hang or a wrong result before a start-up failure: the run shows it first
+    shown = min(default, key=lambda k: (_rank(docs[k]), _starts_not(docs[k]), -_reached(docs[k]), k))
+    doc = docs[shown]
     roles = [_role(d) for d in docs]
     if all(roles):
         for command, role in zip(commands, roles):
@@ -65,6 +73,9 @@ def merged(docs: list[dict[str, Any]]) -> dict[str, Any]:
     chosen = _chosen_by(doc)
     if chosen:
         doc["config"]["command_basis"]["chosen_by"] = chosen
+    guarded = _detail(doc, "launch.caller-runs", "guarded")
+    if guarded:
+        doc["config"]["command_basis"]["guarded"] = guarded
     said = "; ".join(f"{k + 1}: {_which(c)}, pipeline_model_parallel_size "
                      f"{c['pipeline_model_parallel_size']}, {c['status']}" for k, c in enumerate(commands))
     where = f"{(doc.get('launch') or {}).get('path', '')}:{commands[shown]['line']}"
@@ -73,7 +84,7 @@ def merged(docs: list[dict[str, Any]]) -> dict[str, Any]:
         "kind": "launch.several-commands", "severity": "info",
         "message": (f"the config runs {len(docs)} pipelines (its roles), each judged ({said}); this document "
                     f"is role {roles[shown]}'s, the worst verdict" if all(roles) else
-                    f"the script runs {_runs(len(docs), chosen)}, each judged ({said}); this document is "
+                    f"the script {'may run' if guarded else 'runs'} {_runs(len(docs), chosen)}, each judged ({said}); this document is "
                     f"command {shown + 1} of {len(docs)}'s, the worst verdict"),
         "fix": "", "site_ids": [], "where": where,
         "detail": {}})
@@ -83,8 +94,14 @@ def merged(docs: list[dict[str, Any]]) -> dict[str, Any]:
 def _chosen_by(doc: dict[str, Any]) -> str:
     """What chooses which of the commands runs, where one of them does (the tests that
     config/chosen_command.py names); "" where the script runs each."""
-    return next((f["detail"]["chosen_by"] for f in doc.get("findings", [])
-                 if f.get("kind") == "launch.chosen-command" and "chosen_by" in (f.get("detail") or {})), "")
+    return _detail(doc, "launch.chosen-command", "chosen_by")
+
+
+def _detail(doc: dict[str, Any], kind: str, key: str) -> Any:
+    """The `key` of the first finding of `kind` that has one: what config/chosen_command.py says
+    chooses the commands (`chosen_by`), or lets the later ones run (`guarded`)."""
+    return next((f["detail"][key] for f in doc.get("findings", [])
+                 if f.get("kind") == kind and key in (f.get("detail") or {})), "")
 
 
 def _runs(count: int, chosen: str) -> str:
@@ -108,6 +125,16 @@ def words(basis: dict[str, Any]) -> str:
     each = ", ".join(f"{c['status']} at pipeline_model_parallel_size {c['pipeline_model_parallel_size']}"
                      for c in commands)
     runs = (f"may run ({each}; it runs the one {basis['chosen_by']} chooses)" if basis.get("chosen_by")
-            else f"runs ({each})")
+            else f"may run ({each}; {basis['guarded']})" if basis.get("guarded") else f"runs ({each})")
+    only = "".join(f"; where the caller sets {c['caller_sets']}, the training command at line {c['line']} "
+                   f"runs too, and then: {_first_sentence(c['headline'])}"
+                   for c in commands if c.get("caller_sets") and c is not shown)
     return (f"Judged on each of the {len(commands)} training commands the script {runs}; "
+            f"shown: command {basis['shown'] + 1} (line {shown['line']}), the run as launched{only}"
+            if only else f"Judged on each of the {len(commands)} training commands the script {runs}; "
             f"shown: command {basis['shown'] + 1} (line {shown['line']})")
+
+
+def _first_sentence(headline: str) -> str:
+    """A command's answer without what it holds on (`DOES NOT START: ... (run.sh:4)`)."""
+    return headline.split(". ", 1)[0].rstrip(".")

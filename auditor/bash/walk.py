@@ -86,6 +86,9 @@ class Shell(Expander, ABC):
         # shell's own path of commands is sure there, whatever branch started the shell
         self._shell_base = (0, 0)
         self.exited: Exit | None = None  # the `exit` the script surely reaches: nothing after it runs
+        # the stops past a training command that the caller's variables decide (`_stops`): the
+        # walk goes on as the run where the caller gives them
+        self.guards: tuple[Guard, ...] = ()
         self.tested: list[int] = []  # the lines of the decided tests (if/case/&&) around the walk
         # per decided test on `tested`: the variables the caller gives that it read through an
         # empty default (`[ -z "${X:-}" ]`), and through any default (`[ "${V:-0}" = 1 ]`): an
@@ -180,8 +183,7 @@ class Shell(Expander, ABC):
         program, names = found
         why = (f"`{program}` with no operand fails (unquoted, an unset variable is no word) and `set -e` "
                f"(line {self.errexit}) ends the script")
-        self.exited = Exit(cmd.line, "1", self.reading, self.tested[-1] if self.tested else None,
-                           why, tuple(dict.fromkeys(names)))
+        self._stops(cmd.line, "1", [], why, tuple(dict.fromkeys(names)))
 
     def _failed(self, cmd: Cmd, before: dict[str, Var]) -> None:
         """`cmd`, whose failing surely ends the script (`_errexit_ends`), surely fails: `false`, a
@@ -674,30 +676,39 @@ class Shell(Expander, ABC):
 
     def _exit(self, args: list[Field], cmd: Cmd) -> None:
         """`exit` on the path the walk is certain of (no undecided branch or loop around it, not
-        in a subshell) ends the script: bash runs nothing after it, so neither does the walk. One
-        that a test of the caller's environment leads to (`caller_tested`) is no sure stop; one
-        through a default with text (`${RUN_EVAL:-0}`) only before any training command ran: after
-        one, it ends the default run, whose command that was (`trained`)."""
+        in a subshell) ends the script: bash runs nothing after it, so neither does the walk,
+        unless a test of the caller's environment leads to it (`caller_tested`: `_stops`)."""
         if self.uncertain or self.subshells:
             return
-        trained = self.trained()
-        caller = list(dict.fromkeys(n for empty, defaulted in self.caller_tested
-                                    for n in (empty if trained else [*empty, *defaulted])))
+        caller = list(dict.fromkeys(n for empty, defaulted in self.caller_tested for n in (*empty, *defaulted)))
         self._stops(cmd.line, str(args[0].value) if args else "0", caller)
 
-    def _stops(self, line: int, status: str, caller: list[str], failed: str | None = None) -> None:
+    def _stops(self, line: int, status: str, caller: list[str], failed: str | None = None,
+               unless: tuple[str, ...] = ()) -> None:
         """The one place that decides the script surely ends at `line`: an `exit` (`failed`
         None) or a command whose failing `set -e` ends it (`failed`: why it fails). Where the
         test that leads there read `caller`, variables the caller gives that the script never sets
         but through a default (`${X:-}`, `${VERBOSE:-0}`), the stop rests on the caller leaving
-        them unset: no sure stop. An `exit` so guarded is a check of the caller's environment
-        (`[ "${CONFIRM:-no}" = yes ] || exit 1`): the walk goes on past it with each the caller's
-        value, not known here (`launch.caller-guard`); a failing command is undecided
-        (`launch.may-stop`, which the verdict names)."""
+        them unset: no sure stop. Past a training command (`trained`) it ends the default run,
+        whose command that was; what follows runs only where the caller gives them (`[
+        "${RUN_EVAL:-0}" = 1 ] || exit 0` between two commands: bash runs the second with
+        RUN_EVAL=1), so the walk goes on as that run, each command after it noting the stop
+        (`guards`: config.launch judges it as one the caller's value chooses). Before any, an
+        `exit` so guarded is a check of the caller's environment (`[ "${CONFIRM:-no}" = yes ] ||
+        exit 1`): the walk goes on past it with each the caller's value, not known here
+        (`launch.caller-guard`); a failing command is undecided (`launch.may-stop`, which the
+        verdict names). `unless`: the variables the script never sets whose being unset makes it
+        fail (`Exit.unless`)."""
         if not caller:
-            self.exited = Exit(line, status, self.reading, self.tested[-1] if self.tested else None, failed or "")
+            self.exited = Exit(line, status, self.reading, self.tested[-1] if self.tested else None, failed or "",
+                               unless)
             return
         names = " and ".join(caller)
+        if self.trained():
+            self.guards = (*self.guards, Guard(line, self.reading, tuple(caller), failed or ""))
+            for name in caller:  # past the stop: what the caller gives, not known
+                self.vars[name] = Var(Symbolic(f"${name}"), line, True)
+            return
         if failed is None:
             self.diagnostics.append(Finding(
                 "launch.caller-guard", "info",
@@ -776,9 +787,8 @@ class Shell(Expander, ABC):
                 # a path built from `pwd`/$PWD rests on where this audit runs: not judged
                 absent = None if self.cwd_read else surely_absent(target.value, self.path)
                 if absent is not None and self._errexit_ends(cmd):
-                    self.exited = Exit(cmd.line, "1", self.reading, self.tested[-1] if self.tested else None,
-                                       f"`{cmd.words[0].raw}` of {absent}, which the checkout around the script "
-                                       f"does not hold, fails and `set -e` (line {self.errexit}) ends the script")
+                    self._stops(cmd.line, "1", [], f"`{cmd.words[0].raw}` of {absent}, which the checkout around "
+                                f"the script does not hold, fails and `set -e` (line {self.errexit}) ends the script")
                     return
                 self.unknowable(cmd.line, what("no such file: bash goes on without it" if absent else str(exc)))
                 return
@@ -841,9 +851,8 @@ class Shell(Expander, ABC):
             if values is None and builtin != "printf":  # input not known: any words
                 self.callers_values.add(name)
         if status and self._errexit_ends(cmd):
-            self.exited = Exit(cmd.line, str(status), self.reading, self.tested[-1] if self.tested else None,
-                               f"`read` reaches the end of its input before its delimiter and returns "
-                               f"{status}, and `set -e` (line {self.errexit}) ends the script")
+            self._stops(cmd.line, str(status), [], f"`read` reaches the end of its input before its delimiter and "
+                                                   f"returns {status}, and `set -e` (line {self.errexit}) ends the script")
 
     def _read_input(self, cmd: Cmd, args: list[Field], names: list[str], inline: dict[str, EnvVar]
                     ) -> tuple[list[str | Symbolic | list[tuple[Scalar, int]]] | None, int | None]:
@@ -914,6 +923,18 @@ class Shell(Expander, ABC):
                     self.vars[w.raw] = Var(current.value, current.line, True, _caller_fallbacks([current]))
                 elif w.raw in self.environ:
                     self.vars[w.raw] = Var(self.environ[w.raw], w.line, True)
+
+
+@dataclass(frozen=True)
+class Guard:
+    """A stop past a training command that rests on the caller's variables (bash.walk `_stops`):
+    the default run ends at `line` of file `path`; the commands after it run only where the
+    caller gives `names`. `what`: why a command fails under `set -e` ("" for an `exit`)."""
+
+    line: int
+    path: str
+    names: tuple[str, ...]
+    what: str
 
 
 @dataclass(frozen=True)

@@ -210,10 +210,10 @@ def world_size(config: LaunchConfig, launcher: dict, chosen: Candidate, spelling
     config.nproc_per_node, config.world_source["nproc_per_node"] = _nproc(nproc, device_values, env, path)
     config.nnodes, config.world_source["nnodes"] = _nnodes(config, nnodes, path)
     _loop_built(config, chosen)
-    _env_world(config, launcher, path)
+    _env_world(config, launcher, chosen, path)
 
 
-def _env_world(config: LaunchConfig, launcher: dict, path: str) -> None:
+def _env_world(config: LaunchConfig, launcher: dict, chosen: Candidate, path: str) -> None:
     """A launcher that starts its processes but tells them no world (srun, mpirun: the rule's
     `world_size_env`, the variable torch's env:// takes the world size from, which it leaves as
     the caller set it): a value the script sets for the command decides torch's world, not the
@@ -221,7 +221,10 @@ def _env_world(config: LaunchConfig, launcher: dict, path: str) -> None:
     or its variable, `WORLD_SIZE=$SLURM_NTASKS`: `world_size_agrees`) nothing changes; else the
     world is unknown, with where the value came from (`export WORLD_SIZE=2` around a one-task
     `srun python relay.py`: rank 0 waits on a rank 1 the launcher never starts, or joins processes
-    started elsewhere)."""
+    started elsewhere). The variable is the launcher's own count only where the launcher set it:
+    expanded in the shell it runs on each task (`chosen.in_task`), or where the launcher is given
+    no size of its own (`step_size_options`) and its step is the whole allocation; a batch
+    script's `$SLURM_NTASKS` is the allocation's count, not that of `srun --ntasks-per-node=2`."""
     name = launcher.get("world_size_env")
     var = config.env.get(name) if name else None
     if var is None or var.how == "assign":
@@ -229,15 +232,57 @@ def _env_world(config: LaunchConfig, launcher: dict, path: str) -> None:
     text = str(var.value).strip()
     if text.isdigit() and int(text) == config.world_size:
         return
-    if any(re.fullmatch(rf"\$(?:{re.escape(n)}|\{{{re.escape(n)}\}})", text) for n in launcher.get("world_size_agrees", ())):
+    sized = _step_sizes(config, launcher)
+    if config.options_opened is not None and not sized:
+        sized = [str(config.options_opened.value)]
+    agrees = next((n for n in launcher.get("world_size_agrees", ()) if _names(text, (n,))), None)
+    if agrees is not None and (name in chosen.in_task or not sized):
         return
     where = "the caller's environment" if var.how == "environ" else f"{path}:{var.line}"
-    why = (f"{var.name}={var.value} is set for `{config.launcher}` ({where}), and {launcher.get('name')} leaves it as "
+    counted = (f"{var.name}={var.value} is set for `{config.launcher}` ({where}) where {agrees} is the "
+               f"allocation's task count, not that of the step {launcher.get('name')} starts with its own "
+               f"{', '.join(sized)}" if agrees is not None else
+               f"{var.name}={var.value} is set for `{config.launcher}` ({where})")
+    why = (f"{counted}, and {launcher.get('name')} leaves it as "
            f"set: torch's env:// takes the world size from it, not from the processes "
            f"{launcher.get('name')} starts ({config.world_source.get('nproc_per_node', 'unknown')}); give it as "
            "--set world_size=N")
     config.nproc_per_node, config.nnodes = Symbolic(f"${var.name}"), Symbolic(f"${var.name}")
     config.world_source = {"nproc_per_node": why, "nnodes": why}
+    # the world decides the start-up checks and the stages: the verdict rests on it, never CLEAN
+    config.diagnostics.append(Finding(
+        "launch.world-unknown", "info", why.rsplit("; ", 1)[0], fix="--set world_size=N",
+        where=f"{path}:{var.line}" if var.how != "environ" else path,
+        detail={"undecided": f"the world size ({var.name}={var.value} for `{config.launcher}`)",
+                "decide": "--set world_size=N (the job's task count)"}))
+
+
+def _step_sizes(config: LaunchConfig, launcher: dict) -> list[str]:
+    """The launcher's own step sizes (`step_size_options`) that may differ from the allocation:
+    `srun -n $SLURM_NTASKS`, `srun -N 2` under `#SBATCH --nodes=2` or `srun -n 16` where the
+    allocation counts 16 tasks size the step as the allocation, so the batch script's
+    `$SLURM_NTASKS` is the step's count too; a size whose allocation is not stated differs."""
+    out = []
+    for option in launcher.get("step_size_options", ()):
+        flag = config.launcher_flags.get(normalise(option))
+        if flag is None:
+            continue
+        text = str(flag.value).strip().removeprefix(f"{flag.spelling}=")  # `--ntasks=${SLURM_NTASKS}`
+        names = launcher.get("directive_options", {}).get(option, ())
+        if _names(text, names):
+            continue
+        if any(n in config.env and str(config.env[n].value) == text for n in names):
+            continue
+        counts = set(names) & set(launcher.get("world_size_agrees", ()))
+        if counts and text.isdigit() and int(text) == config.world_size:
+            continue  # the tasks the allocation's nodes and tasks per node make up
+        out.append(str(flag.spelling))
+    return out
+
+
+def _names(text: str, names: tuple[str, ...] | list[str]) -> bool:
+    """Whether `text` is one of the variables `names`, unexpanded (`$SLURM_NTASKS`, `${SLURM_NTASKS}`)."""
+    return any(re.fullmatch(rf"\$(?:{re.escape(n)}|\{{{re.escape(n)}\}})", text) for n in names)
 
 
 def _loop_built(config: LaunchConfig, chosen: Candidate) -> None:

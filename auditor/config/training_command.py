@@ -10,15 +10,17 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from auditor.bash.getopt import Grammar
 from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Word
 from auditor.bash.parser import Cmd, Node, ShellParser
 from auditor.bash.sed_script import runs_command as sed_runs_command
 from auditor.bash.values import EnvVar, Field, OptionWords, Partial, Scalar, Symbolic, Var, concat, segments
-from auditor.bash.walk import Shell, join_workdir
+from auditor.bash.walk import Guard, Shell, join_workdir
 from auditor.config.batch_job import allocation_options, in_checkout, job_file_at
 from auditor.config.entry_copy import hydra_copy, is_copy
 from auditor.config.entry_module import module_file, module_roots
 from auditor.config.export_option import effect, option_values
+from auditor.config.input_words import through_input
 from auditor.config.lightning_entry import builds
 from auditor.errors import InputError
 from auditor.findings import Finding
@@ -85,6 +87,13 @@ class Candidate:
     # in a container (`docker run`): "" not, else the folder here that is its working directory
     # through a mount, None where none is: a relative entry there is not the file beside the script
     inside: str | None = ""
+    # the stops before it, past an earlier training command, that the caller's variables decide
+    # (bash.walk `_stops`): it runs only where the caller gives them
+    after: tuple[Guard, ...] = ()
+    # the variables of its environment that the shell a starter runs on each task set (`srun ...
+    # bash -c "export WORLD_SIZE=$SLURM_NTASKS; python ..."`), expanded where the starter's own
+    # SLURM_* are the task's: config.launcher `_env_world`
+    in_task: frozenset[str] = frozenset()
 
 
 def _known_tail(value: Symbolic) -> str | None:
@@ -167,6 +176,7 @@ class LaunchShell(Shell):
     def external(self, fields: list[Field], inline: dict[str, EnvVar], cmd: Cmd,
                  siblings: list[Node], at: int) -> int:
         before = len(self.last_resort), self.shelled
+        fields = through_input(fields, self.spelling)  # `... | xargs CMD`: CMD with the words read
         candidate = self._launch(fields, inline, cmd)
         if candidate is None:
             if (len(self.last_resort), self.shelled) == before and (why := self.may_train(fields)):
@@ -253,14 +263,20 @@ class LaunchShell(Shell):
             operand = operands[0].value if len(operands) > 1 else "-"  # one operand: a signal reset
             if operand in ("-", ""):
                 return ""
-            simple = isinstance(operand, str) and not _COMMAND_TEXT.search(operand)
-            if not simple or self.may_train([Field(w, operands[0].line) for w in str(operand).split()]):
+            if not isinstance(operand, str) or self._may_run(operand, operands[0].line):
                 return f"command `{operand}`"
         if base in self.spelling.sed_scripts:  # `sed -n '1e torchrun ...'`, `sed 's/^/cmd /e'`
-            return sed_runs_command([g.value for g in args])
+            grammar = Grammar.of(self.spelling.option_grammar.get("sed", {}))
+            return next((what for what, line in sed_runs_command([g.value for g in args], grammar)
+                         if not isinstance(line, str) or self._may_run(line, args[0].line)), "")
         texts = self.spelling.command_text.get(base, ())
         started = next((t for g in args for t in texts if t in str(g.value)), None)
         return f"program text `{started}`" if started else ""
+
+    def _may_run(self, line: str, at: int) -> bool:
+        """Whether a command line a program runs (`trap CMD`, sed's `e CMD`) may train: shell
+        syntax in it (more than one simple command) may, else its words decide (may_train)."""
+        return bool(_COMMAND_TEXT.search(line)) or self.may_train([Field(w, at) for w in line.split()]) is not None
 
     def _command_option(self, base: str, args: list[Field]) -> str:
         """An option's command line that may train (rules `command_options`: `rsync -e CMD`), read
@@ -386,7 +402,6 @@ class LaunchShell(Shell):
                 launcher, invoked, sub, args = plain, base, "", fields[k:]
             if launcher is not None:
                 wrapper = fields[:k]
-                args = self._input_words(wrapper, args)
                 self._unknown_prefix(wrapper, f"`{invoked}` command", cmd)
                 if wrapper and os.path.basename(str(wrapper[0].value)) == "env":
                     for w in wrapper[1:]:
@@ -396,7 +411,8 @@ class LaunchShell(Shell):
                 candidate = Candidate(
                     launcher, invoked, sub, args, wrapper, inline, dict(self.vars),
                     cmd.line, cmd.end_line, self.conditional > 0, fields[0].line, self.cwd, self.workdir,
-                    cmd.words[0].raw if cmd.words else "", list(cmd.redirects), [self.cwd] * len(cmd.redirects))
+                    cmd.words[0].raw if cmd.words else "", list(cmd.redirects), [self.cwd] * len(cmd.redirects),
+                    after=self.guards)
                 moved = self._wrapper_workdir(fields[:k + 1] + args)
                 if moved != "":  # `srun --container-workdir=DIR python x.py`: the command runs in DIR
                     candidate.workdir = join_workdir(candidate.workdir, moved)
@@ -409,31 +425,6 @@ class LaunchShell(Shell):
             if not wrapped:
                 return None
         return None
-
-    def _input_words(self, wrapper: list[Field], args: list[Field]) -> list[Field]:
-        """The command's arguments where a wrapper adds words read from its input (rules
-        `input_words`: `ls *.py | xargs torchrun --nproc_per_node 8`): after them, or where its
-        replace-str stands (`xargs -I{} torchrun {}`), a word not known statically, never none."""
-        for k, word in enumerate(wrapper):
-            options = self.spelling.input_words.get(os.path.basename(str(word.value)))
-            if options is None:
-                continue
-            replace = None
-            for j in range(k + 1, len(wrapper)):
-                text = str(wrapper[j].value)
-                name, eq, value = text.partition("=")
-                glued = next((o for o in options if not o.startswith("--") and text.startswith(o)), None)
-                if name in options and name.startswith("--"):
-                    replace = value if eq else "{}"
-                elif text in options and text != "-i":
-                    replace = str(wrapper[j + 1].value) if j + 1 < len(wrapper) else "{}"
-                elif glued is not None:
-                    replace = text[len(glued):] or "{}"
-            unknown = Symbolic(f"the words `{word.value}` reads from its input")
-            if replace is None:
-                return [*args, Field(unknown, args[-1].line if args else word.line)]
-            return [Field(unknown, f.line) if replace in str(f.value) else f for f in args]
-        return args
 
     def _unknown_prefix(self, wrapper: list[Field], what: str, cmd: Cmd) -> None:
         """A first word not known statically before the command read (`${PROFILE_CMD} python
@@ -818,8 +809,10 @@ class LaunchShell(Shell):
         text = str(value)
         before = len(self.candidates)
         outer = self.cwd  # where this shell opens the redirections of the command running `value`
+        outside = dict(self.vars)  # what the task's own shell sets differs from these
         saved, saved_reading = self.starter, self.reading
-        self.starter = self._starter(prefix) or saved
+        starts = self._starter(prefix)
+        self.starter = starts or saved
         self.reading = reading
         self.depth += 1
         moved = self._wrapper_workdir(prefix)
@@ -839,6 +832,9 @@ class LaunchShell(Shell):
             self.depth -= 1
             self.starter, self.reading = saved, saved_reading
         for candidate in self.candidates[before:]:
+            if starts is not None:  # set in the task's shell, inline on its command included
+                candidate.in_task |= frozenset(candidate.inline) | frozenset(
+                    n for n, v in candidate.env.items() if outside.get(n) is not v)
             candidate.wrapper = prefix + candidate.wrapper
             candidate.first_word = cmd.words[0].raw if cmd.words else candidate.first_word
             candidate.opened_in = [outer] * len(cmd.redirects) + candidate.opened_in

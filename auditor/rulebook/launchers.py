@@ -57,6 +57,9 @@ class Spelling:
     # wrappers that add words read from their input to the command, with their options naming
     # where (xargs -I; [wrappers])
     input_words: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # how a program's words split into options and operands, by program (auditor.bash.getopt
+    # Grammar's fields; [wrappers] option_grammar)
+    option_grammar: dict[str, dict] = field(default_factory=dict)
     # programs whose operands are targets or `NAME=value` overrides of their recipes (make; [wrappers])
     operand_variables: frozenset[str] = frozenset()
     # subcommands of a program that start no training where others may (`ray stop`; [wrappers])
@@ -101,6 +104,7 @@ class Spelling:
             remote_shells=frozenset(p for rs in every for p in rs.section("wrappers").get("remote_shells", ())),
             sed_scripts=frozenset(p for rs in every for p in rs.section("wrappers").get("sed_scripts", ())),
             input_words={k: tuple(v) for rs in every for k, v in rs.section("wrappers").get("input_words", {}).items()},
+            option_grammar={k: dict(v) for rs in every for k, v in rs.section("wrappers").get("option_grammar", {}).items()},
             no_training_subcommands={k: frozenset(v) for rs in every
                                      for k, v in rs.section("wrappers").get("no_training_subcommands", {}).items()},
             checkout_copies=tuple(e for rs in every for e in rs.table("checkout_copy")),

@@ -86,3 +86,41 @@ def test_a_hang_before_a_start_up_failure_is_shown() -> None:
     is shown whichever reaches more sites."""
     doc = commandcases.merged([_hangs(2, 1), _stops(2, 9)])
     assert doc["config"]["command_basis"]["shown"] == 0
+
+
+def test_commands_a_callers_variable_lets_run_name_it() -> None:
+    """`[ "${RUN_EVAL:-0}" = 1 ] || exit 0` between two training commands (review h42 item 5;
+    config/chosen_command.py `guarded` notes it): the basis says the later one runs only where the
+    caller sets RUN_EVAL, never that the script runs both."""
+    said = {"kind": "launch.caller-runs", "severity": "info", "message": "line 7 runs only where ...",
+            "detail": {"guarded": "the training command at line 7 runs only where the caller sets RUN_EVAL, "
+                                  "line 6 ending the default run before"}}
+    docs = [_doc("clean", 4), _doc("findings", 3, 2)]
+    for d in docs:
+        d["findings"].append(dict(said))
+    doc = commandcases.merged(docs)
+    words = commandcases.words(doc["config"]["command_basis"])
+    assert "may run" in words and "only where the caller sets RUN_EVAL" in words
+    note = next(f for f in doc["findings"] if f["kind"] == "launch.several-commands")
+    assert "the script may run 2 training commands" in note["message"]
+
+
+def test_the_run_as_launched_leads_and_a_callers_command_is_said_with_its_condition() -> None:
+    """review r42-shell item 2: `[ "${RUN_EVAL:-0}" = 1 ] || exit 0` between two training commands
+    (the shape of NVIDIA/Megatron-LM d98e8a64dd tests/performance_tests/shell_test_utils/
+    run_perf_test.sh:318, a caller's variable ending the run early): the later command runs only
+    where the caller sets RUN_EVAL. The headline was its DOES NOT START, its condition unsaid; the
+    default run (the first command, clean) leads, and the later one's verdict is said with it."""
+    said = {"kind": "launch.caller-runs", "severity": "info", "message": "line 4 runs only where ...",
+            "detail": {"guarded": "the training command at line 4 runs only where the caller sets RUN_EVAL, "
+                                  "line 3 ending the default run before", "lines": [4], "names": "RUN_EVAL"}}
+    first, later = _doc("clean", 4), _stops(3, 2)
+    first["launch"]["line"], later["launch"]["line"] = 2, 4
+    for d in (first, later):
+        d["findings"].append(dict(said))
+    doc = commandcases.merged([first, later])
+    basis = doc["config"]["command_basis"]
+    assert basis["shown"] == 0 and doc["config"]["effective"]["pipeline_model_parallel_size"] == 4
+    words = commandcases.words(basis)
+    assert "where the caller sets RUN_EVAL, the training command at line 4 runs too, and then: " \
+           f"{later['verdict']['headline'].split('. ')[0]}" in words

@@ -59,16 +59,60 @@ def test_an_exit_the_script_itself_decides_still_ends_it(guard: str) -> None:
         parse_launch(HEAD + guard + RUN, "train.sh", environ={})
 
 
-@pytest.mark.parametrize("guard", [
-    '[ "${RUN_EVAL:-0}" = 1 ] || exit 0\n' + RUN.replace("size 4", "size 3"),
-    'if [[ "${STAGE:-pretrain}" == "pretrain" ]]; then\n  ' + RUN + '  exit 0\nfi\n' + RUN.replace("size 4", "size 3"),
-    'case "${MODE:-train}" in\n  train) ' + RUN.rstrip() + '; exit 0 ;;\nesac\n' + RUN.replace("size 4", "size 3"),
+LATER = RUN.replace("size 4", "size 3")
+
+
+@pytest.mark.parametrize("guard, caller", [
+    ('[ "${RUN_EVAL:-0}" = 1 ] || exit 0\n' + LATER, "RUN_EVAL"),
+    ('[ "${RUN_EVAL:-0}" = 1 ]\n' + LATER, "RUN_EVAL"),  # `set -e` ends it where the test fails
+    ('[ -n "${RUN_EVAL:-}" ] || exit 0\n' + LATER, "RUN_EVAL"),
+    ('if [[ "${STAGE:-pretrain}" == "pretrain" ]]; then\n  ' + RUN + '  exit 0\nfi\n' + LATER, "STAGE"),
+    ('case "${MODE:-train}" in\n  train) ' + RUN.rstrip() + '; exit 0 ;;\nesac\n' + LATER, "MODE"),
 ])
-def test_the_default_runs_exit_after_its_training_command_ends_the_walk(guard: str) -> None:
-    """Past a training command, a caller-default exit ends the default run (review h41 item 1):
-    only before any training command is it a check of the caller's environment. Reading on took
-    the pp3 command (3 stages of 8 GPUs) as the run's and said DOES NOT START."""
+def test_a_stop_past_a_training_command_leaves_the_rest_to_the_caller(guard: str, caller: str) -> None:
+    """Past a training command, a stop the caller's variable decides ends the default run, and the
+    commands after it run where the caller gives it (review h42 items 5 and 6): h41 ended the walk
+    there, dropping the later command silently, and a `set -e` failure there still read "may stop
+    before the training command". Each command is judged, the later one named as the caller's
+    choice, never read as the default run's. A stop after the training command, before a later
+    one: NVIDIA-NeMo/Megatron-Bridge 067f987df0 examples/models/qwen/qwen3_omni/
+    local_train_thinker_full.sh:452 (`if [[ "${ENABLE_PERF_SUMMARY}" != "1" ]]; then exit 0; fi`,
+    its value stated at line 97)."""
     body = guard if guard.startswith(("if", "case")) else RUN + guard
+    marked = (HEAD + body).replace(RUN, "echo FIRST\n").replace(LATER, "echo LATER\n")
+    assert "LATER" not in _ran(marked, {}) and "LATER" in _ran(marked, {caller: "1" if caller == "RUN_EVAL" else "x"})
     config = parse_launch(HEAD + body, "train.sh", environ={})
-    assert config.commands == 1 and config.flags["pipeline_model_parallel_size"].value == "4"
-    assert not [d for d in config.diagnostics if d.kind == "launch.caller-guard"]
+    assert config.commands == 2 and config.flags["pipeline_model_parallel_size"].value == "4"
+    later = parse_launch(HEAD + body, "train.sh", environ={}, which=1)
+    assert later.flags["pipeline_model_parallel_size"].value == "3"
+    said = [d for d in later.diagnostics if d.kind == "launch.caller-runs"]
+    assert len(said) == 1 and f"only where the caller sets {caller}" in said[0].message
+    # the lines commandcases matches each document's command by, to show the default run's
+    assert said[0].detail["lines"] == [later.command_line] and said[0].detail["names"] == caller
+    assert not [d for d in later.diagnostics if d.kind in ("launch.caller-guard", "launch.may-stop")]
+
+
+def test_a_failing_test_after_the_last_training_command_is_no_stop_before_it() -> None:
+    """`set -e` and a test of the caller's default failing after the only training command: the
+    run trained; it is no "may stop before the training command" (review h42 item 6)."""
+    config = parse_launch(HEAD + RUN + '[ "${RUN_EVAL:-0}" = 1 ]\n', "train.sh", environ={})
+    assert config.commands == 1
+    assert not [d for d in config.diagnostics if d.kind in ("launch.may-stop", "launch.caller-runs")]
+
+
+def _ran(body: str, env: dict[str, str]) -> str:
+    """What bash itself prints running the script, its training commands replaced by echoes."""
+    return subprocess.run(["bash", "-c", body], capture_output=True, text=True, check=False,
+                          env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **env}).stdout
+
+
+def test_past_a_conversion_the_training_command_the_caller_lets_run_is_judged() -> None:
+    """A checkpoint conversion, then `[ "${TRAIN:-0}" = 1 ] || exit 0`, then the training command:
+    h41 ended the walk at the exit and read the conversion as the run (NOT A PIPELINE RUN); the
+    training command runs where the caller sets TRAIN, and is judged, saying so."""
+    body = ("python -m deepspeed.checkpoint.ds_to_universal --input_folder a --output_folder b\n"
+            '[ "${TRAIN:-0}" = 1 ] || exit 0\n' + RUN)
+    config = parse_launch(HEAD + body, "train.sh", environ={})
+    assert config.launcher == "torchrun pretrain_gpt.py" and config.flags["pipeline_model_parallel_size"].value == "4"
+    said = [d for d in config.diagnostics if d.kind == "launch.caller-runs"]
+    assert len(said) == 1 and "only where the caller sets TRAIN" in said[0].message

@@ -20,9 +20,13 @@ from pathlib import Path
 
 import pytest
 
+from auditor.bash.getopt import Grammar
 from auditor.bash.sed_script import runs_command
 from auditor.bash.values import Partial, Scalar, Symbolic
 from auditor.config.launch import CommandNotFollowed, NotAPipelineRun, parse_launch
+from auditor.rulebook.launchers import Spelling
+
+SED = Grammar.of(Spelling.load(None).option_grammar["sed"])
 
 
 @pytest.mark.parametrize("line", [
@@ -95,4 +99,4 @@ def test_what_xargs_reads_is_the_commands_words(tmp_path: Path, line: str) -> No
     ([Partial("${A}d", (("${A}", True), ("d", False))), "f"], True),
 ])
 def test_the_sed_script_reader(args: list[Scalar], runs: bool) -> None:
-    assert bool(runs_command(list(args))) is runs
+    assert bool(runs_command(list(args), SED)) is runs
