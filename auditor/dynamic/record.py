@@ -9,6 +9,7 @@ printed, so the user knows at once which ranks wrote what.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -59,9 +60,12 @@ def run(command: list[str], out: Path, hang_after: float, coverage: list[str] | 
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(str(out), f"cannot make the trace directory: {exc.strerror or exc}") from None
+    _check_writable(out)
     print(f"p2paudit record: tracing into {out}", file=sys.stderr, flush=True)
+    env = environment(out, hang_after, coverage)
+    env["P2PAUDIT_LAUNCH"] = json.dumps({"argv": command, "cwd": os.getcwd()})
     try:
-        child = subprocess.Popen(command, env=environment(out, hang_after, coverage))
+        child = subprocess.Popen(command, env=env)
     except OSError as exc:
         raise InputError(command[0], f"cannot run: {exc.strerror or exc}") from None
 
@@ -94,6 +98,27 @@ def run(command: list[str], out: Path, hang_after: float, coverage: list[str] | 
     code = 128 - status if status < 0 else status
     print(summary(out, code), file=sys.stderr)
     return code
+
+
+def _check_writable(out: Path) -> None:
+    """Refuse before the job starts where no rank could write its file (a read-only folder or
+    filesystem, a full disk): each rank would warn and run unrecorded, and the user would learn
+    only afterwards that the run they waited for left no trace."""
+    probe = out / f".p2paudit-probe-{os.getpid()}"
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.write(fd, b"\n")  # a full disk still makes an empty file
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise InputError(str(out), f"cannot write in the trace directory: "
+                                   f"{exc.strerror or exc}; the command was not started") from None
+    finally:
+        try:
+            probe.unlink()
+        except OSError:
+            pass
 
 
 def summary(out: Path, status: int = 0) -> str:

@@ -1,5 +1,6 @@
 """The files a recorded run named on its command line: its script and the files its arguments
-name (a rank's meta line: `argv`, read from `cwd`).
+name (a rank's meta line: `argv`, read from `cwd`; and `launch`, the command `record` ran, such
+as `bash run.sh`).
 
 A command that judges the trace never opens them, so `reads` (which sees what this process
 opens) never learns of them; yet `report --trace T -o ring.py` would replace the very script the
@@ -18,7 +19,7 @@ from typing import Any
 
 from auditor import reads
 
-WHY = "a file the recorded run names on its command line (its meta line's argv)"
+WHY = "a file the recorded run names on its command line (its meta line's argv or launch)"
 
 
 def named_files(argv: list[str], cwd: str | None) -> list[str]:
@@ -33,8 +34,9 @@ def named_files(argv: list[str], cwd: str | None) -> list[str]:
 def note(metas: Iterable[dict[str, Any]]) -> None:
     """Note the files every rank's meta line names as inputs of this command."""
     seen: set[tuple[tuple[str, ...], str | None]] = set()
-    for meta in metas:
-        argv, cwd = meta.get("argv"), meta.get("cwd")
+    commands = ((m.get("argv"), m.get("cwd")) for meta in metas
+                for m in (meta, _launch(meta)))
+    for argv, cwd in commands:
         if not isinstance(argv, list) or not all(isinstance(w, str) for w in argv):
             continue
         key = (tuple(argv), cwd if isinstance(cwd, str) else None)
@@ -43,3 +45,8 @@ def note(metas: Iterable[dict[str, Any]]) -> None:
         seen.add(key)
         for path in named_files(list(key[0]), key[1]):
             reads.note(path, WHY)
+
+
+def _launch(meta: dict[str, Any]) -> dict[str, Any]:
+    launch = meta.get("launch")
+    return launch if isinstance(launch, dict) else {}

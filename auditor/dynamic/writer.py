@@ -98,7 +98,7 @@ class TraceWriter:
             meta = {
                 "seq": 0, "t": 0.0, "rank": rank, "api": "process", "phase": "meta",
                 "pid": os.getpid(), "host": socket.gethostname(), "argv": list(sys.argv),
-                "cwd": _cwd(),
+                "cwd": _cwd(), **_launch(),
                 "python": sys.version.split()[0], "torch": getattr(torch, "__version__", None),
                 "recorder": f"p2paudit {__version__}", "hang_after": self.hang_after,
                 "mono0": self.mono0, "wall0": self.wall0,
@@ -165,3 +165,19 @@ def _cwd() -> str | None:
         return os.getcwd()
     except OSError:
         return None
+
+
+def _launch() -> dict[str, object]:
+    """`record`'s own command (P2PAUDIT_LAUNCH: `bash run.sh`, `torchrun ...`): the ranks' argv
+    names the training program, not the script that launched it, yet that script is an input of
+    the run no report may write over either. Nothing where the variable is absent or not the
+    JSON `record` writes."""
+    try:
+        launch = json.loads(os.environ["P2PAUDIT_LAUNCH"])
+    except (KeyError, ValueError):
+        return {}
+    argv, cwd = (launch.get("argv"), launch.get("cwd")) if isinstance(launch, dict) else (0, 0)
+    if not (isinstance(argv, list) and all(isinstance(w, str) for w in argv)
+            and isinstance(cwd, str)):
+        return {}
+    return {"launch": {"argv": argv, "cwd": cwd}}

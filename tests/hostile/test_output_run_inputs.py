@@ -111,3 +111,56 @@ def test_a_recorded_gloo_run_keeps_its_script(tmp_path):
          str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == EXIT_INPUT, done.stderr
     assert "is an input of this command" in done.stderr and script.read_text() == before
+
+
+def test_the_launch_script_record_ran_is_refused_too(tmp_path):
+    """`p2paudit record -- bash run.sh`, run.sh starting torchrun: the ranks' argv names
+    ring.py only, so `report -o run.sh` replaced the launch script (review r42-reliab). The meta
+    line now keeps record's own command (`launch`), and its files are inputs as well."""
+    folder = tmp_path / "job"
+    folder.mkdir()
+    shutil.copy(HERE / "pair_batches.py", folder / "ring.py")
+    launch = folder / "run.sh"
+    launch.write_text(f"{sys.executable} -m torch.distributed.run --standalone "
+                      "--nproc_per_node 2 ring.py\n")
+    before = launch.read_text()
+    env = dict(os.environ, STEPS="2", PYTHONPATH=str(REPO))
+    done = subprocess.run(
+        [sys.executable, "-m", "auditor", "record", "--out", "T", "--", "bash", "run.sh"],
+        cwd=folder, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    meta = json.loads((folder / "T" / "rank-0.jsonl").read_text().splitlines()[0])
+    assert meta["launch"] == {"argv": ["bash", "run.sh"], "cwd": str(folder)}
+    done = subprocess.run(
+        [sys.executable, "-m", "auditor", "report", "--trace", str(folder / "T"), "-o",
+         str(launch)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == EXIT_INPUT, done.stderr
+    assert "is an input of this command" in done.stderr and launch.read_text() == before
+
+
+def test_record_refuses_a_trace_folder_it_cannot_write_before_the_job(tmp_path):
+    """A full filesystem (a 4 KiB tmpfs, filled): every rank would warn and run unrecorded;
+    record now refuses before the command starts (the command here would write a marker)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    small = tmp_path / "small"
+    small.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4k", "tmpfs", str(small)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        with open(small / "fill", "wb") as f:
+            try:
+                f.write(b"x" * 65536)
+                f.flush()
+            except OSError:
+                pass
+        marker = tmp_path / "started"
+        done = subprocess.run(
+            [sys.executable, "-m", "auditor", "record", "--out", str(small / "T"), "--", "touch",
+             str(marker)], cwd=REPO, capture_output=True, text=True, timeout=120)
+        assert done.returncode == EXIT_INPUT, done.stderr
+        assert "cannot write in the trace directory" in done.stderr
+        assert "the command was not started" in done.stderr and not marker.exists()
+    finally:
+        subprocess.run(["umount", "-l", str(small)], check=False)
