@@ -408,7 +408,7 @@ def _near_miss_unknown(config: LaunchConfig, front: FrontEnd, written: str, f: F
     the setting the writer meant is not its default but unknown (a default would read a PP=2 run
     as PP=1, and clean), unless the script gives that flag too. An abbreviation of several
     flags leaves each of them unknown."""
-    near = abbreviated(front, written) or difflib.get_close_matches(written, list(front.flags), n=1, cutoff=0.9)
+    near = abbreviated(front, written) or _spelt_like(front, written)
     for meant in near:
         dest = front.flags[meant]["dest"]
         config.flags.setdefault(dest, Flag(dest, Symbolic(f"{written} (not {meant})"), f.line, written))
@@ -424,6 +424,12 @@ def abbreviated(front: FrontEnd, written: str) -> list[str]:
     return sorted(s for s in front.flags if s.startswith(written))
 
 
+def _spelt_like(front: FrontEnd, written: str) -> list[str]:
+    """The flag of `front` that `written` misspells (`--pipline-model-parallel-size`), if one is
+    that close: the setting the writer meant."""
+    return difflib.get_close_matches(written, list(front.flags), n=1, cutoff=0.9)
+
+
 def not_in_parser(front: FrontEnd, written: str, where: str, hint: str = "", sure: bool = False,
                   fix: str | None = None, release: str | None = None) -> Finding:
     """The one judgement of a flag the front end's parser (read: `front`) does not define: an
@@ -432,7 +438,10 @@ def not_in_parser(front: FrontEnd, written: str, where: str, hint: str = "", sur
     spelling known not to come from what was not read. The closest spelling is named."""
     near = difflib.get_close_matches(written, list(front.flags), n=1, cutoff=0.6)
     hint = hint or (f"; the closest flag is `{near[0]}`" if near and near[0] != written else "")
-    fix = fix or (f"write `{near[0]}`" if near else f"drop `{written}`")
+    # only a misspelling is fixed by the flag it resembles: `--num_layers` (ms-swift 3.x) is not
+    # ms-swift 4.3.0's `--mtp_num_layers`, though that is its closest
+    meant = _spelt_like(front, written)
+    fix = fix or (f"write `{meant[0]}`" if meant else f"drop `{written}`")
     where_read = release or front.origin
     prefixes = abbreviated(front, written)
     if front.accepts_unknown:
@@ -465,7 +474,7 @@ def _unstated(front: FrontEnd, written: str, where: str, where_read: str, hint: 
     message = (f"`{written}` does not exist in {where_read} ({front.path}); the {front.unstated} "
                f"release the run uses is not stated and an older one may define it (where it does "
                f"not, {front.rejects}){hint}")
-    near = difflib.get_close_matches(written, list(front.flags), n=1, cutoff=0.9)
+    near = _spelt_like(front, written)
     detail = {"undecided": f"whether `{written}` is a flag of the {front.unstated} release the run "
                            f"uses (it may mean `{near[0]}`)", "decide": decide} if near else {}
     return Finding("launch.megatron-spelling", "warning", message, fix=decide, where=where,

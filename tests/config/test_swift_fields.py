@@ -50,6 +50,7 @@ class MegatronArguments:
     virtual_pipeline_model_parallel_size: Optional[int] = None
     tensor_model_parallel_size: int = 1
     train_iters: Optional[int] = None
+    mtp_num_layers: Optional[int] = None
     padding_free: bool = field(default=True, metadata={'help': 'x'})
 ''',
     # ms-swift 4.6.0 swift/megatron/arguments/rlhf_args.py and swift/cli/_megatron/rlhf.py:6-20:
@@ -93,20 +94,20 @@ megatron sft \\
 """
 
 
-def release(tmp_path: Path, bases: str = "", kind: str = "dir") -> SourceSet:
+def release(tmp_path: Path, bases: str = "", kind: str = "dir", files: dict[str, str] = FILES) -> SourceSet:
     root = tmp_path / "release"
-    for name, text in FILES.items():
+    for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text.replace("BASES", bases))
     return SourceSet("ms-swift", "4.6.0", kind, root, "ms-swift==4.6.0")
 
 
 def judged(tmp_path: Path, flag: str, more: str = "", bases: str = "", planned: bool = False,
-           launch: str = LAUNCH) -> LaunchConfig:
+           launch: str = LAUNCH, files: dict[str, str] = FILES) -> LaunchConfig:
     script = tmp_path / "sft.sh"
     script.write_text(launch.replace("FLAG", flag).replace("MORE", more))
     config = parse_launch(script.read_text(), str(script))
-    check_swift_flags(config, [release(tmp_path, bases, "wheel" if planned else "dir")], planned)
+    check_swift_flags(config, [release(tmp_path, bases, "wheel" if planned else "dir", files)], planned)
     return config
 
 
@@ -121,6 +122,16 @@ def test_a_flag_no_field_defines_does_not_start(tmp_path):
     assert error.where == f"{tmp_path / 'sft.sh'}:6"
     assert error.detail["closest"] == "--pipeline_model_parallel_size"
     assert "ms-swift raises" in error.message and "MegatronSftArguments" in error.message
+
+
+def test_a_flag_of_another_release_is_dropped_not_respelt(tmp_path):
+    """ms-swift 3.x's `--num_layers` (v3.12.6 swift/megatron/argument/megatron_args.py:495) in a
+    4.x run: ms-swift 4.3.0 reads the layer count from config.json and raises on the flag
+    (`remaining_argv`); its closest flag, `--mtp_num_layers` (megatron_args.py:603), is another
+    setting, so the fix drops it rather than respelling it (before: "write `--mtp_num_layers`")."""
+    [error] = [d for d in judged(tmp_path, "--num_layers").diagnostics if d.kind == "launch.megatron-spelling"]
+    assert error.severity == "error" and error.detail["closest"] == "--mtp_num_layers"
+    assert error.fix == "drop `--num_layers`"
 
 
 def test_the_fields_spellings_are_accepted(tmp_path):
@@ -163,6 +174,45 @@ def test_a_base_outside_the_release_leaves_it_incomplete(tmp_path):
     [(severity, message)] = said(config)
     assert severity == "warning" and "Seq2SeqTrainingArguments" in message
     assert isinstance(config.flags["pipeline_model_parallel_size"].value, Symbolic)
+
+
+def test_a_base_imported_from_another_distribution_is_not_read(tmp_path):
+    """A base class the module imports from another distribution is that package's class, even
+    where the release has a class of the same name. mcore-bridge 1.4.1 mcore_bridge/config/
+    model_config.py:116 `class ModelConfig(TransformerConfig)` defines `num_layers` (:125); ms-swift
+    4.3.0 forwards it only through `--megatron_extra_kwargs` (swift/megatron/model/utils.py:73),
+    but an arguments class written `class MegatronArguments(ModelConfig)` over `from
+    mcore_bridge.config import ModelConfig` would take `--num_layers`: mcore-bridge is not read
+    here, so the flag is undecided (a warning), never DOES NOT START, though ms-swift 4.0.0 has a
+    ModelConfig of its own without it (swift/megatron/model/model_config.py:93). Before, the
+    base was looked up by name in the release: complete, an error."""
+    files = dict(FILES)
+    files["swift/megatron/arguments/megatron_args.py"] = files["swift/megatron/arguments/megatron_args.py"] \
+        .replace("from typing import Optional", "from typing import Optional\nfrom mcore_bridge.config import ModelConfig") \
+        .replace("class MegatronArguments:", "class MegatronArguments(ModelConfig):")
+    files["swift/megatron/model/model_config.py"] = "from dataclasses import dataclass\n\n" \
+        "@dataclass\nclass ModelConfig:\n    hidden_size: int = None\n"
+    config = judged(tmp_path, "--num_layers", files=files)
+    [(severity, message)] = said(config)
+    assert severity == "warning" and "ModelConfig (mcore_bridge.config)" in message, message
+    front = dataclass_front_end(release(tmp_path, files=files).root, "MegatronSftArguments", "ms-swift")
+    assert front is not None and not front.complete and "--pipeline_model_parallel_size" in front.flags
+
+
+def test_a_flag_a_base_class_defines_is_accepted(tmp_path):
+    """The valid side: a field of a base class in another module of the release is a flag of
+    the class the subcommand parses (ms-swift v3.12.6 swift/megatron/argument/megatron_args.py:495
+    `num_layers: Optional[int] = None` in a base of MegatronArguments), spelt either way."""
+    files = dict(FILES)
+    files["swift/megatron/arguments/model_args.py"] = "from dataclasses import dataclass\n" \
+        "from typing import Optional\n\n@dataclass\nclass ExtraMegatronArguments:\n" \
+        "    num_layers: Optional[int] = None\n"
+    files["swift/megatron/arguments/megatron_args.py"] = files["swift/megatron/arguments/megatron_args.py"] \
+        .replace("from typing import Optional", "from typing import Optional\nfrom .model_args import ExtraMegatronArguments") \
+        .replace("class MegatronArguments:", "class MegatronArguments(ExtraMegatronArguments):")
+    for flag in ("--num_layers", "--num-layers"):
+        config = judged(tmp_path, flag, files=files)
+        assert said(config) == [] and config.flags["num_layers"].value == "2"
 
 
 def test_use_ray_hands_the_command_line_to_another_reader(tmp_path):

@@ -53,6 +53,36 @@ def test_each_args_class_is_read_whole_and_the_pipeline_raises(version, release)
         assert f"{megatron['routes']['rlhf'].replace('.', '/')}.py" == diverts
 
 
+# What HfArgumentParser builds over MegatronSftArguments, counted by running it: ms-swift 4.3.0
+# and 4.6.0 from PyPI with transformers 5.9.0, `HfArgumentParser([MegatronSftArguments])
+# ._option_string_actions` less -h/--help (the same number for MegatronPretrainArguments and
+# MegatronRLHFArguments). The static reading must give exactly as many spellings: a field
+# declared again in a subclass is that declaration (4.3.0 swift/megatron/arguments/sft_args.py:16
+# `load_args: bool = False` over base_args.py:97's True: no `--no_load_args`), along the MRO
+# (MegatronArguments' `padding_free = True` over BaseArguments': `--no_padding_free`).
+OPTIONS = {"4.3.0": 811, "4.6.0": 869}
+
+
+@pytest.mark.parametrize("version", sorted(OPTIONS))
+def test_a_base_class_field_is_a_flag_and_num_layers_is_not(version, release):
+    """The valid side: a field of a base class is a flag of the class parsed (`--mtp_num_layers`,
+    `--recompute_num_layers` of MegatronArguments; `--model` of swift.arguments' ModelArguments, a
+    base of BaseArguments); every base of the three classes is in the release (none is imported
+    from mcore_bridge or megatron). `--num_layers` is ms-swift 3.x's (v3.12.6 megatron_args.py:495):
+    in 4.x a megatron-core TransformerConfig field goes through `--megatron_extra_kwargs` (4.3.0
+    swift/megatron/model/utils.py:73, into mcore-bridge's ModelConfig), and the parser leaves
+    `--num_layers 28` over, which the pipeline raises on (checked by running the parser)."""
+    root = release(f"ms-swift=={version}").root
+    megatron = next(e for e in RULES["launcher"] if e.get("program") == "megatron")
+    for name in megatron["args_classes"].values():
+        front = dataclass_front_end(root, name, f"ms-swift {version}")
+        assert front is not None and front.complete, front and front.why_incomplete
+        assert len(front.flags) == OPTIONS[version]
+        assert {"--mtp_num_layers", "--recompute_num_layers", "--model", "--megatron_extra_kwargs",
+                "--no_padding_free"} <= set(front.flags)
+        assert not {"--num_layers", "--num-layers", "--no_load_args"} & set(front.flags)
+
+
 def scan(tmp_path: Path, flag: str, *target: str) -> dict:
     script = tmp_path / "sft.sh"
     script.write_text(LAUNCH.replace("FLAG", flag))

@@ -92,13 +92,14 @@ def dataclass_front_end(root: Path, name: str, origin: str) -> FrontEnd | None:
     `root` (transformers hf_argparser.py _parse_dataclass_field): `--field` and `--field-name`
     (dashes), a bool field defaulting to True also `--no_field` / `--no-field`, and each
     `metadata={'aliases': ...}`; a field with init=False none. None where the class is not in
-    the release; incomplete where a base is not found there (its fields are not known)."""
+    the release; incomplete where a base is not found there or is imported from another
+    distribution (its fields are not read: a flag it may define is undecided, never an error)."""
     index = _classes(root)
     if name not in index:
         return None
     flags: dict[str, dict] = {}
     missing: list[str] = []
-    for dest, default, aliases in _fields(index, name, missing, ()):
+    for dest, (default, aliases) in _fields(index, _mro(index, name, missing)).items():
         spellings = [f"--{dest}", f"--{dest.replace('_', '-')}", *aliases]
         if default is True:
             spellings += [f"--no_{dest}", f"--no-{dest.replace('_', '-')}"]
@@ -106,32 +107,56 @@ def dataclass_front_end(root: Path, name: str, origin: str) -> FrontEnd | None:
             flags.setdefault(s, {"dest": dest, "action": "store"})
     path = index[name][0][0]
     return FrontEnd(str(path), flags, not missing,
-                    f"the bases {', '.join(sorted(set(missing)))} of {name} are not in the release" if missing else "",
+                    f"the bases {', '.join(sorted(set(missing)))} of {name} are not read from the release"
+                    if missing else "",
                     origin=f"{origin} ({name})", root=None)
 
 
-Field = tuple[str, object, tuple[str, ...]]  # name, a literal default (else None), aliases
+# each class of the release by name: its module, its definition, and the names that module
+# imports from another distribution (_imported)
+Classes = dict[str, list[tuple[Path, ast.ClassDef, dict[str, str]]]]
 
 
-def _fields(index: dict[str, list[tuple[Path, ast.ClassDef]]], name: str, missing: list[str],
-            seen: tuple[str, ...]) -> list[Field]:
-    if name in _NO_FIELDS or name in seen:
-        return []
-    if name not in index:
-        missing.append(name)
-        return []
-    out: list[Field] = []
-    for _, cls in index[name]:  # one name in several modules: every one's fields (more accepted)
+def _mro(index: Classes, name: str, missing: list[str], seen: tuple[str, ...] = ()) -> list[str]:
+    """`name` and its bases in Python's method resolution order (C3). A base not in the release,
+    or one its module imports from another distribution (mcore_bridge, megatron, transformers:
+    that package's class, not read here, even where the release has a class of that name), goes
+    to `missing`: its fields are not known."""
+    bases: list[str] = []
+    for _, cls, imported in index[name]:  # one name in several modules: every one's bases
         for base in cls.bases:
-            out += _fields(index, ast.unparse(base).rpartition(".")[2].partition("[")[0], missing, (*seen, name))
-        for st in cls.body:
-            if not (isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name)) \
-                    or ast.unparse(st.annotation).startswith("ClassVar"):
+            written = ast.unparse(base).partition("[")[0]
+            simple, head = written.rpartition(".")[2], written.partition(".")[0]
+            if simple in _NO_FIELDS or simple in seen or simple in bases:
                 continue
-            default, aliases, init = _field_call(st.value)
-            if init:
-                out.append((st.target.id, default, aliases))
+            if head in imported or simple not in index:
+                missing.append(f"{simple} ({imported[head]})" if head in imported else simple)
+                continue
+            bases.append(simple)
+    lines = [_mro(index, b, missing, (*seen, name)) for b in bases] + [bases]
+    out = [name]
+    while lines := [line for line in lines if line]:
+        # the first head in no other line's tail (an inconsistent order, which Python refuses
+        # with a TypeError, is taken in declared order)
+        head = next((line[0] for line in lines if not any(line[0] in other[1:] for other in lines)), lines[0][0])
+        out.append(head)
+        lines = [[c for c in line if c != head] for line in lines]
     return out
+
+
+def _fields(index: Classes, mro: list[str]) -> dict[str, tuple[object, tuple[str, ...]]]:
+    """The fields __init__ takes, as dataclasses collects them: along the MRO from its end, a
+    field a subclass declares again being that declaration (MegatronSftArguments' `load_args:
+    bool = False` over BaseArguments' True leaves no `--no_load_args`); name -> (a literal
+    default, else None; its metadata aliases)."""
+    out: dict[str, tuple[object, tuple[str, ...], bool]] = {}
+    for name in reversed(mro):
+        for _, cls, _ in index[name]:  # one name in several modules: every one's fields (more accepted)
+            for st in cls.body:
+                if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name) \
+                        and not ast.unparse(st.annotation).startswith("ClassVar"):
+                    out[st.target.id] = _field_call(st.value)
+    return {name: (default, aliases) for name, (default, aliases, init) in out.items() if init}
 
 
 def _field_call(value: ast.expr | None) -> tuple[object, tuple[str, ...], bool]:
@@ -153,9 +178,9 @@ def _field_call(value: ast.expr | None) -> tuple[object, tuple[str, ...], bool]:
 
 
 @functools.lru_cache(maxsize=8)
-def _classes(root: Path) -> dict[str, list[tuple[Path, ast.ClassDef]]]:
+def _classes(root: Path) -> Classes:
     """Every top-level class of the release's `swift` package, by name."""
-    out: dict[str, list[tuple[Path, ast.ClassDef]]] = {}
+    out: Classes = {}
     for path in sorted((root / "swift").rglob("*.py")):
         try:
             text = path.read_text(encoding="utf-8", errors="replace")
@@ -164,7 +189,26 @@ def _classes(root: Path) -> dict[str, list[tuple[Path, ast.ClassDef]]]:
             tree = ast.parse(text)
         except (OSError, SyntaxError, ValueError, RecursionError):
             continue
+        imported = _imported(tree.body)
         for node in tree.body:
             if isinstance(node, ast.ClassDef):
-                out.setdefault(node.name, []).append((path, node))
+                out.setdefault(node.name, []).append((path, node, imported))
+    return out
+
+
+def _imported(body: list[ast.stmt]) -> dict[str, str]:
+    """The names a module binds at its top level (under `if`/`try` too) by importing from
+    another distribution than the release's `swift` (absolute, not `swift.`), with that module."""
+    out: dict[str, str] = {}
+    for node in body:
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module \
+                and node.module.partition(".")[0] != "swift":
+            out.update({a.asname or a.name: node.module for a in node.names})
+        elif isinstance(node, ast.Import):
+            out.update({(a.asname or a.name).partition(".")[0]: a.name for a in node.names
+                        if a.name.partition(".")[0] != "swift"})
+        elif isinstance(node, (ast.If, ast.Try)):
+            for block in (node.body, node.orelse, getattr(node, "finalbody", []),
+                          *(h.body for h in getattr(node, "handlers", []))):
+                out.update(_imported(block))
     return out
