@@ -488,18 +488,13 @@ def check_front_end(config: LaunchConfig, front: FrontEnd, path: str) -> None:
     not_in_parser, an abbreviation it takes (allow_abbrev) as the flag it stands for. A flag only
     an undecided branch gives (`Flag.maybe`), or one words not known statically could override, is
     not surely given: never an error."""
-    for name, flag in list(config.flags.items()):
+    expand_abbreviations(config, front)
+    for flag in list(config.flags.values()):
         written = flag.spelling
-        if not written.startswith("-") or " " in written or written in front.flags:
+        if not written.startswith("-") or " " in written or written in front.flags \
+                or len(abbreviated(front, written)) == 1:
             continue
         where = f"{path}:{flag.line}"
-        whole = abbreviated(front, written)
-        if len(whole) == 1:
-            dest = front.flags[whole[0]]["dest"]
-            if dest != name and (dest not in config.flags or config.flags[dest].line <= flag.line):
-                del config.flags[name]
-                config.flags[dest] = replace(flag, name=dest)
-            continue
         said = not_in_parser(front, written, where)
         if flag.maybe and said.severity == "error":
             said = replace(said, severity="warning", message=said.message + "; it is given only on a "
@@ -507,3 +502,17 @@ def check_front_end(config: LaunchConfig, front: FrontEnd, path: str) -> None:
         config.diagnostics.append(said)
         if said.severity != "error" and not front.accepts_unknown:
             _near_miss_unknown(config, front, written, flag)
+
+
+def expand_abbreviations(config: LaunchConfig, front: FrontEnd) -> None:
+    """Each flag written as a unique prefix of a long option of `front` (allow_abbrev) read as
+    that option, as argparse reads it, before anything looks a flag up by name: ms-swift's
+    `--ignore_args true` is `--ignore_args_error true`. The later of two spellings of one
+    setting wins, as on the command line."""
+    for name, flag in list(config.flags.items()):
+        whole = abbreviated(front, flag.spelling) if " " not in flag.spelling else []
+        if len(whole) == 1:
+            dest = front.flags[whole[0]]["dest"]
+            if dest != name and (dest not in config.flags or config.flags[dest].line <= flag.line):
+                del config.flags[name]
+                config.flags[dest] = replace(flag, name=dest)

@@ -25,6 +25,7 @@ from typing import Any
 from auditor.rulebook.files import load as load_rules, names as rule_names
 from auditor.config.entry_path import in_checkout
 from auditor.config.entry_script import is_main_guard
+from auditor.config.own_parser import built_parsers
 from auditor.config.script_run import writes_argv
 from auditor.config.parser_entry import calls_parser_entry, entry_calls, parse_time_bases, parse_time_methods
 
@@ -75,8 +76,11 @@ def locate(launch_path: str, script: str, roots: tuple[Path, ...] = (), workdir:
             parser = _parser(root)
             if parser is not None:
                 front = read_parser(parser, found)
-                return (replace(front, origin=f"the Megatron-LM checkout {root}", root=root)
-                        if front else None)
+                if front is None:
+                    return None
+                # the parser the script's calls reach may be the checkout's own (own_parser.py)
+                owner = "the Megatron-LM checkout" if front.path == str(parser) else "the checkout"
+                return replace(front, origin=f"{owner} {root}", root=root)
         return None
     for root in roots:
         parser = _parser(root)
@@ -139,6 +143,16 @@ def read_parser(parser: Path, script: Path | None = None) -> FrontEnd | None:
         if not _builds_parser(tree, script):
             delegate = _delegate(tree, script)
             return read_parser(parser, delegate) if delegate is not None else None
+        if not calls_parser_entry(script):
+            # an entry called by name only (`pretrain` of the checkout's own package): the parser
+            # its calls reach is the one that rejects a flag; none or several found, not known
+            built = built_parsers(tree, script)
+            if len(built) == 1 and next(iter(built)) != parser.resolve():
+                return read_parser(next(iter(built)), script)
+            if len(built) != 1:
+                reader.missing.append(f"{script.name} calls a parser entry not bound from Megatron-LM's "
+                                      f"modules, and the parser its calls build is "
+                                      f"{'not found' if not built else 'one of ' + ', '.join(sorted(map(str, built)))}")
         reader.read_tree(tree)
         accepts_unknown = accepts_unknown or _ignores_unknown(tree)
         local = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}

@@ -108,3 +108,35 @@ def test_a_misspelt_pipeline_size_does_not_start(tmp_path):
     right = scan(tmp_path, "--pipeline_model_parallel_size")
     assert not [f for f in right["findings"] if f["kind"] == "launch.megatron-spelling"]
     assert right["verdict"]["headline"].startswith("FINDINGS")
+
+
+@pytest.mark.usefixtures("release")
+def test_an_abbreviated_ignore_args_error_is_that_field(tmp_path):
+    """HfArgumentParser is argparse with allow_abbrev left True (transformers hf_argparser.py):
+    `--ignore_args true` is the unique prefix of `--ignore_args_error` (4.6.0 swift/arguments/
+    base_args.py), so ms-swift only warns on the left-over `--num_layers 2` (swift/pipelines/
+    base.py `_parse_args`). Before, the field was looked up as written and the run read as one
+    that does not start."""
+    doc = scan(tmp_path, "--ignore_args true --num_layers", "--target", "ms-swift==4.6.0")
+    [said] = [f for f in doc["findings"] if f["kind"] == "launch.megatron-spelling"]
+    assert said["severity"] == "warning" and "--ignore_args_error true" in said["message"], said
+    assert not doc["verdict"]["headline"].startswith("DOES NOT START"), doc["verdict"]["headline"]
+
+
+@pytest.mark.parametrize("version", sorted(OPTIONS))
+def test_the_fields_read_are_what_hfargumentparser_accepts(version, release):
+    """The static reading against the release's own parser, where the release imports (it needs
+    transformers, torch and megatron-core: skipped where they are not installed, as in CI)."""
+    pytest.importorskip("transformers")
+    root = release(f"ms-swift=={version}").root
+    sys.path.insert(0, str(root))
+    try:
+        from transformers import HfArgumentParser
+        arguments = pytest.importorskip("swift.megatron.arguments")
+    finally:
+        sys.path.remove(str(root))
+    megatron = next(e for e in RULES["launcher"] if e.get("program") == "megatron")
+    for name in megatron["args_classes"].values():
+        accepted = set(HfArgumentParser([getattr(arguments, name)])._option_string_actions) - {"-h", "--help"}
+        front = dataclass_front_end(root, name, f"ms-swift {version}")
+        assert front is not None and set(front.flags) == accepted

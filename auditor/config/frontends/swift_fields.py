@@ -13,7 +13,7 @@ import functools
 from dataclasses import replace
 from pathlib import Path
 
-from auditor.config.flags import check_front_end
+from auditor.config.flags import abbreviated, check_front_end, expand_abbreviations
 from auditor.config.frontend_parser import FrontEnd
 from auditor.config.model import LaunchConfig
 from auditor.rulebook import files
@@ -45,10 +45,11 @@ def check_swift_flags(launch: LaunchConfig, srcs: list[SourceSet], planned: bool
     if front is None:
         return
     field = lenient["lenient_field"]
+    expand_abbreviations(launch, replace(front, abbrev=True))  # `--ignore_args` is the field
     given = launch.flags.get(field)
     rejects = (f"ms-swift raises on the arguments its parser leaves ({lenient['source']}: "
                f"`{lenient['code']}`) before training, on every rank")
-    why = _not_sure(launch, field)
+    why = _not_sure(launch, field, front)
     if given is not None and str(given.value).lower() not in _FALSE:
         front = FrontEnd(front.path, front.flags, front.complete, front.why_incomplete, True,
                          front.origin, abbrev=True, lenient=f"--{field} {given.value}")
@@ -75,12 +76,18 @@ def _diverted(launch: LaunchConfig, root: Path, module: str | None, rules: dict)
         return False
 
 
-def _not_sure(launch: LaunchConfig, field: str) -> str:
+def _not_sure(launch: LaunchConfig, field: str, front: FrontEnd) -> str:
     """Why the pipeline may not raise on an unknown flag though the command line does not turn
     `field` (ignore_args_error) on: a word not known statically, or a config file not read, may
-    give it; RAY_SWIFT_ARGS replaces the command line."""
+    give it; RAY_SWIFT_ARGS replaces the command line; a prefix of several flags, `field` among
+    them (`--ignore`), is `field` where argparse takes an ambiguous prefix of one action."""
     if "RAY_SWIFT_ARGS" in launch.env:
         return "RAY_SWIFT_ARGS replaces the command line ms-swift parses"
+    prefix = next((f.spelling for f in launch.flags.values()
+                   for w in abbreviated(replace(front, abbrev=True), f.spelling)
+                   if front.flags[w]["dest"] == field), None)
+    if prefix is not None:
+        return f"`{prefix}` abbreviates --{field} among other flags, which some Python versions take"
     if launch.unknown_words:
         return f"{launch.unknown_words[0].text} (line {launch.unknown_words[0].line}) may give --{field}"
     unread = next((d for d in launch.diagnostics if d.kind == "launch.config-file-unread"), None)
