@@ -28,6 +28,7 @@ from auditor.config.effective import EffectiveConfig
 from auditor.config.envlint import lint
 from auditor.config.expr import UNKNOWN
 from auditor.config.frontends.bridge_recipe_names import check_recipe
+from auditor.config.frontends.swift_fields import check_swift_flags
 from auditor.config.launch import (
     NotAPipelineRun,
     launch_environ,
@@ -166,6 +167,7 @@ def read_config(config_path: str, targets: list[str] | None, command: str | None
     read_entry(launch)  # what the entry script sets from Python joins the script's environment
     read_job_config(launch, srcs)  # torchtitan's TOML or config-registry function, from its release
     check_recipe(launch, srcs, planned)  # a Megatron-Bridge recipe that no release defines
+    check_swift_flags(launch, srcs, planned)  # a flag no field of the release's ms-swift arguments defines
     return launch, srcs
 
 

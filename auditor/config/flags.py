@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import difflib
 import re
+from dataclasses import replace
 
 from auditor.bash.values import Field, OptionWords, Scalar, Symbolic, join, segments
+from auditor.config.frontend_parser import FrontEnd
 from auditor.config.model import Flag, LaunchConfig, UnknownWord
 from auditor.findings import Finding
 from auditor.rulebook import files
@@ -252,6 +254,9 @@ def read_flags(config: LaunchConfig, args: list[Field], spelling: Spelling, path
             continue
         written, eq, inline_value = option.partition("=") if option.startswith("--") else (option, "", "")
         entry = spelling.flags.get(written) if checked else None
+        if entry is None and checked and spelling.front_end is not None:
+            whole = abbreviated(spelling.front_end, written)
+            entry = spelling.flags.get(whole[0]) if len(whole) == 1 else None
         if checked:
             _check_megatron_spelling(config, spelling, written, entry, f, path)
         values: list[Scalar] = [inline_value] if eq else []
@@ -351,10 +356,22 @@ def _check_megatron_spelling(config: LaunchConfig, spelling: Spelling, written: 
     where = f"{path}:{f.line}"
     if spelling.front_end is not None:
         if entry is None:
-            said = _not_in_parser(spelling, written, where)
+            dashed = written.replace("_", "-")
+            spelt = dashed != written and dashed in spelling.flags
+            hint = f"; it spells it `{dashed}`" if spelt else ""
+            if written in spelling.no_flags:
+                hint += f" ({spelling.no_flags[written]['why']})"
+            # A spelling Megatron-LM itself has (in another release) that this release's parser
+            # lacks: a training script's own provider does not bring Megatron-LM's flags back.
+            own = written in Spelling.load(None).flags or written in spelling.no_flags
+            release = (None if spelling.front_end.origin != "release" else
+                       f"megatron-core {spelling.version}" if spelling.version else "this front end")
+            said = not_in_parser(spelling.front_end, written, where, hint=hint,
+                                 sure=own and spelling.front_end.origin == "release",
+                                 fix=f"write `{dashed}`" if spelt else None, release=release)
             config.diagnostics.append(said)
             if said.severity != "error" and not spelling.front_end.accepts_unknown:
-                _near_miss_unknown(config, spelling, written, f)
+                _near_miss_unknown(config, spelling.front_end, written, f)
         return
     # No parser read: the rules' tables only, which say what a release was read to accept; the
     # run's own front end may differ (a checkout, a fork), so never an error.
@@ -385,40 +402,117 @@ def _check_megatron_spelling(config: LaunchConfig, spelling: Spelling, written: 
             where=where))
 
 
-def _near_miss_unknown(config: LaunchConfig, spelling: Spelling, written: str, f: Field) -> None:
+def _near_miss_unknown(config: LaunchConfig, front: FrontEnd, written: str, f: Field | Flag) -> None:
     """A flag a parser not read whole lacks, spelt like one of its flags
-    (`--pipeline-model-paralel-size`): argparse rejects it unless the unread code defines it, so
+    (`--pipeline-model-paralel-size`): the parser rejects it unless the unread code defines it, so
     the setting the writer meant is not its default but unknown (a default would read a PP=2 run
-    as PP=1, and clean), unless the script gives that flag too."""
-    near = difflib.get_close_matches(written, list(spelling.flags), n=1, cutoff=0.9)
-    if near:
-        dest = spelling.flags[near[0]]["dest"]
-        config.flags.setdefault(dest, Flag(dest, Symbolic(f"{written} (not {near[0]})"), f.line,
-                                           written))
+    as PP=1, and clean), unless the script gives that flag too. An abbreviation of several
+    flags leaves each of them unknown."""
+    near = abbreviated(front, written) or _spelt_like(front, written)
+    for meant in near:
+        dest = front.flags[meant]["dest"]
+        config.flags.setdefault(dest, Flag(dest, Symbolic(f"{written} (not {meant})"), f.line, written))
 
 
-def _not_in_parser(spelling: Spelling, written: str, where: str) -> Finding:
-    """A flag the parser that was read does not define: an error where that parser is all of
-    the front end's, else a warning saying what was not read."""
-    front = spelling.front_end
-    dashed = written.replace("_", "-")
-    hint = (f"; it spells it `{dashed}`" if dashed != written and dashed in spelling.flags else "")
-    if written in spelling.no_flags:
-        hint += f" ({spelling.no_flags[written]['why']})"
-    fix = f"write `{dashed}`" if dashed != written and dashed in spelling.flags else f"drop `{written}`"
-    release = (front.origin if front.origin != "release" else
-               f"megatron-core {spelling.version}" if spelling.version else "this front end")
-    # A spelling Megatron-LM itself has (in another release) that this release's parser lacks: a
-    # training script's own provider does not bring Megatron-LM's flags back.
-    megatron_own = written in Spelling.load(None).flags or written in spelling.no_flags
+def abbreviated(front: FrontEnd, written: str) -> list[str]:
+    """The long options of `front` that `written` abbreviates where its parser takes prefixes
+    (allow_abbrev, argparse's default): one, that option; several, argparse's "ambiguous option"
+    (exit 2 on CPython 3.11; 3.12.? on accepts several spellings of one action), taken as not
+    known; none where the parser takes none (Megatron-LM's: allow_abbrev=False)."""
+    if not front.abbrev or not written.startswith("--") or written in front.flags:
+        return []
+    return sorted(s for s in front.flags if s.startswith(written))
+
+
+def _spelt_like(front: FrontEnd, written: str) -> list[str]:
+    """The flag of `front` that `written` misspells (`--pipline-model-parallel-size`), if one is
+    that close: the setting the writer meant."""
+    return difflib.get_close_matches(written, list(front.flags), n=1, cutoff=0.9)
+
+
+def not_in_parser(front: FrontEnd, written: str, where: str, hint: str = "", sure: bool = False,
+                  fix: str | None = None, release: str | None = None) -> Finding:
+    """The one judgement of a flag the front end's parser (read: `front`) does not define: an
+    error (the run does not start) where that parser is all of the front end's and rejects what
+    it lacks, else a warning saying what was not read or why nothing rejects it. `sure`: a
+    spelling known not to come from what was not read. The closest spelling is named."""
+    near = difflib.get_close_matches(written, list(front.flags), n=1, cutoff=0.6)
+    hint = hint or (f"; the closest flag is `{near[0]}`" if near and near[0] != written else "")
+    # only a misspelling is fixed by the flag it resembles: `--num_layers` (ms-swift 3.x) is not
+    # ms-swift 4.3.0's `--mtp_num_layers`, though that is its closest
+    meant = _spelt_like(front, written)
+    fix = fix or (f"write `{meant[0]}`" if meant else f"drop `{written}`")
+    where_read = release or front.origin
+    prefixes = abbreviated(front, written)
     if front.accepts_unknown:
         return Finding("launch.megatron-spelling", "warning",
                        f"`{written}` is not a flag of {front.path}; the script parses with "
-                       f"ignore_unknown_args=True, so nothing reads it{hint}", fix=fix, where=where)
-    if not front.complete and not (front.origin == "release" and megatron_own):
+                       f"{front.lenient or 'ignore_unknown_args=True'}, so nothing reads it{hint}",
+                       fix=fix, where=where)
+    if len(prefixes) > 1:
         return Finding("launch.megatron-spelling", "warning",
-                       f"`{written}` is not among the flags read from {front.path}{hint}; not all of "
-                       f"the parser was read ({front.why_incomplete})", fix=fix, where=where)
+                       f"`{written}` abbreviates several flags of {front.path} ({listed(prefixes, 4)}): "
+                       f"argparse rejects an ambiguous option on some Python versions and not others",
+                       fix=f"write the whole flag ({listed(prefixes, 2)})", where=where)
+    if not front.complete and not sure:
+        return Finding("launch.megatron-spelling", "warning",
+                       f"`{written}` is not among the flags read from {front.path}{hint}; whether it "
+                       f"is rejected is not known: {front.why_incomplete}", fix=fix, where=where)
+    if front.unstated:
+        return _unstated(front, written, where, where_read, hint)
     return Finding("launch.megatron-spelling", "error",
-                   f"`{written}` does not exist in {release}: argparse rejects it (its parser, "
-                   f"{front.path}, was read){hint}", fix=fix, where=where, detail=dict(STARTUP))
+                   f"`{written}` does not exist in {where_read}: {front.rejects} (its parser, "
+                   f"{front.path}, was read){hint}", fix=fix, where=where,
+                   detail={**STARTUP, "flag": written, **({"closest": near[0]} if near else {})})
+
+
+def _unstated(front: FrontEnd, written: str, where: str, where_read: str, hint: str) -> Finding:
+    """A flag the release read lacks where the run's release is not stated: an older release
+    than the rules cover may define it. Spelt like a flag of the release (a P2P setting it may
+    mean), the run is undecided; else a warning. Both name the --target that decides it."""
+    decide = f"--target {front.unstated}==VERSION (the release the run uses)"
+    message = (f"`{written}` does not exist in {where_read} ({front.path}); the {front.unstated} "
+               f"release the run uses is not stated and an older one may define it (where it does "
+               f"not, {front.rejects}){hint}")
+    near = _spelt_like(front, written)
+    detail = {"undecided": f"whether `{written}` is a flag of the {front.unstated} release the run "
+                           f"uses (it may mean `{near[0]}`)", "decide": decide} if near else {}
+    return Finding("launch.megatron-spelling", "warning", message, fix=decide, where=where,
+                   detail={"flag": written, **detail})
+
+
+def check_front_end(config: LaunchConfig, front: FrontEnd, path: str) -> None:
+    """The flags of a command read as written (config/frontends/argparse_flags.py: ms-swift's
+    dataclass fields, a Megatron-DeepSpeed script under `deepspeed`), judged against the parser
+    read afterwards (`front`) as read_flags judges Megatron-LM's: a flag it lacks by
+    not_in_parser, an abbreviation it takes (allow_abbrev) as the flag it stands for. A flag only
+    an undecided branch gives (`Flag.maybe`), or one words not known statically could override, is
+    not surely given: never an error."""
+    expand_abbreviations(config, front)
+    for flag in list(config.flags.values()):
+        written = flag.spelling
+        if not written.startswith("-") or " " in written or written in front.flags \
+                or len(abbreviated(front, written)) == 1:
+            continue
+        where = f"{path}:{flag.line}"
+        said = not_in_parser(front, written, where)
+        if flag.maybe and said.severity == "error":
+            said = replace(said, severity="warning", message=said.message + "; it is given only on a "
+                           "branch this reading cannot decide", detail={})
+        config.diagnostics.append(said)
+        if said.severity != "error" and not front.accepts_unknown:
+            _near_miss_unknown(config, front, written, flag)
+
+
+def expand_abbreviations(config: LaunchConfig, front: FrontEnd) -> None:
+    """Each flag written as a unique prefix of a long option of `front` (allow_abbrev) read as
+    that option, as argparse reads it, before anything looks a flag up by name: ms-swift's
+    `--ignore_args true` is `--ignore_args_error true`. The later of two spellings of one
+    setting wins, as on the command line."""
+    for name, flag in list(config.flags.items()):
+        whole = abbreviated(front, flag.spelling) if " " not in flag.spelling else []
+        if len(whole) == 1:
+            dest = front.flags[whole[0]]["dest"]
+            if dest != name and (dest not in config.flags or config.flags[dest].line <= flag.line):
+                del config.flags[name]
+                config.flags[dest] = replace(flag, name=dest)

@@ -25,6 +25,7 @@ from typing import Any
 from auditor.rulebook.files import load as load_rules, names as rule_names
 from auditor.config.entry_path import in_checkout
 from auditor.config.entry_script import is_main_guard
+from auditor.config.own_parser import built_parsers
 from auditor.config.script_run import writes_argv
 from auditor.config.parser_entry import calls_parser_entry, entry_calls, parse_time_bases, parse_time_methods
 
@@ -53,6 +54,14 @@ class FrontEnd:
     accepts_unknown: bool = False  # parse_args(ignore_unknown_args=True): nothing is rejected
     origin: str = "release"  # "release": a megatron-core release's files; else the checkout read
     root: Path | None = None  # the checkout read (None: a release's files)
+    # argparse's allow_abbrev (True by default): a unique prefix of a long option is that option
+    # (`--pipeline-model-parallel` is `--pipeline-model-parallel-size`); Megatron-LM's is False
+    abbrev: bool = False
+    rejects: str = "argparse rejects it"  # what the front end does with a flag it lacks, and where
+    lenient: str = ""  # with accepts_unknown: what makes it take unknown flags ("" ignore_unknown_args)
+    # the distribution read where the run's release is not stated: an older one (not covered by
+    # the rules) may define a flag this one lacks, so that flag is undecided, not an error
+    unstated: str = ""
 
 
 def locate(launch_path: str, script: str, roots: tuple[Path, ...] = (), workdir: str | None = "") -> FrontEnd | None:
@@ -67,8 +76,11 @@ def locate(launch_path: str, script: str, roots: tuple[Path, ...] = (), workdir:
             parser = _parser(root)
             if parser is not None:
                 front = read_parser(parser, found)
-                return (replace(front, origin=f"the Megatron-LM checkout {root}", root=root)
-                        if front else None)
+                if front is None:
+                    return None
+                # the parser the script's calls reach may be the checkout's own (own_parser.py)
+                owner = "the Megatron-LM checkout" if front.path == str(parser) else "the checkout"
+                return replace(front, origin=f"{owner} {root}", root=root)
         return None
     for root in roots:
         parser = _parser(root)
@@ -117,7 +129,9 @@ def read_parser(parser: Path, script: Path | None = None) -> FrontEnd | None:
     root = parser.parent.parent.parent if parser.parent.name == "training" else parser.parent.parent
     reader = _Reader(root)
     reader.read_file(parser)
-    accepts_unknown = False
+    own = _parse(_text(parser))
+    abbrev = allows_abbrev(own)
+    accepts_unknown = _known_only(own)
     if script is not None:
         tree = _parse(_text(script))
         if tree is None:
@@ -129,8 +143,18 @@ def read_parser(parser: Path, script: Path | None = None) -> FrontEnd | None:
         if not _builds_parser(tree, script):
             delegate = _delegate(tree, script)
             return read_parser(parser, delegate) if delegate is not None else None
+        if not calls_parser_entry(script):
+            # an entry called by name only (`pretrain` of the checkout's own package): the parser
+            # its calls reach is the one that rejects a flag; none or several found, not known
+            built = built_parsers(tree, script)
+            if len(built) == 1 and next(iter(built)) != parser.resolve():
+                return read_parser(next(iter(built)), script)
+            if len(built) != 1:
+                reader.missing.append(f"{script.name} calls a parser entry not bound from Megatron-LM's "
+                                      f"modules, and the parser its calls build is "
+                                      f"{'not found' if not built else 'one of ' + ', '.join(sorted(map(str, built)))}")
         reader.read_tree(tree)
-        accepts_unknown = _ignores_unknown(tree)
+        accepts_unknown = accepts_unknown or _ignores_unknown(tree)
         local = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
         for call in _calls(tree):
             provider = _keyword(call, "extra_args_provider")
@@ -143,7 +167,7 @@ def read_parser(parser: Path, script: Path | None = None) -> FrontEnd | None:
                 reader.missing.append(f"{script.name} adds flags through "
                                       f"`{ast.unparse(provider)}`, which is not read")
     return FrontEnd(str(parser), reader.flags, not reader.missing, "; ".join(reader.missing),
-                    accepts_unknown)
+                    accepts_unknown, abbrev=abbrev)
 
 
 class _Reader:
@@ -454,6 +478,24 @@ def _builds_parser(tree: ast.Module, script: Path) -> bool:
     names = {getattr(c.func, "attr", getattr(c.func, "id", None)) for c in _calls(tree)
              if not (isinstance(c.func, ast.Attribute) and c.func.attr == "parse_args")}
     return bool(names & entry_calls()) or calls_parser_entry(script)
+
+
+def allows_abbrev(tree: ast.AST | None) -> bool:
+    """Whether an `ArgumentParser(...)` the file builds takes unique prefixes of its long options
+    (argparse's allow_abbrev, True unless `allow_abbrev=False`): Megatron-LM's and
+    Megatron-DeepSpeed's arguments.py pass False; a file that builds none is taken at False, as
+    Megatron-LM's parse_args builds it."""
+    built = [c for c in _calls(tree) if getattr(c.func, "attr", getattr(c.func, "id", None)) == "ArgumentParser"] \
+        if tree is not None else []
+    return any(not (isinstance(k := _keyword(c, "allow_abbrev"), ast.Constant) and k.value is False) for c in built)
+
+
+def _known_only(tree: ast.AST | None) -> bool:
+    """A parser file (a fork's arguments.py) that parses with `parse_known_args` and never
+    `parse_args`: what it lacks is left over, not rejected. Megatron-LM's calls both, the first
+    only under `ignore_unknown_args` (the training script's say: _ignores_unknown)."""
+    called = {getattr(c.func, "attr", None) for c in _calls(tree)} if tree is not None else set()
+    return "parse_known_args" in called and "parse_args" not in called
 
 
 def _ignores_unknown(tree: ast.AST) -> bool:

@@ -20,8 +20,11 @@ from pathlib import Path
 import jsonschema
 
 ROOT = Path(__file__).resolve().parents[2]
+# ms-swift 4.x takes the layer count from the model's config.json (Qwen2.5-7B-Instruct: 28) and has no
+# `--num_layers` (3.x's; ms-swift 4.3.0's HfArgumentParser leaves it and swift/pipelines/base.py:40
+# raises before training): `--set` gives it, deciding the even-split start-up check
 STACK = ["--target", "ms-swift==4.3.0", "--target", "mcore-bridge==1.4.1",
-         "--target", "megatron-core==0.17.0", "--torch", "2.11.0"]
+         "--target", "megatron-core==0.17.0", "--set", "num_layers=28", "--torch", "2.11.0"]
 SCRIPT = """\
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 [ -f "${SCRIPT_DIR}/env.sh" ] && source "${SCRIPT_DIR}/env.sh"
@@ -32,7 +35,6 @@ megatron sft \\
     --dataset 'AI-ModelScope/alpaca-gpt4-data-zh#500' \\
     --tensor_model_parallel_size 1 \\
     --pipeline_model_parallel_size 2 \\
-    --num_layers 28 \\
     --micro_batch_size 1 \\
     --global_batch_size 16 \\
     --output_dir megatron_output/Qwen2.5-7B-Instruct
