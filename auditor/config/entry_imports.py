@@ -102,11 +102,14 @@ class Unread:
 
 
 class ImportGaps(NamedTuple):
-    """What the script's imports leave on start-up: those that surely fail (`missing`), and the
-    guarded ones that stop the run where a copy not read lacks them (`unread`)."""
+    """What the script's imports leave on start-up: those that surely fail (`missing`), the
+    guarded ones that stop the run where a copy not read lacks them (`unread`), and every one of
+    a package no known root holds (`elsewhere`: module, whether it must be a module, file, line),
+    whose copy, installed or on a root not known, is not read here."""
 
     missing: list[Missing]
     unread: list[Unread]
+    elsewhere: list[tuple[str, bool, Path, int]]
 
 
 @dataclass(frozen=True)
@@ -418,14 +421,17 @@ def _names(node: ast.Import | ast.ImportFrom, package: str | None) -> list[tuple
 
 
 def import_gaps(entry: Path, roots: list[SearchRoot]) -> ImportGaps:
-    """The imports the script certainly cannot satisfy on start-up, first one per module; and
-    the guarded imports whose None fallback a class statement then subclasses (`_fallbacks`) of
-    a package no known root holds, where no import before them surely fails: such a `try:
-    from torch.distributed.X import Y` is decided by the job's torch, never this machine's."""
+    """The imports the script certainly cannot satisfy on start-up, first one per module; the
+    guarded imports whose None fallback a class statement then subclasses (`_fallbacks`) of a
+    package no known root holds, where no import before them surely fails: such a `try: from
+    torch.distributed.X import Y` is decided by the job's torch, never this machine's; and the
+    start-up imports of packages no known root holds (config/submodule_copy.py asks them of the
+    release judged in place of the copy)."""
     front = _front_roots(entry)
     resolver = _Resolver(_first_roots(front) + roots)
     out: list[Missing] = []
     unread: list[Unread] = []
+    elsewhere: list[tuple[str, bool, Path, int]] = []
     seen: set[Path] = set()
     todo: deque[tuple[Path, str | None]] = deque([(entry, None)])
     while todo and len(seen) < _LIMIT:
@@ -439,7 +445,7 @@ def import_gaps(entry: Path, roots: list[SearchRoot]) -> ImportGaps:
         except (OSError, SyntaxError, ValueError):
             continue
         if file != entry and (_PATH_FRONT.search(text) or _MAKES_MODULES.search(_loading_code(tree, text))):
-            return ImportGaps([], [])  # a module it loads may put another copy first, or make modules: nothing is certain
+            return ImportGaps([], [], [])  # a module it loads may put another copy first, or make modules: nothing is certain
         known = {line for line, _ in front} if file == entry else set()
         edit = _first_path_edit(tree, known) if file == entry else 1 << 30
         gaps: list[Missing] = []
@@ -447,6 +453,8 @@ def import_gaps(entry: Path, roots: list[SearchRoot]) -> ImportGaps:
             if node.lineno >= edit:
                 break  # the script's own sys.path edit may bring another copy first
             for module, must in _names(node, package):
+                if resolver.where(module.split(".")[0]) is None:
+                    elsewhere.append((module, must, file, node.lineno))
                 found = _load(module, must, resolver)
                 if isinstance(found, Missing):
                     gaps.append(Missing(module, file, node.lineno, found.absent, found.package, found.root))
@@ -464,7 +472,7 @@ def import_gaps(entry: Path, roots: list[SearchRoot]) -> ImportGaps:
             if gap is not None:
                 unread.append(Unread(gap[0], file, gap[1], fallback.stop(file)))
         out += gaps
-    return ImportGaps(out, unread)
+    return ImportGaps(out, unread, elsewhere)
 
 
 def _guarded_gap(guarded: ast.Try, file: Path, package: str | None,
