@@ -122,3 +122,14 @@ def test_deepspeed_s_launcher_still_starts_processes(tmp_path, monkeypatch):
     runner = CHAT_PY.replace("import deepspeed\n", "import deepspeed\nfrom deepspeed.launcher.runner import main as run\n")
     why = _world(tmp_path, monkeypatch, "python chat.py\n", {"chat.py": runner.replace("    main()\n", "    run()\n")})
     assert "deepspeed.launcher.runner.main" in why
+
+
+def test_deepspeed_s_init_distributed_joins_a_world_it_names(tmp_path, monkeypatch):
+    """deepspeed.init_distributed(init_method=, rank=, world_size=) hands them to torch's
+    init_process_group (deepspeed 0.19.8 deepspeed/comm/comm.py:844): copies started by hand
+    (`python train.py --rank R --world 4` on each node) make up the world, not one process."""
+    train = CHAT_PY.replace("    args = parser.parse_args()\n", "    args = parser.parse_args()\n"
+                            "    deepspeed.init_distributed('nccl', init_method='tcp://10.0.0.1:29500', "
+                            "rank=args.rank, world_size=args.world)\n")
+    why = _world(tmp_path, monkeypatch, "python chat.py --rank 0 --world 4\n", {"chat.py": train})
+    assert "calls `deepspeed.init_distributed` with init_method, rank, world_size" in why
