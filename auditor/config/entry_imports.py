@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+from auditor import rulebook
 from auditor.bash.absent import checkout_root
 from auditor.bash.values import EnvVar, segments
 from auditor.config.entry_script import parsed, path_value
@@ -53,6 +54,7 @@ from auditor.config.entry_stores import binders
 from auditor.config.flags import STARTUP
 from auditor.config.model import LaunchConfig
 from auditor.findings import Finding
+from auditor.rulebook.frameworks import frameworks
 
 _LIMIT = 400  # files read through the imports of one copy
 # sys.path edits that may put a root before the known ones (append and extend go after them)
@@ -479,16 +481,24 @@ def _guarded_gap(guarded: ast.Try, file: Path, package: str | None,
                  resolver: _Resolver) -> Missing | tuple[str, int] | None:
     """The first import of a `try` body that surely fails (its handler then runs); else the
     first (module, line) of a package no known root holds (an installed copy, not read: it may
-    fail); else None."""
+    fail) and that not every release judged holds (`released`); else None."""
     unread: tuple[str, int] | None = None
     for node in guarded.body:
         for module, must in _names(node, package) if isinstance(node, (ast.Import, ast.ImportFrom)) else []:
             found = _load(module, must, resolver)
             if isinstance(found, Missing):
                 return Missing(module, file, node.lineno, found.absent, found.package, found.root)
-            if unread is None and resolver.where(module.split(".")[0]) is None:
+            if unread is None and resolver.where(module.split(".")[0]) is None and not released(module, must):
                 unread = (module, node.lineno)
     return unread
+
+
+def released(module: str, must: bool) -> bool:
+    """Whether every release of its package the rules judge holds the module (rules
+    `[released_modules]`: `torch.distributed.fsdp` in torch 2.7 on), or, where the last part may
+    be a name of its parent (`from a import b`), that parent: the job's copy, not read, holds it."""
+    held = {m for f in frameworks() for m in rulebook.load(f.name).data.get("released_modules", {}).get("modules", [])}
+    return module in held or not must and module.rpartition(".")[0] in held
 
 
 def _front_roots(entry: Path) -> list[tuple[int, Path]]:

@@ -594,9 +594,22 @@ def test_a_fallback_subclassed_of_an_installed_package_is_undecided(tmp_path, mo
     ("    Stage = None\n", "    Stage = object\n"),  # a real class: the statement runs either way
     ("class MyStage(Stage):", "class MyStage:"),  # the fallback is not subclassed
     ("from torch.distributed.no_such_mod import Stage", "from megatron.core.mpu import Stage"),  # a copy read
+    # in every torch the rules judge (rules/torch.toml [released_modules]): the class statement runs
+    ("from torch.distributed.no_such_mod import Stage", "from torch.distributed.fsdp import Stage"),
+    ("from torch.distributed.no_such_mod import Stage", "from torch.distributed.fsdp.wrap import Stage"),
 ])
 def test_a_fallback_that_cannot_stop_the_run_decides_nothing(tmp_path, monkeypatch, change):
     launch = megatron_checkout(tmp_path, TORCH_GUARDED.replace(*change))
     monkeypatch.chdir(tmp_path)
     config = read_launch(launch)
     assert errors(config) == [] and undecided(config) == []
+
+
+def test_the_released_torch_modules_are_in_the_installed_torch():
+    """rules/torch.toml [released_modules] against a real release (the installed torch)."""
+    import importlib.util
+
+    from auditor import rulebook
+
+    listed = rulebook.load("torch").data["released_modules"]["modules"]
+    assert [m for m in listed if importlib.util.find_spec(m) is None] == []
