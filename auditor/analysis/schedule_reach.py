@@ -79,7 +79,7 @@ def finding(launch: LaunchConfig, srcs: list[SourceSet], effective: EffectiveCon
     if answers:  # only P2P outside a schedule kept it: at settings the stage predicates decide
         found = _ask(key, entry.path, srcs, answers)
     if not isinstance(found, tuple):  # it trains itself, or may: a launch it starts is still not read
-        started = [c for c in _commands(entry.path) if _may_launch(c)]
+        started = [c for c in _commands(entry.path) if _may_launch(c, Path(entry.path).resolve().parent)]
         return _runs_command(launch, entry.written, tuple(started), found) if started else None
     local, functions, commands = found
     if commands:
@@ -245,29 +245,47 @@ def _closure(script: Path, mtime_ns: int) -> _Closure:
     return _Closure([p for p, _ in read], commands, certain)
 
 
-def _may_launch(command: tuple[str, int, str, tuple[str, ...], str]) -> bool:
+def _may_launch(command: tuple[str, int, str, tuple[str, ...], str], here: Path, depth: int = 0) -> bool:
     """Whether a command the closure of an entry that trains itself (or may) runs may be another
-    run of ranks: its program is not known, or starts ranks. Not a program the rules say starts
-    no training (rules `[wrappers] no_training`, unless a `program_options` word runs another:
-    Megatron-DeepSpeed f4157bea69 pretrain_gpt.py:331-347 runs `type git` and `git rev-parse
-    --short HEAD` beside its training), nor a Python script of one process (a launcher's
-    `interpreters` before a script path, not `-m` of a launcher's `python_modules`: Megatron-LM
-    d98e8a64dd examples/multimodal/evaluation/evaluate_mmmu.py:91 runs MMMU's main_eval_only.py).
-    An entry that trains nothing itself is undecided on any command it runs (_runs_command)."""
-    *_, words, line = command
-    if not words:
-        return True
+    run of ranks, judged on its words known statically (as the launch script's own commands are):
+    its program is not known; it is a launcher (rules: a launcher's `programs`, a wrapper such as
+    `srun`, `mpirun`) or a shell; behind a wrapper (`env A=1`, `timeout 3600`) the word after it
+    decides; a Python interpreter runs `-m` of a launcher's `python_modules`, or a local script
+    that itself runs such a command (followed, `here` being the entry's folder: `python
+    tools/launch_pp.py` whose code runs torchrun); any other program (`make`, `tensorboard`, `aws
+    s3 cp`, `tar`) may only where a word of it names a launcher or a script, or, for one the rules
+    say trains nothing, an option that runs another program (`program_options`: `tar
+    --to-command`; Megatron-DeepSpeed f4157bea69 pretrain_gpt.py:331-347 runs `git rev-parse`
+    beside its training). A Python script not found here (`python tools/preprocess_data.py`,
+    Megatron-LM's) is one process of its own. An entry that trains nothing itself is undecided on
+    any command it runs (_runs_command)."""
+    *_, words, _line = command
     spelling = Spelling.load(None)
-    base = os.path.basename(words[0])
-    if base in spelling.no_training:
-        options = spelling.program_options.get(base, ())
-        return bool(options) and (not line or any(w.partition("=")[0] in options for w in words[1:]))
-    if not any(is_interpreter(base, e) for e in spelling.launchers):
+    programs = {p for e in spelling.launchers for p in (e.get("programs") or [e.get("program")]) if p}
+    modules = [m for e in spelling.launchers for m in (*e.get("python_modules", ()), *e.get("process_starters", ()))]
+    k, wrapped = 0, False
+    while k < len(words):
+        if os.path.basename(words[k]) in spelling.wrappers - programs:
+            wrapped = True
+        elif not (wrapped and (words[k].startswith("-") or words[k].isdigit() or "=" in words[k])):
+            break  # the program, after a wrapper's own options, numbers and assignments
+        k += 1
+    if k >= len(words):
         return True
-    modules = [m for e in spelling.launchers for m in e.get("python_modules", ())]
-    if len(words) > 2 and words[1] == "-m":
-        return any(fnmatch.fnmatchcase(words[2], m) for m in modules)
-    return len(words) < 2 or words[1].startswith("-")
+    base, rest = os.path.basename(words[k]), words[k + 1:]
+    if base in programs | {"bash", "sh"} or "/" in words[k]:
+        return True
+    if any(is_interpreter(base, e) for e in spelling.launchers):
+        if rest[:1] == ("-m",):
+            return len(rest) < 2 or any(fnmatch.fnmatchcase(rest[1], m) for m in modules)
+        script = next((w for w in rest if not w.startswith("-")), None)
+        found = (here / script) if script else None
+        if found is None or not found.is_file() or depth > 2:
+            return script is None
+        return any(_may_launch(c, here, depth + 1) for c in _commands(str(found)))
+    options = spelling.program_options.get(base, ())
+    return any(os.path.basename(w) in programs or any(fnmatch.fnmatchcase(w, m) for m in modules)
+               or w.endswith((".py", ".sh")) or w.partition("=")[0] in options for w in rest)
 
 
 def _commands(path: str) -> Commands:

@@ -35,8 +35,9 @@ def runs_only_utility(call: ast.Call, callee: str) -> bool:
         return False
     programs = rules.get("inert_programs", [])
     command = call.args[0]
-    if isinstance(command, (ast.List, ast.Tuple)):
-        argv = [_literal(e) for e in command.elts]
+    if isinstance(command, (ast.List, ast.Tuple)):  # `sys.executable` first: the interpreter running it
+        argv = ["python" if k == 0 and ast.unparse(e) == "sys.executable" else _literal(e)
+                for k, e in enumerate(command.elts)]
         return bool(argv) and None not in argv and argv[0] in programs
     text = _literal(command)
     if text is None or _OPERATOR.search(text):
@@ -75,13 +76,15 @@ def command_words(node: ast.AST, tree: ast.Module) -> Command:
     value (Megatron-DeepSpeed f4157bea69 pretrain_gpt.py:341-345 `git_hash_cmd = "git rev-parse
     --short HEAD"`, `subprocess.check_output(git_hash_cmd, shell=True)`). A starter given the
     program and its arguments apart (`os.execvp("bash", argv)`) names none here."""
-    if not isinstance(node, ast.Call) or len(node.args) != 1:
+    given = [k.value for k in node.keywords if k.arg == "args"] if isinstance(node, ast.Call) else []
+    if not isinstance(node, ast.Call) or len(node.args) + len(given) != 1:
         return Command((), "")
-    command = node.args[0]
+    command = (node.args or given)[0]  # `subprocess.run(args=[...])` too
     if isinstance(command, ast.Name):
         command = _bound_once(command, tree) or command
-    if isinstance(command, (ast.List, ast.Tuple)):
-        argv = [_literal(e) for e in command.elts]
+    if isinstance(command, (ast.List, ast.Tuple)):  # `sys.executable` first: the interpreter running it
+        argv = ["python" if k == 0 and ast.unparse(e) == "sys.executable" else _literal(e)
+                for k, e in enumerate(command.elts)]
         cut = next((k for k, a in enumerate(argv) if a is None), len(argv))
         known = tuple(a for a in argv[:cut] if a is not None)
         return Command(known, shlex.join(known) if cut == len(argv) else "")

@@ -400,7 +400,20 @@ def start(result_file="out.json"):
 """
 
 
-@pytest.mark.parametrize("helper", [GIT_INFO, EVAL])
+# Review r42-misses: ordinary programs a helper runs beside the training, their words partly
+# computed (a folder, a file name, an f-string's checkpoint), start no training. Were INCONCLUSIVE
+# with a `--command 'CMD ...'` step.
+ORDINARY = [
+    'import os, subprocess\n\ndef start():\n    subprocess.run(["make", "-C", os.path.dirname(os.path.abspath(__file__))])\n',
+    'import subprocess\n\ndef start(d="logs"):\n    subprocess.Popen(["tensorboard", "--logdir", d])\n',
+    'import os\n\ndef start(ckpt="c"):\n    os.system(f"aws s3 cp {ckpt} s3://bucket/ckpt")\n',
+    'import subprocess, sys\n\ndef start():\n    subprocess.run([sys.executable, "tools/preprocess_data.py", "--input", "x"])\n',
+    'import subprocess\n\ndef start(out="o.tgz"):\n    subprocess.run(["tar", "czf", out, "ckpt"])\n',
+]
+
+
+@pytest.mark.parametrize("helper", [GIT_INFO, EVAL, *ORDINARY],
+                         ids=["git", "eval", "make", "tensorboard", "aws", "sys-executable", "tar"])
 def test_a_query_beside_the_training_is_no_other_run(capsys, tmp_path, helper):
     (tmp_path / "tools").mkdir()
     (tmp_path / "tools" / "__init__.py").write_text("", encoding="utf-8")
@@ -412,3 +425,32 @@ def test_a_query_beside_the_training_is_no_other_run(capsys, tmp_path, helper):
     code, doc = _scan(capsys, script)
     assert not any(f["kind"] == "entry.runs-command" for f in doc["findings"])
     assert doc["verdict"]["status"] == "clean", doc["verdict"]["headline"]
+
+
+# Review r42-misses: a local Python helper that itself runs torchrun (`python tools/launch_pp.py`,
+# followed), DeepSpeed's runner as `python -m`, and an argv given as `args=`. Were CLEAN.
+LAUNCH_PP = ('import subprocess\n\nsubprocess.run(["torchrun", "--nproc_per_node", "8", "pretrain_gpt.py", '
+             '"--pipeline-model-parallel-size", "4"], check=True)\n')
+
+
+@pytest.mark.parametrize("helper, step", [
+    ('import subprocess\n\ndef start():\n    subprocess.run(["python", "tools/launch_pp.py", "--pp", "4"])\n',
+     "--command 'python tools/launch_pp.py --pp 4'"),
+    ('import subprocess\n\ndef start():\n    subprocess.run(["python", "-m", "deepspeed.launcher.runner", "train.py"])\n',
+     "--command 'python -m deepspeed.launcher.runner train.py'"),
+    ('import subprocess\n\ndef start():\n    subprocess.run(args=["torchrun", "--nproc_per_node", "8", "pretrain_gpt.py"])\n',
+     "--command 'torchrun --nproc_per_node 8 pretrain_gpt.py'"),
+], ids=["python-helper-runs-torchrun", "python-m-deepspeed", "args-keyword"])
+def test_a_helper_that_starts_a_launcher_is_undecided(capsys, tmp_path, helper, step):
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "tools" / "launch.py").write_text(helper, encoding="utf-8")
+    (tmp_path / "tools" / "launch_pp.py").write_text(LAUNCH_PP, encoding="utf-8")
+    (tmp_path / "e2e.py").write_text(STARTS_PY.format(more="", run="pretrain(None, model_provider, None, None)"),
+                                     encoding="utf-8")
+    script = tmp_path / "driver.sh"
+    script.write_text(DRIVER_SH.format(launcher="python"), encoding="utf-8")
+    code, doc = _scan(capsys, script)
+    verdict = doc["verdict"]
+    assert verdict["status"] == "inconclusive" and code == 1, verdict["headline"]
+    assert f"{step}, the command tools/launch.py:4 runs" in verdict["headline"]
