@@ -43,6 +43,7 @@ from auditor.config.runconfig import RunConfig
 from auditor.config.pyenv import read_entry
 from auditor.config.settings import check_settings
 from auditor.config.pipelining_script import own_entry, script_entry, script_sources
+from auditor.config.submodule_copy import unread_submodule
 from auditor.config.titan import read_job_config, torch_scope, with_pipelining_torch
 from auditor.errors import InputError
 from auditor.progress import Progress
@@ -463,6 +464,7 @@ def _scan_one(inputs: ScanInputs, read: tuple[LaunchConfig, list[SourceSet]]) ->
         findings += schedule_reach.schedule_unreached(launch, script[0], site_docs)
     unscheduled = None if inputs.entries or script is not None else schedule_reach.finding(launch, srcs, effective)
     findings += [unscheduled] if unscheduled is not None else []
+    findings += unread_submodule(launch, srcs)  # a framework from a submodule not checked out here
     analyses = [inv.analysis for inv in invs]
     doc = document.build(srcs, site_docs, analyses, findings,
                          config=effective.record(needs).to_json())

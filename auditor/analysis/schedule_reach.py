@@ -27,12 +27,13 @@ verdict as it was.
 from __future__ import annotations
 
 import ast
+import fnmatch
 import functools
 import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from packaging.utils import canonicalize_name
 
@@ -42,12 +43,15 @@ from auditor.config import own_p2p
 from auditor.config.entry_script import MAX_MODULES, handler_types, iter_closure, local_roots, parsed
 from auditor.config.effective import EffectiveConfig
 from auditor.config.entry_stack import LAUNCHERS, loads_code, modeled_roots, read_as_guess, starts_programs
+from auditor.config.shell_command import command_words
+from auditor.config.training_command import is_interpreter
 from auditor.config.expr import UNKNOWN
 from auditor.config.model import LaunchConfig
 from auditor.config.pyenv import located_stat
 from auditor.findings import Finding
 from auditor.rulebook import files, interpreter
 from auditor.rulebook.frameworks import launched_by, versioned
+from auditor.rulebook.launchers import Spelling
 from auditor.sources import SourceSet
 from auditor.static.interp.callgraph import Interpreter
 from auditor.static.interp.program import Program
@@ -74,11 +78,9 @@ def finding(launch: LaunchConfig, srcs: list[SourceSet], effective: EffectiveCon
     answers = _answers(srcs, functools.partial(_stated, effective)) if found == HITS else ()
     if answers:  # only P2P outside a schedule kept it: at settings the stage predicates decide
         found = _ask(key, entry.path, srcs, answers)
-    if found is None:  # the walk is not certain: the entry may train, unless it starts what it cannot name
-        unnamed = _unnamed(entry.path)
-        return _runs_command(launch, entry.written, unnamed, 0) if unnamed else None
-    if not isinstance(found, tuple):
-        return None
+    if not isinstance(found, tuple):  # it trains itself, or may: a launch it starts is still not read
+        started = [c for c in _commands(entry.path) if _may_launch(c, Path(entry.path).resolve().parent)]
+        return _runs_command(launch, entry.written, tuple(started), found) if started else None
     local, functions, commands = found
     if commands:
         return _runs_command(launch, entry.written, commands, functions)
@@ -100,31 +102,39 @@ def finding(launch: LaunchConfig, srcs: list[SourceSet], effective: EffectiveCon
                    detail={"entry": entry.written, "functions": functions})
 
 
-def _runs_command(launch: LaunchConfig, entry: str, commands: Commands, functions: int) -> Finding:
-    """An entry that reaches no schedule itself but runs a command line (`os.system(cmd)`,
-    `subprocess.run(cmd)`: a program, not a file utility), or whose walk is not certain but that
-    reaches a starter it cannot name (`getattr(os, name)`: `functions` 0): that command may be the
-    training run, and it was not read, so the run is undecided (never CLEAN on the entry's own
-    settings, never NOT A PIPELINE RUN); --command gives the command it runs."""
+def _runs_command(launch: LaunchConfig, entry: str, commands: Commands, walked: int | str | None) -> Finding:
+    """An entry whose closure runs a command line (`os.system(cmd)`, `subprocess.run(cmd)`: a
+    program, not a file utility) this audit does not read: that command may be the training run,
+    so the run is undecided (never CLEAN on the entry's own settings, never NOT A PIPELINE RUN),
+    whether the walk from the entry reached no schedule (`walked`, the functions it walked), one
+    (REACHED: the entry trains itself, and the program it starts besides, a `torchrun` of another
+    script through a local helper, is not judged), P2P outside one (HITS), or was not certain
+    (None). --command gives the command it runs: the command itself where every word of it is
+    literal (config.shell_command.command_words)."""
     name = os.path.basename(entry)
-    file, line, callee = commands[0]
+    file, line, callee, _, literal = commands[0]
     more = f" (and {len(commands) - 1} other command run(s))" if len(commands) > 1 else ""
-    lead = (f"reaches no pipeline schedule itself ({functions} function(s) walked), but runs a command" if functions
-            else "may start a program")
+    lead = (f"reaches no pipeline schedule itself ({walked} function(s) walked), but runs a command"
+            if isinstance(walked, int) else
+            "trains through a pipeline schedule itself (judged here), and also runs a command" if walked == REACHED
+            else "issues P2P outside a pipeline schedule, and also runs a command" if walked == HITS
+            else "may train through code this audit does not follow, and runs a command")
     what = (f"{name} {lead} this audit does not read ({file}:{line} {callee}{more}): the training "
             "it may start is not judged")
+    decide = (f"--command '{literal}', the command {file}:{line} runs" if literal
+              else f"--command 'CMD ...' giving the command {file}:{line} runs, as it builds it")
     return Finding("entry.runs-command", "warning", what, where=f"{launch.path}:{launch.command_line}",
-                   detail={"entry": entry, "commands": [f"{f}:{n}" for f, n, _ in commands],
+                   detail={"entry": entry, "commands": [f"{f}:{n}" for f, n, *_ in commands],
                            "undecided": f"the command {file}:{line} runs ({callee}), not read here: "
                                         "the training it may start",
-                           "decide": f"--command 'CMD ...' giving the command {file}:{line} runs, as it builds it"})
+                           "decide": decide})
 
 
 HITS = "hits"  # _unreached: the walk was certain, but met P2P sites outside a schedule
 REACHED = "reached"  # _unreached: the walk reached a schedule entry: the entry trains itself
-# The command lines the entry's closure runs (file, line, the starter as written):
-# config.shell_command starts_programs
-Commands = tuple[tuple[str, int, str], ...]
+# The command lines the entry's closure runs (file, line, the starter as written, its program and
+# the command where known, else "": config.shell_command command_words): starts_programs
+Commands = tuple[tuple[str, int, str, tuple[str, ...], str], ...]
 _ASKED: dict[tuple, tuple[int, int, Commands] | str | None] = {}
 
 
@@ -181,9 +191,9 @@ def _unreached(path: str, srcs: list[SourceSet],
         read = _closure(script, os.stat(script).st_mtime_ns)
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
         return None
-    if read is None:
+    if not read.certain:
         return None  # the closure was cut, or the script's own code runs code unseen
-    closure, commands, _ = read
+    closure, commands = read.files, read.commands
     data = rulebook.load(RULES).data
     stops = frozenset(f"{e['module']}.{n}" for e in data["schedule_entry"] for n in e["names"])
     local = _local_sources(script, closure)
@@ -210,36 +220,82 @@ def _unreached(path: str, srcs: list[SourceSet],
     return len(closure) - 1, len(interp.nodes), commands
 
 
+class _Closure(NamedTuple):
+    """The script's local modules read (entry_script.iter_closure), the command lines they run
+    (config.shell_command starts_programs, not a file utility) and whether the walk from the
+    script can be certain: False where the closure was cut (MAX_MODULES), its code runs code
+    unseen (`exec`, `importlib.import_module`: rules/stacks.toml `dynamic`) or issues torch P2P
+    itself, or may (config.own_p2p: hand-written send/recv, not a site the walk meets)."""
+    files: list[Path]
+    commands: Commands
+    certain: bool
+
+
 @functools.lru_cache(maxsize=8)
-def _closure(script: Path, mtime_ns: int) -> tuple[list[Path], Commands, Commands] | None:
-    """The script's local modules (entry_script.iter_closure), the command lines they run
-    (config.shell_command starts_programs, not a file utility: the walk goes on, and the command,
-    not read, is said) and of these the starters not named (`getattr(os, name)`), or None where
-    the closure was cut or its code runs code unseen
-    otherwise (`exec`, `importlib.import_module`: rules/stacks.toml `dynamic`) or that issues
-    torch P2P itself, or may (config.own_p2p: hand-written send/recv, not a site the walk meets); read once per
-    script, whichever releases the scan judges it on. A framework the script's checkout holds
-    (Megatron-LM's megatron/) is not its own code: it is walked as a source (_local_sources),
-    its plug-in loading not weighed, as a release's is."""
+def _closure(script: Path, mtime_ns: int) -> _Closure:
+    """The script's `_Closure`, read once per script, whichever releases the scan judges it on.
+    A framework the script's checkout holds (Megatron-LM's megatron/) is not its own code: it is
+    walked as a source (_local_sources), its plug-in loading not weighed, as a release's is."""
     read = list(iter_closure(script, modeled_roots()))
     dynamic = rulebook.load(RULES).data["no_pipeline"]["dynamic"]
-    if len(read) >= MAX_MODULES or any(loads_code(t, dynamic) or own_p2p.read(p.read_text(encoding="utf-8"), str(p)).issues
-                                       for p, t in read):
-        return None
-    starts = [(os.path.relpath(p, script.parent), s) for p, t in read for s in starts_programs(t, p)]
-    commands = tuple((f, int(getattr(s.node, "lineno", 0)), s.text) for f, s in starts)
-    unnamed = tuple(c for c, (_, s) in zip(commands, starts) if not s.named)
-    return [p for p, _ in read], commands, unnamed
+    certain = len(read) < MAX_MODULES and not any(
+        loads_code(t, dynamic) or own_p2p.read(p.read_text(encoding="utf-8"), str(p)).issues for p, t in read)
+    starts = [(os.path.relpath(p, script.parent), t, s) for p, t in read for s in starts_programs(t, p)]
+    commands = tuple((f, int(getattr(s.node, "lineno", 0)), s.text, *command_words(s.node, t)) for f, t, s in starts)
+    return _Closure([p for p, _ in read], commands, certain)
 
 
-def _unnamed(path: str) -> Commands:
-    """The starters the entry's closure reaches but cannot name (`_closure`); none where it is not read."""
+def _may_launch(command: tuple[str, int, str, tuple[str, ...], str], here: Path, depth: int = 0) -> bool:
+    """Whether a command the closure of an entry that trains itself (or may) runs may be another
+    run of ranks, judged on its words known statically (as the launch script's own commands are):
+    its program is not known; it is a launcher (rules: a launcher's `programs`, a wrapper such as
+    `srun`, `mpirun`) or a shell; behind a wrapper (`env A=1`, `timeout 3600`) the word after it
+    decides; a Python interpreter runs `-m` of a launcher's `python_modules`, or a local script
+    that itself runs such a command (followed, `here` being the entry's folder: `python
+    tools/launch_pp.py` whose code runs torchrun); any other program (`make`, `tensorboard`, `aws
+    s3 cp`, `tar`) may only where a word of it names a launcher or a script, or, for one the rules
+    say trains nothing, an option that runs another program (`program_options`: `tar
+    --to-command`; Megatron-DeepSpeed f4157bea69 pretrain_gpt.py:331-347 runs `git rev-parse`
+    beside its training). A Python script not found here (`python tools/preprocess_data.py`,
+    Megatron-LM's) is one process of its own. An entry that trains nothing itself is undecided on
+    any command it runs (_runs_command)."""
+    *_, words, _line = command
+    spelling = Spelling.load(None)
+    programs = {p for e in spelling.launchers for p in (e.get("programs") or [e.get("program")]) if p}
+    modules = [m for e in spelling.launchers for m in (*e.get("python_modules", ()), *e.get("process_starters", ()))]
+    k, wrapped = 0, False
+    while k < len(words):
+        if os.path.basename(words[k]) in spelling.wrappers - programs:
+            wrapped = True
+        elif not (wrapped and (words[k].startswith("-") or words[k].isdigit() or "=" in words[k])):
+            break  # the program, after a wrapper's own options, numbers and assignments
+        k += 1
+    if k >= len(words):
+        return True
+    base, rest = os.path.basename(words[k]), words[k + 1:]
+    if base in programs | {"bash", "sh"} or "/" in words[k]:
+        return True
+    if any(is_interpreter(base, e) for e in spelling.launchers):
+        if rest[:1] == ("-m",):
+            return len(rest) < 2 or any(fnmatch.fnmatchcase(rest[1], m) for m in modules)
+        script = next((w for w in rest if not w.startswith("-")), None)
+        found = (here / script) if script else None
+        if found is None or not found.is_file() or depth > 2:
+            return script is None
+        return any(_may_launch(c, here, depth + 1) for c in _commands(str(found)))
+    options = spelling.program_options.get(base, ())
+    return any(os.path.basename(w) in programs or any(fnmatch.fnmatchcase(w, m) for m in modules)
+               or w.endswith((".py", ".sh")) or w.partition("=")[0] in options for w in rest)
+
+
+def _commands(path: str) -> Commands:
+    """The command lines the entry's closure runs (`_closure`), read as far as it is read; none
+    where the script is not read."""
     script = Path(path).resolve()
     try:
-        read = _closure(script, os.stat(script).st_mtime_ns)
+        return _closure(script, os.stat(script).st_mtime_ns).commands
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
         return ()
-    return read[2] if read is not None else ()
 
 
 def _local_sources(script: Path, closure: list[Path]) -> list[SourceSet]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 from pathlib import Path
 
 # `.gitmodules` lies only at a repository's top level, and stays in a tree without `.git` (an
@@ -28,6 +29,22 @@ def checkout_root(path: str) -> Path | None:
     CHECKOUT_MARKERS; None where none does."""
     here = Path(path).resolve().parent
     return next((d for d in (here, *here.parents) if any((d / m).exists() for m in CHECKOUT_MARKERS)), None)
+
+
+def unpopulated_submodules(checkout: Path) -> list[str]:
+    """The paths the checkout's .gitmodules names (relative, as written there) that are absent
+    or empty here: a plain clone or an archive leaves them so, where a recursive clone fills
+    them (alibaba/Pai-Megatron-Patch's backends/megatron/Megatron-LM-*)."""
+    try:
+        text = (checkout / ".gitmodules").read_text(errors="replace")
+    except OSError:
+        return []
+    out = []
+    for name in re.findall(r"^\s*path\s*=\s*(.+?)\s*$", text, re.M):
+        here = checkout / name
+        if not here.is_dir() or not any(here.iterdir()):
+            out.append(name)
+    return out
 
 
 def surely_absent(name: str, script: str) -> Path | None:

@@ -51,7 +51,7 @@ from pathlib import Path
 from collections.abc import Iterator
 
 from auditor import rulebook
-from auditor.bash.absent import checkout_root, nowhere_in_checkout
+from auditor.bash.absent import checkout_root, nowhere_in_checkout, unpopulated_submodules
 from auditor.bash.errexit import errexit_change
 from auditor.bash.lexer import ASSIGN, Lexer, Word
 from auditor.bash.parser import AndOr, Branches, Cmd, CommandGroup, Function, Node, Pipeline, ShellLoop, ShellParser
@@ -140,7 +140,7 @@ def _absence(config: LaunchConfig, opaque: list[tuple[int, str]], path: str) -> 
     checkout = checkout_root(path) if Path(path).is_file() else None
     if checkout is None or not looked.resolve().is_relative_to(checkout) or not _run_from(looked, config.launch_dir):
         return None  # the audit stands outside the tree, or where no script is run from
-    if built(looked.parent, looked.stem, "") or nowhere_in_checkout(script, path) is None or _unpopulated(checkout):
+    if built(looked.parent, looked.stem, "") or nowhere_in_checkout(script, path) is None or unpopulated_submodules(checkout):
         return None  # a build makes it, a directory of the checkout or a submodule not checked out may hold it
     return looked
 
@@ -182,20 +182,6 @@ def absent_here(config: LaunchConfig) -> bool:
     if checkout is None or not looked.resolve().is_relative_to(checkout) or not _run_from(looked, config.launch_dir):
         return False
     return not looked.exists() and find_script(config.path, script, entry=True) is None
-
-
-def _unpopulated(checkout: Path) -> bool:
-    """Whether the checkout's .gitmodules names a path that is absent or empty here: a recursive
-    clone fills it, and a run may start inside it (`cd PAI-Megatron-LM && bash ../examples/...`)."""
-    try:
-        text = (checkout / ".gitmodules").read_text(errors="replace")
-    except OSError:
-        return False
-    for name in re.findall(r"^\s*path\s*=\s*(.+?)\s*$", text, re.M):
-        here = checkout / name
-        if not here.is_dir() or not any(here.iterdir()):
-            return True
-    return False
 
 
 def _run_from(looked: Path, launch_dir: str) -> bool:

@@ -44,7 +44,9 @@ import re
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
+from auditor import rulebook
 from auditor.bash.absent import checkout_root
 from auditor.bash.values import EnvVar, segments
 from auditor.config.entry_script import parsed, path_value
@@ -52,6 +54,7 @@ from auditor.config.entry_stores import binders
 from auditor.config.flags import STARTUP
 from auditor.config.model import LaunchConfig
 from auditor.findings import Finding
+from auditor.rulebook.frameworks import frameworks
 
 _LIMIT = 400  # files read through the imports of one copy
 # sys.path edits that may put a root before the known ones (append and extend go after them)
@@ -86,6 +89,29 @@ class Missing:
     package: Path
     root: SearchRoot
     stop: str = ""  # where a guarded import's failure stops the run: `_Fallback.stop`
+
+
+@dataclass(frozen=True)
+class Unread:
+    """A guarded import whose failure stops the run (`stop`), of a package no known root holds:
+    the copy it reads, installed in the job's environment (its torch, a release), is not read
+    here, so whether it holds `module` (as written at `file`:`line`) is not known."""
+
+    module: str
+    file: Path
+    line: int
+    stop: str
+
+
+class ImportGaps(NamedTuple):
+    """What the script's imports leave on start-up: those that surely fail (`missing`), the
+    guarded ones that stop the run where a copy not read lacks them (`unread`), and every one of
+    a package no known root holds (`elsewhere`: module, whether it must be a module, file, line),
+    whose copy, installed or on a root not known, is not read here."""
+
+    missing: list[Missing]
+    unread: list[Unread]
+    elsewhere: list[tuple[str, bool, Path, int]]
 
 
 @dataclass(frozen=True)
@@ -396,11 +422,18 @@ def _names(node: ast.Import | ast.ImportFrom, package: str | None) -> list[tuple
     return out
 
 
-def missing_imports(entry: Path, roots: list[SearchRoot]) -> list[Missing]:
-    """The imports the script certainly cannot satisfy on start-up, first one per module."""
+def import_gaps(entry: Path, roots: list[SearchRoot]) -> ImportGaps:
+    """The imports the script certainly cannot satisfy on start-up, first one per module; the
+    guarded imports whose None fallback a class statement then subclasses (`_fallbacks`) of a
+    package no known root holds, where no import before them surely fails: such a `try: from
+    torch.distributed.X import Y` is decided by the job's torch, never this machine's; and the
+    start-up imports of packages no known root holds (config/submodule_copy.py asks them of the
+    release judged in place of the copy)."""
     front = _front_roots(entry)
     resolver = _Resolver(_first_roots(front) + roots)
     out: list[Missing] = []
+    unread: list[Unread] = []
+    elsewhere: list[tuple[str, bool, Path, int]] = []
     seen: set[Path] = set()
     todo: deque[tuple[Path, str | None]] = deque([(entry, None)])
     while todo and len(seen) < _LIMIT:
@@ -414,7 +447,7 @@ def missing_imports(entry: Path, roots: list[SearchRoot]) -> list[Missing]:
         except (OSError, SyntaxError, ValueError):
             continue
         if file != entry and (_PATH_FRONT.search(text) or _MAKES_MODULES.search(_loading_code(tree, text))):
-            return []  # a module it loads may put another copy first, or make modules: nothing is certain
+            return ImportGaps([], [], [])  # a module it loads may put another copy first, or make modules: nothing is certain
         known = {line for line, _ in front} if file == entry else set()
         edit = _first_path_edit(tree, known) if file == entry else 1 << 30
         gaps: list[Missing] = []
@@ -422,6 +455,8 @@ def missing_imports(entry: Path, roots: list[SearchRoot]) -> list[Missing]:
             if node.lineno >= edit:
                 break  # the script's own sys.path edit may bring another copy first
             for module, must in _names(node, package):
+                if resolver.where(module.split(".")[0]) is None:
+                    elsewhere.append((module, must, file, node.lineno))
                 found = _load(module, must, resolver)
                 if isinstance(found, Missing):
                     gaps.append(Missing(module, file, node.lineno, found.absent, found.package, found.root))
@@ -433,21 +468,37 @@ def missing_imports(entry: Path, roots: list[SearchRoot]) -> list[Missing]:
             if fallback.cls.lineno >= min([edit, *(g.line for g in gaps)]):
                 break  # an import before it stops the run first, or a sys.path edit may bring another copy
             gap = _guarded_gap(fallback.guarded, file, package, resolver)
-            if gap is not None:
+            if isinstance(gap, Missing):
                 gaps = [Missing(gap.module, file, gap.line, gap.absent, gap.package, gap.root, fallback.stop(file))]
                 break
+            if gap is not None:
+                unread.append(Unread(gap[0], file, gap[1], fallback.stop(file)))
         out += gaps
-    return out
+    return ImportGaps(out, unread, elsewhere)
 
 
-def _guarded_gap(guarded: ast.Try, file: Path, package: str | None, resolver: _Resolver) -> Missing | None:
-    """The first import of a `try` body that surely fails (its handler then runs), or None."""
+def _guarded_gap(guarded: ast.Try, file: Path, package: str | None,
+                 resolver: _Resolver) -> Missing | tuple[str, int] | None:
+    """The first import of a `try` body that surely fails (its handler then runs); else the
+    first (module, line) of a package no known root holds (an installed copy, not read: it may
+    fail) and that not every release judged holds (`released`); else None."""
+    unread: tuple[str, int] | None = None
     for node in guarded.body:
         for module, must in _names(node, package) if isinstance(node, (ast.Import, ast.ImportFrom)) else []:
             found = _load(module, must, resolver)
             if isinstance(found, Missing):
                 return Missing(module, file, node.lineno, found.absent, found.package, found.root)
-    return None
+            if unread is None and resolver.where(module.split(".")[0]) is None and not released(module, must):
+                unread = (module, node.lineno)
+    return unread
+
+
+def released(module: str, must: bool) -> bool:
+    """Whether every release of its package the rules judge holds the module (rules
+    `[released_modules]`: `torch.distributed.fsdp` in torch 2.7 on), or, where the last part may
+    be a name of its parent (`from a import b`), that parent: the job's copy, not read, holds it."""
+    held = {m for f in frameworks() for m in rulebook.load(f.name).data.get("released_modules", {}).get("modules", [])}
+    return module in held or not must and module.rpartition(".")[0] in held
 
 
 def _front_roots(entry: Path) -> list[tuple[int, Path]]:
@@ -637,7 +688,8 @@ def read_entry_imports(config: LaunchConfig, entry: Path, path: str, copy_differ
     roots = entry_roots(entry, config.env)
     where = f"{path}:{config.command_line}"
     differs = copy_differs or search_path_differs(config)
-    for gap in missing_imports(entry, roots)[:1]:
+    gaps = import_gaps(entry, roots)
+    for gap in gaps.missing[:1]:
         at = f"{gap.file}:{gap.line}"
         if differs:  # another copy may come first: undecided, never DOES NOT START
             config.diagnostics.append(Finding(
@@ -658,6 +710,18 @@ def read_entry_imports(config: LaunchConfig, entry: Path, path: str, copy_differ
                else "ModuleNotFoundError stops every rank before training"),
             fix=f"import `{gap.absent}` from where it now lives, or run a checkout that has it",
             where=where, detail={**STARTUP, "module": gap.module, "file": str(gap.file), "line": gap.line}))
+    around = checkout_root(path)  # a package of its own is own_package_gaps' to judge, on its copy
+    for unread in [] if gaps.missing else [u for u in gaps.unread if around is None
+                                          or not _top(around, u.module.split(".")[0])][:1]:
+        at, top = f"{unread.file}:{unread.line}", unread.module.split(".")[0]
+        config.diagnostics.append(Finding(
+            "launch.import-unread-copy", "info",
+            f"`{unread.module}` ({at}) is imported from a `{top}` no root read here holds: the one the "
+            f"job's environment installs (this machine's decides nothing); where it lacks it, {unread.stop} "
+            "on every rank before training",
+            where=where, detail={"undecided": f"whether the job's `{top}` has `{unread.module}` ({at}); without "
+                                              "it the run does not start",
+                                 "decide": f"python -c 'import {unread.module}' in the job's environment"}))
     for node, module, absent, checkout, placed, stop in own_package_gaps(entry, path, roots)[:1]:
         top = module.split(".")[0]
         then = f" ({stop})" if stop else ""

@@ -215,7 +215,15 @@ def aliases(tree: ast.Module) -> dict[str, str]:
 
 
 def names(tree: ast.Module) -> dict[str, str]:
-    """Local name -> dotted name: the file's import aliases and the names bound once to one."""
+    """Local name -> dotted name: the file's import aliases and the names bound once to one (a
+    copy the caller may change)."""
+    return dict(_names(tree))
+
+
+@functools.lru_cache(maxsize=256)
+def _names(tree: ast.Module) -> dict[str, str]:
+    """names(), once per parse (`parsed` trees are shared, and through_local asks a local
+    module's names once per name it resolves there: seconds on Megatron-LM's multimodal entry)."""
     imported = aliases(tree)
     imported.update(_bound_once(tree, imported))
     return imported

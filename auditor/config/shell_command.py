@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import re
+import shlex
 import sys
 from pathlib import Path
 from typing import NamedTuple
@@ -34,8 +35,9 @@ def runs_only_utility(call: ast.Call, callee: str) -> bool:
         return False
     programs = rules.get("inert_programs", [])
     command = call.args[0]
-    if isinstance(command, (ast.List, ast.Tuple)):
-        argv = [_literal(e) for e in command.elts]
+    if isinstance(command, (ast.List, ast.Tuple)):  # `sys.executable` first: the interpreter running it
+        argv = ["python" if k == 0 and ast.unparse(e) == "sys.executable" else _literal(e)
+                for k, e in enumerate(command.elts)]
         return bool(argv) and None not in argv and argv[0] in programs
     text = _literal(command)
     if text is None or _OPERATOR.search(text):
@@ -58,14 +60,70 @@ def _literal(node: ast.expr) -> str | None:
     return None
 
 
+class Command(NamedTuple):
+    """What a starter's call runs, as far as its words are literal: its leading words known
+    statically (the program first; none where a shell operator may start another program), and
+    the whole command line ("" unless every word is literal)."""
+    words: tuple[str, ...]
+    line: str
+
+
+def command_words(node: ast.AST, tree: ast.Module) -> Command:
+    """The Command of a starter's call whose one positional argument is the command: an argv
+    list (`subprocess.run(["torchrun", "--nproc_per_node", "8", "train.py"])`, shell-quoted as a
+    launch line writes it) or a command string (`os.system("torchrun train.py")`; `f"type {cmd}"`
+    names `type`), also through a name the call's function (or the module) binds once to such a
+    value (Megatron-DeepSpeed f4157bea69 pretrain_gpt.py:341-345 `git_hash_cmd = "git rev-parse
+    --short HEAD"`, `subprocess.check_output(git_hash_cmd, shell=True)`). A starter given the
+    program and its arguments apart (`os.execvp("bash", argv)`) names none here."""
+    given = [k.value for k in node.keywords if k.arg == "args"] if isinstance(node, ast.Call) else []
+    if not isinstance(node, ast.Call) or len(node.args) + len(given) != 1:
+        return Command((), "")
+    command = (node.args or given)[0]  # `subprocess.run(args=[...])` too
+    if isinstance(command, ast.Name):
+        command = _bound_once(command, tree) or command
+    if isinstance(command, (ast.List, ast.Tuple)):  # `sys.executable` first: the interpreter running it
+        argv = ["python" if k == 0 and ast.unparse(e) == "sys.executable" else _literal(e)
+                for k, e in enumerate(command.elts)]
+        cut = next((k for k, a in enumerate(argv) if a is None), len(argv))
+        known = tuple(a for a in argv[:cut] if a is not None)
+        return Command(known, shlex.join(known) if cut == len(argv) else "")
+    text = _literal(command)
+    if text is not None:
+        return Command(() if _OPERATOR.search(text) else tuple(text.split()), text)
+    head = _literal(command.values[0]) if isinstance(command, ast.JoinedStr) and command.values else \
+        _literal(command.left) if isinstance(command, ast.BinOp) and isinstance(command.op, ast.Add) else None
+    if head is None or _OPERATOR.search(head):
+        return Command((), "")
+    words = head.split()
+    return Command(tuple(words if head[-1:].isspace() else words[:-1]), "")
+
+
+def _bound_once(name: ast.Name, tree: ast.Module) -> ast.expr | None:
+    """The value a name is bound to by the one assignment of it in the innermost function around
+    it (else the module), outside nested functions; None where it is bound otherwise or more."""
+    scopes = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+              and n.lineno <= name.lineno <= (n.end_lineno or n.lineno)]
+    scope: ast.AST = max(scopes, key=lambda f: f.lineno) if scopes else tree
+    found: list[ast.AST] = []
+    todo = list(ast.iter_child_nodes(scope))
+    while todo:
+        n = todo.pop()
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if isinstance(n, ast.Name) and n.id == name.id and isinstance(n.ctx, (ast.Store, ast.Del)):
+            found.append(n)
+        todo.extend(ast.iter_child_nodes(n))
+    assigns = [n for n in ast.walk(scope) if isinstance(n, ast.Assign) and len(n.targets) == 1
+               and isinstance(n.targets[0], ast.Name) and n.targets[0].id == name.id]
+    return assigns[0].value if len(found) == 1 and len(assigns) == 1 and id(assigns[0].targets[0]) == id(found[0]) else None
+
+
 class Start(NamedTuple):
-    """Where code may start another program: the call (else the reference), what to check as
-    written, and whether the starter is named: a standard-library one the call-graph walk
-    follows (False: `getattr(os, name)`, a starter module handed on, a command library's name:
-    the walk cannot follow it, and which program it starts, if any, is not read)."""
+    """Where code may start another program: the call (else the reference), and what to check,
+    as written."""
     node: ast.AST
     text: str
-    named: bool = True
 
 
 def starts_programs(tree: ast.Module, path: Path | None = None) -> list[Start]:
@@ -115,7 +173,7 @@ def starts_programs(tree: ast.Module, path: Path | None = None) -> list[Start]:
     out: list[Start] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module in libraries and any(a.name == "*" for a in node.names):
-            out.append(Start(node, f"`from {node.module} import *`", False))
+            out.append(Start(node, f"`from {node.module} import *`"))
         if (reached := _from_sys_modules(node, bound, starter_modules)) is not None:
             out.append(reached)
             continue
@@ -145,15 +203,13 @@ def starts_programs(tree: ast.Module, path: Path | None = None) -> list[Start]:
                 or (head in bound and _within(imported, libraries))
                 or (isinstance(node, ast.Attribute) and methods & set(written.split(".")[1:] or [node.attr]))):
             if not _bound_here(parent, node, bound, imported, parents):
-                named = not (head in bound and _within(imported, libraries))
-                out.append(Start(parent, f"`{written}(...)`", named) if called and parent is not None
-                           else Start(node, f"`{written}` (a program starter used as a value)", named))
+                out.append(Start(parent, f"`{written}(...)`") if called and parent is not None
+                           else Start(node, f"`{written}` (a program starter used as a value)"))
         elif head in bound and imported in starter_modules and not _bound_here(parent, node, bound, imported, parents):
             reach = _getattr(parent, node, imported, runners | libraries | packaged)
             if reach is None:  # handed on; a package's module only tested (`if psutil is not None`) starts nothing
                 if imported in modules or not _tested(node, parents):
-                    out.append(Start(node, f"`{written}` (module {imported} handed on: what it starts is not read)",
-                                     False))
+                    out.append(Start(node, f"`{written}` (module {imported} handed on: what it starts is not read)"))
             elif reach.text:
                 out.append(reach)
     if not out:
@@ -218,7 +274,7 @@ def _from_sys_modules(node: ast.AST, bound: dict[str, str], modules: set[str]) -
         return None
     if not (isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value in modules):
         return None
-    return Start(node, f"`{ast.unparse(node)}` (module {key.value} reached by name: what it starts is not read)", False)
+    return Start(node, f"`{ast.unparse(node)}` (module {key.value} reached by name: what it starts is not read)")
 
 
 def _annotations(tree: ast.Module) -> list[ast.expr]:
@@ -282,4 +338,4 @@ def _getattr(parent: ast.AST | None, node: ast.expr, module: str,
         return Start(parent, "")
     if isinstance(name, ast.Constant) and isinstance(name.value, str):
         return Start(parent, f"`{text}`" if _within(f"{module}.{name.value}", starters) else "")
-    return Start(parent, f"`{text}` (a name of {module} this reader cannot name)", False)
+    return Start(parent, f"`{text}` (a name of {module} this reader cannot name)")

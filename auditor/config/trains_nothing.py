@@ -39,7 +39,7 @@ from pathlib import Path
 
 from auditor import rulebook
 from auditor.config.bridge_mimo import global_split
-from auditor.config.entry_imports import SearchRoot, entry_roots, missing_imports, own_package_gaps
+from auditor.config.entry_imports import SearchRoot, entry_roots, import_gaps, own_package_gaps
 from auditor.config.entry_inference import PP
 from auditor.config.entry_schedule import names_no_schedule
 from auditor.config.entry_script import local_roots
@@ -123,11 +123,13 @@ def _unread_import(launch: LaunchConfig, entry: Path, closure: list[Path]) -> bo
     the entry (`read_entry_imports`), a module of the checkout's own package the checkout lacks
     (`own_package_gaps`, for each file: Pai-Megatron-Patch a098ca5acb
     examples/llama/evaluate_huggingface_llama.py:31 imports megatron_patch.data.evaluate_dataset,
-    absent there), or one a local package the closure reads lacks (`missing_imports` over the
-    closure's roots, entry_script.iter_closure's): the run stops there, or runs a copy not read."""
+    absent there), or one a local package the closure reads lacks, or a guarded one whose copy
+    is not read (`import_gaps` over the closure's roots, entry_script.iter_closure's): the run
+    stops there, or runs a copy not read."""
     if any(d.kind in UNREAD_IMPORT for d in launch.diagnostics):
         return True
     roots = entry_roots(entry, launch.env)
     local = [SearchRoot(r, f"{r}, where the entry's local modules are read")
              for r in local_roots(entry)]
-    return bool(missing_imports(entry, local)) or any(own_package_gaps(p, launch.path, roots) for p in closure)
+    gaps = import_gaps(entry, local)
+    return bool(gaps.missing or gaps.unread) or any(own_package_gaps(p, launch.path, roots) for p in closure)

@@ -141,6 +141,13 @@ TABLES: dict[str, Table] = {
     "env_var": _table(True, "name status", "severity message fix remedy replacement requires reader allowed read_at read_source "
                                            f"valid invalid {_SELECT}"),
     "p2p_roles": _table(False, "peer_pattern", "valid invalid source"),
+    # The packages of a release that stand in whole for a checkout's copy of them, where the run's
+    # copy is not read (config/submodule_copy.py): a module of them the release lacks is evidence
+    # that the run's copy is another code.
+    "stand_in": _table(False, "packages", "about source"),
+    # Modules every release a rules file judges holds (config/entry_imports.py released): a guarded
+    # import of one takes the imported branch in the job's copy, not read here.
+    "released_modules": _table(False, "modules", "about source"),
     "batch_wrapper": _table(True, "modules key", "versions unknown source"),
     # Container images whose torch build a launch script names (config.torch_version).
     "container_image": _table(True, "image tag torch source", "nccl"),

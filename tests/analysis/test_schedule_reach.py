@@ -320,3 +320,137 @@ def test_a_literal_file_utility_is_no_command_to_read(capsys, tmp_path):
                                       "import os\nfrom megatron.training import get_args"))
     assert not any(f["kind"] == "entry.runs-command" for f in doc["findings"])
     assert doc["verdict"]["status"] == "not-pipeline", doc["verdict"]["headline"]
+
+
+# hiyouga/LLaMA-Factory@ff6d4d12eeb035d6ce06805a5733dd7b29f2ac30 src/llamafactory/v1/launcher.py:
+# launch() (:34), a function of the module the CLI imports, starts the training itself with
+# `subprocess.run(torchrun_args + script_args, ...)` (:72-117). Here such a helper, in a local
+# module, starts a literal torchrun of a pipeline run; the entry also trains through megatron's
+# pretrain (the walk reaches a schedule), or loads code the walk cannot follow (importlib). Both
+# read CLEAN before: the torchrun it starts was never judged.
+HELPER_PY = """import subprocess as sp
+
+
+def start():
+    sp.run(["torchrun", "--nproc_per_node", "8", "pretrain_gpt.py",
+            "--pipeline-model-parallel-size", "4"], check=True)
+"""
+STARTS_PY = """{more}from megatron.training import pretrain
+from tools.launch import start
+
+
+def model_provider(pre_process=True, post_process=True):
+    return None
+
+
+if __name__ == "__main__":
+    start()
+    {run}
+"""
+
+
+@pytest.mark.parametrize("more, run, launcher", [
+    ("", "pretrain(None, model_provider, None, None)", '"torchrun"'),
+    ("import importlib\n", "importlib.import_module('tools.extra')", '"torchrun"'),
+    ("", "pretrain(None, model_provider, None, None)", '"python", "-m", "torch.distributed.run"'),
+])
+def test_a_program_a_local_helper_starts_is_named(capsys, tmp_path, more, run, launcher):
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "tools" / "launch.py").write_text(HELPER_PY.replace('"torchrun"', launcher), encoding="utf-8")
+    (tmp_path / "e2e.py").write_text(STARTS_PY.format(more=more, run=run), encoding="utf-8")
+    script = tmp_path / "driver.sh"
+    script.write_text(DRIVER_SH.format(launcher="python"), encoding="utf-8")
+    code, doc = _scan(capsys, script)
+    verdict = doc["verdict"]
+    assert verdict["status"] == "inconclusive" and code == 1, verdict["headline"]
+    [said] = [f for f in doc["findings"] if f["kind"] == "entry.runs-command"]
+    assert said["detail"]["commands"] == ["tools/launch.py:5"]
+    shown = launcher.replace('"', "").replace(", ", " ")
+    assert (f"--command '{shown} --nproc_per_node 8 pretrain_gpt.py --pipeline-model-parallel-size 4', "
+            "the command tools/launch.py:5 runs") in verdict["headline"]
+
+
+# microsoft/Megatron-DeepSpeed@f4157bea69f3df8c6cb66f2ebcda66ba03d1288e pretrain_gpt.py:331-347:
+# beside its training, the entry asks `type git` and `git rev-parse --short HEAD` (the command in
+# a name bound once): programs that start no training, so no other run to judge.
+GIT_INFO = '''import subprocess
+
+
+def command_exists(cmd):
+    result = subprocess.Popen(f'type {cmd}', stdout=subprocess.PIPE, shell=True)
+    return result.wait() == 0
+
+
+def start():
+    git_hash_cmd = "git rev-parse --short HEAD"
+    if command_exists('git'):
+        subprocess.check_output(git_hash_cmd, shell=True)
+'''
+
+
+# NVIDIA/Megatron-LM@d98e8a64dd examples/multimodal/evaluation/evaluate_mmmu.py:91-101, which
+# examples/multimodal/train.py's closure holds: `subprocess.run(["python", "examples/multimodal/
+# MMMU/mmmu/main_eval_only.py", "--output_path", result_file, ...])`, a Python script of one process.
+EVAL = """import subprocess
+
+
+def start(result_file="out.json"):
+    subprocess.run(["python", "examples/multimodal/MMMU/mmmu/main_eval_only.py", "--output_path", result_file])
+"""
+
+
+# Review r42-misses: ordinary programs a helper runs beside the training, their words partly
+# computed (a folder, a file name, an f-string's checkpoint), start no training. Were INCONCLUSIVE
+# with a `--command 'CMD ...'` step.
+ORDINARY = [
+    'import os, subprocess\n\ndef start():\n    subprocess.run(["make", "-C", os.path.dirname(os.path.abspath(__file__))])\n',
+    'import subprocess\n\ndef start(d="logs"):\n    subprocess.Popen(["tensorboard", "--logdir", d])\n',
+    'import os\n\ndef start(ckpt="c"):\n    os.system(f"aws s3 cp {ckpt} s3://bucket/ckpt")\n',
+    'import subprocess, sys\n\ndef start():\n    subprocess.run([sys.executable, "tools/preprocess_data.py", "--input", "x"])\n',
+    'import subprocess\n\ndef start(out="o.tgz"):\n    subprocess.run(["tar", "czf", out, "ckpt"])\n',
+]
+
+
+@pytest.mark.parametrize("helper", [GIT_INFO, EVAL, *ORDINARY],
+                         ids=["git", "eval", "make", "tensorboard", "aws", "sys-executable", "tar"])
+def test_a_query_beside_the_training_is_no_other_run(capsys, tmp_path, helper):
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "tools" / "launch.py").write_text(helper, encoding="utf-8")
+    (tmp_path / "e2e.py").write_text(STARTS_PY.format(more="", run="pretrain(None, model_provider, None, None)"),
+                                     encoding="utf-8")
+    script = tmp_path / "driver.sh"
+    script.write_text(DRIVER_SH.format(launcher="python"), encoding="utf-8")
+    code, doc = _scan(capsys, script)
+    assert not any(f["kind"] == "entry.runs-command" for f in doc["findings"])
+    assert doc["verdict"]["status"] == "clean", doc["verdict"]["headline"]
+
+
+# Review r42-misses: a local Python helper that itself runs torchrun (`python tools/launch_pp.py`,
+# followed), DeepSpeed's runner as `python -m`, and an argv given as `args=`. Were CLEAN.
+LAUNCH_PP = ('import subprocess\n\nsubprocess.run(["torchrun", "--nproc_per_node", "8", "pretrain_gpt.py", '
+             '"--pipeline-model-parallel-size", "4"], check=True)\n')
+
+
+@pytest.mark.parametrize("helper, step", [
+    ('import subprocess\n\ndef start():\n    subprocess.run(["python", "tools/launch_pp.py", "--pp", "4"])\n',
+     "--command 'python tools/launch_pp.py --pp 4'"),
+    ('import subprocess\n\ndef start():\n    subprocess.run(["python", "-m", "deepspeed.launcher.runner", "train.py"])\n',
+     "--command 'python -m deepspeed.launcher.runner train.py'"),
+    ('import subprocess\n\ndef start():\n    subprocess.run(args=["torchrun", "--nproc_per_node", "8", "pretrain_gpt.py"])\n',
+     "--command 'torchrun --nproc_per_node 8 pretrain_gpt.py'"),
+], ids=["python-helper-runs-torchrun", "python-m-deepspeed", "args-keyword"])
+def test_a_helper_that_starts_a_launcher_is_undecided(capsys, tmp_path, helper, step):
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "tools" / "launch.py").write_text(helper, encoding="utf-8")
+    (tmp_path / "tools" / "launch_pp.py").write_text(LAUNCH_PP, encoding="utf-8")
+    (tmp_path / "e2e.py").write_text(STARTS_PY.format(more="", run="pretrain(None, model_provider, None, None)"),
+                                     encoding="utf-8")
+    script = tmp_path / "driver.sh"
+    script.write_text(DRIVER_SH.format(launcher="python"), encoding="utf-8")
+    code, doc = _scan(capsys, script)
+    verdict = doc["verdict"]
+    assert verdict["status"] == "inconclusive" and code == 1, verdict["headline"]
+    assert f"{step}, the command tools/launch.py:4 runs" in verdict["headline"]

@@ -313,13 +313,13 @@ def test_the_parser_read_whole_is_the_moved_script_s(tmp_path, monkeypatch):
 def test_missing_imports_names_the_module_the_package_lacks(tmp_path: Path):
     """The reader itself: the entry's own package copy lacks `pkg.gone` (NeMo train_vae.py:37's
     shape, a module moved away), found beside the entry as Python's sys.path[0] finds it."""
-    from auditor.config.entry_imports import entry_roots, missing_imports
+    from auditor.config.entry_imports import entry_roots, import_gaps
 
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "__init__.py").write_text("")
     entry = tmp_path / "train.py"
     entry.write_text("import os\nfrom pkg.gone import thing\n")
-    [miss] = missing_imports(entry, entry_roots(entry, {}))
+    [miss] = import_gaps(entry, entry_roots(entry, {})).missing
     assert "pkg.gone" in str(miss)
 
 
@@ -568,3 +568,48 @@ def test_a_fallback_subclassed_in_the_appended_tree_is_undecided(tmp_path, monke
     assert "megatron.inference.text_generation" in u.what and "run_text_generation.py:13" in u.what
     [finding] = [d for d in config.diagnostics if d.kind == "launch.import-unread-copy"]
     assert "class VLMForwardStep(ForwardStep)" in finding.message
+
+
+# The same guarded shape (NVIDIA/Megatron-LM@d98e8a64dd examples/multimodal/run_text_generation.py
+# :27, :458) on an import of torch: `try: from torch.distributed.X import Y` / `except ImportError:
+# Y = None`, then a module-level `class (Y)`. No root read here holds torch: the job's torch
+# decides whether the class statement raises, never this machine's. Was CLEAN.
+TORCH_GUARDED = ("import torch\ntry:\n    from torch.distributed.no_such_mod import Stage\nexcept ImportError:\n"
+                 "    Stage = None\n\n\nclass MyStage(Stage):\n    pass\n\n\nif __name__ == '__main__':\n    main()\n")
+
+
+def test_a_fallback_subclassed_of_an_installed_package_is_undecided(tmp_path, monkeypatch):
+    launch = megatron_checkout(tmp_path, TORCH_GUARDED)
+    monkeypatch.chdir(tmp_path)
+    config = read_launch(launch)
+    assert errors(config) == []
+    [u] = undecided(config)
+    assert "torch.distributed.no_such_mod" in u.what and "pretrain_gpt.py:3" in u.what
+    assert u.decide == "python -c 'import torch.distributed.no_such_mod' in the job's environment"
+    [finding] = [d for d in config.diagnostics if d.kind == "launch.import-unread-copy"]
+    assert "class MyStage(Stage)" in finding.message
+
+
+@pytest.mark.parametrize("change", [
+    ("    Stage = None\n", "    Stage = object\n"),  # a real class: the statement runs either way
+    ("class MyStage(Stage):", "class MyStage:"),  # the fallback is not subclassed
+    ("from torch.distributed.no_such_mod import Stage", "from megatron.core.mpu import Stage"),  # a copy read
+    # in every torch the rules judge (rules/torch.toml [released_modules]): the class statement runs
+    ("from torch.distributed.no_such_mod import Stage", "from torch.distributed.fsdp import Stage"),
+    ("from torch.distributed.no_such_mod import Stage", "from torch.distributed.fsdp.wrap import Stage"),
+])
+def test_a_fallback_that_cannot_stop_the_run_decides_nothing(tmp_path, monkeypatch, change):
+    launch = megatron_checkout(tmp_path, TORCH_GUARDED.replace(*change))
+    monkeypatch.chdir(tmp_path)
+    config = read_launch(launch)
+    assert errors(config) == [] and undecided(config) == []
+
+
+def test_the_released_torch_modules_are_in_the_installed_torch():
+    """rules/torch.toml [released_modules] against a real release (the installed torch)."""
+    import importlib.util
+
+    from auditor import rulebook
+
+    listed = rulebook.load("torch").data["released_modules"]["modules"]
+    assert [m for m in listed if importlib.util.find_spec(m) is None] == []

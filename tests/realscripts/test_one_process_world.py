@@ -88,3 +88,48 @@ def test_a_join_of_no_world_of_its_own_stays_one_process(tmp_path, monkeypatch):
     joins = CONVERT_PY + "torch.distributed.init_process_group('gloo')\n"
     config = read_launch(_tree(tmp_path, monkeypatch, CONVERT, {"convert_ckpt.py": joins}))
     assert (config.nproc_per_node, config.nnodes) == (1, 1)
+
+
+# microsoft/DeepSpeedExamples@83757d9c937daabd1089a08051061706cb73900d applications/DeepSpeed-VisualChat/
+# chat/chat.py: `python chat.py` (chat_scripts/run.sh:11-18) calls deepspeed.add_config_arguments
+# (:64), termcolor.colored (:71) and, through utils/utils.py:149, deepspeed.zero.GatheredParameters;
+# DeepSpeed starts processes only through its launcher (`deepspeed.launcher.*`). Was an unknown
+# world ("a package whose code is not read"), the chat then judged on megatron-core's defaults.
+CHAT_PY = """import argparse
+import deepspeed
+from termcolor import colored
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser = deepspeed.add_config_arguments(parser)
+    args = parser.parse_args()
+    with deepspeed.zero.GatheredParameters([], enabled=False):
+        print(colored("ready", "green"))
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_deepspeed_outside_its_launcher_starts_no_process(tmp_path, monkeypatch):
+    config = read_launch(_tree(tmp_path, monkeypatch, "python chat.py\n", {"chat.py": CHAT_PY}))
+    assert (config.nproc_per_node, config.nnodes) == (1, 1), config.world_source
+
+
+def test_deepspeed_s_launcher_still_starts_processes(tmp_path, monkeypatch):
+    runner = CHAT_PY.replace("import deepspeed\n", "import deepspeed\nfrom deepspeed.launcher.runner import main as run\n")
+    why = _world(tmp_path, monkeypatch, "python chat.py\n", {"chat.py": runner.replace("    main()\n", "    run()\n")})
+    assert "deepspeed.launcher.runner.main" in why
+
+
+def test_deepspeed_s_init_distributed_joins_a_world_it_names(tmp_path, monkeypatch):
+    """deepspeed.init_distributed(init_method=, rank=, world_size=) hands them to torch's
+    init_process_group (deepspeed 0.19.8 deepspeed/comm/comm.py:844): copies started by hand
+    (`python train.py --rank R --world 4` on each node) make up the world, not one process."""
+    train = CHAT_PY.replace("    args = parser.parse_args()\n", "    args = parser.parse_args()\n"
+                            "    deepspeed.init_distributed('nccl', init_method='tcp://10.0.0.1:29500', "
+                            "rank=args.rank, world_size=args.world)\n")
+    why = _world(tmp_path, monkeypatch, "python chat.py --rank 0 --world 4\n", {"chat.py": train})
+    assert "calls `deepspeed.init_distributed` with init_method, rank, world_size" in why
