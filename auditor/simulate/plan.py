@@ -21,6 +21,7 @@ from auditor.config import model_facts
 from auditor.config.model import LaunchConfig
 from auditor.config.pipelining_script import is_pipelining_script
 from auditor.config.runconfig import RunConfig
+from auditor.config.settings import DTYPE_KEYS, PRECISION_KEYS, SEQUENCE_KEYS
 from auditor.errors import InputError
 from auditor.sources import SourceSet
 from auditor.simulate.schedule_flags import SCHEDULE_FLAGS
@@ -212,7 +213,7 @@ def _message(values: dict[str, PlanValue], run: RunConfig, launch: LaunchConfig)
         values[name] = PlanValue(name, None, "unknown")
         return None
 
-    seq = first("seq_length", ("seq_length", "max_length"))
+    seq = first("seq_length", SEQUENCE_KEYS)
     if seq is None:
         unknown.append("sequence length: give it with --set seq_length=N")
     hidden = first("hidden_size", ("hidden_size",))
@@ -245,7 +246,7 @@ def _message(values: dict[str, PlanValue], run: RunConfig, launch: LaunchConfig)
 
 
 def _dtype(run: RunConfig, launch: LaunchConfig) -> PlanValue:
-    for key in ("pipeline_dtype", "params_dtype", "torch_dtype"):
+    for key in DTYPE_KEYS:
         given = run.known(key)
         if given is None:
             continue
@@ -254,12 +255,12 @@ def _dtype(run: RunConfig, launch: LaunchConfig) -> PlanValue:
             raise InputError(key, f"{given!r} is not an activation dtype "
                                   f"({', '.join(sorted(set(DTYPE_NAMES.values())))})")
         return PlanValue("dtype", name, run.provenance(key, key))
-    for key in ("pipeline_dtype", "params_dtype", "torch_dtype"):
+    for key in DTYPE_KEYS:
         flag = launch.flags.get(key)
         if flag is not None and DTYPE_NAMES.get(str(flag.value).lower()):
             return PlanValue("dtype", DTYPE_NAMES[str(flag.value).lower()],
                          f"{launch.path}:{flag.line}: {flag.spelling} {flag.value}")
-    for key in ("bf16", "fp16"):
+    for key in PRECISION_KEYS:
         flag = launch.flags.get(key)
         on = run.value(key) is True or (flag is not None and str(flag.value).lower() in ("true", "1"))
         if on:
