@@ -271,12 +271,13 @@ def _dtype(run: RunConfig, launch: LaunchConfig) -> PlanValue:
             return PlanValue("dtype", DTYPE_NAMES[str(flag.value).lower()],
                          f"{launch.path}:{flag.line}: {flag.spelling} {flag.value}")
     for key in PRECISION_KEYS:
+        # The switch as derived; the script's flag only where no rule derived it: a rule may
+        # override the flag (slime: bf16 = not fp16, whatever --bf16 says) or leave it open.
+        if run.value(key) is True:
+            return PlanValue("dtype", DTYPE_NAMES[key], run.provenance(key))
         flag = launch.flags.get(key)
-        on = run.value(key) is True or (flag is not None and str(flag.value).lower() in ("true", "1"))
-        if on:
-            where = (run.provenance(key) if run.value(key) is True or flag is None
-                     else f"{launch.path}:{flag.line}: {flag.spelling}")
-            return PlanValue("dtype", DTYPE_NAMES[key], where)
+        if run.value(key) is None and flag is not None and str(flag.value).lower() in ("true", "1"):
+            return PlanValue("dtype", DTYPE_NAMES[key], f"{launch.path}:{flag.line}: {flag.spelling}")
     if any(run.is_unknown(k) for k in PRECISION_KEYS):  # a rule left the switch open
         return PlanValue("dtype", None, "unknown: " + next(run.provenance(k) for k in PRECISION_KEYS
                                                            if run.is_unknown(k)))

@@ -93,7 +93,9 @@ def _plan(script: Path, monkeypatch, **given: str) -> tuple[dict, SimulationPlan
 
 
 @pytest.mark.parametrize("extra, dtype, why", [("", "bfloat16", "slime: bf16 = not fp16 = True"),
-                                               ("--fp16 ", "float16", "--fp16")])
+                                               ("--fp16 ", "float16", "--fp16"),
+                                               # slime turns --bf16 off under --fp16 (:157)
+                                               ("--bf16 --fp16 ", "float16", "--fp16")])
 def test_in_its_checkout_slime_sends_its_dtype_after_a_shape_exchange(tmp_path, monkeypatch, extra, dtype, why):
     doc, p = _plan(_write(tmp_path, checkout=True, extra=extra), monkeypatch)
     assert p.get("dtype") == dtype and why in p.values["dtype"].provenance
@@ -114,3 +116,10 @@ def test_out_of_its_checkout_what_slime_sets_is_unknown_never_megatron_lms_defau
     assert p.get("dtype") is None and "slime's code is not here" in p.values["dtype"].provenance
     assert p.get("variable_seq_lengths") is None
     assert any(s.endswith("--set torch_dtype=bfloat16|float16|float32") for s in p.unknown)
+
+
+def test_out_of_its_checkout_a_precision_flag_does_not_decide_what_slime_may_override(tmp_path, monkeypatch):
+    """`--bf16`: slime's code turns bf16 on or off whatever the flag says (`not fp16`, :157);
+    without that code the switch is open, never the flag's."""
+    _, p = _plan(_write(tmp_path, checkout=False, extra="--bf16 "), monkeypatch)
+    assert p.get("dtype") is None and "slime's code is not here" in p.values["dtype"].provenance
