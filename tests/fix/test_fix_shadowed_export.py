@@ -43,3 +43,33 @@ def test_fix_removes_the_export_a_prefix_shadows_where_scan_points_to_it(tmp_pat
                     if made.doc["findings"][p.cause.index]["kind"] == "batch-runs-unbatched"]
     assert unbatched.verified and made.verified
     assert "TORCH_DISTRIBUTED_DEBUG" not in made.patched[str(script)]
+
+
+def test_scan_of_a_script_whose_command_is_in_the_job_it_submits_points_to_no_export(tmp_path):
+    """`sbatch --export=NONE job.sh`, the command (and DETAIL) in job.sh (tests/config/
+    test_launcher_export.py): an `export` before the command, or the edit of its setting, would
+    go at a line of job.sh in run.sh, which has fewer lines. fix has no edit for either (they
+    are the job's), so scan prints no pointer; before, the pointer crashed the scan
+    (IndexError, h42-simulate; main printed a pointer to a fix that crashed)."""
+    job = tmp_path / "job.sh"
+    job.write_text("#!/bin/bash\n# megatron-core==0.17.0\n# torch==2.10.0\n"
+                   "#SBATCH --nodes=2 --ntasks-per-node=8\nexport TORCH_DISTRIBUTED_DEBUG=DETAIL\n"
+                   "srun python pretrain_gpt.py --num-layers 24 --hidden-size 2048 "
+                   "--num-attention-heads 16 --seq-length 2048 --micro-batch-size 1 "
+                   "--global-batch-size 16 --tensor-model-parallel-size 4 "
+                   "--pipeline-model-parallel-size 4\n")
+    script = tmp_path / "run.sh"
+    script.write_text(f"#!/bin/bash\n# megatron-core==0.17.0\nsbatch --export=NONE {job}\n")
+    inputs = ScanInputs(str(script), torch_version="2.10.0")
+    doc = run_scan(inputs)
+    pointer.point(doc, inputs)
+    assert doc["verdict"]["status"] == "clean"
+    assert not [f for f in doc["findings"] if "fix_command" in f]
+    # with SLURM_EXPORT_ENV=ALL in the job, DETAIL reaches the run: the setting is job.sh's
+    # line 5, which run.sh lacks, so fix has no edit and no pointer is printed (it crashed too)
+    text = job.read_text()
+    job.write_text(text.replace("srun", "export SLURM_EXPORT_ENV=ALL\nsrun"))
+    doc = run_scan(inputs)
+    pointer.point(doc, inputs)
+    assert doc["verdict"]["status"] == "findings"
+    assert not [f for f in doc["findings"] if "fix_command" in f]
