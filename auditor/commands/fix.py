@@ -22,7 +22,7 @@ from auditor.config.launch import read_script
 from auditor.errors import EXIT_FINDINGS, InputError
 from auditor.fix import plan as fix_plan
 from auditor.fix import report
-from auditor.scan import ScanInputs, release_choice
+from auditor.scan import ScanInputs
 
 BACKUP = ".p2paudit-bak"
 
@@ -60,10 +60,8 @@ def run(args: argparse.Namespace) -> int:
     # release is patched and verified on the newest combination scan judges it on: the one whose
     # document scan's findings come from (as `simulate` runs it).
     read_script(args.config, lossless=True)
-    choice = None if args.target else release_choice(args.config, args.training_command)[1]
-    targets = args.target
-    if choice is not None:
-        targets = choice.targets(choice.combinations[0])
+    targets = args.target or fix_plan.newest_releases(args.config, args.training_command)
+    if not args.target and targets:
         print(f"p2paudit fix: no release stated: patched and verified on the newest releases the "
               f"rules verify that fit together, {', '.join(targets)} (--target NAME==VERSION "
               f"gives the run's)", file=sys.stderr)

@@ -27,16 +27,25 @@ CHECKOUT_KINDS = ("launch.checkout-release", "launch.checkout-unversioned", "lau
 
 def judge_on_framework_checkout(config: LaunchConfig, path: str) -> None:
     """Pins each framework of the stack whose checkout the run imports to the release it states
-    (an info finding says so); an unstated one is an undecided input naming `--target`."""
+    (an info finding says so); an unstated one is an undecided input naming `--target`. A
+    framework no release selects (slime) is its checkout's code: its rules apply where that code
+    has them (rulebook.stages), and without a checkout what they decide is unknown."""
     where = f"{path}:{config.command_line}"
     for framework in config.stack.chain:
         section = rulebook.load(framework.name).section("checkout")
         package = section.get("package")
         name = framework.distribution
-        if not package or name is None or name in config.pins:
+        if not package or (name is not None and name in config.pins):
             continue
         root = _checkout(path, package, bool(section.get("within")))
         if root is None:
+            continue
+        if name is None:
+            config.checkouts[framework.name] = root
+            config.diagnostics.append(Finding(
+                "launch.checkout-code", "info",
+                f"the run imports {package} from the checkout {root}: rules/{framework.name}.toml "
+                f"is judged by that code (a rule whose code is not there is unknown)", where=where))
             continue
         stated = stated_release(root, name, package, development=bool(section.get("tree")))
         if stated.version is not None:

@@ -388,6 +388,9 @@ class _Deriver:
                               "what its argument handling decides is unknown")
         for stage in self.book.stages:
             if stage not in running:
+                if stage.framework in self.book.from_checkout and self.stack is not None \
+                        and stage.framework not in self.stack:
+                    continue  # no release of it is installed: off this run's stack, its code never runs
                 if not frontend:
                     self._mark_unknown(stage, f"launcher {launcher!r} has no rules for "
                                               f"{stage.framework}'s {stage.name}", other_frontend=True)
@@ -396,12 +399,12 @@ class _Deriver:
                                               f"what {stage.framework}'s {stage.name} would decide is not "
                                               "read for it", other_frontend=True, spared=spared)
                 continue
-            if self.versions.get(stage.framework) is None and stage.framework != "torch":
+            if (self.versions.get(stage.framework) is None and stage.framework != "torch"
+                    and stage.framework not in self.book.confirmed_in):
                 off = self.stack is not None and stage.framework not in self.stack
                 self._mark_unknown(stage, f"{OFF_STACK}{stage.framework}'s {stage.name} rules are not "
                                           f"for a {launcher} run" if off else
-                                          f"{stage.framework} version unknown: its {stage.name} rules "
-                                          f"were not applied")
+                                          self._unread(stage))
                 continue
             if self.book.entries.get(stage.name):
                 self._note_unverified(stage.framework)
@@ -409,6 +412,14 @@ class _Deriver:
             for entry in self.book.entries.get(stage.name, []):
                 self._apply(entry)
             self._uncovered(stage)
+
+    def _unread(self, stage: Stage) -> str:
+        """Why the rules of a stage of this run's stack were not applied: its framework's release
+        is unknown, or (one no release selects) no checkout of its code is here to read."""
+        if stage.framework in self.book.from_checkout:
+            return (f"{stage.framework}'s code is not here (no checkout of it around the script or "
+                    f"in the working directory): what its {stage.name} rules decide is unknown")
+        return f"{stage.framework} version unknown: its {stage.name} rules were not applied"
 
     def _mark_unknown(self, stage: Stage, why: str, other_frontend: bool = False,
                       spared: frozenset[str] | None = None) -> None:
@@ -476,7 +487,11 @@ class _Deriver:
             if raws[0]["stage"] != stage.name:
                 continue
             spans = ", ".join(str(r.get("versions", "*")) for r in raws)
-            why = (f"{stage.framework} {version or 'unknown'}: rule {ident} covers only {spans}")
+            root = self.book.confirmed_in.get(stage.framework)
+            why = (f"{stage.framework}: the checkout {root} lacks the code of rule {ident} "
+                   f"({raws[0].get('source', '')}), so what it decides is unknown"
+                   if root is not None and version is None else
+                   f"{stage.framework} {version or 'unknown'}: rule {ident} covers only {spans}")
             if table == "check":
                 # A check whose ranges exclude a known version does not exist in that version.
                 if version is None:

@@ -17,6 +17,7 @@ import fnmatch
 import os
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -724,7 +725,12 @@ def _environment(shell: LaunchShell, chosen: Candidate) -> dict[str, EnvVar]:
             env[name] = EnvVar(name, var.value, var.line, "export")
         elif name not in shell.referenced:
             env[name] = EnvVar(name, var.value, var.line, "assign")
-    env.update(chosen.inline)
+    for name, given in chosen.inline.items():
+        # `export X=a` then `X=b cmd`: the command sees b, and a once the prefix goes, so the
+        # script's export is the run's other setting of X, which a fix edits too (fix.script)
+        shadowed = env.get(name)
+        kept = shadowed is not None and shadowed.how == "export" and shadowed.line > 0 and not shadowed.path
+        env[name] = replace(given, others=(shadowed,)) if kept and shadowed is not None else given
     return env
 
 

@@ -37,9 +37,17 @@ from auditor.rulebook.frameworks import Framework, frameworks
 
 # What the launch reader and derive itself put in the effective config.
 LAUNCH_KEYS = ("nproc_per_node", "nnodes", "torch_version", "launcher")
-# What `p2paudit simulate` reads for its messages' shape and count on any stack it runs, beyond
-# that stack's rules (simulate/plan.py, simulate/titan_plan.py: `--set hidden_size=N`).
+# What `p2paudit simulate` reads for its messages' shape, dtype and count beyond the rules of the
+# stack it runs: on any stack (SIMULATE_KEYS), and on a stack holding the framework whose schedule
+# it runs (SIMULATED_KEYS: simulate/plan.py for megatron-core's, simulate/titan_plan.py for
+# torchtitan's). Each is a key `--set` takes, so every "give it with --set KEY" step they print
+# can be given (tests/simulate/test_set_steps.py walks them).
 SIMULATE_KEYS = ("hidden_size", "micro_batch_size", "num_microbatches")
+SEQUENCE_KEYS = ("seq_length", "max_length")  # the sequence, the first one a run states
+DTYPE_KEYS = ("pipeline_dtype", "params_dtype", "torch_dtype")  # the activation dtype, likewise
+PRECISION_KEYS = ("bf16", "fp16")  # a front end's switch to that dtype
+SIMULATED_KEYS = {"megatron-core": (*SEQUENCE_KEYS, *DTYPE_KEYS, *PRECISION_KEYS),
+                  "torchtitan": ("torch_dtype", "n_layers")}
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -60,6 +68,7 @@ def _known(directory: Path, stack: frozenset[str] | None) -> frozenset[str]:
     for fw in frameworks(directory):
         if not _on(fw, stack):
             continue
+        out.update(SIMULATED_KEYS.get(fw.name, ()))
         data = files.load(fw.name, None, directory).data
         for table in ("arg", "rule", "check"):
             for entry in data.get(table, []):

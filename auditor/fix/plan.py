@@ -24,7 +24,8 @@ from auditor.fix.remedies import Option, options_for, pick
 from auditor.fix.script import ENV_EDITS, NotMechanical, edits_for
 from auditor.fix.trainer import Scene
 from auditor.fix.verify import STILL, RescanOutcome, compare, rescan
-from auditor.scan import ScanInputs, read_config, run_scan
+from auditor.scan import ScanInputs, read_config, release_choice, run_scan
+from auditor.sources import SourceSet
 
 
 @dataclass
@@ -112,17 +113,53 @@ def sha256(text: str) -> str:
 read_text = verify.read_text
 
 
-def _proposal(cause: causes.Cause, option: Option, options: list[Option], launch: LaunchConfig,
-              sources: dict[str, str], scene: Scene, given_env: set[str]) -> Proposal:
-    """`given_env`: the variables `--set env.` gives."""
+def newest_releases(config_path: str, command: str | None) -> list[str] | None:
+    """For a script that states not every release of its stack, the targets `fix` patches and
+    verifies it on: the newest combination scan judges it on (config.releases), the one whose
+    document scan's findings come from; None where it states them all."""
+    choice = release_choice(config_path, command)[1]
+    return None if choice is None else choice.targets(choice.combinations[0])
+
+
+@dataclass
+class Bench:
+    """What a cause's edits are made from: the launch as read, the framework sources, the text
+    of each file read (the launch script's, the entry script's where it sets a variable), the
+    entry script, and the variables `--set env.` gives."""
+
+    launch: LaunchConfig
+    srcs: list[SourceSet]
+    sources: dict[str, str]
+    entry: EntryFile | None
+    given_env: set[str]
+
+
+def bench(inputs: ScanInputs, read: tuple[LaunchConfig, list[SourceSet]], source: str) -> Bench:
+    """The bench of `inputs`, whose launch script (text `source`) `read_config` gave `read`."""
+    launch = read[0]
+    return Bench(launch, read[1], _read_sources(launch, source), locate(launch)[0],
+                 {n for n in map(env_key, inputs.overrides or {}) if n is not None})
+
+
+def propose(on: Bench, doc: dict[str, Any], cause: causes.Cause,
+            chosen: set[str]) -> Proposal | None:
+    """The cause's option (`chosen`'s, else the default) with its edits, or why it has none;
+    None where its finding has no option. The one place that decides whether a cause has a
+    patch: `fix` makes it, `scan` and `gate` point to `fix` only where it has one (fix.pointer)."""
+    finding = doc["findings"][cause.index]
+    options = options_for(finding)
+    option = pick(options, chosen)
+    if option is None:
+        return None
     proposal = Proposal(cause, option, options)
-    given = [s.name for s in option.steps if s.edit in ENV_EDITS and s.name in given_env]
+    given = [s.name for s in option.steps if s.edit in ENV_EDITS and s.name in on.given_env]
     if given:  # its value is the job's environment, which no edit of the script changes
         proposal.not_mechanical = (f"{given[0]} comes from --set {ENV_PREFIX}{given[0]}, the job's "
                                    "environment: change it where the job gets it")
         return proposal
+    scene = Scene.of(finding, doc, on.srcs, on.entry.path if on.entry else None)
     try:
-        proposal.edits = edits_for(option, launch, sources, scene)
+        proposal.edits = edits_for(option, on.launch, on.sources, scene)
     except NotMechanical as exc:
         proposal.not_mechanical = str(exc)
     return proposal
@@ -153,21 +190,14 @@ def make(inputs: ScanInputs, chosen: set[str] | None = None, simulate: bool | No
     chosen = chosen or set()
     source = read_text(inputs.config_path)
     read = read_config(inputs.config_path, inputs.targets, inputs.command)
-    launch = read[0]
-    entry = locate(launch)[0]
-    sources = _read_sources(launch, source)
+    on = bench(inputs, read, source)
+    sources, entry = on.sources, on.entry
     doc = run_scan(inputs, read)
     if read_text(inputs.config_path) != source:  # the edits' offsets are into `source`
         raise InputError(inputs.config_path, "changed while it was scanned: run p2paudit fix again")
     findings = doc["findings"]
-    given_env = {n for n in map(env_key, inputs.overrides or {}) if n is not None}
-    proposals = []
-    for cause in causes.group(findings):
-        options = options_for(findings[cause.index])
-        option = pick(options, chosen)
-        if option is not None:
-            scene = Scene.of(findings[cause.index], doc, read[1], entry.path if entry else None)
-            proposals.append(_proposal(cause, option, options, launch, sources, scene, given_env))
+    proposals = [p for cause in causes.group(findings)
+                 if (p := propose(on, doc, cause, chosen)) is not None]
     _verify_alone(inputs, sources, entry, findings, proposals)
     # A finding its cause explains but whose fix leaves it has a reason of its own: its own
     # remedy, where it has one, joins the patch.
@@ -176,12 +206,11 @@ def make(inputs: ScanInputs, chosen: set[str] | None = None, simulate: bool | No
         if not p.verified or p.outcome is None:
             continue
         for i in p.cause.consequences:
-            option = pick(options_for(findings[i]), chosen)
-            if p.outcome.states[i] == STILL and option is not None:
-                own = causes.Cause(i, findings[i]["severity"], (), False)
-                scene = Scene.of(findings[i], doc, read[1], entry.path if entry else None)
-                second.append(_proposal(own, option, options_for(findings[i]), launch, sources,
-                                        scene, given_env))
+            if p.outcome.states[i] != STILL:
+                continue
+            own = propose(on, doc, causes.Cause(i, findings[i]["severity"], (), False), chosen)
+            if own is not None:
+                second.append(own)
     _verify_alone(inputs, sources, entry, findings, second)
     proposals += second
     verified = [p for p in proposals if p.verified]

@@ -1,23 +1,20 @@
 """Where `scan` or `gate` shows a cause whose remedy is an edit of the inputs, the one command that
 makes the patch and verifies it: `p2paudit fix --config run.sh ...` with the scan's own inputs.
+Named only where `fix` has edits for it (fix.plan.propose decides, for both): a remedy that
+edits nothing of this run (a release's code, not the trainer's) is no patch to point to.
 Nothing is re-scanned here; `fix` verifies the patch by a re-scan before it offers it."""
 
 from __future__ import annotations
 
+import os
 import shlex
 from typing import Any
 
 from auditor.analysis import causes
+from auditor.fix import plan
 from auditor.fix.remedies import options_for, pick
-from auditor.scan import ScanInputs
-
-
-def input_args(inputs: ScanInputs) -> list[str]:
-    """The options that give a command the scan's inputs (targets, torch, --command, --set)."""
-    argv = [a for t in inputs.targets or [] for a in ("--target", t)]
-    argv += ["--torch", inputs.torch_version] if inputs.torch_version else []
-    argv += ["--command", inputs.command] if inputs.command else []
-    return argv + [a for k, v in (inputs.overrides or {}).items() for a in ("--set", f"{k}={v}")]
+from auditor.fix.verify import input_args
+from auditor.scan import ScanInputs, read_config
 
 
 def command(inputs: ScanInputs) -> str:
@@ -26,14 +23,25 @@ def command(inputs: ScanInputs) -> str:
 
 
 def point(doc: dict[str, Any], inputs: ScanInputs) -> None:
-    """`fix_command` on each cause's finding whose default remedy is an edit and which carries
-    no patch yet: the command, and what its default option does."""
+    """`fix_command` on each cause's finding that carries no patch yet and whose default remedy
+    `fix` makes as edits: the command, and what its default option does. A script `fix` cannot
+    read again (a pipe) gets none."""
     findings = doc.get("findings") or []
+    on: plan.Bench | None = None
     for cause in causes.group(findings):
         f = findings[cause.index]
         option = pick(options_for(f), set())
-        if option is not None and option.mechanical and "patch" not in f:
-            f["fix_command"] = {"command": command(inputs), "says": option.says()}
+        if option is None or not option.mechanical or "patch" in f:  # an upgrade edits nothing
+            continue
+        if on is None:
+            if not os.path.isfile(inputs.config_path):
+                return
+            source = plan.read_text(inputs.config_path)
+            targets = inputs.targets or plan.newest_releases(inputs.config_path, inputs.command)
+            on = plan.bench(inputs, read_config(inputs.config_path, targets, inputs.command), source)
+        proposal = plan.propose(on, doc, cause, set())
+        if proposal is not None and proposal.edits:
+            f["fix_command"] = {"command": command(inputs), "says": proposal.option.says()}
 
 
 def for_sites(doc: dict[str, Any], site_ids: list[str],

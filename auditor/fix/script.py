@@ -81,6 +81,9 @@ def _export(option: Option, launch: LaunchConfig, source: str) -> list[TextEdit]
     """`export NAME=VALUE` on a line of its own: after the script's last `export` line before
     the command, else just before the command."""
     lines = _lines(source)
+    if launch.command_line > len(lines):  # the command is in a file the script runs (sbatch JOB)
+        raise NotMechanical(f"the training command (line {launch.command_line}) is not in "
+                            f"{launch.path} but in a file it runs: export {option.name} there")
     before = lines[:launch.command_line - 1]
     exports = [n for n, (_, text) in enumerate(before)
                if re.match(r"\s*export\s", text) and not text.rstrip("\r\n").endswith("\\")]
@@ -116,7 +119,11 @@ def _env(option: Option, var: EnvVar | None, launch: LaunchConfig, source: str) 
     if var is None or var.line < 1:
         raise NotMechanical(f"{option.name} is not set in {launch.path} (it comes from the caller's "
                             "environment): unset it there")
-    offset, text = _lines(source)[var.line - 1]
+    lines = _lines(source)
+    if var.line > len(lines):  # its line is one of a file the script runs or sources
+        raise NotMechanical(f"{option.name} is set at line {var.line} of a file {launch.path} "
+                            "runs or sources, not in it: change it there")
+    offset, text = lines[var.line - 1]
     if var.how == "option":  # one element of a launcher's list: srun --export=ALL,NAME=VALUE,...
         return _listed(option, var, launch, offset, text)
     match = re.search(rf"(?<![\w$]){re.escape(option.name)}={_VALUE}", text)

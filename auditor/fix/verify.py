@@ -18,7 +18,6 @@ from typing import Any
 from auditor.analysis import verdict
 from auditor.config.pyenv import EntryFile
 from auditor.errors import InputError
-from auditor.fix.pointer import input_args
 from auditor.scan import ScanInputs, run_scan
 
 GONE, STILL, NEW = "gone", "still there", "new"
@@ -87,6 +86,14 @@ def layout(tmp: str, config_path: str, patched: dict[str, str],
         with open(copy, "w", encoding="utf-8", newline="") as f:
             f.write(texts[path])
     return places
+
+
+def input_args(inputs: ScanInputs) -> list[str]:
+    """The options that give a command the scan's inputs (targets, torch, --command, --set)."""
+    argv = [a for t in inputs.targets or [] for a in ("--target", t)]
+    argv += ["--torch", inputs.torch_version] if inputs.torch_version else []
+    argv += ["--command", inputs.command] if inputs.command else []
+    return argv + [a for k, v in (inputs.overrides or {}).items() for a in ("--set", f"{k}={v}")]
 
 
 def read_text(path: str) -> str:

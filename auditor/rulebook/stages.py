@@ -61,7 +61,8 @@ class Entry:
             return f"{self.framework}: {src}" if src else self.framework
         if self.checkout is not None:
             path = src.rpartition(":")[0]
-            return f"{self.framework} {self.version}: {path} of the checkout {self.checkout}"
+            named = f"{self.framework} {self.version}" if self.version else self.framework
+            return f"{named}: {path} of the checkout {self.checkout}"
         if self.version and self.version != self.read:
             path, _, line = src.rpartition(":")
             return f"{self.framework} {self.version}: {path} (line {line} as read in {self.read})"
@@ -81,6 +82,8 @@ class RuleBook:
     versions: dict[str, str | None]  # framework -> the version its rules were selected for
     # framework -> the checkout of its version whose code confirmed its entries (rulebook.checkout)
     confirmed_in: dict[str, Path] = field(default_factory=dict)
+    # the frameworks no release selects whose entries only the code of a checkout confirms
+    from_checkout: frozenset[str] = frozenset()
 
 
 def load_rulebook(versions: dict[str, str | None], directory: Path | None = None,
@@ -95,6 +98,7 @@ def load_rulebook(versions: dict[str, str | None], directory: Path | None = None
     verified: dict[str, list[str]] = {}
     framework_versions: dict[str, str | None] = {}
     confirmed_in: dict[str, Path] = {}
+    from_checkout: set[str] = set()
     for framework in versioned(directory):
         fw = framework.name
         version = framework_versions[fw] = versions.get(str(framework.distribution))
@@ -114,22 +118,26 @@ def load_rulebook(versions: dict[str, str | None], directory: Path | None = None
             confirmed_in[fw] = root
         for table in ("arg", "rule", "check"):
             admitted = rs.table(table) if root is None else _confirmed(table, rs.data.get(table, []), root)
-            admitted = [e for e in admitted if _torch_admits(e, versions.get("torch"))]
-            for raw in rs.data.get(table, []):
-                ident = _entry_id(table, raw)
-                if any(e is raw for e in admitted):
-                    entry = Entry(table, ident, fw, raw["stage"], raw, version,
-                                  str(raw.get("read", framework.read)), root)
-                    entries.setdefault(raw["stage"], []).append(entry)
-                else:
-                    uncovered.setdefault(ident, (table, []))[1].append(raw)
+            _admit(table, rs, admitted, versions.get("torch"), root, entries, uncovered)
     # A front end no release selects (rules/nemo.toml: its settings come from the training script's
     # calls, config/lightning_entry.py) still names its stage, so that its runs have a front end.
+    # One whose code is read from its checkout ([checkout], rules/slime.toml) has its entries
+    # where that code has them; without a checkout, none: what they decide is unknown.
     for framework in frameworks(directory):
         if framework.distribution is None:
+            rs = files.load(framework.name, None, directory)
             stages.extend(Stage(s["name"], int(s["order"]), framework.name, tuple(s.get("launchers", ())),
                                 bool(s.get("flags", False)), s.get("about", ""))
-                          for s in files.load(framework.name, None, directory).data.get("stage", []))
+                          for s in rs.data.get("stage", []))
+            if not rs.section("checkout"):
+                continue
+            from_checkout.add(framework.name)
+            root = (checkouts or {}).get(framework.name)
+            if root is not None:
+                confirmed_in[framework.name] = root
+            for table in ("arg", "rule", "check"):
+                admitted = [] if root is None else _confirmed(table, rs.data.get(table, []), root)
+                _admit(table, rs, admitted, versions.get("torch"), root, entries, uncovered)
     # An id is uncovered only when none of its variants was admitted.
     admitted_ids = {e.id for es in entries.values() for e in es}
     uncovered = {k: v for k, v in uncovered.items() if k not in admitted_ids}
@@ -138,7 +146,25 @@ def load_rulebook(versions: dict[str, str | None], directory: Path | None = None
     for name in list(entries) + [raws[0]["stage"] for _, raws in uncovered.values()]:
         if name not in known_stages:
             raise InputError("rules", f"an entry refers to the undeclared stage {name!r}")
-    return RuleBook(stages, entries, uncovered, verified, framework_versions, confirmed_in)
+    return RuleBook(stages, entries, uncovered, verified, framework_versions, confirmed_in,
+                    frozenset(from_checkout))
+
+
+def _admit(table: str, rs: files.RuleSet, admitted: list[dict[str, Any]], torch: str | None,
+           root: Path | None, entries: dict[str, list[Entry]],
+           uncovered: dict[str, tuple[str, list[dict[str, Any]]]]) -> None:
+    """The `table` entries of `rs` that `admitted` holds (and torch's release admits) join
+    `entries`; the others `uncovered`. `root`: the checkout whose code confirmed them."""
+    admitted = [e for e in admitted if _torch_admits(e, torch)]
+    read = str(rs.section("framework").get("read", ""))
+    for raw in rs.data.get(table, []):
+        ident = _entry_id(table, raw)
+        if any(e is raw for e in admitted):
+            entry = Entry(table, ident, rs.framework, raw["stage"], raw, rs.version,
+                          str(raw.get("read", read)), root)
+            entries.setdefault(raw["stage"], []).append(entry)
+        else:
+            uncovered.setdefault(ident, (table, []))[1].append(raw)
 
 
 def _confirmed(table: str, raws: list[dict[str, Any]], root: Path) -> list[dict[str, Any]]:

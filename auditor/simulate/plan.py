@@ -21,6 +21,7 @@ from auditor.config import model_facts
 from auditor.config.model import LaunchConfig
 from auditor.config.pipelining_script import is_pipelining_script
 from auditor.config.runconfig import RunConfig
+from auditor.config.settings import DTYPE_KEYS, PRECISION_KEYS, SEQUENCE_KEYS
 from auditor.errors import InputError
 from auditor.sources import SourceSet
 from auditor.simulate.schedule_flags import SCHEDULE_FLAGS
@@ -212,9 +213,13 @@ def _message(values: dict[str, PlanValue], run: RunConfig, launch: LaunchConfig)
         values[name] = PlanValue(name, None, "unknown")
         return None
 
-    seq = first("seq_length", ("seq_length", "max_length"))
+    if any(run.is_unknown(k) for k in SEQUENCE_KEYS):  # a rule left it open: no flag decides it
+        values["seq_length"] = PlanValue("seq_length", None, "unknown" + _why(run, SEQUENCE_KEYS))
+        seq = None
+    else:
+        seq = first("seq_length", SEQUENCE_KEYS)
     if seq is None:
-        unknown.append("sequence length: give it with --set seq_length=N")
+        unknown.append(f"sequence length{_why(run, SEQUENCE_KEYS)}: give it with --set seq_length=N")
     hidden = first("hidden_size", ("hidden_size",))
     if hidden is None:
         unknown.append("hidden size: give it with --set hidden_size=N, or add the model to "
@@ -240,12 +245,18 @@ def _message(values: dict[str, PlanValue], run: RunConfig, launch: LaunchConfig)
                            "sequence_parallel=true|false --set tensor_model_parallel_size=N")
     values["dtype"] = _dtype(run, launch)
     if values["dtype"].value is None:
-        unknown.append("activation dtype: give it with --set torch_dtype=bfloat16|float16|float32")
+        unknown.append(f"activation dtype{_why(run, (*DTYPE_KEYS, *PRECISION_KEYS))}: give it with "
+                       "--set torch_dtype=bfloat16|float16|float32")
     return unknown
 
 
+def _why(run: RunConfig, keys: tuple[str, ...]) -> str:
+    """` (why)` of the first of `keys` a rule left unknown, as the rule says it; else nothing."""
+    return next((f" ({run.provenance(k)})" for k in keys if run.is_unknown(k) and run.provenance(k)), "")
+
+
 def _dtype(run: RunConfig, launch: LaunchConfig) -> PlanValue:
-    for key in ("pipeline_dtype", "params_dtype", "torch_dtype"):
+    for key in DTYPE_KEYS:
         given = run.known(key)
         if given is None:
             continue
@@ -254,17 +265,22 @@ def _dtype(run: RunConfig, launch: LaunchConfig) -> PlanValue:
             raise InputError(key, f"{given!r} is not an activation dtype "
                                   f"({', '.join(sorted(set(DTYPE_NAMES.values())))})")
         return PlanValue("dtype", name, run.provenance(key, key))
-    for key in ("pipeline_dtype", "params_dtype", "torch_dtype"):
+    for key in DTYPE_KEYS:
         flag = launch.flags.get(key)
         if flag is not None and DTYPE_NAMES.get(str(flag.value).lower()):
             return PlanValue("dtype", DTYPE_NAMES[str(flag.value).lower()],
                          f"{launch.path}:{flag.line}: {flag.spelling} {flag.value}")
-    for key in ("bf16", "fp16"):
+    for key in PRECISION_KEYS:
+        # The switch as derived; the script's flag only where no rule derived it: a rule may
+        # override the flag (slime: bf16 = not fp16, whatever --bf16 says) or leave it open.
+        if run.value(key) is True:
+            return PlanValue("dtype", DTYPE_NAMES[key], run.provenance(key))
         flag = launch.flags.get(key)
-        on = run.value(key) is True or (flag is not None and str(flag.value).lower() in ("true", "1"))
-        if on:
-            where = run.provenance(key) or (f"{launch.path}:{flag.line}: {flag.spelling}" if flag is not None else "")
-            return PlanValue("dtype", DTYPE_NAMES[key], where)
+        if run.value(key) is None and flag is not None and str(flag.value).lower() in ("true", "1"):
+            return PlanValue("dtype", DTYPE_NAMES[key], f"{launch.path}:{flag.line}: {flag.spelling}")
+    if any(run.is_unknown(k) for k in PRECISION_KEYS):  # a rule left the switch open
+        return PlanValue("dtype", None, "unknown: " + next(run.provenance(k) for k in PRECISION_KEYS
+                                                           if run.is_unknown(k)))
     if launch.style == "megatron-lm":
         return PlanValue("dtype", "float32", "Megatron-LM: neither --bf16 nor --fp16, so params_dtype "
                                          "= torch.float (megatron/training/arguments.py "

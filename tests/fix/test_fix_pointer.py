@@ -1,6 +1,7 @@
 """The `p2paudit fix` command that `scan` and `gate` print beside a cause (auditor/fix/pointer.py)
 gives `fix` the scan's own inputs: read back by the real CLI parser, it names the same script,
-targets, torch and --set values, whatever the script's path holds."""
+targets, torch and --set values, whatever the script's path holds. It is printed only for a cause
+`fix` makes a patch for (fix.plan.propose decides both)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ import shlex
 
 import pytest
 
+from auditor.analysis import causes
 from auditor.cli import build_parser
+from auditor.fix import plan, pointer
 from auditor.fix.pointer import command
-from auditor.scan import ScanInputs
+from auditor.scan import ScanInputs, read_config, run_scan
 
 
 @pytest.mark.parametrize("inputs", [
@@ -26,3 +29,42 @@ def test_the_printed_command_reads_back_as_the_scans_inputs(inputs: ScanInputs) 
     assert (args.target or None) == inputs.targets
     assert args.torch == inputs.torch_version
     assert args.set == [f"{k}={v}" for k, v in (inputs.overrides or {}).items()]
+
+
+MOE = """#!/bin/bash
+# megatron-core==0.17.0 ms-swift==4.3.0 mcore-bridge==1.4.1
+NNODES=2 \\
+NPROC_PER_NODE=8 \\
+megatron sft \\
+    --model Qwen/Qwen3-30B-A3B-Base \\
+    --pipeline_model_parallel_size 2 \\
+    --expert_model_parallel_size 8 \\
+    --micro_batch_size 1 \\
+    --global_batch_size 16 \\
+    --packing true \\
+    --max_length 8192 \\
+    --sequence_parallel true
+"""
+
+
+@pytest.mark.wheels
+def test_a_cause_is_pointed_to_fix_only_where_fix_makes_its_patch(tmp_path):
+    """modelscope/ms-swift examples/megatron/moe/qwen3_moe.sh (commit 2d3694fb18, v4.3.0): its
+    split-communicators sites are megatron-core's, two of them on the default group only through
+    ms-swift's patch of `_batched_p2p_ops`, none on the default group in code of the run's own:
+    `fix` has no edit for its pass-group remedy ("no patch: none of the finding's sites is one
+    ... edits"), so scan names no `p2paudit fix` for it, and still does for the causes it
+    patches (the nonblocking init and the timeout, launch-script edits)."""
+    script = tmp_path / "qwen3_moe.sh"
+    script.write_text(MOE, encoding="utf-8")
+    inputs = ScanInputs(str(script), torch_version="2.10.0")
+    doc = run_scan(inputs)
+    pointer.point(doc, inputs)
+    by_kind = {f["kind"]: f for f in doc["findings"]}
+    assert "fix_command" not in by_kind["split-communicators"]
+    assert by_kind["lazy-init-unbounded"]["fix_command"]["command"] == command(inputs)
+    on = plan.bench(inputs, read_config(str(script), None), script.read_text(encoding="utf-8"))
+    for cause in causes.group(doc["findings"]):
+        proposal = plan.propose(on, doc, cause, set())
+        pointed = "fix_command" in doc["findings"][cause.index]
+        assert pointed == bool(proposal is not None and proposal.edits), doc["findings"][cause.index]["kind"]
