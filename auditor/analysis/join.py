@@ -24,6 +24,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
+from auditor.analysis import peerend
 from auditor.analysis.runevidence import evidence_complete, stopped_findings, undecided_evidence
 from auditor.analysis.runfindings import replay_findings, run_findings
 from auditor.analysis.runreplay import recorded_order
@@ -130,9 +131,11 @@ def join(
     findings = list(doc.get("findings", []))
     config = RunConfig.from_json(doc.get("config", {}))
     findings += [f.to_json() for f in run_findings(uses, mapped, by_id, run, config)]
-    findings += [f.to_json() for f in replay_findings(run["waitfor"], deadlock)]
+    # Whose end the ranks' connection errors follow from, and a mismatch above it.
+    ends = peerend.read(trace, run["waitfor"])
+    findings += [f.to_json() for f in replay_findings(run["waitfor"], deadlock, ends)]
     # After the replay's: where the run crashed, the cycle or mismatch that explains it leads.
-    findings += [f.to_json() for f in stopped_findings(trace)]
+    findings += [f.to_json() for f in stopped_findings(trace, ends)]
     out["findings"] = findings
     return out
 
