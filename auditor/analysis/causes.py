@@ -17,11 +17,12 @@ SEVERITY_ORDER = ("error", "warning", "info")
 # The analysis's own findings (analysis/batching.py): pipeline ops that run unbatched open a
 # 2-rank communicator per pair beside the pipeline group's (split-communicators), each created
 # lazily inside its first op (lazy-init-unbounded says that of every communicator). A recorded
-# run's count mismatch (analysis/runfindings.py) leaves the unmatched op and its peer waiting:
-# the replay's cycle and the ranks stopped inside an op.
+# run's count mismatch or wait-for cycle (analysis/runfindings.py) leaves ranks stopped inside an
+# op; neither explains the other (a cut exchange reads as unequal counts: the cycle leads).
 OWN_EXPLAINS: dict[str, tuple[str, ...]] = {
     "unbatched-contradiction": ("split-communicators", "lazy-init-unbounded"),
-    "p2p-count-mismatch": ("wait-for-cycle", "run-stopped-in-op"),
+    "p2p-count-mismatch": ("run-stopped-in-op",),
+    "wait-for-cycle": ("run-stopped-in-op",),
 }
 
 

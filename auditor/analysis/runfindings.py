@@ -121,6 +121,13 @@ def replay_findings(wf: dict[str, Any], deadlock: Deadlock | None, ends: Ends | 
            "even/odd")
     out: list[Finding] = []
     ends = ends or Ends()
+    # The cycle first: what the stopped ranks waited on leads the counts beside it.
+    if not wf["run_completed"] and wf["cycle"]:
+        out.append(Finding(
+            "wait-for-cycle", "error",
+            f"the run stopped, and its recorded op order deadlocks under "
+            f"{Conditions(**wf['conditions']).words()}: {wf['cycle']}",
+            fix=fix, detail={"blocked": wf["blocked"][:EXAMPLES]}))
     if wf.get("mismatched_pairs"):
         out.append(_mismatch_finding(wf["mismatched_pairs"]))
     if wf.get("count_mismatches"):
@@ -129,12 +136,6 @@ def replay_findings(wf: dict[str, Any], deadlock: Deadlock | None, ends: Ends | 
         if ends.above_explains(f.kind):
             f.detail["explains"] = list(ends.above_explains(f.kind))
     if not wf["run_completed"]:
-        if wf["cycle"]:
-            out.append(Finding(
-                "wait-for-cycle", "error",
-                f"the run stopped, and its recorded op order deadlocks under "
-                f"{Conditions(**wf['conditions']).words()}: {wf['cycle']}",
-                fix=fix, detail={"blocked": wf["blocked"][:EXAMPLES]}))
         return out
     assert deadlock is not None  # asked of every order a recorder did not cut (a cut run never completed)
     if wf["hang"] and not backend(wf["conditions"]["backend"]).runs_nccl:

@@ -375,7 +375,9 @@ def _findings_headline(doc: dict[str, Any], bad: list[dict[str, Any]],
     symptom = _symptom(doc, findings, len(errors))
     if symptom is not None:
         word, kinds, alone, then = symptom
-        cause = next((c for c in errors if c["kind"] in kinds or kinds & set(c["consequences"])),
+        # The replay's cycle first where it explains the symptom: what the ranks waited on.
+        ranked = sorted(errors, key=lambda c: c["kind"] != "wait-for-cycle")
+        cause = next((c for c in ranked if c["kind"] in kinds or kinds & set(c["consequences"])),
                      None)
         if cause is None or cause["kind"] in kinds:  # the symptom is all the run says
             return alone

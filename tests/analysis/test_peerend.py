@@ -176,10 +176,11 @@ def test_a_peer_ended_by_a_signal_before_the_reset_leads_it(tmp_path: Path) -> N
     assert doc["verdict"]["causes"][0]["kind"] == "run-crashed"
 
 
-def test_a_count_mismatch_leads_the_hang_it_caused(tmp_path: Path) -> None:
+def test_a_cycle_leads_the_hang_and_a_cut_count_is_beside_it(tmp_path: Path) -> None:
     """Rank 1 posts one receive where rank 0 sends two (skip.py: `dist.send(a, 1); dist.send(a,
     1); dist.recv(a, 1)` against `dist.recv(a, 0); dist.send(a, 0)`), both ended by the
-    `timeout -s TERM` around the run: the count mismatch is the cause, the hang its consequence."""
+    `timeout -s TERM` around the run: the wait-for cycle is what the stopped ranks waited on and
+    leads (review r42-cause, item 1); the phase count is listed beside it, explaining nothing."""
     zero, one = Rank(0), Rank(1)
     zero.op(1.0, "send", 1, "skip.py:6", [4])
     zero.op(1.1, "send", 1, "skip.py:6", [4], end=None)
@@ -190,13 +191,12 @@ def test_a_count_mismatch_leads_the_hang_it_caused(tmp_path: Path) -> None:
     code, doc = report(tmp_path, (zero, False), (one, False))
     head = doc["verdict"]["headline"]
     assert code == EXIT_FINDINGS
-    assert head == ("HANG: in one exchange, rank 1 posts 1 RECV(s) from 0 on default_pg where rank 0 "
-                    "sends it 2 (sends at skip.py:6, receives at skip.py:8): the unmatched op waits "
-                    "forever, and the peer waits for it in turn (skip.py:8); then the recorded run "
-                    "stopped with 2 rank(s) inside an op that never completed."), head
-    (cause,) = doc["verdict"]["causes"]
-    assert cause["kind"] == "p2p-count-mismatch"
-    assert set(cause["consequences"]) == {"wait-for-cycle", "run-stopped-in-op"}
+    assert head.startswith("HANG: the run stopped, and its recorded op order deadlocks under gloo"), head
+    assert head.endswith("then the recorded run stopped with 2 rank(s) inside an op that never "
+                         "completed. 1 other cause(s) below."), head
+    cycle, count = doc["verdict"]["causes"]
+    assert (cycle["kind"], cycle["consequences"]) == ("wait-for-cycle", ["run-stopped-in-op"])
+    assert (count["kind"], count["consequences"]) == ("p2p-count-mismatch", [])
 
 
 def test_a_count_mismatch_leads_a_peer_killed_inside_the_exchange(tmp_path: Path) -> None:
@@ -234,4 +234,42 @@ def test_a_rank_killed_between_ops_is_the_cause_of_the_count_it_cut(tmp_path: Pa
     assert "Connection closed by peer" in head and "rank 3 then raised" in head, head
     cause = doc["verdict"]["causes"][0]
     assert cause["kind"] == "rank-file-not-closed"
-    assert {"run-op-raised", "p2p-count-mismatch", "run-stopped-in-op"} <= set(cause["consequences"])
+    assert {"run-op-raised", "run-stopped-in-op"} <= set(cause["consequences"])
+    # The exchange rank 2's end cut is no count mismatch (review r42-cause, item 2).
+    assert "p2p-count-mismatch" not in {f["kind"] for f in doc["findings"]}
+
+
+FIXTURES = Path(__file__).parents[1] / "record_fixtures"
+
+
+def _real(tmp_path: Path, name: str) -> dict[str, Any]:
+    out = tmp_path / "r.json"
+    assert cli.main(["report", "--trace", str(FIXTURES / name), "--format", "json", "-o", str(out)]) \
+        == EXIT_FINDINGS
+    doc: dict[str, Any] = json.loads(out.read_text())
+    return doc
+
+
+def test_a_real_recv_recv_deadlock_is_a_cycle_not_a_count(tmp_path: Path) -> None:
+    """tests/record_fixtures/recvrecv (recvrecv.py.txt, recorded on gloo, torch 2.x, then
+    stopped): both ranks RECV first, then SEND. Each stopped in its receive before posting its
+    send: the exchange is cut, not short, so no count mismatch; the cycle leads (review
+    r42-cause, item 1)."""
+    doc = _real(tmp_path, "recvrecv")
+    head = doc["verdict"]["headline"]
+    assert head.startswith("HANG: the run stopped, and its recorded op order deadlocks"), head
+    assert "rank 0's RECV from 1" in head, head
+    assert "p2p-count-mismatch" not in {f["kind"] for f in doc["findings"]}
+    assert doc["verdict"]["causes"][0]["kind"] == "wait-for-cycle"
+
+
+def test_a_rank_killed_inside_the_exchange_leads_not_the_count_it_cut(tmp_path: Path) -> None:
+    """tests/record_fixtures/killin9c (pipe.py.txt, torch pipelining ScheduleGPipe on gloo,
+    3 stages, KILL_RANK=2 KILL_SIG=SIGKILL): rank 2 is SIGKILLed waiting in its irecv from rank
+    1; rank 1 then raises "Connection reset by peer". The receives rank 2 never posted are its
+    end's consequence, not a count mismatch (review r42-cause, item 2)."""
+    doc = _real(tmp_path, "killin9c")
+    head = doc["verdict"]["headline"]
+    assert head.startswith("CRASHED: rank 2 ended first, without an exit record"), head
+    assert "p2p-count-mismatch" not in {f["kind"] for f in doc["findings"]}
+    assert doc["verdict"]["causes"][0]["kind"] == "rank-file-not-closed"
