@@ -13,6 +13,14 @@ peer ended inside an op (an abort in the exchange, or a wait on it that someone 
 peer that ended between ops (killed while it computed) cut the exchange short itself: the count
 it left unequal is its consequence.
 
+Above a peer's end comes an earlier one: a process that left no exit record (SIGKILLed, OOM
+killed, aborted) and whose last line precedes every end the other ranks recorded (an exit line,
+a raise) ended first, even where no rank raised (all waited on it): the launcher's SIGTERM to
+the others, their waits and their errors follow from it (torchrun's "Root Cause" names it). Its
+end is only known to come after its last line: a process still alive when the launcher signalled
+the others would have recorded that signal too. Wall clocks order ends on one host only; ranks
+on several hosts (clocks that may differ by more than the gap) leave the order not known.
+
 Where a rank died of an exception of its own, that crash leads (runevidence.crash_finding) and
 nothing here applies: its end, not a peer's, explains the rest.
 """
@@ -24,6 +32,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from auditor.dynamic.rankfile import RankTrace
 from auditor.dynamic.trace import Trace
 from auditor.rulebook import files as rulebook_files
 
@@ -51,6 +60,8 @@ class Loss:
 class Ends:
     losses: tuple[Loss, ...] = ()  # the first per rank, by rank
     above: tuple[str, ...] = ()  # the mismatch kinds between a lost pair: the cause above both
+    first: int | None = None  # the rank that ended first, with no exit record, before all others
+    unordered: str = ""  # a rank ended with no exit record, and why the files cannot say when
 
     @property
     def peers(self) -> dict[int, list[Loss]]:
@@ -59,6 +70,12 @@ class Ends:
         for loss in self.losses:
             out.setdefault(loss.peer, []).append(loss)
         return out
+
+    @property
+    def lead(self) -> int | None:
+        """The rank whose end the others' ends follow from: the one that ended first, else the
+        lowest peer that others' errors name."""
+        return self.first if self.first is not None else min(self.peers, default=None)
 
     @property
     def explains(self) -> list[str]:
@@ -88,6 +105,7 @@ def read(trace: Trace, waitfor: dict[str, Any] | None = None) -> Ends:
     if any(rt.crash is not None and not peer_lost(rt.crash.get("error"))
            for rt in trace.ranks.values()):
         return Ends()  # a rank died of its own exception: that crash leads
+    first, unordered = _first_end(trace)
     losses = []
     for rank, rt in sorted(trace.ranks.items()):
         loss = next((Loss(rank, op["peer"], op) for op in rt.raised
@@ -96,7 +114,7 @@ def read(trace: Trace, waitfor: dict[str, Any] | None = None) -> Ends:
         if loss is not None:
             losses.append(loss)
     if not losses:
-        return Ends()
+        return Ends(first=first, unordered=unordered)
     wf = waitfor or {}
     pairs = {frozenset((x.rank, x.peer)): x.peer for x in losses}
     above = []
@@ -106,7 +124,36 @@ def read(trace: Trace, waitfor: dict[str, Any] | None = None) -> Ends:
     if any(trace.ranks[pairs[pair]].pending() for pair in
            (frozenset((c["src"], c["dst"])) for c in wf.get("count_mismatches") or []) if pair in pairs):
         above.append("p2p-count-mismatch")
-    return Ends(tuple(losses), tuple(above))
+    return Ends(tuple(losses), tuple(above), first, unordered)
+
+
+def _first_end(trace: Trace) -> tuple[int | None, str]:
+    """The rank whose process ended first with no exit record (its file unclosed, the recorder
+    not stopped): its last line precedes every other rank's end (an exit line, a raise, another
+    unclosed file's last line). Second: where such a rank exists but the files cannot order its
+    end, why."""
+    unclosed = [r for r, rt in trace.ranks.items() if rt.unclosed is not None and rt.stopped is None]
+    if not unclosed:
+        return None, ""
+    if trace.no_evidence():
+        return None, "a rank that left no file may have ended before it"
+    if len({rt.meta.get("host") for rt in trace.ranks.values()}) != 1:
+        return None, "its ranks ran on several hosts, whose clocks may differ by more than the gap"
+    ends = {r: end_wall(rt) for r, rt in trace.ranks.items()}
+    known = {r: t for r, t in ends.items() if t is not None}
+    if len(known) < len(ends):
+        return None, "a file has no wall-clock time"
+    rank = min(unclosed, key=lambda r: known[r])
+    before = all(known[rank] < t for r, t in known.items() if r != rank)
+    return (rank, "") if before else (None, "")
+
+
+def end_wall(rt: RankTrace) -> float | None:
+    """When a rank's process ended, or its last sign of life: its exit line, the first op that
+    raised, else its last line."""
+    times = [float(t) for t in [(rt.exit or {}).get("t"), *(op.get("raised_t") for op in rt.raised)]
+             if isinstance(t, (int, float))]
+    return _wall(rt.meta, min(times) if times else rt.last_t)
 
 
 def _ended_before(trace: Trace, peer: Any, rank: int, op: dict[str, Any]) -> bool:

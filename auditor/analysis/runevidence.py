@@ -96,8 +96,8 @@ def crash_finding(trace: Trace, ends: peerend.Ends | None = None) -> Finding | N
     if not crashed:
         return None
     ends = ends if ends is not None else peerend.read(trace)
-    lost = {x.rank: x for x in ends.losses}
-    ended = set(ends.peers)
+    lost = {x.rank: x.peer for x in ends.losses}
+    ended = set(ends.peers) | ({ends.first} if ends.first is not None else set())
 
     def when(rank: int) -> float:
         rt = trace.ranks[rank]
@@ -145,13 +145,15 @@ def crash_finding(trace: Trace, ends: peerend.Ends | None = None) -> Finding | N
     in_flight = sum(len(trace.ranks[r].open_ops) for r in crashed)
     headline = head + (f"; {'; '.join(after)} ({'a consequence' if len(after) == 1 else 'consequences'})"
                        if after else "")
-    consequence = set(crashed) <= set(lost)
+    # a lead means every crash raised on a lost connection (peerend.read): each follows from the
+    # lead's end, directly or through the rank whose crash closed its connection
+    consequence = ends.lead is not None
     fix = ("the exception is the cause: read the traceback of rank "
            f"{first} (its stderr) at {where or 'the line it names'}{inside}"
            + ("; the other ranks stopped because it did" if after else ""))
     if consequence:
-        fix = (f"rank {first}'s error follows from rank {lost[first].peer}'s end (its connection "
-               "closed): find why that rank ended, the cause above")
+        fix = (f"rank {first}'s error follows from rank {lost.get(first, ends.lead)}'s end (its "
+               "connection closed): find why that rank ended, the cause above")
     return Finding(
         "run-crashed", "error",
         f"the run crashed: {headline}. The {in_flight} op(s) left open on the crashed rank(s) "
@@ -226,67 +228,95 @@ def stopped_findings(trace: Trace, ends: peerend.Ends | None = None) -> list[Fin
     unclosed = {r: rt.unclosed for r, rt in trace.ranks.items() if rt.unclosed and rt.stopped is None}
     if unclosed:
         rank = min(unclosed)
-        lead = min((r for r in unclosed if r in peers), default=None)
+        lead = ends.lead if ends.lead in unclosed else None
+        unordered = (f"; the files cannot order its end against the other ranks' ({ends.unordered}): "
+                     "torchrun's \"Root Cause\" (first observed failure) names the rank that failed "
+                     "first" if ends.unordered else "")
         out.append(Finding(
             "rank-file-not-closed", "error",
             f"the process of rank(s) {_words(unclosed)} stopped without closing its trace file "
             f"(rank {rank}: {unclosed[rank]}): killed (a crash, an OOM kill, the launcher "
-            "ending it), or still running; the run did not finish there",
+            f"ending it), or still running; the run did not finish there{unordered}",
             fix="find why that process stopped: its stderr, the launcher's exit status, dmesg "
                 "for an OOM kill; a run still in progress: report it once it has ended"
-                if lead is None else _end_fix(lead, peers[lead], None),
+                if lead is None else _end_fix(trace, lead, ends),
             detail={"unclosed": {str(r): why for r, why in unclosed.items()},
-                    **({} if lead is None else _end_detail(trace, lead, peers[lead], ends))}))
+                    **({} if lead is None else _end_detail(trace, lead, ends))}))
+    # under a rank that ended first, the signals that ended its peers are the launcher's answer
     signalled = {r: (trace.ranks[r].exit or {}).get("signal") for r in peers
-                 if trace.ranks[r].unclosed is None}
+                 if trace.ranks[r].unclosed is None} if ends.first is None else {}
     if signalled:
         rank = min(signalled)
         out.append(Finding(
             "rank-ended-by-signal", "error",
             f"the process of rank(s) {_words(signalled)} was ended by a signal (rank {rank}: "
             f"{signalled[rank]}) before the ops of its peers raised on the connection it closed",
-            fix=_end_fix(rank, peers[rank], str(signalled[rank])),
+            fix=_end_fix(trace, rank, ends),
             detail={"signalled": {str(r): s for r, s in signalled.items()},
-                    **_end_detail(trace, rank, peers[rank], ends)}))
+                    **_end_detail(trace, rank, ends)}))
     return out
 
 
-def _end_detail(trace: Trace, peer: int, losses: list[peerend.Loss], ends: peerend.Ends
-                ) -> dict[str, Any]:
+def _end_detail(trace: Trace, peer: int, ends: peerend.Ends) -> dict[str, Any]:
     """The headline and `explains` of the finding that says how `peer` ended first: where it
-    was, then the errors of the ranks left talking to it (`losses`), its consequences."""
+    was, then its consequences by wall clock: the errors of the ranks left talking to it, and
+    where it ended before every other rank (`ends.first`) their waits and signals too."""
     rt = trace.ranks[peer]
     how = ("by " + str((rt.exit or {}).get("signal")) if rt.unclosed is None else
            "without an exit record (a SIGKILL, an OOM kill, or an abort inside gloo or NCCL)")
     inside = ", outside any op"
     if rt.pending():
-        op = rt.pending()[0]
-        with_peer = f" with rank {op['peer']}" if op.get("peer") is not None else ""
-        site = op.get("site") or {}
-        inside = (f" in {op.get('api')}{with_peer}"
-                  + (f" ({site.get('path')}:{site.get('line')})" if site.get("path") else ""))
-    then = []
-    for loss in losses[:EXAMPLES]:
-        site = loss.op.get("site") or {}
-        then.append(f"rank {loss.rank} then raised {first_sentence(str(loss.op.get('error')))} "
-                    f"in {loss.op.get('api')} with rank {peer}"
-                    + (f" at {site.get('path')}:{site.get('line')}" if site.get("path") else ""))
+        inside = " in " + _waiting(rt.pending()[0])
+    then = [words for _, words in sorted(_after(trace, peer, ends).items(),
+                                         key=lambda kv: (peerend.end_wall(trace.ranks[kv[0]]) or 0, kv[0]))]
     return {"headline": f"CRASHED: rank {peer} ended first, {how}{inside}; {'; '.join(then)} "
                         f"({'a consequence' if len(then) == 1 else 'consequences'})",
             "explains": ends.explains,
             "lost": {str(x.rank): x.peer for x in ends.losses}}
 
 
-def _end_fix(peer: int, losses: list[peerend.Loss], signal: str | None) -> str:
-    """Where to look for why `peer` ended first: who sent the `signal` it ended by, else (no
-    exit record) its stderr, the launcher's exit status and the kernel's log."""
-    others = _words(dict.fromkeys(x.rank for x in losses))
+def _after(trace: Trace, peer: int, ends: peerend.Ends) -> dict[int, str]:
+    """What each rank did after `peer` ended, in words: the op that raised on a lost connection;
+    where `peer` ended first, also the op it was left waiting in and the signal that ended it."""
+    out: dict[int, str] = {}
+    lost = {x.rank: x for x in ends.losses if ends.first == peer or x.peer == peer}
+    for rank, rt in sorted(trace.ranks.items()):
+        if rank == peer:
+            continue
+        if rank in lost:
+            op = lost[rank].op
+            site = op.get("site") or {}
+            out[rank] = (f"rank {rank} then raised {first_sentence(str(op.get('error')))} "
+                         f"in {op.get('api')} with rank {op.get('peer')}"
+                         + (f" at {site.get('path')}:{site.get('line')}" if site.get("path") else ""))
+        elif ends.first == peer:
+            signal = (rt.exit or {}).get("signal") if (rt.exit or {}).get("how") == "signal" else None
+            parts = ([f"was left waiting in {_waiting(rt.pending()[0])}"] if rt.pending() else []) + (
+                [f"ended by {signal}"] if signal else [])
+            if parts:
+                out[rank] = f"rank {rank} " + (", then ".join(parts) if rt.pending() else "then " + parts[0])
+    return dict(list(out.items())[:EXAMPLES])
+
+
+def _waiting(op: dict[str, Any]) -> str:
+    with_peer = f" with rank {op['peer']}" if op.get("peer") is not None else ""
+    site = op.get("site") or {}
+    return f"{op.get('api')}{with_peer}" + (f" ({site.get('path')}:{site.get('line')})" if site.get("path") else "")
+
+
+def _end_fix(trace: Trace, peer: int, ends: peerend.Ends) -> str:
+    """Where to look for why `peer` ended first: who sent the signal it ended by, else (no exit
+    record) its stderr, the launcher's exit status and the kernel's log."""
+    rt = trace.ranks[peer]
+    signal = (rt.exit or {}).get("signal") if rt.unclosed is None else None
+    others = _words(dict.fromkeys(_after(trace, peer, ends)))
     why = (f"find who sent {signal} to rank {peer} first (the scheduler's time limit or preemption, "
            "the launcher after another failure, a person)" if signal is not None else
            "its stderr (an abort message of gloo or NCCL, a traceback the recorder could not "
            "write), the launcher's exit status for it (torchrun's \"Root Cause\" names its exit "
            "code or signal) and dmesg (an OOM kill) say why it ended")
-    return (f"rank {peer}'s end is the cause: {why}; the error of rank(s) {others} is its "
+    what = ("error" if ends.first != peer else "end")
+    return (f"rank {peer}'s end is the cause: {why}; the {what} of rank(s) {others} is its "
             "consequence")
 
 

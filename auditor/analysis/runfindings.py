@@ -98,6 +98,10 @@ def run_findings(uses: dict[Key, Use], mapped: dict[Key, str], by_id: dict[str, 
     return out
 
 
+# How a stopped run's cycle begins: a headline that says how the run stopped says it once.
+CYCLE_STOPPED = "the run stopped, and "
+
+
 def replay_findings(wf: dict[str, Any], deadlock: Deadlock | None, ends: Ends | None = None
                     ) -> list[Finding]:
     """What the wait-for replay adds, by what the run did; a mismatch between a rank and the
@@ -125,7 +129,7 @@ def replay_findings(wf: dict[str, Any], deadlock: Deadlock | None, ends: Ends | 
     if not wf["run_completed"] and wf["cycle"]:
         out.append(Finding(
             "wait-for-cycle", "error",
-            f"the run stopped, and its recorded op order deadlocks under "
+            f"{CYCLE_STOPPED}its recorded op order deadlocks under "
             f"{Conditions(**wf['conditions']).words()}: {wf['cycle']}",
             fix=fix, detail={"blocked": wf["blocked"][:EXAMPLES]}))
     if wf.get("mismatched_pairs"):

@@ -24,6 +24,7 @@ from typing import Any
 from auditor.analysis import causes as causes_of
 from auditor.analysis import commandcases, settingcases
 from auditor.analysis.backend import OP_BY_OP_POSTED, PIPELINE_BACKEND, op_by_op_words, other_backend
+from auditor.analysis.runfindings import CYCLE_STOPPED
 from auditor.analysis.sitestatus import SiteStatus
 from auditor.analysis.undecided import (
     SIMULATE,
@@ -381,7 +382,10 @@ def _findings_headline(doc: dict[str, Any], bad: list[dict[str, Any]],
                      None)
         if cause is None or cause["kind"] in kinds:  # the symptom is all the run says
             return alone
-        return f"{word}: {cause['headline']}{_at(cause)}; then {then}.{more}"
+        said = cause["headline"]
+        if said.startswith(CYCLE_STOPPED):  # the stop is said once: how the run stopped, and why
+            return f"{word}: {then}, and {said.removeprefix(CYCLE_STOPPED)}{_at(cause)}.{more}"
+        return f"{word}: {said}{_at(cause)}; then {then}.{more}"
     if not errors:  # contradictions without a finding: documents written before the findings
         return (f"FINDINGS: {len(bad)} reachable P2P site(s) will run unbatched although "
                 f"batch_p2p_comm=True: this run can create lazy 2-rank NCCL communicators and hang.")

@@ -191,9 +191,10 @@ def test_a_cycle_leads_the_hang_and_a_cut_count_is_beside_it(tmp_path: Path) -> 
     code, doc = report(tmp_path, (zero, False), (one, False))
     head = doc["verdict"]["headline"]
     assert code == EXIT_FINDINGS
-    assert head.startswith("HANG: the run stopped, and its recorded op order deadlocks under gloo"), head
-    assert head.endswith("then the recorded run stopped with 2 rank(s) inside an op that never "
-                         "completed. 1 other cause(s) below."), head
+    assert head.startswith("HANG: the recorded run stopped with 2 rank(s) inside an op that never "
+                           "completed, and its recorded op order deadlocks under gloo"), head
+    assert head.count("stopped") == 1, head
+    assert head.endswith(": a cycle. 1 other cause(s) below."), head
     cycle, count = doc["verdict"]["causes"]
     assert (cycle["kind"], cycle["consequences"]) == ("wait-for-cycle", ["run-stopped-in-op"])
     assert (count["kind"], count["consequences"]) == ("p2p-count-mismatch", [])
@@ -257,7 +258,8 @@ def test_a_real_recv_recv_deadlock_is_a_cycle_not_a_count(tmp_path: Path) -> Non
     r42-cause, item 1)."""
     doc = _real(tmp_path, "recvrecv")
     head = doc["verdict"]["headline"]
-    assert head.startswith("HANG: the run stopped, and its recorded op order deadlocks"), head
+    assert head.startswith("HANG: the recorded run stopped with 2 rank(s) inside an op that never "
+                           "completed, and its recorded op order deadlocks"), head
     assert "rank 0's RECV from 1" in head, head
     assert "p2p-count-mismatch" not in {f["kind"] for f in doc["findings"]}
     assert doc["verdict"]["causes"][0]["kind"] == "wait-for-cycle"
@@ -273,3 +275,50 @@ def test_a_rank_killed_inside_the_exchange_leads_not_the_count_it_cut(tmp_path: 
     assert head.startswith("CRASHED: rank 2 ended first, without an exit record"), head
     assert "p2p-count-mismatch" not in {f["kind"] for f in doc["findings"]}
     assert doc["verdict"]["causes"][0]["kind"] == "rank-file-not-closed"
+
+
+def test_a_rank_killed_while_all_wait_leads_the_hang(tmp_path: Path) -> None:
+    """tests/record_fixtures/killin9 (../killin9c/pipe.py.txt, torch pipelining ScheduleGPipe on
+    gloo, 3 stages, KILL_RANK=2 KILL_SIG=SIGKILL): rank 2 is SIGKILLed waiting in its irecv
+    from rank 1 (no exit record, last line at +14.34 s); ranks 0 and 1, waiting on it, raise
+    nothing and end by torchrun's SIGTERM 1.1 s later. Rank 2 ended first: it leads, the waits
+    and SIGTERMs are its consequences (review h43, item 1)."""
+    doc = _real(tmp_path, "killin9")
+    head = doc["verdict"]["headline"]
+    assert head.startswith("CRASHED: rank 2 ended first, without an exit record"), head
+    assert "in irecv with rank 1 (pipe.py:35)" in head, head
+    assert "rank 0 was left waiting in isend with rank 1 (pipe.py:34), then ended by SIGTERM" in head
+    assert doc["verdict"]["causes"][0]["kind"] == "rank-file-not-closed"
+    assert "run-stopped-in-op" in doc["verdict"]["causes"][0]["consequences"]
+
+
+def test_the_launchers_sigterm_after_an_earlier_kill_is_a_consequence(tmp_path: Path) -> None:
+    """tests/record_fixtures/multinode (termrace2.py.txt; README says which lines are edited):
+    rank 2 SIGKILLed itself (last line at 6.2 s), rank 0 ended by SIGTERM at 8.29 s, rank 1's
+    recv from rank 0 raised "Connection reset by peer" at 8.35 s. Rank 2 ended first; rank 0's
+    SIGTERM (the launcher's answer) and rank 1's error follow from it (review h43, item 2)."""
+    doc = _real(tmp_path, "multinode")
+    head = doc["verdict"]["headline"]
+    assert head.startswith("CRASHED: rank 2 ended first, without an exit record"), head
+    assert "; rank 0 then ended by SIGTERM; rank 1 then raised RuntimeError" in head, head
+    assert "rank-ended-by-signal" not in {f["kind"] for f in doc["findings"]}
+    assert [c["kind"] for c in doc["verdict"]["causes"] if c["severity"] == "error"] \
+        == ["rank-file-not-closed"]
+
+
+def test_ranks_on_two_hosts_leave_the_order_of_the_ends_unknown(tmp_path: Path) -> None:
+    """The killin9 recording with rank 2 on another host: its clock may differ by more than the
+    1.1 s between its last line and the others' SIGTERM, so no rank is named as the first to
+    end; the finding says the order is not known and where torchrun says it."""
+    root = tmp_path / "trace"
+    root.mkdir()
+    for src in (FIXTURES / "killin9").iterdir():
+        text = src.read_text()
+        if src.name == "rank-2.jsonl":
+            text = text.replace('"host":"vm"', '"host":"node2"', 1)
+        (root / src.name).write_text(text)
+    out = tmp_path / "r.json"
+    cli.main(["report", "--trace", str(root), "--format", "json", "-o", str(out)])
+    doc = json.loads(out.read_text())
+    assert "ended first" not in doc["verdict"]["headline"], doc["verdict"]["headline"]
+    assert "cannot order its end" in finding(doc, "rank-file-not-closed")["message"]
