@@ -267,17 +267,18 @@ def _end_detail(trace: Trace, peer: int, ends: peerend.Ends) -> dict[str, Any]:
     inside = ", outside any op"
     if rt.pending():
         inside = " in " + _waiting(rt.pending()[0])
-    then = [words for _, words in sorted(_after(trace, peer, ends).items(),
-                                         key=lambda kv: (peerend.end_wall(trace.ranks[kv[0]]) or 0, kv[0]))]
-    return {"headline": f"CRASHED: rank {peer} ended first, {how}{inside}; {'; '.join(then)} "
-                        f"({'a consequence' if len(then) == 1 else 'consequences'})",
+    then = list(_after(trace, peer, ends).values())
+    after = (f"; {'; '.join(then)} ({'a consequence' if len(then) == 1 else 'consequences'})"
+             if then else "")
+    return {"headline": f"CRASHED: rank {peer} ended first, {how}{inside}{after}",
             "explains": ends.explains,
             "lost": {str(x.rank): x.peer for x in ends.losses}}
 
 
 def _after(trace: Trace, peer: int, ends: peerend.Ends) -> dict[int, str]:
-    """What each rank did after `peer` ended, in words: the op that raised on a lost connection;
-    where `peer` ended first, also the op it was left waiting in and the signal that ended it."""
+    """What each rank did after `peer` ended, in words, by wall clock: the op that raised on a
+    lost connection; where `peer` ended first, also the op it was left waiting in and the signal
+    that ended it."""
     out: dict[int, str] = {}
     lost = {x.rank: x for x in ends.losses if ends.first == peer or x.peer == peer}
     for rank, rt in sorted(trace.ranks.items()):
@@ -295,7 +296,8 @@ def _after(trace: Trace, peer: int, ends: peerend.Ends) -> dict[int, str]:
                 [f"ended by {signal}"] if signal else [])
             if parts:
                 out[rank] = f"rank {rank} " + (", then ".join(parts) if rt.pending() else "then " + parts[0])
-    return dict(list(out.items())[:EXAMPLES])
+    return dict(sorted(out.items(), key=lambda kv: (peerend.end_wall(trace.ranks[kv[0]]) or 0, kv[0]))
+                [:EXAMPLES])
 
 
 def _waiting(op: dict[str, Any]) -> str:
