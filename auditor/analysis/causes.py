@@ -16,9 +16,13 @@ SEVERITY_ORDER = ("error", "warning", "info")
 
 # The analysis's own findings (analysis/batching.py): pipeline ops that run unbatched open a
 # 2-rank communicator per pair beside the pipeline group's (split-communicators), each created
-# lazily inside its first op (lazy-init-unbounded says that of every communicator).
+# lazily inside its first op (lazy-init-unbounded says that of every communicator). A recorded
+# run's count mismatch or wait-for cycle (analysis/runfindings.py) leaves ranks stopped inside an
+# op; neither explains the other (a cut exchange reads as unequal counts: the cycle leads).
 OWN_EXPLAINS: dict[str, tuple[str, ...]] = {
     "unbatched-contradiction": ("split-communicators", "lazy-init-unbounded"),
+    "p2p-count-mismatch": ("run-stopped-in-op",),
+    "wait-for-cycle": ("run-stopped-in-op",),
 }
 
 
@@ -50,8 +54,10 @@ class Cause:
 
 
 def explains(finding: dict[str, Any]) -> tuple[str, ...]:
+    """What the finding explains: its detail's `explains` (a rule's, or what its run adds),
+    then what its kind always explains."""
     detail = finding.get("detail") or {}
-    return tuple(detail.get("explains") or OWN_EXPLAINS.get(finding["kind"], ()))
+    return tuple(dict.fromkeys([*(detail.get("explains") or ()), *OWN_EXPLAINS.get(finding["kind"], ())]))
 
 
 def headline_of(finding: dict[str, Any]) -> str:

@@ -24,6 +24,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
+from auditor.analysis import peerend
 from auditor.analysis.runevidence import evidence_complete, stopped_findings, undecided_evidence
 from auditor.analysis.runfindings import replay_findings, run_findings
 from auditor.analysis.runreplay import recorded_order
@@ -102,7 +103,7 @@ def join(
     waitfor = {"hang": model.hang, "conditions": model.conditions.to_json(),
                "cycle": model.cycle, "blocked": model.blocked, "replayed_ops": replayed,
                "mismatched_pairs": model.mismatched_pairs,
-               "count_mismatches": model.count_mismatches,
+               "count_mismatches": _whole_counts(model.count_mismatches, trace),
                "complete": replayed == sum(rt.ops for rt in trace.ranks.values()),
                "run_completed": completed}
     if deadlock is not None:
@@ -130,9 +131,11 @@ def join(
     findings = list(doc.get("findings", []))
     config = RunConfig.from_json(doc.get("config", {}))
     findings += [f.to_json() for f in run_findings(uses, mapped, by_id, run, config)]
-    findings += [f.to_json() for f in replay_findings(run["waitfor"], deadlock)]
+    # Whose end the ranks' connection errors follow from, and a mismatch above it.
+    ends = peerend.read(trace, run["waitfor"])
+    findings += [f.to_json() for f in replay_findings(run["waitfor"], deadlock, ends)]
     # After the replay's: where the run crashed, the cycle or mismatch that explains it leads.
-    findings += [f.to_json() for f in stopped_findings(trace)]
+    findings += [f.to_json() for f in stopped_findings(trace, ends)]
     out["findings"] = findings
     return out
 
@@ -323,6 +326,17 @@ def _trace_summary(trace: Trace) -> dict[str, Any]:
         "hang_files": sorted(r for r, rt in trace.ranks.items() if rt.hang is not None),
         "events": sum(rt.lines for rt in trace.ranks.values()),
     }
+
+
+def _whole_counts(counts: list[dict[str, Any]], trace: Trace) -> list[dict[str, Any]]:
+    """The count mismatches the trace shows whole: a short side that posted nothing after the
+    exchange counts only where its process then exited by itself. One that was killed, or sat
+    outside any op (a sleep, a computation) when the run was stopped, had its exchange cut: the
+    ops it never reached are not missing from its program."""
+    def whole(rank: int) -> bool:
+        rt = trace.ranks.get(rank)
+        return rt is not None and (rt.exit or {}).get("how") == "exit"
+    return [c for c in counts if c["moved_on"] or whole(c["short"])]
 
 
 def _completed(trace: Trace) -> bool:

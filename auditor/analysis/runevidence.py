@@ -12,6 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from auditor.analysis import peerend
+from auditor.analysis.causes import first_sentence
+from auditor.dynamic import callsite
 from auditor.dynamic.rankfile import RankTrace
 from auditor.dynamic.trace import FILE_CUT, Trace, merge_spans, span_words
 from auditor.findings import Finding
@@ -84,13 +87,17 @@ CRASH_EXPLAINS = ("run-op-raised", "run-stopped-in-op", "wait-for-cycle", "rank-
                   "p2p-count-mismatch")
 
 
-def crash_finding(trace: Trace) -> Finding | None:
+def crash_finding(trace: Trace, ends: peerend.Ends | None = None) -> Finding | None:
     """`run-crashed`: processes that died of an uncaught exception (their `exception` lines),
     the first by wall clock leading, with what the other ranks were doing then (waiting in an
-    op, ended by a signal): the consequences."""
+    op, ended by a signal): the consequences. Where every one of them raised because a peer had
+    ended (`ends`, peerend.read), the crash is that end's consequence and explains nothing."""
     crashed = {r: rt.crash for r, rt in trace.ranks.items() if rt.crash is not None}
     if not crashed:
         return None
+    ends = ends if ends is not None else peerend.read(trace)
+    lost = {x.rank: x.peer for x in ends.losses}
+    ended = set(ends.peers) | ({ends.first} if ends.first is not None else set())
 
     def when(rank: int) -> float:
         rt = trace.ranks[rank]
@@ -101,7 +108,10 @@ def crash_finding(trace: Trace) -> Finding | None:
     at = exc.get("at") or {}
     where = f"{at['path']}:{at.get('line')}" if at.get("path") else ""
     raised = exc.get("raised") or {}
-    inside = f" (raised in {raised['path']}:{raised.get('line')})" if raised.get("path") else ""
+    # a recorder's own frame (traces of recorders before ending._frames skipped it) is no line
+    # of the program
+    inside = (f" (raised in {raised['path']}:{raised.get('line')})"
+              if raised.get("path") and not callsite.recorder_path(raised["path"]) else "")
     others = sorted(set(crashed) - {first})
     same = [r for r in others if crashed[r].get("error") == exc.get("error")]
     who = (f"rank(s) {_words(dict.fromkeys([first, *same]))}" if same else f"rank {first}")
@@ -120,7 +130,7 @@ def crash_finding(trace: Trace) -> Finding | None:
                  if raised_op else "")
         after.append(f"rank {rank} then raised {other.get('type') or 'an exception'}{in_op}{line}")
     waiting = {r: rt.pending()[0] for r, rt in trace.ranks.items()
-               if r not in crashed and rt.pending()}
+               if r not in crashed and r not in ended and rt.pending()}
     for rank in sorted(waiting)[:EXAMPLES]:
         op = waiting[rank]
         peer = f" with rank {op['peer']}" if op.get("peer") is not None else ""
@@ -128,22 +138,30 @@ def crash_finding(trace: Trace) -> Finding | None:
         line = f" ({site.get('path')}:{site.get('line')})" if site.get("path") else ""
         after.append(f"rank {rank} was left waiting in {op.get('api')}{peer}{line}")
     signalled = sorted(r for r, rt in trace.ranks.items()
-                       if (rt.exit or {}).get("how") == "signal")
+                       if (rt.exit or {}).get("how") == "signal" and r not in ended)
     if signalled:
         name = trace.ranks[signalled[0]].exit.get("signal")  # type: ignore[union-attr]
         after.append(f"rank(s) {_words(dict.fromkeys(signalled))} then ended by {name}")
     in_flight = sum(len(trace.ranks[r].open_ops) for r in crashed)
     headline = head + (f"; {'; '.join(after)} ({'a consequence' if len(after) == 1 else 'consequences'})"
                        if after else "")
+    # a lead means every crash raised on a lost connection (peerend.read): each follows from the
+    # lead's end, directly or through the rank whose crash closed its connection
+    consequence = ends.lead is not None
+    fix = ("the exception is the cause: read the traceback of rank "
+           f"{first} (its stderr) at {where or 'the line it names'}{inside}"
+           + ("; the other ranks stopped because it did" if after else ""))
+    if consequence:
+        fix = (f"rank {first}'s error follows from rank {lost.get(first, ends.lead)}'s end (its "
+               "connection closed): find why that rank ended, the cause above")
     return Finding(
         "run-crashed", "error",
         f"the run crashed: {headline}. The {in_flight} op(s) left open on the crashed rank(s) "
         "were in flight when their process died, not a hang",
-        fix="the exception is the cause: read the traceback of rank "
-            f"{first} (its stderr) at {where or 'the line it names'}{inside}"
-            + ("; the other ranks stopped because it did" if after else ""),
+        fix=fix,
         where=where,
-        detail={"headline": f"CRASHED: {headline}", "explains": list(CRASH_EXPLAINS),
+        detail={"headline": f"CRASHED: {headline}",
+                "explains": [] if consequence else list(CRASH_EXPLAINS),
                 "crashed": {str(r): {k: e.get(k) for k in ("error", "type", "thread", "at",
                                                            "raised", "t")}
                             for r, e in crashed.items()},
@@ -176,11 +194,14 @@ def thread_findings(trace: Trace) -> list[Finding]:
                             for r, threads in died.items()}})]
 
 
-def stopped_findings(trace: Trace) -> list[Finding]:
+def stopped_findings(trace: Trace, ends: peerend.Ends | None = None) -> list[Finding]:
     """A run that crashed: processes that died of an exception, ops that ended in an exception,
     and processes that never closed their file (killed, or still running). Each stops the run
-    whatever its op order says."""
-    crash = crash_finding(trace)
+    whatever its op order says. A process that ended first, without an exit record or by a
+    signal, under its peers' connection errors (`ends`, peerend.read) is their cause."""
+    ends = ends if ends is not None else peerend.read(trace)
+    peers = ends.peers
+    crash = crash_finding(trace, ends)
     out = [crash] if crash is not None else []
     out += thread_findings(trace)
     raised = {r: rt.raised for r, rt in trace.ranks.items() if rt.raised}
@@ -207,15 +228,98 @@ def stopped_findings(trace: Trace) -> list[Finding]:
     unclosed = {r: rt.unclosed for r, rt in trace.ranks.items() if rt.unclosed and rt.stopped is None}
     if unclosed:
         rank = min(unclosed)
+        lead = ends.lead if ends.lead in unclosed else None
+        unordered = (f"; the files cannot order its end against the other ranks' ({ends.unordered}): "
+                     "torchrun's \"Root Cause\" (first observed failure) names the rank that failed "
+                     "first" if ends.unordered else "")
         out.append(Finding(
             "rank-file-not-closed", "error",
             f"the process of rank(s) {_words(unclosed)} stopped without closing its trace file "
             f"(rank {rank}: {unclosed[rank]}): killed (a crash, an OOM kill, the launcher "
-            "ending it), or still running; the run did not finish there",
+            f"ending it), or still running; the run did not finish there{unordered}",
             fix="find why that process stopped: its stderr, the launcher's exit status, dmesg "
-                "for an OOM kill; a run still in progress: report it once it has ended",
-            detail={"unclosed": {str(r): why for r, why in unclosed.items()}}))
+                "for an OOM kill; a run still in progress: report it once it has ended"
+                if lead is None else _end_fix(trace, lead, ends),
+            detail={"unclosed": {str(r): why for r, why in unclosed.items()},
+                    **({} if lead is None else _end_detail(trace, lead, ends))}))
+    # under a rank that ended first, the signals that ended its peers are the launcher's answer
+    signalled = {r: (trace.ranks[r].exit or {}).get("signal") for r in peers
+                 if trace.ranks[r].unclosed is None} if ends.first is None else {}
+    if signalled:
+        rank = min(signalled)
+        out.append(Finding(
+            "rank-ended-by-signal", "error",
+            f"the process of rank(s) {_words(signalled)} was ended by a signal (rank {rank}: "
+            f"{signalled[rank]}) before the ops of its peers raised on the connection it closed",
+            fix=_end_fix(trace, rank, ends),
+            detail={"signalled": {str(r): s for r, s in signalled.items()},
+                    **_end_detail(trace, rank, ends)}))
     return out
+
+
+def _end_detail(trace: Trace, peer: int, ends: peerend.Ends) -> dict[str, Any]:
+    """The headline and `explains` of the finding that says how `peer` ended first: where it
+    was, then its consequences by wall clock: the errors of the ranks left talking to it, and
+    where it ended before every other rank (`ends.first`) their waits and signals too."""
+    rt = trace.ranks[peer]
+    how = ("by " + str((rt.exit or {}).get("signal")) if rt.unclosed is None else
+           "without an exit record (a SIGKILL, an OOM kill, or an abort inside gloo or NCCL)")
+    inside = ", outside any op"
+    if rt.pending():
+        inside = " in " + _waiting(rt.pending()[0])
+    then = list(_after(trace, peer, ends).values())
+    after = (f"; {'; '.join(then)} ({'a consequence' if len(then) == 1 else 'consequences'})"
+             if then else "")
+    return {"headline": f"CRASHED: rank {peer} ended first, {how}{inside}{after}",
+            "explains": ends.explains,
+            "lost": {str(x.rank): x.peer for x in ends.losses}}
+
+
+def _after(trace: Trace, peer: int, ends: peerend.Ends) -> dict[int, str]:
+    """What each rank did after `peer` ended, in words, by wall clock: the op that raised on a
+    lost connection; where `peer` ended first, also the op it was left waiting in and the signal
+    that ended it."""
+    out: dict[int, str] = {}
+    lost = {x.rank: x for x in ends.losses if ends.first == peer or x.peer == peer}
+    for rank, rt in sorted(trace.ranks.items()):
+        if rank == peer:
+            continue
+        if rank in lost:
+            op = lost[rank].op
+            site = op.get("site") or {}
+            out[rank] = (f"rank {rank} then raised {first_sentence(str(op.get('error')))} "
+                         f"in {op.get('api')} with rank {op.get('peer')}"
+                         + (f" at {site.get('path')}:{site.get('line')}" if site.get("path") else ""))
+        elif ends.first == peer:
+            signal = (rt.exit or {}).get("signal") if (rt.exit or {}).get("how") == "signal" else None
+            parts = ([f"was left waiting in {_waiting(rt.pending()[0])}"] if rt.pending() else []) + (
+                [f"ended by {signal}"] if signal else [])
+            if parts:
+                out[rank] = f"rank {rank} " + (", then ".join(parts) if rt.pending() else "then " + parts[0])
+    return dict(sorted(out.items(), key=lambda kv: (peerend.end_wall(trace.ranks[kv[0]]) or 0, kv[0]))
+                [:EXAMPLES])
+
+
+def _waiting(op: dict[str, Any]) -> str:
+    with_peer = f" with rank {op['peer']}" if op.get("peer") is not None else ""
+    site = op.get("site") or {}
+    return f"{op.get('api')}{with_peer}" + (f" ({site.get('path')}:{site.get('line')})" if site.get("path") else "")
+
+
+def _end_fix(trace: Trace, peer: int, ends: peerend.Ends) -> str:
+    """Where to look for why `peer` ended first: who sent the signal it ended by, else (no exit
+    record) its stderr, the launcher's exit status and the kernel's log."""
+    rt = trace.ranks[peer]
+    signal = (rt.exit or {}).get("signal") if rt.unclosed is None else None
+    others = _words(dict.fromkeys(_after(trace, peer, ends)))
+    why = (f"find who sent {signal} to rank {peer} first (the scheduler's time limit or preemption, "
+           "the launcher after another failure, a person)" if signal is not None else
+           "its stderr (an abort message of gloo or NCCL, a traceback the recorder could not "
+           "write), the launcher's exit status for it (torchrun's \"Root Cause\" names its exit "
+           "code or signal) and dmesg (an OOM kill) say why it ended")
+    what = ("error" if ends.first != peer else "end")
+    return (f"rank {peer}'s end is the cause: {why}; the {what} of rank(s) {others} is its "
+            "consequence")
 
 
 def _words(ranks: dict[int, Any]) -> str:

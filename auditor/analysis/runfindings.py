@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from auditor.analysis.peerend import Ends
 from auditor.analysis.uses import Key, Use
 from auditor.analysis.waitfor.deadlock import Deadlock
 from auditor.analysis.waitfor.model import SEND_APIS, Conditions
@@ -97,8 +98,14 @@ def run_findings(uses: dict[Key, Use], mapped: dict[Key, str], by_id: dict[str, 
     return out
 
 
-def replay_findings(wf: dict[str, Any], deadlock: Deadlock | None) -> list[Finding]:
-    """What the wait-for replay adds, by what the run did.
+# How a stopped run's cycle begins: a headline that says how the run stopped says it once.
+CYCLE_STOPPED = "the run stopped, and "
+
+
+def replay_findings(wf: dict[str, Any], deadlock: Deadlock | None, ends: Ends | None = None
+                    ) -> list[Finding]:
+    """What the wait-for replay adds, by what the run did; a mismatch between a rank and the
+    peer whose end its error follows from explains both (`ends`, analysis.peerend).
 
     - `wait-for-cycle` (error): the run stopped in an op (or an op raised) and the replay finds
       the cycle of waits: the deadlock, explained.
@@ -117,17 +124,22 @@ def replay_findings(wf: dict[str, Any], deadlock: Deadlock | None) -> list[Findi
            "batch the exchange (batch_isend_irecv that coalesces) or order sends and receives "
            "even/odd")
     out: list[Finding] = []
+    ends = ends or Ends()
+    # The cycle first: what the stopped ranks waited on leads the counts beside it.
+    if not wf["run_completed"] and wf["cycle"]:
+        out.append(Finding(
+            "wait-for-cycle", "error",
+            f"{CYCLE_STOPPED}its recorded op order deadlocks under "
+            f"{Conditions(**wf['conditions']).words()}: {wf['cycle']}",
+            fix=fix, detail={"blocked": wf["blocked"][:EXAMPLES]}))
     if wf.get("mismatched_pairs"):
         out.append(_mismatch_finding(wf["mismatched_pairs"]))
     if wf.get("count_mismatches"):
         out.append(_count_finding(wf["count_mismatches"]))
+    for f in out:
+        if ends.above_explains(f.kind):
+            f.detail["explains"] = list(ends.above_explains(f.kind))
     if not wf["run_completed"]:
-        if wf["cycle"]:
-            out.append(Finding(
-                "wait-for-cycle", "error",
-                f"the run stopped, and its recorded op order deadlocks under "
-                f"{Conditions(**wf['conditions']).words()}: {wf['cycle']}",
-                fix=fix, detail={"blocked": wf["blocked"][:EXAMPLES]}))
         return out
     assert deadlock is not None  # asked of every order a recorder did not cut (a cut run never completed)
     if wf["hang"] and not backend(wf["conditions"]["backend"]).runs_nccl:

@@ -24,6 +24,7 @@ from typing import Any
 from auditor.analysis import causes as causes_of
 from auditor.analysis import commandcases, settingcases
 from auditor.analysis.backend import OP_BY_OP_POSTED, PIPELINE_BACKEND, op_by_op_words, other_backend
+from auditor.analysis.runfindings import CYCLE_STOPPED
 from auditor.analysis.sitestatus import SiteStatus
 from auditor.analysis.undecided import (
     SIMULATE,
@@ -366,29 +367,62 @@ def releases_differ(doc: dict[str, Any], status: str, head: str) -> Undecided | 
 
 def _findings_headline(doc: dict[str, Any], bad: list[dict[str, Any]],
                        errors: list[dict[str, Any]], findings: list[dict[str, Any]]) -> str:
-    """The cause, not the symptom: a crash a run recorded (a process that died of an exception:
-    the others waiting on it are its consequence), a hang or deadlock, else the first error
-    cause (a start-up failure first: the run never reaches its schedule) with its line."""
-    run = doc.get("run") or {}
-    pending = (run.get("trace") or {}).get("pending")
-    cycle = [f for f in findings if f["kind"] == "wait-for-cycle"]
-    crashed = next((f for f in findings if f["kind"] == "run-crashed"), None)
-    if crashed is not None:
-        more = f" {len(errors) - 1} other cause(s) below." if len(errors) > 1 else ""
-        return f"{causes_of.headline_of(crashed)}.{more}"
-    if pending:
-        return (f"HANG: the recorded run stopped with {len(pending)} rank(s) inside an op that "
-                f"never completed; {len(errors)} error(s) in all, the timeline shows where.")
-    if cycle:
-        return f"DEADLOCK: {causes_of.first_sentence(cycle[0]['message'])}."
+    """The cause, not the symptom: what the run did (a crash: a process that died of an
+    exception, or ended under its peers' connection errors; a hang; a deadlock), led by the
+    cause that explains it where one does (a mismatch, the rank that ended first); else the
+    first error cause (a start-up failure first: the run never reaches its schedule) with its
+    line."""
+    more = _more(len(errors))
+    symptom = _symptom(doc, findings, len(errors))
+    if symptom is not None:
+        word, kinds, alone, then = symptom
+        # The replay's cycle first where it explains the symptom: what the ranks waited on.
+        ranked = sorted(errors, key=lambda c: c["kind"] != "wait-for-cycle")
+        cause = next((c for c in ranked if c["kind"] in kinds or kinds & set(c["consequences"])),
+                     None)
+        if cause is None or cause["kind"] in kinds:  # the symptom is all the run says
+            return alone
+        said = cause["headline"]
+        if said.startswith(CYCLE_STOPPED):  # the stop is said once: how the run stopped, and why
+            return f"{word}: {then}, and {said.removeprefix(CYCLE_STOPPED)}{_at(cause)}.{more}"
+        return f"{word}: {said}{_at(cause)}; then {then}.{more}"
     if not errors:  # contradictions without a finding: documents written before the findings
         return (f"FINDINGS: {len(bad)} reachable P2P site(s) will run unbatched although "
                 f"batch_p2p_comm=True: this run can create lazy 2-rank NCCL communicators and hang.")
     first = errors[0]
     word = "DOES NOT START" if first["startup"] else "FINDINGS"
-    at = f" ({first['where']})" if first["where"] and ":" in first["where"] else ""
-    more = f" {len(errors) - 1} other cause(s) below." if len(errors) > 1 else ""
-    return f"{word}: {first['headline']}{at}.{more}"
+    return f"{word}: {first['headline']}{_at(first)}.{more}"
+
+
+def _symptom(doc: dict[str, Any], findings: list[dict[str, Any]], errors: int
+             ) -> tuple[str, set[str], str, str] | None:
+    """What a recorded run did, where it failed: (its word, the kinds of the findings that say
+    it, the headline where nothing explains it, the words that follow a cause that does): a
+    crash (a rank that ended first under its peers' errors before the errors themselves), else
+    a hang, else a deadlock; None for a run that did neither. `errors`: the error causes."""
+    pending = ((doc.get("run") or {}).get("trace") or {}).get("pending")
+    crashed = sorted((f for f in findings if causes_of.headline_of(f).startswith("CRASHED: ")),
+                     key=lambda f: f["kind"] == "run-crashed")
+    cycle = [f for f in findings if f["kind"] == "wait-for-cycle"]
+    if crashed:
+        said = causes_of.headline_of(crashed[0])
+        return "CRASHED", {f["kind"] for f in crashed}, f"{said}.{_more(errors)}", said.removeprefix("CRASHED: ")
+    if pending:
+        stopped = f"the recorded run stopped with {len(pending)} rank(s) inside an op that never completed"
+        return "HANG", {"run-stopped-in-op"}, (
+            f"HANG: {stopped}; {errors} error(s) in all, the timeline shows where."), stopped
+    if cycle:
+        said = causes_of.first_sentence(cycle[0]["message"])
+        return "DEADLOCK", {"wait-for-cycle"}, f"DEADLOCK: {said}.", said
+    return None
+
+
+def _more(errors: int) -> str:
+    return f" {errors - 1} other cause(s) below." if errors > 1 else ""
+
+
+def _at(cause: dict[str, Any]) -> str:
+    return f" ({cause['where']})" if cause["where"] and ":" in cause["where"] else ""
 
 
 def gate_verdict(failures: list[Any], known: int, label: str, stops: str = "") -> RunVerdict:

@@ -27,7 +27,8 @@ from types import CodeType, FrameType
 
 # Modules whose frames are never a site: torch, this package, and decorator plumbing
 # (`typing_extensions.deprecated`, `warnings.deprecated`, `contextlib`) around torch's API.
-SKIPPED = ("torch", "auditor.dynamic", "typing_extensions", "warnings", "contextlib")
+RECORDER = "auditor.dynamic"  # this recorder's own package
+SKIPPED = ("torch", RECORDER, "typing_extensions", "warnings", "contextlib")
 # Code objects CPython (3.11) runs as their own frames although the source sees one function.
 _INLINE = (".<locals>.<listcomp>", ".<locals>.<dictcomp>", ".<locals>.<setcomp>",
            ".<locals>.<genexpr>")
@@ -113,6 +114,16 @@ def _chosen_json(frame: FrameType, info: _Code) -> str:
     return chosen
 
 
+def in_module(module: str, *packages: str) -> bool:
+    """`module` is one of `packages` or inside one."""
+    return any(module == m or module.startswith(m + ".") for m in packages)
+
+
+def recorder_path(path: str) -> bool:
+    """A site's `path` is a file of this recorder's own."""
+    return path.startswith(RECORDER.replace(".", "/") + "/")
+
+
 def frame_site(frame: FrameType) -> dict[str, object]:
     """The same identity for any frame (thread stacks in hang files), as a dict."""
     info = _code.get(id(frame.f_code)) or _described(frame)
@@ -143,7 +154,7 @@ def _described(frame: FrameType) -> _Code:
     """The frame's code described, and cached."""
     glb = frame.f_globals
     module = glb.get("__name__") or ""
-    skipped = any(module == m or module.startswith(m + ".") for m in SKIPPED)
+    skipped = in_module(module, *SKIPPED)
     code = frame.f_code
     function = getattr(code, "co_qualname", code.co_name)
     for suffix in _INLINE:
@@ -151,7 +162,7 @@ def _described(frame: FrameType) -> _Code:
             function = function[: -len(suffix)]
     if function in ("<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>"):
         function = "<module>"
-    plumbing = any(module == m or module.startswith(m + ".") for m in PLUMBING)
+    plumbing = in_module(module, *PLUMBING)
     if module == "__main__":
         spec = glb.get("__spec__")
         module = getattr(spec, "name", None) or ""

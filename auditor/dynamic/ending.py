@@ -5,7 +5,7 @@ a rank blocked in an op does; only a line saying how it ended tells the two apar
 - `phase: "exception"`: an uncaught exception (`sys.excepthook`; a thread's through
   `threading.excepthook`, `main` false: the process goes on), with its type, message and the
   innermost frame outside torch and this recorder (`at`: the line a user can act on; `raised`,
-  where the exception was raised, when that is another frame);
+  where the exception was raised outside this recorder, when that is another frame);
 - `phase: "exit"`: the process ends, at exit (`atexit`): `how` "exception" (status 1), "exit"
   (`status` where `sys.exit` said it, else null: a return from the main module or a bare
   `raise SystemExit` is not visible to an exit handler), or "signal" (written by hang.Watchdog
@@ -142,7 +142,9 @@ def _write_exception(rec: Any, kind: type[BaseException], value: BaseException |
 
 
 def _frames(tb: TracebackType | None) -> tuple[dict[str, object] | None, dict[str, object] | None]:
-    """(the innermost frame outside torch and this recorder, the innermost frame) as sites."""
+    """(the innermost frame outside torch and this recorder, the innermost frame outside this
+    recorder) as sites: an op's exception passes through the recorder's wrapper of the call
+    (hooks.py's `wait`), whose frame is no line of the program."""
     frames: list[tuple[FrameType, int]] = []
     while tb is not None:
         frames.append((tb.tb_frame, tb.tb_lineno))
@@ -154,10 +156,13 @@ def _frames(tb: TracebackType | None) -> tuple[dict[str, object] | None, dict[st
         described = callsite.frame_site(frame)
         return {"path": described["path"], "line": line, "function": described["function"]}
 
-    inner = site(*frames[-1])
-    for frame, line in reversed(frames):
-        module = frame.f_globals.get("__name__") or ""
-        if not any(module == m or module.startswith(m + ".") for m in callsite.SKIPPED):
+    def module(frame: FrameType) -> str:
+        return frame.f_globals.get("__name__") or ""
+
+    theirs = [f for f in frames if not callsite.in_module(module(f[0]), callsite.RECORDER)]
+    inner = site(*(theirs or frames)[-1])
+    for frame, line in reversed(theirs):
+        if not callsite.in_module(module(frame), *callsite.SKIPPED):
             return site(frame, line), inner
     return inner, inner
 

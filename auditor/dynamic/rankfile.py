@@ -103,7 +103,8 @@ class RankTrace:
     # How the file ends where its process did not close it (killed, or still running): the
     # zeros after its last line, or a last line cut short. None: closed.
     unclosed: str | None = None
-    raised: list[dict[str, Any]] = field(default_factory=list)  # end lines with how "raise"
+    # ops whose end line's how is "raise": the start line, with the end's `error` and `raised_t`
+    raised: list[dict[str, Any]] = field(default_factory=list)
     world_sizes: set[int] = field(default_factory=set)  # what the meta and init lines say
     highest: tuple[int, int] = (-1, 0)  # (largest rank a peer or group names, its line)
     notes: list[str] = field(default_factory=list)
@@ -328,8 +329,9 @@ def rank_trace(rank: int, path: Path, lines: Iterable[tuple[int | None, dict[str
                               f"an end of op seq {of!r}, which never started")
         finished.add(of)
         event.setdefault("error", None)
-        if event.get("how") == "raise":  # the start, with the error its end names
-            trace.raised.append({**start, "error": event.get("error") or start.get("error")})
+        if event.get("how") == "raise":  # the start, with the error its end names and its `t`
+            trace.raised.append({**start, "error": event.get("error") or start.get("error"),
+                                 "raised_t": event.get("t")})
         if event.get("api") == "init_process_group":
             size = event.get("world_size")
             if type(size) is int and size > 0:

@@ -138,6 +138,8 @@ TABLES: dict[str, Table] = {
     "process_group": _table(False, "", "types factories"),
     # The remedy of a finding the analysis makes (not a [[check]]'s), by its kind.
     "finding_remedy": _table(True, "kind remedy", f"about {_SELECT}"),
+    # An op's error text that says its peer's process ended (auditor/analysis/peerend.py).
+    "peer_lost": _table(True, "text source", "about code"),
     "env_var": _table(True, "name status", "severity message fix remedy replacement requires reader allowed read_at read_source "
                                            f"valid invalid {_SELECT}"),
     "p2p_roles": _table(False, "peer_pattern", "valid invalid source"),
@@ -317,6 +319,7 @@ TYPES: dict[str, dict[str, type]] = {
     "check": {"remedy": list},
     "env_var": {"remedy": list},
     "finding_remedy": {"kind": str, "remedy": list},
+    "peer_lost": {"text": str},
 }
 
 # A remedy option (`remedy = [{option, edit, name, value?, default?}]` of a check or env_var):

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from auditor.dynamic import ending, rankfile
+from auditor.dynamic import ending, hooks, rankfile
 from auditor.dynamic.recorder import Recorder
 from auditor.errors import InputError
 from tests.dynamic.test_trace_schema import assert_valid
@@ -145,6 +145,31 @@ def test_hooks_chain_the_programs_hooks_and_write_the_exception(rec, monkeypatch
     assert first["at"]["function"] == "test_hooks_chain_the_programs_hooks_and_write_the_exception"
     assert second["thread"] == "w" and second["main"] is False
     assert assert_valid(rec.directory) > 0
+
+
+def test_an_op_that_raised_names_the_frame_of_the_program_not_the_recorders(rec, monkeypatch) -> None:
+    """A gloo op whose wait raised (torch 2.13.0's Schedule1F1B, its peer killed -9: rank 0's
+    `exception` line said `raised` at auditor/dynamic/hooks.py:351, the recorder's wrapper of
+    Work.wait, and the report's fix sent the user there). torch's wait is C++, no frame of its
+    own: the innermost frame outside the recorder is torch's caller of it."""
+    monkeypatch.setattr(sys, "exit", sys.exit)
+    monkeypatch.setattr(sys, "excepthook", lambda t, v, tb: None)
+    ending.install(rec)
+    work = object()
+    rec.works[id(work)] = (lambda: None, [])
+    torch_module = {"__name__": "torch.distributed.distributed_c10d",
+                    "wait": hooks._work_wait(rec, divmod), "work": work}  # divmod: C, raises
+    exec(compile("def recv():\n    wait(work, 0)\n", "distributed_c10d.py", "exec"), torch_module)
+    try:
+        torch_module["recv"]()
+    except TypeError as exc:
+        sys.excepthook(type(exc), exc, exc.__traceback__)
+    rec.close()
+    (written,) = [e for e in map(json.loads, rec.path.read_text().splitlines())
+                  if e["phase"] == "exception"]
+    assert written["at"]["function"].endswith("test_an_op_that_raised_names_the_frame_of_the_"
+                                              "program_not_the_recorders")
+    assert (written["raised"]["function"], written["raised"]["line"]) == ("recv", 2), written
 
 
 def test_a_failing_recorder_never_raises_into_the_program(rec, monkeypatch) -> None:

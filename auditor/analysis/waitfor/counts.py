@@ -19,7 +19,13 @@ def count_mismatches(ops: Mapping[Key, Op], comm: Mapping[Key, Communicator],
     """Per pair and communicator, phase by phase (`_Phases`): where one rank's phase sends
     other than its peer's matching phase receives, and an op of either is left waiting,
     the count mismatch behind the hang, with both source lines. Later phases are not compared
-    (they no longer align). The replay asks only where it hangs."""
+    (they no longer align). The replay asks only where it hangs.
+
+    A side with fewer ops (`short`) that never reached a later phase with its peer and was left
+    waiting (in the phase or on another peer) was cut, not short: its count says nothing (a
+    recv/recv deadlock, a rank killed in the exchange). `moved_on`: whether it reached a later
+    phase; one that did not and ended its program may still have been cut between ops (a
+    recording's end: the join asks the trace how its process ended)."""
     phases = _Phases(ops, entries)
     by_pair: dict[tuple[Communicator, int, int], list[Key]] = {}
     for key in sorted(ops):
@@ -31,7 +37,8 @@ def count_mismatches(ops: Mapping[Key, Op], comm: Mapping[Key, Communicator],
         theirs = by_pair.get((communicator, b, a))
         if a > b or theirs is None:
             continue
-        for pa, pb in zip(phases.of(mine), phases.of(theirs)):
+        ours, peers = phases.of(mine), phases.of(theirs)
+        for i, (pa, pb) in enumerate(zip(ours, peers)):
             (sa, ra), (sb, rb) = _kinds(ops, pa), _kinds(ops, pb)
             if len(sa) == len(rb) and len(ra) == len(sb):
                 continue
@@ -42,11 +49,17 @@ def count_mismatches(ops: Mapping[Key, Op], comm: Mapping[Key, Communicator],
                 len(sa) == len(rb) and len(sb) > len(ra) else (b, a, sb, ra)
             if len(sends) == len(recvs):
                 src, dst, sends, recvs = (b, a, sb, ra) if src == a else (a, b, sa, rb)
+            # The side with fewer ops may have had more to post when its program ends there.
+            short = src if len(sends) < len(recvs) else dst
+            moved_on = i + 1 < len(ours if short == a else peers)
+            if not moved_on and any(k not in done for e in entries[short] for k in e):
+                break  # it stopped in or after the exchange: its count is cut, not short
             out.append({
                 "communicator": communicator.name, "src": src, "dst": dst,
                 "sends": len(sends), "recvs": len(recvs),
                 "send_site": _site(ops, sends, pa if src == a else pb),
                 "recv_site": _site(ops, recvs, pb if src == a else pa),
+                "short": short, "moved_on": moved_on,
                 "send_chosen": _site(ops, sends, pa if src == a else pb, "chosen"),
                 "recv_chosen": _site(ops, recvs, pb if src == a else pa, "chosen"),
                 "words": f"in one exchange, rank {dst} posts {len(recvs)} RECV(s) from "
