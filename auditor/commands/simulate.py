@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -93,14 +94,26 @@ def run(args: argparse.Namespace) -> int:
         return _simulate(doc, p, args, Path(workdir))
 
 
+def missing_module_step(line: str) -> str:
+    """The step for a schedule that stopped on an import this Python lacks: the release runs in
+    p2paudit's own interpreter, so the module goes there (megatron-core imports numpy, which a
+    venv with only p2paudit and torch lacks)."""
+    found = re.search(r"ModuleNotFoundError: No module named '([\w.]+)'", line)
+    if found is None:
+        return ""
+    top = found.group(1).split(".")[0]
+    extra = " (or pip install 'p2paudit[record]')" if top == "numpy" else ""
+    return f"; install it into the Python running p2paudit: {sys.executable} -m pip install {top}{extra}"
+
+
 def _simulate(doc: dict[str, Any], p: SimulationPlan, args: argparse.Namespace, workdir: Path) -> int:
     recorded = run_schedule(p, workdir)
     refused = next((r["refused"] for r in recorded.results if r.get("refused")), None)
     if recorded.status != 0 and refused is None:
         tail = [ln for ln in recorded.output.strip().splitlines() if ln.strip()][-1:] or ["no output"]
         print(f"p2paudit simulate: FAILED: {p.runner}'s schedule stopped with status "
-              f"{recorded.status} after {recorded.seconds:.1f} s: {recorded.killed or tail[0]}",
-              file=sys.stderr)
+              f"{recorded.status} after {recorded.seconds:.1f} s: {recorded.killed or tail[0]}"
+              f"{missing_module_step(tail[0])}", file=sys.stderr)
         return EXIT_FINDINGS
     if refused is not None:  # torch's schedule constructor raised, as in the real run; a peer's
         # crash beside it is its echo
