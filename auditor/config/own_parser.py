@@ -15,7 +15,8 @@ _DEPTH = 4  # calls followed from the script before giving up (no parser claimed
 
 def built_parsers(tree: ast.Module, script: Path) -> set[Path]:
     """The files (of the script's own checkout) whose functions, reached from what `script`
-    calls through its imports, build an `ArgumentParser`; empty where none is reached."""
+    calls through its imports, build an `ArgumentParser` and parse the command line with it;
+    empty where none is reached."""
     return _follow(tree, tree, script, _DEPTH, set())
 
 
@@ -35,11 +36,30 @@ def _follow(scope: ast.AST, module: ast.Module, path: Path, depth: int, seen: se
                          and n.name == alias.name), None)
             if body is None or tree is None:
                 continue
-            if any(isinstance(c, ast.Call) and _name(c.func) == "ArgumentParser" for c in ast.walk(body)):
+            if _parses_command_line(body):
                 out.add(file)
             elif depth > 1:
                 out |= _follow(body, tree, file, depth - 1, seen)
     return out
+
+
+def _parses_command_line(function: ast.FunctionDef) -> bool:
+    """Whether `function` builds an `ArgumentParser` and parses the command line with it
+    strictly: `parse_args()` reading sys.argv (no words given, or `None`, or sys.argv's). A parser
+    given its own list (`parse_args([])`, defaults read from a throwaway parser) or parsed with
+    `parse_known_args` rejects no flag of the run (review r43-scan-flags: a helper's
+    `ArgumentParser().parse_args([])` was taken for the run's parser, a false DOES NOT START)."""
+    calls = [c for c in ast.walk(function) if isinstance(c, ast.Call)]
+    if not any(_name(c.func) == "ArgumentParser" for c in calls):
+        return False
+    return any(_name(c.func) == "parse_args" and _reads_argv(c) for c in calls)
+
+
+def _reads_argv(call: ast.Call) -> bool:
+    given = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "args"), None)
+    if given is None or (isinstance(given, ast.Constant) and given.value is None):
+        return True
+    return "sys.argv" in ast.unparse(given)
 
 
 def _name(func: ast.expr) -> str | None:

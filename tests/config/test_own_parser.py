@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from auditor.config.frontend_parser import locate
 
 MEGATRON = """import argparse
@@ -74,3 +76,35 @@ def test_no_parser_reached_leaves_megatron_s_unsure(tmp_path):
     front = locate(str(checkout(tmp_path, "def initialize_domino():\n    pass\n")), "pretrain_llama.py")
     assert front is not None and front.path.endswith("megatron/arguments.py")
     assert not front.complete and "not bound from Megatron-LM" in front.why_incomplete
+
+
+THROWAWAY = """import argparse
+def tokenizer_defaults():
+    p = argparse.ArgumentParser(add_help=False)
+    p.add_argument('--vocab-extra')
+    return p.parse_args(ARGS)
+"""
+
+
+@pytest.mark.parametrize("args", ["[]", "['--vocab-extra', '1']", "args=[]"])
+def test_a_parser_given_its_own_words_is_not_the_run_s(tmp_path, args):
+    """Review r43-scan-flags caseA: a helper the entry reaches builds a throwaway parser and
+    parses a list of its own; it rejects no flag of the run, so it is not taken for the run's
+    parser (before: DOES NOT START, `--num-layers` "does not exist in the checkout")."""
+    init = ("from domino.data import tokenizer_defaults\ndef initialize_domino():\n"
+            "    tokenizer_defaults()\n")
+    script = checkout(tmp_path, init)
+    (tmp_path / "domino" / "data.py").write_text(THROWAWAY.replace("ARGS", args))
+    front = locate(str(script), "pretrain_llama.py")
+    assert front is not None and not front.path.endswith("domino/data.py"), front
+    assert not front.complete
+
+
+@pytest.mark.parametrize("args", ["", "None", "sys.argv[1:]", "args=None"])
+def test_a_parser_reading_the_command_line_is_the_run_s(tmp_path, args):
+    domino = DOMINO_ARGS.replace("import argparse", "import argparse, sys").replace(
+        "parser.parse_args()", f"parser.parse_args({args})")
+    script = checkout(tmp_path)
+    (tmp_path / "domino" / "arguments.py").write_text(domino)
+    front = locate(str(script), "pretrain_llama.py")
+    assert front is not None and front.path.endswith("domino/arguments.py") and front.complete
