@@ -199,12 +199,14 @@ def _mismatch_finding(pairs: list[dict[str, Any]]) -> Finding:
 
 def _count_finding(counts: list[dict[str, Any]], cycle: str) -> Finding:
     """The replay's per-phase count mismatches (waitfor.counts `count_mismatches`, each one the
-    short side finished and went past: a cut exchange is not among them). The unmatched op of
-    the long side waits forever: where it is a link of the wait-for cycle, the count explains
-    the cycle, whose fix (reorder the exchange) cannot work."""
+    short side finished and went past: a cut exchange is not among them). Where the short side
+    never came back to its peer (it waits on a barrier, another peer) and the long side's
+    unmatched op is a link of the wait-for cycle, the count explains the cycle, whose fix
+    (reorder the exchange) cannot work. One that came back in a later phase may be an order
+    the cycle's fix mends: both are listed."""
     first = counts[0]
     long = first["dst"] if first["short"] == first["src"] else first["src"]
-    explains = ["wait-for-cycle"] if f"rank {long}'s " in cycle else []
+    explains = ["wait-for-cycle"] if not first["moved_on"] and f"rank {long}'s " in cycle else []
     return Finding(
         "p2p-count-mismatch", "error",
         f"{first['words']} (sends at {first['send_site'] or '?'}, receives at "

@@ -176,13 +176,11 @@ def test_a_peer_ended_by_a_signal_before_the_reset_leads_it(tmp_path: Path) -> N
     assert doc["verdict"]["causes"][0]["kind"] == "run-crashed"
 
 
-def test_a_count_the_short_rank_went_past_explains_the_cycle(tmp_path: Path) -> None:
+def test_a_cycle_leads_the_hang_and_a_cut_count_is_beside_it(tmp_path: Path) -> None:
     """Rank 1 posts one receive where rank 0 sends two (skip.py: `dist.send(a, 1); dist.send(a,
     1); dist.recv(a, 1)` against `dist.recv(a, 0); dist.send(a, 0)`), both ended by the
-    `timeout -s TERM` around the run. Rank 1 finished its receive and went on to its send: the
-    count is short, not cut, and leads; the cycle through rank 0's unmatched send is its
-    consequence (reordering the exchange cannot help: review r43-report-cause, item 1, which
-    turns round 1's cycle-first answer for this case)."""
+    `timeout -s TERM` around the run: the wait-for cycle is what the stopped ranks waited on and
+    leads (review r42-cause, item 1); the phase count is listed beside it, explaining nothing."""
     zero, one = Rank(0), Rank(1)
     zero.op(1.0, "send", 1, "skip.py:6", [4])
     zero.op(1.1, "send", 1, "skip.py:6", [4], end=None)
@@ -193,11 +191,13 @@ def test_a_count_the_short_rank_went_past_explains_the_cycle(tmp_path: Path) -> 
     code, doc = report(tmp_path, (zero, False), (one, False))
     head = doc["verdict"]["headline"]
     assert code == EXIT_FINDINGS
-    assert head.startswith("HANG: in one exchange, rank 1 posts 1 RECV(s) from 0 on default_pg "
-                           "where rank 0 sends it 2 (sends at skip.py:6, receives at skip.py:8)"), head
-    (count,) = doc["verdict"]["causes"]
-    assert count["kind"] == "p2p-count-mismatch"
-    assert "wait-for-cycle" in count["consequences"], count
+    assert head.startswith("HANG: the recorded run stopped with 2 rank(s) inside an op that never "
+                           "completed, and its recorded op order deadlocks under gloo"), head
+    assert head.count("stopped") == 1, head
+    assert head.endswith(": a cycle. 1 other cause(s) below."), head
+    cycle, count = doc["verdict"]["causes"]
+    assert (cycle["kind"], cycle["consequences"]) == ("wait-for-cycle", ["run-stopped-in-op"])
+    assert (count["kind"], count["consequences"]) == ("p2p-count-mismatch", [])
 
 
 def test_a_count_mismatch_leads_a_peer_killed_inside_the_exchange(tmp_path: Path) -> None:
