@@ -18,7 +18,7 @@ SEVERITY_ORDER = ("error", "warning", "info")
 # 2-rank communicator per pair beside the pipeline group's (split-communicators), each created
 # lazily inside its first op (lazy-init-unbounded says that of every communicator). A recorded
 # run's count mismatch or wait-for cycle (analysis/runfindings.py) leaves ranks stopped inside an
-# op; neither explains the other (a cut exchange reads as unequal counts: the cycle leads).
+# op; a count explains the cycle only where its unmatched op is a link of it (runfindings says).
 OWN_EXPLAINS: dict[str, tuple[str, ...]] = {
     "unbatched-contradiction": ("split-communicators", "lazy-init-unbounded"),
     "p2p-count-mismatch": ("run-stopped-in-op",),

@@ -329,13 +329,17 @@ def _trace_summary(trace: Trace) -> dict[str, Any]:
 
 
 def _whole_counts(counts: list[dict[str, Any]], trace: Trace) -> list[dict[str, Any]]:
-    """The count mismatches the trace shows whole: a short side that posted nothing after the
-    exchange counts only where its process then exited by itself. One that was killed, or sat
-    outside any op (a sleep, a computation) when the run was stopped, had its exchange cut: the
-    ops it never reached are not missing from its program."""
+    """The count mismatches the trace shows whole: a short side that never reached a later
+    phase with its peer counts where its process then exited by itself, or went on to wait in
+    another op (a barrier, another peer) until the run was stopped: its program went past the
+    exchange. One that was killed (no exit record), or sat outside any op (a sleep, a
+    computation) when the run was stopped, had its exchange cut: the ops it never reached are
+    not missing from its program."""
     def whole(rank: int) -> bool:
         rt = trace.ranks.get(rank)
-        return rt is not None and (rt.exit or {}).get("how") == "exit"
+        if rt is None or rt.exit is None:
+            return False
+        return rt.exit.get("how") == "exit" or bool(rt.pending())
     return [c for c in counts if c["moved_on"] or whole(c["short"])]
 
 

@@ -263,7 +263,8 @@ def _end_detail(trace: Trace, peer: int, ends: peerend.Ends) -> dict[str, Any]:
     where it ended before every other rank (`ends.first`) their waits and signals too."""
     rt = trace.ranks[peer]
     how = ("by " + str((rt.exit or {}).get("signal")) if rt.unclosed is None else
-           "without an exit record (a SIGKILL, an OOM kill, or an abort inside gloo or NCCL)")
+           "without an exit record (killed, or ended past Python's exit handlers: os._exit, "
+           "an abort)")
     inside = ", outside any op"
     if rt.pending():
         inside = " in " + _waiting(rt.pending()[0])
@@ -314,9 +315,9 @@ def _end_fix(trace: Trace, peer: int, ends: peerend.Ends) -> str:
     others = _words(dict.fromkeys(_after(trace, peer, ends)))
     why = (f"find who sent {signal} to rank {peer} first (the scheduler's time limit or preemption, "
            "the launcher after another failure, a person)" if signal is not None else
-           "its stderr (an abort message of gloo or NCCL, a traceback the recorder could not "
-           "write), the launcher's exit status for it (torchrun's \"Root Cause\" names its exit "
-           "code or signal) and dmesg (an OOM kill) say why it ended")
+           "its stderr (an abort message, a traceback the recorder could not write), the "
+           "launcher's exit status for it (torchrun's \"Root Cause\" names its exit code or "
+           "signal), dmesg (an OOM kill) and its program (an os._exit) say why it ended")
     what = ("error" if ends.first != peer else "end")
     return (f"rank {peer}'s end is the cause: {why}; the {what} of rank(s) {others} is its "
             "consequence")

@@ -135,10 +135,10 @@ def replay_findings(wf: dict[str, Any], deadlock: Deadlock | None, ends: Ends | 
     if wf.get("mismatched_pairs"):
         out.append(_mismatch_finding(wf["mismatched_pairs"]))
     if wf.get("count_mismatches"):
-        out.append(_count_finding(wf["count_mismatches"]))
+        out.append(_count_finding(wf["count_mismatches"], wf["cycle"]))
     for f in out:
         if ends.above_explains(f.kind):
-            f.detail["explains"] = list(ends.above_explains(f.kind))
+            f.detail["explains"] = [*f.detail.get("explains", ()), *ends.above_explains(f.kind)]
     if not wf["run_completed"]:
         return out
     assert deadlock is not None  # asked of every order a recorder did not cut (a cut run never completed)
@@ -197,9 +197,16 @@ def _mismatch_finding(pairs: list[dict[str, Any]]) -> Finding:
         chosen=_chosen(a.get("chosen"), b.get("chosen")))
 
 
-def _count_finding(counts: list[dict[str, Any]]) -> Finding:
-    """The replay's per-phase count mismatches (waitfor.counts `count_mismatches`)."""
+def _count_finding(counts: list[dict[str, Any]], cycle: str) -> Finding:
+    """The replay's per-phase count mismatches (waitfor.counts `count_mismatches`, each one the
+    short side finished and went past: a cut exchange is not among them). Where the short side
+    never came back to its peer (it waits on a barrier, another peer) and the long side's
+    unmatched op is a link of the wait-for cycle, the count explains the cycle, whose fix
+    (reorder the exchange) cannot work. One that came back in a later phase may be an order
+    the cycle's fix mends: both are listed."""
     first = counts[0]
+    long = first["dst"] if first["short"] == first["src"] else first["src"]
+    explains = ["wait-for-cycle"] if not first["moved_on"] and f"rank {long}'s " in cycle else []
     return Finding(
         "p2p-count-mismatch", "error",
         f"{first['words']} (sends at {first['send_site'] or '?'}, receives at "
@@ -207,7 +214,8 @@ def _count_finding(counts: list[dict[str, Any]]) -> Finding:
         "in turn",
         fix="make both ranks agree on the number of sends and receives of each exchange (the "
             "microbatch count, the tensors per message, a send skipped on one side)",
-        where=first["recv_site"] or first["send_site"] or "", detail={"counts": counts[:EXAMPLES]},
+        where=first["recv_site"] or first["send_site"] or "",
+        detail={"counts": counts[:EXAMPLES], "explains": explains},
         chosen=_chosen(first.get("recv_chosen") if first["recv_site"] else first.get("send_chosen"),
                        first.get("send_chosen") if first["recv_site"] else None))
 

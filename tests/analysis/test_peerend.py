@@ -115,8 +115,8 @@ def test_a_size_mismatch_leads_the_abort_and_the_reset_it_caused(tmp_path: Path)
     assert head.startswith("CRASHED: 1 send/receive pair(s) disagree in size: rank 0's send of 64 B "
                            f"float32 at {COMM}:472 (chosen at {ENGINE}:1043) is received by rank 1's "
                            f"recv of 32 B"), head
-    assert ("; then rank 1 ended first, without an exit record (a SIGKILL, an OOM kill, or an abort "
-            f"inside gloo or NCCL) in recv with rank 0 ({COMM}:477); rank 0 then raised RuntimeError: "
+    assert ("; then rank 1 ended first, without an exit record (killed, or ended past Python's exit "
+            f"handlers: os._exit, an abort) in recv with rank 0 ({COMM}:477); rank 0 then raised RuntimeError: "
             "[/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:537] Read error "
             f"[127.0.0.1]:54454: Connection reset by peer in recv with rank 1 at {COMM}:477 "
             "(a consequence).") in head, head
@@ -139,8 +139,8 @@ def test_a_killed_peer_is_the_cause_of_the_reset_its_partner_raised(tmp_path: Pa
     code, doc = report(tmp_path, (zero, False), (one, True))
     head = doc["verdict"]["headline"]
     assert code == EXIT_FINDINGS
-    assert head == ("CRASHED: rank 1 ended first, without an exit record (a SIGKILL, an OOM kill, or "
-                    "an abort inside gloo or NCCL), outside any op; rank 0 then raised RuntimeError: "
+    assert head == ("CRASHED: rank 1 ended first, without an exit record (killed, or ended "
+                    "past Python's exit handlers: os._exit, an abort), outside any op; rank 0 then raised RuntimeError: "
                     "[/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:537] Read error "
                     "[127.0.0.1]:54454: Connection reset by peer in isend with rank 1 at "
                     "pipe_slow.py:11 (a consequence)."), head
@@ -229,8 +229,8 @@ def test_a_rank_killed_between_ops_is_the_cause_of_the_count_it_cut(tmp_path: Pa
     doc = json.loads(out.read_text())
     head = doc["verdict"]["headline"]
     assert code == EXIT_FINDINGS
-    assert head.startswith("CRASHED: rank 2 ended first, without an exit record (a SIGKILL, an OOM "
-                           "kill, or an abort inside gloo or NCCL), outside any op; rank 1 then raised "
+    assert head.startswith("CRASHED: rank 2 ended first, without an exit record (killed, or ended "
+                           "past Python's exit handlers: os._exit, an abort), outside any op; rank 1 then raised "
                            "RuntimeError:"), head
     assert "Connection closed by peer" in head and "rank 3 then raised" in head, head
     cause = doc["verdict"]["causes"][0]
@@ -322,3 +322,42 @@ def test_ranks_on_two_hosts_leave_the_order_of_the_ends_unknown(tmp_path: Path) 
     doc = json.loads(out.read_text())
     assert "ended first" not in doc["verdict"]["headline"], doc["verdict"]["headline"]
     assert "cannot order its end" in finding(doc, "rank-file-not-closed")["message"]
+
+
+def test_a_short_rank_that_then_waits_in_a_barrier_is_a_count_mismatch(tmp_path: Path) -> None:
+    """tests/record_fixtures/short2 (short2.py.txt, gloo, 2 ranks): rank 0 sends 2, rank 1
+    receives 1, then both wait in dist.barrier(). Rank 1 finished the exchange and went on: its
+    count is short, not cut; the barrier wait is the consequence (review r43-report-cause,
+    item 1)."""
+    doc = _real(tmp_path, "short2")
+    head = doc["verdict"]["headline"]
+    assert head.startswith("HANG: in one exchange, rank 1 posts 1 RECV(s) from 0 on default_pg "
+                           "where rank 0 sends it 2 (sends at short2.py:8, receives at "
+                           "short2.py:10)"), head
+    assert doc["verdict"]["causes"][0]["kind"] == "p2p-count-mismatch"
+
+
+def test_a_count_mismatch_explains_the_cycle_its_unmatched_send_closes(tmp_path: Path) -> None:
+    """tests/record_fixtures/cut3 (cut3.py.txt, gloo, 3 ranks): rank 0 sends rank 1 two
+    tensors, rank 1 receives one and then waits on rank 2, which waits on rank 0's third send.
+    The count is the cause; the cycle through rank 0's unmatched send is its consequence, and
+    reordering the exchange (the cycle's fix) cannot help (review r43-report-cause, item 1)."""
+    doc = _real(tmp_path, "cut3")
+    head = doc["verdict"]["headline"]
+    assert head.startswith("HANG: in one exchange, rank 1 posts 1 RECV(s) from 0 on default_pg "
+                           "where rank 0 sends it 2"), head
+    cause = doc["verdict"]["causes"][0]
+    assert cause["kind"] == "p2p-count-mismatch"
+    assert "wait-for-cycle" in cause["consequences"]
+
+
+def test_a_rank_without_an_exit_record_is_not_said_to_be_killed(tmp_path: Path) -> None:
+    """tests/record_fixtures/exit0 (exit0.py.txt, gloo, 2 ranks, CODE=0): rank 1 ends with
+    os._exit(0), which skips the exit record as a SIGKILL does; the headline says what the trace
+    knows, not a SIGKILL or an abort inside gloo (review r43-report-cause, item 2)."""
+    doc = _real(tmp_path, "exit0")
+    head = doc["verdict"]["headline"]
+    assert head.startswith("CRASHED: rank 1 ended first, without an exit record (killed, or "
+                           "ended past Python's exit handlers: os._exit, an abort), outside any "
+                           "op"), head
+    assert "SIGKILL" not in head and "gloo or NCCL" not in head, head

@@ -22,10 +22,12 @@ def count_mismatches(ops: Mapping[Key, Op], comm: Mapping[Key, Communicator],
     (they no longer align). The replay asks only where it hangs.
 
     A side with fewer ops (`short`) that never reached a later phase with its peer and was left
-    waiting (in the phase or on another peer) was cut, not short: its count says nothing (a
-    recv/recv deadlock, a rank killed in the exchange). `moved_on`: whether it reached a later
-    phase; one that did not and ended its program may still have been cut between ops (a
-    recording's end: the join asks the trace how its process ended)."""
+    waiting on an op of this phase was cut, not short: its count says nothing (a recv/recv
+    deadlock, a rank killed in the exchange). One that finished the phase and then waits on
+    something else (a barrier, another peer) is short: that wait is the mismatch's consequence.
+    `moved_on`: whether it reached a later phase with its peer; one that did not may still have
+    been cut between ops or in an op with another peer (a recording's end: the join asks the
+    trace how its process ended)."""
     phases = _Phases(ops, entries)
     by_pair: dict[tuple[Communicator, int, int], list[Key]] = {}
     for key in sorted(ops):
@@ -52,8 +54,8 @@ def count_mismatches(ops: Mapping[Key, Op], comm: Mapping[Key, Communicator],
             # The side with fewer ops may have had more to post when its program ends there.
             short = src if len(sends) < len(recvs) else dst
             moved_on = i + 1 < len(ours if short == a else peers)
-            if not moved_on and any(k not in done for e in entries[short] for k in e):
-                break  # it stopped in or after the exchange: its count is cut, not short
+            if not moved_on and any(k not in done for k in (pa if short == a else pb)):
+                break  # it stopped inside this exchange: its count is cut, not short
             out.append({
                 "communicator": communicator.name, "src": src, "dst": dst,
                 "sends": len(sends), "recvs": len(recvs),
