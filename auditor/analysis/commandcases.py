@@ -57,11 +57,10 @@ def merged(docs: list[dict[str, Any]]) -> dict[str, Any]:
                  "headline": d["verdict"]["headline"],
                  "pipeline_model_parallel_size": d.get("config", {}).get("effective", {}).get(
                      "pipeline_model_parallel_size")} for d in docs]
-    later = set(_detail(docs[0], "launch.caller-runs", "lines") or ())
-    default = [k for k, c in enumerate(commands) if c["line"] not in later] or list(range(len(docs)))
-    for c in commands:
-        if c["line"] in later:
-            c["caller_sets"] = _detail(docs[0], "launch.caller-runs", "names")
+    for c, d in zip(commands, docs):  # by its place in the run: a loop's commands share a line
+        if _detail(d, "launch.caller-runs", "caller_only"):
+            c["caller_sets"] = _detail(d, "launch.caller-runs", "names")
+    default = [k for k, c in enumerate(commands) if "caller_sets" not in c] or list(range(len(docs)))
     # among findings, a hang or a wrong result before a start-up failure: the run shows it first
     shown = min(default, key=lambda k: (_rank(docs[k]), _starts_not(docs[k]), -_reached(docs[k]), k))
     doc = docs[shown]
@@ -126,9 +125,9 @@ def words(basis: dict[str, Any]) -> str:
                      for c in commands)
     runs = (f"may run ({each}; it runs the one {basis['chosen_by']} chooses)" if basis.get("chosen_by")
             else f"may run ({each}; {basis['guarded']})" if basis.get("guarded") else f"runs ({each})")
-    only = "".join(f"; where the caller sets {c['caller_sets']}, the training command at line {c['line']} "
+    only = "".join(f"; where the caller sets {c['caller_sets']}, the training command {k + 1} (line {c['line']}) "
                    f"runs too, and then: {_first_sentence(c['headline'])}"
-                   for c in commands if c.get("caller_sets") and c is not shown)
+                   for k, c in enumerate(commands) if c.get("caller_sets") and c is not shown)
     return (f"Judged on each of the {len(commands)} training commands the script {runs}; "
             f"shown: command {basis['shown'] + 1} (line {shown['line']}), the run as launched{only}"
             if only else f"Judged on each of the {len(commands)} training commands the script {runs}; "

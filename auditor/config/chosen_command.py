@@ -18,6 +18,7 @@ from auditor.findings import Finding
 MAX_WALKS = 8  # more combinations of choices than this: the command stays not followed
 KIND = "launch.chosen-command"  # the finding naming what chose a command (commandcases reads it)
 GUARDED = "launch.caller-runs"  # the finding naming the commands a caller's variable lets run (commandcases)
+MAX_QUOTED = 80  # a longer stop line (commands sharing it) is named by its number alone
 
 
 def deciding(shell: LaunchShell) -> list[Choice]:
@@ -53,24 +54,29 @@ def note(config: LaunchConfig, path: str, choices: list[Choice], forced: dict[st
         detail={"chosen_by": what_chooses(choices), "commands": total}))
 
 
-def guarded(config: LaunchConfig, path: str, training: list[Candidate], lines: list[str]) -> None:
+def guarded(config: LaunchConfig, path: str, training: list[Candidate], chosen: Candidate, lines: list[str]) -> None:
     """Say which training commands run only where the caller gives a variable that a stop past an
     earlier command tests (bash.walk `_stops`: `[ "${RUN_EVAL:-0}" = 1 ] || exit 0` between
-    two), each judged as a command the caller's value chooses: the default run ends at the stop."""
-    later = [c for c in training if c.after]
+    two), each judged as a command the caller's value chooses: the default run ends at the stop.
+    The commands are told apart by their place in the run (the walk's order), never by their line:
+    a loop's commands, or `T pp4; [ ... ] || exit 0; T pp3`, share one (review r43-scan-shell
+    item 1); `caller_only` says whether this document's command (`chosen`) is one of them."""
+    later = [k for k, c in enumerate(training) if c.after]
     if not later:
         return
-    stop = later[0].after[0]
-    names = " and ".join(dict.fromkeys(n for c in later for g in c.after for n in g.names))
+    stop = training[later[0]].after[0]
+    names = " and ".join(dict.fromkeys(n for k in later for g in training[k].after for n in g.names))
     text = lines[stop.line - 1].strip() if stop.path == path and 0 < stop.line <= len(lines) else ""
-    where = f"line {stop.line}" + (f" (`{text}`)" if text else "") if stop.path == path else f"{stop.path}:{stop.line}"
-    runs = ", ".join(str(c.line) for c in later)
-    said = (f"the training command{'s' if len(later) > 1 else ''} at line {runs} "
+    quoted = f" (`{text}`)" if text and len(text) <= MAX_QUOTED else ""
+    where = f"line {stop.line}{quoted}" if stop.path == path else f"{stop.path}:{stop.line}"
+    runs = ", ".join(f"{k + 1} (line {training[k].line})" for k in later)
+    said = (f"the training command{'s' if len(later) > 1 else ''} {runs} "
             f"run{'' if len(later) > 1 else 's'} only where the caller sets {names}")
     config.diagnostics.append(Finding(
         GUARDED, "info",
         f"{said}: {where} ends the script, after an earlier command ran, where the caller leaves {names} unset"
         f"{f' ({stop.what})' if stop.what else ''}; each training command is judged",
         fix=f"give the command of the run with --command '...' (or audit the run with {names} set)",
-        where=f"{path}:{later[0].line}", detail={"guarded": f"{said}, {where} ending the default run before",
-                                                 "lines": [c.line for c in later], "names": names}))
+        where=f"{path}:{training[later[0]].line}",
+        detail={"guarded": f"{said}, {where} ending the default run before", "names": names,
+                "commands": [k + 1 for k in later], "caller_only": bool(chosen.after)}))

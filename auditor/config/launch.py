@@ -596,7 +596,7 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
         one_process.world(config, launcher, path, _together(shell, chosen))
     elif not what or _sized(launcher):  # a conversion wrapper states no ranks: none to count
         world_size(config, launcher, chosen, spelling, path)
-    chosen_command.guarded(config, path, training, shell.lines)
+    chosen_command.guarded(config, path, training, chosen, shell.lines)
     for other in [c for c in training if c is not chosen]:
         config.diagnostics.append(Finding(
             "launch.several-commands", "warning",

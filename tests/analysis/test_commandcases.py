@@ -112,15 +112,34 @@ def test_the_run_as_launched_leads_and_a_callers_command_is_said_with_its_condit
     where the caller sets RUN_EVAL. The headline was its DOES NOT START, its condition unsaid; the
     default run (the first command, clean) leads, and the later one's verdict is said with it."""
     said = {"kind": "launch.caller-runs", "severity": "info", "message": "line 4 runs only where ...",
-            "detail": {"guarded": "the training command at line 4 runs only where the caller sets RUN_EVAL, "
-                                  "line 3 ending the default run before", "lines": [4], "names": "RUN_EVAL"}}
+            "detail": {"guarded": "the training command 2 (line 4) runs only where the caller sets RUN_EVAL, "
+                                  "line 3 ending the default run before", "commands": [2], "names": "RUN_EVAL"}}
     first, later = _doc("clean", 4), _stops(3, 2)
     first["launch"]["line"], later["launch"]["line"] = 2, 4
-    for d in (first, later):
-        d["findings"].append(dict(said))
+    for d, own in ((first, False), (later, True)):
+        d["findings"].append({**said, "detail": {**said["detail"], "caller_only": own}})
     doc = commandcases.merged([first, later])
     basis = doc["config"]["command_basis"]
     assert basis["shown"] == 0 and doc["config"]["effective"]["pipeline_model_parallel_size"] == 4
     words = commandcases.words(basis)
-    assert "where the caller sets RUN_EVAL, the training command at line 4 runs too, and then: " \
+    assert "where the caller sets RUN_EVAL, the training command 2 (line 4) runs too, and then: " \
            f"{later['verdict']['headline'].split('. ')[0]}" in words
+
+
+def test_commands_on_one_line_the_run_as_launched_is_the_one_before_the_stop() -> None:
+    """review r43-scan-shell item 1: `for pp in 4 3; do torchrun ... $pp; [ "${RUN_EVAL:-0}" = 1 ]
+    || exit 0; done` (the stop of NVIDIA/Megatron-LM d98e8a64dd tests/performance_tests/
+    shell_test_utils/run_perf_test.sh:318 inside a loop): both commands at line 4. Matched by line,
+    the first was read as the caller's too and the second's DOES NOT START shown; each document's
+    own `caller_only` (its place in the run) decides: the first, clean, is the run as launched."""
+    said = {"kind": "launch.caller-runs", "severity": "info", "message": "command 2 (line 4) runs only where ...",
+            "detail": {"guarded": "the training command 2 (line 4) runs only where the caller sets RUN_EVAL, "
+                                  "line 5 ending the default run before", "commands": [2], "names": "RUN_EVAL"}}
+    first, later = _doc("clean", 4), _stops(3, 2)
+    first["launch"]["line"] = later["launch"]["line"] = 4
+    for d, own in ((first, False), (later, True)):
+        d["findings"].append({**said, "detail": {**said["detail"], "caller_only": own}})
+    doc = commandcases.merged([first, later])
+    assert doc["verdict"]["status"] == "clean" and doc["config"]["command_basis"]["shown"] == 0
+    assert "the training command 2 (line 4) runs too, and then: DOES NOT START" in \
+        commandcases.words(doc["config"]["command_basis"])

@@ -87,8 +87,8 @@ def test_a_stop_past_a_training_command_leaves_the_rest_to_the_caller(guard: str
     assert later.flags["pipeline_model_parallel_size"].value == "3"
     said = [d for d in later.diagnostics if d.kind == "launch.caller-runs"]
     assert len(said) == 1 and f"only where the caller sets {caller}" in said[0].message
-    # the lines commandcases matches each document's command by, to show the default run's
-    assert said[0].detail["lines"] == [later.command_line] and said[0].detail["names"] == caller
+    # commandcases tells the default run's commands by this, per document, never by line
+    assert said[0].detail["commands"] == [2] and said[0].detail["caller_only"] and said[0].detail["names"] == caller
     assert not [d for d in later.diagnostics if d.kind in ("launch.caller-guard", "launch.may-stop")]
 
 
@@ -116,3 +116,22 @@ def test_past_a_conversion_the_training_command_the_caller_lets_run_is_judged() 
     assert config.launcher == "torchrun pretrain_gpt.py" and config.flags["pipeline_model_parallel_size"].value == "4"
     said = [d for d in config.diagnostics if d.kind == "launch.caller-runs"]
     assert len(said) == 1 and "only where the caller sets TRAIN" in said[0].message
+
+
+@pytest.mark.parametrize("body", [
+    "for pp in 4 3; do\n  " + RUN.replace("size 4", "size $pp") + '  [ "${RUN_EVAL:-0}" = 1 ] || exit 0\ndone\n',
+    RUN.rstrip() + '; [ "${RUN_EVAL:-0}" = 1 ] || exit 0; ' + LATER,
+])
+def test_commands_sharing_a_line_are_told_apart_by_their_place_in_the_run(body: str) -> None:
+    """review r43-scan-shell item 1: a loop's commands, or two on one line around the caller's
+    stop, share a line; the caller-runs finding named the later command by line, so commandcases
+    took the first (the default run's) for the caller's too and showed the second's DOES NOT START.
+    Each document now says whether its own command is past the stop (bash runs only the first)."""
+    marked = (HEAD + body).replace("torchrun", "echo RAN")
+    assert _ran(marked, {}).count("RAN") == 1 and _ran(marked, {"RUN_EVAL": "1"}).count("RAN") == 2
+    first, later = (parse_launch(HEAD + body, "train.sh", environ={}, which=k) for k in (0, 1))
+    assert first.command_line == later.command_line
+    assert [first.flags["pipeline_model_parallel_size"].value, later.flags["pipeline_model_parallel_size"].value] \
+        == ["4", "3"]
+    said = [next(d for d in c.diagnostics if d.kind == "launch.caller-runs") for c in (first, later)]
+    assert [d.detail["caller_only"] for d in said] == [False, True] and said[1].detail["commands"] == [2]
