@@ -726,10 +726,13 @@ def _environment(shell: LaunchShell, chosen: Candidate) -> dict[str, EnvVar]:
         elif name not in shell.referenced:
             env[name] = EnvVar(name, var.value, var.line, "assign")
     for name, given in chosen.inline.items():
-        # `export X=a` then `X=b cmd`: the command sees b, and a once the prefix goes, so the
-        # script's export is the run's other setting of X, which a fix edits too (fix.script)
+        # `export X=b` (or a plain `X=b`) then `X=b cmd`: the command sees b from the script's own
+        # setting too once the prefix goes, so that setting of the same value is the run's other
+        # setting of X, which a fix edits too (fix.script); one of another value (`export X=a`)
+        # gives no bad value and stays, as every other command reads it (review r43-scan-shell)
         shadowed = env.get(name)
-        kept = shadowed is not None and shadowed.how == "export" and shadowed.line > 0 and not shadowed.path
+        kept = (shadowed is not None and shadowed.how in ("export", "assign") and shadowed.line > 0
+                and not shadowed.path and shadowed.value == given.value)
         env[name] = replace(given, others=(shadowed,)) if kept and shadowed is not None else given
     return env
 

@@ -73,3 +73,38 @@ def test_scan_of_a_script_whose_command_is_in_the_job_it_submits_points_to_no_ex
     pointer.point(doc, inputs)
     assert doc["verdict"]["status"] == "findings"
     assert not [f for f in doc["findings"] if "fix_command" in f]
+
+
+def _made(tmp_path, run: str):
+    script = tmp_path / "run.sh"
+    script.write_text(run)
+    (tmp_path / "pretrain_gpt.py").write_text(TRAINER)
+    inputs = ScanInputs(str(script), torch_version="2.10.0")
+    doc = run_scan(inputs)
+    pointer.point(doc, inputs)
+    return doc, plan.make(inputs, simulate=False), str(script)
+
+
+def test_an_export_of_another_value_the_prefix_shadows_stays(tmp_path):
+    """review r43-scan-shell item 2: `export TORCH_DISTRIBUTED_DEBUG=INFO`, then the DETAIL prefix
+    on torchrun: only the prefix gives DETAIL; ac05e7a's patch deleted the INFO export too, which
+    every other command of the script reads. The prefix alone goes, and that verifies."""
+    doc, made, script = _made(tmp_path, RUN.replace("export TORCH_DISTRIBUTED_DEBUG=DETAIL",
+                                                    "export TORCH_DISTRIBUTED_DEBUG=INFO"))
+    assert made.verified
+    patched = made.patched[script]
+    assert "export TORCH_DISTRIBUTED_DEBUG=INFO\n" in patched and "DEBUG=DETAIL" not in patched
+
+
+def test_a_plain_setting_of_the_value_the_prefix_repeats_goes_with_it(tmp_path):
+    """review r43-scan-shell item 2 (its p6): a plain `TORCH_DISTRIBUTED_DEBUG=DETAIL`, then the
+    DETAIL prefix: scan pointed to `p2paudit fix`, whose patch removed the prefix alone, left the
+    unexported DETAIL setting (launch.not-exported, new), did not verify and wrote nothing. The
+    setting of the same value goes with the prefix; pointer and fix agree."""
+    doc, made, script = _made(tmp_path, RUN.replace("export TORCH_DISTRIBUTED_DEBUG=DETAIL",
+                                                    "TORCH_DISTRIBUTED_DEBUG=DETAIL"))
+    assert [f["kind"] for f in doc["findings"] if "fix_command" in f] == ["batch-runs-unbatched"]
+    (unbatched,) = [p for p in made.proposals
+                    if made.doc["findings"][p.cause.index]["kind"] == "batch-runs-unbatched"]
+    assert unbatched.verified and made.verified
+    assert "TORCH_DISTRIBUTED_DEBUG" not in made.patched[script]
