@@ -282,7 +282,9 @@ def _may_launch(words: tuple[str, ...], locate: Callable[[str], Path | None], de
         return _shell_may_launch(rest, locate, depth)
     if base in programs or "/" in words[k]:
         return True
-    python = next((e for e in spelling.launchers if is_interpreter(base, e)), None)
+    # the interpreter run bare (rules: `one_process`), not a runner that also lists it (ray's
+    # `ray job submit -- python3 ...` rule knows none of python's own options)
+    python = next((e for e in spelling.launchers if e.get("one_process") and is_interpreter(base, e)), None)
     if python is not None:
         return _python_may_launch(rest, python, modules, locate, depth)
     options = spelling.program_options.get(base, ())
@@ -340,10 +342,15 @@ def _python_may_launch(rest: tuple[str, ...], python: dict, modules: list[str],
 
 def _script_may_launch(script: tuple[str, ...], locate: Callable[[str], Path | None], depth: int) -> bool:
     """A Python script a command runs: it may start ranks where the commands its closure runs
-    may; one not found (`locate`) is not read, so it may; none given (the interpreter reads its
-    program from stdin) may."""
-    found = locate(script[0]) if script else None
-    return found is None or any(_may_launch(c[3], locate, depth + 1) for c in _commands(str(found)))
+    may; none given (the interpreter reads its program from stdin) may. One the checkout does not
+    hold (`locate` finds it neither from the run's working directory nor beside the entry) is the
+    caller's, as a dataset file is (Megatron-LM's evaluate_mmmu.py runs a clone of MMMU's
+    main_eval_only.py): as launched here it starts nothing, so it leaves the run decided."""
+    if not script:
+        return True
+    found = locate(script[0])
+    return found is not None and any(_may_launch(c[3], locate, depth + 1)
+                                     for c in _commands(str(found)))
 
 
 def _locate(launch: LaunchConfig, folder: Path, script: str) -> Path | None:
