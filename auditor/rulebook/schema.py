@@ -162,7 +162,7 @@ TABLES: dict[str, Table] = {
     "launcher": _table(True, "name style",
                        "program programs subcommands python_modules torchrun_subcommands env_nproc "
                        "env_nnodes nproc_flags nnodes_flags nproc_default nnodes_default env_prefix "
-                       f"device_count_values boolean_options env_options env_separator env_keep_all env_keep_none env_always env_caller_wins env_default module_options interpreters python_scripts not_pipeline pair_options directive directive_options nproc_keys nnodes_keys entry_builds script_copies hydra_copies one_process process_starters process_packages world_env world_size_env world_size_agrees step_size_options world_joins world_join_params inert_packages routes args_classes script_in_cwd trains {_SELECT}"),
+                       f"device_count_values boolean_options value_options code_options env_options env_separator env_keep_all env_keep_none env_always env_caller_wins env_default module_options interpreters python_scripts not_pipeline pair_options directive directive_options nproc_keys nnodes_keys entry_builds script_copies hydra_copies one_process process_starters process_packages world_env world_size_env world_size_agrees step_size_options world_joins world_join_params inert_packages routes args_classes script_in_cwd trains {_SELECT}"),
     # What torch's own launcher refuses, or hands the script, before any worker trains
     # (auditor/config/launch_options.py).
     # What a front end does with a flag its parser lacks where it parses leniently and then raises

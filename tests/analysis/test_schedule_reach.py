@@ -391,7 +391,8 @@ def start():
 
 # NVIDIA/Megatron-LM@d98e8a64dd examples/multimodal/evaluation/evaluate_mmmu.py:91-101, which
 # examples/multimodal/train.py's closure holds: `subprocess.run(["python", "examples/multimodal/
-# MMMU/mmmu/main_eval_only.py", "--output_path", result_file, ...])`, a Python script of one process.
+# MMMU/mmmu/main_eval_only.py", "--output_path", result_file, ...])`: a script the checkout does
+# not hold (a clone of MMMU the user makes): the caller's file, as launched here it starts nothing.
 EVAL = """import subprocess
 
 
@@ -407,13 +408,12 @@ ORDINARY = [
     'import os, subprocess\n\ndef start():\n    subprocess.run(["make", "-C", os.path.dirname(os.path.abspath(__file__))])\n',
     'import subprocess\n\ndef start(d="logs"):\n    subprocess.Popen(["tensorboard", "--logdir", d])\n',
     'import os\n\ndef start(ckpt="c"):\n    os.system(f"aws s3 cp {ckpt} s3://bucket/ckpt")\n',
-    'import subprocess, sys\n\ndef start():\n    subprocess.run([sys.executable, "tools/preprocess_data.py", "--input", "x"])\n',
     'import subprocess\n\ndef start(out="o.tgz"):\n    subprocess.run(["tar", "czf", out, "ckpt"])\n',
 ]
 
 
-@pytest.mark.parametrize("helper", [GIT_INFO, EVAL, *ORDINARY],
-                         ids=["git", "eval", "make", "tensorboard", "aws", "sys-executable", "tar"])
+@pytest.mark.parametrize("helper", [GIT_INFO, *ORDINARY, 'import subprocess\n\ndef start():\n    subprocess.run(["bash", "-c", "echo hi"])\n'],
+                         ids=["git", "make", "tensorboard", "aws", "tar", "bash-c-echo"])
 def test_a_query_beside_the_training_is_no_other_run(capsys, tmp_path, helper):
     (tmp_path / "tools").mkdir()
     (tmp_path / "tools" / "__init__.py").write_text("", encoding="utf-8")
@@ -454,3 +454,78 @@ def test_a_helper_that_starts_a_launcher_is_undecided(capsys, tmp_path, helper, 
     verdict = doc["verdict"]
     assert verdict["status"] == "inconclusive" and code == 1, verdict["headline"]
     assert f"{step}, the command tools/launch.py:4 runs" in verdict["headline"]
+
+
+# Review r43-scan-flags: python's options taking a value (`-W ignore`, `-X faulthandler`) read as
+# the script's name, and a helper named from the run's working directory (the checkout root) not
+# the entry's folder, left `python tools/launch_pp.py` (which runs torchrun) unread and the run
+# CLEAN; a helper script found nowhere (Megatron-LM@d98e8a64dd examples/multimodal/evaluation/
+# evaluate_mmmu.py:91-101 runs examples/multimodal/MMMU/mmmu/main_eval_only.py, a checkout of
+# MMMU the user makes) is the caller's and starts nothing here (below). A shell's
+# `-c` string is judged by its words, and the step is quoted so that it pastes into a shell.
+@pytest.mark.parametrize("helper, entry_dir, step", [
+    ('import subprocess\n\ndef start():\n    subprocess.run(["python", "-W", "ignore", "tools/launch_pp.py", "--pp", "4"])\n',
+     ".", "--command 'python -W ignore tools/launch_pp.py --pp 4'"),
+    ('import subprocess, sys\n\ndef start():\n    subprocess.run([sys.executable, "-X", "faulthandler", "tools/launch_pp.py"])\n',
+     ".", "--command 'python -X faulthandler tools/launch_pp.py'"),
+    ('import subprocess\n\ndef start():\n    subprocess.run(["python", "tools/launch_pp.py", "--pp", "4"])\n',
+     "examples/sub", "--command 'python tools/launch_pp.py --pp 4'"),
+    ('import subprocess\n\ndef start():\n    subprocess.run(["bash", "-c", "cd /x && torchrun train.py"])\n',
+     ".", """--command 'bash -c '"'"'cd /x && torchrun train.py'"'"''"""),
+], ids=["python-W", "python-X", "cwd-not-entry-folder", "bash-c-torchrun"])
+def test_a_helper_read_as_python_and_the_shell_read_it(capsys, tmp_path, helper, entry_dir, step):
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "launch_pp.py").write_text(LAUNCH_PP, encoding="utf-8")
+    here = tmp_path / entry_dir
+    (here / "tools").mkdir(parents=True, exist_ok=True)
+    (here / "tools" / "__init__.py").write_text("", encoding="utf-8")
+    (here / "tools" / "launch.py").write_text(helper, encoding="utf-8")
+    (here / "e2e.py").write_text(STARTS_PY.format(more="", run="pretrain(None, model_provider, None, None)"),
+                                 encoding="utf-8")
+    script = tmp_path / "driver.sh"
+    script.write_text(DRIVER_SH.format(launcher="python").replace(" e2e.py", f" {entry_dir}/e2e.py"), encoding="utf-8")
+    code, doc = _scan(capsys, script)
+    verdict = doc["verdict"]
+    assert verdict["status"] == "inconclusive" and code == 1, verdict["headline"]
+    [said] = [f for f in doc["findings"] if f["kind"] == "entry.runs-command"]
+    assert said["detail"]["decide"].startswith(step), said["detail"]["decide"]
+
+
+def test_a_helper_found_in_the_working_directory_is_followed(capsys, tmp_path):
+    """The helper the run's working directory holds is the one read: one that starts nothing
+    leaves the run CLEAN (not undecided as a script found nowhere)."""
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "launch_pp.py").write_text("print('hi')\n", encoding="utf-8")
+    here = tmp_path / "examples" / "sub"
+    (here / "tools").mkdir(parents=True)
+    (here / "tools" / "__init__.py").write_text("", encoding="utf-8")
+    (here / "tools" / "launch.py").write_text(
+        'import subprocess\n\ndef start():\n    subprocess.run(["python", "tools/launch_pp.py"])\n', encoding="utf-8")
+    (here / "e2e.py").write_text(STARTS_PY.format(more="", run="pretrain(None, model_provider, None, None)"),
+                                 encoding="utf-8")
+    script = tmp_path / "driver.sh"
+    script.write_text(DRIVER_SH.format(launcher="python").replace(" e2e.py", " examples/sub/e2e.py"), encoding="utf-8")
+    code, doc = _scan(capsys, script)
+    assert not any(f["kind"] == "entry.runs-command" for f in doc["findings"])
+    assert doc["verdict"]["status"] == "clean", doc["verdict"]["headline"]
+
+
+@pytest.mark.parametrize("helper", [
+    'import subprocess, sys\n\ndef start():\n    subprocess.run([sys.executable, "tools/preprocess_data.py", "--input", "x"])\n',
+    EVAL,
+], ids=["missing-helper", "missing-eval"])
+def test_a_helper_script_the_checkout_lacks_is_the_callers(capsys, tmp_path, helper):
+    """A Python script the checkout does not hold, neither from the run's working directory nor
+    beside the entry, is the caller's (a clone of MMMU): as launched here it starts nothing, so
+    the run keeps its verdict (Megatron-LM@d98e8a64dd mlm-016-llava-pretrain and
+    mlm-sft-mistral-clip read CLEAN, right, through evaluate_mmmu.py)."""
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "tools" / "launch.py").write_text(helper, encoding="utf-8")
+    (tmp_path / "e2e.py").write_text(STARTS_PY.format(more="", run="pretrain(None, model_provider, None, None)"),
+                                     encoding="utf-8")
+    script = tmp_path / "driver.sh"
+    script.write_text(DRIVER_SH.format(launcher="python").replace(" e2e.py", " ./e2e.py"), encoding="utf-8")
+    code, doc = _scan(capsys, script)
+    assert doc["verdict"]["status"] == "clean" and code == 0, doc["verdict"]["headline"]
+    assert not [f for f in doc["findings"] if f["kind"] == "entry.runs-command"]
