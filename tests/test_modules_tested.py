@@ -33,7 +33,6 @@ UNTESTED: dict[str, str] = {
     "auditor.commands.record": CLI.format("tests/dynamic/test_record_runs.py"),
     "auditor.commands.report": CLI.format("tests/report/test_formats.py"),
     "auditor.commands.scan": CLI.format("tests/e2e/test_scan.py"),
-    "auditor.commands.simulate": CLI.format("tests/simulate/test_simulate.py"),
     "auditor.commands.sites": CLI.format("tests/e2e/test_sites_cli.py"),
     "auditor.simulate.run": CLI.format("tests/simulate/test_simulate.py (simulate's orchestration)"),
     "auditor.config.titan": INNER.format("scan: tests/titan/test_titan_config.py"),

@@ -361,3 +361,12 @@ def test_a_rank_without_an_exit_record_is_not_said_to_be_killed(tmp_path: Path) 
                            "ended past Python's exit handlers: os._exit, an abort), outside any "
                            "op"), head
     assert "SIGKILL" not in head and "gloo or NCCL" not in head, head
+
+
+def test_peer_lost_reads_the_rules_texts():
+    """`[[peer_lost]]` in rules/torch.toml: gloo's and NCCL's words for a peer that closed its
+    end; an exception of the rank's own is not one."""
+    from auditor.analysis import peerend
+    assert peerend.peer_lost("[pair.cc:537] Read error [127.0.0.1]:32429: Connection reset by peer")
+    assert not peerend.peer_lost("RuntimeError: shape mismatch")
+    assert not peerend.peer_lost(None)

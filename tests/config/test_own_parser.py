@@ -108,3 +108,14 @@ def test_a_parser_reading_the_command_line_is_the_run_s(tmp_path, args):
     (tmp_path / "domino" / "arguments.py").write_text(domino)
     front = locate(str(script), "pretrain_llama.py")
     assert front is not None and front.path.endswith("domino/arguments.py") and front.complete
+
+
+def test_built_parsers_follows_the_calls_to_the_parsing_file(tmp_path):
+    import ast
+
+    from auditor.config.own_parser import built_parsers
+    script = checkout(tmp_path)
+    entry = tmp_path / "pretrain_llama.py"
+    assert built_parsers(ast.parse(entry.read_text()), entry) == {
+        (tmp_path / "domino" / "arguments.py").resolve()}
+    assert script.is_file()
