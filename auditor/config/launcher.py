@@ -249,12 +249,6 @@ def _env_world(config: LaunchConfig, launcher: dict, chosen: Candidate, path: st
            "--set world_size=N")
     config.nproc_per_node, config.nnodes = Symbolic(f"${var.name}"), Symbolic(f"${var.name}")
     config.world_source = {"nproc_per_node": why, "nnodes": why}
-    # the world decides the start-up checks and the stages: the verdict rests on it, never CLEAN
-    config.diagnostics.append(Finding(
-        "launch.world-unknown", "info", why.rsplit("; ", 1)[0], fix="--set world_size=N",
-        where=f"{path}:{var.line}" if var.how != "environ" else path,
-        detail={"undecided": f"the world size ({var.name}={var.value} for `{config.launcher}`)",
-                "decide": "--set world_size=N (the job's task count)"}))
 
 
 def _step_sizes(config: LaunchConfig, launcher: dict) -> list[str]:

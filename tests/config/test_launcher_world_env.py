@@ -96,16 +96,17 @@ def test_a_step_srun_sizes_as_the_allocation_keeps_its_count(srun: str) -> None:
     PP 3 that does not divide 16)."""
     config = parse_launch(ALLOCATION + f"{srun} {RUN}", "job.sh", environ={})
     assert config.world_size == 16, config.world_source
-    assert not [d for d in config.diagnostics if d.kind == "launch.world-unknown"]
 
 
 @pytest.mark.parametrize("srun", ["srun -n 4", "srun --ntasks-per-node=2", "srun -N 1"])
 def test_a_step_of_its_own_leaves_the_world_to_decide(srun: str) -> None:
     """A step smaller than the allocation: WORLD_SIZE is the allocation's 16, srun starts fewer;
-    the world is unknown and the verdict rests on it (a launch finding naming --set world_size=N,
-    never CLEAN by default)."""
+    the world is unknown, said with the line and `--set world_size=N` (its start-up checks
+    undecided; the P2P verdict does not rest on them: issue 22 item 7. Megatron-Bridge
+    067f987df0 examples/models/gemma/gemma4_vl/slurm_peft.sh, whose tasks export
+    WORLD_SIZE=$SLURM_NTASKS inside srun's bash -c, read CLEAN at PP 1 and must stay so)."""
     config = parse_launch(ALLOCATION + f"{srun} {RUN}", "job.sh", environ={})
     assert config.world_size is None
-    unknown = [d for d in config.diagnostics if d.kind == "launch.world-unknown"]
-    assert unknown and "--set world_size=N" in unknown[0].detail["decide"]
-    assert "WORLD_SIZE" in unknown[0].detail["undecided"]
+    why = config.world_source["nproc_per_node"]
+    assert "WORLD_SIZE" in why and "--set world_size=N" in why
+    assert not [d for d in config.diagnostics if d.detail.get("undecided", "").startswith("the world size")]
