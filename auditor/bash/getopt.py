@@ -34,7 +34,7 @@ class Grammar:
 
 
 @dataclass(frozen=True)
-class Option:
+class ParsedOption:
     """One option as read: `-e`, or `--expression` by its full name; `value` None where it has
     none. `name` "" for a word whose option is not known statically (`-$X`, `--${OPT}=1`)."""
 
@@ -48,15 +48,15 @@ class Words:
     """A program's words read: its options, and the indexes of its operands in order (with
     `in_order`, the first is where the program's own words end)."""
 
-    options: tuple[Option, ...]
+    options: tuple[ParsedOption, ...]
     operands: tuple[int, ...]
 
 
 def read(words: list[Scalar], grammar: Grammar) -> Words:
     """Split `words`, the arguments after the program's name, as getopt_long does. A word whose
     start is not known statically is an operand, unless it starts with a known `-` (an option,
-    its letters past the known text not known: `Option.name` "")."""
-    options: list[Option] = []
+    its letters past the known text not known: `ParsedOption.name` "")."""
+    options: list[ParsedOption] = []
     operands: list[int] = []
     k = 0
     while k < len(words):
@@ -80,20 +80,20 @@ def read(words: list[Scalar], grammar: Grammar) -> Words:
 
 
 def _long(word: Scalar, start: str, following: Scalar | None, grammar: Grammar, k: int,
-          options: list[Option]) -> int:
+          options: list[ParsedOption]) -> int:
     """`--name[=value]`: the option, and how many words after it it took (its value)."""
     known = isinstance(word, str)
     text = start if known or "=" in start else ""
     if not text:  # `--${OPT}`: which option is not known
-        options.append(Option("", word, k))
+        options.append(ParsedOption("", word, k))
         return 0
     name, eq, _ = text[2:].partition("=")
     value = _after(word, len(name) + 3) if eq else None
     full = _full_name(name, grammar)
     if full in grammar.long_value and not eq:
-        options.append(Option(f"--{full}", following, k))
+        options.append(ParsedOption(f"--{full}", following, k))
         return 1 if following is not None else 0
-    options.append(Option(f"--{full}", value, k))
+    options.append(ParsedOption(f"--{full}", value, k))
     return 0
 
 
@@ -107,7 +107,7 @@ def _full_name(name: str, grammar: Grammar) -> str:
 
 
 def _short(word: Scalar, start: str, following: Scalar | None, grammar: Grammar, k: int,
-           options: list[Option]) -> int:
+           options: list[ParsedOption]) -> int:
     """`-abc`, `-n1`, `-e SCRIPT`: the options bundled in the word, and how many words after it
     the last one took."""
     known = isinstance(word, str)
@@ -116,16 +116,16 @@ def _short(word: Scalar, start: str, following: Scalar | None, grammar: Grammar,
         rest = _after(word, j + 1)
         if letter in grammar.value:
             if rest != "":
-                options.append(Option(f"-{letter}", rest, k))
+                options.append(ParsedOption(f"-{letter}", rest, k))
                 return 0
-            options.append(Option(f"-{letter}", following, k))
+            options.append(ParsedOption(f"-{letter}", following, k))
             return 1 if following is not None else 0
         if letter in grammar.optional:
-            options.append(Option(f"-{letter}", rest if rest != "" else None, k))
+            options.append(ParsedOption(f"-{letter}", rest if rest != "" else None, k))
             return 0
-        options.append(Option(f"-{letter}", None, k))
+        options.append(ParsedOption(f"-{letter}", None, k))
     if not known:  # `-n$X`: more letters, not known
-        options.append(Option("", word, k))
+        options.append(ParsedOption("", word, k))
     return 0
 
 

@@ -88,7 +88,7 @@ class Shell(Expander, ABC):
         self.exited: Exit | None = None  # the `exit` the script surely reaches: nothing after it runs
         # the stops past a training command that the caller's variables decide (`_stops`): the
         # walk goes on as the run where the caller gives them
-        self.guards: tuple[Guard, ...] = ()
+        self.guards: tuple[CallerStop, ...] = ()
         self.tested: list[int] = []  # the lines of the decided tests (if/case/&&) around the walk
         # per decided test on `tested`: the variables the caller gives that it read through an
         # empty default (`[ -z "${X:-}" ]`), and through any default (`[ "${V:-0}" = 1 ]`): an
@@ -705,7 +705,7 @@ class Shell(Expander, ABC):
             return
         names = " and ".join(caller)
         if self.trained():
-            self.guards = (*self.guards, Guard(line, self.reading, tuple(caller), failed or ""))
+            self.guards = (*self.guards, CallerStop(line, self.reading, tuple(caller), failed or ""))
             for name in caller:  # past the stop: what the caller gives, not known
                 self.vars[name] = Var(Symbolic(f"${name}"), line, True)
             return
@@ -926,7 +926,7 @@ class Shell(Expander, ABC):
 
 
 @dataclass(frozen=True)
-class Guard:
+class CallerStop:
     """A stop past a training command that rests on the caller's variables (bash.walk `_stops`):
     the default run ends at `line` of file `path`; the commands after it run only where the
     caller gives `names`. `what`: why a command fails under `set -e` ("" for an `exit`)."""

@@ -15,7 +15,7 @@ from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Word
 from auditor.bash.parser import Cmd, Node, ShellParser
 from auditor.bash.sed_script import runs_command as sed_runs_command
 from auditor.bash.values import EnvVar, Field, OptionWords, Partial, Scalar, Symbolic, Var, concat, segments
-from auditor.bash.walk import Guard, Shell, join_workdir
+from auditor.bash.walk import CallerStop, Shell, join_workdir
 from auditor.config.batch_job import allocation_options, in_checkout, job_file_at
 from auditor.config.entry_copy import hydra_copy, is_copy
 from auditor.config.entry_module import module_file, module_roots
@@ -89,7 +89,7 @@ class Candidate:
     inside: str | None = ""
     # the stops before it, past an earlier training command, that the caller's variables decide
     # (bash.walk `_stops`): it runs only where the caller gives them
-    after: tuple[Guard, ...] = ()
+    after: tuple[CallerStop, ...] = ()
     # the variables of its environment that the shell a starter runs on each task set (`srun ...
     # bash -c "export WORLD_SIZE=$SLURM_NTASKS; python ..."`), expanded where the starter's own
     # SLURM_* are the task's: config.launcher `_env_world`

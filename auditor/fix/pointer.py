@@ -11,6 +11,7 @@ import shlex
 from typing import Any
 
 from auditor.analysis import causes
+from auditor.errors import InputError
 from auditor.fix import plan
 from auditor.fix.remedies import options_for, pick
 from auditor.fix.verify import input_args
@@ -25,7 +26,7 @@ def command(inputs: ScanInputs) -> str:
 def point(doc: dict[str, Any], inputs: ScanInputs) -> None:
     """`fix_command` on each cause's finding that carries no patch yet and whose default remedy
     `fix` makes as edits: the command, and what its default option does. A script `fix` cannot
-    read again (a pipe) gets none."""
+    read again (a pipe, text that is not UTF-8) gets none."""
     findings = doc.get("findings") or []
     on: plan.Bench | None = None
     for cause in causes.group(findings):
@@ -36,9 +37,14 @@ def point(doc: dict[str, Any], inputs: ScanInputs) -> None:
         if on is None:
             if not os.path.isfile(inputs.config_path):
                 return
-            source = plan.read_text(inputs.config_path)
-            targets = inputs.targets or plan.newest_releases(inputs.config_path, inputs.command)
-            on = plan.bench(inputs, read_config(inputs.config_path, targets, inputs.command), source)
+            try:
+                source = plan.read_text(inputs.config_path)
+                targets = inputs.targets or plan.newest_releases(inputs.config_path, inputs.command)
+                on = plan.bench(inputs, read_config(inputs.config_path, targets, inputs.command), source)
+            except (OSError, UnicodeDecodeError, InputError):
+                # fix refuses what it cannot read back, or a script whose first command is no
+                # pipeline run (NotAPipelineRun): no pointer, and never the scan's verdict
+                return
         proposal = plan.propose(on, doc, cause, set())
         if proposal is not None and proposal.edits:
             f["fix_command"] = {"command": command(inputs), "says": proposal.option.says()}
