@@ -22,6 +22,11 @@ EXIT_FINDINGS = 1
 EXIT_INPUT = 2
 # What a full filesystem (or an exceeded quota) raises: said as such, never as a corrupt input.
 NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+# No room for a file to grow: a full filesystem or quota, or the process's file size limit
+# (`ulimit -f`, RLIMIT_FSIZE: EFBIG; Python ignores the SIGXFSZ that comes with it). The recorder
+# (dynamic/mapped.py) stops a rank file with its last line in the reserve on each; read as anything
+# else (a filesystem that cannot reserve blocks), the limit left the file without that line.
+NO_ROOM = (*NO_SPACE, errno.EFBIG)
 
 
 def no_room(exc: OSError) -> str | None:
@@ -29,7 +34,7 @@ def no_room(exc: OSError) -> str | None:
     quota, a file size limit, a read-only filesystem, no usable temporary folder), naming what
     to change; None for any other OSError."""
     where = f"{exc.filename}: " if exc.filename else ""
-    if exc.errno in (*NO_SPACE, errno.EFBIG, errno.EROFS):
+    if exc.errno in (*NO_ROOM, errno.EROFS):
         return (f"{where}cannot write: {os.strerror(exc.errno)} (a full disk or quota, `ulimit -f`, "
                 "a read-only filesystem): free space or raise the limit, or point TMPDIR and "
                 "P2PAUDIT_CACHE at a folder that has room")

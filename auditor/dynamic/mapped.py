@@ -16,13 +16,8 @@ import errno
 import mmap
 import os
 
-from auditor.errors import NO_SPACE
+from auditor.errors import NO_ROOM
 
-# No room for the file to grow: a full filesystem or quota, or the process's file size limit
-# (`ulimit -f`, RLIMIT_FSIZE: EFBIG; Python ignores the SIGXFSZ that comes with it). Each stops
-# the file with its last line in the reserve; read as anything else (a filesystem that cannot
-# reserve blocks), the limit left the file without that line, and the trace read CLEAN.
-NO_ROOM = (*NO_SPACE, errno.EFBIG)
 
 
 class DiskFull(OSError):

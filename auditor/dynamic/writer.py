@@ -19,7 +19,8 @@ from time import monotonic_ns as _monotonic_ns
 
 from auditor import __version__
 from auditor.dynamic import ending, trace
-from auditor.dynamic.mapped import NO_ROOM, MappedFile
+from auditor.dynamic.mapped import MappedFile
+from auditor.errors import NO_ROOM
 from auditor.dynamic.rankfile import FILE_LIMIT
 from auditor.dynamic.opstate import COMPACT, TracedOp
 
