@@ -104,6 +104,7 @@ def join(
                "cycle": model.cycle, "blocked": model.blocked, "replayed_ops": replayed,
                "mismatched_pairs": model.mismatched_pairs,
                "count_mismatches": _whole_counts(model.count_mismatches, trace),
+               "cut_counts": _cut_counts(model.count_mismatches, trace),
                "complete": replayed == sum(rt.ops for rt in trace.ranks.values()),
                "run_completed": completed}
     if deadlock is not None:
@@ -115,7 +116,8 @@ def join(
         # evidence, so neither the replay's cycle nor its count check speaks, nor whether the
         # order can or will deadlock (a send/receive pair whose sides were both recorded still
         # does: FIFO pairing of prefixes is exact).
-        waitfor.update(hang=None, cycle="", blocked=[], count_mismatches=[], recording_stopped=cut)
+        waitfor.update(hang=None, cycle="", blocked=[], count_mismatches=[], cut_counts=[],
+                       recording_stopped=cut)
     run: dict[str, Any] = {
         "trace": _trace_summary(trace),
         "matched": dict(Counter(how.values())),
@@ -341,6 +343,18 @@ def _whole_counts(counts: list[dict[str, Any]], trace: Trace) -> list[dict[str, 
             return False
         return rt.exit.get("how") == "exit" or bool(rt.pending())
     return [c for c in counts if c["moved_on"] or whole(c["short"])]
+
+
+def _cut_counts(counts: list[dict[str, Any]], trace: Trace) -> list[dict[str, Any]]:
+    """The count mismatches whose short side ended with no exit record outside any op: killed
+    between ops (its exchange cut) or ended by its own program past Python's exit handlers
+    (an os._exit: its count is short). The trace cannot tell the two apart; the report lists
+    the count beside that end (runevidence) with the launcher's exit code that decides."""
+    def cut(rank: int) -> bool:
+        rt = trace.ranks.get(rank)
+        return (rt is not None and rt.exit is None and rt.unclosed is not None
+                and rt.stopped is None and not rt.pending())
+    return [c for c in counts if not c["moved_on"] and cut(c["short"])]
 
 
 def _completed(trace: Trace) -> bool:

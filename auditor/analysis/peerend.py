@@ -21,8 +21,20 @@ end is only known to come after its last line: a process still alive when the la
 the others would have recorded that signal too. Wall clocks order ends on one host only; ranks
 on several hosts (clocks that may differ by more than the gap) leave the order not known.
 
+A peer that exited by itself (its exit line, `how` "exit") before its partner's op raised, having
+posted fewer ops to that partner than the partner posted to it (a whole count mismatch, its side
+short), ended with the exchange unmatched: that count is the cause above both, the partner's error
+its consequence. A peer that left no exit record outside any op with such a count (`cut`) was
+killed between ops or ended by its own os._exit: the trace cannot tell which, so the count is
+listed beside its end with the launcher's exit code that decides.
+
+A collective that raised on a lost connection after the rank that ended first is that end's
+consequence too (its error names no peer: the member that ended first is the one it lost).
+
 Where a rank died of an exception of its own, that crash leads (runevidence.crash_finding) and
-nothing here applies: its end, not a peer's, explains the rest.
+nothing here applies: its end, not a peer's, explains the rest. An exception raised after an op
+of its own process raised on a lost connection (`raise ... from e` around it, a wrapper's error)
+is no exception of its own: the op's error is its cause.
 """
 
 from __future__ import annotations
@@ -62,6 +74,8 @@ class Ends:
     above: tuple[str, ...] = ()  # the mismatch kinds between a lost pair: the cause above both
     first: int | None = None  # the rank that ended first, with no exit record, before all others
     unordered: str = ""  # a rank ended with no exit record, and why the files cannot say when
+    exited: tuple[int, ...] = ()  # peers that exited by themselves with a count short
+    cut: tuple[dict[str, Any], ...] = ()  # counts `first` left short (waitfor `cut_counts`)
 
     @property
     def peers(self) -> dict[int, list[Loss]]:
@@ -102,29 +116,58 @@ def peer_lost(error: Any) -> bool:
 def read(trace: Trace, waitfor: dict[str, Any] | None = None) -> Ends:
     """The ranks whose ops raised because a peer had ended, and the mismatches (`waitfor`: the
     join's replay, its `mismatched_pairs` and `count_mismatches`) above those ends."""
-    if any(rt.crash is not None and not peer_lost(rt.crash.get("error"))
-           for rt in trace.ranks.values()):
+    if any(rt.crash is not None and not crash_lost(rt) for rt in trace.ranks.values()):
         return Ends()  # a rank died of its own exception: that crash leads
+    wf = waitfor or {}
     first, unordered = _first_end(trace)
+    cut = tuple(c for c in wf.get("cut_counts") or [] if c["short"] == first)
+    # a pair whose side `short` exited by itself with fewer ops: (short, its partner)
+    short = {(c["short"], c["src"] if c["short"] == c["dst"] else c["dst"])
+             for c in wf.get("count_mismatches") or []}
     losses = []
     for rank, rt in sorted(trace.ranks.items()):
-        loss = next((Loss(rank, op["peer"], op) for op in rt.raised
-                     if peer_lost(op.get("error")) and _ended_before(trace, op.get("peer"), rank, op)),
-                    None)
+        loss = next((Loss(rank, lost, op) for op in rt.raised
+                     if peer_lost(op.get("error")) and (lost := _lost(trace, rank, op, first, short))
+                     is not None), None)
         if loss is not None:
             losses.append(loss)
     if not losses:
-        return Ends(first=first, unordered=unordered)
-    wf = waitfor or {}
-    pairs = {frozenset((x.rank, x.peer)): x.peer for x in losses}
+        return Ends(first=first, unordered=unordered, cut=cut)
+    pairs = {frozenset((x.rank, x.peer)): x.peer for x in losses if x.op.get("peer") is not None}
+    exited = tuple(sorted({p for p in pairs.values() if _exited(trace.ranks[p])}))
     above = []
     if any(frozenset((p["send"]["rank"], p["recv"]["rank"])) in pairs
            for p in wf.get("mismatched_pairs") or []):
         above.append("p2p-mismatch")
-    if any(trace.ranks[pairs[pair]].pending() for pair in
+    if any(trace.ranks[pairs[pair]].pending() or pairs[pair] in exited for pair in
            (frozenset((c["src"], c["dst"])) for c in wf.get("count_mismatches") or []) if pair in pairs):
         above.append("p2p-count-mismatch")
-    return Ends(tuple(losses), tuple(above), first, unordered)
+    return Ends(tuple(losses), tuple(above), first, unordered, exited, cut)
+
+
+def _lost(trace: Trace, rank: int, op: dict[str, Any], first: int | None,
+          short: set[tuple[int, int]]) -> int | None:
+    """The rank whose end `rank`'s op raised on: its peer where that ended before the raise; for
+    a collective (no peer), the rank that ended first."""
+    peer = op.get("peer")
+    if peer is None:
+        return first
+    return peer if _ended_before(trace, peer, rank, op, short) else None
+
+
+def crash_lost(rt: RankTrace) -> bool:
+    """The process died of an exception that follows from a lost connection: its message says
+    so, or an op of its own raised on one before it (the exception wraps or follows that error)."""
+    crash = rt.crash or {}
+    t = crash.get("t")
+    return peer_lost(crash.get("error")) or any(
+        peer_lost(op.get("error")) and isinstance(op.get("raised_t"), (int, float))
+        and isinstance(t, (int, float)) and op["raised_t"] <= t for op in rt.raised)
+
+
+def _exited(rt: RankTrace) -> bool:
+    """The process ended by itself: its exit line says a normal exit (a return, sys.exit)."""
+    return (rt.exit or {}).get("how") == "exit"
 
 
 def _first_end(trace: Trace) -> tuple[int | None, str]:
@@ -156,17 +199,19 @@ def end_wall(rt: RankTrace) -> float | None:
     return _wall(rt.meta, min(times) if times else rt.last_t)
 
 
-def _ended_before(trace: Trace, peer: Any, rank: int, op: dict[str, Any]) -> bool:
-    """`peer`'s process ended, without an exit record or by a signal, before `rank`'s op raised
-    (by wall clock: its last line, or its exit line, not after the raise). A recording that
-    stopped says nothing of how its process ended."""
+def _ended_before(trace: Trace, peer: Any, rank: int, op: dict[str, Any],
+                  short: set[tuple[int, int]]) -> bool:
+    """`peer`'s process ended, without an exit record, by a signal, or by itself with its count
+    to `rank` short (`short`: (short side, partner) pairs), before `rank`'s op raised (by wall
+    clock: its last line, or its exit line, not after the raise). A recording that stopped says
+    nothing of how its process ended."""
     prt = trace.ranks.get(peer) if type(peer) is int and peer != rank else None
     if prt is None or prt.stopped is not None:
         return False
     exit_line = prt.exit or {}
     if prt.unclosed is not None:
         ended = _wall(prt.meta, prt.last_t)
-    elif exit_line.get("how") == "signal":
+    elif exit_line.get("how") == "signal" or _exited(prt) and (peer, rank) in short:
         ended = _wall(prt.meta, exit_line.get("t"))
     else:
         return False

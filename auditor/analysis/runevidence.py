@@ -244,7 +244,7 @@ def stopped_findings(trace: Trace, ends: peerend.Ends | None = None) -> list[Fin
                     **({} if lead is None else _end_detail(trace, lead, ends))}))
     # under a rank that ended first, the signals that ended its peers are the launcher's answer
     signalled = {r: (trace.ranks[r].exit or {}).get("signal") for r in peers
-                 if trace.ranks[r].unclosed is None} if ends.first is None else {}
+                 if (trace.ranks[r].exit or {}).get("how") == "signal"} if ends.first is None else {}
     if signalled:
         rank = min(signalled)
         out.append(Finding(
@@ -271,7 +271,13 @@ def _end_detail(trace: Trace, peer: int, ends: peerend.Ends) -> dict[str, Any]:
     then = list(_after(trace, peer, ends).values())
     after = (f"; {'; '.join(then)} ({'a consequence' if len(then) == 1 else 'consequences'})"
              if then else "")
-    return {"headline": f"CRASHED: rank {peer} ended first, {how}{inside}{after}",
+    cut = ""
+    if ends.cut and ends.first == peer:
+        c = ends.cut[0]
+        cut = (f"; it left one exchange short ({c['words']}, sends at {c['send_site'] or '?'}, "
+               f"receives at {c['recv_site'] or '?'}): the cause if its program ended it there "
+               "(an os._exit: exit code 0 in the launcher's log), else cut by its kill")
+    return {"headline": f"CRASHED: rank {peer} ended first, {how}{inside}{cut}{after}",
             "explains": ends.explains,
             "lost": {str(x.rank): x.peer for x in ends.losses}}
 
@@ -286,11 +292,7 @@ def _after(trace: Trace, peer: int, ends: peerend.Ends) -> dict[int, str]:
         if rank == peer:
             continue
         if rank in lost:
-            op = lost[rank].op
-            site = op.get("site") or {}
-            out[rank] = (f"rank {rank} then raised {first_sentence(str(op.get('error')))} "
-                         f"in {op.get('api')} with rank {op.get('peer')}"
-                         + (f" at {site.get('path')}:{site.get('line')}" if site.get("path") else ""))
+            out[rank] = f"rank {rank} then raised {raised_words(lost[rank].op)}"
         elif ends.first == peer:
             signal = (rt.exit or {}).get("signal") if (rt.exit or {}).get("how") == "signal" else None
             parts = ([f"was left waiting in {_waiting(rt.pending()[0])}"] if rt.pending() else []) + (
@@ -299,6 +301,14 @@ def _after(trace: Trace, peer: int, ends: peerend.Ends) -> dict[int, str]:
                 out[rank] = f"rank {rank} " + (", then ".join(parts) if rt.pending() else "then " + parts[0])
     return dict(sorted(out.items(), key=lambda kv: (peerend.end_wall(trace.ranks[kv[0]]) or 0, kv[0]))
                 [:EXAMPLES])
+
+
+def raised_words(op: dict[str, Any]) -> str:
+    """An op that raised on a lost connection, in words: its error, the op, its peer, its line."""
+    site = op.get("site") or {}
+    return (f"{first_sentence(str(op.get('error')))} in {op.get('api')}"
+            + (f" with rank {op['peer']}" if op.get("peer") is not None else "")
+            + (f" at {site.get('path')}:{site.get('line')}" if site.get("path") else ""))
 
 
 def _waiting(op: dict[str, Any]) -> str:

@@ -8,6 +8,7 @@ from collections import Counter
 from typing import Any
 
 from auditor.analysis.peerend import Ends
+from auditor.analysis.runevidence import raised_words
 from auditor.analysis.uses import Key, Use
 from auditor.analysis.waitfor.deadlock import Deadlock
 from auditor.analysis.waitfor.model import SEND_APIS, Conditions
@@ -139,6 +140,8 @@ def replay_findings(wf: dict[str, Any], deadlock: Deadlock | None, ends: Ends | 
     for f in out:
         if ends.above_explains(f.kind):
             f.detail["explains"] = [*f.detail.get("explains", ()), *ends.above_explains(f.kind)]
+        if f.kind == "p2p-count-mismatch" and wf["count_mismatches"][0]["short"] in ends.exited:
+            f.detail["headline"] = _exited_headline(wf["count_mismatches"][0], ends)
     if not wf["run_completed"]:
         return out
     assert deadlock is not None  # asked of every order a recorder did not cut (a cut run never completed)
@@ -218,6 +221,18 @@ def _count_finding(counts: list[dict[str, Any]], cycle: str) -> Finding:
         detail={"counts": counts[:EXAMPLES], "explains": explains},
         chosen=_chosen(first.get("recv_chosen") if first["recv_site"] else first.get("send_chosen"),
                        first.get("send_chosen") if first["recv_site"] else None))
+
+
+def _exited_headline(count: dict[str, Any], ends: Ends) -> str:
+    """A count whose short side then exited by itself: that exit left the partner's ops
+    unmatched, and the partner's error on the closed connection is its consequence."""
+    short = count["short"]
+    then = [f"rank {x.rank} then raised {raised_words(x.op)}" for x in ends.losses if x.peer == short]
+    return (f"CRASHED: {count['words']} (sends at {count['send_site'] or '?'}, receives at "
+            f"{count['recv_site'] or '?'}), and rank {short} then exited by itself (a normal end, "
+            "its exit line) with that exchange unmatched: the count is the cause"
+            + (f"; {'; '.join(then)} ({'a consequence' if len(then) == 1 else 'consequences'})"
+               if then else ""))
 
 
 def _would_hang(conditions: dict[str, Any], deadlock: Deadlock, fix: str) -> Finding:

@@ -370,3 +370,97 @@ def test_peer_lost_reads_the_rules_texts():
     assert peerend.peer_lost("[pair.cc:537] Read error [127.0.0.1]:32429: Connection reset by peer")
     assert not peerend.peer_lost("RuntimeError: shape mismatch")
     assert not peerend.peer_lost(None)
+
+
+CLOSED = ("RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] "
+          "Connection closed by peer [127.0.0.1]:17832. This is typically caused by a remote "
+          "worker crashing.")
+
+
+def test_a_wrapped_reset_follows_the_peer_that_ended_first(tmp_path: Path) -> None:
+    """Review r43-report-cause item 2 (wrap.py, gloo, torch 2.13 CPU): rank 1 is SIGKILLed
+    between steps; rank 0's recv raises "Connection reset by peer" and the program re-raises it
+    as `raise RuntimeError("pipeline step 3 failed") from e`. The wrapper's error is the reset's
+    consequence: rank 1's end leads, not rank 0's exception."""
+    zero, one = Rank(0), Rank(1)
+    zero.op(1.0, "send", 1, "wrap.py:14", [4])
+    zero.op(1.1, "recv", 1, "wrap.py:12", [4], end="raise", error=RESET, end_t=2.0)
+    zero.crash(2.01, "RuntimeError: pipeline step 3 failed on rank 0", "wrap.py:16")
+    one.op(1.0, "recv", 0, "wrap.py:12", [4])
+    one.op(1.05, "send", 0, "wrap.py:14", [4])
+    code, doc = report(tmp_path, (zero, False), (one, True))
+    head = doc["verdict"]["headline"]
+    assert code == EXIT_FINDINGS
+    assert head.startswith("CRASHED: rank 1 ended first, without an exit record"), head
+    assert "rank 0 then raised RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/" \
+           "tcp/pair.cc:537] Read error [127.0.0.1]:54454: Connection reset by peer in recv with " \
+           "rank 1 at wrap.py:12 (a consequence)" in head, head
+    cause = doc["verdict"]["causes"][0]
+    assert cause["kind"] == "rank-file-not-closed"
+    assert "run-crashed" in cause["consequences"]
+
+
+def test_collectives_raised_after_the_first_end_are_its_consequences(tmp_path: Path) -> None:
+    """Review r43-report-cause item 5 (coll.py, gloo, torch 2.13 CPU): rank 1 is SIGKILLed while
+    it computes; rank 0 then raises "Connection closed by peer" inside all_reduce. That
+    collective's error names no peer; it is the first end's consequence, listed in the
+    headline."""
+    zero, one = Rank(0), Rank(1)
+    zero.op(1.0, "send", 1, "coll.py:11", [4])
+    start = zero.add(1.1, api="all_reduce", phase="start", kind="collective", batched=False, peer=None,
+                     group="0", site={"path": "coll.py", "line": 14, "end_line": 14, "function": "f"},
+                     shape=[4], dtype="float32")
+    zero.add(2.0, api="all_reduce", phase="end", of=start, how="raise", error=CLOSED)
+    zero.crash(2.01, CLOSED, "coll.py:14")
+    one.op(1.0, "recv", 0, "coll.py:11", [4])
+    code, doc = report(tmp_path, (zero, False), (one, True))
+    head = doc["verdict"]["headline"]
+    assert code == EXIT_FINDINGS
+    assert head.startswith("CRASHED: rank 1 ended first"), head
+    assert head.endswith("; rank 0 then raised RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/"
+                         "gloo/transport/tcp/pair.cc:553] Connection closed by peer [127.0.0.1]:17832 "
+                         "in all_reduce at coll.py:14 (a consequence)."), head
+
+
+def _short(end: str) -> tuple[tuple[Rank, bool], tuple[Rank, bool]]:
+    """exit0.py (review r43-report-cause items 3/4, gloo, torch 2.13 CPU): rank 0 sends 2
+    tensors, rank 1 receives 1 and ends: `end` "exit" (its main module returns: an exit line)
+    or "os._exit" (os._exit(0): no exit record); rank 0's second send then raises."""
+    zero, one = Rank(0), Rank(1)
+    zero.op(1.0, "send", 1, "exit0.py:9", [4])
+    zero.op(1.1, "send", 1, "exit0.py:9", [4], end="raise", error=CLOSED, end_t=2.0)
+    zero.crash(2.01, CLOSED, "exit0.py:9")
+    one.op(1.0, "recv", 0, "exit0.py:11", [4])
+    if end == "exit":
+        one.add(1.5, api="process", phase="exit", how="exit", status=None)
+    return (zero, False), (one, end != "exit")
+
+
+def test_a_clean_exit_with_a_short_count_is_the_cause_not_the_survivor(tmp_path: Path) -> None:
+    """Item 4 (exit0ret): rank 1 exits by itself with rank 0's second send unmatched; the count
+    is the cause, rank 0's "Connection closed by peer" its consequence (the report blamed rank
+    0's crash)."""
+    code, doc = report(tmp_path, *_short("exit"))
+    head = doc["verdict"]["headline"]
+    assert code == EXIT_FINDINGS
+    assert head.startswith("CRASHED: in one exchange, rank 1 posts 1 RECV(s) from 0 on default_pg "
+                           "where rank 0 sends it 2 (sends at exit0.py:9, receives at exit0.py:11), "
+                           "and rank 1 then exited by itself"), head
+    assert "rank 0 then raised RuntimeError" in head and "in send with rank 1 at exit0.py:9" in head
+    cause = doc["verdict"]["causes"][0]
+    assert cause["kind"] == "p2p-count-mismatch"
+    assert {"run-crashed", "run-op-raised"} <= set(cause["consequences"])
+
+
+def test_an_os_exit_lists_its_short_count_beside_its_end(tmp_path: Path) -> None:
+    """Item 3 (exit0, os._exit(0)): no exit record, so the trace cannot tell it from a kill;
+    the count it left short is listed beside its end with the exit code that decides."""
+    code, doc = report(tmp_path, *_short("os._exit"))
+    head = doc["verdict"]["headline"]
+    assert code == EXIT_FINDINGS
+    assert head.startswith("CRASHED: rank 1 ended first, without an exit record"), head
+    assert ("; it left one exchange short (in one exchange, rank 1 posts 1 RECV(s) from 0 on "
+            "default_pg where rank 0 sends it 2, sends at exit0.py:9, receives at exit0.py:11): the "
+            "cause if its program ended it there (an os._exit: exit code 0 in the launcher's log), "
+            "else cut by its kill") in head, head
+    assert doc["run"]["waitfor"]["cut_counts"][0]["short"] == 1
