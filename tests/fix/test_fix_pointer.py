@@ -53,3 +53,27 @@ def test_a_cause_is_pointed_to_fix_only_where_fix_makes_its_patch(tmp_path):
         proposal = plan.propose(on, doc, cause, set())
         pointed = "fix_command" in doc["findings"][cause.index]
         assert pointed == bool(proposal is not None and proposal.edits), doc["findings"][cause.index]["kind"]
+
+
+@pytest.mark.wheels
+def test_the_pointer_plans_from_the_config_the_scan_read(tmp_path, monkeypatch):
+    """The script of the test above (a `# megatron-core==...` pin: no release choice) is read
+    once per scan: the pointer plans from the read the scan kept (ScanInputs.reads), with the
+    pointers a fresh read gives; before, it read the script and its releases again for each
+    scan with a mechanical finding."""
+    script = tmp_path / "qwen3_moe.sh"
+    script.write_text(QWEN3_MOE, encoding="utf-8")
+    fresh = ScanInputs(str(script), torch_version="2.10.0")
+    expected = run_scan(fresh)
+    pointer.point(expected, fresh)
+    inputs = ScanInputs(str(script), torch_version="2.10.0", reads={})
+    doc = run_scan(inputs)
+
+    def read_again(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the pointer read the config the scan read")
+
+    monkeypatch.setattr(pointer, "read_config", read_again)
+    pointer.point(doc, inputs)
+    pointed = {f["kind"]: f["fix_command"] for f in doc["findings"] if "fix_command" in f}
+    assert pointed and pointed == {f["kind"]: f["fix_command"] for f in expected["findings"]
+                                   if "fix_command" in f}
