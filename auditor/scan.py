@@ -79,6 +79,19 @@ class ScanInputs:
     text: str | None = None  # the script's text, once read (a pipe gives it once)
     # the keys of `overrides` _cases set (a rules file's [[setting_cases]]), not the user
     case_keys: frozenset[str] = frozenset()
+    # where given, the configs this scan reads (read_key), for a caller that plans from the
+    # scan's own read (fix.pointer): the script is read once
+    reads: dict[tuple[tuple[str, ...], int], Read] | None = None
+
+
+Read = tuple[LaunchConfig, list[SourceSet]]  # what read_config gives
+
+
+def read_key(targets: list[str] | None, which: int = 0) -> tuple[tuple[str, ...], int]:
+    """The key of `ScanInputs.reads` for a read of these targets and training command. Whether
+    the targets are `planned` is no part of it: that changes only what the launch says of its
+    releases (its diagnostics), not the launch or the sources read."""
+    return tuple(targets or ()), which
 
 
 def resolve_targets(launch: LaunchConfig, targets: list[str] | None) -> list[SourceSet]:
@@ -145,7 +158,7 @@ def entry_code(spec: str) -> str:
 
 def read_config(config_path: str, targets: list[str] | None, command: str | None = None,
                 text: str | None = None, which: int = 0,
-                planned: bool = False) -> tuple[LaunchConfig, list[SourceSet]]:
+                planned: bool = False) -> Read:
     """The launch script and the framework sources its run uses. `text`: the script's, where the
     caller read it already (a pipe, `--config /dev/stdin`, gives its text once). `which`: the
     training command, where the script runs several. `planned`: the targets are a combination of
@@ -173,7 +186,7 @@ def read_config(config_path: str, targets: list[str] | None, command: str | None
 
 
 def run_scan(inputs: ScanInputs,
-             read: tuple[LaunchConfig, list[SourceSet]] | None = None) -> dict[str, Any]:
+             read: Read | None = None) -> dict[str, Any]:
     """`read`: what `read_config` gave for these inputs, where the caller needs it too (simulate,
     fix: they plan from this one config). Otherwise a setting the verdict needs that the script
     leaves unknown (`PP=$6`) is judged at the values of its `[[setting_cases]]` (_cases); see
@@ -335,7 +348,7 @@ def _out_of_budget(doc: dict[str, Any], table: dict[str, Any]) -> dict[str, Any]
 
 
 def _scan_releases(inputs: ScanInputs,
-                   read: tuple[LaunchConfig, list[SourceSet]] | None = None) -> dict[str, Any]:
+                   read: Read | None = None) -> dict[str, Any]:
     """`read`: what `read_config` gave for these inputs, where the caller needs it too. Without
     --target, a run whose script states not every release of its stack is scanned once per
     combination of releases the rules cover (config.releases), and the documents merged: the
@@ -347,14 +360,21 @@ def _scan_releases(inputs: ScanInputs,
         text, choice = release_choice(inputs.config_path, inputs.command, which, inputs.text, given)
         if choice is not None and (not given or set(given) & set(choice.combinations[0])):
             started = time.perf_counter()
-            docs = [_scan_one(inputs, read_config(inputs.config_path, [*(inputs.targets or []), *choice.targets(
-                {n: v for n, v in combo.items() if n not in given})], inputs.command, text, which,
-                planned=not given))
+            docs = [_scan_one(inputs, _read(inputs, [*(inputs.targets or []), *choice.targets(
+                {n: v for n, v in combo.items() if n not in given})], text, which, planned=not given))
                     for combo in choice.combinations]
             return _merged(docs, choice, time.perf_counter() - started)
-        read = read_config(inputs.config_path, inputs.targets, inputs.command, text, which)
-    return _scan_one(inputs, read or read_config(inputs.config_path, inputs.targets, inputs.command,
-                                                 inputs.text, which))
+        read = _read(inputs, inputs.targets, text, which)
+    return _scan_one(inputs, read or _read(inputs, inputs.targets, inputs.text, which))
+
+
+def _read(inputs: ScanInputs, targets: list[str] | None, text: str | None, which: int,
+          planned: bool = False) -> Read:
+    """read_config for `inputs`, kept in `inputs.reads` where its caller asks for it."""
+    read = read_config(inputs.config_path, targets, inputs.command, text, which, planned)
+    if inputs.reads is not None:
+        inputs.reads.setdefault(read_key(targets, which), read)
+    return read
 
 
 def _stated(targets: list[str] | None) -> dict[str, str]:

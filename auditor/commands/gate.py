@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     check_same_script(baseline, args.baseline, args.config)
     inputs = ScanInputs(args.config, merged_targets(args.target, baseline), overrides_from(args.set),
                         args.torch or baseline_torch(baseline), args.entry, args.jobs,
-                        progress=sys.stderr.isatty(), command=args.training_command)
+                        progress=sys.stderr.isatty(), command=args.training_command, reads={})
     # SARIF carries the verified patch itself as `fixes`: `fix`'s pipeline makes the scan and
     # verifies each cause's patch by a re-scan; the other formats name the command that does.
     try:

@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     options.check_config(args.config)
     overrides = overrides_from(args.set)
     base = ScanInputs(args.config, args.target, overrides, args.torch, args.entry, args.jobs,
-                      progress=sys.stderr.isatty(), command=args.training_command)
+                      progress=sys.stderr.isatty(), command=args.training_command, reads={})
     try:
         return _run(args, base, overrides)
     except ANSWERED_UNREAD as exc:

@@ -2,7 +2,9 @@
 makes the patch and verifies it: `p2paudit fix --config run.sh ...` with the scan's own inputs.
 Named only where `fix` has edits for it (fix.plan.propose decides, for both): a remedy that
 edits nothing of this run (a release's code, not the trainer's) is no patch to point to.
-Nothing is re-scanned here; `fix` verifies the patch by a re-scan before it offers it."""
+Nothing is re-scanned or read again here: the config is the scan's own read (ScanInputs.reads),
+a script read afresh only where the scan read none for `fix`'s targets (a `--target` that states
+part of the stack); `fix` verifies the patch by a re-scan before it offers it."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from auditor.errors import InputError
 from auditor.fix import plan
 from auditor.fix.remedies import options_for, pick
 from auditor.fix.verify import input_args
-from auditor.scan import ScanInputs, read_config
+from auditor.scan import ScanInputs, read_config, read_key
 
 
 def command(inputs: ScanInputs) -> str:
@@ -26,7 +28,8 @@ def command(inputs: ScanInputs) -> str:
 def point(doc: dict[str, Any], inputs: ScanInputs) -> None:
     """`fix_command` on each cause's finding that carries no patch yet and whose default remedy
     `fix` makes as edits: the command, and what its default option does. A script `fix` cannot
-    read again (a pipe, text that is not UTF-8) gets none."""
+    read again (a pipe, text that is not UTF-8) gets none. `inputs.reads`: the configs the scan
+    read, where it kept them."""
     findings = doc.get("findings") or []
     on: plan.Bench | None = None
     for cause in causes.group(findings):
@@ -40,7 +43,9 @@ def point(doc: dict[str, Any], inputs: ScanInputs) -> None:
             try:
                 source = plan.read_text(inputs.config_path)
                 targets = inputs.targets or plan.newest_releases(inputs.config_path, inputs.command)
-                on = plan.bench(inputs, read_config(inputs.config_path, targets, inputs.command), source)
+                read = (inputs.reads or {}).get(read_key(targets)) \
+                    or read_config(inputs.config_path, targets, inputs.command)
+                on = plan.bench(inputs, read, source)
             except (OSError, UnicodeDecodeError, InputError):
                 # fix refuses what it cannot read back, or a script whose first command is no
                 # pipeline run (NotAPipelineRun): no pointer, and never the scan's verdict

@@ -108,7 +108,8 @@ def rescan(inputs: ScanInputs, patched: dict[str, str], entry: EntryFile | None 
     with tempfile.TemporaryDirectory(prefix="p2paudit-fix-") as tmp:
         moved = layout(tmp, inputs.config_path, patched, entry)
         targets = [_target(tmp, i, t, patched, moved) for i, t in enumerate(inputs.targets or [])]
-        doc = run_scan(ScanInputs(**{**inputs.__dict__, "progress": False,
+        # reads=None: a read of the copies is none of the user's script (ScanInputs.reads)
+        doc = run_scan(ScanInputs(**{**inputs.__dict__, "progress": False, "reads": None,
                                      "targets": targets if inputs.targets else inputs.targets,
                                      "config_path": moved.get(inputs.config_path,
                                                               inputs.config_path)}))

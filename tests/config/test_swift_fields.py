@@ -21,6 +21,7 @@ from auditor.config.frontends.swift_fields import check_swift_flags, dataclass_f
 from auditor.config.launch import parse_launch
 from auditor.config.model import LaunchConfig
 from auditor.sources import SourceSet
+from tests.launches import SWIFT_SFT
 
 FILES = {
     "swift/megatron/arguments/sft_args.py": '''
@@ -84,15 +85,6 @@ class BaseArguments(BASES):
 ''',
 }
 
-LAUNCH = """export TORCH_DISTRIBUTED_DEBUG=DETAIL
-NPROC_PER_NODE=2 \\
-megatron sft \\
-    --model Qwen/Qwen2.5-7B-Instruct \\
-    --dataset AI-ModelScope/alpaca-gpt4-data-en \\
-    FLAG 2 \\
-    --train_iters 10 MORE
-"""
-
 
 def release(tmp_path: Path, bases: str = "", kind: str = "dir", files: dict[str, str] = FILES) -> SourceSet:
     root = tmp_path / "release"
@@ -103,7 +95,7 @@ def release(tmp_path: Path, bases: str = "", kind: str = "dir", files: dict[str,
 
 
 def judged(tmp_path: Path, flag: str, more: str = "", bases: str = "", planned: bool = False,
-           launch: str = LAUNCH, files: dict[str, str] = FILES) -> LaunchConfig:
+           launch: str = SWIFT_SFT, files: dict[str, str] = FILES) -> LaunchConfig:
     script = tmp_path / "sft.sh"
     script.write_text(launch.replace("FLAG", flag).replace("MORE", more))
     config = parse_launch(script.read_text(), str(script))

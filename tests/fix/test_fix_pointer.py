@@ -14,6 +14,7 @@ from auditor.cli import build_parser
 from auditor.fix import plan, pointer
 from auditor.fix.pointer import command
 from auditor.scan import ScanInputs, read_config, run_scan
+from tests.launches import QWEN3_MOE
 
 
 @pytest.mark.parametrize("inputs", [
@@ -31,22 +32,6 @@ def test_the_printed_command_reads_back_as_the_scans_inputs(inputs: ScanInputs) 
     assert args.set == [f"{k}={v}" for k, v in (inputs.overrides or {}).items()]
 
 
-MOE = """#!/bin/bash
-# megatron-core==0.17.0 ms-swift==4.3.0 mcore-bridge==1.4.1
-NNODES=2 \\
-NPROC_PER_NODE=8 \\
-megatron sft \\
-    --model Qwen/Qwen3-30B-A3B-Base \\
-    --pipeline_model_parallel_size 2 \\
-    --expert_model_parallel_size 8 \\
-    --micro_batch_size 1 \\
-    --global_batch_size 16 \\
-    --packing true \\
-    --max_length 8192 \\
-    --sequence_parallel true
-"""
-
-
 @pytest.mark.wheels
 def test_a_cause_is_pointed_to_fix_only_where_fix_makes_its_patch(tmp_path):
     """modelscope/ms-swift examples/megatron/moe/qwen3_moe.sh (commit 2d3694fb18, v4.3.0): its
@@ -56,7 +41,7 @@ def test_a_cause_is_pointed_to_fix_only_where_fix_makes_its_patch(tmp_path):
     ... edits"), so scan names no `p2paudit fix` for it, and still does for the causes it
     patches (the nonblocking init and the timeout, launch-script edits)."""
     script = tmp_path / "qwen3_moe.sh"
-    script.write_text(MOE, encoding="utf-8")
+    script.write_text(QWEN3_MOE, encoding="utf-8")
     inputs = ScanInputs(str(script), torch_version="2.10.0")
     doc = run_scan(inputs)
     pointer.point(doc, inputs)
@@ -68,3 +53,27 @@ def test_a_cause_is_pointed_to_fix_only_where_fix_makes_its_patch(tmp_path):
         proposal = plan.propose(on, doc, cause, set())
         pointed = "fix_command" in doc["findings"][cause.index]
         assert pointed == bool(proposal is not None and proposal.edits), doc["findings"][cause.index]["kind"]
+
+
+@pytest.mark.wheels
+def test_the_pointer_plans_from_the_config_the_scan_read(tmp_path, monkeypatch):
+    """The script of the test above (a `# megatron-core==...` pin: no release choice) is read
+    once per scan: the pointer plans from the read the scan kept (ScanInputs.reads), with the
+    pointers a fresh read gives; before, it read the script and its releases again for each
+    scan with a mechanical finding."""
+    script = tmp_path / "qwen3_moe.sh"
+    script.write_text(QWEN3_MOE, encoding="utf-8")
+    fresh = ScanInputs(str(script), torch_version="2.10.0")
+    expected = run_scan(fresh)
+    pointer.point(expected, fresh)
+    inputs = ScanInputs(str(script), torch_version="2.10.0", reads={})
+    doc = run_scan(inputs)
+
+    def read_again(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the pointer read the config the scan read")
+
+    monkeypatch.setattr(pointer, "read_config", read_again)
+    pointer.point(doc, inputs)
+    pointed = {f["kind"]: f["fix_command"] for f in doc["findings"] if "fix_command" in f}
+    assert pointed and pointed == {f["kind"]: f["fix_command"] for f in expected["findings"]
+                                   if "fix_command" in f}

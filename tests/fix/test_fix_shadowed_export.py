@@ -31,18 +31,12 @@ TRAINER = "import torch\nfrom megatron.training import pretrain\n"
 
 
 def test_fix_removes_the_export_a_prefix_shadows_where_scan_points_to_it(tmp_path):
-    script = tmp_path / "run.sh"
-    script.write_text(RUN)
-    (tmp_path / "pretrain_gpt.py").write_text(TRAINER)
-    inputs = ScanInputs(str(script), torch_version="2.10.0")
-    doc = run_scan(inputs)
-    pointer.point(doc, inputs)
+    doc, made, script = _made(tmp_path, RUN)
     assert [f["kind"] for f in doc["findings"] if "fix_command" in f] == ["batch-runs-unbatched"]
-    made = plan.make(inputs, simulate=False)
     (unbatched,) = [p for p in made.proposals
                     if made.doc["findings"][p.cause.index]["kind"] == "batch-runs-unbatched"]
     assert unbatched.verified and made.verified
-    assert "TORCH_DISTRIBUTED_DEBUG" not in made.patched[str(script)]
+    assert "TORCH_DISTRIBUTED_DEBUG" not in made.patched[script]
 
 
 def test_scan_of_a_script_whose_command_is_in_the_job_it_submits_points_to_no_export(tmp_path):

@@ -20,17 +20,10 @@ import pytest
 
 from auditor.config.frontends.swift_fields import dataclass_front_end
 from auditor.rulebook import files
+from tests.launches import SWIFT_SFT
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = files.load("ms-swift").data
-LAUNCH = """export TORCH_DISTRIBUTED_DEBUG=DETAIL
-NPROC_PER_NODE=2 \\
-megatron sft \\
-    --model Qwen/Qwen2.5-7B-Instruct \\
-    --dataset AI-ModelScope/alpaca-gpt4-data-en \\
-    FLAG 2 \\
-    --train_iters 10
-"""
 
 
 @pytest.mark.parametrize("version", RULES["unknown_flags"]["checked"])
@@ -85,7 +78,7 @@ def test_a_base_class_field_is_a_flag_and_num_layers_is_not(version, release):
 
 def scan(tmp_path: Path, flag: str, *target: str) -> dict:
     script = tmp_path / "sft.sh"
-    script.write_text(LAUNCH.replace("FLAG", flag))
+    script.write_text(SWIFT_SFT.replace("FLAG", flag).replace(" MORE", ""))
     proc = subprocess.run([sys.executable, "-m", "auditor", "scan", "--config", str(script), "--torch",
                            "2.10.0", "--format", "json", *target], check=False, capture_output=True, text=True,
                           cwd=ROOT, timeout=600)

@@ -20,6 +20,7 @@ from auditor.config.settings import known_settings
 from auditor.rulebook.frameworks import frameworks
 from auditor.scan import ScanInputs, read_config, run_scan
 from auditor.simulate.plan import plan
+from tests.launches import QWEN3_MOE
 
 ROOT = Path(__file__).resolve().parents[2]
 # `--set KEY=`, KEY a setting (`env.NAME`, `KEY`, `{key}`: placeholders, a rule's own key)
@@ -59,31 +60,13 @@ def test_every_step_printed_names_a_key_set_takes(path, key):
     assert key in known_settings(stack=_chain(framework)), f"{path}: --set {key}= is refused"
 
 
-MOE = """#!/bin/bash
-# megatron-core==0.17.0 ms-swift==4.3.0 mcore-bridge==1.4.1
-PYTORCH_CUDA_ALLOC_CONF='expandable_segments:True' \\
-NNODES=2 \\
-NPROC_PER_NODE=8 \\
-megatron sft \\
-    --model Qwen/Qwen3-30B-A3B-Base \\
-    --dataset 'liucong/Chinese-DeepSeek-R1-Distill-data-110k-SFT' \\
-    --pipeline_model_parallel_size 2 \\
-    --expert_model_parallel_size 8 \\
-    --micro_batch_size 1 \\
-    --global_batch_size 16 \\
-    --packing true \\
-    --max_length 8192 \\
-    --sequence_parallel true
-"""
-
-
 @pytest.mark.wheels
 def test_each_step_an_inconclusive_simulate_names_is_taken(tmp_path):
     """The dtype of Qwen3-30B-A3B-Base is in no rules file and the hidden size is given: the
     plan is inconclusive naming `--set torch_dtype=...`; given as named (the first choice, or 4
     for N), scan accepts each key and the plan has nothing left unknown."""
     script = tmp_path / "qwen3_moe.sh"
-    script.write_text(MOE, encoding="utf-8")
+    script.write_text(QWEN3_MOE, encoding="utf-8")
     given = {"hidden_size": "2048"}
     for _ in range(3):
         read = read_config(str(script), None)
