@@ -85,6 +85,7 @@ def finding(launch: LaunchConfig, srcs: list[SourceSet], effective: EffectiveCon
         started = [c for c in _commands(entry.path) if _may_launch(c[3], locate)]
         return _runs_command(launch, entry.written, tuple(started), found) if started else None
     local, functions, commands = found
+    commands = tuple(c for c in commands if not _serves(c[3], c[5]))
     if commands:
         return _runs_command(launch, entry.written, commands, functions)
     whats = [e["what"] for e in rulebook.load(RULES).data["schedule_entry"]]
@@ -115,7 +116,7 @@ def _runs_command(launch: LaunchConfig, entry: str, commands: Commands, walked: 
     (None). --command gives the command it runs: the command itself where every word of it is
     literal (config.shell_command.command_words)."""
     name = os.path.basename(entry)
-    file, line, callee, _, literal = commands[0]
+    file, line, callee, _, literal, _ = commands[0]
     more = f" (and {len(commands) - 1} other command run(s))" if len(commands) > 1 else ""
     lead = (f"reaches no pipeline schedule itself ({walked} function(s) walked), but runs a command"
             if isinstance(walked, int) else
@@ -137,7 +138,7 @@ HITS = "hits"  # _unreached: the walk was certain, but met P2P sites outside a s
 REACHED = "reached"  # _unreached: the walk reached a schedule entry: the entry trains itself
 # The command lines the entry's closure runs (file, line, the starter as written, its program and
 # the command where known, else "": config.shell_command command_words): starts_programs
-Commands = tuple[tuple[str, int, str, tuple[str, ...], str], ...]
+Commands = tuple[tuple[str, int, str, tuple[str, ...], str, bool], ...]
 _ASKED: dict[tuple, tuple[int, int, Commands] | str | None] = {}
 
 
@@ -290,6 +291,21 @@ def _may_launch(words: tuple[str, ...], locate: Callable[[str], Path | None], de
     options = spelling.program_options.get(base, ())
     return any(os.path.basename(w) in programs or any(fnmatch.fnmatchcase(w, m) for m in modules)
                or w.endswith((".py", ".sh")) or w.partition("=")[0] in options for w in rest)
+
+
+def _serves(words: tuple[str, ...], argv: bool) -> bool:
+    """Whether a command the closure of an entry that reaches no schedule runs is a model server
+    (rules/stacks.toml [no_pipeline] `serving_modules`, `python -m vllm.entrypoints.api_server`,
+    DeepSpeedExamples@83757d9c93 benchmarks/inference/mii/src/server.py:29-44): inference, no
+    training to judge. Only an argv run with no shell (a word computed at run time is then one
+    argument, never another command) whose interpreter and module are literal."""
+    if not argv or len(words) < 3:
+        return False
+    serving = rulebook.load(RULES).data["no_pipeline"].get("serving_modules", [])
+    python = next((e for e in Spelling.load(None).launchers
+                   if e.get("one_process") and is_interpreter(os.path.basename(words[0]), e)), None)
+    return python is not None and words[1] in python.get("module_options", ()) and any(
+        fnmatch.fnmatchcase(words[2], m) for m in serving)
 
 
 _SHELLS = frozenset({"bash", "sh"})

@@ -25,9 +25,11 @@ from auditor.config.entry_script import dotted, names, star_names, through_local
 _OPERATOR = re.compile(r"[;&|`\n<>]|\$\(")
 
 
-def runs_only_utility(call: ast.Call, callee: str) -> bool:
+def runs_only_utility(call: ast.Call, callee: str, tree: ast.Module) -> bool:
     """Whether `call` of `callee` (its dotted name through the file's import aliases) runs a
-    literal command line or argv whose program is an inert one."""
+    literal command line or argv whose program is an inert one, also through a name bound once
+    to it (`vllm_cmd = ("pkill", "-f", "vllm.entrypoints.api_server")`, `subprocess.Popen(vllm_cmd)`:
+    DeepSpeedExamples@83757d9c93 benchmarks/inference/mii/src/server.py:110-111)."""
     rules = rulebook.load("stacks").data["no_pipeline"]
     if callee not in rules.get("command_runners", []) or not call.args:
         return False
@@ -35,6 +37,8 @@ def runs_only_utility(call: ast.Call, callee: str) -> bool:
         return False
     programs = rules.get("inert_programs", [])
     command = call.args[0]
+    if isinstance(command, ast.Name):
+        command = _bound_once(command, tree) or command
     if isinstance(command, (ast.List, ast.Tuple)):  # `sys.executable` first: the interpreter running it
         argv = ["python" if k == 0 and ast.unparse(e) == "sys.executable" else _literal(e)
                 for k, e in enumerate(command.elts)]
@@ -63,9 +67,12 @@ def _literal(node: ast.expr) -> str | None:
 class Command(NamedTuple):
     """What a starter's call runs, as far as its words are literal: its leading words known
     statically (the program first; none where a shell operator may start another program), and
-    the whole command line ("" unless every word is literal)."""
+    the whole command line ("" unless every word is literal), and whether it is an argv list run
+    with no shell (`subprocess.Popen(("python", "-m", M, "--model", args.model))`): then a word
+    computed at run time is one argument, never another command."""
     words: tuple[str, ...]
     line: str
+    argv: bool = False
 
 
 def command_words(node: ast.AST, tree: ast.Module) -> Command:
@@ -87,7 +94,9 @@ def command_words(node: ast.AST, tree: ast.Module) -> Command:
                 for k, e in enumerate(command.elts)]
         cut = next((k for k, a in enumerate(argv) if a is None), len(argv))
         known = tuple(a for a in argv[:cut] if a is not None)
-        return Command(known, shlex.join(known) if cut == len(argv) else "")
+        shell = any(k.arg == "shell" and not (isinstance(k.value, ast.Constant) and k.value.value is False)
+                    or k.arg is None for k in node.keywords)
+        return Command(known, shlex.join(known) if cut == len(argv) else "", not shell)
     text = _literal(command)
     if text is not None:
         return Command(() if _OPERATOR.search(text) else tuple(text.split()), text)
@@ -187,7 +196,7 @@ def starts_programs(tree: ast.Module, path: Path | None = None) -> list[Start]:
         imported = resolved(bound.get(head, head) + (f".{rest}" if rest else "")) if head in bound else written
         called = isinstance(parent, ast.Call) and parent.func is node
         if called and (written in runners or imported in runners):
-            if isinstance(parent, ast.Call) and not runs_only_utility(parent, imported):
+            if isinstance(parent, ast.Call) and not runs_only_utility(parent, imported, tree):
                 out.append(Start(parent, f"`{written}(...)`"))
             continue
         if head in bound and (through := _through_module(rest, runners | packaged)):

@@ -101,9 +101,10 @@ def test_only_a_literal_command_of_a_file_utility_runs_no_code(code: str, inert:
 
 def test_the_callee_not_the_position_decides() -> None:
     """`exec("cat = ...")` starts with an inert program's name but runs Python."""
-    node = ast.parse('exec("cat = 1")').body[0].value  # type: ignore[attr-defined]
-    assert not runs_only_utility(node, "exec")
-    assert runs_only_utility(node, "os.system")  # the same text as a command line runs `cat`
+    tree = ast.parse('exec("cat = 1")')
+    node = tree.body[0].value  # type: ignore[attr-defined]
+    assert not runs_only_utility(node, "exec", tree)
+    assert runs_only_utility(node, "os.system", tree)  # the same text as a command line runs `cat`
 
 
 def test_a_converter_copying_files_is_one_process_that_builds_no_pipeline(capsys, tmp_path, monkeypatch):
