@@ -34,15 +34,15 @@ def through_input(fields: list[Field], spelling: Spelling, piped: str | None = N
         return fields
     name = os.path.basename(str(fields[at].value))
     words = read([f.value for f in fields[at + 1:]], Grammar.of(spelling.option_grammar.get(name, {})))
-    replace = None
+    replace, plain = None, True
     for option in words.options:
         if option.name in spelling.input_words[name]:
             replace = option.value if isinstance(option.value, str) and option.value else "{}"
         elif option.name in spelling.input_files.get(name, ()):
             piped = written(option.value)
         else:
-            piped = None  # `-n1`, `-d,`, `-0`: the words are split or batched otherwise
-            break
+            plain = False  # `-n1`, `-d,`, `-0`: the words are split or batched otherwise
+    piped = piped if plain else None
     start = at + 1 + words.operands[0] if words.operands else len(fields)
     command = fields[start:] or [Field(_ECHO, fields[at].line)]
     read_in = _known_words(piped, replace is not None)
