@@ -237,7 +237,8 @@ def _step_tasks(config: LaunchConfig, launcher: dict, path: str,
         return None
     for spelling in launcher["ntasks_flags"]:
         flag = config.launcher_flags.get(normalise(spelling))
-        if flag is not None and _names(str(flag.value).strip(), launcher.get("directive_options", {}).get(spelling, ())):
+        text = str(flag.value).strip().removeprefix(f"{flag.spelling}=") if flag is not None else ""
+        if _names(text, launcher.get("directive_options", {}).get(spelling, ())):
             return None
     opened = all(opened_size(config, launcher, what) for what in ("nproc", "nnodes"))
     return ((opened_size(config, launcher, "ntasks") if opened else None)
@@ -299,10 +300,16 @@ def _step_sizes(config: LaunchConfig, launcher: dict) -> list[str]:
         if any(n in config.env and str(config.env[n].value) == text for n in names):
             continue
         counts = set(names) & set(launcher.get("world_size_agrees", ()))
-        if counts and text.isdigit() and int(text) == config.world_size:
+        if counts and text.isdigit() and int(text) == _allocation(config, launcher):
             continue  # the tasks the allocation's nodes and tasks per node make up
         out.append(str(flag.spelling))
     return out
+
+
+def _allocation(config: LaunchConfig, launcher: dict) -> int | None:
+    """The allocation's task count, its nodes times tasks per node (`env_nnodes`, `env_nproc`)."""
+    sizes = [str(config.env[n].value) if n in config.env else "" for n in (launcher["env_nproc"], launcher["env_nnodes"])]
+    return int(sizes[0]) * int(sizes[1]) if all(s.isdigit() for s in sizes) else None
 
 
 def _names(text: str, names: tuple[str, ...] | list[str]) -> bool:
