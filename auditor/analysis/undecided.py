@@ -96,6 +96,8 @@ def undecided_inputs(doc: dict[str, Any]) -> list[Undecided]:
             decide = " ".join(f"--set {k}=VALUE" for k in env_keys)
         elif torch_rule and not torch_known:
             decide = "--torch X.Y.Z (the cluster's torch release)"
+        elif set(env_keys) == {"nproc_per_node", "nnodes"} and _one_world(run):
+            decide = "--set world_size=N"
         elif unknown_keys and all(_settable(k.strip()) for k in unknown_keys.split(",")):
             decide = " ".join(f"--set {k.strip()}=VALUE" for k in unknown_keys.split(","))
         elif unknown_keys:
@@ -220,3 +222,10 @@ def undecided_words(undecided: list[Undecided]) -> str:
     more = f" (+{len(undecided) - 1} more, listed below)" if len(undecided) > 1 else ""
     return f"{first.what}; decide it with {first.decide}{more}"
 
+
+def _one_world(run: RunConfig) -> bool:
+    """Whether processes per node and nodes are one unknown, the world (`$WORLD_SIZE` for both, as
+    config.launcher `_env_world` reads a world srun or mpirun leaves as the script set it): its
+    header names `--set world_size=N`, which pins both, and so does this line."""
+    said = [run.provenance(k).partition(": ")[2] for k in ("nproc_per_node", "nnodes")]
+    return bool(said[0]) and said[0] == said[1]

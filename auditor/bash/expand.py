@@ -206,6 +206,11 @@ class Expander:
         del self._inline[inline:]
         return fields
 
+    def callers_unset(self, name: str) -> bool:
+        """Whether `$name` is a variable only the caller may set, unset as far as the script says
+        (bash.walk `Shell`); bare, a test reads it as `${name:-}`: empty, the caller's name noted."""
+        return False
+
     def _caller_names(self, names: list[str] | tuple[str, ...]) -> list[str]:
         """Of the variables whose empty fallback was taken, those the caller gives: not in the
         environment given, and never set by the script but through its own default (`X=${X:-}`);
@@ -351,6 +356,10 @@ class Expander:
             var = Var(given.value if given else "", given.line if given else part.line, False)
         if var is None and name in self.environ:
             var = Var(self.environ[name], 0, True)
+        if var is None and self._testing and not (length or index or rest) and self.callers_unset(name):
+            self._taken.append(name)  # `[ "$RUN_EVAL" != 1 ]` reads the caller's as `${RUN_EVAL:-}` does
+            self._inline.append(name)
+            return "", part.line
         if var is None and name == "PWD" and self.cwd is not None:
             self.cwd_read.append(part.line)
             var = Var(self.cwd, part.line, True)

@@ -117,6 +117,8 @@ class Shell(Expander, ABC):
         # hold words not known (`unknown_words`: a branch's or a loop's, a `read` of input not
         # known): any text
         self.callers_values: set[str] = set()
+        # the text the command before this one in a pipeline writes, where it is known (`_piped`)
+        self.piped: str | None = None
 
     @abstractmethod
     def external(self, fields: list[Field], inline: dict[str, EnvVar], cmd: Cmd,
@@ -152,6 +154,9 @@ class Shell(Expander, ABC):
                 k += 1
         finally:
             self._level -= 1
+
+    def callers_unset(self, name: str) -> bool:
+        return not name.isdigit() and NAME.fullmatch(name) is not None and self._unset(name)
 
     def _unset(self, name: str) -> bool:
         """Unset as far as the script says: never set in it, not given by the audit's environment,
@@ -253,11 +258,13 @@ class Shell(Expander, ABC):
         elif isinstance(node, Pipeline) and len(node.commands) == 1:  # `! cmd` runs in this shell
             self._node(node.commands[0])
         elif isinstance(node, Pipeline):
-            for command in node.commands:
+            for k, command in enumerate(node.commands):
                 saved, texts = dict(self.vars), dict(self.branch_values)
+                before = node.commands[k - 1] if k else None
+                self.piped = self._piped(before) if isinstance(before, Cmd) and isinstance(command, Cmd) else None
                 with self.own_shell():
                     self._node(command)
-                self.vars, self.branch_values = saved, texts
+                self.vars, self.branch_values, self.piped = saved, texts, None
         elif isinstance(node, Branches):
             self._if_or_case(node)
         elif isinstance(node, ShellLoop):
@@ -729,6 +736,16 @@ class Shell(Expander, ABC):
             detail={"undecided": f"whether the script reaches its training command ({failed} where {names} "
                                  "is empty)", "decide": "--command 'THE TRAINING LINE' (the run where the caller "
                                                         f"gives {names}), or a script whose line {line} succeeds"}))
+
+    def _piped(self, cmd: Cmd) -> str | None:
+        """What `cmd`, a command with a pipe after it, writes where known (`echo 3 | xargs ...`:
+        auditor.bash.written), which the command after the pipe reads."""
+        fields = [f for w in cmd.words for f in self.expand(w)]
+        if not fields or cmd.stdout is not None or not isinstance(fields[0].value, str):
+            return None
+        document = self.document_text(cmd.stdin, cmd.stdin.line) if cmd.stdin is not None else None
+        text = output(fields[0].value, fields[1:], document)
+        return text if isinstance(text, str) else None
 
     def _write(self, program: str, args: list[Field], cmd: Cmd) -> None:
         """`printf '%s' "$C" > "$F"`, `echo ... > F`, `cat > F <<EOF`: F's text, where known

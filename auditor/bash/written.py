@@ -12,6 +12,7 @@ from auditor.bash.values import Field, Scalar, concat
 
 # `cat <<EOF` (or `<<-`, a quoted delimiter) and its document, the whole of a command substitution
 _CAT_DOCUMENT = re.compile(r"\s*cat\s*<<(-?)[ \t]*([\"']?)([^\s;&|()<>\"']+)\2[ \t]*\n(.*)", re.DOTALL)
+_ECHO_OPTIONS = re.compile(r"-[neE]+")
 _FORMATS = {"%s": "", "%s\\n": "\n"}  # printf formats whose output is the one argument (and a newline)
 
 
@@ -36,8 +37,8 @@ def output(program: str, args: list[Field], document: Scalar | None) -> Scalar |
     values: list[Scalar] = [f.value for f in args]
     if program == "printf" and len(values) == 2 and values[0] in _FORMATS:
         return concat([values[1], _FORMATS[str(values[0])]])
-    if program == "echo" and not any(isinstance(v, str) and v.startswith("-") for v in values[:1]):
-        return concat([concat(values, " "), "\n"])
+    if program == "echo" and not any(isinstance(v, str) and _ECHO_OPTIONS.fullmatch(v) for v in values[:1]):
+        return concat([concat(values, " "), "\n"])  # bash's echo reads -n, -e, -E alone as options
     if program == "cat" and not values and document is not None:
         return document
     return None

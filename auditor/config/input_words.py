@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
+from collections.abc import Callable
 
 from auditor.bash.getopt import Grammar, read
 from auditor.bash.values import Field, Scalar, Symbolic, concat
@@ -20,28 +22,57 @@ _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")  # `env A=1 xargs ...`
 _ECHO = "echo"  # xargs(1): "The command ... default is echo"
 
 
-def through_input(fields: list[Field], spelling: Spelling) -> list[Field]:
+def through_input(fields: list[Field], spelling: Spelling, piped: str | None = None,
+                  written: Callable[[object], str | None] = lambda path: None) -> list[Field]:
     """`fields` with the first input-words wrapper in the command's wrapper position (after only
     wrappers, their options, numbers and assignments: `nohup xargs ...`) replaced by its command as it runs:
-    that wrapper, then its command with the words it reads. Unchanged where there is none."""
+    that wrapper, then its command with the words it reads. Unchanged where there is none. Those
+    words are known where its input is text the script writes out (`piped`: `echo 3 | xargs`; a
+    file of `input_files` whose text `written` gives), else one word not known."""
     at = _wrapper_at(fields, spelling)
     if at is None:
         return fields
     name = os.path.basename(str(fields[at].value))
     words = read([f.value for f in fields[at + 1:]], Grammar.of(spelling.option_grammar.get(name, {})))
-    replace = None
+    replace, plain = None, True
     for option in words.options:
         if option.name in spelling.input_words[name]:
             replace = option.value if isinstance(option.value, str) and option.value else "{}"
+        elif option.name in spelling.input_files.get(name, ()):
+            piped = written(option.value)
+        else:
+            plain = False  # `-n1`, `-d,`, `-0`: the words are split or batched otherwise
+    piped = piped if plain else None
     start = at + 1 + words.operands[0] if words.operands else len(fields)
     command = fields[start:] or [Field(_ECHO, fields[at].line)]
+    read_in = _known_words(piped, replace is not None)
     unknown = Symbolic(f"$(the words {name} reads from its input)")  # read again (`bash -c`): unknown still
     if replace is None:
-        command = [*command, Field(unknown, command[-1].line, unsplit=True)]
+        added = ([Field(w, command[-1].line) for w in read_in] if read_in is not None
+                 else [Field(unknown, command[-1].line, unsplit=True)])
+        command = [*command, *added]
     else:
-        command = [Field(concat(_split(f.value, replace, unknown)), f.line) if isinstance(f.value, str)
+        given: Scalar = read_in[0] if read_in is not None else unknown
+        command = [Field(concat(_split(f.value, replace, given)), f.line) if isinstance(f.value, str)
                    and replace in f.value else f for f in command]
     return [*fields[:at + 1], *command]
+
+
+def _known_words(text: str | None, replacing: bool) -> list[str] | None:
+    """The words xargs(1) reads from `text` for one command: blank-separated, with its quotes
+    (shlex's POSIX rules) appended; with a replace-str, the one input line, leading blanks dropped
+    ("unquoted blanks do not terminate input items; instead the separator is the newline
+    character"). None where not known, or where it would run the command more than once (lines)."""
+    if text is None:
+        return None
+    if replacing:
+        lines = [line.lstrip(" \t") for line in text.split("\n") if line.strip()]
+        ok = len(lines) == 1 and not any(c in lines[0] for c in "'\"\\")
+        return lines if ok else None
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return None
 
 
 def _wrapper_at(fields: list[Field], spelling: Spelling) -> int | None:
@@ -57,11 +88,11 @@ def _wrapper_at(fields: list[Field], spelling: Spelling) -> int | None:
     return None
 
 
-def _split(word: str, replace: str, unknown: Symbolic) -> list[Scalar]:
+def _split(word: str, replace: str, given: Scalar) -> list[Scalar]:
     """`word` with each `replace` in it the words read (`--file={}`: `--file=` and them)."""
     pieces: list[Scalar] = []
     for k, text in enumerate(word.split(replace)):
         if k:
-            pieces.append(unknown)
+            pieces.append(given)
         pieces.append(text)
     return pieces

@@ -80,7 +80,7 @@ def _launcher_options(config: LaunchConfig, launcher: dict, args: list[Field],
                     k += 1
                 return args[k + 1:], (args[k].value if k < len(args) else None)
             return args[k + 1:], value
-        option, eq, inline_value = value.partition("=")
+        option, eq, inline_value = _attached(launcher, value) or value.partition("=")
         width = _option_width(launcher, args, k)
         if width == 3:  # `--mca pml ob1`: a key and its value
             pass
@@ -102,12 +102,23 @@ def _option_width(launcher: dict, args: list[Field], k: int) -> int:
     value (`pair_options`: `--mca pml ob1`), the option alone (`boolean_options`, `--nnodes=2`),
     else the option and the next word, its value (not the launcher's interpreter, which starts
     the program: `srun --exclusive python train.py`); one at the end of the words."""
-    option, eq, _ = str(args[k].value).partition("=")
+    option, eq, _ = _attached(launcher, str(args[k].value)) or str(args[k].value).partition("=")
     if option in launcher.get("pair_options", ()):
         return 3
     if option in launcher.get("boolean_options", ()) or eq or k + 1 >= len(args):
         return 1
     return 1 if is_interpreter(str(args[k + 1].value).rsplit("/", 1)[-1], launcher) else 2
+
+
+def _attached(launcher: dict, word: str) -> tuple[str, str, str] | None:
+    """A short option with its value attached, as getopt reads it (`srun -N2`: `-N` given 2, not an
+    option `-N2` taking the next word): the letters the program's grammar (rules [wrappers]
+    option_grammar) gives a value; split as `partition("=")` splits `--nodes=2`."""
+    grammar = Spelling.load(None).option_grammar
+    letters = "".join(grammar.get(p, {}).get("value", "") for p in launcher.get("programs", ()))
+    if len(word) > 2 and word[0] == "-" and word[1] != "-" and word[1] in letters:
+        return word[:2], "=", word[2:]
+    return None
 
 
 def _opens_options(config: LaunchConfig, launcher: dict, word: Field) -> None:
@@ -127,8 +138,8 @@ def _opens_options(config: LaunchConfig, launcher: dict, word: Field) -> None:
 
 
 def opened_size(config: LaunchConfig, launcher: dict, what: str) -> tuple[Scalar, str] | None:
-    """A size (`what`: "nproc" or "nnodes") the unknown launcher word may give: unknown, unless one
-    of its flags is written after that word."""
+    """A size (`what`: "nproc", "nnodes" or srun's "ntasks") the unknown launcher word may give:
+    unknown, unless one of its flags is written after that word."""
     word = config.options_opened
     if word is None:
         return None
@@ -136,7 +147,7 @@ def opened_size(config: LaunchConfig, launcher: dict, what: str) -> tuple[Scalar
         flag = config.launcher_flags.get(normalise(spelling))
         if flag is not None and config.options_before.get(normalise(spelling)) is not flag:
             return None
-    dest = "nproc_per_node" if what == "nproc" else "nnodes"
+    dest = {"nproc": "nproc_per_node", "nnodes": "nnodes"}.get(what, "world_size")
     return Symbolic(str(word.value)), (f"{word.value} among {launcher.get('name')}'s options (line {word.line}) "
                                        f"may set it: give it as --set {dest}=N")
 
@@ -206,11 +217,32 @@ def world_size(config: LaunchConfig, launcher: dict, chosen: Candidate, spelling
                  or _torchrun_default(launcher, "nproc", env))
         nnodes = (opened_size(config, launcher, "nnodes") or _launcher_flag(config, launcher["nnodes_flags"], path, taken)
                   or _torchrun_default(launcher, "nnodes", env))
+        total = _step_tasks(config, launcher, path, taken)
+        if total is not None:  # `srun -n 16`: the step's every task, on however many nodes
+            nproc, nnodes = total, ("1", Written(f"{launcher.get('name')} counts every task of its step in {total[1]}"))
     device_values: list[str] = next((e["device_count_values"] for e in spelling.launchers if e.get("device_count_values")), [])
     config.nproc_per_node, config.world_source["nproc_per_node"] = _nproc(nproc, device_values, env, path)
     config.nnodes, config.world_source["nnodes"] = _nnodes(config, nnodes, path)
     _loop_built(config, chosen)
     _env_world(config, launcher, chosen, path)
+
+
+def _step_tasks(config: LaunchConfig, launcher: dict, path: str,
+                taken: dict[str, tuple[str, ...]]) -> tuple[Scalar, str] | None:
+    """The step's whole task count (`ntasks_flags`: srun -n), which replaces its nodes and tasks per
+    node; `-n $SLURM_NTASKS` is the allocation's count, which those give (`directive_options`). An
+    unknown word among the options opens it only where it opens those too (sizes written after it
+    stand: `${SRUN_CMD} --nodes=2 --ntasks-per-node=8`)."""
+    if not launcher.get("ntasks_flags"):
+        return None
+    for spelling in launcher["ntasks_flags"]:
+        flag = config.launcher_flags.get(normalise(spelling))
+        text = str(flag.value).strip().removeprefix(f"{flag.spelling}=") if flag is not None else ""
+        if _names(text, launcher.get("directive_options", {}).get(spelling, ())):
+            return None
+    opened = all(opened_size(config, launcher, what) for what in ("nproc", "nnodes"))
+    return ((opened_size(config, launcher, "ntasks") if opened else None)
+            or _launcher_flag(config, launcher["ntasks_flags"], path, taken))
 
 
 def _env_world(config: LaunchConfig, launcher: dict, chosen: Candidate, path: str) -> None:
@@ -268,10 +300,16 @@ def _step_sizes(config: LaunchConfig, launcher: dict) -> list[str]:
         if any(n in config.env and str(config.env[n].value) == text for n in names):
             continue
         counts = set(names) & set(launcher.get("world_size_agrees", ()))
-        if counts and text.isdigit() and int(text) == config.world_size:
+        if counts and text.isdigit() and int(text) == _allocation(config, launcher):
             continue  # the tasks the allocation's nodes and tasks per node make up
         out.append(str(flag.spelling))
     return out
+
+
+def _allocation(config: LaunchConfig, launcher: dict) -> int | None:
+    """The allocation's task count, its nodes times tasks per node (`env_nnodes`, `env_nproc`)."""
+    sizes = [str(config.env[n].value) if n in config.env else "" for n in (launcher["env_nproc"], launcher["env_nnodes"])]
+    return int(sizes[0]) * int(sizes[1]) if all(s.isdigit() for s in sizes) else None
 
 
 def _names(text: str, names: tuple[str, ...] | list[str]) -> bool:

@@ -176,7 +176,8 @@ class LaunchShell(Shell):
     def external(self, fields: list[Field], inline: dict[str, EnvVar], cmd: Cmd,
                  siblings: list[Node], at: int) -> int:
         before = len(self.last_resort), self.shelled
-        fields = through_input(fields, self.spelling)  # `... | xargs CMD`: CMD with the words read
+        piped, self.piped = self.piped, None  # `echo 3 | xargs CMD`: this command's input, read once
+        fields = through_input(fields, self.spelling, piped, self._written_text)  # CMD with the words read
         candidate = self._launch(fields, inline, cmd)
         if candidate is None:
             if (len(self.last_resort), self.shelled) == before and (why := self.may_train(fields)):
@@ -185,6 +186,11 @@ class LaunchShell(Shell):
                 self.inert.append((cmd.line, self._named(fields)))
             return 0
         return self._join_broken_continuation(siblings, at, cmd, candidate) - at
+
+    def _written_text(self, path: object) -> str | None:
+        """The text of a file the script wrote at `path`, where known (`xargs -a FILE`)."""
+        found = self.written_file(path)
+        return found[1] if found is not None else None
 
     def _eval(self, fields: list[Field], cmd: Cmd) -> None:
         """`eval $cmd`, as the shell reads it; where its command is known, it ran a command followed

@@ -57,6 +57,8 @@ class Spelling:
     # wrappers that add words read from their input to the command, with their options naming
     # where (xargs -I; [wrappers])
     input_words: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # the options naming the file such a wrapper reads its words from, in place of its input (xargs -a)
+    input_files: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # how a program's words split into options and operands, by program (auditor.bash.getopt
     # Grammar's fields; [wrappers] option_grammar)
     option_grammar: dict[str, dict] = field(default_factory=dict)
@@ -104,6 +106,7 @@ class Spelling:
             remote_shells=frozenset(p for rs in every for p in rs.section("wrappers").get("remote_shells", ())),
             sed_scripts=frozenset(p for rs in every for p in rs.section("wrappers").get("sed_scripts", ())),
             input_words={k: tuple(v) for rs in every for k, v in rs.section("wrappers").get("input_words", {}).items()},
+            input_files={k: tuple(v) for rs in every for k, v in rs.section("wrappers").get("input_files", {}).items()},
             option_grammar={k: dict(v) for rs in every for k, v in rs.section("wrappers").get("option_grammar", {}).items()},
             no_training_subcommands={k: frozenset(v) for rs in every
                                      for k, v in rs.section("wrappers").get("no_training_subcommands", {}).items()},

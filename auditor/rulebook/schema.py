@@ -161,7 +161,7 @@ TABLES: dict[str, Table] = {
     "no_flag": _table(True, "spellings dest", f"why valid invalid {_SELECT}"),
     "launcher": _table(True, "name style",
                        "program programs subcommands python_modules torchrun_subcommands env_nproc "
-                       "env_nnodes nproc_flags nnodes_flags nproc_default nnodes_default env_prefix "
+                       "env_nnodes nproc_flags nnodes_flags ntasks_flags nproc_default nnodes_default env_prefix "
                        f"device_count_values boolean_options value_options code_options env_options env_separator env_keep_all env_keep_none env_always env_caller_wins env_default module_options interpreters python_scripts not_pipeline pair_options directive directive_options nproc_keys nnodes_keys entry_builds script_copies hydra_copies one_process process_starters process_packages world_env world_size_env world_size_agrees step_size_options world_joins world_join_params inert_packages routes args_classes script_in_cwd trains {_SELECT}"),
     # What torch's own launcher refuses, or hands the script, before any worker trains
     # (auditor/config/launch_options.py).
@@ -190,7 +190,7 @@ TABLES: dict[str, Table] = {
     "wrappers": _table(False, "", "programs shells batch separated python_runners operand_required "
                                   "operand_source environment_set batch_flags cwd_options no_training program_options "
                                   "no_training_subcommands command_operand command_text operand_variables "
-                                  "sed_scripts input_words option_grammar command_options remote_shells"),
+                                  "sed_scripts input_words input_files option_grammar command_options remote_shells"),
     # `uv run [options] COMMAND` (config.training_command): the options that take a value.
     "command_runner": _table(True, "program subcommand value_options source",
                              "module_options cwd_options operands workdir_unknown own_command program_options "
