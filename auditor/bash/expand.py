@@ -211,6 +211,12 @@ class Expander:
         (bash.walk `Shell`); bare, a test reads it as `${name:-}`: empty, the caller's name noted."""
         return False
 
+    def unseen_value(self, name: str) -> Symbolic | None:
+        """What a test reads for `$name`, a variable the script never sets, where code it did not
+        read ran before (bash.walk `Shell`): that code may have set it, so neither unset nor the
+        caller's; None where no such code ran."""
+        return None
+
     def _caller_names(self, names: list[str] | tuple[str, ...]) -> list[str]:
         """Of the variables whose empty fallback was taken, those the caller gives: not in the
         environment given, and never set by the script but through its own default (`X=${X:-}`);
@@ -356,6 +362,8 @@ class Expander:
             var = Var(given.value if given else "", given.line if given else part.line, False)
         if var is None and name in self.environ:
             var = Var(self.environ[name], 0, True)
+        if var is None and self._testing and (unseen := self.unseen_value(name)) is not None:
+            var = Var(unseen, part.line, True)  # `source ./stage2.env; [ "${RUN_EVAL:-0}" = 1 ]`: not the caller's
         if var is None and self._testing and not (length or index or rest) and self.callers_unset(name):
             self._taken.append(name)  # `[ "$RUN_EVAL" != 1 ]` reads the caller's as `${RUN_EVAL:-}` does
             self._inline.append(name)

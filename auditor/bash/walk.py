@@ -158,6 +158,12 @@ class Shell(Expander, ABC):
     def callers_unset(self, name: str) -> bool:
         return not name.isdigit() and NAME.fullmatch(name) is not None and self._unset(name)
 
+    def unseen_value(self, name: str) -> Symbolic | None:
+        if not self.opaque or name.isdigit() or NAME.fullmatch(name) is None or not self._unset(name):
+            return None
+        line, what = self.opaque[-1]
+        return Symbolic(f"${name}, which {what} at line {line} may set")
+
     def _unset(self, name: str) -> bool:
         """Unset as far as the script says: never set in it, not given by the audit's environment,
         and none of those a job's environment or bash itself sets (`environment_set`)."""

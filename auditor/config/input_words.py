@@ -34,18 +34,23 @@ def through_input(fields: list[Field], spelling: Spelling, piped: str | None = N
         return fields
     name = os.path.basename(str(fields[at].value))
     words = read([f.value for f in fields[at + 1:]], Grammar.of(spelling.option_grammar.get(name, {})))
-    replace, plain = None, True
+    replace, plain, most = None, True, None
     for option in words.options:
         if option.name in spelling.input_words[name]:
             replace = option.value if isinstance(option.value, str) and option.value else "{}"
         elif option.name in spelling.input_files.get(name, ()):
             piped = written(option.value)
-        else:
-            plain = False  # `-n1`, `-d,`, `-0`: the words are split or batched otherwise
+        elif option.name in spelling.input_batch.get(name, ()) and isinstance(option.value, str) \
+                and option.value.isdigit():
+            most = int(option.value)
+        elif option.name not in spelling.input_plain.get(name, ()):
+            plain = False  # `-d,`, `-0`, `-p`: the words are split otherwise, or asked for
     piped = piped if plain else None
     start = at + 1 + words.operands[0] if words.operands else len(fields)
     command = fields[start:] or [Field(_ECHO, fields[at].line)]
     read_in = _known_words(piped, replace is not None)
+    if read_in is not None and most is not None and (replace is not None or len(read_in) > most):
+        read_in = None  # `echo 3 4 | xargs -n 1 CMD`: a command per word, never one with both; with -I, GNU's warning
     unknown = Symbolic(f"$(the words {name} reads from its input)")  # read again (`bash -c`): unknown still
     if replace is None:
         added = ([Field(w, command[-1].line) for w in read_in] if read_in is not None

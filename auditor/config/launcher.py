@@ -80,7 +80,11 @@ def _launcher_options(config: LaunchConfig, launcher: dict, args: list[Field],
                     k += 1
                 return args[k + 1:], (args[k].value if k < len(args) else None)
             return args[k + 1:], value
-        option, eq, inline_value = _attached(launcher, value) or value.partition("=")
+        split = _bundled(launcher, value)
+        if split is not None and split != [value]:  # `srun -ln6`: `-l`, `-n`, `6`
+            args = [*args[:k], *(Field(w, args[k].line) for w in split), *args[k + 1:]]
+            value = split[0]
+        option, eq, inline_value = value.partition("=")
         width = _option_width(launcher, args, k)
         if width == 3:  # `--mca pml ob1`: a key and its value
             pass
@@ -102,23 +106,49 @@ def _option_width(launcher: dict, args: list[Field], k: int) -> int:
     value (`pair_options`: `--mca pml ob1`), the option alone (`boolean_options`, `--nnodes=2`),
     else the option and the next word, its value (not the launcher's interpreter, which starts
     the program: `srun --exclusive python train.py`); one at the end of the words."""
-    option, eq, _ = _attached(launcher, str(args[k].value)) or str(args[k].value).partition("=")
+    option, eq, _ = str(args[k].value).partition("=")
     if option in launcher.get("pair_options", ()):
         return 3
-    if option in launcher.get("boolean_options", ()) or eq or k + 1 >= len(args):
+    if option in launcher.get("boolean_options", ()) or eq or k + 1 >= len(args) or _short_flag(launcher, option):
         return 1
     return 1 if is_interpreter(str(args[k + 1].value).rsplit("/", 1)[-1], launcher) else 2
 
 
-def _attached(launcher: dict, word: str) -> tuple[str, str, str] | None:
-    """A short option with its value attached, as getopt reads it (`srun -N2`: `-N` given 2, not an
-    option `-N2` taking the next word): the letters the program's grammar (rules [wrappers]
-    option_grammar) gives a value; split as `partition("=")` splits `--nodes=2`."""
+def _bundled(launcher: dict, word: str) -> list[str] | None:
+    """A word of short options as the program's getopt reads it (rules [wrappers] option_grammar),
+    one word per option: `srun -ln6` is `-l`, `-n`, `6` (a value attached is the next word), `-I60`
+    is `-I=60` (srun's `-I[secs]`, `-K[0|1]`: a value only attached, split as `--immediate=60` is)
+    and `-I` alone takes none. None where the word is no such option, one split so already
+    (`-I=60`), or no grammar is given."""
+    letters = _letters(launcher)
+    if letters is None or len(word) < 2 or word[0] != "-" or word[1] == "-" or word[2:3] == "=":
+        return None
+    words: list[str] = []
+    for k, letter in enumerate(word[1:], 1):
+        rest = word[k + 1:]
+        if letter in letters[0]:
+            return [*words, f"-{letter}", *([rest] if rest else [])]
+        if letter in letters[1]:
+            return [*words, f"-{letter}={rest}" if rest else f"-{letter}"]
+        words.append(f"-{letter}")
+    return words
+
+
+def _short_flag(launcher: dict, option: str) -> bool:
+    """A short option its program's grammar gives no next word (srun's `-l`; `-I`, whose value is
+    only attached)."""
+    letters = _letters(launcher)
+    return letters is not None and len(option) == 2 and option[0] == "-" and option[1] not in letters[0] + "-"
+
+
+def _letters(launcher: dict) -> tuple[str, str] | None:
+    """The short options of the launcher's programs that take a value, and those whose value is
+    only attached (rules [wrappers] option_grammar); None where no grammar is given."""
     grammar = Spelling.load(None).option_grammar
-    letters = "".join(grammar.get(p, {}).get("value", "") for p in launcher.get("programs", ()))
-    if len(word) > 2 and word[0] == "-" and word[1] != "-" and word[1] in letters:
-        return word[:2], "=", word[2:]
-    return None
+    programs = [grammar[p] for p in launcher.get("programs", ()) if p in grammar]
+    if not programs:
+        return None
+    return "".join(g.get("value", "") for g in programs), "".join(g.get("optional", "") for g in programs)
 
 
 def _opens_options(config: LaunchConfig, launcher: dict, word: Field) -> None:

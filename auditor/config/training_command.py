@@ -14,7 +14,7 @@ from auditor.bash.getopt import Grammar
 from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Word
 from auditor.bash.parser import Cmd, Node, ShellParser
 from auditor.bash.sed_script import runs_command as sed_runs_command
-from auditor.bash.values import EnvVar, Field, OptionWords, Partial, Scalar, Symbolic, Var, concat, segments
+from auditor.bash.values import EnvVar, Field, OptionWords, Partial, Scalar, Symbolic, Var, concat, join, segments
 from auditor.bash.walk import CallerStop, Shell, join_workdir
 from auditor.config.batch_job import allocation_options, in_checkout, job_file_at
 from auditor.config.entry_copy import hydra_copy, is_copy
@@ -33,6 +33,7 @@ _BUNDLED_C = re.compile(r"-[a-z]*c[a-z]*")  # `bash -lc TEXT`, `sh -ec TEXT`: -c
 _POSITIONAL = re.compile(r"\$(?:[1-9][0-9]*|[@*]|\{(?:[1-9][0-9]*|[@*])(?::[0-9]+(?::[0-9]+)?)?\})")
 # `A=1` after `env`: an assignment among a wrapper's words, no program
 _ENV_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+_STDIN = ("<", "<>", "<&", "<<", "<<-", "<<<")  # the redirections a command's standard input comes from
 
 
 def _known_option(f: Field) -> bool:
@@ -177,7 +178,7 @@ class LaunchShell(Shell):
                  siblings: list[Node], at: int) -> int:
         before = len(self.last_resort), self.shelled
         piped, self.piped = self.piped, None  # `echo 3 | xargs CMD`: this command's input, read once
-        fields = through_input(fields, self.spelling, piped, self._written_text)  # CMD with the words read
+        fields = through_input(fields, self.spelling, self._stdin(cmd, piped), self._written_text)  # CMD with the words read
         candidate = self._launch(fields, inline, cmd)
         if candidate is None:
             if (len(self.last_resort), self.shelled) == before and (why := self.may_train(fields)):
@@ -186,6 +187,24 @@ class LaunchShell(Shell):
                 self.inert.append((cmd.line, self._named(fields)))
             return 0
         return self._join_broken_continuation(siblings, at, cmd, candidate) - at
+
+    def _stdin(self, cmd: Cmd, piped: str | None) -> str | None:
+        """The text `cmd` reads on its standard input, where known: its own last `<`, here-document
+        or here-string, which bash applies after the pipe, so it wins over it (`echo 3 | xargs ...
+        < pp.txt` reads pp.txt: the file's text where the script wrote it, else not known); the
+        pipe's text where it has none."""
+        own = [(op.lstrip("0"), target) for op, target in cmd.redirects if op.lstrip("0") in _STDIN]
+        if not own:
+            return piped
+        op, target = own[-1]
+        if op in ("<<", "<<-"):
+            text = self.document_text(cmd.stdin, cmd.stdin.line) if cmd.stdin is not None else None
+        elif op == "<<<":
+            text = join([f.value for f in self.expand(target)])
+            text = text + "\n" if isinstance(text, str) else None
+        else:  # `< FILE`, `<> FILE`; `<&3` reads what is not known here
+            text = self._written_text(join([f.value for f in self.expand(target)])) if op != "<&" else None
+        return text if isinstance(text, str) else None
 
     def _written_text(self, path: object) -> str | None:
         """The text of a file the script wrote at `path`, where known (`xargs -a FILE`)."""

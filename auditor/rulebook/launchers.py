@@ -59,6 +59,10 @@ class Spelling:
     input_words: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # the options naming the file such a wrapper reads its words from, in place of its input (xargs -a)
     input_files: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # the options of such a wrapper that leave its words as read (xargs -r, -t), and those that
+    # give how many words one command gets (xargs -n): more than that, it runs several commands
+    input_plain: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    input_batch: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # how a program's words split into options and operands, by program (auditor.bash.getopt
     # Grammar's fields; [wrappers] option_grammar)
     option_grammar: dict[str, dict] = field(default_factory=dict)
@@ -107,6 +111,8 @@ class Spelling:
             sed_scripts=frozenset(p for rs in every for p in rs.section("wrappers").get("sed_scripts", ())),
             input_words={k: tuple(v) for rs in every for k, v in rs.section("wrappers").get("input_words", {}).items()},
             input_files={k: tuple(v) for rs in every for k, v in rs.section("wrappers").get("input_files", {}).items()},
+            input_plain={k: tuple(v) for rs in every for k, v in rs.section("wrappers").get("input_plain", {}).items()},
+            input_batch={k: tuple(v) for rs in every for k, v in rs.section("wrappers").get("input_batch", {}).items()},
             option_grammar={k: dict(v) for rs in every for k, v in rs.section("wrappers").get("option_grammar", {}).items()},
             no_training_subcommands={k: frozenset(v) for rs in every
                                      for k, v in rs.section("wrappers").get("no_training_subcommands", {}).items()},

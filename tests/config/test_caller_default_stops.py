@@ -141,3 +141,19 @@ def test_commands_sharing_a_line_are_told_apart_by_their_place_in_the_run(body: 
         == ["4", "3"]
     said = [next(d for d in c.diagnostics if d.kind == "launch.caller-runs") for c in (first, later)]
     assert [d.detail["caller_only"] for d in said] == [False, True] and said[1].detail["commands"] == [2]
+
+
+@pytest.mark.parametrize("read", ["source ./stage2.env\n", ". ./stage2.env\n", "set -a\nsource ./stage2.env\nset +a\n",
+                                  'eval "$(cat ./stage2.env)"\n'])
+@pytest.mark.parametrize("test", ['"$RUN_EVAL"', '"${RUN_EVAL:-0}"'])
+def test_a_stop_after_unread_code_is_no_callers_stop(read: str, test: str) -> None:
+    """review r44-scan b08/b13: `source ./stage2.env` (not read), then `if [ "$RUN_EVAL" != 1 ];
+    then exit 0; fi` between two trainings: the file may set RUN_EVAL, so the stop is not the
+    caller's, and the first command is not "the run as launched"; both stay judged, neither the
+    default run (the branch read the stop as the caller's, and CLEAN from the first command)."""
+    body = RUN + read + f"if [ {test} != 1 ]; then exit 0; fi\n" + LATER
+    config = parse_launch(HEAD + body, "train.sh", environ={})
+    assert config.commands == 2
+    for k in (0, 1):
+        said = parse_launch(HEAD + body, "train.sh", environ={}, which=k).diagnostics
+        assert not [d for d in said if d.kind in ("launch.caller-runs", "launch.caller-guard")]

@@ -31,6 +31,14 @@ RUN = ("python pretrain_gpt.py --num-layers 24 --hidden-size 1024 --num-attentio
     ("-N1 -c8 --ntasks-per-node=2", 2),
     ("-n $SLURM_NTASKS", 16),  # the allocation's count
     ("", 16),
+    # review r44-scan s06/s07/s13: bundled short options (`-ln6` is -l -n 6) and srun's optional
+    # values, only attached (opt.c optstring "I::" "K::"): `-I60`, `-K1`, `-I` alone takes no word
+    ("-ln6", 6),
+    ("-l -n6", 6),
+    ("-I60 -n6", 6),
+    ("-K1 -n 6", 6),
+    ("-I -n 6", 6),
+    ("-lN1 --ntasks-per-node=6", 6),
 ])
 def test_the_step_has_the_tasks_srun_gives_it(options: str, world: int) -> None:
     config = parse_launch(f"{HEAD}srun {options} {RUN}", "job.sh", environ={})

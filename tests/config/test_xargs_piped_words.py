@@ -52,3 +52,30 @@ def test_words_not_known_here_stay_unknown(tmp_path: Path, line: str) -> None:
         return
     said = [d for d in config.diagnostics if d.kind == "launch.unresolved-args"]
     assert said and "the words xargs reads from its input" in said[0].message
+
+
+@pytest.mark.parametrize("line, pp", [
+    # review r44-scan x01: the command's own `<` wins over the pipe (bash applies it after)
+    ("echo 4 > pp.txt\necho 3 | xargs -I{} CMD --pipeline-model-parallel-size {} < pp.txt", "4"),
+    ("echo 3 | xargs CMD --pipeline-model-parallel-size <<< 4", "4"),
+    # x05/x06: -r and -t neither split nor batch the words
+    ("echo --pipeline-model-parallel-size 3 | xargs -r CMD", "3"),
+    ("echo '--pipeline-model-parallel-size 3' | xargs -t CMD", "3"),
+    ("echo 3 | xargs --no-run-if-empty --verbose CMD --pipeline-model-parallel-size", "3"),
+    ("echo 3 | xargs -n 1 CMD --pipeline-model-parallel-size", "3"),  # one word, one command
+])
+def test_the_words_xargs_runs_with(tmp_path: Path, line: str, pp: str) -> None:
+    ran = _bash(line.replace("CMD", "echo RUN"), tmp_path).split()
+    assert ran[-2:] == ["--pipeline-model-parallel-size", pp], ran
+    config = parse_launch("#!/bin/bash\n" + line.replace("CMD", RUN) + "\n", str(tmp_path / "run.sh"), environ={})
+    assert config.flags["pipeline_model_parallel_size"].value == pp
+
+
+@pytest.mark.parametrize("line", [
+    "echo 3 | xargs CMD --pipeline-model-parallel-size < /elsewhere/pp.txt",  # a file not written here
+    "echo 3 4 | xargs -n 1 CMD --pipeline-model-parallel-size",  # x08: two commands, PP 3 and PP 4
+])
+def test_words_of_an_input_not_known_or_of_several_commands_stay_unknown(tmp_path: Path, line: str) -> None:
+    config = parse_launch("#!/bin/bash\n" + line.replace("CMD", RUN) + "\n", str(tmp_path / "run.sh"), environ={})
+    value = str(config.flags["pipeline_model_parallel_size"].value)
+    assert "the words xargs reads" in value, value
