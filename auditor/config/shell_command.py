@@ -33,7 +33,7 @@ def runs_only_utility(call: ast.Call, callee: str, tree: ast.Module) -> bool:
     rules = rulebook.load("stacks").data["no_pipeline"]
     if callee not in rules.get("command_runners", []) or not call.args:
         return False
-    if any(k.arg is None or k.arg in rules.get("runner_keywords", []) for k in call.keywords):
+    if _runs_other(call):
         return False
     programs = rules.get("inert_programs", [])
     command = call.args[0]
@@ -95,8 +95,8 @@ def command_words(node: ast.AST, tree: ast.Module) -> Command:
         cut = next((k for k, a in enumerate(argv) if a is None), len(argv))
         known = tuple(a for a in argv[:cut] if a is not None)
         shell = any(k.arg == "shell" and not (isinstance(k.value, ast.Constant) and k.value.value is False)
-                    or k.arg is None for k in node.keywords)
-        return Command(known, shlex.join(known) if cut == len(argv) else "", not shell)
+                    for k in node.keywords)
+        return Command(known, shlex.join(known) if cut == len(argv) else "", not shell and not _runs_other(node))
     text = _literal(command)
     if text is not None:
         return Command(() if _OPERATOR.search(text) else tuple(text.split()), text)
@@ -106,6 +106,13 @@ def command_words(node: ast.AST, tree: ast.Module) -> Command:
         return Command((), "")
     words = head.split()
     return Command(tuple(words if head[-1:].isspace() else words[:-1]), "")
+
+
+def _runs_other(call: ast.Call) -> bool:
+    """Whether the call's keywords may run another program than its words name (rules/stacks.toml
+    [no_pipeline] `runner_keywords`: `executable="/opt/train.sh"`, `preexec_fn`; any `**kwargs`)."""
+    keywords = rulebook.load("stacks").data["no_pipeline"].get("runner_keywords", [])
+    return any(k.arg is None or k.arg in keywords for k in call.keywords)
 
 
 def _bound_once(name: ast.Name, tree: ast.Module) -> ast.expr | None:

@@ -69,6 +69,10 @@ def test_a_benchmark_that_serves_and_stops_a_model_is_no_pipeline_run(capsys, tm
     ("pretrain_gpt", "", PKILL, "", 7),  # a module that is no server: it may train
     ("vllm.entrypoints.api_server", ", shell=True", PKILL, "", 7),  # a shell: `args.model` may hold `; torchrun`
     ("vllm.entrypoints.api_server", "", '"pkill -f " + args.model', ", shell=True", 13),  # a computed shell line
+    # review r44-scan m3: `executable=` runs another program than the words name (rules/stacks.toml
+    # runner_keywords, as runs_only_utility reads them); main read NOT A PIPELINE RUN
+    ("vllm.entrypoints.api_server", ', executable="/opt/train.sh"', PKILL, "", 7),
+    ("vllm.entrypoints.api_server", ", **{}", PKILL, "", 7),
 ])
 def test_a_command_that_may_train_stays_undecided(capsys, tmp_path, module, shell, stop, stop_shell, line):
     code, doc = _scan(capsys, _bench(tmp_path, module, shell, stop, stop_shell))
