@@ -10,6 +10,8 @@ each, and `stopped_findings` among the findings.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from typing import Any
 
 from auditor.analysis import peerend
@@ -255,7 +257,28 @@ def stopped_findings(trace: Trace, ends: peerend.Ends | None = None) -> list[Fin
             fix=_end_fix(trace, rank, ends),
             detail={"signalled": {str(r): s for r, s in signalled.items()},
                     **_end_detail(trace, rank, ends)}))
-    return out
+    return out or _abnormal_end(trace, ends)
+
+
+def _abnormal_end(trace: Trace, ends: peerend.Ends) -> list[Finding]:
+    """A run where no op raised, no process crashed and every file closed, yet a process ended
+    by an error exit (`sys.exit(3)`) or by a signal it did not handle: no normal end, never
+    CLEAN. The first such end by wall clock leads, the waits and signals of the others after it
+    are its consequences. Signals alone with a rank left inside an op are the hang's
+    (run-stopped-in-op) to say: the launcher or a time limit ending a wait."""
+    abnormal = {r: how for r, rt in trace.ranks.items() if (how := ended_by(rt)) is not None}
+    errored = any(peerend.error_exit(trace.ranks[r]) is not None for r in abnormal)
+    if not abnormal or not errored and any(rt.pending() for rt in trace.ranks.values()):
+        return []
+    rank = min(abnormal, key=lambda r: (peerend.end_wall(trace.ranks[r]) or math.inf, r))
+    lead = dataclasses.replace(ends, first=rank)
+    return [Finding(
+        "rank-ended-by-signal", "error",
+        f"the process of rank(s) {_words(abnormal)} was ended by a signal or an error exit "
+        f"(rank {rank}: {abnormal[rank]}) with no op raised: the run did not end normally",
+        fix=_end_fix(trace, rank, lead),
+        detail={"signalled": {str(r): s for r, s in abnormal.items()},
+                **_end_detail(trace, rank, lead)})]
 
 
 def _end_detail(trace: Trace, peer: int, ends: peerend.Ends) -> dict[str, Any]:

@@ -547,3 +547,46 @@ def test_an_error_exit_is_no_normal_end_and_leads_with_its_status(tmp_path: Path
     assert "a normal end" not in head, head
     assert head.startswith("CRASHED: rank 1 ended first, by its own exit with status 3 (sys.exit), "
                            "outside any op; rank 0 then raised RuntimeError"), head
+
+
+def _exit3(pending: bool) -> tuple[tuple[Rank, bool], tuple[Rank, bool]]:
+    """sysexit3.py as recorded in /tmp/h44r2/sysexit3 (gloo, torch 2.13 CPU): rank 0 sends, then
+    sleeps (`pending`: waits in a second send instead); rank 1 receives, then sys.exit(3); torchrun
+    then SIGTERMs rank 0. No op raises."""
+    zero, one = Rank(0), Rank(1)
+    zero.op(1.0, "send", 1, "sysexit3.py:9", [4])
+    if pending:
+        zero.op(1.2, "send", 1, "sysexit3.py:9", [4], end=None)
+    zero.signal(2.0)
+    one.op(1.0, "recv", 0, "sysexit3.py:11", [4])
+    one.add(1.1, api="process", phase="exit", how="exit", status=3)
+    return (zero, False), (one, False)
+
+
+def test_an_error_exit_with_no_op_raised_is_not_clean(tmp_path: Path) -> None:
+    """Review h44r2: the real recording read CLEAN, though rank 1 exited with status 3 and rank 0
+    was ended by the launcher's SIGTERM outside any op."""
+    code, doc = report(tmp_path, *_exit3(pending=False))
+    head = doc["verdict"]["headline"]
+    assert code == EXIT_FINDINGS and doc["verdict"]["status"] == "findings", head
+    assert head == ("CRASHED: rank 1 ended first, by its own exit with status 3 (sys.exit), "
+                    "outside any op; rank 0 then ended by SIGTERM (a consequence)."), head
+    assert "status 3" in finding(doc, "rank-ended-by-signal")["fix"]
+
+
+def test_an_error_exit_leads_the_wait_it_left_behind(tmp_path: Path) -> None:
+    code, doc = report(tmp_path, *_exit3(pending=True))
+    head = doc["verdict"]["headline"]
+    assert head.startswith("CRASHED: rank 1 ended first, by its own exit with status 3 (sys.exit), "
+                           "outside any op; rank 0 was left waiting in send with rank 1"), head
+
+
+def test_a_signal_that_ended_a_wait_stays_a_hang(tmp_path: Path) -> None:
+    """Every rank SIGTERMed inside an op (a time limit ending a hang): the hang is what the run did."""
+    zero, one = Rank(0), Rank(1)
+    zero.op(1.0, "recv", 1, "t.py:3", [4], end=None)
+    one.op(1.0, "recv", 0, "t.py:5", [4], end=None)
+    zero.signal(9.0)
+    one.signal(9.0)
+    code, doc = report(tmp_path, (zero, False), (one, False))
+    assert not doc["verdict"]["headline"].startswith("CRASHED"), doc["verdict"]["headline"]
