@@ -32,9 +32,13 @@ A collective that raised on a lost connection after the rank that ended first is
 consequence too (its error names no peer: the member that ended first is the one it lost).
 
 Where a rank died of an exception of its own, that crash leads (runevidence.crash_finding) and
-nothing here applies: its end, not a peer's, explains the rest. An exception raised after an op
-of its own process raised on a lost connection (`raise ... from e` around it, a wrapper's error)
-is no exception of its own: the op's error is its cause.
+nothing here applies: its end, not a peer's, explains the rest. An exception whose recorded chain holds
+a lost connection (`raise ... from e` around an op's error, a wrapper's error) is no exception of
+its own: that loss is its cause. One raised after the program caught a loss and went on (no such
+link) is its own, and leads.
+
+A process that exited by itself with an error status (`sys.exit(3)`) made no normal end: like a
+signal's, its end is what its partners' errors that follow it follow from.
 """
 
 from __future__ import annotations
@@ -148,26 +152,45 @@ def read(trace: Trace, waitfor: dict[str, Any] | None = None) -> Ends:
 def _lost(trace: Trace, rank: int, op: dict[str, Any], first: int | None,
           short: set[tuple[int, int]]) -> int | None:
     """The rank whose end `rank`'s op raised on: its peer where that ended before the raise; for
-    a collective (no peer), the rank that ended first."""
+    a collective (no peer), the rank that ended first where it is a member of the op's group."""
     peer = op.get("peer")
     if peer is None:
-        return first
+        return first if first in _members(op) else None
     return peer if _ended_before(trace, peer, rank, op, short) else None
+
+
+def _members(op: dict[str, Any]) -> frozenset[int]:
+    """The ranks of the op's group (the reader resolves its name to the group line); none where
+    no group was recorded: a member is then not known."""
+    group = op.get("group")
+    ranks = group.get("ranks") if isinstance(group, dict) else None
+    return frozenset(ranks) if isinstance(ranks, list) else frozenset()
 
 
 def crash_lost(rt: RankTrace) -> bool:
     """The process died of an exception that follows from a lost connection: its message says
-    so, or an op of its own raised on one before it (the exception wraps or follows that error)."""
+    so, or a link of its recorded chain does (`raise ... from e` around the op's error, a wrapper
+    raised while handling it). An error raised after the program caught a loss and went on has no
+    such link: it is its own, and so is any crash of a recorder that wrote no chain."""
     crash = rt.crash or {}
-    t = crash.get("t")
-    return peer_lost(crash.get("error")) or any(
-        peer_lost(op.get("error")) and isinstance(op.get("raised_t"), (int, float))
-        and isinstance(t, (int, float)) and op["raised_t"] <= t for op in rt.raised)
+    chain = crash.get("chain")
+    return peer_lost(crash.get("error")) or isinstance(chain, list) and any(
+        isinstance(link, dict) and peer_lost(link.get("error")) for link in chain)
+
+
+def error_exit(rt: RankTrace) -> int | None:
+    """The status of a process that exited by itself with an error (`sys.exit(3)`): no normal
+    end, but an end its partners' errors follow from, as a signal's."""
+    line = rt.exit or {}
+    status = line.get("status")
+    return status if line.get("how") == "exit" and type(status) is int and status != 0 else None
 
 
 def _exited(rt: RankTrace) -> bool:
-    """The process ended by itself: its exit line says a normal exit (a return, sys.exit)."""
-    return (rt.exit or {}).get("how") == "exit"
+    """The process ended normally by itself: its exit line says status 0, or null (a return from
+    the main module: sys.exit was not called)."""
+    line = rt.exit or {}
+    return line.get("how") == "exit" and line.get("status") in (0, None)
 
 
 def _first_end(trace: Trace) -> tuple[int | None, str]:
@@ -201,9 +224,9 @@ def end_wall(rt: RankTrace) -> float | None:
 
 def _ended_before(trace: Trace, peer: Any, rank: int, op: dict[str, Any],
                   short: set[tuple[int, int]]) -> bool:
-    """`peer`'s process ended, without an exit record, by a signal, or by itself with its count
-    to `rank` short (`short`: (short side, partner) pairs), before `rank`'s op raised (by wall
-    clock: its last line, or its exit line, not after the raise). A recording that stopped says
+    """`peer`'s process ended, without an exit record, by a signal or an error exit, or by itself
+    with its count to `rank` short (`short`: (short side, partner) pairs), before `rank`'s op
+    raised (by wall clock: its last line, or its exit line, not after the raise). A recording that stopped says
     nothing of how its process ended."""
     prt = trace.ranks.get(peer) if type(peer) is int and peer != rank else None
     if prt is None or prt.stopped is not None:
@@ -211,7 +234,8 @@ def _ended_before(trace: Trace, peer: Any, rank: int, op: dict[str, Any],
     exit_line = prt.exit or {}
     if prt.unclosed is not None:
         ended = _wall(prt.meta, prt.last_t)
-    elif exit_line.get("how") == "signal" or _exited(prt) and (peer, rank) in short:
+    elif exit_line.get("how") == "signal" or error_exit(prt) is not None or \
+            _exited(prt) and (peer, rank) in short:
         ended = _wall(prt.meta, exit_line.get("t"))
     else:
         return False

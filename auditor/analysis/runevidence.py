@@ -10,6 +10,8 @@ each, and `stopped_findings` among the findings.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from typing import Any
 
 from auditor.analysis import peerend
@@ -243,18 +245,40 @@ def stopped_findings(trace: Trace, ends: peerend.Ends | None = None) -> list[Fin
             detail={"unclosed": {str(r): why for r, why in unclosed.items()},
                     **({} if lead is None else _end_detail(trace, lead, ends))}))
     # under a rank that ended first, the signals that ended its peers are the launcher's answer
-    signalled = {r: (trace.ranks[r].exit or {}).get("signal") for r in peers
-                 if (trace.ranks[r].exit or {}).get("how") == "signal"} if ends.first is None else {}
+    signalled = {r: how for r in peers if (how := ended_by(trace.ranks[r])) is not None} \
+        if ends.first is None else {}
     if signalled:
         rank = min(signalled)
         out.append(Finding(
             "rank-ended-by-signal", "error",
-            f"the process of rank(s) {_words(signalled)} was ended by a signal (rank {rank}: "
-            f"{signalled[rank]}) before the ops of its peers raised on the connection it closed",
+            f"the process of rank(s) {_words(signalled)} was ended by a signal or an error exit "
+            f"(rank {rank}: {signalled[rank]}) before the ops of its peers raised on the "
+            "connection it closed",
             fix=_end_fix(trace, rank, ends),
             detail={"signalled": {str(r): s for r, s in signalled.items()},
                     **_end_detail(trace, rank, ends)}))
-    return out
+    return out or _abnormal_end(trace, ends)
+
+
+def _abnormal_end(trace: Trace, ends: peerend.Ends) -> list[Finding]:
+    """A run where no op raised, no process crashed and every file closed, yet a process ended
+    by an error exit (`sys.exit(3)`) or by a signal it did not handle: no normal end, never
+    CLEAN. The first such end by wall clock leads, the waits and signals of the others after it
+    are its consequences. Signals alone with a rank left inside an op are the hang's
+    (run-stopped-in-op) to say: the launcher or a time limit ending a wait."""
+    abnormal = {r: how for r, rt in trace.ranks.items() if (how := ended_by(rt)) is not None}
+    errored = any(peerend.error_exit(trace.ranks[r]) is not None for r in abnormal)
+    if not abnormal or not errored and any(rt.pending() for rt in trace.ranks.values()):
+        return []
+    rank = min(abnormal, key=lambda r: (peerend.end_wall(trace.ranks[r]) or math.inf, r))
+    lead = dataclasses.replace(ends, first=rank)
+    return [Finding(
+        "rank-ended-by-signal", "error",
+        f"the process of rank(s) {_words(abnormal)} was ended by a signal or an error exit "
+        f"(rank {rank}: {abnormal[rank]}) with no op raised: the run did not end normally",
+        fix=_end_fix(trace, rank, lead),
+        detail={"signalled": {str(r): s for r, s in abnormal.items()},
+                **_end_detail(trace, rank, lead)})]
 
 
 def _end_detail(trace: Trace, peer: int, ends: peerend.Ends) -> dict[str, Any]:
@@ -262,7 +286,7 @@ def _end_detail(trace: Trace, peer: int, ends: peerend.Ends) -> dict[str, Any]:
     was, then its consequences by wall clock: the errors of the ranks left talking to it, and
     where it ended before every other rank (`ends.first`) their waits and signals too."""
     rt = trace.ranks[peer]
-    how = ("by " + str((rt.exit or {}).get("signal")) if rt.unclosed is None else
+    how = ("by " + str(ended_by(rt)) if rt.unclosed is None else
            "without an exit record (killed, or ended past Python's exit handlers: os._exit, "
            "an abort)")
     inside = ", outside any op"
@@ -280,6 +304,16 @@ def _end_detail(trace: Trace, peer: int, ends: peerend.Ends) -> dict[str, Any]:
     return {"headline": f"CRASHED: rank {peer} ended first, {how}{inside}{cut}{after}",
             "explains": ends.explains,
             "lost": {str(x.rank): x.peer for x in ends.losses}}
+
+
+def ended_by(rt: RankTrace) -> str | None:
+    """How a process with an exit line ended other than normally, in words: the signal, or its
+    error exit's status; None for a normal end or an exception."""
+    line = rt.exit or {}
+    status = peerend.error_exit(rt)
+    if status is not None:
+        return f"its own exit with status {status} (sys.exit)"
+    return str(line.get("signal")) if line.get("how") == "signal" else None
 
 
 def _after(trace: Trace, peer: int, ends: peerend.Ends) -> dict[int, str]:
@@ -322,8 +356,11 @@ def _end_fix(trace: Trace, peer: int, ends: peerend.Ends) -> str:
     record) its stderr, the launcher's exit status and the kernel's log."""
     rt = trace.ranks[peer]
     signal = (rt.exit or {}).get("signal") if rt.unclosed is None else None
+    status = peerend.error_exit(rt) if rt.unclosed is None else None
     others = _words(dict.fromkeys(_after(trace, peer, ends)))
-    why = (f"find who sent {signal} to rank {peer} first (the scheduler's time limit or preemption, "
+    why = (f"rank {peer}'s program exited with status {status} (sys.exit): its stderr and the "
+           "line that called it say why" if status is not None else
+           f"find who sent {signal} to rank {peer} first (the scheduler's time limit or preemption, "
            "the launcher after another failure, a person)" if signal is not None else
            "its stderr (an abort message, a traceback the recorder could not write), the "
            "launcher's exit status for it (torchrun's \"Root Cause\" names its exit code or "

@@ -5,7 +5,9 @@ a rank blocked in an op does; only a line saying how it ended tells the two apar
 - `phase: "exception"`: an uncaught exception (`sys.excepthook`; a thread's through
   `threading.excepthook`, `main` false: the process goes on), with its type, message and the
   innermost frame outside torch and this recorder (`at`: the line a user can act on; `raised`,
-  where the exception was raised outside this recorder, when that is another frame);
+  where the exception was raised outside this recorder, when that is another frame; `chain`, the
+  exceptions it was raised from or while handling: an error raised after the program caught a
+  lost connection is its own only where no link of its chain is that loss);
 - `phase: "exit"`: the process ends, at exit (`atexit`): `how` "exception" (status 1), "exit"
   (`status` where `sys.exit` said it, else null: a return from the main module or a bare
   `raise SystemExit` is not visible to an exit handler), or "signal" (written by hang.Watchdog
@@ -30,6 +32,7 @@ from auditor.dynamic import callsite
 
 LOCK_WAIT = 1.0  # seconds an ending line waits for the recorder's lock before it is skipped
 ERROR_LIMIT = 500  # characters of an exception's message kept
+CHAIN_LIMIT = 8  # links of an exception's chain (`__cause__`, else `__context__`) kept
 
 
 
@@ -133,12 +136,38 @@ def _write_exception(rec: Any, kind: type[BaseException], value: BaseException |
     body = {"api": "process", "phase": "exception", "error": error, "type": name,
             "thread": getattr(thread, "name", None),
             "main": thread is threading.main_thread()}
+    body["chain"] = _chain(value)
     at, raised = _frames(tb)
     if at is not None:
         body["at"] = at
     if raised is not None and raised != at:
         body["raised"] = raised
     _emit(rec, json.dumps(body, separators=(",", ":"))[1:-1])
+
+
+def _chain(value: BaseException | None) -> list[dict[str, str]]:
+    """The exceptions `value` was raised from (`__cause__`) or while handling (`__context__`,
+    even where `from None` hides it: it still happened first), innermost last, each as its type
+    and `Type: message`, bounded."""
+    out: list[dict[str, str]] = []
+    seen = {id(value)}
+    link = _next(value)
+    while link is not None and id(link) not in seen and len(out) < CHAIN_LIMIT:
+        seen.add(id(link))
+        name = type(link).__name__
+        try:
+            text = str(link)
+        except BaseException:
+            text = "<the exception's str() raised>"
+        out.append({"type": name, "error": (f"{name}: {text}" if text else name)[:ERROR_LIMIT]})
+        link = _next(link)
+    return out
+
+
+def _next(value: BaseException | None) -> BaseException | None:
+    if value is None:
+        return None
+    return value.__cause__ if value.__cause__ is not None else value.__context__
 
 
 def _frames(tb: TracebackType | None) -> tuple[dict[str, object] | None, dict[str, object] | None]:

@@ -30,7 +30,7 @@ line) is refused with the file and line. The lines, one JSON object each:
   full" when the trace's filesystem filled, "file size limit" at the process's `ulimit -f`,
   "internal error"): what the process did after it is
   not in the file, so its open ops are not pending but unknown (`stopped`);
-- `phase: "exception"` (an uncaught exception: `error`, `type`, `thread`, `main`, `at`) and
+- `phase: "exception"` (an uncaught exception: `error`, `type`, `thread`, `main`, `at`, `chain`) and
   `phase: "exit"` (how the process ended: `how` "exit", "exception" or "signal"), written by
   auditor/dynamic/ending.py: a process that died of an exception or exited is not waiting in
   the ops it left open (`crash`, `pending`); one without them was killed or still runs.
@@ -330,8 +330,11 @@ def rank_trace(rank: int, path: Path, lines: Iterable[tuple[int | None, dict[str
         finished.add(of)
         event.setdefault("error", None)
         if event.get("how") == "raise":  # the start, with the error its end names and its `t`
+            group = start.get("group")  # beyond the head still a name: its members, for peerend
+            if type(group) is str and start.get("kind") != "setup":
+                group = groups.table[groups.intern(group)]
             trace.raised.append({**start, "error": event.get("error") or start.get("error"),
-                                 "raised_t": event.get("t")})
+                                 "raised_t": event.get("t"), "group": group})
         if event.get("api") == "init_process_group":
             size = event.get("world_size")
             if type(size) is int and size > 0:
@@ -457,6 +460,10 @@ def _check_exception(event: dict[str, Any]) -> None:
         if site is not None and (type(site) is not dict or type(site.get("path")) is not str
                                  or type(site.get("line")) is not int):
             raise ValueError(f"{key} {str(site)[:80]}")
+    chain = event.get("chain")
+    if chain is not None and (type(chain) is not list or not all(
+            type(link) is dict and type(link.get("error")) is str for link in chain)):
+        raise ValueError(f"chain {str(chain)[:80]}")
 
 
 def _ordered(event: dict[str, Any], last_seq: int, last_t: float) -> tuple[int, float]:

@@ -67,11 +67,14 @@ class Rank:
             self.add(end_t if end_t is not None else t + 0.01, api=api, phase="end", of=start, how=end,
                      **({"error": error} if error else {}))
 
-    def crash(self, t: float, error: str, at: str, raised: str | None = None) -> None:
+    def crash(self, t: float, error: str, at: str, raised: str | None = None,
+              chain: list[str] | None = None) -> None:
         def site(where: str) -> dict[str, Any]:
             return {"path": where.rsplit(":", 1)[0], "line": int(where.rsplit(":", 1)[1]), "function": "f"}
-        self.add(t, api="process", phase="exception", error=error, type="RuntimeError",
-                 thread="MainThread", main=True, at=site(at), **({"raised": site(raised)} if raised else {}))
+        links = {} if chain is None else {"chain": [{"type": e.split(":")[0], "error": e} for e in chain]}
+        self.add(t, api="process", phase="exception", error=error, type=error.split(":")[0],
+                 thread="MainThread", main=True, at=site(at), **({"raised": site(raised)} if raised else {}),
+                 **links)
         self.add(t + 0.01, api="process", phase="exit", how="exception", status=1)
 
     def signal(self, t: float, name: str = "SIGTERM") -> None:
@@ -377,18 +380,23 @@ CLOSED = ("RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/t
           "worker crashing.")
 
 
-def test_a_wrapped_reset_follows_the_peer_that_ended_first(tmp_path: Path) -> None:
-    """Review r43-report-cause item 2 (wrap.py, gloo, torch 2.13 CPU): rank 1 is SIGKILLed
+def _wrap(chain: list[str] | None) -> tuple[tuple[Rank, bool], tuple[Rank, bool]]:
+    """wrap.py (review r43-report-cause item 2, gloo, torch 2.13 CPU): rank 1 is SIGKILLed
     between steps; rank 0's recv raises "Connection reset by peer" and the program re-raises it
-    as `raise RuntimeError("pipeline step 3 failed") from e`. The wrapper's error is the reset's
-    consequence: rank 1's end leads, not rank 0's exception."""
+    as `raise RuntimeError("pipeline step 3 failed") from e` (its exception line's `chain`)."""
     zero, one = Rank(0), Rank(1)
     zero.op(1.0, "send", 1, "wrap.py:14", [4])
     zero.op(1.1, "recv", 1, "wrap.py:12", [4], end="raise", error=RESET, end_t=2.0)
-    zero.crash(2.01, "RuntimeError: pipeline step 3 failed on rank 0", "wrap.py:16")
+    zero.crash(2.01, "RuntimeError: pipeline step 3 failed on rank 0", "wrap.py:16", chain=chain)
     one.op(1.0, "recv", 0, "wrap.py:12", [4])
     one.op(1.05, "send", 0, "wrap.py:14", [4])
-    code, doc = report(tmp_path, (zero, False), (one, True))
+    return (zero, False), (one, True)
+
+
+def test_a_wrapped_reset_follows_the_peer_that_ended_first(tmp_path: Path) -> None:
+    """The wrapper's error is the reset's consequence (its chain holds the reset): rank 1's end
+    leads, not rank 0's exception."""
+    code, doc = report(tmp_path, *_wrap([RESET]))
     head = doc["verdict"]["headline"]
     assert code == EXIT_FINDINGS
     assert head.startswith("CRASHED: rank 1 ended first, without an exit record"), head
@@ -464,3 +472,121 @@ def test_an_os_exit_lists_its_short_count_beside_its_end(tmp_path: Path) -> None
             "cause if its program ended it there (an os._exit: exit code 0 in the launcher's log), "
             "else cut by its kill") in head, head
     assert doc["run"]["waitfor"]["cut_counts"][0]["short"] == 1
+
+
+def test_a_trace_without_the_chain_lets_the_own_crash_lead(tmp_path: Path) -> None:
+    """A recorder before the `chain` field: nothing says the wrapper's error follows the reset,
+    so rank 0's own crash leads, as the report said before."""
+    code, doc = report(tmp_path, *_wrap(None))
+    head = doc["verdict"]["headline"]
+    assert head.startswith("CRASHED: rank 0 raised RuntimeError: pipeline step 3 failed on rank 0 "
+                           "at wrap.py:16"), head
+
+
+def test_an_own_error_after_a_caught_loss_leads(tmp_path: Path) -> None:
+    """Review r44-report item 1 (ownbug_c.py, gloo, torch 2.13 CPU): rank 1 os._exit(0)s; rank 0
+    catches the failed all_reduce of its metric sync, goes on, and raises its own ValueError
+    (chain empty). That error is its own and leads; the report had hidden it under rank 1's end."""
+    zero, one = Rank(0), Rank(1)
+    start = zero.add(1.1, api="all_reduce", phase="start", kind="collective", batched=False, peer=None,
+                     group="0", site={"path": "ownbug_c.py", "line": 14, "end_line": 14, "function": "f"},
+                     shape=[4], dtype="float32")
+    zero.add(1.2, api="all_reduce", phase="end", of=start, how="raise", error=CLOSED)
+    zero.crash(1.5, "ValueError: loss is NaN at step 4", "ownbug_c.py:18", chain=[])
+    one.add(1.0, api="barrier", phase="start", kind="collective", batched=False, peer=None, group="0",
+            site={"path": "ownbug_c.py", "line": 8, "end_line": 8, "function": "f"})
+    one.add(1.01, api="barrier", phase="end", of=len(one.lines) - 1, how="return")
+    code, doc = report(tmp_path, (zero, False), (one, True))
+    head = doc["verdict"]["headline"]
+    assert code == EXIT_FINDINGS
+    assert head.startswith("CRASHED: rank 0 raised ValueError: loss is NaN at step 4 at "
+                           "ownbug_c.py:18"), head
+
+
+def test_a_collective_is_not_credited_to_an_end_outside_its_group(tmp_path: Path) -> None:
+    """Review r44-report item 2 (shape_x.py, gloo, torch 2.13 CPU): rank 2 os._exit(0)s; ranks 0
+    and 1 all_reduce on new_group([0, 1]) with 4 vs 8 floats, rank 0 aborts and rank 1's
+    all_reduce raises "Connection reset by peer". Rank 2 is no member of that group: rank 1's
+    error is not rank 2's consequence."""
+    world = {**GROUP, "ranks": [0, 1, 2], "size": 3}
+    pair = {**GROUP, "desc": "undefined", "name": "1"}
+    ranks = [Rank(r) for r in range(3)]
+    for rank in ranks:
+        rank.lines[0]["world_size"] = 3
+        rank.lines[1]["group"] = world
+        if rank.rank < 2:
+            rank.add(0.2, api="group", phase="group", group=pair)
+    for rank, t in ((ranks[0], 1.0), (ranks[1], 1.0)):
+        start = rank.add(t, api="all_reduce", phase="start", kind="collective", batched=False,
+                         peer=None, group="1", shape=[4 if rank.rank == 0 else 8], dtype="float32",
+                         site={"path": "shape_x.py", "line": 13, "end_line": 13, "function": "f"})
+    ranks[1].add(1.2, api="all_reduce", phase="end", of=start, how="raise", error=RESET)
+    ranks[1].crash(1.21, RESET, "shape_x.py:13", chain=[])
+    code, doc = report(tmp_path, (ranks[0], True), (ranks[1], False), (ranks[2], True))
+    head = doc["verdict"]["headline"]
+    assert code == EXIT_FINDINGS
+    assert "rank 1 then raised" not in head, head
+    assert not any(loss == 2 for loss in (finding(doc, "rank-file-not-closed")["detail"]
+                                          .get("lost") or {}).values()), doc
+
+
+def test_an_error_exit_is_no_normal_end_and_leads_with_its_status(tmp_path: Path) -> None:
+    """Review r44-report item 3 (sysexit3.py, gloo, torch 2.13 CPU): rank 0 sends 2; rank 1
+    receives 1, then sys.exit(3) (exit line: how "exit", status 3); rank 0's second send raises
+    "Connection closed by peer". The report called the exit "a normal end"; it is rank 1's own
+    error exit, and the headline says its status."""
+    zero, one = Rank(0), Rank(1)
+    zero.op(1.0, "send", 1, "sysexit3.py:9", [4])
+    zero.op(1.1, "send", 1, "sysexit3.py:9", [4], end="raise", error=CLOSED, end_t=2.0)
+    zero.crash(2.01, CLOSED, "sysexit3.py:9", chain=[])
+    one.op(1.0, "recv", 0, "sysexit3.py:11", [4])
+    one.add(1.5, api="process", phase="exit", how="exit", status=3)
+    code, doc = report(tmp_path, (zero, False), (one, False))
+    head = doc["verdict"]["headline"]
+    assert code == EXIT_FINDINGS
+    assert "a normal end" not in head, head
+    assert head.startswith("CRASHED: rank 1 ended first, by its own exit with status 3 (sys.exit), "
+                           "outside any op; rank 0 then raised RuntimeError"), head
+
+
+def _exit3(pending: bool) -> tuple[tuple[Rank, bool], tuple[Rank, bool]]:
+    """sysexit3.py as recorded in /tmp/h44r2/sysexit3 (gloo, torch 2.13 CPU): rank 0 sends, then
+    sleeps (`pending`: waits in a second send instead); rank 1 receives, then sys.exit(3); torchrun
+    then SIGTERMs rank 0. No op raises."""
+    zero, one = Rank(0), Rank(1)
+    zero.op(1.0, "send", 1, "sysexit3.py:9", [4])
+    if pending:
+        zero.op(1.2, "send", 1, "sysexit3.py:9", [4], end=None)
+    zero.signal(2.0)
+    one.op(1.0, "recv", 0, "sysexit3.py:11", [4])
+    one.add(1.1, api="process", phase="exit", how="exit", status=3)
+    return (zero, False), (one, False)
+
+
+def test_an_error_exit_with_no_op_raised_is_not_clean(tmp_path: Path) -> None:
+    """Review h44r2: the real recording read CLEAN, though rank 1 exited with status 3 and rank 0
+    was ended by the launcher's SIGTERM outside any op."""
+    code, doc = report(tmp_path, *_exit3(pending=False))
+    head = doc["verdict"]["headline"]
+    assert code == EXIT_FINDINGS and doc["verdict"]["status"] == "findings", head
+    assert head == ("CRASHED: rank 1 ended first, by its own exit with status 3 (sys.exit), "
+                    "outside any op; rank 0 then ended by SIGTERM (a consequence)."), head
+    assert "status 3" in finding(doc, "rank-ended-by-signal")["fix"]
+
+
+def test_an_error_exit_leads_the_wait_it_left_behind(tmp_path: Path) -> None:
+    code, doc = report(tmp_path, *_exit3(pending=True))
+    head = doc["verdict"]["headline"]
+    assert head.startswith("CRASHED: rank 1 ended first, by its own exit with status 3 (sys.exit), "
+                           "outside any op; rank 0 was left waiting in send with rank 1"), head
+
+
+def test_a_signal_that_ended_a_wait_stays_a_hang(tmp_path: Path) -> None:
+    """Every rank SIGTERMed inside an op (a time limit ending a hang): the hang is what the run did."""
+    zero, one = Rank(0), Rank(1)
+    zero.op(1.0, "recv", 1, "t.py:3", [4], end=None)
+    one.op(1.0, "recv", 0, "t.py:5", [4], end=None)
+    zero.signal(9.0)
+    one.signal(9.0)
+    code, doc = report(tmp_path, (zero, False), (one, False))
+    assert not doc["verdict"]["headline"].startswith("CRASHED"), doc["verdict"]["headline"]

@@ -147,6 +147,39 @@ def test_hooks_chain_the_programs_hooks_and_write_the_exception(rec, monkeypatch
     assert assert_valid(rec.directory) > 0
 
 
+def test_the_exception_line_writes_the_chain_it_was_raised_from(rec, monkeypatch) -> None:
+    """wrap.py (review r44-report, gloo, torch 2.13 CPU) wraps a recv's "Connection reset by
+    peer" as `raise RuntimeError(...) from e`; ownbug_c.py catches such a loss, goes on, and
+    raises its own ValueError. The report tells the two apart only by the exception's chain
+    (`__cause__`, else `__context__`), so the line holds it: the wrapped loss, and nothing for an
+    error raised after its handler ended."""
+    monkeypatch.setattr(sys, "exit", sys.exit)
+    monkeypatch.setattr(sys, "excepthook", lambda t, v, tb: None)
+    ending.install(rec)
+    reset = "Read error [127.0.0.1]:18816: Connection reset by peer"
+    try:
+        try:
+            raise RuntimeError(reset)
+        except RuntimeError as e:
+            raise RuntimeError("pipeline step 3 failed on rank 1") from e
+    except RuntimeError as exc:
+        sys.excepthook(type(exc), exc, exc.__traceback__)
+    try:
+        raise RuntimeError(reset)
+    except RuntimeError:
+        pass  # the program skips a failed metric sync
+    try:
+        raise ValueError("loss is NaN")
+    except ValueError as exc:
+        sys.excepthook(type(exc), exc, exc.__traceback__)
+    rec.close()
+    wrapped, own = [e for e in map(json.loads, rec.path.read_text().splitlines())
+                    if e["phase"] == "exception"]
+    assert wrapped["chain"] == [{"type": "RuntimeError", "error": f"RuntimeError: {reset}"}]
+    assert own["chain"] == []
+    assert assert_valid(rec.directory) > 0
+
+
 def test_an_op_that_raised_names_the_frame_of_the_program_not_the_recorders(rec, monkeypatch) -> None:
     """A gloo op whose wait raised (torch 2.13.0's Schedule1F1B, its peer killed -9: rank 0's
     `exception` line said `raised` at auditor/dynamic/hooks.py:351, the recorder's wrapper of
@@ -236,6 +269,8 @@ def test_a_rank_that_ended_by_itself_is_not_waiting(ending_lines, waiting) -> No
     {"phase": "exception", "error": 3, "main": True},
     {"phase": "exception", "error": "E", "main": "yes"},
     {"phase": "exception", "error": "E", "main": True, "at": "x.py:3"},
+    {"phase": "exception", "error": "E", "main": True, "chain": "RuntimeError: reset"},
+    {"phase": "exception", "error": "E", "main": True, "chain": [{"type": "RuntimeError"}]},
     {"phase": "exit", "how": "vanished"},
     {"phase": "exit", "how": "exit", "status": "0"},
 ])

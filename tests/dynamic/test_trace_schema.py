@@ -118,3 +118,19 @@ def test_the_schema_rejects_broken_lines(phase, kind, breakage):
     assert VALIDATOR.is_valid(line)
     breakage(line)
     assert not VALIDATOR.is_valid(line)
+
+
+# rank 1's exception line of wrap.py (review r44-report; gloo, torch 2.13 CPU, `raise ... from e`)
+WRAPPED = {"seq": 20, "t": 3.832810, "rank": 1, "api": "process", "phase": "exception",
+           "error": "RuntimeError: pipeline step 3 failed on rank 1", "type": "RuntimeError",
+           "thread": "MainThread", "main": True,
+           "chain": [{"type": "RuntimeError", "error": "RuntimeError: [/__w/pytorch/pytorch/third_party/"
+                      "gloo/gloo/transport/tcp/pair.cc:537] Read error [127.0.0.1]:18816: "
+                      "Connection reset by peer."}],
+           "at": {"path": "wrap.py", "line": 16, "function": "<module>"}}
+
+
+@pytest.mark.parametrize("chain", [[{"type": "E"}], "E: x", [{"type": "E", "error": "E", "at": 3}]])
+def test_the_schema_rejects_a_broken_chain(chain):
+    assert VALIDATOR.is_valid(WRAPPED)
+    assert not VALIDATOR.is_valid({**WRAPPED, "chain": chain})
