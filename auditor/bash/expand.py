@@ -206,11 +206,6 @@ class Expander:
         del self._inline[inline:]
         return fields
 
-    def callers_unset(self, name: str) -> bool:
-        """Whether `$name` is a variable only the caller may set, unset as far as the script says
-        (bash.walk `Shell`); bare, a test reads it as `${name:-}`: empty, the caller's name noted."""
-        return False
-
     def unseen_value(self, name: str) -> Symbolic | None:
         """What a test reads for `$name`, a variable the script never sets, where code it did not
         read ran before (bash.walk `Shell`): that code may have set it, so neither unset nor the
@@ -364,10 +359,6 @@ class Expander:
             var = Var(self.environ[name], 0, True)
         if var is None and self._testing and (unseen := self.unseen_value(name)) is not None:
             var = Var(unseen, part.line, True)  # `source ./stage2.env; [ "${RUN_EVAL:-0}" = 1 ]`: not the caller's
-        if var is None and self._testing and not (length or index or rest) and self.callers_unset(name):
-            self._taken.append(name)  # `[ "$RUN_EVAL" != 1 ]` reads the caller's as `${RUN_EVAL:-}` does
-            self._inline.append(name)
-            return "", part.line
         if var is None and name == "PWD" and self.cwd is not None:
             self.cwd_read.append(part.line)
             var = Var(self.cwd, part.line, True)

@@ -155,9 +155,6 @@ class Shell(Expander, ABC):
         finally:
             self._level -= 1
 
-    def callers_unset(self, name: str) -> bool:
-        return not name.isdigit() and NAME.fullmatch(name) is not None and self._unset(name)
-
     def unseen_value(self, name: str) -> Symbolic | None:
         if not self.opaque or name.isdigit() or NAME.fullmatch(name) is None or not self._unset(name):
             return None

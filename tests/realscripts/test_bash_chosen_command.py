@@ -87,6 +87,25 @@ def test_a_case_over_an_unset_variable_gives_one_command_per_branch() -> None:
     assert sizes == ["2", "4"]
 
 
+IF_CHAIN = """if [ "$MODE" = sft ]; then
+  CMD="torchrun --nproc_per_node 8 pretrain_gpt.py --pipeline-model-parallel-size 2 --num-layers 8"
+elif [ "$MODE" = pt ]; then
+  CMD="torchrun --nproc_per_node 8 pretrain_gpt.py --pipeline-model-parallel-size 4 --num-layers 8"
+else
+  echo "usage: MODE=sft|pt"; exit 1
+fi
+$CMD
+"""
+
+
+def test_an_if_chain_over_an_unset_variable_gives_one_command_per_branch() -> None:
+    """The case above spelt as tests of a bare `$MODE` (turn 24's integrated branch read a bare
+    unset variable in a test as empty, took the usage `exit 1` and followed no command)."""
+    sizes = sorted(parse_launch(IF_CHAIN, "c.sh", which=k).flags["pipeline_model_parallel_size"].value
+                   for k in range(2))
+    assert sizes == ["2", "4"]
+
+
 # --- the scan judges each command, naming what chooses it ---------------------------------------
 
 SCAN = """#!/bin/bash
