@@ -57,6 +57,7 @@ def run(tmp_path: Path, recv_numel: int) -> tuple[int, dict]:
     return done.returncode, json.loads(done.stdout)
 
 
+@pytest.mark.heavy
 def test_the_issue_reproducer_is_a_mismatch_and_equal_sizes_are_not(tmp_path):
     code, doc = run(tmp_path, 4)
     found = [f for f in doc["findings"] if f["kind"] == "p2p-mismatch"]

@@ -119,6 +119,7 @@ def test_a_conversion_reaching_no_schedule_is_no_pipeline_run(capsys, tmp_path):
     assert any(f["kind"] == KIND for f in doc["findings"])
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("extra", [
     TRAIN,  # the schedule is called: a training run, judged as before
     "\nimport importlib\n\ndef convert(args):\n    importlib.import_module(args.load).main()\n",  # unseen
@@ -237,6 +238,7 @@ def _driver(tmp_path: Path, run: str, launcher: str = "python", more: str = "") 
     return script
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("run, launcher, more", [
     ("p = subprocess.Popen(get_cmd(args), shell=True)\n    p.wait()", "python", ""),
     ("subprocess.run(get_cmd(args).split(), check=True)", "torchrun --nproc_per_node 1", ""),
@@ -270,6 +272,7 @@ def test_an_entry_running_a_command_it_builds_is_undecided(capsys, tmp_path, run
 # `multiprocessing.Process(target=os.system, args=(cmd,))`, the form of TensorBoard starters),
 # through a name this reader cannot resolve or an asyncio loop's method. `at`: the text of the
 # line the command is said at.
+@pytest.mark.heavy
 @pytest.mark.parametrize("run, more, at", [
     ("functools.partial(subprocess.run, get_cmd(args), shell=True)()", "import functools", ""),
     ("ThreadPoolExecutor().submit(subprocess.run, get_cmd(args), shell=True).result()",

@@ -88,6 +88,7 @@ def convert(args):
 """
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("extra", [
     SPAWN.format(body="pretrain(None, None, None, None)"),
     THREAD,

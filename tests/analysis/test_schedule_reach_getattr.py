@@ -49,6 +49,7 @@ def test_computed_getattr_only_read_keeps_the_walk_certain(capsys, monkeypatch, 
     assert any(f["kind"] == KIND for f in doc["findings"]), head
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("tail, call", [
     # the computed attribute called: it may be a schedule's entry
     ("def go(obj, name):\n    getattr(obj, name)()\n", "go(sys, sys.argv[1])"),

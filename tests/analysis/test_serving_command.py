@@ -65,6 +65,7 @@ def test_a_benchmark_that_serves_and_stops_a_model_is_no_pipeline_run(capsys, tm
     assert not any(f["kind"] == "entry.runs-command" for f in doc["findings"])
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("module, shell, stop, stop_shell, line", [
     ("pretrain_gpt", "", PKILL, "", 7),  # a module that is no server: it may train
     ("vllm.entrypoints.api_server", ", shell=True", PKILL, "", 7),  # a shell: `args.model` may hold `; torchrun`

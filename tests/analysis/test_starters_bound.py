@@ -83,6 +83,7 @@ def _entry(tmp_path: Path, run: str, more: str, local: dict[str, str], launcher:
     return _driver(tmp_path, run, launcher, more)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("launcher", LAUNCHERS)
 @pytest.mark.parametrize("run, more, local", FORMS)
 def test_a_starter_reached_otherwise_keeps_the_run_undecided(capsys, tmp_path, run, more, local, launcher):
@@ -92,6 +93,7 @@ def test_a_starter_reached_otherwise_keeps_the_run_undecided(capsys, tmp_path, r
     assert not any(f["kind"] == KIND for f in doc["findings"])
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("run, more, local", FORMS[:3] + FORMS[6:])
 def test_an_entry_importing_megatron_says_the_command(capsys, tmp_path, run, more, local):
     """Through the call-graph reader (analysis/schedule_reach.py): the command it runs is said."""
@@ -132,6 +134,7 @@ buf, out = torch.zeros(4), torch.zeros(4)
 """
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("more, body", [
     ("", "if rank % 2 == 0:\n    dist.send(buf, rank + 1)\nelse:\n    dist.recv(buf, rank - 1)"),
     ("", "ops = [dist.P2POp(dist.isend, buf, (rank + 1) % world), dist.P2POp(dist.irecv, out, (rank - 1) % world)]\n"

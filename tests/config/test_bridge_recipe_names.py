@@ -131,6 +131,7 @@ def test_a_recipe_the_checkout_defines_is_read_as_before(tmp_path):
     assert not _missing(doc) and not doc["verdict"]["headline"].startswith("DOES NOT START")
 
 
+@pytest.mark.heavy
 @pytest.mark.wheels
 def test_a_recipe_only_some_releases_define_names_them(tmp_path):
     # megatron-bridge 0.5.0 defines qwen2_audio_7b_finetune_config (recipes/qwen_audio/), 0.6.x do not
@@ -219,6 +220,7 @@ def test_a_tree_not_here_is_said_to_be_read_as_a_verified_release(tmp_path):
     assert "megatron-bridge==VERSION" in _missing(doc)[0]["message"]
 
 
+@pytest.mark.heavy
 @pytest.mark.wheels
 @pytest.mark.parametrize("given, said", [("${RECIPE:-step37_flickr8k_sft_smoke_config}", "RECIPE"),
                                          ("${1:-step37_flickr8k_sft_smoke_config}", "$1")])

@@ -445,6 +445,7 @@ _SCRIPTS = st.one_of(_SHELL_TEXT, st.tuples(_SHELL_TEXT, st.sampled_from(_COMMAN
     lambda parts: f"{parts[0]}\n{parts[1]}{parts[2]}"))
 
 
+@pytest.mark.heavy
 @settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_SCRIPTS)
 def test_fuzz_no_input_crashes_the_reader(text: str) -> None:

@@ -305,6 +305,7 @@ def megatron_lm(tmp_path_factory) -> dict[str, dict]:
     return dict(zip(ids, json.loads((work / "results.json").read_text())))
 
 
+@pytest.mark.heavy
 @pytest.mark.wheels
 @pytest.mark.parametrize("ident,text,sets", oracle_cases(), ids=[c[0] for c in oracle_cases()])
 def test_rules_agree_with_megatron_lm(megatron_lm, ident, text, sets):

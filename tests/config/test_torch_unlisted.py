@@ -105,6 +105,7 @@ def test_beyond_the_listed_releases_is_said_and_left_unknown(version, side, monk
     assert f"torch {version}" in config.outside_rules
 
 
+@pytest.mark.heavy
 def test_header_headline_and_document_say_it(tmp_path):
     script = tmp_path / "run.sh"
     script.write_text("pip install torch==2.12.3\n" + RUN)

@@ -61,6 +61,7 @@ def test_the_rules_name_each_frameworks_comm_wrappers():
                                     "DeviceMesh._init_one_process_group")
 
 
+@pytest.mark.heavy
 def test_torch_pipelining_ops_name_the_schedule_line_that_chose_them(tmp_path):
     out = record(tmp_path, "pipelining_1f1b.py")
     assert assert_valid(out) == len(lines(out))

@@ -56,6 +56,7 @@ def report(out: Path, tmp_path: Path) -> tuple[int, dict]:
     return done.returncode, json.loads(target.read_text())
 
 
+@pytest.mark.heavy
 def test_one_rank_raises_mid_pipeline_is_a_crash_on_that_rank(tmp_path: Path) -> None:
     out = tmp_path / "trace"
     done = record_crash(out, "one")

@@ -33,6 +33,7 @@ def launch(variant: str, metrics: Path, env: dict[str, str], out: Path | None) -
     return proc.stderr
 
 
+@pytest.mark.heavy
 @pytest.mark.wheels
 def test_train_script_cpu_check(real_sources, tmp_path: Path) -> None:
     roots = [str(real_sources[name].root) for name in ("megatron-core", "ms-swift")]

@@ -133,6 +133,7 @@ def assert_pipeline_trace(t: trace.Trace) -> None:
                    for e in rt.starts())
 
 
+@pytest.mark.heavy
 def test_record_cli_pipeline_with_coverage(tmp_path: Path) -> None:
     """Through the CLI, the script run as a module (`torchrun -m`) so --coverage can name it."""
     out = tmp_path / "trace"
@@ -155,6 +156,7 @@ def test_record_cli_pipeline_with_coverage(tmp_path: Path) -> None:
     assert set(by_line[lines["tail-isend"]]) == {"rank-2"}
 
 
+@pytest.mark.heavy
 def test_record_env_var_alone(tmp_path: Path) -> None:
     """P2PAUDIT_TRACE and nothing else: the autostart .pth (as installed with p2paudit) arms
     every process. Here a user site directory plays site-packages: p2paudit's path entry (what
@@ -174,6 +176,7 @@ def test_record_env_var_alone(tmp_path: Path) -> None:
     assert_pipeline_trace(trace.read_trace_dir(tmp_path / "trace"))
 
 
+@pytest.mark.heavy
 def test_sigkill_mid_run_leaves_a_readable_trace(tmp_path: Path) -> None:
     env = dict(os.environ, TOY_KILL="2")
     proc = record(tmp_path / "trace", "--hang-after", "30", env=env)
@@ -210,6 +213,7 @@ def hang_reason(out: Path, rank: int) -> str | None:
         return None
 
 
+@pytest.mark.heavy
 def test_forced_hang_then_sigusr1_then_sigterm(tmp_path: Path) -> None:
     out = tmp_path / "trace"
     lines = site_lines()
@@ -305,6 +309,7 @@ def report(tmp_path: Path, trace_dir: Path, *options: str,
     return done.returncode, json.loads(out.read_text()) if out.exists() else {}, done.stderr
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("floats", [4, 4 << 20])
 def test_completed_gloo_exchange_is_no_deadlock(tmp_path: Path, floats: int) -> None:
     """gloo ran the batch op by op and completed it (every op has an end line): the replay under

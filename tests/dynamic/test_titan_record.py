@@ -27,6 +27,7 @@ def titan_run(tmp_path_factory) -> Path:
     return record(tmp_path_factory.mktemp("titan"), FIXTURE)
 
 
+@pytest.mark.heavy
 def test_mesh_groups_are_chosen_by_the_mesh_line_not_device_mesh(titan_run):
     groups = [s for s in starts(titan_run) if s["api"] == "new_group"]
     assert groups  # the mesh's "pp" and "batch" dimensions, on each rank

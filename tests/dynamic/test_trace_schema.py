@@ -72,6 +72,7 @@ def test_recorded_nccl_traces_are_valid(archive, tmp_path):
     assert "nccl" in backends
 
 
+@pytest.mark.heavy
 def test_a_fresh_gloo_recording_is_valid(tmp_path):
     out = tmp_path / "trace"
     proc = subprocess.run(

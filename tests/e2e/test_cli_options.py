@@ -87,6 +87,7 @@ def test_sites_target_option_prints_what_the_positional_prints(tmp_path):
     assert "pkg/comm.py" in positional.stdout and sites(option.stdout) == sites(positional.stdout)
 
 
+@pytest.mark.heavy
 def test_repro_predict_writes_to_o(tmp_path):
     out = tmp_path / "predict.txt"
     printed = p2paudit("repro", "fallback-1f1b", "--predict")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import json
 import os
 import subprocess
@@ -23,6 +24,7 @@ def doctor(*argv: str, env: dict[str, str] | None = None) -> subprocess.Complete
                           capture_output=True, text=True, timeout=180)
 
 
+@pytest.mark.heavy
 def test_four_gloo_ranks_rank_0_alone_prints_one_screen():
     done = doctor("--nproc", "4", "--backend", "gloo", "--pp", "2")
     assert done.returncode == EXIT_FINDINGS, done.stderr  # gloo's batches do not coalesce
@@ -40,6 +42,7 @@ def test_four_gloo_ranks_rank_0_alone_prints_one_screen():
     assert max(map(len, out.splitlines())) <= 100, out  # pastes into a bug report unwrapped
 
 
+@pytest.mark.heavy
 def test_detail_wraps_the_backend_and_env_lint_runs_json():
     done = doctor("--nproc", "4", "--backend", "gloo", "--pp", "4", "--format", "json",
                   env={"TORCH_DISTRIBUTED_DEBUG": "DETAIL", "NCCL_TIMEOUT": "1800"})
@@ -104,6 +107,7 @@ def test_eager_init_on_each_ranks_own_gpu_is_agreement():
         "rank 1 (h): group default init 'lazy', rank 0's default has 'eager (cuda:0)'"]
 
 
+@pytest.mark.heavy
 def test_runs_where_torch_has_no_numpy(tmp_path):
     """torch installs without numpy (torch's object collectives need it; doctor does not): here a
     `numpy` that fails to import shadows the installed one, as in an environment without it."""

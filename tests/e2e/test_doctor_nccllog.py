@@ -3,6 +3,7 @@ and says so where there is none (gloo, CPU)."""
 
 from __future__ import annotations
 
+import pytest
 import os
 import subprocess
 import sys
@@ -15,6 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "nccllog"
 
 
+@pytest.mark.heavy
 def test_gloo_says_no_nccl_log_is_available_and_writes_none(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE")}
     env["PYTHONPATH"] = str(ROOT)

@@ -88,6 +88,7 @@ CASES = {
 }
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_headline_agrees_with_exit_status(case, scans, tmp_path):
     args, how = CASES[case]

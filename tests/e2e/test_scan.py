@@ -191,6 +191,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=600, cwd=ROOT, env=dict(os.environ))
 
 
+@pytest.mark.heavy
 def test_cli_exit_codes_and_json(real_sources, tmp_path):
     out = tmp_path / "scan.json"
     proc = _cli("--config", str(SEED), "--torch", "2.10.0", "--format", "json", "-o", str(out))
@@ -209,6 +210,7 @@ def test_cli_exit_codes_and_json(real_sources, tmp_path):
     assert proc.returncode == 2 and "--entry" in proc.stderr
 
 
+@pytest.mark.heavy
 def test_matrix_over_pipeline_sizes(real_sources):
     proc = _cli("--config", str(SEED), "--torch", "2.10.0", "--matrix",
                 "pipeline_model_parallel_size=1,2,4,8")

@@ -51,6 +51,7 @@ def test_fix_prints_a_verified_diff_that_removes_detail_and_the_timeout(script, 
     assert script.read_text() == EXAMPLE.read_text()  # printing a diff writes nothing
 
 
+@pytest.mark.heavy
 def test_apply_then_scan_exits_0(script, capsys):
     assert cli.main(["scan", "--config", str(script), "--torch", "2.10.0"]) == 1
     assert cli.main(["fix", "--config", str(script), "--torch", "2.10.0", "--apply", "--no-simulate"]) == 0
@@ -65,6 +66,7 @@ def test_apply_then_scan_exits_0(script, capsys):
     assert "backup" in capsys.readouterr().err
 
 
+@pytest.mark.heavy
 def test_option_picks_another_remedy(script, capsys):
     code = cli.main(["fix", "--config", str(script), "--torch", "2.10.0", "--option", "info",
                      "--no-simulate"])

@@ -4,6 +4,7 @@ mismatch with both source lines, besides the wait-for cycle it causes."""
 
 from __future__ import annotations
 
+import pytest
 from auditor.analysis.waitfor.model import Conditions, Group, Op
 from auditor.analysis.waitfor.replay import analyze
 
@@ -61,6 +62,7 @@ def test_a_wait_recorded_on_another_peers_op_still_ends_the_step():
     assert analysis.hang and analysis.count_mismatches == []
 
 
+@pytest.mark.heavy
 def test_a_real_gpipe_run_whose_stages_disagree_on_microbatches(tmp_path):
     """tests/ppbugs/drivers/gpipe_microbatches.py: torch 2.13.0's ScheduleGPipe, stage 0 with 2
     microbatches, stage 1 with 4 (torchtitan #775), recorded on gloo until it hangs. The report

@@ -70,6 +70,7 @@ def recorded_report(side_name: str, inventory: Path, tmp: Path) -> tuple[int, di
     return done.returncode, json.loads(out.read_text(encoding="utf-8"))
 
 
+@pytest.mark.heavy
 @needs_deepspeed
 def test_buggy_side_pairs_the_int64_send_with_the_float32_receive(inventory, tmp_path):
     rc, doc = recorded_report("buggy", inventory, tmp_path)
@@ -87,6 +88,7 @@ def test_buggy_side_pairs_the_int64_send_with_the_float32_receive(inventory, tmp
     assert mismatch["where"] == send["site"]
 
 
+@pytest.mark.heavy
 @needs_deepspeed
 def test_fixed_side_is_clean(inventory, tmp_path):
     rc, doc = recorded_report("fixed", inventory, tmp_path)

@@ -9,6 +9,7 @@ PipelineStage._send_meta passes), so the replay takes them as the P2P ops rules/
 
 from __future__ import annotations
 
+import pytest
 import socket
 import subprocess
 import sys
@@ -29,6 +30,7 @@ def test_object_lists_are_point_to_point():
     assert Op(1, 0, "barrier", group).kind == "collective"
 
 
+@pytest.mark.heavy
 def test_a_completed_3_stage_schedule_1f1b_reads_clean(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

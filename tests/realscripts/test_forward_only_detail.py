@@ -527,6 +527,7 @@ OTHER_NAME = LOADED_FIRST.replace("args.megatron_model_path", "args.megatron_pat
     '"--megatron_model_path"', '"--megatron_path"')
 
 
+@pytest.mark.heavy
 def test_a_checkpoint_under_an_option_of_another_name_opens_the_schedule(tmp_path) -> None:
     """Was CLEAN (the setter looked for --megatron_model_path only); not given, nothing is loaded:
     the HF branch's settings, CLEAN as before."""
@@ -629,6 +630,7 @@ ALIASED = OTHER_NAME.replace(
 BY_GETATTR = OTHER_NAME.replace(_LOADER_CALL, 'getattr(bridge, "load_megatron_model")(args.megatron_path,')
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("program", [ALIASED, BY_GETATTR], ids=["alias", "getattr"])
 def test_a_loader_under_another_name_loads_the_checkpoint(tmp_path, program) -> None:
     """Was CLEAN (only calls named load_megatron_model were read): the checkpoint's virtual size."""
@@ -670,6 +672,7 @@ OTHER_OBJECT = OTHER_NAME.replace("import argparse\n", "import argparse\nimport 
     "args.megatron_path", "cfg.megatron_path")
 
 
+@pytest.mark.heavy
 def test_an_attribute_of_another_object_is_no_option(tmp_path) -> None:
     """Was CLEAN; the path the run loads is not read: the checkpoint's virtual size, unknown."""
     launch = LOADS.replace("--megatron_model_path /workspace/models/y/iter_0000000 ", "")
@@ -690,6 +693,7 @@ REBOUND_NAMESPACE = OTHER_NAME.replace("import argparse\n", "import argparse\nim
     "    tp = args.tp\n", '    tp = args.tp\n    args = types.SimpleNamespace(**json.load(open("run.json")))\n', 1)
 
 
+@pytest.mark.heavy
 def test_a_namespace_name_bound_again_is_not_the_option(tmp_path) -> None:
     """Was CLEAN (5 sites): `args` read by name as the parsed options although bound to a file's
     config; whether the checkpoint (its virtual size) loads is undecided."""

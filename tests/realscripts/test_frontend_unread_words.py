@@ -11,6 +11,7 @@ read now (rules/megatron-bridge.toml), so the entry here is a recipe runner of t
 
 from __future__ import annotations
 
+import pytest
 import json
 import subprocess
 import sys
@@ -58,6 +59,7 @@ def not_defaulted(config: dict) -> str:
     return "judged"
 
 
+@pytest.mark.heavy
 def test_a_size_set_in_a_word_the_rules_do_not_read_is_unknown(tmp_path):
     doc = scan(tmp_path, "model.tensor_model_parallel_size=$TP model.pipeline_model_parallel_size=$PP")
     verdict = doc["verdict"]
@@ -72,6 +74,7 @@ def test_a_size_no_word_names_keeps_megatron_cores_default(tmp_path):
     assert doc["config"]["effective"]["pipeline_model_parallel_size"] == 1
 
 
+@pytest.mark.heavy
 def test_an_entry_scripts_own_short_pp_flag_leaves_the_size_unknown(tmp_path):
     """NVIDIA-NeMo/Megatron-Bridge @ 067f987df0 examples/models/gemma/gemma3_vl/conversion.sh runs
     `hf_megatron_roundtrip_multi_gpu.py --tp 2 --pp 2` (now read as a conversion by

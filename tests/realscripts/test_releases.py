@@ -77,6 +77,7 @@ def swift_doc(tmp_path_factory, release) -> tuple[int, dict]:
     return scan(script)
 
 
+@pytest.mark.heavy
 def test_a_script_stating_no_release_is_judged_not_refused(swift_doc, release):
     """Before: exit 2, 'which ms-swift does this run use?'."""
     code, doc = swift_doc
@@ -136,6 +137,7 @@ def test_a_stated_release_is_kept_and_bounds_the_others(tmp_path, release):
         admitted(combo["releases"], release)
 
 
+@pytest.mark.heavy
 def test_targets_giving_part_of_the_stack_are_kept_and_the_rest_chosen(tmp_path, release):
     """`--target megatron-core==0.19.2 --target ms-swift==4.6.0` for a `megatron sft` run (the
     h-explore command on ms-swift examples/megatron/moe/qwen3_moe.sh @ 2d3694fb18): before,

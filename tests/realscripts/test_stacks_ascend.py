@@ -85,6 +85,7 @@ def _scan(script: Path, *extra: str) -> dict:
     return doc
 
 
+@pytest.mark.heavy
 @pytest.mark.wheels
 @pytest.mark.parametrize("pre,torch", [("", "2.10.0"), (DETAIL, "2.10.0"), (DETAIL, "2.11.0")])
 def test_the_verdict_says_what_is_not_covered(tmp_path, pre, torch):

@@ -86,6 +86,7 @@ def scan(tmp_path: Path, flag: str, *target: str) -> dict:
     return json.loads(proc.stdout)
 
 
+@pytest.mark.heavy
 @pytest.mark.usefixtures("release")
 def test_a_misspelt_pipeline_size_does_not_start(tmp_path):
     doc = scan(tmp_path, "--pipline_model_parallel_size", "--target", "ms-swift==4.6.0")
@@ -103,6 +104,7 @@ def test_a_misspelt_pipeline_size_does_not_start(tmp_path):
     assert right["verdict"]["headline"].startswith("FINDINGS")
 
 
+@pytest.mark.heavy
 @pytest.mark.usefixtures("release")
 def test_an_abbreviated_ignore_args_error_is_that_field(tmp_path):
     """HfArgumentParser is argparse with allow_abbrev left True (transformers hf_argparser.py):

@@ -12,6 +12,7 @@ torch.lazy-init-unbounded warning), written in an ms-swift launch after examples
 
 from __future__ import annotations
 
+import pytest
 import json
 import subprocess
 import sys
@@ -51,6 +52,7 @@ def scan(tmp_path: Path, script: str) -> tuple[int, dict, str]:
     return doc.returncode, json.loads(doc.stdout), text.stdout
 
 
+@pytest.mark.heavy
 def test_an_undecided_warning_check_is_listed_apart_and_the_verdict_is_decided(tmp_path):
     code, doc, text = scan(tmp_path, SCRIPT)
     verdict = doc["verdict"]
@@ -65,6 +67,7 @@ def test_an_undecided_warning_check_is_listed_apart_and_the_verdict_is_decided(t
     jsonschema.validate(doc, schema)
 
 
+@pytest.mark.heavy
 def test_the_warning_shows_when_its_inputs_are_known(tmp_path):
     """Without the sourced file the check is decided: it holds, a warning beside CLEAN."""
     code, doc, _ = scan(tmp_path, SCRIPT.replace('[ -f "${SCRIPT_DIR}/env.sh" ] && source '
@@ -74,6 +77,7 @@ def test_the_warning_shows_when_its_inputs_are_known(tmp_path):
     assert any(f["kind"] == "lazy-init-unbounded" for f in doc["findings"])
 
 
+@pytest.mark.heavy
 def test_an_undecided_error_check_still_decides_nothing(tmp_path):
     """Only warnings are set apart: DETAIL from the sourced file can still un-batch on 2.10."""
     code, doc, _ = scan(tmp_path, SCRIPT)

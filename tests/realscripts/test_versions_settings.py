@@ -23,6 +23,7 @@ def scan(*args: str) -> subprocess.CompletedProcess[str]:
                           check=False, capture_output=True, text=True, cwd=ROOT, timeout=300)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize(("args", "bad", "close"), [
     (["--matrix", "pipline_model_parallel_size=1,2,4"], "--matrix pipline_model_parallel_size",
      "pipeline_model_parallel_size"),
@@ -37,6 +38,7 @@ def test_a_misspelt_key_is_bad_input_with_the_closest_key(args, bad, close):
     assert len(lines) == 1 and bad in lines[0] and f"did you mean {close}?" in lines[0]
 
 
+@pytest.mark.heavy
 def test_known_keys_still_apply():
     """Rule keys, a key of the matrix spelt with dashes, and a config attribute only a guard on
     the P2P path tests (mtp_standalone is also a rule key; variable_seq_lengths a guard's)."""

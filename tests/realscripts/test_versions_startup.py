@@ -12,6 +12,7 @@ examples/megatron/moe/moe.sh (`--pipeline_model_parallel_size 2
 
 from __future__ import annotations
 
+import pytest
 import json
 import subprocess
 import sys
@@ -47,6 +48,7 @@ def scan(tmp_path: Path, sizes: str, *extra: str) -> tuple[int, dict, str]:
     return doc.returncode, json.loads(doc.stdout), text.stdout
 
 
+@pytest.mark.heavy
 def test_checks_that_tp1_pp1_ep1_decide_are_decided(tmp_path):
     code, doc, _ = scan(tmp_path, "--tensor_model_parallel_size 1")
     assert code == 0 and doc["verdict"]["status"] == "clean", doc["verdict"]["headline"]
@@ -56,6 +58,7 @@ def test_checks_that_tp1_pp1_ep1_decide_are_decided(tmp_path):
                                        "mcore.experts-divisible-by-ep")]
 
 
+@pytest.mark.heavy
 def test_an_undecided_startup_check_is_its_own_section_not_the_verdict(tmp_path):
     code, doc, text = scan(tmp_path, "--tensor_model_parallel_size 2")
     verdict = doc["verdict"]
@@ -69,6 +72,7 @@ def test_an_undecided_startup_check_is_its_own_section_not_the_verdict(tmp_path)
     jsonschema.Draft202012Validator(schema).validate(doc)
 
 
+@pytest.mark.heavy
 def test_a_derived_unknown_is_decided_by_its_inputs(tmp_path):
     code, doc, _ = scan(tmp_path, "--pipeline_model_parallel_size 2 "
                                   "--decoder_last_pipeline_num_layers 11 --expert_model_parallel_size 1")
@@ -78,6 +82,7 @@ def test_a_derived_unknown_is_decided_by_its_inputs(tmp_path):
     assert code == 0, doc["verdict"]["headline"]
 
 
+@pytest.mark.heavy
 def test_a_startup_check_that_holds_is_still_a_finding(tmp_path):
     code, doc, _ = scan(tmp_path, "--tensor_model_parallel_size 3", "--set", "num_attention_heads=28")
     assert code == 1 and doc["verdict"]["status"] == "findings"

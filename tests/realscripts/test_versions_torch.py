@@ -13,6 +13,7 @@ The scripts below are written here, in the shape of upstream launch scripts:
 
 from __future__ import annotations
 
+import pytest
 import json
 import subprocess
 import sys
@@ -107,6 +108,7 @@ def test_unmapped_ngc_tag_is_judged_across_releases_and_named():
     assert "2.11.0-2.15.0 torch_batch_coalesces=True" in provenance
 
 
+@pytest.mark.heavy
 def test_header_and_headline_say_why_releases_were_judged_across(tmp_path):
     """An image the rules do not map is not "none stated": the header and the headline say
     which it was, and two stated builds that disagree say so too."""
@@ -150,6 +152,7 @@ def test_nothing_stated_never_uses_the_installed_torch():
     assert config.value("torch_version") is UNKNOWN
 
 
+@pytest.mark.heavy
 def test_nothing_stated_decides_what_every_release_agrees_on(tmp_path):
     """Without DETAIL every covered release coalesces: decided, the range in the headline.
     With DETAIL they disagree: INCONCLUSIVE naming the releases and --torch."""

@@ -45,6 +45,7 @@ def glm(real_sources) -> dict:
             "doc": json.loads(scan(seed, "--torch", "2.10.0", "--format", "json").stdout)}
 
 
+@pytest.mark.heavy
 def test_the_seed_cause_and_fix_are_on_the_first_screen(glm):
     proc = glm["text"]
     assert proc.returncode == 1, proc.stderr

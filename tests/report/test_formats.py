@@ -51,6 +51,7 @@ def documents(real_sources, tmp_path_factory) -> dict[str, dict[str, Any]]:
 CLAIMS = [(r.name, kind) for r in formats.REPORTERS for kind in r.kinds]
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize(("name", "kind"), CLAIMS, ids=[f"{n}-{k}" for n, k in CLAIMS])
 def test_every_reporter_renders_each_kind_it_claims(documents, name, kind):
     doc = documents[kind]

@@ -40,6 +40,7 @@ def _repeats(text: str) -> list[tuple[str, int]]:
     return [(line, n) for line, n in counts.most_common() if n > 3]
 
 
+@pytest.mark.heavy
 def test_no_line_of_the_shipped_scan_repeats_more_than_three_times(seed):
     assert seed["codes"] == {1}
     assert _repeats(seed["text"]) == []

@@ -108,6 +108,7 @@ def derived_errors(version: str, split: tuple) -> list[str]:
             if f.detail.get("rule") in checks and f.severity == "error"]
 
 
+@pytest.mark.heavy
 @pytest.mark.wheels
 @pytest.mark.parametrize("version", IMPORTED)
 def test_layer_split_checks_match_the_release(version):

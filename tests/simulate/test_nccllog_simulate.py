@@ -19,6 +19,7 @@ LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "nccllog"
 pytestmark = [pytest.mark.wheels, pytest.mark.heavy]
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("log, verdict, hang", [
     ("seed-ib-2ch", "hang", True), ("seed-ib-16ch", "completes", False)])
 def test_the_seeds_inconclusive_is_decided_by_an_ib_log(glm4, log, verdict, hang):  # noqa: F811
@@ -41,6 +42,7 @@ def test_the_seeds_inconclusive_is_decided_by_an_ib_log(glm4, log, verdict, hang
     schema.validate({**joined, "simulation": sim})
 
 
+@pytest.mark.heavy
 def test_simulate_reads_the_log_and_names_its_line(real_sources):
     rc, doc, err = simulate_json("--config", str(GLM4), "--torch", "2.10.0",
                                  "--nccl-log", str(LOGS / "seed-ib-2ch"))

@@ -71,6 +71,7 @@ def replay_kept(config: Path, trace: Path, torch: str, transport: str | None = N
     return predict.simulation(joined, p, results, "replayed", 0.0)
 
 
+@pytest.mark.heavy
 def test_glm_pp4_torch_210_detail_can_deadlock_and_over_the_network_it_depends_on_ib(glm4):
     """16 nodes: the network, NET/Socket or NET/IB. 24 MiB sends, both neighbours sending first:
     can deadlock; NET/Socket hangs at 16 MiB (measured); NET/IB's derived bound (2 MiB per
@@ -195,6 +196,7 @@ def test_two_nodes_one_crossing_pair_is_replayed_on_the_network_transport(glm4, 
     assert "stage pairs 1-2 cross nodes" in sim["inputs"]["transport"]["provenance"]
 
 
+@pytest.mark.heavy
 def test_megatron_lm_interleaved_fires_p2p_ops_and_completes(real_sources):
     rc, doc, err = simulate_json("--config", str(MLM), "--set",
                                  "virtual_pipeline_model_parallel_size=2", "--microbatches", "4")
@@ -208,6 +210,7 @@ def test_megatron_lm_interleaved_fires_p2p_ops_and_completes(real_sources):
     assert sim["unpredicted"] == [] and sim["patches"] == []
 
 
+@pytest.mark.heavy
 def test_glm_pp2_runs_and_hangs_between_its_two_stages_over_sockets(real_sources):
     rc, doc, err = simulate_json("--config", str(EXAMPLES / "glm5_1_lora_pp2.sh"), "--torch",
                                  "2.10.0", "--transport", "net-socket")
@@ -266,6 +269,7 @@ def test_bad_input_is_exit_2_with_one_line(args, subject, real_sources):
     assert rc == 2 and subject in err and len(err.strip().splitlines()) == 1, err
 
 
+@pytest.mark.heavy
 def test_a_script_stating_no_release_is_planned_on_the_newest(real_sources):
     """The seed report's verbatim command states no release (it once exited 2, "which
     ms-swift"): planned on the newest releases the rules verify, said in the output, and
@@ -300,6 +304,7 @@ def test_html_is_the_record_report_of_the_simulated_run(glm4):
     assert "will deadlock here: undecided (over net" in html
 
 
+@pytest.mark.heavy
 def test_megatron_lm_1450_prev_and_next_swap_at_pp2_with_a_virtual_pipeline(real_sources):
     """Megatron-LM #1450 (benchmarks/ppbugs): PP=2, VPP=2, overlap off, batched, variable
     lengths: one batch sends to prev and next (the same rank), and issue order pairs send_prev

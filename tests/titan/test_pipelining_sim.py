@@ -32,6 +32,7 @@ def simulate(tmp_path: Path, pp: int, schedule: str, microbatches: int, shape: l
     return done, trace, own
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("schedule,pp,microbatches", [
     ("1F1B", 2, 4), ("GPipe", 2, 4), ("Interleaved1F1B", 2, 4),
     ("GPipe", 4, 2),  # fewer micro-batches than stages

@@ -121,6 +121,7 @@ def test_the_scan_decides_the_schedule_the_registry_gives(tmp_path):
     assert "deepseek_v3_16b()" in doc["config"]["provenance"]["pipeline_parallel_schedule"]
 
 
+@pytest.mark.heavy
 def test_simulate_of_the_toml_s_one_micro_batch_at_pp4_1f1b_does_not_start(tmp_path):
     """llama3_8b.toml's local_batch_size = 1 at PP=4 is one micro-batch for four stages: torch's
     Schedule1F1B refuses it at construction (pytorch/torchtitan #775's run, guarded since)."""

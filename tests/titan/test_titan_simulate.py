@@ -53,6 +53,7 @@ def simulate(tmp_path: Path, pp: int, schedule: str, batch: int, *extra: str, se
 pytestmark = pytest.mark.wheels
 
 
+@pytest.mark.heavy
 def test_1f1b_runs_torch_s_schedule_at_the_launch_s_settings_and_completes(tmp_path):
     done, sim = simulate(tmp_path, 2, "1F1B", 4)  # --set hidden_size=32 wins over llama3_8b's 4096
     assert done.returncode == 0, done.stderr[-3000:]
@@ -77,6 +78,7 @@ def test_fewer_micro_batches_than_stages_in_1f1b_does_not_start_with_torch_s_rea
     assert sim["runner"] == "torch.distributed.pipelining"
 
 
+@pytest.mark.heavy
 def test_the_text_names_torch_s_schedule_not_megatron_core_s(tmp_path):
     simulate(tmp_path, 4, "1F1B", 2)  # writes run_train.sh (a run that does not start)
     done = subprocess.run([sys.executable, "-m", "auditor", "simulate", "--config",
