@@ -237,6 +237,7 @@ def test_bad_baselines_exit_2(capsys, tmp_path, real_sources):
     assert "a site inventory, not a scan" in capsys.readouterr().err
 
 
+@pytest.mark.heavy
 def test_ci_script_gates_a_release_and_writes_every_format(real_sources, tmp_path):
     out = tmp_path / "gate"
     proc = subprocess.run(["bash", str(ROOT / "ci" / "gate.sh"), "0.17.0"], capture_output=True,

@@ -99,6 +99,7 @@ MyTrainer(model=model, args=TrainingArguments(output_dir="out")).train()
 """
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("more, body", [
     # its own ring in training_step: transformers' loop (not read) calls it
     ("", "        rank, world = dist.get_rank(), dist.get_world_size()\n        buf = torch.zeros(4)\n"

@@ -58,6 +58,7 @@ python -m torch.distributed.run --nproc_per_node={n} examples/inference/serve.py
 """
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("n, one", [(1, True), (2, False)])
 def test_every_starting_case_not_a_pipeline(capsys, monkeypatch, tmp_path, n, one):
     script = _checkout(tmp_path, "1")

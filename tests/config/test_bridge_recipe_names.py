@@ -125,6 +125,7 @@ def test_a_recipe_no_release_defines_does_not_start_on_every_release(tmp_path):
     assert len(basis) == 2 and all(c["headline"].startswith("DOES NOT START") for c in basis)
 
 
+@pytest.mark.heavy
 @pytest.mark.wheels
 def test_a_recipe_the_checkout_defines_is_read_as_before(tmp_path):
     _, doc = _scan(tmp_path, "step37_sft_flickr8k_smoke_config")
@@ -188,6 +189,7 @@ def test_a_name_built_by_formatting_alone_registers_nothing(tmp_path):
     assert spelt(tmp_path, PACKAGES, "step37_flickr8k_sft_smoke_config") is False
 
 
+@pytest.mark.heavy
 @pytest.mark.wheels
 def test_the_tree_the_command_cds_to_is_the_one_judged(tmp_path):
     """h33-review2 p9_cd.sh, after slurm_pretrain.sh:52,136-139 (`cd "${MEGATRON_BRIDGE_PATH:-

@@ -197,6 +197,7 @@ def qualnames(source: str) -> set[str]:
     return out
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("framework", [f for f in frameworks() if f.comm_wrappers],
                          ids=lambda f: f.name)
 def test_each_comm_wrapper_is_in_the_releases_its_rules_name(framework, release):

@@ -87,6 +87,7 @@ def test_one_rank_raises_mid_pipeline_is_a_crash_on_that_rank(tmp_path: Path) ->
     assert "the process died of RuntimeError: Accelerator expected" in exported.stderr
 
 
+@pytest.mark.heavy
 def test_both_ranks_raise_is_a_crash_on_both(tmp_path: Path) -> None:
     out = tmp_path / "trace"
     done = record_crash(out, "both")
@@ -325,6 +326,7 @@ def test_crash_leads_and_the_partner_waiting_until_sigterm_is_its_consequence(tm
     assert status == 1 and doc["verdict"]["headline"].startswith("HANG: "), doc["verdict"]
 
 
+@pytest.mark.heavy
 def test_a_rank_ended_by_sigterm_while_waiting_is_still_a_hang(tmp_path: Path) -> None:
     """The signal path for real: rank 1 blocked in gloo's recv (inside C++), SIGTERM: the
     watchdog writes the `exit` line and the process dies by the signal; the report keeps the

@@ -23,6 +23,7 @@ COMMAND = ("torchrun --nproc_per_node=4 pretrain_gpt.py --pipeline-model-paralle
            "--tensor-model-parallel-size 2")
 
 
+@pytest.mark.heavy
 @pytest.mark.wheels
 @pytest.mark.parametrize("command", ["fix", "gate", "simulate"])
 def test_every_command_that_asks_for_command_takes_it(tmp_path, capsys, real_sources, command):

@@ -65,6 +65,7 @@ def test_detail_wraps_the_backend_and_env_lint_runs_json():
     assert result["disagreements"] == []
 
 
+@pytest.mark.heavy
 def test_a_rank_that_differs_says_so_and_rank_0_lists_it(tmp_path):
     script = tmp_path / "differ.py"
     script.write_text(textwrap.dedent("""

@@ -83,6 +83,7 @@ def test_output_naming_the_script_is_refused(script, capsys):
     assert script.read_text() == EXAMPLE.read_text()
 
 
+@pytest.mark.heavy
 def test_a_script_changed_since_the_scan_is_not_written(script):
     plan = fix_plan.make(ScanInputs(str(script), torch_version="2.10.0"), simulate=False)
     assert plan.verified

@@ -35,6 +35,7 @@ def fixed(tmp_path_factory) -> tuple[fix_plan.FixPlan, dict]:
     return plan, report.attach(plan)
 
 
+@pytest.mark.heavy
 def test_sarif_carries_each_verified_patch_as_fixes(fixed):
     plan, doc = fixed
     log = to_sarif(doc)

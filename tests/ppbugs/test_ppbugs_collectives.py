@@ -37,6 +37,7 @@ def report(side_name: str, tmp: Path) -> tuple[int, dict]:
     return done.returncode, json.loads(out.read_text(encoding="utf-8"))
 
 
+@pytest.mark.heavy
 def test_buggy_broadcast_members_disagree_in_dtype(tmp_path):
     rc, doc = report("buggy", tmp_path)
     assert rc == 1

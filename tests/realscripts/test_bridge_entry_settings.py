@@ -14,6 +14,7 @@ CLEAN (or DOES NOT START on an even split the layout avoids) from megatron-core'
 
 from __future__ import annotations
 
+import pytest
 import json
 import subprocess
 import sys
@@ -170,6 +171,7 @@ def test_a_checkpoint_the_script_imports_has_the_hf_settings(tmp_path: Path) -> 
     assert doc["verdict"]["status"] == "clean", doc["verdict"]["headline"]
 
 
+@pytest.mark.heavy
 def test_a_checkpoint_imported_otherwise_stays_the_checkpoint_s(tmp_path: Path) -> None:
     """Another HF model, another directory, or an import at PP 2 (a generated layout): unknown."""
     loaded = "--hf_model_path zai-org/GLM-4.5V --megatron_model_path ${WORKSPACE}/models/GLM-4.5V/iter_0000000"

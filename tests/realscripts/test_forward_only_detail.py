@@ -229,6 +229,7 @@ def test_a_call_that_may_train_is_judged_as_today(tmp_path) -> None:
     assert code == 1 and "torch.detail-unbatches" in _rules(doc)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("program", [TRAINS_TOO, OPAQUE, BRIDGE_LOOP],
                          ids=["default-forward-only", "opaque-keywords", "bridge-finetune"])
 def test_a_training_step_beside_the_generation_is_judged_as_one(tmp_path, program) -> None:
@@ -274,6 +275,7 @@ def test_an_option_named_like_a_training_loop_is_no_loop(tmp_path) -> None:
     assert code == 0 and doc["verdict"]["status"] == "clean", doc["verdict"]["headline"]
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("change", sorted(STALE_COUNTS))
 def test_a_count_changed_after_its_mapping_is_not_read(tmp_path, change) -> None:
     """r38 #3: the mapping's num_microbatches=1 is replaced before the call (4 by default):

@@ -69,6 +69,7 @@ def test_a_size_set_in_a_word_the_rules_do_not_read_is_unknown(tmp_path):
                    for u in verdict["undecided"])
 
 
+@pytest.mark.heavy
 def test_a_size_no_word_names_keeps_megatron_cores_default(tmp_path):
     doc = scan(tmp_path, "model.tensor_model_parallel_size=$TP")
     assert doc["config"]["effective"]["pipeline_model_parallel_size"] == 1

@@ -120,6 +120,7 @@ def test_the_oldest_combination_is_the_oldest_each_release_admits(swift_doc, rel
         assert oldest[name] == min(floor, key=Version)
 
 
+@pytest.mark.heavy
 def test_a_stated_release_is_kept_and_bounds_the_others(tmp_path, release):
     """`# ms-swift==4.3.0` decides ms-swift; mcore-bridge and megatron-core vary within what
     4.3.0's METADATA admits (mcore-bridge>=1.3.0, megatron-core>=0.15)."""

@@ -99,6 +99,7 @@ def test_the_verdict_says_what_is_not_covered(tmp_path, pre, torch):
     assert not kinds & {"lazy-init-unbounded", "batch-runs-unbatched", "unbatched-contradiction", "split-communicators"}
 
 
+@pytest.mark.heavy
 @pytest.mark.wheels
 def test_at_pipeline_size_1_no_stage_sends_on_any_backend(tmp_path):
     """modelscope/ms-swift@3602360a56 examples/ascend/multi-node/megatron/node1.sh (test9's
@@ -115,6 +116,7 @@ def test_at_pipeline_size_1_no_stage_sends_on_any_backend(tmp_path):
     assert "pipeline_model_parallel_size 1" in verdict["headline"] and "HCCL" in verdict["headline"]
 
 
+@pytest.mark.heavy
 @pytest.mark.wheels
 def test_at_pipeline_size_1_an_undecided_input_is_never_clean(tmp_path):
     """The one-stage reading holds only where nothing else is undecided: a torch release the

@@ -49,6 +49,7 @@ def test_four_stages_over_pp4_is_no_virtual_pipeline_and_batched():
     assert config.get("batch_p2p_comm").value is True
 
 
+@pytest.mark.heavy
 @pytest.mark.wheels
 def test_stage_count_is_megatron_cores_own():
     """The rules' count against PipelineParallelLayerLayout.get_num_stages_from_str itself."""

@@ -113,6 +113,7 @@ def test_a_front_end_known_by_name_absent_where_the_job_starts_is_not_read(capsy
     assert not doc["sites"]
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("before, checkout", [
     ("source ./env.sh\ncd /opt/Megatron-LM\n", True),  # the job starts elsewhere
     ("source ./env.sh\ncd $MEGATRON_PATH && ", True),

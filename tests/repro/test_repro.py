@@ -31,6 +31,7 @@ def test_lazy_init_completes_on_gloo_and_says_why(capsys):
     assert "cannot hang on gloo" in line
 
 
+@pytest.mark.heavy
 def test_gloo_buffers_nothing_so_send_first_hangs_even_at_4_bytes(capsys, tmp_path):
     code, line = repro(capsys, "fallback-1f1b", "--backend", "gloo", "--size", "4",
                        "--variable-seq-lengths", "false", "--timeout", "3", "--keep", str(tmp_path))
@@ -60,6 +61,7 @@ def test_real_batch_isend_irecv_completes_on_gloo_without_coalescing(capsys):
     assert "no hang, agrees" in line
 
 
+@pytest.mark.heavy
 def test_eager_serialisation_still_hangs_on_gloo(capsys):
     code, line = repro(capsys, "fallback-1f1b", "--backend", "gloo", "--size", "64KiB",
                        "--variable-seq-lengths", "false", "--fix", "eager", "--timeout", "3")
@@ -68,6 +70,7 @@ def test_eager_serialisation_still_hangs_on_gloo(capsys):
     assert "hang, agrees" in line
 
 
+@pytest.mark.heavy
 def test_four_stage_even_odd_moves_correct_data_on_gloo(capsys):
     code, line = repro(capsys, "fallback-1f1b", "--backend", "gloo", "--nproc", "4",
                        "--size", "1KiB", "--variable-seq-lengths", "false", "--fix", "evenodd",

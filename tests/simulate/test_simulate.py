@@ -259,6 +259,7 @@ def test_megatron_lm_without_bf16_exchanges_float32(tmp_path, real_sources):
     assert p.get("microbatches") == 128  # --global-batch-size 256 // (1 x DP 2)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("args, subject", [
     (["--config", str(EXAMPLES / "glm5_1_lora_pp1.sh")], "pipeline_model_parallel_size is 1"),
     (["--config", str(GLM4), "--microbatches", "0"], "--microbatches: must be >= 1"),
@@ -280,6 +281,7 @@ def test_a_script_stating_no_release_is_planned_on_the_newest(real_sources):
     assert "--microbatches N" in err
 
 
+@pytest.mark.heavy
 def test_a_script_on_stdin_stating_no_release_is_read_once(real_sources):
     """`--config /dev/stdin` gives the script once: choosing the newest releases must not read
     it a second time (it once did, and the second read was empty)."""

@@ -94,6 +94,7 @@ def _misses(joined: dict, function: str) -> list[dict]:
     return [m for m in joined["run"]["misses"] if (m["path"], m["function"]) == ("titanlike/train.py", function)]
 
 
+@pytest.mark.heavy
 def test_a_fired_line_of_a_target_with_no_site_is_a_static_miss(recorded):
     """The P2P call the inventory cannot see (its API named at run time) is the target's own:
     a static miss, not code outside the scan, though the scan found no site at all."""

@@ -68,6 +68,7 @@ def test_1f1b_runs_torch_s_schedule_at_the_launch_s_settings_and_completes(tmp_p
     jsonschema.validate(json.loads((tmp_path / "sim.json").read_text()), schema)
 
 
+@pytest.mark.heavy
 def test_fewer_micro_batches_than_stages_in_1f1b_does_not_start_with_torch_s_reason(tmp_path):
     done, sim = simulate(tmp_path, 4, "1F1B", 2)
     assert done.returncode == 1, done.stderr[-3000:]
@@ -89,12 +90,14 @@ def test_the_text_names_torch_s_schedule_not_megatron_core_s(tmp_path):
     assert "torch.distributed.pipelining's own schedule on CPU" in first, done.stdout[:400]
 
 
+@pytest.mark.heavy
 def test_fewer_micro_batches_than_stages_in_gpipe_runs(tmp_path):
     done, sim = simulate(tmp_path, 4, "GPipe", 2)
     assert done.returncode == 0, done.stderr[-3000:]
     assert (sim["verdict"], sim["schedule"], sim["microbatches"]) == ("completes", "ScheduleGPipe", 2)
 
 
+@pytest.mark.heavy
 def test_a_csv_order_runs_in_torch_s_pipeline_schedule_runtime(tmp_path):
     # torch 2.13.0 PipelineScheduleMulti._load_csv: one row per rank of compute actions
     # (`{stage}{F|B}{microbatch}`), lowered to sends and receives by _PipelineScheduleRuntime.

@@ -37,6 +37,7 @@ def test_the_scan_headline_names_the_command_simulate_needs(tmp_path):
     assert wanted in doc["verdict"]["headline"], doc["verdict"]["headline"]
 
 
+@pytest.mark.heavy
 def test_simulate_runs_at_the_settings_command_gives(tmp_path):
     out = tmp_path / "sim.json"
     done = subprocess.run([sys.executable, "-m", "auditor", "simulate", "--config", str(_script(tmp_path)),

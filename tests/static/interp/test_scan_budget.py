@@ -6,6 +6,7 @@ widened, not cut: tests/titan/test_recursion_budget.py)."""
 
 from __future__ import annotations
 
+import pytest
 import json
 import os
 import subprocess
@@ -28,6 +29,7 @@ def scan_torch(tmp_path: Path, max_nodes: int | None) -> dict:
     return json.loads(out.read_text())
 
 
+@pytest.mark.heavy
 def test_with_the_real_budgets_scanning_torch_needs_no_cut(tmp_path):
     assert scan_torch(tmp_path, None)["analysis"]["budget_cuts"] == []
 
