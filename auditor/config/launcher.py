@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 
+from auditor.bash.getopt import Grammar, read
 from auditor.bash.values import EnvVar, Field, OptionWords, Partial, Scalar, Symbolic
 from auditor.config.flags import normalise, unresolved, wholly_unknown
 from auditor.config.model import Flag, LaunchConfig, Written
@@ -115,40 +116,41 @@ def _option_width(launcher: dict, args: list[Field], k: int) -> int:
 
 
 def _bundled(launcher: dict, word: str) -> list[str] | None:
-    """A word of short options as the program's getopt reads it (rules [wrappers] option_grammar),
-    one word per option: `srun -ln6` is `-l`, `-n`, `6` (a value attached is the next word), `-I60`
-    is `-I=60` (srun's `-I[secs]`, `-K[0|1]`: a value only attached, split as `--immediate=60` is)
-    and `-I` alone takes none. None where the word is no such option, one split so already
-    (`-I=60`), or no grammar is given."""
-    letters = _letters(launcher)
-    if letters is None or len(word) < 2 or word[0] != "-" or word[1] == "-" or word[2:3] == "=":
+    """A word of short options as the program's getopt reads it (auditor.bash.getopt, with rules
+    [wrappers] option_grammar), one word per option: `srun -ln6` is `-l`, `-n`, `6` (a value
+    attached is the next word), `-I60` is `-I=60` (srun's `-I[secs]`, `-K[0|1]`: a value only
+    attached, split as `--immediate=60` is) and `-I` alone takes none. None where the word is no
+    such option, one split so already (`-I=60`), or no grammar is given."""
+    grammar = _grammar(launcher)
+    if grammar is None or len(word) < 2 or word[0] != "-" or word[1] == "-" or word[2:3] == "=":
         return None
     words: list[str] = []
-    for k, letter in enumerate(word[1:], 1):
-        rest = word[k + 1:]
-        if letter in letters[0]:
-            return [*words, f"-{letter}", *([rest] if rest else [])]
-        if letter in letters[1]:
-            return [*words, f"-{letter}={rest}" if rest else f"-{letter}"]
-        words.append(f"-{letter}")
+    for option in read([word], grammar).options:
+        if option.value is None or option.value == "":
+            words.append(option.name)
+        elif option.name[1] in grammar.optional:
+            words.append(f"{option.name}={option.value}")
+        else:
+            words += [option.name, str(option.value)]
     return words
 
 
 def _short_flag(launcher: dict, option: str) -> bool:
     """A short option its program's grammar gives no next word (srun's `-l`; `-I`, whose value is
     only attached)."""
-    letters = _letters(launcher)
-    return letters is not None and len(option) == 2 and option[0] == "-" and option[1] not in letters[0] + "-"
+    grammar = _grammar(launcher)
+    return grammar is not None and len(option) == 2 and option[0] == "-" and option[1] not in grammar.value + "-"
 
 
-def _letters(launcher: dict) -> tuple[str, str] | None:
-    """The short options of the launcher's programs that take a value, and those whose value is
-    only attached (rules [wrappers] option_grammar); None where no grammar is given."""
+def _grammar(launcher: dict) -> Grammar | None:
+    """The short options of the launcher's programs as getopt reads them (rules [wrappers]
+    option_grammar); None where no grammar is given."""
     grammar = Spelling.load(None).option_grammar
     programs = [grammar[p] for p in launcher.get("programs", ()) if p in grammar]
     if not programs:
         return None
-    return "".join(g.get("value", "") for g in programs), "".join(g.get("optional", "") for g in programs)
+    return Grammar.of({"value": "".join(g.get("value", "") for g in programs),
+                       "optional": "".join(g.get("optional", "") for g in programs)})
 
 
 def _opens_options(config: LaunchConfig, launcher: dict, word: Field) -> None:
