@@ -18,6 +18,7 @@ import re
 import shlex
 import tomllib
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from auditor.bash.absent import checkout_root
@@ -65,7 +66,8 @@ def checkout_name(root: Path) -> str | None:
     return _norm(name) if isinstance(name, str) else None
 
 
-def placements(root: Path) -> list[Placement]:
+@lru_cache(maxsize=64)  # asked at every absolute path a walk opens that is not here
+def placements(root: Path) -> tuple[Placement, ...]:
     """Every directory a Dockerfile of the checkout at `root` puts the checkout in."""
     own = checkout_name(root)
     out: list[Placement] = []
@@ -82,7 +84,7 @@ def placements(root: Path) -> list[Placement]:
                 continue
             out += [Placement(where, f"{os.path.relpath(path, root)}:{line}")
                     for where, line in _placed(text, own)]
-    return out
+    return tuple(out)
 
 
 def image_file(name: str, script: str) -> tuple[str, Placement] | None:

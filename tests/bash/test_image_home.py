@@ -27,8 +27,8 @@ def test_clones_of_its_own_name_and_copies_of_the_context_place_it(tmp_path: Pat
                                "    git clone -b main --depth 1 https://github.com/THUDM/slime.git /root/slime\n"
                                "WORKDIR /build\nCOPY --chown=1 . .\nADD . /app/slime\n")
     assert checkout_name(root) == "slime"
-    assert placements(root) == [Placement("/root/slime", "docker/Dockerfile:3"), Placement("/build", "docker/Dockerfile:6"),
-                                Placement("/app/slime", "docker/Dockerfile:7")]
+    assert placements(root) == (Placement("/root/slime", "docker/Dockerfile:3"), Placement("/build", "docker/Dockerfile:6"),
+                                Placement("/app/slime", "docker/Dockerfile:7"))
 
 
 def test_only_a_placed_tail_that_the_checkout_holds_is_read(tmp_path: Path) -> None:
@@ -45,5 +45,5 @@ def test_only_a_placed_tail_that_the_checkout_holds_is_read(tmp_path: Path) -> N
 
 def test_no_dockerfile_reads_nothing(tmp_path: Path) -> None:
     root = _checkout(tmp_path, None)
-    assert placements(root) == []
+    assert placements(root) == ()
     assert image_file("/root/slime/scripts/models/m.sh", str(root / "scripts" / "run.sh")) is None
