@@ -17,6 +17,7 @@ from auditor.bash.choices import Choice, case_choice, if_choice
 from auditor.bash.conditions import case_branch, condition, outcome
 from auditor.bash.errexit import errexit_change, failing_substitution
 from auditor.bash.expand import Expander
+from auditor.bash.image_home import Placement, image_file
 from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Part, Word
 from auditor.bash.read_builtin import as_double_quoted, read_array, read_options, read_partial, read_text
 from auditor.bash.written import output
@@ -80,6 +81,7 @@ class Shell(Expander, ABC):
         self.opaque: list[tuple[int, str]] = []  # (line, what): code unseen here that may set anything
         self.clobbered: frozenset[str] = frozenset()
         self.sourced: list[str] = []  # the files `source`/`.` named, read or not
+        self.image_read: set[str] = set()  # absolute paths read as the checkout's (`_in_image`)
         self.uncertain = 0  # how many branches that may not run (if/case/loop bodies, `a && b`) the walk is in
         self.subshells = 0  # how many subshells (`( ... )`, a pipeline's parts, `bash -c`) the walk is in
         # (uncertain, subshells) where the shell the walk is in began (`own_shell`): a `cd` of that
@@ -837,7 +839,11 @@ class Shell(Expander, ABC):
         if self.depth >= MAX_NESTING:
             raise OSError("nested too deep")
         if os.path.isabs(name):
-            return read_bounded(name, "not a regular file")
+            placed = image_file(name, self.path)
+            if placed is None:
+                return read_bounded(name, "not a regular file")
+            self._in_image(name, *placed)
+            return read_bounded(placed[0], "not a regular file")
         here = [] if self.cwd is None else [os.path.join(self.cwd, name)]
         on_path = [] if "/" in name else [os.path.join(d or ".", name) for d in self._path_dirs()]
         for path in (on_path + here if sourced else here + on_path):
@@ -847,6 +853,18 @@ class Shell(Expander, ABC):
             raise OSError("a relative path, and after a `cd` the launch directory is not known statically")
         raise OSError(f"no regular file {name} in the launch directory {self.cwd}"
                       + ("" if "/" in name else " or on $PATH"))
+
+    def _in_image(self, name: str, here: str, placed: Placement) -> None:
+        """Say, once per name, that the absolute `name` the script opens, absent here, is read as
+        the checkout's file `here` because a Dockerfile of the checkout puts it at `placed`."""
+        if name in self.image_read:
+            return
+        self.image_read.add(name)
+        self.diagnostics.append(Finding(
+            "launch.image-path", "info",
+            f"`{name}` is not on this machine: read as the checkout's {here}, since {placed.said} puts the "
+            f"checkout at {placed.where} in its image (an image that puts it elsewhere opens another file)",
+            fix=f"run p2paudit where {placed.where} holds the run's checkout", where=self.path))
 
     def _path_dirs(self) -> list[str]:
         """$PATH's directories as the script has it (its own value, else its caller's)."""
