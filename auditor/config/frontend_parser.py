@@ -153,17 +153,18 @@ def read_parser(parser: Path, script: Path | None = None) -> FrontEnd | None:
                 reader.missing.append(f"{script.name} calls a parser entry not bound from Megatron-LM's "
                                       f"modules, and the parser its calls build is "
                                       f"{'not found' if not built else 'one of ' + ', '.join(sorted(map(str, built)))}")
+        reader.beside = script.parent
         reader.read_tree(tree)
         accepts_unknown = accepts_unknown or _ignores_unknown(tree)
         local = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
         for call in _calls(tree):
             provider = _keyword(call, "extra_args_provider")
-            sibling = _sibling_provider(provider, tree, script)
+            sibling = _beside(provider.id, tree, script.parent) if isinstance(provider, ast.Name) else None
             if sibling is not None:  # its module is read as the script is
-                reader.read_tree(sibling[0])
-                provider, local = sibling[1], {n.name: n for n in ast.walk(sibling[0])
-                                               if isinstance(n, ast.FunctionDef)}
-            if provider is not None and not _read_provider(provider, local):
+                reader.read_tree(sibling[1])
+                provider, local = ast.Name(sibling[2]), {n.name: n for n in ast.walk(sibling[1])
+                                                         if isinstance(n, ast.FunctionDef)}
+            if provider is not None and not _read_provider(provider, reader.read_beside | local):
                 reader.missing.append(f"{script.name} adds flags through "
                                       f"`{ast.unparse(provider)}`, which is not read")
     return FrontEnd(str(parser), reader.flags, not reader.missing, "; ".join(reader.missing),
@@ -176,6 +177,9 @@ class _Reader:
         self.flags: dict[str, dict] = {}
         self.missing: list[str] = []
         self.path: Path | None = None  # the file being read, where an add_argument's default is
+        self.beside: Path | None = None  # the script's folder (sys.path[0]), where its imports are found first
+        self.read_beside: dict[str, ast.FunctionDef] = {}  # functions read from modules there, by the name called
+        self.modules: set[Path] = set()  # the modules beside the script read
 
     def read_file(self, path: Path) -> None:
         tree = _parse(_text(path))
@@ -213,6 +217,8 @@ class _Reader:
                 elif name not in local | params and name not in ARGPARSE_METHODS \
                         and _owner(call) not in factories and any(
                         isinstance(a, ast.Name) and a.id == "parser" for a in call.args):
+                    if self._read_beside(call, tree):
+                        continue
                     helper = _helper(call, imported)
                     if helper is not None:  # a library call whose flags the rules list
                         for spelling, action in helper["flags"].items():
@@ -222,6 +228,24 @@ class _Reader:
                     # the parser handed to code not read here, which may add flags to it
                     self.missing.append(f"`{ast.unparse(call.func)}(parser)` may add flags, and "
                                         "is not read")
+
+    def _read_beside(self, call: ast.Call, tree: ast.AST) -> bool:
+        """Whether `call` hands the parser to a function of a module beside the script, which
+        is then read as the script is: Megatron-LM d98e8a64dd examples/multimodal/run_text_generation.py
+        imports add_multimodal_extra_args from multimodal_args (:20), found in the script's folder
+        (sys.path[0]), and its provider add_text_generation_args calls it (:101)."""
+        if self.beside is None or not isinstance(call.func, ast.Name) or not isinstance(tree, ast.Module):
+            return False
+        found = _beside(call.func.id, tree, self.beside)
+        func = next((n for n in found[1].body if isinstance(n, ast.FunctionDef) and n.name == found[2]),
+                    None) if found is not None else None
+        if found is None or func is None:
+            return False
+        self.read_beside[call.func.id] = func
+        if found[0] not in self.modules:
+            self.modules.add(found[0])
+            self.read_tree(found[1])
+        return True
 
     def _argument(self, call: ast.Call) -> None:
         if not all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in call.args):
@@ -425,21 +449,18 @@ def _read_provider(node: ast.expr, local: dict[str, ast.FunctionDef]) -> bool:
     return True
 
 
-def _sibling_provider(provider: ast.expr | None, tree: ast.Module,
-                      script: Path) -> tuple[ast.Module, ast.expr] | None:
-    """An `extra_args_provider=NAME` the script imports (`from multimodal_args import NAME`, top
-    level, absolute) from a module beside it, which python finds first (the script's directory is
-    sys.path[0]): that module and the provider's name in it; None otherwise."""
-    if not isinstance(provider, ast.Name):
-        return None
+def _beside(name: str, tree: ast.Module, folder: Path) -> tuple[Path, ast.Module, str] | None:
+    """The module `tree` imports `name` from (`from multimodal_args import NAME`, top level,
+    absolute) where it lies in `folder`, the script's, which python searches first (sys.path[0]):
+    its path, its tree and the name `name` has in it; None otherwise."""
     for stmt in tree.body:
         if not isinstance(stmt, ast.ImportFrom) or stmt.level or not stmt.module:
             continue
-        alias = next((a for a in stmt.names if (a.asname or a.name) == provider.id), None)
-        module = script.parent / (stmt.module.replace(".", "/") + ".py")
+        alias = next((a for a in stmt.names if (a.asname or a.name) == name), None)
+        module = folder / (stmt.module.replace(".", "/") + ".py")
         found = _parse(_text(module)) if alias is not None and module.is_file() else None
-        if found is not None:
-            return found, ast.Name(alias.name if alias else provider.id)
+        if alias is not None and found is not None:
+            return module, found, alias.name
     return None
 
 

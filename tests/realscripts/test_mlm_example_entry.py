@@ -167,3 +167,62 @@ def test_a_megatron_deepspeed_front_end_runs_no_megatron_lm_stage(tmp_path):
 
     launch = read_launch(mds_checkout(tmp_path, "run.sh", LLAMA2.format(torch="2.13.0", detail="")))
     assert launch.launcher.startswith("megatron-deepspeed") and launch.builds_parser == ""
+
+
+# NVIDIA/Megatron-LM d98e8a64dd examples/multimodal/run_text_generation.py: its own provider
+# add_text_generation_args (:53-103, `initialize_megatron(extra_args_provider=...)`) adds the
+# generation flags and hands the parser on to add_multimodal_extra_args (:101), imported from
+# multimodal_args beside the script (:20), which adds --num-frames (multimodal_args.py:64-69);
+# it generates with megatron.core.inference.engines (:30).
+# examples/multimodal/nvlm/run_text_generation_qwen25_7b_internvit_video.sh passes
+# `--pipeline-model-parallel-size 1` (:91) and `--num-frames ${NUM_FRAMES}` (:127), the caller's.
+GENERATE = """\
+from multimodal_args import add_multimodal_extra_args
+from megatron.core.inference.engines import StaticInferenceEngine
+from megatron.training.initialize import initialize_megatron
+
+
+def add_text_generation_args(parser):
+    group = parser.add_argument_group(title='text generation')
+    group.add_argument("--out-seq-length", type=int, default=128)
+    parser = add_multimodal_extra_args(parser)
+    return parser
+
+
+if __name__ == "__main__":
+    initialize_megatron(extra_args_provider=add_text_generation_args)
+"""
+
+MULTIMODAL_FRAMES = MULTIMODAL_ARGS.replace(
+    "    return parser", "    group.add_argument('--num-frames', type=int, default=1)\n    return parser")
+
+
+def generation(tmp_path: Path, extra: str) -> Path:
+    checkout(tmp_path, tp=1)
+    for rel, text in {"examples/multimodal/run_text_generation.py": GENERATE,
+                      "examples/multimodal/multimodal_args.py": MULTIMODAL_FRAMES,
+                      "megatron/core/inference/engines/__init__.py": ""}.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    script = tmp_path / "run_text_generation.sh"  # run from the checkout's root, as the NVLM scripts are
+    script.write_text("torchrun --nproc_per_node 8 examples/multimodal/run_text_generation.py --num-layers 4 "
+                      f"--tensor-model-parallel-size 4 --pipeline-model-parallel-size 1 {extra}\n")
+    return script
+
+
+def test_a_module_beside_the_script_that_its_provider_calls_is_read(tmp_path):
+    launch = read_launch(generation(tmp_path, "--out-seq-length 64 --num-frames 8"))
+    assert not [f for f in launch.diagnostics if f.kind == "launch.megatron-spelling"], launch.diagnostics
+    bad = [f for f in read_launch(generation(tmp_path / "b", "--num-frame 8")).diagnostics
+           if f.kind == "launch.megatron-spelling"]
+    assert [f.severity for f in bad] == ["error"] and "--num-frame" in bad[0].message
+
+
+def test_its_unknown_value_is_one_word_and_the_run_is_inference_at_pp_1(tmp_path):
+    """`--num-frames ${NUM_FRAMES}` takes one value by the flag read beside the script: not a word
+    that may set the pipeline size, so the entry is read as inference at pipeline size 1."""
+    launch = read_launch(generation(tmp_path, "--num-frames ${NUM_FRAMES}"))
+    unknown = [f for f in launch.diagnostics if f.kind == "launch.unknown-values"]
+    assert unknown and not unknown[0].detail.get("unchecked"), unknown
+    said = [f.message for f in launch.diagnostics if f.kind == "launch.not-pipeline"]
+    assert said and "megatron.core.inference.engines" in said[0] and "pipeline size 1" in said[0], said
