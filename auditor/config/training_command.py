@@ -246,8 +246,7 @@ class LaunchShell(Shell):
                     continue
                 return f, "which is not known statically"
             base = os.path.basename(f.value)
-            if base in ("bash", "sh") and fields[i + 1:i + 2] and fields[i + 1].value == "-c" \
-                    and fields[i + 2:i + 3] and isinstance(fields[i + 2].value, (str, Partial)):
+            if base in ("bash", "sh") and _reads_c_text(fields[i + 1:]):
                 return None  # `bash -c "..."` known: the walk reads its commands on their own (_shell_c)
             if base in self.spelling.wrappers:
                 wrapped = True
@@ -986,3 +985,15 @@ def _indent(lines: list[str], line: int) -> int:
     """How far line `line` (1-based) of the script is indented; 0 where the text is not at hand."""
     text = lines[line - 1] if 0 < line <= len(lines) else ""
     return len(text) - len(text.lstrip(" \t"))
+
+
+def _reads_c_text(args: list[Field]) -> bool:
+    """Whether a shell's arguments are options ending in `-c` (`-x -c`, `-lc`) and then a text
+    known: `srun ... bash -x -c "${RUN_CMD}"` (Megatron-LM d98e8a64dd
+    examples/megatron_fsdp/sbatch_checkpoint_convert.sh:47) is read as `bash -c` is."""
+    for k, f in enumerate(args):
+        if not isinstance(f.value, str) or not f.value.startswith("-"):
+            return False
+        if _BUNDLED_C.fullmatch(f.value):
+            return k + 1 < len(args) and isinstance(args[k + 1].value, (str, Partial))
+    return False

@@ -25,7 +25,7 @@ class MegatronReader(Reader):
 
     def read(self, config: LaunchConfig, args: list[Field], launcher: dict, spelling: Spelling,
              path: str, parser_roots: tuple[Path, ...]) -> None:
-        builds = False
+        builds = own = False
         if isinstance(config.script, str):
             front = locate(path, config.script_read or config.script, parser_roots, config.workdir)
             spelling = with_front_end(spelling, front)
@@ -35,9 +35,12 @@ class MegatronReader(Reader):
             else:  # no checkout around it: what the script calls says whose parser it builds
                 found = find_script(path, config.script_read or config.script, entry=True, workdir=config.workdir)
                 builds = found is not None and calls_parser_entry(found)
+                own = found is not None and not builds
         if read_positional_file(config, args, spelling, path):
             return  # an entry reading its first argument as a config file: its front end's
-        if flags_as_written(config, args, spelling):
+        if own or flags_as_written(config, args, spelling):
+            # an entry found here that builds no Megatron-LM parser parses its command line itself
+            # (its own argparse, a click or typer CLI): Megatron-LM's spellings say nothing of it
             read_flags(config, args, spelling, path, checked=False)
         else:
             read_flags(config, args, spelling, path, checked=True)
