@@ -39,6 +39,7 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -439,6 +440,25 @@ def installed_frameworks() -> list[str]:
     return found
 
 
+def run_rows(chosen: list[dict], measure: Callable[[dict], Row], jobs: int, out: Path | None,
+             t0: float) -> list[Row]:
+    """Judge every chosen script, in manifest order; a long run (the whole open corpus takes hours on
+    two cores) says each row as it ends on stderr and keeps the rows so far in `out`, so that a run
+    stopped early loses nothing already measured."""
+    done: dict[str, Row] = {}
+    with cf.ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(measure, s): s["id"] for s in chosen}
+        for future in cf.as_completed(futures):
+            row = future.result()
+            done[futures[future]] = row
+            print(f"[{len(done)}/{len(chosen)} {time.monotonic() - t0:.0f} s] {row.id}: "
+                  f"{'right' if row.right else 'WRONG' if row.wrong else 'not right'}",
+                  file=sys.stderr, flush=True)
+            if out is not None:
+                out.write_text(json.dumps([asdict(r) for r in done.values()], indent=1))
+    return [done[s["id"]] for s in chosen]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("corpus", type=Path, help="the directory fetch.py wrote")
@@ -470,9 +490,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"note: installed here: {', '.join(extra)} (targets default to installed "
               "distributions; the issue measures a venv with only p2paudit and a CPU torch)")
     t0 = time.monotonic()
-    with cf.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        rows = list(pool.map(lambda s: evaluate(s, half[s["id"]], corpus, args.timeout,
-                                                args.torch_variant, keys), chosen))
+    rows = run_rows(chosen, lambda s: evaluate(s, half[s["id"]], corpus, args.timeout,
+                                               args.torch_variant, keys), args.jobs, args.json, t0)
     print(table(rows, args.torch_variant))
     print()
     print(summary(rows, args.torch_variant))
