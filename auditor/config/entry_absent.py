@@ -128,21 +128,32 @@ def _absence(config: LaunchConfig, opaque: list[tuple[int, str]], path: str) -> 
     """Where the relative `.py` training script was looked for, where no directory the run may
     open it from holds it (see the module's docstring); None where that is not certain."""
     script = str(config.script)
-    if (os.path.isabs(script) or not script.endswith(".py") or config.workdir != ""
-            or config.launch_dir is None or "no_python" in config.launcher_flags):
+    start = _start(config)
+    if os.path.isabs(script) or not script.endswith(".py") or start is None or "no_python" in config.launcher_flags:
         return None
-    if (any(line < config.command_line for line, _ in opaque) or runs_elsewhere(config) is not None
+    moved = config.workdir != ""  # the command's own `cd` names where it runs: a container's image is no other directory
+    if (any(line < config.command_line for line, _ in opaque) or runs_elsewhere(config, images=not moved) is not None
             or config.text.count(os.path.basename(script)) != 1 or not _only_inert_before(config)):
         return None  # unread code, a container or directory given, another word naming it, a command that may make it
-    looked = Path(config.launch_dir, script)
+    looked = Path(start, script)
     if looked.exists() or find_script(path, script, entry=True) is not None:
         return None
     checkout = checkout_root(path) if Path(path).is_file() else None
-    if checkout is None or not looked.resolve().is_relative_to(checkout) or not _run_from(looked, config.launch_dir):
+    if checkout is None or not looked.resolve().is_relative_to(checkout) or not _run_from(looked, start):
         return None  # the audit stands outside the tree, or where no script is run from
     if built(looked.parent, looked.stem, "") or nowhere_in_checkout(script, path) is None or unpopulated_submodules(checkout):
         return None  # a build makes it, a directory of the checkout or a submodule not checked out may hold it
     return looked
+
+
+def _start(config: LaunchConfig) -> str | None:
+    """The directory the command opens its script from: the launch directory where nothing moved
+    it, else the absolute one a sure `cd` before it names (`DIR=`pwd`; ... cd ${DIR}`, `cd
+    $(dirname $0)`); None where that is not known statically (a relative `cd` from a directory
+    not known, a runner's working-directory option: Candidate.workdir)."""
+    if config.workdir == "":
+        return config.launch_dir
+    return config.workdir if config.workdir is not None and os.path.isabs(config.workdir) else None
 
 
 def _missing(config: LaunchConfig, opaque: list[tuple[int, str]], path: str) -> str | None:
@@ -152,8 +163,10 @@ def _missing(config: LaunchConfig, opaque: list[tuple[int, str]], path: str) -> 
         return None
     script = str(config.script)
     near = _near(looked)
-    why = (f"`{config.launcher}` (line {config.command_line}) opens {script} in the directory this audit "
-           "runs in (the script moves it nowhere): no such file there, nor from any directory of the "
+    where = ("the directory this audit runs in (the script moves it nowhere)" if config.workdir == ""
+             else f"{config.workdir}, where the script's `cd` moves it")
+    why = (f"`{config.launcher}` (line {config.command_line}) opens {script} in {where}: no such file there, "
+           "nor from any directory of the "
            "checkout; python exits 2 (can't open file) on every rank" + (f" ({near} is there)" if near else ""))
     config.diagnostics.append(Finding(
         "launch.entry-missing", "error", why,

@@ -32,6 +32,13 @@ _RANGE = re.compile(r"\s*list\(\s*range\(\s*(\d+)\s*,\s*(\d+)\s*(?:,\s*(\d+)\s*)
 _MAX_DEPTH = 16
 
 
+class MissingConfig(Unreadable):
+    """A defaults entry, not `optional`, that no config directory holds (one climbing out with
+    `../` landing inside the checkout): Hydra's compose raises MissingConfigException for it,
+    unless a search path or a ConfigStore this module does not read supplies it (the reader
+    decides that)."""
+
+
 @dataclass(frozen=True)
 class Unresolved:
     """A value the composition leaves unknown, and why."""
@@ -61,10 +68,12 @@ def compose(config_dir: Path, name: str, search: tuple[Path, ...] = (), root: Pa
 
 
 def _load_with_defaults(config_dir: tuple[Path, ...], name: str, files: list[Path], depth: int,
-                        root: Path | None) -> dict[str, Any]:
+                        root: Path | None, required_by: Path | None = None) -> dict[str, Any]:
+    """`required_by`: the file whose defaults entry Hydra fails on where it is missing (MissingConfig)."""
     if depth > _MAX_DEPTH:
         raise Unreadable(f"defaults lists nested more than {_MAX_DEPTH} deep at {name}")
-    own = _load(config_dir, name, files, root)
+    own = _load(config_dir, name, files, root, required_by)
+    this = files[-1]
     defaults = own.pop("defaults", None)
     if defaults is None:
         return own
@@ -80,17 +89,18 @@ def _load_with_defaults(config_dir: tuple[Path, ...], name: str, files: list[Pat
             continue
         if isinstance(item, str):  # `name` or `name@package`
             file, _, package = item.removesuffix(".yaml").partition("@")
-            sub = _load_with_defaults(config_dir, _relative(here, file), files, depth + 1, root)
+            sub = _load_with_defaults(config_dir, _relative(here, file), files, depth + 1, root, this)
             _merge(merged, _nest(package, sub))
             continue
         if not isinstance(item, dict) or len(item) != 1:
             raise Unreadable(f"{files[0]}: defaults entry {item!r} is not `name` or `group: option`")
         (group, option), = item.items()
+        required = not str(group).removeprefix("override ").startswith("optional ")
         group = str(group).removeprefix("override ").removeprefix("optional ").strip()
         if option is None:
             continue  # `group: null` selects nothing
         path = _relative(here, f"{group.split('@')[0]}/{option}")
-        sub = _load_with_defaults(config_dir, path, files, depth + 1, root)
+        sub = _load_with_defaults(config_dir, path, files, depth + 1, root, this if required else None)
         package = (group.split("@", 1)[1] if "@" in group
                    else posixpath.normpath(group.split("@")[0]).lstrip("./").replace("/", "."))
         if _global(config_dir, path) or package == "_global_":
@@ -107,7 +117,8 @@ def _relative(group: str, name: str) -> str:
     return posixpath.normpath(posixpath.join(group, name))
 
 
-def _load(config_dir: tuple[Path, ...], name: str, files: list[Path], root: Path | None) -> dict[str, Any]:
+def _load(config_dir: tuple[Path, ...], name: str, files: list[Path], root: Path | None,
+          required_by: Path | None = None) -> dict[str, Any]:
     path = next((d / f"{name}.yaml" for d in config_dir if (d / f"{name}.yaml").is_file()),
                 config_dir[0] / f"{name}.yaml")
     if name.startswith(".."):
@@ -115,6 +126,8 @@ def _load(config_dir: tuple[Path, ...], name: str, files: list[Path], root: Path
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
+        if required_by is not None:
+            raise MissingConfig(f"{required_by} names `{name}` in its defaults, and {path} does not exist") from None
         raise Unreadable(f"{path} does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise Unreadable(f"{path}: {exc}") from None

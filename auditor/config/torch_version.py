@@ -44,6 +44,8 @@ _IMAGE = re.compile(r"(nvcr\.io/nvidia/pytorch):(\d\d\.\d\d)(-[\w.-]+)?")
 _ELSEWHERE = re.compile(r"--container[\w-]*|\b(?:docker|podman|apptainer|singularity|enroot|nvidia-docker)\b"
                         r"|--(?:chdir|workdir|wdir|cwd)\b|-cwd\b|(?:\bsbatch|\bsrun|\bsalloc|#\s*SBATCH|#\s*PBS)\b"
                         r".*\s-[Dd](?:\s|=|$|/)")
+# srun's (pyxis') container options that leave the working directory where it is
+_PYXIS = re.compile(r"--(?:no-)?container-(?!workdir)[\w-]+")
 
 
 @dataclass(frozen=True)
@@ -97,11 +99,15 @@ def stated(launch: LaunchConfig) -> list[Statement]:
     return out
 
 
-def runs_elsewhere(launch: LaunchConfig) -> str | None:
+def runs_elsewhere(launch: LaunchConfig, *, images: bool = True) -> str | None:
     """Where the script's text, comments included, names a container image (an NGC one or any
-    other) or a working directory for the run: "path:line: text"; None where it names none."""
+    other) or a working directory for the run: "path:line: text"; None where it names none.
+    `images` False: srun's container options but its working directory's (pyxis'
+    --container-image, --container-mounts) are not counted, for a command whose own `cd` names
+    the directory it runs in: another root file system, not another directory."""
     for n, line in enumerate(launch.text.split("\n"), 1):
-        if _IMAGE.search(line) or _ELSEWHERE.search(line):
+        if images and (_IMAGE.search(line) or _ELSEWHERE.search(line)) \
+                or not images and _ELSEWHERE.search(_PYXIS.sub("", line)):
             return f"{launch.path}:{n}: {line.strip()[:80]}"
     return None
 

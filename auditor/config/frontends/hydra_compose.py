@@ -11,17 +11,19 @@ resolved, as Hydra does)."""
 from __future__ import annotations
 
 import fnmatch
+import functools
+import os
 from pathlib import Path
 from typing import Any
 
 from auditor.bash.absent import checkout_root
 from auditor.bash.values import Field, Symbolic
-from auditor.config.configfiles import unknown_file
+from auditor.config.configfiles import load_yaml, unknown_file
 from auditor.config.entry_copy import HydraMain, hydra_copy
-from auditor.config.flags import SCRIPT_ARGUMENTS, unresolved
+from auditor.config.flags import SCRIPT_ARGUMENTS, STARTUP, unresolved
 from auditor.config.frontend_parser import find_script
 from auditor.config.frontends.reader import Reader
-from auditor.config.hydra_compose import Unreadable, Unresolved, at, compose, device_count
+from auditor.config.hydra_compose import MissingConfig, Unreadable, Unresolved, at, compose, device_count
 from auditor.config.model import Flag, LaunchConfig
 from auditor.config.overrides import override, typed
 from auditor.findings import Finding
@@ -62,6 +64,8 @@ class HydraComposeReader(Reader):
                                overrides=[(k, None if v is None else typed(str(v)))
                                           for k, v in (o for o in overrides if o is not None)])
         except Unreadable as exc:
+            if isinstance(exc, MissingConfig):
+                _missing_default(config, exc, config_dir / f"{name.removesuffix('.yaml')}.yaml", entry, where)
             unknown_file(config, f"{config_dir}/{name}.yaml", str(exc), config.command_line, where, env_keys=())
             return
         roles = _roles(composed.data, rule)
@@ -104,6 +108,43 @@ class HydraComposeReader(Reader):
             f"({at(value, rule['role_key'])}), one of {len(roles)} judged "
             f"({', '.join(k for k, _ in roles)})", where=where,
             detail={"files": [str(f) for f in composed.files], "role": role}))
+
+
+def _missing_default(config: LaunchConfig, exc: MissingConfig, primary: Path, entry: Path, where: str) -> None:
+    """A start-up failure where Hydra surely finds no file for a defaults entry: nothing but the
+    config directory supplies configs, as the primary states no `hydra.searchpath` and no Python
+    file of the checkout registers a ConfigStore node or a search-path plugin (which may hold it
+    under that name); otherwise it stays unknown."""
+    root = checkout_root(str(entry))
+    try:
+        data = load_yaml(primary.read_text(encoding="utf-8"), primary)
+    except (OSError, UnicodeDecodeError, Unreadable):
+        return
+    if root is None or not isinstance(data, dict) or at(data, "hydra.searchpath") is not None \
+            or _registers_configs(root):
+        return
+    config.diagnostics.append(Finding(
+        "launch.config-file-missing", "error",
+        f"{exc}: Hydra's compose raises MissingConfigException before any worker starts",
+        fix="name a config the checkout holds in that defaults list, or restore the file", where=where,
+        detail=dict(STARTUP)))
+
+
+@functools.cache
+def _registers_configs(root: Path) -> bool:
+    """Whether a Python file of the checkout names Hydra's ConfigStore or its plugins' package
+    (hydra_plugins): configs that are no file of a config directory."""
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in names:
+            if name.endswith(".py"):
+                try:
+                    text = Path(folder, name).read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    return True  # unread: it may
+                if "ConfigStore" in text or "hydra_plugins" in text:
+                    return True
+    return False
 
 
 def _roles(data: dict[str, Any], rule: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:

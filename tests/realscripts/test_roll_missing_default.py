@@ -1,0 +1,52 @@
+"""A Hydra defaults entry whose file the checkout does not hold stops the run: alibaba/ROLL
+(commit 8eb27cc2dc34c4d1310b169d9b86d339004d811a) examples/agentic_demo/run_atropos_gsm8k.sh
+starts examples/start_agentic_pipeline.py on atropos_gsm8k_grpo_qwen25_0.5b.yaml, whose
+`defaults:` is `- ../config/deepspeed_zero2@_here_` (:4-5); commit 7f9d4d38 deleted
+examples/config/deepspeed_zero2.yaml, so Hydra's compose raises MissingConfigException before any
+worker starts. A search path, a ConfigStore or an `optional` entry may supply or excuse it: unknown.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.realscripts.test_roll import SFT, _read, roll_tree
+
+ZERO2 = "defaults:\n  - ../config/deepspeed_zero2@_here_\n\n" + SFT
+
+
+def _tree(tmp_path: Path, config: str = ZERO2) -> Path:
+    script = roll_tree(tmp_path, "agentic_demo", config, "atropos_gsm8k_grpo_qwen25_0.5b", kind="agentic")
+    (tmp_path / "setup.py").write_text("")
+    (tmp_path / "examples" / "config").mkdir()
+    (tmp_path / "examples" / "config" / "traj_envs.yaml").write_text("max_steps: 3\n")
+    return script
+
+
+def _missing(script: Path) -> list[str]:
+    return [d.message for d in _read(script).diagnostics if d.kind == "launch.config-file-missing"]
+
+
+def test_a_defaults_file_the_checkout_lacks_does_not_start(tmp_path: Path):
+    found = _missing(_tree(tmp_path))
+    assert len(found) == 1 and "deepspeed_zero2" in found[0] and "MissingConfigException" in found[0], found
+
+
+def test_a_group_entry_the_checkout_lacks_does_not_start(tmp_path: Path):
+    assert _missing(_tree(tmp_path, "defaults:\n  - strategy: zero9\n\n" + SFT))
+
+
+def test_an_optional_entry_is_no_stop(tmp_path: Path):
+    assert not _missing(_tree(tmp_path, "defaults:\n  - optional strategy: zero9\n\n" + SFT))
+
+
+def test_a_search_path_may_hold_it(tmp_path: Path):
+    search = "hydra:\n  searchpath:\n    - pkg://roll.configs\n"
+    assert not _missing(_tree(tmp_path, ZERO2 + search))
+
+
+def test_a_config_store_may_hold_it(tmp_path: Path):
+    script = _tree(tmp_path)
+    (tmp_path / "roll").mkdir()
+    (tmp_path / "roll" / "store.py").write_text("from hydra.core.config_store import ConfigStore\n")
+    assert not _missing(script)
