@@ -68,8 +68,10 @@ def read_inference_entry(launch: LaunchConfig) -> None:
     script = modules[0][0]
     module, server, where, lacked, (framework, at) = engine
     does = "serves text generation" if server else "generates text"
-    launch.entry_values[KEY] = (framework, f"{script.name} {does} with {framework}'s inference engine "
-                                           f"({module}, {where}) and names no schedule entry", at)
+    if not lacked and _trains_nothing(modules, framework, list(launch.checkouts.values())):
+        launch.entry_values[KEY] = (framework, f"{script.name} {does} with {framework}'s inference engine "
+                                               f"({module}, {where}), names no schedule entry and imports "
+                                               "nothing that trains", at)
     if _shadowed(launch):
         return  # words not seen (`"${ARGS[@]}"`, `$EXTRA_ARGS`) may give the size: not surely 1
     pp = _pipeline_size(launch, closure)
@@ -172,6 +174,55 @@ def _engine(modules: list[tuple[Path, ast.Module]],
                     found.append((name, hit[0], f"{path.name}:{node.lineno}", (hit[1], f"{path}:{node.lineno}")))
     first = next((f for f in found if f[1]), found[0] if found else None)
     return (*first[:3], list(dict.fromkeys(lacked)), first[3]) if first else None
+
+
+_LOADERS = frozenset({"importlib", "runpy", "pkgutil"})
+
+
+def _trains_nothing(modules: list[tuple[Path, ast.Module]], framework: str, checkouts: list[Path]) -> bool:
+    """Whether the entry and its local modules certainly start no training loop: each import of a
+    package the rules model (modeled_roots) lies in the engine framework's `trains_nothing`
+    allowlist and is held by the checkouts that hold its top package, and nothing loads code
+    unread (a star import, importlib/runpy/pkgutil, exec, eval, __import__). Naming no schedule
+    entry is not enough: Megatron-Bridge's `finetune`/`pretrain` (megatron.bridge.training) and
+    ms-swift's `megatron_sft_main` run megatron-core's schedule under names of their own."""
+    allowed = rulebook.load(framework).data[TABLE].get("trains_nothing", [])
+    roots = modeled_roots()
+    for _, tree in modules:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and node.id in ("exec", "eval", "__import__"):
+                return False
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+                if any(n.split(".")[0] in _LOADERS for n in names):
+                    return False
+                if any(n.split(".")[0] in roots and not (_allowed(n, allowed, whole=True) and _in(n, checkouts))
+                       for n in names):
+                    return False
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                top = node.module.split(".")[0]
+                if top in _LOADERS or any(a.name == "*" for a in node.names):
+                    return False
+                if top in roots and not (_in(node.module, checkouts) and all(
+                        _allowed(f"{node.module}.{a.name}", allowed, whole=False) for a in node.names)):
+                    return False
+            elif isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+                return False
+    return True
+
+
+def _allowed(name: str, allowed: list[str], whole: bool) -> bool:
+    """Whether `name` (a module imported whole, or `module.member` of a from-import) lies in the
+    allowlist: under an "X.*" entry, or, imported whole, an "X" entry itself."""
+    return any(name == a[:-2] or name.startswith(a[:-1]) if a.endswith(".*") else whole and name == a
+               for a in allowed)
+
+
+def _in(module: str, checkouts: list[Path]) -> bool:
+    """Whether a checkout holding the module's top package holds the module (_held), or none holds
+    that package (megatron: the Megatron-LM and the Bridge's trees alike)."""
+    holders = [c for c in checkouts if (c / module.split(".")[0]).is_dir()]
+    return not holders or any(_held(module, c) for c in holders)
 
 
 def _held(module: str, checkout: Path | None) -> bool:
