@@ -48,6 +48,10 @@ from auditor.findings import Finding
 from auditor.rulebook.frameworks import frameworks
 
 TABLE = "inference_engine"
+# The framework whose inference engine the entry generates with (rules `[inference_engine]`), None
+# where it is not read as such an entry: the entry point its run starts from (rules/megatron-core.toml
+# [[entry_point]] `when`), whatever its pipeline size.
+KEY = "inference_engine"
 PP = "pipeline_model_parallel_size"
 
 
@@ -56,21 +60,23 @@ def read_inference_entry(launch: LaunchConfig) -> None:
     a pipeline size of 1 (see the module docstring)."""
     if any(d.kind == "launch.not-pipeline" for d in launch.diagnostics):
         return
+    closure = cache(partial(_closure, launch))  # read once, by the size and the engine reader alike
+    modules = closure()
+    engine = _engine(modules, launch.checkouts.get("megatron-lm")) if modules is not None else None
+    if modules is None or engine is None or not names_no_schedule(launch):
+        return  # not read whole, no engine, or a schedule named besides (which a script may run)
+    script = modules[0][0]
+    module, server, where, lacked, (framework, at) = engine
+    does = "serves text generation" if server else "generates text"
+    if not lacked and _trains_nothing(modules, framework, list(launch.checkouts.values())):
+        launch.entry_values[KEY] = (framework, f"{script.name} {does} with {framework}'s inference engine "
+                                               f"({module}, {where}), names no schedule entry and imports "
+                                               "nothing that trains", at)
     if _shadowed(launch):
         return  # words not seen (`"${ARGS[@]}"`, `$EXTRA_ARGS`) may give the size: not surely 1
-    closure = cache(partial(_closure, launch))  # read once, by the size and the engine reader alike
     pp = _pipeline_size(launch, closure)
     if pp is None:
         return
-    modules = closure()
-    if modules is None:
-        return
-    script = modules[0][0]
-    engine = _engine(modules, launch.checkouts.get("megatron-lm"))
-    if engine is None or not names_no_schedule(launch):
-        return  # no engine, or a schedule named besides (which a script may run)
-    module, server, where, lacked = engine
-    does = "serves text generation" if server else "generates text"
     what = f"{script.name} {does} with an inference engine ({module}, {where}), which trains nothing"
     if lacked:
         what += (f" (it also imports {lacked[0]}, which the Megatron-LM checkout does not hold: the run "
@@ -125,21 +131,23 @@ def _writes_pp(modules: list[tuple[Path, ast.Module]] | None) -> bool:
     return modules is None or any(may_set(tree, [PP]) for _, tree in modules)
 
 
-def _engines() -> list[tuple[str, bool]]:
-    """(module, whether it is a server) of every rules file's `[inference_engine]`."""
-    out = []
+def _engines() -> list[tuple[str, bool, str]]:
+    """(module, whether it is a server, framework) of every rules file's `[inference_engine]`."""
+    out: list[tuple[str, bool, str]] = []
     for framework in frameworks():
         table = rulebook.load(framework.name).data.get(TABLE)
         if table:
             servers = set(table.get("servers", []))
-            out += [(m, m in servers) for m in [*table.get("servers", []), *table["modules"]] if (m, m in servers) not in out]
+            out += [(m, m in servers, framework.name) for m in [*table.get("servers", []), *table["modules"]]
+                    if (m, m in servers, framework.name) not in out]
     return out
 
 
-def _engine(modules: list[tuple[Path, ast.Module]], checkout: Path | None) -> tuple[str, bool, str, list[str]] | None:
+def _engine(modules: list[tuple[Path, ast.Module]],
+            checkout: Path | None) -> tuple[str, bool, str, list[str], tuple[str, str]] | None:
     """(module imported, whether it is a server, `file:line`, the engine imports the checkout
-    lacks) of the first inference-engine import in the script or a local module it imports (a
-    server's import preferred); None where there is none the Megatron-LM `checkout` the entry
+    lacks, (its framework, `path:line`)) of the first inference-engine import in the script or a
+    local module it imports (a server's import preferred); None where there is none the Megatron-LM `checkout` the entry
     runs from holds, the closure cannot be read whole (or is cut at MAX_MODULES), or a module of
     it issues torch's P2P itself, or may (config.own_p2p). An engine module the
     checkout lacks beside one it holds (Megatron-LM d98e8a64dd
@@ -148,7 +156,7 @@ def _engine(modules: list[tuple[Path, ast.Module]], checkout: Path | None) -> tu
     unless another megatron on the path gives it: either way no training step runs, and the note
     says so; an entry whose only engine is such a module is not called inference."""
     engines = _engines()
-    found: list[tuple[str, bool, str]] = []
+    found: list[tuple[str, bool, str, tuple[str, str]]] = []
     lacked: list[str] = []
     for path, tree in modules:
         if own_p2p.of_tree(tree).may:
@@ -159,13 +167,62 @@ def _engine(modules: list[tuple[Path, ast.Module]], checkout: Path | None) -> tu
             names = ([a.name for a in node.names] if isinstance(node, ast.Import)
                      else [node.module] if not node.level and node.module else [])
             for name in names:
-                hit = next(((m, s) for m, s in engines if name == m or name.startswith(m + ".")), None)
+                hit = next(((s, f) for m, s, f in engines if name == m or name.startswith(m + ".")), None)
                 if hit is not None and not _held(name, checkout):
                     lacked.append(f"{name} ({path.name}:{node.lineno})")
                 elif hit is not None:
-                    found.append((name, hit[1], f"{path.name}:{node.lineno}"))
+                    found.append((name, hit[0], f"{path.name}:{node.lineno}", (hit[1], f"{path}:{node.lineno}")))
     first = next((f for f in found if f[1]), found[0] if found else None)
-    return (*first, list(dict.fromkeys(lacked))) if first else None
+    return (*first[:3], list(dict.fromkeys(lacked)), first[3]) if first else None
+
+
+_LOADERS = frozenset({"importlib", "runpy", "pkgutil"})
+
+
+def _trains_nothing(modules: list[tuple[Path, ast.Module]], framework: str, checkouts: list[Path]) -> bool:
+    """Whether the entry and its local modules certainly start no training loop: each import of a
+    package the rules model (modeled_roots) lies in the engine framework's `trains_nothing`
+    allowlist and is held by the checkouts that hold its top package, and nothing loads code
+    unread (a star import, importlib/runpy/pkgutil, exec, eval, __import__). Naming no schedule
+    entry is not enough: Megatron-Bridge's `finetune`/`pretrain` (megatron.bridge.training) and
+    ms-swift's `megatron_sft_main` run megatron-core's schedule under names of their own."""
+    allowed = rulebook.load(framework).data[TABLE].get("trains_nothing", [])
+    roots = modeled_roots()
+    for _, tree in modules:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and node.id in ("exec", "eval", "__import__"):
+                return False
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+                if any(n.split(".")[0] in _LOADERS for n in names):
+                    return False
+                if any(n.split(".")[0] in roots and not (_allowed(n, allowed, whole=True) and _in(n, checkouts))
+                       for n in names):
+                    return False
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                top = node.module.split(".")[0]
+                if top in _LOADERS or any(a.name == "*" for a in node.names):
+                    return False
+                if top in roots and not (_in(node.module, checkouts) and all(
+                        _allowed(f"{node.module}.{a.name}", allowed, whole=False) for a in node.names)):
+                    return False
+            elif isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+                return False
+    return True
+
+
+def _allowed(name: str, allowed: list[str], whole: bool) -> bool:
+    """Whether `name` (a module imported whole, or `module.member` of a from-import) lies in the
+    allowlist: under an "X.*" entry, or, imported whole, an "X" entry itself."""
+    return any(name == a[:-2] or name.startswith(a[:-1]) if a.endswith(".*") else whole and name == a
+               for a in allowed)
+
+
+def _in(module: str, checkouts: list[Path]) -> bool:
+    """Whether a checkout holding the module's top package holds the module (_held), or none holds
+    that package (megatron: the Megatron-LM and the Bridge's trees alike)."""
+    holders = [c for c in checkouts if (c / module.split(".")[0]).is_dir()]
+    return not holders or any(_held(module, c) for c in holders)
 
 
 def _held(module: str, checkout: Path | None) -> bool:

@@ -84,7 +84,7 @@ TABLES: dict[str, Table] = {
     # The schedules' forward-only parameter (config/entry_assign.py).
     "forward_only": _table(False, "param step microbatches getter source code", "about"),
     # megatron-core's inference engine modules (config/entry_inference.py).
-    "inference_engine": _table(False, "modules source code", "about servers"),
+    "inference_engine": _table(False, "modules source code", "about servers trains_nothing"),
     # The sizes Megatron-LM takes from the checkpoint (config/checkpoint_args.py).
     "checkpoint_args": _table(False, "flag gate modules keys source code", "about"),
     # What a Megatron-Bridge generate entry leaves at megatron-core's defaults, and what sets
@@ -302,7 +302,7 @@ TYPES: dict[str, dict[str, type]] = {
                     "uncovered": dict},
     "config_attribute": {"keys": list},
     "forward_only": {"param": str, "step": str, "microbatches": str, "getter": str},
-    "inference_engine": {"modules": list, "servers": list},
+    "inference_engine": {"modules": list, "servers": list, "trains_nothing": list},
     "checkpoint_args": {"flag": str, "gate": str, "modules": list, "keys": list},
     "entry_defaults": {"styles": list, "keys": list},
     "entry_setter": {"id": str, "flags": list, "keys": list, "why": str, "values": list, "decide": str,
