@@ -36,7 +36,11 @@ class MissingConfig(Unreadable):
     """A defaults entry, not `optional`, that no config directory holds (one climbing out with
     `../` landing inside the checkout): Hydra's compose raises MissingConfigException for it,
     unless a search path or a ConfigStore this module does not read supplies it (the reader
-    decides that)."""
+    decides that). `name`: the config's path in the config directory (`group/option`)."""
+
+    def __init__(self, message: str, name: str) -> None:
+        super().__init__(message)
+        self.name = name
 
 
 @dataclass(frozen=True)
@@ -95,8 +99,12 @@ def _load_with_defaults(config_dir: tuple[Path, ...], name: str, files: list[Pat
         if not isinstance(item, dict) or len(item) != 1:
             raise Unreadable(f"{files[0]}: defaults entry {item!r} is not `name` or `group: option`")
         (group, option), = item.items()
-        required = not str(group).removeprefix("override ").startswith("optional ")
-        group = str(group).removeprefix("override ").removeprefix("optional ").strip()
+        group = str(group).removeprefix("override ").strip()
+        required = not group.startswith("optional ")
+        group = group.removeprefix("optional ").strip()
+        # `hydra/...` groups (job_logging, launcher, sweeper) are Hydra's own or its plugins',
+        # shipped inside the installed package: absent from the config directory is no miss
+        required = required and posixpath.normpath(group.lstrip("/")).split("/")[0] != "hydra"
         if option is None:
             continue  # `group: null` selects nothing
         path = _relative(here, f"{group.split('@')[0]}/{option}")
@@ -113,7 +121,10 @@ def _load_with_defaults(config_dir: tuple[Path, ...], name: str, files: list[Pat
 
 
 def _relative(group: str, name: str) -> str:
-    """`name` (`actor`, `../optim/fsdp`) as the config dir's path, from the group `group`."""
+    """`name` (`actor`, `../optim/fsdp`) as the config dir's path, from the group `group`; a
+    leading `/` (`/strategy`, `/common@_here_`) is from the config root, not the file system's."""
+    if name.startswith("/"):
+        return posixpath.normpath(name.lstrip("/"))
     return posixpath.normpath(posixpath.join(group, name))
 
 
@@ -127,7 +138,8 @@ def _load(config_dir: tuple[Path, ...], name: str, files: list[Path], root: Path
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         if required_by is not None:
-            raise MissingConfig(f"{required_by} names `{name}` in its defaults, and {path} does not exist") from None
+            raise MissingConfig(f"{required_by} names `{name}` in its defaults, and {path} does not exist",
+                                name) from None
         raise Unreadable(f"{path} does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise Unreadable(f"{path}: {exc}") from None

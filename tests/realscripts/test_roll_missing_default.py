@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from auditor.config.frontends.hydra_compose import _missing_default
+from auditor.config.hydra_compose import MissingConfig
 from tests.realscripts.test_roll import SFT, _read, roll_tree
 
 ZERO2 = "defaults:\n  - ../config/deepspeed_zero2@_here_\n\n" + SFT
@@ -50,3 +54,54 @@ def test_a_config_store_may_hold_it(tmp_path: Path):
     (tmp_path / "roll").mkdir()
     (tmp_path / "roll" / "store.py").write_text("from hydra.core.config_store import ConfigStore\n")
     assert not _missing(script)
+
+
+# Review r45-scan: Hydra's own groups ship inside the installed package (hydra/job_logging/disabled)
+# or a plugin of the image (hydra/launcher/submitit_slurm): the config directory lacking them is
+# no miss. A leading `/` names the config root, not the file system's.
+
+
+@pytest.mark.parametrize("entry", ["override hydra/job_logging: disabled", "override hydra/launcher: submitit_slurm",
+                                   "hydra/sweeper: basic"])
+def test_a_group_of_hydra_itself_is_never_missing(tmp_path: Path, entry: str):
+    script = _tree(tmp_path, f"defaults:\n  - strategy: zero2\n  - _self_\n  - {entry}\n\n" + SFT)
+    _group(tmp_path, "strategy", "zero2", "zero: 2\n")
+    assert not _missing(script)
+
+
+def test_an_absolute_group_is_from_the_config_root(tmp_path: Path):
+    script = _tree(tmp_path, "defaults:\n  - /strategy: zero2\n\n" + SFT)
+    _group(tmp_path, "strategy", "zero2", "zero: 2\n")
+    config = _read(script)
+    assert not _missing(script) and not [d for d in config.diagnostics if d.kind == "launch.config-file-unread"]
+
+
+def test_an_absolute_group_the_checkout_lacks_still_does_not_start(tmp_path: Path):
+    assert _missing(_tree(tmp_path, "defaults:\n  - /strategy: zero9\n\n" + SFT))
+
+
+def test_an_absolute_name_in_a_group_file_is_from_the_config_root(tmp_path: Path):
+    script = _tree(tmp_path, "defaults:\n  - strategy: zero2\n\n" + SFT)
+    _group(tmp_path, "strategy", "zero2", "defaults:\n  - /common@_here_\nzero: 2\n")
+    (script.parent / "common.yaml").write_text("x: 1\n")
+    config = _read(script)
+    assert not _missing(script) and not [d for d in config.diagnostics if d.kind == "launch.config-file-unread"]
+
+
+def test_a_command_line_choice_of_its_group_may_pick_another(tmp_path: Path):
+    """`strategy=zero3` on a copy's command line picks another option of the group."""
+    config = _read(_tree(tmp_path))
+    exc = MissingConfig("cfg.yaml names `strategy/zero9` in its defaults", "strategy/zero9")
+    primary = tmp_path / "examples" / "agentic_demo" / "atropos_gsm8k_grpo_qwen25_0.5b.yaml"
+    entry = tmp_path / "examples" / "start_agentic_pipeline.py"
+    before = len(config.diagnostics)
+    _missing_default(config, exc, primary, entry, "run.sh:5", ["strategy"])
+    assert len(config.diagnostics) == before
+    _missing_default(config, exc, primary, entry, "run.sh:5", ["trainer.lr"])
+    assert len(config.diagnostics) == before + 1
+
+
+def _group(root: Path, group: str, option: str, text: str) -> None:
+    folder = root / "examples" / "agentic_demo" / group
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{option}.yaml").write_text(text)

@@ -65,7 +65,8 @@ class HydraComposeReader(Reader):
                                           for k, v in (o for o in overrides if o is not None)])
         except Unreadable as exc:
             if isinstance(exc, MissingConfig):
-                _missing_default(config, exc, config_dir / f"{name.removesuffix('.yaml')}.yaml", entry, where)
+                _missing_default(config, exc, config_dir / f"{name.removesuffix('.yaml')}.yaml", entry, where,
+                                 [o[0] for o in overrides if o is not None])
             unknown_file(config, f"{config_dir}/{name}.yaml", str(exc), config.command_line, where, env_keys=())
             return
         roles = _roles(composed.data, rule)
@@ -110,11 +111,15 @@ class HydraComposeReader(Reader):
             detail={"files": [str(f) for f in composed.files], "role": role}))
 
 
-def _missing_default(config: LaunchConfig, exc: MissingConfig, primary: Path, entry: Path, where: str) -> None:
+def _missing_default(config: LaunchConfig, exc: MissingConfig, primary: Path, entry: Path, where: str,
+                     keys: list[str]) -> None:
     """A start-up failure where Hydra surely finds no file for a defaults entry: nothing but the
     config directory supplies configs, as the primary states no `hydra.searchpath` and no Python
     file of the checkout registers a ConfigStore node or a search-path plugin (which may hold it
-    under that name); otherwise it stays unknown."""
+    under that name), and no command-line override `keys` names its group (`strategy=zero3`
+    picks another option, read here as a value); otherwise it stays unknown."""
+    if exc.name.split("/")[0] in {k.lstrip("+~").split(".")[0] for k in keys}:
+        return
     root = checkout_root(str(entry))
     try:
         data = load_yaml(primary.read_text(encoding="utf-8"), primary)
