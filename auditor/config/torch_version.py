@@ -25,6 +25,7 @@ uses it. torch itself is never imported.
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import re
 from dataclasses import dataclass
 
@@ -46,6 +47,7 @@ _ELSEWHERE = re.compile(r"--container[\w-]*|\b(?:docker|podman|apptainer|singula
                         r".*\s-[Dd](?:\s|=|$|/)")
 # srun's (pyxis') container options that leave the working directory where it is
 _PYXIS = re.compile(r"--(?:no-)?container-(?!workdir)[\w-]+")
+_MOUNTS = re.compile(r"--container-mounts(?:=|\s+)(\"[^\"]*\"|'[^']*'|\S+)|--container-mounts\s*$")
 
 
 @dataclass(frozen=True)
@@ -104,12 +106,36 @@ def runs_elsewhere(launch: LaunchConfig, *, images: bool = True) -> str | None:
     other) or a working directory for the run: "path:line: text"; None where it names none.
     `images` False: srun's container options but its working directory's (pyxis'
     --container-image, --container-mounts) are not counted, for a command whose own `cd` names
-    the directory it runs in: another root file system, not another directory."""
+    the directory it runs in: another root file system, not another directory; a mount that may
+    put other files there (`_mounted_over`) still counts."""
     for n, line in enumerate(launch.text.split("\n"), 1):
         if images and (_IMAGE.search(line) or _ELSEWHERE.search(line)) \
-                or not images and _ELSEWHERE.search(_PYXIS.sub("", line)):
+                or not images and (_ELSEWHERE.search(_PYXIS.sub("", line)) or _mounted_over(line, launch.workdir)):
             return f"{launch.path}:{n}: {line.strip()[:80]}"
     return None
+
+
+def _mounted_over(line: str, workdir: str | None) -> bool:
+    """Whether a pyxis `--container-mounts SRC:DST[:FLAGS],...` of `line` may show other files at
+    `workdir` (the command's `cd` target): a mount of another source whose destination is not
+    certain (`${DIR}`, relative) or lies above, at or under it. A mount of a path onto itself
+    shows the same files."""
+    for m in _MOUNTS.finditer(line):
+        value = (m.group(1) or "").strip("\"'")
+        if not value:
+            return True
+        for mount in value.split(","):
+            src, colon, rest = mount.partition(":")
+            dst = rest.split(":")[0] or src
+            uncertain = any(c in mount for c in "$`")
+            if src == dst and not (uncertain and not colon):  # `$MOUNTS` alone may be any list
+                continue
+            if uncertain or not dst.startswith("/") or workdir is None:
+                return True
+            a, b = os.path.normpath(dst), os.path.normpath(workdir)
+            if os.path.commonpath([a, b]) in (a, b):
+                return True
+    return False
 
 
 def resolve(explicit: str | None, launch: LaunchConfig) -> TorchBasis:

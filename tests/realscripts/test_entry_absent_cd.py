@@ -74,3 +74,21 @@ def test_a_scan_from_outside_the_checkout_says_nothing(tmp_path: Path, monkeypat
     script = _checkout(tmp_path / "nemo")
     (tmp_path / "elsewhere").mkdir()
     assert _errors(script, monkeypatch, tmp_path / "elsewhere") == []
+
+
+# Review r45-scan: a pyxis mount whose destination may be the `cd` target (`${DIR}`, a directory
+# above or under it) shows other files there than the checkout's: the directory is the mount's.
+
+
+@pytest.mark.parametrize("mounts", ['"/lustre/nemo_src:${DIR}"', "/lustre/nemo_src:/", "$MOUNTS",
+                                    '"/home:/home,/lustre/src:TARGET/nemo"', "/lustre/src:TARGET"])
+def test_a_mount_over_the_cd_target_leaves_it_undecided(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mounts: str):
+    script = _checkout(tmp_path)
+    script.write_text(DIT.replace("HEADER", "").replace('"/home:/home"', mounts.replace("TARGET", str(tmp_path))))
+    assert _errors(script, monkeypatch, tmp_path) == []
+
+
+def test_a_mount_elsewhere_still_does_not_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    script = _checkout(tmp_path)
+    script.write_text(DIT.replace("HEADER", "").replace('"/home:/home"', '"/home:/home,/lustre/data:/data:ro"'))
+    assert len(_errors(script, monkeypatch, tmp_path)) == 1
