@@ -5,10 +5,18 @@ THUDM/slime@624b824a89 examples/retool/retool_qwen3_4b_sft.sh:27 sources
 `/root/slime/scripts/models/qwen3-4B.sh`, which sets MODEL_ARGS; docker/Dockerfile:156 clones
 slime to /root/slime (`git clone https://github.com/THUDM/slime.git /root/slime`), and
 docker/Dockerfile.gb10:199 copies the build context there (`COPY . /root/slime`). Only a
-Dockerfile of the checkout decides a place, never a guessed prefix: `COPY . DIR` / `ADD . DIR`
-(the build context, the checkout; `COPY . .` under an absolute WORKDIR) or `git clone URL [DIR]`
-of a repository named as the checkout names itself (its .git remote, setup.py or pyproject
-name), never another one the image also clones (slime's clones Megatron-LM to /root/Megatron-LM).
+Dockerfile of the checkout decides a place, never a guessed prefix, and never one inside a nested
+project (a directory with its own checkout marker, or a .gitmodules path: a vendored
+third_party/Megatron-LM/Dockerfile builds that project). Two instructions place it:
+- `COPY . DIR` / `ADD . DIR` (`COPY . .` under an absolute WORKDIR of the stage), only in a
+  Dockerfile at the checkout root or directly under docker/, whose build context is the checkout;
+  elsewhere the context may be the Dockerfile's own directory. `COPY --from=` copies another stage
+  or image.
+- `git clone URL [DIR]` of the checkout's own repository, from any of its Dockerfiles: the URL's
+  owner/name is the .git remote's; where no remote is known (an archive), its name is the one
+  setup.py or pyproject gives (slime's tree, no .git) -- a same-named fork's archive would be
+  taken as the clone, accepted since nothing else there names the repository. Never another
+  repository the image also clones (slime's clones Megatron-LM to /root/Megatron-LM).
 """
 
 from __future__ import annotations
@@ -21,7 +29,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from auditor.bash.absent import checkout_root
+from auditor.bash.absent import CHECKOUT_MARKERS, checkout_root
 from auditor.bash.textfile import read_bounded
 
 _DOCKERFILE = re.compile(r"(?:.*\.)?[Dd]ockerfile(?:[._-].*)?")
@@ -41,41 +49,46 @@ class Placement:
     said: str  # "docker/Dockerfile:156"
 
 
-def checkout_name(root: Path) -> str | None:
-    """The repository name the checkout gives itself, normalised (lower case, `_`/`.` as `-`): its
-    .git remote's last path part, else setup.py's literal `name=`, else pyproject's [project] name."""
+def checkout_name(root: Path) -> tuple[str | None, str] | None:
+    """(owner, name) the checkout gives itself, normalised (lower case, `_`/`.` as `-`): its .git
+    remote's (origin's, else the first), else (None, setup.py's literal `name=`, else pyproject's
+    [project] name); None where it names itself nowhere."""
     try:
         config = (root / ".git" / "config").read_text(errors="replace")
     except OSError:
         config = ""
-    remote = re.search(r'^\s*url\s*=\s*(\S+)', config, re.M)
+    remote = (re.search(r'^\[remote "origin"\][^\[]*?^\s*url\s*=\s*(\S+)', config, re.M)
+              or re.search(r'^\s*url\s*=\s*(\S+)', config, re.M))
     if remote:
-        return _norm(_repo_of(remote.group(1)))
+        return _owner_repo(remote.group(1))
     try:
         setup = (root / "setup.py").read_text(errors="replace")
     except OSError:
         setup = ""
     named = re.search(r'\bname\s*=\s*["\']([A-Za-z0-9._-]+)["\']', setup)
     if named:
-        return _norm(named.group(1))
+        return None, _norm(named.group(1))
     try:
         project = tomllib.loads((root / "pyproject.toml").read_text(errors="replace")).get("project", {})
     except (OSError, tomllib.TOMLDecodeError):
         return None
     name = project.get("name") if isinstance(project, dict) else None
-    return _norm(name) if isinstance(name, str) else None
+    return (None, _norm(name)) if isinstance(name, str) else None
 
 
 @lru_cache(maxsize=64)  # asked at every absolute path a walk opens that is not here
 def placements(root: Path) -> tuple[Placement, ...]:
-    """Every directory a Dockerfile of the checkout at `root` puts the checkout in."""
+    """Every directory a Dockerfile of the checkout at `root` (none inside a nested project) puts
+    the checkout in."""
     own = checkout_name(root)
+    nested = _submodules(root)
     out: list[Placement] = []
     for count, (here, dirs, files) in enumerate(os.walk(root)):
-        depth = len(Path(here).relative_to(root).parts)
-        dirs[:] = sorted(d for d in dirs if d != ".git" and depth < _MAX_DEPTH)
+        rel = Path(here).relative_to(root)
+        dirs[:] = sorted(d for d in dirs if len(rel.parts) < _MAX_DEPTH and not _nested(root, rel / d, nested))
         if count >= _MAX_DIRS:
             break
+        context = rel.parts in ((), ("docker",))  # the build context is the checkout
         for name in sorted(f for f in files if _DOCKERFILE.fullmatch(f)):
             path = os.path.join(here, name)
             try:
@@ -83,8 +96,23 @@ def placements(root: Path) -> tuple[Placement, ...]:
             except OSError:
                 continue
             out += [Placement(where, f"{os.path.relpath(path, root)}:{line}")
-                    for where, line in _placed(text, own)]
+                    for where, line in _placed(text, own, context)]
     return tuple(out)
+
+
+def _submodules(root: Path) -> frozenset[Path]:
+    """The paths .gitmodules names, relative to `root`."""
+    try:
+        text = (root / ".gitmodules").read_text(errors="replace")
+    except OSError:
+        return frozenset()
+    return frozenset(Path(os.path.normpath(p)) for p in re.findall(r"^\s*path\s*=\s*(.+?)\s*$", text, re.M))
+
+
+def _nested(root: Path, rel: Path, submodules: frozenset[Path]) -> bool:
+    """Whether the directory `rel` of the checkout is another project's: a submodule path, or one
+    holding a checkout marker of its own."""
+    return rel in submodules or any((root / rel / marker).exists() for marker in CHECKOUT_MARKERS)
 
 
 def image_file(name: str, script: str) -> tuple[str, Placement] | None:
@@ -109,11 +137,14 @@ def image_file(name: str, script: str) -> tuple[str, Placement] | None:
     return next(iter(found.items())) if len(found) == 1 else None
 
 
-def _placed(text: str, own: str | None) -> list[tuple[str, int]]:
-    """(directory, line) of each instruction of a Dockerfile's `text` that puts the build context,
-    or a clone of the repository named `own`, in an absolute directory."""
+def _placed(text: str, own: tuple[str | None, str] | None, context: bool) -> list[tuple[str, int]]:
+    """(directory, line) of each instruction of a Dockerfile's `text` that puts the build context
+    (only where `context`: it is the checkout), or a clone of the repository `own`, in an absolute
+    directory. Each FROM starts with its base stage's WORKDIR, or none."""
     out: list[tuple[str, int]] = []
     workdir = ""
+    stage = ""
+    stages: dict[str, str] = {}
     for line, instruction in _instructions(text):
         keyword, _, rest = instruction.partition(" ")
         keyword = keyword.upper()
@@ -121,21 +152,27 @@ def _placed(text: str, own: str | None) -> list[tuple[str, int]]:
             words = shlex.split(rest, comments=False)
         except ValueError:
             continue
-        if keyword == "WORKDIR" and words:
+        paths = [w for w in words if not w.startswith("--")]
+        if keyword == "FROM":
+            workdir = stages.get(paths[0].lower(), "") if paths else ""
+            stage = paths[2].lower() if len(paths) == 3 and paths[1].upper() == "AS" else ""
+        elif keyword == "WORKDIR" and words:
             workdir = _absolute(words[0], workdir)
-        elif keyword in ("COPY", "ADD"):
-            paths = [w for w in words if not w.startswith("--")]
+        elif keyword in ("COPY", "ADD") and context and not any(w.startswith("--from") for w in words):
             if len(paths) == 2 and os.path.normpath(paths[0]) == ".":
                 dest = _absolute(paths[1], workdir)
                 if dest:
                     out.append((dest, line))
         elif keyword == "RUN" and own is not None:
             out += [(dest, line) for dest in _clones(words, workdir, own)]
+        if stage:
+            stages[stage] = workdir
     return out
 
 
-def _clones(words: list[str], workdir: str, own: str) -> list[str]:
+def _clones(words: list[str], workdir: str, own: tuple[str | None, str]) -> list[str]:
     """The absolute directories the `git clone`s of a RUN's `words` put the repository `own` in
+    (owner/name; its name alone where its owner is None)
     (`cd DIR &&` before one moves where a clone without a directory goes)."""
     out: list[str] = []
     here = workdir
@@ -155,7 +192,7 @@ def _clones(words: list[str], workdir: str, own: str) -> list[str]:
                 elif not word.startswith("-"):
                     positional.append(word)
                 k += 1
-            if positional and _norm(_repo_of(positional[0])) == own:
+            if positional and _same(_owner_repo(positional[0]), own):
                 dest = _absolute(positional[1] if len(positional) > 1 else _repo_of(positional[0]), here)
                 if dest:
                     out.append(dest)
@@ -197,6 +234,17 @@ def _repo_of(url: str) -> str:
     """The repository name a clone URL ends with (`https://github.com/THUDM/slime.git`: slime)."""
     tail = re.split(r"[/:]", url.rstrip("/"))[-1]
     return tail[:-4] if tail.endswith(".git") else tail
+
+
+def _owner_repo(url: str) -> tuple[str | None, str]:
+    """(owner, name) of a clone URL, normalised (`git@github.com:THUDM/slime.git`: thudm, slime)."""
+    parts = re.split(r"[/:]", url.rstrip("/"))
+    return (parts[-2].lower() if len(parts) > 1 and parts[-2] else None), _norm(_repo_of(url))
+
+
+def _same(url: tuple[str | None, str], own: tuple[str | None, str]) -> bool:
+    """Whether a clone URL's (owner, name) is the checkout's: both, where the checkout's owner is known."""
+    return url[1] == own[1] and (own[0] is None or url[0] == own[0])
 
 
 def _norm(name: str) -> str:

@@ -71,3 +71,28 @@ def test_a_script_run_by_its_image_path_is_read(tmp_path: Path) -> None:
     config = read_launch(script)
     assert config.flags["num_layers"].value == "36"
     assert any(d.kind == "launch.image-path" for d in config.diagnostics)
+
+
+def test_a_vendored_projects_copy_does_not_place_the_checkout(tmp_path: Path) -> None:
+    """Review r45-scan a1: the outer checkout's script sources `/workspace/megatron/examples/env.sh`
+    (PP), which only third_party/Megatron-LM/Dockerfile's `COPY . /workspace/megatron` names -- its
+    build context is that vendored directory, not the checkout, so the file stays unread (it was read
+    as the outer checkout's examples/env.sh, PP=1, a false CLEAN)."""
+    home = f"/opt/{tmp_path.name}-image/megatron"
+    assert not Path(home).exists()
+    root = tmp_path / "outer"
+    (root / ".git").mkdir(parents=True)
+    (root / ".git" / "config").write_text('[remote "origin"]\n\turl = https://github.com/acme/outer.git\n')
+    (root / "examples").mkdir()
+    (root / "examples" / "env.sh").write_text("PP=1\n")
+    vendored = root / "third_party" / "Megatron-LM"
+    (vendored / "examples").mkdir(parents=True)
+    (vendored / "examples" / "env.sh").write_text("PP=4\n")
+    (vendored / "Dockerfile").write_text(f"FROM nvcr.io/nvidia/pytorch:24.05-py3\nCOPY . {home}\nWORKDIR {home}\n")
+    script = root / "examples" / "run.sh"
+    script.write_text(f"#!/bin/bash\nsource {home}/examples/env.sh\ntorchrun --nproc_per_node 8 "
+                      f"{home}/pretrain_gpt.py --pipeline-model-parallel-size $PP --num-layers 8\n")
+    config = read_launch(script)
+    assert not any(d.kind == "launch.image-path" for d in config.diagnostics)
+    assert any(d.kind == "launch.unknown-settings" and f"{home}/examples/env.sh" in d.message for d in config.diagnostics)
+    assert config.flags["pipeline_model_parallel_size"].value != "1"
