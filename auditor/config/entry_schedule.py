@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from auditor import rulebook
-from auditor.config.entry_script import iter_closure
+from auditor.config.entry_script import iter_closure, uses_or_imports
 from auditor.config.entry_stack import modeled_roots
 from auditor.config.model import LaunchConfig
 from auditor.config.pyenv import located_stat
@@ -30,11 +30,15 @@ def names_schedule(config: LaunchConfig) -> str | None:
 
 
 def names_no_schedule(config: LaunchConfig) -> bool:
-    """The entry script of `config` and its local modules were read and name no schedule entry:
-    only then may a script rule call it NOT A PIPELINE RUN by its name (a `cd` the scratch
-    config does not follow, a file absent here: not decided by the name)."""
+    """The entry script of `config` and its local modules were read, name no schedule entry and
+    build no other pipeline stack (`_stacked`): only then may a script rule call it NOT A
+    PIPELINE RUN by its name (a `cd` the scratch config does not follow, a file absent here:
+    not decided by the name)."""
     read, named = _read(config)
-    return read and named is None
+    if not read or named is not None:
+        return False
+    found = located_stat(config)
+    return found is not None and not _stacked(Path(found[0].path).resolve(), found[1].st_mtime_ns)
 
 
 def _read(config: LaunchConfig) -> tuple[bool, str | None]:
@@ -53,6 +57,21 @@ def _named(script: Path, mtime_ns: int) -> tuple[bool, str | None]:
         return named_in(tree for _, tree in iter_closure(script, stop))
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
         return False, None
+
+
+@functools.lru_cache(maxsize=32)
+def _stacked(script: Path, mtime_ns: int) -> bool:
+    """Whether the script or a local module it imports uses a pipeline stack other than
+    megatron-core's schedules (rules/stacks.toml [training_step] `pipeline_modules`/
+    `pipeline_names`: DeepSpeed's PipelineModule, torch.distributed.pipelining's schedules); a
+    closure not read is taken to (a tools/checkpoint/*.py that trains DeepSpeed's PipelineModule
+    with engine.train_batch() is no checkpoint tool)."""
+    steps = rulebook.load("stacks").data["training_step"]
+    try:
+        return any(uses_or_imports(tree, steps["pipeline_modules"], steps["pipeline_names"])
+                   for _, tree in iter_closure(script, modeled_roots()))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+        return True
 
 
 def named_in(trees: Iterable[ast.Module]) -> tuple[bool, str | None]:

@@ -64,6 +64,7 @@ from auditor.errors import InputError
 from auditor.findings import Finding
 from auditor.rulebook.frameworks import launched_by
 from auditor.rulebook.launchers import Spelling
+from auditor.sources import version_file_release
 
 # `# torch==2.10.0`, `# megatron-core==0.17.0`: the versions a script was written for.
 _PIN = re.compile(r"(?<![\w.-])([A-Za-z][A-Za-z0-9_.-]*)\s*==\s*([0-9][0-9A-Za-z.+_-]*)")
@@ -582,7 +583,7 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
         _entry_in_checkout(config, path)
         read_entry_module(config, path)
         read_absent_entry(config, launcher, chosen, shell.opaque, path)
-        shipped = _shipped_script(spelling, script)
+        shipped = _shipped_script(spelling, script, config)
         reader = for_style(shipped["style"]) if shipped else reader
     config.style = reader.style
     what = runs_no_pipeline(chosen, spelling, path)
@@ -628,10 +629,27 @@ def _entry_in_checkout(config: LaunchConfig, path: str) -> None:
         where=f"{path}:{config.command_line}", detail={"script": config.script, "read": str(instead)}))
 
 
-def _shipped_script(spelling: Spelling, script: object) -> dict | None:
-    """The `[[swift_script]]` entry of a script with a front end of its own, if `script` is one."""
+def _shipped_script(spelling: Spelling, script: object, config: LaunchConfig) -> dict | None:
+    """The `[[swift_script]]` entry of a script with a front end of its own, if `script` (the
+    entry `config` locates) is one and lies where the rule holds (`_in_its_checkout`)."""
     return next((s for s in spelling.swift_scripts if isinstance(script, str)
-                 and launched_by(script, ["*" + s["pattern"]])), None)
+                 and launched_by(script, ["*" + s["pattern"]]) and _in_its_checkout(s, config)), None)
+
+
+def _in_its_checkout(shipped: dict, config: LaunchConfig) -> bool:
+    """Whether a `[[swift_script]]` rule holds for the entry `config` locates: with no `checkout`,
+    wherever its pattern matches; else it names a tool of that checkout, so the entry lies in the
+    directory its pattern's path starts from (tools/checkpoint/X.py two folders down), which holds
+    that distribution's version file (Megatron-LM's megatron/core/package_info.py), and builds no
+    pipeline (entry_schedule.names_no_schedule). A tools/checkpoint/ of another repository, or one
+    that trains DeepSpeed's PipelineModule, is read as any script (issue 22 item 6)."""
+    if "checkout" not in shipped:
+        return True
+    found = locate(config)[0]
+    if found is None:
+        return False
+    root = Path(found.path).resolve().parents[len(shipped["pattern"].split("/")) - 1]
+    return version_file_release(root, shipped["checkout"]) is not None and names_no_schedule(config)
 
 
 def _routed(spelling: Spelling, shipped: dict, script: object) -> str | None:
@@ -677,18 +695,16 @@ def runs_no_pipeline(candidate: Candidate, spelling: Spelling, path: str) -> str
                                                        spelling.python_runners)[1])
     if scratch.script_module and isinstance(script, str) and (what := packaged_entry(script)):
         return what  # `deepspeed --module MODULE`, `ray job submit -- python3 -m MODULE`
-    shipped = _shipped_script(spelling, script)
+    scratch.script = script
+    shipped = _shipped_script(spelling, script, scratch)
     routed = _routed(spelling, shipped, script) if shipped else None
     if routed is not None:
         return routed
-    if shipped and "not_pipeline" in shipped:
-        scratch.script = script  # a name says no pipeline only where the code names no schedule
-        if names_no_schedule(scratch):
-            return str(shipped["not_pipeline"]).replace("{script}", str(script))
+    if shipped and "not_pipeline" in shipped and names_no_schedule(scratch):
+        return str(shipped["not_pipeline"]).replace("{script}", str(script))  # its code names no schedule
     if shipped or not isinstance(script, str):
         return None
     # A script of no known front end: what its own imports build (config.entry_stack).
-    scratch.script = script
     scratch.launcher = f"{candidate.invoked} {os.path.basename(script)}"
     scratch.env = {n: EnvVar(n, v.value, v.line, "export") for n, v in candidate.env.items()
                    if v.exported and not isinstance(v.value, list)} | candidate.inline

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,71 @@ def calls_parser_entry(script: Path) -> bool:
                         _own_function_builds(script, node.module, alias.name):
                     return True
     return False
+
+
+def builds_none(script: Path) -> bool:
+    """Whether `script` surely builds no Megatron-LM parser: it calls no parser entry, and every
+    name it calls from a `from MODULE import NAME` is read and calls none either -- MODULE in the
+    standard library or one of Megatron-LM's (only the entries build the parser), or a file python
+    finds beside the script (sys.path[0]) or in its checkout's packages, whose top-level function
+    NAME calls nothing it imports. An installed package's function, a relative import or a local
+    module imported whole is not read: not known to build none (its command line is then checked
+    as Megatron-LM's). After the review input where train.py runs `from helper import go` and the
+    helper.py beside it calls megatron.training.pretrain."""
+    try:
+        tree = parsed(script.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError, ValueError):
+        return False
+    if _calls_entry(tree, tree):
+        return False
+    own = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    called = {c.func.id for c in ast.walk(tree) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)} - own
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(_local(script, a.name) for a in node.names):
+            return False
+        if not isinstance(node, ast.ImportFrom) or not {a.asname or a.name for a in node.names} & called:
+            continue
+        if node.level or not node.module:
+            return False
+        if node.module.split(".")[0] in sys.stdlib_module_names or node.module in _rule()["modules"]:
+            continue
+        file = _local(script, node.module)
+        if file is None or not all(_reads_none(file, a.name) for a in node.names if (a.asname or a.name) in called):
+            return False
+    return True
+
+
+def _local(script: Path, module: str) -> Path | None:
+    """The file python imports `module` from where it is the script's own: beside the script
+    (sys.path[0]) or under its checkout's root through regular packages; None otherwise."""
+    parts = module.split(".")
+    beside = script.parent / Path(*parts[:-1]) / f"{parts[-1]}.py"
+    if beside.is_file():
+        return beside
+    root = checkout_root(str(script))
+    if root is None or not all((root / Path(*parts[:i])).joinpath("__init__.py").is_file()
+                               for i in range(1, len(parts))):
+        return None
+    file = root / Path(*parts[:-1]) / f"{parts[-1]}.py"
+    return file if file.is_file() else None
+
+
+def _reads_none(file: Path, name: str) -> bool:
+    """Whether `file` defines a top-level function `name` that calls no name its module imports
+    (one step: what it calls is read no further) and so no parser entry."""
+    try:
+        tree = parsed(file.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError, ValueError):
+        return False
+    body = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+    if body is None:
+        return False
+    imported = {(a.asname or a.name).split(".")[0] for n in ast.walk(tree)
+                if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
+    return not any(isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in imported
+                   or isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+                   and ast.unparse(c.func.value).split(".")[0] in imported
+                   for c in ast.walk(body))
 
 
 def _calls_entry(scope: ast.AST, tree: ast.Module) -> bool:

@@ -173,8 +173,10 @@ TABLES: dict[str, Table] = {
     # A script the launcher starts that has a front end of its own (`style`); `not_pipeline`: what
     # it is where it trains no pipeline (a checkpoint conversion), `{script}` its path as written.
     # `front_ends`: launchers whose `routes` (subcommand -> module) may name the script: it is that
-    # subcommand (`torchrun swift/cli/rlhf.py` is `swift rlhf`).
-    "swift_script": _table(True, "pattern style", f"not_pipeline front_ends {_SELECT}"),
+    # subcommand (`torchrun swift/cli/rlhf.py` is `swift rlhf`). `checkout`: the distribution
+    # whose version file (auditor/sources.py) the directory the pattern's path lies in must hold
+    # for `not_pipeline` to hold (a tools/checkpoint/ of another repository is not Megatron-LM's).
+    "swift_script": _table(True, "pattern style", f"not_pipeline front_ends checkout {_SELECT}"),
     # Megatron-Bridge's run_recipe.py front end (auditor/config/frontends/megatron_bridge.py).
     "recipe_runner": _table(False, "recipe_option model_option mode_option tasks flag_options overrides "
                                    "recipe_dirs keys layout_keys topology_keys layout_override", "missing source"),

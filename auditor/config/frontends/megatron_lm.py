@@ -14,7 +14,7 @@ from auditor.config.frontend_parser import find_script, locate, with_front_end
 from auditor.config.hf_config_file import read_positional_file, unread_positional
 from auditor.config.frontends.reader import Reader, flags_as_written, label_front_end
 from auditor.config.model import LaunchConfig
-from auditor.config.parser_entry import calls_parser_entry
+from auditor.config.parser_entry import builds_none, calls_parser_entry
 from auditor.findings import Finding
 from auditor.rulebook.launchers import Spelling
 from auditor.sources import version_file_release
@@ -35,12 +35,13 @@ class MegatronReader(Reader):
             else:  # no checkout around it: what the script calls says whose parser it builds
                 found = find_script(path, config.script_read or config.script, entry=True, workdir=config.workdir)
                 builds = found is not None and calls_parser_entry(found)
-                own = found is not None and not builds
+                own = found is not None and not builds and builds_none(found)
         if read_positional_file(config, args, spelling, path):
             return  # an entry reading its first argument as a config file: its front end's
         if own or flags_as_written(config, args, spelling):
-            # an entry found here that builds no Megatron-LM parser parses its command line itself
-            # (its own argparse, a click or typer CLI): Megatron-LM's spellings say nothing of it
+            # an entry found here that surely builds no Megatron-LM parser (every call it imports
+            # read) parses its command line itself (its own argparse, a click or typer CLI):
+            # Megatron-LM's spellings say nothing of it
             read_flags(config, args, spelling, path, checked=False)
         else:
             read_flags(config, args, spelling, path, checked=True)
