@@ -47,19 +47,17 @@ def calls_parser_entry(script: Path) -> bool:
     """Whether `script` calls one of the parser's entries bound from Megatron-LM's modules:
     `from MODULE import NAME [as X]` then `X(...)`, or `MODULE.NAME(...)` of an imported MODULE;
     or a function of its own checkout's package that does so (`_own_function_builds`)."""
-    try:
-        tree = parsed(script.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, SyntaxError, ValueError):
+    tree = _script_tree(script)
+    if tree is None:
         return False
     if _calls_entry(tree, tree):
         return True
-    own = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    called = {c.func.id for c in ast.walk(tree) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)}
+    called = _called_names(tree)
     modules = set(_rule()["modules"])
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and not node.level and node.module and node.module not in modules:
             for alias in node.names:
-                if (alias.asname or alias.name) in called - own and \
+                if (alias.asname or alias.name) in called and \
                         _own_function_builds(script, node.module, alias.name):
                     return True
     return False
@@ -74,14 +72,12 @@ def builds_none(script: Path) -> bool:
     module imported whole is not read: not known to build none (its command line is then checked
     as Megatron-LM's). After the review input where train.py runs `from helper import go` and the
     helper.py beside it calls megatron.training.pretrain."""
-    try:
-        tree = parsed(script.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, SyntaxError, ValueError):
+    tree = _script_tree(script)
+    if tree is None:
         return False
     if _calls_entry(tree, tree):
         return False
-    own = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    called = {c.func.id for c in ast.walk(tree) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)} - own
+    called = _called_names(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import) and any(_local(script, a.name) for a in node.names):
             return False
@@ -95,6 +91,20 @@ def builds_none(script: Path) -> bool:
         if file is None or not all(_reads_none(file, a.name) for a in node.names if (a.asname or a.name) in called):
             return False
     return True
+
+
+def _script_tree(script: Path) -> ast.Module | None:
+    """The parsed `script`; None where it cannot be read or parsed (then nothing is claimed of it)."""
+    try:
+        return parsed(script.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError, ValueError):
+        return None
+
+
+def _called_names(tree: ast.AST) -> set[str]:
+    """The bare names `tree` calls that it does not define itself: the ones an import may bind."""
+    own = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    return {c.func.id for c in ast.walk(tree) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)} - own
 
 
 def _local(script: Path, module: str) -> Path | None:
