@@ -125,9 +125,8 @@ def _local(script: Path, module: str) -> Path | None:
 def _reads_none(file: Path, name: str) -> bool:
     """Whether `file` defines a top-level function `name` that calls no name its module imports
     (one step: what it calls is read no further) and so no parser entry."""
-    try:
-        tree = parsed(file.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, SyntaxError, ValueError):
+    tree = _script_tree(file)
+    if tree is None:
         return False
     body = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
     if body is None:
@@ -177,9 +176,8 @@ def _own_function_builds(script: Path, module: str, name: str) -> bool:
     file = root / Path(*parts[:-1]) / f"{parts[-1]}.py"
     if not file.is_file():
         return False
-    try:
-        tree = parsed(file.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, SyntaxError, ValueError):
+    tree = _script_tree(file)
+    if tree is None:
         return False
     body = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
     return body is not None and _calls_entry(body, tree) and not _changes_the_run(tree)

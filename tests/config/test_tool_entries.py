@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from auditor.config.launch import NotAPipelineRun, parse_launch, refuse_not_pipeline
+from auditor.config.model import LaunchConfig
 
 _CLICK = ('import click\n\n\n@click.group()\ndef cli():\n    pass\n\n\n@cli.command()\n'
           '@click.argument("input_dir")\n@click.argument("output_dir")\n'
@@ -30,6 +31,12 @@ def _tree(tmp_path: Path, entry: str, code: str) -> Path:
     return tmp_path / "examples" / "run.sh"
 
 
+def _launch(script: Path, text: str) -> LaunchConfig:
+    """The launch read from `text`, written as the run script `script`."""
+    script.write_text(text)
+    return parse_launch(text, str(script))
+
+
 def _megatron_lm(root: Path) -> None:
     """The version file that makes `root` a Megatron-LM checkout (d98e8a64dd megatron/core/package_info.py)."""
     (root / "megatron/core").mkdir(parents=True)
@@ -42,8 +49,7 @@ def test_a_click_entry_is_not_read_with_megatron_lms_parser(tmp_path: Path) -> N
     error there (it was a DOES NOT START before)."""
     script = _tree(tmp_path, "inspect_ckpt.py", _CLICK)
     text = "torchrun --nproc_per_node 2 ../inspect_ckpt.py convert --sequence-parallel in_dir out_dir\n"
-    script.write_text(text)
-    config = parse_launch(text, str(script))
+    config = _launch(script, text)
     assert not [d for d in config.diagnostics if d.severity == "error"], config.diagnostics
     assert not [d for d in config.diagnostics if d.kind.startswith("launch.megatron-spelling")]
 
@@ -54,8 +60,7 @@ def test_an_entry_building_megatron_lms_parser_is_still_checked(tmp_path: Path) 
     code = "from megatron.training import pretrain\n\nif __name__ == '__main__':\n    pretrain(None, None, None)\n"
     script = _tree(tmp_path, "train.py", code)
     text = "torchrun --nproc_per_node 2 ../train.py --sequence-parallel in_dir\n"
-    script.write_text(text)
-    config = parse_launch(text, str(script))
+    config = _launch(script, text)
     assert [d.kind for d in config.diagnostics if d.severity == "error"] == ["launch.flag-takes-no-value"]
 
 
@@ -70,8 +75,7 @@ def test_a_megatron_lm_checkpoint_tool_behind_bash_x_c_is_not_a_pipeline_run(
     _megatron_lm(tmp_path)
     text = ('RUN_CMD="cd /x; python3 tools/checkpoint/checkpoint_inspector.py convert --swiglu in_dir out_dir"\n'
             'srun --ntasks-per-node=8 -N 1 bash -x -c "${RUN_CMD}"\n')
-    script.write_text(text)
-    config = parse_launch(text, str(script))
+    config = _launch(script, text)
     said = [d.message for d in config.diagnostics if d.kind == "launch.not-pipeline"]
     assert len(said) == 1 and "checkpoint tool" in said[0]
     with pytest.raises(NotAPipelineRun, match="checkpoint tool"):
@@ -83,8 +87,7 @@ def test_a_checkpoint_tool_naming_a_schedule_is_not_named_so(tmp_path: Path) -> 
     code = "from megatron.training import pretrain\n\nif __name__ == '__main__':\n    pretrain(None, None, None)\n"
     script = _tree(tmp_path, "tools/checkpoint/convert.py", code)
     text = "torchrun --nproc_per_node 2 tools/checkpoint/convert.py --pipeline-model-parallel-size 2\n"
-    script.write_text(text)
-    config = parse_launch(text, str(script))
+    config = _launch(script, text)
     assert not [d for d in config.diagnostics if d.kind == "launch.not-pipeline"]
 
 
@@ -166,6 +169,5 @@ def test_an_entry_calling_an_unread_import_is_checked(tmp_path: Path) -> None:
     code = "from megatron_patch.training import pretrain\nif __name__ == '__main__':\n    pretrain()\n"
     script = _tree(tmp_path, "train.py", code)
     text = "torchrun --nproc_per_node 2 ../train.py --sequence-parallel 1\n"
-    script.write_text(text)
-    config = parse_launch(text, str(script))
+    config = _launch(script, text)
     assert [d.kind for d in config.diagnostics if d.severity == "error"] == ["launch.flag-takes-no-value"]
