@@ -199,15 +199,15 @@ def _trains_nothing(modules: list[tuple[Path, ast.Module]], framework: str, chec
                 if any(n.split(".")[0] in roots and not (_allowed(n, allowed, whole=True) and _in(n, checkouts))
                        for n in names):
                     return False
-            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
-                top = node.module.split(".")[0]
-                if top in _LOADERS or any(a.name == "*" for a in node.names):
+            elif isinstance(node, ast.ImportFrom):
+                if any(a.name == "*" for a in node.names):
+                    return False  # a star import, relative or not, binds names unread
+                top = node.module.split(".")[0] if not node.level and node.module else None
+                if top in _LOADERS:
                     return False
-                if top in roots and not (_in(node.module, checkouts) and all(
+                if top in roots and not (_in(str(node.module), checkouts) and all(
                         _allowed(f"{node.module}.{a.name}", allowed, whole=False) for a in node.names)):
                     return False
-            elif isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
-                return False
     return True
 
 
