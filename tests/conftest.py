@@ -94,7 +94,9 @@ def _code_of(item: pytest.Item) -> str:
     return "\n".join(parts)
 
 
+@functools.cache
 def _source(function: Callable[..., object]) -> str:
+    """Cached: a parametrized test's items and the helpers many tests name share one source."""
     try:
         return inspect.getsource(function)
     except (OSError, TypeError):
@@ -151,8 +153,10 @@ def _top_level_imports(tree: ast.Module) -> Iterator[str]:
             stack.append(child)
 
 
+@functools.cache
 def _files_of(name: str) -> list[Path]:
-    """The files importing NAME runs: its packages' __init__.py and its own file, where they exist."""
+    """The files importing NAME runs: its packages' __init__.py and its own file, where they exist
+    (cached: each test module's walk meets the same names)."""
     parts = name.split(".")
     files = [REPO.joinpath(*parts[:n], "__init__.py") for n in range(1, len(parts) + 1)]
     files.append(REPO.joinpath(*parts[:-1], parts[-1] + ".py"))
