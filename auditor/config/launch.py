@@ -389,6 +389,9 @@ def _given_command(shell: LaunchShell, command: str, path: str, after: int) -> N
         "the script's own lines", where=f"{path}:{after + 1}"))
 
 
+# `exit 0`, `exit` and `exit $?` (bash(1) `exit [n]`: "If n is omitted, the exit status is that of
+# the last command executed"): a script that ends as its last command did, no failure of its own.
+_LAST_STATUS = ("0", "$?")
 _BACKGROUND = re.compile(r"(?<![&>|])&\s*(#.*)?$")  # `cmd &` ends a line; `&&`, `2>&1` do not
 
 
@@ -527,6 +530,10 @@ def _chosen(shell: LaunchShell, walk: Callable[[dict[str, int]], LaunchShell], s
 def _build(shell: LaunchShell, spelling: Spelling, path: str,
            parser_roots: tuple[Path, ...] = (), which: int = 0) -> LaunchConfig:
     plain = _last_resort(shell, spelling, path)
+    if shell.exited is not None and shell.exited.status in _LAST_STATUS:
+        # `python -m http.server; exit $?`: the script ends with its last command's status, after
+        # running what it runs: where that is known to train nothing, it is no run that fails to start
+        _no_launch(shell, path, plain)
     _stops_before_training(shell, path)
     beside = _beside_no_pipeline(shell, spelling, path, plain)
     _no_launch(shell, path, plain)
