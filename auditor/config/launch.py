@@ -59,6 +59,7 @@ from auditor.config.model import EarlierCommand, LaunchConfig
 from auditor.config import chosen_command, launcher_env, one_process
 from auditor.config.pyenv import locate
 from auditor.config.source_tree import judge_on_source_tree
+from auditor.config.sourced_by import sourced_by
 from auditor.config.training_command import Candidate, LaunchShell
 from auditor.errors import InputError
 from auditor.findings import Finding
@@ -541,6 +542,9 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
         unknown = beside or plain + _unfollowed(shell, 3)
         unseen = "".join(f"; line {line}: {what}" for line, what in shell.opaque[:2])
         unseen += "".join(f"; {what}" for what in shell.hidden_from_job[:2])
+        if not shell.candidates and (callers := sourced_by(path)):  # a helper others read: they decide
+            unseen += (f"; {len(callers)} script(s) beside it source it ({', '.join(callers[:3])}"
+                       f"{', ...' if len(callers) > 3 else ''}): audit one of them, which gives what it reads")
         raise CommandNotFollowed(path, f"the training command could not be followed: looked for "
                                        f"{spelling.looked_for()}, also behind srun/env/nohup, in `bash -c`, "
                                        f"`eval` and here-documents{unknown}{unseen}")

@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from auditor.config.launch import CommandNotFollowed, NotAPipelineRun, ScriptExits, parse_launch
+from auditor.config.sourced_by import sourced_by
 
 SERVE = """#!/usr/bin/env bash
 
@@ -143,3 +144,40 @@ def test_code_not_read_stays_undecided(tmp_path: Path, text: str) -> None:
 def test_a_failing_exit_before_training_still_does_not_start(tmp_path: Path) -> None:
     with pytest.raises(ScriptExits):
         _scan("pip install x\nexit 1\ntorchrun train.py\n", tmp_path / "a.sh")
+
+
+ARGUMENTS = """#!/bin/bash
+set -e
+if [ -z ${MLM_ENV_SETUP} ]; then
+    printf "MLM_ENV_SETUP not set\\n"
+else
+    source ${MLM_ENV_SETUP}
+fi
+LAUNCH_SCRIPT="torchrun --nproc_per_node=${NUM_GPUS:-1}"
+"""
+
+
+def test_a_helper_other_scripts_source_names_them(tmp_path: Path) -> None:
+    """NVIDIA/Megatron-LM@d98e8a64ddf34856e74b24714e3bedb2f5a39553
+    examples/post_training/modelopt/conf/arguments.sh :38-42 sources the caller's ${MLM_ENV_SETUP};
+    quantize.sh and 11 more beside conf/ read it with `source "${SCRIPT_DIR}/conf/arguments.sh"`."""
+    (tmp_path / "modelopt" / "conf").mkdir(parents=True)
+    caller = 'SCRIPT_DIR="$(dirname "$(readlink -f "$0")")"\nsource "${SCRIPT_DIR}/conf/arguments.sh"\n${LAUNCH_SCRIPT} q.py\n'
+    (tmp_path / "modelopt" / "quantize.sh").write_text(caller)
+    (tmp_path / "modelopt" / "notes.sh").write_text("echo conf/arguments.sh\n")
+    said = _undecided(ARGUMENTS, tmp_path / "modelopt" / "conf" / "arguments.sh")
+    assert "1 script(s) beside it source it (modelopt/quantize.sh): audit one of them" in said
+
+
+def test_a_script_no_other_sources_names_none(tmp_path: Path) -> None:
+    assert "source it" not in _undecided(ARGUMENTS, tmp_path / "arguments.sh")
+
+
+def test_sourced_by_reads_source_and_dot_lines_only(tmp_path: Path) -> None:
+    (tmp_path / "a" / "conf").mkdir(parents=True)
+    helper = tmp_path / "a" / "conf" / "args.sh"
+    helper.write_text("X=1\n")
+    (tmp_path / "a" / "conf" / "peer.sh").write_text(". ./args.sh\n")
+    (tmp_path / "a" / "run.sh").write_text('source "$D/conf/args.sh" # settings\n')
+    (tmp_path / "a" / "other.sh").write_text("source conf/my_args.sh\ncat conf/args.sh\n")
+    assert sourced_by(str(helper)) == ["a/conf/peer.sh", "a/run.sh"]
