@@ -51,7 +51,7 @@ class Heredoc:
 class Operator:
     text: str
     line: int
-    fd: str = ""  # the file descriptor written before a redirection (`2>`), if any
+    fd: str = ""  # the file descriptor written before a redirection (`2>`, `{NAME}>`), if any
 
 
 Token = Word | Operator
@@ -100,7 +100,9 @@ class Lexer:
                 self.comments.append((self.line(i), s[i:end]))
                 i = end
             else:
-                fd = re.match(r"[0-9]+(?=[<>])", s[i:i + 12])
+                # `2>`; `{NAME}>FILE`: bash(1) REDIRECTION, "{varname}": bash opens a descriptor
+                # and assigns its number to NAME (`exec {lock_fd}>"/tmp/npu$npu"`), no command word
+                fd = re.match(r"(?:[0-9]+|\{[A-Za-z_][A-Za-z0-9_]*\})(?=[<>])", s[i:i + 72])
                 start = i + (fd.end() if fd else 0)
                 op = next((o for o in _OPERATORS if s.startswith(o, start)), None)
                 if op is not None:

@@ -568,6 +568,10 @@ class Shell(Expander, ABC):
                and words[k].parts[0].kind == "lit"):
             k += 1
         fields = cmd.fields if isinstance(cmd, _Evaluated) else [f for w in words[k:] for f in self.expand(w)]
+        for op, _ in cmd.redirects:  # `exec {lock_fd}>FILE`: NAME holds a descriptor's number, not known
+            if op.startswith("{"):
+                name = op[1:op.index("}")]
+                self.vars[name] = Var(Symbolic(f"${name}, a file descriptor opened at line {cmd.line}"), cmd.line, False)
         if not fields:
             for w in words[:k]:
                 self.assign(w, exported=False)

@@ -59,6 +59,7 @@ from auditor.config.model import EarlierCommand, LaunchConfig
 from auditor.config import chosen_command, launcher_env, one_process
 from auditor.config.pyenv import locate
 from auditor.config.source_tree import judge_on_source_tree
+from auditor.config.sourced_by import sourced_by
 from auditor.config.training_command import Candidate, LaunchShell
 from auditor.errors import InputError
 from auditor.findings import Finding
@@ -389,6 +390,9 @@ def _given_command(shell: LaunchShell, command: str, path: str, after: int) -> N
         "the script's own lines", where=f"{path}:{after + 1}"))
 
 
+# `exit 0`, `exit` and `exit $?` (bash(1) `exit [n]`: "If n is omitted, the exit status is that of
+# the last command executed"): a script that ends as its last command did, no failure of its own.
+_LAST_STATUS = ("0", "$?")
 _BACKGROUND = re.compile(r"(?<![&>|])&\s*(#.*)?$")  # `cmd &` ends a line; `&&`, `2>&1` do not
 
 
@@ -527,6 +531,10 @@ def _chosen(shell: LaunchShell, walk: Callable[[dict[str, int]], LaunchShell], s
 def _build(shell: LaunchShell, spelling: Spelling, path: str,
            parser_roots: tuple[Path, ...] = (), which: int = 0) -> LaunchConfig:
     plain = _last_resort(shell, spelling, path)
+    if shell.exited is not None and shell.exited.status in _LAST_STATUS:
+        # `python -m http.server; exit $?`: the script ends with its last command's status, after
+        # running what it runs: where that is known to train nothing, it is no run that fails to start
+        _no_launch(shell, path, plain)
     _stops_before_training(shell, path)
     beside = _beside_no_pipeline(shell, spelling, path, plain)
     _no_launch(shell, path, plain)
@@ -534,6 +542,9 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
         unknown = beside or plain + _unfollowed(shell, 3)
         unseen = "".join(f"; line {line}: {what}" for line, what in shell.opaque[:2])
         unseen += "".join(f"; {what}" for what in shell.hidden_from_job[:2])
+        if not shell.candidates and (callers := sourced_by(path)):  # a helper others read: they decide
+            unseen += (f"; {len(callers)} script(s) beside it source it ({', '.join(callers[:3])}"
+                       f"{', ...' if len(callers) > 3 else ''}): audit one of them, which gives what it reads")
         raise CommandNotFollowed(path, f"the training command could not be followed: looked for "
                                        f"{spelling.looked_for()}, also behind srun/env/nohup, in `bash -c`, "
                                        f"`eval` and here-documents{unknown}{unseen}")

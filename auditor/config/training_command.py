@@ -8,9 +8,11 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 
 from auditor.bash.getopt import Grammar
+from auditor.bash.getopt import read as read_words
 from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Word
 from auditor.bash.parser import Cmd, Node, ShellParser
 from auditor.bash.sed_script import runs_command as sed_runs_command
@@ -248,6 +250,14 @@ class LaunchShell(Shell):
             base = os.path.basename(f.value)
             if base in ("bash", "sh") and _reads_c_text(fields[i + 1:]):
                 return None  # `bash -c "..."` known: the walk reads its commands on their own (_shell_c)
+            if base in self.spelling.wrapper_operands:  # `flock -n "$fd"`: a lock taken, no command
+                at = self._operands_end(base, fields[i + 1:])
+                if isinstance(at, Field):
+                    return at, "which is not known statically"
+                command = fields[i + 1 + at:] if at is not None else []
+                if command and str(command[0].value).startswith("-"):  # `flock FILE -c CMD`
+                    return f, f"whose `{command[0].value}` runs a command string not read here"
+                return self.may_train(command) if command else None
             if base in self.spelling.wrappers:
                 wrapped = True
             elif wrapped and (f.value.startswith("-") or f.value.isdigit() or _ENV_WORD.match(f.value)):
@@ -266,9 +276,63 @@ class LaunchShell(Shell):
                 return None  # `ray stop --force`: a subcommand that runs no program of the run's
             elif self._names_launcher(fields):
                 return fields[0], "which starts a launcher this reader does not follow"
+            elif (module := self._python_module(fields[i:])) is not None:
+                return self._module_trains(module, fields[i:])
             else:
                 return f, "which is not followed"
         return (unknown, "which is not known statically") if unknown is not None else None
+
+    def _operands_end(self, base: str, args: list[Field]) -> int | None | Field:
+        """Where the command a wrapper with operands of its own runs starts among `args` (util-linux
+        flock(1): `flock [options] FILE|DIR COMMAND [ARGS]`, `flock [options] FILE|DIR -c COMMAND`,
+        `flock [options] NUMBER`; [wrappers] operands); None where no word follows its operands:
+        it runs no command. A word before that, unquoted and not known statically, may be several
+        words, a command among them: that word."""
+        grammar = Grammar.of(self.spelling.option_grammar.get(base, {}))
+        operands = read_words([a.value for a in args], grammar).operands
+        own = self.spelling.wrapper_operands[base]
+        end = operands[own] if len(operands) > own else len(args)
+        split = next((a for a in args[:end] if a.unsplit), None)
+        if split is not None:
+            return split
+        return end if end < len(args) else None
+
+    def _python_module(self, fields: list[Field]) -> str | None:
+        """The module of `python [options] -m MODULE ...` (an interpreter of the one-process
+        launcher rule), None for any other command or a module not known statically."""
+        rule = next((e for e in self.spelling.launchers if e.get("one_process")), None)
+        if rule is None or not is_interpreter(os.path.basename(str(fields[0].value)), rule):
+            return None
+        for k, f in enumerate(fields[1:], 1):
+            if f.value == "-m" and k + 1 < len(fields):
+                module = fields[k + 1].value
+                return module if isinstance(module, str) else None
+            if not isinstance(f.value, str) or not f.value.startswith("-") or f.value in ("-c", "-"):
+                return None
+        return None
+
+    def _module_trains(self, module: str, fields: list[Field]) -> tuple[Field, str] | None:
+        """Whether `python -m MODULE`, its module not found here (LaunchShell._one_process), may
+        train: not a standard-library module the rules say runs no code of the run's (`[wrappers]
+        inert_python_modules`: `http.server`, `json.tool`, `venv`), given none of its options that
+        run code (`http.server --cgi`) and no PYTHONPATH not known statically, which may shadow
+        it; any other module is code not read here, which the message names."""
+        said = Field(f"{os.path.basename(str(fields[0].value))} -m {module}", fields[0].line)
+        inert = self.spelling.inert_python_modules.get(module)
+        path = self.vars.get("PYTHONPATH")
+        if inert is None and module.partition(".")[0] in sys.stdlib_module_names:
+            return said, "a standard-library module that runs code not read here"
+        if inert is None:
+            return said, ("whose module is not found here (not under the working directory, a known "
+                          "PYTHONPATH entry or beside the script; an installed package is not read)")
+        if path is not None and path.exported and not isinstance(path.value, str):
+            return said, "whose module a PYTHONPATH not known statically may shadow"
+        named = next((g.value for g in fields if isinstance(g.value, str) and g.value.partition("=")[0] in inert), None)
+        if named is not None:
+            return said, f"whose `{named.partition('=')[0]}` runs code of the run's"
+        if any(not isinstance(g.value, str) and g.unsplit for g in fields):
+            return said, "whose words not known statically may name an option that runs code"
+        return None
 
     def _runs_command(self, base: str, args: list[Field]) -> str:
         """How a program the rules say trains nothing runs a command after all, for the message ("" where
@@ -346,6 +410,12 @@ class LaunchShell(Shell):
         words = [str(f.value) for f in fields]
         k = next((i for i, w in enumerate(words) if os.path.basename(w) not in self.spelling.wrappers
                   and not w.startswith("-") and not _ENV_WORD.match(w)), 0)
+        held = next((i for i, w in enumerate(words[:k]) if os.path.basename(w) in self.spelling.wrapper_operands), None)
+        if held is not None:  # `flock -n "$fd"`: the lock's wrapper, or the command after its operands
+            at = self._operands_end(os.path.basename(words[held]), fields[held + 1:])
+            return self._named(fields[held + 1 + at:]) if isinstance(at, int) else os.path.basename(words[held])
+        if (module := self._python_module(fields[k:])) is not None:
+            return f"{os.path.basename(words[k])} -m {module}"
         base = os.path.basename(words[k]) if words else ""
         sub = words[k + 1] if k + 1 < len(words) else ""
         judged = base in self.spelling.no_training_subcommands or any(r["program"] == base for r in self.spelling.runners)

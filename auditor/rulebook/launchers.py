@@ -63,6 +63,11 @@ class Spelling:
     # give how many words one command gets (xargs -n): more than that, it runs several commands
     input_plain: dict[str, tuple[str, ...]] = field(default_factory=dict)
     input_batch: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # wrappers with operands of their own before the command they run, how many (flock FILE; [wrappers])
+    wrapper_operands: dict[str, int] = field(default_factory=dict)
+    # standard-library modules `python -m` runs that run no code of the run's, with their options
+    # that do (`http.server --cgi`; [wrappers])
+    inert_python_modules: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # how a program's words split into options and operands, by program (auditor.bash.getopt
     # Grammar's fields; [wrappers] option_grammar)
     option_grammar: dict[str, dict] = field(default_factory=dict)
@@ -113,6 +118,9 @@ class Spelling:
             input_files={k: tuple(v) for rs in every for k, v in rs.section("wrappers").get("input_files", {}).items()},
             input_plain={k: tuple(v) for rs in every for k, v in rs.section("wrappers").get("input_plain", {}).items()},
             input_batch={k: tuple(v) for rs in every for k, v in rs.section("wrappers").get("input_batch", {}).items()},
+            wrapper_operands={k: int(v) for rs in every for k, v in rs.section("wrappers").get("operands", {}).items()},
+            inert_python_modules={k: tuple(v) for rs in every
+                                  for k, v in rs.section("wrappers").get("inert_python_modules", {}).items()},
             option_grammar={k: dict(v) for rs in every for k, v in rs.section("wrappers").get("option_grammar", {}).items()},
             no_training_subcommands={k: frozenset(v) for rs in every
                                      for k, v in rs.section("wrappers").get("no_training_subcommands", {}).items()},
