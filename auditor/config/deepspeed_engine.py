@@ -46,6 +46,7 @@ from auditor.config.entry_script import _imported as imported_names, _resolve as
 from auditor.config.entry_stack import RULES, entry_read, import_line, modeled_packages, read_as_guess
 from auditor.config.model import LaunchConfig
 from auditor.config.shell_command import starts_programs
+from auditor.config.uncalled import uncalled, without
 from auditor.findings import Finding
 
 Where = tuple[str, int]  # (file relative to the entry's folder, line)
@@ -121,6 +122,7 @@ def _engine_of(entry: Path) -> Engine | None:
     closure = [(module, _without(whole, stacks.get("inert_names", []) + model.get("inert_names", [])))
                for module, whole in read]
     imported = {name.split(".")[0] for module, tree in closure for name in _absolute_imports(tree)}
+    dead = uncalled(read)  # functions nothing calls: what they would run never runs
     trainer = _trainer_engine(closure, entry, data["trainer_engine"])
     if trainer is not None:  # the Trainer's names vouched for: DeepSpeed's engine (rules/deepspeed.toml)
         vouches = data["trainer_engine"]["vouches"]
@@ -142,7 +144,8 @@ def _engine_of(entry: Path) -> Engine | None:
         if other is None and unread[module]:
             other = ("runs code (exec of a literal) that imports a local module not read here", shown, unread[module])
         if other is None:
-            other = _beyond(tree, module, entry, shown, _Rules(p2p, excepted, allowed, stacks, model), imported)
+            other = _beyond(tree, module, entry, shown, _Rules(p2p, excepted, allowed, stacks, model), imported,
+                            dead.get(module, frozenset()))
     return Engine(pipeline, engine, stack, other, tuple(sorted(modules)), trainer is not None, pipe_import)
 
 
@@ -157,9 +160,10 @@ class _Rules(NamedTuple):
 
 
 def _beyond(tree: ast.Module, module: Path, entry: Path, shown: str, rules: _Rules,
-            imported: set[str]) -> tuple[str, str, int] | None:
+            imported: set[str], dead: frozenset[str] = frozenset()) -> tuple[str, str, int] | None:
     """What of this module but another modelled stack the engine reading cannot vouch for, as
-    (what, file, line), else None. `imported`: the top-level names the closure imports."""
+    (what, file, line), else None. `imported`: the top-level names the closure imports; `dead`:
+    its functions nothing calls (config/uncalled.py), whose code never runs."""
     p2p, excepted, stacks, model = rules.p2p, rules.excepted, rules.stacks, rules.model
     if uses_or_imports(tree, [], p2p):
         return "names torch's P2P API itself (its own sends)", shown, _name_line(tree, p2p) or _from_line(tree, p2p)
@@ -184,7 +188,7 @@ def _beyond(tree: ast.Module, module: Path, entry: Path, shown: str, rules: _Rul
     shadow = _path_prepended(tree, module, roots, imported)
     if shadow is not None:
         return shadow[0], shown, shadow[1]
-    line = unseen_code(tree, stacks["dynamic"] + stacks.get("loaders", []), stacks["runs_text"],
+    line = unseen_code(without(tree, dead), stacks["dynamic"] + stacks.get("loaders", []), stacks["runs_text"],
                        stacks.get("loader_methods", []))
     if line:
         return "runs code not read here (a module loaded by name or from a file, built text, another program)", shown, line

@@ -778,19 +778,33 @@ def _is_attr(target: ast.expr, key: str) -> bool:
 
 def _resolve(expr: ast.expr, scope: ast.AST, options: dict[str, dict[str, Any]],
              launch: LaunchConfig) -> tuple[Any, str] | None:
-    """A literal or `args.DEST`, or a name `scope` binds once to one of them; else None."""
+    """A literal or `args.DEST`, or a name `scope` binds once to one of them (`pp = args.pp`, or
+    an element of a tuple assigned element by element: `tp, pp = args.tp, args.pp`); else None."""
     if isinstance(expr, ast.Name):
         binds = [n for n in _own_nodes(scope) if isinstance(n, ast.Name) and n.id == expr.id
                  and isinstance(n.ctx, (ast.Store, ast.Del))]
-        assigns = [n for n in _own_nodes(scope) if isinstance(n, ast.Assign) and len(n.targets) == 1
-                   and isinstance(n.targets[0], ast.Name) and n.targets[0].id == expr.id]
+        assigns = [v for n in _own_nodes(scope) if isinstance(n, ast.Assign) and len(n.targets) == 1
+                   for v in [_bound_to(n.targets[0], n.value, expr.id)] if v is not None]
         params = isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and expr.id in {
             a.arg for a in ast.walk(scope.args) if isinstance(a, ast.arg)}
         if len(binds) != 1 or len(assigns) != 1 or params:
             return None
-        got = arg_value(assigns[0].value, options, launch)
-        return None if got is None else (got[0], f"{expr.id} = {ast.unparse(assigns[0].value)}: {got[1]}")
+        got = arg_value(assigns[0], options, launch)
+        return None if got is None else (got[0], f"{expr.id} = {ast.unparse(assigns[0])}: {got[1]}")
     return arg_value(expr, options, launch)
+
+
+def _bound_to(target: ast.expr, value: ast.expr, name: str) -> ast.expr | None:
+    """The expression `target = value` binds `name` to: the whole value, or in `a, b = x, y`
+    (no starred element, as many values as names) the value at the name's place."""
+    if isinstance(target, ast.Name):
+        return value if target.id == name else None
+    if (isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List))
+            and len(target.elts) == len(value.elts)
+            and not any(isinstance(e, ast.Starred) for e in (*target.elts, *value.elts))):
+        return next((_bound_to(t, v, name) for t, v in zip(target.elts, value.elts)
+                     if isinstance(t, ast.Name) and t.id == name), None)
+    return None
 
 
 def _surely(body: list[ast.stmt], key: str) -> bool:

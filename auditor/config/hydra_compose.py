@@ -33,14 +33,16 @@ _MAX_DEPTH = 16
 
 
 class MissingConfig(Unreadable):
-    """A defaults entry, not `optional`, that no config directory holds (one climbing out with
-    `../` landing inside the checkout): Hydra's compose raises MissingConfigException for it,
-    unless a search path or a ConfigStore this module does not read supplies it (the reader
-    decides that). `name`: the config's path in the config directory (`group/option`)."""
+    """The primary config, or a defaults entry not `optional`, that no config directory holds
+    (one climbing out with `../` landing inside the checkout): Hydra's compose raises
+    MissingConfigException for it, unless a search path or a ConfigStore this module does not
+    read supplies it (the reader decides that). `name`: the config's path in the config
+    directory (`group/option`); `primary`: whether it is the primary config itself."""
 
-    def __init__(self, message: str, name: str) -> None:
+    def __init__(self, message: str, name: str, primary: bool = False) -> None:
         super().__init__(message)
         self.name = name
+        self.primary = primary
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,9 @@ def compose(config_dir: Path, name: str, search: tuple[Path, ...] = (), root: Pa
     a defaults entry not in `config_dir` is looked for in `search` (Hydra's searchpath), in order;
     one that climbs out of it (`../x`) is read only where it lands inside the checkout `root`."""
     files: list[Path] = []
+    if not name.startswith("..") and not any((d / f"{name}.yaml").is_file() for d in (config_dir, *search)):
+        raise MissingConfig(f"Cannot find primary config '{name}': {config_dir / name}.yaml does not exist",
+                            name, primary=True)
     data = _load_with_defaults((config_dir, *search), name, files, 0, root)
     for dotted, value in overrides:
         set_key(data, dotted, value)

@@ -105,3 +105,48 @@ def _group(root: Path, group: str, option: str, text: str) -> None:
     folder = root / "examples" / "agentic_demo" / group
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{option}.yaml").write_text(text)
+
+
+# Review h46-misses: the primary config itself missing is the same fact. alibaba/ROLL (commit
+# 8eb27cc2dc34c4d1310b169d9b86d339004d811a) examples/agentic_deepeyes/run_agentic_pipeline.sh:4-5
+# passes `--config_name deepeyes_2gpus`, but examples/agentic_deepeyes/ holds only deepeyes.yaml:
+# examples/start_agentic_pipeline.py:21-22 `compose(config_name=...)` raises
+# MissingConfigException (Cannot find primary config) before Ray or any worker starts.
+
+
+def _no_primary(tmp_path: Path) -> Path:
+    script = _tree(tmp_path, SFT)
+    script.write_text(script.read_text().replace("--config_name atropos_gsm8k_grpo_qwen25_0.5b",
+                                                 "--config_name deepeyes_2gpus"))
+    return script
+
+
+def test_a_primary_config_the_checkout_lacks_does_not_start(tmp_path: Path):
+    found = _missing(_no_primary(tmp_path))
+    assert len(found) == 1 and "primary config 'deepeyes_2gpus'" in found[0], found
+
+
+def test_a_config_store_may_hold_the_primary(tmp_path: Path):
+    script = _no_primary(tmp_path)
+    (tmp_path / "roll").mkdir()
+    (tmp_path / "roll" / "store.py").write_text("from hydra.core.config_store import ConfigStore\n")
+    assert not _missing(script)
+
+
+def test_a_package_config_path_is_not_read(tmp_path: Path):
+    """`--config_path pkg://roll.configs`: the configs are a package's, not the directory's."""
+    script = _no_primary(tmp_path)
+    script.write_text(script.read_text().replace("--config_path $CONFIG_PATH", "--config_path pkg://roll.configs"))
+    assert not _missing(script)
+
+
+def test_a_command_line_search_path_may_hold_the_primary(tmp_path: Path):
+    config = _read(_tree(tmp_path))
+    exc = MissingConfig("Cannot find primary config 'x'", "x", primary=True)
+    primary = tmp_path / "examples" / "agentic_demo" / "x.yaml"
+    entry = tmp_path / "examples" / "start_agentic_pipeline.py"
+    before = len(config.diagnostics)
+    _missing_default(config, exc, primary, entry, "run.sh:5", ["hydra.searchpath"])
+    assert len(config.diagnostics) == before
+    _missing_default(config, exc, primary, entry, "run.sh:5", ["x"])
+    assert len(config.diagnostics) == before + 1

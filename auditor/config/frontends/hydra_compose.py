@@ -64,7 +64,7 @@ class HydraComposeReader(Reader):
                                overrides=[(k, None if v is None else typed(str(v)))
                                           for k, v in (o for o in overrides if o is not None)])
         except Unreadable as exc:
-            if isinstance(exc, MissingConfig):
+            if isinstance(exc, MissingConfig) and "://" not in config_path:  # pkg://: a package's, not read
                 _missing_default(config, exc, config_dir / f"{name.removesuffix('.yaml')}.yaml", entry, where,
                                  [o[0] for o in overrides if o is not None])
             unknown_file(config, f"{config_dir}/{name}.yaml", str(exc), config.command_line, where, env_keys=())
@@ -113,26 +113,32 @@ class HydraComposeReader(Reader):
 
 def _missing_default(config: LaunchConfig, exc: MissingConfig, primary: Path, entry: Path, where: str,
                      keys: list[str]) -> None:
-    """A start-up failure where Hydra surely finds no file for a defaults entry: nothing but the
-    config directory supplies configs, as the primary states no `hydra.searchpath` and no Python
-    file of the checkout registers a ConfigStore node or a search-path plugin (which may hold it
-    under that name), and no command-line override `keys` names its group (`strategy=zero3`
-    picks another option, read here as a value); otherwise it stays unknown."""
-    if exc.name.split("/")[0] in {k.lstrip("+~").split(".")[0] for k in keys}:
+    """A start-up failure where Hydra surely finds no file for the primary config or a defaults
+    entry: nothing but the config directory supplies configs, as the primary states no
+    `hydra.searchpath` (a missing primary states none), the command line sets none, and no
+    Python file of the checkout registers a ConfigStore node or a search-path plugin (which may
+    hold it under that name); a defaults entry also needs no command-line override `keys` naming
+    its group (`strategy=zero3` picks another option, read here as a value); otherwise it stays
+    unknown."""
+    given = {k.lstrip("+~") for k in keys}
+    if "hydra.searchpath" in given or (not exc.primary and exc.name.split("/")[0] in {k.split(".")[0] for k in given}):
         return
     root = checkout_root(str(entry))
-    try:
-        data = load_yaml(primary.read_text(encoding="utf-8"), primary)
-    except (OSError, UnicodeDecodeError, Unreadable):
-        return
+    data: Any = {}
+    if not exc.primary:
+        try:
+            data = load_yaml(primary.read_text(encoding="utf-8"), primary)
+        except (OSError, UnicodeDecodeError, Unreadable):
+            return
     if root is None or not isinstance(data, dict) or at(data, "hydra.searchpath") is not None \
             or _registers_configs(root):
         return
+    fix = ("name a config the checkout holds with --config_name, or restore the file" if exc.primary
+           else "name a config the checkout holds in that defaults list, or restore the file")
     config.diagnostics.append(Finding(
         "launch.config-file-missing", "error",
         f"{exc}: Hydra's compose raises MissingConfigException before any worker starts",
-        fix="name a config the checkout holds in that defaults list, or restore the file", where=where,
-        detail=dict(STARTUP)))
+        fix=fix, where=where, detail=dict(STARTUP)))
 
 
 @functools.cache

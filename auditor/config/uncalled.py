@@ -1,0 +1,133 @@
+"""The module-level functions of an entry's closure that nothing can call: code inside them never
+runs, so what it would load or start (`subprocess.Popen(cmd, shell=True)`) is no unread code of
+the run.
+
+DeepSpeedExamples (83757d9c93) training/data_efficiency/vit_finetuning/utils/utils.py:34-41
+defines `run_cmd`, which starts a shell command; main_cifar.py:33 imports it and never calls it.
+
+A function counts as uncalled only where it has no decorator (one may register it) and, across
+every module the closure reads, nothing spells its name (a name, an attribute, a string but the
+entries of an `__all__`, the original of a name imported under another) and nothing looks up its
+module's namespace by a name not written: `globals()`/`locals()`/`vars()` in its own file (which
+also reach what that file imports), `X.__dict__`, `vars(X)`, `getattr(X, name)` of X its module
+(by an import of it, or any value where a name is spelled like the module or a package holding
+it: the module may be passed around; `pkg.mod` needs its package's name),
+and never `sys.modules` or `__import__`. Else it may run, and stays read.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from dataclasses import dataclass, field
+from pathlib import Path
+
+_OWN = frozenset({"globals", "locals", "vars"})  # without arguments: the file's own namespace
+
+
+@dataclass
+class _Lookups:
+    """What the closure spells, and which module namespaces it looks up by a name not written."""
+
+    spelled: set[str] = field(default_factory=set)
+    named: set[str] = field(default_factory=set)  # the names (not attributes, strings) used
+    modules: set[str] = field(default_factory=set)  # by the module's last name
+    files: set[Path] = field(default_factory=set)  # by globals() in the file itself
+    values: bool = False  # a lookup on a value that may be any module a name of `named` is bound to
+    anything: bool = False  # sys.modules, __import__: any module
+
+
+def uncalled(closure: list[tuple[Path, ast.Module]]) -> dict[Path, frozenset[str]]:
+    """For each module of `closure`, the names of its module-level functions nothing calls."""
+    seen = _Lookups()
+    for module, tree in closure:
+        _read(tree, module, seen)
+    if seen.anything:
+        return {}
+    out: dict[Path, frozenset[str]] = {}
+    for module, tree in closure:
+        names = _names(module)
+        if module in seen.files or names & seen.modules or seen.values and names & seen.named:
+            continue  # its namespace, or a package's that may re-export it, is looked up by name
+        dead = frozenset(n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                         and not n.decorator_list and n.name not in seen.spelled)
+        if dead:
+            out[module] = dead
+    return out
+
+
+def without(tree: ast.Module, names: frozenset[str]) -> ast.Module:
+    """`tree` without the module-level functions `names`."""
+    if not names:
+        return tree
+    kept = copy.copy(tree)
+    kept.body = [n for n in tree.body if not (isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                                              and n.name in names)]
+    return kept
+
+
+def _names(module: Path) -> set[str]:
+    """The names the module's namespace is reached by: its own, its folder's (a package that may
+    re-export it), and each enclosing package's."""
+    out = {module.stem, module.parent.name}
+    for parent in module.parents:
+        if not (parent / "__init__.py").is_file():
+            break
+        out.add(parent.name)
+    return out - {"__init__", ""}
+
+
+def _read(tree: ast.Module, module: Path, seen: _Lookups) -> None:
+    listed = {id(e) for n in ast.walk(tree) if isinstance(n, ast.Assign)
+              and any(isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets)
+              and isinstance(n.value, ast.List | ast.Tuple) for e in n.value.elts}
+    imports = _imported_modules(tree)
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name):
+            seen.spelled.add(n.id)
+            seen.named.add(n.id)
+        elif isinstance(n, ast.Attribute):
+            seen.spelled.add(n.attr)
+        elif isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in listed:
+            seen.spelled.add(n.value)
+        elif isinstance(n, ast.alias) and n.asname and n.asname != n.name:
+            seen.spelled.add(n.name.split(".")[-1])  # `from m import f as g`: f is called as g
+        target: ast.expr | None = None
+        if isinstance(n, ast.Attribute) and n.attr == "modules" and isinstance(n.value, ast.Name) \
+                and n.value.id == "sys":
+            seen.anything = True
+        elif isinstance(n, ast.Attribute) and n.attr in ("__dict__", "__getattribute__"):
+            target = n.value
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
+            if n.func.id == "__import__":
+                seen.anything = True
+            elif n.func.id in _OWN and not n.args:
+                seen.files.add(module)  # and what the file imports, by any name
+                seen.spelled |= {a.name.split(".")[-1] for i in ast.walk(tree) if isinstance(i, ast.ImportFrom)
+                                 for a in i.names}
+            elif n.func.id == "vars" or n.func.id == "getattr" and not (
+                    len(n.args) >= 2 and isinstance(n.args[1], ast.Constant)):
+                target = n.args[0] if n.args else None
+        if target is None:
+            continue
+        if isinstance(target, ast.Name) and target.id in imports:
+            seen.modules.add(imports[target.id])
+        else:
+            seen.values = True
+
+
+def _imported_modules(tree: ast.Module) -> dict[str, str]:
+    """name -> the last name of what it is bound to, for the names the file binds only by
+    `import a.b as name` or `from a import b as name` (b may be a module)."""
+    bound: dict[str, str | None] = {}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Import | ast.ImportFrom):
+            for a in n.names:
+                name = a.asname or a.name.split(".")[0]
+                last = a.name.split(".")[-1] if a.asname or isinstance(n, ast.ImportFrom) else name
+                bound[name] = last if bound.get(name, last) == last else None
+        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            bound[n.id] = None
+        elif isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound[n.name] = None
+    return {k: v for k, v in bound.items() if v is not None}
