@@ -46,6 +46,8 @@ TABLES: dict[str, Table] = {
     "parser_entry": _table(False, "front_end calls modules source code", "about parse_time_bases parse_time_methods"),
     # A library call a Megatron-LM parser is handed to (`parser = deepspeed.add_config_arguments(
     # parser)`), and the flags it adds in every release `checked` (config/frontend_parser.py).
+    # The function whose stops a Megatron-LM checkout's parser file holds, and what skips it (config/validate_stops.py).
+    "validate_stops": _table(False, "validator bypass source code", ""),
     "parser_helper": _table(True, "call module flags checked source code", "about"),
     "arg": _table(True, "stage key type", f"default class aliases {_SELECT}"),
     # `torch`: a PEP 440 specifier over the torch release the rule holds on, for a framework's code
@@ -274,6 +276,7 @@ TYPES: dict[str, dict[str, type]] = {
     "stage": {"launchers": list, "front_ends": list, "styles": list},
     "parser_entry": {"front_end": str, "calls": list, "modules": list, "parse_time_bases": list,
                      "parse_time_methods": list},
+    "validate_stops": {"validator": str, "bypass": list},
     "setting_cases": {"key": str, "values": list, "why": str},
     "parser_helper": {"call": str, "module": str, "flags": dict, "checked": list},
     "front_end": {"scripts": list, "flags": list, "layout_flags": list, "launcher": str, "pipeline_models": list},

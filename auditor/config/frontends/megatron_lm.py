@@ -15,6 +15,7 @@ from auditor.config.hf_config_file import read_positional_file, unread_positiona
 from auditor.config.frontends.reader import Reader, flags_as_written, label_front_end
 from auditor.config.model import LaunchConfig
 from auditor.config.parser_entry import builds_none, calls_parser_entry
+from auditor.config.validate_stops import check_stops
 from auditor.findings import Finding
 from auditor.rulebook.launchers import Spelling
 from auditor.sources import version_file_release
@@ -26,14 +27,15 @@ class MegatronReader(Reader):
     def read(self, config: LaunchConfig, args: list[Field], launcher: dict, spelling: Spelling,
              path: str, parser_roots: tuple[Path, ...]) -> None:
         builds = own = False
+        front = found = None
         if isinstance(config.script, str):
             front = locate(path, config.script_read or config.script, parser_roots, config.workdir)
             spelling = with_front_end(spelling, front)
+            found = find_script(path, config.script_read or config.script, entry=True, workdir=config.workdir)
             if front is not None and front.root is not None:
                 config.checkouts[self.style] = front.root
                 builds = True
             else:  # no checkout around it: what the script calls says whose parser it builds
-                found = find_script(path, config.script_read or config.script, entry=True, workdir=config.workdir)
                 builds = found is not None and calls_parser_entry(found)
                 own = found is not None and not builds and builds_none(found)
         if read_positional_file(config, args, spelling, path):
@@ -46,6 +48,8 @@ class MegatronReader(Reader):
         else:
             read_flags(config, args, spelling, path, checked=True)
             _unread_front_end(config, spelling, path)
+            if builds and front is not None and found is not None:
+                check_stops(config, front, found, path)
         read_config_files(config, args, launcher, path)
         unread_positional(config, args, path, spelling)
         launched = config.launcher
