@@ -102,7 +102,7 @@ def _read(tree: ast.Module, module: Path, seen: _Lookups, readers: Readers) -> N
     listed = {id(e) for n in ast.walk(tree) if isinstance(n, ast.Assign)
               and any(isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets)
               and isinstance(n.value, ast.List | ast.Tuple) for e in n.value.elts}
-    imports = _imported_modules(tree)
+    imports, aliases = _imported_modules(tree), _aliases(tree)
     values = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
     for n in ast.walk(tree):
         if isinstance(n, ast.Name | ast.Attribute) and isinstance(n.ctx, ast.Load) and id(n) not in values:
@@ -122,9 +122,9 @@ def _read(tree: ast.Module, module: Path, seen: _Lookups, readers: Readers) -> N
             seen.anything = True
         elif isinstance(n, ast.Attribute) and n.attr in ("__dict__", "__getattribute__"):
             target = n.value
-        elif isinstance(n, ast.Call) and _qualified(n.func, tree) in readers.frames:
+        elif isinstance(n, ast.Call) and _qualified(n.func, aliases) in readers.frames:
             seen.anything = True
-        elif isinstance(n, ast.Call) and _qualified(n.func, tree) in readers.caller \
+        elif isinstance(n, ast.Call) and _qualified(n.func, aliases) in readers.caller \
                 and not n.args and not any(k.arg in (None, "component") for k in n.keywords):
             _own_namespace(tree, module, seen)
         elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
@@ -161,22 +161,27 @@ def _used_as_value(node: ast.Name | ast.Attribute, imports: dict[str, str], seen
         seen.modules.add(node.attr if isinstance(node, ast.Attribute) else imports[root.id])
 
 
-def _qualified(func: ast.expr, tree: ast.Module) -> str:
+def _aliases(tree: ast.Module) -> dict[str, str]:
+    """name -> what the file's imports bind it to (`from fire import Fire as F`: F -> fire.Fire)."""
+    out: dict[str, str] = {}
+    for i in ast.walk(tree):
+        if isinstance(i, ast.ImportFrom) and i.module and not i.level:
+            out.update((a.asname or a.name, f"{i.module}.{a.name}") for a in i.names)
+        elif isinstance(i, ast.Import):
+            out.update((a.asname, a.name) for a in i.names if a.asname)
+    return out
+
+
+def _qualified(func: ast.expr, aliases: dict[str, str]) -> str:
     """The dotted name a call's callee is written as, its first name read through the file's
-    imports (`from fire import Fire` makes `Fire` fire.Fire); "" where it is no dotted name."""
+    imports (`aliases`); "" where it is no dotted name."""
     parts: list[str] = []
     while isinstance(func, ast.Attribute):
         parts.insert(0, func.attr)
         func = func.value
     if not isinstance(func, ast.Name):
         return ""
-    first = func.id
-    for i in ast.walk(tree):
-        if isinstance(i, ast.ImportFrom) and i.module and not i.level:
-            first = next((f"{i.module}.{a.name}" for a in i.names if (a.asname or a.name) == func.id), first)
-        elif isinstance(i, ast.Import):
-            first = next((a.name for a in i.names if a.asname == func.id), first)
-    return ".".join([first, *parts])
+    return ".".join([aliases.get(func.id, func.id), *parts])
 
 
 def _imported_modules(tree: ast.Module) -> dict[str, str]:
