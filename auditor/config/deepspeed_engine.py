@@ -46,7 +46,7 @@ from auditor.config.entry_script import _imported as imported_names, _resolve as
 from auditor.config.entry_stack import RULES, entry_read, import_line, modeled_packages, read_as_guess
 from auditor.config.model import LaunchConfig
 from auditor.config.shell_command import starts_programs
-from auditor.config.uncalled import uncalled, without
+from auditor.config.uncalled import Readers, uncalled, without
 from auditor.findings import Finding
 
 Where = tuple[str, int]  # (file relative to the entry's folder, line)
@@ -78,14 +78,14 @@ class Engine(NamedTuple):
 
 
 @functools.lru_cache(maxsize=16)
-def engine_of(path: str, mtime_ns: int, size: int) -> Engine | None:
+def engine_of(path: str, mtime_ns: int, size: int, words: frozenset[str] = frozenset()) -> Engine | None:
     """The `Engine` of the entry at `path`; None where the closure was cut (a module not read may
     import anything). Cached on (path, mtime, size): each candidate command asks again. Whatever
     stops the reading (a file Python 3 cannot parse, an error of this reader) is `undecided`
     naming it: never the PipelineEngine reading nor the guessed one, whose judgement is not known
-    to apply."""
+    to apply. `words`: the launch line's, which may name a function to call (config/uncalled.py)."""
     try:
-        return _engine_of(Path(path))
+        return _engine_of(Path(path), words)
     except Exception as error:  # noqa: BLE001 - any failure: what runs is not known
         what = (f"could not be read by config/deepspeed_engine.py ({type(error).__name__}: {error}): "
                 "which engine it builds is not known here")
@@ -93,7 +93,15 @@ def engine_of(path: str, mtime_ns: int, size: int) -> Engine | None:
                       (), failed=True)
 
 
-def _engine_of(entry: Path) -> Engine | None:
+def launch_words(launch: LaunchConfig) -> frozenset[str]:
+    """The words the launch line passes the entry (its arguments, flags and their values): what
+    a lookup by a name not written (`fire.Fire()`, `getattr(m, sys.argv[1])`) may take."""
+    flags = list(launch.flags.values())
+    given = [*launch.positionals, *(f.spelling for f in flags), *(v for f in flags for v in (f.value, *f.values))]
+    return frozenset(str(w).lstrip("-") for w in given if isinstance(w, str))
+
+
+def _engine_of(entry: Path, words: frozenset[str] = frozenset()) -> Engine | None:
     """`engine_of`'s reading, which may raise."""
     data = rulebook.load("deepspeed").data
     model = data["pipeline_model"]
@@ -122,7 +130,7 @@ def _engine_of(entry: Path) -> Engine | None:
     closure = [(module, _without(whole, stacks.get("inert_names", []) + model.get("inert_names", [])))
                for module, whole in read]
     imported = {name.split(".")[0] for module, tree in closure for name in _absolute_imports(tree)}
-    dead = uncalled(read)  # functions nothing calls: what they would run never runs
+    dead = uncalled(read, words, Readers(frozenset(stacks["caller_namespace"]), frozenset(stacks["frame_access"])))
     trainer = _trainer_engine(closure, entry, data["trainer_engine"])
     if trainer is not None:  # the Trainer's names vouched for: DeepSpeed's engine (rules/deepspeed.toml)
         vouches = data["trainer_engine"]["vouches"]
@@ -654,7 +662,7 @@ def _guessed(launch: LaunchConfig) -> tuple[Any, Engine] | None:
     if any(d.kind in ("launch.not-pipeline", "launch.not-covered", "launch.unknown-stack")
            for d in launch.diagnostics) or not read_as_guess(launch):
         return None
-    read = entry_read(launch, engine_of)
+    read = entry_read(launch, functools.partial(engine_of, words=launch_words(launch)))
     return None if read is None else (read[0], launched(read[1], launch))
 
 

@@ -779,8 +779,11 @@ def _is_attr(target: ast.expr, key: str) -> bool:
 def _resolve(expr: ast.expr, scope: ast.AST, options: dict[str, dict[str, Any]],
              launch: LaunchConfig) -> tuple[Any, str] | None:
     """A literal or `args.DEST`, or a name `scope` binds once to one of them (`pp = args.pp`, or
-    an element of a tuple assigned element by element: `tp, pp = args.tp, args.pp`); else None."""
+    an element of a tuple assigned element by element: `tp, pp = args.tp, args.pp`), which no
+    nested function rebinds (`nonlocal pp` or `global pp` there); else None."""
     if isinstance(expr, ast.Name):
+        if any(isinstance(n, (ast.Nonlocal, ast.Global)) and expr.id in n.names for n in ast.walk(scope)):
+            return None
         binds = [n for n in _own_nodes(scope) if isinstance(n, ast.Name) and n.id == expr.id
                  and isinstance(n.ctx, (ast.Store, ast.Del))]
         assigns = [v for n in _own_nodes(scope) if isinstance(n, ast.Assign) and len(n.targets) == 1

@@ -12,11 +12,13 @@ models/vit.py:33-40 imports timm; bash_script/run_cifar_random_ltd.sh:19 starts
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
 
 from auditor.config.launch import read_launch
+from auditor.config.uncalled import uncalled
 
 MAIN = '''
 import deepspeed
@@ -90,9 +92,29 @@ def test_a_program_started_only_in_a_function_nothing_calls_is_no_unread_code(tm
     'import sys\nsys.modules["utils"].run_cmd("x")',
     'import sys\nf = {"go": "run_cmd"}[sys.argv[1]]',
     'import utils\nimport sys\nm = utils\nm.__dict__[sys.argv[1]]("x")',
+    # the module itself handed to a call that may look names up in it (review r46-b)
+    'import inspect, sys\nfrom utils import utils as uu\ndict(inspect.getmembers(uu))[sys.argv[1]]("x")',
+    'import operator, sys, utils\noperator.attrgetter(sys.argv[1])(utils)("x")',
+    'import fire\nimport utils.utils as uu\nfire.Fire(uu)',
+    'import sys, utils.utils\nregistry = [utils.utils]\ngetattr(registry[0], sys.argv[1])("x")',
+    # a dotted string names its last part
+    'import operator, utils\noperator.attrgetter("utils.run_cmd")(utils)("x")',
+    # the caller's namespace read by python-fire, any namespace through a frame
+    'import fire\nif __name__ == "__main__":\n    fire.Fire()',
+    'from fire import Fire as F\nF(name="x")',
+    'import sys\nsys._getframe(0).f_globals[sys.argv[1]]("x")',
 ])
 def test_a_function_that_may_be_called_still_runs_what_it_starts(tmp_path, monkeypatch, tail):
     assert "runs code not read here" in _unread(_diagnostics(tmp_path, monkeypatch, tail=tail))
+
+
+def test_a_function_named_on_the_launch_line_may_be_called(tmp_path):
+    """`main.py run_cmd ...`: a dispatcher this reader does not model may take the word."""
+    (tmp_path / "utils.py").write_text(UTILS.format(extra=""))
+    closure = [(tmp_path / "utils.py", ast.parse(UTILS.format(extra="")))]
+    assert "run_cmd" in uncalled(closure)[tmp_path / "utils.py"]
+    assert "run_cmd" not in uncalled(closure, frozenset({"run_cmd", "pipe_train.py"})).get(tmp_path / "utils.py", ())
+    assert "run_cmd" not in uncalled(closure, frozenset({"utils.run_cmd"})).get(tmp_path / "utils.py", ())
 
 
 def test_its_own_files_namespace_looked_up_by_name_may_call_it(tmp_path, monkeypatch):

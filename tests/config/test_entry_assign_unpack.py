@@ -101,3 +101,12 @@ def test_a_name_bound_twice_decides_nothing(tmp_path) -> None:
     config = _config(tmp_path, code, "--pp 1")
     assert config.entry_values["pipeline_model_parallel_size"][0] is UNKNOWN
     assert not _not_pipeline(config)
+
+
+@pytest.mark.parametrize("bound", [UNPACK, "    tp = args.tp\n    pp = args.pp\n    ep = args.ep\n"])
+def test_a_name_a_nested_function_rebinds_decides_nothing(tmp_path, bound) -> None:
+    """Review r46-b: `def bump(): nonlocal pp; pp = 2` then `bump()` makes pp 2 at run time."""
+    code = GENERATE.replace(UNPACK, bound + "    def bump():\n        nonlocal pp\n        pp = 2\n    bump()\n")
+    config = _config(tmp_path, code, "--pp 1")
+    assert config.entry_values["pipeline_model_parallel_size"][0] is UNKNOWN
+    assert not _not_pipeline(config)

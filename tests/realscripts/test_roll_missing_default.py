@@ -142,11 +142,61 @@ def test_a_package_config_path_is_not_read(tmp_path: Path):
 
 def test_a_command_line_search_path_may_hold_the_primary(tmp_path: Path):
     config = _read(_tree(tmp_path))
-    exc = MissingConfig("Cannot find primary config 'x'", "x", primary=True)
-    primary = tmp_path / "examples" / "agentic_demo" / "x.yaml"
+    exc = MissingConfig("Cannot find primary config 'x_cfg'", "x_cfg", primary=True)
+    primary = tmp_path / "examples" / "agentic_demo" / "x_cfg.yaml"
     entry = tmp_path / "examples" / "start_agentic_pipeline.py"
     before = len(config.diagnostics)
     _missing_default(config, exc, primary, entry, "run.sh:5", ["hydra.searchpath"])
     assert len(config.diagnostics) == before
     _missing_default(config, exc, primary, entry, "run.sh:5", ["x"])
     assert len(config.diagnostics) == before + 1
+
+
+# Review r46-b: the primary config found at run time after all. An earlier command of the script
+# may write it (`cp`, `python gen.py > F`, a heredoc, `wget -O`, `NAME=gen` then a path built
+# from it); a config folder outside the checkout (`../../shared/cfgs`, /mnt) is no tree this
+# machine reads; Hydra 1.1 loads `--config_name x.yml` as written (hydra/plugins/config_source.py
+# `_normalize_file_name`), 1.2 looks for x.yml.yaml: which applies is the run's version_base.
+
+
+@pytest.mark.parametrize("pre", [
+    "cp examples/agentic_demo/atropos_gsm8k_grpo_qwen25_0.5b.yaml examples/agentic_demo/deepeyes_2gpus.yaml",
+    "python tools/make_cfg.py > examples/agentic_demo/deepeyes_2gpus.yaml",
+    "cat > examples/agentic_demo/deepeyes_2gpus.yaml <<YAML\nexp_name: y\nYAML",
+    "wget -O examples/agentic_demo/deepeyes_2gpus.yaml https://example.com/c.yaml",
+    "NAME=deepeyes_2gpus\nenvsubst < base.yaml > examples/agentic_demo/$NAME.yaml",
+    "rsync -a /shared/cfgs/ examples/agentic_demo/",
+])
+def test_a_primary_config_an_earlier_command_may_write_is_unknown(tmp_path: Path, pre: str):
+    script = _no_primary(tmp_path)
+    script.write_text(script.read_text().replace("set +x\n", f"set +x\n{pre}\n"))
+    assert not _missing(script)
+    assert [d for d in _read(script).diagnostics if d.kind == "launch.config-file-unread"]
+
+
+def test_an_earlier_command_writing_elsewhere_leaves_the_stop(tmp_path: Path):
+    script = _no_primary(tmp_path)
+    script.write_text(script.read_text().replace("set +x\n", "set +x\ncp a.yaml /tmp/other.yaml\n"))
+    assert _missing(script)
+
+
+@pytest.mark.parametrize("folder", ["../../shared/cfgs", "/mnt/cfgs"])
+def test_a_config_folder_outside_the_checkout_is_never_judged_absent(tmp_path: Path, folder: str):
+    script = _no_primary(tmp_path)
+    script.write_text(script.read_text().replace("--config_path $CONFIG_PATH", f"--config_path {folder}"))
+    assert not _missing(script)
+
+
+@pytest.mark.parametrize("name", ["mycfg.yml", "atropos_gsm8k_grpo_qwen25_0.5b.yml"])
+def test_a_yml_name_is_left_to_the_runs_hydra(tmp_path: Path, name: str):
+    script = _no_primary(tmp_path)
+    (script.parent / "mycfg.yml").write_text(SFT)
+    script.write_text(script.read_text().replace("--config_name deepeyes_2gpus", f"--config_name {name}"))
+    assert not _missing(script)
+
+
+def test_a_defaults_file_an_earlier_command_may_write_is_unknown(tmp_path: Path):
+    script = _tree(tmp_path)
+    script.write_text(script.read_text().replace(
+        "set +x\n", "set +x\ncp /shared/zero2.yaml examples/config/deepspeed_zero2.yaml\n"))
+    assert not _missing(script)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -118,20 +119,26 @@ def _missing_default(config: LaunchConfig, exc: MissingConfig, primary: Path, en
     `hydra.searchpath` (a missing primary states none), the command line sets none, and no
     Python file of the checkout registers a ConfigStore node or a search-path plugin (which may
     hold it under that name); a defaults entry also needs no command-line override `keys` naming
-    its group (`strategy=zero3` picks another option, read here as a value); otherwise it stays
-    unknown."""
+    its group (`strategy=zero3` picks another option, read here as a value). The file must lie
+    inside the checkout (a folder outside it, `../../shared/cfgs` or /mnt, is not this tree's),
+    no earlier command may write it (`_may_write`), and its name has no `.yml` (Hydra 1.1 loads
+    `x.yml` as written, 1.2 looks for `x.yml.yaml`: which applies is the run's version_base);
+    otherwise it stays unknown."""
     given = {k.lstrip("+~") for k in keys}
     if "hydra.searchpath" in given or (not exc.primary and exc.name.split("/")[0] in {k.split(".")[0] for k in given}):
         return
     root = checkout_root(str(entry))
+    missing = (primary.parent / f"{exc.name}.yaml").resolve()
+    if root is None or not missing.is_relative_to(root.resolve()) or exc.name.endswith(".yml") \
+            or _may_write(config, missing):
+        return
     data: Any = {}
     if not exc.primary:
         try:
             data = load_yaml(primary.read_text(encoding="utf-8"), primary)
         except (OSError, UnicodeDecodeError, Unreadable):
             return
-    if root is None or not isinstance(data, dict) or at(data, "hydra.searchpath") is not None \
-            or _registers_configs(root):
+    if not isinstance(data, dict) or at(data, "hydra.searchpath") is not None or _registers_configs(root):
         return
     fix = ("name a config the checkout holds with --config_name, or restore the file" if exc.primary
            else "name a config the checkout holds in that defaults list, or restore the file")
@@ -139,6 +146,21 @@ def _missing_default(config: LaunchConfig, exc: MissingConfig, primary: Path, en
         "launch.config-file-missing", "error",
         f"{exc}: Hydra's compose raises MissingConfigException before any worker starts",
         fix=fix, where=where, detail=dict(STARTUP)))
+
+
+def _may_write(config: LaunchConfig, missing: Path) -> bool:
+    """Whether a command the script runs before the training command may write the missing config
+    file: any that names it, its stem or its folder (`cp cfg.yaml ex/gen.yaml`, `python gen.py >
+    ex/gen.yaml`, `NAME=gen` then `envsubst > ex/$NAME.yaml`, a heredoc, `wget -O`), read from the
+    script's text before the entry script's word, as no walk models every program's writes."""
+    lines = config.text.splitlines()
+    before = lines[:max(config.command_line - 1, 0)]
+    if 0 < config.command_line <= len(lines):
+        line = lines[config.command_line - 1]
+        script = str(config.script) if config.script else ""
+        before.append(line[:line.find(script)] if script and script in line else "")
+    names = {missing.stem, missing.parent.name} - {""}
+    return any(re.search(rf"(?<!\w){re.escape(n)}(?!\w)", "\n".join(before)) for n in names)
 
 
 @functools.cache
