@@ -27,7 +27,7 @@ from auditor.config.entry_path import in_checkout
 from auditor.config.entry_script import is_main_guard
 from auditor.config.own_parser import built_parsers
 from auditor.config.script_run import writes_argv
-from auditor.config.parser_entry import calls_parser_entry, entry_calls, parse_time_bases, parse_time_methods
+from auditor.config.parser_entry import calls_parser_entry, entry_calls, module_beside, parse_time_bases, parse_time_methods
 
 PARSER_FILES = ("megatron/training/arguments.py", "megatron/arguments.py")
 _LIST = re.compile(r"(Optional\[)?(list|List)\[")
@@ -452,14 +452,16 @@ def _read_provider(node: ast.expr, local: dict[str, ast.FunctionDef]) -> bool:
 def _beside(name: str, tree: ast.Module, folder: Path) -> tuple[Path, ast.Module, str] | None:
     """The module `tree` imports `name` from (`from multimodal_args import NAME`, top level,
     absolute) where it lies in `folder`, the script's, which python searches first (sys.path[0]):
-    its path, its tree and the name `name` has in it; None otherwise."""
+    its path, its tree and the name `name` has in it; None otherwise. Only there, not also under
+    the checkout's packages as parser_entry._local: flags read from more modules would change what
+    the scan accepts."""
     for stmt in tree.body:
         if not isinstance(stmt, ast.ImportFrom) or stmt.level or not stmt.module:
             continue
         alias = next((a for a in stmt.names if (a.asname or a.name) == name), None)
-        module = folder / (stmt.module.replace(".", "/") + ".py")
-        found = _parse(_text(module)) if alias is not None and module.is_file() else None
-        if alias is not None and found is not None:
+        module = module_beside(folder, stmt.module) if alias is not None else None
+        found = _parse(_text(module)) if module is not None else None
+        if alias is not None and module is not None and found is not None:
             return module, found, alias.name
     return None
 

@@ -110,15 +110,22 @@ def _called_names(tree: ast.AST) -> set[str]:
 def _local(script: Path, module: str) -> Path | None:
     """The file python imports `module` from where it is the script's own: beside the script
     (sys.path[0]) or under its checkout's root through regular packages; None otherwise."""
-    parts = module.split(".")
-    beside = script.parent / Path(*parts[:-1]) / f"{parts[-1]}.py"
-    if beside.is_file():
+    beside = module_beside(script.parent, module)
+    if beside is not None:
         return beside
+    parts = module.split(".")
     root = checkout_root(str(script))
     if root is None or not all((root / Path(*parts[:i])).joinpath("__init__.py").is_file()
                                for i in range(1, len(parts))):
         return None
-    file = root / Path(*parts[:-1]) / f"{parts[-1]}.py"
+    return module_beside(root, module)
+
+
+def module_beside(folder: Path, module: str) -> Path | None:
+    """The file `import module` finds in `folder` (the script's, which python searches first,
+    sys.path[0]; or a root on sys.path): `a.b` is `folder/a/b.py`; None where there is none."""
+    parts = module.split(".")
+    file = folder / Path(*parts[:-1]) / f"{parts[-1]}.py"
     return file if file.is_file() else None
 
 

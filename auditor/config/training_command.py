@@ -758,16 +758,12 @@ class LaunchShell(Shell):
         """`bash -c "torchrun ..."`: read the string as a script of its own, in this shell.
         `inline`: the command's `VAR=x` prefix, which a job that sbatch submits gets (`COMMAND=$COMMAND
         sbatch ray.sub`) as it gets the exported variables."""
-        for k, f in enumerate(fields):
-            option, eq, inline_text = str(f.value).partition("=")
-            bundled = (isinstance(f.value, str) and _BUNDLED_C.fullmatch(f.value) is not None
-                       and os.path.basename(str(prefix[-1].value)) in self.spelling.shells)
-            if (f.value in _COMMAND_OPTIONS or bundled) and k + 1 < len(fields):
-                self._inner(prefix + fields[:k + 1], str(f.value), fields[k + 1].value, fields[k + 1].line, cmd)
-                return None
-            if eq and option in _COMMAND_OPTIONS:
-                self._inner(prefix + fields[:k + 1], option, inline_text, f.line, cmd)
-                return None
+        c_text = _c_text_at(fields, bundled=os.path.basename(str(prefix[-1].value)) in self.spelling.shells)
+        if c_text is not None:
+            k, t = c_text
+            option, _, inline_text = str(fields[k].value).partition("=")
+            self._inner(prefix + fields[:k + 1], option, fields[t].value if t > k else inline_text, fields[t].line, cmd)
+            return None
         self.shelled += 1
         batch = os.path.basename(str(prefix[-1].value)) in self.spelling.batch
         at = (job_file_at(fields, self.spelling) if batch
@@ -1060,10 +1056,23 @@ def _indent(lines: list[str], line: int) -> int:
 def _reads_c_text(args: list[Field]) -> bool:
     """Whether a shell's arguments are options ending in `-c` (`-x -c`, `-lc`) and then a text
     known: `srun ... bash -x -c "${RUN_CMD}"` (Megatron-LM d98e8a64dd
-    examples/megatron_fsdp/sbatch_checkpoint_convert.sh:47) is read as `bash -c` is."""
+    examples/megatron_fsdp/sbatch_checkpoint_convert.sh:47) is read as `bash -c` is. A word not an
+    option before it (`bash job.sh -c X`: bash runs job.sh) leaves the command unfollowed."""
+    at = _c_text_at(args, bundled=True)
+    return (at is not None and all(isinstance(f.value, str) and f.value.startswith("-") for f in args[:at[0]])
+            and isinstance(args[at[1]].value, (str, Partial)))
+
+
+def _c_text_at(args: list[Field], bundled: bool) -> tuple[int, int] | None:
+    """Where the script text of a shell's or batch command's arguments is, the one place that
+    decides it (the walk reads it, _shell_c; may_train leaves it to the walk): (the option's index,
+    the text's) for `-c TEXT`, `--wrap TEXT`, `-lc TEXT` (`bundled`: a shell's short options);
+    the same index twice for `--wrap=TEXT`; None where no option gives one."""
     for k, f in enumerate(args):
-        if not isinstance(f.value, str) or not f.value.startswith("-"):
-            return False
-        if _BUNDLED_C.fullmatch(f.value):
-            return k + 1 < len(args) and isinstance(args[k + 1].value, (str, Partial))
-    return False
+        if (f.value in _COMMAND_OPTIONS or bundled and isinstance(f.value, str) and _BUNDLED_C.fullmatch(f.value)) \
+                and k + 1 < len(args):
+            return k, k + 1
+        option, eq, _ = str(f.value).partition("=")
+        if eq and option in _COMMAND_OPTIONS:
+            return k, k
+    return None
