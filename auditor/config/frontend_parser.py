@@ -269,6 +269,10 @@ class _Reader:
         }
         if nargs is not None:
             entry["nargs"] = nargs.value if isinstance(nargs, ast.Constant) else "*"
+        if nargs is None and (action is None or getattr(action, "value", None) == "store"):
+            # what a value becomes, where validate_stops.py needs its truth
+            kind_of = _keyword(call, "type")
+            entry["type"] = "str" if kind_of is None else getattr(kind_of, "id", "?")
         default = _default(_keyword(call, "default"), kind)
         if default is not _OPAQUE and self.path is not None:
             where = self.path.relative_to(self.root) if self.path.is_relative_to(self.root) else self.path

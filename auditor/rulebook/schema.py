@@ -47,7 +47,7 @@ TABLES: dict[str, Table] = {
     # A library call a Megatron-LM parser is handed to (`parser = deepspeed.add_config_arguments(
     # parser)`), and the flags it adds in every release `checked` (config/frontend_parser.py).
     # The function whose stops a Megatron-LM checkout's parser file holds, and what skips it (config/validate_stops.py).
-    "validate_stops": _table(False, "validator bypass source code", ""),
+    "validate_stops": _table(False, "validator bypass handed source code", ""),
     "parser_helper": _table(True, "call module flags checked source code", "about"),
     "arg": _table(True, "stage key type", f"default class aliases {_SELECT}"),
     # `torch`: a PEP 440 specifier over the torch release the rule holds on, for a framework's code
@@ -276,7 +276,7 @@ TYPES: dict[str, dict[str, type]] = {
     "stage": {"launchers": list, "front_ends": list, "styles": list},
     "parser_entry": {"front_end": str, "calls": list, "modules": list, "parse_time_bases": list,
                      "parse_time_methods": list},
-    "validate_stops": {"validator": str, "bypass": list},
+    "validate_stops": {"validator": str, "bypass": list, "handed": list},
     "setting_cases": {"key": str, "values": list, "why": str},
     "parser_helper": {"call": str, "module": str, "flags": dict, "checked": list},
     "front_end": {"scripts": list, "flags": list, "layout_flags": list, "launcher": str, "pipeline_models": list},

@@ -223,3 +223,71 @@ def test_a_flag_that_may_skip_validate_args_leaves_the_stop_undecided(tmp_path):
         "    return parser.parse_args()"))
     found = said(read_launch(run, megatron_version="0.19.2"))
     assert [s for s, _, _ in found] == ["warning"] and "--use-checkpoint-args" in found[0][1], found
+
+
+# After review r46-c (inputs /tmp/rv46-c/): entries and validate_args bodies written to probe.
+DIRECT = '''
+from megatron.arguments import parse_args, validate_args
+from megatron.training import pretrain
+if __name__ == "__main__":
+    args = parse_args()
+    {touch}
+    validate_args(args)
+    pretrain(train_valid_test_datasets_provider, model_provider, forward_step)
+'''
+
+
+def test_the_entry_setting_the_flag_before_validate_args_is_no_stop(tmp_path):
+    code = DIRECT.replace("{touch}", "args.checkpoint_activations = False")
+    run = checkout(tmp_path, BIGCODE, "--checkpoint-activations --batch-size 4", code=code)
+    found = said(read_launch(run, megatron_version="0.19.2"))
+    assert [(s, "`--batch-size`" in m) for s, m, _ in found] == [("error", True)], found
+
+
+def test_the_entry_handing_the_args_to_its_own_function_first_is_not_sure(tmp_path):
+    for n, touch in enumerate(["_tweak(args)", "args.__dict__.update(overrides)", "setattr(args, name, None)"]):
+        run = checkout(tmp_path / str(n), BIGCODE, "--checkpoint-activations", code=DIRECT.replace("{touch}", touch))
+        found = said(read_launch(run, megatron_version="0.19.2"))
+        assert [s for s, _, _ in found] == ["warning"] and "may change `args`" in found[0][1], (touch, found)
+    # 0d7e02bd26 megatron/training/initialize.py:62-65: initialize_megatron(parsed_args=args) validates them
+    code = DIRECT.replace("{touch}", "_tweak(args)").replace(
+        "from megatron.arguments import parse_args, validate_args",
+        "from megatron.arguments import parse_args\nfrom megatron.initialize import initialize_megatron").replace(
+        "validate_args(args)", "initialize_megatron(parsed_args=args)")
+    run = checkout(tmp_path / "parsed", BIGCODE, "--checkpoint-activations", code=code)
+    found = said(read_launch(run, megatron_version="0.19.2"))
+    assert [s for s, _, _ in found] == ["warning"] and "may change `args`" in found[0][1], found
+
+
+def test_the_entry_rewriting_sys_argv_leaves_the_stop_undecided(tmp_path):
+    code = ENTRY.replace('if __name__ == "__main__":\n',
+                         'if __name__ == "__main__":\n    sys.argv = [a for a in sys.argv if a != "--x"]\n')
+    run = checkout(tmp_path, BIGCODE, "--checkpoint-activations", code="import sys\n" + code)
+    found = said(read_launch(run, megatron_version="0.19.2"))
+    assert [s for s, _, _ in found] == ["warning"] and "rewrites sys.argv" in found[0][1], found
+
+
+def test_a_call_handed_args_inside_validate_args_may_set_any_unless_read(tmp_path):
+    for n, first in enumerate(["_apply_overrides(args)", "args.__dict__.update(_load_overrides())"]):
+        run = checkout(tmp_path / str(n), first + "\n" + dedent(BIGCODE), "--checkpoint-activations")
+        assert said(read_launch(run, megatron_version="0.19.2")) == [], first
+    # read one step, in the same file or imported from the checkout (0d7e02bd26 arguments.py:369
+    # `update_use_dist_ckpt(args)`, megatron/training/utils.py:626), it touches another setting only
+    run = checkout(tmp_path / "read", "update_use_dist_ckpt(args)\n_local(args)\n" + dedent(BIGCODE),
+                   "--checkpoint-activations")
+    parser = tmp_path / "read/megatron/arguments.py"
+    parser.write_text("from megatron.utils import update_use_dist_ckpt\n" + parser.read_text()
+                      + "\ndef _local(args):\n    if args.x:\n        return\n    args.y = 1\n")
+    (tmp_path / "read/megatron/utils.py").write_text(
+        "def update_use_dist_ckpt(args):\n    args.use_dist_ckpt = args.ckpt_format != 'torch'\n")
+    assert [s.dest for s in stops(parser, tmp_path / "read")] == [
+        "batch_size", "model_parallel_size", "checkpoint_activations"]
+    assert [s for s, _, _ in said(read_launch(run, megatron_version="0.19.2"))] == ["error"]
+
+
+def test_a_zero_of_an_int_flag_is_surely_false(tmp_path):
+    run = checkout(tmp_path / "zero", "assert not args.num_layers\n", "")
+    run.write_text(run.read_text().replace("--num-layers 24", "--num-layers 0"))
+    assert said(read_launch(run, megatron_version="0.19.2")) == []
+    run = checkout(tmp_path / "two", "assert not args.num_layers\n", "")
+    assert [s for s, _, _ in said(read_launch(run, megatron_version="0.19.2"))] == ["error"]
