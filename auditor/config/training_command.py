@@ -329,7 +329,8 @@ class LaunchShell(Shell):
         message names."""
         said = Field(f"{os.path.basename(str(fields[0].value))} -m {module}", fields[0].line)
         inert = self.spelling.inert_python_modules.get(module)
-        env = {n: EnvVar(n, v.value, v.line, "export") for n, v in self.vars.items() if v.exported} | inline
+        env = {n: EnvVar(n, v.value, v.line, "export") for n, v in self.vars.items()
+               if v.exported and not isinstance(v.value, list)} | inline  # a list: an array, no path
         path = env.get("PYTHONPATH")
         if inert is None and module.partition(".")[0] in sys.stdlib_module_names:
             return said, "a standard-library module that runs code not read here"
