@@ -325,7 +325,8 @@ class LaunchShell(Shell):
         inert_python_modules`: `http.server`, `json.tool`, `venv`), given none of its options that
         run code (`http.server --cgi`) and nothing that may shadow it: a PYTHONPATH not known
         statically (exported or the command's own), or a module of its name first on sys.path
-        (`python -m` puts the working directory first: `cd tools` with tools/http/ here); any other module is code not read here, which the
+        (`python -m` puts the working directory first: `cd tools` with tools/http/ here, or a
+        `cd $DIR` not known); any other module is code not read here, which the
         message names."""
         said = Field(f"{os.path.basename(str(fields[0].value))} -m {module}", fields[0].line)
         inert = self.spelling.inert_python_modules.get(module)
@@ -339,6 +340,8 @@ class LaunchShell(Shell):
                           "PYTHONPATH entry or beside the script; an installed package is not read)")
         if path is not None and not isinstance(path.value, str):
             return said, "whose module a PYTHONPATH not known statically may shadow"
+        if self.workdir is None:
+            return said, "run in a directory not known statically (after a `cd`), whose own module may shadow it"
         top = module.partition(".")[0]
         shadow = next((r for r in [*self._workdir_roots(), *module_roots(env, self.path)]
                        if (r.path / top / "__init__.py").is_file() or (r.path / f"{top}.py").is_file()), None)

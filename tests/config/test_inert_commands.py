@@ -223,3 +223,15 @@ def test_an_exit_after_inert_commands_alone_is_no_run(tmp_path: Path, text: str)
 def test_flock_with_an_option_not_read_is_named(tmp_path: Path) -> None:
     said = _undecided('flock --command "torchrun train.py" /tmp/l\n', tmp_path / "f.sh")
     assert "`flock`, whose option `--command` is not read here" in said
+
+
+def test_a_cd_to_a_directory_not_known_may_hold_a_shadowing_module(tmp_path: Path) -> None:
+    said = _undecided("cd $DOCS\npython -m http.server\n", tmp_path / "a.sh")
+    assert "`python -m http.server`, run in a directory not known statically" in said
+
+
+def test_the_script_directory_idiom_with_blanks_inside_its_substitution_is_known(tmp_path: Path) -> None:
+    """slime docs/serve.sh:3 spells `$( cd -- "$( dirname -- "${BASH_SOURCE[0]}" )" &> /dev/null && pwd )`."""
+    text = ('D=$( cd -- "$( dirname -- "${BASH_SOURCE[0]}" )" &> /dev/null && pwd )\n'
+            'cd "$D"\npython -m http.server\n')
+    assert "`python -m http.server`" in _not_pipeline(text, tmp_path / "a.sh")
