@@ -36,7 +36,7 @@ _RESOLVED = rf"(?:{_SELF}|\$\((?:realpath|readlink -[fe])(?: --)? {_SELF}\))"
 _DIRNAME = rf"dirname(?: --)? {_RESOLVED}"
 _SCRIPT_DIR = re.compile(
     rf"{_DIRNAME}|(?:realpath|readlink -[fe])(?: --)? \$\({_DIRNAME}\)"
-    rf"|cd(?: --)? \$\({_DIRNAME}\)(?: &>/dev/null| >/dev/null(?: 2>&1)?)? *(?:&&|;) *pwd(?: -P)?")
+    rf"|cd(?: --)? \$\({_DIRNAME}\)(?: &> ?/dev/null| > ?/dev/null(?: 2>&1)?)? *(?:&&|;) *pwd(?: -P)?")
 # `$(basename $(dirname $0))`: the name of that directory (ROLL's examples/*/run_*_pipeline.sh
 # pass it as their Hydra config directory), whichever directory the script is run from.
 _SCRIPT_DIR_NAME = re.compile(rf"basename(?: --)? \$\((?:{_DIRNAME})\)")
@@ -421,7 +421,8 @@ class Expander:
         `_SCRIPT_DIR_NAME`): that of the script for
         `$0`, of the file being read for `${BASH_SOURCE[0]}`; None for any other command, or a
         script that is no file here (`--command` text)."""
-        text = " ".join(re.sub(r"[\"']", "", command).split())
+        # quotes removed, blanks as one space, none inside `$( ... )` (slime docs/serve.sh:3)
+        text = re.sub(r"\$\( | \)", lambda m: m.group().strip(), " ".join(re.sub(r"[\"']", "", command).split()))
         name_only = _SCRIPT_DIR_NAME.fullmatch(text) is not None
         if _SCRIPT_DIR.fullmatch(text) is None and not name_only:
             return None

@@ -123,15 +123,22 @@ class ShellParser:
                 elif tok.text in terms:
                     break
                 elif tok.text == "(" or tok.text in REDIRECTS:  # `>log 2>&1 cmd`: redirects may lead
-                    items.append(self._and_or())
+                    items.append(self._job())
                 else:
                     self._syntax(tok.line, f"unexpected `{tok.text}`")
                     self.p += 1
             elif self._is_kw(tok, terms):
                 break
             else:
-                items.append(self._and_or())
+                items.append(self._job())
         return items
+
+    def _job(self) -> Node:
+        """A list's and-or item; one ended by `&` runs in a subshell of its own (bash(1) Lists: "the
+        shell executes the command in the background in a subshell"): its `exit`, `cd` and
+        variables end with it (`serve() { ...; exit $?; }; serve &` goes on to the next line)."""
+        node = self._and_or()
+        return CommandGroup([node], subshell=True) if self._op() == "&" else node
 
     def _and_or(self) -> Node:
         first = self._pipeline()

@@ -88,6 +88,9 @@ class Shell(Expander, ABC):
         # shell's own path of commands is sure there, whatever branch started the shell
         self._shell_base = (0, 0)
         self.exited: Exit | None = None  # the `exit` the script surely reaches: nothing after it runs
+        # walk on past every `exit`, to read what the script holds after it (config.launch: an exit
+        # after commands that train nothing is no failed start only where none after it may train)
+        self.past_exits = False
         # the stops past a training command that the caller's variables decide (`_stops`): the
         # walk goes on as the run where the caller gives them
         self.guards: tuple[CallerStop, ...] = ()
@@ -694,7 +697,7 @@ class Shell(Expander, ABC):
         """`exit` on the path the walk is certain of (no undecided branch or loop around it, not
         in a subshell) ends the script: bash runs nothing after it, so neither does the walk,
         unless a test of the caller's environment leads to it (`caller_tested`: `_stops`)."""
-        if self.uncertain or self.subshells:
+        if self.uncertain or self.subshells or self.past_exits:
             return
         caller = list(dict.fromkeys(n for empty, defaulted in self.caller_tested for n in (*empty, *defaulted)))
         self._stops(cmd.line, str(args[0].value) if args else "0", caller)

@@ -188,11 +188,13 @@ def parse_launch(
     _refuse_what_bash_rejects(text, path, diagnostics)
     before = list(diagnostics)
 
-    def walk(forced: dict[str, int]) -> LaunchShell:
-        """The script walked as bash runs it, taking the branches `forced` names."""
-        shell = LaunchShell(path, spelling, dict(environ or {}), list(before) if forced else diagnostics,
-                            text.split("\n"))
+    def walk(forced: dict[str, int], past_exits: bool = False) -> LaunchShell:
+        """The script walked as bash runs it, taking the branches `forced` names (`past_exits`:
+        reading on past each `exit`, Shell.past_exits)."""
+        shell = LaunchShell(path, spelling, dict(environ or {}),
+                            list(before) if forced or past_exits else diagnostics, text.split("\n"))
         shell.forced = forced
+        shell.past_exits = past_exits
         shell.allocate(lexer, tokens)
         shell.run(nodes)
         if shell.cwd_read:
@@ -207,6 +209,8 @@ def parse_launch(
     shell = walk({})
     if command is not None:
         _given_command(shell, command, path, text.count("\n") + 1)
+    elif shell.exited is not None and shell.exited.status in _LAST_STATUS:
+        _ends_inert(shell, walk({}, past_exits=True), spelling, path)
     config = (_chosen(shell, walk, spelling, path, parser_roots, which) if command is None else None) \
         or _build(shell, spelling, path, parser_roots, which)
     config.text = text
@@ -396,6 +400,17 @@ _LAST_STATUS = ("0", "$?")
 _BACKGROUND = re.compile(r"(?<![&>|])&\s*(#.*)?$")  # `cmd &` ends a line; `&&`, `2>&1` do not
 
 
+def _ends_inert(shell: LaunchShell, past: LaunchShell, spelling: Spelling, path: str) -> None:
+    """`python -m http.server; exit $?`: a script that ends with its last command's status (no
+    failure of its own), where what it ran is known to train nothing, and so is every command
+    after that `exit` (`past`, the walk read on past it: `make html; exit 0; torchrun train.py`
+    exits before its training, a run that does not start), is no run: NotAPipelineRun."""
+    try:
+        _no_launch(past, path, _last_resort(past, spelling, path))
+    except NotAPipelineRun:  # nothing after it may train: what it ran, named as the verdict's
+        _no_launch(shell, path, _last_resort(shell, spelling, path))
+
+
 def _last_resort(shell: LaunchShell, spelling: Spelling, path: str) -> str:
     """`python SCRIPT.py` with no launcher around it is the run's command only where the walk met
     no launcher command that may train, no command it did not follow that may train (`unfollowed`:
@@ -531,10 +546,6 @@ def _chosen(shell: LaunchShell, walk: Callable[[dict[str, int]], LaunchShell], s
 def _build(shell: LaunchShell, spelling: Spelling, path: str,
            parser_roots: tuple[Path, ...] = (), which: int = 0) -> LaunchConfig:
     plain = _last_resort(shell, spelling, path)
-    if shell.exited is not None and shell.exited.status in _LAST_STATUS:
-        # `python -m http.server; exit $?`: the script ends with its last command's status, after
-        # running what it runs: where that is known to train nothing, it is no run that fails to start
-        _no_launch(shell, path, plain)
     _stops_before_training(shell, path)
     beside = _beside_no_pipeline(shell, spelling, path, plain)
     _no_launch(shell, path, plain)

@@ -10,6 +10,7 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from auditor.bash.getopt import Grammar
 from auditor.bash.getopt import read as read_words
@@ -20,7 +21,7 @@ from auditor.bash.values import EnvVar, Field, OptionWords, Partial, Scalar, Sym
 from auditor.bash.walk import CallerStop, Shell, join_workdir
 from auditor.config.batch_job import allocation_options, in_checkout, job_file_at
 from auditor.config.entry_copy import hydra_copy, is_copy
-from auditor.config.entry_module import module_file, module_roots
+from auditor.config.entry_module import Root, module_file, module_roots
 from auditor.config.export_option import effect, option_values
 from auditor.config.input_words import through_input
 from auditor.config.lightning_entry import builds
@@ -183,7 +184,7 @@ class LaunchShell(Shell):
         fields = through_input(fields, self.spelling, self._stdin(cmd, piped), self._written_text)  # CMD with the words read
         candidate = self._launch(fields, inline, cmd)
         if candidate is None:
-            if (len(self.last_resort), self.shelled) == before and (why := self.may_train(fields)):
+            if (len(self.last_resort), self.shelled) == before and (why := self.may_train(fields, inline)):
                 self.unfollowed.append(Unfollowed(why[0].line, why[0].value, why[1]))
             elif (len(self.last_resort), self.shelled) == before:
                 self.inert.append((cmd.line, self._named(fields)))
@@ -225,13 +226,14 @@ class LaunchShell(Shell):
                 and all(_POSITIONAL.fullmatch(text) for text in unknown)):
             self.callers_words.add(len(self.opaque) - 1)  # the eval's own entry, added last
 
-    def may_train(self, fields: list[Field]) -> tuple[Field, str] | None:
+    def may_train(self, fields: list[Field], inline: dict[str, EnvVar] | None = None) -> tuple[Field, str] | None:
         """Where a command the walk did not follow may train: the word that says so and why;
         None where it surely trains nothing. The one place that decides it: any program but those
         the rules say train nothing (`[wrappers] no_training`: `mkdir`, `pip`, `nvidia-smi`; and
         `no_training_subcommands`: `ray stop`) may, a Python interpreter, a launcher or a word not known statically first of all;
         behind a wrapper (`srun -N 2 hostname`, `command -v rsync`), the first word after the
-        wrapper's own options and their numbers decides, and a wrapper with no program runs none."""
+        wrapper's own options and their numbers decides, and a wrapper with no program runs none.
+        `inline`: the command's own `VAR=x` prefix (`PYTHONPATH=$X python -m http.server`)."""
         ran = self._runner(fields)
         if ran is not None:  # `conda run -n env COMMAND`: the command it runs
             return self._runner_trains(fields, *ran[:3])
@@ -251,6 +253,12 @@ class LaunchShell(Shell):
             if base in ("bash", "sh") and _reads_c_text(fields[i + 1:]):
                 return None  # `bash -c "..."` known: the walk reads its commands on their own (_shell_c)
             if base in self.spelling.wrapper_operands:  # `flock -n "$fd"`: a lock taken, no command
+                grammar = Grammar.of(self.spelling.option_grammar.get(base, {}))
+                first = (read_words([g.value for g in fields[i + 1:]], grammar).operands or [len(fields)])[0]
+                odd = next((g for g in fields[i + 1:i + 1 + first] if isinstance(g.value, str) and g.value.startswith("--")
+                            and g.value[2:].partition("=")[0] not in (*grammar.long_value, *grammar.long_flags)), None)
+                if odd is not None:  # `flock --command CMD FILE`: an option not read (flock rejects it)
+                    return f, f"whose option `{odd.value}` is not read here"
                 at = self._operands_end(base, fields[i + 1:])
                 if isinstance(at, Field):
                     return at, "which is not known statically"
@@ -277,7 +285,7 @@ class LaunchShell(Shell):
             elif self._names_launcher(fields):
                 return fields[0], "which starts a launcher this reader does not follow"
             elif (module := self._python_module(fields[i:])) is not None:
-                return self._module_trains(module, fields[i:])
+                return self._module_trains(module, fields[i:], inline or {})
             else:
                 return f, "which is not followed"
         return (unknown, "which is not known statically") if unknown is not None else None
@@ -311,28 +319,50 @@ class LaunchShell(Shell):
                 return None
         return None
 
-    def _module_trains(self, module: str, fields: list[Field]) -> tuple[Field, str] | None:
+    def _module_trains(self, module: str, fields: list[Field], inline: dict[str, EnvVar]) -> tuple[Field, str] | None:
         """Whether `python -m MODULE`, its module not found here (LaunchShell._one_process), may
         train: not a standard-library module the rules say runs no code of the run's (`[wrappers]
         inert_python_modules`: `http.server`, `json.tool`, `venv`), given none of its options that
-        run code (`http.server --cgi`) and no PYTHONPATH not known statically, which may shadow
-        it; any other module is code not read here, which the message names."""
+        run code (`http.server --cgi`) and nothing that may shadow it: a PYTHONPATH not known
+        statically (exported or the command's own), or a module of its name first on sys.path
+        (`python -m` puts the working directory first: `cd tools` with tools/http/ here, or a
+        `cd $DIR` not known); any other module is code not read here, which the
+        message names."""
         said = Field(f"{os.path.basename(str(fields[0].value))} -m {module}", fields[0].line)
         inert = self.spelling.inert_python_modules.get(module)
-        path = self.vars.get("PYTHONPATH")
+        env = {n: EnvVar(n, v.value, v.line, "export") for n, v in self.vars.items()
+               if v.exported and not isinstance(v.value, list)} | inline  # a list: an array, no path
+        path = env.get("PYTHONPATH")
         if inert is None and module.partition(".")[0] in sys.stdlib_module_names:
             return said, "a standard-library module that runs code not read here"
         if inert is None:
             return said, ("whose module is not found here (not under the working directory, a known "
                           "PYTHONPATH entry or beside the script; an installed package is not read)")
-        if path is not None and path.exported and not isinstance(path.value, str):
+        if path is not None and not isinstance(path.value, str):
             return said, "whose module a PYTHONPATH not known statically may shadow"
+        if self.workdir is None:
+            return said, "run in a directory not known statically (after a `cd`), whose own module may shadow it"
+        top = module.partition(".")[0]
+        shadow = next((r for r in [*self._workdir_roots(), *module_roots(env, self.path)]
+                       if (r.path / top / "__init__.py").is_file() or (r.path / f"{top}.py").is_file()), None)
+        if shadow is not None:
+            return said, f"whose name {shadow.why} gives a module of its own, not read here"
         named = next((g.value for g in fields if isinstance(g.value, str) and g.value.partition("=")[0] in inert), None)
         if named is not None:
             return said, f"whose `{named.partition('=')[0]}` runs code of the run's"
         if any(not isinstance(g.value, str) and g.unsplit for g in fields):
             return said, "whose words not known statically may name an option that runs code"
         return None
+
+    def _workdir_roots(self) -> list[Root]:
+        """The directory a `cd` moved the commands to (`workdir`), first on sys.path under `python
+        -m`: a relative one from this audit's directory and from the script's (module_roots)."""
+        if not self.workdir:
+            return []
+        why = f"the directory the script moved to ({self.workdir}), first on sys.path under `python -m`,"
+        if os.path.isabs(self.workdir):
+            return [Root(Path(self.workdir), why)]
+        return [Root(base / self.workdir, why) for base in (Path.cwd(), Path(self.path).resolve().parent)]
 
     def _runs_command(self, base: str, args: list[Field]) -> str:
         """How a program the rules say trains nothing runs a command after all, for the message ("" where

@@ -181,3 +181,57 @@ def test_sourced_by_reads_source_and_dot_lines_only(tmp_path: Path) -> None:
     (tmp_path / "a" / "run.sh").write_text('source "$D/conf/args.sh" # settings\n')
     (tmp_path / "a" / "other.sh").write_text("source conf/my_args.sh\ncat conf/args.sh\n")
     assert sourced_by(str(helper)) == ["a/conf/peer.sh", "a/run.sh"]
+
+
+# Review r46-a (turn 26): the reviewer's cases under /tmp/rv46-a/c/, as small scripts.
+
+def test_a_module_of_its_name_in_the_directory_moved_to_shadows_the_stdlib_one(tmp_path: Path) -> None:
+    (tmp_path / "tools" / "http").mkdir(parents=True)
+    (tmp_path / "tools" / "http" / "__init__.py").write_text("")
+    (tmp_path / "tools" / "http" / "server.py").write_text("import torch\n")
+    said = _undecided(f"cd {tmp_path}/tools\npython -m http.server\n", tmp_path / "m2.sh")
+    assert "`python -m http.server`, whose name the directory the script moved to" in said
+
+
+def test_a_pythonpath_of_the_command_not_known_may_shadow_a_stdlib_module(tmp_path: Path) -> None:
+    assert "PYTHONPATH" in _undecided("PYTHONPATH=$X python -m http.server\n", tmp_path / "m6.sh")
+
+
+@pytest.mark.parametrize("text", [
+    "serve() {\n  python -m http.server 8000\n  exit $?\n}\nserve &\ntorchrun --nproc_per_node 2 train.py\n",
+    "{ make html; exit 0; } &\ntorchrun --nproc_per_node 2 train.py\n",
+    "f() { make html; exit 0; }\nf &\ntorchrun --nproc_per_node 2 train.py\n",
+    "make html\nexit 0 &\ntorchrun --nproc_per_node 2 train.py\n",
+])
+def test_an_exit_in_a_background_job_ends_only_that_job(tmp_path: Path, text: str) -> None:
+    (tmp_path / "train.py").write_text("import torch\n")
+    (tmp_path / "run.sh").write_text(text)
+    assert parse_launch(text, str(tmp_path / "run.sh")).launcher.startswith("torchrun")
+
+
+def test_an_exit_before_training_still_does_not_start(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text("import torch\n")
+    with pytest.raises(ScriptExits):
+        _scan("make html\nexit 0\ntorchrun --nproc_per_node 2 train.py\n", tmp_path / "e15.sh")
+
+
+@pytest.mark.parametrize("text", ["make html\nexit\n", "make html\nexit ${RC:-0}\n"])
+def test_an_exit_after_inert_commands_alone_is_no_run(tmp_path: Path, text: str) -> None:
+    assert "`make html`" in _not_pipeline(text, tmp_path / "e4.sh")
+
+
+def test_flock_with_an_option_not_read_is_named(tmp_path: Path) -> None:
+    said = _undecided('flock --command "torchrun train.py" /tmp/l\n', tmp_path / "f.sh")
+    assert "`flock`, whose option `--command` is not read here" in said
+
+
+def test_a_cd_to_a_directory_not_known_may_hold_a_shadowing_module(tmp_path: Path) -> None:
+    said = _undecided("cd $DOCS\npython -m http.server\n", tmp_path / "a.sh")
+    assert "`python -m http.server`, run in a directory not known statically" in said
+
+
+def test_the_script_directory_idiom_with_blanks_inside_its_substitution_is_known(tmp_path: Path) -> None:
+    """slime docs/serve.sh:3 spells `$( cd -- "$( dirname -- "${BASH_SOURCE[0]}" )" &> /dev/null && pwd )`."""
+    text = ('D=$( cd -- "$( dirname -- "${BASH_SOURCE[0]}" )" &> /dev/null && pwd )\n'
+            'cd "$D"\npython -m http.server\n')
+    assert "`python -m http.server`" in _not_pipeline(text, tmp_path / "a.sh")
