@@ -153,7 +153,8 @@ def test_a_launcher_command_comes_before_a_plain_python_one(tmp_path, monkeypatc
     ("python missing.py --x 1\n", "line 1 runs `python missing.py`, whose entry is not read"),
     ("python -c 'import torch'\npython convert_ckpt.py a b\n", "could not be followed"),  # -c: not read
     ("$RUNNER\npython convert_ckpt.py a b\n", "not known statically"),
-    ("python -m pip install fire\npython convert_ckpt.py a b\n", "could not be followed"),  # pip: not here
+    # a module found nowhere here (`python -m pip` is pip, which installs and trains nothing)
+    ("python -m prep_tools.shard a\npython convert_ckpt.py a b\n", "`python -m prep_tools.shard`"),
     # huggingface/nanotron@2411b022a7 examples/contributor-guide/debug_tiny_llama.sh: `python
     # debug_config_tiny_llama.py` writes the config, `debugpy-run -m torch.distributed.run` trains
     ("python convert_ckpt.py a b\ndebugpy-run -m torch.distributed.run -p 5678 -- --nproc_per_node=2 x.py\n",
