@@ -126,6 +126,16 @@ def test_a_primary_config_the_checkout_lacks_does_not_start(tmp_path: Path):
     assert len(found) == 1 and "primary config 'deepeyes_2gpus'" in found[0], found
 
 
+def test_the_missing_files_are_named_from_the_checkout_root(tmp_path: Path):
+    """The cause names the files as the checkout does, not by the auditing machine's absolute path:
+    test27's ROLL distill row wrapped that path past the first screen (benchmarks first_screen)."""
+    primary = _missing(_no_primary(tmp_path / "a"))
+    default = _missing(_tree(tmp_path / "b"))
+    assert "examples/agentic_demo/deepeyes_2gpus.yaml does not exist" in primary[0], primary
+    assert "examples/config/deepspeed_zero2.yaml does not exist" in default[0], default
+    assert not any(str(tmp_path) in m for m in primary + default), primary + default
+
+
 def test_a_config_store_may_hold_the_primary(tmp_path: Path):
     script = _no_primary(tmp_path)
     (tmp_path / "roll").mkdir()
