@@ -24,7 +24,7 @@ from typing import Any
 
 from auditor.rulebook.files import load as load_rules, names as rule_names
 from auditor.config.entry_path import in_checkout
-from auditor.config.entry_script import is_main_guard
+from auditor.config.entry_script import is_main_guard, parsed
 from auditor.config.own_parser import built_parsers
 from auditor.config.script_run import writes_argv
 from auditor.config.parser_entry import calls_parser_entry, entry_calls, module_beside, parse_time_bases, parse_time_methods
@@ -412,8 +412,10 @@ def _text(path: Path) -> str:
 
 
 def _parse(text: str) -> ast.Module | None:
+    """`text` parsed through the launch readers' one cache (entry_script.parsed): an arguments file
+    read here is read again by validate_stops and the entry readers."""
     try:
-        return ast.parse(text)
+        return parsed(text)
     except (SyntaxError, ValueError):
         return None
 

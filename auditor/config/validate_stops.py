@@ -31,6 +31,7 @@ from typing import Any
 
 from auditor import rulebook
 from auditor.bash.values import Symbolic
+from auditor.config.entry_script import parsed
 from auditor.config.flags import STARTUP
 from auditor.config.frontend_parser import PARSER_FILES, FrontEnd
 from auditor.config.model import Flag, LaunchConfig
@@ -82,8 +83,9 @@ def stops(parser: Path, root: Path | None = None) -> tuple[Stop, ...]:
 
 
 def _tree(path: Path) -> ast.Module | None:
+    """`path` parsed through the one cache the front-end parser reads the same file with."""
     try:
-        return ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+        return parsed(path.read_text(encoding="utf-8", errors="replace"))
     except (OSError, SyntaxError, ValueError):
         return None
 
@@ -245,9 +247,7 @@ def runners(package: Path) -> frozenset[str]:
     parse_and_validate_args (megatron/training/arguments.py:88-108) runs it)."""
     bodies: dict[str, list[set[str]]] = {}
     for module in sorted(package.glob("*.py")):
-        try:
-            tree = ast.parse(module.read_text(encoding="utf-8", errors="replace"))
-        except (OSError, SyntaxError, ValueError):
+        if (tree := _tree(module)) is None:
             continue
         for func in (s for s in tree.body if isinstance(s, ast.FunctionDef)):
             bodies.setdefault(func.name, []).append(
