@@ -293,8 +293,23 @@ class LaunchShell(Shell):
             elif (module := self._python_module(fields[i:])) is not None:
                 return self._module_trains(module, fields[i:], inline or {})
             else:
-                return f, "which is not followed"
+                return f, self._python_text(fields[i:]) or "which is not followed"
         return (unknown, "which is not known statically") if unknown is not None else None
+
+    def _python_text(self, fields: list[Field]) -> str:
+        """For the message, where a Python interpreter runs program text, not an entry file
+        (`python -c TEXT`, `python - <<EOF`: Python docs, "Command line and environment"): that
+        text is not read as an entry here; "" for any other command."""
+        rule = next((e for e in self.spelling.launchers if e.get("one_process")), None)
+        if rule is None or not is_interpreter(os.path.basename(str(fields[0].value)), rule):
+            return ""
+        for f in fields[1:]:
+            if f.value in ("-c", "-"):
+                return ("whose program text given with `-c` is not read here" if f.value == "-c"
+                        else "whose program text on its standard input is not read here")
+            if not isinstance(f.value, str) or not f.value.startswith("-"):
+                return ""
+        return ""
 
     def _operands_end(self, base: str, args: list[Field]) -> int | None | Field:
         """Where the command a wrapper with operands of its own runs starts among `args` (util-linux

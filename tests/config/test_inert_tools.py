@@ -130,3 +130,17 @@ def test_micromamba_run_runs_its_command(tmp_path: Path) -> None:
     for command in ("micromamba run -n slime python -m mymod", "micromamba shell -n slime"):
         said = _undecided(ENVIRONMENT + command + "\n", tmp_path / "run.sh")
         assert "line 8 runs `micromamba`" in said
+
+
+def test_python_program_text_is_named_as_not_read(tmp_path: Path) -> None:
+    """build_conda.sh:150 `python -c "import sglang_router; ..."` and :230 `python - <<'PY'`: text
+    given to the interpreter, not an entry file."""
+    text = ENVIRONMENT + """python -c "import sglang_router; assert 'slime' in sglang_router.__version__"
+python - <<'PY'
+import torch
+assert torch.__version__ == "2.11.0+cu129"
+PY
+"""
+    said = _undecided(text, tmp_path / "build_conda.sh")
+    assert "line 8 runs `python`, whose program text given with `-c` is not read here" in said
+    assert "line 9 runs `python`, whose program text on its standard input is not read here" in said
