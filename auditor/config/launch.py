@@ -427,10 +427,26 @@ def _last_resort(shell: LaunchShell, spelling: Spelling, path: str) -> str:
         read_entry_module(scratch, path)
         entry, missing = locate(scratch)
         scratch.launch_dir, scratch.workdir, scratch.text = candidate.cwd, candidate.workdir, "\n".join(shell.lines)
-        if entry is None and not surely_absent(scratch, candidate.launcher, candidate, shell.opaque, path):
-            return f"; line {candidate.line} runs `{candidate.invoked} {scratch.script}`, whose entry is not read: {missing}"
+        fetched = _fetched(shell, scratch.script, candidate.line)
+        if fetched or entry is None and not surely_absent(scratch, candidate.launcher, candidate, shell.opaque, path):
+            return f"; line {candidate.line} runs `{candidate.invoked} {scratch.script}`, whose entry is not read: {fetched or missing}"
     shell.candidates.extend(shell.last_resort)
     return ""
+
+
+def _fetched(shell: LaunchShell, script: Scalar, before: int) -> str:
+    """Where an entry has the name of a file a fetcher gets earlier in the script (`wget
+    https://.../preprocess_wudao2.py` then `python preprocess_wudao2.py`: Pai-Megatron-Patch
+    a098ca5acb toolkits/pretrain_data_preprocessing/run_prepare_wudao.sh:10-12), that the run may
+    open that file, fetched at run time and not read here, whatever file of that name is here (the
+    checkout's copy is not surely what the URL serves); "" where no fetch has its name."""
+    if not isinstance(script, str):
+        return ""
+    name = os.path.basename(script)
+    got = next(((line, program, url) for line, program, url in reversed(shell.fetched) if line < before
+                and os.path.basename(url.partition("?")[0].partition("#")[0].rstrip("/")) == name), None)
+    return (f"it may be the file `{got[1]}` fetches at line {got[0]} ({got[2]}) at run time, not read here"
+            if got else "")
 
 
 def _in_container(candidate: Candidate, script: Scalar) -> Scalar:

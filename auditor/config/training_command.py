@@ -151,6 +151,9 @@ class LaunchShell(Shell):
         # (line, program) of each command run that surely trains nothing (may_train): what a
         # script that starts no training process runs (config.launch `_no_launch`)
         self.inert: list[tuple[int, str]] = []
+        # (line, program, URL) of each file a fetcher (`wget URL`) gets at run time: an entry of
+        # that name is then a file not read here (config.launch `_last_resort` names it)
+        self.fetched: list[tuple[int, str, str]] = []
 
     def trained(self) -> bool:
         return bool(self.candidates or self.last_resort)
@@ -188,6 +191,9 @@ class LaunchShell(Shell):
                 self.unfollowed.append(Unfollowed(why[0].line, why[0].value, why[1]))
             elif (len(self.last_resort), self.shelled) == before:
                 self.inert.append((cmd.line, self._named(fields)))
+                if os.path.basename(str(fields[0].value)) in self.spelling.fetchers:
+                    self.fetched += [(cmd.line, os.path.basename(str(fields[0].value)), str(f.value))
+                                     for f in fields[1:] if isinstance(f.value, str) and "://" in f.value]
             return 0
         return self._join_broken_continuation(siblings, at, cmd, candidate) - at
 
@@ -287,8 +293,23 @@ class LaunchShell(Shell):
             elif (module := self._python_module(fields[i:])) is not None:
                 return self._module_trains(module, fields[i:], inline or {})
             else:
-                return f, "which is not followed"
+                return f, self._python_text(fields[i:]) or "which is not followed"
         return (unknown, "which is not known statically") if unknown is not None else None
+
+    def _python_text(self, fields: list[Field]) -> str:
+        """For the message, where a Python interpreter runs program text, not an entry file
+        (`python -c TEXT`, `python - <<EOF`: Python docs, "Command line and environment"): that
+        text is not read as an entry here; "" for any other command."""
+        rule = next((e for e in self.spelling.launchers if e.get("one_process")), None)
+        if rule is None or not is_interpreter(os.path.basename(str(fields[0].value)), rule):
+            return ""
+        for f in fields[1:]:
+            if f.value in ("-c", "-"):
+                return ("whose program text given with `-c` is not read here" if f.value == "-c"
+                        else "whose program text on its standard input is not read here")
+            if not isinstance(f.value, str) or not f.value.startswith("-"):
+                return ""
+        return ""
 
     def _operands_end(self, base: str, args: list[Field]) -> int | None | Field:
         """Where the command a wrapper with operands of its own runs starts among `args` (util-linux
@@ -371,9 +392,10 @@ class LaunchShell(Shell):
         the walk does not run; not `trap - EXIT`, `trap '' INT`, nor one command the rules say
         trains nothing: `trap "rm -rf DIR" EXIT`), or program text that starts one (awk's `system(`)."""
         options = self.spelling.program_options.get(base, ())
-        named = next((g.value for g in args if isinstance(g.value, str) and g.value.partition("=")[0] in options), None)
-        if named is not None:
-            return f"`{named.partition('=')[0]}`"
+        for k, g in enumerate(args):
+            if isinstance(g.value, str) and g.value.partition("=")[0] in options \
+                    and self._option_command_may_train(base, args[k + 1:]):
+                return f"`{g.value.partition('=')[0]}`"
         if (given := self._command_option(base, args)):
             return given
         if base in self.spelling.command_operand:  # `trap [-lp] [[ARG] SIGNAL ...]`
@@ -390,6 +412,20 @@ class LaunchShell(Shell):
         texts = self.spelling.command_text.get(base, ())
         started = next((t for g in args for t in texts if t in str(g.value)), None)
         return f"program text `{started}`" if started else ""
+
+    def _option_command_may_train(self, base: str, after: list[Field]) -> bool:
+        """Whether the command an option of `base` starts may train: where the rules say which words
+        end it (`command_ends`: find's `-exec cat {} +`), the words before the first of them, judged
+        as any command the walk does not run (may_train; a shell's `-c` text included, which no walk
+        reads here); elsewhere, or with no end word, any may."""
+        ends = self.spelling.command_ends.get(base)
+        end = next((k for k, g in enumerate(after) if g.value in ends), None) if ends else None
+        if end is None or end == 0:
+            return True
+        command = after[:end]
+        if os.path.basename(str(command[0].value)) in self.spelling.shells:
+            return True  # `find -exec sh -c 'TEXT' {} \;`: text the walk does not read
+        return self.may_train(command) is not None
 
     def _may_run(self, line: str, at: int) -> bool:
         """Whether a command line a program runs (`trap CMD`, sed's `e CMD`) may train: shell

@@ -44,6 +44,11 @@ class Spelling:
     no_training: frozenset[str] = frozenset()  # programs that start no training ([wrappers])
     # their options that run another program (`find -exec`), by program ([wrappers])
     program_options: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # the words that end the command such an option starts (find's `;`, `+`; [wrappers] command_ends)
+    command_ends: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # programs that fetch a file named by its URL (wget, curl; [wrappers] fetchers): an entry of that
+    # name is a file fetched at run time, not read here
+    fetchers: frozenset[str] = frozenset()
     # programs whose first operand is a command string that runs (`trap CMD SIGNAL`; [wrappers])
     command_operand: frozenset[str] = frozenset()
     # text in a program's arguments with which it runs a command (awk's `system(`; [wrappers])
@@ -108,6 +113,8 @@ class Spelling:
             no_training=frozenset(p for rs in every for p in rs.section("wrappers").get("no_training", ())),
             program_options={k: tuple(v) for rs in every
                              for k, v in rs.section("wrappers").get("program_options", {}).items()},
+            command_ends={k: tuple(v) for rs in every for k, v in rs.section("wrappers").get("command_ends", {}).items()},
+            fetchers=frozenset(p for rs in every for p in rs.section("wrappers").get("fetchers", ())),
             command_operand=frozenset(p for rs in every for p in rs.section("wrappers").get("command_operand", ())),
             command_text={k: tuple(v) for rs in every for k, v in rs.section("wrappers").get("command_text", {}).items()},
             operand_variables=frozenset(p for rs in every for p in rs.section("wrappers").get("operand_variables", ())),

@@ -1,0 +1,146 @@
+"""Data-preparation and installer tools that start no training (turn 27, h47-np), and an entry
+fetched at run time, which is not read.
+
+- alibaba/Pai-Megatron-Patch at commit a098ca5acbdeaf7172ce0393fa309b39a77506db,
+  toolkits/pretrain_data_preprocessing/run_prepare_wudao.sh: `find DIR -name "*.json" -exec cat {}
+  + > merged.json` (:17) runs only `cat` (GNU findutils find(1) ACTIONS: `-exec command {} +`), where
+  before any `-exec` made it "runs another program"; `split -l $NUM ...` (:31; coreutils split(1),
+  whose `--filter=COMMAND` runs a shell command) and `zstd -z F -o F.zst &` (:40) start nothing.
+  Before them it `cd`s to the data folder (:9), `wget`s preprocess_wudao2.py from an OSS bucket (:10)
+  and runs `python preprocess_wudao2.py` (:12): the file that runs is the one fetched, not the
+  checkout's copy beside the script, which main read and judged (a false NOT A PIPELINE RUN).
+- THUDM/slime at commit 624b824a898ab0ec1fcb4d373004c7f3852bf515, build_conda.sh: `yes '' | ...`
+  (:8), `micromamba create -n slime ...` (:21), `micromamba activate slime` (:22), `micromamba
+  install -n slime ...` (:40-52) create and fill an environment; `micromamba run -n ENV CMD` runs CMD.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from auditor.config.launch import CommandNotFollowed, NotAPipelineRun, parse_launch
+
+PREPARE = """#! /bin/bash
+set -ex
+data_dir=/mnt/mixtral-datasets/wudao_200g
+dataset_dir=$(dirname $data_dir)
+mkdir -p ${dataset_dir}/wudao
+cd ${dataset_dir}/wudao
+find ${dataset_dir}/cleaned_wudao_dataset -name "*.json" -exec cat {} + > ${dataset_dir}/wudao/merged.json
+NUM=$(sed -n '$=' ${dataset_dir}/wudao/merged.json)
+NUM=`expr $NUM / 10`
+split_dir=${dataset_dir}/split
+mkdir $split_dir
+split -l $NUM --numeric-suffixes --additional-suffix=.jsonl ${dataset_dir}/wudao/merged.json $split_dir/
+files=$(ls $split_dir/*.jsonl)
+for filename in $files
+do
+   f=$(basename $filename)
+   zstd -z $filename -o ${dataset_dir}/cleaned_zst/$f.zst &
+done
+rm -rf $split_dir
+"""
+
+FETCHED = """#! /bin/bash
+set -ex
+data_dir=/mnt/mixtral-datasets/wudao_200g
+dataset_dir=$(dirname $data_dir)
+mkdir -p ${dataset_dir}/cleaned_wudao_dataset
+cd ${dataset_dir}/cleaned_wudao_dataset
+wget https://atp-modelzoo-wlcb-pai.oss-cn-wulanchabu.aliyuncs.com/release/models/pai-megatron-patch/llama2-codes/preprocess_wudao2.py
+python preprocess_wudao2.py -i ${data_dir} -o ${dataset_dir}/cleaned_wudao_dataset -k text -p 32
+"""
+
+ENVIRONMENT = """#!/bin/bash
+set -ex
+yes '' | head -n 1
+micromamba create -n slime python=3.12 pip -c conda-forge -y
+micromamba activate slime
+micromamba install -n slime -c conda-forge cudnn -y
+pip install cuda-python==12.9
+"""
+
+
+def _scan(text: str, script: Path) -> None:
+    script.write_text(text)
+    parse_launch(text, str(script))
+
+
+def _not_pipeline(text: str, script: Path) -> str:
+    with pytest.raises(NotAPipelineRun) as caught:
+        _scan(text, script)
+    return caught.value.what
+
+
+def _undecided(text: str, script: Path) -> str:
+    with pytest.raises(CommandNotFollowed) as caught:
+        _scan(text, script)
+    return str(caught.value)
+
+
+def test_find_exec_of_a_tool_split_and_zstd_start_no_training(tmp_path: Path) -> None:
+    what = _not_pipeline(PREPARE, tmp_path / "run_prepare_wudao.sh")
+    assert "`find`" in what and "`split`" in what and "`zstd`" in what
+
+
+@pytest.mark.parametrize("payload", [
+    "-exec bash -c 'torchrun train.py' \\;",  # a shell's text, read by no walk here
+    "-exec {} \\;",  # the files found are the program
+    "-execdir ./train.sh {} +",  # a script not read
+    "-exec cat {} \\; -exec python train.py {} \\;",  # the second action
+    "-exec cat {}",  # no `;` or `+`: find rejects it, the command is not known
+])
+def test_find_exec_runs_a_command_that_may_train(tmp_path: Path, payload: str) -> None:
+    what = _not_pipeline(PREPARE, tmp_path / "ok.sh")  # the same script with `-exec cat {} +` starts none
+    assert "`find`" in what
+    text = PREPARE.replace('-exec cat {} +', payload)
+    assert "whose `-exec" in _undecided(text, tmp_path / "run.sh")
+
+
+def test_split_filter_runs_a_shell_command(tmp_path: Path) -> None:
+    assert "`split`" in _not_pipeline(PREPARE, tmp_path / "ok.sh")
+    text = PREPARE.replace("--numeric-suffixes", "--filter='torchrun train.py'")
+    assert "`split`, whose `--filter` runs another program" in _undecided(text, tmp_path / "run.sh")
+
+
+def test_an_entry_fetched_at_run_time_is_not_read(tmp_path: Path) -> None:
+    """A copy of that name beside the script (as in the checkout) is not the file the run opens."""
+    (tmp_path / "preprocess_wudao2.py").write_text("import json\nimport sys\nprint(json.dumps(sys.argv))\n")
+    said = _undecided(FETCHED, tmp_path / "run_prepare_wudao.sh")
+    assert ("line 8 runs `python preprocess_wudao2.py`, whose entry is not read: it may be the file `wget` "
+            "fetches at line 7 (https://atp-modelzoo-wlcb-pai.oss-cn-wulanchabu.aliyuncs.com/release/models/"
+            "pai-megatron-patch/llama2-codes/preprocess_wudao2.py) at run time, not read here") in said
+    # the fetch names only its own file: `python convert.py` beside the script is read
+    (tmp_path / "convert.py").write_text("import json\n")
+    text = FETCHED.replace("cd ${dataset_dir}/cleaned_wudao_dataset\n", "").replace(
+        "python preprocess_wudao2.py", "python convert.py")
+    (tmp_path / "run.sh").write_text(text)
+    assert parse_launch(text, str(tmp_path / "run.sh")).script == "convert.py"
+
+
+def test_micromamba_environment_commands_start_no_training(tmp_path: Path) -> None:
+    what = _not_pipeline(ENVIRONMENT, tmp_path / "build_conda.sh")
+    assert "`micromamba create`" in what and "`yes`" in what
+
+
+def test_micromamba_run_runs_its_command(tmp_path: Path) -> None:
+    assert "`micromamba install`" in _not_pipeline(ENVIRONMENT, tmp_path / "ok.sh")
+    for command in ("micromamba run -n slime python -m mymod", "micromamba shell -n slime"):
+        said = _undecided(ENVIRONMENT + command + "\n", tmp_path / "run.sh")
+        assert "line 8 runs `micromamba`" in said
+
+
+def test_python_program_text_is_named_as_not_read(tmp_path: Path) -> None:
+    """build_conda.sh:150 `python -c "import sglang_router; ..."` and :230 `python - <<'PY'`: text
+    given to the interpreter, not an entry file."""
+    text = ENVIRONMENT + """python -c "import sglang_router; assert 'slime' in sglang_router.__version__"
+python - <<'PY'
+import torch
+assert torch.__version__ == "2.11.0+cu129"
+PY
+"""
+    said = _undecided(text, tmp_path / "build_conda.sh")
+    assert "line 8 runs `python`, whose program text given with `-c` is not read here" in said
+    assert "line 9 runs `python`, whose program text on its standard input is not read here" in said
