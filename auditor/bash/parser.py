@@ -135,7 +135,7 @@ class ShellParser:
 
     def _job(self) -> Node:
         """A list's and-or item; one ended by `&` runs in a subshell of its own (bash(1) Lists: "the
-        shell executes the command in the background in a subshell"): its `exit`, `cd` and
+        shell executes the command in the background in a subshell"): its `exit`, `cd`, functions and
         variables end with it (`serve() { ...; exit $?; }; serve &` goes on to the next line)."""
         node = self._and_or()
         return CommandGroup([node], subshell=True) if self._op() == "&" else node

@@ -88,9 +88,6 @@ class Shell(Expander, ABC):
         # shell's own path of commands is sure there, whatever branch started the shell
         self._shell_base = (0, 0)
         self.exited: Exit | None = None  # the `exit` the script surely reaches: nothing after it runs
-        # walk on past every `exit`, to read what the script holds after it (config.launch: an exit
-        # after commands that train nothing is no failed start only where none after it may train)
-        self.past_exits = False
         # the stops past a training command that the caller's variables decide (`_stops`): the
         # walk goes on as the run where the caller gives them
         self.guards: tuple[CallerStop, ...] = ()
@@ -290,14 +287,14 @@ class Shell(Expander, ABC):
                 return  # `while [[ "$X" == */ ]]` of an X that does not end in `/`: no pass runs
             self._branches([node.body], exhaustive=False, passes=node.line)
         elif isinstance(node, CommandGroup):
-            saved, texts = dict(self.vars), dict(self.branch_values)
+            saved, texts, functions = dict(self.vars), dict(self.branch_values), dict(self.functions)
             if node.subshell:
                 with self.own_shell():
                     self.run(node.body)
             else:
                 self.run(node.body)
-            if node.subshell:  # its variables, and the texts its ifs left them, end with it
-                self.vars, self.branch_values = saved, texts
+            if node.subshell:  # its variables, functions and the texts its ifs left them end with it
+                self.vars, self.branch_values, self.functions = saved, texts, functions
         elif isinstance(node, Function):
             self.functions[node.name] = node.body
 
@@ -697,7 +694,7 @@ class Shell(Expander, ABC):
         """`exit` on the path the walk is certain of (no undecided branch or loop around it, not
         in a subshell) ends the script: bash runs nothing after it, so neither does the walk,
         unless a test of the caller's environment leads to it (`caller_tested`: `_stops`)."""
-        if self.uncertain or self.subshells or self.past_exits:
+        if self.uncertain or self.subshells:
             return
         caller = list(dict.fromkeys(n for empty, defaulted in self.caller_tested for n in (*empty, *defaulted)))
         self._stops(cmd.line, str(args[0].value) if args else "0", caller)

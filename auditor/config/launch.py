@@ -25,6 +25,7 @@ from auditor.bash.lexer import Lexer
 from auditor.bash.parser import ShellParser
 from auditor.bash.syntax import bash_rejects
 from auditor.bash.values import EnvVar, Scalar, Symbolic
+from auditor.bash.walk import Exit
 from auditor.config.checkout_release import judge_on_framework_checkout
 from auditor.config.frontend_parser import find_script
 from auditor.config.frontends import for_style
@@ -188,13 +189,11 @@ def parse_launch(
     _refuse_what_bash_rejects(text, path, diagnostics)
     before = list(diagnostics)
 
-    def walk(forced: dict[str, int], past_exits: bool = False) -> LaunchShell:
-        """The script walked as bash runs it, taking the branches `forced` names (`past_exits`:
-        reading on past each `exit`, Shell.past_exits)."""
+    def walk(forced: dict[str, int]) -> LaunchShell:
+        """The script walked as bash runs it, taking the branches `forced` names."""
         shell = LaunchShell(path, spelling, dict(environ or {}),
-                            list(before) if forced or past_exits else diagnostics, text.split("\n"))
+                            list(before) if forced else diagnostics, text.split("\n"))
         shell.forced = forced
-        shell.past_exits = past_exits
         shell.allocate(lexer, tokens)
         shell.run(nodes)
         if shell.cwd_read:
@@ -209,8 +208,8 @@ def parse_launch(
     shell = walk({})
     if command is not None:
         _given_command(shell, command, path, text.count("\n") + 1)
-    elif shell.exited is not None and shell.exited.status in _LAST_STATUS:
-        _ends_inert(shell, walk({}, past_exits=True), spelling, path)
+    elif shell.exited is not None and shell.exited.status in _LAST_STATUS and not shell.exited.why:
+        _ends_inert(shell, shell.exited, spelling, path)
     config = (_chosen(shell, walk, spelling, path, parser_roots, which) if command is None else None) \
         or _build(shell, spelling, path, parser_roots, which)
     config.text = text
@@ -400,15 +399,18 @@ _LAST_STATUS = ("0", "$?")
 _BACKGROUND = re.compile(r"(?<![&>|])&\s*(#.*)?$")  # `cmd &` ends a line; `&&`, `2>&1` do not
 
 
-def _ends_inert(shell: LaunchShell, past: LaunchShell, spelling: Spelling, path: str) -> None:
+def _ends_inert(shell: LaunchShell, stop: Exit, spelling: Spelling, path: str) -> None:
     """`python -m http.server; exit $?`: a script that ends with its last command's status (no
-    failure of its own), where what it ran is known to train nothing, and so is every command
-    after that `exit` (`past`, the walk read on past it: `make html; exit 0; torchrun train.py`
-    exits before its training, a run that does not start), is no run: NotAPipelineRun."""
-    try:
-        _no_launch(past, path, _last_resort(past, spelling, path))
-    except NotAPipelineRun:  # nothing after it may train: what it ran, named as the verdict's
-        _no_launch(shell, path, _last_resort(shell, spelling, path))
+    failure of its own) is what it ran before that `exit`; what follows never runs and decides
+    nothing, neither a training command nor a failed start (`echo start; exit $?; python gen.py`,
+    `make html; exit 0; torchrun train.py`). Where all it ran is known to train nothing, or it
+    ran no program at all, it is no run: NotAPipelineRun."""
+    _no_launch(shell, path, _last_resort(shell, spelling, path))
+    if not (shell.candidates or shell.last_resort or shell.unfollowed or shell.opaque
+            or shell.unresolved_commands or shell.hidden_from_job):
+        where = f"{path}:{stop.line}" if stop.path == path else f"{stop.path}:{stop.line}"
+        raise NotAPipelineRun(path, f"the script ends at line {stop.line} with `exit {stop.status}` (its last "
+                                    f"command's status) before it runs any program; nothing after it runs ({where})")
 
 
 def _last_resort(shell: LaunchShell, spelling: Spelling, path: str) -> str:
@@ -606,6 +608,10 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
     config.earlier = [EarlierCommand(c.launcher.get("program") or c.invoked, c.subcommand, c.line, c.conditional,
                                      tuple(f.value for f in c.args))
                       for c in shell.candidates if c.line < chosen.line]
+    config.unread_before = ([u.said() for u in shell.unfollowed if u.line < chosen.line]
+                             + [f"line {c.line} runs `{c.invoked}`, whose code is not read here"
+                                for c in (*shell.candidates, *shell.last_resort) if c.line < chosen.line]
+                             + [f"line {line}: {what}" for line, what in shell.opaque if line < chosen.line])
     args = chosen.args
     reader = for_style(launcher["style"])
     if launcher.get("program"):

@@ -29,8 +29,7 @@ from auditor.errors import InputError
 from auditor.findings import Finding
 from auditor.rulebook.launchers import Spelling
 
-_COMMAND_OPTIONS = ("-c", "--wrap")  # `bash -c TEXT`, `sbatch --wrap=TEXT`: TEXT is a script
-_BUNDLED_C = re.compile(r"-[a-z]*c[a-z]*")  # `bash -lc TEXT`, `sh -ec TEXT`: -c among short options
+_WRAP = "--wrap"  # `sbatch --wrap=TEXT`: TEXT is a script
 # The script's own arguments as an unknown piece of a word: `$1`, `$@`, `${*}`, `${@:3}` (a variable
 # set only from them holds their text: `EXTRA_ARGS="$@"`).
 _POSITIONAL = re.compile(r"\$(?:[1-9][0-9]*|[@*]|\{(?:[1-9][0-9]*|[@*])(?::[0-9]+(?::[0-9]+)?)?\})")
@@ -256,7 +255,7 @@ class LaunchShell(Shell):
                     continue
                 return f, "which is not known statically"
             base = os.path.basename(f.value)
-            if base in ("bash", "sh") and _reads_c_text(fields[i + 1:]):
+            if base in self.spelling.shells and _reads_c_text(fields[i + 1:], self._options_of(base)):
                 return None  # `bash -c "..."` known: the walk reads its commands on their own (_shell_c)
             if base in self.spelling.wrapper_operands:  # `flock -n "$fd"`: a lock taken, no command
                 grammar = Grammar.of(self.spelling.option_grammar.get(base, {}))
@@ -434,8 +433,9 @@ class LaunchShell(Shell):
 
     def _command_option(self, base: str, args: list[Field]) -> str:
         """An option's command line that may train (rules `command_options`: `rsync -e CMD`), read
-        as any command (may_train), "" where none may: a remote shell first (`-e "ssh -p 2222"`)
-        runs only the program's own command on the other host."""
+        as any command line a program runs (_may_run: shell syntax in it may, `--rsync-path="cd
+        /opt && torchrun ..."` runs through the remote shell), "" where none may: a remote shell
+        first (`-e "ssh -p 2222"`) runs only the program's own command on the other host."""
         options = self.spelling.command_options.get(base, ())
         for k, g in enumerate(args):
             pieces = segments(g.value)
@@ -451,7 +451,7 @@ class LaunchShell(Shell):
             words = [Field(w, g.line) for w in line.split()] if isinstance(line, str) else [Field(line, g.line)]
             if not words or os.path.basename(str(words[0].value)) in self.spelling.remote_shells:
                 continue
-            if self.may_train(words):
+            if self._may_run(line, g.line) if isinstance(line, str) else self.may_train(words):
                 return f"`{short or name}` command `{line}`"
         return ""
 
@@ -819,12 +819,17 @@ class LaunchShell(Shell):
                 return False
         return False
 
+    def _options_of(self, program: str) -> Grammar:
+        """A program's options as the rules give them (`option_grammar`)."""
+        return Grammar.of(self.spelling.option_grammar.get(program, {}))
+
     def _shell_c(self, prefix: list[Field], fields: list[Field], cmd: Cmd,
                  inline: dict[str, EnvVar] | None = None) -> Candidate | None:
         """`bash -c "torchrun ..."`: read the string as a script of its own, in this shell.
         `inline`: the command's `VAR=x` prefix, which a job that sbatch submits gets (`COMMAND=$COMMAND
         sbatch ray.sub`) as it gets the exported variables."""
-        c_text = _c_text_at(fields, bundled=os.path.basename(str(prefix[-1].value)) in self.spelling.shells)
+        shell = os.path.basename(str(prefix[-1].value))
+        c_text = _c_text_at(fields, self._options_of(shell) if shell in self.spelling.shells else None)
         if c_text is not None:
             k, t = c_text
             option, _, inline_text = str(fields[k].value).partition("=")
@@ -1119,26 +1124,39 @@ def _indent(lines: list[str], line: int) -> int:
     return len(text) - len(text.lstrip(" \t"))
 
 
-def _reads_c_text(args: list[Field]) -> bool:
-    """Whether a shell's arguments are options ending in `-c` (`-x -c`, `-lc`) and then a text
-    known: `srun ... bash -x -c "${RUN_CMD}"` (Megatron-LM d98e8a64dd
+def _reads_c_text(args: list[Field], grammar: Grammar) -> bool:
+    """Whether a shell's arguments are options with `-c` (`-x -c`, `-lc`, `-o pipefail -c`) and
+    then a text known: `srun ... bash -x -c "${RUN_CMD}"` (Megatron-LM d98e8a64dd
     examples/megatron_fsdp/sbatch_checkpoint_convert.sh:47) is read as `bash -c` is. A word not an
     option before it (`bash job.sh -c X`: bash runs job.sh) leaves the command unfollowed."""
-    at = _c_text_at(args, bundled=True)
-    return (at is not None and all(isinstance(f.value, str) and f.value.startswith("-") for f in args[:at[0]])
-            and isinstance(args[at[1]].value, (str, Partial)))
+    at = _c_text_at(args, grammar)
+    return at is not None and isinstance(args[at[1]].value, (str, Partial))
 
 
-def _c_text_at(args: list[Field], bundled: bool) -> tuple[int, int] | None:
-    """Where the script text of a shell's or batch command's arguments is, the one place that
-    decides it (the walk reads it, _shell_c; may_train leaves it to the walk): (the option's index,
-    the text's) for `-c TEXT`, `--wrap TEXT`, `-lc TEXT` (`bundled`: a shell's short options);
-    the same index twice for `--wrap=TEXT`; None where no option gives one."""
-    for k, f in enumerate(args):
-        if (f.value in _COMMAND_OPTIONS or bundled and isinstance(f.value, str) and _BUNDLED_C.fullmatch(f.value)) \
-                and k + 1 < len(args):
-            return k, k + 1
-        option, eq, _ = str(f.value).partition("=")
-        if eq and option in _COMMAND_OPTIONS:
-            return k, k
-    return None
+def _c_text_at(args: list[Field], grammar: Grammar | None) -> tuple[int, int] | None:
+    """Where the script text of a shell's (`grammar`: its options, rules `option_grammar`) or
+    sbatch's (None) arguments is, the one place that decides it (the walk reads it, _shell_c;
+    may_train leaves it to the walk): (the option's index, the text's); the same index twice for
+    `--wrap=TEXT`; None where no option gives one. A shell's `-c` takes no value: its text is the
+    first operand, and after an operand (the script: `bash job.sh -c X`) `-c` is the script's
+    (bash(1) INVOCATION); a word not known before it may be either, so none. sbatch's `-c` is
+    --cpus-per-task, its text only `--wrap`."""
+    if grammar is None:
+        for k, f in enumerate(args):
+            option, eq, _ = str(f.value).partition("=")
+            if option == _WRAP and (eq or k + 1 < len(args)):
+                return (k, k) if eq else (k, k + 1)
+        return None
+    c, k = None, 0
+    while k < len(args):
+        word = args[k].value
+        if not isinstance(word, str) or len(word) < 2 or word[0] not in "-+" or word == "--":
+            break
+        if word.startswith("--"):
+            k += 2 if word[2:] in grammar.long_value else 1
+            continue
+        if word[0] == "-" and "c" in word[1:]:
+            c = k
+        k += 1 + sum(letter in grammar.value for letter in word[1:])  # `-eo pipefail`: o takes a word
+    k += k < len(args) and args[k].value in ("-", "--")  # bash(1): `-` and `--` end the options
+    return (c, k) if c is not None and k < len(args) else None

@@ -209,10 +209,17 @@ def test_an_exit_in_a_background_job_ends_only_that_job(tmp_path: Path, text: st
     assert parse_launch(text, str(tmp_path / "run.sh")).launcher.startswith("torchrun")
 
 
-def test_an_exit_before_training_still_does_not_start(tmp_path: Path) -> None:
+def test_training_after_an_exit_of_the_last_status_never_runs(tmp_path: Path) -> None:
+    """What follows `exit 0` never runs and decides nothing (h47-shell): the script ran `make html`."""
+    (tmp_path / "train.py").write_text("import torch\n")
+    assert "`make html`" in _not_pipeline("make html\nexit 0\ntorchrun --nproc_per_node 2 train.py\n",
+                                          tmp_path / "e15.sh")
+
+
+def test_a_failing_exit_before_training_still_does_not_start(tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text("import torch\n")
     with pytest.raises(ScriptExits):
-        _scan("make html\nexit 0\ntorchrun --nproc_per_node 2 train.py\n", tmp_path / "e15.sh")
+        _scan("make html\nexit 1\ntorchrun --nproc_per_node 2 train.py\n", tmp_path / "e15.sh")
 
 
 @pytest.mark.parametrize("text", ["make html\nexit\n", "make html\nexit ${RC:-0}\n"])

@@ -210,3 +210,28 @@ def test_a_defaults_file_an_earlier_command_may_write_is_unknown(tmp_path: Path)
     script.write_text(script.read_text().replace(
         "set +x\n", "set +x\ncp /shared/zero2.yaml examples/config/deepspeed_zero2.yaml\n"))
     assert not _missing(script)
+
+
+# h47-shell: an earlier command running code not read may write the file without the script
+# naming it (`bash prep.sh` whose prep.sh is not found, `python tools/make_cfg.py`, `eval "$SETUP"`):
+# no sure stop, the command named; a command known to run nothing more (`mkdir -p logs`) leaves it.
+
+
+@pytest.mark.parametrize("pre, named", [
+    ("bash prep.sh", "`bash prep.sh`"),
+    ("python tools/make_cfg.py", "`python`"),
+    ('eval "$SETUP"', "`$SETUP`"),
+])
+def test_a_primary_config_a_command_not_read_may_write_is_unknown(tmp_path: Path, pre: str, named: str):
+    script = _no_primary(tmp_path)
+    script.write_text(script.read_text().replace("set +x\n", f"set +x\n{pre}\n"))
+    config = _read(script)
+    assert not [d for d in config.diagnostics if d.kind == "launch.config-file-missing"]
+    said = [d.message for d in config.diagnostics if d.kind == "launch.config-may-be-written"]
+    assert len(said) == 1 and "deepeyes_2gpus" in said[0] and named in said[0], said
+
+
+def test_a_command_known_to_run_nothing_more_leaves_the_stop(tmp_path: Path):
+    script = _no_primary(tmp_path)
+    script.write_text(script.read_text().replace("set +x\n", "set +x\nmkdir -p logs\n"))
+    assert _missing(script)

@@ -121,7 +121,8 @@ def _missing_default(config: LaunchConfig, exc: MissingConfig, primary: Path, en
     hold it under that name); a defaults entry also needs no command-line override `keys` naming
     its group (`strategy=zero3` picks another option, read here as a value). The file must lie
     inside the checkout (a folder outside it, `../../shared/cfgs` or /mnt, is not this tree's),
-    no earlier command may write it (`_may_write`), and its name has no `.yml` (Hydra 1.1 loads
+    no earlier command may write it (one naming it, `_names`, or one running code not read:
+    `bash prep.sh`, `LaunchConfig.unread_before`), and its name has no `.yml` (Hydra 1.1 loads
     `x.yml` as written, 1.2 looks for `x.yml.yaml`: which applies is the run's version_base);
     otherwise it stays unknown."""
     given = {k.lstrip("+~") for k in keys}
@@ -130,7 +131,13 @@ def _missing_default(config: LaunchConfig, exc: MissingConfig, primary: Path, en
     root = checkout_root(str(entry))
     missing = (primary.parent / f"{exc.name}.yaml").resolve()
     if root is None or not missing.is_relative_to(root.resolve()) or exc.name.endswith(".yml") \
-            or _may_write(config, missing):
+            or _names(config, missing):
+        return
+    if config.unread_before:  # `bash prep.sh` may write it without naming it in the script
+        config.diagnostics.append(Finding(
+            "launch.config-may-be-written", "info",
+            f"{exc}, unless a command before the launch writes it: {config.unread_before[0]}",
+            fix=f"check that command, or audit after it has run: {missing}", where=where))
         return
     data: Any = {}
     if not exc.primary:
@@ -148,9 +155,9 @@ def _missing_default(config: LaunchConfig, exc: MissingConfig, primary: Path, en
         fix=fix, where=where, detail=dict(STARTUP)))
 
 
-def _may_write(config: LaunchConfig, missing: Path) -> bool:
+def _names(config: LaunchConfig, missing: Path) -> bool:
     """Whether a command the script runs before the training command may write the missing config
-    file: any that names it, its stem or its folder (`cp cfg.yaml ex/gen.yaml`, `python gen.py >
+    file by naming it: any that names it, its stem or its folder (`cp cfg.yaml ex/gen.yaml`, `python gen.py >
     ex/gen.yaml`, `NAME=gen` then `envsubst > ex/$NAME.yaml`, a heredoc, `wget -O`), read from the
     script's text before the entry script's word, as no walk models every program's writes."""
     lines = config.text.splitlines()

@@ -1,0 +1,92 @@
+"""Corners of bash the launch reader met wrong (turn 27, h47-shell), each checked with real bash
+(`bash -c` with echo stubs):
+
+- Code after an unconditional `exit 0`/`exit $?` never runs and decides nothing: `echo start;
+  exit $?; python gen.py` was DOES NOT START (`python gen.py` may train), where the script runs
+  `echo` and ends well: no run. THUDM/slime 624b824a898ab0ec1fcb4d373004c7f3852bf515
+  docs/serve.sh:15-16 ends a branch with `exit $?` after its command. `exit 1` stays a stop.
+- A function defined inside a background job (`f() { ...; } &`) ends with the job's subshell
+  (bash(1) Lists): a later `f` is "command not found", not the training command; one defined
+  before and run as `f &` still trains.
+- Only a shell takes `-c` text, and only before its first operand (bash(1) INVOCATION: "commands
+  are read from the first non-option argument"): `sbatch -c 8 job.sh` is --cpus-per-task,
+  `bash job.sh -c X` runs job.sh with `-c X` its arguments, `bash -o pipefail -c TEXT` and `bash
+  -c -e TEXT` run TEXT. No fetched upstream tree uses these three spellings; the scripts here
+  reproduce them.
+- A program option's command line (rules `command_options`) is judged as the line it is, not by its
+  first word: `rsync --rsync-path="cd /opt && torchrun ..."` (rsync(1): "any program, script or
+  command sequence", run by the remote shell) may train; `-e "ssh -p 2222"` runs ssh alone.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from auditor.config.launch import CommandNotFollowed, NotAPipelineRun, ScriptExits, parse_launch
+
+TRAIN = "torchrun --nproc_per_node 4 train.py"
+
+
+@pytest.fixture(autouse=True)
+def _launch_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # where `bash job.sh` opens job.sh
+
+
+def _parse(text: str, tmp_path: Path, name: str = "run.sh"):  # type: ignore[no-untyped-def]
+    (tmp_path / "train.py").write_text("import torch\n")
+    (tmp_path / name).write_text(text)
+    return parse_launch(text, str(tmp_path / name))
+
+
+@pytest.mark.parametrize("text", [
+    "echo start\nexit $?\npython gen.py\n",
+    "echo start\nexit $?\n" + TRAIN + "\n",
+    "X=1\nexit 0\n" + TRAIN + "\n",
+])
+def test_code_after_an_exit_of_the_last_status_decides_nothing(tmp_path: Path, text: str) -> None:
+    with pytest.raises(NotAPipelineRun):
+        _parse(text, tmp_path)
+
+
+def test_a_failing_exit_before_training_still_does_not_start(tmp_path: Path) -> None:
+    with pytest.raises(ScriptExits):
+        _parse("echo start\nexit 1\n" + TRAIN + "\n", tmp_path)
+
+
+def test_a_function_defined_in_a_background_job_is_gone_after_it(tmp_path: Path) -> None:
+    with pytest.raises(CommandNotFollowed, match="could not be followed"):
+        _parse(f"f() {{ {TRAIN} ; }} &\nwait\nf\n", tmp_path)
+
+
+def test_a_function_run_in_the_background_still_trains(tmp_path: Path) -> None:
+    config = _parse(f"f() {{ {TRAIN} ; }}\nf &\nwait\n", tmp_path)
+    assert config.launcher.startswith("torchrun") and config.nproc_per_node == 4
+
+
+@pytest.mark.parametrize("line", [
+    "sbatch -c 8 job.sh",
+    'bash job.sh -c "torchrun --nproc_per_node 2 train.py"',
+])
+def test_a_c_option_that_gives_no_shell_text_leaves_the_script_run(tmp_path: Path, line: str) -> None:
+    (tmp_path / "job.sh").write_text(f"#!/bin/bash\n{TRAIN}\n")
+    config = _parse(f"#!/bin/bash\n{line}\n", tmp_path)
+    assert config.launcher.startswith("torchrun") and config.nproc_per_node == 4
+
+
+@pytest.mark.parametrize("options", ["-o pipefail -c", "-eo pipefail -c", "-c -e", "-O extglob -lc"])
+def test_shell_options_before_the_c_text_are_read_past(tmp_path: Path, options: str) -> None:
+    config = _parse(f'bash {options} "{TRAIN}"\n', tmp_path)
+    assert config.launcher.startswith("torchrun") and config.nproc_per_node == 4
+
+
+@pytest.mark.parametrize("option", ['--rsync-path="cd /opt && {t}"', '-e "cd /opt && {t}"'])
+def test_a_command_line_an_option_runs_is_judged_whole(tmp_path: Path, option: str) -> None:
+    with pytest.raises(CommandNotFollowed, match="rsync`, whose `-"):
+        _parse(f"rsync -av {option.format(t=TRAIN)} src host:dst\n", tmp_path)
+
+
+def test_a_remote_shell_option_alone_runs_no_training(tmp_path: Path) -> None:
+    with pytest.raises(NotAPipelineRun):
+        _parse('rsync -av -e "ssh -p 2222" src host:dst\n', tmp_path)
