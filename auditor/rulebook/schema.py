@@ -204,7 +204,7 @@ TABLES: dict[str, Table] = {
     # What a Python entry's imports say about its stack (rules/stacks.toml, config/entry_stack.py).
     "own_pipeline": _table(True, "name modules what covers decide source", ""),
     "no_pipeline": _table(False, "packages except_modules except_names dynamic source", "about modules inert_programs command_runners command_methods runner_keywords runs_text inert_names "
-                                                                                            "loaders loader_methods printing_programs serving_modules caller_namespace frame_access"),
+                                                                                            "loaders loader_methods printing_programs directory_programs serving_modules caller_namespace frame_access"),
     # Third-party libraries whose names start programs (config/shell_command.py starts_programs).
     "command_library": _table(True, "name modules what source", ""),
     # Third-party callables that start a program or a training run (config/shell_command.py starts_programs).
