@@ -143,11 +143,16 @@ def launcher_refusals(launch: LaunchConfig, torch: str | None) -> list[Finding]:
 
 def launcher_refuses(launch: LaunchConfig, torch: str | None) -> str | None:
     """What stops the run before its stack matters, in words: the training script its command
-    opens is surely not there (config.script_absent: every rank's python exits 2), or torch's
+    opens is surely not there (config.script_absent: every rank's python exits 2), a module it
+    imports on start-up surely cannot be imported (`launch.import-missing`: whatever its code
+    would do, a text-generation entry's NOT A PIPELINE RUN included, it never runs), or torch's
     launcher refuses it on every torch release judged for this run; None where it starts."""
     if launch.script_absent:
         said = next((d for d in launch.diagnostics if d.message == launch.script_absent), None)
         return launch.script_absent + (f" ({shown_at(said.where)})" if said is not None and said.where else "")
+    unimportable = next((d for d in launch.diagnostics if d.kind == "launch.import-missing"), None)
+    if unimportable is not None:
+        return f"{causes_of.first_sentence(unimportable.message)} ({shown_at(unimportable.where)})"
     errors = launcher_refusals(launch, torch)
     if not errors:
         return None
