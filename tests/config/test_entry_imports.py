@@ -645,3 +645,17 @@ def test_the_released_torch_modules_are_in_the_installed_torch():
 
     listed = rulebook.load("torch").data["released_modules"]["modules"]
     assert [m for m in listed if importlib.util.find_spec(m) is None] == []
+
+
+@pytest.mark.wheels
+@pytest.mark.parametrize("version", ["0.9.0", "0.12.0", "0.15.0", "0.17.0", "0.19.2"])
+def test_the_namespace_portions_are_what_megatron_core_wheels_ship(version):
+    """rules/megatron-core.toml [namespace_portions]: no wheel makes megatron a regular package,
+    and every folder one puts inside it is listed (a portion not listed would let an installed
+    copy hold what the tree lacks, a false DOES NOT START)."""
+    from auditor import rulebook, sources
+    table = rulebook.load("megatron-core").data["namespace_portions"]
+    megatron = Path(sources.resolve(f"megatron-core=={version}").root) / table["package"]
+    assert not (megatron / "__init__.py").exists()
+    shipped = {p.name for p in megatron.iterdir() if p.is_dir() and not p.name.startswith("__")}
+    assert shipped and shipped <= set(table["portions"]), shipped
