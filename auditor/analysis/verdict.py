@@ -39,6 +39,7 @@ from auditor.config.runconfig import RunConfig
 from auditor.config.torch_version import span
 from auditor.errors import EXIT_FINDINGS, EXIT_OK
 from auditor.findings import Finding
+from auditor.located import shown_at
 from auditor.rulebook import files as rulebook_files
 
 SITE_VERDICTS = ("contradiction", "ok", "unknown", "unreachable")
@@ -142,15 +143,21 @@ def launcher_refusals(launch: LaunchConfig, torch: str | None) -> list[Finding]:
 
 def launcher_refuses(launch: LaunchConfig, torch: str | None) -> str | None:
     """What stops the run before its stack matters, in words: the training script its command
-    opens is surely not there (config.script_absent: every rank's python exits 2), or torch's
+    opens is surely not there (config.script_absent: every rank's python exits 2), a module it
+    imports on start-up surely cannot be imported (`launch.import-missing`: whatever its code
+    would do, a text-generation entry's NOT A PIPELINE RUN included, it never runs), or torch's
     launcher refuses it on every torch release judged for this run; None where it starts."""
     if launch.script_absent:
-        return launch.script_absent
+        said = next((d for d in launch.diagnostics if d.message == launch.script_absent), None)
+        return launch.script_absent + (f" ({shown_at(said.where)})" if said is not None and said.where else "")
+    unimportable = next((d for d in launch.diagnostics if d.kind == "launch.import-missing"), None)
+    if unimportable is not None:
+        return f"{causes_of.first_sentence(unimportable.message)} ({shown_at(unimportable.where)})"
     errors = launcher_refusals(launch, torch)
     if not errors:
         return None
     more = f". {len(errors) - 1} other cause(s): {errors[1].message}" if len(errors) > 1 else ""
-    return f"{errors[0].message} ({errors[0].where}){more}"
+    return f"{errors[0].message} ({shown_at(errors[0].where)}){more}"
 
 
 def _refused_since(launch: LaunchConfig, torch: str | None) -> str | None:
@@ -422,7 +429,7 @@ def _more(errors: int) -> str:
 
 
 def _at(cause: dict[str, Any]) -> str:
-    return f" ({cause['where']})" if cause["where"] and ":" in cause["where"] else ""
+    return f" ({shown_at(cause['where'])})" if cause["where"] and ":" in cause["where"] else ""
 
 
 def gate_verdict(failures: list[Any], known: int, label: str, stops: str = "") -> RunVerdict:

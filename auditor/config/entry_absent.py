@@ -17,7 +17,8 @@ nor opened from any directory of the checkout around the launch script (a run st
 in it finds none either), and nothing may make it or move the run: the command runs
 unconditionally (Candidate.conditional), every command before it only sets variables or is a
 wholly literal command of an inert program, or one of programs that only print (rules/stacks.toml
-`printing_programs`), in command substitutions too: `$(basename $2)` (_only_inert_before: anything else, `source`,
+`printing_programs`, in command substitutions too) or only make directories (`directory_programs`:
+`mkdir -p $save_dir`): `$(basename $2)` (_only_inert_before: anything else, `source`,
 `./prep.sh`, `tar`, `VAR=1 prog`, a command substitution, may write it), no code unread here
 (Shell.opaque), no other word of the script naming it, no container or working directory named
 anywhere, comments included (torch_version.runs_elsewhere), no submodule left unchecked-out (a
@@ -165,7 +166,7 @@ def _missing(config: LaunchConfig, opaque: list[tuple[int, str]], path: str) -> 
     near = _near(looked)
     where = ("the directory this audit runs in (the script moves it nowhere)" if config.workdir == ""
              else f"{config.workdir}, where the script's `cd` moves it")
-    why = (f"`{config.launcher}` (line {config.command_line}) opens {script} in {where}: no such file there, "
+    why = (f"`{config.launcher}` opens {script} in {where}: no such file there, "
            "nor from any directory of the "
            "checkout; python exits 2 (can't open file) on every rank" + (f" ({near} is there)" if near else ""))
     config.diagnostics.append(Finding(
@@ -244,13 +245,14 @@ def _only_inert_before(config: LaunchConfig) -> bool:
     rules = rulebook.load("stacks").data["no_pipeline"]
     programs = [p for p in rules.get("inert_programs", []) if p not in _WRITES]
     printing = frozenset(rules.get("printing_programs", []))
+    directories = frozenset(rules.get("directory_programs", []))
     nodes = ShellParser(Lexer(config.text, config.path).tokens(), config.path, []).parse()
     at = [c for c in _commands(nodes) if c.line <= config.command_line <= c.end_line]
     if len(at) != 1 or any(_substitutes(w, printing) for w in at[0].words) or _in_function(nodes, at[0]):
         return False  # a function's body runs where it is called, after what may come below it
     if not _ends_there(nodes, at[0]):
         return False
-    return all(_inert(c, programs, printing) for c in _commands(nodes) if c.end_line < config.command_line)
+    return all(_inert(c, programs, printing, directories) for c in _commands(nodes) if c.end_line < config.command_line)
 
 
 def _in_function(nodes: list[Node], cmd: Cmd) -> bool:
@@ -305,16 +307,17 @@ def _commands(nodes: list[Node]) -> Iterator[Cmd]:
             yield from _commands(_children(node))
 
 
-def _inert(cmd: Cmd, programs: list[str], printing: frozenset[str]) -> bool:
+def _inert(cmd: Cmd, programs: list[str], printing: frozenset[str], directories: frozenset[str]) -> bool:
     """A command that runs nothing and writes no file (see _only_inert_before): a printing
-    program (rules/stacks.toml `printing_programs`) whatever its arguments, an inert one wholly
+    program (rules/stacks.toml `printing_programs`) or one that makes directories only
+    (`directory_programs`: `mkdir -p $save_dir`) whatever its arguments, an inert one wholly
     literal."""
     if not _quiet(cmd, printing):
         return False
     if not cmd.words or all(ASSIGN.match(w.raw) for w in cmd.words):
         return True  # assignments only
     head = cmd.words[0]
-    if head.raw in _SETS_STATE or head.raw in printing and all(p.kind == "lit" for p in head.parts):
+    if head.raw in _SETS_STATE or head.raw in printing | directories and all(p.kind == "lit" for p in head.parts):
         return True
     literal = all(p.kind == "lit" for w in cmd.words for p in w.parts)
     return literal and head.raw in programs

@@ -26,8 +26,12 @@ DOES NOT START. Where the run itself puts the checkout on sys.path (the script's
 `sys.path.append(<the tree's root>)`, NVIDIA/Megatron-LM@d98e8a64dd examples/multimodal/
 run_text_generation.py:11; a namespace folder on a known root) it means to import that copy:
 an installed `megatron` may still come first, so the verdict is undecided (INCONCLUSIVE naming
-the import), never CLEAN on code not read; so too where the folder it adds is not known here. A
-folder holding setup.py or pyproject.toml (a submodule checkout: apex/) is no namespace copy.
+the import), never CLEAN on code not read; so too where the folder it adds is not known here.
+Unless no installed copy can hold it: megatron is a namespace package in every wheel, whose
+portions (rules `[namespace_portions]`: megatron/core, megatron/training, ...) never hold
+megatron/inference, so `megatron.inference.text_generation` (:26) comes from the tree or from
+nowhere, and the tree lacks it: DOES NOT START (`_only_copy`). A folder holding setup.py or
+pyproject.toml (a submodule checkout: apex/) is no namespace copy.
 
 Only imports that run on every start are read: the module-level `import`/`from ... import`
 statements of the script (its `if __name__ == "__main__":` block included) outside any try,
@@ -49,12 +53,13 @@ from typing import NamedTuple
 from auditor import rulebook
 from auditor.bash.absent import checkout_root
 from auditor.bash.values import EnvVar, segments
-from auditor.config.entry_script import parsed, path_value
+from auditor.config.entry_script import MAX_MODULES, iter_closure, parsed, path_value
 from auditor.config.entry_stores import binders
 from auditor.config.flags import STARTUP
 from auditor.config.model import LaunchConfig
 from auditor.findings import Finding
-from auditor.rulebook.frameworks import frameworks
+from auditor.located import shown
+from auditor.rulebook.frameworks import frameworks, modeled_packages
 
 _LIMIT = 400  # files read through the imports of one copy
 # sys.path edits that may put a root before the known ones (append and extend go after them)
@@ -619,6 +624,42 @@ def own_package_gaps(entry: Path, launch_path: str,
     return out
 
 
+def _only_copy(absent: str, entry: Path, line: int, checkout: Path, roots: list[SearchRoot]) -> bool:
+    """Whether the checkout's folder is the only copy of the subpackage `absent` lies in (its
+    first two parts), whatever is installed: its top package is a namespace whose installed
+    portions the rules list (`[namespace_portions]`: no wheel ships megatron/__init__.py nor
+    megatron/inference) without it, no root before the installed packages nor folder the script
+    adds to sys.path but the checkout holds the top package at all, none of them unknown (a
+    caller's `$EXTRA`, `os.environ.get('MEGATRON', ...)`), and no module of the entry's own code
+    loaded before `line` may edit sys.path or make modules (evaluation/evaluate_mmmu.py's
+    `sys.path.insert`, imported inside a function at :753, runs after). A Missing the checkout's copy shows is then certain.
+    Another Megatron-LM tree on the caller's PYTHONPATH or a `.pth` is not looked for, as for
+    every root the script does not state."""
+    top, _, rest = absent.partition(".")
+    sub = rest.split(".")[0]
+    portions = {p for f in frameworks() for table in [rulebook.load(f.name).data.get("namespace_portions")]
+                if table and table["package"] == top for p in table["portions"]}
+    if not portions or not sub or sub in portions:
+        return False
+    try:
+        added = [folder for _, _, folder in script_roots(parsed(entry.read_text(encoding="utf-8")), entry)]
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+        return False
+    if any(path is None or path.resolve() != checkout.resolve() and _top(path, top)
+           for path in [*(root.path for root in roots), *added]):
+        return False  # a root not known here, or another copy of the package, may come first
+    stop = frozenset(m.split(".")[0] for m in modeled_packages())
+    try:
+        closure = list(iter_closure(entry, stop, before=line))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+        return False
+    if len(closure) >= MAX_MODULES:
+        return False
+    return not any(_PATH_FRONT.search(code) or _MAKES_MODULES.search(code)
+                   for path, tree in closure
+                   for code in [_loading_code(tree, path.read_text(encoding="utf-8", errors="replace"))])
+
+
 def _placed(roots: list[SearchRoot], checkout: Path) -> str:
     """How the run puts the checkout on sys.path where no root not known comes before it (a
     caller's `$EXTRA` first may hold anything: then "")."""
@@ -726,6 +767,16 @@ def read_entry_imports(config: LaunchConfig, entry: Path, path: str, copy_differ
         top = module.split(".")[0]
         then = f" ({stop})" if stop else ""
         unknown = next((r for r in roots if r.path is None), None)
+        if placed and not stop and _only_copy(absent, entry, node.lineno, checkout, roots):
+            config.diagnostics.append(Finding(
+                "launch.import-missing", "error",
+                f"`{module}` ({shown(entry)}:{node.lineno}) cannot be imported: no installed distribution "
+                f"puts `{'.'.join(absent.split('.')[:2])}` in the `{top}` namespace, so Python takes it from "
+                f"the checkout ({placed}), which holds no `{absent}`; ModuleNotFoundError stops every rank "
+                "before training",
+                fix=f"import `{absent}` from where it now lives, or run a checkout that has it",
+                where=where, detail={**STARTUP, "module": module, "file": str(entry), "line": node.lineno}))
+            continue
         if placed:  # the run means to import this checkout's copy: what it imports there is not read
             config.diagnostics.append(Finding(
                 "launch.import-unread-copy", "info",

@@ -55,11 +55,14 @@ def local_roots(script: Path) -> list[Path]:
     return [script.parent, *list(script.parent.parents)[:ANCESTORS]]
 
 
-def iter_closure(script: Path, stop: frozenset[str] = frozenset()) -> Iterator[tuple[Path, ast.Module]]:
+def iter_closure(script: Path, stop: frozenset[str] = frozenset(),
+                 before: int = 0) -> Iterator[tuple[Path, ast.Module]]:
     """The script and every module it imports that lies beside it or in a package of a directory
     above it (up to `ANCESTORS`), transitively -- the training code its authors wrote -- one at a
     time, the script first (at most MAX_MODULES), for a reader that can stop at the first module
-    that answers its question; an absolute import of a package in `stop` is not followed."""
+    that answers its question; an absolute import of a package in `stop` is not followed. With
+    `before`, of the script's own imports only those above that line are followed: what may
+    have loaded when it runs."""
     roots = local_roots(script)
     seen: set[Path] = set()
     todo = [script]
@@ -71,7 +74,7 @@ def iter_closure(script: Path, stop: frozenset[str] = frozenset()) -> Iterator[t
         tree = parsed(text)
         seen.add(path)
         yield path, tree
-        for where, name in _imported(tree, path):
+        for where, name in _imported(tree, path, before if path == script else 0):
             if where is None and name.split(".")[0] in stop:
                 continue
             todo.extend(p for p in _resolve(name, [where] if where else [path.parent, *roots]) if p not in seen)
@@ -93,10 +96,13 @@ def foreign_imports(tree: ast.Module, path: Path, script: Path) -> list[str]:
     return out
 
 
-def _imported(tree: ast.Module, path: Path) -> Iterator[tuple[Path | None, str]]:
-    """(directory, dotted name) of each module the file imports: a relative import is looked up
-    in its package's directory only, an absolute one (None) from the roots."""
+def _imported(tree: ast.Module, path: Path, before: int = 0) -> Iterator[tuple[Path | None, str]]:
+    """(directory, dotted name) of each module the file imports (on lines above `before`, where
+    given): a relative import is looked up in its package's directory only, an absolute one
+    (None) from the roots."""
     for node in ast.walk(tree):
+        if before and isinstance(node, (ast.Import, ast.ImportFrom)) and node.lineno >= before:
+            continue
         if isinstance(node, ast.Import):
             yield from ((None, a.name) for a in node.names)
         elif isinstance(node, ast.ImportFrom):

@@ -26,6 +26,7 @@ from typing import Any
 
 from auditor.config.configfiles import Unreadable, load_yaml
 from auditor.config.overrides import set_key
+from auditor.located import shown
 
 _REF = re.compile(r"\$\{([^{}]*)\}")
 _RANGE = re.compile(r"\s*list\(\s*range\(\s*(\d+)\s*,\s*(\d+)\s*(?:,\s*(\d+)\s*)?\)\s*\)\s*")
@@ -68,8 +69,7 @@ def compose(config_dir: Path, name: str, search: tuple[Path, ...] = (), root: Pa
     one that climbs out of it (`../x`) is read only where it lands inside the checkout `root`."""
     files: list[Path] = []
     if not name.startswith("..") and not any((d / f"{name}.yaml").is_file() for d in (config_dir, *search)):
-        raise MissingConfig(f"Cannot find primary config '{name}': {_shown(config_dir / f'{name}.yaml', root)} "
-                            "does not exist",
+        raise MissingConfig(f"Cannot find primary config '{name}' (no {shown(config_dir / f'{name}.yaml', root)})",
                             name, primary=True)
     data = _load_with_defaults((config_dir, *search), name, files, 0, root)
     for dotted, value in overrides:
@@ -134,12 +134,6 @@ def _relative(group: str, name: str) -> str:
     return posixpath.normpath(posixpath.join(group, name))
 
 
-def _shown(path: Path, root: Path | None) -> str:
-    """`path` as the headline names it: from the checkout's root where it lies inside, so that the
-    cause fits the first screen (an absolute path of the auditing machine wraps over lines)."""
-    return str(path.relative_to(root)) if root is not None and path.is_relative_to(root) else str(path)
-
-
 def _load(config_dir: tuple[Path, ...], name: str, files: list[Path], root: Path | None,
           required_by: Path | None = None) -> dict[str, Any]:
     path = next((d / f"{name}.yaml" for d in config_dir if (d / f"{name}.yaml").is_file()),
@@ -150,8 +144,8 @@ def _load(config_dir: tuple[Path, ...], name: str, files: list[Path], root: Path
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         if required_by is not None:
-            raise MissingConfig(f"{_shown(required_by, root)} names `{name}` in its defaults, and "
-                                f"{_shown(path, root)} does not exist",
+            raise MissingConfig(f"{shown(required_by, root)} names `{name}` in its defaults, and "
+                                f"{shown(path, root)} does not exist",
                                 name) from None
         raise Unreadable(f"{path} does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:

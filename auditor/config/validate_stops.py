@@ -38,6 +38,7 @@ from auditor.config.model import Flag, LaunchConfig
 from auditor.config.parser_entry import calls_parser_entry, entry_calls
 from auditor.config.script_run import writes_argv
 from auditor.findings import Finding
+from auditor.located import shown
 
 _ENDS = frozenset({"exit", "quit"})  # the builtins; `sys.exit` is read by its module (_ends)
 _READS = frozenset({"getattr", "hasattr", "isinstance", "print", "len", "repr", "str", "type"})  # builtins that read
@@ -74,7 +75,7 @@ def stops(parser: Path, root: Path | None = None) -> tuple[Stop, ...]:
     for stmt in func.body:
         stop = _stop(stmt, args)
         if stop is not None and stop[0] not in written:
-            found.append(Stop(stop[0], stop[1], f"{parser}:{stmt.lineno}", _first_line(stmt)))
+            found.append(Stop(stop[0], stop[1], f"{shown(parser, root)}:{stmt.lineno}", _first_line(stmt)))
         changed = _changes(stmt, args, functools.partial(_callee_sets, parser, tree, root))
         if changed is None:
             break  # `args` replaced, set by a name not read, or validate_args may return here

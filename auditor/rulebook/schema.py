@@ -152,6 +152,9 @@ TABLES: dict[str, Table] = {
     # Modules every release a rules file judges holds (config/entry_imports.py released): a guarded
     # import of one takes the imported branch in the job's copy, not read here.
     "released_modules": _table(False, "modules", "about source"),
+    # The subpackages installed distributions put inside a namespace package (config/entry_imports.py):
+    # any other one comes from the checkout's own folder of it.
+    "namespace_portions": _table(False, "package portions source", "about"),
     "batch_wrapper": _table(True, "modules key", "versions unknown source"),
     # Container images whose torch build a launch script names (config.torch_version).
     "container_image": _table(True, "image tag torch source", "nccl"),
@@ -204,7 +207,7 @@ TABLES: dict[str, Table] = {
     # What a Python entry's imports say about its stack (rules/stacks.toml, config/entry_stack.py).
     "own_pipeline": _table(True, "name modules what covers decide source", ""),
     "no_pipeline": _table(False, "packages except_modules except_names dynamic source", "about modules inert_programs command_runners command_methods runner_keywords runs_text inert_names "
-                                                                                            "loaders loader_methods printing_programs serving_modules caller_namespace frame_access"),
+                                                                                            "loaders loader_methods printing_programs directory_programs serving_modules caller_namespace frame_access"),
     # Third-party libraries whose names start programs (config/shell_command.py starts_programs).
     "command_library": _table(True, "name modules what source", ""),
     # Third-party callables that start a program or a training run (config/shell_command.py starts_programs).
@@ -277,6 +280,7 @@ TYPES: dict[str, dict[str, type]] = {
     "parser_entry": {"front_end": str, "calls": list, "modules": list, "parse_time_bases": list,
                      "parse_time_methods": list},
     "validate_stops": {"validator": str, "bypass": list, "handed": list},
+    "namespace_portions": {"package": str, "portions": list},
     "setting_cases": {"key": str, "values": list, "why": str},
     "parser_helper": {"call": str, "module": str, "flags": dict, "checked": list},
     "front_end": {"scripts": list, "flags": list, "layout_flags": list, "launcher": str, "pipeline_models": list},

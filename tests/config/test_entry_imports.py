@@ -369,17 +369,50 @@ def undecided(config) -> list:
     return [u for u in undecided_inputs(doc) if not u.aside]
 
 
-def test_a_module_the_checkout_the_entry_appends_lacks_is_undecided(tmp_path, monkeypatch):
-    """The entry appends its own tree to sys.path and imports what the tree lacks: an installed
-    `megatron` or a caller's PYTHONPATH may still come first, so never DOES NOT START, but the
-    verdict is undecided (INCONCLUSIVE) naming the import, never CLEAN."""
+def test_a_subpackage_only_the_appended_checkout_holds_does_not_start(tmp_path, monkeypatch):
+    """The entry appends its own tree to sys.path and imports what the tree lacks. megatron is a
+    namespace package in every wheel (rules/megatron-core.toml [namespace_portions]: megatron-core
+    ships megatron/core and megatron/training, megatron-bridge megatron/bridge), none of which
+    holds megatron/inference: whatever is installed, Python takes megatron.inference from the
+    tree, which has no text_generation, and every rank stops (was INCONCLUSIVE, then NOT A
+    PIPELINE RUN for the text-generation entry: mlm-nemotron-nano-vl-8b-textgen)."""
+    from auditor.analysis.verdict import launcher_refuses
     launch = textgen_checkout(tmp_path, TEXTGEN.replace("IMPORT\n", GONE))
+    monkeypatch.chdir(tmp_path)
+    config = read_launch(launch)
+    [error] = errors(config)
+    assert "megatron.inference.text_generation" in error.message and "ModuleNotFoundError" in error.message
+    assert "examples/multimodal/run_text_generation.py:12" in error.message and str(tmp_path) not in error.message
+    said = launcher_refuses(config, None) or ""
+    assert said.endswith("(examples/multimodal/text_generation.sh:2)") and "cannot be imported" in said, said
+
+
+def test_a_module_an_installed_portion_may_hold_stays_undecided(tmp_path, monkeypatch):
+    """megatron.core comes from an installed megatron-core first (site-packages precede the
+    appended tree): a module the tree's megatron/core lacks may be in that release, so the verdict
+    is undecided (INCONCLUSIVE) naming the import, never DOES NOT START nor CLEAN."""
+    gone = "from megatron.core.inference.gone import Thing\n"
+    launch = textgen_checkout(tmp_path, TEXTGEN.replace("IMPORT\n", gone))
     monkeypatch.chdir(tmp_path)
     config = read_launch(launch)
     assert errors(config) == []
     [u] = undecided(config)
-    assert "megatron.inference.text_generation" in u.what and "run_text_generation.py:12" in u.what
-    assert "import megatron.inference.text_generation" in u.decide
+    assert "megatron.core.inference" in u.what and "run_text_generation.py:12" in u.what
+    assert "import megatron.core.inference" in u.decide
+
+
+@pytest.mark.parametrize("change", [
+    ("TP=4\n", "TP=4\nexport PYTHONPATH=$EXTRA:$PYTHONPATH\n"),  # a root not known here comes first
+    ("import torch\n", "import torch\nimport helpers\n"),  # a module of its own that edits sys.path
+])
+def test_another_copy_that_may_come_first_leaves_it_undecided(tmp_path, monkeypatch, change):
+    entry = TEXTGEN.replace("IMPORT\n", GONE)
+    launch = textgen_checkout(tmp_path, entry.replace(*change) if change[0] != "TP=4\n" else entry)
+    if change[0] == "TP=4\n":
+        launch.write_text(launch.read_text().replace(*change))
+    (tmp_path / "examples/multimodal/helpers.py").write_text("import sys\nsys.path.insert(0, '/opt/megatron-lm')\n")
+    monkeypatch.chdir(tmp_path)
+    assert errors(read_launch(launch)) == []
 
 
 def test_imports_that_may_not_run_leave_the_appended_tree_unjudged(tmp_path, monkeypatch):
@@ -471,9 +504,8 @@ THROUGH_NAME = TEXTGEN.replace("sys.path.append(\n", "ROOT = (\n").replace(
 def test_a_root_appended_through_a_name_is_followed(tmp_path, monkeypatch):
     launch = textgen_checkout(tmp_path, THROUGH_NAME.replace("IMPORT\n", GONE))
     monkeypatch.chdir(tmp_path)
-    config = read_launch(launch)
-    assert errors(config) == []
-    assert any("megatron.inference.text_generation" in u.what for u in undecided(config))
+    [error] = errors(read_launch(launch))
+    assert "megatron.inference.text_generation" in error.message
 
 
 def test_a_root_appended_that_is_not_known_here_is_undecided(tmp_path, monkeypatch):
@@ -613,3 +645,17 @@ def test_the_released_torch_modules_are_in_the_installed_torch():
 
     listed = rulebook.load("torch").data["released_modules"]["modules"]
     assert [m for m in listed if importlib.util.find_spec(m) is None] == []
+
+
+@pytest.mark.wheels
+@pytest.mark.parametrize("version", ["0.9.0", "0.12.0", "0.15.0", "0.17.0", "0.19.2"])
+def test_the_namespace_portions_are_what_megatron_core_wheels_ship(version):
+    """rules/megatron-core.toml [namespace_portions]: no wheel makes megatron a regular package,
+    and every folder one puts inside it is listed (a portion not listed would let an installed
+    copy hold what the tree lacks, a false DOES NOT START)."""
+    from auditor import rulebook, sources
+    table = rulebook.load("megatron-core").data["namespace_portions"]
+    megatron = Path(sources.resolve(f"megatron-core=={version}").root) / table["package"]
+    assert not (megatron / "__init__.py").exists()
+    shipped = {p.name for p in megatron.iterdir() if p.is_dir() and not p.name.startswith("__")}
+    assert shipped and shipped <= set(table["portions"]), shipped

@@ -62,7 +62,7 @@ def test_interpolations_of_literals_resolve_and_others_stay_unknown(tmp_path):
 
 
 def test_a_missing_config_is_unreadable_not_empty(tmp_path):
-    with pytest.raises(Unreadable, match="does not exist"):
+    with pytest.raises(Unreadable, match=r"Cannot find primary config 'rlvr_config' \(no "):
         compose(tmp_path, "rlvr_config")
     _write(tmp_path, {"main.yaml": "defaults:\n  - absent\n"})
     with pytest.raises(Unreadable, match="absent.yaml does not exist"):

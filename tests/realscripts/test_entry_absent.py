@@ -299,6 +299,33 @@ def test_a_moved_example_run_from_the_root_does_not_start(tmp_path: Path, monkey
     assert "can't open file" in (launcher_refuses(config, None) or "")
 
 
+# NVIDIA/Megatron-LM@d98e8a64ddf34856e74b24714e3bedb2f5a39553 examples/academic_paper_scripts/
+# detxoify_lm/self_generation/selfgenerate-1.3b-unconditional.sh:16-17 makes its output folder
+# (`save_dir=$SHARE_DATA/selfgeneration/...; mkdir -p $save_dir`) before the same moved command
+# (:22): mkdir makes directories only, and a directory is no script python can open.
+@pytest.mark.parametrize("before", [
+    "save_dir=$PWD/selfgeneration/unconditional_generation_$PREFIX/\nmkdir -p $save_dir\n",
+    "mkdir -p examples/detxoify_lm\n",  # even the entry's folder: the file is still not there
+])
+def test_a_folder_made_before_the_moved_command_leaves_it_missing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, before: str) -> None:
+    [error] = _errors(_megatron(tmp_path, before), monkeypatch, cwd=tmp_path)
+    assert error.detail["looked_for"] == str(tmp_path / "examples/detxoify_lm/generate_samples_gpt.py")
+
+
+def test_the_cause_names_the_launch_line_from_the_checkout_root(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The start-up failure's words end with its FILE:LINE, the launch script named from the
+    checkout's root, not by the auditing machine's absolute path (which wrapped the cause past
+    the first screen: benchmarks first_screen on Megatron-DeepSpeed@f4157bea69 examples/merge_mp_bert.sh)."""
+    from auditor.analysis.verdict import launcher_refuses
+    script = _megatron(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    said = launcher_refuses(parse_launch(script.read_text(), str(script)), None) or ""
+    assert said.endswith("(examples/academic_paper_scripts/detxoify_lm/generate-1.3b.sh:8)"), said
+    assert str(tmp_path) not in said and "(line " not in said, said
+
+
 @pytest.mark.parametrize("before", [
     "N=$(wc -l < $1 | tee examples/detxoify_lm/generate_samples_gpt.py)\n",  # a substitution that writes
     "V=$(python -c 'import megatron')\n",  # one that runs code

@@ -146,6 +146,18 @@ def test_a_flag_the_fork_s_validate_args_exits_on_does_not_start(tmp_path):
     assert found[0][2]["category"] == "config"
 
 
+def test_the_stop_names_the_fork_s_arguments_file_from_the_checkout_root(tmp_path):
+    """bigcode-project/Megatron-LM@7c325cd34a examples/detxoify_lm/finetune_gpt_distributed-1.3b.sh:55:
+    the cause names megatron/arguments.py as the checkout does, not by the auditing machine's
+    absolute path, which wrapped the DOES NOT START headline over three lines of the first screen."""
+    run = checkout(tmp_path, BIGCODE, "--checkpoint-activations")
+    found = said(read_launch(run, megatron_version="0.19.2"))
+    line = _line(tmp_path / "megatron/arguments.py", "if args.checkpoint_activations:")
+    assert found[0][1].startswith(f"`--checkpoint-activations` ends the run before it trains: "
+                                  f"megatron/arguments.py:{line} validate_args"), found
+    assert str(tmp_path) not in found[0][1], found
+
+
 def test_the_same_flag_on_a_fork_that_keeps_it_is_not_a_stop(tmp_path):
     run = checkout(tmp_path, MDS, "--checkpoint-activations --batch-size 4")
     found = said(read_launch(run, megatron_version="0.19.2"))

@@ -151,7 +151,8 @@ def _missing_default(config: LaunchConfig, exc: MissingConfig, primary: Path, en
            else "name a config the checkout holds in that defaults list, or restore the file")
     config.diagnostics.append(Finding(
         "launch.config-file-missing", "error",
-        f"{exc}: Hydra's compose raises MissingConfigException before any worker starts",
+        f"{exc}: Hydra stops the run before any worker starts. Its compose raises "
+        "MissingConfigException for the file",
         fix=fix, where=where, detail=dict(STARTUP)))
 
 
