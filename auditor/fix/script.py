@@ -14,7 +14,6 @@ from auditor.config.flags import normalise
 from auditor.config.model import LaunchConfig
 from auditor.errors import InputError
 from auditor.fix.edits import TextEdit, between
-from auditor.fix.pycode import env_codemod
 from auditor.fix import trainer
 from auditor.fix.remedies import Option
 from auditor.fix.verify import read_text
@@ -97,6 +96,7 @@ def _export(option: Option, launch: LaunchConfig, source: str) -> list[TextEdit]
 
 def _python(option: Option, path: str, source: str) -> list[TextEdit]:
     """The codemod of every statement of the entry script that sets the variable, as one edit."""
+    from auditor.fix.pycode import env_codemod  # libcst, only where a codemod runs (fix.trainer)
     try:
         new, changed = env_codemod(source, option.name, option.edit, option.value)
     except InputError as exc:

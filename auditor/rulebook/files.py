@@ -29,8 +29,11 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 
+@functools.cache
 def rules_dir() -> Path:
-    """The shipped rules: `auditor/rules` in a wheel, `rules/` beside the package in a checkout."""
+    """The shipped rules: `auditor/rules` in a wheel, `rules/` beside the package in a checkout.
+    Found once per process: the package does not move, and the search resolves `__file__`
+    through the file system (a scan asks for the rules tens of thousands of times)."""
     here = Path(__file__).resolve().parent.parent
     for candidate in (here / "rules", here.parent / "rules"):
         if candidate.is_dir():

@@ -6,6 +6,9 @@ targets, torch and --set values, whatever the script's path holds. It is printed
 from __future__ import annotations
 
 import shlex
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -77,3 +80,14 @@ def test_the_pointer_plans_from_the_config_the_scan_read(tmp_path, monkeypatch):
     pointed = {f["kind"]: f["fix_command"] for f in doc["findings"] if "fix_command" in f}
     assert pointed and pointed == {f["kind"]: f["fix_command"] for f in expected["findings"]
                                    if "fix_command" in f}
+
+
+def test_a_cli_start_imports_no_codemod_library() -> None:
+    """Every `scan`, `gate` and `fix` process imports fix.pointer and fix.plan, and libcst cost
+    each start ~0.2 s of CPU (hundreds of CLI runs in the tests); it is imported where a codemod
+    runs (fix.trainer, fix.script)."""
+    code = ("import sys, auditor.cli, auditor.commands.scan, auditor.commands.gate, "
+            "auditor.commands.fix; print(sorted(m for m in sys.modules if m.startswith('libcst')))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2],
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

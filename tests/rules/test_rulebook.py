@@ -72,6 +72,15 @@ def test_shipped_rules_file_passes_the_schema(name: str) -> None:
     assert rulebook.load(name).section("framework")["name"] == name
 
 
+def test_the_rules_directory_is_found_once_per_process() -> None:
+    """A scan loads rules tens of thousands of times; each search resolved the package's path
+    through the file system (about a tenth of a realscripts test's CPU). The answer is the
+    checkout's rules/ (tests/test_wheel.py checks the wheel's), the same object each time."""
+    first = files.rules_dir()
+    assert first == Path(__file__).resolve().parents[2] / "rules"
+    assert files.rules_dir() is first
+
+
 def test_framework_tables_name_known_frameworks_and_real_launchers() -> None:
     """`runs_on` names a rules file; every launcher the launch reader knows, spelled as it reports
     it, is the front end of exactly one framework (Stack.of(...).distributions raises otherwise)."""
