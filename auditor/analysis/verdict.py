@@ -39,7 +39,7 @@ from auditor.config.runconfig import RunConfig
 from auditor.config.torch_version import span
 from auditor.errors import EXIT_FINDINGS, EXIT_OK
 from auditor.findings import Finding
-from auditor.located import shown_at
+from auditor.config.located import shown_at
 from auditor.rulebook import files as rulebook_files
 
 SITE_VERDICTS = ("contradiction", "ok", "unknown", "unreachable")

@@ -58,7 +58,7 @@ from auditor.config.entry_stores import binders
 from auditor.config.flags import STARTUP
 from auditor.config.model import LaunchConfig
 from auditor.findings import Finding
-from auditor.located import shown
+from auditor.config.located import shown
 from auditor.rulebook.frameworks import frameworks, modeled_packages
 
 _LIMIT = 400  # files read through the imports of one copy

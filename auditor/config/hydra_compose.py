@@ -26,7 +26,7 @@ from typing import Any
 
 from auditor.config.configfiles import Unreadable, load_yaml
 from auditor.config.overrides import set_key
-from auditor.located import shown
+from auditor.config.located import shown
 
 _REF = re.compile(r"\$\{([^{}]*)\}")
 _RANGE = re.compile(r"\s*list\(\s*range\(\s*(\d+)\s*,\s*(\d+)\s*(?:,\s*(\d+)\s*)?\)\s*\)\s*")

@@ -38,7 +38,7 @@ from auditor.config.model import Flag, LaunchConfig
 from auditor.config.parser_entry import calls_parser_entry, entry_calls
 from auditor.config.script_run import writes_argv
 from auditor.findings import Finding
-from auditor.located import shown
+from auditor.config.located import shown
 
 _ENDS = frozenset({"exit", "quit"})  # the builtins; `sys.exit` is read by its module (_ends)
 _READS = frozenset({"getattr", "hasattr", "isinstance", "print", "len", "repr", "str", "type"})  # builtins that read
