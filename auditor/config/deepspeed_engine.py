@@ -61,6 +61,7 @@ class Engine(NamedTuple):
     other: tuple[str, str, int] | None  # (what, file, line): else something the engine reading cannot vouch for
     modules: tuple[str, ...]  # the local modules read, relative to the entry's folder
     trainer: bool = False  # `engine` is transformers' Trainer handed a DeepSpeed config ([trainer_engine])
+    parsed: bool = False  # that config is the launch line's `--deepspeed`, read by HfArgumentParser
     pipe_import: bool = False  # some module imports DeepSpeed's pipe package (its topologies too)
     failed: bool = False  # the reading stopped on an error (`other` names it)
 
@@ -78,14 +79,16 @@ class Engine(NamedTuple):
 
 
 @functools.lru_cache(maxsize=16)
-def engine_of(path: str, mtime_ns: int, size: int, words: frozenset[str] = frozenset()) -> Engine | None:
+def engine_of(path: str, mtime_ns: int, size: int, words: frozenset[str] = frozenset(),
+              stated: int = 0) -> Engine | None:
     """The `Engine` of the entry at `path`; None where the closure was cut (a module not read may
     import anything). Cached on (path, mtime, size): each candidate command asks again. Whatever
     stops the reading (a file Python 3 cannot parse, an error of this reader) is `undecided`
     naming it: never the PipelineEngine reading nor the guessed one, whose judgement is not known
-    to apply. `words`: the launch line's, which may name a function to call (config/uncalled.py)."""
+    to apply. `words`: the launch line's, which may name a function to call (config/uncalled.py);
+    `stated`: `deepspeed_stated`'s count."""
     try:
-        return _engine_of(Path(path), words)
+        return _engine_of(Path(path), words, stated)
     except Exception as error:  # noqa: BLE001 - any failure: what runs is not known
         what = (f"could not be read by config/deepspeed_engine.py ({type(error).__name__}: {error}): "
                 "which engine it builds is not known here")
@@ -101,7 +104,19 @@ def launch_words(launch: LaunchConfig) -> frozenset[str]:
     return frozenset(str(w).lstrip("-") for w in given if isinstance(w, str))
 
 
-def _engine_of(entry: Path, words: frozenset[str] = frozenset()) -> Engine | None:
+def deepspeed_stated(launch: LaunchConfig) -> int:
+    """How many arguments the launch line passes the entry where it gives `--deepspeed VALUE`
+    (rules/deepspeed.toml [trainer_engine] `keyword`) as a non-empty literal no unknown word may
+    override (argparse: the last wins), else 0: what HfArgumentParser's TrainingArguments reads."""
+    keyword = rulebook.load("deepspeed").data["trainer_engine"]["keyword"]
+    flag = launch.flags.get(keyword)
+    if flag is None or flag.maybe or not isinstance(flag.value, str) or not flag.value.strip() \
+            or any(keyword not in u.after for u in launch.unknown_words):
+        return 0
+    return len(launch.flags) + len(launch.positionals)
+
+
+def _engine_of(entry: Path, words: frozenset[str] = frozenset(), stated: int = 0) -> Engine | None:
     """`engine_of`'s reading, which may raise."""
     data = rulebook.load("deepspeed").data
     model = data["pipeline_model"]
@@ -131,7 +146,7 @@ def _engine_of(entry: Path, words: frozenset[str] = frozenset()) -> Engine | Non
                for module, whole in read]
     imported = {name.split(".")[0] for module, tree in closure for name in _absolute_imports(tree)}
     dead = uncalled(read, words, Readers(frozenset(stacks["caller_namespace"]), frozenset(stacks["frame_access"])))
-    trainer = _trainer_engine(closure, entry, data["trainer_engine"])
+    trainer, parsed = _trainer_engine(closure, entry, data["trainer_engine"], stated) or (None, False)
     if trainer is not None:  # the Trainer's names vouched for: DeepSpeed's engine (rules/deepspeed.toml)
         vouches = data["trainer_engine"]["vouches"]
         excepted = ([m for m in excepted[0] if m not in vouches], [n for n in excepted[1] if n not in vouches])
@@ -154,7 +169,7 @@ def _engine_of(entry: Path, words: frozenset[str] = frozenset()) -> Engine | Non
         if other is None:
             other = _beyond(tree, module, entry, shown, _Rules(p2p, excepted, allowed, stacks, model), imported,
                             dead.get(module, frozenset()))
-    return Engine(pipeline, engine, stack, other, tuple(sorted(modules)), trainer is not None, pipe_import)
+    return Engine(pipeline, engine, stack, other, tuple(sorted(modules)), trainer is not None, parsed, pipe_import)
 
 
 class _Rules(NamedTuple):
@@ -261,18 +276,26 @@ def _folders(node: ast.expr, module: Path, full: Callable[[ast.expr], str]) -> l
     return None if path is None or not path.is_absolute() or not path.exists() else [path]
 
 
-def _trainer_engine(closure: list[tuple[Path, ast.Module]], entry: Path, rule: dict[str, Any]) -> Where | None:
+def _trainer_engine(closure: list[tuple[Path, ast.Module]], entry: Path, rule: dict[str, Any],
+                    stated: int = 0) -> tuple[Where, bool] | None:
     """The first `TrainingArguments(deepspeed=LITERAL)` of the closure (rules/deepspeed.toml
     [trainer_engine]) where every Trainer construction is handed `args=` (or the second
     positional) bound only to such calls, and the Trainer and arguments classes (by any name:
-    `TrainingArguments as TA`) appear nowhere but as the callee of such calls; else None. A
-    subclass, `functools.partial(Trainer, ...)`, an alias assigned, HfArgumentParser's
-    dataclasses, `args=X if c else None`, a config not known statically, a Trainer on its
-    default arguments: undecided (None leaves accelerate's Megatron-LM plugin in)."""
+    `TrainingArguments as TA`) appear nowhere but as the callee of such calls; else None. Where
+    the launch line states `--deepspeed VALUE` (`stated`: its argument count, `deepspeed_stated`),
+    also arguments an HfArgumentParser of the class unpacks from sys.argv (`_parsed_bindings`),
+    the class vouched for in that parser's tuple; the flag says True. A subclass,
+    `functools.partial(Trainer, ...)`, an alias assigned, `args=X if c else None`, a config not
+    known statically, a Trainer on its default arguments: undecided (None leaves accelerate's
+    Megatron-LM plugin in)."""
     trainers, arguments = set(rule["trainers"]), set(rule["arguments"])
     short = {c.rsplit(".", 1)[1] for c in trainers | arguments}
     first: Where | None = None
+    from_parser = False
+    if stated and any(_argv_or_field_changed(tree, rule["keyword"]) for _, tree in closure):
+        stated = 0  # sys.argv or the field rewritten: what the parser reads is not the launch line's
     for module, tree in closure:
+        shown = os.path.relpath(module, entry.parent)
         local = {name for name, full in names(tree).items() if full in trainers | arguments} | short
         vouched: set[int] = set()  # the callee nodes of the calls read here
         for node, _, imported in calls(tree):
@@ -280,17 +303,23 @@ def _trainer_engine(closure: list[tuple[Path, ast.Module]], entry: Path, rule: d
                 if not _deepspeed_arguments(node, rule):
                     return None
                 vouched.add(id(node.func))
-                first = first or (os.path.relpath(module, entry.parent), node.lineno)
+                first = first or (shown, node.lineno)
             elif imported in trainers:
                 given = [k.value for k in node.keywords if k.arg == "args"] + node.args[1:2]
                 if any(k.arg is None for k in node.keywords) or any(isinstance(a, ast.Starred) for a in node.args) \
-                        or len(given) != 1 or not _arguments_bound(tree, given[0], rule, arguments):
+                        or len(given) != 1:
                     return None  # its default TrainingArguments (no DeepSpeed), or arguments not read here
+                bound = _arguments_bound(tree, given[0], rule, arguments, stated)
+                if bound is None:
+                    return None
                 vouched.add(id(node.func))
+                vouched.update(bound[0])
+                if bound[1]:
+                    first, from_parser = first or (shown, bound[1]), True
         if any((isinstance(n, ast.Name) and n.id in local or isinstance(n, ast.Attribute) and n.attr in short)
                and id(n) not in vouched for n in ast.walk(tree)):
-            return None  # a subclass, an alias, a partial, a parser's dataclass: not read here
-    return first
+            return None  # a subclass, an alias, a partial, a parser's dataclass not read here
+    return None if first is None else (first, from_parser)
 
 
 def _deepspeed_arguments(node: ast.Call, rule: dict[str, Any]) -> bool:
@@ -301,10 +330,14 @@ def _deepspeed_arguments(node: ast.Call, rule: dict[str, Any]) -> bool:
         or isinstance(given[0], ast.Dict) and bool(given[0].keys))
 
 
-def _arguments_bound(tree: ast.Module, value: ast.expr, rule: dict[str, Any], arguments: set[str]) -> bool:
+def _arguments_bound(tree: ast.Module, value: ast.expr, rule: dict[str, Any], arguments: set[str],
+                     stated: int = 0) -> tuple[set[int], int] | None:
     """Whether a Trainer's `args` is an arguments call with a DeepSpeed config, or a name every
-    binding of which in the file is a plain assignment of one (no parameter, loop, unpacking,
-    `X if c else None`): on every path the Trainer gets that config."""
+    binding of which in the file is a plain assignment of one (no parameter, loop,
+    `X if c else None`) or, where the launch line states `--deepspeed` (`stated`), an
+    unpacking from an HfArgumentParser of the class (`_parsed_bindings`): on every path the
+    Trainer gets that config. Returns the class nodes vouched for in such parsers and the line
+    of the parse (0: none), else None."""
     imported = names(tree)
 
     def called(node: ast.expr) -> bool:
@@ -313,14 +346,117 @@ def _arguments_bound(tree: ast.Module, value: ast.expr, rule: dict[str, Any], ar
         head, dot, rest = dotted(node.func).partition(".")
         return imported.get(head, head) + dot + rest in arguments and _deepspeed_arguments(node, rule)
     if not isinstance(value, ast.Name):
-        return called(value)
-    values = [n.value for n in ast.walk(tree) if isinstance(n, ast.Assign) and len(n.targets) == 1
-              and isinstance(n.targets[0], ast.Name) and n.targets[0].id == value.id]
-    stores = sum(1 for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == value.id
+        return (set(), 0) if called(value) else None
+    bindings = _bindings(tree, value.id)
+    if not bindings:
+        return None
+    vouched: set[int] = set()
+    line = 0
+    for node in bindings:
+        if isinstance(node.targets[0], ast.Name):
+            if not called(node.value):
+                return None
+            continue
+        parsed = _parsed_bindings(tree, node, value.id, rule, arguments, stated) if stated else None
+        if parsed is None:
+            return None
+        vouched.add(parsed)
+        if isinstance(node.value, ast.Call) and dotted(node.value.func).endswith(f".{rule['parse']}"):
+            line = line or node.lineno  # the parse that runs, not a dead branch's
+    return vouched, line
+
+
+def _bindings(tree: ast.Module, name: str) -> list[ast.Assign]:
+    """The assignments binding `name` (`name = V`, or one plain name of `a, name = V`), where
+    they are all its bindings in the file (no parameter, loop, other unpacking, global); else []."""
+    found = [n for n in ast.walk(tree) if isinstance(n, ast.Assign) and len(n.targets) == 1 and (
+        isinstance(n.targets[0], ast.Name) and n.targets[0].id == name
+        or isinstance(n.targets[0], (ast.Tuple, ast.List))
+        and all(isinstance(e, ast.Name) for e in n.targets[0].elts)
+        and any(isinstance(e, ast.Name) and e.id == name for e in n.targets[0].elts))]
+    stores = sum(1 for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name
                  and isinstance(n.ctx, (ast.Store, ast.Del)))
-    stores += sum(1 for n in ast.walk(tree) if isinstance(n, ast.arg) and n.arg == value.id)
-    stores += sum(1 for n in ast.walk(tree) if isinstance(n, (ast.Global, ast.Nonlocal)) and value.id in n.names)
-    return bool(values) and len(values) == stores and all(called(v) for v in values)
+    stores += sum(1 for n in ast.walk(tree) if isinstance(n, ast.arg) and n.arg == name)
+    stores += sum(1 for n in ast.walk(tree) if isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names)
+    return found if len(found) == stores else []
+
+
+def _parsed_bindings(tree: ast.Module, node: ast.Assign, name: str, rule: dict[str, Any], arguments: set[str],
+                     stated: int) -> int | None:
+    """The id of the arguments class node where `a, ..., name = P.parse_args_into_dataclasses()`
+    (no argument: sys.argv[1:], where the launch line's `--deepspeed` is) unpacks `name` from
+    the place of an `arguments` class in `P = HfArgumentParser((A, ..., TrainingArguments))`,
+    P bound only so; a `dead_forms` parse (a JSON file's) only inside `if len(sys.argv) == 2 ...:`
+    while the launch passes two or more arguments (`stated`), a branch that never runs. Else None."""
+    imported = names(tree)
+    call = node.value
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+            and isinstance(call.func.value, ast.Name)):
+        return None
+    if call.func.attr == rule["parse"]:
+        if call.args or call.keywords:
+            return None  # arguments other than sys.argv's, or a parse of its own options
+    elif not (call.func.attr in rule["dead_forms"] and stated >= 2 and id(node) in _argv_two_branches(tree)):
+        return None
+    parsers = _bindings(tree, call.func.value.id)
+    if len(parsers) != 1 or not isinstance(parsers[0].targets[0], ast.Name):
+        return None
+    made = parsers[0].value
+    if not (isinstance(made, ast.Call) and len(made.args) == 1 and not made.keywords):
+        return None
+    head, dot, rest = dotted(made.func).partition(".")
+    if imported.get(head, head) + dot + rest not in rule["parsers"]:
+        return None
+    classes = made.args[0].elts if isinstance(made.args[0], (ast.Tuple, ast.List)) else [made.args[0]]
+    targets = node.targets[0].elts if isinstance(node.targets[0], (ast.Tuple, ast.List)) else []
+    place = next(i for i, t in enumerate(targets) if isinstance(t, ast.Name) and t.id == name)
+    if len(targets) != len(classes) or any(isinstance(c, ast.Starred) for c in classes):
+        return None
+    head, dot, rest = dotted(classes[place]).partition(".")
+    return id(classes[place]) if imported.get(head, head) + dot + rest in arguments else None
+
+
+def _argv_two_branches(tree: ast.Module) -> set[int]:
+    """The ids of the nodes in the body of an `if` whose test is, or is `and`-joined with,
+    `len(sys.argv) == 2`: the one-JSON-argument form of transformers' examples."""
+    imported = names(tree)
+
+    def argv_two(test: ast.expr) -> bool:
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            return any(argv_two(v) for v in test.values)
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
+                and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value == 2):
+            return False
+        call = test.left
+        if not (isinstance(call, ast.Call) and dotted(call.func) == "len" and len(call.args) == 1):
+            return False
+        head, dot, rest = dotted(call.args[0]).partition(".")
+        return imported.get(head, head) + dot + rest == "sys.argv"
+    return {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and argv_two(node.test)
+            for stmt in node.body for n in ast.walk(stmt)}
+
+
+def _argv_or_field_changed(tree: ast.Module, keyword: str) -> bool:
+    """Whether the file may change what a parser reads from the launch line: sys.argv assigned,
+    indexed into or called a method of (`sys.argv.append`), the `keyword` field assigned or
+    deleted (`training_args.deepspeed = None`), or a `setattr` of a name not a literal or that one."""
+    imported = names(tree)
+
+    def argv(node: ast.expr) -> bool:
+        head, dot, rest = dotted(node).partition(".")
+        return imported.get(head, head) + dot + rest == "sys.argv"
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Attribute, ast.Name)) and isinstance(node.ctx, (ast.Store, ast.Del)) and (
+                argv(node) or isinstance(node, ast.Attribute) and node.attr == keyword):
+            return True
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, (ast.Store, ast.Del)) and argv(node.value):
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and argv(node.func.value):
+            return True
+        if isinstance(node, ast.Call) and dotted(node.func) == "setattr" and (
+                len(node.args) < 2 or not isinstance(node.args[1], ast.Constant) or node.args[1].value == keyword):
+            return True
+    return False
 
 
 def _absolute_imports(tree: ast.Module) -> list[str]:
@@ -642,6 +778,17 @@ def _unknown_stack(launch: LaunchConfig, message: str, undecided: str, decide: s
         detail={"undecided": undecided, "decide": decide, "packages": packages}))
 
 
+def trainer_said(engine: Engine, launch: LaunchConfig) -> str:
+    """What a Trainer vouched for does (rules/deepspeed.toml [trainer_engine] `what`), naming the
+    launch line's `--deepspeed VALUE` where HfArgumentParser reads the config from it."""
+    rule = rulebook.load("deepspeed").data["trainer_engine"]
+    if not engine.parsed:
+        return str(rule["what"])
+    flag = launch.flags[rule["keyword"]]
+    return (f"parses TrainingArguments with HfArgumentParser from the launch line, whose {flag.spelling} "
+            f"{flag.value} ({launch.path}:{flag.line}) {rule['what']}")
+
+
 def launched(engine: Engine, launch: LaunchConfig) -> Engine:
     """`engine` as `launch` runs it: a Trainer vouched for (rules/deepspeed.toml [trainer_engine])
     is undecided where the launch's environment sets a variable of `environment`'s prefixes
@@ -662,7 +809,8 @@ def _guessed(launch: LaunchConfig) -> tuple[Any, Engine] | None:
     if any(d.kind in ("launch.not-pipeline", "launch.not-covered", "launch.unknown-stack")
            for d in launch.diagnostics) or not read_as_guess(launch):
         return None
-    read = entry_read(launch, functools.partial(engine_of, words=launch_words(launch)))
+    read = entry_read(launch, functools.partial(engine_of, words=launch_words(launch),
+                                                stated=deepspeed_stated(launch)))
     return None if read is None else (read[0], launched(read[1], launch))
 
 
@@ -705,7 +853,7 @@ def deepspeed_engine(launch: LaunchConfig) -> None:
     if found.engine is None:
         return  # a topology imported, no engine built, nothing else: left to the other readings
     where, line = found.engine
-    builds = (f"{where}:{line} {rulebook.load('deepspeed').data['trainer_engine']['what']}" if found.trainer
+    builds = (f"{where}:{line} {trainer_said(found, launch)}" if found.trainer
               else f"deepspeed.initialize at {where}:{line} builds the engine")
     launch.diagnostics.append(Finding(
         "launch.not-pipeline", "info",

@@ -18,7 +18,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from auditor import rulebook
-from auditor.config.deepspeed_engine import engine_of, launch_words, launched, undecided, zero_engine
+from auditor.config.deepspeed_engine import (
+    deepspeed_stated, engine_of, launch_words, launched, undecided, zero_engine)
 from auditor.config.entry_script import parsed, put_calls
 from auditor.config.entry_stack import DEEPSPEED_LAUNCHERS as LAUNCHERS
 from auditor.config.model import LaunchConfig
@@ -38,7 +39,8 @@ def read_deepspeed_entry(launch: LaunchConfig) -> None:
     if located is None:
         return
     entry, stat = located
-    engine = engine_of(entry.path, stat.st_mtime_ns, stat.st_size, launch_words(launch))  # an error: `undecided`
+    engine = engine_of(entry.path, stat.st_mtime_ns, stat.st_size, launch_words(launch),
+                       deepspeed_stated(launch))  # an error: `undecided`
     if engine is None:
         return  # the closure was cut: a module not read may build the PipelineModule
     engine = launched(engine, launch)

@@ -377,7 +377,9 @@ def _forward_only_calls(script: Path) -> tuple[list[tuple[Path, int]], int | Non
     `**` keywords not written out; a mapping of them used otherwise than whole, `**kwargs`), a
     schedule escapes where its calls are not read (`_held`), a training loop runs the schedule,
     or the closure cannot be read whole. A call of a function of the entry's own that takes no
-    `**` keywords is no schedule call: its body's calls are read (`run(forward_step_func=f)`)."""
+    `**` keywords is no schedule call: its body's calls are read (`run(forward_step_func=f)`).
+    A call passing `**name`, every binding of which is a mapping naming the parameter, takes that
+    mapping's value (`_given_by_mapping`; each mapping is read on its own)."""
     rule = rulebook.load("megatron-core").data["forward_only"]
     param, step, count = rule["param"], rule["step"], rule["microbatches"]
     keys = (param, step, count)
@@ -421,6 +423,8 @@ def _forward_only_calls(script: Path) -> tuple[list[tuple[Path, int]], int | Non
             if param not in given and step not in given:
                 counts.append(None)  # a count written elsewhere: the call's may be another
                 continue
+            if param not in given and isinstance(node, ast.Call) and _given_by_mapping(node, tree, param):
+                continue  # `fwd_bwd(forward_step_func=f, **kw)`: kw's mappings are read on their own
             value = _constant(given.get(param), tree, trees)
             if not (value is not None and value.value is True) or _merged_after(node, param):
                 return [], None, None  # a call that may train
@@ -619,6 +623,24 @@ def _mapping(node: ast.AST) -> bool:
     """A dict literal or a `dict(...)` call."""
     return isinstance(node, ast.Dict) or (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
                                           and node.func.id == "dict")
+
+
+def _given_by_mapping(call: ast.Call, tree: ast.Module, key: str) -> bool:
+    """Whether `call` passes `key` through `**name`, a name every binding of which in the file is
+    a mapping naming `key` (NVIDIA-NeMo/Megatron-Bridge@067f987df0
+    examples/conversion/compare_hf_and_megatron/compare.py:935-973: `forward_kwargs = {...,
+    "forward_only": True, ...}` then `fwd_bwd_function(forward_step_func=..., **forward_kwargs)`):
+    the value is that mapping's, which the caller reads as a call of its own."""
+    for k in call.keywords:
+        if k.arg is not None or not isinstance(k.value, ast.Name):
+            continue
+        name = k.value.id
+        values = [n.value for n in ast.walk(tree) if isinstance(n, ast.Assign)
+                  and [ast.unparse(t) for t in n.targets] == [name]]
+        if values and _bindings(tree, name) == len(values) and all(
+                _mapping(v) and key in _schedule_keywords(v) for v in values):
+            return True
+    return False
 
 
 def _merged_after(node: ast.AST, key: str) -> bool:

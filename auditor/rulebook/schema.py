@@ -72,7 +72,8 @@ TABLES: dict[str, Table] = {
     "pipeline_model": _table(False, "modules names source code", "about engine engine_source engine_code "
                                                                       "inert_names inert_source inert_code"),
     # transformers' Trainer handed a DeepSpeed config (config/deepspeed_engine.py).
-    "trainer_engine": _table(False, "arguments keyword trainers environment vouches what source code", "about"),
+    "trainer_engine": _table(False, "arguments keyword trainers environment vouches what source code",
+                             "about parsers parse dead_forms checked parse_source parse_code"),
     # `position` absent: a keyword-only parameter; `default`: what leaving it out states;
     # `unset = "unknown"`: leaving it out lets the callee decide at run time; `read`: the
     # NAME==VERSION whose source `source`/`code` cite (a file no release selects).

@@ -1,0 +1,123 @@
+"""transformers' Trainer whose TrainingArguments HfArgumentParser reads from the launch line's
+`--deepspeed FILE` (rules/deepspeed.toml [trainer_engine] `parsers`): DeepSpeed's data-parallel
+engine, not the megatron-core reading a torch launcher's entry gets as a guess.
+
+The entry reproduces microsoft/DeepSpeedExamples@83757d9c93 training/MoQ/run_glue.py:189-195
+(`HfArgumentParser((ModelArguments, DataTrainingArguments, TrainingArguments))`, the
+one-JSON-argument form under `if len(sys.argv) == 2 and sys.argv[1].endswith(".json")`, else
+`parse_args_into_dataclasses()`; `Trainer(..., args=training_args)`), launched by its
+training/MoQ/run.sh:26-40 (`python -m torch.distributed.launch --nproc_per_node 1 run_glue.py
+... --deepspeed test.json`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from textwrap import dedent
+
+import pytest
+
+from auditor import rulebook, sources
+from auditor.config import deepspeed_engine
+from auditor.config.launch import read_launch
+
+GLUE = '''
+import os
+import sys
+from dataclasses import dataclass, field
+
+from transformers import AutoModelForSequenceClassification, HfArgumentParser, Trainer, TrainingArguments
+
+
+@dataclass
+class ModelArguments:
+    model_name_or_path: str = field(default="bert-base-cased")
+
+
+def main():
+    parser = HfArgumentParser((ModelArguments, TrainingArguments))
+    if len(sys.argv) == 2 and sys.argv[1].endswith(".json"):
+        model_args, training_args = parser.parse_json_file(json_file=os.path.abspath(sys.argv[1]))
+    else:
+        model_args, training_args = parser.parse_args_into_dataclasses()
+    {extra}
+    model = AutoModelForSequenceClassification.from_pretrained(model_args.model_name_or_path)
+    trainer = Trainer(model=model, args=training_args)
+    trainer.train()
+
+
+if __name__ == "__main__":
+    main()
+'''
+LAUNCH = "python -m torch.distributed.launch --nproc_per_node 1 run_glue.py"
+
+
+def _diagnostics(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, words: str, extra: str = "",
+                 text: str = GLUE, before: str = "", launcher: str = LAUNCH) -> list:
+    (tmp_path / "run_glue.py").write_text(dedent(text).replace("{extra}", extra))
+    (tmp_path / "test.json").write_text('{"train_batch_size": 32, "fp16": {"enabled": true}}')
+    (tmp_path / "run.sh").write_text(f"#!/bin/bash\n{before}\n{launcher} {words}\n")
+    monkeypatch.chdir(tmp_path)
+    deepspeed_engine.engine_of.cache_clear()
+    return read_launch("run.sh").diagnostics
+
+
+def test_the_launch_lines_deepspeed_config_makes_the_trainer_zero(tmp_path, monkeypatch):
+    """CLEAN before, judged on megatron-core's schedules (0 sites, megatron-core releases named)."""
+    diagnostics = _diagnostics(tmp_path, monkeypatch, "--do_train --fp16 --output_dir out --deepspeed test.json")
+    (said,) = [d for d in diagnostics if d.kind == "launch.not-pipeline"]
+    assert "DeepSpeed's data-parallel engine (ZeRO)" in said.message
+    assert ("run_glue.py:19 parses TrainingArguments with HfArgumentParser from the launch line, whose "
+            "--deepspeed test.json (run.sh:3) hands transformers' Trainer a DeepSpeed config") in said.message
+
+
+def test_the_deepspeed_launcher_reads_it_too(tmp_path, monkeypatch):
+    diagnostics = _diagnostics(tmp_path, monkeypatch, "--output_dir out --deepspeed test.json",
+                               launcher="deepspeed --num_gpus 2 run_glue.py")
+    (said,) = [d for d in diagnostics if d.kind == "launch.not-pipeline"]
+    assert "DeepSpeed's data-parallel engine (ZeRO)" in said.message
+
+
+@pytest.mark.parametrize("words,extra,text", [
+    ("--output_dir out", "", GLUE),  # no --deepspeed: accelerate may take its Megatron-LM branch
+    ("--output_dir out --deepspeed ''", "", GLUE),  # empty: no DeepSpeed
+    ("--output_dir out --deepspeed test.json $EXTRA", "", GLUE),  # a word not known may override it
+    ("--deepspeed=test.json", "", GLUE),  # one argument: the one-JSON form is not excluded
+    ("args.json", "", GLUE),  # the one-JSON form: a --deepspeed only in that file is not read here
+    ("--output_dir out --deepspeed test.json", "training_args.deepspeed = None", GLUE),
+    ("--output_dir out --deepspeed test.json", "sys.argv.append('--deepspeed=')", GLUE),
+    ("--output_dir out --deepspeed test.json", "",  # the JSON form not behind `len(sys.argv) == 2`
+     GLUE.replace("if len(sys.argv) == 2 and", "if")),
+    ("--output_dir out --deepspeed test.json", "",  # arguments of its own, not sys.argv's
+     GLUE.replace("parse_args_into_dataclasses()", "parse_args_into_dataclasses(args=['--output_dir', 'o'])")),
+    ("--output_dir out --deepspeed test.json", "",  # the unpacking's places do not match the classes
+     GLUE.replace("(ModelArguments, TrainingArguments)", "(TrainingArguments, ModelArguments)")),
+])
+def test_a_config_the_launch_line_may_not_hand_the_trainer_stays_as_before(tmp_path, monkeypatch, words,
+                                                                           extra, text):
+    """False NOT A PIPELINE RUN otherwise: each leaves the Trainer's config not known here."""
+    diagnostics = _diagnostics(tmp_path, monkeypatch, words, extra, text)
+    assert not [d for d in diagnostics if d.kind == "launch.not-pipeline"]
+
+
+def test_accelerates_own_environment_still_keeps_it_undecided(tmp_path, monkeypatch):
+    diagnostics = _diagnostics(tmp_path, monkeypatch, "--output_dir out --deepspeed test.json",
+                               before="export ACCELERATE_USE_MEGATRON_LM=true")
+    assert not [d for d in diagnostics if d.kind == "launch.not-pipeline"]
+    assert [d for d in diagnostics if d.kind == "launch.unknown-stack"]
+
+
+@pytest.mark.wheels
+@pytest.mark.network
+def test_the_parser_reading_is_each_checked_releases():
+    """[trainer_engine] `code` and `parse_code`, and `parse` and `dead_forms` as HfArgumentParser's
+    methods, in each `checked` release of transformers."""
+    rule = rulebook.load("deepspeed").data["trainer_engine"]
+    for version in rule["checked"]:
+        root = sources.resolve(f"transformers=={version}").root
+        parser = (root / "transformers/hf_argparser.py").read_text()
+        assert rule["parse_code"] in parser, version
+        for method in [rule["parse"], *rule["dead_forms"]]:
+            assert f"    def {method}(" in parser, (version, method)
+        assert f"if self.{rule['keyword']}:" in (root / "transformers/training_args.py").read_text(), version
+        assert rule["code"] in (root / "transformers/training_args.py").read_text(), version
