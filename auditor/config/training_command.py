@@ -391,11 +391,10 @@ class LaunchShell(Shell):
         its command operand (`trap CMD EXIT`, a function of the script's included, whose body
         the walk does not run; not `trap - EXIT`, `trap '' INT`, nor one command the rules say
         trains nothing: `trap "rm -rf DIR" EXIT`), or program text that starts one (awk's `system(`)."""
-        options = self.spelling.program_options.get(base, ())
         for k, g in enumerate(args):
-            if isinstance(g.value, str) and g.value.partition("=")[0] in options \
-                    and self._option_command_may_train(base, args[k + 1:]):
-                return f"`{g.value.partition('=')[0]}`"
+            named = self._names_option(base, g.value, self.spelling.program_options.get(base, ()))
+            if named and self._option_command_may_train(base, args[k + 1:]):
+                return f"`{named}`"
         if (given := self._command_option(base, args)):
             return given
         if base in self.spelling.command_operand:  # `trap [-lp] [[ARG] SIGNAL ...]`
@@ -412,6 +411,23 @@ class LaunchShell(Shell):
         texts = self.spelling.command_text.get(base, ())
         started = next((t for g in args for t in texts if t in str(g.value)), None)
         return f"program text `{started}`" if started else ""
+
+    def _names_option(self, base: str, word: Scalar, options: tuple[str, ...]) -> str:
+        """Which of `options` a word of `base` names ("" none), by its known text before `=` (its value
+        may be unknown: `--filter="$CMD"`, which may start anything): exactly, or a long one by a prefix
+        getopt_long takes for it (`--filt`: GNU split runs it as `--filter`), unless the word is exactly
+        another long option of the program's (rules option_grammar: tar's `--checkpoint[=N]`)."""
+        head, unknown = segments(word)[0]
+        if unknown or not (isinstance(word, str) or "=" in head):
+            return ""  # `$OPT`, `--${NAME}=...`: which option is not known
+        name = head.partition("=")[0]
+        if name in options:
+            return name
+        grammar = Grammar.of(self.spelling.option_grammar.get(base, {}))
+        own = (*grammar.long_value, *grammar.long_optional, *grammar.long_flags)
+        if len(name) < 3 or not name.startswith("--") or name[2:] in own:
+            return ""
+        return next((o for o in options if o.startswith(name)), "")
 
     def _option_command_may_train(self, base: str, after: list[Field]) -> bool:
         """Whether the command an option of `base` starts may train: where the rules say which words

@@ -144,3 +144,43 @@ PY
     said = _undecided(text, tmp_path / "build_conda.sh")
     assert "line 8 runs `python`, whose program text given with `-c` is not read here" in said
     assert "line 9 runs `python`, whose program text on its standard input is not read here" in said
+
+
+@pytest.mark.parametrize("word", [
+    '--filter="$CMD"',  # a value not known may be any command (the review's b2/s10.sh, s03.sh)
+    "--filter=$(cat cmd.txt)",  # b2/s13.sh
+    "--filt='torchrun train.py'",  # getopt_long takes an unambiguous prefix (b2/s12.sh; GNU split 9.1 runs it)
+    "--f='gzip > $FILE.gz'",
+])
+def test_split_filter_unknown_or_abbreviated_runs_a_command(tmp_path: Path, word: str) -> None:
+    """coreutils split(1) `--filter=COMMAND` "write to shell COMMAND"; getopt(3) "Long option names
+    may be abbreviated if the abbreviation is unique or is an exact match for some defined option"."""
+    text = PREPARE.replace("--numeric-suffixes", word)
+    assert "`split`, whose `--filter` runs another program" in _undecided(text, tmp_path / "run.sh")
+
+
+@pytest.mark.parametrize(("line", "option"), [
+    ('tar -xf data.tar --to-command="$CMD"', "--to-command"),  # GNU tar(1) `--to-command=COMMAND`
+    ("tar -xf data.tar --to-comm=$(cat cmd.txt)", "--to-command"),
+    ('tar --use-compress-prog="$ZIP" -xf data.tar', "--use-compress-program"),
+    ('tar -xf data.tar --checkpoint-act="exec=$CMD"', "--checkpoint-action"),
+])
+def test_tar_command_options_unknown_or_abbreviated_run_a_command(tmp_path: Path, line: str, option: str) -> None:
+    said = _undecided(PREPARE + line + "\n", tmp_path / "run.sh")
+    assert f"`tar`, whose `{option}` runs another program" in said
+
+
+def test_tar_checkpoint_is_its_own_option_not_an_abbreviation(tmp_path: Path) -> None:
+    """GNU tar(1) `--checkpoint[=N]`: an exact long option, which getopt_long takes before any prefix."""
+    assert "starts no training" in _not_pipeline(PREPARE + "tar -xf data.tar --checkpoint=1000\n", tmp_path / "r.sh")
+
+
+@pytest.mark.parametrize("line", [
+    'find . -name "*.json" -exec $CMD {} \\;',  # find(1) `-exec command ;`: a program not known
+    'rsync -a -e "$RSH" src/ dst/',  # rsync(1) `-e, --rsh=COMMAND`
+    "rsync -a --rsh=$(cat rsh.txt) src/ dst/",
+    'rsync -a --rsync-path="$REMOTE" src/ dst/',
+])
+def test_other_command_options_with_a_value_not_known_run_a_command(tmp_path: Path, line: str) -> None:
+    said = _undecided(PREPARE + line + "\n", tmp_path / "run.sh")
+    assert "runs another program" in said or "not known statically" in said
