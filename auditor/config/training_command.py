@@ -23,6 +23,7 @@ from auditor.config.batch_job import allocation_options, in_checkout, job_file_a
 from auditor.config.entry_copy import hydra_copy, is_copy
 from auditor.config.entry_module import Root, module_file, module_roots
 from auditor.config.export_option import effect, option_values
+from auditor.config.fetch_target import written
 from auditor.config.input_words import through_input
 from auditor.config.lightning_entry import builds
 from auditor.errors import InputError
@@ -153,7 +154,8 @@ class LaunchShell(Shell):
         self.inert: list[tuple[int, str]] = []
         # (line, program, URL) of each file a fetcher (`wget URL`) gets at run time: an entry of
         # that name is then a file not read here (config.launch `_last_resort` names it)
-        self.fetched: list[tuple[int, str, str]] = []
+        # (line, fetcher, URL, the file it writes or fetch_target.UNKNOWN, its workdir there or None)
+        self.fetched: list[tuple[int, str, str, str, str | None]] = []
 
     def trained(self) -> bool:
         return bool(self.candidates or self.last_resort)
@@ -191,9 +193,10 @@ class LaunchShell(Shell):
                 self.unfollowed.append(Unfollowed(why[0].line, why[0].value, why[1]))
             elif (len(self.last_resort), self.shelled) == before:
                 self.inert.append((cmd.line, self._named(fields)))
-                if os.path.basename(str(fields[0].value)) in self.spelling.fetchers:
-                    self.fetched += [(cmd.line, os.path.basename(str(fields[0].value)), str(f.value))
-                                     for f in fields[1:] if isinstance(f.value, str) and "://" in f.value]
+                if (rule := self.spelling.fetchers.get(os.path.basename(str(fields[0].value)))) is not None:
+                    targets = [(op, join([f.value for f in self.expand(t)])) for op, t in cmd.redirects]
+                    self.fetched += [(cmd.line, os.path.basename(str(fields[0].value)), url, path, self.workdir)
+                                     for url, path in written(fields, targets, rule)]
             return 0
         return self._join_broken_continuation(siblings, at, cmd, candidate) - at
 
