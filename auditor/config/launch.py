@@ -27,6 +27,7 @@ from auditor.bash.syntax import bash_rejects
 from auditor.bash.values import EnvVar, Scalar, Symbolic
 from auditor.bash.walk import Exit
 from auditor.config.checkout_release import judge_on_framework_checkout
+from auditor.config.fetch_target import UNKNOWN
 from auditor.config.frontend_parser import find_script
 from auditor.config.frontends import for_style
 from auditor.config.frontends.hydra_strategy import unverified_release
@@ -429,24 +430,33 @@ def _last_resort(shell: LaunchShell, spelling: Spelling, path: str) -> str:
         read_entry_module(scratch, path)
         entry, missing = locate(scratch)
         scratch.launch_dir, scratch.workdir, scratch.text = candidate.cwd, candidate.workdir, "\n".join(shell.lines)
-        fetched = _fetched(shell, scratch.script, candidate.line)
+        fetched = _fetched(shell, scratch.script, candidate)
         if fetched or entry is None and not surely_absent(scratch, candidate.launcher, candidate, shell.opaque, path):
             return f"; line {candidate.line} runs `{candidate.invoked} {scratch.script}`, whose entry is not read: {fetched or missing}"
     shell.candidates.extend(shell.last_resort)
     return ""
 
 
-def _fetched(shell: LaunchShell, script: Scalar, before: int) -> str:
-    """Where an entry has the name of a file a fetcher gets earlier in the script (`wget
+def _fetched(shell: LaunchShell, script: Scalar, candidate: Candidate) -> str:
+    """Where an entry is the file a fetcher writes earlier in the script (`wget
     https://.../preprocess_wudao2.py` then `python preprocess_wudao2.py`: Pai-Megatron-Patch
     a098ca5acb toolkits/pretrain_data_preprocessing/run_prepare_wudao.sh:10-12), that the run may
     open that file, fetched at run time and not read here, whatever file of that name is here (the
-    checkout's copy is not surely what the URL serves); "" where no fetch has its name."""
+    checkout's copy is not surely what the URL serves); "" where no fetch writes it. Each path is
+    relative to the working directory of its own line; where one of them is not known, the names decide; a written
+    path not known (`-O "$OUT"`) may be any entry."""
     if not isinstance(script, str):
         return ""
-    name = os.path.basename(script)
-    got = next(((line, program, url) for line, program, url in reversed(shell.fetched) if line < before
-                and os.path.basename(url.partition("?")[0].partition("#")[0].rstrip("/")) == name), None)
+
+    def writes(path: str, workdir: str | None) -> bool:
+        if path == UNKNOWN:
+            return True
+        if workdir is None or candidate.workdir is None:
+            return os.path.basename(path) == os.path.basename(script)
+        return os.path.normpath(os.path.join(workdir, path)) == os.path.normpath(os.path.join(candidate.workdir, script))
+
+    got = next(((line, program, url) for line, program, url, path, workdir in reversed(shell.fetched)
+                if line < candidate.line and writes(path, workdir)), None)
     return (f"it may be the file `{got[1]}` fetches at line {got[0]} ({got[2]}) at run time, not read here"
             if got else "")
 

@@ -23,6 +23,7 @@ from auditor.config.batch_job import allocation_options, in_checkout, job_file_a
 from auditor.config.entry_copy import hydra_copy, is_copy
 from auditor.config.entry_module import Root, module_file, module_roots
 from auditor.config.export_option import effect, option_values
+from auditor.config.fetch_target import written
 from auditor.config.input_words import through_input
 from auditor.config.lightning_entry import builds
 from auditor.errors import InputError
@@ -152,7 +153,8 @@ class LaunchShell(Shell):
         self.inert: list[tuple[int, str]] = []
         # (line, program, URL) of each file a fetcher (`wget URL`) gets at run time: an entry of
         # that name is then a file not read here (config.launch `_last_resort` names it)
-        self.fetched: list[tuple[int, str, str]] = []
+        # (line, fetcher, URL, the file it writes or fetch_target.UNKNOWN, its workdir there or None)
+        self.fetched: list[tuple[int, str, str, str, str | None]] = []
 
     def trained(self) -> bool:
         return bool(self.candidates or self.last_resort)
@@ -190,9 +192,10 @@ class LaunchShell(Shell):
                 self.unfollowed.append(Unfollowed(why[0].line, why[0].value, why[1]))
             elif (len(self.last_resort), self.shelled) == before:
                 self.inert.append((cmd.line, self._named(fields)))
-                if os.path.basename(str(fields[0].value)) in self.spelling.fetchers:
-                    self.fetched += [(cmd.line, os.path.basename(str(fields[0].value)), str(f.value))
-                                     for f in fields[1:] if isinstance(f.value, str) and "://" in f.value]
+                if (rule := self.spelling.fetchers.get(os.path.basename(str(fields[0].value)))) is not None:
+                    targets = [(op, join([f.value for f in self.expand(t)])) for op, t in cmd.redirects]
+                    self.fetched += [(cmd.line, os.path.basename(str(fields[0].value)), url, path, self.workdir)
+                                     for url, path in written(fields, targets, rule)]
             return 0
         return self._join_broken_continuation(siblings, at, cmd, candidate) - at
 
@@ -390,11 +393,10 @@ class LaunchShell(Shell):
         its command operand (`trap CMD EXIT`, a function of the script's included, whose body
         the walk does not run; not `trap - EXIT`, `trap '' INT`, nor one command the rules say
         trains nothing: `trap "rm -rf DIR" EXIT`), or program text that starts one (awk's `system(`)."""
-        options = self.spelling.program_options.get(base, ())
         for k, g in enumerate(args):
-            if isinstance(g.value, str) and g.value.partition("=")[0] in options \
-                    and self._option_command_may_train(base, args[k + 1:]):
-                return f"`{g.value.partition('=')[0]}`"
+            named = self._names_option(base, g.value, self.spelling.program_options.get(base, ()))
+            if named and self._option_command_may_train(base, args[k + 1:]):
+                return f"`{named}`"
         if (given := self._command_option(base, args)):
             return given
         if base in self.spelling.command_operand:  # `trap [-lp] [[ARG] SIGNAL ...]`
@@ -411,6 +413,23 @@ class LaunchShell(Shell):
         texts = self.spelling.command_text.get(base, ())
         started = next((t for g in args for t in texts if t in str(g.value)), None)
         return f"program text `{started}`" if started else ""
+
+    def _names_option(self, base: str, word: Scalar, options: tuple[str, ...]) -> str:
+        """Which of `options` a word of `base` names ("" none), by its known text before `=` (its value
+        may be unknown: `--filter="$CMD"`, which may start anything): exactly, or a long one by a prefix
+        getopt_long takes for it (`--filt`: GNU split runs it as `--filter`), unless the word is exactly
+        another long option of the program's (rules option_grammar: tar's `--checkpoint[=N]`)."""
+        head, unknown = segments(word)[0]
+        if unknown or not (isinstance(word, str) or "=" in head):
+            return ""  # `$OPT`, `--${NAME}=...`: which option is not known
+        name = head.partition("=")[0]
+        if name in options:
+            return name
+        grammar = Grammar.of(self.spelling.option_grammar.get(base, {}))
+        own = (*grammar.long_value, *grammar.long_optional, *grammar.long_flags)
+        if len(name) < 3 or not name.startswith("--") or name[2:] in own:
+            return ""
+        return next((o for o in options if o.startswith(name)), "")
 
     def _option_command_may_train(self, base: str, after: list[Field]) -> bool:
         """Whether the command an option of `base` starts may train: where the rules say which words

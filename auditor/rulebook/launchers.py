@@ -48,7 +48,7 @@ class Spelling:
     command_ends: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # programs that fetch a file named by its URL (wget, curl; [wrappers] fetchers): an entry of that
     # name is a file fetched at run time, not read here
-    fetchers: frozenset[str] = frozenset()
+    fetchers: dict[str, dict] = field(default_factory=dict)
     # programs whose first operand is a command string that runs (`trap CMD SIGNAL`; [wrappers])
     command_operand: frozenset[str] = frozenset()
     # text in a program's arguments with which it runs a command (awk's `system(`; [wrappers])
@@ -114,7 +114,7 @@ class Spelling:
             program_options={k: tuple(v) for rs in every
                              for k, v in rs.section("wrappers").get("program_options", {}).items()},
             command_ends={k: tuple(v) for rs in every for k, v in rs.section("wrappers").get("command_ends", {}).items()},
-            fetchers=frozenset(p for rs in every for p in rs.section("wrappers").get("fetchers", ())),
+            fetchers={k: dict(v) for rs in every for k, v in rs.section("wrappers").get("fetchers", {}).items()},
             command_operand=frozenset(p for rs in every for p in rs.section("wrappers").get("command_operand", ())),
             command_text={k: tuple(v) for rs in every for k, v in rs.section("wrappers").get("command_text", {}).items()},
             operand_variables=frozenset(p for rs in every for p in rs.section("wrappers").get("operand_variables", ())),

@@ -144,3 +144,87 @@ PY
     said = _undecided(text, tmp_path / "build_conda.sh")
     assert "line 8 runs `python`, whose program text given with `-c` is not read here" in said
     assert "line 9 runs `python`, whose program text on its standard input is not read here" in said
+
+
+@pytest.mark.parametrize("word", [
+    '--filter="$CMD"',  # a value not known may be any command (the review's b2/s10.sh, s03.sh)
+    "--filter=$(cat cmd.txt)",  # b2/s13.sh
+    "--filt='torchrun train.py'",  # getopt_long takes an unambiguous prefix (b2/s12.sh; GNU split 9.1 runs it)
+    "--f='gzip > $FILE.gz'",
+])
+def test_split_filter_unknown_or_abbreviated_runs_a_command(tmp_path: Path, word: str) -> None:
+    """coreutils split(1) `--filter=COMMAND` "write to shell COMMAND"; getopt(3) "Long option names
+    may be abbreviated if the abbreviation is unique or is an exact match for some defined option"."""
+    text = PREPARE.replace("--numeric-suffixes", word)
+    assert "`split`, whose `--filter` runs another program" in _undecided(text, tmp_path / "run.sh")
+
+
+@pytest.mark.parametrize(("line", "option"), [
+    ('tar -xf data.tar --to-command="$CMD"', "--to-command"),  # GNU tar(1) `--to-command=COMMAND`
+    ("tar -xf data.tar --to-comm=$(cat cmd.txt)", "--to-command"),
+    ('tar --use-compress-prog="$ZIP" -xf data.tar', "--use-compress-program"),
+    ('tar -xf data.tar --checkpoint-act="exec=$CMD"', "--checkpoint-action"),
+])
+def test_tar_command_options_unknown_or_abbreviated_run_a_command(tmp_path: Path, line: str, option: str) -> None:
+    said = _undecided(PREPARE + line + "\n", tmp_path / "run.sh")
+    assert f"`tar`, whose `{option}` runs another program" in said
+
+
+def test_tar_checkpoint_is_its_own_option_not_an_abbreviation(tmp_path: Path) -> None:
+    """GNU tar(1) `--checkpoint[=N]`: an exact long option, which getopt_long takes before any prefix."""
+    assert "starts no training" in _not_pipeline(PREPARE + "tar -xf data.tar --checkpoint=1000\n", tmp_path / "r.sh")
+
+
+@pytest.mark.parametrize("line", [
+    'find . -name "*.json" -exec $CMD {} \\;',  # find(1) `-exec command ;`: a program not known
+    'rsync -a -e "$RSH" src/ dst/',  # rsync(1) `-e, --rsh=COMMAND`
+    "rsync -a --rsh=$(cat rsh.txt) src/ dst/",
+    'rsync -a --rsync-path="$REMOTE" src/ dst/',
+])
+def test_other_command_options_with_a_value_not_known_run_a_command(tmp_path: Path, line: str) -> None:
+    said = _undecided(PREPARE + line + "\n", tmp_path / "run.sh")
+    assert "runs another program" in said or "not known statically" in said
+
+
+URL = "https://example.com/x"
+
+
+@pytest.mark.parametrize("fetch", [
+    f"wget -O other_name.py {URL}/prep.py",  # Wget "Invoking": `-O file` names the file written
+    f"wget --output-document=other_name.py {URL}/prep.py",
+    f"wget -P /tmp/dl {URL}/prep.py",  # `-P prefix`: the remote name under that folder
+    f"wget {URL}/prep.py -O /dev/null",  # options after the URL apply too
+    f"wget {URL}/prep.py?raw=true",  # the remote name keeps its query: `prep.py?raw=true`
+    f"curl {URL}/prep.py",  # curl(1): without -o/-O, standard output
+    f"curl -L {URL}/prep.py > /tmp/other.py",
+    f"wget -O - {URL}/prep.py",  # `-O -`: standard output
+    f"cd sub\nwget {URL}/prep.py\ncd ../other",  # written in another folder than the entry's
+])
+def test_a_fetch_that_writes_another_file_leaves_the_entry_read(tmp_path: Path, fetch: str) -> None:
+    """The review's inputs (r47-np fetch/w04 w06 w08 w09 w10, b2/w21): the entry beside the script is
+    not the fetched file, so it is read (the scan then says it builds no pipeline)."""
+    (tmp_path / "prep.py").write_text("import torch\nprint(1)\n")
+    for folder in ("other", "sub"):
+        (tmp_path / folder).mkdir()
+    (tmp_path / "other" / "prep.py").write_text("import torch\nprint(1)\n")
+    text = f"#!/bin/bash\nset -ex\n{fetch}\npython prep.py\n"
+    (tmp_path / "r.sh").write_text(text)
+    assert parse_launch(text, str(tmp_path / "r.sh")).script == "prep.py"
+
+
+@pytest.mark.parametrize(("fetch", "entry"), [
+    (f"wget -O prep.py {URL}/other_name.py", "prep.py"),  # fetch/w02: the name -O gives
+    (f"wget -Oprep.py {URL}/other_name.py", "prep.py"),
+    (f"curl -o prep.py {URL}/other_name.py", "prep.py"),
+    (f"curl -O {URL}/prep.py?raw=true", "prep.py"),  # `-O`: the file part, no query
+    (f"curl -sL {URL}/other_name.py > prep.py", "prep.py"),  # bash(1) REDIRECTION: stdout to the file
+    (f"wget -P sub {URL}/prep.py", "sub/prep.py"),
+    (f"cd sub\nwget {URL}/prep.py\ncd ..", "sub/prep.py"),  # relative to the cwd of its own line
+    (f'wget -O "$OUT" {URL}/other_name.py', "prep.py"),  # a name not known: possibly the entry
+])
+def test_the_entry_a_fetch_writes_is_not_read(tmp_path: Path, fetch: str, entry: str) -> None:
+    (tmp_path / "sub").mkdir()
+    for name in ("prep.py", "sub/prep.py"):
+        (tmp_path / name).write_text("import torch\nprint(1)\n")
+    said = _undecided(f"#!/bin/bash\nset -ex\n{fetch}\npython {entry}\n", tmp_path / "r.sh")
+    assert f"runs `python {entry}`, whose entry is not read: it may be the file" in said

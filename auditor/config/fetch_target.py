@@ -1,0 +1,64 @@
+"""Which file a fetcher's command line writes (`wget`, `curl`; rules [wrappers] fetchers), so that
+an entry is called fetched only where it is that file: the options naming the file or its folder,
+the URL's remote name by default or by option, else standard output and the command's own `>`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from auditor.bash.values import Field, Scalar, segments
+
+# A written path not known statically (`-O "$OUT"`): any entry may be it.
+UNKNOWN = ""
+
+
+def written(fields: list[Field], redirects: Sequence[tuple[str, Scalar]], rule: dict) -> list[tuple[str, str]]:
+    """(url, path written) for each URL of `fields` (the fetcher's words): the path as given, relative
+    to the cwd of the line; UNKNOWN where an option's value is not known; none where it goes to
+    standard output with no file redirect, or to `-`."""
+    output = rule.get("output", ())
+    folder_options = rule.get("folder", ())
+    remote = rule.get("remote", ())
+    named: Scalar | None = None
+    folder: str | None = ""  # None: not known
+    by_remote = rule.get("default") == "remote"
+    urls: list[str] = []
+    k = 1
+    while k < len(fields):
+        value = fields[k].value
+        head, unknown = segments(value)[0]
+        name, eq, rest = head.partition("=")
+        text = "" if unknown else name
+        given = (rest if isinstance(value, str) else UNKNOWN) if eq else (fields[k + 1].value if k + 1 < len(fields) else None)
+        short = next((o for o in (*output, *folder_options) if len(o) == 2 and text.startswith(o) and len(text) > 2), None)
+        if short:  # `-Ofile`
+            given, text = (text[2:] if isinstance(value, str) else UNKNOWN), short
+        if text in output:
+            named = given if isinstance(given, str) else UNKNOWN
+        elif text in folder_options:
+            folder = given if isinstance(given, str) and given != UNKNOWN else None
+        elif text in remote:
+            by_remote = True
+        elif isinstance(value, str) and "://" in value:
+            urls.append(value)
+        k += 1 + (not eq and not short and text in (*output, *folder_options))
+    stdout = next((t for op, t in reversed(redirects) if op.lstrip("1") in (">", ">>", ">|")), None)
+    if named == "-":  # wget `-O -`: the file is standard output
+        named, by_remote = None, False
+    return [(url, _path(url, named, folder, by_remote, stdout, rule)) for url in urls
+            if named is not None or by_remote or stdout is not None]
+
+
+def _path(url: str, named: Scalar | None, folder: str | None, by_remote: bool, stdout: Scalar | None,
+          rule: dict) -> str:
+    """The one file a URL goes to (see written)."""
+    if named is not None:
+        return named if isinstance(named, str) else UNKNOWN
+    if by_remote:
+        if folder is None:
+            return UNKNOWN
+        tail = url.partition("#")[0] if rule.get("query") else url.partition("?")[0].partition("#")[0]
+        name = tail.rstrip("/").rpartition("/")[2]
+        return os.path.join(folder, name) if folder else name
+    return stdout if isinstance(stdout, str) else UNKNOWN
