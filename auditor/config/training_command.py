@@ -15,7 +15,7 @@ from pathlib import Path
 from auditor.bash.getopt import Grammar
 from auditor.bash.getopt import read as read_words
 from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Word
-from auditor.bash.parser import Cmd, Node, ShellParser
+from auditor.bash.parser import AndOr, Cmd, Node, Pipeline, ShellParser, simple_commands
 from auditor.bash.sed_script import runs_command as sed_runs_command
 from auditor.bash.values import EnvVar, Field, OptionWords, Partial, Scalar, Symbolic, Var, concat, join, segments
 from auditor.bash.walk import CallerStop, Shell, join_workdir
@@ -391,9 +391,20 @@ class LaunchShell(Shell):
         return f"program text `{started}`" if started else ""
 
     def _may_run(self, line: str, at: int) -> bool:
-        """Whether a command line a program runs (`trap CMD`, sed's `e CMD`) may train: shell
-        syntax in it (more than one simple command) may, else its words decide (may_train)."""
-        return bool(_COMMAND_TEXT.search(line)) or self.may_train([Field(w, at) for w in line.split()]) is not None
+        """Whether a command line a program runs (`trap CMD`, sed's `e CMD`, `--rsync-path=CMD`)
+        may train: each simple command of its lists, as the shell reader parses it, decides
+        (may_train: `mkdir -p /data && rsync` trains nothing); anything more (a loop, a group,
+        a function, a word not literal: `$(...)`, `$X`; a here-document; text that does not
+        parse) may."""
+        broken: list[Finding] = []
+        try:
+            nodes = ShellParser(Lexer(line, self.path, at - 1).tokens(), self.path, broken).parse()
+        except InputError:
+            return True
+        if broken or not all(_plain_list(n) for n in nodes):
+            return True
+        return any(self.may_train([Field("".join(p.text for p in w.parts), at) for w in c.words]) is not None
+                   for c in simple_commands(nodes) if c.words)
 
     def _command_option(self, base: str, args: list[Field]) -> str:
         """An option's command line that may train (rules `command_options`: `rsync -e CMD`), read
@@ -1067,7 +1078,6 @@ class LaunchShell(Shell):
 
 
 # shell syntax in a command string (`trap "cleanup; exit" EXIT`): more than one simple command
-_COMMAND_TEXT = re.compile(r"[;&|()`<>\n]|\$\(")
 _UNKNOWN = "?"  # a first field not known statically (LaunchShell._first_field)
 
 
@@ -1124,3 +1134,14 @@ def _c_text_at(args: list[Field], grammar: Grammar | None) -> tuple[int, int] | 
         k += 1 + sum(letter in grammar.value for letter in word[1:])  # `-eo pipefail`: o takes a word
     k += k < len(args) and args[k].value in ("-", "--")  # bash(1): `-` and `--` end the options
     return (c, k) if c is not None and k < len(args) else None
+
+
+def _plain_list(node: Node) -> bool:
+    """Whether a command line holds only simple commands joined by `;`, `&&`, `||` and `|`,
+    each word and redirection target literal and no here-document: what _may_run can judge
+    command by command."""
+    if isinstance(node, (AndOr, Pipeline)):
+        return all(_plain_list(n) for n in ([node.first, *(n for _, n in node.rest)] if isinstance(node, AndOr)
+                                            else node.commands))
+    return (isinstance(node, Cmd) and node.stdin is None and node.herestring is None
+            and all(p.kind == "lit" for w in [*node.words, *(t for _, t in node.redirects)] for p in w.parts))
