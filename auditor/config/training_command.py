@@ -814,6 +814,11 @@ class LaunchShell(Shell):
         batch = os.path.basename(str(prefix[-1].value)) in self.spelling.batch
         at = (job_file_at(fields, self.spelling) if batch
               else next((k for k, f in enumerate(fields) if not str(f.value).startswith("-")), None))
+        later = _c_text_at(fields[at + 1:], self._options_of(shell)) if not batch and at is not None else None
+        if at is not None and later is not None and not isinstance(fields[at].value, str):
+            self.unfollowed.append(Unfollowed(cmd.line, prefix[-1].value,
+                                              self._before_c(fields[at], fields[at + 1 + later[1]].value)))
+            return None
         if at is None:
             if cmd.stdin is not None:  # `sbatch <<EOF`, `bash <<EOF`: the script is stdin
                 self._inner(prefix + fields, "<<", cmd.stdin.body, cmd.stdin.line, cmd)
@@ -853,6 +858,16 @@ class LaunchShell(Shell):
             self.positional, self.vars, self.functions = saved[:3]
             self.submitted.clear()
         return None
+
+    def _before_c(self, word: Field, text: Scalar) -> str:
+        """Why `bash $OPTS -c "torchrun ..."` is not followed: a word not known statically before
+        `-c` is an option or the script bash runs (`-c` then the script's), unknown here; unset or
+        empty, unquoted, it vanishes (bash(1) Word Splitting) and bash runs the text. The script
+        may not set it and its caller still may: the text is named for --command."""
+        name = _VARIABLE.fullmatch(str(word.value))
+        unset = " (the script never sets it; unset, it vanishes)" if name and name.group(1) not in self.vars else ""
+        return (f"whose word `{word.value}` before `-c` is not known statically{unset}: whether bash runs "
+                f"the `-c` text `{text}` or a script is unknown")
 
     def _not_exported(self, caller: dict[str, Var], read: set[str], path: str, cmd: Cmd) -> None:
         """The variables a job file reads, and never sets but through their own fallback
@@ -1134,6 +1149,9 @@ def _c_text_at(args: list[Field], grammar: Grammar | None) -> tuple[int, int] | 
         k += 1 + sum(letter in grammar.value for letter in word[1:])  # `-eo pipefail`: o takes a word
     k += k < len(args) and args[k].value in ("-", "--")  # bash(1): `-` and `--` end the options
     return (c, k) if c is not None and k < len(args) else None
+
+
+_VARIABLE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
 
 
 def _plain_list(node: Node) -> bool:

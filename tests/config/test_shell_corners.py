@@ -116,3 +116,11 @@ def test_an_option_command_line_of_known_inert_commands_trains_nothing(tmp_path:
 def test_an_option_command_line_that_may_train_stays_unfollowed(tmp_path: Path, option: str) -> None:
     with pytest.raises(CommandNotFollowed, match="rsync`, whose `--rsync-path`"):
         _parse(f"rsync -av {option} data/ host:/data/\n", tmp_path)
+
+
+def test_a_word_not_known_before_the_c_text_is_named(tmp_path: Path) -> None:
+    """Review r47-shell c30: `bash $BASH_OPTS -c "torchrun ..."` was "a script not read here"
+    (`bash $BASH_OPTS`); what is unknown is the word before `-c`, and the text it may run."""
+    with pytest.raises(CommandNotFollowed, match="word `\\$BASH_OPTS` before `-c` is not known statically "
+                                                 "\\(the script never sets it.*`-c` text `torchrun"):
+        _parse(f'bash $BASH_OPTS -c "{TRAIN}"\n', tmp_path)
