@@ -5,6 +5,7 @@ the lines after a command that lost its `\\`."""
 
 from __future__ import annotations
 
+import ast
 import fnmatch
 import os
 import re
@@ -285,6 +286,8 @@ class LaunchShell(Shell):
                 return fields[0], "which starts a launcher this reader does not follow"
             elif (module := self._python_module(fields[i:])) is not None:
                 return self._module_trains(module, fields[i:], inline or {})
+            elif self._prints_only(fields[i:]):
+                return None
             else:
                 return f, "which is not followed"
         return (unknown, "which is not known statically") if unknown is not None else None
@@ -317,6 +320,28 @@ class LaunchShell(Shell):
             if not isinstance(f.value, str) or not f.value.startswith("-") or f.value in ("-c", "-"):
                 return None
         return None
+
+    def _prints_only(self, fields: list[Field]) -> bool:
+        """`python -c 'print(1)'`: a Python interpreter (of the one-process launcher rule) whose
+        `-c` text, known statically, only prints literals to stdout (`print` of constants, no
+        `file=`) or passes: it runs no code of the run's and writes no file, so it neither
+        trains nor may write a config a later command opens. Any other text may."""
+        rule = next((e for e in self.spelling.launchers if e.get("one_process")), None)
+        if rule is None or not is_interpreter(os.path.basename(str(fields[0].value)), rule):
+            return False
+        j = 1
+        while j < len(fields) and isinstance(flag := fields[j].value, str) and flag.startswith("-") and flag != "-c":
+            j += 2 if flag in ("-X", "-W") else 1
+        text = fields[j + 1].value if j + 1 < len(fields) and fields[j].value == "-c" else None
+        if not isinstance(text, str):
+            return False
+        try:
+            body = ast.parse(text).body
+        except (SyntaxError, ValueError):
+            return False
+        return all(isinstance(stmt, ast.Pass) or isinstance(stmt, ast.Expr) and isinstance(call := stmt.value, ast.Call)
+                   and isinstance(call.func, ast.Name) and call.func.id == "print" and not call.keywords
+                   and all(isinstance(a, ast.Constant) for a in call.args) for stmt in body)
 
     def _module_trains(self, module: str, fields: list[Field], inline: dict[str, EnvVar]) -> tuple[Field, str] | None:
         """Whether `python -m MODULE`, its module not found here (LaunchShell._one_process), may
