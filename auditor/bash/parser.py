@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from auditor.bash.lexer import MAX_NESTING, REDIRECTS, Heredoc, Operator, Part, Token, Word
@@ -73,6 +73,32 @@ class Function:
 
 
 Node = Cmd | Branches | ShellLoop | CommandGroup | AndOr | Pipeline | Function
+
+
+def children(node: Node) -> list[Node]:
+    """The nodes a compound command holds: its conditions, bodies, list members, function body."""
+    if isinstance(node, Branches):
+        return [n for part in (*node.conditions, *node.bodies) for n in part]
+    if isinstance(node, ShellLoop):
+        return node.condition + node.body
+    if isinstance(node, CommandGroup):
+        return node.body
+    if isinstance(node, AndOr):
+        return [node.first, *(n for _, n in node.rest)]
+    if isinstance(node, Pipeline):
+        return node.commands
+    if isinstance(node, Function):
+        return [node.body]
+    return []
+
+
+def simple_commands(nodes: list[Node]) -> Iterator[Cmd]:
+    """Every simple command of `nodes`, conditions, bodies and function bodies included."""
+    for node in nodes:
+        if isinstance(node, Cmd):
+            yield node
+        else:
+            yield from simple_commands(children(node))
 
 
 class ShellParser:

@@ -49,13 +49,12 @@ import os
 import re
 from pathlib import Path
 
-from collections.abc import Iterator
 
 from auditor import rulebook
 from auditor.bash.absent import checkout_root, nowhere_in_checkout, unpopulated_submodules
 from auditor.bash.errexit import errexit_change
 from auditor.bash.lexer import ASSIGN, Lexer, Word
-from auditor.bash.parser import AndOr, Branches, Cmd, CommandGroup, Function, Node, Pipeline, ShellLoop, ShellParser
+from auditor.bash.parser import Cmd, Function, Node, ShellParser, children, simple_commands
 from auditor.config.entry_imports import built
 from auditor.config.flags import STARTUP
 from auditor.config.frontend_parser import find_script
@@ -247,37 +246,21 @@ def _only_inert_before(config: LaunchConfig) -> bool:
     printing = frozenset(rules.get("printing_programs", []))
     directories = frozenset(rules.get("directory_programs", []))
     nodes = ShellParser(Lexer(config.text, config.path).tokens(), config.path, []).parse()
-    at = [c for c in _commands(nodes) if c.line <= config.command_line <= c.end_line]
+    at = [c for c in simple_commands(nodes) if c.line <= config.command_line <= c.end_line]
     if len(at) != 1 or any(_substitutes(w, printing) for w in at[0].words) or _in_function(nodes, at[0]):
         return False  # a function's body runs where it is called, after what may come below it
     if not _ends_there(nodes, at[0]):
         return False
-    return all(_inert(c, programs, printing, directories) for c in _commands(nodes) if c.end_line < config.command_line)
+    return all(_inert(c, programs, printing, directories) for c in simple_commands(nodes)
+               if c.end_line < config.command_line)
 
 
 def _in_function(nodes: list[Node], cmd: Cmd) -> bool:
     """Whether the command sits in a function's body (run where it is called, not where written)."""
     for node in nodes:
-        if isinstance(node, Function) and any(c is cmd for c in _commands([node.body])):
+        if isinstance(node, Function) and any(c is cmd for c in simple_commands([node.body])):
             return True
-    return any(_in_function(_children(node), cmd) for node in nodes)
-
-
-def _children(node: Node) -> list[Node]:
-    """The nodes a compound command holds: its conditions, bodies, list members, function body."""
-    if isinstance(node, Branches):
-        return [n for part in (*node.conditions, *node.bodies) for n in part]
-    if isinstance(node, ShellLoop):
-        return node.condition + node.body
-    if isinstance(node, CommandGroup):
-        return node.body
-    if isinstance(node, AndOr):
-        return [node.first, *(n for _, n in node.rest)]
-    if isinstance(node, Pipeline):
-        return node.commands
-    if isinstance(node, Function):
-        return [node.body]
-    return []
+    return any(_in_function(children(node), cmd) for node in nodes)
 
 
 def _ends_there(nodes: list[Node], cmd: Cmd) -> bool:
@@ -286,7 +269,7 @@ def _ends_there(nodes: list[Node], cmd: Cmd) -> bool:
     before it at the top level. Without these, bash goes on to the next command (the training)."""
     if cmd.words and cmd.words[0].raw == "exec":
         return True
-    if not any(c.line > cmd.end_line for c in _commands(nodes)):
+    if not any(c.line > cmd.end_line for c in simple_commands(nodes)):
         return True
     if not any(node is cmd for node in nodes):
         return False  # in a list, a condition or a loop: errexit does not stop there
@@ -296,15 +279,6 @@ def _ends_there(nodes: list[Node], cmd: Cmd) -> bool:
             change = errexit_change([w.raw for w in node.words[1:]])  # `set +e` turns it off again
             errexit = errexit if change is None else change
     return errexit
-
-
-def _commands(nodes: list[Node]) -> Iterator[Cmd]:
-    """Every simple command of `nodes`, conditions, bodies and function bodies included."""
-    for node in nodes:
-        if isinstance(node, Cmd):
-            yield node
-        else:
-            yield from _commands(_children(node))
 
 
 def _inert(cmd: Cmd, programs: list[str], printing: frozenset[str], directories: frozenset[str]) -> bool:
@@ -349,7 +323,7 @@ def _printing_only(text: str, printing: frozenset[str]) -> bool:
         nodes = ShellParser(Lexer(text, "$(...)").tokens(), "$(...)", []).parse()
     except InputError:  # text the parser refuses is not known to be harmless
         return False
-    commands = list(_commands(nodes))
+    commands = list(simple_commands(nodes))
     for cmd in commands:
         if not _quiet(cmd, printing, reads=True):
             return False

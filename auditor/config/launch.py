@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from auditor.bash.lexer import Lexer
-from auditor.bash.parser import ShellParser
+from auditor.bash.parser import ShellParser, simple_commands
 from auditor.bash.syntax import bash_rejects
-from auditor.bash.values import EnvVar, Scalar, Symbolic
+from auditor.bash.values import EnvVar, Field, Scalar, Symbolic
 from auditor.bash.walk import Exit
 from auditor.config.checkout_release import judge_on_framework_checkout
 from auditor.config.fetch_target import UNKNOWN
@@ -406,12 +406,30 @@ def _ends_inert(shell: LaunchShell, stop: Exit, spelling: Spelling, path: str) -
     nothing, neither a training command nor a failed start (`echo start; exit $?; python gen.py`,
     `make html; exit 0; torchrun train.py`). Where all it ran is known to train nothing, or it
     ran no program at all, it is no run: NotAPipelineRun."""
-    _no_launch(shell, path, _last_resort(shell, spelling, path))
+    _no_launch(shell, path, _last_resort(shell, spelling, path), stop)
     if not (shell.candidates or shell.last_resort or shell.unfollowed or shell.opaque
             or shell.unresolved_commands or shell.hidden_from_job):
-        where = f"{path}:{stop.line}" if stop.path == path else f"{stop.path}:{stop.line}"
-        raise NotAPipelineRun(path, f"the script ends at line {stop.line} with `exit {stop.status}` (its last "
-                                    f"command's status) before it runs any program; nothing after it runs ({where})")
+        raise NotAPipelineRun(path, f"{_skipped(shell, stop, path, 'before it runs any program')}")
+
+
+def _skipped(shell: LaunchShell, stop: Exit, path: str, before: str) -> str:
+    """Where the script ends (`exit 0`, `exit $?`) and the first command after it that may train
+    (may_train), which never runs: the NOT A PIPELINE RUN message says the user's training line
+    is skipped (`the script ends at line 3 with `exit 0` ...: the `torchrun` at line 4 never runs`)."""
+    where = f"{path}:{stop.line}" if stop.path == path else f"{stop.path}:{stop.line}"
+    said = f"the script ends at line {stop.line} with `exit {stop.status}` (its last command's status) {before}"
+    if stop.path != path:
+        return f"{said}; nothing after it runs ({where})"
+    commands = list(simple_commands(ShellParser(Lexer("\n".join(shell.lines), path).tokens(), path, []).parse()))
+    at = next((k for k, c in enumerate(commands) if c.line == stop.line and c.words and c.words[0].raw == "exit"),
+              len(commands))
+    for c in commands[at + 1:]:
+        words = [Field("".join(p.text for p in w.parts) if all(p.kind == "lit" for p in w.parts) else Symbolic(w.raw),
+                       c.line) for w in c.words]
+        trains = shell.may_train(words) if words else None
+        if trains is not None:
+            return f"{said}: the `{trains[0].value}` at line {c.line} never runs ({where})"
+    return f"{said}; nothing after it runs ({where})"
 
 
 def _last_resort(shell: LaunchShell, spelling: Spelling, path: str) -> str:
@@ -508,21 +526,24 @@ def _beside_no_pipeline(shell: LaunchShell, spelling: Spelling, path: str, plain
             f"may run another command{said}")
 
 
-def _no_launch(shell: LaunchShell, path: str, plain: str) -> None:
+def _no_launch(shell: LaunchShell, path: str, plain: str, stop: Exit | None = None) -> None:
     """Raise NotAPipelineRun where the script starts no process that could train: every command
     it runs is known (no word not known statically, no `eval` or `source` of code not read, no
     script not followed: `unfollowed`, `opaque`) and each is one the rules say trains nothing
     ([wrappers] `no_training` and `no_training_subcommands`: `docker build`, `pip`, `make html`;
     a runner's command judged as its own: `docker run IMAGE bash -c "..."`), no `python SCRIPT`
     is left whose entry was not read (`plain`), and no `--command` gave the run (`shell.given`:
-    the user's command is then what runs). Text an `echo` prints is no command."""
+    the user's command is then what runs). Text an `echo` prints is no command. `stop`: the
+    `exit` that ends the script before its training line (_skipped names both)."""
     programs = list(dict.fromkeys(program for _, program in shell.inert if program))
     if (not programs or shell.candidates or shell.last_resort or shell.unfollowed or shell.opaque
             or shell.unresolved_commands or shell.hidden_from_job or shell.given or plain):
         return  # a script that runs no program at all (settings to `source`) names nothing it runs
     runs = ", ".join(f"`{p}`" for p in programs[:6]) + (f" and {len(programs) - 6} more" if len(programs) > 6 else "")
-    raise NotAPipelineRun(path, f"the script starts no training process: every command it runs is known and "
-                                f"none can train ({runs}; no launcher, no Python entry)")
+    ends = f"{_skipped(shell, stop, path, 'and starts no training process')}; " if stop else ""
+    raise NotAPipelineRun(path, f"{ends or 'the script starts no training process: '}every command it runs "
+                                f"{'before it ' if stop else ''}is known and none can train ({runs}; no launcher, "
+                                "no Python entry)")
 
 
 def _together(shell: LaunchShell, chosen: Candidate) -> str:

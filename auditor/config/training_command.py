@@ -5,6 +5,7 @@ the lines after a command that lost its `\\`."""
 
 from __future__ import annotations
 
+import ast
 import fnmatch
 import os
 import re
@@ -15,7 +16,7 @@ from pathlib import Path
 from auditor.bash.getopt import Grammar
 from auditor.bash.getopt import read as read_words
 from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Word
-from auditor.bash.parser import Cmd, Node, ShellParser
+from auditor.bash.parser import AndOr, Cmd, Node, Pipeline, ShellParser, simple_commands
 from auditor.bash.sed_script import runs_command as sed_runs_command
 from auditor.bash.values import EnvVar, Field, OptionWords, Partial, Scalar, Symbolic, Var, concat, join, segments
 from auditor.bash.walk import CallerStop, Shell, join_workdir
@@ -294,6 +295,8 @@ class LaunchShell(Shell):
                 return fields[0], "which starts a launcher this reader does not follow"
             elif (module := self._python_module(fields[i:])) is not None:
                 return self._module_trains(module, fields[i:], inline or {})
+            elif self._prints_only(fields[i:]):
+                return None
             else:
                 return f, self._python_text(fields[i:]) or "which is not followed"
         return (unknown, "which is not known statically") if unknown is not None else None
@@ -341,6 +344,28 @@ class LaunchShell(Shell):
             if not isinstance(f.value, str) or not f.value.startswith("-") or f.value in ("-c", "-"):
                 return None
         return None
+
+    def _prints_only(self, fields: list[Field]) -> bool:
+        """`python -c 'print(1)'`: a Python interpreter (of the one-process launcher rule) whose
+        `-c` text, known statically, only prints literals to stdout (`print` of constants, no
+        `file=`) or passes: it runs no code of the run's and writes no file, so it neither
+        trains nor may write a config a later command opens. Any other text may."""
+        rule = next((e for e in self.spelling.launchers if e.get("one_process")), None)
+        if rule is None or not is_interpreter(os.path.basename(str(fields[0].value)), rule):
+            return False
+        j = 1
+        while j < len(fields) and isinstance(flag := fields[j].value, str) and flag.startswith("-") and flag != "-c":
+            j += 2 if flag in ("-X", "-W") else 1
+        text = fields[j + 1].value if j + 1 < len(fields) and fields[j].value == "-c" else None
+        if not isinstance(text, str):
+            return False
+        try:
+            body = ast.parse(text).body
+        except (SyntaxError, ValueError):
+            return False
+        return all(isinstance(stmt, ast.Pass) or isinstance(stmt, ast.Expr) and isinstance(call := stmt.value, ast.Call)
+                   and isinstance(call.func, ast.Name) and call.func.id == "print" and not call.keywords
+                   and all(isinstance(a, ast.Constant) for a in call.args) for stmt in body)
 
     def _module_trains(self, module: str, fields: list[Field], inline: dict[str, EnvVar]) -> tuple[Field, str] | None:
         """Whether `python -m MODULE`, its module not found here (LaunchShell._one_process), may
@@ -446,9 +471,20 @@ class LaunchShell(Shell):
         return self.may_train(command) is not None
 
     def _may_run(self, line: str, at: int) -> bool:
-        """Whether a command line a program runs (`trap CMD`, sed's `e CMD`) may train: shell
-        syntax in it (more than one simple command) may, else its words decide (may_train)."""
-        return bool(_COMMAND_TEXT.search(line)) or self.may_train([Field(w, at) for w in line.split()]) is not None
+        """Whether a command line a program runs (`trap CMD`, sed's `e CMD`, `--rsync-path=CMD`)
+        may train: each simple command of its lists, as the shell reader parses it, decides
+        (may_train: `mkdir -p /data && rsync` trains nothing); anything more (a loop, a group,
+        a function, a word not literal: `$(...)`, `$X`; a here-document; text that does not
+        parse) may."""
+        broken: list[Finding] = []
+        try:
+            nodes = ShellParser(Lexer(line, self.path, at - 1).tokens(), self.path, broken).parse()
+        except InputError:
+            return True
+        if broken or not all(_plain_list(n) for n in nodes):
+            return True
+        return any(self.may_train([Field("".join(p.text for p in w.parts), at) for w in c.words]) is not None
+                   for c in simple_commands(nodes) if c.words)
 
     def _command_option(self, base: str, args: list[Field]) -> str:
         """An option's command line that may train (rules `command_options`: `rsync -e CMD`), read
@@ -858,6 +894,11 @@ class LaunchShell(Shell):
         batch = os.path.basename(str(prefix[-1].value)) in self.spelling.batch
         at = (job_file_at(fields, self.spelling) if batch
               else next((k for k, f in enumerate(fields) if not str(f.value).startswith("-")), None))
+        later = _c_text_at(fields[at + 1:], self._options_of(shell)) if not batch and at is not None else None
+        if at is not None and later is not None and not isinstance(fields[at].value, str):
+            self.unfollowed.append(Unfollowed(cmd.line, prefix[-1].value,
+                                              self._before_c(fields[at], fields[at + 1 + later[1]].value)))
+            return None
         if at is None:
             if cmd.stdin is not None:  # `sbatch <<EOF`, `bash <<EOF`: the script is stdin
                 self._inner(prefix + fields, "<<", cmd.stdin.body, cmd.stdin.line, cmd)
@@ -897,6 +938,16 @@ class LaunchShell(Shell):
             self.positional, self.vars, self.functions = saved[:3]
             self.submitted.clear()
         return None
+
+    def _before_c(self, word: Field, text: Scalar) -> str:
+        """Why `bash $OPTS -c "torchrun ..."` is not followed: a word not known statically before
+        `-c` is an option or the script bash runs (`-c` then the script's), unknown here; unset or
+        empty, unquoted, it vanishes (bash(1) Word Splitting) and bash runs the text. The script
+        may not set it and its caller still may: the text is named for --command."""
+        name = _VARIABLE.fullmatch(str(word.value))
+        unset = " (the script never sets it; unset, it vanishes)" if name and name.group(1) not in self.vars else ""
+        return (f"whose word `{word.value}` before `-c` is not known statically{unset}: whether bash runs "
+                f"the `-c` text `{text}` or a script is unknown")
 
     def _not_exported(self, caller: dict[str, Var], read: set[str], path: str, cmd: Cmd) -> None:
         """The variables a job file reads, and never sets but through their own fallback
@@ -1122,7 +1173,6 @@ class LaunchShell(Shell):
 
 
 # shell syntax in a command string (`trap "cleanup; exit" EXIT`): more than one simple command
-_COMMAND_TEXT = re.compile(r"[;&|()`<>\n]|\$\(")
 _UNKNOWN = "?"  # a first field not known statically (LaunchShell._first_field)
 
 
@@ -1179,3 +1229,17 @@ def _c_text_at(args: list[Field], grammar: Grammar | None) -> tuple[int, int] | 
         k += 1 + sum(letter in grammar.value for letter in word[1:])  # `-eo pipefail`: o takes a word
     k += k < len(args) and args[k].value in ("-", "--")  # bash(1): `-` and `--` end the options
     return (c, k) if c is not None and k < len(args) else None
+
+
+_VARIABLE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
+
+
+def _plain_list(node: Node) -> bool:
+    """Whether a command line holds only simple commands joined by `;`, `&&`, `||` and `|`,
+    each word and redirection target literal and no here-document: what _may_run can judge
+    command by command."""
+    if isinstance(node, (AndOr, Pipeline)):
+        return all(_plain_list(n) for n in ([node.first, *(n for _, n in node.rest)] if isinstance(node, AndOr)
+                                            else node.commands))
+    return (isinstance(node, Cmd) and node.stdin is None and node.herestring is None
+            and all(p.kind == "lit" for w in [*node.words, *(t for _, t in node.redirects)] for p in w.parts))

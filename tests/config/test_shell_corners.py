@@ -90,3 +90,37 @@ def test_a_command_line_an_option_runs_is_judged_whole(tmp_path: Path, option: s
 def test_a_remote_shell_option_alone_runs_no_training(tmp_path: Path) -> None:
     with pytest.raises(NotAPipelineRun):
         _parse('rsync -av -e "ssh -p 2222" src host:dst\n', tmp_path)
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("echo start; exit 0; {t}\n", "ends at line 1 with `exit 0`.*the `torchrun` at line 1 never runs"),
+    ("set -e\necho hi\nexit $?\n{t}\n", "ends at line 3 with `exit \\$\\?`.*the `torchrun` at line 4 never runs"),
+    ("for i in 1; do exit 0; done\n{t}\n", "ends at line 1 with `exit 0`.*the `torchrun` at line 2 never runs"),
+])
+def test_a_no_run_after_an_exit_names_the_training_line_it_skips(tmp_path: Path, text: str, said: str) -> None:
+    """Review r47-shell e01, e13, e21: the user's training command is silently skipped otherwise."""
+    with pytest.raises(NotAPipelineRun, match=said):
+        _parse(text.format(t=TRAIN), tmp_path)
+
+
+@pytest.mark.parametrize("option", ['--rsync-path="mkdir -p /data && rsync"', "--rsync-path='mkdir -p /data; rsync'",
+                                    '-e "ssh -p 2222 -o BatchMode=yes | cat"'])
+def test_an_option_command_line_of_known_inert_commands_trains_nothing(tmp_path: Path, option: str) -> None:
+    """Review r47-shell r04, r07: each command of the option's lists decides, not the `&&`."""
+    with pytest.raises(NotAPipelineRun, match="`rsync`"):
+        _parse(f"rsync -av {option} data/ host:/data/\n", tmp_path)
+
+
+@pytest.mark.parametrize("option", ['--rsync-path="mkdir -p /data && python prep.py"',
+                                    '--rsync-path="mkdir -p $D && rsync"', '--rsync-path="for d in a; do rsync; done"'])
+def test_an_option_command_line_that_may_train_stays_unfollowed(tmp_path: Path, option: str) -> None:
+    with pytest.raises(CommandNotFollowed, match="rsync`, whose `--rsync-path`"):
+        _parse(f"rsync -av {option} data/ host:/data/\n", tmp_path)
+
+
+def test_a_word_not_known_before_the_c_text_is_named(tmp_path: Path) -> None:
+    """Review r47-shell c30: `bash $BASH_OPTS -c "torchrun ..."` was "a script not read here"
+    (`bash $BASH_OPTS`); what is unknown is the word before `-c`, and the text it may run."""
+    with pytest.raises(CommandNotFollowed, match="word `\\$BASH_OPTS` before `-c` is not known statically "
+                                                 "\\(the script never sets it.*`-c` text `torchrun"):
+        _parse(f'bash $BASH_OPTS -c "{TRAIN}"\n', tmp_path)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from auditor.config.launch import CommandNotFollowed, ScriptExits, parse_launch
+from auditor.config.launch import CommandNotFollowed, NotAPipelineRun, ScriptExits, parse_launch
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -78,9 +78,10 @@ def test_an_exit_after_the_command_changes_nothing():
 
 def test_an_unconditional_and_chain_exit_stops_too():
     text = 'MODE=mock\n[ "$MODE" = mock ] && exit 0\ntorchrun --nproc_per_node=8 pretrain_gpt.py\n'
-    with pytest.raises(ScriptExits) as caught:
+    with pytest.raises(NotAPipelineRun) as caught:  # `exit 0`: it ends well, having run no training
         _parse(text)
-    assert "exits at line 2" in caught.value.what
+    assert "ends at line 2 with `exit 0`" in str(caught.value)
+    assert "the `torchrun` at line 3 never runs" in str(caught.value)
 
 
 def test_a_one_line_guard_is_quoted_once():

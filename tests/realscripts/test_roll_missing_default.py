@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from auditor.analysis.undecided import undecided_inputs
 from auditor.config.frontends.hydra_compose import _missing_default
 from auditor.config.hydra_compose import MissingConfig
 from tests.realscripts.test_roll import SFT, _read, roll_tree
@@ -235,3 +236,29 @@ def test_a_command_known_to_run_nothing_more_leaves_the_stop(tmp_path: Path):
     script = _no_primary(tmp_path)
     script.write_text(script.read_text().replace("set +x\n", "set +x\nmkdir -p logs\n"))
     assert _missing(script)
+
+
+# Review r47-shell h11: `python -c 'print(1)'` runs text that is read and writes nothing: no
+# unread code, the stop stands. h08: where a command may write the file, the headline names that
+# step, not a setting the missing file would give (the launch finding's `undecided` comes first).
+
+
+def test_a_python_c_text_that_only_prints_leaves_the_stop(tmp_path: Path):
+    script = _no_primary(tmp_path)
+    script.write_text(script.read_text().replace("set +x\n", "set +x\npython -c 'print(1)'\n"))
+    assert _missing(script)
+
+
+def test_a_python_c_text_that_may_write_stays_unknown(tmp_path: Path):
+    script = _no_primary(tmp_path)
+    script.write_text(script.read_text().replace("set +x\n", "set +x\npython -c 'open(\"x\", \"w\")'\n"))
+    assert not _missing(script)
+
+
+def test_the_command_that_may_write_the_config_is_the_first_undecided(tmp_path: Path):
+    script = _no_primary(tmp_path)
+    script.write_text(script.read_text().replace("set +x\n", "set +x\nbash prep.sh\n"))
+    findings = [d.to_json() for d in _read(script).diagnostics]
+    first = undecided_inputs({"findings": findings})[0]
+    assert "deepeyes_2gpus.yaml exists when the run starts" in first.what and "`bash prep.sh`" in first.what
+    assert not first.aside and "audit after that command has run" in first.decide

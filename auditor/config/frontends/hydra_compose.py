@@ -137,7 +137,10 @@ def _missing_default(config: LaunchConfig, exc: MissingConfig, primary: Path, en
         config.diagnostics.append(Finding(
             "launch.config-may-be-written", "info",
             f"{exc}, unless a command before the launch writes it: {config.unread_before[0]}",
-            fix=f"check that command, or audit after it has run: {missing}", where=where))
+            fix=f"check that command, or audit after it has run: {missing}", where=where,
+            # the one step that decides the run (no file: it does not start; one: its settings)
+            detail={"undecided": f"whether {missing} exists when the run starts ({config.unread_before[0]})",
+                    "decide": "audit after that command has run, or check what it writes"}))
         return
     data: Any = {}
     if not exc.primary:
