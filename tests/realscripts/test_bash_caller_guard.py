@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from auditor.config.launch import ScriptExits, parse_launch
+from auditor.config.launch import NotAPipelineRun, ScriptExits, parse_launch
 
 PREAMBLE = "pkill -9 sglang\nsleep 3\nray stop --force\npkill -9 python\n"
 
@@ -63,15 +63,23 @@ def test_every_spelling_of_the_check_goes_on(guard: str) -> None:
     assert parse_launch(text, "run.sh").flags["pipeline_model_parallel_size"].value == "4"
 
 
-@pytest.mark.parametrize("before", ['BASE_DIR=""', "BASE_DIR=", 'MODE=${MODE:-mock}'])
+@pytest.mark.parametrize("before", ['BASE_DIR=""', "BASE_DIR="])
 def test_a_value_the_script_states_still_stops_it(before: str) -> None:
-    """`BASE_DIR=""` is the script's own value (the caller's is overwritten), and `${MODE:-mock}`
-    states one: the test is decided, the exit sure."""
-    guard = '[ "$MODE" = mock ] && exit 0' if "MODE" in before else 'if [ -z "${BASE_DIR:-}" ]; then exit 1; fi'
-    text = f"{before}\n{guard}\ntorchrun --nproc_per_node 8 pretrain_gpt.py\n"
+    """`BASE_DIR=""` is the script's own value (the caller's is overwritten): the test is decided,
+    the exit sure."""
+    text = f"{before}\nif [ -z \"${{BASE_DIR:-}}\" ]; then exit 1; fi\ntorchrun --nproc_per_node 8 pretrain_gpt.py\n"
     with pytest.raises(ScriptExits) as caught:
         parse_launch(text, "run.sh")
     assert "exits at line 2" in caught.value.what
+
+
+def test_a_stated_default_decides_a_successful_exit() -> None:
+    """`${MODE:-mock}` states a value: the test is decided, and its `exit 0` ends the script with
+    success before the training line, which never runs (not a pipeline run, naming that line)."""
+    text = 'MODE=${MODE:-mock}\n[ "$MODE" = mock ] && exit 0\ntorchrun --nproc_per_node 8 pretrain_gpt.py\n'
+    with pytest.raises(NotAPipelineRun) as caught:
+        parse_launch(text, "run.sh")
+    assert "the `torchrun` at line 3 never runs" in str(caught.value)
 
 
 @pytest.mark.parametrize("between", [
