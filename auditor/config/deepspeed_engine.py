@@ -107,11 +107,15 @@ def launch_words(launch: LaunchConfig) -> frozenset[str]:
 def deepspeed_stated(launch: LaunchConfig) -> int:
     """How many arguments the launch line passes the entry where it gives `--deepspeed VALUE`
     (rules/deepspeed.toml [trainer_engine] `keyword`) as a non-empty literal no unknown word may
-    override (argparse: the last wins), else 0: what HfArgumentParser's TrainingArguments reads."""
+    override (argparse: the last wins), else 0: what HfArgumentParser's TrainingArguments reads.
+    A flag that may abbreviate it (`--deeps ''`: argparse takes a unique prefix, allow_abbrev,
+    HfArgumentParser's default) may set it too: 0."""
     keyword = rulebook.load("deepspeed").data["trainer_engine"]["keyword"]
     flag = launch.flags.get(keyword)
     if flag is None or flag.maybe or not isinstance(flag.value, str) or not flag.value.strip() \
-            or any(keyword not in u.after for u in launch.unknown_words):
+            or any(keyword not in u.after for u in launch.unknown_words) \
+            or any(f.spelling.startswith("--") and f"--{keyword}".startswith(f.spelling.partition("=")[0])
+                   and f is not flag for f in launch.flags.values()):
         return 0
     return len(launch.flags) + len(launch.positionals)
 
@@ -437,21 +441,29 @@ def _argv_two_branches(tree: ast.Module) -> set[int]:
 
 
 def _argv_or_field_changed(tree: ast.Module, keyword: str) -> bool:
-    """Whether the file may change what a parser reads from the launch line: sys.argv assigned,
-    indexed into or called a method of (`sys.argv.append`), the `keyword` field assigned or
-    deleted (`training_args.deepspeed = None`), or a `setattr` of a name not a literal or that one."""
+    """Whether the file may change what a parser reads from the launch line: sys.argv used other
+    than read (`len(sys.argv)`, `sys.argv[1]`, `sys.argv[1:]`, `for a in sys.argv`, `x in
+    sys.argv`): assigned, deleted from, a method called, or handed on (`strip(sys.argv)`, whose
+    `del a[i:i + 2]` is not read here); the `keyword` field assigned or deleted
+    (`training_args.deepspeed = None`), or a `setattr` of a name not a literal or that one."""
     imported = names(tree)
+    parents = {id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
 
     def argv(node: ast.expr) -> bool:
         head, dot, rest = dotted(node).partition(".")
         return imported.get(head, head) + dot + rest == "sys.argv"
+
+    def read(node: ast.expr) -> bool:
+        use = parents.get(id(node))
+        return (isinstance(use, ast.Subscript) and use.value is node and isinstance(use.ctx, ast.Load)
+                or isinstance(use, ast.Call) and dotted(use.func) == "len" and use.args == [node]
+                or isinstance(use, (ast.For, ast.comprehension)) and use.iter is node
+                or isinstance(use, ast.Compare) and node in use.comparators
+                and all(isinstance(o, (ast.In, ast.NotIn)) for o in use.ops))
     for node in ast.walk(tree):
-        if isinstance(node, (ast.Attribute, ast.Name)) and isinstance(node.ctx, (ast.Store, ast.Del)) and (
-                argv(node) or isinstance(node, ast.Attribute) and node.attr == keyword):
+        if isinstance(node, (ast.Attribute, ast.Name)) and argv(node) and not read(node):
             return True
-        if isinstance(node, ast.Subscript) and isinstance(node.ctx, (ast.Store, ast.Del)) and argv(node.value):
-            return True
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and argv(node.func.value):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)) and node.attr == keyword:
             return True
         if isinstance(node, ast.Call) and dotted(node.func) == "setattr" and (
                 len(node.args) < 2 or not isinstance(node.args[1], ast.Constant) or node.args[1].value == keyword):

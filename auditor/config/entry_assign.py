@@ -373,8 +373,10 @@ def _forward_only_calls(script: Path) -> tuple[list[tuple[Path, int]], int | Non
     code may train. A name bound once, at module level, to a literal is read as that literal
     (`_constant`). [] where a call may pass another value or none (a
     call or mapping that names the schedules' `step` keyword: the default, a training step; a
-    call of a schedule, or of a function of the entry's own that takes `**` keywords, passing
-    `**` keywords not written out; a mapping of them used otherwise than whole, `**kwargs`), a
+    call of a schedule, or of a function of the entry's own that hands its `**` keywords whole to
+    a schedule (`_passes_on`), passing `**` keywords not written out; a schedule call passing on
+    the `**` keywords of a function that may drop or change them, `kwargs.pop("forward_only")`;
+    a mapping of them used otherwise than whole, `**kwargs`), a
     schedule escapes where its calls are not read (`_held`), a training loop runs the schedule,
     or the closure cannot be read whole. A call of a function of the entry's own that takes no
     `**` keywords is no schedule call: its body's calls are read (`run(forward_step_func=f)`).
@@ -400,7 +402,8 @@ def _forward_only_calls(script: Path) -> tuple[list[tuple[Path, int]], int | Non
     for path, tree in trees:
         parents = _parents(tree)
         helpers = _helpers(tree)
-        forwards = held | {name for name, fn in helpers.items() if fn.args.kwarg}
+        passing = {name for name, fn in helpers.items() if _passes_on(fn, param, held)}
+        forwards = held | passing
         if any(opaque_keywords([n for n in _own_nodes(scope) if _calls_schedule(n, forwards)], scope, tree)
                for scope in _scopes(tree)):
             return [], None, None  # `fwd_bwd(**kwargs)` with keys not written out: it may train
@@ -414,6 +417,10 @@ def _forward_only_calls(script: Path) -> tuple[list[tuple[Path, int]], int | Non
                     return [], None, None  # `kwargs["forward_only"] = ...`: a value not read here
                 counts.append(None)  # a count written after the mapping
             given = _schedule_keywords(node)
+            if isinstance(node, ast.Call) and param not in given and _calls_schedule(node, held):
+                fn = _kwargs_handed(node, parents)
+                if fn is not None and (fn.name not in passing or helpers[fn.name] is not fn):
+                    return [], None, None  # `def _run(fwd, **kw): kw.pop("forward_only"); fwd(**kw)`: it may train
             if not given.keys() & set(keys) or (
                     isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
                     and node.func.id in set(helpers) - forwards):
@@ -434,6 +441,36 @@ def _forward_only_calls(script: Path) -> tuple[list[tuple[Path, int]], int | Non
                           and not _merged_after(node, count) else None)
     known = [c for c in counts if c is not None]
     return passed, max(known) if known and len(known) == len(counts) else None, unseen
+
+
+def _passes_on(fn: ast.FunctionDef | ast.AsyncFunctionDef, param: str, held: set[str]) -> bool:
+    """Whether the entry's own function `fn` hands the schedule its `**` keywords as its callers
+    give them: it takes no parameter named `param` (which would take that keyword out of them:
+    `def _run(fwd, forward_only=None, **kwargs)`), and its `**` name is used only whole, as
+    `**kwargs` in a call of a schedule (`held`); a `kwargs.pop(param)`, `del`, item assignment,
+    `.update()`, rebinding or any other use may drop or change the value its callers pass."""
+    args = fn.args
+    if args.kwarg is None or param in {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}:
+        return False
+    parents = {id(c): p for p in ast.walk(fn) for c in ast.iter_child_nodes(p)}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and node.id == args.kwarg.arg:
+            use = parents.get(id(node))
+            if not (isinstance(use, ast.keyword) and use.arg is None and _calls_schedule(parents.get(id(use)), held)):
+                return False
+    return True
+
+
+def _kwargs_handed(call: ast.Call, parents: dict[int, ast.AST]) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The function holding `call` where the call passes that function's own `**` keywords on
+    (`def _run(fwd, **kwargs): return fwd(**kwargs)`), else None."""
+    fn = parents.get(id(call))
+    while fn is not None and not isinstance(fn, FNS):
+        fn = parents.get(id(fn))
+    if not isinstance(fn, FNS) or fn.args.kwarg is None:
+        return None
+    name = fn.args.kwarg.arg
+    return fn if any(k.arg is None and isinstance(k.value, ast.Name) and k.value.id == name for k in call.keywords) else None
 
 
 def _inert_import(call: ast.Call, tree: ast.Module) -> bool:
@@ -600,7 +637,7 @@ def _parents(tree: ast.Module) -> dict[int, ast.AST]:
     return {id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
 
 
-def _calls_schedule(node: ast.AST, names: set[str]) -> bool:
+def _calls_schedule(node: ast.AST | None, names: set[str]) -> bool:
     """A call of one of `names`, by name or attribute, or of what one returns (`get_forward_backward_func()(...)`)."""
     if not isinstance(node, ast.Call):
         return False

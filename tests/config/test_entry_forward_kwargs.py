@@ -127,3 +127,44 @@ def test_a_mapping_changed_before_its_call_decides_nothing(tmp_path) -> None:
     config = _config(tmp_path, code, "--pp 1")
     assert config.entry_values.get("schedule_forward_only", (None,))[0] is not True
     assert not _not_pipeline(config)
+
+
+HELPER = "def _run_megatron_forward(fwd_bwd_function, **kwargs):\n    return fwd_bwd_function(**kwargs)\n"
+POPS = ("def _run_megatron_forward(fwd_bwd_function, **kwargs):\n    kwargs.pop(\"forward_only\")\n"
+        "    return fwd_bwd_function(**kwargs)\n")
+SWALLOWS = ("def _run_megatron_forward(fwd_bwd_function, forward_only=None, **kwargs):\n"
+            "    return fwd_bwd_function(**kwargs)\n")
+EXPLICIT = ("out = _run_megatron_forward(fwd_bwd_function, forward_step_func=None, data_iterator=None,\n"
+            "                                    model=model, num_microbatches=1, forward_only=True)")
+
+
+def _helper_only(code: str, helper: str, explicit: bool) -> str:
+    """compare.py with the helper as given, its one call of the schedule the helper's call (the
+    direct `fwd_bwd_function(...)` branch gone), passing forward_only by mapping or by name."""
+    code = code.replace(HELPER, helper).replace(
+        "    if args.vl:\n        out = fwd_bwd_function(forward_step_func=None, data_iterator=None, **forward_kwargs)\n"
+        "    else:\n        out", "    out")
+    code = code.replace("                                    **forward_kwargs)", "                                    **forward_kwargs)\n")
+    if explicit:
+        code = code.replace("out = _run_megatron_forward(fwd_bwd_function, forward_step_func=None, data_iterator=None,\n"
+                            "                                    **forward_kwargs)", EXPLICIT)
+    assert helper in code and "if args.vl" not in code and (EXPLICIT in code) is explicit
+    return code
+
+
+@pytest.mark.parametrize("explicit", [False, True], ids=["mapping", "by-name"])
+def test_a_helper_passing_its_keywords_on_whole_keeps_forward_only(tmp_path, explicit: bool) -> None:
+    said = _not_pipeline(_config(tmp_path, _helper_only(COMPARE, HELPER, explicit), "--pp 1"))
+    assert len(said) == 1 and "pipeline size 1" in said[0], said
+
+
+@pytest.mark.parametrize("helper", [POPS, SWALLOWS], ids=["pops", "swallows"])
+@pytest.mark.parametrize("explicit", [False, True], ids=["mapping", "by-name"])
+def test_a_helper_that_drops_forward_only_runs_a_training_step(tmp_path, helper: str, explicit: bool) -> None:
+    """`kwargs.pop("forward_only")`, or a parameter named forward_only taking it out of
+    `**kwargs`: the schedule gets its default, forward_only=False, a training step (review
+    r47-what a10/a13: a false CLEAN at PP 2 under TORCH_DISTRIBUTED_DEBUG=DETAIL)."""
+    for pp in (1, 2):
+        config = _config(tmp_path, _helper_only(COMPARE, helper, explicit), f"--pp {pp}")
+        assert config.entry_values.get("schedule_forward_only", (None,))[0] is not True, pp
+        assert not _not_pipeline(config), pp

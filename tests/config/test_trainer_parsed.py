@@ -86,6 +86,10 @@ def test_the_deepspeed_launcher_reads_it_too(tmp_path, monkeypatch):
     ("args.json", "", GLUE),  # the one-JSON form: a --deepspeed only in that file is not read here
     ("--output_dir out --deepspeed test.json", "training_args.deepspeed = None", GLUE),
     ("--output_dir out --deepspeed test.json", "sys.argv.append('--deepspeed=')", GLUE),
+    ("--output_dir out --deepspeed test.json", "",  # sys.argv handed to a function that deletes from it
+     GLUE.replace("def main():", "def strip(a):\n    i = a.index('--deepspeed')\n    del a[i:i + 2]\n\n\ndef main():")
+     .replace("    main()", "    strip(sys.argv)\n    main()")),
+    ("--output_dir out --deepspeed test.json --deeps ''", "", GLUE),  # argparse's abbreviation, the last wins
     ("--output_dir out --deepspeed test.json", "",  # the JSON form not behind `len(sys.argv) == 2`
      GLUE.replace("if len(sys.argv) == 2 and", "if")),
     ("--output_dir out --deepspeed test.json", "",  # arguments of its own, not sys.argv's
@@ -98,6 +102,13 @@ def test_a_config_the_launch_line_may_not_hand_the_trainer_stays_as_before(tmp_p
     """False NOT A PIPELINE RUN otherwise: each leaves the Trainer's config not known here."""
     diagnostics = _diagnostics(tmp_path, monkeypatch, words, extra, text)
     assert not [d for d in diagnostics if d.kind == "launch.not-pipeline"]
+
+
+def test_reading_sys_argv_changes_nothing(tmp_path, monkeypatch):
+    """len(), an index, a slice, iteration and `in` only read what the parser reads."""
+    extra = "print(len(sys.argv), sys.argv[1:], [a for a in sys.argv], '--debug' in sys.argv)"
+    diagnostics = _diagnostics(tmp_path, monkeypatch, "--output_dir out --deepspeed test.json --do_train", extra)
+    assert [d for d in diagnostics if d.kind == "launch.not-pipeline"]
 
 
 def test_accelerates_own_environment_still_keeps_it_undecided(tmp_path, monkeypatch):
