@@ -15,7 +15,8 @@ not in a container image (whose files are not these), the file is no `.py` found
 looks for one (frontend_parser.find_script: that directory, the launch script's and those above),
 nor opened from any directory of the checkout around the launch script (a run started elsewhere
 in it finds none either), and nothing may make it or move the run: the command runs
-unconditionally (Candidate.conditional), every command before it only sets variables or is a
+unconditionally (Candidate.conditional), every command before it only sets variables, tests,
+shifts or exits (`[[ $# -gt 0 ]]`, `shift`, `exit 1` of an option loop), or is a
 wholly literal command of an inert program, or one of programs that only print (rules/stacks.toml
 `printing_programs`, in command substitutions too) or only make directories (`directory_programs`:
 `mkdir -p $save_dir`): `$(basename $2)` (_only_inert_before: anything else, `source`,
@@ -64,8 +65,10 @@ from auditor.config.training_command import Candidate
 from auditor.errors import InputError
 from auditor.findings import Finding
 
-# Shell builtins that set variables or options only: they run nothing and write no file.
-_SETS_STATE = ("export", "set", "unset", "readonly")
+# Shell builtins that set variables or options, test, shift or end only: they run nothing and
+# write no file (`[[ $# -gt 0 ]]`, `shift` of an argument loop, `exit 1` on a bad option).
+_SETS_STATE = ("export", "set", "unset", "readonly", "local", "declare", "shift", "[[", "[", "test",
+               "true", "false", ":", "exit", "return")
 # Of rules/stacks.toml `inert_programs` (no code run), those that write a file where no
 # redirection says so (`cp -r ../src/* .`): not inert here, where a file made is what matters.
 _WRITES = ("cp", "mv", "ln", "touch")
@@ -132,8 +135,8 @@ def _absence(config: LaunchConfig, opaque: list[tuple[int, str]], path: str) -> 
     if os.path.isabs(script) or not script.endswith(".py") or start is None or "no_python" in config.launcher_flags:
         return None
     moved = config.workdir != ""  # the command's own `cd` names where it runs: a container's image is no other directory
-    if (any(line < config.command_line for line, _ in opaque) or runs_elsewhere(config, images=not moved) is not None
-            or config.text.count(os.path.basename(script)) != 1 or not _only_inert_before(config)):
+    if (runs_elsewhere(config, images=not moved) is not None
+            or config.text.count(os.path.basename(script)) != 1 or not _only_inert_before(config, opaque)):
         return None  # unread code, a container or directory given, another word naming it, a command that may make it
     looked = Path(start, script)
     if looked.exists() or find_script(path, script, entry=True) is not None:
@@ -235,24 +238,40 @@ def _unopenable(opened_in: str | None, target: Word, program: str) -> bool:
     return not Path(opened_in, target.raw).exists() and not Path(opened_in, program).exists()
 
 
-def _only_inert_before(config: LaunchConfig) -> bool:
+def _only_inert_before(config: LaunchConfig, opaque: list[tuple[int, str]]) -> bool:
     """Whether every command before the training command sets variables or options only, or is a
     wholly literal command of an inert program (rules/stacks.toml `inert_programs`, less those
     that write files) with no redirection but to /dev/null or a descriptor; and one command,
     itself running no command substitution, holds the training command's line. Anything else
     (`source`, `./prepare.sh`, `tar`, `VAR=1 prog`, a here-document) may make the file."""
-    rules = rulebook.load("stacks").data["no_pipeline"]
-    programs = [p for p in rules.get("inert_programs", []) if p not in _WRITES]
-    printing = frozenset(rules.get("printing_programs", []))
-    directories = frozenset(rules.get("directory_programs", []))
+    printing = frozenset(rulebook.load("stacks").data["no_pipeline"].get("printing_programs", []))
     nodes = ShellParser(Lexer(config.text, config.path).tokens(), config.path, []).parse()
     at = [c for c in simple_commands(nodes) if c.line <= config.command_line <= c.end_line]
     if len(at) != 1 or any(_substitutes(w, printing) for w in at[0].words) or _in_function(nodes, at[0]):
         return False  # a function's body runs where it is called, after what may come below it
     if not _ends_there(nodes, at[0]):
         return False
-    return all(_inert(c, programs, printing, directories) for c in simple_commands(nodes)
-               if c.end_line < config.command_line)
+    return unread_before(config, opaque, nodes) is None
+
+
+def unread_before(config: LaunchConfig, opaque: list[tuple[int, str]], nodes: list[Node] | None = None) -> int | None:
+    """The line of the first command before the training command that is not inert (_inert):
+    one that may run code not read here (`source /opt/env.sh`, `./prep.sh`, `eval`), move the
+    run (`cd /opt/megatron-lm`), install packages (`pip install -e /opt/megatron-lm`) or write
+    files; or of unread code (Shell.opaque) before it. None where every command before only sets
+    variables, prints, tests or makes directories. The one test of "what ran before the command
+    is read here", for a missing entry (_only_inert_before) and a missing import
+    (entry_imports.read_entry_imports)."""
+    if nodes is None:
+        nodes = ShellParser(Lexer(config.text, config.path).tokens(), config.path, []).parse()
+    rules = rulebook.load("stacks").data["no_pipeline"]
+    programs = [p for p in rules.get("inert_programs", []) if p not in _WRITES]
+    printing = frozenset(rules.get("printing_programs", []))
+    directories = frozenset(rules.get("directory_programs", []))
+    lines = [line for line, _ in opaque if line < config.command_line]
+    lines += [c.line for c in simple_commands(nodes)
+              if c.end_line < config.command_line and not _inert(c, programs, printing, directories)]
+    return min(lines, default=None)
 
 
 def _in_function(nodes: list[Node], cmd: Cmd) -> bool:

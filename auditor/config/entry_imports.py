@@ -718,12 +718,17 @@ def search_path_differs(config: LaunchConfig) -> str:
     return ""
 
 
-def read_entry_imports(config: LaunchConfig, entry: Path, path: str, copy_differs: str = "") -> None:
+def read_entry_imports(config: LaunchConfig, entry: Path, path: str, unread_at: int | None = None,
+                       copy_differs: str = "") -> None:
     """An import the training script (a script path, not `-m`) cannot satisfy: an error naming
     the import and its line where the copy it reads is certain (not where `copy_differs` says why
     the run may start another file, nor where the search path differs: search_path_differs, both
     an undecided start-up check instead); else, where the checkout's own
-    package lacks it and the run imports an installed copy, an undecided start-up check."""
+    package lacks it and the run imports an installed copy, an undecided start-up check. A
+    subpackage only the checkout can hold (_only_copy) is certain only where nothing before the
+    command (`unread_at`, its line: entry_absent.unread_before) may run code not read here, move the
+    run elsewhere or install another copy (`source /opt/env.sh`, `cd /opt/megatron-lm`, `pip
+    install -e /opt/megatron-lm`)."""
     if config.script_module or config.script_read:
         return  # `-m`, or a file read in place of the cluster's (config.entry_path): its copy differs
     roots = entry_roots(entry, config.env)
@@ -767,7 +772,7 @@ def read_entry_imports(config: LaunchConfig, entry: Path, path: str, copy_differ
         top = module.split(".")[0]
         then = f" ({stop})" if stop else ""
         unknown = next((r for r in roots if r.path is None), None)
-        if placed and not stop and _only_copy(absent, entry, node.lineno, checkout, roots):
+        if placed and not stop and unread_at is None and _only_copy(absent, entry, node.lineno, checkout, roots):
             config.diagnostics.append(Finding(
                 "launch.import-missing", "error",
                 f"`{module}` ({shown(entry)}:{node.lineno}) cannot be imported: no installed distribution "
@@ -782,7 +787,8 @@ def read_entry_imports(config: LaunchConfig, entry: Path, path: str, copy_differ
                 "launch.import-unread-copy", "info",
                 f"`{module}` ({entry}:{node.lineno}) is not in the checkout {checkout} (no `{absent}`), whose "
                 f"`{top}` {placed} puts on sys.path; where no other copy comes first (an installed "
-                f"`{top}`, a caller's PYTHONPATH) "
+                f"`{top}`, a caller's PYTHONPATH"
+                + (f", what line {unread_at} runs before the command" if unread_at is not None else "") + ") "
                 + (f"its `except` runs{then}, stopping every rank" if stop else "ModuleNotFoundError stops every rank")
                 + ", and the code it would run is not read here",
                 where=where, detail={"undecided": f"whether the run can import `{absent}` ({entry.name}:"

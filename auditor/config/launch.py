@@ -38,7 +38,7 @@ from auditor.config.deepspeed_entry import read_deepspeed_entry
 from auditor.config.entry_inference import read_inference_entry
 from auditor.config.no_training import read_no_training
 from auditor.config.trains_nothing import read_trains_nothing
-from auditor.config.entry_absent import read_absent_entry, surely_absent
+from auditor.config.entry_absent import read_absent_entry, surely_absent, unread_before
 from auditor.config.entry_imports import read_entry_imports
 from auditor.config.entry_module import read_entry_module
 from auditor.config.entry_path import in_checkout
@@ -232,7 +232,7 @@ def parse_launch(
         # a module the script imports and cannot find; after a `cd` or a runner's working
         # directory, the file read is the one that runs only where it is found there
         moved = find_script(path, config.script_read or str(config.script), workdir=config.workdir)
-        read_entry_imports(config, entry, path, copy_differs="" if moved == entry else (
+        read_entry_imports(config, entry, path, unread_before(config, shell.opaque), copy_differs="" if moved == entry else (
             f"the command runs in {config.workdir}, where {config.script} is not this file"
             if config.workdir is not None else
             "a `cd` or a working-directory option before the command moves it to a directory not "

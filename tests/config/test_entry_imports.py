@@ -14,10 +14,12 @@ submodule it lacks stops every rank: DOES NOT START naming the import and its li
 from __future__ import annotations
 
 import ast
+import json
 from pathlib import Path
 
 import pytest
 
+from auditor import cli
 from auditor.analysis.undecided import undecided_inputs
 from auditor.config.launch import read_launch
 
@@ -413,6 +415,43 @@ def test_another_copy_that_may_come_first_leaves_it_undecided(tmp_path, monkeypa
     (tmp_path / "examples/multimodal/helpers.py").write_text("import sys\nsys.path.insert(0, '/opt/megatron-lm')\n")
     monkeypatch.chdir(tmp_path)
     assert errors(read_launch(launch)) == []
+
+
+@pytest.mark.parametrize("before", [
+    "source /opt/env.sh\n",  # a file not read here may set PYTHONPATH to another Megatron-LM tree
+    "cd /opt/megatron-lm\n",  # the entry path, and the root it appends, then point into another tree
+    "pip install -e /opt/megatron-lm\n",  # an editable install of another tree may hold megatron.inference
+    "pip install git+https://github.com/NVIDIA/Megatron-LM.git@core_r0.10.0\n",  # a release not read here
+    'eval "$SETUP"\n',
+])
+def test_what_runs_unread_before_the_command_leaves_it_undecided(tmp_path, monkeypatch, capsys, before):
+    """NVIDIA/Megatron-LM@d98e8a64dd examples/multimodal/llama_3p1_nemotron_nano_vl_8b_v1/
+    text_generation.sh runs run_text_generation.py, whose megatron.inference.text_generation (:26)
+    the tree lacks. With a command before torchrun that runs code not read here, moves the run or
+    installs another copy, the tree may not be the copy imported: never DOES NOT START (was, for
+    the `cd` and `pip install` lines: review r47-moved, inputs b9, b10, b16)."""
+    engine = "from megatron.core.inference.engines import StaticInferenceEngine\n"  # :30
+    launch = textgen_checkout(tmp_path, TEXTGEN.replace("IMPORT\n", GONE + engine))
+    command = launch.read_text().split("\n")[1]  # in its partition loop, as upstream's :96-:98
+    launch.write_text(f"TP=4\nSTART=0\nEND=0\n{before}for PARTITION_ID in $( eval echo {{$START..$END}} )\n"
+                      f"do\n    {command}\ndone\n")
+    monkeypatch.chdir(tmp_path)
+    cli.main(["scan", "--config", "examples/multimodal/text_generation.sh", "--format", "json"])
+    verdict = json.loads(capsys.readouterr().out)["verdict"]
+    # NOT A PIPELINE RUN (what the code read does) or INCONCLUSIVE (what ran before is not read)
+    assert verdict["status"] in ("not-pipeline", "inconclusive"), verdict["headline"]
+
+
+def test_an_argument_loop_before_the_command_still_does_not_start(tmp_path, monkeypatch):
+    """text_generation.sh (as above, :16-:78) reads its options in `while [[ $# -gt 0 ]]; case
+    ... shift ... exit 1`: builtins that run nothing, so the tree stays the only copy."""
+    launch = textgen_checkout(tmp_path, TEXTGEN.replace("IMPORT\n", GONE))
+    loop = ('while [[ $# -gt 0 ]]; do\n  case $1 in\n    --tp) TP="$2"; shift; shift ;;\n'
+            '    -*|--*) echo "Invalid option $1"; exit 1 ;;\n  esac\ndone\n')
+    launch.write_text(launch.read_text().replace("TP=4\n", "TP=4\n" + loop))
+    monkeypatch.chdir(tmp_path)
+    [error] = errors(read_launch(launch))
+    assert "megatron.inference.text_generation" in error.message
 
 
 def test_imports_that_may_not_run_leave_the_appended_tree_unjudged(tmp_path, monkeypatch):

@@ -95,6 +95,17 @@ def test_anything_that_may_bring_the_file_leaves_it_undecided(
     assert _errors(_checkout(tmp_path, before, elsewhere), monkeypatch) == []
 
 
+def test_an_option_loop_before_the_command_leaves_it_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`while [[ $# -gt 0 ]]; do case $1 in ... shift ... exit 1` (NVIDIA/Megatron-LM@d98e8a64dd
+    examples/multimodal/llama_3p1_nemotron_nano_vl_8b_v1/text_generation.sh:16-:78): builtins that
+    test, shift and exit run nothing and write no file (entry_absent.unread_before, the one test
+    the import check shares)."""
+    loop = ('while [[ $# -gt 0 ]]; do\n  case $1 in\n    --tp) TP="$2"; shift; shift ;;\n'
+            '    -*|--*) echo "Invalid option $1"; exit 1 ;;\n  esac\ndone\n')
+    [error] = _errors(_checkout(tmp_path, loop), monkeypatch)
+    assert error.detail["looked_for"] == str(tmp_path / "examples/deepseek_v3/pretrain_deepseek_250624.py")
+
+
 def test_the_upstream_lines_leave_it_undecided(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A command substitution runs code before the training command: it may make the file."""
     script = _checkout(tmp_path)
