@@ -24,16 +24,26 @@ def written(fields: list[Field], redirects: Sequence[tuple[str, Scalar]], rule: 
     folder: str | None = ""  # None: not known
     by_remote = rule.get("default") == "remote"
     urls: list[str] = []
+    opaque = False  # a file named by the server or a list (`--content-disposition`, `-J`, `-i`)
     k = 1
     while k < len(fields):
         value = fields[k].value
         head, unknown = segments(value)[0]
         name, eq, rest = head.partition("=")
         text = "" if unknown else name
+        opaque |= text in rule.get("naming", ()) or any(f"-{c}" in rule.get("naming", ()) for c in _cluster(text))
         given = (rest if isinstance(value, str) else UNKNOWN) if eq else (fields[k + 1].value if k + 1 < len(fields) else None)
-        short = next((o for o in (*output, *folder_options) if len(o) == 2 and text.startswith(o) and len(text) > 2), None)
-        if short:  # `-Ofile`
-            given, text = (text[2:] if isinstance(value, str) else UNKNOWN), short
+        letters = _cluster(text)
+        at = next((i for i, c in enumerate(letters) if f"-{c}" in (*output, *folder_options)), None)
+        if at is not None and (at < len(letters) - 1 or len(letters) > 1):  # `-Ofile`, `-qO file`, `-qOfile`
+            attached = letters[at + 1:]
+            by_remote |= any(f"-{c}" in remote for c in letters[:at])
+            short = f"-{letters[at]}"
+            given = (attached if isinstance(value, str) else UNKNOWN) if attached else given
+            text = short
+        else:
+            short = None
+            by_remote |= len(letters) > 1 and any(f"-{c}" in remote for c in letters)  # curl `-sSLO`
         if text in output:
             named = given if isinstance(given, str) else UNKNOWN
         elif text in folder_options:
@@ -42,12 +52,20 @@ def written(fields: list[Field], redirects: Sequence[tuple[str, Scalar]], rule: 
             by_remote = True
         elif isinstance(value, str) and "://" in value:
             urls.append(value)
-        k += 1 + (not eq and not short and text in (*output, *folder_options))
+        k += 1 + (not eq and text in (*output, *folder_options) and (not short or not attached))
     stdout = next((t for op, t in reversed(redirects) if op.lstrip("1") in (">", ">>", ">|")), None)
     if named == "-":  # wget `-O -`: the file is standard output
         named, by_remote = None, False
+    if opaque:
+        return [(url, UNKNOWN) for url in urls or ["(a URL the command names at run time)"]]
     return [(url, _path(url, named, folder, by_remote, stdout, rule)) for url in urls
             if named is not None or by_remote or stdout is not None]
+
+
+def _cluster(text: str) -> str:
+    """The letters of a short-option word (`-qO` -> "qO", `-O` -> "O"); "" for a long option,
+    `-`, `--` or an operand: getopt reads `-qO FILE` and `-sSLO` letter by letter."""
+    return text[1:] if len(text) > 1 and text[0] == "-" and text[1] != "-" else ""
 
 
 def _path(url: str, named: Scalar | None, folder: str | None, by_remote: bool, stdout: Scalar | None,

@@ -199,6 +199,9 @@ URL = "https://example.com/x"
     f"curl -L {URL}/prep.py > /tmp/other.py",
     f"wget -O - {URL}/prep.py",  # `-O -`: standard output
     f"cd sub\nwget {URL}/prep.py\ncd ../other",  # written in another folder than the entry's
+    f"wget -qO other_name.py {URL}/prep.py",  # a cluster naming another file
+    f"curl -sSL {URL}/prep.py",  # a cluster without -O: standard output
+    f"wget -nc -q {URL}/other_name.py",  # wget's own two-letter options name no file
 ])
 def test_a_fetch_that_writes_another_file_leaves_the_entry_read(tmp_path: Path, fetch: str) -> None:
     """The review's inputs (r47-np fetch/w04 w06 w08 w09 w10, b2/w21): the entry beside the script is
@@ -221,6 +224,16 @@ def test_a_fetch_that_writes_another_file_leaves_the_entry_read(tmp_path: Path, 
     (f"wget -P sub {URL}/prep.py", "sub/prep.py"),
     (f"cd sub\nwget {URL}/prep.py\ncd ..", "sub/prep.py"),  # relative to the cwd of its own line
     (f'wget -O "$OUT" {URL}/other_name.py', "prep.py"),  # a name not known: possibly the entry
+    # getopt clusters short options (r47-final ft/g01-g03, g17): `-qO FILE`, `-Lo FILE`, `-sSLO`
+    (f"wget -qO prep.py {URL}/other_name.py", "prep.py"),
+    (f"wget -qOprep.py {URL}/other_name.py", "prep.py"),
+    (f"curl -Lo prep.py {URL}/other_name.py", "prep.py"),
+    (f"curl -sSLO {URL}/prep.py", "prep.py"),
+    (f"wget -qO- {URL}/other_name.py > ./prep.py", "prep.py"),
+    # the server or a list names the file (ft/g04-g06): not known here
+    (f"wget --content-disposition {URL}/get?id=1", "prep.py"),
+    (f"curl -OJ {URL}/get?id=1", "prep.py"),
+    ("wget -i urls.txt", "prep.py"),
 ])
 def test_the_entry_a_fetch_writes_is_not_read(tmp_path: Path, fetch: str, entry: str) -> None:
     (tmp_path / "sub").mkdir()
