@@ -396,7 +396,7 @@ def _given_command(shell: LaunchShell, command: str, path: str, after: int) -> N
 
 # `exit 0`, `exit` and `exit $?` (bash(1) `exit [n]`: "If n is omitted, the exit status is that of
 # the last command executed"): a script that ends as its last command did, no failure of its own.
-_LAST_STATUS = ("0", "$?")
+_LAST_STATUS = ("0", "$?", "${?}")
 _BACKGROUND = re.compile(r"(?<![&>|])&\s*(#.*)?$")  # `cmd &` ends a line; `&&`, `2>&1` do not
 
 

@@ -44,6 +44,8 @@ def _parse(text: str, tmp_path: Path, name: str = "run.sh"):  # type: ignore[no-
     "echo start\nexit $?\npython gen.py\n",
     "echo start\nexit $?\n" + TRAIN + "\n",
     "X=1\nexit 0\n" + TRAIN + "\n",
+    "echo start\nexit ${?}\n" + TRAIN + "\n",  # r47-final e42: the braced spelling, as bash reads it
+    'echo start\nexit "$?"\n' + TRAIN + "\n",
 ])
 def test_code_after_an_exit_of_the_last_status_decides_nothing(tmp_path: Path, text: str) -> None:
     with pytest.raises(NotAPipelineRun):
