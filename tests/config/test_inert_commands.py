@@ -26,8 +26,9 @@ from pathlib import Path
 
 import pytest
 
-from auditor.config.launch import CommandNotFollowed, NotAPipelineRun, ScriptExits, parse_launch
+from auditor.config.launch import ScriptExits, parse_launch
 from auditor.config.sourced_by import sourced_by
+from tests.launch_outcome import not_pipeline, scan, undecided
 
 SERVE = """#!/usr/bin/env bash
 
@@ -55,35 +56,18 @@ done
 """
 
 
-def _scan(text: str, script: Path) -> None:
-    script.write_text(text)
-    parse_launch(text, str(script))
-
-
-def _not_pipeline(text: str, script: Path) -> str:
-    with pytest.raises(NotAPipelineRun) as caught:
-        _scan(text, script)
-    return caught.value.what
-
-
-def _undecided(text: str, script: Path) -> str:
-    with pytest.raises(CommandNotFollowed) as caught:
-        _scan(text, script)
-    return str(caught.value)
-
-
 def test_a_docs_server_that_exits_with_its_status_starts_no_training(tmp_path: Path) -> None:
-    what = _not_pipeline(SERVE, tmp_path / "serve.sh")
+    what = not_pipeline(SERVE, tmp_path / "serve.sh")
     assert "`python -m http.server`" in what
 
 
 def test_a_stdlib_server_after_a_cd_starts_no_training(tmp_path: Path) -> None:
-    assert "`python -m http.server`" in _not_pipeline("cd docs\npython -m http.server -d build 8000\n",
+    assert "`python -m http.server`" in not_pipeline("cd docs\npython -m http.server -d build 8000\n",
                                                       tmp_path / "s.sh")
 
 
 def test_a_descriptor_lock_runs_no_command(tmp_path: Path) -> None:
-    what = _not_pipeline(LOCK, tmp_path / "ci.sh")
+    what = not_pipeline(LOCK, tmp_path / "ci.sh")
     assert "`flock`" in what and "`make html`" in what and "lock_fd" not in what
 
 
@@ -96,39 +80,39 @@ def test_flock_with_a_command_runs_it(tmp_path: Path) -> None:
 
 
 def test_flock_judges_its_command_after_the_lock_file(tmp_path: Path) -> None:
-    assert "`mytrainer`" in _undecided("flock 9 mytrainer rm x\n", tmp_path / "a.sh")
-    assert "`make html`" in _not_pipeline("flock -w 5 /tmp/l make html\n", tmp_path / "b.sh")
+    assert "`mytrainer`" in undecided("flock 9 mytrainer rm x\n", tmp_path / "a.sh")
+    assert "`make html`" in not_pipeline("flock -w 5 /tmp/l make html\n", tmp_path / "b.sh")
 
 
 def test_flock_with_a_command_string_is_not_read(tmp_path: Path) -> None:
-    said = _undecided('flock /tmp/l -c "cd x && torchrun train.py"\n', tmp_path / "a.sh")
+    said = undecided('flock /tmp/l -c "cd x && torchrun train.py"\n', tmp_path / "a.sh")
     assert "`flock`, whose `-c` runs a command string" in said
 
 
 def test_an_unquoted_unknown_lock_operand_may_hold_a_command(tmp_path: Path) -> None:
-    assert "`$fd`" in _undecided("flock -n $fd\n", tmp_path / "a.sh")
+    assert "`$fd`" in undecided("flock -n $fd\n", tmp_path / "a.sh")
 
 
 def test_a_descriptor_variable_run_as_a_command_stays_unknown(tmp_path: Path) -> None:
-    assert "not known statically" in _undecided("exec {fd}>/tmp/l\n$CMD\n", tmp_path / "a.sh")
+    assert "not known statically" in undecided("exec {fd}>/tmp/l\n$CMD\n", tmp_path / "a.sh")
 
 
 def test_http_server_with_cgi_runs_code(tmp_path: Path) -> None:
-    assert "`--cgi`" in _undecided("python -m http.server --cgi 8000\n", tmp_path / "a.sh")
+    assert "`--cgi`" in undecided("python -m http.server --cgi 8000\n", tmp_path / "a.sh")
 
 
 def test_a_stdlib_module_that_runs_code_given_it_stays_undecided(tmp_path: Path) -> None:
-    said = _undecided("python -m unittest discover\n", tmp_path / "a.sh")
+    said = undecided("python -m unittest discover\n", tmp_path / "a.sh")
     assert "`python -m unittest`, a standard-library module that runs code" in said
 
 
 def test_a_pythonpath_not_known_may_shadow_a_stdlib_module(tmp_path: Path) -> None:
-    said = _undecided("export PYTHONPATH=$X:src\npython -m http.server\n", tmp_path / "a.sh")
+    said = undecided("export PYTHONPATH=$X:src\npython -m http.server\n", tmp_path / "a.sh")
     assert "PYTHONPATH" in said
 
 
 def test_a_third_party_module_not_here_is_named(tmp_path: Path) -> None:
-    said = _undecided("python -m gem.tools.search_engine.retrieval_server --num_workers 1 &\n", tmp_path / "a.sh")
+    said = undecided("python -m gem.tools.search_engine.retrieval_server --num_workers 1 &\n", tmp_path / "a.sh")
     assert "line 1 runs `python -m gem.tools.search_engine.retrieval_server`, whose module is not found here" in said
 
 
@@ -138,12 +122,12 @@ def test_a_third_party_module_not_here_is_named(tmp_path: Path) -> None:
     'yes \'\' | "${SHELL}" <(curl -L micro.mamba.pm/install.sh)\n',
 ])
 def test_code_not_read_stays_undecided(tmp_path: Path, text: str) -> None:
-    assert "could not be followed" in _undecided(text, tmp_path / "a.sh")
+    assert "could not be followed" in undecided(text, tmp_path / "a.sh")
 
 
 def test_a_failing_exit_before_training_still_does_not_start(tmp_path: Path) -> None:
     with pytest.raises(ScriptExits):
-        _scan("pip install x\nexit 1\ntorchrun train.py\n", tmp_path / "a.sh")
+        scan("pip install x\nexit 1\ntorchrun train.py\n", tmp_path / "a.sh")
 
 
 ARGUMENTS = """#!/bin/bash
@@ -165,12 +149,12 @@ def test_a_helper_other_scripts_source_names_them(tmp_path: Path) -> None:
     caller = 'SCRIPT_DIR="$(dirname "$(readlink -f "$0")")"\nsource "${SCRIPT_DIR}/conf/arguments.sh"\n${LAUNCH_SCRIPT} q.py\n'
     (tmp_path / "modelopt" / "quantize.sh").write_text(caller)
     (tmp_path / "modelopt" / "notes.sh").write_text("echo conf/arguments.sh\n")
-    said = _undecided(ARGUMENTS, tmp_path / "modelopt" / "conf" / "arguments.sh")
+    said = undecided(ARGUMENTS, tmp_path / "modelopt" / "conf" / "arguments.sh")
     assert "1 script(s) beside it source it (modelopt/quantize.sh): audit one of them" in said
 
 
 def test_a_script_no_other_sources_names_none(tmp_path: Path) -> None:
-    assert "source it" not in _undecided(ARGUMENTS, tmp_path / "arguments.sh")
+    assert "source it" not in undecided(ARGUMENTS, tmp_path / "arguments.sh")
 
 
 def test_sourced_by_reads_source_and_dot_lines_only(tmp_path: Path) -> None:
@@ -189,12 +173,12 @@ def test_a_module_of_its_name_in_the_directory_moved_to_shadows_the_stdlib_one(t
     (tmp_path / "tools" / "http").mkdir(parents=True)
     (tmp_path / "tools" / "http" / "__init__.py").write_text("")
     (tmp_path / "tools" / "http" / "server.py").write_text("import torch\n")
-    said = _undecided(f"cd {tmp_path}/tools\npython -m http.server\n", tmp_path / "m2.sh")
+    said = undecided(f"cd {tmp_path}/tools\npython -m http.server\n", tmp_path / "m2.sh")
     assert "`python -m http.server`, whose name the directory the script moved to" in said
 
 
 def test_a_pythonpath_of_the_command_not_known_may_shadow_a_stdlib_module(tmp_path: Path) -> None:
-    assert "PYTHONPATH" in _undecided("PYTHONPATH=$X python -m http.server\n", tmp_path / "m6.sh")
+    assert "PYTHONPATH" in undecided("PYTHONPATH=$X python -m http.server\n", tmp_path / "m6.sh")
 
 
 @pytest.mark.parametrize("text", [
@@ -212,28 +196,28 @@ def test_an_exit_in_a_background_job_ends_only_that_job(tmp_path: Path, text: st
 def test_training_after_an_exit_of_the_last_status_never_runs(tmp_path: Path) -> None:
     """What follows `exit 0` never runs and decides nothing (h47-shell): the script ran `make html`."""
     (tmp_path / "train.py").write_text("import torch\n")
-    assert "`make html`" in _not_pipeline("make html\nexit 0\ntorchrun --nproc_per_node 2 train.py\n",
+    assert "`make html`" in not_pipeline("make html\nexit 0\ntorchrun --nproc_per_node 2 train.py\n",
                                           tmp_path / "e15.sh")
 
 
 def test_a_failing_exit_before_training_still_does_not_start(tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text("import torch\n")
     with pytest.raises(ScriptExits):
-        _scan("make html\nexit 1\ntorchrun --nproc_per_node 2 train.py\n", tmp_path / "e15.sh")
+        scan("make html\nexit 1\ntorchrun --nproc_per_node 2 train.py\n", tmp_path / "e15.sh")
 
 
 @pytest.mark.parametrize("text", ["make html\nexit\n", "make html\nexit ${RC:-0}\n"])
 def test_an_exit_after_inert_commands_alone_is_no_run(tmp_path: Path, text: str) -> None:
-    assert "`make html`" in _not_pipeline(text, tmp_path / "e4.sh")
+    assert "`make html`" in not_pipeline(text, tmp_path / "e4.sh")
 
 
 def test_flock_with_an_option_not_read_is_named(tmp_path: Path) -> None:
-    said = _undecided('flock --command "torchrun train.py" /tmp/l\n', tmp_path / "f.sh")
+    said = undecided('flock --command "torchrun train.py" /tmp/l\n', tmp_path / "f.sh")
     assert "`flock`, whose option `--command` is not read here" in said
 
 
 def test_a_cd_to_a_directory_not_known_may_hold_a_shadowing_module(tmp_path: Path) -> None:
-    said = _undecided("cd $DOCS\npython -m http.server\n", tmp_path / "a.sh")
+    said = undecided("cd $DOCS\npython -m http.server\n", tmp_path / "a.sh")
     assert "`python -m http.server`, run in a directory not known statically" in said
 
 
@@ -241,4 +225,4 @@ def test_the_script_directory_idiom_with_blanks_inside_its_substitution_is_known
     """slime docs/serve.sh:3 spells `$( cd -- "$( dirname -- "${BASH_SOURCE[0]}" )" &> /dev/null && pwd )`."""
     text = ('D=$( cd -- "$( dirname -- "${BASH_SOURCE[0]}" )" &> /dev/null && pwd )\n'
             'cd "$D"\npython -m http.server\n')
-    assert "`python -m http.server`" in _not_pipeline(text, tmp_path / "a.sh")
+    assert "`python -m http.server`" in not_pipeline(text, tmp_path / "a.sh")

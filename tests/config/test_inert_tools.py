@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from auditor.config.launch import CommandNotFollowed, NotAPipelineRun, parse_launch
+from auditor.config.launch import parse_launch
+from tests.launch_outcome import not_pipeline, undecided
 
 PREPARE = """#! /bin/bash
 set -ex
@@ -63,25 +64,8 @@ pip install cuda-python==12.9
 """
 
 
-def _scan(text: str, script: Path) -> None:
-    script.write_text(text)
-    parse_launch(text, str(script))
-
-
-def _not_pipeline(text: str, script: Path) -> str:
-    with pytest.raises(NotAPipelineRun) as caught:
-        _scan(text, script)
-    return caught.value.what
-
-
-def _undecided(text: str, script: Path) -> str:
-    with pytest.raises(CommandNotFollowed) as caught:
-        _scan(text, script)
-    return str(caught.value)
-
-
 def test_find_exec_of_a_tool_split_and_zstd_start_no_training(tmp_path: Path) -> None:
-    what = _not_pipeline(PREPARE, tmp_path / "run_prepare_wudao.sh")
+    what = not_pipeline(PREPARE, tmp_path / "run_prepare_wudao.sh")
     assert "`find`" in what and "`split`" in what and "`zstd`" in what
 
 
@@ -93,22 +77,22 @@ def test_find_exec_of_a_tool_split_and_zstd_start_no_training(tmp_path: Path) ->
     "-exec cat {}",  # no `;` or `+`: find rejects it, the command is not known
 ])
 def test_find_exec_runs_a_command_that_may_train(tmp_path: Path, payload: str) -> None:
-    what = _not_pipeline(PREPARE, tmp_path / "ok.sh")  # the same script with `-exec cat {} +` starts none
+    what = not_pipeline(PREPARE, tmp_path / "ok.sh")  # the same script with `-exec cat {} +` starts none
     assert "`find`" in what
     text = PREPARE.replace('-exec cat {} +', payload)
-    assert "whose `-exec" in _undecided(text, tmp_path / "run.sh")
+    assert "whose `-exec" in undecided(text, tmp_path / "run.sh")
 
 
 def test_split_filter_runs_a_shell_command(tmp_path: Path) -> None:
-    assert "`split`" in _not_pipeline(PREPARE, tmp_path / "ok.sh")
+    assert "`split`" in not_pipeline(PREPARE, tmp_path / "ok.sh")
     text = PREPARE.replace("--numeric-suffixes", "--filter='torchrun train.py'")
-    assert "`split`, whose `--filter` runs another program" in _undecided(text, tmp_path / "run.sh")
+    assert "`split`, whose `--filter` runs another program" in undecided(text, tmp_path / "run.sh")
 
 
 def test_an_entry_fetched_at_run_time_is_not_read(tmp_path: Path) -> None:
     """A copy of that name beside the script (as in the checkout) is not the file the run opens."""
     (tmp_path / "preprocess_wudao2.py").write_text("import json\nimport sys\nprint(json.dumps(sys.argv))\n")
-    said = _undecided(FETCHED, tmp_path / "run_prepare_wudao.sh")
+    said = undecided(FETCHED, tmp_path / "run_prepare_wudao.sh")
     assert ("line 8 runs `python preprocess_wudao2.py`, whose entry is not read: it may be the file `wget` "
             "fetches at line 7 (https://atp-modelzoo-wlcb-pai.oss-cn-wulanchabu.aliyuncs.com/release/models/"
             "pai-megatron-patch/llama2-codes/preprocess_wudao2.py) at run time, not read here") in said
@@ -121,14 +105,14 @@ def test_an_entry_fetched_at_run_time_is_not_read(tmp_path: Path) -> None:
 
 
 def test_micromamba_environment_commands_start_no_training(tmp_path: Path) -> None:
-    what = _not_pipeline(ENVIRONMENT, tmp_path / "build_conda.sh")
+    what = not_pipeline(ENVIRONMENT, tmp_path / "build_conda.sh")
     assert "`micromamba create`" in what and "`yes`" in what
 
 
 def test_micromamba_run_runs_its_command(tmp_path: Path) -> None:
-    assert "`micromamba install`" in _not_pipeline(ENVIRONMENT, tmp_path / "ok.sh")
+    assert "`micromamba install`" in not_pipeline(ENVIRONMENT, tmp_path / "ok.sh")
     for command in ("micromamba run -n slime python -m mymod", "micromamba shell -n slime"):
-        said = _undecided(ENVIRONMENT + command + "\n", tmp_path / "run.sh")
+        said = undecided(ENVIRONMENT + command + "\n", tmp_path / "run.sh")
         assert "line 8 runs `micromamba`" in said
 
 
@@ -141,7 +125,7 @@ import torch
 assert torch.__version__ == "2.11.0+cu129"
 PY
 """
-    said = _undecided(text, tmp_path / "build_conda.sh")
+    said = undecided(text, tmp_path / "build_conda.sh")
     assert "line 8 runs `python`, whose program text given with `-c` is not read here" in said
     assert "line 9 runs `python`, whose program text on its standard input is not read here" in said
 
@@ -156,7 +140,7 @@ def test_split_filter_unknown_or_abbreviated_runs_a_command(tmp_path: Path, word
     """coreutils split(1) `--filter=COMMAND` "write to shell COMMAND"; getopt(3) "Long option names
     may be abbreviated if the abbreviation is unique or is an exact match for some defined option"."""
     text = PREPARE.replace("--numeric-suffixes", word)
-    assert "`split`, whose `--filter` runs another program" in _undecided(text, tmp_path / "run.sh")
+    assert "`split`, whose `--filter` runs another program" in undecided(text, tmp_path / "run.sh")
 
 
 @pytest.mark.parametrize(("line", "option"), [
@@ -166,13 +150,13 @@ def test_split_filter_unknown_or_abbreviated_runs_a_command(tmp_path: Path, word
     ('tar -xf data.tar --checkpoint-act="exec=$CMD"', "--checkpoint-action"),
 ])
 def test_tar_command_options_unknown_or_abbreviated_run_a_command(tmp_path: Path, line: str, option: str) -> None:
-    said = _undecided(PREPARE + line + "\n", tmp_path / "run.sh")
+    said = undecided(PREPARE + line + "\n", tmp_path / "run.sh")
     assert f"`tar`, whose `{option}` runs another program" in said
 
 
 def test_tar_checkpoint_is_its_own_option_not_an_abbreviation(tmp_path: Path) -> None:
     """GNU tar(1) `--checkpoint[=N]`: an exact long option, which getopt_long takes before any prefix."""
-    assert "starts no training" in _not_pipeline(PREPARE + "tar -xf data.tar --checkpoint=1000\n", tmp_path / "r.sh")
+    assert "starts no training" in not_pipeline(PREPARE + "tar -xf data.tar --checkpoint=1000\n", tmp_path / "r.sh")
 
 
 @pytest.mark.parametrize("line", [
@@ -182,7 +166,7 @@ def test_tar_checkpoint_is_its_own_option_not_an_abbreviation(tmp_path: Path) ->
     'rsync -a --rsync-path="$REMOTE" src/ dst/',
 ])
 def test_other_command_options_with_a_value_not_known_run_a_command(tmp_path: Path, line: str) -> None:
-    said = _undecided(PREPARE + line + "\n", tmp_path / "run.sh")
+    said = undecided(PREPARE + line + "\n", tmp_path / "run.sh")
     assert "runs another program" in said or "not known statically" in said
 
 
@@ -239,5 +223,5 @@ def test_the_entry_a_fetch_writes_is_not_read(tmp_path: Path, fetch: str, entry:
     (tmp_path / "sub").mkdir()
     for name in ("prep.py", "sub/prep.py"):
         (tmp_path / name).write_text("import torch\nprint(1)\n")
-    said = _undecided(f"#!/bin/bash\nset -ex\n{fetch}\npython {entry}\n", tmp_path / "r.sh")
+    said = undecided(f"#!/bin/bash\nset -ex\n{fetch}\npython {entry}\n", tmp_path / "r.sh")
     assert f"runs `python {entry}`, whose entry is not read: it may be the file" in said
