@@ -24,7 +24,7 @@ from typing import Any
 from auditor.bash.lexer import Lexer
 from auditor.bash.parser import ShellParser, simple_commands
 from auditor.bash.syntax import bash_rejects
-from auditor.bash.values import EnvVar, Field, Scalar, Symbolic
+from auditor.bash.values import EnvVar, Scalar, Symbolic
 from auditor.bash.walk import Exit
 from auditor.config.checkout_release import judge_on_framework_checkout
 from auditor.config.fetch_target import UNKNOWN
@@ -62,7 +62,7 @@ from auditor.config import chosen_command, launcher_env, one_process
 from auditor.config.pyenv import locate
 from auditor.config.source_tree import judge_on_source_tree
 from auditor.config.sourced_by import sourced_by
-from auditor.config.training_command import Candidate, LaunchShell
+from auditor.config.training_command import Candidate, LaunchShell, command_fields
 from auditor.errors import InputError
 from auditor.findings import Finding
 from auditor.rulebook.frameworks import launched_by
@@ -424,9 +424,7 @@ def _skipped(shell: LaunchShell, stop: Exit, path: str, before: str) -> str:
     at = next((k for k, c in enumerate(commands) if c.line == stop.line and c.words and c.words[0].raw == "exit"),
               len(commands))
     for c in commands[at + 1:]:
-        words = [Field("".join(p.text for p in w.parts) if all(p.kind == "lit" for p in w.parts) else Symbolic(w.raw),
-                       c.line) for w in c.words]
-        trains = shell.may_train(words) if words else None
+        trains = shell.may_train(command_fields(c, c.line)) if c.words else None
         if trains is not None:
             return f"{said}: the `{trains[0].value}` at line {c.line} never runs ({where})"
     return f"{said}; nothing after it runs ({where})"

@@ -16,7 +16,7 @@ from pathlib import Path
 from auditor.bash.getopt import Grammar
 from auditor.bash.getopt import read as read_words
 from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Word
-from auditor.bash.parser import AndOr, Cmd, Node, Pipeline, ShellParser, simple_commands
+from auditor.bash.parser import AndOr, Cmd, Node, Pipeline, ShellParser, children, simple_commands
 from auditor.bash.sed_script import runs_command as sed_runs_command
 from auditor.bash.values import EnvVar, Field, OptionWords, Partial, Scalar, Symbolic, Var, concat, join, segments
 from auditor.bash.walk import CallerStop, Shell, join_workdir
@@ -262,7 +262,7 @@ class LaunchShell(Shell):
             if base in self.spelling.shells and _reads_c_text(fields[i + 1:], self._options_of(base)):
                 return None  # `bash -c "..."` known: the walk reads its commands on their own (_shell_c)
             if base in self.spelling.wrapper_operands:  # `flock -n "$fd"`: a lock taken, no command
-                grammar = Grammar.of(self.spelling.option_grammar.get(base, {}))
+                grammar = self._options_of(base)
                 first = (read_words([g.value for g in fields[i + 1:]], grammar).operands or [len(fields)])[0]
                 odd = next((g for g in fields[i + 1:i + 1 + first] if isinstance(g.value, str) and g.value.startswith("--")
                             and g.value[2:].partition("=")[0] not in (*grammar.long_value, *grammar.long_flags)), None)
@@ -305,8 +305,7 @@ class LaunchShell(Shell):
         """For the message, where a Python interpreter runs program text, not an entry file
         (`python -c TEXT`, `python - <<EOF`: Python docs, "Command line and environment"): that
         text is not read as an entry here; "" for any other command."""
-        rule = next((e for e in self.spelling.launchers if e.get("one_process")), None)
-        if rule is None or not is_interpreter(os.path.basename(str(fields[0].value)), rule):
+        if not self._is_python(fields[0]):
             return ""
         for f in fields[1:]:
             if f.value in ("-c", "-"):
@@ -322,7 +321,7 @@ class LaunchShell(Shell):
         `flock [options] NUMBER`; [wrappers] operands); None where no word follows its operands:
         it runs no command. A word before that, unquoted and not known statically, may be several
         words, a command among them: that word."""
-        grammar = Grammar.of(self.spelling.option_grammar.get(base, {}))
+        grammar = self._options_of(base)
         operands = read_words([a.value for a in args], grammar).operands
         own = self.spelling.wrapper_operands[base]
         end = operands[own] if len(operands) > own else len(args)
@@ -334,8 +333,7 @@ class LaunchShell(Shell):
     def _python_module(self, fields: list[Field]) -> str | None:
         """The module of `python [options] -m MODULE ...` (an interpreter of the one-process
         launcher rule), None for any other command or a module not known statically."""
-        rule = next((e for e in self.spelling.launchers if e.get("one_process")), None)
-        if rule is None or not is_interpreter(os.path.basename(str(fields[0].value)), rule):
+        if not self._is_python(fields[0]):
             return None
         for k, f in enumerate(fields[1:], 1):
             if f.value == "-m" and k + 1 < len(fields):
@@ -350,8 +348,7 @@ class LaunchShell(Shell):
         `-c` text, known statically, only prints literals to stdout (`print` of constants, no
         `file=`) or passes: it runs no code of the run's and writes no file, so it neither
         trains nor may write a config a later command opens. Any other text may."""
-        rule = next((e for e in self.spelling.launchers if e.get("one_process")), None)
-        if rule is None or not is_interpreter(os.path.basename(str(fields[0].value)), rule):
+        if not self._is_python(fields[0]):
             return False
         j = 1
         while j < len(fields) and isinstance(flag := fields[j].value, str) and flag.startswith("-") and flag != "-c":
@@ -432,7 +429,7 @@ class LaunchShell(Shell):
             if not isinstance(operand, str) or self._may_run(operand, operands[0].line):
                 return f"command `{operand}`"
         if base in self.spelling.sed_scripts:  # `sed -n '1e torchrun ...'`, `sed 's/^/cmd /e'`
-            grammar = Grammar.of(self.spelling.option_grammar.get("sed", {}))
+            grammar = self._options_of("sed")
             return next((what for what, line in sed_runs_command([g.value for g in args], grammar)
                          if not isinstance(line, str) or self._may_run(line, args[0].line)), "")
         texts = self.spelling.command_text.get(base, ())
@@ -450,7 +447,7 @@ class LaunchShell(Shell):
         name = head.partition("=")[0]
         if name in options:
             return name
-        grammar = Grammar.of(self.spelling.option_grammar.get(base, {}))
+        grammar = self._options_of(base)
         own = (*grammar.long_value, *grammar.long_optional, *grammar.long_flags)
         if len(name) < 3 or not name.startswith("--") or name[2:] in own:
             return ""
@@ -483,8 +480,7 @@ class LaunchShell(Shell):
             return True
         if broken or not all(_plain_list(n) for n in nodes):
             return True
-        return any(self.may_train([Field("".join(p.text for p in w.parts), at) for w in c.words]) is not None
-                   for c in simple_commands(nodes) if c.words)
+        return any(self.may_train(command_fields(c, at)) is not None for c in simple_commands(nodes) if c.words)
 
     def _command_option(self, base: str, args: list[Field]) -> str:
         """An option's command line that may train (rules `command_options`: `rsync -e CMD`), read
@@ -693,7 +689,7 @@ class LaunchShell(Shell):
         """The `one_process` launcher rule of `python [options] SCRIPT.py` (`-m MODULE`: a module
         found under the script's module roots, config.entry_module), or None: a command string
         (`-c`), stdin, a word not known statically."""
-        rule = next((e for e in self.spelling.launchers if e.get("one_process")), None)
+        rule = self._python_rule()
         if rule is None or not is_interpreter(os.path.basename(str(fields[k].value)), rule):
             return None
         j = k + 1
@@ -877,6 +873,16 @@ class LaunchShell(Shell):
     def _options_of(self, program: str) -> Grammar:
         """A program's options as the rules give them (`option_grammar`)."""
         return Grammar.of(self.spelling.option_grammar.get(program, {}))
+
+    def _python_rule(self) -> dict | None:
+        """The one-process launcher rule, whose interpreters (`python`, `python3.11`) run a Python
+        program (rules [launchers]); None where the rules give none."""
+        return next((e for e in self.spelling.launchers if e.get("one_process")), None)
+
+    def _is_python(self, word: Field) -> bool:
+        """Whether a command's first word is a Python interpreter of that rule."""
+        rule = self._python_rule()
+        return rule is not None and is_interpreter(os.path.basename(str(word.value)), rule)
 
     def _shell_c(self, prefix: list[Field], fields: list[Field], cmd: Cmd,
                  inline: dict[str, EnvVar] | None = None) -> Candidate | None:
@@ -1234,12 +1240,18 @@ def _c_text_at(args: list[Field], grammar: Grammar | None) -> tuple[int, int] | 
 _VARIABLE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
 
 
+def command_fields(cmd: Cmd, line: int) -> list[Field]:
+    """A parsed command's words as may_train reads them, with no walk expanding them: a wholly
+    literal word's text, any other unknown (`$X`, `$(...)`)."""
+    return [Field("".join(p.text for p in w.parts) if all(p.kind == "lit" for p in w.parts) else Symbolic(w.raw), line)
+            for w in cmd.words]
+
+
 def _plain_list(node: Node) -> bool:
     """Whether a command line holds only simple commands joined by `;`, `&&`, `||` and `|`,
     each word and redirection target literal and no here-document: what _may_run can judge
     command by command."""
     if isinstance(node, (AndOr, Pipeline)):
-        return all(_plain_list(n) for n in ([node.first, *(n for _, n in node.rest)] if isinstance(node, AndOr)
-                                            else node.commands))
+        return all(_plain_list(n) for n in children(node))
     return (isinstance(node, Cmd) and node.stdin is None and node.herestring is None
             and all(p.kind == "lit" for w in [*node.words, *(t for _, t in node.redirects)] for p in w.parts))
