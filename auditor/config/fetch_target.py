@@ -24,6 +24,7 @@ def written(fields: list[Field], redirects: Sequence[tuple[str, Scalar]], rule: 
     folder: str | None = ""  # None: not known
     by_remote = rule.get("default") == "remote"
     urls: list[str] = []
+    naming = rule.get("naming", ())
     opaque = False  # a file named by the server or a list (`--content-disposition`, `-J`, `-i`)
     k = 1
     while k < len(fields):
@@ -31,19 +32,16 @@ def written(fields: list[Field], redirects: Sequence[tuple[str, Scalar]], rule: 
         head, unknown = segments(value)[0]
         name, eq, rest = head.partition("=")
         text = "" if unknown else name
-        opaque |= text in rule.get("naming", ()) or any(f"-{c}" in rule.get("naming", ()) for c in _cluster(text))
-        given = (rest if isinstance(value, str) else UNKNOWN) if eq else (fields[k + 1].value if k + 1 < len(fields) else None)
         letters = _cluster(text)
+        opaque |= text in naming or any(f"-{c}" in naming for c in letters)
+        given = (rest if isinstance(value, str) else UNKNOWN) if eq else (fields[k + 1].value if k + 1 < len(fields) else None)
         at = next((i for i, c in enumerate(letters) if f"-{c}" in (*output, *folder_options)), None)
-        if at is not None and (at < len(letters) - 1 or len(letters) > 1):  # `-Ofile`, `-qO file`, `-qOfile`
+        by_remote |= len(letters) > 1 and any(f"-{c}" in remote for c in letters[:at])  # curl `-sSLO`
+        attached = ""  # `-Ofile`, `-qOfile`: the value in the word itself
+        if at is not None and len(letters) > 1:  # `-Ofile`, `-qO file`, `-qOfile`
             attached = letters[at + 1:]
-            by_remote |= any(f"-{c}" in remote for c in letters[:at])
-            short = f"-{letters[at]}"
             given = (attached if isinstance(value, str) else UNKNOWN) if attached else given
-            text = short
-        else:
-            short = None
-            by_remote |= len(letters) > 1 and any(f"-{c}" in remote for c in letters)  # curl `-sSLO`
+            text = f"-{letters[at]}"
         if text in output:
             named = given if isinstance(given, str) else UNKNOWN
         elif text in folder_options:
@@ -52,7 +50,7 @@ def written(fields: list[Field], redirects: Sequence[tuple[str, Scalar]], rule: 
             by_remote = True
         elif isinstance(value, str) and "://" in value:
             urls.append(value)
-        k += 1 + (not eq and text in (*output, *folder_options) and (not short or not attached))
+        k += 1 + (not eq and text in (*output, *folder_options) and not attached)
     stdout = next((t for op, t in reversed(redirects) if op.lstrip("1") in (">", ">>", ">|")), None)
     if named == "-":  # wget `-O -`: the file is standard output
         named, by_remote = None, False
