@@ -40,8 +40,8 @@ from typing import Any, NamedTuple
 
 from auditor import rulebook
 from auditor.config.entry_script import (
-    MAX_MODULES, calls, dotted, foreign_imports, handler_types, iter_closure, local_roots, names, uses_modules,
-    path_value, uses_or_imports)
+    MAX_MODULES, binding_count, calls, dotted, foreign_imports, handler_types, iter_closure, local_roots, names,
+    path_value, uses_modules, uses_or_imports)
 from auditor.config.entry_script import _imported as imported_names, _resolve as resolve
 from auditor.config.entry_stack import RULES, entry_read, import_line, modeled_packages, read_as_guess
 from auditor.config.model import LaunchConfig
@@ -372,17 +372,14 @@ def _arguments_bound(tree: ast.Module, value: ast.expr, rule: dict[str, Any], ar
 
 def _bindings(tree: ast.Module, name: str) -> list[ast.Assign]:
     """The assignments binding `name` (`name = V`, or one plain name of `a, name = V`), where
-    they are all its bindings in the file (no parameter, loop, other unpacking, global); else []."""
+    they are all its bindings in the file (entry_script.binding_count: no parameter, loop, other
+    unpacking, import, def, global); else []."""
     found = [n for n in ast.walk(tree) if isinstance(n, ast.Assign) and len(n.targets) == 1 and (
         isinstance(n.targets[0], ast.Name) and n.targets[0].id == name
         or isinstance(n.targets[0], (ast.Tuple, ast.List))
         and all(isinstance(e, ast.Name) for e in n.targets[0].elts)
         and any(isinstance(e, ast.Name) and e.id == name for e in n.targets[0].elts))]
-    stores = sum(1 for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name
-                 and isinstance(n.ctx, (ast.Store, ast.Del)))
-    stores += sum(1 for n in ast.walk(tree) if isinstance(n, ast.arg) and n.arg == name)
-    stores += sum(1 for n in ast.walk(tree) if isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names)
-    return found if len(found) == stores else []
+    return found if len(found) == binding_count(tree, name) else []
 
 
 def _parsed_bindings(tree: ast.Module, node: ast.Assign, name: str, rule: dict[str, Any], arguments: set[str],

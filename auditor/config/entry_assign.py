@@ -42,7 +42,8 @@ from auditor import rulebook
 from auditor.config.entry_constructs import bound_from_framework, constructs
 from auditor.config.entry_library import library_imports, library_sizes, library_trees
 from auditor.config.entry_schedule import names_schedule
-from auditor.config.entry_script import MAX_MODULES, arg_value, argparse_options, calls, dotted, iter_closure, stores_of
+from auditor.config.entry_script import (MAX_MODULES, arg_value, argparse_options, binding_count, calls, dotted,
+                                         iter_closure, stores_of)
 from auditor.config.entry_stack import modeled_roots
 from auditor.config.entry_stores import nested_attr_stores, opaque_keywords, unnamed_stores
 from auditor.config.expr import UNKNOWN
@@ -489,7 +490,7 @@ def _inert_import(call: ast.Call, tree: ast.Module) -> bool:
     if isinstance(arg, ast.Name):
         values = [n.value for n in ast.walk(tree) if isinstance(n, ast.Assign)
                   and [ast.unparse(t) for t in n.targets] == [arg.id]]
-        if not values or _bindings(tree, arg.id) != len(values):
+        if not values or binding_count(tree, arg.id) != len(values):
             return False
     for value in values:
         head = value.values[0] if isinstance(value, ast.JoinedStr) and value.values else value
@@ -515,7 +516,7 @@ def _constant(expr: ast.expr | None, tree: ast.Module, trees: list[tuple[Path, a
     value = next((s.value for s in tree.body if isinstance(s, (ast.Assign, ast.AnnAssign))
                   and [ast.unparse(t) for t in (s.targets if isinstance(s, ast.Assign) else [s.target])] == [name]
                   and isinstance(s.value, ast.Constant)), None)
-    if value is None or _bindings(tree, name) != 1 or any(
+    if value is None or binding_count(tree, name) != 1 or any(
             isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in ast.walk(tree)):
         return None  # `from run_overrides import *`, before or after it, may bind the name again
     for _, other in trees:
@@ -527,30 +528,6 @@ def _constant(expr: ast.expr | None, tree: ast.Module, trees: list[tuple[Path, a
                                                                   for a in node.args))):
                 return None
     return value
-
-
-def _bindings(tree: ast.Module, name: str) -> int:
-    """How many places of `tree` bind `name` (a store or del, a parameter, an import, a def or class,
-    a `global`/`nonlocal` declaration, a pattern capture)."""
-    count = 0
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
-            count += 1
-        elif isinstance(node, ast.arg) and node.arg == name:
-            count += 1
-        elif isinstance(node, ast.alias) and (node.asname or node.name.split(".")[0]) == name:
-            count += 1
-        elif isinstance(node, (*FNS, ast.ClassDef)) and node.name == name:
-            count += 1
-        elif isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
-            count += 2
-        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name == name:
-            count += 1
-        elif isinstance(node, ast.MatchMapping) and node.rest == name:
-            count += 1
-        elif isinstance(node, ast.ExceptHandler) and node.name == name:
-            count += 1
-    return count
 
 
 def _held(trees: list[tuple[Path, ast.Module]], getter: str) -> set[str] | None:
@@ -674,7 +651,7 @@ def _given_by_mapping(call: ast.Call, tree: ast.Module, key: str) -> bool:
         name = k.value.id
         values = [n.value for n in ast.walk(tree) if isinstance(n, ast.Assign)
                   and [ast.unparse(t) for t in n.targets] == [name]]
-        if values and _bindings(tree, name) == len(values) and all(
+        if values and binding_count(tree, name) == len(values) and all(
                 _mapping(v) and key in _schedule_keywords(v) for v in values):
             return True
     return False

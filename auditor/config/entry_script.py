@@ -496,6 +496,31 @@ def _bound_otherwise(tree: ast.Module, homes: dict[str, set[ast.AST]], parsed: C
             and (scope.home(node, name) in homes[name] or scope.declared.get((scope.of[node], name)) is False)}
 
 
+def binding_count(tree: ast.Module, name: str) -> int:
+    """How many places of `tree` bind `name` (a store or del, a parameter, an import, a def or class,
+    a `global`/`nonlocal` declaration, counted twice: the name is bound elsewhere too; a pattern
+    capture, an `except ... as`): what a reader that takes one assignment as its value checks."""
+    count = 0
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
+            count += 1
+        elif isinstance(node, ast.arg) and node.arg == name:
+            count += 1
+        elif isinstance(node, ast.alias) and (node.asname or node.name.split(".")[0]) == name:
+            count += 1
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+            count += 1
+        elif isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+            count += 2
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name == name:
+            count += 1
+        elif isinstance(node, ast.MatchMapping) and node.rest == name:
+            count += 1
+        elif isinstance(node, ast.ExceptHandler) and node.name == name:
+            count += 1
+    return count
+
+
 def stores_of(tree: ast.Module, options: dict[str, dict[str, Any]]) -> dict[str, int]:
     """dest -> the first line of `tree` storing into that parsed argparse value (an attribute of
     its name, or a store by a name not written: config/entry_stores.py)."""
