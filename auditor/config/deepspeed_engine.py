@@ -130,7 +130,9 @@ def deepspeed_unknown(launch: LaunchConfig) -> str:
     flag = launch.flags.get(keyword)
     if flag is None or deepspeed_stated(launch):
         return ""
-    if flag.maybe or not isinstance(flag.value, str):
+    if flag.maybe:
+        return f"{flag.spelling} {flag.value} ({launch.path}:{flag.line}), given only on a branch not decided"
+    if not isinstance(flag.value, str):
         return f"{flag.spelling} {flag.value} ({launch.path}:{flag.line})"
     later = next((u for u in launch.unknown_words if keyword not in u.after), None)
     return "" if later is None else f"{later.text} ({launch.path}:{later.line}), a word not known after {flag.spelling}"
