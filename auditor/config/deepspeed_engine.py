@@ -120,6 +120,24 @@ def deepspeed_stated(launch: LaunchConfig) -> int:
     return len(launch.flags) + len(launch.positionals)
 
 
+def deepspeed_unknown(launch: LaunchConfig) -> str:
+    """The word, as written with its place, that leaves the launch line's `--deepspeed` value not
+    known here ("" where it is known, or not written): a value not known statically (`--deepspeed
+    $DS_CFG`), a flag given only on a branch not decided, or a word not known after it that may
+    give it again (`$EXTRA` holding `--deepspeed=`: argparse, the last wins). A known value,
+    empty or not, is `deepspeed_stated`'s to read."""
+    keyword = rulebook.load("deepspeed").data["trainer_engine"]["keyword"]
+    flag = launch.flags.get(keyword)
+    if flag is None or deepspeed_stated(launch):
+        return ""
+    if flag.maybe:
+        return f"{flag.spelling} {flag.value} ({launch.path}:{flag.line}), given only on a branch not decided"
+    if not isinstance(flag.value, str):
+        return f"{flag.spelling} {flag.value} ({launch.path}:{flag.line})"
+    later = next((u for u in launch.unknown_words if keyword not in u.after), None)
+    return "" if later is None else f"{later.text} ({launch.path}:{later.line}), a word not known after {flag.spelling}"
+
+
 def _engine_of(entry: Path, words: frozenset[str] = frozenset(), stated: int = 0) -> Engine | None:
     """`engine_of`'s reading, which may raise."""
     data = rulebook.load("deepspeed").data
@@ -812,6 +830,47 @@ def launched(engine: Engine, launch: LaunchConfig) -> Engine:
         "accelerate makes of them beside it is not read here", where, line))
 
 
+def _trainer_given_config(launch: LaunchConfig, entry: Any) -> bool:
+    """A `launch.unknown-stack` finding (INCONCLUSIVE) where the entry's Trainer reads its
+    DeepSpeed config from a launch line whose `--deepspeed` value is not known
+    (`deepspeed_unknown`) and the closure, read as if that value were stated, is DeepSpeed's
+    data-parallel engine (`Engine.reading` `zero`): a non-empty value runs it, and with it no
+    pipeline (deepspeed.initialize builds a PipelineEngine only for a PipelineModule, whatever
+    the config holds: rules/deepspeed.toml [pipeline_model]); an empty one runs no DeepSpeed and
+    leaves accelerate's own choice, its Megatron-LM plugin included. Neither megatron-core's
+    reading nor NOT A PIPELINE RUN is known to be the run's: the value decides."""
+    word = deepspeed_unknown(launch)
+    if not word:
+        return False
+    given = len(launch.flags) + len(launch.positionals)
+    try:
+        stat = os.stat(entry.path)
+        found = engine_of(entry.path, stat.st_mtime_ns, stat.st_size, launch_words(launch), given)
+    except OSError:
+        return False
+    if found is None or not (found.trainer and found.parsed) or found.reading() != "zero":
+        return False
+    name = os.path.basename(entry.written)
+    if launched(found, launch).reading() != "zero":  # accelerate's own variables set: undecided either way
+        undecided(launch, name, launched(found, launch))
+        return True
+    assert found.engine is not None
+    where, line = found.engine
+    keyword = rulebook.load("deepspeed").data["trainer_engine"]["keyword"]
+    model = rulebook.load("deepspeed").data["pipeline_model"]
+    _unknown_stack(launch, f"{where}:{line} parses TrainingArguments with HfArgumentParser from the "
+                           f"launch line, whose --{keyword} value is not known here ({word}): a non-empty one "
+                           "hands transformers' Trainer a DeepSpeed config, so DeepSpeed's data-parallel engine "
+                           f"runs and no pipeline ({name} and its local modules never name "
+                           f"{' or '.join(model['names'])}; {model['source']}: `{model['code']}`); an empty "
+                           "one runs no DeepSpeed, leaving the Trainer to accelerate's own choice (its Megatron-LM "
+                           "plugin where the environment asks for it)",
+                   f"the --{keyword} value the Trainer gets ({word})",
+                   f"the value the run gives it, set in {os.path.basename(launch.path)} or as --command "
+                   f"'{launch.launcher} ... --{keyword} CONFIG.json'", [])
+    return True
+
+
 def _guessed(launch: LaunchConfig) -> tuple[Any, Engine] | None:
     """The entry and its Engine, for a torch launcher's run read as Megatron-LM's front end only
     as a guess and not yet said to be anything else; None otherwise."""
@@ -854,6 +913,8 @@ def deepspeed_engine(launch: LaunchConfig) -> None:
     if read is None:
         return
     entry, found = read
+    if found.engine is None and _trainer_given_config(launch, entry):
+        return
     if found.pipeline is not None or found.stack or found.engine is None and not (found.pipe_import or found.failed):
         return  # another stack: its reading
     if found.reading() == "undecided":

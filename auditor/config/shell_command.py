@@ -1,10 +1,13 @@
 """Whether a call that runs a command line (`os.system("cp -rf /tmp/a /tmp/b")`,
 `subprocess.run(["mkdir", "-p", "out"])`) runs only a file utility: the callee is one of
 rules/stacks.toml `[no_pipeline] command_runners` (os.system, subprocess.*: never exec, eval,
-runpy or a process starter), its program is one of `inert_programs` (cp, mkdir, ...), and the
-whole command is literal: a shell string with no shell operator, or an argv list of literal
-strings. A piece computed at run time (`"cp " + src`, `f"cp {src} {dst}"`) may hold `; torchrun
-...`, so it is not read as inert; nor is a call given `runner_keywords` (`executable=`,
+runpy or a process starter), its program is one of `inert_programs` (cp, mkdir, ...), and what a
+shell would read is literal: a shell string with no shell operator, or an argv list whose
+program is a literal string (its other words, run with no shell, are operands whatever they
+hold: `subprocess.run(["touch", npy_path])`). A piece of a shell string computed at run time
+(`"cp " + src`, `f"cp {src} {dst}"`, Pai-Megatron-Patch's `os.system("cp -rf " +
+args.hf_ckpt_path + "/*config.json " + args.save)`) is read again by `sh -c` and may hold `;
+torchrun ...`, so it is not read as inert; nor is a call given `runner_keywords` (`executable=`,
 `preexec_fn=`) or `**kwargs`, which run another program or Python. Such an inert call runs no
 Python and starts no rank, so it neither hides a pipeline (entry_stack.runs_code) nor makes a
 one-process run more (config.one_process). Anything else stays a call that runs code unseen.
@@ -42,7 +45,8 @@ def runs_only_utility(call: ast.Call, callee: str, tree: ast.Module) -> bool:
     if isinstance(command, (ast.List, ast.Tuple)):  # `sys.executable` first: the interpreter running it
         argv = ["python" if k == 0 and ast.unparse(e) == "sys.executable" else _literal(e)
                 for k, e in enumerate(command.elts)]
-        return bool(argv) and None not in argv and argv[0] in programs
+        # with no shell, a word computed at run time is one operand of the program, never another command
+        return bool(argv) and argv[0] in programs and (None not in argv or not _shell(call))
     text = _literal(command)
     if text is None or _OPERATOR.search(text):
         return False
@@ -94,9 +98,7 @@ def command_words(node: ast.AST, tree: ast.Module) -> Command:
                 for k, e in enumerate(command.elts)]
         cut = next((k for k, a in enumerate(argv) if a is None), len(argv))
         known = tuple(a for a in argv[:cut] if a is not None)
-        shell = any(k.arg == "shell" and not (isinstance(k.value, ast.Constant) and k.value.value is False)
-                    for k in node.keywords)
-        return Command(known, shlex.join(known) if cut == len(argv) else "", not shell and not _runs_other(node))
+        return Command(known, shlex.join(known) if cut == len(argv) else "", not _shell(node) and not _runs_other(node))
     text = _literal(command)
     if text is not None:
         return Command(() if _OPERATOR.search(text) else tuple(text.split()), text)
@@ -106,6 +108,13 @@ def command_words(node: ast.AST, tree: ast.Module) -> Command:
         return Command((), "")
     words = head.split()
     return Command(tuple(words if head[-1:].isspace() else words[:-1]), "")
+
+
+def _shell(call: ast.Call) -> bool:
+    """Whether the call may run its command through a shell (`shell=` given, and not the constant
+    False): then the words are script text, which a computed piece may extend."""
+    return any(k.arg == "shell" and not (isinstance(k.value, ast.Constant) and k.value.value is False)
+               for k in call.keywords)
 
 
 def _runs_other(call: ast.Call) -> bool:
