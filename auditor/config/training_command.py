@@ -24,7 +24,7 @@ from auditor.config.batch_job import allocation_options, in_checkout, job_file_a
 from auditor.config.entry_copy import hydra_copy, is_copy
 from auditor.config.entry_module import Root, module_file, module_roots
 from auditor.config.export_option import effect, option_values
-from auditor.config.fetch_target import written
+from auditor.config.fetch_target import STDOUT, copied, written
 from auditor.config.input_words import through_input
 from auditor.config.lightning_entry import builds
 from auditor.errors import InputError
@@ -154,8 +154,10 @@ class LaunchShell(Shell):
         self.inert: list[tuple[int, str]] = []
         # (line, program, URL) of each file a fetcher (`wget URL`) gets at run time: an entry of
         # that name is then a file not read here (config.launch `_last_resort` names it)
-        # (line, fetcher, URL, the file it writes or fetch_target.UNKNOWN, its workdir there or None)
-        self.fetched: list[tuple[int, str, str, str, str | None]] = []
+        # (line, fetcher, URL, the file it writes or fetch_target.UNKNOWN, its workdir and cwd there or None)
+        self.fetched: list[tuple[int, str, str, str, str | None, str | None]] = []
+        # (line, fetcher, URL, path) of each fetch the command walked writes to its pipe (`_fetches`)
+        self.streamed: list[tuple[int, str, str, str]] = []
 
     def trained(self) -> bool:
         return bool(self.candidates or self.last_resort)
@@ -185,6 +187,7 @@ class LaunchShell(Shell):
     def external(self, fields: list[Field], inline: dict[str, EnvVar], cmd: Cmd,
                  siblings: list[Node], at: int) -> int:
         before = len(self.last_resort), self.shelled
+        streamed, self.streamed = (self.streamed if self.in_pipe else []), []  # read once, as `piped`
         piped, self.piped = self.piped, None  # `echo 3 | xargs CMD`: this command's input, read once
         fields = through_input(fields, self.spelling, self._stdin(cmd, piped), self._written_text)  # CMD with the words read
         candidate = self._launch(fields, inline, cmd)
@@ -193,12 +196,24 @@ class LaunchShell(Shell):
                 self.unfollowed.append(Unfollowed(why[0].line, why[0].value, why[1]))
             elif (len(self.last_resort), self.shelled) == before:
                 self.inert.append((cmd.line, self._named(fields)))
-                if (rule := self.spelling.fetchers.get(os.path.basename(str(fields[0].value)))) is not None:
-                    targets = [(op, join([f.value for f in self.expand(t)])) for op, t in cmd.redirects]
-                    self.fetched += [(cmd.line, os.path.basename(str(fields[0].value)), url, path, self.workdir)
-                                     for url, path in written(fields, targets, rule)]
+                self._fetches(fields, cmd, streamed)
             return 0
         return self._join_broken_continuation(siblings, at, cmd, candidate) - at
+
+    def _fetches(self, fields: list[Field], cmd: Cmd, streamed: list[tuple[int, str, str, str]]) -> None:
+        """Record the files a fetcher (`wget URL`) writes, and those a later part of its pipeline
+        writes its standard output to (`wget -O - URL | tee x.py`: `streamed`, the fetches the
+        command before it passed down the pipe); keep those this command passes on in `streamed`."""
+        program = os.path.basename(str(fields[0].value))
+        targets = [(op, join([f.value for f in self.expand(t)])) for op, t in cmd.redirects]
+        if (rule := self.spelling.fetchers.get(program)) is not None:
+            got = [(cmd.line, program, url, path) for url, path in written(fields, targets, rule)]
+        else:
+            got = [(line, fetcher, url, path) for line, fetcher, url, _ in streamed
+                   for path in copied(fields, targets, program in self.spelling.copiers) or [STDOUT]]
+        self.fetched += [(line, fetcher, url, path, self.workdir, self.cwd) for line, fetcher, url, path in got
+                         if path != STDOUT]
+        self.streamed = [g for g in got if g[3] == STDOUT or program in self.spelling.copiers]
 
     def _stdin(self, cmd: Cmd, piped: str | None) -> str | None:
         """The text `cmd` reads on its standard input, where known: its own last `<`, here-document

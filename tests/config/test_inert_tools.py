@@ -186,6 +186,9 @@ URL = "https://example.com/x"
     f"wget -qO other_name.py {URL}/prep.py",  # a cluster naming another file
     f"curl -sSL {URL}/prep.py",  # a cluster without -O: standard output
     f"wget -nc -q {URL}/other_name.py",  # wget's own two-letter options name no file
+    f"if false; then wget -O prep.py {URL}/prep.py; fi",  # h48-shell: a branch that never runs
+    f"wget -O - {URL}/prep.py | tee other_name.py",  # the pipe's file is another one
+    f"wget {URL}/{{a,b}}.py",  # brace expansion: a.py and b.py
 ])
 def test_a_fetch_that_writes_another_file_leaves_the_entry_read(tmp_path: Path, fetch: str) -> None:
     """The review's inputs (r47-np fetch/w04 w06 w08 w09 w10, b2/w21): the entry beside the script is
@@ -218,6 +221,12 @@ def test_a_fetch_that_writes_another_file_leaves_the_entry_read(tmp_path: Path, 
     (f"wget --content-disposition {URL}/get?id=1", "prep.py"),
     (f"curl -OJ {URL}/get?id=1", "prep.py"),
     ("wget -i urls.txt", "prep.py"),
+    # h48-shell (r47-final): standard output piped into a file, a `$PWD` path, brace expansion
+    (f"wget -O - {URL}/other_name.py | tee prep.py", "prep.py"),  # tee(1) copies its input to FILE
+    (f"curl -sL {URL}/other_name.py | gunzip > prep.py", "prep.py"),  # a later part's own `>`
+    (f"wget -O $PWD/prep.py {URL}/other_name.py", "prep.py"),  # $PWD: the directory the job starts in
+    (f'curl -o "$(pwd)/prep.py" {URL}/other_name.py', "prep.py"),
+    (f"wget {URL}/{{a,prep}}.py", "prep.py"),  # bash(1) Brace Expansion: a.py and prep.py
 ])
 def test_the_entry_a_fetch_writes_is_not_read(tmp_path: Path, fetch: str, entry: str) -> None:
     (tmp_path / "sub").mkdir()
