@@ -101,7 +101,9 @@ def _path(url: str, named: Scalar | None, folder: str | None, by_remote: bool, s
           rule: dict) -> str:
     """The one file a URL goes to (see written)."""
     if named is not None:
-        return named if isinstance(named, str) else UNKNOWN
+        if not isinstance(named, str) or rule.get("folder_output") and folder is None:
+            return UNKNOWN
+        return f"{folder}/{named}" if rule.get("folder_output") and folder else named  # curl `--output-dir D -o F`
     if by_remote:
         if folder is None:
             return UNKNOWN

@@ -297,6 +297,8 @@ class LaunchShell(Shell):
             elif base in self.spelling.no_training:
                 if unknown is not None:  # `srun --exclusive ${CMD} hostname`: ${CMD} may be the program
                     return unknown, "which is not known statically"
+                if (word := self._unknown_option(base, fields[i + 1:])):
+                    return f, word
                 runs = self._runs_command(base, fields[i + 1:])
                 return (f, f"whose {runs} runs another program") if runs else None
             elif fields[i + 1:i + 2] and fields[i + 1].value in self.spelling.no_training_subcommands.get(base, ()):
@@ -450,6 +452,24 @@ class LaunchShell(Shell):
         texts = self.spelling.command_text.get(base, ())
         started = next((t for g in args for t in texts if t in str(g.value)), None)
         return f"program text `{started}`" if started else ""
+
+    def _unknown_option(self, base: str, args: list[Field]) -> str:
+        """Why a program whose options may run a command (rules `option_words`) may run one after
+        all, "" where it surely does not: an unquoted word not known statically where getopt may
+        read an option (`split $OPTS in.txt`: $OPTS may be `--filter=CMD`), before `--` and not
+        the value of an option its grammar gives one (`split -l $N`); `-$X` alike."""
+        if base not in self.spelling.option_words:
+            return ""
+        values: list[Scalar] = [g.value for g in args]
+        end = values.index("--") if "--" in values else len(values)
+        words = read_words(values[:end], self._options_of(base))
+        found = [o.at for o in words.options if o.name == ""]
+        found += [k for k in words.operands if args[k].unsplit and all(u for _, u in segments(args[k].value))]
+        if not found:
+            return ""
+        named = (*self.spelling.program_options.get(base, ()), *self.spelling.command_options.get(base, ()))
+        return (f"whose word `{args[min(found)].value}`, not known statically, "
+                f"may be an option that runs another program ({', '.join(f'`{o}`' for o in named)})")
 
     def _names_option(self, base: str, word: Scalar, options: tuple[str, ...]) -> str:
         """Which of `options` a word of `base` names ("" none), by its known text before `=` (its value

@@ -27,6 +27,11 @@ def _written(line: str, redirect: str | None = None) -> list[tuple[str, str]]:
     (f"wget -P dl {URL}", "dl/prep.py"),
     (f"curl -o out.py {URL}", "out.py"),
     (f"curl -sSLO {URL}?raw=1", "prep.py"),  # -O in a cluster: the file part, no query
+    # curl 7.88, checked: `--output-dir od -o x.txt` and `-o y.txt --output-dir od` write od/...
+    (f"curl --output-dir dl -o out.py {URL}", "dl/out.py"),
+    (f"curl -o out.py --output-dir dl {URL}", "dl/out.py"),
+    (f"curl --output-dir dl -O {URL}", "dl/prep.py"),
+    (f"curl -i -o out.py {URL}", "out.py"),  # `-i, --include`: headers in the output, no file named
 ])
 def test_the_file_a_fetch_writes(line: str, path: str) -> None:
     assert _written(line) == [(URL + ("?raw=1" if "raw" in line else ""), path)]

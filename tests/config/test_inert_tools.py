@@ -170,6 +170,32 @@ def test_other_command_options_with_a_value_not_known_run_a_command(tmp_path: Pa
     assert "runs another program" in said or "not known statically" in said
 
 
+@pytest.mark.parametrize(("line", "word"), [
+    ("split $OPTS in.txt out_", "$OPTS"),  # split(1) `--filter=COMMAND`, which $OPTS may hold
+    ("split -l 1000 $EXTRA in.txt", "$EXTRA"),
+    ("rsync -a $RSYNC_OPTS src/ dst/", "$RSYNC_OPTS"),  # rsync(1) `-e, --rsh=COMMAND`
+])
+def test_an_unknown_word_where_an_option_may_stand_may_run_a_command(tmp_path: Path, line: str, word: str) -> None:
+    """h48-shell (r47-final): getopt_long and popt read an option anywhere before `--`, so an
+    unquoted word not known statically may be the option that runs a command."""
+    said = undecided(PREPARE + line + "\n", tmp_path / "run.sh")
+    assert f"whose word `{word}`, not known statically, may be an option that runs another program" in said
+
+
+@pytest.mark.parametrize("line", [
+    # Alibaba Pai-Megatron-Patch a098ca5acb toolkits/pretrain_data_preprocessing/run_prepare_wudao.sh:31
+    "split -l $NUM --numeric-suffixes --additional-suffix=.jsonl ${D}/wudao/merged.json $S/",  # -l's value
+    'split "$IN" out_',  # quoted: one word, a file
+    "split -- $IN out_",  # after `--`: operands
+    'rsync -av "$SRC" "$DST"',
+    # popt (RsyncProject/rsync popt/popt.c longOptionStrcmp) takes a long option only whole:
+    # `--rsync-pat` is no `--rsync-path`, rsync exits "unknown option" and runs nothing
+    'rsync -a --rsync-pat="torchrun train.py" src/ host:dst/',
+])
+def test_a_word_that_is_no_option_or_an_option_value_leaves_the_program_inert(tmp_path: Path, line: str) -> None:
+    assert "starts no training" in not_pipeline(PREPARE + line + "\n", tmp_path / "r.sh")
+
+
 URL = "https://example.com/x"
 
 
