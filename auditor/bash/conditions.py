@@ -12,6 +12,9 @@ from auditor.bash.lexer import Word
 from auditor.bash.parser import AndOr, Cmd, Node, Pipeline
 from auditor.bash.values import Field, segments
 
+# Builtins whose status is fixed whatever their arguments (bash(1) SHELL BUILTIN COMMANDS: `:`
+# "has no effect ... A zero exit code is returned", `true`, `false`).
+_CONSTANT = {"true": True, ":": True, "false": False}
 _INTEGER = {"-eq": int.__eq__, "-ne": int.__ne__, "-lt": int.__lt__, "-le": int.__le__,
             "-gt": int.__gt__, "-ge": int.__ge__}
 
@@ -37,6 +40,8 @@ def outcome(node: Node, expand: Expand) -> bool | None:
             if (op == "&&") == result:
                 result = outcome(right, expand)
         return result
+    if isinstance(node, Cmd) and node.words and not node.redirects and node.words[0].raw in _CONSTANT:
+        return _CONSTANT[node.words[0].raw]  # `if false; then ...`: bash's `true`, `:` and `false`
     if isinstance(node, Cmd):
         return _test(node, expand)
     return None

@@ -114,6 +114,7 @@ class Shell(Expander, ABC):
         # how many function calls deep the walk is: their `$1` is the call's, not known here, so
         # a test in them is no choice of the script's (a call may go one way, the next another)
         self.in_function = 0
+        self.called: tuple[int, str] | None = None  # (line, name) of the outermost function call walked
         # Variables the script sets only where the caller left them empty or unset, read where a
         # test it could not decide leaves the caller's value (`_branches` `read`), and those that
         # hold words not known (`unknown_words`: a branch's or a loop's, a `read` of input not
@@ -121,6 +122,7 @@ class Shell(Expander, ABC):
         self.callers_values: set[str] = set()
         # the text the command before this one in a pipeline writes, where it is known (`_piped`)
         self.piped: str | None = None
+        self.in_pipe = False  # the command walked reads the output of the one before it in a pipeline
 
     @abstractmethod
     def external(self, fields: list[Field], inline: dict[str, EnvVar], cmd: Cmd,
@@ -211,6 +213,8 @@ class Shell(Expander, ABC):
         body = self.functions.get(head)
         if head == "false" and len(cmd.words) == 1:
             status: bool | None = False
+        elif head in _FUNCTION_ONLY and not self.in_function and self.reading == self.path:
+            status = False  # bash: "local: can only be used in a function", "can only `return' from ..."
         elif head in ("[", "[[", "test"):
             status = outcome(cmd, self._noting(caller, caller))
         elif isinstance(body, CommandGroup) and not body.subshell and body.body and not _runs(body.body, {"return"}):
@@ -229,8 +233,10 @@ class Shell(Expander, ABC):
         else:
             return
         if status is False:
-            what = f"`{' '.join(w.raw for w in cmd.words)}` returns 1 and `set -e` (line {self.errexit}) ends the script"
-            self._stops(cmd.line, "1", caller, what)
+            code, outside = _FUNCTION_ONLY.get(head, ("1", ""))
+            what = (f"`{' '.join(w.raw for w in cmd.words)}` returns {code}{outside} and `set -e` (line {self.errexit}) "
+                    "ends the script")
+            self._stops(cmd.line, code, caller, what)
 
     def _errexit_ends(self, cmd: Cmd) -> bool:
         """Whether `cmd` failing surely ends the script: `set -e` surely in force, `cmd` one of
@@ -267,9 +273,10 @@ class Shell(Expander, ABC):
                 saved, texts = dict(self.vars), dict(self.branch_values)
                 before = node.commands[k - 1] if k else None
                 self.piped = self._piped(before) if isinstance(before, Cmd) and isinstance(command, Cmd) else None
+                self.in_pipe = k > 0
                 with self.own_shell():
                     self._node(command)
-                self.vars, self.branch_values, self.piped = saved, texts, None
+                self.vars, self.branch_values, self.piped, self.in_pipe = saved, texts, None, False
         elif isinstance(node, Branches):
             self._if_or_case(node)
         elif isinstance(node, ShellLoop):
@@ -609,11 +616,13 @@ class Shell(Expander, ABC):
         if isinstance(head, str) and head in self.functions and self.depth < MAX_NESTING:
             self.depth += 1
             self.in_function += 1
+            outer, self.called = self.called, self.called or (cmd.line, head)
             try:
                 self._node(self.functions[head])
             finally:
                 self.depth -= 1
                 self.in_function -= 1
+                self.called = outer
             return 0
         return self.external(fields, inline, cmd, siblings, at)
 
@@ -697,7 +706,7 @@ class Shell(Expander, ABC):
         if self.uncertain or self.subshells:
             return
         caller = list(dict.fromkeys(n for empty, defaulted in self.caller_tested for n in (*empty, *defaulted)))
-        self._stops(cmd.line, str(args[0].value) if args else "0", caller)
+        self._stops(cmd.line, str(args[0].value) if args else "", caller)
 
     def _stops(self, line: int, status: str, caller: list[str], failed: str | None = None,
                unless: tuple[str, ...] = ()) -> None:
@@ -717,7 +726,7 @@ class Shell(Expander, ABC):
         fail (`Exit.unless`)."""
         if not caller:
             self.exited = Exit(line, status, self.reading, self.tested[-1] if self.tested else None, failed or "",
-                               unless)
+                               unless, self.called)
             return
         names = " and ".join(caller)
         if self.trained():
@@ -989,6 +998,7 @@ class Exit:
     tested: int | None  # the line of the decided test that leads there, if any
     why: str = ""  # where no `exit` stops it: what does (a failing command under `set -e`)
     unless: tuple[str, ...] = ()  # variables the script never sets whose being unset stops it
+    called: tuple[int, str] | None = None  # (line, name) of the function call it ends in, if any
 
 
 @dataclass
@@ -1000,6 +1010,9 @@ class _Evaluated(Cmd):
 
 _SETTERS = ("read", "printf", "mapfile", "readarray")
 # Words `eval` must read again as a script, not run as a plain command: builtins that set variables.
+# Builtins that fail outside a function (bash 5: `local` returns 1, "can only be used in a
+# function"; `return` returns 2 where no function or sourced file runs): their status, and why.
+_FUNCTION_ONLY = {"local": ("1", " outside a function"), "return": ("2", " outside a function or sourced file")}
 _BUILTINS = frozenset({"export", "declare", "typeset", "local", "readonly", "unset", "source", ".", "eval",
                        *_SETTERS})
 def _array_merged(name: str, seen: list[Var | None], passes: int) -> list[tuple[Scalar, int]] | None:

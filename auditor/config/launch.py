@@ -396,7 +396,8 @@ def _given_command(shell: LaunchShell, command: str, path: str, after: int) -> N
 
 # `exit 0`, `exit` and `exit $?` (bash(1) `exit [n]`: "If n is omitted, the exit status is that of
 # the last command executed"): a script that ends as its last command did, no failure of its own.
-_LAST_STATUS = ("0", "$?", "${?}")
+# A bare `exit` is Exit.status "".
+_LAST_STATUS = ("0", "", "$?", "${?}")
 _BACKGROUND = re.compile(r"(?<![&>|])&\s*(#.*)?$")  # `cmd &` ends a line; `&&`, `2>&1` do not
 
 
@@ -417,11 +418,15 @@ def _skipped(shell: LaunchShell, stop: Exit, path: str, before: str) -> str:
     (may_train), which never runs: the NOT A PIPELINE RUN message says the user's training line
     is skipped (`the script ends at line 3 with `exit 0` ...: the `torchrun` at line 4 never runs`)."""
     where = f"{path}:{stop.line}" if stop.path == path else f"{stop.path}:{stop.line}"
-    said = f"the script ends at line {stop.line} with `exit {stop.status}` (its last command's status) {before}"
+    status = f"`exit {stop.status}`" if stop.status not in ("", "$?", "${?}") else (
+        f"`{' '.join(('exit', stop.status)).strip()}` (its last command's status, whatever it is)")
+    inside = f" in the function `{stop.called[1]}` called at line {stop.called[0]}" if stop.called else ""
+    said = f"the script ends at line {stop.line} with {status}{inside} {before}"
     if stop.path != path:
         return f"{said}; nothing after it runs ({where})"
     commands = list(simple_commands(ShellParser(Lexer("\n".join(shell.lines), path).tokens(), path, []).parse()))
-    at = next((k for k, c in enumerate(commands) if c.line == stop.line and c.words and c.words[0].raw == "exit"),
+    line, word = stop.called or (stop.line, "exit")  # after the call the exit ends in: its own line is not skipped
+    at = next((k for k, c in enumerate(commands) if c.line == line and c.words and c.words[0].raw == word),
               len(commands))
     for c in commands[at + 1:]:
         trains = shell.may_train(command_fields(c, c.line)) if c.words else None
@@ -459,20 +464,23 @@ def _fetched(shell: LaunchShell, script: Scalar, candidate: Candidate) -> str:
     a098ca5acb toolkits/pretrain_data_preprocessing/run_prepare_wudao.sh:10-12), that the run may
     open that file, fetched at run time and not read here, whatever file of that name is here (the
     checkout's copy is not surely what the URL serves); "" where no fetch writes it. Each path is
-    relative to the working directory of its own line; where one of them is not known, the names decide; a written
-    path not known (`-O "$OUT"`) may be any entry."""
+    relative to the working directory of its own line (`$PWD/x.py`: the directory the job starts in);
+    where one of them is not known, the names decide; a written path not known (`-O "$OUT"`) may be any entry."""
     if not isinstance(script, str):
         return ""
 
-    def writes(path: str, workdir: str | None) -> bool:
+    def writes(path: str, workdir: str | None, cwd: str | None) -> bool:
         if path == UNKNOWN:
             return True
-        if workdir is None or candidate.workdir is None:
-            return os.path.basename(path) == os.path.basename(script)
-        return os.path.normpath(os.path.join(workdir, path)) == os.path.normpath(os.path.join(candidate.workdir, script))
+        for here, there in ((cwd, candidate.cwd), (workdir, candidate.workdir)):
+            fetched = None if here is None or there is None else os.path.join(here, path)
+            entry = None if there is None else os.path.join(there, script)
+            if fetched is not None and entry is not None and os.path.isabs(fetched) == os.path.isabs(entry):
+                return os.path.normpath(fetched) == os.path.normpath(entry)
+        return os.path.basename(path) == os.path.basename(script)
 
-    got = next(((line, program, url) for line, program, url, path, workdir in reversed(shell.fetched)
-                if line < candidate.line and writes(path, workdir)), None)
+    got = next(((line, program, url) for line, program, url, path, workdir, cwd in reversed(shell.fetched)
+                if line < candidate.line and writes(path, workdir, cwd)), None)
     return (f"it may be the file `{got[1]}` fetches at line {got[0]} ({got[2]}) at run time, not read here"
             if got else "")
 

@@ -24,7 +24,7 @@ from auditor.config.batch_job import allocation_options, in_checkout, job_file_a
 from auditor.config.entry_copy import hydra_copy, is_copy
 from auditor.config.entry_module import Root, module_file, module_roots
 from auditor.config.export_option import effect, option_values
-from auditor.config.fetch_target import written
+from auditor.config.fetch_target import STDOUT, copied, written
 from auditor.config.input_words import through_input
 from auditor.config.lightning_entry import builds
 from auditor.errors import InputError
@@ -154,8 +154,10 @@ class LaunchShell(Shell):
         self.inert: list[tuple[int, str]] = []
         # (line, program, URL) of each file a fetcher (`wget URL`) gets at run time: an entry of
         # that name is then a file not read here (config.launch `_last_resort` names it)
-        # (line, fetcher, URL, the file it writes or fetch_target.UNKNOWN, its workdir there or None)
-        self.fetched: list[tuple[int, str, str, str, str | None]] = []
+        # (line, fetcher, URL, the file it writes or fetch_target.UNKNOWN, its workdir and cwd there or None)
+        self.fetched: list[tuple[int, str, str, str, str | None, str | None]] = []
+        # (line, fetcher, URL, path) of each fetch the command walked writes to its pipe (`_fetches`)
+        self.streamed: list[tuple[int, str, str, str]] = []
 
     def trained(self) -> bool:
         return bool(self.candidates or self.last_resort)
@@ -185,6 +187,7 @@ class LaunchShell(Shell):
     def external(self, fields: list[Field], inline: dict[str, EnvVar], cmd: Cmd,
                  siblings: list[Node], at: int) -> int:
         before = len(self.last_resort), self.shelled
+        streamed, self.streamed = (self.streamed if self.in_pipe else []), []  # read once, as `piped`
         piped, self.piped = self.piped, None  # `echo 3 | xargs CMD`: this command's input, read once
         fields = through_input(fields, self.spelling, self._stdin(cmd, piped), self._written_text)  # CMD with the words read
         candidate = self._launch(fields, inline, cmd)
@@ -193,12 +196,24 @@ class LaunchShell(Shell):
                 self.unfollowed.append(Unfollowed(why[0].line, why[0].value, why[1]))
             elif (len(self.last_resort), self.shelled) == before:
                 self.inert.append((cmd.line, self._named(fields)))
-                if (rule := self.spelling.fetchers.get(os.path.basename(str(fields[0].value)))) is not None:
-                    targets = [(op, join([f.value for f in self.expand(t)])) for op, t in cmd.redirects]
-                    self.fetched += [(cmd.line, os.path.basename(str(fields[0].value)), url, path, self.workdir)
-                                     for url, path in written(fields, targets, rule)]
+                self._fetches(fields, cmd, streamed)
             return 0
         return self._join_broken_continuation(siblings, at, cmd, candidate) - at
+
+    def _fetches(self, fields: list[Field], cmd: Cmd, streamed: list[tuple[int, str, str, str]]) -> None:
+        """Record the files a fetcher (`wget URL`) writes, and those a later part of its pipeline
+        writes its standard output to (`wget -O - URL | tee x.py`: `streamed`, the fetches the
+        command before it passed down the pipe); keep those this command passes on in `streamed`."""
+        program = os.path.basename(str(fields[0].value))
+        targets = [(op, join([f.value for f in self.expand(t)])) for op, t in cmd.redirects]
+        if (rule := self.spelling.fetchers.get(program)) is not None:
+            got = [(cmd.line, program, url, path) for url, path in written(fields, targets, rule)]
+        else:
+            got = [(line, fetcher, url, path) for line, fetcher, url, _ in streamed
+                   for path in copied(fields, targets, program in self.spelling.copiers) or [STDOUT]]
+        self.fetched += [(line, fetcher, url, path, self.workdir, self.cwd) for line, fetcher, url, path in got
+                         if path != STDOUT]
+        self.streamed = [g for g in got if g[3] == STDOUT or program in self.spelling.copiers]
 
     def _stdin(self, cmd: Cmd, piped: str | None) -> str | None:
         """The text `cmd` reads on its standard input, where known: its own last `<`, here-document
@@ -282,6 +297,8 @@ class LaunchShell(Shell):
             elif base in self.spelling.no_training:
                 if unknown is not None:  # `srun --exclusive ${CMD} hostname`: ${CMD} may be the program
                     return unknown, "which is not known statically"
+                if (word := self._unknown_option(base, fields[i + 1:])):
+                    return f, word
                 runs = self._runs_command(base, fields[i + 1:])
                 return (f, f"whose {runs} runs another program") if runs else None
             elif fields[i + 1:i + 2] and fields[i + 1].value in self.spelling.no_training_subcommands.get(base, ()):
@@ -435,6 +452,24 @@ class LaunchShell(Shell):
         texts = self.spelling.command_text.get(base, ())
         started = next((t for g in args for t in texts if t in str(g.value)), None)
         return f"program text `{started}`" if started else ""
+
+    def _unknown_option(self, base: str, args: list[Field]) -> str:
+        """Why a program whose options may run a command (rules `option_words`) may run one after
+        all, "" where it surely does not: an unquoted word not known statically where getopt may
+        read an option (`split $OPTS in.txt`: $OPTS may be `--filter=CMD`), before `--` and not
+        the value of an option its grammar gives one (`split -l $N`); `-$X` alike."""
+        if base not in self.spelling.option_words:
+            return ""
+        values: list[Scalar] = [g.value for g in args]
+        end = values.index("--") if "--" in values else len(values)
+        words = read_words(values[:end], self._options_of(base))
+        found = [o.at for o in words.options if o.name == ""]
+        found += [k for k in words.operands if args[k].unsplit and all(u for _, u in segments(args[k].value))]
+        if not found:
+            return ""
+        named = (*self.spelling.program_options.get(base, ()), *self.spelling.command_options.get(base, ()))
+        return (f"whose word `{args[min(found)].value}`, not known statically, "
+                f"may be an option that runs another program ({', '.join(f'`{o}`' for o in named)})")
 
     def _names_option(self, base: str, word: Scalar, options: tuple[str, ...]) -> str:
         """Which of `options` a word of `base` names ("" none), by its known text before `=` (its value
