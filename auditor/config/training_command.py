@@ -929,7 +929,14 @@ class LaunchShell(Shell):
         if c_text is not None:
             k, t = c_text
             option, _, inline_text = str(fields[k].value).partition("=")
-            self._inner(prefix + fields[:k + 1], option, fields[t].value if t > k else inline_text, fields[t].line, cmd)
+            saved_positional = self.positional
+            if shell in self.spelling.shells:
+                self.positional = _c_positional(fields[t].value if t > k else inline_text, fields[t + 1:])
+            try:
+                self._inner(prefix + fields[:k + 1], option, fields[t].value if t > k else inline_text,
+                            fields[t].line, cmd)
+            finally:
+                self.positional = saved_positional
             return None
         self.shelled += 1
         batch = os.path.basename(str(prefix[-1].value)) in self.spelling.batch
@@ -1241,6 +1248,23 @@ def _reads_c_text(args: list[Field], grammar: Grammar) -> bool:
     option before it (`bash job.sh -c X`: bash runs job.sh) leaves the command unfollowed."""
     at = _c_text_at(args, grammar)
     return at is not None and isinstance(args[at[1]].value, (str, Partial))
+
+
+def _c_positional(text: Scalar, after: list[Field]) -> list[Field] | None:
+    """The positional parameters of `bash -c TEXT NAME ARG...`: the words after NAME, which is
+    $0 (bash(1) INVOCATION: "the first argument is assigned to $0 and any remaining arguments are
+    assigned to the positional parameters"); none where no word follows TEXT, never the calling
+    script's. Megatron-Bridge 067f987df0 examples/models/exaone/exaone_moe/slurm_inference.sh:108-122
+    passes its sizes so (`bash -c '... --pp "$6" ...' bash "$WORKDIR" ... "$PP"`). None (not
+    known) where the word that would be $0 may be several or none, which shifts every later one,
+    or where a part of TEXT not known statically is the calling script's own `$1`, `$*` (NeMo
+    8cfedd7203 nemo/collections/diffusion/vae/train_vae.sh: `bash -c "... --yes $*"`): read again, it
+    names the caller's words, not the inner shell's."""
+    if after and after[0].unsplit:
+        return None
+    if any(unknown and _POSITIONAL.search(piece) for piece, unknown in segments(text)):
+        return None
+    return after[1:]
 
 
 def _c_text_at(args: list[Field], grammar: Grammar | None) -> tuple[int, int] | None:
