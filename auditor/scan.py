@@ -21,7 +21,8 @@ from auditor.analysis.batching import (
     site_doc,
     site_findings,
 )
-from auditor.config import releases
+from auditor.bash.absent import checkout_root
+from auditor.config import located, releases
 from auditor.config.checkout_release import settled_by_targets
 from auditor.config.derive import derive
 from auditor.config.effective import EffectiveConfig
@@ -96,8 +97,14 @@ def read_key(targets: list[str] | None, which: int = 0) -> tuple[tuple[str, ...]
 
 def resolve_targets(launch: LaunchConfig, targets: list[str] | None) -> list[SourceSet]:
     """--target as given; else `name==X` comments in the script; else installed distributions."""
-    if targets:
-        return _distinct([resolve(t) for t in targets])
+    out = _distinct([resolve(t) for t in targets]) if targets else _stated_targets(launch)
+    for src in out:
+        if src.kind == "dir":
+            src.shown = _in_checkout(src.root, launch.path)
+    return out
+
+
+def _stated_targets(launch: LaunchConfig) -> list[SourceSet]:
     out = []
     for name in launch.stack.distributions:
         pin = launch.pins.get(name)
@@ -114,6 +121,16 @@ def resolve_targets(launch: LaunchConfig, targets: list[str] | None) -> list[Sou
                 f"or write `# {name}==VERSION` in the script",
             ) from None
     return out
+
+
+def _in_checkout(root: Path, script: str) -> str | None:
+    """`root` from the root of the script's checkout, as causes name its files (config.located):
+    an absolute path there wraps the header's targets line past the first screen at 80 columns
+    (issue 25); None where the checkout does not hold it below its root."""
+    checkout = checkout_root(script)
+    if checkout is None or root == checkout or not root.is_relative_to(checkout):
+        return None
+    return located.shown(root, checkout)
 
 
 def _distinct(srcs: list[SourceSet]) -> list[SourceSet]:

@@ -645,10 +645,7 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
     config.earlier = [EarlierCommand(c.launcher.get("program") or c.invoked, c.subcommand, c.line, c.conditional,
                                      tuple(f.value for f in c.args))
                       for c in shell.candidates if c.line < chosen.line]
-    config.unread_before = ([u.said() for u in shell.unfollowed if u.line < chosen.line]
-                             + [f"line {c.line} runs `{c.invoked}`, whose code is not read here"
-                                for c in (*shell.candidates, *shell.last_resort) if c.line < chosen.line]
-                             + [f"line {line}: {what}" for line, what in shell.opaque if line < chosen.line])
+    config.opaque = list(shell.opaque)
     args = chosen.args
     reader = for_style(launcher["style"])
     if launcher.get("program"):

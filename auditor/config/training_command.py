@@ -110,6 +110,34 @@ def _known_tail(value: Symbolic) -> str | None:
     return known if known.startswith("/") else None
 
 
+def python_rule(spelling: Spelling) -> dict | None:
+    """The one-process launcher rule, whose interpreters (`python`, `python3.11`) run a Python
+    program (rules [launchers]); None where the rules give none."""
+    return next((e for e in spelling.launchers if e.get("one_process")), None)
+
+
+def prints_only(words: list[object], python: dict | None) -> bool:
+    """`python -c 'print(1)'`: a Python interpreter of the rule `python` (python_rule) whose `-c`
+    text, known statically, only prints literals to stdout (`print` of constants, no `file=`) or
+    passes: it runs no code of the run's and writes no file, so it neither trains nor may write a
+    file a later command opens (entry_absent.unread_before). Any other text may."""
+    if python is None or not words or not is_interpreter(os.path.basename(str(words[0])), python):
+        return False
+    j = 1
+    while j < len(words) and isinstance(flag := words[j], str) and flag.startswith("-") and flag != "-c":
+        j += 2 if flag in ("-X", "-W") else 1
+    text = words[j + 1] if j + 1 < len(words) and words[j] == "-c" else None
+    if not isinstance(text, str):
+        return False
+    try:
+        body = ast.parse(text).body
+    except (SyntaxError, ValueError):
+        return False
+    return all(isinstance(stmt, ast.Pass) or isinstance(stmt, ast.Expr) and isinstance(call := stmt.value, ast.Call)
+               and isinstance(call.func, ast.Name) and call.func.id == "print" and not call.keywords
+               and all(isinstance(a, ast.Constant) for a in call.args) for stmt in body)
+
+
 def is_interpreter(base: str, launcher: dict) -> bool:
     """`python3.10` is `python3` for a launcher whose rule lists `python3` among its interpreters."""
     return re.sub(r"[0-9.]+$", "", base) in {re.sub(r"[0-9.]+$", "", i) for i in launcher.get("interpreters", ())}
@@ -361,25 +389,7 @@ class LaunchShell(Shell):
         return None
 
     def _prints_only(self, fields: list[Field]) -> bool:
-        """`python -c 'print(1)'`: a Python interpreter (of the one-process launcher rule) whose
-        `-c` text, known statically, only prints literals to stdout (`print` of constants, no
-        `file=`) or passes: it runs no code of the run's and writes no file, so it neither
-        trains nor may write a config a later command opens. Any other text may."""
-        if not self._is_python(fields[0]):
-            return False
-        j = 1
-        while j < len(fields) and isinstance(flag := fields[j].value, str) and flag.startswith("-") and flag != "-c":
-            j += 2 if flag in ("-X", "-W") else 1
-        text = fields[j + 1].value if j + 1 < len(fields) and fields[j].value == "-c" else None
-        if not isinstance(text, str):
-            return False
-        try:
-            body = ast.parse(text).body
-        except (SyntaxError, ValueError):
-            return False
-        return all(isinstance(stmt, ast.Pass) or isinstance(stmt, ast.Expr) and isinstance(call := stmt.value, ast.Call)
-                   and isinstance(call.func, ast.Name) and call.func.id == "print" and not call.keywords
-                   and all(isinstance(a, ast.Constant) for a in call.args) for stmt in body)
+        return prints_only([f.value for f in fields], self._python_rule())
 
     def _module_trains(self, module: str, fields: list[Field], inline: dict[str, EnvVar]) -> tuple[Field, str] | None:
         """Whether `python -m MODULE`, its module not found here (LaunchShell._one_process), may
@@ -910,9 +920,7 @@ class LaunchShell(Shell):
         return Grammar.of(self.spelling.option_grammar.get(program, {}))
 
     def _python_rule(self) -> dict | None:
-        """The one-process launcher rule, whose interpreters (`python`, `python3.11`) run a Python
-        program (rules [launchers]); None where the rules give none."""
-        return next((e for e in self.spelling.launchers if e.get("one_process")), None)
+        return python_rule(self.spelling)
 
     def _is_python(self, word: Field) -> bool:
         """Whether a command's first word is a Python interpreter of that rule."""

@@ -95,6 +95,24 @@ def test_anything_that_may_bring_the_file_leaves_it_undecided(
     assert _errors(_checkout(tmp_path, before, elsewhere), monkeypatch) == []
 
 
+@pytest.mark.parametrize("before", ["python -c 'print(1)'\n", 'python3 -u -c "pass"\n'])
+def test_a_python_c_text_that_only_prints_leaves_it_missing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, before: str) -> None:
+    """h48-screen: one decider of "may an earlier command make this file" (entry_absent
+    .unread_before) for a missing entry, a missing import and a missing Hydra config; the Hydra
+    one knew (review r47-shell h11) that a literal `python -c` text printing constants writes
+    nothing (checked with bash: `python -c "print(1)"` then `python missing.py` exits 2)."""
+    [error] = _errors(_checkout(tmp_path, before), monkeypatch)
+    assert error.severity == "error"
+
+
+@pytest.mark.parametrize("before", ["python -c \"open('pretrain_deepseek_250624.py', 'w')\"\n",
+                                    'python -c "$TEXT"\n'])
+def test_a_python_c_text_that_may_write_leaves_it_undecided(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, before: str) -> None:
+    assert _errors(_checkout(tmp_path, before), monkeypatch) == []
+
+
 def test_an_option_loop_before_the_command_leaves_it_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`while [[ $# -gt 0 ]]; do case $1 in ... shift ... exit 1` (NVIDIA/Megatron-LM@d98e8a64dd
     examples/multimodal/llama_3p1_nemotron_nano_vl_8b_v1/text_generation.sh:16-:78): builtins that

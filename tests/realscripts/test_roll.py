@@ -34,6 +34,7 @@ from auditor.config.frontends.hydra_compose import HydraComposeReader
 from auditor.config.launch import CommandNotFollowed, NotAPipelineRun, parse_launch, refuse_not_pipeline
 from auditor.config.releases import requirements
 from auditor.config.source_tree import judge_on_source_tree
+from auditor.scan import resolve_targets
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN = """#!/bin/bash
@@ -130,6 +131,23 @@ def test_the_source_tree_is_the_release_judged(tmp_path):
     config.source_dirs.clear()
     judge_on_source_tree(config, tmp_path / "elsewhere" / "start.py", str(script))
     assert "mcore-adapter" not in config.pins  # no ROLL tree above it: the release stays unstated
+
+
+def test_the_header_names_the_source_tree_from_the_checkout_root(tmp_path):
+    """alibaba/ROLL 8eb27cc2dc34c4d1310b169d9b86d339004d811a
+    examples/agentic_deepeyes/run_agentic_pipeline.sh asks for a config the checkout lacks: its
+    DOES NOT START cause names `examples/agentic_deepeyes/...sh:5` from the checkout's root, and
+    the header's `mcore-adapter ... at /abs/ROLL/mcore_adapter` took two lines more at 80 columns,
+    pushing that cause past the first screen (issue 25). The tree is named as the cause names files;
+    a --target outside the script's checkout keeps its absolute path."""
+    script = roll_tree(tmp_path / "ROLL", "agentic_deepeyes", SFT, "deepeyes", kind="agentic")
+    (tmp_path / "ROLL" / "setup.py").write_text("")
+    launch = _read(script)
+    tree = str(launch.source_dirs["mcore-adapter"])
+    assert [s.label for s in resolve_targets(launch, [tree])] == ["mcore-adapter 0.10.0.dev0 at mcore_adapter"]
+    other = roll_tree(tmp_path / "other", "agentic_deepeyes", SFT, "deepeyes", kind="agentic")
+    (tmp_path / "other" / "setup.py").write_text("")
+    assert resolve_targets(_read(other), [tree])[0].label.endswith(f"at {tree}")
 
 
 def test_vpp_keeps_overlap_so_nothing_is_batched(tmp_path):

@@ -177,6 +177,11 @@ def test_a_command_line_search_path_may_hold_the_primary(tmp_path: Path):
     "wget -O examples/agentic_demo/deepeyes_2gpus.yaml https://example.com/c.yaml",
     "NAME=deepeyes_2gpus\nenvsubst < base.yaml > examples/agentic_demo/$NAME.yaml",
     "rsync -a /shared/cfgs/ examples/agentic_demo/",
+    # h48-screen: known writers by a path built from $0 (checked with bash: the file is there,
+    # Hydra composes it); LaunchConfig.unread_before, a second decider, counted none of them
+    "cp /shared/cfgs/*.yaml $(dirname $0)/",
+    "tar xf /shared/cfgs.tar -C examples/$CONFIG_PATH",
+    "cp -r /shared/examples .",
 ])
 def test_a_primary_config_an_earlier_command_may_write_is_unknown(tmp_path: Path, pre: str):
     script = _no_primary(tmp_path)
@@ -185,9 +190,10 @@ def test_a_primary_config_an_earlier_command_may_write_is_unknown(tmp_path: Path
     assert [d for d in _read(script).diagnostics if d.kind == "launch.config-file-unread"]
 
 
-def test_an_earlier_command_writing_elsewhere_leaves_the_stop(tmp_path: Path):
+@pytest.mark.parametrize("pre", ["cp a.yaml /tmp/other.yaml", "touch /tmp/stamp", "ln -s /data/ckpt /tmp/ckpt"])
+def test_an_earlier_command_writing_elsewhere_leaves_the_stop(tmp_path: Path, pre: str):
     script = _no_primary(tmp_path)
-    script.write_text(script.read_text().replace("set +x\n", "set +x\ncp a.yaml /tmp/other.yaml\n"))
+    script.write_text(script.read_text().replace("set +x\n", f"set +x\n{pre}\n"))
     assert _missing(script)
 
 
@@ -220,8 +226,8 @@ def test_a_defaults_file_an_earlier_command_may_write_is_unknown(tmp_path: Path)
 
 @pytest.mark.parametrize("pre, named", [
     ("bash prep.sh", "`bash prep.sh`"),
-    ("python tools/make_cfg.py", "`python`"),
-    ('eval "$SETUP"', "`$SETUP`"),
+    ("python tools/make_cfg.py", "`python tools/make_cfg.py`"),
+    ('eval "$SETUP"', '`eval "$SETUP"`'),
 ])
 def test_a_primary_config_a_command_not_read_may_write_is_unknown(tmp_path: Path, pre: str, named: str):
     script = _no_primary(tmp_path)
