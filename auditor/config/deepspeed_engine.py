@@ -44,7 +44,7 @@ from auditor.config.entry_script import (
     path_value, uses_modules, uses_or_imports)
 from auditor.config.entry_script import _imported as imported_names, _resolve as resolve
 from auditor.config.entry_stack import RULES, entry_read, import_line, modeled_packages, read_as_guess
-from auditor.config.model import LaunchConfig
+from auditor.config.model import Flag, LaunchConfig
 from auditor.config.shell_command import starts_programs
 from auditor.config.uncalled import Readers, uncalled, without
 from auditor.findings import Finding
@@ -104,18 +104,26 @@ def launch_words(launch: LaunchConfig) -> frozenset[str]:
     return frozenset(str(w).lstrip("-") for w in given if isinstance(w, str))
 
 
-def deepspeed_stated(launch: LaunchConfig) -> int:
-    """How many arguments the launch line passes the entry where it gives `--deepspeed VALUE`
-    (rules/deepspeed.toml [trainer_engine] `keyword`) as a non-empty literal no unknown word may
-    override (argparse: the last wins), else 0: what HfArgumentParser's TrainingArguments reads.
-    A flag that may abbreviate it (`--deeps ''`: argparse takes a unique prefix, allow_abbrev,
-    HfArgumentParser's default) may set it too: 0."""
+def _deepspeed_flags(launch: LaunchConfig) -> tuple[str, Flag | None, list[Flag]]:
+    """rules/deepspeed.toml [trainer_engine] `keyword`, the launch line's flag of that name, and
+    the other flags argparse may read as it: a prefix of it (`--deeps $X`: argparse takes a
+    unique prefix, allow_abbrev, HfArgumentParser's default). The one reader of which words give
+    the Trainer its `--deepspeed` value."""
     keyword = rulebook.load("deepspeed").data["trainer_engine"]["keyword"]
     flag = launch.flags.get(keyword)
+    prefixes = [f for f in launch.flags.values() if f is not flag and f.spelling.startswith("--")
+                and f"--{keyword}".startswith(f.spelling.partition("=")[0])]
+    return keyword, flag, prefixes
+
+
+def deepspeed_stated(launch: LaunchConfig) -> int:
+    """How many arguments the launch line passes the entry where it gives `--deepspeed VALUE`
+    as a non-empty literal no unknown word may override (argparse: the last wins) and no flag
+    argparse may read as it gives it again (`_deepspeed_flags`), else 0: what HfArgumentParser's
+    TrainingArguments reads."""
+    keyword, flag, prefixes = _deepspeed_flags(launch)
     if flag is None or flag.maybe or not isinstance(flag.value, str) or not flag.value.strip() \
-            or any(keyword not in u.after for u in launch.unknown_words) \
-            or any(f.spelling.startswith("--") and f"--{keyword}".startswith(f.spelling.partition("=")[0])
-                   and f is not flag for f in launch.flags.values()):
+            or any(keyword not in u.after for u in launch.unknown_words) or prefixes:
         return 0
     return len(launch.flags) + len(launch.positionals)
 
@@ -123,11 +131,14 @@ def deepspeed_stated(launch: LaunchConfig) -> int:
 def deepspeed_unknown(launch: LaunchConfig) -> str:
     """The word, as written with its place, that leaves the launch line's `--deepspeed` value not
     known here ("" where it is known, or not written): a value not known statically (`--deepspeed
-    $DS_CFG`), a flag given only on a branch not decided, or a word not known after it that may
-    give it again (`$EXTRA` holding `--deepspeed=`: argparse, the last wins). A known value,
-    empty or not, is `deepspeed_stated`'s to read."""
-    keyword = rulebook.load("deepspeed").data["trainer_engine"]["keyword"]
-    flag = launch.flags.get(keyword)
+    $DS_CFG`, `--deepspeed=$DS`), a flag given only on a branch not decided, a flag argparse may
+    read as it (`--deeps $X`), or a word not known after it that may give it again (`$EXTRA`
+    holding `--deepspeed=`: argparse, the last wins). A known value, empty or not, is
+    `deepspeed_stated`'s to read."""
+    keyword, flag, prefixes = _deepspeed_flags(launch)
+    if prefixes:
+        return (f"{prefixes[-1].spelling} {prefixes[-1].value} ({launch.path}:{prefixes[-1].line}), "
+                f"which argparse may read as --{keyword}")
     if flag is None or deepspeed_stated(launch):
         return ""
     if flag.maybe:

@@ -140,6 +140,13 @@ def test_the_parser_reading_is_each_checked_releases():
     ("--output_dir out --deepspeed test.json $EXTRA", "$EXTRA (run.sh:3), a word not known after --deepspeed", ""),
     ("--output_dir out $A", "--deepspeed ${A} (run.sh:2), given only on a branch not decided",
      'if [ "$DS" = 1 ]; then A="--deepspeed test.json"; fi'),
+    # one word `--deepspeed=VALUE`, as MoQ's run.sh:40 writes it (review r48-conv 3: moq_eq, e1-e3)
+    ("--output_dir out --deepspeed=$DS_CFG", "--deepspeed $DS_CFG (run.sh:3)", ""),
+    ('--output_dir out --deepspeed="$DS_CFG"', "--deepspeed $DS_CFG (run.sh:3)", ""),
+    ("--output_dir out --deepspeed=${DS_CFG}", "--deepspeed ${DS_CFG} (run.sh:3)", ""),
+    # a prefix argparse takes for it (review r48-conv 4: d20_abbrev)
+    ("--output_dir out --deepspeed test.json --deeps $X",
+     "--deeps $X (run.sh:3), which argparse may read as --deepspeed", ""),
 ])
 def test_a_deepspeed_value_not_known_is_inconclusive_naming_it(tmp_path, monkeypatch, words, named, before):
     """run.sh:40 of DeepSpeedExamples@83757d9c93 training/MoQ with its `test.json` given as a value

@@ -64,6 +64,23 @@ SPLICED = 'os.system("cp -rf " + args.load_path + "/*.json " + args.save_path)\n
     ('import subprocess\nsubprocess.run(["cp", src, dst], shell=flag)', False),
     ('import subprocess\nsubprocess.run([prog, src, dst])', False),
     ('import subprocess\nsubprocess.run([*cmd, dst])', False),
+    # a list bound to a name may be changed in place before it runs (review r48-conv 1: s1, s4)
+    ('import subprocess\ncmd = ["echo", x]\ncmd[0] = "torchrun"\nsubprocess.run(cmd)', False),
+    ('import subprocess\ncmd = ["echo", "x"]\ncmd[0] = "torchrun"\nsubprocess.run(cmd)', False),
+    ('import subprocess\ncmd = ["echo", x]\ncmd.pop(0)\nsubprocess.run(cmd)', False),
+    ('import subprocess\ncmd = ["echo", x]\ndel cmd[0]\nsubprocess.run(cmd)', False),
+    ('import subprocess\ncmd = ["echo", x]\ncmd[:1] = ["torchrun"]\nsubprocess.run(cmd)', False),
+    ('import subprocess\ncmd = ["echo", x]\nfill(cmd)\nsubprocess.run(cmd)', False),
+    ('import subprocess\ncmd = ["echo", x]\ndef f():\n    cmd.insert(0, "torchrun")\nsubprocess.run(cmd)', False),
+    ('import subprocess\ncmd = ["echo", x]\nsubprocess.run(cmd)', True),
+    ('import subprocess\ncmd = ("echo", x)\nprint(cmd)\nsubprocess.run(cmd)', True),  # a tuple cannot change
+    # a positional after the command is Popen's bufsize, executable, ... (review r48-conv 2: s3);
+    # env= may set PATH or LD_PRELOAD; cwd= does not move a bare program name
+    ('import subprocess\nsubprocess.Popen(["cp", x], -1, "/usr/local/bin/torchrun")', False),
+    ('import subprocess\nsubprocess.Popen(["cp", "a", "b"], -1, "/usr/local/bin/torchrun")', False),
+    ('import subprocess\nsubprocess.run(["cp", x], env={"PATH": "/opt/launch"})', False),
+    ('import subprocess\nsubprocess.run(["cp", "a", "b"], env=env)', False),
+    ('import subprocess\nsubprocess.run(["cp", x, y], cwd=d)', True),
     ('import os\nos.system("cp a b; python train.py")', False),  # a second program
     ('import os\nos.system("python convert.py in")', False),
     ('import os\nos.system("cpx in")', False),
