@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from dataclasses import field as dc_field
+from typing import Literal
 
 from auditor.bash.absent import surely_absent
 from auditor.bash.choices import Choice, case_choice, if_choice
@@ -87,6 +88,10 @@ class Shell(Expander, ABC):
         # (uncertain, subshells) where the shell the walk is in began (`own_shell`): a `cd` of that
         # shell's own path of commands is sure there, whatever branch started the shell
         self._shell_base = (0, 0)
+        # how many texts the walk reads again whose unknown pieces are the caller's `$1`, `$@` as
+        # written (`bash -c "bash -c '... $1' a 3"`: the calling shell expanded them): no binding
+        # of $1 $2 ... inside gives them their value, so none is known there (`rebound`)
+        self.caller_text = 0
         self.exited: Exit | None = None  # the `exit` the script surely reaches: nothing after it runs
         # the stops past a training command that the caller's variables decide (`_stops`): the
         # walk goes on as the run where the caller gives them
@@ -613,18 +618,51 @@ class Shell(Expander, ABC):
         if head in _SETTERS:
             self._setter(str(head), fields[1:], cmd, inline)
             return 0
+        if head in ("shift", "set"):
+            self._reposition(str(head), fields[1:])
         if isinstance(head, str) and head in self.functions and self.depth < MAX_NESTING:
             self.depth += 1
             self.in_function += 1
             outer, self.called = self.called, self.called or (cmd.line, head)
+            # its $1 $2 ... are the call's words while it runs (bash(1) FUNCTIONS), then the caller's again
+            saved_positional, self.positional = self.positional, self.rebound(_arguments(fields[1:]))
             try:
                 self._node(self.functions[head])
             finally:
                 self.depth -= 1
                 self.in_function -= 1
                 self.called = outer
+                self.positional = saved_positional
             return 0
         return self.external(fields, inline, cmd, siblings, at)
+
+    def rebound(self, given: list[Field] | None) -> list[Field] | None:
+        """$1 $2 ... bound to `given` (None: not known), unless the walk reads a text whose
+        unknown pieces are the caller's `$1` as written (`caller_text`): those are not `given`."""
+        return None if self.caller_text else given
+
+    def _reposition(self, head: str, args: list[Field]) -> None:
+        """`shift [N]` and `set -- WORDS` / `set WORDS` change $1 $2 ... (bash(1) SHELL BUILTIN
+        COMMANDS): exact where the shell surely runs them (not in a branch, loop or subshell it may
+        skip) and their words are known, else not known from here on. `shift N` past $# changes
+        nothing; `set` with options only (`set -euo pipefail`) keeps them."""
+        if head == "shift":
+            if self.positional is None:
+                return
+            count = args[0].value if args else "1"
+            if not (isinstance(count, str) and count.isdigit()) or len(args) > 1:
+                new: list[Field] | None = None
+            elif any(f.unsplit for f in self.positional[:int(count)]):
+                new = None
+            else:
+                new = self.positional[int(count):] if int(count) <= len(self.positional) else self.positional
+        else:
+            words = _set_operands(args)
+            if words is False:
+                return
+            new = words if words is None or all(isinstance(f.value, str) for f in words) else None
+        sure = (self.uncertain, self.subshells) == self._shell_base and not self.opaque
+        self.positional = self.rebound(new if sure else None)
 
     def _unset_word(self, word: Scalar, line: int) -> None:
         """`unset NAME`, or `unset 'NAME[i]'`: one element gone. Exact for the last one; bash
@@ -833,7 +871,7 @@ class Shell(Expander, ABC):
         saved, self.reading = self.reading, path  # ${BASH_SOURCE[0]} is the sourced file
         positional, given = self.positional, bool(args)
         if given:  # the file's $@ is ARGS, known or not, never the caller's (expand._param)
-            self.positional = args
+            self.positional = self.rebound(args)
         try:
             self.run(ShellParser(Lexer(text, path, base).tokens(), path, self.diagnostics).parse())
         except InputError as exc:
@@ -1175,6 +1213,33 @@ def _set_names(builtin: str, args: list[Field]) -> list[str] | None:
 
 _ELEMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\[(.+)\]", re.S)  # `unset 'NAME[i]'`
 _SYNTAX = re.compile(r"[\\\"'`$;&|<>(){}\n#]")  # text that `eval` would read as more than words
+
+
+_MANY = re.compile(r"\$(?:[@*]|\{[@*]\}|\{[A-Za-z_][A-Za-z0-9_]*\[[@*]\]\})")  # `"$@"`, `"${A[@]}"`
+
+
+def _arguments(fields: list[Field]) -> list[Field] | None:
+    """A call's words as $1 $2 ...; None (not known) where one not known may be several words or
+    none (`f "$@"` with the caller's unknown: `$2` is no empty word)."""
+    if any(f.unsplit or (not isinstance(f.value, str) and _MANY.search(f.value.text)) for f in fields):
+        return None
+    return fields
+
+
+def _set_operands(args: list[Field]) -> list[Field] | None | Literal[False]:
+    """The words `set ARGS` makes $1 $2 ...: those after its options (`--` or `-` ends them, `-o`
+    takes a name); False where it gives none (options only), None where that is not known."""
+    k = 0
+    while k < len(args):
+        value = args[k].value
+        if not isinstance(value, str):
+            return None
+        if value in ("--", "-"):
+            return args[k + 1:]
+        if value[:1] not in ("-", "+"):
+            return args[k:]
+        k += 2 if "o" in value[1:] else 1  # `-euo pipefail`: the name after a cluster with `o`
+    return False
 
 
 def _runs(body: list[Node], heads: set[str]) -> bool:

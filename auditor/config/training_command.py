@@ -32,9 +32,9 @@ from auditor.findings import Finding
 from auditor.rulebook.launchers import Spelling
 
 _WRAP = "--wrap"  # `sbatch --wrap=TEXT`: TEXT is a script
-# The script's own arguments as an unknown piece of a word: `$1`, `$@`, `${*}`, `${@:3}` (a variable
+# The script's own arguments as an unknown piece of a word: `$1`, `$@`, `${*}`, `${@:3}`, `${1:-x}` (a variable
 # set only from them holds their text: `EXTRA_ARGS="$@"`).
-_POSITIONAL = re.compile(r"\$(?:[1-9][0-9]*|[@*]|\{(?:[1-9][0-9]*|[@*])(?::[0-9]+(?::[0-9]+)?)?\})")
+_POSITIONAL = re.compile(r"\$(?:[1-9][0-9]*|[@*]|\{(?:[1-9][0-9]*|[@*])(?:[-:=?+#%/^,][^}]*)?\})")
 # `A=1` after `env`: an assignment among a wrapper's words, no program
 _ENV_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 _STDIN = ("<", "<>", "<&", "<<", "<<-", "<<<")  # the redirections a command's standard input comes from
@@ -937,14 +937,16 @@ class LaunchShell(Shell):
         if c_text is not None:
             k, t = c_text
             option, _, inline_text = str(fields[k].value).partition("=")
-            saved_positional = self.positional
+            text = fields[t].value if t > k else inline_text
+            saved_positional, callers = self.positional, _callers_positional(text)
             if shell in self.spelling.shells:
-                self.positional = _c_positional(fields[t].value if t > k else inline_text, fields[t + 1:])
+                self.positional = self.rebound(None if callers else _c_positional(fields[t + 1:]))
+            self.caller_text += callers
             try:
-                self._inner(prefix + fields[:k + 1], option, fields[t].value if t > k else inline_text,
-                            fields[t].line, cmd)
+                self._inner(prefix + fields[:k + 1], option, text, fields[t].line, cmd)
             finally:
                 self.positional = saved_positional
+                self.caller_text -= callers
             return None
         self.shelled += 1
         batch = os.path.basename(str(prefix[-1].value)) in self.spelling.batch
@@ -1258,21 +1260,24 @@ def _reads_c_text(args: list[Field], grammar: Grammar) -> bool:
     return at is not None and isinstance(args[at[1]].value, (str, Partial))
 
 
-def _c_positional(text: Scalar, after: list[Field]) -> list[Field] | None:
+def _c_positional(after: list[Field]) -> list[Field] | None:
     """The positional parameters of `bash -c TEXT NAME ARG...`: the words after NAME, which is
     $0 (bash(1) INVOCATION: "the first argument is assigned to $0 and any remaining arguments are
     assigned to the positional parameters"); none where no word follows TEXT, never the calling
     script's. Megatron-Bridge 067f987df0 examples/models/exaone/exaone_moe/slurm_inference.sh:108-122
     passes its sizes so (`bash -c '... --pp "$6" ...' bash "$WORKDIR" ... "$PP"`). None (not
-    known) where the word that would be $0 may be several or none, which shifts every later one,
-    or where a part of TEXT not known statically is the calling script's own `$1`, `$*` (NeMo
-    8cfedd7203 nemo/collections/diffusion/vae/train_vae.sh: `bash -c "... --yes $*"`): read again, it
-    names the caller's words, not the inner shell's."""
+    known) where the word that would be $0 may be several or none, which shifts every later one."""
     if after and after[0].unsplit:
         return None
-    if any(unknown and _POSITIONAL.search(piece) for piece, unknown in segments(text)):
-        return None
     return after[1:]
+
+
+def _callers_positional(text: Scalar) -> bool:
+    """Whether a part of a shell's TEXT not known statically is the calling script's own `$1`,
+    `$*`, `${1:-x}` (NeMo 8cfedd7203 nemo/collections/diffusion/vae/train_vae.sh: `bash -c "...
+    --yes $*"`): the calling shell expanded it, so read again it names the caller's words, not
+    the inner shell's, nor those of a function or `set --` inside (`Shell.caller_text`)."""
+    return any(unknown and _POSITIONAL.search(piece) for piece, unknown in segments(text))
 
 
 def _c_text_at(args: list[Field], grammar: Grammar | None) -> tuple[int, int] | None:
