@@ -21,8 +21,7 @@ from auditor.analysis.batching import (
     site_doc,
     site_findings,
 )
-from auditor.bash.absent import checkout_root
-from auditor.config import located, releases
+from auditor.config import releases
 from auditor.config.checkout_release import settled_by_targets
 from auditor.config.derive import derive
 from auditor.config.effective import EffectiveConfig
@@ -101,7 +100,7 @@ def resolve_targets(launch: LaunchConfig, targets: list[str] | None) -> list[Sou
     out = _distinct([resolve(t) for t in targets]) if targets else _stated_targets(launch)
     for src in out:
         if src.kind == "dir":
-            src.shown = _in_checkout(src.root, launch.path)
+            src.shown = _from_here(src.root)
     return out
 
 
@@ -124,14 +123,15 @@ def _stated_targets(launch: LaunchConfig) -> list[SourceSet]:
     return out
 
 
-def _in_checkout(root: Path, script: str) -> str | None:
-    """`root` from the root of the script's checkout, as causes name its files (config.located):
-    an absolute path there wraps the header's targets line past the first screen at 80 columns
-    (issue 25); None where the checkout does not hold it below its root."""
-    checkout = checkout_root(script)
-    if checkout is None or root == checkout or not root.is_relative_to(checkout):
-        return None
-    return located.shown(root, checkout)
+def _from_here(root: Path) -> str | None:
+    """`root` relative to the directory the scan runs in, where it lies below it (`mcore_adapter`
+    at a checkout's root, `ROLL/mcore_adapter` above it): an absolute path there wraps the
+    header's targets line past the first screen at 80 columns (issue 25). Elsewhere None (its
+    absolute path): a name from the script's checkout root would read as the copy under the
+    current folder when the scan runs from another checkout."""
+    here = Path.cwd().resolve()
+    tree = root.resolve()
+    return str(tree.relative_to(here)) if tree != here and tree.is_relative_to(here) else None
 
 
 def _distinct(srcs: list[SourceSet]) -> list[SourceSet]:

@@ -75,7 +75,7 @@ class SourceSet:
     files: list[str] = field(default_factory=list)  # .py files, posix, sorted
     recognised: bool = True  # False: a directory whose name and version nothing states
     stated: bool = True  # False: the copy installed here, taken where neither script nor --target names one
-    shown: str | None = None  # how reports name `root` where the run's checkout holds it (its root's path)
+    shown: str | None = None  # how reports name `root` below the scan's directory (relative to it)
 
     def __post_init__(self) -> None:
         self.name = canonicalize_name(self.name)

@@ -13,6 +13,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from auditor.bash.absent import checkout_root
 from auditor.bash.getopt import Grammar
 from auditor.bash.getopt import read as read_words
 from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Word
@@ -116,12 +117,20 @@ def python_rule(spelling: Spelling) -> dict | None:
     return next((e for e in spelling.launchers if e.get("one_process")), None)
 
 
-def prints_only(words: list[object], python: dict | None) -> bool:
+def prints_only(words: list[object], python: dict | None, tree: Path | None, path_set: bool) -> bool:
     """`python -c 'print(1)'`: a Python interpreter of the rule `python` (python_rule) whose `-c`
     text, known statically, only prints literals to stdout (`print` of constants, no `file=`) or
     passes: it runs no code of the run's and writes no file, so it neither trains nor may write a
-    file a later command opens (entry_absent.unread_before). Any other text may."""
+    file a later command opens (entry_absent.unread_before). Any other text may. The interpreter
+    must be a real one: a bare name looked up on a PATH the script leaves as it is (`path_set`:
+    the script assigns PATH, so `./bin` may come first), or an absolute path outside `tree` (the
+    launch script's checkout, else its folder); `./python` is a file of the checkout, any program."""
     if python is None or not words or not is_interpreter(os.path.basename(str(words[0])), python):
+        return False
+    program = str(words[0])
+    if "/" not in program and path_set or "/" in program and (
+            not os.path.isabs(program) or tree is None or Path(os.path.normpath(program)).is_relative_to(tree)
+            or Path(program).resolve().is_relative_to(tree)):
         return False
     j = 1
     while j < len(words) and isinstance(flag := words[j], str) and flag.startswith("-") and flag != "-c":
@@ -136,6 +145,14 @@ def prints_only(words: list[object], python: dict | None) -> bool:
     return all(isinstance(stmt, ast.Pass) or isinstance(stmt, ast.Expr) and isinstance(call := stmt.value, ast.Call)
                and isinstance(call.func, ast.Name) and call.func.id == "print" and not call.keywords
                and all(isinstance(a, ast.Constant) for a in call.args) for stmt in body)
+
+
+def launch_tree(path: str) -> Path | None:
+    """The tree whose files a launch script's relative or absolute program words may name: its
+    checkout, else its own folder (prints_only); None where the script is no file here."""
+    if not Path(path).is_file():
+        return None
+    return checkout_root(path) or Path(path).resolve().parent
 
 
 def is_interpreter(base: str, launcher: dict) -> bool:
@@ -389,7 +406,7 @@ class LaunchShell(Shell):
         return None
 
     def _prints_only(self, fields: list[Field]) -> bool:
-        return prints_only([f.value for f in fields], self._python_rule())
+        return prints_only([f.value for f in fields], self._python_rule(), launch_tree(self.path), "PATH" in self.vars)
 
     def _module_trains(self, module: str, fields: list[Field], inline: dict[str, EnvVar]) -> tuple[Field, str] | None:
         """Whether `python -m MODULE`, its module not found here (LaunchShell._one_process), may

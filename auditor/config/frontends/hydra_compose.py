@@ -19,6 +19,7 @@ from typing import Any
 
 from auditor.bash.absent import checkout_root
 from auditor.bash.values import Field, Symbolic
+from auditor.config import located
 from auditor.config.configfiles import load_yaml, unknown_file
 from auditor.config.entry_absent import unread_before
 from auditor.config.entry_copy import HydraMain, hydra_copy
@@ -138,12 +139,13 @@ def _missing_default(config: LaunchConfig, exc: MissingConfig, primary: Path, en
     if line is not None:  # `bash prep.sh`, `cp /shared/*.yaml $(dirname $0)/` may write it unnamed
         lines = config.text.splitlines()
         said = f"line {line}: `{lines[line - 1].strip()}`" if line <= len(lines) else f"line {line}"
+        named = located.shown(missing, root.resolve())  # as the cause names it: the headline's one line
         config.diagnostics.append(Finding(
             "launch.config-may-be-written", "info",
             f"{exc}, unless a command before the launch writes it: {said}",
-            fix=f"check that command, or audit after it has run: {missing}", where=where,
+            fix=f"check that command, or audit after it has run: {named}", where=where,
             # the one step that decides the run (no file: it does not start; one: its settings)
-            detail={"undecided": f"whether {missing} exists when the run starts ({said})",
+            detail={"undecided": f"whether {named} exists when the run starts ({said})",
                     "decide": "audit after that command has run, or check what it writes"}))
         return
     data: Any = {}
