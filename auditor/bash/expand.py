@@ -124,8 +124,7 @@ class Expander:
         self.positional: list[Field] | None = None  # $1 $2 ... of a script read with its arguments
         self.reading = path  # the file being read: the script, or a file it sources
         # `pwd` and $PWD: the directory the job is launched from, taken to be the one this audit
-        # runs in (its authors run it from where the audit is asked to look), moved by each `cd` known
-        # statically (bash.walk.join_workdir); None after any other.
+        # runs in (its authors run it from where the audit is asked to look); None after a `cd`.
         self.cwd: str | None = os.getcwd()
         self.cwd_read: list[int] = []  # the lines that read it
         # Tools a checkout ships that print a directory holding a copy of its files (rules

@@ -631,10 +631,10 @@ class Shell(Expander, ABC):
         if head == "eval" and not inline:
             self._eval(fields[1:], cmd)
             return 0
-        if head in ("cd", "pushd", "popd"):  # from here on `pwd` is the launch directory moved, if known
+        if head in ("cd", "pushd", "popd"):  # from here on `pwd` is not the launch directory
+            self.cwd = None
             sure = head == "cd" and (self.uncertain, self.subshells) == self._shell_base and len(fields) == 2
             self.workdir = join_workdir(self.workdir, fields[1].value) if sure else None
-            self.cwd = join_workdir(self.cwd, fields[1].value) if sure else None
         if cmd.stdout is not None and head in ("printf", "echo", "cat"):
             self._write(str(head), fields[1:], cmd)
         if head in _SETTERS:

@@ -474,7 +474,7 @@ def _fetched(candidate: Candidate, script: Scalar) -> str:
     open that file, fetched at run time and not read here, whatever file of that name is here (the
     checkout's copy is not surely what the URL serves); "" where no fetch writes it. Each path is
     relative to the working directory of its own line (`$PWD/x.py`: the directory the job starts
-    in, moved by each `cd` known statically);
+    in);
     where one of them is not known, the names decide; a written path not known (`-O "$OUT"`) may be any entry."""
     if not isinstance(script, str):
         return ""

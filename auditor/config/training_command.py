@@ -77,7 +77,7 @@ class Candidate:
     end_line: int
     conditional: bool
     word_line: int = 0  # the launcher word's own line (after `NAME=value \` prefix lines)
-    cwd: str | None = None  # the directory it starts in, as the walk knows it (None after an unknown `cd`)
+    cwd: str | None = None  # the directory it starts in, as the walk knows it (None after a `cd`)
     # where it runs, relative to the launch directory: "" not moved, None not known statically
     # (a `cd` or a runner's working-directory option before it: bash.walk.join_workdir)
     workdir: str | None = ""

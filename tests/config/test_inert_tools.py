@@ -216,7 +216,6 @@ URL = "https://example.com/x"
     f"if false; then wget -O prep.py {URL}/prep.py; fi",  # h48-shell: a branch that never runs
     f"wget -O - {URL}/prep.py | tee other_name.py",  # the pipe's file is another one
     f"wget {URL}/{{a,b}}.py",  # brace expansion: a.py and b.py
-    f"cd sub\nwget -O $PWD/prep.py {URL}/prep.py\ncd ..",  # r48-shell w23: $PWD moved with the `cd`
 ])
 def test_a_fetch_that_writes_another_file_leaves_the_entry_read(tmp_path: Path, fetch: str) -> None:
     """The review's inputs (r47-np fetch/w04 w06 w08 w09 w10, b2/w21): the entry beside the script is
