@@ -15,7 +15,7 @@ from typing import Literal
 
 from auditor.bash.absent import surely_absent
 from auditor.bash.choices import Choice, case_choice, if_choice
-from auditor.bash.conditions import case_branch, condition, outcome
+from auditor.bash.conditions import case_branch, condition, constant, outcome
 from auditor.bash.errexit import errexit_change, failing_substitution
 from auditor.bash.expand import Expander
 from auditor.bash.image_home import Placement, image_file
@@ -75,6 +75,9 @@ class Shell(Expander, ABC):
         super().__init__(path, environ)
         self.diagnostics = diagnostics
         self.functions: dict[str, Node] = {}
+        # every name a function or alias took anywhere the walk went, whatever branch (so never a
+        # builtin's fixed status for it: conditions.constant)
+        self.redefined: set[str] = set()
         self.conditional = 0  # how many if/case/loop bodies the walk is inside
         # Where the commands run, relative to the launch directory (or absolute): "" where no `cd`
         # moved them, None after one whose directory is not known statically (join_workdir)
@@ -105,7 +108,11 @@ class Shell(Expander, ABC):
         self.environment_set: tuple[str, ...] = ()  # variables a job's environment sets (fnmatch)
         self.errexit = 0  # the line of the `set -e` surely in force; 0: off, or not certain
         self._level = 0  # how many `run`s deep: 1 is the script's own list of commands
-        self._listed: Cmd | None = None  # the command `run` runs as one of its list (see `_errexit_ends`)
+        self._listed: Node | None = None  # the node `run` runs as one of its list (see `_errexit_ends`)
+        # the `run` level whose list is the script's own: 1, or deeper inside a `{ ...; }` or a
+        # loop of known items listed there (bash runs those commands as its own: `_surely_runs`)
+        self._own = 1
+        self._before: Node | None = None  # the command before the one `run` runs in its list, if any
         # the files the script wrote whose text is known, by their path as expanded: (text, line, file)
         self.written: dict[str, tuple[str | Symbolic, int, str]] = {}
         # Undecided if/case statements (auditor.bash.choices): the branch a walk is told to take
@@ -148,6 +155,7 @@ class Shell(Expander, ABC):
         try:
             while k < len(nodes) and self.exited is None:
                 node = nodes[k]
+                self._before = nodes[k - 1] if k else None
                 if isinstance(node, Cmd):
                     self._listed = node
                     self._errexit(node)
@@ -159,6 +167,7 @@ class Shell(Expander, ABC):
                     if ends:
                         self._failed(node, before)
                 else:
+                    self._listed = node
                     self._node(node)
                 k += 1
         finally:
@@ -185,7 +194,7 @@ class Shell(Expander, ABC):
             return
         if words[0].raw == "set":
             change = errexit_change([w.raw for w in words[1:]])
-            certain = self._level == 1 and not (self.uncertain or self.subshells or self.conditional)
+            certain = self._level == self._own and not (self.uncertain or self.subshells or self.conditional)
             if change is False:  # `set +e`, even on a path not certain: not surely in force
                 self.errexit = 0
             elif change and certain:
@@ -216,15 +225,15 @@ class Shell(Expander, ABC):
         caller: list[str] = []
         head = cmd.words[0].raw if cmd.words else ""
         body = self.functions.get(head)
-        if head == "false" and len(cmd.words) == 1:
+        if constant(cmd, self.redefined) is False:
             status: bool | None = False
         elif head in _FUNCTION_ONLY and not self.in_function and self.reading == self.path:
             status = False  # bash: "local: can only be used in a function", "can only `return' from ..."
         elif head in ("[", "[[", "test"):
-            status = outcome(cmd, self._noting(caller, caller))
+            status = outcome(cmd, self._noting(caller, caller), self.redefined)
         elif isinstance(body, CommandGroup) and not body.subshell and body.body and not _runs(body.body, {"return"}):
             last = body.body[-1]
-            if isinstance(last, Cmd) and [w.raw for w in last.words] == ["false"]:
+            if isinstance(last, Cmd) and constant(last, self.redefined) is False:
                 status = False
             elif _runs(body.body, {"shift", "set"}) or any(
                     self.vars.get(n) is not before.get(n) for n in _names_read([last])):
@@ -232,7 +241,7 @@ class Shell(Expander, ABC):
             else:  # its $1 $2 ... $# $@ are the call's words, never the script's
                 saved, self.positional = self.positional, [f for w in cmd.words[1:] for f in self.expand(w)]
                 try:
-                    status = outcome(last, self._noting(caller, caller))
+                    status = outcome(last, self._noting(caller, caller), self.redefined)
                 finally:
                     self.positional = saved
         else:
@@ -247,7 +256,7 @@ class Shell(Expander, ABC):
         """Whether `cmd` failing surely ends the script: `set -e` surely in force, `cmd` one of
         the script's own list of commands (not in `a || b`, `! a`, a pipeline or a function), on
         the path the walk is certain of, where no unseen code ran (it may have run `set +e`)."""
-        return (bool(self.errexit) and self._level == 1 and self._listed is cmd
+        return (bool(self.errexit) and self._level == self._own and self._listed is cmd
                 and not (self.uncertain or self.subshells or self.conditional or self.opaque))
 
     def _node(self, node: Node) -> None:
@@ -260,7 +269,7 @@ class Shell(Expander, ABC):
             self._node(node.first)
             caller: list[str] = []
             defaulted: list[str] = []
-            status = outcome(node.first, self._noting(caller, defaulted))
+            status = outcome(node.first, self._noting(caller, defaulted), self.redefined)
             if caller and not _guards(node):  # the caller's empty value decides it: no sure choice
                 status = None
             for op, right in node.rest:
@@ -268,7 +277,7 @@ class Shell(Expander, ABC):
                     if (op == "&&") == status:
                         with self._test_decided(_line_of(node.first), caller, defaulted):
                             self._node(right)
-                        status = outcome(right, self._noting(caller, defaulted))
+                        status = outcome(right, self._noting(caller, defaulted), self.redefined)
                     continue
                 self._branches([[right]], exhaustive=False, block=False, read=_names_read([node.first]))
         elif isinstance(node, Pipeline) and len(node.commands) == 1:  # `! cmd` runs in this shell
@@ -295,7 +304,7 @@ class Shell(Expander, ABC):
                                                   for w in node.items for f in self.expand(w)):
                     self.callers_values.add(node.var)  # `for a in $EXTRA`: each of the caller's words
             self.run(node.condition)
-            if node.var is None and condition(node.condition, self._noting([])) is node.until:
+            if node.var is None and condition(node.condition, self._noting([]), self.redefined) is node.until:
                 return  # `while [[ "$X" == */ ]]` of an X that does not end in `/`: no pass runs
             self._branches([node.body], exhaustive=False, passes=node.line)
         elif isinstance(node, CommandGroup):
@@ -304,11 +313,13 @@ class Shell(Expander, ABC):
                 with self.own_shell():
                     self.run(node.body)
             else:
-                self.run(node.body)
+                with self._surely_runs(node):
+                    self.run(node.body)
             if node.subshell:  # its variables, functions and the texts its ifs left them end with it
                 self.vars, self.branch_values, self.functions = saved, texts, functions
         elif isinstance(node, Function):
             self.functions[node.name] = node.body
+            self.redefined.add(node.name)
 
     @contextmanager
     def own_shell(self) -> Iterator[None]:
@@ -339,11 +350,25 @@ class Shell(Expander, ABC):
     def _unrolled(self, node: ShellLoop, var: str, items: list[Field]) -> None:
         """Run the body once per item, as bash does: each iteration sees what the ones before it set."""
         exported = self.vars[var].exported if var in self.vars else False
-        for item in items:
-            if self.exited is not None:
-                return
-            self.vars[var] = Var(item.value, item.line, exported)
-            self.run(node.body)
+        with self._surely_runs(node):
+            for item in items:
+                if self.exited is not None:
+                    return
+                self.vars[var] = Var(item.value, item.line, exported)
+                self.run(node.body)
+
+    @contextmanager
+    def _surely_runs(self, node: Node) -> Iterator[None]:
+        """Walk the body of `node`, a `{ ...; }` or a pass of a loop of known items: where `node`
+        is one of the script's own list of commands, so is each command of its body (`set -e`
+        then `for i in 1; do local X=$i; done` ends the script as a bare `local` would)."""
+        own = self._own
+        if self._listed is node and self._level == self._own:
+            self._own = self._level + 1
+        try:
+            yield
+        finally:
+            self._own = own
 
     def _if_or_case(self, node: Branches) -> None:
         """Run the branch the values tested decide, or every branch still possible, merged."""
@@ -366,7 +391,7 @@ class Shell(Expander, ABC):
             return
         first = None  # the first condition the caller's empty value decided
         for k, (cond, body) in enumerate(zip(node.conditions, node.bodies)):
-            decided = condition(cond, self._noting(caller, defaulted)) if cond else True
+            decided = condition(cond, self._noting(caller, defaulted), self.redefined) if cond else True
             first = k if first is None and caller else first
             if decided is None or (decided and first is not None and not _exits(body)):
                 self._undecided(node, k if first is None else first, caller)
@@ -593,6 +618,8 @@ class Shell(Expander, ABC):
             name, value = self.assignment_value(w)
             inline[name] = EnvVar(name, value if not isinstance(value, list) else join(value), w.line, "inline")
         head = fields[0].value
+        if head == "alias":  # `alias true=false` (under `shopt -s expand_aliases`)
+            self.redefined.update(str(f.value).split("=")[0] for f in fields[1:] if "=" in str(f.value))
         if head in ("export", "declare", "typeset", "local", "readonly"):
             self._declare(head, words[k + 1:])
             return 0
@@ -744,7 +771,12 @@ class Shell(Expander, ABC):
         if self.uncertain or self.subshells:
             return
         caller = list(dict.fromkeys(n for empty, defaulted in self.caller_tested for n in (*empty, *defaulted)))
-        self._stops(cmd.line, str(args[0].value) if args else "", caller)
+        status = str(args[0].value) if args else ""
+        read: list[str] = []
+        if (status in ("", "$?", "${?}") and self._before is not None  # `false; exit`: bash exits 1
+                and outcome(self._before, self._noting(read, read), self.redefined) is False and not read):
+            status = "1"
+        self._stops(cmd.line, status, caller)
 
     def _stops(self, line: int, status: str, caller: list[str], failed: str | None = None,
                unless: tuple[str, ...] = ()) -> None:

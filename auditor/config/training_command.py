@@ -100,6 +100,8 @@ class Candidate:
     # bash -c "export WORLD_SIZE=$SLURM_NTASKS; python ..."`), expanded where the starter's own
     # SLURM_* are the task's: config.launcher `_env_world`
     in_task: frozenset[str] = frozenset()
+    # the files fetched before it (LaunchShell.fetched as the walk met it): its entry may be one
+    fetched: tuple[tuple[int, str, str, str, str | None, str | None], ...] = ()
 
 
 def _known_tail(value: Symbolic) -> str | None:
@@ -685,7 +687,7 @@ class LaunchShell(Shell):
                     launcher, invoked, sub, args, wrapper, inline, dict(self.vars),
                     cmd.line, cmd.end_line, self.conditional > 0, fields[0].line, self.cwd, self.workdir,
                     cmd.words[0].raw if cmd.words else "", list(cmd.redirects), [self.cwd] * len(cmd.redirects),
-                    after=self.guards)
+                    after=self.guards, fetched=tuple(self.fetched))
                 moved = self._wrapper_workdir(fields[:k + 1] + args)
                 if moved != "":  # `srun --container-workdir=DIR python x.py`: the command runs in DIR
                     candidate.workdir = join_workdir(candidate.workdir, moved)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from auditor.bash.values import Symbolic
 from auditor.config.launch import parse_launch
 from tests.launch_outcome import not_pipeline, undecided
 
@@ -260,3 +261,14 @@ def test_the_entry_a_fetch_writes_is_not_read(tmp_path: Path, fetch: str, entry:
         (tmp_path / name).write_text("import torch\nprint(1)\n")
     said = undecided(f"#!/bin/bash\nset -ex\n{fetch}\npython {entry}\n", tmp_path / "r.sh")
     assert f"runs `python {entry}`, whose entry is not read: it may be the file" in said
+
+
+@pytest.mark.parametrize("fetch", [f"wget -O prep.py {URL}/prep.py", f"wget -O - {URL}/prep.py | tee prep.py"])
+def test_a_launchers_entry_fetched_at_run_time_is_not_read(tmp_path: Path, fetch: str) -> None:
+    """Review r48-shell w21, w01: the fetched entry is the launcher's too (`torchrun prep.py`),
+    not only a plain `python prep.py`'s: the file here is not surely what the URL serves."""
+    (tmp_path / "prep.py").write_text("import torch\nprint(1)\n")
+    text = f"#!/bin/bash\nset -ex\n{fetch}\ntorchrun --nproc_per_node 4 prep.py\n"
+    (tmp_path / "r.sh").write_text(text)
+    script = parse_launch(text, str(tmp_path / "r.sh")).script
+    assert isinstance(script, Symbolic) and "prep.py (it may be the file `wget` fetches at line 3" in str(script)
