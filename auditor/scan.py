@@ -42,6 +42,7 @@ from auditor.config.model import LaunchConfig
 from auditor.config.runconfig import RunConfig
 from auditor.config.pyenv import read_entry
 from auditor.config.settings import check_settings
+from auditor.config.entry_p2p_calls import direct_entry
 from auditor.config.pipelining_script import own_entry, script_entry, script_sources
 from auditor.config.submodule_copy import unread_submodule
 from auditor.config.titan import read_job_config, torch_scope, with_pipelining_torch
@@ -96,8 +97,14 @@ def read_key(targets: list[str] | None, which: int = 0) -> tuple[tuple[str, ...]
 
 def resolve_targets(launch: LaunchConfig, targets: list[str] | None) -> list[SourceSet]:
     """--target as given; else `name==X` comments in the script; else installed distributions."""
-    if targets:
-        return _distinct([resolve(t) for t in targets])
+    out = _distinct([resolve(t) for t in targets]) if targets else _stated_targets(launch)
+    for src in out:
+        if src.kind == "dir":
+            src.shown = _from_here(src.root)
+    return out
+
+
+def _stated_targets(launch: LaunchConfig) -> list[SourceSet]:
     out = []
     for name in launch.stack.distributions:
         pin = launch.pins.get(name)
@@ -114,6 +121,17 @@ def resolve_targets(launch: LaunchConfig, targets: list[str] | None) -> list[Sou
                 f"or write `# {name}==VERSION` in the script",
             ) from None
     return out
+
+
+def _from_here(root: Path) -> str | None:
+    """`root` relative to the directory the scan runs in, where it lies below it (`mcore_adapter`
+    at a checkout's root, `ROLL/mcore_adapter` above it): an absolute path there wraps the
+    header's targets line past the first screen at 80 columns (issue 25). Elsewhere None (its
+    absolute path): a name from the script's checkout root would read as the copy under the
+    current folder when the scan runs from another checkout."""
+    here = Path.cwd().resolve()
+    tree = root.resolve()
+    return str(tree.relative_to(here)) if tree != here and tree.is_relative_to(here) else None
 
 
 def _distinct(srcs: list[SourceSet]) -> list[SourceSet]:
@@ -449,6 +467,7 @@ def _scan_one(inputs: ScanInputs, read: tuple[LaunchConfig, list[SourceSet]]) ->
                             f"for this config (rules/{e.framework}.toml){_why_false(e, effective)}"
                             for e, ok in runs if not ok]
     own = None if inputs.entries or script is not None else own_entry(launch)
+    direct = None if inputs.entries or script is not None or own is not None else direct_entry(launch)
     program = Program(srcs, jobs=inputs.jobs)
     try:
         interp = Interpreter(program, interpreter_config(effective), rules)
@@ -456,6 +475,7 @@ def _scan_one(inputs: ScanInputs, read: tuple[LaunchConfig, list[SourceSet]]) ->
                       how_far=lambda: f"{len(interp.nodes)} functions reached"), collector_paused():
             starts = _run_entries(interp, program, srcs, entry_specs, bool(inputs.entries))
             starts += _run_own(interp, own) if own is not None else []
+            starts += _run_own(interp, direct) if direct is not None else []
             reach = Reachability(interp, starts)
             results = _reach_all(interp, reach, program, sites)
     finally:
@@ -494,7 +514,7 @@ def _scan_one(inputs: ScanInputs, read: tuple[LaunchConfig, list[SourceSet]]) ->
                      **({"entry_read": {"script": launch.script, "read": launch.script_read,
                                         **({"module": True} if launch.script_module else {})}}
                         if launch.script_read else {})}
-    doc["entries"] = [name for name, _ in entry_specs] + ([own[0]] if own is not None else [])
+    doc["entries"] = [name for name, _ in entry_specs] + [e[0] for e in (own, direct) if e is not None]
     doc["patches"] = [
         {"target": p.target, "replacement": p.replacement, "status": p.status,
          "installed_in": interp.nodes[p.node].short}
@@ -566,7 +586,8 @@ def _run_entries(interp: Interpreter, program: Program, srcs: list[SourceSet],
 
 
 def _run_own(interp: Interpreter, own: tuple[str, str, str]) -> list[int]:
-    """Interpret an entry issuing P2P itself (pipelining_script.own_entry) as `__main__`, under
+    """Interpret an entry issuing P2P itself (pipelining_script.own_entry), or calling a
+    framework's P2P functions itself (entry_p2p_calls.direct_entry), as `__main__`, under
     the module name its source gives it, so that its functions are those whose sites were found:
     `__name__` is bound before its first line, its lines kept as written."""
     _, module, text = own

@@ -75,6 +75,7 @@ class SourceSet:
     files: list[str] = field(default_factory=list)  # .py files, posix, sorted
     recognised: bool = True  # False: a directory whose name and version nothing states
     stated: bool = True  # False: the copy installed here, taken where neither script nor --target names one
+    shown: str | None = None  # how reports name `root` below the scan's directory (relative to it)
 
     def __post_init__(self) -> None:
         self.name = canonicalize_name(self.name)
@@ -111,8 +112,8 @@ class SourceSet:
         if self.kind != "dir":
             return release
         if self.recognised:
-            return f"{release} at {self.root}"
-        return f"{self.root} (not recognised: no dist-info, PKG-INFO, pyproject or version file)"
+            return f"{release} at {self.shown or self.root}"
+        return f"{self.shown or self.root} (not recognised: no dist-info, PKG-INFO, pyproject or version file)"
 
     @property
     def roots(self) -> list[str]:

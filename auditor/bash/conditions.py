@@ -6,40 +6,57 @@ else is None, and the walk then keeps every branch as possible."""
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from auditor.bash.lexer import Word
 from auditor.bash.parser import AndOr, Cmd, Node, Pipeline
 from auditor.bash.values import Field, segments
 
+# Builtins whose status is fixed whatever their arguments (bash(1) SHELL BUILTIN COMMANDS: `:`
+# "has no effect ... A zero exit code is returned", `true`, `false`).
+_CONSTANT = {"true": True, ":": True, "false": False}
 _INTEGER = {"-eq": int.__eq__, "-ne": int.__ne__, "-lt": int.__lt__, "-le": int.__le__,
             "-gt": int.__gt__, "-ge": int.__ge__}
 
 Expand = Callable[[Word], list[Field]]
 
 
-def condition(nodes: list[Node], expand: Expand) -> bool | None:
+def condition(nodes: list[Node], expand: Expand, redefined: Collection[str] = ()) -> bool | None:
     """The outcome of an if/elif condition list (its last command's status), when certain."""
-    return outcome(nodes[-1], expand) if nodes else None
+    return outcome(nodes[-1], expand, redefined) if nodes else None
 
 
-def outcome(node: Node, expand: Expand) -> bool | None:
+def outcome(node: Node, expand: Expand, redefined: Collection[str] = ()) -> bool | None:
+    """`redefined`: the names a function or alias of the script takes (see `constant`)."""
     if isinstance(node, Pipeline):
         if len(node.commands) != 1:
             return None
-        inner = outcome(node.commands[0], expand)
+        inner = outcome(node.commands[0], expand, redefined)
         return None if inner is None else inner != node.negated
     if isinstance(node, AndOr):
-        result = outcome(node.first, expand)
+        result = outcome(node.first, expand, redefined)
         for op, right in node.rest:
             if result is None:
                 return None
             if (op == "&&") == result:
-                result = outcome(right, expand)
+                result = outcome(right, expand, redefined)
         return result
+    if isinstance(node, Cmd) and node.words and node.words[0].raw in _CONSTANT:
+        return constant(node, redefined)
     if isinstance(node, Cmd):
         return _test(node, expand)
     return None
+
+
+def constant(cmd: Cmd, redefined: Collection[str]) -> bool | None:
+    """The status of bash's `true`, `:` or `false` (`if false; then ...`); None for any other
+    command, one with redirects, or one whose name a function or alias of the script takes:
+    bash looks a function up before a builtin (`true() { return 1; }; if true; ...` takes the
+    else branch), an alias before both."""
+    head = cmd.words[0].raw if cmd.words else ""
+    if head not in _CONSTANT or cmd.redirects or head in redefined:
+        return None
+    return _CONSTANT[head]
 
 
 def _test(cmd: Cmd, expand: Expand) -> bool | None:

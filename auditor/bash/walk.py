@@ -11,10 +11,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from dataclasses import field as dc_field
+from typing import Literal
 
 from auditor.bash.absent import surely_absent
 from auditor.bash.choices import Choice, case_choice, if_choice
-from auditor.bash.conditions import case_branch, condition, outcome
+from auditor.bash.conditions import case_branch, condition, constant, outcome
 from auditor.bash.errexit import errexit_change, failing_substitution
 from auditor.bash.expand import Expander
 from auditor.bash.image_home import Placement, image_file
@@ -74,6 +75,9 @@ class Shell(Expander, ABC):
         super().__init__(path, environ)
         self.diagnostics = diagnostics
         self.functions: dict[str, Node] = {}
+        # every name a function or alias took anywhere the walk went, whatever branch (so never a
+        # builtin's fixed status for it: conditions.constant)
+        self.redefined: set[str] = set()
         self.conditional = 0  # how many if/case/loop bodies the walk is inside
         # Where the commands run, relative to the launch directory (or absolute): "" where no `cd`
         # moved them, None after one whose directory is not known statically (join_workdir)
@@ -87,6 +91,10 @@ class Shell(Expander, ABC):
         # (uncertain, subshells) where the shell the walk is in began (`own_shell`): a `cd` of that
         # shell's own path of commands is sure there, whatever branch started the shell
         self._shell_base = (0, 0)
+        # how many texts the walk reads again whose unknown pieces are the caller's `$1`, `$@` as
+        # written (`bash -c "bash -c '... $1' a 3"`: the calling shell expanded them): no binding
+        # of $1 $2 ... inside gives them their value, so none is known there (`rebound`)
+        self.caller_text = 0
         self.exited: Exit | None = None  # the `exit` the script surely reaches: nothing after it runs
         # the stops past a training command that the caller's variables decide (`_stops`): the
         # walk goes on as the run where the caller gives them
@@ -100,7 +108,11 @@ class Shell(Expander, ABC):
         self.environment_set: tuple[str, ...] = ()  # variables a job's environment sets (fnmatch)
         self.errexit = 0  # the line of the `set -e` surely in force; 0: off, or not certain
         self._level = 0  # how many `run`s deep: 1 is the script's own list of commands
-        self._listed: Cmd | None = None  # the command `run` runs as one of its list (see `_errexit_ends`)
+        self._listed: Node | None = None  # the node `run` runs as one of its list (see `_errexit_ends`)
+        # the `run` level whose list is the script's own: 1, or deeper inside a `{ ...; }` or a
+        # loop of known items listed there (bash runs those commands as its own: `_surely_runs`)
+        self._own = 1
+        self._before: Node | None = None  # the command before the one `run` runs in its list, if any
         # the files the script wrote whose text is known, by their path as expanded: (text, line, file)
         self.written: dict[str, tuple[str | Symbolic, int, str]] = {}
         # Undecided if/case statements (auditor.bash.choices): the branch a walk is told to take
@@ -114,6 +126,7 @@ class Shell(Expander, ABC):
         # how many function calls deep the walk is: their `$1` is the call's, not known here, so
         # a test in them is no choice of the script's (a call may go one way, the next another)
         self.in_function = 0
+        self.called: tuple[int, str] | None = None  # (line, name) of the outermost function call walked
         # Variables the script sets only where the caller left them empty or unset, read where a
         # test it could not decide leaves the caller's value (`_branches` `read`), and those that
         # hold words not known (`unknown_words`: a branch's or a loop's, a `read` of input not
@@ -121,6 +134,7 @@ class Shell(Expander, ABC):
         self.callers_values: set[str] = set()
         # the text the command before this one in a pipeline writes, where it is known (`_piped`)
         self.piped: str | None = None
+        self.in_pipe = False  # the command walked reads the output of the one before it in a pipeline
 
     @abstractmethod
     def external(self, fields: list[Field], inline: dict[str, EnvVar], cmd: Cmd,
@@ -141,6 +155,7 @@ class Shell(Expander, ABC):
         try:
             while k < len(nodes) and self.exited is None:
                 node = nodes[k]
+                self._before = nodes[k - 1] if k else None
                 if isinstance(node, Cmd):
                     self._listed = node
                     self._errexit(node)
@@ -152,6 +167,7 @@ class Shell(Expander, ABC):
                     if ends:
                         self._failed(node, before)
                 else:
+                    self._listed = node
                     self._node(node)
                 k += 1
         finally:
@@ -178,7 +194,7 @@ class Shell(Expander, ABC):
             return
         if words[0].raw == "set":
             change = errexit_change([w.raw for w in words[1:]])
-            certain = self._level == 1 and not (self.uncertain or self.subshells or self.conditional)
+            certain = self._level == self._own and not (self.uncertain or self.subshells or self.conditional)
             if change is False:  # `set +e`, even on a path not certain: not surely in force
                 self.errexit = 0
             elif change and certain:
@@ -209,13 +225,15 @@ class Shell(Expander, ABC):
         caller: list[str] = []
         head = cmd.words[0].raw if cmd.words else ""
         body = self.functions.get(head)
-        if head == "false" and len(cmd.words) == 1:
+        if constant(cmd, self.redefined) is False:
             status: bool | None = False
+        elif head in _FUNCTION_ONLY and not self.in_function and self.reading == self.path:
+            status = False  # bash: "local: can only be used in a function", "can only `return' from ..."
         elif head in ("[", "[[", "test"):
-            status = outcome(cmd, self._noting(caller, caller))
+            status = outcome(cmd, self._noting(caller, caller), self.redefined)
         elif isinstance(body, CommandGroup) and not body.subshell and body.body and not _runs(body.body, {"return"}):
             last = body.body[-1]
-            if isinstance(last, Cmd) and [w.raw for w in last.words] == ["false"]:
+            if isinstance(last, Cmd) and constant(last, self.redefined) is False:
                 status = False
             elif _runs(body.body, {"shift", "set"}) or any(
                     self.vars.get(n) is not before.get(n) for n in _names_read([last])):
@@ -223,20 +241,22 @@ class Shell(Expander, ABC):
             else:  # its $1 $2 ... $# $@ are the call's words, never the script's
                 saved, self.positional = self.positional, [f for w in cmd.words[1:] for f in self.expand(w)]
                 try:
-                    status = outcome(last, self._noting(caller, caller))
+                    status = outcome(last, self._noting(caller, caller), self.redefined)
                 finally:
                     self.positional = saved
         else:
             return
         if status is False:
-            what = f"`{' '.join(w.raw for w in cmd.words)}` returns 1 and `set -e` (line {self.errexit}) ends the script"
-            self._stops(cmd.line, "1", caller, what)
+            code, outside = _FUNCTION_ONLY.get(head, ("1", ""))
+            what = (f"`{' '.join(w.raw for w in cmd.words)}` returns {code}{outside} and `set -e` (line {self.errexit}) "
+                    "ends the script")
+            self._stops(cmd.line, code, caller, what)
 
     def _errexit_ends(self, cmd: Cmd) -> bool:
         """Whether `cmd` failing surely ends the script: `set -e` surely in force, `cmd` one of
         the script's own list of commands (not in `a || b`, `! a`, a pipeline or a function), on
         the path the walk is certain of, where no unseen code ran (it may have run `set +e`)."""
-        return (bool(self.errexit) and self._level == 1 and self._listed is cmd
+        return (bool(self.errexit) and self._level == self._own and self._listed is cmd
                 and not (self.uncertain or self.subshells or self.conditional or self.opaque))
 
     def _node(self, node: Node) -> None:
@@ -249,7 +269,7 @@ class Shell(Expander, ABC):
             self._node(node.first)
             caller: list[str] = []
             defaulted: list[str] = []
-            status = outcome(node.first, self._noting(caller, defaulted))
+            status = outcome(node.first, self._noting(caller, defaulted), self.redefined)
             if caller and not _guards(node):  # the caller's empty value decides it: no sure choice
                 status = None
             for op, right in node.rest:
@@ -257,7 +277,7 @@ class Shell(Expander, ABC):
                     if (op == "&&") == status:
                         with self._test_decided(_line_of(node.first), caller, defaulted):
                             self._node(right)
-                        status = outcome(right, self._noting(caller, defaulted))
+                        status = outcome(right, self._noting(caller, defaulted), self.redefined)
                     continue
                 self._branches([[right]], exhaustive=False, block=False, read=_names_read([node.first]))
         elif isinstance(node, Pipeline) and len(node.commands) == 1:  # `! cmd` runs in this shell
@@ -267,9 +287,10 @@ class Shell(Expander, ABC):
                 saved, texts = dict(self.vars), dict(self.branch_values)
                 before = node.commands[k - 1] if k else None
                 self.piped = self._piped(before) if isinstance(before, Cmd) and isinstance(command, Cmd) else None
+                self.in_pipe = k > 0
                 with self.own_shell():
                     self._node(command)
-                self.vars, self.branch_values, self.piped = saved, texts, None
+                self.vars, self.branch_values, self.piped, self.in_pipe = saved, texts, None, False
         elif isinstance(node, Branches):
             self._if_or_case(node)
         elif isinstance(node, ShellLoop):
@@ -283,7 +304,7 @@ class Shell(Expander, ABC):
                                                   for w in node.items for f in self.expand(w)):
                     self.callers_values.add(node.var)  # `for a in $EXTRA`: each of the caller's words
             self.run(node.condition)
-            if node.var is None and condition(node.condition, self._noting([])) is node.until:
+            if node.var is None and condition(node.condition, self._noting([]), self.redefined) is node.until:
                 return  # `while [[ "$X" == */ ]]` of an X that does not end in `/`: no pass runs
             self._branches([node.body], exhaustive=False, passes=node.line)
         elif isinstance(node, CommandGroup):
@@ -292,11 +313,13 @@ class Shell(Expander, ABC):
                 with self.own_shell():
                     self.run(node.body)
             else:
-                self.run(node.body)
+                with self._surely_runs(node):
+                    self.run(node.body)
             if node.subshell:  # its variables, functions and the texts its ifs left them end with it
                 self.vars, self.branch_values, self.functions = saved, texts, functions
         elif isinstance(node, Function):
             self.functions[node.name] = node.body
+            self.redefined.add(node.name)
 
     @contextmanager
     def own_shell(self) -> Iterator[None]:
@@ -327,11 +350,25 @@ class Shell(Expander, ABC):
     def _unrolled(self, node: ShellLoop, var: str, items: list[Field]) -> None:
         """Run the body once per item, as bash does: each iteration sees what the ones before it set."""
         exported = self.vars[var].exported if var in self.vars else False
-        for item in items:
-            if self.exited is not None:
-                return
-            self.vars[var] = Var(item.value, item.line, exported)
-            self.run(node.body)
+        with self._surely_runs(node):
+            for item in items:
+                if self.exited is not None:
+                    return
+                self.vars[var] = Var(item.value, item.line, exported)
+                self.run(node.body)
+
+    @contextmanager
+    def _surely_runs(self, node: Node) -> Iterator[None]:
+        """Walk the body of `node`, a `{ ...; }` or a pass of a loop of known items: where `node`
+        is one of the script's own list of commands, so is each command of its body (`set -e`
+        then `for i in 1; do local X=$i; done` ends the script as a bare `local` would)."""
+        own = self._own
+        if self._listed is node and self._level == self._own:
+            self._own = self._level + 1
+        try:
+            yield
+        finally:
+            self._own = own
 
     def _if_or_case(self, node: Branches) -> None:
         """Run the branch the values tested decide, or every branch still possible, merged."""
@@ -354,7 +391,7 @@ class Shell(Expander, ABC):
             return
         first = None  # the first condition the caller's empty value decided
         for k, (cond, body) in enumerate(zip(node.conditions, node.bodies)):
-            decided = condition(cond, self._noting(caller, defaulted)) if cond else True
+            decided = condition(cond, self._noting(caller, defaulted), self.redefined) if cond else True
             first = k if first is None and caller else first
             if decided is None or (decided and first is not None and not _exits(body)):
                 self._undecided(node, k if first is None else first, caller)
@@ -581,6 +618,8 @@ class Shell(Expander, ABC):
             name, value = self.assignment_value(w)
             inline[name] = EnvVar(name, value if not isinstance(value, list) else join(value), w.line, "inline")
         head = fields[0].value
+        if head == "alias":  # `alias true=false` (under `shopt -s expand_aliases`)
+            self.redefined.update(str(f.value).split("=")[0] for f in fields[1:] if "=" in str(f.value))
         if head in ("export", "declare", "typeset", "local", "readonly"):
             self._declare(head, words[k + 1:])
             return 0
@@ -606,16 +645,51 @@ class Shell(Expander, ABC):
         if head in _SETTERS:
             self._setter(str(head), fields[1:], cmd, inline)
             return 0
+        if head in ("shift", "set"):
+            self._reposition(str(head), fields[1:])
         if isinstance(head, str) and head in self.functions and self.depth < MAX_NESTING:
             self.depth += 1
             self.in_function += 1
+            outer, self.called = self.called, self.called or (cmd.line, head)
+            # its $1 $2 ... are the call's words while it runs (bash(1) FUNCTIONS), then the caller's again
+            saved_positional, self.positional = self.positional, self.rebound(_arguments(fields[1:]))
             try:
                 self._node(self.functions[head])
             finally:
                 self.depth -= 1
                 self.in_function -= 1
+                self.called = outer
+                self.positional = saved_positional
             return 0
         return self.external(fields, inline, cmd, siblings, at)
+
+    def rebound(self, given: list[Field] | None) -> list[Field] | None:
+        """$1 $2 ... bound to `given` (None: not known), unless the walk reads a text whose
+        unknown pieces are the caller's `$1` as written (`caller_text`): those are not `given`."""
+        return None if self.caller_text else given
+
+    def _reposition(self, head: str, args: list[Field]) -> None:
+        """`shift [N]` and `set -- WORDS` / `set WORDS` change $1 $2 ... (bash(1) SHELL BUILTIN
+        COMMANDS): exact where the shell surely runs them (not in a branch, loop or subshell it may
+        skip) and their words are known, else not known from here on. `shift N` past $# changes
+        nothing; `set` with options only (`set -euo pipefail`) keeps them."""
+        if head == "shift":
+            if self.positional is None:
+                return
+            count = args[0].value if args else "1"
+            if not (isinstance(count, str) and count.isdigit()) or len(args) > 1:
+                new: list[Field] | None = None
+            elif any(f.unsplit for f in self.positional[:int(count)]):
+                new = None
+            else:
+                new = self.positional[int(count):] if int(count) <= len(self.positional) else self.positional
+        else:
+            words = _set_operands(args)
+            if words is False:
+                return
+            new = words if words is None or all(isinstance(f.value, str) for f in words) else None
+        sure = (self.uncertain, self.subshells) == self._shell_base and not self.opaque
+        self.positional = self.rebound(new if sure else None)
 
     def _unset_word(self, word: Scalar, line: int) -> None:
         """`unset NAME`, or `unset 'NAME[i]'`: one element gone. Exact for the last one; bash
@@ -697,7 +771,12 @@ class Shell(Expander, ABC):
         if self.uncertain or self.subshells:
             return
         caller = list(dict.fromkeys(n for empty, defaulted in self.caller_tested for n in (*empty, *defaulted)))
-        self._stops(cmd.line, str(args[0].value) if args else "0", caller)
+        status = str(args[0].value) if args else ""
+        read: list[str] = []
+        if (status in ("", "$?", "${?}") and self._before is not None  # `false; exit`: bash exits 1
+                and outcome(self._before, self._noting(read, read), self.redefined) is False and not read):
+            status = "1"
+        self._stops(cmd.line, status, caller)
 
     def _stops(self, line: int, status: str, caller: list[str], failed: str | None = None,
                unless: tuple[str, ...] = ()) -> None:
@@ -717,7 +796,7 @@ class Shell(Expander, ABC):
         fail (`Exit.unless`)."""
         if not caller:
             self.exited = Exit(line, status, self.reading, self.tested[-1] if self.tested else None, failed or "",
-                               unless)
+                               unless, self.called)
             return
         names = " and ".join(caller)
         if self.trained():
@@ -824,7 +903,7 @@ class Shell(Expander, ABC):
         saved, self.reading = self.reading, path  # ${BASH_SOURCE[0]} is the sourced file
         positional, given = self.positional, bool(args)
         if given:  # the file's $@ is ARGS, known or not, never the caller's (expand._param)
-            self.positional = args
+            self.positional = self.rebound(args)
         try:
             self.run(ShellParser(Lexer(text, path, base).tokens(), path, self.diagnostics).parse())
         except InputError as exc:
@@ -989,6 +1068,7 @@ class Exit:
     tested: int | None  # the line of the decided test that leads there, if any
     why: str = ""  # where no `exit` stops it: what does (a failing command under `set -e`)
     unless: tuple[str, ...] = ()  # variables the script never sets whose being unset stops it
+    called: tuple[int, str] | None = None  # (line, name) of the function call it ends in, if any
 
 
 @dataclass
@@ -1000,6 +1080,9 @@ class _Evaluated(Cmd):
 
 _SETTERS = ("read", "printf", "mapfile", "readarray")
 # Words `eval` must read again as a script, not run as a plain command: builtins that set variables.
+# Builtins that fail outside a function (bash 5: `local` returns 1, "can only be used in a
+# function"; `return` returns 2 where no function or sourced file runs): their status, and why.
+_FUNCTION_ONLY = {"local": ("1", " outside a function"), "return": ("2", " outside a function or sourced file")}
 _BUILTINS = frozenset({"export", "declare", "typeset", "local", "readonly", "unset", "source", ".", "eval",
                        *_SETTERS})
 def _array_merged(name: str, seen: list[Var | None], passes: int) -> list[tuple[Scalar, int]] | None:
@@ -1162,6 +1245,33 @@ def _set_names(builtin: str, args: list[Field]) -> list[str] | None:
 
 _ELEMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\[(.+)\]", re.S)  # `unset 'NAME[i]'`
 _SYNTAX = re.compile(r"[\\\"'`$;&|<>(){}\n#]")  # text that `eval` would read as more than words
+
+
+_MANY = re.compile(r"\$(?:[@*]|\{[@*]\}|\{[A-Za-z_][A-Za-z0-9_]*\[[@*]\]\})")  # `"$@"`, `"${A[@]}"`
+
+
+def _arguments(fields: list[Field]) -> list[Field] | None:
+    """A call's words as $1 $2 ...; None (not known) where one not known may be several words or
+    none (`f "$@"` with the caller's unknown: `$2` is no empty word)."""
+    if any(f.unsplit or (not isinstance(f.value, str) and _MANY.search(f.value.text)) for f in fields):
+        return None
+    return fields
+
+
+def _set_operands(args: list[Field]) -> list[Field] | None | Literal[False]:
+    """The words `set ARGS` makes $1 $2 ...: those after its options (`--` or `-` ends them, `-o`
+    takes a name); False where it gives none (options only), None where that is not known."""
+    k = 0
+    while k < len(args):
+        value = args[k].value
+        if not isinstance(value, str):
+            return None
+        if value in ("--", "-"):
+            return args[k + 1:]
+        if value[:1] not in ("-", "+"):
+            return args[k:]
+        k += 2 if "o" in value[1:] else 1  # `-euo pipefail`: the name after a cluster with `o`
+    return False
 
 
 def _runs(body: list[Node], heads: set[str]) -> bool:

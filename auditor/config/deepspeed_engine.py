@@ -44,7 +44,7 @@ from auditor.config.entry_script import (
     path_value, uses_modules, uses_or_imports)
 from auditor.config.entry_script import _imported as imported_names, _resolve as resolve
 from auditor.config.entry_stack import RULES, entry_read, import_line, modeled_packages, read_as_guess
-from auditor.config.model import LaunchConfig
+from auditor.config.model import Flag, LaunchConfig
 from auditor.config.shell_command import starts_programs
 from auditor.config.uncalled import Readers, uncalled, without
 from auditor.findings import Finding
@@ -104,20 +104,49 @@ def launch_words(launch: LaunchConfig) -> frozenset[str]:
     return frozenset(str(w).lstrip("-") for w in given if isinstance(w, str))
 
 
-def deepspeed_stated(launch: LaunchConfig) -> int:
-    """How many arguments the launch line passes the entry where it gives `--deepspeed VALUE`
-    (rules/deepspeed.toml [trainer_engine] `keyword`) as a non-empty literal no unknown word may
-    override (argparse: the last wins), else 0: what HfArgumentParser's TrainingArguments reads.
-    A flag that may abbreviate it (`--deeps ''`: argparse takes a unique prefix, allow_abbrev,
-    HfArgumentParser's default) may set it too: 0."""
+def _deepspeed_flags(launch: LaunchConfig) -> tuple[str, Flag | None, list[Flag]]:
+    """rules/deepspeed.toml [trainer_engine] `keyword`, the launch line's flag of that name, and
+    the other flags argparse may read as it: a prefix of it (`--deeps $X`: argparse takes a
+    unique prefix, allow_abbrev, HfArgumentParser's default). The one reader of which words give
+    the Trainer its `--deepspeed` value."""
     keyword = rulebook.load("deepspeed").data["trainer_engine"]["keyword"]
     flag = launch.flags.get(keyword)
+    prefixes = [f for f in launch.flags.values() if f is not flag and f.spelling.startswith("--")
+                and f"--{keyword}".startswith(f.spelling.partition("=")[0])]
+    return keyword, flag, prefixes
+
+
+def deepspeed_stated(launch: LaunchConfig) -> int:
+    """How many arguments the launch line passes the entry where it gives `--deepspeed VALUE`
+    as a non-empty literal no unknown word may override (argparse: the last wins) and no flag
+    argparse may read as it gives it again (`_deepspeed_flags`), else 0: what HfArgumentParser's
+    TrainingArguments reads."""
+    keyword, flag, prefixes = _deepspeed_flags(launch)
     if flag is None or flag.maybe or not isinstance(flag.value, str) or not flag.value.strip() \
-            or any(keyword not in u.after for u in launch.unknown_words) \
-            or any(f.spelling.startswith("--") and f"--{keyword}".startswith(f.spelling.partition("=")[0])
-                   and f is not flag for f in launch.flags.values()):
+            or any(keyword not in u.after for u in launch.unknown_words) or prefixes:
         return 0
     return len(launch.flags) + len(launch.positionals)
+
+
+def deepspeed_unknown(launch: LaunchConfig) -> str:
+    """The word, as written with its place, that leaves the launch line's `--deepspeed` value not
+    known here ("" where it is known, or not written): a value not known statically (`--deepspeed
+    $DS_CFG`, `--deepspeed=$DS`), a flag given only on a branch not decided, a flag argparse may
+    read as it (`--deeps $X`), or a word not known after it that may give it again (`$EXTRA`
+    holding `--deepspeed=`: argparse, the last wins). A known value, empty or not, is
+    `deepspeed_stated`'s to read."""
+    keyword, flag, prefixes = _deepspeed_flags(launch)
+    if prefixes:
+        return (f"{prefixes[-1].spelling} {prefixes[-1].value} ({launch.path}:{prefixes[-1].line}), "
+                f"which argparse may read as --{keyword}")
+    if flag is None or deepspeed_stated(launch):
+        return ""
+    if flag.maybe:
+        return f"{flag.spelling} {flag.value} ({launch.path}:{flag.line}), given only on a branch not decided"
+    if not isinstance(flag.value, str):
+        return f"{flag.spelling} {flag.value} ({launch.path}:{flag.line})"
+    later = next((u for u in launch.unknown_words if keyword not in u.after), None)
+    return "" if later is None else f"{later.text} ({launch.path}:{later.line}), a word not known after {flag.spelling}"
 
 
 def _engine_of(entry: Path, words: frozenset[str] = frozenset(), stated: int = 0) -> Engine | None:
@@ -812,6 +841,47 @@ def launched(engine: Engine, launch: LaunchConfig) -> Engine:
         "accelerate makes of them beside it is not read here", where, line))
 
 
+def _trainer_given_config(launch: LaunchConfig, entry: Any) -> bool:
+    """A `launch.unknown-stack` finding (INCONCLUSIVE) where the entry's Trainer reads its
+    DeepSpeed config from a launch line whose `--deepspeed` value is not known
+    (`deepspeed_unknown`) and the closure, read as if that value were stated, is DeepSpeed's
+    data-parallel engine (`Engine.reading` `zero`): a non-empty value runs it, and with it no
+    pipeline (deepspeed.initialize builds a PipelineEngine only for a PipelineModule, whatever
+    the config holds: rules/deepspeed.toml [pipeline_model]); an empty one runs no DeepSpeed and
+    leaves accelerate's own choice, its Megatron-LM plugin included. Neither megatron-core's
+    reading nor NOT A PIPELINE RUN is known to be the run's: the value decides."""
+    word = deepspeed_unknown(launch)
+    if not word:
+        return False
+    given = len(launch.flags) + len(launch.positionals)
+    try:
+        stat = os.stat(entry.path)
+        found = engine_of(entry.path, stat.st_mtime_ns, stat.st_size, launch_words(launch), given)
+    except OSError:
+        return False
+    if found is None or not (found.trainer and found.parsed) or found.reading() != "zero":
+        return False
+    name = os.path.basename(entry.written)
+    if launched(found, launch).reading() != "zero":  # accelerate's own variables set: undecided either way
+        undecided(launch, name, launched(found, launch))
+        return True
+    assert found.engine is not None
+    where, line = found.engine
+    keyword = rulebook.load("deepspeed").data["trainer_engine"]["keyword"]
+    model = rulebook.load("deepspeed").data["pipeline_model"]
+    _unknown_stack(launch, f"{where}:{line} parses TrainingArguments with HfArgumentParser from the "
+                           f"launch line, whose --{keyword} value is not known here ({word}): a non-empty one "
+                           "hands transformers' Trainer a DeepSpeed config, so DeepSpeed's data-parallel engine "
+                           f"runs and no pipeline ({name} and its local modules never name "
+                           f"{' or '.join(model['names'])}; {model['source']}: `{model['code']}`); an empty "
+                           "one runs no DeepSpeed, leaving the Trainer to accelerate's own choice (its Megatron-LM "
+                           "plugin where the environment asks for it)",
+                   f"the --{keyword} value the Trainer gets ({word})",
+                   f"the value the run gives it, set in {os.path.basename(launch.path)} or as --command "
+                   f"'{launch.launcher} ... --{keyword} CONFIG.json'", [])
+    return True
+
+
 def _guessed(launch: LaunchConfig) -> tuple[Any, Engine] | None:
     """The entry and its Engine, for a torch launcher's run read as Megatron-LM's front end only
     as a guess and not yet said to be anything else; None otherwise."""
@@ -854,6 +924,8 @@ def deepspeed_engine(launch: LaunchConfig) -> None:
     if read is None:
         return
     entry, found = read
+    if found.engine is None and _trainer_given_config(launch, entry):
+        return
     if found.pipeline is not None or found.stack or found.engine is None and not (found.pipe_import or found.failed):
         return  # another stack: its reading
     if found.reading() == "undecided":

@@ -61,9 +61,10 @@ from auditor.config.flags import STARTUP
 from auditor.config.frontend_parser import find_script
 from auditor.config.model import LaunchConfig
 from auditor.config.torch_version import runs_elsewhere
-from auditor.config.training_command import Candidate
+from auditor.config.training_command import Candidate, launch_tree, prints_only, python_rule
 from auditor.errors import InputError
 from auditor.findings import Finding
+from auditor.rulebook.launchers import Spelling
 
 # Shell builtins that set variables or options, test, shift or end only: they run nothing and
 # write no file (`[[ $# -gt 0 ]]`, `shift` of an argument loop, `exit 1` on a bad option).
@@ -254,24 +255,52 @@ def _only_inert_before(config: LaunchConfig, opaque: list[tuple[int, str]]) -> b
     return unread_before(config, opaque, nodes) is None
 
 
-def unread_before(config: LaunchConfig, opaque: list[tuple[int, str]], nodes: list[Node] | None = None) -> int | None:
+def unread_before(config: LaunchConfig, opaque: list[tuple[int, str]], nodes: list[Node] | None = None,
+                  made: Path | None = None) -> int | None:
     """The line of the first command before the training command that is not inert (_inert):
     one that may run code not read here (`source /opt/env.sh`, `./prep.sh`, `eval`), move the
     run (`cd /opt/megatron-lm`), install packages (`pip install -e /opt/megatron-lm`) or write
     files; or of unread code (Shell.opaque) before it. None where every command before only sets
     variables, prints, tests or makes directories. The one test of "what ran before the command
-    is read here", for a missing entry (_only_inert_before) and a missing import
-    (entry_imports.read_entry_imports)."""
+    is read here", for a missing entry (_only_inert_before), a missing import
+    (entry_imports.read_entry_imports) and a missing Hydra config (frontends.hydra_compose). Where
+    the question is one file (`made`), a literal `cp`/`mv`/`touch` writing only to absolute
+    paths neither it nor a folder above it (`cp a.yaml /tmp/other.yaml`) does not make it."""
     if nodes is None:
         nodes = ShellParser(Lexer(config.text, config.path).tokens(), config.path, []).parse()
     rules = rulebook.load("stacks").data["no_pipeline"]
     programs = [p for p in rules.get("inert_programs", []) if p not in _WRITES]
     printing = frozenset(rules.get("printing_programs", []))
     directories = frozenset(rules.get("directory_programs", []))
+    before = [c for c in simple_commands(nodes) if c.end_line < config.command_line]
+    # `python` on a PATH the script changed (`export PATH=$PWD/bin:$PATH`) may be a file of the tree
+    python = (python_rule(Spelling.load(None)), launch_tree(config.path),
+              any(re.match(r"PATH\+?=", w.raw) for c in before for w in c.words))
     lines = [line for line, _ in opaque if line < config.command_line]
-    lines += [c.line for c in simple_commands(nodes)
-              if c.end_line < config.command_line and not _inert(c, programs, printing, directories)]
+    lines += [c.line for c in before if not _inert(c, programs, printing, directories, python)
+              and not (made is not None and _writes_elsewhere(c, made, printing))]
     return min(lines, default=None)
+
+
+def _writes_elsewhere(cmd: Cmd, made: Path, printing: frozenset[str]) -> bool:
+    """Whether a `cp`, `mv` or `touch`, wholly literal, writes only to absolute paths that are not
+    `made` nor a folder above it: its destination (the last word; each operand of `touch`). Not
+    where an option may name another destination: `-t` alone or in a bundle (`cp -rt DIR`), a
+    `--t...` long option (GNU takes `--ta` for `--target-directory`); not to /proc or /dev, which
+    this machine resolves for itself (`/proc/self/cwd` is the job's directory there); never `ln`,
+    whose link may point a later path into the checkout (`ln -s $PWD/examples /tmp/x`)."""
+    words = [w.raw for w in cmd.words]
+    if not words or words[0] not in ("cp", "mv", "touch") or not _quiet(cmd, printing) \
+            or any(p.kind != "lit" for w in cmd.words for p in w.parts) \
+            or any(a.startswith("--t") or re.match(r"-[^-]*t", a) for a in words[1:]):
+        return False
+    dests = [a for a in words[1:] if not a.startswith("-")] if words[0] == "touch" \
+        else words[-1:] if len(words) > 1 else []
+    return bool(dests) and all(
+        os.path.isabs(d) and not Path(os.path.normpath(d)).is_relative_to("/proc")
+        and not Path(os.path.normpath(d)).is_relative_to("/dev")
+        and not any(made == here or made.is_relative_to(here) for here in (Path(os.path.normpath(d)), Path(d).resolve()))
+        for d in dests)
 
 
 def _in_function(nodes: list[Node], cmd: Cmd) -> bool:
@@ -300,11 +329,12 @@ def _ends_there(nodes: list[Node], cmd: Cmd) -> bool:
     return errexit
 
 
-def _inert(cmd: Cmd, programs: list[str], printing: frozenset[str], directories: frozenset[str]) -> bool:
+def _inert(cmd: Cmd, programs: list[str], printing: frozenset[str], directories: frozenset[str],
+           python: tuple[dict | None, Path | None, bool]) -> bool:
     """A command that runs nothing and writes no file (see _only_inert_before): a printing
     program (rules/stacks.toml `printing_programs`) or one that makes directories only
     (`directory_programs`: `mkdir -p $save_dir`) whatever its arguments, an inert one wholly
-    literal."""
+    literal, or a literal `python -c` whose text only prints (training_command.prints_only)."""
     if not _quiet(cmd, printing):
         return False
     if not cmd.words or all(ASSIGN.match(w.raw) for w in cmd.words):
@@ -313,16 +343,20 @@ def _inert(cmd: Cmd, programs: list[str], printing: frozenset[str], directories:
     if head.raw in _SETS_STATE or head.raw in printing | directories and all(p.kind == "lit" for p in head.parts):
         return True
     literal = all(p.kind == "lit" for w in cmd.words for p in w.parts)
-    return literal and head.raw in programs
+    return literal and (head.raw in programs
+                        or prints_only(["".join(p.text for p in w.parts) for w in cmd.words], *python))
 
 
 def _quiet(cmd: Cmd, printing: frozenset[str], reads: bool = False) -> bool:
     """Whether a command is fed nothing (no here-document or here-string), runs no command
     substitution but of printing programs, and redirects only to /dev/null or a descriptor
-    (or, where it `reads`, from a file with `<`): it writes no file."""
-    allowed = ("<", ">&", "<&") if reads else (">&", "<&")
+    (or, where it `reads`, from a file with `<`): it writes no file. `>& WORD` duplicates a
+    descriptor only where WORD is a number or `-`; any other word is a file that gets both
+    stdout and stderr (bash(1), "Redirecting Standard Output and Standard Error")."""
     return cmd.stdin is None and cmd.herestring is None and not any(_substitutes(w, printing) for w in cmd.words) \
-        and all(op.lstrip("0123456789") in allowed or t.raw == "/dev/null" for op, t in cmd.redirects)
+        and all(t.raw == "/dev/null" or reads and op.lstrip("0123456789") == "<"
+                or op.lstrip("0123456789") in (">&", "<&") and re.fullmatch(r"[0-9]+-?|-", t.raw)
+                for op, t in cmd.redirects)
 
 
 def _substitutes(word: Word, printing: frozenset[str]) -> bool:

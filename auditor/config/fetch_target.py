@@ -1,6 +1,7 @@
 """Which file a fetcher's command line writes (`wget`, `curl`; rules [wrappers] fetchers), so that
 an entry is called fetched only where it is that file: the options naming the file or its folder,
-the URL's remote name by default or by option, else standard output and the command's own `>`."""
+the URL's remote name by default or by option, else standard output and the command's own `>`;
+standard output into a pipe is the file a later part of the pipeline writes (`| tee FILE`, `> FILE`)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,15 @@ from auditor.bash.values import Field, Scalar, segments
 
 # A written path not known statically (`-O "$OUT"`): any entry may be it.
 UNKNOWN = ""
+# The fetch goes to standard output, with no file redirect (`wget -O - URL | tee x.py`).
+STDOUT = "-"
 
 
 def written(fields: list[Field], redirects: Sequence[tuple[str, Scalar]], rule: dict) -> list[tuple[str, str]]:
-    """(url, path written) for each URL of `fields` (the fetcher's words): the path as given, relative
-    to the cwd of the line; UNKNOWN where an option's value is not known; none where it goes to
-    standard output with no file redirect, or to `-`."""
+    """(url, path written) for each URL of `fields` (the fetcher's words, each URL's braces expanded:
+    `wget URL/{a,b}.py` fetches a.py and b.py): the path as given, relative to the cwd of the line;
+    UNKNOWN where an option's value is not known; STDOUT where it goes to standard output with no
+    file redirect (curl's default, `-O -`)."""
     output = rule.get("output", ())
     folder_options = rule.get("folder", ())
     remote = rule.get("remote", ())
@@ -49,15 +53,42 @@ def written(fields: list[Field], redirects: Sequence[tuple[str, Scalar]], rule: 
         elif text in remote:
             by_remote = True
         elif isinstance(value, str) and "://" in value:
-            urls.append(value)
+            urls += braces(value)
         k += 1 + (not eq and text in (*output, *folder_options) and not attached)
     stdout = next((t for op, t in reversed(redirects) if op.lstrip("1") in (">", ">>", ">|")), None)
     if named == "-":  # wget `-O -`: the file is standard output
         named, by_remote = None, False
     if opaque:
         return [(url, UNKNOWN) for url in urls or ["(a URL the command names at run time)"]]
-    return [(url, _path(url, named, folder, by_remote, stdout, rule)) for url in urls
-            if named is not None or by_remote or stdout is not None]
+    return [(url, _path(url, named, folder, by_remote, stdout, rule)) for url in urls]
+
+
+def copied(fields: list[Field], redirects: Sequence[tuple[str, Scalar]], copier: bool) -> list[str]:
+    """The files a command reading a fetch on its standard input writes it to: a copier's
+    operands (`tee [OPTION]... [FILE]...`, GNU coreutils tee(1); rules [wrappers] copiers) and any
+    command's own `>` (`| gunzip > x.py`); UNKNOWN for a name not known statically."""
+    operands = [f.value for f in fields[1:] if not str(f.value).startswith("-")] if copier else []
+    targets = [t for op, t in redirects if op.lstrip("1") in (">", ">>", ">|")]
+    return [v if isinstance(v, str) else UNKNOWN for v in (*operands, *targets)]
+
+
+def braces(text: str) -> list[str]:
+    """`text` after bash's brace expansion of its first `{a,b}` (and, recursively, the rest): the
+    words a literal URL stands for (`https://host/{a,b}.py`); `text` alone where it has none."""
+    depth, start = 0, -1
+    commas: list[int] = []
+    for i, c in enumerate(text):
+        if c == "{":
+            depth, start, commas = (depth + 1, i, []) if depth == 0 else (depth + 1, start, commas)
+        elif c == "," and depth == 1:
+            commas.append(i)
+        elif c == "}" and depth:
+            depth -= 1
+            if depth == 0 and commas:
+                cuts = [start, *commas, i]
+                head, tail = text[:start], text[i + 1:]
+                return [w for a, b in zip(cuts, cuts[1:]) for w in braces(head + text[a + 1:b] + tail)]
+    return [text]
 
 
 def _cluster(text: str) -> str:
@@ -70,11 +101,15 @@ def _path(url: str, named: Scalar | None, folder: str | None, by_remote: bool, s
           rule: dict) -> str:
     """The one file a URL goes to (see written)."""
     if named is not None:
-        return named if isinstance(named, str) else UNKNOWN
+        if not isinstance(named, str) or rule.get("folder_output") and folder is None:
+            return UNKNOWN
+        return f"{folder}/{named}" if rule.get("folder_output") and folder else named  # curl `--output-dir D -o F`
     if by_remote:
         if folder is None:
             return UNKNOWN
         tail = url.partition("#")[0] if rule.get("query") else url.partition("?")[0].partition("#")[0]
         name = tail.rstrip("/").rpartition("/")[2]
         return os.path.join(folder, name) if folder else name
+    if stdout is None:
+        return STDOUT
     return stdout if isinstance(stdout, str) else UNKNOWN

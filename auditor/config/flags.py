@@ -8,7 +8,7 @@ import difflib
 import re
 from dataclasses import replace
 
-from auditor.bash.values import Field, OptionWords, Scalar, Symbolic, join, segments
+from auditor.bash.values import Field, OptionWords, Partial, Scalar, Symbolic, concat, join, segments
 from auditor.config.frontend_parser import FrontEnd
 from auditor.config.model import Flag, LaunchConfig, UnknownWord
 from auditor.findings import Finding
@@ -29,6 +29,23 @@ def is_option(value: Scalar) -> bool:
     """A flag rather than a value (`-1` and `-.5` are values)."""
     return (isinstance(value, str) and value.startswith("-") and value not in ("-", "--")
             and not _NUMBER.match(value))
+
+
+_INLINE = re.compile(r"--[A-Za-z][\w.-]*=")
+
+
+def inline_option(value: Scalar) -> tuple[str, str | Symbolic] | None:
+    """A word whose known head is `--NAME=` and whose rest is not known statically
+    (`--deepspeed=$DS`, `--deepspeed="$DS"`, `--deepspeed=${DS}`): the flag as written and its
+    value, as argparse splits such a word at its first `=`; None for any other word. Read as a
+    positional, it set no flag, and an option before it took it as one more value."""
+    if not isinstance(value, Partial) or not value.segments or value.segments[0][1]:
+        return None
+    head = value.segments[0][0]
+    if (match := _INLINE.match(head)) is None:
+        return None
+    rest: list[Scalar] = [head[match.end():], *(Symbolic(t) if unknown else t for t, unknown in value.segments[1:])]
+    return match.group()[:-1], concat(rest)
 
 
 # The script's own arguments as a word: the audit reads the script as `bash SCRIPT` is run, with
@@ -230,7 +247,8 @@ def read_flags(config: LaunchConfig, args: list[Field], spelling: Spelling, path
     while k < len(args):
         f = args[k]
         k += 1
-        if isinstance(f.value, Symbolic):
+        inline = inline_option(f.value)
+        if isinstance(f.value, Symbolic) and inline is None:
             word = unresolved(config, f, path, "flags", written_so_far if f.unsplit else None)
             if word is not None:
                 opened.append((word, len(order)))
@@ -246,23 +264,29 @@ def read_flags(config: LaunchConfig, args: list[Field], spelling: Spelling, path
         if f.value == "--":
             config.positionals.extend(a.value for a in args[k:])
             break
-        if not isinstance(option := f.value, str) or not is_option(option):
+        option = f.value if isinstance(f.value, str) else ""
+        if inline is None and not is_option(option):
             config.positionals.append(f.value)
             if single is not None:
                 _extra_argument(config, f, single, path)
             single = None
             continue
-        written, eq, inline_value = option.partition("=") if option.startswith("--") else (option, "", "")
+        inline_value: Scalar
+        written, eq, inline_value = (inline[0], "=", inline[1]) if inline is not None else \
+            option.partition("=") if option.startswith("--") else (option, "", "")
         entry = spelling.flags.get(written) if checked else None
         if entry is None and checked and spelling.front_end is not None:
             whole = abbreviated(spelling.front_end, written)
             entry = spelling.flags.get(whole[0]) if len(whole) == 1 else None
         if checked:
             _check_megatron_spelling(config, spelling, written, entry, f, path)
+        if inline is not None and f.unsplit:  # unquoted, it may split into further arguments
+            unknown_values.append((written, replace(f, value=inline[1]), list(written_so_far), entry is None))
         values: list[Scalar] = [inline_value] if eq else []
         takes_value = entry is None or entry["action"] == "store"
         if not eq and takes_value:
-            while k < len(args) and not is_option(args[k].value) and not isinstance(args[k].value, OptionWords):
+            while k < len(args) and not is_option(args[k].value) and not isinstance(args[k].value, OptionWords) \
+                    and inline_option(args[k].value) is None:
                 if isinstance(args[k].value, Symbolic) and values and (
                         args[k].unsplit or str(args[k].value) in SCRIPT_ARGUMENTS):  # "$@": words
                     break

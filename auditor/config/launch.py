@@ -396,7 +396,8 @@ def _given_command(shell: LaunchShell, command: str, path: str, after: int) -> N
 
 # `exit 0`, `exit` and `exit $?` (bash(1) `exit [n]`: "If n is omitted, the exit status is that of
 # the last command executed"): a script that ends as its last command did, no failure of its own.
-_LAST_STATUS = ("0", "$?", "${?}")
+# A bare `exit` is Exit.status "".
+_LAST_STATUS = ("0", "", "$?", "${?}")
 _BACKGROUND = re.compile(r"(?<![&>|])&\s*(#.*)?$")  # `cmd &` ends a line; `&&`, `2>&1` do not
 
 
@@ -417,12 +418,16 @@ def _skipped(shell: LaunchShell, stop: Exit, path: str, before: str) -> str:
     (may_train), which never runs: the NOT A PIPELINE RUN message says the user's training line
     is skipped (`the script ends at line 3 with `exit 0` ...: the `torchrun` at line 4 never runs`)."""
     where = f"{path}:{stop.line}" if stop.path == path else f"{stop.path}:{stop.line}"
-    said = f"the script ends at line {stop.line} with `exit {stop.status}` (its last command's status) {before}"
+    status = f"`exit {stop.status}`" if stop.status not in ("", "$?", "${?}") else (
+        f"`{' '.join(('exit', stop.status)).strip()}` (its last command's status, whatever it is)")
+    inside = f" in the function `{stop.called[1]}` called at line {stop.called[0]}" if stop.called else ""
+    said = f"the script ends at line {stop.line} with {status}{inside} {before}"
     if stop.path != path:
         return f"{said}; nothing after it runs ({where})"
     commands = list(simple_commands(ShellParser(Lexer("\n".join(shell.lines), path).tokens(), path, []).parse()))
-    at = next((k for k, c in enumerate(commands) if c.line == stop.line and c.words and c.words[0].raw == "exit"),
-              len(commands))
+    line, word = stop.called or (stop.line, "exit")  # after the call the exit ends in: its own line is not skipped
+    at = next((k for k, c in enumerate(commands)  # the call as bash reads it: `"run"` calls `run`
+               if c.line == line and c.words and command_fields(c, c.line)[0].value == word), len(commands))
     for c in commands[at + 1:]:
         trains = shell.may_train(command_fields(c, c.line)) if c.words else None
         if trains is not None:
@@ -440,39 +445,52 @@ def _last_resort(shell: LaunchShell, spelling: Spelling, path: str) -> str:
         return ""
     for candidate in shell.last_resort:
         scratch = LaunchConfig(path=path, launcher="", command_line=candidate.line, end_line=candidate.end_line)
-        scratch.script = _in_container(candidate, torchrun_options(scratch, candidate.launcher, candidate.args, path,
-                                                                   spelling.python_runners)[1])
+        script = _in_container(candidate, torchrun_options(scratch, candidate.launcher, candidate.args, path,
+                                                           spelling.python_runners)[1])
+        scratch.script = _entry(candidate, script)
         scratch.env = _environment(shell, candidate)
         read_entry_module(scratch, path)
         entry, missing = locate(scratch)
         scratch.launch_dir, scratch.workdir, scratch.text = candidate.cwd, candidate.workdir, "\n".join(shell.lines)
-        fetched = _fetched(shell, scratch.script, candidate)
+        fetched = _fetched(candidate, script)
         if fetched or entry is None and not surely_absent(scratch, candidate.launcher, candidate, shell.opaque, path):
-            return f"; line {candidate.line} runs `{candidate.invoked} {scratch.script}`, whose entry is not read: {fetched or missing}"
+            return f"; line {candidate.line} runs `{candidate.invoked} {script}`, whose entry is not read: {fetched or missing}"
     shell.candidates.extend(shell.last_resort)
     return ""
 
 
-def _fetched(shell: LaunchShell, script: Scalar, candidate: Candidate) -> str:
+def _entry(candidate: Candidate, script: Scalar) -> Scalar:
+    """The entry `candidate` opens, `script` as its command names it (after `_in_container`):
+    not the file of that name here where a fetch before it writes that file (`_fetched`). The
+    one place every launcher's entry is read from (`wget -O train.py URL; torchrun train.py`)."""
+    fetched = _fetched(candidate, script)
+    return Symbolic(f"{script} ({fetched})") if fetched else script
+
+
+def _fetched(candidate: Candidate, script: Scalar) -> str:
     """Where an entry is the file a fetcher writes earlier in the script (`wget
     https://.../preprocess_wudao2.py` then `python preprocess_wudao2.py`: Pai-Megatron-Patch
     a098ca5acb toolkits/pretrain_data_preprocessing/run_prepare_wudao.sh:10-12), that the run may
     open that file, fetched at run time and not read here, whatever file of that name is here (the
     checkout's copy is not surely what the URL serves); "" where no fetch writes it. Each path is
-    relative to the working directory of its own line; where one of them is not known, the names decide; a written
-    path not known (`-O "$OUT"`) may be any entry."""
+    relative to the working directory of its own line (`$PWD/x.py`: the directory the job starts
+    in);
+    where one of them is not known, the names decide; a written path not known (`-O "$OUT"`) may be any entry."""
     if not isinstance(script, str):
         return ""
 
-    def writes(path: str, workdir: str | None) -> bool:
+    def writes(path: str, workdir: str | None, cwd: str | None) -> bool:
         if path == UNKNOWN:
             return True
-        if workdir is None or candidate.workdir is None:
-            return os.path.basename(path) == os.path.basename(script)
-        return os.path.normpath(os.path.join(workdir, path)) == os.path.normpath(os.path.join(candidate.workdir, script))
+        for here, there in ((cwd, candidate.cwd), (workdir, candidate.workdir)):
+            fetched = None if here is None or there is None else os.path.join(here, path)
+            entry = None if there is None else os.path.join(there, script)
+            if fetched is not None and entry is not None and os.path.isabs(fetched) == os.path.isabs(entry):
+                return os.path.normpath(fetched) == os.path.normpath(entry)
+        return os.path.basename(path) == os.path.basename(script)
 
-    got = next(((line, program, url) for line, program, url, path, workdir in reversed(shell.fetched)
-                if line < candidate.line and writes(path, workdir)), None)
+    got = next(((line, program, url) for line, program, url, path, workdir, cwd in reversed(candidate.fetched)
+                if writes(path, workdir, cwd)), None)
     return (f"it may be the file `{got[1]}` fetches at line {got[0]} ({got[2]}) at run time, not read here"
             if got else "")
 
@@ -637,10 +655,7 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
     config.earlier = [EarlierCommand(c.launcher.get("program") or c.invoked, c.subcommand, c.line, c.conditional,
                                      tuple(f.value for f in c.args))
                       for c in shell.candidates if c.line < chosen.line]
-    config.unread_before = ([u.said() for u in shell.unfollowed if u.line < chosen.line]
-                             + [f"line {c.line} runs `{c.invoked}`, whose code is not read here"
-                                for c in (*shell.candidates, *shell.last_resort) if c.line < chosen.line]
-                             + [f"line {line}: {what}" for line, what in shell.opaque if line < chosen.line])
+    config.opaque = list(shell.opaque)
     args = chosen.args
     reader = for_style(launcher["style"])
     if launcher.get("program"):
@@ -652,7 +667,7 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
         args, script = torchrun_options(config, launcher, args, path, spelling.python_runners)
         config.script = script
         config.launcher = chosen.invoked + (f" {entry_name(config, launcher, path)}" if script is not None else "")
-        config.script = _in_container(chosen, script)
+        config.script = _entry(chosen, _in_container(chosen, script))
         _entry_in_checkout(config, path)
         read_entry_module(config, path)
         read_absent_entry(config, launcher, chosen, shell.opaque, path)
@@ -764,8 +779,8 @@ def runs_no_pipeline(candidate: Candidate, spelling: Spelling, path: str) -> str
     if for_style(candidate.launcher["style"]).module_is_program:  # `python -m MODULE`: the module
         return packaged_entry(_program(candidate))
     scratch = LaunchConfig(path=path, launcher="", command_line=candidate.line, end_line=candidate.end_line)
-    script = _in_container(candidate, torchrun_options(scratch, candidate.launcher, candidate.args, path,
-                                                       spelling.python_runners)[1])
+    script = _entry(candidate, _in_container(candidate, torchrun_options(scratch, candidate.launcher, candidate.args,
+                                                                         path, spelling.python_runners)[1]))
     if scratch.script_module and isinstance(script, str) and (what := packaged_entry(script)):
         return what  # `deepspeed --module MODULE`, `ray job submit -- python3 -m MODULE`
     scratch.script = script

@@ -135,10 +135,9 @@ class LaunchConfig:
     options_opened: Any = None
     options_before: dict[str, Flag] = field(default_factory=dict)
     earlier: list[EarlierCommand] = field(default_factory=list)  # see EarlierCommand
-    # The commands before the launch that run code not read here (a script not followed, a
-    # `python X.py` whose entry is not read, `eval` of text not known), each as said: any may
-    # write a file the run opens (config.frontends.hydra_compose `_missing_default`)
-    unread_before: list[str] = field(default_factory=list)
+    # Code of the script not read here (Shell.opaque: `eval` of text not known), by line: with
+    # the commands before the launch, what entry_absent.unread_before judges may make a file
+    opaque: list[tuple[int, str]] = field(default_factory=list)
     _stack: Stack | None = field(default=None, init=False, repr=False, compare=False)
 
     @property

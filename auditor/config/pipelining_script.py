@@ -144,7 +144,7 @@ def own_entry(launch: LaunchConfig) -> tuple[str, str, str] | None:
     name so that the functions it calls are those whose sites the scan found."""
     if own_p2p(launch) is None:
         return None
-    read = _entry_text(launch)
+    read = entry_text(launch)
     return None if read is None else (read[0], Path(read[1]).stem, read[2])
 
 
@@ -153,11 +153,11 @@ def script_entry(launch: LaunchConfig) -> tuple[str, str] | None:
     (its `if __name__ == "__main__":` block is what torchrun runs)."""
     if not is_pipelining_script(launch):
         return None
-    read = _entry_text(launch)
+    read = entry_text(launch)
     return None if read is None else (read[0], f"__name__ = '__main__'\n{read[2]}")
 
 
-def _entry_text(launch: LaunchConfig) -> tuple[str, str, str] | None:
+def entry_text(launch: LaunchConfig) -> tuple[str, str, str] | None:
     """(what runs, the entry's path, its text): None where the entry is not found or not read."""
     entry, _ = locate(launch)
     if entry is None:

@@ -1,11 +1,18 @@
 """Whether a call that runs a command line (`os.system("cp -rf /tmp/a /tmp/b")`,
 `subprocess.run(["mkdir", "-p", "out"])`) runs only a file utility: the callee is one of
 rules/stacks.toml `[no_pipeline] command_runners` (os.system, subprocess.*: never exec, eval,
-runpy or a process starter), its program is one of `inert_programs` (cp, mkdir, ...), and the
-whole command is literal: a shell string with no shell operator, or an argv list of literal
-strings. A piece computed at run time (`"cp " + src`, `f"cp {src} {dst}"`) may hold `; torchrun
-...`, so it is not read as inert; nor is a call given `runner_keywords` (`executable=`,
-`preexec_fn=`) or `**kwargs`, which run another program or Python. Such an inert call runs no
+runpy or a process starter), its program is one of `inert_programs` (cp, mkdir, ...), and what a
+shell would read is literal: a shell string with no shell operator, or an argv list whose
+program is a literal string (its other words, run with no shell, are operands whatever they
+hold: `subprocess.run(["touch", npy_path])`). A piece of a shell string computed at run time
+(`"cp " + src`, `f"cp {src} {dst}"`, Pai-Megatron-Patch's `os.system("cp -rf " +
+args.hf_ckpt_path + "/*config.json " + args.save)`) is read again by `sh -c` and may hold `;
+torchrun ...`, so it is not read as inert; nor is a call given `runner_keywords` (`executable=`,
+`preexec_fn=`, `env=` with PATH or LD_PRELOAD) or `**kwargs`, which run another program or Python,
+nor one with a positional argument after the command (`subprocess.Popen(["cp", x], -1,
+"/usr/local/bin/torchrun")`: Popen's third is `executable`), nor a name bound to a list the code
+uses elsewhere (`cmd[0] = "torchrun"` may change it first). `cwd=` changes nothing here: an
+inert program is a bare name, looked up on PATH, never in the directory. Such an inert call runs no
 Python and starts no rank, so it neither hides a pipeline (entry_stack.runs_code) nor makes a
 one-process run more (config.one_process). Anything else stays a call that runs code unseen.
 """
@@ -31,8 +38,8 @@ def runs_only_utility(call: ast.Call, callee: str, tree: ast.Module) -> bool:
     to it (`vllm_cmd = ("pkill", "-f", "vllm.entrypoints.api_server")`, `subprocess.Popen(vllm_cmd)`:
     DeepSpeedExamples@83757d9c93 benchmarks/inference/mii/src/server.py:110-111)."""
     rules = rulebook.load("stacks").data["no_pipeline"]
-    if callee not in rules.get("command_runners", []) or not call.args:
-        return False
+    if callee not in rules.get("command_runners", []) or len(call.args) != 1:
+        return False  # a positional after the command is Popen's `executable`, `preexec_fn`, `shell`, ...
     if _runs_other(call):
         return False
     programs = rules.get("inert_programs", [])
@@ -42,7 +49,8 @@ def runs_only_utility(call: ast.Call, callee: str, tree: ast.Module) -> bool:
     if isinstance(command, (ast.List, ast.Tuple)):  # `sys.executable` first: the interpreter running it
         argv = ["python" if k == 0 and ast.unparse(e) == "sys.executable" else _literal(e)
                 for k, e in enumerate(command.elts)]
-        return bool(argv) and None not in argv and argv[0] in programs
+        # with no shell, a word computed at run time is one operand of the program, never another command
+        return bool(argv) and argv[0] in programs and (None not in argv or not _shell(call))
     text = _literal(command)
     if text is None or _OPERATOR.search(text):
         return False
@@ -94,9 +102,7 @@ def command_words(node: ast.AST, tree: ast.Module) -> Command:
                 for k, e in enumerate(command.elts)]
         cut = next((k for k, a in enumerate(argv) if a is None), len(argv))
         known = tuple(a for a in argv[:cut] if a is not None)
-        shell = any(k.arg == "shell" and not (isinstance(k.value, ast.Constant) and k.value.value is False)
-                    for k in node.keywords)
-        return Command(known, shlex.join(known) if cut == len(argv) else "", not shell and not _runs_other(node))
+        return Command(known, shlex.join(known) if cut == len(argv) else "", not _shell(node) and not _runs_other(node))
     text = _literal(command)
     if text is not None:
         return Command(() if _OPERATOR.search(text) else tuple(text.split()), text)
@@ -108,6 +114,13 @@ def command_words(node: ast.AST, tree: ast.Module) -> Command:
     return Command(tuple(words if head[-1:].isspace() else words[:-1]), "")
 
 
+def _shell(call: ast.Call) -> bool:
+    """Whether the call may run its command through a shell (`shell=` given, and not the constant
+    False): then the words are script text, which a computed piece may extend."""
+    return any(k.arg == "shell" and not (isinstance(k.value, ast.Constant) and k.value.value is False)
+               for k in call.keywords)
+
+
 def _runs_other(call: ast.Call) -> bool:
     """Whether the call's keywords may run another program than its words name (rules/stacks.toml
     [no_pipeline] `runner_keywords`: `executable="/opt/train.sh"`, `preexec_fn`; any `**kwargs`)."""
@@ -117,7 +130,10 @@ def _runs_other(call: ast.Call) -> bool:
 
 def _bound_once(name: ast.Name, tree: ast.Module) -> ast.expr | None:
     """The value a name is bound to by the one assignment of it in the innermost function around
-    it (else the module), outside nested functions; None where it is bound otherwise or more."""
+    it (else the module), outside nested functions; None where it is bound otherwise or more, or
+    where the value is a list the scope reads elsewhere than at `name` (nested functions too):
+    any such use may change it in place before it runs (`cmd[0] = "torchrun"`, `cmd.pop(0)`, `del
+    cmd[0]`, `cmd += [x]`, `fill(cmd)`, `alias = cmd`), which no binding count sees."""
     scopes = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
               and n.lineno <= name.lineno <= (n.end_lineno or n.lineno)]
     scope: ast.AST = max(scopes, key=lambda f: f.lineno) if scopes else tree
@@ -132,7 +148,13 @@ def _bound_once(name: ast.Name, tree: ast.Module) -> ast.expr | None:
         todo.extend(ast.iter_child_nodes(n))
     assigns = [n for n in ast.walk(scope) if isinstance(n, ast.Assign) and len(n.targets) == 1
                and isinstance(n.targets[0], ast.Name) and n.targets[0].id == name.id]
-    return assigns[0].value if len(found) == 1 and len(assigns) == 1 and id(assigns[0].targets[0]) == id(found[0]) else None
+    if not (len(found) == 1 and len(assigns) == 1 and id(assigns[0].targets[0]) == id(found[0])):
+        return None
+    value = assigns[0].value
+    if isinstance(value, ast.List) and any(isinstance(n, ast.Name) and n.id == name.id and n is not name
+                                           and isinstance(n.ctx, ast.Load) for n in ast.walk(scope)):
+        return None
+    return value
 
 
 class Start(NamedTuple):

@@ -13,6 +13,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from auditor.bash.absent import checkout_root
 from auditor.bash.getopt import Grammar
 from auditor.bash.getopt import read as read_words
 from auditor.bash.lexer import ASSIGN, MAX_NESTING, NAME, Lexer, Word
@@ -24,7 +25,7 @@ from auditor.config.batch_job import allocation_options, in_checkout, job_file_a
 from auditor.config.entry_copy import hydra_copy, is_copy
 from auditor.config.entry_module import Root, module_file, module_roots
 from auditor.config.export_option import effect, option_values
-from auditor.config.fetch_target import written
+from auditor.config.fetch_target import STDOUT, copied, written
 from auditor.config.input_words import through_input
 from auditor.config.lightning_entry import builds
 from auditor.errors import InputError
@@ -32,9 +33,9 @@ from auditor.findings import Finding
 from auditor.rulebook.launchers import Spelling
 
 _WRAP = "--wrap"  # `sbatch --wrap=TEXT`: TEXT is a script
-# The script's own arguments as an unknown piece of a word: `$1`, `$@`, `${*}`, `${@:3}` (a variable
+# The script's own arguments as an unknown piece of a word: `$1`, `$@`, `${*}`, `${@:3}`, `${1:-x}` (a variable
 # set only from them holds their text: `EXTRA_ARGS="$@"`).
-_POSITIONAL = re.compile(r"\$(?:[1-9][0-9]*|[@*]|\{(?:[1-9][0-9]*|[@*])(?::[0-9]+(?::[0-9]+)?)?\})")
+_POSITIONAL = re.compile(r"\$(?:[1-9][0-9]*|[@*]|\{(?:[1-9][0-9]*|[@*])(?:[-:=?+#%/^,][^}]*)?\})")
 # `A=1` after `env`: an assignment among a wrapper's words, no program
 _ENV_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 _STDIN = ("<", "<>", "<&", "<<", "<<-", "<<<")  # the redirections a command's standard input comes from
@@ -99,6 +100,8 @@ class Candidate:
     # bash -c "export WORLD_SIZE=$SLURM_NTASKS; python ..."`), expanded where the starter's own
     # SLURM_* are the task's: config.launcher `_env_world`
     in_task: frozenset[str] = frozenset()
+    # the files fetched before it (LaunchShell.fetched as the walk met it): its entry may be one
+    fetched: tuple[tuple[int, str, str, str, str | None, str | None], ...] = ()
 
 
 def _known_tail(value: Symbolic) -> str | None:
@@ -108,6 +111,50 @@ def _known_tail(value: Symbolic) -> str | None:
     last = max((k for k, (_, unknown) in enumerate(pieces) if unknown), default=-1)
     known = "".join(text for text, _ in pieces[last + 1:])
     return known if known.startswith("/") else None
+
+
+def python_rule(spelling: Spelling) -> dict | None:
+    """The one-process launcher rule, whose interpreters (`python`, `python3.11`) run a Python
+    program (rules [launchers]); None where the rules give none."""
+    return next((e for e in spelling.launchers if e.get("one_process")), None)
+
+
+def prints_only(words: list[object], python: dict | None, tree: Path | None, path_set: bool) -> bool:
+    """`python -c 'print(1)'`: a Python interpreter of the rule `python` (python_rule) whose `-c`
+    text, known statically, only prints literals to stdout (`print` of constants, no `file=`) or
+    passes: it runs no code of the run's and writes no file, so it neither trains nor may write a
+    file a later command opens (entry_absent.unread_before). Any other text may. The interpreter
+    must be a real one: a bare name looked up on a PATH the script leaves as it is (`path_set`:
+    the script assigns PATH, so `./bin` may come first), or an absolute path outside `tree` (the
+    launch script's checkout, else its folder); `./python` is a file of the checkout, any program."""
+    if python is None or not words or not is_interpreter(os.path.basename(str(words[0])), python):
+        return False
+    program = str(words[0])
+    if "/" not in program and path_set or "/" in program and (
+            not os.path.isabs(program) or tree is None or Path(os.path.normpath(program)).is_relative_to(tree)
+            or Path(program).resolve().is_relative_to(tree)):
+        return False
+    j = 1
+    while j < len(words) and isinstance(flag := words[j], str) and flag.startswith("-") and flag != "-c":
+        j += 2 if flag in ("-X", "-W") else 1
+    text = words[j + 1] if j + 1 < len(words) and words[j] == "-c" else None
+    if not isinstance(text, str):
+        return False
+    try:
+        body = ast.parse(text).body
+    except (SyntaxError, ValueError):
+        return False
+    return all(isinstance(stmt, ast.Pass) or isinstance(stmt, ast.Expr) and isinstance(call := stmt.value, ast.Call)
+               and isinstance(call.func, ast.Name) and call.func.id == "print" and not call.keywords
+               and all(isinstance(a, ast.Constant) for a in call.args) for stmt in body)
+
+
+def launch_tree(path: str) -> Path | None:
+    """The tree whose files a launch script's relative or absolute program words may name: its
+    checkout, else its own folder (prints_only); None where the script is no file here."""
+    if not Path(path).is_file():
+        return None
+    return checkout_root(path) or Path(path).resolve().parent
 
 
 def is_interpreter(base: str, launcher: dict) -> bool:
@@ -154,8 +201,10 @@ class LaunchShell(Shell):
         self.inert: list[tuple[int, str]] = []
         # (line, program, URL) of each file a fetcher (`wget URL`) gets at run time: an entry of
         # that name is then a file not read here (config.launch `_last_resort` names it)
-        # (line, fetcher, URL, the file it writes or fetch_target.UNKNOWN, its workdir there or None)
-        self.fetched: list[tuple[int, str, str, str, str | None]] = []
+        # (line, fetcher, URL, the file it writes or fetch_target.UNKNOWN, its workdir and cwd there or None)
+        self.fetched: list[tuple[int, str, str, str, str | None, str | None]] = []
+        # (line, fetcher, URL, path) of each fetch the command walked writes to its pipe (`_fetches`)
+        self.streamed: list[tuple[int, str, str, str]] = []
 
     def trained(self) -> bool:
         return bool(self.candidates or self.last_resort)
@@ -185,6 +234,7 @@ class LaunchShell(Shell):
     def external(self, fields: list[Field], inline: dict[str, EnvVar], cmd: Cmd,
                  siblings: list[Node], at: int) -> int:
         before = len(self.last_resort), self.shelled
+        streamed, self.streamed = (self.streamed if self.in_pipe else []), []  # read once, as `piped`
         piped, self.piped = self.piped, None  # `echo 3 | xargs CMD`: this command's input, read once
         fields = through_input(fields, self.spelling, self._stdin(cmd, piped), self._written_text)  # CMD with the words read
         candidate = self._launch(fields, inline, cmd)
@@ -193,12 +243,24 @@ class LaunchShell(Shell):
                 self.unfollowed.append(Unfollowed(why[0].line, why[0].value, why[1]))
             elif (len(self.last_resort), self.shelled) == before:
                 self.inert.append((cmd.line, self._named(fields)))
-                if (rule := self.spelling.fetchers.get(os.path.basename(str(fields[0].value)))) is not None:
-                    targets = [(op, join([f.value for f in self.expand(t)])) for op, t in cmd.redirects]
-                    self.fetched += [(cmd.line, os.path.basename(str(fields[0].value)), url, path, self.workdir)
-                                     for url, path in written(fields, targets, rule)]
+                self._fetches(fields, cmd, streamed)
             return 0
         return self._join_broken_continuation(siblings, at, cmd, candidate) - at
+
+    def _fetches(self, fields: list[Field], cmd: Cmd, streamed: list[tuple[int, str, str, str]]) -> None:
+        """Record the files a fetcher (`wget URL`) writes, and those a later part of its pipeline
+        writes its standard output to (`wget -O - URL | tee x.py`: `streamed`, the fetches the
+        command before it passed down the pipe); keep those this command passes on in `streamed`."""
+        program = os.path.basename(str(fields[0].value))
+        targets = [(op, join([f.value for f in self.expand(t)])) for op, t in cmd.redirects]
+        if (rule := self.spelling.fetchers.get(program)) is not None:
+            got = [(cmd.line, program, url, path) for url, path in written(fields, targets, rule)]
+        else:
+            got = [(line, fetcher, url, path) for line, fetcher, url, _ in streamed
+                   for path in copied(fields, targets, program in self.spelling.copiers) or [STDOUT]]
+        self.fetched += [(line, fetcher, url, path, self.workdir, self.cwd) for line, fetcher, url, path in got
+                         if path != STDOUT]
+        self.streamed = [g for g in got if g[3] == STDOUT or program in self.spelling.copiers]
 
     def _stdin(self, cmd: Cmd, piped: str | None) -> str | None:
         """The text `cmd` reads on its standard input, where known: its own last `<`, here-document
@@ -282,6 +344,8 @@ class LaunchShell(Shell):
             elif base in self.spelling.no_training:
                 if unknown is not None:  # `srun --exclusive ${CMD} hostname`: ${CMD} may be the program
                     return unknown, "which is not known statically"
+                if (word := self._unknown_option(base, fields[i + 1:])):
+                    return f, word
                 runs = self._runs_command(base, fields[i + 1:])
                 return (f, f"whose {runs} runs another program") if runs else None
             elif fields[i + 1:i + 2] and fields[i + 1].value in self.spelling.no_training_subcommands.get(base, ()):
@@ -344,25 +408,7 @@ class LaunchShell(Shell):
         return None
 
     def _prints_only(self, fields: list[Field]) -> bool:
-        """`python -c 'print(1)'`: a Python interpreter (of the one-process launcher rule) whose
-        `-c` text, known statically, only prints literals to stdout (`print` of constants, no
-        `file=`) or passes: it runs no code of the run's and writes no file, so it neither
-        trains nor may write a config a later command opens. Any other text may."""
-        if not self._is_python(fields[0]):
-            return False
-        j = 1
-        while j < len(fields) and isinstance(flag := fields[j].value, str) and flag.startswith("-") and flag != "-c":
-            j += 2 if flag in ("-X", "-W") else 1
-        text = fields[j + 1].value if j + 1 < len(fields) and fields[j].value == "-c" else None
-        if not isinstance(text, str):
-            return False
-        try:
-            body = ast.parse(text).body
-        except (SyntaxError, ValueError):
-            return False
-        return all(isinstance(stmt, ast.Pass) or isinstance(stmt, ast.Expr) and isinstance(call := stmt.value, ast.Call)
-                   and isinstance(call.func, ast.Name) and call.func.id == "print" and not call.keywords
-                   and all(isinstance(a, ast.Constant) for a in call.args) for stmt in body)
+        return prints_only([f.value for f in fields], self._python_rule(), launch_tree(self.path), "PATH" in self.vars)
 
     def _module_trains(self, module: str, fields: list[Field], inline: dict[str, EnvVar]) -> tuple[Field, str] | None:
         """Whether `python -m MODULE`, its module not found here (LaunchShell._one_process), may
@@ -435,6 +481,24 @@ class LaunchShell(Shell):
         texts = self.spelling.command_text.get(base, ())
         started = next((t for g in args for t in texts if t in str(g.value)), None)
         return f"program text `{started}`" if started else ""
+
+    def _unknown_option(self, base: str, args: list[Field]) -> str:
+        """Why a program whose options may run a command (rules `option_words`) may run one after
+        all, "" where it surely does not: an unquoted word not known statically where getopt may
+        read an option (`split $OPTS in.txt`: $OPTS may be `--filter=CMD`), before `--` and not
+        the value of an option its grammar gives one (`split -l $N`); `-$X` alike."""
+        if base not in self.spelling.option_words:
+            return ""
+        values: list[Scalar] = [g.value for g in args]
+        end = values.index("--") if "--" in values else len(values)
+        words = read_words(values[:end], self._options_of(base))
+        found = [o.at for o in words.options if o.name == ""]
+        found += [k for k in words.operands if args[k].unsplit and all(u for _, u in segments(args[k].value))]
+        if not found:
+            return ""
+        named = (*self.spelling.program_options.get(base, ()), *self.spelling.command_options.get(base, ()))
+        return (f"whose word `{args[min(found)].value}`, not known statically, "
+                f"may be an option that runs another program ({', '.join(f'`{o}`' for o in named)})")
 
     def _names_option(self, base: str, word: Scalar, options: tuple[str, ...]) -> str:
         """Which of `options` a word of `base` names ("" none), by its known text before `=` (its value
@@ -623,7 +687,7 @@ class LaunchShell(Shell):
                     launcher, invoked, sub, args, wrapper, inline, dict(self.vars),
                     cmd.line, cmd.end_line, self.conditional > 0, fields[0].line, self.cwd, self.workdir,
                     cmd.words[0].raw if cmd.words else "", list(cmd.redirects), [self.cwd] * len(cmd.redirects),
-                    after=self.guards)
+                    after=self.guards, fetched=tuple(self.fetched))
                 moved = self._wrapper_workdir(fields[:k + 1] + args)
                 if moved != "":  # `srun --container-workdir=DIR python x.py`: the command runs in DIR
                     candidate.workdir = join_workdir(candidate.workdir, moved)
@@ -875,9 +939,7 @@ class LaunchShell(Shell):
         return Grammar.of(self.spelling.option_grammar.get(program, {}))
 
     def _python_rule(self) -> dict | None:
-        """The one-process launcher rule, whose interpreters (`python`, `python3.11`) run a Python
-        program (rules [launchers]); None where the rules give none."""
-        return next((e for e in self.spelling.launchers if e.get("one_process")), None)
+        return python_rule(self.spelling)
 
     def _is_python(self, word: Field) -> bool:
         """Whether a command's first word is a Python interpreter of that rule."""
@@ -894,7 +956,16 @@ class LaunchShell(Shell):
         if c_text is not None:
             k, t = c_text
             option, _, inline_text = str(fields[k].value).partition("=")
-            self._inner(prefix + fields[:k + 1], option, fields[t].value if t > k else inline_text, fields[t].line, cmd)
+            text = fields[t].value if t > k else inline_text
+            saved_positional, callers = self.positional, _callers_positional(text)
+            if shell in self.spelling.shells:
+                self.positional = self.rebound(None if callers else _c_positional(fields[t + 1:]))
+            self.caller_text += callers
+            try:
+                self._inner(prefix + fields[:k + 1], option, text, fields[t].line, cmd)
+            finally:
+                self.positional = saved_positional
+                self.caller_text -= callers
             return None
         self.shelled += 1
         batch = os.path.basename(str(prefix[-1].value)) in self.spelling.batch
@@ -1206,6 +1277,26 @@ def _reads_c_text(args: list[Field], grammar: Grammar) -> bool:
     option before it (`bash job.sh -c X`: bash runs job.sh) leaves the command unfollowed."""
     at = _c_text_at(args, grammar)
     return at is not None and isinstance(args[at[1]].value, (str, Partial))
+
+
+def _c_positional(after: list[Field]) -> list[Field] | None:
+    """The positional parameters of `bash -c TEXT NAME ARG...`: the words after NAME, which is
+    $0 (bash(1) INVOCATION: "the first argument is assigned to $0 and any remaining arguments are
+    assigned to the positional parameters"); none where no word follows TEXT, never the calling
+    script's. Megatron-Bridge 067f987df0 examples/models/exaone/exaone_moe/slurm_inference.sh:108-122
+    passes its sizes so (`bash -c '... --pp "$6" ...' bash "$WORKDIR" ... "$PP"`). None (not
+    known) where the word that would be $0 may be several or none, which shifts every later one."""
+    if after and after[0].unsplit:
+        return None
+    return after[1:]
+
+
+def _callers_positional(text: Scalar) -> bool:
+    """Whether a part of a shell's TEXT not known statically is the calling script's own `$1`,
+    `$*`, `${1:-x}` (NeMo 8cfedd7203 nemo/collections/diffusion/vae/train_vae.sh: `bash -c "...
+    --yes $*"`): the calling shell expanded it, so read again it names the caller's words, not
+    the inner shell's, nor those of a function or `set --` inside (`Shell.caller_text`)."""
+    return any(unknown and _POSITIONAL.search(piece) for piece, unknown in segments(text))
 
 
 def _c_text_at(args: list[Field], grammar: Grammar | None) -> tuple[int, int] | None:

@@ -49,6 +49,9 @@ class Spelling:
     # programs that fetch a file named by its URL (wget, curl; [wrappers] fetchers): an entry of that
     # name is a file fetched at run time, not read here
     fetchers: dict[str, dict] = field(default_factory=dict)
+    copiers: frozenset[str] = frozenset()  # programs writing their input to each file operand (tee)
+    # programs whose unquoted word not known statically may be an option that runs a command ([wrappers])
+    option_words: frozenset[str] = frozenset()
     # programs whose first operand is a command string that runs (`trap CMD SIGNAL`; [wrappers])
     command_operand: frozenset[str] = frozenset()
     # text in a program's arguments with which it runs a command (awk's `system(`; [wrappers])
@@ -115,6 +118,8 @@ class Spelling:
                              for k, v in rs.section("wrappers").get("program_options", {}).items()},
             command_ends={k: tuple(v) for rs in every for k, v in rs.section("wrappers").get("command_ends", {}).items()},
             fetchers={k: dict(v) for rs in every for k, v in rs.section("wrappers").get("fetchers", {}).items()},
+            copiers=frozenset(p for rs in every for p in rs.section("wrappers").get("copiers", ())),
+            option_words=frozenset(p for rs in every for p in rs.section("wrappers").get("option_words", ())),
             command_operand=frozenset(p for rs in every for p in rs.section("wrappers").get("command_operand", ())),
             command_text={k: tuple(v) for rs in every for k, v in rs.section("wrappers").get("command_text", {}).items()},
             operand_variables=frozenset(p for rs in every for p in rs.section("wrappers").get("operand_variables", ())),

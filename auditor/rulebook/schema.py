@@ -88,6 +88,8 @@ TABLES: dict[str, Table] = {
     "forward_only": _table(False, "param step microbatches getter source code", "about"),
     # megatron-core's inference engine modules (config/entry_inference.py).
     "inference_engine": _table(False, "modules source code", "about servers trains_nothing"),
+    # The framework modules whose P2P functions an entry may call itself (config/entry_p2p_calls.py).
+    "p2p_functions": _table(False, "modules source code", "about"),
     # The sizes Megatron-LM takes from the checkpoint (config/checkpoint_args.py).
     "checkpoint_args": _table(False, "flag gate modules keys source code", "about"),
     # What a Megatron-Bridge generate entry leaves at megatron-core's defaults, and what sets
@@ -199,7 +201,7 @@ TABLES: dict[str, Table] = {
                                   "operand_source environment_set batch_flags cwd_options no_training program_options "
                                   "no_training_subcommands command_operand command_text operand_variables "
                                   "sed_scripts input_words input_files input_plain input_batch option_grammar command_options remote_shells "
-                                  "operands inert_python_modules command_ends fetchers"),
+                                  "operands inert_python_modules command_ends fetchers copiers option_words"),
     # `uv run [options] COMMAND` (config.training_command): the options that take a value.
     "command_runner": _table(True, "program subcommand value_options source",
                              "module_options cwd_options operands workdir_unknown own_command program_options "
@@ -314,6 +316,7 @@ TYPES: dict[str, dict[str, type]] = {
     "config_attribute": {"keys": list},
     "forward_only": {"param": str, "step": str, "microbatches": str, "getter": str},
     "inference_engine": {"modules": list, "servers": list, "trains_nothing": list},
+    "p2p_functions": {"modules": list},
     "checkpoint_args": {"flag": str, "gate": str, "modules": list, "keys": list},
     "entry_defaults": {"styles": list, "keys": list},
     "entry_setter": {"id": str, "flags": list, "keys": list, "why": str, "values": list, "decide": str,

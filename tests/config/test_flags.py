@@ -6,7 +6,7 @@ examples/gpt3/train_gpt3_175b_distributed.sh's GPT_MODEL_ARGS, one mistake at a 
 
 from __future__ import annotations
 
-from auditor.bash.values import Field, Symbolic
+from auditor.bash.values import Field, Partial, Symbolic
 from auditor.config.flags import is_option, listed, normalise, read_flags
 from auditor.config.model import LaunchConfig
 from auditor.rulebook.launchers import Spelling
@@ -79,3 +79,18 @@ def test_the_word_helpers():
     assert not any(is_option(v) for v in ("-1", "-.5", "-", "--", "96", Symbolic("$X")))
     assert listed(["--a", "--b"]) == "`--a`, `--b`"
     assert listed([f"--f{i}" for i in range(10)], most=2) == "`--f0`, `--f1` and 8 more"
+
+
+def test_a_flag_and_its_unknown_value_in_one_word_are_that_flag():
+    """`--deepspeed=$DS_CFG` (DeepSpeedExamples@83757d9c93 training/MoQ/run.sh:40 spells it so):
+    argparse splits it at its first `=`. Read as a positional word, it set no flag, and the
+    option before it took it as one more value (`--output_dir` 'out --deepspeed=$DS';
+    review r48-conv 3)."""
+    eq = Partial("--deepspeed=$DS", (("--deepspeed=", False), ("$DS", True)))
+    config = read("--output_dir", "out", eq, checked=False)
+    assert config.flags["output_dir"].value == "out"
+    assert config.flags["deepspeed"].value == Symbolic("$DS") and config.flags["deepspeed"].spelling == "--deepspeed"
+    assert config.positionals == []
+    config = read(Partial("--pipeline-model-parallel-size=${PP}",
+                          (("--pipeline-model-parallel-size=", False), ("${PP}", True))))
+    assert config.flags["pipeline_model_parallel_size"].value == Symbolic("${PP}") and config.positionals == []

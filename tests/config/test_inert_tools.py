@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from auditor.bash.values import Symbolic
 from auditor.config.launch import parse_launch
 from tests.launch_outcome import not_pipeline, undecided
 
@@ -170,6 +171,32 @@ def test_other_command_options_with_a_value_not_known_run_a_command(tmp_path: Pa
     assert "runs another program" in said or "not known statically" in said
 
 
+@pytest.mark.parametrize(("line", "word"), [
+    ("split $OPTS in.txt out_", "$OPTS"),  # split(1) `--filter=COMMAND`, which $OPTS may hold
+    ("split -l 1000 $EXTRA in.txt", "$EXTRA"),
+    ("rsync -a $RSYNC_OPTS src/ dst/", "$RSYNC_OPTS"),  # rsync(1) `-e, --rsh=COMMAND`
+])
+def test_an_unknown_word_where_an_option_may_stand_may_run_a_command(tmp_path: Path, line: str, word: str) -> None:
+    """h48-shell (r47-final): getopt_long and popt read an option anywhere before `--`, so an
+    unquoted word not known statically may be the option that runs a command."""
+    said = undecided(PREPARE + line + "\n", tmp_path / "run.sh")
+    assert f"whose word `{word}`, not known statically, may be an option that runs another program" in said
+
+
+@pytest.mark.parametrize("line", [
+    # Alibaba Pai-Megatron-Patch a098ca5acb toolkits/pretrain_data_preprocessing/run_prepare_wudao.sh:31
+    "split -l $NUM --numeric-suffixes --additional-suffix=.jsonl ${D}/wudao/merged.json $S/",  # -l's value
+    'split "$IN" out_',  # quoted: one word, a file
+    "split -- $IN out_",  # after `--`: operands
+    'rsync -av "$SRC" "$DST"',
+    # popt (RsyncProject/rsync popt/popt.c longOptionStrcmp) takes a long option only whole:
+    # `--rsync-pat` is no `--rsync-path`, rsync exits "unknown option" and runs nothing
+    'rsync -a --rsync-pat="torchrun train.py" src/ host:dst/',
+])
+def test_a_word_that_is_no_option_or_an_option_value_leaves_the_program_inert(tmp_path: Path, line: str) -> None:
+    assert "starts no training" in not_pipeline(PREPARE + line + "\n", tmp_path / "r.sh")
+
+
 URL = "https://example.com/x"
 
 
@@ -186,6 +213,9 @@ URL = "https://example.com/x"
     f"wget -qO other_name.py {URL}/prep.py",  # a cluster naming another file
     f"curl -sSL {URL}/prep.py",  # a cluster without -O: standard output
     f"wget -nc -q {URL}/other_name.py",  # wget's own two-letter options name no file
+    f"if false; then wget -O prep.py {URL}/prep.py; fi",  # h48-shell: a branch that never runs
+    f"wget -O - {URL}/prep.py | tee other_name.py",  # the pipe's file is another one
+    f"wget {URL}/{{a,b}}.py",  # brace expansion: a.py and b.py
 ])
 def test_a_fetch_that_writes_another_file_leaves_the_entry_read(tmp_path: Path, fetch: str) -> None:
     """The review's inputs (r47-np fetch/w04 w06 w08 w09 w10, b2/w21): the entry beside the script is
@@ -218,6 +248,12 @@ def test_a_fetch_that_writes_another_file_leaves_the_entry_read(tmp_path: Path, 
     (f"wget --content-disposition {URL}/get?id=1", "prep.py"),
     (f"curl -OJ {URL}/get?id=1", "prep.py"),
     ("wget -i urls.txt", "prep.py"),
+    # h48-shell (r47-final): standard output piped into a file, a `$PWD` path, brace expansion
+    (f"wget -O - {URL}/other_name.py | tee prep.py", "prep.py"),  # tee(1) copies its input to FILE
+    (f"curl -sL {URL}/other_name.py | gunzip > prep.py", "prep.py"),  # a later part's own `>`
+    (f"wget -O $PWD/prep.py {URL}/other_name.py", "prep.py"),  # $PWD: the directory the job starts in
+    (f'curl -o "$(pwd)/prep.py" {URL}/other_name.py', "prep.py"),
+    (f"wget {URL}/{{a,prep}}.py", "prep.py"),  # bash(1) Brace Expansion: a.py and prep.py
 ])
 def test_the_entry_a_fetch_writes_is_not_read(tmp_path: Path, fetch: str, entry: str) -> None:
     (tmp_path / "sub").mkdir()
@@ -225,3 +261,14 @@ def test_the_entry_a_fetch_writes_is_not_read(tmp_path: Path, fetch: str, entry:
         (tmp_path / name).write_text("import torch\nprint(1)\n")
     said = undecided(f"#!/bin/bash\nset -ex\n{fetch}\npython {entry}\n", tmp_path / "r.sh")
     assert f"runs `python {entry}`, whose entry is not read: it may be the file" in said
+
+
+@pytest.mark.parametrize("fetch", [f"wget -O prep.py {URL}/prep.py", f"wget -O - {URL}/prep.py | tee prep.py"])
+def test_a_launchers_entry_fetched_at_run_time_is_not_read(tmp_path: Path, fetch: str) -> None:
+    """Review r48-shell w21, w01: the fetched entry is the launcher's too (`torchrun prep.py`),
+    not only a plain `python prep.py`'s: the file here is not surely what the URL serves."""
+    (tmp_path / "prep.py").write_text("import torch\nprint(1)\n")
+    text = f"#!/bin/bash\nset -ex\n{fetch}\ntorchrun --nproc_per_node 4 prep.py\n"
+    (tmp_path / "r.sh").write_text(text)
+    script = parse_launch(text, str(tmp_path / "r.sh")).script
+    assert isinstance(script, Symbolic) and "prep.py (it may be the file `wget` fetches at line 3" in str(script)

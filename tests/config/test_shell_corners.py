@@ -98,6 +98,14 @@ def test_a_remote_shell_option_alone_runs_no_training(tmp_path: Path) -> None:
     ("echo start; exit 0; {t}\n", "ends at line 1 with `exit 0`.*the `torchrun` at line 1 never runs"),
     ("set -e\necho hi\nexit $?\n{t}\n", "ends at line 3 with `exit \\$\\?`.*the `torchrun` at line 4 never runs"),
     ("for i in 1; do exit 0; done\n{t}\n", "ends at line 1 with `exit 0`.*the `torchrun` at line 2 never runs"),
+    # h48-shell: an exit inside a function ends the script at the call; the call is not what it skips
+    ("run() {{ exit 0; }}\nrun\n{t}\n",
+     "ends at line 1 with `exit 0` in the function `run` called at line 2.*the `torchrun` at line 3 never runs"),
+    # r48-shell e10: a quoted call is the same call (bash removes the quotes before the lookup)
+    ('run() {{ exit 0; }}\n"run"\n{t}\n',
+     "ends at line 1 with `exit 0` in the function `run` called at line 2.*the `torchrun` at line 3 never runs"),
+    # bash(1) `exit [n]`: "If n is omitted, the exit status is that of the last command executed"
+    ("echo start\nexit\n{t}\n", "ends at line 2 with `exit` \\(its last command's status.*line 3 never runs"),
 ])
 def test_a_no_run_after_an_exit_names_the_training_line_it_skips(tmp_path: Path, text: str, said: str) -> None:
     """Review r47-shell e01, e13, e21: the user's training command is silently skipped otherwise."""
@@ -126,3 +134,52 @@ def test_a_word_not_known_before_the_c_text_is_named(tmp_path: Path) -> None:
     with pytest.raises(CommandNotFollowed, match="word `\\$BASH_OPTS` before `-c` is not known statically "
                                                  "\\(the script never sets it.*`-c` text `torchrun"):
         _parse(f'bash $BASH_OPTS -c "{TRAIN}"\n', tmp_path)
+
+
+@pytest.mark.parametrize(("line", "said"), [
+    ("local MODEL=gpt", "`local MODEL=gpt` returns 1 outside a function"),
+    ("return 0", "`return 0` returns 2 outside a function or sourced file"),
+    # r48-shell l11, l12: a brace group and a loop of known items run on the script's own list
+    ("for i in 1; do local X=$i; done", "`local X=\\$i` returns 1 outside a function"),
+    ("{ local X=1; }", "`local X=1` returns 1 outside a function"),
+])
+def test_a_function_only_builtin_at_top_level_ends_a_set_e_script(tmp_path: Path, line: str, said: str) -> None:
+    """bash 5, checked: `set -e; local x=1; echo after` prints "local: can only be used in a
+    function" and exits 1; `return` there exits 2 ("can only `return' from a function or sourced
+    script"). Without `set -e` both go on (test below)."""
+    with pytest.raises(ScriptExits, match=said):
+        _parse(f"set -e\n{line}\n{TRAIN}\n", tmp_path)
+
+
+def test_a_function_only_builtin_without_set_e_goes_on(tmp_path: Path) -> None:
+    assert _parse(f"local MODEL=gpt\n{TRAIN}\n", tmp_path).script == "train.py"
+
+
+@pytest.mark.parametrize("text", [f"if false; then {TRAIN}; fi\n", f"while false; do {TRAIN}; done\n",
+                                  f"true || {TRAIN}\n"])
+def test_a_branch_a_constant_builtin_rules_out_never_runs(tmp_path: Path, text: str) -> None:
+    """bash(1): `false` returns 1, `true` and `:` 0, whatever their arguments: `if false; then
+    torchrun ...; fi` runs no training (was read as CLEAN). NVIDIA/Megatron-LM d98e8a64dd
+    examples/rl/model_configs/qwen_2p5_distill_7b.sh:13 sets its defaults under `if true; then`."""
+    with pytest.raises(NotAPipelineRun):
+        _parse(text, tmp_path)
+
+
+@pytest.mark.parametrize("text", [
+    f"true() {{ return 1; }}\nif true; then echo hi; else {TRAIN}; fi\n",
+    f"false() {{ return 0; }}\nif false; then {TRAIN}; fi\n",
+    f"shopt -s expand_aliases\nalias true=false\nif true; then echo hi; else {TRAIN}; fi\n",
+])
+def test_a_function_or_alias_named_as_a_constant_builtin_is_what_runs(tmp_path: Path, text: str) -> None:
+    """Review r48-shell c10, c11: bash looks a function up before a builtin, an alias before
+    both (bash 5, checked with echo stubs: `true() { return 1; }; if true; then echo T; else echo
+    F; fi` prints F). The training command in the branch it takes runs."""
+    assert _parse(text, tmp_path).script == "train.py"
+
+
+@pytest.mark.parametrize("text", [f"run() {{ false; exit; }}\nrun\n{TRAIN}\n", f"false\nexit $?\n{TRAIN}\n"])
+def test_an_exit_of_a_last_status_known_to_fail_does_not_start(tmp_path: Path, text: str) -> None:
+    """Review r48-shell: bash(1) `exit` with no n exits with the last command's status; after
+    `false` that is 1 (bash 5: `run() { false; exit; }; run; echo after` exits 1), as `exit 1`."""
+    with pytest.raises(ScriptExits):
+        _parse(text, tmp_path)

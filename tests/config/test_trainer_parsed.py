@@ -132,3 +132,52 @@ def test_the_parser_reading_is_each_checked_releases():
             assert f"    def {method}(" in parser, (version, method)
         assert f"if self.{rule['keyword']}:" in (root / "transformers/training_args.py").read_text(), version
         assert rule["code"] in (root / "transformers/training_args.py").read_text(), version
+
+
+@pytest.mark.parametrize("words,named,before", [
+    ("--output_dir out --deepspeed $DS_CFG", "--deepspeed $DS_CFG (run.sh:3)", ""),  # the caller's value
+    ('--output_dir out --deepspeed "$DS_CFG"', "--deepspeed $DS_CFG (run.sh:3)", ""),  # "" runs no DeepSpeed
+    ("--output_dir out --deepspeed test.json $EXTRA", "$EXTRA (run.sh:3), a word not known after --deepspeed", ""),
+    ("--output_dir out $A", "--deepspeed ${A} (run.sh:2), given only on a branch not decided",
+     'if [ "$DS" = 1 ]; then A="--deepspeed test.json"; fi'),
+    # one word `--deepspeed=VALUE`, as MoQ's run.sh:40 writes it (review r48-conv 3: moq_eq, e1-e3)
+    ("--output_dir out --deepspeed=$DS_CFG", "--deepspeed $DS_CFG (run.sh:3)", ""),
+    ('--output_dir out --deepspeed="$DS_CFG"', "--deepspeed $DS_CFG (run.sh:3)", ""),
+    ("--output_dir out --deepspeed=${DS_CFG}", "--deepspeed ${DS_CFG} (run.sh:3)", ""),
+    # a prefix argparse takes for it (review r48-conv 4: d20_abbrev)
+    ("--output_dir out --deepspeed test.json --deeps $X",
+     "--deeps $X (run.sh:3), which argparse may read as --deepspeed", ""),
+])
+def test_a_deepspeed_value_not_known_is_inconclusive_naming_it(tmp_path, monkeypatch, words, named, before):
+    """run.sh:40 of DeepSpeedExamples@83757d9c93 training/MoQ with its `test.json` given as a value
+    not known here. CLEAN before, judged on megatron-core's schedules at PP 1 (a framework the run
+    does not use): a non-empty value is DeepSpeed's data-parallel engine (transformers 4.46.3
+    training_args.py:2038 `if self.deepspeed:`; DeepSpeed 0.16.0 deepspeed/__init__.py:178 builds
+    a PipelineEngine only for a PipelineModule), an empty one no DeepSpeed at all (accelerate's
+    choice), so the value decides."""
+    diagnostics = _diagnostics(tmp_path, monkeypatch, words, before=before)
+    assert not [d for d in diagnostics if d.kind == "launch.not-pipeline"]
+    (said,) = [d for d in diagnostics if d.kind == "launch.unknown-stack"]
+    assert f"run_glue.py:19 parses TrainingArguments with HfArgumentParser from the launch line, whose " \
+           f"--deepspeed value is not known here ({named})" in said.message
+    assert "an empty one runs no DeepSpeed" in said.message
+    assert said.detail["undecided"] == f"the --deepspeed value the Trainer gets ({named})"
+    assert said.detail["decide"].startswith("the value the run gives it, set in run.sh or as --command")
+
+
+@pytest.mark.parametrize("words,extra", [
+    ("--output_dir out --deepspeed ''", ""),  # known empty: no DeepSpeed, the reading of a plain Trainer
+    ("--output_dir out $EXTRA", ""),  # no --deepspeed written
+    ("--output_dir out --deepspeed $DS_CFG", "training_args.deepspeed = None"),  # the field rewritten
+])
+def test_a_trainer_the_value_would_not_decide_keeps_its_reading(tmp_path, monkeypatch, words, extra):
+    """What a Trainer without a DeepSpeed config reads (another reader's), not the value's question."""
+    diagnostics = _diagnostics(tmp_path, monkeypatch, words, extra)
+    assert not [d for d in diagnostics if d.kind == "launch.not-pipeline" or "value is not known here" in d.message]
+
+
+def test_an_unknown_value_beside_accelerates_environment_names_the_environment(tmp_path, monkeypatch):
+    diagnostics = _diagnostics(tmp_path, monkeypatch, "--output_dir out --deepspeed $DS_CFG",
+                               before="export ACCELERATE_USE_MEGATRON_LM=true")
+    (said,) = [d for d in diagnostics if d.kind == "launch.unknown-stack"]
+    assert "ACCELERATE_USE_MEGATRON_LM" in said.message

@@ -95,6 +95,49 @@ def test_anything_that_may_bring_the_file_leaves_it_undecided(
     assert _errors(_checkout(tmp_path, before, elsewhere), monkeypatch) == []
 
 
+@pytest.mark.parametrize("before", ["python -c 'print(1)'\n", 'python3 -u -c "pass"\n'])
+def test_a_python_c_text_that_only_prints_leaves_it_missing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, before: str) -> None:
+    """h48-screen: one decider of "may an earlier command make this file" (entry_absent
+    .unread_before) for a missing entry, a missing import and a missing Hydra config; the Hydra
+    one knew (review r47-shell h11) that a literal `python -c` text printing constants writes
+    nothing (checked with bash: `python -c "print(1)"` then `python missing.py` exits 2)."""
+    [error] = _errors(_checkout(tmp_path, before), monkeypatch)
+    assert error.severity == "error"
+
+
+@pytest.mark.parametrize("before", ["python -c \"open('pretrain_deepseek_250624.py', 'w')\"\n",
+                                    'python -c "$TEXT"\n'])
+def test_a_python_c_text_that_may_write_leaves_it_undecided(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, before: str) -> None:
+    assert _errors(_checkout(tmp_path, before), monkeypatch) == []
+
+
+def test_a_descriptor_redirection_to_a_file_leaves_it_undecided(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """h48-screen2 (review r48-screen 3): `>& WORD`, WORD no number nor `-`, sends stdout and
+    stderr to the file WORD (checked with bash: `echo ... >& pretrain_deepseek_${N}.py` makes it)."""
+    before = "N=250624\necho 'from megatron.training import pretrain' >& pretrain_deepseek_${N}.py\n"
+    assert _errors(_checkout(tmp_path, before), monkeypatch) == []
+    [error] = _errors(_checkout(tmp_path / "b", "echo 'starting' >&2\n"), monkeypatch)
+    assert error.severity == "error"
+
+
+@pytest.mark.parametrize("before", ["./python -c 'print(1)'\n", "bin/python3 -c 'print(1)'\n",
+                                    "export PATH=$PWD/bin:$PATH\npython -c 'print(1)'\n"])
+def test_a_python_of_the_checkout_leaves_it_undecided(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, before: str) -> None:
+    """h48-screen2 (review r48-screen 1): `./python -c 'print(1)'` runs the checkout's file named
+    python, any program (checked with bash: a `./python` that writes pretrain_deepseek_250624.py
+    makes the run start); so does `python` on a PATH the script put the tree's bin/ first on.
+    Only a bare name on the caller's PATH or an absolute path outside the tree is an interpreter."""
+    script = _checkout(tmp_path, before)
+    for name in ("python", "bin/python3", "bin/python"):
+        (script.parent / name).parent.mkdir(exist_ok=True)
+        (script.parent / name).write_text("#!/bin/bash\necho > pretrain_deepseek_250624.py\n")
+    assert _errors(script, monkeypatch) == []
+
+
 def test_an_option_loop_before_the_command_leaves_it_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`while [[ $# -gt 0 ]]; do case $1 in ... shift ... exit 1` (NVIDIA/Megatron-LM@d98e8a64dd
     examples/multimodal/llama_3p1_nemotron_nano_vl_8b_v1/text_generation.sh:16-:78): builtins that

@@ -9,7 +9,9 @@ their model_convertor.sh as `python checkpoint_reshaping_and_interoperability.py
 --save_path ...`: they convert weights with torch and copy the tokenizer and config files with
 `os.system("cp -rf " + args.load_path + "/*.json " + args.save_path)` and `os.system(f'mkdir -p
 {args.save_path}')`. The spliced `args.load_path` may hold `; torchrun ...` (a default, a
-variable holding ` && torchrun ...`), so that command is not read as inert: only a literal one is.
+variable holding ` && torchrun ...`), which `sh -c` reads as another command, so that command is
+not read as inert: only a literal one is. An argv list run with no shell is read as inert
+whatever its computed operands hold: they are arguments of its literal program.
 """
 
 from __future__ import annotations
@@ -52,7 +54,33 @@ SPLICED = 'os.system("cp -rf " + args.load_path + "/*.json " + args.save_path)\n
     ('import os\nthen = " && torchrun --nproc_per_node 8 pretrain_gpt.py"\nos.system("cp -rf a b" + then)', False),
     ('import os\nos.system(f"cp -rf {src}/*.json {dst} {args.post_cmd}")', False),
     ("import os\nos.system(f'mkdir -p {dst}')", False),
-    ('import subprocess\nsubprocess.run(["cp", src, dst])', False),
+    # an argv list runs with no shell: a computed word is one operand of the literal program
+    # (NVIDIA-NeMo/Megatron-Bridge@067f987df0 tests/functional_tests/test_groups/data/builders/
+    # test_gpt_sft_builder.py:107 `subprocess.run(["touch", npy_path])`), unless a shell reads it
+    ('import subprocess\nsubprocess.run(["cp", src, dst])', True),
+    ('import subprocess\nsubprocess.run(["touch", npy_path])', True),
+    ('import subprocess\nsubprocess.run(["cp", "-r", *srcs, dst], check=True)', True),
+    ('import subprocess\nsubprocess.run(["cp", src, dst], shell=True)', False),
+    ('import subprocess\nsubprocess.run(["cp", src, dst], shell=flag)', False),
+    ('import subprocess\nsubprocess.run([prog, src, dst])', False),
+    ('import subprocess\nsubprocess.run([*cmd, dst])', False),
+    # a list bound to a name may be changed in place before it runs (review r48-conv 1: s1, s4)
+    ('import subprocess\ncmd = ["echo", x]\ncmd[0] = "torchrun"\nsubprocess.run(cmd)', False),
+    ('import subprocess\ncmd = ["echo", "x"]\ncmd[0] = "torchrun"\nsubprocess.run(cmd)', False),
+    ('import subprocess\ncmd = ["echo", x]\ncmd.pop(0)\nsubprocess.run(cmd)', False),
+    ('import subprocess\ncmd = ["echo", x]\ndel cmd[0]\nsubprocess.run(cmd)', False),
+    ('import subprocess\ncmd = ["echo", x]\ncmd[:1] = ["torchrun"]\nsubprocess.run(cmd)', False),
+    ('import subprocess\ncmd = ["echo", x]\nfill(cmd)\nsubprocess.run(cmd)', False),
+    ('import subprocess\ncmd = ["echo", x]\ndef f():\n    cmd.insert(0, "torchrun")\nsubprocess.run(cmd)', False),
+    ('import subprocess\ncmd = ["echo", x]\nsubprocess.run(cmd)', True),
+    ('import subprocess\ncmd = ("echo", x)\nprint(cmd)\nsubprocess.run(cmd)', True),  # a tuple cannot change
+    # a positional after the command is Popen's bufsize, executable, ... (review r48-conv 2: s3);
+    # env= may set PATH or LD_PRELOAD; cwd= does not move a bare program name
+    ('import subprocess\nsubprocess.Popen(["cp", x], -1, "/usr/local/bin/torchrun")', False),
+    ('import subprocess\nsubprocess.Popen(["cp", "a", "b"], -1, "/usr/local/bin/torchrun")', False),
+    ('import subprocess\nsubprocess.run(["cp", x], env={"PATH": "/opt/launch"})', False),
+    ('import subprocess\nsubprocess.run(["cp", "a", "b"], env=env)', False),
+    ('import subprocess\nsubprocess.run(["cp", x, y], cwd=d)', True),
     ('import os\nos.system("cp a b; python train.py")', False),  # a second program
     ('import os\nos.system("python convert.py in")', False),
     ('import os\nos.system("cpx in")', False),
@@ -109,6 +137,18 @@ def test_the_callee_not_the_position_decides() -> None:
 
 def test_a_converter_copying_files_is_one_process_that_builds_no_pipeline(capsys, tmp_path, monkeypatch):
     script = _tree(tmp_path, monkeypatch, CONVERT, {"checkpoint_reshaping_and_interoperability.py": CONVERT_PY})
+    config = read_launch(script)
+    assert (config.nproc_per_node, config.nnodes) == (1, 1)
+    code, doc = _scan(capsys, script)
+    assert doc["verdict"]["status"] == "not-pipeline" and code == 0, doc["verdict"]["headline"]
+
+
+def test_a_converter_copying_computed_paths_with_an_argv_list_builds_no_pipeline(capsys, tmp_path, monkeypatch):
+    """The Pai converters' copy (module docstring) as an argv list: no shell reads the paths, so
+    `cp` is all it runs, whatever they hold; the one process stays one (config.one_process)."""
+    runs = CONVERT_PY.replace("import os\n", "import os\nimport subprocess\n") + (
+        'subprocess.run(["cp", "-rf", args.load_path, args.save_path], check=True)\n')
+    script = _tree(tmp_path, monkeypatch, CONVERT, {"checkpoint_reshaping_and_interoperability.py": runs})
     config = read_launch(script)
     assert (config.nproc_per_node, config.nnodes) == (1, 1)
     code, doc = _scan(capsys, script)

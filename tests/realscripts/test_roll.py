@@ -34,6 +34,7 @@ from auditor.config.frontends.hydra_compose import HydraComposeReader
 from auditor.config.launch import CommandNotFollowed, NotAPipelineRun, parse_launch, refuse_not_pipeline
 from auditor.config.releases import requirements
 from auditor.config.source_tree import judge_on_source_tree
+from auditor.scan import resolve_targets
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN = """#!/bin/bash
@@ -130,6 +131,28 @@ def test_the_source_tree_is_the_release_judged(tmp_path):
     config.source_dirs.clear()
     judge_on_source_tree(config, tmp_path / "elsewhere" / "start.py", str(script))
     assert "mcore-adapter" not in config.pins  # no ROLL tree above it: the release stays unstated
+
+
+def test_the_header_names_the_source_tree_from_where_the_scan_runs(tmp_path, monkeypatch):
+    """alibaba/ROLL 8eb27cc2dc34c4d1310b169d9b86d339004d811a
+    examples/agentic_deepeyes/run_agentic_pipeline.sh asks for a config the checkout lacks: the
+    header's `mcore-adapter ... at /abs/ROLL/mcore_adapter` took two lines more at 80 columns,
+    pushing the DOES NOT START cause past the first screen (issue 25). A tree below the directory
+    the scan runs in is named relative to it; h48-screen2 (review r48-screen 5): one elsewhere
+    keeps its absolute path, where `at mcore_adapter` would read as the current checkout's copy."""
+    script = roll_tree(tmp_path / "ROLL", "agentic_deepeyes", SFT, "deepeyes", kind="agentic")
+    (tmp_path / "ROLL" / "setup.py").write_text("")
+    launch = _read(script)
+    tree = str(launch.source_dirs["mcore-adapter"])
+    monkeypatch.chdir(tmp_path / "ROLL")
+    assert [s.label for s in resolve_targets(launch, [tree])] == ["mcore-adapter 0.10.0.dev0 at mcore_adapter"]
+    monkeypatch.chdir(tmp_path)
+    assert resolve_targets(launch, [tree])[0].label.endswith(" at ROLL/mcore_adapter")
+    roll_tree(tmp_path / "other", "agentic_deepeyes", SFT, "deepeyes", kind="agentic")
+    (tmp_path / "other" / "setup.py").write_text("")
+    (tmp_path / "other" / "mcore_adapter").mkdir(exist_ok=True)
+    monkeypatch.chdir(tmp_path / "other")  # the scan of ROLL's script from another checkout
+    assert resolve_targets(launch, [tree])[0].label.endswith(f" at {tree}")
 
 
 def test_vpp_keeps_overlap_so_nothing_is_batched(tmp_path):

@@ -177,17 +177,36 @@ def test_a_command_line_search_path_may_hold_the_primary(tmp_path: Path):
     "wget -O examples/agentic_demo/deepeyes_2gpus.yaml https://example.com/c.yaml",
     "NAME=deepeyes_2gpus\nenvsubst < base.yaml > examples/agentic_demo/$NAME.yaml",
     "rsync -a /shared/cfgs/ examples/agentic_demo/",
+    # h48-screen: known writers by a path built from $0 (checked with bash: the file is there,
+    # Hydra composes it); LaunchConfig.unread_before, a second decider, counted none of them
+    "cp /shared/cfgs/*.yaml $(dirname $0)/",
+    "tar xf /shared/cfgs.tar -C examples/$CONFIG_PATH",
+    "cp -r /shared/examples .",
+    # h48-screen2 (review r48-screen 2-4; each checked with bash: the file is there): `-t` in a
+    # bundle or an abbreviated `--target-directory` names the destination, not the last word;
+    # `>& WORD` writes a file; /proc/self/cwd is the job's directory; `ln` may point a path in
+    "cp -rt examples /shared/examples/.",
+    "cp -r --targ=examples /shared/examples/.",
+    "mv -ft examples/agentic_d* /shared/cfgs/deepeyes_2*.yaml",  # globs: no word names the file
+    "ln -sft examples/agentic_d* /shared/cfgs/deepeyes_2*.yaml",
+    "N=deepeyes\necho 'x: 1' >& $(dirname $0)/${N}_2gpus.yaml",
+    "cp -r /shared/examples/. /proc/self/cwd/examples/",
+    "ln -s /data/ckpt /tmp/ckpt",
+    "ln -s ROOT/examples /tmp/x\ncp -r /shared/examples/. /tmp/x/",
 ])
 def test_a_primary_config_an_earlier_command_may_write_is_unknown(tmp_path: Path, pre: str):
     script = _no_primary(tmp_path)
+    pre = pre.replace("ROOT", str(tmp_path))
     script.write_text(script.read_text().replace("set +x\n", f"set +x\n{pre}\n"))
     assert not _missing(script)
     assert [d for d in _read(script).diagnostics if d.kind == "launch.config-file-unread"]
 
 
-def test_an_earlier_command_writing_elsewhere_leaves_the_stop(tmp_path: Path):
+@pytest.mark.parametrize("pre", ["cp a.yaml /tmp/other.yaml", "touch /tmp/stamp", "cp -rT /shared/a /tmp/b",
+                                 "echo x >&2", "echo x 2>&1 >&-"])
+def test_an_earlier_command_writing_elsewhere_leaves_the_stop(tmp_path: Path, pre: str):
     script = _no_primary(tmp_path)
-    script.write_text(script.read_text().replace("set +x\n", "set +x\ncp a.yaml /tmp/other.yaml\n"))
+    script.write_text(script.read_text().replace("set +x\n", f"set +x\n{pre}\n"))
     assert _missing(script)
 
 
@@ -220,8 +239,8 @@ def test_a_defaults_file_an_earlier_command_may_write_is_unknown(tmp_path: Path)
 
 @pytest.mark.parametrize("pre, named", [
     ("bash prep.sh", "`bash prep.sh`"),
-    ("python tools/make_cfg.py", "`python`"),
-    ('eval "$SETUP"', "`$SETUP`"),
+    ("python tools/make_cfg.py", "`python tools/make_cfg.py`"),
+    ('eval "$SETUP"', '`eval "$SETUP"`'),
 ])
 def test_a_primary_config_a_command_not_read_may_write_is_unknown(tmp_path: Path, pre: str, named: str):
     script = _no_primary(tmp_path)
@@ -261,4 +280,7 @@ def test_the_command_that_may_write_the_config_is_the_first_undecided(tmp_path: 
     findings = [d.to_json() for d in _read(script).diagnostics]
     first = undecided_inputs({"findings": findings})[0]
     assert "deepeyes_2gpus.yaml exists when the run starts" in first.what and "`bash prep.sh`" in first.what
+    # h48-screen2 (review r48-screen 5): named from the checkout root, as the DOES NOT START cause
+    # names it; the absolute path wrapped the INCONCLUSIVE headline mid-word at 80 columns
+    assert first.what.startswith("whether examples/agentic_demo/deepeyes_2gpus.yaml exists"), first.what
     assert not first.aside and "audit after that command has run" in first.decide

@@ -19,7 +19,9 @@ from typing import Any
 
 from auditor.bash.absent import checkout_root
 from auditor.bash.values import Field, Symbolic
+from auditor.config import located
 from auditor.config.configfiles import load_yaml, unknown_file
+from auditor.config.entry_absent import unread_before
 from auditor.config.entry_copy import HydraMain, hydra_copy
 from auditor.config.flags import SCRIPT_ARGUMENTS, STARTUP, unresolved
 from auditor.config.frontend_parser import find_script
@@ -122,7 +124,7 @@ def _missing_default(config: LaunchConfig, exc: MissingConfig, primary: Path, en
     its group (`strategy=zero3` picks another option, read here as a value). The file must lie
     inside the checkout (a folder outside it, `../../shared/cfgs` or /mnt, is not this tree's),
     no earlier command may write it (one naming it, `_names`, or one running code not read:
-    `bash prep.sh`, `LaunchConfig.unread_before`), and its name has no `.yml` (Hydra 1.1 loads
+    `bash prep.sh`, entry_absent.unread_before), and its name has no `.yml` (Hydra 1.1 loads
     `x.yml` as written, 1.2 looks for `x.yml.yaml`: which applies is the run's version_base);
     otherwise it stays unknown."""
     given = {k.lstrip("+~") for k in keys}
@@ -133,13 +135,17 @@ def _missing_default(config: LaunchConfig, exc: MissingConfig, primary: Path, en
     if root is None or not missing.is_relative_to(root.resolve()) or exc.name.endswith(".yml") \
             or _names(config, missing):
         return
-    if config.unread_before:  # `bash prep.sh` may write it without naming it in the script
+    line = unread_before(config, config.opaque, made=missing)
+    if line is not None:  # `bash prep.sh`, `cp /shared/*.yaml $(dirname $0)/` may write it unnamed
+        lines = config.text.splitlines()
+        said = f"line {line}: `{lines[line - 1].strip()}`" if line <= len(lines) else f"line {line}"
+        named = located.shown(missing, root.resolve())  # as the cause names it: the headline's one line
         config.diagnostics.append(Finding(
             "launch.config-may-be-written", "info",
-            f"{exc}, unless a command before the launch writes it: {config.unread_before[0]}",
-            fix=f"check that command, or audit after it has run: {missing}", where=where,
+            f"{exc}, unless a command before the launch writes it: {said}",
+            fix=f"check that command, or audit after it has run: {named}", where=where,
             # the one step that decides the run (no file: it does not start; one: its settings)
-            detail={"undecided": f"whether {missing} exists when the run starts ({config.unread_before[0]})",
+            detail={"undecided": f"whether {named} exists when the run starts ({said})",
                     "decide": "audit after that command has run, or check what it writes"}))
         return
     data: Any = {}
