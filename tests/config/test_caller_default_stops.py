@@ -79,7 +79,9 @@ def test_a_stop_past_a_training_command_leaves_the_rest_to_the_caller(guard: str
     local_train_thinker_full.sh:452 (`if [[ "${ENABLE_PERF_SUMMARY}" != "1" ]]; then exit 0; fi`,
     its value stated at line 97)."""
     body = guard if guard.startswith(("if", "case")) else RUN + guard
-    marked = (HEAD + body).replace(RUN, "echo FIRST\n").replace(LATER, "echo LATER\n")
+    # the case form writes RUN without its newline: replace the bare text, so bash never starts torchrun
+    marked = (HEAD + body).replace(RUN.rstrip(), "echo FIRST").replace(LATER.rstrip(), "echo LATER")
+    assert "torchrun" not in marked
     assert "LATER" not in _ran(marked, {}) and "LATER" in _ran(marked, {caller: "1" if caller == "RUN_EVAL" else "x"})
     config = parse_launch(HEAD + body, "train.sh", environ={})
     assert config.commands == 2 and config.flags["pipeline_model_parallel_size"].value == "4"
