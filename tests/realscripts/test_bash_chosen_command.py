@@ -177,11 +177,13 @@ def test_too_many_ways_leave_the_command_unfollowed() -> None:
         parse_launch(script(4), "m.sh")
 
 
-def test_a_test_of_a_functions_argument_is_no_choice() -> None:
-    """Inside a function `$1` is the call's argument: two calls may go two ways, so its branches
-    are not walked as the script's choice."""
-    script = ('pick() {\n  if [ "$1" = convert ]; then CMD="deepspeed tools/convert.py"; '
-              'else CMD="deepspeed finetune_llama.py"; fi\n  eval "$CMD --pipeline-model-parallel-size 2"\n}\n'
-              "pick convert\n")
+def test_a_test_of_a_functions_argument_is_decided_by_each_call() -> None:
+    """Inside a function `$1` is the call's argument (bash(1) FUNCTIONS): each call walks its own
+    branch, and a call whose argument is the caller's own unknown `$1` is no choice of the script."""
+    body = ('pick() {\n  if [ "$1" = convert ]; then CMD="deepspeed tools/convert.py"; '
+            'else CMD="deepspeed finetune_llama.py"; fi\n  eval "$CMD --pipeline-model-parallel-size 2"\n}\n')
+    one = parse_launch(body + "pick convert\n", "f.sh")
+    assert one.commands == 1 and one.script == "tools/convert.py"
+    assert parse_launch(body + "pick convert\npick train\n", "f.sh", which=1).script == "finetune_llama.py"
     with pytest.raises(CommandNotFollowed):
-        parse_launch(script, "f.sh")
+        parse_launch(body + 'pick "$1"\n', "f.sh")
