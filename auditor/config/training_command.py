@@ -408,7 +408,7 @@ class LaunchShell(Shell):
         return None
 
     def _prints_only(self, fields: list[Field]) -> bool:
-        return prints_only([f.value for f in fields], self._python_rule(), launch_tree(self.path), "PATH" in self.vars)
+        return prints_only([f.value for f in fields], python_rule(self.spelling), launch_tree(self.path), "PATH" in self.vars)
 
     def _module_trains(self, module: str, fields: list[Field], inline: dict[str, EnvVar]) -> tuple[Field, str] | None:
         """Whether `python -m MODULE`, its module not found here (LaunchShell._one_process), may
@@ -753,7 +753,7 @@ class LaunchShell(Shell):
         """The `one_process` launcher rule of `python [options] SCRIPT.py` (`-m MODULE`: a module
         found under the script's module roots, config.entry_module), or None: a command string
         (`-c`), stdin, a word not known statically."""
-        rule = self._python_rule()
+        rule = python_rule(self.spelling)
         if rule is None or not is_interpreter(os.path.basename(str(fields[k].value)), rule):
             return None
         j = k + 1
@@ -938,12 +938,9 @@ class LaunchShell(Shell):
         """A program's options as the rules give them (`option_grammar`)."""
         return Grammar.of(self.spelling.option_grammar.get(program, {}))
 
-    def _python_rule(self) -> dict | None:
-        return python_rule(self.spelling)
-
     def _is_python(self, word: Field) -> bool:
-        """Whether a command's first word is a Python interpreter of that rule."""
-        rule = self._python_rule()
+        """Whether a command's first word is a Python interpreter of the one-process rule (python_rule)."""
+        rule = python_rule(self.spelling)
         return rule is not None and is_interpreter(os.path.basename(str(word.value)), rule)
 
     def _shell_c(self, prefix: list[Field], fields: list[Field], cmd: Cmd,
