@@ -82,6 +82,9 @@ class Shell(Expander, ABC):
         # Where the commands run, relative to the launch directory (or absolute): "" where no `cd`
         # moved them, None after one whose directory is not known statically (join_workdir)
         self.workdir: str | None = ""
+        # the directories `pushd` left to, the last on top (`popd` goes back there); None where
+        # that is not known
+        self.dirstack: list[str | None] | None = []
         self.opaque: list[tuple[int, str]] = []  # (line, what): code unseen here that may set anything
         self.clobbered: frozenset[str] = frozenset()
         self.sourced: list[str] = []  # the files `source`/`.` named, read or not
@@ -348,14 +351,14 @@ class Shell(Expander, ABC):
         its own path of commands moves the commands after it there, wherever that shell was
         started from (`srun ... bash -c "cd /opt/x && python y.py"` in a loop body runs y.py in
         /opt/x), and never the commands after it in this shell."""
-        saved = self.workdir, self.cwd, self._shell_base
+        saved = self.workdir, self.cwd, self._shell_base, self.dirstack
         self.subshells += 1
         self._shell_base = (self.uncertain, self.subshells)
         try:
             yield
         finally:
             self.subshells -= 1
-            self.workdir, self.cwd, self._shell_base = saved
+            self.workdir, self.cwd, self._shell_base, self.dirstack = saved
 
     def _loop_items(self, node: ShellLoop) -> list[Field] | None:
         """The values a `for VAR in WORDS` loop surely takes, in order: every word known, at most
@@ -675,9 +678,7 @@ class Shell(Expander, ABC):
             self._eval(fields[1:], cmd)
             return 0
         if head in ("cd", "pushd", "popd"):  # from here on `pwd` is not the launch directory
-            self.cwd = None
-            sure = head == "cd" and (self.uncertain, self.subshells) == self._shell_base and len(fields) == 2
-            self.workdir = join_workdir(self.workdir, fields[1].value) if sure else None
+            self._chdir(str(head), fields[1:])
         if cmd.stdout is not None and head in ("printf", "echo", "cat"):
             self._write(str(head), fields[1:], cmd)
         if head in _SETTERS:
@@ -700,6 +701,23 @@ class Shell(Expander, ABC):
                 self.positional = saved_positional
             return 0
         return self.external(fields, inline, cmd, siblings, at)
+
+    def _chdir(self, head: str, args: list[Field]) -> None:
+        """`cd DIR`, `pushd DIR` (the directory before it kept on the stack) and `popd` (back to
+        the one on top): the commands after them run there, where the shell surely runs them and
+        DIR is known (`join_workdir`); else the directory is not known from here on, nor the
+        stack. `pwd` is not the launch directory after any of them."""
+        where, stack = self.workdir, self.dirstack
+        self.cwd = None
+        sure = (self.uncertain, self.subshells) == self._shell_base
+        if head == "popd":
+            self.workdir, self.dirstack = (stack[-1], stack[:-1]) if sure and not args and stack else (None, None)
+            return
+        named = args[0].value if len(args) == 1 else None
+        moved = join_workdir(where, named) if sure and isinstance(named, str) and not named.startswith("+") else None
+        self.workdir = moved
+        if head == "pushd":
+            self.dirstack = [*stack, where] if moved is not None and stack is not None else None
 
     def rebound(self, given: list[Field] | None) -> list[Field] | None:
         """$1 $2 ... bound to `given` (None: not known), unless the walk reads a text whose

@@ -74,3 +74,27 @@ def test_set_of_words_not_known_leaves_the_positional_unknown(words: str) -> Non
 def test_set_of_known_words_gives_them() -> None:
     flag = parse_launch("set -- 4 $X\nPP=${1:-2}\n" + TRAIN, "run.sh").flags["pipeline_model_parallel_size"]
     assert flag.values == ("4",)
+
+
+PUSHD = {  # the script before `torchrun train.py`: the folder it runs in, relative to the launch one
+    "pushd": ("pushd tools\n", "tools"),
+    "pushd-popd": ("pushd tools >/dev/null\npopd\n", ""),
+    "pushd-twice-popd": ("pushd tools\npushd sub\npopd\n", "tools"),
+    "popd-in-a-subshell": ("pushd tools\n(popd)\n", "tools"),
+    "pushd-in-a-branch": ("if [ -n \"$Z\" ]; then pushd tools; fi\n", None),
+    "popd-of-an-empty-stack": ("popd\n", None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PUSHD))
+def test_pushd_and_popd_move_the_command_as_bash_does(name: str, tmp_path) -> None:
+    """bigcode-project/Megatron-LM@7c325cd34a examples/pretrain_bigcode_1b.slurm:19 runs `pushd
+    $SCRIPT_REPO` before its launcher: an entry relative to the pushed folder is there."""
+    prefix, workdir = PUSHD[name]
+    (tmp_path / "tools" / "sub").mkdir(parents=True)
+    if workdir is not None:  # the case is what bash does
+        proc = subprocess.run(["bash", "-c", prefix + "pwd\n"], capture_output=True, text=True, cwd=tmp_path,
+                              env={"PATH": "/usr/bin:/bin"}, timeout=30)
+        assert proc.stdout.strip().splitlines()[-1] == str(tmp_path / workdir).rstrip("/")
+    config = parse_launch(prefix + "torchrun --nproc_per_node 8 train.py --pipeline-model-parallel-size 2\n", "run.sh")
+    assert config.workdir == workdir
