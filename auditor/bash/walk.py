@@ -220,15 +220,14 @@ class Shell(Expander, ABC):
     def _required(self, before: int, line: int) -> bool:
         """A command at `line` expanded `${X:?msg}` of an X unset or empty (`required` past
         `before`): bash prints msg and the shell exits there, `set -e` or not. On the path the walk
-        is certain of, a sure stop where the script left X empty; where X is the caller's, the
-        check of the caller's environment an `exit` under `[ -z "${X:-}" ]` is (`_stops`: the
-        walk goes on with X the caller's value). Whether a stop was met."""
+        is certain of, a sure stop where the script left X empty; where X is the caller's, a check
+        of the caller's environment: the walk goes on. Whether a stop was met."""
         found, self.required[before:] = self.required[before:], []
         if not found or self.uncertain or self.subshells or self.opaque:
             return False
-        caller = [] if any(sure for _, sure in found) else list(dict.fromkeys(n for n, _ in found))
-        self._stops(line, "1", caller, None if caller else f"`${{{found[0][0]}:?}}` of an empty {found[0][0]} "
-                    "makes bash exit")
+        empty = [name for name, sure in found if sure]
+        if empty:  # else the caller's: the walk goes on, X read where used as the caller's, not known
+            self._stops(line, "1", [], f"`${{{empty[0]}:?}}` of an empty {empty[0]} makes bash exit")
         return self.exited is not None
 
     def _failed(self, cmd: Cmd, before: dict[str, Var]) -> None:
