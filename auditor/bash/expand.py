@@ -131,6 +131,9 @@ class Expander:
         # [[checkout_copy]]: script, root, marks); set by the launch reader.
         self.checkout_copies: tuple[dict, ...] = ()
         self.copies: dict[str, str] = {}  # a new copy's directory, as printed: the root it copies
+        # the `${X:?msg}` expanded with X unset or empty (bash exits there), and whether X is
+        # surely so (the script set it empty) rather than the caller's (bash.walk `_required`)
+        self.required: list[tuple[str, bool]] = []
 
     def assignment_value(self, word: Word) -> tuple[str, str | Symbolic | list[tuple[Scalar, int]]]:
         m = ASSIGN.match(word.raw)
@@ -408,6 +411,8 @@ class Expander:
             if value is None:
                 return unknown
             return (self._fallback(argument, part), part.line) if is_set else ("", part.line)
+        if not is_set and op.endswith("?"):  # bash prints the message and the shell exits
+            self.required.append((name, var is not None and not var.fallbacks and not name.isdigit()))
         return (value, line) if is_set else unknown
 
     def _callers_words(self, names: list[str], value: str, line: int) -> tuple[Scalar, int]:

@@ -82,6 +82,9 @@ class Shell(Expander, ABC):
         # Where the commands run, relative to the launch directory (or absolute): "" where no `cd`
         # moved them, None after one whose directory is not known statically (join_workdir)
         self.workdir: str | None = ""
+        # the directories `pushd` left to, the last on top (`popd` goes back there); None where
+        # that is not known
+        self.dirstack: list[str | None] | None = []
         self.opaque: list[tuple[int, str]] = []  # (line, what): code unseen here that may set anything
         self.clobbered: frozenset[str] = frozenset()
         self.sourced: list[str] = []  # the files `source`/`.` named, read or not
@@ -112,6 +115,9 @@ class Shell(Expander, ABC):
         # the `run` level whose list is the script's own: 1, or deeper inside a `{ ...; }` or a
         # loop of known items listed there (bash runs those commands as its own: `_surely_runs`)
         self._own = 1
+        # how many subshells deep that list is: a `( ... )` listed there is a list of its own whose
+        # failing command ends it, and then the script (`set -e` holds in it: `_surely_runs`)
+        self._own_subshells = 0
         self._before: Node | None = None  # the command before the one `run` runs in its list, if any
         # the files the script wrote whose text is known, by their path as expanded: (text, line, file)
         self.written: dict[str, tuple[str | Symbolic, int, str]] = {}
@@ -211,6 +217,19 @@ class Shell(Expander, ABC):
                f"(line {self.errexit}) ends the script")
         self._stops(cmd.line, "1", [], why, tuple(dict.fromkeys(names)))
 
+    def _required(self, before: int, line: int) -> bool:
+        """A command at `line` expanded `${X:?msg}` of an X unset or empty (`required` past
+        `before`): bash prints msg and the shell exits there, `set -e` or not. On the path the walk
+        is certain of, a sure stop where the script left X empty; where X is the caller's, a check
+        of the caller's environment: the walk goes on. Whether a stop was met."""
+        found, self.required[before:] = self.required[before:], []
+        if not found or self.uncertain or self.subshells or self.opaque:
+            return False
+        empty = [name for name, sure in found if sure]
+        if empty:  # else the caller's: the walk goes on, X read where used as the caller's, not known
+            self._stops(line, "1", [], f"`${{{empty[0]}:?}}` of an empty {empty[0]} makes bash exit")
+        return self.exited is not None
+
     def _failed(self, cmd: Cmd, before: dict[str, Var]) -> None:
         """`cmd`, whose failing surely ends the script (`_errexit_ends`), surely fails: `false`, a
         test decided false (`[ -n "$X" ]`), or a function whose last command is such a list
@@ -233,8 +252,11 @@ class Shell(Expander, ABC):
             status = outcome(cmd, self._noting(caller, caller), self.redefined)
         elif isinstance(body, CommandGroup) and not body.subshell and body.body and not _runs(body.body, {"return"}):
             last = body.body[-1]
+            shifted = _shift_fails(last, body.body, _arguments([f for w in cmd.words[1:] for f in self.expand(w)]))
             if isinstance(last, Cmd) and constant(last, self.redefined) is False:
                 status = False
+            elif shifted is not None:
+                status = not shifted
             elif _runs(body.body, {"shift", "set"}) or any(
                     self.vars.get(n) is not before.get(n) for n in _names_read([last])):
                 return
@@ -257,7 +279,8 @@ class Shell(Expander, ABC):
         the script's own list of commands (not in `a || b`, `! a`, a pipeline or a function), on
         the path the walk is certain of, where no unseen code ran (it may have run `set +e`)."""
         return (bool(self.errexit) and self._level == self._own and self._listed is cmd
-                and not (self.uncertain or self.subshells or self.conditional or self.opaque))
+                and self.subshells == self._own_subshells
+                and not (self.uncertain or self.conditional or self.opaque))
 
     def _node(self, node: Node) -> None:
         if isinstance(node, Cmd):
@@ -309,8 +332,8 @@ class Shell(Expander, ABC):
             self._branches([node.body], exhaustive=False, passes=node.line)
         elif isinstance(node, CommandGroup):
             saved, texts, functions = dict(self.vars), dict(self.branch_values), dict(self.functions)
-            if node.subshell:
-                with self.own_shell():
+            if node.subshell:  # `set -e` holds in it: a command that fails there ends it, then the script
+                with self.own_shell(), self._surely_runs(node):
                     self.run(node.body)
             else:
                 with self._surely_runs(node):
@@ -327,14 +350,14 @@ class Shell(Expander, ABC):
         its own path of commands moves the commands after it there, wherever that shell was
         started from (`srun ... bash -c "cd /opt/x && python y.py"` in a loop body runs y.py in
         /opt/x), and never the commands after it in this shell."""
-        saved = self.workdir, self.cwd, self._shell_base
+        saved = self.workdir, self.cwd, self._shell_base, self.dirstack
         self.subshells += 1
         self._shell_base = (self.uncertain, self.subshells)
         try:
             yield
         finally:
             self.subshells -= 1
-            self.workdir, self.cwd, self._shell_base = saved
+            self.workdir, self.cwd, self._shell_base, self.dirstack = saved
 
     def _loop_items(self, node: ShellLoop) -> list[Field] | None:
         """The values a `for VAR in WORDS` loop surely takes, in order: every word known, at most
@@ -362,18 +385,26 @@ class Shell(Expander, ABC):
         """Walk the body of `node`, a `{ ...; }` or a pass of a loop of known items: where `node`
         is one of the script's own list of commands, so is each command of its body (`set -e`
         then `for i in 1; do local X=$i; done` ends the script as a bare `local` would)."""
-        own = self._own
-        if self._listed is node and self._level == self._own:
-            self._own = self._level + 1
+        with self._own_list(self._listed is node and self._level == self._own):
+            yield
+
+    @contextmanager
+    def _own_list(self, listed: bool) -> Iterator[None]:
+        """Where `listed` (the node walked is one of the script's own list of commands, and
+        surely runs its body), the body's commands are the script's own too (`_errexit_ends`)."""
+        own, subshells = self._own, self._own_subshells
+        if listed:
+            self._own, self._own_subshells = self._level + 1, self.subshells
         try:
             yield
         finally:
-            self._own = own
+            self._own, self._own_subshells = own, subshells
 
     def _if_or_case(self, node: Branches) -> None:
         """Run the branch the values tested decide, or every branch still possible, merged."""
         caller: list[str] = []
         defaulted: list[str] = []  # read through any default: an exit it leads to rests on it
+        listed = self._listed is node and self._level == self._own
         if (node.subject is None and len(node.conditions) == len(node.bodies) == 1 and len(node.bodies[0]) == 1
                 and (default := _default_set(node.conditions[0], [("&&", node.bodies[0][0])])) is not None
                 and self._as_default(default)):
@@ -384,7 +415,8 @@ class Shell(Expander, ABC):
             if taken is not None and caller and not _exits(body):  # see `_undecided`
                 taken = None
             if taken is not None:
-                self._decided(node.line, node.bodies[taken] if taken < len(node.bodies) else [], caller, defaulted)
+                self._decided(node.line, node.bodies[taken] if taken < len(node.bodies) else [], caller, defaulted,
+                              listed)
             elif not self._chosen(self._choice(case_choice, node), node.bodies, caller):
                 self._branches(node.bodies, node.exhaustive, choice=self._choice(case_choice, node),
                                read=frozenset(caller))
@@ -398,7 +430,7 @@ class Shell(Expander, ABC):
                 return
             self.run(cond)
             if decided:
-                self._decided(node.line, body, caller, defaulted)
+                self._decided(node.line, body, caller, defaulted, listed)
                 return
         if first is not None:  # no branch runs only where the caller leaves its variables empty
             self._undecided(node, first, caller)
@@ -445,9 +477,13 @@ class Shell(Expander, ABC):
         through an empty default, in `defaulted` through any default (`expand_noting_caller`)."""
         return lambda word: self.expand_noting_caller(word, caller, defaulted)
 
-    def _decided(self, line: int, body: list[Node], caller: list[str], defaulted: list[str] | None = None) -> None:
-        """Run the branch a test at `line` surely takes."""
-        with self._test_decided(line, caller, defaulted):
+    def _decided(self, line: int, body: list[Node], caller: list[str], defaulted: list[str] | None = None,
+                 listed: bool = False) -> None:
+        """Run the branch a test at `line` surely takes. Where the if/case is `listed` on the
+        script's own list of commands and the test read nothing the caller gives, so is each
+        command of the branch (`set -e`, then `case $M in a) { local X; } ;; esac` of a set M ends
+        the script: `_errexit_ends`)."""
+        with self._test_decided(line, caller, defaulted), self._own_list(listed and not caller and not defaulted):
             self.run(body)
 
     @contextmanager
@@ -604,14 +640,18 @@ class Shell(Expander, ABC):
         while (not isinstance(cmd, _Evaluated) and k < len(words) and ASSIGN.match(words[k].raw)
                and words[k].parts[0].kind == "lit"):
             k += 1
+        required = len(self.required)
         fields = cmd.fields if isinstance(cmd, _Evaluated) else [f for w in words[k:] for f in self.expand(w)]
+        if not fields:
+            for w in words[:k]:
+                self.assign(w, exported=False)
+        if self._required(required, cmd.line):
+            return 0
         for op, _ in cmd.redirects:  # `exec {lock_fd}>FILE`: NAME holds a descriptor's number, not known
             if op.startswith("{"):
                 name = op[1:op.index("}")]
                 self.vars[name] = Var(Symbolic(f"${name}, a file descriptor opened at line {cmd.line}"), cmd.line, False)
         if not fields:
-            for w in words[:k]:
-                self.assign(w, exported=False)
             return 0
         inline = {}
         for w in words[:k]:
@@ -637,9 +677,7 @@ class Shell(Expander, ABC):
             self._eval(fields[1:], cmd)
             return 0
         if head in ("cd", "pushd", "popd"):  # from here on `pwd` is not the launch directory
-            self.cwd = None
-            sure = head == "cd" and (self.uncertain, self.subshells) == self._shell_base and len(fields) == 2
-            self.workdir = join_workdir(self.workdir, fields[1].value) if sure else None
+            self._chdir(str(head), fields[1:])
         if cmd.stdout is not None and head in ("printf", "echo", "cat"):
             self._write(str(head), fields[1:], cmd)
         if head in _SETTERS:
@@ -663,6 +701,23 @@ class Shell(Expander, ABC):
             return 0
         return self.external(fields, inline, cmd, siblings, at)
 
+    def _chdir(self, head: str, args: list[Field]) -> None:
+        """`cd DIR`, `pushd DIR` (the directory before it kept on the stack) and `popd` (back to
+        the one on top): the commands after them run there, where the shell surely runs them and
+        DIR is known (`join_workdir`); else the directory is not known from here on, nor the
+        stack. `pwd` is not the launch directory after any of them."""
+        where, stack = self.workdir, self.dirstack
+        self.cwd = None
+        sure = (self.uncertain, self.subshells) == self._shell_base
+        if head == "popd":
+            self.workdir, self.dirstack = (stack[-1], stack[:-1]) if sure and not args and stack else (None, None)
+            return
+        named = args[0].value if len(args) == 1 else None
+        moved = join_workdir(where, named) if sure and isinstance(named, str) and not named.startswith("+") else None
+        self.workdir = moved
+        if head == "pushd":
+            self.dirstack = [*stack, where] if moved is not None and stack is not None else None
+
     def rebound(self, given: list[Field] | None) -> list[Field] | None:
         """$1 $2 ... bound to `given` (None: not known), unless the walk reads a text whose
         unknown pieces are the caller's `$1` as written (`caller_text`): those are not `given`."""
@@ -671,8 +726,9 @@ class Shell(Expander, ABC):
     def _reposition(self, head: str, args: list[Field]) -> None:
         """`shift [N]` and `set -- WORDS` / `set WORDS` change $1 $2 ... (bash(1) SHELL BUILTIN
         COMMANDS): exact where the shell surely runs them (not in a branch, loop or subshell it may
-        skip) and their words are known, else not known from here on. `shift N` past $# changes
-        nothing; `set` with options only (`set -euo pipefail`) keeps them."""
+        skip), else not known from here on; a word of `set -- $X` not known stays so (its $N, and
+        `${N:-d}`, are not known). `shift N` past $# changes nothing; `set` with options only (`set
+        -euo pipefail`) keeps them."""
         if head == "shift":
             if self.positional is None:
                 return
@@ -687,7 +743,7 @@ class Shell(Expander, ABC):
             words = _set_operands(args)
             if words is False:
                 return
-            new = words if words is None or all(isinstance(f.value, str) for f in words) else None
+            new = words  # a word not known stays so: $N past it is not known, nor its default (`${1:-2}`)
         sure = (self.uncertain, self.subshells) == self._shell_base and not self.opaque
         self.positional = self.rebound(new if sure else None)
 
@@ -1292,6 +1348,18 @@ def _runs(body: list[Node], heads: set[str]) -> bool:
             return any(map(has, node.body))
         return False
     return any(map(has, body))
+
+
+def _shift_fails(last: Node, body: list[Node], given: list[Field] | None) -> bool | None:
+    """Whether a function's last command, `shift N` of a number it states, fails: bash's shift
+    returns 1 past $# (`f() { shift 2; }; f a`), the call's words (`given`) when nothing before
+    it shifts or sets them; None where that is not known."""
+    if not isinstance(last, Cmd) or [w.raw for w in last.words][:1] != ["shift"] or len(last.words) > 2 \
+            or given is None or any(f.unsplit or not isinstance(f.value, str) for f in given) \
+            or _runs(body[:-1], {"shift", "set"}) or last.redirects:
+        return None
+    count = last.words[1].raw if len(last.words) == 2 else "1"
+    return int(count) > len(given) if count.isdigit() else None
 
 
 def _exits(body: list[Node]) -> bool:

@@ -72,6 +72,48 @@ def copied(fields: list[Field], redirects: Sequence[tuple[str, Scalar]], copier:
     return [v if isinstance(v, str) else UNKNOWN for v in (*operands, *targets)]
 
 
+# The last piece of a path an extraction writes (`DIR/*`): any file under DIR may be written.
+ANY = "*"
+
+
+def extracted(fields: list[Field], rule: dict) -> list[str]:
+    """The files an extractor reading a fetch on its standard input writes (`curl URL | tar -xz -C
+    DIR`; rules [wrappers] extractors): any file under its folder, `DIR/*` (`ANY`), the line's own
+    folder where none is named; UNKNOWN where the folder is not known statically. None (an empty
+    list) where it does not extract, or reads an archive other than its input (`-f x.tgz`)."""
+    extract, valued = tuple(rule.get("extract", ())), {o: key for key in ("folder", "file") for o in rule.get(key, ())}
+    given: dict[str, Scalar | None] = {"folder": "", "file": "-"}
+    extracting = False
+    words = [f.value for f in fields[1:]]
+    k = 0
+    while k < len(words):
+        word = words[k]
+        text = word if isinstance(word, str) else ""
+        k += 1
+        if text.startswith("--"):
+            name, eq, rest = text.partition("=")
+            extracting |= name in extract
+            if name in valued:
+                given[valued[name]] = rest if eq else (words[k] if k < len(words) else None)
+                k += not eq
+            continue
+        if not text.startswith("-") and k != 1:
+            continue
+        letters = text.lstrip("-")  # `-xzf -`, or bundled as tar's first word (`tar xzf -`)
+        for i, c in enumerate(letters):
+            extracting |= f"-{c}" in extract
+            if f"-{c}" in valued:
+                attached = letters[i + 1:] if text.startswith("-") else ""
+                given[valued[f"-{c}"]] = attached or (words[k] if k < len(words) else None)
+                k += not attached
+                if attached:
+                    break
+    if not extracting or given["file"] != "-":
+        return []
+    folder = given["folder"]
+    return [os.path.join(folder, ANY) if isinstance(folder, str) else UNKNOWN]
+
+
 def braces(text: str) -> list[str]:
     """`text` after bash's brace expansion of its first `{a,b}` (and, recursively, the rest): the
     words a literal URL stands for (`https://host/{a,b}.py`); `text` alone where it has none."""

@@ -27,7 +27,7 @@ from auditor.bash.syntax import bash_rejects
 from auditor.bash.values import EnvVar, Scalar, Symbolic
 from auditor.bash.walk import Exit
 from auditor.config.checkout_release import judge_on_framework_checkout
-from auditor.config.fetch_target import UNKNOWN
+from auditor.config.fetch_target import ANY, UNKNOWN
 from auditor.config.frontend_parser import find_script
 from auditor.config.frontends import for_style
 from auditor.config.frontends.hydra_strategy import unverified_release
@@ -486,13 +486,22 @@ def _fetched(candidate: Candidate, script: Scalar) -> str:
             fetched = None if here is None or there is None else os.path.join(here, path)
             entry = None if there is None else os.path.join(there, script)
             if fetched is not None and entry is not None and os.path.isabs(fetched) == os.path.isabs(entry):
-                return os.path.normpath(fetched) == os.path.normpath(entry)
-        return os.path.basename(path) == os.path.basename(script)
+                return _holds(os.path.normpath(fetched), os.path.normpath(entry))
+        return os.path.basename(path) in (ANY, os.path.basename(script))
 
     got = next(((line, program, url) for line, program, url, path, workdir, cwd in reversed(candidate.fetched)
                 if writes(path, workdir, cwd)), None)
     return (f"it may be the file `{got[1]}` fetches at line {got[0]} ({got[2]}) at run time, not read here"
             if got else "")
+
+
+def _holds(fetched: str, entry: str) -> bool:
+    """Whether the file `fetched` (normalized), or an extraction's folder (`DIR/*`: fetch_target
+    ANY), is the file `entry` (normalized, relative or absolute as `fetched` is)."""
+    if os.path.basename(fetched) != ANY:
+        return fetched == entry
+    folder = os.path.dirname(fetched)
+    return not entry.startswith("../") if folder in ("", ".") else entry.startswith(folder.rstrip("/") + "/")
 
 
 def _in_container(candidate: Candidate, script: Scalar) -> Scalar:

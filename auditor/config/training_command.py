@@ -25,7 +25,7 @@ from auditor.config.batch_job import allocation_options, in_checkout, job_file_a
 from auditor.config.entry_copy import hydra_copy, is_copy
 from auditor.config.entry_module import Root, module_file, module_roots
 from auditor.config.export_option import effect, option_values
-from auditor.config.fetch_target import STDOUT, copied, written
+from auditor.config.fetch_target import STDOUT, copied, extracted, written
 from auditor.config.input_words import through_input
 from auditor.config.lightning_entry import builds
 from auditor.errors import InputError
@@ -255,6 +255,8 @@ class LaunchShell(Shell):
         targets = [(op, join([f.value for f in self.expand(t)])) for op, t in cmd.redirects]
         if (rule := self.spelling.fetchers.get(program)) is not None:
             got = [(cmd.line, program, url, path) for url, path in written(fields, targets, rule)]
+        elif (rule := self.spelling.extractors.get(program)) is not None:  # `curl URL | tar -xz -C DIR`
+            got = [(line, fetcher, url, path) for line, fetcher, url, _ in streamed for path in extracted(fields, rule)]
         else:
             got = [(line, fetcher, url, path) for line, fetcher, url, _ in streamed
                    for path in copied(fields, targets, program in self.spelling.copiers) or [STDOUT]]

@@ -50,6 +50,8 @@ class Spelling:
     # name is a file fetched at run time, not read here
     fetchers: dict[str, dict] = field(default_factory=dict)
     copiers: frozenset[str] = frozenset()  # programs writing their input to each file operand (tee)
+    # programs extracting an archive read on their input into a folder (tar; [wrappers] extractors)
+    extractors: dict[str, dict] = field(default_factory=dict)
     # programs whose unquoted word not known statically may be an option that runs a command ([wrappers])
     option_words: frozenset[str] = frozenset()
     # programs whose first operand is a command string that runs (`trap CMD SIGNAL`; [wrappers])
@@ -119,6 +121,7 @@ class Spelling:
             command_ends={k: tuple(v) for rs in every for k, v in rs.section("wrappers").get("command_ends", {}).items()},
             fetchers={k: dict(v) for rs in every for k, v in rs.section("wrappers").get("fetchers", {}).items()},
             copiers=frozenset(p for rs in every for p in rs.section("wrappers").get("copiers", ())),
+            extractors={k: dict(v) for rs in every for k, v in rs.section("wrappers").get("extractors", {}).items()},
             option_words=frozenset(p for rs in every for p in rs.section("wrappers").get("option_words", ())),
             command_operand=frozenset(p for rs in every for p in rs.section("wrappers").get("command_operand", ())),
             command_text={k: tuple(v) for rs in every for k, v in rs.section("wrappers").get("command_text", {}).items()},

@@ -201,7 +201,7 @@ TABLES: dict[str, Table] = {
                                   "operand_source environment_set batch_flags cwd_options no_training program_options "
                                   "no_training_subcommands command_operand command_text operand_variables "
                                   "sed_scripts input_words input_files input_plain input_batch option_grammar command_options remote_shells "
-                                  "operands inert_python_modules command_ends fetchers copiers option_words"),
+                                  "operands inert_python_modules command_ends fetchers copiers extractors option_words"),
     # `uv run [options] COMMAND` (config.training_command): the options that take a value.
     "command_runner": _table(True, "program subcommand value_options source",
                              "module_options cwd_options operands workdir_unknown own_command program_options "

@@ -216,6 +216,11 @@ URL = "https://example.com/x"
     f"if false; then wget -O prep.py {URL}/prep.py; fi",  # h48-shell: a branch that never runs
     f"wget -O - {URL}/prep.py | tee other_name.py",  # the pipe's file is another one
     f"wget {URL}/{{a,b}}.py",  # brace expansion: a.py and b.py
+    # h49-shell: an archive a fetch pipes into `tar` extracts into another folder, or is not extracted
+    f"curl -sSL {URL}/code.tar.gz | tar -xz -C /tmp/other",
+    f"curl -sSL {URL}/code.tar.gz | tar -xz -C sub",
+    f"curl -sSL {URL}/code.tar.gz | tar -tz",  # GNU tar(1) `-t, --list`: writes no file
+    f"curl -sSL {URL}/code.tar.gz | tar -xzf other.tgz",  # `-f`: another archive than its input
 ])
 def test_a_fetch_that_writes_another_file_leaves_the_entry_read(tmp_path: Path, fetch: str) -> None:
     """The review's inputs (r47-np fetch/w04 w06 w08 w09 w10, b2/w21): the entry beside the script is
@@ -254,6 +259,13 @@ def test_a_fetch_that_writes_another_file_leaves_the_entry_read(tmp_path: Path, 
     (f"wget -O $PWD/prep.py {URL}/other_name.py", "prep.py"),  # $PWD: the directory the job starts in
     (f'curl -o "$(pwd)/prep.py" {URL}/other_name.py', "prep.py"),
     (f"wget {URL}/{{a,prep}}.py", "prep.py"),  # bash(1) Brace Expansion: a.py and prep.py
+    # h49-shell: GNU tar(1) extracting the fetch on its input may write any file of its folder
+    # (`curl -sSL URL | tar -xz -C DIR`: NVIDIA-NeMo/RL@7ea279abfb infra/kind/get-helm.sh:30)
+    (f"curl -sSL {URL}/code.tar.gz | tar -xz", "prep.py"),
+    (f"curl -sSL {URL}/code.tar.gz | tar xzf -", "sub/prep.py"),  # bundled first word, `-f -`: its input
+    (f"curl -sSL {URL}/code.tar.gz | tar -xz -C sub", "sub/prep.py"),
+    (f"wget -qO- {URL}/code.tar.gz | tar --extract --gzip --directory=sub", "sub/prep.py"),
+    (f'curl -sSL {URL}/code.tar.gz | tar -x -C "$DEST"', "prep.py"),  # a folder not known
 ])
 def test_the_entry_a_fetch_writes_is_not_read(tmp_path: Path, fetch: str, entry: str) -> None:
     (tmp_path / "sub").mkdir()
@@ -263,7 +275,8 @@ def test_the_entry_a_fetch_writes_is_not_read(tmp_path: Path, fetch: str, entry:
     assert f"runs `python {entry}`, whose entry is not read: it may be the file" in said
 
 
-@pytest.mark.parametrize("fetch", [f"wget -O prep.py {URL}/prep.py", f"wget -O - {URL}/prep.py | tee prep.py"])
+@pytest.mark.parametrize("fetch", [f"wget -O prep.py {URL}/prep.py", f"wget -O - {URL}/prep.py | tee prep.py",
+                                   f"curl -sSL {URL}/code.tar.gz | tar -xz"])
 def test_a_launchers_entry_fetched_at_run_time_is_not_read(tmp_path: Path, fetch: str) -> None:
     """Review r48-shell w21, w01: the fetched entry is the launcher's too (`torchrun prep.py`),
     not only a plain `python prep.py`'s: the file here is not surely what the URL serves."""
@@ -271,4 +284,4 @@ def test_a_launchers_entry_fetched_at_run_time_is_not_read(tmp_path: Path, fetch
     text = f"#!/bin/bash\nset -ex\n{fetch}\ntorchrun --nproc_per_node 4 prep.py\n"
     (tmp_path / "r.sh").write_text(text)
     script = parse_launch(text, str(tmp_path / "r.sh")).script
-    assert isinstance(script, Symbolic) and "prep.py (it may be the file `wget` fetches at line 3" in str(script)
+    assert isinstance(script, Symbolic) and "prep.py (it may be the file `" in str(script) and "fetches at line 3" in str(script)
