@@ -49,7 +49,7 @@ from auditor.config.training_command import is_interpreter
 from auditor.config.expr import UNKNOWN
 from auditor.config.frontend_parser import find_script
 from auditor.config.model import LaunchConfig
-from auditor.config.pyenv import located_stat
+from auditor.config.pyenv import EntryFile, located_stat
 from auditor.findings import Finding
 from auditor.rulebook import files, interpreter
 from auditor.rulebook.frameworks import launched_by, versioned
@@ -83,11 +83,11 @@ def finding(launch: LaunchConfig, srcs: list[SourceSet], effective: EffectiveCon
     if not isinstance(found, tuple):  # it trains itself, or may: a launch it starts is still not read
         locate = functools.partial(_locate, launch, Path(entry.path).resolve().parent)
         started = [c for c in _commands(entry.path) if _may_launch(c[3], locate)]
-        return _runs_command(launch, entry.written, tuple(started), found) if started else None
+        return _runs_command(launch, entry, tuple(started), found) if started else None
     local, functions, commands = found
     commands = tuple(c for c in commands if not _serves(c[3], c[5]))
     if commands:
-        return _runs_command(launch, entry.written, commands, functions)
+        return _runs_command(launch, entry, commands, functions)
     whats = [e["what"] for e in rulebook.load(RULES).data["schedule_entry"]]
     where = "at any pipeline size"
     if answers:
@@ -106,7 +106,7 @@ def finding(launch: LaunchConfig, srcs: list[SourceSet], effective: EffectiveCon
                    detail={"entry": entry.written, "functions": functions})
 
 
-def _runs_command(launch: LaunchConfig, entry: str, commands: Commands, walked: int | str | None) -> Finding:
+def _runs_command(launch: LaunchConfig, located: EntryFile, commands: Commands, walked: int | str | None) -> Finding:
     """An entry whose closure runs a command line (`os.system(cmd)`, `subprocess.run(cmd)`: a
     program, not a file utility) this audit does not read: that command may be the training run,
     so the run is undecided (never CLEAN on the entry's own settings, never NOT A PIPELINE RUN),
@@ -114,7 +114,11 @@ def _runs_command(launch: LaunchConfig, entry: str, commands: Commands, walked: 
     (REACHED: the entry trains itself, and the program it starts besides, a `torchrun` of another
     script through a local helper, is not judged), P2P outside one (HITS), or was not certain
     (None). --command gives the command it runs: the command itself where every word of it is
-    literal (config.shell_command.command_words)."""
+    literal (config.shell_command.command_words). A shell string whose known head is a file
+    utility with operands spliced in (`os.system("cp -rf " + args.load_path + "/*.json " +
+    args.save_path)`) is quoted with its program (_spliced): sh reads the operands again, so it stays
+    unread, and the user is told which line to check and what --command would then give."""
+    entry = located.written
     name = os.path.basename(entry)
     file, line, callee, _, literal, _ = commands[0]
     more = f" (and {len(commands) - 1} other command run(s))" if len(commands) > 1 else ""
@@ -127,11 +131,45 @@ def _runs_command(launch: LaunchConfig, entry: str, commands: Commands, walked: 
             "it may start is not judged")
     decide = (f"--command {shlex.quote(literal)}, the command {file}:{line} runs" if literal
               else f"--command 'CMD ...' giving the command {file}:{line} runs, as it builds it")
+    undecided = f"the command {file}:{line} runs ({callee}), not read here: the training it may start"
+    spliced = _spliced(Path(located.path).resolve().parent, file, line, literal)
+    if spliced is not None:
+        program, text = spliced
+        undecided = (f"what sh runs for {file}:{line} `{text}`: `{program}` with operands computed at "
+                     "run time, which sh reads again (one holding `;` or `$(` would run more)")
+        decide = (f"--command 'CMD ...' giving the training command {file}:{line} starts, should its "
+                  f"operands hold one (plain paths run only `{program}`: check that line)")
     return Finding("entry.runs-command", "warning", what, where=f"{launch.path}:{launch.command_line}",
                    detail={"entry": entry, "commands": [f"{f}:{n}" for f, n, *_ in commands],
-                           "undecided": f"the command {file}:{line} runs ({callee}), not read here: "
-                                        "the training it may start",
-                           "decide": decide})
+                           "undecided": undecided, "decide": decide})
+
+
+def _spliced(folder: Path, file: str, line: int, literal: str) -> tuple[str, str] | None:
+    """(the program, the source line) of a command string run by a one-line call whose leftmost
+    literal piece names a file utility (rules/stacks.toml `[no_pipeline] inert_programs`: `cp`,
+    `mkdir`) and whose operands are computed at run time (`literal` empty); None for any other
+    command, or a line not read. Only the wording: such a command stays unread (sh reads the
+    operands again), so the program named here decides nothing (config.shell_command)."""
+    if literal:
+        return None
+    try:
+        text = (folder / file).read_text(encoding="utf-8").splitlines()[line - 1].strip()
+        call = ast.parse(text, mode="eval").body
+    except (OSError, UnicodeDecodeError, IndexError, SyntaxError, ValueError):
+        return None
+    if not isinstance(call, ast.Call) or len(call.args) != 1:
+        return None
+    head: ast.expr = call.args[0]
+    while isinstance(head, ast.BinOp) and isinstance(head.op, ast.Add):
+        head = head.left
+    if isinstance(head, ast.JoinedStr) and head.values:
+        head = head.values[0]
+    if not isinstance(head, ast.Constant) or not isinstance(head.value, str) or not head.value.split():
+        return None
+    program = head.value.split()[0]
+    if program not in rulebook.load(RULES).data["no_pipeline"]["inert_programs"]:
+        return None
+    return program, text if len(text) <= 120 else f"{text[:117]}..."
 
 
 HITS = "hits"  # _unreached: the walk was certain, but met P2P sites outside a schedule

@@ -818,7 +818,7 @@ class Shell(Expander, ABC):
             self.depth -= 1
         if unknown and isinstance(head, str):  # `eval cmd $X`: $X may end the command and set more
             self.unknowable(cmd.line, f"`eval` of text not known statically ({', '.join(unknown[:3])}), "
-                                      "for what runs after it,")
+                                      "for what runs after it,", after=plain)
 
     def _exit(self, args: list[Field], cmd: Cmd) -> None:
         """`exit` on the path the walk is certain of (no undecided branch or loop around it, not
@@ -911,9 +911,10 @@ class Shell(Expander, ABC):
         found = self.written.get(str(path))
         return (found[2], str(found[0]), found[1]) if found is not None else None
 
-    def unknowable(self, line: int, what: str) -> None:
+    def unknowable(self, line: int, what: str, after: bool = False) -> None:
         """Code this reader cannot see ran at `line` and may have set any variable: the ones in
-        `clobbered` (those the caller's verdicts read) become unknown and exported from here on."""
+        `clobbered` (those the caller's verdicts read) become unknown and exported from here on.
+        `after`: it runs only after the command of that line (`eval cmd $X`, config.no_training)."""
         self.opaque.append((line, what))
         for name in sorted(self.clobbered):  # one order, whatever the string hashing
             self.vars[name] = Var(Symbolic(f"${name}, which {what} at line {line} may set"), line, True)
@@ -922,7 +923,7 @@ class Shell(Expander, ABC):
             f"{what} may set any variable, exported ones included: the environment the training command "
             "gets is unknown here for every variable the script does not set again after it",
             fix="set the variables the run depends on (e.g. TORCH_DISTRIBUTED_DEBUG) in the script itself",
-            where=f"{self.path}:{line}"))
+            where=f"{self.path}:{line}", detail={"after_command": True} if after else {}))
 
     def _source(self, target: Field, cmd: Cmd, args: list[Field]) -> None:
         """`source FILE [ARGS]`: the file bash reads (see `locate`) is part of the launch and is read

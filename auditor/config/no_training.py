@@ -96,11 +96,16 @@ def _words_unseen(launch: LaunchConfig) -> bool:
 def ran_unseen(launch: LaunchConfig) -> bool:
     """Whether code the walk could not read ran before the command (a `source` of a file not read,
     an `eval` of unknown text: `launch.unknown-settings`): it may have set any variable the command
-    is built from, after the script set it, or defined a function named as its launcher."""
+    is built from, after the script set it, or defined a function named as its launcher. The
+    `eval` that runs the command itself (`eval ${run_cmd}`, one command of known head: Pai-Megatron-Patch
+    a098ca5acb examples/codellama/run_text_generation_megatron_llama.sh:125) runs its unknown words
+    inside that command, read as its words are, and anything they may end it with after it
+    (`after_command`, bash.walk `_eval`)."""
     for d in launch.diagnostics:
         if d.kind == "launch.unknown-settings":
             path, _, line = (d.where or "").rpartition(":")
-            if not (path == launch.path and line.isdigit() and int(line) > launch.command_line):
+            if not (path == launch.path and line.isdigit() and (int(line) > launch.command_line or (
+                    int(line) == launch.command_line and d.detail.get("after_command")))):
                 return True
     return False
 

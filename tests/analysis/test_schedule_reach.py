@@ -325,6 +325,28 @@ def test_a_literal_file_utility_is_no_command_to_read(capsys, tmp_path):
     assert doc["verdict"]["status"] == "not-pipeline", doc["verdict"]["headline"]
 
 
+@pytest.mark.parametrize("run, program", [
+    ('os.system("cp -rf " + args.load_path + "/*.json " + args.save_path)', "cp"),
+    ('os.system(f"mkdir -p {args.save_path}")', "mkdir"),
+])
+def test_a_file_utility_with_spliced_operands_names_its_line(capsys, tmp_path, run, program):
+    """alibaba/Pai-Megatron-Patch@a098ca5acbdeaf7172ce0393fa309b39a77506db toolkits/
+    model_checkpoints_convertor/baichuan2/hf2te.py:257 runs `os.system("cp -rf "+args.load_path+
+    "/*.json "+args.save_path)`; its checkpoint_reshaping_and_interoperability.py:897 runs
+    `os.system(f'mkdir -p {args.save_path}')`. sh reads the spliced operands again, so the command
+    stays unread (INCONCLUSIVE), but the step names the line, its program and what --command is
+    for: a `cp` line is no training command to give it (before: `--command 'CMD ...' giving the
+    command e2e.py:N runs, as it builds it`, which --command refuses for a `cp`)."""
+    code, doc = _scan(capsys, _driver(tmp_path, run, "python", "import os\nfrom megatron.training import get_args"))
+    verdict = doc["verdict"]
+    assert verdict["status"] == "inconclusive" and code == 1, verdict["headline"]
+    [said] = [f for f in doc["findings"] if f["kind"] == "entry.runs-command"]
+    line = DRIVER_PY.format(run=run, more="").split("\n").index(f"    {run}") + 2  # `more` is two lines
+    assert said["detail"]["undecided"].startswith(f"what sh runs for e2e.py:{line} `{run}`: `{program}` with operands")
+    assert said["detail"]["decide"] == (f"--command 'CMD ...' giving the training command e2e.py:{line} starts, "
+                                        f"should its operands hold one (plain paths run only `{program}`: check that line)")
+
+
 # hiyouga/LLaMA-Factory@ff6d4d12eeb035d6ce06805a5733dd7b29f2ac30 src/llamafactory/v1/launcher.py:
 # launch() (:34), a function of the module the CLI imports, starts the training itself with
 # `subprocess.run(torchrun_args + script_args, ...)` (:72-117). Here such a helper, in a local

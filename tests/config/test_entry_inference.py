@@ -503,3 +503,30 @@ def test_code_not_read_before_the_command_may_change_its_words(tmp_path: Path) -
     assert not _not_pipeline(parse_launch(script.read_text(), str(script)))
     script.write_text(f'OPTS="--num-layers 4"\n{command}source "$1"\n')
     assert _not_pipeline(parse_launch(script.read_text(), str(script)))
+
+
+def test_the_eval_that_runs_the_command_is_not_code_run_before_it(tmp_path: Path) -> None:
+    """alibaba/Pai-Megatron-Patch a098ca5acb examples/codellama/run_text_generation_megatron_llama.sh
+    builds `run_cmd="torchrun $DISTRIBUTED_ARGS generate_text_megatron_llama.py ..."` with
+    `--pipeline-model-parallel-size 1` (:99, :121-122) and runs `eval ${run_cmd}` (:125); the
+    master port is `$(shuf ...)` (:7). The eval's unknown words are the command's own words: what
+    they may run besides runs after it, so the note stands. Code of unknown text before the command
+    (`eval "$SETUP"`), or an eval whose text is re-read as a script (`export A=$U; ...`, where $U
+    may end the export and run anything before the command), still leaves it unread."""
+    files = {"megatron_patch/__init__.py": "", "megatron_patch/arguments.py": "def get_patch_args(p):\n    return p\n",
+             "megatron_patch/generation/__init__.py": "", "megatron_patch/generation/api.py": PAI_API}
+    entry = "examples/llama2/generate_text_megatron_llama.py"
+    for name, body in {entry: PAI_ENTRY.format(extra=""), **files}.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(body)
+    head = ('MASTER_PORT=$(shuf -n 1 -i 10000-65535)\n'
+            'DISTRIBUTED_ARGS="--nproc_per_node 1 --master_port $MASTER_PORT"\n'
+            f'run_cmd="torchrun $DISTRIBUTED_ARGS {entry}\n --pipeline-model-parallel-size 1 --num-layers 4"\n')
+    script = tmp_path / "run.sh"
+    script.write_text(f"{head}echo ${{run_cmd}}\neval ${{run_cmd}}\nset +x\n")
+    [said] = _not_pipeline(parse_launch(script.read_text(), str(script)))
+    assert "generates text" in said and "--pipeline-model-parallel-size 1" in said
+    script.write_text(f'{head}eval "$SETUP"\neval ${{run_cmd}}\n')
+    assert not _not_pipeline(parse_launch(script.read_text(), str(script)))
+    script.write_text(f'{head}eval "export A=$U; ${{run_cmd}}"\n')
+    assert not _not_pipeline(parse_launch(script.read_text(), str(script)))
