@@ -33,6 +33,7 @@ from auditor.analysis.undecided import (
     undecided_words,
 )
 from auditor.config import torch_version
+from auditor.config.flags import REJECTED_FLAG
 from auditor.config.launch_options import check as launcher_check
 from auditor.config.model import LaunchConfig
 from auditor.config.runconfig import RunConfig
@@ -145,14 +146,19 @@ def launcher_refuses(launch: LaunchConfig, torch: str | None) -> str | None:
     """What stops the run before its stack matters, in words: the training script its command
     opens is surely not there (config.script_absent: every rank's python exits 2), a module it
     imports on start-up surely cannot be imported (`launch.import-missing`: whatever its code
-    would do, a text-generation entry's NOT A PIPELINE RUN included, it never runs), or torch's
-    launcher refuses it on every torch release judged for this run; None where it starts."""
+    would do, a text-generation entry's NOT A PIPELINE RUN included, it never runs), its entry's
+    own parser, read whole, rejects a flag of the command, or torch's launcher refuses it on every torch release judged for this run; None where it starts."""
     if launch.script_absent:
         said = next((d for d in launch.diagnostics if d.message == launch.script_absent), None)
         return launch.script_absent + (f" ({shown_at(said.where)})" if said is not None and said.where else "")
     unimportable = next((d for d in launch.diagnostics if d.kind == "launch.import-missing"), None)
     if unimportable is not None:
         return f"{causes_of.first_sentence(unimportable.message)} ({shown_at(unimportable.where)})"
+    # a flag the entry's own parser, read whole, rejects (config.flags.not_in_parser): argparse
+    # exits 2 on every rank before the stack runs, whatever that stack would do
+    rejected = next((d for d in launch.diagnostics if d.kind == REJECTED_FLAG and d.severity == "error"), None)
+    if rejected is not None:
+        return f"{causes_of.first_sentence(rejected.message)} ({shown_at(rejected.where)})"
     errors = launcher_refusals(launch, torch)
     if not errors:
         return None

@@ -18,6 +18,8 @@ from auditor.rulebook.launchers import Spelling
 _NUMBER = re.compile(r"-\.?[0-9]")
 # argparse exits on these before the schedule runs: a start-up failure (analysis.causes.is_startup)
 STARTUP = {"category": "config"}
+# the finding on a flag the front end's parser lacks: an error where that parser surely rejects it
+REJECTED_FLAG = "launch.megatron-spelling"
 
 
 def normalise(spelling: str) -> str:
@@ -469,24 +471,32 @@ def not_in_parser(front: FrontEnd, written: str, where: str, hint: str = "", sur
     where_read = release or front.origin
     prefixes = abbreviated(front, written)
     if front.accepts_unknown:
-        return Finding("launch.megatron-spelling", "warning",
+        return Finding(REJECTED_FLAG, "warning",
                        f"`{written}` is not a flag of {front.path}; the script parses with "
                        f"{front.lenient or 'ignore_unknown_args=True'}, so nothing reads it{hint}",
                        fix=fix, where=where)
     if len(prefixes) > 1:
-        return Finding("launch.megatron-spelling", "warning",
+        return Finding(REJECTED_FLAG, "warning",
                        f"`{written}` abbreviates several flags of {front.path} ({listed(prefixes, 4)}): "
                        f"argparse rejects an ambiguous option on some Python versions and not others",
                        fix=f"write the whole flag ({listed(prefixes, 2)})", where=where)
     if not front.complete and not sure:
-        return Finding("launch.megatron-spelling", "warning",
+        # argparse exits 2 on it unless what was not read adds it: whether the run starts is not
+        # known, never clean (issue #22 item 6: never an error either)
+        return Finding(REJECTED_FLAG, "warning",
                        f"`{written}` is not among the flags read from {front.path}{hint}; whether it "
-                       f"is rejected is not known: {front.why_incomplete}", fix=fix, where=where)
+                       f"is rejected is not known: {front.why_incomplete}", fix=fix, where=where,
+                       detail={"flag": written,
+                               "undecided": f"whether the run's parser takes `{written}` (not among the flags "
+                                            f"read from {front.path}; argparse exits 2 on a flag it lacks)",
+                               "decide": "the training script's `--help` in the run's environment (every "
+                                         "flag its parser takes)"})
     if front.unstated:
         return _unstated(front, written, where, where_read, hint)
-    return Finding("launch.megatron-spelling", "error",
+    parsed = f": parse_args() at line {front.parsed_at}" if front.parsed_at else ""
+    return Finding(REJECTED_FLAG, "error",
                    f"`{written}` does not exist in {where_read}: {front.rejects} (its parser, "
-                   f"{front.path}, was read){hint}", fix=fix, where=where,
+                   f"{front.path}, was read{parsed}){hint}", fix=fix, where=where,
                    detail={**STARTUP, "flag": written, **({"closest": near[0]} if near else {})})
 
 
@@ -501,7 +511,7 @@ def _unstated(front: FrontEnd, written: str, where: str, where_read: str, hint: 
     near = _spelt_like(front, written)
     detail = {"undecided": f"whether `{written}` is a flag of the {front.unstated} release the run "
                            f"uses (it may mean `{near[0]}`)", "decide": decide} if near else {}
-    return Finding("launch.megatron-spelling", "warning", message, fix=decide, where=where,
+    return Finding(REJECTED_FLAG, "warning", message, fix=decide, where=where,
                    detail={"flag": written, **detail})
 
 

@@ -25,7 +25,7 @@ from typing import Any
 from auditor.rulebook.files import load as load_rules, names as rule_names
 from auditor.config.entry_path import in_checkout
 from auditor.config.entry_script import is_main_guard, parsed
-from auditor.config.own_parser import built_parsers
+from auditor.config.own_parser import built_parsers, parse_line
 from auditor.config.script_run import writes_argv
 from auditor.config.parser_entry import calls_parser_entry, entry_calls, module_beside, parse_time_bases, parse_time_methods
 
@@ -62,6 +62,7 @@ class FrontEnd:
     # the distribution read where the run's release is not stated: an older one (not covered by
     # the rules) may define a flag this one lacks, so that flag is undecided, not an error
     unstated: str = ""
+    parsed_at: int | None = None  # the line of the parser file's `parse_args()` that reads sys.argv
 
 
 def locate(launch_path: str, script: str, roots: tuple[Path, ...] = (), workdir: str | None = "") -> FrontEnd | None:
@@ -159,16 +160,11 @@ def read_parser(parser: Path, script: Path | None = None) -> FrontEnd | None:
         local = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
         for call in _calls(tree):
             provider = _keyword(call, "extra_args_provider")
-            sibling = _beside(provider.id, tree, script.parent) if isinstance(provider, ast.Name) else None
-            if sibling is not None:  # its module is read as the script is
-                reader.read_tree(sibling[1])
-                provider, local = ast.Name(sibling[2]), {n.name: n for n in ast.walk(sibling[1])
-                                                         if isinstance(n, ast.FunctionDef)}
-            if provider is not None and not _read_provider(provider, reader.read_beside | local):
+            if provider is not None and not _provider_read(provider, tree, script.parent, reader, local):
                 reader.missing.append(f"{script.name} adds flags through "
                                       f"`{ast.unparse(provider)}`, which is not read")
     return FrontEnd(str(parser), reader.flags, not reader.missing, "; ".join(reader.missing),
-                    accepts_unknown, abbrev=abbrev)
+                    accepts_unknown, abbrev=abbrev, parsed_at=parse_line(own))
 
 
 class _Reader:
@@ -455,13 +451,42 @@ def _read_provider(node: ast.expr, local: dict[str, ast.FunctionDef]) -> bool:
     return True
 
 
+def _provider_read(node: ast.expr, tree: ast.Module, folder: Path, reader: _Reader,
+                   local: dict[str, ast.FunctionDef]) -> bool:
+    """Whether every flag `extra_args_provider=node` may add was read, reading each function it
+    may be whose module lies beside the script (`folder`) as the script is, each branch of a
+    conditional on its own (`add_modelopt_args if has_nvidia_modelopt else None`, Megatron-LM
+    0d7e02bd26 pretrain_gpt.py:239, imported in a `try` at :29-35)."""
+    if isinstance(node, ast.IfExp):
+        return (_provider_read(node.body, tree, folder, reader, local)
+                and _provider_read(node.orelse, tree, folder, reader, local))
+    sibling = _beside(node.id, tree, folder) if isinstance(node, ast.Name) else None
+    if sibling is None:
+        return _read_provider(node, reader.read_beside | local)
+    reader.read_tree(sibling[1])
+    return _read_provider(ast.Name(sibling[2]), reader.read_beside | {
+        n.name: n for n in ast.walk(sibling[1]) if isinstance(n, ast.FunctionDef)})
+
+
+def _top_imports(tree: ast.Module) -> list[ast.stmt]:
+    """The statements run at import time at the top of `tree`: its body and the blocks of a
+    top-level `try` (`try: from megatron.post_training.arguments import add_modelopt_args`,
+    Megatron-LM 0d7e02bd26 pretrain_gpt.py:29-35)."""
+    out: list[ast.stmt] = []
+    for stmt in tree.body:
+        out.append(stmt)
+        if isinstance(stmt, ast.Try):
+            out += [*stmt.body, *(s for h in stmt.handlers for s in h.body), *stmt.orelse]
+    return out
+
+
 def _beside(name: str, tree: ast.Module, folder: Path) -> tuple[Path, ast.Module, str] | None:
     """The module `tree` imports `name` from (`from multimodal_args import NAME`, top level,
     absolute) where it lies in `folder`, the script's, which python searches first (sys.path[0]):
     its path, its tree and the name `name` has in it; None otherwise. Only there, not also under
     the checkout's packages as parser_entry._local: flags read from more modules would change what
     the scan accepts."""
-    for stmt in tree.body:
+    for stmt in _top_imports(tree):
         if not isinstance(stmt, ast.ImportFrom) or stmt.level or not stmt.module:
             continue
         alias = next((a for a in stmt.names if (a.asname or a.name) == name), None)

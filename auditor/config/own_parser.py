@@ -55,6 +55,13 @@ def _parses_command_line(function: ast.FunctionDef) -> bool:
     return any(_name(c.func) == "parse_args" and _reads_argv(c) for c in calls)
 
 
+def parse_line(tree: ast.AST | None) -> int | None:
+    """The line of the first `parse_args()` of `tree` that parses the command line (sys.argv):
+    where argparse rejects a flag its parser lacks; None where there is none."""
+    calls = [c for c in ast.walk(tree) if isinstance(c, ast.Call)] if tree is not None else []
+    return min((c.lineno for c in calls if _name(c.func) == "parse_args" and _reads_argv(c)), default=None)
+
+
 def _reads_argv(call: ast.Call) -> bool:
     given = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "args"), None)
     if given is None or (isinstance(given, ast.Constant) and given.value is None):
