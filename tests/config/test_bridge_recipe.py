@@ -122,6 +122,11 @@ def test_a_helper_that_aliases_or_calls_a_method_leaves_all_of_it_unknown(tmp_pa
     method = FLEX.replace('    model_config.moe_token_dispatcher_type = "flex"', "    model_config.finalize()")
     values = _handed(tmp_path / "m", method)
     assert isinstance(values["model.pipeline_model_parallel_size"].value, Symbolic)
+    for n, body in enumerate(["model_config.__dict__.update(pipeline_model_parallel_size=2)",
+                              'getattr(model_config, "pipeline_model_parallel_size").x = 2']):
+        changed = FLEX.replace('    model_config.moe_token_dispatcher_type = "flex"', "    " + body)
+        values = _handed(tmp_path / str(n), changed)
+        assert isinstance(values["model.pipeline_model_parallel_size"].value, Symbolic), body
 
 
 def test_param_writes_follows_the_helper_it_hands_the_parameter_to(tmp_path):

@@ -51,6 +51,8 @@ def _use(top: ast.expr, dotted: str, parents: dict[int, ast.AST], path: Path, ca
          depth: int) -> set[str] | None:
     """What one use of the parameter (`top`, the outermost attribute of its chain) may set."""
     whole = {dotted} if dotted else None  # the object used: all of it may change
+    if "__" in dotted:  # `param.__dict__.update(...)`, `param.__class__`: anything
+        return None
     if isinstance(top, ast.Attribute) and not isinstance(top.ctx, ast.Load):
         return {dotted}  # `param.a.b = v`, `del param.a`, `param.a += 1`
     parent = parents.get(id(top))
@@ -64,8 +66,8 @@ def _use(top: ast.expr, dotted: str, parents: dict[int, ast.AST], path: Path, ca
     if parent.func is top:  # a method of what it is: `param.a.m()` may change `a`
         return {dotted.rpartition(".")[0]} if "." in dotted else None
     name = parent.func.id if isinstance(parent.func, ast.Name) else None
-    if name in _READS:
-        return set()
+    if name in _READS:  # a read, unless what it returns is used on the spot (`getattr(p, n).x = 1`)
+        return set() if not isinstance(parents.get(id(parent)), (ast.Attribute, ast.Subscript)) else whole
     found = callee(name, path) if name else None
     param = bound(found[0], parent, top) if found else None
     if found is None or param is None:
