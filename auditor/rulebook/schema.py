@@ -121,7 +121,7 @@ TABLES: dict[str, Table] = {
     # A Python entry that composes a Hydra config from --config_path/--config_name and runs one
     # configuration per role (auditor/config/hydra_compose.py).
     "hydra_compose": _table(True, "launchers path_options name_options role_key role_values settings_key",
-                            f"path_default devices_key train_values stages_key {_SELECT}"),
+                            f"path_default devices_key train_values stages_key builds {_SELECT}"),
     # A Hydra main whose composed config names the trainer's strategy (verl's
     # actor_rollout_ref.actor.strategy): FSDP runs no pipeline (auditor/config/frontends/hydra_strategy.py).
     "hydra_strategy": _table(False, "main config_path config_name path_options name_options keys not_pipeline",
@@ -298,7 +298,8 @@ TYPES: dict[str, dict[str, type]] = {
     "launcher_handoff": {"launchers": list, "passes": str, "unless": list, "helpers": list, "line": int,
                          "refused_since": str},
     "launcher": {"python_scripts": list, "script_copies": dict, "hydra_copies": dict, "trains": bool},
-    "hydra_compose": {"launchers": list, "path_options": list, "name_options": list, "role_values": list},
+    "hydra_compose": {"launchers": list, "path_options": list, "name_options": list, "role_values": list,
+                      "builds": dict},
     "hydra_strategy": {"main": str, "config_path": str, "config_name": str, "path_options": list,
                        "name_options": list, "keys": list, "not_pipeline": dict},
     "dotlist_config": {"algorithms": list, "file_options": list, "backend_key": str, "megatron_backend": str,

@@ -6,9 +6,11 @@ recipe defined twice or not at all leaves every field unknown, and the run_recip
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 from auditor.bash.values import Symbolic
+from auditor.config.frontends import param_writes
 from auditor.config.frontends.bridge_recipe import RecipeReader
 from auditor.config.frontends.megatron_bridge import BridgeRecipeReader
 from auditor.config.launch import parse_launch
@@ -61,3 +63,76 @@ def test_run_recipe_applies_the_trailing_override_over_the_recipe(tmp_path):
     assert config.style == BridgeRecipeReader.style
     assert config.flags["model.pipeline_model_parallel_size"].value == "2"
     assert "--recipe" not in config.flags["model.pipeline_model_parallel_size"].spelling
+
+
+# After NVIDIA-NeMo/Megatron-Bridge @ 067f987df0 src/megatron/bridge/recipes/qwen_vl/h100/qwen3_vl.py:671
+# (`apply_flex_dispatcher_backend(cfg.model, moe_flex_dispatcher_backend=None)` after the parallel
+# sizes) and src/megatron/bridge/training/flex_dispatcher_backend.py:27-84 (it sets only the MoE
+# dispatcher fields, through a helper of its own).
+HANDED = '''
+from megatron.bridge.training.flex_dispatcher_backend import apply_flex_dispatcher_backend
+
+
+def qwen3_vl_8b_peft_config():
+    cfg = ConfigContainer(comm_overlap=None)
+    cfg.model.pipeline_model_parallel_size = 1
+    cfg.model.virtual_pipeline_model_parallel_size = None
+    apply_flex_dispatcher_backend(cfg.model, moe_flex_dispatcher_backend=None)
+    return cfg
+'''
+FLEX = '''
+def _fallback_to_alltoall(model_config):
+    model_config.moe_token_dispatcher_type = "alltoall"
+    model_config.moe_flex_dispatcher_backend = None
+
+
+def apply_flex_dispatcher_backend(model_config, moe_flex_dispatcher_backend=None):
+    num_moe_experts = getattr(model_config, "num_moe_experts", None)
+    if num_moe_experts is None or num_moe_experts == 0:
+        return
+    if moe_flex_dispatcher_backend != "deepep":
+        _fallback_to_alltoall(model_config)
+        return
+    model_config.moe_token_dispatcher_type = "flex"
+'''
+
+
+def _handed(tmp_path: Path, flex: str) -> dict:
+    keys = [*KEYS, "model.moe_token_dispatcher_type"]
+    (tmp_path / "src/megatron/bridge/recipes").mkdir(parents=True)
+    (tmp_path / "src/megatron/bridge/recipes/r.py").write_text(HANDED, encoding="utf-8")
+    (tmp_path / "src/megatron/bridge/training").mkdir(parents=True)
+    (tmp_path / "src/megatron/bridge/training/flex_dispatcher_backend.py").write_text(flex, encoding="utf-8")
+    return RecipeReader(tmp_path, ["src/megatron/bridge/recipes"], keys, []).read("qwen3_vl_8b_peft_config")
+
+
+def test_a_helper_handed_the_model_leaves_unknown_only_what_it_sets(tmp_path):
+    values = _handed(tmp_path, FLEX)
+    assert values["model.pipeline_model_parallel_size"].value == "1"
+    assert values["model.virtual_pipeline_model_parallel_size"].value == "None"
+    dispatcher = values["model.moe_token_dispatcher_type"].value
+    assert isinstance(dispatcher, Symbolic) and "may set model.moe_token_dispatcher_type" in str(dispatcher)
+
+
+def test_a_helper_that_aliases_or_calls_a_method_leaves_all_of_it_unknown(tmp_path):
+    aliased = FLEX.replace('    model_config.moe_token_dispatcher_type = "flex"',
+                           "    other = model_config\n    other.pipeline_model_parallel_size = 2")
+    values = _handed(tmp_path, aliased)
+    assert isinstance(values["model.pipeline_model_parallel_size"].value, Symbolic)
+    method = FLEX.replace('    model_config.moe_token_dispatcher_type = "flex"', "    model_config.finalize()")
+    values = _handed(tmp_path / "m", method)
+    assert isinstance(values["model.pipeline_model_parallel_size"].value, Symbolic)
+    for n, body in enumerate(["model_config.__dict__.update(pipeline_model_parallel_size=2)",
+                              'getattr(model_config, "pipeline_model_parallel_size").x = 2']):
+        changed = FLEX.replace('    model_config.moe_token_dispatcher_type = "flex"', "    " + body)
+        values = _handed(tmp_path / str(n), changed)
+        assert isinstance(values["model.pipeline_model_parallel_size"].value, Symbolic), body
+
+
+def test_param_writes_follows_the_helper_it_hands_the_parameter_to(tmp_path):
+    path = tmp_path / "flex.py"
+    tree = ast.parse(FLEX)
+    fns = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef)}
+    sets = param_writes.writes(fns["apply_flex_dispatcher_backend"], path, "model_config",
+                               lambda name, _: (fns[name], path) if name in fns else None)
+    assert sets == {"moe_token_dispatcher_type", "moe_flex_dispatcher_backend"}

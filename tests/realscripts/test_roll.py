@@ -30,6 +30,7 @@ from auditor.analysis import commandcases
 from auditor.config.derive import derive
 from auditor.config.expr import UNKNOWN
 from auditor.config.frontends import for_style
+from auditor.config.frontends.built_roles import built_roles
 from auditor.config.frontends.hydra_compose import HydraComposeReader
 from auditor.config.launch import CommandNotFollowed, NotAPipelineRun, parse_launch, refuse_not_pipeline
 from auditor.config.releases import requirements
@@ -449,3 +450,103 @@ def test_a_reference_that_may_pipeline_or_a_megatron_trainer_is_judged(tmp_path,
     config = _read(script)
     assert not any(d.kind == "launch.not-pipeline" for d in config.diagnostics)
     assert config.commands >= 1 and config.case_name in ("actor_train", "reference")
+
+
+# --- which roles the pipeline class builds ----------------------------------------------------
+# After alibaba/ROLL@8eb27cc2dc examples/qwen2.5-7B-rlvr_megatron/run_rlvr_rollout_pipeline.sh:
+# examples/start_rlvr_rollout_pipeline.py runs RLVRRolloutPipeline, which calls
+# BasePipeline.__init__ (not its parent RLVRPipeline's) and builds Clusters for actor_infer and
+# each of `self.pipeline_config.rewards.items()` only (roll/pipeline/rlvr/rlvr_rollout_pipeline.py:
+# 28-90); its rlvr_config_8gpus.yaml still names actor_train (megatron_train, :127-135) and
+# reference (megatron_infer, :161-169). Before, actor_train was judged: CLEAN at PP 1.
+ENTRY = """from roll.pipeline.rlvr.rlvr_config import RLVRConfig
+from roll.pipeline.rlvr.{module} import {cls}
+
+
+def main():
+    pipeline = {cls}(pipeline_config=from_dict(data_class=RLVRConfig, data={{}}))
+    pipeline.run()
+"""
+PIPELINES = {
+    "base_pipeline.py": "class BasePipeline:\n    def __init__(self, pipeline_config):\n"
+                        "        self.pipeline_config = pipeline_config\n",
+    "rlvr/rlvr_pipeline.py": """from roll.pipeline.base_pipeline import BasePipeline
+from roll.distributed.executor.cluster import Cluster
+
+
+class RLVRPipeline(BasePipeline):
+    def __init__(self, pipeline_config):
+        super().__init__(pipeline_config)
+        self.actor_train = Cluster(name="a", worker_config=self.pipeline_config.actor_train)
+        self.actor_infer = Cluster(name="b", worker_config=self.pipeline_config.actor_infer)
+""",
+    "rlvr/rlvr_rollout_pipeline.py": """from roll.pipeline.base_pipeline import BasePipeline
+from roll.pipeline.rlvr.rlvr_pipeline import RLVRPipeline
+from roll.distributed.executor.cluster import Cluster
+
+
+class RLVRRolloutPipeline(RLVRPipeline):
+    def __init__(self, pipeline_config):
+        BasePipeline.__init__(self, pipeline_config)
+        self.actor_infer = Cluster(name="b", worker_config=self.pipeline_config.actor_infer)
+        self.rewards = {
+            key: Cluster(name=key, worker_config=worker_config)
+            for key, worker_config in self.pipeline_config.rewards.items()
+        }
+""",
+    "rlvr/rlvr_config.py": "class RLVRConfig:\n    pass\n",
+}
+ROLLOUT = FSDP2.format(pp=1).replace("strategy_name: fsdp2_train", "strategy_name: megatron_train") + """rewards:
+  math_rule:
+    strategy_args:
+      strategy_name: hf_infer
+"""
+
+
+def _rollout_tree(root: Path, module: str, cls: str, yaml: str = ROLLOUT) -> Path:
+    script = roll_tree(root, "qwen2.5-7B-rlvr_megatron", yaml, "rlvr_config_8gpus", kind="rlvr_rollout")
+    (root / "examples/start_rlvr_rollout_pipeline.py").write_text(ENTRY.format(module=module, cls=cls))
+    for rel, text in PIPELINES.items():
+        (root / "roll/pipeline" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / "roll/pipeline" / rel).write_text(text)
+    return script
+
+
+def test_a_rollout_pipeline_that_builds_no_trainer_is_not_a_pipeline_run(tmp_path):
+    script = _rollout_tree(tmp_path, "rlvr_rollout_pipeline", "RLVRRolloutPipeline")
+    with pytest.raises(NotAPipelineRun) as caught:
+        refuse_not_pipeline(_read(script))
+    assert ("RLVRRolloutPipeline (roll/pipeline/rlvr/rlvr_rollout_pipeline.py:6) builds workers for "
+            "actor_infer, rewards.* only, never for actor_train (megatron_train), reference (megatron_infer)"
+            ) in caught.value.what
+
+
+@pytest.mark.parametrize("change", [
+    None,  # the training pipeline builds actor_train
+    ("worker_config=self.pipeline_config.actor_infer)\n        self.rewards",
+     "worker_config=self.cfgs[0])\n        self.rewards"),  # a role not read: every role may be built
+    ("        BasePipeline.__init__(self, pipeline_config)\n", "        super().__init__(pipeline_config)\n"),
+])
+def test_a_pipeline_that_may_build_the_trainer_is_judged(tmp_path, change):
+    module, cls = ("rlvr_pipeline", "RLVRPipeline") if change is None else ("rlvr_rollout_pipeline",
+                                                                           "RLVRRolloutPipeline")
+    script = _rollout_tree(tmp_path, module, cls)
+    if change is not None:
+        path = tmp_path / "roll/pipeline/rlvr/rlvr_rollout_pipeline.py"
+        path.write_text(path.read_text().replace(*change))
+    config = _read(script)
+    assert not any(d.kind == "launch.not-pipeline" for d in config.diagnostics)
+    assert config.case_name == "actor_train"
+
+
+@pytest.mark.skipif(not (CHECKOUT / "roll/pipeline").is_dir(),
+                    reason="the ROLL checkout (benchmarks/real_scripts/fetch.py) is not here")
+def test_the_checkouts_pipelines_build_the_roles_their_source_names():
+    """Read from the checkout: the rollout pipelines build no trainer, the training ones do."""
+    rule = next(e for e in RULES["hydra_compose"] if "builds" in e)["builds"]
+    built = {name: built_roles(CHECKOUT / f"examples/start_{name}_pipeline.py", rule)
+             for name in ("rlvr_rollout", "agentic_rollout", "rlvr", "sft", "dpo")}
+    assert built["rlvr_rollout"] is not None and built["rlvr_rollout"].roles == {"actor_infer", "rewards.*"}
+    assert built["agentic_rollout"] is not None and built["agentic_rollout"].roles == {"actor_infer"}
+    assert all(b is not None and b.builds(role) for b, role in
+               [(built["rlvr"], "actor_train"), (built["sft"], "sft_train"), (built["dpo"], "actor_train")])

@@ -6,7 +6,8 @@ overrides to what it returns. The function is read with the stdlib `ast`, never 
 straight-line `cfg.model.X = LITERAL` assignments, the base it starts from (`cfg =
 _sft_common()`, followed into that function, or `ConfigContainer(comm_overlap=None, ...)`), and
 `cfg.model = ...` / `cfg.comm_overlap = ...` replacing a whole part. Fail closed: a field set to
-something not a literal, under a condition, in a loop, or by a call handed `cfg` is unknown (with
+something not a literal, under a condition, in a loop, or by a call handed `cfg` (what the
+called function's body may set, param_writes; all of it where that is not read) is unknown (with
 where and why), never the default; a field the recipe does not touch keeps the provider's
 default (the rules' [[arg]] default). A recipe not found, or defined twice, leaves every field
 unknown.
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from auditor.bash.values import Symbolic
+from auditor.config.frontends import param_writes
 
 _MAX_DEPTH = 4  # base functions followed (`cfg = _peft_common_vlm()` -> `_peft_common()` -> ...)
 _COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.Match)
@@ -122,7 +124,7 @@ class RecipeReader:
                 if stmt.value is not None and len(targets) == 1:
                     self._assign(targets[0], stmt.value, returned, path, state, depth, where)
                     continue
-            self._opaque(stmt, returned, state, where)
+            self._opaque(stmt, returned, path, state, where)
 
     def _assign(self, target: ast.expr, value: ast.expr, cfg: str | None, path: Path,
                 state: dict[str, RecipeValue], depth: int, where: str) -> None:
@@ -134,7 +136,7 @@ class RecipeReader:
             return
         dotted = _dotted(target, cfg)
         if dotted is None:
-            self._opaque(ast.Expr(value), cfg, state, where)
+            self._opaque(ast.Expr(value), cfg, path, state, where)
             return
         self._field(dotted, value, state, where)
 
@@ -179,8 +181,10 @@ class RecipeReader:
             return
         self._run(callee[0], callee[1], state, depth + 1)
 
-    def _opaque(self, stmt: ast.stmt, cfg: str | None, state: dict[str, RecipeValue], where: str) -> None:
-        """A statement not read as an assignment: whatever of the config it can change is unknown."""
+    def _opaque(self, stmt: ast.stmt, cfg: str | None, path: Path, state: dict[str, RecipeValue],
+                where: str) -> None:
+        """A statement not read as an assignment: whatever of the config it can change is unknown
+        (of a function handed the config, what its body may set: param_writes)."""
         if cfg is None:
             return
         for node in ast.walk(stmt):
@@ -188,8 +192,7 @@ class RecipeReader:
                 for arg in [*node.args, *(k.value for k in node.keywords)]:
                     part = _dotted(arg, cfg) if not (isinstance(arg, ast.Name) and arg.id == cfg) else ""
                     if part is not None:
-                        self._set_all(state, part, Symbolic(f"{where} hands the config to "
-                                                            f"`{ast.unparse(node.func)}`, which is not read"), where)
+                        self._handed(node, arg, part, path, state, where)
                 if isinstance(node.func, ast.Attribute):
                     owner = _dotted(node.func.value, cfg)
                     if owner:
@@ -201,6 +204,20 @@ class RecipeReader:
                 if dotted is not None and isinstance(stmt, _COMPOUND):
                     self._set_all(state, dotted, Symbolic(f"{where} sets {dotted or 'the config'} under a "
                                                           "condition or in a loop"), where)
+
+    def _handed(self, call: ast.Call, arg: ast.expr, part: str, path: Path, state: dict[str, RecipeValue],
+                where: str) -> None:
+        """`helper(cfg.model, ...)`: the fields under `part` the helper may set become unknown."""
+        func = ast.unparse(call.func)
+        found = self._callee(call.func.id, path) if isinstance(call.func, ast.Name) else None
+        bound = param_writes.bound(found[0], call, arg) if found else None
+        sets = param_writes.writes(found[0], found[1], bound, self._callee) if found and bound else None
+        if sets is None:
+            self._set_all(state, part, Symbolic(f"{where} hands the config to `{func}`, which is not read"), where)
+            return
+        for field in sorted(".".join(p for p in (part, s) if p) for s in sets):
+            self._set_all(state, field, Symbolic(f"{where} hands the config to `{func}`, which may set "
+                                                 f"{field or 'all of it'}"), where)
 
     def _set_all(self, state: dict[str, RecipeValue], prefix: str, value: Symbolic, where: str) -> None:
         """Every tracked field at or under `prefix` ("" for the whole config) becomes `value`."""

@@ -3,7 +3,9 @@
 role the rules name (`[[hydra_compose]] role_key/role_values`: ROLL's megatron_train and
 megatron_infer strategies) is a configuration of its own, judged as a script's several training
 commands are (`config.commands`, `config.case`; analysis/commandcases.py). A role's settings
-(`settings_key`) are its flags; its device count (`devices_key`) its world size. A copy of the
+(`settings_key`) are its flags; its device count (`devices_key`) its world size. A role the
+entry's pipeline class never builds (`builds`: frontends/built_roles.py) is no configuration:
+a rollout pipeline's yaml may name a trainer it does not run. A copy of the
 entry that composes its config with its own `@hydra.main` (config/entry_copy.py) is read on the
 decorator's config, its `a.b=c` words applied to it as Hydra overrides (before its `${...}` are
 resolved, as Hydra does)."""
@@ -23,6 +25,7 @@ from auditor.config import located
 from auditor.config.configfiles import load_yaml, unknown_file
 from auditor.config.entry_absent import unread_before
 from auditor.config.entry_copy import HydraMain, hydra_copy
+from auditor.config.frontends.built_roles import built_roles
 from auditor.config.flags import SCRIPT_ARGUMENTS, STARTUP, unresolved
 from auditor.config.frontend_parser import find_script
 from auditor.config.frontends.reader import Reader
@@ -74,6 +77,18 @@ class HydraComposeReader(Reader):
             return
         roles = _roles(composed.data, rule)
         shown = composed.files[0]
+        built = built_roles(entry, rule["builds"]) if rule.get("builds") else None
+        if built is not None and built.names_keys_of(composed.data):
+            unbuilt = [f"{role} ({at(value, rule['role_key'])})" for role, value in roles if not built.builds(role)]
+            roles = [(role, value) for role, value in roles if built.builds(role)]
+            if unbuilt and not roles:
+                config.diagnostics.append(Finding(
+                    "launch.not-pipeline", "info",
+                    f"no role of {shown} that the pipeline builds runs a strategy that pipelines: "
+                    f"{', '.join(built.classes)} builds workers for {', '.join(sorted(built.roles))} only, "
+                    f"never for {', '.join(unbuilt)}: no training, no Megatron pipeline P2P",
+                    where=where, detail={"command": config.launcher}))
+                return
         unknown = next((f"{role}.{key} is {found.text} ({found.why})" for role, value in roles
                         for key in (rule["role_key"], rule["settings_key"])
                         for found in [at(value, key)] if isinstance(found, Unresolved)), None)
