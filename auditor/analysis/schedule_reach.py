@@ -44,6 +44,7 @@ from auditor.config import own_p2p
 from auditor.config.entry_script import MAX_MODULES, handler_types, iter_closure, local_roots, parsed
 from auditor.config.effective import EffectiveConfig
 from auditor.config.entry_stack import LAUNCHERS, loads_code, modeled_roots, read_as_guess, starts_programs
+from auditor.config.command_ranks import may_launch
 from auditor.config.shell_command import command_words
 from auditor.config.training_command import is_interpreter
 from auditor.config.expr import UNKNOWN
@@ -82,7 +83,8 @@ def finding(launch: LaunchConfig, srcs: list[SourceSet], effective: EffectiveCon
         found = _ask(key, entry.path, srcs, answers)
     if not isinstance(found, tuple):  # it trains itself, or may: a launch it starts is still not read
         locate = functools.partial(_locate, launch, Path(entry.path).resolve().parent)
-        started = [c for c in _commands(entry.path) if _may_launch(c[3], locate)]
+        script_may = functools.partial(_script_may_launch, locate=locate)
+        started = [c for c in _commands(entry.path) if may_launch(c[3], script_may)]
         return _runs_command(launch, entry, tuple(started), found) if started else None
     local, functions, commands = found
     commands = tuple(c for c in commands if not _serves(c[3], c[5]))
@@ -287,50 +289,6 @@ def _closure(script: Path, mtime_ns: int) -> _Closure:
     return _Closure([p for p, _ in read], commands, certain)
 
 
-def _may_launch(words: tuple[str, ...], locate: Callable[[str], Path | None], depth: int = 0) -> bool:
-    """Whether a command the closure of an entry that trains itself (or may) runs may be another
-    run of ranks, judged on its words known statically (as the launch script's own commands are):
-    its program is not known; it is a launcher (rules: a launcher's `programs`, a wrapper such as
-    `srun`, `mpirun`) or a path; behind a wrapper (`env A=1`, `timeout 3600`) the word after it
-    decides; a shell's `-c` string is a command line judged so (`bash -c "echo hi"` starts
-    nothing), a shell running a script not read may; a Python interpreter, its own options skipped
-    as it parses them (rules: the interpreter's `boolean_options`, `value_options`: `python -W
-    ignore x.py`), runs `-m` of a launcher's `python_modules`, code given inline (`code_options`,
-    not read), or a script that itself runs such a command, found by `locate` (the run's working
-    directory, then the entry's folder: `python tools/launch_pp.py` whose code runs torchrun) and
-    followed; one found nowhere is not read, so it may. Any other program (`make`, `tensorboard`,
-    `aws s3 cp`, `tar`) may only where a word of it names a launcher or a script, or, for one the
-    rules say trains nothing, an option that runs another program (`program_options`: `tar
-    --to-command`; Megatron-DeepSpeed f4157bea69 pretrain_gpt.py:331-347 runs `git rev-parse`
-    beside its training). An entry that trains nothing itself is undecided on any command it runs
-    (_runs_command)."""
-    spelling = Spelling.load(None)
-    programs = {p for e in spelling.launchers for p in (e.get("programs") or [e.get("program")]) if p}
-    modules = [m for e in spelling.launchers for m in (*e.get("python_modules", ()), *e.get("process_starters", ()))]
-    k, wrapped = 0, False
-    while k < len(words):
-        if os.path.basename(words[k]) in spelling.wrappers - programs:
-            wrapped = True
-        elif not (wrapped and (words[k].startswith("-") or words[k].isdigit() or "=" in words[k])):
-            break  # the program, after a wrapper's own options, numbers and assignments
-        k += 1
-    if k >= len(words) or "$" in words[k] or depth > 3:
-        return True
-    base, rest = os.path.basename(words[k]), words[k + 1:]
-    if base in _SHELLS:
-        return _shell_may_launch(rest, locate, depth)
-    if base in programs or "/" in words[k]:
-        return True
-    # the interpreter run bare (rules: `one_process`), not a runner that also lists it (ray's
-    # `ray job submit -- python3 ...` rule knows none of python's own options)
-    python = next((e for e in spelling.launchers if e.get("one_process") and is_interpreter(base, e)), None)
-    if python is not None:
-        return _python_may_launch(rest, python, modules, locate, depth)
-    options = spelling.program_options.get(base, ())
-    return any(os.path.basename(w) in programs or any(fnmatch.fnmatchcase(w, m) for m in modules)
-               or w.endswith((".py", ".sh")) or w.partition("=")[0] in options for w in rest)
-
-
 def _serves(words: tuple[str, ...], argv: bool) -> bool:
     """Whether a command the closure of an entry that reaches no schedule runs is a model server
     (rules/stacks.toml [no_pipeline] `serving_modules`, `python -m vllm.entrypoints.api_server`,
@@ -346,55 +304,7 @@ def _serves(words: tuple[str, ...], argv: bool) -> bool:
         fnmatch.fnmatchcase(words[2], m) for m in serving)
 
 
-_SHELLS = frozenset({"bash", "sh"})
-_SEPARATORS = frozenset({";", "&", "&&", "|", "||", ";;"})
-
-
-def _shell_may_launch(rest: tuple[str, ...], locate: Callable[[str], Path | None], depth: int) -> bool:
-    """A shell's arguments: with `-c` (alone or among its short options, `-lc`), the command
-    line its first operand is, each command of it judged by `_may_launch`; where a word of it
-    is computed (`$X`, `$(...)`, a backtick) or it does not split as a shell splits it, it may.
-    A shell running a script (not read here) may."""
-    options = rest[:next((i for i, w in enumerate(rest) if not w.startswith("-")), len(rest))]
-    if not any(not o.startswith("--") and "c" in o[1:] for o in options) or len(options) >= len(rest):
-        return True
-    text = rest[len(options)]
-    if "`" in text:
-        return True
-    lexer = shlex.shlex(text.replace("\n", ";"), posix=True, punctuation_chars=";&|")
-    lexer.whitespace_split = True
-    try:
-        tokens = list(lexer)
-    except ValueError:
-        return True
-    commands: list[list[str]] = [[]]
-    for token in tokens:
-        if token in _SEPARATORS:
-            commands.append([])
-        else:
-            commands[-1].append(token)
-    return any(_may_launch(tuple(c), locate, depth + 1) for c in commands if c)
-
-
-def _python_may_launch(rest: tuple[str, ...], python: dict, modules: list[str],
-                       locate: Callable[[str], Path | None], depth: int) -> bool:
-    """A Python interpreter's arguments, its options read as it reads them: a `value_options`
-    option takes the next word (`-W ignore`, `-X faulthandler`) unless given with it (`-Wignore`),
-    the others stand alone (`boolean_options`, `-uB`); then `-m MODULE` (a launcher's module, or
-    a process starter's, may), inline code (`-c`: not read, so it may) or the script."""
-    values = set(python.get("value_options", ()))
-    j = 0
-    while j < len(rest) and rest[j].startswith("-") and rest[j] != "-":
-        option = rest[j]
-        if option in python.get("module_options", ()):
-            return j + 1 >= len(rest) or any(fnmatch.fnmatchcase(rest[j + 1], m) for m in modules)
-        if option in python.get("code_options", ()):
-            return True
-        j += 2 if option in values else 1
-    return _script_may_launch(rest[j:j + 1], locate, depth)
-
-
-def _script_may_launch(script: tuple[str, ...], locate: Callable[[str], Path | None], depth: int) -> bool:
+def _script_may_launch(script: tuple[str, ...], depth: int, locate: Callable[[str], Path | None]) -> bool:
     """A Python script a command runs: it may start ranks where the commands its closure runs
     may; none given (the interpreter reads its program from stdin) may. One the checkout does not
     hold (`locate` finds it neither from the run's working directory nor beside the entry) is the
@@ -403,7 +313,8 @@ def _script_may_launch(script: tuple[str, ...], locate: Callable[[str], Path | N
     if not script:
         return True
     found = locate(script[0])
-    return found is not None and any(_may_launch(c[3], locate, depth + 1)
+    script_may = functools.partial(_script_may_launch, locate=locate)
+    return found is not None and any(may_launch(c[3], script_may, depth + 1)
                                      for c in _commands(str(found)))
 
 

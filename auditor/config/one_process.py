@@ -9,7 +9,8 @@ world size is unknown, with the reason, never 1:
   import aliases) matches the rule's `process_starters` (`mp.spawn(main, nprocs=8)`,
   accelerate's notebook_launcher) or starts another program (rules/stacks.toml
   `command_runners`, `subprocess.run(["torchrun", ...])`; not a command line of a file utility,
-  `os.system("cp ...")`: config.shell_command), or one of them imports a package of
+  `os.system("cp ...")`: config.shell_command, nor a wholly literal one that config.command_ranks
+  says starts no rank, `sh.git.log("-1", format="%H")`), or one of them imports a package of
   `process_packages` (Lightning's Trainer starts a process per device);
 - the shell starts it together with others: several `python` commands, or one in the background
   (config.launch `_together`), each may join one world;
@@ -33,7 +34,8 @@ from auditor.bash.values import Symbolic
 from auditor.config.entry_script import MAX_MODULES, aliases, calls, foreign_imports, iter_closure
 from auditor.config.model import LaunchConfig, Written
 from auditor.config.pyenv import locate
-from auditor.config.shell_command import starts_programs
+from auditor.config.command_ranks import may_launch
+from auditor.config.shell_command import command_words, runs_other, starts_programs
 from auditor.rulebook.launchers import Spelling
 
 
@@ -122,9 +124,13 @@ def _calls(file: Path, tree: ast.Module, script: Path, launcher: dict) -> str:
     inert = set(launcher.get("inert_packages", ())) | set(sys.stdlib_module_names)
     unread = {n.split(".")[0] for n in foreign_imports(tree, file, script)} - inert
     imported_heads = set(aliases(tree))
-    started = starts_programs(tree, file)
+    found = starts_programs(tree, file)
+    read = {id(s.node) for s in found if _starts_no_rank(s.node, tree)}  # a command library's call too
+    started = [s for s in found if id(s.node) not in read]
     programs = {id(s.node) for s in started}
     for node, written, imported in calls(tree):
+        if id(node) in read:
+            continue
         if id(node) in programs or any(fnmatch.fnmatchcase(imported, p) for p in starters):
             return (f"{file.name}:{node.lineno} calls `{written}` ({imported}): the program starts "
                     "processes of its own, how many is not read here; give it as --set world_size=N")
@@ -140,6 +146,17 @@ def _calls(file: Path, tree: ast.Module, script: Path, launcher: dict) -> str:
     return next((f"{file.name}:{getattr(s.node, 'lineno', 0)} reaches {s.text}: the program may start processes "
                  "of its own, how many is not read here; give it as --set world_size=N"
                  for s in started if not isinstance(s.node, ast.Call)), "")
+
+
+def _starts_no_rank(node: ast.AST, tree: ast.Module) -> bool:
+    """A call whose whole command line is literal and runs as written (no `executable=`, `env=`,
+    `**kwargs`: shell_command.runs_other) and that config.command_ranks says is no run of ranks:
+    `git log -1 --format=%H` (microsoft/DeepSpeedExamples@83757d9c93 training/HelloDeepSpeed/
+    train_bert.py:466 `sh.git.log(...)`). A Python script it runs is not read here, so it may."""
+    if not isinstance(node, ast.Call) or runs_other(node):
+        return False
+    command = command_words(node, tree)
+    return bool(command.line) and not may_launch(command.words, lambda script, depth: True)
 
 
 def _imports(tree: ast.Module) -> list[tuple[ast.stmt, str]]:

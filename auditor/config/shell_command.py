@@ -20,6 +20,7 @@ one-process run more (config.one_process). Anything else stays a call that runs 
 from __future__ import annotations
 
 import ast
+import fnmatch
 import re
 import shlex
 import sys
@@ -40,7 +41,7 @@ def runs_only_utility(call: ast.Call, callee: str, tree: ast.Module) -> bool:
     rules = rulebook.load("stacks").data["no_pipeline"]
     if callee not in rules.get("command_runners", []) or len(call.args) != 1:
         return False  # a positional after the command is Popen's `executable`, `preexec_fn`, `shell`, ...
-    if _runs_other(call):
+    if runs_other(call):
         return False
     programs = rules.get("inert_programs", [])
     command = call.args[0]
@@ -90,7 +91,10 @@ def command_words(node: ast.AST, tree: ast.Module) -> Command:
     names `type`), also through a name the call's function (or the module) binds once to such a
     value (Megatron-DeepSpeed f4157bea69 pretrain_gpt.py:341-345 `git_hash_cmd = "git rev-parse
     --short HEAD"`, `subprocess.check_output(git_hash_cmd, shell=True)`). A starter given the
-    program and its arguments apart (`os.execvp("bash", argv)`) names none here."""
+    program and its arguments apart (`os.execvp("bash", argv)`) names none here. A call of a
+    `[[command_library]]` that names its program by attribute is read by `_by_attribute`."""
+    if isinstance(node, ast.Call) and (by_attribute := _by_attribute(node, tree)) is not None:
+        return by_attribute
     given = [k.value for k in node.keywords if k.arg == "args"] if isinstance(node, ast.Call) else []
     if not isinstance(node, ast.Call) or len(node.args) + len(given) != 1:
         return Command((), "")
@@ -102,7 +106,7 @@ def command_words(node: ast.AST, tree: ast.Module) -> Command:
                 for k, e in enumerate(command.elts)]
         cut = next((k for k, a in enumerate(argv) if a is None), len(argv))
         known = tuple(a for a in argv[:cut] if a is not None)
-        return Command(known, shlex.join(known) if cut == len(argv) else "", not _shell(node) and not _runs_other(node))
+        return Command(known, shlex.join(known) if cut == len(argv) else "", not _shell(node) and not runs_other(node))
     text = _literal(command)
     if text is not None:
         return Command(() if _OPERATOR.search(text) else tuple(text.split()), text)
@@ -114,6 +118,44 @@ def command_words(node: ast.AST, tree: ast.Module) -> Command:
     return Command(tuple(words if head[-1:].isspace() else words[:-1]), "")
 
 
+def _by_attribute(call: ast.Call, tree: ast.Module) -> Command | None:
+    """The Command of a call of a `[[command_library]]` with `programs_by_attribute` (sh: the
+    attribute after the module the program, each further one a subcommand, a trailing `_` dropped;
+    `from sh import git` too), run with no shell: `sh.git.log("-1", format="%H")` runs `git log -1
+    --format=%H` (sh 2.4.0 compile_args: `k=v` is `--k=v`, `-k v` for one letter, `k=True`
+    the bare flag, `_` in a keyword `-`; a keyword `_k` is sh's own option). Its words stop at the first not literal (a
+    list, a dict, a value computed at run time, `**kw`, sh's own `_env=` or `_preexec_fn=`: the
+    runner_keywords); None where the callee is no such name."""
+    written = dotted(call.func)
+    head, _, rest = written.partition(".")
+    bound = names(tree)
+    full = bound.get(head, head) + (f".{rest}" if rest else "") if head in bound else ""
+    module, _, chain = full.partition(".")
+    libraries = rulebook.load("stacks").data.get("command_library", [])
+    if not chain or not any(lib.get("programs_by_attribute") and module in lib["modules"] for lib in libraries):
+        return None
+    words: list[str | None] = [w[:-1] if w.endswith("_") else w for w in chain.split(".")]
+    if words[0] == "Command":  # `sh.Command("torchrun")(...)` is called on its result, not here
+        return Command((), "")
+    def word(e: ast.expr) -> str | None:  # sh passes str(arg): `sh.torchrun("--nproc_per_node", 8)`
+        number = isinstance(e, ast.Constant) and type(e.value) in (int, float)
+        return str(e.value) if number and isinstance(e, ast.Constant) else _literal(e)
+    words += [word(a) for a in call.args]
+    keywords = rulebook.load("stacks").data["no_pipeline"].get("runner_keywords", [])
+    for k in call.keywords:
+        if k.arg is None or k.arg.startswith("_") and k.arg[1:] in keywords:
+            words.append(None)  # `_env=` may give git GIT_EXTERNAL_DIFF: what runs is not read whole
+        elif not k.arg.startswith("_"):  # `k=True` the bare flag, `k=False` none
+            value, flag = word(k.value), k.arg.replace("_", "-")
+            switch = k.value.value if isinstance(k.value, ast.Constant) and type(k.value.value) is bool else None
+            words += [] if switch is False else [f"-{flag}"] if len(flag) == 1 and switch else \
+                [f"-{flag}", value] if len(flag) == 1 else [f"--{flag}"] if switch else \
+                [None if value is None else f"--{flag}={value}"]
+    cut = next((i for i, w in enumerate(words) if w is None), len(words))
+    known = tuple(w for w in words[:cut] if w is not None)
+    return Command(known, shlex.join(known) if cut == len(words) else "", True)
+
+
 def _shell(call: ast.Call) -> bool:
     """Whether the call may run its command through a shell (`shell=` given, and not the constant
     False): then the words are script text, which a computed piece may extend."""
@@ -121,7 +163,7 @@ def _shell(call: ast.Call) -> bool:
                for k in call.keywords)
 
 
-def _runs_other(call: ast.Call) -> bool:
+def runs_other(call: ast.Call) -> bool:
     """Whether the call's keywords may run another program than its words name (rules/stacks.toml
     [no_pipeline] `runner_keywords`: `executable="/opt/train.sh"`, `preexec_fn`; any `**kwargs`)."""
     keywords = rulebook.load("stacks").data["no_pipeline"].get("runner_keywords", [])
@@ -218,7 +260,7 @@ def starts_programs(tree: ast.Module, path: Path | None = None) -> list[Start]:
         if not isinstance(node, (ast.Name, ast.Attribute)) or not isinstance(node.ctx, ast.Load):
             continue
         parent = parents.get(id(node))
-        if isinstance(parent, ast.Attribute) or id(node) in typed or _type_test(parent, node):
+        if isinstance(parent, ast.Attribute) or id(node) in typed or _type_test(parent, node, parents):
             continue  # read as the whole chain (`subprocess.run`, not `subprocess`); a type only
         written = dotted(node)
         head, _, rest = written.partition(".")
@@ -237,6 +279,8 @@ def starts_programs(tree: ast.Module, path: Path | None = None) -> list[Start]:
             out.append(Start(parent, f"`{written}(...)`") if called and parent is not None
                        else Start(node, f"`{written}` (a process starter used as a value)"))
             continue
+        if head in bound and _not_program(imported, data.get("command_library", [])):
+            continue  # `except sh.ErrorReturnCode_128:`: the library's own class, no program
         if (_within(written, runners) or _within(imported, runners)
                 or (head in bound and _within(imported, libraries))
                 or (isinstance(node, ast.Attribute) and methods & set(written.split(".")[1:] or [node.attr]))):
@@ -328,10 +372,26 @@ def _annotations(tree: ast.Module) -> list[ast.expr]:
     return [a for a in out if a is not None]
 
 
-def _type_test(parent: ast.AST | None, node: ast.expr) -> bool:
-    """`node` is the type `isinstance(p, subprocess.Popen)` tests against: it is not called there."""
+def _type_test(parent: ast.AST | None, node: ast.expr, parents: dict[int, ast.AST]) -> bool:
+    """`node` is a type tested against, `isinstance(p, subprocess.Popen)` or `except
+    sh.ErrorReturnCode_128:` (alone or in its tuple): it is not called there."""
+    tested: ast.AST | None = node
+    if isinstance(parent, ast.Tuple):
+        parent, tested = parents.get(id(parent)), parent
+    if isinstance(parent, ast.ExceptHandler):
+        return parent.type is tested
     return (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name)
-            and parent.func.id in ("isinstance", "issubclass") and node in parent.args[1:])
+            and parent.func.id in ("isinstance", "issubclass") and tested in parent.args[1:])
+
+
+def _not_program(name: str, libraries: list[dict]) -> bool:
+    """`name` (dotted, through the file's imports) is a `[[command_library]]` module's own name
+    that runs no program (`not_programs`: sh's exception classes, `sh.ErrorReturnCode_128`), or an
+    attribute of one."""
+    module, _, rest = name.partition(".")
+    return any(module in lib["modules"] and any(fnmatch.fnmatchcase(rest.partition(".")[0], p)
+                                                for p in lib.get("not_programs", []))
+               for lib in libraries)
 
 
 def _tested(node: ast.expr, parents: dict[int, ast.AST]) -> bool:

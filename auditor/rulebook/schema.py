@@ -212,7 +212,7 @@ TABLES: dict[str, Table] = {
     "no_pipeline": _table(False, "packages except_modules except_names dynamic source", "about modules inert_programs command_runners command_methods runner_keywords runs_text inert_names "
                                                                                             "loaders loader_methods printing_programs directory_programs serving_modules caller_namespace frame_access"),
     # Third-party libraries whose names start programs (config/shell_command.py starts_programs).
-    "command_library": _table(True, "name modules what source", ""),
+    "command_library": _table(True, "name modules what source", "programs_by_attribute not_programs"),
     # Third-party callables that start a program or a training run (config/shell_command.py starts_programs).
     "package_starter": _table(True, "name starters what source", ""),
     # The pipeline schedules and training loops a call graph from the entry may reach
