@@ -146,12 +146,16 @@ def _runs_command(launch: LaunchConfig, located: EntryFile, commands: Commands, 
                            "undecided": undecided, "decide": decide})
 
 
+_MORE = (";", "&", "|", "$(", "`", "\n")  # sh syntax that runs a command besides the first
+
+
 def _spliced(folder: Path, file: str, line: int, literal: str) -> tuple[str, str] | None:
     """(the program, the source line) of a command string run by a one-line call whose leftmost
     literal piece names a file utility (rules/stacks.toml `[no_pipeline] inert_programs`: `cp`,
     `mkdir`) and whose operands are computed at run time (`literal` empty); None for any other
-    command, or a line not read. Only the wording: such a command stays unread (sh reads the
-    operands again), so the program named here decides nothing (config.shell_command)."""
+    command, one whose literal text runs more (`;`, `&&`, `|`, `$(`: `_MORE`), or a line not read.
+    Only the wording: such a command stays unread (sh reads the operands again), so the program
+    named here decides nothing (config.shell_command)."""
     if literal:
         return None
     try:
@@ -161,6 +165,9 @@ def _spliced(folder: Path, file: str, line: int, literal: str) -> tuple[str, str
         return None
     if not isinstance(call, ast.Call) or len(call.args) != 1:
         return None
+    pieces = [n.value for n in ast.walk(call.args[0]) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    if any(mark in piece for piece in pieces for mark in _MORE):
+        return None  # `"cp a b; torchrun ..." + x`: the literal text itself runs another command
     head: ast.expr = call.args[0]
     while isinstance(head, ast.BinOp) and isinstance(head.op, ast.Add):
         head = head.left

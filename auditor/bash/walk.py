@@ -79,6 +79,7 @@ class Shell(Expander, ABC):
         # builtin's fixed status for it: conditions.constant)
         self.redefined: set[str] = set()
         self.conditional = 0  # how many if/case/loop bodies the walk is inside
+        self.looping = 0  # how many loop bodies: a later pass runs after an earlier pass's command
         # Where the commands run, relative to the launch directory (or absolute): "" where no `cd`
         # moved them, None after one whose directory is not known statically (join_workdir)
         self.workdir: str | None = ""
@@ -317,19 +318,11 @@ class Shell(Expander, ABC):
         elif isinstance(node, Branches):
             self._if_or_case(node)
         elif isinstance(node, ShellLoop):
-            items = self._loop_items(node)
-            if items is not None and node.var:
-                self._unrolled(node, node.var, items)
-                return
-            if node.var:
-                self.vars[node.var] = Var(Symbolic(f"${node.var}"), node.line, False)
-                if node.items is not None and any(self.unknown_words(f.value, self.vars)
-                                                  for w in node.items for f in self.expand(w)):
-                    self.callers_values.add(node.var)  # `for a in $EXTRA`: each of the caller's words
-            self.run(node.condition)
-            if node.var is None and condition(node.condition, self._noting([]), self.redefined) is node.until:
-                return  # `while [[ "$X" == */ ]]` of an X that does not end in `/`: no pass runs
-            self._branches([node.body], exhaustive=False, passes=node.line)
+            self.looping += 1
+            try:
+                self._loop(node)
+            finally:
+                self.looping -= 1
         elif isinstance(node, CommandGroup):
             saved, texts, functions = dict(self.vars), dict(self.branch_values), dict(self.functions)
             if node.subshell:  # `set -e` holds in it: a command that fails there ends it, then the script
@@ -358,6 +351,22 @@ class Shell(Expander, ABC):
         finally:
             self.subshells -= 1
             self.workdir, self.cwd, self._shell_base, self.dirstack = saved
+
+    def _loop(self, node: ShellLoop) -> None:
+        """A `for`/`while`/`until` loop: unrolled over known items, else its body read once."""
+        items = self._loop_items(node)
+        if items is not None and node.var:
+            self._unrolled(node, node.var, items)
+            return
+        if node.var:
+            self.vars[node.var] = Var(Symbolic(f"${node.var}"), node.line, False)
+            if node.items is not None and any(self.unknown_words(f.value, self.vars)
+                                              for w in node.items for f in self.expand(w)):
+                self.callers_values.add(node.var)  # `for a in $EXTRA`: each of the caller's words
+        self.run(node.condition)
+        if node.var is None and condition(node.condition, self._noting([]), self.redefined) is node.until:
+            return  # `while [[ "$X" == */ ]]` of an X that does not end in `/`: no pass runs
+        self._branches([node.body], exhaustive=False, passes=node.line)
 
     def _loop_items(self, node: ShellLoop) -> list[Field] | None:
         """The values a `for VAR in WORDS` loop surely takes, in order: every word known, at most
@@ -818,7 +827,7 @@ class Shell(Expander, ABC):
             self.depth -= 1
         if unknown and isinstance(head, str):  # `eval cmd $X`: $X may end the command and set more
             self.unknowable(cmd.line, f"`eval` of text not known statically ({', '.join(unknown[:3])}), "
-                                      "for what runs after it,", after=plain)
+                                      "for what runs after it,", after=plain and not self.looping)
 
     def _exit(self, args: list[Field], cmd: Cmd) -> None:
         """`exit` on the path the walk is certain of (no undecided branch or loop around it, not
@@ -914,7 +923,8 @@ class Shell(Expander, ABC):
     def unknowable(self, line: int, what: str, after: bool = False) -> None:
         """Code this reader cannot see ran at `line` and may have set any variable: the ones in
         `clobbered` (those the caller's verdicts read) become unknown and exported from here on.
-        `after`: it runs only after the command of that line (`eval cmd $X`, config.no_training)."""
+        `after`: it runs only after the command the `eval` runs (`eval cmd $X`, outside a loop):
+        marked with its place in `opaque`, which that command carries (config.no_training)."""
         self.opaque.append((line, what))
         for name in sorted(self.clobbered):  # one order, whatever the string hashing
             self.vars[name] = Var(Symbolic(f"${name}, which {what} at line {line} may set"), line, True)
@@ -923,7 +933,7 @@ class Shell(Expander, ABC):
             f"{what} may set any variable, exported ones included: the environment the training command "
             "gets is unknown here for every variable the script does not set again after it",
             fix="set the variables the run depends on (e.g. TORCH_DISTRIBUTED_DEBUG) in the script itself",
-            where=f"{self.path}:{line}", detail={"after_command": True} if after else {}))
+            where=f"{self.path}:{line}", detail={"after_command": len(self.opaque) - 1} if after else {}))
 
     def _source(self, target: Field, cmd: Cmd, args: list[Field]) -> None:
         """`source FILE [ARGS]`: the file bash reads (see `locate`) is part of the launch and is read

@@ -665,6 +665,7 @@ def _build(shell: LaunchShell, spelling: Spelling, path: str,
                                      tuple(f.value for f in c.args))
                       for c in shell.candidates if c.line < chosen.line]
     config.opaque = list(shell.opaque)
+    config.command_eval = chosen.evaluated
     args = chosen.args
     reader = for_style(launcher["style"])
     if launcher.get("program"):

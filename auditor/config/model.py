@@ -138,6 +138,8 @@ class LaunchConfig:
     # Code of the script not read here (Shell.opaque: `eval` of text not known), by line: with
     # the commands before the launch, what entry_absent.unread_before judges may make a file
     opaque: list[tuple[int, str]] = field(default_factory=list)
+    # the `eval` running the command whose unknown words run only after it (Candidate.evaluated)
+    command_eval: int | None = None
     _stack: Stack | None = field(default=None, init=False, repr=False, compare=False)
 
     @property

@@ -100,12 +100,14 @@ def ran_unseen(launch: LaunchConfig) -> bool:
     `eval` that runs the command itself (`eval ${run_cmd}`, one command of known head: Pai-Megatron-Patch
     a098ca5acb examples/codellama/run_text_generation_megatron_llama.sh:125) runs its unknown words
     inside that command, read as its words are, and anything they may end it with after it
-    (`after_command`, bash.walk `_eval`)."""
+    (`after_command`, bash.walk `_eval`): only that eval's warning, not another's on the same line
+    (`eval $prep && eval $run_cmd`), nor one in a loop, whose earlier pass runs before the command."""
     for d in launch.diagnostics:
         if d.kind == "launch.unknown-settings":
             path, _, line = (d.where or "").rpartition(":")
             if not (path == launch.path and line.isdigit() and (int(line) > launch.command_line or (
-                    int(line) == launch.command_line and d.detail.get("after_command")))):
+                    int(line) == launch.command_line and launch.command_eval is not None
+                    and d.detail.get("after_command") == launch.command_eval))):
                 return True
     return False
 

@@ -102,6 +102,9 @@ class Candidate:
     in_task: frozenset[str] = frozenset()
     # the files fetched before it (LaunchShell.fetched as the walk met it): its entry may be one
     fetched: tuple[tuple[int, str, str, str, str | None, str | None], ...] = ()
+    # the `eval` that runs it, where its unknown words run only after it (`eval ${run_cmd}`): that
+    # warning's place in LaunchShell.opaque (bash.walk `unknowable`, config.no_training `ran_unseen`)
+    evaluated: int | None = None
 
 
 def _known_tail(value: Symbolic) -> str | None:
@@ -294,6 +297,9 @@ class LaunchShell(Shell):
         another command: `$(cat x)` or `$POST` may be anything."""
         ran, seen = len(self.candidates), len(self.opaque)
         super()._eval(fields, cmd)
+        after = self.diagnostics[-1].detail.get("after_command") if len(self.opaque) > seen else None
+        for candidate in self.candidates[ran:] if after == len(self.opaque) - 1 else ():
+            candidate.evaluated = after
         unknown = [text for f in fields for text, is_unknown in segments(f.value) if is_unknown]
         if (fields and isinstance(fields[0].value, str) and len(self.candidates) > ran and len(self.opaque) > seen
                 and all(_POSITIONAL.fullmatch(text) for text in unknown)):

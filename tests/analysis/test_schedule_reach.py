@@ -347,6 +347,27 @@ def test_a_file_utility_with_spliced_operands_names_its_line(capsys, tmp_path, r
                                         f"should its operands hold one (plain paths run only `{program}`: check that line)")
 
 
+@pytest.mark.parametrize("run", [
+    'os.system("cp a b; torchrun --nproc_per_node 8 pretrain_gpt.py --pp " + str(args.pp))',
+    'os.system("cp -r " + args.load + " out && torchrun pretrain_gpt.py")',
+    'os.system(f"cp {args.load} out; bash train.sh")',
+    'os.system(f"mkdir -p {args.save} | tee log; python -m torch.distributed.run pretrain_gpt.py")',
+])
+def test_a_file_utility_whose_literal_text_runs_more_is_not_named(capsys, tmp_path, run):
+    """The spliced `cp` line of alibaba/Pai-Megatron-Patch@a098ca5acbdeaf7172ce0393fa309b39a77506db
+    toolkits/model_checkpoints_convertor/baichuan2/hf2te.py:257, with literal text after a `;`,
+    `&&` or `|` that runs another program (`torchrun`, `bash train.sh`): naming `cp` and saying
+    plain paths run only `cp` would mislead, so the step asks for the command the line runs, as
+    for any other command string (before: `plain paths run only `cp``)."""
+    code, doc = _scan(capsys, _driver(tmp_path, run, "python", "import os\nfrom megatron.training import get_args"))
+    verdict = doc["verdict"]
+    assert verdict["status"] == "inconclusive" and code == 1, verdict["headline"]
+    [said] = [f for f in doc["findings"] if f["kind"] == "entry.runs-command"]
+    line = DRIVER_PY.format(run=run, more="").split("\n").index(f"    {run}") + 2  # `more` is two lines
+    assert said["detail"]["undecided"].startswith(f"the command e2e.py:{line} runs (`os.system(...)`)")
+    assert said["detail"]["decide"] == f"--command 'CMD ...' giving the command e2e.py:{line} runs, as it builds it"
+
+
 # hiyouga/LLaMA-Factory@ff6d4d12eeb035d6ce06805a5733dd7b29f2ac30 src/llamafactory/v1/launcher.py:
 # launch() (:34), a function of the module the CLI imports, starts the training itself with
 # `subprocess.run(torchrun_args + script_args, ...)` (:72-117). Here such a helper, in a local

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from auditor.config.launch import parse_launch
 
 SERVER = """\
@@ -530,3 +532,32 @@ def test_the_eval_that_runs_the_command_is_not_code_run_before_it(tmp_path: Path
     assert not _not_pipeline(parse_launch(script.read_text(), str(script)))
     script.write_text(f'{head}eval "export A=$U; ${{run_cmd}}"\n')
     assert not _not_pipeline(parse_launch(script.read_text(), str(script)))
+
+
+@pytest.mark.parametrize("run, alone", [
+    ('prep="python prep.py $1"\neval ${prep} && eval ${run_cmd}\n', "eval ${run_cmd} && true\n"),
+    ('prep="python prep.py $1"\neval $prep; eval $run_cmd\n', "eval $run_cmd; true\n"),
+    ("for i in 1 2; do eval ${run_cmd}; done\n", "eval ${run_cmd}\n"),
+])
+def test_an_eval_run_before_the_command_on_its_line_is_code_run_before_it(tmp_path: Path, run: str,
+                                                                         alone: str) -> None:
+    """alibaba/Pai-Megatron-Patch a098ca5acb examples/codellama/run_text_generation_megatron_llama.sh
+    runs `eval ${run_cmd}` (:125) alone on its line. Another eval of unknown words on that line
+    (`eval ${prep} && eval ${run_cmd}`) runs before the command, and so does a loop's earlier pass
+    of the eval that runs it (`for i in 1 2; do eval ${run_cmd}; done`): only the warning of the
+    eval that runs the command, outside a loop, speaks of what runs after it (before: matched by
+    line number, both read NOT A PIPELINE RUN)."""
+    files = {"megatron_patch/__init__.py": "", "megatron_patch/arguments.py": "def get_patch_args(p):\n    return p\n",
+             "megatron_patch/generation/__init__.py": "", "megatron_patch/generation/api.py": PAI_API}
+    entry = "examples/llama2/generate_text_megatron_llama.py"
+    for name, body in {entry: PAI_ENTRY.format(extra=""), **files}.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(body)
+    head = ('MASTER_PORT=$(shuf -n 1 -i 10000-65535)\n'
+            'DISTRIBUTED_ARGS="--nproc_per_node 1 --master_port $MASTER_PORT"\n'
+            f'run_cmd="torchrun $DISTRIBUTED_ARGS {entry} --pipeline-model-parallel-size 1 --num-layers 4"\n')
+    script = tmp_path / "run.sh"
+    script.write_text(head + run)
+    assert not _not_pipeline(parse_launch(script.read_text(), str(script)))
+    script.write_text(head + alone)
+    assert _not_pipeline(parse_launch(script.read_text(), str(script)))
