@@ -52,6 +52,7 @@ class ShellLoop:
 class CommandGroup:
     body: list[Node]
     subshell: bool
+    background: bool = False  # a job ended by `&`: its status is no command's the script checks
 
 
 @dataclass
@@ -164,7 +165,7 @@ class ShellParser:
         shell executes the command in the background in a subshell"): its `exit`, `cd`, functions and
         variables end with it (`serve() { ...; exit $?; }; serve &` goes on to the next line)."""
         node = self._and_or()
-        return CommandGroup([node], subshell=True) if self._op() == "&" else node
+        return CommandGroup([node], subshell=True, background=True) if self._op() == "&" else node
 
     def _and_or(self) -> Node:
         first = self._pipeline()

@@ -119,6 +119,9 @@ class Shell(Expander, ABC):
         # how many subshells deep that list is: a `( ... )` listed there is a list of its own whose
         # failing command ends it, and then the script (`set -e` holds in it: `_surely_runs`)
         self._own_subshells = 0
+        # a `trap CMD ERR` / `EXIT` was set: a subshell's failure may end in CMD's `exit 0` and the
+        # script go on (`( trap "exit 0" ERR; false )`), so none is decided (`_errexit_ends`)
+        self._trapped = False
         self._before: Node | None = None  # the command before the one `run` runs in its list, if any
         # the files the script wrote whose text is known, by their path as expanded: (text, line, file)
         self.written: dict[str, tuple[str | Symbolic, int, str]] = {}
@@ -253,7 +256,9 @@ class Shell(Expander, ABC):
             status = outcome(cmd, self._noting(caller, caller), self.redefined)
         elif isinstance(body, CommandGroup) and not body.subshell and body.body and not _runs(body.body, {"return"}):
             last = body.body[-1]
-            shifted = _shift_fails(last, body.body, _arguments([f for w in cmd.words[1:] for f in self.expand(w)]))
+            given = None if any(map(_countless, cmd.words[1:])) else _arguments(
+                [f for w in cmd.words[1:] for f in self.expand(w)])
+            shifted = _shift_fails(last, body.body, given)
             if isinstance(last, Cmd) and constant(last, self.redefined) is False:
                 status = False
             elif shifted is not None:
@@ -280,7 +285,7 @@ class Shell(Expander, ABC):
         the script's own list of commands (not in `a || b`, `! a`, a pipeline or a function), on
         the path the walk is certain of, where no unseen code ran (it may have run `set +e`)."""
         return (bool(self.errexit) and self._level == self._own and self._listed is cmd
-                and self.subshells == self._own_subshells
+                and self.subshells == self._own_subshells and not (self.subshells and self._trapped)
                 and not (self.uncertain or self.conditional or self.opaque))
 
     def _node(self, node: Node) -> None:
@@ -326,7 +331,9 @@ class Shell(Expander, ABC):
         elif isinstance(node, CommandGroup):
             saved, texts, functions = dict(self.vars), dict(self.branch_values), dict(self.functions)
             if node.subshell:  # `set -e` holds in it: a command that fails there ends it, then the script
-                with self.own_shell(), self._surely_runs(node):
+                # (not a job run with `&`: bash never checks its status, `wait` with no job returns 0)
+                with self.own_shell(), self._own_list(
+                        not node.background and self._listed is node and self._level == self._own):
                     self.run(node.body)
             else:
                 with self._surely_runs(node):
@@ -685,6 +692,9 @@ class Shell(Expander, ABC):
         if head == "eval" and not inline:
             self._eval(fields[1:], cmd)
             return 0
+        if head == "trap" and any(not isinstance(f.value, str) or f.value.upper().removeprefix("SIG") in _ENDING
+                                  for f in fields[2:]):
+            self._trapped = True
         if head in ("cd", "pushd", "popd"):  # from here on `pwd` is not the launch directory
             self._chdir(str(head), fields[1:])
         if cmd.stdout is not None and head in ("printf", "echo", "cat"):
@@ -742,10 +752,10 @@ class Shell(Expander, ABC):
             if self.positional is None:
                 return
             count = args[0].value if args else "1"
-            if not (isinstance(count, str) and count.isdigit()) or len(args) > 1:
+            if not (isinstance(count, str) and count.isascii() and count.isdigit()) or len(args) > 1:
                 new: list[Field] | None = None
-            elif any(f.unsplit for f in self.positional[:int(count)]):
-                new = None
+            elif many := [f for f in self.positional[:int(count)] if f.unsplit]:
+                new = [many[0], *self.positional[int(count):]]  # `set -- $X 4; shift`: $1 not known, nor $#
             else:
                 new = self.positional[int(count):] if int(count) <= len(self.positional) else self.positional
         else:
@@ -1314,6 +1324,7 @@ _ELEMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\[(.+)\]", re.S)  # `unset 'NAME
 _SYNTAX = re.compile(r"[\\\"'`$;&|<>(){}\n#]")  # text that `eval` would read as more than words
 
 
+_ENDING = ("ERR", "EXIT", "0")  # the signals whose trap runs as a failing (sub)shell ends
 _MANY = re.compile(r"\$(?:[@*]|\{[@*]\}|\{[A-Za-z_][A-Za-z0-9_]*\[[@*]\]\})")  # `"$@"`, `"${A[@]}"`
 
 
@@ -1361,6 +1372,14 @@ def _runs(body: list[Node], heads: set[str]) -> bool:
     return any(map(has, body))
 
 
+def _countless(word: Word) -> bool:
+    """Whether bash may make `word` any number of words, which the walk does not: an unquoted
+    glob (`*.cfg`, `a?`, `[ab]`: the files that match, if any), a brace expansion (`{a,b}`) or
+    an unquoted `$@` / `$*` (split again on IFS)."""
+    return any(not p.quoted and (p.kind == "lit" and any(c in p.text for c in "*?[{")
+                                 or p.kind == "param" and p.text in ("@", "*")) for p in word.parts)
+
+
 def _shift_fails(last: Node, body: list[Node], given: list[Field] | None) -> bool | None:
     """Whether a function's last command, `shift N` of a number it states, fails: bash's shift
     returns 1 past $# (`f() { shift 2; }; f a`), the call's words (`given`) when nothing before
@@ -1370,7 +1389,7 @@ def _shift_fails(last: Node, body: list[Node], given: list[Field] | None) -> boo
             or _runs(body[:-1], {"shift", "set"}) or last.redirects:
         return None
     count = last.words[1].raw if len(last.words) == 2 else "1"
-    return int(count) > len(given) if count.isdigit() else None
+    return int(count) > len(given) if count.isascii() and count.isdigit() else None
 
 
 def _exits(body: list[Node]) -> bool:

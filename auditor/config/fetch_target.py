@@ -80,8 +80,10 @@ def extracted(fields: list[Field], rule: dict) -> list[str]:
     """The files an extractor reading a fetch on its standard input writes (`curl URL | tar -xz -C
     DIR`; rules [wrappers] extractors): any file under its folder, `DIR/*` (`ANY`), the line's own
     folder where none is named; UNKNOWN where the folder is not known statically. None (an empty
-    list) where it does not extract, or reads an archive other than its input (`-f x.tgz`)."""
+    list) where it does not extract, reads an archive other than its input (`-f x.tgz`), or
+    writes the files to standard output (`-O`)."""
     extract, valued = tuple(rule.get("extract", ())), {o: key for key in ("folder", "file") for o in rule.get(key, ())}
+    piped = tuple(rule.get("stdout", ()))  # `tar -xzO`: the files go to standard output, none written
     given: dict[str, Scalar | None] = {"folder": "", "file": "-"}
     extracting = False
     words = [f.value for f in fields[1:]]
@@ -93,6 +95,8 @@ def extracted(fields: list[Field], rule: dict) -> list[str]:
         if text.startswith("--"):
             name, eq, rest = text.partition("=")
             extracting |= name in extract
+            if name in piped:
+                return []
             if name in valued:
                 given[valued[name]] = rest if eq else (words[k] if k < len(words) else None)
                 k += not eq
@@ -102,6 +106,8 @@ def extracted(fields: list[Field], rule: dict) -> list[str]:
         letters = text.lstrip("-")  # `-xzf -`, or bundled as tar's first word (`tar xzf -`)
         for i, c in enumerate(letters):
             extracting |= f"-{c}" in extract
+            if f"-{c}" in piped:
+                return []
             if f"-{c}" in valued:
                 attached = letters[i + 1:] if text.startswith("-") else ""
                 given[valued[f"-{c}"]] = attached or (words[k] if k < len(words) else None)

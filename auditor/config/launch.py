@@ -475,7 +475,8 @@ def _fetched(candidate: Candidate, script: Scalar) -> str:
     checkout's copy is not surely what the URL serves); "" where no fetch writes it. Each path is
     relative to the working directory of its own line (`$PWD/x.py`: the directory the job starts
     in);
-    where one of them is not known, the names decide; a written path not known (`-O "$OUT"`) may be any entry."""
+    where one of them is not known, the names decide (an extraction's `DIR/*` then none); a written
+    path not known (`-O "$OUT"`) may be any entry."""
     if not isinstance(script, str):
         return ""
 
@@ -487,7 +488,9 @@ def _fetched(candidate: Candidate, script: Scalar) -> str:
             entry = None if there is None else os.path.join(there, script)
             if fetched is not None and entry is not None and os.path.isabs(fetched) == os.path.isabs(entry):
                 return _holds(os.path.normpath(fetched), os.path.normpath(entry))
-        return os.path.basename(path) in (ANY, os.path.basename(script))
+        # folders not comparable: the names decide, and an extraction's folder (`( cd /tmp && curl
+        # URL | tar xz )`) holds the entry only where it is surely the entry's
+        return os.path.basename(path) == os.path.basename(script)
 
     got = next(((line, program, url) for line, program, url, path, workdir, cwd in reversed(candidate.fetched)
                 if writes(path, workdir, cwd)), None)

@@ -221,6 +221,9 @@ URL = "https://example.com/x"
     f"curl -sSL {URL}/code.tar.gz | tar -xz -C sub",
     f"curl -sSL {URL}/code.tar.gz | tar -tz",  # GNU tar(1) `-t, --list`: writes no file
     f"curl -sSL {URL}/code.tar.gz | tar -xzf other.tgz",  # `-f`: another archive than its input
+    f"curl -sSL {URL}/code.tar.gz | tar -xzO cfg.json > cfg.json",  # `-O, --to-stdout`: no file
+    f"curl -sSL {URL}/code.tar.gz | tar --extract --to-stdout > cfg.json",
+    f"(cd /tmp && curl -sSL {URL}/code.tar.gz | tar -xz)",  # another folder, not comparable with the entry's
 ])
 def test_a_fetch_that_writes_another_file_leaves_the_entry_read(tmp_path: Path, fetch: str) -> None:
     """The review's inputs (r47-np fetch/w04 w06 w08 w09 w10, b2/w21): the entry beside the script is
