@@ -44,7 +44,7 @@ from auditor.config import own_p2p
 from auditor.config.entry_script import MAX_MODULES, handler_types, iter_closure, local_roots, parsed
 from auditor.config.effective import EffectiveConfig
 from auditor.config.entry_stack import LAUNCHERS, loads_code, modeled_roots, read_as_guess, starts_programs
-from auditor.config.command_ranks import may_launch
+from auditor.config.command_ranks import ScriptMay, may_launch, starts_no_rank
 from auditor.config.shell_command import command_words
 from auditor.config.training_command import is_interpreter
 from auditor.config.expr import UNKNOWN
@@ -84,7 +84,7 @@ def finding(launch: LaunchConfig, srcs: list[SourceSet], effective: EffectiveCon
     if not isinstance(found, tuple):  # it trains itself, or may: a launch it starts is still not read
         locate = functools.partial(_locate, launch, Path(entry.path).resolve().parent)
         script_may = functools.partial(_script_may_launch, locate=locate)
-        started = [c for c in _commands(entry.path) if may_launch(c[3], script_may)]
+        started = [c for c in _commands(entry.path) if _may_start(c, script_may)]
         return _runs_command(launch, entry, tuple(started), found) if started else None
     local, functions, commands = found
     commands = tuple(c for c in commands if not _serves(c[3], c[5]))
@@ -122,7 +122,7 @@ def _runs_command(launch: LaunchConfig, located: EntryFile, commands: Commands, 
     unread, and the user is told which line to check and what --command would then give."""
     entry = located.written
     name = os.path.basename(entry)
-    file, line, callee, _, literal, _ = commands[0]
+    file, line, callee, _, literal, *_ = commands[0]
     more = f" (and {len(commands) - 1} other command run(s))" if len(commands) > 1 else ""
     lead = (f"reaches no pipeline schedule itself ({walked} function(s) walked), but runs a command"
             if isinstance(walked, int) else
@@ -185,7 +185,7 @@ HITS = "hits"  # _unreached: the walk was certain, but met P2P sites outside a s
 REACHED = "reached"  # _unreached: the walk reached a schedule entry: the entry trains itself
 # The command lines the entry's closure runs (file, line, the starter as written, its program and
 # the command where known, else "": config.shell_command command_words): starts_programs
-Commands = tuple[tuple[str, int, str, tuple[str, ...], str, bool], ...]
+Commands = tuple[tuple[str, int, str, tuple[str, ...], str, bool, bool], ...]
 _ASKED: dict[tuple, tuple[int, int, Commands] | str | None] = {}
 
 
@@ -321,8 +321,14 @@ def _script_may_launch(script: tuple[str, ...], depth: int, locate: Callable[[st
         return True
     found = locate(script[0])
     script_may = functools.partial(_script_may_launch, locate=locate)
-    return found is not None and any(may_launch(c[3], script_may, depth + 1)
-                                     for c in _commands(str(found)))
+    return found is not None and any(_may_start(c, script_may, depth + 1) for c in _commands(str(found)))
+
+
+def _may_start(command: tuple, script_may: ScriptMay, depth: int = 0) -> bool:
+    """Whether a command the closure runs may be another run of ranks (config.command_ranks
+    `may_launch`); a command library's call (`sh.accelerate("launch", ...)`, whose program any
+    attribute names) only where its program surely starts none (`starts_no_rank`: `sh.git.log`)."""
+    return not starts_no_rank(command[3]) if command[6] else may_launch(command[3], script_may, depth)
 
 
 def _locate(launch: LaunchConfig, folder: Path, script: str) -> Path | None:

@@ -13,6 +13,7 @@ import os
 import shlex
 from collections.abc import Callable
 
+from auditor import rulebook
 from auditor.config.training_command import is_interpreter
 from auditor.rulebook.launchers import Spelling
 
@@ -63,6 +64,24 @@ def may_launch(words: tuple[str, ...], script_may: ScriptMay, depth: int = 0) ->
     options = spelling.program_options.get(base, ())
     return any(os.path.basename(w) in programs or any(fnmatch.fnmatchcase(w, m) for m in modules)
                or w.endswith((".py", ".sh")) or w.partition("=")[0] in options for w in rest)
+
+
+def starts_no_rank(words: tuple[str, ...]) -> bool:
+    """Whether a command, its words all known, surely starts no rank: its program is one the rules
+    mark so (rules/stacks.toml [no_pipeline] `inert_programs`; a subcommand of
+    `rankless_subcommands` given right after the program, `git log -1 --format=%H`) and
+    `may_launch` finds no word that starts another (`git log --exec`? none; `program_options`).
+    Any other program (`accelerate launch ...`, `composer -n 8 train`, `git commit`, which runs
+    hooks) may, whatever its words: the one-process world of a plain `python x.py`
+    (config.one_process) and a command library's call (`sh.X(...)`, analysis.schedule_reach)
+    are read only so."""
+    rules = rulebook.load("stacks").data["no_pipeline"]
+    if not words:
+        return False
+    program = words[0]
+    known = program in rules.get("inert_programs", ()) or (
+        len(words) > 1 and words[1] in rules.get("rankless_subcommands", {}).get(program, ()))
+    return known and not may_launch(words, lambda script, depth: True)
 
 
 _SHELLS = frozenset({"bash", "sh"})

@@ -34,7 +34,7 @@ from auditor.bash.values import Symbolic
 from auditor.config.entry_script import MAX_MODULES, aliases, calls, foreign_imports, iter_closure
 from auditor.config.model import LaunchConfig, Written
 from auditor.config.pyenv import locate
-from auditor.config.command_ranks import may_launch
+from auditor.config.command_ranks import starts_no_rank
 from auditor.config.shell_command import command_words, runs_other, starts_programs
 from auditor.rulebook.launchers import Spelling
 
@@ -156,7 +156,7 @@ def _starts_no_rank(node: ast.AST, tree: ast.Module) -> bool:
     if not isinstance(node, ast.Call) or runs_other(node):
         return False
     command = command_words(node, tree)
-    return bool(command.line) and not may_launch(command.words, lambda script, depth: True)
+    return bool(command.line) and starts_no_rank(command.words)
 
 
 def _imports(tree: ast.Module) -> list[tuple[ast.stmt, str]]:

@@ -78,10 +78,12 @@ class Command(NamedTuple):
     statically (the program first; none where a shell operator may start another program), and
     the whole command line ("" unless every word is literal), and whether it is an argv list run
     with no shell (`subprocess.Popen(("python", "-m", M, "--model", args.model))`): then a word
-    computed at run time is one argument, never another command."""
+    computed at run time is one argument, never another command; and whether a command library
+    names its program by attribute (`sh.accelerate(...)`: a program no rule may know)."""
     words: tuple[str, ...]
     line: str
     argv: bool = False
+    library: bool = False
 
 
 def command_words(node: ast.AST, tree: ast.Module) -> Command:
@@ -153,7 +155,7 @@ def _by_attribute(call: ast.Call, tree: ast.Module) -> Command | None:
                 [None if value is None else f"--{flag}={value}"]
     cut = next((i for i, w in enumerate(words) if w is None), len(words))
     known = tuple(w for w in words[:cut] if w is not None)
-    return Command(known, shlex.join(known) if cut == len(words) else "", True)
+    return Command(known, shlex.join(known) if cut == len(words) else "", True, True)
 
 
 def _shell(call: ast.Call) -> bool:

@@ -209,7 +209,7 @@ TABLES: dict[str, Table] = {
     "backend": _table(True, "name what env paths covers short decide", "source"),
     # What a Python entry's imports say about its stack (rules/stacks.toml, config/entry_stack.py).
     "own_pipeline": _table(True, "name modules what covers decide source", ""),
-    "no_pipeline": _table(False, "packages except_modules except_names dynamic source", "about modules inert_programs command_runners command_methods runner_keywords runs_text inert_names "
+    "no_pipeline": _table(False, "packages except_modules except_names dynamic source", "about modules inert_programs rankless_subcommands command_runners command_methods runner_keywords runs_text inert_names "
                                                                                             "loaders loader_methods printing_programs directory_programs serving_modules caller_namespace frame_access"),
     # Third-party libraries whose names start programs (config/shell_command.py starts_programs).
     "command_library": _table(True, "name modules what source", "programs_by_attribute not_programs"),

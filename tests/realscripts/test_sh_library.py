@@ -19,9 +19,11 @@ allowlist and rc_exc_regex (:369, :3435-3453) give the module's own names, Comma
 from __future__ import annotations
 
 import ast
+import shlex
 
 import pytest
 
+from auditor.analysis import schedule_reach
 from auditor.bash.values import Symbolic
 from auditor.config.launch import read_launch
 from auditor.config.shell_command import command_words, starts_programs
@@ -129,8 +131,29 @@ def test_a_trainer_recording_its_git_hash_is_one_process(capsys, tmp_path, monke
     'sh.python("x.py")',  # a Python script, not read here
     'sh.bash("-c", "torchrun x.py")',
     'sh.git.log("-1", _env=env)',  # not sh's own option only: `env=` of the runner rules
-], ids=["torchrun", "computed", "python", "bash-c", "env"])
+    # a program the rules do not mark as starting no rank, whatever its words
+    'sh.accelerate("launch", "--num_processes", 8, "-m", "trainer.main")',
+    'sh.composer("-n", 8, "train")',
+    'sh.git.commit("-m", "x")',  # githooks(5): pre-commit, post-commit run any program
+    'sh.git("-c", "alias.l=!torchrun x.py", "l")',  # an option before the subcommand
+], ids=["torchrun", "computed", "python", "bash-c", "env", "accelerate", "composer", "git-commit", "git-alias"])
 def test_a_program_that_may_start_ranks_leaves_the_world_unknown(tmp_path, monkeypatch, call):
     runs = TRAIN_PY.replace('sh.git.diff(_fg=False, _tty_out=False)', call)
     config = read_launch(_tree(tmp_path, monkeypatch, TRAIN, {"train_bert.py": runs}))
     assert isinstance(config.nproc_per_node, Symbolic), call
+
+
+@pytest.mark.parametrize("words, library, may", [
+    (("accelerate", "launch", "--num_processes", "8", "-m", "trainer.main"), True, True),
+    (("composer", "-n", "8", "train"), True, True),
+    (("git", "commit", "-m", "x"), True, True),
+    (("git", "log", "-1", "--format=%H"), True, False),
+    (("mkdir", "-p", "out"), True, False),
+    # a command runner's literal command keeps the walk's reading (config.command_ranks may_launch)
+    (("make", "docs"), False, False),
+])
+def test_a_command_library_call_beside_training_starts_no_rank_only_where_the_rules_say(words, library, may):
+    """`sh.accelerate("launch", ...)` beside an entry that trains itself names its program by
+    attribute: one the rules do not mark as starting no rank may start ranks (analysis.schedule_reach)."""
+    command = ("train.py", 8, "`sh.X(...)`", words, shlex.join(words), True, library)
+    assert schedule_reach._may_start(command, lambda script, depth: False) is may
