@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
 from auditor.bash.values import Symbolic
 from auditor.config.frontends import param_writes
 from auditor.config.frontends.bridge_recipe import RecipeReader
@@ -135,4 +136,44 @@ def test_param_writes_follows_the_helper_it_hands_the_parameter_to(tmp_path):
     fns = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef)}
     sets = param_writes.writes(fns["apply_flex_dispatcher_backend"], path, "model_config",
                                lambda name, _: (fns[name], path) if name in fns else None)
-    assert sets == {"moe_token_dispatcher_type", "moe_flex_dispatcher_backend"}
+    # `num_moe_experts = getattr(model_config, "num_moe_experts", None)` keeps that field in a
+    # variable: what is done through it is not followed
+    assert sets == {"moe_token_dispatcher_type", "moe_flex_dispatcher_backend", "num_moe_experts"}
+
+
+@pytest.mark.parametrize("body", [
+    # an operand of or / and / if-else is the object itself
+    "m = model_config or None\n    m.pipeline_model_parallel_size = 2",
+    "(model_config and None or model_config).pipeline_model_parallel_size = 2",
+    "(model_config if moe_flex_dispatcher_backend else None).pipeline_model_parallel_size = 2",
+    # a getattr / type() result kept in a variable is the object (or the field it names)
+    'setter = getattr(model_config, "__setattr__")\n    setter("pipeline_model_parallel_size", 2)',
+    'pp = getattr(model_config, "pipeline_model_parallel_size")\n    pp.x = 2',
+    "field = getattr(model_config, moe_flex_dispatcher_backend)\n    field.x = 2",
+    "kind = type(model_config)\n    kind.pipeline_model_parallel_size = 2",
+])
+def test_an_alias_through_an_operator_or_getattr_leaves_it_unknown(tmp_path, body):
+    values = _handed(tmp_path, FLEX.replace('    model_config.moe_token_dispatcher_type = "flex"', "    " + body))
+    assert isinstance(values["model.pipeline_model_parallel_size"].value, Symbolic), body
+
+
+def test_a_getattr_of_a_named_field_kept_in_a_variable_is_that_field(tmp_path):
+    fn = ast.parse('def tune(cfg):\n    model = getattr(cfg, "model")\n    model.pipeline_model_parallel_size = 2\n'
+                   '    if getattr(cfg, "train") is None:\n        return\n').body[0]
+    assert isinstance(fn, ast.FunctionDef)
+    assert param_writes.writes(fn, tmp_path / "h.py", "cfg", lambda name, _: None) == {"model"}
+
+
+@pytest.mark.parametrize("extra", [
+    # a later definition replaces the first (Python calls the last one)
+    "\n\ndef _fallback_to_alltoall(model_config):\n    model_config.pipeline_model_parallel_size = 2\n",
+    # a nested def shadows the module one
+    "",
+])
+def test_a_callee_bound_more_than_once_is_not_read(tmp_path, extra):
+    flex = FLEX + extra if extra else FLEX.replace(
+        "    if moe_flex_dispatcher_backend != \"deepep\":",
+        "    def _fallback_to_alltoall(x):\n        x.pipeline_model_parallel_size = 2\n"
+        "    if moe_flex_dispatcher_backend != \"deepep\":")
+    values = _handed(tmp_path, flex)
+    assert isinstance(values["model.pipeline_model_parallel_size"].value, Symbolic)

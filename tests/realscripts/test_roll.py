@@ -459,7 +459,8 @@ def test_a_reference_that_may_pipeline_or_a_megatron_trainer_is_judged(tmp_path,
 # each of `self.pipeline_config.rewards.items()` only (roll/pipeline/rlvr/rlvr_rollout_pipeline.py:
 # 28-90); its rlvr_config_8gpus.yaml still names actor_train (megatron_train, :127-135) and
 # reference (megatron_infer, :161-169). Before, actor_train was judged: CLEAN at PP 1.
-ENTRY = """from roll.pipeline.rlvr.rlvr_config import RLVRConfig
+ENTRY = """from dacite import from_dict
+from roll.pipeline.rlvr.rlvr_config import RLVRConfig
 from roll.pipeline.rlvr.{module} import {cls}
 
 
@@ -526,6 +527,10 @@ def test_a_rollout_pipeline_that_builds_no_trainer_is_not_a_pipeline_run(tmp_pat
     ("worker_config=self.pipeline_config.actor_infer)\n        self.rewards",
      "worker_config=self.cfgs[0])\n        self.rewards"),  # a role not read: every role may be built
     ("        BasePipeline.__init__(self, pipeline_config)\n", "        super().__init__(pipeline_config)\n"),
+    # a Cluster built in a module function handed self, or imported under another name
+    ("        self.rewards = {", "        self.actor_train = _build_trainer(self)\n        self.rewards = {"),
+    ("        self.rewards = {", "        self.actor_train = TrainCluster(name='t', "
+     "worker_config=self.pipeline_config.actor_train)\n        self.rewards = {"),
 ])
 def test_a_pipeline_that_may_build_the_trainer_is_judged(tmp_path, change):
     module, cls = ("rlvr_pipeline", "RLVRPipeline") if change is None else ("rlvr_rollout_pipeline",
@@ -533,7 +538,25 @@ def test_a_pipeline_that_may_build_the_trainer_is_judged(tmp_path, change):
     script = _rollout_tree(tmp_path, module, cls)
     if change is not None:
         path = tmp_path / "roll/pipeline/rlvr/rlvr_rollout_pipeline.py"
-        path.write_text(path.read_text().replace(*change))
+        path.write_text(path.read_text().replace(*change) + "\n\ndef _build_trainer(pipeline):\n"
+                        "    return Cluster(name='t', worker_config=pipeline.pipeline_config.actor_train)\n")
+    config = _read(script)
+    assert not any(d.kind == "launch.not-pipeline" for d in config.diagnostics)
+    assert config.case_name == "actor_train"
+
+
+@pytest.mark.parametrize("built", [
+    # a class named in the config (examples/start_agentic_pipeline.py:30-34 at the commit read)
+    "safe_import_class(getattr(cfg, 'pipeline_cls'))(pipeline_config=None)",
+    # a class reached through a module of the pipeline packages
+    "rp.RLVRPipeline(pipeline_config=None)",
+])
+def test_an_entry_that_may_build_another_pipeline_is_judged(tmp_path, built):
+    script = _rollout_tree(tmp_path, "rlvr_rollout_pipeline", "RLVRRolloutPipeline")
+    entry = tmp_path / "examples/start_rlvr_rollout_pipeline.py"
+    entry.write_text("import roll.pipeline.rlvr.rlvr_pipeline as rp\n"
+                     "from roll.utils.import_utils import safe_import_class\n" + entry.read_text().replace(
+                         "    pipeline.run()", f"    if cfg is not None:\n        pipeline = {built}\n    pipeline.run()"))
     config = _read(script)
     assert not any(d.kind == "launch.not-pipeline" for d in config.diagnostics)
     assert config.case_name == "actor_train"

@@ -95,18 +95,17 @@ class RecipeReader:
                     return cand
         return None
 
-    def _callee(self, name: str, path: Path) -> tuple[ast.FunctionDef, Path] | None:
-        """A function called by name in `path`: defined there or imported into it."""
-        own = [fn for fn in _functions(path) if fn.name == name]
-        if own:
-            return own[0], path
-        for module, original in _imports(path).get(name, []):
-            target = self._module(module)
-            if target is not None:
-                fns = [fn for fn in _functions(target) if fn.name == original]
-                if fns:
-                    return fns[0], target
-        return None
+    def _callee(self, name: str, path: Path, depth: int = 0) -> tuple[ast.FunctionDef, Path] | None:
+        """A function called by name in `path`: defined there or imported into it. Python calls the
+        binding in scope (the last one, a nested def before a module one); a name bound more than
+        once in the file, or other than by one def or one import, is not read."""
+        bound = _bindings(path, name)
+        if len(bound) != 1 or bound[0] is None or depth > _MAX_DEPTH:
+            return None
+        if isinstance(bound[0], ast.FunctionDef):
+            return bound[0], path
+        target = self._module(bound[0][0])
+        return self._callee(bound[0][1], target, depth + 1) if target is not None else None
 
     # -- reading a function's body --
 
@@ -220,9 +219,10 @@ class RecipeReader:
                                                  f"{field or 'all of it'}"), where)
 
     def _set_all(self, state: dict[str, RecipeValue], prefix: str, value: Symbolic, where: str) -> None:
-        """Every tracked field at or under `prefix` ("" for the whole config) becomes `value`."""
+        """Every tracked field at, under or above `prefix` ("" for the whole config) becomes `value`
+        (`model.a.x = 1` changes what `model.a` is)."""
         for k in [*self.keys, *self.layout_keys]:
-            if not prefix or k == prefix or k.startswith(prefix + "."):
+            if not prefix or k == prefix or k.startswith(prefix + ".") or prefix.startswith(k + "."):
                 state[k] = RecipeValue(value, where)
 
 
@@ -261,6 +261,25 @@ def _tree(path: Path) -> ast.Module | None:
 def _functions(path: Path) -> list[ast.FunctionDef]:
     tree = _tree(path)
     return [n for n in tree.body if isinstance(n, ast.FunctionDef)] if tree else []
+
+
+def _bindings(path: Path, name: str) -> list[ast.FunctionDef | tuple[str, str] | None]:
+    """Every binding of `name` anywhere in the file: a def, a `from M import N [as name]`
+    (M, N), or anything else (None: an assignment, a parameter, a class, a loop variable)."""
+    tree = _tree(path)
+    out: list[ast.FunctionDef | tuple[str, str] | None] = []
+    for node in ast.walk(tree) if tree else []:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            out.append(node)
+        elif isinstance(node, (ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+            out.append(None)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            out += [(node.module, a.name) if isinstance(node, ast.ImportFrom) and node.module and node.level == 0
+                    else None for a in node.names if (a.asname or a.name.partition(".")[0]) == name]
+        elif isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load) \
+                or isinstance(node, ast.arg) and node.arg == name:
+            out.append(None)
+    return out
 
 
 def _imports(path: Path) -> dict[str, list[tuple[str, str]]]:

@@ -18,6 +18,7 @@ not its parent RLVRPipeline's, which builds actor_train).
 from __future__ import annotations
 
 import ast
+import builtins
 import functools
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,10 +55,20 @@ def built_roles(entry: Path, rule: dict[str, Any]) -> Built | None:
                 if isinstance(node, ast.ImportFrom) and node.module and node.level == 0
                 and any(node.module == p or node.module.startswith(p + ".") for p in rule["imports"])
                 for alias in node.names}
+    modules = {alias.asname or alias.name.partition(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+               for alias in node.names if any(alias.name == p or alias.name.startswith(p + ".")
+                                              or p.startswith(alias.name + ".") for p in rule["imports"])}
+    known = {*dir(builtins), *(n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))),
+             *(alias.asname or alias.name.partition(".")[0] for node in ast.walk(tree)
+               if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names)}
     roles: set[str] = set()
     classes: list[str] = []
     for call in ast.walk(tree):
-        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in imported):
+        if not isinstance(call, ast.Call):
+            continue
+        if not isinstance(call.func, ast.Name) or call.func.id not in imported:
+            if _may_build(call.func, known - imported.keys(), modules | imported.keys()):
+                return None
             continue
         found = _class(root, *imported[call.func.id])
         if found is None:
@@ -71,11 +82,25 @@ def built_roles(entry: Path, rule: dict[str, Any]) -> Built | None:
     return Built(frozenset(roles), tuple(classes)) if classes else None
 
 
+def _may_build(func: ast.expr, known: set[str], packages: set[str]) -> bool:
+    """Whether a call of the entry not to a class read may build a pipeline: a class chosen at
+    run time (`safe_import_class(name)(...)`, `pipeline_cls(...)`, a variable), one reached
+    through a module of the pipeline packages (`rp.RLVRPipeline(...)`), or one the entry defines.
+    A builtin, a function the entry defines (its body is read with it), a name imported from
+    elsewhere or a method of a local object builds none."""
+    if isinstance(func, ast.Name):
+        return func.id not in known
+    while isinstance(func, ast.Attribute):
+        func = func.value
+    return not isinstance(func, ast.Name) or func.id in packages
+
+
 def _class_roles(root: Path, cls: ast.ClassDef, path: Path, rule: dict[str, Any], depth: int,
-                 init_runs: bool = True) -> set[str] | None:
+                 init_runs: bool = True, run: frozenset[str] = frozenset()) -> set[str] | None:
     """Roles the class's methods build, with its bases': a base's `__init__` counts where it runs
     (the class calls it, `super().__init__` or `Base.__init__(self)`, or has none of its own and
-    inherits it), a base's other methods always (the class may call them)."""
+    inherits it, or a class below calls it by name: `run`), a base's other methods always (the
+    class may call them)."""
     if depth > _MAX_DEPTH:
         return None
     init = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
@@ -89,8 +114,9 @@ def _class_roles(root: Path, cls: ast.ClassDef, path: Path, rule: dict[str, Any]
         if base.id == "object":
             continue
         found = _resolve(root, path, base.id)
-        runs = init_runs and (init is None or any(isinstance(c, ast.Name) and c.id == base.id for c in called))
-        inner = _class_roles(root, found[0], found[1], rule, depth + 1, runs) if found else None
+        names = run | {c.id for c in called if isinstance(c, ast.Name)} if init_runs else run
+        runs = init_runs and (init is None or base.id in names) or base.id in run
+        inner = _class_roles(root, found[0], found[1], rule, depth + 1, runs, names) if found else None
         if inner is None:
             return None
         out |= inner
@@ -98,13 +124,30 @@ def _class_roles(root: Path, cls: ast.ClassDef, path: Path, rule: dict[str, Any]
     loops = {t.id: it for body in bodies for node in ast.walk(body) if isinstance(node, (ast.For, ast.comprehension))
              for t, it in _targets(node.target, node.iter)}
     for node in (n for body in bodies for n in ast.walk(body)):
-        if isinstance(node, ast.Call) and _name(node.func) == rule["call"]:
+        if not isinstance(node, ast.Call):
+            continue
+        if _hands_self(node, cls):
+            return None
+        if _name(node.func) == rule["call"] or any(k.arg == rule["keyword"] for k in node.keywords):
             value = next((k.value for k in node.keywords if k.arg == rule["keyword"]), None)
             role = _role(value, loops)
             if role is None:
                 return None
             out.add(role)
     return out
+
+
+def _hands_self(call: ast.Call, cls: ast.ClassDef) -> bool:
+    """A call that hands `self` to a function not read with the class (`_build_trainer(self)`
+    may build any role); a class's `__init__` (read with the bases: `run`), a base's method and a builtin
+    (`getattr(self, ...)`) are read or build nothing."""
+    if not any(isinstance(a, ast.Name) and a.id == "self" for a in [*call.args, *(k.value for k in call.keywords)]):
+        return False
+    func = call.func
+    if isinstance(func, ast.Name):
+        return not hasattr(builtins, func.id)
+    return not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and (
+        func.attr == "__init__" or any(isinstance(b, ast.Name) and b.id == func.value.id for b in cls.bases)))
 
 
 def _base_called(owner: ast.expr, cls: ast.ClassDef) -> list[ast.expr]:
