@@ -482,15 +482,16 @@ def not_in_parser(front: FrontEnd, written: str, where: str, hint: str = "", sur
                        fix=f"write the whole flag ({listed(prefixes, 2)})", where=where)
     if not front.complete and not sure:
         # argparse exits 2 on it unless what was not read adds it: whether the run starts is not
-        # known, never clean (issue #22 item 6: never an error either)
+        # known, never clean (issue #22 item 6: never an error either); where the training script
+        # is not found, the one question is of its parser, asked once (front.script_unread)
+        undecided = {} if front.script_unread else {
+            "undecided": f"whether the run's parser takes `{written}` (not among the flags read from "
+                         f"{front.path}; argparse exits 2 on a flag it lacks)",
+            "decide": "the training script's `--help` in the run's environment (every flag its parser takes)"}
         return Finding(REJECTED_FLAG, "warning",
                        f"`{written}` is not among the flags read from {front.path}{hint}; whether it "
                        f"is rejected is not known: {front.why_incomplete}", fix=fix, where=where,
-                       detail={"flag": written,
-                               "undecided": f"whether the run's parser takes `{written}` (not among the flags "
-                                            f"read from {front.path}; argparse exits 2 on a flag it lacks)",
-                               "decide": "the training script's `--help` in the run's environment (every "
-                                         "flag its parser takes)"})
+                       detail={"flag": written, **undecided})
     if front.unstated:
         return _unstated(front, written, where, where_read, hint)
     parsed = f": parse_args() at line {front.parsed_at}" if front.parsed_at else ""

@@ -63,6 +63,9 @@ class FrontEnd:
     # the rules) may define a flag this one lacks, so that flag is undecided, not an error
     unstated: str = ""
     parsed_at: int | None = None  # the line of the parser file's `parse_args()` that reads sys.argv
+    # read without the training script (not found): whether its parser takes a flag is asked once,
+    # of the script (frontends.megatron_lm `launch.front-end-unread`, decided by --command)
+    script_unread: bool = False
 
 
 def locate(launch_path: str, script: str, roots: tuple[Path, ...] = (), workdir: str | None = "") -> FrontEnd | None:
@@ -88,7 +91,7 @@ def locate(launch_path: str, script: str, roots: tuple[Path, ...] = (), workdir:
         if parser is not None:
             front = read_parser(parser, None)
             why = f"the training script {script} was not found: flags it adds are not read"
-            return replace(front, complete=False, why_incomplete=why) if front else None
+            return replace(front, complete=False, why_incomplete=why, script_unread=True) if front else None
     return None
 
 
@@ -147,13 +150,21 @@ def read_parser(parser: Path, script: Path | None = None) -> FrontEnd | None:
         if not calls_parser_entry(script):
             # an entry called by name only (`pretrain` of the checkout's own package): the parser
             # its calls reach is the one that rejects a flag; none or several found, not known
-            built = built_parsers(tree, script)
+            calling: list[ast.AST] = []
+            built = built_parsers(tree, script, calling)
+            # `parse_args(ignore_unknown_args=True)` in a module the call reaches (DeepSpeed-Domino's
+            # initialize_domino): that parser takes unknown flags as the entry's own call would
+            accepts_unknown = accepts_unknown or any(_ignores_unknown(c) for c in calling)
             if len(built) == 1 and next(iter(built)) != parser.resolve():
                 return read_parser(next(iter(built)), script)
             if len(built) != 1:
                 reader.missing.append(f"{script.name} calls a parser entry not bound from Megatron-LM's "
                                       f"modules, and the parser its calls build is "
                                       f"{'not found' if not built else 'one of ' + ', '.join(sorted(map(str, built)))}")
+        if writes_argv(tree):
+            # what the parser sees is the launch line as the script rewrote it (a flag deleted, or
+            # left over from its own parse_known_args): no flag it lacks is surely rejected
+            reader.missing.append(f"{script.name} rewrites sys.argv before the parse")
         reader.beside = script.parent
         reader.read_tree(tree)
         accepts_unknown = accepts_unknown or _ignores_unknown(tree)
@@ -460,12 +471,19 @@ def _provider_read(node: ast.expr, tree: ast.Module, folder: Path, reader: _Read
     if isinstance(node, ast.IfExp):
         return (_provider_read(node.body, tree, folder, reader, local)
                 and _provider_read(node.orelse, tree, folder, reader, local))
-    sibling = _beside(node.id, tree, folder) if isinstance(node, ast.Name) else None
-    if sibling is None:
+    # a name bound in a `try` and again in its `except` may be either module's function: each is
+    # read, and one not found beside the script leaves the parser not wholly read
+    sources = _sources(node.id, tree, folder) if isinstance(node, ast.Name) else []
+    if not sources:
         return _read_provider(node, reader.read_beside | local)
-    reader.read_tree(sibling[1])
-    return _read_provider(ast.Name(sibling[2]), reader.read_beside | {
-        n.name: n for n in ast.walk(sibling[1]) if isinstance(n, ast.FunctionDef)})
+    read = True
+    for sibling in sources:
+        if sibling is None:
+            return False
+        reader.read_tree(sibling[1])
+        read = _read_provider(ast.Name(sibling[2]), reader.read_beside | {
+            n.name: n for n in ast.walk(sibling[1]) if isinstance(n, ast.FunctionDef)}) and read
+    return read
 
 
 def _top_imports(tree: ast.Module) -> list[ast.stmt]:
@@ -486,15 +504,24 @@ def _beside(name: str, tree: ast.Module, folder: Path) -> tuple[Path, ast.Module
     its path, its tree and the name `name` has in it; None otherwise. Only there, not also under
     the checkout's packages as parser_entry._local: flags read from more modules would change what
     the scan accepts."""
+    return next((s for s in _sources(name, tree, folder) if s is not None), None)
+
+
+def _sources(name: str, tree: ast.Module, folder: Path) -> list[tuple[Path, ast.Module, str] | None]:
+    """Each top-level import of `tree` that binds `name`, as _beside finds its module (None where
+    it is not beside the script): `try: from A import f as add_args` / `except ImportError: from
+    fallback_args import add_args` binds it twice, and either may be the one the run calls."""
+    out: list[tuple[Path, ast.Module, str] | None] = []
     for stmt in _top_imports(tree):
-        if not isinstance(stmt, ast.ImportFrom) or stmt.level or not stmt.module:
+        alias = next((a for a in stmt.names if (a.asname or a.name) == name), None) \
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)) else None
+        if alias is None or not isinstance(stmt, ast.ImportFrom):
+            out += [None] if alias is not None else []
             continue
-        alias = next((a for a in stmt.names if (a.asname or a.name) == name), None)
-        module = module_beside(folder, stmt.module) if alias is not None else None
+        module = module_beside(folder, stmt.module) if stmt.module and not stmt.level else None
         found = _parse(_text(module)) if module is not None else None
-        if alias is not None and module is not None and found is not None:
-            return module, found, alias.name
-    return None
+        out.append((module, found, alias.name) if module is not None and found is not None else None)
+    return out
 
 
 def _delegate(tree: ast.Module, script: Path) -> Path | None:

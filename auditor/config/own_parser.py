@@ -13,14 +13,17 @@ from pathlib import Path
 _DEPTH = 4  # calls followed from the script before giving up (no parser claimed)
 
 
-def built_parsers(tree: ast.Module, script: Path) -> set[Path]:
+def built_parsers(tree: ast.Module, script: Path, calling: list[ast.AST] | None = None) -> set[Path]:
     """The files (of the script's own checkout) whose functions, reached from what `script`
     calls through its imports, build an `ArgumentParser` and parse the command line with it;
-    empty where none is reached."""
-    return _follow(tree, tree, script, _DEPTH, set())
+    empty where none is reached. `calling` gets each function (and the script) whose calls were
+    followed: how they call the parser (`ignore_unknown_args=True`) is theirs to say."""
+    return _follow(tree, tree, script, _DEPTH, set(), calling if calling is not None else [])
 
 
-def _follow(scope: ast.AST, module: ast.Module, path: Path, depth: int, seen: set[tuple[Path, str]]) -> set[Path]:
+def _follow(scope: ast.AST, module: ast.Module, path: Path, depth: int, seen: set[tuple[Path, str]],
+            calling: list[ast.AST]) -> set[Path]:
+    calling.append(scope)
     called = {c.func.id for c in ast.walk(scope) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)}
     out: set[Path] = set()
     for node in ast.walk(module):
@@ -39,7 +42,7 @@ def _follow(scope: ast.AST, module: ast.Module, path: Path, depth: int, seen: se
             if _parses_command_line(body):
                 out.add(file)
             elif depth > 1:
-                out |= _follow(body, tree, file, depth - 1, seen)
+                out |= _follow(body, tree, file, depth - 1, seen, calling)
     return out
 
 

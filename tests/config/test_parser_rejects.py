@@ -20,6 +20,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from auditor import cli
 from tests.config.test_own_parser import checkout
 
@@ -95,6 +97,7 @@ if __name__ == "__main__":
 
 
 def megatron_lm(tmp_path: Path, provider: str) -> Path:
+    tmp_path.mkdir(exist_ok=True)
     files = {"megatron/training/__init__.py": "from megatron.training.training import pretrain\n",
              "megatron/training/training.py": "def pretrain(*a, **k):\n    pass\n",
              "megatron/training/arguments.py": ARGUMENTS,
@@ -124,3 +127,70 @@ def test_a_flag_a_partly_read_parser_lacks_is_undecided(tmp_path):
     said = not_in_parser(front, "--foo", "run.sh:1")
     assert said.severity == "warning" and "`--foo`" in said.detail["undecided"], said
     assert "--help" in said.detail["decide"]
+
+
+# Review r49-parser: each of these started under real python3 (the flag never reaches a parse
+# that rejects it), yet read DOES NOT START.
+LENIENT_ARGS = """import argparse
+def parse_args(ignore_unknown_args=False):
+    parser = argparse.ArgumentParser(description='Domino Arguments', allow_abbrev=False)
+    parser.add_argument('--num-layers', type=int, default=None)
+    parser.add_argument('--llama-model', action='store_true')
+    if ignore_unknown_args:
+        args, _ = parser.parse_known_args()
+    else:
+        args = parser.parse_args()
+    return args
+"""
+
+
+def test_a_wrapper_parsing_with_ignore_unknown_args_takes_the_flag(tmp_path, capsys, monkeypatch):
+    """initialize_domino (the module the entry's call reaches, not the entry) passes
+    `parse_args(ignore_unknown_args=True)`: the parser takes unknown flags (parse_known_args)."""
+    monkeypatch.chdir(tmp_path)
+    script = domino(tmp_path, "--llama-model --foo 1")
+    (tmp_path / "domino" / "arguments.py").write_text(LENIENT_ARGS)
+    (tmp_path / "domino" / "initialize.py").write_text(
+        "from domino.arguments import parse_args\ndef initialize_domino():\n"
+        "    args = parse_args(ignore_unknown_args=True)\n")
+    head = scan(script, capsys)["verdict"]["headline"]
+    assert not head.startswith("DOES NOT START"), head
+
+
+@pytest.mark.parametrize("rewrite", [
+    "import sys\ni = sys.argv.index('--foo'); del sys.argv[i:i+2]\n",
+    "import argparse, sys\np = argparse.ArgumentParser()\np.add_argument('--foo')\n"
+    "a, rest = p.parse_known_args()\nsys.argv = sys.argv[:1] + rest\n"])
+def test_an_entry_that_rewrites_sys_argv_is_no_certain_rejection(tmp_path, capsys, monkeypatch, rewrite):
+    """The entry deletes `--foo` from sys.argv, or its own parser takes it (parse_known_args)
+    and hands on the rest, before the parse that lacks it: what that parse sees is not known."""
+    monkeypatch.chdir(tmp_path)
+    script = domino(tmp_path, "--llama-model --foo 1")
+    (tmp_path / "pretrain_llama.py").write_text(rewrite + ENTRY)
+    head = scan(script, capsys)["verdict"]["headline"]
+    assert not head.startswith("DOES NOT START"), head
+    mlm = megatron_lm(tmp_path / "mlm", "None")
+    entry = mlm.parent / "pretrain_gpt.py"
+    entry.write_text(rewrite + entry.read_text())
+    from auditor.config.frontend_parser import locate
+    front = locate(str(mlm), "pretrain_gpt.py")
+    assert front is not None and not front.complete and "rewrites sys.argv" in front.why_incomplete
+
+
+def test_a_provider_bound_in_try_and_except_is_either_module_s(tmp_path):
+    """`try: from megatron.post_training.arguments import add_modelopt_args as add_args` /
+    `except ImportError: from fallback_args import add_args`: a flag either adds is taken, and
+    with the fallback module not found the parser is not wholly read."""
+    from auditor.config.frontend_parser import locate
+    for folder, fallback in (("both", True), ("one", False)):
+        run = megatron_lm(tmp_path / folder, "add_args")
+        if fallback:
+            (run.parent / "fallback_args.py").write_text(
+                "def add_args(parser):\n    parser.add_argument('--bar', type=int)\n    return parser\n")
+        (run.parent / "pretrain_gpt.py").write_text(PRETRAIN.replace("PROVIDER", "add_args").replace(
+            "import add_modelopt_args\n    has_nvidia_modelopt = True\nexcept ImportError:\n"
+            "    has_nvidia_modelopt = False",
+            "import add_modelopt_args as add_args\nexcept ImportError:\n    from fallback_args import add_args"))
+        front = locate(str(run), "pretrain_gpt.py")
+        assert front is not None and front.complete is fallback, front
+        assert {"--bar", "--export-model-type"} <= set(front.flags) if fallback else "add_args" in front.why_incomplete

@@ -8,7 +8,10 @@ Reproduced (the trees are written here, shaped as upstream's):
   tasks/eval_harness/evaluate.py imports pretrain_gpt's model_provider and megatron.training's
   setup_model_and_optimizer, then hands an adaptor to lm_eval's evaluator (:408-428); its
   megatron/arguments.py:63 `args.ds_pipeline_enabled = not args.no_pipeline_parallel` and :94
-  (validate_args asserts PP 1).
+  (validate_args asserts PP 1). Every flag the script passes is taken, as upstream's parser takes
+  it (megatron/arguments.py: `--no-pipeline-parallel` :954, `--inference` :958, `--load` :1077,
+  `--deepspeed`/`--deepspeed_config` through deepspeed.add_config_arguments :54; evaluate.py's
+  tasks_args `--task_list` :395-398): the miniature's run starts.
 - pytorch/torchtitan@b5bcd76c66d0acb1a08b176d9639425bc55e0b2a torchtitan/models/flux/run_infer.sh
   (`torchrun ... -m torchtitan.models.flux.inference.infer --module flux --config ...
   --checkpoint.enable`) and torchtitan/models/flux/inference/infer.py (:19-97: builds
@@ -77,9 +80,14 @@ EVALUATE = dedent('''\
                 return self.model(inps)
             return self.model.eval_batch(iter(inps), compute_loss=False, reduce_output=None)
 
+    def tasks_args(parser):
+        group = parser.add_argument_group(title='Evaluation options')
+        group.add_argument('--task_list', type=str, default="all")
+        return parser
+
     def main():
-        args = parse_args(extra_args_provider=None)
-        initialize_megatron(extra_args_provider=None)
+        args = parse_args(extra_args_provider=tasks_args)
+        initialize_megatron(extra_args_provider=tasks_args)
         model, _, _ = setup_model_and_optimizer(model_provider, None)
         results = evaluator.evaluate(EvalHarnessAdaptor(model[0]), tasks.get_task_dict(["lambada"]), False, 0, None)
         print(results)
@@ -118,6 +126,16 @@ ARGUMENTS = dedent('''\
     def parse_args(extra_args_provider=None):
         parser = argparse.ArgumentParser()
         parser.add_argument('--no-pipeline-parallel', action='store_true')
+        parser.add_argument('--inference', action='store_true')
+        parser.add_argument('--load', type=str)
+        for flag in ('--tensor-model-parallel-size', '--pipeline-model-parallel-size', '--micro-batch-size',
+                     '--num-layers', '--hidden-size', '--num-attention-heads', '--seq-length',
+                     '--max-position-embeddings'):
+            parser.add_argument(flag, type=int)
+        parser.add_argument('--deepspeed', action='store_true')
+        parser.add_argument('--deepspeed_config', type=str)
+        if extra_args_provider is not None:
+            parser = extra_args_provider(parser)
         args = parser.parse_args()
         # helper argument to set deepspeed pipeline parallel or not
         args.ds_pipeline_enabled = not args.no_pipeline_parallel
