@@ -136,6 +136,33 @@ def test_a_copy_s_config_not_read_is_unknown_not_verl_s_defaults(tmp_path: Path)
     assert isinstance(pp, Symbolic)
 
 
+def test_a_config_name_no_folder_holds_stops_the_copy(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """volcengine/verl@b178a3cd56 verl/experimental/fully_async_policy/shell/dapo_30b_a3b_base_math_fsdp.sh
+    runs fully_async_main.py (a copy of main_ppo) with `--config-path=config
+    --config-name='fully_async_dapo_trainer.yaml'` (:100-101), a file no folder of the checkout holds:
+    Hydra stops the job. It read CLEAN on the copy's unknown settings; a comment naming a
+    `config.json` before it (:14) writes nothing."""
+    script = _checkout(tmp_path, extra="--config-name='absent_trainer.yaml' ")
+    script.write_text("# edit max_position_embeddings in config.json first\n" + script.read_text())
+    launch = read_launch(script)
+    missing = [d for d in launch.diagnostics if d.kind == "launch.config-file-missing"]
+    assert missing and "absent_trainer" in missing[0].message
+    code = cli.main(["scan", "--config", str(script), "--format", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["verdict"]["headline"].startswith("DOES NOT START: Cannot find primary config 'absent_trainer'"), doc
+    assert code != 0
+
+
+def test_a_config_an_earlier_command_may_write_stays_unknown(tmp_path: Path) -> None:
+    """The same, but a line before the run names the missing file's folder (`cp ... config/`):
+    it may write it, so the config stays unread (unknown), never a stop by guess."""
+    script = _checkout(tmp_path, extra="--config-name='absent_trainer.yaml' ")
+    script.write_text("cp /shared/absent_trainer.yaml config/\n" + script.read_text())
+    launch = read_launch(script)
+    assert not any(d.kind == "launch.config-file-missing" for d in launch.diagnostics)
+    assert any(d.kind == "launch.config-file-unread" for d in launch.diagnostics)
+
+
 def test_a_module_copy_run_with_python_m_is_read_as_verl_s(tmp_path: Path) -> None:
     """volcengine/verl@b178a3cd56 verl/experimental/one_step_off_policy/main_ppo.py: its own
     `@hydra.main(config_path="config", config_name="one_step_off_ppo_trainer")` (:219), its

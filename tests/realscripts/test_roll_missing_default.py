@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from auditor.analysis.undecided import undecided_inputs
-from auditor.config.frontends.hydra_compose import _missing_default
+from auditor.config.frontends.hydra_compose import missing_default
 from auditor.config.hydra_compose import MissingConfig
 from tests.realscripts.test_roll import SFT, _read, roll_tree
 
@@ -96,9 +96,9 @@ def test_a_command_line_choice_of_its_group_may_pick_another(tmp_path: Path):
     primary = tmp_path / "examples" / "agentic_demo" / "atropos_gsm8k_grpo_qwen25_0.5b.yaml"
     entry = tmp_path / "examples" / "start_agentic_pipeline.py"
     before = len(config.diagnostics)
-    _missing_default(config, exc, primary, entry, "run.sh:5", ["strategy"])
+    missing_default(config, exc, primary, entry, "run.sh:5", ["strategy"])
     assert len(config.diagnostics) == before
-    _missing_default(config, exc, primary, entry, "run.sh:5", ["trainer.lr"])
+    missing_default(config, exc, primary, entry, "run.sh:5", ["trainer.lr"])
     assert len(config.diagnostics) == before + 1
 
 
@@ -157,9 +157,9 @@ def test_a_command_line_search_path_may_hold_the_primary(tmp_path: Path):
     primary = tmp_path / "examples" / "agentic_demo" / "x_cfg.yaml"
     entry = tmp_path / "examples" / "start_agentic_pipeline.py"
     before = len(config.diagnostics)
-    _missing_default(config, exc, primary, entry, "run.sh:5", ["hydra.searchpath"])
+    missing_default(config, exc, primary, entry, "run.sh:5", ["hydra.searchpath"])
     assert len(config.diagnostics) == before
-    _missing_default(config, exc, primary, entry, "run.sh:5", ["x"])
+    missing_default(config, exc, primary, entry, "run.sh:5", ["x"])
     assert len(config.diagnostics) == before + 1
 
 

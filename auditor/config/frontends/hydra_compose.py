@@ -71,7 +71,7 @@ class HydraComposeReader(Reader):
                                           for k, v in (o for o in overrides if o is not None)])
         except Unreadable as exc:
             if isinstance(exc, MissingConfig) and "://" not in config_path:  # pkg://: a package's, not read
-                _missing_default(config, exc, config_dir / f"{name.removesuffix('.yaml')}.yaml", entry, where,
+                missing_default(config, exc, config_dir / f"{name.removesuffix('.yaml')}.yaml", entry, where,
                                  [o[0] for o in overrides if o is not None])
             unknown_file(config, f"{config_dir}/{name}.yaml", str(exc), config.command_line, where, env_keys=())
             return
@@ -129,7 +129,7 @@ class HydraComposeReader(Reader):
             detail={"files": [str(f) for f in composed.files], "role": role}))
 
 
-def _missing_default(config: LaunchConfig, exc: MissingConfig, primary: Path, entry: Path, where: str,
+def missing_default(config: LaunchConfig, exc: MissingConfig, primary: Path, entry: Path, where: str,
                      keys: list[str]) -> None:
     """A start-up failure where Hydra surely finds no file for the primary config or a defaults
     entry: nothing but the config directory supplies configs, as the primary states no
@@ -184,9 +184,11 @@ def _names(config: LaunchConfig, missing: Path) -> bool:
     """Whether a command the script runs before the training command may write the missing config
     file by naming it: any that names it, its stem or its folder (`cp cfg.yaml ex/gen.yaml`, `python gen.py >
     ex/gen.yaml`, `NAME=gen` then `envsubst > ex/$NAME.yaml`, a heredoc, `wget -O`), read from the
-    script's text before the entry script's word, as no walk models every program's writes."""
+    script's text before the entry script's word, as no walk models every program's writes. A
+    comment line writes nothing (verl@b178a3cd56 dapo_30b_a3b_base_math_fsdp.sh:14 mentions a
+    `config.json`)."""
     lines = config.text.splitlines()
-    before = lines[:max(config.command_line - 1, 0)]
+    before = [t for t in lines[:max(config.command_line - 1, 0)] if not t.lstrip().startswith("#")]
     if 0 < config.command_line <= len(lines):
         line = lines[config.command_line - 1]
         script = str(config.script) if config.script else ""

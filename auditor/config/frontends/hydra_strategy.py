@@ -23,8 +23,8 @@ from auditor.bash.values import Field, Scalar, Symbolic, concat, segments
 from auditor.bash.absent import checkout_root
 from auditor.config.configfiles import flag_keys, unknown_file
 from auditor.config.entry_copy import HydraMain
-from auditor.config.frontends.hydra_compose import yaml_text
-from auditor.config.hydra_compose import Unreadable, Unresolved, at, compose
+from auditor.config.frontends.hydra_compose import missing_default, yaml_text
+from auditor.config.hydra_compose import MissingConfig, Unreadable, Unresolved, at, compose
 from auditor.config.model import Flag, LaunchConfig
 from auditor.config.overrides import override, typed
 from auditor.findings import Finding
@@ -40,7 +40,10 @@ def judge_strategy(config: LaunchConfig, args: list[Field], path: str, main: Hyd
         return
     if config.unknown_words and not set(rule["keys"]) <= config.unknown_words[-1].after:
         return  # a word not known statically may set the strategy (flags.open_settings' rule)
-    composed = _composed(args, path, rule) if main is None else _copy_composed(args, rule, main)
+    try:
+        composed = _composed(args, path, rule) if main is None else _copy_composed(args, rule, main)
+    except Unreadable:  # read_copy_config says what a missing config does
+        return
     saids: list[str] = []
     values: list[str] = []
     for key in rule["keys"]:
@@ -90,10 +93,22 @@ def read_copy_config(config: LaunchConfig, args: list[Field], path: str, main: H
     """A copy of the framework's main runs on its own config: each setting the framework's rules
     read (their flag keys) that the command line does not give is the composed config's; where
     that config is not composed, every one is unknown (configfiles.unknown_file), not the
-    release's default."""
+    release's default; where the config it names is surely not in the checkout, Hydra stops the
+    run (frontends.hydra_compose.missing_default: verl@b178a3cd56
+    verl/experimental/fully_async_policy/shell/dapo_30b_a3b_base_math_fsdp.sh:101 names
+    `fully_async_dapo_trainer.yaml`, which no folder holds)."""
     rule = _rule()
-    composed = _copy_composed(args, rule, main) if rule is not None else None
     where = f"{path}:{config.command_line}"
+    try:
+        composed = _copy_composed(args, rule, main) if rule is not None else None
+    except MissingConfig as exc:
+        assert rule is not None
+        config_dir = main.entry.parent / str(_option(args, rule["path_options"], main.config_path))
+        primary = config_dir / f"{str(_option(args, rule['name_options'], main.config_name)).removesuffix('.yaml')}.yaml"
+        missing_default(config, exc, primary, main.entry, where, [k for k, _ in _overrides(args, rule)])
+        composed = None
+    except Unreadable:
+        composed = None
     if composed is None:
         unknown_file(config, f"the config of {main.entry.name} ({main.shown()})",
                      "it is not composed here: a name, the working directory or a file is not known statically",
@@ -172,19 +187,17 @@ def _copy_composed(args: list[Field], rule: dict[str, Any],
     """(the composed config, the files read) of a copy of the main: its decorator's config unless
     the command line's `--config-path`/`--config-name` (Hydra's own) name another, a relative path
     relative to the copy; `file://` searchpaths relative to the working directory the command runs
-    the copy from. None where a name, the working directory or a file is not known statically."""
+    the copy from. None where a name or the working directory is not known statically; a file
+    that cannot be read raises (Unreadable; MissingConfig where none holds the config)."""
     config_path = _option(args, rule["path_options"], main.config_path)
     name = _option(args, rule["name_options"], main.config_name)
     if not isinstance(config_path, str) or not isinstance(name, str) or main.cwd is None:
         return None
     root = checkout_root(str(main.entry))
-    try:
-        config_dir = main.entry.parent / config_path
-        name = name.removesuffix(".yaml")
-        composed = compose(config_dir, name, _searchpath(config_dir / f"{name}.yaml", main.cwd),
-                           root, _overrides(args, rule))
-    except Unreadable:
-        return None
+    config_dir = main.entry.parent / config_path
+    name = name.removesuffix(".yaml")
+    composed = compose(config_dir, name, _searchpath(config_dir / f"{name}.yaml", main.cwd),
+                       root, _overrides(args, rule))
     return composed.data, composed.files
 
 
@@ -215,11 +228,14 @@ def _in_root(given: str, root: Path) -> Path | None:
 
 def _searchpath(primary: Path, root: Path) -> tuple[Path, ...]:
     """The primary file's `hydra.searchpath`: `file://DIR` relative to the working directory, the
-    checkout's root, where `python -m` imports the package from; `pkg://a.b` that package's folder."""
+    checkout's root, where `python -m` imports the package from; `pkg://a.b` that package's folder.
+    A primary that is not there states none: compose says it is missing (MissingConfig)."""
     from auditor.config.configfiles import load_yaml
 
     try:
         data = load_yaml(primary.read_text(encoding="utf-8"), primary)
+    except FileNotFoundError:
+        return ()
     except (OSError, UnicodeDecodeError):
         raise Unreadable(f"{primary} cannot be read") from None
     paths = at(data, "hydra.searchpath") if isinstance(data, dict) else None
