@@ -507,6 +507,17 @@ def test_code_not_read_before_the_command_may_change_its_words(tmp_path: Path) -
     assert _not_pipeline(parse_launch(script.read_text(), str(script)))
 
 
+def _pai_generation_tree(root: Path) -> str:
+    """Pai's llama2 text-generation entry with the megatron_patch modules it imports; its path."""
+    files = {"megatron_patch/__init__.py": "", "megatron_patch/arguments.py": "def get_patch_args(p):\n    return p\n",
+             "megatron_patch/generation/__init__.py": "", "megatron_patch/generation/api.py": PAI_API}
+    entry = "examples/llama2/generate_text_megatron_llama.py"
+    for name, body in {entry: PAI_ENTRY.format(extra=""), **files}.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(body)
+    return entry
+
+
 def test_the_eval_that_runs_the_command_is_not_code_run_before_it(tmp_path: Path) -> None:
     """alibaba/Pai-Megatron-Patch a098ca5acb examples/codellama/run_text_generation_megatron_llama.sh
     builds `run_cmd="torchrun $DISTRIBUTED_ARGS generate_text_megatron_llama.py ..."` with
@@ -515,12 +526,7 @@ def test_the_eval_that_runs_the_command_is_not_code_run_before_it(tmp_path: Path
     they may run besides runs after it, so the note stands. Code of unknown text before the command
     (`eval "$SETUP"`), or an eval whose text is re-read as a script (`export A=$U; ...`, where $U
     may end the export and run anything before the command), still leaves it unread."""
-    files = {"megatron_patch/__init__.py": "", "megatron_patch/arguments.py": "def get_patch_args(p):\n    return p\n",
-             "megatron_patch/generation/__init__.py": "", "megatron_patch/generation/api.py": PAI_API}
-    entry = "examples/llama2/generate_text_megatron_llama.py"
-    for name, body in {entry: PAI_ENTRY.format(extra=""), **files}.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(body)
+    entry = _pai_generation_tree(tmp_path)
     head = ('MASTER_PORT=$(shuf -n 1 -i 10000-65535)\n'
             'DISTRIBUTED_ARGS="--nproc_per_node 1 --master_port $MASTER_PORT"\n'
             f'run_cmd="torchrun $DISTRIBUTED_ARGS {entry}\n --pipeline-model-parallel-size 1 --num-layers 4"\n')
@@ -547,12 +553,7 @@ def test_an_eval_run_before_the_command_on_its_line_is_code_run_before_it(tmp_pa
     of the eval that runs it (`for i in 1 2; do eval ${run_cmd}; done`): only the warning of the
     eval that runs the command, outside a loop, speaks of what runs after it (before: matched by
     line number, both read NOT A PIPELINE RUN)."""
-    files = {"megatron_patch/__init__.py": "", "megatron_patch/arguments.py": "def get_patch_args(p):\n    return p\n",
-             "megatron_patch/generation/__init__.py": "", "megatron_patch/generation/api.py": PAI_API}
-    entry = "examples/llama2/generate_text_megatron_llama.py"
-    for name, body in {entry: PAI_ENTRY.format(extra=""), **files}.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(body)
+    entry = _pai_generation_tree(tmp_path)
     head = ('MASTER_PORT=$(shuf -n 1 -i 10000-65535)\n'
             'DISTRIBUTED_ARGS="--nproc_per_node 1 --master_port $MASTER_PORT"\n'
             f'run_cmd="torchrun $DISTRIBUTED_ARGS {entry} --pipeline-model-parallel-size 1 --num-layers 4"\n')
